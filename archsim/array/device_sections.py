@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import configparser
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -144,10 +145,43 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     return out
 
 
+def cfg_line(text: str, field: str) -> int | None:
+    """The 1-based line of ``[section] key`` in a ``.cfg``'s ``text`` (``field``: ``section.key``, as this module's
+    errors name a key), found in that section only; None where it is not written (a missing key)."""
+    section, _, key = field.partition(".")
+    current = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = re.match(r"\[(.+)\]", line)  # configparser's section header
+        if header:
+            current = header[1]
+        elif current == section and re.match(rf"\s*{re.escape(key)}\s*[:=]", line):
+            return number
+    return None
+
+
+def cfg_located(exc: InputError, text: str) -> InputError:
+    """``exc`` with the line of the ``.cfg`` key its field names (:func:`cfg_line`), where it names none: the
+    file's device keys are then located as its SCALE-Sim keys are (``FILE, line N, field 'memory.hbm_gbps'``)."""
+    field = exc.where.field
+    if exc.where.line is not None or not field or "." not in field:
+        return exc
+    line = cfg_line(text, field)
+    return exc if line is None else InputError(exc.message, file=exc.where.file, line=line, field=field)
+
+
 def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     """A ``.cfg``'s device sections checked (``[device]`` may carry ``arrays`` and ``arrays_per_core``, positive
     integers), with those two counts; None when it has neither ``[device]`` nor ``[links]`` (a plain SCALE-Sim
-    file, whose ``[memory]`` is its own). ``required``: a device file needs all three sections and their keys."""
+    file, whose ``[memory]`` is its own). ``required``: a device file needs all three sections and their keys.
+    An error names the key's line (:func:`cfg_located`)."""
+    try:
+        return _cfg_device_sections(text, file, required)
+    except InputError as exc:
+        raise cfg_located(exc, text) from None
+
+
+def _cfg_device_sections(text: str, file: str,
+                         required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
     try:

@@ -1,0 +1,125 @@
+"""An accelerator designer's own SCALE-Sim ``.cfg`` device file through the array commands and plan: what a
+wrong input says (one line, located as the file's SCALE-Sim keys are), and what the docs say plan takes.
+Each test failed on the code before its fix (say so where it was added)."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+from archsim.devices.device_file import load_device
+from archsim.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# A designer's chip: 32 arrays of 64 × 64 at 0.8 GHz, Bandwidth × 2 B × 0.8 GHz = 640 GB/s = hbm_gbps.
+CHIP = """[general]
+run_name = mychip
+
+[architecture_presets]
+ArrayHeight:    64
+ArrayWidth:     64
+IfmapSramSzkB:    256
+FilterSramSzkB:   256
+OfmapSramSzkB:    128
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Bandwidth : 400
+Dataflow : ws
+
+[archsim]
+ClockGHz = 0.8
+
+[device]
+name = mychip
+arrays = 32
+static_watts = 20
+
+[memory]
+hbm_gib = 32
+hbm_gbps = 640
+
+[links]
+intra_gbps = 200
+"""
+
+
+def _line(text: str, start: str) -> int:
+    """The 1-based number of the line of ``text`` that starts with ``start`` (counted by hand in the file)."""
+    return next(n for n, line in enumerate(text.splitlines(), start=1) if line.startswith(start))
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ("hbm_gbps = 640", "hbm_gbs = 640", "memory.hbm_gbs"),       # a typo'd key
+    ("hbm_gbps = 640", "hbm_gbps = -640", "memory.hbm_gbps"),    # a negative bandwidth
+    ("intra_gbps = 200", "intra_gbps = 0", "links.intra_gbps"),  # a zero link
+    ("arrays = 32", "arrays = 0", "device.arrays"),              # a chip of no arrays
+    ("static_watts = 20", "static_watts = -20", "device.static_watts"),
+])
+def test_a_cfg_device_keys_error_names_its_line(tmp_path, capsys, old, new, field):
+    """A .cfg's SCALE-Sim keys are refused with their line (``bad.cfg, line 13, field 'Bandwith'``); its device
+    sections' keys were refused without one (``bad.cfg, field 'memory.hbm_gbs'``), so in a long file the user
+    had to search for the key. Now both name the line, counted here by hand. Failed before the fix."""
+    text = CHIP.replace(old, new)
+    path = tmp_path / "bad.cfg"
+    path.write_text(text)
+    line = _line(text, new.split(" ")[0] + " ")
+    with pytest.raises(InputError) as caught:
+        load_device(path)
+    assert caught.value.where.line == line and caught.value.where.field == field
+    assert main(["cost", "ffnn8", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()]  # one line
+    assert f"bad.cfg, line {line}, field '{field}'" in err
+
+
+def test_a_key_named_in_two_sections_is_located_in_its_own(tmp_path):
+    """The line found is the one in the section the field names, not a same-named key earlier in the file."""
+    text = CHIP.replace("[memory]\n", "[memory]\nlinks = 2\n")  # 'links' is a [links] key, unknown in [memory]
+    text = text.replace("intra_gbps = 200", "intra_gbps = 200\nlinks = -1")
+    path = tmp_path / "two.cfg"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_device(path)
+    assert caught.value.where.field == "memory.links"
+    assert caught.value.where.line == text.splitlines().index("links = 2") + 1
+
+
+def test_an_array_commands_error_is_its_one_line(tmp_path, capsys):
+    """An array command given a device file of several arrays said two notes (it costs one array; it prices
+    int8) and then its error, three lines where the error was the one that mattered; train, search and plan
+    say their notes after the run, never before an error line. Now the notes follow a run that succeeds and a
+    refused one prints its error alone. Failed before the fix."""
+    path = tmp_path / "mychip.cfg"
+    path.write_text(CHIP)
+    for argv in (["energy", "ffnn8", "--config", str(path), "--energy-table", "nope"],
+                 ["cost", "ffnn8", "--config", str(path), "--bandwidth", "10"],
+                 ["pipeline", "ffnn8", "--config", str(path), "--processors", "4000", "--method", "pipedream"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and err.startswith(f"archsim {argv[0]}: error: "), err
+    assert main(["cost", "ffnn8", "--config", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "TOTAL" in out
+    assert re.search(r"note: .*mychip\.cfg is a device of 32 arrays", err)
+    assert "add --dtype fp16" in err
+
+
+def test_plan_on_a_device_cluster_takes_trains_dtypes_as_the_cli_page_says(tmp_path, capsys):
+    """docs/cli.md said plan on a cluster whose servers name a device refuses --dtype and --element-bytes; it
+    takes train's --dtype names (fp16, the default, bf16, fp32: docs/papers/spp.md runs --dtype fp32 on GPU
+    clusters) and refuses int8 and --element-bytes. The page now says what plan does. Failed before the fix."""
+    (tmp_path / "mychip.cfg").write_text(CHIP)
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\ndevice = "mychip.cfg"\n')
+    base = ["plan", "ffnn8", "--cluster", str(cluster), "--microbatches", "2", "--format", "json"]
+    assert main([*base, "--dtype", "fp32"]) == 0
+    assert ", fp32" in capsys.readouterr().out
+    assert main([*base, "--dtype", "int8"]) == 2
+    assert main([*base, "--element-bytes", "4"]) == 2
+    capsys.readouterr()
+    text = " ".join((ROOT / "docs" / "cli.md").read_text().split())
+    assert "refuses both flags" not in text
+    assert re.search(r"`plan` on a cluster whose servers name a device takes `train`'s `--dtype`", text)
