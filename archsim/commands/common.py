@@ -13,7 +13,7 @@ from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.choices.training import HF_MODEL_TYPES
-from archsim.console import note, warn
+from archsim.console import note, say_after_run, warn
 from archsim.errors import InputError
 from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
@@ -185,16 +185,17 @@ def note_default_seq(config, model: str, seq: int | None) -> None:
 def note_device_arrays(config: str, dtype_given: bool = True) -> None:
     """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one; and,
     without ``dtype_given`` (no --dtype or --element-bytes), that it prices int8 where train prices fp16; and warn
-    when its SRAM sizes look like bytes (:func:`archsim.array.config.cfg_sram_warning`)."""
+    when its SRAM sizes look like bytes (:func:`archsim.array.config.cfg_sram_warning`). Said after the run
+    (:func:`~archsim.console.say_after_run`), as train's notes are: a later refusal is then its one line."""
     from archsim.array.config import cfg_sram_warning
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
 
     for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config)):
         if text:
-            note(text)
+            say_after_run("note", text)
     slip = cfg_sram_warning(config)  # its SRAMs in bytes, judged as --sram-kb is
     if slip:
-        warn(slip)
+        say_after_run("warning", slip)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
