@@ -1,4 +1,4 @@
-"""An accelerator designer's own SCALE-Sim ``.cfg`` device file through the array commands and plan: what a
+"""An accelerator designer's own SCALE-Sim ``.cfg`` device file through the array commands, plan and search's page: what a
 wrong input says (one line, located as the file's SCALE-Sim keys are), and what the docs say plan takes.
 Each test failed on the code before its fix (say so where it was added)."""
 
@@ -123,3 +123,30 @@ def test_plan_on_a_device_cluster_takes_trains_dtypes_as_the_cli_page_says(tmp_p
     text = " ".join((ROOT / "docs" / "cli.md").read_text().split())
     assert "refuses both flags" not in text
     assert re.search(r"`plan` on a cluster whose servers name a device takes `train`'s `--dtype`", text)
+
+
+def _row(tp: int, pp: int, dp: int, seconds: float, memory: float) -> dict:
+    """A search row with the keys the Pareto page reads; GPUs = tp × pp × dp."""
+    return {"tp": tp, "pp": pp, "dp": dp, "micro_batch": 1, "recompute": "none", "schedule": "1f1b",
+            "interleave": 1, "sequence_parallel": False, "stage_layers": "", "iteration_seconds": seconds,
+            "peak_memory_gib": memory, "gpus": tp * pp * dp, "tflops_per_gpu": 1.0,
+            "hardware_tflops_per_gpu": 1.0, "tokens_per_second": 1.0}
+
+
+def test_the_search_pages_colour_is_one_gpu_scale_in_whole_gpus():
+    """``search --pareto-html`` colours points by GPUs, with one colour bar (the front's). Each trace scaled its
+    colours over its own GPU counts, so where the front held 8 and 16 GPUs and the ranked rows 4, 8 and 16, an
+    8-GPU row took the middle colour and an 8-GPU front point the bottom one: the bar mislabelled the rows. And
+    the bar's ticks were fractional GPUs (15.6, 15.8, 16.2 … where every row ran 16). Now both traces share one
+    range, all the counts shown, and the bar's ticks are the whole counts the rows run. Failed before the fix."""
+    from archsim.report.search_front import front_figure
+
+    front = [_row(1, 1, 8, 1.0, 30.0), _row(2, 1, 8, 1.2, 20.0)]
+    rows = [*front, _row(1, 1, 4, 2.0, 25.0)]
+    fig = front_figure(front, rows, "time")
+    markers = [trace.marker for trace in fig.data]
+    assert [(m.cmin, m.cmax) for m in markers] == [(4, 16), (4, 16)]
+    bar = next(m.colorbar for m in markers if m.showscale)
+    assert list(bar.tickvals) == [4, 8, 16]
+    single = front_figure(front[:1], front[:1], "time")
+    assert [list(m.colorbar.tickvals) for m in (t.marker for t in single.data) if m.showscale] == [[8]]
