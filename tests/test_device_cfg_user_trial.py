@@ -150,3 +150,26 @@ def test_the_search_pages_colour_is_one_gpu_scale_in_whole_gpus():
     assert list(bar.tickvals) == [4, 8, 16]
     single = front_figure(front[:1], front[:1], "time")
     assert [list(m.colorbar.tickvals) for m in (t.marker for t in single.data) if m.showscale] == [[8]]
+
+
+# CHIP's lines, counted by hand: [memory] is line 24, hbm_gib 25, [links] 28, intra_gbps 29.
+@pytest.mark.parametrize(("edit", "line", "says"), [
+    (lambda t: t.replace("hbm_gib = 32\n", "hbm_gib = 32\nhbm_gib = 16\n"), 26, "hbm_gib is given twice in [memory]"),
+    (lambda t: t.replace("[links]\n", "[links]\n[links]\n"), 29, "section [links] is given twice"),
+    (lambda t: "hbm_gib = 32\n" + t, 1, "a key before any [section] header"),
+    (lambda t: t.replace("[links]\n", "[links]\nintra_gbps 200\n"), 29, "neither a [section] header nor a key"),
+])
+def test_a_cfg_syntax_error_says_what_and_where(tmp_path, capsys, edit, line, says):
+    """A .cfg configparser cannot read was refused as ``not a readable .cfg file (DuplicateOptionError)``:
+    a Python class name, no line, no key, so a designer with a key written twice had to guess which. Now the
+    line and what is wrong, from cost --config and train alike. Failed before the fix."""
+    assert CHIP.splitlines()[24 - 1] == "[memory]" and CHIP.splitlines()[28 - 1] == "[links]"
+    (tmp_path / "mychip.cfg").write_text(edit(CHIP))
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\ndevice = "mychip.cfg"\n')
+    for argv in (["cost", "ffnn8", "--config", str(tmp_path / "mychip.cfg")],
+                 ["train", "gpt3_1.3b", "--cluster", str(cluster), "--global-batch", "8"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1, err
+        assert f"mychip.cfg, line {line}" in err and says in err and "Error" not in err, err

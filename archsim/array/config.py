@@ -16,7 +16,7 @@ from archsim.array.device_sections import cfg_device_sections, cfg_located, chec
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, check_name, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, cfg_syntax_error, check_name, parse_int, read_text, shown
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own
@@ -276,7 +276,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+        raise cfg_syntax_error(exc, file) from None
 
     def line_of(key: str) -> int | None:
         for number, line in enumerate(text.splitlines(), start=1):

@@ -14,7 +14,7 @@ from typing import Any
 from archsim.choices.devices import DTYPES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_float, parse_int, shown, shown_boolean, shown_number
+from archsim.validate import INT32_MAX, cfg_syntax_error, parse_float, parse_int, shown, shown_boolean, shown_number
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
 
@@ -187,7 +187,7 @@ def _cfg_device_sections(text: str, file: str,
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+        raise cfg_syntax_error(exc, file) from None
     if not required and not (parser.has_section("device") or parser.has_section("links")):
         return None
     own = {s: dict(parser[s]) for s in _CFG_SECTIONS if parser.has_section(s)}
