@@ -173,3 +173,20 @@ def test_a_cfg_syntax_error_says_what_and_where(tmp_path, capsys, edit, line, sa
         err = capsys.readouterr().err
         assert len(err.splitlines()) == 1, err
         assert f"mychip.cfg, line {line}" in err and says in err and "Error" not in err, err
+
+
+def test_energy_says_it_does_not_read_the_chips_static_watts(tmp_path, capsys):
+    """``archsim energy --config mychip.cfg`` on a chip stating ``[device] static_watts = 20`` printed
+    ``leakage_pj`` 0 and an average power with no word that the file's static power went unread (train and
+    search add it: 20 W × chips × seconds). Now one note names the figure and where it counts; a chip without
+    it gets no such note. Failed before the fix."""
+    path = tmp_path / "mychip.cfg"
+    path.write_text(CHIP)
+    assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert '"leakage_pj": 0' in out.replace(".0,", ",")  # the energy table's leakage: none
+    (line,) = [text for text in err.splitlines() if "static_watts" in text]
+    assert line.startswith("archsim energy: note: ") and "20 W per chip" in line and "train and search" in line
+    path.write_text(CHIP.replace("static_watts = 20\n", ""))
+    assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16"]) == 0
+    assert "static_watts" not in capsys.readouterr().err

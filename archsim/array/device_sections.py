@@ -260,3 +260,17 @@ def device_arrays_note(config: str | Path) -> str | None:
     return (f"{config} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
             f"GEMM's folds over all {checked[1]})")
 
+
+
+def device_static_note(config: str | Path) -> str | None:
+    """What ``archsim energy`` says of a ``--config`` device file that states ``[device] static_watts`` (W per chip):
+    train and search add it over the iteration, energy prices one array's dynamic joules and the energy table's
+    leakage, so the figure is named as unread here. None for a plain SCALE-Sim file or one stating none."""
+    from archsim.validate import read_text
+
+    checked = cfg_device_sections(read_text(config, "config file"), str(config), required=False)
+    watts = 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
+    if not watts:
+        return None
+    return (f"{config} states [device] static_watts = {watts:g} W per chip: train and search add it × chips × "
+            "iteration seconds; energy prices one array, its leakage_pj the energy table's leakage, not it")
