@@ -207,3 +207,22 @@ def test_a_device_sweeps_axis_given_as_one_number_names_the_list_it_takes(tmp_pa
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.strip().endswith("field 'chips': expected a non-empty list")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_device_sweep_report_whose_points_all_miss_memory_keeps_its_legend():
+    """A device sweep whose every point needs more memory than the chip has (a 24 GiB chip, GPT-3 1.3B at
+    25.4 GiB) drew its points hollow with no legend: Plotly shows one only for two or more traces with data,
+    so nothing on the plot said what a hollow circle meant (seen in headless Chromium). The legend is now
+    always on. Failed before the fix."""
+    import pandas as pd
+
+    from archsim.report.pareto import device_pareto_figure
+
+    results = pd.DataFrame({"model": ["gpt3_1.3b"] * 2, "gpu": ["mychip"] * 2, "arrays": ["32x64x64"] * 2,
+                            "hbm_gbps": [320.0, 640.0], "gpus": [8, 8], "iteration_seconds": [2.25, 1.58],
+                            "energy_j": [3483.0, 3375.0], "peak_memory_gib": [25.4, 25.4],
+                            "fits_memory": [False, False], "pareto_optimal": [False, False]})
+    fig = device_pareto_figure(results)
+    drawn = [trace.name for trace in fig.data if len(trace.x)]
+    assert drawn == ["does not fit memory"]
+    assert fig.layout.showlegend is True

@@ -115,7 +115,8 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
     first = results.iloc[0]
     fig.update_layout(title=f"{first['model']} on {first['gpu']}: time vs energy per iteration "
                             "(◆: not beaten in both by a design that fits memory)",
-                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)")
+                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)",
+                      showlegend=True)  # Plotly's default hides it with one group drawn: hollow would go unnamed
     return fig
 
 
