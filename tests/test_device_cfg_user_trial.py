@@ -226,3 +226,24 @@ def test_a_device_sweep_report_whose_points_all_miss_memory_keeps_its_legend():
     drawn = [trace.name for trace in fig.data if len(trace.x)]
     assert drawn == ["does not fit memory"]
     assert fig.layout.showlegend is True
+
+
+def test_a_design_sweeps_area_colour_is_one_scale_over_front_and_dominated():
+    """The design sweep's Pareto plot colours points by area with one bar (the front's), but each trace scaled
+    its colours over its own areas: with front designs of 1 and 2 mm² and a dominated one of 4 mm² beside a
+    1 mm² one, the 4 mm² point took the front's 2 mm² colour. Both traces now share the whole range. Hand-made
+    rows: the 16 × 16 designs (1 mm²) trade time for energy; the 32 × 32 one of 4 mm² is beaten in all three
+    by the 2 mm² one. Failed before the fix."""
+    import pandas as pd
+
+    from archsim.report.pareto import pareto_figure
+
+    base = {"network": "n", "batch": 1, "rows": 16, "cols": 16, "dataflow": "ws", "sram_kb": 8,
+            "bandwidth_words_per_cycle": 10, "element_bytes": 2, "microbatches": 1, "processors": 1,
+            "method": "pipedream", "energy_table": "horowitz45", "clock_ghz": 1.0}
+    designs = [(100.0, 5.0, 1.0), (50.0, 8.0, 2.0), (60.0, 9.0, 4.0), (120.0, 6.0, 1.0)]  # cycles, pJ, mm²
+    rows = pd.DataFrame([{**base, "iteration_cycles": c, "iteration_seconds": c * 1e-9, "energy_pj": e,
+                          "area_mm2": a} for c, e, a in designs])
+    fig = pareto_figure(rows, "n")
+    assert sorted(len(trace.x) for trace in fig.data) == [2, 2]  # two on the front, two dominated
+    assert [(trace.marker.cmin, trace.marker.cmax) for trace in fig.data] == [(1.0, 4.0), (1.0, 4.0)]
