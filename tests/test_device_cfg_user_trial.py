@@ -247,3 +247,21 @@ def test_a_design_sweeps_area_colour_is_one_scale_over_front_and_dominated():
     fig = pareto_figure(rows, "n")
     assert sorted(len(trace.x) for trace in fig.data) == [2, 2]  # two on the front, two dominated
     assert [(trace.marker.cmin, trace.marker.cmax) for trace in fig.data] == [(1.0, 4.0), (1.0, 4.0)]
+
+
+def test_the_cycle_engine_on_a_calc_cfg_says_it_stalls_where_scalesim_would_not(tmp_path, capsys):
+    """A .cfg in CALC bandwidth mode: SCALE-Sim never stalls the array (``tests/test_scalesim_exact.py``: stall
+    cycles 0), but ``--engine cycle`` simulates the DRAM at ``Bandwidth`` words/cycle whatever the mode (it is
+    SCALE-Sim's USER mode), so a 64 × 64 conv whose SCALE-Sim CALC run takes 17,531 cycles with no stall took
+    137,230 here with no word, and docs/scalesim.md said CALC gives stall-free cycles. Now one note says so and
+    the page says what each engine does with each mode. Failed before the fix."""
+    cfg = (ROOT / "configs" / "arrays" / "tpu_like_256x256_ws.cfg")
+    assert "InterfaceBandwidth: CALC" in cfg.read_text()
+    assert main(["cost", "ffnn8", "--config", str(cfg), "--engine", "cycle", "--batch", "1"]) == 0
+    (line,) = [text for text in capsys.readouterr().err.splitlines() if "CALC" in text]
+    assert line.startswith("archsim cost: note: ") and "InterfaceBandwidth: USER" in line
+    assert main(["cost", "ffnn8", "--config", str(cfg), "--batch", "1"]) == 0  # analytic: CALC's own cycles
+    assert "CALC" not in capsys.readouterr().err
+    page = " ".join((ROOT / "docs" / "scalesim.md").read_text().split())
+    assert "used: `CALC` → stall-free cycles; `USER`" not in page
+    assert "`--engine cycle` simulates the DRAM at `Bandwidth` whichever mode" in page

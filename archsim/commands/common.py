@@ -127,13 +127,19 @@ def add_array_arguments(parser: argparse.ArgumentParser) -> None:
 def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     """--config, --array, --dataflow and --element-bytes or --dtype (:func:`archsim.array.options.array_from_flags`,
     :func:`~archsim.array.options.element_width`); ``note``: say on stderr when --config is a device file of
-    several arrays, of which one is costed."""
+    several arrays, of which one is costed, and when the cycle engine runs a CALC-mode file."""
     from archsim.array.options import array_from_flags, element_width
 
     width = element_width(args.dtype, args.element_bytes)
     array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
     if note and args.config:
         note_device_arrays(args.config, dtype_given=width is not None)
+        if getattr(args, "engine", None) == "cycle":
+            from archsim.array.options import calc_mode_note
+
+            calc = calc_mode_note(args.config)  # its stalls are not SCALE-Sim's for that file
+            if calc:
+                say_after_run("note", calc)
     return array
 
 
