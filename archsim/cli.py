@@ -21,7 +21,7 @@ from typing import NoReturn, TextIO, cast
 
 from archsim import __version__
 from archsim.commands import Command
-from archsim.console import PROGRAM, say, speaking_as
+from archsim.console import PROGRAM, after_the_run, say, speaking_as
 from archsim.errors import InputError
 from archsim.output_files import output_set
 from archsim.output_targets import distinct_targets, outputs_apart_from_inputs, suffix_mismatches
@@ -165,8 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             distinct_targets(chosen, args)
             outputs_apart_from_inputs(chosen, args)
             mismatched = suffix_mismatches(chosen, args)
-            with _reader_may_leave(), output_set():  # the run's files replace their targets together, or none does
-                status = int(args._run(args))
+            with after_the_run(), _reader_may_leave(), output_set():  # files replace their targets together, or
+                status = int(args._run(args))  # none does; notes said after the run follow it, or none does
             for line in mismatched if status == 0 else ():  # said of files written, not of a run that failed
                 say("warning", line)
             return status

@@ -15,6 +15,7 @@ from contextvars import ContextVar
 
 PROGRAM = "archsim"
 _SPEAKER: ContextVar[str] = ContextVar("archsim_speaker", default=PROGRAM)
+_HELD: ContextVar[list[tuple[str, str]] | None] = ContextVar("archsim_held", default=None)
 _KEYWORDS: ContextVar[bool] = ContextVar("archsim_keywords", default=False)
 
 
@@ -100,6 +101,30 @@ def route(command: str, library: str) -> str:
 def say(kind: str, text: str) -> None:
     """One line on stderr: ``PREFIX: KIND: TEXT`` (``kind``: note, warning or error)."""
     print(f"{prefix()}: {kind}: {text}", file=sys.stderr)
+
+
+@contextmanager
+def after_the_run() -> Iterator[None]:
+    """Hold the lines said inside by :func:`say_after_run` and say them when the block ends normally; a block
+    ended by an error drops them, so an error is its command's one line (the run's notes never precede it)."""
+    lines: list[tuple[str, str]] = []
+    token = _HELD.set(lines)
+    try:
+        yield
+    finally:
+        _HELD.reset(token)
+    for kind, text in lines:
+        say(kind, text)
+
+
+def say_after_run(kind: str, text: str) -> None:
+    """:func:`say` once the run has succeeded, inside :func:`after_the_run` (the CLI runs every command in
+    one); outside one, now."""
+    held = _HELD.get()
+    if held is None:
+        say(kind, text)
+    else:
+        held.append((kind, text))
 
 
 def note(text: str) -> None:

@@ -246,6 +246,26 @@ def parse_toml(text: str, file: str) -> dict:
         raise InputError(f"not valid TOML ({exc})", file=file) from None
 
 
+def cfg_syntax_error(exc: Exception, file: str) -> InputError:
+    """The one-line refusal of a ``.cfg`` that configparser cannot read (``exc``: its error, or a
+    UnicodeDecodeError): what is wrong, at its line, in place of configparser's class name and its multi-line
+    text — a key or a section written twice, a key above every header, a line that is neither."""
+    import configparser
+
+    line = getattr(exc, "lineno", None)
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return InputError(f"{exc.option} is given twice in [{exc.section}]; state it once", file=file, line=line,
+                          field=exc.option)
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return InputError(f"section [{exc.section}] is given twice; put its keys in one", file=file, line=line)
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return InputError("a key before any [section] header", file=file, line=line)
+    if isinstance(exc, configparser.ParsingError) and getattr(exc, "errors", None):
+        return InputError("neither a [section] header nor a key = value (or key: value) line", file=file,
+                          line=exc.errors[0][0])
+    return InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file)
+
+
 def parse_json(text: str, file: str) -> object:
     """``text`` as JSON, or one InputError: bad syntax, nesting too deep, an integer too long."""
     import json

@@ -99,7 +99,7 @@ def test_a_cfgs_dataflow_and_memories_reach_the_cycle_engine(tmp_path, capsys):
     (["../tpu.cfg"], None, "field 'arrays': array file name must stay inside specs/: '../tpu.cfg'"),
     (["bad.cfg"], (CONFIGS / "tpu_like_256x256_ws.cfg").read_text().replace("ArrayHeight:    256", "ArrayHeight: 0"),
      "bad.cfg, line 5, field 'ArrayHeight': expected a positive integer"),
-    (["bad.cfg"], "ArrayHeight 32\n", "not a readable .cfg file"),
+    (["bad.cfg"], "ArrayHeight 32\n", "bad.cfg, line 1: a key before any [section] header"),
 ])
 def test_a_missing_or_malformed_cfg_is_one_error_line_and_nothing_written(tmp_path, capsys, arrays, cfg_text,
                                                                           expected):

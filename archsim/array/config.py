@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.device_sections import cfg_device_sections, check_bandwidth_once
+from archsim.array.device_sections import cfg_device_sections, cfg_located, check_bandwidth_once
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, check_name, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, cfg_syntax_error, check_name, parse_int, read_text, shown
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own
@@ -276,7 +276,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+        raise cfg_syntax_error(exc, file) from None
 
     def line_of(key: str) -> int | None:
         for number, line in enumerate(text.splitlines(), start=1):
@@ -366,7 +366,10 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             raise InputError(str(exc), file=file, line=line_of("ClockGHz"), field="ClockGHz") from None
 
     if device is not None and arch.get("Bandwidth") is not None:  # the default 10 is no statement
-        check_bandwidth_once(device[0].get("memory", {}), bandwidth, clock_hz, file)
+        try:
+            check_bandwidth_once(device[0].get("memory", {}), bandwidth, clock_hz, file)
+        except InputError as exc:
+            raise cfg_located(exc, text) from None
 
     fields: dict[str, Any] = {  # ArrayConfig's fields, checked by it
         "rows": as_int("ArrayHeight"),

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import configparser
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 from archsim.choices.devices import DTYPES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_float, parse_int, shown, shown_boolean, shown_number
+from archsim.validate import INT32_MAX, cfg_syntax_error, parse_float, parse_int, shown, shown_boolean, shown_number
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
 
@@ -144,16 +145,49 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     return out
 
 
+def cfg_line(text: str, field: str) -> int | None:
+    """The 1-based line of ``[section] key`` in a ``.cfg``'s ``text`` (``field``: ``section.key``, as this module's
+    errors name a key), found in that section only; None where it is not written (a missing key)."""
+    section, _, key = field.partition(".")
+    current = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = re.match(r"\[(.+)\]", line)  # configparser's section header
+        if header:
+            current = header[1]
+        elif current == section and re.match(rf"\s*{re.escape(key)}\s*[:=]", line):
+            return number
+    return None
+
+
+def cfg_located(exc: InputError, text: str) -> InputError:
+    """``exc`` with the line of the ``.cfg`` key its field names (:func:`cfg_line`), where it names none: the
+    file's device keys are then located as its SCALE-Sim keys are (``FILE, line N, field 'memory.hbm_gbps'``)."""
+    field = exc.where.field
+    if exc.where.line is not None or not field or "." not in field:
+        return exc
+    line = cfg_line(text, field)
+    return exc if line is None else InputError(exc.message, file=exc.where.file, line=line, field=field)
+
+
 def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     """A ``.cfg``'s device sections checked (``[device]`` may carry ``arrays`` and ``arrays_per_core``, positive
     integers), with those two counts; None when it has neither ``[device]`` nor ``[links]`` (a plain SCALE-Sim
-    file, whose ``[memory]`` is its own). ``required``: a device file needs all three sections and their keys."""
+    file, whose ``[memory]`` is its own). ``required``: a device file needs all three sections and their keys.
+    An error names the key's line (:func:`cfg_located`)."""
+    try:
+        return _cfg_device_sections(text, file, required)
+    except InputError as exc:
+        raise cfg_located(exc, text) from None
+
+
+def _cfg_device_sections(text: str, file: str,
+                         required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     parser = configparser.ConfigParser(interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+        raise cfg_syntax_error(exc, file) from None
     if not required and not (parser.has_section("device") or parser.has_section("links")):
         return None
     own = {s: dict(parser[s]) for s in _CFG_SECTIONS if parser.has_section(s)}
@@ -226,3 +260,17 @@ def device_arrays_note(config: str | Path) -> str | None:
     return (f"{config} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
             f"GEMM's folds over all {checked[1]})")
 
+
+
+def device_static_note(config: str | Path) -> str | None:
+    """What ``archsim energy`` says of a ``--config`` device file that states ``[device] static_watts`` (W per chip):
+    train and search add it over the iteration, energy prices one array's dynamic joules and the energy table's
+    leakage, so the figure is named as unread here. None for a plain SCALE-Sim file or one stating none."""
+    from archsim.validate import read_text
+
+    checked = cfg_device_sections(read_text(config, "config file"), str(config), required=False)
+    watts = 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
+    if not watts:
+        return None
+    return (f"{config} states [device] static_watts = {watts:g} W per chip: train and search add it × chips × "
+            "iteration seconds; energy prices one array, its leakage_pj the energy table's leakage, not it")

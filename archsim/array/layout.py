@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, csv_rows, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, cfg_syntax_error, csv_rows, parse_int, read_text, shown
 
 BANK_RULES = ("set", "line")
 MAX_PADDED_WORDS = 2**30  # an operand padded to its intraline factors, in words
@@ -230,7 +230,7 @@ def layout_from_cfg(cfg_path: str | Path, layout_path: str | Path | None, rule: 
     try:
         parser.read_string(read_text(cfg_path, "config file"), source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+        raise cfg_syntax_error(exc, file) from None
 
     def get(section: str, key: str, default: str) -> str:
         return parser.get(section, key, fallback=default).strip()

@@ -152,3 +152,21 @@ def array_from_options(array: str | None = None, config: str | Path | None = Non
     the array every array command costs on."""
     return with_clock(with_memory(array_from_flags(array, config, dataflow, element_bytes), bandwidth, sram_kb),
                       clock)
+
+
+def calc_mode_note(config: str | Path) -> str | None:
+    """What the cycle engine says of a ``--config`` that names SCALE-Sim's CALC bandwidth mode: SCALE-Sim never
+    stalls there, the engine simulates the DRAM at ``Bandwidth`` words/cycle all the same (SCALE-Sim's USER mode),
+    so its stalls are not what SCALE-Sim would report for that file. None for a USER file or one naming no mode
+    (which SCALE-Sim would not read)."""
+    import configparser
+
+    from archsim.validate import read_text
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(read_text(config, "config file"), source=str(config))  # read once already: no error here
+    if parser.get("run_presets", "InterfaceBandwidth", fallback="").strip().upper() != "CALC":
+        return None
+    return (f"{config} names InterfaceBandwidth: CALC, where SCALE-Sim never stalls; the cycle engine simulates "
+            "its DRAM at the Bandwidth words/cycle all the same (SCALE-Sim's USER mode): set InterfaceBandwidth: "
+            "USER to compare stalls with SCALE-Sim, or cost without the cycle engine for CALC's stall-free cycles")

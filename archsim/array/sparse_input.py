@@ -19,7 +19,7 @@ from typing import Any
 
 from archsim.array.sparsity import SparsityConfig, check_ratio
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, csv_rows, parse_int, read_text, shown
+from archsim.validate import SEED_MAX, cfg_syntax_error, csv_rows, parse_int, read_text, shown
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -37,7 +37,7 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+        raise cfg_syntax_error(exc, file) from None
     if not parser.has_option("sparsity", "SparsitySupport"):
         return None
     section = parser["sparsity"]

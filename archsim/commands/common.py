@@ -13,7 +13,7 @@ from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
 from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.choices.training import HF_MODEL_TYPES
-from archsim.console import note, warn
+from archsim.console import note, say_after_run, warn
 from archsim.errors import InputError
 from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
@@ -127,13 +127,19 @@ def add_array_arguments(parser: argparse.ArgumentParser) -> None:
 def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     """--config, --array, --dataflow and --element-bytes or --dtype (:func:`archsim.array.options.array_from_flags`,
     :func:`~archsim.array.options.element_width`); ``note``: say on stderr when --config is a device file of
-    several arrays, of which one is costed."""
+    several arrays, of which one is costed, and when the cycle engine runs a CALC-mode file."""
     from archsim.array.options import array_from_flags, element_width
 
     width = element_width(args.dtype, args.element_bytes)
     array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
     if note and args.config:
         note_device_arrays(args.config, dtype_given=width is not None)
+        if getattr(args, "engine", None) == "cycle":
+            from archsim.array.options import calc_mode_note
+
+            calc = calc_mode_note(args.config)  # its stalls are not SCALE-Sim's for that file
+            if calc:
+                say_after_run("note", calc)
     return array
 
 
@@ -185,16 +191,17 @@ def note_default_seq(config, model: str, seq: int | None) -> None:
 def note_device_arrays(config: str, dtype_given: bool = True) -> None:
     """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one; and,
     without ``dtype_given`` (no --dtype or --element-bytes), that it prices int8 where train prices fp16; and warn
-    when its SRAM sizes look like bytes (:func:`archsim.array.config.cfg_sram_warning`)."""
+    when its SRAM sizes look like bytes (:func:`archsim.array.config.cfg_sram_warning`). Said after the run
+    (:func:`~archsim.console.say_after_run`), as train's notes are: a later refusal is then its one line."""
     from archsim.array.config import cfg_sram_warning
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
 
     for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config)):
         if text:
-            note(text)
+            say_after_run("note", text)
     slip = cfg_sram_warning(config)  # its SRAMs in bytes, judged as --sram-kb is
     if slip:
-        warn(slip)
+        say_after_run("warning", slip)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:

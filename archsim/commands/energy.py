@@ -20,6 +20,7 @@ from archsim.commands.common import (
     positive_int,
     width_meta,
 )
+from archsim.console import say_after_run
 from archsim.modes import MODES
 
 
@@ -74,6 +75,12 @@ def run(args: argparse.Namespace) -> int:
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
+    if args.config:
+        from archsim.array.device_sections import device_static_note
+
+        static = device_static_note(args.config)  # a chip's static power is train's and search's, unread here
+        if static:
+            say_after_run("note", static)
     return 0
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.validate import (
+    cfg_syntax_error,
     check_name,
     is_file,
     parse_float,
@@ -262,7 +263,7 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
     try:
         parser.read_string(read_text(path, "config file"), source=file)
     except configparser.Error as exc:
-        raise InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file) from None
+        raise cfg_syntax_error(exc, file) from None
     if not parser.has_section("energy"):
         return CfgEnergy(None, {})
     table, overrides = None, dict[str, float | str]()

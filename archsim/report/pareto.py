@@ -71,15 +71,17 @@ def _label(frame: pd.DataFrame) -> pd.Series:
 
 
 def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
-    """Time vs energy per iteration, colour = area; the non-dominated designs ringed and joined."""
+    """Time vs energy per iteration, colour = area on one scale over every design; the non-dominated designs
+    ringed and joined."""
     data = with_front(results[results.network == network])
     time = time_column(data)
+    scale = {"cmin": float(data["area_mm2"].min()), "cmax": float(data["area_mm2"].max())}  # one for both traces
     fig = go.Figure()
     for on_front, part in data.groupby("pareto"):
         fig.add_trace(go.Scatter(
             x=part[time], y=part["energy_pj"] * 1e-9, mode="markers", text=_label(part),
             name="Pareto-optimal (time, energy, area)" if on_front else "dominated",
-            marker={"color": part["area_mm2"], "colorscale": "Viridis", "size": 11 if on_front else 6,
+            marker={"color": part["area_mm2"], "colorscale": "Viridis", **scale, "size": 11 if on_front else 6,
                     "symbol": "diamond" if on_front else "circle", "line": {"width": 2 if on_front else 0,
                                                                             "color": "#d62728"},
                     "showscale": bool(on_front), "colorbar": {"title": "area mm²"}},
@@ -115,7 +117,8 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
     first = results.iloc[0]
     fig.update_layout(title=f"{first['model']} on {first['gpu']}: time vs energy per iteration "
                             "(◆: not beaten in both by a design that fits memory)",
-                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)")
+                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)",
+                      showlegend=True)  # Plotly's default hides it with one group drawn: hollow would go unnamed
     return fig
 
 

@@ -41,8 +41,11 @@ def _axis(objective: str, energy_basis: str) -> tuple[str, str]:
 
 def front_figure(front: list[dict], rows: list[dict], objective: str, energy_basis: str = BOARD_POWER) -> go.Figure:
     """Time (x) against the objective's second axis (y); the front as a line, the ranked rows as points, each
-    point's hover with its GPUs, model and hardware TFLOP/s per GPU and tokens/s (:data:`RATES`)."""
+    point's hover with its GPUs, model and hardware TFLOP/s per GPU and tokens/s (:data:`RATES`). Colour is GPUs
+    on one scale over both traces, the bar's ticks the whole GPU counts the rows run."""
     column, title = _axis(objective, energy_basis)
+    counts = sorted({r["tp"] * r["pp"] * r["dp"] for r in [*front, *rows]})  # one colour scale for both traces
+    scale = {"cmin": counts[0], "cmax": counts[-1]} if counts else {}
     fig = go.Figure()
     for name, part, mode in (("Pareto front", front, "lines+markers"), ("ranked rows", rows, "markers")):
         if not part:
@@ -51,8 +54,8 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
             x=[r["iteration_seconds"] for r in part], y=[r[column] for r in part], mode=mode, name=name,
             text=[_label(r) for r in part], customdata=[[r[k] for k in RATES] for r in part],
             marker={"size": 9 if mode == "markers" else 7, "symbol": "circle-open" if mode == "markers" else "circle",
-                    "color": [r["tp"] * r["pp"] * r["dp"] for r in part], "colorscale": "Viridis",
-                    "showscale": mode != "markers", "colorbar": {"title": "GPUs"}},
+                    "color": [r["tp"] * r["pp"] * r["dp"] for r in part], "colorscale": "Viridis", **scale,
+                    "showscale": mode != "markers", "colorbar": {"title": "GPUs", "tickvals": counts}},
             hovertemplate="%{text}<br>%{x:.4g} s, %{y:.4g}<br>%{customdata[0]} GPUs: %{customdata[1]:.4g} model, "
                           "%{customdata[2]:.4g} hardware TFLOP/s per GPU (recompute counted)<br>"
                           "%{customdata[3]:.4g} tokens/s<extra></extra>"))

@@ -191,7 +191,11 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
 
     def axis(key: str, check) -> tuple:
         value = table[key]
-        if not isinstance(value, list) or not value:
+        if not isinstance(value, list):  # one number where the axis takes a list: the list to write
+            one = isinstance(value, (int, float)) and not isinstance(value, bool)
+            raise InputError(f"expected a list{f', {key} = [{value}]' if one else ''}, got {shown(value)}", file=file,
+                             field=key)
+        if not value:
             raise InputError("expected a non-empty list", file=file, field=key)
         if len(value) > MAX_AXIS:
             raise InputError(f"more than {MAX_AXIS} values", file=file, field=key)
