@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from archsim.array.config import ArrayConfig
@@ -196,13 +196,48 @@ def test_leakage_is_power_times_runtime() -> None:
         op_energy(one_gemm(8, 8, 8), replace(array, clock_hz=None), energies)
 
 
+def sram_access_by_hand(kib: float) -> float:
+    """pJ of one 64-bit access from Horowitz's rows (10 pJ at 8 KB, 20 at 32 KB, 100 at 1 MB), log-log between
+    them and along the end segments beyond: √(kib / 8) × 10 up to 32 KiB, (kib / 32)^(log 5 / log 32) × 20 above."""
+    return 10.0 * math.sqrt(kib / 8.0) if kib <= 32 else 20.0 * (kib / 32.0) ** (math.log(5) / math.log(32))
+
+
+def area_by_hand(rows: int, cols: int, ifmap_kib: int) -> float:
+    """mm² of an int8 array with 64 KiB filter and ofmap SRAMs: a PE is Horowitz's 8-bit multiplier (282 µm²) +
+    32-bit adder (137 µm²) + three 8-bit registers at Aladdin's 5.98 µm² a bit; an SRAM bit is Mistry's 0.346 µm²
+    cell over a 0.7 array efficiency."""
+    pe_um2 = 282.0 + 137.0 + 3 * 8 * 5.98
+    return (rows * cols * pe_um2 + (ifmap_kib + 64 + 64) * 1024 * 8 * 0.346 / 0.7) / 1e6
+
+
 @settings(max_examples=30, deadline=None)
+@example(small=8, factor=4, rows=1)  # the table's own rows: 10 → 20 pJ
+@example(small=100, factor=8, rows=63)  # 100 and 800 KiB, on the 32 KiB – 1 MiB segment
+@example(small=16, factor=4, rows=2)  # 16 → 64 KiB: across the 32 KiB row
+@example(small=2048, factor=8, rows=16)  # past 1 MiB: the end segment extended
+@example(small=3, factor=5, rows=7)  # 3 KiB, below the first row: the √ segment extended
 @given(small=st.integers(1, 4096), factor=st.integers(2, 8), rows=st.integers(1, 64))
 def test_sram_energy_and_area_grow_with_capacity_and_pes(small: int, factor: int, rows: int) -> None:
+    """Direction, and every drawn point's value by hand from the published rows (sram_access_by_hand, area_by_hand)."""
     table = load_table()
     assert table.sram_access_pj(small * factor) > table.sram_access_pj(small)
+    for kib in (small, small * factor):
+        assert table.sram_access_pj(kib) == pytest.approx(sram_access_by_hand(kib), rel=1e-12)
     a, b = ArrayConfig(rows, 8, ifmap_sram_kb=small), ArrayConfig(rows + 1, 8, ifmap_sram_kb=small * factor)
     assert array_area(b, table).total_mm2 > array_area(a, table).total_mm2
+    assert array_area(a, table).total_mm2 == pytest.approx(area_by_hand(rows, 8, small), rel=1e-12)
+    assert array_area(b, table).total_mm2 == pytest.approx(area_by_hand(rows + 1, 8, small * factor), rel=1e-12)
+
+
+def test_sram_and_area_pinned_at_two_points() -> None:
+    """Two points as plain numbers worked out by hand: 128 KiB is 20 × 4^(log 5 / log 32) = 20 × 5^0.4 = 38.07 pJ
+    a 64-bit access; a 1 × 8 int8 array with 64 KiB SRAMs is 8 × 562.52 µm² + 3 × 524,288 bits × 0.346 / 0.7 µm²
+    = 0.7819 mm²."""
+    table = load_table()
+    assert table.sram_access_pj(128) == pytest.approx(20 * 5 ** 0.4, rel=1e-12)
+    assert 20 * 5 ** 0.4 == pytest.approx(38.07, abs=5e-3)
+    assert table.sram_access_pj(2) == pytest.approx(5.0, rel=1e-12)  # √(2 / 8) × 10
+    assert array_area(ArrayConfig(1, 8, ifmap_sram_kb=64), table).total_mm2 == pytest.approx(0.7819, abs=5e-5)
 
 
 @settings(max_examples=15, deadline=None)
