@@ -152,14 +152,22 @@ def test_fgd_split_of_a_layer_follows_its_access_counts() -> None:
 
 
 def ws_gemm_by_hand(m: int, k: int, n: int, rows: int, cols: int, sram: float, dram: float = DRAM_8BIT) -> float:
-    """pJ of out[m×n] = A[m×k]·B[k×n] on a rows × cols ws array, all three SRAMs at ``sram`` pJ per byte
-    (int8), from SCALE-Sim's ws mapping (B stationary, K on the rows, N on the columns, A streamed once
-    per column fold, a partial sum written once per row fold): MACs; registers 2 per MAC + B loaded once;
-    SRAM: A read m·k·⌈n/C⌉, B read k·n, out written m·n·⌈k/R⌉ and read back the same (the partial sums,
-    then the drain), A and B filled once from DRAM; DRAM: A, B read and out written once, at ``dram`` pJ a byte."""
+    """pJ of out[m×n] = A[m×k]·B[k×n] on a rows × cols ws int8 array, all three SRAMs at ``sram`` pJ per byte and
+    DRAM at ``dram``: :func:`ws_gemm_pj` at Horowitz's 8-bit MAC and Aladdin's register."""
+    return ws_gemm_pj(m, k, n, rows, cols, mac=MAC_8BIT, register=REGISTER_8BIT, sram=sram, dram=dram)
+
+
+def ws_gemm_pj(m: int, k: int, n: int, rows: int, cols: int, *, mac: float, register: float, sram: float,
+               dram: float) -> float:
+    """pJ of out[m×n] = A[m×k]·B[k×n] on a rows × cols ws array, per word of its element: ``mac`` a MAC,
+    ``register`` a register move, ``sram`` an access of any of its three SRAMs, ``dram`` a DRAM word; from
+    SCALE-Sim's ws mapping (B stationary, K on the rows, N on the columns, A streamed once per column fold, a
+    partial sum written once per row fold): MACs; registers 2 per MAC + B loaded once; SRAM: A read m·k·⌈n/C⌉,
+    B read k·n, out written m·n·⌈k/R⌉ and read back the same (the partial sums, then the drain), A and B filled
+    once from DRAM; DRAM: A, B read and out written once."""
     macs, ifmap_reads, ofmap_writes = m * k * n, m * k * -(-n // cols), m * n * -(-k // rows)
     sram_words = ifmap_reads + k * n + 2 * ofmap_writes + m * k + k * n
-    return macs * MAC_8BIT + (2 * macs + k * n) * REGISTER_8BIT + sram_words * sram + (m * k + k * n + m * n) * dram
+    return macs * mac + (2 * macs + k * n) * register + sram_words * sram + (m * k + k * n + m * n) * dram
 
 
 def test_split_delta_energy_is_its_sub_gemms() -> None:
