@@ -1,5 +1,6 @@
 """Which ``archsim schedule`` runs read each policy-specific or cost flag: given to any other run, a flag
-would be ignored, so it is refused (one line, exit 2) before anything is read, built or written. Such
+would be ignored, so it is refused (one line, exit 2) before anything is read, built or written, naming flags
+from the command and keywords from ``archsim.schedule`` (:func:`archsim.console.setting`, one message for both). Such
 flags are None on the parser (:func:`defer_defaults`), so that one given with its default value is seen;
 their defaults are filled in here, after the check."""
 
@@ -139,7 +140,8 @@ def _name(rule: FlagRule) -> str:
 
 
 def _choices(name: str, values: tuple[str, ...] | list[str]) -> str:
-    """A setting and the values that do: ``--policy a / b`` from a command, ``policy='a' / 'b'`` from the library."""
+    """A setting with the values it takes here: ``--policy a / b`` from a command, ``policy='a' / 'b'`` from the
+    library."""
     return route(f"--{name} {' / '.join(values)}", f"{setting(name)}=" + " / ".join(repr(v) for v in values))
 
 
