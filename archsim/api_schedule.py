@@ -71,7 +71,7 @@ def schedule(network=None, *, policy: str | None = None, processors: int | None 
     (``stages`` with ``stage_times``, or ``stage_profile``; ``torch_schedule``, ``schedule_csv_in``). Each keyword is
     its flag (``reverse_k`` is ``--reverse-k``; ``stage_times`` ``"F,B,W"`` or three numbers), None where not given:
     a default is filled in where the run reads it, a keyword the run would ignore is refused, and every refusal is
-    the command's one line. Returns a :class:`ScheduleResult`: the command's row and meta (``to_dict()``: its JSON)
+    the command's one line, naming keywords (``group``, ``policy='zb-h1'``) where the command names flags. Returns a :class:`ScheduleResult`: the command's row and meta (``to_dict()``: its JSON)
     and the validated timeline (``.makespan`` in cycles, or units with ``unit_costs=True``: F = D = G = 1).
     The notes and warnings the command prints on stderr (a device an allocation leaves idle, …) warn
     (UserWarning)."""

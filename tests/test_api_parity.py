@@ -12,6 +12,7 @@ import importlib
 import inspect
 import io
 import json
+import math
 
 import onnx
 import pandas as pd
@@ -22,6 +23,7 @@ import archsim
 from archsim import cli
 from archsim.errors import InputError
 from tests.onnx_models import with_unknown_op
+from tests.test_energy import ws_gemm_by_hand
 
 API = {"cost": archsim.cost, "train": archsim.train, "search": archsim.search}
 
@@ -175,6 +177,18 @@ def test_cost_energy_table_gives_the_flags_numbers(tmp_path, capsys, monkeypatch
     same_numbers(api, cli_csv(["cost", TOPOLOGY, "--batch", "8", "--energy", "--energy-table", table], capsys))
     default = archsim.cost(TOPOLOGY, batch=8, energy=True)
     assert (api.energy_pj > default.energy_pj).all()  # DRAM at twice the energy: every layer costs more
+    # by hand (tests/test_energy.py's ws rule) on the default 32 × 32 ws int8 array with 64 KiB SRAMs, DRAM at
+    # 1300 / 64 × 8 pJ a byte, twice that here: conv1 (224², 5 × 5, stride 2, pad 2 → 112², 3 → 32; the input's
+    # layer has no δ) F (8·112², 75, 32), G (75, 8·112², 32); conv4 (28², 3 × 3, stride 1, 128 → 128) F, G and δ
+    # = (8·28², 1152, 128), (1152, 8·28², 128), (8·28², 1152, 128)
+    sram_64k = 20.0 * (64 / 32) ** (math.log(5) / math.log(32)) / 8
+    gemms = {"conv1": [(100352, 75, 32), (75, 100352, 32)],
+             "conv4": [(6272, 1152, 128), (1152, 6272, 128), (6272, 1152, 128)]}
+    for dram, table_used in ((1300 / 64 * 8, default), (2 * 1300 / 64 * 8, api)):
+        energy = table_used.set_index("layer").energy_pj
+        for layer, shapes in gemms.items():
+            hand = sum(ws_gemm_by_hand(m, k, n, 32, 32, sram_64k, dram) for m, k, n in shapes)
+            assert energy[layer] == pytest.approx(hand, rel=1e-12), (layer, dram)
     assert api.energy_pj.tolist() == pytest.approx((api.F_energy_pj + api.G_energy_pj + api.D_energy_pj).tolist())
 
 

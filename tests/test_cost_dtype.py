@@ -9,6 +9,7 @@ and the energy figures from configs/energy/horowitz45.toml, never from a run of 
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import tomllib
 
@@ -19,6 +20,7 @@ import archsim
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.json_text import dumps
+from tests.test_energy import ws_gemm_by_hand
 
 SAMPLE = "layerpipe_sample"
 TINY = str(ROOT / "docs" / "examples" / "tiny_resnet.csv")
@@ -196,3 +198,15 @@ def test_api_cost_prices_a_cfg_given_as_the_array_with_its_energy_section(tmp_pa
     assert _as_json(result.to_dict()) == printed
     plain = cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--energy"])  # horowitz45's 162.5 pJ a DRAM byte
     assert all(a["energy_pj"] > b["energy_pj"] for a, b in zip(printed["rows"], plain["rows"], strict=True))
+    # by hand (tests/test_energy.py's ws rule; the .cfg's 32 × 32 ws array, 64 KiB SRAMs, int8): conv1 F (112², 75,
+    # 32) and G (75, 112², 32), no δ on the input's layer; conv4 F, G, δ (784, 1152, 128), (1152, 784, 128),
+    # (784, 1152, 128); A and B read from DRAM at 1000 pJ a byte, out written at 1200 (162.5 both in plain)
+    sram_64k = 20.0 * (64 / 32) ** (math.log(5) / math.log(32)) / 8
+    gemms = {"conv1": [(12544, 75, 32), (75, 12544, 32)],
+             "conv4": [(784, 1152, 128), (1152, 784, 128), (784, 1152, 128)]}
+    for document, read_pj, write_pj in ((printed, 1000.0, 1200.0), (plain, 162.5, 162.5)):
+        energy = {row["layer"]: row["energy_pj"] for row in document["rows"]}
+        for layer, shapes in gemms.items():
+            hand = sum(ws_gemm_by_hand(m, k, n, 32, 32, sram_64k, read_pj) + m * n * (write_pj - read_pj)
+                       for m, k, n in shapes)
+            assert energy[layer] == pytest.approx(hand, rel=1e-12), (layer, read_pj)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,22 @@ def test_an_sram_axis_point_is_archsim_train_on_the_edited_file(tmp_path, capsys
     for small, large in ((rows[0], rows[1]), (rows[2], rows[3])):  # SRAM prices accesses; it times nothing
         assert float(small["energy_j"]) < float(large["energy_j"])
         assert small["iteration_seconds"] == large["iteration_seconds"]
+    # by hand: the SRAM size changes only the pJ of each SRAM access, the accesses are the same, so a third size's
+    # joules lie on the line through the two points. Each operand buffer is a third of the array's SRAM (whole
+    # KiB): 96 → 32 KiB, 4096 → 1365, 12288 → 4096; a 64-bit access costs 20 pJ at 32 KiB and 20 × (KiB / 32)^a
+    # above, a = log 5 / log 32 (Horowitz's 32 KiB → 1 MiB segment, 20 → 100 pJ, extended)
+    a = math.log(5) / math.log(32)
+    pj = {96: 20.0, 4096: 20.0 * (1365 / 32) ** a, 12288: 20.0 * (4096 / 32) ** a}
+    write(tmp_path / "edited.toml", edited_device(1, 256, 600, sram_kib=12288))
+    cluster = write(tmp_path / "c.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\n'
+                                         'intra_server_gbps = 4800\ndevice = "edited.toml"\n')
+    assert main(["train", str(GPT2), "--cluster", str(cluster), "--dp", "4", "--global-batch", "16", "--dtype",
+                 "bf16", "--attention", "standard", "--format", "json"]) == 0
+    third = json.loads(capsys.readouterr().out)["meta"]
+    small, large = float(rows[2]["energy_j"]), float(rows[3]["energy_j"])
+    assert (third["energy_j"] - small) / (large - small) == pytest.approx((pj[12288] - pj[96]) / (pj[4096] - pj[96]),
+                                                                         rel=1e-9)
+    assert third["iteration_seconds"] == pytest.approx(float(rows[2]["iteration_seconds"]), rel=1e-12)
     assert "1x256x256 arrays, SRAM 96 KiB per array, HBM 600 GB" in html.read_text(encoding="utf-8")
 
 

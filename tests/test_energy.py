@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from archsim.array.config import ArrayConfig
@@ -151,15 +151,23 @@ def test_fgd_split_of_a_layer_follows_its_access_counts() -> None:
                                                          .to_numpy().sum())
 
 
-def ws_gemm_by_hand(m: int, k: int, n: int, rows: int, cols: int, sram: float) -> float:
-    """pJ of out[m×n] = A[m×k]·B[k×n] on a rows × cols ws array, all three SRAMs at ``sram`` pJ per byte
-    (int8), from SCALE-Sim's ws mapping (B stationary, K on the rows, N on the columns, A streamed once
-    per column fold, a partial sum written once per row fold): MACs; registers 2 per MAC + B loaded once;
-    SRAM: A read m·k·⌈n/C⌉, B read k·n, out written m·n·⌈k/R⌉ and read back the same (the partial sums,
-    then the drain), A and B filled once from DRAM; DRAM: A, B read and out written once."""
+def ws_gemm_by_hand(m: int, k: int, n: int, rows: int, cols: int, sram: float, dram: float = DRAM_8BIT) -> float:
+    """pJ of out[m×n] = A[m×k]·B[k×n] on a rows × cols ws int8 array, all three SRAMs at ``sram`` pJ per byte and
+    DRAM at ``dram``: :func:`ws_gemm_pj` at Horowitz's 8-bit MAC and Aladdin's register."""
+    return ws_gemm_pj(m, k, n, rows, cols, mac=MAC_8BIT, register=REGISTER_8BIT, sram=sram, dram=dram)
+
+
+def ws_gemm_pj(m: int, k: int, n: int, rows: int, cols: int, *, mac: float, register: float, sram: float,
+               dram: float) -> float:
+    """pJ of out[m×n] = A[m×k]·B[k×n] on a rows × cols ws array, per word of its element: ``mac`` a MAC,
+    ``register`` a register move, ``sram`` an access of any of its three SRAMs, ``dram`` a DRAM word; from
+    SCALE-Sim's ws mapping (B stationary, K on the rows, N on the columns, A streamed once per column fold, a
+    partial sum written once per row fold): MACs; registers 2 per MAC + B loaded once; SRAM: A read m·k·⌈n/C⌉,
+    B read k·n, out written m·n·⌈k/R⌉ and read back the same (the partial sums, then the drain), A and B filled
+    once from DRAM; DRAM: A, B read and out written once."""
     macs, ifmap_reads, ofmap_writes = m * k * n, m * k * -(-n // cols), m * n * -(-k // rows)
     sram_words = ifmap_reads + k * n + 2 * ofmap_writes + m * k + k * n
-    return macs * MAC_8BIT + (2 * macs + k * n) * REGISTER_8BIT + sram_words * sram + (m * k + k * n + m * n) * DRAM_8BIT
+    return macs * mac + (2 * macs + k * n) * register + sram_words * sram + (m * k + k * n + m * n) * dram
 
 
 def test_split_delta_energy_is_its_sub_gemms() -> None:
@@ -196,13 +204,48 @@ def test_leakage_is_power_times_runtime() -> None:
         op_energy(one_gemm(8, 8, 8), replace(array, clock_hz=None), energies)
 
 
+def sram_access_by_hand(kib: float) -> float:
+    """pJ of one 64-bit access from Horowitz's rows (10 pJ at 8 KB, 20 at 32 KB, 100 at 1 MB), log-log between
+    them and along the end segments beyond: √(kib / 8) × 10 up to 32 KiB, (kib / 32)^(log 5 / log 32) × 20 above."""
+    return 10.0 * math.sqrt(kib / 8.0) if kib <= 32 else 20.0 * (kib / 32.0) ** (math.log(5) / math.log(32))
+
+
+def area_by_hand(rows: int, cols: int, ifmap_kib: int) -> float:
+    """mm² of an int8 array with 64 KiB filter and ofmap SRAMs: a PE is Horowitz's 8-bit multiplier (282 µm²) +
+    32-bit adder (137 µm²) + three 8-bit registers at Aladdin's 5.98 µm² a bit; an SRAM bit is Mistry's 0.346 µm²
+    cell over a 0.7 array efficiency."""
+    pe_um2 = 282.0 + 137.0 + 3 * 8 * 5.98
+    return (rows * cols * pe_um2 + (ifmap_kib + 64 + 64) * 1024 * 8 * 0.346 / 0.7) / 1e6
+
+
 @settings(max_examples=30, deadline=None)
+@example(small=8, factor=4, rows=1)  # the table's own rows: 10 → 20 pJ
+@example(small=100, factor=8, rows=63)  # 100 and 800 KiB, on the 32 KiB – 1 MiB segment
+@example(small=16, factor=4, rows=2)  # 16 → 64 KiB: across the 32 KiB row
+@example(small=2048, factor=8, rows=16)  # past 1 MiB: the end segment extended
+@example(small=3, factor=5, rows=7)  # 3 KiB, below the first row: the √ segment extended
 @given(small=st.integers(1, 4096), factor=st.integers(2, 8), rows=st.integers(1, 64))
 def test_sram_energy_and_area_grow_with_capacity_and_pes(small: int, factor: int, rows: int) -> None:
+    """Direction, and every drawn point's value by hand from the published rows (sram_access_by_hand, area_by_hand)."""
     table = load_table()
     assert table.sram_access_pj(small * factor) > table.sram_access_pj(small)
+    for kib in (small, small * factor):
+        assert table.sram_access_pj(kib) == pytest.approx(sram_access_by_hand(kib), rel=1e-12)
     a, b = ArrayConfig(rows, 8, ifmap_sram_kb=small), ArrayConfig(rows + 1, 8, ifmap_sram_kb=small * factor)
     assert array_area(b, table).total_mm2 > array_area(a, table).total_mm2
+    assert array_area(a, table).total_mm2 == pytest.approx(area_by_hand(rows, 8, small), rel=1e-12)
+    assert array_area(b, table).total_mm2 == pytest.approx(area_by_hand(rows + 1, 8, small * factor), rel=1e-12)
+
+
+def test_sram_and_area_pinned_at_two_points() -> None:
+    """Two points as plain numbers worked out by hand: 128 KiB is 20 × 4^(log 5 / log 32) = 20 × 5^0.4 = 38.07 pJ
+    a 64-bit access; a 1 × 8 int8 array with 64 KiB SRAMs is 8 × 562.52 µm² + 3 × 524,288 bits × 0.346 / 0.7 µm²
+    = 0.7819 mm²."""
+    table = load_table()
+    assert table.sram_access_pj(128) == pytest.approx(20 * 5 ** 0.4, rel=1e-12)
+    assert 20 * 5 ** 0.4 == pytest.approx(38.07, abs=5e-3)
+    assert table.sram_access_pj(2) == pytest.approx(5.0, rel=1e-12)  # √(2 / 8) × 10
+    assert array_area(ArrayConfig(1, 8, ifmap_sram_kb=64), table).total_mm2 == pytest.approx(0.7819, abs=5e-5)
 
 
 @settings(max_examples=15, deadline=None)

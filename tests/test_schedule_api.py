@@ -140,29 +140,83 @@ def test_the_old_refusals_are_gone():
     assert archsim.schedule(stages=2, stage_times=(1, 1, 1), microbatches=2, policy="looped-bfs").row["stages"] == 2
 
 
-@pytest.mark.parametrize(("network", "keywords", "field"), [
-    ("ffnn8", {"policy": "zb-h1", "processors": 2, "group": 2}, "group"),
-    ("ffnn8", {"policy": "multistream", "processors": 2}, "processors"),
-    ("ffnn8", {"policy": "multistream", "unit_costs": True}, "unit-costs"),
-    ("ffnn8", {"policy": "dp-wfbp", "processors": 2, "unit_costs": True, "sync": "ps"}, "sync"),
-    ("bert_large_blocks", {"policy": "zb-h1", "processors": 2}, "network"),
-    ("ffnn8", {"policy": "looped-bfs", "processors": 2}, "policy"),
-    ("ffnn8", {"policy": "zb-1p", "processors": 9, "microbatches": 4}, "processors"),
-    ("ffnn8", {"policy": "dp-reverse-k", "processors": 2, "reverse_k": "x"}, "k"),
-    ("ffnn8", {"policy": "1f1b", "processors": 2, "microbatches": 4, "max_ops": 5}, "max-ops"),
-    ("ffnn8", {"policy": "1f1b", "processors": 2, "batch": 32, "unit_costs": True}, "batch"),
-    ("ffnn8", {"stages": 2, "stage_times": "1,1,1"}, "network"),
+@pytest.mark.parametrize(("network", "keywords", "field", "flag_field"), [
+    ("ffnn8", {"policy": "zb-h1", "processors": 2, "group": 2}, "group", "group"),
+    ("ffnn8", {"policy": "multistream", "processors": 2}, "processors", "processors"),
+    ("ffnn8", {"policy": "multistream", "unit_costs": True}, "unit_costs", "unit-costs"),
+    ("ffnn8", {"policy": "dp-wfbp", "processors": 2, "unit_costs": True, "sync": "ps"}, "sync", "sync"),
+    ("bert_large_blocks", {"policy": "zb-h1", "processors": 2}, "network", "network"),
+    ("ffnn8", {"policy": "looped-bfs", "processors": 2}, "policy", "policy"),
+    ("ffnn8", {"policy": "zb-1p", "processors": 9, "microbatches": 4}, "processors", "processors"),
+    ("ffnn8", {"policy": "dp-reverse-k", "processors": 2, "reverse_k": "x"}, "reverse_k", "k"),
+    ("ffnn8", {"policy": "1f1b", "processors": 2, "batch": 32, "unit_costs": True}, "batch", "batch"),
+    ("ffnn8", {"policy": "gpipe", "processors": 2, "sram_kb": 16}, "sram_kb", "sram-kb"),
+    ("ffnn8", {"policy": "zb-h1", "processors": 2, "flush": True}, "flush", "flush"),
+    ("ffnn8", {"stages": 2, "stage_times": "1,1,1"}, "network", "network"),
+    (None, {"stages": 2, "stage_times": "1,1,1", "torch_steps": True}, "stages", "stages"),
+    (None, {"torch_steps": True}, "torch_steps", "torch-steps"),
+    (None, {"stages": 2}, "stage_times", "stage-times"),
+    (None, {"stages": 2, "stage_times": "1,1,1", "torch_schedule": "Schedule1F1B", "chunks": 2}, "chunks", "chunks"),
+    (None, {"stages": 2, "stage_times": "1,1,1", "microbatches": 4, "policy": "zb-1p-exact", "max_orders": 10},
+     "max_orders", "max-orders"),
 ])
-def test_bad_combinations_are_the_commands_one_line(network, keywords, field, capsys):
-    """Refused before anything runs, in the command's words (the command's line, its prefix aside)."""
+def test_bad_combinations_are_one_line_naming_keywords_where_the_command_names_flags(network, keywords, field,
+                                                                                     flag_field, capsys):
+    """Refused before anything runs, in one line: from Python naming keywords (``group``, ``policy='zb-h1'``, a
+    ``network``), from the command its flags (``--group``, ``--policy zb-h1``, a ``NETWORK``). Failed before: the
+    API's line was the command's, flags and all (``--group applies only to --policy ooo-pipe2 …``)."""
     with pytest.raises(InputError) as refused:
         archsim.schedule(network, **keywords)
+    said_api = refused.value.message
     assert "\n" not in str(refused.value) and refused.value.where.field == field
+    assert "--" not in said_api and "NETWORK" not in said_api, said_api
     capsys.readouterr()
     assert cli.main(command_line(network, keywords)) == 2
     said = capsys.readouterr().err.strip()
-    assert "\n" not in said and said.startswith("archsim schedule: error: field ")
-    assert said.split("': ", 1)[1] == refused.value.message
+    assert "\n" not in said and said.startswith(f"archsim schedule: error: field '{flag_field}': ")
+    command_said = said.split("': ", 1)[1]
+    if "--" not in command_said and "NETWORK" not in command_said:  # nothing to spell differently: the same line
+        assert command_said == said_api
+
+
+REFUSALS = [  # (keywords, the API's line, the command's line): both spellings by hand
+    ({"policy": "zb-h1", "processors": 2, "group": 2},
+     "group applies only to policy='ooo-pipe2' on a network; policy='zb-h1' does not take it",
+     "--group applies only to --policy ooo-pipe2 on a NETWORK; --policy zb-h1 does not take it"),
+    ({"policy": "dp-wfbp", "processors": 2, "unit_costs": True, "sync": "ps"},
+     ("sync is read only with the array model's costs (a network without unit_costs=True); unit_costs=True replaces "
+     "the array model"),
+     ("--sync is read only with the array model's costs (a NETWORK without --unit-costs); --unit-costs replaces "
+     "the array model")),
+    ({"policy": "gpipe", "processors": 2, "sram_kb": 16},
+     "sram_kb is read only with engine='cycle'; engine='analytic' models no memory",
+     "--sram-kb is read only with --engine cycle; --engine analytic models no memory"),
+    ({"policy": "zb-h1", "processors": 2, "flush": False},
+     ("flush applies only to policy='mp' / 'gpipe' / 'ooo-pipe1' / 'ooo-pipe2' on a network; policy='zb-h1' does not "
+     "take it"),
+     ("--flush/--no-flush applies only to --policy mp / gpipe / ooo-pipe1 / ooo-pipe2 on a NETWORK; --policy zb-h1 "
+     "does not take it")),
+    ({"policy": "multistream", "unit_costs": True},
+     "multistream needs utilizations from the array model; drop unit_costs=True",
+     "multistream needs utilizations from the array model; drop --unit-costs"),
+    ({"stages": 2, "stage_times": "1,1,1", "torch_steps": True},
+     "stages is read only with per-stage costs; torch_steps=True counts steps and reads no costs",
+     "--stages is read only with per-stage costs; --torch-steps counts steps and reads no costs"),
+    ({"stages": 2}, "per-stage mode needs stages=P and stage_times=F,B,W (or stage_profile)",
+     "per-stage mode needs --stages P and --stage-times F,B,W (or --stage-profile)"),
+]
+
+
+@pytest.mark.parametrize(("keywords", "api", "command"), REFUSALS, ids=[str(i) for i in range(len(REFUSALS))])
+def test_a_refusal_reads_as_the_caller_spells_it(keywords, api, command, capsys):
+    """One message source, two spellings: ``archsim.schedule`` names keywords, ``archsim schedule`` flags."""
+    network = None if "stages" in keywords else "ffnn8"
+    with pytest.raises(InputError) as refused:
+        archsim.schedule(network, **keywords)
+    assert refused.value.message == api
+    capsys.readouterr()
+    assert cli.main(command_line(network, keywords)) == 2
+    assert capsys.readouterr().err.strip().split("': ", 1)[1] == command
 
 
 def test_keywords_of_the_wrong_type_are_one_line():

@@ -1,5 +1,6 @@
 """Which ``archsim schedule`` runs read each policy-specific or cost flag: given to any other run, a flag
-would be ignored, so it is refused (one line, exit 2) before anything is read, built or written. Such
+would be ignored, so it is refused (one line, exit 2) before anything is read, built or written, naming flags
+from the command and keywords from ``archsim.schedule`` (:func:`archsim.console.setting`, one message for both). Such
 flags are None on the parser (:func:`defer_defaults`), so that one given with its default value is seen;
 their defaults are filled in here, after the check."""
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
+from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 
 ALL = ("*",)  # every run of that kind reads the flag
@@ -103,13 +105,44 @@ RULES = (
     FlagRule("input_shape", "--input-shape", None, ALL),
     FlagRule("dim", "--dim", [], ALL),  # argparse appends to a copy of its default
 )
-REPLACED_WORDS = {"stages": "--stages (its other name)",
-                  "stage_profile": "--stage-profile's own rows and columns (comm, activation_bytes, weight_bytes; "
-                                   "0 where absent)"}
-COST_WORDS = {UNIT: "with --unit-costs", MODEL: "with the array model's costs (a NETWORK without --unit-costs)",
-              STAGES: "with per-stage costs"}
-RUN_WORDS = {UNIT: "--unit-costs replaces the array model", MODEL: "this run costs a NETWORK on the array model",
-             STAGES: "this run has per-stage costs", "": "--torch-steps counts steps and reads no costs"}
+
+
+def _replaced_words(field: str) -> str:
+    """What sets a flag in its stead, as the caller spells it."""
+    if field == "stages":
+        return f"{setting('stages')} (its other name)"
+    return f"{setting('stage-profile')}'s own rows and columns (comm, activation_bytes, weight_bytes; 0 where absent)"
+
+
+def _cost_words(costs: str) -> str:
+    """The runs' costs a flag is read with, in words."""
+    return {UNIT: f"with {switch_on('unit-costs')}",
+            MODEL: f"with the array model's costs ({route('a NETWORK', 'a network')} without {switch_on('unit-costs')})",
+            STAGES: "with per-stage costs"}[costs]
+
+
+def _run_words(costs: str) -> str:
+    """Why this run reads no such flag, in words."""
+    return {UNIT: f"{switch_on('unit-costs')} replaces the array model",
+            MODEL: f"this run costs {route('a NETWORK', 'a network')} on the array model",
+            STAGES: "this run has per-stage costs",
+            "": f"{switch_on('torch-steps')} counts steps and reads no costs"}[costs]
+
+
+def _named(rule: FlagRule) -> str:
+    """A rule's flag as the caller spells it: ``--flush/--no-flush`` from a command, ``flush`` from the library."""
+    return route(rule.flag, setting(_name(rule)))
+
+
+def _name(rule: FlagRule) -> str:
+    """The flag's name (``reverse-k``; ``flush`` for ``--flush/--no-flush``): the field of its refusals."""
+    return rule.flag.split("/")[0].lstrip("-")
+
+
+def _choices(name: str, values: tuple[str, ...] | list[str]) -> str:
+    """A setting with the values it takes here: ``--policy a / b`` from a command, ``policy='a' / 'b'`` from the
+    library."""
+    return route(f"--{name} {' / '.join(values)}", f"{setting(name)}=" + " / ".join(repr(v) for v in values))
 
 
 def defer_defaults(parser: argparse.ArgumentParser) -> None:
@@ -133,35 +166,36 @@ def _run(args: argparse.Namespace | SimpleNamespace, per_stage: bool) -> tuple[s
     from archsim.policies.stage_orders import TORCH_SCHEDULES, torch_schedule_name
 
     if args.torch_steps:
-        return "ordered", "", "--torch-steps"
+        return "ordered", "", switch_on("torch-steps")
     if args.torch_schedule:
         cls = torch_schedule_name(args.torch_schedule)
-        return "ordered", TORCH_SCHEDULES[cls][0], f"--torch-schedule {cls}"
+        return "ordered", TORCH_SCHEDULES[cls][0], setting("torch-schedule", cls)
     if args.schedule_csv_in:
-        return "ordered", "", "an order read from --schedule-csv-in"
+        return "ordered", "", f"an order read from {setting('schedule-csv-in')}"
     if per_stage:
         policy = args.policy or "1f1b"  # per-stage mode's default policy is 1f1b
-        return "per_stage", policy, f"--policy {policy} (per-stage costs)"
-    return "network", args.policy, f"--policy {args.policy}"
+        return "per_stage", policy, f"{setting('policy', policy)} (per-stage costs)"
+    return "network", args.policy, setting("policy", args.policy)
 
 
 def readers(rule: FlagRule) -> str:
-    """The runs that read a flag, in words."""
+    """The runs that read a flag, in words, as the caller spells them."""
     words = []
+    network = route("a NETWORK", "a network")
     if rule.network != ALL and rule.network == rule.per_stage:
-        words.append(f"--policy {' / '.join(rule.network)} (on a NETWORK or per-stage costs)")
+        words.append(f"{_choices('policy', rule.network)} (on {network} or per-stage costs)")
     else:
-        for takers, where in ((rule.network, "on a NETWORK"), (rule.per_stage, "on per-stage costs")):
+        for takers, where in ((rule.network, f"on {network}"), (rule.per_stage, "on per-stage costs")):
             others = [p for p in NETWORK_POLICIES if p not in takers]
             if takers == ALL:
                 words.append(f"any run {where}")
             elif takers and len(others) <= 2:  # the few a long list leaves out
-                words.append(f"any --policy but {' / '.join(others)} {where}")
+                words.append(f"any {setting('policy')} but {' / '.join(others)} {where}")
             elif takers:
-                words.append(f"--policy {' / '.join(takers)} {where}")
+                words.append(f"{_choices('policy', takers)} {where}")
     if rule.ordered:
-        words.append("--torch-schedule / --schedule-csv-in orders" if rule.ordered == ALL
-                     else "--torch-schedule orders" if rule.ordered == TORCH_ORDERS
+        words.append(f"{setting('torch-schedule')} / {setting('schedule-csv-in')} orders" if rule.ordered == ALL
+                     else f"{setting('torch-schedule')} orders" if rule.ordered == TORCH_ORDERS
                      else f"the torch classes of {' / '.join(rule.ordered)}")
     return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
 
@@ -177,14 +211,14 @@ def check_policy_flags(args: argparse.Namespace | SimpleNamespace, per_stage: bo
             if rule.default is not None:
                 setattr(args, rule.field, copy.copy(rule.default))
         elif policy is not None and takers != ALL and policy not in takers:
-            raise InputError(f"{rule.flag} applies only to {readers(rule)}; {name} does not take it",
-                             field=rule.flag.split("/")[0].lstrip("-"))
+            raise InputError(f"{_named(rule)} applies only to {readers(rule)}; {name} does not take it",
+                             field=field_name(_name(rule)))
         elif costs not in rule.costs:
-            when = "where a run has costs" if rule.costs == ANY_COSTS else " or ".join(COST_WORDS[c] for c in rule.costs)
-            raise InputError(f"{rule.flag} is read only {when}; {RUN_WORDS[costs]}", field=rule.flag.lstrip("-"))
+            when = "where a run has costs" if rule.costs == ANY_COSTS else " or ".join(_cost_words(c) for c in rule.costs)
+            raise InputError(f"{_named(rule)} is read only {when}; {_run_words(costs)}", field=field_name(_name(rule)))
         elif rule.engines != ALL and args.engine not in rule.engines:  # engine is filled in above (MODEL costs)
-            raise InputError(f"{rule.flag} is read only with --engine {' / '.join(rule.engines)}; --engine "
-                             f"{args.engine} models no memory", field=rule.flag.lstrip("-"))
+            raise InputError(f"{_named(rule)} is read only with {_choices('engine', rule.engines)}; "
+                             f"{_choices('engine', [args.engine])} models no memory", field=field_name(_name(rule)))
         elif replacers := [other for other in rule.replaced_by if getattr(args, other) is not None]:
-            raise InputError(f"{rule.flag} is set by {REPLACED_WORDS[replacers[0]]} in this run: drop it",
-                             field=rule.flag.lstrip("-"))
+            raise InputError(f"{_named(rule)} is set by {_replaced_words(replacers[0])} in this run: drop it",
+                             field=field_name(_name(rule)))

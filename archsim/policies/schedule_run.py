@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
+from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
 
@@ -99,22 +100,23 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     from archsim.workload.shipped import BLOCK_NETWORKS, block_groups, block_network_of
 
     if args.policy == "multistream" and args.processors not in (None, 1):
-        raise InputError(f"multistream schedules one device's streams: --processors 1 (or none), got "
-                         f"{args.processors}", field="processors")
+        raise InputError(f"multistream schedules one device's streams: {setting('processors', 1)} (or none), got "
+                         f"{args.processors}", field=field_name("processors"))
     if args.policy == "multistream" and drawn:  # one device's two streams: a row of totals, no timeline to draw
         raise InputError(f"{drawn[0]}: multistream writes one row of totals and no timeline; drop "
                          f"{' and '.join(drawn)}", field=drawn[0].lstrip("-"))
     if args.policy == "multistream" and args.microbatches != 1:
-        raise InputError(f"multistream schedules one iteration's streams: --microbatches 1, got {args.microbatches}",
-                         field="microbatches")
+        raise InputError(f"multistream schedules one iteration's streams: {setting('microbatches', 1)}, got "
+                         f"{args.microbatches}", field=field_name("microbatches"))
     one_device = args.policy == "multistream"
-    for name, value in (("NETWORK", args.network), ("--policy", args.policy), ("--processors", args.processors)):
-        if value is None and not (one_device and name == "--processors"):
-            raise InputError(f"{name} is required (or give per-stage costs: --stages P --stage-times F,B,W)",
-                             field=name.lstrip("-").lower())
+    for name, value in (("network", args.network), ("policy", args.policy), ("processors", args.processors)):
+        if value is None and not (one_device and name == "processors"):
+            named = route("NETWORK", "network") if name == "network" else setting(name)
+            raise InputError(f"{named} is required (or give per-stage costs: {setting('stages', placeholder='P')} "
+                             f"{setting('stage-times', placeholder='F,B,W')})", field=field_name(name))
     if args.policy in STAGE_ONLY:
-        raise InputError(f"{args.policy} runs on per-stage costs: use --stages/--stage-times or --stage-profile",
-                         field="policy")
+        raise InputError(f"{args.policy} runs on per-stage costs: use {setting('stages')}/{setting('stage-times')} or "
+                         f"{setting('stage-profile')}", field=field_name("policy"))
     key = args.network.strip().lower().replace("-", "_") if isinstance(args.network, str) else None
     blocks = BLOCK_NETWORKS.get(key) if key else None
     if blocks is not None and args.policy not in OOO_POLICIES:
@@ -217,10 +219,11 @@ def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
     from archsim.policies import multistream as ms
 
     if args.unit_costs:
-        raise InputError("multistream needs utilizations from the array model; drop --unit-costs", field="unit-costs")
+        raise InputError(f"multistream needs utilizations from the array model; drop {switch_on('unit-costs')}",
+                         field=field_name("unit-costs"))
     if args.engine != "analytic":
-        raise InputError("multistream splits arrays by the analytic model's utilizations; use --engine analytic",
-                         field="engine")
+        raise InputError("multistream splits arrays by the analytic model's utilizations; use "
+                         f"{setting('engine', 'analytic')}", field=field_name("engine"))
     array = _array(args, speak)
     ops = ms.device_ops(network, array, args.batch, args.mode)
     single = ms.run(ops, "single").makespan
@@ -246,10 +249,11 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> StageProfile:
         ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
         return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
     if args.processors > len(costs):  # said in schedule's terms: PipeDream's check speaks of pipeline's methods
-        raise InputError(f"--policy {args.policy} runs one stage of whole layers on each processor (PipeDream's DP "
-                         f"splits the chain): this network has {len(costs)} layers, so at most {len(costs)} processors, "
-                         f"got {args.processors} (archsim pipeline --method layerpipe splits δs over more)",
-                         field="processors")
+        raise InputError(f"{setting('policy', args.policy)} runs one stage of whole layers on each processor "
+                         f"(PipeDream's DP splits the chain): this network has {len(costs)} layers, so at most "
+                         f"{len(costs)} processors, got {args.processors} ("
+                         f"{route('archsim pipeline --method layerpipe', 'archsim.pipeline(method=' + repr('layerpipe') + ')')}"
+                         " splits δs over more)", field=field_name("processors"))
     names = [f"l{i}" for i in range(len(costs))]
     # PipeDream's DP over the costs alone, as a chain (no activation or weight bytes): the split balances F + I + W
     plan = pipedream_partition(profile_from_costs(names, costs.forward, costs.weight_grad, costs.delta), args.processors)
@@ -291,7 +295,8 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
             try:
                 k = int(args.k)
             except ValueError:
-                raise InputError(f"expected an integer or 'auto', got {args.k!r}", field="k") from None
+                raise InputError(f"expected an integer or 'auto', got {args.k!r}",
+                                 field=route("k", "reverse_k")) from None  # the command names its dest
     order, prioritized = dp.policy_order(args.policy, layers, k)
     return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized), {"reversed_layers": k}
 

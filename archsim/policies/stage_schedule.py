@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
 from archsim.validate import INT32_MAX, parse_float
@@ -37,9 +38,9 @@ def _numbers(text: str, count: int, flag: str) -> list[float]:
     try:
         values = [parse_float(x, high=MAX_STAGE_VALUE, what="a non-negative number") for x in text.split(",")]
     except ValueError as exc:
-        raise InputError(f"expected {count} comma-separated numbers ({exc})", field=flag) from None
+        raise InputError(f"expected {count} comma-separated numbers ({exc})", field=field_name(flag)) from None
     if len(values) != count:
-        raise InputError(f"expected {count} comma-separated numbers, got {text!r}", field=flag)
+        raise InputError(f"expected {count} comma-separated numbers, got {text!r}", field=field_name(flag))
     return values
 
 
@@ -48,21 +49,23 @@ def profile_from_args(args: SimpleNamespace):
 
     if args.stage_profile:
         if args.stage_times or args.stages:
-            raise InputError("give --stage-profile or --stages with --stage-times, not both", field="stage-profile")
+            raise InputError(f"give {setting('stage-profile')} or {setting('stages')} with {setting('stage-times')}, "
+                             "not both", field=field_name("stage-profile"))
         profile = read_stage_profile(args.stage_profile, args.link_bandwidth)
         check_stage_job(args, profile.stages, uniform=False)
         return profile
     if args.stages is None and args.processors is not None:
         args.stages = args.processors  # --processors P means the same as --stages P here
     if args.stages is None or not args.stage_times:
-        raise InputError("per-stage mode needs --stages P and --stage-times F,B,W (or --stage-profile)",
-                         field="stage-times")
+        raise InputError(f"per-stage mode needs {setting('stages', placeholder='P')} and "
+                         f"{setting('stage-times', placeholder='F,B,W')} (or {setting('stage-profile')})",
+                         field=field_name("stage-times"))
     if args.stages <= 0:
-        raise InputError(f"--stages must be positive, got {args.stages}", field="stages")
+        raise InputError(f"{setting('stages')} must be positive, got {args.stages}", field=field_name("stages"))
     check_stage_job(args, args.stages)
     if args.link_bandwidth is not None:
-        raise InputError("--link-bandwidth needs send_bytes per stage: give them in --stage-profile",
-                         field="link-bandwidth")
+        raise InputError(f"{setting('link-bandwidth')} needs send_bytes per stage: give them in "
+                         f"{setting('stage-profile')}", field=field_name("link-bandwidth"))
     f, b, w = _numbers(args.stage_times, 3, "stage-times")
     mb, mw = _numbers(args.stage_memory, 2, "stage-memory")
     return StageProfile.uniform(args.stages, f, b, w, args.comm, mb, mw)
@@ -109,10 +112,10 @@ def check_exact_search(policy: str, stages: int, microbatches: int, mb: float, m
     amount = f"{size} combinations ({per_stage:,} orders per stage, over {orders_gb:.3g} GB to list them)" if exact \
         else f"more than {limit:,} combinations"
     reachable = exact and digits < 9.3 and per_stage ** stages <= INT32_MAX
-    lift = f"give --max-orders {per_stage ** stages} to run it anyway, or" if reachable else \
-        f"that is beyond --max-orders' range ({INT32_MAX:,}):"
+    lift = f"give {setting('max-orders', per_stage ** stages)} to run it anyway, or" if reachable else \
+        f"that is beyond {setting('max-orders')}' range ({INT32_MAX:,}):"
     raise InputError(f"{policy} would search {amount}, above the limit of {limit:,}; {lift} use "
-                     f"{policy[:-6]}'s heuristic", field="max-orders")
+                     f"{policy[:-6]}'s heuristic", field=field_name("max-orders"))
 
 
 def stage_row(name: str, stages: int, microbatches: int, run) -> dict[str, object]:
@@ -135,7 +138,8 @@ def run_stages(args: SimpleNamespace) -> ScheduleRun:
     from archsim.policies.zero_bubble import published_run
 
     if args.network:
-        raise InputError("per-stage mode (--stages, --stage-profile, ...) takes no NETWORK", field="network")
+        raise InputError(f"per-stage mode ({setting('stages')}, {setting('stage-profile')}, ...) takes no "
+                         f"{route('NETWORK', 'network')}", field="network")
     if args.torch_steps:
         return _torch_steps(args)
     profile = profile_from_args(args)
@@ -146,7 +150,8 @@ def run_stages(args: SimpleNamespace) -> ScheduleRun:
         check_job_size(3 * p * max(1, args.chunks or 1) * m, args.max_ops)
     if args.schedule_csv_in or args.torch_schedule:
         if args.schedule_csv_in and args.torch_schedule:
-            raise InputError("give --torch-schedule or --schedule-csv-in, not both", field="torch-schedule")
+            raise InputError(f"give {setting('torch-schedule')} or {setting('schedule-csv-in')}, not both",
+                             field=field_name("torch-schedule"))
         if args.torch_schedule:
             args.torch_schedule = so.torch_schedule_name(args.torch_schedule)
             order = so.published_order(args.torch_schedule, p, m, args.chunks)
@@ -161,8 +166,8 @@ def run_stages(args: SimpleNamespace) -> ScheduleRun:
     else:
         policy = args.policy or "1f1b"
         if policy not in STAGE_POLICIES:
-            raise InputError(f"policy {policy!r} needs a NETWORK; per-stage policies: {', '.join(STAGE_POLICIES)}",
-                             field="policy")
+            raise InputError(f"policy {policy!r} needs a {route('NETWORK', 'network')}; per-stage policies: "
+                             f"{', '.join(STAGE_POLICIES)}", field="policy")
         run = published_run(profile, m, policy, args.chunks, max_orders=args.max_orders)
         name = policy
     meta = {"unit": STAGE_UNIT, "comm": str(profile.comm),
@@ -180,7 +185,8 @@ def _torch_steps(args: SimpleNamespace) -> ScheduleRun:
     from archsim.validate import read_text
 
     if not args.schedule_csv_in:
-        raise InputError("--torch-steps needs --schedule-csv-in FILE with SEND/RECV actions", field="torch-steps")
+        raise InputError(f"{switch_on('torch-steps')} needs {setting('schedule-csv-in', placeholder='FILE')} with "
+                         "SEND/RECV actions", field=field_name("torch-steps"))
     text = read_text(args.schedule_csv_in, "schedule CSV")
     ranks = parse_comm_schedule(text, args.schedule_csv_in)
     row = {"schedule": Path(args.schedule_csv_in).stem, "ranks": len(ranks), "steps": torch_steps(ranks)}
