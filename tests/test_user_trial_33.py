@@ -79,3 +79,23 @@ def test_heads_that_do_not_divide_hidden_still_name_heads(files, capsys):
                  "--global-batch", "128"]) == 2
     err = capsys.readouterr().err.strip()
     assert "field 'heads': heads (24) must divide hidden (4096)" in err
+
+
+def test_search_command_runs_for_paths_with_spaces(files, capsys):
+    """Each row's `command` is "the archsim train line that reproduces the row" (docs/search.md): pasted into a
+    shell it must run. A model or cluster path with a space ("my models/llama 8b.toml") was written bare, so the
+    shell split it into two words and train refused them. Failed before the fix (exit 2, no such file); the
+    row's time is the time the pasted line prints."""
+    import shlex
+
+    folder = files / "my models"
+    folder.mkdir()
+    (folder / "llama 8b.toml").write_text(LLAMA3_8B)
+    (folder / "h100 x32.toml").write_text(CLUSTER)
+    assert main(["search", str(folder / "llama 8b.toml"), "--cluster", str(folder / "h100 x32.toml"),
+                 "--global-batch", "128", "--top", "1", "--gpus", "16", "--seq", "4096", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    words = shlex.split(row["command"])
+    assert words[:2] == ["archsim", "train"]
+    meta = _meta(capsys, words[1:])
+    assert meta["iteration_seconds"] == pytest.approx(row["iteration_seconds"], rel=1e-12)
