@@ -99,3 +99,17 @@ def test_search_command_runs_for_paths_with_spaces(files, capsys):
     assert words[:2] == ["archsim", "train"]
     meta = _meta(capsys, words[1:])
     assert meta["iteration_seconds"] == pytest.approx(row["iteration_seconds"], rel=1e-12)
+
+
+@pytest.mark.parametrize(("flags", "field"), [(["--pp", "2", "--dp", "8", "--interleave", "3"], "interleave"),
+                                              (["--pp", "8", "--dp", "2", "--interleave", "3"], "interleave"),
+                                              (["--pp", "3", "--dp", "1"], "pp")])
+def test_layers_that_do_not_split_name_the_flag_that_breaks_them(files, capsys, flags, field):
+    """32 layers split over PP 2 (or 8) but not into 3 chunks per rank: the refusal named `field 'pp'`, a flag
+    that splits them, not the `--interleave 3` that does not. Failed before the fix (the two interleave cases);
+    PP 3 alone keeps naming pp."""
+    argv = ["train", str(files / "llama3_8b.toml"), "--cluster", str(files / "h100x32.toml"), "--tp", "2",
+            "--global-batch", "48", *flags]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"field '{field}': 32 layers do not split" in err
