@@ -113,3 +113,20 @@ def test_layers_that_do_not_split_name_the_flag_that_breaks_them(files, capsys, 
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"field '{field}': 32 layers do not split" in err
+
+
+def test_training_doc_states_fp16_model_state_bytes_as_archsim_counts_them():
+    """docs/training.md's "Gradients in bf16" said bf16's 18 bytes of model states per parameter stand "against
+    fp16's 16", while archsim (and the same page's next paragraph, from Megatron-LM's dist_optimizer table)
+    counts fp16 at 20 — a user sizing an fp16 run by the doc's 16 underestimates 8B over TP 2 by 7.5 GiB.
+    Reference: Megatron-LM's table (fp16 20, bf16 18). Failed before the doc fix."""
+    import re
+    from pathlib import Path
+
+    from archsim.training.memory import state_bytes
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
+    section = text[text.index("### Gradients in bf16"):]
+    stated = re.search(r"the model states (\d+) bytes per parameter \(.*?\) against fp16's (\d+)", section, re.S)
+    assert stated is not None
+    assert (int(stated[1]), int(stated[2])) == (18, 20) == (state_bytes("bf16"), state_bytes("fp16"))
