@@ -130,3 +130,19 @@ def test_training_doc_states_fp16_model_state_bytes_as_archsim_counts_them():
     stated = re.search(r"the model states (\d+) bytes per parameter \(.*?\) against fp16's (\d+)", section, re.S)
     assert stated is not None
     assert (int(stated[1]), int(stated[2])) == (18, 20) == (state_bytes("bf16"), state_bytes("fp16"))
+
+
+@pytest.mark.parametrize("command", ["train", "search"])
+def test_training_gantt_names_its_rows_pipeline_ranks(files, capsys, command):
+    """The Gantt of a training iteration draws one row per pipeline rank (r0, r1; its caption: "Each pipeline
+    rank's forward and backward passes"), but its rows axis was titled "processor", the array commands' word.
+    Failed before the fix (both commands); the x axis stays in seconds."""
+    out = files / "gantt.html"
+    base = [command, str(files / "llama3_8b.toml"), "--cluster", str(files / "h100x32.toml"), "--global-batch", "64"]
+    extra = ["--tp", "8", "--pp", "4"] if command == "train" else ["--top", "1", "--schedule", "1f1b",
+                                                                   "--max-micro-batch", "1"]
+    assert main([*base, *extra, "--gantt", str(out)]) == 0
+    capsys.readouterr()
+    html = out.read_text()
+    assert '"title":{"text":"pipeline rank"}' in html
+    assert '"title":{"text":"seconds"}' in html and '"title":{"text":"processor"}' not in html
