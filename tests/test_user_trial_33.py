@@ -146,3 +146,25 @@ def test_training_gantt_names_its_rows_pipeline_ranks(files, capsys, command):
     html = out.read_text()
     assert '"title":{"text":"pipeline rank"}' in html
     assert '"title":{"text":"seconds"}' in html and '"title":{"text":"processor"}' not in html
+
+
+def test_forward_seconds_on_a_mixed_cluster_are_the_rank_that_ends_the_iteration(files, capsys):
+    """On 2 H100 + 2 A100 servers at PP 2, `forward_seconds` (docs: "the slowest rank's forward") was the H100
+    rank's 1.14 s while the A100 rank's forward, read off the JSON timeline, is 3.2 s: the figure is the rank
+    that finishes last (rank 0, which waits for the A100 in its bubble), not the slowest GPU's. The code is
+    kept (no modelled figure changes); docs/formats.md and docs/training.md now say which rank it is. The
+    timeline sums are the reference. Failed before the doc fix (the formats row)."""
+    from pathlib import Path
+
+    (files / "mixed.toml").write_text(CLUSTER.replace("count = 4", "count = 2").replace(
+        "\n[network]", '\n[[servers]]\ncount = 2\ngpus = 8\ngpu = "a100-80gb"\n\n[network]'))
+    meta = _meta(capsys, ["train", str(files / "llama3_8b.toml"), "--cluster", str(files / "mixed.toml"),
+                          "--tp", "2", "--pp", "2", "--dp", "8", "--global-batch", "128"])
+    forward = {r: sum(e["end_s"] - e["start_s"] for e in meta["timeline"] if e["rank"] == f"r{r}" and "F" in e["action"])
+               for r in (0, 1)}
+    assert [m["gpu"] for m in meta["memory_per_rank"]] == ["NVIDIA H100 SXM5 80GB", "NVIDIA A100 SXM4 80GB"]
+    assert meta["forward_seconds"] == pytest.approx(forward[0], rel=1e-9)
+    assert forward[1] > 2 * forward[0]  # the A100 rank is the slow one
+    formats = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    row = next(line for line in formats.splitlines() if line.startswith("| `forward_seconds` |"))
+    assert "slowest rank" not in row and "ends the iteration" in row
