@@ -168,3 +168,25 @@ def test_forward_seconds_on_a_mixed_cluster_are_the_rank_that_ends_the_iteration
     formats = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
     row = next(line for line in formats.splitlines() if line.startswith("| `forward_seconds` |"))
     assert "slowest rank" not in row and "ends the iteration" in row
+
+
+def test_collective_rows_state_large_messages_without_an_exponent(files, capsys):
+    """With a 128k vocabulary the FSDP root unit's messages are gigabytes: Llama-3-8B's untied embedding and LM
+    head, 2 × 128256 × 4096 bf16 parameters = 2004 MiB (by hand), were named `fsdp.all-gather (all-gather,
+    2e+03 MiB)` and their fp32 reduce-scatter `4.01e+03 MiB`. Failed before the fix; smaller messages keep
+    their 3 significant digits (a layer's 218.1 M parameters: 416 MiB)."""
+    meta_rows = json.loads(_run_json(capsys, ["train", str(files / "llama3_8b.toml"), "--cluster",
+                                              str(files / "h100x32.toml"), "--dp", "32", "--global-batch", "128",
+                                              "--micro-batch", "2", "--fsdp", "--dtype", "bf16"]))["rows"]
+    names = {row["name"] for row in meta_rows}
+    root = 2 * 128256 * 4096
+    layer = 4096 * (4096 + 2 * 1024) + 4096 * 4096 + 3 * 4096 * 14336
+    assert f"fsdp.all-gather (all-gather, {round(2 * root / 2**20)} MiB)" in names
+    assert f"fsdp.reduce-scatter (reduce-scatter, {round(4 * root / 2**20)} MiB)" in names
+    assert f"fsdp.all-gather (all-gather, {2 * layer / 2**20:.3g} MiB)" in names
+    assert not any("e+" in name for name in names)
+
+
+def _run_json(capsys, argv) -> str:
+    assert main([*argv, "--format", "json"]) == 0
+    return capsys.readouterr().out
