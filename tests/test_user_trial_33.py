@@ -127,7 +127,7 @@ def test_training_doc_states_fp16_model_state_bytes_as_archsim_counts_them():
 
     text = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
     section = text[text.index("### Gradients in bf16"):]
-    stated = re.search(r"the model states (\d+) bytes per parameter \(.*?\) against fp16's (\d+)", section, re.S)
+    stated = re.search(r"the model states (\d+) bytes per parameter \(.*?\) against fp16's (\d+)", section, re.DOTALL)
     assert stated is not None
     assert (int(stated[1]), int(stated[2])) == (18, 20) == (state_bytes("bf16"), state_bytes("fp16"))
 
