@@ -190,3 +190,23 @@ def test_collective_rows_state_large_messages_without_an_exponent(files, capsys)
 def _run_json(capsys, argv) -> str:
     assert main([*argv, "--format", "json"]) == 0
     return capsys.readouterr().out
+
+
+def test_runs_rows_say_the_schedule_they_ran(files, capsys):
+    """A runs row with `interleave` 4 under the command's default `--schedule 1f1b` runs Megatron's interleaved
+    1F1B — its time is `train --interleave 4`'s, whose meta says `schedule: interleaved-1f1b` — but the runs
+    output said only `schedule: 1f1b` in its meta ("every row's"). Each row now names the order it ran, in a
+    `schedule` column present when one differs from the command's. Failed before the fix (no column)."""
+    runs = files / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute,interleave,measured_seconds\n"
+                    "8,2,2,1,64,full,4,\n8,2,2,1,64,full,1,\n")
+    common = ["train", str(files / "llama3_8b.toml"), "--cluster", str(files / "h100x32.toml")]
+    document = json.loads(_run_json(capsys, [*common, "--runs", str(runs)]))
+    assert [row.get("schedule") for row in document["rows"]] == ["interleaved-1f1b", "1f1b"]
+    alone = _meta(capsys, [*common, "--tp", "8", "--pp", "2", "--dp", "2", "--global-batch", "64",
+                           "--interleave", "4"])
+    assert alone["schedule"] == "interleaved-1f1b"
+    assert document["rows"][0]["predicted_seconds"] == pytest.approx(alone["iteration_seconds"], rel=1e-12)
+    plain = runs.read_text().replace(",4,\n", ",1,\n")
+    runs.write_text(plain)
+    assert "schedule" not in json.loads(_run_json(capsys, [*common, "--runs", str(runs)]))["rows"][0]
