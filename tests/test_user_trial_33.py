@@ -210,3 +210,23 @@ def test_runs_rows_say_the_schedule_they_ran(files, capsys):
     plain = runs.read_text().replace(",4,\n", ",1,\n")
     runs.write_text(plain)
     assert "schedule" not in json.loads(_run_json(capsys, [*common, "--runs", str(runs)]))["rows"][0]
+
+
+@pytest.mark.parametrize("chunks", [["1"], ["1", "2"]])
+def test_search_refuses_one_chunk_per_rank(files, capsys, chunks):
+    """`search --chunks 1 --schedule interleaved-1f1b 1f1b` ranked "interleaved-1f1b, interleave 1" rows beside
+    1F1B's: the same time (3.797 s, TP2 PP2 DP8 mb1) with 62.9 GiB against 54.4 — one chunk per rank
+    interleaves nothing (docs/training.md: train notes it), so the rows were a plain schedule under another
+    name. Refused now in one line, as --chunks that changes nothing is. Failed before the fix (exit 0)."""
+    import archsim
+    from archsim.errors import InputError
+
+    argv = ["search", str(files / "llama3_8b.toml"), "--cluster", str(files / "h100x32.toml"), "--global-batch",
+            "128", "--schedule", "interleaved-1f1b", "1f1b", "--chunks", *chunks]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    assert "field 'chunks'" in captured.err and "interleaves nothing" in captured.err
+    with pytest.raises(InputError, match="interleaves nothing"):
+        archsim.search(str(files / "llama3_8b.toml"), cluster=str(files / "h100x32.toml"), global_batch=128,
+                       schedule=["interleaved-1f1b"], chunks=[int(c) for c in chunks])
