@@ -261,4 +261,11 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
 
 
-__all__ = ["KINDS", "LinkClass", "PairLinks", "Spanning", "collective_seconds", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]
+def message_mib(nbytes: float) -> str:
+    """A collective's message in MiB as its op rows name it: 3 significant digits, never an exponent
+    (``4008 MiB``, not ``4.01e+03 MiB``: a 128k vocabulary's embedding gradient is gigabytes)."""
+    mib = nbytes / 2**20
+    return f"{mib:.3g} MiB" if mib < 1000 else f"{round(mib):d} MiB"
+
+
+__all__ = ["KINDS", "LinkClass", "PairLinks", "Spanning", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]

@@ -77,7 +77,7 @@ def test_a_valid_sweep_value_that_cannot_run_is_still_a_row(capsys):
     (["--max-micro-batch", "2147483647"], "max-micro-batch"),
     (["--max-micro-batch", "100000"], "max-micro-batch"),
     (["--gpus", *["8"] * 3000], "gpus"),
-    (["--chunks", *map(str, range(1, 2001))], "chunks"),
+    (["--chunks", *map(str, range(2, 2002))], "chunks"),
 ])
 def test_search_refuses_a_grid_above_its_limit_naming_the_flag(capsys, extra, flag):
     err = refused(capsys, [*SEARCH, *extra])

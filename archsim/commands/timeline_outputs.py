@@ -41,6 +41,9 @@ def iteration_caption(iteration_seconds: float, timeline, par=None) -> str:
             f"{work}) is not drawn: the iteration ends {after:.4g} s after the last bar, at {iteration_seconds:.4g} s.")
 
 
+RANK_ROWS = "pipeline rank"  # the Gantt's rows for a training iteration (r0, r1, …), not array processors
+
+
 def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit: str = "cycles",
                            borrowed: Collection[tuple[str, str]] = (), caption: str = "",
                            rows_title: str | None = None) -> None:

@@ -33,7 +33,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from archsim.choices.devices import ELEMENT_BYTES
-from archsim.collectives import LinkClass, Spanning, collective_seconds
+from archsim.collectives import LinkClass, Spanning, collective_seconds, message_mib
 from archsim.training.memory import gradient_bytes, layer_parameters_per_gpu
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, paramete
     units = machine_units(c, par, machine, parameters)
 
     def row(piece: str, kind: str, op: str, nbytes: float, seconds: float) -> dict:
-        return {"piece": piece, "name": f"fsdp.{kind} ({kind}, {nbytes / 2**20:.3g} MiB)", "op": op, "seconds": seconds}
+        return {"piece": piece, "name": f"fsdp.{kind} ({kind}, {message_mib(nbytes)})", "op": op, "seconds": seconds}
 
     layer = [row("layer", "all-gather", "F", per_layer * width, units[-1].all_gather),
              row("layer", "all-gather", "B", per_layer * width, units[-1].all_gather),

@@ -46,7 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.choices.devices import ELEMENT_BYTES
-from archsim.collectives import collective_seconds
+from archsim.collectives import collective_seconds, message_mib
 from archsim.console import setting
 from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
@@ -171,7 +171,7 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
             deltas[op.layer] += t
     coll_f = exposed_collective_seconds(work.forward_collectives, par, machine.links, scale, deltas)
     coll_b = exposed_collective_seconds(work.backward_collectives, par, machine.links, scale, deltas)
-    rows += tuple((f"{c.name} ({c.kind}, {c.bytes * scale / 2**20:.3g} MiB"
+    rows += tuple((f"{c.name} ({c.kind}, {message_mib(c.bytes * scale)}"
                    + (f", exposed beyond {' + '.join(c.under)} δ)" if c.under else ")"), c.phase, float(t))
                   for c, t in zip((*work.forward_collectives, *work.backward_collectives), (*coll_f, *coll_b)))
     host = machine.efficiency.host_s

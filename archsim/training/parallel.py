@@ -254,8 +254,10 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
     if par.stage_layers is not None:
         layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
     elif c.layers % (par.pp * par.chunks):
+        # the flag that breaks the split: PP alone, else the chunks per rank (--interleave, or a V schedule's two)
+        culprit = "pp" if c.layers % par.pp else "schedule" if par.schedule in V_SCHEDULES else "interleave"
         raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks",
-                         field="pp")
+                         field=culprit)
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")

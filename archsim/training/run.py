@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """iteration_seconds; memory per pipeline rank; ``breakdown``: seconds of the slowest rank's
-    iteration by category; ``ops``: per op/collective rows; ``run``: the pipeline's StageRun;
-    ``forward_seconds`` / ``backward_seconds``: the slowest rank's forward and backward compute (its
+    """iteration_seconds; memory per pipeline rank; ``breakdown``: seconds of the iteration by category on
+    the rank that ends it (the last to finish: on a mixed cluster possibly a faster GPU's rank, which waits for
+    a slower one in its bubble); ``ops``: per op/collective rows; ``run``: the pipeline's StageRun;
+    ``forward_seconds`` / ``backward_seconds``: that rank's forward and backward compute (its
     F; its I + W with recompute and TP collectives) over the iteration's micro-batches;
     ``parallelism``: the one it ran; ``capacities``: each rank's GPU memory (bytes);
     ``energy_j`` / ``energy_source``: the iteration's joules and how they were priced, set by

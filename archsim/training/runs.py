@@ -205,6 +205,9 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
 
     sharded = any(row.par.distributed_optimizer for row in rows)  # the column only where a row sets it: as before
     full = any(row.par.fsdp for row in rows)
+    # the order a row ran, where one differs from the command's --schedule (1f1b with interleave > 1 runs
+    # Megatron's interleaved 1F1B, as train's meta names it): the column only then, as the meta's alone misleads
+    renamed = any(row.par.schedule_name != row.par.schedule for row in rows)
     out = []
     for row in rows:
         try:
@@ -221,6 +224,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
         record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp, "pp": p.pp, "dp": p.dp,
                   "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.interleave,
+                  **({"schedule": p.schedule_name} if renamed else {}),
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),
                   **({"fsdp": p.fsdp} if full else {}),
                   "predicted_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,

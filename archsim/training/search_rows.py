@@ -57,8 +57,11 @@ def megatron_args(k: Candidate, global_batch: int, layers: int, dtype: str) -> s
 
 def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype: str = "fp16",
                   seq: int | None = None) -> str:
-    """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's)."""
-    line = (f"archsim train {model} --cluster {cluster} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
+    """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's);
+    the paths shell-quoted, so the line runs as pasted (a path with a space stays one word)."""
+    import shlex
+
+    line = (f"archsim train {shlex.quote(model)} --cluster {shlex.quote(cluster)} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
             f"--global-batch {global_batch} --micro-batch {row['micro_batch']} --recompute {row['recompute']} "
             f"--schedule {row['schedule']} --attention {row.get('attention', 'standard')}")
     if seq is not None:

@@ -106,13 +106,18 @@ def check_distinct(**values) -> None:
 
 def chunk_counts(schedules, chunks) -> tuple[int, ...]:
     """The model chunks per rank that the schedules taking them (:data:`CHUNKED`) try: ``chunks``, or
-    :data:`DEFAULT_CHUNKS` when None. Given with none of those schedules it would change nothing: refused."""
+    :data:`DEFAULT_CHUNKS` when None. Given with none of those schedules it would change nothing, and a count of 1
+    interleaves nothing (a plain schedule's order under another name, more memory): both refused."""
     if chunks is None:
         return DEFAULT_CHUNKS
     if not any(s in CHUNKED for s in schedules):
         flag = setting("chunks")  # --chunks from the command, chunks from the library
         raise InputError(f"{flag} is tried only by {', '.join(CHUNKED)}; {setting('schedule')} searches "
                          f"{' '.join(schedules)}: add one of them, or drop {flag}", field="chunks")
+    if 1 in chunks:  # one chunk per rank interleaves nothing: another schedule's order, with more memory
+        raise InputError(f"{setting('chunks')} 1 interleaves nothing: {', '.join(CHUNKED)} with one model chunk per "
+                         "rank run 1F1B's, ZB-H1's and GPipe's orders with a longer warm-up; give 2 or more (the "
+                         "plain schedules are searched by their own names)", field="chunks")
     return tuple(chunks)
 
 

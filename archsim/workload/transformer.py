@@ -97,9 +97,12 @@ class TransformerConfig:
         if self.kv_channels and self.family not in ("switch", "llama"):
             raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
                              f"{self.family}", field="kv_channels")
-        if self.attention_width % self.heads or (self.family != "switch" and self.heads % self.kv_heads):
+        if self.attention_width % self.heads:
             raise InputError(f"heads ({self.heads}) must divide {'kv_channels' if self.kv_channels else 'hidden'} "
-                             f"({self.attention_width}) and be a multiple of kv_heads ({self.kv_heads})", field="heads")
+                             f"({self.attention_width})", field="heads")
+        if self.family != "switch" and self.heads % self.kv_heads:  # each key/value head serves a whole query group
+            raise InputError(f"kv_heads ({self.kv_heads}) must divide heads ({self.heads}): each key/value head "
+                             "serves an equal group of query heads", field="kv_heads")
         if not isinstance(self.qkv_bias, bool) or (self.qkv_bias and self.family != "llama"):
             raise InputError(f"q, k and v biases are a llama option (gpt, opt and bert have every bias), got "
                              f"{shown(self.qkv_bias)} for {self.family}", field="qkv_bias")
