@@ -20,7 +20,8 @@ from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
-from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document, server_gpu
+from archsim.spp.cluster_document import read_cluster_document, server_gpu
+from archsim.spp.topology import build_topology, missing_inter_server
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, shown_number
@@ -166,7 +167,7 @@ def named_devices(spec: dict, folder: Path, file: str,
                   loaded: dict[str, Device] | None = None) -> tuple[Device | None, ...]:
     """Each ``[[servers]]`` table's device where it names one (None where it names neither, or is no table):
     what train and archsim plan read for the links (a table's own in-server link where it states none,
-    :func:`~archsim.spp.topology.server_fabric`) and warnings a device states, whatever prices its layers. Each
+    :func:`~archsim.spp.cluster_document.server_fabric`) and warnings a device states, whatever prices its layers. Each
     device file is read once; ``loaded``: devices already read, by path (added to)."""
     servers = spec.get("servers")
     loaded = {} if loaded is None else loaded
