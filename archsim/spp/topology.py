@@ -50,7 +50,7 @@ from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s, nic_share
 from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
-from archsim.spp.link_classes import board_pairs, exact_links, network_pairs
+from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
 from archsim.validate import SEED_MAX, check_name, shown, shown_number
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ class Topology:
     unit: str | None = None  # bandwidth's time unit: "seconds" from a cluster file (planners.check_units)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (from a file)
     network: Network | None = None  # the links between servers its pairs are priced on (None: drawn ranges, flat)
+    domain_fabric: float | None = None  # bytes/s of a pair of two servers in one NVLink domain (None: no such domain)
 
     @property
     def devices(self) -> int:
@@ -115,7 +116,8 @@ class Topology:
         where = np.array(self.servers)
         gpus = np.concatenate([np.flatnonzero(where == s) for s in order])
         placed = np.repeat(np.arange(len(order)), np.bincount(where)[list(order)])
-        bandwidth, capacity, _ = network_pairs(self.network, placed, self.bandwidth[np.ix_(gpus, gpus)])
+        bandwidth, capacity, _ = network_pairs(self.network, placed, self.bandwidth[np.ix_(gpus, gpus)],
+                                               self.domain_fabric)
         return replace(self, servers=tuple(placed.tolist()), bandwidth=bandwidth, capacity=capacity,
                        fabrics=tuple(self.fabrics[s] for s in order) if self.fabrics else ())
 
@@ -288,8 +290,10 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
                          field="inter_server_link")
     network = None if drawn else read_network(spec, int(np.bincount(where).max()), file, default_gbps=default_gbps)
+    # a pair of two servers of one NVLink domain runs on the servers' one fabric, as train's group of the two
+    fabric = domain_fabric(network, where, intra, [b if d is None else d.name for d, b in zip(server_devices, boards)])
     if network is not None:  # the NICs train prices its groups on: a send alone gets one whole
-        bandwidth, capacity, sharing = network_pairs(network, where, bandwidth)
+        bandwidth, capacity, sharing = network_pairs(network, where, bandwidth, fabric)
     elif link == "shared":  # a server pair's g_a·g_b GPU pairs share its link
         sharing = np.bincount(where)[where]
         capacity = np.where(same, bandwidth, bandwidth / np.outer(sharing, sharing))
@@ -304,9 +308,11 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     latency: np.ndarray | float = 0.0
     classes = None
     if links == "exact":
-        bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file)
+        bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file,
+                                                  domain_pairs(network, where, fabric))
     return Topology(name, tuple(servers), bandwidth, capacity, None if memory is None else float(memory) * 1e9,
-                    latency=latency, links=classes, unit="seconds", fabrics=tuple(intra), network=network)
+                    latency=latency, links=classes, unit="seconds", fabrics=tuple(intra), network=network,
+                    domain_fabric=fabric)
 
 
 def missing_inter_server(file: str) -> InputError:

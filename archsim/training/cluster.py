@@ -126,8 +126,7 @@ class GpuCluster:
         """Whether GPUs ``first`` … ``last`` of several servers sit in one NVLink domain (``nvlink_domain``):
         their group runs on NVLink, not over the network."""
         net = self.network
-        return net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
-            first // net.nvlink_domain == last // net.nvlink_domain
+        return net is not None and not self.heterogeneous and bool(net.one_domain(first, last, self.gpus_per_server))
 
     def wired(self, device: Device, server: int) -> bool:
         """Whether ``server``'s GPUs are wired to each other directly, without an NVSwitch (a DGX-1 of
