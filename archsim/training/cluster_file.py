@@ -121,7 +121,6 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                          file=file, field="gpu_memory_gb")
     servers = spec["servers"]
     kinds: list[Device] = []
-    sizes: list[int] = []
     prices: list[float | None] = []
     watts: list[float | None] = []
     tables: list[Device] = []  # each [[servers]] table's device
@@ -145,10 +144,9 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                     raise InputError(str(exc), file=file, field=key) from None
             out.extend([value] * group.get("count", 1))
         kinds.extend([device] * group.get("count", 1))
-        sizes.extend([group["gpus"]] * group.get("count", 1))
-    per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
+    per_server = max(group["gpus"] for group in servers)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     nic = device_inter_node_gbps(kinds)  # the device files' own NIC: used where the file gives none
-    if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None and not nic:
+    if len(kinds) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None and not nic:
         raise missing_inter_server(file)  # no figure, or device files that state different ones
     # the topology's network (a drawn inter_server_gbps range has none: read_network refuses it)
     network = topology.network or read_network(spec, per_server, file, default_gbps=nic)
@@ -157,10 +155,9 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
                          "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
                          field="nvls")
-    inter_bytes = network.gpu_bytes_per_s(per_server)
     warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
-    return GpuCluster(topology.devices, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices),
-                      tuple(watts), tuple(sizes), network, dtype, topology.fabrics, unread, warnings, file_topology=topology)
+    return GpuCluster(topology.devices, kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
+                      topology.fabrics, unread, warnings, file_topology=topology)
 
 
 def named_devices(spec: dict, folder: Path, file: str,
@@ -290,7 +287,7 @@ def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
     """One server of ``gpus`` catalog GPUs on NVLink (the measured runs' machine)."""
-    return GpuCluster(gpus, catalog_device(name), gpus, 1.0)
+    return GpuCluster(gpus, catalog_device(name))
 
 
 
