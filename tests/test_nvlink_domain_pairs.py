@@ -9,6 +9,9 @@ too), ``--links exact`` gave the pair the InfiniBand class and a group of GPUs 0
 test of a domain pair here failed then. The mixed-server and no-domain cases passed before and pin what stays.
 """
 
+import dataclasses
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -17,6 +20,7 @@ from archsim.commands.plan import _read_cluster
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.group_links import group_link
 
+CLUSTERS = Path(__file__).resolve().parents[1] / "configs" / "clusters"
 NVLINK, NIC = 4800e9 / 8 / 2, 200e9 / 8  # bytes/s one direction: the file's fabric, one NIC
 
 
@@ -89,3 +93,22 @@ def test_exact_links_give_a_domain_pair_trains_nvlink_class(tmp_path):
     four = _read_cluster(_file(tmp_path, 4, 16), None, "exact")[0]
     assert isinstance(four.links.allreduce_link([0, 16], four.bandwidth), Spanning)
     assert four.links.pair_class(0, 16, four.bandwidth).name == "infiniband"
+
+
+@pytest.mark.parametrize("name", ["a100_node.toml", "h100_2_servers.toml", "testbed_v100_gpu.toml",
+                                  "mixed_h100_a100_v100.toml", "tpu_v4_like_slice.toml"])
+def test_plans_exact_classes_are_trains_group_links(name):
+    """One pricing of a link class for both views (archsim.links.server_link): on shipped clusters, ``--links
+    exact``'s class of GPUs 0 and 1 of each server is train's two-GPU group's (less NVLS, which a send does not read),
+    and each GPU's diagonal class is train's lone GPU in a group over servers (group_links._intra)."""
+    from archsim.training.group_links import _intra
+
+    path = CLUSTERS / name
+    topology, cluster = _read_cluster(str(path), None, "exact")[0], load_gpu_cluster(path)
+    for server, first in enumerate(cluster.starts[:-1]):
+        device = cluster.servers[server]
+        if cluster.starts[server + 1] - first > 1:
+            trained = group_link(cluster, device, range(first, first + 2), hop=True)
+            assert topology.links.pair_class(first, first + 1, topology.bandwidth) == \
+                dataclasses.replace(trained, nvls=False)
+        assert topology.links.classes[topology.links.index[first, first]] == _intra(cluster, device, (0,), server)

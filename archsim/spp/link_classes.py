@@ -10,7 +10,7 @@ import numpy as np
 
 from archsim.collectives import PairLinks
 from archsim.errors import InputError
-from archsim.links import infiniband, nic_share, nvlink, nvlink_group
+from archsim.links import infiniband, nic_share, nvlink_group, server_link
 from archsim.network import Network
 
 
@@ -45,7 +45,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
         first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
         inside = slice(first, first + gpus)
         if device.nvswitch or not device.nvlink_bytes_per_s:  # every pair of the server on one link class
-            link = nvlink_group(device, (0, 1), intra[server])
+            link = server_link(device, (0, 1), intra[server])
             effective[inside, inside] = bandwidth[inside, inside] * link.efficiency
             latency[inside, inside] = link.launch_s
             index[inside, inside] = len(classes)
@@ -53,7 +53,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
         else:
             for a in range(gpus):  # wired directly (a DGX-1): each pair its rings, or PCIe
                 for b in range(a + 1, gpus):
-                    link = nvlink_group(device, (a, b), intra[server])
+                    link = server_link(device, (a, b), intra[server])
                     for u, v in ((first + a, first + b), (first + b, first + a)):
                         effective[u, v] = bandwidth[u, v] * link.efficiency
                         latency[u, v] = link.launch_s
@@ -62,7 +62,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
         for g in range(first, first + gpus):  # a lone GPU's part of a group over servers (train's GpuCluster._intra)
             index[g, g] = len(classes)
         lone[server] = len(classes)
-        classes.append(nvlink(intra[server], device.intra_latency_s))
+        classes.append(server_link(device, (0,), intra[server]))  # one GPU alone: train's _intra
     if domain is not None and domain.any():  # train's group of two servers of one domain: NVLink (one_domain)
         index[domain] = np.broadcast_to(lone[where][:, None], index.shape)[domain]
         effective[domain] = bandwidth[domain] * np.array([c.efficiency for c in classes])[index[domain]]
