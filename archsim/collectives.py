@@ -165,6 +165,7 @@ class PairLinks:
     index: np.ndarray
     server: np.ndarray
     sharing: np.ndarray
+    domain: np.ndarray | None = None  # (V, V): pairs of two servers in one NVLink domain (None: no such domain)
 
     def pair_class(self, u: int, v: int, bandwidth: np.ndarray) -> LinkClass:
         """The class of the pair (u, v) at the pair's own bandwidth (its matrix entry over η)."""
@@ -173,8 +174,8 @@ class PairLinks:
 
     def allreduce_link(self, devices: Sequence[int], bandwidth: np.ndarray) -> LinkClass | Spanning:
         """The link a group's all-reduce runs on, as train places it (:class:`Spanning`,
-        :meth:`archsim.training.cluster.GpuCluster._link`): in one server, its slowest pair's class; over
-        servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
+        :meth:`archsim.training.cluster.GpuCluster._link`): in one server or one NVLink domain over servers, its
+        slowest pair's class; over servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
         server, its first GPU's server's own class) and between them the group's share of its GPUs' NICs — each GPU
         its NIC's bandwidth toward the group's other servers over the GPUs sharing that NIC, summed per
         server, the least server's sum (its NICs carry every byte of the ring), each step at its slowest
@@ -185,6 +186,8 @@ class PairLinks:
         same = where[:, None] == where[None, :]
         sub = bandwidth[np.ix_(group, group)].astype(float)  # a copy
         np.fill_diagonal(sub, np.inf)
+        if self.domain is not None:  # a pair of two servers of one NVLink domain is on its NVLink, as in a server
+            same = same | self.domain[np.ix_(group, group)]  # (a group over domains: NICs shared per server)
         inside = np.where(same, sub, np.inf)
         u, v = np.unravel_index(np.argmin(inside), inside.shape)
         if np.isfinite(inside[u, v]):

@@ -67,6 +67,16 @@ def nvlink_group(device: Device, members: tuple[int, ...], bandwidth: float | No
                  alpha)
 
 
+def server_link(device: Device, members: tuple[int, ...], bandwidth: float | None = None) -> LinkClass:
+    """The in-server part of a link as plan's pair matrix and train's groups both price it: ``members`` (GPU indices
+    within one server) of two or more on :func:`nvlink_group`; one GPU alone (its part of a group over servers, or a
+    pair of two servers of one NVLink domain) on its server's NVLink at ``bandwidth`` (None: the device's own
+    NVLink), each step at the device's ``intra_latency_s``. Bytes/s per direction."""
+    if len(members) > 1:
+        return nvlink_group(device, members, bandwidth)
+    return nvlink(device.nvlink_bytes_per_s if bandwidth is None else bandwidth, device.intra_latency_s)
+
+
 def _link(name: str, bandwidth: float, fit: dict[str, float], alpha_s: float | None = None) -> LinkClass:
     """``fit``'s link class at ``bandwidth``; ``alpha_s`` (s), where a device states it, in place of the fitted
     per-step latency: the one place a device's own step latency enters the collective model."""

@@ -46,6 +46,13 @@ class Network:
     oversubscription: float = 1.0
     nvls: bool = False
 
+    def one_domain(self, first, last, gpus_per_server: int):
+        """Whether GPUs ``first`` and ``last`` (indices, or arrays of them, on servers of ``gpus_per_server`` GPUs)
+        sit in one NVLink domain that spans servers (``nvlink_domain`` above a server's GPUs): their transfers run
+        on NVLink, not the NICs. Train's groups (:meth:`archsim.training.cluster.GpuCluster.one_domain`) and plan's
+        pairs (:func:`archsim.spp.link_classes.domain_pairs`) ask this one rule."""
+        return (self.nvlink_domain > gpus_per_server) & (first // self.nvlink_domain == last // self.nvlink_domain)
+
     @property
     def server_bytes_per_s(self) -> float:
         """All of a server's NICs, one direction, bytes/s."""

@@ -10,7 +10,8 @@ from archsim import api
 from archsim.devices.device import catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
-from archsim.spp.topology import build_topology, read_cluster_document
+from archsim.spp.cluster_document import read_cluster_document
+from archsim.spp.topology import build_topology
 from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.parallel import Parallelism
 

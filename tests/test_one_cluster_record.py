@@ -113,12 +113,10 @@ def test_a_reordered_cluster_under_oversubscribed_leaves_prices_its_pairs_at_the
     assert placed.bandwidth[0, 4] == 25e9 and placed.bandwidth[0, 8] == 12.5e9 and placed.bandwidth[0, 1] == 300e9
 
 
-@pytest.mark.xfail(strict=True, reason="issue 38, left open: plan prices a pair across servers of one NVLink domain "
-                                       "at a NIC (25 GB/s), train's group at NVLink (300 GB/s)")
 def test_a_pair_across_servers_of_one_nvlink_domain_plans_at_trains_nvlink(tmp_path):
     """2 servers of 8 A100s in one NVLink domain of 16 (an NVLink switch system; intra 4800 Gbit/s: 300 GB/s a
-    direction), 8 NICs of 200 Gbit/s (25 GB/s). Train runs GPU 0 and GPU 8 over NVLink (one domain), plan's
-    matrix over a NIC: the two views disagree on files with nvlink_domain above a server's GPUs (none shipped)."""
+    direction), 8 NICs of 200 Gbit/s (25 GB/s). Train runs GPU 0 and GPU 8 over NVLink (one domain), and so does
+    plan's matrix (a strict xfail before: plan priced the pair at a NIC, 25 GB/s)."""
     path = tmp_path / "domain.toml"
     path.write_text('[cluster]\nname = "domain"\n[network]\nnics_per_server = 8\nnic_gbps = 200\nnvlink_domain = 16\n'
                     '[[servers]]\ncount = 2\ngpus = 8\nintra_server_gbps = 4800\ngpu = "a100-80gb"\n')

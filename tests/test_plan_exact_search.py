@@ -9,9 +9,10 @@ import pytest
 
 from archsim.collectives import Spanning, collective_seconds
 from archsim.partition import profile_from_costs
+from archsim.spp.cluster_document import read_cluster_document
 from archsim.spp.plan import spp, stage_plans
 from archsim.spp.prm import PRMPlan, plan_value, prm, prm_tables
-from archsim.spp.topology import build_topology, read_cluster_document
+from archsim.spp.topology import build_topology
 from archsim.training.cluster_file import load_gpu_cluster, named_devices
 from archsim.training.parallel import Parallelism
 

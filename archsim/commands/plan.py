@@ -153,7 +153,7 @@ def _array_flags(args: argparse.Namespace) -> list[str]:
 def _server_devices(cluster: str) -> list[str | None]:
     """Each ``[[servers]]`` table's device as written (its ``device`` path or catalog ``gpu``; None where
     it names neither); empty when no server names one (the cluster's links alone: the array prices)."""
-    from archsim.spp.topology import read_cluster_document
+    from archsim.spp.cluster_document import read_cluster_document
 
     servers = read_cluster_document(cluster).get("servers", [])
     if not isinstance(servers, list):
@@ -168,7 +168,7 @@ def _server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_
     (:func:`archsim.training.cluster_file.load_gpu_cluster`). The
     planners take one per-layer cost for every GPU, so servers of different devices (or some of none)
     are refused rather than priced on one of them."""
-    from archsim.spp.topology import read_cluster_document
+    from archsim.spp.cluster_document import read_cluster_document
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.parallel import Parallelism
 
@@ -213,7 +213,8 @@ def _read_cluster(cluster: str, seed: int | None, links: str = "paper"):
     from collections import Counter
 
     from archsim.network import network_lines
-    from archsim.spp.topology import build_topology, read_cluster_document
+    from archsim.spp.cluster_document import read_cluster_document
+    from archsim.spp.topology import build_topology
 
     spec = read_cluster_document(cluster)
     devices: tuple = ()  # each [[servers]] table's device (archsim.training.cluster_file.named_devices)

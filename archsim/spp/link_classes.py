@@ -10,12 +10,12 @@ import numpy as np
 
 from archsim.collectives import PairLinks
 from archsim.errors import InputError
-from archsim.links import infiniband, nic_share, nvlink, nvlink_group
+from archsim.links import infiniband, nic_share, nvlink_group, server_link
 from archsim.network import Network
 
 
 def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, devices: list, intra: list[float],
-                file: str) -> tuple[np.ndarray, np.ndarray, PairLinks]:
+                file: str, domain: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, PairLinks]:
     """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
     prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
     :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers, each step
@@ -25,7 +25,8 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     stated figures. A server whose table names no device has no link class: refused. Third: the link classes
     (:class:`~archsim.collectives.PairLinks`, ``sharing``: the GPUs sharing each GPU's NIC), which a stage's
     all-reduce is priced on as train prices it; a GPU's own entry (the diagonal) is the class train gives a lone
-    GPU of its server in a group over servers (its fabric's NVLink)."""
+    GPU of its server in a group over servers (its fabric's NVLink), and a pair of two servers of one NVLink domain
+    (``domain``, :func:`domain_pairs`) takes its server's NVLink class, as train's group of the two runs on."""
     if None in devices:
         raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
                          "every [[servers]] table, or plan with --links paper", file=file, field="servers")
@@ -39,11 +40,12 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     latency = np.full(bandwidth.shape, nic.launch_s)
     index = np.maximum.outer(step, step)[np.ix_(where, where)].astype(np.int32)
     starts = np.searchsorted(where, np.arange(len(devices)))
+    lone = np.zeros(len(devices), dtype=np.int32)  # each server's NVLink class (its GPUs' diagonal entry)
     for server, device in enumerate(devices):
         first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
         inside = slice(first, first + gpus)
         if device.nvswitch or not device.nvlink_bytes_per_s:  # every pair of the server on one link class
-            link = nvlink_group(device, (0, 1), intra[server])
+            link = server_link(device, (0, 1), intra[server])
             effective[inside, inside] = bandwidth[inside, inside] * link.efficiency
             latency[inside, inside] = link.launch_s
             index[inside, inside] = len(classes)
@@ -51,7 +53,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
         else:
             for a in range(gpus):  # wired directly (a DGX-1): each pair its rings, or PCIe
                 for b in range(a + 1, gpus):
-                    link = nvlink_group(device, (a, b), intra[server])
+                    link = server_link(device, (a, b), intra[server])
                     for u, v in ((first + a, first + b), (first + b, first + a)):
                         effective[u, v] = bandwidth[u, v] * link.efficiency
                         latency[u, v] = link.launch_s
@@ -59,9 +61,39 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
                     classes.append(link)
         for g in range(first, first + gpus):  # a lone GPU's part of a group over servers (train's GpuCluster._intra)
             index[g, g] = len(classes)
-        classes.append(nvlink(intra[server], device.intra_latency_s))
+        lone[server] = len(classes)
+        classes.append(server_link(device, (0,), intra[server]))  # one GPU alone: train's _intra
+    if domain is not None and domain.any():  # train's group of two servers of one domain: NVLink (one_domain)
+        index[domain] = np.broadcast_to(lone[where][:, None], index.shape)[domain]
+        effective[domain] = bandwidth[domain] * np.array([c.efficiency for c in classes])[index[domain]]
+        latency[domain] = np.array([c.launch_s for c in classes])[index[domain]]
     np.fill_diagonal(latency, 0.0)
-    return effective, latency, PairLinks(tuple(classes), index, where, np.asarray(sharing, dtype=float))
+    return effective, latency, PairLinks(tuple(classes), index, where, np.asarray(sharing, dtype=float),
+                                         domain if domain is not None and domain.any() else None)
+
+
+def domain_fabric(network: Network | None, where: np.ndarray, intra: list[float], chips: list) -> float | None:
+    """The link (bytes/s per GPU per direction) a pair of GPUs in two servers of one NVLink domain runs on: the
+    servers' one in-server fabric, where ``nvlink_domain`` spans servers of one kind — one chip (``chips``: each
+    server's device or catalog name), GPU count and fabric, train's :attr:`GpuCluster.heterogeneous
+    <archsim.training.cluster.GpuCluster.heterogeneous>` read the same way, since train runs a domain of mixed
+    servers over the NICs. None: no such domain (each server's NVLink its own)."""
+    sizes = np.bincount(where)
+    if network is None or network.nvlink_domain <= sizes.max() or len(set(chips)) > 1 or \
+            len(set(sizes.tolist())) > 1 or len(set(intra)) > 1:
+        return None
+    return intra[0]
+
+
+def domain_pairs(network: Network | None, where: np.ndarray, fabric: float | None) -> np.ndarray | None:
+    """(V, V) booleans: the GPU pairs of two servers in one NVLink domain (:meth:`archsim.network.Network.
+    one_domain`, the rule train's groups read, on GPU indices), where :func:`domain_fabric` found one (``fabric``
+    not None); else None."""
+    if network is None or fabric is None:
+        return None
+    gpus = np.arange(len(where))
+    return (where[:, None] != where[None, :]) & network.one_domain(gpus[:, None], gpus[None, :],
+                                                                   int(np.bincount(where).max()))
 
 
 def board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | None], intra: list[float]) -> None:
@@ -91,7 +123,8 @@ def board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | Non
                 bandwidth[first + a, first + b] = bandwidth[first + b, first + a] = pair
 
 
-def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray,
+                  fabric: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each GPU pair's bandwidth (bytes/s, one direction), its min-cut capacity and each GPU's NIC's GPUs, on the
     :class:`~archsim.network.Network` train prices its groups over (:func:`archsim.network.read_network`, the same
     object :class:`~archsim.training.cluster.GpuCluster` holds): a pair in a server keeps ``inside``'s entry (its
@@ -100,7 +133,8 @@ def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray) -> tu
     oversubscription where the servers sit under different leaves. The k_a·k_b GPU pairs of two NICs share that NIC
     pair's link, so each pair's capacity is its bandwidth / (k_a·k_b). ``where``: each GPU's server, in order.
     Without a ``[network]`` table the network is ``inter_server_gbps``'s: ``"shared"`` one NIC per server,
-    ``"per_gpu_pair"`` one NIC per GPU (:mod:`archsim.network`)."""
+    ``"per_gpu_pair"`` one NIC per GPU (:mod:`archsim.network`). ``fabric`` (:func:`domain_fabric`): a pair of two
+    servers of one NVLink domain runs on it, as train's group of the two does, its capacity the link itself."""
     gpus = np.bincount(where)
     local = np.arange(len(where)) - np.searchsorted(where, where)  # each GPU's index in its server (servers in order)
     rail = local // network.gpus_per_nic
@@ -112,5 +146,8 @@ def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray) -> tu
         inter[leaf[:, None] != leaf[None, :]] /= network.oversubscription
     same = where[:, None] == where[None, :]
     links = np.where(same, inside, inter)
+    domain = domain_pairs(network, where, fabric)
+    if domain is not None:
+        links[domain], same = fabric, same | domain
     np.fill_diagonal(links, 0.0)
     return links, np.where(same, links, links / np.outer(on_nic, on_nic)), on_nic

@@ -49,22 +49,14 @@ import numpy as np
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s, nic_share
 from archsim.network import Network, read_network
-from archsim.spp.link_classes import board_pairs, exact_links, network_pairs
-from archsim.validate import SEED_MAX, check_name, parse_toml, read_text, shown, shown_number
-
-# a device file given where a cluster file goes: what to write instead (a device TOML; a SCALE-Sim .cfg)
-DEVICE_NOT_CLUSTER = ('this is a device file: name it in a cluster file\'s [[servers]] table (device = "FILE", '
-                      'beside gpus = N), and give that cluster file (configs/clusters/tpu_v4_like_slice.toml)')
-CFG_NOT_CLUSTER = ("this is a SCALE-Sim .cfg, not a cluster file: with [device], [memory] and [links] sections it is "
-                   "a device file (docs/formats.md, Device files); name it in a cluster file's [[servers]] table "
-                   '(device = "FILE", beside gpus = N) and give that cluster file '
-                   "(configs/clusters/scalesim_32x32_device.toml)")
+from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
+from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
+from archsim.validate import SEED_MAX, check_name, shown, shown_number
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from archsim.collectives import PairLinks
-    from archsim.devices.device import Device
 
 CLUSTER_TABLES = ("a cluster file has one [cluster] table, one or more [[servers]] tables and optionally one [network] "
                   "table (the NICs between servers)")
@@ -99,6 +91,7 @@ class Topology:
     unit: str | None = None  # bandwidth's time unit: "seconds" from a cluster file (planners.check_units)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (from a file)
     network: Network | None = None  # the links between servers its pairs are priced on (None: drawn ranges, flat)
+    domain_fabric: float | None = None  # bytes/s of a pair of two servers in one NVLink domain (None: no such domain)
 
     @property
     def devices(self) -> int:
@@ -123,7 +116,8 @@ class Topology:
         where = np.array(self.servers)
         gpus = np.concatenate([np.flatnonzero(where == s) for s in order])
         placed = np.repeat(np.arange(len(order)), np.bincount(where)[list(order)])
-        bandwidth, capacity, _ = network_pairs(self.network, placed, self.bandwidth[np.ix_(gpus, gpus)])
+        bandwidth, capacity, _ = network_pairs(self.network, placed, self.bandwidth[np.ix_(gpus, gpus)],
+                                               self.domain_fabric)
         return replace(self, servers=tuple(placed.tolist()), bandwidth=bandwidth, capacity=capacity,
                        fabrics=tuple(self.fabrics[s] for s in order) if self.fabrics else ())
 
@@ -206,40 +200,6 @@ def _figure(value, field: str, file: str, rng: _Draws) -> float:
 def _gbps(value, field: str, file: str, rng: _Draws) -> float:
     """A link stated per direction (``inter_server_gbps``, a NIC's speed), bytes/s."""
     return _figure(value, field, file, rng) * 1e9 / 8
-
-
-def server_fabric(group: dict, device: Device | None, file: str) -> float:
-    """A server's in-server bandwidth when its ``[[servers]]`` table states no ``intra_server_gbps``: its chip's own
-    link, one direction, bytes/s — a catalog ``gpu``'s NVLink (or PCIe; what the shipped files state: 4800 Gb/s
-    both directions for an A100, 300 GB/s a direction), or a ``device`` file's ``[links] intra_gbps`` (GB/s per
-    direction). The one default train, search and plan read. ``device``: the table's device where the caller has
-    read it (a device file's is read by :func:`archsim.training.cluster_file.named_devices`); None: a catalog
-    ``gpu`` is looked up here, and a table naming no chip is refused, naming both places to state the link."""
-    if device is None and "device" not in group and isinstance(group.get("gpu"), str):
-        device = server_gpu(group["gpu"], file)
-    if device is None:
-        raise InputError("missing: the in-server bandwidth: state intra_server_gbps in the [[servers]] table (Gbit/s "
-                         "per GPU, both directions), or name the chip whose own link is read: gpu = \"<catalog "
-                         'name>", or device = "<device file>" with its [links] intra_gbps (GB/s per direction)',
-                         file=file, field="intra_server_gbps")
-    return device.fabric_bytes_per_s
-
-
-def server_gpu(name: object, file: str) -> Device:
-    """A ``[[servers]]`` table's ``gpu = NAME``: its catalog GPU. A device file's name written there
-    (``gpu = "chip.toml"``) is refused naming ``device`` as the key to write, whichever reader meets it first
-    (the in-server link a table leaves out, or the device train prices), so the hint never depends on which
-    other keys the table states."""
-    from archsim.devices.device import catalog_device  # only a server that names a catalog GPU reads the catalog
-
-    try:
-        return catalog_device(str(name))
-    except InputError as exc:
-        if isinstance(name, str) and name.strip().lower().endswith((".toml", ".cfg")):  # a device file in the wrong key
-            raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
-                             f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
-                             field="gpu") from None
-        raise InputError(exc.message, file=file, field="gpu") from None
 
 
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
@@ -330,8 +290,10 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
                          field="inter_server_link")
     network = None if drawn else read_network(spec, int(np.bincount(where).max()), file, default_gbps=default_gbps)
+    # a pair of two servers of one NVLink domain runs on the servers' one fabric, as train's group of the two
+    fabric = domain_fabric(network, where, intra, [b if d is None else d.name for d, b in zip(server_devices, boards)])
     if network is not None:  # the NICs train prices its groups on: a send alone gets one whole
-        bandwidth, capacity, sharing = network_pairs(network, where, bandwidth)
+        bandwidth, capacity, sharing = network_pairs(network, where, bandwidth, fabric)
     elif link == "shared":  # a server pair's g_a·g_b GPU pairs share its link
         sharing = np.bincount(where)[where]
         capacity = np.where(same, bandwidth, bandwidth / np.outer(sharing, sharing))
@@ -346,9 +308,11 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     latency: np.ndarray | float = 0.0
     classes = None
     if links == "exact":
-        bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file)
+        bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file,
+                                                  domain_pairs(network, where, fabric))
     return Topology(name, tuple(servers), bandwidth, capacity, None if memory is None else float(memory) * 1e9,
-                    latency=latency, links=classes, unit="seconds", fabrics=tuple(intra), network=network)
+                    latency=latency, links=classes, unit="seconds", fabrics=tuple(intra), network=network,
+                    domain_fabric=fabric)
 
 
 def missing_inter_server(file: str) -> InputError:
@@ -356,39 +320,6 @@ def missing_inter_server(file: str) -> InputError:
     return InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers without "
                       "a [network] table of NICs, or the servers' device files' one [links] inter_node_gbps)",
                       file=file, field="inter_server_gbps")
-
-
-def read_cluster_document(path: str | Path) -> dict:
-    """A cluster file parsed as TOML. A SCALE-Sim ``.cfg`` device file given in its place is no TOML; it is
-    refused as what it is (a device to name in ``[[servers]]``), not as a TOML syntax error at its line 2."""
-    try:
-        text = read_text(path, "cluster file")
-    except InputError as exc:  # a shipped cluster's name given as MODEL takes a shipped model's: say where it is
-        shipped = _shipped_cluster(path) if exc.message == "cluster file not found" else None
-        if shipped is None:
-            raise
-        raise InputError(f"{exc.message}; the shipped cluster of that name is {shipped}: give its path",
-                         file=str(path)) from None
-    try:
-        return parse_toml(text, str(path))
-    except InputError:
-        if Path(path).suffix.lower() == ".cfg" or "[architecture_presets]" in text:
-            raise InputError(CFG_NOT_CLUSTER, file=str(path), field="cluster") from None
-        raise
-
-
-def _shipped_cluster(path: str | Path) -> Path | None:
-    """``configs/clusters/NAME.toml`` where ``path`` is a bare name (no folder, no such file) of a shipped
-    cluster, else None. Clusters are read by path only (device files resolve beside them)."""
-    from archsim.validate import shipped_file
-
-    text = str(path)
-    if "/" in text or "\\" in text or not text.isprintable() or not text:
-        return None
-    try:
-        return shipped_file("clusters", text, ("",) if text.lower().endswith(".toml") else (".toml",), "cluster")
-    except InputError:  # a name the shipped folder refuses (".." and the like): no hint
-        return None
 
 
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, groupby
 from typing import TYPE_CHECKING
 
 from archsim.devices.device import Device
@@ -48,17 +48,15 @@ if TYPE_CHECKING:
 class GpuCluster:
     """A cluster file's servers as train and search read them: each server's device, GPU count and in-server link,
     the network between servers, and the :class:`~archsim.spp.topology.Topology` the planners read of the same file
-    (:attr:`topology`), whose GPUs, ``fabrics`` and ``network`` these are. Links in bytes/s."""
+    (:attr:`topology`), whose GPUs, ``fabrics`` and ``network`` these are; each server's GPUs and one GPU's NIC share
+    are read off them (:attr:`sizes`, :attr:`gpus_per_server`, :attr:`inter_server_bytes_per_s`). Links in bytes/s."""
 
     gpus: int  # GPUs in all (a group's links are priced by class, group_links, on fabrics and network)
     gpu: Device  # the first server's device
-    gpus_per_server: int  # the largest server's GPUs (every server's on a uniform cluster)
-    inter_server_bytes_per_s: float
     servers: tuple[Device, ...] = ()  # each server's device, in the file's order (empty: all ``gpu``)
     prices: tuple[float | None, ...] = ()  # each server's USD per GPU-hour override (None: the default table)
     watts: tuple[float | None, ...] = ()  # each server's watts per GPU override
-    sizes: tuple[int, ...] = ()  # each server's GPU count (empty: all ``gpus_per_server``)
-    network: Network | None = None  # the network as built (None: ``inter_server_bytes_per_s`` per GPU, no rails)
+    network: Network | None = None  # the network as built (None: one server, single_node)
     dtype: str = "fp16"  # what every machine trains in (:class:`~archsim.training.machine.Machine`)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
@@ -75,6 +73,28 @@ class GpuCluster:
         if self.file_topology is None or not self.order:
             return self.file_topology
         return self.file_topology.reordered(self.order)
+
+    @cached_property
+    def sizes(self) -> tuple[int, ...]:
+        """Each server's GPU count in this cluster's server order, as its topology states them (empty: a cluster made
+        without a file, single_node: one server of :attr:`gpus`)."""
+        if self.file_topology is None:
+            return ()
+        counts = tuple(len(list(gpus)) for _, gpus in groupby(self.file_topology.servers))  # servers in order
+        return tuple(counts[i] for i in self.order) if self.order else counts
+
+    @cached_property
+    def gpus_per_server(self) -> int:
+        """The largest server's GPUs (every server's on a uniform cluster): what a shared NIC's GPUs and an NVLink
+        domain are counted against."""
+        return max(self.sizes, default=self.gpus)
+
+    @cached_property
+    def inter_server_bytes_per_s(self) -> float:
+        """One GPU's share of its server's NICs when every GPU sends at once, bytes/s
+        (:meth:`~archsim.network.Network.gpu_bytes_per_s` of the largest server); 1 where there is none (one
+        server)."""
+        return (self.network.gpu_bytes_per_s(self.gpus_per_server) if self.network is not None else 0.0) or 1.0
 
     @cached_property
     def heterogeneous(self) -> bool:
@@ -108,8 +128,7 @@ class GpuCluster:
 
         servers = pick(self.servers)
         return replace(self, gpu=servers[0] if servers else self.gpu, servers=servers, prices=pick(self.prices),
-                       watts=pick(self.watts), sizes=pick(self.sizes), fabrics=pick(self.fabrics),
-                       order=pick(self.order) or tuple(order))
+                       watts=pick(self.watts), fabrics=pick(self.fabrics), order=pick(self.order) or tuple(order))
 
     def fabric(self, server: int) -> float | None:
         """Server ``server``'s in-server link as its cluster file states it (``intra_server_gbps``), bytes/s
@@ -126,8 +145,7 @@ class GpuCluster:
         """Whether GPUs ``first`` … ``last`` of several servers sit in one NVLink domain (``nvlink_domain``):
         their group runs on NVLink, not over the network."""
         net = self.network
-        return net is not None and net.nvlink_domain > self.gpus_per_server and not self.heterogeneous and \
-            first // net.nvlink_domain == last // net.nvlink_domain
+        return net is not None and not self.heterogeneous and bool(net.one_domain(first, last, self.gpus_per_server))
 
     def wired(self, device: Device, server: int) -> bool:
         """Whether ``server``'s GPUs are wired to each other directly, without an NVSwitch (a DGX-1 of

@@ -20,7 +20,8 @@ from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
-from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document, server_gpu
+from archsim.spp.cluster_document import read_cluster_document, server_gpu
+from archsim.spp.topology import build_topology, missing_inter_server
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, shown_number
@@ -120,7 +121,6 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                          file=file, field="gpu_memory_gb")
     servers = spec["servers"]
     kinds: list[Device] = []
-    sizes: list[int] = []
     prices: list[float | None] = []
     watts: list[float | None] = []
     tables: list[Device] = []  # each [[servers]] table's device
@@ -144,10 +144,9 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                     raise InputError(str(exc), file=file, field=key) from None
             out.extend([value] * group.get("count", 1))
         kinds.extend([device] * group.get("count", 1))
-        sizes.extend([group["gpus"]] * group.get("count", 1))
-    per_server = max(sizes)  # a shared NIC: the most GPUs share one (the slowest per GPU)
+    per_server = max(group["gpus"] for group in servers)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     nic = device_inter_node_gbps(kinds)  # the device files' own NIC: used where the file gives none
-    if len(sizes) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None and not nic:
+    if len(kinds) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None and not nic:
         raise missing_inter_server(file)  # no figure, or device files that state different ones
     # the topology's network (a drawn inter_server_gbps range has none: read_network refuses it)
     network = topology.network or read_network(spec, per_server, file, default_gbps=nic)
@@ -156,17 +155,16 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
                          "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
                          field="nvls")
-    inter_bytes = network.gpu_bytes_per_s(per_server)
     warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
-    return GpuCluster(topology.devices, kinds[0], per_server, inter_bytes or 1.0, tuple(kinds), tuple(prices),
-                      tuple(watts), tuple(sizes), network, dtype, topology.fabrics, unread, warnings, file_topology=topology)
+    return GpuCluster(topology.devices, kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
+                      topology.fabrics, unread, warnings, file_topology=topology)
 
 
 def named_devices(spec: dict, folder: Path, file: str,
                   loaded: dict[str, Device] | None = None) -> tuple[Device | None, ...]:
     """Each ``[[servers]]`` table's device where it names one (None where it names neither, or is no table):
     what train and archsim plan read for the links (a table's own in-server link where it states none,
-    :func:`~archsim.spp.topology.server_fabric`) and warnings a device states, whatever prices its layers. Each
+    :func:`~archsim.spp.cluster_document.server_fabric`) and warnings a device states, whatever prices its layers. Each
     device file is read once; ``loaded``: devices already read, by path (added to)."""
     servers = spec.get("servers")
     loaded = {} if loaded is None else loaded
@@ -289,7 +287,7 @@ def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
     """One server of ``gpus`` catalog GPUs on NVLink (the measured runs' machine)."""
-    return GpuCluster(gpus, catalog_device(name), gpus, 1.0)
+    return GpuCluster(gpus, catalog_device(name))
 
 
 

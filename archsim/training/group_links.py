@@ -68,9 +68,7 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
         link = links.nvlink_group(device, tuple(i - first for i in members), cluster.fabric(server))
         return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
     if net is not None and cluster.one_domain(members[0], members[-1]):
-        fabric = cluster.fabric(server)
-        link = links.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
-        return replace(link, nvls=net.nvls)
+        return replace(links.server_link(device, (0,), cluster.fabric(server)), nvls=net.nvls)
     local = tuple(i - cluster.starts[server] for i in members if cluster.server_of(i) == server)
     if net is None:
         per_gpu = cluster.inter_server_bytes_per_s
@@ -93,10 +91,8 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
 
 def _intra(cluster: Layout, device: Device, local: tuple[int, ...], server: int):
     """The NVLink part of a group over servers: its ``local`` GPUs (indices within ``server``) on
-    ``device`` at the server's fabric."""
-    fabric = cluster.fabric(server)
-    return links.nvlink_group(device, local, fabric) if len(local) > 1 else \
-        links.nvlink(device.nvlink_bytes_per_s if fabric is None else fabric, device.intra_latency_s)
+    ``device`` at the server's fabric (:func:`archsim.links.server_link`, as plan's pairs)."""
+    return links.server_link(device, local, cluster.fabric(server))
 
 
 def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
