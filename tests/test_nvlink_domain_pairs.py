@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from archsim.collectives import Spanning, collective_seconds, ring_allreduce_on
-from archsim.commands.plan import _read_cluster
+from archsim.commands.plan import read_plan_cluster
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.group_links import group_link
 
@@ -38,7 +38,7 @@ def test_two_servers_of_one_domain_plan_every_pair_at_nvlink(tmp_path):
     """2 × 8 A100s in one domain of 16: every one of the 16·15 pairs at 300 GB/s (the NICs carry none), each pair's
     min-cut capacity the link itself (no NIC shared by it); train's group of GPUs 0 and 8 runs at the same 300 GB/s."""
     path = _file(tmp_path, 2, 16)
-    topology = _read_cluster(path, None)[0]
+    topology = read_plan_cluster(path, None)[0]
     off = ~np.eye(16, dtype=bool)
     assert np.all(topology.bandwidth[off] == NVLINK) and np.all(topology.capacity[off] == NVLINK)
     cluster = load_gpu_cluster(path)
@@ -51,7 +51,7 @@ def test_four_servers_in_two_domains_cross_the_nics_between_domains(tmp_path):
     capacity 25e9 / (1 · 1) (one GPU per NIC); GPUs 16 and 31 (domain 1) at NVLink. A reordered cluster (servers 2,
     0, 1, 3) groups its domains by the new indices, as train's groups do."""
     path = _file(tmp_path, 4, 16)
-    planned = _read_cluster(path, None)[0]
+    planned = read_plan_cluster(path, None)[0]
     assert planned.bandwidth[0, 8] == planned.bandwidth[16, 31] == NVLINK
     assert planned.bandwidth[0, 16] == planned.bandwidth[15, 16] == planned.capacity[0, 16] == NIC
     placed = load_gpu_cluster(path).reordered((2, 0, 1, 3))
@@ -63,14 +63,14 @@ def test_a_domain_over_servers_of_two_chips_stays_on_the_nics(tmp_path):
     """One A100 and one H100 server (both 8 GPUs at 4800 Gbit/s) in a domain of 16: train prices a mixed cluster's
     groups over servers on the NICs (GpuCluster.one_domain needs one kind of server), and plan does too: 25 GB/s."""
     path = _file(tmp_path, 1, 16, mixed='[[servers]]\ngpus = 8\nintra_server_gbps = 4800\ngpu = "h100-80gb-sxm"\n')
-    planned = _read_cluster(path, None)[0]
+    planned = read_plan_cluster(path, None)[0]
     cluster = load_gpu_cluster(path)
     assert planned.bandwidth[0, 8] == NIC and not cluster.one_domain(0, 8)
 
 
 def test_without_a_domain_over_servers_the_pair_is_a_nic(tmp_path):
     """The same 2 × 8 file with nvlink_domain left out (one server's, 8): GPUs 0 and 8 at one NIC, 25 GB/s."""
-    assert _read_cluster(_file(tmp_path, 2, None), None)[0].bandwidth[0, 8] == NIC
+    assert read_plan_cluster(_file(tmp_path, 2, None), None)[0].bandwidth[0, 8] == NIC
 
 
 def test_exact_links_give_a_domain_pair_trains_nvlink_class(tmp_path):
@@ -79,7 +79,7 @@ def test_exact_links_give_a_domain_pair_trains_nvlink_class(tmp_path):
     all-reduce of GPUs 0 and 8 is priced on that class alone (no Spanning), as train's collective on it;
     on 4 × 8 in two domains the group 0, 16 still spans the NICs."""
     path = _file(tmp_path, 2, 16)
-    topology = _read_cluster(path, None, "exact")[0]
+    topology = read_plan_cluster(path, None, "exact")[0]
     cluster = load_gpu_cluster(path)
     planned = topology.links.pair_class(0, 8, topology.bandwidth)
     trained = group_link(cluster, cluster.gpu, range(0, 9, 8), hop=True)
@@ -90,7 +90,7 @@ def test_exact_links_give_a_domain_pair_trains_nvlink_class(tmp_path):
     assert not isinstance(on, Spanning)
     assert np.allclose(ring_allreduce_on(size, [0, 8], topology.bandwidth, topology.links),
                        collective_seconds("all-reduce", size, 2, group_link(cluster, cluster.gpu, range(0, 9, 8))))
-    four = _read_cluster(_file(tmp_path, 4, 16), None, "exact")[0]
+    four = read_plan_cluster(_file(tmp_path, 4, 16), None, "exact")[0]
     assert isinstance(four.links.allreduce_link([0, 16], four.bandwidth), Spanning)
     assert four.links.pair_class(0, 16, four.bandwidth).name == "infiniband"
 
@@ -104,7 +104,7 @@ def test_plans_exact_classes_are_trains_group_links(name):
     from archsim.training.group_links import _intra
 
     path = CLUSTERS / name
-    topology, cluster = _read_cluster(str(path), None, "exact")[0], load_gpu_cluster(path)
+    topology, cluster = read_plan_cluster(str(path), None, "exact")[0], load_gpu_cluster(path)
     for server, first in enumerate(cluster.starts[:-1]):
         device = cluster.servers[server]
         if cluster.starts[server + 1] - first > 1:

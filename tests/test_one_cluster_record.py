@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archsim.commands.plan import _read_cluster
+from archsim.commands.plan import read_plan_cluster
 from archsim.spp.topology import MAX_DEVICES
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.group_links import group_link
@@ -65,7 +65,7 @@ def test_plans_pair_bandwidth_is_the_link_train_prices_a_two_gpu_group_on(name):
     assert held is cluster.file_topology and cluster.network is held.network and cluster.fabrics == held.fabrics
     assert cluster.gpus == held.devices == sum(sizes) and held.fabrics == tuple(fabrics)
     if sum(sizes) <= MAX_DEVICES:
-        planned = _read_cluster(str(CLUSTERS / name), None)[0]
+        planned = read_plan_cluster(str(CLUSTERS / name), None)[0]
         assert np.array_equal(planned.bandwidth, held.bandwidth) and np.array_equal(planned.capacity, held.capacity)
     starts = np.cumsum([0, *sizes])
     for server, (first, gpus) in enumerate(zip(starts, sizes)):

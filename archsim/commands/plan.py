@@ -203,7 +203,7 @@ def _priced_on(machine) -> dict[str, str]:
     return {"priced_on": device.name, "priced_on_model": f"{how}, {machine.dtype}"}
 
 
-def _read_cluster(cluster: str, seed: int | None, links: str = "paper"):
+def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
     """The cluster file as plan reads it, once: its topology, and what plan says of it on stderr after the run —
     train's warnings and notes on the same file (:func:`archsim.training.cluster_file.cluster_file_lines`), the
     keys only train and search read first among the notes (docs/formats.md, "Cluster (TOML)"). Every device a
@@ -291,7 +291,7 @@ def check_flags(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_flags(args)
-    topology, lines = _read_cluster(args.cluster, args.seed, args.links)
+    topology, lines = read_plan_cluster(args.cluster, args.seed, args.links)
     profile, priced_on, device_memory = layer_profile(args)
     status = _plan(args, topology, profile, priced_on, device_memory)
     from archsim.commands.common import print_cluster_lines
