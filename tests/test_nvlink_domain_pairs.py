@@ -100,8 +100,8 @@ def test_exact_links_give_a_domain_pair_trains_nvlink_class(tmp_path):
 def test_plans_exact_classes_are_trains_group_links(name):
     """One pricing of a link class for both views (archsim.links.server_link): on shipped clusters, ``--links
     exact``'s class of GPUs 0 and 1 of each server is train's two-GPU group's (less NVLS, which a send does not read),
-    and each GPU's diagonal class is train's lone GPU in a group over servers (group_links._intra)."""
-    from archsim.training.group_links import _intra
+    and each GPU's diagonal class is train's lone GPU in a group over servers (group_links.intra_server_link)."""
+    from archsim.training.group_links import intra_server_link
 
     path = CLUSTERS / name
     topology, cluster = read_plan_cluster(str(path), None, "exact")[0], load_gpu_cluster(path)
@@ -111,4 +111,4 @@ def test_plans_exact_classes_are_trains_group_links(name):
             trained = group_link(cluster, device, range(first, first + 2), hop=True)
             assert topology.links.pair_class(first, first + 1, topology.bandwidth) == \
                 dataclasses.replace(trained, nvls=False)
-        assert topology.links.classes[topology.links.index[first, first]] == _intra(cluster, device, (0,), server)
+        assert topology.links.classes[topology.links.index[first, first]] == intra_server_link(cluster, device, (0,), server)

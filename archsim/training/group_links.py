@@ -81,7 +81,7 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
     # (of equal bandwidths the one of longer steps); a step through the NICs waits for the slowest device's
     spanned = sorted({cluster.server_of(i) for i in members}) if cluster.heterogeneous else (server,)
     devices = [cluster.servers[s] if cluster.heterogeneous else device for s in spanned]
-    intra = min((_intra(cluster, d, tuple(i - cluster.starts[s] for i in members if cluster.server_of(i) == s), s)
+    intra = min((intra_server_link(cluster, d, tuple(i - cluster.starts[s] for i in members if cluster.server_of(i) == s), s)
                  for d, s in zip(devices, spanned, strict=True)),
                 key=lambda link: (link.bus_bandwidth, -link.alpha_s))
     inter = max((links.infiniband(bandwidth, d.inter_node_latency_s) for d in devices),
@@ -89,7 +89,7 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
     return Spanning(intra, inter, len(local))
 
 
-def _intra(cluster: Layout, device: Device, local: tuple[int, ...], server: int):
+def intra_server_link(cluster: Layout, device: Device, local: tuple[int, ...], server: int):
     """The NVLink part of a group over servers: its ``local`` GPUs (indices within ``server``) on
     ``device`` at the server's fabric (:func:`archsim.links.server_link`, as plan's pairs)."""
     return links.server_link(device, local, cluster.fabric(server))
