@@ -59,10 +59,10 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
                         latency[u, v] = link.launch_s
                         index[u, v] = len(classes)
                     classes.append(link)
-        for g in range(first, first + gpus):  # a lone GPU's part of a group over servers (train's GpuCluster._intra)
+        for g in range(first, first + gpus):  # a lone GPU's part of a group over servers (train's group_links.intra_server_link)
             index[g, g] = len(classes)
         lone[server] = len(classes)
-        classes.append(server_link(device, (0,), intra[server]))  # one GPU alone: train's _intra
+        classes.append(server_link(device, (0,), intra[server]))  # one GPU alone: train's intra_server_link
     if domain is not None and domain.any():  # train's group of two servers of one domain: NVLink (one_domain)
         index[domain] = np.broadcast_to(lone[where][:, None], index.shape)[domain]
         effective[domain] = bandwidth[domain] * np.array([c.efficiency for c in classes])[index[domain]]
