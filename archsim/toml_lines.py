@@ -1,36 +1,17 @@
-"""The line of each key of a TOML document, so that a value or key error names it (``FILE, line N, field K``).
-
-tomllib gives values without positions; this scanner reads the (already valid) text once more and maps every
-key's full path to its line: ``("cluster", "seed")``, ``("servers", 1, "gpus")`` for the 2nd ``[[servers]]``
-table (indices 0-based here, 1-based in a field as written, ``servers[2].gpus``), dotted keys, quoted keys,
-keys of inline tables (at their own line), table headers; multi-line strings and arrays are skipped whole. A path
-met on two lines (a dotted key's parent table, an array's name) is ambiguous and has no line: a wrong line is
-worse than none.
-"""
+"""The line of each key of a TOML document: tomllib gives values without positions, so the (valid) text is
+scanned once more and each key's and table's full path mapped to its line — ``("cluster", "seed")``,
+``("servers", 1, "gpus")`` in the 2nd ``[[servers]]``, dotted and quoted keys, an inline table's keys (at their own
+line); multi-line strings and arrays skipped whole. A path met on two lines (a dotted key's parent) has none:
+a wrong line is worse than none (:mod:`archsim.toml_errors` puts the line in an error)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from archsim.errors import InputError
-
-Path = tuple[str | int, ...]
+KeyPath = tuple[str | int, ...]  # a key's tables and names; an int: which table of an array (0-based)
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
-_INDEX = re.compile(r"(?P<name>[^.\[\]]+)\[(?P<n>[1-9][0-9]*)\]")
 _SCALAR_END = re.compile(r"[,\]}#\n]")
-
-
-class TomlDocument(dict):
-    """A parsed TOML document (:func:`archsim.validate.parse_toml`) that keeps its ``text`` for :func:`located`."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, values: dict, text: str) -> None:
-        super().__init__(values)
-        self.text = text
 
 
 class _Scan:
@@ -38,17 +19,14 @@ class _Scan:
 
     def __init__(self, text: str) -> None:
         self.text, self.at = text, 0
-        self.lines: dict[Path, int | None] = {}
-        self.arrays: dict[Path, int] = {}  # each array of tables' path → its tables so far
+        self.lines: dict[KeyPath, int | None] = {}
+        self.arrays: dict[KeyPath, int] = {}  # each array of tables' path → its tables so far
 
     def line(self) -> int:
         return self.text.count("\n", 0, self.at) + 1
 
-    def record(self, path: Path, line: int) -> None:
-        if self.lines.get(path, line) != line:
-            self.lines[path] = None
-        else:
-            self.lines[path] = line
+    def record(self, path: KeyPath, line: int) -> None:
+        self.lines[path] = line if self.lines.get(path, line) == line else None
 
     def skip(self, newlines: bool = False) -> None:
         """Past spaces (and newlines and comments, with ``newlines``: inside arrays and between statements)."""
@@ -95,7 +73,7 @@ class _Scan:
                 return parts
             self.at += 1
 
-    def value(self, path: Path) -> None:
+    def value(self, path: KeyPath) -> None:
         """Past the value at ``at``: an inline table's keys recorded under ``path``."""
         c = self.text[self.at]
         if c in "\"'":
@@ -118,7 +96,7 @@ class _Scan:
             found = _SCALAR_END.search(self.text, self.at)
             self.at = len(self.text) if found is None else found.start()
 
-    def pair(self, table: Path) -> None:
+    def pair(self, table: KeyPath) -> None:
         """A ``key = value`` at ``at`` in ``table``: the key's path and each dotted parent recorded at its line."""
         line, parts = self.line(), self.key()
         for n in range(1, len(parts) + 1):
@@ -127,13 +105,13 @@ class _Scan:
         self.skip()
         self.value(table + tuple(parts))
 
-    def header(self) -> Path:
+    def header(self) -> KeyPath:
         """A ``[table]`` or ``[[array]]`` header at ``at``: the path its keys go under, recorded at its line."""
         line, array = self.line(), self.text.startswith("[[", self.at)
         self.at += 2 if array else 1
         parts = self.key()
         self.at += 2 if array else 1
-        path: Path = ()
+        path: KeyPath = ()
         for n, part in enumerate(parts):
             path += (part,)
             if path in self.arrays and (n < len(parts) - 1 or not array):
@@ -144,8 +122,8 @@ class _Scan:
         self.record(path, line)
         return path
 
-    def document(self) -> dict[Path, int | None]:
-        table: Path = ()
+    def document(self) -> dict[KeyPath, int | None]:
+        table: KeyPath = ()
         while True:
             self.skip(newlines=True)
             if self.at >= len(self.text):
@@ -166,75 +144,6 @@ def _basic_end(text: str, at: int, quote: str) -> int:
         at = end + 1
 
 
-def key_lines(text: str) -> dict[Path, int | None]:
+def key_lines(text: str) -> dict[KeyPath, int | None]:
     """Each key's and table's full path in valid TOML ``text`` → its 1-based line (None: on two lines)."""
     return _Scan(text.replace("\r\n", "\n")).document()
-
-
-def field_path(field: str) -> Path | None:
-    """A field as readers write it (``cluster.seed``, ``servers[2].gpus``, ``gpus``) as a path; None: not one."""
-    path: Path = ()
-    for part in field.split("."):
-        indexed = _INDEX.fullmatch(part)
-        if indexed:
-            path += (indexed["name"], int(indexed["n"]) - 1)
-        elif part and "[" not in part and "]" not in part:
-            path += (part,)
-        else:
-            return None
-    return path
-
-
-def line_of(lines: dict[Path, int | None], field: str) -> int | None:
-    """The line of ``field``: its path exactly, else the one key whose path ends so (a bare key of one table);
-    None where no key or more than one matches, or a match sits on two lines."""
-    path = field_path(field)
-    if path is None:
-        return None
-    if path in lines:
-        return lines[path]
-    if any(isinstance(part, int) for part in path):  # a table named by its index: that one or none
-        return None
-    # a key of an array's table only by its index: a bare name may mean a sibling table that lacks it
-    ends = [line for key, line in lines.items() if key[-len(path):] == path]
-    plain = all(not any(isinstance(part, int) for part in key) for key in lines if key[-len(path):] == path)
-    return ends[0] if len(ends) == 1 and plain else None
-
-
-def locate(exc: InputError, document: object, file: str) -> InputError:
-    """``exc`` with the line of its field where it is a key of ``document`` (parsed from ``file`` by
-    :func:`archsim.validate.parse_toml`) and the error has none; a missing key has no line (it is nowhere)."""
-    where, text = exc.where, getattr(document, "text", None)
-    if (text is None or type(exc) is not InputError or where.file != file or where.line is not None
-            or where.field is None or exc.message.startswith("missing")):
-        return exc
-    try:
-        line = line_of(key_lines(text), where.field)
-    except (IndexError, ValueError):  # text this scanner misreads: the error as it was, never a worse one
-        return exc
-    return exc if line is None else InputError(exc.message, file=file, line=line, field=where.field)
-
-
-@contextmanager
-def within(file: str, table: str) -> Iterator[None]:
-    """Re-raise an error of ``file`` whose field is a bare key as that key of ``table`` (``servers[2]``), so that
-    its line is found (:func:`located`) and the message says which table."""
-    try:
-        yield
-    except InputError as exc:
-        field = exc.where.field
-        if type(exc) is not InputError or exc.where.file != file or field is None or field_path(field) != (field,):
-            raise
-        raise InputError(exc.message, file=file, line=exc.where.line, field=f"{table}.{field}") from None
-
-
-@contextmanager
-def located(document: object, file: str) -> Iterator[None]:
-    """Re-raise a value or key error of ``document``'s reading with its key's line (:func:`locate`)."""
-    try:
-        yield
-    except InputError as exc:
-        found = locate(exc, document, file)
-        if found is exc:
-            raise
-        raise found from None

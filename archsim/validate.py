@@ -233,7 +233,7 @@ def parse_toml(text: str, file: str) -> dict:
     The document keeps its text, for the line of a key a reader refuses later (:mod:`archsim.toml_lines`)."""
     import tomllib
 
-    from archsim.toml_lines import TomlDocument
+    from archsim.toml_errors import TomlDocument
 
     try:
         return TomlDocument(tomllib.loads(text), text)

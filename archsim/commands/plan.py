@@ -214,7 +214,7 @@ def _read_cluster(cluster: str, seed: int | None, links: str = "paper"):
 
     from archsim.network import network_lines
     from archsim.spp.topology import build_topology, read_cluster_document
-    from archsim.toml_lines import located
+    from archsim.toml_errors import located
 
     spec = read_cluster_document(cluster)
     devices: tuple = ()  # each [[servers]] table's device (archsim.training.cluster_file.named_devices)

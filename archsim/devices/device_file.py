@@ -32,7 +32,7 @@ from archsim.clock import clock_hz
 from archsim.devices.device import GEMM_MODELS, Arrays, Device
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
-from archsim.toml_lines import located
+from archsim.toml_errors import located
 from archsim.validate import check_name, parse_toml, read_text
 
 GIB = 2**30

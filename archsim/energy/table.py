@@ -18,7 +18,7 @@ from typing import Any
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
-from archsim.toml_lines import located
+from archsim.toml_errors import located
 from archsim.validate import (
     cfg_syntax_error,
     check_name,

@@ -46,7 +46,7 @@ from archsim.errors import InputError
 from archsim.lowering import MODES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
-from archsim.toml_lines import located
+from archsim.toml_errors import located
 from archsim.validate import (
     INT32_MAX,
     MAX_PROCESSORS,

@@ -21,7 +21,7 @@ from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
 from archsim.spp.topology import build_topology, missing_inter_server, read_cluster_document, server_gpu
-from archsim.toml_lines import located, within
+from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, shown_number

@@ -29,7 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.toml_lines import locate
+from archsim.toml_errors import locate
 from archsim.validate import check_name, parse_json, parse_toml, read_text, shown
 from archsim.workload.config_fields import get_key, head_dim_channels
 from archsim.workload.hf_config import from_hf
