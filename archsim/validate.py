@@ -229,11 +229,14 @@ _TOML_AT = re.compile(r"(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)
 def parse_toml(text: str, file: str) -> dict:
     """``text`` as TOML, or one InputError: bad syntax, nesting too deep, an integer too long. A syntax
     error's line is the error's own (``FILE, line N: …``, as every file error is located); tomllib before
-    Python 3.14 gives it only inside its text, ``… (at line N, column C)``, so it is read back from there."""
+    Python 3.14 gives it only inside its text, ``… (at line N, column C)``, so it is read back from there.
+    The document keeps its text, for the line of a key a reader refuses later (:mod:`archsim.toml_lines`)."""
     import tomllib
 
+    from archsim.toml_errors import TomlDocument
+
     try:
-        return tomllib.loads(text)
+        return TomlDocument(tomllib.loads(text), text)
     except tomllib.TOMLDecodeError as exc:
         found = _TOML_AT.fullmatch(str(exc))
         if found is None:  # e.g. "Unterminated string (at end of document)"

@@ -112,7 +112,7 @@ def test_a_range_is_refused_by_train(tmp_path):
     """plan draws a [low, high] in-server range; an iteration needs one figure (as inter_server_gbps)."""
     with pytest.raises(InputError) as err:
         load_gpu_cluster(_node(tmp_path, "[2400, 4800]"))
-    assert err.value.where.field == "intra_server_gbps"
+    assert err.value.where.field == "servers[1].intra_server_gbps"
 
 
 def test_servers_of_different_fabrics_are_costed_rank_by_rank(tmp_path):

@@ -13,7 +13,8 @@ NETWORK = "[network]\nnics_per_server = 8\nnic_gbps = 400\n"
 
 @pytest.mark.parametrize(("text", "key", "listed"), [
     ("[cluster]\n" + NETWORK + "rails = 8\n" + SERVERS, "rails", "gpus_per_nic"),
-    ("[cluster]\n" + NETWORK + '[[servers]]\ncount = 2\ngpus = 8\ngpu = "h100"\nnics = 8\n', "nics", "gpu_watts"),
+    ("[cluster]\n" + NETWORK + '[[servers]]\ncount = 2\ngpus = 8\ngpu = "h100"\nnics = 8\n', "servers[1].nics",
+     "gpu_watts"),
     ("[cluster]\nnodes = 2\n" + NETWORK + SERVERS, "nodes", "inter_server_gbps"),
 ])
 def test_an_unknown_key_names_the_tables_keys(tmp_path, text, key, listed):

@@ -131,13 +131,13 @@ def test_a_bandwidth_and_clock_the_cfg_does_not_write_are_swept_as_cost_config_f
         assert flags == " --engine cycle" + (f" --bandwidth {given}" if given else "")
 
 
-@pytest.mark.parametrize("cfg_options, extra, axis, what, cfg_keys", [
-    ({}, "sram_kb = [8, 64]", "sram_kb", "SRAM size", "IfmapSramSzkB, FilterSramSzkB and OfmapSramSzkB"),
-    ({}, 'engine = "cycle"\nbandwidths = [4]', "bandwidths", "DRAM bandwidth", "Bandwidth"),
-    ({"clock": "0.7"}, "clocks_ghz = [1.0]", "clocks_ghz", "clock", "[archsim] ClockGHz"),
+@pytest.mark.parametrize("cfg_options, extra, axis, what, cfg_keys, line", [  # line: SPEC's, element_bytes at 8
+    ({}, "sram_kb = [8, 64]", "sram_kb", "SRAM size", "IfmapSramSzkB, FilterSramSzkB and OfmapSramSzkB", 9),
+    ({}, 'engine = "cycle"\nbandwidths = [4]', "bandwidths", "DRAM bandwidth", "Bandwidth", 10),
+    ({"clock": "0.7"}, "clocks_ghz = [1.0]", "clocks_ghz", "clock", "[archsim] ClockGHz", 9),
 ])
 def test_an_axis_overriding_what_the_cfg_states_is_one_line_naming_axis_key_and_file(tmp_path, capsys, cfg_options,
-                                                                                     extra, axis, what, cfg_keys):
+                                                                                     extra, axis, what, cfg_keys, line):
     _cfg(tmp_path, **cfg_options)
     spec = _spec(tmp_path, ["32x32", "chip.cfg"], f"element_bytes = [1, 2]\n{extra}")  # the .cfg beside a shape
     out = tmp_path / "out"
@@ -145,7 +145,7 @@ def test_an_axis_overriding_what_the_cfg_states_is_one_line_naming_axis_key_and_
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert captured.out == "" and len(lines) == 1
-    assert lines[0] == (f"archsim sweep: error: {spec}, field '{axis}': the {what} axis ({axis}) would override {cfg_keys} "
+    assert lines[0] == (f"archsim sweep: error: {spec}, line {line}, field '{axis}': the {what} axis ({axis}) would override {cfg_keys} "
                         f"of the .cfg array 'chip.cfg': a design sweep keeps a .cfg's own values; sweep {axis} on a "
                         f"ROWSxCOLS array, or name one .cfg per {what}")
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["chip.cfg", "spec.toml"]

@@ -20,7 +20,7 @@ def test_a_device_file_as_gpu_is_refused_naming_device(tmp_path, capsys, intra, 
     argv = [command[0], str(GPT), "--cluster", str(cluster), "--global-batch", "8", *command[1:]]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f'device = "{name}"' in err and "field 'gpu'" in err, err
+    assert err.count("\n") == 1 and f'device = "{name}"' in err and "field 'servers[1].gpu'" in err, err
 
 
 def test_an_unknown_catalog_name_still_lists_the_catalog(tmp_path, capsys):

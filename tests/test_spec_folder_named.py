@@ -16,5 +16,5 @@ def test_a_relative_specs_escape_error_names_its_folder(tmp_path, monkeypatch, c
     monkeypatch.chdir(folder)
     assert main(["sweep", "s.toml"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["archsim sweep: error: s.toml, field 'networks': network file name must stay inside myspecs/: '../x'"]
+    assert err == ["archsim sweep: error: s.toml, line 2, field 'networks': network file name must stay inside myspecs/: '../x'"]
     assert sorted(p.name for p in Path(folder).iterdir()) == ["s.toml"]  # nothing written

@@ -35,7 +35,7 @@ def test_spp_sim_cluster_matches_section_v_b():
     ({"cluster": {"name": "x", "colour": 1}, "servers": [{"count": 1, "gpus": 2, "intra_server_gbps": 10}]}, "colour"),
     ({"cluster": {"inter_server_gbps": [40, 32]}, "servers": [{"count": 2, "gpus": 1, "intra_server_gbps": 9}]},
      "inter_server_gbps"),
-    ({"cluster": {}, "servers": [{"count": 1, "gpus": 0, "intra_server_gbps": 10}]}, "gpus"),
+    ({"cluster": {}, "servers": [{"count": 1, "gpus": 0, "intra_server_gbps": 10}]}, "servers[1].gpus"),
 ])
 def test_bad_cluster_specs(spec, field):
     with pytest.raises(InputError) as error:

@@ -62,7 +62,7 @@ def test_a_missing_table_is_named(tmp_path, text, missing) -> None:
 @pytest.mark.parametrize(("text", "key"), [
     ("[cluster]\n" + NETWORK.replace("nic_gbps = 400\n", "") + SERVERS, "nic_gbps"),
     ("[cluster]\n" + NETWORK.replace("nics_per_server = 4\n", "") + SERVERS, "nics_per_server"),
-    ("[cluster]\n" + NETWORK + SERVERS.replace("gpus = 8\n", ""), "gpus"),
+    ("[cluster]\n" + NETWORK + SERVERS.replace("gpus = 8\n", ""), "servers[1].gpus"),
 ])
 def test_a_required_key_left_out_says_missing(tmp_path, text, key) -> None:
     """A required key left out was "expected a positive number, got 'None'": the user wrote no None.

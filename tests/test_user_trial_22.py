@@ -154,5 +154,5 @@ def test_sweep_spec_with_an_absolute_network_path_names_the_spec(tmp_path, capsy
     assert main(["sweep", str(spec), "--out", str(tmp_path / "res"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("archsim sweep: error: "), err
-    assert "abs.toml, field 'networks'" in err[0] and "must stay inside" in err[0], err[0]
+    assert "abs.toml, line 2, field 'networks'" in err[0] and "must stay inside" in err[0], err[0]
     assert not (tmp_path / "res").exists()

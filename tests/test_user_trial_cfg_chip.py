@@ -174,5 +174,5 @@ def test_a_device_file_named_as_the_gpu_is_pointed_to_the_device_key(tmp_path, c
     cluster.write_text('[cluster]\n[[servers]]\ngpus = 8\nintra_server_gbps = 1600\ngpu = "mychip.cfg"\n')
     assert main([*command, "--cluster", str(cluster)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "field 'gpu'" in err and 'device = "mychip.cfg"' in err, err
+    assert err.count("\n") == 1 and "field 'servers[1].gpu'" in err and 'device = "mychip.cfg"' in err, err
     assert "v100-32gb" not in err

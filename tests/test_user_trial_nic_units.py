@@ -124,8 +124,8 @@ def test_more_nics_never_train_slower_on_the_same_gpus(tmp_path):
 @pytest.mark.parametrize(("table", "text", "key"), [
     ("network", 'nics_per_server = 8\nnic_gbps = "400"', "nic_gbps"),
     ("network", 'nics_per_server = "8"\nnic_gbps = 400', "nics_per_server"),
-    ("servers", 'gpus = "8"', "gpus"),
-    ("servers", 'gpus = 8\ngpu_watts = "700"', "gpu_watts"),
+    ("servers", 'gpus = "8"', "servers[1].gpus"),
+    ("servers", 'gpus = 8\ngpu_watts = "700"', "servers[1].gpu_watts"),
 ])
 def test_a_number_written_as_a_string_is_named_a_string(tmp_path, table, text, key):
     """nic_gbps = "400" was refused as 'expected a positive number, got '400'': a number, it seemed."""

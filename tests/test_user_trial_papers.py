@@ -113,8 +113,9 @@ def test_plan_on_a_measured_profile_refuses_the_array_models_flags(tmp_path, cap
     assert not out.exists()
 
 
-@pytest.mark.parametrize(("servers", "key"), [("count = 0\ngpus = 2", "count"), ("count = 2\ngpus = 0", "gpus")])
-def test_a_cluster_file_of_no_gpus_names_the_key_at_fault(tmp_path, capsys, servers, key):
+@pytest.mark.parametrize(("servers", "key", "line"), [("count = 0\ngpus = 2", "count", 6),
+                                                      ("count = 2\ngpus = 0", "gpus", 7)])
+def test_a_cluster_file_of_no_gpus_names_the_key_at_fault(tmp_path, capsys, servers, key, line):
     """``count = 0`` in a ``[[servers]]`` table was reported as "field 'gpus'": the researcher looked at a
     correct key."""
     cluster = tmp_path / "none.toml"
@@ -123,7 +124,7 @@ def test_a_cluster_file_of_no_gpus_names_the_key_at_fault(tmp_path, capsys, serv
     out = tmp_path / "plan.csv"
     assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and f"field '{key}'" in err and "got '0'" in err, err
+    assert len(err.splitlines()) == 1 and f"line {line}, field 'servers[1].{key}'" in err and "got '0'" in err, err
     assert not out.exists()
 
 

@@ -215,16 +215,18 @@ def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
     from archsim.network import network_lines
     from archsim.spp.cluster_document import read_cluster_document
     from archsim.spp.topology import build_topology
+    from archsim.toml_errors import located
 
     spec = read_cluster_document(cluster)
     devices: tuple = ()  # each [[servers]] table's device (archsim.training.cluster_file.named_devices)
     nic = 0.0
-    if _server_devices(cluster):  # a cluster of links alone loads no device model
-        from archsim.training.cluster_file import device_inter_node_gbps, named_devices
+    with located(spec, cluster):  # a key's error names its line
+        if _server_devices(cluster):  # a cluster of links alone loads no device model
+            from archsim.training.cluster_file import device_inter_node_gbps, named_devices
 
-        devices = named_devices(spec, Path(cluster).parent, cluster)
-        nic = device_inter_node_gbps(devices)
-    topology = build_topology(spec, file=cluster, seed=seed, default_gbps=nic, links=links, devices=devices)
+            devices = named_devices(spec, Path(cluster).parent, cluster)
+            nic = device_inter_node_gbps(devices)
+        topology = build_topology(spec, file=cluster, seed=seed, default_gbps=nic, links=links, devices=devices)
     per_server = Counter(topology.servers)
     network = topology.network  # train's, read once (None: a drawn [low, high] range, no one NIC figure)
     if devices:

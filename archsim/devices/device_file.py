@@ -32,6 +32,7 @@ from archsim.clock import clock_hz
 from archsim.devices.device import GEMM_MODELS, Arrays, Device
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
+from archsim.toml_errors import located
 from archsim.validate import check_name, parse_toml, read_text
 
 GIB = 2**30
@@ -123,8 +124,14 @@ def _seconds(links: dict[str, Any], key: str) -> float | None:
 
 def _toml_device(path: Path) -> Device:
     file = str(path)
-    values = checked_sections(parse_toml(read_text(path, "device file"), file), file,
-                       ("device", "compute", "memory", "links"))
+    document = parse_toml(read_text(path, "device file"), file)
+    with located(document, file):  # a key's error names its line
+        return _checked_device(document, file)
+
+
+def _checked_device(document: dict, file: str) -> Device:
+    """A parsed device file's device, checked (:func:`_toml_device`)."""
+    values = checked_sections(document, file, ("device", "compute", "memory", "links"))
     comp = values["compute"]
     try:
         clock = clock_hz(comp["clock_mhz"], "MHz")

@@ -18,6 +18,7 @@ from typing import Any
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
+from archsim.toml_errors import located
 from archsim.validate import (
     cfg_syntax_error,
     check_name,
@@ -171,6 +172,12 @@ def load_table(name_or_path: str | Path = DEFAULT_TABLE, *, shipped_only: bool =
     else:  # a name: one of the shipped tables, never a file outside their folder
         raw_text, file = read_text(shipped_table(text_path), "energy table"), f"{text_path}.toml"
     data = parse_toml(raw_text, file)
+    with located(data, file):  # a key's error names its line
+        return _table(data, file)
+
+
+def _table(data: dict, file: str) -> EnergyTable:
+    """A parsed energy table's figures, checked (:func:`load_table`)."""
     for where, keys in LAYOUT.items():
         _known(data.get(where) if where else data, keys, file, where)
     for key in ("name", "source"):

@@ -246,17 +246,19 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
             raise InputError(f"unknown key in [[servers]]; keys are {', '.join(sorted(SERVER_KEYS))}", file=file,
-                             field=unknown[0])
+                             field=f"servers[{table + 1}].{unknown[0]}")
         count, gpus = group.get("count", 1), group.get("gpus")
         for key, value in (("count", count), ("gpus", gpus)):  # the key at fault, by name
             if value is None:
-                raise InputError("missing key in [[servers]]", file=file, field=key)
+                raise InputError("missing key in [[servers]]", file=file, field=f"servers[{table + 1}].{key}")
             if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
-                raise InputError(f"expected a positive integer, got {shown_number(value)}", file=file, field=key)
+                raise InputError(f"expected a positive integer, got {shown_number(value)}", file=file,
+                                 field=f"servers[{table + 1}].{key}")
         if len(servers) + count * gpus > max_devices:
-            raise InputError(f"more than {max_devices} GPUs in all", file=file, field="count")
+            raise InputError(f"more than {max_devices} GPUs in all", file=file, field=f"servers[{table + 1}].count")
         for _ in range(count):
-            intra.append(fabric_bytes_per_s(_figure(group["intra_server_gbps"], "intra_server_gbps", file, rng))
+            intra.append(fabric_bytes_per_s(_figure(group["intra_server_gbps"], f"servers[{table + 1}].intra_server_gbps",
+                                                    file, rng))
                          if "intra_server_gbps" in group else
                          server_fabric(group, devices[table] if table < len(devices) else None, file))
             servers.extend([len(intra) - 1] * gpus)

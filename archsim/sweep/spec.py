@@ -46,6 +46,7 @@ from archsim.errors import InputError
 from archsim.lowering import MODES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
+from archsim.toml_errors import located
 from archsim.validate import (
     INT32_MAX,
     MAX_PROCESSORS,
@@ -224,6 +225,12 @@ def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
     path = Path(path)
     file = str(path)
     document = parse_toml(read_text(path, "sweep spec"), file)
+    with located(document, file):  # a key's error names its line
+        return _spec(document, path, file)
+
+
+def _spec(document: dict, path: Path, file: str) -> SweepSpec | DeviceSweepSpec:
+    """A parsed spec's sweep, checked (:func:`load_spec`)."""
     if set(document) != {"sweep"}:
         raise InputError("expected exactly one table, [sweep]", file=file,
                          field=next(iter(set(document) - {"sweep"}), "sweep"))

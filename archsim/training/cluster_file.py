@@ -22,6 +22,7 @@ from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
 from archsim.spp.cluster_document import read_cluster_document, server_gpu
 from archsim.spp.topology import build_topology, missing_inter_server
+from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_float, shown_number
@@ -101,7 +102,9 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     if dtype not in DTYPES:
         raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
     file = str(path)
-    return gpu_cluster(read_cluster_document(path), Path(path).parent, file, dtype)
+    spec = read_cluster_document(path)
+    with located(spec, file):  # a key's error names its line
+        return gpu_cluster(spec, Path(path).parent, file, dtype)
 
 
 def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
@@ -124,14 +127,15 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     prices: list[float | None] = []
     watts: list[float | None] = []
     tables: list[Device] = []  # each [[servers]] table's device
-    for group in servers:
-        device = _server_device(group, folder, file, loaded)
-        _check_one_chip_per_name(device, group, zip(servers, tables), file)
+    for n, group in enumerate(servers):
+        with within(file, f"servers[{n + 1}]"):  # which [[servers]] table, and so its line
+            device = _server_device(group, folder, file, loaded)
+            _check_one_chip_per_name(device, group, zip(servers, tables), file)
         tables.append(device)
         intra = group.get("intra_server_gbps")
         if isinstance(intra, list):  # plan draws a figure within it (its seed); an iteration needs the one it ran at
             raise InputError("a [low, high] range is drawn by archsim plan; train and search take one figure, "
-                             "Gbit/s", file=file, field="intra_server_gbps")
+                             "Gbit/s", file=file, field=f"servers[{n + 1}].intra_server_gbps")
         for key, out in (("price_per_gpu_hour", prices), ("gpu_watts", watts)):
             value = group.get(key)
             if value is not None:  # a TOML number only (not a string), finite, in (0, 10⁶]
@@ -141,7 +145,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                     value = parse_float(value, low=0.0, high=MAX_PRICE_OR_WATTS, low_open=True,
                                         what="a positive number")
                 except ValueError as exc:
-                    raise InputError(str(exc), file=file, field=key) from None
+                    raise InputError(str(exc), file=file, field=f"servers[{n + 1}].{key}") from None
             out.extend([value] * group.get("count", 1))
         kinds.extend([device] * group.get("count", 1))
     per_server = max(group["gpus"] for group in servers)  # a shared NIC: the most GPUs share one (the slowest per GPU)
@@ -168,9 +172,12 @@ def named_devices(spec: dict, folder: Path, file: str,
     device file is read once; ``loaded``: devices already read, by path (added to)."""
     servers = spec.get("servers")
     loaded = {} if loaded is None else loaded
-    return tuple(_server_device(group, folder, file, loaded)
-                 if isinstance(group, dict) and ("gpu" in group or "device" in group) else None
-                 for group in (servers if isinstance(servers, list) else ()))
+    devices: list[Device | None] = []
+    for n, group in enumerate(servers if isinstance(servers, list) else ()):
+        with within(file, f"servers[{n + 1}]"):  # which [[servers]] table, and so its line
+            devices.append(_server_device(group, folder, file, loaded)
+                           if isinstance(group, dict) and ("gpu" in group or "device" in group) else None)
+    return tuple(devices)
 
 
 def device_inter_node_gbps(devices: Sequence[Device | None]) -> float:

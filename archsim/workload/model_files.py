@@ -29,6 +29,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.toml_errors import locate
 from archsim.validate import check_name, parse_json, parse_toml, read_text, shown
 from archsim.workload.config_fields import get_key, head_dim_channels
 from archsim.workload.hf_config import from_hf
@@ -83,7 +84,7 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
         config = _from_toml(document, path) if path.suffix.lower() == ".toml" else from_hf(document, path)
         return config if seq is None else replace(config, seq=seq)
     except InputError as exc:
-        raise InputError(exc.message, file=file, field=exc.where.field) from None
+        raise locate(InputError(exc.message, file=file, field=exc.where.field), document, file) from None
 
 
 def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None) -> str:

@@ -1,0 +1,95 @@
+"""A TOML reader's value or key error located at its key's line (``FILE, line N, field K``), in one place: the
+reader raises with the key's name or path (``seed``, ``compute.clock_mhz``, ``servers[2].gpus``) and wraps its
+checks in :func:`located`, which finds the line in the document's text (:mod:`archsim.toml_lines`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from archsim.errors import InputError
+from archsim.toml_lines import KeyPath, key_lines
+
+_INDEX = re.compile(r"(?P<name>[^.\[\]]+)\[(?P<n>[1-9][0-9]*)\]")  # servers[2]: the 2nd [[servers]]
+
+
+class TomlDocument(dict):
+    """A parsed TOML document (:func:`archsim.validate.parse_toml`) that keeps its ``text`` for :func:`located`."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, values: dict, text: str) -> None:
+        super().__init__(values)
+        self.text = text
+
+
+
+def field_path(field: str) -> KeyPath | None:
+    """A field as readers write it (``cluster.seed``, ``servers[2].gpus``, ``gpus``) as a path; None: not one."""
+    path: KeyPath = ()
+    for part in field.split("."):
+        indexed = _INDEX.fullmatch(part)
+        if indexed:
+            path += (indexed["name"], int(indexed["n"]) - 1)
+        elif part and "[" not in part and "]" not in part:
+            path += (part,)
+        else:
+            return None
+    return path
+
+
+def line_of(lines: dict[KeyPath, int | None], field: str) -> int | None:
+    """The line of ``field``: its path exactly, else the one key whose path ends so (a bare key of one table);
+    None where no key or more than one matches, or a match sits on two lines."""
+    path = field_path(field)
+    if path is None:
+        return None
+    if path in lines:
+        return lines[path]
+    if any(isinstance(part, int) for part in path):  # a table named by its index: that one or none
+        return None
+    # a key of an array's table only by its index: a bare name may mean a sibling table that lacks it
+    ends = [line for key, line in lines.items() if key[-len(path):] == path]
+    plain = all(not any(isinstance(part, int) for part in key) for key in lines if key[-len(path):] == path)
+    return ends[0] if len(ends) == 1 and plain else None
+
+
+def locate(exc: InputError, document: object, file: str) -> InputError:
+    """``exc`` with the line of its field where it is a key of ``document`` (parsed from ``file`` by
+    :func:`archsim.validate.parse_toml`) and the error has none; a missing key has no line (it is nowhere)."""
+    where, text = exc.where, getattr(document, "text", None)
+    if (text is None or type(exc) is not InputError or where.file != file or where.line is not None
+            or where.field is None or exc.message.startswith("missing")):
+        return exc
+    try:
+        line = line_of(key_lines(text), where.field)
+    except (IndexError, ValueError):  # text this scanner misreads: the error as it was, never a worse one
+        return exc
+    return exc if line is None else InputError(exc.message, file=file, line=line, field=where.field)
+
+
+@contextmanager
+def within(file: str, table: str) -> Iterator[None]:
+    """Re-raise an error of ``file`` whose field is a bare key as that key of ``table`` (``servers[2]``), so that
+    its line is found (:func:`located`) and the message says which table."""
+    try:
+        yield
+    except InputError as exc:
+        field = exc.where.field
+        if type(exc) is not InputError or exc.where.file != file or field is None or field_path(field) != (field,):
+            raise
+        raise InputError(exc.message, file=file, line=exc.where.line, field=f"{table}.{field}") from None
+
+
+@contextmanager
+def located(document: object, file: str) -> Iterator[None]:
+    """Re-raise a value or key error of ``document``'s reading with its key's line (:func:`locate`)."""
+    try:
+        yield
+    except InputError as exc:
+        found = locate(exc, document, file)
+        if found is exc:
+            raise
+        raise found from None
