@@ -303,7 +303,7 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
     read. A file that is not such a TOML, or does not parse, names nothing here (its command says why)."""
     if not path.lower().endswith(".toml"):
         return []
-    from archsim.validate import parse_toml
+    from archsim.toml_errors import parse_toml
 
     try:
         with open(path, encoding="utf-8") as handle:

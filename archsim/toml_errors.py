@@ -16,7 +16,7 @@ _INDEX = re.compile(r"(?P<name>[^.\[\]]+)\[(?P<n>[1-9][0-9]*)\]")  # servers[2]:
 
 
 class TomlDocument(dict):
-    """A parsed TOML document (:func:`archsim.validate.parse_toml`) that keeps its ``text`` for :func:`located`."""
+    """A parsed TOML document (:func:`parse_toml`) that keeps its ``text`` for :func:`located`."""
 
     __slots__ = ("text",)
 
@@ -58,7 +58,7 @@ def line_of(lines: dict[KeyPath, int | None], field: str) -> int | None:
 
 def locate(exc: InputError, document: object, file: str) -> InputError:
     """``exc`` with the line of its field where it is a key of ``document`` (parsed from ``file`` by
-    :func:`archsim.validate.parse_toml`) and the error has none; a missing key has no line (it is nowhere)."""
+    :func:`parse_toml`) and the error has none; a missing key has no line (it is nowhere)."""
     where, text = exc.where, getattr(document, "text", None)
     if (text is None or type(exc) is not InputError or where.file != file or where.line is not None
             or where.field is None or exc.message.startswith("missing")):
@@ -93,3 +93,27 @@ def located(document: object, file: str) -> Iterator[None]:
         if found is exc:
             raise
         raise found from None
+
+
+_TOML_AT = re.compile(r"(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)", re.DOTALL)
+
+
+def parse_toml(text: str, file: str) -> dict:
+    """``text`` as TOML, or one InputError: bad syntax, nesting too deep, an integer too long. A syntax
+    error's line is the error's own (``FILE, line N: …``, as every file error is located); tomllib before
+    Python 3.14 gives it only inside its text, ``… (at line N, column C)``, so it is read back from there.
+    The document keeps its text, for the line of a key a reader refuses later (:mod:`archsim.toml_lines`)."""
+    import tomllib
+
+    try:
+        return TomlDocument(tomllib.loads(text), text)
+    except tomllib.TOMLDecodeError as exc:
+        found = _TOML_AT.fullmatch(str(exc))
+        if found is None:  # e.g. "Unterminated string (at end of document)"
+            raise InputError(f"not valid TOML ({exc})", file=file) from None
+        raise InputError(f"not valid TOML ({found['msg']}, column {found['col']})", file=file,
+                         line=int(found["line"])) from None
+    except RecursionError:
+        raise InputError("not valid TOML (nested too deeply)", file=file) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise InputError(f"not valid TOML ({exc})", file=file) from None

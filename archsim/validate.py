@@ -223,32 +223,6 @@ def read_text(path: str | Path, what: str, *, encoding: str = "utf-8", max_bytes
                          file=str(path), line=line) from None
 
 
-_TOML_AT = re.compile(r"(?P<msg>.*) \(at line (?P<line>\d+), column (?P<col>\d+)\)", re.DOTALL)
-
-
-def parse_toml(text: str, file: str) -> dict:
-    """``text`` as TOML, or one InputError: bad syntax, nesting too deep, an integer too long. A syntax
-    error's line is the error's own (``FILE, line N: …``, as every file error is located); tomllib before
-    Python 3.14 gives it only inside its text, ``… (at line N, column C)``, so it is read back from there.
-    The document keeps its text, for the line of a key a reader refuses later (:mod:`archsim.toml_lines`)."""
-    import tomllib
-
-    from archsim.toml_errors import TomlDocument
-
-    try:
-        return TomlDocument(tomllib.loads(text), text)
-    except tomllib.TOMLDecodeError as exc:
-        found = _TOML_AT.fullmatch(str(exc))
-        if found is None:  # e.g. "Unterminated string (at end of document)"
-            raise InputError(f"not valid TOML ({exc})", file=file) from None
-        raise InputError(f"not valid TOML ({found['msg']}, column {found['col']})", file=file,
-                         line=int(found["line"])) from None
-    except RecursionError:
-        raise InputError("not valid TOML (nested too deeply)", file=file) from None
-    except ValueError as exc:  # an integer of more than 4300 digits
-        raise InputError(f"not valid TOML ({exc})", file=file) from None
-
-
 def cfg_syntax_error(exc: Exception, file: str) -> InputError:
     """The one-line refusal of a ``.cfg`` that configparser cannot read (``exc``: its error, or a
     UnicodeDecodeError): what is wrong, at its line, in place of configparser's class name and its multi-line

@@ -9,7 +9,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.validate import parse_toml
+from archsim.toml_errors import parse_toml
 
 PIPELINE = ["pipeline", "layerpipe_sample", "--processors", "2", "--format", "json"]
 PIPELINE_UNUSED = ("archsim pipeline: warning: --sram-kb is not used without --engine cycle: pipeline's analytic "

@@ -32,8 +32,8 @@ from archsim.clock import clock_hz
 from archsim.devices.device import GEMM_MODELS, Arrays, Device
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
-from archsim.toml_errors import located
-from archsim.validate import check_name, parse_toml, read_text
+from archsim.toml_errors import located, parse_toml
+from archsim.validate import check_name, read_text
 
 GIB = 2**30
 PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock by a datasheet's rounding

@@ -18,14 +18,13 @@ from typing import Any
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
-from archsim.toml_errors import located
+from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
     cfg_syntax_error,
     check_name,
     is_file,
     parse_float,
     parse_int,
-    parse_toml,
     read_text,
     resolve_name,
     shipped_configs,

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
-from archsim.validate import parse_toml, read_text
+from archsim.toml_errors import parse_toml
+from archsim.validate import read_text
 
 if TYPE_CHECKING:
     from archsim.devices.device import Device

@@ -46,13 +46,12 @@ from archsim.errors import InputError
 from archsim.lowering import MODES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
-from archsim.toml_errors import located
+from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
     INT32_MAX,
     MAX_PROCESSORS,
     check_name,
     is_file,
-    parse_toml,
     read_bytes,
     read_text,
     resolve_name,

@@ -29,8 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.toml_errors import locate
-from archsim.validate import check_name, parse_json, parse_toml, read_text, shown
+from archsim.toml_errors import locate, parse_toml
+from archsim.validate import check_name, parse_json, read_text, shown
 from archsim.workload.config_fields import get_key, head_dim_channels
 from archsim.workload.hf_config import from_hf
 from archsim.workload.transformer import FAMILIES, TransformerConfig
