@@ -8,6 +8,7 @@ Below ``spp/`` and ``training/`` alike (docs/architecture.md, "Layering"), so bo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.collectives import LinkClass
@@ -67,14 +68,25 @@ def nvlink_group(device: Device, members: tuple[int, ...], bandwidth: float | No
                  alpha)
 
 
-def server_link(device: Device, members: tuple[int, ...], bandwidth: float | None = None) -> LinkClass:
+def server_link(device: Device, members: tuple[int, ...], bandwidth: float | None = None,
+                nvls: bool = False) -> LinkClass:
     """The in-server part of a link as plan's pair matrix and train's groups both price it: ``members`` (GPU indices
     within one server) of two or more on :func:`nvlink_group`; one GPU alone (its part of a group over servers, or a
     pair of two servers of one NVLink domain) on its server's NVLink at ``bandwidth`` (None: the device's own
-    NVLink), each step at the device's ``intra_latency_s``. Bytes/s per direction."""
+    NVLink), each step at the device's ``intra_latency_s``. Bytes/s per direction. ``nvls``: the cluster's
+    ``[network] nvls`` flag, the switch reducing where :func:`switch_reduces` says so."""
     if len(members) > 1:
-        return nvlink_group(device, members, bandwidth)
-    return nvlink(device.nvlink_bytes_per_s if bandwidth is None else bandwidth, device.intra_latency_s)
+        link = nvlink_group(device, members, bandwidth)
+    else:
+        link = nvlink(device.nvlink_bytes_per_s if bandwidth is None else bandwidth, device.intra_latency_s)
+    return replace(link, nvls=True) if switch_reduces(device, nvls) else link
+
+
+def switch_reduces(device: Device, nvls: bool) -> bool:
+    """Whether a group's all-reduce on ``device``'s NVLink runs NVLS (NVLink SHARP, the NVSwitch reducing): the
+    cluster's ``[network] nvls`` flag on a board whose switch can (the catalog's Hopper boards, ``Device.nvls``).
+    The one rule of train's groups and plan's exact classes."""
+    return nvls and device.nvls
 
 
 def _link(name: str, bandwidth: float, fit: dict[str, float], alpha_s: float | None = None) -> LinkClass:

@@ -9,7 +9,6 @@ too), ``--links exact`` gave the pair the InfiniBand class and a group of GPUs 0
 test of a domain pair here failed then. The mixed-server and no-domain cases passed before and pin what stays.
 """
 
-import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +98,7 @@ def test_exact_links_give_a_domain_pair_trains_nvlink_class(tmp_path):
                                   "mixed_h100_a100_v100.toml", "tpu_v4_like_slice.toml"])
 def test_plans_exact_classes_are_trains_group_links(name):
     """One pricing of a link class for both views (archsim.links.server_link): on shipped clusters, ``--links
-    exact``'s class of GPUs 0 and 1 of each server is train's two-GPU group's (less NVLS, which a send does not read),
+    exact``'s class of GPUs 0 and 1 of each server is train's two-GPU group's (NVLS too: tests/test_plan_nvls.py),
     and each GPU's diagonal class is train's lone GPU in a group over servers (group_links.intra_server_link)."""
     from archsim.training.group_links import intra_server_link
 
@@ -109,6 +108,5 @@ def test_plans_exact_classes_are_trains_group_links(name):
         device = cluster.servers[server]
         if cluster.starts[server + 1] - first > 1:
             trained = group_link(cluster, device, range(first, first + 2), hop=True)
-            assert topology.links.pair_class(first, first + 1, topology.bandwidth) == \
-                dataclasses.replace(trained, nvls=False)
+            assert topology.links.pair_class(first, first + 1, topology.bandwidth) == trained
         assert topology.links.classes[topology.links.index[first, first]] == intra_server_link(cluster, device, (0,), server)

@@ -15,7 +15,8 @@ from archsim.network import Network
 
 
 def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, devices: list, intra: list[float],
-                file: str, domain: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, PairLinks]:
+                file: str, domain: np.ndarray | None = None,
+                nvls: bool = False) -> tuple[np.ndarray, np.ndarray, PairLinks]:
     """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
     prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
     :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers, each step
@@ -26,7 +27,10 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     (:class:`~archsim.collectives.PairLinks`, ``sharing``: the GPUs sharing each GPU's NIC), which a stage's
     all-reduce is priced on as train prices it; a GPU's own entry (the diagonal) is the class train gives a lone
     GPU of its server in a group over servers (its fabric's NVLink), and a pair of two servers of one NVLink domain
-    (``domain``, :func:`domain_pairs`) takes its server's NVLink class, as train's group of the two runs on."""
+    (``domain``, :func:`domain_pairs`) takes its server's NVLink class, as train's group of the two runs on.
+    ``nvls``: the ``[network]`` table's flag; an in-server pair's class and a domain pair's reduce in the switch
+    where train's groups do (:func:`~archsim.links.switch_reduces`), the diagonal not (train's lone GPU of a group
+    over servers)."""
     if None in devices:
         raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
                          "every [[servers]] table, or plan with --links paper", file=file, field="servers")
@@ -45,7 +49,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
         first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
         inside = slice(first, first + gpus)
         if device.nvswitch or not device.nvlink_bytes_per_s:  # every pair of the server on one link class
-            link = server_link(device, (0, 1), intra[server])
+            link = server_link(device, (0, 1), intra[server], nvls)
             effective[inside, inside] = bandwidth[inside, inside] * link.efficiency
             latency[inside, inside] = link.launch_s
             index[inside, inside] = len(classes)
@@ -53,7 +57,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
         else:
             for a in range(gpus):  # wired directly (a DGX-1): each pair its rings, or PCIe
                 for b in range(a + 1, gpus):
-                    link = server_link(device, (a, b), intra[server])
+                    link = server_link(device, (a, b), intra[server], nvls)
                     for u, v in ((first + a, first + b), (first + b, first + a)):
                         effective[u, v] = bandwidth[u, v] * link.efficiency
                         latency[u, v] = link.launch_s
@@ -61,8 +65,12 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
                     classes.append(link)
         for g in range(first, first + gpus):  # a lone GPU's part of a group over servers (train's group_links.intra_server_link)
             index[g, g] = len(classes)
-        lone[server] = len(classes)
-        classes.append(server_link(device, (0,), intra[server]))  # one GPU alone: train's intra_server_link
+        alone = server_link(device, (0,), intra[server])  # one GPU alone: train's intra_server_link
+        classes.append(alone)
+        paired = server_link(device, (0,), intra[server], nvls)  # a domain pair: train's one_domain group
+        lone[server] = len(classes) - (paired == alone)
+        if paired != alone:
+            classes.append(paired)
     if domain is not None and domain.any():  # train's group of two servers of one domain: NVLink (one_domain)
         index[domain] = np.broadcast_to(lone[where][:, None], index.shape)[domain]
         effective[domain] = bandwidth[domain] * np.array([c.efficiency for c in classes])[index[domain]]

@@ -311,7 +311,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     classes = None
     if links == "exact":
         bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file,
-                                                  domain_pairs(network, where, fabric))
+                                                  domain_pairs(network, where, fabric), network is not None and network.nvls)
     return Topology(name, tuple(servers), bandwidth, capacity, None if memory is None else float(memory) * 1e9,
                     latency=latency, links=classes, unit="seconds", fabrics=tuple(intra), network=network,
                     domain_fabric=fabric)

@@ -66,9 +66,9 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
     if server == cluster.server_of(members[-1]):
         first = cluster.starts[server]
         link = links.nvlink_group(device, tuple(i - first for i in members), cluster.fabric(server))
-        return replace(link, nvls=True) if net is not None and net.nvls and device.nvswitch else link
+        return replace(link, nvls=True) if links.switch_reduces(device, net is not None and net.nvls) else link
     if net is not None and cluster.one_domain(members[0], members[-1]):
-        return replace(links.server_link(device, (0,), cluster.fabric(server)), nvls=net.nvls)
+        return links.server_link(device, (0,), cluster.fabric(server), net.nvls)
     local = tuple(i - cluster.starts[server] for i in members if cluster.server_of(i) == server)
     if net is None:
         per_gpu = cluster.inter_server_bytes_per_s
