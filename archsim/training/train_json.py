@@ -75,6 +75,7 @@ def network_meta(laid, tied: bool = False) -> dict:
     it; figures None on one server. NCCL's algorithm (ring, tree, NVLS) is chosen per message size, so it
     is not one figure per group."""
     from archsim.collectives import Spanning
+    from archsim.links import switch_reduces
 
     cluster, par, machines = laid.cluster, laid.par, laid.machines
     used = range(cluster.server_of(0), cluster.server_of(par.gpus - 1) + 1)
@@ -84,7 +85,7 @@ def network_meta(laid, tied: bool = False) -> dict:
     net = cluster.network
     intra = {"link": _link_label(devices),
              "gb_per_s_per_gpu": fabric / 1e9,
-             "nvls": bool(net is not None and net.nvls and all(d.nvswitch for d in devices))}
+             "nvls": net is not None and all(switch_reduces(d, net.nvls) for d in devices)}
     if len(cluster.starts) <= 2:  # one server: nothing crosses a network (its figure may be a placeholder)
         return {"intra_server": intra, "inter_server": dict.fromkeys(
             ("nics_per_server", "nic_gbps", "gpus_per_nic", "gb_per_s_per_gpu")) | {"crossed_by": []}}
