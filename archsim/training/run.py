@@ -49,6 +49,7 @@ class TrainResult:
     energy_dynamic_j: float | None = None
     parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the resolved grad_accumulation
     capacities: tuple[float, ...] = ()  # bytes of memory of each pipeline rank's GPU
+    finishing_rank: int = 0  # the pipeline rank whose breakdown, rows and forward/backward seconds these are
     # archsim train --format json's document, set by archsim.train (train_json.train_document): what
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
@@ -134,7 +135,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
                        + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
-                       capacities=tuple(float(m.gpu.memory_bytes) for m in machines))
+                       capacities=tuple(float(m.gpu.memory_bytes) for m in machines), finishing_rank=slowest)
 
 
 def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, float]:

@@ -27,7 +27,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
     rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
                        mean_peak(machines), par.attention).to_dict()
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
-            "gpu": ", ".join(sorted({m.gpu.name for m in machines})),
+            "gpu": ", ".join(sorted({m.gpu.name for m in machines})), **rows_gpu(result, machines),
             "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
@@ -48,6 +48,14 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
+
+
+def rows_gpu(result, machines) -> dict:
+    """On a mixed cluster, whose ops the rows and the breakdown are: the finishing rank (``rows_rank``) and its
+    GPU (``rows_gpu``); nothing where every rank has the same GPU (the meta then as before)."""
+    if len({m.gpu.name for m in machines}) < 2:
+        return {}
+    return {"rows_gpu": machines[result.finishing_rank].gpu.name, "rows_rank": result.finishing_rank}
 
 
 def static_split(result) -> dict[str, float]:
