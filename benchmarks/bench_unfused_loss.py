@@ -38,9 +38,11 @@ from benchmarks.unfused_loss import cross_entropy_ops
 SHIPPED_HEAD = layer_ops.head_work
 
 
-def unfused_head_work(c, micro_batch: int, tp: int = 1, sequence_parallel: bool = False) -> layer_ops.Work:
-    """archsim's head with its fused ``cross_entropy`` op each way replaced by Megatron's kernels."""
-    work = SHIPPED_HEAD(c, micro_batch, tp, sequence_parallel)
+def unfused_head_work(c, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
+                      dtype: str = "fp16") -> layer_ops.Work:
+    """archsim's head with its fused ``cross_entropy`` op each way replaced by Megatron's kernels (counted in
+    fp16/bf16 elements: the runs it is checked on are fp16)."""
+    work = SHIPPED_HEAD(c, micro_batch, tp, sequence_parallel, dtype)
     forward, backward = cross_entropy_ops(c.seq * micro_batch, padded_vocab(c.vocab, tp) // tp)
 
     def lowered(ops, loss):

@@ -16,11 +16,12 @@ Backward: the one-hot subtraction at the targets (index, subtract, index_put), `
 incoming gradient, and the cast's backward to fp16. The three TP all-reduces (max, target logit,
 sum) are :func:`archsim.training.layer_ops.head_work`'s collectives.
 
-Bytes in archsim's 2-byte units (an fp32 value 2, an int64 4, a bool ½): (name, per logit, per token)
-read plus written. Per logit: 19 forward (38 bytes: cast 2+4, max 4, subtract 4+4, exp 4+4, sum 4,
+Bytes in elements of fp16 training, 2 bytes (an fp32 value 2, an int64 4, a bool ½): (name, per logit, per
+token) read plus written. Per logit: 19 forward (38 bytes: cast 2+4, max 4, subtract 4+4, exp 4+4, sum 4,
 divide 4+4), 7 backward (14 bytes: multiply 4+4, cast 4+2). Not counted: the loss's mask-weighted
-mean over the tokens outside this function, the loss scaling and the fp16 training dtype's doubling
-(archsim doubles every count in fp32, where Megatron runs no cast: a known overcount there).
+mean over the tokens outside this function and the loss scaling. fp16/bf16 only: in fp32 the counts
+would be halved and the casts dropped, as :func:`archsim.training.kernel_bytes.cross_entropy_elements`
+does for the shipped fused op.
 """
 
 from __future__ import annotations

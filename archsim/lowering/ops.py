@@ -39,7 +39,10 @@ class TrainingOp:
     """One training operation of one layer.
 
     gemms: the systolic-array work (empty for vector-unit layers).
-    vector_elements: element operations on the vector unit (non-GEMM layers).
+    vector_elements: element operations on the vector unit (non-GEMM layers); on a GPU the HBM traffic of the
+        op's memory-bound kernels, elements read plus written, in elements of the training dtype (bytes ÷ its
+        element size, which prices them: a 1-byte mask is ½ element in fp16/bf16 and ¼ in fp32, an fp32 value
+        2 and 1) — one unit for every op list (:mod:`archsim.training.kernel_bytes`).
     out_bytes: bytes of the tensor the op produces (activation, weight gradient, δ or its part).
     extra_bytes: bytes a split op must receive beyond the unsplit op's inputs (weight slice,
         partial sums to merge) — LayerPipe's "additional communication".

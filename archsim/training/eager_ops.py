@@ -3,8 +3,8 @@ as ``benchmarks/gpu_train_measure.py`` builds it, kernel by kernel.
 
 :mod:`archsim.training.layer_ops` lowers a layer as Megatron runs it (fused scale-mask-softmax,
 bias-GeLU, bias-dropout-add). Plain PyTorch runs the same GEMMs but more, separate memory-bound
-kernels; each is one op here (one launch). Elements read + written in HBM, 2-byte units (an fp32
-value is 2, a dropout mask byte ½), X = T·h, F = T·f, S = s²·b·a (T = s·b tokens):
+kernels; each is one op here (one launch). Elements read + written in HBM, in elements of the training
+dtype, fp16 or bf16 (an fp32 value is 2, a dropout mask byte ½), X = T·h, F = T·f, S = s²·b·a (T = s·b tokens):
 
 =====================  ===================================  ==========================================
 kernel                 forward                              backward

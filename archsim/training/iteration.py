@@ -216,8 +216,9 @@ def clear_model_cache() -> None:
 def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                 implementation: str, dtype: str) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
     """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
-    ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops): the
-    one choice the iteration's time and its energy (:mod:`archsim.training.energy`) both read."""
+    ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops; another
+    implementation's, per Megatron's mixed-precision list, the one the fits state their per-op overheads
+    in): the one choice the iteration's time and its energy (:mod:`archsim.training.energy`) both read."""
     b, t, sp = micro_batch, tp, sequence_parallel
     if c.family == "switch":
         from archsim.training.hf_ops import check_hf  # Hugging Face's op lists: only the runs that take them
@@ -232,17 +233,22 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
         check_hf(c, t, sp, attention)
         return ((switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b)),
                 megatron_counterparts(c, b))
-    megatron = (block_work(c, b, t, sp, attention), embedding_work(c, b, t, sp), head_work(c, b, t, sp))
+
+    def megatron(in_dtype: str = "fp16") -> tuple[Work, Work, Work]:
+        return (block_work(c, b, t, sp, attention, in_dtype), embedding_work(c, b, t, sp, in_dtype),
+                head_work(c, b, t, sp, in_dtype))
+
     if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
         from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
 
         check_hf(c, t, sp, attention)
-        return (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b)), megatron
+        return (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b)), megatron()
     if implementation == "pytorch-eager":
         check_eager(c, t, sp)
         check_eager_attention(attention)
-        return (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b)), megatron
-    return megatron, megatron
+        return (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b)), megatron()
+    own = megatron(dtype)
+    return own, own
 
 
 @lru_cache(maxsize=4096)

@@ -10,8 +10,10 @@ GEMMs (m, k, n, count) for Y = X·W, X: m×k: F (m, k, n); D = dY·Wᵀ (m, n, k
 Attention's scores S = Q·Kᵀ and context P·V are batched over b·a/t heads; both of their backward
 GEMMs are δ work (there are no weights), as :mod:`archsim.lowering` lowers ``matmul`` layers.
 
-Memory-bound ops count the elements they read and write (:mod:`archsim.devices.kernel_ops`), with a
-dropout mask as half an element (1 byte next to 2-byte fp16 values):
+Memory-bound ops count the elements of the training dtype they read and write
+(:attr:`~archsim.lowering.TrainingOp.vector_elements`, priced by :mod:`archsim.devices.kernel_ops`): a 1-byte
+dropout mask is ½ element in fp16/bf16 and ¼ in fp32, an fp32 value (RoPE's angles, the log-sum-exp) 2 and 1
+(:func:`~archsim.training.kernel_bytes.dtype_elements`); below, "mask" is the mask's share:
 
 ======================  ==================  ====================================
 op                      forward             backward
@@ -19,11 +21,12 @@ op                      forward             backward
 layer/RMS norm          read x, write y: 2  read dy, x, write dx: 3
 softmax (fused scale,   read, write: 2      read y, dy, write dx: 3
 mask)
-dropout                 read, write, mask:  read, mask, write: 2.5
-                        2.5
+dropout                 read, write, mask:  read, mask, write: 2 + mask
+                        2 + mask
 bias + GeLU (fused)     read, write: 2      read dy, x, write dx: 3
 bias + dropout + add    read x, residual,   read dy, mask, write dx, add residual
-                        write, mask: 3.5    grad: 3.5
+                        write, mask:        grad: 3 + mask
+                        3 + mask
 residual add (no       read x, residual,   read dy, write dx, add residual grad: 3
 dropout)                write: 3
 RoPE (q, k: one fused   read, write, fp32   read dy, write dx, fp32 angles
@@ -41,7 +44,8 @@ kernel, not the unfused ``_apply_rotary_pos_emb_bshd``. The angles' own computat
 forward, not per layer) is left out.
 
 Megatron's fused scale-mask-softmax kernel runs only on some shapes (:func:`fused_softmax`); elsewhere
-the softmax is five fp32 kernels each way (:data:`UNFUSED_SOFTMAX`).
+the softmax is PyTorch's kernels in fp32, five each way in fp16/bf16, three in fp32
+(:func:`~archsim.training.kernel_bytes.unfused_softmax`).
 
 Collectives (bytes at 2 per element): without sequence parallelism, an all-reduce of T·h after the
 attention projection and after the second MLP GEMM in the forward, and after the QKV and first MLP
@@ -56,6 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.lowering import Gemm, TrainingOp
+from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, unfused_softmax
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
@@ -115,15 +120,16 @@ def _memory_op(name: str, forward: float, backward: float,
 
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
-               attention: str = "standard") -> Work:
-    """One transformer layer's work on one GPU of its TP group, for one micro-batch; ``attention``
-    ``flash``: the scores, softmax, dropout and context as one FlashAttention-2 kernel each way
-    (:func:`flash_attention_ops`)."""
+               attention: str = "standard", dtype: str = "fp16") -> Work:
+    """One transformer layer's work on one GPU of its TP group, for one micro-batch, training in ``dtype``
+    (its memory-bound ops count its elements); ``attention`` ``flash``: the scores, softmax, dropout and
+    context as one FlashAttention-2 kernel each way (:func:`flash_attention_ops`)."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
     w = layer_widths(c, t)
     heads, kv, hd, ffn = w.heads, w.kv_heads, w.head_dim, w.ffn
+    mask = dtype_elements(1, dtype)  # a dropout mask's byte
     pairs: list[tuple[TrainingOp, ...]] = []
     forward: list[TrainingOp] = []
     backward: list[TrainingOp] = []
@@ -147,10 +153,10 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
             mem(name, 2 * rows * hd, 3 * rows * hd, ("ln", rows, hd))
     if c.rotary_dims:  # rotary positions on the local q and k heads, one fused kernel each way per tensor
         for name, rotated in (("rope_q", heads), ("rope_k", kv)):
-            moved = rope_elements(tokens, rotated, hd, c.rotary_dims)
+            moved = rope_elements(tokens, rotated, hd, c.rotary_dims, dtype)
             mem(name, moved, moved)
     if attention == "flash":
-        f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window)
+        f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window, dtype)
         forward.append(f)
         backward.append(d)
     else:
@@ -159,13 +165,13 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         if fused_softmax(s, b * heads):
             mem("softmax", 2 * scores, 3 * scores, ("softmax", b * heads * s, s))
         else:
-            for name, fwd, bwd in UNFUSED_SOFTMAX:
+            for name, fwd, bwd in unfused_softmax(dtype):
                 mem(name, fwd * scores, bwd * scores)
         if c.drops_attention:
-            mem("attn_dropout", 2.5 * s * s * b * heads, 2.5 * s * s * b * heads)
+            mem("attn_dropout", (2 + mask) * scores, (2 + mask) * scores)
         gemm("context", s, s, hd, b * heads, weights=False)
     gemm("proj", tokens, w.attention, h)
-    residual = residual_elements(c)
+    residual = residual_elements(c, dtype)
     mem("residual1", residual * local * h, residual * local * h)
     mem("norm2", 2 * local * h, 3 * local * h, ("ln", local, h))
     if w.gated:
@@ -183,28 +189,29 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
                 *_tp_collectives(tokens * h * 2, tp, sequence_parallel, {"attn": ("qkv",), "mlp": first_mlp}))
 
 
-def residual_elements(c: TransformerConfig) -> float:
-    """Elements (2-byte units) per hidden element Megatron's bias-dropout-add moves each way: 3.5 with
-    dropout (its 1-byte mask, half a unit, written forward and read backward), 3 without (the add alone)."""
-    return 3.5 if c.drops_hidden else 3.0
+def residual_elements(c: TransformerConfig, dtype: str = "fp16") -> float:
+    """Elements of ``dtype`` per hidden element Megatron's bias-dropout-add moves each way: 3 and its
+    1-byte mask with dropout (written forward and read backward: 3.5 in fp16/bf16, 3.25 in fp32), 3
+    without (the add alone)."""
+    return 3 + dtype_elements(1, dtype) if c.drops_hidden else 3.0
 
 
-def rope_elements(tokens: int, heads: int, head_dim: int, rotary_dims: int) -> int:
-    """Elements (2-byte units) one of Megatron's rotary-embedding kernels moves for ``heads`` heads of
+def rope_elements(tokens: int, heads: int, head_dim: int, rotary_dims: int, dtype: str = "fp16") -> int:
+    """Elements of ``dtype`` one of Megatron's rotary-embedding kernels moves for ``heads`` heads of
     ``tokens`` tokens, forward or backward: Megatron-LM's default ``apply_rope_fusion`` runs Transformer
     Engine's fused RoPE (``fused_rope_block_forward``/``_backward``), one kernel per tensor each way, which
     reads the tensor (or its gradient), writes a new one of the same shape — the dims past ``rotary_dims``
     copied through, so a partial rotary moves the same — and reads the fp32 angles (``rotary_dims`` per
     token: each thread block loads its position's row)."""
-    return 2 * tokens * heads * head_dim + 2 * tokens * rotary_dims
+    return int(2 * tokens * heads * head_dim + dtype_elements(4, dtype) * tokens * rotary_dims)
 
 
-def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int,
-                        window: int | None = None) -> tuple[TrainingOp, TrainingOp]:
+def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int | None = None,
+                        dtype: str = "fp16") -> tuple[TrainingOp, TrainingOp]:
     """FlashAttention-2 (Dao 2023, Algorithms 1 and 2) over ``heads`` query heads (micro-batch × heads
     per GPU) sharing ``kv_heads`` K/V heads, s tokens of head size hd: one fused kernel each way.
     Forward: S = QKᵀ and O = PV (the standard attention's FLOPs), softmax and dropout in registers;
-    HBM: read Q, K, V, write O and the fp32 log-sum-exp (2 units per row). Backward: recompute
+    HBM: read Q, K, V, write O and the fp32 log-sum-exp (elements of ``dtype``). Backward: recompute
     S = QKᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q (five GEMMs, one more than the
     standard backward); HBM: read Q, K, V, O, dO and the log-sum-exp, write dQ, dK, dV. No s × s
     tensor is read or written (causal masking skips work the FLOP count keeps, as papers count it).
@@ -212,7 +219,7 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int,
     the window, so the GEMMs shrink to :func:`window_gemms`; every key is in some query's window, so
     Q, K, V and O are still read once each."""
     q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O) and of K (= V)
-    lse = 2 * s * heads
+    lse = int(dtype_elements(4, dtype) * s * heads)
     qk, pv = window_gemms(s, hd, heads, window)
     forward = TrainingOp("flash_attention", "F", (*qk, *pv), vector_elements=q + 2 * kv + q + lse,
                          out_bytes=2 * q, fused=True)
@@ -234,20 +241,12 @@ def window_gemms(s: int, hd: int, heads: int, window: int | None) -> tuple[tuple
             (Gemm(s - w, 2 * w - 1, hd, heads), Gemm(w, w, hd, heads)))
 
 
-# Megatron's softmax when its fused kernel does not apply (FusedScaleMaskSoftmax.forward_torch_softmax):
-# cast to fp32, scale, mask, softmax, cast back — five kernels each way. Elements read and written per
-# score, in 2-byte units (an fp32 value is 2, the bool mask ½): forward, backward (the casts' and the
-# scale's gradients, softmax's backward reading y and dy, the mask's gradient a masked fill).
-UNFUSED_SOFTMAX = (("softmax.to_fp32", 3, 3), ("softmax.scale", 4, 4), ("softmax.mask", 4.5, 4.5),
-                   ("softmax", 4, 6), ("softmax.to_fp16", 3, 3))
-
-
 def fused_softmax(seq: int, attention_batches: int) -> bool:
     """Whether Megatron's fused scale-mask-softmax kernel runs (one kernel each way) for ``seq`` tokens
     and ``attention_batches`` = micro-batch × heads per TP rank: its warp-per-row kernel needs
     16 < key length ≤ 2048, query length and attention batches multiples of 4
     (``FusedScaleMaskSoftmax``'s ``custom_kernel_constraint`` in the Megatron-DeepSpeed the measured
-    runs used; vTrain's model copies it). Otherwise PyTorch runs :data:`UNFUSED_SOFTMAX` in fp32 —
+    runs used; vTrain's model copies it). Otherwise PyTorch runs :func:`unfused_softmax`'s kernels in fp32 —
     e.g. 16 heads over TP 8 at micro-batch 1 (2 attention batches)."""
     return 16 < seq <= 2048 and seq % 4 == 0 and attention_batches % 4 == 0
 
@@ -287,7 +286,8 @@ def _tp_collectives(activation_bytes: float, tp: int, sequence_parallel: bool,
     return fwd, bwd
 
 
-def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False) -> Work:
+def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
+                   dtype: str = "fp16") -> Work:
     """The first stage's input: the vocabulary-parallel token lookup (each TP rank gathers the rows it
     holds for all T tokens), learned positions, and embedding dropout (Megatron's ``--hidden-dropout``:
     none when the model does not drop hidden states); backward accumulates the gradient into the (zeroed)
@@ -301,7 +301,7 @@ def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence
     positions are added on all T tokens and ``scatter_to_sequence_parallel_region`` splits the sum (no
     collective forward, an all-gather backward). Under sequence parallelism the rank's T/t tokens are
     copied once (``clone_scatter_output_in_embedding``, on by default: read and write, forward only) and
-    the dropout runs on them."""
+    the dropout runs on them. Elements of the training dtype ``dtype``."""
     tokens, h = c.seq * micro_batch, c.hidden
     sp = sequence_parallel and tp > 1
     scattered = reduce_scatters_embedding(c, tp, sequence_parallel)
@@ -319,8 +319,9 @@ def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence
     if sp:
         forward = (*forward, vector_op("embedding_clone", "F", 2 * local * h))
     if c.drops_hidden:
-        forward = (*forward, vector_op("embedding_dropout", "F", 2.5 * local * h))
-        backward = (vector_op("embedding_dropout", "D", 2.5 * local * h), *backward)
+        dropout = (2 + dtype_elements(1, dtype)) * local * h  # read, write and the 1-byte mask
+        forward = (*forward, vector_op("embedding_dropout", "F", dropout))
+        backward = (vector_op("embedding_dropout", "D", dropout), *backward)
     activation = tokens * h * 2
     if tp == 1:
         return Work(forward, backward)
@@ -338,12 +339,13 @@ def reduce_scatters_embedding(c: TransformerConfig, tp: int, sequence_parallel: 
     return sequence_parallel and tp > 1 and not c.positions and not c.type_vocab
 
 
-def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False) -> Work:
+def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
+              dtype: str = "fp16") -> Work:
     """The last stage's output: final norm, the (vocabulary-parallel) LM head GEMM and the fused
-    vocabulary-parallel cross-entropy in fp32: forward reads the fp16 logits and writes fp32 ones,
-    takes a max, exponentiates and sums (≈ 11 two-byte element passes over T·V/t); backward writes
-    softmax − one-hot as fp16 (≈ 4 passes). Megatron runs it unfused (26 kernels, 38 and 14 bytes per
-    logit: `benchmarks/unfused_loss.py`); priced that way, vTrain's held-out runs at the
+    vocabulary-parallel cross-entropy in fp32 over T·V/t logits, in elements of the training dtype
+    ``dtype`` (:func:`~archsim.training.kernel_bytes.cross_entropy_elements`: forward the cast to fp32
+    unless training in it, a max, the exponentials and their sum; backward softmax − one-hot in place).
+    Megatron runs it unfused (26 kernels, 38 and 14 bytes per logit in fp16: `benchmarks/unfused_loss.py`); priced that way, vTrain's held-out runs at the
     stored constants came out worse (docs/training.md). The head is Megatron's ``ColumnParallelLinear``
     (``GPTModel.output_layer``): without sequence parallelism its input's gradient is all-reduced backward
     (``allreduce_dgrad``); with it the final norm runs on the rank's T/t tokens, the input is all-gathered
@@ -356,7 +358,8 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     vocab = padded_vocab(c.vocab, tp) // tp
     f, d, g = gemm_ops("lm_head", tokens, h, vocab)
     norm_f, norm_d = _memory_op("final_norm", 2 * local * h, 3 * local * h, ("ln", local, h))
-    loss_f, loss_d = _memory_op("cross_entropy", 11 * tokens * vocab, 4 * tokens * vocab)
+    per_logit_f, per_logit_d = cross_entropy_elements(dtype)
+    loss_f, loss_d = _memory_op("cross_entropy", per_logit_f * tokens * vocab, per_logit_d * tokens * vocab)
     if tp == 1:
         return Work((norm_f, f, loss_f), (loss_d, d, g, norm_d))
     activation = tokens * h * 2
@@ -377,6 +380,6 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
     return padded_vocab(c.vocab, tp) // tp * c.hidden + c.positions * c.hidden
 
 
-__all__ = ["SP_REGATHER", "UNFUSED_SOFTMAX", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work",
+__all__ = ["SP_REGATHER", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work",
            "flash_attention_ops", "fused_softmax", "gemm_ops", "head_work", "reduce_scatters_embedding",
            "residual_elements", "rope_elements", "vector_op", "window_gemms"]
