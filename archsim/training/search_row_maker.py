@@ -53,7 +53,7 @@ class RowMaker:
                "hardware_tflops_per_gpu": rates.hardware_tflops_per_gpu,
                "tokens_per_second": rates.tokens_per_second, **objectives(c, k, cluster, global_batch, seconds),
                "uneven_gain": self.gain(k, seconds if event else None), "timing": timing,
-               "megatron_args": megatron_args(k, global_batch, c.layers, cluster.dtype)}
+               "megatron_args": megatron_args(k, global_batch, c, cluster.dtype)}
         if k.placement is not None:
             row.update(placement=order_text(k.placement), placement_gain=self.placement_gain(k))
         self.keep[id(row)] = k

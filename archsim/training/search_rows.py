@@ -4,6 +4,11 @@
 from __future__ import annotations
 
 from archsim.training.search_space import Candidate
+from archsim.workload.transformer import TransformerConfig
+
+MEGATRON_GELUS = ("gelu", "gelu_new", "gelu_pytorch_tanh")  # GPT activations Megatron-LM's default MLP runs (its
+# fused bias-GeLU is the tanh form, gelu_new's; unfused it is erf's): no flag. Any other GPT activation has none.
+MEGATRON_DROPOUT = 0.1  # Megatron-LM's default --attention-dropout and --hidden-dropout
 
 
 def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
@@ -17,8 +22,10 @@ def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
     return front
 
 
-def megatron_args(k: Candidate, global_batch: int, layers: int, dtype: str) -> str:
-    """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``) trained in ``dtype``, with its
+def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: str) -> str:
+    """Megatron-LM's arguments for the configuration (``pretrain_gpt.py``) of model ``c`` trained in ``dtype``:
+    the layout's flags, then the model's (:func:`megatron_model_args`; empty where Megatron-LM cannot build the
+    model priced); with its
     precision flag, ``--fp16`` or ``--bf16`` (given neither, Megatron-LM trains in fp32: the run priced only
     under ``dtype`` fp32); empty for a schedule Megatron-LM does not run (it has 1F1B and interleaved
     1F1B) and for an uneven split it cannot express (any uneven one with interleaving): Megatron takes
@@ -27,8 +34,9 @@ def megatron_args(k: Candidate, global_batch: int, layers: int, dtype: str) -> s
     ``--use-distributed-optimizer``; with ``k.fsdp`` the layout's flags only, no command that runs it: FSDP is
     PyTorch's (its row's ``fsdp`` is true)."""
     split = k.stage_layers
+    model = megatron_model_args(c)
     if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1) \
-            or (split and k.interleave > 1 and len(set(split)) > 1):
+            or (split and k.interleave > 1 and len(set(split)) > 1) or not model:
         return ""
     args = [f"--tensor-model-parallel-size {k.tp}", f"--pipeline-model-parallel-size {k.pp}",
             f"--micro-batch-size {k.micro_batch}", f"--global-batch-size {global_batch}"]
@@ -49,9 +57,53 @@ def megatron_args(k: Candidate, global_batch: int, layers: int, dtype: str) -> s
     if k.grad_accumulation == "unfused":
         args.append("--no-gradient-accumulation-fusion")
     if k.interleave > 1:
-        args.append(f"--num-layers-per-virtual-pipeline-stage {layers // (k.pp * k.interleave)}")
+        args.append(f"--num-layers-per-virtual-pipeline-stage {c.layers // (k.pp * k.interleave)}")
     if split and len(set(split)) > 1:
         args.append(f"--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]}")
+    return " ".join([*args, model])
+
+
+def megatron_model_args(c: TransformerConfig) -> str:
+    """Megatron-LM's flags for the model ``c`` as archsim prices it (at its ``seq``), flag names as
+    Megatron-LM core_v0.15.0's ``megatron/training/arguments.py`` (commit 0d7e02b) spells them, and
+    d98e8a6's, which generates most from ``TransformerConfig``'s fields: the shape, and those of
+    ``--group-query-attention --num-query-groups``, ``--kv-channels`` (head_dim), Llama's ``--position-embedding-type
+    rope`` (``--rotary-percent``), ``--normalization RMSNorm``, ``--swiglu``, ``--disable-bias-linear``
+    (``--add-qkv-bias``, ``--qk-layernorm``), ``--untie-embeddings-and-output-weights``, ``--window-size W−1,0``
+    (a query's key window, itself included), and ``--attention-dropout``, ``--hidden-dropout`` where the dropout
+    priced is not Megatron's default 0.1 (Llama's none: 0.0) — each only when the model needs it. One rule:
+    empty ("") where Megatron-LM cannot build the model priced — a family its ``pretrain_gpt.py`` does not
+    train (OPT, BERT, Switch), an activation without a flag (a GPT's but GeLU, a gated MLP's but SiLU: Gemma's GeGLU), Gemma's √hidden-scaled
+    embeddings, a learned position table shorter than the sequence (Megatron asserts
+    ``max_position_embeddings ≥ seq_length``). No vocabulary flag: Megatron pads the tokenizer's vocabulary
+    itself (``--make-vocab-size-divisible-by`` 128 × TP, as archsim prices it); data, tokenizer, optimizer,
+    learning rate and RoPE's base are the user's (they change no work priced)."""
+    llama = c.family == "llama"
+    if (c.family not in ("gpt", "llama") or c.scaled_embeddings
+            or c.mlp_activation not in (("silu", "swish") if llama else MEGATRON_GELUS)
+            or (not llama and c.seq > c.positions)):
+        return ""
+    args = [f"--num-layers {c.layers}", f"--hidden-size {c.hidden}", f"--num-attention-heads {c.heads}",
+            f"--ffn-hidden-size {c.ffn}", f"--seq-length {c.seq}",
+            f"--max-position-embeddings {c.seq if llama else c.positions}"]
+    if c.hidden % c.heads or c.head_dim != c.hidden // c.heads:
+        args.append(f"--kv-channels {c.head_dim}")
+    if c.kv_heads < c.heads:
+        args.append(f"--group-query-attention --num-query-groups {c.kv_heads}")
+    if llama:
+        args += ["--position-embedding-type rope", "--normalization RMSNorm", "--swiglu", "--disable-bias-linear"]
+        if c.partial_rotary_factor != 1:
+            args.append(f"--rotary-percent {float(c.partial_rotary_factor)!r}")
+        args += [flag for flag, on in (("--add-qkv-bias", c.qkv_bias), ("--qk-layernorm", c.qk_norm)) if on]
+    if not c.tied_embeddings:
+        args.append("--untie-embeddings-and-output-weights")
+    if c.sliding_window is not None:
+        args.append(f"--window-size {c.sliding_window - 1},0")
+    for flag, stated, on in (("--attention-dropout", c.attention_dropout, c.drops_attention),
+                             ("--hidden-dropout", c.hidden_dropout, c.drops_hidden)):
+        p = stated if stated is not None else (MEGATRON_DROPOUT if on else 0.0)
+        if p != MEGATRON_DROPOUT:
+            args.append(f"{flag} {float(p)!r}")
     return " ".join(args)
 
 
@@ -85,4 +137,4 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-__all__ = ["megatron_args", "pareto_front", "train_command"]
+__all__ = ["megatron_args", "megatron_model_args", "pareto_front", "train_command"]
