@@ -8,10 +8,12 @@ Below ``spp/`` and ``training/`` alike (docs/architecture.md, "Layering"), so bo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.collectives import LinkClass
+from archsim.errors import InputError
 from archsim.nvlink_rings import ring_count
 
 if TYPE_CHECKING:
@@ -89,6 +91,18 @@ def switch_reduces(device: Device, nvls: bool) -> bool:
     return nvls and device.nvls
 
 
+def check_nvls(nvls: bool, devices: Iterable[Device | None], file: str) -> None:
+    """Refuse the cluster file's ``[network] nvls = true`` where a server's board cannot reduce in its switch
+    (:func:`switch_reduces` would price it as NVLS nowhere, silently): the one refusal plan, train and search
+    read, from :func:`archsim.spp.topology.build_topology`. ``devices``: each server's device (None: it names
+    none, nothing to judge)."""
+    unable = next((d for d in devices if d is not None and not d.nvls), None)
+    if nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
+        raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
+                         "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
+                         field="nvls")
+
+
 def _link(name: str, bandwidth: float, fit: dict[str, float], alpha_s: float | None = None) -> LinkClass:
     """``fit``'s link class at ``bandwidth``; ``alpha_s`` (s), where a device states it, in place of the fitted
     per-step latency: the one place a device's own step latency enters the collective model."""
@@ -110,5 +124,5 @@ def infiniband(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
     return _link("infiniband", bandwidth, nic, alpha_s)
 
 
-__all__ = ["A100_NVLINK", "NIC_EFFICIENCY", "V100_NVLINK", "fabric_bytes_per_s", "infiniband", "nic_share", "nvlink",
+__all__ = ["A100_NVLINK", "NIC_EFFICIENCY", "V100_NVLINK", "check_nvls", "fabric_bytes_per_s", "infiniband", "nic_share", "nvlink",
            "nvlink_group"]

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.links import fabric_bytes_per_s, nic_share
+from archsim.links import check_nvls, fabric_bytes_per_s, nic_share
 from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
@@ -292,6 +292,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
                          field="inter_server_link")
     network = None if drawn else read_network(spec, int(np.bincount(where).max()), file, default_gbps=default_gbps)
+    check_nvls(network is not None and network.nvls, server_devices, file)  # a board that cannot: refused
     # a pair of two servers of one NVLink domain runs on the servers' one fabric, as train's group of the two
     fabric = domain_fabric(network, where, intra, [b if d is None else d.name for d, b in zip(server_devices, boards)])
     if network is not None:  # the NICs train prices its groups on: a send alone gets one whole
