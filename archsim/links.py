@@ -8,14 +8,26 @@ Below ``spp/`` and ``training/`` alike (docs/architecture.md, "Layering"), so bo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.collectives import LinkClass
+from archsim.errors import InputError
 from archsim.nvlink_rings import ring_count
 
 if TYPE_CHECKING:
     from archsim.devices.device import Device
+
+
+# Every link figure of a cluster file, Gbit/s (intra_server_gbps, inter_server_gbps, [network] nic_gbps): 1 kbit/s …
+# 10⁶ Gbit/s = 125 TB/s (no subnormals, no inf); outside it a figure is refused, naming file, line and key.
+MIN_GBPS, MAX_GBPS = 1e-6, 1e6
+
+
+def is_gbps(value: object) -> bool:
+    """Whether ``value`` is a cluster file's Gbit/s figure: a TOML number in [:data:`MIN_GBPS`, :data:`MAX_GBPS`]."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and MIN_GBPS <= value <= MAX_GBPS
 
 
 def fabric_bytes_per_s(intra_server_gbps: float) -> float:
@@ -89,6 +101,18 @@ def switch_reduces(device: Device, nvls: bool) -> bool:
     return nvls and device.nvls
 
 
+def check_nvls(nvls: bool, devices: Iterable[Device | None], file: str) -> None:
+    """Refuse the cluster file's ``[network] nvls = true`` where a server's board cannot reduce in its switch
+    (:func:`switch_reduces` would price it as NVLS nowhere, silently): the one refusal plan, train and search
+    read, from :func:`archsim.spp.topology.build_topology`. ``devices``: each server's device (None: it names
+    none, nothing to judge)."""
+    unable = next((d for d in devices if d is not None and not d.nvls), None)
+    if nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
+        raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
+                         "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
+                         field="nvls")
+
+
 def _link(name: str, bandwidth: float, fit: dict[str, float], alpha_s: float | None = None) -> LinkClass:
     """``fit``'s link class at ``bandwidth``; ``alpha_s`` (s), where a device states it, in place of the fitted
     per-step latency: the one place a device's own step latency enters the collective model."""
@@ -110,5 +134,5 @@ def infiniband(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
     return _link("infiniband", bandwidth, nic, alpha_s)
 
 
-__all__ = ["A100_NVLINK", "NIC_EFFICIENCY", "V100_NVLINK", "fabric_bytes_per_s", "infiniband", "nic_share", "nvlink",
+__all__ = ["A100_NVLINK", "MAX_GBPS", "MIN_GBPS", "NIC_EFFICIENCY", "V100_NVLINK", "check_nvls", "fabric_bytes_per_s", "infiniband", "is_gbps", "nic_share", "nvlink",
            "nvlink_group"]

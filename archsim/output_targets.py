@@ -238,7 +238,7 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
 
 # The formats an output's suffix names: a flag whose metavar ends in one of these (``--gantt OUT.html``)
 # always writes that format, whatever the file's name.
-_FORMATS = {".html": "HTML", ".htm": "HTML", ".json": "JSON", ".csv": "CSV", ".md": "Markdown"}
+_FORMATS = {".html": "HTML", ".htm": "HTML", ".json": "JSON", ".csv": "CSV", ".md": "Markdown", ".txt": "plain text"}
 # what ``--format`` writes into ``--out FILE``, as the suffix it is normally named by (a text table: .txt)
 _FORMAT_SUFFIXES = {"csv": ".csv", "json": ".json", "table": ".txt"}
 

@@ -376,8 +376,12 @@ def check_job_size(ops: int, limit: int, flag: str = "--max-ops", work: str = ""
     the flag that lifts the limit (so a typo of 10⁷ micro-batches fails in a second, not after 3 GB).
     ``work``: what another command's estimate counts, "{:,}" where the number goes (then no GB or minutes
     are claimed: those are measured per simulated op)."""
-    if ops > limit:
-        lift = f"give {flag} {ops} to run it anyway" if ops <= INT32_MAX else f"beyond {flag}'s range ({INT32_MAX:,})"
+    if ops > limit:  # the limit as the caller spells it: --max-ops 48 from a command, max_ops=48 from Python
+        from archsim.console import setting
+
+        name = flag.lstrip("-")
+        lift = (f"give {setting(name, ops)} to run it anyway" if ops <= INT32_MAX
+                else f"beyond {setting(name)}'s range ({INT32_MAX:,})")
         amount = (work.format(ops) if work else f"simulates about {ops:,} ops (≈{ops * BYTES_PER_OP / 1e9:.3g} GB, "
                   f"≈{ops * SECONDS_PER_OP / 60:.3g} min)")
         raise InputError(f"this job {amount}, above the limit of {limit:,}; {lift}", field=flag.lstrip("-"))

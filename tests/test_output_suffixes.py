@@ -64,3 +64,26 @@ def test_a_run_that_writes_nothing_gets_no_suffix_warning(tmp_path, capsys):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "need --microbatches" in err
     assert not target.exists()
+
+
+def test_gantt_named_txt_is_warned_of(tmp_path, capsys):
+    """``--gantt g.txt`` wrote HTML into a .txt without a word (.txt named no format, so no mismatch was seen);
+    .txt says plain text like ``--format table``'s usual name, and is warned of as any other suffix is. Failed
+    before the fix (no warning)."""
+    target = tmp_path / "g.txt"
+    assert main([*PIPELINE, "--gantt", str(target)]) == 0
+    assert _warnings(capsys.readouterr().err) == [
+        (f"archsim pipeline: warning: --gantt writes HTML into {target}, whose suffix .txt says plain text; "
+         "HTML files are normally named *.html")]
+    assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")  # written all the same
+
+
+def test_a_table_into_txt_stays_quiet_and_json_into_txt_is_warned_of(tmp_path, capsys):
+    """--format table's usual name is .txt (quiet); --format json into a .txt is the same mismatch as --gantt's."""
+    assert main([*PIPELINE, "--format", "table", "--out", str(tmp_path / "t.txt")]) == 0
+    assert _warnings(capsys.readouterr().err) == []
+    target = tmp_path / "j.txt"
+    assert main([*PIPELINE, "--format", "json", "--out", str(target)]) == 0
+    assert _warnings(capsys.readouterr().err) == [
+        (f"archsim pipeline: warning: --out with --format json writes JSON into {target}, whose suffix .txt says "
+         "plain text; JSON files are normally named *.json")]

@@ -66,9 +66,12 @@ def test_inter_server_links_by_hand():
     for i, j in itertools.product(range(6), repeat=2):
         a, b = sorted((i // 2, j // 2))
         assert drawn.bandwidth[i, j] == (0 if i == j else inside if a == b else pair[(a, b)])
-    one = build_topology({"cluster": {"inter_server_gbps": "fast"}, "servers": [{"count": 1, "gpus": 2,
-                                                                                  "intra_server_gbps": 100}]})
-    assert one.bandwidth[0, 1] == inside  # one server: the inter-server figure is never read
+    one = build_topology({"cluster": {"inter_server_gbps": 400}, "servers": [{"count": 1, "gpus": 2,
+                                                                              "intra_server_gbps": 100}]})
+    assert one.bandwidth[0, 1] == inside  # one server: the inter-server figure is never used
+    with pytest.raises(InputError, match="inter_server_gbps"):  # but held to every Gbit/s figure's bound
+        build_topology({"cluster": {"inter_server_gbps": "fast"}, "servers": [{"count": 1, "gpus": 2,
+                                                                              "intra_server_gbps": 100}]})
 
 def random_topology(seed: int, devices: int) -> Topology:
     rng = np.random.default_rng(seed)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.device_sections import cfg_device_sections, cfg_located, check_bandwidth_once
+from archsim.array.device_sections import cfg_device_sections, cfg_located, check_bandwidth_once, toml_sections
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
@@ -217,32 +217,34 @@ def cfg_sram_warning(path: str | Path) -> str | None:
     return cfg_sram_slip(str(path), cfg_sram_keys(array))
 
 
-def _toml_refusal(text: str, dtype_flag: bool) -> str:
-    """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays. ``dtype_flag``: the
-    command takes ``--dtype``, so the flags name train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), as
-    the array commands' own default is SCALE-Sim's 1-byte word: without it they price another chip."""
-    import tomllib
-
+def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
+    """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays, its values read as the
+    device reader reads them (:func:`~archsim.array.device_sections.toml_sections`: a bad one named with its line).
+    ``dtype_flag``: the command takes ``--dtype``, so the flags name train's (:data:`~archsim.choices.devices.
+    TRAIN_DTYPE`), as the array commands' own default is SCALE-Sim's 1-byte word: without it they price another chip."""
     refusal = "a TOML file: --config reads a SCALE-Sim .cfg (a device TOML is for train and search)"
     try:
-        compute = tomllib.loads(text)["compute"]
-        flags = f"--array {int(compute['rows'])}x{int(compute['cols'])}"
-        if compute.get("dataflow", "ws") in ("ws", "os", "is"):
-            flags += f" --dataflow {compute.get('dataflow', 'ws')}"
-        if "clock_mhz" in compute:
-            flags += f" --clock-ghz {float(compute['clock_mhz']) / 1000:g}"
-        sram, split = tomllib.loads(text).get("memory", {}).get("sram_kib_per_array"), ""
-        if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
-            kib = operand_sram_kib(float(sram))
-            flags += f" --sram-kb {','.join([str(kib)] * 3)}"
-            left = float(sram) - 3 * kib  # the split's rule stated, so 341,341,341 for 1024 KiB reads as meant
-            split = (f"; its {float(sram):g} KiB of SRAM per array is {kib} KiB per operand buffer, as train's energy "
-                     f"model splits it (in three, whole KiB{f': {left:g} KiB unused' if left > 0 else ''})")
-        if dtype_flag:
-            flags += f" --dtype {TRAIN_DTYPE}"
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, OverflowError, AttributeError):
-        return refusal
-    return f"{refusal}{split}; its array as flags: {flags}"
+        values = toml_sections(text, file, ("compute", "memory")) or {}
+    except InputError as exc:  # where, and why no flags stand for its array
+        return InputError(f"{refusal}; its array as flags cannot be read: {exc.message}", file=file,
+                          line=exc.where.line, field=exc.where.field)
+    compute, sram, split = values.get("compute", {}), values.get("memory", {}).get("sram_kib_per_array"), ""
+    if "rows" not in compute or "cols" not in compute:
+        return InputError(refusal, file=file)
+    flags = f"--array {compute['rows']}x{compute['cols']}"
+    if compute.get("dataflow", "ws") in ("ws", "os", "is"):
+        flags += f" --dataflow {compute.get('dataflow', 'ws')}"
+    if "clock_mhz" in compute:
+        flags += f" --clock-ghz {compute['clock_mhz'] / 1000:g}"
+    if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
+        kib = operand_sram_kib(sram)
+        flags += f" --sram-kb {','.join([str(kib)] * 3)}"
+        left = sram - 3 * kib  # the split's rule stated, so 341,341,341 for 1024 KiB reads as meant
+        split = (f"; its {sram:g} KiB of SRAM per array is {kib} KiB per operand buffer, as train's energy "
+                 f"model splits it (in three, whole KiB{f': {left:g} KiB unused' if left > 0 else ''})")
+    if dtype_flag:
+        flags += f" --dtype {TRAIN_DTYPE}"
+    return InputError(f"{refusal}{split}; its array as flags: {flags}", file=file)
 
 
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
@@ -271,7 +273,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     file = str(path)
     text = read_text(path, "config file")
     if path.suffix.lower() == ".toml":
-        raise InputError(_toml_refusal(text, dtype_flag), file=file)
+        raise _toml_refusal(text, file, dtype_flag)
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     try:
         parser.read_string(text, source=file)

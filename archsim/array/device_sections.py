@@ -145,6 +145,22 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     return out
 
 
+def toml_sections(text: str, file: str, sections: tuple[str, ...]) -> dict[str, dict[str, Any]] | None:
+    """A device TOML's ``sections`` as every device-file reader reads them: through the shared TOML reader
+    (:func:`~archsim.toml_errors.parse_toml`) and :func:`checked_sections`, a bad value's error naming its line
+    (``FILE, line N, field 'compute.rows'``); None where the text is no TOML or has none of them."""
+    from archsim.toml_errors import located, parse_toml
+
+    try:
+        document = parse_toml(text, file)
+    except InputError:  # not TOML at all: the caller says what the file should be
+        return None
+    if not any(section in document for section in sections):
+        return None
+    with located(document, file):
+        return checked_sections({s: document[s] for s in sections if s in document}, file, ())
+
+
 def cfg_line(text: str, field: str) -> int | None:
     """The 1-based line of ``[section] key`` in a ``.cfg``'s ``text`` (``field``: ``section.key``, as this module's
     errors name a key), found in that section only; None where it is not written (a missing key)."""

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.links import fabric_bytes_per_s, nic_share
+from archsim.links import MAX_GBPS, MIN_GBPS, check_nvls, fabric_bytes_per_s, is_gbps, nic_share
 from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
@@ -66,7 +66,6 @@ LINK_MODELS = ("paper", "exact")  # how plan prices a transfer (build_topology's
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catalog name / a device file: archsim train
                "price_per_gpu_hour", "gpu_watts"}  # the search's cost and energy objectives
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
-MIN_GBPS, MAX_GBPS = 1e-6, 1e6  # link bandwidths: 1 kbit/s … 10⁶ Gbps = 125 TB/s (no subnormals, no inf)
 MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
 
 
@@ -167,10 +166,6 @@ def _flat(processors: int, bandwidth: float | None, name: str, memory_bytes: flo
     return Topology(name, (0,) * processors, links, None, memory_bytes)
 
 
-def _is_gbps(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and MIN_GBPS <= value <= MAX_GBPS
-
-
 class _Draws:
     """``numpy.random.default_rng(seed)``, made at its first draw: a cluster without [low, high]
     ranges never imports numpy.random (≈ 0.03 s); one with them draws the same numbers."""
@@ -186,12 +181,18 @@ class _Draws:
 
 
 def _figure(value, field: str, file: str, rng: _Draws) -> float:
-    """A stated Gbit/s figure: the number, or a draw from its [low, high] range."""
-    if _is_gbps(value):
-        return float(value)
-    if isinstance(value, list) and len(value) == 2 and all(map(_is_gbps, value)) and value[0] <= value[1]:
-        return float(rng.uniform(value[0], value[1]))
-    reversed_range = isinstance(value, list) and len(value) == 2 and all(map(_is_gbps, value))  # high first
+    """A stated Gbit/s figure: the number, or a draw from its [low, high] range (:func:`_check_figure`)."""
+    _check_figure(value, field, file)
+    return float(value) if is_gbps(value) else float(rng.uniform(value[0], value[1]))
+
+
+def _check_figure(value, field: str, file: str) -> None:
+    """Refuse a Gbit/s figure that is neither a number in [MIN_GBPS, MAX_GBPS] (:func:`archsim.links.is_gbps`) nor a
+    [low, high] range of them, low first: the one rule of a cluster file's link figures, drawn or not."""
+    if is_gbps(value) or (isinstance(value, list) and len(value) == 2 and all(map(is_gbps, value))
+                          and value[0] <= value[1]):
+        return
+    reversed_range = isinstance(value, list) and len(value) == 2 and all(map(is_gbps, value))  # high first
     raise InputError(f"a [low, high] range goes low first: got low {value[0]:g} above high {value[1]:g}"
                      if reversed_range else f"expected a number in [{MIN_GBPS:g}, {MAX_GBPS:g}] or a [low, high] "
                      f"range of them, got {shown_number(value)}", file=file, field=field)
@@ -268,6 +269,8 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError("no GPUs", file=file, field="servers")
     n_servers = len(intra)
     between = cluster.get("inter_server_gbps")
+    if between is not None:  # checked where it is not read too (one server, or a [network] table's NICs)
+        _check_figure(between, "inter_server_gbps", file)
     if between is None and default_gbps and "network" not in spec:
         between = default_gbps
     if between is None and n_servers > 1 and not network_links and "network" not in spec:
@@ -275,7 +278,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     where = np.array(servers)
     same = where[:, None] == where[None, :]
     # [low, high] ranges between servers, one draw per pair (plan's seed), state no one network; else train's
-    drawn = "network" not in spec and between is not None and not _is_gbps(between)
+    drawn = "network" not in spec and between is not None and not is_gbps(between)
     inter: np.ndarray | float = 0.0
     if drawn and n_servers > 1:  # in this order (the seed's numbers)
         pairs = np.zeros((n_servers, n_servers))
@@ -292,6 +295,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
                          field="inter_server_link")
     network = None if drawn else read_network(spec, int(np.bincount(where).max()), file, default_gbps=default_gbps)
+    check_nvls(network is not None and network.nvls, server_devices, file)  # a board that cannot: refused
     # a pair of two servers of one NVLink domain runs on the servers' one fabric, as train's group of the two
     fabric = domain_fabric(network, where, intra, [b if d is None else d.name for d, b in zip(server_devices, boards)])
     if network is not None:  # the NICs train prices its groups on: a send alone gets one whole

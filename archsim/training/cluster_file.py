@@ -154,11 +154,6 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         raise missing_inter_server(file)  # no figure, or device files that state different ones
     # the topology's network (a drawn inter_server_gbps range has none: read_network refuses it)
     network = topology.network or read_network(spec, per_server, file, default_gbps=nic)
-    unable = next((d for d in kinds if not d.nvls), None)
-    if network.nvls and unable is not None:  # NVLink SHARP is third-generation NVSwitch's (Hopper's)
-        raise InputError(f"nvls = true, but the {unable.name}'s links do not reduce in the switch (NVLink SHARP "
-                         "needs third-generation NVSwitch: H100 or H200 SXM); write nvls = false", file=file,
-                         field="nvls")
     warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
     return GpuCluster(topology.devices, kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
                       topology.fabrics, unread, warnings, file_topology=topology)

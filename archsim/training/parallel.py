@@ -28,6 +28,18 @@ def schedule_name(schedule: str, interleave: int) -> str:
     return "interleaved-1f1b" if schedule == "1f1b" and interleave > 1 else schedule
 
 
+def chunks_run(schedule: str, interleave: int) -> int:
+    """Model chunks per pipeline rank ``schedule`` runs: 2 on the V-shaped ones (:data:`V_SCHEDULES`, two by their
+    shape, whatever ``interleave`` says), else ``interleave``. What the outputs' ``interleave`` shows."""
+    return 2 if schedule in V_SCHEDULES else interleave
+
+
+def interleave_flag(schedule: str, chunks: int) -> int:
+    """The ``--interleave`` an output row's ``interleave`` (:func:`chunks_run`) stands for: 1 on a V-shaped schedule,
+    which takes no ``--interleave`` (its name runs its two chunks), else the chunks."""
+    return 1 if schedule in V_SCHEDULES else chunks
+
+
 def unsharded_note(par: Parallelism) -> str:
     """The note that a state sharding ran at DP 1 ('' otherwise): one data-parallel rank shards nothing, so the
     distributed optimizer's figures are those without it, and FSDP's states are its 16 bytes per parameter plus
@@ -167,7 +179,9 @@ class Parallelism:
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
                              f"({self.micro_batch} × {self.dp})", field="global-batch")
-        if self.interleave > 1 and self.schedule not in CHUNKED_SCHEDULES:
+        # a V schedule's own two chunks (its rows' interleave, chunks_run) restate it: a row builds its Parallelism
+        if self.interleave > 1 and self.schedule not in CHUNKED_SCHEDULES and not (
+                self.schedule in V_SCHEDULES and self.interleave == chunks_run(self.schedule, 1)):
             raise InputError(f"{setting('interleave')} takes one of the schedules {', '.join(CHUNKED_SCHEDULES)}, not "
                              f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
@@ -186,7 +200,7 @@ class Parallelism:
     @property
     def chunks(self) -> int:
         """Model chunks per pipeline rank the schedule runs: ``interleave``, or 2 for the V-shaped ones."""
-        return 2 if self.schedule in V_SCHEDULES else self.interleave
+        return chunks_run(self.schedule, self.interleave)
 
     @property
     def schedule_name(self) -> str:

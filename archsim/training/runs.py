@@ -223,7 +223,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
         p = row.par
         record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp, "pp": p.pp, "dp": p.dp,
                   "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
-                  "sequence_parallel": p.sequence_parallel, "interleave": p.interleave,
+                  "sequence_parallel": p.sequence_parallel, "interleave": p.chunks,
                   **({"schedule": p.schedule_name} if renamed else {}),
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),
                   **({"fsdp": p.fsdp} if full else {}),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archsim.training.objectives import objectives
+from archsim.training.parallel import chunks_run
 from archsim.training.placement import layouts, order_text
 from archsim.training.search_cost import EVENT_ACTION_LIMIT, Coster
 from archsim.training.search_fit import (
@@ -42,7 +43,7 @@ class RowMaker:
         peak = mean_peak(cluster.laid_out(k.parallelism(global_batch)))  # at the run's dtype, as train's
         rates = throughput(c, global_batch, k.recompute, seconds, gpus, peak, k.attention)  # train's figures
         row = {"gpus": gpus, "tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
-               "schedule": k.schedule, "interleave": k.interleave, "sequence_parallel": k.sequence_parallel,
+               "schedule": k.schedule, "interleave": chunks_run(k.schedule, k.interleave), "sequence_parallel": k.sequence_parallel,
                "attention": k.attention, "dp_overlap": k.dp_overlap,
                **({"distributed_optimizer": True} if k.distributed_optimizer else {}),  # only when set: as before
                **({"fsdp": True} if k.fsdp else {}),

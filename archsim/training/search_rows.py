@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from archsim.training.parallel import interleave_flag
 from archsim.training.search_space import Candidate
 from archsim.workload.transformer import TransformerConfig
 
@@ -128,7 +129,7 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += " --distributed-optimizer"
     if row.get("fsdp"):
         line += " --fsdp"
-    if row["interleave"] > 1:
+    if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):
         line += f" --stage-layers {row['stage_layers']}"

@@ -31,7 +31,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
             "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
-            "sequence_parallel": par.sequence_parallel, "interleave": par.interleave, "schedule": par.schedule_name,
+            "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
             "attention": par.attention, "dp_overlap": par.dp_overlap,
             **({"distributed_optimizer": True} if par.distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if par.fsdp else {}),
