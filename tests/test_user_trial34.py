@@ -1,0 +1,70 @@
+"""User trial 34 (an accelerator designer's afternoon): each test failed on the code before its fix."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from archsim.cli import main
+
+CFG = """[general]
+run_name = huge
+
+[architecture_presets]
+ArrayHeight: {rows}
+ArrayWidth: {cols}
+IfmapSramSzkB: 64
+FilterSramSzkB: 64
+OfmapSramSzkB: 64
+IfmapOffset: 0
+FilterOffset: 10000000
+OfmapOffset: 20000000
+Dataflow: ws
+Bandwidth: 10
+"""
+
+
+def warnings_of(capsys, *argv: str) -> list[str]:
+    """Run the CLI (it must succeed) and return its stderr lines."""
+    assert main(list(argv)) == 0
+    return capsys.readouterr().err.splitlines()
+
+
+@pytest.mark.parametrize("command", [["cost", "layerpipe_sample"], ["energy", "layerpipe_sample"],
+                                     ["pipeline", "layerpipe_sample", "--processors", "2"],
+                                     ["gemm", "--m", "8", "--k", "8", "--n", "8"],
+                                     ["schedule", "ffnn8", "--policy", "1f1b", "--processors", "2"]])
+def test_a_huge_array_is_warned_not_costed_silently(capsys, command):
+    """Before the fix `--array 100000x100000` (10^10 PEs: 5.6 m² of int8 PEs at the energy table's 419 + 3 · 8 ·
+    5.98 = 562.5 µm² each) printed its table with nothing on stderr."""
+    lines = warnings_of(capsys, *command, "--array", "100000x100000")
+    prefix = f"archsim {command[0]}: warning: --array 100000x100000: a 100000 × 100000 array is 10,000,000,000 PEs"
+    assert len(lines) == 1 and lines[0].startswith(prefix), lines
+
+
+def test_the_plausible_limit_is_1024_by_1024(capsys):
+    """16 × the TPU v1's 256 × 256 (65,536 PEs) is still quiet; one row more is warned."""
+    assert warnings_of(capsys, "gemm", "--m", "8", "--k", "8", "--n", "8", "--array", "1024x1024") == []
+    assert warnings_of(capsys, "gemm", "--m", "8", "--k", "8", "--n", "8", "--array", "1025x1024")[0].endswith(
+        "1,049,600 PEs, above any chip's one array (≤ 1,048,576: 1024 × 1024, 16 times the TPU v1's 256 × 256); "
+        "costed as given: check the shape")
+
+
+def test_a_cfg_of_a_huge_array_names_its_keys(capsys, tmp_path):
+    path = tmp_path / "huge.cfg"
+    path.write_text(CFG.format(rows=4096, cols=4096), encoding="utf-8")
+    lines = warnings_of(capsys, "cost", "layerpipe_sample", "--config", str(path))
+    assert lines == [(f"archsim cost: warning: {path}: ArrayHeight and ArrayWidth: a 4096 × 4096 array is "
+                     "16,777,216 PEs, above any chip's one array (≤ 1,048,576: 1024 × 1024, 16 times the TPU v1's "
+                     "256 × 256); costed as given: check the shape")]
+
+
+def test_the_library_warns_the_same_line():
+    import archsim
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.cost("layerpipe_sample", array="100000x100000", batch=1)
+    texts = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert texts and texts[0].startswith("array='100000x100000': a 100000 × 100000 array is 10,000,000,000 PEs")
