@@ -68,3 +68,22 @@ def test_the_library_warns_the_same_line():
         archsim.cost("layerpipe_sample", array="100000x100000", batch=1)
     texts = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
     assert texts and texts[0].startswith("array='100000x100000': a 100000 × 100000 array is 10,000,000,000 PEs")
+
+
+def test_import_of_a_transformer_states_the_models_parameter_count_too(capsys, tmp_path):
+    """Before the fix `archsim import configs/transformers/gpt2.json -o F` said "123,653,376 parameters" where
+    `archsim train` on the same config says 124,439,808, GPT-2 small's published count (Hugging Face's
+    `GPT2LMHeadModel.num_parameters()`): the CSV has no row for the 1024 × 768 position table (786,432)."""
+    out = tmp_path / "gpt2.csv"
+    lines = warnings_of(capsys, "import", "configs/transformers/gpt2.json", "-o", str(out))
+    written = [line for line in lines if "wrote" in line]
+    assert len(written) == 1 and "123,653,376 parameters in its layers" in written[0], lines
+    assert "the model has 124,439,808" in written[0]
+    assert 124_439_808 - 123_653_376 == 1024 * 768
+
+
+def test_import_of_a_topology_keeps_its_one_count(capsys, tmp_path):
+    out = tmp_path / "tiny.csv"
+    lines = warnings_of(capsys, "import", "docs/examples/tiny_resnet.csv", "-o", str(out))
+    written = next(line for line in lines if "wrote" in line)
+    assert written.endswith(" parameters)") and "in its layers" not in written, written
