@@ -87,3 +87,46 @@ def test_import_of_a_topology_keeps_its_one_count(capsys, tmp_path):
     lines = warnings_of(capsys, "import", "docs/examples/tiny_resnet.csv", "-o", str(out))
     written = next(line for line in lines if "wrote" in line)
     assert written.endswith(" parameters)") and "in its layers" not in written, written
+
+
+DEVICE = """[device]
+name = "Mine"
+
+[compute]
+arrays = {arrays}
+rows = {rows}
+cols = {cols}
+clock_mhz = 1000
+
+[memory]
+sram_kib_per_array = {sram}
+hbm_gib = 16
+hbm_gbps = 800
+
+[links]
+intra_gbps = 100
+"""
+
+
+def device_lines(tmp_path, arrays: int, rows: int, cols: int, sram: int = 1024) -> tuple[str, ...]:
+    from archsim.devices.device_file import implausible_figures, load_device
+
+    path = tmp_path / "mine.toml"
+    path.write_text(DEVICE.format(arrays=arrays, rows=rows, cols=cols, sram=sram), encoding="utf-8")
+    return implausible_figures(load_device(path))
+
+
+def test_a_device_of_implausibly_many_pes_is_warned(tmp_path):
+    """Before the fix a device file of 10^8 arrays of 64 × 64 (4.1 · 10^11 PEs: 2 · 4.1e11 · 1 GHz = 819,200
+    PFLOP/s per chip) trained GPT-3 1.3B in 0.39 s without a word on stderr."""
+    assert device_lines(tmp_path, 16, 64, 64) == ()
+    assert device_lines(tmp_path, 64, 1024, 1024, sram=6144) == ()  # 2^26 PEs: the limit, quiet
+    (line,) = device_lines(tmp_path, 100_000_000, 64, 64)
+    assert line.startswith("Mine: [compute] arrays × rows × cols = 100000000 × 64 × 64 is 409,600,000,000 PEs")
+
+
+def test_a_device_of_one_huge_array_is_warned_as_the_array_commands_warn(tmp_path):
+    lines = device_lines(tmp_path, 1, 2048, 1024, sram=12288)
+    assert lines == (("Mine: [compute] rows × cols = 2048 × 1024 is 2,097,152 PEs in one array, above any chip's "
+                      "one array (≤ 1,048,576: 1024 × 1024, 16 times the TPU v1's 256 × 256): check [compute] rows "
+                      "and cols (a .cfg's ArrayHeight and ArrayWidth)"),)

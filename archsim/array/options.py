@@ -40,6 +40,8 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
 # (Jouppi et al., ISCA 2017). A larger array is most likely a slipped digit (100000x100000: 10^10 PEs, 5.6 m² of
 # int8 PEs by the energy table's 562.5 µm² each), costed as given but warned.
 MAX_PLAUSIBLE_PES = 2**20
+# The limit as the warnings state it, in parentheses after "above any chip's one array".
+PES_LIMIT = f"≤ {MAX_PLAUSIBLE_PES:,}: 1024 × 1024, 16 times the TPU v1's 256 × 256"
 
 
 def array_size_warning(rows: int, cols: int, source: str) -> str | None:
@@ -48,8 +50,8 @@ def array_size_warning(rows: int, cols: int, source: str) -> str | None:
     refusal: such an array is possible to cost, only implausible as one chip's."""
     if rows * cols <= MAX_PLAUSIBLE_PES:
         return None
-    return (f"{source}: a {rows} × {cols} array is {rows * cols:,} PEs, above any chip's one array (≤ "
-            f"{MAX_PLAUSIBLE_PES:,}: 1024 × 1024, 16 times the TPU v1's 256 × 256); costed as given: check the shape")
+    return (f"{source}: a {rows} × {cols} array is {rows * cols:,} PEs, above any chip's one array ({PES_LIMIT}); "
+            "costed as given: check the shape")
 
 
 def array_source(array: object, config: object) -> str:
