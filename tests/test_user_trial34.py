@@ -130,3 +130,35 @@ def test_a_device_of_one_huge_array_is_warned_as_the_array_commands_warn(tmp_pat
     assert lines == (("Mine: [compute] rows × cols = 2048 × 1024 is 2,097,152 PEs in one array, above any chip's "
                       "one array (≤ 1,048,576: 1024 × 1024, 16 times the TPU v1's 256 × 256): check [compute] rows "
                       "and cols (a .cfg's ArrayHeight and ArrayWidth)"),)
+
+
+SWEEP = """[sweep]
+name = "huge"
+networks = ["layerpipe_sample"]
+arrays = ["32x32", "5000x5000"]
+batches = [8]
+processors = [2]
+methods = ["layerpipe"]
+"""
+
+
+def test_a_sweep_of_a_huge_array_warns_as_cost_does(capsys, tmp_path, monkeypatch):
+    """Before the fix a spec's `arrays = ["5000x5000"]` (25,000,000 PEs) was swept without a word, where
+    `archsim cost --array 5000x5000` warns (the fix above)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "huge.toml").write_text(SWEEP, encoding="utf-8")
+    lines = warnings_of(capsys, "sweep", "huge.toml", "--quiet")
+    warned = [line for line in lines if "warning" in line]
+    assert warned == [("archsim sweep: warning: huge.toml: arrays '5000x5000': a 5000 × 5000 array is 25,000,000 "
+                       "PEs, above any chip's one array (≤ 1,048,576: 1024 × 1024, 16 times the TPU v1's 256 × 256); "
+                       "costed as given: check the shape")], lines
+
+
+def test_run_sweep_warns_the_same_line(tmp_path):
+    import archsim
+
+    (tmp_path / "huge.toml").write_text(SWEEP, encoding="utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.run_sweep(str(tmp_path / "huge.toml"), out=tmp_path / "results")
+    assert any("a 5000 × 5000 array is 25,000,000 PEs" in str(w.message) for w in caught)

@@ -98,3 +98,19 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
 
     paths = dict.fromkeys(array.path for array in spec.arrays if isinstance(array, ArrayFile))
     return tuple(note for note in map(device_arrays_note, paths) if note)
+
+
+def array_size_warnings(spec: SweepSpec) -> tuple[str, ...]:
+    """What ``archsim sweep`` warns on stderr and :func:`archsim.api.run_sweep` as UserWarnings of a spec's arrays
+    of implausibly many PEs, once each: the line ``archsim cost --array`` (or ``--config``) warns
+    (:func:`archsim.array.options.array_size_warning`), naming the spec's entry or the ``.cfg``'s keys."""
+    from archsim.array.options import array_size_warning
+
+    lines = []
+    for array in dict.fromkeys(spec.arrays):
+        if isinstance(array, ArrayFile):
+            lines.append(array_size_warning(array.array.rows, array.array.cols,
+                                            f"{array.path}: ArrayHeight and ArrayWidth"))
+        else:
+            lines.append(array_size_warning(*array, f"{spec.source}: arrays '{array[0]}x{array[1]}'"))
+    return tuple(line for line in lines if line)
