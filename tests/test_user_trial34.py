@@ -162,3 +162,15 @@ def test_run_sweep_warns_the_same_line(tmp_path):
         warnings.simplefilter("always")
         archsim.run_sweep(str(tmp_path / "huge.toml"), out=tmp_path / "results")
     assert any("a 5000 × 5000 array is 25,000,000 PEs" in str(w.message) for w in caught)
+
+
+def test_a_sweeps_sram_kb_in_bytes_warns_as_sram_kb_does(capsys, tmp_path, monkeypatch):
+    """Before the fix a design sweep's `sram_kb = [2000000]` (three buffers of 2,000,000 KiB: 5.7 GiB beside one
+    array, 1 MiB typed in bytes) was swept without a word, where `archsim cost --sram-kb 2000000` warns."""
+    monkeypatch.chdir(tmp_path)
+    spec = SWEEP.replace('"5000x5000"', '"64x64"') + "sram_kb = [64, 2000000]\n"
+    (tmp_path / "bytes.toml").write_text(spec, encoding="utf-8")
+    warned = [line for line in warnings_of(capsys, "sweep", "bytes.toml", "--quiet") if "warning" in line]
+    assert warned == [("archsim sweep: warning: bytes.toml: sram_kb = 2000000: 6000000 KiB of SRAM beside the array "
+                       "(ifmap, filter and ofmap together) is above 256 MiB per array: if it is in bytes, write "
+                       "sram_kb = 1953")], warned
