@@ -174,3 +174,22 @@ def test_a_sweeps_sram_kb_in_bytes_warns_as_sram_kb_does(capsys, tmp_path, monke
     assert warned == [("archsim sweep: warning: bytes.toml: sram_kb = 2000000: 6000000 KiB of SRAM beside the array "
                        "(ifmap, filter and ofmap together) is above 256 MiB per array: if it is in bytes, write "
                        "sram_kb = 1953")], warned
+
+
+def test_row_wise_sparsity_says_the_topologys_ratios_do_not_set_the_kept_weights(capsys, tmp_path):
+    """Before the fix, under OptimizedMapping: true, a layer written 1:4 printed `sparsity 1:4` beside 144 packed
+    filter rows of its 288 (half, not a quarter: B·⌈K/2B⌉ = 8·⌈288/16⌉ = 144, the rows SCALE-Sim packs each filter's
+    random per-block ratio into) and a layer written 3:4 printed the same cycles, without a word."""
+    import json
+
+    topology = tmp_path / "sp.csv"
+    topology.write_text("Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,Channels,Num Filter,Strides,"
+                        "Sparsity\nc2,14,14,3,3,32,32,1,1:4\n", encoding="utf-8")
+    assert main(["sparse", str(topology), "--config", "configs/arrays/scalesim_sparsity_128x128_ws.cfg",
+                 "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["rows"][0]["filter_rows"] == 144
+    assert document["meta"]["ratios"] == (
+        "row-wise mapping (OptimizedMapping): each filter keeps n of every block of 8 weights, n drawn from the seed "
+        "in 1…4, as SCALE-Sim does; the topology's Sparsity ratios (1:4) do not set the kept weights (only their M "
+        "sizes ELLPACK's metadata): set OptimizedMapping false to cost them")
