@@ -69,7 +69,15 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     import warnings
     from dataclasses import replace
 
-    from archsim.array.options import array_from_options, element_width, sram_kb_warning, with_clock, with_memory
+    from archsim.array.options import (
+        array_from_options,
+        array_size_warning,
+        array_source,
+        element_width,
+        sram_kb_warning,
+        with_clock,
+        with_memory,
+    )
     from archsim.choices.devices import ARRAY_DTYPES
 
     if dtype is not None:
@@ -93,8 +101,12 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
             changes["element_bytes"] = element_bytes
         return with_clock(with_memory(replace(array, **changes), bandwidth, sram_kb), clock_ghz)
     array, config = _cfg_as_config(array, config)
-    return array_from_options(None if array is None else str(array), config, dataflow,
-                              1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
+    built = array_from_options(None if array is None else str(array), config, dataflow,
+                               1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
+    huge = array_size_warning(built.rows, built.cols, array_source(None if array is None else str(array), config))
+    if huge:  # the line the array commands warn on stderr
+        warnings.warn(huge, UserWarning, stacklevel=3)
+    return built
 
 
 def _cfg_as_config(array, config):
@@ -252,9 +264,9 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
         import warnings
 
-        from archsim.sweep.spec_arrays import array_file_notes
+        from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
 
-        for note in array_file_notes(spec):
+        for note in (*array_spec_warnings(spec), *array_file_notes(spec)):
             warnings.warn(note, UserWarning, stacklevel=3)
     return frame
 

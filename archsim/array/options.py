@@ -36,6 +36,33 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
     return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow or "ws", element_bytes=element_bytes)
 
 
+# PEs in one array: 1024 × 1024, 16 times the largest systolic array built as one, the TPU v1's 256 × 256 MACs
+# (Jouppi et al., ISCA 2017). A larger array is most likely a slipped digit (100000x100000: 10^10 PEs, 5.6 m² of
+# int8 PEs by the energy table's 562.5 µm² each), costed as given but warned.
+MAX_PLAUSIBLE_PES = 2**20
+# The limit as the warnings state it, in parentheses after "above any chip's one array".
+PES_LIMIT = f"≤ {MAX_PLAUSIBLE_PES:,}: 1024 × 1024, 16 times the TPU v1's 256 × 256"
+
+
+def array_size_warning(rows: int, cols: int, source: str) -> str | None:
+    """The warning, one line, for an array of more PEs than :data:`MAX_PLAUSIBLE_PES`, ``source`` naming where
+    its shape was written (``--array 100000x100000``, a ``.cfg``'s keys); None otherwise. A warning, not a
+    refusal: such an array is possible to cost, only implausible as one chip's."""
+    if rows * cols <= MAX_PLAUSIBLE_PES:
+        return None
+    return (f"{source}: a {rows} × {cols} array is {rows * cols:,} PEs, above any chip's one array ({PES_LIMIT}); "
+            "costed as given: check the shape")
+
+
+def array_source(array: object, config: object) -> str:
+    """Where an array command's shape was written, as :func:`array_size_warning` names it: ``--array`` as given
+    (the library's ``array='…'``), else the ``.cfg``'s ArrayHeight and ArrayWidth, else ``array`` (an
+    :class:`ArrayConfig` given to the library)."""
+    if isinstance(array, str) and not array.endswith(".cfg"):
+        return setting("array", array)
+    return f"{config}: ArrayHeight and ArrayWidth" if config is not None else setting("array")
+
+
 def element_width(dtype: str | None = None, element_bytes: int | None = None) -> int | None:
     """Bytes per element that ``--dtype`` (a name of :data:`~archsim.choices.devices.ARRAY_DTYPES`) and
     ``--element-bytes`` (any width) state, or None when neither is given (the array's own, else 1). Both

@@ -132,6 +132,7 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
 
     width = element_width(args.dtype, args.element_bytes)
     array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
+    warn_array_size(array.rows, array.cols, args.array, args.config)
     if note and args.config:
         note_device_arrays(args.config, dtype_given=width is not None)
         if getattr(args, "engine", None) == "cycle":
@@ -141,6 +142,16 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
             if calc:
                 say_after_run("note", calc)
     return array
+
+
+def warn_array_size(rows: int, cols: int, array: str | None, config: str | None) -> None:
+    """Warn on stderr, after the run, of an array of implausibly many PEs
+    (:func:`archsim.array.options.array_size_warning`), naming --array or the .cfg's keys that gave it."""
+    from archsim.array.options import array_size_warning, array_source
+
+    slip = array_size_warning(rows, cols, array_source(array, config))
+    if slip:
+        say_after_run("warning", slip)
 
 
 def width_meta(args: argparse.Namespace, array: ArrayConfig) -> dict[str, object]:

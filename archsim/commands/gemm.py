@@ -18,6 +18,7 @@ from archsim.commands.common import (
     emit,
     note_device_arrays,
     positive_int,
+    warn_array_size,
     warn_sram_unused,
     with_memory_args,
 )
@@ -182,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
         if missing:
             raise InputError(f"missing {', '.join(missing)} (or give --shapes FILE.csv)", field=missing[0])
         rows, cols = parse_array_shape(args.array) if args.array else (base.rows, base.cols)
+        warn_array_size(rows, cols, args.array, args.config)
         shape = {"m": args.m, "k": args.k, "n": args.n, "rows": rows, "cols": cols,
                  "dataflow": args.dataflow or base.dataflow}
         if args.engine == "analytic" and base.clock_hz is None:  # one row, no frame: pandas stays unloaded

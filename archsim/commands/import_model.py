@@ -47,10 +47,28 @@ def run(args: argparse.Namespace) -> int:
     text = to_csv(network)
     if args.out:
         path = write_output(args.out, text)
-        note_written(f"wrote {path} ({len(network.layers)} layers, {network.parameter_count:,} parameters)")
+        note_written(f"wrote {path} ({len(network.layers)} layers, {_parameters(network, args.model)})")
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _parameters(network, model: str) -> str:
+    """The written line's parameter count: the CSV's layers' weights and biases; for a transformer config also the
+    model's own count, the one ``archsim train`` prints, where the two differ, so that they are told apart instead
+    of contradicting each other (the CSV has no rows for embedding tables, lookups, and costs a norm's γ and β)."""
+    from pathlib import Path
+
+    from archsim.workload.model_files import load_transformer
+
+    text = f"{network.parameter_count:,} parameters"
+    if Path(model).suffix.lower() not in (".json", ".toml"):
+        return text
+    whole = load_transformer(model).parameter_count  # read once already: no error here
+    if whole == network.parameter_count:
+        return text
+    return (f"{text} in its layers; the model has {whole:,}, as archsim train counts it: the CSV has no rows for "
+            "embedding tables, which are lookups, and costs every norm with γ and β")
 
 
 def _refuse_part_reads(network, model: str) -> None:

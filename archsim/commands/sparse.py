@@ -65,6 +65,16 @@ def check_flags(args: argparse.Namespace) -> None:
                          field="energy")
 
 
+def ratios_note(sparsity, ratios) -> str:
+    """What row-wise mapping (OptimizedMapping) does with the topology's N:M column, as SCALE-Sim does: each filter
+    keeps n of every block of BlockSize weights, n drawn from the seed, so the column's N sets nothing."""
+    shown = ", ".join(dict.fromkeys(f"{n}:{m}" for n, m in ratios))
+    metadata = " (only their M sizes ELLPACK's metadata)" if sparsity.representation == "ellpack_block" else ""
+    return (f"row-wise mapping (OptimizedMapping): each filter keeps n of every block of {sparsity.block_size} "
+            f"weights, n drawn from the seed in 1…{sparsity.block_size // 2}, as SCALE-Sim does; the topology's "
+            f"Sparsity ratios ({shown}) do not set the kept weights{metadata}: set OptimizedMapping false to cost them")
+
+
 def run(args: argparse.Namespace) -> int:
     from archsim.array.sparse_network import read_sparse_run, sparse_table
     from archsim.array.sparse_training import SparseTraining
@@ -81,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
             "representation": sparsity.representation, "optimized_mapping": sparsity.optimized_mapping,
             "block_size": sparsity.block_size, "seed": sparsity.seed, "delta": args.delta,
             "gradient": args.gradient, "batch": args.batch, "stalls": stalls_note(array, sparsity)}
+    if sparsity.optimized_mapping:  # SCALE-Sim draws the ratios itself there: the column is not what ran
+        meta["ratios"] = ratios_note(sparsity, ratios)
     if args.processors is not None:
         dense = build_profile(network, array, args.batch, "exact")
         pruned = pruned_profile(table, dense, array.element_bytes)

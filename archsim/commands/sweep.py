@@ -52,8 +52,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
             if line:
                 warn(line)
     else:  # as cost --config notes it: a .cfg device of several arrays is swept as one of them
-        from archsim.sweep.spec_arrays import array_file_notes
+        from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
 
+        for line in array_spec_warnings(spec):
+            warn(line)
         for line in array_file_notes(spec):
             note(line)
     if args.report is not None:

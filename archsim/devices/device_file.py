@@ -40,6 +40,9 @@ PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock 
 # GB/s of the memories chips train from: one LPDDR4 channel (12.8) … B200's HBM3e (8,000), with headroom. A figure
 # outside is possible, only implausible: a GB/s figure typed in TB/s (1.6) or MB/s (1,600,000) is 1000× off.
 HBM_GBPS_PLAUSIBLE = (10.0, 20_000.0)
+# PEs per chip: 64 arrays of 1024 × 1024, each array at the array commands' limit
+# (:data:`archsim.array.options.MAX_PLAUSIBLE_PES`); 10^8 arrays typed for 16 is far above it.
+MAX_PLAUSIBLE_CHIP_PES = 2**26
 MAX_PLAUSIBLE_HBM_GIB = 4096  # GiB per chip: 14× B300's 288; 48 GiB typed in MiB (49,152) is above it
 
 
@@ -202,7 +205,29 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
         elif slip := (cfg_sram_slip(device.name, device.sram_keys) if device.sram_keys else  # per key: no sum key
                       sram_in_bytes(sram, kib, f"{kib / 1024:g} KiB")):
             lines.append(slip)
-    return tuple(lines)
+    shape_named = any("check [compute] rows and cols" in line for line in lines)  # the SRAM line names the shape
+    return (*_pe_lines(device, shape_named), *lines)
+
+
+def _pe_lines(device: Device, shape_named: bool) -> tuple[str, ...]:
+    """:func:`implausible_figures`' line for a chip of more PEs than any: one array above the array commands' limit
+    (:data:`archsim.array.options.MAX_PLAUSIBLE_PES`; none where ``shape_named``: the SRAM line already says to
+    check rows and cols), else the chip's arrays above :data:`MAX_PLAUSIBLE_CHIP_PES`."""
+    from archsim.array.options import MAX_PLAUSIBLE_PES, PES_LIMIT
+
+    count, rows, cols = device.arrays.count, device.arrays.rows, device.arrays.cols
+    if rows * cols > MAX_PLAUSIBLE_PES:
+        line = (f"{device.name}: [compute] rows × cols = {rows} × {cols} is {rows * cols:,} PEs in one array, above "
+                f"any chip's one array ({PES_LIMIT}): check [compute] rows and cols (a .cfg's ArrayHeight and "
+                "ArrayWidth)")
+        return () if shape_named else (line,)
+    if count * rows * cols > MAX_PLAUSIBLE_CHIP_PES:
+        line = (f"{device.name}: [compute] arrays × rows × cols = {count} × {rows} × {cols} is {count * rows * cols:,} "
+                f"PEs per chip, above any chip's (≤ {MAX_PLAUSIBLE_CHIP_PES:,}: "
+                f"{MAX_PLAUSIBLE_CHIP_PES // MAX_PLAUSIBLE_PES} arrays of 1024 × 1024): check [compute] arrays (a "
+                ".cfg's [device] arrays)")
+        return (line,)
+    return ()
 
 
 def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:

@@ -308,13 +308,16 @@ def _array(args: SimpleNamespace, speak=None):
     from dataclasses import replace
 
     from archsim.array.config import ArrayConfig, cfg_sram_warning
-    from archsim.array.options import array_from_flags, element_width
+    from archsim.array.options import array_from_flags, array_size_warning, array_source, element_width
 
     width = element_width(args.dtype, args.element_bytes)
     if isinstance(args.array, ArrayConfig):
         given = {"dataflow": args.dataflow, "element_bytes": width}
         return replace(args.array, **{key: value for key, value in given.items() if value is not None})
     array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
+    huge = array_size_warning(array.rows, array.cols, array_source(args.array, args.config))
+    if speak is not None and huge:  # as every array command warns it (commands.common.warn_array_size)
+        speak("warning", huge)
     if speak is not None and args.config:  # as every array command says it (commands.common.note_device_arrays)
         from archsim.array.device_sections import device_arrays_note, device_dtype_note
 

@@ -98,3 +98,24 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
 
     paths = dict.fromkeys(array.path for array in spec.arrays if isinstance(array, ArrayFile))
     return tuple(note for note in map(device_arrays_note, paths) if note)
+
+
+def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:
+    """What ``archsim sweep`` warns on stderr and :func:`archsim.api.run_sweep` as UserWarnings of a spec's arrays
+    of implausibly many PEs and ``sram_kb`` values that look like bytes, once each: the lines ``archsim cost``
+    warns of ``--array`` (or ``--config``) and ``--sram-kb`` (:func:`archsim.array.options.array_size_warning`,
+    :func:`archsim.array.config.sram_in_bytes`: the three buffers together), naming the spec's entries."""
+    from archsim.array.config import sram_in_bytes
+    from archsim.array.options import array_size_warning
+
+    lines = []
+    for array in dict.fromkeys(spec.arrays):
+        if isinstance(array, ArrayFile):
+            lines.append(array_size_warning(array.array.rows, array.array.cols,
+                                            f"{array.path}: ArrayHeight and ArrayWidth"))
+        else:
+            lines.append(array_size_warning(*array, f"{spec.source}: arrays '{array[0]}x{array[1]}'"))
+    for kib in dict.fromkeys(design.sram_kb for design in spec.designs):
+        lines.append(sram_in_bytes(f"{spec.source}: sram_kb = {kib}: {3 * kib} KiB of SRAM beside the array (ifmap, "
+                                   "filter and ofmap together)", 3 * kib, f"sram_kb = {max(round(kib / 1024), 1)}"))
+    return tuple(line for line in lines if line)
