@@ -134,10 +134,14 @@ def test_train_runs_on_device_files_with_time_memory_and_energy(capsys, cluster)
     doubled = _train_json(capsys, CLUSTERS / cluster, "--dtype", "bf16", "--dp", "2", "--global-batch", "8")
     assert doubled["energy_j"] == pytest.approx(2 * half["energy_j"])  # twice the replicas, twice the work
     full = _train_json(capsys, CLUSTERS / cluster, "--dtype", "fp32")
-    # Adam's states: 16 B/parameter in fp32, 18 in bf16 (Megatron's fp32 gradient buffer, memory.state_bytes)
-    for mixed, single in zip(half["memory_per_rank"], full["memory_per_rank"]):
+    # Adam's states: 16 B/parameter in fp32, 18 in bf16 (Megatron's fp32 gradient buffer, memory.state_bytes);
+    # activations: the 2-byte values double, the 1-byte dropout masks do not (s·b·h = 2048 · 1 · 2048 bytes each):
+    # full recompute, the first rank the recomputed layer's two residual masks and 2 in-flight embedding masks,
+    # the last rank the recomputed layer's two
+    sbh_gib = 2048 * 2048 / 2**30
+    for mixed, single, masks in zip(half["memory_per_rank"], full["memory_per_rank"], (4, 2), strict=True):
         assert (single["states_gib"], single["activations_gib"]) == pytest.approx(
-            (mixed["states_gib"] * 16 / 18, 2 * mixed["activations_gib"]))
+            (mixed["states_gib"] * 16 / 18, 2 * mixed["activations_gib"] - masks * sbh_gib))
     assert full["iteration_seconds"] > half["iteration_seconds"]  # twice the bytes, the same arrays
 
 

@@ -107,3 +107,38 @@ def test_eager_fp32_host_count_stays_megatrons_mixed_precision_list():
     _, (layer, _, _) = piece_works(gpt2_like, 1, 1, False, "standard", "pytorch-eager", "fp32")
     assert [op.layer for op in layer.forward if op.layer.startswith("softmax")] == [
         "softmax.to_fp32", "softmax.scale", "softmax.mask", "softmax", "softmax.to_fp16"]
+
+
+# Sequence 32, 4 heads, micro-batch 1: 4 attention batches, 16 < 32 ≤ 2048 — a shape Megatron's fused
+# scale-mask-softmax takes in fp16/bf16 (one kernel each way: read, write; backward read y, dy, write dx).
+FUSED_SHAPE = TransformerConfig("tiny32", "gpt", 2, 64, 4, 1000, 32, 256, 4, True, 32)
+SCORES_32 = 32 * 32 * 4
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_half_precision_takes_the_fused_softmax_where_the_shape_allows(dtype):
+    """fp16/bf16 scores (``input_in_float16``): one kernel, 2 + 2 bytes a score forward, 2 + 2 + 2 backward."""
+    assert _bytes(dtype, 0, "softmax", "F", FUSED_SHAPE) == {"softmax": SCORES_32 * (2 + 2)}
+    assert _bytes(dtype, 0, "softmax", "D", FUSED_SHAPE) == {"softmax": SCORES_32 * (2 + 2 + 2)}
+
+
+def test_fp32_runs_the_unfused_softmax_chain_on_a_fused_shape():
+    """fp32: ``FusedScaleMaskSoftmax.is_kernel_available`` needs ``input_in_float16``, so Megatron runs
+    ``forward_torch_softmax`` on any shape: scale (read 4, write 4), mask (read 4, bool 1, write 4), softmax
+    (read 4, write 4); backward softmax's (4 + 4 + 4), the mask's (4 + 1 + 4), the scale's (4 + 4) — no casts.
+    Failed on the old code, which took the fused kernel (4 + 4 and 4 + 4 + 4 bytes a score, one op)."""
+    forward = _bytes("fp32", 0, "softmax", "F", FUSED_SHAPE)
+    backward = _bytes("fp32", 0, "softmax", "D", FUSED_SHAPE)
+    assert forward == {"softmax.scale": SCORES_32 * (4 + 4), "softmax.mask": SCORES_32 * (4 + 1 + 4),
+                       "softmax": SCORES_32 * (4 + 4)}
+    assert backward == {"softmax": SCORES_32 * (4 + 4 + 4), "softmax.mask": SCORES_32 * (4 + 1 + 4),
+                        "softmax.scale": SCORES_32 * (4 + 4)}
+
+
+@pytest.mark.parametrize("dtype, fused", [("fp16", True), ("bf16", True), ("fp32", False)])
+def test_fused_softmax_needs_half_precision_scores(dtype, fused):
+    """Megatron-Core's ``is_kernel_available`` tests ``self.input_in_float16`` beside the shape rule (the
+    older ``megatron/model/fused_softmax.py``: ``self.input_in_fp16``); failed on the old code for fp32."""
+    from archsim.training.layer_ops import fused_softmax
+
+    assert fused_softmax(1024, 4, dtype) is fused

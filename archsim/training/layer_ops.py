@@ -43,8 +43,8 @@ training arguments (``--no-rope-fusion`` turns it off), so q and k each take Tra
 kernel, not the unfused ``_apply_rotary_pos_emb_bshd``. The angles' own computation (once per
 forward, not per layer) is left out.
 
-Megatron's fused scale-mask-softmax kernel runs only on some shapes (:func:`fused_softmax`); elsewhere
-the softmax is PyTorch's kernels in fp32, five each way in fp16/bf16, three in fp32
+Megatron's fused scale-mask-softmax kernel runs only on some shapes and never in fp32 (:func:`fused_softmax`);
+elsewhere the softmax is PyTorch's kernels in fp32, five each way in fp16/bf16, three in fp32
 (:func:`~archsim.training.kernel_bytes.unfused_softmax`).
 
 Collectives (bytes at 2 per element): without sequence parallelism, an all-reduce of T·h after the
@@ -162,11 +162,12 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     else:
         gemm("scores", s, hd, s, b * heads, weights=False)
         scores = s * s * b * heads
-        if fused_softmax(s, b * heads):
-            mem("softmax", 2 * scores, 3 * scores, ("softmax", b * heads * s, s))
-        else:
+        softmax_kernel = ("softmax", b * heads * s, s)
+        if fused_softmax(s, b * heads, dtype):
+            mem("softmax", 2 * scores, 3 * scores, softmax_kernel)
+        else:  # fp32: torch.nn.Softmax is PyTorch's own kernel, timed by its class as Hugging Face's is
             for name, fwd, bwd in unfused_softmax(dtype):
-                mem(name, fwd * scores, bwd * scores)
+                mem(name, fwd * scores, bwd * scores, softmax_kernel if name == "softmax" and dtype == "fp32" else ())
         if c.drops_attention:
             mem("attn_dropout", (2 + mask) * scores, (2 + mask) * scores)
         gemm("context", s, s, hd, b * heads, weights=False)
@@ -241,14 +242,19 @@ def window_gemms(s: int, hd: int, heads: int, window: int | None) -> tuple[tuple
             (Gemm(s - w, 2 * w - 1, hd, heads), Gemm(w, w, hd, heads)))
 
 
-def fused_softmax(seq: int, attention_batches: int) -> bool:
-    """Whether Megatron's fused scale-mask-softmax kernel runs (one kernel each way) for ``seq`` tokens
-    and ``attention_batches`` = micro-batch × heads per TP rank: its warp-per-row kernel needs
-    16 < key length ≤ 2048, query length and attention batches multiples of 4
-    (``FusedScaleMaskSoftmax``'s ``custom_kernel_constraint`` in the Megatron-DeepSpeed the measured
-    runs used; vTrain's model copies it). Otherwise PyTorch runs :func:`unfused_softmax`'s kernels in fp32 —
-    e.g. 16 heads over TP 8 at micro-batch 1 (2 attention batches)."""
-    return 16 < seq <= 2048 and seq % 4 == 0 and attention_batches % 4 == 0
+def fused_softmax(seq: int, attention_batches: int, dtype: str = "fp16") -> bool:
+    """Whether Megatron's fused scale-mask-softmax kernel runs (one kernel each way) for ``seq`` tokens,
+    ``attention_batches`` = micro-batch × heads per TP rank, training in ``dtype``: its warp-per-row kernel
+    needs 16 < key length ≤ 2048, query length and attention batches multiples of 4
+    (``FusedScaleMaskSoftmax``'s ``custom_kernel_constraint`` in the Megatron-DeepSpeed the measured runs
+    used; vTrain's model copies it) and half-precision scores: Megatron-LM's ``megatron/model/fused_softmax.py``
+    invokes the kernel only ``if self.input_in_fp16``, Megatron-Core's ``is_kernel_available``
+    (``megatron/core/fusions/fused_softmax.py``) only with ``self.input_in_float16`` (fp16 or bf16). Otherwise PyTorch runs :func:`unfused_softmax`'s kernels in fp32 —
+    e.g. 16 heads over TP 8 at micro-batch 1 (2 attention batches), or any shape under ``--dtype fp32``.
+    The other fused kernels the list assumes have no dtype condition and run in fp32 too: bias-GeLU and
+    bias-dropout-add are ``jit_fuser`` functions (``megatron/core/fusions/fused_bias_gelu.py``,
+    ``fused_bias_dropout.py``), the layer norm apex's fused kernel, which takes fp32."""
+    return dtype != "fp32" and 16 < seq <= 2048 and seq % 4 == 0 and attention_batches % 4 == 0
 
 
 # Under sequence parallelism Megatron's column-parallel GEMMs (QKV and the MLP's first, gated or not: one

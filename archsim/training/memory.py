@@ -34,6 +34,8 @@ attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the so
 not kept: 8 + 24/t (32 with sequence parallelism) in place of 10 + 24/t (34),
 :func:`residual_mask_bytes`. The first stage also keeps the embedding's dropout mask (s·b·h bytes per
 micro-batch in flight, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
+In fp32 the 2-byte values double and the 1-byte dropout masks stay 1 byte (:func:`layer_mask_bytes`): a GPT
+layer without recompute keeps s·b·h·(66 + 9·a·s/h) bytes, not twice 34 + 5·a·s/h.
 
 With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective
 row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t), and selective
@@ -191,6 +193,28 @@ def attention_core_per_score(c: TransformerConfig) -> int:
     return 5 if c.drops_attention else 2
 
 
+def layer_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, sequence_parallel: bool,
+                     attention: str = "standard") -> float:
+    """The 1-byte dropout masks among :func:`layer_activation_bytes`' bytes: Korthikanti et al.'s
+    34·s·b·h + 5·a·s²·b splits into 2-byte values and the masks, the two residual dropouts' s·b·h each
+    (:func:`residual_mask_bytes`) and the attention dropout's a·s²·b (/t with TP; none kept under full
+    recompute, none s² with FlashAttention, which keeps no mask). A mask is 1 byte whatever the training
+    dtype (PyTorch's dropout keeps a bool tensor), so fp32 doubles the rest only (:func:`stage_memory`)."""
+    if recompute == "full":
+        return 0.0
+    s, b, h, t = c.seq, micro_batch, c.hidden, tp
+    residual = residual_mask_bytes(c) * s * b * h / (t if sequence_parallel else 1)
+    if recompute == "selective" or attention == "flash":
+        return residual
+    return residual + attention_mask_per_score(c) * c.heads * s * s * b / t
+
+
+def attention_mask_per_score(c: TransformerConfig) -> int:
+    """Bytes of attention-dropout mask per score among :func:`attention_core_per_score`'s: 1, none without
+    attention dropout."""
+    return 1 if c.drops_attention else 0
+
+
 def layer_parameters_per_gpu(c: TransformerConfig, tp: int) -> float:
     """One layer's parameters on one GPU of its TP group: the split weights and column-parallel biases
     / t, plus the replicated norms and row-parallel biases."""
@@ -231,11 +255,14 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
 
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: int, first: bool,
                  last: bool, head_copy: bool | None = None,
-                 states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> StageMemory:
+                 states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
+                 scale: float = 1.0, mask_scale: float = 1.0) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
     ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype); ``unit``: with FSDP,
     :func:`fsdp_unit_bytes` per parameter of the stage's largest unit (a layer, or the embedding with the
-    final norm and LM head), counted in the states."""
+    final norm and LM head), counted in the states. ``scale``: the activations' bytes per element over
+    fp16's (2 in fp32); ``mask_scale``: the dropout masks' (:func:`layer_mask_bytes`, the embedding's), 1: a
+    byte in every dtype, as Megatron keeps them (``pytorch-eager`` passes ``scale``: its figures as they were)."""
     b, t = par.micro_batch, par.tp
     if c.family == "switch":  # fp16 bytes as the rest (scaled by memories): 2 per fp32 element counted
         from archsim.training.hf_switch_ops import switch_activation_elements
@@ -243,16 +270,22 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         params = stage_parameters(c, par, layers, first, last, head_copy)
         return StageMemory(params, states * params,
                            in_flight * 2 * switch_activation_elements(c, b))
-    per_layer = layer_activation_bytes(c, b, t, par.recompute, par.sequence_parallel, par.attention)
+    sp = par.sequence_parallel
+    per_layer = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
     activations = in_flight * layers * per_layer
+    masks = in_flight * layers * layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)
     if par.recompute == "full":
-        activations += layer_activation_bytes(c, b, t, "none", par.sequence_parallel, par.attention)
+        activations += layer_activation_bytes(c, b, t, "none", sp, par.attention)
+        masks += layer_mask_bytes(c, b, t, "none", sp, par.attention)
     elif par.recompute == "selective" and par.attention == "standard":
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
+        masks += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
     if first and c.drops_hidden:  # the embedding dropout's 1-byte mask
         activations += in_flight * c.seq * b * c.hidden
+        masks += in_flight * c.seq * b * c.hidden
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
+    activations = activations * scale - masks * (scale - mask_scale)  # scale = mask_scale: the product alone
     params = stage_parameters(c, par, layers, first, last, head_copy)
     if not unit:
         return StageMemory(params, states * params, activations)
@@ -272,12 +305,13 @@ def in_flight(order) -> list[int]:
 
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
-             states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> list[StageMemory]:
+             states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
+             mask_scale: float = 1.0) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
-    bytes per element over fp16's (2 in fp32: the activations double); ``states``: model-state bytes per
-    parameter (:func:`state_bytes`: 20 in fp16, 18 in bf16, 16 in fp32); ``unit``: FSDP's
-    (:func:`stage_memory`)."""
+    bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks at ``mask_scale``:
+    :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
+    in bf16, 16 in fp32); ``unit``: FSDP's (:func:`stage_memory`)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
@@ -293,12 +327,13 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
         parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
-                              states, unit) for j in mine]
+                              states, unit, scale, mask_scale) for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
-                               sum(p.activations for p in parts) * scale))
+                               sum(p.activations for p in parts)))
     return out
 
 
-__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "check_sharding", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
-           "layer_activation_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
+__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
+           "attention_mask_per_score", "check_sharding", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
+           "layer_activation_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

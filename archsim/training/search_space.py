@@ -213,7 +213,7 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0; model states at
     ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`, sharded over DP with the
     distributed optimizer) and activations at its
-    bytes per element over fp16's (fp32's double, as ``archsim train`` counts them)."""
+    bytes per element over fp16's (fp32's double, the 1-byte masks apart, as ``archsim train`` counts Megatron's)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
@@ -223,9 +223,9 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
         parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
-                              states, unit) for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
+                              states, unit, scale) for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
-                               sum(p.activations for p in parts) * scale))
+                               sum(p.activations for p in parts)))
     return out
 
 
