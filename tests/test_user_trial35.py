@@ -1,0 +1,76 @@
+"""User trial 35: an LLM engineer's Llama-3-8B-like and Mistral-like configs on 4 × 8 H100 (issues #38, #40).
+
+Each test here failed on the code before its fix (said in its docstring)."""
+
+import json
+
+import pytest
+
+from archsim.cli import main
+from archsim.devices.catalog import ALIASES, GPUS, gpu
+from archsim.errors import InputError
+
+CLUSTER = """[cluster]
+name = "trial35"
+
+[[servers]]
+count = 4
+gpus = 8
+gpu = "{gpu}"
+
+[network]
+nics_per_server = 8
+nic_gbps = 400
+"""
+
+LLAMA = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 3584, "num_hidden_layers": 4,
+         "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,
+         "max_position_embeddings": 1024, "hidden_act": "silu", "tie_word_embeddings": False}
+
+
+def _train(tmp_path, capsys, gpu_name):
+    (tmp_path / "cluster.toml").write_text(CLUSTER.format(gpu=gpu_name), encoding="utf-8")
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA), encoding="utf-8")
+    code = main(["train", str(tmp_path / "config.json"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "2",
+                 "--dp", "4", "--global-batch", "8", "--micro-batch", "2", "--seq", "1024", "--format", "json"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("typo", ["a100-40", "v100-16", "h100x", "h200-nvl", "a100-80-pcie-x"])
+def test_a_gpu_name_with_a_word_no_gpu_name_has_is_refused(typo, tmp_path, capsys):
+    """Failed before: the cluster's `gpu` matched a catalog part by substring, so "a100-40" (the 40 GB part
+    meant) trained on the 80 GB A100, "v100-16" on the 32 GB V100 and "h200-nvl" (the NVL card) on the
+    H200 SXM, with no word said; "h100x" ran as the H100 SXM. Now one line naming the word, exit 2."""
+    code, out, err = _train(tmp_path, capsys, typo)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("archsim train: error:") and repr(typo) in lines[0]
+    assert "servers[1].gpu" in lines[0] and "h100-80gb-sxm" in lines[0]  # where, and what to write
+    with pytest.raises(InputError, match="unknown GPU"):
+        gpu(typo)
+
+
+# CUDA's names of the catalog's boards (torch.cuda.get_device_name, nvidia-smi), old drivers' too
+CUDA_NAMES = {"NVIDIA H100 80GB HBM3": "h100-80gb-sxm", "NVIDIA_H100_80GB_HBM3": "h100-80gb-sxm",
+              "NVIDIA H100 PCIe": "h100-80gb-pcie", "NVIDIA H200": "h200-141gb",
+              "NVIDIA A100-SXM4-80GB": "a100-80gb", "A100-SXM4-40GB": "a100-40gb",
+              "NVIDIA A100-PCIE-40GB": "a100-40gb-pcie", "NVIDIA A100 80GB PCIe": "a100-80gb-pcie",
+              "Tesla V100-SXM2-32GB": "v100-32gb", "Tesla V100-PCIE-32GB": "v100-pcie-32gb", "Tesla_T4": "t4-16gb",
+              "NVIDIA L4": "l4-24gb", "Tesla P4": "p4-8gb", "Tesla P100-PCIE-16GB": "p100-pcie-16gb",
+              "NVIDIA GeForce GTX 1080 Ti": "gtx-1080-ti-11gb", "GeForce GTX 1080 Ti": "gtx-1080-ti-11gb",
+              "h100-80gb-sxm5": "h100-80gb-sxm", "H100-SXM-80GB": "h100-80gb-sxm"}
+
+
+@pytest.mark.parametrize("name", sorted(CUDA_NAMES))
+def test_cuda_names_still_name_their_board(name):
+    """Whole names of a board, as CUDA reports them or spelled out, still read as that board."""
+    assert gpu(name) is GPUS[CUDA_NAMES[name]]
+
+
+def test_every_catalog_name_alias_and_printed_name_reads_back():
+    """What outputs print (the board's full name) and what the docs list (keys, aliases) read back."""
+    for key, device in GPUS.items():
+        assert gpu(key) is device and gpu(device.name) is device and gpu(key.upper()) is device
+    for alias, key in ALIASES.items():
+        assert gpu(alias) is GPUS[key]
