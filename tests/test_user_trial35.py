@@ -90,3 +90,27 @@ def test_interleave_given_alone_is_named_in_its_refusal(pp, global_batch, tmp_pa
     lines = err.strip().splitlines()
     assert code == 2 and out == "" and len(lines) == 1, err
     assert "field 'interleave'" in lines[0] and "--interleave 2" in lines[0], lines[0]
+
+
+def _title(page):
+    text = page.read_text(encoding="utf-8")
+    return text[text.index("<title>") + 7:text.index("</title>")]
+
+
+def test_train_draws_the_gantt_search_draws_for_its_row(tmp_path, capsys):
+    """Failed before: ``archsim search --gantt`` titled its best row "…: TP2 PP1 DP4, zb-v"-like (the
+    schedule named), and the row's own ``command`` run with ``--gantt`` drew the same timeline titled without
+    the schedule, so the two pages of one configuration said different things. Now one title, schedule and
+    chunks named, whichever command drew it."""
+    (tmp_path / "cluster.toml").write_text(CLUSTER.format(gpu="h100"), encoding="utf-8")
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA), encoding="utf-8")
+    assert main(["search", str(tmp_path / "config.json"), "--cluster", str(tmp_path / "cluster.toml"), "--gpus", "8",
+                 "--global-batch", "16", "--seq", "1024", "--top", "1", "--schedule", "interleaved-1f1b",
+                 "--chunks", "2", "--format", "json", "--gantt", str(tmp_path / "search.html")]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["interleave"] == 2
+    argv = row["command"].split()[1:] + ["--gantt", str(tmp_path / "train.html")]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert _title(tmp_path / "train.html") == _title(tmp_path / "search.html")
+    assert "interleaved-1f1b" in _title(tmp_path / "train.html") and "2 chunks" in _title(tmp_path / "train.html")
