@@ -114,3 +114,17 @@ def test_train_draws_the_gantt_search_draws_for_its_row(tmp_path, capsys):
     capsys.readouterr()
     assert _title(tmp_path / "train.html") == _title(tmp_path / "search.html")
     assert "interleaved-1f1b" in _title(tmp_path / "train.html") and "2 chunks" in _title(tmp_path / "train.html")
+
+
+def test_a_sweep_row_that_cannot_run_names_the_schedule_the_others_ran(tmp_path, capsys):
+    """Failed before: in ``--sweep micro_batch=1,3`` at ``--interleave 2`` the rows that ran said
+    ``interleaved-1f1b`` (the order plain 1F1B becomes with two chunks) and the row refused for its batch said
+    ``1f1b``, so one sweep named two schedules for one setting. Now every row names the order it asks for."""
+    (tmp_path / "cluster.toml").write_text(CLUSTER.format(gpu="h100"), encoding="utf-8")
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA), encoding="utf-8")
+    assert main(["train", str(tmp_path / "config.json"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "2",
+                 "--pp", "2", "--dp", "2", "--global-batch", "8", "--seq", "1024", "--interleave", "2",
+                 "--sweep", "micro_batch=1,3", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [row["micro_batch"] for row in rows] == [1, 3] and rows[0]["error"] == "" and rows[1]["error"]
+    assert [row["schedule"] for row in rows] == ["interleaved-1f1b", "interleaved-1f1b"]
