@@ -128,3 +128,31 @@ def test_a_sweep_row_that_cannot_run_names_the_schedule_the_others_ran(tmp_path,
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [row["micro_batch"] for row in rows] == [1, 3] and rows[0]["error"] == "" and rows[1]["error"]
     assert [row["schedule"] for row in rows] == ["interleaved-1f1b", "interleaved-1f1b"]
+
+
+@pytest.mark.parametrize(("pp", "v"), [(2, 4), (2, 2), (4, 2)])
+def test_interleaved_first_rank_holds_korthikanti_factor_more_activations(pp, v, tmp_path):
+    """Failed before: interleaved 1F1B's first rank held exactly 1F1B's activations whatever the chunks
+    (Llama-3-8B, TP1 PP2 DP16, no recompute: 34.03 GiB at --interleave 1, 2 and 4), because its peak count of
+    chunks in flight, (v − 1)p + 2(p − 1) + 1, was floored to a multiple of v. Narayanan et al. 2021 and
+    Korthikanti et al. 2022 (§4.2.3): the first stage of the interleaved schedule holds
+    1 + (p − 1)/(p·v) times 1F1B's activations — 9 chunks of 4 layers against 8 at p = 2, v = 4."""
+    import archsim
+
+    layers = 8
+    config = dict(LLAMA, num_hidden_layers=layers)
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (tmp_path / "cluster.toml").write_text(CLUSTER.format(gpu="h100"), encoding="utf-8")
+    common = {"cluster": str(tmp_path / "cluster.toml"), "pp": pp, "global_batch": 4 * pp, "micro_batch": 1,
+              "seq": 1024, "recompute": "none"}
+    with pytest.warns(UserWarning):  # the layout uses fewer GPUs than the cluster has
+        plain, _ = archsim.train(str(tmp_path / "config.json"), **common)
+    with pytest.warns(UserWarning):
+        interleaved, _ = archsim.train(str(tmp_path / "config.json"), interleave=v, **common)
+    ratio = interleaved.memory[0].activations / plain.memory[0].activations
+    assert ratio == pytest.approx(1 + (pp - 1) / (pp * v), rel=1e-12)
+    found = archsim.search(str(tmp_path / "config.json"), cluster=str(tmp_path / "cluster.toml"), gpus=[pp],
+                           global_batch=4 * pp, seq=1024, recompute=["none"], schedule=["interleaved-1f1b"],
+                           chunks=[v], max_micro_batch=1, sequence_parallel="off", top=50, progress=False)
+    row = next(r for r in found.rows if r["pp"] == pp and r["interleave"] == v)
+    assert row["peak_memory_gib"] == pytest.approx(interleaved.peak_memory_gib, rel=1e-12)  # search's closed form

@@ -229,7 +229,7 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
     return params
 
 
-def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: int, first: bool,
+def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool,
                  last: bool, head_copy: bool | None = None,
                  states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
@@ -259,6 +259,14 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     per_layer_params = layer_parameters_per_gpu(c, t)
     largest = max(per_layer_params if layers else 0.0, params - layers * per_layer_params)
     return StageMemory(params, states * params + unit * largest, activations)
+
+
+def chunk_in_flight(peak: int, chunks: int) -> float:
+    """Micro-batches in flight on each of a rank's ``chunks`` model chunks when ``peak`` chunk-forwards
+    await their backward: their mean (at least 1), so the rank's activations are ``peak`` chunks' under an
+    even split — interleaved 1F1B's first rank holds (v − 1)p + 2(p − 1) + 1 chunks, Narayanan et al. 2021's
+    and Korthikanti et al. 2022's 1 + (p − 1)/(pv) times 1F1B's p stages' worth, not the nearest multiple of v."""
+    return max(peak / chunks, 1.0)
 
 
 def in_flight(order) -> list[int]:
@@ -292,13 +300,13 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     out = []
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
-        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
+        parts = [stage_memory(c, par, counts[j], chunk_in_flight(peaks[rank], par.chunks), j == 0, j == chunks - 1, apart,
                               states, unit) for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts) * scale))
     return out
 
 
-__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "check_sharding", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
+__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
            "layer_activation_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]
