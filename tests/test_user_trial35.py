@@ -170,3 +170,23 @@ def test_plan_pipedream_shows_its_optimizer_under_way(capsys):
     out, err = capsys.readouterr()
     assert code == 0 and json.loads(out)["meta"]["method"] == "pipedream"
     assert "PipeDream" in err and "optimize" in err, err
+
+
+def test_embedding_dropout_mask_is_split_by_sequence_parallelism(tmp_path):
+    """Failed before: under sequence parallelism the first rank kept the embedding dropout's 1-byte mask of the
+    whole s·b·h; Megatron-LM scatters the embeddings to the sequence-parallel region before that dropout
+    (``LanguageModelEmbedding.forward``), so each TP rank keeps s·b·h/t (Korthikanti et al. 2022, §4.3). Hand count,
+    GPT-3 1.3B (s 2,048, h 2,048, a 16, 24 layers, vocabulary 50,257 padded to 50,688 at TP 4), TP 4, SP, standard
+    attention, no recompute, one micro-batch: 24 layers × sbh(34/t + 5as/(ht)) = 28.5 sbh each, the LM head's
+    6·s·b·V/t logits bytes, and the mask's sbh/t."""
+    import archsim
+
+    (tmp_path / "cluster.toml").write_text(CLUSTER.format(gpu="h100"), encoding="utf-8")
+    with pytest.warns(UserWarning):  # the layout uses 4 of the cluster's 32 GPUs
+        result, _ = archsim.train("configs/transformers/gpt3_1.3b.toml", cluster=str(tmp_path / "cluster.toml"),
+                                  tp=4, global_batch=1, micro_batch=1, recompute="none", sequence_parallel=True,
+                                  attention="standard")
+    s, h, a, t, layers, padded_vocab = 2048, 2048, 16, 4, 24, 50688
+    sbh = s * h
+    expected = layers * sbh * (34 / t + 5 * a * s / (h * t)) + 6 * s * padded_vocab / t + sbh / t
+    assert result.memory[0].activations == pytest.approx(expected, rel=1e-12)

@@ -33,7 +33,7 @@ attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the so
 :func:`attention_core_per_score`). Without hidden dropout (Llama) the two residual dropout masks are
 not kept: 8 + 24/t (32 with sequence parallelism) in place of 10 + 24/t (34),
 :func:`residual_mask_bytes`. The first stage also keeps the embedding's dropout mask (s·b·h bytes per
-micro-batch in flight, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
+micro-batch in flight, s·b·h/t with sequence parallelism, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
 
 With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective
 row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t), and selective
@@ -249,8 +249,9 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         activations += layer_activation_bytes(c, b, t, "none", par.sequence_parallel, par.attention)
     elif par.recompute == "selective" and par.attention == "standard":
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
-    if first and c.drops_hidden:  # the embedding dropout's 1-byte mask
-        activations += in_flight * c.seq * b * c.hidden
+    if first and c.drops_hidden:  # the embedding dropout's 1-byte mask; under SP Megatron-LM scatters the
+        # embeddings to the sequence-parallel region before it (LanguageModelEmbedding.forward): s·b·h/t a rank
+        activations += in_flight * c.seq * b * c.hidden / (t if par.sequence_parallel else 1)
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
     params = stage_parameters(c, par, layers, first, last, head_copy)
