@@ -29,15 +29,18 @@ def run_pipedream(args: argparse.Namespace, profile, topology, priced_on: dict[s
     except InputError as error:
         raise InputError(f"{error.message} (--method pipedream; --method spp takes such a cluster)", file=args.cluster,
                          field=error.where.field) from None
-    try:
-        plan, partition, stage_plans = pipedream_on_cluster(profile, topology, options)
+    from archsim.commands.common import phases
+
+    try:  # its DP over every layer and GPU count takes seconds on a large model: a bar on a terminal says so
+        with phases("PipeDream plan", ("optimize",)) as phase:
+            phase("optimize")
+            plan, partition, stage_plans = pipedream_on_cluster(profile, topology, options)
     except InputError as error:  # name the profile the problem is in
         if error.where.file is not None:
             raise
         raise InputError(error.message, file=args.network, field=error.where.field) from None
     timeline = None
     if args.gantt or args.trace or args.schedule_csv:  # a timeline to write: the simulator, validated
-        from archsim.commands.common import phases
         from archsim.commands.timeline_outputs import validated
         from archsim.spp.pe import pe_makespan
 

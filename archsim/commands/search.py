@@ -192,7 +192,7 @@ def _front_block(front: list[dict], objective: str) -> str:
 def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
     """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
     torch.distributed.pipelining schedule CSV."""
-    from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, write_timeline_outputs
+    from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, iteration_title, write_timeline_outputs
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
 
@@ -204,7 +204,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))
-    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}, {r['schedule']}",
+    write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
                            unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline, par),
                            rows_title=RANK_ROWS)
 

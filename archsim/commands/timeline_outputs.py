@@ -22,6 +22,13 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
                         help="per-rank action CSV in torch.distributed.pipelining's layout")
 
 
+def iteration_title(model: str, par) -> str:
+    """The title of a training iteration's Gantt, one for ``train`` and for ``search``'s row: the layout of
+    ``par`` (a :class:`~archsim.training.parallel.Parallelism`), the schedule that ran and its model chunks."""
+    chunks = f", {par.interleave} chunks per rank" if par.interleave > 1 else ""
+    return f"{model}: TP{par.tp} PP{par.pp} DP{par.dp}, {par.schedule_name}{chunks}"
+
+
 def iteration_caption(iteration_seconds: float, timeline, par=None) -> str:
     """The note under a training iteration's Gantt: the chart draws the pipeline's passes, and each rank's
     work after its last backward ends the iteration later, named as the run's ``par`` (a

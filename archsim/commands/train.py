@@ -110,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
-    from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, write_timeline_outputs
+    from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, iteration_title, write_timeline_outputs
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.rows import Rows
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
-    write_timeline_outputs(args, result.timeline, f"{config.name}: TP{par.tp} PP{par.pp} DP{par.dp}",
+    write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
                            unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline, par),
                            rows_title=RANK_ROWS)
     return 0

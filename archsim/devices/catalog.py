@@ -66,6 +66,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archsim.devices.device import Arrays, Device
+from archsim.devices.gpu_names import check_whole_name
 from archsim.errors import InputError
 from archsim.validate import MIN_MAGNITUDE, shown
 
@@ -310,7 +311,8 @@ def gpu(name: str) -> Device:
     key = ALIASES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
         key = BOARD_OF_CHIP.get(find_gpu(str(name).replace("_", " ")) or "", key)  # file names: _ for spaces
-        if key in GPUS:
+        if key in GPUS:  # read by pattern: a whole name of that board ("a100-40" is not), of its memory
+            check_whole_name(str(name), [*GPUS, *ALIASES, *(board.name for board in GPUS.values())], GPUS)
             _check_stated_memory(str(name), GPUS[key])
     if key not in GPUS:
         raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPUS)}", field="gpu")

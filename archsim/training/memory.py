@@ -33,7 +33,7 @@ attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the so
 :func:`attention_core_per_score`). Without hidden dropout (Llama) the two residual dropout masks are
 not kept: 8 + 24/t (32 with sequence parallelism) in place of 10 + 24/t (34),
 :func:`residual_mask_bytes`. The first stage also keeps the embedding's dropout mask (s·b·h bytes per
-micro-batch in flight, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
+micro-batch in flight, s·b·h/t with sequence parallelism, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
 In fp32 the 2-byte values double and the 1-byte dropout masks stay 1 byte (:func:`layer_mask_bytes`): a GPT
 layer without recompute keeps s·b·h·(66 + 9·a·s/h) bytes, not twice 34 + 5·a·s/h.
 
@@ -253,7 +253,7 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
     return params
 
 
-def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: int, first: bool,
+def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool,
                  last: bool, head_copy: bool | None = None,
                  states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
                  scale: float = 1.0, mask_scale: float = 1.0) -> StageMemory:
@@ -280,9 +280,11 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     elif par.recompute == "selective" and par.attention == "standard":
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
         masks += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
-    if first and c.drops_hidden:  # the embedding dropout's 1-byte mask
-        activations += in_flight * c.seq * b * c.hidden
-        masks += in_flight * c.seq * b * c.hidden
+    if first and c.drops_hidden:  # the embedding dropout's 1-byte mask; under SP Megatron-LM scatters the
+        # embeddings to the sequence-parallel region before it (LanguageModelEmbedding.forward): s·b·h/t a rank
+        embedding_mask = in_flight * c.seq * b * c.hidden / (t if par.sequence_parallel else 1)
+        activations += embedding_mask
+        masks += embedding_mask
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
     activations = activations * scale - masks * (scale - mask_scale)  # scale = mask_scale: the product alone
@@ -292,6 +294,14 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     per_layer_params = layer_parameters_per_gpu(c, t)
     largest = max(per_layer_params if layers else 0.0, params - layers * per_layer_params)
     return StageMemory(params, states * params + unit * largest, activations)
+
+
+def chunk_in_flight(peak: int, chunks: int) -> float:
+    """Micro-batches in flight on each of a rank's ``chunks`` model chunks when ``peak`` chunk-forwards
+    await their backward: their mean (at least 1), so the rank's activations are ``peak`` chunks' under an
+    even split — interleaved 1F1B's first rank holds (v − 1)p + 2(p − 1) + 1 chunks, Narayanan et al. 2021's
+    and Korthikanti et al. 2022's 1 + (p − 1)/(pv) times 1F1B's p stages' worth, not the nearest multiple of v."""
+    return max(peak / chunks, 1.0)
 
 
 def in_flight(order) -> list[int]:
@@ -326,14 +336,14 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     out = []
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
-        parts = [stage_memory(c, par, counts[j], max(peaks[rank] // par.chunks, 1), j == 0, j == chunks - 1, apart,
-                              states, unit, scale, mask_scale) for j in mine]
+        parts = [stage_memory(c, par, counts[j], chunk_in_flight(peaks[rank], par.chunks), j == 0, j == chunks - 1,
+                              apart, states, unit, scale, mask_scale) for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))
     return out
 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
-           "attention_mask_per_score", "check_sharding", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
+           "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
            "layer_activation_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

@@ -190,6 +190,9 @@ class Parallelism:
         if reason is not None:
             rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches,
                                                  pp_flag=setting("pp"))
+            if self.schedule_name != self.schedule:  # 1F1B made interleaved by --interleave alone: name that flag
+                raise InputError(f"{setting('interleave', self.interleave)} runs {self.schedule} as "
+                                 f"{self.schedule_name}: {rule} ({reason})", field="interleave")
             raise InputError(f"{rule} ({reason})", field="schedule")
         if self.stage_layers is not None and len(self.stage_layers) != self.pp * self.chunks:
             need = f"PP × chunks = {self.pp} × {self.chunks} = {self.pp * self.chunks}" if self.chunks > 1 \

@@ -42,7 +42,7 @@ from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import STATE_BYTES_PER_PARAMETER, stage_memory, state_bytes
+from archsim.training.memory import STATE_BYTES_PER_PARAMETER, chunk_in_flight, stage_memory, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import in_flight_peaks
 from archsim.training.stages import hop_bytes
@@ -104,7 +104,7 @@ def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
     return tuple(sum(name.startswith(LAYER) for name in stage.layers) for stage in partition.stages)
 
 
-def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: int,
+def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: float,
                  capacity: float, states: float = STATE_BYTES_PER_PARAMETER) -> int:
     """The most layers a rank running virtual stages ``chunks`` fits in ``capacity`` bytes (−1: not even
     none): its memory, the sum of its chunks' :func:`stage_memory` (``states`` bytes per parameter), is
@@ -184,7 +184,7 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
     rank_of = rank_of_stages(par)
     owned = [[s for s in range(p * v) if rank_of[s] == r] for r in range(p)]
     peaks = in_flight_peaks(par.schedule_name, p, par.microbatches, v)
-    most = [_most_layers(c, par, owned[r], max(peaks[r] // v, 1), capacities[r], states) for r in range(p)]
+    most = [_most_layers(c, par, owned[r], chunk_in_flight(peaks[r], v), capacities[r], states) for r in range(p)]
     if min(most) < v or sum(most) < layers:
         return None
     chain = node_times

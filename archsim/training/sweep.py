@@ -12,7 +12,7 @@ from dataclasses import asdict, fields
 from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
 from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import Parallelism, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
 from archsim.validate import check_job_size, parse_boolean, parse_int, shown
 
@@ -122,9 +122,11 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
 def _point(config, cluster, settings: dict, train) -> dict:
     """One point's row (its GPUs, TP × PP × DP, its settings and result, or why it cannot run)."""
     row = {"gpus": settings["tp"] * settings["pp"] * settings["dp"], **settings}
+    # the order asked for, on a row that runs or not: 1f1b with interleave > 1 is interleaved-1f1b
+    row["schedule"] = schedule_name(settings.get("schedule", Parallelism.schedule),
+                                    settings.get("interleave", Parallelism.interleave))
     try:
         par = Parallelism(**settings)
-        row["schedule"] = par.schedule_name  # the order run: 1f1b with interleave > 1 is interleaved-1f1b
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
         result = train(config, par, machines[0], machines)
         fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
