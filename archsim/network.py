@@ -196,14 +196,15 @@ def nic_speed_warning(key: str, gbps: float) -> str:
 
 
 def network_warnings(spec: dict, network: Network) -> tuple[str, ...]:
-    """The cluster document's implausible NIC speed, one line (train and search print it on stderr): ``[network]
-    nic_gbps``, or without that table ``inter_server_gbps`` where it is one NIC per GPU (``per_gpu_pair``; a
-    ``shared`` figure is the whole server's, which no NIC bounds)."""
+    """The cluster document's implausible NIC speed, one line (train, search and plan print it on stderr): ``[network]
+    nic_gbps``, or without that table a stated ``inter_server_gbps``, which is one NIC's speed either way
+    (:func:`read_network`: one NIC per GPU with ``per_gpu_pair``, one for the whole server with ``shared``)."""
     if "network" in spec:
         line = nic_speed_warning("nic_gbps", network.nic_gbps)
-    elif spec.get("cluster", {}).get("inter_server_link") == "per_gpu_pair" and \
-            spec["cluster"].get("inter_server_gbps"):
+    elif spec.get("cluster", {}).get("inter_server_gbps"):
         line = nic_speed_warning("inter_server_gbps", network.nic_gbps)
+        if line and network.nics_per_server == 1 and network.nic_gbps > NIC_GBPS_SOLD[1]:  # shared: maybe NICs summed
+            line += "; if it is the server's NICs together, give a [network] table (nics_per_server, nic_gbps)"
     else:
         line = ""
     return (line,) if line else ()

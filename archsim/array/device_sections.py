@@ -19,7 +19,8 @@ from archsim.validate import INT32_MAX, cfg_syntax_error, parse_float, parse_int
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
 
 # section → key → (kind, required); kinds: int, float (positive), float0 (≥ 0), fraction (0, 1], seconds [0, 1),
-# latency_us [0, MAX_STEP_LATENCY_US], watts0 [0, MAX_STATIC_WATTS) (:func:`static_watts`), str, bool
+# latency_us [0, MAX_STEP_LATENCY_US], watts0 [0, MAX_STATIC_WATTS) (:func:`static_watts`), gbps0 (0: none, else a
+# cluster file's Gbit/s figure, :func:`archsim.links.is_gbps`: it stands in for inter_server_gbps), str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "device": {"name": ("str", True), "gemm": ("str", False), "split_k": ("bool", False),
                "board_watts": ("float", False), "static_watts": ("watts0", False)},
@@ -32,13 +33,13 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
                "l2_bytes_per_clock": ("float0", False), "hbm_gib": ("float", True), "hbm_gbps": ("float", True),
                "memory_efficiency": ("fraction", False)},
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
-              "inter_node_gbps": ("float0", False), "intra_latency_us": ("latency_us", False),
+              "inter_node_gbps": ("gbps0", False), "intra_latency_us": ("latency_us", False),
               "inter_node_latency_us": ("latency_us", False)},
 }
 # A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
 # nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
 MAX_STEP_LATENCY_US = 1000.0
-_NUMBERS = ("int", "float", "float0", "fraction", "seconds", "latency_us", "watts0")
+_NUMBERS = ("int", "float", "float0", "fraction", "seconds", "latency_us", "watts0", "gbps0")
 # W per chip: no chip leaks a megawatt; a figure at or above it is a unit slipped (mW written as W)
 MAX_STATIC_WATTS = 1e6
 # why a tile-timed device takes no static power (a device file's [device] and a device sweep's spec refuse it alike)
@@ -61,6 +62,18 @@ def static_watts(value: object) -> float:
     if watts >= MAX_STATIC_WATTS:
         raise ValueError(f"expected watts per chip in [0, 10⁶), got {shown(value)}")
     return watts
+
+
+def _gbps0(value: object) -> float:
+    """A device file's NIC, Gbit/s (``[links] inter_node_gbps``): 0 (none stated) or a figure within the one bound of
+    a cluster file's link figures (:func:`archsim.links.is_gbps`), since it stands in for ``inter_server_gbps``;
+    else ValueError in one line, so the device file's own key is named, not the cluster file's."""
+    from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps  # numpy's import, only where a device states a NIC
+
+    gbps = parse_float(value, what="a non-negative number")
+    if gbps and not is_gbps(gbps):
+        raise ValueError(f"expected 0 (none) or a number in [{MIN_GBPS:g}, {MAX_GBPS:g}], got {shown(value)}")
+    return gbps
 
 
 def _check(section: str, key: str, value: object, file: str, typed: bool = True) -> Any:
@@ -94,6 +107,8 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
             return static_watts(value)
         if kind == "latency_us":
             return parse_float(value, high=MAX_STEP_LATENCY_US, what="a non-negative number of µs")
+        if kind == "gbps0":
+            return _gbps0(value)
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=f"{section}.{key}") from None
     if kind == "table":
