@@ -93,7 +93,7 @@ def test_the_table_and_its_front_block_agree(capsys):
         if _config(row) in front:
             entry = front[_config(row)]
             assert (entry["iteration_seconds"], entry["timing"]) == (row["iteration_seconds"], row["timing"])
-            line = (f"  TP{row['tp']} PP{row['pp']} DP{row['dp']} mb{row['micro_batch']} none zb-v: "
+            line = (f"  TP{row['tp']} PP{row['pp']} DP{row['dp']} mb{row['micro_batch']} none zb-v v2: "
                     f"{row['iteration_seconds']:.4g} s, ")
             assert line in block
     assert [r["pareto_optimal"] for r in rows] == [_config(r) in front for r in rows]

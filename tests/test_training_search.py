@@ -123,7 +123,8 @@ def _naive_survivors(c, gpus, per_server, global_batch):
         if (sched.startswith("interleaved") and m % pp) or (sched == "dualpipev" and m < 2 * pp):
             continue
         par = Parallelism(tp, pp, dp, global_batch, mb, rc, sp, v, sched)
-        out[(tp, pp, dp, mb, rc, sched, v, sp)] = max(_order_memories(c, par))
+        shown = 2 if sched in V_SHAPED else v  # a row shows the chunks per rank the schedule runs: two for V shapes
+        out[(tp, pp, dp, mb, rc, sched, shown, sp)] = max(_order_memories(c, par))
     return out
 
 
