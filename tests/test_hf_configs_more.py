@@ -144,7 +144,8 @@ def test_gemma_mlp_is_the_gated_mlp_and_its_embedding_is_scaled():
     ({**_fields("qwen3_8b.json"), "head_dim": None}, "head_dim", "missing"),
     ({**_fields("qwen3_8b.json"), "attention_bias": True}, "attention_bias", "biases"),
     ({**_fields("qwen3_8b.json"), "use_sliding_window": True}, "use_sliding_window", "sliding window"),
-    ({**_fields("gemma_7b.json"), "hidden_activation": "geglu"}, "hidden_activation", "not modelled"),
+    # Gemma's MLP is GeGLU already: "geglu" is no transformers activation, its gate's is written (issue #40)
+    ({**_fields("gemma_7b.json"), "hidden_activation": "geglu"}, "hidden_activation", 'hidden_activation "gelu"'),
 ])
 def test_refused_configs_give_one_line_and_exit_2(tmp_path, capsys, fields, field, words):
     out = tmp_path / "out.csv"

@@ -106,7 +106,8 @@ def test_train_writes_all_its_files_when_nothing_fails(tmp_path, capsys):
     assert not any(_kept(path) for path in paths.values())
     assert paths["--out"].read_text(encoding="utf-8").startswith("# model: ")
     assert _temps(tmp_path) == []
-    assert capsys.readouterr().err.splitlines() == [f"wrote {paths['--out']}"]
+    # every file its wrote line, in the order train writes them: --out, then the timeline's (issue #40)
+    assert capsys.readouterr().err.splitlines() == [f"wrote {path}" for path in paths.values()]
 
 
 # plan: the schedule CSV is written first (with the timeline), then --out

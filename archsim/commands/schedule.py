@@ -92,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
                         loader=lambda name, filled: network_from_args(argparse.Namespace(**{**vars(filled), "network": name})))
     if done.order is not None:  # per-stage: torch's CSV of the order run, then the timeline's drawings
         if args.schedule_csv:
-            from archsim.output_files import write_output
+            from archsim.output_files import note_written, write_output
             from archsim.policies.torch_csv import order_csv
 
-            write_output(args.schedule_csv, order_csv(done.order))
+            note_written(f"wrote {write_output(args.schedule_csv, order_csv(done.order))}")
         if args.gantt or args.trace:
             write_timeline_outputs(argparse.Namespace(**{**vars(args), "schedule_csv": None}), done.timeline,
                                    done.title, unit=done.unit)

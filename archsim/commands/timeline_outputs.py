@@ -59,19 +59,23 @@ def write_timeline_outputs(args: argparse.Namespace, timeline, title: str, unit:
     in its µs); ``borrowed``: (layer, kind) of the
     ops the Gantt hatches (a plan's :attr:`~archsim.partition.result.Partition.borrowed_ops`); ``caption``:
     a note under the Gantt (a training iteration's: :func:`iteration_caption`); ``rows_title``: the Gantt's rows
-    axis where its rows are not processors (a plan's: stage / channel)."""
+    axis where its rows are not processors (a plan's: stage / channel). Each file written is named on stderr
+    by its ``wrote FILE`` line, as ``--out``'s (:func:`~archsim.output_files.note_written`)."""
+    from archsim.output_files import note_written
+
     if args.gantt:
         from archsim.report.gantt import write_gantt  # plotly: only when a chart is asked for
 
-        write_gantt(timeline, args.gantt, title=title, caption=caption, unit=unit, borrowed=borrowed,
-                    rows_title=rows_title)
+        page = write_gantt(timeline, args.gantt, title=title, caption=caption, unit=unit, borrowed=borrowed,
+                           rows_title=rows_title)
+        note_written(f"wrote {page}")
     if args.trace or args.schedule_csv:
         from archsim.report.export import write_chrome_trace, write_pipeline_schedule_csv
 
         if args.trace:
-            write_chrome_trace(timeline, args.trace, unit)
+            note_written(f"wrote {write_chrome_trace(timeline, args.trace, unit)}")
         if args.schedule_csv:
-            write_pipeline_schedule_csv(timeline, args.schedule_csv)
+            note_written(f"wrote {write_pipeline_schedule_csv(timeline, args.schedule_csv)}")
 
 
 def validated(timeline: object) -> Timeline:

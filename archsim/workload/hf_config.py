@@ -103,12 +103,23 @@ def check_fixed(config: dict, kind: str) -> None:
                              field=rule.key)
 
 
-def _activation(config: dict, key: str, default: str) -> str:
-    """The MLP's activation named by ``key``: one archsim states (``ACTIVATIONS``), else refused — a
+# A gated unit's name → its gate's activation, as transformers writes it: ACT2FN has no "swiglu", "geglu" or
+# "reglu", and a gated MLP (Llama's, Gemma's) names the gate's function ("silu") in hidden_act.
+_GATED_UNITS = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
+
+
+def _activation(config: dict, key: str, default: str, *, gated: bool = False) -> str:
+    """The MLP's activation named by ``key``: one archsim states (``ACTIVATIONS``), else refused — in an
+    MLP ``gated`` already (Llama's) a gated unit's name with the gate's name to write instead; elsewhere a
     gated one changes the MLP's GEMMs, others run kernels archsim does not list."""
     value = config.get(key)
     if value is None:
         return default
+    gate = _GATED_UNITS.get(value.lower()) if gated and isinstance(value, str) else None
+    if gate is not None:
+        kind = config.get("model_type")
+        raise InputError(f"{key} {shown(value)} is not a Hugging Face activation name: {kind}'s MLP is gated already "
+                         f'(activation(gate) · up), and its gate\'s activation is written {key} "{gate}"', field=key)
     if value not in ACTIVATIONS:
         raise InputError(f"{key} {shown(value)} is not modelled: archsim reads gelu_new (GPT-2's) and the one-kernel "
                          f"elementwise activations {', '.join(a for a in ACTIVATIONS if a != 'gelu_new')}; gated "
@@ -172,7 +183,7 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
                                  get_key(config, "tie_word_embeddings", gemma),
                                  kv_channels=head_dim_channels(config, "llama", heads, hidden, head_dim),
                                  sliding_window=get_key(config, "sliding_window", required=False) if kind == "mistral" else None,
-                                 activation=_gemma_activation(config) if gemma else _activation(config, "hidden_act", "silu"),
+                                 activation=_gemma_activation(config) if gemma else _activation(config, "hidden_act", "silu", gated=True),
                                  attention_dropout=_number(config, "attention_dropout", 0.0),
                                  partial_rotary_factor=_number(config, "partial_rotary_factor", 1.0),
                                  qkv_bias=kind == "qwen2", qk_norm=kind == "qwen3", scaled_embeddings=gemma)
@@ -267,7 +278,7 @@ def _gemma_activation(config: dict) -> str:
     """GemmaMLP's gate activation: ``hidden_activation``, else gelu_pytorch_tanh (transformers' GemmaMLP
     ignores the older ``hidden_act``, google/gemma-7b's "gelu", and warns). Gemma's GeGLU is the SwiGLU
     MLP's three GEMMs with a gelu gate; the activation is costed as the same elementwise ops."""
-    return _activation(config, "hidden_activation", "gelu_pytorch_tanh")
+    return _activation(config, "hidden_activation", "gelu_pytorch_tanh", gated=True)
 
 
 def _switch_from_hf(config: dict, name: str) -> TransformerConfig:

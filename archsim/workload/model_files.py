@@ -88,15 +88,22 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
 
 
 def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None) -> str:
-    """The note ``train`` and ``search`` print when a rotary model's sequence (tokens) defaults to its
-    ``max_position_embeddings``: that is the longest context it takes (Llama-3.1's 131,072, Qwen3's 40,960),
-    not a length it trains at, so the figures would be for a run few intend. GPT-2's, OPT's and BERT's learned
-    position tables are their training length: no note. '' when ``--seq`` was given or there is nothing to say;
-    it names the way to set it as the caller spells it (``seq=N`` from Python: :func:`archsim.console.setting`)."""
+    """The note ``train`` and ``search`` print on a rotary model's sequence (tokens) against its
+    ``max_position_embeddings``. Defaulted to it: that is the longest context it takes (Llama-3.1's 131,072,
+    Qwen3's 40,960), not a length it trains at, so the figures would be for a run few intend. A ``seq`` past it
+    (100,000 against 8,192): rotary positions have no table, so it runs, but the model was trained to fewer
+    positions. GPT-2's, OPT's and BERT's learned position tables are their training length (a longer seq is
+    refused): no note. '' when there is nothing to say; it names the setting as the caller spells it
+    (``seq=N`` from Python: :func:`archsim.console.setting`)."""
     from archsim.console import setting
 
-    if seq is not None or config.family != "llama" or Path(path).suffix.lower() != ".json":
+    if config.family != "llama" or Path(path).suffix.lower() != ".json":
         return ""
+    if seq is not None:
+        trained = load_transformer(path).seq  # the file's max_position_embeddings, read and checked already
+        return "" if seq <= trained else (
+            f"{setting('seq', seq)} is past max_position_embeddings {trained}: the model was trained to {trained} "
+            "positions (rotary positions have no table, so the run goes on at the length asked)")
     return (f"sequence length {config.seq} tokens per sample, from max_position_embeddings: a rotary model's "
             f"longest context, not its training length; {setting('seq', placeholder='N')} sets it")
 
