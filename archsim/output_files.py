@@ -68,7 +68,8 @@ class _OutputSet:
 
     temps: dict[Path, Path] = field(default_factory=dict)
     folders: list[Path] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the ``wrote FILE`` lines, in :func:`note_written`'s order
+    leading: list[str] = field(default_factory=list)  # the ``--out`` file's, printed before ``notes``
     held: ExitStack = field(default_factory=ExitStack)  # left after the renames (:func:`hold_until_written`)
 
     def stage(self, path: Path, text: str) -> None:
@@ -131,7 +132,7 @@ def output_set() -> Iterator[None]:
         finally:
             _OPEN_SET.reset(token)
         staged.commit()
-    for note in staged.notes:
+    for note in (*staged.leading, *staged.notes):
         print(note, file=sys.stderr)
 
 
@@ -145,15 +146,17 @@ def hold_until_written(context: AbstractContextManager[T]) -> T:
     return staged.held.enter_context(context)
 
 
-def note_written(message: str) -> None:
+def note_written(message: str, *, out: bool = False) -> None:
     """Print ``message`` (``wrote run.json``) on stderr once the run's files are in place: at once
     outside an :func:`output_set`, else when it commits, and never when a later file fails (the
-    file it names was not written then)."""
+    file it names was not written then). The one order of a run's lines, whatever order its command
+    writes its files in: ``out`` (the ``--out`` file, the run's result) first, then the others as
+    written."""
     staged = _OPEN_SET.get()
     if staged is None:
         print(message, file=sys.stderr)
     else:
-        staged.notes.append(message)
+        (staged.leading if out else staged.notes).append(message)
 
 
 def pending(path: str | Path) -> Path:

@@ -364,7 +364,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 def emit(text: str, args: argparse.Namespace) -> None:
     if args.out:
         path = write_output(Path(args.out), text)
-        note_written(f"wrote {path}")
+        note_written(f"wrote {path}", out=True)
     else:
         sys.stdout.write(text)
 

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     text = to_csv(network)
     if args.out:
         path = write_output(args.out, text)
-        note_written(f"wrote {path} ({len(network.layers)} layers, {_parameters(network, args.model)})")
+        note_written(f"wrote {path} ({len(network.layers)} layers, {_parameters(network, args.model)})", out=True)
     else:
         sys.stdout.write(text)
     return 0

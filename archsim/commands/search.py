@@ -30,6 +30,7 @@ from archsim.commands.common import (
 )
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note
+from archsim.output_files import note_written
 from archsim.output_targets import output_flag
 from archsim.validate import INT32_MAX, int_flag
 
@@ -163,9 +164,10 @@ def run(args: argparse.Namespace) -> int:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for
         from archsim.training.energy import energy_basis
 
-        write_front_page(args.pareto_html, f"archsim search: {config.name}, global batch {args.global_batch}",
-                         result.pareto, result.rows, args.objective,
-                         energy_basis(cluster, {r["tp"] * r["pp"] * r["dp"] for r in result.rows}))
+        page = write_front_page(args.pareto_html, f"archsim search: {config.name}, global batch {args.global_batch}",
+                                result.pareto, result.rows, args.objective,
+                                energy_basis(cluster, {r["tp"] * r["pp"] * r["dp"] for r in result.rows}))
+        note_written(f"wrote {page}")
     if args.gantt or args.trace or args.schedule_csv:
         _write_best_timeline(args, config, cluster, result.rows)
     return 0
