@@ -41,7 +41,9 @@ class Where:
 
 
 class InputError(ValueError):
-    """A mistake in user input, located by file, line and field where known."""
+    """A mistake in user input, located by file, line and field where known. ``missing``: the input
+    lacks something (a key, a section, a column), so the field has no line of its own to point at
+    (:func:`archsim.toml_errors.locate`); data the error carries, not read from its wording."""
 
     def __init__(
         self,
@@ -50,8 +52,15 @@ class InputError(ValueError):
         file: str | None = None,
         line: int | None = None,
         field: str | None = None,
+        missing: bool = False,
     ) -> None:
         self.where = Where(file=file, line=line, field=field)
         self.message = message
+        self.missing = missing
         located = str(self.where)
         super().__init__(one_line(f"{located}: {message}" if located else message))
+
+    def at(self, *, file: str | None = None, line: int | None = None, field: str | None = None) -> InputError:
+        """The same error (its message, whether something is missing) placed elsewhere: how a reader
+        re-raises what a reader it called found, as its own file's key."""
+        return InputError(self.message, file=file, line=line, field=field, missing=self.missing)

@@ -95,7 +95,7 @@ def _positive(table: dict, key: str, default, file: str, kind=int):
     """``table[key]``, a positive ``kind`` (``default`` where absent; None: the key is required)."""
     value = table.get(key, default)
     if value is None:  # a required key left out: the user wrote no None to be shown
-        raise InputError("missing key in [network]", file=file, field=key)
+        raise InputError("missing key in [network]", file=file, field=key, missing=True)
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and math.isfinite(value)
     if not ok or (kind is int and not isinstance(value, int)):
         what = "a positive integer" if kind is int else "a positive number"

@@ -58,16 +58,16 @@ def line_of(lines: dict[KeyPath, int | None], field: str) -> int | None:
 
 def locate(exc: InputError, document: object, file: str) -> InputError:
     """``exc`` with the line of its field where it is a key of ``document`` (parsed from ``file`` by
-    :func:`parse_toml`) and the error has none; a missing key has no line (it is nowhere)."""
+    :func:`parse_toml`) and the error has none; a missing key (``exc.missing``) has no line (it is nowhere)."""
     where, text = exc.where, getattr(document, "text", None)
     if (text is None or type(exc) is not InputError or where.file != file or where.line is not None
-            or where.field is None or exc.message.startswith("missing")):
+            or where.field is None or exc.missing):
         return exc
     try:
         line = line_of(key_lines(text), where.field)
     except (IndexError, ValueError):  # text this scanner misreads: the error as it was, never a worse one
         return exc
-    return exc if line is None else InputError(exc.message, file=file, line=line, field=where.field)
+    return exc if line is None else exc.at(file=file, line=line, field=where.field)
 
 
 @contextmanager
@@ -80,7 +80,7 @@ def within(file: str, table: str) -> Iterator[None]:
         field = exc.where.field
         if type(exc) is not InputError or exc.where.file != file or field is None or field_path(field) != (field,):
             raise
-        raise InputError(exc.message, file=file, line=exc.where.line, field=f"{table}.{field}") from None
+        raise exc.at(file=file, line=exc.where.line, field=f"{table}.{field}") from None
 
 
 @contextmanager

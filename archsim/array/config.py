@@ -304,10 +304,10 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             raise InputError("unknown key in [archsim]; expected ClockGHz", file=file, line=line_of(key), field=key)
     for section, keys in _REQUIRED.items():
         if not parser.has_section(section):
-            raise InputError(f"missing section [{section}]", file=file)
+            raise InputError(f"missing section [{section}]", file=file, missing=True)
         for key in keys:
             if not parser.has_option(section, key):
-                raise InputError(f"missing key in [{section}]", file=file, field=key)
+                raise InputError(f"missing key in [{section}]", file=file, field=key, missing=True)
 
     _refuse_unmodelled(parser, file, line_of, sparsity, layouts)
     arch = parser["architecture_presets"]

@@ -145,7 +145,7 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     for section, keys in _KEYS.items():
         given = spec.get(section, {})
         if section in required and section not in spec:
-            raise InputError(f"missing section [{section}]", file=file)
+            raise InputError(f"missing section [{section}]", file=file, missing=True)
         if not isinstance(given, dict):
             raise InputError(f"[{section}] must be a table", file=file)
         for key in given:
@@ -155,7 +155,7 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
                                  field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
             if needed and key not in given and (section in required):
-                raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}")
+                raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}", missing=True)
         out[section] = {key: _check(section, key, value, file, typed) for key, value in given.items()}
     return out
 

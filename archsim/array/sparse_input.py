@@ -51,7 +51,7 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     def value(key: str) -> str:
         if key not in section:
             raise InputError("missing key in [sparsity] (SCALE-Sim reads it when SparsitySupport is true)",
-                             file=file, field=key)
+                             file=file, field=key, missing=True)
         return section[key].strip()
 
     def integer(key: str, low: int, high: int) -> int:

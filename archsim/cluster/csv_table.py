@@ -32,7 +32,7 @@ def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) ->
                              line=header_line, field=column)
     for column in columns:
         if column not in header:
-            raise InputError("missing column", file=source, line=header_line, field=column)
+            raise InputError("missing column", file=source, line=header_line, field=column, missing=True)
     cells = []
     for line, row in rows[1:]:
         if len(row) != len(header):

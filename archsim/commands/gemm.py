@@ -76,7 +76,7 @@ def read_shapes(path: str) -> pd.DataFrame:
     header = [c.strip().lower() for c in rows[0][1] if c.strip()]
     missing = [c for c in SHAPE_COLUMNS if c not in header]
     if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}", file=path, line=rows[0][0], field=missing[0])
+        raise InputError(f"missing column(s) {', '.join(missing)}", file=path, line=rows[0][0], field=missing[0], missing=True)
     index = {c: header.index(c) for c in SHAPE_COLUMNS}
     records = []
     for line, row in rows[1:]:
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         missing = [f"--{x}" for x in ("m", "k", "n") if getattr(args, x) is None]
         if missing:
-            raise InputError(f"missing {', '.join(missing)} (or give --shapes FILE.csv)", field=missing[0])
+            raise InputError(f"missing {', '.join(missing)} (or give --shapes FILE.csv)", field=missing[0], missing=True)
         rows, cols = parse_array_shape(args.array) if args.array else (base.rows, base.cols)
         warn_array_size(rows, cols, args.array, args.config)
         shape = {"m": args.m, "k": args.k, "n": args.n, "rows": rows, "cols": cols,

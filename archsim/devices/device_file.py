@@ -92,7 +92,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
             lanes = Arrays(comp["lanes"], comp.get("lane_rows", 1), comp.get("lane_cols", 1), "os",
                            arrays.clock_hz)
         except InputError as exc:
-            raise InputError(exc.message, file=file, field=f"compute.{exc.where.field}") from None
+            raise exc.at(file=file, field=f"compute.{exc.where.field}") from None
     elif "lane_rows" in comp or "lane_cols" in comp:
         raise InputError("lane_rows / lane_cols need lanes (the count of lane arrays)", file=file,
                          field="compute.lanes")
@@ -144,7 +144,7 @@ def _checked_device(document: dict, file: str) -> Device:
         arrays = Arrays(comp["arrays"], comp["rows"], comp["cols"], comp.get("dataflow", "ws"),
                         clock, comp.get("arrays_per_core", 1))
     except InputError as exc:
-        raise InputError(exc.message, file=file, field=f"compute.{_key_of(exc.where.field)}") from None
+        raise exc.at(file=file, field=f"compute.{_key_of(exc.where.field)}") from None
     return _device(values, arrays, file)
 
 
@@ -164,7 +164,7 @@ def _cfg_device(path: Path) -> Device:
     try:
         arrays = Arrays(count, array.rows, array.cols, array.dataflow, float(array.clock_hz), per_core)
     except InputError as exc:
-        raise InputError(exc.message, file=file, field=f"device.{_key_of(exc.where.field)}") from None
+        raise exc.at(file=file, field=f"device.{_key_of(exc.where.field)}") from None
     values["compute"] = {}
     return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
 

@@ -215,7 +215,7 @@ def _table(data: dict, file: str) -> EnergyTable:
             sram_leakage_mw_per_kib=_number(leakage.get("sram_mw_per_kib", 0.0), "leakage.sram_mw_per_kib", file),
         )
     except KeyError as exc:
-        raise InputError("missing key", file=file, field=str(exc.args[0])) from None
+        raise InputError("missing key", file=file, field=str(exc.args[0]), missing=True) from None
     except (TypeError, AttributeError):
         raise InputError("malformed table (see configs/energy/horowitz45.toml for the layout)", file=file) from None
 

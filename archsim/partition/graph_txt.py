@@ -86,7 +86,7 @@ def _fields(metadata: str, file: str, number: int) -> dict[str, float]:
         values[key] = total
     missing = [f for f in FIELDS if f not in values]
     if missing:
-        raise InputError("missing field", file=file, line=number, field=missing[0])
+        raise InputError("missing field", file=file, line=number, field=missing[0], missing=True)
     return values
 
 

@@ -146,7 +146,7 @@ def read_stage_profile(path: str | Path, bandwidth: float | None = None) -> Stag
                              field=name)
     for name in REQUIRED:
         if name not in header:
-            raise InputError(f"missing column {name!r}", file=str(path), line=1, field=name)
+            raise InputError(f"missing column {name!r}", file=str(path), line=1, field=name, missing=True)
     columns: dict[str, list[float]] = {name: [] for name in header}
     for line, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):

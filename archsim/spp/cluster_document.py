@@ -36,7 +36,7 @@ def server_fabric(group: dict, device: Device | None, file: str) -> float:
         raise InputError("missing: the in-server bandwidth: state intra_server_gbps in the [[servers]] table (Gbit/s "
                          "per GPU, both directions), or name the chip whose own link is read: gpu = \"<catalog "
                          'name>", or device = "<device file>" with its [links] intra_gbps (GB/s per direction)',
-                         file=file, field="intra_server_gbps")
+                         file=file, field="intra_server_gbps", missing=True)
     return device.fabric_bytes_per_s
 
 
@@ -54,7 +54,7 @@ def server_gpu(name: object, file: str) -> Device:
             raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
                              f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
                              field="gpu") from None
-        raise InputError(exc.message, file=file, field="gpu") from None
+        raise exc.at(file=file, field="gpu") from None
 
 
 def read_cluster_document(path: str | Path) -> dict:

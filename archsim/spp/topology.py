@@ -224,7 +224,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(f"unknown table; {CLUSTER_TABLES}", file=file, field=stray[0])
     for name, header in (("cluster", "[cluster]"), ("servers", "[[servers]]")):
         if name not in spec:
-            raise InputError(f"missing {header} table; {CLUSTER_TABLES}", file=file, field=name)
+            raise InputError(f"missing {header} table; {CLUSTER_TABLES}", file=file, field=name, missing=True)
     cluster = spec["cluster"]
     if not isinstance(cluster, dict):
         raise InputError("expected a table: write [cluster] above its keys", file=file, field="cluster")
@@ -251,7 +251,7 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         count, gpus = group.get("count", 1), group.get("gpus")
         for key, value in (("count", count), ("gpus", gpus)):  # the key at fault, by name
             if value is None:
-                raise InputError("missing key in [[servers]]", file=file, field=f"servers[{table + 1}].{key}")
+                raise InputError("missing key in [[servers]]", file=file, field=f"servers[{table + 1}].{key}", missing=True)
             if not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
                 raise InputError(f"expected a positive integer, got {shown_number(value)}", file=file,
                                  field=f"servers[{table + 1}].{key}")
@@ -325,7 +325,7 @@ def missing_inter_server(file: str) -> InputError:
     """The refusal of a cluster of 2 or more servers that states no bandwidth between them."""
     return InputError("missing: the bandwidth between two servers, Gbit/s (required with 2 or more servers without "
                       "a [network] table of NICs, or the servers' device files' one [links] inter_node_gbps)",
-                      file=file, field="inter_server_gbps")
+                      file=file, field="inter_server_gbps", missing=True)
 
 
 def load_topology_file(path: str | Path, *, seed: int | None = None) -> Topology:

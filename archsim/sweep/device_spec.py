@@ -158,7 +158,7 @@ def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, s
         if found is not None:
             return str(found)
     except InputError as exc:
-        raise InputError(exc.message, file=file, field=key) from None
+        raise exc.at(file=file, field=key) from None
     raise InputError(f"{shown(name)}: no file in the spec's folder, and no shipped configs/{shipped}/{name}"
                      f"{{{','.join(suffixes)}}}", file=file, field=key)
 
@@ -187,7 +187,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     missing = sorted(REQUIRED - set(table))
     if missing:
         raise InputError("missing key (a device sweep needs model, device, chips and global_batch)", file=file,
-                         field=missing[0])
+                         field=missing[0], missing=True)
 
     def axis(key: str, check) -> tuple:
         value = table[key]
@@ -236,7 +236,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                 sides = axis(key, integer(key, 1 << 15))
                 arrays = square_arrays(device, sides)
             except InputError as exc:
-                raise InputError(exc.message, file=file, field=key) from None
+                raise exc.at(file=file, field=key) from None
         else:
             arrays = axis(key, lambda text: _shape(text, file, key))
     sram: tuple[int | None, ...] = (None,)
@@ -280,7 +280,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     try:
         device.peak(dtype)
     except InputError as exc:
-        raise InputError(exc.message, file=file, field="dtype") from None
+        raise exc.at(file=file, field="dtype") from None
     setup = DeviceSetup(model=table["model"], model_path=model_path, model_sha256=file_sha256(model_path),
                         device=table["device"], device_path=device_path, device_sha256=file_sha256(device_path),
                         global_batch=global_batch, micro_batch=micro_batch, recompute=recompute, dtype=dtype,
@@ -337,7 +337,9 @@ def _read(load: Callable[[str], T], path: str, file: str, key: str) -> T:
     try:
         return load(path)
     except InputError as exc:
-        raise InputError(str(exc) if exc.where.file else exc.message, file=file, field=key) from None
+        if exc.where.file:  # the named file's own place kept in the text: not a key of this file that is missing
+            raise InputError(str(exc), file=file, field=key) from None
+        raise exc.at(file=file, field=key) from None
 
 
 def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:

@@ -63,7 +63,7 @@ def read_results(folder: Path) -> pd.DataFrame:
     frame = frame.rename(columns=current_names(frame.columns))  # an older version's names read as today's
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
-        raise InputError("missing column", file=str(path), line=1, field=missing[0])
+        raise InputError("missing column", file=str(path), line=1, field=missing[0], missing=True)
     if not text.endswith("\n"):  # archsim writes whole lines, atomically: a file without one was cut short
         raise InputError("the file ends inside a row (cut short?): rerun the sweep that wrote it", file=str(path),
                          line=text.count("\n") + 1)
@@ -319,7 +319,7 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     missing = [c for c in COLUMNS if c not in results.columns]
     if missing or results.empty:
         raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
-                         field=missing[0] if missing else None)
+                         field=missing[0] if missing else None, missing=bool(missing))
     command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
     sram = [SRAM_COLUMN] if SRAM_COLUMN in results.columns else []
     rows = results[["arrays", *sram, "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib",

@@ -184,7 +184,7 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
         try:  # the line names the spec, as an array file's does
             candidate = resolve_name(spec_dir, name, "", "network file", field="networks")
         except InputError as exc:
-            raise InputError(exc.message, file=file, field="networks") from None
+            raise exc.at(file=file, field="networks") from None
         if is_file(candidate):
             return str(candidate.resolve())
         raise InputError(f"network file {shown(name)} not found in the spec's folder", file=file, field="networks")
@@ -193,7 +193,7 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
     try:
         shipped_key(name, missing="no file in the spec's folder, and no")
     except InputError as exc:
-        raise InputError(exc.message, file=file, field="networks") from None
+        raise exc.at(file=file, field="networks") from None
     return name
 
 
@@ -204,7 +204,7 @@ def _shipped_table_name(name: str, file: str) -> str:
     try:
         shipped_table(name, field="energy_tables")
     except InputError as exc:
-        raise InputError(exc.message, file=file, field="energy_tables") from None
+        raise exc.at(file=file, field="energy_tables") from None
     return name
 
 
@@ -248,7 +248,7 @@ def _spec(document: dict, path: Path, file: str) -> SweepSpec | DeviceSweepSpec:
         raise InputError(f"unknown key; allowed: {', '.join(sorted(KEYS))}", file=file, field=unknown[0])
     missing = sorted(REQUIRED - set(table))
     if missing:
-        raise InputError("missing key", file=file, field=missing[0])
+        raise InputError("missing key", file=file, field=missing[0], missing=True)
 
     def strings(key: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
         value = table.get(key, [])

@@ -38,7 +38,7 @@ def resolve_array_file(name: str, spec_dir: Path, file: str) -> Path:
     try:
         candidate = resolve_name(spec_dir, name, "", "array file", field="arrays")
     except InputError as exc:
-        raise InputError(exc.message, file=file, field="arrays") from None
+        raise exc.at(file=file, field="arrays") from None
     if not is_file(candidate):
         raise InputError(f"array file {shown(name)} not found in the spec's folder", file=file, field="arrays")
     return candidate.resolve()
@@ -51,7 +51,7 @@ def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayF
         try:
             return parse_array_shape(text)
         except InputError as exc:
-            raise InputError(exc.message, file=file, field="arrays") from None
+            raise exc.at(file=file, field="arrays") from None
     from archsim.array.options import array_from_flags
 
     path = resolve_array_file(text, spec_dir, file)

@@ -127,7 +127,7 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
     meta, first = split_meta(lines)
     names = lines[first].split(",") if first < len(lines) else []
     if missing := [c for c in PROBE_COLUMNS if c not in names]:
-        raise InputError(f"missing the probe columns {', '.join(missing)}", file=file, line=first + 1)
+        raise InputError(f"missing the probe columns {', '.join(missing)}", file=file, line=first + 1, missing=True)
     where = {c: names.index(c) for c in PROBE_COLUMNS}
     rows = []
     for number, line in enumerate(lines[first + 1:], start=first + 2):

@@ -71,7 +71,7 @@ def read_runs(path: str | Path) -> tuple[RunRow, ...]:
                "CSV as released)")
     missing = [c for c in REQUIRED if c not in names]
     if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}: {columns}", file=file, line=first + 1)
+        raise InputError(f"missing column(s) {', '.join(missing)}: {columns}", file=file, line=first + 1, missing=True)
     unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
     if unknown:  # measured_ms for measured_seconds: the columns it may have, as a missing one gets them
         raise InputError(f"unknown column(s) {', '.join(unknown)}: {columns}", file=file, line=first + 1)

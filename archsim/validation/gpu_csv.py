@@ -71,7 +71,7 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
                 "compares with archsim train --implementation pytorch-eager" if "e2e_ms" in names else "")
         raise InputError(f"missing column(s) {', '.join(missing)}: validate-gpu reads kernel CSVs, archsim's "
                          f"({', '.join(REQUIRED)}, …) or NeuSight's (OPName, Latency, Device, …){kind}",
-                         file=source, line=header_line, field=missing[0])
+                         file=source, line=header_line, field=missing[0], missing=True)
     index = {name: position for position, name in enumerate(names) if name}
     records = []
     seen: dict[tuple, int] = {}

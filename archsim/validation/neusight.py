@@ -83,7 +83,7 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
     absent_required = [name for name in REQUIRED if name not in header]
     if absent_required:
         raise InputError(f"missing column {absent_required[0]}: NeuSight kernel CSVs need {', '.join(REQUIRED)}",
-                         file=source, line=rows[0][0], field=absent_required[0])
+                         file=source, line=rows[0][0], field=absent_required[0], missing=True)
     index = {name: position for position, name in enumerate(header)}
     records = []
     for line, row in rows[1:]:
@@ -100,7 +100,7 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
         absent = [name for name in needed.values() if name not in index]
         if absent:  # the header's fault, not this row's: named at the header's line
             raise InputError(f"missing column {absent[0]}: {op} rows need {', '.join(sorted(needed.values(), key=SHAPES.index))}",
-                             file=source, line=rows[0][0], field=absent[0])
+                             file=source, line=rows[0][0], field=absent[0], missing=True)
         for dimension, name in needed.items():
             text_value = cell(name)
             try:

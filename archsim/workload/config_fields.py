@@ -16,7 +16,7 @@ def get_key(table: dict, key: str, default=None, *, required: bool = True):
     absent or null (refused as missing where there is none and ``required``)."""
     if key not in table or table[key] is None:
         if default is None and required:
-            raise InputError("missing key", field=key)
+            raise InputError("missing key", field=key, missing=True)
         return default
     value = table[key]
     if isinstance(default, bool) or key.startswith("tie"):

@@ -84,7 +84,7 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
         config = _from_toml(document, path) if path.suffix.lower() == ".toml" else from_hf(document, path)
         return config if seq is None else replace(config, seq=seq)
     except InputError as exc:
-        raise locate(InputError(exc.message, file=file, field=exc.where.field), document, file) from None
+        raise locate(exc.at(file=file, field=exc.where.field), document, file) from None
 
 
 def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None) -> str:
