@@ -78,9 +78,7 @@ def schedule(network=None, *, policy: str | None = None, processors: int | None 
     given = dict(locals())
     from archsim.partition.profile import LayerProfile
 
-    if isinstance(network, LayerProfile):
-        return _on_profile(network, policy, processors, microbatches, unit_costs, flush, group, given)
-    settings = _checked(given)
+    settings = _on_profile(given) if isinstance(network, LayerProfile) else _checked(given)
     from archsim.planners import idle_line
     from archsim.policies.schedule_run import run_schedule
 
@@ -184,22 +182,20 @@ def _policies() -> tuple[str, ...]:
     return OOO_POLICIES + DP_POLICIES + ZB_SCHEDULES + LIST_SCHEDULES + STAGE_ONLY + ("multistream",)
 
 
-def _on_profile(costs, policy, processors, microbatches, unit_costs, flush, group, given: dict) -> ScheduleResult:
-    """An out-of-order pipeline on a :class:`LayerProfile` as is (costs of your own, or :func:`archsim.profile`'s):
-    its first layer's δ runs only where the cost model priced one (``mode="paper"``); a keyword that would cost a
-    network is refused (the profile carries its costs)."""
+def _on_profile(given: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of an out-of-order pipeline on a :class:`LayerProfile` as is (costs of your own, or
+    :func:`archsim.profile`'s), checked as the keywords of a network are (:func:`_checked`) for the run that takes
+    one (:func:`~archsim.policies.schedule_run.run_schedule`): a keyword that would cost a network is refused (the
+    profile carries its costs)."""
     from archsim.choices.schedules import OOO_POLICIES
     from archsim.errors import InputError
-    from archsim.planners import idle_line
-    from archsim.policies.ooo import default_flush, devices_used, ooo_schedule, require_chain, schedule_metrics
-    from archsim.policies.ooo import unit_costs as ones
-    from archsim.sim.validate import assert_valid
 
+    policy, group = given["policy"], given["group"]
     check_choice(policy, OOO_POLICIES, "policy")
-    processors = positive_int(processors, "processors")
-    microbatches = 1 if microbatches is None else positive_int(microbatches, "microbatches")
-    check_switch(unit_costs, "unit-costs")
-    check_switch(flush, "flush", none=True)
+    processors = positive_int(given["processors"], "processors")
+    microbatches = None if given["microbatches"] is None else positive_int(given["microbatches"], "microbatches")
+    check_switch(given["unit_costs"], "unit-costs")
+    check_switch(given["flush"], "flush", none=True)
     ignored = [name for name, value in given.items() if value not in (None, False) and name not in (
         "network", "policy", "processors", "microbatches", "unit_costs", "flush", "group")]
     if ignored:
@@ -208,19 +204,9 @@ def _on_profile(costs, policy, processors, microbatches, unit_costs, flush, grou
     if group is not None and policy != "ooo-pipe2":
         raise InputError(f"group is ooo-pipe2's modulo group; {policy} allocates layers contiguously: drop it",
                          field="group")
-    group = 1 if group is None else positive_int(group, "group")
-    chain = ones(len(costs.names)) if unit_costs else costs
-    first_delta = not unit_costs and bool(costs.lowered) and bool(costs.delta[0] > 0)
-    require_chain(chain)
-    flush = default_flush(policy) if flush is None else flush
-    problem, timeline = ooo_schedule(chain, processors, microbatches, policy, flush=flush, group=group,
-                                     first_layer_delta=first_delta)
-    assert_valid(problem, timeline)
-    _warn("note", idle_line(f"{policy}'s allocation", devices_used(len(chain), processors, policy, group), processors))
-    row = {"policy": policy, "processors": processors, "microbatches": microbatches, "flush": flush,
-           **schedule_metrics(problem, timeline)}
-    return ScheduleResult(row, {"unit": "units" if unit_costs else costs.unit, "costs": "unit" if unit_costs
-                                else "profile"}, timeline)
+    return {"network": given["network"], "policy": policy, "processors": processors, "microbatches": microbatches,
+            "unit_costs": given["unit_costs"] or None, "flush": given["flush"],
+            "group": None if group is None else positive_int(group, "group")}
 
 
 __all__ = ["ScheduleResult", "schedule"]

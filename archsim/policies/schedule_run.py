@@ -1,6 +1,7 @@
 """``archsim schedule``'s runs, once for the command and :func:`archsim.schedule`: every policy on a network
 (the out-of-order pipelines, data parallel, the published zero-bubble orders, their list-scheduled versions,
-multistream), a block network (one layer per transformer block), or per-stage costs
+multistream), a block network (one layer per transformer block), a :class:`~archsim.partition.profile.LayerProfile`
+as is (the out-of-order pipelines; :func:`archsim.schedule`'s), or per-stage costs
 (:mod:`archsim.policies.stage_schedule`). :func:`run_schedule` takes the flags' values as keywords of the same
 names, refuses what the command refuses with the same lines, and returns the row and meta the command prints."""
 
@@ -19,6 +20,7 @@ from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
 if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule runs
     from archsim.partition.profile import LayerProfile
     from archsim.policies.stage_profile import StageProfile
+    from archsim.sim.timeline import Timeline
     from archsim.workload.layer import Network
 
 DEFAULT_LINK_BYTES_PER_CYCLE = 64.0  # a link in network mode when --link-bandwidth is not given
@@ -45,8 +47,9 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
     ``drawn``: the timeline outputs the caller will write (``--gantt``, …; multistream has none); ``loader``: a
     NETWORK name or path and the run's settings (the keywords, defaults filled in) → its :class:`Network` (default :func:`archsim.workload.load_network` with the network
     keywords, its notes spoken); ``speak(kind, text)``: a note or warning (default: stderr); ``phases``: the
-    progress bar over costs, build, simulate and validate (default none)."""
+    progress bar over costs, build, simulate and validate (default none). ``network`` may be a LayerProfile: its costs as is."""
     from archsim.console import say
+    from archsim.partition.profile import LayerProfile
     from archsim.policies.schedule_flags import check_policy_flags
     from archsim.policies.stage_schedule import run_stages, stage_mode
     from archsim.validate import DEFAULT_MAX_OPS
@@ -65,6 +68,8 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
     check_policy_flags(args, stage_mode(args))  # before anything is read or written
     if stage_mode(args):
         return run_stages(args)
+    if isinstance(network, LayerProfile):
+        return _profile_run(args, phases)
     return _network_run(args, tuple(drawn), loader or _loader(speak), speak, phases)
 
 
@@ -93,9 +98,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     from archsim.partition import build_profile
     from archsim.partition.profile import collapse_profile
     from archsim.policies import zero_bubble as zb
-    from archsim.policies.ooo import default_flush, ooo_problem, require_chain, schedule_metrics, unit_costs
-    from archsim.sim import simulate
-    from archsim.sim.validate import assert_valid
+    from archsim.policies.ooo import default_flush, unit_costs
     from archsim.validate import check_job_size
     from archsim.workload.shipped import BLOCK_NETWORKS, block_groups, block_network_of
 
@@ -152,33 +155,77 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
             phase("build")
-            require_chain(costs, block_network_of(network.name))
             # a first block's δ holds its inner ops' (needed for their G); its first op's is in it only
             # where the mode counts it (paper), so a block network always schedules it
             first_delta = (args.mode == "paper" or groups is not None) and not args.unit_costs
-            problem = ooo_problem(costs, args.processors, args.microbatches, args.policy, flush=flush,
-                                  group=args.group, first_layer_delta=first_delta)
-        phase("simulate")
-        timeline = simulate(problem)
-        phase("validate")
-        assert_valid(timeline.problem, timeline)  # a simulator bug, not a user's mistake, where it fails
-    takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
-    metrics = schedule_metrics(problem, timeline)
-    if args.policy in DP_POLICIES:  # its iteration window allocates no stash: a 0 would read as "holds none"
-        del metrics["peak_activation_bytes"]
-    row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
-           **takes_flush, **metrics, **extra}
+            problem = _ooo_problem(args, costs, flush, first_delta, block_network_of(network.name))
+        timeline, row = _simulated(args, problem, phase, flush, extra)
     meta = _costs_meta(args, name, unit, None if args.unit_costs else array)
     clock = None if args.unit_costs else _with_clock(_array(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
         meta["makespan_seconds"] = float(row["makespan"]) / clock
-    used = None
-    if args.policy in OOO_POLICIES:  # the paper's allocations can leave a device without layers: the caller says so
-        from archsim.policies.ooo import devices_used
+    return ScheduleRun(row, meta, timeline, None, f"{name}: {args.policy}, {args.processors} devices", unit,
+                       _used(args, len(costs)))
 
-        used = devices_used(len(costs), args.processors, args.policy, args.group)
-    return ScheduleRun(row, meta, timeline, None, f"{name}: {args.policy}, {args.processors} devices", unit, used)
+
+def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
+    """An out-of-order pipeline on a :class:`~archsim.partition.profile.LayerProfile` given as is (the caller's
+    own costs, or :func:`archsim.profile`'s), through a network run's build, simulation, validation and row:
+    its first layer's δ runs only where the cost model priced one; unit costs are F = D = G = 1 a layer."""
+    from archsim.policies.ooo import default_flush, unit_costs
+
+    if args.policy not in OOO_POLICIES:  # the per-stage and data-parallel runs cost a network themselves
+        raise InputError(f"a profile runs the out-of-order pipelines ({', '.join(OOO_POLICIES)}), not "
+                         f"{args.policy}", field=field_name("policy"))
+    profile = args.network
+    costs = unit_costs(len(profile.names)) if args.unit_costs else profile
+    first_delta = not args.unit_costs and bool(profile.lowered) and bool(profile.delta[0] > 0)
+    flush = default_flush(args.policy) if args.flush is None else args.flush
+    with phases(f"schedule {args.policy}", ("build", "simulate", "validate")) as phase:
+        phase("build")
+        problem = _ooo_problem(args, costs, flush, first_delta)
+        timeline, row = _simulated(args, problem, phase, flush)
+    unit = "units" if args.unit_costs else profile.unit
+    return ScheduleRun(row, {"unit": unit, "costs": "unit" if args.unit_costs else "profile"}, timeline, None,
+                       f"profile: {args.policy}, {args.processors} devices", unit, _used(args, len(costs)))
+
+
+def _ooo_problem(args: SimpleNamespace, costs: LayerProfile, flush: bool, first_delta: bool, block: str | None = None):
+    """The out-of-order pipeline's problem on ``costs`` (a chain: ``block``, the block network it came from, names
+    the fix of a refusal); ``first_delta``: the first layer's δ is scheduled."""
+    from archsim.policies.ooo import ooo_problem, require_chain
+
+    require_chain(costs, block)
+    return ooo_problem(costs, args.processors, args.microbatches, args.policy, flush=flush, group=args.group,
+                       first_layer_delta=first_delta)
+
+
+def _simulated(args: SimpleNamespace, problem, phase, flush: bool, extra: dict | None = None) -> tuple[Timeline, dict]:
+    """``problem`` simulated and validated (a failure is a simulator bug, not a user's mistake), and the run's row."""
+    from archsim.policies.ooo import schedule_metrics
+    from archsim.sim import simulate
+    from archsim.sim.validate import assert_valid
+
+    phase("simulate")
+    timeline = simulate(problem)
+    phase("validate")
+    assert_valid(timeline.problem, timeline)
+    takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
+    metrics = schedule_metrics(problem, timeline)
+    if args.policy in DP_POLICIES:  # its iteration window allocates no stash: a 0 would read as "holds none"
+        del metrics["peak_activation_bytes"]
+    row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
+           **takes_flush, **metrics, **(extra or {})}
+    return timeline, row
+
+
+def _used(args: SimpleNamespace, layers: int) -> int | None:
+    """The devices an out-of-order allocation gives layers (it can leave some without: the caller says so); None
+    for other policies."""
+    from archsim.policies.ooo import devices_used
+
+    return devices_used(layers, args.processors, args.policy, args.group) if args.policy in OOO_POLICIES else None
 
 
 def _op_count(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool = False) -> int:
