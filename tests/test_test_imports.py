@@ -1,10 +1,10 @@
 """The tests reach archsim through its public names, as archsim's modules reach each other
-(tests/test_layering.py's private-import rule, read with the same helper)."""
+(tests/test_layering_names.py's private-import rule, read with the same helper, tests/import_graph.py)."""
 
 from pathlib import Path
 
 import pytest
-from test_layering import ROOT, private_imports
+from import_graph import ROOT, private_imports
 
 # The tests reach archsim through its public names too: a test that needs a private name either checks an
 # implementation detail (it goes through the public function instead) or has found a concept (made public
