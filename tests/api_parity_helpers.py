@@ -1,0 +1,49 @@
+"""What the API parity tests share (tests/test_api_parity*.py): the command's printed output as the reference,
+read at full precision, and its one-line refusals."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+
+from archsim import cli
+from archsim.errors import InputError
+
+TOPOLOGY = "layerpipe_sample"
+MODEL = "configs/transformers/gpt_1024h_24l.json"
+NODE = "configs/clusters/a100_node.toml"
+
+
+def cli_csv(argv: list[str], capsys) -> pd.DataFrame:
+    """The command's per-layer rows (its TOTAL row dropped) as the CSV it prints."""
+    capsys.readouterr()
+    assert cli.main([*argv, "--format", "csv"]) == 0
+    frame = pd.read_csv(io.StringIO(capsys.readouterr().out), comment="#")
+    return frame[frame.layer != "TOTAL"].reset_index(drop=True)
+
+
+def same_numbers(api: pd.DataFrame, printed: pd.DataFrame) -> None:
+    """Every column the function returns, cell for cell, in the command's output."""
+    assert list(api.columns) == list(printed.columns[: len(api.columns)])
+    for column in api.columns:
+        assert api[column].tolist() == printed[column].tolist(), column
+
+
+def as_flag(refused: InputError) -> str:
+    """The API's line with its field label spelled as the command spells it (``sram_kb`` → ``sram-kb``)."""
+    field = refused.where.field or ""
+    return str(refused).replace(f"field '{field.replace('-', '_')}'", f"field '{field}'", 1)
+
+
+def cli_error(argv: list[str], capsys) -> str:
+    capsys.readouterr()
+    assert cli.main(argv) == 2
+    return capsys.readouterr().err.strip()
+
+
+def cli_json(argv: list[str], capsys) -> dict:
+    capsys.readouterr()
+    assert cli.main([*argv, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
