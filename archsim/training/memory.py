@@ -256,13 +256,14 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool,
                  last: bool, head_copy: bool | None = None,
                  states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
-                 scale: float = 1.0, mask_scale: float = 1.0) -> StageMemory:
+                 scale: float = 1.0, hf: bool = False) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
     ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype); ``unit``: with FSDP,
     :func:`fsdp_unit_bytes` per parameter of the stage's largest unit (a layer, or the embedding with the
     final norm and LM head), counted in the states. ``scale``: the activations' bytes per element over
-    fp16's (2 in fp32); ``mask_scale``: the dropout masks' (:func:`layer_mask_bytes`, the embedding's), 1: a
-    byte in every dtype, as Megatron keeps them (``pytorch-eager`` passes ``scale``: its figures as they were)."""
+    fp16's (2 in fp32); the dropout masks (:func:`layer_mask_bytes`, the embedding's) stay a byte in every
+    dtype, as Megatron keeps them. ``hf``: Hugging Face's fp32 eager modules, whose saved tensors
+    :func:`~archsim.training.hf_memory.hf_activation_bytes` counts in place of Korthikanti et al.'s."""
     b, t = par.micro_batch, par.tp
     if c.family == "switch":  # fp16 bytes as the rest (scaled by memories): 2 per fp32 element counted
         from archsim.training.hf_switch_ops import switch_activation_elements
@@ -270,6 +271,12 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         params = stage_parameters(c, par, layers, first, last, head_copy)
         return StageMemory(params, states * params,
                            in_flight * 2 * switch_activation_elements(c, b))
+    if hf:
+        from archsim.training.hf_memory import hf_activation_bytes
+
+        params = stage_parameters(c, par, layers, first, last, head_copy)
+        return StageMemory(params, states * params,
+                           hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last))
     sp = par.sequence_parallel
     per_layer = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
     activations = in_flight * layers * per_layer
@@ -287,7 +294,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         masks += embedding_mask
     if last:
         activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
-    activations = activations * scale - masks * (scale - mask_scale)  # scale = mask_scale: the product alone
+    activations = activations * scale - masks * (scale - 1)  # the masks at 1 byte in every dtype
     params = stage_parameters(c, par, layers, first, last, head_copy)
     if not unit:
         return StageMemory(params, states * params, activations)
@@ -316,12 +323,12 @@ def in_flight(order) -> list[int]:
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
              states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
-             mask_scale: float = 1.0) -> list[StageMemory]:
+             hf: bool = False) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
-    bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks at ``mask_scale``:
+    bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks do not:
     :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
-    in bf16, 16 in fp32); ``unit``: FSDP's (:func:`stage_memory`)."""
+    in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
@@ -337,7 +344,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
         parts = [stage_memory(c, par, counts[j], chunk_in_flight(peaks[rank], par.chunks), j == 0, j == chunks - 1,
-                              apart, states, unit, scale, mask_scale) for j in mine]
+                              apart, states, unit, scale, hf) for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))
     return out
