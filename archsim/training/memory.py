@@ -33,7 +33,8 @@ attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the so
 :func:`attention_core_per_score`). Without hidden dropout (Llama) the two residual dropout masks are
 not kept: 8 + 24/t (32 with sequence parallelism) in place of 10 + 24/t (34),
 :func:`residual_mask_bytes`. The first stage also keeps the embedding's dropout mask (s·b·h bytes per
-micro-batch in flight, s·b·h/t with sequence parallelism, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
+micro-batch in flight, s·b·h/t with sequence parallelism, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t;
+in fp32 the logits alone, which the cross-entropy turns into its softmax in place: 4·s·b·V/t, :func:`logit_bytes`).
 In fp32 the 2-byte values double and the 1-byte dropout masks stay 1 byte (:func:`layer_mask_bytes`): a GPT
 layer without recompute keeps s·b·h·(66 + 9·a·s/h) bytes, not twice 34 + 5·a·s/h.
 
@@ -215,6 +216,15 @@ def attention_mask_per_score(c: TransformerConfig) -> int:
     return 1 if c.drops_attention else 0
 
 
+def logit_bytes(value_bytes: float) -> float:
+    """Bytes per logit the last stage keeps for the vocabulary-parallel cross-entropy, the logits being
+    ``value_bytes`` wide: the logits and the fp32 copy ``.float()`` makes of narrower ones (2 + 4 = 6 in
+    fp16/bf16); fp32 logits are their own ``.float()``, and ``_VocabParallelCrossEntropy`` turns them into
+    the softmax it saves in place (``megatron/core/tensor_parallel/cross_entropy.py``: ``-=``,
+    ``torch.exp(..., out=)``, ``div_``): 4. The same rule as :func:`main_grad_copy_bytes`."""
+    return value_bytes + (MAIN_GRAD_BYTES if value_bytes < MAIN_GRAD_BYTES else 0)
+
+
 def layer_parameters_per_gpu(c: TransformerConfig, tp: int) -> float:
     """One layer's parameters on one GPU of its TP group: the split weights and column-parallel biases
     / t, plus the replicated norms and row-parallel biases."""
@@ -292,9 +302,9 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         embedding_mask = in_flight * c.seq * b * c.hidden / (t if par.sequence_parallel else 1)
         activations += embedding_mask
         masks += embedding_mask
-    if last:
-        activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
     activations = activations * scale - masks * (scale - 1)  # the masks at 1 byte in every dtype
+    if last:
+        activations += logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t
     params = stage_parameters(c, par, layers, first, last, head_copy)
     if not unit:
         return StageMemory(params, states * params, activations)
@@ -352,5 +362,5 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
            "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
-           "layer_activation_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
+           "layer_activation_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]
