@@ -39,8 +39,8 @@ In fp32 the 2-byte values double and the 1-byte dropout masks stay 1 byte (:func
 layer without recompute keeps s·b·h·(66 + 9·a·s/h) bytes, not twice 34 + 5·a·s/h.
 
 With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective
-row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t), and selective
-recompute has nothing left to recompute (it keeps what ``none`` keeps).
+row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 bytes in every dtype:
+:func:`layer_lse_bytes`), and selective recompute has nothing left to recompute (it keeps what ``none`` keeps).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from archsim.workload.transformer import (
 
 FP32_STATE_BYTES = 16  # fp32 Adam's: weight, gradient, momentum, variance
 MAIN_GRAD_BYTES = 4  # the fp32 gradient every dtype's Adam steps on
+LSE_BYTES = 4  # FlashAttention's fp32 log-sum-exp, per query row and head, in every dtype
 
 
 def gradient_bytes(dtype: str) -> int:
@@ -160,7 +161,8 @@ def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, reco
     if recompute == "full":
         return 2 * sbh / (t if sequence_parallel else 1)
     if attention == "flash":
-        return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + 4 * a * s * b / t
+        return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + layer_lse_bytes(c, b, t, recompute,
+                                                                                                  attention)
     unsplit = (8 + residual_mask_bytes(c)) * sbh / (t if sequence_parallel else 1)
     kept = unsplit + s * b * split_activation_bytes(c, t)
     if recompute == "selective":
@@ -208,6 +210,16 @@ def layer_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute:
     if recompute == "selective" or attention == "flash":
         return residual
     return residual + attention_mask_per_score(c) * c.heads * s * s * b / t
+
+
+def layer_lse_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, attention: str) -> float:
+    """FlashAttention's log-sum-exp among :func:`layer_activation_bytes`' bytes: one fp32 value (4 bytes) per
+    query row and head, a·s·b/t of them, in every dtype — FlashAttention-2's ``flash_api.cpp`` allocates
+    ``softmax_lse`` as ``at::kFloat`` whatever q's dtype, so fp32 does not double it (:func:`stage_memory`);
+    none with standard attention or under full recompute."""
+    if attention != "flash" or recompute == "full":
+        return 0.0
+    return LSE_BYTES * c.heads * c.seq * micro_batch / tp
 
 
 def attention_mask_per_score(c: TransformerConfig) -> int:
@@ -272,7 +284,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     :func:`fsdp_unit_bytes` per parameter of the stage's largest unit (a layer, or the embedding with the
     final norm and LM head), counted in the states. ``scale``: the activations' bytes per element over
     fp16's (2 in fp32); the dropout masks (:func:`layer_mask_bytes`, the embedding's) stay a byte in every
-    dtype, as Megatron keeps them. ``hf``: Hugging Face's fp32 eager modules, whose saved tensors
+    dtype, as Megatron keeps them, and FlashAttention's log-sum-exp 4 (:func:`layer_lse_bytes`). ``hf``: Hugging Face's fp32 eager modules, whose saved tensors
     :func:`~archsim.training.hf_memory.hf_activation_bytes` counts in place of Korthikanti et al.'s."""
     b, t = par.micro_batch, par.tp
     if c.family == "switch":  # fp16 bytes as the rest (scaled by memories): 2 per fp32 element counted
@@ -290,19 +302,21 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     sp = par.sequence_parallel
     per_layer = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
     activations = in_flight * layers * per_layer
-    masks = in_flight * layers * layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)
+    fixed = in_flight * layers * (layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)  # the same width
+                                  + layer_lse_bytes(c, b, t, par.recompute, par.attention))  # in every dtype
     if par.recompute == "full":
         activations += layer_activation_bytes(c, b, t, "none", sp, par.attention)
-        masks += layer_mask_bytes(c, b, t, "none", sp, par.attention)
+        fixed += layer_mask_bytes(c, b, t, "none", sp, par.attention) + layer_lse_bytes(c, b, t, "none",
+                                                                                         par.attention)
     elif par.recompute == "selective" and par.attention == "standard":
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
-        masks += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
+        fixed += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
     if first and c.drops_hidden:  # the embedding dropout's 1-byte mask; under SP Megatron-LM scatters the
         # embeddings to the sequence-parallel region before it (LanguageModelEmbedding.forward): s·b·h/t a rank
         embedding_mask = in_flight * c.seq * b * c.hidden / (t if par.sequence_parallel else 1)
         activations += embedding_mask
-        masks += embedding_mask
-    activations = activations * scale - masks * (scale - 1)  # the masks at 1 byte in every dtype
+        fixed += embedding_mask
+    activations = activations * scale - fixed * (scale - 1)  # masks and log-sum-exp unscaled
     if last:
         activations += logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t
     params = stage_parameters(c, par, layers, first, last, head_copy)
@@ -362,5 +376,5 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
            "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
-           "layer_activation_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
+           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]
