@@ -107,3 +107,28 @@ def test_fp16_eager_gpt2_is_korthikantis_as_before():
     sbh = S * b * H
     expected = LAYERS * (34 * sbh + 5 * A * S * S * b) + sbh + 6 * S * b * 50304
     assert _eager(GPT2, "fp16", b) == pytest.approx(expected, rel=1e-12)
+
+
+# A small Switch Transformers config (switch-base's form: ReLU FFNs, dropout 0.1, router jitter), 2 blocks a stack
+SWITCH = {"model_type": "switch_transformers", "architectures": ["SwitchTransformersForConditionalGeneration"],
+          "d_ff": 256, "d_kv": 16, "d_model": 64, "decoder_sparse_step": 2, "encoder_sparse_step": 2,
+          "feed_forward_proj": "relu", "is_gated_act": False, "expert_capacity": 8,
+          "num_decoder_layers": 4, "num_experts": 4, "num_heads": 4, "num_layers": 4,
+          "num_sparse_decoder_layers": 2, "num_sparse_encoder_layers": 2, "dropout_rate": 0.1,
+          "router_jitter_noise": 0.01, "relative_attention_num_buckets": 32, "vocab_size": 100}
+
+
+def test_fp32_eager_switch_keeps_four_bytes_an_fp32_element(tmp_path):
+    """Switch Transformers' fp32 eager list counts the elements autograd keeps in fp32 elements, its 1-byte masks as
+    ¼ element (``switch_activation_elements``' docstring): 4 bytes each, as ``memories`` scaled them before the
+    1-byte-mask change moved the scaling into ``stage_memory`` past Switch's early return (2 bytes an element since:
+    this test failed on the old code)."""
+    from archsim.training.hf_switch_ops import switch_activation_elements
+    from archsim.workload.model_files import load_transformer
+
+    model = write_config(tmp_path, SWITCH)
+    b = 2
+    elements = switch_activation_elements(load_transformer(model, seq=32), b)
+    result, _ = archsim.train(str(model), cluster=str(ONE_H100), seq=32, global_batch=b, micro_batch=b,
+                              dtype="fp32", recompute="none", attention="standard", implementation="pytorch-eager")
+    assert result.memory[0].activations == pytest.approx(4 * elements, rel=1e-12)

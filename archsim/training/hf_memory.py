@@ -21,9 +21,10 @@ as Megatron's 9 in fp32; OPT has no attention dropout but saves the masked score
 
 from __future__ import annotations
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.workload.transformer import TransformerConfig
 
-VALUE_BYTES = 4  # an fp32 element
+VALUE_BYTES = ELEMENT_BYTES["fp32"]  # an fp32 element
 NORM_STATS_BYTES = 8  # a LayerNorm's mean and rstd, fp32, per row (token)
 # ffn-wide tensors the MLP keeps beyond fc1's input, by activation: gelu_new written out (x for pow,
 # tanh's result, 0.5·x, 1 + tanh, the output); one-kernel ones their saved input or result and the output

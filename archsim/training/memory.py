@@ -287,12 +287,12 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     dtype, as Megatron keeps them, and FlashAttention's log-sum-exp 4 (:func:`layer_lse_bytes`). ``hf``: Hugging Face's fp32 eager modules, whose saved tensors
     :func:`~archsim.training.hf_memory.hf_activation_bytes` counts in place of Korthikanti et al.'s."""
     b, t = par.micro_batch, par.tp
-    if c.family == "switch":  # fp16 bytes as the rest (scaled by memories): 2 per fp32 element counted
+    if c.family == "switch":  # fp32 eager only: 4 bytes an fp32 element (its masks counted as ¼ element)
         from archsim.training.hf_switch_ops import switch_activation_elements
 
         params = stage_parameters(c, par, layers, first, last, head_copy)
         return StageMemory(params, states * params,
-                           in_flight * 2 * switch_activation_elements(c, b))
+                           in_flight * ELEMENT_BYTES["fp32"] * switch_activation_elements(c, b))
     if hf:
         from archsim.training.hf_memory import hf_activation_bytes
 
