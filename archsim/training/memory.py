@@ -284,8 +284,9 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     :func:`fsdp_unit_bytes` per parameter of the stage's largest unit (a layer, or the embedding with the
     final norm and LM head), counted in the states. ``scale``: the activations' bytes per element over
     fp16's (2 in fp32); the dropout masks (:func:`layer_mask_bytes`, the embedding's) stay a byte in every
-    dtype, as Megatron keeps them, and FlashAttention's log-sum-exp 4 (:func:`layer_lse_bytes`). ``hf``: Hugging Face's fp32 eager modules, whose saved tensors
-    :func:`~archsim.training.hf_memory.hf_activation_bytes` counts in place of Korthikanti et al.'s."""
+    dtype, as Megatron keeps them, and FlashAttention's log-sum-exp 4 (:func:`layer_lse_bytes`). ``hf``:
+    Hugging Face's fp32 eager modules, whose saved tensors :func:`~archsim.training.hf_memory.hf_activation_bytes`
+    counts in place of Korthikanti et al.'s."""
     b, t = par.micro_batch, par.tp
     if c.family == "switch":  # fp32 eager only: 4 bytes an fp32 element (its masks counted as ¼ element)
         from archsim.training.hf_switch_ops import switch_activation_elements
