@@ -137,11 +137,16 @@ def test_train_runs_on_device_files_with_time_memory_and_energy(capsys, cluster)
     # Adam's states: 16 B/parameter in fp32, 18 in bf16 (Megatron's fp32 gradient buffer, memory.state_bytes);
     # activations: the 2-byte values double, the 1-byte dropout masks do not (s·b·h = 2048 · 1 · 2048 bytes each):
     # full recompute, the first rank the recomputed layer's two residual masks and 2 in-flight embedding masks,
-    # the last rank the recomputed layer's two
-    sbh_gib = 2048 * 2048 / 2**30
-    for mixed, single, masks in zip(half["memory_per_rank"], full["memory_per_rank"], (4, 2), strict=True):
+    # the last rank the recomputed layer's two; the last rank's logits (s·b·V/t = 2048 · 50,432/2) 4 bytes each in
+    # fp32 against bf16's 6 (the cross-entropy's softmax overwrites fp32 logits: memory.logit_bytes), 8 fewer than
+    # twice bf16's; and the recomputed layer's FlashAttention log-sum-exp, fp32 in every dtype (a·s·b/t = 16 · 2048 / 2
+    # rows of 4 bytes: memory.layer_lse_bytes), 4 bytes a row fewer than twice bf16's
+    sbh_gib, logits_gib, lse_gib = 2048 * 2048 / 2**30, 2048 * 50432 / 2 / 2**30, 16 * 2048 / 2 * 4 / 2**30
+    for mixed, single, masks, logits in zip(half["memory_per_rank"], full["memory_per_rank"], (4, 2), (0, 8),
+                                            strict=True):
         assert (single["states_gib"], single["activations_gib"]) == pytest.approx(
-            (mixed["states_gib"] * 16 / 18, 2 * mixed["activations_gib"] - masks * sbh_gib))
+            (mixed["states_gib"] * 16 / 18,
+             2 * mixed["activations_gib"] - masks * sbh_gib - logits * logits_gib - lse_gib))
     assert full["iteration_seconds"] > half["iteration_seconds"]  # twice the bytes, the same arrays
 
 

@@ -33,10 +33,11 @@ def _gpt2_activations(dtype: str, b: int) -> float:
 @pytest.mark.parametrize("b", [1, 4])
 def test_fp32_gpt2_keeps_its_masks_at_one_byte(b):
     """One GPU, no recompute, one micro-batch in flight: 12 layers of 66·s·b·h + 9·a·s²·b, the embedding
-    dropout's 1-byte mask (s·b·h) and the head's logits (6 bytes a logit in fp16, both values: 12 in fp32).
+    dropout's 1-byte mask (s·b·h) and the head's logits (6 bytes a logit in fp16, the logits and their fp32 copy;
+    4 in fp32, where the cross-entropy's softmax overwrites the logits: tests/test_fp32_logit_memory.py).
     Old code: 12 layers of 68·s·b·h + 10·a·s²·b and a 2-byte embedding mask."""
     sbh, scores = S * b * H, A * S * S * b
-    expected = LAYERS * (66 * sbh + 9 * scores) + sbh + 12 * S * b * VOCAB
+    expected = LAYERS * (66 * sbh + 9 * scores) + sbh + 4 * S * b * VOCAB
     assert _gpt2_activations("fp32", b) == pytest.approx(expected, rel=1e-12)
 
 

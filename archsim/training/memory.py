@@ -33,13 +33,14 @@ attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the so
 :func:`attention_core_per_score`). Without hidden dropout (Llama) the two residual dropout masks are
 not kept: 8 + 24/t (32 with sequence parallelism) in place of 10 + 24/t (34),
 :func:`residual_mask_bytes`. The first stage also keeps the embedding's dropout mask (s·b·h bytes per
-micro-batch in flight, s·b·h/t with sequence parallelism, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t).
+micro-batch in flight, s·b·h/t with sequence parallelism, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t;
+in fp32 the logits alone, which the cross-entropy turns into its softmax in place: 4·s·b·V/t, :func:`logit_bytes`).
 In fp32 the 2-byte values double and the 1-byte dropout masks stay 1 byte (:func:`layer_mask_bytes`): a GPT
 layer without recompute keeps s·b·h·(66 + 9·a·s/h) bytes, not twice 34 + 5·a·s/h.
 
 With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective
-row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t), and selective
-recompute has nothing left to recompute (it keeps what ``none`` keeps).
+row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 bytes in every dtype:
+:func:`layer_lse_bytes`), and selective recompute has nothing left to recompute (it keeps what ``none`` keeps).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from archsim.workload.transformer import (
 
 FP32_STATE_BYTES = 16  # fp32 Adam's: weight, gradient, momentum, variance
 MAIN_GRAD_BYTES = 4  # the fp32 gradient every dtype's Adam steps on
+LSE_BYTES = 4  # FlashAttention's fp32 log-sum-exp, per query row and head, in every dtype
 
 
 def gradient_bytes(dtype: str) -> int:
@@ -159,7 +161,8 @@ def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, reco
     if recompute == "full":
         return 2 * sbh / (t if sequence_parallel else 1)
     if attention == "flash":
-        return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + 4 * a * s * b / t
+        return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + layer_lse_bytes(c, b, t, recompute,
+                                                                                                  attention)
     unsplit = (8 + residual_mask_bytes(c)) * sbh / (t if sequence_parallel else 1)
     kept = unsplit + s * b * split_activation_bytes(c, t)
     if recompute == "selective":
@@ -209,10 +212,29 @@ def layer_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute:
     return residual + attention_mask_per_score(c) * c.heads * s * s * b / t
 
 
+def layer_lse_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, attention: str) -> float:
+    """FlashAttention's log-sum-exp among :func:`layer_activation_bytes`' bytes: one fp32 value (4 bytes) per
+    query row and head, a·s·b/t of them, in every dtype — FlashAttention-2's ``flash_api.cpp`` allocates
+    ``softmax_lse`` as ``at::kFloat`` whatever q's dtype, so fp32 does not double it (:func:`stage_memory`);
+    none with standard attention or under full recompute."""
+    if attention != "flash" or recompute == "full":
+        return 0.0
+    return LSE_BYTES * c.heads * c.seq * micro_batch / tp
+
+
 def attention_mask_per_score(c: TransformerConfig) -> int:
     """Bytes of attention-dropout mask per score among :func:`attention_core_per_score`'s: 1, none without
     attention dropout."""
     return 1 if c.drops_attention else 0
+
+
+def logit_bytes(value_bytes: float) -> float:
+    """Bytes per logit the last stage keeps for the vocabulary-parallel cross-entropy, the logits being
+    ``value_bytes`` wide: the logits and the fp32 copy ``.float()`` makes of narrower ones (2 + 4 = 6 in
+    fp16/bf16); fp32 logits are their own ``.float()``, and ``_VocabParallelCrossEntropy`` turns them into
+    the softmax it saves in place (``megatron/core/tensor_parallel/cross_entropy.py``: ``-=``,
+    ``torch.exp(..., out=)``, ``div_``): 4. The same rule as :func:`main_grad_copy_bytes`."""
+    return value_bytes + (MAIN_GRAD_BYTES if value_bytes < MAIN_GRAD_BYTES else 0)
 
 
 def layer_parameters_per_gpu(c: TransformerConfig, tp: int) -> float:
@@ -256,38 +278,48 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool,
                  last: bool, head_copy: bool | None = None,
                  states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
-                 scale: float = 1.0, mask_scale: float = 1.0) -> StageMemory:
+                 scale: float = 1.0, hf: bool = False) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
     ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype); ``unit``: with FSDP,
     :func:`fsdp_unit_bytes` per parameter of the stage's largest unit (a layer, or the embedding with the
     final norm and LM head), counted in the states. ``scale``: the activations' bytes per element over
-    fp16's (2 in fp32); ``mask_scale``: the dropout masks' (:func:`layer_mask_bytes`, the embedding's), 1: a
-    byte in every dtype, as Megatron keeps them (``pytorch-eager`` passes ``scale``: its figures as they were)."""
+    fp16's (2 in fp32); the dropout masks (:func:`layer_mask_bytes`, the embedding's) stay a byte in every
+    dtype, as Megatron keeps them, and FlashAttention's log-sum-exp 4 (:func:`layer_lse_bytes`). ``hf``:
+    Hugging Face's fp32 eager modules, whose saved tensors :func:`~archsim.training.hf_memory.hf_activation_bytes`
+    counts in place of Korthikanti et al.'s."""
     b, t = par.micro_batch, par.tp
-    if c.family == "switch":  # fp16 bytes as the rest (scaled by memories): 2 per fp32 element counted
+    if c.family == "switch":  # fp32 eager only: 4 bytes an fp32 element (its masks counted as ¼ element)
         from archsim.training.hf_switch_ops import switch_activation_elements
 
         params = stage_parameters(c, par, layers, first, last, head_copy)
         return StageMemory(params, states * params,
-                           in_flight * 2 * switch_activation_elements(c, b))
+                           in_flight * ELEMENT_BYTES["fp32"] * switch_activation_elements(c, b))
+    if hf:
+        from archsim.training.hf_memory import hf_activation_bytes
+
+        params = stage_parameters(c, par, layers, first, last, head_copy)
+        return StageMemory(params, states * params,
+                           hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last))
     sp = par.sequence_parallel
     per_layer = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
     activations = in_flight * layers * per_layer
-    masks = in_flight * layers * layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)
+    fixed = in_flight * layers * (layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)  # the same width
+                                  + layer_lse_bytes(c, b, t, par.recompute, par.attention))  # in every dtype
     if par.recompute == "full":
         activations += layer_activation_bytes(c, b, t, "none", sp, par.attention)
-        masks += layer_mask_bytes(c, b, t, "none", sp, par.attention)
+        fixed += layer_mask_bytes(c, b, t, "none", sp, par.attention) + layer_lse_bytes(c, b, t, "none",
+                                                                                         par.attention)
     elif par.recompute == "selective" and par.attention == "standard":
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
-        masks += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
+        fixed += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
     if first and c.drops_hidden:  # the embedding dropout's 1-byte mask; under SP Megatron-LM scatters the
         # embeddings to the sequence-parallel region before it (LanguageModelEmbedding.forward): s·b·h/t a rank
         embedding_mask = in_flight * c.seq * b * c.hidden / (t if par.sequence_parallel else 1)
         activations += embedding_mask
-        masks += embedding_mask
+        fixed += embedding_mask
+    activations = activations * scale - fixed * (scale - 1)  # masks and log-sum-exp unscaled
     if last:
-        activations += 6 * c.seq * b * padded_vocab(c.vocab, t) / t
-    activations = activations * scale - masks * (scale - mask_scale)  # scale = mask_scale: the product alone
+        activations += logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t
     params = stage_parameters(c, par, layers, first, last, head_copy)
     if not unit:
         return StageMemory(params, states * params, activations)
@@ -316,12 +348,12 @@ def in_flight(order) -> list[int]:
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
              states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
-             mask_scale: float = 1.0) -> list[StageMemory]:
+             hf: bool = False) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
-    bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks at ``mask_scale``:
+    bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks do not:
     :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
-    in bf16, 16 in fp32); ``unit``: FSDP's (:func:`stage_memory`)."""
+    in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
@@ -337,7 +369,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
         parts = [stage_memory(c, par, counts[j], chunk_in_flight(peaks[rank], par.chunks), j == 0, j == chunks - 1,
-                              apart, states, unit, scale, mask_scale) for j in mine]
+                              apart, states, unit, scale, hf) for j in mine]
         out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
                                sum(p.activations for p in parts)))
     return out
@@ -345,5 +377,5 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
            "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
-           "layer_activation_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
+           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

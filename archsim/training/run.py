@@ -107,8 +107,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, times)
     states = state_bytes(machine.dtype, machine.implementation, par.optimizer_shards, par.fsdp)
-    masks = 1.0 if machine.implementation == "megatron" else machine.scale  # eager's count as it was
-    mem = memories(c, par, order, machine.scale, states, fsdp_unit_bytes(machine.dtype) if par.fsdp else 0.0, masks)
+    hf = machine.implementation == "pytorch-eager" and machine.dtype == "fp32"  # Hugging Face's modules' own
+    mem = memories(c, par, order, machine.scale, states, fsdp_unit_bytes(machine.dtype) if par.fsdp else 0.0, hf=hf)
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays
     slots = timeline.slots
