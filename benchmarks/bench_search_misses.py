@@ -44,8 +44,7 @@ TP 2 cells where the error jumps, and candidate mechanisms tried as variants.
   - ``run-ahead``: the host runs ahead across a piece's forward, recompute and backward (nothing
     synchronizes between them in PyTorch), so a layer takes max(the GPU's sum over the three, the
     host's) rather than the sum of each pass's max. It can only lower a time, and only where the passes
-    have different bounds. ``run-ahead-backward``: only the recompute and the backward merge (they are one
-    backward step; a pipeline's transfers may synchronize between a forward and a backward).
+    have different bounds. ``run-ahead-backward``: only the recompute and the backward merge (one backward step).
   - ``async-allreduce`` and ``launch-floor``: ``bench_e2e_variants.py``'s (the backward all-reduce of a
     column-parallel layer beside its weight-gradient GEMM; a kernel occupying the GPU for max(its work,
     the launch interval)), here under the two-step fit (η_gemm held) rather than the joint one.
