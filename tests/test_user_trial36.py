@@ -1,0 +1,51 @@
+"""User trial 36: a researcher choosing a pipeline schedule for a 70B model across servers (issues #38, #40).
+
+Each test here failed on the code before its fix (said in its docstring)."""
+
+import warnings
+
+import pytest
+
+import archsim
+
+GPT = "configs/transformers/gpt_1024h_24l.json"  # GPT-2-like: h 1024, 16 heads, 24 layers, seq 1024, dropout
+NODE = "configs/clusters/a100_node.toml"
+S = H = 1024
+HEADS = 16
+SBH = S * H  # one micro-batch of one sequence
+
+
+def _train(**keywords):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return archsim.train(GPT, cluster=NODE, tp=1, pp=4, dp=1, global_batch=8, micro_batch=1, seq=S,
+                             attention="standard", **keywords)
+
+
+@pytest.mark.parametrize("schedule,chunks_in_flight", [("interleaved-1f1b", 9), ("interleaved-zb", 7)])
+def test_full_recompute_rematerialises_one_layer_per_rank_not_per_chunk(schedule, chunks_in_flight):
+    """A rank recomputes one layer at a time in the backward, whichever chunk it belongs to, so full
+    recompute adds one layer's activations (Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) at TP 1) to a
+    rank once, not once per model chunk. Hand computation, PP 4 · V 2 (8 chunks of 3 layers), rank 1 (no
+    embedding, no head): Megatron's interleaved warm-up holds (v − 1)·p + 2·(p − 1 − r) + 1 = 9 chunks
+    (torch's interleaved ZB: (v − 1)·p + (p − 1 − r) + 1 = 7), each 3 layers × 2·s·b·h (the layer's input).
+    Failed before: the working layer was counted on both chunks (one 34·s·b·h + 5·a·s²·b too many)."""
+    result, _ = _train(recompute="full", schedule=schedule, interleave=2)
+    kept = chunks_in_flight * 3 * 2 * SBH
+    working = 34 * SBH + 5 * HEADS * S * S
+    assert result.memory[1].activations == pytest.approx(kept + working, rel=1e-12)
+
+
+def test_full_recompute_search_rows_agree_with_train():
+    """search sizes a row's memory by its own closed-form in-flight counts: the working layer once per rank
+    there too, so the row's peak memory is train's and both are the hand computation above (failed before:
+    both counted the working layer per chunk)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = archsim.search(GPT, cluster=NODE, global_batch=8, seq=S, gpus=4, recompute=["full"],
+                               schedule=["interleaved-1f1b"], chunks=[2], max_micro_batch=1,
+                               attention="standard", refine=0, top=50)
+    row = next(r for r in found.rows if (r["tp"], r["pp"], r["dp"]) == (1, 4, 1))
+    result, _ = _train(recompute="full", schedule="interleaved-1f1b", interleave=2)
+    assert row["peak_memory_gib"] == pytest.approx(result.peak_memory_gib, rel=1e-12)
+    assert result.memory[1].activations == pytest.approx(9 * 3 * 2 * SBH + 34 * SBH + 5 * HEADS * S * S, rel=1e-12)
