@@ -49,3 +49,43 @@ def test_full_recompute_search_rows_agree_with_train():
     result, _ = _train(recompute="full", schedule="interleaved-1f1b", interleave=2)
     assert row["peak_memory_gib"] == pytest.approx(result.peak_memory_gib, rel=1e-12)
     assert result.memory[1].activations == pytest.approx(9 * 3 * 2 * SBH + 34 * SBH + 5 * HEADS * S * S, rel=1e-12)
+
+
+RUNS_HEADER = "tp,pp,dp,micro_batch,global_batch,recompute\n"
+
+
+def _runs(tmp_path, body: str):
+    path = tmp_path / "runs.csv"
+    path.write_text(RUNS_HEADER + body, encoding="utf-8")
+    return path
+
+
+def test_runs_file_names_its_first_bad_row_whatever_is_wrong(tmp_path, capsys):
+    """Line 3's TP 3 divides neither the 16 heads nor a server; line 4's recompute is no mode. The error names
+    line 3, the first bad row. Failed before: the file's cells were all read first, so line 4 was named and
+    line 3 only once line 4 was mended (after the rows above it had run)."""
+    from archsim.cli import main
+
+    runs = _runs(tmp_path, "1,1,1,1,8,full\n3,1,1,1,8,full\n1,1,1,1,8,partial\n")
+    out = tmp_path / "out.csv"
+    code = main(["train", GPT, "--cluster", NODE, "--runs", str(runs), "--attention", "standard", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.count("\n") == 1 and ", line 3, field 'tp':" in err, err
+
+
+def test_a_bad_last_row_is_refused_before_any_row_runs(tmp_path, monkeypatch):
+    """docs/api.md: "A bad row raises InputError naming its line and field before any row runs". A TP that
+    does not divide the heads was found only when its row's turn came. Failed before: the two rows above it
+    ran first (two iterations simulated, then the error)."""
+    import archsim.training.run as run
+    from archsim.errors import InputError
+
+    ran = []
+    real = run.train
+    monkeypatch.setattr(run, "train", lambda *a, **k: ran.append(1) or real(*a, **k))
+    runs = _runs(tmp_path, "1,1,1,1,8,full\n1,2,1,1,8,full\n3,1,1,1,8,full\n")
+    with pytest.raises(InputError) as info:
+        archsim.train_runs(GPT, runs=str(runs), cluster=NODE, attention="standard")
+    assert info.value.where.line == 4 and info.value.where.field == "tp"
+    assert ran == []
