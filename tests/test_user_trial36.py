@@ -89,3 +89,35 @@ def test_a_bad_last_row_is_refused_before_any_row_runs(tmp_path, monkeypatch):
         archsim.train_runs(GPT, runs=str(runs), cluster=NODE, attention="standard")
     assert info.value.where.line == 4 and info.value.where.field == "tp"
     assert ran == []
+
+
+@pytest.mark.parametrize("torch_class,name,interleave", [
+    ("ScheduleZBVZeroBubble", "zb-v", 1), ("ScheduleDualPipeV", "dualpipev", 1),
+    ("ScheduleInterleaved1F1B", "interleaved-1f1b", 2), ("ScheduleInterleavedZeroBubble", "interleaved-zb", 2),
+    ("ScheduleLoopedBFS", "looped-bfs", 2), ("ScheduleGPipe", "gpipe", 1)])
+def test_torch_class_names_run_as_the_orders_they_name(torch_class, name, interleave):
+    """`train --schedule` lists torch's class names among its choices. Failed before: ScheduleZBVZeroBubble and
+    ScheduleDualPipeV stopped on "schedule 'zb-v' has 8 stages but the profile has 4" (their two chunks per rank
+    not counted), and ScheduleInterleaved1F1B, ScheduleInterleavedZeroBubble and ScheduleLoopedBFS refused
+    --interleave 2 ("--interleave takes one of the schedules …, not 'ScheduleInterleaved1F1B'")."""
+    named, _ = _train(recompute="selective", schedule=name, interleave=interleave)
+    result, _ = _train(recompute="selective", schedule=torch_class, interleave=interleave)
+    assert result.parallelism.schedule_name == name
+    assert (result.iteration_seconds, result.peak_memory_gib) == (named.iteration_seconds, named.peak_memory_gib)
+
+
+@pytest.mark.parametrize("torch_class,reason", [("ScheduleDualPipeV", "dualpipev-needs-2p-microbatches"),
+                                                ("ScheduleInterleaved1F1B",
+                                                 "interleave-needs-microbatches-multiple-of-pp")])
+def test_torch_class_names_keep_their_orders_rules(torch_class, reason):
+    """The rules a schedule runs under hold under its torch name: DualPipeV needs 2 × PP micro-batches, interleaved
+    1F1B a multiple of PP. Failed before: ScheduleDualPipeV at 4 micro-batches on PP 4 stopped on the stage count,
+    and ScheduleInterleaved1F1B at 6 micro-batches could not be given its --interleave."""
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError, match=reason):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            archsim.train(GPT, cluster=NODE, tp=1, pp=4, dp=1, global_batch=4 if "Dual" in torch_class else 6,
+                          micro_batch=1, seq=S, attention="standard", schedule=torch_class,
+                          interleave=1 if "Dual" in torch_class else 2)
