@@ -78,8 +78,8 @@ def test_a_bad_last_row_is_refused_before_any_row_runs(tmp_path, monkeypatch):
     """docs/api.md: "A bad row raises InputError naming its line and field before any row runs". A TP that
     does not divide the heads was found only when its row's turn came. Failed before: the two rows above it
     ran first (two iterations simulated, then the error)."""
-    import archsim.training.run as run
     from archsim.errors import InputError
+    from archsim.training import run
 
     ran = []
     real = run.train
@@ -115,9 +115,25 @@ def test_torch_class_names_keep_their_orders_rules(torch_class, reason):
     and ScheduleInterleaved1F1B at 6 micro-batches could not be given its --interleave."""
     from archsim.errors import InputError
 
-    with pytest.raises(InputError, match=reason):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            archsim.train(GPT, cluster=NODE, tp=1, pp=4, dp=1, global_batch=4 if "Dual" in torch_class else 6,
-                          micro_batch=1, seq=S, attention="standard", schedule=torch_class,
-                          interleave=1 if "Dual" in torch_class else 2)
+    with pytest.raises(InputError, match=reason), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        archsim.train(GPT, cluster=NODE, tp=1, pp=4, dp=1, global_batch=4 if "Dual" in torch_class else 6,
+                      micro_batch=1, seq=S, attention="standard", schedule=torch_class,
+                      interleave=1 if "Dual" in torch_class else 2)
+
+
+def test_sweep_rows_name_the_chunks_and_order_each_point_ran(capsys):
+    """docs/formats.md (train's columns, a --sweep's rows among them): `interleave` is the model chunks per rank the
+    schedule runs, 2 for zb-v and dualpipev; `schedule` the order it builds. train's meta says so for one run.
+    Failed before: a --sweep point of zb-v at interleave 1 printed interleave 1 beside the same run at 2, and
+    a torch class name stood in the schedule column."""
+    import json
+
+    from archsim.cli import main
+
+    code = main(["train", GPT, "--cluster", NODE, "--pp", "4", "--global-batch", "8", "--attention", "standard",
+                 "--sweep", "schedule=zb-v,ScheduleDualPipeV,1f1b", "--sweep", "interleave=1,2", "--format", "json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert code == 0
+    ran = [(r["schedule"], r["interleave"]) for r in rows]
+    assert ran == [("zb-v", 2), ("zb-v", 2), ("dualpipev", 2), ("dualpipev", 2), ("1f1b", 1), ("interleaved-1f1b", 2)]
