@@ -121,7 +121,14 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`)."""
     from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
     from archsim.training.cluster_file import cluster_notes
-    from archsim.training.runs import milliseconds_note, model_note, one_chunk_rows_note, predict_runs, runs_to_run
+    from archsim.training.runs import (
+        milliseconds_note,
+        model_note,
+        one_chunk_rows_note,
+        predict_runs,
+        row_check,
+        runs_to_run,
+    )
     from archsim.validate import DEFAULT_MAX_OPS
 
     check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
@@ -133,7 +140,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
-                       seq_given=seq is not None)
+                       seq_given=seq is not None, check=row_check(config, on, runs))
     import warnings
 
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr

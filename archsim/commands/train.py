@@ -236,7 +236,14 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.grad_accumulation import accumulation
-    from archsim.training.runs import milliseconds_note, model_note, one_chunk_rows_note, predict_runs, runs_to_run
+    from archsim.training.runs import (
+        milliseconds_note,
+        model_note,
+        one_chunk_rows_note,
+        predict_runs,
+        row_check,
+        runs_to_run,
+    )
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
     # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
@@ -245,10 +252,10 @@ def _run_runs(args: argparse.Namespace, config) -> int:
         raise InputError(f"{', '.join(given)}: each row of the runs file sets its own parallelism and runs once; "
                          "give them as its columns, or drop --runs", field="runs")
 
+    cluster = load_gpu_cluster(args.cluster, args.dtype)
     rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
                        grad_accumulation=args.grad_accumulation, schedule=args.schedule, max_ops=args.max_ops,
-                       seq_given=args.seq is not None)
-    cluster = load_gpu_cluster(args.cluster, args.dtype)
+                       seq_given=args.seq is not None, check=row_check(config, cluster, args.runs))
     warned: list[str] = []  # each row's train warnings, printed once the rows have run (a bad row: none)
     with progress(len(rows), "runs", "run", delay=0.5) as bar:
         out = predict_runs(config, cluster, rows, bar.update, file=args.runs,

@@ -2,8 +2,8 @@
 
 * Chrome trace event JSON (opens in Perfetto / chrome://tracing): one complete event ("ph": "X")
   per op, ``pid`` = processor, ``tid`` = stream, times in microseconds of the timeline's unit
-  (1 cycle or 1 second → 1 µs, so the viewer's scale reads in the timeline's own unit); transfers
-  appear on a process of their link.
+  (a cycle → 1 µs, a second → 10⁶ µs); transfers appear on a process of their link, named with the
+  processors it joins where the link's own name does not say them.
 * A pipeline-schedule CSV in torch.distributed.pipelining's compute-only layout (``_dump_csv`` /
   ``_load_csv``): one line per rank, its actions in time order as ``{stage}{type}{microbatch}``
   with type F (forward), I (backward of the input: archsim's D, D1, D2), W (backward of the
@@ -47,14 +47,23 @@ def chrome_trace(timeline, unit: str = "cycles") -> dict:
         events.append({"name": str(data["op"]), "cat": str(data.get("kind", "op")), "ph": "X",
                        "ts": float(data["start"]) * scale, "dur": float(data["end"] - data["start"]) * scale,
                        "pid": pid, "tid": int(data["stream"]), "args": args})
+    ends = {link.name: (link.src, link.dst) for link in getattr(timeline.problem, "links", ())}
     for transfer in timeline.transfers:
-        pid = names.setdefault(f"link {transfer.link}", len(names) + 1)
+        pid = names.setdefault(_link_name(transfer.link, ends.get(transfer.link)), len(names) + 1)
         events.append({"name": f"{transfer.src}->{transfer.dst}", "cat": "comm", "ph": "X",
                        "ts": transfer.start * scale, "dur": (transfer.end - transfer.start) * scale, "pid": pid,
                        "tid": 0, "args": {"bytes": transfer.bytes}})
     meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}} for name, pid in names.items()]
     shown = "microseconds" if unit == "seconds" else f"{unit}, one written per microsecond"
     return {"traceEvents": meta + events, "displayTimeUnit": "ns", "otherData": {"time_unit": shown}}
+
+
+def _link_name(link: str, ends: tuple[str, str] | None) -> str:
+    """A link's process name, with the processors it joins where its own name does not say them (a pipeline's
+    links are named by virtual stage, ``8->9:act``, whose ranks a V or interleaved schedule maps elsewhere)."""
+    if ends is None or (ends[0] in link and ends[1] in link):
+        return f"link {link}"
+    return f"link {link} ({ends[0]}->{ends[1]})"
 
 
 def write_chrome_trace(timeline, path: str | Path, unit: str = "cycles") -> Path:

@@ -45,6 +45,7 @@ row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -278,7 +279,7 @@ def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first:
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool,
                  last: bool, head_copy: bool | None = None,
                  states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
-                 scale: float = 1.0, hf: bool = False) -> StageMemory:
+                 scale: float = 1.0, hf: bool = False, working: bool = True) -> StageMemory:
     """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
     ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype); ``unit``: with FSDP,
     :func:`fsdp_unit_bytes` per parameter of the stage's largest unit (a layer, or the embedding with the
@@ -286,7 +287,9 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     fp16's (2 in fp32); the dropout masks (:func:`layer_mask_bytes`, the embedding's) stay a byte in every
     dtype, as Megatron keeps them, and FlashAttention's log-sum-exp 4 (:func:`layer_lse_bytes`). ``hf``:
     Hugging Face's fp32 eager modules, whose saved tensors :func:`~archsim.training.hf_memory.hf_activation_bytes`
-    counts in place of Korthikanti et al.'s."""
+    counts in place of Korthikanti et al.'s.
+    ``working``: whether this stage carries its rank's recomputation working set (one layer rematerialised at
+    a time, whichever chunk it belongs to: a rank's first chunk alone, :func:`rank_memory`)."""
     b, t = par.micro_batch, par.tp
     if c.family == "switch":  # fp32 eager only: 4 bytes an fp32 element (its masks counted as ¼ element)
         from archsim.training.hf_switch_ops import switch_activation_elements
@@ -305,11 +308,11 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     activations = in_flight * layers * per_layer
     fixed = in_flight * layers * (layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)  # the same width
                                   + layer_lse_bytes(c, b, t, par.recompute, par.attention))  # in every dtype
-    if par.recompute == "full":
+    if par.recompute == "full" and working:
         activations += layer_activation_bytes(c, b, t, "none", sp, par.attention)
         fixed += layer_mask_bytes(c, b, t, "none", sp, par.attention) + layer_lse_bytes(c, b, t, "none",
                                                                                          par.attention)
-    elif par.recompute == "selective" and par.attention == "standard":
+    elif par.recompute == "selective" and par.attention == "standard" and working:
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
         fixed += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
     if first and c.drops_hidden:  # the embedding dropout's 1-byte mask; under SP Megatron-LM scatters the
@@ -368,14 +371,25 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     out = []
     for rank in range(par.pp):
         mine = [j for j in range(chunks) if rank_of[j] == rank]
-        parts = [stage_memory(c, par, counts[j], chunk_in_flight(peaks[rank], par.chunks), j == 0, j == chunks - 1,
-                              apart, states, unit, scale, hf) for j in mine]
-        out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
-                               sum(p.activations for p in parts)))
+        out.append(rank_memory(c, par, [counts[j] for j in mine], mine, chunk_in_flight(peaks[rank], par.chunks),
+                               apart, states, unit, scale, hf))
     return out
+
+
+def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
+                in_flight: float, apart: bool, states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
+                scale: float = 1.0, hf: bool = False) -> StageMemory:
+    """Memory of one GPU of a rank running virtual ``stages`` (``layers`` each, ``in_flight`` micro-batches on
+    each): its chunks' :func:`stage_memory` summed, the recomputation working set once — the rank rematerialises
+    one layer at a time, whichever chunk it belongs to (before, each chunk added it)."""
+    last = par.pp * par.chunks - 1
+    parts = [stage_memory(c, par, n, in_flight, j == 0, j == last, apart, states, unit, scale, hf,
+                          working=k == 0) for k, (n, j) in enumerate(zip(layers, stages))]
+    return StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
+                       sum(p.activations for p in parts))
 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
            "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
-           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "stage_memory", "stage_parameters", "state_bytes",
+           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "rank_memory", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

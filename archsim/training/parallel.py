@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.policies.stage_orders import check_schedule
+from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
@@ -176,6 +176,8 @@ class Parallelism:
             raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {self.grad_accumulation!r}",
                              field="grad-accumulation")
         check_schedule(self.schedule)  # a misspelt name is refused as such, not as a rule of the layout
+        if self.schedule in TORCH_SCHEDULES:  # torch's class name runs as the order it builds: its chunks, its rules
+            object.__setattr__(self, "schedule", TORCH_SCHEDULES[self.schedule][0])
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
                              f"({self.micro_batch} × {self.dp})", field="global-batch")

@@ -57,16 +57,21 @@ class RunRow:
     shape: tuple[int, int, int, int] | None = None
 
 
-def read_runs(path: str | Path) -> tuple[RunRow, ...]:
+def read_runs(path: str | Path, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
     """The rows of a runs file (either layout, module docstring). A bad row raises an
-    :class:`InputError` naming the file, its line and the field."""
+    :class:`InputError` naming the file, its line and the field; ``check`` (:func:`row_check`) is called on
+    each row as it is read, so the first bad row in the file is the one named, whatever is wrong with it."""
     file = str(path)
     lines, _, first, names = read_header(path, "runs file")
     body = [(n, line) for n, line in enumerate(lines[first + 1:], start=first + 2) if line.strip()]
     if not body:
         raise InputError("no runs after the header", file=file, line=first + 1)
+    check = check or (lambda row: None)
     if tuple(names[:len(VTRAIN_COLUMNS)]) == VTRAIN_COLUMNS:
-        return _measured_rows(path, [n for n, _ in body])
+        measured = _measured_rows(path, [n for n, _ in body])
+        for row in measured:
+            check(row)
+        return measured
     columns = (f"a runs file names {', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)} (or is vTrain's "
                "CSV as released)")
     missing = [c for c in REQUIRED if c not in names]
@@ -76,7 +81,11 @@ def read_runs(path: str | Path) -> tuple[RunRow, ...]:
     if unknown:  # measured_ms for measured_seconds: the columns it may have, as a missing one gets them
         raise InputError(f"unknown column(s) {', '.join(unknown)}: {columns}", file=file, line=first + 1)
     index = {name: i for i, name in enumerate(names)}
-    return tuple(_archsim_row(line.split(","), index, n, file) for n, line in body)
+    rows = []
+    for n, line in body:
+        rows.append(_archsim_row(line.split(","), index, n, file))
+        check(rows[-1])
+    return tuple(rows)
 
 
 def _int(cell: str, field: str, file: str, line: int) -> int:
@@ -165,11 +174,13 @@ def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
 
 
 def runs_to_run(path: str | Path, *, attention: str, dp_overlap: str, grad_accumulation: str | None, schedule: str,
-                max_ops: int, seq_given: bool = False) -> tuple[RunRow, ...]:
+                max_ops: int, seq_given: bool = False,
+                check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
     """The rows of a runs file as ``archsim train --runs`` runs them: each with the command's ``attention``,
     ``dp_overlap``, ``grad_accumulation`` and ``schedule`` (a row's own :class:`Parallelism` has the
     library's defaults, not the command's), each row's schedule within ``max_ops`` actions. Refused
-    (file, line, field) before any row runs; ``seq_given``: a sequence length was given, which vTrain's
+    (file, line, field) before any row runs, the first bad row in the file's order (``check``, with the
+    command's settings: :func:`row_check`); ``seq_given``: a sequence length was given, which vTrain's
     rows, each with its own, refuse."""
     from archsim.validate import check_job_size
 
@@ -180,13 +191,31 @@ def runs_to_run(path: str | Path, *, attention: str, dp_overlap: str, grad_accum
         except InputError as exc:
             raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
 
-    rows = tuple(with_flags(row) for row in read_runs(path))
+    rows = tuple(with_flags(row) for row in read_runs(path, None if check is None else
+                                                       lambda row: check(with_flags(row))))
     if seq_given and rows[0].shape is not None:  # (read_runs: ≥ 1 row, all of one layout)
         raise InputError(f"each row of vTrain's runs file sets its own sequence length; drop {setting('seq')}",
                          field="seq")
     for row in rows:  # each row is one iteration
         check_job_size(row.par.schedule_actions, max_ops)
     return rows
+
+
+def row_check(base: TransformerConfig, cluster: GpuCluster, file: str | Path | None = None) -> Callable[[RunRow], None]:
+    """What a row must pass to run on MODEL ``base`` and ``cluster`` — its shape, TP over the heads, the layer
+    split, its TP groups over the servers — as a check raising :class:`InputError` naming its line (and
+    ``file``): run on every row before any runs, so a bad row is named at once, not after the rows above it."""
+    from archsim.training.parallel import check_fits
+
+    def check(row: RunRow) -> None:
+        try:
+            check_fits(row_config(base, row), row.par)
+            cluster.laid_out(row.par)
+        except InputError as exc:
+            raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
+                             field=_column(exc.where.field)) from None
+
+    return check
 
 
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
@@ -196,7 +225,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
     :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
-    A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file).
+    A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file)
+    before any row runs (:func:`row_check`).
     ``warn(line, text)`` gets each line ``archsim train`` would warn with for a row alone (a TP group across
     servers, a rank over its GPU's memory): such a row still runs, as a what-if."""
     from archsim.fits import rank_memory_warning, tp_span_warning
@@ -208,6 +238,9 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     # the order a row ran, where one differs from the command's --schedule (1f1b with interleave > 1 runs
     # Megatron's interleaved 1F1B, as train's meta names it): the column only then, as the meta's alone misleads
     renamed = any(row.par.schedule_name != row.par.schedule for row in rows)
+    check = row_check(base, cluster, file)
+    for row in rows:  # every row checked before any runs (a bad last row is named at once)
+        check(row)
     out = []
     for row in rows:
         try:
@@ -284,4 +317,4 @@ def milliseconds_note(out: list[dict]) -> str | None:
 
 
 __all__ = ["MILLISECONDS_RATIO", "OPTIONAL", "REQUIRED", "RunRow", "milliseconds_note", "model_note", "one_chunk_rows_note",
-           "predict_runs", "read_runs", "row_config", "runs_to_run"]
+           "predict_runs", "read_runs", "row_check", "row_config", "runs_to_run"]

@@ -18,7 +18,7 @@ from math import isqrt
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.memory import StageMemory, chunk_in_flight, fsdp_unit_bytes, stage_memory, state_bytes
+from archsim.training.memory import StageMemory, chunk_in_flight, fsdp_unit_bytes, rank_memory, state_bytes
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -222,10 +222,9 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     unit = fsdp_unit_bytes(dtype) if par.fsdp else 0.0
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
-        parts = [stage_memory(c, par, counts[j], chunk_in_flight(peaks[rank], par.chunks), j == 0, j == chunks - 1,
-                              apart, states, unit, scale) for j in rank_chunks(par.schedule, par.pp, par.chunks, rank)]
-        out.append(StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
-                               sum(p.activations for p in parts)))
+        mine = list(rank_chunks(par.schedule, par.pp, par.chunks, rank))
+        out.append(rank_memory(c, par, [counts[j] for j in mine], mine, chunk_in_flight(peaks[rank], par.chunks),
+                               apart, states, unit, scale))
     return out
 
 

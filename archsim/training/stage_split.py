@@ -12,7 +12,7 @@ gives in :mod:`archsim.partition.pipedream`) splits the chain into ``p`` contigu
 
 where ``T_r`` is the nodes' F + I + W on rank r's GPU — each rank its own GPU, so a heterogeneous
 cluster's speeds enter here — and a stage is allowed only when it holds at least one transformer
-layer and its memory (:func:`archsim.training.memory.stage_memory`, with the rank's in-flight
+layer and its memory (:func:`archsim.training.memory.rank_memory`, with the rank's in-flight
 micro-batches under the schedule, :func:`archsim.training.search_space.in_flight_peaks`) fits that
 rank's GPU. The embedding can only land on the first stage and the head on the last: the stages
 are contiguous. The result minimises the slowest stage's F + I + W — for 1F1B and GPipe on one GPU
@@ -42,7 +42,7 @@ from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import STATE_BYTES_PER_PARAMETER, chunk_in_flight, stage_memory, state_bytes
+from archsim.training.memory import STATE_BYTES_PER_PARAMETER, chunk_in_flight, rank_memory, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import in_flight_peaks
 from archsim.training.stages import hop_bytes
@@ -107,15 +107,13 @@ def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
 def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: float,
                  capacity: float, states: float = STATE_BYTES_PER_PARAMETER) -> int:
     """The most layers a rank running virtual stages ``chunks`` fits in ``capacity`` bytes (−1: not even
-    none): its memory, the sum of its chunks' :func:`stage_memory` (``states`` bytes per parameter), is
+    none): its memory, :func:`rank_memory` of its chunks (``states`` bytes per parameter), is
     affine in its layer count (each layer costs the same whichever chunk holds it)."""
-    last_stage = par.pp * par.chunks - 1
-    apart = rank_of_stages(par)[last_stage] != 0
+    apart = rank_of_stages(par)[par.pp * par.chunks - 1] != 0
 
     def total(layers: int) -> float:
-        return sum(stage_memory(c, par, layers if k == 0 else 0, in_flight, j == 0, j == last_stage, apart,
-                                states).total
-                   for k, j in enumerate(chunks))
+        return rank_memory(c, par, [layers if k == 0 else 0 for k in range(len(chunks))], chunks, in_flight, apart,
+                           states).total
 
     zero = total(0)
     per_layer = total(1) - zero

@@ -127,6 +127,9 @@ def _point(config, cluster, settings: dict, train) -> dict:
                                     settings.get("interleave", Parallelism.interleave))
     try:
         par = Parallelism(**settings)
+        row["schedule"] = par.schedule_name  # what ran: a torch class name's order, a V schedule's two chunks
+        if "interleave" in row:
+            row["interleave"] = par.chunks
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
         result = train(config, par, machines[0], machines)
         fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
