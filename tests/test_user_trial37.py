@@ -1,0 +1,122 @@
+"""User trial 37: an accelerator designer's own chip, a 2-core chip of 4 output-stationary 64 × 64 arrays per
+core at 1.2 GHz, as a SCALE-Sim .cfg device file and as a device TOML (issue #37).
+
+Each test here failed on the code before its fix (said in its docstring)."""
+
+import json
+
+import pytest
+
+from archsim.cli import main
+
+# The chip: SCALE-Sim's own sections (shape, dataflow, SRAMs), archsim's clock and the device sections.
+CHIP_CFG = """[general]
+run_name = trial37
+
+[architecture_presets]
+ArrayHeight:    64
+ArrayWidth:     64
+IfmapSramSzkB:    512
+FilterSramSzkB:   512
+OfmapSramSzkB:    256
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : os
+
+[archsim]
+ClockGHz = 1.2
+
+[device]
+name = trial37
+arrays = 8
+arrays_per_core = 4
+
+[memory]
+hbm_gib = 32
+hbm_gbps = 1200
+
+[links]
+intra_gbps = 100
+{energy}"""
+
+# every per-event figure zero but the MAC's: the iteration's joules are its MACs × mac_pj
+ONLY_MACS = """
+[energy]
+mac_pj = {mac_pj}
+vector_pj = 0
+register_pj = 0
+ifmap_read_pj = 0
+filter_read_pj = 0
+ofmap_read_pj = 0
+ifmap_write_pj = 0
+filter_write_pj = 0
+ofmap_write_pj = 0
+dram_read_pj = 0
+dram_write_pj = 0
+"""
+
+CLUSTER = """[cluster]
+name = "trial37"
+
+[[servers]]
+gpus = 1
+device = "chip.cfg"
+"""
+
+# a one-layer GPT small enough to count its MACs by hand
+TINY = """[transformer]
+family = "gpt"
+layers = 1
+hidden = 64
+heads = 1
+vocab = 128
+seq = 16
+"""
+
+
+def _hand_macs() -> int:
+    """One iteration's MACs of TINY at micro-batch 1, no recompute, standard attention (s = 16 tokens,
+    h = 64, V = 128, the MLP 4h wide): forward QKV s·h·3h, scores and context s·s·h each, projection s·h·h,
+    MLP 2 · s·h·4h, LM head s·h·V; backward twice the forward (each GEMM's two gradients)."""
+    s, h, v = 16, 64, 128
+    forward = s * h * 3 * h + 2 * s * s * h + s * h * h + 2 * s * h * 4 * h + s * h * v
+    return 3 * forward
+
+
+def _train_energy(tmp_path, capsys, energy: str) -> dict:
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=energy), encoding="utf-8")
+    (tmp_path / "cluster.toml").write_text(CLUSTER, encoding="utf-8")
+    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
+    code = main(["train", str(tmp_path / "tiny.toml"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1",
+                 "--pp", "1", "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--recompute", "none",
+                 "--attention", "standard", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)["meta"]
+
+
+@pytest.mark.parametrize("mac_pj", [1.0, 2.5])
+def test_train_prices_a_device_cfgs_energy_section(mac_pj, tmp_path, capsys):
+    """Failed before: ``archsim energy --config chip.cfg`` priced the .cfg's ``[energy]`` figures, but ``archsim
+    train`` (and search, and a device sweep) on a cluster naming the same file priced the default table's, with
+    no word said (mac_pj = 1 gave the same joules as the default 2 pJ). Reference: the hand count of MACs ×
+    mac_pj, every other figure set to zero."""
+    meta = _train_energy(tmp_path, capsys, ONLY_MACS.format(mac_pj=mac_pj))
+    assert meta["energy_j"] == pytest.approx(_hand_macs() * mac_pj * 1e-12, rel=1e-12)
+    assert "[energy]" in meta["energy_source"]
+
+
+def test_a_device_cfgs_energy_leakage_is_refused_naming_static_watts(tmp_path, capsys):
+    """Failed before: a device .cfg's ``[energy] pe_leakage_mw`` was read by ``archsim energy`` and dropped by
+    ``archsim train`` without a word. train prices a chip's static power by ``[device] static_watts`` over the
+    whole iteration, so the per-op leakage figure is refused in one line naming the key and the one to write."""
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy="\n[energy]\npe_leakage_mw = 0.01\n"), encoding="utf-8")
+    (tmp_path / "cluster.toml").write_text(CLUSTER, encoding="utf-8")
+    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
+    code = main(["train", str(tmp_path / "tiny.toml"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1",
+                 "--pp", "1", "--dp", "1", "--global-batch", "1", "--micro-batch", "1"])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1 and lines[0].startswith("archsim train: error:")
+    assert "energy.pe_leakage_mw" in lines[0] and "static_watts" in lines[0]
