@@ -120,3 +120,56 @@ def test_a_device_cfgs_energy_leakage_is_refused_naming_static_watts(tmp_path, c
     lines = err.strip().splitlines()
     assert code == 2 and out == "" and len(lines) == 1 and lines[0].startswith("archsim train: error:")
     assert "energy.pe_leakage_mw" in lines[0] and "static_watts" in lines[0]
+
+
+# two fully connected layers, 64 → 32 → 16, in SCALE-Sim's topology format
+TWO_FC = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,
+fc1, 1, 1, 1, 1, 64, 32, 1,
+fc2, 1, 1, 1, 1, 32, 16, 1,
+"""
+
+DESIGN_SPEC = """[sweep]
+name = "trial37"
+networks = ["two_fc.csv"]
+arrays = ["chip.cfg"]
+batches = [8]
+processors = [1]
+methods = ["gpipe"]
+dtypes = ["fp16"]
+{axis}"""
+
+
+def _design_sweep(tmp_path, capsys, energy: str, axis: str = "") -> tuple[int, str]:
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=energy), encoding="utf-8")
+    (tmp_path / "two_fc.csv").write_text(TWO_FC, encoding="utf-8")
+    (tmp_path / "spec.toml").write_text(DESIGN_SPEC.format(axis=axis), encoding="utf-8")
+    code = main(["sweep", str(tmp_path / "spec.toml"), "--quiet", "--out", str(tmp_path / "results")])
+    _, err = capsys.readouterr()
+    return code, err
+
+
+@pytest.mark.parametrize("mac_pj", [1.0, 3.0])
+def test_a_design_sweeps_cfg_array_is_priced_with_its_energy_section(mac_pj, tmp_path, capsys):
+    """Failed before: docs/formats.md says a design sweep's ``.cfg`` point is that file's chip as ``archsim
+    energy --config`` prices it, but the sweep priced the default table, dropping the file's ``[energy]``
+    figures (its energy_pj was the same with mac_pj = 1 as with the default 2 pJ). Reference: the hand count of
+    MACs × mac_pj (every other figure zero), exact mode: fc1's δ is not computed (nothing consumes it), so fc1
+    has F and G (8 · 64 · 32 MACs each) and fc2 F, G and D (8 · 32 · 16 each)."""
+    import csv
+
+    code, err = _design_sweep(tmp_path, capsys, ONLY_MACS.format(mac_pj=mac_pj))
+    assert code == 0, err
+    rows = list(csv.DictReader((tmp_path / "results" / "results.csv").open(encoding="utf-8")))
+    macs = 2 * 8 * 64 * 32 + 3 * 8 * 32 * 16
+    assert len(rows) == 1 and float(rows[0]["energy_pj"]) == pytest.approx(macs * mac_pj, rel=1e-12)
+
+
+def test_an_energy_tables_axis_beside_a_cfgs_own_table_is_refused(tmp_path, capsys):
+    """Failed before (the file's table was not read, so the axis ran): an ``energy_tables`` axis would replace the
+    table a ``.cfg`` array's ``[energy]`` names, as ``sram_kb`` would its SRAMs: one line naming the axis and
+    the file, exit 2, nothing written."""
+    code, err = _design_sweep(tmp_path, capsys, "\n[energy]\ntable = horowitz45\n",
+                              'energy_tables = ["horowitz45"]\n')
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "energy_tables" in lines[0] and "chip.cfg" in lines[0]
+    assert not (tmp_path / "results").exists()
