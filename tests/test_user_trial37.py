@@ -173,3 +173,65 @@ def test_an_energy_tables_axis_beside_a_cfgs_own_table_is_refused(tmp_path, caps
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "energy_tables" in lines[0] and "chip.cfg" in lines[0]
     assert not (tmp_path / "results").exists()
+
+
+# ---- the chip's figures against hand computations (these pass; they guard the closed forms a designer checks) ----
+
+@pytest.mark.parametrize(("dataflow", "sr", "sc", "t", "fill"), [
+    ("ws", 2048, 6144, 2048, 2 * 64), ("os", 2048, 6144, 2048, 64), ("is", 2048, 2048, 6144, 2 * 64)])
+def test_one_gemms_cycles_on_one_array_are_scalesims_closed_form(dataflow, sr, sc, t, fill, tmp_path, capsys):
+    """GPT-3 1.3B's QKV GEMM at one sample (out[M×N] = A[M×K]·B[K×N], M = 2048 tokens, K = 2048, N = 6144) on one
+    64 × 64 array of the chip: ⌈Sr/R⌉·⌈Sc/C⌉ folds × (fill + C + T − 2) − 1 cycles, SCALE-Sim 3.0.0's compute cycles
+    (its systolic_compute_{ws,os,is}.py; ws: Sr = K, Sc = N, T = M, fill 2R; os: Sr = M, Sc = N, T = K, fill R;
+    is: Sr = K, Sc = M, T = N, fill 2R). Samajdar et al., ISPASS 2020, eq. 1, writes 2R + C + T − 2 per fold for
+    every dataflow; SCALE-Sim 3.0.0's code overlaps the os fold's R-cycle fill (its own run of this shape at
+    200 × 100 × 150 on 64 × 64 gives 12 × 226 − 1 = 2711 cycles, not 12 × 290 − 1), and archsim follows the code."""
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=""), encoding="utf-8")
+    code = main(["gemm", "--m", "2048", "--k", "2048", "--n", "6144", "--config", str(tmp_path / "chip.cfg"),
+                 "--dataflow", dataflow, "--format", "json"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    row = json.loads(out)["rows"][0]
+    folds = -(-sr // 64) * -(-sc // 64)
+    assert row["folds"] == folds and row["cycles"] == folds * (fill + 64 + t - 2) - 1
+    assert row["seconds"] == pytest.approx(row["cycles"] / 1.2e9, rel=1e-12)
+
+
+def test_train_deals_a_gemms_folds_in_waves_over_the_eight_arrays_and_a_norm_runs_at_hbm_bandwidth(tmp_path, capsys):
+    """GPT-3 1.3B's QKV GEMM forward (M = 2048, K = 2048, N = 6144, os) on the chip's 8 arrays: 3072 folds in
+    ⌈3072 / 8⌉ = 384 waves of one fold's 64 + 64 + 2048 − 2 = 2174 cycles, less SCALE-Sim's last cycle, at
+    1.2 GHz; its roofline (the three fp16 tensors once at 1200 GB/s, 48.9 µs) is below that. The first
+    LayerNorm is memory-bound: 2048 × 2048 fp16 read and written, 2 · 8 MiB / 1.2 TB/s."""
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=""), encoding="utf-8")
+    (tmp_path / "cluster.toml").write_text(CLUSTER, encoding="utf-8")
+    code = main(["train", "gpt3_1.3b", "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1", "--pp", "1",
+                 "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    seconds = {(row["name"], row["op"]): row["seconds"] for row in json.loads(out)["rows"]}
+    assert seconds[("qkv", "F")] == pytest.approx((384 * 2174 - 1) / 1.2e9, rel=1e-12)
+    assert seconds[("norm1", "F")] == pytest.approx(2 * 2048 * 2048 * 2 / 1.2e12, rel=1e-12)
+
+
+def test_energy_per_mac_and_per_word_are_the_documented_horowitz_figures(tmp_path, capsys):
+    """configs/energy/README.md: per MAC at the element width (fp16: 2.0 pJ), DRAM per word 20.3125 pJ/bit ×
+    16 bits = 325 pJ, SRAM per word the 64-bit read energy interpolated log-log between 20 pJ at 32 KiB and
+    100 pJ at 1 MiB, × 16/64: at the chip's 512 KiB ifmap SRAM 20 · 16^(ln 5 / ln 32) / 4 pJ, at its 256 KiB
+    ofmap SRAM 20 · 8^(ln 5 / ln 32) / 4 pJ; the row's total their sum with the registers' and vector unit's."""
+    import math
+
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=""), encoding="utf-8")
+    code = main(["energy", "resnet50", "--config", str(tmp_path / "chip.cfg"), "--batch", "2", "--dtype", "fp16",
+                 "--format", "json"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    total = next(row for row in json.loads(out)["rows"] if row["op"] == "TOTAL")
+    slope = math.log(5) / math.log(32)
+    assert total["mac_pj"] == pytest.approx(2.0 * total["macs"], rel=1e-12)
+    dram_words = total["ifmap_dram_reads"] + total["filter_dram_reads"]
+    assert total["dram_read_pj"] == pytest.approx(325.0 * dram_words, rel=1e-12)
+    assert total["dram_write_pj"] == pytest.approx(325.0 * total["ofmap_dram_writes"], rel=1e-12)
+    assert total["ifmap_sram_read_pj"] == pytest.approx(20 * 16**slope / 4 * total["ifmap_sram_reads"], rel=1e-9)
+    assert total["ofmap_sram_read_pj"] == pytest.approx(20 * 8**slope / 4 * total["ofmap_sram_reads"], rel=1e-9)
+    parts = [name for name in total if name.endswith("_pj") and name != "energy_pj"]
+    assert total["energy_pj"] == pytest.approx(sum(total[name] for name in parts), rel=1e-12)
