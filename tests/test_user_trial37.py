@@ -235,3 +235,42 @@ def test_energy_per_mac_and_per_word_are_the_documented_horowitz_figures(tmp_pat
     assert total["ofmap_sram_read_pj"] == pytest.approx(20 * 8**slope / 4 * total["ofmap_sram_reads"], rel=1e-9)
     parts = [name for name in total if name.endswith("_pj") and name != "energy_pj"]
     assert total["energy_pj"] == pytest.approx(sum(total[name] for name in parts), rel=1e-12)
+
+
+DEVICE_TOML = """[device]
+name = "trial37"
+
+[compute]
+arrays = 8
+arrays_per_core = 4
+rows = 64
+cols = 64
+dataflow = "os"
+clock_mhz = 1200
+
+[memory]
+sram_kib_per_array = 1280
+hbm_gib = 32
+hbm_gbps = 1200
+
+[links]
+intra_gbps = 100
+"""
+
+
+def test_the_library_refuses_a_device_toml_as_config_naming_keywords_not_flags(tmp_path):
+    """Failed before: ``archsim.cost(..., config="chip.toml")`` answered with the command's flags (``--array 64x64
+    --dataflow os --clock-ghz 1.2 --sram-kb 426,426,426 --dtype fp16``), which docs/api.md says the library names
+    as keywords; now ``array='64x64', dataflow='os', clock_ghz=1.2, sram_kb='426,426,426', dtype='fp16'``, which
+    run as given and cost what ``archsim cost`` costs with the flags."""
+    import archsim
+    from archsim.errors import InputError
+
+    (tmp_path / "chip.toml").write_text(DEVICE_TOML, encoding="utf-8")
+    with pytest.raises(InputError) as refusal:
+        archsim.cost("layerpipe_sample", config=str(tmp_path / "chip.toml"), batch=2)
+    message = str(refusal.value)
+    expected = "array='64x64', dataflow='os', clock_ghz=1.2, sram_kb='426,426,426', dtype='fp16'"
+    assert expected in message and "--" not in message.partition("as keywords:")[2]
+    archsim.cost("layerpipe_sample", batch=2, array="64x64", dataflow="os", clock_ghz=1.2, sram_kb="426,426,426",
+                 dtype="fp16")  # the advice runs as written
