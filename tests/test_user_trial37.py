@@ -274,3 +274,18 @@ def test_the_library_refuses_a_device_toml_as_config_naming_keywords_not_flags(t
     assert expected in message and "--" not in message.partition("as keywords:")[2]
     archsim.cost("layerpipe_sample", batch=2, array="64x64", dataflow="os", clock_ghz=1.2, sram_kb="426,426,426",
                  dtype="fp16")  # the advice runs as written
+
+
+def test_a_gemm_below_its_roofline_runs_at_hbm_bandwidth(tmp_path, capsys):
+    """The chip at 10 GB/s of HBM: GPT-3 1.3B's QKV GEMM (M = 2048, K = 2048, N = 6144) moves its three fp16 tensors,
+    2 · 2048 · (2048 + 2 · 6144) bytes, in 5.87 ms, above its 0.70 ms on the arrays: each of F, G and D takes that."""
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy="").replace("hbm_gbps = 1200", "hbm_gbps = 10"),
+                                       encoding="utf-8")
+    (tmp_path / "cluster.toml").write_text(CLUSTER, encoding="utf-8")
+    code = main(["train", "gpt3_1.3b", "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1", "--pp", "1",
+                 "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    seconds = {(row["name"], row["op"]): row["seconds"] for row in json.loads(out)["rows"]}
+    for op in "FGD":
+        assert seconds[("qkv", op)] == pytest.approx(2 * 2048 * (2048 + 2 * 6144) / 10e9, rel=1e-12)
