@@ -289,3 +289,17 @@ def test_a_gemm_below_its_roofline_runs_at_hbm_bandwidth(tmp_path, capsys):
     seconds = {(row["name"], row["op"]): row["seconds"] for row in json.loads(out)["rows"]}
     for op in "FGD":
         assert seconds[("qkv", op)] == pytest.approx(2 * 2048 * (2048 + 2 * 6144) / 10e9, rel=1e-12)
+
+
+def test_a_device_sweep_refuses_a_cfgs_leakage_before_it_writes(tmp_path, capsys):
+    """A device sweep reads the device file as train does, [energy] included: its leakage figure is refused when
+    the spec is read, one line, nothing written (the results folder not made)."""
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy="\n[energy]\nsram_leakage_mw_per_kib = 0.5\n"),
+                                       encoding="utf-8")
+    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
+    (tmp_path / "spec.toml").write_text('[sweep]\nname = "t37"\nmodel = "tiny.toml"\ndevice = "chip.cfg"\n'
+                                        "chips = [1]\nglobal_batch = 1\n", encoding="utf-8")
+    code = main(["sweep", str(tmp_path / "spec.toml"), "--quiet", "--out", str(tmp_path / "results")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "energy.sram_leakage_mw_per_kib" in lines[0]
+    assert not (tmp_path / "results").exists()

@@ -68,9 +68,9 @@ def _check_array_peaks(given: dict[str, float], arrays: Arrays, lanes: Arrays | 
 
 
 def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
-            sram_keys: tuple[tuple[str, int], ...] = (), energy: dict[str, Any] | None = None) -> Device:
+            sram_keys: tuple[tuple[str, int], ...] = ()) -> Device:
     """The device of a file's checked ``values``; ``sram_keys``: a ``.cfg``'s SRAM keys (its SRAM, in place of
-    ``[memory] sram_kib_per_array``); ``energy``: a ``.cfg``'s ``[energy]`` section as Device fields."""
+    ``[memory] sram_kib_per_array``)."""
     sram_bytes = sum(kib for _, kib in sram_keys) * 1024.0 if sram_keys else None
     dev, comp, mem, links = values["device"], values["compute"], values["memory"], values["links"]
     gemm = dev.get("gemm", "arrays")
@@ -117,7 +117,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                   intra_latency_s=_seconds(links, "intra_latency_us"),
                   inter_node_latency_s=_seconds(links, "inter_node_latency_us"), board_watts=dev.get("board_watts"),
                   split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0),
-                  sram_keys=sram_keys, **(energy or {}))
+                  sram_keys=sram_keys)
 
 
 def _seconds(links: dict[str, Any], key: str) -> float | None:
@@ -166,29 +166,7 @@ def _cfg_device(path: Path) -> Device:
     except InputError as exc:
         raise InputError(exc.message, file=file, field=f"device.{_key_of(exc.where.field)}") from None
     values["compute"] = {}
-    return _device(values, arrays, file, sram_keys=cfg_sram_keys(array), energy=_cfg_energy(path))
-
-
-LEAKAGE_ON_DEVICE = ("train and search price a device file's static power as [device] static_watts (W per chip, "
-                     "over the whole iteration), not as the energy model's leakage per op")
-
-
-def _cfg_energy(path: Path) -> dict[str, Any]:
-    """A ``.cfg`` device file's ``[energy]`` section (its table, its per-event figures) as :class:`Device` fields,
-    read as ``archsim energy --config`` reads it, so that train prices the figures the file states; leakage is
-    refused (:data:`LEAKAGE_ON_DEVICE`)."""
-    from archsim.energy.table import load_table, read_cfg_energy
-
-    cfg = read_cfg_energy(path)
-    for key in ("pe_leakage_mw", "sram_leakage_mw_per_kib"):
-        if cfg.overrides.get(key):
-            raise InputError(LEAKAGE_ON_DEVICE, file=str(path), field=f"energy.{key}")
-    if cfg.table is not None:
-        table = load_table(cfg.table)
-        if table.pe_leakage_mw or table.sram_leakage_mw_per_kib:
-            raise InputError(f"energy table {table.name!r} has leakage: {LEAKAGE_ON_DEVICE}", file=str(path),
-                             field="energy.table")
-    return {"energy_table": cfg.table, "energy_figures": tuple(sorted(cfg.overrides.items()))}
+    return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
 
 
 def implausible_figures(device: Device) -> tuple[str, ...]:

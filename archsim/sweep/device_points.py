@@ -116,12 +116,13 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
     import warnings
 
     from archsim.api import train
-    from archsim.devices.device_file import load_device
     from archsim.training.cluster_file import gpu_cluster
+    from archsim.training.energy import load_priced_device
     from archsim.workload.model_files import load_transformer
 
     setup = point.setup
-    device = replace(with_fields(load_device(setup.device_path), point.arrays, point.hbm_gbps, point.sram_kib_per_array),
+    device = replace(with_fields(load_priced_device(setup.device_path), point.arrays, point.hbm_gbps,
+                                 point.sram_kib_per_array),
                      static_watts=setup.static_watts)
     edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
     cluster = gpu_cluster({"cluster": {"name": "device-sweep"},

@@ -21,6 +21,7 @@ The meta says which (``energy_source``).
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from archsim.array.config import ArrayConfig, operand_sram_kib
@@ -48,6 +49,35 @@ def device_array(device: Device, dtype: str) -> ArrayConfig:
     return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=kib,
                        filter_sram_kb=kib, ofmap_sram_kb=kib, element_bytes=ELEMENT_BYTES[dtype],
                        clock_hz=units.clock_hz, name=device.name)
+
+
+LEAKAGE_ON_DEVICE = ("train and search price a device file's static power as [device] static_watts (W per chip, "
+                     "over the whole iteration), not as the energy model's leakage per op")
+
+
+def load_priced_device(path: str | Path) -> Device:
+    """The device a device file describes (:func:`~archsim.devices.device_file.load_device`) with, for a ``.cfg``,
+    its ``[energy]`` section (table and per-event figures) read as ``archsim energy --config`` reads it, so that
+    train, search and device sweeps price the figures the file states; its leakage is refused
+    (:data:`LEAKAGE_ON_DEVICE`). Read here, not in ``devices/``, which the energy model's tables stay out of."""
+    from dataclasses import replace
+
+    from archsim.devices.device_file import load_device
+    from archsim.energy.table import load_table, read_cfg_energy
+
+    device = load_device(path)
+    if Path(path).suffix.lower() != ".cfg":
+        return device
+    cfg = read_cfg_energy(path)
+    for key in ("pe_leakage_mw", "sram_leakage_mw_per_kib"):
+        if cfg.overrides.get(key):
+            raise InputError(LEAKAGE_ON_DEVICE, file=str(path), field=f"energy.{key}")
+    if cfg.table is not None:
+        table = load_table(cfg.table)
+        if table.pe_leakage_mw or table.sram_leakage_mw_per_kib:
+            raise InputError(f"energy table {table.name!r} has leakage: {LEAKAGE_ON_DEVICE}", file=str(path),
+                             field="energy.table")
+    return replace(device, energy_table=cfg.table, energy_figures=tuple(sorted(cfg.overrides.items())))
 
 
 def device_energies(device: Device, array: ArrayConfig):
@@ -174,6 +204,6 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
                    energy_dynamic_j=cast("float | None", energy.get("energy_dynamic_j")))
 
 
-__all__ = ["BOARD_SOURCE", "FILE_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array",
-           "device_energies", "energy_basis",
-           "iteration_energy", "priced", "static_joules", "unpriced_static_note"]
+__all__ = ["BOARD_SOURCE", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_device", "array_iteration_joules",
+           "device_array", "device_energies", "energy_basis", "iteration_energy", "load_priced_device", "priced",
+           "static_joules", "unpriced_static_note"]
