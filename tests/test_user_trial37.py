@@ -303,3 +303,25 @@ def test_a_device_sweep_refuses_a_cfgs_leakage_before_it_writes(tmp_path, capsys
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "energy.sram_leakage_mw_per_kib" in lines[0]
     assert not (tmp_path / "results").exists()
+
+
+def test_a_spec_cfgs_energy_table_name_is_never_read_from_the_working_folder(tmp_path, capsys, monkeypatch):
+    """docs/security.md: a sweep spec's names are never looked up in the working folder. The .cfg array's ``[energy]
+    table = horowitz45``, read since this trial, is the shipped table even where the run's folder holds a file of
+    that name; a ``.toml`` table not beside the .cfg is refused, not read from the working folder."""
+    import csv
+    import shutil
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "horowitz45").write_text("not a table", encoding="utf-8")
+    (work / "mine.toml").write_text("not a table", encoding="utf-8")
+    monkeypatch.chdir(work)
+    code, err = _design_sweep(tmp_path, capsys, "\n[energy]\ntable = horowitz45\n")
+    assert code == 0, err
+    rows = list(csv.DictReader((tmp_path / "results" / "results.csv").open(encoding="utf-8")))
+    assert rows[0]["energy_table"] == "horowitz45"
+    shutil.rmtree(tmp_path / "results")
+    code, err = _design_sweep(tmp_path, capsys, "\n[energy]\ntable = mine.toml\n")
+    assert code == 2 and "mine.toml" in err and "not found beside the .cfg" in err
+    assert not (tmp_path / "results").exists()

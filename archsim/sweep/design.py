@@ -80,8 +80,9 @@ def _energy_of(unit):
     or a ``.cfg`` array's own ``[energy]`` table (the axis is refused beside it), then the file's per-event
     figures, as ``archsim energy --config`` prices that file."""
     file = unit.array_file
-    if file is not None and file.energy_table is not None:  # a name or a path beside the .cfg, as energy reads it
-        return load_table(file.energy_table), dict(file.energy_figures), file.energy_table
+    if file is not None and file.energy_table is not None:  # a shipped name, or a path beside the .cfg (spec_arrays)
+        table = load_table(file.energy_table, shipped_only=not Path(file.energy_table).is_absolute())
+        return table, dict(file.energy_figures), file.energy_table
     table = load_table(unit.design.energy_table, shipped_only=True)  # a spec's name: a shipped table only
     return table, dict(file.energy_figures) if file is not None else {}, unit.design.energy_table
 
