@@ -4,10 +4,13 @@ core at 1.2 GHz, as a SCALE-Sim .cfg device file and as a device TOML (issue #37
 Each test here failed on the code before its fix (said in its docstring)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # The chip: SCALE-Sim's own sections (shape, dataflow, SRAMs), archsim's clock and the device sections.
 CHIP_CFG = """[general]
@@ -323,5 +326,28 @@ def test_a_spec_cfgs_energy_table_name_is_never_read_from_the_working_folder(tmp
     assert rows[0]["energy_table"] == "horowitz45"
     shutil.rmtree(tmp_path / "results")
     code, err = _design_sweep(tmp_path, capsys, "\n[energy]\ntable = mine.toml\n")
-    assert code == 2 and "mine.toml" in err and "not found beside the .cfg" in err
+    assert code == 2 and f"{tmp_path / 'mine.toml'}: energy table not found" in err  # the .cfg's neighbour
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("table", ["mine.toml", "horowitz45"])
+def test_a_cfgs_energy_table_is_never_read_from_the_working_folder(table, tmp_path, capsys, monkeypatch):
+    """Failed before: docs/security.md says a ``.cfg``'s ``[energy] table = PATH.toml`` resolves relative to the
+    .cfg's folder, but one not found there was read from the working folder (and a bare name, a shipped table's,
+    from a file of that name there first): ``archsim energy --config`` priced another table depending on where it
+    ran. Now a path is the .cfg's neighbour (missing: one line naming it), a name the shipped table."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / table).write_text((ROOT / "configs" / "energy" / "horowitz45.toml").read_text(encoding="utf-8")
+                              .replace("pj_per_bit = 20.3125", "pj_per_bit = 1.0"), encoding="utf-8")
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=f"\n[energy]\ntable = {table}\n"), encoding="utf-8")
+    monkeypatch.chdir(work)
+    code = main(["energy", "layerpipe_sample", "--config", str(tmp_path / "chip.cfg"), "--batch", "2", "--dtype",
+                 "fp16", "--format", "json"])
+    out, err = capsys.readouterr()
+    if table.endswith(".toml"):
+        assert code == 2 and out == "" and str(tmp_path / table) in err
+    else:
+        assert code == 0, err
+        total = next(row for row in json.loads(out)["rows"] if row["op"] == "TOTAL")
+        assert total["dram_write_pj"] == pytest.approx(325.0 * total["ofmap_dram_writes"], rel=1e-12)  # shipped

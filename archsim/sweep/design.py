@@ -22,6 +22,7 @@ from archsim.array.config import ArrayConfig
 from archsim.array.options import with_memory
 from archsim.energy import access_energies, array_area, iteration_energy, load_table
 from archsim.energy.model import static_power_mw
+from archsim.energy.table import cfg_table
 from archsim.errors import InputError
 from archsim.partition import build_profile
 from archsim.planners import partition
@@ -80,9 +81,8 @@ def _energy_of(unit):
     or a ``.cfg`` array's own ``[energy]`` table (the axis is refused beside it), then the file's per-event
     figures, as ``archsim energy --config`` prices that file."""
     file = unit.array_file
-    if file is not None and file.energy_table is not None:  # a shipped name, or a path beside the .cfg (spec_arrays)
-        table = load_table(file.energy_table, shipped_only=not Path(file.energy_table).is_absolute())
-        return table, dict(file.energy_figures), file.energy_table
+    if file is not None and file.energy_table is not None:  # a shipped name, or a path beside the .cfg
+        return cfg_table(file.energy_table), dict(file.energy_figures), file.energy_table
     table = load_table(unit.design.energy_table, shipped_only=True)  # a spec's name: a shipped table only
     return table, dict(file.energy_figures) if file is not None else {}, unit.design.energy_table
 

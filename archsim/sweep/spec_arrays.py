@@ -62,14 +62,10 @@ def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayF
     path = resolve_array_file(text, spec_dir, file)
     array = array_from_flags(config=path)
     energy = read_cfg_energy(path)
-    if energy.table is not None:  # a shipped name or a file beside the .cfg, never one of the working folder
-        from archsim.energy.table import load_table
+    if energy.table is not None:  # a shipped name or a file beside the .cfg: checked before anything is written
+        from archsim.energy.table import cfg_table
 
-        beside = Path(energy.table).is_absolute()  # the reader resolved it beside the .cfg
-        if not beside and energy.table.endswith(".toml"):
-            raise InputError(f"energy table {shown(energy.table)} not found beside the .cfg", file=str(path),
-                             field="energy.table")
-        load_table(energy.table, shipped_only=not beside)  # checked before anything is written
+        cfg_table(energy.table)
     return ArrayFile(str(path), array, _axes_set(path, array), energy.table, tuple(sorted(energy.overrides.items())))
 
 

@@ -63,7 +63,7 @@ def load_priced_device(path: str | Path) -> Device:
     from dataclasses import replace
 
     from archsim.devices.device_file import load_device
-    from archsim.energy.table import load_table, read_cfg_energy
+    from archsim.energy.table import cfg_table, read_cfg_energy
 
     device = load_device(path)
     if Path(path).suffix.lower() != ".cfg":
@@ -73,7 +73,7 @@ def load_priced_device(path: str | Path) -> Device:
         if cfg.overrides.get(key):
             raise InputError(LEAKAGE_ON_DEVICE, file=str(path), field=f"energy.{key}")
     if cfg.table is not None:
-        table = load_table(cfg.table)
+        table = cfg_table(cfg.table)
         if table.pe_leakage_mw or table.sram_leakage_mw_per_kib:
             raise InputError(f"energy table {table.name!r} has leakage: {LEAKAGE_ON_DEVICE}", file=str(path),
                              field="energy.table")
@@ -83,9 +83,9 @@ def load_priced_device(path: str | Path) -> Device:
 def device_energies(device: Device, array: ArrayConfig):
     """Per-event energies (pJ) of ``array``, one of ``device``'s: its device file's ``[energy]`` table and
     figures where it states them (as ``archsim energy --config`` prices that file), else the default table's."""
-    from archsim.energy.table import access_energies, load_table
+    from archsim.energy.table import access_energies, cfg_table
 
-    table = load_table(device.energy_table) if device.energy_table else None
+    table = cfg_table(device.energy_table) if device.energy_table else None
     return access_energies(array, table, dict(device.energy_figures))
 
 
