@@ -351,3 +351,18 @@ def test_a_cfgs_energy_table_is_never_read_from_the_working_folder(table, tmp_pa
         assert code == 0, err
         total = next(row for row in json.loads(out)["rows"] if row["op"] == "TOTAL")
         assert total["dram_write_pj"] == pytest.approx(325.0 * total["ofmap_dram_writes"], rel=1e-12)  # shipped
+
+
+def test_a_device_sweeps_slipped_hbm_axis_value_is_named_as_the_specs(tmp_path, capsys):
+    """Failed before: an ``hbm_gbps = [1.2]`` axis value (TB/s typed for GB/s) was warned as the device file's
+    ``[memory] hbm_gbps = 1.2 GB/s``, where the file states 1200: the line now says the figure is the spec's
+    axis, the key to correct."""
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=""), encoding="utf-8")
+    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
+    (tmp_path / "spec.toml").write_text('[sweep]\nname = "t37"\nmodel = "tiny.toml"\ndevice = "chip.cfg"\n'
+                                        "hbm_gbps = [1.2, 1200]\nchips = [1]\nglobal_batch = 1\n", encoding="utf-8")
+    code = main(["sweep", str(tmp_path / "spec.toml"), "--quiet", "--out", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    (line,) = [line for line in err.splitlines() if "hbm_gbps" in line]
+    assert code == 0 and "hbm_gbps = 1.2 GB/s (the spec's hbm_gbps axis)" in line
+    assert line.endswith("write hbm_gbps = 1200")

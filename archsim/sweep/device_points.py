@@ -63,8 +63,12 @@ def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
     from archsim.devices.device_file import devices_implausible_figures, load_device
 
     device = load_device(spec.setup.device_path)
-    return devices_implausible_figures(dict.fromkeys(
+    lines = devices_implausible_figures(dict.fromkeys(
         with_fields(device, point.arrays, point.hbm_gbps, point.sram_kib_per_array) for point in spec.units()))
+    for gbps in dict.fromkeys(g for g in spec.hbm_gbps if g is not None):  # a figure the spec gave, not the file
+        said = f"[memory] hbm_gbps = {gbps:g} GB/s "
+        lines = tuple(line.replace(said, f"{said[:-1]} (the spec's hbm_gbps axis) ") for line in lines)
+    return lines
 
 
 def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
