@@ -218,33 +218,35 @@ def cfg_sram_warning(path: str | Path) -> str | None:
 
 
 def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
-    """Why a TOML is no ``.cfg``; for a device TOML, the flags that cost one of its arrays, its values read as the
-    device reader reads them (:func:`~archsim.array.device_sections.toml_sections`: a bad one named with its line).
-    ``dtype_flag``: the command takes ``--dtype``, so the flags name train's (:data:`~archsim.choices.devices.
-    TRAIN_DTYPE`), as the array commands' own default is SCALE-Sim's 1-byte word: without it they price another chip."""
-    refusal = "a TOML file: --config reads a SCALE-Sim .cfg (a device TOML is for train and search)"
+    """Why a TOML is no ``.cfg``; for a device TOML, the flags (the library's keywords) that cost one of its arrays, its
+    values read as the device reader reads them (:func:`~archsim.array.device_sections.toml_sections`). ``dtype_flag``:
+    the command takes ``--dtype``, so they name train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), as the array
+    commands' own default is SCALE-Sim's 1-byte word: without it they price another chip."""
+    from archsim.console import route, setting
+    word, sep = route("flags", "keywords"), route(" ", ", ")  # how the caller sets an array
+    refusal = f"a TOML file: {setting('config')} reads a SCALE-Sim .cfg (a device TOML is for train and search)"
     try:
         values = toml_sections(text, file, ("compute", "memory")) or {}
     except InputError as exc:  # where, and why no flags stand for its array
-        return InputError(f"{refusal}; its array as flags cannot be read: {exc.message}", file=file,
+        return InputError(f"{refusal}; its array as {word} cannot be read: {exc.message}", file=file,
                           line=exc.where.line, field=exc.where.field)
     compute, sram, split = values.get("compute", {}), values.get("memory", {}).get("sram_kib_per_array"), ""
     if "rows" not in compute or "cols" not in compute:
         return InputError(refusal, file=file)
-    flags = f"--array {compute['rows']}x{compute['cols']}"
+    flags = [setting("array", f"{compute['rows']}x{compute['cols']}")]
     if compute.get("dataflow", "ws") in ("ws", "os", "is"):
-        flags += f" --dataflow {compute.get('dataflow', 'ws')}"
+        flags.append(setting("dataflow", compute.get("dataflow", "ws")))
     if "clock_mhz" in compute:
-        flags += f" --clock-ghz {compute['clock_mhz'] / 1000:g}"
+        flags.append(setting("clock-ghz", placeholder=f"{compute['clock_mhz'] / 1000:g}"))
     if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
         kib = operand_sram_kib(sram)
-        flags += f" --sram-kb {','.join([str(kib)] * 3)}"
+        flags.append(setting("sram-kb", ",".join([str(kib)] * 3)))
         left = sram - 3 * kib  # the split's rule stated, so 341,341,341 for 1024 KiB reads as meant
         split = (f"; its {sram:g} KiB of SRAM per array is {kib} KiB per operand buffer, as train's energy "
                  f"model splits it (in three, whole KiB{f': {left:g} KiB unused' if left > 0 else ''})")
     if dtype_flag:
-        flags += f" --dtype {TRAIN_DTYPE}"
-    return InputError(f"{refusal}{split}; its array as flags: {flags}", file=file)
+        flags.append(setting("dtype", TRAIN_DTYPE))
+    return InputError(f"{refusal}{split}; its array as {word}: {sep.join(flags)}", file=file)
 
 
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,

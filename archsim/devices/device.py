@@ -26,6 +26,8 @@ A device is its compute units, its memories and its links:
   switched or not, the host link (PCIe), and the inter-node NIC in Gb/s (0: the cluster file's); the
   latency one ring or tree step pays on the fabric and on the NIC, seconds (None: the fitted link classes'
   α, :mod:`archsim.training.fitted`; a device file may state its own, a catalog GPU never does).
+* **energy** (array devices): the energy table and per-event figures of a ``.cfg`` device file's ``[energy]``
+  section, as ``archsim energy --config`` reads them (default: the default table's figures).
 
 Peak FLOP/s per dtype are a device's datasheet figures where it has them (a catalog GPU's); a
 device file without ``peak_tflops`` gets 2 · count · rows · cols · clock for every dtype its arrays run
@@ -112,6 +114,10 @@ class Device:
     # a .cfg device file's SRAM as written, (key, KiB) per SramSzkB (archsim.array.config.cfg_sram_keys), summing to
     # sram_bytes_per_array; empty otherwise. Where the figure came from, not what it is: not compared
     sram_keys: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    # a .cfg device file's [energy] section: the energy table it names (None: the default) and its per-event
+    # figures (name, pJ per word), what train's energy model prices an array device with, as archsim energy does
+    energy_table: str | None = None
+    energy_figures: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.sram_keys and sum(kib for _, kib in self.sram_keys) * 1024 != self.sram_bytes_per_array:

@@ -274,10 +274,9 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
         return CfgEnergy(None, {})
     table, overrides = None, dict[str, float | str]()
     for key, raw in parser["energy"].items():
-        if key == "table":
+        if key == "table":  # a path is the .cfg's neighbour, a name a shipped table: never the working folder's
             value = raw.strip()
-            relative = Path(path).parent / value
-            table = str(relative) if value.endswith(".toml") and is_file(relative) else value
+            table = str(Path(path).parent / value) if value.endswith(".toml") else value
             continue
         overrides[key] = _number(raw, key, file) if key in OVERRIDABLE else raw
     with_overrides(_ZERO, overrides, file)  # validate names and values here, with the file named
@@ -290,8 +289,15 @@ _ZERO = AccessEnergies("", *([0.0] * len(OVERRIDABLE)))
 def table_for(name: str | Path | None = None, config: str | Path | None = None) -> EnergyTable:
     """The table ``--energy-table`` names, else a ``--config`` .cfg's ``[energy]`` table, else the default."""
     cfg = read_cfg_energy(config) if config else None
-    chosen = name or (cfg.table if cfg else None)
-    return load_table(chosen) if chosen else load_table()
+    if name:
+        return load_table(name)
+    return cfg_table(cfg.table) if cfg and cfg.table else load_table()
+
+
+def cfg_table(table: str) -> EnergyTable:
+    """A ``.cfg``'s ``[energy] table`` as :func:`read_cfg_energy` gives it: a path beside the .cfg, or a shipped
+    table's name (never a file of the working folder, docs/security.md)."""
+    return load_table(table, shipped_only=not table.endswith(".toml"))
 
 
 def energies_for(array: ArrayConfig, name: str | Path | None = None,

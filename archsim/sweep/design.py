@@ -22,6 +22,7 @@ from archsim.array.config import ArrayConfig
 from archsim.array.options import with_memory
 from archsim.energy import access_energies, array_area, iteration_energy, load_table
 from archsim.energy.model import static_power_mw
+from archsim.energy.table import cfg_table
 from archsim.errors import InputError
 from archsim.partition import build_profile
 from archsim.planners import partition
@@ -37,8 +38,8 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     single, cycles)`` gives the plain sweep's columns."""
     design = unit.design
     array = design_array(unit)
-    table = load_table(design.energy_table, shipped_only=True)  # a spec's name: a shipped table only
-    energies = access_energies(array, table)
+    table, figures, table_name = _energy_of(unit)
+    energies = access_energies(array, table, figures)
     m = design.microbatches
     profile = build_profile(network, array, unit.batch // m, unit.mode, unit.engine)
     dynamic = iteration_energy(network, array, unit.batch, unit.mode, unit.engine,
@@ -65,7 +66,7 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
                 rows.append({
                     **base_row(processors, method, plan, single, cycles),
                     "sram_kb": sram_kb, "bandwidth_words_per_cycle": bandwidth, "element_bytes": design.element_bytes,
-                    "microbatches": m, "energy_table": Path(design.energy_table).stem,
+                    "microbatches": m, "energy_table": Path(table_name).stem,
                     "clock_ghz": clock if clock else float("nan"), "iteration_seconds": seconds,
                     "energy_pj": float(sum(parts.values())) + leakage, **{k: float(v) for k, v in parts.items()},
                     "leakage_pj": leakage, "area_mm2": plan.processors * area.total_mm2,
@@ -73,6 +74,17 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
                     **({"dtype": design.dtype} if design.dtype else {}),
                 })
     return rows
+
+
+def _energy_of(unit):
+    """(table, figure overrides, the table's name) a design unit is priced with: the spec's ``energy_tables`` value,
+    or a ``.cfg`` array's own ``[energy]`` table (the axis is refused beside it), then the file's per-event
+    figures, as ``archsim energy --config`` prices that file."""
+    file = unit.array_file
+    if file is not None and file.energy_table is not None:  # a shipped name, or a path beside the .cfg
+        return cfg_table(file.energy_table), dict(file.energy_figures), file.energy_table
+    table = load_table(unit.design.energy_table, shipped_only=True)  # a spec's name: a shipped table only
+    return table, dict(file.energy_figures) if file is not None else {}, unit.design.energy_table
 
 
 def design_array(unit) -> ArrayConfig:

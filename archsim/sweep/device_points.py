@@ -63,8 +63,12 @@ def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
     from archsim.devices.device_file import devices_implausible_figures, load_device
 
     device = load_device(spec.setup.device_path)
-    return devices_implausible_figures(dict.fromkeys(
+    lines = devices_implausible_figures(dict.fromkeys(
         with_fields(device, point.arrays, point.hbm_gbps, point.sram_kib_per_array) for point in spec.units()))
+    for gbps in dict.fromkeys(g for g in spec.hbm_gbps if g is not None):  # a figure the spec gave, not the file
+        said = f"[memory] hbm_gbps = {gbps:g} GB/s "
+        lines = tuple(line.replace(said, f"{said[:-1]} (the spec's hbm_gbps axis) ") for line in lines)
+    return lines
 
 
 def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
@@ -116,12 +120,13 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
     import warnings
 
     from archsim.api import train
-    from archsim.devices.device_file import load_device
     from archsim.training.cluster_file import gpu_cluster
+    from archsim.training.energy import load_priced_device
     from archsim.workload.model_files import load_transformer
 
     setup = point.setup
-    device = replace(with_fields(load_device(setup.device_path), point.arrays, point.hbm_gbps, point.sram_kib_per_array),
+    device = replace(with_fields(load_priced_device(setup.device_path), point.arrays, point.hbm_gbps,
+                                 point.sram_kib_per_array),
                      static_watts=setup.static_watts)
     edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
     cluster = gpu_cluster({"cluster": {"name": "device-sweep"},

@@ -174,7 +174,7 @@ def file_sha256(path: str) -> str:
 def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     """The ``[sweep]`` table of a device sweep (module docstring), every key checked; an array sweep's
     key (``arrays``, ``networks``, …) is refused, never ignored."""
-    from archsim.devices.device_file import load_device
+    from archsim.training.energy import load_priced_device
     from archsim.training.parallel import Parallelism
     from archsim.validate import DEFAULT_MAX_OPS, check_name
     from archsim.workload.model_files import load_transformer
@@ -220,7 +220,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
     device_path = spec_file(table["device"], path.parent, file, "device", "devices", DEVICE_SUFFIXES)
     _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
-    device = _read(load_device, device_path, file, "device")
+    device = _read(load_priced_device, device_path, file, "device")  # its [energy] too
     if "array_sides" in table and "array_shapes" in table:
         raise InputError("give array_sides (square arrays at the file's PE budget) or array_shapes, not both",
                          file=file, field="array_shapes")

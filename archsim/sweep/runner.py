@@ -169,6 +169,8 @@ def _cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) ->
     fields = asdict(unit)
     if fields.get("array_file", False) is None:  # a ROWSxCOLS array: the settings (and cache files) as before .cfg arrays
         del fields["array_file"]
+    elif fields.get("array_file") and not fields["array_file"]["energy_table"] and not fields["array_file"]["energy_figures"]:
+        del fields["array_file"]["energy_table"], fields["array_file"]["energy_figures"]  # no [energy]: names as before
     settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 

@@ -26,6 +26,10 @@ class ArrayFile:
     path: str
     array: ArrayConfig
     sets: tuple[str, ...] = ()  # the design axes (spec keys) whose values the file states: refused beside it
+    # its [energy] section, read as archsim energy --config reads it: the table it names (None: the spec's) and
+    # its per-event figures (name, pJ), which price the file's rows
+    energy_table: str | None = None
+    energy_figures: tuple[tuple[str, float], ...] = ()
 
 
 
@@ -53,27 +57,35 @@ def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayF
         except InputError as exc:
             raise exc.at(file=file, field="arrays") from None
     from archsim.array.options import array_from_flags
+    from archsim.energy.table import read_cfg_energy
 
     path = resolve_array_file(text, spec_dir, file)
     array = array_from_flags(config=path)
-    return ArrayFile(str(path), array, _axes_set(path, array))
+    energy = read_cfg_energy(path)
+    if energy.table is not None:  # a shipped name or a file beside the .cfg: checked before anything is written
+        from archsim.energy.table import cfg_table
+
+        cfg_table(energy.table)
+    return ArrayFile(str(path), array, _axes_set(path, array), energy.table, tuple(sorted(energy.overrides.items())))
 
 
 # A design axis that would override what a .cfg states: (what it sweeps, the .cfg keys it would override).
 CFG_AXES = {"sram_kb": ("SRAM size", "IfmapSramSzkB, FilterSramSzkB and OfmapSramSzkB"),
-            "bandwidths": ("DRAM bandwidth", "Bandwidth"), "clocks_ghz": ("clock", "[archsim] ClockGHz")}
+            "bandwidths": ("DRAM bandwidth", "Bandwidth"), "clocks_ghz": ("clock", "[archsim] ClockGHz"),
+            "energy_tables": ("energy table", "[energy] table")}
 
 
 def _axes_set(path: Path, array: ArrayConfig) -> tuple[str, ...]:
     """The design axes whose values a (read and checked) .cfg states: its SRAMs always (SCALE-Sim requires
     them), its DRAM bandwidth where it writes ``Bandwidth`` (else the reader's default 10, no statement, as
-    ``--bandwidth`` may set), its clock where it writes ``[archsim] ClockGHz``."""
+    ``--bandwidth`` may set), its clock where it writes ``[archsim] ClockGHz``, its energy table where its
+    ``[energy]`` names one."""
     import configparser
 
     parser = configparser.ConfigParser(interpolation=None)
     parser.read_string(read_text(path, "config file"), source=str(path))
     stated = {"sram_kb": True, "bandwidths": parser.has_option("architecture_presets", "Bandwidth"),
-              "clocks_ghz": array.clock_hz is not None}
+              "clocks_ghz": array.clock_hz is not None, "energy_tables": parser.has_option("energy", "table")}
     return tuple(key for key in CFG_AXES if stated[key])
 
 

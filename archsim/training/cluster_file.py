@@ -42,12 +42,12 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
         if not isinstance(path, str) or not path.strip():
             raise InputError(f"expected a device file's path, got {path!r}", file=file, field="device")
         if path not in loaded:
-            from archsim.devices.device_file import load_device  # a catalog GPU's cluster reads no device file
+            from archsim.training.energy import load_priced_device  # a catalog GPU's cluster reads no device file
 
             if not (folder / path).exists():
                 raise InputError(f"device file {folder / path} not found (a device path is read relative to the "
                                  "cluster file's folder)", file=file, field="device")
-            loaded[path] = load_device(folder / path)
+            loaded[path] = load_priced_device(folder / path)
         return loaded[path]
     return server_gpu(name, file)
 

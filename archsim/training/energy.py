@@ -1,7 +1,8 @@
 """Energy of one training iteration, from the same ops the iteration is timed on.
 
 * **Array devices** (a device file whose GEMMs run on its arrays, ``gemm = "arrays"``): archsim's
-  energy model (:mod:`archsim.energy.model`, the default table) on the ops' accesses — each op's MACs,
+  energy model (:mod:`archsim.energy.model`; the default table, or a ``.cfg`` device file's ``[energy]`` table
+  and figures: :func:`device_energies`) on the ops' accesses — each op's MACs,
   register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
   (its shape, dataflow and SRAM), and the HBM words its memory-bound part reads and writes (its
   ``vector_elements``, at the table's DRAM energy per word) — summed over every op every device runs
@@ -20,6 +21,7 @@ The meta says which (``energy_source``).
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from archsim.array.config import ArrayConfig, operand_sram_kib
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from archsim.training.run import TrainResult
 
 MODEL_SOURCE = "energy model on the ops' accesses (archsim.energy, default table)"
+FILE_SOURCE = "energy model on the ops' accesses (archsim.energy, the device file's [energy])"
 STATIC_SOURCE = " + static_watts × chips × iteration time"  # after MODEL_SOURCE where the device states static power
 BOARD_SOURCE = "board power × iteration time"
 
@@ -46,6 +49,49 @@ def device_array(device: Device, dtype: str) -> ArrayConfig:
     return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=kib,
                        filter_sram_kb=kib, ofmap_sram_kb=kib, element_bytes=ELEMENT_BYTES[dtype],
                        clock_hz=units.clock_hz, name=device.name)
+
+
+LEAKAGE_ON_DEVICE = ("train and search price a device file's static power as [device] static_watts (W per chip, "
+                     "over the whole iteration), not as the energy model's leakage per op")
+
+
+def load_priced_device(path: str | Path) -> Device:
+    """The device a device file describes (:func:`~archsim.devices.device_file.load_device`) with, for a ``.cfg``,
+    its ``[energy]`` section (table and per-event figures) read as ``archsim energy --config`` reads it, so that
+    train, search and device sweeps price the figures the file states; its leakage is refused
+    (:data:`LEAKAGE_ON_DEVICE`). Read here, not in ``devices/``, which the energy model's tables stay out of."""
+    from dataclasses import replace
+
+    from archsim.devices.device_file import load_device
+    from archsim.energy.table import cfg_table, read_cfg_energy
+
+    device = load_device(path)
+    if Path(path).suffix.lower() != ".cfg":
+        return device
+    cfg = read_cfg_energy(path)
+    for key in ("pe_leakage_mw", "sram_leakage_mw_per_kib"):
+        if cfg.overrides.get(key):
+            raise InputError(LEAKAGE_ON_DEVICE, file=str(path), field=f"energy.{key}")
+    if cfg.table is not None:
+        table = cfg_table(cfg.table)
+        if table.pe_leakage_mw or table.sram_leakage_mw_per_kib:
+            raise InputError(f"energy table {table.name!r} has leakage: {LEAKAGE_ON_DEVICE}", file=str(path),
+                             field="energy.table")
+    return replace(device, energy_table=cfg.table, energy_figures=tuple(sorted(cfg.overrides.items())))
+
+
+def device_energies(device: Device, array: ArrayConfig):
+    """Per-event energies (pJ) of ``array``, one of ``device``'s: its device file's ``[energy]`` table and
+    figures where it states them (as ``archsim energy --config`` prices that file), else the default table's."""
+    from archsim.energy.table import access_energies, cfg_table
+
+    table = cfg_table(device.energy_table) if device.energy_table else None
+    return access_energies(array, table, dict(device.energy_figures))
+
+
+def _source(device: Device) -> str:
+    """``energy_source`` of an array device: which figures priced it."""
+    return FILE_SOURCE if device.energy_table or device.energy_figures else MODEL_SOURCE
 
 
 def array_device(cluster, gpus: int) -> Device | None:
@@ -78,12 +124,11 @@ def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequ
     ``dtype``: :func:`~archsim.training.iteration.piece_works`), the forward again under full
     recompute. Cached: a search prices many configurations that share these."""
     from archsim.energy.model import op_energy_columns
-    from archsim.energy.table import access_energies
     from archsim.training.iteration import piece_works
 
     pieces, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype)
     array = device_array(device, dtype)
-    energies = access_energies(array)
+    energies = device_energies(device, array)
     total = 0.0
     for index, work in enumerate(pieces):
         ops = [*work.forward, *work.backward]
@@ -99,13 +144,12 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
                            implementation: str = "megatron", parameters: float = 0.0) -> float:
     """Joules of one iteration on array devices (module docstring); ``parameters``: the parameters
     all devices hold together (each device's optimizer step reads and writes its own)."""
-    from archsim.energy.table import access_energies
     from archsim.training.iteration import optimizer_step_bytes
 
     per_microbatch = _microbatch_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
                                             par.recompute, device, dtype, implementation)
     array = device_array(device, dtype)
-    optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * access_energies(array).dram_read_pj
+    optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * device_energies(device, array).dram_read_pj
     return (per_microbatch * par.microbatches * par.tp * par.dp + optimizer) * 1e-12
 
 
@@ -137,9 +181,9 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
         parameters = sum(m.parameters for m in memory) * par.tp * par.dp / par.optimizer_shards  # each steps 1/DP
         dynamic = array_iteration_joules(c, par, device, cluster.dtype, implementation, parameters)
         if not device.static_watts:
-            return {"energy_j": dynamic, "energy_source": MODEL_SOURCE}
+            return {"energy_j": dynamic, "energy_source": _source(device)}
         static = static_joules(device, par.gpus, seconds)
-        return {"energy_j": dynamic + static, "energy_source": MODEL_SOURCE + STATIC_SOURCE,
+        return {"energy_j": dynamic + static, "energy_source": _source(device) + STATIC_SOURCE,
                 "energy_dynamic_j": dynamic, "energy_static_j": static}
     try:
         return {"energy_j": seconds * watts(cluster, par.gpus), "energy_source": BOARD_SOURCE}
@@ -160,5 +204,6 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
                    energy_dynamic_j=cast("float | None", energy.get("energy_dynamic_j")))
 
 
-__all__ = ["BOARD_SOURCE", "MODEL_SOURCE", "array_device", "array_iteration_joules", "device_array", "energy_basis",
-           "iteration_energy", "priced", "static_joules", "unpriced_static_note"]
+__all__ = ["BOARD_SOURCE", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_device", "array_iteration_joules",
+           "device_array", "device_energies", "energy_basis", "iteration_energy", "load_priced_device", "priced",
+           "static_joules", "unpriced_static_note"]
