@@ -353,7 +353,8 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
              states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
              hf: bool = False) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
-    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
+    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations; with it, the
+    held peaks of :func:`~archsim.training.held_memory.order_held_peaks` (W's inputs held from I to W). ``scale``:
     bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks do not:
     :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
     in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s."""
@@ -365,7 +366,9 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
         peaks = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
         rank_of = {j: j for j in range(par.pp)}
     else:
-        peaks = in_flight(order)
+        from archsim.training.held_memory import held_fraction, order_held_peaks  # it imports this module
+
+        peaks = order_held_peaks(order, held_fraction(c, par, hf))  # I and W apart: W's inputs held until W
         rank_of = order.rank_of_stage()
     apart = rank_of[0] != rank_of[chunks - 1]
     out = []
