@@ -331,7 +331,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     return StageMemory(params, states * params + unit * largest, activations)
 
 
-def chunk_in_flight(peak: int, chunks: int) -> float:
+def chunk_in_flight(peak: float, chunks: int) -> float:
     """Micro-batches in flight on each of a rank's ``chunks`` model chunks when ``peak`` chunk-forwards
     await their backward: their mean (at least 1), so the rank's activations are ``peak`` chunks' under an
     even split — interleaved 1F1B's first rank holds (v − 1)p + 2(p − 1) + 1 chunks, Narayanan et al. 2021's
@@ -363,7 +363,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     if order is None:
         if par.schedule_name != "1f1b":
             raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
-        peaks = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
+        peaks: list[float] = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
         rank_of = {j: j for j in range(par.pp)}
     else:
         from archsim.training.held_memory import held_fraction, order_held_peaks  # it imports this module
