@@ -4,7 +4,8 @@ Zero-bubble orders (ZB-H1/H2, interleaved ZB, ZB-V, DualPipeV: any order with se
 free a micro-batch's activations in two steps (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", §2 and
 Table 1): F adds M_B, I releases M_B − M_W and W releases the M_W its weight GEMMs still need; a fused B
 (1F1B, GPipe, interleaved 1F1B) releases M_B at once. Units here are one layer's M_B
-(:func:`~archsim.training.memory.layer_activation_bytes`), so a rank's peak is a float that
+(:func:`~archsim.training.memory.layer_activation_bytes`; M_W / M_B is
+:func:`~archsim.training.memory.held_fraction`), so a rank's peak is a float that
 :func:`~archsim.training.memory.stage_memory` multiplies as it did the integer in-flight count.
 
 M_W per layer and micro-batch, what W needs after I: each weight GEMM's input and the gradient of its
@@ -29,8 +30,6 @@ from itertools import pairwise
 
 import numpy as np
 
-from archsim.training.memory import layer_activation_bytes
-from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 SPLIT_SCHEDULES = ("zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev")  # I and W apart
@@ -48,14 +47,10 @@ def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, recom
     return c.seq * micro_batch * (replicated + split)
 
 
-def held_fraction(c: TransformerConfig, par: Parallelism, hf: bool = False) -> float:
-    """M_W / M_B of one layer: the share of a micro-batch's activations I leaves for W. 0 (I frees all,
-    the count before) for Hugging Face's eager modules and Switch, whose saved tensors are not split here."""
-    if hf or c.family == "switch":
-        return 0.0
-    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
-    return weight_gradient_bytes(c, b, t, par.recompute, sp) / layer_activation_bytes(c, b, t, par.recompute, sp,
-                                                                                    par.attention)
+def in_flight(order) -> list[int]:
+    """Per rank: the most micro-batch chunks run forward and not yet backward (B or I) at once — the walk with
+    I releasing all (read from the order's columns: no action objects made)."""
+    return [int(x) for x in order_held_peaks(order, 0.0)]
 
 
 def held_steps(kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,5 +92,5 @@ def _published_steps(schedule: str, p: int, m: int, v: int) -> tuple[tuple[np.nd
     return tuple(held_steps(kinds[x:y]) for x, y in pairwise(order.columns.bounds.tolist()))
 
 
-__all__ = ["SPLIT_SCHEDULES", "held_fraction", "held_steps", "order_held_peaks", "published_held_peaks",
+__all__ = ["SPLIT_SCHEDULES", "held_steps", "in_flight", "order_held_peaks", "published_held_peaks",
            "weight_gradient_bytes"]

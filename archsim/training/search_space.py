@@ -18,8 +18,15 @@ from math import isqrt
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.held_memory import SPLIT_SCHEDULES, held_fraction, published_held_peaks
-from archsim.training.memory import StageMemory, chunk_in_flight, fsdp_unit_bytes, rank_memory, state_bytes
+from archsim.training.held_memory import SPLIT_SCHEDULES, published_held_peaks
+from archsim.training.memory import (
+    StageMemory,
+    chunk_in_flight,
+    fsdp_unit_bytes,
+    held_fraction,
+    rank_memory,
+    state_bytes,
+)
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
