@@ -68,6 +68,9 @@ def test_paper_peaks_hold_and_later_ranks_rise(p, f):
     for old, new in ((in_flight_peaks("zb-h1", p, m), h1), (in_flight_peaks("zb-h2", p, m), h2)):
         assert all(n > o for o, n in zip(old[1:], new[1:]))
     assert h1[-1] == pytest.approx(1 + (p - 1) * f)  # the last rank: one M_B and p − 1 W's put off
+    # rank r puts off r W's (ZB-H1) or 2r (ZB-H2) beside its warm-up, as the p = 3 walk above shows (docs/search.md)
+    assert h1 == pytest.approx([p - r + r * f for r in range(p)])
+    assert h2 == pytest.approx([2 * (p - 1 - r) + 1 + 2 * r * f for r in range(p)])
 
 
 @pytest.mark.parametrize("schedule, v", [("zb-h1", 1), ("zb-h2", 1), ("interleaved-zb", 2), ("zb-v", 2),
