@@ -97,10 +97,11 @@ GPT = TransformerConfig("gpt", "gpt", 8, 256, 8, 1000, 64, 4 * 256, 8, True, 64)
 LLAMA = TransformerConfig("llama", "llama", 8, 256, 8, 1000, 64, 688, 2)  # GQA: 2 KV heads, SwiGLU 688
 
 
-@pytest.mark.parametrize("tp, sp, per_sbh", [(1, False, 32), (2, False, 8 + 24 / 2), (4, True, 32 / 4)])
+@pytest.mark.parametrize("tp, sp, per_sbh", [(1, False, 32), (2, False, 8 + 24 / 2), (4, True, 4 + 28 / 4)])
 def test_weight_gradient_bytes_gpt(tp, sp, per_sbh):
     """A GPT layer's M_W by hand: inputs of QKV, proj, fc1, fc2 (2 + 2/t + 2 + 8/t) and output gradients
-    (6/t + 2 + 8/t + 2) per s·b·h: 8 + 24/t, the paper's 32 at t = 1; sequence parallelism divides the 8 by t."""
+    (6/t + 2 + 8/t + 2) per s·b·h: 8 + 24/t, the paper's 32 at t = 1; with sequence parallelism the QKV and fc1
+    inputs are kept sequence-split (2/t each), the row-parallel output gradients whole: 4 + 28/t."""
     s, b, h = 64, 3, 256
     assert weight_gradient_bytes(GPT, b, tp, "none", sp) == pytest.approx(per_sbh * s * b * h)
     assert weight_gradient_bytes(GPT, b, tp, "selective", sp) == weight_gradient_bytes(GPT, b, tp, "none", sp)

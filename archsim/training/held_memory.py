@@ -13,10 +13,16 @@ output, 2 bytes an element. A GPT layer: the QKV and fc1 GEMMs' inputs (the two 
 each, replicated over TP), the projection's and fc2's inputs (the attention context 2·s·b·h/t and the
 GELU output 8·s·b·h/t), and the output gradients of QKV (6·s·b·h/t), projection (2·s·b·h), fc1
 (8·s·b·h/t) and fc2 (2·s·b·h): s·b·h·(8 + 24/t), the paper's 32·b·s·h at t = 1. With sequence parallelism
-the replicated 8 is divided by t as Korthikanti et al.'s terms are (Megatron keeps the norm outputs
-sequence-split and all-gathers them again for the weight gradient). The 24/t is read off the layer's widths
-(grouped K and V, SwiGLU's gate and up gradients and their product): the norms' own γ and β are left out,
-as the paper leaves them. Masks and the attention core (no weights) are released by I.
+the two norm outputs are held sequence-split (2·s·b·h/t each) and the two row-parallel output gradients whole
+(the backward of the reduce-scatter all-gathers them): s·b·h·(4 + 28/t). That is what the ZB authors' Megatron
+(sail-sg/zero-bubble-pipeline-parallelism, ``megatron/core/tensor_parallel/layers.py``,
+``LinearWithGradAccumulationAndAsyncCommunication.backward``) defers: ``WeightGradStore.put`` keeps each
+linear's saved ``input`` (under SP the local shard, all-gathered again when W runs) and its ``grad_output``.
+The 24/t (28/t) is read off the layer's widths (grouped K and V, SwiGLU's gate and up gradients and their
+product): the norms' own γ and β are left out, as the paper leaves them. Masks and the attention core (no
+weights) are released by I. Counted as a share of M_B, a micro-batch between I and W holds that share of the
+layer's 1-byte masks too where they do not double (fp32: M_W short by the share × the masks' bytes; the first
+stage's embedding mask likewise).
 
 Recomputation: ``selective`` drops only the attention core, which no weight GEMM reads, so M_W is the
 same; ``full`` keeps the layer's input alone and rematerialises the layer in the backward, and what stays
@@ -38,11 +44,12 @@ SPLIT_SCHEDULES = ("zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev")  # I
 def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
                           sequence_parallel: bool) -> float:
     """M_W: bytes one layer holds for one micro-batch between its I and its W (module docstring):
-    s·b·(8·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank)); 0 under full recompute."""
+    s·b·(4·h + 4·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank)); 0 under full recompute."""
     if recompute == "full":
         return 0.0
     w = layer_widths(c, tp)
-    replicated = 8 * c.hidden / (tp if sequence_parallel else 1)  # 2 GEMM inputs, 2 output gradients
+    # proj's and fc2's output gradients (whole) and QKV's and fc1's inputs (sequence-split under SP)
+    replicated = 4 * c.hidden + 4 * c.hidden / (tp if sequence_parallel else 1)
     split = 2 * (w.qkv + w.attention + (3 if w.gated else 2) * w.ffn)
     return c.seq * micro_batch * (replicated + split)
 
