@@ -77,12 +77,14 @@ def test_paper_peaks_hold_and_later_ranks_rise(p, f):
                                          ("dualpipev", 2)])
 @pytest.mark.parametrize("p", [2, 3, 4])
 def test_search_reads_the_walk_at_3p_exactly(schedule, p, v):
-    """The search reads a split order's walk at min(m, 3p): brute force over every m up to 6p agrees."""
+    """The search reads a split order's walk at min(m, 3p): brute force over every m up to 6p agrees, M_W below
+    M_B and above it (sequence parallelism keeps the row-parallel output gradients whole: M_W > M_B at t ≥ 2)."""
     for m in range(1, 6 * p + 1):
         if (schedule == "interleaved-zb" and m % p) or (schedule == "dualpipev" and m < 2 * p):
             continue
-        whole = order_held_peaks(published_order(schedule, p, m, v), 0.6)
-        assert published_held_peaks(schedule, p, m, v, 0.6) == pytest.approx(whole), m
+        for f in (0.6, 1.3):
+            whole = order_held_peaks(published_order(schedule, p, m, v), f)
+            assert published_held_peaks(schedule, p, m, v, f) == pytest.approx(whole), (m, f)
 
 
 @pytest.mark.parametrize("schedule, v", [("1f1b", 1), ("gpipe", 1), ("interleaved-1f1b", 2), ("looped-bfs", 2)])
@@ -141,3 +143,15 @@ def test_held_fraction(recompute, attention, f):
     lse = 4 * 8 * 64 / (64 * 256) if attention == "flash" and recompute != "full" else 0  # per s·b·h
     expected = 32 / (32 / f + lse) if f else 0.0
     assert held_fraction(GPT, par) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("schedule, v", [("zb-h1", 1), ("zb-h2", 1), ("interleaved-zb", 2), ("zb-v", 1),
+                                         ("dualpipev", 1)])
+@pytest.mark.parametrize("tp, sp", [(1, False), (2, True)])
+def test_train_order_and_search_agree(schedule, v, tp, sp):
+    """One walk: train's memory of the published order equals the search's read of it, rank by rank, for every
+    split schedule, M_W below M_B (no SP) and above it (SP, t = 2: 4 + 28/2 = 18 > 34/2 = 17 per s·b·h)."""
+    par = Parallelism(tp, 4, 1, 16, 1, "selective", sp, v, schedule, attention="standard")
+    order = published_order(par.schedule_name, 4, 16, par.chunks)
+    assert [m.total for m in memories(GPT, par, order)] == pytest.approx([m.total for m in rank_memories(GPT, par)])
+    assert (held_fraction(GPT, par) > 1) == sp

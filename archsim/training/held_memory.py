@@ -14,7 +14,8 @@ each, replicated over TP), the projection's and fc2's inputs (the attention cont
 GELU output 8·s·b·h/t), and the output gradients of QKV (6·s·b·h/t), projection (2·s·b·h), fc1
 (8·s·b·h/t) and fc2 (2·s·b·h): s·b·h·(8 + 24/t), the paper's 32·b·s·h at t = 1. With sequence parallelism
 the two norm outputs are held sequence-split (2·s·b·h/t each) and the two row-parallel output gradients whole
-(the backward of the reduce-scatter all-gathers them): s·b·h·(4 + 28/t). That is what the ZB authors' Megatron
+(the backward of the reduce-scatter all-gathers them): s·b·h·(4 + 28/t), more than M_B's 34/t from t = 2 (I then
+adds memory). That is what the ZB authors' Megatron
 (sail-sg/zero-bubble-pipeline-parallelism, ``megatron/core/tensor_parallel/layers.py``,
 ``LinearWithGradAccumulationAndAsyncCommunication.backward``) defers: ``WeightGradStore.put`` keeps each
 linear's saved ``input`` (under SP the local shard, all-gathered again when W runs) and its ``grad_output``.
