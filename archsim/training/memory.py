@@ -47,13 +47,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
-
-import numpy as np
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.training.held_memory import in_flight, order_held_peaks, weight_gradient_bytes
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
 from archsim.workload.transformer import (
@@ -331,7 +329,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     return StageMemory(params, states * params + unit * largest, activations)
 
 
-def chunk_in_flight(peak: int, chunks: int) -> float:
+def chunk_in_flight(peak: float, chunks: int) -> float:
     """Micro-batches in flight on each of a rank's ``chunks`` model chunks when ``peak`` chunk-forwards
     await their backward: their mean (at least 1), so the rank's activations are ``peak`` chunks' under an
     even split — interleaved 1F1B's first rank holds (v − 1)p + 2(p − 1) + 1 chunks, Narayanan et al. 2021's
@@ -339,21 +337,22 @@ def chunk_in_flight(peak: int, chunks: int) -> float:
     return max(peak / chunks, 1.0)
 
 
-def in_flight(order) -> list[int]:
-    """Per rank: the most micro-batch chunks run forward and not yet backward (B or I) at once (read
-    from the order's columns: no action objects made)."""
-    from archsim.sim.builder import CODE  # here: `search --help` imports this module, not the simulator
-
-    c = order.columns
-    step = (c.kind == CODE["F"]).astype(np.int64) - np.isin(c.kind, (CODE["B"], CODE["I"]))
-    return [int(np.cumsum(step[x:y]).max(initial=0)) for x, y in pairwise(c.bounds.tolist())]
+def held_fraction(c: TransformerConfig, par: Parallelism, hf: bool = False) -> float:
+    """M_W / M_B of a layer: the share of a micro-batch's activations a split backward's I leaves for its W
+    (:func:`~archsim.training.held_memory.weight_gradient_bytes`); 0 (I frees all) for Hugging Face's and Switch's."""
+    if hf or c.family == "switch":
+        return 0.0
+    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    return weight_gradient_bytes(c, b, t, par.recompute, sp) / layer_activation_bytes(c, b, t, par.recompute, sp,
+                                                                                    par.attention)
 
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
              states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
              hf: bool = False) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
-    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations. ``scale``:
+    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations; with it, the
+    held peaks of :func:`~archsim.training.held_memory.order_held_peaks` (W's inputs held from I to W). ``scale``:
     bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks do not:
     :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
     in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s."""
@@ -362,10 +361,10 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     if order is None:
         if par.schedule_name != "1f1b":
             raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
-        peaks = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
+        peaks: list[float] = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
         rank_of = {j: j for j in range(par.pp)}
     else:
-        peaks = in_flight(order)
+        peaks = order_held_peaks(order, held_fraction(c, par, hf))  # I and W apart: W's inputs held until W
         rank_of = order.rank_of_stage()
     apart = rank_of[0] != rank_of[chunks - 1]
     out = []
@@ -390,6 +389,6 @@ def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], s
 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
-           "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "in_flight",
+           "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "held_fraction", "in_flight",
            "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "rank_memory", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

@@ -18,7 +18,15 @@ from math import isqrt
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.memory import StageMemory, chunk_in_flight, fsdp_unit_bytes, rank_memory, state_bytes
+from archsim.training.held_memory import SPLIT_SCHEDULES, published_held_peaks
+from archsim.training.memory import (
+    StageMemory,
+    chunk_in_flight,
+    fsdp_unit_bytes,
+    held_fraction,
+    rank_memory,
+    state_bytes,
+)
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -171,11 +179,15 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 
 
-def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1) -> list[int]:
+def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float = 0.0) -> list[float]:
     """Per rank r: the most micro-batch chunks forward and not yet backward at once — the published
     orders' warm-ups (1F1B: p − r; GPipe: all m; ZB-H1/H2: k(p − 1 − r) + 1; interleaved 1F1B with
     m a multiple of p: (v − 1)p + 2(p − 1 − r) + 1; interleaved ZB: vp − r; looped BFS: all m·v),
-    capped by the chunks there are."""
+    capped by the chunks there are. ``held``: M_W / M_B (:func:`~archsim.training.held_memory.held_fraction`);
+    above 0 a split schedule's peak is its order's walk in units of M_B, W's inputs held from I to W
+    (:func:`~archsim.training.held_memory.published_held_peaks`), the closed forms being I-to-I counts."""
+    if held and schedule in SPLIT_SCHEDULES:
+        return published_held_peaks(schedule, p, m, v, held)
     if schedule == "gpipe":
         return [m] * p
     if schedule == "1f1b":
@@ -216,7 +228,7 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     bytes per element over fp16's (fp32's double, the 1-byte masks apart, as ``archsim train`` counts Megatron's)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
-    peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
+    peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, held_fraction(c, par))
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     states, scale = state_bytes(dtype, shards=par.optimizer_shards, full=par.fsdp), ELEMENT_BYTES[dtype] / 2
     unit = fsdp_unit_bytes(dtype) if par.fsdp else 0.0

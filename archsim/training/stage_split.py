@@ -42,7 +42,7 @@ from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import STATE_BYTES_PER_PARAMETER, chunk_in_flight, rank_memory, state_bytes
+from archsim.training.memory import STATE_BYTES_PER_PARAMETER, chunk_in_flight, held_fraction, rank_memory, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import in_flight_peaks
 from archsim.training.stages import hop_bytes
@@ -181,7 +181,7 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
                          field="balance")
     rank_of = rank_of_stages(par)
     owned = [[s for s in range(p * v) if rank_of[s] == r] for r in range(p)]
-    peaks = in_flight_peaks(par.schedule_name, p, par.microbatches, v)
+    peaks = in_flight_peaks(par.schedule_name, p, par.microbatches, v, held_fraction(c, par))
     most = [_most_layers(c, par, owned[r], chunk_in_flight(peaks[r], v), capacities[r], states) for r in range(p)]
     if min(most) < v or sum(most) < layers:
         return None

@@ -1,0 +1,104 @@
+"""Activations a pipeline rank holds when the backward is split into I (input gradient) and W (weight gradient).
+
+Zero-bubble orders (ZB-H1/H2, interleaved ZB, ZB-V, DualPipeV: any order with separate I and W actions)
+free a micro-batch's activations in two steps (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", §2 and
+Table 1): F adds M_B, I releases M_B − M_W and W releases the M_W its weight GEMMs still need; a fused B
+(1F1B, GPipe, interleaved 1F1B) releases M_B at once. Units here are one layer's M_B
+(:func:`~archsim.training.memory.layer_activation_bytes`; M_W / M_B is
+:func:`~archsim.training.memory.held_fraction`), so a rank's peak is a float that
+:func:`~archsim.training.memory.stage_memory` multiplies as it did the integer in-flight count.
+
+M_W per layer and micro-batch, what W needs after I: each weight GEMM's input and the gradient of its
+output, 2 bytes an element. A GPT layer: the QKV and fc1 GEMMs' inputs (the two LayerNorm outputs, 2·s·b·h
+each, replicated over TP), the projection's and fc2's inputs (the attention context 2·s·b·h/t and the
+GELU output 8·s·b·h/t), and the output gradients of QKV (6·s·b·h/t), projection (2·s·b·h), fc1
+(8·s·b·h/t) and fc2 (2·s·b·h): s·b·h·(8 + 24/t), the paper's 32·b·s·h at t = 1. With sequence parallelism
+the two norm outputs are held sequence-split (2·s·b·h/t each) and the two row-parallel output gradients whole
+(the backward of the reduce-scatter all-gathers them): s·b·h·(4 + 28/t), more than M_B's 34/t from t = 2 (I then
+adds memory). That is what the ZB authors' Megatron
+(sail-sg/zero-bubble-pipeline-parallelism, ``megatron/core/tensor_parallel/layers.py``,
+``LinearWithGradAccumulationAndAsyncCommunication.backward``) defers: ``WeightGradStore.put`` keeps each
+linear's saved ``input`` (under SP the local shard, all-gathered again when W runs) and its ``grad_output``.
+The 24/t (28/t) is read off the layer's widths (grouped K and V, SwiGLU's gate and up gradients and their
+product): the norms' own γ and β are left out, as the paper leaves them. Masks and the attention core (no
+weights) are released by I. Counted as a share of M_B, a micro-batch between I and W holds that share of the
+layer's 1-byte masks too where they do not double (fp32: M_W short by the share × the masks' bytes; the first
+stage's embedding mask likewise).
+
+Recomputation: ``selective`` drops only the attention core, which no weight GEMM reads, so M_W is the
+same; ``full`` keeps the layer's input alone and rematerialises the layer in the backward, and what stays
+after I then depends on whether the implementation keeps the rematerialised GEMM inputs for W or
+recomputes them again — not stated here: I releases it all, as before (M_W = 0)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import pairwise
+
+import numpy as np
+
+from archsim.workload.transformer import TransformerConfig, layer_widths
+
+SPLIT_SCHEDULES = ("zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev")  # I and W apart
+
+
+def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
+                          sequence_parallel: bool) -> float:
+    """M_W: bytes one layer holds for one micro-batch between its I and its W (module docstring):
+    s·b·(4·h + 4·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank)); 0 under full recompute."""
+    if recompute == "full":
+        return 0.0
+    w = layer_widths(c, tp)
+    # proj's and fc2's output gradients (whole) and QKV's and fc1's inputs (sequence-split under SP)
+    replicated = 4 * c.hidden + 4 * c.hidden / (tp if sequence_parallel else 1)
+    split = 2 * (w.qkv + w.attention + (3 if w.gated else 2) * w.ffn)
+    return c.seq * micro_batch * (replicated + split)
+
+
+def in_flight(order) -> list[int]:
+    """Per rank: the most micro-batch chunks run forward and not yet backward (B or I) at once — the walk with
+    I releasing all (read from the order's columns: no action objects made)."""
+    return [int(x) for x in order_held_peaks(order, 0.0)]
+
+
+def held_steps(kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """After each action of one rank (kind codes of :data:`archsim.sim.builder.CODE`): micro-batch chunks
+    holding M_B (forward run, neither B nor I yet) and those holding M_W only (I run, W not yet)."""
+    from archsim.sim.builder import CODE  # here: `search --help` imports this module, not the simulator
+
+    forward = (kinds == CODE["F"]).astype(np.int64)
+    i, w, b = (kinds == CODE[k] for k in "IWB")
+    return np.cumsum(forward - b - i), np.cumsum(i.astype(np.int64) - w)
+
+
+def order_held_peaks(order, held: float) -> list[float]:
+    """Per rank of ``order``: the most held at once, in units of one layer's M_B — F +1, I −(1 − ``held``),
+    W −``held``, B −1. Without I and W actions (or ``held`` 0) the in-flight count of
+    :func:`~archsim.training.memory.in_flight`."""
+    kinds = order.columns.kind
+    out = []
+    for x, y in pairwise(order.columns.bounds.tolist()):
+        full, partial = held_steps(kinds[x:y])
+        out.append(float(np.max(full + held * partial, initial=0.0)))
+    return out
+
+
+def published_held_peaks(schedule: str, p: int, m: int, v: int, held: float) -> list[float]:
+    """:func:`order_held_peaks` of a published split order (:data:`SPLIT_SCHEDULES`) with ``p`` ranks, ``m``
+    micro-batches and ``v`` chunks per rank, for searches: its walk, which stops growing by m = 3p (checked by
+    brute force in the tests), read at min(m, 3p)."""
+    steps = _published_steps(schedule, p, min(m, 3 * p), v)
+    return [float(np.max(full + held * partial, initial=0.0)) for full, partial in steps]
+
+
+@lru_cache(maxsize=256)
+def _published_steps(schedule: str, p: int, m: int, v: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    from archsim.policies.stage_orders import published_order
+
+    order = published_order(schedule, p, m, v)
+    kinds = order.columns.kind
+    return tuple(held_steps(kinds[x:y]) for x, y in pairwise(order.columns.bounds.tolist()))
+
+
+__all__ = ["SPLIT_SCHEDULES", "held_steps", "in_flight", "order_held_peaks", "published_held_peaks",
+           "weight_gradient_bytes"]
