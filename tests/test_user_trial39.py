@@ -56,3 +56,12 @@ def test_three_layer_ooo_schedules_by_hand(tmp_path):
     frame = got["ooo-pipe2"].to_frame().set_index("op")
     assert frame.loc["D2:0", "start"] == 4 and frame.loc["D2:0", "processor"] == "d2"
     assert frame.loc["G1:0", "start"] == 5 and frame.loc["G1:0", "processor"] == "d1"
+
+
+@pytest.mark.parametrize("policy", ["dp-wfbp", "dp-priority", "dp-reverse-k"])
+def test_data_parallel_timeline_names_the_networks_layers(policy):
+    """Failed before: the data-parallel windows tagged every op's ``layer`` ``l1`` … ``lL``, not the network's."""
+    names = _csv_layer_names(ROOT / "layers" / "ffnn8.csv")
+    frame = archsim.schedule("ffnn8", policy=policy, processors=4, unit_costs=True).to_frame().set_index("op")
+    assert set(frame["layer"].dropna()) == set(names)
+    assert frame.loc["F1", "layer"] == names[0] and frame.loc["S8", "layer"] == names[7]

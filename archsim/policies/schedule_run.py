@@ -345,7 +345,7 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
                 raise InputError(f"expected an integer or 'auto', got {args.k!r}",
                                  field=route("k", "reverse_k")) from None  # the command names its dest
     order, prioritized = dp.policy_order(args.policy, layers, k)
-    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized), {"reversed_layers": k}
+    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized, names=costs.names), {"reversed_layers": k}
 
 
 def _array(args: SimpleNamespace, speak=None):
