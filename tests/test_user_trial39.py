@@ -65,3 +65,18 @@ def test_data_parallel_timeline_names_the_networks_layers(policy):
     frame = archsim.schedule("ffnn8", policy=policy, processors=4, unit_costs=True).to_frame().set_index("op")
     assert set(frame["layer"].dropna()) == set(names)
     assert frame.loc["F1", "layer"] == names[0] and frame.loc["S8", "layer"] == names[7]
+
+
+def test_utilization_series_last_bin_ends_at_the_makespan():
+    """Failed before: one 100 s job alone on one GPU keeps it busy to the end, so every 60 s bin of the report's
+    utilization plot should read 1; the last bin ran to 120 s, past the makespan, and read 40/60 = 0.67."""
+    from archsim.cluster import JobCluster, SimConfig, simulate_trace, summarize
+    from archsim.cluster.metrics import utilization_series
+    from archsim.cluster.trace import TraceJob
+
+    result = simulate_trace((TraceJob("a", 1, 0.0, 0, "resnet50", 100.0),), JobCluster.uniform(1, 1), "gandiva",
+                            SimConfig(interval_s=0))
+    assert summarize(result)["utilization"] == pytest.approx(1.0)
+    series = utilization_series(result, 60.0)
+    assert list(series["time_s"]) == [0.0, 60.0]
+    assert list(series["utilization"]) == pytest.approx([1.0, 1.0])
