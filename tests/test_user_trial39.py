@@ -80,3 +80,85 @@ def test_utilization_series_last_bin_ends_at_the_makespan():
     series = utilization_series(result, 60.0)
     assert list(series["time_s"]) == [0.0, 60.0]
     assert list(series["utilization"]) == pytest.approx([1.0, 1.0])
+
+
+def test_jigsaw_order_of_three_equal_model_jobs_by_hand():
+    """SPB + Jigsaw on three one-worker ResNet-50 jobs of 868, 2604 and 1736 iterations, all at 0 s, on one GPU.
+
+    One worker back-propagates every layer, so SPB changes nothing and every task costs one iteration's t
+    (measured here from job a run alone). Jigsaw's priority is memory share × task seconds (§3.2), equal for
+    all three, so ties go to the earlier job: blocks of ⌈10 s / t⌉ = 87 iterations round-robin a, b, c. a's
+    868 = 9·87 + 85 end in round 10: (27·87 + 85) t; c's 1736 = 19·87 + 83 end after b's 20th block:
+    (868 + 20·87 + 1736) t; b last: (868 + 2604 + 1736) t — a, c, b.
+    """
+    import math
+
+    from archsim.cluster import JobCluster, SimConfig, simulate_trace
+    from archsim.cluster.trace import TraceJob
+
+    def jobs(*rows):
+        return tuple(TraceJob(name, 1, 0.0, iterations, "resnet50", 0.0) for name, iterations in rows)
+
+    cluster, config = JobCluster.uniform(1, 1), SimConfig(interval_s=0, unit_s=10.0)
+    alone = simulate_trace(jobs(("a", 868)), cluster, "jigsaw", config).jobs
+    t = float(alone.jct_s.iloc[0]) / 868
+    assert math.ceil(10.0 / t) == 87
+    got = simulate_trace(jobs(("a", 868), ("b", 2604), ("c", 1736)), cluster, "jigsaw", config).jobs.set_index("job_id")
+    assert list(got.start_s) == pytest.approx([0.0, 87 * t, 2 * 87 * t])
+    assert list(got.end_s) == pytest.approx([(27 * 87 + 85) * t, (868 + 2604 + 1736) * t, (868 + 20 * 87 + 1736) * t])
+
+
+def test_spp_split_of_a_five_layer_chain_on_two_gpus_against_brute_force(tmp_path):
+    """SPP on a PipeDream graph.txt chain of 5 layers (F = 1…5 ms, B = 2F, 4-byte activations, 1 GB of weights
+    each) over 2 GPUs joined at 20 Gbit/s (10 a direction), 4 micro-batches, against every plan by hand.
+
+    One stage on both GPUs (data parallel): 2 micro-batches each of 45 ms, then a ring all-reduce of 5 GB at
+    10 Gbit/s, 2(k − 1)/k · 5e9 · 8 / 1e10 = 4 s → 4.09 s. Two stages split after layer k: stage times
+    s1 = 3·(1 + … + k), s2 = 45 − s1; a two-stage pipeline with free links takes (M − 1)·max + s1 + s2:
+    k = 1…4 → 171, 153, 126, 135 ms. The best is k = 3, 126 ms.
+    """
+    from archsim.partition.graph_txt import load_graph_txt
+    from archsim.planners import plan_on_cluster
+    from archsim.spp.topology import load_topology_file
+
+    lines = [f"node{i} -- Linear{i} -- forward_compute_time={i}.0, backward_compute_time={2 * i}.0, "
+             "activation_size=4.0, parameter_size=1000000000.0" for i in range(1, 6)]
+    lines += [f"\tnode{i} -- node{i + 1}" for i in range(1, 5)]
+    (tmp_path / "graph.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "two.toml").write_text('[cluster]\nname = "two"\ninter_server_gbps = 10\n'
+                                       '[[servers]]\ncount = 1\ngpus = 2\nintra_server_gbps = 20\n')
+    m = 4
+    brute = {("dp",): 2 * 0.045 + 4.0}
+    for k in range(1, 5):
+        s1 = 3 * sum(range(1, k + 1)) / 1000
+        s2 = 0.045 - s1
+        brute[("split", k)] = (m - 1) * max(s1, s2) + s1 + s2
+    best = min(brute, key=brute.__getitem__)
+    assert best == ("split", 3)
+    plan = plan_on_cluster(load_graph_txt(str(tmp_path / "graph.txt")), load_topology_file(tmp_path / "two.toml"),
+                           "spp", m)
+    assert [stage.layers for stage in plan.stages] == [("node1", "node2", "node3"), ("node4", "node5")]
+    assert plan.makespan == pytest.approx(brute[best])
+    dp = plan_on_cluster(load_graph_txt(str(tmp_path / "graph.txt")), load_topology_file(tmp_path / "two.toml"),
+                         "dp", m)
+    assert dp.makespan == pytest.approx(brute[("dp",)], rel=1e-6)
+
+
+def test_blelloch_scan_of_four_elements_against_the_sequential_product():
+    """BPPSA's scan of [∇x₃ l, J₃ᵀ, J₂ᵀ, J₁ᵀ] (4 elements, 3 operators): 2⌈log₂ 4⌉ − 1 = 3 levels (the up-sweep's
+    pairs, then two down-sweep levels; the root's up-sweep level is replaced by I), 2 up-sweep products and one
+    down-sweep product beside moves with I, and the exclusive scan [I, g, J₃ᵀg, J₂ᵀJ₃ᵀg] by numpy."""
+    import numpy as np
+
+    from archsim.bppsa import blelloch_scan
+    from archsim.bppsa.scan import IDENTITY
+
+    rng = np.random.default_rng(7)
+    g = rng.standard_normal(3)
+    j3, j2, j1 = (rng.standard_normal((3, 3)) for _ in range(3))
+    run = blelloch_scan([g, j3, j2, j1])
+    assert len(run.levels) == 3
+    assert sum(step.kind != "id" for step in run.steps) == 3
+    assert run.values[0] is IDENTITY
+    for got, want in zip(run.values[1:], (g, j3 @ g, j2 @ (j3 @ g))):
+        assert np.allclose(np.ravel(got), want)
