@@ -162,3 +162,18 @@ def test_blelloch_scan_of_four_elements_against_the_sequential_product():
     assert run.values[0] is IDENTITY
     for got, want in zip(run.values[1:], (g, j3 @ g, j2 @ (j3 @ g))):
         assert np.allclose(np.ravel(got), want)
+
+
+@pytest.mark.parametrize("value", ["9", "-1", "abc"])
+def test_reverse_k_refusals_name_the_flag(value, capsys):
+    """Failed before: ``--reverse-k 9`` on ffnn8's 8 layers was refused as "field 'k'", a name the command has no
+    flag for (its dest); from Python the range refusal said 'k' too, where the parse refusal said 'reverse_k'."""
+    from archsim.cli import main
+    from archsim.errors import InputError
+
+    assert main(["schedule", "ffnn8", "--processors", "2", "--policy", "dp-reverse-k", "--unit-costs",
+                 "--reverse-k", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'reverse-k'" in err, err
+    with pytest.raises(InputError, match="field 'reverse_k'"):
+        archsim.schedule("ffnn8", policy="dp-reverse-k", processors=2, unit_costs=True, reverse_k=value)
