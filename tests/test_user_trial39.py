@@ -177,3 +177,30 @@ def test_reverse_k_refusals_name_the_flag(value, capsys):
     assert err.count("\n") == 1 and "field 'reverse-k'" in err, err
     with pytest.raises(InputError, match="field 'reverse_k'"):
         archsim.schedule("ffnn8", policy="dp-reverse-k", processors=2, unit_costs=True, reverse_k=value)
+
+
+def test_plan_json_keeps_the_baselines_and_stage_counts_full_precision(tmp_path, capsys):
+    """Failed before: ``plan --format json`` (and csv), which keep full precision, wrote the baselines' and each
+    stage count's makespans rounded to 4 digits (``dp:0.03704``), so they disagreed with the same plans from
+    Python; the table keeps its 4 digits."""
+    import json
+
+    from archsim.cli import main
+    from archsim.planners import plan_on_cluster
+    from archsim.spp.topology import load_topology_file
+
+    cluster = ROOT / "configs" / "clusters" / "testbed_1080ti.toml"
+    argv = ["plan", "vgg16", "--only", "conv", "--array", "128x128", "--cluster", str(cluster), "--microbatches", "8",
+            "--micro-batch", "4"]
+    assert main(argv + ["--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    baselines = {m: float(t) for m, t in (pair.split(":") for pair in meta["baselines_seconds"].split("; "))}
+    counts = {int(n): float(t.rstrip("s")) for n, t in (pair.split(":") for pair in meta["stage_counts"].split("; "))}
+    profile = archsim.profile("vgg16", only="conv", array="128x128", batch=4, clock_ghz=1.0)
+    topology = load_topology_file(cluster)
+    for method in ("dp", "gpipe", "hetpipe"):
+        assert baselines[method] == plan_on_cluster(profile, topology, method, 8).makespan
+    assert min(counts.values()) == meta["makespan_seconds"]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert f"dp:{baselines['dp']:.4g};" in table
