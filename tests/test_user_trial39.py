@@ -204,3 +204,17 @@ def test_plan_json_keeps_the_baselines_and_stage_counts_full_precision(tmp_path,
     assert main(argv) == 0
     table = capsys.readouterr().out
     assert f"dp:{baselines['dp']:.4g};" in table
+
+
+def test_all_zero_stage_times_are_refused(capsys):
+    """Failed before: ``--stage-times 0,0,0`` ran, printing a makespan of 0 and a bubble fraction of 0 (0/0)."""
+    from archsim.cli import main
+    from archsim.errors import InputError
+
+    assert main(["schedule", "--stages", "2", "--stage-times", "0,0,0", "--microbatches", "2",
+                 "--policy", "zb-h1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and "field 'stage-times'" in captured.err
+    with pytest.raises(InputError, match="stage_times"):
+        archsim.schedule(stages=2, stage_times="0,0,0", microbatches=2, policy="1f1b")
+    assert archsim.schedule(stages=2, stage_times="1,1,0", microbatches=2, policy="1f1b").makespan > 0
