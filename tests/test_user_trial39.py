@@ -218,3 +218,15 @@ def test_all_zero_stage_times_are_refused(capsys):
     with pytest.raises(InputError, match="stage_times"):
         archsim.schedule(stages=2, stage_times="0,0,0", microbatches=2, policy="1f1b")
     assert archsim.schedule(stages=2, stage_times="1,1,0", microbatches=2, policy="1f1b").makespan > 0
+
+
+@pytest.mark.parametrize("divisor", ["3", "1000"])
+def test_width_divisor_refusal_names_the_flag_and_the_widths(divisor, capsys):
+    """Failed before: ``bppsa pruned-vgg11 --width-divisor 3`` was refused as "field 'width_divisor'" (the library's
+    keyword, not the flag) with "every VGG-11 width" unnamed; VGG-11's convolutions have 64, 128, 256 and 512
+    channels (Simonyan and Zisserman, configuration A), so 1, 2, 4, … 64 divide them all."""
+    from archsim.cli import main
+
+    assert main(["bppsa", "pruned-vgg11", "--width-divisor", divisor]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "argument --width-divisor" in err and "64, 128, 256, 512" in err, err
