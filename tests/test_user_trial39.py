@@ -230,3 +230,17 @@ def test_width_divisor_refusal_names_the_flag_and_the_widths(divisor, capsys):
     assert main(["bppsa", "pruned-vgg11", "--width-divisor", divisor]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "argument --width-divisor" in err and "64, 128, 256, 512" in err, err
+
+
+def test_a_trace_job_wider_than_the_cluster_names_the_flag(tmp_path, capsys):
+    """Failed before: a trace whose jobs need 12 and 64 GPUs on 8 was refused naming the first job but not
+    what to change; the synthetic trace's refusal already named --gpus. The widest job sets the figure: 64."""
+    from archsim.cli import main
+
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+                     "j1,12,0,0,resnet50,100,0\nj2,64,0,0,resnet50,100,0\n")
+    assert main(["cluster", "--trace", str(trace), "--gpus", "8"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "job j1 num_gpu" in captured.err and "give --gpus 64 or more" in captured.err, captured.err
