@@ -244,3 +244,26 @@ def test_a_trace_job_wider_than_the_cluster_names_the_flag(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
     assert "job j1 num_gpu" in captured.err and "give --gpus 64 or more" in captured.err, captured.err
+
+
+def test_spp_pages_python_route_runs_as_written():
+    """Failed before: docs/papers/spp.md's "From Python the same plan is `archsim.planners.plan_on_cluster(…,
+    archsim.spp.topology.load_topology_file(CLUSTER), …)`" raised AttributeError after ``import archsim``
+    (the package loads no subpackage as an attribute). Every code span of that sentence is run as written (the
+    imports it names, then the expression with CLUSTER the testbed's file): the page's 2 stages, conv1_1–conv3_3
+    on 5 GPUs and conv4_1–conv5_3 on 3, 17.5 ms."""
+    import re
+
+    text = (ROOT / "docs" / "papers" / "spp.md").read_text()
+    sentence = text[text.index("17.5 ms vs 20.0 ms"):text.index("(layers priced in seconds")]
+    spans = [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", sentence)]
+    namespace: dict = {"archsim": archsim}  # what a reader has done: import archsim
+    for span in spans:
+        if span.startswith(("import ", "from ")):
+            exec(span, namespace)  # noqa: S102 (the page's own import lines)
+    expression = next(span for span in spans if "plan_on_cluster(" in span)
+    namespace["CLUSTER"] = str(ROOT / "configs" / "clusters" / "testbed_1080ti.toml")
+    plan = eval(expression, namespace)  # the page's own expression
+    assert [(s.layers[0], s.layers[-1], s.replicas) for s in plan.stages] == [("conv1_1", "conv3_3", 5),
+                                                                              ("conv4_1", "conv5_3", 3)]
+    assert round(plan.makespan * 1e3, 1) == 17.5
