@@ -270,3 +270,16 @@ def test_spp_pages_python_route_runs_as_written():
     stages, makespan = done.stdout.rsplit("] ", 1)
     assert stages + "]" == str([("conv1_1", "conv3_3", 5), ("conv4_1", "conv5_3", 3)])
     assert round(float(makespan) * 1e3, 1) == 17.5
+
+
+def test_three_layer_ooo_schedules_on_two_microbatches_by_hand(tmp_path):
+    """The same three layers, 2 micro-batches, by hand. mp runs one micro-batch at a time: 2 × 8 = 16. gpipe (flush
+    after every forward, at 5: d1 F1 F2 of both in [0, 4), d2 F3 at 2 and 4): d2 G3 D3 G3 D3 in [5, 9), d1 G2 D2 G1
+    of micro-batch 0 in [7, 10), then of 1 from D3's 9 → 13. ooo-pipe1 (δ first): d2 D3 D3 [5, 7) then G3 G3;
+    d1 D2 D2 [6, 8), G2 G2 [8, 10), G1 G1 [10, 12) → 12. ooo-pipe2: d1 holds l1 and l3, 5 ops a micro-batch,
+    so 10 is its bound, and it is met."""
+    network = tmp_path / "net3.csv"
+    network.write_text("".join((ROOT / "layers" / "ffnn8.csv").read_text().splitlines(keepends=True)[:4]))
+    got = {policy: archsim.schedule(str(network), policy=policy, processors=2, microbatches=2, unit_costs=True).makespan
+           for policy in ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")}
+    assert got == {"mp": 16, "gpipe": 13, "ooo-pipe1": 12, "ooo-pipe2": 10}
