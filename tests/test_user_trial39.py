@@ -283,3 +283,33 @@ def test_three_layer_ooo_schedules_on_two_microbatches_by_hand(tmp_path):
     got = {policy: archsim.schedule(str(network), policy=policy, processors=2, microbatches=2, unit_costs=True).makespan
            for policy in ("mp", "gpipe", "ooo-pipe1", "ooo-pipe2")}
     assert got == {"mp": 16, "gpipe": 13, "ooo-pipe1": 12, "ooo-pipe2": 10}
+
+
+@pytest.mark.parametrize(("row", "field"), [
+    (("a", 1, 0.0, 0, "resnet50", -5.0), "duration"),
+    (("a", 1, -1.0, 0, "resnet50", 5.0), "submit_time"),
+    (("a", 0, 0.0, 0, "resnet50", 5.0), "num_gpu"),
+    (("a", 1, 0.0, -3, "resnet50", 5.0), "iterations"),
+    (("a", 1, float("nan"), 0, "resnet50", 5.0), "submit_time"),
+    (("a", 1, 0.0, 0, "resnet50", float("inf")), "duration"),
+    (("a", 1, 0.0, 0, "resnet50", 0.0), "duration"),
+])
+def test_simulate_trace_refuses_rows_the_trace_file_refuses(row, field):
+    """Failed before: from Python a job of −5 s (or submitted at −1 s, on 0 GPUs, of −3 iterations, at NaN s)
+    ran — the −5 s job as one 0.115 s iteration — where the same row in a trace CSV is refused; docs/api.md says
+    the functions raise the commands' InputErrors."""
+    from archsim.cluster import JobCluster, simulate_trace
+    from archsim.cluster.trace import TraceJob
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError, match=field):
+        simulate_trace((TraceJob(*row),), JobCluster.uniform(2, 2), "jigsaw")
+
+
+def test_a_job_spec_submitted_at_nan_is_refused():
+    """Failed before: a JobSpec arriving at NaN s was built, and the simulator given it looped for ever."""
+    from archsim.cluster.jobs import JobSpec
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError, match="submit_s"):
+        JobSpec("a", float("nan"), 1, 10, "resnet50", 0.1, 1e9, (0.1,), (1e9,), 1e8)
