@@ -148,7 +148,7 @@ def test_the_old_refusals_are_gone():
     ("bert_large_blocks", {"policy": "zb-h1", "processors": 2}, "network", "network"),
     ("ffnn8", {"policy": "looped-bfs", "processors": 2}, "policy", "policy"),
     ("ffnn8", {"policy": "zb-1p", "processors": 9, "microbatches": 4}, "processors", "processors"),
-    ("ffnn8", {"policy": "dp-reverse-k", "processors": 2, "reverse_k": "x"}, "reverse_k", "k"),
+    ("ffnn8", {"policy": "dp-reverse-k", "processors": 2, "reverse_k": "x"}, "reverse_k", "reverse-k"),
     ("ffnn8", {"policy": "1f1b", "processors": 2, "batch": 32, "unit_costs": True}, "batch", "batch"),
     ("ffnn8", {"policy": "gpipe", "processors": 2, "sram_kb": 16}, "sram_kb", "sram-kb"),
     ("ffnn8", {"policy": "zb-h1", "processors": 2, "flush": True}, "flush", "flush"),

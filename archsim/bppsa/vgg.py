@@ -42,6 +42,15 @@ def prune_random(weight: np.ndarray, sparsity: float, rng: np.random.Generator) 
     return pruned.reshape(weight.shape)
 
 
+def check_width_divisor(width_divisor: int, field: str = "width_divisor") -> int:
+    """A divisor of every VGG-11 channel count (64, 128, 256, 512): the narrow copy keeps the network's shape."""
+    widths = sorted({c for c in VGG11_CONV if not isinstance(c, str)})
+    if isinstance(width_divisor, bool) or width_divisor <= 0 or any(c % width_divisor for c in widths):
+        raise InputError(f"must divide every VGG-11 channel count ({', '.join(map(str, widths))}): "
+                         f"1, 2, 4, … 64, got {width_divisor}", field=field)
+    return width_divisor
+
+
 def vgg11_conv_stack(*, sparsity: float = 0.0, seed: int = 0, in_channels: int = 3,
                      width_divisor: int = 1) -> tuple[Layer, ...]:
     """VGG-11's conv/ReLU/max-pool chain with He-initialized weights pruned to ``sparsity``.
@@ -49,8 +58,7 @@ def vgg11_conv_stack(*, sparsity: float = 0.0, seed: int = 0, in_channels: int =
     ``width_divisor`` divides every channel count (tests use a narrow copy of the same shape).
     """
     check_sparsity(sparsity)
-    if width_divisor <= 0 or any(c % width_divisor for c in VGG11_CONV if c != "M"):
-        raise InputError(f"must divide every VGG-11 width, got {width_divisor}", field="width_divisor")
+    check_width_divisor(width_divisor)
     rng = np.random.default_rng(seed)
     layers: list[Layer] = []
     channels = in_channels

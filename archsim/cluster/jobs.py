@@ -8,6 +8,7 @@ jobs, without SPB).
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +53,8 @@ class JobSpec:
             raise InputError("one SPB task per worker", field=self.job_id)
         if self.iterations < 1 or self.full_task_s <= 0 or min(self.spb_task_s) <= 0:
             raise InputError("a job needs ≥ 1 iteration and positive task times", field=self.job_id)
+        if not math.isfinite(self.submit_s) or self.submit_s < 0:  # a NaN arrival hung the event loop
+            raise InputError(f"submit_s must be finite and non-negative, got {self.submit_s!r}", field=self.job_id)
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,23 @@ class SimResult:
         return np.asarray(self.job_columns[name])
 
 
+def check_trace_job(row: TraceJob) -> None:
+    """A row as a trace file's would be checked, for rows built in Python: ≥ 1 GPU, finite non-negative seconds
+    (a NaN submit time hung the event loop), ≥ 0 iterations, not both iterations and duration 0."""
+    def bad(field: str, value: object, what: str) -> InputError:
+        return InputError(f"{what}, got {value!r}", field=f"job {row.job_id} {field}")
+
+    if isinstance(row.workers, bool) or not isinstance(row.workers, numbers.Integral) or row.workers < 1:
+        raise bad("num_gpu", row.workers, "a job needs a whole number of GPUs, at least one")
+    for field, value in (("submit_time", row.submit_s), ("duration", row.duration_s)):
+        if not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
+            raise bad(field, value, "expected a finite non-negative number of seconds")
+    if isinstance(row.iterations, bool) or not isinstance(row.iterations, numbers.Integral) or row.iterations < 0:
+        raise bad("iterations", row.iterations, "expected a non-negative whole number")
+    if row.iterations == 0 and row.duration_s == 0:
+        raise bad("duration", row.duration_s, "iterations and duration cannot both be 0")
+
+
 def build_jobs(trace: Sequence[TraceJob], catalog: dict[str, ModelProfile], cluster: JobCluster,
                shares: Sequence[float] | None = None) -> tuple[JobSpec, ...]:
     """Join trace rows with profiles. A row with both duration and iterations sets the iteration time
@@ -155,6 +175,7 @@ def build_jobs(trace: Sequence[TraceJob], catalog: dict[str, ModelProfile], clus
     """
     jobs = []
     for row in trace:
+        check_trace_job(row)
         profile = lookup(catalog, row.model)
         if row.workers > cluster.devices:
             raise InputError(f"job needs {row.workers} devices; the cluster has {cluster.devices}",

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def utilization_series(result: SimResult, bin_s: float) -> pd.DataFrame:
-    """Fraction of device time busy computing in each ``bin_s`` bin from 0 to the makespan.
+    """Fraction of device time busy computing in each ``bin_s`` bin from 0 to the makespan (the last bin
+    shorter where the makespan is not a whole number of bins).
 
     Busy segments (start, end, devices) integrate exactly: the cumulative busy device-seconds is
     piecewise linear between segment ends, so it is evaluated at the bin edges by interpolation.
@@ -23,7 +24,11 @@ def utilization_series(result: SimResult, bin_s: float) -> pd.DataFrame:
     import pandas as pd
 
     horizon = result.makespan_s
-    edges = np.arange(0.0, horizon + bin_s, bin_s) if horizon > 0 else np.array([0.0, bin_s])
+    if horizon > 0:  # the last bin ends at the makespan: a full-width one would count idle time after the end
+        starts = np.arange(0.0, horizon, bin_s)
+        edges = np.append(starts[starts < horizon - 1e-9 * bin_s], horizon)
+    else:
+        edges = np.array([0.0, bin_s])
     busy = result.busy
     if len(busy) == 0:
         return pd.DataFrame({"time_s": edges[:-1], "utilization": np.zeros(len(edges) - 1)})

@@ -109,6 +109,16 @@ def _width_flag(args: argparse.Namespace, array) -> str:
     return f" --element-bytes {array.element_bytes}" if array.element_bytes != 1 else ""
 
 
+def _width_divisor(text: str) -> int:
+    """--width-divisor's type: a positive integer dividing every VGG-11 width, refused as the flag's own error."""
+    from archsim.bppsa.vgg import check_width_divisor
+
+    try:
+        return check_width_divisor(positive_int(text))
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sparsity", type=float, default=0.97, help="fraction of weights pruned (default 0.97, §4.3)")
     parser.add_argument("--seed", type=seed_flag, default=0, help="pruning and input seed (default 0)")
@@ -117,7 +127,7 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
                              "at full width minutes, above the default --max-mflops)")
     parser.add_argument("--compare-levels", default="0,1,2",
                         help="up-sweep depths (0…4) to summarize side by side (default 0,1,2)")
-    parser.add_argument("--width-divisor", type=positive_int, default=1,
+    parser.add_argument("--width-divisor", type=_width_divisor, default=1,
                         help="divide every channel count (default 1: real VGG-11)")
     parser.add_argument("--zeros", choices=ZEROS, default="pattern",
                         help="'pattern': count input-dependent zeros (ReLU, pooling) as stored, valid for every input "

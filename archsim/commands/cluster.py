@@ -149,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
                     raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
                                      f"1 to 16 workers) and the cluster has {cluster.devices} devices: give --gpus "
                                      f"{widest} or more", field="gpus") from None
-                raise InputError(exc.message, file=None if synthetic else args.trace, field=exc.where.field) from None
+                hint = f": give --gpus {widest} or more" if too_wide else ""  # the trace's widest job, not just this one
+                raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
                 finished = np.zeros(1, np.int64)

@@ -351,10 +351,13 @@ def _plan(args: argparse.Namespace, topology, profile, priced_on: dict[str, str]
                     meta={"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches,
                           **config, **priced_on}), args)
         return 0
+    def seconds(t: float) -> str:  # the table's digits; csv and json keep full precision, as their numbers do
+        return f"{float(t):.4g}" if args.format == "table" else repr(float(t))
+
     meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
-            "stage_counts": "; ".join(f"{s}:{t:.4g}s" for s, _, t in result.by_stage_count),
-            "baselines_seconds": "; ".join(f"{m}:{t:.4g}" for m, t in others.items()), **config,
+            "stage_counts": "; ".join(f"{s}:{seconds(t)}s" for s, _, t in result.by_stage_count),
+            "baselines_seconds": "; ".join(f"{m}:{seconds(t)}" for m, t in others.items()), **config,
             "device_order": " ".join(f"g{x}" for x in result.order), **priced_on}
     write_timeline_outputs(args, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
                            unit=profile.unit, rows_title=STAGE_ROWS, caption=stage_rows_caption(rows))

@@ -78,11 +78,14 @@ def reverse_first_k_order(layers: int, k: int) -> list[tuple[str, int]]:
 
 
 def dp_problem(forward: Sequence[float], delta: Sequence[float], weight_grad: Sequence[float],
-               sync: Sequence[float], order: Sequence[tuple[str, int]], *, prioritized: bool) -> Problem:
+               sync: Sequence[float], order: Sequence[tuple[str, int]], *, prioritized: bool,
+               names: Sequence[str] | None = None) -> Problem:
     """The iteration window for a given backward computation order, as actions on two ranks: the
     device (F, the backward in exactly ``order``'s sequence, then the next iteration's F′ by data
-    flow) and the network (S by priority: layer number, or FIFO in gradient order)."""
+    flow) and the network (S by priority: layer number, or FIFO in gradient order). ``names``: the
+    layers' names its ops' ``layer`` tags carry (None: l1 … lL)."""
     layers = len(forward)
+    name = list(names) if names is not None else [f"l{l}" for l in range(1, layers + 1)]
     expected = set(conventional_order(layers))
     if sorted(order) != sorted(expected) or len(order) != len(expected):
         raise InputError("the backward order must contain each G_l and D_l (l > 1) exactly once", field="order")
@@ -90,15 +93,15 @@ def dp_problem(forward: Sequence[float], delta: Sequence[float], weight_grad: Se
     flow: list[tuple[str, str]] = []
     position = {op: i for i, op in enumerate(order)}
     for l in range(1, layers + 1):
-        ops.append((f"F{l}", 0, forward[l - 1], (0, l), (("kind", "F"), ("layer", f"l{l}"))))
-        ops.append((f"F{l}'", 0, forward[l - 1], (2, l), (("kind", "F"), ("layer", f"l{l}"))))
-        ops.append((f"S{l}", 1, sync[l - 1], l if prioritized else position[("G", l)], (("kind", "S"), ("layer", f"l{l}"))))
+        ops.append((f"F{l}", 0, forward[l - 1], (0, l), (("kind", "F"), ("layer", name[l - 1]))))
+        ops.append((f"F{l}'", 0, forward[l - 1], (2, l), (("kind", "F"), ("layer", name[l - 1]))))
+        ops.append((f"S{l}", 1, sync[l - 1], l if prioritized else position[("G", l)], (("kind", "S"), ("layer", name[l - 1]))))
         flow += [(f"G{l}", f"S{l}"), (f"S{l}", f"F{l}'")]
         if l > 1:
             flow += [(f"F{l - 1}", f"F{l}"), (f"F{l - 1}'", f"F{l}'")]
     for kind, l in order:
         duration = weight_grad[l - 1] if kind == "G" else delta[l - 1]
-        ops.append((f"{kind}{l}", 0, duration, (1, position[(kind, l)]), (("kind", kind), ("layer", f"l{l}"))))
+        ops.append((f"{kind}{l}", 0, duration, (1, position[(kind, l)]), (("kind", kind), ("layer", name[l - 1]))))
         flow.append((f"F{layers}" if l == layers else f"D{l + 1}", f"{kind}{l}"))
     index = {op[0]: i for i, op in enumerate(ops)}
     actions, deps = from_rows(ops, [(index[a], index[b]) for a, b in flow])

@@ -142,7 +142,7 @@ def ooo_problem(costs: LayerProfile, devices: int, microbatches: int, policy: st
         [where[l] for _, l in template], [cost[kind][l] for kind, l in template],
         [x if kind == "F" else 0 for (kind, _), x in zip(template, stash)],
         [x if kind == "G" else 0 for (kind, _), x in zip(template, stash)])]
-    tags = [("layer", [f"l{l + 1}" for _, l in template] * m),
+    tags = [("layer", [costs.names[l] for _, l in template] * m),  # the profile's layer names (unit costs: l1 …)
             ("microbatch", np.repeat(np.arange(m), size).tolist()), ("kind", [kind for kind, _ in template] * m)]
     # one micro-batch's dependencies, in order; (source op, its micro-batch − this one, target op)
     deps: list[tuple[int, int, int]] = []

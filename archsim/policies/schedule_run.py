@@ -342,10 +342,11 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
             try:
                 k = int(args.k)
             except ValueError:
-                raise InputError(f"expected an integer or 'auto', got {args.k!r}",
-                                 field=route("k", "reverse_k")) from None  # the command names its dest
+                raise InputError(f"expected an integer or 'auto', got {args.k!r}", field=field_name("reverse-k")) from None
+            if not 0 <= k <= layers:
+                raise InputError(f"layers to reverse must be within 0..{layers}, got {k}", field=field_name("reverse-k"))
     order, prioritized = dp.policy_order(args.policy, layers, k)
-    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized), {"reversed_layers": k}
+    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized, names=costs.names), {"reversed_layers": k}
 
 
 def _array(args: SimpleNamespace, speak=None):

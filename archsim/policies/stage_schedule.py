@@ -67,6 +67,9 @@ def profile_from_args(args: SimpleNamespace):
         raise InputError(f"{setting('link-bandwidth')} needs send_bytes per stage: give them in "
                          f"{setting('stage-profile')}", field=field_name("link-bandwidth"))
     f, b, w = _numbers(args.stage_times, 3, "stage-times")
+    if f + b + w == 0:  # nothing to schedule: a makespan of 0 and a bubble of 0/0
+        raise InputError(f"every op would take no time: give a positive F, B or W, got {args.stage_times!r}",
+                         field=field_name("stage-times"))
     mb, mw = _numbers(args.stage_memory, 2, "stage-memory")
     return StageProfile.uniform(args.stages, f, b, w, args.comm, mb, mw)
 
