@@ -203,13 +203,14 @@ def stash_depths(plan, network, schedule: str) -> list[int] | None:
     stages, what the LayerPipe DFG (`tests/layerpipe_dfg`) derives from the pipelined training DFG (PipeDream's
     stash depth), and 1 under a schedule that flushes (GPipe keeps one version). Stated here so the command
     needs no networkx or integer program; a test checks the two agree on every chain and stage assignment up
-    to 7 layers."""
+    to 7 layers. A stage that runs only borrowed δ parts is one of the S: it lies on the backward path and
+    holds the borrowed layers' weights (what ``--memory``'s simulation finds)."""
     if any(len(layer.inputs) != 1 for layer in network.layers):
         return None
-    homes = [stage.index for stage in plan.stages if stage.layers]
+    busy = [stage.index for stage in plan.stages if stage.layers or getattr(stage, "ops", ())]
     if schedule in FLUSHED_SCHEDULES:
-        return [1 if stage.layers else 0 for stage in plan.stages]
-    return [len(homes) - homes.index(stage.index) if stage.layers else 0 for stage in plan.stages]
+        return [1 if stage.index in busy else 0 for stage in plan.stages]
+    return [len(busy) - busy.index(stage.index) if stage.index in busy else 0 for stage in plan.stages]
 
 
 COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe, ooo)", add_arguments, run)
