@@ -70,3 +70,93 @@ def test_a_processor_of_borrowed_delta_parts_alone_counts_as_a_stage_of_the_weig
     assert [row["ops"] for row in rows][2] == "D2:fc*"  # the plan this test is about
     _, simulated = _versions(tmp_path, capsys, "--microbatches", "8", "--memory")
     assert plain == [3, 2, 1] == simulated
+
+
+# Hand checks (references computed by hand, not read from archsim's output).
+
+def test_c2_gemm_shapes_by_im2col_by_hand():
+    """c2: 14×14×8 → 6×6×16, 3×3 at stride 2, batch 4 (E = ⌊(14 − 3)/2⌋ + 1 = 6). im2col: F = X·W is
+    (N·E·F) × (R·S·C) · (R·S·C) × M = 144 × 72 · 72 × 16; G = Xᵀ·δY is 72 × 144 · 144 × 16; paper-mode δ is
+    δY padded and convolved at full input resolution, (N·H·W) × (R·S·M) · (R·S·M) × C = 784 × 144 · 144 × 8."""
+    from archsim.lowering import lower_layer
+    from archsim.lowering.ops import Gemm
+    from archsim.workload.layer import Layer
+
+    c2 = Layer(name="c2", kind="conv", ifmap_h=14, ifmap_w=14, filter_h=3, filter_w=3, channels=8, filters=16,
+               stride=2, inputs=("c1",))
+    paper = lower_layer(c2, batch=4, mode="paper")
+    assert paper.op("F").gemms == (Gemm(144, 72, 16),)
+    assert paper.op("G").gemms == (Gemm(72, 144, 16),)
+    assert paper.op("D").gemms == (Gemm(784, 144, 8),)
+
+
+@pytest.mark.parametrize(("dataflow", "cycles"), [
+    ("ws", 5 * 6 * (2 * 8 + 8 + 64 - 2) - 1),  # Sr = K = 40, Sc = N = 48, T = M = 64
+    ("os", 8 * 6 * (8 + 8 + 40 - 2) - 1),      # Sr = M = 64, Sc = N = 48, T = K = 40
+    ("is", 5 * 8 * (2 * 8 + 8 + 48 - 2) - 1),  # Sr = K = 40, Sc = M = 64, T = N = 48
+])
+def test_one_gemm_on_one_array_by_scalesims_analytic_formula(dataflow, cycles):
+    """out[64×48] = A[64×40]·B[40×48] on an 8×8 array. Samajdar et al., "A Systematic Methodology for
+    Characterizing Scalability of DNN Accelerators using SCALE-Sim" (ISPASS 2020), §IV: a fold takes
+    2·R + C + T − 2 cycles (weight and input stationary; R + C + T − 2 output stationary) and there are
+    ⌈Sr/R⌉·⌈Sc/C⌉ folds, with (Sr, Sc, T) = (K, N, M) for ws, (M, N, K) for os, (K, M, N) for is; SCALE-Sim
+    3.0.0 reports one cycle less (its last cycle index, docs/concepts.md's table)."""
+    import archsim
+
+    assert int(archsim.gemm_cost(64, 40, 48, 8, 8, dataflow).cycles) == cycles
+
+
+def test_a_3_stage_pipelines_makespan_by_brute_force(tmp_path):
+    """PipeDream's split of the CNN at 8×8, batch 4: one layer per processor, F/B (B = G then δ) in cycles
+    c1 3223/4801, c2 2987/7303, fc 3743/16134 (F, G, δ by the formula above: c1's F 4 folds × 806 − 1,
+    G 98 × 49 − 1). 1F1B, m = 4, listed by hand: processor s runs 3 − s forwards, then one forward and one
+    backward alternately; each op starts when its processor is free and its input is there (F after the
+    previous stage's F, B after the next stage's B). The list below runs that order to its makespan."""
+    import archsim
+
+    f, b = [3223, 2987, 3743], [4801, 3383 + 3920, 1195 + 14939]
+    stages, m = 3, 4
+    orders = []
+    for s in range(stages):
+        warm = min(stages - 1 - s, m)
+        order = [("F", i) for i in range(warm)]
+        for i in range(m):
+            if warm + i < m:
+                order.append(("F", warm + i))
+            order.append(("B", i))
+        orders.append(order)
+    end: dict[tuple[str, int, int], int] = {}
+    free, at = [0] * stages, [0] * stages
+    while any(at[s] < len(orders[s]) for s in range(stages)):
+        for s in range(stages):
+            if at[s] == len(orders[s]):
+                continue
+            kind, i = orders[s][at[s]]
+            need = (("F", s - 1, i) if s else None) if kind == "F" else (("B", s + 1, i) if s < stages - 1 else ("F", s, i))
+            if need is not None and need not in end:
+                continue
+            start = max(free[s], end[need] if need else 0)
+            free[s] = end[(kind, s, i)] = start + (f[s] if kind == "F" else b[s])
+            at[s] += 1
+    assert max(free) == 97822  # the brute force's answer, kept as a figure to compare with
+
+    (tmp_path / "cnn.csv").write_text(CNN, encoding="utf-8")
+    profile = archsim.profile(str(tmp_path / "cnn.csv"), array="8x8", batch=4, mode="exact")
+    assert [int(x) for x in profile.total] == [f[s] + b[s] for s in range(stages)]
+    plan = archsim.pipeline(profile, processors=3, method="pipedream")
+    assert archsim.simulate(plan, profile, microbatches=m, schedule="1f1b").makespan == max(free)
+
+
+def test_layerpipe_over_pipedream_on_the_cnn_by_hand(tmp_path):
+    """Per-layer totals F + G + δ (exact mode, 8×8, batch 4): c1 8024, c2 10290, fc 19877; one processor
+    38191. PipeDream cuts whole layers: fc alone bounds every split, 19877, speed-up 1.921 on 2 or 3
+    processors. LayerPipe on 3 keeps c1 and c2's F and G on processor 1 (8024 + 2987 + 3383 = 14394) and
+    moves c2's δ and fc's split δ later: 38191 / 14394 = 2.653, 38.1% over PipeDream."""
+    import archsim
+
+    (tmp_path / "cnn.csv").write_text(CNN, encoding="utf-8")
+    profile = archsim.profile(str(tmp_path / "cnn.csv"), array="8x8", batch=4, mode="exact")
+    pipedream = archsim.pipeline(profile, processors=3, method="pipedream")
+    layerpipe = archsim.pipeline(profile, processors=3, method="layerpipe")
+    assert pipedream.max_stage_cost == 19877 and layerpipe.max_stage_cost == 8024 + 2987 + 3383
+    assert layerpipe.speedup(38191) / pipedream.speedup(38191) == pytest.approx(19877 / 14394)
