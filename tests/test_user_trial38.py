@@ -160,3 +160,27 @@ def test_layerpipe_over_pipedream_on_the_cnn_by_hand(tmp_path):
     layerpipe = archsim.pipeline(profile, processors=3, method="layerpipe")
     assert pipedream.max_stage_cost == 19877 and layerpipe.max_stage_cost == 8024 + 2987 + 3383
     assert layerpipe.speedup(38191) / pipedream.speedup(38191) == pytest.approx(19877 / 14394)
+
+
+def test_a_conv_row_whose_filter_covers_its_whole_input_is_noted(tmp_path, capsys):
+    """Fix: SCALE-Sim's format has no layer types, so a topology written for it gives a classifier as a conv
+    row whose filter covers its whole input (here ``fc, 6, 6, 6, 6, 16, 10, 1``). Read as a conv
+    and costs its δ as a transposed convolution over the zero-padded 1×1 output: by hand, fc here
+    (6×6×16 → 10, batch 4) has δ = δY·W, 4 × 10 · 10 × 576 = 23,040 MACs, and the transposed conv
+    is (4·36) × 360 · 360 × 16 = 829,440, 36 times as many (D_cycles 14,939 where the dense product takes
+    3,743). Nothing said so. Failed before the fix: no note on stderr."""
+    from archsim.cli import main
+
+    (tmp_path / "cnn.csv").write_text(CNN, encoding="utf-8")
+    assert main(["cost", str(tmp_path / "cnn.csv"), "--array", "8x8", "--batch", "4"]) == 0
+    err = capsys.readouterr().err
+    (note,) = [line for line in err.splitlines() if "whole" in line]
+    assert note.startswith("archsim cost: note: ") and "line 4" in note and "'fc'" in note and "Type fc" in note
+    typed = CNN.replace("Strides,\n", "Strides, Padding, Type,\n").replace("fc, 6, 6, 6, 6, 16, 10, 1,",
+                                                                         "fc, 6, 6, 6, 6, 16, 10, 1, 0, fc,")
+    (tmp_path / "typed.csv").write_text(typed, encoding="utf-8")
+    assert main(["cost", str(tmp_path / "typed.csv"), "--array", "8x8", "--batch", "4", "--format", "csv"]) == 0
+    out, err = capsys.readouterr()
+    assert "whole" not in err
+    fc_row = next(line for line in out.splitlines() if line.startswith("fc,")).split(",")
+    assert int(fc_row[4]) == 2 * 72 * (2 * 8 + 8 + 4 - 2) - 1  # δ (4, 10, 576): Sr 10, Sc 576, T 4 on 8×8 ws
