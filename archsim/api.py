@@ -210,8 +210,10 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
     if planner is not None and planner.partition is not None:
         check_keywords(options, ("bandwidth", *planner.options), f"pipeline with method={method!r}")
-    if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too)
-        processors = positive_int(processors, "processors")
+    if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too), 1 … 4096
+        from archsim.validate import MAX_PROCESSORS
+
+        processors = positive_int(processors, "processors", high=MAX_PROCESSORS)
     plan = partition(profile, processors, method, **options)
     idle = idle_processors_note(plan, processors.devices if isinstance(processors, Topology) else processors)
     if idle:

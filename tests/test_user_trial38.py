@@ -184,3 +184,16 @@ def test_a_conv_row_whose_filter_covers_its_whole_input_is_noted(tmp_path, capsy
     assert "whole" not in err
     fc_row = next(line for line in out.splitlines() if line.startswith("fc,")).split(",")
     assert int(fc_row[4]) == 2 * 72 * (2 * 8 + 8 + 4 - 2) - 1  # δ (4, 10, 576): Sr 10, Sc 576, T 4 on 8×8 ws
+
+
+def test_the_library_refuses_the_processor_counts_the_command_refuses():
+    """Fix: ``archsim pipeline --processors 4097`` is refused (processors ≤ 4096, README's input limits;
+    partitioners are O(layers² · P)), but ``archsim.pipeline(profile, processors=100000)``, documented as taking
+    the command's flags as keywords, ran. Failed before the fix: no InputError."""
+    import archsim
+    from archsim.cli import main
+
+    profile = archsim.profile("layerpipe_sample", array="8x8", batch=4)
+    with pytest.raises(InputError, match="1…4096"):
+        archsim.pipeline(profile, processors=4097, method="gpipe")
+    assert main(["pipeline", "layerpipe_sample", "--processors", "4097", "--method", "gpipe"]) == 2
