@@ -222,14 +222,20 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
 
 
 @speaks_keywords
-def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
+def simulate(plan, profile, *, microbatches: int, schedule: str | None = None, max_ops: int | None = None):
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
-    variants ``gpipe-newest-first`` and ``1f1b-window``, or ``1f1b-delta-before-g`` (docs/concepts.md)."""
+    variants ``gpipe-newest-first`` and ``1f1b-window``, or ``1f1b-delta-before-g`` (docs/concepts.md).
+    ``max_ops`` (None: ``--max-ops``' default, 10⁶): a larger job (micro-batches × the plan's ops) is refused
+    before anything is built, as ``archsim pipeline --microbatches`` refuses it."""
     from archsim.policies.pipeline import simulate_partition
+    from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
-    return simulate_partition(plan, profile, positive_int(microbatches, "microbatches"), schedule).timeline
+    microbatches = positive_int(microbatches, "microbatches")
+    limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
+    check_job_size(microbatches * sum(len(stage.ops) for stage in plan.stages), limit, "max_ops")
+    return simulate_partition(plan, profile, microbatches, schedule).timeline
 
 
 @speaks_keywords

@@ -197,3 +197,22 @@ def test_the_library_refuses_the_processor_counts_the_command_refuses():
     with pytest.raises(InputError, match="1…4096"):
         archsim.pipeline(profile, processors=4097, method="gpipe")
     assert main(["pipeline", "layerpipe_sample", "--processors", "4097", "--method", "gpipe"]) == 2
+
+
+def test_the_library_refuses_a_simulation_over_max_ops_up_front():
+    """Fix: ``archsim pipeline … --microbatches 100000000`` is refused before anything is built (over
+    ``--max-ops``, default 10⁶ ops, with its estimate), but ``archsim.simulate(plan, profile,
+    microbatches=10**8)`` started building 10⁸ × 6 ops and was killed for memory. ``archsim.schedule`` and
+    ``archsim.train`` take ``max_ops``; ``simulate`` now does too. Failed before the fix: it ran out of memory
+    (here a smaller count that fits is used, so the old code ran it where it must now refuse)."""
+    import archsim
+
+    profile = archsim.profile("layerpipe_sample", array="8x8", batch=4, mode="paper")
+    plan = archsim.pipeline(profile, processors=3, method="layerpipe")
+    ops = sum(len(stage.ops) for stage in plan.stages)  # 4 layers × F, G, δ with one δ split in two: 13
+    assert ops == 13
+    with pytest.raises(InputError, match=r"max_ops=1300"):
+        archsim.simulate(plan, profile, microbatches=100, max_ops=1299)
+    assert archsim.simulate(plan, profile, microbatches=100, max_ops=1300).makespan > 0
+    with pytest.raises(InputError, match="max_ops"):
+        archsim.simulate(plan, profile, microbatches=10**8)
