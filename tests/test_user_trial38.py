@@ -2,6 +2,8 @@
 
 Each test marked as a fix failed on the code before it (said in its docstring)."""
 
+import math
+
 import pytest
 
 from archsim.errors import InputError
@@ -216,3 +218,21 @@ def test_the_library_refuses_a_simulation_over_max_ops_up_front():
     assert archsim.simulate(plan, profile, microbatches=100, max_ops=1300).makespan > 0
     with pytest.raises(InputError, match="max_ops"):
         archsim.simulate(plan, profile, microbatches=10**8)
+
+
+@pytest.mark.parametrize("alpha", [1e308, 2e6, math.nan])
+def test_layerpipes_alpha_has_the_commands_range_in_a_spec_and_the_library(tmp_path, alpha):
+    """Fix: ``archsim pipeline --alpha`` takes 1 < α ≤ 10⁶, but a sweep spec's ``alpha = 1e308`` ran (Algorithm 1's
+    first target is then the whole network: every row one stage, speed-up 1.0, said nowhere) and so did
+    ``archsim.pipeline(…, alpha=1e308)``; NaN passed the library's ``alpha <= 1`` check. Failed before the fix:
+    the spec loaded and the library planned."""
+    import archsim
+
+    if not math.isnan(alpha):  # TOML has nan too, but the spec's own check already refused it
+        spec = tmp_path / "alpha.toml"
+        spec.write_text(SPEC + f"alpha = {alpha:g}\n", encoding="utf-8")
+        with pytest.raises(InputError, match=r"line 10, field 'alpha'.*1e\+06"):
+            load_spec(spec)
+    profile = archsim.profile("layerpipe_sample", array="8x8", batch=4)
+    with pytest.raises(InputError, match="alpha"):
+        archsim.pipeline(profile, processors=3, method="layerpipe", alpha=alpha)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from archsim.choices.partitions import FLUSHED_SCHEDULES, LAYERPIPE_ALPHA, METHOD_SCHEDULES, PARTITION_SCHEDULES
+from archsim.choices.partitions import (
+    FLUSHED_SCHEDULES,
+    LAYERPIPE_ALPHA,
+    MAX_ALPHA,
+    METHOD_SCHEDULES,
+    PARTITION_SCHEDULES,
+)
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
@@ -41,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_layer_cost_arguments(parser)
     parser.add_argument("--split-axes", default=None,
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
-    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a relaxation factor"), default=None,
+    parser.add_argument("--alpha", type=float_flag(1.0, MAX_ALPHA, low_open=True, what="a relaxation factor"), default=None,
                         help=f"LayerPipe target relaxation factor (default: {LAYERPIPE_ALPHA})")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches of --batch samples each and report the makespan")

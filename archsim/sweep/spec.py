@@ -32,7 +32,6 @@ its SRAMs, ``Bandwidth`` or ``[archsim] ClockGHz`` is refused (:func:`archsim.sw
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
-from archsim.choices.partitions import LAYERPIPE_ALPHA
+from archsim.choices.partitions import LAYERPIPE_ALPHA, MAX_ALPHA
 from archsim.clock import clock_hz
 from archsim.errors import InputError
 from archsim.lowering import MODES, Mode
@@ -289,8 +288,8 @@ def _spec(document: dict, path: Path, file: str) -> SweepSpec | DeviceSweepSpec:
     if mode not in MODES:
         raise InputError(f"unknown mode {shown(mode)}; choose paper or exact", file=file, field="mode")
     alpha = table.get("alpha", LAYERPIPE_ALPHA)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha < math.inf:
-        raise InputError("alpha must be a finite number > 1", file=file, field="alpha")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha <= MAX_ALPHA:
+        raise InputError(f"alpha must be a number > 1 and <= {MAX_ALPHA:g}, as --alpha", file=file, field="alpha")
     engine = table.get("engine", "analytic")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {shown(engine)}; choose one of {', '.join(ENGINES)}", file=file, field="engine")
