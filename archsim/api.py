@@ -272,9 +272,10 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
         import warnings
 
+        from archsim.sweep.runner import network_notes
         from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
 
-        for note in (*array_spec_warnings(spec), *array_file_notes(spec)):
+        for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec)):
             warnings.warn(note, UserWarning, stacklevel=3)
     return frame
 

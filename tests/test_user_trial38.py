@@ -236,3 +236,25 @@ def test_layerpipes_alpha_has_the_commands_range_in_a_spec_and_the_library(tmp_p
     profile = archsim.profile("layerpipe_sample", array="8x8", batch=4)
     with pytest.raises(InputError, match="alpha"):
         archsim.pipeline(profile, processors=3, method="layerpipe", alpha=alpha)
+
+
+def test_a_sweep_says_what_its_network_files_notes_say(tmp_path, capsys):
+    """Fix: ``archsim cost cnn.csv`` notes on stderr what it read differently from the file (a repeated layer
+    name renamed, a conv row that is a flattening fc), but ``archsim sweep`` over the same file said nothing.
+    Failed before the fix: no such line from the sweep (nor a UserWarning from ``archsim.run_sweep``)."""
+    import warnings
+
+    import archsim
+    from archsim.cli import main
+
+    (tmp_path / "cnn.csv").write_text(CNN.replace("c2, 14", "c1, 14"), encoding="utf-8")
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC.replace('"layerpipe_sample"', '"cnn.csv"'), encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "cnn.csv" in line]
+    assert len(notes) == 2 and all(line.startswith("archsim sweep: note: ") for line in notes)
+    assert "renamed c1_2" in notes[0] and "flattening fc" in notes[1]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.run_sweep(spec, out=tmp_path / "api")
+    assert sum("cnn.csv" in str(w.message) for w in caught) == 2
