@@ -44,7 +44,7 @@ from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
-from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind, flattening_conv_note
 from archsim.workload.shapes import check_shapes
 
 POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
@@ -177,11 +177,9 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
                 if producer != NETWORK_INPUT and producer not in seen:
                     raise InputError(f"reads {producer!r}, which is not a layer defined above", file=source, line=line,
                                      field="Inputs")
-        if _flattening_conv(layer):
-            notes.append(f"line {line}: {layer_name!r} is a conv whose {layer.filter_h}x{layer.filter_w} filter covers "
-                         "its whole unpadded input (a flattening fc): its δ is costed as a transposed convolution "
-                         "over the zero-padded 1x1 output, up to R·S times the forward's MACs; Type fc costs the "
-                         "dense product δY·W")
+        flattening = flattening_conv_note(layer)
+        if flattening:
+            notes.append(f"line {line}: {flattening}")
         seen.add(layer_name)
         layers.append(layer)
         lines[layer_name] = line
@@ -190,14 +188,6 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
     if shapes == "check" or (shapes == "auto" and "Inputs" in extras.values()):
         check_shapes(network, lines)
     return network
-
-
-def _flattening_conv(layer: Layer) -> bool:
-    """A conv row that is an fc in all but its type (SCALE-Sim writes classifiers so): its filter covers
-    the whole unpadded input, one output pixel, so its δ, lowered as a conv's, pads that pixel to the
-    input's size (docs/concepts.md, "Lowering")."""
-    return (layer.kind == "conv" and layer.padding == 0 and layer.groups == 1 and layer.dilation == 1
-            and (layer.filter_h, layer.filter_w) == (layer.ifmap_h, layer.ifmap_w) and layer.filter_h * layer.filter_w > 1)
 
 
 def _renamed(layer_name: str, seen: set[str], notes: list[str], line: int) -> str:
