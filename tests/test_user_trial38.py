@@ -31,8 +31,8 @@ mode = "exact"
 ])
 def test_a_value_listed_twice_in_a_sweep_axis_is_refused(tmp_path, old, new, field, line):
     """Fix: `batches = [4, 4, 16]` ran each batch-4 point twice, and summary.csv's mean over batches
-    then weighted batch 4 twice (LayerPipe's mean speedup at P = 2 read 1.946 instead of the 1.959 of
-    batches 4 and 16), with no word said. Failed before the fix: the spec loaded."""
+    then weighted batch 4 twice (on this trial's 3-layer CNN, 8×8, LayerPipe's mean speed-up at P = 2 read
+    1.946, (2 × 1.921 + 1.996) / 3, instead of the 1.959 of batches 4 and 16), with no word said. Failed before the fix: the spec loaded."""
     spec = tmp_path / "dups.toml"
     spec.write_text(SPEC.replace(old, new), encoding="utf-8")
     with pytest.raises(InputError) as info:
