@@ -210,8 +210,10 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
     if planner is not None and planner.partition is not None:
         check_keywords(options, ("bandwidth", *planner.options), f"pipeline with method={method!r}")
-    if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too)
-        processors = positive_int(processors, "processors")
+    if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too), 1 … 4096
+        from archsim.validate import MAX_PROCESSORS
+
+        processors = positive_int(processors, "processors", high=MAX_PROCESSORS)
     plan = partition(profile, processors, method, **options)
     idle = idle_processors_note(plan, processors.devices if isinstance(processors, Topology) else processors)
     if idle:
@@ -220,14 +222,20 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
 
 
 @speaks_keywords
-def simulate(plan, profile, *, microbatches: int, schedule: str | None = None):
+def simulate(plan, profile, *, microbatches: int, schedule: str | None = None, max_ops: int | None = None):
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
-    variants ``gpipe-newest-first`` and ``1f1b-window``, or ``1f1b-delta-before-g`` (docs/concepts.md)."""
+    variants ``gpipe-newest-first`` and ``1f1b-window``, or ``1f1b-delta-before-g`` (docs/concepts.md).
+    ``max_ops`` (None: ``--max-ops``' default, 10⁶): a larger job (micro-batches × the plan's ops) is refused
+    before anything is built, as ``archsim pipeline --microbatches`` refuses it."""
     from archsim.policies.pipeline import simulate_partition
+    from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
-    return simulate_partition(plan, profile, positive_int(microbatches, "microbatches"), schedule).timeline
+    microbatches = positive_int(microbatches, "microbatches")
+    limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
+    check_job_size(microbatches * sum(len(stage.ops) for stage in plan.stages), limit, "max_ops")
+    return simulate_partition(plan, profile, microbatches, schedule).timeline
 
 
 @speaks_keywords
@@ -264,9 +272,10 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
         import warnings
 
+        from archsim.sweep.runner import network_notes
         from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
 
-        for note in (*array_spec_warnings(spec), *array_file_notes(spec)):
+        for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec)):
             warnings.warn(note, UserWarning, stacklevel=3)
     return frame
 

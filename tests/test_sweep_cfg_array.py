@@ -143,16 +143,17 @@ def test_the_report_of_a_cfg_sweep_names_cost_config_and_needs_no_spec_record_fo
 
 
 def test_a_cfg_device_of_several_arrays_is_noted_once_as_cost_config_notes_it(tmp_path, capsys, chip_cfg):
-    """A spec naming a ``.cfg`` device of 4 arrays (twice) swept it as one array and said nothing, where
+    """A spec naming a ``.cfg`` device of 4 arrays swept it as one array and said nothing, where
     ``archsim cost --config`` on the same file says so: the sweep prints cost's note once on stderr, and
-    ``archsim.run_sweep`` warns it once; a plain SCALE-Sim file is one array, of which nothing is said."""
+    ``archsim.run_sweep`` warns it once (not once per point); a plain SCALE-Sim file is one array, of which
+    nothing is said. (The file named twice is refused: tests/test_user_trial38.py.)"""
     import warnings
 
     import archsim
 
     (tmp_path / "chip.cfg").write_text(chip_cfg(arrays=4, hbm_gbps=400, run_name="mychip", device_name="mychip_cfg"))
     shutil.copy(CONFIGS / "scalesim_32x32_ws.cfg", tmp_path / "plain.cfg")
-    spec = _spec(tmp_path, ["chip.cfg", "plain.cfg", "chip.cfg"], processors="1")
+    spec = _spec(tmp_path, ["chip.cfg", "plain.cfg"], processors="1")
     assert main(["cost", "layerpipe_sample", "--config", str(tmp_path / "chip.cfg")]) == 0
     (cost_note,) = [line for line in capsys.readouterr().err.splitlines() if "device of" in line]
     note = cost_note.removeprefix("archsim cost: note: ")

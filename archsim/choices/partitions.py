@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+MAX_ALPHA = 1e6  # Algorithm 1's largest relaxation factor: beyond it the first target is the whole network
 LAYERPIPE_ALPHA = 1.001  # LayerPipe's Algorithm 1: the factor its per-processor target grows by per relaxation
 # Micro-batch schedules of a partition (``archsim pipeline --schedule``, ``archsim.simulate``;
 # :mod:`archsim.policies.pipeline` says what each runs): torch's GPipe and 1F1B, LayerPipe's δ-first,

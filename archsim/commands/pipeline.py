@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from archsim.choices.partitions import FLUSHED_SCHEDULES, LAYERPIPE_ALPHA, METHOD_SCHEDULES, PARTITION_SCHEDULES
+from archsim.choices.partitions import (
+    FLUSHED_SCHEDULES,
+    LAYERPIPE_ALPHA,
+    MAX_ALPHA,
+    METHOD_SCHEDULES,
+    PARTITION_SCHEDULES,
+)
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
@@ -41,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_layer_cost_arguments(parser)
     parser.add_argument("--split-axes", default=None,
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
-    parser.add_argument("--alpha", type=float_flag(1.0, 1e6, low_open=True, what="a relaxation factor"), default=None,
+    parser.add_argument("--alpha", type=float_flag(1.0, MAX_ALPHA, low_open=True, what="a relaxation factor"), default=None,
                         help=f"LayerPipe target relaxation factor (default: {LAYERPIPE_ALPHA})")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches of --batch samples each and report the makespan")
@@ -203,13 +209,14 @@ def stash_depths(plan, network, schedule: str) -> list[int] | None:
     stages, what the LayerPipe DFG (`tests/layerpipe_dfg`) derives from the pipelined training DFG (PipeDream's
     stash depth), and 1 under a schedule that flushes (GPipe keeps one version). Stated here so the command
     needs no networkx or integer program; a test checks the two agree on every chain and stage assignment up
-    to 7 layers."""
+    to 7 layers. A stage that runs only borrowed δ parts is one of the S: it lies on the backward path and
+    holds the borrowed layers' weights (what ``--memory``'s simulation finds)."""
     if any(len(layer.inputs) != 1 for layer in network.layers):
         return None
-    homes = [stage.index for stage in plan.stages if stage.layers]
+    busy = [stage.index for stage in plan.stages if stage.layers or getattr(stage, "ops", ())]
     if schedule in FLUSHED_SCHEDULES:
-        return [1 if stage.layers else 0 for stage in plan.stages]
-    return [len(homes) - homes.index(stage.index) if stage.layers else 0 for stage in plan.stages]
+        return [1 if stage.index in busy else 0 for stage in plan.stages]
+    return [len(busy) - busy.index(stage.index) if stage.index in busy else 0 for stage in plan.stages]
 
 
 COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe, ooo)", add_arguments, run)

@@ -56,7 +56,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
         for line in array_spec_warnings(spec):
             warn(line)
-        for line in array_file_notes(spec):
+        from archsim.sweep.runner import network_notes
+
+        for line in (*array_file_notes(spec), *network_notes(spec)):
             note(line)
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",

@@ -38,7 +38,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA
+from archsim.choices.partitions import LAYERPIPE_ALPHA, MAX_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES, SplitAxis
 from archsim.partition.coster import DeltaCoster
@@ -103,8 +103,8 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
     """
     if processors <= 0:
         raise InputError(f"processors must be positive, got {processors}", field="processors")
-    if alpha <= 1.0:
-        raise InputError(f"alpha must be > 1, got {alpha}", field="alpha")
+    if not 1.0 < alpha <= MAX_ALPHA:  # NaN too
+        raise InputError(f"alpha must be > 1 and <= {MAX_ALPHA:g}, got {alpha}", field="alpha")
     if search not in ("gallop", "linear"):
         raise InputError(f"unknown search {search!r}; choose gallop or linear", field="search")
     if coster is None:

@@ -73,6 +73,19 @@ def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
     return network.only(*only) if only else network
 
 
+def network_notes(spec: SweepSpec) -> tuple[str, ...]:
+    """What ``archsim cost`` notes of each of a spec's network files (a layer renamed, a conv row that is a
+    flattening fc), once per file and named as the spec names it: ``archsim sweep`` says them on stderr and
+    :func:`archsim.api.run_sweep` warns them (UserWarning)."""
+    folder = Path(spec.source).parent.resolve() if spec.source else None
+    lines = []
+    for network in dict.fromkeys(spec.networks):
+        if Path(network).is_absolute():
+            shown = Path(network).relative_to(folder) if folder and Path(network).is_relative_to(folder) else network
+            lines += [f"{shown}: {note}" for note in _loaded_network(network, network_sha256(network)).notes]
+    return tuple(lines)
+
+
 @lru_cache(maxsize=16)
 def _loaded_network(path: str, sha256: str) -> Network:
     """The whole network, read once per process for its digest and every ``only`` subset: a spec's

@@ -32,7 +32,6 @@ its SRAMs, ``Bandwidth`` or ``[archsim] ClockGHz`` is refused (:func:`archsim.sw
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
-from archsim.choices.partitions import LAYERPIPE_ALPHA
+from archsim.choices.partitions import LAYERPIPE_ALPHA, MAX_ALPHA
 from archsim.clock import clock_hz
 from archsim.errors import InputError
 from archsim.lowering import MODES, Mode
@@ -60,6 +59,8 @@ from archsim.validate import (
 from archsim.workload.layer import LAYER_KINDS
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from archsim.sweep.device_spec import DeviceSweepSpec
 
 MAX_LIST = 1000  # values per list: a sweep is their product
@@ -260,6 +261,7 @@ def _spec(document: dict, path: Path, file: str) -> SweepSpec | DeviceSweepSpec:
             for item in value:
                 if item not in allowed:
                     raise InputError(f"unknown value {shown(item)}; choose from {', '.join(allowed)}", file=file, field=key)
+        _once(value, value, key, file)
         return tuple(value)
 
     def positives(key: str, high: int = INT32_MAX) -> tuple[int, ...]:
@@ -269,22 +271,25 @@ def _spec(document: dict, path: Path, file: str) -> SweepSpec | DeviceSweepSpec:
             raise InputError(f"expected a non-empty list of integers in 1…{high}", file=file, field=key)
         if len(value) > MAX_LIST:
             raise InputError(f"more than {MAX_LIST} values", file=file, field=key)
+        _once(value, value, key, file)
         return tuple(value)
 
     networks = strings("networks")
     if not networks:
         raise InputError("expected at least one network", file=file, field="networks")
     resolved = tuple(resolve_network(n, path.parent, file) for n in networks)
+    _once(resolved, networks, "networks", file)
     array_texts = strings("arrays")
     arrays = [read_array(text, path.parent, file) for text in array_texts]
+    _once(arrays, array_texts, "arrays", file)
     if not arrays:
         raise InputError("expected at least one array", file=file, field="arrays")
     mode = table.get("mode", "exact")
     if mode not in MODES:
         raise InputError(f"unknown mode {shown(mode)}; choose paper or exact", file=file, field="mode")
     alpha = table.get("alpha", LAYERPIPE_ALPHA)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha < math.inf:
-        raise InputError("alpha must be a finite number > 1", file=file, field="alpha")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha <= MAX_ALPHA:
+        raise InputError(f"alpha must be a number > 1 and <= {MAX_ALPHA:g}, as --alpha", file=file, field="alpha")
     engine = table.get("engine", "analytic")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {shown(engine)}; choose one of {', '.join(ENGINES)}", file=file, field="engine")
@@ -324,6 +329,20 @@ def _spec(document: dict, path: Path, file: str) -> SweepSpec | DeviceSweepSpec:
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,
         alpha=float(alpha), engine=engine, source=file)
+
+
+def _once(values: Sequence, texts: Sequence, key: str, file: str) -> None:
+    """Refuse an axis that lists one point twice (``batches = [4, 16, 4]``, or ``cnn.csv`` and
+    ``./cnn.csv``): it would run that point twice and weigh it twice in summary.csv's means."""
+    def text(item: object) -> str:
+        return str(item) if isinstance(item, int) else shown(item)
+
+    for i, value in enumerate(values):
+        if value in values[:i]:
+            first = texts[list(values).index(value)]
+            same = "" if first == texts[i] else f" (as {text(first)})"
+            raise InputError(f"{text(texts[i])} is listed twice{same}: each value is one point of the sweep, and a "
+                             "repeat would count its rows twice in summary.csv's means", file=file, field=key)
 
 
 def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str | None], ...]:

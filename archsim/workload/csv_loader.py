@@ -44,7 +44,7 @@ from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
-from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind, flattening_conv_note
 from archsim.workload.shapes import check_shapes
 
 POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
@@ -177,6 +177,9 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
                 if producer != NETWORK_INPUT and producer not in seen:
                     raise InputError(f"reads {producer!r}, which is not a layer defined above", file=source, line=line,
                                      field="Inputs")
+        flattening = flattening_conv_note(layer)
+        if flattening:
+            notes.append(f"line {line}: {flattening}")
         seen.add(layer_name)
         layers.append(layer)
         lines[layer_name] = line

@@ -25,6 +25,18 @@ KIND_SPELLINGS: frozenset[str] = frozenset(LAYER_KINDS) | frozenset(_KIND_ALIASE
 """Every layer-type spelling the loaders accept, normalised as :func:`canonical_kind` normalises."""
 
 
+def flattening_conv_note(layer: Layer) -> str | None:
+    """What a loader notes of a conv that is an fc in all but its type (SCALE-Sim's format, which has no types,
+    writes classifiers so): its filter covers the whole unpadded input, one output pixel, so its δ, lowered as a
+    conv's, pads that pixel to the input's size (docs/concepts.md, "Lowering"); None for any other layer."""
+    if not (layer.kind == "conv" and layer.padding == 0 and layer.groups == 1 and layer.dilation == 1
+            and (layer.filter_h, layer.filter_w) == (layer.ifmap_h, layer.ifmap_w) and layer.filter_h * layer.filter_w > 1):
+        return None
+    return (f"{layer.name!r} is a conv whose {layer.filter_h}x{layer.filter_w} filter covers its whole unpadded input "
+            "(a flattening fc): its δ is costed as a transposed convolution over the zero-padded 1x1 output, up to "
+            "R·S times the forward's MACs; Type fc costs the dense product δY·W")
+
+
 def canonical_kind(text: str) -> str:
     """Normalise a layer-type spelling (``linear`` → ``fc``, ``add`` → ``elementwise`` …)."""
     key = text.strip().lower().replace("_", "").replace("-", "")

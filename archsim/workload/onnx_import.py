@@ -23,7 +23,7 @@ from archsim.choices.networks import UNSUPPORTED
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.workload import onnx_ops as ops
-from archsim.workload.layer import NETWORK_INPUT, Layer, Network
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network, flattening_conv_note
 from archsim.workload.onnx_graph import checked_graph, read_model
 
 
@@ -125,6 +125,9 @@ class _Importer:
             raise InputError(f"node {name!r} (op {node.op_type}): {exc.message}", field=exc.where.field) from None
         self.layers.append(layer)
         self.names.add(layer.name)
+        flattening = flattening_conv_note(layer)
+        if flattening:
+            self.notes.append(f"node {flattening}")
         cut = next((self.parts[t] for t in dynamic if t in self.parts), None)
         if cut:
             self.part_reads.append((layer.name, cut))
