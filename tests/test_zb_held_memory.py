@@ -12,11 +12,12 @@ import pytest
 from archsim.policies.stage_orders import published_order
 from archsim.sim.builder import KINDS
 from archsim.training.held_memory import (
+    in_flight,
     order_held_peaks,
     published_held_peaks,
     weight_gradient_bytes,
 )
-from archsim.training.memory import held_fraction, in_flight, layer_activation_bytes, memories
+from archsim.training.memory import held_fraction, layer_activation_bytes, memories
 from archsim.training.parallel import Parallelism
 from archsim.training.search_space import in_flight_peaks, rank_memories
 from archsim.workload.transformer import TransformerConfig

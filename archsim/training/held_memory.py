@@ -74,7 +74,7 @@ def held_steps(kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def order_held_peaks(order, held: float) -> list[float]:
     """Per rank of ``order``: the most held at once, in units of one layer's M_B — F +1, I −(1 − ``held``),
     W −``held``, B −1. Without I and W actions (or ``held`` 0) the in-flight count of
-    :func:`~archsim.training.memory.in_flight`."""
+    :func:`in_flight`."""
     kinds = order.columns.kind
     out = []
     for x, y in pairwise(order.columns.bounds.tolist()):

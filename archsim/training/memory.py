@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.held_memory import in_flight, order_held_peaks, weight_gradient_bytes
+from archsim.training.held_memory import order_held_peaks, weight_gradient_bytes
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
 from archsim.workload.transformer import (
@@ -389,6 +389,6 @@ def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], s
 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
-           "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "held_fraction", "in_flight",
+           "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "held_fraction",
            "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "rank_memory", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

@@ -5,7 +5,7 @@ A candidate is TP × PP × DP (= the GPUs searched) × micro-batch × recompute 
 per rank) × sequence parallelism. :func:`rejection` says why a candidate cannot run (the first rule it
 breaks, in :data:`REASONS`' order) or ``None``; :func:`peak_memory_bytes` is the largest GPU's memory
 under the schedule, from the closed forms of :func:`in_flight_peaks` (micro-batches forward and not yet
-backward on a rank), which equal :func:`archsim.training.memory.in_flight` of the published
+backward on a rank), which equal :func:`archsim.training.held_memory.in_flight` of the published
 orders (checked by brute force in the tests)."""
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float = 0.0
 @lru_cache(maxsize=256)
 def _v_in_flight(schedule: str, p: int, m: int) -> tuple[int, ...]:
     from archsim.policies.stage_orders import published_order
-    from archsim.training.memory import in_flight
+    from archsim.training.held_memory import in_flight
 
     return tuple(in_flight(published_order(schedule, p, m)))
 
