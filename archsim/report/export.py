@@ -34,7 +34,9 @@ def chrome_trace(timeline, unit: str = "cycles") -> dict:
     """``timeline`` as Chrome's trace events. The format reads ``ts`` and ``dur`` in microseconds, so a
     timeline in seconds (``unit="seconds"``: train's, search's, a plan on measured profiles) is written in µs
     (else Perfetto draws a 0.08 s iteration as 0.08 µs); a timeline in any other unit (cycles, a stage's
-    time unit) has no clock here and is written one unit per µs, as ``otherData.time_unit`` says."""
+    time unit) has no clock here and is written one unit per µs, as ``otherData.time_unit`` says.
+    ``displayTimeUnit`` ("ms" or "ns", the format's two) only sets how the viewer labels its axis: "ms", so a
+    seconds-long GPU iteration reads 80 ms, not 80,000,000 ns."""
     scale = 1e6 if unit == "seconds" else 1.0
     events = []
     names: dict[str, int] = {}
@@ -55,7 +57,7 @@ def chrome_trace(timeline, unit: str = "cycles") -> dict:
                        "tid": 0, "args": {"bytes": transfer.bytes}})
     meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}} for name, pid in names.items()]
     shown = "microseconds" if unit == "seconds" else f"{unit}, one written per microsecond"
-    return {"traceEvents": meta + events, "displayTimeUnit": "ns", "otherData": {"time_unit": shown}}
+    return {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": {"time_unit": shown}}
 
 
 def _link_name(link: str, ends: tuple[str, str] | None) -> str:
