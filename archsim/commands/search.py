@@ -207,7 +207,8 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))
     write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
-                           unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline, par),
+                           unit="seconds",
+                           caption=iteration_caption(result.iteration_seconds, result.timeline, par, result.post),
                            rows_title=RANK_ROWS)
 
 

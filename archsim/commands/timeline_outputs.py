@@ -29,23 +29,38 @@ def iteration_title(model: str, par) -> str:
     return f"{model}: TP{par.tp} PP{par.pp} DP{par.dp}, {par.schedule_name}{chunks}"
 
 
-def iteration_caption(iteration_seconds: float, timeline, par=None) -> str:
+def iteration_caption(iteration_seconds: float, timeline, par=None, post=()) -> str:
     """The note under a training iteration's Gantt: the chart draws the pipeline's passes, and each rank's
     work after its last backward ends the iteration later, named as the run's ``par`` (a
     :class:`~archsim.training.parallel.Parallelism`) syncs: the gradient all-reduces left to run, the distributed
     optimizer's reduce-scatter and all-gather, or FSDP's collectives the compute did not hide (every micro-batch's,
-    added after the last bar); then the optimizer step. Both figures in seconds, as the chart's axis."""
+    added after the last bar); then the optimizer step. ``post``: each rank's seconds after its last backward
+    (``TrainResult.post``); a collective no rank spends time on (DP 1, untied embeddings, PP 1) is not named.
+    Both figures in seconds, as the chart's axis."""
     after = iteration_seconds - timeline.makespan
     if par is not None and par.fsdp:
         work = ("FSDP's all-gathers and reduce-scatters the compute did not hide, every micro-batch's, added "
                 "here; the optimizer step")
-    elif par is not None and par.distributed_optimizer:
-        work = ("the distributed optimizer's DP reduce-scatter and all-gather and the embedding all-reduce left to "
-                "run, the optimizer step")
     else:
-        work = "the DP and embedding all-reduces left to run, the optimizer step"
+        work = _collectives_left(par, post) + "the optimizer step"
     return (f"Each pipeline rank's forward and backward passes. What a rank runs after its last backward ("
             f"{work}) is not drawn: the iteration ends {after:.4g} s after the last bar, at {iteration_seconds:.4g} s.")
+
+
+def _collectives_left(par, post) -> str:
+    """The DP and embedding collectives some rank of ``post`` spends seconds on, as the caption names them
+    ("" when none runs); without ``post`` both are named, as before it was given."""
+    dp = not post or any(s > 0 for rank in post for name, s in rank.items() if name.startswith("dp_"))
+    embedding = not post or any(rank.get("embedding_allreduce", 0.0) > 0 for rank in post)
+    sharded = par is not None and par.distributed_optimizer
+    if sharded:
+        names = (["the distributed optimizer's DP reduce-scatter and all-gather"] if dp else []) + \
+            (["the embedding all-reduce"] if embedding else [])
+    elif dp and embedding:
+        names = ["the DP and embedding all-reduces"]
+    else:
+        names = ["the DP all-reduce"] if dp else ["the embedding all-reduce"] if embedding else []
+    return f"{' and '.join(names)} left to run, " if names else ""
 
 
 RANK_ROWS = "pipeline rank"  # the Gantt's rows for a training iteration (r0, r1, …), not array processors
