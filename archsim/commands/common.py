@@ -370,11 +370,12 @@ def emit(text: str, args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def phases(desc: str, names: Sequence[str]):
+def phases(desc: str, names: Sequence[str], enabled: bool = True):
     """The phases of a long run (cost, build, simulate, validate) as a :func:`~archsim.progress.progress` bar — on a
-    terminal only — naming the phase under way; yields ``step(name)``, called as each phase starts.
-    It draws between phases only, so the simulation itself runs untouched."""
-    with progress(len(names), desc, "phase") as bar:
+    terminal only, and only where ``enabled`` (a job its size says is long) — naming the phase under way; yields
+    ``step(name)``, called as each phase starts. It draws between phases only, so the simulation itself runs
+    untouched."""
+    with progress(len(names), desc, "phase", enabled=enabled) as bar:
         started = False
 
         def step(name: str) -> None:

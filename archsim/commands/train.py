@@ -23,13 +23,18 @@ from archsim.commands.common import (
     emit,
     note_default_seq,
     note_unread_cluster_keys,
+    phases,
     positive_int,
 )
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import rank_memory_warning, tp_span_warning
+from archsim.validate import SECONDS_PER_OP
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
+# schedule actions (Parallelism.schedule_actions, the count --max-ops bounds) from which one iteration may run past
+# 2 s at the measured cost per simulated op: a bar on a terminal (issue #40), none for shorter jobs
+LONG_JOB_OPS = round(2.0 / SECONDS_PER_OP)
 HELP = "one training iteration of a transformer on GPUs: TP × PP × DP, time, memory, breakdown"
 
 
@@ -148,10 +153,14 @@ def run(args: argparse.Namespace) -> int:
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
-    laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
-                   balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
-    cluster, par, machines = laid.cluster, laid.par, laid.machines
-    ran = laid.result or train(config, par, machines[0], machines)  # --balance planned timed it already
+    with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
+                enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:
+        phase("lay out the ranks")
+        laid = lay_out(config, load_gpu_cluster(args.cluster, args.dtype), par, placement=args.placement,
+                       balance=args.balance, implementation=args.implementation, max_ops=args.max_ops)
+        cluster, par, machines = laid.cluster, laid.par, laid.machines
+        phase("build and simulate the order")
+        ran = laid.result or train(config, par, machines[0], machines)  # --balance planned timed it already
     result = priced(ran, config, par, cluster, args.implementation)
     spans = tp_span_warning(cluster, par)  # after the run's own checks: a warning never precedes an error line
     if spans:
@@ -179,7 +188,8 @@ def run(args: argparse.Namespace) -> int:
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
     emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
-                           unit="seconds", caption=iteration_caption(result.iteration_seconds, result.timeline, par),
+                           unit="seconds",
+                           caption=iteration_caption(result.iteration_seconds, result.timeline, par, result.post),
                            rows_title=RANK_ROWS)
     return 0
 
