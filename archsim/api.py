@@ -228,7 +228,8 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None, m
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
     variants ``gpipe-newest-first`` and ``1f1b-window``, or ``1f1b-delta-before-g`` (docs/concepts.md).
     ``max_ops`` (None: ``--max-ops``' default, 10⁶): a larger job (micro-batches × the plan's ops) is refused
-    before anything is built, as ``archsim pipeline --microbatches`` refuses it."""
+    before anything is built, as ``archsim pipeline --microbatches`` refuses it. A plan made from another profile
+    (another network, or the same one on another array: its unit or a layer's forward cost differs) is refused."""
     from archsim.policies.pipeline import simulate_partition
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
