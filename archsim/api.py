@@ -228,14 +228,42 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None, m
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
     variants ``gpipe-newest-first`` and ``1f1b-window``, or ``1f1b-delta-before-g`` (docs/concepts.md).
     ``max_ops`` (None: ``--max-ops``' default, 10⁶): a larger job (micro-batches × the plan's ops) is refused
-    before anything is built, as ``archsim pipeline --microbatches`` refuses it."""
+    before anything is built, as ``archsim pipeline --microbatches`` refuses it. A plan made from another profile
+    (another network, or the same one on another array: its unit or a layer's forward cost differs) is refused."""
     from archsim.policies.pipeline import simulate_partition
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
     microbatches = positive_int(microbatches, "microbatches")
+    _check_plan_of(plan, profile)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
     check_job_size(microbatches * sum(len(stage.ops) for stage in plan.stages), limit, "max_ops")
     return simulate_partition(plan, profile, microbatches, schedule).timeline
+
+
+def _check_plan_of(plan, profile) -> None:
+    """Refuse a plan made from another profile (another network, or the same one on another array): what the plan
+    records of its profile, its unit and each layer's forward op (name and cost, never split), must be the
+    profile's. Why: a mismatch ran, timing one array's stages with another's ops, without a word."""
+    import numpy as np
+
+    from archsim.errors import InputError
+
+    forward = [(op.layer, op.cost) for stage in plan.stages for op in stage.ops if op.kind == "F"]
+    names = tuple(name for name, _ in forward)
+    if plan.unit != profile.unit:
+        why = f"the plan is in {plan.unit}, the profile in {profile.unit}"
+    elif names != tuple(profile.names):
+        why = (f"the plan's {len(names)} layers are not the profile's {len(profile.names)}"
+               + (" (their names differ)" if len(names) == len(profile.names) else ""))
+    else:
+        costs = np.array([cost for _, cost in forward], dtype=float)
+        differ = np.flatnonzero(~np.isclose(costs, np.asarray(profile.forward, dtype=float), rtol=1e-9, atol=0.0))
+        if not len(differ):
+            return
+        i = int(differ[0])
+        why = (f"layer {names[i]}'s forward costs {costs[i]:,.6g} {plan.unit} in the plan and "
+               f"{float(profile.forward[i]):,.6g} in the profile (another array?)")
+    raise InputError(f"plan and profile disagree: {why}; pass the profile the plan was made from", field="plan")
 
 
 @speaks_keywords

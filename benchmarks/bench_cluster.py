@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         result = simulate(jobs, cluster, policy, config)
         seconds = time.perf_counter() - start
         rows.append({"policy": policy, "jobs": args.jobs, "gpus": args.gpus, "unit_seconds": args.unit_seconds,
-                     "simulation_seconds": seconds, "makespan_simulated_s": summarize(result)["makespan_s"]})
+                     "simulation_seconds": seconds, "makespan_simulated_s": summarize(result)["makespan_seconds"]})
         print(f"{policy:9s} {seconds:6.2f} s  (makespan {rows[-1]['makespan_simulated_s']:,.0f} s simulated)")
     frame = pd.DataFrame(rows)
     if not args.no_scalesim:

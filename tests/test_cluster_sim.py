@@ -186,7 +186,7 @@ def test_summaries_and_aggregate():
             runs.append({**summarize(simulate(jobs, THREE, policy, EXACT)), "seed": seed})
     table = aggregate(runs).set_index("policy")
     # Makespans: jigsaw 3.0 and 6.0, tiresias 5.0 and 10.0 → Jigsaw gains 40 % on both seeds.
-    assert table.loc["jigsaw", "makespan_s_mean"] == 4.5 and table.loc["tiresias", "makespan_s_max"] == 10.0
+    assert table.loc["jigsaw", "makespan_seconds_mean"] == 4.5 and table.loc["tiresias", "makespan_seconds_max"] == 10.0
     assert table.loc["tiresias", "jigsaw_gain_makespan_pct_mean"] == pytest.approx(40.0)
     assert table.loc["tiresias", "jigsaw_gain_makespan_pct_std"] == pytest.approx(0.0)
 
@@ -199,9 +199,9 @@ def test_gain_of_a_float_noise_tie_is_exactly_zero():
     assert gains[0] == 0.0 and gains[1] == 0.0 and not np.signbit(gains[:2]).any()
     # Real differences stay: 3 against 5 is 40 %; 1000 against 1000.001 is 1e-4 % (1e-6 relative).
     assert gains[2] == pytest.approx(40.0) and gains[3] == pytest.approx(1e-4, rel=1e-6)
-    runs = [{"policy": "jigsaw", "seed": 0, "makespan_s": noisy, "jct_mean_s": 2.0},
-            {"policy": "gandiva", "seed": 0, "makespan_s": 1533.45, "jct_mean_s": 4.0}]
+    runs = [{"policy": "jigsaw", "seed": 0, "makespan_seconds": noisy, "jct_mean_seconds": 2.0},
+            {"policy": "gandiva", "seed": 0, "makespan_seconds": 1533.45, "jct_mean_seconds": 4.0}]
     for run in runs:
-        run.update(jct_median_s=1.0, jct_p95_s=1.0, utilization=0.5, migrations_per_iteration=0.0)
+        run.update(jct_median_seconds=1.0, jct_p95_seconds=1.0, utilization=0.5, migrations_per_iteration=0.0)
     row = aggregate(runs).set_index("policy").loc["gandiva"]
     assert row["jigsaw_gain_makespan_pct_mean"] == 0.0 and row["jigsaw_gain_jct_mean_pct_mean"] == 50.0

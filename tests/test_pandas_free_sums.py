@@ -101,8 +101,8 @@ def test_cluster_summary_equals_pandas_statistics(policy, jobs, seed):
     frame = result.jobs  # the DataFrame, built on request
     assert isinstance(frame, pd.DataFrame)
     summary = summarize(result)
-    assert summary["makespan_s"] == float(frame.end_s.max())
-    assert summary["jct_mean_s"] == float(frame.jct_s.mean())
-    assert summary["jct_median_s"] == float(frame.jct_s.median())
-    assert summary["jct_p95_s"] == float(frame.jct_s.quantile(0.95))
+    assert summary["makespan_seconds"] == float(frame.end_s.max())
+    assert summary["jct_mean_seconds"] == float(frame.jct_s.mean())
+    assert summary["jct_median_seconds"] == float(frame.jct_s.median())
+    assert summary["jct_p95_seconds"] == float(frame.jct_s.quantile(0.95))
     assert summary["migrations_per_iteration"] == float(frame.migrations.sum() / frame.iterations.sum())

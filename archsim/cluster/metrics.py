@@ -61,22 +61,38 @@ def migrations_per_iteration(result: SimResult) -> pd.Series:
     return result.jobs.migrations / result.jobs.iterations
 
 
+# The names summarize() used before it took the command's (``archsim cluster`` prints these keys): one set of names
+RENAMED = {"makespan_s": "makespan_seconds", "jct_mean_s": "jct_mean_seconds", "jct_median_s": "jct_median_seconds",
+           "jct_p95_s": "jct_p95_seconds"}
+
+
+class Summary(dict):
+    """One run's summary, keyed as ``archsim cluster`` prints it; an old name (``makespan_s``) read from it
+    raises a KeyError naming the new one instead of a bare one."""
+
+    def __missing__(self, key: object) -> object:
+        if key in RENAMED:
+            raise KeyError(f"{key!r} is now {RENAMED[key]!r} (the names archsim cluster prints)")
+        raise KeyError(key)
+
+
 def summarize(result: SimResult) -> dict[str, float | str]:
-    """Makespan, JCT mean/median/p95, mean utilization and migrations per iteration of one run (numpy's
-    NaN-skipping statistics: the same floats pandas' Series methods gave, which they call)."""
+    """Makespan, JCT mean/median/p95 (seconds), mean utilization and migrations per iteration of one run, under the
+    names ``archsim cluster`` prints (numpy's NaN-skipping statistics: the same floats pandas' Series methods gave,
+    which they call)."""
     jct = result.column("jct_s").astype(np.float64)
     makespan = result.makespan_s
     finished = jct[~np.isnan(jct)]
-    return {
+    return Summary({
         "policy": result.policy,
         "jobs": len(jct),
-        "makespan_s": makespan,
-        "jct_mean_s": float(np.nanmean(jct)) if len(finished) else float("nan"),
-        "jct_median_s": float(np.nanmedian(jct)) if len(finished) else float("nan"),
-        "jct_p95_s": float(np.percentile(finished, [95.0], method="linear")[0]) if len(finished) else float("nan"),
+        "makespan_seconds": makespan,
+        "jct_mean_seconds": float(np.nanmean(jct)) if len(finished) else float("nan"),
+        "jct_median_seconds": float(np.nanmedian(jct)) if len(finished) else float("nan"),
+        "jct_p95_seconds": float(np.percentile(finished, [95.0], method="linear")[0]) if len(finished) else float("nan"),
         "utilization": busy_device_seconds(result) / (makespan * result.devices) if makespan > 0 else 0.0,
         "migrations_per_iteration": float(result.column("migrations").sum() / result.column("iterations").sum()),
-    }
+    })
 
 
 # Decimal places of a gain in percent: simulated times are long float sums, so two policies that reach
@@ -97,7 +113,8 @@ def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFr
     import pandas as pd
 
     frame = pd.DataFrame(list(summaries))
-    metrics = ["makespan_s", "jct_mean_s", "jct_median_s", "jct_p95_s", "utilization", "migrations_per_iteration"]
+    metrics = ["makespan_seconds", "jct_mean_seconds", "jct_median_seconds", "jct_p95_seconds", "utilization",
+               "migrations_per_iteration"]
     rows = []
     for policy, part in frame.groupby("policy", sort=False):
         row: dict[str, object] = {"policy": policy, "runs": len(part)}  # "seeds" is the meta's list
@@ -109,9 +126,9 @@ def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFr
         if reference in set(frame.policy):
             ref = frame[frame.policy == reference].set_index("seed")
             mine = part.set_index("seed")
-            for metric in ("makespan_s", "jct_mean_s"):
+            for metric in ("makespan_seconds", "jct_mean_seconds"):
                 gain = gain_pct(ref[metric], mine[metric])
-                row[f"{reference}_gain_{metric.removesuffix('_s')}_pct_mean"] = gain.mean()
-                row[f"{reference}_gain_{metric.removesuffix('_s')}_pct_std"] = gain.std(ddof=1) if len(gain) > 1 else 0.0
+                row[f"{reference}_gain_{metric.removesuffix('_seconds')}_pct_mean"] = gain.mean()
+                row[f"{reference}_gain_{metric.removesuffix('_seconds')}_pct_std"] = gain.std(ddof=1) if len(gain) > 1 else 0.0
         rows.append(row)
     return pd.DataFrame(rows)

@@ -61,7 +61,7 @@ def migration_figure(results: Sequence[SimResult]) -> go.Figure:
 def spread_figure(summaries: pd.DataFrame) -> go.Figure:
     """Makespan and mean JCT per policy: mean over seeds, bars from min to max."""
     fig = go.Figure()
-    for metric, label in (("makespan_s", "makespan"), ("jct_mean_s", "mean JCT")):
+    for metric, label in (("makespan_seconds", "makespan"), ("jct_mean_seconds", "mean JCT")):
         stats = summaries.groupby("policy", sort=False)[metric].agg(["mean", "min", "max"])
         fig.add_trace(go.Bar(x=stats.index, y=stats["mean"], name=label,
                              error_y={"type": "data", "symmetric": False, "array": stats["max"] - stats["mean"],

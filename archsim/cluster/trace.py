@@ -29,7 +29,8 @@ import numpy as np
 
 from archsim.cluster.catalog import ModelProfile, lookup, paper_catalog
 from archsim.cluster.csv_table import non_negative, read_rows
-from archsim.errors import InputError
+from archsim.console import say_after_run
+from archsim.errors import InputError, Where
 from archsim.validate import check_name, read_text, shown
 
 COLUMNS = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
@@ -70,10 +71,20 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
         if num["iterations"] == 0 and num["duration"] == 0:
             raise InputError("iterations and duration cannot both be 0", file=source, line=line, field="duration")
         check_name(cell["model_name"], "model_name", file=source, line=line)  # "vgg\n16" is not vgg16
-        lookup(catalog, cell["model_name"], file=source, line=line)
+        profile = lookup(catalog, cell["model_name"], file=source, line=line)
+        if num["iterations"] == 0 and round(num["duration"] / profile.full_s) == 0:
+            _note_one_iteration(Where(source, line, "duration"), job_id, num["duration"], cell["model_name"],
+                                profile.full_s)
         jobs.append(TraceJob(job_id, int(num["num_gpu"]), num["submit_time"], int(num["iterations"]),
                              cell["model_name"], num["duration"]))
     return tuple(sorted(jobs, key=lambda j: j.submit_s))
+
+
+def _note_one_iteration(where: Where, job_id: str, duration_s: float, model: str, iteration_s: float) -> None:
+    """Say that a row whose ``duration`` (seconds) is under half of one iteration and whose ``iterations`` is 0
+    runs one whole iteration (iterations derive from duration by rounding, at least one): its time grows."""
+    say_after_run("note", f"{where}: job {job_id}: duration {duration_s:g} s is under half of one {model} iteration "
+                          f"({iteration_s:.3g} s) and iterations is 0: the job runs one whole iteration")
 
 
 def load_tiresias_csv(path: str | Path, catalog: dict[str, ModelProfile] | None = None) -> tuple[TraceJob, ...]:

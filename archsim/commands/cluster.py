@@ -9,6 +9,7 @@ from functools import partial
 from archsim.choices.cluster import MAIN_POLICIES, POLICIES
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
+from archsim.console import say_after_run
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
@@ -127,6 +128,9 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     policy = "all" if args.compare else args.policy
     cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
+    if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
+        say_after_run("note", f"--gpus-per-machine {args.gpus_per_machine} is more than --gpus {args.gpus}: the "
+                              f"cluster is one machine of {args.gpus} GPUs (gpus_per_machine {args.gpus} in the output)")
     config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
                        unit_s=args.unit_seconds, max_pack=args.max_pack)
     catalog = paper_catalog()
@@ -171,37 +175,22 @@ def run(args: argparse.Namespace) -> int:
         summary = aggregate(per_run)
         if args.format == "table":
             keep = [c for c in summary.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
-                    and "median" not in c and "p95_s_std" not in c]
+                    and "median" not in c and "p95_seconds_std" not in c]
             frame = summary[["policy", "runs", *keep]]
         else:
             frame = summary
     else:  # one run's summary: plain rows
         frame = Rows.of({key: value for key, value in row.items() if key != "seed"} for row in per_run)
-    frame = _seconds_spelled_out(frame)  # the page's table shows the same names
     emit(render(frame, args.format, precision=args.precision, meta=meta), args)
     if args.report:
         from archsim.cluster.report import write_cluster_report
 
         path = write_cluster_report(args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
-                                    summary=frame.frame() if isinstance(frame, Rows) else _seconds_spelled_out(summary), per_seed=per_seed,
+                                    summary=frame.frame() if isinstance(frame, Rows) else summary, per_seed=per_seed,
                                     notes=f"Figures other than the spread show seed {seeds[0]}. "
                                           "Baselines run without SPB; Jigsaw with SPB (§4.2). " + granularity_note(args))
         note_written(f"wrote {path}")
     return 0
-
-
-def _seconds_spelled_out(frame):
-    """Output names as every command spells seconds (``makespan_seconds``, not the simulator's ``makespan_s``)."""
-    import re
-
-    from archsim.rows import Rows
-
-    def spelled(name: str) -> str:
-        return re.sub(r"_s(?=$|_mean$|_std$|_min$|_max$)", "_seconds", name)
-
-    if isinstance(frame, Rows):
-        return Rows.of({spelled(key): value for key, value in row.items()} for row in frame.records)
-    return frame.rename(columns=spelled)
 
 
 COMMAND = Command("cluster", "SPB + Jigsaw vs Gandiva and Tiresias on a job trace: makespan, JCT, utilization",
