@@ -238,7 +238,9 @@ def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
         flags.append(setting("dataflow", compute.get("dataflow", "ws")))
     if "clock_mhz" in compute:
         flags.append(setting("clock-ghz", placeholder=f"{compute['clock_mhz'] / 1000:g}"))
-    if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
+    if isinstance(sram, tuple):  # the three buffers as stated, as train prices them
+        flags.append(setting("sram-kb", ",".join(map(str, sram))))
+    elif sram:  # the energy model's buffers (train's), so that --energy prices what train charges
         kib = operand_sram_kib(sram)
         flags.append(setting("sram-kb", ",".join([str(kib)] * 3)))
         left = sram - 3 * kib  # the split's rule stated, so 341,341,341 for 1024 KiB reads as meant
