@@ -37,7 +37,7 @@ device file without ``peak_tflops`` gets 2 · count · rows · cols · clock for
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
