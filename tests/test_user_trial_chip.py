@@ -166,11 +166,12 @@ links = 6
 
 def test_the_cfg_and_the_toml_train_alike(tmp_path, capsys):
     """The chip written twice, as a device TOML and as a SCALE-Sim .cfg with [memory]/[links], trains
-    to the same iteration (the .cfg's three SRAMs, 2731 + 2731 + 2730 KiB, are the TOML's 8192 per
-    array; the energy model splits either into three equal buffers)."""
+    to the same iteration (the .cfg's three SRAMs, 2731 + 2731 + 2730 KiB, are the TOML's three values of
+    sram_kib_per_array; the energy model prices each buffer at its stated size)."""
     (tmp_path / "chip.cfg").write_text(CFG)
     argv = ("train", GPT2, "--dp", "16", "--global-batch", "64", "--dtype", "bf16", "--format", "json", "--cluster")
-    toml_out, _ = _run(capsys, *argv, _cluster(tmp_path))
+    three = CHIP.replace("sram_kib_per_array = 8192", "sram_kib_per_array = [2731, 2731, 2730]")
+    toml_out, _ = _run(capsys, *argv, _cluster(tmp_path, device=three))
     cfg_cluster = tmp_path / "cfg_cluster.toml"
     cfg_cluster.write_text(Path(_cluster(tmp_path)).read_text().replace("chip.toml", "chip.cfg"))
     cfg_out, _ = _run(capsys, *argv, str(cfg_cluster))

@@ -165,8 +165,7 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
 
 
 def operand_sram_kib(sram_kib_per_array: float) -> int:
-    """Each of the three operand SRAMs, KiB, of an array with ``sram_kib_per_array`` beside it: a device
-    file's SRAM split evenly in whole KiB, at least 1 (how train's energy model and ``cost``'s flags see it)."""
+    """Each operand SRAM, KiB, of a device file's one figure ``sram_kib_per_array`` split in three whole KiB (≥ 1)."""
     return max(int(sram_kib_per_array / 3), 1)
 
 
@@ -238,9 +237,10 @@ def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
         flags.append(setting("dataflow", compute.get("dataflow", "ws")))
     if "clock_mhz" in compute:
         flags.append(setting("clock-ghz", placeholder=f"{compute['clock_mhz'] / 1000:g}"))
-    if sram:  # the energy model's buffers (train's), so that --energy prices what train charges
-        kib = operand_sram_kib(sram)
-        flags.append(setting("sram-kb", ",".join([str(kib)] * 3)))
+    if isinstance(sram, tuple):  # the three buffers as stated, as train's energy model prices them
+        flags.append(setting("sram-kb", ",".join(map(str, sram))))
+    elif sram:  # one figure: the energy model's buffers (train's), so that --energy prices what train charges
+        flags.append(setting("sram-kb", ",".join([str(kib := operand_sram_kib(sram))] * 3)))
         left = sram - 3 * kib  # the split's rule stated, so 341,341,341 for 1024 KiB reads as meant
         split = (f"; its {sram:g} KiB of SRAM per array is {kib} KiB per operand buffer, as train's energy "
                  f"model splits it (in three, whole KiB{f': {left:g} KiB unused' if left > 0 else ''})")

@@ -18,7 +18,8 @@ from archsim.validate import INT32_MAX, cfg_syntax_error, parse_float, parse_int
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
 
-# section → key → (kind, required); kinds: int, float (positive), float0 (≥ 0), fraction (0, 1], seconds [0, 1),
+# section → key → (kind, required); kinds: int, float (positive), float0 (≥ 0), sram (float0, or three positive
+# integers: ifmap, filter, ofmap KiB, :func:`_sram`), fraction (0, 1], seconds [0, 1),
 # latency_us [0, MAX_STEP_LATENCY_US], watts0 [0, MAX_STATIC_WATTS) (:func:`static_watts`), gbps0 (0: none, else a
 # cluster file's Gbit/s figure, :func:`archsim.links.is_gbps`: it stands in for inter_server_gbps), str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
@@ -29,7 +30,7 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
                 "lanes": ("int", False), "lane_rows": ("int", False), "lane_cols": ("int", False),
                 "gemm_efficiency": ("fraction", False), "launch_s": ("seconds", False),
                 "host_s": ("seconds", False), "peak_tflops": ("table", False)},
-    "memory": {"sram_kib_per_array": ("float0", False), "l2_mib": ("float0", False),
+    "memory": {"sram_kib_per_array": ("sram", False), "l2_mib": ("float0", False),
                "l2_bytes_per_clock": ("float0", False), "hbm_gib": ("float", True), "hbm_gbps": ("float", True),
                "memory_efficiency": ("fraction", False)},
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
@@ -39,7 +40,7 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
 # A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
 # nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
 MAX_STEP_LATENCY_US = 1000.0
-_NUMBERS = ("int", "float", "float0", "fraction", "seconds", "latency_us", "watts0", "gbps0")
+_NUMBERS = ("int", "float", "float0", "sram", "fraction", "seconds", "latency_us", "watts0", "gbps0")
 # W per chip: no chip leaks a megawatt; a figure at or above it is a unit slipped (mW written as W)
 MAX_STATIC_WATTS = 1e6
 # why a tile-timed device takes no static power (a device file's [device] and a device sweep's spec refuse it alike)
@@ -76,6 +77,17 @@ def _gbps0(value: object) -> float:
     return gbps
 
 
+def _sram(value: object) -> float | tuple[int, int, int]:
+    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0, split in three equal operand buffers)
+    or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
+    if not isinstance(value, list):
+        return parse_float(value, what="a non-negative number")
+    if len(value) != 3 or any(isinstance(kib, (bool, str)) for kib in value):
+        raise ValueError(f"expected one number or three positive integers (ifmap, filter, ofmap KiB), got {value!r}")
+    ifmap, filt, ofmap = (parse_int(kib, high=INT32_MAX, what="a positive integer") for kib in value)
+    return ifmap, filt, ofmap
+
+
 def _check(section: str, key: str, value: object, file: str, typed: bool = True) -> Any:
     """``value`` of ``[section] key`` checked for its kind, or InputError naming file and key. ``typed``: a TOML's
     value, where a number takes no quotes (a .cfg's values are all text), as a cluster file refuses one."""
@@ -96,6 +108,8 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
             return parse_float(value, low_open=True, what="a positive number")
         if kind == "float0":
             return parse_float(value, what="a non-negative number")
+        if kind == "sram":
+            return _sram(value)
         if kind == "fraction":
             return parse_float(value, low_open=True, high=1.0, what="a fraction")
         if kind == "seconds":

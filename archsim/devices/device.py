@@ -37,7 +37,7 @@ device file without ``peak_tflops`` gets 2 · count · rows · cols · clock for
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -111,9 +111,10 @@ class Device:
     board_watts: float | None = None
     split_k: bool = False
     static_watts: float = 0.0  # W per chip of an array device: leakage the energy model's dynamic joules leave out
-    # a .cfg device file's SRAM as written, (key, KiB) per SramSzkB (archsim.array.config.cfg_sram_keys), summing to
-    # sram_bytes_per_array; empty otherwise. Where the figure came from, not what it is: not compared
-    sram_keys: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+    # the three operand SRAMs as stated, (key, KiB) each, ifmap/filter/ofmap: a .cfg's SramSzkB keys
+    # (archsim.array.config.cfg_sram_keys) or a TOML's three-value sram_kib_per_array, summing to
+    # sram_bytes_per_array; empty where one figure is stated (split in three). The energy model prices each at it
+    sram_keys: tuple[tuple[str, int], ...] = ()
     # a .cfg device file's [energy] section: the energy table it names (None: the default) and its per-event
     # figures (name, pJ per word), what train's energy model prices an array device with, as archsim energy does
     energy_table: str | None = None

@@ -67,12 +67,18 @@ def _check_array_peaks(given: dict[str, float], arrays: Arrays, lanes: Arrays | 
                              file=file, field=f"compute.peak_tflops.{dtype}")
 
 
+# a TOML's three SRAMs (sram_kib_per_array = [ifmap, filter, ofmap]), named as its warnings name them
+TOML_SRAM_KEYS = ("sram_kib_per_array[0]", "sram_kib_per_array[1]", "sram_kib_per_array[2]")
+
+
 def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
             sram_keys: tuple[tuple[str, int], ...] = ()) -> Device:
     """The device of a file's checked ``values``; ``sram_keys``: a ``.cfg``'s SRAM keys (its SRAM, in place of
-    ``[memory] sram_kib_per_array``)."""
-    sram_bytes = sum(kib for _, kib in sram_keys) * 1024.0 if sram_keys else None
+    ``[memory] sram_kib_per_array``), or a TOML's three values of it (:data:`TOML_SRAM_KEYS`)."""
     dev, comp, mem, links = values["device"], values["compute"], values["memory"], values["links"]
+    if isinstance(mem.get("sram_kib_per_array"), tuple):
+        sram_keys = tuple(zip(TOML_SRAM_KEYS, mem["sram_kib_per_array"], strict=True))
+    sram_bytes = sum(kib for _, kib in sram_keys) * 1024.0 if sram_keys else None
     gemm = dev.get("gemm", "arrays")
     if gemm not in GEMM_MODELS:
         raise InputError(f"unknown GEMM model {gemm!r}; choose one of {', '.join(GEMM_MODELS)}", file=file,

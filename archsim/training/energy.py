@@ -42,12 +42,14 @@ BOARD_SOURCE = "board power × iteration time"
 
 
 def device_array(device: Device, dtype: str) -> ArrayConfig:
-    """One of ``device``'s GEMM arrays as the energy model's :class:`ArrayConfig`: its SRAM split in
-    three equal operand buffers (whole KiB, at least 1)."""
+    """One of ``device``'s GEMM arrays as the energy model's :class:`ArrayConfig`: its three operand SRAMs at
+    their stated sizes, KiB (a .cfg's SramSzkB keys, a TOML's three values), as ``archsim energy --config`` prices
+    them; one stated figure is split in three equal buffers (whole KiB, at least 1)."""
     units = device.gemm_units(dtype)
     kib = operand_sram_kib(device.sram_bytes_per_array / 1024)
-    return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=kib,
-                       filter_sram_kb=kib, ofmap_sram_kb=kib, element_bytes=ELEMENT_BYTES[dtype],
+    ifmap, filt, ofmap = (kib for _, kib in device.sram_keys) if device.sram_keys else (kib, kib, kib)
+    return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=ifmap,
+                       filter_sram_kb=filt, ofmap_sram_kb=ofmap, element_bytes=ELEMENT_BYTES[dtype],
                        clock_hz=units.clock_hz, name=device.name)
 
 
