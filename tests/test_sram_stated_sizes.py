@@ -8,40 +8,15 @@ from pathlib import Path
 import pytest
 
 from archsim.cli import main
+from tests.test_user_trial_chip import CFG as CHIP_CFG
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")
 
-CFG = """[general]
-run_name = mychip
-
-[architecture_presets]
-ArrayHeight:    128
-ArrayWidth:     128
-IfmapSramSzkB:    512
-FilterSramSzkB:   512
-OfmapSramSzkB:    256
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : os
-
-[archsim]
-ClockGHz = 1.2
-
-[device]
-name = MyChip
-arrays = 8
-arrays_per_core = 2
-
-[memory]
-hbm_gib = 96
-hbm_gbps = 2400
-
-[links]
-intra_gbps = 600
-links = 6
-"""
+# test_user_trial_chip.py's chip (8 arrays of 128×128, OS, 1.2 GHz) with its three SRAMs stated unequal
+CFG = (CHIP_CFG.replace("IfmapSramSzkB:    2731", "IfmapSramSzkB:    512")
+       .replace("FilterSramSzkB:   2731", "FilterSramSzkB:   512")
+       .replace("OfmapSramSzkB:    2730", "OfmapSramSzkB:    256"))
 
 TOML = """[device]
 name = "MyChip"
