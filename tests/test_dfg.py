@@ -11,7 +11,8 @@ import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from layerpipe_dfg import (
+
+from archsim.dfg import (
     INPUT,
     LOSS,
     OUTPUT,
@@ -31,8 +32,7 @@ from layerpipe_dfg import (
     retime,
     training_dfg,
 )
-from layerpipe_dfg.constraints import Constraint, Infeasible, asap_retiming
-
+from archsim.dfg.constraints import Constraint, Infeasible, asap_retiming
 from archsim.errors import InputError
 
 
@@ -93,7 +93,7 @@ def test_user_mistakes_raise_input_error(call):
 # --- retiming ----------------------------------------------------------------------------------
 
 def simple_cycle_sums(dfg):
-    """Independent of layerpipe_dfg.loops: networkx cycles, the fewest delays between two nodes."""
+    """Independent of archsim.dfg.loops: networkx cycles, the fewest delays between two nodes."""
     out = {}
     for cycle in nx.simple_cycles(nx.DiGraph([(e.src, e.dst) for e in dfg.edges])):
         pairs = list(zip(cycle, cycle[1:] + cycle[:1]))

@@ -8,10 +8,10 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from layerpipe_dfg import pipeline as dfg_pipeline
 
 from archsim.array.config import ArrayConfig
 from archsim.cli import main
+from archsim.dfg import pipeline as dfg_pipeline
 from archsim.errors import InputError
 from archsim.footprint import check_capacity, partition_footprint, stash_profile
 from archsim.partition import build_profile

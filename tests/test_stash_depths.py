@@ -1,15 +1,15 @@
 """``archsim pipeline``'s weight-stash column states S − s + 1 directly (no networkx, no integer
 program); here it is checked against the derivation from the pipelined training DFG
-(:func:`layerpipe_dfg.pipeline`) on every chain of up to 7 layers cut into stages, with and without an
+(:func:`archsim.dfg.pipeline`) on every chain of up to 7 layers cut into stages, with and without an
 empty stage among them."""
 
 import itertools
 from types import SimpleNamespace
 
 import pytest
-from layerpipe_dfg import pipeline
 
 from archsim.commands.pipeline import stash_depths
+from archsim.dfg import pipeline
 
 
 def derived(plan, names):

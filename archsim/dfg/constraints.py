@@ -1,4 +1,4 @@
-"""Difference constraints with extra delay variables — the solver behind :func:`layerpipe_dfg.pipeline`.
+"""Difference constraints with extra delay variables — the solver behind :func:`archsim.dfg.pipeline`.
 
 Each constraint belongs to an edge u → v of a graph on nodes 0..n−1 and reads
 
@@ -19,11 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import networkx as nx
-import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import lil_matrix
-
 
 @dataclass(frozen=True)
 class Constraint:
@@ -40,6 +35,10 @@ class Infeasible(Exception):
 
 def min_inserted(n: int, constraints: Sequence[Constraint], variables: int, scale: int, source: int) -> list[int]:
     """The k of least Σ k for which some integer r satisfies every constraint."""
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import lil_matrix
+
     if variables == 0:
         asap_retiming(n, constraints, [], scale, source)  # raises Infeasible if needed
         return []
@@ -66,6 +65,8 @@ def min_inserted(n: int, constraints: Sequence[Constraint], variables: int, scal
 
 def asap_retiming(n: int, constraints: Sequence[Constraint], k: Sequence[int], scale: int, source: int) -> list[int]:
     """The pointwise-smallest integer r with r(source) = 0 satisfying every constraint for these k."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     graph.add_nodes_from(range(n))
     for c in constraints:

@@ -15,10 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import networkx as nx
-
+from archsim.dfg.graph import Edge, Node, TrainingDFG
 from archsim.errors import InputError
-from layerpipe_dfg.graph import Edge, Node, TrainingDFG
 
 
 def retime(dfg: TrainingDFG, r: Mapping[Node, int]) -> TrainingDFG:
@@ -47,6 +45,8 @@ class Loop:
 def loops(dfg: TrainingDFG, *, limit: int = 100_000) -> list[Loop]:
     """Every simple cycle (parallel edges give separate loops). Exponential in general: for small
     graphs; more than ``limit`` cycles is an error rather than a hang."""
+    import networkx as nx
+
     by_pair: dict[tuple[Node, Node], list[int]] = {}
     for index, e in enumerate(dfg.edges):
         by_pair.setdefault((e.src, e.dst), []).append(index)
@@ -80,6 +80,8 @@ def changed_loops(before: TrainingDFG, after: TrainingDFG) -> list[str]:
     """Why ``after`` does not keep every loop's delay sum of ``before`` (empty: it does). Exact and
     O(E): a potential is recovered inside each strongly connected component; edges between
     components lie on no loop and may carry any delays."""
+    import networkx as nx
+
     _same_structure(before, after)
     graph = nx.DiGraph([(e.src, e.dst) for e in before.edges])
     graph.add_nodes_from(before.nodes)

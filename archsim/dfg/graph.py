@@ -21,10 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 KINDS = ("F", "G", "D", "U")  # per-layer operations (archsim vocabulary, DESIGN.md)
 
@@ -92,6 +94,8 @@ class TrainingDFG:
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """Nodes carry ``cost``; edge keys are positions in ``edges``, with ``delays`` and ``tensor``."""
+        import networkx as nx
+
         graph = nx.MultiDiGraph()
         for node in self.nodes:
             graph.add_node(node, cost=self.cost(node))

@@ -16,10 +16,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import networkx as nx
-
+from archsim.dfg.graph import Node, TrainingDFG
 from archsim.errors import InputError
-from layerpipe_dfg.graph import Node, TrainingDFG
 
 
 @dataclass(frozen=True)
@@ -32,6 +30,8 @@ class IterationBound:
 
 def iteration_bound(dfg: TrainingDFG, *, rel_tol: float = 1e-12) -> IterationBound:
     """T∞ and a critical loop. Costs come from ``dfg.costs``; delays must be ≥ 0."""
+    import networkx as nx
+
     if any(e.delays < 0 for e in dfg.edges):
         raise InputError("the iteration bound needs a legal DFG (no negative delays)", field="dfg")
     nodes = list(dfg.nodes)

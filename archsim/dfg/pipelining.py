@@ -20,7 +20,7 @@ U back to F included) — and must carry ≥ 1 delay after retiming: req(e) = [p
 
 **Constraints.** Unknowns: a retiming r(v) ∈ ℤ and k_l ≥ 0 DLMS delays (micro-batches) on each
 G_l → U_l. For every edge e = u → v:  P·w(e) + P·k_l·[e = G_l → U_l] + r(v) − r(u) ≥ req(e).
-Σ k is minimized (:mod:`layerpipe_dfg.constraints`, an integer program), then r is the earliest
+Σ k is minimized (:mod:`archsim.dfg.constraints`, an integer program), then r is the earliest
 solution with r(INPUT) = 0 (Bellman–Ford). Feed-forward cutsets need no variables of their own:
 INPUT and OUTPUT lie on no loop, so delays added on all their edges are the retiming of a host;
 ``latency`` = r(OUTPUT) − r(INPUT) is the total the two cutsets receive (how it is split between
@@ -46,12 +46,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import networkx as nx
-
+from archsim.dfg.constraints import Constraint, Infeasible, asap_retiming, min_inserted
+from archsim.dfg.graph import INPUT, LOSS, OUTPUT, Node, TrainingDFG, training_dfg
+from archsim.dfg.retiming import changed_loops, loops, retime
 from archsim.errors import InputError
-from layerpipe_dfg.constraints import Constraint, Infeasible, asap_retiming, min_inserted
-from layerpipe_dfg.graph import INPUT, LOSS, OUTPUT, Node, TrainingDFG, training_dfg
-from layerpipe_dfg.retiming import changed_loops, loops, retime
 
 SLOTS_PER_MICROBATCH = 2  # P: one forward and one backward slot per processor per micro-batch (1F1B)
 
@@ -121,7 +119,7 @@ def check_legal(pipelined: PipelinedDFG, *, enumerate_loops: bool = False) -> li
     """Problems with a pipelined DFG (empty: legal): negative delays, a pipeline boundary without a
     delay, inserted delays other than P·w plus P·k on G → U, or a loop whose delay sum is not P times
     the original plus the DLMS delays inserted on it. Loops are checked exactly by the potential
-    argument (:func:`~layerpipe_dfg.retiming.changed_loops`); ``enumerate_loops`` also walks every simple
+    argument (:func:`~archsim.dfg.retiming.changed_loops`); ``enumerate_loops`` also walks every simple
     cycle (small graphs)."""
     p, original, inserted, retimed = SLOTS_PER_MICROBATCH, pipelined.original, pipelined.inserted, pipelined.retimed
     k = {item.layer: item.gradient_delays for item in pipelined.layers}
@@ -178,6 +176,8 @@ def _places(dfg: TrainingDFG, stage: Mapping[str, int]) -> dict[Node, tuple[int,
 
 
 def _layer_counts(retimed: TrainingDFG, name: str, stage: int, k: int) -> LayerPipelining:
+    import networkx as nx
+
     p = SLOTS_PER_MICROBATCH
     f, g, u = Node(name, "F"), Node(name, "G"), Node(name, "U")
     weight_line = max(e.delays for e in retimed.edges if e.src == u)
