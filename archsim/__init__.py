@@ -29,6 +29,7 @@ _EXPORTS = {
     "profile": "archsim.api:profile",
     "pipeline": "archsim.api:pipeline",
     "simulate": "archsim.api:simulate",
+    "pipeline_dfg": "archsim.api:pipeline_dfg",
     "schedule": "archsim.api:schedule",
     "run_sweep": "archsim.api:run_sweep",
     "write_report": "archsim.api:write_report",

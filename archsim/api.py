@@ -240,6 +240,30 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None, m
     return simulate_partition(plan, profile, microbatches, schedule).timeline
 
 
+@speaks_keywords
+def pipeline_dfg(plan, profile, *, out: str | Path | None = None):
+    """LayerPipe's pipelined, retimed training DFG of a ``layerpipe`` plan over the profile it was made from, as
+    ``archsim pipeline --dfg`` writes it: a :class:`~archsim.dfg.of_plan.PlanDFG` (``.pipelined``: the
+    derivation's nodes, edge delays before and after retiming, each layer's retiming and delayed gradients;
+    ``.bound``: the iteration bound per slot and its critical loop; costs in the plan's unit). ``out``: also
+    write it there (Graphviz DOT for a ``.dot`` name, else the JSON document), through the CLI's one writer."""
+    from archsim.dfg.document import dfg_text
+    from archsim.dfg.of_plan import plan_dfg
+    from archsim.errors import InputError
+    from archsim.output_files import write_output
+
+    if getattr(plan, "method", None) != "layerpipe":
+        raise InputError(f"pipeline_dfg derives LayerPipe's pipeline: give it a plan of method='layerpipe', "
+                         f"not {getattr(plan, 'method', None)!r}", field="plan")
+    _check_plan_of(plan, profile)
+    result = plan_dfg(plan, profile)
+    if out is not None:
+        check_path(out, "out", "a file path (str or Path)")
+        meta = {"method": plan.method, "processors": len(plan.stages)}
+        write_output(out, dfg_text(result, out, meta, f"{plan.method}: pipelined and retimed training DFG"))
+    return result
+
+
 def _check_plan_of(plan, profile) -> None:
     """Refuse a plan made from another profile (another network, or the same one on another array): what the plan
     records of its profile, its unit and each layer's forward op (name and cost, never split), must be the
@@ -326,5 +350,5 @@ def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
 
 
 # the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py
-__all__ = ["ScheduleResult", "array_config", "cost", "load_network", "pipeline", "profile", "run_sweep", "schedule",
-           "search", "simulate", "train", "train_runs", "write_report"]
+__all__ = ["ScheduleResult", "array_config", "cost", "load_network", "pipeline", "pipeline_dfg", "profile", "run_sweep",
+           "schedule", "search", "simulate", "train", "train_runs", "write_report"]

@@ -31,6 +31,7 @@ from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.fits import memory_warning
 from archsim.lowering import SPLIT_AXES
+from archsim.output_targets import output_flag
 from archsim.planners import PARTITIONERS, idle_processors_note, partition
 from archsim.seconds import add_seconds
 from archsim.validate import check_job_size, float_flag, processors_flag
@@ -66,6 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=None, metavar="GB",
                         help="with --memory: per-processor memory (GB = 1e9 bytes); a plan over it still prints its table, "
                              "with a warning on stderr (as train does)")
+    parser.add_argument("--dfg", type=output_flag, default=None, metavar="OUT.json",
+                        help="with --method layerpipe: write the plan's pipelined, retimed training DFG (LayerPipe "
+                             "§III: nodes F/G/D/U with stage and cost, edge delays before and after retiming, each "
+                             "layer's retiming and delayed gradients, the iteration bound and its critical loop) as "
+                             "JSON, or as Graphviz DOT where the file ends in .dot")
     add_timeline_outputs(parser)
     add_output_arguments(parser)
     add_job_limit_argument(parser)
@@ -81,6 +87,13 @@ def check_flags(args: argparse.Namespace) -> None:
     given = [flag for flag, value in (("--alpha", args.alpha), ("--split-axes", args.split_axes)) if value is not None]
     if given and args.method != "layerpipe":
         raise InputError(f"{given[0]} tunes LayerPipe's Algorithm 1: give it with --method layerpipe", field="method")
+    if args.dfg and args.method != "layerpipe":
+        raise InputError("--dfg writes LayerPipe's pipelined training DFG: give it with --method layerpipe",
+                         field="method")
+    if args.dfg and args.schedule in FLUSHED_SCHEDULES:
+        raise InputError(f"--dfg writes the pipeline with delayed gradients; --schedule {args.schedule} flushes "
+                         "every iteration (one weight version): leave --schedule out or choose one that does not flush",
+                         field="schedule")
     if (args.memory or args.capacity_gb is not None) and not args.microbatches:
         raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
                          field="microbatches")
@@ -121,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
         meta["settings"] = "; ".join(plan.notes)
     elif plan.method == "layerpipe":  # the defaults that decide Algorithm 1's plan, said rather than implied
         meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}"
+    if args.dfg:
+        write_dfg(args.dfg, plan, profile, dict(meta))
     stash = stash_depths(plan, network, args.schedule or METHOD_SCHEDULES.get(plan.method, "1f1b"))
     makespan: float | None = None
     warning: str | None = None
@@ -181,6 +196,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_dfg(path: str, plan, profile, meta: dict[str, object]) -> None:
+    """``--dfg``: the plan's pipelined, retimed training DFG (:mod:`archsim.dfg`) into ``path`` through the
+    one writer, in the run's output set (nothing half-written); DOT by the suffix, else JSON with ``meta``."""
+    from archsim.dfg.document import dfg_text
+    from archsim.dfg.of_plan import plan_dfg
+    from archsim.output_files import note_written, write_output
+
+    result = plan_dfg(plan, profile)
+    if result.borrowed_only:
+        shown = ", ".join(f"p{p}" for p in result.borrowed_only)
+        note(f"--dfg: processors that run only borrowed δ parts hold no layer and are no stage of the DFG ({shown}); "
+             "the table's weight_versions counts them as stages")
+    title = f"{meta['network']}: {plan.method}, {meta['processors']} processors, pipelined and retimed training DFG"
+    note_written(f"wrote {write_output(path, dfg_text(result, path, meta, title))}")
+
+
 def _compact(records: list[dict], plan, order: list[str]) -> list[dict]:
     """The table's short form: a range of layers per processor, and only the split/borrowed ops."""
     position = {name: i for i, name in enumerate(order)}
@@ -206,7 +237,7 @@ def _compact(records: list[dict], plan, order: list[str]) -> list[dict]:
 
 def stash_depths(plan, network, schedule: str) -> list[int] | None:
     """Weight versions each processor stashes (chains only): S − s + 1 for the s-th of S non-empty
-    stages, what the LayerPipe DFG (`tests/layerpipe_dfg`) derives from the pipelined training DFG (PipeDream's
+    stages, what the LayerPipe DFG (:mod:`archsim.dfg`, ``--dfg``) derives from the pipelined training DFG (PipeDream's
     stash depth), and 1 under a schedule that flushes (GPipe keeps one version). Stated here so the command
     needs no networkx or integer program; a test checks the two agree on every chain and stage assignment up
     to 7 layers. A stage that runs only borrowed δ parts is one of the S: it lies on the backward path and

@@ -42,7 +42,7 @@ def dfg_document(result: PlanDFG, meta: Mapping[str, object] | None = None) -> d
     per_slot = None if math.isinf(bound.bound) else bound.bound
     return {
         **dict(meta or {}),
-        "unit": result.unit, "slots_per_microbatch": p, "stages": result.stages,
+        "unit": result.unit, "slots_per_microbatch": p, "dfg_stages": result.stages,
         "processor_of_stage": list(result.processor_of_stage),
         "borrowed_only_processors": list(result.borrowed_only),
         "stage_weight_versions": list(result.stage_weight_versions()),
