@@ -1,0 +1,184 @@
+"""``archsim pipeline --dfg`` and ``archsim.pipeline_dfg``: LayerPipe's pipelined, retimed training DFG of a
+plan, reachable by a user. Expected values: the paper's counts worked by hand (a weight loop of layer l in stage
+s of S holds 2(S − s + 1) slots, S − s of them delayed gradients), the critical loop's cost summed by hand from
+``archsim cost``'s table, and the closed form of ``archsim pipeline``'s weight_versions column (S − s + 1),
+a second derivation of the same fact. These tests failed before ``--dfg`` existed (no such flag)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+import pytest
+
+import archsim
+from archsim.cli import main
+
+SAMPLE = ["pipeline", "layerpipe_sample", "--processors", "3"]
+
+
+def run_json(capsys, argv: list[str]) -> dict:
+    assert main([*argv, "--format", "json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def dfg_of(capsys, tmp_path: Path, argv: list[str]) -> tuple[dict, dict]:
+    """The run's table (JSON) and the DFG it wrote."""
+    path = tmp_path / "dfg.json"
+    table = run_json(capsys, [*argv, "--dfg", str(path)])
+    return table, json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_the_worked_example_by_hand(capsys, tmp_path):
+    """layerpipe_sample on 3 processors (docs/papers/layerpipe.md): conv1 conv2 | conv3 | conv4, S = 3.
+    Layer l in stage s: its weight loop holds 2(S − s + 1) slots = 6, 6, 4, 2; the W register is P = 2 of
+    them, the rest are delayed gradients S − s = 2, 2, 1, 0 micro-batches; weight versions S − s + 1 = 3, 2, 1
+    per processor (conv1 alone holds 1 in exact mode: no δ reads W_conv1 after its F)."""
+    _, doc = dfg_of(capsys, tmp_path, SAMPLE)
+    layers = {item["layer"]: item for item in doc["layers"]}
+    assert [layers[n]["stage"] for n in ("conv1", "conv2", "conv3", "conv4")] == [1, 1, 2, 3]
+    assert [layers[n]["weight_loop_delays"] for n in ("conv1", "conv2", "conv3", "conv4")] == [6, 6, 4, 2]
+    assert [layers[n]["delayed_gradients"] for n in ("conv1", "conv2", "conv3", "conv4")] == [2, 2, 1, 0]
+    assert [layers[n]["weight_versions"] for n in ("conv1", "conv2", "conv3", "conv4")] == [1, 3, 2, 1]
+    assert doc["stage_weight_versions"] == [3, 2, 1] and doc["processor_of_stage"] == [1, 2, 3]
+    assert doc["slots_per_microbatch"] == 2 and doc["unit"] == "cycles"
+    # The critical loop U1 → F1 → F2 → F3 → F4 → loss → D4 → D3 → D2 → G1 → U1 (conv1's weight loop, 6 slots),
+    # its cost summed from the cost table: every F, the δs of conv2..conv4 and conv1's G.
+    costs = {row["layer"]: row for row in run_json(capsys, ["cost", "layerpipe_sample"])["rows"]}
+    loop_cost = (sum(costs[n]["F_cycles"] for n in ("conv1", "conv2", "conv3", "conv4"))
+                 + sum(costs[n]["D_cycles"] for n in ("conv2", "conv3", "conv4")) + costs["conv1"]["G_cycles"])
+    bound = doc["iteration_bound"]
+    assert loop_cost == 24_247_652
+    assert bound["loop_cost"] == loop_cost and bound["loop_delays"] == 6
+    assert bound["per_slot"] == pytest.approx(loop_cost / 6) and bound["per_microbatch"] == pytest.approx(loop_cost / 3)
+    assert set(bound["critical_loop"]) == {"U[conv1]", "F[conv1]", "F[conv2]", "F[conv3]", "F[conv4]", "loss",
+                                           "D[conv4]", "D[conv3]", "D[conv2]", "G[conv1]"}
+    assert bound["per_microbatch"] < doc["iteration_cycles"]  # a bound: the plan's stages run no faster
+
+
+def test_every_edge_is_retimed_legally(capsys, tmp_path):
+    """Leiserson–Saxe: w_r = w + r(dst) − r(src) ≥ 0 on every edge, ≥ 1 across a pipeline boundary, and the
+    inserted delays are P times the training DFG's plus the delayed gradients on G → U."""
+    _, doc = dfg_of(capsys, tmp_path, SAMPLE)
+    lag = {node["id"]: node["retiming"] for node in doc["nodes"]}
+    k = {item["layer"]: item["delayed_gradients"] for item in doc["layers"]}
+    for edge in doc["edges"]:
+        assert edge["delays_retimed"] == edge["delays_inserted"] + lag[edge["dst"]] - lag[edge["src"]]
+        assert edge["delays_retimed"] >= (1 if edge["boundary"] else 0)
+        gradient = re.fullmatch(r"G\[(\w+)\]", edge["src"]) and edge["dst"].startswith("U[")
+        extra = 2 * k[edge["src"][2:-1]] if gradient else 0
+        assert edge["delays_inserted"] == 2 * edge["delays"] + extra
+    registers = [e for e in doc["edges"] if e["src"] == e["dst"]]  # the W registers U → U: one micro-batch
+    assert len(registers) == 4 and all(e["delays_retimed"] == 2 for e in registers)
+
+
+def closed_and_derived(capsys, tmp_path, argv):
+    table, doc = dfg_of(capsys, tmp_path, argv)
+    closed = [row["weight_versions"] for row in table["rows"]]
+    return closed, doc
+
+
+CONFIGS = [[*SAMPLE[:2], "--processors", str(p)] for p in (2, 3, 4)] + \
+    [[*SAMPLE[:2], "--processors", "4", "--array", "128x128", "--mode", "paper"]] + \
+    [["pipeline", "vgg16", "--only", "conv", "--mode", "paper", "--processors", str(p)] for p in (2, 5, 8, 12)]
+
+
+@pytest.mark.parametrize("argv", CONFIGS, ids=[" ".join(a[1:]) for a in CONFIGS])
+def test_weight_versions_agree_with_the_closed_form(capsys, tmp_path, argv):
+    """The DFG's weight versions per processor equal the table's S − s + 1 (shipped networks of LayerPipe's
+    evaluation). Two differences, stated: a processor running only borrowed δ parts holds no layer and is no
+    stage of the DFG (the closed form counts it: one more version on each processor before it), and a processor
+    holding only a first layer without δ (exact mode) stashes no weights in the DFG."""
+    closed, doc = closed_and_derived(capsys, tmp_path, argv)
+    borrowed_only = doc["borrowed_only_processors"]
+    first_alone = {item["processor"] for item in doc["layers"] if item["layer"] == doc["layers"][0]["layer"]
+                   and "D" not in item["retiming"]
+                   and sum(1 for other in doc["layers"] if other["stage"] == item["stage"]) == 1}
+    for stage, processor in enumerate(doc["processor_of_stage"], start=1):
+        derived = doc["stage_weight_versions"][stage - 1]
+        later_borrowers = sum(1 for b in borrowed_only if b > processor)
+        if processor in first_alone:
+            assert derived == 1
+        else:
+            assert closed[processor - 1] == derived + later_borrowers, (processor, closed, doc["stage_weight_versions"])
+    assert all(closed[b - 1] >= 1 for b in borrowed_only)
+
+
+def test_the_stated_differences_occur_where_said(capsys, tmp_path):
+    """The two exceptions above are real on shipped inputs (else the test above could not fail on them)."""
+    _, four = closed_and_derived(capsys, tmp_path, [*SAMPLE[:2], "--processors", "4"])
+    assert four["stage_weight_versions"][0] == 1 and [r["processor"] for r in four["layers"]][:1] == [1]
+    _, borrowed = closed_and_derived(capsys, tmp_path, CONFIGS[3])
+    assert borrowed["borrowed_only_processors"] == [2] and borrowed["processor_of_stage"] == [1, 3, 4]
+    assert main([*CONFIGS[3], "--dfg", str(tmp_path / "again.json")]) == 0
+    assert "archsim pipeline: note: --dfg: processors that run only borrowed δ parts" in capsys.readouterr().err
+
+
+def test_dot_is_the_same_graph(capsys, tmp_path):
+    """A ``.dot`` name gets Graphviz: every node once (a cluster per stage), every edge with its retimed delays."""
+    _, doc = dfg_of(capsys, tmp_path, SAMPLE)
+    dot = tmp_path / "dfg.dot"
+    assert main([*SAMPLE, "--dfg", str(dot)]) == 0
+    text = dot.read_text(encoding="utf-8")
+    assert text.startswith("digraph training_dfg {") and text.rstrip().endswith("}")
+    assert text.count("subgraph cluster_") == doc["dfg_stages"]
+    edges = re.findall(r'^\s*"([^"]+)" -> "([^"]+)" \[label="(\d*)D?"', text, re.MULTILINE)
+    assert [(s, d, int(w or 0)) for s, d, w in edges] == [(e["src"], e["dst"], e["delays_retimed"])
+                                                          for e in doc["edges"]]
+    assert len(re.findall(r'^\s*"[^"]+" \[label=', text, re.MULTILINE)) == len(doc["nodes"])
+    assert text.count("color=red") == len(doc["iteration_bound"]["critical_loop"])
+
+
+@pytest.mark.parametrize(("extra", "words"), [
+    (["--method", "gpipe"], "--method layerpipe"),
+    (["--microbatches", "2", "--schedule", "gpipe"], "flushes"),
+])
+def test_a_dfg_the_run_cannot_write_is_one_line_and_nothing_written(capsys, tmp_path, extra, words):
+    out, dfg = tmp_path / "table.json", tmp_path / "dfg.json"
+    assert main([*SAMPLE, *extra, "--dfg", str(dfg), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("archsim pipeline: error:") and words in err
+    assert not dfg.exists() and not out.exists()
+
+
+@pytest.mark.parametrize("target", ["folder", "under a file"])
+def test_a_bad_path_is_one_line_and_nothing_written(capsys, tmp_path, target):
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    path = tmp_path / ("folder" if target == "folder" else "file/dfg.json")
+    if target == "folder":
+        path.mkdir()
+    out = tmp_path / "table.json"
+    assert main([*SAMPLE, "--dfg", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--dfg" in err[0], err
+    assert not out.exists() and {p.name for p in tmp_path.iterdir()} <= {"file", "folder"}
+    assert (tmp_path / "file").read_text(encoding="utf-8") == "x"
+
+
+def test_a_device_node_is_written_through_never_replaced(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("making a device node needs root (CI runs as root)")
+    node = tmp_path / "null"
+    os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    before = os.stat(node)
+    assert main([*SAMPLE, "--dfg", str(node)]) == 0
+    after = os.stat(node)
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]  # no temp file beside it
+
+
+def test_the_api_gives_the_cli_s_graph(capsys, tmp_path):
+    _, doc = dfg_of(capsys, tmp_path, SAMPLE)
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=32)
+    plan = archsim.pipeline(profile, processors=3)
+    out = tmp_path / "api.json"
+    result = archsim.pipeline_dfg(plan, profile, out=out)
+    assert list(result.stage_weight_versions()) == doc["stage_weight_versions"]
+    assert result.bound.bound == pytest.approx(doc["iteration_bound"]["per_slot"])
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["edges"] == doc["edges"] and written["layers"] == doc["layers"]
+    with pytest.raises(archsim.InputError, match="method='layerpipe'"):
+        archsim.pipeline_dfg(archsim.pipeline(profile, processors=3, method="gpipe"), profile)
