@@ -45,6 +45,8 @@ FORBIDDEN = {
                          "archsim.commands", "archsim.cli"),
     "archsim.report": (*MODELS, "archsim.planners", "archsim.policies", "archsim.sim", "archsim.sweep",
                        "archsim.commands", "archsim.cli"),
+    # the training DFG reads a plan and a profile as plain data: no modelling package, stage or edge
+    "archsim.dfg": (*MODELS, *LATER, "archsim.api", "archsim.output_files"),
     "archsim.api": ("archsim.commands", "archsim.cli"),
     "archsim.api_training": ("archsim.commands", "archsim.cli"),
     "archsim.api_schedule": ("archsim.commands", "archsim.cli"),
