@@ -71,7 +71,7 @@ def plan_dfg(plan, profile) -> PlanDFG:
     sources = [i for i, name in enumerate(names) if not inputs[name]]
     first_delta = any(float(profile.delta[i]) > 0 for i in sources)  # paper mode prices the first layer's δ
     columns = {"F": profile.forward, "G": profile.weight_grad, "D": profile.delta}
-    costs = {(name, kind): float(columns[kind][i]) for i, name in enumerate(names) for kind in KINDS
+    costs: dict[Node | tuple[str, str], float] = {(name, kind): float(columns[kind][i]) for i, name in enumerate(names) for kind in KINDS
              if kind in columns and (kind != "D" or i not in sources or first_delta)}
     dfg = training_dfg(names, costs, inputs=inputs, first_layer_delta=first_delta)
     pipelined = pipeline(dfg, stage_of)
