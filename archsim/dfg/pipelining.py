@@ -110,7 +110,8 @@ def pipeline(layers: Sequence[str] | TrainingDFG, stage_of: Mapping[str, int], *
                                                     == ("G", "U") else 0) for i, e in enumerate(dfg.edges)})
     r = dict(zip(dfg.nodes, lags))
     retimed = retime(inserted, r)
-    info = tuple(_layer_counts(retimed, name, stage[name], k[gradient[name]]) for name in dfg.layers)
+    fewest = _Fewest(retimed)
+    info = tuple(_layer_counts(fewest, name, stage[name], k[gradient[name]]) for name in dfg.layers)
     return PipelinedDFG(dfg, tuple(stage.items()), inserted, required, tuple(r.items()), retimed,
                         r[OUTPUT] - r[INPUT], info)
 
@@ -175,22 +176,32 @@ def _places(dfg: TrainingDFG, stage: Mapping[str, int]) -> dict[Node, tuple[int,
     return place
 
 
-def _layer_counts(retimed: TrainingDFG, name: str, stage: int, k: int) -> LayerPipelining:
+class _Fewest:
+    """The retimed DFG's edges by pair, each pair's fewest delays (parallel edges), and that graph for
+    networkx's shortest paths: built once for all layers' counts, not once per layer."""
+
+    def __init__(self, retimed: TrainingDFG) -> None:
+        import networkx as nx
+
+        self.delays: dict[tuple[Node, Node], int] = {}
+        self.out: dict[Node, list[int]] = {}
+        self.into: dict[Node, set[Node]] = {}
+        for e in retimed.edges:
+            pair = (e.src, e.dst)
+            self.delays[pair] = min(e.delays, self.delays.get(pair, e.delays))
+            self.out.setdefault(e.src, []).append(e.delays)
+            self.into.setdefault(e.dst, set()).add(e.src)
+        self.graph = nx.DiGraph()
+        self.graph.add_edges_from((src, dst, {"delays": d}) for (src, dst), d in self.delays.items())
+
+
+def _layer_counts(fewest: _Fewest, name: str, stage: int, k: int) -> LayerPipelining:
     import networkx as nx
 
     p = SLOTS_PER_MICROBATCH
     f, g, u = Node(name, "F"), Node(name, "G"), Node(name, "U")
-    weight_line = max(e.delays for e in retimed.edges if e.src == u)
-    gaps = [w_g - w_f for source in {e.src for e in retimed.edges if e.dst == f and e.src != u}
-            for w_f in [_delays(retimed, source, f)] for w_g in [_delays(retimed, source, g)]]
-    graph = nx.DiGraph()
-    for e in retimed.edges:  # parallel edges: the fewest delays
-        if not graph.has_edge(e.src, e.dst) or e.delays < graph[e.src][e.dst]["delays"]:
-            graph.add_edge(e.src, e.dst, delays=e.delays)
-    forward_to_g = nx.shortest_path_length(graph, f, g, weight="delays")
-    loop = forward_to_g + _delays(retimed, g, u) + _delays(retimed, u, f)
+    weight_line = max(fewest.out[u])
+    gaps = [fewest.delays[(source, g)] - fewest.delays[(source, f)] for source in fewest.into[f] if source != u]
+    forward_to_g = nx.shortest_path_length(fewest.graph, f, g, weight="delays")
+    loop = forward_to_g + fewest.delays[(g, u)] + fewest.delays[(u, f)]
     return LayerPipelining(name, stage, k, p * k, loop, -(-weight_line // p), max(-(-gap // p) for gap in gaps))
-
-
-def _delays(dfg: TrainingDFG, src: Node, dst: Node) -> int:
-    return min(e.delays for e in dfg.edges if e.src == src and e.dst == dst)
