@@ -115,7 +115,7 @@ class Device:
     # (archsim.array.config.cfg_sram_keys) or a TOML's three-value sram_kib_per_array, summing to
     # sram_bytes_per_array; empty where one figure is stated (split in three). The energy model prices each at it
     sram_keys: tuple[tuple[str, int], ...] = ()
-    # a .cfg device file's [energy] section: the energy table it names (None: the default) and its per-event
+    # a device file's [energy] section (a .cfg's or a TOML's): the energy table it names (None: the default) and its per-event
     # figures (name, pJ per word), what train's energy model prices an array device with, as archsim energy does
     energy_table: str | None = None
     energy_figures: tuple[tuple[str, float], ...] = ()

@@ -140,7 +140,8 @@ def _toml_device(path: Path) -> Device:
 
 def _checked_device(document: dict, file: str) -> Device:
     """A parsed device file's device, checked (:func:`_toml_device`)."""
-    values = checked_sections(document, file, ("device", "compute", "memory", "links"))
+    # [energy] is the energy model's, read by load_priced_device as a .cfg's is
+    values = checked_sections(document, file, ("device", "compute", "memory", "links"), apart=("energy",))
     comp = values["compute"]
     try:
         clock = clock_hz(comp["clock_mhz"], "MHz")

@@ -1,7 +1,7 @@
 """Energy of one training iteration, from the same ops the iteration is timed on.
 
 * **Array devices** (a device file whose GEMMs run on its arrays, ``gemm = "arrays"``): archsim's
-  energy model (:mod:`archsim.energy.model`; the default table, or a ``.cfg`` device file's ``[energy]`` table
+  energy model (:mod:`archsim.energy.model`; the default table, or a device file's ``[energy]`` table
   and figures: :func:`device_energies`) on the ops' accesses — each op's MACs,
   register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
   (its shape, dataflow and SRAM), and the HBM words its memory-bound part reads and writes (its
@@ -58,8 +58,9 @@ LEAKAGE_ON_DEVICE = ("train and search price a device file's static power as [de
 
 
 def load_priced_device(path: str | Path) -> Device:
-    """The device a device file describes (:func:`~archsim.devices.device_file.load_device`) with, for a ``.cfg``,
-    its ``[energy]`` section (table and per-event figures) read as ``archsim energy --config`` reads it, so that
+    """The device a device file describes (:func:`~archsim.devices.device_file.load_device`) with its ``[energy]``
+    section (table and per-event figures; a ``.cfg``'s or a TOML's, one reader:
+    :func:`~archsim.energy.table.read_cfg_energy`) read as ``archsim energy --config`` reads a ``.cfg``'s, so that
     train, search and device sweeps price the figures the file states; its leakage is refused
     (:data:`LEAKAGE_ON_DEVICE`). Read here, not in ``devices/``, which the energy model's tables stay out of."""
     from dataclasses import replace
@@ -68,8 +69,6 @@ def load_priced_device(path: str | Path) -> Device:
     from archsim.energy.table import cfg_table, read_cfg_energy
 
     device = load_device(path)
-    if Path(path).suffix.lower() != ".cfg":
-        return device
     cfg = read_cfg_energy(path)
     for key in ("pe_leakage_mw", "sram_leakage_mw_per_kib"):
         if cfg.overrides.get(key):
