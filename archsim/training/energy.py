@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from archsim.array.config import ArrayConfig, operand_sram_kib
+from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.device import Device
 from archsim.errors import InputError
@@ -46,8 +46,7 @@ def device_array(device: Device, dtype: str) -> ArrayConfig:
     their stated sizes, KiB (a .cfg's SramSzkB keys, a TOML's three values), as ``archsim energy --config`` prices
     them; one stated figure is split in three equal buffers (whole KiB, at least 1)."""
     units = device.gemm_units(dtype)
-    kib = operand_sram_kib(device.sram_bytes_per_array / 1024)
-    ifmap, filt, ofmap = (kib for _, kib in device.sram_keys) if device.sram_keys else (kib, kib, kib)
+    ifmap, filt, ofmap = device.operand_buffers_kib
     return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=ifmap,
                        filter_sram_kb=filt, ofmap_sram_kb=ofmap, element_bytes=ELEMENT_BYTES[dtype],
                        clock_hz=units.clock_hz, name=device.name)
