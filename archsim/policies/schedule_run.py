@@ -99,7 +99,6 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     from archsim.partition.profile import collapse_profile
     from archsim.policies import zero_bubble as zb
     from archsim.policies.ooo import default_flush, unit_costs
-    from archsim.validate import check_job_size
     from archsim.workload.shipped import BLOCK_NETWORKS, block_groups, block_network_of
 
     if args.policy == "multistream" and args.processors not in (None, 1):
@@ -130,8 +129,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     groups = block_groups(network) if blocks else None
     name = key if blocks and key else network.name
     flush = args.flush if args.flush is not None else default_flush(args.policy)
-    check_job_size(_op_count(args, len(groups) if groups else len(network), flush, first_delta=groups is not None),
-                   args.max_ops)
+    _check_size(args, len(groups) if groups else len(network), flush, first_delta=groups is not None)
     if args.policy == "multistream":
         return _multistream(args, network, speak)
     with phases(f"schedule {args.policy}", ("costs", "build", "simulate", "validate")) as phase:
@@ -182,6 +180,7 @@ def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
     costs = unit_costs(len(profile.names)) if args.unit_costs else profile
     first_delta = not args.unit_costs and bool(profile.lowered) and bool(profile.delta[0] > 0)
     flush = default_flush(args.policy) if args.flush is None else args.flush
+    _check_size(args, len(profile.names), flush, first_delta)  # as a network's run checks it, before the build
     with phases(f"schedule {args.policy}", ("build", "simulate", "validate")) as phase:
         phase("build")
         problem = _ooo_problem(args, costs, flush, first_delta)
@@ -226,6 +225,14 @@ def _used(args: SimpleNamespace, layers: int) -> int | None:
     from archsim.policies.ooo import devices_used
 
     return devices_used(layers, args.processors, args.policy, args.group) if args.policy in OOO_POLICIES else None
+
+
+def _check_size(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool = False) -> None:
+    """Refuse, before any work, a run of more ops than ``--max-ops`` (:func:`~archsim.validate.check_job_size`):
+    the one check of a network's run and a profile's, so their refusals are one line."""
+    from archsim.validate import check_job_size
+
+    check_job_size(_op_count(args, layers, flush, first_delta), args.max_ops)
 
 
 def _op_count(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool = False) -> int:
