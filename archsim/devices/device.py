@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from archsim.array.config import DATAFLOWS, operand_sram_kib
+from archsim.array.config import DATAFLOWS
+from archsim.array.sram_sizes import operand_sram_kib
 from archsim.errors import InputError
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
@@ -112,7 +113,7 @@ class Device:
     split_k: bool = False
     static_watts: float = 0.0  # W per chip of an array device: leakage the energy model's dynamic joules leave out
     # the three operand SRAMs as stated, (key, KiB) each, ifmap/filter/ofmap: a .cfg's SramSzkB keys
-    # (archsim.array.config.cfg_sram_keys) or a TOML's three-value sram_kib_per_array, summing to
+    # (archsim.array.sram_sizes.cfg_sram_keys) or a TOML's three-value sram_kib_per_array, summing to
     # sram_bytes_per_array; empty where one figure is stated (split in three). The energy model prices each at it
     sram_keys: tuple[tuple[str, int], ...] = ()
     # a device file's [energy] section (a .cfg's or a TOML's): the energy table it names (None: the default) and its per-event

@@ -18,15 +18,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import (
-    MAX_PLAUSIBLE_SRAM_KIB,
-    cfg_sram_fix,
-    cfg_sram_keys,
-    cfg_sram_slip,
-    read_scalesim_cfg,
-    sram_in_bytes,
-)
+from archsim.array.config import read_scalesim_cfg
 from archsim.array.device_sections import DEVICE_WORD_BYTES, STATIC_ON_TILES, cfg_device_sections, checked_sections
+from archsim.array.sram_sizes import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_fix, cfg_sram_keys, cfg_sram_slip, sram_in_bytes
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
 from archsim.devices.device import GEMM_MODELS, Arrays, Device
@@ -181,7 +175,7 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     bandwidth (GB/s) and capacity (GiB), and on an array device the SRAM beside each array (KiB) when one of the
     energy model's operand buffers (:attr:`~archsim.devices.device.Device.operand_buffers_kib`: a third of one
     figure, or each of three stated sizes) cannot hold one fold's rows × cols words at the device's 2 bytes, or
-    when it looks like bytes (:func:`~archsim.array.config.sram_in_bytes`). Not refusals: the
+    when it looks like bytes (:func:`~archsim.array.sram_sizes.sram_in_bytes`). Not refusals: the
     figures are possible, only implausible, and a slip otherwise goes unseen (a 256 × 256 array's 32 MiB written as 32 KiB prices cheaper joules, no word said).
     Empty for every catalog GPU."""
     lines = []

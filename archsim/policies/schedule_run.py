@@ -362,8 +362,9 @@ def _array(args: SimpleNamespace, speak=None):
     dataflow and width given beside it; ``speak``: say when ``--config`` is a device file of several arrays."""
     from dataclasses import replace
 
-    from archsim.array.config import ArrayConfig, cfg_sram_warning
+    from archsim.array.config import ArrayConfig
     from archsim.array.options import array_from_flags, array_size_warning, array_source, element_width
+    from archsim.array.sram_sizes import cfg_sram_warning
 
     width = element_width(args.dtype, args.element_bytes)
     if isinstance(args.array, ArrayConfig):
