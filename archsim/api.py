@@ -140,10 +140,10 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     keywords as :func:`load_network`."""
     import warnings
 
-    from archsim.array.config import cfg_sram_warning
     from archsim.array.costing import cost_frame
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.options import check_bandwidth_engine
+    from archsim.array.sram_sizes import cfg_sram_warning
     from archsim.cost_json import CostResult, cost_document
     from archsim.lowering import check_mode
     from archsim.seconds import add_seconds

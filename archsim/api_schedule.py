@@ -185,8 +185,8 @@ def _policies() -> tuple[str, ...]:
 def _on_profile(given: dict[str, Any]) -> dict[str, Any]:
     """The keywords of an out-of-order pipeline on a :class:`LayerProfile` as is (costs of your own, or
     :func:`archsim.profile`'s), checked as the keywords of a network are (:func:`_checked`) for the run that takes
-    one (:func:`~archsim.policies.schedule_run.run_schedule`): a keyword that would cost a network is refused (the
-    profile carries its costs)."""
+    one (:func:`~archsim.policies.schedule_run.run_schedule`, which checks ``max_ops`` as for a network): a keyword
+    that would cost a network is refused (the profile carries its costs)."""
     from archsim.choices.schedules import OOO_POLICIES
     from archsim.errors import InputError
 
@@ -197,7 +197,7 @@ def _on_profile(given: dict[str, Any]) -> dict[str, Any]:
     check_switch(given["unit_costs"], "unit-costs")
     check_switch(given["flush"], "flush", none=True)
     ignored = [name for name, value in given.items() if value not in (None, False) and name not in (
-        "network", "policy", "processors", "microbatches", "unit_costs", "flush", "group")]
+        "network", "policy", "processors", "microbatches", "unit_costs", "flush", "group", "max_ops")]
     if ignored:
         raise InputError(f"a profile carries its costs: give {ignored[0]} to archsim.profile, or a network here",
                          field=ignored[0])
@@ -206,7 +206,8 @@ def _on_profile(given: dict[str, Any]) -> dict[str, Any]:
                          field="group")
     return {"network": given["network"], "policy": policy, "processors": processors, "microbatches": microbatches,
             "unit_costs": given["unit_costs"] or None, "flush": given["flush"],
-            "group": None if group is None else positive_int(group, "group")}
+            "group": None if group is None else positive_int(group, "group"),
+            "max_ops": None if given["max_ops"] is None else positive_int(given["max_ops"], "max-ops")}
 
 
 __all__ = ["ScheduleResult", "schedule"]

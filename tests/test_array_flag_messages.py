@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import archsim
-from archsim.array.config import MAX_PLAUSIBLE_SRAM_KIB, operand_sram_kib
+from archsim.array.sram_sizes import MAX_PLAUSIBLE_SRAM_KIB, operand_sram_kib
 from archsim.cli import main
 from archsim.devices.device_file import implausible_figures, load_device
 

@@ -233,7 +233,7 @@ attention = "standard"
 @pytest.mark.parametrize("kib", [2**19, 2**21])  # 512 MiB and 2 GiB per array: both above the 256 MiB rule
 def test_a_device_sweeps_sram_above_the_rule_is_warned_as_a_device_files_never_refused(tmp_path, capsys, kib):
     """Failed before for 2 GiB: the spec's axis refused SRAM above 1 GiB per array (its own limit) while the
-    device file's key warns above 256 MiB (array.config.sram_in_bytes) and runs; now both warn, one wording."""
+    device file's key warns above 256 MiB (array.sram_sizes.sram_in_bytes) and runs; now both warn, one wording."""
     spec = tmp_path / "sram.toml"
     spec.write_text(DEVICE_SWEEP.format(kib=kib), encoding="utf-8")
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 0

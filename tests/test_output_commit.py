@@ -174,7 +174,7 @@ def test_sweep_report_reads_the_results_of_its_own_run(tmp_path, capsys):
     assert _temps(tmp_path) == []
     err = capsys.readouterr().err.splitlines()
     assert err[-2:] == [f"1 results in {results / 'results.csv'}; summary in {results / 'summary.csv'}",
-                        f"report: {report}"]
+                        f"wrote {report}"]
 
 
 def test_a_sweep_leaves_a_live_writers_temp_file_alone(tmp_path, capsys):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.device_sections import cfg_device_sections, cfg_located, check_bandwidth_once, toml_sections
+from archsim.array.sram_sizes import operand_sram_kib
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
@@ -162,58 +163,6 @@ def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sp
             raise InputError(f"{key} is on: archsim does not model {what}, so its cycles would differ from "
                              f"SCALE-Sim's; set it off to cost the array without it", file=file, line=line_of(key),
                              field=key)
-
-
-def operand_sram_kib(sram_kib_per_array: float) -> int:
-    """Each operand SRAM, KiB, of a device file's one figure ``sram_kib_per_array`` split in three whole KiB (≥ 1)."""
-    return max(int(sram_kib_per_array / 3), 1)
-
-
-# KiB of SRAM per array (256 MiB): above any chip's on-chip SRAM (Groq's ~230 MB, the whole chip's), and below
-# 1 MiB written in bytes (1,048,576), whole or split in three (349,525 each), where KiB go.
-MAX_PLAUSIBLE_SRAM_KIB = 2**18
-
-
-def sram_in_bytes(what: str, kib_per_array: float, fix: str) -> str | None:
-    """The warning, one line, for an SRAM figure in KiB that looks like bytes: ``what`` (the figure as written,
-    naming its key or flag) when ``kib_per_array`` (KiB beside one array, its buffers together) is above
-    :data:`MAX_PLAUSIBLE_SRAM_KIB`, ending with ``fix`` (the figure in KiB, as the key or flag takes it); None
-    otherwise. One rule for a device file's ``sram_kib_per_array`` (train, search, sweep) and the array commands'
-    ``--sram-kb``. A warning, not a refusal: the figure is possible, only implausible."""
-    if kib_per_array <= MAX_PLAUSIBLE_SRAM_KIB:
-        return None
-    return f"{what} is above {MAX_PLAUSIBLE_SRAM_KIB // 1024} MiB per array: if it is in bytes, write {fix}"
-
-
-def cfg_sram_keys(array: ArrayConfig) -> tuple[tuple[str, int], ...]:
-    """A ``.cfg``'s three SRAM keys as written, (key, KiB): what :func:`cfg_sram_slip` names."""
-    return (("IfmapSramSzkB", array.ifmap_sram_kb), ("FilterSramSzkB", array.filter_sram_kb),
-            ("OfmapSramSzkB", array.ofmap_sram_kb))
-
-
-def cfg_sram_slip(what: str, keys: tuple[tuple[str, int], ...]) -> str | None:
-    """:func:`sram_in_bytes` for a SCALE-Sim ``.cfg``'s three SRAMs (``keys``: :func:`cfg_sram_keys`), ``what``
-    naming the file or device: the rule ``--sram-kb`` and a device file are judged by, its fix naming the keys that
-    look like bytes (each above a third of the limit; all three when none is), each in whole KiB, as a ``.cfg`` has
-    no key for the sum. One wording for ``cost --config`` and for train, search and plan on a ``.cfg`` device."""
-    sizes = dict(keys)
-    slipped = [key for key, kib in sizes.items() if kib > MAX_PLAUSIBLE_SRAM_KIB / 3] or list(sizes)
-    stated = ", ".join(f"{key} {kib}" for key, kib in sizes.items())
-    return sram_in_bytes(f"{what}: {stated}: {sum(sizes.values())} KiB of SRAM beside the array (the three "
-                         "together)", sum(sizes.values()),
-                         cfg_sram_fix(keys, lambda kib: max(round(kib / 1024), 1), slipped))
-
-
-def cfg_sram_fix(keys: tuple[tuple[str, int], ...], convert, only=None) -> str:
-    """What to write in a ``.cfg`` whose SRAM slipped a unit: ``key: convert(KiB as written)`` for each of
-    ``keys`` (:func:`cfg_sram_keys`; ``only``: those named), as a ``.cfg`` has no key for the three's sum."""
-    return ", ".join(f"{key}: {convert(kib):g}" for key, kib in keys if only is None or key in only)
-
-
-def cfg_sram_warning(path: str | Path) -> str | None:
-    """:func:`cfg_sram_slip` of the ``.cfg`` at ``path`` (what the array commands' ``--config`` reads)."""
-    array = read_scalesim_cfg(path, sparsity=True, layouts=True)  # its sizes alone: the caller checked the rest
-    return cfg_sram_slip(str(path), cfg_sram_keys(array))
 
 
 def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:

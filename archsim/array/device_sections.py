@@ -147,14 +147,15 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
 
 def checked_sections(spec: dict, file: str, required: tuple[str, ...],
                      read_apart: dict[str, tuple[str, ...]] | None = None,
-                     typed: bool = True) -> dict[str, dict[str, Any]]:
+                     typed: bool = True, apart: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
     """Each known section's checked values; unknown sections or keys and missing ones refused.
     ``read_apart``: keys a section also takes that the caller read already (named in the error too);
-    ``typed``: a TOML's values (a number in quotes refused), not a .cfg's text."""
+    ``typed``: a TOML's values (a number in quotes refused), not a .cfg's text; ``apart``: sections another reader
+    checks (a device TOML's ``[energy]``, :func:`archsim.energy.table.read_cfg_energy`), skipped here."""
     for section in spec:
-        if section not in _KEYS:
-            raise InputError(f"unknown section [{section}]; expected {', '.join(f'[{s}]' for s in _KEYS)}",
-                             file=file)
+        if section not in _KEYS and section not in apart:
+            raise InputError(f"unknown section [{section}]; expected "
+                             f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}", file=file)
     out: dict[str, dict[str, Any]] = {}
     for section, keys in _KEYS.items():
         given = spec.get(section, {})

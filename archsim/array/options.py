@@ -14,7 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg, sram_in_bytes
+from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.sram_sizes import sram_in_bytes
 from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_DTYPE
 from archsim.clock import checked_clock, clock_hz
 from archsim.console import setting
@@ -126,7 +127,7 @@ def with_memory(array: ArrayConfig, bandwidth: int | None = None,
 
 def sram_kb_warning(sram_kb: str | int | Sequence[int] | None) -> str | None:
     """The warning ``--sram-kb`` gets when its sizes look like bytes, the rule a device file's SRAM is judged by
-    (:func:`~archsim.array.config.sram_in_bytes`: the three buffers together above 256 MiB), with the sizes
+    (:func:`~archsim.array.sram_sizes.sram_in_bytes`: the three buffers together above 256 MiB), with the sizes
     to write in whole KiB; None otherwise. The run proceeds at the sizes given."""
     if sram_kb is None:
         return None

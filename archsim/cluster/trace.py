@@ -8,7 +8,9 @@ Tiresias format (one header row, columns in any order, no others)::
 ``iterations``: iteration count, 0 = derive it from ``duration``; ``model_name``: a catalog model
 (:mod:`archsim.cluster.catalog`); ``duration``: seconds the job runs alone on ``num_gpu`` devices
 without SPB, 0 = derive it from ``iterations`` and the model profile; ``interval``: read and checked,
-unused (Tiresias's own simulators leave it 0). Mistakes raise :class:`InputError` with file, line and field.
+unused (Tiresias's own simulators leave it 0). Mistakes raise :class:`InputError` with file, line and field; a row
+the run reads otherwise than written (a duration under half an iteration) is a :class:`UserWarning`, which
+``archsim cluster`` prints as its note on stderr (:mod:`archsim.console`).
 
 Synthetic workload (§4.2): ``jobs`` jobs (≈500), exponential inter-arrival times of mean 30 s,
 workers 1/2/4/8/16 with probability 50/10/20/15/5 %, the model uniform over the catalog. The paper
@@ -22,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +32,6 @@ import numpy as np
 
 from archsim.cluster.catalog import ModelProfile, lookup, paper_catalog
 from archsim.cluster.csv_table import non_negative, read_rows
-from archsim.console import say_after_run
 from archsim.errors import InputError, Where
 from archsim.validate import check_name, read_text, shown
 
@@ -81,10 +83,12 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
 
 
 def _note_one_iteration(where: Where, job_id: str, duration_s: float, model: str, iteration_s: float) -> None:
-    """Say that a row whose ``duration`` (seconds) is under half of one iteration and whose ``iterations`` is 0
-    runs one whole iteration (iterations derive from duration by rounding, at least one): its time grows."""
-    say_after_run("note", f"{where}: job {job_id}: duration {duration_s:g} s is under half of one {model} iteration "
-                          f"({iteration_s:.3g} s) and iterations is 0: the job runs one whole iteration")
+    """Warn (a :class:`UserWarning`, the library's way; the CLI prints it as a note) that a row whose ``duration``
+    (seconds) is under half of one iteration and whose ``iterations`` is 0 runs one whole iteration (iterations
+    derive from duration by rounding, at least one): its time grows."""
+    warnings.warn(f"{where}: job {job_id}: duration {duration_s:g} s is under half of one {model} iteration "
+                  f"({iteration_s:.3g} s) and iterations is 0: the job runs one whole iteration", UserWarning,
+                  stacklevel=3)
 
 
 def load_tiresias_csv(path: str | Path, catalog: dict[str, ModelProfile] | None = None) -> tuple[TraceJob, ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import warnings
 from functools import partial
 
 from archsim.choices.cluster import MAIN_POLICIES, POLICIES
@@ -137,7 +138,11 @@ def run(args: argparse.Namespace) -> int:
     synthetic = args.trace == "synthetic"
     policies = MAIN_POLICIES if policy == "all" else (policy,)
     seeds = range(args.seed, args.seed + args.seeds) if policy == "all" and synthetic else [args.seed]
-    file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
+    with warnings.catch_warnings(record=True) as caught:  # the library's warnings: this command's notes, after the run
+        warnings.simplefilter("always", UserWarning)
+        file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
+    for warning in caught:
+        say_after_run("note", str(warning.message))
     per_run, shown = [], []
     jobs_per_run = args.jobs if synthetic else len(file_trace or ())
     # jobs finished, summed over the runs: a bar that moves while one long simulation runs

@@ -63,7 +63,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)
-        note_written(f"report: {path}")
+        note_written(f"wrote {path}")  # as every command announces a file
     return 0
 
 
@@ -80,7 +80,7 @@ def run_report_command(args: argparse.Namespace) -> int:
     target = args.out or str(Path("reports") / f"{folder.name}.html")
     _report_apart(target, folder, "--out")
     path = write_report(folder, target, spec_command=spec_command(folder))
-    note_written(f"report: {path}")
+    note_written(f"wrote {path}")  # as every command announces a file
     return 0
 
 

@@ -26,8 +26,8 @@ A device is its compute units, its memories and its links:
   switched or not, the host link (PCIe), and the inter-node NIC in Gb/s (0: the cluster file's); the
   latency one ring or tree step pays on the fabric and on the NIC, seconds (None: the fitted link classes'
   α, :mod:`archsim.training.fitted`; a device file may state its own, a catalog GPU never does).
-* **energy** (array devices): the energy table and per-event figures of a ``.cfg`` device file's ``[energy]``
-  section, as ``archsim energy --config`` reads them (default: the default table's figures).
+* **energy** (array devices): the energy table and per-event figures of a device file's ``[energy]``
+  section (a ``.cfg``'s or a TOML's), as ``archsim energy --config`` reads a ``.cfg``'s (default: the default table's figures).
 
 Peak FLOP/s per dtype are a device's datasheet figures where it has them (a catalog GPU's); a
 device file without ``peak_tflops`` gets 2 · count · rows · cols · clock for every dtype its arrays run
@@ -42,6 +42,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
+from archsim.array.sram_sizes import operand_sram_kib
 from archsim.errors import InputError
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
@@ -112,10 +113,10 @@ class Device:
     split_k: bool = False
     static_watts: float = 0.0  # W per chip of an array device: leakage the energy model's dynamic joules leave out
     # the three operand SRAMs as stated, (key, KiB) each, ifmap/filter/ofmap: a .cfg's SramSzkB keys
-    # (archsim.array.config.cfg_sram_keys) or a TOML's three-value sram_kib_per_array, summing to
+    # (archsim.array.sram_sizes.cfg_sram_keys) or a TOML's three-value sram_kib_per_array, summing to
     # sram_bytes_per_array; empty where one figure is stated (split in three). The energy model prices each at it
     sram_keys: tuple[tuple[str, int], ...] = ()
-    # a .cfg device file's [energy] section: the energy table it names (None: the default) and its per-event
+    # a device file's [energy] section (a .cfg's or a TOML's): the energy table it names (None: the default) and its per-event
     # figures (name, pJ per word), what train's energy model prices an array device with, as archsim energy does
     energy_table: str | None = None
     energy_figures: tuple[tuple[str, float], ...] = ()
@@ -160,6 +161,16 @@ class Device:
             raise InputError(f"{self.name} has no {precision} peak; it has {', '.join(self._peaks)}",
                              field="dtype")
         return self._peaks[precision]
+
+    @property
+    def operand_buffers_kib(self) -> tuple[int, int, int]:
+        """The energy model's (ifmap, filter, ofmap) SRAMs beside one array, KiB: the three stated sizes (a .cfg's
+        SramSzkB keys, a TOML's three values), else the one figure split in three whole KiB (at least 1)."""
+        if self.sram_keys:
+            ifmap, filt, ofmap = (kib for _, kib in self.sram_keys)
+            return ifmap, filt, ofmap
+        kib = operand_sram_kib(self.sram_bytes_per_array / 1024)
+        return kib, kib, kib
 
     def gemm_units(self, dtype: str) -> Arrays:
         """The arrays a GEMM of ``dtype`` runs on: the lanes for fp32 where the device has them."""

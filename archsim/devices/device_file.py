@@ -18,15 +18,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import (
-    MAX_PLAUSIBLE_SRAM_KIB,
-    cfg_sram_fix,
-    cfg_sram_keys,
-    cfg_sram_slip,
-    read_scalesim_cfg,
-    sram_in_bytes,
-)
+from archsim.array.config import read_scalesim_cfg
 from archsim.array.device_sections import DEVICE_WORD_BYTES, STATIC_ON_TILES, cfg_device_sections, checked_sections
+from archsim.array.sram_sizes import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_fix, cfg_sram_keys, cfg_sram_slip, sram_in_bytes
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
 from archsim.devices.device import GEMM_MODELS, Arrays, Device
@@ -140,7 +134,8 @@ def _toml_device(path: Path) -> Device:
 
 def _checked_device(document: dict, file: str) -> Device:
     """A parsed device file's device, checked (:func:`_toml_device`)."""
-    values = checked_sections(document, file, ("device", "compute", "memory", "links"))
+    # [energy] is the energy model's, read by load_priced_device as a .cfg's is
+    values = checked_sections(document, file, ("device", "compute", "memory", "links"), apart=("energy",))
     comp = values["compute"]
     try:
         clock = clock_hz(comp["clock_mhz"], "MHz")
@@ -177,9 +172,10 @@ def _cfg_device(path: Path) -> Device:
 
 def implausible_figures(device: Device) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
-    bandwidth (GB/s) and capacity (GiB), and on an array device the SRAM beside each array (KiB) when one
-    third of it (the energy model's operand buffer) cannot hold one fold's rows × cols words at the device's
-    2 bytes, or when it looks like bytes (:func:`~archsim.array.config.sram_in_bytes`). Not refusals: the
+    bandwidth (GB/s) and capacity (GiB), and on an array device the SRAM beside each array (KiB) when one of the
+    energy model's operand buffers (:attr:`~archsim.devices.device.Device.operand_buffers_kib`: a third of one
+    figure, or each of three stated sizes) cannot hold one fold's rows × cols words at the device's 2 bytes, or
+    when it looks like bytes (:func:`~archsim.array.sram_sizes.sram_in_bytes`). Not refusals: the
     figures are possible, only implausible, and a slip otherwise goes unseen (a 256 × 256 array's 32 MiB written as 32 KiB prices cheaper joules, no word said).
     Empty for every catalog GPU."""
     lines = []
@@ -199,20 +195,36 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
         fold_kib = arrays.rows * arrays.cols * DEVICE_WORD_BYTES / 1024
         sram = f"{device.name}: {kib:.12g} KiB of SRAM beside each array ([memory] sram_kib_per_array; a .cfg's " \
                "three SramSzkB together)"
-        if kib / 3 < fold_kib:
-            mib_slip = kib * 1024 / 3 >= fold_kib and kib * 1024 <= MAX_PLAUSIBLE_SRAM_KIB  # × 1024 is a real SRAM
-            fix = ((f"if they are in MiB, write {cfg_sram_fix(device.sram_keys, lambda k: k * 1024)}"  # per key
-                    if device.sram_keys else f"if it is in MiB, write {kib * 1024:g} KiB") if mib_slip else
-                   f"such an array needs {3 * fold_kib:g} KiB or more: check [compute] rows and cols (a .cfg's "
-                   f"ArrayHeight and ArrayWidth)")
-            lines.append(f"{sram}: a third of it, an operand buffer, holds less than one fold of a "
-                         f"{arrays.rows} × {arrays.cols} array ({fold_kib:g} KiB at {DEVICE_WORD_BYTES} bytes), so "
-                         f"the energy model's compulsory DRAM traffic is out of its reach: {fix}")
+        smallest = min(device.operand_buffers_kib)  # the buffer the energy model prices, each stated one's own
+        if smallest < fold_kib:
+            lines.append(_short_buffer_line(device, sram, kib, smallest, fold_kib))
         elif slip := (cfg_sram_slip(device.name, device.sram_keys) if device.sram_keys else  # per key: no sum key
                       sram_in_bytes(sram, kib, f"{kib / 1024:g} KiB")):
             lines.append(slip)
     shape_named = any("check [compute] rows and cols" in line for line in lines)  # the SRAM line names the shape
     return (*_pe_lines(device, shape_named), *lines)
+
+
+def _short_buffer_line(device: Device, sram: str, kib: float, smallest: int, fold_kib: float) -> str:
+    """:func:`implausible_figures`' line for an operand buffer (``smallest`` KiB, the least of
+    :attr:`~archsim.devices.device.Device.operand_buffers_kib`) below one fold of the array (``fold_kib``); ``sram``
+    names the device and its ``kib`` of SRAM per array. Its fix: the figures in MiB where × 1024 is a real SRAM
+    that holds a fold, else the SRAM such an array needs and the keys to check."""
+    arrays, stated = device.arrays, device.sram_keys
+    short = [key for key, k in stated if k < fold_kib]  # the stated buffers that fall short
+    if smallest * 1024 >= fold_kib and kib * 1024 <= MAX_PLAUSIBLE_SRAM_KIB:  # × 1024 is a real SRAM
+        fix = (f"if they are in MiB, write {cfg_sram_fix(stated, lambda k: k * 1024)}" if stated  # per key
+               else f"if it is in MiB, write {kib * 1024:g} KiB")
+    elif stated:
+        fix = (f"such an array needs {fold_kib:g} KiB or more in each buffer: raise {', '.join(short)} or check "
+               "[compute] rows and cols (a .cfg's ArrayHeight and ArrayWidth)")
+    else:
+        fix = (f"such an array needs {3 * fold_kib:g} KiB or more: check [compute] rows and cols (a .cfg's "
+               "ArrayHeight and ArrayWidth)")
+    buffer = (f"{', '.join(f'{key} = {k} KiB' for key, k in stated if key in short)}, an operand buffer as stated,"
+              if stated else f"a third of it, an operand buffer ({smallest} KiB),")
+    return (f"{sram}: {buffer} holds less than one fold of a {arrays.rows} × {arrays.cols} array ({fold_kib:g} KiB "
+            f"at {DEVICE_WORD_BYTES} bytes), so the energy model's compulsory DRAM traffic is out of its reach: {fix}")
 
 
 def _pe_lines(device: Device, shape_named: bool) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ A table (``configs/energy/*.toml``, shipped as ``archsim.configs``) gives per-op
 and areas with their published sources. :func:`access_energies` turns it into the flat per-event
 figures one :class:`~archsim.array.config.ArrayConfig` costs with — MAC and register energy at its
 element width, SRAM access energy at each operand's capacity — and a ``.cfg``'s ``[energy]``
-section can override any of those figures by name (:func:`read_cfg_energy`).
+section (or a device TOML's) can override any of those figures by name (:func:`read_cfg_energy`).
 """
 
 from __future__ import annotations
@@ -262,23 +262,45 @@ class CfgEnergy:
 
 
 def read_cfg_energy(path: str | Path) -> CfgEnergy:
-    """The optional ``[energy]`` section of a SCALE-Sim ``.cfg`` (SCALE-Sim never reads it):
-    ``table = NAME|PATH.toml`` (a path relative to the .cfg) and any of :data:`OVERRIDABLE`."""
+    """The optional ``[energy]`` section of a SCALE-Sim ``.cfg`` (SCALE-Sim never reads it) or of a device TOML:
+    ``table = NAME|PATH.toml`` (a path relative to the file) and any of :data:`OVERRIDABLE` (pJ; leakage mW).
+    One reader of both forms (:func:`energy_section`), so the two state a chip's energy in the same record."""
     file = str(path)
+    if Path(path).suffix.lower() == ".toml":  # a device TOML: its values typed, a key's error naming its line
+        document = parse_toml(read_text(path, "device file"), file)
+        section = document.get("energy", {})
+        if not isinstance(section, dict):
+            raise InputError("[energy] must be a table", file=file)
+        with located(document, file):
+            try:
+                return energy_section(section, path, typed=True)
+            except InputError as exc:  # the key as the TOML nests it, for its line
+                raise exc.at(file=exc.where.file, field=f"energy.{exc.where.field}") if exc.where.field else exc from None
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     try:
         parser.read_string(read_text(path, "config file"), source=file)
     except configparser.Error as exc:
         raise cfg_syntax_error(exc, file) from None
-    if not parser.has_section("energy"):
-        return CfgEnergy(None, {})
+    return energy_section(dict(parser["energy"]) if parser.has_section("energy") else {}, path)
+
+
+def energy_section(section: Mapping[str, object], path: str | Path, typed: bool = False) -> CfgEnergy:
+    """A file's ``[energy]`` keys (:func:`read_cfg_energy`) checked: ``table`` a shipped name or a ``.toml`` beside
+    the file (never the working folder's), the rest :data:`OVERRIDABLE` figures. ``typed``: a TOML's values, where a
+    number takes no quotes and the table is text (a .cfg's values are all text)."""
+    file = str(path)
     table, overrides = None, dict[str, float | str]()
-    for key, raw in parser["energy"].items():
-        if key == "table":  # a path is the .cfg's neighbour, a name a shipped table: never the working folder's
+    for key, raw in section.items():
+        if key == "table":  # a path is the file's neighbour, a name a shipped table: never the working folder's
+            if not isinstance(raw, str):
+                raise InputError(f"expected a table's name or a .toml path, got {shown(raw)}", file=file,
+                                 field="table")
             value = raw.strip()
             table = str(Path(path).parent / value) if value.endswith(".toml") else value
             continue
-        overrides[key] = _number(raw, key, file) if key in OVERRIDABLE else raw
+        if typed and key in OVERRIDABLE and isinstance(raw, (str, bool)):  # as a device TOML refuses a quoted number
+            raise InputError(f"expected a number, got {shown(raw)}", file=file, field=key)
+        overrides[key] = _number(raw, key, file) if key in OVERRIDABLE else str(raw)
     with_overrides(_ZERO, overrides, file)  # validate names and values here, with the file named
     return CfgEnergy(table, {key: float(value) for key, value in overrides.items()})
 

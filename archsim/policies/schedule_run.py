@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
+from archsim.policies.schedule_array import costs_meta, run_array, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
 
 if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule runs
@@ -99,7 +100,6 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     from archsim.partition.profile import collapse_profile
     from archsim.policies import zero_bubble as zb
     from archsim.policies.ooo import default_flush, unit_costs
-    from archsim.validate import check_job_size
     from archsim.workload.shipped import BLOCK_NETWORKS, block_groups, block_network_of
 
     if args.policy == "multistream" and args.processors not in (None, 1):
@@ -130,8 +130,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     groups = block_groups(network) if blocks else None
     name = key if blocks and key else network.name
     flush = args.flush if args.flush is not None else default_flush(args.policy)
-    check_job_size(_op_count(args, len(groups) if groups else len(network), flush, first_delta=groups is not None),
-                   args.max_ops)
+    _check_size(args, len(groups) if groups else len(network), flush, first_delta=groups is not None)
     if args.policy == "multistream":
         return _multistream(args, network, speak)
     with phases(f"schedule {args.policy}", ("costs", "build", "simulate", "validate")) as phase:
@@ -141,7 +140,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                 unit_costs(len(network), network)
             unit = "units"
         else:
-            array = _with_memory(_array(args, speak), args, speak)
+            array = with_memory_flags(run_array(args, speak), args, speak)
             costs = build_profile(network, array, args.batch, args.mode, args.engine)
             if groups:
                 costs = collapse_profile(costs, groups)
@@ -160,8 +159,8 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
             first_delta = (args.mode == "paper" or groups is not None) and not args.unit_costs
             problem = _ooo_problem(args, costs, flush, first_delta, block_network_of(network.name))
         timeline, row = _simulated(args, problem, phase, flush, extra)
-    meta = _costs_meta(args, name, unit, None if args.unit_costs else array)
-    clock = None if args.unit_costs else _with_clock(_array(args), args).clock_hz
+    meta = costs_meta(args, name, unit, None if args.unit_costs else array)
+    clock = None if args.unit_costs else with_clock_flag(run_array(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
         meta["makespan_seconds"] = float(row["makespan"]) / clock
@@ -182,6 +181,7 @@ def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
     costs = unit_costs(len(profile.names)) if args.unit_costs else profile
     first_delta = not args.unit_costs and bool(profile.lowered) and bool(profile.delta[0] > 0)
     flush = default_flush(args.policy) if args.flush is None else args.flush
+    _check_size(args, len(profile.names), flush, first_delta)  # as a network's run checks it, before the build
     with phases(f"schedule {args.policy}", ("build", "simulate", "validate")) as phase:
         phase("build")
         problem = _ooo_problem(args, costs, flush, first_delta)
@@ -228,6 +228,14 @@ def _used(args: SimpleNamespace, layers: int) -> int | None:
     return devices_used(layers, args.processors, args.policy, args.group) if args.policy in OOO_POLICIES else None
 
 
+def _check_size(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool = False) -> None:
+    """Refuse, before any work, a run of more ops than ``--max-ops`` (:func:`~archsim.validate.check_job_size`):
+    the one check of a network's run and a profile's, so their refusals are one line."""
+    from archsim.validate import check_job_size
+
+    check_job_size(_op_count(args, layers, flush, first_delta), args.max_ops)
+
+
 def _op_count(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool = False) -> int:
     """The ops the policy's problem will have, counted before building it (exact but for dualpipev's bound);
     ``first_delta``: the first layer's δ is scheduled whatever the mode (a block network's)."""
@@ -249,18 +257,6 @@ def _link(args: SimpleNamespace) -> float:
     return DEFAULT_LINK_BYTES_PER_CYCLE if args.link_bandwidth is None else args.link_bandwidth
 
 
-def _costs_meta(args: SimpleNamespace, network: str, unit: str, array) -> dict[str, object]:
-    """The meta keys that say what a NETWORK's costs were: unit costs, or the mode, array, dataflow and
-    batch they were computed at, defaults included (as cost and pipeline say)."""
-    from archsim.array.options import dtype_meta
-
-    if array is None:
-        return {"network": network, "unit": unit, "costs": "unit"}
-    return {"network": network, "unit": unit, "costs": f"{args.mode} mode", "array": f"{array.rows}x{array.cols}",
-            "dataflow": array.dataflow, "batch": args.batch,
-            "dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes}
-
-
 def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
     """One device, main stream (F, δ) and sub-stream (G) under the documented co-run model."""
     from archsim.policies import multistream as ms
@@ -271,7 +267,7 @@ def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
     if args.engine != "analytic":
         raise InputError("multistream splits arrays by the analytic model's utilizations; use "
                          f"{setting('engine', 'analytic')}", field=field_name("engine"))
-    array = _array(args, speak)
+    array = run_array(args, speak)
     ops = ms.device_ops(network, array, args.batch, args.mode)
     single = ms.run(ops, "single").makespan
     result = ms.run(ops, args.streams, region_size=args.region_size)
@@ -280,7 +276,7 @@ def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
     row = {"policy": f"multistream-{args.streams}", "processors": 1, "microbatches": 1,
            "makespan": result.makespan, "idle_pe_fraction": 1.0 - work / result.makespan,
            "peak_activation_bytes": result.peak_held_bytes, "speedup_vs_single_stream": single / result.makespan}
-    meta = {**_costs_meta(args, network.name, "cycles", array),
+    meta = {**costs_meta(args, network.name, "cycles", array),
             "idle_pe_fraction": "idle PE-cycles / (makespan × PEs): one device, so PEs, not devices, idle"}
     return ScheduleRun(row, meta, None, None, "", "cycles")
 
@@ -347,52 +343,3 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
                 raise InputError(f"layers to reverse must be within 0..{layers}, got {k}", field=field_name("reverse-k"))
     order, prioritized = dp.policy_order(args.policy, layers, k)
     return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized, names=costs.names), {"reversed_layers": k}
-
-
-def _array(args: SimpleNamespace, speak=None):
-    """The array ``--config``, ``--array``, ``--dataflow`` and ``--dtype`` or ``--element-bytes`` describe
-    (:func:`archsim.array.options.array_from_flags`), or an :class:`ArrayConfig` given as ``array`` with the
-    dataflow and width given beside it; ``speak``: say when ``--config`` is a device file of several arrays."""
-    from dataclasses import replace
-
-    from archsim.array.config import ArrayConfig, cfg_sram_warning
-    from archsim.array.options import array_from_flags, array_size_warning, array_source, element_width
-
-    width = element_width(args.dtype, args.element_bytes)
-    if isinstance(args.array, ArrayConfig):
-        given = {"dataflow": args.dataflow, "element_bytes": width}
-        return replace(args.array, **{key: value for key, value in given.items() if value is not None})
-    array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
-    huge = array_size_warning(array.rows, array.cols, array_source(args.array, args.config))
-    if speak is not None and huge:  # as every array command warns it (commands.common.warn_array_size)
-        speak("warning", huge)
-    if speak is not None and args.config:  # as every array command says it (commands.common.note_device_arrays)
-        from archsim.array.device_sections import device_arrays_note, device_dtype_note
-
-        for text in (device_arrays_note(args.config), None if width is not None else device_dtype_note(args.config)):
-            if text:
-                speak("note", text)
-        slip = cfg_sram_warning(args.config)  # its SRAMs in bytes, judged as --sram-kb is
-        if slip:
-            speak("warning", slip)
-    return array
-
-
-def _with_memory(array, args: SimpleNamespace, speak):
-    """``array`` with ``--dram-bandwidth`` and ``--sram-kb`` (:func:`archsim.array.options.with_memory`), sizes that
-    look like bytes warned."""
-    from archsim.array.options import check_bandwidth_engine, sram_kb_warning, with_memory
-
-    check_bandwidth_engine(args.dram_bandwidth, args.engine, "--dram-bandwidth")
-    costed = with_memory(array, args.dram_bandwidth, args.sram_kb)
-    warning = sram_kb_warning(args.sram_kb)
-    if warning:
-        speak("warning", warning)
-    return costed
-
-
-def _with_clock(array, args: SimpleNamespace):
-    """``array`` at ``--clock-ghz`` where given, else at its own clock (possibly none)."""
-    from archsim.array.options import with_clock
-
-    return with_clock(array, args.clock_ghz)

@@ -246,7 +246,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                              f"accesses; this one has gemm = {device.gemm!r}, priced at board power × time",
                              file=file, field="sram_kib_per_array")
         # whole KiB in the reader's range: above 256 MiB is warned as a device file's figure is (implausible_points,
-        # array.config.sram_in_bytes), not refused, since the two readers of one key keep one rule
+        # array.sram_sizes.sram_in_bytes), not refused, since the two readers of one key keep one rule
         sram = axis("sram_kib_per_array", integer("sram_kib_per_array"))
     hbm: tuple[float | None, ...] = (None,)
     if "hbm_gbps" in table:

@@ -116,9 +116,9 @@ def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim sweep`` warns on stderr and :func:`archsim.api.run_sweep` as UserWarnings of a spec's arrays
     of implausibly many PEs and ``sram_kb`` values that look like bytes, once each: the lines ``archsim cost``
     warns of ``--array`` (or ``--config``) and ``--sram-kb`` (:func:`archsim.array.options.array_size_warning`,
-    :func:`archsim.array.config.sram_in_bytes`: the three buffers together), naming the spec's entries."""
-    from archsim.array.config import sram_in_bytes
+    :func:`archsim.array.sram_sizes.sram_in_bytes`: the three buffers together), naming the spec's entries."""
     from archsim.array.options import array_size_warning
+    from archsim.array.sram_sizes import sram_in_bytes
 
     lines = []
     for array in dict.fromkeys(spec.arrays):

@@ -1,7 +1,7 @@
 """Energy of one training iteration, from the same ops the iteration is timed on.
 
 * **Array devices** (a device file whose GEMMs run on its arrays, ``gemm = "arrays"``): archsim's
-  energy model (:mod:`archsim.energy.model`; the default table, or a ``.cfg`` device file's ``[energy]`` table
+  energy model (:mod:`archsim.energy.model`; the default table, or a device file's ``[energy]`` table
   and figures: :func:`device_energies`) on the ops' accesses — each op's MACs,
   register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
   (its shape, dataflow and SRAM), and the HBM words its memory-bound part reads and writes (its
@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from archsim.array.config import ArrayConfig, operand_sram_kib
+from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.device import Device
 from archsim.errors import InputError
@@ -46,8 +46,7 @@ def device_array(device: Device, dtype: str) -> ArrayConfig:
     their stated sizes, KiB (a .cfg's SramSzkB keys, a TOML's three values), as ``archsim energy --config`` prices
     them; one stated figure is split in three equal buffers (whole KiB, at least 1)."""
     units = device.gemm_units(dtype)
-    kib = operand_sram_kib(device.sram_bytes_per_array / 1024)
-    ifmap, filt, ofmap = (kib for _, kib in device.sram_keys) if device.sram_keys else (kib, kib, kib)
+    ifmap, filt, ofmap = device.operand_buffers_kib
     return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=ifmap,
                        filter_sram_kb=filt, ofmap_sram_kb=ofmap, element_bytes=ELEMENT_BYTES[dtype],
                        clock_hz=units.clock_hz, name=device.name)
@@ -58,8 +57,9 @@ LEAKAGE_ON_DEVICE = ("train and search price a device file's static power as [de
 
 
 def load_priced_device(path: str | Path) -> Device:
-    """The device a device file describes (:func:`~archsim.devices.device_file.load_device`) with, for a ``.cfg``,
-    its ``[energy]`` section (table and per-event figures) read as ``archsim energy --config`` reads it, so that
+    """The device a device file describes (:func:`~archsim.devices.device_file.load_device`) with its ``[energy]``
+    section (table and per-event figures; a ``.cfg``'s or a TOML's, one reader:
+    :func:`~archsim.energy.table.read_cfg_energy`) read as ``archsim energy --config`` reads a ``.cfg``'s, so that
     train, search and device sweeps price the figures the file states; its leakage is refused
     (:data:`LEAKAGE_ON_DEVICE`). Read here, not in ``devices/``, which the energy model's tables stay out of."""
     from dataclasses import replace
@@ -68,8 +68,6 @@ def load_priced_device(path: str | Path) -> Device:
     from archsim.energy.table import cfg_table, read_cfg_energy
 
     device = load_device(path)
-    if Path(path).suffix.lower() != ".cfg":
-        return device
     cfg = read_cfg_energy(path)
     for key in ("pe_leakage_mw", "sram_leakage_mw_per_kib"):
         if cfg.overrides.get(key):

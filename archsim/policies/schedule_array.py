@@ -1,0 +1,70 @@
+"""The array a schedule run costs a network on (``archsim schedule`` and :func:`archsim.schedule`, through
+:func:`archsim.policies.schedule_run.run_schedule`): from ``--config``, ``--array``, ``--dataflow``, the width, the
+memory flags and the clock, each warning the array commands give spoken; and the meta keys that say what the costs
+were computed at. Split from :mod:`archsim.policies.schedule_run`, which runs the policies on those costs."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+
+def costs_meta(args: SimpleNamespace, network: str, unit: str, array) -> dict[str, object]:
+    """The meta keys that say what a NETWORK's costs were: unit costs, or the mode, array, dataflow and
+    batch they were computed at, defaults included (as cost and pipeline say)."""
+    from archsim.array.options import dtype_meta
+
+    if array is None:
+        return {"network": network, "unit": unit, "costs": "unit"}
+    return {"network": network, "unit": unit, "costs": f"{args.mode} mode", "array": f"{array.rows}x{array.cols}",
+            "dataflow": array.dataflow, "batch": args.batch,
+            "dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes}
+
+
+def run_array(args: SimpleNamespace, speak=None):
+    """The array ``--config``, ``--array``, ``--dataflow`` and ``--dtype`` or ``--element-bytes`` describe
+    (:func:`archsim.array.options.array_from_flags`), or an :class:`ArrayConfig` given as ``array`` with the
+    dataflow and width given beside it; ``speak``: say when ``--config`` is a device file of several arrays."""
+    from dataclasses import replace
+
+    from archsim.array.config import ArrayConfig
+    from archsim.array.options import array_from_flags, array_size_warning, array_source, element_width
+    from archsim.array.sram_sizes import cfg_sram_warning
+
+    width = element_width(args.dtype, args.element_bytes)
+    if isinstance(args.array, ArrayConfig):
+        given = {"dataflow": args.dataflow, "element_bytes": width}
+        return replace(args.array, **{key: value for key, value in given.items() if value is not None})
+    array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
+    huge = array_size_warning(array.rows, array.cols, array_source(args.array, args.config))
+    if speak is not None and huge:  # as every array command warns it (commands.common.warn_array_size)
+        speak("warning", huge)
+    if speak is not None and args.config:  # as every array command says it (commands.common.note_device_arrays)
+        from archsim.array.device_sections import device_arrays_note, device_dtype_note
+
+        for text in (device_arrays_note(args.config), None if width is not None else device_dtype_note(args.config)):
+            if text:
+                speak("note", text)
+        slip = cfg_sram_warning(args.config)  # its SRAMs in bytes, judged as --sram-kb is
+        if slip:
+            speak("warning", slip)
+    return array
+
+
+def with_memory_flags(array, args: SimpleNamespace, speak):
+    """``array`` with ``--dram-bandwidth`` and ``--sram-kb`` (:func:`archsim.array.options.with_memory`), sizes that
+    look like bytes warned."""
+    from archsim.array.options import check_bandwidth_engine, sram_kb_warning, with_memory
+
+    check_bandwidth_engine(args.dram_bandwidth, args.engine, "--dram-bandwidth")
+    costed = with_memory(array, args.dram_bandwidth, args.sram_kb)
+    warning = sram_kb_warning(args.sram_kb)
+    if warning:
+        speak("warning", warning)
+    return costed
+
+
+def with_clock_flag(array, args: SimpleNamespace):
+    """``array`` at ``--clock-ghz`` where given, else at its own clock (possibly none)."""
+    from archsim.array.options import with_clock
+
+    return with_clock(array, args.clock_ghz)

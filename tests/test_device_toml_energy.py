@@ -1,0 +1,162 @@
+"""A device TOML's ``[energy]`` section: the same keys as a SCALE-Sim ``.cfg`` device file's, read by the same
+reader (:func:`archsim.energy.table.read_cfg_energy`), so the two forms of one chip price one iteration alike.
+
+Failed before the fix: a device TOML with ``[energy]`` was refused (``unknown section [energy]``), its chip's pJ
+figures reachable only through a ``.cfg``."""
+
+import json
+
+import pytest
+
+from archsim.cli import main
+from archsim.errors import InputError
+
+# one chip twice: 8 output-stationary 64 × 64 arrays (4 per core) at 1.2 GHz, SRAMs 512/512/256 KiB
+CHIP_CFG = """[architecture_presets]
+ArrayHeight:    64
+ArrayWidth:     64
+IfmapSramSzkB:    512
+FilterSramSzkB:   512
+OfmapSramSzkB:    256
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : os
+
+[archsim]
+ClockGHz = 1.2
+
+[device]
+name = chip
+arrays = 8
+arrays_per_core = 4
+
+[memory]
+hbm_gib = 32
+hbm_gbps = 1200
+
+[links]
+intra_gbps = 100
+
+[energy]
+{energy}"""
+
+CHIP_TOML = """[device]
+name = "chip"
+
+[compute]
+arrays = 8
+arrays_per_core = 4
+rows = 64
+cols = 64
+dataflow = "os"
+clock_mhz = 1200
+
+[memory]
+sram_kib_per_array = [512, 512, 256]
+hbm_gib = 32
+hbm_gbps = 1200
+
+[links]
+intra_gbps = 100
+
+[energy]
+{energy}"""
+
+ZEROS = ("vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
+         "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj")
+
+CLUSTER = """[cluster]
+name = "chip"
+
+[[servers]]
+gpus = 1
+device = "{device}"
+"""
+
+# a one-layer GPT small enough to count its MACs by hand
+TINY = """[transformer]
+family = "gpt"
+layers = 1
+hidden = 64
+heads = 1
+vocab = 128
+seq = 16
+"""
+
+
+def _hand_macs() -> int:
+    """One iteration's MACs of TINY at micro-batch 1, no recompute, standard attention (s = 16, h = 64, V = 128,
+    the MLP 4h wide): forward QKV s·h·3h, scores and context s·s·h each, projection s·h·h, MLP 2·s·h·4h, LM head
+    s·h·V; backward twice the forward (each GEMM's two gradients)."""
+    s, h, v = 16, 64, 128
+    return 3 * (s * h * 3 * h + 2 * s * s * h + s * h * h + 2 * s * h * 4 * h + s * h * v)
+
+
+def _energy(lines: dict[str, object], toml: bool) -> str:
+    """An ``[energy]`` section's body in either form: a .cfg's ``key = text``, a TOML's typed values."""
+    return "".join(f"{key} = {json.dumps(value) if toml else value}\n" for key, value in lines.items())
+
+
+def _train_meta(tmp_path, capsys, name: str, text: str) -> dict:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / f"{name}.cluster.toml").write_text(CLUSTER.format(device=name), encoding="utf-8")
+    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
+    code = main(["train", str(tmp_path / "tiny.toml"), "--cluster", str(tmp_path / f"{name}.cluster.toml"), "--tp",
+                 "1", "--pp", "1", "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--recompute", "none",
+                 "--attention", "standard", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)["meta"]
+
+
+@pytest.mark.parametrize("mac_pj", [1.0, 2.5])
+def test_a_device_tomls_energy_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, capsys):
+    """Reference: the hand count of one iteration's MACs × the TOML's mac_pj, every other figure zero."""
+    energy = {"mac_pj": mac_pj, **dict.fromkeys(ZEROS, 0)}
+    meta = _train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=_energy(energy, toml=True)))
+    assert meta["energy_j"] == pytest.approx(_hand_macs() * mac_pj * 1e-12, rel=1e-12)
+    assert "[energy]" in meta["energy_source"]
+
+
+@pytest.mark.parametrize("energy", [{"mac_pj": 0.7, "dram_read_pj": 30.0, "ifmap_read_pj": 1.5},
+                                    {"table": "horowitz45", "filter_write_pj": 4.0}])
+def test_a_device_toml_and_cfg_of_one_chip_and_energy_price_train_alike(energy, tmp_path, capsys):
+    """The TOML and the .cfg stating the same chip and ``[energy]`` end in one record: the same joules."""
+    cfg = _train_meta(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=_energy(energy, toml=False)))
+    toml = _train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=_energy(energy, toml=True)))
+    assert toml["energy_j"] == cfg["energy_j"] and toml["energy_source"] == cfg["energy_source"]
+    plain = _train_meta(tmp_path, capsys, "plain.toml", CHIP_TOML.format(energy=""))
+    assert plain["energy_j"] != toml["energy_j"]  # the figures are read, not the default table's
+
+
+def test_a_device_toml_and_cfg_give_the_same_priced_device(tmp_path):
+    """One record: load_priced_device of the two forms carries the same table and figures."""
+    from archsim.training.energy import load_priced_device
+
+    energy = {"table": "horowitz45", "mac_pj": 0.5}
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=_energy(energy, toml=False)), encoding="utf-8")
+    (tmp_path / "chip.toml").write_text(CHIP_TOML.format(energy=_energy(energy, toml=True)), encoding="utf-8")
+    cfg, toml = load_priced_device(tmp_path / "chip.cfg"), load_priced_device(tmp_path / "chip.toml")
+    assert (toml.energy_table, toml.energy_figures) == (cfg.energy_table, cfg.energy_figures) == \
+        ("horowitz45", (("mac_pj", 0.5),))
+
+
+@pytest.mark.parametrize(("body", "field", "words"), [
+    ('mac_pj = "1.0"\n', "energy.mac_pj", "expected a number"),
+    ("mac_pjj = 1.0\n", "energy.mac_pjj", "unknown energy figure"),
+    ("mac_pj = -1\n", "energy.mac_pj", "non-negative"),
+    ("pe_leakage_mw = 0.01\n", "energy.pe_leakage_mw", "static_watts"),
+    ("table = 3\n", "energy.table", "expected a table's name"),
+])
+def test_a_device_tomls_bad_energy_key_is_one_line_naming_its_line(body, field, words, tmp_path):
+    """A bad ``[energy]`` value in a TOML is refused as a .cfg's is, naming the key and its line."""
+    from archsim.training.energy import load_priced_device
+
+    text = CHIP_TOML.format(energy=body)
+    (tmp_path / "chip.toml").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_priced_device(tmp_path / "chip.toml")
+    assert caught.value.where.field == field and words in caught.value.message
+    if "leakage" not in body:
+        assert caught.value.where.line == text.splitlines().index(body.strip()) + 1
