@@ -124,8 +124,8 @@ def pe_rows(plans: list[StagePlan], microbatches: int, order: str = "pe") -> PER
     Resources: a stage ``s<n>`` runs F/B/FB, a channel ``ch<n>`` c^f/c^b, ``ar<n>`` an AllReduce."""
     stages = len(plans)
     check_pe_input(stages, microbatches, order)
-    block_list, sequence = ORDERS[order]
-    visits, per_stage = sequence(stages, microbatches)
+    block_list, stage_sequences = ORDERS[order]
+    visits, per_stage = stage_sequences(stages, microbatches)
     rank = {visit: i for i, visit in enumerate(visits)}
     J = block_list(stages)
     ops: list[tuple[str, str, float, int, tuple]] = []
