@@ -341,8 +341,8 @@ def test_baselines_by_hand():
     slowest link b takes 2(k − 1)P / (k b) (baselines module docstring).
 
     * dp: 2 · (1 + 1 + 1 + 1) / 2 = 4 s of compute + 2 · 1 · 400 / (2 · 50) = 8 s → 12.
-    * gpipe: a stage per GPU. Stage 2 runs FB0 [1, 3), FB1 [3, 5); stage 1 F0 [0, 1), F1 [1, 2), then
-      its backwards newest first (GPipe order, pe.gpipe_order): B1 [5, 6), B0 [6, 7) → 7.
+    * gpipe: a stage per GPU, all forwards then all backwards oldest first (test_spp_gpipe.py): stage 1
+      F0 [0, 1), F1 [1, 2); stage 2 F0 [1, 2), F1 [2, 3), B0 [3, 4), B1 [4, 5); stage 1 B0 [4, 5), B1 [5, 6) → 6.
     * pipedream-prm: PRM prefers two stages (𝒲 = 2 s) over one stage on both GPUs (2 s + an 8 s
       AllReduce); PE runs them as test_pe_hand_worked_two_stages: → 6.
     * hetpipe, one server: that same two-stage pipeline, no AllReduce between servers → 6; two
@@ -351,7 +351,7 @@ def test_baselines_by_hand():
     profile = profile_from_costs(["l0", "l1"], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0], weight_bytes=[100, 300])
     link = np.array([[0.0, 50.0], [50.0, 0.0]])
     one_server, two_servers = Topology("one", (0, 0), link), Topology("two", (0, 1), link)
-    expected = {"dp": 12.0, "gpipe": 7.0, "pipedream-prm": 6.0, "hetpipe": 6.0}
+    expected = {"dp": 12.0, "gpipe": 6.0, "pipedream-prm": 6.0, "hetpipe": 6.0}
     assert {m: baseline(m, profile, one_server, 2).makespan for m in BASELINES} == pytest.approx(expected)
     assert baseline("hetpipe", profile, two_servers, 2).makespan == pytest.approx(12.0)
 

@@ -9,9 +9,9 @@ processors) and what decides *when*:
   strictly in that order: an action (all of the stage's forward ops of one micro-batch, or all its
   backward ops: δ, δ′, δ″ and G) starts only after the previous one ended. Within an action the
   ops run as their data flow and priority allow.
-* ``gpipe-newest-first`` (archsim's GPipe before it followed torch's order; SPP's GPipe baseline
-  in :mod:`archsim.spp.pe` keeps the same newest-first backward): a list schedule, every forward first, then the backward ops of the newest
-  micro-batch first (GPipe's reverse order); no in-flight limit.
+* ``gpipe-newest-first`` (archsim's GPipe before it followed torch's order): a list schedule, every
+  forward first, then the backward ops of the newest micro-batch first (GPipe's reverse order); no
+  in-flight limit.
 * ``1f1b-window`` (archsim's earlier 1F1B, PipeDream's admission rule as a list schedule): stage s
   of S admits F(b) only after B(b − W) and runs B(b) only after F(b + W − 1), W = S − s + 1; between
   those limits, backward ops rank before forwards.

@@ -3,7 +3,8 @@
 * ``dp``: data parallel — every GPU holds the whole model and 1/V of each micro-batch; one ring
   AllReduce of all parameters over all GPUs at the slowest link.
 * ``gpipe``: one stage per GPU (layers split to balance computation, ignoring links), GPUs in
-  their given order, GPipe's fill-drain schedule.
+  their given order, GPipe's fill-drain schedule: every stage, the last too, all forwards, then all
+  backwards oldest first (:func:`~archsim.spp.pe_order.gpipe_order`, torch's ``ScheduleGPipe``).
 * ``pipedream-prm``: the SPP paper's synchronous PipeDream, a named variant of PipeDream (whose own
   optimizer is ``archsim plan --method pipedream``): PRM's partition/replication over GPUs in
   their given order (no RDO) with SPP's per-micro-batch costs on the cluster's real links,

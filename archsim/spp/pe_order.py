@@ -1,5 +1,6 @@
 """SPP's PE (001_655b4b8cd650573f.txt §IV-A, Alg. 1) without the simulator: its blocks, its ordering
-sweep, its problem (:func:`pe_rows`, the one statement of it) and the makespan of its schedule.
+sweep, its problem (:func:`pe_rows`, the one statement of it) and the makespan of its schedule; and
+GPipe's fill-drain on the same blocks, the last stage's F and B apart (the ``gpipe`` baseline's order).
 
 :func:`pe_finish_time` is PE's makespan wherever only the makespan is needed — SPP's search ranking
 its stage counts, its four baselines, ``archsim plan --method pipedream``: it runs the simulator's
@@ -64,22 +65,44 @@ def execution_order(stages: int, microbatches: int) -> tuple[list[tuple[tuple[st
     return visits, per_stage
 
 
-def gpipe_newest_first_order(stages: int, microbatches: int) -> tuple[list, dict]:
-    """archsim's GPipe baseline for SPP (``order="gpipe-newest-first"``): every forward, then every
-    backward, newest micro-batch first. Not torch's ``ScheduleGPipe`` (oldest first,
-    :func:`archsim.policies.stage_orders.gpipe`); the SPP baseline numbers (tests/test_spp.py's
-    hand-worked 7 s) use this one."""
-    visits, per_stage = execution_order(stages, microbatches)
-    for n in range(1, stages + 1):
-        forward = sorted((x for x in per_stage[n] if x[0][0] in ("F", "FB")), key=lambda x: x[1])
-        backward = sorted((x for x in per_stage[n] if x[0][0] == "B"), key=lambda x: -x[1])
-        per_stage[n] = forward + backward
+def fill_drain_blocks(stages: int) -> list[tuple[str, int]]:
+    """GPipe's J: :func:`blocks` with the last stage's forward and backward apart — ("F", S), ("B", S)
+    — so that it too runs every forward before any backward (all FP before any BP, §II)."""
+    forward = [block for n in range(1, stages) for block in (("F", n), ("cf", n))]
+    backward = [block for n in range(stages - 1, 0, -1) for block in (("cb", n), ("B", n))]
+    return [*forward, ("F", stages), ("B", stages), *backward]
+
+
+def _fill_drain(stages: int, microbatches: int, backward_order: range) -> tuple[list, dict]:
+    """Every stage: every forward oldest first, then every backward in ``backward_order``; the visits
+    (a channel's ranks) the forward blocks micro-batch by micro-batch, then the backward ones in that
+    order, so a channel sends what its receiving stage runs next."""
+    J = fill_drain_blocks(stages)
+    forward, backward = J[:stages * 2 - 1], J[stages * 2 - 1:]
+    visits = [(block, m) for m in range(microbatches) for block in forward]
+    visits += [(block, m) for m in backward_order for block in backward]
+    per_stage = {n: [(("F", n), m) for m in range(microbatches)] + [(("B", n), m) for m in backward_order]
+                 for n in range(1, stages + 1)}
     return visits, per_stage
 
 
-gpipe_order = gpipe_newest_first_order  # the name the SPP baselines call
-ORDERS = {"pe": execution_order, "gpipe-newest-first": gpipe_newest_first_order,
-          "gpipe": gpipe_newest_first_order}  # "gpipe": the baselines' name for the newest-first variant
+def gpipe_order(stages: int, microbatches: int) -> tuple[list, dict]:
+    """GPipe's fill-drain, the one GPipe (torch's ``ScheduleGPipe``,
+    :func:`archsim.policies.stage_orders.gpipe`): every stage, the last too, runs every forward, then
+    every backward, oldest micro-batch first. The ``gpipe`` baseline's order (docs/papers/spp.md)."""
+    return _fill_drain(stages, microbatches, range(microbatches))
+
+
+def gpipe_newest_first_order(stages: int, microbatches: int) -> tuple[list, dict]:
+    """GPipe's fill-drain with every stage's backwards newest micro-batch first, as GPipe's paper draws
+    it (Huang et al. 2019, Fig. 2c: B3, B2, B1, B0), the last stage too. A named variant: its makespan
+    is :func:`gpipe_order`'s (the micro-batches' costs are equal, and every backward waits for the last
+    stage's last forward), its timeline the figure's (tests/test_spp_gpipe.py)."""
+    return _fill_drain(stages, microbatches, range(microbatches - 1, -1, -1))
+
+
+ORDERS = {"pe": (blocks, execution_order), "gpipe": (fill_drain_blocks, gpipe_order),
+          "gpipe-newest-first": (fill_drain_blocks, gpipe_newest_first_order)}  # name → (J, U_s per stage)
 
 
 @dataclass(frozen=True)
@@ -96,13 +119,15 @@ class PERows:
 
 
 def pe_rows(plans: list[StagePlan], microbatches: int, order: str = "pe") -> PERows:
-    """``order``: PE's ordering sweep (``pe``) or the ``gpipe-newest-first`` variant (alias ``gpipe``).
+    """``order``: PE's ordering sweep (``pe``, the last stage's F and B one block FB) or GPipe's
+    fill-drain (``gpipe``, oldest first; ``gpipe-newest-first``), whose last stage runs F and B apart.
     Resources: a stage ``s<n>`` runs F/B/FB, a channel ``ch<n>`` c^f/c^b, ``ar<n>`` an AllReduce."""
     stages = len(plans)
     check_pe_input(stages, microbatches, order)
-    visits, per_stage = ORDERS[order](stages, microbatches)
+    block_list, stage_sequences = ORDERS[order]
+    visits, per_stage = stage_sequences(stages, microbatches)
     rank = {visit: i for i, visit in enumerate(visits)}
-    J = blocks(stages)
+    J = block_list(stages)
     ops: list[tuple[str, str, float, int, tuple]] = []
     index: dict[str, int] = {}
     flow: list[tuple[int, int]] = []
@@ -126,7 +151,7 @@ def pe_rows(plans: list[StagePlan], microbatches: int, order: str = "pe") -> PER
     for n, plan in enumerate(plans, start=1):
         if plan.allreduce > 0:
             add(f"A{n}", f"ar{n}", plan.allreduce, 0, (("kind", "A"), ("stage", n)))
-            last_block = ("FB", n) if n == stages else ("B", n)
+            last_block = ("FB", n) if ("FB", n) in J else ("B", n)
             flow += [(index[oid(last_block, m)], index[f"A{n}"]) for m in range(microbatches)]
     chains = [[index[oid(block, m)] for block, m in sequence] for sequence in per_stage.values()]
     return PERows(ops, flow, chains)
