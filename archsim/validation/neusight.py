@@ -178,7 +178,8 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
             dtype: str = "fp32") -> pd.DataFrame:
     """``frame`` with ``gpu`` (the catalog's name, :func:`~archsim.devices.catalog.gpu_name`),
     ``predicted_seconds`` and ``error`` (predicted / measured − 1) added, rows in input order. ``gpu``
-    overrides each row's ``device``."""
+    overrides each row's ``device``; a row measured on another GPU than the one predicted has no error
+    (NaN): its time is that GPU's, not a measurement of this one's."""
     out = frame.copy()
     names = pd.Series(gpu, index=out.index) if gpu else out["device"]
     if names.isna().any() or (names == "").any():
@@ -189,6 +190,9 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
         raise InputError(f"unknown GPU {missing[0]!r}; the catalog has {', '.join(GPU_NAMES)}", field="gpu")
     out["predicted_seconds"] = _seconds(out, constants, dtype)
     out["error"] = out["predicted_seconds"] / out["measured_seconds"] - 1
+    if gpu:
+        other = [bool(str(d)) and (find_gpu(str(d)) or str(d)) != find_gpu(gpu) for d in out["device"]]
+        out.loc[np.asarray(other, dtype=bool), "error"] = np.nan
     return out
 
 
