@@ -43,3 +43,15 @@ def test_no_relative_error_against_another_gpus_time(capsys):
     t4 = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json"])["rows"]
     assert t4 and all(math.isclose(r["relative_error"], r["predicted_seconds"] / r["measured_seconds"] - 1)
                       for r in t4)
+
+
+def test_rows_of_several_files_name_their_file(capsys):
+    """``validate-gpu --csv softmax.csv ln.csv --format json`` (the docs' two-file example) gave each row
+    its ``line`` but not its file: line 2 of softmax.csv and line 2 of ln.csv were two rows of the same
+    ``line``, so a row could not be joined back to its measurement. Each row now names its file."""
+    paths = [str(KERNELS / "softmax.csv"), str(KERNELS / "ln.csv")]
+    rows = _json(capsys, ["validate-gpu", "--csv", *paths, "--format", "json"])["rows"]
+    expected = [(path, line) for path, name in zip(paths, ("softmax", "ln"), strict=True)
+                for line, _ in enumerate(_records(name), start=2)]
+    assert [(r["file"], r["line"]) for r in rows] == expected
+    assert len(set(expected)) == len(rows)  # the pair is a key: every measured row once
