@@ -55,3 +55,29 @@ def test_rows_of_several_files_name_their_file(capsys):
                 for line, _ in enumerate(_records(name), start=2)]
     assert [(r["file"], r["line"]) for r in rows] == expected
     assert len(set(expected)) == len(rows)  # the pair is a key: every measured row once
+
+
+def _import_error(capsys, tmp_path, config: dict) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "model.csv"
+    assert main(["import", str(path), "-o", str(out)]) == 2
+    assert not out.exists()
+    return capsys.readouterr().err
+
+
+def test_a_hugging_face_configs_error_names_its_own_key(capsys, tmp_path):
+    """A GPT-2 ``config.json`` with ``n_head`` 5 at ``n_embd`` 64 was refused as ``field 'heads'``, and a
+    Llama one whose ``num_key_value_heads`` (3) does not divide its 4 heads as ``field 'kv_heads'``: names of
+    archsim's ``[transformer]`` TOML that the user's file does not have. The error names the file's key."""
+    gpt2 = {"model_type": "gpt2", "n_embd": 64, "n_head": 5, "n_layer": 2, "n_positions": 128, "vocab_size": 1000}
+    err = _import_error(capsys, tmp_path, gpt2)
+    assert "field 'n_head'" in err and "(5)" in err, err
+    llama = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 172, "num_attention_heads": 4,
+             "num_key_value_heads": 3, "num_hidden_layers": 1, "max_position_embeddings": 256, "vocab_size": 100}
+    err = _import_error(capsys, tmp_path, llama)
+    assert "field 'num_key_value_heads'" in err and "(3)" in err, err
+    bert = {"model_type": "bert", "hidden_size": 64, "intermediate_size": 256, "num_attention_heads": 6,
+            "num_hidden_layers": 1, "max_position_embeddings": 128, "vocab_size": 100}
+    err = _import_error(capsys, tmp_path, bert)
+    assert "field 'num_attention_heads'" in err and "(6)" in err, err
