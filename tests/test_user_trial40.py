@@ -81,3 +81,16 @@ def test_a_hugging_face_configs_error_names_its_own_key(capsys, tmp_path):
             "num_hidden_layers": 1, "max_position_embeddings": 128, "vocab_size": 100}
     err = _import_error(capsys, tmp_path, bert)
     assert "field 'num_attention_heads'" in err and "(6)" in err, err
+
+
+def test_an_empty_onnx_file_is_called_empty(capsys, tmp_path):
+    """A zero-byte ``model.onnx`` (an export that died before writing) was refused as ``the ONNX graph has no
+    inputs``, as if it were a model with an empty graph; protobuf decodes no bytes as an empty message. It
+    is now named for what it is, as a truncated file is (``not an ONNX model``)."""
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"")
+    out = tmp_path / "model.csv"
+    assert main(["import", str(path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "empty" in err and "not an ONNX model" in err, err
+    assert not out.exists()
