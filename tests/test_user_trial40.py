@@ -94,3 +94,24 @@ def test_an_empty_onnx_file_is_called_empty(capsys, tmp_path):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "empty" in err and "not an ONNX model" in err, err
     assert not out.exists()
+
+
+def test_gemm_cost_refuses_a_fractional_dimension():
+    """``archsim.gemm_cost(5.5, 7, 3, 4, 4, "ws")`` (docs/own-model.md's API for ``archsim gemm``) costed a
+    GEMM of 5 rows, 29 cycles, where ``archsim gemm --m 5.5`` is refused: the cast to int64 dropped the
+    fraction silently. NaN cast to int64 became a huge negative "got" value. Both are refused, naming the
+    argument; whole floats (5.0, what a pandas column holds) still cost as the integer does (hand count:
+    ⌈7/4⌉·⌈3/4⌉·(2·4 + 4 + 5 − 2) − 1 = 29 cycles)."""
+    import numpy as np
+    import pytest
+
+    import archsim
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError, match="whole number") as caught:
+        archsim.gemm_cost(5.5, 7, 3, 4, 4, "ws")
+    assert caught.value.where.field == "m"
+    with pytest.raises(InputError, match="whole number") as caught:
+        archsim.gemm_cost(5, np.array([7.0, np.nan]), 3, 4, 4, "ws")
+    assert caught.value.where.field == "k"
+    assert int(archsim.gemm_cost(5.0, 7, 3, 4, 4, "ws").cycles) == 29
