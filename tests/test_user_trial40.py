@@ -115,3 +115,30 @@ def test_gemm_cost_refuses_a_fractional_dimension():
         archsim.gemm_cost(5, np.array([7.0, np.nan]), 3, 4, 4, "ws")
     assert caught.value.where.field == "k"
     assert int(archsim.gemm_cost(5.0, 7, 3, 4, 4, "ws").cycles) == 29
+
+
+def _rescaled(tmp_path, name: str, factor: float) -> str:
+    """``name``'s NeuSight rows with every Latency multiplied by ``factor`` (a unit slip), as a new CSV."""
+    records = _records(name)
+    path = tmp_path / f"{name}_rescaled.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(records[0]))
+        writer.writeheader()
+        for record in records:
+            writer.writerow({**record, "Latency": repr(float(record["Latency"]) * factor)})
+    return str(path)
+
+
+def test_latency_in_seconds_or_microseconds_is_noted(capsys, tmp_path):
+    """NeuSight's ``Latency`` is milliseconds. A performance engineer's own CSV written in seconds
+    (``time.perf_counter`` deltas) or microseconds was compared as it stood, with no word: MAPE 99.9%, or
+    around 100,000%, and nothing saying why. Every row 1000× off in one direction is a unit, not the model
+    (its rows are within tens of percent): one note on stderr says so, and the numbers stay as given."""
+    for factor, unit in ((1e-3, "seconds"), (1e3, "microseconds")):
+        path = _rescaled(tmp_path, "softmax", factor)
+        assert main(["validate-gpu", "--csv", path]) == 0
+        out, err = capsys.readouterr()
+        assert len(err.splitlines()) == 1 and "note:" in err and unit in err and "milliseconds" in err, err
+        assert "mape" in out
+    assert main(["validate-gpu", "--csv", str(KERNELS / "softmax.csv")]) == 0  # as measured: no note
+    assert capsys.readouterr().err == ""

@@ -18,6 +18,7 @@ import shlex
 from archsim.array.config import DATAFLOWS, parse_array_shape
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, clock_flag, emit, phases, positive_int
+from archsim.console import note
 from archsim.modes import MODES
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
@@ -98,6 +99,7 @@ def run_neusight(args: argparse.Namespace) -> int:
         GEMM_COLUMNS,
         SHAPES,
         check_devices,
+        latency_unit_note,
         mape_by_class,
         measured_on,
         predict,
@@ -133,6 +135,9 @@ def run_neusight(args: argparse.Namespace) -> int:
                                  "measured_device", field="gpu")
         phase("predict")
         rows = predict(frame, FITTED, args.gpu).rename(columns={"device": "measured_device"})
+    unit_note = latency_unit_note(rows)
+    if unit_note:
+        note(unit_note)
     meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
     if show == "stats":
         table = mape_by_class(rows, ("gpu", "op_class"))

@@ -206,6 +206,27 @@ def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32
     return seconds
 
 
+# every compared row this many times off its prediction, one way: the Latency column is in another unit than ms
+UNIT_RATIO = 100
+
+
+def latency_unit_note(predicted: pd.DataFrame) -> str:
+    """One line when every row of ``predicted`` (:func:`predict`) that has an error is over
+    :data:`UNIT_RATIO` times off its prediction the same way: the kernel model is within tens of percent on
+    NeuSight's rows (docs/gpu-validation.md), so a CSV written in seconds or microseconds, not NeuSight's
+    milliseconds, is 1000× off in every row. '' otherwise (rows as given either way)."""
+    ratios = (predicted["measured_seconds"] / predicted["predicted_seconds"])[predicted["error"].notna()]
+    if not len(ratios):
+        return ""
+    for unit, off, worst in (("seconds", ratios.max() < 1 / UNIT_RATIO, f"1/{1 / ratios.max():.0f}"),
+                             ("microseconds", ratios.min() > UNIT_RATIO, f"{ratios.min():.0f}×")):
+        if off:
+            return (f"Latency looks like {unit}: every row measures {'under 1/' if unit == 'seconds' else 'over '}"
+                    f"{UNIT_RATIO}{'' if unit == 'seconds' else '×'} of its prediction (the nearest {worst}); "
+                    "NeuSight's Latency is in milliseconds, the numbers are as given")
+    return ""
+
+
 def mape_by_class(predicted: pd.DataFrame, by: Sequence[str] = ("op_class",)) -> pd.DataFrame:
     """Mean absolute percentage error (%) and row count per op class (and any other ``by`` column)."""
     table = (predicted.assign(ape=predicted["error"].abs() * 100)
