@@ -142,3 +142,18 @@ def test_latency_in_seconds_or_microseconds_is_noted(capsys, tmp_path):
         assert "mape" in out
     assert main(["validate-gpu", "--csv", str(KERNELS / "softmax.csv")]) == 0  # as measured: no note
     assert capsys.readouterr().err == ""
+
+
+def test_a_row_longer_than_the_header_is_refused(capsys, tmp_path):
+    """A row with more cells than the header (``softmax,0.5,Tesla T4,32768,1600,9,9`` under
+    ``OPName,Latency,Device,B,H``: a column left out of the header, or a kernel name with an unquoted comma,
+    which shifts every cell after it) was read by position and its extra cells dropped without a word. It is
+    refused, naming the line; empty trailing cells (a row ending in a comma) still read."""
+    path = tmp_path / "kernels.csv"
+    path.write_text("OPName,Latency,Device,B,H\nsoftmax,0.5,Tesla T4,32768,1600,\nsoftmax,0.5,Tesla T4,32768,1600,9,9\n")
+    assert main(["validate-gpu", "--csv", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "line 3" in err and "7 cells" in err, err
+    path.write_text("OPName,Latency,Device,B,H\nsoftmax,0.5,Tesla T4,32768,1600,\n")
+    assert main(["validate-gpu", "--csv", str(path)]) == 0
+    capsys.readouterr()

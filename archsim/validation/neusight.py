@@ -87,6 +87,10 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
     index = {name: position for position, name in enumerate(header)}
     records = []
     for line, row in rows[1:]:
+        if any(extra.strip() for extra in row[len(header):]):  # read by position, the extra cells shift or vanish
+            raise InputError(f"{len(row)} cells, the header {len(header)}: a cell with an unquoted comma (a kernel "
+                             "name) or a column the header lacks", file=source, line=line)
+
         def cell(name: str, row: list[str] = row) -> str:
             position = index.get(name)
             return row[position].strip() if position is not None and position < len(row) else ""
