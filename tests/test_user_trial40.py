@@ -157,3 +157,21 @@ def test_a_row_longer_than_the_header_is_refused(capsys, tmp_path):
     path.write_text("OPName,Latency,Device,B,H\nsoftmax,0.5,Tesla T4,32768,1600,\n")
     assert main(["validate-gpu", "--csv", str(path)]) == 0
     capsys.readouterr()
+
+
+def test_cuda_names_of_other_gpus_are_not_matched_to_a_catalog_gpu(capsys):
+    """``--gpu`` takes a CUDA device string and matches it to a catalog GPU by pattern. Four other GPUs
+    matched one they are not, and were timed as it with no word: "AMD Instinct MI250X" (CDNA2, 2021) as the
+    Radeon Instinct MI25 (Vega, 2017); "NVIDIA GH200 480GB" (Grace Hopper: an H100-class GPU on 96 GB of
+    HBM3) as the H200; "NVIDIA H200 NVL" (the 600 W PCIe card) as the 700 W H200 SXM, where "NVIDIA H100 NVL"
+    is refused; "Tesla P100-PCIE-12GB" (549 GB/s: three HBM2 stacks) as the 16 GB card's 732 GB/s. Each is
+    refused as an unknown GPU; the catalog's own GPUs still match."""
+    from archsim.devices.catalog import find_gpu
+
+    for other in ("AMD Instinct MI250X", "NVIDIA GH200 480GB", "NVIDIA H200 NVL", "Tesla P100-PCIE-12GB"):
+        assert find_gpu(other) is None, other
+        path = str(KERNELS / "softmax.csv")
+        assert main(["validate-gpu", "--csv", path, "--gpu", other, "--show", "kernels"]) == 2
+        assert "unknown GPU" in capsys.readouterr().err
+    assert [find_gpu(name) for name in ("Radeon Instinct MI25", "NVIDIA H200", "Tesla P100-PCIE-16GB",
+                                        "NVIDIA H100 80GB HBM3")] == ["mi25", "h200", "p100-pcie", "h100-sxm"]

@@ -335,11 +335,12 @@ def chip_of(device: Device) -> GpuSpec | None:
     return CHIP_OF_DEVICE.get(device)
 
 
-# A name matches its board only: another board of the same chip (P100 SXM2, H100 NVL) is not in the table.
-_NAME_PATTERNS = ((r"p100(?!.*sxm)", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
+# A name matches its board only: another board of the same chip (P100 SXM2 or PCIe 12GB, H100 or H200 NVL) is
+# not in the table, nor another GPU whose name holds a catalog one's (the MI250X, the GH200's H100-class GPU).
+_NAME_PATTERNS = ((r"p100(?!.*(sxm|12\s*gb))", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
                   (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
-                  (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
-                  (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100(?!.*nvl)", "h100-sxm"),
+                  (r"\bm40\b", "m40"), (r"\bmi25\b", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
+                  (r"(?<!g)h200(?!.*nvl)", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100(?!.*nvl)", "h100-sxm"),
                   (r"a100.*(pcie.*40\s*gb|40\s*gb.*pcie)", "a100-40gb-pcie"), (r"a100.*40\s*gb", "a100-40gb"),
                   (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"),
                   (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
