@@ -175,3 +175,20 @@ def test_cuda_names_of_other_gpus_are_not_matched_to_a_catalog_gpu(capsys):
         assert "unknown GPU" in capsys.readouterr().err
     assert [find_gpu(name) for name in ("Radeon Instinct MI25", "NVIDIA H200", "Tesla P100-PCIE-16GB",
                                         "NVIDIA H100 80GB HBM3")] == ["mi25", "h200", "p100-pcie", "h100-sxm"]
+
+
+def test_import_of_one_layer_says_one_layer(capsys, tmp_path):
+    """``archsim import`` of a one-node ONNX model said ``wrote m.csv (1 layers, 256 parameters)``."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16])],
+                              [numpy_helper.from_array(np.zeros((16, 16), dtype=np.float32), "w")])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert main(["import", str(path), "-o", str(tmp_path / "m.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "(1 layer, 256 parameters)" in err, err  # 16 × 16 weights, no bias
