@@ -192,3 +192,21 @@ def test_import_of_one_layer_says_one_layer(capsys, tmp_path):
     assert main(["import", str(path), "-o", str(tmp_path / "m.csv")]) == 0
     err = capsys.readouterr().err
     assert "(1 layer, 256 parameters)" in err, err  # 16 × 16 weights, no bias
+
+
+def test_a_gpu_name_with_underscores_matches_as_with_spaces(capsys):
+    """NeuSight's folders and file names write a GPU's CUDA name with underscores (``Tesla_T4``), and a
+    cluster's ``gpu`` takes that spelling (docs/training.md). ``validate-gpu --gpu`` took it for
+    ``Tesla_V100-PCIE-32GB`` but refused ``Tesla_T4``, ``Tesla_P4`` and ``NVIDIA_L4`` as unknown GPUs: their
+    patterns need a word boundary, which ``_`` is not. Every name of the five GPUs reads alike either way."""
+    from archsim.devices.catalog import find_gpu
+
+    devices = sorted({r["Device"] for r in _records("softmax")}) + ["NVIDIA L4", "NVIDIA H100 80GB HBM3"]
+    assert len(devices) == 7
+    for name in devices:
+        assert find_gpu(name) is not None and find_gpu(name.replace(" ", "_")) == find_gpu(name), name
+    t4 = [r for r in _records("softmax") if r["Device"] == "Tesla T4"]
+    rows = _json(capsys, ["validate-gpu", "--csv", str(KERNELS / "softmax.csv"), "--gpu", "Tesla_T4",
+                          "--format", "json"])["rows"]
+    assert [r["line"] for r in rows] == [i + 2 for i, r in enumerate(_records("softmax")) if r["Device"] == "Tesla T4"]
+    assert len(rows) == len(t4) and {r["gpu"] for r in rows} == {"t4-16gb"}

@@ -310,7 +310,7 @@ def gpu(name: str) -> Device:
         raise InputError(f"unknown GPU {name!r}: a GPU name is one line of printable characters", field="gpu")
     key = ALIASES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
-        key = BOARD_OF_CHIP.get(find_gpu(str(name).replace("_", " ")) or "", key)  # file names: _ for spaces
+        key = BOARD_OF_CHIP.get(find_gpu(str(name)) or "", key)  # file names: _ for spaces, as find_gpu reads
         if key in GPUS:  # read by pattern: a whole name of that board ("a100-40" is not), of its memory
             check_whole_name(str(name), [*GPUS, *ALIASES, *(board.name for board in GPUS.values())], GPUS)
             _check_stated_memory(str(name), GPUS[key])
@@ -356,6 +356,7 @@ def find_gpu(name: str) -> str | None:
         return text
     if text in CHIP_OF_BOARD:  # the catalog's name ("gtx-1080-ti-11gb", which no pattern below matches)
         return CHIP_OF_BOARD[text]
+    text = text.replace("_", " ")  # NeuSight's file names' spelling ("Tesla_T4"): "_" is no word boundary
     if re.search(r"\bmig\b", text):  # CUDA's name of a MIG instance: "NVIDIA A100-SXM4-80GB MIG 1g.10gb"
         raise InputError(f"{name!r} is a MIG slice, not a whole GPU: the catalog's GPUs are whole (a slice has a "
                          "fraction of their SMs and memory; validate-gpu's --sm-count gives a slice's SMs on "
