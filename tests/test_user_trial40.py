@@ -210,3 +210,24 @@ def test_a_gpu_name_with_underscores_matches_as_with_spaces(capsys):
                           "--format", "json"])["rows"]
     assert [r["line"] for r in rows] == [i + 2 for i, r in enumerate(_records("softmax")) if r["Device"] == "Tesla T4"]
     assert len(rows) == len(t4) and {r["gpu"] for r in rows} == {"t4-16gb"}
+
+
+def test_a_pytorch_language_model_takes_token_ids(capsys, tmp_path):
+    """``archsim import lm.py:TinyLM --input-shape 1,8`` exported the class on float zeros, which an
+    ``nn.Embedding`` refuses (torch: 'indices' must be Long or Int), so no PyTorch model that starts from
+    token ids — every language model — could be imported or costed as FILE.py:ClassName. An input's
+    shape may now end in ``:int64`` (token ids, zeros); the Linear after the lookup is its one GEMM row
+    (8 tokens × 16 → 4: 64 weights and 4 biases; the lookup's table is no row, as for a transformer config)."""
+    model = tmp_path / "lm.py"
+    model.write_text("import torch.nn as nn\n\n\nclass TinyLM(nn.Module):\n    def __init__(self):\n"
+                     "        super().__init__()\n        self.embed = nn.Embedding(100, 16)\n"
+                     "        self.head = nn.Linear(16, 4)\n\n    def forward(self, ids):\n"
+                     "        return self.head(self.embed(ids))\n")
+    out = tmp_path / "lm.csv"
+    assert main(["import", f"{model}:TinyLM", "--input-shape", "1,8:int64", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "(1 layer, 68 parameters)" in err, err
+    rows = [[cell.strip() for cell in row] for row in csv.reader(out.read_text().splitlines())]
+    assert rows[1][1:11] == ["8", "1", "1", "1", "16", "4", "1", "0", "fc", "input"]
+    assert main(["import", f"{model}:TinyLM", "--input-shape", "1,8:int8", "-o", str(out)]) == 2
+    assert "int64" in capsys.readouterr().err
