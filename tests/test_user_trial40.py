@@ -231,3 +231,20 @@ def test_a_pytorch_language_model_takes_token_ids(capsys, tmp_path):
     assert rows[1][1:11] == ["8", "1", "1", "1", "16", "4", "1", "0", "fc", "input"]
     assert main(["import", f"{model}:TinyLM", "--input-shape", "1,8:int8", "-o", str(out)]) == 2
     assert "int64" in capsys.readouterr().err
+
+
+def test_sparse_states_no_block_size_it_did_not_read(capsys, tmp_path):
+    """With ``OptimizedMapping : false`` SCALE-Sim reads no ``BlockSize`` (docs/scalesim.md), and neither does
+    archsim: each layer's N:M is its block. ``archsim sparse``'s meta still said ``block_size: 4`` (a default no
+    file states) beside a ``.cfg`` whose ``BlockSize`` is 8. It is null there; with row-wise mapping on it is the
+    file's B."""
+    shipped = (ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg").read_text()
+    assert "BlockSize : 8" in shipped and "OptimizedMapping : true" in shipped
+    layerwise = tmp_path / "layerwise.cfg"
+    layerwise.write_text(shipped.replace("OptimizedMapping : true", "OptimizedMapping : false"))
+    topology = str(ROOT / "docs" / "examples" / "pruned_convs.csv")
+    meta = _json(capsys, ["sparse", topology, "--config", str(layerwise), "--format", "json"])["meta"]
+    assert meta["optimized_mapping"] is False and meta["block_size"] is None
+    rowwise = ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg"
+    meta = _json(capsys, ["sparse", topology, "--config", str(rowwise), "--format", "json"])["meta"]
+    assert meta["optimized_mapping"] is True and meta["block_size"] == 8
