@@ -248,3 +248,23 @@ def test_sparse_states_no_block_size_it_did_not_read(capsys, tmp_path):
     rowwise = ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg"
     meta = _json(capsys, ["sparse", topology, "--config", str(rowwise), "--format", "json"])["meta"]
     assert meta["optimized_mapping"] is True and meta["block_size"] == 8
+
+
+def test_a_gemm_with_transa_is_named_for_it(capsys, tmp_path):
+    """An ONNX ``Gemm`` with ``transA=1`` (x of shape [K, M], read transposed) is refused, but by the wrong
+    rule: ``tensor 'y' of shape [4, 8] does not lead with the batch (16) … import the model at batch 1``,
+    advice that cannot help, since the first dimension is the reduction, not a batch. The importer's own
+    refusal of ``transA=1`` was never reached; it now is, naming the node and the attribute."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    node = helper.make_node("Gemm", ["x", "w"], ["y"], transA=1, name="g")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+                              [numpy_helper.from_array(np.zeros((16, 8), dtype=np.float32), "w")])
+    path = tmp_path / "gemm.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert main(["import", str(path), "-o", str(tmp_path / "gemm.csv")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "transA=1" in err and "node 'g'" in err and "batch 1" not in err, err
