@@ -155,7 +155,7 @@ def test_absurd_or_subnormal_stage_flags(argv, words, capsys):
 
 @pytest.mark.parametrize("text, words", [
     ('{"model_type": "gpt2", "n_embd": 64, "n_head": 2, "n_layer": 2000000000, "vocab_size": 100, "n_positions": 16}',
-     "layers"),
+     "field 'n_layer'"),  # the file's key, not the [transformer] TOML's 'layers'
     ('{"model_type": "gpt2", "n_embd": 64, "n_head": 2, "n_layer": 2, "vocab_size": 3000000000, "n_positions": 16}',
      "vocab"),
     ('{"model_type": "gpt2", "n_embd": 64, "n_head": 2, "n_layer": 2, "vocab_size": 100}', "n_positions"),

@@ -84,6 +84,19 @@ def dataflow_codes(dataflow: str | npt.ArrayLike) -> IntArray:
     return np.array([DATAFLOW_CODES[x] for x in flat], dtype=np.int64).reshape(names.shape)
 
 
+def _whole(x: npt.ArrayLike, name: str) -> IntArray:
+    """``x`` as int64; a fraction or a NaN is refused (the cast would drop or garble it silently)."""
+    value = np.asarray(x)
+    if value.dtype.kind != "f":
+        return np.asarray(x, dtype=np.int64)  # a Python int past int64 raises OverflowError, as a float does below
+    bad = ~np.isfinite(value) | (np.floor(value) != value)
+    if bad.any():
+        raise InputError(f"must be a whole number, got {value[bad].flat[0]!r}", field=name)
+    if (np.abs(value) >= 2.0**63).any():
+        raise OverflowError
+    return value.astype(np.int64)
+
+
 def _ceil_div(a: IntArray, b: IntArray) -> IntArray:
     return -(-a // b)
 
@@ -112,7 +125,7 @@ def gemm_cost(
         else np.asarray(dataflow, dtype=np.int64)
     try:
         M, K, N, R, C, D = np.broadcast_arrays(
-            *(np.asarray(x, dtype=np.int64) for x in (m, k, n, rows, cols)), codes
+            *(_whole(x, name) for x, name in ((m, "m"), (k, "k"), (n, "n"), (rows, "rows"), (cols, "cols"))), codes
         )
     except OverflowError:
         raise InputError("a GEMM dimension exceeds 2^63; use smaller dimensions") from None

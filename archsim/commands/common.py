@@ -298,7 +298,7 @@ def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an ONNX op archsim does not model: error (default), or skip it and list it")
     parser.add_argument("--input-shape", default=None, metavar="1,3,224,224",
                         help="a PyTorch model's (FILE.py:ClassName) example input, batch first; several inputs "
-                             "separated by ';'")
+                             "separated by ';'; ':int64' after a shape for token ids (1,128:int64)")
     parser.add_argument("--dim", action="append", type=_dim, default=[], metavar="NAME=VALUE",
                         help="value of a symbolic ONNX input dimension, or a transformer config's sequence length "
                              "(e.g. --dim seq=128); the batch dimension needs none: layers are per sample")

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     text = to_csv(network)
     if args.out:
         path = write_output(args.out, text)
-        note_written(f"wrote {path} ({len(network.layers)} layers, {_parameters(network, args.model)})", out=True)
+        count = len(network.layers)
+        note_written(f"wrote {path} ({count} layer{'' if count == 1 else 's'}, {_parameters(network, args.model)})", out=True)
     else:
         sys.stdout.write(text)
     return 0

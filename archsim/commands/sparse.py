@@ -89,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
     table = sparse_table(array, sparsity, network, ratios, options, args.batch, args.energy)
     meta = {"array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
             "representation": sparsity.representation, "optimized_mapping": sparsity.optimized_mapping,
-            "block_size": sparsity.block_size, "seed": sparsity.seed, "delta": args.delta,
+            # BlockSize is read with row-wise mapping only (layer-wise N:M: each layer's M is its block)
+            "block_size": sparsity.block_size if sparsity.optimized_mapping else None, "seed": sparsity.seed,
+            "delta": args.delta,
             "gradient": args.gradient, "batch": args.batch, "stalls": stalls_note(array, sparsity)}
     if sparsity.optimized_mapping:  # SCALE-Sim draws the ratios itself there: the column is not what ran
         meta["ratios"] = ratios_note(sparsity, ratios)

@@ -18,6 +18,7 @@ import shlex
 from archsim.array.config import DATAFLOWS, parse_array_shape
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, clock_flag, emit, phases, positive_int
+from archsim.console import note
 from archsim.modes import MODES
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
@@ -98,6 +99,7 @@ def run_neusight(args: argparse.Namespace) -> int:
         GEMM_COLUMNS,
         SHAPES,
         check_devices,
+        latency_unit_note,
         mape_by_class,
         measured_on,
         predict,
@@ -121,7 +123,8 @@ def run_neusight(args: argparse.Namespace) -> int:
         if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
             for kernels in files:
                 check_devices(kernels)
-        frame = pd.concat([kernels.frame for kernels in files], ignore_index=True)
+        # each row's file beside its line: with several CSVs a line alone names two rows
+        frame = pd.concat([kernels.frame.assign(file=kernels.source) for kernels in files], ignore_index=True)
         if args.gpu:  # the rows measured on that GPU; none: its predictions beside another GPU's times
             mine = measured_on(frame, args.gpu)
             if len(mine):
@@ -132,20 +135,23 @@ def run_neusight(args: argparse.Namespace) -> int:
                                  "measured_device", field="gpu")
         phase("predict")
         rows = predict(frame, FITTED, args.gpu).rename(columns={"device": "measured_device"})
+    unit_note = latency_unit_note(rows)
+    if unit_note:
+        note(unit_note)
     meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
     if show == "stats":
         table = mape_by_class(rows, ("gpu", "op_class"))
         table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
     else:
         shapes = [c for c in SHAPES if rows[c].notna().any()]
-        table = rows[["line", "op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",
+        table = rows[["file", "line", "op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",
                       "measured_device"]].rename(columns={"error": "relative_error"})
         for column in shapes:
             if rows[column].notna().all():
                 table[column] = table[column].astype("int64")
         # the shapes under the file's own column names (NeuSight's N is the reduction, its K the output columns)
         # each row's line in its CSV, as measured CSVs give it: --gpu keeps a subset, which the line joins back
-        table = table.rename(columns=GEMM_COLUMNS)[["line", "op", *shapes, "measured_seconds", "predicted_seconds",
+        table = table.rename(columns=GEMM_COLUMNS)[["file", "line", "op", *shapes, "measured_seconds", "predicted_seconds",
                                                     "relative_error", "gpu", "measured_device"]]
     emit(render(table, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
     return 0

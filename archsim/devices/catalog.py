@@ -310,7 +310,7 @@ def gpu(name: str) -> Device:
         raise InputError(f"unknown GPU {name!r}: a GPU name is one line of printable characters", field="gpu")
     key = ALIASES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
-        key = BOARD_OF_CHIP.get(find_gpu(str(name).replace("_", " ")) or "", key)  # file names: _ for spaces
+        key = BOARD_OF_CHIP.get(find_gpu(str(name)) or "", key)  # file names: _ for spaces, as find_gpu reads
         if key in GPUS:  # read by pattern: a whole name of that board ("a100-40" is not), of its memory
             check_whole_name(str(name), [*GPUS, *ALIASES, *(board.name for board in GPUS.values())], GPUS)
             _check_stated_memory(str(name), GPUS[key])
@@ -335,11 +335,12 @@ def chip_of(device: Device) -> GpuSpec | None:
     return CHIP_OF_DEVICE.get(device)
 
 
-# A name matches its board only: another board of the same chip (P100 SXM2, H100 NVL) is not in the table.
-_NAME_PATTERNS = ((r"p100(?!.*sxm)", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
+# A name matches its board only: another board of the same chip (P100 SXM2 or PCIe 12GB, H100 or H200 NVL) is
+# not in the table, nor another GPU whose name holds a catalog one's (the MI250X, the GH200's H100-class GPU).
+_NAME_PATTERNS = ((r"p100(?!.*(sxm|12\s*gb))", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
                   (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
-                  (r"\bm40\b", "m40"), (r"mi25", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
-                  (r"h200", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100(?!.*nvl)", "h100-sxm"),
+                  (r"\bm40\b", "m40"), (r"\bmi25\b", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
+                  (r"(?<!g)h200(?!.*nvl)", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100(?!.*nvl)", "h100-sxm"),
                   (r"a100.*(pcie.*40\s*gb|40\s*gb.*pcie)", "a100-40gb-pcie"), (r"a100.*40\s*gb", "a100-40gb"),
                   (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"),
                   (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
@@ -355,6 +356,7 @@ def find_gpu(name: str) -> str | None:
         return text
     if text in CHIP_OF_BOARD:  # the catalog's name ("gtx-1080-ti-11gb", which no pattern below matches)
         return CHIP_OF_BOARD[text]
+    text = text.replace("_", " ")  # NeuSight's file names' spelling ("Tesla_T4"): "_" is no word boundary
     if re.search(r"\bmig\b", text):  # CUDA's name of a MIG instance: "NVIDIA A100-SXM4-80GB MIG 1g.10gb"
         raise InputError(f"{name!r} is a MIG slice, not a whole GPU: the catalog's GPUs are whole (a slice has a "
                          "fraction of their SMs and memory; validate-gpu's --sm-count gives a slice's SMs on "

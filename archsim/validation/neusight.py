@@ -87,6 +87,10 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
     index = {name: position for position, name in enumerate(header)}
     records = []
     for line, row in rows[1:]:
+        if any(extra.strip() for extra in row[len(header):]):  # read by position, the extra cells shift or vanish
+            raise InputError(f"{len(row)} cells, the header {len(header)}: a cell with an unquoted comma (a kernel "
+                             "name) or a column the header lacks", file=source, line=line)
+
         def cell(name: str, row: list[str] = row) -> str:
             position = index.get(name)
             return row[position].strip() if position is not None and position < len(row) else ""
@@ -178,7 +182,8 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
             dtype: str = "fp32") -> pd.DataFrame:
     """``frame`` with ``gpu`` (the catalog's name, :func:`~archsim.devices.catalog.gpu_name`),
     ``predicted_seconds`` and ``error`` (predicted / measured − 1) added, rows in input order. ``gpu``
-    overrides each row's ``device``."""
+    overrides each row's ``device``; a row measured on another GPU than the one predicted has no error
+    (NaN): its time is that GPU's, not a measurement of this one's."""
     out = frame.copy()
     names = pd.Series(gpu, index=out.index) if gpu else out["device"]
     if names.isna().any() or (names == "").any():
@@ -189,6 +194,9 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
         raise InputError(f"unknown GPU {missing[0]!r}; the catalog has {', '.join(GPU_NAMES)}", field="gpu")
     out["predicted_seconds"] = _seconds(out, constants, dtype)
     out["error"] = out["predicted_seconds"] / out["measured_seconds"] - 1
+    if gpu:
+        other = [bool(str(d)) and (find_gpu(str(d)) or str(d)) != find_gpu(gpu) for d in out["device"]]
+        out.loc[np.asarray(other, dtype=bool), "error"] = np.nan
     return out
 
 
@@ -200,6 +208,27 @@ def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32
         seconds[positions] = kernel_seconds({c: group[c].to_numpy() for c in ("op", *SHAPES)},
                                             device_spec(str(name)), constants, dtype)
     return seconds
+
+
+# every compared row this many times off its prediction, one way: the Latency column is in another unit than ms
+UNIT_RATIO = 100
+
+
+def latency_unit_note(predicted: pd.DataFrame) -> str:
+    """One line when every row of ``predicted`` (:func:`predict`) that has an error is over
+    :data:`UNIT_RATIO` times off its prediction the same way: the kernel model is within tens of percent on
+    NeuSight's rows (docs/gpu-validation.md), so a CSV written in seconds or microseconds, not NeuSight's
+    milliseconds, is 1000× off in every row. '' otherwise (rows as given either way)."""
+    ratios = (predicted["measured_seconds"] / predicted["predicted_seconds"])[predicted["error"].notna()]
+    if not len(ratios):
+        return ""
+    for unit, off, worst in (("seconds", ratios.max() < 1 / UNIT_RATIO, f"1/{1 / ratios.max():.0f}"),
+                             ("microseconds", ratios.min() > UNIT_RATIO, f"{ratios.min():.0f}×")):
+        if off:
+            return (f"Latency looks like {unit}: every row measures {'under 1/' if unit == 'seconds' else 'over '}"
+                    f"{UNIT_RATIO}{'' if unit == 'seconds' else '×'} of its prediction (the nearest {worst}); "
+                    "NeuSight's Latency is in milliseconds, the numbers are as given")
+    return ""
 
 
 def mape_by_class(predicted: pd.DataFrame, by: Sequence[str] = ("op_class",)) -> pd.DataFrame:

@@ -138,11 +138,33 @@ def _number(config: dict, key: str, default: float) -> float:
     return value
 
 
+_LLAMA_NAMES = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
+                "kv_heads": "num_key_value_heads", "ffn": "intermediate_size", "vocab": "vocab_size",
+                "kv_channels": "head_dim"}
+# TransformerConfig's field → the config.json key it was read from, per model_type: a check of the built
+# config (heads must divide hidden, …) then names the key the user's file has, not the [transformer] TOML's
+HF_NAMES: dict[str, dict[str, str]] = {
+    "gpt2": {"layers": "n_layer", "hidden": "n_embd", "heads": "n_head", "ffn": "n_inner", "vocab": "vocab_size"},
+    "opt": {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads", "ffn": "ffn_dim",
+            "vocab": "vocab_size"},
+    **{kind: _LLAMA_NAMES for kind in ("llama", "mistral", "qwen2", "qwen3", "gemma")},
+    "bert": {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
+             "ffn": "intermediate_size", "vocab": "vocab_size", "type_vocab": "type_vocab_size"},
+}
+
+
 def from_hf(config: dict, path: Path) -> TransformerConfig:
     """The config's shapes, and its ``torch_dtype`` as written where it is a string (metadata: what the
     checkpoint is stored in, which :func:`config_dtype_note` states; ``dtype`` is its name since transformers 4.56)."""
     stated = config.get("torch_dtype", config.get("dtype"))
-    return replace(_shapes(config, path), torch_dtype=stated if isinstance(stated, str) else "")
+    try:
+        shapes = _shapes(config, path)
+    except InputError as exc:
+        names = HF_NAMES.get(str(config.get("model_type", "")).lower(), {})
+        if type(exc) is not InputError or exc.where.field not in names:
+            raise
+        raise exc.at(file=exc.where.file, line=exc.where.line, field=names[exc.where.field]) from None
+    return replace(shapes, torch_dtype=stated if isinstance(stated, str) else "")
 
 
 def _shapes(config: dict, path: Path) -> TransformerConfig:

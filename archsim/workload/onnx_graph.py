@@ -27,6 +27,8 @@ MAX_FOLD_ROUNDS = 4  # shape inference ⇄ constant folding until no shape arith
 def read_model(onnx, path: Path):
     """The ``onnx.ModelProto`` in ``path``, or an error naming the file."""
     data = read_bytes(path, "ONNX file", max_bytes=MAX_BYTES)  # weights make ONNX files the one larger cap
+    if not data:  # protobuf decodes no bytes as an empty model, which would read as a graph without inputs
+        raise InputError("empty file, not an ONNX model", file=str(path))
     try:
         return onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf's DecodeError and friends: the file is not an ONNX model

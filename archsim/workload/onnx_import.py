@@ -199,6 +199,8 @@ class _Importer:
         op = node.op_type
         inputs = self._union(dynamic)
         layer_name = self._unique(name)
+        if op == "Gemm" and attrs.get("transA", 0):  # before the shapes, whose batch rule it breaks
+            raise ops.unsupported_node(node, name, "transA=1 (the batch would sit in the reduction)")
         out = self._shape(node, name, node.output[0])
         common: dict[str, Any] = {"name": layer_name, "inputs": inputs}  # every Layer's name and inputs
         if op in ("Conv", "ConvTranspose"):
@@ -274,8 +276,6 @@ class _Importer:
     def _gemm(self, node, name: str, attrs: dict, common: dict, out: tuple[int, ...], index: int, nodes,
               consumers) -> Layer:
         a, b = node.input[0], node.input[1]
-        if node.op_type == "Gemm" and attrs.get("transA", 0):
-            raise ops.unsupported_node(node, name, "transA=1 (the batch would sit in the reduction)")
         if a in self.producers and b in self.producers:  # activation × activation
             x, y = self._shape(node, name, a), self._shape(node, name, b)
             m = x[-2] if len(x) >= 2 else 1

@@ -70,14 +70,28 @@ def is_torch_spec(text: str) -> bool:
     return bool(_SPEC.match(str(text)))
 
 
+INPUT_DTYPES = ("float32", "int64")  # an input's element type: activations, or token ids for an nn.Embedding
+
+
 def parse_input_shape(text: str | None) -> tuple[tuple[int, ...], ...]:
     """``1,3,224,224`` (or ``1x3x224x224``), several inputs separated by ``;``."""
+    return tuple(shape for shape, _ in parse_inputs(text))
+
+
+def parse_inputs(text: str | None) -> tuple[tuple[tuple[int, ...], str], ...]:
+    """(shape, dtype) per input of :func:`parse_input_shape`'s text, where a shape may end in ``:int64``
+    (``1,128:int64``: token ids) or ``:float32`` (the default)."""
     if not text or not text.strip():
         raise InputError(f"a PyTorch model needs {setting('input-shape')}, e.g. {setting('input-shape', '1,3,224,224')} "
                          "(batch first)",
                          field="input-shape")
     shapes = []
     for part in text.split(";"):
+        part, _, dtype = part.partition(":")
+        dtype = dtype.strip() or "float32"
+        if dtype not in INPUT_DTYPES:
+            raise InputError(f"an input's type is {' or '.join(INPUT_DTYPES)} (1,128:int64 for token ids), got "
+                             f"{dtype!r}", field="input-shape")
         try:
             shape = tuple(int(x) for x in re.split(r"[,x×]", part.strip()))
         except ValueError:
@@ -91,7 +105,7 @@ def parse_input_shape(text: str | None) -> tuple[tuple[int, ...], ...]:
         if elements > MAX_INPUT_ELEMENTS:
             raise InputError(f"an input of {elements:,} elements is over the limit of {MAX_INPUT_ELEMENTS:,} "
                              "(the export runs the model once on it)", field="input-shape")
-        shapes.append(shape)
+        shapes.append((shape, dtype))
     return tuple(shapes)
 
 
@@ -106,7 +120,7 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
     if match is None:
         raise InputError(f"expected FILE.py:ClassName, got {spec!r}", field="NETWORK")
     path, name = Path(match["file"]), match["name"]
-    shapes = parse_input_shape(input_shape)  # flags first: before the user's file runs
+    shapes = parse_inputs(input_shape)  # flags first: before the user's file runs
     if not is_file(path):
         raise InputError("no such Python file", file=str(path))
     with progress(3, f"{path.name}:{name}", "phase", delay=PROGRESS_DELAY_S) as bar:
@@ -140,7 +154,7 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
                                      file=str(path), field=name)
                 doing, field = f"{name}()", name
                 model = cls()
-                inputs = tuple(torch.zeros(shape) for shape in shapes)
+                inputs = tuple(torch.zeros(shape, dtype=getattr(torch, dtype)) for shape, dtype in shapes)
                 doing = f"tracing {name}"
                 bar.update()
                 bar.set_postfix_str(f"tracing {name} and exporting it to ONNX")
@@ -155,5 +169,5 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
             raise InputError(_one_line(doing, exc, timeout) + note, file=str(path), field=field) from None
 
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_INPUT_ELEMENTS", "is_torch_spec", "load_torch_file", "parse_input_shape",
-           "time_limit"]
+__all__ = ["DEFAULT_TIMEOUT", "INPUT_DTYPES", "MAX_INPUT_ELEMENTS", "is_torch_spec", "load_torch_file", "parse_input_shape",
+           "parse_inputs", "time_limit"]
