@@ -198,7 +198,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
-    to the partitioner (LayerPipe: ``alpha``, ``axes``; each method's :attr:`~archsim.planners.Planner.options`
+    to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`
     and ``bandwidth``), an unknown one refused in one line naming the nearest valid one.
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints."""
@@ -209,7 +209,9 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
 
     planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
     if planner is not None and planner.partition is not None:
-        check_keywords(options, ("bandwidth", *planner.options), f"pipeline with method={method!r}")
+        flags = ("split_axes",) if "axes" in planner.options else ()  # --split-axes, the partitioner's axes
+        check_keywords(options, ("bandwidth", *planner.options, *flags), f"pipeline with method={method!r}")
+        options = _layerpipe_flags(options)
     if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too), 1 … 4096
         from archsim.validate import MAX_PROCESSORS
 
@@ -219,6 +221,27 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     if idle:
         warnings.warn(idle, UserWarning, stacklevel=3)
     return plan
+
+
+def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
+    """``split_axes`` (``--split-axes``' name) as the partitioner's ``axes``, and an ``alpha`` given as text
+    (``"1.05"``: a widget's or a CSV's) read as ``--alpha`` reads it."""
+    from archsim.choices.partitions import MAX_ALPHA
+    from archsim.errors import InputError
+    from archsim.validate import parse_float
+
+    options = dict(options)
+    if "split_axes" in options:
+        if "axes" in options:
+            raise InputError("give split_axes or axes, not both: they name one setting", field="split_axes")
+        options["axes"] = options.pop("split_axes")
+    if isinstance(options.get("alpha"), str):
+        try:
+            options["alpha"] = parse_float(options["alpha"], low=1.0, high=MAX_ALPHA, low_open=True,
+                                           what="a relaxation factor")
+        except ValueError as exc:
+            raise InputError(str(exc), field="alpha") from None
+    return options
 
 
 @speaks_keywords
