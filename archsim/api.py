@@ -24,8 +24,11 @@ from archsim.choices.devices import ENGINES
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.workload.layer import Network
 
-if TYPE_CHECKING:  # the result type is loaded with the cost it returns
+if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
     from archsim.cost_json import CostResult
+    from archsim.partition import LayerProfile, Partition
+    from archsim.sim.timeline import Timeline
+    from archsim.spp.topology import Topology
 
 
 @speaks_keywords
@@ -174,7 +177,8 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
             element_bytes: int | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
             only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
-            input_shape: str | None = None, dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None):
+            input_shape: str | None = None,
+            dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> LayerProfile:
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`), as
     ``archsim pipeline`` and ``schedule`` build it, in cycles; ``dtype`` or ``element_bytes`` as :func:`array_config`
     (they size the activation, δ and weight bytes the partitioners move). ``clock_ghz`` prices it in seconds at
@@ -195,7 +199,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
 
 @speaks_keywords
-def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
+def pipeline(profile: LayerProfile, *, processors: int | Topology, method: str = "layerpipe", **options) -> Partition:
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
     to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`
@@ -245,7 +249,8 @@ def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
 
 
 @speaks_keywords
-def simulate(plan, profile, *, microbatches: int, schedule: str | None = None, max_ops: int | None = None):
+def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int, schedule: str | None = None,
+             max_ops: int | None = None) -> Timeline:
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
