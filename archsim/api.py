@@ -175,27 +175,39 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
 @speaks_keywords
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-            element_bytes: int | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
+            element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
+            sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
             only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
             input_shape: str | None = None,
             dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> LayerProfile:
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`), as
     ``archsim pipeline`` and ``schedule`` build it, in cycles; ``dtype`` or ``element_bytes`` as :func:`array_config`
-    (they size the activation, δ and weight bytes the partitioners move). ``clock_ghz`` prices it in seconds at
+    (they size the activation, δ and weight bytes the partitioners move); ``config``, and ``engine="cycle"``'s
+    ``bandwidth`` and ``sram_kb``, as ``archsim pipeline``'s flags (SRAM sizes without the cycle engine change no
+    cycle: a UserWarning says so, as the command does on stderr). ``clock_ghz`` prices it in seconds at
     that clock instead, as ``archsim plan --clock-ghz`` does, for :func:`archsim.planners.plan_on_cluster` on a
     cluster file (links in bytes per second; a profile in cycles is refused there). The network keywords
     (``only="conv"``, …) as :func:`load_network`."""
+    import warnings
+
+    from archsim.array.options import check_bandwidth_engine, sram_unused_warning
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.spp.profiles import profile_from_network
 
-    config = array_config(array, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes, clock_ghz=clock_ghz)
+    check_choice(engine, ENGINES, "engine")
+    chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                          bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+    check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
+    unused = sram_unused_warning(sram_kb, engine, "a profile's analytic layer cycles")
+    if unused:
+        warnings.warn(unused, UserWarning, stacklevel=3)
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     if clock_ghz is not None:
         check_choice(engine, ("analytic",), "engine")  # archsim plan prices the analytic cycles
-        return profile_from_network(layers, config, batch, check_mode(mode))
-    return build_profile(layers, config, batch, check_mode(mode), engine)
+        return profile_from_network(layers, chosen, batch, check_mode(mode))
+    return build_profile(layers, chosen, batch, check_mode(mode), engine)
 
 
 @speaks_keywords

@@ -89,3 +89,41 @@ def test_mypy_sees_the_results_types(tmp_path):
     out, _, _ = api.run([str(script), "--no-error-summary", "--cache-dir", str(tmp_path / "cache"),
                          "--follow-imports", "silent", "--ignore-missing-imports"])
     assert "archsim.training.run.TrainResult" in out and "Timeline" in out and "CostResult" in out, out
+
+
+SMALL = "docs/examples/tiny_resnet.csv"  # for the cycle engine, which steps every cycle of every GEMM
+PROFILE_CASES = {  # keyword → (flags of archsim pipeline, keywords of archsim.profile), at batch 4
+    "bandwidth": (["--engine", "cycle", "--bandwidth", "4"], {"engine": "cycle", "bandwidth": 4}),
+    "sram_kb": (["--engine", "cycle", "--sram-kb", "16,32,8"], {"engine": "cycle", "sram_kb": "16,32,8"}),
+    "config": (["--config", "configs/arrays/scalesim_32x32_ws.cfg", "--array", "16x8"],
+               {"config": "configs/arrays/scalesim_32x32_ws.cfg", "array": "16x8"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROFILE_CASES))
+def test_profile_takes_the_pipeline_commands_array_flags(name, capsys, monkeypatch):
+    """``archsim pipeline --engine cycle --bandwidth 4`` (and ``--sram-kb``, ``--config``) as ``archsim.profile``'s
+    keywords of the same names (before: refused as unknown keywords; only an ``array_config(...)`` built apart
+    reached them). The command's single-processor cycles and PipeDream plan are the reference."""
+    monkeypatch.chdir(ROOT)
+    flags, keywords = PROFILE_CASES[name]
+    printed = cli_json(["pipeline", SMALL, "--processors", "2", "--method", "pipedream", "--batch", "4", *flags],
+                       capsys)["meta"]
+    profile = archsim.profile(SMALL, batch=4, **keywords)
+    assert float(profile.total.sum()) == printed["single_processor_cycles"]
+    assert archsim.pipeline(profile, processors=2, method="pipedream").max_stage_cost == printed["iteration_cycles"]
+
+
+def test_profile_refuses_and_warns_as_the_command(capsys, monkeypatch):
+    """A bandwidth without the cycle engine is the command's refusal; SRAM sizes without it change no cycle of a
+    profile, which the command says on stderr and the library as a UserWarning naming keywords."""
+    monkeypatch.chdir(ROOT)
+    printed = cli_error(["pipeline", SMALL, "--processors", "2", "--bandwidth", "4"], capsys)
+    with pytest.raises(InputError) as refused:
+        archsim.profile(SMALL, bandwidth=4)
+    said = "is the cycle engine's DRAM words/cycle: add {} (analytic cycles have no memory stalls)"
+    assert printed == "archsim pipeline: error: field 'bandwidth': --bandwidth " + said.format("--engine cycle")
+    assert str(refused.value) == "field 'bandwidth': bandwidth " + said.format("engine='cycle'")
+    with pytest.warns(UserWarning, match=r"^sram_kb is not used without engine='cycle'"):
+        profile = archsim.profile(SMALL, batch=4, sram_kb=16)
+    assert profile.total.tolist() == archsim.profile(SMALL, batch=4).total.tolist()

@@ -97,6 +97,16 @@ def check_bandwidth_engine(bandwidth: object, engine: str, flag: str = "--bandwi
                          "(analytic cycles have no memory stalls)", field=flag.lstrip("-"))
 
 
+def sram_unused_warning(sram_kb: object, engine: str, figures: str) -> str | None:
+    """The line said where SRAM sizes change none of a job's ``figures`` (its analytic cycles): ``gemm`` and
+    ``pipeline`` without the cycle engine, and ``archsim.profile``; a warning, not a refusal, as cost and energy
+    take ``--sram-kb`` without it (the SRAMs' area and energy). None where the sizes are used or not given."""
+    if sram_kb is None or engine == "cycle":
+        return None
+    return (f"{setting('sram-kb')} is not used without {setting('engine', 'cycle')}: {figures} do not depend on the "
+            f"SRAM sizes ({setting('engine', 'cycle')} adds the stalls and DRAM traffic they set)")
+
+
 def memory_meta(array: ArrayConfig) -> dict[str, object]:
     """What a ``cycle``-engine table depends on beyond the array shape."""
     meta: dict[str, object] = {"sram_kb": f"{array.ifmap_sram_kb},{array.filter_sram_kb},{array.ofmap_sram_kb}",
