@@ -22,6 +22,7 @@ from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
+from archsim.errors import InputError
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
 def load_network(source: str | Path | Network, *, only: str | Sequence[str] | None = None,
                  geometry: str = "archsim", shapes: str = "auto", unsupported: str = "error",
                  input_shape: str | None = None,
-                 dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> Network:
+                 dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> Network:
     """A network from a shipped name (``"vgg16"``), a topology CSV, ONNX, transformer config or PyTorch
     file path, or a :class:`Network` as is; the other names are the network flags': ``only`` keeps those
     layer kinds (``"conv,fc"`` or ``["conv"]``); ``geometry="scalesim"`` sizes outputs as SCALE-Sim;
@@ -52,7 +53,10 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
     network = source if isinstance(source, Network) else _load(
         source, geometry=geometry, unsupported=unsupported, dims=dims_of(dim or {}), shapes=shapes,
         input_shape=input_shape)
-    parts = only.split(",") if isinstance(only, str) else list(only or ())
+    parts = only.split(",") if isinstance(only, str) else list(only) if isinstance(only, Sequence) else \
+        [] if only is None else [only]
+    if not all(isinstance(kind, str) for kind in parts):  # only=5: a value --only could not have given
+        raise InputError(f"expected layer kinds such as 'conv,fc' or ['conv'], got {only!r}", field="only")
     kinds = [kind.strip() for kind in parts if kind.strip()]
     return network.only(*kinds) if kinds else network
 
@@ -94,8 +98,6 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
 
     if isinstance(array, ArrayConfig):
         if config is not None:
-            from archsim.errors import InputError
-
             raise InputError("give an ArrayConfig or a .cfg file, not both", field="config")
         changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
         if dataflow is not None:
@@ -127,7 +129,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
          sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, energy: bool = False,
          energy_table: str | Path | None = None, geometry: str = "archsim", only: str | Sequence[str] | None = None,
          shapes: str = "auto", unsupported: str = "error", input_shape: str | None = None,
-         dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> CostResult:
+         dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> CostResult:
     """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints, less its
     TOTAL row — with ``archsim cost``'s flags as keywords of the same names. Returns a
     :class:`~archsim.cost_json.CostResult`: the table (``.table``, a DataFrame, whose columns and methods
@@ -179,7 +181,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
             sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
             only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
             input_shape: str | None = None,
-            dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> LayerProfile:
+            dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> LayerProfile:
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`), as
     ``archsim pipeline`` and ``schedule`` build it, in cycles; ``dtype`` or ``element_bytes`` as :func:`array_config`
     (they size the activation, δ and weight bytes the partitioners move); ``config``, and ``engine="cycle"``'s
@@ -243,7 +245,6 @@ def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
     """``split_axes`` (``--split-axes``' name) as the partitioner's ``axes``, and an ``alpha`` given as text
     (``"1.05"``: a widget's or a CSV's) read as ``--alpha`` reads it."""
     from archsim.choices.partitions import MAX_ALPHA
-    from archsim.errors import InputError
     from archsim.validate import parse_float
 
     options = dict(options)
@@ -285,8 +286,6 @@ def _check_plan_of(plan, profile) -> None:
     records of its profile, its unit and each layer's forward op (name and cost, never split), must be the
     profile's. Why: a mismatch ran, timing one array's stages with another's ops, without a word."""
     import numpy as np
-
-    from archsim.errors import InputError
 
     forward = [(op.layer, op.cost) for stage in plan.stages for op in stage.ops if op.kind == "F"]
     names = tuple(name for name, _ in forward)

@@ -127,3 +127,27 @@ def test_profile_refuses_and_warns_as_the_command(capsys, monkeypatch):
     with pytest.warns(UserWarning, match=r"^sram_kb is not used without engine='cycle'"):
         profile = archsim.profile(SMALL, batch=4, sram_kb=16)
     assert profile.total.tolist() == archsim.profile(SMALL, batch=4).total.tolist()
+
+
+GPT2 = "configs/transformers/gpt2.json"
+
+
+@pytest.mark.parametrize("dim", ["seq=64", ["seq=64"], [("seq", "64")]])
+def test_dim_as_the_flags_text(dim, capsys, monkeypatch):
+    """``--dim seq=64``'s text as ``dim="seq=64"`` (a list of such, as the repeated flag gives) is
+    ``dim={"seq": 64}`` (before: a ValueError from unpacking the string); the command's rows are the reference."""
+    monkeypatch.chdir(ROOT)
+    printed = cli_json(["cost", GPT2, "--dim", "seq=64", "--only", "fc"], capsys)["rows"]
+    rows = archsim.cost(GPT2, dim=dim, only="fc").to_dict()["rows"]
+    assert [row["F_cycles"] for row in rows] == [row["F_cycles"] for row in printed]
+
+
+@pytest.mark.parametrize(("keywords", "field"), [({"dim": "seq"}, "dim"), ({"dim": [("seq",)]}, "dim"),
+                                                ({"dim": [3]}, "dim"), ({"only": 5}, "only"),
+                                                ({"only": ["conv", 5]}, "only")])
+def test_network_keywords_no_flag_could_give_are_input_errors(keywords, field, monkeypatch):
+    """Before: a ValueError or TypeError from inside (``only=5``: 'int' object is not iterable)."""
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(InputError) as refused:
+        archsim.cost(GPT2, **keywords)
+    assert refused.value.where.field == field
