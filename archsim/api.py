@@ -225,6 +225,7 @@ def pipeline(profile: LayerProfile, *, processors: int | Topology, method: str =
     from archsim.planners import PLANNERS, idle_processors_note, partition
     from archsim.spp.topology import Topology
 
+    _check_is(profile, "profile", "a LayerProfile: archsim.profile(network, ...)'s")
     planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
     if planner is not None and planner.partition is not None:
         flags = ("split_axes",) if "axes" in planner.options else ()  # --split-axes, the partitioner's axes
@@ -274,11 +275,23 @@ def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int, sched
     from archsim.policies.pipeline import simulate_partition
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
+    _check_is(plan, "plan", "a Partition: archsim.pipeline(profile, ...)'s")
+    _check_is(profile, "profile", "a LayerProfile: archsim.profile(network, ...)'s")
     microbatches = positive_int(microbatches, "microbatches")
     _check_plan_of(plan, profile)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
     check_job_size(microbatches * sum(len(stage.ops) for stage in plan.stages), limit, "max_ops")
     return simulate_partition(plan, profile, microbatches, schedule).timeline
+
+
+def _check_is(value: object, field: str, what: str) -> None:
+    """Refuse a value of another type where a profile or a plan goes (a network name, as ``archsim pipeline``
+    takes), in one line saying what goes there, not an AttributeError from inside."""
+    from archsim.partition import LayerProfile, Partition
+
+    wanted = {"plan": Partition, "profile": LayerProfile}[field]
+    if not isinstance(value, wanted):
+        raise InputError(f"expected {what}, got {type(value).__name__} {value!r:.60}", field=field)
 
 
 def _check_plan_of(plan, profile) -> None:

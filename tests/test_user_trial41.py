@@ -151,3 +151,21 @@ def test_network_keywords_no_flag_could_give_are_input_errors(keywords, field, m
     with pytest.raises(InputError) as refused:
         archsim.cost(GPT2, **keywords)
     assert refused.value.where.field == field
+
+
+@pytest.mark.parametrize("job", ["pipeline", "simulate_plan", "simulate_profile"])
+@pytest.mark.parametrize("given", ["vgg16", 3])
+def test_pipeline_and_simulate_name_a_wrong_argument(job, given, sample_profile):
+    """A network name (what ``archsim pipeline NETWORK`` takes) where the profile goes, or a profile where the
+    plan goes: an InputError saying what goes there (before: AttributeError, 'str' object has no attribute
+    'array' or 'stages')."""
+    plan = archsim.pipeline(sample_profile, processors=2)
+    with pytest.raises(InputError) as refused:
+        if job == "pipeline":
+            archsim.pipeline(given, processors=2)
+        elif job == "simulate_plan":
+            archsim.simulate(given, sample_profile, microbatches=2)
+        else:
+            archsim.simulate(plan, given, microbatches=2)
+    field = "plan" if job == "simulate_plan" else "profile"
+    assert refused.value.where.field == field and "archsim." in str(refused.value)
