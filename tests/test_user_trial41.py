@@ -169,3 +169,16 @@ def test_pipeline_and_simulate_name_a_wrong_argument(job, given, sample_profile)
             archsim.simulate(plan, given, microbatches=2)
     field = "plan" if job == "simulate_plan" else "profile"
     assert refused.value.where.field == field and "archsim." in str(refused.value)
+
+
+def test_numbers_from_numpy_are_read_as_a_list_of_them(monkeypatch):
+    """A notebook's arrays where a list goes: ``stage_times=np.array([1., 1., 1.])`` is ``"1,1,1"`` (the
+    zero-bubble paper's 1F1B: 3m + (p − 1)(F + B + W) = 24 + 9 = 33 at p 4, m 8) and ``sram_kb=np.array([...])``
+    the list (before: both refused, their numpy text ``'[1. 1. 1.]'`` read as one value)."""
+    import numpy as np
+
+    monkeypatch.chdir(ROOT)
+    timed = archsim.schedule(stages=4, stage_times=np.array([1.0, 1.0, 1.0]), microbatches=8, policy="1f1b")
+    assert timed.makespan == 33
+    stalled = archsim.cost(SMALL, engine="cycle", batch=2, bandwidth=4, sram_kb=np.array([16, 32, 8]))
+    assert stalled.equals(archsim.cost(SMALL, engine="cycle", batch=2, bandwidth=4, sram_kb=[16, 32, 8]).table)

@@ -19,7 +19,7 @@ from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_
 from archsim.clock import checked_clock, clock_hz
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_int, shown
+from archsim.validate import INT32_MAX, flag_text, parse_int, shown
 
 
 def array_from_flags(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
@@ -151,7 +151,7 @@ def sram_kb_warning(sram_kb: str | int | Sequence[int] | None) -> str | None:
 
 def _sram_text(sram_kb: str | int | Sequence[int]) -> str:
     """``--sram-kb``'s value as typed (a sequence written with commas)."""
-    return ",".join(map(str, sram_kb)) if isinstance(sram_kb, (list, tuple)) else str(sram_kb)
+    return flag_text(sram_kb)
 
 
 def _sram_sizes(sram_kb: str | int | Sequence[int]) -> list[int]:
