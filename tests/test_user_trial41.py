@@ -182,3 +182,14 @@ def test_numbers_from_numpy_are_read_as_a_list_of_them(monkeypatch):
     assert timed.makespan == 33
     stalled = archsim.cost(SMALL, engine="cycle", batch=2, bandwidth=4, sram_kb=np.array([16, 32, 8]))
     assert stalled.equals(archsim.cost(SMALL, engine="cycle", batch=2, bandwidth=4, sram_kb=[16, 32, 8]).table)
+
+
+def test_an_unknown_keyword_names_a_near_one_only(monkeypatch):
+    """``archsim.train(..., gpus=8)`` (search's keyword) said "did you mean 'max_ops'?": the nearest name at any
+    distance. A name like none offers none, and a misspelling still gets its own (``sram`` → ``sram_kb``)."""
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(InputError) as refused:
+        archsim.train("gpt2", cluster="configs/clusters/a100_node.toml", global_batch=8, gpus=8)
+    assert "did you mean" not in str(refused.value) and "archsim.train takes" in str(refused.value)
+    with pytest.raises(InputError, match=r"did you mean 'sram_kb'\?"):
+        archsim.cost(SMALL, sram=64)
