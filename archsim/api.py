@@ -198,6 +198,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     from archsim.spp.profiles import profile_from_network
 
     check_choice(engine, ENGINES, "engine")
+    batch = positive_int(batch, "batch")  # "32" as --batch reads it; 2.5 or True refused as cost refuses them
     chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                           bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first

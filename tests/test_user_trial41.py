@@ -193,3 +193,17 @@ def test_an_unknown_keyword_names_a_near_one_only(monkeypatch):
     assert "did you mean" not in str(refused.value) and "archsim.train takes" in str(refused.value)
     with pytest.raises(InputError, match=r"did you mean 'sram_kb'\?"):
         archsim.cost(SMALL, sram=64)
+
+
+def test_profile_reads_batch_as_cost_and_the_flag_do(sample_profile):
+    """``archsim.profile(..., batch="32")`` is ``--batch 32`` (before: a TypeError comparing str with int), and a
+    batch no flag takes is refused as ``archsim.cost`` refuses it (before: ``batch=2.5`` and ``batch=True`` ran,
+    a profile of 2.5 samples)."""
+    again = archsim.profile("layerpipe_sample", array="32x32", batch="32", mode="paper")
+    assert again.batch == 32 and again.total.tolist() == sample_profile.total.tolist()
+    for bad in (2.5, True, 0):
+        with pytest.raises(InputError) as refused:
+            archsim.profile("layerpipe_sample", batch=bad)
+        with pytest.raises(InputError) as by_cost:
+            archsim.cost("layerpipe_sample", batch=bad)
+        assert str(refused.value) == str(by_cost.value)
