@@ -207,3 +207,17 @@ def test_profile_reads_batch_as_cost_and_the_flag_do(sample_profile):
         with pytest.raises(InputError) as by_cost:
             archsim.cost("layerpipe_sample", batch=bad)
         assert str(refused.value) == str(by_cost.value)
+
+
+def test_reprs_of_a_large_network_stay_a_few_lines(monkeypatch):
+    """A notebook shows a cell's last value by its repr: ResNet-101's Network, LayerProfile and Partition printed
+    79 kB, 36 kB and 126 kB (every layer, cost array and placed op); now what they are, in one line each."""
+    monkeypatch.chdir(ROOT)
+    network = archsim.load_network("resnet101")
+    profile = archsim.profile(network, array="64x64")
+    plan = archsim.pipeline(profile, processors=16, method="pipedream")
+    for value, said in ((network, ["'resnet101'", f"{len(network.layers)} layers", "conv1"]),
+                        (profile, [f"{len(profile.names)} layers", "batch=32", "unit='cycles'"]),
+                        (plan, ["'pipedream'", f"{len(plan.stages)} stages", f"{plan.max_stage_cost:g}", "cycles"])):
+        text = repr(value)
+        assert len(text) < 400 and "\n" not in text and all(part in text for part in said), text

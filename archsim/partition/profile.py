@@ -47,6 +47,13 @@ class LayerProfile:
     edges: tuple[tuple[int, int], ...] | None = None  # (producer, consumer), producer earlier; None: a chain
     unit: str = "cycles"  # of forward/weight_grad/delta: "cycles" (array model) or "seconds" (profiles)
 
+    def __repr__(self) -> str:
+        """One line, not every layer's costs (a notebook shows a cell's value by its repr): the arrays have them."""
+        span = self.names[0] if len(self.names) == 1 else f"{self.names[0]} … {self.names[-1]}"
+        array = "" if self.array is None else f"array={self.array.rows}x{self.array.cols}, "
+        return (f"LayerProfile({len(self.names)} layers: {span}, {array}batch={self.batch}, mode={self.mode!r}, "
+                f"engine={self.engine!r}, unit={self.unit!r}, total={float(self.total.sum()):g})")
+
     @property
     def fixed(self) -> np.ndarray:
         return self.forward + self.weight_grad
