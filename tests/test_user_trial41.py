@@ -221,3 +221,15 @@ def test_reprs_of_a_large_network_stay_a_few_lines(monkeypatch):
                         (plan, ["'pipedream'", f"{len(plan.stages)} stages", f"{plan.max_stage_cost:g}", "cycles"])):
         text = repr(value)
         assert len(text) < 400 and "\n" not in text and all(part in text for part in said), text
+
+
+def test_a_search_result_repr_stays_a_few_lines(monkeypatch):
+    """GPT-2 on one A100 server at top 5 printed 39 kB (every ranked row and the whole Pareto front, each with its
+    Megatron-LM arguments): now the counts, the best row's layout and time, and the rejections."""
+    monkeypatch.chdir(ROOT)
+    found = archsim.search("gpt2", cluster="configs/clusters/a100_node.toml", global_batch=32, top=5, progress=False)
+    text, best = repr(found), found.rows[0]
+    assert len(text) < 600 and "\n" not in text, text
+    for part in (f"{len(found.rows)} rows", f"{len(found.pareto)} on the Pareto front",
+                 f"tp {best['tp']} × pp {best['pp']} × dp {best['dp']}", f"{best['iteration_seconds']:.4g} s"):
+        assert part in text, (part, text)
