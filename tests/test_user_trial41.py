@@ -244,3 +244,16 @@ def test_a_train_result_repr_leaves_out_the_op_rows(monkeypatch):
     text = repr(result)
     assert len(text) < 2000, len(text)
     assert f"iteration_seconds={result.iteration_seconds!r}" in text and "breakdown=" in text and "ops=" not in text
+
+
+def test_a_profile_has_a_frame_to_plot(sample_profile):
+    """A profile had no ``to_frame()`` (a plan and a timeline have one): its per-layer costs, named in its unit
+    as a plan's are, are ``archsim cost``'s F/G/D cycles and bytes on the same array, batch and mode."""
+    frame = sample_profile.to_frame()
+    table = archsim.cost("layerpipe_sample", array="32x32", batch=32, mode="paper").table
+    assert frame["layer"].tolist() == table["layer"].tolist()
+    for column in ("F_cycles", "G_cycles", "D_cycles", "total_cycles", "activation_bytes", "delta_bytes",
+                   "weight_bytes"):
+        assert frame[column].tolist() == table[column].tolist(), column
+    seconds = archsim.profile("layerpipe_sample", array="32x32", batch=32, mode="paper", clock_ghz=1.0).to_frame()
+    assert "F_seconds" in seconds and "F_cycles" not in seconds

@@ -16,6 +16,8 @@ import numpy as np
 from archsim.workload.layer import layer_edges
 
 if TYPE_CHECKING:  # a profile read from a file (PipeDream's graph.txt) needs no cost model
+    import pandas as pd
+
     from archsim.array.config import ArrayConfig
     from archsim.lowering import LoweredLayer, Mode
     from archsim.workload.layer import Network
@@ -53,6 +55,18 @@ class LayerProfile:
         array = "" if self.array is None else f"array={self.array.rows}x{self.array.cols}, "
         return (f"LayerProfile({len(self.names)} layers: {span}, {array}batch={self.batch}, mode={self.mode!r}, "
                 f"engine={self.engine!r}, unit={self.unit!r}, total={float(self.total.sum()):g})")
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per-layer costs named in the profile's unit as a plan's frame names them (``F_cycles``, ``G_cycles``,
+        ``D_cycles``, ``total_cycles``, or ``_seconds``) and the bytes each layer moves and stashes, for a table or
+        a plot (imports pandas)."""
+        import pandas as pd
+
+        unit = self.unit
+        return pd.DataFrame({"layer": list(self.names), f"F_{unit}": self.forward, f"G_{unit}": self.weight_grad,
+                             f"D_{unit}": self.delta, f"total_{unit}": self.total,
+                             "activation_bytes": self.activation_bytes, "delta_bytes": self.delta_bytes,
+                             "weight_bytes": self.weight_bytes, "stash_bytes": self.stash_bytes})
 
     @property
     def fixed(self) -> np.ndarray:
