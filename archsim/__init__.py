@@ -17,7 +17,29 @@ The main jobs as keyword-only functions (:mod:`archsim.api`), loaded on first us
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from archsim.lazy import lazy_exports
+
+if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) is a CostResult, not Any); "x as x" re-exports
+    from archsim.api import array_config as array_config
+    from archsim.api import cost as cost
+    from archsim.api import load_network as load_network
+    from archsim.api import pipeline as pipeline
+    from archsim.api import profile as profile
+    from archsim.api import run_sweep as run_sweep
+    from archsim.api import schedule as schedule
+    from archsim.api import search as search
+    from archsim.api import simulate as simulate
+    from archsim.api import train as train
+    from archsim.api import train_runs as train_runs
+    from archsim.api import write_report as write_report
+    from archsim.array.analytic import gemm_cost as gemm_cost
+    from archsim.array.config import ArrayConfig as ArrayConfig
+    from archsim.array.config import read_scalesim_cfg as read_scalesim_cfg
+    from archsim.errors import InputError as InputError
+    from archsim.workload.layer import Layer as Layer
+    from archsim.workload.layer import Network as Network
 
 __version__ = "0.1.0"
 

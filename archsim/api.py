@@ -22,17 +22,21 @@ from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
+from archsim.errors import InputError
 from archsim.workload.layer import Network
 
-if TYPE_CHECKING:  # the result type is loaded with the cost it returns
+if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
     from archsim.cost_json import CostResult
+    from archsim.partition import LayerProfile, Partition
+    from archsim.sim.timeline import Timeline
+    from archsim.spp.topology import Topology
 
 
 @speaks_keywords
 def load_network(source: str | Path | Network, *, only: str | Sequence[str] | None = None,
                  geometry: str = "archsim", shapes: str = "auto", unsupported: str = "error",
                  input_shape: str | None = None,
-                 dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> Network:
+                 dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> Network:
     """A network from a shipped name (``"vgg16"``), a topology CSV, ONNX, transformer config or PyTorch
     file path, or a :class:`Network` as is; the other names are the network flags': ``only`` keeps those
     layer kinds (``"conv,fc"`` or ``["conv"]``); ``geometry="scalesim"`` sizes outputs as SCALE-Sim;
@@ -49,7 +53,10 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
     network = source if isinstance(source, Network) else _load(
         source, geometry=geometry, unsupported=unsupported, dims=dims_of(dim or {}), shapes=shapes,
         input_shape=input_shape)
-    parts = only.split(",") if isinstance(only, str) else list(only or ())
+    parts = only.split(",") if isinstance(only, str) else list(only) if isinstance(only, Sequence) else \
+        [] if only is None else [only]
+    if not all(isinstance(kind, str) for kind in parts):  # only=5: a value --only could not have given
+        raise InputError(f"expected layer kinds such as 'conv,fc' or ['conv'], got {only!r}", field="only")
     kinds = [kind.strip() for kind in parts if kind.strip()]
     return network.only(*kinds) if kinds else network
 
@@ -91,8 +98,6 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
 
     if isinstance(array, ArrayConfig):
         if config is not None:
-            from archsim.errors import InputError
-
             raise InputError("give an ArrayConfig or a .cfg file, not both", field="config")
         changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
         if dataflow is not None:
@@ -124,7 +129,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
          sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, energy: bool = False,
          energy_table: str | Path | None = None, geometry: str = "archsim", only: str | Sequence[str] | None = None,
          shapes: str = "auto", unsupported: str = "error", input_shape: str | None = None,
-         dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None) -> CostResult:
+         dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> CostResult:
     """Per-layer F/G/D cycles, utilizations and bytes — the table ``archsim cost`` prints, less its
     TOTAL row — with ``archsim cost``'s flags as keywords of the same names. Returns a
     :class:`~archsim.cost_json.CostResult`: the table (``.table``, a DataFrame, whose columns and methods
@@ -172,33 +177,47 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
 @speaks_keywords
 def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-            element_bytes: int | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
+            element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
+            sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
             only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
-            input_shape: str | None = None, dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None):
+            input_shape: str | None = None,
+            dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> LayerProfile:
     """The per-layer cost profile every partitioner and schedule works on (:class:`LayerProfile`), as
     ``archsim pipeline`` and ``schedule`` build it, in cycles; ``dtype`` or ``element_bytes`` as :func:`array_config`
-    (they size the activation, δ and weight bytes the partitioners move). ``clock_ghz`` prices it in seconds at
+    (they size the activation, δ and weight bytes the partitioners move); ``config``, and ``engine="cycle"``'s
+    ``bandwidth`` and ``sram_kb``, as ``archsim pipeline``'s flags (SRAM sizes without the cycle engine change no
+    cycle: a UserWarning says so, as the command does on stderr). ``clock_ghz`` prices it in seconds at
     that clock instead, as ``archsim plan --clock-ghz`` does, for :func:`archsim.planners.plan_on_cluster` on a
     cluster file (links in bytes per second; a profile in cycles is refused there). The network keywords
     (``only="conv"``, …) as :func:`load_network`."""
+    import warnings
+
+    from archsim.array.options import check_bandwidth_engine, sram_unused_warning
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.spp.profiles import profile_from_network
 
-    config = array_config(array, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes, clock_ghz=clock_ghz)
+    check_choice(engine, ENGINES, "engine")
+    batch = positive_int(batch, "batch")  # "32" as --batch reads it; 2.5 or True refused as cost refuses them
+    chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                          bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+    check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
+    unused = sram_unused_warning(sram_kb, engine, "a profile's analytic layer cycles")
+    if unused:
+        warnings.warn(unused, UserWarning, stacklevel=3)
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     if clock_ghz is not None:
         check_choice(engine, ("analytic",), "engine")  # archsim plan prices the analytic cycles
-        return profile_from_network(layers, config, batch, check_mode(mode))
-    return build_profile(layers, config, batch, check_mode(mode), engine)
+        return profile_from_network(layers, chosen, batch, check_mode(mode))
+    return build_profile(layers, chosen, batch, check_mode(mode), engine)
 
 
 @speaks_keywords
-def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
+def pipeline(profile: LayerProfile, *, processors: int | Topology, method: str = "layerpipe", **options) -> Partition:
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
-    to the partitioner (LayerPipe: ``alpha``, ``axes``; each method's :attr:`~archsim.planners.Planner.options`
+    to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`
     and ``bandwidth``), an unknown one refused in one line naming the nearest valid one.
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints."""
@@ -207,9 +226,12 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     from archsim.planners import PLANNERS, idle_processors_note, partition
     from archsim.spp.topology import Topology
 
+    _check_is(profile, "profile", "a LayerProfile: archsim.profile(network, ...)'s")
     planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
     if planner is not None and planner.partition is not None:
-        check_keywords(options, ("bandwidth", *planner.options), f"pipeline with method={method!r}")
+        flags = ("split_axes",) if "axes" in planner.options else ()  # --split-axes, the partitioner's axes
+        check_keywords(options, ("bandwidth", *planner.options, *flags), f"pipeline with method={method!r}")
+        options = _layerpipe_flags(options)
     if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too), 1 … 4096
         from archsim.validate import MAX_PROCESSORS
 
@@ -221,8 +243,29 @@ def pipeline(profile, *, processors: int, method: str = "layerpipe", **options):
     return plan
 
 
+def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
+    """``split_axes`` (``--split-axes``' name) as the partitioner's ``axes``, and an ``alpha`` given as text
+    (``"1.05"``: a widget's or a CSV's) read as ``--alpha`` reads it."""
+    from archsim.choices.partitions import MAX_ALPHA
+    from archsim.validate import parse_float
+
+    options = dict(options)
+    if "split_axes" in options:
+        if "axes" in options:
+            raise InputError("give split_axes or axes, not both: they name one setting", field="split_axes")
+        options["axes"] = options.pop("split_axes")
+    if isinstance(options.get("alpha"), str):
+        try:
+            options["alpha"] = parse_float(options["alpha"], low=1.0, high=MAX_ALPHA, low_open=True,
+                                           what="a relaxation factor")
+        except ValueError as exc:
+            raise InputError(str(exc), field="alpha") from None
+    return options
+
+
 @speaks_keywords
-def simulate(plan, profile, *, microbatches: int, schedule: str | None = None, max_ops: int | None = None):
+def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int, schedule: str | None = None,
+             max_ops: int | None = None) -> Timeline:
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
@@ -233,6 +276,8 @@ def simulate(plan, profile, *, microbatches: int, schedule: str | None = None, m
     from archsim.policies.pipeline import simulate_partition
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
+    _check_is(plan, "plan", "a Partition: archsim.pipeline(profile, ...)'s")
+    _check_is(profile, "profile", "a LayerProfile: archsim.profile(network, ...)'s")
     microbatches = positive_int(microbatches, "microbatches")
     _check_plan_of(plan, profile)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
@@ -249,7 +294,6 @@ def pipeline_dfg(plan, profile, *, out: str | Path | None = None):
     write it there (Graphviz DOT for a ``.dot`` name, else the JSON document), through the CLI's one writer."""
     from archsim.dfg.document import dfg_text
     from archsim.dfg.of_plan import plan_dfg
-    from archsim.errors import InputError
     from archsim.output_files import write_output
 
     if getattr(plan, "method", None) != "layerpipe":
@@ -264,13 +308,21 @@ def pipeline_dfg(plan, profile, *, out: str | Path | None = None):
     return result
 
 
+def _check_is(value: object, field: str, what: str) -> None:
+    """Refuse a value of another type where a profile or a plan goes (a network name, as ``archsim pipeline``
+    takes), in one line saying what goes there, not an AttributeError from inside."""
+    from archsim.partition import LayerProfile, Partition
+
+    wanted = {"plan": Partition, "profile": LayerProfile}[field]
+    if not isinstance(value, wanted):
+        raise InputError(f"expected {what}, got {type(value).__name__} {value!r:.60}", field=field)
+
+
 def _check_plan_of(plan, profile) -> None:
     """Refuse a plan made from another profile (another network, or the same one on another array): what the plan
     records of its profile, its unit and each layer's forward op (name and cost, never split), must be the
     profile's. Why: a mismatch ran, timing one array's stages with another's ops, without a word."""
     import numpy as np
-
-    from archsim.errors import InputError
 
     forward = [(op.layer, op.cost) for stage in plan.stages for op in stage.ops if op.kind == "F"]
     names = tuple(name for name, _ in forward)

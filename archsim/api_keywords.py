@@ -87,7 +87,7 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
     from archsim.errors import InputError
 
     for name in sorted(set(given) - set(valid)):
-        nearest = get_close_matches(name, valid, n=1, cutoff=0.0)
+        nearest = get_close_matches(name, valid, n=1)  # a near one only: gpus is no misspelt max_ops
         hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
         raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
+from archsim.validate import flag_text
 
 if TYPE_CHECKING:
     from archsim.policies.actions import StageOrder
@@ -140,7 +141,7 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
     for name in ("stage_times", "stage_memory"):  # "F,B,W" as the flag takes it, or the numbers themselves
         value = settings[name]
         if value is not None and not isinstance(value, str):
-            settings[name] = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+            settings[name] = flag_text(value)  # a list, tuple or numpy array of numbers joined by commas
     for name in ("stage_profile", "schedule_csv_in", "config"):
         if settings[name] is not None:
             check_path(settings[name], name.replace("_", "-"), "a file path")

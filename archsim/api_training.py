@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archsim.api_keywords import (
     check_choice,
@@ -23,6 +24,11 @@ from archsim.api_keywords import (
     unread_note,
 )
 
+if TYPE_CHECKING:  # the result types load with the jobs that return them
+    from archsim.training.run import TrainResult
+    from archsim.training.search_result import SearchResult
+    from archsim.training.throughput import Throughput
+
 
 @speaks_keywords
 def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
@@ -30,7 +36,8 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
           schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str = "flash",
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
-          max_ops: int | None = None, distributed_optimizer: bool = False, fsdp: bool = False):
+          max_ops: int | None = None, distributed_optimizer: bool = False,
+          fsdp: bool = False) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -160,7 +167,8 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
            refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
            max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
-           cluster_file: str | Path | None = None, distributed_optimizer: bool = False, fsdp: bool = False):
+           cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
+           fsdp: bool = False) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;

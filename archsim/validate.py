@@ -51,6 +51,13 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 4] + "…" + text[-1]
 
 
+def flag_text(value: object) -> str:
+    """A keyword's value as its comma-separated flag's text (``--sram-kb 16,32,8``, ``--stage-times 1,1,1``): a
+    list, tuple or numpy array (a notebook's) joined by commas, anything else as ``str`` gives it."""
+    listed = isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray"
+    return ",".join(map(str, value)) if listed else str(value)  # type: ignore[call-overload]
+
+
 def shown_number(value: object) -> str:
     """A file's value where a number belongs, for an error line: as :func:`shown`, and a string said to be one,
     since ``'8'`` quoted from ``gpus = "8"`` reads as the number it was meant as (a number takes no quotes)."""

@@ -80,6 +80,8 @@ EXCEPTIONS = {
         "--schedule-csv writes torch's CSV layout, written and read once in policies/torch_csv.py",
     ("archsim.sweep.device_points", "archsim.api"):
         "a device sweep's point is archsim.train with the point's keywords, the same code as archsim train",
+    ("archsim", "archsim.api"):
+        "the package names the library's jobs for a type checker (TYPE_CHECKING); at run time it loads them lazily",
     ("archsim.output_targets", "archsim.sweep"):
         "an output flag naming a sweep spec's model, device or network file is refused; the sweep's one resolver "
         "says which files those are",
@@ -124,6 +126,7 @@ def test_each_exception_is_still_needed_and_inside_a_function():
     """A stated exception that no code needs any more is dropped from the list and the page."""
     for module, target in EXCEPTIONS:
         path = ROOT.parent / (module.replace(".", "/") + ".py")
+        path = path if path.is_file() else path.with_suffix("") / "__init__.py"  # a package: archsim itself
         assert any(within(i, target) for i in imports_of(path)), f"{module} no longer imports {target}"
         assert not any(within(i, target) for i in import_time_imports(path)), f"{module} imports {target} at import time"
 

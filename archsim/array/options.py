@@ -20,7 +20,7 @@ from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_
 from archsim.clock import checked_clock, clock_hz
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, parse_int, shown
+from archsim.validate import INT32_MAX, flag_text, parse_int, shown
 
 
 def array_from_flags(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
@@ -98,6 +98,16 @@ def check_bandwidth_engine(bandwidth: object, engine: str, flag: str = "--bandwi
                          "(analytic cycles have no memory stalls)", field=flag.lstrip("-"))
 
 
+def sram_unused_warning(sram_kb: object, engine: str, figures: str) -> str | None:
+    """The line said where SRAM sizes change none of a job's ``figures`` (its analytic cycles): ``gemm`` and
+    ``pipeline`` without the cycle engine, and ``archsim.profile``; a warning, not a refusal, as cost and energy
+    take ``--sram-kb`` without it (the SRAMs' area and energy). None where the sizes are used or not given."""
+    if sram_kb is None or engine == "cycle":
+        return None
+    return (f"{setting('sram-kb')} is not used without {setting('engine', 'cycle')}: {figures} do not depend on the "
+            f"SRAM sizes ({setting('engine', 'cycle')} adds the stalls and DRAM traffic they set)")
+
+
 def memory_meta(array: ArrayConfig) -> dict[str, object]:
     """What a ``cycle``-engine table depends on beyond the array shape."""
     meta: dict[str, object] = {"sram_kb": f"{array.ifmap_sram_kb},{array.filter_sram_kb},{array.ofmap_sram_kb}",
@@ -142,7 +152,7 @@ def sram_kb_warning(sram_kb: str | int | Sequence[int] | None) -> str | None:
 
 def _sram_text(sram_kb: str | int | Sequence[int]) -> str:
     """``--sram-kb``'s value as typed (a sequence written with commas)."""
-    return ",".join(map(str, sram_kb)) if isinstance(sram_kb, (list, tuple)) else str(sram_kb)
+    return flag_text(sram_kb)
 
 
 def _sram_sizes(sram_kb: str | int | Sequence[int]) -> list[int]:

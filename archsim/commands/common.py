@@ -262,17 +262,15 @@ def with_memory_args(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfi
     return costed
 
 
-# Why a warning, not a refusal: cost and energy take --sram-kb without --engine cycle (the SRAMs' area and
-# energy); commands that print neither (gemm, pipeline) would drop it without a word.
-SRAM_UNUSED = ("--sram-kb is not used without --engine cycle: {figures} do not depend on the SRAM sizes "
-               "(--engine cycle adds the stalls and DRAM traffic they set)")
-
-
 def warn_sram_unused(args: argparse.Namespace, figures: str) -> None:
     """Say on stderr that --sram-kb changes none of a command's ``figures`` (its analytic cycles) when the
-    analytic engine runs; the size is still checked by the caller (:func:`with_memory_args`)."""
-    if args.sram_kb is not None and args.engine != "cycle":
-        warn(SRAM_UNUSED.format(figures=figures))
+    analytic engine runs (:func:`~archsim.array.options.sram_unused_warning`); the size is still checked by the
+    caller (:func:`with_memory_args`)."""
+    from archsim.array.options import sram_unused_warning
+
+    unused = sram_unused_warning(args.sram_kb, args.engine, figures)
+    if unused:
+        warn(unused)
 
 
 def costed_array(args: argparse.Namespace) -> ArrayConfig:

@@ -30,7 +30,7 @@ from archsim.commands.timeline_outputs import add_timeline_outputs, validated, w
 from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.fits import memory_warning
-from archsim.lowering import SPLIT_AXES
+from archsim.lowering import SPLIT_AXES, split_axes
 from archsim.output_targets import output_flag
 from archsim.planners import PARTITIONERS, idle_processors_note, partition
 from archsim.seconds import add_seconds
@@ -107,11 +107,7 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     options: dict[str, Any] = {}  # the partitioner's keywords
     if args.method == "layerpipe":
-        axes = tuple(a.strip() for a in (args.split_axes or ",".join(SPLIT_AXES)).split(",") if a.strip())
-        bad = [a for a in axes if a not in SPLIT_AXES]
-        if bad:
-            raise InputError(f"unknown split axis {bad[0]!r}; choose from {', '.join(SPLIT_AXES)}", field="split-axes")
-        options = {"alpha": LAYERPIPE_ALPHA if args.alpha is None else args.alpha, "axes": axes}
+        options = {"alpha": LAYERPIPE_ALPHA if args.alpha is None else args.alpha, "axes": split_axes(args.split_axes)}
     network = network_from_args(args)
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)

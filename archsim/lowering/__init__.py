@@ -7,6 +7,7 @@ from archsim.lowering.delta_split import (
     DeltaSplit,
     SplitAxis,
     delta_split_units,
+    split_axes,
     split_d1_bytes,
     split_d2_bytes,
     split_delta,
@@ -19,5 +20,5 @@ from archsim.modes import MODES, Mode
 
 __all__ = ["MODES", "SPLIT_AXES", "DeltaSplit", "Gemm", "LayerTensors", "LoweredLayer", "Mode", "OpKind", "SplitAxis",
            "TrainingOp", "check_mode", "delta_phases", "delta_split_units", "lower_layer", "lower_network",
-           "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms",
+           "split_axes", "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms",
            "whole_delta_bytes"]

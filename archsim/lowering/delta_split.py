@@ -16,6 +16,20 @@ SplitAxis = Literal["channels", "reduction", "rows"]
 SPLIT_AXES: tuple[str, ...] = ("channels", "reduction", "rows")
 
 
+def split_axes(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The δ split axes LayerPipe may use, from ``--split-axes``' text (``"channels,rows"``) or a sequence of
+    names (None: all three), read one way for the command and the library; an axis LayerPipe has not is
+    refused, not matched by nothing (a string read letter by letter planned with no split at all)."""
+    if value is None:
+        return SPLIT_AXES
+    names = value.split(",") if isinstance(value, str) else list(value)
+    axes = tuple(str(name).strip() for name in names if str(name).strip())
+    bad = [axis for axis in axes if axis not in SPLIT_AXES]
+    if bad:
+        raise InputError(f"unknown split axis {bad[0]!r}; choose from {', '.join(SPLIT_AXES)}", field="split-axes")
+    return axes
+
+
 @dataclass(frozen=True)
 class DeltaSplit:
     """δ split by operational parallelism into D1 (stays) and D2 (moves to the next processor).

@@ -40,7 +40,7 @@ import numpy as np
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA, MAX_ALPHA
 from archsim.errors import InputError
-from archsim.lowering import SPLIT_AXES, SplitAxis
+from archsim.lowering import SPLIT_AXES, SplitAxis, split_axes
 from archsim.partition.coster import DeltaCoster
 from archsim.partition.memo import per_profile
 from archsim.partition.profile import LayerProfile
@@ -107,6 +107,7 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
         raise InputError(f"alpha must be > 1 and <= {MAX_ALPHA:g}, got {alpha}", field="alpha")
     if search not in ("gallop", "linear"):
         raise InputError(f"unknown search {search!r}; choose gallop or linear", field="search")
+    axes = split_axes(axes)  # "channels,rows" as --split-axes gives it, or names
     if coster is None:
         coster = DeltaCoster.of(profile)
     base = float(profile.total.sum()) / processors

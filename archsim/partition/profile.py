@@ -16,6 +16,8 @@ import numpy as np
 from archsim.workload.layer import layer_edges
 
 if TYPE_CHECKING:  # a profile read from a file (PipeDream's graph.txt) needs no cost model
+    import pandas as pd
+
     from archsim.array.config import ArrayConfig
     from archsim.lowering import LoweredLayer, Mode
     from archsim.workload.layer import Network
@@ -46,6 +48,25 @@ class LayerProfile:
     engine: str = "analytic"  # the cost engine (archsim.choices.devices.ENGINES) the costs came from
     edges: tuple[tuple[int, int], ...] | None = None  # (producer, consumer), producer earlier; None: a chain
     unit: str = "cycles"  # of forward/weight_grad/delta: "cycles" (array model) or "seconds" (profiles)
+
+    def __repr__(self) -> str:
+        """One line, not every layer's costs (a notebook shows a cell's value by its repr): the arrays have them."""
+        span = self.names[0] if len(self.names) == 1 else f"{self.names[0]} … {self.names[-1]}"
+        array = "" if self.array is None else f"array={self.array.rows}x{self.array.cols}, "
+        return (f"LayerProfile({len(self.names)} layers: {span}, {array}batch={self.batch}, mode={self.mode!r}, "
+                f"engine={self.engine!r}, unit={self.unit!r}, total={float(self.total.sum()):g})")
+
+    def to_frame(self) -> pd.DataFrame:
+        """Per-layer costs named in the profile's unit as a plan's frame names them (``F_cycles``, ``G_cycles``,
+        ``D_cycles``, ``total_cycles``, or ``_seconds``) and the bytes each layer moves and stashes, for a table or
+        a plot (imports pandas)."""
+        import pandas as pd
+
+        unit = self.unit
+        return pd.DataFrame({"layer": list(self.names), f"F_{unit}": self.forward, f"G_{unit}": self.weight_grad,
+                             f"D_{unit}": self.delta, f"total_{unit}": self.total,
+                             "activation_bytes": self.activation_bytes, "delta_bytes": self.delta_bytes,
+                             "weight_bytes": self.weight_bytes, "stash_bytes": self.stash_bytes})
 
     @property
     def fixed(self) -> np.ndarray:

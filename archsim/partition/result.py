@@ -84,6 +84,12 @@ class Partition:
     devices: tuple[tuple[int, ...], ...] = ()
     makespan: float | None = None
 
+    def __repr__(self) -> str:
+        """One line, not every placed op (a notebook shows a cell's value by its repr): ``.stages`` has them."""
+        ops = sum(len(stage.ops) for stage in self.stages)
+        return (f"Partition(method={self.method!r}, {len(self.stages)} stages on {self.processors} processors, "
+                f"{ops} ops, max_stage_cost={self.max_stage_cost:g} {self.unit})")
+
     @property
     def processors(self) -> int:
         return sum(stage.replicas for stage in self.stages)

@@ -53,7 +53,7 @@ from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
 from archsim.policies.stage_orders import gpipe, one_f_one_b
-from archsim.sim import Link, Problem, Processor, simulate
+from archsim.sim import Link, Problem, Processor, Timeline, simulate
 from archsim.sim.builder import build, repeat_flow, then_order
 from archsim.sim.columns import DepColumns, OpColumns
 
@@ -66,7 +66,7 @@ BACKWARD = ("D", "D1", "D2", "G")
 @dataclass(frozen=True)
 class PipelineRun:
     problem: Problem
-    timeline: object
+    timeline: Timeline
     schedule: str
     microbatches: int
 

@@ -38,9 +38,11 @@ class TrainResult:
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
     breakdown: dict[str, float]
-    ops: list[dict]  # per micro-batch: each op and TP collective of a layer / embedding / head; per iteration: the rest
-    run: StageRun
-    post: tuple[dict[str, float], ...]
+    # per micro-batch: each op and TP collective of a layer / embedding / head; per iteration: the rest. Left out of
+    # the repr with the run and its post-processing, as a notebook shows a cell's value by it (to_dict's rows)
+    ops: list[dict] = field(repr=False)
+    run: StageRun = field(repr=False)
+    post: tuple[dict[str, float], ...] = field(repr=False)
     forward_seconds: float = 0.0
     backward_seconds: float = 0.0
     energy_j: float | None = None

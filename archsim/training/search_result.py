@@ -33,6 +33,15 @@ class SearchResult:
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
 
+    def __repr__(self) -> str:
+        """One line, not every row and the whole front (a notebook shows a cell's value by its repr)."""
+        best = self.rows[0] if self.rows else {}
+        said = "" if "iteration_seconds" not in best else (
+            f", best tp {best.get('tp')} × pp {best.get('pp')} × dp {best.get('dp')} micro-batch "
+            f"{best.get('micro_batch')} {best.get('schedule')}: {best['iteration_seconds']:.4g} s")
+        return (f"SearchResult({len(self.rows)} rows{said}; {len(self.pareto)} on the Pareto front; "
+                f"{self.enumerated} enumerated, {self.costed} costed; rejected {self.rejected})")
+
     def to_dict(self) -> dict:
         """The JSON document ``archsim search --format json`` prints for this search (``meta`` and the
         ranked ``rows``; NaN where the CLI prints null): a copy, JSON-safe, of a result of ``archsim.search``."""

@@ -251,6 +251,11 @@ class Network:
     notes: tuple[str, ...] = field(default=(), compare=False)
     part_reads: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
+    def __repr__(self) -> str:
+        """One line, not every layer (a notebook shows a cell's value by its repr): ``.layers`` has them."""
+        span = self.layers[0].name if len(self.layers) == 1 else f"{self.layers[0].name} … {self.layers[-1].name}"
+        return f"Network(name={self.name!r}, {len(self.layers)} layers: {span})"
+
     def __post_init__(self) -> None:
         if not self.layers:
             raise InputError("a network needs at least one layer", file=self.source)

@@ -59,12 +59,14 @@ def block_groups(network: Network) -> tuple[tuple[str, tuple[int, ...]], ...]:
     return tuple((name, tuple(indices)) for name, indices in groups.items())
 
 
-def dims_of(pairs: Mapping[str, int] | Iterable[tuple[str, int]]) -> dict[str, int]:
-    """``--dim NAME=VALUE`` pairs (or a mapping) as :func:`load_network`'s ``dims``: each value a positive
-    integer, each name given once (InputError naming the flag)."""
-    items = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
+def dims_of(pairs: Mapping[str, int] | Iterable[tuple[str, int] | str] | str) -> dict[str, int]:
+    """``--dim NAME=VALUE`` pairs (or a mapping, or the flag's text: ``"seq=64"`` or a list of such) as
+    :func:`load_network`'s ``dims``: each value a positive integer, each name given once (InputError naming the
+    flag)."""
+    items = list(pairs.items()) if isinstance(pairs, Mapping) else [pairs] if isinstance(pairs, str) else list(pairs)
     dims: dict[str, int] = {}
-    for name, value in items:
+    for item in items:
+        name, value = _dim_pair(item)
         if not isinstance(name, str) or not name.strip() or not name.strip().isprintable():
             raise InputError(f"expected NAME=POSITIVE_INTEGER, got {shown(name)}", field="dim")
         try:
@@ -74,6 +76,16 @@ def dims_of(pairs: Mapping[str, int] | Iterable[tuple[str, int]]) -> dict[str, i
     if len(dims) != len(items):
         raise InputError(f"a {setting('dim')} name is given twice", field="dim")
     return dims
+
+
+def _dim_pair(item: object) -> tuple[object, object]:
+    """One ``--dim`` entry as (name, value): a pair, or its text ``NAME=VALUE``."""
+    if isinstance(item, str) and "=" in item:
+        name, _, value = item.partition("=")
+        return name, value
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return item[0], item[1]
+    raise InputError(f"expected NAME=POSITIVE_INTEGER, got {shown(item)}", field="dim")
 
 
 def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsupported: str = "error",
