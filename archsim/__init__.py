@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import cost as cost
     from archsim.api import load_network as load_network
     from archsim.api import pipeline as pipeline
+    from archsim.api import pipeline_dfg as pipeline_dfg
     from archsim.api import profile as profile
     from archsim.api import run_sweep as run_sweep
     from archsim.api import schedule as schedule

@@ -27,6 +27,7 @@ from archsim.workload.layer import Network
 
 if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
     from archsim.cost_json import CostResult
+    from archsim.dfg.of_plan import PlanDFG
     from archsim.partition import LayerProfile, Partition
     from archsim.sim.timeline import Timeline
     from archsim.spp.topology import Topology
@@ -286,7 +287,7 @@ def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int, sched
 
 
 @speaks_keywords
-def pipeline_dfg(plan, profile, *, out: str | Path | None = None):
+def pipeline_dfg(plan: Partition, profile: LayerProfile, *, out: str | Path | None = None) -> PlanDFG:
     """LayerPipe's pipelined, retimed training DFG of a ``layerpipe`` plan over the profile it was made from, as
     ``archsim pipeline --dfg`` writes it: a :class:`~archsim.dfg.of_plan.PlanDFG` (``.pipelined``: the
     derivation's nodes, edge delays before and after retiming, each layer's retiming and delayed gradients;
@@ -296,9 +297,11 @@ def pipeline_dfg(plan, profile, *, out: str | Path | None = None):
     from archsim.dfg.of_plan import plan_dfg
     from archsim.output_files import write_output
 
-    if getattr(plan, "method", None) != "layerpipe":
+    _check_is(plan, "plan", "a Partition: archsim.pipeline(profile, ...)'s")
+    _check_is(profile, "profile", "a LayerProfile: archsim.profile(network, ...)'s")
+    if plan.method != "layerpipe":
         raise InputError(f"pipeline_dfg derives LayerPipe's pipeline: give it a plan of method='layerpipe', "
-                         f"not {getattr(plan, 'method', None)!r}", field="plan")
+                         f"not {plan.method!r}", field="plan")
     _check_plan_of(plan, profile)
     result = plan_dfg(plan, profile)
     if out is not None:
