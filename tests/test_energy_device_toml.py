@@ -155,3 +155,21 @@ def test_a_tile_timed_device_toml_is_refused_in_one_line(tmp_path, capsys):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("archsim energy: error:")
     assert 'gemm = "tiles"' in lines[0] and "board power" in lines[0]
+
+
+def test_a_shipped_device_toml_prices_as_the_flags_cost_names_for_it(capsys):
+    """Peer reference: cost's refusal of tpu_v4_like.toml names the flags that state its array (shape, dataflow,
+    clock, its 4096 KiB split in three as train's energy model splits it, --dtype fp16); with no [energy] in the
+    file, energy --config on the TOML prints the rows and meta those flags print."""
+    from pathlib import Path
+
+    toml = str(Path(__file__).parents[1] / "configs" / "devices" / "tpu_v4_like.toml")
+    assert main(["cost", "layerpipe_sample", "--config", toml]) == 2
+    flags = capsys.readouterr().err.split("its array as flags: ")[1].split()
+    assert flags[flags.index("--sram-kb") + 1] == "1365,1365,1365"
+    assert main(["energy", "layerpipe_sample", *flags, "--format", "json"]) == 0
+    by_flags = json.loads(capsys.readouterr().out)
+    assert main(["energy", "layerpipe_sample", "--config", toml, "--dtype", "fp16", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == by_flags
+    assert "device of 8 arrays" in captured.err
