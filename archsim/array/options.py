@@ -28,13 +28,18 @@ def array_from_flags(array: str | None = None, config: str | Path | None = None,
     """``--config`` (a SCALE-Sim ``.cfg``) reshaped by ``--array`` when both are given, else
     ``--array`` (``"ROWSxCOLS"``, default 32x32); ``--dataflow`` overrides the file's or the default ws."""
     if config:
-        found = read_scalesim_cfg(config, element_bytes=element_bytes, dtype_flag=True)
-        if array is not None:
-            rows, cols = parse_array_shape(array)
-            found = found.with_shape(rows, cols)
-        return replace(found, dataflow=dataflow) if dataflow else found
+        return reshaped(read_scalesim_cfg(config, element_bytes=element_bytes, dtype_flag=True), array, dataflow)
     rows, cols = parse_array_shape(array or "32x32")
     return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow or "ws", element_bytes=element_bytes)
+
+
+def reshaped(found: ArrayConfig, array: str | None = None, dataflow: str | None = None) -> ArrayConfig:
+    """A ``--config`` file's array (a .cfg's, or a device TOML's) reshaped by ``--array`` and given ``--dataflow``
+    where the user gave them: one rule for both kinds of file."""
+    if array is not None:
+        rows, cols = parse_array_shape(array)
+        found = found.with_shape(rows, cols)
+    return replace(found, dataflow=dataflow) if dataflow else found
 
 
 # PEs in one array: 1024 × 1024, 16 times the largest systolic array built as one, the TPU v1's 256 × 256 MACs

@@ -4,6 +4,7 @@ writes per operand, DRAM, vector unit, leakage) and op kind, plus the array's ar
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from archsim.array.config import ArrayConfig
 from archsim.commands import Command
@@ -18,7 +19,10 @@ from archsim.commands.common import (
     emit,
     network_from_args,
     positive_int,
+    warn_array_size,
     width_meta,
+    with_clock,
+    with_memory_args,
 )
 from archsim.console import say_after_run
 from archsim.modes import MODES
@@ -35,6 +39,30 @@ def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
     from archsim.energy.table import energies_for
 
     return energies_for(array, args.energy_table, getattr(args, "config", None))
+
+
+def energy_array(args: argparse.Namespace) -> ArrayConfig:
+    """The array energy prices: a ``.cfg``'s or the flags' (:func:`~archsim.commands.common.costed_array`), or a
+    device TOML's one array kind as train's energy model reads it
+    (:func:`~archsim.training.energy.device_file_array`), reshaped, sized and clocked by the same flags, with the
+    notes a ``.cfg`` device file gets and the warnings train gives the file, said after the run."""
+    if not (args.config and Path(args.config).suffix.lower() == ".toml"):
+        return costed_array(args)
+    from archsim.array.device_sections import device_arrays_note, device_dtype_note
+    from archsim.array.options import element_width, reshaped
+    from archsim.devices.device_file import implausible_figures
+    from archsim.training.energy import device_file_array
+
+    width = element_width(args.dtype, args.element_bytes)
+    device, found = device_file_array(args.config, 1 if width is None else width)
+    array = reshaped(found, args.array, args.dataflow)
+    warn_array_size(array.rows, array.cols, args.array, args.config)
+    for text in (device_arrays_note(args.config), None if width is not None else device_dtype_note(args.config)):
+        if text:
+            say_after_run("note", text)
+    for line in implausible_figures(device):
+        say_after_run("warning", line)
+    return with_clock(with_memory_args(array, args), args)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
 
     network = network_from_args(args)
-    array = costed_array(args)
+    array = energy_array(args)
     table, energies = energies_from_args(array, args)
     rows = iteration_energy_rows(network, array, args.batch, args.mode, args.engine, energies, args.microbatches)
     meta: dict[str, object] = {

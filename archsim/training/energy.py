@@ -45,11 +45,37 @@ def device_array(device: Device, dtype: str) -> ArrayConfig:
     """One of ``device``'s GEMM arrays as the energy model's :class:`ArrayConfig`: its three operand SRAMs at
     their stated sizes, KiB (a .cfg's SramSzkB keys, a TOML's three values), as ``archsim energy --config`` prices
     them; one stated figure is split in three equal buffers (whole KiB, at least 1)."""
-    units = device.gemm_units(dtype)
+    return _units_array(device, device.gemm_units(dtype), ELEMENT_BYTES[dtype])
+
+
+def _units_array(device: Device, units, element_bytes: int) -> ArrayConfig:
+    """``units``, one of ``device``'s array kinds, as :func:`device_array` prices it, at ``element_bytes``."""
     ifmap, filt, ofmap = device.operand_buffers_kib
     return ArrayConfig(rows=units.rows, cols=units.cols, dataflow=units.dataflow, ifmap_sram_kb=ifmap,
-                       filter_sram_kb=filt, ofmap_sram_kb=ofmap, element_bytes=ELEMENT_BYTES[dtype],
+                       filter_sram_kb=filt, ofmap_sram_kb=ofmap, element_bytes=element_bytes,
                        clock_hz=units.clock_hz, name=device.name)
+
+
+def device_file_array(path: str | Path, element_bytes: int = 1) -> tuple[Device, ArrayConfig]:
+    """(device, array): the array ``archsim energy --config chip.toml`` prices: the device file's one array kind
+    (:func:`~archsim.devices.device_file.load_device`, the reader train's is), its shape, dataflow, clock and three
+    operand SRAMs (KiB) as :func:`device_array` gives train's energy model them, at ``element_bytes`` (bytes per word).
+    Its ``[energy]`` is read beside it as a ``.cfg``'s is (:func:`~archsim.energy.table.energies_for`). Refused in one
+    line: a tile-timed device (no array the energy model prices) and one of arrays and fp32 lanes (two kinds)."""
+    from archsim.devices.device_file import load_device
+
+    device, file = load_device(path), str(path)
+    if device.gemm != "arrays":
+        raise InputError(f'its GEMMs are timed as tiles (gemm = "{device.gemm}"): no array the energy model prices '
+                         "(train prices such a chip at board power × time); energy prices a gemm = \"arrays\" device",
+                         file=file, field="device.gemm")
+    if device.lanes is not None:
+        arrays, lanes = device.arrays, device.lanes
+        raise InputError(f"two array kinds ({arrays.count} {arrays.rows} × {arrays.cols} arrays and {lanes.count} "
+                         f"{lanes.rows} × {lanes.cols} fp32 lanes): energy prices one array, so give it a file of "
+                         "one kind (train prices fp32 GEMMs on the lanes, the rest on the arrays)", file=file,
+                         field="compute.lanes")
+    return device, _units_array(device, device.arrays, element_bytes)
 
 
 LEAKAGE_ON_DEVICE = ("train and search price a device file's static power as [device] static_watts (W per chip, "
@@ -205,5 +231,5 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
 
 
 __all__ = ["BOARD_SOURCE", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_device", "array_iteration_joules",
-           "device_array", "device_energies", "energy_basis", "iteration_energy", "load_priced_device", "priced",
+           "device_array", "device_energies", "device_file_array", "energy_basis", "iteration_energy", "load_priced_device", "priced",
            "static_joules", "unpriced_static_note"]

@@ -1,0 +1,175 @@
+"""``archsim energy NETWORK --config chip.toml``: a device TOML's arrays, SRAM sizes and ``[energy]`` section priced
+through the readers ``train`` prices it with (:func:`archsim.devices.device_file.load_device`,
+:func:`archsim.energy.table.read_cfg_energy`), so a TOML and a ``.cfg`` stating one chip give one ``energy`` table.
+
+Failed before the fix: every test here but the refusals' wording — ``energy --config chip.toml`` was refused
+("a TOML file: --config reads a SCALE-Sim .cfg"), its ``[energy]`` figures reachable only through a ``.cfg``."""
+
+import json
+
+import pytest
+
+from archsim.cli import main
+
+# one chip twice (as tests/test_device_toml_energy.py states it): 8 output-stationary 64 × 64 arrays (4 per core)
+# at 1.2 GHz, SRAMs 512/512/256 KiB, static power 3 W per chip
+CHIP_CFG = """[architecture_presets]
+ArrayHeight:    64
+ArrayWidth:     64
+IfmapSramSzkB:    512
+FilterSramSzkB:   512
+OfmapSramSzkB:    256
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : os
+
+[archsim]
+ClockGHz = 1.2
+
+[device]
+name = chip
+arrays = 8
+arrays_per_core = 4
+static_watts = 3
+
+[memory]
+hbm_gib = 32
+hbm_gbps = 1200
+
+[links]
+intra_gbps = 100
+
+[energy]
+{energy}"""
+
+CHIP_TOML = """[device]
+name = "chip"
+static_watts = 3
+
+[compute]
+arrays = 8
+arrays_per_core = 4
+rows = 64
+cols = 64
+dataflow = "os"
+clock_mhz = 1200
+{lanes}
+[memory]
+sram_kib_per_array = [512, 512, 256]
+hbm_gib = 32
+hbm_gbps = 1200
+
+[links]
+intra_gbps = 100
+
+[energy]
+{energy}"""
+
+ZEROS = ("vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
+         "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj", "pe_leakage_mw",
+         "sram_leakage_mw_per_kib")
+
+# two fully connected layers, 8 → 4 → 2, small enough to count their MACs by hand
+TWO_FC = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, Type,
+fc1, 1, 1, 1, 1, 8, 4, 1, 0, fc,
+fc2, 1, 1, 1, 1, 4, 2, 1, 0, fc,
+"""
+
+
+def _energy(lines: dict[str, object], toml: bool) -> str:
+    """An ``[energy]`` section's body in either form: a .cfg's ``key = text``, a TOML's typed values."""
+    return "".join(f"{key} = {json.dumps(value) if toml else value}\n" for key, value in lines.items())
+
+
+def _run(tmp_path, capsys, name: str, text: str, *flags: str) -> tuple[int, str, str]:
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "two_fc.csv").write_text(TWO_FC, encoding="utf-8")
+    code = main(["energy", str(tmp_path / "two_fc.csv"), "--config", str(tmp_path / name), "--batch", "2",
+                 "--format", "json", *flags])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _energy_json(tmp_path, capsys, name: str, text: str, *flags: str) -> dict:
+    code, out, err = _run(tmp_path, capsys, name, text, *flags)
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("mac_pj", [1.0, 2.5])
+def test_energy_on_a_device_toml_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, capsys):
+    """Reference, by hand: batch 2 through fc1 (8 → 4) and fc2 (4 → 2) is F = 2·8·4 + 2·4·2 = 80 MACs, the weight
+    gradients G the same 80, the data gradient D of fc2 alone (fc1's input needs none) 2·4·2 = 16: 176 MACs ×
+    the TOML's mac_pj, every other figure (leakage too) zero."""
+    energy = {"mac_pj": mac_pj, **dict.fromkeys(ZEROS, 0)}
+    result = _energy_json(tmp_path, capsys, "chip.toml", CHIP_TOML.format(lanes="", energy=_energy(energy, True)))
+    total = result["rows"][-1]
+    assert total["macs"] == 176
+    assert total["energy_pj"] == pytest.approx(176 * mac_pj, rel=1e-12)
+
+
+@pytest.mark.parametrize("energy", [{"mac_pj": 0.7, "dram_read_pj": 30.0, "ifmap_read_pj": 1.5},
+                                    {"table": "horowitz45", "filter_write_pj": 4.0},
+                                    {}])
+@pytest.mark.parametrize("flags", [(), ("--dtype", "fp16", "--engine", "cycle"), ("--array", "16x16")])
+def test_a_device_toml_and_cfg_of_one_chip_give_one_energy_table(energy, flags, tmp_path, capsys):
+    """The TOML and the .cfg stating the same chip and ``[energy]``: the same rows and meta, and the same notes
+    (its 8 arrays, the dtype, its static power) but for the file's name."""
+    cfg = _run(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=_energy(energy, False)), *flags)
+    toml = _run(tmp_path, capsys, "chip.toml", CHIP_TOML.format(lanes="", energy=_energy(energy, True)), *flags)
+    assert cfg[0] == toml[0] == 0, cfg[2] + toml[2]
+    assert json.loads(toml[1]) == json.loads(cfg[1])
+    assert toml[2].replace("chip.toml", "chip.cfg") == cfg[2]
+    assert "device of 8 arrays" in toml[2] and "static_watts = 3 W" in toml[2]
+    assert ("add --dtype fp16" in toml[2]) == ("--dtype" not in flags)
+
+
+def test_a_device_tomls_energy_figures_are_read(tmp_path, capsys):
+    """The TOML's [energy] figures price the table, not the default table's (the mac_pj column follows it)."""
+    plain = _energy_json(tmp_path, capsys, "plain.toml", CHIP_TOML.format(lanes="", energy=""))
+    priced = _energy_json(tmp_path, capsys, "chip.toml",
+                          CHIP_TOML.format(lanes="", energy=_energy({"mac_pj": 7.0}, True)))
+    assert priced["rows"][-1]["mac_pj"] == pytest.approx(176 * 7.0)
+    assert plain["rows"][-1]["mac_pj"] != priced["rows"][-1]["mac_pj"]
+    assert priced["meta"]["sram_kb"] == "512,512,256" and priced["meta"]["array"] == "64x64"
+    assert priced["meta"]["dataflow"] == "os" and priced["meta"]["clock_ghz"] == pytest.approx(1.2)
+
+
+def test_a_device_toml_of_two_array_kinds_is_refused_in_one_line(tmp_path, capsys):
+    """Arrays and fp32 lanes: two kinds, of which energy would price one unsaid."""
+    text = CHIP_TOML.format(lanes="lanes = 16\nlane_rows = 8\nlane_cols = 8\n", energy="")
+    code, out, err = _run(tmp_path, capsys, "chip.toml", text)
+    assert code != 0 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("archsim energy: error:")
+    assert "two array kinds" in lines[0] and "lanes" in lines[0]
+
+
+def test_a_tile_timed_device_toml_is_refused_in_one_line(tmp_path, capsys):
+    """gemm = "tiles": no array the energy model prices (train prices such a chip at board power × time)."""
+    text = CHIP_TOML.format(lanes="", energy="").replace("static_watts = 3", 'gemm = "tiles"')
+    text = text.replace("clock_mhz = 1200", "clock_mhz = 1200\n\n[compute.peak_tflops]\nfp16 = 100")
+    code, out, err = _run(tmp_path, capsys, "chip.toml", text)
+    assert code != 0 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("archsim energy: error:")
+    assert 'gemm = "tiles"' in lines[0] and "board power" in lines[0]
+
+
+def test_a_shipped_device_toml_prices_as_the_flags_cost_names_for_it(capsys):
+    """Peer reference: cost's refusal of tpu_v4_like.toml names the flags that state its array (shape, dataflow,
+    clock, its 4096 KiB split in three as train's energy model splits it, --dtype fp16); with no [energy] in the
+    file, energy --config on the TOML prints the rows and meta those flags print."""
+    from pathlib import Path
+
+    toml = str(Path(__file__).parents[1] / "configs" / "devices" / "tpu_v4_like.toml")
+    assert main(["cost", "layerpipe_sample", "--config", toml]) == 2
+    flags = capsys.readouterr().err.split("its array as flags: ")[1].split()
+    assert flags[flags.index("--sram-kb") + 1] == "1365,1365,1365"
+    assert main(["energy", "layerpipe_sample", *flags, "--format", "json"]) == 0
+    by_flags = json.loads(capsys.readouterr().out)
+    assert main(["energy", "layerpipe_sample", "--config", toml, "--dtype", "fp16", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == by_flags
+    assert "device of 8 arrays" in captured.err
