@@ -73,6 +73,13 @@ def read_results(folder: Path) -> pd.DataFrame:
         row, column = int(empty[0][0]), numbers.columns[int(empty[1][0])]
         raise InputError("empty cell (a row cut short?): rerun the sweep that wrote it", file=str(path),
                          line=row + 2, field=column)
+    import pandas as pd
+
+    for column in numbers.columns:  # an edited cell ("x"): a report's figures would fail on it, not say where
+        bad = pd.to_numeric(numbers[column], errors="coerce").isna().to_numpy().nonzero()[0]
+        if len(bad):
+            raise InputError(f"not a number ({numbers[column].iloc[int(bad[0])]!r}): rerun the sweep that wrote it",
+                             file=str(path), line=int(bad[0]) + 2, field=column)
     return frame
 
 

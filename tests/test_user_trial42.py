@@ -1,0 +1,54 @@
+"""A power user's trial of sweeps, their cache and reports: interrupted runs, corrupted results folders,
+absurd sizes.
+
+Each test here failed on the code before its fix (the docstring says how).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+
+SPEC = """[sweep]
+name = "trial42"
+networks = ["ffnn8"]
+arrays = ["32x32", "64x64"]
+dataflows = ["ws"]
+batches = [16, 32]
+processors = [2, 3]
+methods = ["layerpipe", "gpipe"]
+mode = "paper"
+"""
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    """A small sweep's results folder (2 arrays × 2 batches × 2 processor counts × 2 methods: 16 rows)."""
+    spec = tmp_path / "trial42.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "res"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_report_refuses_a_results_cell_that_is_not_a_number(results, tmp_path, capsys):
+    """Failed before: a results.csv whose ``processors`` cell was edited to text made ``archsim report``
+    end in a ValueError traceback (exit 1) from the speedup figure; now one error line naming the file,
+    line and column, exit 2, and no report written."""
+    path = results / "results.csv"
+    lines = path.read_text().splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    cells = lines[2].split(",")
+    cells[header.index("processors")] = "x"
+    lines[2] = ",".join(cells)
+    path.write_text("".join(lines))
+    capsys.readouterr()
+    target = tmp_path / "r.html"
+    assert main(["report", str(results), "--out", str(target)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("archsim report: error:"), err
+    assert "line 3" in err[0] and "processors" in err[0] and "results.csv" in err[0]
+    assert not target.exists()
