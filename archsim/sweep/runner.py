@@ -293,14 +293,19 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
     def size(unit: Unit | DevicePoint) -> int:  # configurations: the rows of results.csv this unit gives
         return unit.configs
 
+    from archsim.sweep.lifetime import ctrl_c_latched
+
     with progress_bar(sum(map(size, units)), f"sweep {spec.name}", "config", enabled=progress,
-                      initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
+                      initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar, \
+            ctrl_c_latched() as swallowed:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         try:
             for unit, rows in run(todo):
                 write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True)  # kept if stopped
                 computed[unit] = rows
                 bar.update(size(unit))
+                if swallowed():  # a Ctrl-C a finalizer caught: stop here, as anywhere else
+                    raise KeyboardInterrupt
         except KeyboardInterrupt:  # Ctrl-C: say what is kept (the CLI prints it as one line), not a traceback
             kind = "points" if isinstance(spec, DeviceSweepSpec) else "configurations"
             cached = sum(map(size, units)) - sum(map(size, todo)) + sum(map(size, computed))
