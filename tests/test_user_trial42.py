@@ -97,3 +97,63 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_stops_the_sweep(tmp_path, monkeyp
     monkeypatch.setattr(runner, "compute_unit", lambda unit: rerun.append(unit) or real(unit))
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
     assert len(rerun) == 2 and not set(rerun) & set(computed)  # the rerun computed only the two units left
+
+
+def _numbers(low: int, high: int) -> str:
+    return ", ".join(map(str, range(low, high + 1)))
+
+
+@pytest.mark.parametrize(("extra", "configs"), [
+    # 4 arrays × 1000 batches × 1000 processor counts × 3 methods: 1.2·10⁷ rows, each axis within its 1,000 values
+    ("", 12_000_000),
+    # a design sweep: 1000 SRAM sizes × 1000 bandwidths are 10⁶ designs, listed as the spec was read
+    ('engine = "cycle"\nsram_kb = [{big}]\nbandwidths = [{big}]\n', 12_000_000_000_000),
+])
+def test_an_absurd_sweep_is_refused_before_any_work(tmp_path, capsys, extra, configs):
+    """Failed before: a spec of 1.2·10⁷ configurations (or 10⁶ designs of them) was accepted and ground on,
+    listing its units (30 s and 0.6 GB in, it had not computed one; the design product was built as the spec was
+    read), with no word of its size. Now it is refused at once, one line with the count and the flag that lifts
+    the limit, nothing written: 4 × 1000 × 1000 × 3 = 1.2·10⁷ (× 10⁶ designs), by hand."""
+    import time
+
+    big = _numbers(1, 1000)
+    spec = tmp_path / "absurd.toml"
+    spec.write_text(f"""[sweep]
+name = "absurd"
+networks = ["ffnn8"]
+arrays = ["16x16", "32x32", "64x64", "128x128"]
+batches = [{big}]
+processors = [{_numbers(2, 1001)}]
+methods = ["layerpipe", "pipedream", "gpipe"]
+mode = "paper"
+""" + extra.format(big=big))
+    out = tmp_path / "res"
+    capsys.readouterr()
+    start = time.perf_counter()
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 2
+    assert time.perf_counter() - start < 10
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("archsim sweep: error:"), err
+    assert f"{configs:,} configurations" in err[0] and "--max-configs" in err[0] and "1,000,000" in err[0]
+    assert not out.exists()
+
+
+def test_max_configs_lifts_the_limit_and_run_sweep_keeps_it(tmp_path):
+    """The limit is a flag's (the 16-configuration spec refused under --max-configs 15, run under 16), and the
+    library's run_sweep keeps it for a spec built by hand (a SweepSpec whose 10⁶ batches were never read from
+    a file). Failed before: no limit, no flag."""
+    from dataclasses import replace
+
+    import archsim
+    from archsim.errors import InputError
+    from archsim.sweep import load_spec
+
+    spec = tmp_path / "trial42.toml"
+    spec.write_text(SPEC)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "a"), "--quiet", "--max-configs", "15"]) == 2
+    assert not (tmp_path / "a").exists()
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "a"), "--quiet", "--max-configs", "16"]) == 0
+    huge = replace(load_spec(spec), batches=tuple(range(1, 1_000_001)))  # 2 × 10⁶ × 2 × 2 = 8·10⁶
+    with pytest.raises(InputError, match="8,000,000 configurations"):
+        archsim.run_sweep(huge, out=tmp_path / "b")
+    assert not (tmp_path / "b").exists()

@@ -36,7 +36,7 @@ from archsim.progress import progress as progress_bar
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
-from archsim.sweep.spec import SweepSpec, Unit, network_sha256
+from archsim.sweep.spec import MAX_CONFIGS, SweepSpec, Unit, check_size, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.validate import parse_json, read_text
 from archsim.workload import load_network
@@ -257,13 +257,14 @@ def _run_dask(units: list[Unit], address: str, workers: int):
 
 
 def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: int = 1, dask: str | None = None,
-              progress: bool = True, force: bool = False) -> pd.DataFrame:
+              progress: bool = True, force: bool = False, max_configs: int = MAX_CONFIGS) -> pd.DataFrame:
     """Compute the units not yet cached under ``out``, then write ``results.csv`` and
     ``summary.csv`` there (a device sweep: ``results.csv`` alone, its front marked) (together: one :func:`~archsim.output_files.output_set`, the caller's when
     one is open, as the CLI's is, so the run's report joins them) and return the results frame. The
     folder is locked until they are in place, and refused when another spec's results are in it
-    unless ``force`` (:mod:`.folder`)."""
+    unless ``force`` (:mod:`.folder`). A spec of more than ``max_configs`` configurations is refused first."""
     out = Path(out)
+    check_size(spec.size, max_configs, spec.source)  # counted from the axes: a hand-built spec is never listed
     units = spec.units()
     digests = network_digests(spec)  # a missing network stops the run before anything is written
     check_processor_counts(units, spec.source)  # so does a network too short for a processor count
