@@ -157,3 +157,38 @@ def test_max_configs_lifts_the_limit_and_run_sweep_keeps_it(tmp_path):
     with pytest.raises(InputError, match="8,000,000 configurations"):
         archsim.run_sweep(huge, out=tmp_path / "b")
     assert not (tmp_path / "b").exists()
+
+
+def test_report_refuses_results_the_folders_spec_did_not_give(results, tmp_path, monkeypatch, capsys):
+    """Failed before: a sweep rerun after its spec was edited (batch 32 → 48) and stopped before its results were
+    written leaves the old results.csv under the new spec.json; ``archsim report`` drew it without a word, beside
+    the edited spec's command, as it drew a results.csv with half its rows deleted at a row boundary. Now both
+    are one error line: the rows' batches are not the spec's, and 8 rows are not the 16 (2 arrays × 2 batches ×
+    2 processor counts × 2 methods) the spec gives."""
+    from archsim.sweep import runner
+
+    spec = tmp_path / "trial42.toml"
+    spec.write_text(SPEC.replace("batches = [16, 32]", "batches = [16, 48]"))
+
+    def stopped(unit):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "compute_unit", stopped)
+    assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 130
+    capsys.readouterr()
+    assert main(["report", str(results), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "spec.json" in err[0] and "batch" in err[0] and "32" in err[0], err
+    assert not (tmp_path / "r.html").exists()
+
+    spec.write_text(SPEC)  # the spec as it was, and the folder's results cut to their first 8 rows
+    monkeypatch.undo()
+    assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 0
+    path = results / "results.csv"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:9]))
+    capsys.readouterr()
+    assert main(["report", str(results), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "8 rows" in err[0] and "16" in err[0], err
+    assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 0  # the advice: rerun the sweep
+    assert main(["report", str(results), "--out", str(tmp_path / "r.html")]) == 0

@@ -93,6 +93,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     if is_device_folder(folder):
         return write_device_report(folder, target, spec_command=spec_command)
     results = read_results(folder)
+    check_spec_rows(results, folder)
     from archsim.report.sweep_report import build_report, layer_breakdown_figure  # plotly loads only for a report
     from archsim.sweep import summarize
 
@@ -127,6 +128,34 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
         extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
                         extra_sections=extra)
+
+
+def check_spec_rows(results: pd.DataFrame, folder: Path) -> None:
+    """Refuse a results.csv the folder's spec.json (the spec last run there) did not give: a value off its axes
+    (an edited spec rerun and stopped before its results were written: the old rows stayed under the new
+    record) or another row count than its axes' product (rows deleted at a row boundary). A folder with no
+    record, or an older version's, is not compared."""
+    record = spec_record(folder)
+    lists = [record.get(key) for key in ("networks", "arrays", "batches", "processors", "methods")]
+    if not all(isinstance(value, list) and value for value in lists):
+        return
+    networks, arrays, batches, processors, methods = lists
+    dataflows, designs = record.get("dataflows") or [], record.get("designs") or []
+    values = {"network": {Path(str(n)).stem for n in networks}, "batch": set(batches), "processors": set(processors),
+              "method": set(methods), "dataflow": set(dataflows), "mode": {record.get("mode")}}
+    path, rerun = folder / "results.csv", f"rerun `{spec_command(folder)}` to bring them together"
+    for column, allowed in values.items():
+        stray = results.index[~results[column].isin(allowed)] if allowed - {None} else []
+        if len(stray):
+            raise InputError(f"{column} {results.at[stray[0], column]!r} is not on the axes of the folder's spec.json "
+                             f"(the spec last run here): these rows are another run's; {rerun}", file=str(path),
+                             line=int(stray[0]) + 2, field=column)
+    clocks = len(designs[0].get("clocks_ghz") or []) if designs and isinstance(designs[0], dict) else 0
+    expected = (len(networks) * len(arrays) * max(1, len(dataflows)) * len(batches) * max(1, len(designs))
+                * len(processors) * len(methods) * max(1, clocks))
+    if len(results) != expected:
+        raise InputError(f"{len(results):,} rows, where the folder's spec.json gives {expected:,} configurations "
+                         f"(rows deleted, or another run's?); {rerun}", file=str(path))
 
 
 def _detail_row(results: pd.DataFrame) -> pd.Series:
