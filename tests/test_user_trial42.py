@@ -192,3 +192,34 @@ def test_report_refuses_results_the_folders_spec_did_not_give(results, tmp_path,
     assert len(err) == 1 and "8 rows" in err[0] and "16" in err[0], err
     assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 0  # the advice: rerun the sweep
     assert main(["report", str(results), "--out", str(tmp_path / "r.html")]) == 0
+
+
+def test_sigterm_ends_a_sweep_as_ctrl_c_does(tmp_path):
+    """Failed before: ``kill -TERM`` (a batch system's time limit) ended ``archsim sweep`` without a word (status
+    -15 from the signal), so a log did not say that the finished units were kept and the same command resumes.
+    Now it is Ctrl-C's one line, "terminated", and the shell's code for SIGTERM, 143; the units finished before
+    it are cached, and no results.csv is written."""
+    import subprocess
+    import sys
+
+    spec = tmp_path / "trial42.toml"
+    spec.write_text(SPEC)
+    out = tmp_path / "res"
+    script = f"""
+import os, signal, sys
+from archsim.sweep import runner
+from archsim.cli import main
+real, done = runner.compute_unit, []
+def terminated_at_the_second(unit):
+    done.append(unit)
+    if len(done) == 2:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return real(unit)
+runner.compute_unit = terminated_at_the_second
+sys.exit(main(["sweep", {str(spec)!r}, "--out", {str(out)!r}, "--quiet"]))
+"""
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 143, (run.returncode, run.stderr)
+    expected = f"archsim sweep: error: terminated: 4 of 16 configurations are cached in {out}; the same command resumes"
+    assert run.stderr.strip().splitlines() == [f"{expected} from them"], run.stderr
+    assert len(list((out / "cache").glob("*.json"))) == 1 and not (out / "results.csv").exists()

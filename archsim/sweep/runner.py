@@ -307,10 +307,10 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
                 bar.update(size(unit))
                 if swallowed():  # a Ctrl-C a finalizer caught: stop here, as anywhere else
                     raise KeyboardInterrupt
-        except KeyboardInterrupt:  # Ctrl-C: say what is kept (the CLI prints it as one line), not a traceback
+        except KeyboardInterrupt as stop:  # Ctrl-C (or SIGTERM's Terminated): say what is kept (one CLI line)
             kind = "points" if isinstance(spec, DeviceSweepSpec) else "configurations"
             cached = sum(map(size, units)) - sum(map(size, todo)) + sum(map(size, computed))
-            raise KeyboardInterrupt(f"{cached} of {sum(map(size, units))} {kind} are cached in {out}; the same "
+            raise type(stop)(f"{cached} of {sum(map(size, units))} {kind} are cached in {out}; the same "
                                     "command resumes from them") from None
     rows = [row for unit in units for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))]
     if isinstance(spec, DeviceSweepSpec):
