@@ -223,3 +223,40 @@ sys.exit(main(["sweep", {str(spec)!r}, "--out", {str(out)!r}, "--quiet"]))
     expected = f"archsim sweep: error: terminated: 4 of 16 configurations are cached in {out}; the same command resumes"
     assert run.stderr.strip().splitlines() == [f"{expected} from them"], run.stderr
     assert len(list((out / "cache").glob("*.json"))) == 1 and not (out / "results.csv").exists()
+
+
+DEVICE_SPEC = """[sweep]
+name = "trial42_device"
+model = "gpt3_1.3b"
+device = "tpu_v4_like"
+hbm_gbps = [600, 1200]
+chips = [4, 8]
+global_batch = 64
+micro_batch = 1
+recompute = "full"
+dtype = "bf16"
+attention = "standard"
+"""
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    (lambda text: text[:-40], "cut short"),  # the last row cut inside
+    (lambda text: text.replace(",600.0,4,", ",600.0,x,", 1), "'gpus': not a number ('x')"),
+    (lambda text: "".join(text.splitlines(keepends=True)[:3]), "2 rows, where the folder's spec.json gives 4"),
+])
+def test_device_report_refuses_a_damaged_results_csv(tmp_path, capsys, damage, said):
+    """Failed before: a device sweep's report read its results.csv unchecked: a last row cut inside, a ``gpus``
+    cell edited to text, half its rows deleted were all drawn into a report, exit 0. Now each is one error line,
+    as a plain sweep's report says it, and no report is written. The spec gives 2 bandwidths × 2 chip counts =
+    4 points, by hand."""
+    spec = tmp_path / "device.toml"
+    spec.write_text(DEVICE_SPEC)
+    out = tmp_path / "res"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    path = out / "results.csv"
+    path.write_text(damage(path.read_text()))
+    capsys.readouterr()
+    assert main(["report", str(out), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("archsim report: error:") and said in err[0], err
+    assert not (tmp_path / "r.html").exists()
