@@ -48,8 +48,9 @@ def check_spec_rows(results: pd.DataFrame, record: dict, path: Path, command: st
     (an edited spec rerun and stopped before its results were written: the old rows stayed under the new
     record) or another row count than its axes' product (rows deleted at a row boundary). A folder with no
     record, or an older version's, is not compared."""
-    lists = [record.get(key) for key in ("networks", "arrays", "batches", "processors", "methods")]
-    if not all(isinstance(value, list) and value for value in lists):
+    lists: list[list] = [value for key in ("networks", "arrays", "batches", "processors", "methods")
+                         if isinstance(value := record.get(key), list) and value]
+    if len(lists) < 5:  # no record, or an older version's: not compared
         return
     networks, arrays, batches, processors, methods = lists
     dataflows, designs = record.get("dataflows") or [], record.get("designs") or []
@@ -73,10 +74,11 @@ def check_spec_rows(results: pd.DataFrame, record: dict, path: Path, command: st
 def check_device_rows(results: pd.DataFrame, record: dict, path: Path, command: str) -> None:
     """Refuse a device sweep's results.csv with another row count than its spec.json's axes multiplied (rows
     deleted, or another run's), as :func:`check_spec_rows` refuses a plain sweep's."""
-    axes = [record.get(key) for key in ("arrays", "hbm_gbps", "chips", "sram_kib_per_array")]
-    if not all(isinstance(axis, list) for axis in axes):  # no record, or an older version's: not compared
+    axes: list[list] = [axis for key in ("arrays", "hbm_gbps", "chips", "sram_kib_per_array")
+                        if isinstance(axis := record.get(key), list)]
+    if len(axes) < 4:  # no record, or an older version's: not compared
         return
-    expected = math.prod(len(axis) for axis in axes)
+    expected = math.prod([len(axis) for axis in axes])
     if len(results) != expected:
         raise InputError(f"{len(results):,} rows, where the folder's spec.json gives {expected:,} points (rows deleted, "
                          f"or another run's?); rerun `{command}` to bring them together", file=str(path))
