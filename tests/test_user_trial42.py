@@ -260,3 +260,33 @@ def test_device_report_refuses_a_damaged_results_csv(tmp_path, capsys, damage, s
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("archsim report: error:") and said in err[0], err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_bar_draws_on_a_terminal_that_reports_no_width(monkeypatch):
+    """Failed before: on a terminal whose size is unset (0 × 0: ``script -qc "archsim sweep …" /dev/null`` run
+    from a job, a container's pty) tqdm drew bars -1 columns wide, that is nothing at all, for the whole sweep.
+    Now such a terminal gets an 80-column bar."""
+    import os
+    import pty
+    import sys
+
+    from archsim import progress
+
+    main_fd, side_fd = pty.openpty()  # a new pty's size is 0 × 0 until someone sets it
+    try:
+        assert os.get_terminal_size(side_fd).columns == 0
+        with os.fdopen(side_fd, "w", closefd=False) as stream:
+            monkeypatch.setattr(sys, "stderr", stream)  # the bar's stream, as archsim's commands draw it
+            with progress.progress(3, "work", "step", mininterval=0) as bar:
+                bar.update(3)
+            stream.flush()
+            monkeypatch.undo()
+        os.set_blocking(main_fd, False)
+        try:
+            drawn = os.read(main_fd, 65536).decode()
+        except BlockingIOError:  # nothing drawn at all
+            drawn = ""
+    finally:
+        os.close(side_fd)
+        os.close(main_fd)
+    assert "3/3" in drawn, repr(drawn)
