@@ -23,6 +23,7 @@ from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.errors import InputError
+from archsim.validate import MAX_CONFIGS
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
@@ -347,11 +348,12 @@ def _check_plan_of(plan, profile) -> None:
 
 @speaks_keywords
 def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,
-              progress: bool = False) -> pd.DataFrame:
+              progress: bool = False, max_configs: int = MAX_CONFIGS) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
     computing only configurations not cached there; returns the results. ``workers``: local processes,
-    1 … 1024 as ``--workers``; ``progress``: True or False (``--quiet``'s opposite). A device sweep warns (UserWarning)
+    1 … 1024 as ``--workers``; ``progress``: True or False (``--quiet``'s opposite); ``max_configs``: ``--max-configs``,
+    a spec of more configurations refused before any work. A device sweep warns (UserWarning)
     the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
     ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure; a
     plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one)."""
@@ -365,9 +367,10 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
         check_path(out, "out", "a folder path or None")
     if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
         check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
-    spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)
+    max_configs = positive_int(max_configs, "max_configs", high=2**53)
+    spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
     frame = _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
-                 progress=progress)
+                 progress=progress, max_configs=max_configs)
     if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
         import warnings  # PEs, a slipped unit
 

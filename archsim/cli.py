@@ -22,7 +22,7 @@ from typing import NoReturn, TextIO, cast
 from archsim import __version__
 from archsim.commands import Command
 from archsim.console import PROGRAM, after_the_run, say, speaking_as
-from archsim.errors import InputError
+from archsim.errors import InputError, Terminated
 from archsim.output_files import output_set
 from archsim.output_targets import distinct_targets, outputs_apart_from_inputs, suffix_mismatches
 
@@ -177,9 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # stderr's reader left while an error or a note was printed
         return 0
     except KeyboardInterrupt as exc:  # Ctrl-C: one line (what a stopped sweep kept, where it says), not a traceback
+        ended = isinstance(exc, Terminated)  # SIGTERM, where a command turns it into this (sweep)
         with speaking_as(prog):  # named after the command stopped, as its other lines: the run did not finish
-            say("error", f"interrupted{f': {exc}' if exc.args else ''}")
-        return 130  # the shell's code for a command ended by SIGINT
+            say("error", f"{'terminated' if ended else 'interrupted'}{f': {exc}' if exc.args else ''}")
+        return 143 if ended else 130  # the shell's codes for a command ended by SIGTERM, by SIGINT
 
 
 class _DroppedWhenGone:

@@ -64,3 +64,8 @@ class InputError(ValueError):
         """The same error (its message, whether something is missing) placed elsewhere: how a reader
         re-raises what a reader it called found, as its own file's key."""
         return InputError(self.message, file=file, line=line, field=field, missing=self.missing)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch system's time limit, ``kill``) where a command turns it into this (``sweep``): the run
+    ends as Ctrl-C ends it, saying what it kept, with the shell's code for SIGTERM, 143."""

@@ -3,6 +3,7 @@ pipes, logs, notebooks' captured output or tests)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -56,7 +57,23 @@ def progress(total: int, desc: str, unit: str, enabled: bool = True, **options):
     if _shown:
         options.pop("delay", None)
     options.setdefault("leave", False)
+    if _no_width(options.get("file")):
+        options.setdefault("ncols", NO_SIZE[0])
+        options.setdefault("nrows", NO_SIZE[1])  # 0 rows: tqdm hides every bar below the screen's last row
     return tqdm(total=total, desc=desc, unit=unit, **options)
+
+
+NO_SIZE = (80, 24)  # columns and rows a bar assumes on a terminal that reports no size
+
+
+def _no_width(stream=None) -> bool:
+    """Whether ``stream`` (default stderr) is a terminal whose size is unset, 0 columns (a fresh pty: ``script``
+    run from a job, a container's): tqdm would draw its bars -1 columns wide below its 0 rows, that is not at all."""
+    stream = sys.stderr if stream is None else stream
+    try:
+        return os.get_terminal_size(stream.fileno()).columns == 0
+    except (AttributeError, ValueError, OSError):  # no descriptor, or not a terminal: tqdm's own width
+        return False
 
 
 def polled(work: Callable[[], T], counter: Any, bar: Any, every_s: float = 0.2) -> T:

@@ -376,6 +376,7 @@ DEFAULT_MAX_OPS = 1_000_000
 # (444,000 simulated ops: 1.2 GB peak, 27 s on one core): about 2.7 kB and 60 µs per simulated op.
 BYTES_PER_OP = 2_700
 SECONDS_PER_OP = 60e-6
+MAX_CONFIGS = 1_000_000  # sweep --max-configs' default: rows of results.csv (~1.8 kB each at peak, 2026-12-02: < 4 GB)
 
 
 def check_job_size(ops: int, limit: int, flag: str = "--max-ops", work: str = "") -> None:

@@ -11,7 +11,7 @@ from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import check_target, folder_flag, output_flag, same_file, spec_inputs
-from archsim.validate import int_flag
+from archsim.validate import MAX_CONFIGS, int_flag
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", nargs="?", type=output_flag, const="", default=None, metavar="OUT.html",
                         help="also write the HTML report (default reports/<spec name>.html)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--max-configs", type=int_flag(1, 2**53, "a configuration count"), default=MAX_CONFIGS, metavar="N",
+                        help=f"refuse a spec of more configurations (rows of results.csv; default {MAX_CONFIGS:,})")
     parser.add_argument("--force", action="store_true",
                         help="take over a results folder that holds another spec's results (replacing them)")
 
@@ -33,14 +35,18 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     from archsim.sweep import load_spec, run_sweep
     from archsim.sweep.report import write_report
 
-    spec = load_spec(args.spec)
+    spec = load_spec(args.spec, max_configs=args.max_configs)
     out = Path(args.out or Path("results") / spec.name)
     target = args.report or str(Path("reports") / f"{spec.name}.html")
     check_folder(out)  # the defaults too, before anything is written: all of the run's files, or none
     if args.report is not None:
         check_target(target)
         _report_apart(target, out, "--report")
-    frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force)
+    from archsim.sweep.lifetime import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():  # a batch system's kill: what is cached said, as for Ctrl-C
+        frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force,
+                          max_configs=args.max_configs)
     from archsim.sweep.device_spec import DeviceSweepSpec
 
     summary = "" if isinstance(spec, DeviceSweepSpec) else f"; summary in {out / 'summary.csv'}"  # a device sweep: none

@@ -1,4 +1,4 @@
-"""A sweep's worker processes live no longer than the sweep.
+"""A sweep's worker processes live no longer than the sweep, and a Ctrl-C always ends it.
 
 A ``kill -9`` of ``archsim sweep --workers N`` gives its pool workers no chance to be told: they
 would live on as orphans, computing for nobody. So each worker asks the kernel to kill it when its
@@ -12,6 +12,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 POLL_SECONDS = 1.0  # how often a worker without prctl looks for its parent
@@ -42,3 +44,52 @@ def _watch(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(POLL_SECONDS)
     os._exit(1)
+
+
+@contextmanager
+def ctrl_c_latched() -> Iterator[Callable[[], bool]]:
+    """Within the block, whether a Ctrl-C was swallowed: a ``KeyboardInterrupt`` raised while Python runs a
+    finalizer (a weakref callback, a ``__del__``, during a garbage collection) never reaches the sweep's
+    loop; Python prints it as "Exception ignored" and runs on. The latch records it instead (and prints
+    nothing), so the loop stops at its next unit as a Ctrl-C anywhere else stops it."""
+    caught: list[bool] = []
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            caught.append(True)
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield lambda: bool(caught)
+    finally:
+        sys.unraisablehook = previous
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`~archsim.errors.Terminated` in the sweep's process, so a batch
+    system's ``kill`` ends it as Ctrl-C does (what is cached said, status 143) instead of without a word. A
+    forked worker that inherits the handler dies of the signal as before. Main thread only; a handler set
+    by the embedding program is left alone."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    owner = os.getpid()
+
+    def handler(signum, frame) -> None:
+        if os.getpid() != owner:  # a pool worker: the default action, death by the signal
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        from archsim.errors import Terminated
+
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)

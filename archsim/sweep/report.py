@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
+from archsim.sweep.results_check import DEVICE_NUMBERS, check_cells, check_device_rows, check_spec_rows
 from archsim.validate import exists
 
 if TYPE_CHECKING:  # pandas loads when a report is written
@@ -64,15 +65,7 @@ def read_results(folder: Path) -> pd.DataFrame:
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError("missing column", file=str(path), line=1, field=missing[0], missing=True)
-    if not text.endswith("\n"):  # archsim writes whole lines, atomically: a file without one was cut short
-        raise InputError("the file ends inside a row (cut short?): rerun the sweep that wrote it", file=str(path),
-                         line=text.count("\n") + 1)
-    numbers = frame[[c for c in RESULT_COLUMNS if c in NUMERIC_RESULT_COLUMNS]]
-    empty = numbers.isna().to_numpy().nonzero()
-    if len(empty[0]):  # a row with fewer cells than the header: a report would show NaN
-        row, column = int(empty[0][0]), numbers.columns[int(empty[1][0])]
-        raise InputError("empty cell (a row cut short?): rerun the sweep that wrote it", file=str(path),
-                         line=row + 2, field=column)
+    check_cells(text, frame, path, [c for c in RESULT_COLUMNS if c in NUMERIC_RESULT_COLUMNS])
     return frame
 
 
@@ -86,6 +79,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     if is_device_folder(folder):
         return write_device_report(folder, target, spec_command=spec_command)
     results = read_results(folder)
+    check_spec_rows(results, spec_record(folder), folder / "results.csv", spec_command)
     from archsim.report.sweep_report import build_report, layer_breakdown_figure  # plotly loads only for a report
     from archsim.sweep import summarize
 
@@ -315,13 +309,15 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     from archsim.sweep.device_points import COLUMNS, SRAM_COLUMN
 
     path = folder / "results.csv"
-    _, results = _read_csv(path)
+    text, results = _read_csv(path)
     missing = [c for c in COLUMNS if c not in results.columns]
     if missing or results.empty:
         raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
                          field=missing[0] if missing else None, missing=bool(missing))
-    command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
     sram = [SRAM_COLUMN] if SRAM_COLUMN in results.columns else []
+    check_cells(text, results, path, [*DEVICE_NUMBERS, *sram], flags=("fits_memory", "pareto_optimal"))
+    check_device_rows(results, spec_record(folder), path, spec_command)
+    command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
     rows = results[["arrays", *sram, "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib",
                     "fits_memory", "pareto_optimal"]]
     first = results.iloc[0]

@@ -36,7 +36,7 @@ from archsim.progress import progress as progress_bar
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
-from archsim.sweep.spec import SweepSpec, Unit, network_sha256
+from archsim.sweep.spec import MAX_CONFIGS, SweepSpec, Unit, check_size, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.validate import parse_json, read_text
 from archsim.workload import load_network
@@ -257,13 +257,14 @@ def _run_dask(units: list[Unit], address: str, workers: int):
 
 
 def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: int = 1, dask: str | None = None,
-              progress: bool = True, force: bool = False) -> pd.DataFrame:
+              progress: bool = True, force: bool = False, max_configs: int = MAX_CONFIGS) -> pd.DataFrame:
     """Compute the units not yet cached under ``out``, then write ``results.csv`` and
     ``summary.csv`` there (a device sweep: ``results.csv`` alone, its front marked) (together: one :func:`~archsim.output_files.output_set`, the caller's when
     one is open, as the CLI's is, so the run's report joins them) and return the results frame. The
     folder is locked until they are in place, and refused when another spec's results are in it
-    unless ``force`` (:mod:`.folder`)."""
+    unless ``force`` (:mod:`.folder`). A spec of more than ``max_configs`` configurations is refused first."""
     out = Path(out)
+    check_size(spec.size, max_configs, spec.source)  # counted from the axes: a hand-built spec is never listed
     units = spec.units()
     digests = network_digests(spec)  # a missing network stops the run before anything is written
     check_processor_counts(units, spec.source)  # so does a network too short for a processor count
@@ -293,18 +294,23 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
     def size(unit: Unit | DevicePoint) -> int:  # configurations: the rows of results.csv this unit gives
         return unit.configs
 
+    from archsim.sweep.lifetime import ctrl_c_latched
+
     with progress_bar(sum(map(size, units)), f"sweep {spec.name}", "config", enabled=progress,
-                      initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar:
+                      initial=sum(map(size, units)) - sum(map(size, todo)), leave=True) as bar, \
+            ctrl_c_latched() as swallowed:
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         try:
             for unit, rows in run(todo):
                 write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True)  # kept if stopped
                 computed[unit] = rows
                 bar.update(size(unit))
-        except KeyboardInterrupt:  # Ctrl-C: say what is kept (the CLI prints it as one line), not a traceback
+                if swallowed():  # a Ctrl-C a finalizer caught: stop here, as anywhere else
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt as stop:  # Ctrl-C (or SIGTERM's Terminated): say what is kept (one CLI line)
             kind = "points" if isinstance(spec, DeviceSweepSpec) else "configurations"
             cached = sum(map(size, units)) - sum(map(size, todo)) + sum(map(size, computed))
-            raise KeyboardInterrupt(f"{cached} of {sum(map(size, units))} {kind} are cached in {out}; the same "
+            raise type(stop)(f"{cached} of {sum(map(size, units))} {kind} are cached in {out}; the same "
                                     "command resumes from them") from None
     rows = [row for unit in units for row in (computed[unit] if unit in computed else _cached_rows(files[unit]))]
     if isinstance(spec, DeviceSweepSpec):

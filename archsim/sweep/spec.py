@@ -32,6 +32,7 @@ its SRAMs, ``Bandwidth`` or ``[archsim] ClockGHz`` is refused (:func:`archsim.sw
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from itertools import product
 from pathlib import Path
@@ -48,6 +49,7 @@ from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
 from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
     INT32_MAX,
+    MAX_CONFIGS,
     MAX_PROCESSORS,
     check_name,
     is_file,
@@ -64,6 +66,14 @@ if TYPE_CHECKING:
     from archsim.sweep.device_spec import DeviceSweepSpec
 
 MAX_LIST = 1000  # values per list: a sweep is their product
+
+
+def check_size(configs: int, max_configs: int, file: str | None) -> None:
+    """Refuse a sweep of more than ``max_configs`` configurations (counted from its axes, never listed) before
+    anything is built: 10³ values on each of six axes would be 10¹⁸ rows, ground on for ever."""
+    if configs > max_configs:
+        raise InputError(f"the sweep has {configs:,} configurations (its axes' lengths multiplied), more than "
+                         f"--max-configs {max_configs:,}: give fewer values, or a larger --max-configs", file=file)
 
 DESIGN_KEYS = {"sram_kb", "bandwidths", "clocks_ghz", "element_bytes", "dtypes", "microbatches", "energy_tables"}
 KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha",
@@ -161,8 +171,10 @@ class SweepSpec:
 
     @property
     def size(self) -> int:
+        """Configurations (rows of results.csv), counted without listing the units."""
         clocks = max(1, len(self.designs[0].clocks_ghz)) if self.designs else 1
-        return len(self.units()) * len(self.processors) * len(self.methods) * clocks
+        units = len(self.networks) * len(self.arrays) * max(1, len(self.dataflows)) * len(self.batches)
+        return units * max(1, len(self.designs)) * len(self.processors) * len(self.methods) * clocks
 
 
 def _shape(array: tuple[int, int] | ArrayFile) -> tuple[int, int]:
@@ -219,17 +231,19 @@ def network_sha256(network: str) -> str:
     return hashlib.sha256(read_bytes(path, "network file")).hexdigest()
 
 
-def load_spec(path: str | Path) -> SweepSpec | DeviceSweepSpec:
+def load_spec(path: str | Path, *, max_configs: int = MAX_CONFIGS) -> SweepSpec | DeviceSweepSpec:
     """A spec file's sweep: an array sweep, or a device sweep when ``[sweep]`` names a ``device`` or a
-    ``model`` (:mod:`archsim.sweep.device_spec`)."""
+    ``model`` (:mod:`archsim.sweep.device_spec`); one of more than ``max_configs`` configurations is refused."""
     path = Path(path)
     file = str(path)
     document = parse_toml(read_text(path, "sweep spec"), file)
     with located(document, file):  # a key's error names its line
-        return _spec(document, path, file)
+        spec = _spec(document, path, file, max_configs)
+    check_size(spec.size, max_configs, file)
+    return spec
 
 
-def _spec(document: dict, path: Path, file: str) -> SweepSpec | DeviceSweepSpec:
+def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec | DeviceSweepSpec:
     """A parsed spec's sweep, checked (:func:`load_spec`)."""
     if set(document) != {"sweep"}:
         raise InputError("expected exactly one table, [sweep]", file=file,
@@ -321,6 +335,10 @@ def _spec(document: dict, path: Path, file: str) -> SweepSpec | DeviceSweepSpec:
             if bad:
                 raise InputError(f"{m} micro-batches do not divide batch {bad[0]}", file=file, field="microbatches")
         widths = _widths(table, strings, positives, file)
+        axes = (len(positives("sram_kb")) if "sram_kb" in table else 1, len(positives("bandwidths"))
+                if "bandwidths" in table else 1, len(widths), len(micro), len(tables), max(1, len(clocks)))
+        check_size(len(resolved) * len(arrays) * max(1, len(strings("dataflows", ("ws", "os", "is")))) * len(batches)
+                   * len(positives("processors", MAX_PROCESSORS)) * len(methods) * math.prod(axes), max_configs, file)
         designs = tuple(Design(s, bw, e, m, t, tuple(float(c) for c in clocks), name) for s, bw, (e, name), m, t in
                         product(positives("sram_kb") if "sram_kb" in table else (64,),
                                 positives("bandwidths") if "bandwidths" in table else (10,), widths, micro, tables))

@@ -1,0 +1,84 @@
+"""A results folder's results.csv checked before a report draws it: whole rows of numbers, and the rows its
+``spec.json`` (the spec last run there) gives. A report of rows cut short, edited, deleted or left by another run
+would draw them as the sweep's, or fail on them with a traceback; each is one error line instead."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archsim.errors import InputError
+
+if TYPE_CHECKING:  # pandas loads when a report is written
+    import pandas as pd
+
+DEVICE_NUMBERS = ("rows", "cols", "hbm_gbps", "gpus", "global_batch", "micro_batch", "static_watts", "iteration_seconds",
+                  "energy_j", "peak_memory_gib", "memory_capacity_gib")  # a device sweep's, never empty
+
+
+def check_cells(text: str, frame: pd.DataFrame, path: Path, numeric: list[str], flags: tuple[str, ...] = ()) -> None:
+    """Refuse a results.csv a report would draw wrong or fail on: cut inside a row, an empty or edited cell in a
+    ``numeric`` column, a ``flags`` cell other than True/False (one line naming the file, line and column)."""
+    import pandas as pd
+
+    if not text.endswith("\n"):  # archsim writes whole lines, atomically: a file without one was cut short
+        raise InputError("the file ends inside a row (cut short?): rerun the sweep that wrote it", file=str(path),
+                         line=text.count("\n") + 1)
+    numbers = frame[numeric]
+    empty = numbers.isna().to_numpy().nonzero()
+    if len(empty[0]):  # a row with fewer cells than the header: a report would show NaN
+        row, column = int(empty[0][0]), numbers.columns[int(empty[1][0])]
+        raise InputError("empty cell (a row cut short?): rerun the sweep that wrote it", file=str(path),
+                         line=row + 2, field=column)
+    for column in numbers.columns:  # an edited cell ("x"): a report's figures would fail on it, not say where
+        bad = pd.to_numeric(numbers[column], errors="coerce").isna().to_numpy().nonzero()[0]
+        if len(bad):
+            raise InputError(f"not a number ({numbers[column].iloc[int(bad[0])]!r}): rerun the sweep that wrote it",
+                             file=str(path), line=int(bad[0]) + 2, field=column)
+    for column in flags:
+        bad = (~frame[column].isin([True, False])).to_numpy().nonzero()[0]
+        if len(bad):
+            raise InputError(f"expected True or False, got {frame[column].iloc[int(bad[0])]!r}: rerun the sweep that "
+                             "wrote it", file=str(path), line=int(bad[0]) + 2, field=column)
+
+
+def check_spec_rows(results: pd.DataFrame, record: dict, path: Path, command: str) -> None:
+    """Refuse a results.csv the folder's spec.json (the spec last run there) did not give: a value off its axes
+    (an edited spec rerun and stopped before its results were written: the old rows stayed under the new
+    record) or another row count than its axes' product (rows deleted at a row boundary). A folder with no
+    record, or an older version's, is not compared."""
+    lists: list[list] = [value for key in ("networks", "arrays", "batches", "processors", "methods")
+                         if isinstance(value := record.get(key), list) and value]
+    if len(lists) < 5:  # no record, or an older version's: not compared
+        return
+    networks, arrays, batches, processors, methods = lists
+    dataflows, designs = record.get("dataflows") or [], record.get("designs") or []
+    values = {"network": {Path(str(n)).stem for n in networks}, "batch": set(batches), "processors": set(processors),
+              "method": set(methods), "dataflow": set(dataflows), "mode": {record.get("mode")}}
+    rerun = f"rerun `{command}` to bring them together"
+    for column, allowed in values.items():
+        stray = results.index[~results[column].isin(allowed)] if allowed - {None} else []
+        if len(stray):
+            raise InputError(f"{column} {results.at[stray[0], column]!r} is not on the axes of the folder's spec.json "
+                             f"(the spec last run here): these rows are another run's; {rerun}", file=str(path),
+                             line=int(stray[0]) + 2, field=column)
+    clocks = len(designs[0].get("clocks_ghz") or []) if designs and isinstance(designs[0], dict) else 0
+    expected = (len(networks) * len(arrays) * max(1, len(dataflows)) * len(batches) * max(1, len(designs))
+                * len(processors) * len(methods) * max(1, clocks))
+    if len(results) != expected:
+        raise InputError(f"{len(results):,} rows, where the folder's spec.json gives {expected:,} configurations "
+                         f"(rows deleted, or another run's?); {rerun}", file=str(path))
+
+
+def check_device_rows(results: pd.DataFrame, record: dict, path: Path, command: str) -> None:
+    """Refuse a device sweep's results.csv with another row count than its spec.json's axes multiplied (rows
+    deleted, or another run's), as :func:`check_spec_rows` refuses a plain sweep's."""
+    axes: list[list] = [axis for key in ("arrays", "hbm_gbps", "chips", "sram_kib_per_array")
+                        if isinstance(axis := record.get(key), list)]
+    if len(axes) < 4:  # no record, or an older version's: not compared
+        return
+    expected = math.prod([len(axis) for axis in axes])
+    if len(results) != expected:
+        raise InputError(f"{len(results):,} rows, where the folder's spec.json gives {expected:,} points (rows deleted, "
+                         f"or another run's?); rerun `{command}` to bring them together", file=str(path))
