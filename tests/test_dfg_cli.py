@@ -89,28 +89,23 @@ CONFIGS = [[*SAMPLE[:2], "--processors", str(p)] for p in (2, 3, 4)] + \
 @pytest.mark.parametrize("argv", CONFIGS, ids=[" ".join(a[1:]) for a in CONFIGS])
 def test_weight_versions_agree_with_the_closed_form(capsys, tmp_path, argv):
     """The DFG's weight versions per processor equal the table's S − s + 1 (shipped networks of LayerPipe's
-    evaluation). Two differences, stated: a processor running only borrowed δ parts holds no layer and is no
-    stage of the DFG (the closed form counts it: one more version on each processor before it), and a processor
-    holding only a first layer without δ (exact mode) stashes no weights in the DFG."""
+    evaluation). One difference, stated: a processor running only borrowed δ parts holds no layer and is no
+    stage of the DFG (the closed form counts it: one more version on each processor before it). A processor
+    holding only a first layer without δ (exact mode) keeps 1 in both (the closed form said S − s + 1 before)."""
     closed, doc = closed_and_derived(capsys, tmp_path, argv)
     borrowed_only = doc["borrowed_only_processors"]
-    first_alone = {item["processor"] for item in doc["layers"] if item["layer"] == doc["layers"][0]["layer"]
-                   and "D" not in item["retiming"]
-                   and sum(1 for other in doc["layers"] if other["stage"] == item["stage"]) == 1}
     for stage, processor in enumerate(doc["processor_of_stage"], start=1):
         derived = doc["stage_weight_versions"][stage - 1]
         later_borrowers = sum(1 for b in borrowed_only if b > processor)
-        if processor in first_alone:
-            assert derived == 1
-        else:
-            assert closed[processor - 1] == derived + later_borrowers, (processor, closed, doc["stage_weight_versions"])
+        assert closed[processor - 1] == derived + later_borrowers, (processor, closed, doc["stage_weight_versions"])
     assert all(closed[b - 1] >= 1 for b in borrowed_only)
 
 
 def test_the_stated_differences_occur_where_said(capsys, tmp_path):
-    """The two exceptions above are real on shipped inputs (else the test above could not fail on them)."""
-    _, four = closed_and_derived(capsys, tmp_path, [*SAMPLE[:2], "--processors", "4"])
-    assert four["stage_weight_versions"][0] == 1 and [r["processor"] for r in four["layers"]][:1] == [1]
+    """The cases above are real on shipped inputs (else the test above could not fail on them): conv1 alone
+    on p1 of 4 in exact mode (1 version in both), and a borrowed-only processor."""
+    closed, four = closed_and_derived(capsys, tmp_path, [*SAMPLE[:2], "--processors", "4"])
+    assert four["stage_weight_versions"][0] == closed[0] == 1 and [r["processor"] for r in four["layers"]][:1] == [1]
     _, borrowed = closed_and_derived(capsys, tmp_path, CONFIGS[3])
     assert borrowed["borrowed_only_processors"] == [2] and borrowed["processor_of_stage"] == [1, 3, 4]
     assert main([*CONFIGS[3], "--dfg", str(tmp_path / "again.json")]) == 0
