@@ -177,3 +177,23 @@ def test_the_api_gives_the_cli_s_graph(capsys, tmp_path):
     assert written["edges"] == doc["edges"] and written["layers"] == doc["layers"]
     with pytest.raises(archsim.InputError, match="method='layerpipe'"):
         archsim.pipeline_dfg(archsim.pipeline(profile, processors=3, method="gpipe"), profile)
+
+
+@pytest.mark.parametrize("argv", [CONFIGS[3], ["pipeline", "vgg16", "--only", "conv", "--mode", "paper",
+                                               "--processors", "12"]], ids=["sample-128", "vgg16-12"])
+def test_a_borrowed_only_processor_adds_no_boundary_on_these_plans(capsys, tmp_path, argv):
+    """Why the DFG's smaller count is the dependences' (archsim/dfg/of_plan.py): a δ part of layer l run on a
+    processor of its own crosses one more pipeline boundary only where the layer l feeds its δ to (l − 1)
+    is on l's processor. On both shipped cases it is not: conv1 feeds no layer, conv4_3's δ goes to conv4_2
+    on p9, conv4_3 is alone on p10."""
+    _, doc = dfg_of(capsys, tmp_path, argv)
+    borrowed_only = set(doc["borrowed_only_processors"])
+    assert borrowed_only
+    layers = {item["layer"]: item for item in doc["layers"]}
+    order = [item["layer"] for item in doc["layers"]]
+    lent = [name for name, item in layers.items() if borrowed_only & set(item["delta_processors"] or ())]
+    assert lent in (["conv1"], ["conv4_3"])
+    for name in lent:
+        position = order.index(name)
+        fed = order[position - 1] if position else None
+        assert fed is None or layers[fed]["processor"] != layers[name]["processor"]

@@ -210,7 +210,8 @@ def write_dfg(path: str, plan, profile, meta: dict[str, object]) -> None:
     if result.borrowed_only:
         shown = ", ".join(f"p{p}" for p in result.borrowed_only)
         note(f"--dfg: processors that run only borrowed δ parts hold no layer and are no stage of the DFG ({shown}); "
-             "the table's weight_versions counts them as stages")
+             "the table's weight_versions counts them as stages (their hop on the backward path; "
+             "see docs/concepts.md)")
     title = f"{meta['network']}: {plan.method}, {meta['processors']} processors, pipelined and retimed training DFG"
     note_written(f"wrote {write_output(path, dfg_text(result, path, meta, title))}")
 
