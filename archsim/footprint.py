@@ -14,11 +14,14 @@ than a formula per schedule:
 * **Weight versions.** A weight-stashing schedule (PipeDream's 1F1B, LayerPipe) keeps one weight
   version per micro-batch in flight (the backward must use the weights its forward used), so
   versions = ``peak_in_flight`` — PipeDream's S − s + 1, which the training DFG derives as its
-  stash depth (tests check both agree). GPipe flushes and keeps one version.
+  stash depth (tests check both agree). GPipe flushes and keeps one version. A layer without δ
+  (``exact`` lowering's first layer) keeps one copy whatever the stage holds: its backward is G,
+  which reads δ and the stashed input, never W (:func:`unstashed_layers`); a stage of such layers
+  alone states 1 version.
 * **Gradients**: one accumulated weight-gradient buffer of the weights' size. **Optimizer state**:
   ``optimizer_states`` × the weights (SGD 0, momentum 1, Adam 2: its two moments).
 
-Peak = weights × versions + gradients + optimizer state + peak stashed activations — an upper
+Peak = stashed weights × versions + unstashed weights + gradients + optimizer state + peak stashed activations — an upper
 bound on the sum of peaks at different instants that the weights terms do not change over time.
 Bytes throughout. The partitioners are untouched: :func:`check_capacity` is the constraint a
 partitioner or CLI applies to a plan's footprint.
@@ -34,7 +37,7 @@ import pandas as pd
 
 from archsim.choices.partitions import FLUSHED_SCHEDULES
 from archsim.errors import InputError
-from archsim.partition.profile import LayerProfile
+from archsim.partition.profile import LayerProfile, unstashed_layers
 from archsim.partition.result import Partition
 from archsim.sim.problem import Problem
 from archsim.sim.timeline import Timeline
@@ -61,11 +64,14 @@ class ProcessorMemory:
     optimizer_bytes: int
     peak_activation_bytes: int
     peak_in_flight: int
+    unstashed_weight_bytes: int = 0  # of weight_bytes: weights no backward op reads, held once
 
     @property
     def peak_bytes(self) -> int:
-        return (self.weight_bytes * self.weight_versions + self.gradient_bytes + self.optimizer_bytes
-                + self.peak_activation_bytes)
+        stashed = self.weight_bytes - self.unstashed_weight_bytes
+        return (stashed * self.weight_versions + self.unstashed_weight_bytes + self.gradient_bytes
+                + self.optimizer_bytes + self.peak_activation_bytes)
+
 
 
 def _problem(timeline: Timeline) -> Problem:
@@ -126,21 +132,26 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
     """Memory of every stage's processor for a partition run under ``schedule`` (the timeline of
     :func:`archsim.policies.pipeline.simulate_partition`). A stage's weights are its layers' plus
     the weight slices LayerPipe ships with borrowed δ ops (their ``extra_bytes``); activations are
-    each layer's input tensor (``stash_bytes``: what its G reads, a first layer's too), held until its G."""
+    each layer's input tensor (``stash_bytes``: what its G reads, a first layer's too), held until its G.
+    Weights of layers without δ are held once (:func:`unstashed_layers`)."""
     if optimizer not in OPTIMIZER_STATES:
         raise InputError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATES)}",
                          field="optimizer")
     index = {name: k for k, name in enumerate(profile.names)}
     stash = stash_profile(timeline, lambda tag: int(profile.stash_bytes[index[str(tag["layer"])]]), ("G",))
+    once = unstashed_layers(profile)
     rows = []
     for stage in plan.stages:
         processor = f"p{stage.index + 1}"
         weights = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers) + sum(
             op.extra_bytes for op in stage.ops if op.borrowed)
+        single = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers if name in once)
         held = stash.get(processor, StashProfile(0, 0))
-        versions = 1 if schedule in FLUSHED_SCHEDULES else max(1, held.peak_in_flight)
+        stashes = schedule not in FLUSHED_SCHEDULES and not (stage.layers and set(stage.layers) <= once
+                                                             and not any(op.borrowed for op in stage.ops))
+        versions = max(1, held.peak_in_flight) if stashes else 1
         rows.append(ProcessorMemory(processor, weights, versions, weights, OPTIMIZER_STATES[optimizer] * weights,
-                                    held.peak_activation_bytes, held.peak_in_flight))
+                                    held.peak_activation_bytes, held.peak_in_flight, single))
     return rows
 
 

@@ -132,7 +132,10 @@ def run(args: argparse.Namespace) -> int:
         meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}"
     if args.dfg:
         write_dfg(args.dfg, plan, profile, dict(meta))
-    stash = stash_depths(plan, network, args.schedule or METHOD_SCHEDULES.get(plan.method, "1f1b"))
+    from archsim.partition.profile import unstashed_layers
+
+    stash = stash_depths(plan, network, args.schedule or METHOD_SCHEDULES.get(plan.method, "1f1b"),
+                         unstashed_layers(profile))
     makespan: float | None = None
     warning: str | None = None
     if stash is not None:
@@ -203,7 +206,8 @@ def write_dfg(path: str, plan, profile, meta: dict[str, object]) -> None:
     if result.borrowed_only:
         shown = ", ".join(f"p{p}" for p in result.borrowed_only)
         note(f"--dfg: processors that run only borrowed δ parts hold no layer and are no stage of the DFG ({shown}); "
-             "the table's weight_versions counts them as stages")
+             "the table's weight_versions counts them as stages (their hop on the backward path; "
+             "see docs/concepts.md)")
     title = f"{meta['network']}: {plan.method}, {meta['processors']} processors, pipelined and retimed training DFG"
     note_written(f"wrote {write_output(path, dfg_text(result, path, meta, title))}")
 
@@ -231,19 +235,23 @@ def _compact(records: list[dict], plan, order: list[str]) -> list[dict]:
     return shown
 
 
-def stash_depths(plan, network, schedule: str) -> list[int] | None:
+def stash_depths(plan, network, schedule: str, unstashed: frozenset[str] = frozenset()) -> list[int] | None:
     """Weight versions each processor stashes (chains only): S − s + 1 for the s-th of S non-empty
     stages, what the LayerPipe DFG (:mod:`archsim.dfg`, ``--dfg``) derives from the pipelined training DFG (PipeDream's
     stash depth), and 1 under a schedule that flushes (GPipe keeps one version). Stated here so the command
     needs no networkx or integer program; a test checks the two agree on every chain and stage assignment up
     to 7 layers. A stage that runs only borrowed δ parts is one of the S: it lies on the backward path and
-    holds the borrowed layers' weights (what ``--memory``'s simulation finds)."""
+    holds the borrowed layers' weights (what ``--memory``'s simulation finds). A stage holding only
+    ``unstashed`` layers (no δ reads their weights: ``exact`` mode's first layer) and no borrowed op keeps 1."""
     if any(len(layer.inputs) != 1 for layer in network.layers):
         return None
     busy = [stage.index for stage in plan.stages if stage.layers or getattr(stage, "ops", ())]
+    single = {stage.index for stage in plan.stages if stage.layers and set(stage.layers) <= unstashed
+              and not any(op.borrowed for op in getattr(stage, "ops", ()))}
     if schedule in FLUSHED_SCHEDULES:
         return [1 if stage.index in busy else 0 for stage in plan.stages]
-    return [len(busy) - busy.index(stage.index) if stage.index in busy else 0 for stage in plan.stages]
+    return [1 if stage.index in single else len(busy) - busy.index(stage.index) if stage.index in busy else 0
+            for stage in plan.stages]
 
 
 COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe, ooo)", add_arguments, run)

@@ -4,8 +4,10 @@ T∞ = max over loops C of (Σ node costs on C) / (Σ delays on C): no schedule 
 number of processors, runs an iteration faster; a loop attaining it is *critical*. LayerPipe finds
 it with a minimum-cycle-mean algorithm; with delays other than 1 per edge it is a maximum cycle
 *ratio*, which networkx does not offer, so archsim uses Lawler's parametric search: a loop with
-ratio > λ exists iff the graph weighted λ·w(e) − cost(src(e)) has a negative cycle (Bellman–Ford). Each negative cycle found is a real loop, so the search jumps λ up to its exact ratio
-(Dinkelbach's step) and bisects only the gap above it; it ends when no loop beats the best found,
+ratio > λ exists iff the graph weighted λ·w(e) − cost(src(e)) has a negative cycle (Bellman–Ford,
+vectorized over the edges). Each negative cycle found is a real loop, so the search jumps λ up to its exact ratio
+(Dinkelbach's step: it bisects only until a first loop is found, then asks for a loop above the best
+ratio, each found loop strictly better than the last); it ends when no loop beats the best found,
 whose exact ratio is returned. A loop without delays makes the DFG unschedulable: T∞ = ∞.
 Costs and T∞ share a unit (cycles, seconds) per DFG iteration — per slot for a pipelined DFG.
 """
@@ -55,7 +57,7 @@ def iteration_bound(dfg: TrainingDFG, *, rel_tol: float = 1e-12) -> IterationBou
     high = sum(cost) + 1.0  # a loop holds ≥ 1 delay, so no ratio exceeds the total cost
     scale = max(high, 1.0)
     while True:
-        lam = (low + high) / 2 if high - low > rel_tol * scale else low
+        lam = (low + high) / 2 if not best and high - low > rel_tol * scale else low
         cycle = _cycle_above(fewest, cost, lam, rel_tol * scale)
         if cycle is not None:
             best, low = cycle, max(low, _ratio(cycle, fewest, cost))
@@ -65,6 +67,8 @@ def iteration_bound(dfg: TrainingDFG, *, rel_tol: float = 1e-12) -> IterationBou
             high = lam
     if not best:
         return IterationBound(0.0, (), 0.0, 0)
+    first = best.index(min(best))  # the loop read from its node earliest in the DFG: one answer per loop
+    best = best[first:] + best[:first]
     loop_delays = sum(fewest[pair] for pair in _pairs(best))
     loop_cost = sum(cost[i] for i in best)
     return IterationBound(loop_cost / loop_delays, tuple(nodes[i] for i in best), loop_cost, loop_delays)
@@ -88,30 +92,55 @@ def loop_ratio(dfg: TrainingDFG, loop: Sequence[Node]) -> float:
 def _cycle_above(edges: dict[tuple[int, int], int], cost: list[float], lam: float, eps: float
                  ) -> tuple[int, ...] | None:
     """A loop with Σ cost − λ·Σ delays > 0 (by more than ``eps`` per edge), or None: Bellman–Ford from
-    a virtual source on weights λ·w − cost(src) + eps; a node still relaxing in pass n leads, by
-    predecessors, into a negative cycle. (networkx's find_negative_cycle sometimes reports
-    "detected but not found" on float weights, so the cycle is extracted here.)"""
+    a virtual source on weights λ·w − cost(src) + eps, every edge relaxed at once per pass (numpy). Any
+    cycle of the predecessor graph is a negative cycle (Cherkassky & Goldberg's parent-graph lemma), and one
+    appears while a negative cycle exists, so each pass looks for one; a pass that changes nothing proves
+    there is none. (networkx's find_negative_cycle sometimes reports "detected but not found" on float
+    weights, so the cycle is extracted here.)"""
+    import numpy as np
+
     size = len(cost)
-    weighted = [(u, v, lam * d - cost[u] + eps) for (u, v), d in edges.items()]
-    dist = [0.0] * size
-    pred = [-1] * size
-    changed = -1
-    for _ in range(size):
-        changed = -1
-        for u, v, weight in weighted:
-            if dist[u] + weight < dist[v]:
-                dist[v], pred[v], changed = dist[u] + weight, u, v
-        if changed < 0:
+    pairs = np.array(list(edges), dtype=np.int64).reshape(-1, 2)
+    src, dst = pairs[:, 0], pairs[:, 1]
+    weight = lam * np.array(list(edges.values()), dtype=float) - np.asarray(cost, dtype=float)[src] + eps
+    dist = np.zeros(size)
+    pred = np.full(size, -1, dtype=np.int64)
+    for _ in range(4 * size + 4):  # a negative cycle closes a predecessor cycle long before this
+        candidate = dist[src] + weight
+        best = dist.copy()
+        np.minimum.at(best, dst, candidate)
+        better = candidate < dist[dst]
+        if not better.any():
             return None
-    node = changed
-    for _ in range(size):  # walk back far enough to be on the cycle
-        node = pred[node]
-    cycle = [node]
-    while pred[cycle[-1]] != node:
-        cycle.append(pred[cycle[-1]])
-    cycle.reverse()
-    total = sum(cost[u] - lam * edges[(u, v)] for u, v in _pairs(tuple(cycle)))
-    return tuple(cycle) if total > 0 else None
+        won = better & (candidate == best[dst])
+        pred[dst[won]] = src[won]
+        dist = best
+        node = _on_a_cycle(pred)
+        if node >= 0:
+            cycle = [node]
+            while pred[cycle[-1]] != node:
+                cycle.append(int(pred[cycle[-1]]))
+            cycle.reverse()
+            total = sum(cost[u] - lam * edges[(u, v)] for u, v in _pairs(tuple(cycle)))
+            return tuple(cycle) if total > 0 else None
+    return None
+
+
+def _on_a_cycle(pred) -> int:
+    """A node on a cycle of the predecessor function ``pred`` (−1: none), or −1: follow every node's
+    predecessor 2^k ≥ n times by pointer doubling; what is not at the sentinel then lies on a cycle."""
+    import numpy as np
+
+    size = len(pred)
+    jump = np.where(pred < 0, size, pred)
+    jump = np.append(jump, size)  # the sentinel n points to itself
+    steps = 1
+    while steps < size:
+        jump = jump[jump]
+        steps *= 2
+    ends = jump[:size]
+    found = np.flatnonzero(ends < size)
+    return int(ends[found[0]]) if len(found) else -1
 
 
 def _ratio(cycle: tuple[int, ...], fewest: dict[tuple[int, int], int], cost: list[float]) -> float:

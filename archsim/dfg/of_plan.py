@@ -7,7 +7,14 @@ each run by its layer's stage. LayerPipe's Algorithm 1 may move part or all of a
 later processor (borrowed; δ′/δ″ where it is split); the DFG keeps D with its layer and says which
 processors run its parts (``delta_processors``). A processor that runs only borrowed δ parts holds
 no layer and is no stage of the DFG (``borrowed_only``): the closed form of ``archsim pipeline``'s
-weight versions counts it as a stage (its 1F1B window, as the simulated schedule finds), the DFG does not.
+weight versions counts it as a stage, the DFG does not, so each processor before it gets one version more
+from the table. Two meanings, both kept. The DFG's ``stage_weight_versions`` counts the dependences: a
+borrowed δ part run elsewhere crosses as many pipeline boundaries as δ on its lender does (δ of layer l+1 →
+the part → layer l−1's G and δ), one more only where layer l−1 shares the lender's processor, so with each
+δ in its lender's stage the count holds wherever that is not so — both shipped cases (VGG16's conv4_3 alone on
+p10 of 12, its δ′ on p11; paper mode's δ of conv1 on layerpipe_sample at 4 on 128×128, which feeds nothing).
+The table's counts the window of the 1F1B schedule archsim simulates, which gives the borrower a stage of
+its own (``--memory``: 4 micro-batches in flight on layerpipe_sample's p1): the memory that schedule needs.
 """
 
 from __future__ import annotations

@@ -177,11 +177,14 @@ def _places(dfg: TrainingDFG, stage: Mapping[str, int]) -> dict[Node, tuple[int,
 
 
 class _Fewest:
-    """The retimed DFG's edges by pair, each pair's fewest delays (parallel edges), and that graph for
-    networkx's shortest paths: built once for all layers' counts, not once per layer."""
+    """The retimed DFG's edges by pair, each pair's fewest delays (parallel edges), and the fewest
+    delays from every layer's F to every node (scipy's Dijkstra, all sources in one call): built once
+    for all layers' counts, not once per layer."""
 
     def __init__(self, retimed: TrainingDFG) -> None:
-        import networkx as nx
+        import numpy as np
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import dijkstra
 
         self.delays: dict[tuple[Node, Node], int] = {}
         self.out: dict[Node, list[int]] = {}
@@ -191,17 +194,29 @@ class _Fewest:
             self.delays[pair] = min(e.delays, self.delays.get(pair, e.delays))
             self.out.setdefault(e.src, []).append(e.delays)
             self.into.setdefault(e.dst, set()).add(e.src)
-        self.graph = nx.DiGraph()
-        self.graph.add_edges_from((src, dst, {"delays": d}) for (src, dst), d in self.delays.items())
+        self.index = {node: i for i, node in enumerate(retimed.nodes)}
+        rows = [self.index[src] for src, _ in self.delays]
+        cols = [self.index[dst] for _, dst in self.delays]
+        # one entry per pair (a COO duplicate would be summed); explicit zeros stay edges in csgraph
+        graph = csr_matrix((np.array(list(self.delays.values()), dtype=float), (rows, cols)),
+                           shape=(len(self.index), len(self.index)))
+        sources = [self.index[node] for node in retimed.nodes if node.kind == "F"]
+        self.row = {source: k for k, source in enumerate(sources)}
+        self.lengths = dijkstra(graph, indices=sources) if sources else np.zeros((0, len(self.index)))
+
+    def shortest(self, src: Node, dst: Node) -> int:
+        """Fewest delays on a path src → dst (src a layer's F)."""
+        length = self.lengths[self.row[self.index[src]], self.index[dst]]
+        if length == float("inf"):
+            raise InputError(f"no path from {src} to {dst} in the retimed DFG", field="dfg")
+        return int(length)
 
 
 def _layer_counts(fewest: _Fewest, name: str, stage: int, k: int) -> LayerPipelining:
-    import networkx as nx
-
     p = SLOTS_PER_MICROBATCH
     f, g, u = Node(name, "F"), Node(name, "G"), Node(name, "U")
     weight_line = max(fewest.out[u])
     gaps = [fewest.delays[(source, g)] - fewest.delays[(source, f)] for source in fewest.into[f] if source != u]
-    forward_to_g = nx.shortest_path_length(fewest.graph, f, g, weight="delays")
+    forward_to_g = fewest.shortest(f, g)
     loop = forward_to_g + fewest.delays[(g, u)] + fewest.delays[(u, f)]
     return LayerPipelining(name, stage, k, p * k, loop, -(-weight_line // p), max(-(-gap // p) for gap in gaps))

@@ -108,6 +108,13 @@ class LayerProfile:
         return len(self.names)
 
 
+def unstashed_layers(profile: LayerProfile) -> frozenset[str]:
+    """Layers whose weights no backward op reads: those without δ (``exact`` lowering's first layer).
+    A weight stash exists so a micro-batch's δ reads the weights its forward used; G reads δ and the
+    layer's input, not W. A profile without lowered ops (built from costs) names none."""
+    return frozenset(item.layer.name for item in profile.lowered if item.op("D") is None)
+
+
 def _neighbours(nodes: int, pairs) -> tuple[tuple[int, ...], ...]:
     """Per node 0 … nodes − 1, the ``b`` of each (a, b) in ``pairs`` whose ``a`` it is, in ``pairs``' order:
     one grouping for a profile's producers (pairs turned round) and its consumers."""
@@ -190,4 +197,5 @@ def collapse_profile(profile: LayerProfile, groups) -> LayerProfile:
         unit=profile.unit)
 
 
-__all__ = ["LayerProfile", "build_profile", "collapse_profile", "profile_from_costs", "profile_of_lowered"]
+__all__ = ["LayerProfile", "build_profile", "collapse_profile", "profile_from_costs", "profile_of_lowered",
+           "unstashed_layers"]
