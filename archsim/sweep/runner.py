@@ -36,9 +36,9 @@ from archsim.progress import progress as progress_bar
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
-from archsim.sweep.spec import MAX_CONFIGS, SweepSpec, Unit, check_size, network_sha256
+from archsim.sweep.spec import SweepSpec, Unit, check_size, network_sha256
 from archsim.sweep.summary import summarize
-from archsim.validate import parse_json, read_text
+from archsim.validate import MAX_CONFIGS, parse_json, read_text
 from archsim.workload import load_network
 from archsim.workload.layer import Network
 from archsim.workload.shipped import load_shipped
