@@ -139,10 +139,10 @@ def run_neusight(args: argparse.Namespace) -> int:
                                  "measured_device", field="gpu")
         phase("predict")
         dtype = args.dtype or "fp32"
-        tensor = None
-        if dtype != "fp32":  # the tensor cores' fit, as train takes it (validation may not import training)
-            from archsim.training.fitted import kernels as tensor
-        rows = predict(frame, FITTED, args.gpu, dtype, tensor).rename(columns={"device": "measured_device"})
+        # the tensor cores' fit, as train takes it (validation may not import training)
+        from archsim.training.fitted import kernels as tensor_constants
+
+        rows = predict(frame, FITTED, args.gpu, dtype, tensor_constants).rename(columns={"device": "measured_device"})
     unit_note = latency_unit_note(rows)
     if unit_note:
         note(unit_note)
