@@ -16,6 +16,7 @@ import argparse
 import shlex
 
 from archsim.array.config import DATAFLOWS, parse_array_shape
+from archsim.choices.devices import DTYPES
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, clock_flag, emit, phases, positive_int
 from archsim.console import note
@@ -50,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-split-k", action="store_true",
                         help="deal out only output tiles (default: split the reduction when tiles < arrays)")
     parser.add_argument("--mode", default=None, choices=MODES, help="lowering mode (default exact: stride-aware δ)")
+    parser.add_argument("--dtype", default=None, choices=DTYPES,
+                        help="NeuSight kernel CSVs (no dtype column): the dtype the rows were measured in, each "
+                             "GEMM priced as train prices it (fp16/bf16: tensor cores; default fp32, NeuSight's)")
     parser.add_argument("--show", default=None, choices=SHOW,
                         help="which table to print (default stats; NeuSight CSVs: kernels for csv/json)")
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML report (atomically)")
@@ -134,11 +138,20 @@ def run_neusight(args: argparse.Namespace) -> int:
                                  "GPUs' times; --show kernels gives its predictions beside each row's "
                                  "measured_device", field="gpu")
         phase("predict")
-        rows = predict(frame, FITTED, args.gpu).rename(columns={"device": "measured_device"})
+        dtype = args.dtype or "fp32"
+        # the tensor cores' fit, as train takes it (validation may not import training)
+        from archsim.training.fitted import kernels as tensor_constants
+
+        rows = predict(frame, FITTED, args.gpu, dtype, tensor_constants).rename(columns={"device": "measured_device"})
     unit_note = latency_unit_note(rows)
     if unit_note:
         note(unit_note)
     meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
+    if dtype != "fp32":  # fp32's meta as it was: its output stays byte-identical
+        meta = {"csv": meta["csv"], "dtype": dtype,
+                "kernel_model": f"GEMMs: kernel_ops.op_seconds at {dtype} as train prices them (tensor-core tiles, "
+                                "the vTrain fit; each kernel timed alone); memory-bound rows: archsim.devices.kernels "
+                                f"at {dtype}'s element size, kernels.FITTED"}
     if show == "stats":
         table = mape_by_class(rows, ("gpu", "op_class"))
         table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
@@ -183,6 +196,11 @@ def run(args: argparse.Namespace) -> int:
         from archsim.errors import InputError
 
         raise InputError("mixes NeuSight kernel CSVs with archsim's measured CSVs; give one kind", field="csv")
+    if args.dtype is not None:  # a measured CSV's '# dtype:' line says it; a flag would silently disagree
+        from archsim.errors import InputError
+
+        raise InputError("--dtype is for NeuSight kernel CSVs; archsim's measured CSVs give theirs in the "
+                         "'# dtype:' line", field="dtype")
     args.show = args.show or "stats"
     wrote = []
     # 2–6 s on DeepBench's CSVs, most of it scipy's import and the study: named phase by phase on a terminal

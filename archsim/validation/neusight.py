@@ -25,6 +25,7 @@ from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, csv_rows, read_text
+from archsim.validation.gpu_seconds import TensorConstants, kernel_timer, ops_seconds
 
 REQUIRED = ("OPName", "Latency")
 SHAPES = ("B", "M", "N", "K", "H")
@@ -179,11 +180,13 @@ def measured_on(frame: pd.DataFrame, gpu: str) -> pd.DataFrame:
 
 
 def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = None,
-            dtype: str = "fp32") -> pd.DataFrame:
+            dtype: str = "fp32", tensor_constants: TensorConstants | None = None) -> pd.DataFrame:
     """``frame`` with ``gpu`` (the catalog's name, :func:`~archsim.devices.catalog.gpu_name`),
     ``predicted_seconds`` and ``error`` (predicted / measured − 1) added, rows in input order. ``gpu``
     overrides each row's ``device``; a row measured on another GPU than the one predicted has no error
-    (NaN): its time is that GPU's, not a measurement of this one's."""
+    (NaN): its time is that GPU's, not a measurement of this one's. ``dtype`` other than fp32: the GEMM
+    rows as ``train`` prices that dtype (:func:`gemm_rows_seconds`, ``tensor_constants`` the tensor
+    cores' fit), the memory-bound rows by their class mechanism at its element size."""
     out = frame.copy()
     names = pd.Series(gpu, index=out.index) if gpu else out["device"]
     if names.isna().any() or (names == "").any():
@@ -192,7 +195,7 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
     missing = sorted(set(names[out["gpu"] == ""].astype(str)))
     if missing:
         raise InputError(f"unknown GPU {missing[0]!r}; the catalog has {', '.join(GPU_NAMES)}", field="gpu")
-    out["predicted_seconds"] = _seconds(out, constants, dtype)
+    out["predicted_seconds"] = _seconds(out, constants, dtype, tensor_constants)
     out["error"] = out["predicted_seconds"] / out["measured_seconds"] - 1
     if gpu:
         other = [bool(str(d)) and (find_gpu(str(d)) or str(d)) != find_gpu(gpu) for d in out["device"]]
@@ -200,14 +203,36 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
     return out
 
 
-def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32") -> np.ndarray:
+def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32",
+             tensor_constants: TensorConstants | None = None) -> np.ndarray:
     """Predicted seconds of rows whose ``gpu`` column holds catalog names."""
     seconds = np.full(len(frame), np.nan)
     for name, positions in frame.groupby("gpu", sort=False).indices.items():
         group = frame.iloc[positions]
         seconds[positions] = kernel_seconds({c: group[c].to_numpy() for c in ("op", *SHAPES)},
                                             device_spec(str(name)), constants, dtype)
+        gemm = group["op_class"].isin(("linear", "bmm")).to_numpy()
+        if dtype != "fp32" and gemm.any():
+            seconds[positions[gemm]] = gemm_rows_seconds(group[gemm], str(name), dtype, tensor_constants)
     return seconds
+
+
+def gemm_rows_seconds(rows: pd.DataFrame, gpu: str, dtype: str, tensor_constants: TensorConstants | None) -> np.ndarray:
+    """Seconds of NeuSight GEMM rows (B GEMMs of archsim's M, K, N in one launch) on catalog GPU ``gpu``
+    in ``dtype``, each timed alone: the timer of archsim's measured CSVs
+    (:func:`archsim.validation.gpu_seconds.kernel_timer`), i.e. :func:`archsim.devices.kernel_ops.op_seconds`
+    on the catalog board — the path ``train`` prices that dtype's GEMMs on (tensor-core tiles, the vTrain
+    fit) — with a kernel benchmark's launch. Why not :func:`kernel_seconds`: its GEMM constants are fp32's."""
+    from archsim.choices.devices import ELEMENT_BYTES
+    from archsim.lowering import Gemm, TrainingOp
+
+    slug = find_gpu(gpu)
+    timer = kernel_timer(device_spec(gpu), slug, dtype, tensor_constants)
+    if timer is None:
+        raise InputError(f"--dtype {dtype}: archsim has no {dtype} GEMM time for {gpu}", field="dtype")
+    ops = [TrainingOp(f"line {line}", "F", (Gemm(int(m), int(k), int(n), int(b)),))
+           for line, b, m, k, n in zip(rows["line"], rows["B"], rows["M"], rows["K"], rows["N"], strict=True)]
+    return ops_seconds(ops, timer, [], ELEMENT_BYTES[dtype])
 
 
 # every compared row this many times off its prediction, one way: the Latency column is in another unit than ms
@@ -303,6 +328,7 @@ __all__ = [
     "check_devices",
     "device_spec",
     "fit_constants",
+    "gemm_rows_seconds",
     "is_neusight_file",
     "is_neusight_header",
     "largest_tie",
