@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +86,8 @@ def schedule(network=None, *, policy: str | None = None, processors: int | None 
     done = run_schedule(**settings, speak=_warn)
     if done.used is not None:
         _warn("note", idle_line(f"{policy}'s allocation", done.used, settings["processors"]))
-    return ScheduleResult(done.row, done.meta, done.timeline, done.order)
+    timeline = None if done.timeline is None else replace(done.timeline, unit=done.unit)  # for to_frame's attrs
+    return ScheduleResult(done.row, done.meta, timeline, done.order)
 
 
 def _warn(kind: str, text: str | None) -> None:

@@ -1,4 +1,5 @@
-"""Say once, on stderr, when a numba kernel is about to compile rather than load from its cache.
+"""Say once when a numba kernel is about to compile rather than load from its cache: a command's note on stderr,
+a library call's UserWarning (the same text).
 
 The kernels are compiled with ``cache=True``: the first run after an install (or an edit of the
 kernel's module) compiles them — seconds to tens of seconds on a slow machine — and every later
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 from archsim import console
 
@@ -33,13 +35,18 @@ def will_compile(dispatcher) -> bool:
 
 
 def announce_compile(dispatcher, what: str) -> None:
-    """Print 'compiling …' to stderr, once per process and ``what``, when the kernel must compile;
-    on a terminal, a line under it counts the seconds until the kernel has compiled."""
+    """Say 'compiling …', once per process and ``what``, when the kernel must compile: a command's note line
+    (:mod:`archsim.console`), a library call's UserWarning (no command speaking: Python's warnings, not stderr
+    lines); on a terminal, a line under it counts the seconds until the kernel has compiled."""
     if what in _ANNOUNCED or not will_compile(dispatcher):
         return
     _ANNOUNCED.add(what)
-    console.note(f"compiling {what} with numba (once per install; later runs load it from the cache)…")
-    sys.stderr.flush()
+    text = f"compiling {what} with numba (once per install; later runs load it from the cache)…"
+    if console.prefix() == console.PROGRAM:  # no command speaking (console.speaking_as): a library call
+        warnings.warn(text, UserWarning, stacklevel=3)
+    else:
+        console.note(text)
+        sys.stderr.flush()
     from archsim.numba_cache import LazyKernel
     from archsim.progress import on_terminal
 

@@ -13,7 +13,8 @@ from archsim.lowering import Gemm, TrainingOp
 # name: (dense FP16 tensor TFLOP/s, SMs, tensor cores, HBM GiB, HBM GB/s, NVLink GB/s per direction)
 # H100 PCIe (H100 datasheet: 1,513 TFLOP/s FP16 tensor with sparsity, "1/2 lower without"; 114 SMs × 4
 # tensor cores; 80 GB HBM2e at 2,000 GB/s): a PCIe card here, its optional NVLink bridge not modelled
-DATASHEET = {"v100-32gb": (125, 80, 640, 32, 900, 150), "a100-40gb": (312, 108, 432, 40, 1555, 300),
+DATASHEET = {"v100-32gb": (125, 80, 640, 32, 900, 150), "v100-16gb": (125, 80, 640, 16, 900, 150),
+             "a100-40gb": (312, 108, 432, 40, 1555, 300),
              "a100-80gb": (312, 108, 432, 80, 2039, 300), "h100-80gb-sxm": (989.4, 132, 528, 80, 3350, 450),
              "h200-141gb": (989.4, 132, 528, 143771 / 1024, 4800, 450),
              "h100-80gb-pcie": (1513 / 2, 114, 456, 80, 2000, 0)}

@@ -38,7 +38,7 @@ def test_known_gpus_reproduce_datasheet_dense_fp16_peaks(slug_, tflops):
     ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"),
     ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA A100-PCIE-40GB", "a100-40gb-pcie"),
     ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A10", "a10"), ("NVIDIA A10G", None),
-    ("Tesla V100-SXM2-16GB", "v100"), ("Tesla T4", "t4"), ("NVIDIA L4", "l4"), ("h100-sxm", "h100-sxm"),
+    ("Tesla V100-SXM2-16GB", "v100-16gb"), ("Tesla V100-SXM2-32GB", "v100"), ("Tesla T4", "t4"), ("NVIDIA L4", "l4"), ("h100-sxm", "h100-sxm"),
     ("NVIDIA GeForce RTX 4090", None)])
 def test_device_names_find_their_table_entry(name, expected):
     assert find_gpu(name) == expected

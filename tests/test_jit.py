@@ -6,13 +6,16 @@ from archsim import jit
 
 
 def test_a_kernel_without_cached_code_is_announced_once(capsys):
+    from archsim.console import speaking_as
+
     @njit  # no cache: nothing on disk, nothing compiled in this process yet
     def twice(x):
         return 2 * x
 
     assert jit.will_compile(twice)
-    jit.announce_compile(twice, "a test kernel")
-    jit.announce_compile(twice, "a test kernel")
+    with speaking_as("archsim cost"):  # a command: its one note line
+        jit.announce_compile(twice, "a test kernel")
+        jit.announce_compile(twice, "a test kernel")
     assert capsys.readouterr().err.count("compiling a test kernel") == 1
     assert twice(3) == 6
     assert not jit.will_compile(twice)  # compiled now
@@ -68,3 +71,22 @@ def test_the_compile_notice_names_the_command_that_spoke(capsys):
         jit.announce_compile(four, "a fourth test kernel")
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("archsim cost: note: compiling a fourth test kernel with numba"), line
+
+
+def test_from_the_library_the_compile_notice_is_a_warning(capsys):
+    """Failed before: a library call (no command speaking) printed ``archsim: note: compiling …`` on stderr,
+    outside Python's warnings; now a UserWarning with the same text, nothing on stderr, still once."""
+    import warnings
+
+    @njit
+    def five(x):
+        return 5 * x
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jit.announce_compile(five, "a fifth test kernel")
+        jit.announce_compile(five, "a fifth test kernel")
+    assert capsys.readouterr().err == ""
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (UserWarning, ("compiling a fifth test kernel with numba (once per install; later runs load it from the "
+                       "cache)…"))]

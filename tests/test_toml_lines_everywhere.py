@@ -38,7 +38,7 @@ def test_a_device_tomls_bad_value_given_as_config_names_its_line(tmp_path, capsy
     assert main(["cost", "resnet50", "--config", str(chip)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"archsim cost: error: {chip}, line {_line(text, new)}, field '{field}': a TOML file: "
-                          "--config reads a SCALE-Sim .cfg (a device TOML is for train and search); its array as "
+                          "--config reads a SCALE-Sim .cfg (a device TOML is for train, search and energy); its array as "
                           "flags cannot be read: "), err
     assert says in err and "--array" not in err and len(err.splitlines()) == 1
 

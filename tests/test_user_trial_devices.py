@@ -167,11 +167,12 @@ def test_a_mig_slice_is_not_taken_for_the_whole_gpu(capsys):
 
 
 def test_a_cuda_name_with_another_memory_size_is_not_the_catalog_board(tmp_path, capsys):
-    """A cluster of "Tesla V100-SXM2-16GB" trained on the catalog's 32 GB V100 board: twice the memory
-    the GPU has (NVIDIA's V100 datasheet: 16 or 32 GB), so a run that does not fit was said to."""
+    """A cluster of "Tesla V100-PCIE-16GB" trained on the catalog's 32 GB V100 PCIe board: twice the memory
+    the GPU has (NVIDIA's V100 PCIe datasheet: 16 or 32 GB), so a run that does not fit was said to. (The SXM2
+    16 GB module, "Tesla V100-SXM2-16GB", is a catalog board of its own: tests/test_v100_16gb.py.)"""
     cluster = tmp_path / "v100_16gb.toml"
     cluster.write_text('[cluster]\nname = "v100_16gb"\n\n[[servers]]\ncount = 1\ngpus = 1\n'
-                       'intra_server_gbps = 1200\ngpu = "Tesla V100-SXM2-16GB"\n')
+                       'intra_server_gbps = 1200\ngpu = "Tesla V100-PCIE-16GB"\n')
     argv = ["train", str(ROOT / "configs" / "transformers" / "gpt2.json"), "--cluster", str(cluster),
             "--global-batch", "1"]
     assert main(argv) == 2

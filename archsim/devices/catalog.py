@@ -11,10 +11,10 @@ peaks per precision, links, board power). :data:`KNOWN_GPUS` (chips by slug) and
 
 Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepapers:
 
-* V100 SXM2 32 GB (Tesla V100 datasheet; Volta whitepaper): 80 SMs, 640 tensor cores, 1530 MHz,
+* V100 SXM2 32 GB and 16 GB (Tesla V100 datasheet; Volta whitepaper): 80 SMs, 640 tensor cores, 1530 MHz,
   125 TFLOP/s FP16 tensor, 15.7 FP32, 7.8 FP64; HBM2 900 GB/s; NVLink 2: 6 links, 300 GB/s total
-  (150 GB/s each way); PCIe 3.0 ×16 32 GB/s total. Its servers (DGX-1) wire the GPUs directly in a
-  hybrid cube-mesh, no NVSwitch (:mod:`archsim.nvlink_rings`).
+  (150 GB/s each way); PCIe 3.0 ×16 32 GB/s total; the two differ in memory alone. Its servers (DGX-1) wire
+  the GPUs directly in a hybrid cube-mesh, no NVSwitch (:mod:`archsim.nvlink_rings`).
 * A100 SXM4 40 / 80 GB (A100 datasheet; Ampere GA100 whitepaper): 108 SMs, 432 tensor cores,
   1410 MHz, 312 TFLOP/s FP16/BF16 tensor, 156 TF32, 19.5 FP32, 19.5 FP64 tensor; HBM2 1555 GB/s
   (40 GB), HBM2e 2039 GB/s (80 GB); NVLink 3: 12 links, 600 GB/s total; PCIe 4.0 64 GB/s total.
@@ -52,10 +52,9 @@ The PCIe cards NeuSight measured train too (one GPU; no NVLink, PCIe per directi
 datasheets: V100 PCIe 32 GB (112 TFLOP/s FP16 tensor, 14 FP32, 7 FP64; PCIe 3.0), T4 (16 GB; 65 FP16
 tensor, 8.1 FP32; PCIe 3.0), A100 40GB PCIe and A100 80GB PCIe (the A100's peaks; PCIe 4.0), L4 (24 GB;
 121 FP16/BF16 tensor dense, 30.3 FP32; PCIe 4.0), P100 PCIe 16 GB (9.3 FP32, 4.7 FP64; PCIe 3.0), P4
-(8 GB; 5.5 FP32; PCIe 3.0). Each row is one real board: CUDA's "NVIDIA A100-PCIE-40GB" (NeuSight's card,
-whose kernels the fp32 constants are fitted on) is ``a100-40gb-pcie``, "NVIDIA A100-SXM4-40GB" is
-``a100-40gb``. :func:`gpu` also takes a GPU's name as CUDA reports it ("Tesla V100-PCIE-32GB",
-"NVIDIA L4"; :func:`find_gpu`).
+(8 GB; 5.5 FP32; PCIe 3.0). Each row is one real board: CUDA's "NVIDIA A100-PCIE-40GB" (NeuSight's card, whose kernels
+the fp32 constants are fitted on) is ``a100-40gb-pcie``, "NVIDIA A100-SXM4-40GB" is ``a100-40gb``. :func:`gpu` also
+takes a GPU's name as CUDA reports it ("Tesla V100-PCIE-32GB", "NVIDIA L4"; :func:`find_gpu`).
 """
 
 from __future__ import annotations
@@ -193,6 +192,9 @@ HOPPER_PEAKS = {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp3
 H100_PCIE_PEAKS = {"fp16": 756.5, "bf16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51, "fp64": 51}  # dense: sparse / 2
 HOPPER_L2_BYTES_PER_CLOCK = 5120 * 132 / 108 * 2  # the A100's per SM, doubled (module docstring: an assumption)
 PCIE_ONLY: dict[str, Any] = {"nvlinks": 1, "nvswitch": False}  # a PCIe card's board: no NVLink
+V100 = (_chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12,
+              l1_kb=128, l2_read=2048),
+        Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 6, nvswitch=False))
 
 TABLE: tuple[Row, ...] = (
     # chip: SMs, tensor cores/SM, MACs/clock per tensor core as R×C, clock (MHz) giving the datasheet's
@@ -203,9 +205,8 @@ TABLE: tuple[Row, ...] = (
     # chip tdp, nm: the board's watts and the process node (docs/citations.md), for the kernel model's power
     # cap and board energy (every row is one real board); l2_read: L2 read bytes/clock (tensor-core tiles'
     # feed). board: HBM GiB, dense TFLOP/s, NVLink and PCIe GB/s per direction, NVLinks.
-    Row("v100", _chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12,
-                       l1_kb=128, l2_read=2048),
-        Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 6, nvswitch=False)),
+    Row("v100", *V100),  # the 32 GB SXM2 module; the 16 GB one: its chip and board (figures, links), 16 GiB HBM2
+    Row("v100-16gb", replace(V100[0], name="NVIDIA V100 SXM2 16GB"), replace(V100[1], key="v100-16gb", memory_gb=16)),
     Row("v100-pcie", _chip("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6,
                              tdp=250, nm=12, l1_kb=128, l2_read=2048),
         Board("v100-pcie-32gb", 32, {"fp16": 112, "fp32": 14, "fp64": 7}, 0, 16, **PCIE_ONLY)),
@@ -320,7 +321,7 @@ def gpu(name: str) -> Device:
 
 
 def _check_stated_memory(name: str, board: Device) -> None:
-    """Refuse a CUDA name whose memory ("Tesla V100-SXM2-16GB") is not its catalog board's: training's
+    """Refuse a CUDA name whose memory ("Tesla V100-PCIE-16GB") is not its catalog board's: training's
     memory check would read the board's. Within 5%: the H200's 141 GB is 140.4 GiB."""
     stated = re.search(r"(\d+)\s*gb\b", name.lower().replace("_", " "))
     board_gib = board.memory_bytes / GIB
@@ -342,10 +343,9 @@ _NAME_PATTERNS = ((r"p100(?!.*(sxm|12\s*gb))", "p100-pcie"), (r"1080\s*ti", "gtx
                   (r"\bm40\b", "m40"), (r"\bmi25\b", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
                   (r"(?<!g)h200(?!.*nvl)", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100(?!.*nvl)", "h100-sxm"),
                   (r"a100.*(pcie.*40\s*gb|40\s*gb.*pcie)", "a100-40gb-pcie"), (r"a100.*40\s*gb", "a100-40gb"),
-                  (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"),
-                  (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
-                  (r"\bl4\b", "l4"), (r"v100.*pcie", "v100-pcie"), (r"v100", "v100"), (r"\bt4\b", "t4"),
-                  (r"\bp4\b", "p4"))
+                  (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"), (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
+                  (r"\bl4\b", "l4"), (r"v100.*pcie", "v100-pcie"), (r"v100.*16\s*gb", "v100-16gb"),
+                  (r"v100", "v100"), (r"\bt4\b", "t4"), (r"\bp4\b", "p4"))
 
 
 def find_gpu(name: str) -> str | None:
@@ -395,5 +395,5 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
 
 
 __all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_BOARD", "CHIP_OF_DEVICE", "FP32_PARTITION", "GIB", "GPUS", "GPU_NAMES",
-           "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
-           "GpuSpec", "Row", "chip_of", "device", "find_gpu", "gpu", "gpu_name", "resolve_gpu", "whole_gpu_name"]
+           "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board", "GpuSpec", "Row", "chip_of", "device", "find_gpu",
+           "gpu", "gpu_name", "resolve_gpu", "whole_gpu_name"]

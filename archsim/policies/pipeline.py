@@ -44,7 +44,7 @@ version; its G releases both.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -331,4 +331,5 @@ def simulate_partition(plan: Partition, profile: LayerProfile, microbatches: int
     problem = pipeline_problem(plan, profile, microbatches, schedule, bandwidth, latency)
     if phase is not None:
         phase("simulate")
-    return PipelineRun(problem, simulate(problem), schedule or default_schedule(plan.method), microbatches)
+    timeline = replace(simulate(problem), unit=profile.unit)  # the profile's unit, for to_frame's attrs
+    return PipelineRun(problem, timeline, schedule or default_schedule(plan.method), microbatches)

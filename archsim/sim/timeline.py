@@ -118,12 +118,14 @@ class TransferTable(_Table[Transfer]):
 
 @dataclass(frozen=True)
 class Timeline:
-    """Slots in start order, transfers in start order, the problem they solve, the policy's name."""
+    """Slots in start order, transfers in start order, the problem they solve, the policy's name and the times'
+    unit where the caller knows it (``cycles``, ``seconds``, ``units``; "" where not: the engine is unit-agnostic)."""
 
     slots: Sequence[Slot]  # a tuple, or the engine's SlotTable
     transfers: Sequence[Transfer]  # a tuple, or the engine's TransferTable
     problem: Problem | None = None
     policy: str = ""
+    unit: str = ""
 
     def _tables(self) -> tuple[SlotTable, TransferTable, Problem] | None:
         """Slots, transfers and problem when slots and transfers are the engine's arrays, of this
@@ -208,7 +210,8 @@ class Timeline:
         return peaks
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per slot: op, processor, stream, start, end, then one column per tag key."""
+        """One row per slot: op, processor, stream, start, end, then one column per tag key; ``attrs["unit"]``: the
+        times' unit where the timeline knows it (the columns keep their names, which callers index)."""
         import pandas as pd
 
         ops = {op.id: op for op in self.problem.ops} if self.problem is not None else {}
@@ -221,8 +224,10 @@ class Timeline:
                 for key, value in cast("Tags", op.tags):  # Op.__post_init__ made them pairs
                     row.setdefault(key, value)
             rows.append(row)
-        frame = pd.DataFrame(rows)
-        return frame if rows else pd.DataFrame(columns=list(SLOT_COLUMNS))
+        frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(SLOT_COLUMNS))
+        if self.unit:
+            frame.attrs["unit"] = self.unit
+        return frame
 
     def transfers_frame(self) -> pd.DataFrame:
         """One row per transfer: src, dst, link, bytes, start, end."""

@@ -28,12 +28,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from archsim.console import keyed
 from archsim.errors import InputError
 from archsim.toml_errors import locate, parse_toml
 from archsim.validate import check_name, parse_json, read_text, shown
 from archsim.workload.config_fields import get_key, head_dim_channels
 from archsim.workload.hf_config import from_hf
-from archsim.workload.transformer import FAMILIES, TransformerConfig
+from archsim.workload.transformer import FAMILIES, TransformerConfig, check_positions
 
 # The keys a transformer config TOML may hold; any other is refused (docs/formats.md lists them under
 # "Transformer configs").
@@ -66,9 +67,10 @@ def transformer_path(model: str | Path) -> Path:
     return found
 
 
-def load_transformer(path: str | Path, *, seq: int | None = None) -> TransformerConfig:
+def load_transformer(path: str | Path, *, seq: int | None = None, seq_dim: bool = False) -> TransformerConfig:
     """A Hugging Face ``config.json`` or a ``[transformer]`` TOML table (module docstring), by path or by a
-    shipped name (:func:`transformer_path`)."""
+    shipped name (:func:`transformer_path`). ``seq_dim``: ``seq`` came as ``--dim seq=N`` (the array commands,
+    ``import``; ``dim`` in the API), so a refusal of it names that setting, not ``--seq``."""
     path = transformer_path(path)
     file = str(path)
     kind = NETWORK_SUFFIXES.get(path.suffix.lower())
@@ -82,6 +84,8 @@ def load_transformer(path: str | Path, *, seq: int | None = None) -> Transformer
         raise InputError("expected a JSON object", file=file)
     try:
         config = _from_toml(document, path) if path.suffix.lower() == ".toml" else from_hf(document, path)
+        if seq is not None and seq_dim:  # else the config's own check names --seq (seq=)
+            check_positions(config.name, config.position_limit, seq, keyed("dim", "seq", placeholder="N"), "dim")
         return config if seq is None else replace(config, seq=seq)
     except InputError as exc:
         raise locate(exc.at(file=file, field=exc.where.field), document, file) from None

@@ -126,7 +126,7 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
             raise InputError(f"a transformer config takes {keyed('dim', 'seq', placeholder='N')} only, not "
                              f"{unknown[0]!r}", field="dim")
         seq = (dims or {}).get("seq")
-        config = load_transformer(path, seq=seq)
+        config = load_transformer(path, seq=seq, seq_dim=True)
         network = config.network()
         source = keyed("dim", "seq") if seq is not None else (
             "the config's seq" if path.suffix.lower() == ".toml" else

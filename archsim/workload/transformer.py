@@ -126,11 +126,7 @@ class TransformerConfig:
                              "rotate pairs of dims, so the count must be even and at least 2", field="partial_rotary_factor")
         if self.activation and self.activation not in ACTIVATIONS:
             raise InputError(f"expected one of {', '.join(ACTIVATIONS)}, got {shown(self.activation)}", field="activation")
-        if self.position_limit and self.seq > self.position_limit:  # a learned table has no row past its end
-            raise InputError(f"{self.name} learns {self.position_limit} position embeddings, so it cannot run a "
-                             f"sequence of {self.seq}: give --seq (--dim seq= in the array commands, seq= in the API) of at "
-                             f"most {self.position_limit}",
-                             field="seq")
+        check_positions(self.name, self.position_limit, self.seq, setting("seq", placeholder="N"), "seq")
 
     @property
     def mlp_activation(self) -> str:
@@ -331,3 +327,12 @@ def build(c: TransformerConfig) -> Network:
         b.add("ln_f", "batchnorm")
         b.add("lm_head", "fc", c.vocab)
     return b.network()
+
+
+def check_positions(name: str, limit: int, seq: int, fix: str, field: str) -> None:
+    """Refuse a sequence of ``seq`` tokens past a learned position table of ``limit`` rows (0: none stated; the
+    table has no row past its end), naming ``fix``, the setting that sets it as the caller spells it (``--seq N``,
+    ``seq=N``, ``--dim seq=N``, ``dim={'seq': N}``), and ``field``, that setting's name."""
+    if limit and seq > limit:
+        raise InputError(f"{name} learns {limit} position embeddings, so it cannot run a sequence of {seq}: give "
+                         f"{fix} of at most {limit}", field=field)
