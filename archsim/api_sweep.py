@@ -1,0 +1,72 @@
+"""The library face's sweep jobs: ``run_sweep`` and ``write_report``, as ``archsim sweep`` and ``archsim report``
+take them (re-exported by :mod:`archsim.api`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from archsim.api_keywords import check_path, check_switch, positive_int, speaks_keywords
+from archsim.validate import MAX_CONFIGS
+
+
+@speaks_keywords
+def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,
+              progress: bool = False, max_configs: int = MAX_CONFIGS) -> pd.DataFrame:
+    """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
+    :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
+    computing only configurations not cached there; returns the results. ``workers``: local processes,
+    1 … 1024 as ``--workers``; ``progress``: True or False (``--quiet``'s opposite); ``max_configs``: ``--max-configs``,
+    a spec of more configurations refused before any work. A device sweep warns (UserWarning)
+    the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
+    ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure; a
+    plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one)."""
+    from archsim.sweep import SweepSpec, load_spec
+    from archsim.sweep import run_sweep as _run
+    from archsim.sweep.device_spec import DeviceSweepSpec
+
+    workers = positive_int(workers, "workers", high=1024)  # --workers' range; 0 ran as one worker
+    check_switch(progress, "progress")
+    if out is not None:
+        check_path(out, "out", "a folder path or None")
+    if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
+        check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
+    max_configs = positive_int(max_configs, "max_configs", high=2**53)
+    spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
+    frame = _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
+                 progress=progress, max_configs=max_configs)
+    if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
+        import warnings  # PEs, a slipped unit
+
+        from archsim.sweep.device_points import spec_warnings, unfit_points_line
+
+        for line in (unfit_points_line(frame), *spec_warnings(spec)):
+            if line:
+                warnings.warn(line, UserWarning, stacklevel=3)
+    else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
+        import warnings
+
+        from archsim.sweep.runner import network_notes
+        from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
+
+        for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec)):
+            warnings.warn(note, UserWarning, stacklevel=3)
+    return frame
+
+
+@speaks_keywords
+def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
+    """Write the self-contained HTML report of a sweep's results folder to ``out``; returns its path.
+    Network files are read only inside the folder, or those of ``spec`` (a TOML path or a
+    :class:`SweepSpec` you ran): without it, a network file elsewhere leaves out the per-layer
+    and Gantt sections (docs/security.md)."""
+    from archsim.sweep import SweepSpec, load_spec
+    from archsim.sweep.device_spec import DeviceSweepSpec
+    from archsim.sweep.report import spec_command
+    from archsim.sweep.report import write_report as _write
+
+    folder = Path(results)
+    folder = folder.parent if folder.suffix == ".csv" else folder
+    own = () if spec is None else (spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)).networks
+    return _write(folder, out, spec_command=spec_command(folder), own_networks=own)
