@@ -10,61 +10,14 @@ import pytest
 
 from archsim.cli import main
 from archsim.errors import InputError
+from tests.chip_pair import ENERGY_ZEROS, chip_cfg, chip_toml, energy_body
 
 # one chip twice: 8 output-stationary 64 × 64 arrays (4 per core) at 1.2 GHz, SRAMs 512/512/256 KiB
-CHIP_CFG = """[architecture_presets]
-ArrayHeight:    64
-ArrayWidth:     64
-IfmapSramSzkB:    512
-FilterSramSzkB:   512
-OfmapSramSzkB:    256
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : os
+CHIP_CFG = chip_cfg()
 
-[archsim]
-ClockGHz = 1.2
+CHIP_TOML = chip_toml().replace("{lanes}", "")
 
-[device]
-name = chip
-arrays = 8
-arrays_per_core = 4
-
-[memory]
-hbm_gib = 32
-hbm_gbps = 1200
-
-[links]
-intra_gbps = 100
-
-[energy]
-{energy}"""
-
-CHIP_TOML = """[device]
-name = "chip"
-
-[compute]
-arrays = 8
-arrays_per_core = 4
-rows = 64
-cols = 64
-dataflow = "os"
-clock_mhz = 1200
-
-[memory]
-sram_kib_per_array = [512, 512, 256]
-hbm_gib = 32
-hbm_gbps = 1200
-
-[links]
-intra_gbps = 100
-
-[energy]
-{energy}"""
-
-ZEROS = ("vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
-         "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj")
+ZEROS = ENERGY_ZEROS
 
 CLUSTER = """[cluster]
 name = "chip"
@@ -93,11 +46,6 @@ def _hand_macs() -> int:
     return 3 * (s * h * 3 * h + 2 * s * s * h + s * h * h + 2 * s * h * 4 * h + s * h * v)
 
 
-def _energy(lines: dict[str, object], toml: bool) -> str:
-    """An ``[energy]`` section's body in either form: a .cfg's ``key = text``, a TOML's typed values."""
-    return "".join(f"{key} = {json.dumps(value) if toml else value}\n" for key, value in lines.items())
-
-
 def _train_meta(tmp_path, capsys, name: str, text: str) -> dict:
     (tmp_path / name).write_text(text, encoding="utf-8")
     (tmp_path / f"{name}.cluster.toml").write_text(CLUSTER.format(device=name), encoding="utf-8")
@@ -114,7 +62,7 @@ def _train_meta(tmp_path, capsys, name: str, text: str) -> dict:
 def test_a_device_tomls_energy_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, capsys):
     """Reference: the hand count of one iteration's MACs × the TOML's mac_pj, every other figure zero."""
     energy = {"mac_pj": mac_pj, **dict.fromkeys(ZEROS, 0)}
-    meta = _train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=_energy(energy, toml=True)))
+    meta = _train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=energy_body(energy, toml=True)))
     assert meta["energy_j"] == pytest.approx(_hand_macs() * mac_pj * 1e-12, rel=1e-12)
     assert "[energy]" in meta["energy_source"]
 
@@ -123,8 +71,8 @@ def test_a_device_tomls_energy_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, ca
                                     {"table": "horowitz45", "filter_write_pj": 4.0}])
 def test_a_device_toml_and_cfg_of_one_chip_and_energy_price_train_alike(energy, tmp_path, capsys):
     """The TOML and the .cfg stating the same chip and ``[energy]`` end in one record: the same joules."""
-    cfg = _train_meta(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=_energy(energy, toml=False)))
-    toml = _train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=_energy(energy, toml=True)))
+    cfg = _train_meta(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=energy_body(energy, toml=False)))
+    toml = _train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=energy_body(energy, toml=True)))
     assert toml["energy_j"] == cfg["energy_j"] and toml["energy_source"] == cfg["energy_source"]
     plain = _train_meta(tmp_path, capsys, "plain.toml", CHIP_TOML.format(energy=""))
     assert plain["energy_j"] != toml["energy_j"]  # the figures are read, not the default table's
@@ -135,8 +83,8 @@ def test_a_device_toml_and_cfg_give_the_same_priced_device(tmp_path):
     from archsim.training.energy import load_priced_device
 
     energy = {"table": "horowitz45", "mac_pj": 0.5}
-    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=_energy(energy, toml=False)), encoding="utf-8")
-    (tmp_path / "chip.toml").write_text(CHIP_TOML.format(energy=_energy(energy, toml=True)), encoding="utf-8")
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=energy_body(energy, toml=False)), encoding="utf-8")
+    (tmp_path / "chip.toml").write_text(CHIP_TOML.format(energy=energy_body(energy, toml=True)), encoding="utf-8")
     cfg, toml = load_priced_device(tmp_path / "chip.cfg"), load_priced_device(tmp_path / "chip.toml")
     assert (toml.energy_table, toml.energy_figures) == (cfg.energy_table, cfg.energy_figures) == \
         ("horowitz45", (("mac_pj", 0.5),))

@@ -10,76 +10,21 @@ import json
 import pytest
 
 from archsim.cli import main
+from tests.chip_pair import ENERGY_ZEROS, chip_cfg, chip_toml, energy_body
 
 # one chip twice (as tests/test_device_toml_energy.py states it): 8 output-stationary 64 × 64 arrays (4 per core)
 # at 1.2 GHz, SRAMs 512/512/256 KiB, static power 3 W per chip
-CHIP_CFG = """[architecture_presets]
-ArrayHeight:    64
-ArrayWidth:     64
-IfmapSramSzkB:    512
-FilterSramSzkB:   512
-OfmapSramSzkB:    256
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : os
+CHIP_CFG = chip_cfg(static_watts=3)
 
-[archsim]
-ClockGHz = 1.2
+CHIP_TOML = chip_toml(static_watts=3)
 
-[device]
-name = chip
-arrays = 8
-arrays_per_core = 4
-static_watts = 3
-
-[memory]
-hbm_gib = 32
-hbm_gbps = 1200
-
-[links]
-intra_gbps = 100
-
-[energy]
-{energy}"""
-
-CHIP_TOML = """[device]
-name = "chip"
-static_watts = 3
-
-[compute]
-arrays = 8
-arrays_per_core = 4
-rows = 64
-cols = 64
-dataflow = "os"
-clock_mhz = 1200
-{lanes}
-[memory]
-sram_kib_per_array = [512, 512, 256]
-hbm_gib = 32
-hbm_gbps = 1200
-
-[links]
-intra_gbps = 100
-
-[energy]
-{energy}"""
-
-ZEROS = ("vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
-         "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj", "pe_leakage_mw",
-         "sram_leakage_mw_per_kib")
+ZEROS = (*ENERGY_ZEROS, "pe_leakage_mw", "sram_leakage_mw_per_kib")
 
 # two fully connected layers, 8 → 4 → 2, small enough to count their MACs by hand
 TWO_FC = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, Type,
 fc1, 1, 1, 1, 1, 8, 4, 1, 0, fc,
 fc2, 1, 1, 1, 1, 4, 2, 1, 0, fc,
 """
-
-
-def _energy(lines: dict[str, object], toml: bool) -> str:
-    """An ``[energy]`` section's body in either form: a .cfg's ``key = text``, a TOML's typed values."""
-    return "".join(f"{key} = {json.dumps(value) if toml else value}\n" for key, value in lines.items())
 
 
 def _run(tmp_path, capsys, name: str, text: str, *flags: str) -> tuple[int, str, str]:
@@ -103,7 +48,7 @@ def test_energy_on_a_device_toml_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, 
     gradients G the same 80, the data gradient D of fc2 alone (fc1's input needs none) 2·4·2 = 16: 176 MACs ×
     the TOML's mac_pj, every other figure (leakage too) zero."""
     energy = {"mac_pj": mac_pj, **dict.fromkeys(ZEROS, 0)}
-    result = _energy_json(tmp_path, capsys, "chip.toml", CHIP_TOML.format(lanes="", energy=_energy(energy, True)))
+    result = _energy_json(tmp_path, capsys, "chip.toml", CHIP_TOML.format(lanes="", energy=energy_body(energy, True)))
     total = result["rows"][-1]
     assert total["macs"] == 176
     assert total["energy_pj"] == pytest.approx(176 * mac_pj, rel=1e-12)
@@ -116,8 +61,8 @@ def test_energy_on_a_device_toml_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, 
 def test_a_device_toml_and_cfg_of_one_chip_give_one_energy_table(energy, flags, tmp_path, capsys):
     """The TOML and the .cfg stating the same chip and ``[energy]``: the same rows and meta, and the same notes
     (its 8 arrays, the dtype, its static power) but for the file's name."""
-    cfg = _run(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=_energy(energy, False)), *flags)
-    toml = _run(tmp_path, capsys, "chip.toml", CHIP_TOML.format(lanes="", energy=_energy(energy, True)), *flags)
+    cfg = _run(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=energy_body(energy, False)), *flags)
+    toml = _run(tmp_path, capsys, "chip.toml", CHIP_TOML.format(lanes="", energy=energy_body(energy, True)), *flags)
     assert cfg[0] == toml[0] == 0, cfg[2] + toml[2]
     assert json.loads(toml[1]) == json.loads(cfg[1])
     assert toml[2].replace("chip.toml", "chip.cfg") == cfg[2]
@@ -129,7 +74,7 @@ def test_a_device_tomls_energy_figures_are_read(tmp_path, capsys):
     """The TOML's [energy] figures price the table, not the default table's (the mac_pj column follows it)."""
     plain = _energy_json(tmp_path, capsys, "plain.toml", CHIP_TOML.format(lanes="", energy=""))
     priced = _energy_json(tmp_path, capsys, "chip.toml",
-                          CHIP_TOML.format(lanes="", energy=_energy({"mac_pj": 7.0}, True)))
+                          CHIP_TOML.format(lanes="", energy=energy_body({"mac_pj": 7.0}, True)))
     assert priced["rows"][-1]["mac_pj"] == pytest.approx(176 * 7.0)
     assert plain["rows"][-1]["mac_pj"] != priced["rows"][-1]["mac_pj"]
     assert priced["meta"]["sram_kb"] == "512,512,256" and priced["meta"]["array"] == "64x64"

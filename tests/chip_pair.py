@@ -1,0 +1,76 @@
+"""One chip stated twice — a SCALE-Sim ``.cfg`` device file and a device TOML — for the tests that check the two forms
+price one chip alike (``train``: test_device_toml_energy.py; ``energy``: test_energy_device_toml.py): 8
+output-stationary 64 × 64 arrays (4 per core) at 1.2 GHz, SRAMs 512/512/256 KiB, 32 GiB of HBM at 1,200 GB/s.
+Templates: ``{energy}`` is the ``[energy]`` section's body (:func:`energy_body`); the TOML's ``{lanes}`` its lane lines."""
+
+import json
+
+_CFG = """[architecture_presets]
+ArrayHeight:    64
+ArrayWidth:     64
+IfmapSramSzkB:    512
+FilterSramSzkB:   512
+OfmapSramSzkB:    256
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : os
+
+[archsim]
+ClockGHz = 1.2
+
+[device]
+name = chip
+arrays = 8
+arrays_per_core = 4
+{device}
+[memory]
+hbm_gib = 32
+hbm_gbps = 1200
+
+[links]
+intra_gbps = 100
+
+[energy]
+{energy}"""
+
+_TOML = """[device]
+name = "chip"
+{device}
+[compute]
+arrays = 8
+arrays_per_core = 4
+rows = 64
+cols = 64
+dataflow = "os"
+clock_mhz = 1200
+{lanes}
+[memory]
+sram_kib_per_array = [512, 512, 256]
+hbm_gib = 32
+hbm_gbps = 1200
+
+[links]
+intra_gbps = 100
+
+[energy]
+{energy}"""
+
+# every [energy] figure but mac_pj: set to 0, a total is MACs × mac_pj
+ENERGY_ZEROS = ("vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
+                "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj")
+
+
+def chip_cfg(static_watts: float | None = None) -> str:
+    """The ``.cfg`` template (``{energy}`` left to fill), with the chip's static power when given."""
+    return _CFG.replace("{device}", "" if static_watts is None else f"static_watts = {static_watts:g}\n")
+
+
+def chip_toml(static_watts: float | None = None) -> str:
+    """The TOML template (``{energy}`` and ``{lanes}`` left to fill), with the chip's static power when given."""
+    return _TOML.replace("{device}", "" if static_watts is None else f"static_watts = {static_watts:g}\n")
+
+
+def energy_body(lines: dict[str, object], toml: bool) -> str:
+    """An ``[energy]`` section's body in either form: a .cfg's ``key = text``, a TOML's typed values."""
+    return "".join(f"{key} = {json.dumps(value) if toml else value}\n" for key, value in lines.items())
