@@ -1,0 +1,84 @@
+"""validate-gpu ``--dtype fp16|bf16`` on NeuSight-format CSVs prices each row once, at its dtype.
+
+* A memory-bound row (elementwise, softmax, layer norm) moves 2-byte elements at fp16/bf16: its bytes
+  (2 × elements × tensors) at the class's fitted achieved fraction of the datasheet bandwidth, plus
+  the launch — hand-computed below from the T4's 320 GB/s and the fitted fractions, never from the
+  code's output. (These pass on the code before the change too: it already counted 2 bytes there;
+  they pin it.)
+* A GEMM/BMM row is priced once, through train's kernel path (:func:`gemm_rows_seconds`); the code
+  before priced it by the class mechanism first and threw that time away
+  (:func:`test_a_gemm_row_is_priced_once` fails on it).
+* fp32's output is unchanged: compared with the output of the code before the change, recorded in
+  ``tests/data/validate_gpu_fp32_before.json`` (the file says how it was produced).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+from archsim.devices.kernel_constants import FITTED
+
+ROOT = Path(__file__).resolve().parents[1]
+BEFORE = json.loads((ROOT / "tests" / "data" / "validate_gpu_fp32_before.json").read_text())
+SHARED = ROOT.parent / "shared" / "gpu_kernels"
+
+T4_BYTES_PER_S = 320e9  # the T4's datasheet HBM (GDDR6) bandwidth
+# the rows: (op, B, H, tensors moved, the class's fitted fraction of bandwidth)
+MEMORY_ROWS = [
+    ("add", 32768, 1600, 3, FITTED.memory),  # tensor + tensor: two reads, one write
+    ("relu", 4096, 1024, 2, FITTED.memory),  # one read, one write
+    ("softmax", 4096, 1024, 2, FITTED.softmax),  # rows of ≤ 1,024 elements: the warp softmax, one read, one write
+    ("ln", 4096, 1024, 3, FITTED.layernorm),  # a Welford pass, the normalizing pass, one write
+]
+CSV = "OPName,Latency,Device,B,M,N,K,H\n" + "".join(
+    f"{op},1.0,Tesla T4,{b},,,,{h}\n" for op, b, h, _, _ in MEMORY_ROWS)
+
+
+def _rows(tmp_path: Path, capsys, text: str, *flags: str) -> list[dict]:
+    path = tmp_path / "kernels.csv"
+    path.write_text(text)
+    assert main(["validate-gpu", "--csv", str(path), "--gpu", "T4", "--format", "json", *flags]) == 0
+    return json.loads(capsys.readouterr().out)["rows"]
+
+
+@pytest.mark.parametrize(("dtype", "size"), [("fp16", 2), ("bf16", 2), ("fp32", 4)])
+def test_a_memory_bound_row_moves_its_dtypes_bytes(tmp_path, capsys, dtype, size):
+    rows = _rows(tmp_path, capsys, CSV, "--dtype", dtype)
+    for row, (op, b, h, tensors, fraction) in zip(rows, MEMORY_ROWS, strict=True):
+        nbytes = size * b * h * tensors  # add at fp16: 2 × 32,768 × 1,600 × 3 = 314,572,800 bytes
+        expected = nbytes / (T4_BYTES_PER_S * fraction) + FITTED.launch_s
+        assert row["op"] == op and row["predicted_seconds"] == pytest.approx(expected, rel=1e-12), op
+
+
+def test_the_fp16_add_row_by_hand(tmp_path, capsys):
+    """314,572,800 bytes / (320 GB/s × 0.769) = 1.27834 ms, + 16.0 µs launch = 1.29434 ms (at the
+    shipped fit; the test above holds at any fit)."""
+    if (FITTED.memory, FITTED.launch_s) != (0.769, 16.0e-6):
+        pytest.skip("the fit moved: the figure above is the shipped fit's")
+    rows = _rows(tmp_path, capsys, CSV, "--dtype", "fp16")
+    assert rows[0]["predicted_seconds"] == pytest.approx(1.29434e-3, rel=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(BEFORE["files"]))
+def test_fp32_output_is_unchanged_on_the_samples(capsys, monkeypatch, name):
+    monkeypatch.chdir(ROOT)  # the recorded output names the CSV by this relative path
+    assert main(["validate-gpu", "--csv", f"tests/data/neusight_kernels/{name}", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    before = BEFORE["files"][name]
+    assert [row["predicted_seconds"] for row in json.loads(out)["rows"]] == before["predicted_seconds"]
+    assert hashlib.sha256(out.encode()).hexdigest() == before["sha256"]
+
+
+@pytest.mark.long  # every row of the eight shared files: a few seconds
+@pytest.mark.parametrize("name", sorted(BEFORE["shared_sha256"]))
+def test_fp32_output_is_unchanged_on_the_shared_files(capsys, monkeypatch, name):
+    if not (SHARED / name).is_file():
+        pytest.skip("the project's shared gpu_kernels/ data is not beside this checkout")
+    monkeypatch.chdir(ROOT)
+    assert main(["validate-gpu", "--csv", f"../shared/gpu_kernels/{name}", "--format", "json"]) == 0
+    assert hashlib.sha256(capsys.readouterr().out.encode()).hexdigest() == BEFORE["shared_sha256"][name]
