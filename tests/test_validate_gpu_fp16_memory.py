@@ -22,6 +22,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.devices.kernel_constants import FITTED
+from archsim.validation import neusight
 
 ROOT = Path(__file__).resolve().parents[1]
 BEFORE = json.loads((ROOT / "tests" / "data" / "validate_gpu_fp32_before.json").read_text())
@@ -62,6 +63,31 @@ def test_the_fp16_add_row_by_hand(tmp_path, capsys):
         pytest.skip("the fit moved: the figure above is the shipped fit's")
     rows = _rows(tmp_path, capsys, CSV, "--dtype", "fp16")
     assert rows[0]["predicted_seconds"] == pytest.approx(1.29434e-3, rel=1e-5)
+
+
+def test_a_gemm_row_is_priced_once(tmp_path, capsys, monkeypatch):
+    """Fails on the code before: kernel_seconds also priced the fp16 GEMM rows (thrown away after)."""
+    priced: list[str] = []
+    by_class = neusight.kernel_seconds
+
+    def spy(rows, *args, **kwargs):
+        priced.extend(str(op) for op in rows["op"])
+        return by_class(rows, *args, **kwargs)
+
+    gemm_calls: list[list[int]] = []
+    by_train = neusight.gemm_rows_seconds
+
+    def gemm_spy(rows, *args, **kwargs):
+        gemm_calls.append([int(line) for line in rows["line"]])
+        return by_train(rows, *args, **kwargs)
+
+    monkeypatch.setattr(neusight, "kernel_seconds", spy)
+    monkeypatch.setattr(neusight, "gemm_rows_seconds", gemm_spy)
+    text = CSV + "linear,1.0,Tesla T4,1,512,1024,768,\nbmm,1.0,Tesla T4,16,128,64,128,\n"
+    rows = _rows(tmp_path, capsys, text, "--dtype", "fp16")
+    assert sorted(priced) == sorted(op for op, *_ in MEMORY_ROWS)  # the memory-bound rows, once each
+    assert gemm_calls == [[6, 7]]  # the two GEMM rows (lines 6, 7), once, by train's path
+    assert all(row["predicted_seconds"] > 0 for row in rows)
 
 
 @pytest.mark.parametrize("name", sorted(BEFORE["files"]))

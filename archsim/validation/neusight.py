@@ -22,7 +22,7 @@ import pandas as pd
 
 from archsim.devices.catalog import GPU_NAMES, KNOWN_GPUS, GpuSpec, find_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
-from archsim.devices.kernels import OP_CLASSES, kernel_seconds
+from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, csv_rows, read_text
 from archsim.validation.gpu_seconds import TensorConstants, kernel_timer, ops_seconds
@@ -186,7 +186,8 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
     overrides each row's ``device``; a row measured on another GPU than the one predicted has no error
     (NaN): its time is that GPU's, not a measurement of this one's. ``dtype`` other than fp32: the GEMM
     rows as ``train`` prices that dtype (:func:`gemm_rows_seconds`, ``tensor_constants`` the tensor
-    cores' fit), the memory-bound rows by their class mechanism at its element size."""
+    cores' fit), the memory-bound rows by their class mechanism at its element size (2 bytes for
+    fp16/bf16, the fitted achieved fractions and launch of ``constants``); each row is priced once."""
     out = frame.copy()
     names = pd.Series(gpu, index=out.index) if gpu else out["device"]
     if names.isna().any() or (names == "").any():
@@ -205,14 +206,19 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
 
 def _seconds(frame: pd.DataFrame, constants: KernelConstants, dtype: str = "fp32",
              tensor_constants: TensorConstants | None = None) -> np.ndarray:
-    """Predicted seconds of rows whose ``gpu`` column holds catalog names."""
+    """Predicted seconds of rows whose ``gpu`` column holds catalog names, each row priced once: every
+    fp32 row and every memory-bound row by :func:`kernel_seconds` at ``dtype`` (its element size, the
+    achieved fractions and launch of ``constants``); an fp16/bf16 GEMM row by :func:`gemm_rows_seconds`
+    alone (train's kernel path), never first by the class mechanism too."""
     seconds = np.full(len(frame), np.nan)
     for name, positions in frame.groupby("gpu", sort=False).indices.items():
         group = frame.iloc[positions]
-        seconds[positions] = kernel_seconds({c: group[c].to_numpy() for c in ("op", *SHAPES)},
-                                            device_spec(str(name)), constants, dtype)
-        gemm = group["op_class"].isin(("linear", "bmm")).to_numpy()
-        if dtype != "fp32" and gemm.any():
+        gemm = group["op"].isin(GEMM_OPS).to_numpy() & (dtype != "fp32")
+        if (~gemm).any():
+            rest = group[~gemm]
+            seconds[positions[~gemm]] = kernel_seconds({c: rest[c].to_numpy() for c in ("op", *SHAPES)},
+                                                       device_spec(str(name)), constants, dtype)
+        if gemm.any():
             seconds[positions[gemm]] = gemm_rows_seconds(group[gemm], str(name), dtype, tensor_constants)
     return seconds
 
