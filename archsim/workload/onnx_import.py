@@ -181,7 +181,23 @@ class _Importer:
             axis = next((self.onnx.helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), 0)
             if index is not None and index.ndim == 0 and shape and shape[axis % len(shape)] == whole // size:
                 return int(index) % (whole // size) + 1
+        if node.op_type == "Slice":
+            return self._slice_index(node, whole // size)
         return 0
+
+    def _slice_index(self, node, count: int) -> int:
+        """Which of ``count`` equal parts a Slice of one axis, step 1, takes (``torch.chunk``'s export), or 0."""
+        shape = self.shapes.get(node.input[0], ())
+        starts, axes, steps = (self.values.get(node.input[i]) if len(node.input) > i and node.input[i] else None
+                               for i in (1, 3, 4))
+        if starts is None or starts.size != 1 or not shape or (steps is not None and int(steps.flat[0]) != 1):
+            return 0
+        dim = shape[int(axes.flat[0]) % len(shape) if axes is not None and axes.size == 1 else 0]
+        start = int(starts.flat[0])
+        start = min(max(start + dim if start < 0 else start, 0), dim)
+        if dim % count or start % (dim // count):
+            return 0
+        return start // (dim // count) + 1
 
     def _part_reads(self, layer: Layer, dynamic: list[str]) -> None:
         """Record the producers ``layer`` reads a part of (:class:`PartRead`): numbered where it reads one part of
