@@ -137,3 +137,25 @@ def test_a_layer_named_with_a_hash_reads_as_before():
     text = HEADER + "a#1/3, 6, 1, 1, 1, 8, 8, 1, 0, fc, input, 1, 1\nb, 6, 1, 1, 1, 8, 8, 1, 0, fc, a#1/3, 0, 1\n"
     net = parse_topology(text)
     assert net.layer("b").inputs == ("a#1/3",) and net.part_reads == ()
+
+
+def test_a_part_no_entry_states_is_still_refused_in_one_line(tmp_path, capsys):
+    """A Slice of channels 0..4 of a 6 × 8 → 24 projection (30 of its 144 elements, no one of N equal parts) read
+    by a Relu: written as the whole, the CSV would fail its shape check, so import refuses, writing nothing."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+    from onnx_models import model as onnx_model
+    from onnx_models import value, weight
+
+    bounds = [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("s", 0), ("e", 5), ("a", 2))]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["p"], name="proj"),
+             helper.make_node("Slice", ["p", "s", "e", "a"], ["c"], name="cut"),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    path = tmp_path / "uneven.onnx"
+    onnx.save(onnx_model(nodes, [value("x", [1, 6, 8])], [value("y", [1, 6, 5])], [weight("w", 8, 24), *bounds]),
+              path)
+    out = tmp_path / "uneven.csv"
+    assert main(["import", str(path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "node 'cut' (op Slice) hands 'relu' a part of the output of 'proj'" in err, err
+    assert not out.exists()

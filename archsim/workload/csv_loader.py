@@ -208,17 +208,17 @@ def _inputs(text: str, layer_name: str, seen: set[str], source: str, line: int) 
         if entry in seen or entry == NETWORK_INPUT or "#" not in entry:
             names.append(entry)
             continue
-        producer, _, part = (x.strip() for x in entry.rpartition("#"))
-        match = _PART.fullmatch(part)
+        producer, _, which = (x.strip() for x in entry.rpartition("#"))
+        match = _PART.fullmatch(which)
         if not producer or not match or not 1 <= int(match[1]) <= int(match[2]):
             raise InputError(f"{entry!r} names no layer and no part of one: a part is NAME#K/N, the K-th of N equal "
                              f"parts of NAME's output channels, 1 <= K <= N (q of a fused projection qkv: qkv#1/3)",
                              file=source, line=line, field="Inputs")
         names.append(producer)
         parts.append(PartRead(layer_name, producer, int(match[1]), int(match[2])))
-    for part in parts:
-        if names.count(part.producer) > 1:
-            raise InputError(f"reads {part.producer!r} more than once (a part and another part, or the whole): "
+    for read in parts:
+        if names.count(read.producer) > 1:
+            raise InputError(f"reads {read.producer!r} more than once (a part and another part, or the whole): "
                              "name it once", file=source, line=line, field="Inputs")
     return tuple(names), tuple(parts)
 
