@@ -162,7 +162,8 @@ def test_two_modes_are_two_boxes_per_method(tmp_path, by):
     assert expected["layerpipe, paper mode", first] != pytest.approx(expected["layerpipe, exact mode", first])
 
 
-# 5. an imported nn.MultiheadAttention: its fused projection cut by a Gather is refused in one line
+# 5. an imported nn.MultiheadAttention: its fused projection cut by a Gather (refused in one line, until the
+#    CSV could state a part: tests/test_import_parts.py)
 
 MHA = ROOT / "tests" / "data" / "onnx" / "mha.onnx"  # tests/data/onnx/user_models.py's SelfAttention
 
@@ -171,7 +172,7 @@ def test_multihead_attention_shapes_are_torchs():
     """Why the CSV failed: not a wrong shape. By hand, d_model 8, 2 heads of 4, 6 tokens: the fused in-projection
     is one 6 × 8 → 24 GEMM; q·kᵀ is 6 × 4 · 4 × 6 and scores·v 6 × 6 · 6 × 4, each once per head; PyTorch's
     parameters 3·8·8 + 24 + 8·8 + 8 = 288. The q and k scalings (Mul) read 2 × 6 × 4 = 48 elements each, a third
-    of the projection's 144, cut by a Gather the CSV cannot state."""
+    of the projection's 144, cut by a Gather (the CSV states it as a part: ``/attn/MatMul#1/3``)."""
     from archsim.workload.shipped import load_network
 
     network = load_network(str(MHA))
@@ -183,12 +184,18 @@ def test_multihead_attention_shapes_are_torchs():
     assert scaled.ifmap_h * scaled.ifmap_w * scaled.channels == 48 and scaled.inputs == ("/attn/MatMul",)
 
 
-def test_multihead_attention_import_is_refused_naming_the_gather(tmp_path, capsys):
-    """Failed before: import wrote the CSV (exit 0) with a note that reading it back fails its shape check."""
+def test_multihead_attention_imports_stating_the_parts_the_gathers_cut(tmp_path, capsys):
+    """Failed before: import wrote the CSV (exit 0) with a note that reading it back fails its shape check; then
+    it refused the model. Now the CSV states the parts (``Inputs`` ``NAME#K/N``): q and k, scaled, read parts 1
+    and 2 of the projection's three, scores·v part 3; the CSV reads back with its shape check, to the same layers
+    (the round trip of costs: tests/test_import_parts.py)."""
+    from archsim.workload.csv_loader import parse_topology
+    from archsim.workload.shipped import load_network
+
     out = tmp_path / "mha.csv"
-    assert _said(["import", str(MHA), "-o", str(out)], capsys) == (
-        f"archsim import: error: {MHA}: node '/attn/Gather' (op Gather) hands '/attn/Mul' a part of the output of "
-        "'/attn/MatMul', which a topology CSV cannot state (its Inputs name whole layers), so the CSV would fail its "
-        "shape check when read: cost the model itself (give it as NETWORK), which reads the part as it is")
-    assert not out.exists()
-    assert main(["cost", str(MHA), "--format", "csv"]) == 0  # the model itself costs as it is
+    assert main(["import", str(MHA), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == f"wrote {out} (7 layers, 288 parameters)\n"
+    read = parse_topology(out.read_text(encoding="utf-8"), shapes="check")
+    assert read.layers == load_network(str(MHA)).layers
+    assert [(p.layer, p.index, p.count) for p in read.part_reads] == [
+        ("/attn/Mul", 1, 3), ("/attn/Mul_1", 2, 3), ("/attn/MatMul_2", 3, 3)]

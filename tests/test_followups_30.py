@@ -163,21 +163,22 @@ def test_cross_attention_imports_with_torchs_shapes(tmp_path, capsys):
     assert main(["cost", str(CROSS), "--format", "csv"]) == 0
 
 
-def test_a_decoders_cross_attention_is_refused_naming_the_gather(tmp_path, capsys):
-    """Failed before: the same "unknown after shape inference" line, naming no cause. Keys and values from one memory:
-    PyTorch projects it once, 5 × 8 → 16, and cuts k and v apart with a Gather, a part of a layer's output the CSV
-    cannot state: refused in one line as self-attention is (tests/test_followups_28.py), nothing written; the model
-    itself costs."""
-    out = tmp_path / "memory.csv"
-    assert main(["import", str(MEMORY), "-o", str(out)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err == (
-        f"archsim import: error: {MEMORY}: node '/attn/Gather' (op Gather) hands '/attn/Mul_1' a part of the output "
-        "of '/attn/MatMul_1', which a topology CSV cannot state (its Inputs name whole layers), so the CSV would fail "
-        "its shape check when read: cost the model itself (give it as NETWORK), which reads the part as it is\n")
-    assert not out.exists()
+def test_a_decoders_cross_attention_imports_stating_k_and_v_as_halves(tmp_path, capsys):
+    """Failed before: the same "unknown after shape inference" line, naming no cause; then a refusal naming the
+    Gather. Keys and values from one memory: PyTorch projects it once, 5 × 8 → 16, and cuts k and v apart with a
+    Gather; the CSV states them as parts 1 and 2 of 2 (``Inputs`` ``NAME#K/N``) and reads back with its shape
+    check, to the same layers."""
+    from archsim.workload.csv_loader import parse_topology
     from archsim.workload.shipped import load_network
 
-    rows = _rows(load_network(str(MEMORY)))
+    out = tmp_path / "memory.csv"
+    assert main(["import", str(MEMORY), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == f"wrote {out} (8 layers, 288 parameters)\n"
+    network = load_network(str(MEMORY))
+    rows = _rows(network)
     assert rows["/attn/MatMul_1"][:7] == ("fc", 5, 1, 8, 16, 1, True)  # k and v's projection, together
+    read = parse_topology(out.read_text(encoding="utf-8"), shapes="check")
+    assert _rows(read) == rows
+    assert [(p.layer, p.producer, p.index, p.count) for p in read.part_reads] == [
+        ("/attn/Mul_1", "/attn/MatMul_1", 1, 2), ("/attn/MatMul_3", "/attn/MatMul_1", 2, 2)]
     assert main(["cost", str(MEMORY), "--format", "csv"]) == 0

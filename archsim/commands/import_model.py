@@ -2,7 +2,8 @@
 or any NETWORK archsim reads) → archsim's topology CSV.
 
 The CSV holds one row per layer, per sample (the batch is applied when costing), with ``Inputs``
-for branches; skipped ONNX nodes are listed on stderr.
+for branches (``qkv#1/3`` where a layer reads one of N equal parts of a layer's output); skipped ONNX nodes are
+listed on stderr.
 """
 
 from __future__ import annotations
@@ -73,25 +74,25 @@ def _parameters(network, model: str) -> str:
 
 
 def _refuse_part_reads(network, model: str) -> None:
-    """Refuse, before a line is written, a network whose CSV would fail its shape check because a layer reads
-    part of another's output through a routing node (the q, k and v an ``nn.MultiheadAttention`` cuts from its
-    fused projection with a Gather or Split, then scales elementwise): ``Inputs`` names whole layers only."""
+    """Refuse, before a line is written, a network whose CSV would fail its shape check because a layer reads a
+    part of another's output that no ``Inputs`` entry states: a ``NAME#K/N`` entry states one of N equal parts
+    (the q, k and v an ``nn.MultiheadAttention`` cuts from its fused projection with a Gather or Split), not a
+    Slice's arbitrary range, nor two parts of one producer read together."""
     from archsim.errors import InputError
     from archsim.workload.layer import NETWORK_INPUT
     from archsim.workload.shapes import shape_problem
 
     by_name = {layer.name: layer for layer in network.layers}
-    for name, node in network.part_reads:
-        layer = by_name.get(name)
-        if layer is None:
+    for part in network.part_reads:
+        layer = by_name.get(part.layer)
+        if layer is None or part.index:
             continue
         producers = [by_name[p] for p in layer.inputs if p != NETWORK_INPUT and p in by_name]
-        if shape_problem(layer, producers):
-            whole = " and ".join(repr(p.name) for p in producers)
-            raise InputError(f"node {node} hands {name!r} a part of the output of {whole}, which a topology CSV "
-                             "cannot state (its Inputs name whole layers), so the CSV would fail its shape check "
-                             "when read: cost the model itself (give it as NETWORK), which reads the part as it is",
-                             file=model)
+        if shape_problem(layer, producers, network.parts_of(layer.name)):
+            raise InputError(f"node {part.node} hands {part.layer!r} a part of the output of {part.producer!r} that "
+                             "a topology CSV cannot state (its Inputs state whole layers or one of N equal parts, "
+                             "NAME#K/N), so the CSV would fail its shape check when read: cost the model itself "
+                             "(give it as NETWORK), which reads the part as it is", file=model)
 
 
 def _shape_problem(network) -> str | None:

@@ -148,12 +148,15 @@ def rnn_cell(hidden: int = 20, inputs: int = 20) -> Network:
 
 
 def to_csv(network: Network) -> str:
-    """Write a network in archsim's topology CSV (a SCALE-Sim superset)."""
+    """Write a network in archsim's topology CSV (a SCALE-Sim superset); a producer a layer reads one part of is
+    written as that part (``qkv#1/3``, :class:`~archsim.workload.layer.PartRead`)."""
     grouped = any(layer.groups > 1 or layer.dilation > 1 for layer in network.layers)
+    entries = {(part.layer, part.producer): part.entry for part in network.part_reads}
     lines = [HEADER + (" Groups, Dilation," if grouped else "")]
     for layer in network.layers:
         fields = [layer.name, layer.ifmap_h, layer.ifmap_w, layer.filter_h, layer.filter_w, layer.channels,
-                  layer.filters, layer.stride, layer.padding, layer.kind, ";".join(layer.inputs),
+                  layer.filters, layer.stride, layer.padding, layer.kind,
+                  ";".join(entries.get((layer.name, name), name) for name in layer.inputs),
                   int(layer.bias), layer.repeat] + ([layer.groups, layer.dilation] if grouped else [])
         lines.append(", ".join(str(x) for x in fields) + ",")
     return "\n".join(lines) + "\n"

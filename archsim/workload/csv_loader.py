@@ -9,7 +9,8 @@ exactly as SCALE-Sim reads them::
 slots is refused, as it would shift every value after it). Optional named columns may follow, in
 any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise,
 batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
-or the network input for the first row; ``input`` names the network input), ``Bias`` (0/1),
+or the network input for the first row; ``input`` names the network input; ``NAME#K/N`` names the K-th of N
+equal parts of NAME's output channels, as q of a fused QKV projection is ``qkv#1/3``: :func:`_inputs`), ``Bias`` (0/1),
 ``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
 depthwise convolution), ``Dilation`` (spacing of a conv's filter taps). A row may leave its last
 optional columns out (their defaults); a short row that is refused says it is short (:func:`_short_row`). A SCALE-Sim sparsity column
@@ -44,7 +45,7 @@ from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
-from archsim.workload.layer import NETWORK_INPUT, Layer, Network, canonical_kind, flattening_conv_note
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, canonical_kind, flattening_conv_note
 from archsim.workload.shapes import check_shapes
 
 POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
@@ -115,6 +116,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
     seen: set[str] = set()
     notes: list[str] = []
     lines: dict[str, int] = {}
+    part_reads: list[PartRead] = []
     plain = not extras  # a SCALE-Sim file: comments and repeated names as SCALE-Sim takes them
     previous = NETWORK_INPUT
     for line, given in numbered[1:]:
@@ -155,8 +157,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
             except InputError as exc:
                 raise InputError(exc.message, file=source, line=line, field="Type") from None
             inputs_text = named.get("Inputs", "")
-            inputs = tuple(x.strip() for x in inputs_text.replace("|", ";").split(";") if x.strip()) \
-                if inputs_text else (previous,)
+            inputs, parts = _inputs(inputs_text, layer_name, seen, source, line) if inputs_text else ((previous,), ())
             if plain and "DP" in layer_name:  # SCALE-Sim: one conv per input channel, each with all the filters
                 values["groups"], values["filters"] = values["channels"], values["channels"] * values["filters"]
                 notes.append(f"line {line}: {layer_name!r} has 'DP' in its name: depthwise as SCALE-Sim runs it "
@@ -182,12 +183,44 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
             notes.append(f"line {line}: {flattening}")
         seen.add(layer_name)
         layers.append(layer)
+        part_reads.extend(parts)
         lines[layer_name] = line
         previous = layer_name
-    network = Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes))
+    network = Network(name=name, layers=tuple(layers), source=source, notes=tuple(notes), part_reads=tuple(part_reads))
     if shapes == "check" or (shapes == "auto" and "Inputs" in extras.values()):
         check_shapes(network, lines)
     return network
+
+
+_PART = re.compile(r"([0-9]{1,9})\s*/\s*([0-9]{1,9})")
+
+
+def _inputs(text: str, layer_name: str, seen: set[str], source: str, line: int) -> tuple[tuple[str, ...],
+                                                                                          tuple[PartRead, ...]]:
+    """An ``Inputs`` field's producer names, and the parts of producers the row reads: an entry that names a layer
+    (or ``input``) is that layer whole, as in every older file; ``NAME#K/N`` is the K-th of N equal parts of NAME's
+    output channels (1 ≤ K ≤ N; the last ``#`` splits it). One producer is read whole or as one part."""
+    names: list[str] = []
+    parts: list[PartRead] = []
+    for entry in (x.strip() for x in text.replace("|", ";").split(";")):
+        if not entry:
+            continue
+        if entry in seen or entry == NETWORK_INPUT or "#" not in entry:
+            names.append(entry)
+            continue
+        producer, _, which = (x.strip() for x in entry.rpartition("#"))
+        match = _PART.fullmatch(which)
+        if not producer or not match or not 1 <= int(match[1]) <= int(match[2]):
+            raise InputError(f"{entry!r} names no layer and no part of one: a part is NAME#K/N, the K-th of N equal "
+                             f"parts of NAME's output channels, 1 <= K <= N (q of a fused projection qkv: qkv#1/3)",
+                             file=source, line=line, field="Inputs")
+        names.append(producer)
+        parts.append(PartRead(layer_name, producer, int(match[1]), int(match[2])))
+    for read in parts:
+        if names.count(read.producer) > 1:
+            raise InputError(f"reads {read.producer!r} more than once (a part and another part, or the whole): "
+                             "name it once", file=source, line=line, field="Inputs")
+    return tuple(names), tuple(parts)
 
 
 def _renamed(layer_name: str, seen: set[str], notes: list[str], line: int) -> str:

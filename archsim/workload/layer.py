@@ -236,20 +236,45 @@ def _out_size(size: int, kernel: int, stride: int, padding: int, geometry: str, 
 
 
 @dataclass(frozen=True)
+class PartRead:
+    """``layer`` reads one part of ``producer``'s output, not all of it: the ``index``-th (from 1) of ``count``
+    equal parts of its channels (q, k and v of a fused QKV projection are parts 1, 2 and 3 of 3), written
+    ``producer#index/count`` in a topology CSV's ``Inputs``. Only shape checks read it: costs never do.
+    ``index`` 0: a part no CSV entry states (an ONNX Slice, or two parts of one producer read together).
+    ``node``: the ONNX routing node that cut it (``'/attn/Gather' (op Gather)``), or "" when read from a CSV."""
+
+    layer: str
+    producer: str
+    index: int
+    count: int
+    node: str = ""
+
+    def __post_init__(self) -> None:
+        if self.index and not 1 <= self.index <= self.count:
+            raise InputError(f"part {self.index} of {self.count}: a part is numbered 1 to its count", field="Inputs")
+        if self.count < 1:
+            raise InputError(f"a part count must be positive, got {self.count}", field="Inputs")
+
+    @property
+    def entry(self) -> str:
+        """How a topology CSV's ``Inputs`` states the part (the producer alone for an unstated one)."""
+        return f"{self.producer}#{self.index}/{self.count}" if self.index else self.producer
+
+
+@dataclass(frozen=True)
 class Network:
     """An ordered, validated set of layers; ``name`` is the file stem or the builder's name.
 
     ``notes``: what the loader changed or left out (renamed duplicates, skipped ONNX nodes), one
-    line each, for commands to show the user. ``part_reads``: (layer, routing node) pairs of an ONNX
-    import, each layer reading part of its producer's output through that node (``'/attn/Gather' (op
-    Gather)``: a Split, Slice or Gather), which a topology CSV's ``Inputs`` cannot state.
+    line each, for commands to show the user. ``part_reads``: the layers that read a part of a producer's
+    output (:class:`PartRead`: an ONNX Split, Slice or Gather cut it, or a CSV's ``NAME#K/N`` says so).
     """
 
     name: str
     layers: tuple[Layer, ...]
     source: str | None = field(default=None, compare=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
-    part_reads: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    part_reads: tuple[PartRead, ...] = field(default=(), compare=False)
 
     def __repr__(self) -> str:
         """One line, not every layer (a notebook shows a cell's value by its repr): ``.layers`` has them."""
@@ -275,6 +300,15 @@ class Network:
                     raise InputError(f"layer {layer.name!r} reads {producer!r}, which is not defined above it",
                                      file=self.source, field="Inputs")
             seen.add(layer.name)
+        inputs = {layer.name: layer.inputs for layer in self.layers}
+        for part in self.part_reads:
+            if part.producer not in inputs.get(part.layer, ()):
+                raise InputError(f"part read: layer {part.layer!r} does not read {part.producer!r}",
+                                 file=self.source, field="Inputs")
+
+    def parts_of(self, layer: str) -> dict[str, int]:
+        """The producers ``layer`` reads a stated part of, each with its part count (see :class:`PartRead`)."""
+        return {p.producer: p.count for p in self.part_reads if p.layer == layer and p.index}
 
     def __len__(self) -> int:
         return len(self.layers)
@@ -330,5 +364,6 @@ class Network:
                     if item not in inputs:
                         inputs.append(item)
             layers.append(replace(layer, inputs=tuple(inputs)))
+        still = {(layer.name, p) for layer in layers for p in layer.inputs}  # a part of a dropped layer is gone
         return Network(name=f"{self.name}[{','.join(kinds)}]", layers=tuple(layers), source=self.source,
-                       notes=self.notes, part_reads=self.part_reads)
+                       notes=self.notes, part_reads=tuple(p for p in self.part_reads if (p.layer, p.producer) in still))

@@ -23,7 +23,7 @@ from archsim.choices.networks import UNSUPPORTED
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.workload import onnx_ops as ops
-from archsim.workload.layer import NETWORK_INPUT, Layer, Network, flattening_conv_note
+from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, flattening_conv_note
 from archsim.workload.onnx_graph import checked_graph, read_model
 
 
@@ -55,6 +55,17 @@ def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
         raise
 
 
+@dataclass(frozen=True)
+class _Cut:
+    """A tensor cut from a bigger one by ``node`` (``'/attn/Gather' (op Gather)``): part ``index`` (from 1; 0
+    where the importer cannot number it) of ``count`` equal parts of ``whole`` elements."""
+
+    node: str
+    index: int
+    count: int
+    whole: int
+
+
 @dataclass
 class _Importer:
     onnx: ModuleType  # the onnx package, imported when a model is read
@@ -70,14 +81,16 @@ class _Importer:
     notes: list[str] = field(default_factory=list)
     batch: int = 1
     absorbed: set[int] = field(default_factory=set)  # node indices folded into a previous layer
-    parts: dict[str, str] = field(default_factory=dict)  # tensor → the routing node that cut it from a bigger one
-    part_reads: list[tuple[str, str]] = field(default_factory=list)  # (layer, that node): Network.part_reads
+    parts: dict[str, _Cut] = field(default_factory=dict)  # tensor → how a routing node cut it from a bigger one
+    part_reads: list[PartRead] = field(default_factory=list)  # Network.part_reads
+    values: dict[str, Any] = field(default_factory=dict)  # small constants' values (a Gather's index)
 
     def run(self, name: str) -> Network:
         checked = checked_graph(self.onnx, self.model, self.dims)
         graph, self.batch = checked.graph, checked.batch
         self.shapes.update(checked.shapes)
         self.constants.update(checked.constants)
+        self.values.update((t.name, self.onnx.numpy_helper.to_array(t)) for t in graph.initializer if prod(t.dims) <= 16)
         self.producers.update((tensor, (NETWORK_INPUT,)) for tensor in checked.inputs)
         nodes = list(graph.node)
         if not nodes:
@@ -128,9 +141,7 @@ class _Importer:
         flattening = flattening_conv_note(layer)
         if flattening:
             self.notes.append(f"node {flattening}")
-        cut = next((self.parts[t] for t in dynamic if t in self.parts), None)
-        if cut:
-            self.part_reads.append((layer.name, cut))
+        self._part_reads(layer, dynamic)
         for out in node.output[:1]:
             self.producers[out] = (layer.name,)
         if index + 1 in self.absorbed:  # a folded bias Add: its output is this layer's output
@@ -139,14 +150,69 @@ class _Importer:
 
     def _mark_parts(self, node, name: str, routed: list[str]) -> None:
         """Mark ``node``'s outputs as a part of a layer's output where it cuts one (a Split, Slice or Gather
-        of fewer elements than its input), or routes such a part on (a Reshape or Transpose of it)."""
+        of fewer elements than its input), or routes such a part on (a Reshape or Transpose of it): numbered
+        (:class:`_Cut`) where a Split cuts equal parts or a Gather takes one index, and the part then only
+        changes shape."""
+        outs = [out for out in node.output if out]
+        sizes = [prod(self.shapes.get(out, ()) or (0,)) for out in outs]
+        whole = prod(self.shapes.get(routed[0], ()) or (0,)) if routed else 0
         cut = next((self.parts[t] for t in routed if t in self.parts), None)
-        if cut is None and node.op_type in ("Split", "Slice", "Gather") and routed == [node.input[0]]:
-            whole = prod(self.shapes.get(node.input[0], ()) or (0,))
-            if any(0 < prod(self.shapes.get(out, ()) or (0,)) < whole for out in node.output if out):
-                cut = f"{name!r} (op {node.op_type})"
-        if cut:
-            self.parts.update((out, cut) for out in node.output if out)
+        cutting = node.op_type in ("Split", "Slice", "Gather") and routed == [node.input[0]] \
+            and any(0 < size < whole for size in sizes)
+        if cut is None and cutting:
+            where = f"{name!r} (op {node.op_type})"
+            for position, (out, size) in enumerate(zip(outs, sizes)):
+                self.parts[out] = _Cut(where, self._part_index(node, position, whole, sizes), whole // max(size, 1),
+                                       whole)
+        elif cut:
+            same = len(routed) == 1 and not cutting and all(size == whole for size in sizes)
+            self.parts.update((out, cut if same else _Cut(cut.node, 0, cut.count, cut.whole)) for out in outs)
+
+    def _part_index(self, node, position: int, whole: int, sizes: list[int]) -> int:
+        """Which of the equal parts (from 1) ``node``'s output ``position`` is, or 0 where it cannot say."""
+        size = sizes[position]
+        if size <= 0 or whole % size:
+            return 0
+        if node.op_type == "Split":
+            return position + 1 if len(sizes) == whole // size and len(set(sizes)) == 1 else 0
+        if node.op_type == "Gather":
+            index = self.values.get(node.input[1])
+            shape = self.shapes.get(node.input[0], ())
+            axis = next((self.onnx.helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), 0)
+            if index is not None and index.ndim == 0 and shape and shape[axis % len(shape)] == whole // size:
+                return int(index) % (whole // size) + 1
+        if node.op_type == "Slice":
+            return self._slice_index(node, whole // size)
+        return 0
+
+    def _slice_index(self, node, count: int) -> int:
+        """Which of ``count`` equal parts a Slice of one axis, step 1, takes (``torch.chunk``'s export), or 0."""
+        shape = self.shapes.get(node.input[0], ())
+        starts, axes, steps = (self.values.get(node.input[i]) if len(node.input) > i and node.input[i] else None
+                               for i in (1, 3, 4))
+        if starts is None or starts.size != 1 or not shape or (steps is not None and int(steps.flat[0]) != 1):
+            return 0
+        dim = shape[int(axes.flat[0]) % len(shape) if axes is not None and axes.size == 1 else 0]
+        start = int(starts.flat[0])
+        start = min(max(start + dim if start < 0 else start, 0), dim)
+        if dim % count or start % (dim // count):
+            return 0
+        return start // (dim // count) + 1
+
+    def _part_reads(self, layer: Layer, dynamic: list[str]) -> None:
+        """Record the producers ``layer`` reads a part of (:class:`PartRead`): numbered where it reads one part of
+        one producer's whole output, cut once."""
+        for producer in layer.inputs:
+            tensors = [t for t in dynamic if producer in self.producers.get(t, ())]
+            cuts = [self.parts[t] for t in tensors if t in self.parts]
+            if not cuts:
+                continue
+            cut = cuts[0]
+            whole = next((x.output_elements for x in self.layers if x.name == producer), 0)
+            numbered = (len(tensors) == len(cuts) == 1 and len(self.producers[tensors[0]]) == 1
+                        and cut.whole == whole * self.batch)  # full shapes hold the batch
+            self.part_reads.append(PartRead(layer.name, producer, cut.index if numbered else 0, max(cut.count, 1),
+                                            cut.node))
 
     def _skip(self, node, name: str, dynamic: list[str], why: str) -> None:
         if self.unsupported != "skip":

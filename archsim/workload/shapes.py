@@ -18,6 +18,9 @@ whatever the first layers declare):
 * matmul: operands are parts of their producers' outputs (Q and K of one QKV projection), so
   each producer must give at least one operand's elements (M·K or K·N per instance).
 
+A producer the consumer reads one part of (:class:`~archsim.workload.layer.PartRead`, ``qkv#1/3``) gives
+that part: its output with the channels divided by the part count.
+
 A mismatch is an :class:`InputError` naming both layers and both shapes.
 """
 
@@ -44,15 +47,31 @@ def _fmt(shape: tuple[int, int, int]) -> str:
     return f"{shape[0]}×{shape[1]}×{shape[2]} ({shape[0] * shape[1] * shape[2]:,} elements)"
 
 
-def shape_problem(layer: Layer, producers: list[Layer]) -> str | None:
-    """Why ``layer`` cannot read ``producers`` (see module docstring), or None when it can."""
+def part_shape(shape: tuple[int, int, int], count: int) -> tuple[int, int, int] | None:
+    """One of ``count`` equal parts of an output of ``shape`` (H, W, C), cut along its channels; None when
+    ``count`` does not divide C."""
+    h, w, c = shape
+    return (h, w, c // count) if c % count == 0 else None
+
+
+def shape_problem(layer: Layer, producers: list[Layer], parts: dict[str, int] | None = None) -> str | None:
+    """Why ``layer`` cannot read ``producers`` (see module docstring), or None when it can; ``parts``: the
+    producers it reads one part of, each with its part count (:meth:`Network.parts_of`)."""
     if not producers:
         return None
     want = input_shape(layer)
     need = want[0] * want[1] * want[2]  # ``repeat`` multiplies matmul instances only (lowering)
-    shapes = [output_shape(p) for p in producers]
+    parts = parts or {}
+    shapes = []
+    for p in producers:
+        whole = output_shape(p)
+        part = part_shape(whole, parts[p.name]) if p.name in parts else whole
+        if part is None:
+            return f"{p.name!r} gives {_fmt(whole)}, whose {whole[2]:,} channels do not cut into {parts[p.name]} parts"
+        shapes.append(part)
     sizes = [h * w * c for h, w, c in shapes]
-    given = "; ".join(f"{p.name!r} gives {_fmt(s)}" for p, s in zip(producers, shapes))
+    given = "; ".join(f"{p.name!r} gives {_fmt(s)}" if p.name not in parts else
+                      f"one of {parts[p.name]} parts of {p.name!r} gives {_fmt(s)}" for p, s in zip(producers, shapes))
     expect = f"{layer.name!r} ({layer.kind}) expects {_fmt(want)}"
     if layer.kind in ("conv", "pool", "deconv") and all(p.kind in _SPATIAL for p in producers):
         folded = layer.geometry == "scalesim"  # SCALE-Sim folds padding into the declared input
@@ -87,7 +106,7 @@ def check_shapes(network: Network, lines: dict[str, int] | None = None) -> None:
     by_name = {layer.name: layer for layer in network.layers}
     for layer in network.layers:
         producers = [by_name[name] for name in layer.inputs if name != NETWORK_INPUT]
-        problem = shape_problem(layer, producers)
+        problem = shape_problem(layer, producers, network.parts_of(layer.name))
         if problem:
             raise InputError(f"shape mismatch: {problem}", file=network.source,
                              line=(lines or {}).get(layer.name), field="Inputs")
