@@ -22,7 +22,9 @@ A split backward (zero-bubble orders: I, then W) keeps what the weight gradients
 ``torch.distributed.pipelining``'s ``stage_backward_input`` keeps the graph from its saved split points to the
 weights (:func:`hf_weight_gradient_bytes`): each weight GEMM's saved input and its output gradient, fp32.
 Under full recompute I reruns the block from its checkpoint and those rematerialised tensors are what W reads
-(the same bytes); the rest of the block, the checkpoint included, is released by I. Until 2026-12-02 I
+(the same bytes, kept as the ZB authors' Megatron keeps them); the rest of the block, the checkpoint included,
+is released by I. A checkpoint that reran the block again for W (torch's non-reentrant one, one rerun per
+backward call) would hold the checkpoint instead and cost a second rerun: not modelled. Until 2026-12-02 I
 released everything in every mode.
 """
 
@@ -134,7 +136,7 @@ def hf_held_fraction(c: TransformerConfig, micro_batch: int, recompute: str,
         held += layers * hf_weight_gradient_bytes(c, b) + hf_edge_weight_bytes(c, b, first, last)
         kept += layers * hf_layer_bytes(c, b, recompute) + (hf_embedding_bytes(c, b) if first else 0.0) \
             + (hf_head_bytes(c, b) if last else 0.0)
-    return held / kept
+    return held / kept if kept else 0.0
 
 
 def hf_rank_fractions(c: TransformerConfig, micro_batch: int, recompute: str, counts: Sequence[int],
