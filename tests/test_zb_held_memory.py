@@ -106,9 +106,7 @@ def test_weight_gradient_bytes_gpt(tp, sp, per_sbh):
     (6/t + 2 + 8/t + 2) per s·b·h: 8 + 24/t, the paper's 32 at t = 1; with sequence parallelism the QKV and fc1
     inputs are kept sequence-split (2/t each), the row-parallel output gradients whole: 4 + 28/t."""
     s, b, h = 64, 3, 256
-    assert weight_gradient_bytes(GPT, b, tp, "none", sp) == pytest.approx(per_sbh * s * b * h)
-    assert weight_gradient_bytes(GPT, b, tp, "selective", sp) == weight_gradient_bytes(GPT, b, tp, "none", sp)
-    assert weight_gradient_bytes(GPT, b, tp, "full", sp) == 0  # not stated: I frees all, as before
+    assert weight_gradient_bytes(GPT, b, tp, sp) == pytest.approx(per_sbh * s * b * h)
 
 
 def test_weight_gradient_bytes_llama():
@@ -116,7 +114,7 @@ def test_weight_gradient_bytes_llama():
     up output gradients and the down GEMM's input (3 × 344), 2 bytes each, plus the replicated 8·h."""
     s, b = 64, 1
     per_token = 8 * 256 + 2 * ((4 + 1 + 1) * 32 + 4 * 32 + 3 * 344)
-    assert weight_gradient_bytes(LLAMA, b, 2, "none", False) == pytest.approx(per_token * s * b)
+    assert weight_gradient_bytes(LLAMA, b, 2, False) == pytest.approx(per_token * s * b)
 
 
 def test_train_and_search_price_the_last_rank_by_the_walk():
@@ -136,10 +134,11 @@ def test_train_and_search_price_the_last_rank_by_the_walk():
 
 @pytest.mark.parametrize("recompute, attention, f", [("none", "standard", 32 / (34 + 5 * 8 * 64 / 256)),
                                                      ("selective", "standard", 32 / 34), ("none", "flash", 32 / 34),
-                                                     ("full", "standard", 0.0)])
+                                                     ("full", "standard", 16.0), ("full", "flash", 16.0)])
 def test_held_fraction(recompute, attention, f):
     """M_W / M_B by hand: 32 / Korthikanti et al.'s 34 + 5·a·s/h (the s² core released by I), 32 / 34 selective
-    or with FlashAttention (whose fp32 log-sum-exp adds 4·a·s·b to M_B), 0 under full recompute."""
+    or with FlashAttention (whose fp32 log-sum-exp adds 4·a·s·b to M_B), 32 / 2 under full recompute (the
+    rematerialised GEMM inputs and output gradients over the 2·s·b·h checkpoint; 0 on the old code)."""
     par = Parallelism(1, 4, 1, 8, 1, recompute, False, 1, "zb-h1", attention=attention)
     lse = 4 * 8 * 64 / (64 * 256) if attention == "flash" and recompute != "full" else 0  # per s·b·h
     expected = 32 / (32 / f + lse) if f else 0.0

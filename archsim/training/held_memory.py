@@ -26,12 +26,16 @@ layer's 1-byte masks too where they do not double (fp32: M_W short by the share 
 stage's embedding mask likewise).
 
 Recomputation: ``selective`` drops only the attention core, which no weight GEMM reads, so M_W is the
-same; ``full`` keeps the layer's input alone and rematerialises the layer in the backward, and what stays
-after I then depends on whether the implementation keeps the rematerialised GEMM inputs for W or
-recomputes them again — not stated here: I releases it all, as before (M_W = 0)."""
+same. ``full`` keeps the layer's input alone (M_B = 2·s·b·h, /t with SP) and I rematerialises the layer from
+it; the ZB authors' Megatron runs that rerun inside Megatron's reentrant ``CheckpointFunction.backward``,
+whose inner backward hands each linear's rematerialised input and output gradient to ``WeightGradStore``
+as it would without recompute: M_W is the same s·b·h·(8 + 24/t) bytes, held until W — 16 times M_B at t = 1,
+so I adds memory. The checkpoint itself is the function's saved input, freed when its backward (I) returns;
+no W reads it. Until 2026-12-02 I released it all under full recompute (M_W taken as 0)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from itertools import pairwise
 
@@ -42,12 +46,9 @@ from archsim.workload.transformer import TransformerConfig, layer_widths
 SPLIT_SCHEDULES = ("zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev")  # I and W apart
 
 
-def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
-                          sequence_parallel: bool) -> float:
-    """M_W: bytes one layer holds for one micro-batch between its I and its W (module docstring):
-    s·b·(4·h + 4·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank)); 0 under full recompute."""
-    if recompute == "full":
-        return 0.0
+def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
+    """M_W: bytes one layer holds for one micro-batch between its I and its W (module docstring), in every
+    recompute mode: s·b·(4·h + 4·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank))."""
     w = layer_widths(c, tp)
     # proj's and fc2's output gradients (whole) and QKV's and fc1's inputs (sequence-split under SP)
     replicated = 4 * c.hidden + 4 * c.hidden / (tp if sequence_parallel else 1)
@@ -71,15 +72,17 @@ def held_steps(kinds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.cumsum(forward - b - i), np.cumsum(i.astype(np.int64) - w)
 
 
-def order_held_peaks(order, held: float) -> list[float]:
-    """Per rank of ``order``: the most held at once, in units of one layer's M_B — F +1, I −(1 − ``held``),
-    W −``held``, B −1. Without I and W actions (or ``held`` 0) the in-flight count of
-    :func:`in_flight`."""
+def order_held_peaks(order, held: float | Sequence[float]) -> list[float]:
+    """Per rank of ``order``: the most held at once, in units of one micro-batch's M_B on that rank — F +1,
+    I −(1 − ``held``), W −``held``, B −1; ``held`` one M_W / M_B for every rank or one per rank. Without I
+    and W actions (or ``held`` 0) the in-flight count of :func:`in_flight`."""
     kinds = order.columns.kind
+    bounds = order.columns.bounds.tolist()
+    shares = [held] * (len(bounds) - 1) if isinstance(held, float | int) else list(held)
     out = []
-    for x, y in pairwise(order.columns.bounds.tolist()):
+    for (x, y), share in zip(pairwise(bounds), shares, strict=True):
         full, partial = held_steps(kinds[x:y])
-        out.append(float(np.max(full + held * partial, initial=0.0)))
+        out.append(float(np.max(full + share * partial, initial=0.0)))
     return out
 
 

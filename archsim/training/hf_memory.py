@@ -17,9 +17,20 @@ LayerNorm's mean and rstd 4 bytes each per row. Per token and layer, h hidden an
 Per score (a·s²·b): the softmax output (4) and, with attention dropout, its mask (1) and output (4),
 as Megatron's 9 in fp32; OPT has no attention dropout but saves the masked scores for its clamp
 (``torch.max`` at the dtype's minimum: ``maximum`` saves both inputs), 8.
+
+A split backward (zero-bubble orders: I, then W) keeps what the weight gradients read from I to W, as
+``torch.distributed.pipelining``'s ``stage_backward_input`` keeps the graph from its saved split points to the
+weights (:func:`hf_weight_gradient_bytes`): each weight GEMM's saved input and its output gradient, fp32.
+Under full recompute I reruns the block from its checkpoint and those rematerialised tensors are what W reads
+(the same bytes, kept as the ZB authors' Megatron keeps them); the rest of the block, the checkpoint included,
+is released by I. A checkpoint that reran the block again for W (torch's non-reentrant one, one rerun per
+backward call) would hold the checkpoint instead and cost a second rerun: not modelled. Until 2026-12-02 I
+released everything in every mode.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.workload.transformer import TransformerConfig
@@ -99,5 +110,43 @@ def hf_activation_bytes(c: TransformerConfig, micro_batch: int, layers: int, in_
     return kept
 
 
-__all__ = ["activation_kept", "hf_activation_bytes", "hf_embedding_bytes", "hf_head_bytes", "hf_layer_bytes",
-           "hf_score_bytes", "hf_token_bytes"]
+def hf_weight_gradient_bytes(c: TransformerConfig, micro_batch: int) -> float:
+    """One layer's bytes from I to W for one micro-batch, in every recompute mode: the inputs of the q/k/v
+    GEMMs (one tensor), the output projection, fc1 and fc2 (3·h + f per token) and their output gradients
+    (3·h + h + f + h), fp32: 4·s·b·(8·h + 2·f) — GPT-2's Conv1D, OPT's and BERT's Linear alike."""
+    return VALUE_BYTES * c.seq * micro_batch * (8 * c.hidden + 2 * c.ffn)
+
+
+def hf_edge_weight_bytes(c: TransformerConfig, micro_batch: int, first: bool, last: bool) -> float:
+    """The embedding's and head's bytes from I to W: the embeddings' output gradient (h a token, the tables'
+    W scatters it); the LM head's input and the logits' gradient (h + V a token; BERT's transform dense
+    its input and output gradient too, 2·h more), fp32."""
+    per_token = c.hidden if first else 0
+    if last:
+        per_token += (3 if c.family == "bert" else 1) * c.hidden + c.vocab
+    return VALUE_BYTES * c.seq * micro_batch * per_token
+
+
+def hf_held_fraction(c: TransformerConfig, micro_batch: int, recompute: str,
+                     stages: Sequence[tuple[int, bool, bool]]) -> float:
+    """M_W / M_B of one micro-batch on a rank running ``stages`` (layers, first, last each): the bytes its
+    layers and edges hold from I to W over those :func:`hf_activation_bytes` keeps per micro-batch."""
+    b, held, kept = micro_batch, 0.0, 0.0
+    for layers, first, last in stages:
+        held += layers * hf_weight_gradient_bytes(c, b) + hf_edge_weight_bytes(c, b, first, last)
+        kept += layers * hf_layer_bytes(c, b, recompute) + (hf_embedding_bytes(c, b) if first else 0.0) \
+            + (hf_head_bytes(c, b) if last else 0.0)
+    return held / kept if kept else 0.0
+
+
+def hf_rank_fractions(c: TransformerConfig, micro_batch: int, recompute: str, counts: Sequence[int],
+                      ranks: Sequence[Sequence[int]]) -> list[float]:
+    """:func:`hf_held_fraction` of each rank, ``ranks`` listing its stages (``counts[j]`` layers in stage j)."""
+    last = len(counts) - 1
+    return [hf_held_fraction(c, micro_batch, recompute, [(counts[j], j == 0, j == last) for j in mine])
+            for mine in ranks]
+
+
+__all__ = ["activation_kept", "hf_activation_bytes", "hf_edge_weight_bytes", "hf_embedding_bytes", "hf_head_bytes",
+           "hf_held_fraction", "hf_layer_bytes", "hf_rank_fractions", "hf_score_bytes", "hf_token_bytes",
+           "hf_weight_gradient_bytes"]

@@ -52,6 +52,7 @@ from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.held_memory import order_held_peaks, weight_gradient_bytes
+from archsim.training.hf_memory import hf_activation_bytes, hf_rank_fractions
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
 from archsim.workload.transformer import (
@@ -296,8 +297,6 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         return StageMemory(params, states * params,
                            in_flight * ELEMENT_BYTES["fp32"] * switch_activation_elements(c, b))
     if hf:
-        from archsim.training.hf_memory import hf_activation_bytes
-
         params = stage_parameters(c, par, layers, first, last, head_copy)
         return StageMemory(params, states * params,
                            hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last))
@@ -337,14 +336,14 @@ def chunk_in_flight(peak: float, chunks: int) -> float:
     return max(peak / chunks, 1.0)
 
 
-def held_fraction(c: TransformerConfig, par: Parallelism, hf: bool = False) -> float:
-    """M_W / M_B of a layer: the share of a micro-batch's activations a split backward's I leaves for its W
-    (:func:`~archsim.training.held_memory.weight_gradient_bytes`); 0 (I frees all) for Hugging Face's and Switch's."""
-    if hf or c.family == "switch":
+def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
+    """M_W / M_B of a Megatron layer: the share of a micro-batch's activations a split backward's I leaves for
+    its W (:func:`~archsim.training.held_memory.weight_gradient_bytes`; above 1 under full recompute); 0 for
+    Switch's (I frees all; Hugging Face's: :func:`~archsim.training.hf_memory.hf_held_fraction`)."""
+    if c.family == "switch":
         return 0.0
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
-    return weight_gradient_bytes(c, b, t, par.recompute, sp) / layer_activation_bytes(c, b, t, par.recompute, sp,
-                                                                                    par.attention)
+    return weight_gradient_bytes(c, b, t, sp) / layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
 
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
@@ -364,12 +363,14 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
         peaks: list[float] = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
         rank_of = {j: j for j in range(par.pp)}
     else:
-        peaks = order_held_peaks(order, held_fraction(c, par, hf))  # I and W apart: W's inputs held until W
         rank_of = order.rank_of_stage()
+    ranks = [[j for j in range(chunks) if rank_of[j] == rank] for rank in range(par.pp)]
+    if order is not None:  # I and W apart: W's inputs held until W (Hugging Face's edges apart, rank by rank)
+        peaks = order_held_peaks(order, hf_rank_fractions(c, par.micro_batch, par.recompute, counts, ranks)
+                                 if hf and c.family != "switch" else held_fraction(c, par))
     apart = rank_of[0] != rank_of[chunks - 1]
     out = []
-    for rank in range(par.pp):
-        mine = [j for j in range(chunks) if rank_of[j] == rank]
+    for rank, mine in enumerate(ranks):
         out.append(rank_memory(c, par, [counts[j] for j in mine], mine, chunk_in_flight(peaks[rank], par.chunks),
                                apart, states, unit, scale, hf))
     return out
