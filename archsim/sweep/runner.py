@@ -29,10 +29,11 @@ import pandas as pd
 from archsim.errors import InputError
 from archsim.json_text import dumps
 from archsim.lowering import LoweredLayer, Mode, lower_network
-from archsim.output_files import hold_until_written, live_writer, output_set, write_output
+from archsim.output_files import hold_until_written, output_set, write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
+from archsim.sweep.cache import cache_file, remove_orphans
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
@@ -61,9 +62,6 @@ def current_names(names: Iterable[str]) -> dict[str, str]:
     onto a column the file has)."""
     names = list(names)
     return {old: new for old, new in RENAMED_COLUMNS.items() if old in names and new not in names}
-
-
-CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
 
 
 @lru_cache(maxsize=16)
@@ -175,31 +173,6 @@ def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | No
                              field="processors") from None
 
 
-def _cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> Path:
-    """A unit's cache file, named by its settings and its network's layers (a device point's settings
-    hold its files' SHA-256)."""
-    network = digests[unit.network] if isinstance(unit, Unit) else None
-    fields = asdict(unit)
-    if fields.get("array_file", False) is None:  # a ROWSxCOLS array: the settings (and cache files) as before .cfg arrays
-        del fields["array_file"]
-    elif fields.get("array_file") and not fields["array_file"]["energy_table"] and not fields["array_file"]["energy_figures"]:
-        del fields["array_file"]["energy_table"], fields["array_file"]["energy_figures"]  # no [energy]: names as before
-    settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
-    return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
-
-
-def _remove_orphans(out: Path) -> None:
-    """Delete every temp file (``.NAME….tmp``) in the folder and its cache: called under the folder's
-    lock, so no other sweep is writing there and each one is a killed writer's — except one of a live
-    process (:func:`~archsim.output_files.live_writer`): another command writing into the folder
-    (``archsim report DIR --out DIR/r.html``), not a sweep."""
-    for folder in (out, out / "cache"):
-        if folder.is_dir():
-            for orphan in folder.glob(".*.tmp"):
-                if not live_writer(orphan):
-                    orphan.unlink(missing_ok=True)
-
-
 CHUNK_UNITS = 64  # most units per task: few enough to balance workers, enough to amortize a task's overhead
 
 
@@ -286,8 +259,8 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
 
 def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, workers: int, dask: str | None,
                 progress: bool) -> pd.DataFrame:
-    _remove_orphans(out)
-    files = {unit: _cache_file(out, unit, digests) for unit in units}
+    remove_orphans(out)
+    files = {unit: cache_file(out, unit, digests) for unit in units}
     todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)
 
