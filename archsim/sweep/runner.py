@@ -5,7 +5,8 @@ Each unit's rows land in ``DIR/cache/<digest>.json`` by atomic rename, so a run 
 moment (even SIGKILL) leaves only whole unit files; a re-run computes just the missing units and
 assembles the same ``results.csv`` (sorted, so order of completion never shows). The digest hashes
 the unit's every setting *and the content of its network* (its parsed layers), so editing a network
-file recomputes its units, and two networks with the same file name never share a cache file.
+file recomputes its units, and two networks with the same file name never share a cache file; a file edited
+while the sweep runs is never costed under the first one's hash (:func:`_loaded_network`).
 Temp files a killed writer left in ``DIR/cache`` are removed when the next run starts (one sweep
 writes into a folder at a time).
 
@@ -37,7 +38,7 @@ from archsim.sweep.cache import cache_file, remove_orphans
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
-from archsim.sweep.spec import SweepSpec, Unit, check_size, network_sha256
+from archsim.sweep.spec import SweepSpec, Unit, check_size, check_unchanged, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.validate import MAX_CONFIGS, parse_json, read_text
 from archsim.workload import load_network
@@ -87,8 +88,15 @@ def network_notes(spec: SweepSpec) -> tuple[str, ...]:
 @lru_cache(maxsize=16)
 def _loaded_network(path: str, sha256: str) -> Network:
     """The whole network, read once per process for its digest and every ``only`` subset: a spec's
-    file (an absolute path inside the spec's folder) or a shipped name, never a working-folder file."""
-    return load_network(path) if Path(path).is_absolute() else load_shipped(path)
+    file (an absolute path inside the spec's folder) or a shipped name, never a working-folder file.
+    A file is checked to still be the one of SHA-256 ``sha256`` once parsed: a process that reads it after the
+    sweep started (a dask worker, which inherits nothing of the sweep's process as a forked pool's worker does)
+    would otherwise cost an edited file under the hash, and cache file, of the one the sweep started with."""
+    if not Path(path).is_absolute():
+        return load_shipped(path)
+    network = load_network(path)
+    check_unchanged(path, sha256, "after the sweep started")
+    return network
 
 
 @lru_cache(maxsize=64)
