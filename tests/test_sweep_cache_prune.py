@@ -74,8 +74,8 @@ def test_cache_info_says_what_the_spec_uses_and_deletes_nothing(edited, capsys):
     assert stdout.splitlines() == [
         f"cache: {out / 'cache'}: 4 entries, {sum(sizes.values()):,} bytes",
         f"{path}: 2 units, 2 cached ({used:,} bytes), 0 to compute",
-        f"unused by {path}: 2 entries, {sum(unused.values()):,} bytes (archsim sweep {path} --out {out} "
-        "--prune-cache deletes them)"]
+        (f"unused by {path}: 2 entries, {sum(unused.values()):,} bytes (archsim sweep {path} --out {out} "
+         "--prune-cache deletes them)")]
     assert {p.name: p.stat().st_size for p in (out / "cache").iterdir()} == sizes
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-import archsim.sweep.runner as runner
 from archsim.errors import InputError
-from archsim.sweep import load_spec, run_sweep
+from archsim.sweep import load_spec, run_sweep, runner
 from archsim.sweep.spec import network_sha256
 
 HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
