@@ -9,6 +9,7 @@ setting as its keyword (``tp=2``) where the command names its flag (``--tp 2``):
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -17,6 +18,9 @@ PROGRAM = "archsim"
 _SPEAKER: ContextVar[str] = ContextVar("archsim_speaker", default=PROGRAM)
 _HELD: ContextVar[list[tuple[str, str]] | None] = ContextVar("archsim_held", default=None)
 _KEYWORDS: ContextVar[bool] = ContextVar("archsim_keywords", default=False)
+_LIVE: dict[int, object] = {}  # id(stream) → a stream a status line (:func:`status`) is drawn on now
+_WRITING = threading.Lock()  # a ticker's thread and the command's lines write one stream
+ERASE = "\r\x1b[K"  # back to the line's start, then clear it
 
 
 def prefix() -> str:
@@ -100,7 +104,31 @@ def route(command: str, library: str) -> str:
 
 def say(kind: str, text: str) -> None:
     """One line on stderr: ``PREFIX: KIND: TEXT`` (``kind``: note, warning or error)."""
-    print(f"{prefix()}: {kind}: {text}", file=sys.stderr)
+    line(f"{prefix()}: {kind}: {text}")
+
+
+def line(text: str) -> None:
+    """One line on stderr as it is: :func:`say`'s, and the unprefixed ``wrote FILE`` lines (docs/cli.md). A status
+    line drawn there (:func:`status`) is erased first, so the line never runs on from the ticker's text (the
+    ticker draws itself again below it)."""
+    stream = sys.stderr
+    with _WRITING:
+        if _LIVE.pop(id(stream), None) is not None:
+            stream.write(ERASE)
+        print(text, file=stream, flush=True)
+
+
+def status(text: str, stream=None) -> None:
+    """Draw ``text`` over the current stderr line (``stream``: another), a terminal's transient status (numba's
+    compile ticker, :func:`archsim.jit.tick`); ``""`` erases it. Only on a terminal: the caller checks."""
+    out = sys.stderr if stream is None else stream
+    with _WRITING:
+        out.write(f"\r{text}" if text else ERASE)
+        out.flush()
+        if text:
+            _LIVE[id(out)] = out
+        else:
+            _LIVE.pop(id(out), None)
 
 
 @contextmanager

@@ -10,7 +10,6 @@ like a hang, so callers announce it.
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 
 from archsim import console
@@ -46,7 +45,6 @@ def announce_compile(dispatcher, what: str) -> None:
         warnings.warn(text, UserWarning, stacklevel=3)
     else:
         console.note(text)
-        sys.stderr.flush()
     from archsim.numba_cache import LazyKernel
     from archsim.progress import on_terminal
 
@@ -55,22 +53,20 @@ def announce_compile(dispatcher, what: str) -> None:
 
 
 def tick(dispatcher, what: str, every: float = 1.0, stream=None):
-    """A daemon thread writing ``  compiling WHAT: N s`` over one stderr line every ``every`` seconds
-    until ``dispatcher`` has a compiled signature, then erasing it; returns the thread."""
+    """A daemon thread drawing ``  compiling WHAT: N s`` over one stderr line (``stream``: another) every ``every``
+    seconds until ``dispatcher`` has a compiled signature, then erasing it (:func:`archsim.console.status`: a note
+    said meanwhile starts on a line of its own); returns the thread."""
     import threading
     import time
 
-    out = sys.stderr if stream is None else stream
     start = time.monotonic()
 
     def run() -> None:
         while not dispatcher.signatures:
             time.sleep(every)
             if not dispatcher.signatures:
-                out.write(f"\r  compiling {what}: {time.monotonic() - start:.0f} s")
-                out.flush()
-        out.write("\r\x1b[K")
-        out.flush()
+                console.status(f"  compiling {what}: {time.monotonic() - start:.0f} s", stream)
+        console.status("", stream)
 
     thread = threading.Thread(target=run, name=f"compiling {what}", daemon=True)
     thread.start()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from archsim.console import line
 from archsim.errors import InputError
 from archsim.output_targets import TEMP_SUFFIX, check_target, own_descriptor, temp_prefix, unwritable
 
@@ -133,7 +133,7 @@ def output_set() -> Iterator[None]:
             _OPEN_SET.reset(token)
         staged.commit()
     for note in (*staged.leading, *staged.notes):
-        print(note, file=sys.stderr)
+        line(note)
 
 
 def hold_until_written(context: AbstractContextManager[T]) -> T:
@@ -154,7 +154,7 @@ def note_written(message: str, *, out: bool = False) -> None:
     written."""
     staged = _OPEN_SET.get()
     if staged is None:
-        print(message, file=sys.stderr)
+        line(message)
     else:
         (staged.leading if out else staged.notes).append(message)
 

@@ -125,3 +125,42 @@ def test_the_librarys_warnings_carry_no_prefix(chip, capsys):
         "--dtype fp16", "dtype='fp16'") for line in lines]  # the advice in the keyword a library user types
     assert not any(str(w.message).startswith("archsim") for w in caught)
     assert capsys.readouterr().err == ""
+
+
+# the one module besides console.py that names sys.stderr: tqdm draws its bars there (no line of archsim's own)
+STDERR_READERS = {"progress.py": "the bars tqdm draws on stderr, and whether stderr is a terminal"}
+
+
+def test_every_stderr_line_goes_through_the_console():
+    """No module of archsim but console.py writes to stderr (``sys.stderr.write``, ``print(..., file=sys.stderr)``,
+    a stream bound to ``sys.stderr``): one place gives each line its prefix and keeps a status line (numba's compile
+    ticker) from running into the next. Failed before: jit.py's ticker wrote ``sys.stderr`` itself, and
+    output_files.py printed the ``wrote FILE`` lines there."""
+    import ast
+
+    root = Path(archsim.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name in ("console.py", *STDERR_READERS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Attribute) and node.attr in ("stderr", "__stderr__")
+                    and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+                found.append(f"{name}:{node.lineno}")
+    assert not found, found
+
+
+def test_a_note_said_under_a_live_status_line_starts_a_line_of_its_own(capsys):
+    """A note said while numba's ticker is drawn erases the ticker's text first (the ticker draws itself again
+    below it); before, the note was appended to ``  compiling …: 3 s`` on one line (the ticker wrote stderr
+    itself, the note knew nothing of it)."""
+    from archsim import console
+
+    console.status("  compiling a kernel: 3 s")
+    console.note("something")
+    console.line("wrote out.json")
+    console.status("")
+    err = capsys.readouterr().err
+    assert err == ("\r  compiling a kernel: 3 s" + "\r\x1b[K" + "archsim: note: something\n" + "wrote out.json\n"
+                   + "\r\x1b[K")

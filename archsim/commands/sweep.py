@@ -28,6 +28,12 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"refuse a spec of more configurations (rows of results.csv; default {MAX_CONFIGS:,})")
     parser.add_argument("--force", action="store_true",
                         help="take over a results folder that holds another spec's results (replacing them)")
+    cache = parser.add_mutually_exclusive_group()
+    cache.add_argument("--cache-info", action="store_true",
+                       help="say what the results folder's cache holds and what SPEC uses of it, then exit (runs nothing)")
+    cache.add_argument("--prune-cache", action="store_true",
+                       help="delete the cache entries no configuration of SPEC uses, say how many and the bytes freed, "
+                            "then exit (runs nothing)")
 
 
 def run_sweep_command(args: argparse.Namespace) -> int:
@@ -38,6 +44,8 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec, max_configs=args.max_configs)
     out = Path(args.out or Path("results") / spec.name)
     target = args.report or str(Path("reports") / f"{spec.name}.html")
+    if args.cache_info or args.prune_cache:
+        return _cache_command(args, spec, out)
     check_folder(out)  # the defaults too, before anything is written: all of the run's files, or none
     if args.report is not None:
         check_target(target)
@@ -70,6 +78,33 @@ def run_sweep_command(args: argparse.Namespace) -> int:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)
         note_written(f"wrote {path}")  # as every command announces a file
+    return 0
+
+
+def _cache_command(args: argparse.Namespace, spec, out: Path) -> int:
+    """``--cache-info`` and ``--prune-cache``: the cache of ``out`` against ``spec``, on stdout; nothing is computed."""
+    from archsim.sweep.cache import cache_use, prune_cache
+
+    flag = "--cache-info" if args.cache_info else "--prune-cache"
+    for given, other in ((args.report is not None, "--report"), (args.workers != 1, "--workers"),
+                         (args.dask is not None, "--dask")):
+        if given:
+            raise InputError(f"{flag} runs no sweep: {other} has nothing to do beside it", field=flag[2:])
+    if args.prune_cache:
+        use = prune_cache(spec, out, force=args.force)
+        if not use.folder.is_dir():
+            print(f"no cache in {out}: nothing to prune")
+            return 0
+        print(f"pruned {len(use.unused):,} cache entries ({use.unused_bytes:,} bytes freed) in {use.folder}; "
+              f"kept {use.used:,} ({use.used_bytes:,} bytes): {args.spec}'s cached units")
+        return 0
+    use = cache_use(spec, out)
+    print(f"cache: {use.folder}: {use.entries:,} entries, {use.bytes:,} bytes")
+    print(f"{args.spec}: {use.units:,} units, {use.used:,} cached ({use.used_bytes:,} bytes), "
+          f"{use.units - use.used:,} to compute")
+    print(f"unused by {args.spec}: {len(use.unused):,} entries, {use.unused_bytes:,} bytes"
+          + (f" (archsim sweep {args.spec}{f' --out {args.out}' if args.out else ''} --prune-cache deletes them)"
+             if use.unused else ""))
     return 0
 
 

@@ -230,11 +230,15 @@ class Timeline:
         return frame
 
     def transfers_frame(self) -> pd.DataFrame:
-        """One row per transfer: src, dst, link, bytes, start, end."""
+        """One row per transfer: src, dst, link, bytes, start, end; ``attrs["unit"]``: the times' unit where the
+        timeline knows it, as :meth:`to_frame`'s."""
         import pandas as pd
 
         columns = ["src", "dst", "link", "bytes", "start", "end"]
-        return pd.DataFrame([[getattr(t, c) for c in columns] for t in self.transfers], columns=columns)
+        frame = pd.DataFrame([[getattr(t, c) for c in columns] for t in self.transfers], columns=columns)
+        if self.unit:
+            frame.attrs["unit"] = self.unit
+        return frame
 
 
 def _peak_memory(problem: Problem, slots: SlotTable) -> dict[str, int]:

@@ -233,12 +233,11 @@ def report_network(name: str, folder: Path, own_networks: tuple[str, ...] = ()):
 
 def _check_unchanged(row) -> None:
     """The network file must still be the one the results were computed from (its SHA-256)."""
-    from archsim.sweep.spec import network_sha256
+    from archsim.sweep.spec import check_unchanged
 
     recorded, path = row.get("network_sha256"), row.get("network_path")
-    if isinstance(recorded, str) and recorded and network_sha256(str(path)) != recorded:
-        raise InputError("the network file changed since the sweep ran (SHA-256 differs, or it is gone); rerun "
-                         "the sweep", file=str(path), field="network_sha256")
+    if isinstance(recorded, str):
+        check_unchanged(str(path), recorded, "since the sweep ran")
 
 
 def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):

@@ -5,7 +5,8 @@ Each unit's rows land in ``DIR/cache/<digest>.json`` by atomic rename, so a run 
 moment (even SIGKILL) leaves only whole unit files; a re-run computes just the missing units and
 assembles the same ``results.csv`` (sorted, so order of completion never shows). The digest hashes
 the unit's every setting *and the content of its network* (its parsed layers), so editing a network
-file recomputes its units, and two networks with the same file name never share a cache file.
+file recomputes its units, and two networks with the same file name never share a cache file; a file edited
+while the sweep runs is never costed under the first one's hash (:func:`_loaded_network`).
 Temp files a killed writer left in ``DIR/cache`` are removed when the next run starts (one sweep
 writes into a folder at a time).
 
@@ -29,14 +30,15 @@ import pandas as pd
 from archsim.errors import InputError
 from archsim.json_text import dumps
 from archsim.lowering import LoweredLayer, Mode, lower_network
-from archsim.output_files import hold_until_written, live_writer, output_set, write_output
+from archsim.output_files import hold_until_written, output_set, write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
+from archsim.sweep.cache import cache_file, remove_orphans
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
-from archsim.sweep.spec import SweepSpec, Unit, check_size, network_sha256
+from archsim.sweep.spec import SweepSpec, Unit, check_size, check_unchanged, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.validate import MAX_CONFIGS, parse_json, read_text
 from archsim.workload import load_network
@@ -63,9 +65,6 @@ def current_names(names: Iterable[str]) -> dict[str, str]:
     return {old: new for old, new in RENAMED_COLUMNS.items() if old in names and new not in names}
 
 
-CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
-
-
 @lru_cache(maxsize=16)
 def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
     """A unit's network, loaded once per process (``sha256``, of a file's bytes, keys a changed file)."""
@@ -89,8 +88,15 @@ def network_notes(spec: SweepSpec) -> tuple[str, ...]:
 @lru_cache(maxsize=16)
 def _loaded_network(path: str, sha256: str) -> Network:
     """The whole network, read once per process for its digest and every ``only`` subset: a spec's
-    file (an absolute path inside the spec's folder) or a shipped name, never a working-folder file."""
-    return load_network(path) if Path(path).is_absolute() else load_shipped(path)
+    file (an absolute path inside the spec's folder) or a shipped name, never a working-folder file.
+    A file is checked to still be the one of SHA-256 ``sha256`` once parsed: a process that reads it after the
+    sweep started (a dask worker, which inherits nothing of the sweep's process as a forked pool's worker does)
+    would otherwise cost an edited file under the hash, and cache file, of the one the sweep started with."""
+    if not Path(path).is_absolute():
+        return load_shipped(path)
+    network = load_network(path)
+    check_unchanged(path, sha256, "after the sweep started")
+    return network
 
 
 @lru_cache(maxsize=64)
@@ -173,31 +179,6 @@ def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | No
         except InputError as exc:
             raise InputError(f"network {Path(unit.network).name!r}: {exc.message}", file=source,
                              field="processors") from None
-
-
-def _cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> Path:
-    """A unit's cache file, named by its settings and its network's layers (a device point's settings
-    hold its files' SHA-256)."""
-    network = digests[unit.network] if isinstance(unit, Unit) else None
-    fields = asdict(unit)
-    if fields.get("array_file", False) is None:  # a ROWSxCOLS array: the settings (and cache files) as before .cfg arrays
-        del fields["array_file"]
-    elif fields.get("array_file") and not fields["array_file"]["energy_table"] and not fields["array_file"]["energy_figures"]:
-        del fields["array_file"]["energy_table"], fields["array_file"]["energy_figures"]  # no [energy]: names as before
-    settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
-    return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
-
-
-def _remove_orphans(out: Path) -> None:
-    """Delete every temp file (``.NAME….tmp``) in the folder and its cache: called under the folder's
-    lock, so no other sweep is writing there and each one is a killed writer's — except one of a live
-    process (:func:`~archsim.output_files.live_writer`): another command writing into the folder
-    (``archsim report DIR --out DIR/r.html``), not a sweep."""
-    for folder in (out, out / "cache"):
-        if folder.is_dir():
-            for orphan in folder.glob(".*.tmp"):
-                if not live_writer(orphan):
-                    orphan.unlink(missing_ok=True)
 
 
 CHUNK_UNITS = 64  # most units per task: few enough to balance workers, enough to amortize a task's overhead
@@ -286,8 +267,8 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
 
 def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, workers: int, dask: str | None,
                 progress: bool) -> pd.DataFrame:
-    _remove_orphans(out)
-    files = {unit: _cache_file(out, unit, digests) for unit in units}
+    remove_orphans(out)
+    files = {unit: cache_file(out, unit, digests) for unit in units}
     todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)
 

@@ -231,6 +231,14 @@ def network_sha256(network: str) -> str:
     return hashlib.sha256(read_bytes(path, "network file")).hexdigest()
 
 
+def check_unchanged(network: str, sha256: str, since: str) -> None:
+    """Refuse a network file whose bytes are no longer those of SHA-256 ``sha256`` (or that is gone): results say
+    they costed that file. ``since``: when it was hashed (``since the sweep ran``). A shipped name (no hash) passes."""
+    if sha256 and network_sha256(network) != sha256:
+        raise InputError(f"the network file changed {since} (SHA-256 differs, or it is gone); rerun the sweep",
+                         file=network, field="network_sha256")
+
+
 def load_spec(path: str | Path, *, max_configs: int = MAX_CONFIGS) -> SweepSpec | DeviceSweepSpec:
     """A spec file's sweep: an array sweep, or a device sweep when ``[sweep]`` names a ``device`` or a
     ``model`` (:mod:`archsim.sweep.device_spec`); one of more than ``max_configs`` configurations is refused."""

@@ -70,12 +70,12 @@ class TrainResult:
 
     @property
     def timeline(self) -> Timeline:
-        """The pipeline run's timeline (seconds)."""
+        """The pipeline run's timeline (seconds: its ``unit``, so its frames' ``attrs["unit"]`` say so)."""
         from archsim.sim.timeline import Timeline
 
         timeline = self.run.timeline
         assert isinstance(timeline, Timeline)
-        return timeline
+        return timeline if timeline.unit else replace(timeline, unit="seconds")
 
     @property
     def peak_memory_gib(self) -> float:

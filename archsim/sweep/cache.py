@@ -1,0 +1,118 @@
+"""A results folder's sweep cache: ``DIR/cache/<digest>.json``, one file (an *entry*) per unit, named by the unit's
+settings and its network's layers (:func:`cache_file`), written whole by atomic rename (:mod:`.runner`).
+
+Entries are never rewritten, so a spec edited over time leaves the entries of units it no longer has: the cache
+only grows. :func:`cache_use` says what a spec uses of it (``archsim sweep SPEC --cache-info``) and
+:func:`prune_cache` drops the rest (``--prune-cache``) under the folder's lock (:mod:`.folder`), so no sweep is
+writing there meanwhile; each entry goes by one ``unlink``, whole or not at all, and a file the cache did not
+write (another name) is never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from archsim.json_text import dumps
+from archsim.output_files import live_writer
+from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
+from archsim.sweep.folder import check_owner, holding
+from archsim.sweep.spec import SweepSpec, Unit
+
+CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
+ENTRY = re.compile(r"[0-9a-f]{40}\.json")  # a cache entry's name (:func:`cache_file`): nothing else is pruned
+
+
+def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> Path:
+    """A unit's cache file, named by its settings and its network's layers (a device point's settings
+    hold its files' SHA-256)."""
+    network = digests[unit.network] if isinstance(unit, Unit) else None
+    fields = asdict(unit)
+    if fields.get("array_file", False) is None:  # a ROWSxCOLS array: the settings (and cache files) as before .cfg arrays
+        del fields["array_file"]
+    elif fields.get("array_file") and not fields["array_file"]["energy_table"] and not fields["array_file"]["energy_figures"]:
+        del fields["array_file"]["energy_table"], fields["array_file"]["energy_figures"]  # no [energy]: names as before
+    settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
+    return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
+
+
+def remove_orphans(out: Path) -> None:
+    """Delete every temp file (``.NAME….tmp``) in the folder and its cache: called under the folder's
+    lock, so no other sweep is writing there and each one is a killed writer's — except one of a live
+    process (:func:`~archsim.output_files.live_writer`): another command writing into the folder
+    (``archsim report DIR --out DIR/r.html``), not a sweep."""
+    for folder in (out, out / "cache"):
+        if folder.is_dir():
+            for orphan in folder.glob(".*.tmp"):
+                if not live_writer(orphan):
+                    orphan.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class CacheUse:
+    """A folder's cache against a spec: its entries and their bytes in all, the spec's units (``units``) and how
+    many of them are cached (``used``, ``used_bytes``), and the entries no unit of the spec names (``unused``)."""
+
+    folder: Path
+    entries: int
+    bytes: int
+    units: int
+    used: int
+    used_bytes: int
+    unused: tuple[Path, ...]
+    unused_bytes: int
+
+
+def spec_files(spec: SweepSpec | DeviceSweepSpec, out: Path) -> set[Path]:
+    """The cache files of ``spec``'s units in ``out`` (a network that cannot be read is refused here)."""
+    from archsim.sweep.runner import network_digests
+
+    digests = network_digests(spec)
+    return {cache_file(out, unit, digests) for unit in spec.units()}
+
+
+def cache_use(spec: SweepSpec | DeviceSweepSpec, out: str | Path) -> CacheUse:
+    """What ``spec`` uses of ``out``'s cache (a snapshot: a sweep running there adds entries meanwhile)."""
+    out = Path(out)
+    wanted = spec_files(spec, out)
+    sizes = _entries(out / "cache")
+    unused = tuple(sorted(path for path in sizes if path not in wanted))
+    return CacheUse(out / "cache", len(sizes), sum(sizes.values()), len(wanted),
+                    sum(path in wanted for path in sizes), sum(size for path, size in sizes.items() if path in wanted),
+                    unused, sum(sizes[path] for path in unused))
+
+
+def prune_cache(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, force: bool = False) -> CacheUse:
+    """Delete the entries of ``out``'s cache that no unit of ``spec`` names (and killed writers' temp files) and
+    return the cache as it was (its ``unused`` are what was deleted). Refused, nothing deleted, while a sweep holds
+    the folder, or when the folder holds another spec's results unless ``force`` (:func:`.folder.check_owner`)."""
+    out = Path(out)
+    if not (out / "cache").is_dir():
+        return cache_use(spec, out)  # nothing cached: nothing to lock or delete
+    if spec.source is None:
+        from archsim.errors import InputError
+
+        raise InputError("a sweep's cache is pruned for a spec read from its file (load_spec)", field="spec")
+    with holding(out, spec.source, spec.name):  # no sweep writes into the folder until the entries are gone
+        check_owner(out, spec.source, force=force)
+        remove_orphans(out)
+        use = cache_use(spec, out)
+        for path in use.unused:
+            path.unlink(missing_ok=True)
+    return use
+
+
+def _entries(folder: Path) -> dict[Path, int]:
+    """The cache entries in ``folder`` (named as :func:`cache_file` names them) and their sizes in bytes."""
+    if not folder.is_dir():
+        return {}
+    sizes = {}
+    for path in folder.iterdir():
+        if ENTRY.fullmatch(path.name):
+            try:
+                sizes[path] = path.lstat().st_size
+            except FileNotFoundError:  # deleted meanwhile
+                continue
+    return sizes
