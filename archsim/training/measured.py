@@ -73,6 +73,12 @@ class MeasuredTable:
     meta: dict[str, str] = field(default_factory=dict)
 
 
+def blank_row(line: str) -> bool:
+    """Whether a body line holds no run: blank, or cells all empty (``,,,,``: the row a spreadsheet saves
+    after its cells were cleared), as the topology CSV reader skips it."""
+    return not line.replace(",", "").strip()
+
+
 def split_meta(lines: list[str]) -> tuple[dict[str, str], int]:
     """The leading ``# key: value`` lines of a CSV (blank lines skipped) and the index of its header."""
     meta: dict[str, str] = {}
@@ -112,7 +118,7 @@ def read_measured_table(path: str | Path) -> MeasuredTable:
     extra = {name: names.index(name) for name in OPTIONAL if name in names}
     runs = []
     for number, line in enumerate(lines[first + 1:], start=first + 2):
-        if not line.strip():
+        if blank_row(line):
             continue
         cells = [c.strip() for c in line.split(",")]
         if len(cells) < len(COLUMNS):

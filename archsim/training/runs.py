@@ -33,7 +33,7 @@ from archsim.choices.training import RECOMPUTE
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
-from archsim.training.measured import read_header
+from archsim.training.measured import blank_row, read_header
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_boolean
 from archsim.workload.transformer import TransformerConfig
@@ -63,7 +63,7 @@ def read_runs(path: str | Path, check: Callable[[RunRow], None] | None = None) -
     each row as it is read, so the first bad row in the file is the one named, whatever is wrong with it."""
     file = str(path)
     lines, _, first, names = read_header(path, "runs file")
-    body = [(n, line) for n, line in enumerate(lines[first + 1:], start=first + 2) if line.strip()]
+    body = [(n, line) for n, line in enumerate(lines[first + 1:], start=first + 2) if not blank_row(line)]
     if not body:
         raise InputError("no runs after the header", file=file, line=first + 1)
     check = check or (lambda row: None)
