@@ -39,3 +39,32 @@ def test_a_spreadsheet_row_of_empty_cells_is_a_blank_line(tmp_path, capsys):
     assert status == 0, err
     assert got == want
     assert [row.split(",")[0] for row in got[1:]] == ["2", "4"]  # file lines 2 and 4
+
+
+def _train_json(capsys, model: str, cluster: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    status = main(["train", model, "--cluster", cluster, "--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "16",
+                   "--micro-batch", "2", "--format", "json"])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_a_byte_order_mark_before_a_toml_or_json_file_is_skipped(tmp_path, capsys):
+    """Failed before: Windows Notepad saves "UTF-8 with BOM"; a model or cluster TOML that began with the mark
+    was refused as "line 1: not valid TOML (Invalid statement, column 1)", a line that looks right, and a
+    config.json as "not valid JSON (Unexpected UTF-8 BOM (decode using utf-8-sig) …)", where every CSV reader
+    (a runs file too) skips the mark. Now the mark is skipped and the run is the one without it."""
+    model_toml = ('[transformer]\nfamily = "llama"\nname = "small_llama"\nlayers = 4\nhidden = 512\nheads = 8\n'
+                  'vocab = 32000\nseq = 512\nffn = 1376\n')
+    cluster_toml = Path(CLUSTER).read_text(encoding="utf-8")
+    config_json = ('{"model_type": "llama", "hidden_size": 512, "intermediate_size": 1376, "num_attention_heads": 8, '
+                   '"num_hidden_layers": 4, "vocab_size": 32000, "max_position_embeddings": 512}')
+    for name, text in (("model.toml", model_toml), ("cluster.toml", cluster_toml), ("config.json", config_json)):
+        for kind, mark, newline in (("plain", "", "\n"), ("bom", "\ufeff", "\r\n")):  # a config.json names its folder
+            (tmp_path / kind / "llama").mkdir(parents=True, exist_ok=True)
+            (tmp_path / kind / "llama" / name).write_bytes((mark + text.replace("\n", newline)).encode())
+    for model in ("model.toml", "config.json"):
+        runs = [_train_json(capsys, str(tmp_path / kind / "llama" / model), str(tmp_path / kind / "llama/cluster.toml"))
+                for kind in ("plain", "bom")]
+        assert [status for status, _, _ in runs] == [0, 0], runs[1][2]
+        assert runs[1][1].replace("/bom/", "/plain/") == runs[0][1]
