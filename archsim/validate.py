@@ -259,7 +259,9 @@ def parse_json(text: str, file: str) -> object:
         return json.loads(text.removeprefix("\ufeff"))
     except RecursionError:
         raise InputError("not valid JSON (nested too deeply)", file=file) from None
-    except ValueError as exc:  # JSONDecodeError, or an integer of more than 4300 digits
+    except json.JSONDecodeError as exc:  # its line as a location, as parse_toml's (``FILE, line N: …``)
+        raise InputError(f"not valid JSON ({exc.msg}, column {exc.colno})", file=file, line=exc.lineno) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
         raise InputError(f"not valid JSON ({exc})", file=file) from None
 
 

@@ -68,3 +68,19 @@ def test_a_byte_order_mark_before_a_toml_or_json_file_is_skipped(tmp_path, capsy
                 for kind in ("plain", "bom")]
         assert [status for status, _, _ in runs] == [0, 0], runs[1][2]
         assert runs[1][1].replace("/bom/", "/plain/") == runs[0][1]
+
+
+def test_a_json_syntax_error_is_located_like_every_file_error(tmp_path, capsys):
+    """Failed before: a hand-written config.json with a trailing comma was refused as "FILE: not valid JSON
+    (Expecting property name enclosed in double quotes: line 4 column 1 (char 50))", the line inside the
+    message, where a TOML syntax error (and every other file error) reads ``FILE, line N: …``."""
+    folder = tmp_path / "llama2_13b"
+    folder.mkdir()
+    config = folder / "config.json"
+    config.write_text('{\n  "model_type": "llama",\n  "hidden_size": 5120,\n}\n')
+    capsys.readouterr()
+    assert main(["train", str(config), "--cluster", CLUSTER]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"archsim train: error: {config}, line 4: not valid JSON (Expecting property name enclosed in "
+                   "double quotes, column 1)\n")
