@@ -84,3 +84,18 @@ def test_a_json_syntax_error_is_located_like_every_file_error(tmp_path, capsys):
     assert out == ""
     assert err == (f"archsim train: error: {config}, line 4: not valid JSON (Expecting property name enclosed in "
                    "double quotes, column 1)\n")
+
+
+def test_a_model_folder_names_the_config_json_inside_it(tmp_path, capsys):
+    """Failed before: transformers' ``from_pretrained`` takes a model's folder, so a user gives ``train`` the
+    folder too; it was refused as "FILE: transformer config is not a regular file (a folder)", which says
+    what is wrong but not what to write. Now the one line names the folder's config.json to give."""
+    folder = tmp_path / "llama2_13b"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    capsys.readouterr()
+    assert main(["train", str(folder), "--cluster", CLUSTER]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err == (f"archsim train: error: {folder}: a folder, not a transformer config; give the config.json in it "
+                   f"({folder / 'config.json'})\n")
