@@ -99,3 +99,15 @@ def test_a_model_folder_names_the_config_json_inside_it(tmp_path, capsys):
     assert out == "" and err.count("\n") == 1, err
     assert err == (f"archsim train: error: {folder}: a folder, not a transformer config; give the config.json in it "
                    f"({folder / 'config.json'})\n")
+
+
+def test_a_misspelt_runs_column_is_named_beside_the_missing_one(tmp_path, capsys):
+    """Failed before: a header with ``micro_bacth`` for ``micro_batch`` was refused as "missing column(s)
+    micro_batch", with no word of the misspelt column the user typed, which the file does have; now the one
+    line names both."""
+    path = tmp_path / "runs.csv"
+    path.write_text("tp,pp,dp,micro_bacth,global_batch\n8,4,1,1,128\n")
+    status, _, err = _runs_csv(capsys, path)
+    assert status == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"archsim train: error: {path}, line 1: missing column(s) micro_batch (unknown column(s) "
+                          "micro_bacth): a runs file names tp, pp, dp, micro_batch, global_batch and optionally"), err

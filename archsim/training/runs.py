@@ -75,9 +75,11 @@ def read_runs(path: str | Path, check: Callable[[RunRow], None] | None = None) -
     columns = (f"a runs file names {', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)} (or is vTrain's "
                "CSV as released)")
     missing = [c for c in REQUIRED if c not in names]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}: {columns}", file=file, line=first + 1, missing=True)
     unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
+    if missing:  # a misspelt column is named too: it is what the user typed for the missing one
+        typed = f" (unknown column(s) {', '.join(unknown)})" if unknown else ""
+        raise InputError(f"missing column(s) {', '.join(missing)}{typed}: {columns}", file=file, line=first + 1,
+                         missing=True)
     if unknown:  # measured_ms for measured_seconds: the columns it may have, as a missing one gets them
         raise InputError(f"unknown column(s) {', '.join(unknown)}: {columns}", file=file, line=first + 1)
     index = {name: i for i, name in enumerate(names)}
