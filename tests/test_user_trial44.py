@@ -111,3 +111,14 @@ def test_a_misspelt_runs_column_is_named_beside_the_missing_one(tmp_path, capsys
     assert status == 2 and err.count("\n") == 1, err
     assert err.startswith(f"archsim train: error: {path}, line 1: missing column(s) micro_batch (unknown column(s) "
                           "micro_bacth): a runs file names tp, pp, dp, micro_batch, global_batch and optionally"), err
+
+
+def test_a_tab_separated_runs_file_is_named_as_such(tmp_path, capsys):
+    """Failed before: a spreadsheet's "Text (Tab delimited)" export was refused as "missing column(s) tp, pp,
+    dp, micro_batch, global_batch", though its header names them all; a ';'-separated one already got the
+    line that says what is wrong, and now a tab-separated one does too."""
+    path = tmp_path / "runs.csv"
+    path.write_text("tp\tpp\tdp\tmicro_batch\tglobal_batch\n8\t4\t1\t1\t128\n")
+    status, _, err = _runs_csv(capsys, path)
+    assert status == 2
+    assert err == f"archsim train: error: {path}, line 1: one column: cells are separated by a comma, not a tab\n"

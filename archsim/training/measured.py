@@ -102,8 +102,9 @@ def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list
     if any(name.startswith(('"', "'")) for name in names):  # cells are split at commas, never unquoted
         raise InputError("quoted cells are not read: write the header and cells without quotes",
                          file=str(path), line=first + 1)
-    if len(names) == 1 and ";" in names[0]:  # a spreadsheet's export where the decimal mark is a comma
-        raise InputError("one column: cells are separated by a comma, not ';'", file=str(path), line=first + 1)
+    for mark, said in ((";", "';'"), ("\t", "a tab")):  # a spreadsheet's export: a comma decimal mark, or "Text"
+        if len(names) == 1 and mark in names[0]:
+            raise InputError(f"one column: cells are separated by a comma, not {said}", file=str(path), line=first + 1)
     check_unique_columns(names, str(path), first + 1)
     return lines, meta, first, names
 
