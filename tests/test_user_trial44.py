@@ -122,3 +122,45 @@ def test_a_tab_separated_runs_file_is_named_as_such(tmp_path, capsys):
     status, _, err = _runs_csv(capsys, path)
     assert status == 2
     assert err == f"archsim train: error: {path}, line 1: one column: cells are separated by a comma, not a tab\n"
+
+
+LLAMA_JSON = ('{"model_type": "llama", "hidden_size": 512, "intermediate_size": 1376, "num_attention_heads": 8, '
+              '"num_hidden_layers": 4, "vocab_size": 32000, "max_position_embeddings": 8192, "my_note": "x", '
+              '"torch_dtype": "bfloat16"}')
+SEQ_NOTE = ("sequence length 8192 tokens per sample, from max_position_embeddings: a rotary model's longest context, "
+            "not its training length; {} sets it")
+
+
+def test_runs_say_a_rotary_configs_sequence_came_from_max_position_embeddings(tmp_path, capsys):
+    """Failed before: ``train`` and ``search`` on a Llama config.json given without ``--seq`` say that the
+    sequence is ``max_position_embeddings`` (the longest context, 131,072 for Llama-3.1, not a training
+    length), name the config's fields they do not read and, without ``--dtype``, that its ``torch_dtype`` is
+    not the precision priced; ``train --runs`` and ``archsim.train_runs`` priced every row at that length and
+    precision and said none of it. Now they say the three, once, as ``train`` does; with ``--seq`` the
+    sequence note is not said."""
+    import warnings
+
+    import archsim
+
+    folder = tmp_path / "small_llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(LLAMA_JSON)
+    runs = tmp_path / "runs.csv"
+    runs.write_text(HEADER + "2,2,2,1,16,full\n1,2,4,1,16,full\n")
+    single = ["train", str(folder / "config.json"), "--cluster", CLUSTER]
+    capsys.readouterr()
+    assert main([*single, "--tp", "2", "--pp", "2", "--dp", "2", "--global-batch", "16", "--micro-batch", "1"]) == 0
+    train_notes = [line for line in capsys.readouterr().err.splitlines() if "note:" in line]
+    assert f"archsim train: note: {SEQ_NOTE.format('--seq N')}" in train_notes
+    assert any("my_note" in line for line in train_notes)  # the field train does not read, named
+    assert any("config.json says bfloat16" in line for line in train_notes) and len(train_notes) == 3
+    assert main([*single, "--runs", str(runs)]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "note:" in line] == train_notes
+    assert main([*single, "--runs", str(runs), "--seq", "1024"]) == 0
+    assert "max_position_embeddings" not in capsys.readouterr().err
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.train_runs(str(folder / "config.json"), runs=str(runs), cluster=CLUSTER)
+    said = [str(w.message) for w in caught]
+    assert SEQ_NOTE.format("seq=N") in said and any("my_note" in text for text in said), said
+    assert any("config.json says bfloat16" in text and "dtype='bf16'" in text for text in said), said
