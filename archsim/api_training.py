@@ -124,9 +124,12 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
     a ``# model:`` line naming another model (:func:`archsim.training.runs.model_note`), an interleaved
     ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs.one_chunk_rows_note`),
-    a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`) and each
-    of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`)."""
+    a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`), each
+    of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`) and :func:`train`'s notes on
+    the model (a rotary config's sequence from ``max_position_embeddings``, a config.json's unread fields, its
+    ``torch_dtype`` without ``dtype``)."""
     from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
+    from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.runs import (
         milliseconds_note,
@@ -137,6 +140,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
         runs_to_run,
     )
     from archsim.validate import DEFAULT_MAX_OPS
+    from archsim.workload.model_files import config_dtype_note
 
     check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
     check_choice(dp_overlap, DP_OVERLAPS, "dp-overlap")
@@ -152,8 +156,11 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
 
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=5))
-    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), *cluster_notes(on, "train"),
-                 milliseconds_note(out)):  # as the command's, in order
+    dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
+    model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
+                   unread_note(model), dtype_note)
+    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), *model_notes,
+                 *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:
             warnings.warn(note, UserWarning, stacklevel=3)
     return out

@@ -102,9 +102,11 @@ def parse_toml(text: str, file: str) -> dict:
     """``text`` as TOML, or one InputError: bad syntax, nesting too deep, an integer too long. A syntax
     error's line is the error's own (``FILE, line N: …``, as every file error is located); tomllib before
     Python 3.14 gives it only inside its text, ``… (at line N, column C)``, so it is read back from there.
-    The document keeps its text, for the line of a key a reader refuses later (:mod:`archsim.toml_lines`)."""
+    The document keeps its text, for the line of a key a reader refuses later (:mod:`archsim.toml_lines`). A
+    leading byte-order mark (Notepad's "UTF-8 with BOM") is skipped, as every CSV reader skips it."""
     import tomllib
 
+    text = text.removeprefix("\ufeff")
     try:
         return TomlDocument(tomllib.loads(text), text)
     except tomllib.TOMLDecodeError as exc:

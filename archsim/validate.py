@@ -251,14 +251,17 @@ def cfg_syntax_error(exc: Exception, file: str) -> InputError:
 
 
 def parse_json(text: str, file: str) -> object:
-    """``text`` as JSON, or one InputError: bad syntax, nesting too deep, an integer too long."""
+    """``text`` as JSON, or one InputError: bad syntax, nesting too deep, an integer too long. A leading
+    byte-order mark is skipped (RFC 8259 lets a parser ignore it), as every CSV reader skips it."""
     import json
 
     try:
-        return json.loads(text)
+        return json.loads(text.removeprefix("\ufeff"))
     except RecursionError:
         raise InputError("not valid JSON (nested too deeply)", file=file) from None
-    except ValueError as exc:  # JSONDecodeError, or an integer of more than 4300 digits
+    except json.JSONDecodeError as exc:  # its line as a location, as parse_toml's (``FILE, line N: …``)
+        raise InputError(f"not valid JSON ({exc.msg}, column {exc.colno})", file=file, line=exc.lineno) from None
+    except ValueError as exc:  # an integer of more than 4300 digits
         raise InputError(f"not valid JSON ({exc})", file=file) from None
 
 

@@ -59,7 +59,9 @@ def test_the_shipped_runs_file_names_its_model_and_another_model_is_noted(tmp_pa
     head.write_text("\n".join(lines[:header + 2]) + "\n")
     _, err = _err(capsys, LLAMA, str(head), "--attention", "standard")
     assert [line for line in err.splitlines() if line.startswith(NOTE)] == [
-        NOTE + _mismatch("gpt_1024h_24l", "llama2_7b")]
+        NOTE + _mismatch("gpt_1024h_24l", "llama2_7b"),  # and, as train says it, the sequence the rows ran at
+        NOTE + "sequence length 4096 tokens per sample, from max_position_embeddings: a rotary model's longest "
+        "context, not its training length; --seq N sets it"]
     for model in (GPT, "gpt_1024h_24l"):  # by path and by the shipped name: the same model, nothing said
         _, err = _err(capsys, model, str(head), "--attention", "standard")
         assert err == "", model

@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")
     if args.runs:
-        return _run_runs(args, config)
+        return _run_runs(args, config, dtype_given)
     if args.global_batch is None:
         raise InputError("--global-batch is required (unless --runs)", field="global-batch")
     if args.sweep:
@@ -235,9 +235,10 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     return 0
 
 
-def _run_runs(args: argparse.Namespace, config) -> int:
+def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     """``--runs``: every row of the runs file predicted on the cluster, in input order (nothing written
-    when a row is bad: its line and field on stderr, exit 2)."""
+    when a row is bad: its line and field on stderr, exit 2), with one iteration's notes on the model
+    (``dtype_given``: ``--dtype`` was given, so the config's ``torch_dtype`` is not noted)."""
     import numpy as np
 
     from archsim.errors import InputError
@@ -254,6 +255,7 @@ def _run_runs(args: argparse.Namespace, config) -> int:
         row_check,
         runs_to_run,
     )
+    from archsim.workload.model_files import config_dtype_note
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
     # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
@@ -282,6 +284,11 @@ def _run_runs(args: argparse.Namespace, config) -> int:
     for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows)):
         if line:
             note(line)
+    # as one iteration's notes; vTrain's rows set their own sequence length: no note on MODEL's (read_runs: ≥ 1 row)
+    note_default_seq(config, args.model, args.seq if rows[0].shape is None else config.seq)
+    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
+    if dtype_note:
+        note(dtype_note)
     note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
     units = milliseconds_note(out)
     if units:

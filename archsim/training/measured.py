@@ -73,6 +73,12 @@ class MeasuredTable:
     meta: dict[str, str] = field(default_factory=dict)
 
 
+def blank_row(line: str) -> bool:
+    """Whether a body line holds no run: blank, or cells all empty (``,,,,``: the row a spreadsheet saves
+    after its cells were cleared), as the topology CSV reader skips it."""
+    return not line.replace(",", "").strip()
+
+
 def split_meta(lines: list[str]) -> tuple[dict[str, str], int]:
     """The leading ``# key: value`` lines of a CSV (blank lines skipped) and the index of its header."""
     meta: dict[str, str] = {}
@@ -96,8 +102,9 @@ def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list
     if any(name.startswith(('"', "'")) for name in names):  # cells are split at commas, never unquoted
         raise InputError("quoted cells are not read: write the header and cells without quotes",
                          file=str(path), line=first + 1)
-    if len(names) == 1 and ";" in names[0]:  # a spreadsheet's export where the decimal mark is a comma
-        raise InputError("one column: cells are separated by a comma, not ';'", file=str(path), line=first + 1)
+    for mark, said in ((";", "';'"), ("\t", "a tab")):  # a spreadsheet's export: a comma decimal mark, or "Text"
+        if len(names) == 1 and mark in names[0]:
+            raise InputError(f"one column: cells are separated by a comma, not {said}", file=str(path), line=first + 1)
     check_unique_columns(names, str(path), first + 1)
     return lines, meta, first, names
 
@@ -112,7 +119,7 @@ def read_measured_table(path: str | Path) -> MeasuredTable:
     extra = {name: names.index(name) for name in OPTIONAL if name in names}
     runs = []
     for number, line in enumerate(lines[first + 1:], start=first + 2):
-        if not line.strip():
+        if blank_row(line):
             continue
         cells = [c.strip() for c in line.split(",")]
         if len(cells) < len(COLUMNS):

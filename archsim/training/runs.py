@@ -33,7 +33,7 @@ from archsim.choices.training import RECOMPUTE
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
-from archsim.training.measured import read_header
+from archsim.training.measured import blank_row, read_header
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_boolean
 from archsim.workload.transformer import TransformerConfig
@@ -63,7 +63,7 @@ def read_runs(path: str | Path, check: Callable[[RunRow], None] | None = None) -
     each row as it is read, so the first bad row in the file is the one named, whatever is wrong with it."""
     file = str(path)
     lines, _, first, names = read_header(path, "runs file")
-    body = [(n, line) for n, line in enumerate(lines[first + 1:], start=first + 2) if line.strip()]
+    body = [(n, line) for n, line in enumerate(lines[first + 1:], start=first + 2) if not blank_row(line)]
     if not body:
         raise InputError("no runs after the header", file=file, line=first + 1)
     check = check or (lambda row: None)
@@ -75,9 +75,11 @@ def read_runs(path: str | Path, check: Callable[[RunRow], None] | None = None) -
     columns = (f"a runs file names {', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)} (or is vTrain's "
                "CSV as released)")
     missing = [c for c in REQUIRED if c not in names]
-    if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}: {columns}", file=file, line=first + 1, missing=True)
     unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
+    if missing:  # a misspelt column is named too: it is what the user typed for the missing one
+        typed = f" (unknown column(s) {', '.join(unknown)})" if unknown else ""
+        raise InputError(f"missing column(s) {', '.join(missing)}{typed}: {columns}", file=file, line=first + 1,
+                         missing=True)
     if unknown:  # measured_ms for measured_seconds: the columns it may have, as a missing one gets them
         raise InputError(f"unknown column(s) {', '.join(unknown)}: {columns}", file=file, line=first + 1)
     index = {name: i for i, name in enumerate(names)}

@@ -78,6 +78,9 @@ def load_transformer(path: str | Path, *, seq: int | None = None, seq_dim: bool 
         raise InputError(f"{kind}, not a transformer config: train and search take a Hugging Face config.json or a "
                          "[transformer] TOML; networks go to the array commands (cost, pipeline, schedule, energy)",
                          file=file)
+    if path.is_dir() and (path / "config.json").is_file():  # a folder as transformers' from_pretrained takes it
+        raise InputError(f"a folder, not a transformer config; give the config.json in it ({path / 'config.json'})",
+                         file=file)
     text = read_text(path, "transformer config")
     document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
     if not isinstance(document, dict):
