@@ -70,6 +70,19 @@ def locate(exc: InputError, document: object, file: str) -> InputError:
     return exc if line is None else exc.at(file=file, line=line, field=where.field)
 
 
+def table_line(document: object, table: str) -> int | None:
+    """The line where a :func:`parse_toml` document's top-level ``table`` begins (its header, or its first key of a
+    dotted header such as ``[table.sub]``); None where the document keeps no text or the scanner cannot tell."""
+    text = getattr(document, "text", None)
+    if text is None:
+        return None
+    try:
+        lines = [line for key, line in key_lines(text).items() if key[0] == table and line is not None]
+    except (IndexError, ValueError):  # text this scanner misreads: no line rather than a wrong one
+        return None
+    return min(lines, default=None)
+
+
 @contextmanager
 def within(file: str, table: str) -> Iterator[None]:
     """Re-raise an error of ``file`` whose field is a bare key as that key of ``table`` (``servers[2]``), so that

@@ -12,7 +12,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.device_sections import cfg_device_sections, cfg_located, check_bandwidth_once, toml_sections
+from archsim.array.device_sections import (
+    cfg_device_sections,
+    cfg_located,
+    cfg_section_line,
+    check_bandwidth_once,
+    toml_sections,
+)
 from archsim.array.sram_sizes import operand_sram_kib
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
@@ -241,7 +247,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         if section not in _SECTIONS | _DEVICE_SECTIONS:
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
                              f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
-                             file=file)
+                             file=file, line=cfg_section_line(text, section))
     for section, keys in _KEYS.items():
         for key in parser.options(section) if parser.has_section(section) else ():
             if key not in keys:

@@ -14,6 +14,7 @@ from typing import Any
 from archsim.choices.devices import DTYPES
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.toml_errors import table_line
 from archsim.validate import INT32_MAX, cfg_syntax_error, parse_float, parse_int, shown, shown_boolean, shown_number
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
@@ -155,7 +156,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     for section in spec:
         if section not in _KEYS and section not in apart:
             raise InputError(f"unknown section [{section}]; expected "
-                             f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}", file=file)
+                             f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}", file=file,
+                             line=table_line(spec, section))
     out: dict[str, dict[str, Any]] = {}
     for section, keys in _KEYS.items():
         given = spec.get(section, {})
@@ -201,6 +203,16 @@ def cfg_line(text: str, field: str) -> int | None:
         if header:
             current = header[1]
         elif current == section and re.match(rf"\s*{re.escape(key)}\s*[:=]", line):
+            return number
+    return None
+
+
+def cfg_section_line(text: str, section: str) -> int | None:
+    """The 1-based line of a ``.cfg``'s ``[section]`` header (configparser's header, its name as written); None
+    where it is not written."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = re.match(r"\[(.+)\]", line)
+        if header and header[1] == section:
             return number
     return None
 

@@ -1,0 +1,111 @@
+"""User trial 43: an accelerator designer's own chip (4 arrays of 64 × 64 at 1 GHz, 32 MiB of SRAM, 400 GB/s of HBM,
+4 links of 50 GB/s) written as a device TOML and as a SCALE-Sim ``.cfg``. What a slip in the file says: one line
+naming the file, the line and what to write. Each test failed on the code before its fix (its docstring says how)."""
+
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+from archsim.devices.device_file import load_device
+from archsim.errors import InputError
+
+CHIP_TOML = """[device]
+name = "MyChip"
+gemm = "arrays"
+
+[compute]
+arrays = 4
+rows = 64
+cols = 64
+dataflow = "ws"
+clock_mhz = 1000
+
+[memory]
+sram_kib_per_array = 8192
+hbm_gib = 16
+hbm_gbps = 400
+
+[links]
+intra_gbps = 200
+links = 4
+"""
+
+CHIP_CFG = """[general]
+run_name = mychip
+
+[architecture_presets]
+ArrayHeight:    64
+ArrayWidth:     64
+IfmapSramSzkB:    2731
+FilterSramSzkB:   2731
+OfmapSramSzkB:    2730
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : ws
+
+[archsim]
+ClockGHz = 1.0
+
+[device]
+name = MyChip
+arrays = 4
+
+[memory]
+hbm_gib = 16
+hbm_gbps = 400
+
+[links]
+intra_gbps = 200
+links = 4
+"""
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _error(path: Path) -> InputError:
+    with pytest.raises(InputError) as caught:
+        load_device(path)
+    return caught.value
+
+
+def test_the_two_files_state_one_chip(tmp_path):
+    """The trial's chip as TOML and as .cfg reads to the same arrays, memory and links (the baseline the slips
+    below start from; the hand figures: 2 · 4 · 64 · 64 · 1 GHz = 32.77 TFLOP/s, 400 GB/s, 16 GiB)."""
+    toml, cfg = (load_device(_write(tmp_path, name, text)) for name, text in
+                 (("chip.toml", CHIP_TOML), ("chip.cfg", CHIP_CFG)))
+    for device in (toml, cfg):
+        assert (device.arrays.count, device.arrays.rows, device.arrays.cols) == (4, 64, 64)
+        assert device.arrays.peak_flops == pytest.approx(2 * 4 * 64 * 64 * 1e9)
+        assert device.hbm_bytes_per_s == 400e9 and device.memory_bytes == 16 * 2**30
+
+
+def test_an_unknown_section_names_its_line(tmp_path):
+    """A misspelt section (``[link]`` for ``[links]``) is refused with its line, as a misspelt key is and as a cluster
+    file's unknown table is (README: bad input names the file, line and field). Before the fix a device TOML's and a
+    .cfg's unknown section named the file alone."""
+    toml = _write(tmp_path, "chip.toml", CHIP_TOML.replace("[links]", "[link]"))
+    cfg = _write(tmp_path, "chip.cfg", CHIP_CFG.replace("[links]", "[link]"))
+    for path, line in ((toml, 17), (cfg, 26)):
+        assert path.read_text().splitlines()[line - 1] == "[link]"
+        error = _error(path)
+        assert error.where.line == line, str(error)
+        assert "unknown section [link]" in str(error)
+
+
+def test_an_unknown_section_names_its_line_on_the_command_line(tmp_path, capsys):
+    """The same through ``archsim cost --config`` (the .cfg) and ``archsim train`` (a cluster naming the TOML)."""
+    cfg = _write(tmp_path, "chip.cfg", CHIP_CFG.replace("[memory]", "[Memory]"))
+    assert main(["cost", "ffnn8", "--config", str(cfg), "--dtype", "fp16"]) == 2
+    assert f"{cfg}, line 22" in capsys.readouterr().err
+    _write(tmp_path, "chip.toml", CHIP_TOML.replace("[memory]", "[memroy]"))
+    cluster = _write(tmp_path, "cl.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 1\n'
+                     'device = "chip.toml"\n')
+    assert main(["train", "gpt2", "--cluster", str(cluster), "--global-batch", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "chip.toml, line 12" in err and "unknown section [memroy]" in err, err
