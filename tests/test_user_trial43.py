@@ -109,3 +109,34 @@ def test_an_unknown_section_names_its_line_on_the_command_line(tmp_path, capsys)
     assert main(["train", "gpt2", "--cluster", str(cluster), "--global-batch", "8"]) == 2
     err = capsys.readouterr().err
     assert "chip.toml, line 12" in err and "unknown section [memroy]" in err, err
+
+
+@pytest.mark.parametrize(("name", "text", "old", "new", "says"), [
+    ("chip.toml", CHIP_TOML, 'gemm = "arrays"', 'gemm = "arrays"\narrays = 4', "arrays is a [compute] key"),
+    ("chip.toml", CHIP_TOML, "clock_mhz = 1000", "clock_mhz = 1000\nhbm_gbps = 400", "hbm_gbps is a [memory] key"),
+    ("chip.toml", CHIP_TOML, "links = 4", "links = 4\nhbm_gib = 16", "hbm_gib is a [memory] key"),
+    ("chip.cfg", CHIP_CFG, "arrays = 4", "arrays = 4\nrows = 64", ("a .cfg states rows as [architecture_presets] "
+     "ArrayHeight")),
+    ("chip.cfg", CHIP_CFG, "arrays = 4", "arrays = 4\nclock_mhz = 1000", ("a .cfg states clock_mhz as [archsim] "
+     "ClockGHz, in GHz")),
+    ("chip.cfg", CHIP_CFG, "hbm_gib = 16", "hbm_gib = 16\nintra_gbps = 200", "intra_gbps is a [links] key"),
+    ("chip.cfg", CHIP_CFG, "links = 4", "links = 4\narrays = 4", "arrays is a [device] key"),
+    ("chip.cfg", CHIP_CFG, "arrays = 4", "arrays = 4\ngemm_efficiency = 0.9", ("a .cfg has no [compute] for "
+     "gemm_efficiency: write the chip as a device TOML")),
+])
+def test_a_key_in_the_wrong_section_says_where_it_goes(tmp_path, name, text, old, new, says):
+    """A key written under another section of the file (a .cfg's ``[device] arrays`` copied into a TOML's
+    ``[device]``, a TOML's ``rows`` into a .cfg's ``[device]``) is refused with the section, or the SCALE-Sim key, it
+    belongs to. Before the fix the error listed the section's own keys alone, which do not name it."""
+    lines = text.replace(old, new, 1).splitlines()
+    error = _error(_write(tmp_path, name, "\n".join(lines)))
+    assert "unknown key" in str(error) and says in str(error), str(error)
+    assert error.where.line == lines.index(old) + 2  # the line after old: the misplaced key
+
+
+def test_a_plain_typo_gets_no_home(tmp_path):
+    """A key no section takes (``hbm_gbs``) keeps the plain refusal: no section is named for it (guards the hint above
+    from naming a wrong one)."""
+    error = _error(_write(tmp_path, "chip.toml", CHIP_TOML.replace("hbm_gbps", "hbm_gbs")))
+    assert str(error).endswith("[memory] takes sram_kib_per_array, l2_mib, l2_bytes_per_clock, hbm_gib, hbm_gbps, "
+                               "memory_efficiency"), str(error)

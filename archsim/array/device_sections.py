@@ -146,6 +146,25 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
     return value.strip()
 
 
+# a device TOML's [compute] keys as a .cfg states them (it has no [compute]: its array is SCALE-Sim's)
+_CFG_ARRAY_KEYS = {"rows": "[architecture_presets] ArrayHeight", "cols": "[architecture_presets] ArrayWidth",
+                   "dataflow": "[architecture_presets] Dataflow", "clock_mhz": "[archsim] ClockGHz, in GHz"}
+
+
+def _misplaced(key: str, read_apart: dict[str, tuple[str, ...]], cfg: bool) -> str:
+    """Where an unknown key belongs when it is another section's (``[device] arrays`` in a TOML is ``[compute]``'s,
+    ``[device] rows`` in a .cfg is its ``ArrayHeight``), as "; …" to end the error; "" for a plain typo."""
+    if cfg and key in _CFG_ARRAY_KEYS:
+        return f"; a .cfg states {key} as {_CFG_ARRAY_KEYS[key]}"
+    homes = [s for s, keys in _KEYS.items() if key in keys and not (cfg and s == "compute")]
+    homes += [s for s, keys in read_apart.items() if key in keys]
+    if homes:
+        return f"; {key} is a [{homes[0]}] key"
+    if cfg and key in _KEYS["compute"]:
+        return f"; a .cfg has no [compute] for {key}: write the chip as a device TOML to state it"
+    return ""
+
+
 def checked_sections(spec: dict, file: str, required: tuple[str, ...],
                      read_apart: dict[str, tuple[str, ...]] | None = None,
                      typed: bool = True, apart: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
@@ -168,7 +187,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
         for key in given:
             if key not in keys:
                 taken = (*keys, *(read_apart or {}).get(section, ()))
-                raise InputError(f"unknown key; [{section}] takes {', '.join(taken)}", file=file,
+                raise InputError(f"unknown key; [{section}] takes {', '.join(taken)}"
+                                 f"{_misplaced(key, read_apart or {}, cfg=not typed)}", file=file,
                                  field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
             if needed and key not in given and (section in required):
