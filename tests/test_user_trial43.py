@@ -140,3 +140,23 @@ def test_a_plain_typo_gets_no_home(tmp_path):
     error = _error(_write(tmp_path, "chip.toml", CHIP_TOML.replace("hbm_gbps", "hbm_gbs")))
     assert str(error).endswith("[memory] takes sram_kib_per_array, l2_mib, l2_bytes_per_clock, hbm_gib, hbm_gbps, "
                                "memory_efficiency"), str(error)
+
+
+@pytest.mark.parametrize(("name", "text", "table", "line"), [
+    ("chip.toml", CHIP_TOML, 'table = "horowitz4"', 22),
+    ("chip.cfg", CHIP_CFG, "table = horowitz4", 31),
+])
+@pytest.mark.parametrize("command", ["train", "energy"])
+def test_a_misspelt_energy_table_names_the_device_file(tmp_path, capsys, name, text, table, line, command):
+    """A device file's ``[energy] table`` naming no shipped table (``horowitz4``) is refused as that file's key.
+    Before the fix ``train`` and ``energy`` both said ``field 'energy-table': unknown energy table 'horowitz4'``:
+    no file, no line, and a flag the user never gave."""
+    path = _write(tmp_path, name, f"{text}\n[energy]\n{table}\n")
+    assert path.read_text().splitlines()[line - 1] == table
+    _write(tmp_path, "cl.toml", f'[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 1\ndevice = "{name}"\n')
+    args = (["train", "gpt2", "--cluster", str(tmp_path / "cl.toml"), "--global-batch", "8"] if command == "train"
+            else ["energy", "ffnn8", "--config", str(path), "--dtype", "fp16"])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown energy table 'horowitz4'" in err, err
+    assert "energy-table" not in err and f"{path}, " in err and "table'" in err, err

@@ -296,6 +296,11 @@ def energy_section(section: Mapping[str, object], path: str | Path, typed: bool 
                 raise InputError(f"expected a table's name or a .toml path, got {shown(raw)}", file=file,
                                  field="table")
             value = raw.strip()
+            if not value.endswith(".toml"):  # a name: refused here, as the file's key, not later as a flag's
+                try:
+                    shipped_table(value, field="table")
+                except InputError as exc:
+                    raise exc.at(file=file, field="table") from None
             table = str(Path(path).parent / value) if value.endswith(".toml") else value
             continue
         if typed and key in OVERRIDABLE and isinstance(raw, (str, bool)):  # as a device TOML refuses a quoted number
