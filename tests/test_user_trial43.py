@@ -159,4 +159,20 @@ def test_a_misspelt_energy_table_names_the_device_file(tmp_path, capsys, name, t
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown energy table 'horowitz4'" in err, err
-    assert "energy-table" not in err and f"{path}, " in err and "table'" in err, err
+    assert "energy-table" not in err and f"{path}, line {line}, field 'energy.table'" in err, err
+
+
+@pytest.mark.parametrize(("figure", "says"), [("mac_pj = abc", "expected a non-negative number, got 'abc'"),
+                                               ("mac_pk = 1", "unknown energy figure")])
+def test_a_cfg_energy_figure_names_its_line(tmp_path, figure, says):
+    """A .cfg device file's bad ``[energy]`` figure is named as ``energy.KEY`` at its line, as the same file's
+    ``[memory]`` keys and a device TOML's ``[energy]`` keys are. Before the fix it said ``FILE, field 'mac_pj'``: no
+    line, and no section."""
+    from archsim.energy.table import read_cfg_energy
+
+    path = _write(tmp_path, "chip.cfg", f"{CHIP_CFG}\n[energy]\n{figure}\n")
+    with pytest.raises(InputError) as caught:
+        read_cfg_energy(path)
+    key = figure.split(" ")[0]
+    assert caught.value.where.line == 31 and caught.value.where.field == f"energy.{key}", str(caught.value)
+    assert says in str(caught.value)

@@ -276,12 +276,20 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
                 return energy_section(section, path, typed=True)
             except InputError as exc:  # the key as the TOML nests it, for its line
                 raise exc.at(file=exc.where.file, field=f"energy.{exc.where.field}") if exc.where.field else exc from None
+    from archsim.array.device_sections import cfg_located
+
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
+    text = read_text(path, "config file")
     try:
-        parser.read_string(read_text(path, "config file"), source=file)
+        parser.read_string(text, source=file)
     except configparser.Error as exc:
         raise cfg_syntax_error(exc, file) from None
-    return energy_section(dict(parser["energy"]) if parser.has_section("energy") else {}, path)
+    try:
+        return energy_section(dict(parser["energy"]) if parser.has_section("energy") else {}, path)
+    except InputError as exc:  # the key as [energy]'s, at its line, as the .cfg's device keys are named
+        if not exc.where.field or exc.where.file != file:
+            raise
+        raise cfg_located(exc.at(file=file, field=f"energy.{exc.where.field}"), text) from None
 
 
 def energy_section(section: Mapping[str, object], path: str | Path, typed: bool = False) -> CfgEnergy:
