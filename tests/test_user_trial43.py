@@ -176,3 +176,14 @@ def test_a_cfg_energy_figure_names_its_line(tmp_path, figure, says):
     key = figure.split(" ")[0]
     assert caught.value.where.line == 31 and caught.value.where.field == f"energy.{key}", str(caught.value)
     assert says in str(caught.value)
+
+
+@pytest.mark.parametrize(("extra", "field"), [("gemm = tiles\nstatic_watts = 5", "device.static_watts"),
+                                              ("gemm = tiles\nsplit_k = true", "device.split_k")])
+def test_a_cfg_device_combination_error_names_its_line(tmp_path, extra, field):
+    """A .cfg's ``[device]`` keys that do not go together (static power or split-K on a tile-timed chip) are refused at
+    the refused key's line, as in a device TOML. Before the fix the .cfg's error named the file and key alone."""
+    lines = CHIP_CFG.replace("arrays = 4", f"arrays = 4\n{extra}").splitlines()
+    error = _error(_write(tmp_path, "chip.cfg", "\n".join(lines)))
+    assert error.where.field == field and error.where.line == 22, str(error)
+    assert lines[21].startswith(field.split(".")[1])

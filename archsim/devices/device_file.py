@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import read_scalesim_cfg
-from archsim.array.device_sections import DEVICE_WORD_BYTES, STATIC_ON_TILES, cfg_device_sections, checked_sections
+from archsim.array.device_sections import (
+    DEVICE_WORD_BYTES,
+    STATIC_ON_TILES,
+    cfg_device_sections,
+    cfg_located,
+    checked_sections,
+)
 from archsim.array.sram_sizes import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_fix, cfg_sram_keys, cfg_sram_slip, sram_in_bytes
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
@@ -167,7 +173,10 @@ def _cfg_device(path: Path) -> Device:
     except InputError as exc:
         raise exc.at(file=file, field=f"device.{_key_of(exc.where.field)}") from None
     values["compute"] = {}
-    return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
+    try:
+        return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
+    except InputError as exc:  # a key's error at its line, as the sections' own checks name it
+        raise cfg_located(exc, text) from None
 
 
 def implausible_figures(device: Device) -> tuple[str, ...]:
