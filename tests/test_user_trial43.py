@@ -178,6 +178,23 @@ def test_a_cfg_energy_figure_names_its_line(tmp_path, figure, says):
     assert says in str(caught.value)
 
 
+def test_cost_refuses_a_cfg_gemm_train_refuses(tmp_path, capsys):
+    """``[device] gemm = array`` (for ``arrays``) in a .cfg is the same one-line error, at its line, from ``cost
+    --config`` as from ``train`` (docs/formats.md: every reader checks a bad value alike). Before the fix ``cost``
+    costed the file without a word and ``train``'s error named no line."""
+    path = _write(tmp_path, "chip.cfg", CHIP_CFG.replace("arrays = 4", "arrays = 4\ngemm = array"))
+    _write(tmp_path, "cl.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 1\ndevice = "chip.cfg"\n')
+    errors = []
+    for args in (["cost", "ffnn8", "--config", str(path), "--dtype", "fp16"],
+                 ["train", "gpt2", "--cluster", str(tmp_path / "cl.toml"), "--global-batch", "8"]):
+        assert main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        errors.append(err.split(": error: ", 1)[1])
+    assert errors[0] == errors[1]
+    assert errors[0].startswith(f"{path}, line 21, field 'device.gemm': unknown GEMM model 'array'"), errors[0]
+
+
 @pytest.mark.parametrize(("extra", "field"), [("gemm = tiles\nstatic_watts = 5", "device.static_watts"),
                                               ("gemm = tiles\nsplit_k = true", "device.split_k")])
 def test_a_cfg_device_combination_error_names_its_line(tmp_path, extra, field):

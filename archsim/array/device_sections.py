@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
@@ -143,6 +143,9 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
         return peaks
     if not isinstance(value, str):
         raise InputError(f"expected text, got {value!r}", file=file, field=f"{section}.{key}")
+    if (section, key) == ("device", "gemm") and value.strip() not in GEMM_MODELS:  # every reader: cost's too
+        raise InputError(f"unknown GEMM model {value.strip()!r}; choose one of {', '.join(GEMM_MODELS)}", file=file,
+                         field=f"{section}.{key}")
     return value.strip()
 
 

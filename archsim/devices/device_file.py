@@ -29,7 +29,7 @@ from archsim.array.device_sections import (
 from archsim.array.sram_sizes import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_fix, cfg_sram_keys, cfg_sram_slip, sram_in_bytes
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
-from archsim.devices.device import GEMM_MODELS, Arrays, Device
+from archsim.devices.device import Arrays, Device
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
@@ -79,10 +79,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
     if isinstance(mem.get("sram_kib_per_array"), tuple):
         sram_keys = tuple(zip(TOML_SRAM_KEYS, mem["sram_kib_per_array"], strict=True))
     sram_bytes = sum(kib for _, kib in sram_keys) * 1024.0 if sram_keys else None
-    gemm = dev.get("gemm", "arrays")
-    if gemm not in GEMM_MODELS:
-        raise InputError(f"unknown GEMM model {gemm!r}; choose one of {', '.join(GEMM_MODELS)}", file=file,
-                         field="device.gemm")
+    gemm = dev.get("gemm", "arrays")  # one of GEMM_MODELS: checked_sections checked it
     if gemm == "arrays" and sram_bytes is None and not mem.get("sram_kib_per_array"):
         # the energy model splits it in three operand buffers: unstated, it priced them as 1 KiB SRAMs
         raise InputError("a gemm = \"arrays\" device needs its SRAM beside each array, KiB (> 0): the energy "
