@@ -204,3 +204,17 @@ def test_a_cfg_device_combination_error_names_its_line(tmp_path, extra, field):
     error = _error(_write(tmp_path, "chip.cfg", "\n".join(lines)))
     assert error.where.field == field and error.where.line == 22, str(error)
     assert lines[21].startswith(field.split(".")[1])
+
+
+@pytest.mark.parametrize(("old", "new", "write"), [("name = MyChip", 'name = "MyChip"', "name = MyChip"),
+                                                    ("hbm_gbps = 400", "hbm_gbps = '400'", "hbm_gbps = 400"),
+                                                    ("arrays = 4", 'arrays = 4\ngemm = "arrays"', "gemm = arrays")])
+def test_a_cfg_value_in_quotes_is_refused(tmp_path, old, new, write):
+    """A TOML habit in a .cfg device file (``name = "MyChip"``) is refused at its line, saying to drop the quotes: a .cfg
+    reads text as written. Before the fix the chip was named ``"MyChip"``, quotes and all (``# gpu: "MyChip"``, so
+    the .cfg and the TOML of one chip had two names), and a quoted number or gemm was refused without the cause."""
+    lines = CHIP_CFG.replace(old, new).splitlines()
+    error = _error(_write(tmp_path, "chip.cfg", "\n".join(lines)))
+    assert str(error).endswith(f"a .cfg's values take no quotes (it reads the text as written): write {write}"), \
+        str(error)
+    assert lines[error.where.line - 1] == new.splitlines()[-1]
