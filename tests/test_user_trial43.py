@@ -218,3 +218,23 @@ def test_a_cfg_value_in_quotes_is_refused(tmp_path, old, new, write):
     assert str(error).endswith(f"a .cfg's values take no quotes (it reads the text as written): write {write}"), \
         str(error)
     assert lines[error.where.line - 1] == new.splitlines()[-1]
+
+
+@pytest.mark.parametrize(("figure", "says"), [
+    ("0.2", ("[links] intra_gbps = 0.2 GB/s is below any chip's in-server link (≥ 1 GB/s per direction): if it is in "
+     "TB/s, write intra_gbps = 200")),
+    ("200000", ("[links] intra_gbps = 200000 GB/s is above any chip's in-server link (≤ 10000 GB/s per direction): if "
+     "it is in MB/s, write intra_gbps = 200")),
+])
+def test_an_in_server_link_1000_times_off_is_warned(tmp_path, capsys, figure, says):
+    """The chip's 4 links of 50 GB/s, 200 GB/s per direction, written in TB/s (0.2) or MB/s (200,000) is warned on
+    stderr, as a 1000× HBM figure is: on 4 chips 0.2 GB/s makes GPT-2's data-parallel iteration (global batch 16) 10×
+    slower (2.076 s against 0.207 s). Before the fix train said nothing."""
+    from archsim.devices.device_file import implausible_figures
+
+    _write(tmp_path, "chip.toml", CHIP_TOML.replace("intra_gbps = 200", f"intra_gbps = {figure}"))
+    cluster = _write(tmp_path, "cl.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\n'
+                     'device = "chip.toml"\n')
+    assert main(["train", "gpt2", "--cluster", str(cluster), "--global-batch", "8", "--dp", "4"]) == 0
+    assert f"archsim train: warning: MyChip: {says}\n" in capsys.readouterr().err
+    assert implausible_figures(load_device(_write(tmp_path, "ok.toml", CHIP_TOML))) == ()

@@ -43,6 +43,9 @@ HBM_GBPS_PLAUSIBLE = (10.0, 20_000.0)
 # PEs per chip: 64 arrays of 1024 × 1024, each array at the array commands' limit
 # (:data:`archsim.array.options.MAX_PLAUSIBLE_PES`); 10^8 arrays typed for 16 is far above it.
 MAX_PLAUSIBLE_CHIP_PES = 2**26
+# GB/s per direction of the in-server fabrics chips train over: 10 GbE (1.25) … NVLink 5 (900), with headroom. As for
+# HBM, a figure outside is only implausible: 200 GB/s typed in TB/s (0.2) or MB/s (200,000) is 1000× off.
+INTRA_GBPS_PLAUSIBLE = (1.0, 10_000.0)
 MAX_PLAUSIBLE_HBM_GIB = 4096  # GiB per chip: 14× B300's 288; 48 GiB typed in MiB (49,152) is above it
 
 
@@ -178,7 +181,7 @@ def _cfg_device(path: Path) -> Device:
 
 def implausible_figures(device: Device) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
-    bandwidth (GB/s) and capacity (GiB), and on an array device the SRAM beside each array (KiB) when one of the
+    bandwidth (GB/s) and capacity (GiB), the in-server link (GB/s per direction), and on an array device the SRAM beside each array (KiB) when one of the
     energy model's operand buffers (:attr:`~archsim.devices.device.Device.operand_buffers_kib`: a third of one
     figure, or each of three stated sizes) cannot hold one fold's rows × cols words at the device's 2 bytes, or
     when it looks like bytes (:func:`~archsim.array.sram_sizes.sram_in_bytes`). Not refusals: the
@@ -192,6 +195,13 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     elif gbps > high:
         lines.append(f"{device.name}: [memory] hbm_gbps = {gbps:g} GB/s is above any chip's memory "
                      f"(≤ {high:g} GB/s): if it is in MB/s, write hbm_gbps = {gbps / 1000:g}")
+    intra, (low, high) = device.fabric_bytes_per_s / 1e9, INTRA_GBPS_PLAUSIBLE
+    if intra < low:
+        lines.append(f"{device.name}: [links] intra_gbps = {intra:g} GB/s is below any chip's in-server link "
+                     f"(≥ {low:g} GB/s per direction): if it is in TB/s, write intra_gbps = {intra * 1000:g}")
+    elif intra > high:
+        lines.append(f"{device.name}: [links] intra_gbps = {intra:g} GB/s is above any chip's in-server link "
+                     f"(≤ {high:g} GB/s per direction): if it is in MB/s, write intra_gbps = {intra / 1000:g}")
     gib = device.memory_bytes / GIB
     if gib > MAX_PLAUSIBLE_HBM_GIB:
         lines.append(f"{device.name}: [memory] hbm_gib = {gib:g} GiB per chip is above any chip's memory "
