@@ -238,3 +238,13 @@ def test_an_in_server_link_1000_times_off_is_warned(tmp_path, capsys, figure, sa
     assert main(["train", "gpt2", "--cluster", str(cluster), "--global-batch", "8", "--dp", "4"]) == 0
     assert f"archsim train: warning: MyChip: {says}\n" in capsys.readouterr().err
     assert implausible_figures(load_device(_write(tmp_path, "ok.toml", CHIP_TOML))) == ()
+
+
+@pytest.mark.parametrize("key", ["lane_rows", "lane_cols"])
+def test_lane_shape_without_lanes_names_its_line(tmp_path, key):
+    """``lane_rows`` (or ``lane_cols``) without ``lanes`` is refused at the line of the key written. Before the fix the
+    error named ``compute.lanes``, the key the file lacks, so it had no line."""
+    lines = CHIP_TOML.replace('dataflow = "ws"', f'dataflow = "ws"\n{key} = 4').splitlines()
+    error = _error(_write(tmp_path, "chip.toml", "\n".join(lines)))
+    assert error.where.field == f"compute.{key}" and lines[error.where.line - 1] == f"{key} = 4", str(error)
+    assert "need lanes" in str(error)

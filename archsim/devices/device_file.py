@@ -99,9 +99,9 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                            arrays.clock_hz)
         except InputError as exc:
             raise exc.at(file=file, field=f"compute.{exc.where.field}") from None
-    elif "lane_rows" in comp or "lane_cols" in comp:
+    elif "lane_rows" in comp or "lane_cols" in comp:  # named as the key written, at its line
         raise InputError("lane_rows / lane_cols need lanes (the count of lane arrays)", file=file,
-                         field="compute.lanes")
+                         field=f"compute.{'lane_rows' if 'lane_rows' in comp else 'lane_cols'}")
     given = comp.get("peak_tflops")
     if given is not None:
         if gemm == "arrays":
