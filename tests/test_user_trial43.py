@@ -248,3 +248,18 @@ def test_lane_shape_without_lanes_names_its_line(tmp_path, key):
     error = _error(_write(tmp_path, "chip.toml", "\n".join(lines)))
     assert error.where.field == f"compute.{key}" and lines[error.where.line - 1] == f"{key} = 4", str(error)
     assert "need lanes" in str(error)
+
+
+@pytest.mark.parametrize("written", ["1_000", "١٢٣", "４００"])
+def test_a_real_number_takes_ascii_digits_as_an_integer_does(tmp_path, written):
+    """A .cfg device file's ``hbm_gbps = 1_000`` (or Arabic-Indic or full-width digits) is refused, as ``arrays = 1_000``
+    is (``parse_int``: ASCII digits only): one reading of a written number. Before the fix Python's ``float()`` read
+    them, so ``hbm_gbps = ١٢٣`` trained at 123 GB/s where ``arrays = ٤`` was refused."""
+    from archsim.validate import parse_float
+
+    for key, value in (("hbm_gbps = 400", f"hbm_gbps = {written}"), ("arrays = 4", f"arrays = {written}")):
+        error = _error(_write(tmp_path, "chip.cfg", CHIP_CFG.replace(key, value)))
+        assert f"got '{written}'" in str(error) and error.where.line is not None, str(error)
+    with pytest.raises(ValueError, match="expected a number"):
+        parse_float(written)
+    assert [parse_float(text) for text in ("1", "1.", ".5", "4e2", "+2.5E-3", " 400 ")] == [1, 1, 0.5, 400, 0.0025, 400]
