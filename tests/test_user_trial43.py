@@ -263,3 +263,14 @@ def test_a_real_number_takes_ascii_digits_as_an_integer_does(tmp_path, written):
     with pytest.raises(ValueError, match="expected a number"):
         parse_float(written)
     assert [parse_float(text) for text in ("1", "1.", ".5", "4e2", "+2.5E-3", " 400 ")] == [1, 1, 0.5, 400, 0.0025, 400]
+
+
+def test_a_device_toml_named_cfg_says_how_a_cfg_states_the_array(tmp_path, capsys):
+    """The trial's TOML saved as ``chip.cfg`` is refused at its ``[compute]`` line with how a .cfg states the array
+    (and that a TOML is named .toml). Before the fix the error listed SCALE-Sim's sections alone."""
+    path = _write(tmp_path, "chip.cfg", CHIP_TOML)
+    assert main(["cost", "ffnn8", "--config", str(path), "--dtype", "fp16"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}, line 5: unknown section [compute]" in err, err
+    assert "a .cfg states its array as [architecture_presets] ArrayHeight, ArrayWidth and Dataflow, [archsim] " \
+           "ClockGHz and [device] arrays (or name a TOML file .toml)" in err, err

@@ -245,8 +245,11 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
 
     for section in parser.sections():
         if section not in _SECTIONS | _DEVICE_SECTIONS:
+            toml = ("; [compute] is a device TOML's: a .cfg states its array as [architecture_presets] ArrayHeight, "
+                    "ArrayWidth and Dataflow, [archsim] ClockGHz and [device] arrays (or name a TOML file .toml)"
+                    if section == "compute" else "")
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
-                             f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
+                             f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}{toml}",
                              file=file, line=cfg_section_line(text, section))
     for section, keys in _KEYS.items():
         for key in parser.options(section) if parser.has_section(section) else ():
