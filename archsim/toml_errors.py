@@ -118,13 +118,15 @@ def parse_toml(text: str, file: str) -> dict:
     The document keeps its text, for the line of a key a reader refuses later (:mod:`archsim.toml_lines`)."""
     import tomllib
 
+    # SCALE-Sim's section, in a file named .toml: its "key: value" and bare text are no TOML
+    cfg = "; it has SCALE-Sim's [architecture_presets]: a .cfg, name it .cfg" if "[architecture_presets]" in text else ""
     try:
         return TomlDocument(tomllib.loads(text), text)
     except tomllib.TOMLDecodeError as exc:
         found = _TOML_AT.fullmatch(str(exc))
         if found is None:  # e.g. "Unterminated string (at end of document)"
-            raise InputError(f"not valid TOML ({exc})", file=file) from None
-        raise InputError(f"not valid TOML ({found['msg']}, column {found['col']})", file=file,
+            raise InputError(f"not valid TOML ({exc}){cfg}", file=file) from None
+        raise InputError(f"not valid TOML ({found['msg']}, column {found['col']}){cfg}", file=file,
                          line=int(found["line"])) from None
     except RecursionError:
         raise InputError("not valid TOML (nested too deeply)", file=file) from None

@@ -274,3 +274,17 @@ def test_a_device_toml_named_cfg_says_how_a_cfg_states_the_array(tmp_path, capsy
     assert err.count("\n") == 1 and f"{path}, line 5: unknown section [compute]" in err, err
     assert "a .cfg states its array as [architecture_presets] ArrayHeight, ArrayWidth and Dataflow, [archsim] " \
            "ClockGHz and [device] arrays (or name a TOML file .toml)" in err, err
+
+
+@pytest.mark.parametrize("command", ["train", "energy"])
+def test_a_cfg_saved_as_toml_says_it_is_a_cfg(tmp_path, capsys, command):
+    """The trial's .cfg saved as ``chip.toml`` is refused at its first non-TOML line saying it is a SCALE-Sim .cfg to
+    name .cfg. Before the fix the error was TOML's alone (``not valid TOML (Invalid value, column 12)``)."""
+    path = _write(tmp_path, "chip.toml", CHIP_CFG)
+    _write(tmp_path, "cl.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 1\ndevice = "chip.toml"\n')
+    args = (["train", "gpt2", "--cluster", str(tmp_path / "cl.toml"), "--global-batch", "8"] if command == "train"
+            else ["energy", "ffnn8", "--config", str(path), "--dtype", "fp16"])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}, line 2: not valid TOML (" in err, err
+    assert err.rstrip().endswith("it has SCALE-Sim's [architecture_presets]: a .cfg, name it .cfg"), err
