@@ -288,3 +288,17 @@ def test_a_cfg_saved_as_toml_says_it_is_a_cfg(tmp_path, capsys, command):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}, line 2: not valid TOML (" in err, err
     assert err.rstrip().endswith("it has SCALE-Sim's [architecture_presets]: a .cfg, name it .cfg"), err
+
+
+def test_a_cfg_with_bandwidth_but_no_hbm_gbps_is_told_the_figure(tmp_path):
+    """A .cfg that states SCALE-Sim's ``Bandwidth = 200`` and no ``[memory] hbm_gbps`` is refused (train never reads
+    Bandwidth) with the figure to write: 200 words/cycle × 2 B × 1 GHz = 400 GB/s (docs/formats.md, "Memory
+    bandwidth, stated once"). Before the fix it said ``missing key in [memory]`` alone."""
+    text = CHIP_CFG.replace("Dataflow : ws", "Dataflow : ws\nBandwidth : 200").replace("hbm_gbps = 400\n", "")
+    error = _error(_write(tmp_path, "chip.cfg", text))
+    assert error.where.field == "memory.hbm_gbps" and error.missing
+    assert str(error).endswith("missing key in [memory]; [architecture_presets] Bandwidth = 200 words/cycle is 400 "
+                               "GB/s at 2-byte words and 1 GHz, which only cost --engine cycle reads: write "
+                               "hbm_gbps = 400"), str(error)
+    plain = _error(_write(tmp_path, "plain.cfg", CHIP_CFG.replace("hbm_gbps = 400\n", "")))
+    assert str(plain).endswith("missing key in [memory]")  # no Bandwidth stated: nothing to convert

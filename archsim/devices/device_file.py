@@ -14,6 +14,7 @@ checks flags (finite, positive where it must be); errors name the file and the k
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from archsim.array.device_sections import (
     cfg_device_sections,
     cfg_located,
     checked_sections,
+    words_gbps,
 )
 from archsim.array.sram_sizes import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_fix, cfg_sram_keys, cfg_sram_slip, sram_in_bytes
 from archsim.choices.devices import DTYPES
@@ -163,7 +165,10 @@ def _cfg_device(path: Path) -> Device:
     # the SCALE-Sim reader first: it names a misspelt section ([Memory], [link]) as unknown, where the
     # missing-section check below would only say that [memory] is missing
     array = read_scalesim_cfg(path, element_bytes=DEVICE_WORD_BYTES)
-    checked = cfg_device_sections(text, file, required=True)
+    try:
+        checked = cfg_device_sections(text, file, required=True)
+    except InputError as exc:
+        raise _bandwidth_hint(exc, text, array.clock_hz) from None
     assert checked is not None  # required: never None
     values, count, per_core = checked
     if array.clock_hz is None:
@@ -177,6 +182,18 @@ def _cfg_device(path: Path) -> Device:
         return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
     except InputError as exc:  # a key's error at its line, as the sections' own checks name it
         raise cfg_located(exc, text) from None
+
+
+def _bandwidth_hint(exc: InputError, text: str, clock: float | None) -> InputError:
+    """``exc``, a missing ``[memory] hbm_gbps`` in a .cfg that states SCALE-Sim's ``Bandwidth`` (words/cycle, which
+    train never reads), with the GB/s that figure is at the file's clock and 2-byte words: the key to write."""
+    stated = re.search(r"^\s*Bandwidth\s*[:=]\s*([0-9]+)\s*$", text, flags=re.MULTILINE | re.IGNORECASE)
+    if not (exc.missing and exc.where.field == "memory.hbm_gbps" and stated and clock):
+        return exc
+    gbps = words_gbps(int(stated[1]), clock)
+    return InputError(f"{exc.message}; [architecture_presets] Bandwidth = {stated[1]} words/cycle is {gbps:g} GB/s "
+                      f"at {DEVICE_WORD_BYTES}-byte words and {clock / 1e9:g} GHz, which only cost --engine cycle "
+                      f"reads: write hbm_gbps = {gbps:g}", file=exc.where.file, field=exc.where.field, missing=True)
 
 
 def implausible_figures(device: Device) -> tuple[str, ...]:
