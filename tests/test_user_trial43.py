@@ -302,3 +302,17 @@ def test_a_cfg_with_bandwidth_but_no_hbm_gbps_is_told_the_figure(tmp_path):
                                "hbm_gbps = 400"), str(error)
     plain = _error(_write(tmp_path, "plain.cfg", CHIP_CFG.replace("hbm_gbps = 400\n", "")))
     assert str(plain).endswith("missing key in [memory]")  # no Bandwidth stated: nothing to convert
+
+
+def test_a_cfg_energy_value_in_quotes_is_refused(tmp_path):
+    """``[energy] table = "horowitz45"`` in a .cfg (a device TOML's spelling) is refused at its line saying to drop the
+    quotes, as the .cfg's device sections' values are. Before the fix it was ``unknown energy table
+    '"horowitz45"'``, the quotes read as part of the name."""
+    from archsim.energy.table import read_cfg_energy
+
+    path = _write(tmp_path, "chip.cfg", f'{CHIP_CFG}\n[energy]\ntable = "horowitz45"\n')
+    with pytest.raises(InputError) as caught:
+        read_cfg_energy(path)
+    assert caught.value.where.line == 31 and caught.value.where.field == "energy.table", str(caught.value)
+    assert str(caught.value).endswith("a .cfg's values take no quotes (it reads the text as written): write "
+                                      "table = horowitz45")

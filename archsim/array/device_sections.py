@@ -261,13 +261,13 @@ def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str,
         raise cfg_located(exc, text) from None
 
 
-def _unquoted(value: str, file: str, field: str) -> None:
+def cfg_unquoted(value: str, file: str, field: str) -> None:
     """A .cfg's value is its text as written, quotes included (configparser strips none): a TOML habit such as
     ``name = "chip"`` would name the chip with its quotes, so a value in matching quotes is refused, saying what to
     write."""
     text = value.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        key = field.partition(".")[2]
+        key = field.rpartition(".")[2]
         raise InputError(f"a .cfg's values take no quotes (it reads the text as written): write {key} = {text[1:-1]}",
                          file=file, field=field)
 
@@ -285,7 +285,7 @@ def _cfg_device_sections(text: str, file: str,
     own = {s: dict(parser[s]) for s in _CFG_SECTIONS if parser.has_section(s)}
     for section, keys in own.items():
         for key, value in keys.items():
-            _unquoted(value, file, f"{section}.{key}")
+            cfg_unquoted(value, file, f"{section}.{key}")
     counts = []
     for key in _CFG_DEVICE_COUNTS:
         try:

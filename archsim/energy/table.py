@@ -276,7 +276,7 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
                 return energy_section(section, path, typed=True)
             except InputError as exc:  # the key as the TOML nests it, for its line
                 raise exc.at(file=exc.where.file, field=f"energy.{exc.where.field}") if exc.where.field else exc from None
-    from archsim.array.device_sections import cfg_located
+    from archsim.array.device_sections import cfg_located, cfg_unquoted
 
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     text = read_text(path, "config file")
@@ -284,8 +284,11 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
         parser.read_string(text, source=file)
     except configparser.Error as exc:
         raise cfg_syntax_error(exc, file) from None
+    section = dict(parser["energy"]) if parser.has_section("energy") else {}
     try:
-        return energy_section(dict(parser["energy"]) if parser.has_section("energy") else {}, path)
+        for key, value in section.items():  # a TOML habit, table = "name": the quotes would be read as the name's
+            cfg_unquoted(value, file, key)
+        return energy_section(section, path)
     except InputError as exc:  # the key as [energy]'s, at its line, as the .cfg's device keys are named
         if not exc.where.field or exc.where.file != file:
             raise
