@@ -70,6 +70,19 @@ def locate(exc: InputError, document: object, file: str) -> InputError:
     return exc if line is None else exc.at(file=file, line=line, field=where.field)
 
 
+def table_line(document: object, table: str) -> int | None:
+    """The line where a :func:`parse_toml` document's top-level ``table`` begins (its header, or its first key of a
+    dotted header such as ``[table.sub]``); None where the document keeps no text or the scanner cannot tell."""
+    text = getattr(document, "text", None)
+    if text is None:
+        return None
+    try:
+        lines = [line for key, line in key_lines(text).items() if key[0] == table and line is not None]
+    except (IndexError, ValueError):  # text this scanner misreads: no line rather than a wrong one
+        return None
+    return min(lines, default=None)
+
+
 @contextmanager
 def within(file: str, table: str) -> Iterator[None]:
     """Re-raise an error of ``file`` whose field is a bare key as that key of ``table`` (``servers[2]``), so that
@@ -107,13 +120,15 @@ def parse_toml(text: str, file: str) -> dict:
     import tomllib
 
     text = text.removeprefix("\ufeff")
+    # SCALE-Sim's section, in a file named .toml: its "key: value" and bare text are no TOML
+    cfg = "; it has SCALE-Sim's [architecture_presets]: a .cfg, name it .cfg" if "[architecture_presets]" in text else ""
     try:
         return TomlDocument(tomllib.loads(text), text)
     except tomllib.TOMLDecodeError as exc:
         found = _TOML_AT.fullmatch(str(exc))
         if found is None:  # e.g. "Unterminated string (at end of document)"
-            raise InputError(f"not valid TOML ({exc})", file=file) from None
-        raise InputError(f"not valid TOML ({found['msg']}, column {found['col']})", file=file,
+            raise InputError(f"not valid TOML ({exc}){cfg}", file=file) from None
+        raise InputError(f"not valid TOML ({found['msg']}, column {found['col']}){cfg}", file=file,
                          line=int(found["line"])) from None
     except RecursionError:
         raise InputError("not valid TOML (nested too deeply)", file=file) from None

@@ -37,6 +37,8 @@ MIN_MAGNITUDE = 1e-12  # smallest non-zero real accepted (seconds, GHz, bytes/cy
 MAX_PROCESSORS = 4096  # processors a partition or schedule may use (partitioners are O(layers² · P))
 MAX_INTEGER_DIGITS = 40  # a written integer longer than this is refused before int() reads it
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+# a written real number as TOML, CSV and a flag write it: ASCII digits, no "1_000" or "١٢٣" (float() reads both)
+_REAL = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.ASCII | re.IGNORECASE)
 
 
 def is_nan(value: object) -> bool:
@@ -112,6 +114,8 @@ def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_o
     if isinstance(text, bool):
         raise ValueError(f"expected {what}, got {text!r}")  # noqa: TRY004 (one error type for the callers)
     try:
+        if not isinstance(text, (int, float)) and not _REAL.fullmatch(str(text).strip()):
+            raise ValueError
         value = float(text) if isinstance(text, (int, float)) else float(str(text).strip())
     except (ValueError, OverflowError):
         raise ValueError(f"expected {what}, got {shown(text)}") from None

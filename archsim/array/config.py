@@ -12,7 +12,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.device_sections import cfg_device_sections, cfg_located, check_bandwidth_once, toml_sections
+from archsim.array.device_sections import (
+    cfg_device_sections,
+    cfg_located,
+    cfg_section_line,
+    check_bandwidth_once,
+    toml_sections,
+)
 from archsim.array.sram_sizes import operand_sram_kib
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
@@ -239,9 +245,12 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
 
     for section in parser.sections():
         if section not in _SECTIONS | _DEVICE_SECTIONS:
+            toml = ("; [compute] is a device TOML's: a .cfg states its array as [architecture_presets] ArrayHeight, "
+                    "ArrayWidth and Dataflow, [archsim] ClockGHz and [device] arrays (or name a TOML file .toml)"
+                    if section == "compute" else "")
             raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
-                             f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}",
-                             file=file)
+                             f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}{toml}",
+                             file=file, line=cfg_section_line(text, section))
     for section, keys in _KEYS.items():
         for key in parser.options(section) if parser.has_section(section) else ():
             if key not in keys:

@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.toml_errors import table_line
 from archsim.validate import INT32_MAX, cfg_syntax_error, parse_float, parse_int, shown, shown_boolean, shown_number
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
@@ -142,7 +143,29 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
         return peaks
     if not isinstance(value, str):
         raise InputError(f"expected text, got {value!r}", file=file, field=f"{section}.{key}")
+    if (section, key) == ("device", "gemm") and value.strip() not in GEMM_MODELS:  # every reader: cost's too
+        raise InputError(f"unknown GEMM model {value.strip()!r}; choose one of {', '.join(GEMM_MODELS)}", file=file,
+                         field=f"{section}.{key}")
     return value.strip()
+
+
+# a device TOML's [compute] keys as a .cfg states them (it has no [compute]: its array is SCALE-Sim's)
+_CFG_ARRAY_KEYS = {"rows": "[architecture_presets] ArrayHeight", "cols": "[architecture_presets] ArrayWidth",
+                   "dataflow": "[architecture_presets] Dataflow", "clock_mhz": "[archsim] ClockGHz, in GHz"}
+
+
+def _misplaced(key: str, read_apart: dict[str, tuple[str, ...]], cfg: bool) -> str:
+    """Where an unknown key belongs when it is another section's (``[device] arrays`` in a TOML is ``[compute]``'s,
+    ``[device] rows`` in a .cfg is its ``ArrayHeight``), as "; …" to end the error; "" for a plain typo."""
+    if cfg and key in _CFG_ARRAY_KEYS:
+        return f"; a .cfg states {key} as {_CFG_ARRAY_KEYS[key]}"
+    homes = [s for s, keys in _KEYS.items() if key in keys and not (cfg and s == "compute")]
+    homes += [s for s, keys in read_apart.items() if key in keys]
+    if homes:
+        return f"; {key} is a [{homes[0]}] key"
+    if cfg and key in _KEYS["compute"]:
+        return f"; a .cfg has no [compute] for {key}: write the chip as a device TOML to state it"
+    return ""
 
 
 def checked_sections(spec: dict, file: str, required: tuple[str, ...],
@@ -155,7 +178,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     for section in spec:
         if section not in _KEYS and section not in apart:
             raise InputError(f"unknown section [{section}]; expected "
-                             f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}", file=file)
+                             f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}", file=file,
+                             line=table_line(spec, section))
     out: dict[str, dict[str, Any]] = {}
     for section, keys in _KEYS.items():
         given = spec.get(section, {})
@@ -166,7 +190,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
         for key in given:
             if key not in keys:
                 taken = (*keys, *(read_apart or {}).get(section, ()))
-                raise InputError(f"unknown key; [{section}] takes {', '.join(taken)}", file=file,
+                raise InputError(f"unknown key; [{section}] takes {', '.join(taken)}"
+                                 f"{_misplaced(key, read_apart or {}, cfg=not typed)}", file=file,
                                  field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
             if needed and key not in given and (section in required):
@@ -205,6 +230,16 @@ def cfg_line(text: str, field: str) -> int | None:
     return None
 
 
+def cfg_section_line(text: str, section: str) -> int | None:
+    """The 1-based line of a ``.cfg``'s ``[section]`` header (configparser's header, its name as written); None
+    where it is not written."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = re.match(r"\[(.+)\]", line)
+        if header and header[1] == section:
+            return number
+    return None
+
+
 def cfg_located(exc: InputError, text: str) -> InputError:
     """``exc`` with the line of the ``.cfg`` key its field names (:func:`cfg_line`), where it names none: the
     file's device keys are then located as its SCALE-Sim keys are (``FILE, line N, field 'memory.hbm_gbps'``)."""
@@ -226,6 +261,17 @@ def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str,
         raise cfg_located(exc, text) from None
 
 
+def cfg_unquoted(value: str, file: str, field: str) -> None:
+    """A .cfg's value is its text as written, quotes included (configparser strips none): a TOML habit such as
+    ``name = "chip"`` would name the chip with its quotes, so a value in matching quotes is refused, saying what to
+    write."""
+    text = value.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        key = field.rpartition(".")[2]
+        raise InputError(f"a .cfg's values take no quotes (it reads the text as written): write {key} = {text[1:-1]}",
+                         file=file, field=field)
+
+
 def _cfg_device_sections(text: str, file: str,
                          required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     parser = configparser.ConfigParser(interpolation=None)
@@ -237,6 +283,9 @@ def _cfg_device_sections(text: str, file: str,
     if not required and not (parser.has_section("device") or parser.has_section("links")):
         return None
     own = {s: dict(parser[s]) for s in _CFG_SECTIONS if parser.has_section(s)}
+    for section, keys in own.items():
+        for key, value in keys.items():
+            cfg_unquoted(value, file, f"{section}.{key}")
     counts = []
     for key in _CFG_DEVICE_COUNTS:
         try:

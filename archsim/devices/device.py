@@ -43,12 +43,11 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
 from archsim.array.sram_sizes import operand_sram_kib
+from archsim.choices.devices import GEMM_MODELS
 from archsim.errors import InputError
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
     from archsim.devices.kernel_constants import KernelConstants
-
-GEMM_MODELS = ("tiles", "arrays")
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,24 @@ checks flags (finite, positive where it must be); errors name the file and the k
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from archsim.array.config import read_scalesim_cfg
-from archsim.array.device_sections import DEVICE_WORD_BYTES, STATIC_ON_TILES, cfg_device_sections, checked_sections
+from archsim.array.device_sections import (
+    DEVICE_WORD_BYTES,
+    STATIC_ON_TILES,
+    cfg_device_sections,
+    cfg_located,
+    checked_sections,
+    words_gbps,
+)
 from archsim.array.sram_sizes import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_fix, cfg_sram_keys, cfg_sram_slip, sram_in_bytes
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
-from archsim.devices.device import GEMM_MODELS, Arrays, Device
+from archsim.devices.device import Arrays, Device
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
@@ -37,6 +45,9 @@ HBM_GBPS_PLAUSIBLE = (10.0, 20_000.0)
 # PEs per chip: 64 arrays of 1024 × 1024, each array at the array commands' limit
 # (:data:`archsim.array.options.MAX_PLAUSIBLE_PES`); 10^8 arrays typed for 16 is far above it.
 MAX_PLAUSIBLE_CHIP_PES = 2**26
+# GB/s per direction of the in-server fabrics chips train over: 10 GbE (1.25) … NVLink 5 (900), with headroom. As for
+# HBM, a figure outside is only implausible: 200 GB/s typed in TB/s (0.2) or MB/s (200,000) is 1000× off.
+INTRA_GBPS_PLAUSIBLE = (1.0, 10_000.0)
 MAX_PLAUSIBLE_HBM_GIB = 4096  # GiB per chip: 14× B300's 288; 48 GiB typed in MiB (49,152) is above it
 
 
@@ -73,10 +84,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
     if isinstance(mem.get("sram_kib_per_array"), tuple):
         sram_keys = tuple(zip(TOML_SRAM_KEYS, mem["sram_kib_per_array"], strict=True))
     sram_bytes = sum(kib for _, kib in sram_keys) * 1024.0 if sram_keys else None
-    gemm = dev.get("gemm", "arrays")
-    if gemm not in GEMM_MODELS:
-        raise InputError(f"unknown GEMM model {gemm!r}; choose one of {', '.join(GEMM_MODELS)}", file=file,
-                         field="device.gemm")
+    gemm = dev.get("gemm", "arrays")  # one of GEMM_MODELS: checked_sections checked it
     if gemm == "arrays" and sram_bytes is None and not mem.get("sram_kib_per_array"):
         # the energy model splits it in three operand buffers: unstated, it priced them as 1 KiB SRAMs
         raise InputError("a gemm = \"arrays\" device needs its SRAM beside each array, KiB (> 0): the energy "
@@ -93,9 +101,9 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                            arrays.clock_hz)
         except InputError as exc:
             raise exc.at(file=file, field=f"compute.{exc.where.field}") from None
-    elif "lane_rows" in comp or "lane_cols" in comp:
+    elif "lane_rows" in comp or "lane_cols" in comp:  # named as the key written, at its line
         raise InputError("lane_rows / lane_cols need lanes (the count of lane arrays)", file=file,
-                         field="compute.lanes")
+                         field=f"compute.{'lane_rows' if 'lane_rows' in comp else 'lane_cols'}")
     given = comp.get("peak_tflops")
     if given is not None:
         if gemm == "arrays":
@@ -157,7 +165,10 @@ def _cfg_device(path: Path) -> Device:
     # the SCALE-Sim reader first: it names a misspelt section ([Memory], [link]) as unknown, where the
     # missing-section check below would only say that [memory] is missing
     array = read_scalesim_cfg(path, element_bytes=DEVICE_WORD_BYTES)
-    checked = cfg_device_sections(text, file, required=True)
+    try:
+        checked = cfg_device_sections(text, file, required=True)
+    except InputError as exc:
+        raise _bandwidth_hint(exc, text, array.clock_hz) from None
     assert checked is not None  # required: never None
     values, count, per_core = checked
     if array.clock_hz is None:
@@ -167,12 +178,27 @@ def _cfg_device(path: Path) -> Device:
     except InputError as exc:
         raise exc.at(file=file, field=f"device.{_key_of(exc.where.field)}") from None
     values["compute"] = {}
-    return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
+    try:
+        return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
+    except InputError as exc:  # a key's error at its line, as the sections' own checks name it
+        raise cfg_located(exc, text) from None
+
+
+def _bandwidth_hint(exc: InputError, text: str, clock: float | None) -> InputError:
+    """``exc``, a missing ``[memory] hbm_gbps`` in a .cfg that states SCALE-Sim's ``Bandwidth`` (words/cycle, which
+    train never reads), with the GB/s that figure is at the file's clock and 2-byte words: the key to write."""
+    stated = re.search(r"^\s*Bandwidth\s*[:=]\s*([0-9]+)\s*$", text, flags=re.MULTILINE | re.IGNORECASE)
+    if not (exc.missing and exc.where.field == "memory.hbm_gbps" and stated and clock):
+        return exc
+    gbps = words_gbps(int(stated[1]), clock)
+    return InputError(f"{exc.message}; [architecture_presets] Bandwidth = {stated[1]} words/cycle is {gbps:g} GB/s "
+                      f"at {DEVICE_WORD_BYTES}-byte words and {clock / 1e9:g} GHz, which only cost --engine cycle "
+                      f"reads: write hbm_gbps = {gbps:g}", file=exc.where.file, field=exc.where.field, missing=True)
 
 
 def implausible_figures(device: Device) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
-    bandwidth (GB/s) and capacity (GiB), and on an array device the SRAM beside each array (KiB) when one of the
+    bandwidth (GB/s) and capacity (GiB), the in-server link (GB/s per direction), and on an array device the SRAM beside each array (KiB) when one of the
     energy model's operand buffers (:attr:`~archsim.devices.device.Device.operand_buffers_kib`: a third of one
     figure, or each of three stated sizes) cannot hold one fold's rows × cols words at the device's 2 bytes, or
     when it looks like bytes (:func:`~archsim.array.sram_sizes.sram_in_bytes`). Not refusals: the
@@ -186,6 +212,13 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     elif gbps > high:
         lines.append(f"{device.name}: [memory] hbm_gbps = {gbps:g} GB/s is above any chip's memory "
                      f"(≤ {high:g} GB/s): if it is in MB/s, write hbm_gbps = {gbps / 1000:g}")
+    intra, (low, high) = device.fabric_bytes_per_s / 1e9, INTRA_GBPS_PLAUSIBLE
+    if intra < low:
+        lines.append(f"{device.name}: [links] intra_gbps = {intra:g} GB/s is below any chip's in-server link "
+                     f"(≥ {low:g} GB/s per direction): if it is in TB/s, write intra_gbps = {intra * 1000:g}")
+    elif intra > high:
+        lines.append(f"{device.name}: [links] intra_gbps = {intra:g} GB/s is above any chip's in-server link "
+                     f"(≤ {high:g} GB/s per direction): if it is in MB/s, write intra_gbps = {intra / 1000:g}")
     gib = device.memory_bytes / GIB
     if gib > MAX_PLAUSIBLE_HBM_GIB:
         lines.append(f"{device.name}: [memory] hbm_gib = {gib:g} GiB per chip is above any chip's memory "

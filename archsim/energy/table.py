@@ -276,12 +276,23 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
                 return energy_section(section, path, typed=True)
             except InputError as exc:  # the key as the TOML nests it, for its line
                 raise exc.at(file=exc.where.file, field=f"energy.{exc.where.field}") if exc.where.field else exc from None
+    from archsim.array.device_sections import cfg_located, cfg_unquoted
+
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
+    text = read_text(path, "config file")
     try:
-        parser.read_string(read_text(path, "config file"), source=file)
+        parser.read_string(text, source=file)
     except configparser.Error as exc:
         raise cfg_syntax_error(exc, file) from None
-    return energy_section(dict(parser["energy"]) if parser.has_section("energy") else {}, path)
+    section = dict(parser["energy"]) if parser.has_section("energy") else {}
+    try:
+        for key, value in section.items():  # a TOML habit, table = "name": the quotes would be read as the name's
+            cfg_unquoted(value, file, key)
+        return energy_section(section, path)
+    except InputError as exc:  # the key as [energy]'s, at its line, as the .cfg's device keys are named
+        if not exc.where.field or exc.where.file != file:
+            raise
+        raise cfg_located(exc.at(file=file, field=f"energy.{exc.where.field}"), text) from None
 
 
 def energy_section(section: Mapping[str, object], path: str | Path, typed: bool = False) -> CfgEnergy:
@@ -296,6 +307,11 @@ def energy_section(section: Mapping[str, object], path: str | Path, typed: bool 
                 raise InputError(f"expected a table's name or a .toml path, got {shown(raw)}", file=file,
                                  field="table")
             value = raw.strip()
+            if not value.endswith(".toml"):  # a name: refused here, as the file's key, not later as a flag's
+                try:
+                    shipped_table(value, field="table")
+                except InputError as exc:
+                    raise exc.at(file=file, field="table") from None
             table = str(Path(path).parent / value) if value.endswith(".toml") else value
             continue
         if typed and key in OVERRIDABLE and isinstance(raw, (str, bool)):  # as a device TOML refuses a quoted number
