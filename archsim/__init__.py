@@ -24,6 +24,7 @@ from archsim.lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) is a CostResult, not Any); "x as x" re-exports
     from archsim.api import array_config as array_config
     from archsim.api import cost as cost
+    from archsim.api import gemm as gemm
     from archsim.api import load_network as load_network
     from archsim.api import pipeline as pipeline
     from archsim.api import pipeline_dfg as pipeline_dfg
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import schedule as schedule
     from archsim.api import search as search
     from archsim.api import simulate as simulate
+    from archsim.api import sparse as sparse
     from archsim.api import train as train
     from archsim.api import train_runs as train_runs
     from archsim.api import write_report as write_report
@@ -49,6 +51,8 @@ _EXPORTS = {
     "load_network": "archsim.api:load_network",
     "array_config": "archsim.api:array_config",
     "cost": "archsim.api:cost",
+    "gemm": "archsim.api:gemm",
+    "sparse": "archsim.api:sparse",
     "profile": "archsim.api:profile",
     "pipeline": "archsim.api:pipeline",
     "simulate": "archsim.api:simulate",

@@ -4,8 +4,8 @@ Each function resolves its inputs (a shipped network name or CSV path, an array 
 ``"32x32"`` or a SCALE-Sim ``.cfg`` path, a sweep spec path) and calls the one implementation
 the CLI uses too; nothing here computes a number of its own. Cycles are array clock cycles,
 sizes bytes. Re-exported by :mod:`archsim` (``archsim.cost(...)``). The training jobs (``train``,
-``train_runs``, ``search``) live in :mod:`archsim.api_training` and ``schedule`` in :mod:`archsim.api_schedule`,
-re-exported here; every job checks its keywords with :mod:`archsim.api_keywords`.
+``train_runs``, ``search``) live in :mod:`archsim.api_training`, ``schedule`` in :mod:`archsim.api_schedule` and
+``gemm`` and ``sparse`` in :mod:`archsim.api_array`, re-exported here; every job checks its keywords with :mod:`archsim.api_keywords`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.api_array import gemm, sparse
 from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_schedule import ScheduleResult, schedule
 from archsim.api_sweep import run_sweep, write_report
@@ -344,6 +345,7 @@ def _check_plan_of(plan, profile) -> None:
     raise InputError(f"plan and profile disagree: {why}; pass the profile the plan was made from", field="plan")
 
 
-# the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py, the sweeps' from api_sweep.py
-__all__ = ["ScheduleResult", "array_config", "cost", "load_network", "pipeline", "pipeline_dfg", "profile", "run_sweep",
-           "schedule", "search", "simulate", "train", "train_runs", "write_report"]
+# the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py, the sweeps' from api_sweep.py,
+# gemm and sparse from api_array.py
+__all__ = ["ScheduleResult", "array_config", "cost", "gemm", "load_network", "pipeline", "pipeline_dfg", "profile",
+           "run_sweep", "schedule", "search", "simulate", "sparse", "train", "train_runs", "write_report"]

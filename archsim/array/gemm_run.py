@@ -6,7 +6,7 @@ Cycles are array clock cycles, SRAM and DRAM counts words, seconds beside cycles
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +47,7 @@ def read_shapes(path: str | Path) -> pd.DataFrame:
     """Read and validate a shapes CSV; errors name the file, line and column."""
     import pandas as pd
 
+    path = str(path)
     text = read_text(path, "shapes file", encoding="utf-8-sig")
     rows = [(n, r) for n, r in csv_rows(text.splitlines(), path) if any(c.strip() for c in r)]
     if not rows:
@@ -125,7 +126,7 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
 def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None, array: str | None = None,
              dataflow: str | None = None, config: str | Path | None = None, shapes: str | Path | None = None,
              ofmap_count: OfmapCount = "scalesim", engine: str = "analytic", dram_bandwidth: int | None = None,
-             sram_kb: str | int | None = None, layout: str | Path | None = None, bank_rule: str = "set",
+             sram_kb: str | int | Sequence[int] | None = None, layout: str | Path | None = None, bank_rule: str = "set",
              min_bandwidth: bool = False, clock_ghz: float | None = None, bandwidth_flag: str = "--bandwidth",
              speak: Speak = say, speak_after: Speak = say_after_run) -> GemmRun:
     """One ``archsim gemm`` run: each keyword its flag's value, already of the flag's type (``dram_bandwidth``:
