@@ -18,7 +18,8 @@ from test_docs import ROOT
 import archsim
 from archsim import cli
 
-API = {"cost": archsim.cost, "train": archsim.train, "search": archsim.search}
+API = {"cost": archsim.cost, "train": archsim.train, "search": archsim.search, "gemm": archsim.gemm,
+       "sparse": archsim.sparse}
 
 # Options that change what the command prints or writes, never a number the function returns: the
 # function hands back the object itself (a DataFrame, a TrainResult with its .timeline, a SearchResult).
@@ -37,7 +38,8 @@ OTHER_JOBS = {
     "runs": "every row of a runs file, one row each: archsim.train_runs",
     "sweep": "a grid of iterations, one row per point: archsim.training.sweep.sweep",
 }
-EXCLUDED = {"cost": CLI_ONLY, "train": {**CLI_ONLY, **OTHER_JOBS}, "search": CLI_ONLY}
+EXCLUDED = {"cost": CLI_ONLY, "train": {**CLI_ONLY, **OTHER_JOBS}, "search": CLI_ONLY, "gemm": CLI_ONLY,
+            "sparse": CLI_ONLY}
 
 
 def parser_of(command: str) -> argparse.ArgumentParser:
