@@ -91,3 +91,5 @@ def test_api_examples_show_the_new_keywords():
     assert any("archsim.cost(" in b and "clock_ghz=" in b and "sram_kb=" in b for b in blocks)
     assert any("archsim.train(" in b and "balance=" in b for b in blocks)
     assert any("archsim.search(" in b and "dtype=" in b for b in blocks)
+    assert any("archsim.gemm(" in b and "min_bandwidth=" in b and "archsim.sparse(" in b and "processors=" in b
+               for b in blocks)
