@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.api_array import gemm, sparse
 from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.api_schedule import ScheduleResult, schedule
 from archsim.api_sweep import run_sweep, write_report
 from archsim.api_training import search, train, train_runs
@@ -64,9 +65,9 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
 
 @speaks_keywords
 def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
-                 dataflow: str | None = None, dtype: str | None = None, element_bytes: int | None = None,
-                 bandwidth: int | None = None, sram_kb: str | int | Sequence[int] | None = None,
-                 clock_ghz: float | None = None) -> ArrayConfig:
+                 dataflow: str | None = None, dtype: str | None = None, element_bytes: int | str | None = None,
+                 bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
+                 clock_ghz: float | str | None = None) -> ArrayConfig:
     """An :class:`ArrayConfig` as the array flags build it (:func:`archsim.array.options.array_from_options`):
     ``array`` ``"ROWSxCOLS"`` (default 32x32, or ``config``'s shape), a SCALE-Sim ``.cfg`` path (as
     ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``dtype`` (int8, fp16, bf16, fp32)
@@ -93,6 +94,10 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     if element_bytes is not None:  # as --element-bytes reads it, named so (ArrayConfig's own check says 'element_bytes')
         element_bytes = positive_int(element_bytes, "element-bytes")
     element_bytes = element_width(dtype, element_bytes)
+    if bandwidth is not None:  # "4" as --bandwidth reads it (with_memory's own check, the same line)
+        bandwidth = positive_int(bandwidth, "bandwidth")
+    if clock_ghz is not None:  # "1.5" as --clock-ghz reads it, refused with its line
+        clock_ghz = checked_clock_ghz(clock_ghz)
     slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
     if slip:
         warnings.warn(slip, UserWarning, stacklevel=3)
@@ -124,10 +129,10 @@ def _cfg_as_config(array, config):
 
 
 @speaks_keywords
-def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
+def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int | str = 32,
          mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-         element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
-         sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, energy: bool = False,
+         element_bytes: int | str | None = None, config: str | Path | None = None, bandwidth: int | str | None = None,
+         sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None, energy: bool = False,
          energy_table: str | Path | None = None, geometry: str = "archsim", only: str | Sequence[str] | None = None,
          shapes: str = "auto", unsupported: str = "error", input_shape: str | None = None,
          dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> CostResult:
@@ -176,10 +181,10 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
 
 
 @speaks_keywords
-def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
+def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int | str = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-            element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
-            sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
+            element_bytes: int | str | None = None, config: str | Path | None = None, bandwidth: int | str | None = None,
+            sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None, geometry: str = "archsim",
             only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
             input_shape: str | None = None,
             dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> LayerProfile:
@@ -215,7 +220,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
 
 @speaks_keywords
-def pipeline(profile: LayerProfile, *, processors: int | Topology, method: str = "layerpipe", **options) -> Partition:
+def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method: str = "layerpipe", **options) -> Partition:
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
     to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`
@@ -265,8 +270,8 @@ def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
 
 
 @speaks_keywords
-def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int, schedule: str | None = None,
-             max_ops: int | None = None) -> Timeline:
+def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int | str, schedule: str | None = None,
+             max_ops: int | str | None = None) -> Timeline:
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier

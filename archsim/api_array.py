@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     bandwidth = None if bandwidth is None else positive_int(bandwidth, "bandwidth")
     check_choice(bank_rule, BANK_RULES, "bank-rule")
     check_switch(min_bandwidth, "min_bandwidth")
-    clock = None if clock_ghz is None else _clock(clock_ghz)
+    clock = None if clock_ghz is None else checked_clock_ghz(clock_ghz)
     done = run_gemm(m=m, k=k, n=n, array=array, dataflow=dataflow, config=config, shapes=shapes,
                     ofmap_count=cast("OfmapCount", ofmap_count), engine=engine, dram_bandwidth=bandwidth,
                     sram_kb=sram_kb, layout=layout, bank_rule=bank_rule, min_bandwidth=min_bandwidth,
@@ -106,17 +107,6 @@ def sparse(network: str | Path | None = None, *, config: str | Path, topology: s
     done = run_sparse(csv, config=config, delta=delta, gradient=gradient, batch=batch, energy=energy,
                       processors=processors, method=method)
     return TableResult.of(done.table, done.meta)
-
-
-def _clock(value: object) -> float:
-    """``clock_ghz`` checked as ``--clock-ghz`` checks it, in GHz."""
-    from archsim.array.options import clock_ghz
-    from archsim.errors import InputError
-
-    try:
-        return clock_ghz(value)
-    except ValueError as exc:
-        raise InputError(str(exc), field="clock-ghz") from None
 
 
 __all__ = ["gemm", "sparse"]

@@ -88,11 +88,11 @@ REFUSALS = {  # keywords → (the API's line, the flags, the command's line)
                       ["--m", "4", "--k", "4", "--n", "4", "--min-bandwidth"],
                       "field 'min-bandwidth': --min-bandwidth needs --engine cycle"),
     "layout": ({"m": 4, "k": 4, "n": 4, "layout": LAYOUT, "config": LAYOUT_CFG},
-               "field 'layout': layout needs config (its [layout] section) and engine='cycle', without bandwidth or "
-               "min_bandwidth (the layout fixes the read bandwidths)",
+               ("field 'layout': layout needs config (its [layout] section) and engine='cycle', without bandwidth or "
+                "min_bandwidth (the layout fixes the read bandwidths)"),
                ["--m", "4", "--k", "4", "--n", "4", "--layout", LAYOUT, "--config", LAYOUT_CFG],
-               "field 'layout': --layout needs --config (its [layout] section) and --engine cycle, without "
-               "--bandwidth or --min-bandwidth (the layout fixes the read bandwidths)"),
+               ("field 'layout': --layout needs --config (its [layout] section) and --engine cycle, without "
+                "--bandwidth or --min-bandwidth (the layout fixes the read bandwidths)")),
 }
 
 
