@@ -5,11 +5,14 @@ PE schedule. Seconds throughout."""
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.plan_run import Phases, PlanRun
+
+if TYPE_CHECKING:
+    from archsim.sim.timeline import Timeline
 
 
 @contextmanager
@@ -45,16 +48,19 @@ def run_pipedream(args: Any, profile, topology, priced_on: dict[str, str], devic
         if error.where.file is not None:
             raise
         raise InputError(error.message, file=args.network, field=error.where.field) from None
-    timeline = None
+    timeline: Timeline | None = None
     if drawn:  # a timeline to write: the simulator, validated
+        from archsim.sim.timeline import Timeline
         from archsim.sim.validate import assert_valid
         from archsim.spp.pe import pe_makespan
 
         with phases("PipeDream plan", ("simulate", "validate")) as phase:
             phase("simulate")
-            makespan, timeline = pe_makespan(stage_plans, args.microbatches)
+            makespan, simulated = pe_makespan(stage_plans, args.microbatches)
             phase("validate")
-            assert_valid(timeline.problem, timeline)
+            assert isinstance(simulated, Timeline), type(simulated)
+            assert_valid(simulated.problem, simulated)
+            timeline = simulated
     else:  # the makespan alone: the same schedule's end without the simulator's import and timeline
         from archsim.spp.pe_order import pe_finish_time
 

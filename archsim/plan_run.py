@@ -330,6 +330,9 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
             "stage_counts": "; ".join(f"{s}:{seconds(t)}s" for s, _, t in result.by_stage_count),
             "baselines_seconds": "; ".join(f"{m}:{seconds(t)}" for m, t in others.items()), **config,
             "device_order": " ".join(f"g{x}" for x in result.order), **priced_on}
+    from archsim.sim.timeline import Timeline
+
+    assert isinstance(result.timeline, Timeline), type(result.timeline)  # SPP's PE schedule, simulated
     return PlanRun(rows, meta, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
                    stage_rows_caption(rows), unit=profile.unit)
 

@@ -32,6 +32,8 @@ COUNTS = {  # job → its keywords that take a count (or a number) a flag reads 
                  "batch", "max_ops", "stages", "max_orders", "comm_units", "comm", "link_bandwidth", "clock_ghz"),
     "gemm": ("m", "k", "n", "bandwidth", "clock_ghz"),
     "sparse": ("batch", "processors"),
+    "plan": ("microbatches", "seed", "max_stages", "activation_compression_ratio", "element_bytes", "micro_batch",
+             "batch", "clock_ghz", "max_ops", "max_search_steps"),
 }
 LLAMA = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 3584, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,
