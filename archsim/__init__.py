@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import array_config as array_config
     from archsim.api import cost as cost
     from archsim.api import gemm as gemm
+    from archsim.api import iteration_energy as iteration_energy
     from archsim.api import load_network as load_network
     from archsim.api import pipeline as pipeline
     from archsim.api import pipeline_dfg as pipeline_dfg
@@ -53,6 +54,7 @@ _EXPORTS = {
     "array_config": "archsim.api:array_config",
     "cost": "archsim.api:cost",
     "gemm": "archsim.api:gemm",
+    "iteration_energy": "archsim.api:iteration_energy",
     "sparse": "archsim.api:sparse",
     "profile": "archsim.api:profile",
     "pipeline": "archsim.api:pipeline",

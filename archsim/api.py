@@ -5,7 +5,7 @@ Each function resolves its inputs (a shipped network name or CSV path, an array 
 the CLI uses too; nothing here computes a number of its own. Cycles are array clock cycles,
 sizes bytes. Re-exported by :mod:`archsim` (``archsim.cost(...)``). The training jobs (``train``,
 ``train_runs``, ``search``) live in :mod:`archsim.api_training`, ``schedule`` in :mod:`archsim.api_schedule` and
-``gemm`` and ``sparse`` in :mod:`archsim.api_array`, ``plan`` in :mod:`archsim.api_plan` and the inputs
+``gemm``, ``sparse`` and ``iteration_energy`` in :mod:`archsim.api_array`, ``plan`` in :mod:`archsim.api_plan` and the inputs
 (``load_network``, ``array_config``) in :mod:`archsim.api_inputs`, re-exported here; every job checks its keywords with :mod:`archsim.api_keywords`.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.api_array import gemm, sparse
-from archsim.api_inputs import array_config, cfg_as_config, load_network
+from archsim.api_array import gemm, iteration_energy, sparse
+from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network
 from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_plan import PlanResult, plan
 from archsim.api_schedule import ScheduleResult, schedule
@@ -59,9 +59,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     import warnings
 
     from archsim.array.costing import cost_frame
-    from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.options import check_bandwidth_engine
-    from archsim.array.sram_sizes import cfg_sram_warning
     from archsim.cost_json import CostResult, cost_document
     from archsim.lowering import check_mode
     from archsim.seconds import add_seconds
@@ -75,12 +73,8 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
-    notes = [] if config is None else [device_arrays_note(config),
-                                       None if dtype or element_bytes else device_dtype_note(config),
-                                       cfg_sram_warning(config)]
-    for note in notes:  # the notes archsim cost prints on stderr: one of a device's arrays, at int8; SRAM in bytes
-        if note:
-            warnings.warn(note, UserWarning, stacklevel=3)
+    for note in config_notes(config, dtype, element_bytes):  # what archsim cost prints on stderr of its --config
+        warnings.warn(note, UserWarning, stacklevel=3)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
                                    geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,
                                    config=config)
@@ -258,7 +252,7 @@ def _check_plan_of(plan, profile) -> None:
 
 
 # the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py, the sweeps' from api_sweep.py,
-# gemm and sparse from api_array.py, plan from api_plan.py, the inputs from api_inputs.py
-__all__ = ["PlanResult", "ScheduleResult", "array_config", "cost", "gemm", "load_network", "pipeline", "pipeline_dfg",
-           "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse", "train", "train_runs",
-           "write_report"]
+# gemm, sparse and iteration_energy from api_array.py, plan from api_plan.py, the inputs from api_inputs.py
+__all__ = ["PlanResult", "ScheduleResult", "array_config", "cost", "gemm", "iteration_energy", "load_network",
+           "pipeline", "pipeline_dfg", "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse",
+           "train", "train_runs", "write_report"]

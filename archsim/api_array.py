@@ -7,16 +7,19 @@ its own. Cycles are array clock cycles, SRAM and DRAM counts words. Re-exported 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
     from archsim.array.analytic import OfmapCount
+    from archsim.array.config import ArrayConfig
+    from archsim.workload.layer import Network
 
 
 def _warn(kind: str, text: str) -> None:
@@ -109,4 +112,72 @@ def sparse(network: str | Path | None = None, *, config: str | Path, topology: s
     return TableResult.of(done.table, done.meta)
 
 
-__all__ = ["gemm", "sparse"]
+@speaks_keywords
+def iteration_energy(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None,
+                     batch: int | str = 32, microbatches: int | str = 1, mode: str = "exact",
+                     engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
+                     element_bytes: int | str | None = None, config: str | Path | None = None,
+                     bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
+                     clock_ghz: float | str | None = None, energy_table: str | Path | None = None,
+                     only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
+                     input_shape: str | None = None,
+                     dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> TableResult:
+    """``archsim energy`` as a function (``archsim.energy`` is the energy package, hence the name): the energy of one
+    training iteration of ``batch`` samples in ``microbatches`` micro-batches by part (MACs, array registers, SRAM
+    reads and writes per operand, DRAM, vector unit, leakage) and op kind, and the array's area, with the command's
+    flags as keywords of the same names: the array keywords as :func:`array_config` (``config`` a SCALE-Sim
+    ``.cfg`` or a device TOML, whose one array kind is priced as train's energy model reads it), ``engine`` and the
+    cycle engine's ``bandwidth`` and ``sram_kb``, ``clock_ghz`` (adds the iteration's seconds and average watts to
+    the meta), ``energy_table`` (a name or TOML; default the config's, else horowitz45) and the network keywords as
+    :func:`load_network`. Returns a :class:`~archsim.table_result.TableResult`: the rows the command prints (pJ,
+    TOTAL last), ``.meta`` (area in mm² among it) and ``to_dict()``, its ``--format json`` document. The notes and
+    warnings the command prints on stderr warn (UserWarning)."""
+    from dataclasses import replace
+
+    from archsim.array.options import check_bandwidth_engine, element_width, sram_kb_warning, with_memory
+    from archsim.choices.devices import ARRAY_DTYPES, ENGINES
+    from archsim.energy_run import device_toml_array, energy_document, is_device_toml
+    from archsim.lowering import check_mode
+
+    check_choice(engine, ENGINES, "engine")
+    batch = positive_int(batch, "batch")
+    microbatches = positive_int(microbatches, "microbatches")
+    if energy_table is not None:
+        check_path(energy_table, "energy-table", "an energy table's name or TOML path")
+    if not is_device_toml(config):
+        array, config = cfg_as_config(array, config)
+        chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+        notes = config_notes(config, dtype, element_bytes)
+    else:  # a device TOML's array kind, sized and clocked by the same keywords
+        if dtype is not None:
+            check_choice(dtype, ARRAY_DTYPES, "dtype")
+        width = element_width(dtype, None if element_bytes is None else positive_int(element_bytes, "element-bytes"))
+        if array is not None and not isinstance(array, str):
+            from archsim.errors import InputError
+
+            raise InputError(f"expected ROWSxCOLS such as '32x32' with a device TOML, got {type(array).__name__}",
+                             field="array")
+        said: list[str] = []
+        assert config is not None  # a device TOML, by is_device_toml
+        shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: said.append(text))
+        chosen = with_memory(shaped, None if bandwidth is None else positive_int(bandwidth, "bandwidth"), sram_kb)
+        slip = sram_kb_warning(sram_kb)
+        notes = [*([slip] if slip else []), *said]
+        if clock_ghz is not None:
+            chosen = replace(chosen, clock_hz=checked_clock_ghz(clock_ghz) * 1e9)
+    check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
+    layers = load_network(network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
+                          dim=dim)
+    rows, meta, static = energy_document(layers, chosen, batch=batch, microbatches=microbatches,
+                                         mode=check_mode(mode), engine=engine, dtype=dtype,
+                                         energy_table=energy_table, config=config)
+    for note in (*notes, static):
+        if note:
+            warnings.warn(note, UserWarning, stacklevel=3)
+    from archsim.rows import Rows
+
+    return TableResult(Rows.of(rows).frame(), {"meta": meta, "rows": rows})  # the rows as the command prints them
+
+
+__all__ = ["gemm", "iteration_energy", "sparse"]

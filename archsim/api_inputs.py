@@ -111,4 +111,17 @@ def cfg_as_config(array, config):
     return array, config
 
 
-__all__ = ["array_config", "load_network"]
+def config_notes(config: str | Path | None, dtype: str | None, element_bytes: object) -> list[str]:
+    """What an array command says on stderr of its ``--config`` .cfg: a device file of several arrays costs one; one
+    priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes."""
+    from archsim.array.device_sections import device_arrays_note, device_dtype_note
+    from archsim.array.sram_sizes import cfg_sram_warning
+
+    if config is None:
+        return []
+    notes = [device_arrays_note(config), None if dtype or element_bytes else device_dtype_note(config),
+             cfg_sram_warning(config)]
+    return [note for note in notes if note]
+
+
+__all__ = ["array_config", "cfg_as_config", "config_notes", "load_network"]

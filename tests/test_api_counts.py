@@ -32,6 +32,7 @@ COUNTS = {  # job → its keywords that take a count (or a number) a flag reads 
                  "batch", "max_ops", "stages", "max_orders", "comm_units", "comm", "link_bandwidth", "clock_ghz"),
     "gemm": ("m", "k", "n", "bandwidth", "clock_ghz"),
     "sparse": ("batch", "processors"),
+    "iteration_energy": ("batch", "microbatches", "element_bytes", "bandwidth", "clock_ghz"),
     "plan": ("microbatches", "seed", "max_stages", "activation_compression_ratio", "element_bytes", "micro_batch",
              "batch", "clock_ghz", "max_ops", "max_search_steps"),
 }

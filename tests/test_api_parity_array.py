@@ -13,6 +13,7 @@ from api_parity_helpers import cli_error, cli_json
 from test_docs import ROOT
 
 import archsim
+from archsim import cli
 from archsim.errors import InputError
 from archsim.json_text import dumps
 
@@ -180,3 +181,58 @@ def test_sparse_refuses_a_value_no_flag_could_give_in_one_line(keywords, field, 
     with pytest.raises(InputError) as refused:
         archsim.sparse(PRUNED, **{"config": SPARSE_CFG, **keywords})
     assert refused.value.where.field.replace("-", "_") == field
+
+
+ENERGY_CASES = {  # name → (network, flags, keywords)
+    "analytic": ("layerpipe_sample", ["--array", "16x16", "--batch", "8", "--microbatches", "2", "--dtype", "fp16",
+                                      "--clock-ghz", "1.2"],
+                 {"array": "16x16", "batch": "8", "microbatches": 2, "dtype": "fp16", "clock_ghz": 1.2}),
+    "cycle": ("docs/examples/tiny_resnet.csv", ["--engine", "cycle", "--bandwidth", "4", "--sram-kb", "16,16,8",
+                                                "--batch", "2", "--mode", "paper", "--only", "conv"],
+              {"engine": "cycle", "bandwidth": 4, "sram_kb": "16,16,8", "batch": 2, "mode": "paper", "only": "conv"}),
+    "cfg": ("layerpipe_sample", ["--config", "configs/arrays/scalesim_32x32_ws.cfg", "--array", "8x8"],
+            {"config": "configs/arrays/scalesim_32x32_ws.cfg", "array": "8x8"}),
+    "device toml": ("layerpipe_sample", ["--config", "configs/devices/tpu_v4_like.toml", "--dtype", "bf16",
+                                         "--batch", "4"],
+                    {"config": "configs/devices/tpu_v4_like.toml", "dtype": "bf16", "batch": 4}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ENERGY_CASES))
+def test_iteration_energy_gives_archsim_energys_json(case, capsys, monkeypatch):
+    """``archsim.energy`` is the energy package, so the job is ``archsim.iteration_energy``; its document is the
+    command's, key for key, and the parts sum to the TOTAL row's pJ."""
+    monkeypatch.chdir(ROOT)
+    network, flags, keywords = ENERGY_CASES[case]
+    printed = cli_json(["energy", network, *flags], capsys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a device file's notes: their own test below
+        result = archsim.iteration_energy(network, **keywords)
+    assert as_printed(result.to_dict()) == printed
+    parts = result.table[result.table["op"] != "TOTAL"]
+    assert parts["energy_pj"].sum() == pytest.approx(result.to_dict()["rows"][-1]["energy_pj"], rel=1e-12)
+
+
+def test_iteration_energy_warns_the_device_files_notes(capsys, monkeypatch):
+    """A device TOML priced at int8 (no dtype): the command's note on stderr, the function's UserWarning."""
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    assert cli.main(["energy", "layerpipe_sample", "--config", "configs/devices/tpu_v4_like.toml"]) == 0
+    said_by_command = [line.split(": note: ", 1)[1] for line in capsys.readouterr().err.splitlines() if ": note: " in line]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        archsim.iteration_energy("layerpipe_sample", config="configs/devices/tpu_v4_like.toml")
+    heads = [line[:60] for line in said_by_command]  # the tails name settings as each caller spells them
+    assert len(heads) == 2 and heads == [str(w.message)[:60] for w in said if str(w.message)[:60] in heads]
+    assert any("add dtype='fp16' to price what train charges" in str(w.message) for w in said)
+
+
+@pytest.mark.parametrize(("keywords", "field"), [
+    ({"batch": 0}, "batch"), ({"microbatches": "two"}, "microbatches"), ({"engine": "fast"}, "engine"),
+    ({"bandwidth": 4}, "bandwidth"), ({"energy_table": 7}, "energy-table"), ({"mode": "fast"}, "mode"),
+    ({"clock_ghz": 1e9}, "clock-ghz"), ({"energies": True}, "energies"),
+])
+def test_iteration_energy_refuses_a_value_no_flag_could_give_in_one_line(keywords, field):
+    with pytest.raises(InputError) as refused:
+        archsim.iteration_energy("layerpipe_sample", **keywords)
+    assert refused.value.where.field == field

@@ -71,7 +71,7 @@ IMPORTED_ONLY_BY = {
     "archsim.api_sweep": ("archsim.api",),
     "archsim.api_array": ("archsim.api",),
     "archsim.api_plan": ("archsim.api",),
-    "archsim.api_inputs": ("archsim.api", "archsim.api_plan"),
+    "archsim.api_inputs": ("archsim.api", "archsim.api_plan", "archsim.api_array"),
     "archsim.api_keywords": ("archsim.api", "archsim.api_training", "archsim.api_schedule", "archsim.api_sweep",
                              "archsim.api_array", "archsim.api_plan", "archsim.api_inputs"),
     "archsim.report": ("archsim.commands", "archsim.sweep", "archsim.bppsa.report", "archsim.cluster.report",
