@@ -11,6 +11,8 @@ The main jobs as keyword-only functions (:mod:`archsim.api`), loaded on first us
     plan = archsim.pipeline(profile, processors=3, method="layerpipe")      # stages, speedup
     timeline = archsim.simulate(plan, profile, microbatches=8)              # .makespan, .to_frame()
     ooo = archsim.schedule("ffnn8", policy="ooo-pipe2", processors=2, unit_costs=True)  # out-of-order backprop
+    one = archsim.gemm(m=64, k=128, n=96, array="16x16", engine="cycle")  # SCALE-Sim-exact GEMM (also sparse)
+    spp = archsim.plan("vgg16", cluster="configs/clusters/testbed_1080ti.toml", microbatches=8)  # SPP on a cluster
     result, rates = archsim.train("configs/transformers/gpt3_1.3b.toml", cluster="configs/clusters/a100_node.toml",
                                   tp=2, dp=4, global_batch=32)              # seconds, memory; MFU, TFLOP/s
 """
