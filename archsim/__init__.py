@@ -11,6 +11,8 @@ The main jobs as keyword-only functions (:mod:`archsim.api`), loaded on first us
     plan = archsim.pipeline(profile, processors=3, method="layerpipe")      # stages, speedup
     timeline = archsim.simulate(plan, profile, microbatches=8)              # .makespan, .to_frame()
     ooo = archsim.schedule("ffnn8", policy="ooo-pipe2", processors=2, unit_costs=True)  # out-of-order backprop
+    one = archsim.gemm(m=64, k=128, n=96, array="16x16", engine="cycle")  # SCALE-Sim-exact GEMM (also sparse)
+    spp = archsim.plan("vgg16", cluster="configs/clusters/testbed_1080ti.toml", microbatches=8)  # SPP on a cluster
     result, rates = archsim.train("configs/transformers/gpt3_1.3b.toml", cluster="configs/clusters/a100_node.toml",
                                   tp=2, dp=4, global_batch=32)              # seconds, memory; MFU, TFLOP/s
 """
@@ -24,14 +26,18 @@ from archsim.lazy import lazy_exports
 if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) is a CostResult, not Any); "x as x" re-exports
     from archsim.api import array_config as array_config
     from archsim.api import cost as cost
+    from archsim.api import gemm as gemm
+    from archsim.api import iteration_energy as iteration_energy
     from archsim.api import load_network as load_network
     from archsim.api import pipeline as pipeline
     from archsim.api import pipeline_dfg as pipeline_dfg
+    from archsim.api import plan as plan
     from archsim.api import profile as profile
     from archsim.api import run_sweep as run_sweep
     from archsim.api import schedule as schedule
     from archsim.api import search as search
     from archsim.api import simulate as simulate
+    from archsim.api import sparse as sparse
     from archsim.api import train as train
     from archsim.api import train_runs as train_runs
     from archsim.api import write_report as write_report
@@ -49,10 +55,14 @@ _EXPORTS = {
     "load_network": "archsim.api:load_network",
     "array_config": "archsim.api:array_config",
     "cost": "archsim.api:cost",
+    "gemm": "archsim.api:gemm",
+    "iteration_energy": "archsim.api:iteration_energy",
+    "sparse": "archsim.api:sparse",
     "profile": "archsim.api:profile",
     "pipeline": "archsim.api:pipeline",
     "simulate": "archsim.api:simulate",
     "pipeline_dfg": "archsim.api:pipeline_dfg",
+    "plan": "archsim.api:plan",
     "schedule": "archsim.api:schedule",
     "run_sweep": "archsim.api:run_sweep",
     "write_report": "archsim.api:write_report",

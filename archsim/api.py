@@ -4,8 +4,9 @@ Each function resolves its inputs (a shipped network name or CSV path, an array 
 ``"32x32"`` or a SCALE-Sim ``.cfg`` path, a sweep spec path) and calls the one implementation
 the CLI uses too; nothing here computes a number of its own. Cycles are array clock cycles,
 sizes bytes. Re-exported by :mod:`archsim` (``archsim.cost(...)``). The training jobs (``train``,
-``train_runs``, ``search``) live in :mod:`archsim.api_training` and ``schedule`` in :mod:`archsim.api_schedule`,
-re-exported here; every job checks its keywords with :mod:`archsim.api_keywords`.
+``train_runs``, ``search``) live in :mod:`archsim.api_training`, ``schedule`` in :mod:`archsim.api_schedule` and
+``gemm``, ``sparse`` and ``iteration_energy`` in :mod:`archsim.api_array`, ``plan`` in :mod:`archsim.api_plan` and the inputs
+(``load_network``, ``array_config``) in :mod:`archsim.api_inputs`, re-exported here; every job checks its keywords with :mod:`archsim.api_keywords`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.api_array import gemm, iteration_energy, sparse
+from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network
 from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_plan import PlanResult, plan
 from archsim.api_schedule import ScheduleResult, schedule
 from archsim.api_sweep import run_sweep, write_report
 from archsim.api_training import search, train, train_runs
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
-from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.errors import InputError
 from archsim.workload.layer import Network
 
@@ -33,100 +36,10 @@ if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
 
 
 @speaks_keywords
-def load_network(source: str | Path | Network, *, only: str | Sequence[str] | None = None,
-                 geometry: str = "archsim", shapes: str = "auto", unsupported: str = "error",
-                 input_shape: str | None = None,
-                 dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> Network:
-    """A network from a shipped name (``"vgg16"``), a topology CSV, ONNX, transformer config or PyTorch
-    file path, or a :class:`Network` as is; the other names are the network flags': ``only`` keeps those
-    layer kinds (``"conv,fc"`` or ``["conv"]``); ``geometry="scalesim"`` sizes outputs as SCALE-Sim;
-    ``shapes``, ``unsupported``, ``input_shape`` and ``dim`` (``{"seq": 128}``) as ``--shapes``, ``--unsupported``,
-    ``--input-shape`` and ``--dim``."""
-    from archsim.workload import load_network as _load
-    from archsim.workload.shipped import dims_of
-
-    if not isinstance(source, Network):
-        check_path(source, "network", "a network name or path, or a Network")
-    check_choice(shapes, SHAPE_CHECKS, "shapes")
-    check_choice(unsupported, UNSUPPORTED, "unsupported")
-    check_choice(geometry, GEOMETRIES, "geometry")
-    network = source if isinstance(source, Network) else _load(
-        source, geometry=geometry, unsupported=unsupported, dims=dims_of(dim or {}), shapes=shapes,
-        input_shape=input_shape)
-    parts = only.split(",") if isinstance(only, str) else list(only) if isinstance(only, Sequence) else \
-        [] if only is None else [only]
-    if not all(isinstance(kind, str) for kind in parts):  # only=5: a value --only could not have given
-        raise InputError(f"expected layer kinds such as 'conv,fc' or ['conv'], got {only!r}", field="only")
-    kinds = [kind.strip() for kind in parts if kind.strip()]
-    return network.only(*kinds) if kinds else network
-
-
-@speaks_keywords
-def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
-                 dataflow: str | None = None, dtype: str | None = None, element_bytes: int | None = None,
-                 bandwidth: int | None = None, sram_kb: str | int | Sequence[int] | None = None,
-                 clock_ghz: float | None = None) -> ArrayConfig:
-    """An :class:`ArrayConfig` as the array flags build it (:func:`archsim.array.options.array_from_options`):
-    ``array`` ``"ROWSxCOLS"`` (default 32x32, or ``config``'s shape), a SCALE-Sim ``.cfg`` path (as
-    ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``dtype`` (int8, fp16, bf16, fp32)
-    or ``element_bytes`` (default 1, or an ``ArrayConfig``'s own; both given must agree), ``bandwidth`` (DRAM
-    words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as ``--config``,
-    ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``;
-    ``sram_kb`` sizes that look like bytes warn (UserWarning) as ``--sram-kb``'s do on stderr."""
-    import warnings
-    from dataclasses import replace
-
-    from archsim.array.options import (
-        array_from_options,
-        array_size_warning,
-        array_source,
-        element_width,
-        sram_kb_warning,
-        with_clock,
-        with_memory,
-    )
-    from archsim.choices.devices import ARRAY_DTYPES
-
-    if dtype is not None:
-        check_choice(dtype, ARRAY_DTYPES, "dtype")
-    if element_bytes is not None:  # as --element-bytes reads it, named so (ArrayConfig's own check says 'element_bytes')
-        element_bytes = positive_int(element_bytes, "element-bytes")
-    element_bytes = element_width(dtype, element_bytes)
-    slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
-    if slip:
-        warnings.warn(slip, UserWarning, stacklevel=3)
-
-    if isinstance(array, ArrayConfig):
-        if config is not None:
-            raise InputError("give an ArrayConfig or a .cfg file, not both", field="config")
-        changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
-        if dataflow is not None:
-            changes["dataflow"] = dataflow
-        if element_bytes is not None:
-            changes["element_bytes"] = element_bytes
-        return with_clock(with_memory(replace(array, **changes), bandwidth, sram_kb), clock_ghz)
-    array, config = _cfg_as_config(array, config)
-    built = array_from_options(None if array is None else str(array), config, dataflow,
-                               1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
-    huge = array_size_warning(built.rows, built.cols, array_source(None if array is None else str(array), config))
-    if huge:  # the line the array commands warn on stderr
-        warnings.warn(huge, UserWarning, stacklevel=3)
-    return built
-
-
-def _cfg_as_config(array, config):
-    """(array, config) with a ``.cfg`` path given as ``array`` moved to ``config``, where ``--config`` takes it
-    (the array it describes, and the ``[energy]`` table it names)."""
-    if array is not None and not isinstance(array, ArrayConfig) and str(array).endswith(".cfg") and config is None:
-        return None, array
-    return array, config
-
-
-@speaks_keywords
-def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
+def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int | str = 32,
          mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-         element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
-         sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, energy: bool = False,
+         element_bytes: int | str | None = None, config: str | Path | None = None, bandwidth: int | str | None = None,
+         sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None, energy: bool = False,
          energy_table: str | Path | None = None, geometry: str = "archsim", only: str | Sequence[str] | None = None,
          shapes: str = "auto", unsupported: str = "error", input_shape: str | None = None,
          dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> CostResult:
@@ -146,9 +59,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     import warnings
 
     from archsim.array.costing import cost_frame
-    from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.options import check_bandwidth_engine
-    from archsim.array.sram_sizes import cfg_sram_warning
     from archsim.cost_json import CostResult, cost_document
     from archsim.lowering import check_mode
     from archsim.seconds import add_seconds
@@ -156,18 +67,14 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     check_choice(engine, ENGINES, "engine")
     check_switch(energy, "energy")  # a switch: energy="no" from a user's file is true
     batch = positive_int(batch, "batch")
-    array, config = _cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
+    array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
     chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                           bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
-    notes = [] if config is None else [device_arrays_note(config),
-                                       None if dtype or element_bytes else device_dtype_note(config),
-                                       cfg_sram_warning(config)]
-    for note in notes:  # the notes archsim cost prints on stderr: one of a device's arrays, at int8; SRAM in bytes
-        if note:
-            warnings.warn(note, UserWarning, stacklevel=3)
+    for note in config_notes(config, dtype, element_bytes):  # what archsim cost prints on stderr of its --config
+        warnings.warn(note, UserWarning, stacklevel=3)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
                                    geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,
                                    config=config)
@@ -175,10 +82,10 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
 
 
 @speaks_keywords
-def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int = 32,
+def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int | str = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-            element_bytes: int | None = None, config: str | Path | None = None, bandwidth: int | None = None,
-            sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None, geometry: str = "archsim",
+            element_bytes: int | str | None = None, config: str | Path | None = None, bandwidth: int | str | None = None,
+            sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None, geometry: str = "archsim",
             only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
             input_shape: str | None = None,
             dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> LayerProfile:
@@ -214,7 +121,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
 
 @speaks_keywords
-def pipeline(profile: LayerProfile, *, processors: int | Topology, method: str = "layerpipe", **options) -> Partition:
+def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method: str = "layerpipe", **options) -> Partition:
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
     to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`
@@ -264,8 +171,8 @@ def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
 
 
 @speaks_keywords
-def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int, schedule: str | None = None,
-             max_ops: int | None = None) -> Timeline:
+def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int | str, schedule: str | None = None,
+             max_ops: int | str | None = None) -> Timeline:
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
@@ -344,6 +251,8 @@ def _check_plan_of(plan, profile) -> None:
     raise InputError(f"plan and profile disagree: {why}; pass the profile the plan was made from", field="plan")
 
 
-# the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py, the sweeps' from api_sweep.py
-__all__ = ["ScheduleResult", "array_config", "cost", "load_network", "pipeline", "pipeline_dfg", "profile", "run_sweep",
-           "schedule", "search", "simulate", "train", "train_runs", "write_report"]
+# the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py, the sweeps' from api_sweep.py,
+# gemm, sparse and iteration_energy from api_array.py, plan from api_plan.py, the inputs from api_inputs.py
+__all__ = ["PlanResult", "ScheduleResult", "array_config", "cost", "gemm", "iteration_energy", "load_network",
+           "pipeline", "pipeline_dfg", "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse",
+           "train", "train_runs", "write_report"]

@@ -54,6 +54,18 @@ def positive_int(value: object, field: str, *, low: int = 1, high: int | None = 
         raise InputError(str(exc), field=field) from None
 
 
+def clock_ghz(value: object, field: str = "clock-ghz") -> float:
+    """A keyword that takes ``--clock-ghz``'s value: refused with the flag's line
+    (:func:`archsim.array.options.clock_ghz`'s range), or the clock in GHz (``"1.5"`` read as the flag reads it)."""
+    from archsim.array.options import clock_ghz as checked
+    from archsim.errors import InputError
+
+    try:
+        return checked(value)
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
+
+
 def check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
     """A keyword whose flag takes one of ``choices``: refused as the flag's ``choices`` refuse it."""
     if value not in choices:
@@ -105,7 +117,7 @@ def named(given: str | Path | None, value: object, placeholder: str) -> str:
     return str(value) if isinstance(value, (str, Path)) else placeholder
 
 
-def transformer(model, seq: int | None):
+def transformer(model, seq: int | str | None):
     """A config path or shipped name loaded, or a config as is; ``seq`` overrides its sequence length (``--seq``)."""
     from dataclasses import replace
 

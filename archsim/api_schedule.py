@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_keywords import check_choice, check_path, check_switch, clock_ghz, positive_int, speaks_keywords
 from archsim.validate import flag_text
 
 if TYPE_CHECKING:
@@ -49,21 +49,21 @@ class ScheduleResult:
 
 
 @speaks_keywords
-def schedule(network=None, *, policy: str | None = None, processors: int | None = None,
-             microbatches: int | None = None, unit_costs: bool = False, flush: bool | None = None,
-             group: int | None = None, streams: str | None = None, region_size: int | None = None,
-             chunks: int | None = None, reverse_k: int | str | None = None, sync: str | None = None,
-             comm_units: float | None = None, array=None, config: str | Path | None = None,
-             dataflow: str | None = None, dtype: str | None = None, element_bytes: int | None = None,
-             engine: str | None = None, dram_bandwidth: int | None = None,
-             sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | None = None,
-             batch: int | None = None, mode: str | None = None, only: str | Sequence[str] | None = None,
+def schedule(network=None, *, policy: str | None = None, processors: int | str | None = None,
+             microbatches: int | str | None = None, unit_costs: bool = False, flush: bool | None = None,
+             group: int | str | None = None, streams: str | None = None, region_size: int | str | None = None,
+             chunks: int | str | None = None, reverse_k: int | str | None = None, sync: str | None = None,
+             comm_units: float | str | None = None, array=None, config: str | Path | None = None,
+             dataflow: str | None = None, dtype: str | None = None, element_bytes: int | str | None = None,
+             engine: str | None = None, dram_bandwidth: int | str | None = None,
+             sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None,
+             batch: int | str | None = None, mode: str | None = None, only: str | Sequence[str] | None = None,
              shapes: str | None = None, unsupported: str | None = None, input_shape: str | None = None,
-             dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None, max_ops: int | None = None,
-             stages: int | None = None, stage_times: str | Sequence[float] | None = None, comm: float | None = None,
+             dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None, max_ops: int | str | None = None,
+             stages: int | str | None = None, stage_times: str | Sequence[float] | None = None, comm: float | str | None = None,
              stage_memory: str | Sequence[float] | None = None, stage_profile: str | Path | None = None,
-             link_bandwidth: float | None = None, torch_schedule: str | None = None,
-             schedule_csv_in: str | Path | None = None, max_orders: int | None = None,
+             link_bandwidth: float | str | None = None, torch_schedule: str | None = None,
+             schedule_csv_in: str | Path | None = None, max_orders: int | str | None = None,
              torch_steps: bool = False) -> ScheduleResult:
     """``archsim schedule`` as a function: every policy (the out-of-order backprop pipelines ``mp``, ``gpipe``,
     ``ooo-pipe1``, ``ooo-pipe2``; data parallel ``dp-*``; the published zero-bubble orders ``1f1b``, ``zb-h1``, …,
@@ -135,9 +135,7 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
         if settings[name] is not None:
             settings[name] = _number(settings[name], name, lambda v, low=low, open_low=open_low, what=what, high=high:
                                      parse_float(v, low=low, high=high, low_open=open_low, what=what))
-    if settings["clock_ghz"] is not None:
-        from archsim.array.options import clock_ghz
-
+    if settings["clock_ghz"] is not None:  # --clock-ghz's line, an InputError (was a bare ValueError)
         settings["clock_ghz"] = clock_ghz(settings["clock_ghz"])
     for name in ("stage_times", "stage_memory"):  # "F,B,W" as the flag takes it, or the numbers themselves
         value = settings[name]

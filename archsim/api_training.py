@@ -31,12 +31,12 @@ if TYPE_CHECKING:  # the result types load with the jobs that return them
 
 
 @speaks_keywords
-def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: int = 1, micro_batch: int = 1,
-          seq: int | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int = 1,
+def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int | str = 1, dp: int | str = 1, micro_batch: int | str = 1,
+          seq: int | str | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int | str = 1,
           schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str = "flash",
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
-          max_ops: int | None = None, distributed_optimizer: bool = False,
+          max_ops: int | str | None = None, distributed_optimizer: bool = False,
           fsdp: bool = False) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
@@ -83,6 +83,7 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
     tp, pp, dp, global_batch, micro_batch, interleave = (
         positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
                                                      (micro_batch, "micro-batch"), (interleave, "interleave")))
+    seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in stage_layers]
@@ -112,9 +113,9 @@ def train(model, *, cluster, global_batch: int, tp: int = 1, pp: int = 1, dp: in
 
 
 @speaks_keywords
-def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, attention: str = "flash",
+def train_runs(model, *, runs: str | Path, cluster, seq: int | str | None = None, attention: str = "flash",
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
-               dtype: str | None = None, max_ops: int | None = None) -> list[dict]:
+               dtype: str | None = None, max_ops: int | str | None = None) -> list[dict]:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: one dict a
     row, in the file's order (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
@@ -148,6 +149,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
     check_path(runs, "runs", "a runs CSV path")
+    seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
@@ -167,12 +169,12 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | None = None, atte
 
 
 @speaks_keywords
-def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | None = None, seq: int | None = None,
-           objective: str = "time", balance: str = "even", placement: str = "file", top: int = 10,
+def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequence[int | str] | None = None, seq: int | str | None = None,
+           objective: str = "time", balance: str = "even", placement: str = "file", top: int | str = 10,
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
-           chunks: int | Sequence[int] | None = None, max_micro_batch: int = 8, sequence_parallel: str = "both",
-           refine: int | None = None, attention: str = "flash", dp_overlap: str = "none",
-           max_ops: int | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
+           chunks: int | str | Sequence[int | str] | None = None, max_micro_batch: int | str = 8, sequence_parallel: str = "both",
+           refine: int | str | None = None, attention: str = "flash", dp_overlap: str = "none",
+           max_ops: int | str | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
            fsdp: bool = False) -> SearchResult:
@@ -235,6 +237,7 @@ def search(model, *, cluster, global_batch: int, gpus: int | Sequence[int] | Non
         raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
                          field="grad-accumulation")
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
+    seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")

@@ -7,17 +7,15 @@ energies pJ, seconds where the array has a clock. No pandas here: the CLI prints
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig
+from archsim.table_result import TableResult
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
-    import pandas as pd  # annotations only: the CLI's path never loads it
 
     from archsim.lowering import Mode
 
@@ -79,42 +77,13 @@ def total_row(rows: list[dict]) -> dict:
 
 
 @dataclass(frozen=True, eq=False)
-class CostResult:
+class CostResult(TableResult):
     """What :func:`archsim.cost` returns: ``table``, the per-layer DataFrame (``archsim cost``'s rows less
-    TOTAL), and ``to_dict()``, the document ``archsim cost --format json`` prints. The table's columns,
+    TOTAL), and ``to_dict()``, the document ``archsim cost --format json`` prints (``meta``: what was
+    costed, ``dtype`` and ``element_bytes`` among it; ``rows``: every layer, then TOTAL). The table's columns,
     indexing and methods answer on the result too (``result["F_cycles"]``, ``result.F_cycles.sum()``,
     ``len(result)``, ``result.equals(other)``), so code written for the DataFrame ``cost`` used to return
     keeps working; pass ``result.table`` where a real DataFrame is needed (``pd.concat``)."""
-
-    table: pd.DataFrame
-    document: dict = field(repr=False)
-
-    def to_dict(self) -> dict:
-        """The JSON document ``archsim cost --format json`` prints for the same keywords (``meta``: what was
-        costed, ``dtype`` and ``element_bytes`` among it; ``rows``: every layer, then TOTAL); a copy,
-        NaN as NaN (the CLI writes null)."""
-        return copy.deepcopy(self.document)
-
-    def equals(self, other: object) -> bool:
-        """:meth:`pandas.DataFrame.equals` on the tables (``other`` a result or a DataFrame)."""
-        return bool(self.table.equals(other.table if isinstance(other, CostResult) else other))
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("table", "document"):  # unpickling asks before the fields exist
-            raise AttributeError(name)
-        return getattr(self.table, name)
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.table[key]
-
-    def __len__(self) -> int:
-        return len(self.table)
-
-    def __iter__(self) -> Iterator:
-        return iter(self.table)
-
-    def __repr__(self) -> str:
-        return repr(self.table)
 
 
 __all__ = ["CostResult", "cost_document", "total_row"]

@@ -1,5 +1,6 @@
-"""The Python API takes what the CLI takes (docs/api.md): every option of ``archsim cost``, ``train`` and
-``search`` is a keyword of ``archsim.cost``, ``archsim.train`` and ``archsim.search`` of the same name, or
+"""The Python API takes what the CLI takes (docs/api.md): every option of ``archsim cost``, ``gemm``, ``sparse``,
+``plan``, ``energy``, ``train`` and ``search`` is a keyword of the ``archsim`` function of the same name
+(``archsim.iteration_energy`` for ``energy``: ``archsim.energy`` is the energy package), or
 is listed below as the command's alone, with the reason. The parser is read afresh, so a flag added
 without its keyword fails here. Each keyword the API gained is then run both ways on the same input, the
 CLI's printed numbers (``--format csv`` / ``json``, full precision) the reference: tests/test_api_parity_cost.py
@@ -18,7 +19,8 @@ from test_docs import ROOT
 import archsim
 from archsim import cli
 
-API = {"cost": archsim.cost, "train": archsim.train, "search": archsim.search}
+API = {"cost": archsim.cost, "train": archsim.train, "search": archsim.search, "gemm": archsim.gemm,
+       "sparse": archsim.sparse, "plan": archsim.plan, "energy": archsim.iteration_energy}
 
 # Options that change what the command prints or writes, never a number the function returns: the
 # function hands back the object itself (a DataFrame, a TrainResult with its .timeline, a SearchResult).
@@ -37,7 +39,8 @@ OTHER_JOBS = {
     "runs": "every row of a runs file, one row each: archsim.train_runs",
     "sweep": "a grid of iterations, one row per point: archsim.training.sweep.sweep",
 }
-EXCLUDED = {"cost": CLI_ONLY, "train": {**CLI_ONLY, **OTHER_JOBS}, "search": CLI_ONLY}
+EXCLUDED = {"cost": CLI_ONLY, "train": {**CLI_ONLY, **OTHER_JOBS}, "search": CLI_ONLY, "gemm": CLI_ONLY,
+            "sparse": CLI_ONLY, "plan": CLI_ONLY, "energy": CLI_ONLY}
 
 
 def parser_of(command: str) -> argparse.ArgumentParser:
@@ -89,3 +92,7 @@ def test_api_examples_show_the_new_keywords():
     assert any("archsim.cost(" in b and "clock_ghz=" in b and "sram_kb=" in b for b in blocks)
     assert any("archsim.train(" in b and "balance=" in b for b in blocks)
     assert any("archsim.search(" in b and "dtype=" in b for b in blocks)
+    assert any("archsim.gemm(" in b and "min_bandwidth=" in b and "archsim.sparse(" in b and "processors=" in b
+               for b in blocks)
+    assert any("archsim.plan(" in b and "method=" in b and "baselines=" in b for b in blocks)
+    assert any("archsim.iteration_energy(" in b and "microbatches=" in b for b in blocks)

@@ -4,7 +4,6 @@ writes per operand, DRAM, vector unit, leakage) and op kind, plus the array's ar
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from archsim.array.config import ArrayConfig
 from archsim.commands import Command
@@ -19,8 +18,6 @@ from archsim.commands.common import (
     emit,
     network_from_args,
     positive_int,
-    warn_array_size,
-    width_meta,
     with_clock,
     with_memory_args,
 )
@@ -34,34 +31,16 @@ def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
                              "configs/energy/)")
 
 
-def energies_from_args(array: ArrayConfig, args: argparse.Namespace):
-    """(table, per-event energies) for ``array`` (:func:`archsim.energy.table.energies_for`)."""
-    from archsim.energy.table import energies_for
-
-    return energies_for(array, args.energy_table, getattr(args, "config", None))
-
-
 def energy_array(args: argparse.Namespace) -> ArrayConfig:
     """The array energy prices: a ``.cfg``'s or the flags' (:func:`~archsim.commands.common.costed_array`), or a
-    device TOML's one array kind as train's energy model reads it
-    (:func:`~archsim.training.energy.device_file_array`), reshaped, sized and clocked by the same flags, with the
-    notes a ``.cfg`` device file gets and the warnings train gives the file, said after the run."""
-    if not (args.config and Path(args.config).suffix.lower() == ".toml"):
-        return costed_array(args)
-    from archsim.array.device_sections import device_arrays_note, device_dtype_note
-    from archsim.array.options import element_width, reshaped
-    from archsim.devices.device_file import implausible_figures
-    from archsim.training.energy import device_file_array
+    device TOML's one array kind (:func:`archsim.energy_run.device_toml_array`), sized and clocked by the same
+    flags."""
+    from archsim.array.options import element_width
+    from archsim.energy_run import device_toml_array, is_device_toml
 
-    width = element_width(args.dtype, args.element_bytes)
-    device, found = device_file_array(args.config, 1 if width is None else width)
-    array = reshaped(found, args.array, args.dataflow)
-    warn_array_size(array.rows, array.cols, args.array, args.config)
-    for text in (device_arrays_note(args.config), None if width is not None else device_dtype_note(args.config)):
-        if text:
-            say_after_run("note", text)
-    for line in implausible_figures(device):
-        say_after_run("warning", line)
+    if not is_device_toml(args.config):
+        return costed_array(args)
+    array = device_toml_array(args.config, args.array, args.dataflow, element_width(args.dtype, args.element_bytes))
     return with_clock(with_memory_args(array, args), args)
 
 
@@ -79,36 +58,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.array.options import memory_meta
-    from archsim.energy import array_area
-    from archsim.energy.model import iteration_energy_rows
+    from archsim.energy_run import energy_document
     from archsim.outputs import render
     from archsim.rows import Rows
 
     network = network_from_args(args)
     array = energy_array(args)
-    table, energies = energies_from_args(array, args)
-    rows = iteration_energy_rows(network, array, args.batch, args.mode, args.engine, energies, args.microbatches)
-    meta: dict[str, object] = {
-        "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
-        "batch": args.batch, "microbatches": args.microbatches, "mode": args.mode, "engine": args.engine,
-        **width_meta(args, array), "energy_table": table.name,
-        "dram_counts": "cycle engine" if args.engine == "cycle" else "compulsory (each operand once per GEMM)",
-        **memory_meta(array), **array_area(array, table).as_dict(),
-    }
-    if array.clock_hz is not None:
-        meta["clock_ghz"] = array.clock_hz / 1e9
-        total = rows[-1]  # the TOTAL row
-        seconds = float(total["cycles"]) / array.clock_hz
-        meta["iteration_seconds"] = seconds
-        meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
+    rows, meta, static = energy_document(network, array, batch=args.batch, microbatches=args.microbatches,
+                                         mode=args.mode, engine=args.engine, dtype=args.dtype,
+                                         energy_table=args.energy_table, config=args.config)
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
-    if args.config:
-        from archsim.array.device_sections import device_static_note
-
-        static = device_static_note(args.config)  # a chip's static power is train's and search's, unread here
-        if static:
-            say_after_run("note", static)
+    if static:  # a chip's static power is train's and search's, unread here
+        say_after_run("note", static)
     return 0
 
 

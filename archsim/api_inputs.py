@@ -1,0 +1,127 @@
+"""The face's inputs, shared by its jobs: ``archsim.load_network`` and ``archsim.array_config``, a network and an
+array built from names, paths or objects as the network and array flags build them (re-exported by
+:mod:`archsim.api`; :func:`archsim.cost`, :func:`archsim.profile` and :func:`archsim.plan` load through them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from archsim.api_keywords import check_choice, check_path, positive_int, speaks_keywords
+from archsim.api_keywords import clock_ghz as checked_clock_ghz
+from archsim.array.config import ArrayConfig
+from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
+from archsim.errors import InputError
+from archsim.workload.layer import Network
+
+
+@speaks_keywords
+def load_network(source: str | Path | Network, *, only: str | Sequence[str] | None = None,
+                 geometry: str = "archsim", shapes: str = "auto", unsupported: str = "error",
+                 input_shape: str | None = None,
+                 dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> Network:
+    """A network from a shipped name (``"vgg16"``), a topology CSV, ONNX, transformer config or PyTorch
+    file path, or a :class:`Network` as is; the other names are the network flags': ``only`` keeps those
+    layer kinds (``"conv,fc"`` or ``["conv"]``); ``geometry="scalesim"`` sizes outputs as SCALE-Sim;
+    ``shapes``, ``unsupported``, ``input_shape`` and ``dim`` (``{"seq": 128}``) as ``--shapes``, ``--unsupported``,
+    ``--input-shape`` and ``--dim``."""
+    from archsim.workload import load_network as _load
+    from archsim.workload.shipped import dims_of
+
+    if not isinstance(source, Network):
+        check_path(source, "network", "a network name or path, or a Network")
+    check_choice(shapes, SHAPE_CHECKS, "shapes")
+    check_choice(unsupported, UNSUPPORTED, "unsupported")
+    check_choice(geometry, GEOMETRIES, "geometry")
+    network = source if isinstance(source, Network) else _load(
+        source, geometry=geometry, unsupported=unsupported, dims=dims_of(dim or {}), shapes=shapes,
+        input_shape=input_shape)
+    parts = only.split(",") if isinstance(only, str) else list(only) if isinstance(only, Sequence) else \
+        [] if only is None else [only]
+    if not all(isinstance(kind, str) for kind in parts):  # only=5: a value --only could not have given
+        raise InputError(f"expected layer kinds such as 'conv,fc' or ['conv'], got {only!r}", field="only")
+    kinds = [kind.strip() for kind in parts if kind.strip()]
+    return network.only(*kinds) if kinds else network
+
+
+@speaks_keywords
+def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
+                 dataflow: str | None = None, dtype: str | None = None, element_bytes: int | str | None = None,
+                 bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
+                 clock_ghz: float | str | None = None) -> ArrayConfig:
+    """An :class:`ArrayConfig` as the array flags build it (:func:`archsim.array.options.array_from_options`):
+    ``array`` ``"ROWSxCOLS"`` (default 32x32, or ``config``'s shape), a SCALE-Sim ``.cfg`` path (as
+    ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``dtype`` (int8, fp16, bf16, fp32)
+    or ``element_bytes`` (default 1, or an ``ArrayConfig``'s own; both given must agree), ``bandwidth`` (DRAM
+    words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as ``--config``,
+    ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``;
+    ``sram_kb`` sizes that look like bytes warn (UserWarning) as ``--sram-kb``'s do on stderr."""
+    import warnings
+    from dataclasses import replace
+
+    from archsim.array.options import (
+        array_from_options,
+        array_size_warning,
+        array_source,
+        element_width,
+        sram_kb_warning,
+        with_clock,
+        with_memory,
+    )
+    from archsim.choices.devices import ARRAY_DTYPES
+
+    if dtype is not None:
+        check_choice(dtype, ARRAY_DTYPES, "dtype")
+    if element_bytes is not None:  # as --element-bytes reads it, named so (ArrayConfig's own check says 'element_bytes')
+        element_bytes = positive_int(element_bytes, "element-bytes")
+    element_bytes = element_width(dtype, element_bytes)
+    if bandwidth is not None:  # "4" as --bandwidth reads it (with_memory's own check, the same line)
+        bandwidth = positive_int(bandwidth, "bandwidth")
+    if clock_ghz is not None:  # "1.5" as --clock-ghz reads it, refused with its line
+        clock_ghz = checked_clock_ghz(clock_ghz)
+    slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
+    if slip:
+        warnings.warn(slip, UserWarning, stacklevel=3)
+
+    if isinstance(array, ArrayConfig):
+        if config is not None:
+            raise InputError("give an ArrayConfig or a .cfg file, not both", field="config")
+        changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
+        if dataflow is not None:
+            changes["dataflow"] = dataflow
+        if element_bytes is not None:
+            changes["element_bytes"] = element_bytes
+        return with_clock(with_memory(replace(array, **changes), bandwidth, sram_kb), clock_ghz)
+    array, config = cfg_as_config(array, config)
+    built = array_from_options(None if array is None else str(array), config, dataflow,
+                               1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
+    huge = array_size_warning(built.rows, built.cols, array_source(None if array is None else str(array), config))
+    if huge:  # the line the array commands warn on stderr
+        warnings.warn(huge, UserWarning, stacklevel=3)
+    return built
+
+
+def cfg_as_config(array, config):
+    """(array, config) with a ``.cfg`` path given as ``array`` moved to ``config``, where ``--config`` takes it
+    (the array it describes, and the ``[energy]`` table it names)."""
+    if array is not None and not isinstance(array, ArrayConfig) and str(array).endswith(".cfg") and config is None:
+        return None, array
+    return array, config
+
+
+def config_notes(config: str | Path | None, dtype: str | None, element_bytes: object) -> list[str]:
+    """What an array command says on stderr of its ``--config`` .cfg: a device file of several arrays costs one; one
+    priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes."""
+    from archsim.array.device_sections import device_arrays_note, device_dtype_note
+    from archsim.array.sram_sizes import cfg_sram_warning
+
+    if config is None:
+        return []
+    notes = [device_arrays_note(config), None if dtype or element_bytes else device_dtype_note(config),
+             cfg_sram_warning(config)]
+    return [note for note in notes if note]
+
+
+__all__ = ["array_config", "cfg_as_config", "config_notes", "load_network"]

@@ -1,0 +1,126 @@
+"""The face's cluster-planning job: ``archsim.plan``, ``archsim plan``'s flags as keywords of the same names, run by
+the command's own :func:`archsim.plan_run.run_plan`; nothing here computes a number of its own. Seconds throughout.
+Re-exported by :mod:`archsim.api`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+from archsim.api_inputs import array_config, load_network
+from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_keywords import clock_ghz as checked_clock_ghz
+from archsim.table_result import TableResult
+
+if TYPE_CHECKING:
+    from archsim.array.config import ArrayConfig
+    from archsim.sim.timeline import Timeline
+
+
+@dataclass(frozen=True, eq=False)
+class PlanResult(TableResult):
+    """What :func:`archsim.plan` returns: ``table``, the rows ``archsim plan`` prints (SPP's stages; PipeDream's
+    stages; a baseline's one row of makespans), ``meta`` and ``to_dict()``, its ``--format json`` document
+    (``makespan_seconds``, ``baselines_seconds``, …), and ``timeline``: SPP's simulated iteration (the one
+    ``--gantt`` draws; None for PipeDream's plan and a baseline, which the command times without one)."""
+
+    timeline: Timeline | None = field(default=None, repr=False)
+
+
+def _warn(kind: str, text: str) -> None:
+    """A note or warning the command prints on stderr, as a UserWarning at the caller's line."""
+    if text:
+        warnings.warn(text, UserWarning, stacklevel=6)
+
+
+@speaks_keywords
+def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, method: str = "spp",
+         baselines: str = "archsim", seed: int | str | None = None, links: str = "paper",
+         max_stages: int | str | None = None, activation_compression_ratio: float | str | None = None,
+         memory_constraint: bool = False, straight_pipeline: bool = False, use_fewer_machines: bool = False,
+         array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
+         dtype: str | None = None, element_bytes: int | str | None = None, micro_batch: int | str | None = None,
+         batch: int | str | None = None, mode: str | None = None, clock_ghz: float | str | None = None,
+         only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
+         input_shape: str | None = None, dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None,
+         max_ops: int | str | None = None, max_search_steps: int | str | None = None) -> PlanResult:
+    """Plan ``network`` (a network name or path, as :func:`load_network`, or a PipeDream ``graph.txt`` of measured
+    layers) over ``cluster`` (a cluster TOML) for ``microbatches`` micro-batches, as ``archsim plan`` does, with its
+    flags' names and defaults: ``method`` spp (default), pipedream (PipeDream's optimizer, with
+    ``activation_compression_ratio``, ``memory_constraint``, ``straight_pipeline`` and ``use_fewer_machines``) or a
+    baseline (dp, gpipe, pipedream-prm, hetpipe); ``baselines`` archsim, paper or none; ``links`` paper or exact;
+    the layers priced on the servers' device where they name one, else on an array (the array keywords as
+    :func:`array_config`, at ``clock_ghz``, default 1) at ``micro_batch`` samples (or ``batch`` split over
+    ``microbatches``) in ``mode``; ``max_ops`` and ``max_search_steps`` as their flags (None: their defaults).
+    Returns a :class:`PlanResult` (``.table``, ``.meta``, ``to_dict()``: the command's JSON; ``.timeline``). The
+    notes and warnings the command prints on stderr (the cluster file's, the servers' devices set aside) warn
+    (UserWarning)."""
+    from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.modes import MODES
+    from archsim.plan_run import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, run_plan
+    from archsim.spp import SEARCH_STEP_LIMIT
+    from archsim.validate import DEFAULT_MAX_OPS, SEED_MAX, parse_float
+
+    check_path(network, "network", "a network name or path")
+    check_path(cluster, "cluster", "a cluster TOML path")
+    microbatches = positive_int(microbatches, "microbatches")
+    check_choice(method, METHODS, "method")
+    check_choice(baselines, (*BASELINE_CONFIGS, NO_BASELINES), "baselines")
+    seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX)
+    check_choice(links, LINK_MODELS, "links")
+    max_stages = None if max_stages is None else positive_int(max_stages, "max-stages")
+    if activation_compression_ratio is not None:
+        try:
+            activation_compression_ratio = parse_float(activation_compression_ratio, low=1e-6, high=1e6,
+                                                       what="a compression ratio")
+        except ValueError as exc:
+            from archsim.errors import InputError
+
+            raise InputError(str(exc), field="activation-compression-ratio") from None
+    for value, name in ((memory_constraint, "memory_constraint"), (straight_pipeline, "straight_pipeline"),
+                        (use_fewer_machines, "use_fewer_machines")):
+        check_switch(value, name)
+    if dataflow is not None:
+        check_choice(dataflow, ("ws", "os", "is"), "dataflow")
+    if dtype is not None:
+        check_choice(dtype, ARRAY_DTYPES, "dtype")
+    if config is not None:
+        check_path(config, "config", "a SCALE-Sim .cfg path")
+    element_bytes, micro_batch, batch = (None if value is None else positive_int(value, name) for value, name in (
+        (element_bytes, "element-bytes"), (micro_batch, "micro-batch"), (batch, "batch")))
+    if mode is not None:
+        check_choice(mode, MODES, "mode")
+    clock_ghz = None if clock_ghz is None else checked_clock_ghz(clock_ghz)
+    limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
+    steps = SEARCH_STEP_LIMIT if max_search_steps is None else positive_int(max_search_steps, "max-search-steps",
+                                                                            high=10**15)
+    settings = SimpleNamespace(
+        network=str(network), cluster=str(cluster), microbatches=microbatches, method=method, baselines=baselines,
+        seed=seed, links=links, max_stages=max_stages, activation_compression_ratio=activation_compression_ratio,
+        memory_constraint=memory_constraint, straight_pipeline=straight_pipeline,
+        use_fewer_machines=use_fewer_machines, array=array, dataflow=dataflow,
+        config=None if config is None else str(config), dtype=dtype, element_bytes=element_bytes,
+        micro_batch=micro_batch, batch=batch, mode=mode, clock_ghz=clock_ghz, only=only,
+        input_shape=input_shape, dim=dim, max_ops=limit, max_search_steps=steps)
+
+    def loader(args: SimpleNamespace):
+        return load_network(args.network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
+                            dim=dim)
+
+    def array_of(args: SimpleNamespace) -> ArrayConfig:
+        return array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
+
+    done = run_plan(settings, loader=loader, array_of=array_of, speak=_warn)
+    for line in (*done.warnings, *done.notes):  # the cluster file's lines, said after the run as the command's
+        _warn("note", line)
+    from archsim.rows import Rows
+
+    return PlanResult(Rows.of(done.rows).frame(), {"meta": done.meta, "rows": done.rows}, done.timeline)
+
+
+__all__ = ["PlanResult", "plan"]

@@ -1,0 +1,231 @@
+"""``archsim gemm``'s run, once for the command and :func:`archsim.gemm`: SCALE-Sim-exact cost of one GEMM
+out[M×N] = A[M×K]·B[K×N], or of every row of a shapes CSV (with the ``cycle`` engine: also its stall cycles and
+DRAM words under SCALE-Sim's USER-bandwidth model). :func:`run_gemm` takes the flags' values as keywords of the
+same names, refuses what the command refuses with the same lines, and returns the rows and meta it prints.
+Cycles are array clock cycles, SRAM and DRAM counts words, seconds beside cycles at a clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.options import memory_meta, with_memory
+from archsim.console import say, say_after_run, setting
+from archsim.errors import InputError
+from archsim.validate import csv_rows, parse_int, read_text
+
+if TYPE_CHECKING:
+    import pandas as pd  # annotations only: loaded where used
+
+    from archsim.array.analytic import OfmapCount
+    from archsim.array.layout import GemmLayout
+    from archsim.rows import Rows
+
+SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")
+RESULT_COLUMNS = ("cycles", "folds", "mapping_efficiency", "utilization", "compute_utilization",
+                  "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes")
+# the cycle engine: cycles with stalls, and DRAM words (CycleResult fields)
+CYCLE_COLUMNS = ("stall_cycles", "total_cycles", "ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes")
+OFMAP_COUNTS = ("scalesim", "true")
+BANK_RULES = ("set", "line")
+
+Speak = Callable[[str, str], None]  # (kind: note or warning, text)
+
+
+@dataclass(frozen=True)
+class GemmRun:
+    """One run's printed table (``Rows`` where one GEMM needs no pandas, else a DataFrame) and its meta."""
+
+    table: Rows | pd.DataFrame
+    meta: dict
+
+
+def read_shapes(path: str | Path) -> pd.DataFrame:
+    """Read and validate a shapes CSV; errors name the file, line and column."""
+    import pandas as pd
+
+    path = str(path)
+    text = read_text(path, "shapes file", encoding="utf-8-sig")
+    rows = [(n, r) for n, r in csv_rows(text.splitlines(), path) if any(c.strip() for c in r)]
+    if not rows:
+        raise InputError("empty shapes file", file=path)
+    header = [c.strip().lower() for c in rows[0][1] if c.strip()]
+    missing = [c for c in SHAPE_COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"missing column(s) {', '.join(missing)}", file=path, line=rows[0][0], field=missing[0], missing=True)
+    index = {c: header.index(c) for c in SHAPE_COLUMNS}
+    records = []
+    for line, row in rows[1:]:
+        record: dict[str, object] = {}
+        for column in SHAPE_COLUMNS:
+            position = index[column]
+            raw = row[position].strip() if position < len(row) else ""
+            if column == "dataflow":
+                if raw.lower() not in ("ws", "os", "is"):
+                    raise InputError(f"unknown dataflow {raw!r}; choose ws, os or is", file=path, line=line,
+                                     field=column)
+                record[column] = raw.lower()
+                continue
+            try:
+                record[column] = parse_int(raw, what="a positive integer")
+            except ValueError as exc:
+                raise InputError(str(exc), file=path, line=line, field=column) from None
+        records.append(record)
+    if not records:
+        raise InputError("no shape rows after the header", file=path)
+    return pd.DataFrame.from_records(records, columns=list(SHAPE_COLUMNS))
+
+
+def cost_shapes(shapes: pd.DataFrame, ofmap_count: OfmapCount = "scalesim") -> pd.DataFrame:
+    """The shapes frame plus one column per cost figure, all in one vectorized call."""
+    import numpy as np
+
+    from archsim.array.analytic import dataflow_codes, gemm_cost
+
+    m, k, n, rows, cols = (shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols"))
+    cost = gemm_cost(m, k, n, rows, cols, dataflow_codes(shapes["dataflow"].to_numpy()), ofmap_count=ofmap_count)
+    out = shapes.copy()
+    for column in RESULT_COLUMNS:
+        out[column] = getattr(cost, column)
+    return out
+
+
+def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool = False,
+                  layout: GemmLayout | None = None) -> pd.DataFrame:
+    """The cycle engine's figures for every shape row, on ``memory``'s SRAMs and bandwidth (and
+    custom ``layout``, when given)."""
+    import pandas as pd
+
+    from archsim.array.cycle import (  # numba: the cycle engine only
+        minimum_bandwidth,
+        simulate_cached,
+        simulate_gemm,
+        sram_words,
+    )
+
+    out: dict[str, list[object]] = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
+    for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
+        array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))
+        if layout is None:
+            result = simulate_cached(int(m), int(k), int(n), array)
+        else:
+            result = simulate_gemm(int(m), int(k), int(n), array.rows, array.cols, array.dataflow,
+                                   sram_words=sram_words(array), bandwidth=array.dram_bandwidths, layout=layout)
+        for column in CYCLE_COLUMNS:
+            out[column].append(result.cycles if column == "total_cycles" else getattr(result, column))
+        if min_bandwidth:
+            found = minimum_bandwidth(int(m), int(k), int(n), int(rows), int(cols), str(dataflow),
+                                      sram_words=sram_words(array))
+            out["min_bandwidth"].append("none" if found is None else found)
+    return pd.DataFrame(out, index=shapes.index)
+
+
+def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None, array: str | None = None,
+             dataflow: str | None = None, config: str | Path | None = None, shapes: str | Path | None = None,
+             ofmap_count: OfmapCount = "scalesim", engine: str = "analytic", dram_bandwidth: int | None = None,
+             sram_kb: str | int | Sequence[int] | None = None, layout: str | Path | None = None, bank_rule: str = "set",
+             min_bandwidth: bool = False, clock_ghz: float | None = None, bandwidth_flag: str = "--bandwidth",
+             speak: Speak = say, speak_after: Speak = say_after_run) -> GemmRun:
+    """One ``archsim gemm`` run: each keyword its flag's value, already of the flag's type (``dram_bandwidth``:
+    ``--bandwidth``, named ``bandwidth_flag``). ``speak(kind, text)``: a warning said as it arises (default:
+    stderr); ``speak_after``: a note or warning said once the run has succeeded (default: stderr after the run)."""
+    from archsim.array.device_sections import device_arrays_note
+    from archsim.array.options import (
+        array_size_warning,
+        array_source,
+        check_bandwidth_engine,
+        sram_kb_warning,
+        sram_unused_warning,
+    )
+    from archsim.array.sram_sizes import cfg_sram_warning
+
+    check_bandwidth_engine(dram_bandwidth, engine, bandwidth_flag)  # the analytic path never reads the memory flags
+    config = None if config is None else str(config)
+    chosen = None
+    if layout is not None:
+        if not config or engine != "cycle" or min_bandwidth or dram_bandwidth is not None:
+            raise InputError(f"{setting('layout')} needs {setting('config')} (its [layout] section) and "
+                             f"{setting('engine', 'cycle')}, without {setting(bandwidth_flag.lstrip('-'))} or "
+                             f"{setting('min-bandwidth')} (the layout fixes the read bandwidths)", field="layout")
+        from archsim.array.layout import layout_from_cfg
+
+        base = read_scalesim_cfg(config, layouts=True)
+        chosen = layout_from_cfg(config, layout, bank_rule)
+    else:
+        base = read_scalesim_cfg(config) if config else ArrayConfig()
+    if config:  # a device file's arrays, and SRAMs that look like bytes, said once the run has succeeded
+        for kind, text in (("note", device_arrays_note(config)), ("warning", cfg_sram_warning(config))):
+            if text:
+                speak_after(kind, text)
+    if clock_ghz is not None:
+        base = replace(base, clock_hz=clock_ghz * 1e9)
+    if sram_kb is not None and engine != "cycle":
+        with_memory(base, sram_kb=sram_kb)  # a malformed size is refused as under the cycle engine
+        unused = sram_unused_warning(sram_kb, engine, "gemm's analytic cycles and SRAM reads")
+        if unused:
+            speak("warning", unused)
+    if shapes:
+        if any(v is not None for v in (m, k, n)):
+            raise InputError(f"give either {setting('shapes')} or {setting('m')}/{setting('k')}/{setting('n')}, "
+                             "not both", field="shapes")
+        ignored = [name for name, value in (("array", array), ("dataflow", dataflow)) if value]
+        if ignored:  # each row names its own array and dataflow
+            raise InputError(f"{setting(ignored[0])} does not apply to {setting('shapes')}: each row gives its rows, "
+                             "cols and dataflow", field="shapes")
+        frame = read_shapes(shapes)
+    else:
+        missing = [x for x, value in (("m", m), ("k", k), ("n", n)) if value is None]
+        if missing:
+            raise InputError(f"missing {', '.join(setting(x) for x in missing)} (or give {setting('shapes', placeholder='FILE.csv')})",
+                             field=missing[0], missing=True)
+        rows, cols = parse_array_shape(array) if array else (base.rows, base.cols)
+        huge = array_size_warning(rows, cols, array_source(array, config))
+        if huge:
+            speak_after("warning", huge)
+        shape = {"m": m, "k": k, "n": n, "rows": rows, "cols": cols, "dataflow": dataflow or base.dataflow}
+        if engine == "analytic" and base.clock_hz is None:  # one row, no frame: pandas stays unloaded
+            return _one_gemm(shape, ofmap_count, engine, min_bandwidth)
+    import pandas as pd
+
+    from archsim.seconds import add_seconds
+
+    if not shapes:
+        frame = pd.DataFrame([shape], columns=list(SHAPE_COLUMNS))
+    if min_bandwidth and engine != "cycle":
+        raise InputError(f"{setting('min-bandwidth')} needs {setting('engine', 'cycle')}", field="min-bandwidth")
+    result = cost_shapes(frame, ofmap_count)
+    meta: dict[str, object] = {"ofmap_count": ofmap_count, "engine": engine}
+    if engine == "cycle":
+        memory = with_memory(base, dram_bandwidth, sram_kb)
+        slip = sram_kb_warning(sram_kb)
+        if slip:
+            speak("warning", slip)
+        result = pd.concat([result, cycle_columns(frame, memory, min_bandwidth, chosen)], axis=1)
+        meta.update(memory_meta(memory))
+        if chosen is not None:
+            meta.update(layout=chosen.row.name, bank_rule=chosen.rule)
+    if base.clock_hz is not None:
+        meta["clock_ghz"] = base.clock_hz / 1e9
+    return GemmRun(add_seconds(result, base.clock_hz), meta)
+
+
+def _one_gemm(shape: dict, ofmap_count: OfmapCount, engine: str, min_bandwidth: bool) -> GemmRun:
+    """One GEMM on the analytic engine without a clock, as rows (pandas stays unloaded)."""
+    import numpy as np
+
+    from archsim.array.analytic import dataflow_codes, gemm_cost
+    from archsim.rows import Rows
+
+    if min_bandwidth:
+        raise InputError(f"{setting('min-bandwidth')} needs {setting('engine', 'cycle')}", field="min-bandwidth")
+    one = [np.array([shape[c]], dtype=np.int64) for c in SHAPE_COLUMNS[:5]]
+    cost = gemm_cost(one[0], one[1], one[2], one[3], one[4], dataflow_codes(shape["dataflow"]), ofmap_count=ofmap_count)
+    record = {**shape, **{column: getattr(cost, column)[0] for column in RESULT_COLUMNS}}
+    return GemmRun(Rows.of([record]), {"ofmap_count": ofmap_count, "engine": engine})
+
+
+__all__ = ["BANK_RULES", "CYCLE_COLUMNS", "OFMAP_COUNTS", "RESULT_COLUMNS", "SHAPE_COLUMNS", "GemmRun", "cost_shapes",
+           "cycle_columns", "read_shapes", "run_gemm"]

@@ -1,0 +1,81 @@
+"""``archsim energy``'s run, once for the command and :func:`archsim.energy`: the energy of one training iteration
+by part (MACs, array registers, SRAM reads and writes per operand, DRAM, vector unit, leakage) and op kind, and the
+array's area. Energies pJ, areas mm², cycles array clock cycles, seconds and watts where the array has a clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archsim.console import say_after_run
+
+if TYPE_CHECKING:
+    from archsim.array.config import ArrayConfig
+    from archsim.lowering import Mode
+    from archsim.workload.layer import Network
+
+
+def is_device_toml(config: str | Path | None) -> bool:
+    """Whether ``config`` is a device TOML (its one array kind priced as train's energy model reads it), not a
+    SCALE-Sim ``.cfg``."""
+    return config is not None and Path(config).suffix.lower() == ".toml"
+
+
+def device_toml_array(config: str | Path, array: str | None, dataflow: str | None, width: int | None,
+                      speak_after: Callable[[str, str], None] = say_after_run) -> ArrayConfig:
+    """A device TOML's one array kind as train's energy model reads it
+    (:func:`~archsim.training.energy.device_file_array`) at ``width`` bytes (None: 1, with the note that train
+    prices the chip's dtype), reshaped by ``array`` and ``dataflow``, with the notes a ``.cfg`` device file gets
+    and the warnings train gives the file, said through ``speak_after`` (default: after the run). Its memory and
+    clock are the caller's to set."""
+    from archsim.array.device_sections import device_arrays_note, device_dtype_note
+    from archsim.array.options import array_size_warning, array_source, reshaped
+    from archsim.devices.device_file import implausible_figures
+    from archsim.training.energy import device_file_array
+
+    device, found = device_file_array(str(config), 1 if width is None else width)
+    shaped = reshaped(found, array, dataflow)
+    huge = array_size_warning(shaped.rows, shaped.cols, array_source(array, str(config)))
+    if huge:
+        speak_after("warning", huge)
+    for text in (device_arrays_note(str(config)), None if width is not None else device_dtype_note(str(config))):
+        if text:
+            speak_after("note", text)
+    for line in implausible_figures(device):
+        speak_after("warning", line)
+    return shaped
+
+
+def energy_document(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
+                    dtype: str | None, energy_table: str | Path | None, config: str | Path | None
+                    ) -> tuple[list[dict], dict, str]:
+    """(rows, meta, static note): the per-part rows ``archsim energy`` prints (TOTAL last), its meta (what was
+    priced, the table, the array's area; seconds and average watts at a clock) and the note on a device file's
+    static power, which train and search read and energy does not ('' where none)."""
+    from archsim.array.device_sections import device_static_note
+    from archsim.array.options import dtype_meta, memory_meta
+    from archsim.energy import array_area
+    from archsim.energy.model import iteration_energy_rows
+    from archsim.energy.table import energies_for
+
+    table, energies = energies_for(array, energy_table, None if config is None else str(config))
+    rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
+    meta: dict[str, object] = {
+        "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
+        "batch": batch, "microbatches": microbatches, "mode": mode, "engine": engine,
+        "dtype": dtype_meta(dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
+        "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
+        **memory_meta(array), **array_area(array, table).as_dict(),
+    }
+    if array.clock_hz is not None:
+        meta["clock_ghz"] = array.clock_hz / 1e9
+        total = rows[-1]  # the TOTAL row
+        seconds = float(total["cycles"]) / array.clock_hz
+        meta["iteration_seconds"] = seconds
+        meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
+    static = device_static_note(str(config)) if config else ""
+    return rows, meta, static or ""
+
+
+__all__ = ["device_toml_array", "energy_document", "is_device_toml"]

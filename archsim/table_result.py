@@ -1,0 +1,63 @@
+"""A job's table and its JSON document together, for the API's table jobs (``archsim.cost``, ``archsim.gemm``,
+``archsim.sparse``, ``archsim.plan``): ``table``, the DataFrame the command prints (its columns, indexing and
+methods answer on the result too), and ``to_dict()``, the document its ``--format json`` prints."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd  # annotations only: loaded by the job that builds the table
+
+
+@dataclass(frozen=True, eq=False)
+class TableResult:
+    """``table``, a job's rows as the DataFrame its command prints, and ``to_dict()``, the document the command's
+    ``--format json`` prints (``meta``: what was computed, on what; ``rows``). The table's columns, indexing and
+    methods answer on the result too (``result["cycles"]``, ``result.cycles.sum()``, ``len(result)``,
+    ``result.equals(other)``); pass ``result.table`` where a real DataFrame is needed (``pd.concat``)."""
+
+    table: pd.DataFrame
+    document: dict = field(repr=False)
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, meta: dict) -> TableResult:
+        """The result of a table and the meta its command prints beside it (rows: the table's records)."""
+        return cls(table, {"meta": dict(meta), "rows": table.to_dict(orient="records")})
+
+    @property
+    def meta(self) -> dict:
+        """The document's ``meta`` (a copy): what the command prints above its rows."""
+        return copy.deepcopy(self.document["meta"])
+
+    def to_dict(self) -> dict:
+        """The JSON document the command's ``--format json`` prints for the same keywords; a copy, NaN as NaN
+        (the CLI writes null)."""
+        return copy.deepcopy(self.document)
+
+    def equals(self, other: object) -> bool:
+        """:meth:`pandas.DataFrame.equals` on the tables (``other`` a result or a DataFrame)."""
+        return bool(self.table.equals(other.table if isinstance(other, TableResult) else other))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("table", "document"):  # unpickling asks before the fields exist
+            raise AttributeError(name)
+        return getattr(self.table, name)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.table[key]
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def __iter__(self) -> Iterator:
+        return iter(self.table)
+
+    def __repr__(self) -> str:
+        return repr(self.table)
+
+
+__all__ = ["TableResult"]
