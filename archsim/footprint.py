@@ -17,7 +17,8 @@ than a formula per schedule:
   stash depth (tests check both agree). GPipe flushes and keeps one version. A layer without δ
   (``exact`` lowering's first layer) keeps one copy whatever the stage holds: its backward is G,
   which reads δ and the stashed input, never W (:func:`unstashed_layers`); a stage of such layers
-  alone states 1 version.
+  alone states 1 version. A stage that runs only borrowed δ parts holds the lent versions its parts
+  still need after their lenders let go (:func:`lent_versions`).
 * **Gradients**: one accumulated weight-gradient buffer of the weights' size. **Optimizer state**:
   ``optimizer_states`` × the weights (SGD 0, momentum 1, Adam 2: its two moments).
 

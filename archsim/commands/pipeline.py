@@ -270,10 +270,9 @@ def lent_slower(plan, schedule: str) -> list[int]:
     holding layers, under a weight-stashing schedule: no window holds the lenders back for them, so they fall
     behind, and the lent weight versions they hold (the lenders let go of each at their G) grow with the
     micro-batches (:func:`archsim.footprint.lent_versions`): no count without a simulation."""
-    stages = getattr(plan, "stages", ())
-    pace = max((stage.total_cost for stage in stages if stage.layers), default=0.0)
+    pace = max((stage.total_cost for stage in plan.stages if stage.layers), default=0.0)
     return [] if schedule in FLUSHED_SCHEDULES else [
-        stage.index + 1 for stage in stages if not stage.layers and getattr(stage, "ops", ()) and stage.total_cost > pace]
+        stage.index + 1 for stage in plan.stages if not stage.layers and stage.ops and stage.total_cost > pace]
 
 
 COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe, ooo)", add_arguments, run)
