@@ -100,3 +100,24 @@ def test_the_dfg_prices_a_borrowed_delta_whose_result_returns_to_its_lender():
     assert stash_depths(plan, chain, "layerpipe") == [3, 1, 1]
     run = simulate_partition(plan, profile, 8)
     assert [m.weight_versions for m in partition_footprint(plan, profile, run.timeline, run.schedule)] == [3, 1, 1]
+
+
+def test_a_split_delta_s_parts_are_priced_apart_in_the_iteration_bound(capsys, tmp_path):
+    """layerpipe_sample on 2 (exact, 32×32): conv2's δ split, δ′ (D1) on p1 and δ″ (D2) on p2, which run in
+    parallel. conv1's weight loop U1 → F1 → F2 → F3 → F4 → loss → D4 → D3 → δ′ of conv2 → G1 → U1 (4 delays)
+    passes through the costlier part: by hand from ``archsim cost`` and the plan's part costs,
+    (1,204,505 + 5,022,299 + 1,813,103 + 3,626,207) + (3,626,207 + 1,813,100) + δ′ + 2,119,935 cycles.
+    Failed before the fix: the DFG priced conv2's whole δ (5,022,296) on that loop, T∞ 6,061,913 per slot."""
+    import archsim
+
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=32)
+    plan = archsim.pipeline(profile, processors=2)
+    parts = {op.kind: op.cost for stage in plan.stages for op in stage.ops if op.layer == "conv2" and op.kind in ("D1", "D2")}
+    assert set(parts) == {"D1", "D2"} and parts["D1"] > parts["D2"]
+    loop = (1_204_505 + 5_022_299 + 1_813_103 + 3_626_207) + (3_626_207 + 1_813_100) + parts["D1"] + 2_119_935
+    path = tmp_path / "dfg.json"
+    assert main(["pipeline", "layerpipe_sample", "--processors", "2", "--dfg", str(path)]) == 0
+    capsys.readouterr()
+    bound = json.loads(path.read_text(encoding="utf-8"))["iteration_bound"]
+    assert "D1[conv2]" in bound["critical_loop"] and bound["loop_delays"] == 4
+    assert bound["loop_cost"] == loop and bound["per_slot"] == pytest.approx(loop / 4)
