@@ -121,3 +121,21 @@ def test_a_split_delta_s_parts_are_priced_apart_in_the_iteration_bound(capsys, t
     bound = json.loads(path.read_text(encoding="utf-8"))["iteration_bound"]
     assert "D1[conv2]" in bound["critical_loop"] and bound["loop_delays"] == 4
     assert bound["loop_cost"] == loop and bound["per_slot"] == pytest.approx(loop / 4)
+
+
+def test_placing_a_node_apart_is_checked_in_one_line():
+    """Only a layer's backward ops can run on another stage, and only a layer with a δ can be split into parts."""
+    from archsim.dfg import Node, pipeline, training_dfg
+    from archsim.dfg.graph import with_delta_parts
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError, match=r"only a layer's backward ops .* not F\[a\]"):
+        pipeline(["a", "b"], {"a": 1, "b": 2}, placed={Node("a", "F"): 2})
+    with pytest.raises(InputError, match="stages must be numbered 1..S"):
+        pipeline(["a", "b"], {"a": 1, "b": 2}, placed={Node("b", "D"): 4})
+    with pytest.raises(InputError, match="layer 'a' has no δ"):
+        with_delta_parts(training_dfg(["a", "b"], first_layer_delta=False), {"a": ["D1", "D2"]})
+    split = with_delta_parts(training_dfg(["a", "b"]), {"b": ["D1", "D2"]})
+    assert Node("b", "D") not in split.nodes
+    assert {(e.src, e.dst) for e in split.edges if e.dst == Node("a", "G") and e.src.layer} == {(Node("b", "D1"), Node("a", "G")),
+                                                                             (Node("b", "D2"), Node("a", "G"))}
