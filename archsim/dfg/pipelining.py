@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from archsim.dfg.constraints import Constraint, Infeasible, asap_retiming, min_inserted
 from archsim.dfg.graph import INPUT, LOSS, OUTPUT, Node, TrainingDFG, training_dfg
@@ -88,10 +89,14 @@ class PipelinedDFG:
 
     def stage_of_node(self, node: Node) -> int | None:
         """The stage that runs ``node``: its own where it is placed apart, else its layer's (None: a host node)."""
-        placed = dict(self.placed)
+        placed, stage = self._stages
         if node in placed:
             return placed[node]
-        return dict(self.stage_of)[node.layer] if node.layer else None
+        return stage[node.layer] if node.layer else None
+
+    @cached_property
+    def _stages(self) -> tuple[dict[Node, int], dict[str, int]]:
+        return dict(self.placed), dict(self.stage_of)
 
 
 def pipeline(layers: Sequence[str] | TrainingDFG, stage_of: Mapping[str, int], *,
