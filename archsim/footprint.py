@@ -17,7 +17,8 @@ than a formula per schedule:
   stash depth (tests check both agree). GPipe flushes and keeps one version. A layer without δ
   (``exact`` lowering's first layer) keeps one copy whatever the stage holds: its backward is G,
   which reads δ and the stashed input, never W (:func:`unstashed_layers`); a stage of such layers
-  alone states 1 version.
+  alone states 1 version. A stage that runs only borrowed δ parts holds the lent versions its parts
+  still need after their lenders let go (:func:`lent_versions`).
 * **Gradients**: one accumulated weight-gradient buffer of the weights' size. **Optimizer state**:
   ``optimizer_states`` × the weights (SGD 0, momentum 1, Adam 2: its two moments).
 
@@ -140,6 +141,7 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
     index = {name: k for k, name in enumerate(profile.names)}
     stash = stash_profile(timeline, lambda tag: int(profile.stash_bytes[index[str(tag["layer"])]]), ("G",))
     once = unstashed_layers(profile)
+    lent = lent_versions(plan, timeline)
     rows = []
     for stage in plan.stages:
         processor = f"p{stage.index + 1}"
@@ -149,10 +151,50 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
         held = stash.get(processor, StashProfile(0, 0))
         stashes = schedule not in FLUSHED_SCHEDULES and not (stage.layers and set(stage.layers) <= once
                                                              and not any(op.borrowed for op in stage.ops))
-        versions = max(1, held.peak_in_flight) if stashes else 1
+        in_flight = lent.get(processor, 1) if not stage.layers else held.peak_in_flight
+        versions = max(1, in_flight) if stashes else 1
         rows.append(ProcessorMemory(processor, weights, versions, weights, OPTIMIZER_STATES[optimizer] * weights,
                                     held.peak_activation_bytes, held.peak_in_flight, single))
     return rows
+
+
+def lent_versions(plan: Partition, timeline: Timeline) -> dict[str, int]:
+    """Per processor that runs only borrowed δ parts: the most micro-batches whose lent weights it holds at once.
+
+    A part of micro-batch m reads the version of its layer's weights that m's forward used. The lender
+    stashes that version until the layer's G of m ends on it (its F allocates it, its G frees it); the part
+    runs on the borrower, which must hold the version from the earlier of its part's start and that release
+    until its part ends. 1 where each part runs before its lender lets go; more where the borrower falls behind."""
+    home = {name: f"p{stage.index + 1}" for stage in plan.stages for name in stage.layers}
+    borrowers = {f"p{stage.index + 1}" for stage in plan.stages if not stage.layers and stage.ops}
+    if not borrowers:
+        return {}
+    tags = _tags(timeline)
+    released: dict[tuple[object, object], float] = {}  # (layer, micro-batch) → end of its G on its home processor
+    parts = []  # (borrower, layer, micro-batch, start, end) of every borrowed part run
+    for slot in timeline.slots:
+        tag = tags[slot.op]
+        layer, microbatch = tag.get("layer"), tag.get("microbatch")
+        if tag.get("kind") == "G" and home.get(str(layer)) == slot.processor:
+            released[(layer, microbatch)] = max(released.get((layer, microbatch), slot.end), slot.end)
+        elif slot.processor in borrowers and tag.get("kind") in ("D", "D1", "D2"):
+            parts.append((slot.processor, layer, microbatch, slot.start, slot.end))
+    held: dict[tuple[str, object], tuple[float, float]] = {}  # (borrower, micro-batch) → when it holds lent weights
+    for processor, layer, microbatch, start, end in parts:
+        begin = min(start, released.get((layer, microbatch), start))
+        first, last = held.get((processor, microbatch), (begin, end))
+        held[(processor, microbatch)] = (min(first, begin), max(last, end))
+    events: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    for (processor, _), (begin, end) in held.items():
+        events[processor] += [(begin, 1), (end, -1)]
+    peaks = {}
+    for processor, items in events.items():
+        level = peak = 0
+        for _, step in sorted(items, key=lambda e: (e[0], e[1])):  # frees before holds at one instant
+            level += step
+            peak = max(peak, level)
+        peaks[processor] = peak
+    return peaks
 
 
 def footprint_frame(memory: Iterable[ProcessorMemory]) -> pd.DataFrame:

@@ -134,8 +134,10 @@ def run(args: argparse.Namespace) -> int:
         write_dfg(args.dfg, plan, profile, dict(meta))
     from archsim.partition.profile import unstashed_layers
 
-    stash = stash_depths(plan, network, args.schedule or METHOD_SCHEDULES.get(plan.method, "1f1b"),
-                         unstashed_layers(profile))
+    schedule = args.schedule or METHOD_SCHEDULES.get(plan.method, "1f1b")
+    stash, slower = stash_depths(plan, network, schedule, unstashed_layers(profile)), lent_slower(plan, schedule)
+    if slower:  # a borrower's versions depend on the micro-batches: the simulated --memory column states them
+        stash = None
     makespan: float | None = None
     warning: str | None = None
     if stash is not None:
@@ -192,6 +194,10 @@ def run(args: argparse.Namespace) -> int:
     idle = idle_processors_note(plan, args.processors)
     if idle:
         note(idle)
+    if slower and "weight_versions" not in records[0]:
+        note(f"processors that run only borrowed δ parts and are slower than every processor holding layers "
+             f"({', '.join(f'p{p}' for p in slower)}) fall behind: the weight versions they hold grow with the "
+             "micro-batches, so the table states no weight_versions (--memory --microbatches M does; see docs/concepts.md)")
     return 0
 
 
@@ -205,9 +211,10 @@ def write_dfg(path: str, plan, profile, meta: dict[str, object]) -> None:
     result = plan_dfg(plan, profile)
     if result.borrowed_only:
         shown = ", ".join(f"p{p}" for p in result.borrowed_only)
-        note(f"--dfg: processors that run only borrowed δ parts hold no layer and are no stage of the DFG ({shown}); "
-             "the table's weight_versions counts them as stages (their hop on the backward path; "
-             "see docs/concepts.md)")
+        note(f"--dfg: processors that run only borrowed δ parts ({shown}) are DFG stages holding no layer and 1 "
+             "weight version; the DFG's weight_versions_needed are what the dependences need, the table's "
+             "weight_versions what the simulated 1F1B window holds, which counts those processors as stages "
+             "(one version more on each processor before them where their part adds no boundary; see docs/concepts.md)")
     title = f"{meta['network']}: {plan.method}, {meta['processors']} processors, pipelined and retimed training DFG"
     note_written(f"wrote {write_output(path, dfg_text(result, path, meta, title))}")
 
@@ -240,9 +247,12 @@ def stash_depths(plan, network, schedule: str, unstashed: frozenset[str] = froze
     stages, what the LayerPipe DFG (:mod:`archsim.dfg`, ``--dfg``) derives from the pipelined training DFG (PipeDream's
     stash depth), and 1 under a schedule that flushes (GPipe keeps one version). Stated here so the command
     needs no networkx or integer program; a test checks the two agree on every chain and stage assignment up
-    to 7 layers. A stage that runs only borrowed δ parts is one of the S: it lies on the backward path and
-    holds the borrowed layers' weights (what ``--memory``'s simulation finds). A stage holding only
-    ``unstashed`` layers (no δ reads their weights: ``exact`` mode's first layer) and no borrowed op keeps 1."""
+    to 7 layers. A stage holding only ``unstashed`` layers (no δ reads their weights: ``exact`` mode's first
+    layer) and no borrowed op keeps 1.
+
+    A stage that runs only borrowed δ parts is one of the S for the stages before it (the 1F1B window
+    archsim simulates counts it) and holds 1 version itself: the one its running part reads, while the
+    lender still stashes it. That holds where it keeps pace (:func:`lent_slower` names those that do not)."""
     if any(len(layer.inputs) != 1 for layer in network.layers):
         return None
     busy = [stage.index for stage in plan.stages if stage.layers or getattr(stage, "ops", ())]
@@ -250,8 +260,19 @@ def stash_depths(plan, network, schedule: str, unstashed: frozenset[str] = froze
               and not any(op.borrowed for op in getattr(stage, "ops", ()))}
     if schedule in FLUSHED_SCHEDULES:
         return [1 if stage.index in busy else 0 for stage in plan.stages]
-    return [1 if stage.index in single else len(busy) - busy.index(stage.index) if stage.index in busy else 0
+    lent = {stage.index for stage in plan.stages if not stage.layers} & set(busy)
+    return [1 if stage.index in single | lent else len(busy) - busy.index(stage.index) if stage.index in busy else 0
             for stage in plan.stages]
+
+
+def lent_slower(plan, schedule: str) -> list[int]:
+    """Processors (1-based) that run only borrowed δ parts and cost more per micro-batch than every stage
+    holding layers, under a weight-stashing schedule: no window holds the lenders back for them, so they fall
+    behind, and the lent weight versions they hold (the lenders let go of each at their G) grow with the
+    micro-batches (:func:`archsim.footprint.lent_versions`): no count without a simulation."""
+    pace = max((stage.total_cost for stage in plan.stages if stage.layers), default=0.0)
+    return [] if schedule in FLUSHED_SCHEDULES else [
+        stage.index + 1 for stage in plan.stages if not stage.layers and stage.ops and stage.total_cost > pace]
 
 
 COMMAND = Command("pipeline", "partition a network over processors (layerpipe, pipedream, gpipe, ooo)", add_arguments, run)

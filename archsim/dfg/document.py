@@ -20,10 +20,10 @@ def dfg_document(result: PlanDFG, meta: Mapping[str, object] | None = None) -> d
     three ways: ``delays`` of the training DFG (micro-batches), ``delays_inserted`` (slots: P times
     those plus the DLMS delayed gradients, before retiming) and ``delays_retimed`` (after)."""
     pipelined, p = result.pipelined, SLOTS_PER_MICROBATCH
-    lag, stage = dict(pipelined.retiming), dict(pipelined.stage_of)
+    lag = dict(pipelined.retiming)
     costs = pipelined.original
     nodes = [{"id": str(node), "layer": node.layer or None, "kind": node.kind,
-              "stage": stage[node.layer] if node.layer else _host_stage(result, node),
+              "stage": pipelined.stage_of_node(node) or _host_stage(result, node),
               "processor": result.processor(node), "cost": costs.cost(node), "retiming": lag[node]}
              for node in pipelined.original.nodes]
     edges = [{"src": str(e.src), "dst": str(e.dst), "tensor": e.tensor, "delays": e.delays,
@@ -32,10 +32,10 @@ def dfg_document(result: PlanDFG, meta: Mapping[str, object] | None = None) -> d
                                      pipelined.required)]
     parts = dict(result.delta_processors)
     layers = [{"layer": item.layer, "stage": item.stage, "processor": result.processor_of_stage[item.stage - 1],
-               "retiming": {kind: lag[Node(item.layer, kind)] for kind in ("F", "G", "D", "U")
+               "retiming": {kind: lag[Node(item.layer, kind)] for kind in ("F", "G", "D", "D1", "D2", "U")
                             if Node(item.layer, kind) in lag},
                "delayed_gradients": item.gradient_delays, "delayed_gradient_slots": item.gradient_delay_slots,
-               "weight_loop_delays": item.loop_delays, "weight_versions": item.weight_versions,
+               "weight_loop_delays": item.loop_delays, "weight_versions_needed": item.weight_versions,
                "activation_stash": item.activation_stash, "delta_processors": list(parts.get(item.layer, ()))}
               for item in pipelined.layers]
     bound = result.bound
@@ -45,7 +45,7 @@ def dfg_document(result: PlanDFG, meta: Mapping[str, object] | None = None) -> d
         "unit": result.unit, "slots_per_microbatch": p, "dfg_stages": result.stages,
         "processor_of_stage": list(result.processor_of_stage),
         "borrowed_only_processors": list(result.borrowed_only),
-        "stage_weight_versions": list(result.stage_weight_versions()),
+        "stage_weight_versions_needed": list(result.stage_weight_versions_needed()),
         "latency_slots": pipelined.latency,
         "iteration_bound": {"per_slot": per_slot, "per_microbatch": None if per_slot is None else p * per_slot,
                             "critical_loop": [str(node) for node in bound.loop], "loop_cost": bound.cost,
@@ -58,7 +58,7 @@ def dfg_dot(result: PlanDFG, title: str) -> str:
     """Graphviz DOT of the retimed DFG: a cluster per stage, each node with its cost and retiming value,
     each edge labelled with its delays after retiming (``nD``; none drawn for 0), the critical loop in red."""
     pipelined = result.pipelined
-    lag, stage = dict(pipelined.retiming), dict(pipelined.stage_of)
+    lag = dict(pipelined.retiming)
     critical = set(zip(result.bound.loop, result.bound.loop[1:] + result.bound.loop[:1]))
     lines = ["digraph training_dfg {", f"  label={_quoted(title)};", "  labelloc=t;", "  rankdir=LR;",
              "  node [shape=box, fontname=Helvetica];"]
@@ -66,7 +66,7 @@ def dfg_dot(result: PlanDFG, title: str) -> str:
         lines.append(f"  subgraph cluster_{s} {{")
         lines.append(f"    label={_quoted(f'stage {s}: processor {result.processor_of_stage[s - 1]}')};")
         for node in pipelined.original.nodes:
-            if node.layer and stage[node.layer] == s:
+            if node.layer and pipelined.stage_of_node(node) == s:
                 lines.append(f"    {_node_line(result, node, lag[node])}")
         lines.append("  }")
     for node in pipelined.original.nodes:

@@ -155,6 +155,23 @@ def training_dfg(layers: Sequence[str], costs: Mapping[Node | tuple[str, str], f
     return TrainingDFG(names, feeds, tuple(nodes), tuple(edges), _check_costs(costs or {}, present))
 
 
+def with_delta_parts(dfg: TrainingDFG, parts: Mapping[str, Sequence[str]]) -> TrainingDFG:
+    """``dfg`` with D of each layer in ``parts`` replaced by one node per part (kinds such as ``D1``, ``D2``:
+    LayerPipe's δ′ and δ″, or a whole δ run away from its layer), each with every edge D had — δˡ in, W in
+    (one delay), its share of δ^{l−1} out to the inputs' G and D (or their parts). Costs are dropped: give
+    the parts theirs with :meth:`TrainingDFG.with_costs`."""
+    split = {Node(name, "D"): tuple(Node(name, kind) for kind in kinds) for name, kinds in parts.items() if kinds}
+    for node in split:
+        if not dfg.has(node):
+            raise InputError(f"layer {node.layer!r} has no δ to split into parts", field="parts")
+    nodes = tuple(part for node in dfg.nodes for part in split.get(node, (node,)))
+    if len(set(nodes)) != len(nodes):
+        raise InputError("a δ part is named twice", field="parts")
+    edges = tuple(Edge(src, dst, e.delays, e.tensor) for e in dfg.edges
+                  for src in split.get(e.src, (e.src,)) for dst in split.get(e.dst, (e.dst,)))
+    return TrainingDFG(dfg.layers, dfg.inputs, nodes, edges)
+
+
 def _inputs(names: tuple[str, ...], inputs: Mapping[str, Sequence[str]] | None) -> tuple[tuple[str, ...], ...]:
     if inputs is None:
         return tuple(((names[i - 1],) if i else ()) for i in range(len(names)))

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from archsim.dfg.constraints import Constraint, Infeasible, asap_retiming, min_inserted
 from archsim.dfg.graph import INPUT, LOSS, OUTPUT, Node, TrainingDFG, training_dfg
@@ -75,6 +76,7 @@ class PipelinedDFG:
     retimed: TrainingDFG
     latency: int  # slots from INPUT to OUTPUT: the delays pipelining adds on the feed-forward cutsets
     layers: tuple[LayerPipelining, ...]
+    placed: tuple[tuple[Node, int], ...] = ()  # nodes run on a stage other than their layer's (borrowed δ parts)
 
     def layer(self, name: str) -> LayerPipelining:
         for item in self.layers:
@@ -85,15 +87,30 @@ class PipelinedDFG:
     def lag(self, node: Node) -> int:
         return dict(self.retiming)[node]
 
+    def stage_of_node(self, node: Node) -> int | None:
+        """The stage that runs ``node``: its own where it is placed apart, else its layer's (None: a host node)."""
+        placed, stage = self._stages
+        if node in placed:
+            return placed[node]
+        return stage[node.layer] if node.layer else None
+
+    @cached_property
+    def _stages(self) -> tuple[dict[Node, int], dict[str, int]]:
+        return dict(self.placed), dict(self.stage_of)
+
 
 def pipeline(layers: Sequence[str] | TrainingDFG, stage_of: Mapping[str, int], *,
-             inputs: Mapping[str, Sequence[str]] | None = None, first_layer_delta: bool = True) -> PipelinedDFG:
+             inputs: Mapping[str, Sequence[str]] | None = None, first_layer_delta: bool = True,
+             placed: Mapping[Node, int] | None = None) -> PipelinedDFG:
     """Derive the pipelined, retimed DFG for an assignment of layers to stages 1..S (see the module
-    docstring). ``layers`` is a list of names (a chain, or a DAG with ``inputs``) or a built DFG."""
+    docstring). ``layers`` is a list of names (a chain, or a DAG with ``inputs``) or a built DFG.
+    ``placed``: backward nodes run on a stage other than their layer's (LayerPipe's borrowed δ parts,
+    :func:`~archsim.dfg.graph.with_delta_parts`); a stage may hold only such nodes."""
     dfg = layers if isinstance(layers, TrainingDFG) else training_dfg(layers, inputs=inputs,
                                                                         first_layer_delta=first_layer_delta)
-    stage = _check_stages(dfg, stage_of)
-    place = _places(dfg, stage)
+    placed = dict(placed or {})
+    stage = _check_stages(dfg, stage_of, placed)
+    place = _places(dfg, stage, placed)
     p = SLOTS_PER_MICROBATCH
     index = {node: i for i, node in enumerate(dfg.nodes)}
     gradient = {name: j for j, name in enumerate(dfg.layers)}
@@ -113,7 +130,7 @@ def pipeline(layers: Sequence[str] | TrainingDFG, stage_of: Mapping[str, int], *
     fewest = _Fewest(retimed)
     info = tuple(_layer_counts(fewest, name, stage[name], k[gradient[name]]) for name in dfg.layers)
     return PipelinedDFG(dfg, tuple(stage.items()), inserted, required, tuple(r.items()), retimed,
-                        r[OUTPUT] - r[INPUT], info)
+                        r[OUTPUT] - r[INPUT], info, tuple(placed.items()))
 
 
 def check_legal(pipelined: PipelinedDFG, *, enumerate_loops: bool = False) -> list[str]:
@@ -145,7 +162,7 @@ def _dlms(edge, k: Mapping[str, int], p: int) -> int:
     return p * k[edge.src.layer] if (edge.src.kind, edge.dst.kind) == ("G", "U") else 0
 
 
-def _check_stages(dfg: TrainingDFG, stage_of: Mapping[str, int]) -> dict[str, int]:
+def _check_stages(dfg: TrainingDFG, stage_of: Mapping[str, int], placed: Mapping[Node, int]) -> dict[str, int]:
     unknown = set(stage_of) - set(dfg.layers)
     if unknown:
         raise InputError(f"stage_of names layers not in the network: {sorted(unknown)[:3]}", field="stage_of")
@@ -157,7 +174,14 @@ def _check_stages(dfg: TrainingDFG, stage_of: Mapping[str, int]) -> dict[str, in
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"stage of layer {name!r} must be an integer ≥ 1, got {value!r}", field="stage_of")
         stage[name] = value
-    if set(stage.values()) != set(range(1, max(stage.values()) + 1)):
+    for node, value in placed.items():
+        if not dfg.has(node) or node.kind in ("F", "U") or not node.layer:
+            raise InputError(f"only a layer's backward ops (G, D or its parts) can be placed apart, not {node}",
+                             field="placed")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"stage of {node} must be an integer ≥ 1, got {value!r}", field="placed")
+    used = set(stage.values()) | set(placed.values())
+    if used != set(range(1, max(used) + 1)):
         raise InputError("stages must be numbered 1..S with none empty", field="stage_of")
     for name, sources in zip(dfg.layers, dfg.inputs):
         for source in sources:
@@ -167,12 +191,12 @@ def _check_stages(dfg: TrainingDFG, stage_of: Mapping[str, int]) -> dict[str, in
     return stage
 
 
-def _places(dfg: TrainingDFG, stage: Mapping[str, int]) -> dict[Node, tuple[int, str]]:
+def _places(dfg: TrainingDFG, stage: Mapping[str, int], placed: Mapping[Node, int]) -> dict[Node, tuple[int, str]]:
     last = max(stage[e.src.layer] for e in dfg.edges if e.dst == LOSS and e.src != INPUT)
     place = {INPUT: (1, "forward"), LOSS: (last, "forward"), OUTPUT: (last, "forward")}
     for node in dfg.nodes:
         if node.layer:
-            place[node] = (stage[node.layer], "forward" if node.kind == "F" else "backward")
+            place[node] = (placed.get(node, stage[node.layer]), "forward" if node.kind == "F" else "backward")
     return place
 
 
