@@ -37,8 +37,7 @@ MIN_MAGNITUDE = 1e-12  # smallest non-zero real accepted (seconds, GHz, bytes/cy
 MAX_PROCESSORS = 4096  # processors a partition or schedule may use (partitioners are O(layers² · P))
 MAX_INTEGER_DIGITS = 40  # a written integer longer than this is refused before int() reads it
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
-# a written real number as TOML, CSV and a flag write it: ASCII digits, no "1_000" or "١٢٣" (float() reads both)
-_REAL = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.ASCII | re.IGNORECASE)
+_REAL = re.compile(r"(?i)[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.ASCII)  # refuses 1_000
 
 
 def is_nan(value: object) -> bool:
@@ -255,8 +254,7 @@ def cfg_syntax_error(exc: Exception, file: str) -> InputError:
 
 
 def parse_json(text: str, file: str) -> object:
-    """``text`` as JSON, or one InputError: bad syntax, nesting too deep, an integer too long. A leading
-    byte-order mark is skipped (RFC 8259 lets a parser ignore it), as every CSV reader skips it."""
+    """``text`` as JSON (a leading byte-order mark skipped, as RFC 8259 allows), or one InputError."""
     import json
 
     try:
