@@ -204,21 +204,10 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     when it looks like bytes (:func:`~archsim.array.sram_sizes.sram_in_bytes`). Not refusals: the
     figures are possible, only implausible, and a slip otherwise goes unseen (a 256 × 256 array's 32 MiB written as 32 KiB prices cheaper joules, no word said).
     Empty for every catalog GPU."""
-    lines = []
-    gbps, (low, high) = device.hbm_bytes_per_s / 1e9, HBM_GBPS_PLAUSIBLE
-    if gbps < low:
-        lines.append(f"{device.name}: [memory] hbm_gbps = {gbps:g} GB/s is below any chip's memory "
-                     f"(≥ {low:g} GB/s): if it is in TB/s, write hbm_gbps = {gbps * 1000:g}")
-    elif gbps > high:
-        lines.append(f"{device.name}: [memory] hbm_gbps = {gbps:g} GB/s is above any chip's memory "
-                     f"(≤ {high:g} GB/s): if it is in MB/s, write hbm_gbps = {gbps / 1000:g}")
-    intra, (low, high) = device.fabric_bytes_per_s / 1e9, INTRA_GBPS_PLAUSIBLE
-    if intra < low:
-        lines.append(f"{device.name}: [links] intra_gbps = {intra:g} GB/s is below any chip's in-server link "
-                     f"(≥ {low:g} GB/s per direction): if it is in TB/s, write intra_gbps = {intra * 1000:g}")
-    elif intra > high:
-        lines.append(f"{device.name}: [links] intra_gbps = {intra:g} GB/s is above any chip's in-server link "
-                     f"(≤ {high:g} GB/s per direction): if it is in MB/s, write intra_gbps = {intra / 1000:g}")
+    lines = [line for section, key, gbps, bounds, what in (
+        ("memory", "hbm_gbps", device.hbm_bytes_per_s / 1e9, HBM_GBPS_PLAUSIBLE, "memory"),
+        ("links", "intra_gbps", device.fabric_bytes_per_s / 1e9, INTRA_GBPS_PLAUSIBLE, "in-server link"))
+        for line in _gbps_slip(device.name, section, key, gbps, bounds, what)]
     gib = device.memory_bytes / GIB
     if gib > MAX_PLAUSIBLE_HBM_GIB:
         lines.append(f"{device.name}: [memory] hbm_gib = {gib:g} GiB per chip is above any chip's memory "
@@ -236,6 +225,19 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
             lines.append(slip)
     shape_named = any("check [compute] rows and cols" in line for line in lines)  # the SRAM line names the shape
     return (*_pe_lines(device, shape_named), *lines)
+
+
+def _gbps_slip(name: str, section: str, key: str, gbps: float, bounds: tuple[float, float], what: str) -> list[str]:
+    """The warning for a bandwidth in GB/s outside ``bounds`` (a TB/s or MB/s slip), or none."""
+    low, high = bounds
+    per = " per direction" if section == "links" else ""
+    if gbps < low:
+        return [(f"{name}: [{section}] {key} = {gbps:g} GB/s is below any chip's {what} "
+                 f"(≥ {low:g} GB/s{per}): if it is in TB/s, write {key} = {gbps * 1000:g}")]
+    if gbps > high:
+        return [(f"{name}: [{section}] {key} = {gbps:g} GB/s is above any chip's {what} "
+                 f"(≤ {high:g} GB/s{per}): if it is in MB/s, write {key} = {gbps / 1000:g}")]
+    return []
 
 
 def _short_buffer_line(device: Device, sram: str, kib: float, smallest: int, fold_kib: float) -> str:
