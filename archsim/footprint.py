@@ -17,12 +17,21 @@ than a formula per schedule:
   stash depth (tests check both agree). GPipe flushes and keeps one version. A layer without δ
   (``exact`` lowering's first layer) keeps one copy whatever the stage holds: its backward is G,
   which reads δ and the stashed input, never W (:func:`unstashed_layers`); a stage of such layers
-  alone states 1 version. A stage that runs only borrowed δ parts holds the lent versions its parts
-  still need after their lenders let go (:func:`lent_versions`).
-* **Gradients**: one accumulated weight-gradient buffer of the weights' size. **Optimizer state**:
-  ``optimizer_states`` × the weights (SGD 0, momentum 1, Adam 2: its two moments).
+  alone states 1 version.
+* **Lent weights.** A borrowed δ part (LayerPipe's Algorithm 1: δ′, δ″ or a whole δ run for a layer on
+  another processor) reads the slice of its layer's weights that the part needs (:func:`lent_slice_bytes`),
+  in the version its micro-batch's forward used. Wherever such parts run — on a processor of their own or
+  beside its own layers — the processor holds the lent versions its parts still need after their lenders
+  let go (:func:`lent_versions`), not its own in-flight count. A part computes no weight gradient (G stays
+  with the lender), so lent slices take no gradient buffer and no optimizer state.
+* **Gradients**: one accumulated weight-gradient buffer of the size of the processor's own layers' weights.
+  **Optimizer state**: ``optimizer_states`` × those weights (SGD 0, momentum 1, Adam 2: its two moments).
+* **Not counted**, on any processor: the working buffers of the op running now (a δ's input gradient
+  arriving and the output gradient it sends on, a borrowed part's too): they live while the op runs or
+  the tensor is in transit, not across the schedule, so a processor of borrowed parts alone stashes nothing.
 
-Peak = stashed weights × versions + unstashed weights + gradients + optimizer state + peak stashed activations — an upper
+Peak = own stashed weights × versions + unstashed weights + lent slices × lent versions + gradients + optimizer
+state + peak stashed activations — an upper
 bound on the sum of peaks at different instants that the weights terms do not change over time.
 Bytes throughout. The partitioners are untouched: :func:`check_capacity` is the constraint a
 partitioner or CLI applies to a plan's footprint.
@@ -39,7 +48,7 @@ import pandas as pd
 from archsim.choices.partitions import FLUSHED_SCHEDULES
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile, unstashed_layers
-from archsim.partition.result import Partition
+from archsim.partition.result import Partition, PlacedOp, borrowed_delta_bytes
 from archsim.sim.problem import Problem
 from archsim.sim.timeline import Timeline
 
@@ -66,11 +75,14 @@ class ProcessorMemory:
     peak_activation_bytes: int
     peak_in_flight: int
     unstashed_weight_bytes: int = 0  # of weight_bytes: weights no backward op reads, held once
+    lent_weight_bytes: int = 0  # of weight_bytes: slices of other processors' layers its borrowed δ parts read
+    lent_weight_versions: int = 0  # copies of those slices held at once (:func:`lent_versions`)
 
     @property
     def peak_bytes(self) -> int:
-        stashed = self.weight_bytes - self.unstashed_weight_bytes
-        return (stashed * self.weight_versions + self.unstashed_weight_bytes + self.gradient_bytes
+        stashed = self.weight_bytes - self.unstashed_weight_bytes - self.lent_weight_bytes
+        return (stashed * self.weight_versions + self.unstashed_weight_bytes
+                + self.lent_weight_bytes * self.lent_weight_versions + self.gradient_bytes
                 + self.optimizer_bytes + self.peak_activation_bytes)
 
 
@@ -132,9 +144,10 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
                         optimizer: str = "sgd") -> list[ProcessorMemory]:
     """Memory of every stage's processor for a partition run under ``schedule`` (the timeline of
     :func:`archsim.policies.pipeline.simulate_partition`). A stage's weights are its layers' plus
-    the weight slices LayerPipe ships with borrowed δ ops (their ``extra_bytes``); activations are
+    the weight slices LayerPipe ships with borrowed δ ops (:func:`lent_slice_bytes`); activations are
     each layer's input tensor (``stash_bytes``: what its G reads, a first layer's too), held until its G.
-    Weights of layers without δ are held once (:func:`unstashed_layers`)."""
+    Weights of layers without δ are held once (:func:`unstashed_layers`); lent slices as many times as
+    :func:`lent_versions` says, with no gradient or optimizer state (the lender keeps those)."""
     if optimizer not in OPTIMIZER_STATES:
         raise InputError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZER_STATES)}",
                          field="optimizer")
@@ -142,32 +155,45 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
     stash = stash_profile(timeline, lambda tag: int(profile.stash_bytes[index[str(tag["layer"])]]), ("G",))
     once = unstashed_layers(profile)
     lent = lent_versions(plan, timeline)
+    flushed = schedule in FLUSHED_SCHEDULES
     rows = []
     for stage in plan.stages:
         processor = f"p{stage.index + 1}"
-        weights = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers) + sum(
-            op.extra_bytes for op in stage.ops if op.borrowed)
+        own = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers)
+        lent_bytes = sum(lent_slice_bytes(op, profile) for op in stage.ops if op.borrowed)
         single = sum(int(profile.weight_bytes[index[name]]) for name in stage.layers if name in once)
         held = stash.get(processor, StashProfile(0, 0))
-        stashes = schedule not in FLUSHED_SCHEDULES and not (stage.layers and set(stage.layers) <= once
-                                                             and not any(op.borrowed for op in stage.ops))
-        in_flight = lent.get(processor, 1) if not stage.layers else held.peak_in_flight
-        versions = max(1, in_flight) if stashes else 1
-        rows.append(ProcessorMemory(processor, weights, versions, weights, OPTIMIZER_STATES[optimizer] * weights,
-                                    held.peak_activation_bytes, held.peak_in_flight, single))
+        lent_copies = (1 if flushed else max(1, lent.get(processor, 1))) if lent_bytes else 0
+        if not stage.layers:
+            versions = max(1, lent_copies)  # a borrower's only weights are lent ones
+        else:
+            versions = 1 if flushed or set(stage.layers) <= once else max(1, held.peak_in_flight)
+        rows.append(ProcessorMemory(processor, own + lent_bytes, versions, own, OPTIMIZER_STATES[optimizer] * own,
+                                    held.peak_activation_bytes, held.peak_in_flight, single, lent_bytes,
+                                    lent_copies))
     return rows
 
 
+def lent_slice_bytes(op: PlacedOp, profile: LayerProfile) -> int:
+    """Bytes of its layer's weights a borrowed δ part reads: what it receives (``extra_bytes``) less, for a
+    piece split along δ's reduction, the partial sums of all of δ it sends back (a result in transit, not
+    a weight; :func:`archsim.lowering.delta_split.split_delta`)."""
+    if op.split_axis != "reduction":
+        return op.extra_bytes
+    return op.extra_bytes - borrowed_delta_bytes(profile)[profile.names.index(op.layer)][0]
+
+
 def lent_versions(plan: Partition, timeline: Timeline) -> dict[str, int]:
-    """Per processor that runs only borrowed δ parts: the most micro-batches whose lent weights it holds at once.
+    """Per processor that runs borrowed δ parts: the most micro-batches whose lent weights it holds at once.
 
     A part of micro-batch m reads the version of its layer's weights that m's forward used. The lender
     stashes that version until the layer's G of m ends on it (its F allocates it, its G frees it); the part
     runs on the borrower, which must hold the version from the earlier of its part's start and that release
-    until its part ends. 1 where each part runs before its lender lets go; more where the borrower falls behind."""
+    until its part ends. 1 where each part runs before its lender lets go; more where the borrower falls behind.
+    The same rule whether the borrower holds layers of its own or none: a part is borrowed where it runs
+    away from its layer's processor."""
     home = {name: f"p{stage.index + 1}" for stage in plan.stages for name in stage.layers}
-    borrowers = {f"p{stage.index + 1}" for stage in plan.stages if not stage.layers and stage.ops}
-    if not borrowers:
+    if not any(op.borrowed for stage in plan.stages for op in stage.ops):
         return {}
     tags = _tags(timeline)
     released: dict[tuple[object, object], float] = {}  # (layer, micro-batch) → end of its G on its home processor
@@ -177,7 +203,7 @@ def lent_versions(plan: Partition, timeline: Timeline) -> dict[str, int]:
         layer, microbatch = tag.get("layer"), tag.get("microbatch")
         if tag.get("kind") == "G" and home.get(str(layer)) == slot.processor:
             released[(layer, microbatch)] = max(released.get((layer, microbatch), slot.end), slot.end)
-        elif slot.processor in borrowers and tag.get("kind") in ("D", "D1", "D2"):
+        elif tag.get("kind") in ("D", "D1", "D2") and home.get(str(layer), slot.processor) != slot.processor:
             parts.append((slot.processor, layer, microbatch, slot.start, slot.end))
     held: dict[tuple[str, object], tuple[float, float]] = {}  # (borrower, micro-batch) → when it holds lent weights
     for processor, layer, microbatch, start, end in parts:
@@ -201,6 +227,7 @@ def footprint_frame(memory: Iterable[ProcessorMemory]) -> pd.DataFrame:
     """One row per processor, bytes, with the peak."""
     return pd.DataFrame([{"processor": m.processor, "weight_bytes": m.weight_bytes, "weight_versions": m.weight_versions,
                           "gradient_bytes": m.gradient_bytes, "optimizer_bytes": m.optimizer_bytes,
+                          "lent_weight_bytes": m.lent_weight_bytes, "lent_weight_versions": m.lent_weight_versions,
                           "peak_activation_bytes": m.peak_activation_bytes, "peak_in_flight": m.peak_in_flight,
                           "peak_memory_bytes": m.peak_bytes} for m in memory])
 

@@ -51,7 +51,8 @@ def test_a_slower_borrower_falls_behind_and_holds_what_it_lags(capsys):
     δ′ but m0's starts after p1 let go of its version, so p2 holds m from p1's release to its δ′'s end:
     at 45,877,495, m4, m5, m6 and m7 (m3's ended at 42,613,511): 4 versions, never 5 (m3 and m7 do not
     overlap). The plain table has no micro-batch count to state that by (a note says so). Peak on p2: 4 versions
-    of conv1's 2,400 weight bytes plus one gradient buffer of 2,400 = 12,000 bytes."""
+    of conv1's 2,400 weight bytes = 9,600 bytes, no gradient buffer (G of conv1 stays on p1; 12,000 before
+    tests/test_lent_weights.py's fix)."""
     assert main([*SAMPLE128, "--format", "json"]) == 0
     captured = capsys.readouterr()
     plain = json.loads(captured.out)["rows"]
@@ -59,7 +60,7 @@ def test_a_slower_borrower_falls_behind_and_holds_what_it_lags(capsys):
     assert "(p2) fall behind" in captured.err and captured.err.startswith("archsim pipeline: note:")
     simulated = rows(capsys, [*SAMPLE128, "--microbatches", "8", "--memory"])
     assert [r["weight_versions"] for r in simulated] == [4, 4, 2, 1]
-    assert (simulated[1]["weight_bytes"], simulated[1]["peak_memory_bytes"]) == (2400, 4 * 2400 + 2400)
+    assert (simulated[1]["weight_bytes"], simulated[1]["peak_memory_bytes"]) == (2400, 4 * 2400)
     one = rows(capsys, [*SAMPLE128, "--microbatches", "1", "--memory"])
     assert one[1]["weight_versions"] == 1  # one micro-batch: its δ′ starts (6,096,727) before p1's G ends
 
