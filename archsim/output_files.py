@@ -294,7 +294,7 @@ def remove_orphans(folder: str | Path, name: str = "*") -> int:
     ``.NAME.PID.XXXX.tmp``; one whose PID is gone is an orphan. Kept, since a live process may still be writing
     it: a live PID's (another run writing beside this one, or a run whose :func:`output_set` has not renamed its
     files yet; a dead writer's PID reused by another process keeps it too), and one with no PID in its name
-    (``.x.tmp``), which this writer did not make (every temp file it makes carries its PID): another program's,
+    (``.NAME.XXXX.tmp``), which this writer did not make (every temp file it makes carries its PID): another program's,
     whose writer cannot be known dead, or the user's own file; a folder's lock does not make it ours."""
     import glob
 
