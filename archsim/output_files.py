@@ -287,25 +287,22 @@ def _writer_pid(temp: Path) -> int | None:
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 else None
 
 
-def live_writer(temp: str | Path) -> bool:
-    """Whether the temp file ``temp`` belongs to a live process: a writer still at work, or a run
-    whose :func:`output_set` has not renamed its files yet; only a killed writer's is an orphan."""
-    pid = _writer_pid(Path(temp))
-    return pid is not None and _alive(pid)
-
-
 def remove_orphans(folder: str | Path, name: str = "*") -> int:
-    """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all):
-    :func:`write_output` names them ``.NAME.PID.XXXX.tmp``, so one whose PID is gone is an
-    orphan, while a live writer's temp file (another run writing beside this one) is left alone.
-    Returns how many were removed."""
-    removed = 0
+    """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all) and return
+    how many: the one cleaner, for every write (:func:`write_output`, its target's own) and for a sweep's
+    folder and cache under its lock (:mod:`archsim.sweep.cache`). :func:`write_output` names its temp files
+    ``.NAME.PID.XXXX.tmp``; one whose PID is gone is an orphan. Kept, since a live process may still be writing
+    it: a live PID's (another run writing beside this one, or a run whose :func:`output_set` has not renamed its
+    files yet; a dead writer's PID reused by another process keeps it too), and one with no PID in its name
+    (``.NAME.XXXX.tmp``), which this writer did not make (every temp file it makes carries its PID): another program's,
+    whose writer cannot be known dead, or the user's own file; a folder's lock does not make it ours."""
     import glob
 
     try:
         candidates = list(Path(folder).glob(f".{name if name == '*' else glob.escape(name)}.*.tmp"))
     except OSError:
         return 0
+    removed = 0
     for temp in candidates:
         pid = _writer_pid(temp)
         if pid is not None and not _alive(pid):
@@ -313,7 +310,5 @@ def remove_orphans(folder: str | Path, name: str = "*") -> int:
                 temp.unlink()
                 removed += 1
             except OSError:
-                pass
+                pass  # gone meanwhile, or not ours to delete
     return removed
-
-

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from archsim.json_text import dumps
-from archsim.output_files import live_writer
+from archsim.output_files import remove_orphans
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit
@@ -38,16 +38,12 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 
 
-def remove_orphans(out: Path) -> None:
-    """Delete every temp file (``.NAME….tmp``) in the folder and its cache: called under the folder's
-    lock, so no other sweep is writing there and each one is a killed writer's — except one of a live
-    process (:func:`~archsim.output_files.live_writer`): another command writing into the folder
-    (``archsim report DIR --out DIR/r.html``), not a sweep."""
-    for folder in (out, out / "cache"):
-        if folder.is_dir():
-            for orphan in folder.glob(".*.tmp"):
-                if not live_writer(orphan):
-                    orphan.unlink(missing_ok=True)
+def remove_killed_temps(out: Path) -> int:
+    """Delete the temp files killed writers left in a sweep's folder and its cache
+    (:func:`~archsim.output_files.remove_orphans`, the one cleaner: a live process's kept, and one with no PID in
+    its name) and return how many. Called under the folder's lock, so no other sweep is writing there; another
+    command may be (``archsim report DIR --out DIR/r.html``)."""
+    return remove_orphans(out) + remove_orphans(out / "cache")
 
 
 @dataclass(frozen=True)
@@ -97,7 +93,7 @@ def prune_cache(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, force: bo
         raise InputError("a sweep's cache is pruned for a spec read from its file (load_spec)", field="spec")
     with holding(out, spec.source, spec.name):  # no sweep writes into the folder until the entries are gone
         check_owner(out, spec.source, force=force)
-        remove_orphans(out)
+        remove_killed_temps(out)
         use = cache_use(spec, out)
         for path in use.unused:
             path.unlink(missing_ok=True)

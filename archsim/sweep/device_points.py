@@ -18,6 +18,7 @@ seconds, train's one formula (:func:`archsim.training.energy.static_joules`). Th
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -116,10 +117,14 @@ def in_server_gbps(device: Device) -> float:
 
 
 def point_rows(point: DevicePoint) -> list[dict[str, object]]:
-    """The one row of ``point`` (module docstring). Pure: safe on any worker."""
+    """The one row of ``point`` (module docstring). Pure: safe on any worker. Each point reads its model and device
+    files again, on whichever process runs it, so each is checked once parsed to be still the one the spec hashed
+    (:func:`~archsim.sweep.spec.check_unchanged`): an edit mid-run stops the sweep naming the file, never costing a
+    point on the edited file under the row's (and cache entry's) first SHA-256."""
     import warnings
 
     from archsim.api import train
+    from archsim.sweep.spec import check_unchanged
     from archsim.training.cluster_file import gpu_cluster
     from archsim.training.energy import load_priced_device
     from archsim.workload.model_files import load_transformer
@@ -136,6 +141,10 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
     with warnings.catch_warnings():  # memory that does not fit is this row's ``fits_memory``, not a warning
         warnings.simplefilter("ignore", UserWarning)
         config = load_transformer(setup.model_path)
+        for what, path, sha256 in (("device", setup.device_path, setup.device_sha256),
+                                   ("model", setup.model_path, setup.model_sha256)):
+            # absolute: a hand-made setup's relative path (a benchmark's flag) is a file too, never a shipped name
+            check_unchanged(os.path.abspath(path), sha256, "after the sweep started", what)
         result, _ = train(config, cluster=cluster, global_batch=setup.global_batch,
                           dp=point.chips, micro_batch=setup.micro_batch, recompute=setup.recompute,
                           attention=setup.attention)

@@ -34,7 +34,7 @@ from archsim.output_files import hold_until_written, output_set, write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
-from archsim.sweep.cache import cache_file, remove_orphans
+from archsim.sweep.cache import cache_file, remove_killed_temps
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
@@ -267,7 +267,7 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
 
 def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, workers: int, dask: str | None,
                 progress: bool) -> pd.DataFrame:
-    remove_orphans(out)
+    remove_killed_temps(out)
     files = {unit: cache_file(out, unit, digests) for unit in units}
     todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)

@@ -231,12 +231,13 @@ def network_sha256(network: str) -> str:
     return hashlib.sha256(read_bytes(path, "network file")).hexdigest()
 
 
-def check_unchanged(network: str, sha256: str, since: str) -> None:
-    """Refuse a network file whose bytes are no longer those of SHA-256 ``sha256`` (or that is gone): results say
-    they costed that file. ``since``: when it was hashed (``since the sweep ran``). A shipped name (no hash) passes."""
-    if sha256 and network_sha256(network) != sha256:
-        raise InputError(f"the network file changed {since} (SHA-256 differs, or it is gone); rerun the sweep",
-                         file=network, field="network_sha256")
+def check_unchanged(path: str, sha256: str, since: str, what: str = "network") -> None:
+    """Refuse a ``what`` file (network, model, device) whose bytes are no longer those of SHA-256 ``sha256`` (or that
+    is gone): results say they costed that file (column ``WHAT_sha256``). ``since``: when it was hashed (``since the
+    sweep ran``). A shipped name (no hash) passes."""
+    if sha256 and network_sha256(path) != sha256:
+        raise InputError(f"the {what} file changed {since} (SHA-256 differs, or it is gone); rerun the sweep",
+                         file=path, field=f"{what}_sha256")
 
 
 def load_spec(path: str | Path, *, max_configs: int = MAX_CONFIGS) -> SweepSpec | DeviceSweepSpec:
