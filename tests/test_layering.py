@@ -53,6 +53,8 @@ FORBIDDEN = {
     "archsim.api_sweep": ("archsim.commands", "archsim.cli"),
     "archsim.api_array": ("archsim.commands", "archsim.cli"),
     "archsim.api_plan": ("archsim.commands", "archsim.cli"),
+    "archsim.api_validation": ("archsim.commands", "archsim.cli"),
+    "archsim.validate_gpu_run": ("archsim.commands", "archsim.cli", "archsim.api"),
     "archsim.api_inputs": ("archsim.commands", "archsim.cli"),
     "archsim.api_keywords": ("archsim.commands", "archsim.cli"),
     # an output flag's target is checked when the command line is read; the writer uses the checks, not back
@@ -71,9 +73,11 @@ IMPORTED_ONLY_BY = {
     "archsim.api_sweep": ("archsim.api",),
     "archsim.api_array": ("archsim.api",),
     "archsim.api_plan": ("archsim.api",),
+    "archsim.api_validation": ("archsim.api",),
     "archsim.api_inputs": ("archsim.api", "archsim.api_plan", "archsim.api_array"),
     "archsim.api_keywords": ("archsim.api", "archsim.api_training", "archsim.api_schedule", "archsim.api_sweep",
-                             "archsim.api_array", "archsim.api_plan", "archsim.api_inputs"),
+                             "archsim.api_array", "archsim.api_plan", "archsim.api_inputs",
+                             "archsim.api_validation"),
     "archsim.report": ("archsim.commands", "archsim.sweep", "archsim.bppsa.report", "archsim.cluster.report",
                        "archsim.validation.gpu_report"),
 }
