@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from archsim.array.config import parse_array_shape
-from archsim.console import say
+from archsim.console import say, setting, switch_on
 from archsim.errors import InputError
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def refuse_device_file(gpu: str | None) -> None:
 
     # a bare word is a GPU's name even where a file of that name exists in the working directory
     if gpu and (Path(gpu).suffix.lower() in (".toml", ".cfg") or ("/" in gpu and Path(gpu).is_file())):
-        raise InputError(f"--gpu {gpu!r} is a device file; validate-gpu times catalog GPUs only (a catalog name or "
+        raise InputError(f"{setting('gpu')} {gpu!r} is a device file; validate-gpu times catalog GPUs only (a catalog name or "
                          "a CUDA device string such as 'Tesla T4'; --like and the GPU flags describe another "
                          "on archsim's measured CSVs)", field="gpu")
 
@@ -98,7 +98,7 @@ def run_validate_gpu(args: Any, *, tabular: bool = False, speak: Speak = say,
     if len(kinds) > 1:
         raise InputError("mixes NeuSight kernel CSVs with archsim's measured CSVs; give one kind", field="csv")
     if args.dtype is not None:  # a measured CSV's '# dtype:' line says it; a flag would silently disagree
-        raise InputError("--dtype is for NeuSight kernel CSVs; archsim's measured CSVs give theirs in the "
+        raise InputError(f"{setting('dtype')} is for NeuSight kernel CSVs; archsim's measured CSVs give theirs in the "
                          "'# dtype:' line", field="dtype")
     show = args.show or "stats"
     wrote = []
@@ -149,12 +149,12 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
 
     for flag in NEUSIGHT_REFUSED:  # refused, not ignored
         if getattr(args, flag) is not None:
-            raise InputError(f"--{flag.replace('_', '-')} is not for NeuSight kernel CSVs", field=flag)
+            raise InputError(f"{setting(flag)} is not for NeuSight kernel CSVs", field=flag)
     if args.no_split_k:
-        raise InputError("--no-split-k is not for NeuSight kernel CSVs", field="no_split_k")
+        raise InputError(f"{switch_on('no_split_k')} is not for NeuSight kernel CSVs", field="no_split_k")
     show = args.show or ("stats" if tabular else "kernels")
     if show not in ("stats", "kernels"):
-        raise InputError(f"--show {show}: NeuSight kernel CSVs give stats or kernels", field="show")
+        raise InputError(f"{setting('show', show)}: NeuSight kernel CSVs give stats or kernels", field="show")
     # 2–3 s for 10,000 rows, most of it pandas' import and the reading: named phase by phase on a terminal
     with phases("validate-gpu", ("read", "predict")) as phase:
         phase("read")
@@ -170,7 +170,7 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
                 frame = mine.reset_index(drop=True)
             elif show == "stats":
                 raise InputError(f"no row was measured on {args.gpu!r}: its MAPE would compare it with other "
-                                 "GPUs' times; --show kernels gives its predictions beside each row's "
+                                 f"GPUs' times; {setting('show', 'kernels')} gives its predictions beside each row's "
                                  "measured_device", field="gpu")
         phase("predict")
         dtype = args.dtype or "fp32"
