@@ -66,10 +66,10 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
         if value is not None:
             check_choice(value, choices, name)
     check_switch(no_split_k, "no_split_k")
-    for value, name in ((report, "report"), (markdown, "markdown")):
-        if value is not None:
-            check_path(value, name, "an output path")
-            check_target(str(value))
+    for target, name in ((report, "report"), (markdown, "markdown")):
+        if target is not None:
+            check_path(target, name, "an output path")
+            check_target(str(target))
     settings = SimpleNamespace(csv=[str(path) for path in files], gpu=gpu, like=like, sm_count=sm_count,
                                tensor_cores_per_sm=tensor_cores_per_sm, mma=mma, clock_mhz=clock_mhz,
                                memory_gbps=memory_gbps, dataflow=dataflow, no_split_k=no_split_k, mode=mode,
