@@ -25,6 +25,7 @@ from archsim.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) is a CostResult, not Any); "x as x" re-exports
     from archsim.api import array_config as array_config
+    from archsim.api import cluster_jobs as cluster_jobs
     from archsim.api import cost as cost
     from archsim.api import gemm as gemm
     from archsim.api import iteration_energy as iteration_energy
@@ -56,6 +57,7 @@ _EXPORTS = {
     "load_network": "archsim.api:load_network",
     "array_config": "archsim.api:array_config",
     "cost": "archsim.api:cost",
+    "cluster_jobs": "archsim.api:cluster_jobs",
     "gemm": "archsim.api:gemm",
     "iteration_energy": "archsim.api:iteration_energy",
     "sparse": "archsim.api:sparse",
