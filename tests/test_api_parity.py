@@ -102,3 +102,4 @@ def test_api_examples_show_the_new_keywords():
     assert any("archsim.validate_gpu(" in b and "dtype=" in b for b in blocks)
     assert any("archsim.search(" in b and 'gpus="' in b for b in blocks)
     assert any("archsim.cluster_jobs(" in b and "compare=" in b for b in blocks)
+    assert any("archsim.bppsa_rnn(" in b and "archsim.bppsa_pruned_vgg11(" in b for b in blocks)
