@@ -25,6 +25,9 @@ from archsim.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) is a CostResult, not Any); "x as x" re-exports
     from archsim.api import array_config as array_config
+    from archsim.api import bppsa_pruned_vgg11 as bppsa_pruned_vgg11
+    from archsim.api import bppsa_rnn as bppsa_rnn
+    from archsim.api import cluster_jobs as cluster_jobs
     from archsim.api import cost as cost
     from archsim.api import gemm as gemm
     from archsim.api import iteration_energy as iteration_energy
@@ -40,6 +43,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import sparse as sparse
     from archsim.api import train as train
     from archsim.api import train_runs as train_runs
+    from archsim.api import validate_gpu as validate_gpu
     from archsim.api import write_report as write_report
     from archsim.array.analytic import gemm_cost as gemm_cost
     from archsim.array.config import ArrayConfig as ArrayConfig
@@ -55,6 +59,9 @@ _EXPORTS = {
     "load_network": "archsim.api:load_network",
     "array_config": "archsim.api:array_config",
     "cost": "archsim.api:cost",
+    "cluster_jobs": "archsim.api:cluster_jobs",
+    "bppsa_rnn": "archsim.api:bppsa_rnn",
+    "bppsa_pruned_vgg11": "archsim.api:bppsa_pruned_vgg11",
     "gemm": "archsim.api:gemm",
     "iteration_energy": "archsim.api:iteration_energy",
     "sparse": "archsim.api:sparse",
@@ -69,6 +76,7 @@ _EXPORTS = {
     "train": "archsim.api:train",
     "search": "archsim.api:search",
     "train_runs": "archsim.api:train_runs",
+    "validate_gpu": "archsim.api:validate_gpu",
     "gemm_cost": "archsim.array.analytic:gemm_cost",
     "read_scalesim_cfg": "archsim.array.config:read_scalesim_cfg",
     "ArrayConfig": "archsim.array.config:ArrayConfig",

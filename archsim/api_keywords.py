@@ -105,8 +105,11 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
 
 
 def listed(value) -> tuple:
-    """A flag's values as a tuple: one value (a name, a count) as a tuple of one, not its characters."""
-    return (value,) if isinstance(value, (str, int)) else tuple(value)
+    """A list keyword's values as a tuple, read as the comma flags read theirs (``--only conv,fc``): a string split
+    at its commas (``"4,8"``: two; ``"4"``: one, not its characters), a list or tuple as is, one value as one."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(","))
+    return (value,) if isinstance(value, (int, Path)) else tuple(value)
 
 
 def named(given: str | Path | None, value: object, placeholder: str) -> str:

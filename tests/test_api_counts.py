@@ -35,6 +35,11 @@ COUNTS = {  # job → its keywords that take a count (or a number) a flag reads 
     "iteration_energy": ("batch", "microbatches", "element_bytes", "bandwidth", "clock_ghz"),
     "plan": ("microbatches", "seed", "max_stages", "activation_compression_ratio", "element_bytes", "micro_batch",
              "batch", "clock_ghz", "max_ops", "max_search_steps"),
+    "validate_gpu": ("sm_count", "tensor_cores_per_sm", "clock_mhz", "memory_gbps"),
+    "bppsa_rnn": ("hidden", "batch", "element_bytes"),
+    "bppsa_pruned_vgg11": ("sparsity", "seed", "width_divisor", "max_mflops"),
+    "cluster_jobs": ("gpus", "gpus_per_machine", "device_memory_gb", "seed", "seeds", "jobs", "interval",
+                     "gamma_ns_per_byte", "unit_seconds", "max_pack"),
 }
 LLAMA = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 3584, "num_hidden_layers": 4,
          "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 32000,

@@ -1,5 +1,5 @@
 """The Python API takes what the CLI takes (docs/api.md): every option of ``archsim cost``, ``gemm``, ``sparse``,
-``plan``, ``energy``, ``train`` and ``search`` is a keyword of the ``archsim`` function of the same name
+``plan``, ``energy``, ``validate-gpu``, ``cluster`` (``archsim.cluster_jobs``: ``archsim.cluster`` is the package), ``train`` and ``search`` is a keyword of the ``archsim`` function of the same name
 (``archsim.iteration_energy`` for ``energy``: ``archsim.energy`` is the energy package), or
 is listed below as the command's alone, with the reason. The parser is read afresh, so a flag added
 without its keyword fails here. Each keyword the API gained is then run both ways on the same input, the
@@ -20,7 +20,8 @@ import archsim
 from archsim import cli
 
 API = {"cost": archsim.cost, "train": archsim.train, "search": archsim.search, "gemm": archsim.gemm,
-       "sparse": archsim.sparse, "plan": archsim.plan, "energy": archsim.iteration_energy}
+       "sparse": archsim.sparse, "plan": archsim.plan, "energy": archsim.iteration_energy,
+       "validate-gpu": archsim.validate_gpu, "cluster": archsim.cluster_jobs}
 
 # Options that change what the command prints or writes, never a number the function returns: the
 # function hands back the object itself (a DataFrame, a TrainResult with its .timeline, a SearchResult).
@@ -40,7 +41,9 @@ OTHER_JOBS = {
     "sweep": "a grid of iterations, one row per point: archsim.training.sweep.sweep",
 }
 EXCLUDED = {"cost": CLI_ONLY, "train": {**CLI_ONLY, **OTHER_JOBS}, "search": CLI_ONLY, "gemm": CLI_ONLY,
-            "sparse": CLI_ONLY, "plan": CLI_ONLY, "energy": CLI_ONLY}
+            "sparse": CLI_ONLY, "plan": CLI_ONLY, "energy": CLI_ONLY, "validate-gpu": CLI_ONLY,
+            # cluster's --trace is its job trace, a keyword, not train's hidden --chrome-trace
+            "cluster": {flag: why for flag, why in CLI_ONLY.items() if flag != "trace"}}
 
 
 def parser_of(command: str) -> argparse.ArgumentParser:
@@ -96,3 +99,7 @@ def test_api_examples_show_the_new_keywords():
                for b in blocks)
     assert any("archsim.plan(" in b and "method=" in b and "baselines=" in b for b in blocks)
     assert any("archsim.iteration_energy(" in b and "microbatches=" in b for b in blocks)
+    assert any("archsim.validate_gpu(" in b and "dtype=" in b for b in blocks)
+    assert any("archsim.search(" in b and 'gpus="' in b for b in blocks)
+    assert any("archsim.cluster_jobs(" in b and "compare=" in b for b in blocks)
+    assert any("archsim.bppsa_rnn(" in b and "archsim.bppsa_pruned_vgg11(" in b for b in blocks)

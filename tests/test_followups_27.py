@@ -228,7 +228,7 @@ def test_every_policy_counts_each_job_once_as_it_finishes(policy):
 
 def test_one_policys_bar_counts_jobs_not_one_simulation(monkeypatch):
     """Failed before: `archsim cluster --policy jigsaw` drew a bar of 1 simulation, at 0/1 until the end."""
-    from archsim.commands import cluster as command
+    from archsim import cluster_run as command  # the command's run, where the bar is drawn
 
     bars: list[_Bar] = []
 

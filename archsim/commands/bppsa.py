@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import argparse
-import math
 
+from archsim.bppsa_run import PAPER_SEQ_LENS, up_levels
 from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -19,33 +19,13 @@ from archsim.commands.common import (
     emit,
     positive_int,
     positive_int_list,
-    width_meta,
 )
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
-from archsim.progress import progress
-from archsim.validate import check_job_size, parse_int, seed_flag
+from archsim.validate import seed_flag
 
-PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
-
-
-def _up_levels(text: str, flag: str = "--up-levels", *, full: bool = True) -> int | None:
-    """An up-sweep depth the VGG-11 scan has (0 … ⌈log₂ 22⌉ − 1 = 4), or 'full' (None: Algorithm 1) where
-    ``full``; checked here, before any Jacobian is built, and an error names ``flag``."""
-    from archsim.bppsa.scan import max_up_levels
-    from archsim.bppsa.vgg import VGG11_OPERATORS
-
-    top = max_up_levels(VGG11_OPERATORS)
-    if text == "full":
-        if full:
-            return None
-        raise InputError(f"{flag}: takes depths in 0…{top} (Algorithm 1 is --up-levels full), got 'full'")
-    what = f"an up-sweep depth (VGG-11 is {VGG11_OPERATORS} operators)" + (" or 'full'" if full else "")
-    try:
-        return parse_int(text, low=0, high=top, what=what)
-    except ValueError as exc:
-        raise InputError(f"{flag}: {exc}") from None
+_up_levels = up_levels  # the command's name for bppsa_run's check
 
 
 def _depth(text: str, flag: str) -> int:
@@ -78,17 +58,15 @@ def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_rnn(args: argparse.Namespace) -> int:
-    from archsim.bppsa.rnn_cost import rnn_records
+    from archsim.bppsa_run import rnn_study
     from archsim.outputs import render
-    from archsim.rows import Rows
 
     hidden, batch = args.hidden, args.batch
     array = array_from_args(args)
     seq_lens, processors = distinct(args.seq_len, "--seq-len"), distinct(args.processors, "--processors")
-    rows = Rows.of(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))  # no pandas
-    shape = f"{array.rows}x{array.cols} {array.dataflow}"
-    meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch, "array": shape, **width_meta(args, array)}
-    emit(render(rows, args.format, precision=args.precision, meta=meta), args)
+    done = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array, dtype=args.dtype)
+    rows, shape = done.table, done.meta["array"]
+    emit(render(rows, args.format, precision=args.precision, meta=done.meta), args)
     if args.report:
         command = (f"archsim bppsa rnn --seq-len {','.join(map(str, seq_lens))} --hidden {hidden} --batch {batch} "
                                       f"--processors {','.join(map(str, processors))} --array {array.rows}x{array.cols} "
@@ -141,41 +119,18 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_vgg(args: argparse.Namespace) -> int:
-    from archsim.bppsa.vgg import check_sparsity, critical_path, scan_work_estimate, vgg_flops
+    from archsim.bppsa.vgg import check_sparsity
+    from archsim.bppsa_run import vgg_study
     from archsim.outputs import render
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     depth = "full" if up_levels is None else up_levels  # as given, a number where it is one
     divisor = args.width_divisor
     compare = sorted({0, *(_depth(x.strip(), "--compare-levels") for x in args.compare_levels.split(","))})
-    # before any Jacobian is built: the scans' work grows with the square of the unpruned fraction
-    mflops = math.ceil(scan_work_estimate(sparsity, divisor, [up_levels, *(x for x in compare if x != up_levels)]) / 1e6)
-    check_job_size(mflops, args.max_mflops, "--max-mflops",
-                   "counts about {:,} M FLOPs in its scans (estimated from --sparsity, --width-divisor and the "
-                   "up-sweep depths)")
-    with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
-        frame = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=up_levels, width_divisor=divisor,
-                          zeros=args.zeros)
-        bar.update(1)
-        summaries = []
-        for levels in compare:
-            part = frame
-            if levels != up_levels:
-                part = vgg_flops(sparsity=sparsity, seed=args.seed, up_levels=levels, width_divisor=divisor,
-                                 zeros=args.zeros)
-                bar.update(1)
-            summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
-    import pandas as pd  # the pruned-VGG study's tables are DataFrames
-
-    summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
-    totals = critical_path(frame).set_index("method")
-    meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": args.seed, "up_levels": depth,
-            "zeros": args.zeros,
-            "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
-            "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
-            "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
-    # a step's `kind` is printed as `product`: `kind` and `type` name a layer's kind elsewhere
-    emit(render(frame.rename(columns={"kind": "product"}), args.format, precision=args.precision, meta=meta), args)
+    done = vgg_study(sparsity=sparsity, seed=args.seed, up_levels=up_levels, compare=compare, width_divisor=divisor,
+                     zeros=args.zeros, max_mflops=args.max_mflops)
+    frame, summary = done.table.rename(columns={"product": "kind"}), done.summary  # the page reads kind
+    emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     if args.report:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
                                       f"--up-levels {depth} --compare-levels {args.compare_levels} "

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import shlex
-import warnings
-from functools import partial
 
-from archsim.choices.cluster import MAIN_POLICIES, POLICIES
+from archsim.choices.cluster import POLICIES
+from archsim.cluster_run import DEFAULT_JOBS, DEFAULT_SEED, DEFAULT_SEEDS
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
-from archsim.console import say_after_run
-from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
-from archsim.progress import polled, progress
 from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
 
-DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_JOBS = 0, 5, 500  # the synthetic trace's (§4.2: 500 jobs)
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
 _positive = float_flag(0.0, 1e12, low_open=True, what="a positive number")  # a device's memory: 0 holds no job
 
@@ -53,148 +47,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
 
 
-def granularity_note(args: argparse.Namespace) -> str:
-    """What Jigsaw's planning unit means for the numbers on the page (measured, see docs/papers/jigsaw.md)."""
-    if args.unit_seconds <= 0:
-        unit = "Jigsaw plans every iteration on its own (--unit-seconds 0, exact)."
-    else:
-        unit = (f"Jigsaw plans blocks of about {args.unit_seconds:g} s of a job's iterations as one unit "
-                "(--unit-seconds; 0 plans every iteration, exact but slower).")
-    return (unit + " The unit decides how often a worker can lose its device to another job: on the synthetic "
-            "trace (seed 0) per-iteration planning migrates in about half of all iterations, and each move's "
-            f"γ × model size ({args.gamma_ns_per_byte:g} ns/byte) idles the device, so Jigsaw's makespan gain over "
-            "the gang schedulers falls from ≈25% (10 s blocks) to ≈3%; see the migration and utilization "
-            "figures.")
-
-
-def _command_line(args: argparse.Namespace, policy: str) -> str:
-    words = ["archsim", "cluster", "--trace", args.trace, "--gpus", str(args.gpus), "--gpus-per-machine",
-             str(args.gpus_per_machine), "--policy", policy]
-    if args.trace == "synthetic":  # the flags a trace file refuses
-        words += ["--seed", str(args.seed), "--jobs", str(args.jobs)] + (["--seeds", str(args.seeds)] if policy == "all" else [])
-    defaults = {"device_memory_gb": 16.0, "interval": 60.0, "gamma_ns_per_byte": 0.8, "unit_seconds": 10.0,
-                "max_pack": 2}
-    for key, default in defaults.items():
-        if getattr(args, key) != default:
-            words += [f"--{key.replace('_', '-')}", f"{getattr(args, key):g}"]
-    if args.report:
-        words += ["--report", args.report]
-    return shlex.join(words)
-
-
-def check_flags(args: argparse.Namespace) -> None:
-    """Refuse, before reading anything, a flag the run would ignore (given even at its default), then put in
-    the defaults: --seed and --jobs draw the synthetic trace, and --seeds repeats a comparison over it."""
-    synthetic = args.trace == "synthetic"
-    comparing = args.compare or args.policy == "all"
-    for flag, value in (("--seed", args.seed), ("--jobs", args.jobs)):
-        if value is not None and not synthetic:
-            raise InputError(f"{flag} draws the synthetic trace; {args.trace} is a trace file with its own jobs: "
-                             "drop it", field=flag.removeprefix("--"))
-    if args.seeds is not None and not (synthetic and comparing):
-        raise InputError("--seeds repeats a comparison (--policy all) over synthetic traces of seeds SEED … SEED+N−1; "
-                         + ("a trace file is one run" if comparing else f"--policy {args.policy} runs one seed")
-                         + ": drop it", field="seeds")
-    args.seed = DEFAULT_SEED if args.seed is None else args.seed
-    args.seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
-    args.jobs = DEFAULT_JOBS if args.jobs is None else args.jobs
-
-
-MAX_ROUNDS = 10**6  # scheduling intervals one simulation may step through (≈ a minute of CPU)
-
-
-def _check_rounds(jobs, interval_s: float) -> None:
-    """Refuse, before simulating, a trace whose work alone spans more than MAX_ROUNDS intervals (a
-    duration of 10¹² s at a 60 s interval would step for days)."""
-    if interval_s <= 0 or not jobs:
-        return
-    span = max(j.submit_s for j in jobs) + sum(j.iterations * j.full_task_s for j in jobs)
-    if span / interval_s > MAX_ROUNDS:
-        raise InputError(f"the trace's work spans about {span:.3g} s, {span / interval_s:.3g} scheduling intervals of "
-                         f"{interval_s:g} s: above the limit of {MAX_ROUNDS:,}; shorten the jobs or raise --interval",
-                         field="trace")
-
-
 def run(args: argparse.Namespace) -> int:
-    import numpy as np  # the finished-job counter the simulation and the bar share
-
-    from archsim.cluster.catalog import paper_catalog
-    from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
-    from archsim.cluster.metrics import aggregate, summarize
-    from archsim.cluster.simulate import simulate
-    from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
+    from archsim.cluster_run import run_cluster
     from archsim.outputs import render
-    from archsim.rows import Rows
 
-    check_flags(args)
-    policy = "all" if args.compare else args.policy
-    cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
-    if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
-        say_after_run("note", f"--gpus-per-machine {args.gpus_per_machine} is more than --gpus {args.gpus}: the "
-                              f"cluster is one machine of {args.gpus} GPUs (gpus_per_machine {args.gpus} in the output)")
-    config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
-                       unit_s=args.unit_seconds, max_pack=args.max_pack)
-    catalog = paper_catalog()
-    synthetic = args.trace == "synthetic"
-    policies = MAIN_POLICIES if policy == "all" else (policy,)
-    seeds = range(args.seed, args.seed + args.seeds) if policy == "all" and synthetic else [args.seed]
-    with warnings.catch_warnings(record=True) as caught:  # the library's warnings: this command's notes, after the run
-        warnings.simplefilter("always", UserWarning)
-        file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
-    for warning in caught:
-        say_after_run("note", str(warning.message))
-    per_run, shown = [], []
-    jobs_per_run = args.jobs if synthetic else len(file_trace or ())
-    # jobs finished, summed over the runs: a bar that moves while one long simulation runs
-    with progress(len(seeds) * len(policies) * jobs_per_run, "cluster", "job") as bar:
-        for seed in seeds:
-            trace = file_trace if file_trace is not None else synthetic_trace(args.jobs, seed, catalog=catalog)
-            try:
-                jobs = build_jobs(trace, catalog, cluster)
-            except InputError as exc:  # name the trace file: the row's job id is in the field
-                widest = max(job.workers for job in trace)
-                too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
-                if synthetic and too_wide:  # a trace the user never wrote: say which flag to change
-                    raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
-                                     f"1 to 16 workers) and the cluster has {cluster.devices} devices: give --gpus "
-                                     f"{widest} or more", field="gpus") from None
-                hint = f": give --gpus {widest} or more" if too_wide else ""  # the trace's widest job, not just this one
-                raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
-            _check_rounds(jobs, config.interval_s)
-            for name in policies:
-                finished = np.zeros(1, np.int64)
-                result = polled(partial(simulate, jobs, cluster, name, config, finished), finished, bar)
-                per_run.append({**summarize(result), "seed": seed})
-                if seed == seeds[0]:
-                    shown.append(result)
-                bar.update(len(jobs) - int(finished[0]))  # what the last poll missed
-    meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
-            "device_memory_gb": args.device_memory_gb, "max_pack": args.max_pack, "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
-            "unit_seconds": args.unit_seconds, **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
-            "jobs": int(per_run[0]["jobs"]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
-    per_seed = None
-    if policy == "all":  # statistics over seeds: pandas
-        import pandas as pd
-
-        per_seed = pd.DataFrame(per_run)
-        summary = aggregate(per_run)
-        if args.format == "table":
-            keep = [c for c in summary.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
-                    and "median" not in c and "p95_seconds_std" not in c]
-            frame = summary[["policy", "runs", *keep]]
-        else:
-            frame = summary
-    else:  # one run's summary: plain rows
-        frame = Rows.of({key: value for key, value in row.items() if key != "seed"} for row in per_run)
-    emit(render(frame, args.format, precision=args.precision, meta=meta), args)
-    if args.report:
-        from archsim.cluster.report import write_cluster_report
-
-        path = write_cluster_report(args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
-                                    summary=frame.frame() if isinstance(frame, Rows) else summary, per_seed=per_seed,
-                                    notes=f"Figures other than the spread show seed {seeds[0]}. "
-                                          "Baselines run without SPB; Jigsaw with SPB (§4.2). " + granularity_note(args))
-        note_written(f"wrote {path}")
+    done = run_cluster(args)
+    frame = done.rows
+    if done.per_seed is not None and args.format == "table":  # the means and spreads that fit a terminal
+        keep = [c for c in frame.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
+                and "median" not in c and "p95_seconds_std" not in c]
+        frame = frame[["policy", "runs", *keep]]
+    emit(render(frame, args.format, precision=args.precision, meta=done.meta), args)
+    if done.wrote:
+        note_written(f"wrote {done.wrote}")
     return 0
 
 

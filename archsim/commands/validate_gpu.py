@@ -13,20 +13,16 @@ order, ``--show stats`` (the default table) the MAPE per GPU and op class.
 from __future__ import annotations
 
 import argparse
-import shlex
 
-from archsim.array.config import DATAFLOWS, parse_array_shape
+from archsim.array.config import DATAFLOWS
 from archsim.choices.devices import DTYPES
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, clock_flag, emit, phases, positive_int
-from archsim.console import note
 from archsim.modes import MODES
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
 from archsim.validate import positive_float_flag
-
-SHOW = ("stats", "kernels", "streams", "streams-summary", "sensitivity", "assumptions")
-
+from archsim.validate_gpu_run import SHOW
 
 positive_float = positive_float_flag
 
@@ -61,177 +57,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
 
 
-def overrides_from_args(args: argparse.Namespace):
-    """The GPU flags as :class:`~archsim.validation.gpu_study.GpuOverrides`."""
-    from archsim.validation.gpu_study import GpuOverrides
-
-    return GpuOverrides(
-        gpu=args.gpu, like=args.like, sm_count=args.sm_count, tensor_cores_per_sm=args.tensor_cores_per_sm,
-        mma=parse_array_shape(args.mma, field_name="mma") if args.mma else None,
-        clock_hz=args.clock_mhz * 1e6 if args.clock_mhz else None,
-        memory_bytes_per_s=args.memory_gbps * 1e9 if args.memory_gbps else None, dataflow=args.dataflow or "os",
-        split_k=not args.no_split_k)
-
-
-def command_line(args: argparse.Namespace) -> str:
-    """The command that regenerates the report (printed in it)."""
-    words = ["archsim", "validate-gpu", "--csv", *args.csv]
-    for flag in ("gpu", "like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps"):
-        value = getattr(args, flag)
-        if value is not None:
-            words += [f"--{flag.replace('_', '-')}", str(value)]
-    if args.dataflow not in (None, "os"):
-        words += ["--dataflow", args.dataflow]
-    if args.no_split_k:
-        words.append("--no-split-k")
-    if args.mode not in (None, "exact"):
-        words += ["--mode", args.mode]
-    words += ["--report", args.report or "reports/gpu_validation.html"]
-    if args.markdown:
-        words += ["--markdown", args.markdown]
-    return shlex.join(words)
-
-
-def run_neusight(args: argparse.Namespace) -> int:
-    """NeuSight's kernel CSVs: every row timed by :mod:`archsim.devices.kernels`."""
-    import pandas as pd
-
-    from archsim.devices.kernel_constants import FITTED
-    from archsim.errors import InputError
-    from archsim.outputs import render
-    from archsim.validation.neusight import (
-        GEMM_COLUMNS,
-        SHAPES,
-        check_devices,
-        latency_unit_note,
-        mape_by_class,
-        measured_on,
-        predict,
-        read_neusight_csv,
-    )
-
-    # the arrays view's flags: the kernel time model reads none of them, so each is refused, not ignored
-    for flag in ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "dataflow", "mode",
-                 "report", "markdown"):
-        if getattr(args, flag) is not None:
-            raise InputError(f"--{flag.replace('_', '-')} is not for NeuSight kernel CSVs", field=flag)
-    if args.no_split_k:
-        raise InputError("--no-split-k is not for NeuSight kernel CSVs", field="no_split_k")
-    show = args.show or ("stats" if args.format == "table" else "kernels")
-    if show not in ("stats", "kernels"):
-        raise InputError(f"--show {show}: NeuSight kernel CSVs give stats or kernels", field="show")
-    # 2–3 s for 10,000 rows, most of it pandas' import and the reading: named phase by phase on a terminal
-    with phases("validate-gpu", ("read", "predict")) as phase:
-        phase("read")
-        files = [read_neusight_csv(path) for path in args.csv]
-        if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
-            for kernels in files:
-                check_devices(kernels)
-        # each row's file beside its line: with several CSVs a line alone names two rows
-        frame = pd.concat([kernels.frame.assign(file=kernels.source) for kernels in files], ignore_index=True)
-        if args.gpu:  # the rows measured on that GPU; none: its predictions beside another GPU's times
-            mine = measured_on(frame, args.gpu)
-            if len(mine):
-                frame = mine.reset_index(drop=True)
-            elif show == "stats":
-                raise InputError(f"no row was measured on {args.gpu!r}: its MAPE would compare it with other "
-                                 "GPUs' times; --show kernels gives its predictions beside each row's "
-                                 "measured_device", field="gpu")
-        phase("predict")
-        dtype = args.dtype or "fp32"
-        # the tensor cores' fit, as train takes it (validation may not import training)
-        from archsim.training.fitted import kernels as tensor_constants
-
-        rows = predict(frame, FITTED, args.gpu, dtype, tensor_constants).rename(columns={"device": "measured_device"})
-    unit_note = latency_unit_note(rows)
-    if unit_note:
-        note(unit_note)
-    meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
-    if dtype != "fp32":  # fp32's meta as it was: its output stays byte-identical
-        meta = {"csv": meta["csv"], "dtype": dtype,
-                "kernel_model": f"GEMMs: kernel_ops.op_seconds at {dtype} as train prices them (tensor-core tiles, "
-                                "the vTrain fit; each kernel timed alone); memory-bound rows: archsim.devices.kernels "
-                                f"at {dtype}'s element size, kernels.FITTED"}
-    if show == "stats":
-        table = mape_by_class(rows, ("gpu", "op_class"))
-        table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
-    else:
-        shapes = [c for c in SHAPES if rows[c].notna().any()]
-        table = rows[["file", "line", "op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",
-                      "measured_device"]].rename(columns={"error": "relative_error"})
-        for column in shapes:
-            if rows[column].notna().all():
-                table[column] = table[column].astype("int64")
-        # the shapes under the file's own column names (NeuSight's N is the reduction, its K the output columns)
-        # each row's line in its CSV, as measured CSVs give it: --gpu keeps a subset, which the line joins back
-        table = table.rename(columns=GEMM_COLUMNS)[["file", "line", "op", *shapes, "measured_seconds", "predicted_seconds",
-                                                    "relative_error", "gpu", "measured_device"]]
-    emit(render(table, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
-    return 0
-
-
-def refuse_device_file(gpu: str | None) -> None:
-    """A device file given as ``--gpu`` is refused: GPUs are matched by name, so its path would be read
-    as one (``my-t4.toml`` as the catalog T4) and the file's figures silently ignored."""
-    from pathlib import Path
-
-    from archsim.errors import InputError
-
-    # a bare word is a GPU's name even where a file of that name exists in the working directory
-    if gpu and (Path(gpu).suffix.lower() in (".toml", ".cfg") or ("/" in gpu and Path(gpu).is_file())):
-        raise InputError(f"--gpu {gpu!r} is a device file; validate-gpu times catalog GPUs only (a catalog name or "
-                         "a CUDA device string such as 'Tesla T4'; --like and the GPU flags describe another "
-                         "on archsim's measured CSVs)", field="gpu")
-
-
 def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
-    from archsim.validation.neusight import is_neusight_file
+    from archsim.validate_gpu_run import run_validate_gpu
 
-    refuse_device_file(args.gpu)
-    kinds = {is_neusight_file(path) for path in args.csv}
-    if kinds == {True}:
-        return run_neusight(args)
-    if len(kinds) > 1:
-        from archsim.errors import InputError
-
-        raise InputError("mixes NeuSight kernel CSVs with archsim's measured CSVs; give one kind", field="csv")
-    if args.dtype is not None:  # a measured CSV's '# dtype:' line says it; a flag would silently disagree
-        from archsim.errors import InputError
-
-        raise InputError("--dtype is for NeuSight kernel CSVs; archsim's measured CSVs give theirs in the "
-                         "'# dtype:' line", field="dtype")
-    args.show = args.show or "stats"
-    wrote = []
-    # 2–6 s on DeepBench's CSVs, most of it scipy's import and the study: named phase by phase on a terminal
-    with phases("validate-gpu", ("load model", "read", "study", *(("report",) if args.report or args.markdown else ()))
-                ) as phase:
-        phase("load model")
-        # imported here: scipy.stats and plotly would slow every other archsim command's start-up
-        from archsim.training.fitted import kernels as tensor_constants
-        from archsim.validation.gpu_csv import read_kernel_csv
-        from archsim.validation.gpu_report import write_markdown, write_report
-        from archsim.validation.gpu_study import run_study
-
-        phase("read")
-        tables = [read_kernel_csv(path) for path in args.csv]
-        phase("study")
-        study = run_study(tables, overrides_from_args(args), args.mode or "exact", tensor_constants)
-        command = command_line(args)
-        if args.report or args.markdown:
-            phase("report")
-        if args.report:
-            wrote.append(write_report(study, args.report, command))
-        if args.markdown:
-            wrote.append(write_markdown(study, args.markdown, command))
-    for path in wrote:  # after the bar is gone, so the lines stay whole
+    done = run_validate_gpu(args, tabular=args.format == "table", phases=phases)
+    for path in done.wrote:  # after the bar is gone, so the lines stay whole
         note_written(f"wrote {path}")
-    frame = {"stats": study.stats, "kernels": study.joined, "streams": study.streams,
-             "streams-summary": study.streams_summary, "sensitivity": study.sensitivity,
-             "assumptions": study.assumptions}[args.show].rename(columns={"kind": "type"})  # as `cost` names it
-    meta = {"csv": " ".join(args.csv), "mode": study.mode, "dataflow": args.dataflow or "os",
-            "arrays": "; ".join(f"{r.gpu}: {r.value}" for r in study.assumptions.itertuples() if r.item == "arrays P")}
-    emit(render(frame, args.format, precision=args.precision, meta=meta, float_format="{:.3g}"), args)
+    emit(render(done.table, args.format, precision=args.precision, meta=done.meta, float_format="{:.3g}"), args)
     return 0
 
 

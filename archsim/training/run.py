@@ -56,6 +56,16 @@ class TrainResult:
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
 
+    def __repr__(self) -> str:
+        """One line, not every rank's memory, the breakdown and the parallelism's fields (a notebook shows a cell's
+        value by its repr): seconds, GiB per GPU (the fullest rank) and joules, as ``archsim train`` prints them."""
+        par = self.parallelism
+        split = "" if par is None else (f"tp {par.tp} × pp {par.pp} × dp {par.dp}, micro-batch {par.micro_batch}, "
+                                        f"{par.schedule}, recompute {par.recompute}; ")
+        energy = "" if self.energy_j is None else f", {self.energy_j:.4g} J"
+        return (f"TrainResult({split}{self.iteration_seconds:.4g} s per iteration, peak memory "
+                f"{self.peak_memory_gib:.4g} GiB per GPU{energy}; {len(self.ops)} op rows)")
+
     def to_dict(self) -> dict:
         """The JSON document ``archsim train --format json`` prints for this iteration (``meta`` and the
         ops' ``rows``; NaN where the CLI prints null): a copy, JSON-safe, of a result of ``archsim.train``."""

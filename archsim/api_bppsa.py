@@ -1,0 +1,90 @@
+"""The face's BPPSA studies: ``archsim.bppsa_rnn`` and ``archsim.bppsa_pruned_vgg11``, ``archsim bppsa rnn``'s and
+``archsim bppsa pruned-vgg11``'s flags as keywords of the same names (``archsim.bppsa`` is the package, hence the
+names), run by the command's own :mod:`archsim.bppsa_run`; nothing here computes a number of its own. Cycles are
+array clock cycles, FLOPs counted. Re-exported by :mod:`archsim.api`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from archsim.api_inputs import array_config
+from archsim.api_keywords import check_choice, listed, positive_int, speaks_keywords
+from archsim.bppsa_run import PAPER_SEQ_LENS
+from archsim.table_result import TableResult
+
+
+def _once(values: list[int], field: str) -> list[int]:
+    """A list keyword's values each once, in order, a repeat warned as the command's ``--seq-len`` warns it."""
+    from archsim.console import setting
+
+    once = list(dict.fromkeys(values))
+    if len(once) < len(values):
+        repeated = list(dict.fromkeys(v for n, v in enumerate(values) if v in values[:n]))
+        warnings.warn(f"{setting(field)} repeats {', '.join(map(str, repeated))}: each value runs once", UserWarning,
+                      stacklevel=4)
+    return once
+
+
+@speaks_keywords
+def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidden: int | str = 20,
+              batch: int | str = 16, processors: str | int | Sequence[int | str] = "64,256,1024",
+              array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
+              dtype: str | None = None, element_bytes: int | str | None = None) -> TableResult:
+    """BPPSA's Fig. 8 as ``archsim bppsa rnn`` models it: a tanh RNN's backward pass (hidden size ``hidden``,
+    ``batch`` samples) over each sequence length in ``seq_len`` (T ≥ 2) on each processor count in ``processors``,
+    BP against the parallel scan on systolic arrays (the array keywords as :func:`archsim.array_config`). Returns a
+    :class:`~archsim.table_result.TableResult` (``.table``: the rows the command prints; ``.meta``; ``to_dict()``:
+    its ``--format json`` document)."""
+    from archsim.bppsa.rnn_cost import ONE_STEP
+    from archsim.bppsa_run import rnn_study
+    from archsim.errors import InputError
+
+    lengths = [positive_int(value, "seq-len") for value in listed(seq_len)]
+    if 1 in lengths:
+        raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")
+    counts = [positive_int(value, "processors") for value in listed(processors)]
+    hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
+    chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
+    done = rnn_study(_once(lengths, "seq-len"), _once(counts, "processors"), hidden=hidden, batch=batch,
+                     array=chosen, dtype=dtype)
+    return TableResult.of(done.table.frame(), done.meta)
+
+
+@speaks_keywords
+def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_levels: int | str = "2",
+                       compare_levels: str | int | Sequence[int | str] = "0,1,2", width_divisor: int | str = 1,
+                       zeros: str = "pattern", max_mflops: int | str | None = None) -> TableResult:
+    """BPPSA's Fig. 10 as ``archsim bppsa pruned-vgg11`` counts it: the FLOPs of every scan step of a VGG-11
+    pruned to ``sparsity`` (``seed``: the pruning's and the input's), up-swept ``up_levels`` deep (``"full"``:
+    Algorithm 1), against BP; ``compare_levels`` are the depths the meta's summary compares; ``width_divisor``
+    narrows every layer; ``zeros`` and ``max_mflops`` as their flags (None: its default). Returns a
+    :class:`~archsim.table_result.TableResult` (``.table``: the steps the command prints; ``.meta``: the critical
+    paths' FLOPs; ``to_dict()``: its ``--format json`` document)."""
+    from archsim.bppsa.vgg import check_sparsity, check_width_divisor
+    from archsim.bppsa_run import up_levels as depth_of
+    from archsim.bppsa_run import vgg_study
+    from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
+    from archsim.errors import InputError
+    from archsim.validate import SEED_MAX, parse_float
+
+    try:
+        fraction = parse_float(sparsity, low=0.0, high=1.0, what="a sparsity in [0, 1)")
+    except ValueError as exc:
+        raise InputError(str(exc), field="sparsity") from None
+    fraction = check_sparsity(fraction)
+    seed = positive_int(seed, "seed", low=0, high=SEED_MAX)
+    depth = depth_of(str(up_levels).strip())
+    compare = sorted({0, *(depth_of(str(x).strip(), "--compare-levels", full=False) or 0
+                           for x in listed(compare_levels))})
+    divisor = check_width_divisor(positive_int(width_divisor, "width-divisor"), "width-divisor")
+    check_choice(zeros, ZEROS, "zeros")
+    limit = DEFAULT_MAX_SCAN_MFLOPS if max_mflops is None else positive_int(max_mflops, "max-mflops")
+    done = vgg_study(sparsity=fraction, seed=seed, up_levels=depth, compare=compare, width_divisor=divisor,
+                     zeros=zeros, max_mflops=limit)
+    return TableResult.of(done.table, done.meta)
+
+
+__all__ = ["bppsa_pruned_vgg11", "bppsa_rnn"]

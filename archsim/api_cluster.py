@@ -1,0 +1,79 @@
+"""The face's job-scheduling study: ``archsim.cluster_jobs``, ``archsim cluster``'s flags as keywords of the same
+names (``archsim.cluster`` is the package, hence the name), run by the command's own
+:func:`archsim.cluster_run.run_cluster`; nothing here computes a number of its own. Seconds throughout.
+Re-exported by :mod:`archsim.api`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
+from archsim.table_result import TableResult
+
+
+def _warn(kind: str, text: str) -> None:
+    """A note the command prints on stderr, as a UserWarning at the caller's line."""
+    warnings.warn(text, UserWarning, stacklevel=5)
+
+
+def _bounded(value: object, field: str, *, positive: bool = False) -> float:
+    """A keyword whose flag takes a finite number in [0, 10¹²] ((0, 10¹²] where ``positive``), as the flag reads it."""
+    from archsim.errors import InputError
+    from archsim.validate import parse_float
+
+    try:
+        return parse_float(value, low=0.0, high=1e12, low_open=positive,
+                           what="a positive number" if positive else "a non-negative number")
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
+
+
+@speaks_keywords
+def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_per_machine: int | str = 3,
+                 device_memory_gb: float | str = 16.0, policy: str = "jigsaw", compare: bool = False,
+                 seed: int | str | None = None, seeds: int | str | None = None, jobs: int | str | None = None,
+                 interval: float | str = 60.0, gamma_ns_per_byte: float | str = 0.8,
+                 unit_seconds: float | str = 10.0, max_pack: int | str = 2,
+                 report: str | Path | None = None) -> TableResult:
+    """SPB + Jigsaw against the gang schedulers on a job ``trace`` (a Tiresias CSV, or ``"synthetic"``: §4.2's
+    workload of ``jobs`` jobs drawn from ``seed``) on ``gpus`` devices, ``gpus_per_machine`` to a machine, of
+    ``device_memory_gb`` GiB, as ``archsim cluster`` runs it, its flags as keywords of the same names: ``policy``
+    jigsaw, gandiva, tiresias, … or ``all`` (``compare=True``), which compares the three over ``seeds`` seeds;
+    ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` and ``max_pack`` as their flags; ``report`` writes
+    the HTML page. Returns a :class:`~archsim.table_result.TableResult`: one row per run (``all``: the statistics
+    over seeds per policy, every column of ``--format json``'s), ``.meta`` and ``to_dict()``, the command's JSON.
+    The notes the command prints on stderr warn (UserWarning)."""
+    from archsim.choices.cluster import POLICIES
+    from archsim.cluster_run import run_cluster
+    from archsim.output_targets import check_target
+    from archsim.rows import Rows
+    from archsim.validate import MAX_PROCESSORS, SEED_MAX
+
+    check_path(trace, "trace", "a Tiresias trace CSV path or 'synthetic'")
+    gpus = positive_int(gpus, "gpus", high=MAX_PROCESSORS)
+    gpus_per_machine = positive_int(gpus_per_machine, "gpus-per-machine")
+    device_memory_gb = _bounded(device_memory_gb, "device-memory-gb", positive=True)
+    check_choice(policy, (*POLICIES, "all"), "policy")
+    check_switch(compare, "compare")
+    seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX)
+    seeds = None if seeds is None else positive_int(seeds, "seeds", high=1000)
+    jobs = None if jobs is None else positive_int(jobs, "jobs", high=100_000)
+    interval, gamma_ns_per_byte, unit_seconds = (_bounded(value, name) for value, name in (
+        (interval, "interval"), (gamma_ns_per_byte, "gamma-ns-per-byte"), (unit_seconds, "unit-seconds")))
+    max_pack = positive_int(max_pack, "max-pack")
+    if report is not None:
+        check_path(report, "report", "an output path")
+        check_target(str(report))
+    settings = SimpleNamespace(trace=str(trace), gpus=gpus, gpus_per_machine=gpus_per_machine,
+                               device_memory_gb=device_memory_gb, policy=policy, compare=compare, seed=seed,
+                               seeds=seeds, jobs=jobs, interval=interval, gamma_ns_per_byte=gamma_ns_per_byte,
+                               unit_seconds=unit_seconds, max_pack=max_pack,
+                               report=None if report is None else str(report))
+    done = run_cluster(settings, speak=_warn)
+    return TableResult.of(done.rows.frame() if isinstance(done.rows, Rows) else done.rows, done.meta)
+
+
+__all__ = ["cluster_jobs"]

@@ -1,0 +1,82 @@
+"""The face's validation job: ``archsim.validate_gpu``, ``archsim validate-gpu``'s flags as keywords of the same
+names, run by the command's own :func:`archsim.validate_gpu_run.run_validate_gpu`; nothing here computes a number of
+its own. Seconds throughout. Re-exported by :mod:`archsim.api`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+from archsim.api_keywords import check_choice, check_path, check_switch, listed, positive_int, speaks_keywords
+from archsim.table_result import TableResult
+
+
+def _warn(kind: str, text: str) -> None:
+    """A note the command prints on stderr, as a UserWarning at the caller's line."""
+    warnings.warn(text, UserWarning, stacklevel=5)
+
+
+@speaks_keywords
+def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = None, like: str | None = None,
+                 sm_count: int | str | None = None, tensor_cores_per_sm: int | str | None = None,
+                 mma: str | None = None, clock_mhz: float | str | None = None,
+                 memory_gbps: float | str | None = None, dataflow: str | None = None, no_split_k: bool = False,
+                 mode: str | None = None, dtype: str | None = None, show: str | None = None,
+                 report: str | Path | None = None, markdown: str | Path | None = None) -> TableResult:
+    """archsim's costs against kernels measured on a GPU, as ``archsim validate-gpu`` compares them, its flags as
+    keywords of the same names: ``csv`` one CSV or several (a list, or one comma-separated string, as every list
+    keyword), archsim's measured CSVs (costed on ``gpu``'s tensor cores as arrays; ``like``, ``sm_count``,
+    ``tensor_cores_per_sm``, ``mma``, ``clock_mhz`` (MHz), ``memory_gbps`` (GB/s), ``dataflow``, ``no_split_k``,
+    ``mode`` override the GPU table's) or NeuSight's kernel CSVs (each row timed by the kernel time model in
+    ``dtype``, default fp32); ``show`` the table (default as ``--format json``'s: stats, NeuSight's kernels);
+    ``report`` and ``markdown`` write the HTML report and the Markdown summary. Returns a
+    :class:`~archsim.table_result.TableResult` (``.table``, ``.meta``, ``to_dict()``: the command's JSON). The
+    notes the command prints on stderr warn (UserWarning)."""
+    from archsim.array.config import DATAFLOWS
+    from archsim.choices.devices import DTYPES
+    from archsim.clock import checked_clock
+    from archsim.errors import InputError
+    from archsim.modes import MODES
+    from archsim.output_targets import check_target
+    from archsim.validate import parse_float
+    from archsim.validate_gpu_run import SHOW, run_validate_gpu
+
+    files = listed(csv)  # one path, a list, or "a.csv,b.csv"
+    if not files or not all(files):
+        raise InputError(f"expected one kernel CSV path or more, got {csv!r}", field="csv")
+    for path in files:
+        check_path(path, "csv", "a kernel CSV path")
+    sm_count, tensor_cores_per_sm = (None if value is None else positive_int(value, name) for value, name in (
+        (sm_count, "sm-count"), (tensor_cores_per_sm, "tensor-cores-per-sm")))
+    if clock_mhz is not None:
+        try:
+            clock_mhz = checked_clock(clock_mhz, "MHz")
+        except ValueError as exc:
+            raise InputError(str(exc), field="clock-mhz") from None
+    if memory_gbps is not None:
+        try:
+            memory_gbps = parse_float(memory_gbps, low=0, high=float("inf"), what="a positive number")
+        except ValueError as exc:
+            raise InputError(str(exc), field="memory-gbps") from None
+    for value, choices, name in ((dataflow, DATAFLOWS, "dataflow"), (mode, MODES, "mode"), (dtype, DTYPES, "dtype"),
+                                 (show, SHOW, "show")):
+        if value is not None:
+            check_choice(value, choices, name)
+    check_switch(no_split_k, "no_split_k")
+    for target, name in ((report, "report"), (markdown, "markdown")):
+        if target is not None:
+            check_path(target, name, "an output path")
+            check_target(str(target))
+    settings = SimpleNamespace(csv=[str(path) for path in files], gpu=gpu, like=like, sm_count=sm_count,
+                               tensor_cores_per_sm=tensor_cores_per_sm, mma=mma, clock_mhz=clock_mhz,
+                               memory_gbps=memory_gbps, dataflow=dataflow, no_split_k=no_split_k, mode=mode,
+                               dtype=dtype, show=show, report=None if report is None else str(report),
+                               markdown=None if markdown is None else str(markdown))
+    done = run_validate_gpu(settings, speak=_warn)
+    return TableResult.of(done.table, done.meta)
+
+
+__all__ = ["validate_gpu"]

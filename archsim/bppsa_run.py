@@ -1,0 +1,102 @@
+"""``bppsa``'s two studies from their flags' values, once for the command and ``archsim.bppsa_rnn`` /
+``archsim.bppsa_pruned_vgg11``: the RNN rows (Fig. 8) and the pruned VGG-11's FLOPs per scan step (Fig. 10), each
+with the meta the command prints. The array is built by the caller (the command's flags, or
+:func:`archsim.api_inputs.array_config`); FLOPs are counted, cycles are array clock cycles."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    from archsim.array.config import ArrayConfig
+
+PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    """One study: the ``table`` the command prints, its ``meta`` and, for the pruned VGG-11, the ``summary`` per
+    up-sweep depth its page draws (None for the RNN)."""
+
+    table: Any  # Rows (the RNN's) or a DataFrame (the pruned VGG-11's steps)
+    meta: dict
+    summary: Any = field(default=None, repr=False)
+
+
+def rnn_study(seq_lens: list[int], processors: list[int], *, hidden: int, batch: int, array: ArrayConfig,
+              dtype: str | None) -> StudyRun:
+    """``bppsa rnn``'s rows (each T × p: BP's and the scan's cycles, the speedup) and meta."""
+    from archsim.array.options import dtype_meta
+    from archsim.bppsa.rnn_cost import rnn_records
+    from archsim.rows import Rows
+
+    rows = Rows.of(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))  # no pandas
+    meta = {"study": "bppsa rnn", "hidden": hidden, "batch": batch,
+            "array": f"{array.rows}x{array.cols} {array.dataflow}", "dtype": dtype_meta(dtype, array),
+            "element_bytes": array.element_bytes}
+    return StudyRun(rows, meta)
+
+
+def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: list[int], width_divisor: int,
+              zeros: str, max_mflops: int) -> StudyRun:
+    """``bppsa pruned-vgg11``'s FLOPs per step (``kind`` printed as ``product``), its meta and the summary per
+    up-sweep depth in ``compare`` (0 among them); refused before any Jacobian is built above ``max_mflops``."""
+    from archsim.bppsa.vgg import critical_path, scan_work_estimate, vgg_flops
+    from archsim.progress import progress
+    from archsim.validate import check_job_size
+
+    # before any Jacobian is built: the scans' work grows with the square of the unpruned fraction
+    mflops = math.ceil(scan_work_estimate(sparsity, width_divisor,
+                                          [up_levels, *(x for x in compare if x != up_levels)]) / 1e6)
+    check_job_size(mflops, max_mflops, "--max-mflops",
+                   "counts about {:,} M FLOPs in its scans (estimated from --sparsity, --width-divisor and the "
+                   "up-sweep depths)")
+    with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
+        frame = vgg_flops(sparsity=sparsity, seed=seed, up_levels=up_levels, width_divisor=width_divisor,
+                          zeros=zeros)
+        bar.update(1)
+        summaries = []
+        for levels in compare:
+            part = frame
+            if levels != up_levels:
+                part = vgg_flops(sparsity=sparsity, seed=seed, up_levels=levels, width_divisor=width_divisor,
+                                 zeros=zeros)
+                bar.update(1)
+            summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
+    import pandas as pd  # the pruned-VGG study's tables are DataFrames
+
+    summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
+    totals = critical_path(frame).set_index("method")
+    meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": seed,
+            "up_levels": "full" if up_levels is None else up_levels, "zeros": zeros,
+            "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
+            "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
+            "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
+    # a step's `kind` is printed as `product`: `kind` and `type` name a layer's kind elsewhere
+    return StudyRun(frame.rename(columns={"kind": "product"}), meta, summary)
+
+
+def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True) -> int | None:
+    """An up-sweep depth (None: ``full``, Algorithm 1, where ``full``), checked before any Jacobian is built; an
+    error names ``flag``."""
+    from archsim.bppsa.scan import max_up_levels
+    from archsim.bppsa.vgg import VGG11_OPERATORS
+    from archsim.validate import parse_int
+
+    top = max_up_levels(VGG11_OPERATORS)
+    if text == "full":
+        if full:
+            return None
+        raise InputError(f"{flag}: takes depths in 0…{top} (Algorithm 1 is --up-levels full), got 'full'")
+    what = f"an up-sweep depth (VGG-11 is {VGG11_OPERATORS} operators)" + (" or 'full'" if full else "")
+    try:
+        return parse_int(text, low=0, high=top, what=what)
+    except ValueError as exc:
+        raise InputError(f"{flag}: {exc}") from None
+
+
+__all__ = ["PAPER_SEQ_LENS", "StudyRun", "rnn_study", "up_levels", "vgg_study"]

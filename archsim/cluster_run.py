@@ -1,0 +1,180 @@
+"""``cluster``'s run from its flags' values, once for the command and ``archsim.cluster_trace`` (SPB + Jigsaw against
+gang baselines on a job trace, SPB paper §3–§4.2): the flags checked, the trace read or drawn, every policy simulated
+on every seed, the summary rows and meta, and the HTML report. ``args`` is any object with the flags' attributes (the
+command's namespace, or the library's keywords); a note is said through ``speak(kind, text)``. Seconds throughout.
+"""
+
+from __future__ import annotations
+
+import shlex
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from archsim.choices.cluster import MAIN_POLICIES
+from archsim.console import say_after_run, setting
+from archsim.errors import InputError
+from archsim.progress import polled, progress
+
+DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_JOBS = 0, 5, 500  # the synthetic trace's (§4.2: 500 jobs)
+
+Speak = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class ClusterRun:
+    """One cluster run: ``rows``, each run's summary (one policy: a row per run; ``all``: the statistics over
+    seeds, :func:`archsim.cluster.metrics.aggregate`'s), ``meta`` as the command prints it, ``per_seed`` (``all``:
+    every run's row with its seed, else None) and the report ``wrote`` (its path, or None)."""
+
+    rows: Any  # a Rows of one policy's runs, or the DataFrame of statistics over seeds
+    meta: dict
+    per_seed: Any = field(default=None, repr=False)
+    wrote: str | None = None
+
+
+def granularity_note(args: Any) -> str:
+    """What Jigsaw's planning unit means for the numbers on the page (measured, see docs/papers/jigsaw.md)."""
+    if args.unit_seconds <= 0:
+        unit = "Jigsaw plans every iteration on its own (--unit-seconds 0, exact)."
+    else:
+        unit = (f"Jigsaw plans blocks of about {args.unit_seconds:g} s of a job's iterations as one unit "
+                "(--unit-seconds; 0 plans every iteration, exact but slower).")
+    return (unit + " The unit decides how often a worker can lose its device to another job: on the synthetic "
+            "trace (seed 0) per-iteration planning migrates in about half of all iterations, and each move's "
+            f"γ × model size ({args.gamma_ns_per_byte:g} ns/byte) idles the device, so Jigsaw's makespan gain over "
+            "the gang schedulers falls from ≈25% (10 s blocks) to ≈3%; see the migration and utilization "
+            "figures.")
+
+
+def _command_line(args: Any, policy: str) -> str:
+    words = ["archsim", "cluster", "--trace", args.trace, "--gpus", str(args.gpus), "--gpus-per-machine",
+             str(args.gpus_per_machine), "--policy", policy]
+    if args.trace == "synthetic":  # the flags a trace file refuses
+        words += ["--seed", str(args.seed), "--jobs", str(args.jobs)] + (["--seeds", str(args.seeds)] if policy == "all" else [])
+    defaults = {"device_memory_gb": 16.0, "interval": 60.0, "gamma_ns_per_byte": 0.8, "unit_seconds": 10.0,
+                "max_pack": 2}
+    for key, default in defaults.items():
+        if getattr(args, key) != default:
+            words += [f"--{key.replace('_', '-')}", f"{getattr(args, key):g}"]
+    if args.report:
+        words += ["--report", args.report]
+    return shlex.join(words)
+
+
+def check_flags(args: Any) -> None:
+    """Refuse, before reading anything, a flag the run would ignore (given even at its default), then put in
+    the defaults: --seed and --jobs draw the synthetic trace, and --seeds repeats a comparison over it."""
+    synthetic = args.trace == "synthetic"
+    comparing = args.compare or args.policy == "all"
+    for flag, value in (("seed", args.seed), ("jobs", args.jobs)):
+        if value is not None and not synthetic:
+            raise InputError(f"{setting(flag)} draws the synthetic trace; {args.trace} is a trace file with its own "
+                             "jobs: drop it", field=flag)
+    if args.seeds is not None and not (synthetic and comparing):
+        raise InputError(f"{setting('seeds')} repeats a comparison ({setting('policy', 'all')}) over synthetic traces "
+                         "of seeds SEED … SEED+N−1; "
+                         + ("a trace file is one run" if comparing else f"{setting('policy', args.policy)} runs one seed")
+                         + ": drop it", field="seeds")
+    args.seed = DEFAULT_SEED if args.seed is None else args.seed
+    args.seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
+    args.jobs = DEFAULT_JOBS if args.jobs is None else args.jobs
+
+
+MAX_ROUNDS = 10**6  # scheduling intervals one simulation may step through (≈ a minute of CPU)
+
+
+def _check_rounds(jobs, interval_s: float) -> None:
+    """Refuse, before simulating, a trace whose work alone spans more than MAX_ROUNDS intervals (a
+    duration of 10¹² s at a 60 s interval would step for days)."""
+    if interval_s <= 0 or not jobs:
+        return
+    span = max(j.submit_s for j in jobs) + sum(j.iterations * j.full_task_s for j in jobs)
+    if span / interval_s > MAX_ROUNDS:
+        raise InputError(f"the trace's work spans about {span:.3g} s, {span / interval_s:.3g} scheduling intervals of "
+                         f"{interval_s:g} s: above the limit of {MAX_ROUNDS:,}; shorten the jobs or raise --interval",
+                         field="trace")
+
+
+def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
+    """The summary ``archsim cluster`` prints for ``args`` (defaults put in by :func:`check_flags`), the report
+    written after the run where ``args.report`` names one."""
+    import numpy as np  # the finished-job counter the simulation and the bar share
+
+    from archsim.cluster.catalog import paper_catalog
+    from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
+    from archsim.cluster.metrics import aggregate, summarize
+    from archsim.cluster.simulate import simulate
+    from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
+    from archsim.rows import Rows
+
+    check_flags(args)
+    policy = "all" if args.compare else args.policy
+    cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
+    if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
+        speak("note", f"--gpus-per-machine {args.gpus_per_machine} is more than --gpus {args.gpus}: the "
+                              f"cluster is one machine of {args.gpus} GPUs (gpus_per_machine {args.gpus} in the output)")
+    config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
+                       unit_s=args.unit_seconds, max_pack=args.max_pack)
+    catalog = paper_catalog()
+    synthetic = args.trace == "synthetic"
+    policies = MAIN_POLICIES if policy == "all" else (policy,)
+    seeds = range(args.seed, args.seed + args.seeds) if policy == "all" and synthetic else [args.seed]
+    with warnings.catch_warnings(record=True) as caught:  # the library's warnings: this command's notes, after the run
+        warnings.simplefilter("always", UserWarning)
+        file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
+    for warning in caught:
+        speak("note", str(warning.message))
+    per_run, shown = [], []
+    jobs_per_run = args.jobs if synthetic else len(file_trace or ())
+    # jobs finished, summed over the runs: a bar that moves while one long simulation runs
+    with progress(len(seeds) * len(policies) * jobs_per_run, "cluster", "job") as bar:
+        for seed in seeds:
+            trace = file_trace if file_trace is not None else synthetic_trace(args.jobs, seed, catalog=catalog)
+            try:
+                jobs = build_jobs(trace, catalog, cluster)
+            except InputError as exc:  # name the trace file: the row's job id is in the field
+                widest = max(job.workers for job in trace)
+                too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
+                if synthetic and too_wide:  # a trace the user never wrote: say which flag to change
+                    raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
+                                     f"1 to 16 workers) and the cluster has {cluster.devices} devices: give --gpus "
+                                     f"{widest} or more", field="gpus") from None
+                hint = f": give --gpus {widest} or more" if too_wide else ""  # the trace's widest job, not just this one
+                raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
+            _check_rounds(jobs, config.interval_s)
+            for name in policies:
+                finished = np.zeros(1, np.int64)
+                result = polled(partial(simulate, jobs, cluster, name, config, finished), finished, bar)
+                per_run.append({**summarize(result), "seed": seed})
+                if seed == seeds[0]:
+                    shown.append(result)
+                bar.update(len(jobs) - int(finished[0]))  # what the last poll missed
+    meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
+            "device_memory_gb": args.device_memory_gb, "max_pack": args.max_pack, "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
+            "unit_seconds": args.unit_seconds, **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
+            "jobs": int(per_run[0]["jobs"]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
+    per_seed = None
+    if policy == "all":  # statistics over seeds: pandas
+        import pandas as pd
+
+        per_seed = pd.DataFrame(per_run)
+        rows: Any = aggregate(per_run)
+    else:  # one run's summary: plain rows
+        rows = Rows.of({key: value for key, value in row.items() if key != "seed"} for row in per_run)
+    wrote = None
+    if args.report:
+        from archsim.cluster.report import write_cluster_report
+
+        wrote = str(write_cluster_report(
+            args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
+            summary=rows.frame() if isinstance(rows, Rows) else rows, per_seed=per_seed,
+            notes=f"Figures other than the spread show seed {seeds[0]}. Baselines run without SPB; Jigsaw with SPB "
+                  "(§4.2). " + granularity_note(args)))
+    return ClusterRun(rows, meta, per_seed, wrote)
+
+
+__all__ = ["DEFAULT_JOBS", "DEFAULT_SEED", "DEFAULT_SEEDS", "MAX_ROUNDS", "ClusterRun", "check_flags",
+           "granularity_note", "run_cluster"]
