@@ -5,7 +5,7 @@ runs in seconds.
 Two layouts are read (docs/formats.md, "Runs files"):
 
 * archsim's: a header naming the columns ``tp, pp, dp, micro_batch, global_batch`` (required) and any of
-  ``recompute`` (none | selective | full, default full), ``sequence_parallel`` (true/false, default
+  ``recompute`` (none | selective | full, any case, default full), ``sequence_parallel`` (true/false, default
   false), ``interleave`` (default 1), ``distributed_optimizer`` (true/false, default false: Megatron-LM's
   ``--use-distributed-optimizer``), ``fsdp`` (true/false, default false: PyTorch FSDP's full sharding),
   ``gpus`` (checked against TP × PP × DP) and ``measured_seconds``;
@@ -29,11 +29,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.choices.training import RECOMPUTE
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
-from archsim.training.measured import blank_row, read_header
+from archsim.training.measured import blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
 from archsim.validate import parse_boolean
 from archsim.workload.transformer import TransformerConfig
@@ -129,10 +128,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
         raise InputError(f"{len(raw)} cells, the header names {len(index)} columns", file=file, line=line)
     cells = {name: raw[i].strip() if i < len(raw) else "" for name, i in index.items()}
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
-    fields["recompute"] = cells.get("recompute") or "full"
-    if fields["recompute"] not in RECOMPUTE:
-        raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {fields['recompute']!r}", file=file,
-                         line=line, field="recompute")
+    fields["recompute"] = recompute_cell(cells.get("recompute", ""), file, line)
     for switch in ("sequence_parallel", "distributed_optimizer", "fsdp"):
         try:
             fields[switch] = parse_boolean(cells.get(switch, ""), empty=True)

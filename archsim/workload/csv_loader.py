@@ -23,6 +23,8 @@ SCALE-Sim's own files load as SCALE-Sim reads them (``scalesim/topology_utils.py
 * GEMM mode — a header ``Layer, M, N, K`` (any spelling of the first column): each row
   ``name, M, N, K`` is a linear layer on M rows, out[M×N] = A[M×K]·W[K×N] (an fc layer with
   IFMAP Height M, Channels K, Num Filter N), so its forward GEMM is SCALE-Sim's GEMM.
+* A line starting with ``#`` is a comment, above the header or between rows (:mod:`archsim.csv_lines`, the
+  rule of every CSV archsim reads).
 * In a plain eight-column file (no archsim columns), a trailing field starting with ``#`` is a
   comment (SCALE-Sim drops the field after the last comma), and repeated layer names are made
   unique (``name_2``…) and reported in ``Network.notes``; with an ``Inputs`` column they are errors.
@@ -43,6 +45,7 @@ from typing import Any
 
 from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
+from archsim.csv_lines import comment_line
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, canonical_kind, flattening_conv_note
@@ -76,6 +79,8 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         raise InputError(f"unknown shape check {shapes!r}; choose {', '.join(SHAPE_CHECKS)}", field="shapes")
     if "\x00" in text:
         raise InputError("file contains NUL bytes; not a CSV text file", file=source)
+    # a `#` line is a comment (archsim.csv_lines): blanked, so every other line keeps its number
+    text = "\n".join("" if comment_line(line) else line for line in text.split("\n"))
     try:
         rows = list(csv.reader(io.StringIO(text, newline=""), skipinitialspace=True))
     except csv.Error as exc:

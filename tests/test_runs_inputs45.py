@@ -1,0 +1,71 @@
+"""Runs files and model inputs as users write them (a user trial's follow-ups): each test failed on the old code."""
+
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.training.runs import read_runs
+from archsim.workload.csv_loader import parse_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
+CLUSTER = str(ROOT / "configs" / "clusters" / "a100_node.toml")
+HEADER = "tp,pp,dp,micro_batch,global_batch"
+
+
+def test_a_hash_line_between_rows_of_a_runs_file_is_a_comment_and_each_row_keeps_its_line(tmp_path):
+    """Failed before: line 4 was refused as "expected a positive integer, got '# second batch'"."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"# source: my lab\n{HEADER}\n2,2,2,2,16\n# second batch\n  # indented too\n1,2,4,2,16\n")
+    rows = read_runs(runs)
+    assert [(r.line, r.par.tp, r.par.dp) for r in rows] == [(3, 2, 2), (6, 1, 4)]
+
+
+def test_a_hash_line_without_a_colon_above_the_header_is_a_comment_not_the_header(tmp_path):
+    """Failed before: '# just a comment' was read as the header ("missing column(s) tp, …")."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"# just a comment, of my runs\n{HEADER}\n2,2,2,2,16\n")
+    assert [r.line for r in read_runs(runs)] == [3]
+
+
+def test_vtrain_header_still_starts_with_a_hash_and_is_read(tmp_path):
+    """vTrain's released header begins '# GPUs,': the one '#' line that is not a comment (its rows and a
+    comment between them read as written: hand-copied from the released CSV's first row)."""
+    runs = tmp_path / "vtrain.csv"
+    head = ("# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+            "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)")
+    runs.write_text(f"# source: vTrain\n{head}\n# one run\n8,16,1,1024,16,24,2048,2,2,2,500\n")
+    (row,) = read_runs(runs)
+    assert (row.line, row.par.tp, row.par.dp, row.par.pp, row.measured_seconds) == (4, 2, 2, 2, 0.5)
+
+
+def test_topology_hash_lines_are_comments_by_the_same_rule():
+    """Failed before: a '#' line above the header was the header ("header has 1 columns"), one between rows a
+    layer ("row has 1 fields"). Two fc layers, each on its own line number."""
+    text = ("# my network\nLayer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+            "Strides,\nfc1, 4, 1, 1, 1, 8, 16, 1,\n# the second layer\nfc2, 4, 1, 1, 1, 16, 2, 1,\n")
+    network = parse_topology(text, source="t.csv")
+    assert [(layer.name, layer.channels, layer.filters) for layer in network.layers] == [("fc1", 8, 16), ("fc2", 16, 2)]
+    bad = text.replace("fc2, 4,", "fc2, x,")
+    with pytest.raises(InputError) as info:
+        parse_topology(bad, source="t.csv")
+    assert info.value.where.line == 5
+
+
+@pytest.mark.parametrize("written", ["Full", "FULL", " Selective", "NONE"])
+def test_recompute_cells_take_any_case_as_true_false_cells_do(tmp_path, written):
+    """Failed before: 'Full' was refused ("expected one of none, selective, full")."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{HEADER},recompute,sequence_parallel\n2,2,2,2,16,{written},TRUE\n")
+    (row,) = read_runs(runs)
+    assert row.par.recompute == written.strip().lower() and row.par.sequence_parallel is True
+
+
+def test_an_unknown_recompute_is_still_refused_in_one_line(tmp_path, capsys):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{HEADER},recompute\n2,2,2,2,16,partial\n")
+    assert main(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 2, field 'recompute'" in err and "'partial'" in err
