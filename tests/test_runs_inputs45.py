@@ -1,5 +1,6 @@
 """Runs files and model inputs as users write them (a user trial's follow-ups): each test failed on the old code."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,39 @@ def test_an_unknown_recompute_is_still_refused_in_one_line(tmp_path, capsys):
     assert main(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "line 2, field 'recompute'" in err and "'partial'" in err
+
+
+def _with_bom(source: Path, target: Path) -> Path:
+    """``source``'s bytes after a UTF-8 byte-order mark, CRLF line ends (Windows Notepad's "UTF-8 with BOM")."""
+    target.write_bytes(b"\xef\xbb\xbf" + source.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    return target
+
+
+def test_a_scalesim_cfg_with_a_bom_costs_as_without(tmp_path, capsys):
+    """Failed before: "a key before any [section] header" at line 1 (the mark glued to '[general]')."""
+    shipped = ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg"
+    outs = []
+    for config in (shipped, _with_bom(shipped, tmp_path / "bom.cfg")):
+        assert main(["cost", "layerpipe_sample", "--config", str(config), "--format", "json"]) == 0
+        out, err = capsys.readouterr()
+        outs.append(out)
+    assert err == "" and outs[0] == outs[1]
+
+
+def test_a_device_cfg_with_a_bom_trains_as_without(tmp_path, capsys):
+    """Failed before, as above, for a cluster's device .cfg (read by the device-file reader and the SCALE-Sim one)."""
+    device = ROOT / "configs" / "devices" / "scalesim_32x32_device.cfg"
+    _with_bom(device, tmp_path / "device.cfg")
+    cluster = ROOT / "configs" / "clusters" / "scalesim_32x32_device.toml"
+    outs = []
+    for folder in (cluster.parent, tmp_path):
+        toml = folder / "cluster.toml"
+        if folder == tmp_path:
+            toml.write_text(cluster.read_text().replace("../devices/scalesim_32x32_device.cfg", "device.cfg"))
+        else:
+            toml = cluster
+        assert main(["train", MODEL, "--cluster", str(toml), "--tp", "2", "--pp", "2", "--dp", "2", "--micro-batch", "2",
+                     "--global-batch", "16", "--format", "json"]) == 0
+        out, _ = capsys.readouterr()
+        outs.append(json.loads(out)["meta"])
+    assert {k: v for k, v in outs[0].items() if k != "cluster"} == {k: v for k, v in outs[1].items() if k != "cluster"}

@@ -228,7 +228,7 @@ def layout_from_cfg(cfg_path: str | Path, layout_path: str | Path | None, rule: 
     file = str(cfg_path)
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(read_text(cfg_path, "config file"), source=file)
+        parser.read_string(read_text(cfg_path, "config file", encoding="utf-8-sig"), source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
         raise cfg_syntax_error(exc, file) from None
 

@@ -32,7 +32,7 @@ def _line_of(text: str, key: str) -> int | None:
 def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     """The ``[sparsity]`` section of a SCALE-Sim ``.cfg``, or None when sparsity is off."""
     file = str(path)
-    text = read_text(path, "config file")
+    text = read_text(path, "config file", encoding="utf-8-sig")
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text, source=file)
