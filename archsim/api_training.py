@@ -25,6 +25,8 @@ from archsim.api_keywords import (
 )
 
 if TYPE_CHECKING:  # the result types load with the jobs that return them
+    import pandas
+
     from archsim.training.run import TrainResult
     from archsim.training.search_result import SearchResult
     from archsim.training.throughput import Throughput
@@ -113,11 +115,13 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 
 
 @speaks_keywords
-def train_runs(model, *, runs: str | Path, cluster, seq: int | str | None = None, attention: str = "flash",
+def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str = "flash",
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
                dtype: str | None = None, max_ops: int | str | None = None) -> list[dict]:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: one dict a
-    row, in the file's order (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
+    row, in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
+    ``runs.to_csv(index=False)`` writes, its rows numbered in errors from line 2 as that file's; a float column's
+    whole numbers, 8.0, are counts) (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
     kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
     need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
@@ -133,6 +137,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | str | None = None
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.runs import (
+        frame_text,
         milliseconds_note,
         model_note,
         one_chunk_rows_note,
@@ -148,7 +153,12 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | str | None = None
     if grad_accumulation is not None:
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
-    check_path(runs, "runs", "a runs CSV path")
+    if not isinstance(runs, (str, Path)):
+        import pandas
+
+        if not isinstance(runs, pandas.DataFrame):
+            check_path(runs, "runs", "a runs CSV path or a pandas DataFrame")
+        runs = frame_text(runs)  # the CSV it would be written as, read by the file's reader
     seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,

@@ -106,3 +106,63 @@ def test_a_device_cfg_with_a_bom_trains_as_without(tmp_path, capsys):
         out, _ = capsys.readouterr()
         outs.append(json.loads(out)["meta"])
     assert {k: v for k, v in outs[0].items() if k != "cluster"} == {k: v for k, v in outs[1].items() if k != "cluster"}
+
+
+def test_counts_given_as_whole_floats_are_the_integers_and_8_5_is_refused_as_before():
+    """Failed before: tp=8.0 (a pandas float column's value) was refused as "expected a positive integer, got
+    '8.0'". 8.0 runs as 8 (the same iteration as tp=8); 8.5 keeps the one-line refusal."""
+    import numpy as np
+
+    import archsim
+
+    kwargs = dict(cluster=CLUSTER, pp=1, dp=1, micro_batch=1, global_batch=8)
+    expected, _ = archsim.train(MODEL, tp=8, **kwargs)
+    for tp in (8.0, np.float64(8.0), np.float32(8.0)):
+        got, _ = archsim.train(MODEL, tp=tp, **{**kwargs, "global_batch": 8.0})
+        assert got.iteration_seconds == expected.iteration_seconds and got.to_dict()["meta"]["tp"] == 8
+    for bad in (8.5, float("nan"), 1e300):
+        with pytest.raises(InputError, match=r"^field 'tp': expected a positive integer, got") as info:
+            archsim.train(MODEL, tp=bad, **kwargs)
+        assert "\n" not in str(info.value)
+
+
+def test_search_takes_gpus_and_global_batch_as_whole_floats():
+    """Failed before: gpus=8.0 was iterated as a list (TypeError: 'float' object is not iterable). The search
+    with 8.0 and 16.0 is the search with 8 and 16."""
+    import archsim
+
+    floats = archsim.search(MODEL, cluster=CLUSTER, global_batch=16.0, gpus=8.0, top=2.0)
+    ints = archsim.search(MODEL, cluster=CLUSTER, global_batch=16, gpus=8, top=2)
+    assert repr(floats.to_dict()) == repr(ints.to_dict()) and len(floats.rows) == 2  # (repr: NaN == NaN)
+
+
+def test_train_runs_takes_a_dataframe_as_its_csv_with_the_same_checks_and_line_numbers(tmp_path):
+    """Failed before: a DataFrame was refused ("expected a runs CSV path, got DataFrame"). The frame predicts as
+    the CSV holding the same runs (written by hand below, integers as integers); a bad cell names the line it
+    would have in ``frame.to_csv(index=False)``: header line 1, its second row line 3."""
+    import numpy as np
+    import pandas as pd
+
+    import archsim
+
+    frame = pd.DataFrame({"tp": [2.0, 1.0], "pp": [2, 2], "dp": [2, 4], "micro_batch": [2, 2], "global_batch": [16, 16],
+                          "recompute": ["Full", None], "sequence_parallel": [True, False],
+                          "measured_seconds": [0.25, np.nan]})
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute,sequence_parallel,measured_seconds\n"
+                    "2,2,2,2,16,full,true,0.25\n1,2,4,2,16,,false,\n")
+    from_file = archsim.train_runs(MODEL, runs=str(runs), cluster=CLUSTER)
+    from_frame = archsim.train_runs(MODEL, runs=frame, cluster=CLUSTER)
+    assert [r["line"] for r in from_frame] == [2, 3]
+    assert from_frame == from_file
+    frame.loc[1, "tp"] = 8.5
+    with pytest.raises(InputError) as info:
+        archsim.train_runs(MODEL, runs=frame, cluster=CLUSTER)
+    assert (info.value.where.line, info.value.where.field) == (3, "tp") and "got '8.5'" in str(info.value)
+    frame.loc[1, "tp"] = 1
+    frame.loc[0, "recompute"] = "full, selective"
+    with pytest.raises(InputError) as info:
+        archsim.train_runs(MODEL, runs=frame, cluster=CLUSTER)
+    assert (info.value.where.line, info.value.where.field) == (2, "recompute")
+    with pytest.raises(InputError, match="a runs CSV path or a pandas DataFrame"):
+        archsim.train_runs(MODEL, runs=5, cluster=CLUSTER)

@@ -104,10 +104,23 @@ def split_meta(lines: list[str]) -> tuple[dict[str, str], int]:
     return meta, first
 
 
-def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list[str]]:
+@dataclass(frozen=True)
+class CsvText:
+    """A CSV's text in memory (a pandas DataFrame written out: :func:`archsim.training.runs.frame_text`), read
+    where a path is, its errors naming ``name`` as a file's name."""
+
+    name: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def read_header(path: str | Path | CsvText, what: str) -> tuple[list[str], dict, int, list[str]]:
     """A measured-runs CSV's lines, its ``# key: value`` metadata, the header's line index and its
     column names (lower case): what every reader of such a file starts from."""
-    lines = read_text(path, what, encoding="utf-8-sig").splitlines()
+    text = path.text if isinstance(path, CsvText) else read_text(path, what, encoding="utf-8-sig")
+    lines = text.splitlines()
     meta, first = split_meta(lines)
     if first == len(lines):
         raise InputError("no header row", file=str(path))
@@ -122,7 +135,7 @@ def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list
     return lines, meta, first, names
 
 
-def read_measured_table(path: str | Path) -> MeasuredTable:
+def read_measured_table(path: str | Path | CsvText) -> MeasuredTable:
     """Read a measured CSV: metadata lines, the header (the 11 columns of :data:`COLUMNS`, then any of
     :data:`OPTIONAL` by name), one run per line. Errors name the file, line and field."""
     file = str(path)
@@ -212,6 +225,7 @@ def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuClust
 
 __all__ = [
     "COLUMNS",
+    "CsvText",
     "OPTIONAL",
     "VOCAB",
     "MeasuredRun",
