@@ -49,9 +49,10 @@ def positive_int(value: object, field: str, *, low: int = 1, high: int | None = 
     from archsim.errors import InputError
     from archsim.validate import INT32_MAX, parse_int
 
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral) and float(value).is_integer() \
-            and abs(value) <= 2**53:  # exactly a whole number; 1e300 refused as written
-        value = int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        number = float(value)
+        if number.is_integer() and abs(number) <= 2**53:  # exactly a whole number; 1e300 refused as written
+            value = int(number)
     what = "a positive integer" if low == 1 else "a non-negative integer"
     try:
         return parse_int(value, low=low, high=INT32_MAX if high is None else high, what=what)

@@ -115,7 +115,7 @@ def test_counts_given_as_whole_floats_are_the_integers_and_8_5_is_refused_as_bef
 
     import archsim
 
-    kwargs = dict(cluster=CLUSTER, pp=1, dp=1, micro_batch=1, global_batch=8)
+    kwargs = {"cluster": CLUSTER, "pp": 1, "dp": 1, "micro_batch": 1, "global_batch": 8}
     expected, _ = archsim.train(MODEL, tp=8, **kwargs)
     for tp in (8.0, np.float64(8.0), np.float32(8.0)):
         got, _ = archsim.train(MODEL, tp=tp, **{**kwargs, "global_batch": 8.0})

@@ -225,9 +225,9 @@ def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuClust
 
 __all__ = [
     "COLUMNS",
-    "CsvText",
     "OPTIONAL",
     "VOCAB",
+    "CsvText",
     "MeasuredRun",
     "MeasuredTable",
     "Prediction",

@@ -232,7 +232,8 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
     return rows
 
 
-def row_check(base: TransformerConfig, cluster: GpuCluster, file: str | Path | None = None) -> Callable[[RunRow], None]:
+def row_check(base: TransformerConfig, cluster: GpuCluster,
+              file: str | Path | CsvText | None = None) -> Callable[[RunRow], None]:
     """What a row must pass to run on MODEL ``base`` and ``cluster`` — its shape, TP over the heads, the layer
     split, its TP groups over the servers — as a check raising :class:`InputError` naming its line (and
     ``file``): run on every row before any runs, so a bad row is named at once, not after the rows above it."""
@@ -250,7 +251,7 @@ def row_check(base: TransformerConfig, cluster: GpuCluster, file: str | Path | N
 
 
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
-                 tick: Callable[[], None] = lambda: None, file: str | Path | None = None,
+                 tick: Callable[[], None] = lambda: None, file: str | Path | CsvText | None = None,
                  warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
     """Each row's predicted iteration (seconds), peak memory per GPU and its fullest rank's GPU's memory (GiB,
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
@@ -346,5 +347,5 @@ def milliseconds_note(out: list[dict]) -> str | None:
             f"prediction (the least {min(ratios):.0f}×); the column is in seconds, the numbers are as given")
 
 
-__all__ = ["MILLISECONDS_RATIO", "frame_text", "OPTIONAL", "REQUIRED", "RunRow", "milliseconds_note", "model_note", "one_chunk_rows_note",
-           "predict_runs", "read_runs", "row_check", "row_config", "runs_to_run"]
+__all__ = ["MILLISECONDS_RATIO", "OPTIONAL", "REQUIRED", "RunRow", "frame_text", "milliseconds_note", "model_note",
+           "one_chunk_rows_note", "predict_runs", "read_runs", "row_check", "row_config", "runs_to_run"]
