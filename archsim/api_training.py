@@ -205,7 +205,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
     ``CLUSTER.toml`` where they are objects; ``model_file`` and ``cluster_file``, where given, are the
     paths named instead: the files objects were loaded from, as ``archsim search`` names its own). A link speed
-    whose unit slipped, a rotary config's default sequence and each of the cluster file's notes
+    whose unit slipped, a rotary config's default sequence, its ``torch_dtype`` naming another dtype than the one
+    priced (``dtype`` None, ``cluster`` a path: :func:`train`'s note) and each of the cluster file's notes
     (:func:`archsim.training.cluster_file.cluster_notes`) are a :class:`UserWarning`, the lines ``archsim
     search`` prints on stderr; so is its note on an empty answer (no configuration costed: why, and what to
     give instead)."""
@@ -222,10 +223,12 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     )
     from archsim.errors import InputError
     from archsim.progress import shown
+    from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts
     from archsim.training.train_json import search_document
+    from archsim.workload.model_files import config_dtype_note
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
@@ -267,7 +270,10 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp)
-    for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), *cluster_notes(on, "search")):
+    dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
+        config_dtype_note(config, on.dtype, "search")  # as train's
+    for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
+                 *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             import warnings

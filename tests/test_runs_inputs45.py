@@ -166,3 +166,59 @@ def test_train_runs_takes_a_dataframe_as_its_csv_with_the_same_checks_and_line_n
     assert (info.value.where.line, info.value.where.field) == (2, "recompute")
     with pytest.raises(InputError, match="a runs CSV path or a pandas DataFrame"):
         archsim.train_runs(MODEL, runs=5, cluster=CLUSTER)
+
+
+def _bf16_llama(tmp_path) -> str:
+    """A two-layer Llama config.json stating torch_dtype bfloat16 (priced in fp16 unless a dtype is given)."""
+    config = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1024,
+              "max_position_embeddings": 128, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    return str(path)
+
+
+ONE_GPU = str(ROOT / "configs" / "clusters" / "h100_1gpu.toml")  # one GPU: no note on idle GPUs
+
+
+def _note(command: str) -> str:
+    return f"config.json says bfloat16; priced in fp16, {command}'s default: give --dtype bf16 to price it so"
+
+
+@pytest.mark.parametrize("dtype", [None, "fp16", "bf16"])
+def test_search_gives_trains_torch_dtype_note_when_no_dtype_is_given(tmp_path, capsys, dtype):
+    """Failed before: search's --dtype defaulted to fp16, so a bfloat16 config got no note."""
+    model = _bf16_llama(tmp_path)
+    given = ["--dtype", dtype] if dtype else []
+    assert main(["search", model, "--cluster", ONE_GPU, "--global-batch", "1", "--seq", "128", "--top", "1",
+                 "--format", "json", *given]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["meta"]["dtype"] == (dtype or "fp16")
+    assert err == ("" if dtype else f"archsim search: note: {_note('search')}\n")
+
+
+def test_api_search_warns_the_same_note(tmp_path):
+    """Failed before: archsim.search gave no such warning."""
+    import warnings
+
+    import archsim
+
+    model = _bf16_llama(tmp_path)
+    with pytest.warns(UserWarning) as caught:
+        archsim.search(model, cluster=ONE_GPU, global_batch=1, seq=128, top=1)
+    assert [str(w.message) for w in caught] == [_note("search").replace("--dtype bf16", "dtype='bf16'")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        archsim.search(model, cluster=ONE_GPU, global_batch=1, seq=128, top=1, dtype="fp16")
+
+
+@pytest.mark.parametrize("dtype", [None, "bf16"])
+def test_train_sweep_gives_the_note_as_one_iteration_does(tmp_path, capsys, dtype):
+    """Failed before: train --sweep gave no torch_dtype note."""
+    model = _bf16_llama(tmp_path)
+    given = ["--dtype", dtype] if dtype else []
+    assert main(["train", model, "--cluster", ONE_GPU, "--global-batch", "2", "--seq", "128",
+                 "--sweep", "micro_batch=1,2", "--format", "json", *given]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["meta"]["dtype"] == (dtype or "fp16")
+    assert err == ("" if dtype else f"archsim train: note: {_note('train')}\n")
