@@ -222,3 +222,32 @@ def test_train_sweep_gives_the_note_as_one_iteration_does(tmp_path, capsys, dtyp
     out, err = capsys.readouterr()
     assert json.loads(out)["meta"]["dtype"] == (dtype or "fp16")
     assert err == ("" if dtype else f"archsim train: note: {_note('train')}\n")
+
+
+def test_every_csv_reader_skips_hash_lines_by_the_one_rule(tmp_path):
+    """Failed before: a '#' line above the header or between rows of a job trace, a shapes file or a stage
+    profile was read as the header or a row. Each file read with and without its comment lines gives the same
+    records, each at its own line (the values hand-written here)."""
+    from archsim.array.gemm_run import read_shapes
+    from archsim.cluster.trace import load_tiresias_csv
+    from archsim.policies.stage_profile import read_stage_profile
+
+    def commented(text: str) -> str:
+        head, *rows = text.splitlines()
+        return "\n".join(["# written by hand", head, "# rows follow, one a line", rows[0], "   # indented", *rows[1:]]) + "\n"
+
+    trace = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\nj0,8,0,1426,googlenet,200,0\n" \
+            "j1,4,30,2288,resnet101,447,0\n"
+    shapes = "m,k,n,rows,cols,dataflow\n64,64,64,32,32,ws\n128,64,32,32,32,os\n"
+    stages = "forward,backward_input,backward_weight\n1,2,1\n1.5,2,0.5\n"
+    for text, read in ((trace, load_tiresias_csv), (shapes, read_shapes), (stages, read_stage_profile)):
+        plain, hashed = tmp_path / "plain.csv", tmp_path / "hashed.csv"
+        plain.write_text(text)
+        hashed.write_text(commented(text))
+        a, b = read(plain), read(hashed)
+        assert len(repr(a)) > 40 and repr(a).replace("plain", "X") == repr(b).replace("hashed", "X")
+    bad = tmp_path / "bad.csv"
+    bad.write_text(commented(trace.replace("j1,4,", "j1,x,")))
+    with pytest.raises(InputError) as info:
+        load_tiresias_csv(bad)
+    assert info.value.where.line == 6  # the second job's own line, the comments counted

@@ -34,8 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, cfg_syntax_error, csv_rows, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, cfg_syntax_error, parse_int, read_text, shown
 
 BANK_RULES = ("set", "line")
 MAX_PADDED_WORDS = 2**30  # an operand padded to its intraline factors, in words
@@ -82,7 +83,7 @@ def read_layout_file(path: str | Path) -> LayoutRow:
     """The row SCALE-Sim uses from a layout file (``layouts.load_arrays``): its first data row."""
     file = str(path)
     text = read_text(path, "layout file")
-    for number, row in csv_rows(text.splitlines()[1:], file, first_line=2):
+    for number, row in csv_rows(text.splitlines(), file)[1:]:  # the first row: the header
         if not any(f.strip() for f in row):
             continue
         fields = row[:-1]  # SCALE-Sim drops the field after the last comma

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.sparsity import SparsityConfig, check_ratio
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, cfg_syntax_error, csv_rows, parse_int, read_text, shown
+from archsim.validate import SEED_MAX, cfg_syntax_error, parse_int, read_text, shown
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -35,8 +35,6 @@ SCALE-Sim's own files load as SCALE-Sim reads them (``scalesim/topology_utils.py
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,7 +43,7 @@ from typing import Any
 
 from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
-from archsim.csv_lines import comment_line
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, canonical_kind, flattening_conv_note
@@ -79,14 +77,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         raise InputError(f"unknown shape check {shapes!r}; choose {', '.join(SHAPE_CHECKS)}", field="shapes")
     if "\x00" in text:
         raise InputError("file contains NUL bytes; not a CSV text file", file=source)
-    # a `#` line is a comment (archsim.csv_lines): blanked, so every other line keeps its number
-    text = "\n".join("" if comment_line(line) else line for line in text.split("\n"))
-    try:
-        rows = list(csv.reader(io.StringIO(text, newline=""), skipinitialspace=True))
-    except csv.Error as exc:
-        raise InputError(f"malformed CSV ({exc})", file=source) from None
-    # csv gives no line numbers per row with StringIO splitting quoted newlines; count ourselves.
-    numbered = _number_rows(text, rows)
+    numbered = csv_rows(text, source, skipinitialspace=True)  # a `#` line is a comment: no row (archsim.csv_lines)
     numbered = [(n, r) for n, r in numbered if any(cell.strip() for cell in r)]
     if not numbered:
         raise InputError("empty topology file (expected a header and at least one layer row)", file=source)
@@ -354,14 +345,3 @@ def _strip_trailing_empty(row: list[str]) -> list[str]:
     while row and not row[-1].strip():
         row.pop()
     return row
-
-
-def _number_rows(text: str, rows: list[list[str]]) -> list[tuple[int, list[str]]]:
-    """Pair parsed rows with the 1-based line each starts on."""
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
-    out: list[tuple[int, list[str]]] = []
-    start = 1
-    for row in reader:
-        out.append((start, row))
-        start = reader.line_num + 1
-    return out
