@@ -1,9 +1,10 @@
-"""The one rule for ``#`` lines in every CSV archsim reads (runs files, measured runs, topologies): a line
-whose first non-blank character is ``#`` is a comment wherever it stands — above the header or between
-rows — and is skipped, each other line keeping its own number. The one line read despite its ``#`` is
-vTrain's released header (``# GPUs,global batch,…``), a header by its first cell; ``# key: value`` lines
-above a header are comments that a reader may also read as metadata. :func:`csv_rows`, the CSV row reader
-of every reader that parses quoted cells, skips them; the line readers skip them with :func:`comment_line`."""
+"""The one rule for ``#`` lines in every CSV archsim reads (runs files, measured runs, topologies, traces,
+profiles, shapes, kernel CSVs): a line whose first non-blank character is ``#`` is a comment wherever it
+stands — above the header or between rows — and is skipped, each other line keeping its own number. The one
+line read despite its ``#`` is vTrain's released header (``# GPUs,global batch,…``), a header by its first
+cell; ``# key: value`` lines above a header are comments that a reader may also read as metadata.
+:func:`csv_rows`, the CSV row reader of every reader that parses quoted cells, skips them; the line readers
+skip them with :func:`comment_line`."""
 
 from __future__ import annotations
 
