@@ -43,10 +43,16 @@ def speaks_keywords(function: F) -> F:
 def positive_int(value: object, field: str, *, low: int = 1, high: int | None = None) -> int:
     """A keyword whose flag takes an integer in ``low`` … ``high`` (None: 2³¹ − 1; 1: ``positive_int_flag``;
     0: ``--refine``'s ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as
-    ``--top 2`` reads it)."""
+    ``--top 2`` reads it; a float that is a whole number, ``8.0`` from a pandas float column, as 8)."""
+    import numbers
+
     from archsim.errors import InputError
     from archsim.validate import INT32_MAX, parse_int
 
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        number = float(value)
+        if number.is_integer() and abs(number) <= 2**53:  # exactly a whole number; 1e300 refused as written
+            value = int(number)
     what = "a positive integer" if low == 1 else "a non-negative integer"
     try:
         return parse_int(value, low=low, high=INT32_MAX if high is None else high, what=what)
@@ -106,10 +112,13 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
 
 def listed(value) -> tuple:
     """A list keyword's values as a tuple, read as the comma flags read theirs (``--only conv,fc``): a string split
-    at its commas (``"4,8"``: two; ``"4"``: one, not its characters), a list or tuple as is, one value as one."""
+    at its commas (``"4,8"``: two; ``"4"``: one, not its characters), a list or tuple as is, one value (a count,
+    whole floats included, a path) as one."""
+    import numbers
+
     if isinstance(value, str):
         return tuple(part.strip() for part in value.split(","))
-    return (value,) if isinstance(value, (int, Path)) else tuple(value)
+    return (value,) if isinstance(value, (numbers.Number, Path)) else tuple(value)
 
 
 def named(given: str | Path | None, value: object, placeholder: str) -> str:

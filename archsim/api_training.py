@@ -25,6 +25,8 @@ from archsim.api_keywords import (
 )
 
 if TYPE_CHECKING:  # the result types load with the jobs that return them
+    import pandas
+
     from archsim.training.run import TrainResult
     from archsim.training.search_result import SearchResult
     from archsim.training.throughput import Throughput
@@ -113,11 +115,13 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 
 
 @speaks_keywords
-def train_runs(model, *, runs: str | Path, cluster, seq: int | str | None = None, attention: str = "flash",
+def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str = "flash",
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
                dtype: str | None = None, max_ops: int | str | None = None) -> list[dict]:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: one dict a
-    row, in the file's order (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
+    row, in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
+    ``runs.to_csv(index=False)`` writes, its rows numbered in errors from line 2 as that file's; a float column's
+    whole numbers, 8.0, are counts) (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
     kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
     need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
@@ -133,6 +137,7 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | str | None = None
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.runs import (
+        frame_text,
         milliseconds_note,
         model_note,
         one_chunk_rows_note,
@@ -148,7 +153,12 @@ def train_runs(model, *, runs: str | Path, cluster, seq: int | str | None = None
     if grad_accumulation is not None:
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
-    check_path(runs, "runs", "a runs CSV path")
+    if not isinstance(runs, (str, Path)):
+        import pandas
+
+        if not isinstance(runs, pandas.DataFrame):
+            check_path(runs, "runs", "a runs CSV path or a pandas DataFrame")
+        runs = frame_text(runs)  # the CSV it would be written as, read by the file's reader
     seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
@@ -195,7 +205,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     --format json`` prints (each row's ``command`` naming ``model`` and ``cluster``, or ``MODEL.json`` and
     ``CLUSTER.toml`` where they are objects; ``model_file`` and ``cluster_file``, where given, are the
     paths named instead: the files objects were loaded from, as ``archsim search`` names its own). A link speed
-    whose unit slipped, a rotary config's default sequence and each of the cluster file's notes
+    whose unit slipped, a rotary config's default sequence, its ``torch_dtype`` naming another dtype than the one
+    priced (``dtype`` None, ``cluster`` a path: :func:`train`'s note) and each of the cluster file's notes
     (:func:`archsim.training.cluster_file.cluster_notes`) are a :class:`UserWarning`, the lines ``archsim
     search`` prints on stderr; so is its note on an empty answer (no configuration costed: why, and what to
     give instead)."""
@@ -212,10 +223,12 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     )
     from archsim.errors import InputError
     from archsim.progress import shown
+    from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts
     from archsim.training.train_json import search_document
+    from archsim.workload.model_files import config_dtype_note
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
@@ -257,7 +270,10 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp)
-    for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), *cluster_notes(on, "search")):
+    dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
+        config_dtype_note(config, on.dtype, "search")  # as train's
+    for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
+                 *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             import warnings

@@ -15,15 +15,13 @@ Ranges (documented in the README's "Input limits"):
 from __future__ import annotations
 
 import argparse
-import csv
 import errno
-import io
 import math
 import numbers
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from archsim.errors import InputError
@@ -316,24 +314,6 @@ def resolve_name(folder: str | Path, name: str, suffix: str, what: str, *, field
     if not inside:
         raise InputError(f"{what} name resolves outside {label}/: {shown(text)}", field=field)
     return candidate
-
-
-def csv_rows(text: str | Iterable[str], source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:
-    """(line, row) of every CSV row of ``text`` (a string, or lines starting at ``first_line``);
-    a malformed row — an over-long field, a NUL, an unclosed quote — is an InputError at its line."""
-    stream = io.StringIO(text, newline="") if isinstance(text, str) else iter(text)
-    reader = csv.reader(stream, **options)
-    rows: list[tuple[int, list[str]]] = []
-    start = first_line
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return rows
-        except csv.Error as exc:
-            raise InputError(f"malformed CSV ({exc})", file=source, line=first_line + reader.line_num - 1) from None
-        rows.append((start, row))
-        start = first_line + reader.line_num
 
 
 def check_unique_columns(names: Sequence[str], source: str, line: int) -> None:

@@ -228,7 +228,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     """
     path = Path(path)
     file = str(path)
-    text = read_text(path, "config file")
+    text = read_text(path, "config file", encoding="utf-8-sig")
     if path.suffix.lower() == ".toml":
         raise _toml_refusal(text, file, dtype_flag)
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character

@@ -335,7 +335,7 @@ def _device_file(config: str | Path) -> tuple[dict[str, dict[str, Any]], int] | 
     SCALE-Sim file."""
     from archsim.validate import read_text
 
-    text, file = read_text(config, "config file"), str(config)
+    text, file = read_text(config, "config file", encoding="utf-8-sig"), str(config)
     if Path(config).suffix.lower() == ".toml":
         values = toml_sections(text, file, ("device", "compute"))
         return None if values is None else (values, values.get("compute", {}).get("arrays", 1))

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.options import memory_meta, with_memory
 from archsim.console import say, say_after_run, setting
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import csv_rows, parse_int, read_text
+from archsim.validate import parse_int, read_text
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used

@@ -34,8 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, cfg_syntax_error, csv_rows, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, cfg_syntax_error, parse_int, read_text, shown
 
 BANK_RULES = ("set", "line")
 MAX_PADDED_WORDS = 2**30  # an operand padded to its intraline factors, in words
@@ -82,7 +83,7 @@ def read_layout_file(path: str | Path) -> LayoutRow:
     """The row SCALE-Sim uses from a layout file (``layouts.load_arrays``): its first data row."""
     file = str(path)
     text = read_text(path, "layout file")
-    for number, row in csv_rows(text.splitlines()[1:], file, first_line=2):
+    for number, row in csv_rows(text.splitlines(), file)[1:]:  # the first row: the header
         if not any(f.strip() for f in row):
             continue
         fields = row[:-1]  # SCALE-Sim drops the field after the last comma
@@ -228,7 +229,7 @@ def layout_from_cfg(cfg_path: str | Path, layout_path: str | Path | None, rule: 
     file = str(cfg_path)
     parser = configparser.ConfigParser(interpolation=None)
     try:
-        parser.read_string(read_text(cfg_path, "config file"), source=file)
+        parser.read_string(read_text(cfg_path, "config file", encoding="utf-8-sig"), source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
         raise cfg_syntax_error(exc, file) from None
 

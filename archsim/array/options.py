@@ -207,7 +207,7 @@ def calc_mode_note(config: str | Path) -> str | None:
     from archsim.validate import read_text
 
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(read_text(config, "config file"), source=str(config))  # read once already: no error here
+    parser.read_string(read_text(config, "config file", encoding="utf-8-sig"), source=str(config))  # read once already: no error here
     if parser.get("run_presets", "InterfaceBandwidth", fallback="").strip().upper() != "CALC":
         return None
     return (f"{config} names InterfaceBandwidth: CALC, where SCALE-Sim never stalls; the cycle engine simulates "

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.sparsity import SparsityConfig, check_ratio
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, cfg_syntax_error, csv_rows, parse_int, read_text, shown
+from archsim.validate import SEED_MAX, cfg_syntax_error, parse_int, read_text, shown
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -32,7 +33,7 @@ def _line_of(text: str, key: str) -> int | None:
 def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     """The ``[sparsity]`` section of a SCALE-Sim ``.cfg``, or None when sparsity is off."""
     file = str(path)
-    text = read_text(path, "config file")
+    text = read_text(path, "config file", encoding="utf-8-sig")
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text, source=file)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, check_unique_columns, csv_rows, parse_float, shown
+from archsim.validate import INT32_MAX, check_unique_columns, parse_float, shown
 
 MAX_REAL = 1e15  # seconds or bytes in one cell: ~3·10⁷ years, a petabyte
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import warnings
 
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
@@ -46,9 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GPUs to use, one count or several to compare (default: all the cluster's; the first "
                              "GPUs of the cluster file)")
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
-    parser.add_argument("--dtype", default="fp16", choices=DTYPES,
+    parser.add_argument("--dtype", default=None, choices=DTYPES,
                         help="every configuration's training precision, as archsim train's --dtype (fp32: 4 bytes per "
-                             "element, GEMMs on the FP32 lanes; --balance planned refuses it)")
+                             f"element, GEMMs on the FP32 lanes; --balance planned refuses it) (default: {TRAIN_DTYPE}, "
+                             "whatever the config's torch_dtype: a note says when it names another)")
     parser.add_argument("--objective", default="time", choices=OBJECTIVES,
                         help="what to minimise per iteration: time, cost (GPU-hours × price per GPU-hour) or energy "
                              "(GPU board power × time); the Pareto front is time against it (time: against memory)")
@@ -102,11 +103,11 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.search_space import chunk_counts
-    from archsim.workload.model_files import load_transformer
+    from archsim.workload.model_files import config_dtype_note, load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     config = load_transformer(args.model, seq=args.seq)
-    cluster = load_gpu_cluster(args.cluster, args.dtype)
+    cluster = load_gpu_cluster(args.cluster, args.dtype or TRAIN_DTYPE)
     with warnings.catch_warnings():  # the library's warnings are lines this command prints itself, after the run
         warnings.simplefilter("ignore", UserWarning)
         result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus,
@@ -150,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
     note_default_seq(config, args.model, args.seq)
+    dtype_note = "" if args.dtype is not None else config_dtype_note(config, TRAIN_DTYPE, "search")
+    if dtype_note:  # as train's: the checkpoint's precision is not the one priced
+        note(dtype_note)
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
     if why is not None:
         note(why)

@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     if args.global_batch is None:
         raise InputError("--global-batch is required (unless --runs)", field="global-batch")
     if args.sweep:
-        return _run_sweep(args, config)
+        return _run_sweep(args, config, dtype_given)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
@@ -194,7 +194,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_sweep(args: argparse.Namespace, config) -> int:
+def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
+    """``--sweep``: every point of the axes on the cluster, with one iteration's notes on the model
+    (``dtype_given``: ``--dtype`` was given, so the config's ``torch_dtype`` is not noted)."""
     import pandas as pd
 
     from archsim.errors import InputError
@@ -202,6 +204,7 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.placement import parse_placement
     from archsim.training.sweep import check_sweep_size, parse_axis, sweep
+    from archsim.workload.model_files import config_dtype_note
 
     axes = [parse_axis(text) for text in args.sweep]
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
@@ -228,6 +231,9 @@ def _run_sweep(args: argparse.Namespace, config) -> int:
             "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
     note_default_seq(config, args.model, args.seq)
+    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
+    if dtype_note:
+        note(dtype_note)
     note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]

@@ -161,7 +161,7 @@ def _cfg_device(path: Path) -> Device:
     """A SCALE-Sim .cfg's array plus the device file's own sections (module docstring); ``[device]``
     may carry ``arrays`` too (the array count, default 1), read here beside the TOML keys."""
     file = str(path)
-    text = read_text(path, "device file")
+    text = read_text(path, "device file", encoding="utf-8-sig")
     # the SCALE-Sim reader first: it names a misspelt section ([Memory], [link]) as unknown, where the
     # missing-section check below would only say that [memory] is missing
     array = read_scalesim_cfg(path, element_bytes=DEVICE_WORD_BYTES)

@@ -279,7 +279,7 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
     from archsim.array.device_sections import cfg_located, cfg_unquoted
 
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
-    text = read_text(path, "config file")
+    text = read_text(path, "config file", encoding="utf-8-sig")
     try:
         parser.read_string(text, source=file)
     except configparser.Error as exc:

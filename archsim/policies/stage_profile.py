@@ -134,21 +134,22 @@ class StageProfile:
 
 def read_stage_profile(path: str | Path, bandwidth: float | None = None) -> StageProfile:
     """A :class:`StageProfile` from a stage-profile CSV (see the module docstring)."""
-    from archsim.validate import csv_rows, read_text
+    from archsim.csv_lines import csv_rows
+    from archsim.validate import read_text
 
-    rows = [row for _, row in csv_rows(read_text(path, "stage profile"), str(path))]
+    rows = csv_rows(read_text(path, "stage profile"), str(path))  # (line, cells), no comment line
     if not rows:
         raise InputError("empty stage profile", file=str(path))
-    header = [h.strip() for h in rows[0]]
+    first, header = rows[0][0], [h.strip() for h in rows[0][1]]
     for name in header:
         if name not in COLUMNS:
-            raise InputError(f"unknown column {name!r}; expected {', '.join(COLUMNS)}", file=str(path), line=1,
+            raise InputError(f"unknown column {name!r}; expected {', '.join(COLUMNS)}", file=str(path), line=first,
                              field=name)
     for name in REQUIRED:
         if name not in header:
-            raise InputError(f"missing column {name!r}", file=str(path), line=1, field=name, missing=True)
+            raise InputError(f"missing column {name!r}", file=str(path), line=first, field=name, missing=True)
     columns: dict[str, list[float]] = {name: [] for name in header}
-    for line, row in enumerate(rows[1:], start=2):
+    for line, row in rows[1:]:
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):

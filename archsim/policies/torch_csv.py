@@ -15,10 +15,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
 from archsim.policies.actions import Action, StageOrder
 from archsim.sim.builder import KINDS
-from archsim.validate import csv_rows, read_text
+from archsim.validate import read_text
 
 _CELL = re.compile(r"([0-9]{1,9})(F|I|W|B|SEND_F|RECV_F|SEND_B|RECV_B)([0-9]{1,9})")  # stage, micro-batch < 10⁹: no 5,000-digit int()
 _OVERLAP = re.compile(r"\(([^;()]+);([^;()]+)\)OVERLAP_F_B")

@@ -299,7 +299,7 @@ def states_bandwidth(device_path: str) -> bool:
     if Path(device_path).suffix.lower() != ".cfg":
         return False
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(read_text(device_path, "device file"), source=device_path)  # load_device read it already
+    parser.read_string(read_text(device_path, "device file", encoding="utf-8-sig"), source=device_path)  # load_device read it already
     return parser.has_option("architecture_presets", "Bandwidth")
 
 

@@ -83,7 +83,7 @@ def _axes_set(path: Path, array: ArrayConfig) -> tuple[str, ...]:
     import configparser
 
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(read_text(path, "config file"), source=str(path))
+    parser.read_string(read_text(path, "config file", encoding="utf-8-sig"), source=str(path))
     stated = {"sram_kb": True, "bandwidths": parser.has_option("architecture_presets", "Bandwidth"),
               "clocks_ghz": array.clock_hz is not None, "energy_tables": parser.has_option("energy", "table")}
     return tuple(key for key in CFG_AXES if stated[key])

@@ -27,7 +27,7 @@ from archsim.training import fitted
 from archsim.training.cluster_file import single_node
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.measured import MeasuredRun, split_meta
+from archsim.training.measured import MeasuredRun, blank_row, split_meta
 from archsim.training.memory import stage_parameters
 from archsim.training.parallel import Parallelism
 from archsim.training.stages import one_f_one_b_seconds, stage_times
@@ -131,7 +131,7 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
     where = {c: names.index(c) for c in PROBE_COLUMNS}
     rows = []
     for number, line in enumerate(lines[first + 1:], start=first + 2):
-        if not line.strip():
+        if blank_row(line):
             continue
         cells = line.split(",")
         if len(cells) < len(names):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.choices.training import RECOMPUTE
+from archsim.csv_lines import comment_line
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
 from archsim.validate import check_name, check_unique_columns, parse_float, parse_int, read_text, shown
@@ -74,16 +75,28 @@ class MeasuredTable:
 
 
 def blank_row(line: str) -> bool:
-    """Whether a body line holds no run: blank, or cells all empty (``,,,,``: the row a spreadsheet saves
-    after its cells were cleared), as the topology CSV reader skips it."""
-    return not line.replace(",", "").strip()
+    """Whether a body line holds no run: blank, cells all empty (``,,,,``: the row a spreadsheet saves
+    after its cells were cleared) or a ``#`` comment (:func:`archsim.csv_lines.comment_line`), as the topology
+    CSV reader skips them."""
+    return not line.replace(",", "").strip() or comment_line(line)
+
+
+def recompute_cell(cell: str, file: str, line: int) -> str:
+    """A ``recompute`` cell of a runs or measured-runs file: a choice in any case, as true/false cells are
+    (``Full`` is ``full``); empty is ``full``, as vTrain measured."""
+    value = cell.strip().lower() or "full"
+    if value not in RECOMPUTE:
+        raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {shown(cell.strip())}", file=file, line=line,
+                         field="recompute")
+    return value
 
 
 def split_meta(lines: list[str]) -> tuple[dict[str, str], int]:
-    """The leading ``# key: value`` lines of a CSV (blank lines skipped) and the index of its header."""
+    """The leading ``# key: value`` lines of a CSV (blank and other ``#`` comment lines skipped) and the index
+    of its header."""
     meta: dict[str, str] = {}
     first = 0
-    while first < len(lines) and (not lines[first].strip() or _META.match(lines[first])):
+    while first < len(lines) and (not lines[first].strip() or comment_line(lines[first])):
         match = _META.match(lines[first])
         if match:
             meta[match.group(1)] = match.group(2).strip()
@@ -91,10 +104,23 @@ def split_meta(lines: list[str]) -> tuple[dict[str, str], int]:
     return meta, first
 
 
-def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list[str]]:
+@dataclass(frozen=True)
+class CsvText:
+    """A CSV's text in memory (a pandas DataFrame written out: :func:`archsim.training.runs.frame_text`), read
+    where a path is, its errors naming ``name`` as a file's name."""
+
+    name: str
+    text: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def read_header(path: str | Path | CsvText, what: str) -> tuple[list[str], dict, int, list[str]]:
     """A measured-runs CSV's lines, its ``# key: value`` metadata, the header's line index and its
     column names (lower case): what every reader of such a file starts from."""
-    lines = read_text(path, what, encoding="utf-8-sig").splitlines()
+    text = path.text if isinstance(path, CsvText) else read_text(path, what, encoding="utf-8-sig")
+    lines = text.splitlines()
     meta, first = split_meta(lines)
     if first == len(lines):
         raise InputError("no header row", file=str(path))
@@ -109,7 +135,7 @@ def read_header(path: str | Path, what: str) -> tuple[list[str], dict, int, list
     return lines, meta, first, names
 
 
-def read_measured_table(path: str | Path) -> MeasuredTable:
+def read_measured_table(path: str | Path | CsvText) -> MeasuredTable:
     """Read a measured CSV: metadata lines, the header (the 11 columns of :data:`COLUMNS`, then any of
     :data:`OPTIONAL` by name), one run per line. Errors name the file, line and field."""
     file = str(path)
@@ -130,10 +156,8 @@ def read_measured_table(path: str | Path) -> MeasuredTable:
             ms = parse_float(cells[10], low=0.0, low_open=True, what="a positive iteration time (ms)")
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=number) from None
-        recompute = cells[extra["recompute"]] if "recompute" in extra and len(cells) > extra["recompute"] else "full"
-        if recompute not in RECOMPUTE:
-            raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {shown(recompute)}", file=file, line=number,
-                             field="recompute")
+        recompute = recompute_cell(cells[extra["recompute"]] if "recompute" in extra and len(cells) > extra["recompute"]
+                                   else "", file, number)
         peak = _optional_float(cells, extra.get("peak_memory_gib"), file, number)
         name = cells[extra["gpu_name"]] if "gpu_name" in extra and len(cells) > extra["gpu_name"] else ""
         if name:
@@ -203,6 +227,7 @@ __all__ = [
     "COLUMNS",
     "OPTIONAL",
     "VOCAB",
+    "CsvText",
     "MeasuredRun",
     "MeasuredTable",
     "Prediction",
@@ -210,5 +235,6 @@ __all__ = [
     "read_header",
     "read_measured",
     "read_measured_table",
+    "recompute_cell",
     "split_meta",
 ]

@@ -5,7 +5,7 @@ runs in seconds.
 Two layouts are read (docs/formats.md, "Runs files"):
 
 * archsim's: a header naming the columns ``tp, pp, dp, micro_batch, global_batch`` (required) and any of
-  ``recompute`` (none | selective | full, default full), ``sequence_parallel`` (true/false, default
+  ``recompute`` (none | selective | full, any case, default full), ``sequence_parallel`` (true/false, default
   false), ``interleave`` (default 1), ``distributed_optimizer`` (true/false, default false: Megatron-LM's
   ``--use-distributed-optimizer``), ``fsdp`` (true/false, default false: PyTorch FSDP's full sharding),
   ``gpus`` (checked against TP × PP × DP) and ``measured_seconds``;
@@ -29,13 +29,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.choices.training import RECOMPUTE
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
-from archsim.training.measured import blank_row, read_header
+from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
-from archsim.validate import parse_boolean
+from archsim.validate import parse_boolean, shown
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -57,7 +56,7 @@ class RunRow:
     shape: tuple[int, int, int, int] | None = None
 
 
-def read_runs(path: str | Path, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
+def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
     """The rows of a runs file (either layout, module docstring). A bad row raises an
     :class:`InputError` naming the file, its line and the field; ``check`` (:func:`row_check`) is called on
     each row as it is read, so the first bad row in the file is the one named, whatever is wrong with it."""
@@ -88,6 +87,39 @@ def read_runs(path: str | Path, check: Callable[[RunRow], None] | None = None) -
         rows.append(_archsim_row(line.split(","), index, n, file))
         check(rows[-1])
     return tuple(rows)
+
+
+def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
+    """A pandas DataFrame of a runs file's columns as the CSV it would be written as (``frame.to_csv(index=False)``:
+    a header, then one line a row, numbered from line 2 in errors, as that file's); a float cell that is a whole number is
+    written as the integer (``8.0``, a float column's, is 8), an empty or NaN cell empty, True/False as true/false."""
+    import numbers
+
+    import numpy
+    import pandas
+
+    def cell(value, line: int, column: str) -> str:
+        if isinstance(value, str):
+            if "," in value or "\n" in value or "\r" in value:  # would split a cell or a row of the CSV
+                raise InputError(f"a cell holds a comma or a line break: {shown(value)}", file=name, line=line,
+                                 field=column)
+            return value
+        if pandas.api.types.is_scalar(value) and pandas.isna(value):  # None, NaN, pandas' NA: an empty cell
+            return ""
+        if isinstance(value, (bool, numpy.bool_)):
+            return "true" if value else "false"
+        if isinstance(value, numbers.Integral):
+            return str(int(value))
+        if isinstance(value, numbers.Real):
+            number = float(value)
+            return str(int(number)) if number.is_integer() and abs(number) <= 2**53 else repr(number)
+        return str(value)  # (a cell of another type: refused by the reader as it reads it)
+
+    columns = [str(c) for c in frame.columns]
+    lines = [",".join(columns)]
+    lines += [",".join(cell(v, n, c) for v, c in zip(row, columns))
+              for n, row in enumerate(frame.itertuples(index=False, name=None), start=2)]
+    return CsvText(name, "\n".join(lines) + "\n")
 
 
 def _int(cell: str, field: str, file: str, line: int) -> int:
@@ -129,10 +161,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
         raise InputError(f"{len(raw)} cells, the header names {len(index)} columns", file=file, line=line)
     cells = {name: raw[i].strip() if i < len(raw) else "" for name, i in index.items()}
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
-    fields["recompute"] = cells.get("recompute") or "full"
-    if fields["recompute"] not in RECOMPUTE:
-        raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {fields['recompute']!r}", file=file,
-                         line=line, field="recompute")
+    fields["recompute"] = recompute_cell(cells.get("recompute", ""), file, line)
     for switch in ("sequence_parallel", "distributed_optimizer", "fsdp"):
         try:
             fields[switch] = parse_boolean(cells.get(switch, ""), empty=True)
@@ -147,7 +176,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None)
 
 
-def _measured_rows(path: str | Path, lines: list[int]) -> tuple[RunRow, ...]:
+def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow, ...]:
     """vTrain's layout, read by :func:`~archsim.training.measured.read_measured_table` (one reader of that
     format); ``lines``: the file's non-blank body lines, one per run in order."""
     from archsim.training.measured import read_measured_table
@@ -175,7 +204,7 @@ def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
         raise InputError(exc.message, field=exc.where.field) from None
 
 
-def runs_to_run(path: str | Path, *, attention: str, dp_overlap: str, grad_accumulation: str | None, schedule: str,
+def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, grad_accumulation: str | None, schedule: str,
                 max_ops: int, seq_given: bool = False,
                 check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
     """The rows of a runs file as ``archsim train --runs`` runs them: each with the command's ``attention``,
@@ -203,7 +232,8 @@ def runs_to_run(path: str | Path, *, attention: str, dp_overlap: str, grad_accum
     return rows
 
 
-def row_check(base: TransformerConfig, cluster: GpuCluster, file: str | Path | None = None) -> Callable[[RunRow], None]:
+def row_check(base: TransformerConfig, cluster: GpuCluster,
+              file: str | Path | CsvText | None = None) -> Callable[[RunRow], None]:
     """What a row must pass to run on MODEL ``base`` and ``cluster`` — its shape, TP over the heads, the layer
     split, its TP groups over the servers — as a check raising :class:`InputError` naming its line (and
     ``file``): run on every row before any runs, so a bad row is named at once, not after the rows above it."""
@@ -221,7 +251,7 @@ def row_check(base: TransformerConfig, cluster: GpuCluster, file: str | Path | N
 
 
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
-                 tick: Callable[[], None] = lambda: None, file: str | Path | None = None,
+                 tick: Callable[[], None] = lambda: None, file: str | Path | CsvText | None = None,
                  warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
     """Each row's predicted iteration (seconds), peak memory per GPU and its fullest rank's GPU's memory (GiB,
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
@@ -272,13 +302,12 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     return out
 
 
-def model_note(path: str | Path, model: str) -> str:
+def model_note(path: str | Path | CsvText, model: str) -> str:
     """One line when the runs file's optional ``# model: NAME`` line names another model than MODEL's name
     ``model`` ('' when it names the same or is absent). NAME is the model's name as archsim gives it (the
     ``model`` of ``train``'s meta); a config's path there stands for its name
     (:func:`~archsim.workload.config_fields.file_model_name`). A note, not a refusal: the user may mean to
     predict one model's layouts on another."""
-    from archsim.validate import shown
     from archsim.workload.config_fields import file_model_name
     from archsim.workload.model_files import MODEL_SUFFIXES
 
@@ -318,5 +347,5 @@ def milliseconds_note(out: list[dict]) -> str | None:
             f"prediction (the least {min(ratios):.0f}×); the column is in seconds, the numbers are as given")
 
 
-__all__ = ["MILLISECONDS_RATIO", "OPTIONAL", "REQUIRED", "RunRow", "milliseconds_note", "model_note", "one_chunk_rows_note",
-           "predict_runs", "read_runs", "row_check", "row_config", "runs_to_run"]
+__all__ = ["MILLISECONDS_RATIO", "OPTIONAL", "REQUIRED", "RunRow", "frame_text", "milliseconds_note", "model_note",
+           "one_chunk_rows_note", "predict_runs", "read_runs", "row_check", "row_config", "runs_to_run"]

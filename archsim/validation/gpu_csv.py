@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import check_unique_columns, csv_rows, parse_int, read_text
+from archsim.validate import check_unique_columns, parse_int, read_text
 
 KERNEL_OPS = ("F", "D", "G")
 STREAM_OPS = ("DG_serial", "DG_concurrent")

@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from archsim.csv_lines import csv_rows
 from archsim.devices.catalog import GPU_NAMES, KNOWN_GPUS, GpuSpec, find_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, check_unique_columns, csv_rows, read_text
+from archsim.validate import INT32_MAX, check_unique_columns, read_text
 from archsim.validation.gpu_seconds import TensorConstants, kernel_timer, ops_seconds
 
 REQUIRED = ("OPName", "Latency")

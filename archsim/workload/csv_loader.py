@@ -23,6 +23,8 @@ SCALE-Sim's own files load as SCALE-Sim reads them (``scalesim/topology_utils.py
 * GEMM mode — a header ``Layer, M, N, K`` (any spelling of the first column): each row
   ``name, M, N, K`` is a linear layer on M rows, out[M×N] = A[M×K]·W[K×N] (an fc layer with
   IFMAP Height M, Channels K, Num Filter N), so its forward GEMM is SCALE-Sim's GEMM.
+* A line starting with ``#`` is a comment, above the header or between rows (:mod:`archsim.csv_lines`, the
+  rule of every CSV archsim reads).
 * In a plain eight-column file (no archsim columns), a trailing field starting with ``#`` is a
   comment (SCALE-Sim drops the field after the last comma), and repeated layer names are made
   unique (``name_2``…) and reported in ``Network.notes``; with an ``Inputs`` column they are errors.
@@ -33,8 +35,6 @@ SCALE-Sim's own files load as SCALE-Sim reads them (``scalesim/topology_utils.py
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,6 +43,7 @@ from typing import Any
 
 from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
+from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, canonical_kind, flattening_conv_note
@@ -76,12 +77,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         raise InputError(f"unknown shape check {shapes!r}; choose {', '.join(SHAPE_CHECKS)}", field="shapes")
     if "\x00" in text:
         raise InputError("file contains NUL bytes; not a CSV text file", file=source)
-    try:
-        rows = list(csv.reader(io.StringIO(text, newline=""), skipinitialspace=True))
-    except csv.Error as exc:
-        raise InputError(f"malformed CSV ({exc})", file=source) from None
-    # csv gives no line numbers per row with StringIO splitting quoted newlines; count ourselves.
-    numbered = _number_rows(text, rows)
+    numbered = csv_rows(text, source, skipinitialspace=True)  # a `#` line is a comment: no row (archsim.csv_lines)
     numbered = [(n, r) for n, r in numbered if any(cell.strip() for cell in r)]
     if not numbered:
         raise InputError("empty topology file (expected a header and at least one layer row)", file=source)
@@ -349,14 +345,3 @@ def _strip_trailing_empty(row: list[str]) -> list[str]:
     while row and not row[-1].strip():
         row.pop()
     return row
-
-
-def _number_rows(text: str, rows: list[list[str]]) -> list[tuple[int, list[str]]]:
-    """Pair parsed rows with the 1-based line each starts on."""
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
-    out: list[tuple[int, list[str]]] = []
-    start = 1
-    for row in reader:
-        out.append((start, row))
-        start = reader.line_num + 1
-    return out
