@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 from archsim.array.config import read_scalesim_cfg
+from archsim.array.gemm_run import read_shapes
 from archsim.cluster.profile_csv import load_profile_csv
 from archsim.cluster.trace import load_tiresias_csv
-from archsim.commands.gemm import read_shapes
 from archsim.partition.graph_txt import load_graph_txt
 from archsim.partition.pipedream import pipedream_plan
 from archsim.partition.pipedream_tables import Level, PipeDreamOptions

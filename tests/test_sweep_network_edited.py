@@ -41,7 +41,7 @@ def test_a_network_read_again_after_an_edit_is_refused(folder):
     """The reader every process costs units with (a dask worker's first read of the file is this one)."""
     original = network_sha256(str(folder / "net.csv"))
     (folder / "net.csv").write_text(EDITED)
-    runner._loaded_network.cache_clear()
+    runner.loaded_network.cache_clear()
     runner.unit_network.cache_clear()
     with pytest.raises(InputError) as error:
         runner.unit_network(str(folder / "net.csv"), original, ())

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.array.gemm_run import (  # the run, once for this command and archsim.gemm; its readers kept here
+from archsim.array.gemm_run import (  # the run, once for this command and archsim.gemm
     BANK_RULES,
-    CYCLE_COLUMNS,
     OFMAP_COUNTS,
-    RESULT_COLUMNS,
     SHAPE_COLUMNS,
-    cost_shapes,
-    cycle_columns,
-    read_shapes,
 )
 from archsim.commands import Command
 from archsim.commands.common import add_clock_argument, add_engine_arguments, add_output_arguments, emit, positive_int
 
-__all__ = ["COMMAND", "CYCLE_COLUMNS", "RESULT_COLUMNS", "SHAPE_COLUMNS", "cost_shapes", "cycle_columns", "read_shapes"]
+__all__ = ["COMMAND"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

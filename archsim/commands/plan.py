@@ -19,26 +19,16 @@ from archsim.commands.common import (
 )
 from archsim.commands.timeline_outputs import add_timeline_outputs, write_timeline_outputs
 from archsim.modes import MODES
-from archsim.plan_run import (  # the run, once for this command and archsim.plan; its names kept here
+from archsim.plan_run import (  # the run, once for this command and archsim.plan
     BASELINE_CONFIGS,
-    BASELINE_METHODS,
-    DEFAULT_DTYPE,
     DEFAULT_MICRO_BATCH,
     LINK_MODELS,
     METHODS,
     NO_BASELINES,
-    PAPER_BASELINES,
-    STAGE_ROWS,
-    check_flags,
-    micro_batch,
-    read_plan_cluster,
-    stage_rows_caption,
 )
 from archsim.validate import float_flag, int_flag, seed_flag
 
-__all__ = ["BASELINE_CONFIGS", "BASELINE_METHODS", "COMMAND", "DEFAULT_DTYPE", "DEFAULT_MICRO_BATCH", "LINK_MODELS",
-           "METHODS", "NO_BASELINES", "PAPER_BASELINES", "STAGE_ROWS", "check_flags", "layer_profile", "micro_batch",
-           "read_plan_cluster", "stage_rows_caption"]
+__all__ = ["COMMAND", "layer_profile"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -184,4 +184,4 @@ def catalog_device(name: str) -> Device:
     return gpu(name)
 
 
-__all__ = ["GEMM_MODELS", "Arrays", "Device", "catalog_device"]
+__all__ = ["Arrays", "Device", "catalog_device"]

@@ -6,7 +6,7 @@ moment (even SIGKILL) leaves only whole unit files; a re-run computes just the m
 assembles the same ``results.csv`` (sorted, so order of completion never shows). The digest hashes
 the unit's every setting *and the content of its network* (its parsed layers), so editing a network
 file recomputes its units, and two networks with the same file name never share a cache file; a file edited
-while the sweep runs is never costed under the first one's hash (:func:`_loaded_network`).
+while the sweep runs is never costed under the first one's hash (:func:`loaded_network`).
 Temp files a killed writer left in ``DIR/cache`` are removed when the next run starts (one sweep
 writes into a folder at a time).
 
@@ -68,7 +68,7 @@ def current_names(names: Iterable[str]) -> dict[str, str]:
 @lru_cache(maxsize=16)
 def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
     """A unit's network, loaded once per process (``sha256``, of a file's bytes, keys a changed file)."""
-    network = _loaded_network(path, sha256)
+    network = loaded_network(path, sha256)
     return network.only(*only) if only else network
 
 
@@ -81,12 +81,12 @@ def network_notes(spec: SweepSpec) -> tuple[str, ...]:
     for network in dict.fromkeys(spec.networks):
         if Path(network).is_absolute():
             shown = Path(network).relative_to(folder) if folder and Path(network).is_relative_to(folder) else network
-            lines += [f"{shown}: {note}" for note in _loaded_network(network, network_sha256(network)).notes]
+            lines += [f"{shown}: {note}" for note in loaded_network(network, network_sha256(network)).notes]
     return tuple(lines)
 
 
 @lru_cache(maxsize=16)
-def _loaded_network(path: str, sha256: str) -> Network:
+def loaded_network(path: str, sha256: str) -> Network:
     """The whole network, read once per process for its digest and every ``only`` subset: a spec's
     file (an absolute path inside the spec's folder) or a shipped name, never a working-folder file.
     A file is checked to still be the one of SHA-256 ``sha256`` once parsed: a process that reads it after the
@@ -149,7 +149,7 @@ def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
     digests = {}
     for network in spec.networks:
         try:
-            layers = _loaded_network(network, network_sha256(network)).layers
+            layers = loaded_network(network, network_sha256(network)).layers
         except InputError as exc:
             inner = str(exc) if exc.where.file else exc.message  # the network file's row and column, when known
             raise InputError(f"network {network!r}: {inner}", file=spec.source, field="networks") from None
