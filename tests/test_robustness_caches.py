@@ -3,6 +3,8 @@ network file holds, not its name; numba's compiled kernels in the user's cache f
 the installed source. (Split from test_robustness.py by job; the hostile-input reproducers stay there.)"""
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,10 +62,15 @@ def test_two_networks_with_the_same_stem_both_appear(capsys, tmp_path):
 
 
 def test_orphaned_temp_files_are_removed(tmp_path):
+    """Temp files of a killed writer (its PID in the name, as archsim names them, and gone) are removed; a temp
+    file with no PID is not archsim's and stays (tests/test_orphan_temps.py)."""
     spec = write(tmp_path / "s.toml", SWEEP_TEMPLATE.format(networks='"layerpipe_sample"'))
     out = tmp_path / "out"
     (out / "cache").mkdir(parents=True)
-    orphans = [write(out / "cache" / ".abc.json.x1y2.tmp", "{"), write(out / ".results.csv.k3.tmp", "half")]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()  # a PID whose process has exited
+    orphans = [write(out / "cache" / f".abc.json.{dead}.x1y2.tmp", "{"),
+               write(out / f".results.csv.{dead}.k3.tmp", "half")]
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
     assert not any(path.exists() for path in orphans)
     assert not list(out.rglob("*.tmp"))
