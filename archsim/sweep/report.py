@@ -247,7 +247,8 @@ def _check_device_files(first, record: dict) -> None:
 
     from archsim.sweep.spec import check_unchanged
 
-    setup = record.get("setup") if isinstance(record.get("setup"), dict) else {}
+    found = record.get("setup")
+    setup = found if isinstance(found, dict) else {}
     for what in ("model", "device"):
         path, recorded = setup.get(f"{what}_path"), first.get(f"{what}_sha256")
         if isinstance(path, str) and path and isinstance(recorded, str):
