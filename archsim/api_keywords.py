@@ -44,15 +44,10 @@ def positive_int(value: object, field: str, *, low: int = 1, high: int | None = 
     """A keyword whose flag takes an integer in ``low`` … ``high`` (None: 2³¹ − 1; 1: ``positive_int_flag``;
     0: ``--refine``'s ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as
     ``--top 2`` reads it; a float that is a whole number, ``8.0`` from a pandas float column, as 8)."""
-    import numbers
-
     from archsim.errors import InputError
-    from archsim.validate import INT32_MAX, parse_int
+    from archsim.validate import INT32_MAX, parse_int, whole_number
 
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        number = float(value)
-        if number.is_integer() and abs(number) <= 2**53:  # exactly a whole number; 1e300 refused as written
-            value = int(number)
+    value = whole_number(value)
     what = "a positive integer" if low == 1 else "a non-negative integer"
     try:
         return parse_int(value, low=low, high=INT32_MAX if high is None else high, what=what)

@@ -76,6 +76,16 @@ def _shown_typed(value: object, what: str) -> str:
     return shown(value)
 
 
+def whole_number(value: object) -> object:
+    """A float that is exactly a whole number (``8.0``, what pandas writes for a float column) as that int;
+    any other value as it is, for its reader to accept or refuse. One rule for keywords and runs-file cells."""
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        number = float(value)
+        if number.is_integer() and abs(number) <= 2**53:  # exactly a whole number; 1e300 refused as written
+            return int(number)
+    return value
+
+
 def parse_int(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = "an integer") -> int:
     """``text`` as an integer in [low, high], or ValueError with a short reason."""
     if isinstance(text, bool):

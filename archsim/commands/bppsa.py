@@ -18,8 +18,8 @@ from archsim.commands.common import (
     distinct,
     emit,
     positive_int,
-    positive_int_list,
 )
+from archsim.commands.list_flag import ListFlag
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
@@ -35,22 +35,23 @@ def _depth(text: str, flag: str) -> int:
     return depth
 
 
-def _seq_lens(text: str) -> list[int]:
-    """argparse type: sequence lengths T ≥ 2 (T = 1 has no backward step to speed up)."""
+def _seq_len(text: str) -> int:
+    """argparse type: a sequence length T ≥ 2 (T = 1 has no backward step to speed up)."""
     from archsim.bppsa.rnn_cost import ONE_STEP
 
-    lengths = positive_int_list(text)
-    if 1 in lengths:
+    length = positive_int(text)
+    if length == 1:
         raise argparse.ArgumentTypeError(f"T {ONE_STEP}, got {text!r}")
-    return lengths
+    return length
 
 
 def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seq-len", type=_seq_lens, default=PAPER_SEQ_LENS,
+    parser.add_argument("--seq-len", action=ListFlag, item=_seq_len, metavar="T",
+                        default=[int(t) for t in PAPER_SEQ_LENS.split(",")],
                         help=f"sequence lengths T ≥ 2 (default {PAPER_SEQ_LENS})")
     parser.add_argument("--hidden", type=positive_int, default=20, help="hidden size H (default 20, §4.1)")
     parser.add_argument("--batch", type=positive_int, default=16, help="mini-batch size B (default 16, §5.1)")
-    parser.add_argument("--processors", type=positive_int_list, default="64,256,1024",
+    parser.add_argument("--processors", action=ListFlag, item=positive_int, default=[64, 256, 1024], metavar="P",
                         help="processor (array) counts p (default 64,256,1024)")
     add_array_arguments(parser)
     add_output_arguments(parser)
@@ -103,7 +104,7 @@ def add_vgg_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--up-levels", default="2",
                         help="up-sweep levels before the linear part (default 2, §5.3's L0–L2; 'full' = Algorithm 1, "
                              "at full width minutes, above the default --max-mflops)")
-    parser.add_argument("--compare-levels", default="0,1,2",
+    parser.add_argument("--compare-levels", action=ListFlag, default=["0", "1", "2"], metavar="DEPTH",
                         help="up-sweep depths (0…4) to summarize side by side (default 0,1,2)")
     parser.add_argument("--width-divisor", type=_width_divisor, default=1,
                         help="divide every channel count (default 1: real VGG-11)")
@@ -126,7 +127,7 @@ def run_vgg(args: argparse.Namespace) -> int:
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     depth = "full" if up_levels is None else up_levels  # as given, a number where it is one
     divisor = args.width_divisor
-    compare = sorted({0, *(_depth(x.strip(), "--compare-levels") for x in args.compare_levels.split(","))})
+    compare = sorted({0, *(_depth(x, "--compare-levels") for x in args.compare_levels)})
     done = vgg_study(sparsity=sparsity, seed=args.seed, up_levels=up_levels, compare=compare, width_divisor=divisor,
                      zeros=args.zeros, max_mflops=args.max_mflops)
     frame, summary = done.table.rename(columns={"product": "kind"}), done.summary  # the page reads kind

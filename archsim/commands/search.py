@@ -28,6 +28,7 @@ from archsim.commands.common import (
     note_unread_cluster_keys,
     positive_int,
 )
+from archsim.commands.list_flag import ListFlag
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note
 from archsim.output_files import note_written
@@ -42,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", required=True, metavar="CLUSTER.toml",
                         help='cluster TOML whose [[servers]] name their GPU (gpu = "a100-80gb")')
     parser.add_argument("--global-batch", type=positive_int, required=True, help="samples per iteration")
-    parser.add_argument("--gpus", type=positive_int, nargs="+", default=None,
+    parser.add_argument("--gpus", action=ListFlag, item=positive_int, default=None,
                         help="GPUs to use, one count or several to compare (default: all the cluster's; the first "
                              "GPUs of the cluster file)")
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
@@ -61,11 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which servers run which pipeline ranks: the cluster file's order, or the best of every "
                              "distinct server order for each configuration (heterogeneous clusters)")
     parser.add_argument("--top", type=positive_int, default=10, help="rows to print, best first")
-    parser.add_argument("--recompute", nargs="+", default=list(RECOMPUTE), choices=RECOMPUTE,
+    parser.add_argument("--recompute", action=ListFlag, choices=RECOMPUTE, default=list(RECOMPUTE),
                         help="recompute modes to try (none, selective, full: as archsim train's --recompute)")
-    parser.add_argument("--schedule", nargs="+", default=list(SCHEDULES), choices=SCHEDULES,
+    parser.add_argument("--schedule", action=ListFlag, choices=SCHEDULES, default=list(SCHEDULES),
                         help="pipeline schedules to try")
-    parser.add_argument("--chunks", nargs="+", type=positive_int, default=None, metavar="V",
+    parser.add_argument("--chunks", action=ListFlag, item=positive_int, default=None, metavar="V",
                         help="model chunks per rank that interleaved-1f1b, interleaved-zb and looped-bfs try "
                              "(default: 2 4; refused without one of them in --schedule)")
     parser.add_argument("--max-micro-batch", type=positive_int, default=8, help="micro-batches 1 … this")

@@ -18,6 +18,7 @@ from archsim.array.config import DATAFLOWS
 from archsim.choices.devices import DTYPES
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, clock_flag, emit, phases, positive_int
+from archsim.commands.list_flag import ListFlag
 from archsim.modes import MODES
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
@@ -28,7 +29,7 @@ positive_float = positive_float_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--csv", nargs="+", required=True, metavar="FILE.csv",
+    parser.add_argument("--csv", action=ListFlag, required=True, metavar="FILE.csv",
                         help="measured CSV(s) from benchmarks/gpu_validate.py (benchmarks/results/gpu_kernels_*.csv)")
     parser.add_argument("--gpu", default=None,
                         help="GPU: a catalog name or a CUDA device string such as 'Tesla T4'; a NeuSight "

@@ -240,6 +240,21 @@ def _check_unchanged(row) -> None:
         check_unchanged(str(path), recorded, "since the sweep ran")
 
 
+def _check_device_files(first, record: dict) -> None:
+    """A device sweep's model and device files must still be those its rows costed (``model_sha256``,
+    ``device_sha256``), found where the folder's spec.json says the sweep read them."""
+    import os
+
+    from archsim.sweep.spec import check_unchanged
+
+    found = record.get("setup")
+    setup = found if isinstance(found, dict) else {}
+    for what in ("model", "device"):
+        path, recorded = setup.get(f"{what}_path"), first.get(f"{what}_sha256")
+        if isinstance(path, str) and path and isinstance(recorded, str):
+            check_unchanged(os.path.abspath(path), recorded, "since the sweep ran", what)
+
+
 def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):
     """Design sweeps: Pareto front of time, energy and area, energy by part, and the front's table."""
     from archsim.report.html_page import table as html_table
@@ -315,7 +330,9 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
                          field=missing[0] if missing else None, missing=bool(missing))
     sram = [SRAM_COLUMN] if SRAM_COLUMN in results.columns else []
     check_cells(text, results, path, [*DEVICE_NUMBERS, *sram], flags=("fits_memory", "pareto_optimal"))
-    check_device_rows(results, spec_record(folder), path, spec_command)
+    record = spec_record(folder)
+    check_device_rows(results, record, path, spec_command)
+    _check_device_files(results.iloc[0], record)
     command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
     rows = results[["arrays", *sram, "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib",
                     "fits_memory", "pareto_optimal"]]

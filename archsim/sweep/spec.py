@@ -221,21 +221,21 @@ def _shipped_table_name(name: str, file: str) -> str:
     return name
 
 
-def network_sha256(network: str) -> str:
-    """SHA-256 of a network file's bytes (empty for a shipped name): results say which file they costed."""
+def network_sha256(network: str, what: str = "network") -> str:
+    """SHA-256 of a ``what`` (network, model, device) file's bytes (empty for a shipped name)."""
     path = Path(network)
     if not path.is_absolute() or not is_file(path):  # a shipped name: never a file of the working folder
         return ""
     import hashlib
 
-    return hashlib.sha256(read_bytes(path, "network file")).hexdigest()
+    return hashlib.sha256(read_bytes(path, f"{what} file")).hexdigest()
 
 
 def check_unchanged(path: str, sha256: str, since: str, what: str = "network") -> None:
     """Refuse a ``what`` file (network, model, device) whose bytes are no longer those of SHA-256 ``sha256`` (or that
     is gone): results say they costed that file (column ``WHAT_sha256``). ``since``: when it was hashed (``since the
     sweep ran``). A shipped name (no hash) passes."""
-    if sha256 and network_sha256(path) != sha256:
+    if sha256 and network_sha256(path, what) != sha256:
         raise InputError(f"the {what} file changed {since} (SHA-256 differs, or it is gone); rerun the sweep",
                          file=path, field=f"{what}_sha256")
 

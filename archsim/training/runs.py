@@ -123,10 +123,18 @@ def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
 
 
 def _int(cell: str, field: str, file: str, line: int) -> int:
+    """A positive integer cell; ``8.0`` (pandas' ``to_csv`` of a float column) read as 8, as the keyword path
+    reads 8.0 (:func:`~archsim.validate.whole_number`); ``8.5`` refused."""
+    from archsim.validate import whole_number
+
     try:
         value = int(cell)
     except ValueError:
-        value = 0
+        try:
+            number = whole_number(float(cell))
+        except ValueError:
+            number = 0
+        value = number if isinstance(number, int) else 0
     if value <= 0:
         raise InputError(f"expected a positive integer, got {cell!r}", file=file, line=line, field=field)
     return value
