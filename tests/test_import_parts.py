@@ -159,3 +159,51 @@ def test_a_part_no_entry_states_is_still_refused_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "node 'cut' (op Slice) hands 'relu' a part of the output of 'proj'" in err, err
     assert not out.exists()
+
+
+def test_smallnet_reducing_its_tokens_costs_the_same_from_its_csv(tmp_path, capsys):
+    """tests/test_torch_import.py's SmallNet ends ``head(x.mean(dim=1))``: 64 tokens of 64 features → 64. Failed
+    before: the ReduceMean row stated its 64×1×64 input as its output, so the CSV failed the shape check at
+    '/head/Gemm' (import wrote it with a note) while ``cost MODEL.onnx`` accepted it."""
+    pytest.importorskip("torch")
+    from test_torch_import import SmallNet, torch
+
+    model = tmp_path / "smallnet.onnx"
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notices
+        torch.onnx.export(SmallNet(), (torch.zeros(1, 3, 32, 32),), str(model), dynamo=False, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)  # as from_torch
+    out = tmp_path / "smallnet.csv"
+    assert main(["import", str(model), "-o", str(out)]) == 0
+    assert "note" not in capsys.readouterr().err
+    direct, imported = _cycles([str(model)], capsys), _cycles([str(out)], capsys)
+    assert imported == direct and any(row[0] == "/ReduceMean" and row[1] == "pool" for row in direct), direct
+
+
+def test_a_reduction_over_positions_is_a_global_pool_reading_its_input_once():
+    """By hand: ReduceMean over 6 tokens of 8 features reads 48 elements and writes 8 (a 6×1 window over a 6×1
+    map of 8 channels); ReduceMax over a 4-channel 5×5 map reads 100 and writes 4. A ReduceMean over the 8
+    features pooling cannot state stays elementwise over its input (48 elements read). Before, every reduction
+    was elementwise over its input, writing (activation bytes at 1 byte an element) 48 and 100."""
+    from onnx import helper
+    from onnx_models import model as onnx_model
+    from onnx_models import value
+
+    from archsim.lowering import lower_network
+    from archsim.workload import load_onnx
+
+    nodes = [helper.make_node("ReduceMean", ["x"], ["t"], name="tokens", axes=[1], keepdims=0),
+             helper.make_node("ReduceMean", ["x"], ["f"], name="features", axes=[2], keepdims=1),
+             helper.make_node("ReduceMax", ["m"], ["p"], name="map", axes=[2, 3], keepdims=1)]
+    net = load_onnx(onnx_model(nodes, [value("x", [1, 6, 8]), value("m", [1, 4, 5, 5])],
+                               [value("t", [1, 8]), value("f", [1, 6, 1]), value("p", [1, 4, 1, 1])]))
+    rows = {layer.name: (layer.kind, layer.ifmap_h, layer.ifmap_w, layer.filter_h, layer.filter_w, layer.channels)
+            for layer in net.layers}
+    assert rows == {"tokens": ("pool", 6, 1, 6, 1, 8), "features": ("elementwise", 6, 1, 1, 1, 8),
+                    "map": ("pool", 5, 5, 5, 5, 4)}
+    lowered = {item.layer.name: item for item in lower_network(net, 1, "paper")}
+    work = {name: [op.vector_elements for op in item.ops] for name, item in lowered.items()}
+    assert work == {"tokens": [48, 48], "features": [48, 48], "map": [100, 100]}
+    assert {name: item.tensors.activation_bytes for name, item in lowered.items()} == {
+        "tokens": 8, "features": 48, "map": 4}

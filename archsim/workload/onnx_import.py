@@ -284,8 +284,9 @@ class _Importer:
                 h, w = prod(x) // c, 1
             return Layer(kind="batchnorm", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
                          **common)
-        shape = self._shape(node, name, node.input[0]) if op in ops.REDUCTIONS else out
-        h, w, c = ops.hwc(shape)
+        if op in ops.REDUCTIONS:
+            return ops.reduction(self._shape(node, name, node.input[0]), out, common)
+        h, w, c = ops.hwc(out)
         return Layer(kind="elementwise", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
                      **common)
 

@@ -23,8 +23,14 @@ Mapping (``KIND_OF``; documented costs, nothing is free by accident):
 * ``BatchNormalization``, ``LayerNormalization``, ``InstanceNormalization``,
   ``GroupNormalization`` → batchnorm (γ, β per normalised channel; LayerNorm's channel is the
   normalised extent).
-* Activations, arithmetic, ``Softmax``, reductions and ``Resize`` → elementwise (one op per
-  element of the output per activation operand; reductions count the input's elements).
+* Activations, arithmetic, ``Softmax`` and ``Resize`` → elementwise (one op per element of the
+  output per activation operand).
+* Reductions (``ReduceMean`` … ``ArgMax``) over tokens or map positions — the output keeps the
+  channels, each of H and W whole or reduced to 1 — → pool, a global pooling whose window is the
+  reduced extent (``x.mean(dim=1)`` over S tokens of D: S×1 map, window S×1, output 1×1×D): it
+  reads its whole input once (F = D = the input's elements) and writes its output (:func:`reduction`).
+  A reduction over channels (features) pooling cannot state stays an elementwise row of its
+  input's size: the same F and D, but the row gives its input's shape, not its output's.
 * Layout and routing — ``Reshape``, ``Flatten``, ``Transpose``, ``Squeeze``, ``Unsqueeze``,
   ``Concat``, ``Split``, ``Slice``, ``Gather``, ``Expand``, ``Pad``, ``Identity``, ``Dropout``,
   ``Cast`` — cost nothing: archsim models no data movement inside a processor. Their consumers
@@ -39,6 +45,7 @@ from __future__ import annotations
 from math import prod
 
 from archsim.errors import InputError
+from archsim.workload.layer import Layer
 
 ZERO_COST = frozenset({
     "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Split", "Slice", "Gather",
@@ -72,6 +79,19 @@ def hwc(shape: tuple[int, ...]) -> tuple[int, int, int]:
     if len(shape) == 3:
         return shape[1], shape[2], shape[0]
     return prod(shape[1:-1]), shape[-1], shape[0]
+
+
+def reduction(x: tuple[int, ...], out: tuple[int, ...], common: dict) -> Layer:
+    """A reduction reading per-sample ``x`` into ``out`` as a layer row (see the module docstring).
+
+    A pool whose window is each reduced extent (stride 1, no padding) has exactly ``out``'s H, W and C,
+    and its vector work, output × window, is the input's elements: what the reduction reads once."""
+    h, w, c = hwc(x)
+    oh, ow, oc = hwc(out)
+    if oc == c and oh in (1, h) and ow in (1, w) and (oh, ow) != (h, w):
+        return Layer(kind="pool", ifmap_h=h, ifmap_w=w, filter_h=h // oh, filter_w=w // ow, channels=c, filters=c,
+                     **common)
+    return Layer(kind="elementwise", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c, **common)
 
 
 def spatial(node, attrs: dict, name: str, size: tuple[int, ...], kernel: tuple[int, ...],
