@@ -86,12 +86,14 @@ def order_held_peaks(order, held: float | Sequence[float]) -> list[float]:
     return out
 
 
-def published_held_peaks(schedule: str, p: int, m: int, v: int, held: float) -> list[float]:
+def published_held_peaks(schedule: str, p: int, m: int, v: int, held: float | Sequence[float]) -> list[float]:
     """:func:`order_held_peaks` of a published split order (:data:`SPLIT_SCHEDULES`) with ``p`` ranks, ``m``
     micro-batches and ``v`` chunks per rank, for searches: its walk, which stops growing by m = 3p (checked by
-    brute force in the tests), read at min(m, 3p)."""
+    brute force in the tests), read at min(m, 3p); ``held`` as there."""
     steps = _published_steps(schedule, p, min(m, 3 * p), v)
-    return [float(np.max(full + held * partial, initial=0.0)) for full, partial in steps]
+    shares = [held] * len(steps) if isinstance(held, float | int) else list(held)
+    return [float(np.max(full + share * partial, initial=0.0)) for (full, partial), share in zip(steps, shares,
+                                                                                                   strict=True)]
 
 
 @lru_cache(maxsize=256)
@@ -103,5 +105,26 @@ def _published_steps(schedule: str, p: int, m: int, v: int) -> tuple[tuple[np.nd
     return tuple(held_steps(kinds[x:y]) for x, y in pairwise(order.columns.bounds.tolist()))
 
 
-__all__ = ["SPLIT_SCHEDULES", "held_steps", "in_flight", "order_held_peaks", "published_held_peaks",
-           "weight_gradient_bytes"]
+def chunk_in_flight(peak: float, chunks: int) -> float:
+    """Micro-batches in flight on each of a rank's ``chunks`` model chunks when ``peak`` chunk-forwards
+    await their backward: their mean (at least 1), so the rank's activations are ``peak`` chunks' under an
+    even split — interleaved 1F1B's first rank holds (v − 1)p + 2(p − 1) + 1 chunks, Narayanan et al. 2021's
+    and Korthikanti et al. 2022's 1 + (p − 1)/(pv) times 1F1B's p stages' worth, not the nearest multiple of v."""
+    return max(peak / chunks, 1.0)
+
+
+def rank_shares(share: float, layer_kept: float, first_kept: float, counts: Sequence[int],
+                ranks: Sequence[Sequence[int]]) -> list[float]:
+    """M_W / M_B of one micro-batch on each rank (``ranks`` listing its stages, ``counts[j]`` layers in stage j),
+    bytes: ``share`` (a layer's M_W / M_B) of its layers' ``layer_kept`` each over those plus, with the first
+    stage, ``first_kept`` that I frees and no W reads (the embedding's mask) — scaling that by a layer's share
+    overcounted it (16-fold under full recompute at t = 1)."""
+    out = []
+    for mine in ranks:
+        kept = sum(counts[j] for j in mine) * layer_kept
+        out.append(share * kept / (kept + (first_kept if 0 in mine else 0.0)) if kept else 0.0)
+    return out
+
+
+__all__ = ["SPLIT_SCHEDULES", "chunk_in_flight", "held_steps", "in_flight", "order_held_peaks", "published_held_peaks",
+           "rank_shares", "weight_gradient_bytes"]

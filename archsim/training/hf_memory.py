@@ -96,13 +96,16 @@ def hf_head_bytes(c: TransformerConfig, micro_batch: int) -> float:
 
 
 def hf_activation_bytes(c: TransformerConfig, micro_batch: int, layers: int, in_flight: float, recompute: str,
-                        first: bool = True, last: bool = True) -> float:
+                        first: bool = True, last: bool = True, working: bool = True) -> float:
     """One GPU's activations (eager runs the whole model on one GPU: ``first`` and ``last``): ``in_flight``
-    micro-batches' layers, embedding and head, and under recompute one layer's rerun set (``full``: the
-    whole layer; selective: its s² tensors)."""
+    micro-batches' layers, embedding and head, and under recompute, when ``working``, one layer's rerun set
+    (``full``: the whole layer; selective: its s² tensors) — once per rank, one layer being rerun at a time
+    (:func:`~archsim.training.memory.rank_memory` asks it of a rank's first chunk alone)."""
     b = micro_batch
     edges = (hf_embedding_bytes(c, b) if first else 0.0) + (hf_head_bytes(c, b) if last else 0.0)
     kept = in_flight * (layers * hf_layer_bytes(c, b, recompute) + edges)
+    if not working:
+        return kept
     if recompute == "full":
         return kept + hf_layer_bytes(c, b, "none")
     if recompute == "selective":

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.held_memory import order_held_peaks, weight_gradient_bytes
+from archsim.training.held_memory import chunk_in_flight, order_held_peaks, rank_shares, weight_gradient_bytes
 from archsim.training.hf_memory import hf_activation_bytes, hf_rank_fractions
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
@@ -299,7 +299,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     if hf:
         params = stage_parameters(c, par, layers, first, last, head_copy)
         return StageMemory(params, states * params,
-                           hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last))
+                           hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last, working))
     sp = par.sequence_parallel
     per_layer = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
     activations = in_flight * layers * per_layer
@@ -312,9 +312,8 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     elif par.recompute == "selective" and par.attention == "standard" and working:
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
         fixed += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
-    if first and c.drops_hidden:  # the embedding dropout's 1-byte mask; under SP Megatron-LM scatters the
-        # embeddings to the sequence-parallel region before it (LanguageModelEmbedding.forward): s·b·h/t a rank
-        embedding_mask = in_flight * c.seq * b * c.hidden / (t if par.sequence_parallel else 1)
+    if first:
+        embedding_mask = in_flight * embedding_mask_bytes(c, b, t, sp)
         activations += embedding_mask
         fixed += embedding_mask
     activations = activations * scale - fixed * (scale - 1)  # masks and log-sum-exp unscaled
@@ -328,14 +327,6 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     return StageMemory(params, states * params + unit * largest, activations)
 
 
-def chunk_in_flight(peak: float, chunks: int) -> float:
-    """Micro-batches in flight on each of a rank's ``chunks`` model chunks when ``peak`` chunk-forwards
-    await their backward: their mean (at least 1), so the rank's activations are ``peak`` chunks' under an
-    even split — interleaved 1F1B's first rank holds (v − 1)p + 2(p − 1) + 1 chunks, Narayanan et al. 2021's
-    and Korthikanti et al. 2022's 1 + (p − 1)/(pv) times 1F1B's p stages' worth, not the nearest multiple of v."""
-    return max(peak / chunks, 1.0)
-
-
 def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
     """M_W / M_B of a Megatron layer: the share of a micro-batch's activations a split backward's I leaves for
     its W (:func:`~archsim.training.held_memory.weight_gradient_bytes`; above 1 under full recompute); 0 for
@@ -344,6 +335,20 @@ def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
         return 0.0
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     return weight_gradient_bytes(c, b, t, sp) / layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
+
+
+def rank_held_fractions(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks) -> list[float]:
+    """:func:`held_fraction` of each rank (``ranks`` its stages, ``counts[j]`` layers in stage j), the first stage's
+    embedding mask (:func:`embedding_mask_bytes`) in its M_B (:func:`~archsim.training.held_memory.rank_shares`)."""
+    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    return rank_shares(held_fraction(c, par), layer_activation_bytes(c, b, t, par.recompute, sp, par.attention),
+                       embedding_mask_bytes(c, b, t, sp), counts, ranks)
+
+
+def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
+    """The first stage's 1-byte embedding-dropout mask: s·b·h, /t under SP (``LanguageModelEmbedding.forward``
+    scatters to the sequence-parallel region before it), 0 without hidden dropout; I frees it, no W reads it."""
+    return c.seq * micro_batch * c.hidden / (tp if sequence_parallel else 1) if c.drops_hidden else 0.0
 
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
@@ -367,7 +372,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
     ranks = [[j for j in range(chunks) if rank_of[j] == rank] for rank in range(par.pp)]
     if order is not None:  # I and W apart: W's inputs held until W (Hugging Face's edges apart, rank by rank)
         peaks = order_held_peaks(order, hf_rank_fractions(c, par.micro_batch, par.recompute, counts, ranks)
-                                 if hf and c.family != "switch" else held_fraction(c, par))
+                                 if hf and c.family != "switch" else rank_held_fractions(c, par, counts, ranks))
     apart = rank_of[0] != rank_of[chunks - 1]
     out = []
     for rank, mine in enumerate(ranks):
@@ -390,6 +395,6 @@ def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], s
 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
-           "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "held_fraction",
-           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "rank_memory", "stage_memory", "stage_parameters", "state_bytes",
+           "attention_mask_per_score", "check_sharding", "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes", "held_fraction",
+           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "rank_held_fractions", "rank_memory", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

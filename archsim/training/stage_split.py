@@ -40,9 +40,10 @@ import numpy as np
 
 from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
+from archsim.training.held_memory import chunk_in_flight
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import STATE_BYTES_PER_PARAMETER, chunk_in_flight, held_fraction, rank_memory, state_bytes
+from archsim.training.memory import STATE_BYTES_PER_PARAMETER, held_fraction, rank_memory, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import in_flight_peaks
 from archsim.training.stages import hop_bytes
