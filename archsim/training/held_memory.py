@@ -22,8 +22,9 @@ linear's saved ``input`` (under SP the local shard, all-gathered again when W ru
 The 24/t (28/t) is read off the layer's widths (grouped K and V, SwiGLU's gate and up gradients and their
 product): the norms' own γ and β are left out, as the paper leaves them. Masks and the attention core (no
 weights) are released by I. Counted as a share of M_B, a micro-batch between I and W holds that share of the
-layer's 1-byte masks too where they do not double (fp32: M_W short by the share × the masks' bytes; the first
-stage's embedding mask likewise).
+layer's 1-byte masks too where they do not double (fp32: M_W short by the share × the masks' bytes). The first
+stage's embedding mask counts in its rank's M_B, which W holds none of (:func:`rank_shares`; until 2026-12-02 it
+was scaled by a layer's M_W / M_B, 16-fold under full recompute).
 
 Recomputation: ``selective`` drops only the attention core, which no weight GEMM reads, so M_W is the
 same. ``full`` keeps the layer's input alone (M_B = 2·s·b·h, /t with SP) and I rematerialises the layer from
