@@ -17,8 +17,8 @@ from archsim.errors import InputError
 from archsim.policies.stage_orders import published_order
 from archsim.sim import validate_timeline
 from archsim.training.cluster_file import single_node
-from archsim.training.memory import memories
 from archsim.training.parallel import Parallelism
+from archsim.training.pipeline_memory import memories
 from archsim.training.run import train
 from archsim.training.search_cost import pipeline_seconds
 from archsim.training.stage_split import planned_split, stage_layer_counts

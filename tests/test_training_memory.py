@@ -52,7 +52,7 @@ def test_stage_total_by_hand(recompute):
 @pytest.mark.parametrize("pp, m", [(1, 3), (2, 1), (4, 8), (4, 2)])
 def test_1f1b_memory_without_building_the_order(pp, m):
     from archsim.policies.stage_orders import published_order
-    from archsim.training.memory import memories
+    from archsim.training.pipeline_memory import memories
 
     par = Parallelism(1, pp, 1, 2 * m, 2, "full")
     assert memories(TINY, par) == memories(TINY, par, published_order("1f1b", pp, m))

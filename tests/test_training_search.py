@@ -15,8 +15,8 @@ from archsim.policies.stage_orders import published_order
 from archsim.training.calibrate import fast_iteration_seconds
 from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.held_memory import in_flight
-from archsim.training.memory import memories
 from archsim.training.parallel import Parallelism
+from archsim.training.pipeline_memory import memories
 from archsim.training.run import train
 from archsim.training.search import search
 from archsim.training.search_cost import Coster

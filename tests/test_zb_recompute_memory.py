@@ -26,8 +26,8 @@ import pytest
 from archsim.policies.stage_orders import published_order
 from archsim.sim.builder import KINDS
 from archsim.training.held_memory import in_flight
-from archsim.training.memory import memories, rank_memory
 from archsim.training.parallel import Parallelism
+from archsim.training.pipeline_memory import memories, rank_memory
 from archsim.training.search_space import rank_memories
 from archsim.workload.transformer import TransformerConfig
 
@@ -82,14 +82,25 @@ def test_hand_walks_step_by_step():
                                                      8448, 4224, 0]
 
 
-# each rank's activation bytes by hand: the walk's peak, the working set, the last rank's logits
-HAND = {("zb-h1", "full", False): [1088 + 1088, 2048 + 1088 + 3072],  # old code: 128 + 1088, 64 + 1088 + 3072
-        ("zb-h2", "full", False): [1152 + 1088, 3072 + 1088 + 3072],  # old: 192 + 1088, 64 + 1088 + 3072
+def _starts(actions: str, kept: int, held: int) -> int:
+    """The most held when an I (or B) starts: the value before it — its stage's one layer is then rerun, the
+    working set beside it (with one layer a stage, no other layer's M_W made yet)."""
+    values = [0, *_walk(actions, kept, held)]
+    return max(values[k] for k, a in enumerate(actions.split()) if a[0] in "IB")
+
+
+# each rank's activation bytes by hand: the larger of the walk's peak and an I's start plus the working set, and the
+# last rank's logits. The working set coexists with what is held when a backward starts, not after it: until
+# 2026-12-02 it was added on top of the walk's peak (after an I), and the full rows were 1088 + 1088,
+# 2048 + 1088 + 3072 (zb-h1), 1152 + 1088, 3072 + 1088 + 3072 (zb-h2), 128 + 2176 + 3776, 2·4224 + 3776 (zb-h1,
+# eager) and 2·128 + 2176 + 3776, 3·4224 + 3776 (zb-h2, eager): the full rows below failed on that code
+HAND = {("zb-h1", "full", False): [128 + 1088, 1088 + 1088 + 3072],  # I0 starts at 128; I1 at 1088
+        ("zb-h2", "full", False): [192 + 1088, 2112 + 1088 + 3072],  # I0 at 192; I2 at 2112
         ("zb-h1", "none", False): [2176, 2112 + 3072],  # 2·M_B; M_B + M_W (as before)
         ("zb-h1", "selective", False): [2048 + 64, 2048 + 64 + 3072],  # as before
-        ("zb-h1", "none", True): [2 * 3776, 7648 + 4224],  # old: 7552, 7648
-        ("zb-h1", "full", True): [128 + 2176 + 3776, 2 * 4224 + 3776],  # old: 256 + 3776, 4000 + 3776
-        ("zb-h2", "full", True): [2 * 128 + 2176 + 3776, 3 * 4224 + 3776]}  # old: 384 + 3776, 4000 + 3776
+        ("zb-h1", "none", True): [2 * 3776, 7648 + 4224],
+        ("zb-h1", "full", True): [256 + 3776, 8224 + 3776],  # I0 at 2·128; I1 at 4000 + 4224
+        ("zb-h2", "full", True): [384 + 3776, 12448 + 3776]}  # I0 at 3·128; I2 at 4000 + 4224 + 4224
 
 
 @pytest.mark.parametrize("schedule, recompute, hf", list(HAND))
@@ -98,7 +109,8 @@ def test_memories_match_the_hand_count(schedule, recompute, hf):
     par = _par(recompute, schedule)
     got = [m.activations for m in memories(TINY, par, published_order(schedule, 2, 4), hf=hf)]
     table = (EAGER if hf else MEGATRON)[recompute]
-    walks = [max(_walk(ORDERS[schedule][r], *table[r])) + table[2] + (table[3] if r else 0) for r in range(2)]
+    walks = [max(max(_walk(ORDERS[schedule][r], *table[r])), _starts(ORDERS[schedule][r], *table[r]) + table[2])
+             + (table[3] if r else 0) for r in range(2)]
     assert walks == HAND[schedule, recompute, hf]
     assert got == pytest.approx(HAND[schedule, recompute, hf])
 

@@ -5,7 +5,7 @@ free a micro-batch's activations in two steps (Qi et al. 2023, "Zero Bubble Pipe
 Table 1): F adds M_B, I releases M_B − M_W and W releases the M_W its weight GEMMs still need; a fused B
 (1F1B, GPipe, interleaved 1F1B) releases M_B at once. Units here are one layer's M_B
 (:func:`~archsim.training.memory.layer_activation_bytes`; M_W / M_B is
-:func:`~archsim.training.memory.held_fraction`), so a rank's peak is a float that
+:func:`~archsim.training.pipeline_memory.held_fraction`), so a rank's peak is a float that
 :func:`~archsim.training.memory.stage_memory` multiplies as it did the integer in-flight count.
 
 M_W per layer and micro-batch, what W needs after I: each weight GEMM's input and the gradient of its
@@ -22,8 +22,9 @@ linear's saved ``input`` (under SP the local shard, all-gathered again when W ru
 The 24/t (28/t) is read off the layer's widths (grouped K and V, SwiGLU's gate and up gradients and their
 product): the norms' own γ and β are left out, as the paper leaves them. Masks and the attention core (no
 weights) are released by I. Counted as a share of M_B, a micro-batch between I and W holds that share of the
-layer's 1-byte masks too where they do not double (fp32: M_W short by the share × the masks' bytes; the first
-stage's embedding mask likewise).
+layer's 1-byte masks too where they do not double (fp32: M_W short by the share × the masks' bytes). The first
+stage's embedding mask counts in its rank's M_B, which W holds none of (:func:`rank_shares`; until 2026-12-02 it
+was scaled by a layer's M_W / M_B, 16-fold under full recompute).
 
 Recomputation: ``selective`` drops only the attention core, which no weight GEMM reads, so M_W is the
 same. ``full`` keeps the layer's input alone (M_B = 2·s·b·h, /t with SP) and I rematerialises the layer from
@@ -86,12 +87,64 @@ def order_held_peaks(order, held: float | Sequence[float]) -> list[float]:
     return out
 
 
-def published_held_peaks(schedule: str, p: int, m: int, v: int, held: float) -> list[float]:
+def walk_peaks(kinds: np.ndarray, held: float, gain: float) -> tuple[float, float]:
+    """One rank's (most held between actions, most held when a backward starts its last layer or first), in
+    units of M_B: the walk of :func:`order_held_peaks`, and before each B or I the value there — plus ``gain``
+    before an I, the M_W − M_B of all but the stage's last-run layer (:func:`rank_gains`). Recomputation's
+    working set exists only in a backward, so it adds to the second alone."""
+    from archsim.sim.builder import CODE
+
+    full, partial = held_steps(kinds)
+    now = full + held * partial
+    before = np.concatenate(([0.0], now[:-1]))
+    i, b = kinds == CODE["I"], kinds == CODE["B"]
+    back = np.concatenate((before[i] + gain, before[b]))
+    return float(np.max(now, initial=0.0)), float(np.max(back, initial=0.0))
+
+
+def order_walk_peaks(order, held: Sequence[float], gains: Sequence[float]) -> list[tuple[float, float]]:
+    """:func:`walk_peaks` of each rank of ``order`` (``held`` and ``gains`` one per rank)."""
+    kinds = order.columns.kind
+    bounds = order.columns.bounds.tolist()
+    return [walk_peaks(kinds[x:y], f, g) for (x, y), f, g in zip(pairwise(bounds), held, gains, strict=True)]
+
+
+def rank_gains(layer_held: float, layer_kept: float, edges: Sequence[float], counts: Sequence[int],
+               ranks: Sequence[Sequence[int]]) -> list[float]:
+    """Per rank, in its M_B: what an I has added when it reaches its stage's first layer (last run), the n − 1
+    layers before it having traded M_B for M_W — (n − 1)·(M_W − M_B) of a chunk of n layers (the rank's mean), 0
+    where M_W ≤ M_B (the peak is then the I's start). That layer's own M_W is made inside the working set, so
+    not counted beside it. ``edges``: each rank's other bytes in its M_B (embedding, head), a micro-batch's."""
+    out = []
+    for mine, edge in zip(ranks, edges, strict=True):
+        layers = sum(counts[j] for j in mine)
+        kept = layers * layer_kept + edge
+        v = max(len(mine), 1)
+        out.append(max(layers / v - 1, 0) * max(layer_held - layer_kept, 0.0) * v / kept if kept else 0.0)
+    return out
+
+
+def published_held_peaks(schedule: str, p: int, m: int, v: int, held: float | Sequence[float]) -> list[float]:
     """:func:`order_held_peaks` of a published split order (:data:`SPLIT_SCHEDULES`) with ``p`` ranks, ``m``
     micro-batches and ``v`` chunks per rank, for searches: its walk, which stops growing by m = 3p (checked by
-    brute force in the tests), read at min(m, 3p)."""
+    brute force in the tests), read at min(m, 3p); ``held`` as there."""
     steps = _published_steps(schedule, p, min(m, 3 * p), v)
-    return [float(np.max(full + held * partial, initial=0.0)) for full, partial in steps]
+    shares = [held] * len(steps) if isinstance(held, float | int) else list(held)
+    return [float(np.max(full + share * partial, initial=0.0)) for (full, partial), share in zip(steps, shares,
+                                                                                                   strict=True)]
+
+
+def published_walk_peaks(schedule: str, p: int, m: int, v: int, held: Sequence[float],
+                         gains: Sequence[float]) -> list[tuple[float, float]]:
+    """:func:`order_walk_peaks` of a published split order, read at min(m, 3p) as :func:`published_held_peaks`."""
+    return order_walk_peaks(_published_order(schedule, p, min(m, 3 * p), v), held, gains)
+
+
+@lru_cache(maxsize=64)
+def _published_order(schedule: str, p: int, m: int, v: int):
+    from archsim.policies.stage_orders import published_order
+
+    return published_order(schedule, p, m, v)
 
 
 @lru_cache(maxsize=256)
@@ -103,5 +156,27 @@ def _published_steps(schedule: str, p: int, m: int, v: int) -> tuple[tuple[np.nd
     return tuple(held_steps(kinds[x:y]) for x, y in pairwise(order.columns.bounds.tolist()))
 
 
-__all__ = ["SPLIT_SCHEDULES", "held_steps", "in_flight", "order_held_peaks", "published_held_peaks",
+def chunk_in_flight(peak: float, chunks: int) -> float:
+    """Micro-batches in flight on each of a rank's ``chunks`` model chunks when ``peak`` chunk-forwards
+    await their backward: their mean (at least 1), so the rank's activations are ``peak`` chunks' under an
+    even split — interleaved 1F1B's first rank holds (v − 1)p + 2(p − 1) + 1 chunks, Narayanan et al. 2021's
+    and Korthikanti et al. 2022's 1 + (p − 1)/(pv) times 1F1B's p stages' worth, not the nearest multiple of v."""
+    return max(peak / chunks, 1.0)
+
+
+def rank_shares(share: float, layer_kept: float, first_kept: float, counts: Sequence[int],
+                ranks: Sequence[Sequence[int]]) -> list[float]:
+    """M_W / M_B of one micro-batch on each rank (``ranks`` listing its stages, ``counts[j]`` layers in stage j),
+    bytes: ``share`` (a layer's M_W / M_B) of its layers' ``layer_kept`` each over those plus, with the first
+    stage, ``first_kept`` that I frees and no W reads (the embedding's mask) — scaling that by a layer's share
+    overcounted it (16-fold under full recompute at t = 1)."""
+    out = []
+    for mine in ranks:
+        kept = sum(counts[j] for j in mine) * layer_kept
+        out.append(share * kept / (kept + (first_kept if 0 in mine else 0.0)) if kept else 0.0)
+    return out
+
+
+__all__ = ["SPLIT_SCHEDULES", "chunk_in_flight", "held_steps", "in_flight", "order_held_peaks", "order_walk_peaks",
+           "published_held_peaks", "published_walk_peaks", "rank_gains", "rank_shares", "walk_peaks",
            "weight_gradient_bytes"]

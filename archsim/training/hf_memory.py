@@ -96,13 +96,16 @@ def hf_head_bytes(c: TransformerConfig, micro_batch: int) -> float:
 
 
 def hf_activation_bytes(c: TransformerConfig, micro_batch: int, layers: int, in_flight: float, recompute: str,
-                        first: bool = True, last: bool = True) -> float:
+                        first: bool = True, last: bool = True, working: bool = True) -> float:
     """One GPU's activations (eager runs the whole model on one GPU: ``first`` and ``last``): ``in_flight``
-    micro-batches' layers, embedding and head, and under recompute one layer's rerun set (``full``: the
-    whole layer; selective: its s² tensors)."""
+    micro-batches' layers, embedding and head, and under recompute, when ``working``, one layer's rerun set
+    (``full``: the whole layer; selective: its s² tensors) — once per rank, one layer being rerun at a time
+    (:func:`~archsim.training.pipeline_memory.rank_memory` asks it of a rank's first chunk alone)."""
     b = micro_batch
     edges = (hf_embedding_bytes(c, b) if first else 0.0) + (hf_head_bytes(c, b) if last else 0.0)
     kept = in_flight * (layers * hf_layer_bytes(c, b, recompute) + edges)
+    if not working:
+        return kept
     if recompute == "full":
         return kept + hf_layer_bytes(c, b, "none")
     if recompute == "selective":
@@ -147,6 +150,20 @@ def hf_rank_fractions(c: TransformerConfig, micro_batch: int, recompute: str, co
             for mine in ranks]
 
 
+def hf_rank_gains(c: TransformerConfig, micro_batch: int, recompute: str, counts: Sequence[int],
+                  ranks: Sequence[Sequence[int]]) -> list[float]:
+    """:func:`~archsim.training.held_memory.rank_gains` of the eager layers, in each rank's M_B (edges in it)."""
+    from archsim.training.held_memory import rank_gains
+
+    b, last = micro_batch, len(counts) - 1
+    out = []
+    for mine in ranks:
+        edges = sum((hf_embedding_bytes(c, b) if j == 0 else 0.0) + (hf_head_bytes(c, b) if j == last else 0.0)
+                    for j in mine)
+        out += rank_gains(hf_weight_gradient_bytes(c, b), hf_layer_bytes(c, b, recompute), [edges], counts, [mine])
+    return out
+
+
 __all__ = ["activation_kept", "hf_activation_bytes", "hf_edge_weight_bytes", "hf_embedding_bytes", "hf_head_bytes",
-           "hf_held_fraction", "hf_layer_bytes", "hf_rank_fractions", "hf_score_bytes", "hf_token_bytes",
+           "hf_held_fraction", "hf_layer_bytes", "hf_rank_fractions", "hf_rank_gains", "hf_score_bytes", "hf_token_bytes",
            "hf_weight_gradient_bytes"]

@@ -45,16 +45,14 @@ row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.held_memory import order_held_peaks, weight_gradient_bytes
-from archsim.training.hf_memory import hf_activation_bytes, hf_rank_fractions
+from archsim.training.hf_memory import hf_activation_bytes
 from archsim.training.layer_ops import embedding_parameters
-from archsim.training.parallel import Parallelism, layers_per_stage, padded_vocab
+from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import (
     TransformerConfig,
     layer_parameters,
@@ -299,7 +297,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     if hf:
         params = stage_parameters(c, par, layers, first, last, head_copy)
         return StageMemory(params, states * params,
-                           hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last))
+                           hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last, working))
     sp = par.sequence_parallel
     per_layer = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
     activations = in_flight * layers * per_layer
@@ -312,9 +310,8 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     elif par.recompute == "selective" and par.attention == "standard" and working:
         activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
         fixed += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
-    if first and c.drops_hidden:  # the embedding dropout's 1-byte mask; under SP Megatron-LM scatters the
-        # embeddings to the sequence-parallel region before it (LanguageModelEmbedding.forward): s·b·h/t a rank
-        embedding_mask = in_flight * c.seq * b * c.hidden / (t if par.sequence_parallel else 1)
+    if first:
+        embedding_mask = in_flight * embedding_mask_bytes(c, b, t, sp)
         activations += embedding_mask
         fixed += embedding_mask
     activations = activations * scale - fixed * (scale - 1)  # masks and log-sum-exp unscaled
@@ -328,68 +325,13 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     return StageMemory(params, states * params + unit * largest, activations)
 
 
-def chunk_in_flight(peak: float, chunks: int) -> float:
-    """Micro-batches in flight on each of a rank's ``chunks`` model chunks when ``peak`` chunk-forwards
-    await their backward: their mean (at least 1), so the rank's activations are ``peak`` chunks' under an
-    even split — interleaved 1F1B's first rank holds (v − 1)p + 2(p − 1) + 1 chunks, Narayanan et al. 2021's
-    and Korthikanti et al. 2022's 1 + (p − 1)/(pv) times 1F1B's p stages' worth, not the nearest multiple of v."""
-    return max(peak / chunks, 1.0)
-
-
-def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
-    """M_W / M_B of a Megatron layer: the share of a micro-batch's activations a split backward's I leaves for
-    its W (:func:`~archsim.training.held_memory.weight_gradient_bytes`; above 1 under full recompute); 0 for
-    Switch's (I frees all; Hugging Face's: :func:`~archsim.training.hf_memory.hf_held_fraction`)."""
-    if c.family == "switch":
-        return 0.0
-    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
-    return weight_gradient_bytes(c, b, t, sp) / layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
-
-
-def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
-             states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
-             hf: bool = False) -> list[StageMemory]:
-    """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
-    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations; with it, the
-    held peaks of :func:`~archsim.training.held_memory.order_held_peaks` (W's inputs held from I to W). ``scale``:
-    bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks do not:
-    :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
-    in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s."""
-    chunks = par.pp * par.chunks
-    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
-    if order is None:
-        if par.schedule_name != "1f1b":
-            raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
-        peaks: list[float] = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
-        rank_of = {j: j for j in range(par.pp)}
-    else:
-        rank_of = order.rank_of_stage()
-    ranks = [[j for j in range(chunks) if rank_of[j] == rank] for rank in range(par.pp)]
-    if order is not None:  # I and W apart: W's inputs held until W (Hugging Face's edges apart, rank by rank)
-        peaks = order_held_peaks(order, hf_rank_fractions(c, par.micro_batch, par.recompute, counts, ranks)
-                                 if hf and c.family != "switch" else held_fraction(c, par))
-    apart = rank_of[0] != rank_of[chunks - 1]
-    out = []
-    for rank, mine in enumerate(ranks):
-        out.append(rank_memory(c, par, [counts[j] for j in mine], mine, chunk_in_flight(peaks[rank], par.chunks),
-                               apart, states, unit, scale, hf))
-    return out
-
-
-def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
-                in_flight: float, apart: bool, states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
-                scale: float = 1.0, hf: bool = False) -> StageMemory:
-    """Memory of one GPU of a rank running virtual ``stages`` (``layers`` each, ``in_flight`` micro-batches on
-    each): its chunks' :func:`stage_memory` summed, the recomputation working set once — the rank rematerialises
-    one layer at a time, whichever chunk it belongs to (before, each chunk added it)."""
-    last = par.pp * par.chunks - 1
-    parts = [stage_memory(c, par, n, in_flight, j == 0, j == last, apart, states, unit, scale, hf,
-                          working=k == 0) for k, (n, j) in enumerate(zip(layers, stages))]
-    return StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
-                       sum(p.activations for p in parts))
+def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
+    """The first stage's 1-byte embedding-dropout mask: s·b·h, /t under SP (``LanguageModelEmbedding.forward``
+    scatters to the sequence-parallel region before it), 0 without hidden dropout; I frees it, no W reads it."""
+    return c.seq * micro_batch * c.hidden / (tp if sequence_parallel else 1) if c.drops_hidden else 0.0
 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
-           "attention_mask_per_score", "check_sharding", "chunk_in_flight", "fsdp_unit_bytes", "gradient_bytes", "held_fraction",
-           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "memories", "rank_memory", "stage_memory", "stage_parameters", "state_bytes",
+           "attention_mask_per_score", "check_sharding", "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes",
+           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]

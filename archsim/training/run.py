@@ -12,8 +12,9 @@ from archsim.devices.catalog import GIB
 from archsim.training.grad_accumulation import accumulation, per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import StageMemory, fsdp_unit_bytes, memories, state_bytes
+from archsim.training.memory import StageMemory, fsdp_unit_bytes, state_bytes
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
+from archsim.training.pipeline_memory import memories
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:

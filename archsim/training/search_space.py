@@ -10,7 +10,7 @@ orders (checked by brute force in the tests)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from math import isqrt
@@ -18,13 +18,10 @@ from math import isqrt
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.held_memory import SPLIT_SCHEDULES, published_held_peaks
+from archsim.training.held_memory import SPLIT_SCHEDULES, published_held_peaks, published_walk_peaks
 from archsim.training.memory import (
     StageMemory,
-    chunk_in_flight,
     fsdp_unit_bytes,
-    held_fraction,
-    rank_memory,
     state_bytes,
 )
 from archsim.training.parallel import (
@@ -35,6 +32,7 @@ from archsim.training.parallel import (
     tp_split_problem,
     tp_straddles,
 )
+from archsim.training.pipeline_memory import peak_rank_memory, rank_held_fractions, rank_held_gains
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
@@ -179,14 +177,15 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 
 
-def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float = 0.0) -> list[float]:
+def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float | Sequence[float] = 0.0) -> list[float]:
     """Per rank r: the most micro-batch chunks forward and not yet backward at once — the published
     orders' warm-ups (1F1B: p − r; GPipe: all m; ZB-H1/H2: k(p − 1 − r) + 1; interleaved 1F1B with
     m a multiple of p: (v − 1)p + 2(p − 1 − r) + 1; interleaved ZB: vp − r; looped BFS: all m·v),
-    capped by the chunks there are. ``held``: M_W / M_B (:func:`~archsim.training.held_memory.held_fraction`);
+    capped by the chunks there are. ``held``: M_W / M_B (:func:`~archsim.training.pipeline_memory.held_fraction`; one per
+    rank: :func:`~archsim.training.memory.rank_held_fractions`);
     above 0 a split schedule's peak is its order's walk in units of M_B, W's inputs held from I to W
     (:func:`~archsim.training.held_memory.published_held_peaks`), the closed forms being I-to-I counts."""
-    if held and schedule in SPLIT_SCHEDULES:
+    if any(held if isinstance(held, Sequence) else [held]) and schedule in SPLIT_SCHEDULES:
         return published_held_peaks(schedule, p, m, v, held)
     if schedule == "gpipe":
         return [m] * p
@@ -221,22 +220,28 @@ def rank_chunks(schedule: str, p: int, v: int, rank: int) -> list[int]:
 
 def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str = "fp16") -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank in ``ranks`` (default all), as
-    :func:`archsim.training.memory.memories` but with the in-flight counts in closed form, and a
+    :func:`archsim.training.pipeline_memory.memories` but with the in-flight counts in closed form, and a
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0; model states at
     ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`, sharded over DP with the
     distributed optimizer) and activations at its
     bytes per element over fp16's (fp32's double, the 1-byte masks apart, as ``archsim train`` counts Megatron's)."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
-    peaks = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, held_fraction(c, par))
+    ranks_chunks = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in range(par.pp)]
+    shares = rank_held_fractions(c, par, counts, ranks_chunks)
+    peaks = backs = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares)
+    if any(shares) and par.schedule_name in SPLIT_SCHEDULES:  # the working set where it meets the held (train's)
+        gains = rank_held_gains(c, par, counts, ranks_chunks)
+        backs = [back for _, back in published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks,
+                                                          shares, gains)]
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     states, scale = state_bytes(dtype, shards=par.optimizer_shards, full=par.fsdp), ELEMENT_BYTES[dtype] / 2
     unit = fsdp_unit_bytes(dtype) if par.fsdp else 0.0
     out = []
     for rank in (range(par.pp) if ranks is None else ranks):
-        mine = list(rank_chunks(par.schedule, par.pp, par.chunks, rank))
-        out.append(rank_memory(c, par, [counts[j] for j in mine], mine, chunk_in_flight(peaks[rank], par.chunks),
-                               apart, states, unit, scale))
+        mine = ranks_chunks[rank]
+        out.append(peak_rank_memory(c, par, [counts[j] for j in mine], mine, peaks[rank], backs[rank], apart, states,
+                                    unit, scale))
     return out
 
 

@@ -12,7 +12,7 @@ gives in :mod:`archsim.partition.pipedream`) splits the chain into ``p`` contigu
 
 where ``T_r`` is the nodes' F + I + W on rank r's GPU — each rank its own GPU, so a heterogeneous
 cluster's speeds enter here — and a stage is allowed only when it holds at least one transformer
-layer and its memory (:func:`archsim.training.memory.rank_memory`, with the rank's in-flight
+layer and its memory (:func:`archsim.training.pipeline_memory.rank_memory`, with the rank's in-flight
 micro-batches under the schedule, :func:`archsim.training.search_space.in_flight_peaks`) fits that
 rank's GPU. The embedding can only land on the first stage and the head on the last: the stages
 are contiguous. The result minimises the slowest stage's F + I + W — for 1F1B and GPipe on one GPU
@@ -40,10 +40,12 @@ import numpy as np
 
 from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
+from archsim.training.held_memory import chunk_in_flight
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import STATE_BYTES_PER_PARAMETER, chunk_in_flight, held_fraction, rank_memory, state_bytes
+from archsim.training.memory import STATE_BYTES_PER_PARAMETER, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
+from archsim.training.pipeline_memory import held_fraction, rank_memory
 from archsim.training.search_space import in_flight_peaks
 from archsim.training.stages import hop_bytes
 from archsim.workload.transformer import TransformerConfig

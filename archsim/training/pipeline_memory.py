@@ -1,0 +1,118 @@
+"""Memory of each pipeline rank: its chunks' :func:`~archsim.training.memory.stage_memory` at the in-flight count
+its schedule's order holds, the walk of :mod:`archsim.training.held_memory` (W's inputs held from I to W), and
+recomputation's working set where it coexists with what is held — at a backward's start, or when an I reaches
+its stage's last-run layer (:func:`~archsim.training.held_memory.walk_peaks`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from archsim.errors import InputError
+from archsim.training.held_memory import (
+    chunk_in_flight,
+    order_walk_peaks,
+    rank_gains,
+    rank_shares,
+    weight_gradient_bytes,
+)
+from archsim.training.hf_memory import hf_rank_fractions, hf_rank_gains
+from archsim.training.memory import (
+    STATE_BYTES_PER_PARAMETER,
+    StageMemory,
+    embedding_mask_bytes,
+    layer_activation_bytes,
+    stage_memory,
+)
+from archsim.training.parallel import Parallelism, layers_per_stage
+from archsim.workload.transformer import TransformerConfig
+
+
+def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
+    """M_W / M_B of a Megatron layer: the share of a micro-batch's activations a split backward's I leaves for
+    its W (:func:`~archsim.training.held_memory.weight_gradient_bytes`; above 1 under full recompute); 0 for
+    Switch's (I frees all; Hugging Face's: :func:`~archsim.training.hf_memory.hf_held_fraction`)."""
+    if c.family == "switch":
+        return 0.0
+    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    return weight_gradient_bytes(c, b, t, sp) / layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
+
+
+def rank_held_fractions(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks) -> list[float]:
+    """:func:`held_fraction` of each rank (``ranks`` its stages, ``counts[j]`` layers in stage j), the first stage's
+    embedding mask (:func:`embedding_mask_bytes`) in its M_B (:func:`~archsim.training.held_memory.rank_shares`)."""
+    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    if c.family == "switch":
+        return [0.0] * len(ranks)
+    return rank_shares(held_fraction(c, par), layer_activation_bytes(c, b, t, par.recompute, sp, par.attention),
+                       embedding_mask_bytes(c, b, t, sp), counts, ranks)
+
+
+def rank_held_gains(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks) -> list[float]:
+    """:func:`~archsim.training.held_memory.rank_gains` of Megatron's layers (0 for Switch's: I frees all)."""
+    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
+    if c.family == "switch":
+        return [0.0] * len(ranks)
+    kept = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
+    edges = [embedding_mask_bytes(c, b, t, sp) if 0 in mine else 0.0 for mine in ranks]
+    return rank_gains(weight_gradient_bytes(c, b, t, sp), kept, edges, counts, ranks)
+
+
+def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
+             states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
+             hf: bool = False) -> list[StageMemory]:
+    """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
+    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations; with it, the
+    held peaks of :func:`~archsim.training.held_memory.order_held_peaks` (W's inputs held from I to W). ``scale``:
+    bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks do not:
+    :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
+    in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s."""
+    chunks = par.pp * par.chunks
+    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
+    if order is None:
+        if par.schedule_name != "1f1b":
+            raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
+        peaks: list[float] = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
+        rank_of = {j: j for j in range(par.pp)}
+    else:
+        rank_of = order.rank_of_stage()
+    ranks = [[j for j in range(chunks) if rank_of[j] == rank] for rank in range(par.pp)]
+    backs = peaks if order is None else []  # 1F1B: its peak is a B's start
+    if order is not None:  # I and W apart: W's inputs held until W (Hugging Face's edges apart, rank by rank)
+        eager = hf and c.family != "switch"
+        shares = hf_rank_fractions(c, par.micro_batch, par.recompute, counts, ranks) if eager else \
+            rank_held_fractions(c, par, counts, ranks)
+        gains = hf_rank_gains(c, par.micro_batch, par.recompute, counts, ranks) if eager else \
+            rank_held_gains(c, par, counts, ranks)
+        peaks, backs = (list(x) for x in zip(*order_walk_peaks(order, shares, gains), strict=True))
+    apart = rank_of[0] != rank_of[chunks - 1]
+    return [peak_rank_memory(c, par, [counts[j] for j in mine], mine, peaks[rank], backs[rank], apart, states, unit,
+                             scale, hf) for rank, mine in enumerate(ranks)]
+
+
+def peak_rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
+                     peak: float, back: float, apart: bool, states: float = STATE_BYTES_PER_PARAMETER,
+                     unit: float = 0.0, scale: float = 1.0, hf: bool = False) -> StageMemory:
+    """:func:`rank_memory` at the larger of the walk's ``peak`` (no working set: between actions) and ``back``, the
+    most held while a backward reruns a layer, with the working set (:func:`~archsim.training.held_memory.walk_peaks`;
+    chunk-forwards in M_B units, :func:`~archsim.training.held_memory.chunk_in_flight` of them per chunk)."""
+    v = par.chunks
+    return max((rank_memory(c, par, layers, stages, chunk_in_flight(peak, v), apart, states, unit, scale, hf,
+                            working=False),
+                rank_memory(c, par, layers, stages, chunk_in_flight(back, v), apart, states, unit, scale, hf)),
+               key=lambda x: x.activations)
+
+
+def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
+                in_flight: float, apart: bool, states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
+                scale: float = 1.0, hf: bool = False, working: bool = True) -> StageMemory:
+    """Memory of one GPU of a rank running virtual ``stages`` (``layers`` each, ``in_flight`` micro-batches on
+    each): its chunks' :func:`stage_memory` summed, the recomputation working set once — the rank rematerialises
+    one layer at a time, whichever chunk it belongs to (before, each chunk added it)."""
+    last = par.pp * par.chunks - 1
+    parts = [stage_memory(c, par, n, in_flight, j == 0, j == last, apart, states, unit, scale, hf,
+                          working=working and k == 0) for k, (n, j) in enumerate(zip(layers, stages))]
+    return StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
+                       sum(p.activations for p in parts))
+
+
+__all__ = ["held_fraction", "memories", "peak_rank_memory", "rank_held_fractions", "rank_held_gains", "rank_memory"]
