@@ -156,7 +156,7 @@ def test_an_empty_list_item_is_refused_naming_the_flag(capsys, flag, text):
     """Failed before: ``--seq-len 10,,30`` ran as ``10,30`` (the empty item silently dropped)."""
     argv = ["bppsa", "rnn", "--seq-len", "10", "--processors", "4", flag, text, "--format", "csv"]
     assert _said(argv, capsys) == (f"archsim bppsa rnn: error: argument {flag}: {text!r} has an empty item; give "
-                                   "comma-separated positive integers")
+                                   "values separated by spaces or commas")
 
 
 def test_a_repeated_list_item_is_run_once_with_one_warning(capsys):

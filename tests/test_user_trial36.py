@@ -22,15 +22,18 @@ def _train(**keywords):
                              attention="standard", **keywords)
 
 
-@pytest.mark.parametrize("schedule,kept_sbh", [("interleaved-1f1b", 9 * 3 * 2), ("interleaved-zb", 6 * 3 * 2 + 2 * 3 * 32)])
+@pytest.mark.parametrize("schedule,kept_sbh", [("interleaved-1f1b", 9 * 3 * 2),
+                                              ("interleaved-zb", 7 * 3 * 2 - 2 * 2 + 3 * 32 + 2 * 32)])
 def test_full_recompute_rematerialises_one_layer_per_rank_not_per_chunk(schedule, kept_sbh):
     """A rank recomputes one layer at a time in the backward, whichever chunk it belongs to, so full
     recompute adds one layer's activations (Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) at TP 1) to a
     rank once, not once per model chunk. Hand computation, PP 4 · V 2 (8 chunks of 3 layers), rank 1 (no
     embedding, no head): Megatron's interleaved warm-up holds (v − 1)·p + 2·(p − 1 − r) + 1 = 9 chunks, each
-    3 layers × 2·s·b·h (the layer's input). torch's interleaved ZB peaks after its second I (F ×4 of chunk 0, F ×3
-    of chunk 1, I, F, I): 6 chunks of inputs and 2 chunks between I and W, whose W reads the rematerialised GEMM
-    inputs and output gradients, 32·s·b·h a layer (until 2026-12-02: 7 chunks of inputs, I releasing all).
+    3 layers × 2·s·b·h (the layer's input). torch's interleaved ZB (F ×4 of chunk 0, F ×3 of chunk 1, I, F, I)
+    peaks inside its second I, as it reruns that chunk's last layer: 7 chunks of inputs less the 2 layers' already
+    rerun (2·s·b·h each), 1 chunk between I and W and those 2 layers, whose W reads the rematerialised GEMM inputs
+    and output gradients, 32·s·b·h a layer, beside the working layer (until 2026-12-02: 7 chunks of inputs, I
+    releasing all; then the walk's peak after the second I, 6 chunks of inputs and 2 of W's, plus the working layer).
     Failed before: the working layer was counted on both chunks (one 34·s·b·h + 5·a·s²·b too many)."""
     result, _ = _train(recompute="full", schedule=schedule, interleave=2)
     kept = kept_sbh * SBH
