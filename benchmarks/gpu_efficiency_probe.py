@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.commands.common import positive_int_list
+from archsim.commands.common import positive_int
+from archsim.commands.list_flag import ListFlag
 from benchmarks.gpt_model import MODELS, TINY, archsim_config
 from benchmarks.gpu_device import cpu_threads, identity, open_torch
 from benchmarks.gpu_timing import Budget, Timer
@@ -71,7 +72,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="CSV to write (rewritten after every section)")
     parser.add_argument("--models", default=",".join(MODELS), help="GPT config JSONs (default the two e2e shapes)")
-    parser.add_argument("--micro-batches", type=positive_int_list, default=[1, 2, 4, 8], help="default 1,2,4,8")
+    parser.add_argument("--micro-batches", action=ListFlag, item=positive_int, default=[1, 2, 4, 8], help="default 1,2,4,8")
     parser.add_argument("--warmup", type=int, default=3, help="untimed runs per measurement (default 3)")
     parser.add_argument("--repeats", type=int, default=11, help="timed runs per measurement; median kept (default 11)")
     parser.add_argument("--max-seconds", type=float, default=150.0, help="hard budget from the process start (default 150)")

@@ -40,7 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.commands.common import positive_int_list
+from archsim.commands.common import positive_int
+from archsim.commands.list_flag import ListFlag
 from benchmarks.gpt_model import MODELS, TINY, Shape, build_model, load_shape
 from benchmarks.gpu_device import cpu_threads, identity, open_torch
 from benchmarks.gpu_timing import elapsed_ms, spread
@@ -114,8 +115,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="CSV to write (rewritten after every point)")
     parser.add_argument("--models", default=",".join(MODELS), help="GPT config JSONs (default the two e2e shapes)")
-    parser.add_argument("--micro-batches", type=positive_int_list, default=[1, 2, 4, 8], help="default 1,2,4,8")
-    parser.add_argument("--global-batches", type=positive_int_list, default=[16, 32], help="default 16,32")
+    parser.add_argument("--micro-batches", action=ListFlag, item=positive_int, default=[1, 2, 4, 8], help="default 1,2,4,8")
+    parser.add_argument("--global-batches", action=ListFlag, item=positive_int, default=[16, 32], help="default 16,32")
     parser.add_argument("--recompute", default="full,none", help="full, none or both (default full,none)")
     parser.add_argument("--warmup", type=int, default=2,
                         help="untimed iterations per point (default 2; one more on a model's first point)")

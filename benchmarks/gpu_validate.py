@@ -41,7 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.commands.common import positive_int_list
+from archsim.commands.common import positive_int
+from archsim.commands.list_flag import ListFlag
 from archsim.errors import InputError
 from archsim.outputs import atomic_write_text
 from archsim.validation.gpu_csv import format_kernel_csv
@@ -182,7 +183,7 @@ def estimate_seconds(units: list[tuple[Layer, int]], repeats: int, warmup: int, 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", default="vgg16,resnet50", help="shipped networks (default vgg16,resnet50)")
-    parser.add_argument("--batches", type=positive_int_list, default=[1, 8, 32, 64], help="default 1,8,32,64")
+    parser.add_argument("--batches", action=ListFlag, item=positive_int, default=[1, 8, 32, 64], help="default 1,8,32,64")
     parser.add_argument("--dtype", default="fp16", choices=DTYPES, help="fp16 (default), bf16, or fp32 (TF32 on)")
     parser.add_argument("--repeats", type=int, default=10, help="timed repeats per kernel; the median is kept")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls first (cuDNN's search runs here)")

@@ -31,21 +31,6 @@ def positive_int(text: str) -> int:
     return positive_int_flag(text)
 
 
-def int_list(text: str, field: str) -> list[int]:
-    """'10,30,100' → [10, 30, 100], every value an integer in 1 … 2³¹ − 1, the input limit of every integer
-    (InputError naming ``field``); an empty item (``10,,30``, a trailing comma) is refused, not read as absent.
-    Repeats are kept: :func:`distinct` drops them once the run's other checks passed."""
-    parts = str(text).split(",")
-    try:
-        if not any(part.strip() for part in parts):
-            raise ValueError(f"expected comma-separated positive integers, got {shown(text)}")
-        if not all(part.strip() for part in parts):
-            raise ValueError(f"{shown(text)} has an empty item; give comma-separated positive integers")
-        return [parse_int(part, what="comma-separated positive integers") for part in parts]
-    except ValueError as exc:
-        raise InputError(str(exc), field=field) from None
-
-
 def distinct(values: list[int], flag: str) -> list[int]:
     """A list flag's values each once, in order: a repeat would print the same row again; the repeated values
     are said in one warning line naming ``flag``."""
@@ -54,14 +39,6 @@ def distinct(values: list[int], flag: str) -> list[int]:
         repeated = list(dict.fromkeys(v for n, v in enumerate(values) if v in values[:n]))
         warn(f"{flag} repeats {', '.join(map(str, repeated))}: each value runs once")
     return once
-
-
-def positive_int_list(text: str) -> list[int]:
-    """argparse type: :func:`int_list` with argparse's error (the message kept)."""
-    try:
-        return int_list(text, "list")
-    except InputError as error:
-        raise argparse.ArgumentTypeError(error.message) from None
 
 
 def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:
