@@ -12,20 +12,13 @@ from pathlib import Path
 
 from archsim.api_inputs import array_config
 from archsim.api_keywords import check_choice, listed, positive_int, speaks_keywords
-from archsim.bppsa_run import PAPER_SEQ_LENS
+from archsim.bppsa_run import PAPER_SEQ_LENS, each_once
 from archsim.table_result import TableResult
 
 
-def _once(values: list[int], field: str) -> list[int]:
-    """A list keyword's values each once, in order, a repeat warned as the command's ``--seq-len`` warns it."""
-    from archsim.console import setting
-
-    once = list(dict.fromkeys(values))
-    if len(once) < len(values):
-        repeated = list(dict.fromkeys(v for n, v in enumerate(values) if v in values[:n]))
-        warnings.warn(f"{setting(field)} repeats {', '.join(map(str, repeated))}: each value runs once", UserWarning,
-                      stacklevel=4)
-    return once
+def _warn(text: str) -> None:
+    """A repeat the command warns of on stderr, as a UserWarning at the caller's line."""
+    warnings.warn(text, UserWarning, stacklevel=5)
 
 
 @speaks_keywords
@@ -48,7 +41,7 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     counts = [positive_int(value, "processors") for value in listed(processors)]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
     chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
-    done = rnn_study(_once(lengths, "seq-len"), _once(counts, "processors"), hidden=hidden, batch=batch,
+    done = rnn_study(each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn), hidden=hidden, batch=batch,
                      array=chosen, dtype=dtype)
     return TableResult.of(done.table.frame(), done.meta)
 

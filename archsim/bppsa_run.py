@@ -6,6 +6,7 @@ with the meta the command prints. The array is built by the caller (the command'
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,19 @@ class StudyRun:
     table: Any  # Rows (the RNN's) or a DataFrame (the pruned VGG-11's steps)
     meta: dict
     summary: Any = field(default=None, repr=False)
+
+
+def each_once(values: list[int], field: str, speak: Callable[[str], None]) -> list[int]:
+    """A list setting's values each once, in order: a repeat would print the same row again; the repeated values
+    said in one line naming ``field`` as the caller spells it (``--seq-len`` from the command, ``seq_len`` from
+    Python), through ``speak`` (the command's stderr warning, the API's UserWarning)."""
+    from archsim.console import setting
+
+    once = list(dict.fromkeys(values))
+    if len(once) < len(values):
+        repeated = list(dict.fromkeys(v for n, v in enumerate(values) if v in values[:n]))
+        speak(f"{setting(field)} repeats {', '.join(map(str, repeated))}: each value runs once")
+    return once
 
 
 def rnn_study(seq_lens: list[int], processors: list[int], *, hidden: int, batch: int, array: ArrayConfig,

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.bppsa_run import PAPER_SEQ_LENS, up_levels
+from archsim.bppsa_run import PAPER_SEQ_LENS, each_once, up_levels
 from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
     add_array_arguments,
     add_output_arguments,
     array_from_args,
-    distinct,
     emit,
     positive_int,
 )
 from archsim.commands.list_flag import ListFlag
+from archsim.console import warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
@@ -64,7 +64,7 @@ def run_rnn(args: argparse.Namespace) -> int:
 
     hidden, batch = args.hidden, args.batch
     array = array_from_args(args)
-    seq_lens, processors = distinct(args.seq_len, "--seq-len"), distinct(args.processors, "--processors")
+    seq_lens, processors = each_once(args.seq_len, "seq-len", warn), each_once(args.processors, "processors", warn)
     done = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array, dtype=args.dtype)
     rows, shape = done.table, done.meta["array"]
     emit(render(rows, args.format, precision=args.precision, meta=done.meta), args)

@@ -31,16 +31,6 @@ def positive_int(text: str) -> int:
     return positive_int_flag(text)
 
 
-def distinct(values: list[int], flag: str) -> list[int]:
-    """A list flag's values each once, in order: a repeat would print the same row again; the repeated values
-    are said in one warning line naming ``flag``."""
-    once = list(dict.fromkeys(values))
-    if len(once) < len(values):
-        repeated = list(dict.fromkeys(v for n, v in enumerate(values) if v in values[:n]))
-        warn(f"{flag} repeats {', '.join(map(str, repeated))}: each value runs once")
-    return once
-
-
 def add_job_limit_argument(parser: argparse.ArgumentParser) -> None:
     """--max-ops: the simulated-op count above which a command refuses before starting."""
     parser.add_argument("--max-ops", type=positive_int, default=DEFAULT_MAX_OPS, metavar="N",
