@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from archsim.sim.timeline import Timeline
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)  # TableResult's one-line repr, not the generated one
 class PlanResult(TableResult):
     """What :func:`archsim.plan` returns: ``table``, the rows ``archsim plan`` prints (SPP's stages; PipeDream's
     stages; a baseline's one row of makespans), ``meta`` and ``to_dict()``, its ``--format json`` document
@@ -30,6 +30,14 @@ class PlanResult(TableResult):
     ``--gantt`` draws; None for PipeDream's plan and a baseline, which the command times without one)."""
 
     timeline: Timeline | None = field(default=None, repr=False)
+
+    def _headline(self) -> str:
+        """The method and the makespan the command prints: SPP's, PipeDream's simulated one, a baseline's row."""
+        meta = self.document["meta"]
+        row = self.document["rows"][0] if self.document["rows"] else {}
+        method = meta.get("method", row.get("method", ""))
+        seconds = meta.get("makespan_seconds", meta.get("simulated_makespan_seconds", row.get("makespan_seconds")))
+        return f", {method}" + ("" if seconds is None else f" makespan {seconds:.4g} s")
 
 
 def _warn(kind: str, text: str) -> None:

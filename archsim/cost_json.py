@@ -76,7 +76,7 @@ def total_row(rows: list[dict]) -> dict:
     return {name: total[name] for name in rows[0]}
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)  # TableResult's one-line repr, not the generated one
 class CostResult(TableResult):
     """What :func:`archsim.cost` returns: ``table``, the per-layer DataFrame (``archsim cost``'s rows less
     TOTAL), and ``to_dict()``, the document ``archsim cost --format json`` prints (``meta``: what was
@@ -84,6 +84,14 @@ class CostResult(TableResult):
     indexing and methods answer on the result too (``result["F_cycles"]``, ``result.F_cycles.sum()``,
     ``len(result)``, ``result.equals(other)``), so code written for the DataFrame ``cost`` used to return
     keeps working; pass ``result.table`` where a real DataFrame is needed (``pd.concat``)."""
+
+    def _headline(self) -> str:
+        """The TOTAL row's cycles (and seconds at a clock), as ``archsim cost`` prints them last."""
+        if not self.document["rows"]:
+            return ""
+        total = self.document["rows"][-1]
+        seconds = "" if "total_seconds" not in total else f", {total['total_seconds']:.4g} s"
+        return f", total {total['total_cycles']} cycles{seconds}"
 
 
 __all__ = ["CostResult", "cost_document", "total_row"]

@@ -57,7 +57,22 @@ class TableResult:
         return iter(self.table)
 
     def __repr__(self) -> str:
-        return repr(self.table)
+        """One line, not the whole table (a notebook shows a cell's value by its repr; ``print(result)`` and
+        ``.table`` show every row): what it is, its size and the headline figure of the table's kind."""
+        network = self.document["meta"].get("network")
+        what = "" if network is None else f"{network}: "
+        rows, columns = self.table.shape
+        size = f"{rows} row{'' if rows == 1 else 's'} × {columns} column{'' if columns == 1 else 's'}"
+        return f"{type(self).__name__}({what}{size}{self._headline()})"
+
+    def __str__(self) -> str:
+        return str(self.table)
+
+    def _headline(self) -> str:
+        """The repr's words after the size (a cost's ``", total 205961 cycles"``); a table of no one kind's
+        first columns."""
+        names = [str(name) for name in self.table.columns]
+        return "" if not names else ": " + ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
 
 
 __all__ = ["TableResult"]
