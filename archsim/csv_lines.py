@@ -1,18 +1,21 @@
 """The one rule for ``#`` lines in every CSV archsim reads (runs files, measured runs, topologies, traces,
 profiles, shapes, kernel CSVs): a line whose first non-blank character is ``#`` is a comment wherever it
-stands — above the header or between rows — and is skipped, each other line keeping its own number. The one
+stands — above the header or between rows — and is skipped, each other line keeping its own number; a line
+inside a quoted cell that spans lines is that cell's text, as the csv module's quoting reads it. The one
 line read despite its ``#`` is vTrain's released header (``# GPUs,global batch,…``), a header by its first
 cell; ``# key: value`` lines above a header are comments that a reader may also read as metadata.
 :func:`csv_rows`, the CSV row reader of every reader that parses quoted cells, skips them; the line readers
-skip them with :func:`comment_line`."""
+skip them with :func:`comment_line`. A cell that names one of a column's choices is read in any case
+(:func:`choice_cell`); names and paths keep theirs."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from archsim.errors import InputError
+from archsim.validate import shown
 
 # the first cell of vTrain's released header (archsim.training.measured.COLUMNS), lower case
 VTRAIN_FIRST_CELL = "# gpus"
@@ -25,23 +28,42 @@ def comment_line(line: str) -> bool:
     return text.startswith("#") and text.split(",")[0].strip().lower() != VTRAIN_FIRST_CELL
 
 
+def choice_cell(cell: str, choices: Sequence[str], *, file: str, line: int, field: str,
+                default: str | None = None) -> str:
+    """A cell naming one of ``choices``, read in any case as true/false cells are (``Full`` is ``full``,
+    ``dg_serial`` is ``DG_serial``) and returned in the choices' own spelling; an empty cell is ``default``
+    (where None, refused as any other). An InputError at the cell names every choice."""
+    text = cell.strip()
+    if not text and default is not None:
+        return default
+    chosen = {choice.casefold(): choice for choice in choices}.get(text.casefold())
+    if chosen is None:
+        raise InputError(f"expected one of {', '.join(choices)} (any case), got {shown(text)}", file=file,
+                         line=line, field=field)
+    return chosen
+
+
 def csv_rows(text: str | Iterable[str], source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:
     """(line, row) of every CSV row of ``text`` (a string, or lines starting at ``first_line``), a ``#`` comment
-    line (:func:`comment_line`) no row; a malformed row — an over-long field, a NUL, an unclosed quote — is an
+    line (:func:`comment_line`) no row; a line that goes on a quoted cell of the row above (the csv module's
+    quoting) is that cell's text, whatever it starts with, never a comment; a malformed row — an over-long field, a NUL, an unclosed quote — is an
     InputError at its line."""
     comments: set[int] = set()  # the lines (counted from first_line) that were comments, read as empty
+    record_start = [True]  # whether the reader asks for a record's first line, not the rest of a quoted cell
 
     def lines(stream: Iterable[str]) -> Iterable[str]:
         for number, line in enumerate(stream, start=first_line):
-            if comment_line(line):
+            if record_start[0] and comment_line(line):
                 comments.add(number)
                 line = ""
+            record_start[0] = False  # the reader asks again within one record only inside a quoted cell
             yield line
 
     reader = csv.reader(lines(io.StringIO(text, newline="") if isinstance(text, str) else text), **options)
     rows: list[tuple[int, list[str]]] = []
     start = first_line
     while True:
+        record_start[0] = True
         try:
             row = next(reader)
         except StopIteration:

@@ -11,10 +11,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.config import DATAFLOWS, ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.options import memory_meta, with_memory
 from archsim.console import say, say_after_run, setting
-from archsim.csv_lines import csv_rows
+from archsim.csv_lines import choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import parse_int, read_text
 
@@ -65,10 +65,7 @@ def read_shapes(path: str | Path) -> pd.DataFrame:
             position = index[column]
             raw = row[position].strip() if position < len(row) else ""
             if column == "dataflow":
-                if raw.lower() not in ("ws", "os", "is"):
-                    raise InputError(f"unknown dataflow {raw!r}; choose ws, os or is", file=path, line=line,
-                                     field=column)
-                record[column] = raw.lower()
+                record[column] = choice_cell(raw, DATAFLOWS, file=path, line=line, field=column)
                 continue
             try:
                 record[column] = parse_int(raw, what="a positive integer")

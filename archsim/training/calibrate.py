@@ -120,7 +120,8 @@ class ProbeFit:
 
 def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
     """A probe CSV's ``# key: value`` metadata and rows; errors name the file and line."""
-    from archsim.validate import check_name, parse_float, parse_int, read_text, shown
+    from archsim.csv_lines import choice_cell
+    from archsim.validate import check_name, parse_float, parse_int, read_text
 
     file = str(path)
     lines = read_text(path, "probe", encoding="utf-8-sig").splitlines()
@@ -143,12 +144,10 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
             seconds = parse_float(cells[where["seconds"]], low=0.0, low_open=True, what="a positive number of seconds")
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=number) from None
-        if cells[where["section"]] not in PROBE_SECTIONS:
-            raise InputError(f"expected a section among {', '.join(PROBE_SECTIONS)}, got {shown(cells[where['section']])}",
-                             file=file, line=number, field="section")
+        section = choice_cell(cells[where["section"]], PROBE_SECTIONS, file=file, line=number, field="section")
         check_name(cells[where["name"]], "name", file=file, line=number)
         m, k, n, count, ops = ints
-        rows.append(ProbeRow(cells[where["section"]], cells[where["name"]], m, k, n, count, moved, ops, seconds))
+        rows.append(ProbeRow(section, cells[where["name"]], m, k, n, count, moved, ops, seconds))
     return meta, rows
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.choices.training import RECOMPUTE
-from archsim.csv_lines import comment_line
+from archsim.csv_lines import choice_cell, comment_line
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
-from archsim.validate import check_name, check_unique_columns, parse_float, parse_int, read_text, shown
+from archsim.validate import check_name, check_unique_columns, parse_float, parse_int, read_text
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -82,13 +82,9 @@ def blank_row(line: str) -> bool:
 
 
 def recompute_cell(cell: str, file: str, line: int) -> str:
-    """A ``recompute`` cell of a runs or measured-runs file: a choice in any case, as true/false cells are
-    (``Full`` is ``full``); empty is ``full``, as vTrain measured."""
-    value = cell.strip().lower() or "full"
-    if value not in RECOMPUTE:
-        raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {shown(cell.strip())}", file=file, line=line,
-                         field="recompute")
-    return value
+    """A ``recompute`` cell of a runs or measured-runs file: a choice in any case, as every CSV's choice cells
+    (:func:`archsim.csv_lines.choice_cell`; ``Full`` is ``full``); empty is ``full``, as vTrain measured."""
+    return choice_cell(cell, RECOMPUTE, file=file, line=line, field="recompute", default="full")
 
 
 def split_meta(lines: list[str]) -> tuple[dict[str, str], int]:

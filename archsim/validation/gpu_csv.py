@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from archsim.csv_lines import csv_rows
+from archsim.csv_lines import choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, parse_int, read_text
+from archsim.workload.layer import canonical_kind
 
 KERNEL_OPS = ("F", "D", "G")
 STREAM_OPS = ("DG_serial", "DG_concurrent")
@@ -83,10 +84,7 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
             record[name] = cells[name]
             if not record[name]:
                 raise InputError("must not be empty", file=source, line=line, field=name)
-        record["op"] = cells["op"]
-        if record["op"] not in OPS:
-            raise InputError(f"unknown op {record['op']!r}; choose one of {', '.join(OPS)}", file=source,
-                             line=line, field="op")
+        record["op"] = choice_cell(cells["op"], OPS, file=source, line=line, field="op")
         record["batch"] = _integer(cells["batch"], source, line, "batch", minimum=1)
         record["measured_ms"] = _time(cells["measured_ms"], source, line)
         for name in (*SHAPE_COLUMNS, "repeats", "inner"):
@@ -96,6 +94,11 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
         for name in ("kind", "same_as", "algorithm"):
             if name in index:
                 record[name] = cells[name]
+        if record.get("kind"):  # a layer type, read as a topology's Type cell is (any case, its aliases)
+            try:
+                record["kind"] = canonical_kind(cells["kind"])
+            except InputError as exc:
+                raise InputError(exc.message, file=source, line=line, field="kind") from None
         row_key = (record["network"], record["layer"], record["batch"], record["op"])
         if row_key in seen:
             raise InputError(f"duplicate row for {'/'.join(map(str, row_key))} (first on line {seen[row_key]})",

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from archsim.csv_lines import csv_rows
+from archsim.csv_lines import choice_cell, csv_rows
 from archsim.devices.catalog import GPU_NAMES, KNOWN_GPUS, GpuSpec, find_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
@@ -97,10 +97,7 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
             position = index.get(name)
             return row[position].strip() if position is not None and position < len(row) else ""
 
-        op = cell("OPName")
-        if op not in OP_CLASSES:
-            raise InputError(f"unknown op {op!r}; known: {', '.join(OP_CLASSES)}", file=source, line=line,
-                             field="OPName")
+        op = choice_cell(cell("OPName"), tuple(OP_CLASSES), file=source, line=line, field="OPName")
         needed = GEMM_COLUMNS if OP_CLASSES[op] in ("linear", "bmm") else {"B": "B", "H": "H"}
         record: dict[str, object] = {"line": line, "op": op, "op_class": OP_CLASSES[op], "device": cell("Device")}
         absent = [name for name in needed.values() if name not in index]
