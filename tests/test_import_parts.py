@@ -183,9 +183,10 @@ def test_smallnet_reducing_its_tokens_costs_the_same_from_its_csv(tmp_path, caps
 
 def test_a_reduction_over_positions_is_a_global_pool_reading_its_input_once():
     """By hand: ReduceMean over 6 tokens of 8 features reads 48 elements and writes 8 (a 6×1 window over a 6×1
-    map of 8 channels); ReduceMax over a 4-channel 5×5 map reads 100 and writes 4. A ReduceMean over the 8
-    features pooling cannot state stays elementwise over its input (48 elements read). Before, every reduction
-    was elementwise over its input, writing (activation bytes at 1 byte an element) 48 and 100."""
+    map of 8 channels); ReduceMax over a 4-channel 5×5 map reads 100 and writes 4; ReduceMean over the 8
+    features reads 48 and writes 6, one mean per token (a 1×1 window over all 8 channels, Num Filter 1). Before,
+    every reduction was elementwise over its input, writing (activation bytes at 1 byte an element) 48 and 100,
+    and then the one over features still wrote 48."""
     from onnx import helper
     from onnx_models import model as onnx_model
     from onnx_models import value
@@ -198,12 +199,12 @@ def test_a_reduction_over_positions_is_a_global_pool_reading_its_input_once():
              helper.make_node("ReduceMax", ["m"], ["p"], name="map", axes=[2, 3], keepdims=1)]
     net = load_onnx(onnx_model(nodes, [value("x", [1, 6, 8]), value("m", [1, 4, 5, 5])],
                                [value("t", [1, 8]), value("f", [1, 6, 1]), value("p", [1, 4, 1, 1])]))
-    rows = {layer.name: (layer.kind, layer.ifmap_h, layer.ifmap_w, layer.filter_h, layer.filter_w, layer.channels)
-            for layer in net.layers}
-    assert rows == {"tokens": ("pool", 6, 1, 6, 1, 8), "features": ("elementwise", 6, 1, 1, 1, 8),
-                    "map": ("pool", 5, 5, 5, 5, 4)}
+    rows = {layer.name: (layer.kind, layer.ifmap_h, layer.ifmap_w, layer.filter_h, layer.filter_w, layer.channels,
+                         layer.filters) for layer in net.layers}
+    assert rows == {"tokens": ("pool", 6, 1, 6, 1, 8, 8), "features": ("pool", 6, 1, 1, 1, 8, 1),
+                    "map": ("pool", 5, 5, 5, 5, 4, 4)}
     lowered = {item.layer.name: item for item in lower_network(net, 1, "paper")}
     work = {name: [op.vector_elements for op in item.ops] for name, item in lowered.items()}
     assert work == {"tokens": [48, 48], "features": [48, 48], "map": [100, 100]}
     assert {name: item.tensors.activation_bytes for name, item in lowered.items()} == {
-        "tokens": 8, "features": 48, "map": 4}
+        "tokens": 8, "features": 6, "map": 4}

@@ -131,14 +131,15 @@ def _strided_delta(layer: Layer, batch: int) -> tuple[Gemm, ...]:
 def _vector_work(layer: Layer, batch: int) -> tuple[int, int, int]:
     """Element operations (F, G, D) for layers that run on the vector unit.
 
-    pool: every output reads its R×S window (F); D routes each output gradient back over the
-    window (the same count). elementwise (add, activation): one op per input element per input
+    pool: every output reads its R×S window (F), over every channel where it reduces them to one (a
+    reduction over features: Num Filter 1); D routes each output gradient back over the window (the
+    same count). elementwise (add, activation): one op per input element per input
     in F and in D. batchnorm: F = 2 passes (statistics, normalise), G = 2 passes (∂γ, ∂β), D = 3
     passes (the two reductions and the final scale), per element.
     """
     out = batch * layer.output_elements
     if layer.kind == "pool":
-        window = layer.filter_h * layer.filter_w
+        window = layer.filter_h * layer.filter_w * (layer.channels // layer.filters)
         return out * window, 0, out * window
     if layer.kind == "elementwise":
         work = batch * layer.input_elements * len(layer.inputs)

@@ -132,7 +132,10 @@ class Layer:
                              f"a position-wise fc row reads every input position once (stride 1, Padding 0): "
                              f"write a strided or padded 1x1 as a conv",
                              field="Strides" if self.stride != 1 else "Padding")
-        if self.kind in ("elementwise", "batchnorm", "pool") and self.filters != self.channels:
+        if self.kind == "pool" and self.filters not in (self.channels, 1):
+            raise InputError("pool keeps the channel count (Num Filter equal to Channels) or reduces it to one "
+                             "(Num Filter 1: each output reads its window over every channel)", field="Num Filter")
+        if self.kind in ("elementwise", "batchnorm") and self.filters != self.channels:
             raise InputError(f"{self.kind} keeps the channel count: Num Filter must equal Channels",
                              field="Num Filter")
         if not self.inputs:

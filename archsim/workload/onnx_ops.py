@@ -25,12 +25,13 @@ Mapping (``KIND_OF``; documented costs, nothing is free by accident):
   normalised extent).
 * Activations, arithmetic, ``Softmax`` and ``Resize`` → elementwise (one op per element of the
   output per activation operand).
-* Reductions (``ReduceMean`` … ``ArgMax``) over tokens or map positions — the output keeps the
-  channels, each of H and W whole or reduced to 1 — → pool, a global pooling whose window is the
-  reduced extent (``x.mean(dim=1)`` over S tokens of D: S×1 map, window S×1, output 1×1×D): it
-  reads its whole input once (F = D = the input's elements) and writes its output (:func:`reduction`).
-  A reduction over channels (features) pooling cannot state stays an elementwise row of its
-  input's size: the same F and D, but the row gives its input's shape, not its output's.
+* Reductions (``ReduceMean`` … ``ArgMax``) over tokens, map positions or features — each of H, W
+  and C whole or reduced to 1 — → pool, a global pooling whose window is the reduced extent
+  (``x.mean(dim=1)`` over S tokens of D: S×1 map, window S×1, output 1×1×D; ``x.mean(-1)``, a
+  LayerNorm's statistics: window 1×1 over all D channels, Num Filter 1, output S×1×1): it reads its
+  whole input once (F = D = the input's elements) and writes its output (:func:`reduction`). A
+  reduction pooling cannot state (over part of a rank ≥ 4 tensor's H) stays an elementwise row of
+  its input's size: the same F and D, but the row gives its input's shape, not its output's.
 * Layout and routing — ``Reshape``, ``Flatten``, ``Transpose``, ``Squeeze``, ``Unsqueeze``,
   ``Concat``, ``Split``, ``Slice``, ``Gather``, ``Expand``, ``Pad``, ``Identity``, ``Dropout``,
   ``Cast`` — cost nothing: archsim models no data movement inside a processor. Their consumers
@@ -81,15 +82,30 @@ def hwc(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return prod(shape[1:-1]), shape[-1], shape[0]
 
 
+def kept_dims(x: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, ...]:
+    """``out`` of a reduction of ``x`` with each reduced axis back as a 1 (its ``keepdims=1`` shape), matching
+    ``out``'s extents to ``x``'s from the last axis (``(6, 8)`` → ``(6,)`` is ``(6, 1)``, → ``(8,)`` is
+    ``(1, 8)``); ``out`` itself where it has ``x``'s rank or is no such part of it."""
+    if len(out) >= len(x):
+        return out
+    kept, j = [], len(out) - 1
+    for extent in reversed(x):
+        matched = j >= 0 and out[j] == extent
+        kept.append(extent if matched else 1)
+        j -= matched
+    return tuple(reversed(kept)) if j < 0 else out
+
+
 def reduction(x: tuple[int, ...], out: tuple[int, ...], common: dict) -> Layer:
     """A reduction reading per-sample ``x`` into ``out`` as a layer row (see the module docstring).
 
-    A pool whose window is each reduced extent (stride 1, no padding) has exactly ``out``'s H, W and C,
-    and its vector work, output × window, is the input's elements: what the reduction reads once."""
+    A pool whose window is each reduced extent of H and W (stride 1, no padding), over every channel
+    where C is reduced too (Num Filter 1), has exactly ``out``'s H, W and C, and its vector work,
+    output × window × channels per output, is the input's elements: what the reduction reads once."""
     h, w, c = hwc(x)
-    oh, ow, oc = hwc(out)
-    if oc == c and oh in (1, h) and ow in (1, w) and (oh, ow) != (h, w):
-        return Layer(kind="pool", ifmap_h=h, ifmap_w=w, filter_h=h // oh, filter_w=w // ow, channels=c, filters=c,
+    oh, ow, oc = hwc(kept_dims(x, out))
+    if oc in (1, c) and oh in (1, h) and ow in (1, w) and (oh, ow, oc) != (h, w, c):
+        return Layer(kind="pool", ifmap_h=h, ifmap_w=w, filter_h=h // oh, filter_w=w // ow, channels=c, filters=oc,
                      **common)
     return Layer(kind="elementwise", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c, **common)
 
