@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from archsim.cli import main
-from tests.chip_pair import CLUSTER, ENERGY_ZEROS, TINY, chip_cfg, energy_body, hand_macs, train_meta
+from tests.chip_pair import CLUSTER, ENERGY_ZEROS, TINY, chip_cfg, chip_toml, energy_body, hand_macs, train_meta
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -173,25 +173,9 @@ def test_energy_per_mac_and_per_word_are_the_documented_horowitz_figures(tmp_pat
     assert total["energy_pj"] == pytest.approx(sum(total[name] for name in parts), rel=1e-12)
 
 
-DEVICE_TOML = """[device]
-name = "trial37"
-
-[compute]
-arrays = 8
-arrays_per_core = 4
-rows = 64
-cols = 64
-dataflow = "os"
-clock_mhz = 1200
-
-[memory]
-sram_kib_per_array = 1280
-hbm_gib = 32
-hbm_gbps = 1200
-
-[links]
-intra_gbps = 100
-"""
+# the chip as a device TOML stating its SRAM as one figure, 1280 KiB per array (the three split equally)
+DEVICE_TOML = chip_toml().replace("sram_kib_per_array = [512, 512, 256]", "sram_kib_per_array = 1280").format(
+    lanes="", energy="")
 
 
 def test_the_library_refuses_a_device_toml_as_config_naming_keywords_not_flags(tmp_path):
