@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
+from collections.abc import Callable
 
 import pandas as pd
 
 from archsim import cli
 from archsim.errors import InputError
+from archsim.json_text import dumps
 
 TOPOLOGY = "layerpipe_sample"
 MODEL = "configs/transformers/gpt_1024h_24l.json"
@@ -43,7 +46,23 @@ def cli_error(argv: list[str], capsys) -> str:
     return capsys.readouterr().err.strip()
 
 
+def as_printed(document: dict) -> dict:
+    """The API's document as the command's JSON writes it (NaN as null)."""
+    return json.loads(dumps(document))
+
+
 def cli_json(argv: list[str], capsys) -> dict:
     capsys.readouterr()
     assert cli.main([*argv, "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def same_json(argv: list[str], function: Callable, keywords: dict, capsys) -> tuple:
+    """The function's result (its notes silenced) and the command's JSON (the reference), after asserting the
+    result's ``to_dict()`` is that JSON at full precision."""
+    printed = cli_json(argv, capsys)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = function(**keywords)
+    assert as_printed(result.to_dict()) == printed
+    return result, printed

@@ -1,9 +1,13 @@
 """One chip stated twice — a SCALE-Sim ``.cfg`` device file and a device TOML — for the tests that check the two forms
-price one chip alike (``train``: test_device_toml_energy.py; ``energy``: test_energy_device_toml.py): 8
-output-stationary 64 × 64 arrays (4 per core) at 1.2 GHz, SRAMs 512/512/256 KiB, 32 GiB of HBM at 1,200 GB/s.
-Templates: ``{energy}`` is the ``[energy]`` section's body (:func:`energy_body`); the TOML's ``{lanes}`` its lane lines."""
+price one chip alike (``train``: test_device_toml_energy.py; ``energy``: test_energy_device_toml.py), and the
+chip of user trial 37 (test_user_trial37.py): 8 output-stationary 64 × 64 arrays (4 per core) at 1.2 GHz, SRAMs
+512/512/256 KiB, 32 GiB of HBM at 1,200 GB/s. Templates: ``{energy}`` is the ``[energy]`` section's body
+(:func:`energy_body`; empty: the default table, as with no section); the TOML's ``{lanes}`` its lane lines.
+Beside it, a one-server cluster of the chip and a one-layer GPT whose MACs are counted by hand (:func:`hand_macs`)."""
 
 import json
+
+from archsim.cli import main
 
 _CFG = """[architecture_presets]
 ArrayHeight:    64
@@ -74,3 +78,45 @@ def chip_toml(static_watts: float | None = None) -> str:
 def energy_body(lines: dict[str, object], toml: bool) -> str:
     """An ``[energy]`` section's body in either form: a .cfg's ``key = text``, a TOML's typed values."""
     return "".join(f"{key} = {json.dumps(value) if toml else value}\n" for key, value in lines.items())
+
+
+# a one-server cluster of one chip, the device file named by ``{device}``
+CLUSTER = """[cluster]
+name = "chip"
+
+[[servers]]
+gpus = 1
+device = "{device}"
+"""
+
+# a one-layer GPT small enough to count its MACs by hand
+TINY = """[transformer]
+family = "gpt"
+layers = 1
+hidden = 64
+heads = 1
+vocab = 128
+seq = 16
+"""
+
+
+def hand_macs() -> int:
+    """One iteration's MACs of TINY at micro-batch 1, no recompute, standard attention (s = 16 tokens, h = 64,
+    V = 128, the MLP 4h wide): forward QKV s·h·3h, scores and context s·s·h each, projection s·h·h, MLP
+    2 · s·h·4h, LM head s·h·V; backward twice the forward (each GEMM's two gradients)."""
+    s, h, v = 16, 64, 128
+    return 3 * (s * h * 3 * h + 2 * s * s * h + s * h * h + 2 * s * h * 4 * h + s * h * v)
+
+
+def train_meta(tmp_path, capsys, name: str, text: str) -> dict:
+    """``archsim train`` of TINY (one GPU, micro-batch 1, no recompute, standard attention) on a cluster of the
+    device file ``name`` holding ``text``, written into ``tmp_path``: the JSON output's meta."""
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / f"{name}.cluster.toml").write_text(CLUSTER.format(device=name), encoding="utf-8")
+    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
+    code = main(["train", str(tmp_path / "tiny.toml"), "--cluster", str(tmp_path / f"{name}.cluster.toml"), "--tp",
+                 "1", "--pp", "1", "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--recompute", "none",
+                 "--attention", "standard", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)["meta"]

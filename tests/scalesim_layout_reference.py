@@ -4,52 +4,14 @@
 (``topologies.load_arrays(mnk_inputs=True)``) and a layout file (``layouts.load_arrays``) — the three
 files ``python -m scalesim.scale -c … -t … -l … -i gemm`` takes — and runs each layer through
 ``single_layer_sim`` (no report files), returning its compute report and DRAM counts. ``layout_cfg``
-writes a USER-mode ``.cfg`` in SCALE-Sim's format with the ``[layout]`` section set; ``layout_csv`` a
-layout file in its format (header, a trailing comma on every row). ``scalesim`` is imported lazily.
+writes a USER-mode ``.cfg`` in SCALE-Sim's format (scalesim_reference's template) with the ``[layout]``
+section set; ``layout_csv`` a layout file in its format (header, a trailing comma on every row).
+``scalesim`` is imported lazily.
 """
 
 from __future__ import annotations
 
-from scalesim_reference import silenced
-
-CFG = """[general]
-run_name = layouts
-
-[architecture_presets]
-ArrayHeight:    {rows}
-ArrayWidth:     {cols}
-IfmapSramSzkB:    {kb[0]}
-FilterSramSzkB:   {kb[1]}
-OfmapSramSzkB:    {kb[2]}
-IfmapOffset:    0
-FilterOffset:   {filter_offset}
-OfmapOffset:    20000000
-Bandwidth : {bandwidth}
-Dataflow : {dataflow}
-ReadRequestBuffer: 32
-WriteRequestBuffer: 32
-
-[layout]
-IfmapCustomLayout: {ifmap[0]}
-IfmapSRAMBankBandwidth: {ifmap[1]}
-IfmapSRAMBankNum: {ifmap[2]}
-IfmapSRAMBankPort: {ifmap[3]}
-FilterCustomLayout: {filter[0]}
-FilterSRAMBankBandwidth: {filter[1]}
-FilterSRAMBankNum: {filter[2]}
-FilterSRAMBankPort: {filter[3]}
-
-[sparsity]
-SparsitySupport : false
-SparseRep : ellpack_block
-OptimizedMapping : false
-BlockSize : 8
-RandomNumberGeneratorSeed : 40
-
-[run_presets]
-InterfaceBandwidth: USER
-UseRamulatorTrace: False
-"""
+from scalesim_reference import CONFIG, silenced
 
 HEADER = ("Layer name, IFMAP Height Intraline Factor, IFMAP Width Intraline Factor, Filter Height Intraline Factor, "
           "Filter Width Intraline Factor, Channel Intraline Factor, Num Filter Intraline Factor, IFMAP Height "
@@ -62,8 +24,9 @@ HEADER = ("Layer name, IFMAP Height Intraline Factor, IFMAP Width Intraline Fact
 def layout_cfg(rows: int, cols: int, dataflow: str, *, ifmap: tuple, filter: tuple, kb=(1, 1, 1), bandwidth: int = 4,
                filter_offset: int = 10000000) -> str:
     """``ifmap``/``filter``: (custom layout on, bank bandwidth, banks, ports per bank)."""
-    return CFG.format(rows=rows, cols=cols, dataflow=dataflow, kb=kb, bandwidth=bandwidth, filter_offset=filter_offset,
-                      ifmap=ifmap, filter=filter)
+    return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=kb[0], filter_kb=kb[1], ofmap_kb=kb[2],
+                         filter_offset=filter_offset, bandwidth=bandwidth, mode="USER", ifmap=ifmap, filter=filter,
+                         sparse="false", representation="ellpack_block", optimized="false", block_size=8, seed=40)
 
 
 def layout_csv(*rows: tuple) -> str:

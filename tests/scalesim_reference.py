@@ -25,7 +25,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-# SCALE-Sim's shipped config format (its configs/google.cfg), every section it reads.
+# SCALE-Sim's shipped config format (its configs/google.cfg), every section it reads; ``ifmap`` and ``filter``:
+# each read SRAM's (custom layout on, bank bandwidth, banks, ports per bank)
 CONFIG = """[general]
 run_name = reference
 
@@ -36,7 +37,7 @@ IfmapSramSzkB:    {ifmap_kb}
 FilterSramSzkB:   {filter_kb}
 OfmapSramSzkB:    {ofmap_kb}
 IfmapOffset:    0
-FilterOffset:   10000000
+FilterOffset:   {filter_offset}
 OfmapOffset:    20000000
 Bandwidth : {bandwidth}
 Dataflow : {dataflow}
@@ -44,14 +45,14 @@ ReadRequestBuffer: 32
 WriteRequestBuffer: 32
 
 [layout]
-IfmapCustomLayout: False
-IfmapSRAMBankBandwidth: {read_bandwidth}
-IfmapSRAMBankNum: {bank_num}
-IfmapSRAMBankPort: {bank_port}
-FilterCustomLayout: False
-FilterSRAMBankBandwidth: {read_bandwidth}
-FilterSRAMBankNum: {bank_num}
-FilterSRAMBankPort: {bank_port}
+IfmapCustomLayout: {ifmap[0]}
+IfmapSRAMBankBandwidth: {ifmap[1]}
+IfmapSRAMBankNum: {ifmap[2]}
+IfmapSRAMBankPort: {ifmap[3]}
+FilterCustomLayout: {filter[0]}
+FilterSRAMBankBandwidth: {filter[1]}
+FilterSRAMBankNum: {filter[2]}
+FilterSRAMBankPort: {filter[3]}
 
 [sparsity]
 SparsitySupport : {sparse}
@@ -94,11 +95,11 @@ def config_text(rows: int, cols: int, dataflow: str, *, ifmap_kb: int = 64, filt
     ``read_bandwidth`` → the ifmap/filter bank bandwidth SCALE-Sim's USER mode reads (one bank);
     without it the shipped layout (10 words/cycle in 10 banks). ``banks`` = (banks, ports per bank)
     of both read SRAMs, overriding those (custom layouts stay off)."""
+    read = (False, read_bandwidth or 10, banks[0] if banks else (1 if read_bandwidth else 10), banks[1] if banks else 2)
     return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=ifmap_kb, filter_kb=filter_kb,
-                         ofmap_kb=ofmap_kb, bandwidth=bandwidth or 10, mode="USER" if bandwidth else "CALC",
-                         read_bandwidth=read_bandwidth or 10,
-                         bank_num=banks[0] if banks else (1 if read_bandwidth else 10),
-                         bank_port=banks[1] if banks else 2, sparse="false", representation="ellpack_block", optimized="false", block_size=8, seed=40)
+                         ofmap_kb=ofmap_kb, filter_offset=10000000, bandwidth=bandwidth or 10,
+                         mode="USER" if bandwidth else "CALC", ifmap=read, filter=read, sparse="false",
+                         representation="ellpack_block", optimized="false", block_size=8, seed=40)
 
 
 @contextlib.contextmanager
@@ -251,9 +252,10 @@ def sparse_config_text(rows: int, cols: int, dataflow: str, representation: str,
     """A SCALE-Sim .cfg with ``SparsitySupport : true`` (the shipped offsets): CALC mode, or with
     ``user`` = (SRAM KiB, ofmap Bandwidth, ifmap/filter bank bandwidth) USER mode."""
     kb, bandwidth, read = user or (64, 10, 10)
+    banks = (False, read, 1 if user else 10, 2)
     return CONFIG.format(rows=rows, cols=cols, dataflow=dataflow, ifmap_kb=kb, filter_kb=kb, ofmap_kb=kb,
-                         bandwidth=bandwidth, mode="USER" if user else "CALC", read_bandwidth=read,
-                         bank_num=1 if user else 10, bank_port=2, sparse="true",
+                         filter_offset=10000000, bandwidth=bandwidth, mode="USER" if user else "CALC",
+                         ifmap=banks, filter=banks, sparse="true",
                          representation=representation, optimized="true" if optimized else "false",
                          block_size=block_size, seed=seed)
 

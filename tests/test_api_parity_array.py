@@ -5,27 +5,20 @@ functions existed (``archsim`` had no ``gemm`` or ``sparse``)."""
 
 from __future__ import annotations
 
-import json
 import warnings
 
 import pytest
-from api_parity_helpers import cli_error, cli_json
+from api_parity_helpers import as_printed, cli_error, cli_json
 from test_docs import ROOT
 
 import archsim
 from archsim import cli
 from archsim.errors import InputError
-from archsim.json_text import dumps
 
 LAYOUT_CFG = "configs/arrays/scalesim_layout_32x32_ws.cfg"
 LAYOUT = "docs/examples/gemm_layout.csv"
 SPARSE_CFG = "configs/arrays/scalesim_sparsity_128x128_ws.cfg"
 PRUNED = "docs/examples/pruned_convs.csv"
-
-
-def as_printed(document: dict) -> dict:
-    """The API's document as the command's JSON writes it (NaN as null)."""
-    return json.loads(dumps(document))
 
 
 def shapes_csv(tmp_path) -> str:

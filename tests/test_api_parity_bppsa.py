@@ -5,16 +5,12 @@ reference. Each of these failed before the functions existed (``archsim.bppsa`` 
 
 from __future__ import annotations
 
-import json
-import warnings
-
 import pytest
-from api_parity_helpers import cli_json
+from api_parity_helpers import same_json
 from test_docs import ROOT
 
 import archsim
 from archsim.errors import InputError
-from archsim.json_text import dumps
 
 CASES = {  # name → (subcommand and flags, function, keywords)
     "rnn, defaults": (["rnn"], "bppsa_rnn", {}),
@@ -33,11 +29,7 @@ CASES = {  # name → (subcommand and flags, function, keywords)
 def test_bppsa_studies_give_the_commands_json(case, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     flags, function, keywords = CASES[case]
-    printed = cli_json(["bppsa", *flags], capsys)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = getattr(archsim, function)(**keywords)
-    assert json.loads(dumps(result.to_dict())) == printed
+    result, printed = same_json(["bppsa", *flags], getattr(archsim, function), keywords, capsys)
     assert len(result) == len(printed["rows"]) > 0
 
 

@@ -6,16 +6,12 @@ package, whose functions take a trace, a ``JobCluster`` and a ``SimConfig``, not
 
 from __future__ import annotations
 
-import json
-import warnings
-
 import pytest
-from api_parity_helpers import cli_error, cli_json
+from api_parity_helpers import cli_error, same_json
 from test_docs import ROOT
 
 import archsim
 from archsim.errors import InputError
-from archsim.json_text import dumps
 
 TRACE = "configs/traces/sample_tiresias.csv"
 
@@ -33,11 +29,7 @@ CASES = {  # name → (flags, keywords)
 def test_cluster_jobs_gives_the_commands_json(case, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     flags, keywords = CASES[case]
-    printed = cli_json(["cluster", *flags], capsys)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = archsim.cluster_jobs(**keywords)
-    assert json.loads(dumps(result.to_dict())) == printed
+    result, printed = same_json(["cluster", *flags], archsim.cluster_jobs, keywords, capsys)
     assert len(result) == len(printed["rows"]) > 0
 
 

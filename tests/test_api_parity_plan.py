@@ -7,8 +7,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from api_parity_helpers import cli_error, cli_json
-from test_api_parity_array import as_printed
+from api_parity_helpers import as_printed, cli_error, cli_json
 from test_docs import ROOT
 
 import archsim

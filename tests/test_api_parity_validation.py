@@ -5,16 +5,12 @@ no ``validate_gpu``)."""
 
 from __future__ import annotations
 
-import json
-import warnings
-
 import pytest
-from api_parity_helpers import cli_error, cli_json
+from api_parity_helpers import cli_error, same_json
 from test_docs import ROOT
 
 import archsim
 from archsim.errors import InputError
-from archsim.json_text import dumps
 
 LINEAR = "tests/data/neusight_kernels/linear.csv"
 BMM = "tests/data/neusight_kernels/bmm.csv"
@@ -36,11 +32,7 @@ CASES = {  # name → (flags, keywords)
 def test_validate_gpu_gives_the_commands_json(case, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     flags, keywords = CASES[case]
-    printed = cli_json(["validate-gpu", *flags], capsys)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = archsim.validate_gpu(**keywords)
-    assert json.loads(dumps(result.to_dict())) == printed
+    result, printed = same_json(["validate-gpu", *flags], archsim.validate_gpu, keywords, capsys)
     assert len(result) == len(printed["rows"]) and result.meta == printed["meta"]
 
 

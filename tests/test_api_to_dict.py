@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import pickle
 
 import pytest
+from api_parity_helpers import as_printed, cli_json
 
 import archsim
 from archsim.errors import InputError
-from archsim.json_text import dumps
 
 MODEL = "configs/transformers/gpt_1024h_24l.json"
 CLUSTER = "configs/clusters/a100_node.toml"
@@ -36,20 +35,6 @@ def test_search_progress_refuses_a_non_bool():
         archsim.search(MODEL, cluster=CLUSTER, progress="yes", **SMALL)
 
 
-def _cli_json(capsys, argv: list[str]) -> dict:
-    """What ``archsim … --format json`` prints, run in this process."""
-    from archsim.cli import main
-
-    capsys.readouterr()
-    assert main([*argv, "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-def _as_json(document: dict) -> dict:
-    """The document through the CLI's own JSON writer and back (NaN becomes null there)."""
-    return json.loads(dumps(document))
-
-
 def test_train_to_dict_is_the_cli_json(capsys):
     """Pipeline and DP ranks, selective recompute and a planned split: most of the meta's keys differ
     from their defaults."""
@@ -59,10 +44,10 @@ def test_train_to_dict_is_the_cli_json(capsys):
     argv = ["train", MODEL, "--cluster", CLUSTER]
     for key, value in flags.items():
         argv += [f"--{key.replace('_', '-')}", str(value)]
-    printed = _cli_json(capsys, argv)
+    printed = cli_json(argv, capsys)
     assert printed["meta"]["dtype"] == "bf16" and printed["meta"]["stage_layers"] != "even"
     assert printed["rows"] and printed["meta"]["timeline"]
-    assert _as_json(result.to_dict()) == printed
+    assert as_printed(result.to_dict()) == printed
 
 
 def test_to_dict_is_a_copy_and_survives_pickle(capsys):
@@ -86,13 +71,13 @@ def test_search_to_dict_is_the_cli_json(capsys):
     each row's train line (its --seq and --dtype) are all exercised."""
     found = archsim.search(MODEL, cluster=CLUSTER, global_batch=16, gpus=[4, 8], seq=512, top=3, schedule=["1f1b"],
                            max_micro_batch=2, refine=1, dtype="fp32", attention="standard", objective="energy")
-    printed = _cli_json(capsys, ["search", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--gpus", "4", "8",
-                                 "--seq", "512", "--top", "3", "--schedule", "1f1b", "--max-micro-batch", "2",
-                                 "--refine", "1", "--dtype", "fp32", "--attention", "standard",
-                                 "--objective", "energy"])
+    printed = cli_json(["search", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--gpus", "4", "8",
+                        "--seq", "512", "--top", "3", "--schedule", "1f1b", "--max-micro-batch", "2",
+                        "--refine", "1", "--dtype", "fp32", "--attention", "standard",
+                        "--objective", "energy"], capsys)
     assert len(printed["rows"]) == 3 and printed["meta"]["gpus"] == "4,8" and printed["meta"]["pareto"]
     assert "--seq 512 --dtype fp32" in printed["rows"][0]["command"]
-    assert _as_json(found.to_dict()) == printed
+    assert as_printed(found.to_dict()) == printed
 
 
 def test_search_to_dict_names_placeholders_for_objects():
@@ -122,7 +107,7 @@ def test_archsim_search_builds_its_json_document_once(capsys, monkeypatch):
     built = []
     real = train_json.search_document
     monkeypatch.setattr(train_json, "search_document", lambda *a, **k: built.append(k["model"]) or real(*a, **k))
-    printed = _cli_json(capsys, ["search", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--top", "2",
-                                 "--schedule", "1f1b", "--max-micro-batch", "1", "--refine", "1"])
+    printed = cli_json(["search", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--top", "2",
+                        "--schedule", "1f1b", "--max-micro-batch", "1", "--refine", "1"], capsys)
     assert built == [MODEL]
     assert printed["rows"][0]["command"].startswith(f"archsim train {MODEL} --cluster {CLUSTER} ")

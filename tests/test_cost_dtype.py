@@ -14,12 +14,12 @@ import pickle
 import tomllib
 
 import pytest
+from api_parity_helpers import as_printed
 from test_docs import ROOT
 
 import archsim
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.json_text import dumps
 from tests.test_energy import ws_gemm_by_hand
 
 SAMPLE = "layerpipe_sample"
@@ -147,11 +147,6 @@ def test_energy_memory_parts_scale_with_the_width_and_macs_take_the_tables_figur
         assert int8["rows"][-1][name] > 0
 
 
-def _as_json(document: dict) -> dict:
-    """The document through the CLI's JSON writer and back (NaN becomes null there)."""
-    return json.loads(dumps(document))
-
-
 def test_api_cost_to_dict_is_the_cli_json(capsys):
     """Energy, a clock, the area and a dtype: most of the meta's keys, and the TOTAL row the table leaves out."""
     result = archsim.cost(SAMPLE, batch=2, dtype="fp16", energy=True, clock_ghz=1.5, mode="paper")
@@ -159,7 +154,7 @@ def test_api_cost_to_dict_is_the_cli_json(capsys):
                                 "--mode", "paper"])
     assert printed["meta"]["dtype"] == "fp16" and printed["rows"][-1]["layer"] == "TOTAL"
     assert "energy_pj" in printed["rows"][0] and "F_seconds" in printed["rows"][0]
-    assert _as_json(result.to_dict()) == printed
+    assert as_printed(result.to_dict()) == printed
     assert len(result) == len(printed["rows"]) - 1  # the table: every layer, no TOTAL
     assert result["weight_bytes"].tolist() == [row["weight_bytes"] for row in printed["rows"][:-1]]
 
@@ -171,7 +166,7 @@ def test_api_cost_to_dict_is_the_cli_json_on_the_cycle_engine(capsys):
                                 "--sram-kb", "16,32,8", "--dtype", "bf16", "--only", "fc"])
     assert (printed["meta"]["sram_kb"], printed["meta"]["dtype"]) == ("16,32,8", "bf16")
     assert "stall_cycles" in printed["rows"][0]
-    assert _as_json(result.to_dict()) == printed
+    assert as_printed(result.to_dict()) == printed
 
 
 def test_api_cost_result_keeps_the_dataframe_usage_and_survives_pickle():
@@ -195,7 +190,7 @@ def test_api_cost_prices_a_cfg_given_as_the_array_with_its_energy_section(tmp_pa
     result = archsim.cost(SAMPLE, array=str(cfg), batch=1, energy=True)
     printed = cli_json(capsys, ["cost", SAMPLE, "--config", str(cfg), "--batch", "1", "--energy"])
     assert result["energy_pj"].tolist() == [row["energy_pj"] for row in printed["rows"][:-1]]
-    assert _as_json(result.to_dict()) == printed
+    assert as_printed(result.to_dict()) == printed
     plain = cli_json(capsys, ["cost", SAMPLE, "--batch", "1", "--energy"])  # horowitz45's 162.5 pJ a DRAM byte
     assert all(a["energy_pj"] > b["energy_pj"] for a, b in zip(printed["rows"], plain["rows"], strict=True))
     # by hand (tests/test_energy.py's ws rule; the .cfg's 32 × 32 ws array, 64 KiB SRAMs, int8): conv1 F (112², 75,

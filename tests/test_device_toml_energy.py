@@ -4,13 +4,10 @@ reader (:func:`archsim.energy.table.read_cfg_energy`), so the two forms of one c
 Failed before the fix: a device TOML with ``[energy]`` was refused (``unknown section [energy]``), its chip's pJ
 figures reachable only through a ``.cfg``."""
 
-import json
-
 import pytest
 
-from archsim.cli import main
 from archsim.errors import InputError
-from tests.chip_pair import ENERGY_ZEROS, chip_cfg, chip_toml, energy_body
+from tests.chip_pair import ENERGY_ZEROS, chip_cfg, chip_toml, energy_body, hand_macs, train_meta
 
 # one chip twice: 8 output-stationary 64 × 64 arrays (4 per core) at 1.2 GHz, SRAMs 512/512/256 KiB
 CHIP_CFG = chip_cfg()
@@ -19,51 +16,13 @@ CHIP_TOML = chip_toml().replace("{lanes}", "")
 
 ZEROS = ENERGY_ZEROS
 
-CLUSTER = """[cluster]
-name = "chip"
-
-[[servers]]
-gpus = 1
-device = "{device}"
-"""
-
-# a one-layer GPT small enough to count its MACs by hand
-TINY = """[transformer]
-family = "gpt"
-layers = 1
-hidden = 64
-heads = 1
-vocab = 128
-seq = 16
-"""
-
-
-def _hand_macs() -> int:
-    """One iteration's MACs of TINY at micro-batch 1, no recompute, standard attention (s = 16, h = 64, V = 128,
-    the MLP 4h wide): forward QKV s·h·3h, scores and context s·s·h each, projection s·h·h, MLP 2·s·h·4h, LM head
-    s·h·V; backward twice the forward (each GEMM's two gradients)."""
-    s, h, v = 16, 64, 128
-    return 3 * (s * h * 3 * h + 2 * s * s * h + s * h * h + 2 * s * h * 4 * h + s * h * v)
-
-
-def _train_meta(tmp_path, capsys, name: str, text: str) -> dict:
-    (tmp_path / name).write_text(text, encoding="utf-8")
-    (tmp_path / f"{name}.cluster.toml").write_text(CLUSTER.format(device=name), encoding="utf-8")
-    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
-    code = main(["train", str(tmp_path / "tiny.toml"), "--cluster", str(tmp_path / f"{name}.cluster.toml"), "--tp",
-                 "1", "--pp", "1", "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--recompute", "none",
-                 "--attention", "standard", "--format", "json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    return json.loads(out)["meta"]
-
 
 @pytest.mark.parametrize("mac_pj", [1.0, 2.5])
 def test_a_device_tomls_energy_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, capsys):
     """Reference: the hand count of one iteration's MACs × the TOML's mac_pj, every other figure zero."""
     energy = {"mac_pj": mac_pj, **dict.fromkeys(ZEROS, 0)}
-    meta = _train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=energy_body(energy, toml=True)))
-    assert meta["energy_j"] == pytest.approx(_hand_macs() * mac_pj * 1e-12, rel=1e-12)
+    meta = train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=energy_body(energy, toml=True)))
+    assert meta["energy_j"] == pytest.approx(hand_macs() * mac_pj * 1e-12, rel=1e-12)
     assert "[energy]" in meta["energy_source"]
 
 
@@ -71,10 +30,10 @@ def test_a_device_tomls_energy_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, ca
                                     {"table": "horowitz45", "filter_write_pj": 4.0}])
 def test_a_device_toml_and_cfg_of_one_chip_and_energy_price_train_alike(energy, tmp_path, capsys):
     """The TOML and the .cfg stating the same chip and ``[energy]`` end in one record: the same joules."""
-    cfg = _train_meta(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=energy_body(energy, toml=False)))
-    toml = _train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=energy_body(energy, toml=True)))
+    cfg = train_meta(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=energy_body(energy, toml=False)))
+    toml = train_meta(tmp_path, capsys, "chip.toml", CHIP_TOML.format(energy=energy_body(energy, toml=True)))
     assert toml["energy_j"] == cfg["energy_j"] and toml["energy_source"] == cfg["energy_source"]
-    plain = _train_meta(tmp_path, capsys, "plain.toml", CHIP_TOML.format(energy=""))
+    plain = train_meta(tmp_path, capsys, "plain.toml", CHIP_TOML.format(energy=""))
     assert plain["energy_j"] != toml["energy_j"]  # the figures are read, not the default table's
 
 

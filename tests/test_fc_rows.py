@@ -23,6 +23,16 @@ def _refusal(row: str) -> str:
     return text
 
 
+def _cli_refusal(tmp_path, capsys, row: str) -> str:
+    """``archsim cost`` on a layers CSV holding ``row``: exit 2 and one line on stderr, naming the row."""
+    path = tmp_path / "net.csv"
+    path.write_text(HEAD + row + "\n")
+    assert main(["cost", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"fc layer {row.split(',')[0]!r}" in err
+    return err
+
+
 @pytest.mark.parametrize("row", ["fc3, 32, 32, 3, 3, 16, 8, 1, 0, fc,",       # a 3×3 window over 32×32
                                  "fc7, 7, 7, 7, 7, 16, 8, 1, 1, fc,",         # the whole map, but padded
                                  "fcw, 4, 8, 4, 4, 16, 8, 1, 0, linear,"])   # full height, not full width
@@ -32,11 +42,7 @@ def test_an_fc_row_that_slides_is_refused_naming_its_row(row):
 
 
 def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path, capsys):
-    path = tmp_path / "net.csv"
-    path.write_text(HEAD + "fc3, 32, 32, 3, 3, 16, 8, 1, 0, fc,\n")
-    assert main(["cost", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "fc layer 'fc3'" in err
+    _cli_refusal(tmp_path, capsys, "fc3, 32, 32, 3, 3, 16, 8, 1, 0, fc,")
 
 
 def test_the_two_fc_forms_still_load_and_lower_as_dense_products():
@@ -59,11 +65,7 @@ def test_a_position_wise_fc_row_that_pads_or_strides_is_refused_naming_its_row(r
 
 
 def test_the_cli_refuses_a_strided_fc_in_one_line_with_exit_2(tmp_path, capsys):
-    path = tmp_path / "net.csv"
-    path.write_text(HEAD + "step, 6, 6, 1, 1, 8, 4, 2, 0, fc,\n")
-    assert main(["cost", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "fc layer 'step'" in err and "Strides" in err
+    assert "Strides" in _cli_refusal(tmp_path, capsys, "step, 6, 6, 1, 1, 8, 4, 2, 0, fc,")
 
 
 def test_a_flattening_fc_over_a_single_position_may_still_state_any_stride():

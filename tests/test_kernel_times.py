@@ -6,7 +6,6 @@ with the csv module, not archsim's reader), NVIDIA's datasheets typed in below, 
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from dataclasses import replace
@@ -40,8 +39,8 @@ from archsim.validation.neusight import (
     predict,
     read_neusight_csv,
 )
+from tests.neusight_sample import KERNELS, csv_records
 
-DATA = Path(__file__).parent / "data" / "neusight_kernels"
 FILES = ("linear", "bmm", "elem", "softmax", "ln")
 
 # CUDA device string → (SMs, FP32 lanes per SM, HBM GB/s, L2 MiB), from NVIDIA's datasheets and
@@ -64,11 +63,6 @@ DATASHEETS = {
 FP32_TFLOPS = {"Tesla P100-PCIE-16GB": 9.3, "Tesla P4": 5.5, "Tesla T4": 8.1, "Tesla V100-PCIE-32GB": 14,
                "NVIDIA A100-PCIE-40GB": 19.5, "NVIDIA A100 80GB PCIe": 19.5, "NVIDIA L4": 30.3,
                "NVIDIA H100 80GB HBM3": 61.8}
-
-
-def csv_records(name: str) -> list[dict[str, str]]:
-    with open(DATA / f"{name}.csv", newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
 
 
 @pytest.mark.parametrize("device", sorted(DATASHEETS))
@@ -203,7 +197,7 @@ def test_memory_bound_kernels_are_their_bytes_at_the_achieved_fraction():
 @pytest.mark.parametrize("name", FILES)
 def test_cli_json_rows_follow_the_csv(name, capsys):
     records = csv_records(name)
-    assert main(["validate-gpu", "--csv", str(DATA / f"{name}.csv"), "--format", "json"]) == 0
+    assert main(["validate-gpu", "--csv", str(KERNELS / f"{name}.csv"), "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["op"] for r in rows] == [r["OPName"] for r in records]
     assert [r["measured_seconds"] for r in rows] == pytest.approx([float(r["Latency"]) / 1e3 for r in records])
@@ -217,14 +211,14 @@ def test_cli_json_rows_follow_the_csv(name, capsys):
 
 
 def test_cli_gpu_flag_overrides_the_device_column(capsys):
-    path = str(DATA / "softmax.csv")
+    path = str(KERNELS / "softmax.csv")
     assert main(["validate-gpu", "--csv", path, "--gpu", "NVIDIA H100 80GB HBM3", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert {r["gpu"] for r in rows} == {"h100-80gb-sxm"}
 
 
 def test_cli_stats_give_mape_per_gpu_and_op_class(capsys):
-    paths = [str(DATA / f"{name}.csv") for name in FILES]
+    paths = [str(KERNELS / f"{name}.csv") for name in FILES]
     assert main(["validate-gpu", "--csv", *paths, "--format", "json", "--show", "stats"]) == 0
     stats = pd.DataFrame(json.loads(capsys.readouterr().out)["rows"])
     assert set(stats.op_class) == set(CLASS_ORDER)
@@ -239,7 +233,7 @@ def test_cli_stats_give_mape_per_gpu_and_op_class(capsys):
 
 
 def test_header_tells_the_formats_apart(tmp_path):
-    assert is_neusight_file(DATA / "ln.csv")
+    assert is_neusight_file(KERNELS / "ln.csv")
     archsim_csv = tmp_path / "gpu_kernels_x.csv"
     archsim_csv.write_text("# gpu: NVIDIA H100\nnetwork,layer,batch,op,measured_ms\nvgg16,conv1_1,1,F,0.1\n")
     assert not is_neusight_file(archsim_csv)
@@ -261,7 +255,7 @@ def test_gemm_rows_are_read_with_the_output_the_observed_grids_tile(name):
     # output tile of the kernel it names: it tiles the reader's M × N output on every row whose kernel
     # is a tiled sgemm (the P4's maxwell 128x128x8 kernels grid otherwise), and not NeuSight's M × N.
     records = [r for r in csv_records(name) if re.search(r"sgemm_\d+x\d+_[nt]{2}$", r["Kernel Name"])]
-    frame = read_neusight_csv(DATA / f"{name}.csv").frame.set_index("line")
+    frame = read_neusight_csv(KERNELS / f"{name}.csv").frame.set_index("line")
     lines = [line for line, record in enumerate(csv_records(name), start=2) if record in records]
     assert len(records) >= 40
     for line, record in zip(lines, records, strict=True):
@@ -313,7 +307,7 @@ def test_a_short_fit_moves_the_kernel_constants_and_never_the_host_time():
     # NeuSight times each kernel alone, so a fit on it has nothing to say of the host's time per op
     # (zero in the start, and no logarithm of it may enter the simplex); a few iterations from the start
     # may only lower the loss (Nelder–Mead keeps its best point), up to the energy grid's tie tolerance.
-    frame = pd.concat([read_neusight_csv(DATA / f"{n}.csv").frame for n in FILES], ignore_index=True)
+    frame = pd.concat([read_neusight_csv(KERNELS / f"{n}.csv").frame for n in FILES], ignore_index=True)
     fitted = fit_constants(frame, FIT_START, iterations=30)
     assert fitted.host_s == FIT_START.host_s == 0.0
     assert all(0 < getattr(fitted, name) < float("inf") for name in FIT_FIELDS)
@@ -326,8 +320,8 @@ def test_a_short_fit_moves_the_kernel_constants_and_never_the_host_time():
 
 @pytest.mark.slow
 def test_leave_one_gpu_out_mape_stays_below_the_measured_bars():
-    fit = pd.concat([read_neusight_csv(p).frame for p in sorted(DATA.glob("*.csv"))], ignore_index=True)
-    check = pd.concat([read_neusight_csv(DATA / f"{n}.csv").frame for n in FILES], ignore_index=True)
+    fit = pd.concat([read_neusight_csv(p).frame for p in sorted(KERNELS.glob("*.csv"))], ignore_index=True)
+    check = pd.concat([read_neusight_csv(KERNELS / f"{n}.csv").frame for n in FILES], ignore_index=True)
     held = leave_one_gpu_out(fit, check, FIT_START, iterations=300)
     assert set(held.gpu) == {"p100-pcie-16gb", "p4-8gb", "t4-16gb", "v100-pcie-32gb", "a100-40gb-pcie"}
     worst = held.groupby("op_class").mape.max()

@@ -9,6 +9,7 @@ import pytest
 
 from archsim.cli import main
 from tests.test_user_trial_chip import CFG as CHIP_CFG
+from tests.test_user_trial_chip import CHIP
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")
@@ -18,27 +19,8 @@ CFG = (CHIP_CFG.replace("IfmapSramSzkB:    2731", "IfmapSramSzkB:    512")
        .replace("FilterSramSzkB:   2731", "FilterSramSzkB:   512")
        .replace("OfmapSramSzkB:    2730", "OfmapSramSzkB:    256"))
 
-TOML = """[device]
-name = "MyChip"
-gemm = "arrays"
-
-[compute]
-arrays = 8
-arrays_per_core = 2
-rows = 128
-cols = 128
-dataflow = "os"
-clock_mhz = 1200
-
-[memory]
-sram_kib_per_array = SRAM
-hbm_gib = 96
-hbm_gbps = 2400
-
-[links]
-intra_gbps = 600
-links = 6
-"""
+# the same chip as a device TOML, its SRAM figure(s) left to fill
+TOML = CHIP.replace("sram_kib_per_array = 8192", "sram_kib_per_array = SRAM")
 
 
 def test_a_cfg_chips_sram_is_priced_per_buffer_as_archsim_energy_prices_it(tmp_path):

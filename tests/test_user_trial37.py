@@ -9,94 +9,33 @@ from pathlib import Path
 import pytest
 
 from archsim.cli import main
+from tests.chip_pair import CLUSTER, ENERGY_ZEROS, TINY, chip_cfg, chip_toml, energy_body, hand_macs, train_meta
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# The chip: SCALE-Sim's own sections (shape, dataflow, SRAMs), archsim's clock and the device sections.
-CHIP_CFG = """[general]
-run_name = trial37
-
-[architecture_presets]
-ArrayHeight:    64
-ArrayWidth:     64
-IfmapSramSzkB:    512
-FilterSramSzkB:   512
-OfmapSramSzkB:    256
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : os
-
-[archsim]
-ClockGHz = 1.2
-
-[device]
-name = trial37
-arrays = 8
-arrays_per_core = 4
-
-[memory]
-hbm_gib = 32
-hbm_gbps = 1200
-
-[links]
-intra_gbps = 100
-{energy}"""
-
-# every per-event figure zero but the MAC's: the iteration's joules are its MACs × mac_pj
-ONLY_MACS = """
-[energy]
-mac_pj = {mac_pj}
-vector_pj = 0
-register_pj = 0
-ifmap_read_pj = 0
-filter_read_pj = 0
-ofmap_read_pj = 0
-ifmap_write_pj = 0
-filter_write_pj = 0
-ofmap_write_pj = 0
-dram_read_pj = 0
-dram_write_pj = 0
-"""
-
-CLUSTER = """[cluster]
-name = "trial37"
-
-[[servers]]
-gpus = 1
-device = "chip.cfg"
-"""
-
-# a one-layer GPT small enough to count its MACs by hand
-TINY = """[transformer]
-family = "gpt"
-layers = 1
-hidden = 64
-heads = 1
-vocab = 128
-seq = 16
-"""
+# The chip: SCALE-Sim's own sections (shape, dataflow, SRAMs), archsim's clock and the device sections;
+# ``{energy}``: its [energy] section's body (empty: the default table)
+CHIP_CFG = chip_cfg()
 
 
-def _hand_macs() -> int:
-    """One iteration's MACs of TINY at micro-batch 1, no recompute, standard attention (s = 16 tokens,
-    h = 64, V = 128, the MLP 4h wide): forward QKV s·h·3h, scores and context s·s·h each, projection s·h·h,
-    MLP 2 · s·h·4h, LM head s·h·V; backward twice the forward (each GEMM's two gradients)."""
-    s, h, v = 16, 64, 128
-    forward = s * h * 3 * h + 2 * s * s * h + s * h * h + 2 * s * h * 4 * h + s * h * v
-    return 3 * forward
+def _only_macs(mac_pj: float) -> str:
+    """Every per-event figure zero but the MAC's: the iteration's joules are its MACs × mac_pj."""
+    return energy_body({"mac_pj": mac_pj, **dict.fromkeys(ENERGY_ZEROS, 0)}, toml=False)
 
 
-def _train_energy(tmp_path, capsys, energy: str) -> dict:
-    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=energy), encoding="utf-8")
-    (tmp_path / "cluster.toml").write_text(CLUSTER, encoding="utf-8")
-    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
-    code = main(["train", str(tmp_path / "tiny.toml"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1",
-                 "--pp", "1", "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--recompute", "none",
-                 "--attention", "standard", "--format", "json"])
+def _write_chip(tmp_path, cfg: str = CHIP_CFG.format(energy="")) -> None:
+    """The chip's .cfg (``cfg``: its text), and the one-server cluster.toml of it."""
+    (tmp_path / "chip.cfg").write_text(cfg, encoding="utf-8")
+    (tmp_path / "cluster.toml").write_text(CLUSTER.format(device="chip.cfg"), encoding="utf-8")
+
+
+def _gpt3_seconds(tmp_path, capsys) -> dict:
+    """GPT-3 1.3B trained on one chip of cluster.toml (micro-batch 1): each (layer, op)'s seconds."""
+    code = main(["train", "gpt3_1.3b", "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1", "--pp", "1",
+                 "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--format", "json"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    return json.loads(out)["meta"]
+    return {(row["name"], row["op"]): row["seconds"] for row in json.loads(out)["rows"]}
 
 
 @pytest.mark.parametrize("mac_pj", [1.0, 2.5])
@@ -105,8 +44,8 @@ def test_train_prices_a_device_cfgs_energy_section(mac_pj, tmp_path, capsys):
     train`` (and search, and a device sweep) on a cluster naming the same file priced the default table's, with
     no word said (mac_pj = 1 gave the same joules as the default 2 pJ). Reference: the hand count of MACs ×
     mac_pj, every other figure set to zero."""
-    meta = _train_energy(tmp_path, capsys, ONLY_MACS.format(mac_pj=mac_pj))
-    assert meta["energy_j"] == pytest.approx(_hand_macs() * mac_pj * 1e-12, rel=1e-12)
+    meta = train_meta(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=_only_macs(mac_pj)))
+    assert meta["energy_j"] == pytest.approx(hand_macs() * mac_pj * 1e-12, rel=1e-12)
     assert "[energy]" in meta["energy_source"]
 
 
@@ -114,8 +53,7 @@ def test_a_device_cfgs_energy_leakage_is_refused_naming_static_watts(tmp_path, c
     """Failed before: a device .cfg's ``[energy] pe_leakage_mw`` was read by ``archsim energy`` and dropped by
     ``archsim train`` without a word. train prices a chip's static power by ``[device] static_watts`` over the
     whole iteration, so the per-op leakage figure is refused in one line naming the key and the one to write."""
-    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy="\n[energy]\npe_leakage_mw = 0.01\n"), encoding="utf-8")
-    (tmp_path / "cluster.toml").write_text(CLUSTER, encoding="utf-8")
+    _write_chip(tmp_path, CHIP_CFG.format(energy="pe_leakage_mw = 0.01\n"))
     (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
     code = main(["train", str(tmp_path / "tiny.toml"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1",
                  "--pp", "1", "--dp", "1", "--global-batch", "1", "--micro-batch", "1"])
@@ -160,7 +98,7 @@ def test_a_design_sweeps_cfg_array_is_priced_with_its_energy_section(mac_pj, tmp
     has F and G (8 · 64 · 32 MACs each) and fc2 F, G and D (8 · 32 · 16 each)."""
     import csv
 
-    code, err = _design_sweep(tmp_path, capsys, ONLY_MACS.format(mac_pj=mac_pj))
+    code, err = _design_sweep(tmp_path, capsys, _only_macs(mac_pj))
     assert code == 0, err
     rows = list(csv.DictReader((tmp_path / "results" / "results.csv").open(encoding="utf-8")))
     macs = 2 * 8 * 64 * 32 + 3 * 8 * 32 * 16
@@ -171,7 +109,7 @@ def test_an_energy_tables_axis_beside_a_cfgs_own_table_is_refused(tmp_path, caps
     """Failed before (the file's table was not read, so the axis ran): an ``energy_tables`` axis would replace the
     table a ``.cfg`` array's ``[energy]`` names, as ``sram_kb`` would its SRAMs: one line naming the axis and
     the file, exit 2, nothing written."""
-    code, err = _design_sweep(tmp_path, capsys, "\n[energy]\ntable = horowitz45\n",
+    code, err = _design_sweep(tmp_path, capsys, "table = horowitz45\n",
                               'energy_tables = ["horowitz45"]\n')
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "energy_tables" in lines[0] and "chip.cfg" in lines[0]
@@ -205,13 +143,8 @@ def test_train_deals_a_gemms_folds_in_waves_over_the_eight_arrays_and_a_norm_run
     ⌈3072 / 8⌉ = 384 waves of one fold's 64 + 64 + 2048 − 2 = 2174 cycles, less SCALE-Sim's last cycle, at
     1.2 GHz; its roofline (the three fp16 tensors once at 1200 GB/s, 48.9 µs) is below that. The first
     LayerNorm is memory-bound: 2048 × 2048 fp16 read and written, 2 · 8 MiB / 1.2 TB/s."""
-    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=""), encoding="utf-8")
-    (tmp_path / "cluster.toml").write_text(CLUSTER, encoding="utf-8")
-    code = main(["train", "gpt3_1.3b", "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1", "--pp", "1",
-                 "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--format", "json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    seconds = {(row["name"], row["op"]): row["seconds"] for row in json.loads(out)["rows"]}
+    _write_chip(tmp_path)
+    seconds = _gpt3_seconds(tmp_path, capsys)
     assert seconds[("qkv", "F")] == pytest.approx((384 * 2174 - 1) / 1.2e9, rel=1e-12)
     assert seconds[("norm1", "F")] == pytest.approx(2 * 2048 * 2048 * 2 / 1.2e12, rel=1e-12)
 
@@ -240,25 +173,9 @@ def test_energy_per_mac_and_per_word_are_the_documented_horowitz_figures(tmp_pat
     assert total["energy_pj"] == pytest.approx(sum(total[name] for name in parts), rel=1e-12)
 
 
-DEVICE_TOML = """[device]
-name = "trial37"
-
-[compute]
-arrays = 8
-arrays_per_core = 4
-rows = 64
-cols = 64
-dataflow = "os"
-clock_mhz = 1200
-
-[memory]
-sram_kib_per_array = 1280
-hbm_gib = 32
-hbm_gbps = 1200
-
-[links]
-intra_gbps = 100
-"""
+# the chip as a device TOML stating its SRAM as one figure, 1280 KiB per array (the three split equally)
+DEVICE_TOML = chip_toml().replace("sram_kib_per_array = [512, 512, 256]", "sram_kib_per_array = 1280").format(
+    lanes="", energy="")
 
 
 def test_the_library_refuses_a_device_toml_as_config_naming_keywords_not_flags(tmp_path):
@@ -282,14 +199,8 @@ def test_the_library_refuses_a_device_toml_as_config_naming_keywords_not_flags(t
 def test_a_gemm_below_its_roofline_runs_at_hbm_bandwidth(tmp_path, capsys):
     """The chip at 10 GB/s of HBM: GPT-3 1.3B's QKV GEMM (M = 2048, K = 2048, N = 6144) moves its three fp16 tensors,
     2 · 2048 · (2048 + 2 · 6144) bytes, in 5.87 ms, above its 0.70 ms on the arrays: each of F, G and D takes that."""
-    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy="").replace("hbm_gbps = 1200", "hbm_gbps = 10"),
-                                       encoding="utf-8")
-    (tmp_path / "cluster.toml").write_text(CLUSTER, encoding="utf-8")
-    code = main(["train", "gpt3_1.3b", "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1", "--pp", "1",
-                 "--dp", "1", "--global-batch", "1", "--micro-batch", "1", "--format", "json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    seconds = {(row["name"], row["op"]): row["seconds"] for row in json.loads(out)["rows"]}
+    _write_chip(tmp_path, CHIP_CFG.format(energy="").replace("hbm_gbps = 1200", "hbm_gbps = 10"))
+    seconds = _gpt3_seconds(tmp_path, capsys)
     for op in "FGD":
         assert seconds[("qkv", op)] == pytest.approx(2 * 2048 * (2048 + 2 * 6144) / 10e9, rel=1e-12)
 
@@ -297,7 +208,7 @@ def test_a_gemm_below_its_roofline_runs_at_hbm_bandwidth(tmp_path, capsys):
 def test_a_device_sweep_refuses_a_cfgs_leakage_before_it_writes(tmp_path, capsys):
     """A device sweep reads the device file as train does, [energy] included: its leakage figure is refused when
     the spec is read, one line, nothing written (the results folder not made)."""
-    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy="\n[energy]\nsram_leakage_mw_per_kib = 0.5\n"),
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy="sram_leakage_mw_per_kib = 0.5\n"),
                                        encoding="utf-8")
     (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
     (tmp_path / "spec.toml").write_text('[sweep]\nname = "t37"\nmodel = "tiny.toml"\ndevice = "chip.cfg"\n'
@@ -320,12 +231,12 @@ def test_a_spec_cfgs_energy_table_name_is_never_read_from_the_working_folder(tmp
     (work / "horowitz45").write_text("not a table", encoding="utf-8")
     (work / "mine.toml").write_text("not a table", encoding="utf-8")
     monkeypatch.chdir(work)
-    code, err = _design_sweep(tmp_path, capsys, "\n[energy]\ntable = horowitz45\n")
+    code, err = _design_sweep(tmp_path, capsys, "table = horowitz45\n")
     assert code == 0, err
     rows = list(csv.DictReader((tmp_path / "results" / "results.csv").open(encoding="utf-8")))
     assert rows[0]["energy_table"] == "horowitz45"
     shutil.rmtree(tmp_path / "results")
-    code, err = _design_sweep(tmp_path, capsys, "\n[energy]\ntable = mine.toml\n")
+    code, err = _design_sweep(tmp_path, capsys, "table = mine.toml\n")
     assert code == 2 and f"{tmp_path / 'mine.toml'}: energy table not found" in err  # the .cfg's neighbour
     assert not (tmp_path / "results").exists()
 
@@ -340,7 +251,7 @@ def test_a_cfgs_energy_table_is_never_read_from_the_working_folder(table, tmp_pa
     work.mkdir()
     (work / table).write_text((ROOT / "configs" / "energy" / "horowitz45.toml").read_text(encoding="utf-8")
                               .replace("pj_per_bit = 20.3125", "pj_per_bit = 1.0"), encoding="utf-8")
-    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=f"\n[energy]\ntable = {table}\n"), encoding="utf-8")
+    (tmp_path / "chip.cfg").write_text(CHIP_CFG.format(energy=f"table = {table}\n"), encoding="utf-8")
     monkeypatch.chdir(work)
     code = main(["energy", "layerpipe_sample", "--config", str(tmp_path / "chip.cfg"), "--batch", "2", "--dtype",
                  "fp16", "--format", "json"])

@@ -14,19 +14,9 @@ import math
 from pathlib import Path
 
 from archsim.cli import main
+from tests.neusight_sample import KERNELS, csv_records, json_output
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "tests" / "data" / "neusight_kernels"
-
-
-def _records(name: str) -> list[dict[str, str]]:
-    with open(KERNELS / f"{name}.csv", newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _json(capsys, argv: list[str]) -> dict:
-    assert main(argv) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def test_no_relative_error_against_another_gpus_time(capsys):
@@ -35,12 +25,12 @@ def test_no_relative_error_against_another_gpus_time(capsys):
     of the L4's prediction against a V100's or T4's measurement (−0.84 on a T4 sgemm an H100 runs
     faster): the same meaningless figure, row by row. A row measured on another GPU has none (null)."""
     path = str(KERNELS / "bmm.csv")
-    rows = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--format", "json"])["rows"]
-    assert len(rows) == len(_records("bmm")) and all(r["measured_device"] != "NVIDIA L4" for r in rows)
+    rows = json_output(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--format", "json"])["rows"]
+    assert len(rows) == len(csv_records("bmm")) and all(r["measured_device"] != "NVIDIA L4" for r in rows)
     assert all(r["relative_error"] is None for r in rows)
     assert all(r["predicted_seconds"] > 0 for r in rows)  # the predictions themselves are still given
     # on the GPU's own rows the error is still predicted / measured − 1
-    t4 = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json"])["rows"]
+    t4 = json_output(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json"])["rows"]
     assert t4 and all(math.isclose(r["relative_error"], r["predicted_seconds"] / r["measured_seconds"] - 1)
                       for r in t4)
 
@@ -50,9 +40,9 @@ def test_rows_of_several_files_name_their_file(capsys):
     its ``line`` but not its file: line 2 of softmax.csv and line 2 of ln.csv were two rows of the same
     ``line``, so a row could not be joined back to its measurement. Each row now names its file."""
     paths = [str(KERNELS / "softmax.csv"), str(KERNELS / "ln.csv")]
-    rows = _json(capsys, ["validate-gpu", "--csv", *paths, "--format", "json"])["rows"]
+    rows = json_output(capsys, ["validate-gpu", "--csv", *paths, "--format", "json"])["rows"]
     expected = [(path, line) for path, name in zip(paths, ("softmax", "ln"), strict=True)
-                for line, _ in enumerate(_records(name), start=2)]
+                for line, _ in enumerate(csv_records(name), start=2)]
     assert [(r["file"], r["line"]) for r in rows] == expected
     assert len(set(expected)) == len(rows)  # the pair is a key: every measured row once
 
@@ -119,7 +109,7 @@ def test_gemm_cost_refuses_a_fractional_dimension():
 
 def _rescaled(tmp_path, name: str, factor: float) -> str:
     """``name``'s NeuSight rows with every Latency multiplied by ``factor`` (a unit slip), as a new CSV."""
-    records = _records(name)
+    records = csv_records(name)
     path = tmp_path / f"{name}_rescaled.csv"
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(records[0]))
@@ -201,14 +191,14 @@ def test_a_gpu_name_with_underscores_matches_as_with_spaces(capsys):
     patterns need a word boundary, which ``_`` is not. Every name of the five GPUs reads alike either way."""
     from archsim.devices.catalog import find_gpu
 
-    devices = sorted({r["Device"] for r in _records("softmax")}) + ["NVIDIA L4", "NVIDIA H100 80GB HBM3"]
+    devices = sorted({r["Device"] for r in csv_records("softmax")}) + ["NVIDIA L4", "NVIDIA H100 80GB HBM3"]
     assert len(devices) == 7
     for name in devices:
         assert find_gpu(name) is not None and find_gpu(name.replace(" ", "_")) == find_gpu(name), name
-    t4 = [r for r in _records("softmax") if r["Device"] == "Tesla T4"]
-    rows = _json(capsys, ["validate-gpu", "--csv", str(KERNELS / "softmax.csv"), "--gpu", "Tesla_T4",
+    t4 = [r for r in csv_records("softmax") if r["Device"] == "Tesla T4"]
+    rows = json_output(capsys, ["validate-gpu", "--csv", str(KERNELS / "softmax.csv"), "--gpu", "Tesla_T4",
                           "--format", "json"])["rows"]
-    assert [r["line"] for r in rows] == [i + 2 for i, r in enumerate(_records("softmax")) if r["Device"] == "Tesla T4"]
+    assert [r["line"] for r in rows] == [i + 2 for i, r in enumerate(csv_records("softmax")) if r["Device"] == "Tesla T4"]
     assert len(rows) == len(t4) and {r["gpu"] for r in rows} == {"t4-16gb"}
 
 
@@ -243,10 +233,10 @@ def test_sparse_states_no_block_size_it_did_not_read(capsys, tmp_path):
     layerwise = tmp_path / "layerwise.cfg"
     layerwise.write_text(shipped.replace("OptimizedMapping : true", "OptimizedMapping : false"))
     topology = str(ROOT / "docs" / "examples" / "pruned_convs.csv")
-    meta = _json(capsys, ["sparse", topology, "--config", str(layerwise), "--format", "json"])["meta"]
+    meta = json_output(capsys, ["sparse", topology, "--config", str(layerwise), "--format", "json"])["meta"]
     assert meta["optimized_mapping"] is False and meta["block_size"] is None
     rowwise = ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg"
-    meta = _json(capsys, ["sparse", topology, "--config", str(rowwise), "--format", "json"])["meta"]
+    meta = json_output(capsys, ["sparse", topology, "--config", str(rowwise), "--format", "json"])["meta"]
     assert meta["optimized_mapping"] is True and meta["block_size"] == 8
 
 

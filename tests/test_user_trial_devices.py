@@ -7,26 +7,15 @@ NeuSight's files), and the same figure from another command or option of archsim
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 
 import pytest
 
 from archsim.cli import main
+from tests.neusight_sample import KERNELS, csv_records, json_output
 
 ROOT = Path(__file__).resolve().parents[1]
-KERNELS = ROOT / "tests" / "data" / "neusight_kernels"
-
-
-def _records(name: str) -> list[dict[str, str]]:
-    with open(KERNELS / f"{name}.csv", newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _json(capsys, argv: list[str]) -> dict:
-    assert main(argv) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def test_gpu_flag_compares_only_the_rows_measured_on_that_gpu(capsys):
@@ -34,12 +23,12 @@ def test_gpu_flag_compares_only_the_rows_measured_on_that_gpu(capsys):
     and reported the T4's MAPE against the V100's, A100's, … times (122% over 5,134 kernels on the
     full file, against 8.6% for the T4's own rows)."""
     path = str(KERNELS / "linear.csv")
-    t4 = [r for r in _records("linear") if r["Device"] == "Tesla T4"]
-    rows = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json"])["rows"]
+    t4 = [r for r in csv_records("linear") if r["Device"] == "Tesla T4"]
+    rows = json_output(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json"])["rows"]
     assert [r["measured_seconds"] for r in rows] == pytest.approx([float(r["Latency"]) / 1e3 for r in t4])
-    stats = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json",
+    stats = json_output(capsys, ["validate-gpu", "--csv", path, "--gpu", "Tesla T4", "--format", "json",
                            "--show", "stats"])["rows"]
-    every = _json(capsys, ["validate-gpu", "--csv", path, "--format", "json", "--show", "stats"])["rows"]
+    every = json_output(capsys, ["validate-gpu", "--csv", path, "--format", "json", "--show", "stats"])["rows"]
     mine = [r for r in every if r["gpu"] == "t4-16gb"]
     assert [(r["gpu"], r["kernel_count"]) for r in stats] == [("t4-16gb", len(t4))]
     assert stats[0]["mape"] == pytest.approx(mine[0]["mape"])
@@ -50,8 +39,8 @@ def test_gpu_flag_names_what_each_row_was_measured_on(capsys):
     every row; each row says which GPU its measured time is from, and no MAPE is printed as if the
     two were the same GPU."""
     path = str(KERNELS / "bmm.csv")
-    rows = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--format", "json"])["rows"]
-    assert [r["measured_device"] for r in rows] == [r["Device"] for r in _records("bmm")]
+    rows = json_output(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--format", "json"])["rows"]
+    assert [r["measured_device"] for r in rows] == [r["Device"] for r in csv_records("bmm")]
     assert {r["gpu"] for r in rows} == {"l4-24gb"}
     assert main(["validate-gpu", "--csv", path, "--gpu", "NVIDIA L4", "--show", "stats"]) == 2
     out, err = capsys.readouterr()
@@ -74,7 +63,7 @@ def test_the_runs_example_of_the_training_page_predicts_vtrains_runs_as_stated(c
     24% MAPE against the measured times the file holds, where the page (and README) state 6–7%."""
     monkeypatch.chdir(ROOT)  # the page's paths are the repository's
     argv = _quoted_command("training.md", "--runs configs/runs/vtrain_h1024_l24.csv")
-    meta = _json(capsys, [*argv, "--format", "json"])["meta"]
+    meta = json_output(capsys, [*argv, "--format", "json"])["meta"]
     assert meta["measured"] == 18
     assert meta["mape"] < 0.10
 
@@ -88,8 +77,8 @@ def test_train_prices_energy_on_the_op_list_it_times(capsys, dtype):
     argv = ["train", str(ROOT / "configs" / "transformers" / "gpt2.json"), "--cluster",
             str(ROOT / "configs" / "clusters" / "scalesim_32x32_device.toml"), "--global-batch", "1",
             "--attention", "standard", "--recompute", "none", "--dtype", dtype, "--format", "json"]
-    megatron = _json(capsys, argv)["meta"]
-    eager = _json(capsys, [*argv, "--implementation", "pytorch-eager"])["meta"]
+    megatron = json_output(capsys, argv)["meta"]
+    eager = json_output(capsys, [*argv, "--implementation", "pytorch-eager"])["meta"]
     assert megatron["energy_source"] == eager["energy_source"] == "energy model on the ops' accesses " \
                                                                    "(archsim.energy, default table)"
     assert eager["iteration_seconds"] > megatron["iteration_seconds"]
@@ -130,9 +119,9 @@ def test_a_sweep_point_has_the_energy_train_prints_for_it(capsys, cluster):
     path = str(ROOT / "configs" / "clusters" / cluster)
     gpus = "16" if cluster.startswith("tpu") else "1"
     base = ["train", model, "--cluster", path, "--dp", gpus, "--global-batch", "32", "--format", "json"]
-    swept = _json(capsys, [*base, "--sweep", "micro_batch=1,2"])
+    swept = json_output(capsys, [*base, "--sweep", "micro_batch=1,2"])
     for row in swept["rows"]:
-        one = _json(capsys, [*base, "--micro-batch", str(row["micro_batch"])])["meta"]
+        one = json_output(capsys, [*base, "--micro-batch", str(row["micro_batch"])])["meta"]
         assert row["iteration_seconds"] == pytest.approx(one["iteration_seconds"])
         assert row["energy_j"] == pytest.approx(one["energy_j"])
     assert swept["meta"]["energy_source"] == one["energy_source"]
@@ -190,9 +179,9 @@ def test_a_runs_row_has_the_energy_train_prints_for_it(capsys, tmp_path):
     runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n2,1,8,1,64,full\n1,2,8,2,64,none\n")
     model = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
     cluster = str(ROOT / "configs" / "clusters" / "tpu_v4_like_slice.toml")
-    out = _json(capsys, ["train", model, "--cluster", cluster, "--runs", str(runs), "--format", "json"])
+    out = json_output(capsys, ["train", model, "--cluster", cluster, "--runs", str(runs), "--format", "json"])
     for row in out["rows"]:
-        one = _json(capsys, ["train", model, "--cluster", cluster, "--tp", str(row["tp"]), "--pp", str(row["pp"]),
+        one = json_output(capsys, ["train", model, "--cluster", cluster, "--tp", str(row["tp"]), "--pp", str(row["pp"]),
                              "--dp", str(row["dp"]), "--micro-batch", str(row["micro_batch"]), "--global-batch",
                              str(row["global_batch"]), "--recompute", row["recompute"], "--format", "json"])["meta"]
         assert row["predicted_seconds"] == pytest.approx(one["iteration_seconds"])
@@ -206,7 +195,7 @@ def test_train_names_the_sequence_length_its_tokens_per_second_count(capsys):
     model = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
     cluster = str(ROOT / "configs" / "clusters" / "a100_node.toml")
     for extra in ([], ["--seq", "1024"]):
-        meta = _json(capsys, ["train", model, "--cluster", cluster, "--global-batch", "8", "--format", "json",
+        meta = json_output(capsys, ["train", model, "--cluster", cluster, "--global-batch", "8", "--format", "json",
                               *extra])["meta"]
         seq = 1024 if extra else 2048  # the config's seq = 2048
         assert meta["seq"] == seq
@@ -224,8 +213,8 @@ def test_gpu_flag_does_not_model_another_gpu_against_a_measured_csvs_times(capsy
     assert main(["validate-gpu", "--csv", path, "--gpu", "Tesla T4"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "NVIDIA H200" in err and "Tesla T4" in err
-    same = _json(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA H200", "--format", "json"])
-    assert same == _json(capsys, ["validate-gpu", "--csv", path, "--format", "json"])
+    same = json_output(capsys, ["validate-gpu", "--csv", path, "--gpu", "NVIDIA H200", "--format", "json"])
+    assert same == json_output(capsys, ["validate-gpu", "--csv", path, "--format", "json"])
 
 
 def test_an_iterations_csv_given_to_validate_gpu_is_told_apart(tmp_path, capsys):
