@@ -120,3 +120,33 @@ def test_plan_exact_never_gives_a_stage_more_replicas_than_samples(tmp_path):
         plan(mlp, cluster=cluster, microbatches=4, micro_batch=1, replication="exact", baselines="none",
              max_stages=2)
     assert caught.value.where.field == "replication"
+
+
+@pytest.mark.long  # VGG16 priced on the 1080 Ti twice: about 2 s
+def test_vgg16_on_the_1080ti_testbed_takes_whole_samples():
+    """docs/papers/spp.md's VGG16 row (8 micro-batches of 32 samples): the paper's plan, 7 + 1 replicas, 0.3463 s,
+    is the default's still. Under exact the 7 replicas of conv1_1–conv4_3 take ⌈32/7⌉ = 5 samples each, 5/32 of a
+    micro-batch where the paper's share is 1/7: the stage's per-micro-batch seconds × 35/32; the one-replica stage's
+    are the same (⌈32/1⌉/32 = 1). Before ``replication`` there was no exact model."""
+    from pathlib import Path
+
+    cluster = Path(__file__).parent.parent / "configs" / "clusters" / "testbed_1080ti_gpu.toml"
+    runs = {mode: plan("vgg16", cluster=cluster, microbatches=8, micro_batch=32, dtype="fp32", baselines="none",
+                       replication=mode).to_dict() for mode in ("paper", "exact")}
+    paper, exact = (runs[mode]["rows"] for mode in ("paper", "exact"))
+    assert runs["paper"]["meta"]["makespan_seconds"] == pytest.approx(0.3463, abs=1e-4)
+    assert [(r["replicas"], r["first_layer"]) for r in paper] == [(r["replicas"], r["first_layer"]) for r in exact] \
+        == [(7, "conv1_1"), (1, "relu4_3")]
+    for key in ("microbatch_forward_seconds", "microbatch_backward_seconds"):
+        assert exact[0][key] == pytest.approx(paper[0][key] * 35 / 32)
+        assert exact[1][key] == pytest.approx(paper[1][key])
+
+
+def test_exact_replication_refused_where_it_has_no_meaning(tmp_path):
+    """PipeDream's optimizer replicates by its own model: ``replication="exact"`` beside it is refused in one line
+    before any work, naming the setting (it was no keyword before)."""
+    cluster = tmp_path / "four.toml"
+    cluster.write_text(CLUSTER)
+    with pytest.raises(InputError, match="PipeDream's optimizer") as caught:
+        plan("ffnn8", cluster=cluster, microbatches=4, method="pipedream", replication="exact")
+    assert caught.value.where.field == "replication"
