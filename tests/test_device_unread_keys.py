@@ -19,7 +19,7 @@ def _cluster(tmp_path: Path, device_text: str, servers: int = 2) -> Path:
     (tmp_path / "chip.toml").write_text(device_text)
     path = tmp_path / "c.toml"
     path.write_text('[cluster]\nname = "x"\ninter_server_gbps = 200\n' + "".join(
-        f'[[servers]]\ncount = 1\ngpus = 2\nintra_server_gbps = 4800\ndevice = "chip.toml"\n' for _ in range(servers)))
+        '[[servers]]\ncount = 1\ngpus = 2\nintra_server_gbps = 4800\ndevice = "chip.toml"\n' for _ in range(servers)))
     return path
 
 

@@ -13,7 +13,6 @@ from archsim import plan
 from archsim.errors import InputError
 from archsim.partition.profile import profile_from_costs
 from archsim.spp.prm import prm, prm_tables, stage_time
-from archsim.spp.topology import Topology
 
 # 3 layers, forward + backward 1, 8 and 1 per micro-batch (F = G = D / ... split as below), on 4 GPUs of one
 # bandwidth B, M = 4 micro-batches of m = 2 samples each

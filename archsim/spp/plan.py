@@ -51,17 +51,17 @@ def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, 
 def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, links=None,
                 samples: int | None = None) -> list[StagePlan]:
     """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch: each runs
-    :func:`~archsim.spp.prm.replica_share` of it, 1/r or with m ``samples`` ⌈m/r⌉/m); each send whose
+    :func:`~archsim.spp.prm.replica_seconds` of it, 1/r or with m ``samples`` ⌈m/r⌉/m); each send whose
     bytes are not 0 pays the largest ``latency`` between the two stages' devices (:mod:`archsim.spp.prm`); a
     replicated stage's all-reduce is :func:`~archsim.collectives.ring_allreduce_on` (``links``: train's price)."""
     from archsim.collectives import pair_latency
-    from archsim.spp.prm import boundary_bytes, channel_time, replica_share
+    from archsim.spp.prm import boundary_bytes, channel_time, replica_seconds
 
     plans = []
     for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)):
-        share = replica_share(len(devices), samples)
-        forward = float(sum(profile.forward[first:last])) * share
-        backward = float(sum(profile.backward[first:last])) * share
+        r = len(devices)
+        forward = replica_seconds(float(sum(profile.forward[first:last])), r, samples)
+        backward = replica_seconds(float(sum(profile.backward[first:last])), r, samples)
         allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth, links)
         cf = cb = 0.0
         if n + 1 < len(plan.stages):
@@ -81,7 +81,7 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress).
     Each stage count's makespan is :func:`~archsim.spp.pe_order.pe_finish_time` (PE's makespan); the
     event simulator runs once, on the chosen plan, for its timeline. ``samples``: the m samples of a
-    micro-batch, each replica taking whole ones (:func:`~archsim.spp.prm.replica_share`); None: the paper's 1/r."""
+    micro-batch, each replica taking whole ones (:func:`~archsim.spp.prm.replica_seconds`); None: the paper's 1/r."""
     from archsim.spp.pe import pe_makespan  # the simulator: here, not at the top (a PipeDream plan needs none)
     from archsim.spp.pe_order import pe_finish_time
     from archsim.spp.prm import prm_tables

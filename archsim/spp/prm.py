@@ -20,7 +20,7 @@ search as in the plan it reports — the search's tables hold that price of ever
 each distinct link a block of devices all-reduces over (:func:`_exact_allreduce`).
 
 ``samples`` (the m samples of a micro-batch; None, the default, is the paper's model, ``plan --replication paper``):
-each of a stage's r replicas takes whole samples (``plan --replication exact``, :func:`replica_share`), so a
+each of a stage's r replicas takes whole samples (``plan --replication exact``, :func:`replica_seconds`), so a
 stage's time is the micro-batch's × ⌈m/r⌉/m, and the search offers no stage more than m replicas (one more would
 get no sample).
 """
@@ -68,14 +68,14 @@ def boundary_sends(profile: LayerProfile) -> np.ndarray:
     return (forward > 0).astype(float) + (back > 0)
 
 
-def replica_share(replicas: int, samples: int | None = None) -> float:
-    """The fraction of a micro-batch's time each of a stage's ``replicas`` runs: the SPP paper's 1/r (§III-B,
-    "evenly dividing input data"; ``samples`` None), or, each replica taking whole samples of the micro-batch's m
-    ``samples``, ⌈m/r⌉/m (cost linear in samples, as the paper's 1/r assumes); inf past m replicas, where one
-    would get no sample (at most m replicas work)."""
+def replica_seconds(seconds: float, replicas: int, samples: int | None = None) -> float:
+    """What each of a stage's ``replicas`` runs of a micro-batch's ``seconds`` (any time unit): the SPP paper's
+    seconds / r (§III-B, "evenly dividing input data"; ``samples`` None), or, each replica taking whole samples of
+    the micro-batch's m ``samples``, seconds × ⌈m/r⌉ / m (cost linear in samples, as the paper's 1/r assumes); inf
+    past m replicas, where one would get no sample (at most m replicas work)."""
     if samples is None:
-        return 1.0 / replicas
-    return math.ceil(samples / replicas) / samples if replicas <= samples else math.inf
+        return seconds / replicas
+    return seconds * math.ceil(samples / replicas) / samples if replicas <= samples else math.inf
 
 
 def most_replicas(devices: int, samples: int | None = None) -> int:
@@ -94,13 +94,12 @@ class PRMPlan:
 def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, devices: Sequence[int],
                bandwidth: np.ndarray, links: PairLinks | None = None, samples: int | None = None) -> float:
     """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices`` (``links``: A as train prices it;
-    ``samples``: 1/r is :func:`replica_share`'s ⌈m/r⌉/m, inf past m replicas)."""
+    ``samples``: / r is :func:`replica_seconds`' × ⌈m/r⌉/m, inf past m replicas)."""
     r = len(devices)
-    share = replica_share(r, samples)
-    if math.isinf(share):
+    if samples is not None and r > samples:
         return math.inf
-    compute = microbatches * float(sum(profile.forward[first:last])) * share \
-        + microbatches * float(sum(profile.backward[first:last])) * share
+    compute = replica_seconds(microbatches * float(sum(profile.forward[first:last])), r, samples) \
+        + replica_seconds(microbatches * float(sum(profile.backward[first:last])), r, samples)
     if r == 1:
         return compute
     return compute + ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth, links)
@@ -271,7 +270,7 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     with np.errstate(divide="ignore", invalid="ignore"):
         allreduce = np.where(r_idx[:, None] > 1, ring_allreduce_time(1.0, np.maximum(r_idx[:, None], 1), inside),
                              0.0)  # [r, i] per parameter byte
-        compute = microbatches * np.array([replica_share(max(r, 1), samples) for r in r_idx])  # [r]
+        compute = np.array([replica_seconds(microbatches, max(r, 1), samples) for r in range(V + 1)])  # [r]
     group, exact = _exact_allreduce(order, bandwidth, seg_par, links)
     if links is not None:
         allreduce = np.zeros_like(allreduce)  # the exact price replaces the paper's
