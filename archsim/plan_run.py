@@ -291,6 +291,18 @@ def check_flags(args: Any) -> None:
     args.mode = "exact" if args.mode is None else args.mode
 
 
+def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
+    """Why no plan exists: every GPU holds a stage or a replica, and with each replica taking whole samples a stage
+    has at most m (``samples``) replicas, so ``stages`` stages reach at most stages × m of the ``devices`` GPUs."""
+    most = stages * samples
+    return InputError(f"no plan puts all {devices} GPUs to work: a replica takes whole samples, so a stage of a "
+                      f"{samples}-sample micro-batch has at most {samples} replicas and {stages} stage"
+                      f"{'s' if stages > 1 else ''} at most {most} GPUs; give a larger {setting('micro-batch')}, "
+                      f"more {setting('max-stages')} where the layers allow, a cluster of fewer GPUs, or "
+                      f"{setting('replication', 'paper')} "
+                      "(each replica 1/r of a micro-batch)", field="replication")
+
+
 def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
     """SPP's plan, or a baseline's makespan beside SPP's (``args.method``), with the baselines ``args.baselines``
     names run for the meta."""
@@ -299,6 +311,9 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
     from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
 
     samples = micro_batch(args) if getattr(args, "replication", "paper") == "exact" else None  # None: SPP's 1/r
+    limit = stage_count_limit(profile, topology, args.max_stages)
+    if samples is not None and topology.devices > limit * samples:  # before the search: no plan would fill the GPUs
+        raise _too_few_samples(topology.devices, limit, samples)
     methods = list({"archsim": BASELINE_METHODS, "paper": PAPER_BASELINES}.get(args.baselines, ()))
     if args.method in BASELINE_METHODS and args.method not in methods:
         methods.append(args.method)

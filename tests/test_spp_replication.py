@@ -13,6 +13,7 @@ from archsim import plan
 from archsim.errors import InputError
 from archsim.partition.profile import profile_from_costs
 from archsim.spp.prm import prm, prm_tables, stage_time
+from archsim.spp.topology import Topology
 
 # 3 layers, forward + backward 1, 8 and 1 per micro-batch (F = G = D / ... split as below), on 4 GPUs of one
 # bandwidth B, M = 4 micro-batches of m = 2 samples each
@@ -95,6 +96,19 @@ MLP = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Cha
 fc1, 1, 1, 1, 1, 1024, 1024, 1, 0, fc, input, 1, 1,
 fc2, 1, 1, 1, 1, 1024, 1024, 1, 0, fc, fc1, 1, 1,
 """
+def test_spp_refuses_what_whole_samples_cannot_fill():
+    """SPP on the 3 layers over 4 GPUs at 1 sample per micro-batch: at most 3 stages of 1 replica, 3 GPUs of the
+    4 (hand count), so no stage count has a plan: one line, not an assertion (before: no such model). At 2 samples
+    SPP plans: 3 stages (a | b on 2 | c, 𝒲 16.1, the enumeration's best) against 2 stages of 2 + 2 GPUs (𝒲 18),
+    whose slowest stage runs 4.5 s a micro-batch against 4 s."""
+    from archsim.spp.plan import spp
+
+    with pytest.raises(InputError, match="no plan puts all 4 GPUs to work") as caught:
+        spp(_profile(), Topology.flat(4, B), M, samples=1)
+    assert caught.value.where.field == "replication"
+    assert spp(_profile(), Topology.flat(4, B), M, samples=2).plan.replicas == (1, 2, 1)
+
+
 CLUSTER = """[cluster]
 name = "four"
 [[servers]]

@@ -101,26 +101,13 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
             on_stage_count(count)
         if best is None or makespan < best[1]:
             best = (plan, makespan)
-    if best is None:
-        raise too_few_samples(topology.devices, limit, samples)
+    if best is None:  # m replicas a stage fill fewer GPUs than there are (plan refuses it before the search)
+        raise InputError(f"no plan puts all {topology.devices} GPUs to work with at most {samples} replicas a stage "
+                         f"and {limit} stages", field="replication")
     _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth, topology.latency, topology.links,
                                           samples), microbatches)
     partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1], topology.links)
     return SPPResult(partition, best[0], best[1], order, tuple(table), timeline)
-
-
-def too_few_samples(devices: int, stages: int, samples: int | None) -> InputError:
-    """Why no plan exists: every GPU holds a stage or a replica, and with each replica taking whole samples a stage
-    has at most m (``samples``) replicas, so ``stages`` stages reach at most stages × m of the ``devices`` GPUs."""
-    from archsim.console import setting
-
-    most = stages * (samples or devices)
-    return InputError(f"no plan puts all {devices} GPUs to work: a replica takes whole samples, so a stage of a "
-                      f"{samples}-sample micro-batch has at most {samples} replicas and {stages} stage"
-                      f"{'s' if stages > 1 else ''} at most {most} GPUs; give a larger {setting('micro-batch')}, "
-                      f"more {setting('max-stages')} where the layers allow, a cluster of fewer GPUs, or "
-                      f"{setting('replication', 'paper')} "
-                      "(each replica 1/r of a micro-batch)", field="replication")
 
 
 def stage_count_limit(profile: LayerProfile, topology: Topology, max_stages: int | None = None) -> int:
