@@ -48,7 +48,7 @@ def _warn(kind: str, text: str) -> None:
 
 @speaks_keywords
 def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, method: str = "spp",
-         baselines: str = "archsim", seed: int | str | None = None, links: str = "paper",
+         baselines: str = "archsim", seed: int | str | None = None, links: str = "paper", replication: str = "paper",
          max_stages: int | str | None = None, activation_compression_ratio: float | str | None = None,
          memory_constraint: bool = False, straight_pipeline: bool = False, use_fewer_machines: bool = False,
          array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
@@ -62,6 +62,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     flags' names and defaults: ``method`` spp (default), pipedream (PipeDream's optimizer, with
     ``activation_compression_ratio``, ``memory_constraint``, ``straight_pipeline`` and ``use_fewer_machines``) or a
     baseline (dp, gpipe, pipedream-prm, hetpipe); ``baselines`` archsim, paper or none; ``links`` paper or exact;
+    ``replication`` paper or exact (how SPP's replicas of a stage share a micro-batch's samples);
     the layers priced on the servers' device where they name one, else on an array (the array keywords as
     :func:`array_config`, at ``clock_ghz``, default 1) at ``micro_batch`` samples (or ``batch`` split over
     ``microbatches``) in ``mode``; ``max_ops`` and ``max_search_steps`` as their flags (None: their defaults).
@@ -70,7 +71,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     (UserWarning)."""
     from archsim.choices.devices import ARRAY_DTYPES
     from archsim.modes import MODES
-    from archsim.plan_run import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, run_plan
+    from archsim.plan_run import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, REPLICATION_MODELS, run_plan
     from archsim.spp import SEARCH_STEP_LIMIT
     from archsim.validate import DEFAULT_MAX_OPS, SEED_MAX, parse_float
 
@@ -81,6 +82,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     check_choice(baselines, (*BASELINE_CONFIGS, NO_BASELINES), "baselines")
     seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX)
     check_choice(links, LINK_MODELS, "links")
+    check_choice(replication, REPLICATION_MODELS, "replication")
     max_stages = None if max_stages is None else positive_int(max_stages, "max-stages")
     if activation_compression_ratio is not None:
         try:
@@ -109,7 +111,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
                                                                             high=10**15)
     settings = SimpleNamespace(
         network=str(network), cluster=str(cluster), microbatches=microbatches, method=method, baselines=baselines,
-        seed=seed, links=links, max_stages=max_stages, activation_compression_ratio=activation_compression_ratio,
+        seed=seed, links=links, replication=replication, max_stages=max_stages, activation_compression_ratio=activation_compression_ratio,
         memory_constraint=memory_constraint, straight_pipeline=straight_pipeline,
         use_fewer_machines=use_fewer_machines, array=array, dataflow=dataflow,
         config=None if config is None else str(config), dtype=dtype, element_bytes=element_bytes,

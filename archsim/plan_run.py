@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from archsim.workload.layer import Network
 
 LINK_MODELS = ("paper", "exact")  # spp.topology.LINK_MODELS (a test checks)
+# how a stage's replicas share a micro-batch: paper (SPP's 1/r each, any r) or exact (whole samples: ⌈m/r⌉/m, r ≤ m)
+REPLICATION_MODELS = ("paper", "exact")
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
 BASELINE_CONFIGS = ("archsim", "paper")  # spp.baselines.CONFIGS (a test checks)
 NO_BASELINES = "none"  # --baselines none: SPP alone, no baseline run (nor its search counted)
@@ -269,6 +271,10 @@ def check_flags(args: Any) -> None:
     if asked and args.method in BASELINE_METHODS:
         raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
                          "makespan only", field="method")
+    if getattr(args, "replication", "paper") == "exact" and args.method == "pipedream":
+        raise InputError(f"{setting('replication', 'exact')} sets how SPP's replicas share a micro-batch; "
+                         f"{setting('method', 'pipedream')} is PipeDream's optimizer, which replicates by its own "
+                         "model: drop it", field="replication")
     if args.network is not None and Path(args.network).suffix == ".txt":
         given = [name for name, value in (
             ("micro-batch", args.micro_batch), ("batch", args.batch), ("mode", args.mode), ("only", args.only),
@@ -278,7 +284,23 @@ def check_flags(args: Any) -> None:
         if given:
             raise InputError(f"{setting(given[0])} sets how archsim prices a network's layers; {args.network} is a "
                              "PipeDream profile whose layers carry their measured seconds: drop it", field=given[0])
+        if getattr(args, "replication", "paper") == "exact":
+            raise InputError(f"{setting('replication', 'exact')} deals a micro-batch's samples to a stage's replicas; "
+                             f"{args.network} is a PipeDream profile that does not say how many samples its "
+                             f"seconds are of: give {setting('replication', 'paper')}", field="replication")
     args.mode = "exact" if args.mode is None else args.mode
+
+
+def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
+    """Why no plan exists: every GPU holds a stage or a replica, and with each replica taking whole samples a stage
+    has at most m (``samples``) replicas, so ``stages`` stages reach at most stages × m of the ``devices`` GPUs."""
+    most = stages * samples
+    return InputError(f"no plan puts all {devices} GPUs to work: a replica takes whole samples, so a stage of a "
+                      f"{samples}-sample micro-batch has at most {samples} replicas and {stages} stage"
+                      f"{'s' if stages > 1 else ''} at most {most} GPUs; give a larger {setting('micro-batch')}, "
+                      f"more {setting('max-stages')} where the layers allow, a cluster of fewer GPUs, or "
+                      f"{setting('replication', 'paper')} "
+                      "(each replica 1/r of a micro-batch)", field="replication")
 
 
 def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
@@ -288,6 +310,10 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
     from archsim.progress import progress
     from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
 
+    samples = micro_batch(args) if getattr(args, "replication", "paper") == "exact" else None  # None: SPP's 1/r
+    limit = stage_count_limit(profile, topology, args.max_stages)
+    if samples is not None and topology.devices > limit * samples:  # before the search: no plan would fill the GPUs
+        raise _too_few_samples(topology.devices, limit, samples)
     methods = list({"archsim": BASELINE_METHODS, "paper": PAPER_BASELINES}.get(args.baselines, ()))
     if args.method in BASELINE_METHODS and args.method not in methods:
         methods.append(args.method)
@@ -299,7 +325,7 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
     with progress(stage_count_limit(profile, topology, args.max_stages) + len(methods), "SPP",
                   "step") as bar:
         result = spp(profile, topology, args.microbatches, max_stages=args.max_stages,
-                     on_stage_count=lambda _: bar.update())
+                     on_stage_count=lambda _: bar.update(), samples=samples)
         others = {}
         for method in methods:
             bar.set_postfix_str(f"baseline {method}")
@@ -311,8 +337,10 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
     config = {"baselines": args.baselines} if args.baselines != "archsim" else {}
     if args.links != "paper":
         config["links"] = args.links
+    if samples is not None:
+        config["replication"] = "exact"
     names = profile.names
-    times = stage_plans(profile, result.plan, topology.bandwidth, topology.latency, topology.links)
+    times = stage_plans(profile, result.plan, topology.bandwidth, topology.latency, topology.links, samples)
     rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
              "replicas": len(d), "devices": " ".join(f"g{x}" for x in d), "microbatch_forward_seconds": t.forward,
              "microbatch_backward_seconds": t.backward, "allreduce_seconds": t.allreduce}
@@ -338,5 +366,5 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
 
 
 __all__ = ["BASELINE_CONFIGS", "BASELINE_METHODS", "DEFAULT_DTYPE", "DEFAULT_MICRO_BATCH", "LINK_MODELS", "METHODS",
-           "NO_BASELINES", "PAPER_BASELINES", "STAGE_ROWS", "PlanRun", "array_flags", "check_flags", "layer_profile",
-           "micro_batch", "read_plan_cluster", "run_plan", "stage_rows_caption"]
+           "NO_BASELINES", "PAPER_BASELINES", "REPLICATION_MODELS", "STAGE_ROWS", "PlanRun", "array_flags",
+           "check_flags", "layer_profile", "micro_batch", "read_plan_cluster", "run_plan", "stage_rows_caption"]

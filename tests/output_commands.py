@@ -59,6 +59,8 @@ COMMANDS: dict[str, list[str]] = {
     "plan (baseline)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--method", "gpipe"],
     "plan (paper baselines)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4", "--baselines", "paper"],
     "plan (exact links)": ["plan", PROFILE, "--cluster", GPU_CLUSTER, "--microbatches", "4", "--links", "exact"],
+    "plan (exact replication)": ["plan", "layerpipe_sample", "--cluster", CLUSTER, "--microbatches", "4",
+                                 "--replication", "exact", "--baselines", "none"],
     "bppsa rnn": ["bppsa", "rnn"],
     "bppsa pruned-vgg11": ["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "0,1"],
     "sparse": [*SPARSE, "--energy"],

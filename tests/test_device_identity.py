@@ -63,8 +63,7 @@ def test_a_device_file_named_like_a_catalog_gpu_gets_no_catalog_price(tmp_path):
 
 
 def test_a_device_file_prices_at_its_servers_stated_price(tmp_path):
-    (tmp_path / "chip.toml").write_text(TPU.replace('name = "TPU v4-like"', 'name = "a100-80gb"')
-                                        .replace("board_watts = 192", ""))
+    (tmp_path / "chip.toml").write_text(TPU.replace('name = "TPU v4-like"', 'name = "a100-80gb"'))
     with pytest.raises(InputError, match="price_per_gpu_hour"):  # named like the catalog's key, priced as none
         dollars_per_hour(load_gpu_cluster(_cluster(tmp_path, _server("chip.toml"))), 2)
     cluster = load_gpu_cluster(_cluster(tmp_path, _server("chip.toml", extra="price_per_gpu_hour = 1.5\n")))

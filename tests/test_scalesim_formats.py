@@ -142,7 +142,7 @@ DEVICE_CFG = Path(__file__).parents[1] / "configs" / "devices" / "scalesim_32x32
 DEVICE_KEY_BREAKS = [
     ("intra_gbps = 100", "intra_gbsp = 100", "links.intra_gbsp"),
     ("intra_gbps = 100", "intra_gbps = -1", "links.intra_gbps"),
-    ("board_watts = 75", "board_wats = 75", "device.board_wats"),
+    ("arrays = 16", "arays = 16", "device.arays"),
     ("arrays = 16", "arrays = 0", "device.arrays"),
     ("hbm_gib = 16", "hbm_gib = nan", "memory.hbm_gib"),
 ]

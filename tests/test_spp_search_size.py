@@ -22,7 +22,7 @@ def _measured(profile, order, bandwidth, stages, links=None) -> int:
     tables = [inputs[0]]
     with small_in_python(prm_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(2, stages + 1):
-            new, pick = prm_level(tables[-1], *inputs[1:], 2)
+            new, pick = prm_level(tables[-1], *inputs[1:], 2, len(order))  # every replica count (the paper)
             tables.append(new)
             total += new.nbytes + pick.nbytes
     return total

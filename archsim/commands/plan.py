@@ -25,6 +25,7 @@ from archsim.plan_run import (  # the run, once for this command and archsim.pla
     LINK_MODELS,
     METHODS,
     NO_BASELINES,
+    REPLICATION_MODELS,
 )
 from archsim.validate import float_flag, int_flag, seed_flag
 
@@ -52,6 +53,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "bandwidth) or exact (as train's pipeline hop on that pair: its link's launch latency "
                              "plus the bytes at η·bandwidth; needs every server to name a gpu or device; "
                              "docs/papers/spp.md)")
+    parser.add_argument("--replication", default="paper", choices=REPLICATION_MODELS,
+                        help="how SPP's replicas of a stage share a micro-batch: paper (default: each runs 1/r of it, "
+                             "any r, the SPP paper's §III-B) or exact (each takes whole samples: ⌈m/r⌉/m of it for m "
+                             "samples per micro-batch, and a stage has at most m replicas; docs/papers/spp.md)")
     parser.add_argument("--max-stages", type=positive_int, default=None,
                         help="try at most this many stages (default: as many as devices and layers allow)")
     pipedream = parser.add_argument_group("PipeDream's optimizer (--method pipedream), as its own flags")

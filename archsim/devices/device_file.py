@@ -283,6 +283,26 @@ def _pe_lines(device: Device, shape_named: bool) -> tuple[str, ...]:
     return ()
 
 
+# the keys a gemm = "arrays" device's file may state (every device file takes them) that nothing prices it by, and why
+_ARRAY_UNREAD = (("device", "board_watts", "its energy is the energy model's, not board power × time"),
+                 ("memory", "l2_bytes_per_clock", "only gemm = \"tiles\" caps its tiles by the L2's read rate"))
+
+
+def unread_keys_note(device: Device, file: str) -> str | None:
+    """The note that ``file``, a ``gemm = "arrays"`` device's file, states keys its kind does not read
+    (``board_watts``, ``l2_bytes_per_clock``, read by ``tiles`` alone), naming each and
+    why, so a figure written to change a result is not silently dropped; None for a ``tiles`` device or one
+    stating none. Why a note, not a refusal: one file may serve both kinds (switching ``gemm``)."""
+    if device.gemm != "arrays":
+        return None
+    stated = {"board_watts": device.board_watts is not None, "l2_bytes_per_clock": bool(device.l2_bytes_per_clock)}
+    unread = [(section, key, why) for section, key, why in _ARRAY_UNREAD if stated[key]]
+    if not unread:
+        return None
+    keys = "; ".join(f"[{section}] {key} ({why})" for section, key, why in unread)
+    return f"{file} is a gemm = \"arrays\" device: {'these keys are' if len(unread) > 1 else 'this key is'} not read: {keys}"
+
+
 def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:
     """:func:`implausible_figures` of several devices (a cluster's servers'), each line once."""
     return tuple(dict.fromkeys(line for device in devices for line in implausible_figures(device)))
@@ -298,4 +318,4 @@ def load_device(path: str | Path) -> Device:
     raise InputError("a device file is a .toml or a SCALE-Sim .cfg", file=str(path))
 
 
-__all__ = ["devices_implausible_figures", "implausible_figures", "load_device"]
+__all__ = ["devices_implausible_figures", "implausible_figures", "load_device", "unread_keys_note"]

@@ -48,18 +48,20 @@ def prm_partition(profile: LayerProfile, plan: PRMPlan, bandwidth, method: str, 
                      devices=tuple(tuple(d) for d in plan.devices), makespan=makespan)
 
 
-def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, links=None) -> list[StagePlan]:
-    """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch); each send whose
+def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, links=None,
+                samples: int | None = None) -> list[StagePlan]:
+    """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch: each runs
+    :func:`~archsim.spp.prm.replica_seconds` of it, 1/r or with m ``samples`` ⌈m/r⌉/m); each send whose
     bytes are not 0 pays the largest ``latency`` between the two stages' devices (:mod:`archsim.spp.prm`); a
     replicated stage's all-reduce is :func:`~archsim.collectives.ring_allreduce_on` (``links``: train's price)."""
     from archsim.collectives import pair_latency
-    from archsim.spp.prm import boundary_bytes, channel_time
+    from archsim.spp.prm import boundary_bytes, channel_time, replica_seconds
 
     plans = []
     for n, ((first, last), devices) in enumerate(zip(plan.stages, plan.devices)):
         r = len(devices)
-        forward = float(sum(profile.forward[first:last])) / r
-        backward = float(sum(profile.backward[first:last])) / r
+        forward = replica_seconds(float(sum(profile.forward[first:last])), r, samples)
+        backward = replica_seconds(float(sum(profile.backward[first:last])), r, samples)
         allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth, links)
         cf = cb = 0.0
         if n + 1 < len(plan.stages):
@@ -75,10 +77,11 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, li
 
 
 def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
-        on_stage_count=None) -> SPPResult:
+        on_stage_count=None, samples: int | None = None) -> SPPResult:
     """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress).
     Each stage count's makespan is :func:`~archsim.spp.pe_order.pe_finish_time` (PE's makespan); the
-    event simulator runs once, on the chosen plan, for its timeline."""
+    event simulator runs once, on the chosen plan, for its timeline. ``samples``: the m samples of a
+    micro-batch, each replica taking whole ones (:func:`~archsim.spp.prm.replica_seconds`); None: the paper's 1/r."""
     from archsim.spp.pe import pe_makespan  # the simulator: here, not at the top (a PipeDream plan needs none)
     from archsim.spp.pe_order import pe_finish_time
     from archsim.spp.prm import prm_tables
@@ -89,16 +92,20 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     best = None
     table = []
     for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit, topology.latency,
-                           topology.links):
+                           topology.links, samples):
         count = len(plan.stages)
-        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links), microbatches)
+        makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links,
+                                              samples), microbatches)
         table.append((count, plan.value, makespan))
         if on_stage_count is not None:
             on_stage_count(count)
         if best is None or makespan < best[1]:
             best = (plan, makespan)
-    assert best is not None
-    _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth, topology.latency, topology.links), microbatches)
+    if best is None:  # m replicas a stage fill fewer GPUs than there are (plan refuses it before the search)
+        raise InputError(f"no plan puts all {topology.devices} GPUs to work with at most {samples} replicas a stage "
+                         f"and {limit} stages", field="replication")
+    _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth, topology.latency, topology.links,
+                                          samples), microbatches)
     partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1], topology.links)
     return SPPResult(partition, best[0], best[1], order, tuple(table), timeline)
 

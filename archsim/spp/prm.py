@@ -18,6 +18,11 @@ largest latency between the two blocks, as the replica pairs send at once. ``lin
 all-reduce is then :func:`~archsim.collectives.ring_allreduce_on` with them, train's collective price, in the
 search as in the plan it reports — the search's tables hold that price of every stage's parameter bytes on
 each distinct link a block of devices all-reduces over (:func:`_exact_allreduce`).
+
+``samples`` (the m samples of a micro-batch; None, the default, is the paper's model, ``plan --replication paper``):
+each of a stage's r replicas takes whole samples (``plan --replication exact``, :func:`replica_seconds`), so a
+stage's time is the micro-batch's × ⌈m/r⌉/m, and the search offers no stage more than m replicas (one more would
+get no sample).
 """
 
 from __future__ import annotations
@@ -63,6 +68,21 @@ def boundary_sends(profile: LayerProfile) -> np.ndarray:
     return (forward > 0).astype(float) + (back > 0)
 
 
+def replica_seconds(seconds: float, replicas: int, samples: int | None = None) -> float:
+    """What each of a stage's ``replicas`` runs of a micro-batch's ``seconds`` (any time unit): the SPP paper's
+    seconds / r (§III-B, "evenly dividing input data"; ``samples`` None), or, each replica taking whole samples of
+    the micro-batch's m ``samples``, seconds × ⌈m/r⌉ / m (cost linear in samples, as the paper's 1/r assumes); inf
+    past m replicas, where one would get no sample (at most m replicas work)."""
+    if samples is None:
+        return seconds / replicas
+    return seconds * math.ceil(samples / replicas) / samples if replicas <= samples else math.inf
+
+
+def most_replicas(devices: int, samples: int | None = None) -> int:
+    """The most replicas PRM offers a stage on ``devices`` GPUs: all of them (the paper), or m ``samples``."""
+    return devices if samples is None else min(devices, samples)
+
+
 @dataclass(frozen=True)
 class PRMPlan:
     value: float
@@ -72,11 +92,14 @@ class PRMPlan:
 
 
 def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, devices: Sequence[int],
-               bandwidth: np.ndarray, links: PairLinks | None = None) -> float:
-    """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices`` (``links``: A as train prices it)."""
+               bandwidth: np.ndarray, links: PairLinks | None = None, samples: int | None = None) -> float:
+    """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices`` (``links``: A as train prices it;
+    ``samples``: / r is :func:`replica_seconds`' × ⌈m/r⌉/m, inf past m replicas)."""
     r = len(devices)
-    compute = microbatches * float(sum(profile.forward[first:last])) / r \
-        + microbatches * float(sum(profile.backward[first:last])) / r
+    if samples is not None and r > samples:
+        return math.inf
+    compute = replica_seconds(microbatches * float(sum(profile.forward[first:last])), r, samples) \
+        + replica_seconds(microbatches * float(sum(profile.backward[first:last])), r, samples)
     if r == 1:
         return compute
     return compute + ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth, links)
@@ -94,7 +117,7 @@ def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before
 
 
 def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-        stages: int, latency=0.0, links: PairLinks | None = None) -> PRMPlan:
+        stages: int, latency=0.0, links: PairLinks | None = None, samples: int | None = None) -> PRMPlan:
     """𝒲(|S|) = min_r W(L, |S|, r, V) with its partition, replication and mapping."""
     n_layers, n_devices = len(profile), len(order)
     if not 1 <= stages <= min(n_layers, n_devices):
@@ -107,10 +130,10 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
         if xi == 1:
             if r != i:
                 return math.inf, ()
-            return stage_time(profile, microbatches, 0, l, block, bandwidth, links), (((0, l), r),)
+            return stage_time(profile, microbatches, 0, l, block, bandwidth, links, samples), (((0, l), r),)
         best: tuple[float, tuple] = (math.inf, ())
         for lp in range(xi - 1, l):
-            tail = stage_time(profile, microbatches, lp, l, block, bandwidth, links)
+            tail = stage_time(profile, microbatches, lp, l, block, bandwidth, links, samples)
             if tail >= best[0]:
                 continue
             for rp in range(1, i - r + 1):
@@ -123,7 +146,8 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
                     best = (value, plan + (((lp, l), r),))
         return best
 
-    value, plan = min((W(n_layers, stages, r, n_devices) for r in range(1, n_devices + 1)), key=lambda x: x[0])
+    value, plan = min((W(n_layers, stages, r, n_devices) for r in range(1, most_replicas(n_devices, samples) + 1)),
+                      key=lambda x: x[0])
     W.cache_clear()
     if not plan:
         raise InputError("no feasible plan", field="stages")
@@ -136,9 +160,10 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
 
 def plan_value(profile: LayerProfile, microbatches: int, stages: Sequence[tuple[int, int]],
                devices: Sequence[Sequence[int]], bandwidth: np.ndarray, latency=0.0,
-               links: PairLinks | None = None) -> float:
+               links: PairLinks | None = None, samples: int | None = None) -> float:
     """𝒲 of an explicit plan (the objective PRM minimizes), for brute-force checks."""
-    terms = [stage_time(profile, microbatches, a, b, d, bandwidth, links) for (a, b), d in zip(stages, devices)]
+    terms = [stage_time(profile, microbatches, a, b, d, bandwidth, links, samples)
+             for (a, b), d in zip(stages, devices)]
     for n in range(len(stages) - 1):
         terms.append(channel_time(profile, microbatches, stages[n][1], devices[n], devices[n + 1], bandwidth,
                                   latency))
@@ -188,12 +213,14 @@ def prm_search_size(layers: int, devices: int, max_stages: int,
 
 
 def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-               max_stages: int, latency=0.0, links: PairLinks | None = None) -> list[PRMPlan]:
+               max_stages: int, latency=0.0, links: PairLinks | None = None,
+               samples: int | None = None) -> list[PRMPlan]:
     """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
-    equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V, i ≤ V; each level is one numba kernel call."""
+    equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V (≤ m ``samples``), i ≤ V; each level is one numba kernel
+    call. A stage count no plan reaches (every GPU a replica of at most m samples) is left out."""
     L, V = len(profile), len(order)
     W, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact = prm_inputs(
-        profile, order, bandwidth, microbatches, latency, links)
+        profile, order, bandwidth, microbatches, latency, links, samples)
     tables, choice = [W], []  # W[ξ] and the (l′, r′) chosen at each level ξ ≥ 2
     inner, _ = prm_search_size(L, V, max_stages, links)
     with small_in_python(prm_level, inner, PYTHON_WORK), np.errstate(divide="ignore", invalid="ignore"):
@@ -201,14 +228,14 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
             announce_compile(prm_level, "SPP's PRM tables")
         for _xi in range(2, max_stages + 1):
             new, pick = prm_level(tables[-1], compute, seg_work, seg_par, allreduce, size, between, sends, lag,
-                               group, exact, microbatches)
+                               group, exact, microbatches, most_replicas(V, samples))
             tables.append(new)
             choice.append(pick)
     return prm_plans(tables, choice, order)
 
 
 def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
-               latency=0.0, links: PairLinks | None = None):
+               latency=0.0, links: PairLinks | None = None, samples: int | None = None):
     """What every level of :func:`prm_tables` reads, and its first level W[1][l, r, i] (one stage):
     (W1, compute[r], seg_work[l′, l], seg_par[l′, l], allreduce[r, i] per parameter byte (the paper's A; 0 with
     ``links``), boundary bytes, between[r′, r, i] the slowest link between adjacent blocks, boundary sends,
@@ -243,13 +270,13 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
     with np.errstate(divide="ignore", invalid="ignore"):
         allreduce = np.where(r_idx[:, None] > 1, ring_allreduce_time(1.0, np.maximum(r_idx[:, None], 1), inside),
                              0.0)  # [r, i] per parameter byte
-        compute = microbatches / np.maximum(r_idx, 1)  # [r]
+        compute = np.array([replica_seconds(microbatches, max(r, 1), samples) for r in range(V + 1)])  # [r]
     group, exact = _exact_allreduce(order, bandwidth, seg_par, links)
     if links is not None:
         allreduce = np.zeros_like(allreduce)  # the exact price replaces the paper's
     W = np.full((L + 1, V + 1, V + 1), inf)  # ξ = 1
     for l in range(1, L + 1):
-        for r in range(1, V + 1):
+        for r in range(1, most_replicas(V, samples) + 1):
             W[l, r, r] = compute[r] * work[l] + allreduce[r, r] * params[l] + exact[group[r, r], 0, l]
     return W, compute, seg_work, seg_par, allreduce, size, between, boundary_sends(profile), lag, group, exact
 
@@ -308,15 +335,15 @@ def prm_plans(tables: Sequence[np.ndarray], choice: Sequence[np.ndarray], order:
 
 @njit(cache=True, error_model="numpy")  # IEEE division: x / 0 is inf, as numpy gives
 def prm_level(prev, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact,
-              microbatches):  # pragma: no cover
+              microbatches, most):  # pragma: no cover
     """One level ξ of the recurrence: for each (l, r, i), the least max(head, comm, tail) over
-    l′ < l and r′ ≤ i − r, and its (l′, r′) — the first least in (l′, r′) row-major order, NaN
+    l′ < l and r′ ≤ i − r, r and r′ at most ``most`` (:func:`most_replicas`), and its (l′, r′) — the first least in (l′, r′) row-major order, NaN
     first, as numpy's argmin picks; the arithmetic is written as the numpy expressions were."""
     n_l, n_v = prev.shape[0], prev.shape[1]
     new = np.full(prev.shape, np.inf)
     pick = np.zeros((n_l, n_v, n_v, 2), dtype=np.int64)
     for l in range(1, n_l):
-        for r in range(1, n_v):
+        for r in range(1, min(n_v, most + 1)):
             for i in range(r + 1, n_v):
                 if l < 2:
                     continue
@@ -326,7 +353,7 @@ def prm_level(prev, compute, seg_work, seg_par, allreduce, size, between, sends,
                 for lp in range(1, l):
                     tail = compute[r] * seg_work[lp, l] + allreduce[r, i] * seg_par[lp, l] \
                         + exact[group[r, i], lp, l]
-                    for rp in range(1, i - r + 1):
+                    for rp in range(1, min(i - r, most) + 1):
                         head = prev[lp, rp, i - r]
                         comm = microbatches * size[lp - 1] / (rp * r * between[rp, r, i]) \
                             + microbatches * sends[lp - 1] * lag[rp, r, i]

@@ -193,7 +193,7 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
     each ``[[servers]]`` table's device (None: it names none, nothing to judge its figures by); ``network``: the
     network as read (None: plan's drawn ``[low, high]`` range, no one NIC figure); ``servers``: the server count.
     A drawn in-server range is not judged either."""
-    from archsim.devices.device_file import implausible_figures
+    from archsim.devices.device_file import implausible_figures, unread_keys_note
 
     overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
     slipped: list[str] = []  # warnings: an in-server figure that is the GPU's own in another unit
@@ -212,6 +212,9 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
             unit_slip = _intra_unit_warning(intra, device, group.get("device"))
             if unit_slip:
                 slipped.append(unit_slip)
+        unread = unread_keys_note(device, group["device"]) if "device" in group else None
+        if unread:  # a key its kind ignores (board_watts on an array device), named with the file
+            overridden.append(unread)
         if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
             nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
             if nic_unit:
