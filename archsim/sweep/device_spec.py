@@ -31,7 +31,7 @@ from archsim.array.device_sections import STATIC_ON_TILES, static_watts
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, is_file, read_bytes, resolve_name, shipped_file, shown
+from archsim.validate import INT32_MAX, is_file, read_bytes, resolve_name, shipped_file, shown, shown_number
 from archsim.workload.model_files import MODEL_SUFFIXES
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     def integer(key: str, high: int = INT32_MAX):
         def check(x) -> int:
             if isinstance(x, bool) or not isinstance(x, int) or not 0 < x <= high:
-                raise InputError(f"expected integers in 1…{high}, got {shown(x)}", file=file, field=key)
+                raise InputError(f"expected integers in 1…{high}, got {shown_number(x)}", file=file, field=key)
             return x
         return check
 
@@ -252,7 +252,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     if "hbm_gbps" in table:
         def gbps(x) -> float:
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < 1e7:
-                raise InputError(f"expected GB/s in (0, 10⁷), got {shown(x)}", file=file, field="hbm_gbps")
+                raise InputError(f"expected GB/s in (0, 10⁷), got {shown_number(x)}", file=file, field="hbm_gbps")
             return float(x)
         hbm = axis("hbm_gbps", gbps)
         _check_cfg_bandwidths(device_path, device.arrays.clock_hz, hbm, file)
@@ -262,6 +262,9 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     recompute = choice("recompute", RECOMPUTE, "full")
     dtype = choice("dtype", DTYPES, "fp16")
     attention = choice("attention", ATTENTIONS, DEFAULT_ATTENTION)
+    if isinstance(table.get("static_watts"), str):  # a TOML number takes no quotes, as in the device file
+        raise InputError(f"expected a number, got {shown_number(table['static_watts'])}", file=file,
+                         field="static_watts")
     try:  # the spec's what-if, else the device file's own (spec_warnings notes a spec overriding it)
         watts = static_watts(table["static_watts"]) if "static_watts" in table else device.static_watts
     except ValueError as exc:
