@@ -8,8 +8,12 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
+
+import archsim
 from archsim.cli import main
 from archsim.devices.device_file import implausible_figures, load_device
+from archsim.errors import InputError
 from archsim.sweep.folder import holding
 
 CHIP_TOML = """[device]
@@ -148,3 +152,44 @@ def test_report_of_a_sweep_still_running_or_stopped_says_which(tmp_path, capsys,
                           "(pid "), err
     assert err.endswith("draw the report once it ends, or give the sweep --report") and "\n" not in err
     assert not Path("r.html").exists()
+
+
+def test_a_device_model_or_cluster_file_given_as_the_sweep_spec_is_named_as_such(tmp_path, capsys):
+    """Failed before: ``archsim sweep chip.toml`` (the device file, where its spec belongs) said "line 17, field
+    'links': expected exactly one table, [sweep]", one of the file's own tables as the fault; the chip as a ``.cfg``
+    was refused as bad TOML with "a .cfg, name it .cfg", of a file so named; a model or a cluster file likewise.
+    Now one line says what the file is and the spec key that names it."""
+    _files(tmp_path)
+    (tmp_path / "chip.cfg").write_text("[general]\nrun_name = mychip\n\n[architecture_presets]\nArrayHeight:    128\n")
+    (tmp_path / "model.toml").write_text('[transformer]\nfamily = "gpt"\nlayers = 2\n')
+    (tmp_path / "cluster.toml").write_text('[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = 8\n'
+                                           'device = "chip.toml"\n')
+    said = {"chip.toml": 'a device file, not a sweep spec: name it in a spec\'s [sweep] table, device = "FILE"',
+            "chip.cfg": 'a SCALE-Sim .cfg, not a sweep spec: name it in a spec\'s [sweep] table, device = "FILE"',
+            "model.toml": 'a transformer config, not a sweep spec: name it in a spec\'s [sweep] table, model = "FILE"',
+            "cluster.toml": "a cluster file, not a sweep spec: a device sweep trains on one server of its device's "
+                            "chips, chips = [N, …]"}
+    for name, start in said.items():
+        status, err = _sweep(capsys, tmp_path / name, tmp_path / "out")
+        assert status == 2
+        assert err.startswith(f"archsim sweep: error: {tmp_path / name}: {start}"), err
+        assert "name it .cfg" not in err and "expected exactly one table" not in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+    assert _sweep(capsys, tmp_path / "sweep.toml", tmp_path / "out")[0] == 0  # the spec that names it runs
+
+
+def test_run_sweep_into_a_file_says_what_archsim_sweep_says(tmp_path, monkeypatch, capsys):
+    """Failed before: ``archsim.run_sweep(spec, out="afile")``, a file where the results folder goes, raised
+    "afile, field 'out': cannot write results here (Not a directory)", the OS's words, where ``archsim sweep --out
+    afile`` says "cannot write results here (not a folder): give a folder name" (the API raises the CLI's texts,
+    docs/cli.md). Now it is the same line."""
+    monkeypatch.chdir(tmp_path)
+    _files(tmp_path)
+    Path("afile").write_text("mine\n")
+    assert main(["sweep", "sweep.toml", "--quiet", "--out", "afile"]) == 2
+    cli = capsys.readouterr().err.strip().removeprefix("archsim sweep: error: argument --out: ")
+    assert cli == "afile: cannot write results here (not a folder): give a folder name"
+    with pytest.raises(InputError) as caught:
+        archsim.run_sweep("sweep.toml", out="afile")
+    assert str(caught.value) == cli
+    assert Path("afile").read_text() == "mine\n"

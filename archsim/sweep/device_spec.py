@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from archsim.devices.device import Device
 
 T = TypeVar("T")
+D = TypeVar("D", bound=dict)
 MAX_AXIS = 1000  # values per axis: a sweep is their product
 MAX_CHIPS = 65536
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "hbm_gbps", "chips",
@@ -161,6 +162,28 @@ def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, s
         raise exc.at(file=file, field=key) from None
     raise InputError(f"{shown(name)}: no file in the spec's folder, and no shipped configs/{shipped}/{name}"
                      f"{{{','.join(suffixes)}}}", file=file, field=key)
+
+
+def spec_document(path: Path, document: D | None) -> D:
+    """``document``, the TOML of the spec file ``path`` (None: a SCALE-Sim ``.cfg``, no TOML), unless it is a file
+    archsim reads elsewhere: a device file, a model or a cluster file given for the spec was refused as "expected
+    exactly one table, [sweep]", naming one of its own tables, and a ``.cfg`` as bad TOML. Now one line says what
+    the file is and the spec key that names it."""
+    tables = set(document or ()) - {"sweep"}
+    run = "global_batch (configs/sweeps/device_tpu_v4_like_gpt.toml)"
+    if document is None or {"compute", "memory", "links"} <= tables:
+        said = (f'{"a device file" if document else "a SCALE-Sim .cfg"}, not a sweep spec: name it in a spec\'s '
+                f'[sweep] table, device = "FILE" beside model, chips and {run}'
+                + ("" if document else ', or arrays = ["FILE"] in an array sweep (configs/sweeps/sample_quick.toml)'))
+    elif tables == {"transformer"}:
+        said = f'a transformer config, not a sweep spec: name it in a spec\'s [sweep] table, model = "FILE" beside ' \
+               f"device, chips and {run}"
+    elif "servers" in tables:
+        said = ("a cluster file, not a sweep spec: a device sweep trains on one server of its device's chips, "
+                f"chips = [N, …], in a spec's [sweep] table beside model, device and {run}")
+    else:
+        return document
+    raise InputError(said, file=str(path))
 
 
 def file_sha256(path: str) -> str:
