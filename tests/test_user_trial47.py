@@ -193,3 +193,21 @@ def test_run_sweep_into_a_file_says_what_archsim_sweep_says(tmp_path, monkeypatc
         archsim.run_sweep("sweep.toml", out="afile")
     assert str(caught.value) == cli
     assert Path("afile").read_text() == "mine\n"
+
+
+def test_a_spec_naming_its_own_device_file_without_suffix_says_the_name_to_write(tmp_path, capsys):
+    """Failed before: ``device = "chip"`` beside chip.toml (written as a shipped name is, ``tpu_v4_like``) was
+    refused as "'chip': no file in the spec's folder, and no shipped configs/devices/chip{.toml,.cfg}", where
+    chip.toml is in that folder; and a misspelt shipped model listed none of the names shipped. Now the first says
+    the file's name to write, the second lists configs/transformers/' names (gpt3_1.3b among them)."""
+    _files(tmp_path)
+    (tmp_path / "sweep.toml").write_text(SPEC.replace('"chip.toml"', '"chip"'))
+    status, err = _sweep(capsys, tmp_path / "sweep.toml", tmp_path / "out")
+    assert status == 2
+    assert err.strip().endswith("field 'device': 'chip': no shipped configs/devices/chip{.toml,.cfg}, and the spec's "
+                                'folder has chip.toml, not chip: write device = "chip.toml" (a file beside the spec '
+                                "is named with its suffix)"), err
+    (tmp_path / "sweep.toml").write_text(SPEC.replace('"gpt3_1.3b"', '"gpt3_13b"'))
+    status, err = _sweep(capsys, tmp_path / "sweep.toml", tmp_path / "out")
+    assert status == 2 and "field 'model'" in err and "; shipped: " in err
+    assert "gpt3_1.3b" in err.partition("; shipped: ")[2].split(", ") and err.count("\n") == 1

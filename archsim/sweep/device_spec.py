@@ -31,7 +31,16 @@ from archsim.array.device_sections import STATIC_ON_TILES, static_watts
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, is_file, read_bytes, resolve_name, shipped_file, shown, shown_number
+from archsim.validate import (
+    INT32_MAX,
+    is_file,
+    read_bytes,
+    resolve_name,
+    shipped_file,
+    shipped_names,
+    shown,
+    shown_number,
+)
 from archsim.workload.model_files import MODEL_SUFFIXES
 
 if TYPE_CHECKING:
@@ -160,8 +169,13 @@ def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, s
             return str(found)
     except InputError as exc:
         raise exc.at(file=file, field=key) from None
-    raise InputError(f"{shown(name)}: no file in the spec's folder, and no shipped configs/{shipped}/{name}"
-                     f"{{{','.join(suffixes)}}}", file=file, field=key)
+    where = f"no shipped configs/{shipped}/{name}{{{','.join(suffixes)}}}"
+    beside = [f"{name}{suffix}" for suffix in suffixes if is_file(spec_dir / f"{name}{suffix}")]
+    if beside:  # the spec's own file named as a shipped one is: a file is named with its suffix
+        raise InputError(f"{shown(name)}: {where}, and the spec's folder has {beside[0]}, not {name}: write {key} = "
+                         f'"{beside[0]}" (a file beside the spec is named with its suffix)', file=file, field=key)
+    raise InputError(f"{shown(name)}: no file in the spec's folder, and {where}; shipped: "
+                     f"{', '.join(shipped_names(shipped, suffixes))}", file=file, field=key)
 
 
 def spec_document(path: Path, document: D | None) -> D:
