@@ -41,9 +41,9 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
         import warnings  # PEs, a slipped unit
 
-        from archsim.sweep.device_points import spec_warnings, unfit_points_line
+        from archsim.sweep.device_points import spec_notes, spec_warnings, unfit_points_line
 
-        for line in (unfit_points_line(frame), *spec_warnings(spec)):
+        for line in (unfit_points_line(frame), *spec_warnings(spec), *spec_notes(spec)):
             if line:
                 warnings.warn(line, UserWarning, stacklevel=3)
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them

@@ -211,3 +211,23 @@ def test_a_spec_naming_its_own_device_file_without_suffix_says_the_name_to_write
     status, err = _sweep(capsys, tmp_path / "sweep.toml", tmp_path / "out")
     assert status == 2 and "field 'model'" in err and "; shipped: " in err
     assert "gpt3_1.3b" in err.partition("; shipped: ")[2].split(", ") and err.count("\n") == 1
+
+
+def test_an_fp32_device_sweep_notes_what_train_notes_of_fp32_on_the_arrays(tmp_path, capsys):
+    """Failed before: ``archsim train --dtype fp32`` on the chip (no ``[compute] lanes``) notes that its fp32 GEMMs
+    run on its arrays at their fp16 rate; a device sweep with ``dtype = "fp32"``, whose points are those runs, said
+    nothing. Now it notes the same line (``archsim.run_sweep`` warns it). The point's seconds are train's own: the
+    note changes no figure. In fp16 there is no such note."""
+    spec = _files(tmp_path, 'dtype = "fp32"\n')
+    status, err = _sweep(capsys, spec, tmp_path / "out")
+    line = "mychip states no fp32 lanes ([compute] lanes): its fp32 GEMMs run on its arrays at their fp16 rate"
+    assert status == 0 and f"archsim sweep: note: {line}\n" in err, err
+    (tmp_path / "cluster.toml").write_text('[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = 4\n'
+                                           'device = "chip.toml"\n')
+    assert main(["train", "gpt3_1.3b", "--cluster", str(tmp_path / "cluster.toml"), "--dp", "4", "--global-batch",
+                 "64", "--dtype", "fp32", "--format", "json"]) == 0
+    assert f"archsim train: note: {line}\n" in capsys.readouterr().err
+    with pytest.warns(UserWarning, match=r"mychip states no fp32 lanes"):
+        archsim.run_sweep(str(spec), out=str(tmp_path / "out"))
+    status, err = _sweep(capsys, _files(tmp_path), tmp_path / "fp16")
+    assert status == 0 and "no fp32 lanes" not in err
