@@ -231,3 +231,20 @@ def test_an_fp32_device_sweep_notes_what_train_notes_of_fp32_on_the_arrays(tmp_p
         archsim.run_sweep(str(spec), out=str(tmp_path / "out"))
     status, err = _sweep(capsys, _files(tmp_path), tmp_path / "fp16")
     assert status == 0 and "no fp32 lanes" not in err
+
+
+def test_a_micro_batch_no_chip_count_divides_is_named_not_the_chips(tmp_path, capsys):
+    """Failed before: ``micro_batch = 128`` beside ``global_batch = 64`` was refused as "line 4, field 'chips': 1
+    chips: global batch 64 is not a multiple of micro-batch × DP (128 × 1)": the chips key named, where no chip count
+    helps (64 / 128 is no whole number of micro-batches on one chip), and "1 chips". Now the micro_batch key is named;
+    a chip count that does not divide (64 / (2 × 3) = 10.7) still names chips, and one chip is "1 chip"."""
+    status, err = _sweep(capsys, _files(tmp_path, "micro_batch = 128\n"), tmp_path / "out")
+    assert status == 2
+    assert err.strip().endswith("line 7, field 'micro_batch': global_batch 64 is not a multiple of micro_batch 128")
+    (tmp_path / "sweep.toml").write_text(SPEC.replace("chips = [4]", "chips = [1, 3]") + "micro_batch = 2\n")
+    status, err = _sweep(capsys, tmp_path / "sweep.toml", tmp_path / "out")
+    assert status == 2 and err.strip().endswith(
+        "line 5, field 'chips': 3 chips: global batch 64 is not a multiple of micro-batch × DP (2 × 3)"), err
+    (tmp_path / "sweep.toml").write_text(SPEC.replace("chips = [4]", "chips = [1]").replace("= 64", "= 2000000"))
+    status, err = _sweep(capsys, tmp_path / "sweep.toml", tmp_path / "out")  # 2·10⁶ micro-batches on one chip
+    assert status == 2 and "field 'global_batch': 1 chip: an iteration of about" in err, err

@@ -308,13 +308,16 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         raise InputError(str(exc), file=file, field="static_watts") from None
     if watts and device.gemm != "arrays":
         raise InputError(STATIC_ON_TILES.format(gemm=device.gemm), file=file, field="static_watts")
+    if global_batch % micro_batch:  # no chip count mends it: the key to change is one of these two, not chips
+        raise InputError(f"global_batch {global_batch} is not a multiple of micro_batch {micro_batch}", file=file,
+                         field="micro_batch" if "micro_batch" in table else "global_batch")
     for n in chips:  # every point's layout and its schedule's size (train's --max-ops), before anything is written
         try:
             actions = Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention).schedule_actions
         except InputError as exc:
-            raise InputError(f"{n} chips: {exc.message}", file=file, field="chips") from None
+            raise InputError(f"{n} chip{'s' * (n != 1)}: {exc.message}", file=file, field="chips") from None
         if actions > DEFAULT_MAX_OPS:
-            raise InputError(f"{n} chips: an iteration of about {actions:,} schedule actions, above archsim train's "
+            raise InputError(f"{n} chip{'s' * (n != 1)}: an iteration of about {actions:,} schedule actions, above archsim train's "
                              f"--max-ops default of {DEFAULT_MAX_OPS:,}: give fewer samples or a larger micro_batch",
                              file=file, field="global_batch")
     try:
