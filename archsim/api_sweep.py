@@ -22,6 +22,7 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
     ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure; a
     plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one)."""
+    from archsim.output_targets import check_folder
     from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep import run_sweep as _run
     from archsim.sweep.device_spec import DeviceSweepSpec
@@ -34,14 +35,15 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
         check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
     max_configs = positive_int(max_configs, "max_configs", high=2**53)
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
-    frame = _run(spec, out if out is not None else Path("results") / spec.name, workers=workers, dask=dask,
-                 progress=progress, max_configs=max_configs)
+    folder = Path(out) if out is not None else Path("results") / spec.name
+    check_folder(folder)  # archsim sweep's check of its --out, so a file in the way is said alike
+    frame = _run(spec, folder, workers=workers, dask=dask, progress=progress, max_configs=max_configs)
     if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
         import warnings  # PEs, a slipped unit
 
-        from archsim.sweep.device_points import spec_warnings, unfit_points_line
+        from archsim.sweep.device_points import spec_notes, spec_warnings, unfit_points_line
 
-        for line in (unfit_points_line(frame), *spec_warnings(spec)):
+        for line in (unfit_points_line(frame), *spec_warnings(spec), *spec_notes(spec)):
             if line:
                 warnings.warn(line, UserWarning, stacklevel=3)
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them

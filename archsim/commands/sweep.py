@@ -60,11 +60,13 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     summary = "" if isinstance(spec, DeviceSweepSpec) else f"; summary in {out / 'summary.csv'}"  # a device sweep: none
     note_written(f"{len(frame)} results in {out / 'results.csv'}{summary}")
     if isinstance(spec, DeviceSweepSpec):  # as train warns: memory that does not fit, a figure whose unit slipped
-        from archsim.sweep.device_points import spec_warnings, unfit_points_line
+        from archsim.sweep.device_points import spec_notes, spec_warnings, unfit_points_line
 
         for line in (unfit_points_line(frame), *spec_warnings(spec)):
             if line:
                 warn(line)
+        for line in spec_notes(spec):
+            note(line)
     else:  # as cost --config notes it: a .cfg device of several arrays is swept as one of them
         from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
 

@@ -211,7 +211,7 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     gib = device.memory_bytes / GIB
     if gib > MAX_PLAUSIBLE_HBM_GIB:
         lines.append(f"{device.name}: [memory] hbm_gib = {gib:g} GiB per chip is above any chip's memory "
-                     f"(≤ {MAX_PLAUSIBLE_HBM_GIB} GiB): if it is in MiB, write hbm_gib = {gib / 1024:g}")
+                     f"(≤ {MAX_PLAUSIBLE_HBM_GIB} GiB){_hbm_gib_fix(gib)}")
     if device.gemm == "arrays" and device.sram_bytes_per_array > 0:
         kib, arrays = device.sram_bytes_per_array / 1024, device.arrays
         fold_kib = arrays.rows * arrays.cols * DEVICE_WORD_BYTES / 1024
@@ -225,6 +225,16 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
             lines.append(slip)
     shape_named = any("check [compute] rows and cols" in line for line in lines)  # the SRAM line names the shape
     return (*_pe_lines(device, shape_named), *lines)
+
+
+def _hbm_gib_fix(gib: float) -> str:
+    """The unit an ``hbm_gib`` above any chip's was likely written in — MiB, KiB or bytes, the first that gives a
+    chip's memory (32 GiB in bytes, 34359738368, read as MiB is 33554432 GiB: no chip's) — as the figure to write;
+    else nothing."""
+    for unit, per_gib in (("MiB", 1024), ("KiB", 1024**2), ("bytes", GIB)):
+        if gib / per_gib <= MAX_PLAUSIBLE_HBM_GIB:
+            return f": if it is in {unit}, write hbm_gib = {gib / per_gib:g}"
+    return ""
 
 
 def _gbps_slip(name: str, section: str, key: str, gbps: float, bounds: tuple[float, float], what: str) -> list[str]:

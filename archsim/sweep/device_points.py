@@ -83,6 +83,16 @@ def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
     return (*unused_pe_lines(device, spec.array_sides), *implausible_points(spec), *static_override(device, spec))
 
 
+def spec_notes(spec: DeviceSweepSpec) -> tuple[str, ...]:
+    """The notes ``archsim train`` says of a run its points are (``archsim sweep`` on stderr, :func:`archsim.api.run_sweep`
+    as UserWarnings): fp32 GEMMs on a device without fp32 lanes run on its arrays at their fp16 rate."""
+    from archsim.devices.device_file import load_device
+    from archsim.training.cluster_file import fp32_on_arrays_note
+
+    line = fp32_on_arrays_note(load_device(spec.setup.device_path)) if spec.setup.dtype == "fp32" else None
+    return (line,) if line else ()
+
+
 def static_override(device: Device, spec: DeviceSweepSpec) -> tuple[str, ...]:
     """The line saying the spec's ``static_watts`` (a what-if across the sweep) overrides the one the device file
     states, when the two differ; none otherwise."""

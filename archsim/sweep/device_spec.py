@@ -31,13 +31,23 @@ from archsim.array.device_sections import STATIC_ON_TILES, static_watts
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, is_file, read_bytes, resolve_name, shipped_file, shown
+from archsim.validate import (
+    INT32_MAX,
+    is_file,
+    read_bytes,
+    resolve_name,
+    shipped_file,
+    shipped_names,
+    shown,
+    shown_number,
+)
 from archsim.workload.model_files import MODEL_SUFFIXES
 
 if TYPE_CHECKING:
     from archsim.devices.device import Device
 
 T = TypeVar("T")
+D = TypeVar("D", bound=dict)
 MAX_AXIS = 1000  # values per axis: a sweep is their product
 MAX_CHIPS = 65536
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "hbm_gbps", "chips",
@@ -159,8 +169,35 @@ def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, s
             return str(found)
     except InputError as exc:
         raise exc.at(file=file, field=key) from None
-    raise InputError(f"{shown(name)}: no file in the spec's folder, and no shipped configs/{shipped}/{name}"
-                     f"{{{','.join(suffixes)}}}", file=file, field=key)
+    where = f"no shipped configs/{shipped}/{name}{{{','.join(suffixes)}}}"
+    beside = [f"{name}{suffix}" for suffix in suffixes if is_file(spec_dir / f"{name}{suffix}")]
+    if beside:  # the spec's own file named as a shipped one is: a file is named with its suffix
+        raise InputError(f"{shown(name)}: {where}, and the spec's folder has {beside[0]}, not {name}: write {key} = "
+                         f'"{beside[0]}" (a file beside the spec is named with its suffix)', file=file, field=key)
+    raise InputError(f"{shown(name)}: no file in the spec's folder, and {where}; shipped: "
+                     f"{', '.join(shipped_names(shipped, suffixes))}", file=file, field=key)
+
+
+def spec_document(path: Path, document: D | None) -> D:
+    """``document``, the TOML of the spec file ``path`` (None: a SCALE-Sim ``.cfg``, no TOML), unless it is a file
+    archsim reads elsewhere: a device file, a model or a cluster file given for the spec was refused as "expected
+    exactly one table, [sweep]", naming one of its own tables, and a ``.cfg`` as bad TOML. Now one line says what
+    the file is and the spec key that names it."""
+    tables = set(document or ()) - {"sweep"}
+    run = "global_batch (configs/sweeps/device_tpu_v4_like_gpt.toml)"
+    if document is None or {"compute", "memory", "links"} <= tables:
+        said = (f'{"a device file" if document else "a SCALE-Sim .cfg"}, not a sweep spec: name it in a spec\'s '
+                f'[sweep] table, device = "FILE" beside model, chips and {run}'
+                + ("" if document else ', or arrays = ["FILE"] in an array sweep (configs/sweeps/sample_quick.toml)'))
+    elif tables == {"transformer"}:
+        said = f'a transformer config, not a sweep spec: name it in a spec\'s [sweep] table, model = "FILE" beside ' \
+               f"device, chips and {run}"
+    elif "servers" in tables:
+        said = ("a cluster file, not a sweep spec: a device sweep trains on one server of its device's chips, "
+                f"chips = [N, …], in a spec's [sweep] table beside model, device and {run}")
+    else:
+        return document
+    raise InputError(said, file=str(path))
 
 
 def file_sha256(path: str) -> str:
@@ -207,7 +244,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     def integer(key: str, high: int = INT32_MAX):
         def check(x) -> int:
             if isinstance(x, bool) or not isinstance(x, int) or not 0 < x <= high:
-                raise InputError(f"expected integers in 1…{high}, got {shown(x)}", file=file, field=key)
+                raise InputError(f"expected integers in 1…{high}, got {shown_number(x)}", file=file, field=key)
             return x
         return check
 
@@ -252,7 +289,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     if "hbm_gbps" in table:
         def gbps(x) -> float:
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < 1e7:
-                raise InputError(f"expected GB/s in (0, 10⁷), got {shown(x)}", file=file, field="hbm_gbps")
+                raise InputError(f"expected GB/s in (0, 10⁷), got {shown_number(x)}", file=file, field="hbm_gbps")
             return float(x)
         hbm = axis("hbm_gbps", gbps)
         _check_cfg_bandwidths(device_path, device.arrays.clock_hz, hbm, file)
@@ -262,19 +299,25 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     recompute = choice("recompute", RECOMPUTE, "full")
     dtype = choice("dtype", DTYPES, "fp16")
     attention = choice("attention", ATTENTIONS, DEFAULT_ATTENTION)
+    if isinstance(table.get("static_watts"), str):  # a TOML number takes no quotes, as in the device file
+        raise InputError(f"expected a number, got {shown_number(table['static_watts'])}", file=file,
+                         field="static_watts")
     try:  # the spec's what-if, else the device file's own (spec_warnings notes a spec overriding it)
         watts = static_watts(table["static_watts"]) if "static_watts" in table else device.static_watts
     except ValueError as exc:
         raise InputError(str(exc), file=file, field="static_watts") from None
     if watts and device.gemm != "arrays":
         raise InputError(STATIC_ON_TILES.format(gemm=device.gemm), file=file, field="static_watts")
+    if global_batch % micro_batch:  # no chip count mends it: the key to change is one of these two, not chips
+        raise InputError(f"global_batch {global_batch} is not a multiple of micro_batch {micro_batch}", file=file,
+                         field="micro_batch" if "micro_batch" in table else "global_batch")
     for n in chips:  # every point's layout and its schedule's size (train's --max-ops), before anything is written
         try:
             actions = Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention).schedule_actions
         except InputError as exc:
-            raise InputError(f"{n} chips: {exc.message}", file=file, field="chips") from None
+            raise InputError(f"{n} chip{'s' * (n != 1)}: {exc.message}", file=file, field="chips") from None
         if actions > DEFAULT_MAX_OPS:
-            raise InputError(f"{n} chips: an iteration of about {actions:,} schedule actions, above archsim train's "
+            raise InputError(f"{n} chip{'s' * (n != 1)}: an iteration of about {actions:,} schedule actions, above archsim train's "
                              f"--max-ops default of {DEFAULT_MAX_OPS:,}: give fewer samples or a larger micro_batch",
                              file=file, field="global_batch")
     try:

@@ -74,6 +74,24 @@ def holding(out: Path, source: str, name: str) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
+def in_use(out: Path) -> str | None:
+    """The run holding ``out``'s lock now (its pid and spec), or None: a report asked for while its sweep runs
+    says so. A shared, non-blocking probe, released at once; it creates no lock file."""
+    import fcntl
+
+    try:
+        fd = os.open(out / LOCK_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(fd)
+    finally:
+        os.close(fd)  # closing releases a probe that was granted
+    return None
+
+
 def _holder(fd: int) -> str:
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"{}")

@@ -52,6 +52,38 @@ def _read_csv(path: Path) -> tuple[str, pd.DataFrame]:
         raise InputError(f"unreadable results ({exc.__class__.__name__})", file=str(path)) from None
 
 
+def _no_results(folder: Path) -> str:
+    """Why ``folder`` has no results.csv to draw, and what to do: a file given for the folder (a spec: its
+    folder named), a sweep still writing it, a sweep that stopped before the end (the command that resumes it)."""
+    from archsim.sweep.folder import in_use
+
+    if folder.is_file():
+        name = _spec_name(folder)
+        return (f"a sweep spec, not its results folder: give the folder its sweep wrote (--out; default results/{name}),"
+                f" or run `archsim sweep {folder} --report`" if name else "a file, not a sweep's results folder")
+    if (folder / "spec.json").is_file():
+        holder = in_use(folder)
+        if holder:
+            return (f"no results.csv yet: a sweep is still writing this folder ({holder}); draw the report once it "
+                    "ends, or give the sweep --report")
+        return (f"no results.csv: the sweep stopped before its end; `{spec_command(folder)}` computes the rest "
+                "from its cache and writes it")
+    return "no results.csv here: run `archsim sweep SPEC --out DIR` first"
+
+
+def _spec_name(path: Path) -> str | None:
+    """A sweep spec's name (its ``[sweep] name``, else the file's stem), or None when ``path`` is no spec."""
+    from archsim.toml_errors import parse_toml
+    from archsim.validate import read_text
+
+    try:
+        table = parse_toml(read_text(path, "the file"), str(path)).get("sweep")
+    except (InputError, AttributeError):
+        return None
+    name = table.get("name", path.stem) if isinstance(table, dict) else None
+    return name if isinstance(name, str) else None
+
+
 def read_results(folder: Path) -> pd.DataFrame:
     """A results folder's results.csv (old column names renamed), checked."""
     from archsim.output_files import pending
@@ -59,7 +91,7 @@ def read_results(folder: Path) -> pd.DataFrame:
 
     path = folder / "results.csv"
     if not pending(path).is_file():
-        raise InputError("no results.csv here: run `archsim sweep SPEC --out DIR` first", file=str(folder))
+        raise InputError(_no_results(folder), file=str(folder))
     text, frame = _read_csv(path)
     frame = frame.rename(columns=current_names(frame.columns))  # an older version's names read as today's
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]

@@ -45,6 +45,7 @@ from archsim.clock import clock_hz
 from archsim.errors import InputError
 from archsim.lowering import MODES, Mode
 from archsim.planners import PARTITIONERS
+from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
 from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
@@ -245,7 +246,8 @@ def load_spec(path: str | Path, *, max_configs: int = MAX_CONFIGS) -> SweepSpec 
     ``model`` (:mod:`archsim.sweep.device_spec`); one of more than ``max_configs`` configurations is refused."""
     path = Path(path)
     file = str(path)
-    document = parse_toml(read_text(path, "sweep spec"), file)
+    text = read_text(path, "sweep spec")  # a .cfg, SCALE-Sim's (no TOML), is said as such by spec_document
+    document = spec_document(path, None if path.suffix.lower() == ".cfg" else parse_toml(text, file))
     with located(document, file):  # a key's error names its line
         spec = _spec(document, path, file, max_configs)
     check_size(spec.size, max_configs, file)

@@ -286,8 +286,14 @@ def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
     if cluster.dtype != "fp32":
         return ()
     devices = dict.fromkeys(cluster.servers or (cluster.gpu,))
-    return tuple(f"{d.name} states no fp32 lanes ([compute] lanes): its fp32 GEMMs run on its arrays at their "
-                 "fp16 rate" for d in devices if d.gemm == "arrays" and d.lanes is None)
+    return tuple(line for d in devices if (line := fp32_on_arrays_note(d)))
+
+
+def fp32_on_arrays_note(device: Device) -> str | None:
+    """:func:`fp32_on_arrays_notes`' line for one device trained in fp32 (a device sweep's too), or None."""
+    if device.gemm != "arrays" or device.lanes is not None:
+        return None
+    return f"{device.name} states no fp32 lanes ([compute] lanes): its fp32 GEMMs run on its arrays at their fp16 rate"
 
 
 def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
@@ -296,5 +302,5 @@ def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
 
 
 
-__all__ = ["cluster_file_lines", "cluster_notes", "device_inter_node_gbps", "fp32_on_arrays_notes", "gpu_cluster",
+__all__ = ["cluster_file_lines", "cluster_notes", "device_inter_node_gbps", "fp32_on_arrays_note", "fp32_on_arrays_notes", "gpu_cluster",
            "load_gpu_cluster", "named_devices", "single_node"]
