@@ -15,8 +15,9 @@ it from the rules alone, sharing no code with archsim's builders, orders or simu
 * ``layerpipe`` (§III-C, critical loop through δ): among ready ops δ pieces before G before F, then
   the oldest micro-batch, then backward the later layer first and forward the earlier (the order
   data flows); 1F1B's window (docs/concepts.md): stage s (0-based) of S admits F(b) of its first
-  layer only after every backward op it holds (borrowed pieces too) of b − (S − s), and runs those
-  ops for b only after the F of its last layer for b + S − s − 1.
+  layer only after every backward op of its layers of b − (S − s), a piece it lends too, wherever it
+  runs (Fig. 5: nB_p is nB_pG, nB_pδ′ and nB_pδ″, δ″ run on processor p + 1), and runs those ops for b
+  only after the F of its last layer for b + S − s − 1.
 * ``1f1b``: each stage runs its actions in 1F1B's order — min(S − s, m) warm-up forwards, then B(i)
   and F(warm + i) in turn, then the remaining B — an action starting when the previous one has
   ended; F is the stage's forward ops of a micro-batch, B all its backward ops (δ, δ′, δ″, G). The
@@ -66,7 +67,9 @@ def makespan(stages: list[list[Piece]], m: int, schedule: str) -> float:
     if schedule == "layerpipe":
         for s in range(S):
             window, mine = S - s, [layer for layer in range(layers) if home[layer] == s]
-            backward = [(layer, kind) for (layer, kind), on in where.items() if on == s and kind != "F"]
+            backward = [(layer, kind) for (layer, kind) in where if home[layer] == s and kind != "F"]
+            if not mine:  # a processor of borrowed pieces alone: its lenders' windows hold it
+                continue
             for b in range(m):
                 if b - window >= 0:
                     needs[(mine[0], "F", b)] += [(layer, kind, b - window) for layer, kind in backward]
@@ -159,6 +162,9 @@ CASES = [
     ([1, 2, 1], [0, 2], [1, 1, 2, 1], [1, 2, 1, 2], [7, 3, 5, 1], [2, 0, 2, 0], 3),
     ([2, 1, 1], [1, 2], [2, 1, 1, 3], [1, 1, 2, 2], [3, 6, 4, 2], [0, 2, 1, 0], 2),
     ([1, 2, 1], [0, 2], [1, 1, 1, 1], [1, 1, 1, 1], [3, 2, 3, 2], [1, 0, 2, 0], 2),  # l1 waits for l2's δ″
+    # a lender's window waits for its lent δ″ (layerpipe 20 and 65; 19 and 58 when only its own ops counted)
+    ([1, 1], [0], [4, 1], [1, 1], [2, 2], [1, 1], 3),
+    ([1, 1, 1], [0, 1], [1, 3, 2], [1, 1, 1], [8, 7, 3], [7, 6, 2], 4),
 ]
 
 
