@@ -2,10 +2,11 @@
 
 A borrowed part (δ′, δ″ or a whole δ run for a layer on another processor) is part of its owner's backward
 action for its micro-batch (004_2cd4e01df0d40184.txt, Fig. 5: nB_p is nB_pG, nB_pδ′ and nB_pδ″, δ″ computed on
-processor p + 1). So the lender admits F(b) only after its parts of b − W ended too, and runs them for b only
-after its F(b + W − 1), W = S − s + 1. A processor of borrowed parts alone has no window of its own: its lenders'
-bound it. These tests failed before the fix, when the window held only the ops a processor runs: the borrower had
-no window, fell behind, and the lent weight versions it holds grew with the micro-batches."""
+processor p + 1). So the lender admits F(b) only after its parts of b − W ended too, W = S − s + 1; alternation
+(B(b) after F(b + W − 1)) stays the order of the processor that runs an op. A processor of borrowed parts alone
+has no window of its own: its lenders' bound it. These tests failed before the fix, when admission waited only
+for the ops a processor runs: the borrower had no window, fell behind, and the lent weight versions it holds grew
+with the micro-batches."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def test_the_lender_waits_for_its_borrowed_part_hand_count():
     p1: F(l0)0 0-1, F(l1)0 1-2, F(l0)1 2-3, F(l1)1 3-4 (W = 2 admits m0, m1); m0's backward after F(l1)1:
     δ(l1)0 4-5, G(l1)0 5-6, G(l0)0 6-7. p2: δ(l0)0 5-11 (reads δ(l1)0).
     F(l0)2 waits for all of m0's backward, δ(l0)0 on p2 too: 11-12, F(l1)2 12-13; m1: δ(l1)1 13-14,
-    G 14-15, 15-16, p2 δ(l0)1 14-20 (after F(l1)2, its lender's F(b + W − 1)). F(l0)3 20-21, F(l1)3 21-22;
+    G 14-15, 15-16, p2 δ(l0)1 14-20 (it reads δ(l1)1, which p1's alternation held until F(l1)2, F(b + W − 1)).
+    F(l0)3 waits for δ(l0)1: 20-21, F(l1)3 21-22;
     δ(l1)2 22-23, δ(l1)3 23-24 (m3 has no F(m3 + 1) to wait for), G(l1)2 24-25, G(l0)2 25-26, G(l1)3 26-27,
     G(l0)3 27-28. p2: δ(l0)2 23-29, δ(l0)3 29-35 → makespan 35.
 

@@ -31,15 +31,14 @@ def rows(capsys, argv: list[str]) -> list[dict]:
 def test_a_borrower_holds_its_lent_versions_and_no_gradient(capsys):
     """layerpipe_sample (32×32, paper) on 4, 8 micro-batches: conv1 on p1, conv1's δ′ (a rows split: all of
     conv1's 5·5·3·32 = 2,400 weight bytes) alone on p2, which takes 40,116,874 cycles a part, more than p1's
-    3,324,440: p1's window (4) waits for its δ′ parts (tests/test_borrowed_window.py). The simulated run, in
-    cycles: p2's δ′ of m0 … m3 start with p1's G of conv1 (38,388,381; 79,709,760; 121,031,139; 162,352,518),
-    each after p1's F of m + 3; m5's then runs 202,469,392–242,586,266 (m5 + 3 is past the last micro-batch, so it
-    waits for no F), m4's –282,703,140, m6's –322,820,014, m7's –362,936,888; p1's G of conv1 ends for m5 at
-    185,387,325, m4 205,793,832, m6 226,708,704, m7 248,208,444. p2 holds m from the earlier of its δ′'s start
-    and that release until its δ′ ends: at 226,708,704 m4, m5 and m6 (m3's ended at 202,469,392), at 248,208,444
-    m4, m6 and m7 (m5's ended at 242,586,266): 3 versions × 2,400 = 7,200 bytes, and nothing else — no gradient,
-    no optimizer state (Adam's two moments stay with p1's weights), no stash (it runs no forward). Before the
-    window counted a lender's parts, p2 fell behind and held 4 (9,600 bytes) at 8 micro-batches."""
+    3,324,440: p1's window (4) waits for the δ′ it lends (tests/test_borrowed_window.py). The simulated run, in
+    cycles: p2's δ′ runs back to back from 38,388,381: m3 ends at 198,855,877, m4 at 238,972,751, m5 at
+    279,089,625; p1's G of conv1 ends for m5 at 182,949,691, m4 202,180,317, m6 223,066,565, m7 244,566,305.
+    p2 holds m from the earlier of its δ′'s start and that release until its δ′ ends: at 223,066,565 m4, m5 and
+    m6 (m3's ended at 198,855,877), at 244,566,305 m5, m6 and m7 (m4's ended at 238,972,751): 3 versions × 2,400
+    = 7,200 bytes, and nothing else — no gradient, no optimizer state (Adam's two moments stay with p1's
+    weights), no stash (it runs no forward). Before the window counted a lender's parts, p1 ran ahead and
+    released m7 at 226,162,673 while p2 still held m4, m5, m6: 4 (9,600 bytes)."""
     table = rows(capsys, [*SAMPLE, "--optimizer", "adam"])
     p2 = table[1]
     assert p2["layers"] == "" and p2["ops"] == "D1:conv1*"  # the plan this is about
