@@ -17,7 +17,10 @@ layer's δ and G each had the consumer's δ sent (the link carried it twice). An
 or more δ sources on one other stage (a layer's readers there) are summed there by a ``SEND_B`` op
 of no time and sent once, the layer's output size; before, each crossed on its own. A layer's stash
 is its ``stash_bytes`` (what its G or δ reads: the first layer's input too), no longer its δ bytes
-(0 for a layer that computes no δ)."""
+(0 for a layer that computes no δ). And, in both alike, a borrowed δ part (LayerPipe's δ′ or δ″ run on
+another processor) is in its lender's admission, the stage holding its layer, not in that of the processor
+that runs it (whose alternation still holds it): before, a processor of borrowed parts alone had no window and
+fell behind without bound."""
 
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -140,15 +143,18 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             for stage in plan.stages:
                 window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
                 forwards = [op.layer for op in stage.ops if op.kind == "F"]
+                # admission waits for the stage's layers' backward ops wherever they run (a borrowed δ part:
+                # its lender's); alternation holds the backward ops the stage's processor runs
+                owned = [key for key in where if key[1] in BACKWARD and where[(key[0], "F")] == stage.index]
                 backwards = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
-                if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
+                if not forwards:  # an idle stage, or one of borrowed δ parts only: in its lenders' windows
                     continue
                 # the forward action begins with its layers that read no layer of the stage, ends
                 # with those no layer of the stage reads (a chain: its first and its last)
                 begins = [x for x in forwards if not set(producers[x]) & set(forwards)]
                 ends = [x for x in forwards if not set(consumers[x]) & set(forwards)]
                 if b - window >= 0:  # admission: F(b) after the backward of b − window
-                    for layer, kind in backwards:
+                    for layer, kind in owned:
                         deps.extend(Dep(oid(layer, kind, b - window), oid(first, "F", b)) for first in begins)
                 if b + window - 1 < microbatches:  # alternation: B(b) after F(b + window − 1)
                     for layer, kind in backwards:

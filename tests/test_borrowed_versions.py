@@ -41,23 +41,24 @@ def test_a_borrower_that_keeps_pace_holds_one_version(capsys, microbatches):
                                                           [12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 1, 1]]
 
 
-def test_a_slower_borrower_falls_behind_and_holds_what_it_lags(capsys):
-    """layerpipe_sample, 128×128, paper mode, on 4: conv1 on p1, conv1's δ′ alone on p2 (9,129,196 cycles a
-    micro-batch), conv2 on p3 and conv3, conv4 on p4 (5,478,243 and 5,478,231). No window holds p1 back for p2,
-    so p2 falls behind. The simulated run of 8 micro-batches, in cycles: G of conv1 ends on p1 at 7,529,878;
-    13,008,109; 18,486,340; 23,964,571; 29,442,802; 34,921,033; 40,399,264; 45,877,495 (m0 … m7), and p2's δ′
-    runs back to back from 6,096,727, one every 9,129,196: m0 6,096,727–15,225,923, m1 –24,355,119,
-    m2 –33,484,315, m3 –42,613,511, m4 –51,742,707, m5 –60,871,903, m6 –70,001,099, m7 –79,130,295. Every
-    δ′ but m0's starts after p1 let go of its version, so p2 holds m from p1's release to its δ′'s end:
-    at 45,877,495, m4, m5, m6 and m7 (m3's ended at 42,613,511): 4 versions, never 5 (m3 and m7 do not
-    overlap). The plain table has no micro-batch count to state that by (a note says so). Peak on p2: 4 versions
-    of conv1's 2,400 weight bytes = 9,600 bytes, no gradient buffer (G of conv1 stays on p1; 12,000 before
-    tests/test_lent_weights.py's fix)."""
+def test_a_slower_borrower_paces_its_lender_and_holds_a_bounded_count(capsys):
+    """layerpipe_sample, 128×128, paper mode, on 4: conv1 on p1 (1,834,940 cycles a micro-batch), conv1's δ′ alone
+    on p2 (9,129,196), conv2 on p3 and conv3, conv4 on p4 (5,478,243 and 5,478,231). p1's window (4) waits for
+    the δ′ it lends: p1 admits F(conv1) of m only after p2's δ′ of m − 4 ended, so p1 keeps p2's pace and p2
+    holds at most 4 versions however many micro-batches run. The simulated run of 8 micro-batches, in cycles:
+    p2's δ′ runs back to back from 6,096,727, one every 9,129,196: m3 ends at 42,613,511, m4 starts then and
+    ends at 51,742,707; m5 ends at 60,871,903, m6 at 70,001,099, m7 at 79,130,295. p1's G of conv1 ends for m5
+    at 37,755,237, m4 44,448,451, m6 46,884,433, m7 50,730,852. p2 holds m from the earlier of its δ′'s start
+    and p1's release until its δ′ ends: at 50,730,852 m4, m5, m6 and m7 (m3's ended at 42,613,511): 4 versions,
+    p1's window. The plain table has no micro-batch count to state that by (a note says so). Peak on p2: 4
+    versions of conv1's 2,400 weight bytes = 9,600 bytes, no gradient buffer (G of conv1 stays on p1; 12,000
+    before tests/test_lent_weights.py's fix). Before the window counted a lender's parts p2 fell behind: 4 at
+    8 micro-batches too, but 7 at 16 and 14 at 32 (tests/test_borrowed_window.py checks 16)."""
     assert main([*SAMPLE128, "--format", "json"]) == 0
     captured = capsys.readouterr()
     plain = json.loads(captured.out)["rows"]
     assert plain[1]["ops"] == "D1:conv1*" and "weight_versions" not in plain[1]
-    assert "(p2) fall behind" in captured.err and captured.err.startswith("archsim pipeline: note:")
+    assert "(p2) pace their lenders" in captured.err and captured.err.startswith("archsim pipeline: note:")
     simulated = rows(capsys, [*SAMPLE128, "--microbatches", "8", "--memory"])
     assert [r["weight_versions"] for r in simulated] == [4, 4, 2, 1]
     assert (simulated[1]["weight_bytes"], simulated[1]["peak_memory_bytes"]) == (2400, 4 * 2400)

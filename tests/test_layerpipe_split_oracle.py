@@ -15,8 +15,9 @@ it from the rules alone, sharing no code with archsim's builders, orders or simu
 * ``layerpipe`` (§III-C, critical loop through δ): among ready ops δ pieces before G before F, then
   the oldest micro-batch, then backward the later layer first and forward the earlier (the order
   data flows); 1F1B's window (docs/concepts.md): stage s (0-based) of S admits F(b) of its first
-  layer only after every backward op it holds (borrowed pieces too) of b − (S − s), and runs those
-  ops for b only after the F of its last layer for b + S − s − 1.
+  layer only after every backward op of its layers of b − (S − s), a piece it lends too, wherever it
+  runs (Fig. 5: nB_p is nB_pG, nB_pδ′ and nB_pδ″, δ″ run on processor p + 1), and runs the backward
+  ops it holds (borrowed pieces too) for b only after the F of its last layer for b + S − s − 1.
 * ``1f1b``: each stage runs its actions in 1F1B's order — min(S − s, m) warm-up forwards, then B(i)
   and F(warm + i) in turn, then the remaining B — an action starting when the previous one has
   ended; F is the stage's forward ops of a micro-batch, B all its backward ops (δ, δ′, δ″, G). The
@@ -66,10 +67,13 @@ def makespan(stages: list[list[Piece]], m: int, schedule: str) -> float:
     if schedule == "layerpipe":
         for s in range(S):
             window, mine = S - s, [layer for layer in range(layers) if home[layer] == s]
+            lent = [(layer, kind) for (layer, kind) in where if home[layer] == s and kind != "F"]
             backward = [(layer, kind) for (layer, kind), on in where.items() if on == s and kind != "F"]
+            if not mine:  # a processor of borrowed pieces alone: its lenders' windows hold it
+                continue
             for b in range(m):
                 if b - window >= 0:
-                    needs[(mine[0], "F", b)] += [(layer, kind, b - window) for layer, kind in backward]
+                    needs[(mine[0], "F", b)] += [(layer, kind, b - window) for layer, kind in lent]
                 if b + window - 1 < m:
                     for layer, kind in backward:
                         needs[(layer, kind, b)].append((mine[-1], "F", b + window - 1))
@@ -199,6 +203,17 @@ def test_delta_before_g_by_hand_op_by_op():
     timeline = archsim.simulate(plan, profile, microbatches=2, schedule="1f1b-delta-before-g")
     assert {slot.op: (slot.start, slot.end) for slot in timeline.slots} == hand
     assert makespan(stages, 2, "1f1b-delta-before-g") == 11
+
+
+# A processor of borrowed pieces alone: l0 and l1 on p1, l0's whole δ on p2 (F0, G0, F1, G1, δ1, l0's δ, m).
+# layerpipe: 23, 44 and 34; 21, 38 and 32 before p1's window waited for the δ it lends (p2 fell behind).
+BORROWER_ONLY = [(1, 2, 1, 1, 1, 5, 3), (2, 2, 1, 1, 1, 5, 5), (1, 3, 1, 1, 2, 5, 4)]
+
+
+@pytest.mark.parametrize("f0, g0, f1, g1, d1, part, m", BORROWER_ONLY)
+def test_a_lender_s_window_waits_for_the_delta_it_lends(f0, g0, f1, g1, d1, part, m):
+    stages = [[(0, "F", f0), (0, "G", g0), (1, "F", f1), (1, "G", g1), (1, "D", d1)], [(0, "D", part)]]
+    assert archsim_makespan(stages, m, "layerpipe") == makespan(stages, m, "layerpipe")
 
 
 @settings(max_examples=40, deadline=None)

@@ -9,7 +9,7 @@ part runs, on a processor of its own or beside the processor's own layers. The w
 while the op runs or the tensor travels.
 
 All three tests failed before the fix: a borrower got a gradient buffer of its lent weights (12,000 bytes, not
-9,600, on layerpipe_sample's p2), a processor with its own layers counted its lent slices at its own in-flight
+9,600, on layerpipe_sample's p2, then 4 versions; 3 since the 1F1B window counts a lender's parts), a processor with its own layers counted its lent slices at its own in-flight
 peak with a gradient buffer (25,850,912, not 25,846,112, on p3), and a reduction piece's partial sums were
 counted as weights (VGG16's p9 of 12: 147,038,208, not 114,630,656). Sizes in bytes (int8: 1 byte an element)."""
 
@@ -30,19 +30,22 @@ def rows(capsys, argv: list[str]) -> list[dict]:
 
 def test_a_borrower_holds_its_lent_versions_and_no_gradient(capsys):
     """layerpipe_sample (32×32, paper) on 4, 8 micro-batches: conv1 on p1, conv1's δ′ (a rows split: all of
-    conv1's 5·5·3·32 = 2,400 weight bytes) alone on p2, which takes 40,116,874 cycles a part and falls behind.
-    p1's G of conv1 ends (cycles) at 40,508,316; 67,030,367; 93,552,418; 120,074,469; 146,596,520;
-    173,118,571; 199,640,622; 226,162,673 (m0 … m7); p2's δ′ runs back to back from 38,388,381: m3 ends at
-    198,855,877, m4 at 238,972,751. At 226,162,673 p2 holds m4, m5, m6, m7 (each released by p1 before its δ′
-    starts): 4 versions × 2,400 = 9,600 bytes, and nothing else — no gradient, no optimizer state (Adam's
-    two moments stay with p1's weights), no stash (it runs no forward)."""
+    conv1's 5·5·3·32 = 2,400 weight bytes) alone on p2, which takes 40,116,874 cycles a part, more than p1's
+    3,324,440: p1's window (4) waits for the δ′ it lends (tests/test_borrowed_window.py). The simulated run, in
+    cycles: p2's δ′ runs back to back from 38,388,381: m3 ends at 198,855,877, m4 at 238,972,751, m5 at
+    279,089,625; p1's G of conv1 ends for m5 at 182,949,691, m4 202,180,317, m6 223,066,565, m7 244,566,305.
+    p2 holds m from the earlier of its δ′'s start and that release until its δ′ ends: at 223,066,565 m4, m5 and
+    m6 (m3's ended at 198,855,877), at 244,566,305 m5, m6 and m7 (m4's ended at 238,972,751): 3 versions × 2,400
+    = 7,200 bytes, and nothing else — no gradient, no optimizer state (Adam's two moments stay with p1's
+    weights), no stash (it runs no forward). Before the window counted a lender's parts, p1 ran ahead and
+    released m7 at 226,162,673 while p2 still held m4, m5, m6: 4 (9,600 bytes)."""
     table = rows(capsys, [*SAMPLE, "--optimizer", "adam"])
     p2 = table[1]
     assert p2["layers"] == "" and p2["ops"] == "D1:conv1*"  # the plan this is about
     assert (p2["weight_bytes"], p2["weight_versions"], p2["lent_weight_bytes"], p2["lent_weight_versions"]) == (
-        2400, 4, 2400, 4)
+        2400, 3, 2400, 3)
     assert (p2["gradient_bytes"], p2["optimizer_bytes"], p2["peak_activation_bytes"]) == (0, 0, 0)
-    assert p2["peak_memory_bytes"] == 4 * 2400
+    assert p2["peak_memory_bytes"] == 3 * 2400
 
 
 def test_lent_weights_beside_own_layers_follow_the_lent_rule(capsys):

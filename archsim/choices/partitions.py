@@ -10,5 +10,8 @@ LAYERPIPE_ALPHA = 1.001  # LayerPipe's Algorithm 1: the factor its per-processor
 PARTITION_SCHEDULES = ("gpipe", "1f1b", "layerpipe", "gpipe-newest-first", "1f1b-window", "1f1b-delta-before-g")
 # The schedules that flush between iterations: every processor keeps one weight version (no stash).
 FLUSHED_SCHEDULES = ("gpipe", "gpipe-newest-first")
+# The list schedules that bound each stage's micro-batches in flight by 1F1B's window (a lender's counts the
+# δ parts it lends, so these bound the processors that run them too).
+WINDOWED_SCHEDULES = ("1f1b-window", "layerpipe")
 # The schedule each partitioner's plan runs when none is chosen.
 METHOD_SCHEDULES = {"layerpipe": "layerpipe", "pipedream": "1f1b", "gpipe": "gpipe"}

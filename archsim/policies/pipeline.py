@@ -14,7 +14,11 @@ processors) and what decides *when*:
   in-flight limit.
 * ``1f1b-window`` (archsim's earlier 1F1B, PipeDream's admission rule as a list schedule): stage s
   of S admits F(b) only after B(b − W) and runs B(b) only after F(b + W − 1), W = S − s + 1; between
-  those limits, backward ops rank before forwards.
+  those limits, backward ops rank before forwards. Admission's B(b − W) is the backward ops of the
+  stage's layers wherever they run: a δ part it lends (LayerPipe's δ′ or δ″ on another processor) is
+  part of its lender's backward (004_2cd4e01df0d40184.txt, Fig. 5: nB_p is nB_pG, nB_pδ′ and nB_pδ″),
+  so a processor of borrowed parts alone, which has no window, is held by its lenders' windows.
+  Alternation orders one processor: its B(b) is the backward ops it runs (a part it borrows too).
 * ``1f1b-delta-before-g``: ``1f1b``'s action order with each layer's δ pieces (δ, δ′, δ″) before
   its G inside a backward action. 1F1B leaves that order open; ``1f1b`` takes the plan's listing
   (G first), this variant lists G after the layer's δ pieces, so the previous stage's gradient leaves
@@ -48,7 +52,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from archsim.choices.partitions import FLUSHED_SCHEDULES, METHOD_SCHEDULES, PARTITION_SCHEDULES
+from archsim.choices.partitions import FLUSHED_SCHEDULES, METHOD_SCHEDULES, PARTITION_SCHEDULES, WINDOWED_SCHEDULES
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition
@@ -221,18 +225,22 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             for src in gradient_of(layer, sources, where[(layer, kind)]):
                 dep(src, (layer, kind))
         dep((layer, "F"), (layer, "G"))
-    if schedule in ("1f1b-window", "layerpipe"):
+    if schedule in WINDOWED_SCHEDULES:
         for stage in plan.stages:
             window = stages - stage.index  # stage s of S keeps at most S − s + 1 micro-batches in flight
             forwards = [op.layer for op in stage.ops if op.kind == "F"]
-            backwards = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
-            if not forwards:  # an idle stage, or one holding only split δ work: nothing to alternate
+            # admission bounds the micro-batches in flight (the versions the stage stashes): its layers'
+            # backward ops wherever they run, a δ part it lends too; alternation is the processor's own
+            # order: the backward ops it runs. A processor of borrowed parts alone is held by its lenders.
+            owned = [key for key in where if key[1] in BACKWARD and where[(key[0], "F")] == stage.index]
+            run = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
+            if not forwards:  # an idle stage, or one of borrowed parts only: nothing to admit or alternate
                 continue
             begins, ends = window_ends(forwards, producers, consumers)
-            for layer, kind in backwards:  # admission: F(b) after the backward of b − window
+            for layer, kind in owned:  # admission: F(b) after the backward of b − window
                 for first in begins:
                     dep((layer, kind), (first, "F"), offset=-window)
-            for layer, kind in backwards:  # alternation: B(b) after F(b + window − 1)
+            for layer, kind in run:  # alternation: B(b) after F(b + window − 1)
                 for last in ends:
                     dep((last, "F"), (layer, kind), offset=window - 1)
     ordered = _in_order(schedule, template, deps, stages, microbatches) if schedule in ORDERED else None
