@@ -1,5 +1,5 @@
-"""Follow-ups: a line break inside a quoted CSV cell is the cell's, in every reader that parses quoted
-cells (the csv module's reading of the same text is the reference)."""
+"""Follow-ups: a line break inside a quoted CSV cell is the cell's, in every reader that parses quoted cells
+(the csv module's reading of the same text is the reference); every --mode flag says one text."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from archsim.array.gemm_run import read_shapes
 from archsim.array.layout import read_layout_file
 from archsim.array.sparse_input import read_sparsity_column
+from archsim.cli import main
 from archsim.errors import InputError
 from archsim.validation.gpu_csv import parse_kernel_csv
 from archsim.validation.neusight import parse_neusight_csv
@@ -61,3 +62,19 @@ def test_a_layout_row_name_keeps_its_line_break(tmp_path):
     header = ",".join(f"c{i}" for i in range(21)) + ",\n"
     path.write_text(header + '"con\nv1",2,4,1,4,1,2,3,4,5,0,1,2,4,5,6,7,0,1,2,3,\n', encoding="utf-8")
     assert read_layout_file(path).name == "con\nv1"
+
+
+MODE_TEXT = "paper: LayerPipe's simplifications (δ for the first layer, dense δ); exact: what training computes"
+
+
+def _help(capsys, command: str) -> str:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    return " ".join(capsys.readouterr().out.split())  # argparse's wrapping undone
+
+
+@pytest.mark.parametrize("command", ["cost", "energy", "pipeline", "plan"])
+def test_every_mode_flag_says_the_one_text(capsys, command):
+    """``--mode`` of cost, energy, the layer-cost flags (pipeline) and plan reads the same sentence, written out
+    here. Before, cost's was its own ("exact: real training (default); paper: LayerPipe's simplifications")."""
+    assert f"--mode {{paper,exact}} {MODE_TEXT}" in _help(capsys, command)
