@@ -116,11 +116,12 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
     priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes."""
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.sram_sizes import cfg_sram_warning
+    from archsim.devices.device_file import config_unread_keys_note
 
     if config is None:
         return []
     notes = [device_arrays_note(config), None if dtype or element_bytes else device_dtype_note(config),
-             cfg_sram_warning(config)]
+             config_unread_keys_note(config), cfg_sram_warning(config)]
     return [note for note in notes if note]
 
 

@@ -43,8 +43,8 @@ def choice_cell(cell: str, choices: Sequence[str], *, file: str, line: int, fiel
     return chosen
 
 
-def csv_rows(text: str | Iterable[str], source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:
-    """(line, row) of every CSV row of ``text`` (a string, or lines starting at ``first_line``), a ``#`` comment
+def csv_rows(text: str, source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:
+    """(line, row) of every CSV row of ``text`` (a file's text, or its tail from line ``first_line``), a ``#`` comment
     line (:func:`comment_line`) no row; a line that goes on a quoted cell of the row above (the csv module's
     quoting) is that cell's text, whatever it starts with, never a comment; a malformed row — an over-long field, a NUL, an unclosed quote — is an
     InputError at its line."""
@@ -59,7 +59,8 @@ def csv_rows(text: str | Iterable[str], source: str, *, first_line: int = 1, **o
             record_start[0] = False  # the reader asks again within one record only inside a quoted cell
             yield line
 
-    reader = csv.reader(lines(io.StringIO(text, newline="") if isinstance(text, str) else text), **options)
+    # whole text, never split lines: a line break inside a quoted cell is the cell's (str.splitlines drops it)
+    reader = csv.reader(lines(io.StringIO(text, newline="")), **options)
     rows: list[tuple[int, list[str]]] = []
     start = first_line
     while True:

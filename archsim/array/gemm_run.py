@@ -50,7 +50,7 @@ def read_shapes(path: str | Path) -> pd.DataFrame:
 
     path = str(path)
     text = read_text(path, "shapes file", encoding="utf-8-sig")
-    rows = [(n, r) for n, r in csv_rows(text.splitlines(), path) if any(c.strip() for c in r)]
+    rows = [(n, r) for n, r in csv_rows(text, path) if any(c.strip() for c in r)]
     if not rows:
         raise InputError("empty shapes file", file=path)
     header = [c.strip().lower() for c in rows[0][1] if c.strip()]

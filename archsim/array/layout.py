@@ -83,7 +83,7 @@ def read_layout_file(path: str | Path) -> LayoutRow:
     """The row SCALE-Sim uses from a layout file (``layouts.load_arrays``): its first data row."""
     file = str(path)
     text = read_text(path, "layout file")
-    for number, row in csv_rows(text.splitlines(), file)[1:]:  # the first row: the header
+    for number, row in csv_rows(text, file)[1:]:  # the first row: the header
         if not any(f.strip() for f in row):
             continue
         fields = row[:-1]  # SCALE-Sim drops the field after the last comma

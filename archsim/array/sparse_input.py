@@ -81,7 +81,7 @@ def read_sparsity_column(path: str | Path) -> list[tuple[int, int]]:
     """Each layer row's N:M, in file order (1:1 where the column is missing or the cell empty)."""
     file = str(path)
     text = read_text(path, "topology file", encoding="utf-8-sig")
-    rows = [(n, r) for n, r in csv_rows(text.splitlines(), file, skipinitialspace=True)
+    rows = [(n, r) for n, r in csv_rows(text, file, skipinitialspace=True)
             if any(c.strip() for c in r)]
     if not rows:
         raise InputError("empty topology file", file=file)

@@ -173,8 +173,10 @@ def note_device_arrays(config: str, dtype_given: bool = True) -> None:
     (:func:`~archsim.console.say_after_run`), as train's notes are: a later refusal is then its one line."""
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.sram_sizes import cfg_sram_warning
+    from archsim.devices.device_file import config_unread_keys_note
 
-    for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config)):
+    for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config),
+                 config_unread_keys_note(config)):
         if text:
             say_after_run("note", text)
     slip = cfg_sram_warning(config)  # its SRAMs in bytes, judged as --sram-kb is

@@ -8,6 +8,7 @@ import argparse
 from archsim.choices.networks import GEOMETRIES
 from archsim.commands import Command
 from archsim.commands.common import (
+    MODE_HELP,
     add_array_arguments,
     add_clock_argument,
     add_engine_arguments,
@@ -26,8 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     add_array_arguments(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
-    parser.add_argument("--mode", default="exact", choices=MODES,
-                        help="exact: real training (default); paper: LayerPipe's simplifications")
+    parser.add_argument("--mode", default="exact", choices=MODES, help=f"{MODE_HELP} (default: exact)")
     add_engine_arguments(parser)
     add_clock_argument(parser)
     parser.add_argument("--energy", action="store_true",

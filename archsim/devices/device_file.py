@@ -313,6 +313,18 @@ def unread_keys_note(device: Device, file: str) -> str | None:
     return f"{file} is a gemm = \"arrays\" device: {'these keys are' if len(unread) > 1 else 'this key is'} not read: {keys}"
 
 
+def config_unread_keys_note(config: str | Path) -> str | None:
+    """:func:`unread_keys_note` of an array command's ``--config`` (``cost``, ``energy``, an array sweep's
+    ``.cfg``), so that every reader of a device file says it. None for a plain SCALE-Sim ``.cfg`` and for a
+    device ``.cfg`` that train refuses: an array command reads such a file's arrays without train's required
+    keys, and only train's reading gives a device to judge."""
+    try:
+        device = load_device(config)
+    except InputError:
+        return None
+    return unread_keys_note(device, str(config))
+
+
 def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:
     """:func:`implausible_figures` of several devices (a cluster's servers'), each line once."""
     return tuple(dict.fromkeys(line for device in devices for line in implausible_figures(device)))
@@ -328,4 +340,5 @@ def load_device(path: str | Path) -> Device:
     raise InputError("a device file is a .toml or a SCALE-Sim .cfg", file=str(path))
 
 
-__all__ = ["devices_implausible_figures", "implausible_figures", "load_device", "unread_keys_note"]
+__all__ = ["config_unread_keys_note", "devices_implausible_figures", "implausible_figures", "load_device",
+           "unread_keys_note"]

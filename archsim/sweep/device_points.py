@@ -75,12 +75,15 @@ def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
 def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
     """The lines ``archsim sweep`` warns on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings,
     one list for both: each ``array_sides`` side that leaves PEs unused, then each implausible figure, then a
-    spec's ``static_watts`` overriding the device file's."""
-    from archsim.devices.device_file import load_device
+    spec's ``static_watts`` overriding the device file's, then the keys the file states that an array device does
+    not read (:func:`archsim.devices.device_file.unread_keys_note`, train's note)."""
+    from archsim.devices.device_file import load_device, unread_keys_note
     from archsim.sweep.device_spec import unused_pe_lines
 
     device = load_device(spec.setup.device_path)
-    return (*unused_pe_lines(device, spec.array_sides), *implausible_points(spec), *static_override(device, spec))
+    unread = unread_keys_note(device, str(spec.setup.device_path))  # board_watts, the L2's rate on an array device
+    return (*unused_pe_lines(device, spec.array_sides), *implausible_points(spec), *static_override(device, spec),
+            *((unread,) if unread else ()))
 
 
 def spec_notes(spec: DeviceSweepSpec) -> tuple[str, ...]:

@@ -105,11 +105,13 @@ def check_cfg_axes(table: dict, texts: tuple[str, ...], arrays: list[tuple[int, 
 def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim sweep`` says on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings of a spec's
     ``.cfg`` arrays that are devices of several arrays, once per file: each is swept as one array, as
-    ``archsim cost --config`` costs it and says (:func:`archsim.array.device_sections.device_arrays_note`)."""
+    ``archsim cost --config`` costs it and says (:func:`archsim.array.device_sections.device_arrays_note`); and
+    those stating keys an array device does not read (:func:`archsim.devices.device_file.config_unread_keys_note`)."""
     from archsim.array.device_sections import device_arrays_note
+    from archsim.devices.device_file import config_unread_keys_note
 
     paths = dict.fromkeys(array.path for array in spec.arrays if isinstance(array, ArrayFile))
-    return tuple(note for note in map(device_arrays_note, paths) if note)
+    return tuple(note for path in paths for note in (device_arrays_note(path), config_unread_keys_note(path)) if note)
 
 
 def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:

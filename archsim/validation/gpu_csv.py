@@ -51,7 +51,7 @@ def read_kernel_csv(path: str | Path) -> KernelTable:
 
 def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
     """:func:`read_kernel_csv` on text already in memory (tests, notebooks)."""
-    lines = text.splitlines()
+    lines = io.StringIO(text, newline="").readlines()  # each keeps its end: the csv module's lines (csv_rows)
     meta: dict[str, str] = {}
     first = 0
     while first < len(lines) and (lines[first].startswith("#") or not lines[first].strip()):
@@ -59,7 +59,7 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
         if sep and key.strip():
             meta[key.strip()] = value.strip()
         first += 1
-    rows = [(number, row) for number, row in csv_rows(lines[first:], source, first_line=first + 1)
+    rows = [(number, row) for number, row in csv_rows("".join(lines[first:]), source, first_line=first + 1)
             if any(cell.strip() for cell in row)]
     if not rows:
         raise InputError(f"no header row (expected archsim's columns {', '.join(REQUIRED)}, … or NeuSight's "

@@ -77,7 +77,7 @@ class KernelRows:
 
 def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
     """The rows of a NeuSight CSV; every error names the file, line and column."""
-    rows = [(line, row) for line, row in csv_rows(text.splitlines(), source) if any(c.strip() for c in row)]
+    rows = [(line, row) for line, row in csv_rows(text, source) if any(c.strip() for c in row)]
     if not rows or not is_neusight_header(rows[0][1]):
         raise InputError(f"not a NeuSight kernel CSV (needs columns {', '.join(REQUIRED)})", file=source)
     header = [cell.strip() for cell in rows[0][1]]
@@ -138,7 +138,7 @@ def is_neusight_file(path: str | Path) -> bool:
     measured CSV (``# key: value`` lines, then network, layer, … columns) is not."""
     text = read_text(path, "measured CSV", encoding="utf-8-sig")
     header = next((line for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
-    rows = csv_rows([header], str(path))
+    rows = csv_rows(header, str(path))
     return bool(rows) and is_neusight_header(rows[0][1])
 
 
