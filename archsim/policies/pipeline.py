@@ -8,7 +8,9 @@ processors) and what decides *when*:
   torch's ``ScheduleGPipe`` / ``Schedule1F1B`` orders) — each processor runs its stage's actions
   strictly in that order: an action (all of the stage's forward ops of one micro-batch, or all its
   backward ops: δ, δ′, δ″ and G) starts only after the previous one ended. Within an action the
-  ops run as their data flow and priority allow.
+  ops run as their data flow and priority allow. A δ part a stage lends (run on another processor)
+  is part of its backward action too: the F the order puts after B(b) waits for B(b)'s lent parts
+  (1F1B's F(b + W) after B(b): the window's admission below), so a slower borrower stays bounded.
 * ``gpipe-newest-first`` (archsim's GPipe before it followed torch's order): a list schedule, every
   forward first, then the backward ops of the newest micro-batch first (GPipe's reverse order); no
   in-flight limit.
