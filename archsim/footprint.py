@@ -190,7 +190,7 @@ def lent_versions(plan: Partition, timeline: Timeline) -> dict[str, int]:
     stashes that version until the layer's G of m ends on it (its F allocates it, its G frees it); the part
     runs on the borrower, which must hold the version from the earlier of its part's start and that release
     until its part ends. 1 where each part runs before its lender lets go; more where the borrower lags (at most
-    its lender's 1F1B window under ``layerpipe`` and ``1f1b-window``, growing with the micro-batches under ``1f1b``).
+    its lender's 1F1B window: the lender's next forward waits for its parts under every weight-stashing schedule).
     The same rule whether the borrower holds layers of its own or none: a part is borrowed where it runs
     away from its layer's processor."""
     home = {name: f"p{stage.index + 1}" for stage in plan.stages for name in stage.layers}

@@ -1,12 +1,14 @@
-"""LayerPipe's 1F1B window counts a lender's borrowed δ parts (``layerpipe`` and ``1f1b-window`` schedules).
+"""LayerPipe's 1F1B window counts a lender's borrowed δ parts (``layerpipe`` and ``1f1b-window`` schedules), and so
+do the strict 1F1B action orders (``1f1b``, ``1f1b-delta-before-g``).
 
 A borrowed part (δ′, δ″ or a whole δ run for a layer on another processor) is part of its owner's backward
 action for its micro-batch (004_2cd4e01df0d40184.txt, Fig. 5: nB_p is nB_pG, nB_pδ′ and nB_pδ″, δ″ computed on
 processor p + 1). So the lender admits F(b) only after its parts of b − W ended too, W = S − s + 1; alternation
-(B(b) after F(b + W − 1)) stays the order of the processor that runs an op. A processor of borrowed parts alone
-has no window of its own: its lenders' bound it. These tests failed before the fix, when admission waited only
-for the ops a processor runs: the borrower had no window, fell behind, and the lent weight versions it holds grew
-with the micro-batches."""
+(B(b) after F(b + W − 1)) stays the order of the processor that runs an op. Under the action orders the F that
+the order puts after B(b), F(b + W), waits for B(b)'s lent parts the same way, and nothing else does. A processor
+of borrowed parts alone has no window of its own: its lenders' bound it. These tests failed before the fixes, when
+admission (or the order) waited only for the ops a processor runs: the borrower fell behind, and the lent weight
+versions it holds grew with the micro-batches."""
 
 from __future__ import annotations
 
@@ -81,13 +83,65 @@ def test_the_sample_network_s_borrower_stays_bounded(capsys):
     assert counts[0] == counts[1] <= 4
 
 
-def test_the_table_says_which_schedules_bound_a_slower_borrower(capsys):
+def test_the_table_says_a_slower_borrower_paces_its_lenders(capsys):
     """Without --memory the table states no weight_versions for such a borrower (the count depends on the
-    timing) and a note says why: under ``layerpipe`` its lender's window bounds it; under ``1f1b``'s action order
-    nothing holds the lender back for it (its versions at 8 and 16 micro-batches: 4 and 7, growing)."""
+    timing) and a note says why: under ``layerpipe`` its lender's window bounds it, under ``1f1b``'s action order
+    the lender's forward after B(b) waits for B(b)'s lent part (the tests above). The note said "fall behind" for
+    ``1f1b`` before that fix."""
     base = ["pipeline", "layerpipe_sample", "--processors", "4", "--mode", "paper", "--microbatches", "8"]
-    for extra, said in (([], "pace their lenders"), (["--schedule", "1f1b"], "fall behind")):
+    for extra in ([], ["--schedule", "1f1b"]):
         assert main([*base, *extra, "--format", "json"]) == 0
         captured = capsys.readouterr()
         assert "weight_versions" not in json.loads(captured.out)["rows"][1]
-        assert f"(p2) {said}" in captured.err
+        assert "(p2) pace their lenders" in captured.err and "action order" in captured.err
+
+
+def test_the_lender_s_next_forward_waits_for_its_borrowed_part_hand_count():
+    """2 stages: p1 holds l0 and l1, p2 only l0's δ (6 units; p1's own work is 5 a micro-batch), 4 micro-batches,
+    ``1f1b``. p1's order (torch's Schedule1F1B, S − 1 − 0 = 1 warm-up forward): F0 F1 B0 F2 B1 F3 B2 B3, so B(b)
+    is followed by F(b + 2); p2 runs B0 … B3. Inside B(b) the plan's listing puts G(l1) before δ(l1), and G(l0)
+    reads δ(l1). By hand:
+
+    p1: F(l0)0 0-1, F(l1)0 1-2, F(l0)1 2-3, F(l1)1 3-4; B0: G(l1)0 4-5, δ(l1)0 5-6, G(l0)0 6-7.
+    p2: δ(l0)0 6-12 (reads δ(l1)0). F2 waits for B0's lent δ(l0)0: F(l0)2 12-13, F(l1)2 13-14;
+    B1: G(l1)1 14-15, δ(l1)1 15-16, G(l0)1 16-17; p2 δ(l0)1 16-22. F3 waits for it: 22-23, 23-24;
+    B2: 24-25, δ(l1)2 25-26, 26-27; p2 δ(l0)2 26-32. B3 (no F follows B2, nothing waits): G(l1)3 27-28,
+    δ(l1)3 28-29, G(l0)3 29-30; p2 δ(l0)3 32-38 → makespan 38.
+
+    Before the fix F2 ran at 7 and F3 at 12, p1 was done at 20 and p2 ran its parts back to back 6-30 (makespan 30),
+    each a micro-batch further behind p1."""
+    plan, profile = lender_and_borrower(6)
+    timeline = archsim.simulate(plan, profile, microbatches=4, schedule="1f1b")
+    spans = {slot.op: (slot.start, slot.end) for slot in timeline.slots}
+    assert [spans[f"D:l0:{m}"] for m in range(4)] == [(6, 12), (16, 22), (26, 32), (32, 38)]
+    assert [spans[f"F:l0:{m}"][0] for m in range(4)] == [0, 2, 12, 22]
+    assert [spans[f"G:l0:{m}"] for m in range(4)] == [(6, 7), (16, 17), (26, 27), (29, 30)]
+    assert timeline.makespan == 38
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "1f1b-delta-before-g"])
+def test_a_slower_borrower_stays_bounded_under_the_action_orders(schedule):
+    """The same plan: p2 holds m's lent version from the earlier of its part's start and p1's G(l0) of m until the
+    part ends. p1 starts F(b + 2) only once the part of b ended, so at most 2 micro-batches have a started F and an
+    unfinished part: at most 2 versions, at 8 micro-batches as at 16. 2 are reached at the end (the hand count
+    above: m3's G(l0) ends at 30, m2's part runs 26-32). Before the fix: 3 at 8 and 4 at 16 micro-batches."""
+    plan, profile = lender_and_borrower(6)
+    held = [lent_versions(plan, archsim.simulate(plan, profile, microbatches=m, schedule=schedule)) for m in (8, 16)]
+    assert held == [{"p2": 2}, {"p2": 2}]
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "1f1b-delta-before-g"])
+def test_the_sample_network_s_borrower_stays_bounded_under_the_action_orders(capsys, schedule):
+    """layerpipe_sample on 4, paper mode, 32×32: conv1's δ′ alone on p2 (40,116,874 cycles a micro-batch, p1's
+    own work 3,324,440). p1 (stage 1 of 4) runs F(b + 4) after B(b), which now waits for B(b)'s δ′ on p2, so at
+    most 4 micro-batches have a started F(conv1) and an unfinished δ′: p2 holds at most 4 versions, the same
+    count at 8 as at 16. Before the fix: 4 at 8 and 7 at 16, growing."""
+    counts = []
+    for m in (8, 16):
+        argv = ["pipeline", "layerpipe_sample", "--processors", "4", "--mode", "paper", "--schedule", schedule,
+                "--microbatches", str(m), "--memory", "--format", "json"]
+        assert main(argv) == 0
+        rows = json.loads(capsys.readouterr().out)["rows"]
+        assert rows[1]["ops"] == "D1:conv1*"
+        counts.append(rows[1]["weight_versions"])
+    assert counts[0] == counts[1] <= 4

@@ -11,7 +11,6 @@ from archsim.choices.partitions import (
     MAX_ALPHA,
     METHOD_SCHEDULES,
     PARTITION_SCHEDULES,
-    WINDOWED_SCHEDULES,
 )
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -196,12 +195,11 @@ def run(args: argparse.Namespace) -> int:
     if idle:
         note(idle)
     if slower and "weight_versions" not in records[0]:
-        held = ("pace their lenders (a lender's 1F1B window waits for the δ parts it lends): the weight versions "
-                "they hold are bounded by that window but depend on the timing" if schedule in WINDOWED_SCHEDULES
-                else "fall behind: the weight versions they hold grow with the micro-batches")
         note(f"processors that run only borrowed δ parts and are slower than every processor holding layers "
-             f"({', '.join(f'p{p}' for p in slower)}) {held}, so the table states no weight_versions "
-             "(--memory --microbatches M does; see docs/concepts.md)")
+             f"({', '.join(f'p{p}' for p in slower)}) pace their lenders (a lender's 1F1B window, or under an "
+             "action order the forward after its backward, waits for the δ parts it lends): the weight versions "
+             "they hold are bounded by that window but depend on the timing, so the table states no "
+             "weight_versions (--memory --microbatches M does; see docs/concepts.md)")
     return 0
 
 
@@ -273,9 +271,8 @@ def lent_slower(plan, schedule: str) -> list[int]:
     """Processors (1-based) that run only borrowed δ parts and cost more per micro-batch than every stage
     holding layers, under a weight-stashing schedule: the lenders let go of each version at their G, before
     such a processor's part of it ends, so how many it holds (:func:`archsim.footprint.lent_versions`) needs a
-    simulation. Under a windowed schedule (``WINDOWED_SCHEDULES``) the lenders' windows wait for their parts and
-    bound that count; under ``1f1b``'s action order nothing holds a lender back for them, and the count grows
-    with the micro-batches."""
+    simulation. The lenders wait for their parts and so bound that count: a window (``layerpipe``, ``1f1b-window``)
+    admits F(b) after them of b − W, an action order (``1f1b``) runs the F after B(b) after B(b)'s parts."""
     pace = max((stage.total_cost for stage in plan.stages if stage.layers), default=0.0)
     return [] if schedule in FLUSHED_SCHEDULES else [
         stage.index + 1 for stage in plan.stages if not stage.layers and stage.ops and stage.total_cost > pace]

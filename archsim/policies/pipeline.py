@@ -8,7 +8,9 @@ processors) and what decides *when*:
   torch's ``ScheduleGPipe`` / ``Schedule1F1B`` orders) — each processor runs its stage's actions
   strictly in that order: an action (all of the stage's forward ops of one micro-batch, or all its
   backward ops: δ, δ′, δ″ and G) starts only after the previous one ended. Within an action the
-  ops run as their data flow and priority allow.
+  ops run as their data flow and priority allow. A δ part a stage lends (run on another processor)
+  is part of its backward action too: the F the order puts after B(b) waits for B(b)'s lent parts
+  (1F1B's F(b + W) after B(b): the window's admission below), so a slower borrower stays bounded.
 * ``gpipe-newest-first`` (archsim's GPipe before it followed torch's order): a list schedule, every
   forward first, then the backward ops of the newest micro-batch first (GPipe's reverse order); no
   in-flight limit.
@@ -232,7 +234,7 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             # admission bounds the micro-batches in flight (the versions the stage stashes): its layers'
             # backward ops wherever they run, a δ part it lends too; alternation is the processor's own
             # order: the backward ops it runs. A processor of borrowed parts alone is held by its lenders.
-            owned = [key for key in where if key[1] in BACKWARD and where[(key[0], "F")] == stage.index]
+            owned = owned_backward(where, stage.index)
             run = [key for key, on in where.items() if on == stage.index and key[1] in BACKWARD]
             if not forwards:  # an idle stage, or one of borrowed parts only: nothing to admit or alternate
                 continue
@@ -243,8 +245,16 @@ def pipeline_problem(plan: Partition, profile: LayerProfile, microbatches: int, 
             for layer, kind in run:  # alternation: B(b) after F(b + window − 1)
                 for last in ends:
                     dep((last, "F"), (layer, kind), offset=window - 1)
-    ordered = _in_order(schedule, template, deps, stages, microbatches) if schedule in ORDERED else None
+    # under an action order a lender's B(b) takes its lent parts along: they end before the F that follows it
+    lent = [[slot[key] for key in owned_backward(where, s) if where[key] != s] for s in range(stages)]
+    ordered = _in_order(schedule, template, deps, stages, microbatches, lent) if schedule in ORDERED else None
     return _problem(proc_of_stage, links, template, deps, named, microbatches, bandwidth, latency, ordered)
+
+
+def owned_backward(where: dict[tuple[str, str], int], stage: int) -> list[tuple[str, str]]:
+    """The backward ops (δ, δ′, δ″, G) of ``stage``'s layers wherever they run: a δ part it lends is part of
+    its backward action (004_2cd4e01df0d40184.txt, Fig. 5: nB_p is nB_pG, nB_pδ′ and nB_pδ″)."""
+    return [key for key in where if key[1] in BACKWARD and where[(key[0], "F")] == stage]
 
 
 def window_ends(forwards: list[str], producers: dict[str, list[str]], consumers: dict[str, list[str]]
@@ -258,12 +268,16 @@ def window_ends(forwards: list[str], producers: dict[str, list[str]], consumers:
             [x for x in forwards if not any(c in mine for c in consumers[x])])
 
 
-def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> tuple[np.ndarray, np.ndarray]:
+def _in_order(schedule: str, template, deps, stages: int, microbatches: int,
+              lent: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Dependencies that make each processor run its stage's actions in the order of ``schedule``'s
     generator: every op of an action that ends it (no successor in the action) before every op of
     the next action that begins it (no predecessor in the action). An action is a stage's forward
     ops (F) or backward ops (B) of one micro-batch, each with the receive ops feeding it (RECV_F,
-    RECV_B: they begin it); a stage without backward ops runs F only."""
+    RECV_B: they begin it); a stage without backward ops runs F only. ``lent[r]``: the template ops
+    of stage r's backward run on other processors (its lent δ parts); they end B(b) too where an F
+    follows it (1F1B's F(b + W) after B(b), W = S − s + 1: the window's admission), so a slower
+    borrower holds at most W micro-batches of its lender; nothing else waits for them."""
     size = len(template)
     family = np.array([0 if t[8] in ("F", "RECV_F") else 3 for t in template], dtype=np.int64)
     stage_of = np.array([t[0] for t in template], dtype=np.int64)
@@ -284,10 +298,12 @@ def _in_order(schedule: str, template, deps, stages: int, microbatches: int) -> 
         kind, mb = kind[present], mb[present]
         for fa in (0, 3):
             for fb in (0, 3):
+                tails = np.concatenate([ends[fa], np.array(lent[r], dtype=np.int64)]) if (fa, fb) == (3, 0) \
+                    else ends[fa]
                 at = np.flatnonzero((kind[:-1] == fa) & (kind[1:] == fb))
-                a = (mb[at][:, None, None] * size + ends[fa][None, :, None])
+                a = (mb[at][:, None, None] * size + tails[None, :, None])
                 b = (mb[at + 1][:, None, None] * size + begins[fb][None, None, :])
-                a, b = (x.reshape(len(at), len(ends[fa]) * len(begins[fb])) for x in np.broadcast_arrays(a, b))
+                a, b = (x.reshape(len(at), len(tails) * len(begins[fb])) for x in np.broadcast_arrays(a, b))
                 src.append(a)
                 dst.append(b)
                 key.append(np.broadcast_to((r * 2 * microbatches + at)[:, None], a.shape))
