@@ -10,7 +10,7 @@ orders (checked by brute force in the tests)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from math import isqrt
@@ -225,8 +225,17 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`, sharded over DP with the
     distributed optimizer) and activations at its
     bytes per element over fp16's (fp32's double, the 1-byte masks apart, as ``archsim train`` counts Megatron's)."""
-    chunks = par.pp * par.chunks
-    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
+    counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
+    states, scale = state_bytes(dtype, shards=par.optimizer_shards, full=par.fsdp), ELEMENT_BYTES[dtype] / 2
+    unit = fsdp_unit_bytes(dtype) if par.fsdp else 0.0
+    return counted_rank_memories(c, par, counts, range(par.pp) if ranks is None else ranks, states, unit, scale)
+
+
+def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks: Iterable[int],
+                          states: float, unit: float = 0.0, scale: float = 1.0) -> list[StageMemory]:
+    """:func:`rank_memories` of ``ranks`` with ``counts[j]`` layers in virtual stage j (any counts ≥ 0: a rank's
+    memory reads its own chunks' alone, so the planner sizes a rank before the split is known), ``states`` bytes
+    per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s."""
     ranks_chunks = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in range(par.pp)]
     shares = rank_held_fractions(c, par, counts, ranks_chunks)
     peaks = backs = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares)
@@ -235,10 +244,8 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
         backs = [back for _, back in published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks,
                                                           shares, gains)]
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
-    states, scale = state_bytes(dtype, shards=par.optimizer_shards, full=par.fsdp), ELEMENT_BYTES[dtype] / 2
-    unit = fsdp_unit_bytes(dtype) if par.fsdp else 0.0
     out = []
-    for rank in (range(par.pp) if ranks is None else ranks):
+    for rank in ranks:
         mine = ranks_chunks[rank]
         out.append(peak_rank_memory(c, par, [counts[j] for j in mine], mine, peaks[rank], backs[rank], apart, states,
                                     unit, scale))
@@ -262,6 +269,7 @@ __all__ = ["CHUNKED",
     "candidate_count",
     "candidates",
     "chunk_counts",
+    "counted_rank_memories",
     "divisors",
     "factorization_count",
     "factorizations",
