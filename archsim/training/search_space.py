@@ -236,20 +236,18 @@ def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequen
     """:func:`rank_memories` of ``ranks`` with ``counts[j]`` layers in virtual stage j (any counts ≥ 0: a rank's
     memory reads its own chunks' alone, so the planner sizes a rank before the split is known), ``states`` bytes
     per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s."""
-    ranks_chunks = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in range(par.pp)]
-    shares = rank_held_fractions(c, par, counts, ranks_chunks)
-    peaks = backs = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares)
+    wanted = list(ranks)
+    mine = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in wanted]
+    shares = rank_held_fractions(c, par, counts, mine)
     if any(shares) and par.schedule_name in SPLIT_SCHEDULES:  # the working set where it meets the held (train's)
-        gains = rank_held_gains(c, par, counts, ranks_chunks)
-        backs = [back for _, back in published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks,
-                                                          shares, gains)]
+        gains = rank_held_gains(c, par, counts, mine)
+        walks = published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares, gains, wanted)
+    else:  # a fused B: its walk peaks where a B starts, the in-flight count
+        every = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
+        walks = [(every[rank], every[rank]) for rank in wanted]
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
-    out = []
-    for rank in ranks:
-        mine = ranks_chunks[rank]
-        out.append(peak_rank_memory(c, par, [counts[j] for j in mine], mine, peaks[rank], backs[rank], apart, states,
-                                    unit, scale))
-    return out
+    return [peak_rank_memory(c, par, [counts[j] for j in chunks], chunks, peak, back, apart, states, unit, scale)
+            for chunks, (peak, back) in zip(mine, walks, strict=True)]
 
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16") -> float:

@@ -39,6 +39,7 @@ import numpy as np
 
 from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
+from archsim.training.held_memory import SPLIT_SCHEDULES
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import STATE_BYTES_PER_PARAMETER, fsdp_unit_bytes, state_bytes
@@ -107,8 +108,9 @@ def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, capacity: fl
                  states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> int:
     """The most layers ``rank`` fits in ``capacity`` bytes (−1: not even none): the largest count whose memory,
     :func:`~archsim.training.search_space.counted_rank_memories` — train's and the search's figure for the rank,
-    its own share of M_W / M_B and its working set where it meets the held — fits. That memory grows with the
-    layers but not affinely under a split backward (the rank's share and gain move with its count): bisected.
+    its own share of M_W / M_B and its working set where it meets the held — fits. That memory is affine in the
+    layers under a fused B; under a split backward it grows but not affinely (the rank's share and gain move with
+    its count): bisected.
     Until 2026-12-02 the planner took a layer's M_W / M_B on every rank and the working set beside the walk's
     peak, up to one layer's M_W − M_B above train's figure."""
     chunks = [j for j, r in enumerate(rank_of_stages(par)) if r == rank]
@@ -118,8 +120,13 @@ def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, capacity: fl
         counts[chunks[0]] = layers  # a rank's memory reads its layer total, whichever of its chunks holds them
         return counted_rank_memories(c, par, counts, [rank], states, unit)[0].total
 
-    if total(0) > capacity:
+    zero = total(0)
+    if zero > capacity:
         return -1
+    if par.schedule_name not in SPLIT_SCHEDULES:  # a fused B: affine in the layers (each costs the same)
+        per_layer = total(1) - zero
+        return c.layers if per_layer <= 0 or capacity - zero >= per_layer * c.layers else \
+            int((capacity - zero) // per_layer)
     low, high = 0, c.layers  # total(low) fits; is total(high)'s?
     if total(high) <= capacity:
         return high
