@@ -147,11 +147,11 @@ def hand_peak_bytes(states_per_parameter: float) -> float:
     two LayerNorms and the row-parallel biases, 6h), the token table padded to 50,432 (a multiple of 128 × 2)
     over 2, 2,048 learned positions, the final LayerNorm 2h. Activations (Korthikanti et al. 2022, Table 2;
     one micro-batch in flight): each layer's input 2sbh, one layer rematerialised with FlashAttention
-    (sbh(10 + 24/t) + the fp32 log-sum-exp 4as·b/t), the embedding's dropout mask sbh and the logits
-    6·s·b·V/t."""
+    (sbh(10 + 24/t) + the fp32 log-sum-exp 4as·b/t) less its input, the checkpoint counted already (2sbh more
+    until 2026-12-02: failed there), the embedding's dropout mask sbh and the logits 6·s·b·V/t."""
     h, s, a, t, layers, vocab = 5120, 2048, 40, 2, 40, 50432
     parameters = layers * ((12 * h * h + 7 * h) / t + 6 * h) + vocab // t * h + s * h + 2 * h
-    activations = layers * 2 * s * h + s * h * (10 + 24 / t) + 4 * a * s / t + s * h + 6 * s * vocab / t
+    activations = layers * 2 * s * h + s * h * (8 + 24 / t) + 4 * a * s / t + s * h + 6 * s * vocab / t
     return states_per_parameter * parameters + activations
 
 

@@ -63,9 +63,10 @@ def test_fp32_eager_gpt2_keeps_what_hugging_faces_modules_save(b):
 
 
 def test_fp32_eager_gpt2_under_gradient_checkpointing():
-    """Full recompute: each layer's fp32 input (4·h a token) and, while one layer is rerun, its whole set."""
+    """Full recompute: each layer's fp32 input (4·h a token) and, while one layer is rerun, its whole set less that
+    input — ``ln_1`` saves the checkpoint itself, counted among the kept (until 2026-12-02 twice: failed there)."""
     b = 2
-    expected = LAYERS * 4 * H * S * b + _gpt2_edges(b) + _gpt2_layer(b)
+    expected = LAYERS * 4 * H * S * b + _gpt2_edges(b) + _gpt2_layer(b) - 4 * H * S * b
     assert _eager(GPT2, "fp32", b, "full") == pytest.approx(expected, rel=1e-12)
 
 

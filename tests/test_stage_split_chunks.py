@@ -131,6 +131,31 @@ def test_planned_chunk_split_under_a_memory_limit_is_the_best_that_fits(schedule
     assert tested >= 3 and refused >= 1
 
 
+@pytest.mark.parametrize(("schedule", "v"), [("zb-h1", 1), ("zb-h2", 1), ("interleaved-zb", 2), ("zb-v", 1),
+                                         ("dualpipev", 1)])
+def test_planned_split_sizes_ranks_by_trains_memory_under_full_recompute(schedule, v):
+    """Split backwards under full recompute hold M_W = 16 × M_B from I to W (t = 1): each rank's memory is its walk
+    with its own share and the working set where it meets the held. At every capacity equal to some split's
+    largest rank as archsim train reports it (the published order's walk), the planner finds a split that fits
+    when one does, and the best one. Failed before 2026-12-02: the planner sized every rank with a layer's
+    M_W / M_B and the working set beside the walk's peak (a layer's M_W − M_B = 30·s·b·h, 30 MiB, over train's
+    figure on every rank of this model), and refused the tightest capacity, where the brute force fits a split."""
+    c = tiny(8, 64000)
+    par = Parallelism(1, 2, 1, 8, 1, "full", False, v, schedule)
+    machine = single_node().machine(par)
+    order = published_order(par.schedule_name, 2, par.microbatches, par.chunks)
+    peaks = sorted({max(m.total for m in memories(c, replace(par, stage_layers=split), order))
+                    for split in compositions(c.layers, 2 * par.chunks)})
+    for capacity in [peaks[0] * (1 - 1e-9), *peaks]:
+        want = brute(c, par, [machine] * 2, [capacity] * 2)
+        split = plan_counts(c, par, [machine] * 2, [capacity] * 2)
+        assert (split is None) == (want is None), capacity
+        if want is None:
+            continue
+        assert all(m.total <= capacity for m in memories(c, replace(par, stage_layers=split), order))
+        assert busiest(c, par, split, [machine] * 2) == pytest.approx(want[0], rel=1e-12), (capacity, split)
+
+
 def test_planned_chunk_split_on_mixed_gpus_is_the_best_composition():
     """Ranks on an A100 and a V100: interleaved, the slower GPU's chunks get fewer layers in all."""
     a100 = single_node().machine(Parallelism(pp=2))

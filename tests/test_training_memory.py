@@ -35,12 +35,14 @@ SBH_T = 16 * 2 * 64
 
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
 def test_stage_total_by_hand(recompute):
-    """First of 2 stages (2 layers, embedding), 1F1B holding 2 micro-batches of b = 2, TP 1."""
+    """First of 2 stages (2 layers, embedding), 1F1B holding 2 micro-batches of b = 2, TP 1. Full recompute's
+    working set is the rerun layer's 34·s·b·h + 5·a·s²·b less its input's 2·s·b·h (Korthikanti et al. §4.1: the
+    first LayerNorm stores its input, which is the checkpoint the layer reruns from, counted in the 2·2 held)."""
     par = Parallelism(1, 2, 1, 8, 2, recompute)
     memory = stage_memory(TINY, par, layers=2, in_flight=2, first=True, last=False)
     params = 2 * LAYER_PARAMS + 128 * 64 + 16 * 64  # layers, padded token table, positions
     per_layer = {"none": SBH_T * 34 + 5 * 4 * 16 * 16 * 2, "selective": SBH_T * 34, "full": 2 * SBH_T}[recompute]
-    working = {"none": 0, "selective": 5 * 4 * 16 * 16 * 2, "full": SBH_T * 34 + 5 * 4 * 16 * 16 * 2}[recompute]
+    working = {"none": 0, "selective": 5 * 4 * 16 * 16 * 2, "full": SBH_T * 32 + 5 * 4 * 16 * 16 * 2}[recompute]
     activations = 2 * 2 * per_layer + working + 2 * SBH_T  # + the embedding dropout mask per micro-batch
     assert memory.parameters == params
     states = 2 + 2 + 4 + 4 + 8  # fp16 (the default): weight, buffer, fp32 main weight, the step's fp32 gradient, m, v

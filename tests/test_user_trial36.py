@@ -34,10 +34,12 @@ def test_full_recompute_rematerialises_one_layer_per_rank_not_per_chunk(schedule
     rerun (2·s·b·h each), 1 chunk between I and W and those 2 layers, whose W reads the rematerialised GEMM inputs
     and output gradients, 32·s·b·h a layer, beside the working layer (until 2026-12-02: 7 chunks of inputs, I
     releasing all; then the walk's peak after the second I, 6 chunks of inputs and 2 of W's, plus the working layer).
-    Failed before: the working layer was counted on both chunks (one 34·s·b·h + 5·a·s²·b too many)."""
+    Failed before: the working layer was counted on both chunks (one 34·s·b·h + 5·a·s²·b too many). The working
+    layer adds 34·s·b·h + 5·a·s²·b less its input, the checkpoint among the kept (until 2026-12-02 counted twice,
+    2·s·b·h over: failed there)."""
     result, _ = _train(recompute="full", schedule=schedule, interleave=2)
     kept = kept_sbh * SBH
-    working = 34 * SBH + 5 * HEADS * S * S
+    working = 32 * SBH + 5 * HEADS * S * S
     assert result.memory[1].activations == pytest.approx(kept + working, rel=1e-12)
 
 
@@ -53,7 +55,7 @@ def test_full_recompute_search_rows_agree_with_train():
     row = next(r for r in found.rows if (r["tp"], r["pp"], r["dp"]) == (1, 4, 1))
     result, _ = _train(recompute="full", schedule="interleaved-1f1b", interleave=2)
     assert row["peak_memory_gib"] == pytest.approx(result.peak_memory_gib, rel=1e-12)
-    assert result.memory[1].activations == pytest.approx(9 * 3 * 2 * SBH + 34 * SBH + 5 * HEADS * S * S, rel=1e-12)
+    assert result.memory[1].activations == pytest.approx(9 * 3 * 2 * SBH + 32 * SBH + 5 * HEADS * S * S, rel=1e-12)
 
 
 RUNS_HEADER = "tp,pp,dp,micro_batch,global_batch,recompute\n"

@@ -8,13 +8,14 @@ standard attention), micro-batch 1, 4 micro-batches, the ZB-H1 and ZB-H2 orders 
   bytes with no recompute, 1024 selective, 2·s·b·h = 64 under full (the checkpoint); M_W = 32·s·b·h = 1024 (the
   QKV, projection, fc1 and fc2 inputs and output gradients) in every mode — under full recompute I rematerialises
   the layer and the linears hand those tensors to W (the ZB authors' ``WeightGradStore``), the checkpoint freed.
-  Recompute's working set, once per rank: 1088 (full), the 64-byte attention core (selective). The last stage
+  Recompute's working set, once per rank: 1088 − 64 = 1024 (full: the rerun layer less its input, the checkpoint
+  already held), the 64-byte attention core (selective). The last stage
   keeps the fp16 and fp32 logits, 6·s·b·V = 3072.
 * Hugging Face's eager modules, fp32: M_B = s·b·(4·(8·h + 5·f) + 16) + 4·a·s²·b = 3648 + 128 = 3776 (gelu_new
   keeps five ffn-wide tensors), 4·s·b·h = 128 under full; M_W = 4·s·b·(8·h + 2·f) = 2048. The head keeps
   s·b·(4·2h + 8) + 4·V·(s·b + (s − 1)·b) = 3872 and W reads its input and the logits' gradient, 4·s·b·(h + V) =
   2176; the first stage's embedding keeps nothing (no dropout) and W reads its output gradient, 4·s·b·h = 128.
-  Full recompute's working set: 3776.
+  Full recompute's working set: 3776 − 128 = 3648 (the block's input is its checkpoint, held already).
 
 On the old code I released everything under full recompute and under Hugging Face's modules: the ZB tests below
 with ``full`` or ``hf`` failed (the peaks were the I-to-I in-flight counts); the default and the fused-backward
@@ -42,9 +43,9 @@ ORDERS = {  # by hand: rank r warms up with p − r (ZB-H1) or 2(p − 1 − r) 
 # bytes per micro-batch, by hand (module docstring): (M_B, M_W) of rank 0 and rank 1, working set, last's logits
 MEGATRON = {"none": ((1088, 1024), (1088, 1024), 0, 3072),
             "selective": ((1024, 1024), (1024, 1024), 64, 3072),
-            "full": ((64, 1024), (64, 1024), 1088, 3072)}
+            "full": ((64, 1024), (64, 1024), 1024, 3072)}
 EAGER = {"none": ((3776, 2048 + 128), (3776 + 3872, 2048 + 2176), 0, 0),
-         "full": ((128, 2048 + 128), (128 + 3872, 2048 + 2176), 3776, 0)}
+         "full": ((128, 2048 + 128), (128 + 3872, 2048 + 2176), 3648, 0)}
 
 
 def _walk(actions: str, kept: int, held: int) -> list[int]:
@@ -93,14 +94,16 @@ def _starts(actions: str, kept: int, held: int) -> int:
 # last rank's logits. The working set coexists with what is held when a backward starts, not after it: until
 # 2026-12-02 it was added on top of the walk's peak (after an I), and the full rows were 1088 + 1088,
 # 2048 + 1088 + 3072 (zb-h1), 1152 + 1088, 3072 + 1088 + 3072 (zb-h2), 128 + 2176 + 3776, 2·4224 + 3776 (zb-h1,
-# eager) and 2·128 + 2176 + 3776, 3·4224 + 3776 (zb-h2, eager): the full rows below failed on that code
-HAND = {("zb-h1", "full", False): [128 + 1088, 1088 + 1088 + 3072],  # I0 starts at 128; I1 at 1088
-        ("zb-h2", "full", False): [192 + 1088, 2112 + 1088 + 3072],  # I0 at 192; I2 at 2112
+# eager) and 2·128 + 2176 + 3776, 3·4224 + 3776 (zb-h2, eager): the full rows below failed on that code. Until
+# the same day the full working set also counted the rerun layer's input, its checkpoint, a second time (1088 and
+# 3776 in place of 1024 and 3648): the full rows failed on that code too
+HAND = {("zb-h1", "full", False): [128 + 1024, 1088 + 1024 + 3072],  # I0 starts at 128; I1 at 1088
+        ("zb-h2", "full", False): [192 + 1024, 2112 + 1024 + 3072],  # I0 at 192; I2 at 2112
         ("zb-h1", "none", False): [2176, 2112 + 3072],  # 2·M_B; M_B + M_W (as before)
         ("zb-h1", "selective", False): [2048 + 64, 2048 + 64 + 3072],  # as before
         ("zb-h1", "none", True): [2 * 3776, 7648 + 4224],
-        ("zb-h1", "full", True): [256 + 3776, 8224 + 3776],  # I0 at 2·128; I1 at 4000 + 4224
-        ("zb-h2", "full", True): [384 + 3776, 12448 + 3776]}  # I0 at 3·128; I2 at 4000 + 4224 + 4224
+        ("zb-h1", "full", True): [256 + 3648, 8224 + 3648],  # I0 at 2·128; I1 at 4000 + 4224
+        ("zb-h2", "full", True): [384 + 3648, 12448 + 3648]}  # I0 at 3·128; I2 at 4000 + 4224 + 4224
 
 
 @pytest.mark.parametrize("schedule, recompute, hf", list(HAND))
@@ -144,4 +147,5 @@ def test_fused_backward_orders_do_not_change(schedule, v, recompute, hf):
                            hf=hf)
         assert got[rank].activations == pytest.approx(want.activations)
     if schedule == "1f1b" and recompute == "full" and not hf:  # 2 and 1 in flight, 4 layers of 64-byte checkpoints
-        assert [m.activations for m in got] == pytest.approx([2 * 4 * 64 + 1088, 4 * 64 + 1088 + 3072])
+        # and the rerun layer's 1088 less its 64-byte input, a checkpoint among those (1088 before 2026-12-02)
+        assert [m.activations for m in got] == pytest.approx([2 * 4 * 64 + 1024, 4 * 64 + 1024 + 3072])

@@ -135,9 +135,14 @@ def published_held_peaks(schedule: str, p: int, m: int, v: int, held: float | Se
 
 
 def published_walk_peaks(schedule: str, p: int, m: int, v: int, held: Sequence[float],
-                         gains: Sequence[float]) -> list[tuple[float, float]]:
-    """:func:`order_walk_peaks` of a published split order, read at min(m, 3p) as :func:`published_held_peaks`."""
-    return order_walk_peaks(_published_order(schedule, p, min(m, 3 * p), v), held, gains)
+                         gains: Sequence[float], ranks: Sequence[int] | None = None) -> list[tuple[float, float]]:
+    """:func:`order_walk_peaks` of a published split order, read at min(m, 3p) as :func:`published_held_peaks`;
+    of ``ranks`` alone when given (``held`` and ``gains`` then one per rank listed)."""
+    order = _published_order(schedule, p, min(m, 3 * p), v)
+    if ranks is None:
+        return order_walk_peaks(order, held, gains)
+    kinds, bounds = order.columns.kind, order.columns.bounds.tolist()
+    return [walk_peaks(kinds[bounds[r]:bounds[r + 1]], f, g) for r, f, g in zip(ranks, held, gains, strict=True)]
 
 
 @lru_cache(maxsize=64)

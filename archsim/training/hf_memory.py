@@ -99,15 +99,16 @@ def hf_activation_bytes(c: TransformerConfig, micro_batch: int, layers: int, in_
                         first: bool = True, last: bool = True, working: bool = True) -> float:
     """One GPU's activations (eager runs the whole model on one GPU: ``first`` and ``last``): ``in_flight``
     micro-batches' layers, embedding and head, and under recompute, when ``working``, one layer's rerun set
-    (``full``: the whole layer; selective: its s² tensors) — once per rank, one layer being rerun at a time
+    (``full``: the whole layer but its input, the checkpoint it reruns from, kept already; selective: its s²
+    tensors) — once per rank, one layer being rerun at a time
     (:func:`~archsim.training.pipeline_memory.rank_memory` asks it of a rank's first chunk alone)."""
     b = micro_batch
     edges = (hf_embedding_bytes(c, b) if first else 0.0) + (hf_head_bytes(c, b) if last else 0.0)
     kept = in_flight * (layers * hf_layer_bytes(c, b, recompute) + edges)
     if not working:
         return kept
-    if recompute == "full":
-        return kept + hf_layer_bytes(c, b, "none")
+    if recompute == "full":  # less the rerun layer's input: its checkpoint, among ``kept`` already
+        return kept + hf_layer_bytes(c, b, "none") - hf_layer_bytes(c, b, "full")
     if recompute == "selective":
         return kept + hf_score_bytes(c) * c.heads * c.seq * c.seq * b
     return kept

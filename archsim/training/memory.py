@@ -28,7 +28,9 @@ The 24/t is a GPT layer's (4·h GELU MLP, as many KV heads as heads): each layer
 A stage holds one such set per layer for every micro-batch it has run forward but not backward;
 the schedule fixes that count (1F1B: p − i on stage i; read off the schedule's action order, so
 interleaved and zero-bubble orders count right). Recomputation rematerialises one layer at a time
-in the backward: full recompute adds one layer's ``none`` activations, selective one layer's
+in the backward: full recompute adds one layer's ``none`` activations less the 2·s·b·h of its input — the
+checkpoint it reruns from, which the first LayerNorm saves again as the same tensor and which is counted
+among the micro-batch's kept ones already (until 2026-12-02 it was counted twice) — selective one layer's
 attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the softmax output alone,
 :func:`attention_core_per_score`). Without hidden dropout (Llama) the two residual dropout masks are
 not kept: 8 + 24/t (32 with sequence parallelism) in place of 10 + 24/t (34),
@@ -303,8 +305,8 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     activations = in_flight * layers * per_layer
     fixed = in_flight * layers * (layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)  # the same width
                                   + layer_lse_bytes(c, b, t, par.recompute, par.attention))  # in every dtype
-    if par.recompute == "full" and working:
-        activations += layer_activation_bytes(c, b, t, "none", sp, par.attention)
+    if par.recompute == "full" and working:  # the rerun layer's input is its checkpoint, held already (per_layer)
+        activations += layer_activation_bytes(c, b, t, "none", sp, par.attention) - per_layer
         fixed += layer_mask_bytes(c, b, t, "none", sp, par.attention) + layer_lse_bytes(c, b, t, "none",
                                                                                          par.attention)
     elif par.recompute == "selective" and par.attention == "standard" and working:

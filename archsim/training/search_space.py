@@ -10,7 +10,7 @@ orders (checked by brute force in the tests)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from math import isqrt
@@ -225,24 +225,29 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`, sharded over DP with the
     distributed optimizer) and activations at its
     bytes per element over fp16's (fp32's double, the 1-byte masks apart, as ``archsim train`` counts Megatron's)."""
-    chunks = par.pp * par.chunks
-    counts = layers_per_stage(c.layers, chunks, par.stage_layers)
-    ranks_chunks = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in range(par.pp)]
-    shares = rank_held_fractions(c, par, counts, ranks_chunks)
-    peaks = backs = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares)
-    if any(shares) and par.schedule_name in SPLIT_SCHEDULES:  # the working set where it meets the held (train's)
-        gains = rank_held_gains(c, par, counts, ranks_chunks)
-        backs = [back for _, back in published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks,
-                                                          shares, gains)]
-    apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
+    counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
     states, scale = state_bytes(dtype, shards=par.optimizer_shards, full=par.fsdp), ELEMENT_BYTES[dtype] / 2
     unit = fsdp_unit_bytes(dtype) if par.fsdp else 0.0
-    out = []
-    for rank in (range(par.pp) if ranks is None else ranks):
-        mine = ranks_chunks[rank]
-        out.append(peak_rank_memory(c, par, [counts[j] for j in mine], mine, peaks[rank], backs[rank], apart, states,
-                                    unit, scale))
-    return out
+    return counted_rank_memories(c, par, counts, range(par.pp) if ranks is None else ranks, states, unit, scale)
+
+
+def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks: Iterable[int],
+                          states: float, unit: float = 0.0, scale: float = 1.0) -> list[StageMemory]:
+    """:func:`rank_memories` of ``ranks`` with ``counts[j]`` layers in virtual stage j (any counts ≥ 0: a rank's
+    memory reads its own chunks' alone, so the planner sizes a rank before the split is known), ``states`` bytes
+    per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s."""
+    wanted = list(ranks)
+    mine = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in wanted]
+    shares = rank_held_fractions(c, par, counts, mine)
+    if any(shares) and par.schedule_name in SPLIT_SCHEDULES:  # the working set where it meets the held (train's)
+        gains = rank_held_gains(c, par, counts, mine)
+        walks = published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares, gains, wanted)
+    else:  # a fused B: its walk peaks where a B starts, the in-flight count
+        every = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
+        walks = [(every[rank], every[rank]) for rank in wanted]
+    apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
+    return [peak_rank_memory(c, par, [counts[j] for j in chunks], chunks, peak, back, apart, states, unit, scale)
+            for chunks, (peak, back) in zip(mine, walks, strict=True)]
 
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16") -> float:
@@ -262,6 +267,7 @@ __all__ = ["CHUNKED",
     "candidate_count",
     "candidates",
     "chunk_counts",
+    "counted_rank_memories",
     "divisors",
     "factorization_count",
     "factorizations",

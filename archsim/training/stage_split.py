@@ -12,9 +12,8 @@ gives in :mod:`archsim.partition.pipedream`) splits the chain into ``p`` contigu
 
 where ``T_r`` is the nodes' F + I + W on rank r's GPU — each rank its own GPU, so a heterogeneous
 cluster's speeds enter here — and a stage is allowed only when it holds at least one transformer
-layer and its memory (:func:`archsim.training.pipeline_memory.rank_memory`, with the rank's in-flight
-micro-batches under the schedule, :func:`archsim.training.search_space.in_flight_peaks`) fits that
-rank's GPU. The embedding can only land on the first stage and the head on the last: the stages
+layer and its memory (:func:`archsim.training.search_space.counted_rank_memories`, the figure ``archsim train``
+and ``archsim search`` report for the rank under the schedule) fits that rank's GPU. The embedding can only land on the first stage and the head on the last: the stages
 are contiguous. The result minimises the slowest stage's F + I + W — for 1F1B and GPipe on one GPU
 type this also minimises the iteration (the sum of the stages' work does not depend on the split,
 :func:`~archsim.training.stages.one_f_one_b_seconds`; checked by brute force in the tests).
@@ -40,13 +39,12 @@ import numpy as np
 
 from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
-from archsim.training.held_memory import chunk_in_flight
+from archsim.training.held_memory import SPLIT_SCHEDULES
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import STATE_BYTES_PER_PARAMETER, state_bytes
+from archsim.training.memory import STATE_BYTES_PER_PARAMETER, fsdp_unit_bytes, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
-from archsim.training.pipeline_memory import held_fraction, rank_memory
-from archsim.training.search_space import in_flight_peaks
+from archsim.training.search_space import counted_rank_memories
 from archsim.training.stages import hop_bytes
 from archsim.workload.transformer import TransformerConfig
 
@@ -106,24 +104,36 @@ def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
     return tuple(sum(name.startswith(LAYER) for name in stage.layers) for stage in partition.stages)
 
 
-def _most_layers(c: TransformerConfig, par: Parallelism, chunks: Sequence[int], in_flight: float,
-                 capacity: float, states: float = STATE_BYTES_PER_PARAMETER) -> int:
-    """The most layers a rank running virtual stages ``chunks`` fits in ``capacity`` bytes (−1: not even
-    none): its memory, :func:`rank_memory` of its chunks (``states`` bytes per parameter), is
-    affine in its layer count (each layer costs the same whichever chunk holds it)."""
-    apart = rank_of_stages(par)[par.pp * par.chunks - 1] != 0
+def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, capacity: float,
+                 states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> int:
+    """The most layers ``rank`` fits in ``capacity`` bytes (−1: not even none): the largest count whose memory,
+    :func:`~archsim.training.search_space.counted_rank_memories` — train's and the search's figure for the rank,
+    its own share of M_W / M_B and its working set where it meets the held — fits. That memory is affine in the
+    layers under a fused B; under a split backward it grows but not affinely (the rank's share and gain move with
+    its count): bisected.
+    Until 2026-12-02 the planner took a layer's M_W / M_B on every rank and the working set beside the walk's
+    peak, up to one layer's M_W − M_B above train's figure."""
+    chunks = [j for j, r in enumerate(rank_of_stages(par)) if r == rank]
 
     def total(layers: int) -> float:
-        return rank_memory(c, par, [layers if k == 0 else 0 for k in range(len(chunks))], chunks, in_flight, apart,
-                           states).total
+        counts = [0] * (par.pp * par.chunks)
+        counts[chunks[0]] = layers  # a rank's memory reads its layer total, whichever of its chunks holds them
+        return counted_rank_memories(c, par, counts, [rank], states, unit)[0].total
 
     zero = total(0)
-    per_layer = total(1) - zero
     if zero > capacity:
         return -1
-    if per_layer <= 0 or capacity - zero >= per_layer * c.layers:
-        return c.layers
-    return int((capacity - zero) // per_layer)
+    if par.schedule_name not in SPLIT_SCHEDULES:  # a fused B: affine in the layers (each costs the same)
+        per_layer = total(1) - zero
+        return c.layers if per_layer <= 0 or capacity - zero >= per_layer * c.layers else \
+            int((capacity - zero) // per_layer)
+    low, high = 0, c.layers  # total(low) fits; is total(high)'s?
+    if total(high) <= capacity:
+        return high
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if total(mid) <= capacity else (low, mid)
+    return low
 
 
 def spread(total: int, fixed: Sequence[float], layer: float) -> list[int]:
@@ -157,11 +167,12 @@ def _level(chain: Sequence[np.ndarray], most: Sequence[int], v: int, layers: int
 
 
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
-                      capacities: Sequence[float], states: float = STATE_BYTES_PER_PARAMETER) -> tuple[int, ...] | None:
+                      capacities: Sequence[float], states: float = STATE_BYTES_PER_PARAMETER,
+                      unit: float = 0.0) -> tuple[int, ...] | None:
     """Layers per virtual stage (model chunk), in pipeline order, minimising the busiest rank's F + I + W
     over its chunks (module docstring); ``node_times[r]``: the chain's node seconds on rank r's GPU,
     ``capacities[r]``: its bytes, the model states at ``states`` bytes per parameter
-    (:func:`~archsim.training.memory.state_bytes`). None when no split fits memory (the layers are alike, so one fits
+    (:func:`~archsim.training.memory.state_bytes`; ``unit``: FSDP's, :func:`~archsim.training.memory.fsdp_unit_bytes`). None when no split fits memory (the layers are alike, so one fits
     exactly when every rank holds at least one layer per chunk and together they hold them all).
 
     The DP runs over the ranks in rank order: a rank's work depends only on how many layers it holds
@@ -183,8 +194,7 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
                          field="balance")
     rank_of = rank_of_stages(par)
     owned = [[s for s in range(p * v) if rank_of[s] == r] for r in range(p)]
-    peaks = in_flight_peaks(par.schedule_name, p, par.microbatches, v, held_fraction(c, par))
-    most = [_most_layers(c, par, owned[r], chunk_in_flight(peaks[r], v), capacities[r], states) for r in range(p)]
+    most = [_most_layers(c, par, r, capacities[r], states, unit) for r in range(p)]
     if min(most) < v or sum(most) < layers:
         return None
     chain = node_times
@@ -248,9 +258,10 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
                 cache[id(machine)] = model_pieces(c, par, machine)
         pieces = [cache[id(machine)] for machine in machines]
     times = {id(own): node_seconds(c, own) for own in pieces}
+    dtype = machines[0].dtype
     counts = plan_stage_layers(c, par, [times[id(own)] for own in pieces], capacities,
-                               state_bytes(machines[0].dtype, machines[0].implementation, par.optimizer_shards,
-                                           par.fsdp))
+                               state_bytes(dtype, machines[0].implementation, par.optimizer_shards, par.fsdp),
+                               fsdp_unit_bytes(dtype) if par.fsdp else 0.0)
     return None if counts is None else chain_partition(c, par, counts, pieces)
 
 
