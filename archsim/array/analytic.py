@@ -24,15 +24,16 @@ skew (R − 1 + C − 1) and T streaming cycles; folds do not overlap in SCALE-S
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from archsim.errors import InputError
-from archsim.validate import check_exact
+from archsim.validate import EXACT_LIMIT, check_exact
 
 DATAFLOW_CODES = {"ws": 0, "os": 1, "is": 2}
+DIMENSIONS = ("m", "k", "n", "rows", "cols")  # gemm_cost's arguments, as its errors name them
 OfmapCount = Literal["scalesim", "true"]
 Integers = TypeVar("Integers", int, np.ndarray)  # a scalar closed form that numpy arrays broadcast through
 
@@ -97,6 +98,27 @@ def _whole(x: npt.ArrayLike, name: str) -> IntArray:
     return value.astype(np.int64)
 
 
+def _python_ints(dims: tuple, code: int) -> tuple:
+    """(M, K, N, R, C, D) of a single GEMM of one dataflow as Python ints, exact at any size."""
+    values = tuple(int(x) for x in dims)
+    if any(not -(2**63) <= x < 2**63 for x in values):  # what the int64 cast of _int64_arrays refuses
+        raise InputError("a GEMM dimension exceeds 2^63; use smaller dimensions")
+    return (*values, code)
+
+
+def _int64_arrays(dims: tuple, dataflow: str | npt.ArrayLike, code: int | None) -> tuple:
+    """(M, K, N, R, C, D) broadcast together as int64 arrays; D stays a Python int for one dataflow name."""
+    codes = code if code is not None else (
+        dataflow_codes(dataflow) if isinstance(dataflow, str) or np.asarray(dataflow).dtype.kind in "UO"
+        else np.asarray(dataflow, dtype=np.int64))
+    try:
+        values = np.broadcast_arrays(*(_whole(x, name) for x, name in zip(dims, DIMENSIONS)),
+                                     *(() if code is not None else (codes,)))
+    except OverflowError:
+        raise InputError("a GEMM dimension exceeds 2^63; use smaller dimensions") from None
+    return (*values, code) if code is not None else tuple(values)
+
+
 def _ceil_div(a: IntArray, b: IntArray) -> IntArray:
     return -(-a // b)
 
@@ -121,36 +143,40 @@ def gemm_cost(
     """
     if ofmap_count not in ("scalesim", "true"):
         raise InputError(f"unknown ofmap_count {ofmap_count!r}", field="ofmap_count")
-    codes = dataflow_codes(dataflow) if isinstance(dataflow, str) or np.asarray(dataflow).dtype.kind in "UO" \
-        else np.asarray(dataflow, dtype=np.int64)
-    try:
-        M, K, N, R, C, D = np.broadcast_arrays(
-            *(_whole(x, name) for x, name in ((m, "m"), (k, "k"), (n, "n"), (rows, "rows"), (cols, "cols"))), codes
-        )
-    except OverflowError:
-        raise InputError("a GEMM dimension exceeds 2^63; use smaller dimensions") from None
-    for name, value in (("m", M), ("k", K), ("n", N), ("rows", R), ("cols", C)):
-        if value.size and value.min() <= 0:
-            raise InputError(f"must be positive, got {int(value.min())}", field=name)
-    # The same integer formulas in float64 first: refuse what would not be exact in int64.
-    Mf, Kf, Nf, Rf, Cf = (x.astype(np.float64) for x in (M, K, N, R, C))
-    estimate = _counts(Mf, Kf, Nf, Rf, Cf, D, ofmap_count)
-    check_exact([np.max(x) for x in estimate if x.size], "a GEMM's cycles, MACs or SRAM words",
-                "use smaller dimensions or a larger array")
-    # np.where/np.select evaluate every dataflow's formula; an unselected one may wrap in int64 (its
-    # value is discarded), while the selected ones were bounded by the float64 estimate above.
+    # One dataflow name is one Python int: _counts then picks each formula in Python, not per element.
+    code = DATAFLOW_CODES.get(dataflow.strip().lower()) if isinstance(dataflow, str) else None
+    dims = (m, k, n, rows, cols)
+    one = code is not None and all(isinstance(x, (int, np.signedinteger)) for x in dims)
+    M, K, N, R, C, D = _python_ints(dims, code) if one and code is not None else _int64_arrays(dims, dataflow, code)
+    for name, value in zip(DIMENSIONS, (M, K, N, R, C)):
+        low = value if one else (value.min() if value.size else 1)
+        if low <= 0:
+            raise InputError(f"must be positive, got {int(low)}", field=name)
+    if not _surely_exact(M, K, N, R, C, one):
+        # The same integer formulas in float64 first: refuse what would not be exact in int64.
+        Mf, Kf, Nf, Rf, Cf = (float(x) if one else x.astype(np.float64) for x in (M, K, N, R, C))
+        estimate = _counts(Mf, Kf, Nf, Rf, Cf, D, ofmap_count)
+        check_exact(list(estimate) if one else [np.max(x) for x in estimate if x.size],
+                    "a GEMM's cycles, MACs or SRAM words", "use smaller dimensions or a larger array")
+    # Mixed dataflows: np.where/np.select evaluate every dataflow's formula; an unselected one may wrap in
+    # int64 (its value is discarded), while the selected ones were bounded by the check above.
     with np.errstate(over="ignore"):
         sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap_reads, filter_reads, ofmap_writes = \
             _counts(M, K, N, R, C, D, ofmap_count)
     is_os = D == 1
-    pes = (R * C).astype(np.float64)  # ratios in float64: PEs × cycles may pass int64
+    pes = float(R * C) if one else (R * C).astype(np.float64)  # ratios in float64: PEs × cycles may pass int64
     # Sum over folds of used PEs is exactly Sr·Sc (the folds tile the spatial grid).
     mapping_efficiency = (sr * sc) / (pes * folds)
-    util_fold_cycles = per_fold + np.where(is_os, 0, C - 1)
+    util_fold_cycles = per_fold + _where(is_os, 0, C - 1)
     compute_utilization = (t * sr * sc) / (pes * util_fold_cycles * folds)
     # SCALE-Sim counts the last serviced cycle's index, so a 1×1×1 GEMM on a 1×1 os array has 0
     # cycles (and SCALE-Sim divides by zero reporting it); archsim reports its utilization over 1 cycle.
-    utilization = macs / (np.maximum(cycles, 1) * pes)
+    utilization = macs / ((max(cycles, 1) if one else np.maximum(cycles, 1)) * pes)
+    if one:  # numpy scalars, as array inputs give arrays (exact: every count is below 2^53)
+        fields: list[Any] = [np.int64(x) if isinstance(x, int) else np.float64(x) for x in (
+            cycles, folds, row_folds, col_folds, mapping_efficiency, compute_utilization, utilization, ifmap_reads,
+            filter_reads, ofmap_writes, macs)]
+        return GemmCost(*fields)
 
     return GemmCost(
         cycles=cycles,
@@ -167,29 +193,59 @@ def gemm_cost(
     )
 
 
+def _surely_exact(M, K, N, R, C, one: bool) -> bool:
+    """Whether every count of :func:`_counts` is surely below 2^53, from the largest dimension X and array
+    side Y alone: sr, sc, t, row and column folds ≤ X, a fold's cycles ≤ 3Y + X, so cycles ≤ X²(X + 3Y), and
+    MACs, SRAM reads and writes (≤ X³ + 2X²Y) too. Then the float64 estimate, exact below 2^53, would pass
+    for certain and is skipped; otherwise it decides."""
+    if one:
+        x, y = max(M, K, N), max(R, C)
+    else:
+        if not M.size:
+            return True
+        x, y = max(int(M.max()), int(K.max()), int(N.max())), max(int(R.max()), int(C.max()))
+    return x * x * (x + 3 * y) < EXACT_LIMIT
+
+
+def _where(condition, yes, no):
+    """``np.where`` per element; a Python bool (one dataflow for all GEMMs) picks in Python, so only the
+    chosen formula's array is kept."""
+    if isinstance(condition, bool):
+        return yes if condition else no
+    return np.where(condition, yes, no)
+
+
+def _select(is_ws, is_os, ws, os, other):
+    """``np.select`` over the ws / os / is formulas, picked in Python for one dataflow (see :func:`_where`)."""
+    if isinstance(is_ws, bool):
+        return ws if is_ws else os if is_os else other
+    return np.select([is_ws, is_os], [ws, os], other)
+
+
 def _counts(M, K, N, R, C, D, ofmap_count: OfmapCount) -> tuple:
     """The integer counts of :func:`gemm_cost` (int64 arrays, or float64 ones for a range check):
     sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap/filter reads, ofmap writes."""
     is_ws, is_os = D == 0, D == 1
-    sr = np.where(is_os, M, K)
-    sc = np.where(D == 2, M, N)
-    t = np.select([is_ws, is_os], [M, K], N)
+    sr = _where(is_os, M, K)
+    sc = _where(D == 2, M, N)
+    t = _select(is_ws, is_os, M, K, N)
 
     row_folds = _ceil_div(sr, R)
     col_folds = _ceil_div(sc, C)
     folds = row_folds * col_folds
-    fill = np.where(is_os, 0, R)  # ws/is preload the stationary operand: R extra cycles per fold
+    fill = _where(is_os, 0, R)  # ws/is preload the stationary operand: R extra cycles per fold
     per_fold = fill + R + C + t - 2
     cycles = folds * per_fold - 1
     macs = M * K * N
 
     # Stationary operand read once; streamed operand read once per fold of the other spatial dim;
-    # outputs written once per reduction fold (ws, is) or once (os).
-    ifmap_reads = np.where(D == 2, M * K, M * K * col_folds)
-    filter_reads = np.select([is_ws, is_os], [K * N, K * N * row_folds], K * N * col_folds)
-    ofmap_writes = np.select([is_ws, is_os], [M * N * row_folds, M * N], M * N * row_folds)
+    # outputs written once per reduction fold (ws, is) or once (os). Each product takes only its
+    # dataflow's factor, so no other dataflow's product is computed and thrown away.
+    ifmap_reads = M * K * _where(D == 2, 1, col_folds)
+    filter_reads = K * N * _select(is_ws, is_os, 1, row_folds, col_folds)
+    ofmap_writes = M * N * _where(is_os, 1, row_folds)
     if ofmap_count == "scalesim":
-        ofmap_writes = ofmap_writes + np.where(is_os, folds * (R + C), 0)
+        ofmap_writes = ofmap_writes + _where(is_os, folds * (R + C), 0)
     return sr, sc, t, row_folds, col_folds, folds, per_fold, cycles, macs, ifmap_reads, filter_reads, ofmap_writes
 
 
