@@ -87,19 +87,29 @@ def order_held_peaks(order, held: float | Sequence[float]) -> list[float]:
     return out
 
 
+def walk_steps(kinds: np.ndarray) -> tuple[np.ndarray, ...]:
+    """What :func:`walk_peaks` reads of one rank's actions, whatever its M_W / M_B and gain: the chunks holding M_B
+    and M_W only after each action (:func:`held_steps`), and the same just before each I and each B."""
+    from archsim.sim.builder import CODE
+
+    full, partial = held_steps(kinds)
+    full_before, partial_before = np.concatenate(([0], full[:-1])), np.concatenate(([0], partial[:-1]))
+    i, b = kinds == CODE["I"], kinds == CODE["B"]
+    return full, partial, full_before[i], partial_before[i], full_before[b], partial_before[b]
+
+
 def walk_peaks(kinds: np.ndarray, held: float, gain: float) -> tuple[float, float]:
     """One rank's (most held between actions, most held when a backward starts its last layer or first), in
     units of M_B: the walk of :func:`order_held_peaks`, and before each B or I the value there — plus ``gain``
     before an I, the M_W − M_B of all but the stage's last-run layer (:func:`rank_gains`). Recomputation's
     working set exists only in a backward, so it adds to the second alone."""
-    from archsim.sim.builder import CODE
+    return _peaks(walk_steps(kinds), held, gain)
 
-    full, partial = held_steps(kinds)
-    now = full + held * partial
-    before = np.concatenate(([0.0], now[:-1]))
-    i, b = kinds == CODE["I"], kinds == CODE["B"]
-    back = np.concatenate((before[i] + gain, before[b]))
-    return float(np.max(now, initial=0.0)), float(np.max(back, initial=0.0))
+
+def _peaks(steps: tuple[np.ndarray, ...], held: float, gain: float) -> tuple[float, float]:
+    full, partial, full_i, partial_i, full_b, partial_b = steps
+    back = np.concatenate((full_i + held * partial_i + gain, full_b + held * partial_b))
+    return float(np.max(full + held * partial, initial=0.0)), float(np.max(back, initial=0.0))
 
 
 def order_walk_peaks(order, held: Sequence[float], gains: Sequence[float]) -> list[tuple[float, float]]:
@@ -138,11 +148,17 @@ def published_walk_peaks(schedule: str, p: int, m: int, v: int, held: Sequence[f
                          gains: Sequence[float], ranks: Sequence[int] | None = None) -> list[tuple[float, float]]:
     """:func:`order_walk_peaks` of a published split order, read at min(m, 3p) as :func:`published_held_peaks`;
     of ``ranks`` alone when given (``held`` and ``gains`` then one per rank listed)."""
-    order = _published_order(schedule, p, min(m, 3 * p), v)
-    if ranks is None:
-        return order_walk_peaks(order, held, gains)
-    kinds, bounds = order.columns.kind, order.columns.bounds.tolist()
-    return [walk_peaks(kinds[bounds[r]:bounds[r + 1]], f, g) for r, f, g in zip(ranks, held, gains, strict=True)]
+    steps = _published_walk_steps(schedule, p, min(m, 3 * p), v)
+    return [_peaks(steps[r], f, g) for r, f, g in zip(range(p) if ranks is None else ranks, held, gains, strict=True)]
+
+
+@lru_cache(maxsize=64)
+def _published_walk_steps(schedule: str, p: int, m: int, v: int) -> tuple[tuple[np.ndarray, ...], ...]:
+    """:func:`walk_steps` of each rank of a published order, kept: a planner sizing ranks walks one order many
+    times with other shares."""
+    order = _published_order(schedule, p, m, v)
+    kinds = order.columns.kind
+    return tuple(walk_steps(kinds[x:y]) for x, y in pairwise(order.columns.bounds.tolist()))
 
 
 @lru_cache(maxsize=64)
