@@ -96,8 +96,6 @@ def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, 
     """M Σ (p^f + p^b) / r + A for layers first..last−1 on ``devices`` (``links``: A as train prices it;
     ``samples``: / r is :func:`replica_seconds`' × ⌈m/r⌉/m, inf past m replicas)."""
     r = len(devices)
-    if samples is not None and r > samples:
-        return math.inf
     compute = replica_seconds(microbatches * float(sum(profile.forward[first:last])), r, samples) \
         + replica_seconds(microbatches * float(sum(profile.backward[first:last])), r, samples)
     if r == 1:
