@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.api_array import gemm, iteration_energy, sparse
 from archsim.api_bppsa import bppsa_pruned_vgg11, bppsa_rnn
 from archsim.api_cluster import cluster_jobs
-from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network
+from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_plan import PlanResult, plan
 from archsim.api_schedule import ScheduleResult, schedule
@@ -117,6 +117,8 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
         warnings.warn(unused, UserWarning, stacklevel=3)
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
+    for note in unread_keys_notes(cfg_as_config(array, config)[1]):  # as archsim pipeline says it of its --config
+        warnings.warn(note, UserWarning, stacklevel=3)
     if clock_ghz is not None:
         check_choice(engine, ("analytic",), "engine")  # archsim plan prices the analytic cycles
         return profile_from_network(layers, chosen, batch, check_mode(mode))

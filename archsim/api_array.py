@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network
+from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
@@ -42,7 +42,8 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     conflicts; ``min_bandwidth=True``: the fewest DRAM words/cycle that run stall-free; ``clock_ghz`` adds
     ``X_seconds`` beside every ``X_cycles``). Returns a :class:`~archsim.table_result.TableResult`: ``.table``,
     the rows the command prints, and ``to_dict()``, its ``--format json`` document. The notes and warnings the
-    command prints on stderr (SRAM sizes that look like bytes, an implausibly large array) warn (UserWarning)."""
+    command prints on stderr (SRAM sizes that look like bytes, an implausibly large array, a device file's keys
+    gemm does not read) warn (UserWarning)."""
     from archsim.array.gemm_run import BANK_RULES, OFMAP_COUNTS, run_gemm
     from archsim.choices.devices import ENGINES
 
@@ -67,6 +68,8 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
                     ofmap_count=cast("OfmapCount", ofmap_count), engine=engine, dram_bandwidth=bandwidth,
                     sram_kb=sram_kb, layout=layout, bank_rule=bank_rule, min_bandwidth=min_bandwidth,
                     clock_ghz=clock, speak=_warn, speak_after=_warn)
+    for note in unread_keys_notes(config):  # run_gemm (array/) reads the file's arrays, never its device keys
+        warnings.warn(note, UserWarning, stacklevel=3)
     from archsim.rows import Rows
 
     table = done.table.frame() if isinstance(done.table, Rows) else done.table

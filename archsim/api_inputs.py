@@ -116,13 +116,22 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
     priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes."""
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.sram_sizes import cfg_sram_warning
-    from archsim.devices.device_file import config_unread_keys_note
 
     if config is None:
         return []
     notes = [device_arrays_note(config), None if dtype or element_bytes else device_dtype_note(config),
-             config_unread_keys_note(config), cfg_sram_warning(config)]
+             *unread_keys_notes(config), cfg_sram_warning(config)]
     return [note for note in notes if note]
 
 
-__all__ = ["array_config", "cfg_as_config", "config_notes", "load_network"]
+def unread_keys_notes(config: str | Path | None) -> list[str]:
+    """The note an array command says on stderr of a ``config`` device file stating keys its kind does not read
+    (:func:`archsim.devices.device_file.config_unread_keys_note`), for the jobs whose other notes are their own
+    (``gemm``, ``profile``, ``plan``, ``bppsa_rnn``); empty without one."""
+    from archsim.devices.device_file import config_unread_keys_note
+
+    text = None if config is None else config_unread_keys_note(config)
+    return [text] if text else []
+
+
+__all__ = ["array_config", "cfg_as_config", "config_notes", "load_network", "unread_keys_notes"]

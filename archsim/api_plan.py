@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from archsim.api_inputs import array_config, load_network
+from archsim.api_inputs import array_config, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
@@ -122,12 +122,17 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
         return load_network(args.network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
                             dim=dim)
 
+    built: list[ArrayConfig] = []  # the array run_plan priced the layers on, if any: config read only then
+
     def array_of(args: SimpleNamespace) -> ArrayConfig:
-        return array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
+        built.append(array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes))
+        return built[-1]
 
     done = run_plan(settings, loader=loader, array_of=array_of, speak=_warn)
     for line in (*done.warnings, *done.notes):  # the cluster file's lines, said after the run as the command's
         _warn("note", line)
+    for note in unread_keys_notes(config) if built else ():  # as archsim plan says it of its --config
+        warnings.warn(note, UserWarning, stacklevel=3)
     from archsim.rows import Rows
 
     return PlanResult(Rows.of(done.rows).frame(), {"meta": done.meta, "rows": done.rows}, done.timeline)

@@ -74,8 +74,8 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
     a default is filled in where the run reads it, a keyword the run would ignore is refused, and every refusal is
     the command's one line, naming keywords (``group``, ``policy='zb-h1'``) where the command names flags. Returns a :class:`ScheduleResult`: the command's row and meta (``to_dict()``: its JSON)
     and the validated timeline (``.makespan`` in cycles, or units with ``unit_costs=True``: F = D = G = 1).
-    The notes and warnings the command prints on stderr (a device an allocation leaves idle, …) warn
-    (UserWarning)."""
+    The notes and warnings the command prints on stderr (a device an allocation leaves idle, a device file's unread
+    keys, …) warn (UserWarning)."""
     given = dict(locals())
     from archsim.partition.profile import LayerProfile
 
@@ -84,6 +84,10 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
     from archsim.policies.schedule_run import run_schedule
 
     done = run_schedule(**settings, speak=_warn)
+    if settings.get("config"):  # read only with the array's costs (else refused); policies/ never reads device keys
+        from archsim.devices.device_file import config_unread_keys_note
+
+        _warn("note", config_unread_keys_note(settings["config"]))
     if done.used is not None:
         _warn("note", idle_line(f"{policy}'s allocation", done.used, settings["processors"]))
     timeline = None if done.timeline is None else replace(done.timeline, unit=done.unit)  # for to_frame's attrs

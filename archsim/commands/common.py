@@ -173,15 +173,25 @@ def note_device_arrays(config: str, dtype_given: bool = True) -> None:
     (:func:`~archsim.console.say_after_run`), as train's notes are: a later refusal is then its one line."""
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
     from archsim.array.sram_sizes import cfg_sram_warning
-    from archsim.devices.device_file import config_unread_keys_note
 
-    for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config),
-                 config_unread_keys_note(config)):
+    for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config)):
         if text:
             say_after_run("note", text)
+    note_unread_keys(config)
     slip = cfg_sram_warning(config)  # its SRAMs in bytes, judged as --sram-kb is
     if slip:
         say_after_run("warning", slip)
+
+
+def note_unread_keys(config: str) -> None:
+    """Say on stderr, after the run, which keys ``--config`` (an array device file) states that its kind does not
+    read (:func:`archsim.devices.device_file.config_unread_keys_note`): every command reading such a file says it
+    once, here, as ``array/`` and ``policies/`` may not read devices."""
+    from archsim.devices.device_file import config_unread_keys_note
+
+    text = config_unread_keys_note(config)
+    if text:
+        say_after_run("note", text)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:

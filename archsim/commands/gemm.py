@@ -11,7 +11,14 @@ from archsim.array.gemm_run import (  # the run, once for this command and archs
     SHAPE_COLUMNS,
 )
 from archsim.commands import Command
-from archsim.commands.common import add_clock_argument, add_engine_arguments, add_output_arguments, emit, positive_int
+from archsim.commands.common import (
+    add_clock_argument,
+    add_engine_arguments,
+    add_output_arguments,
+    emit,
+    note_unread_keys,
+    positive_int,
+)
 
 __all__ = ["COMMAND"]
 
@@ -51,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
                     dram_bandwidth=args.dram_bandwidth, sram_kb=args.sram_kb, layout=args.layout,
                     bank_rule=args.bank_rule, min_bandwidth=args.min_bandwidth, clock_ghz=args.clock_ghz,
                     bandwidth_flag=args.bandwidth_flag)
+    if args.config:  # array/ reads the file's arrays, never its device keys: said here, as cost says it
+        note_unread_keys(args.config)
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     return 0
 

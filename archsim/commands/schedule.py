@@ -13,6 +13,7 @@ from archsim.commands.common import (
     add_output_arguments,
     emit,
     network_from_args,
+    note_unread_keys,
     phases,
     positive_int,
 )
@@ -90,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
     drawn = tuple(flag for flag, value in zip(TIMELINE_OUTPUTS, (args.gantt, args.trace, args.schedule_csv)) if value)
     done = run_schedule(**settings, reverse_k=args.k, drawn=drawn, phases=phases, speak=say,
                         loader=lambda name, filled: network_from_args(argparse.Namespace(**{**vars(filled), "network": name})))
+    if args.config:  # read only with the array's costs (else refused); policies/ never reads a device's keys
+        note_unread_keys(args.config)
     if done.order is not None:  # per-stage: torch's CSV of the order run, then the timeline's drawings
         if args.schedule_csv:
             from archsim.output_files import note_written, write_output
