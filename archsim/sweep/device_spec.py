@@ -226,19 +226,21 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         raise InputError("missing key (a device sweep needs model, device, chips and global_batch)", file=file,
                          field=missing[0], missing=True)
 
-    def axis(key: str, check) -> tuple:
+    def axis(key: str, check, accepted: str) -> tuple:
         value = table[key]
         if not isinstance(value, list):  # one number where the axis takes a list: the list to write
             one = isinstance(value, (int, float)) and not isinstance(value, bool)
             raise InputError(f"expected a list{f', {key} = [{value}]' if one else ''}, got {shown(value)}", file=file,
                              field=key)
         if not value:
-            raise InputError("expected a non-empty list", file=file, field=key)
+            raise InputError(f"expected a non-empty list of {accepted}, got []", file=file, field=key)
         if len(value) > MAX_AXIS:
             raise InputError(f"more than {MAX_AXIS} values", file=file, field=key)
         checked = tuple(check(x) for x in value)
-        if len(set(checked)) < len(checked):
-            raise InputError("a value is given twice", file=file, field=key)
+        for i, point in enumerate(checked):  # the entry as written (array_shapes' text), once per point
+            if point in checked[:i]:
+                raise InputError(f"{shown(value[i])} is given twice: expected distinct {accepted}, each value "
+                                 "one point of the sweep", file=file, field=key)
         return checked
 
     def integer(key: str, high: int = INT32_MAX):
@@ -270,12 +272,12 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                              f"one has gemm = {device.gemm!r}", file=file, field=key)
         if key == "array_sides":
             try:
-                sides = axis(key, integer(key, 1 << 15))
+                sides = axis(key, integer(key, 1 << 15), f"integers in 1…{1 << 15}")
                 arrays = square_arrays(device, sides)
             except InputError as exc:
                 raise exc.at(file=file, field=key) from None
         else:
-            arrays = axis(key, lambda text: _shape(text, file, key))
+            arrays = axis(key, lambda text: _shape(text, file, key), 'COUNTxROWSxCOLS texts such as "8x128x128"')
     sram: tuple[int | None, ...] = (None,)
     if "sram_kib_per_array" in table:
         if device.gemm != "arrays":
@@ -284,16 +286,16 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                              file=file, field="sram_kib_per_array")
         # whole KiB in the reader's range: above 256 MiB is warned as a device file's figure is (implausible_points,
         # array.sram_sizes.sram_in_bytes), not refused, since the two readers of one key keep one rule
-        sram = axis("sram_kib_per_array", integer("sram_kib_per_array"))
+        sram = axis("sram_kib_per_array", integer("sram_kib_per_array"), f"integers in 1…{INT32_MAX}")
     hbm: tuple[float | None, ...] = (None,)
     if "hbm_gbps" in table:
         def gbps(x) -> float:
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < 1e7:
                 raise InputError(f"expected GB/s in (0, 10⁷), got {shown_number(x)}", file=file, field="hbm_gbps")
             return float(x)
-        hbm = axis("hbm_gbps", gbps)
+        hbm = axis("hbm_gbps", gbps, "GB/s in (0, 10⁷)")
         _check_cfg_bandwidths(device_path, device.arrays.clock_hz, hbm, file)
-    chips = axis("chips", integer("chips", MAX_CHIPS))
+    chips = axis("chips", integer("chips", MAX_CHIPS), f"integers in 1…{MAX_CHIPS}")
     global_batch = integer("global_batch")(table["global_batch"])
     micro_batch = integer("micro_batch")(table.get("micro_batch", 1))
     recompute = choice("recompute", RECOMPUTE, "full")

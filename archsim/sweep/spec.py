@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
 from archsim.choices.partitions import LAYERPIPE_ALPHA, MAX_ALPHA
-from archsim.clock import clock_hz
 from archsim.errors import InputError
 from archsim.lowering import MODES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
+from archsim.sweep.spec_lists import clock_list, once, positive_list, string_list
 from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
     INT32_MAX,
@@ -62,12 +62,8 @@ from archsim.validate import (
 from archsim.workload.layer import LAYER_KINDS
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
 
     from archsim.sweep.device_spec import DeviceSweepSpec
-
-MAX_LIST = 1000  # values per list: a sweep is their product
-
 
 def check_size(configs: int, max_configs: int, file: str | None) -> None:
     """Refuse a sweep of more than ``max_configs`` configurations (counted from its axes, never listed) before
@@ -277,38 +273,22 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         raise InputError("missing key", file=file, field=missing[0], missing=True)
 
     def strings(key: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
-        value = table.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-            raise InputError("expected a list of strings", file=file, field=key)
-        if len(value) > MAX_LIST:
-            raise InputError(f"more than {MAX_LIST} values", file=file, field=key)
-        if allowed is not None:
-            for item in value:
-                if item not in allowed:
-                    raise InputError(f"unknown value {shown(item)}; choose from {', '.join(allowed)}", file=file, field=key)
-        _once(value, value, key, file)
-        return tuple(value)
+        return string_list(table, key, file, allowed)
 
     def positives(key: str, high: int = INT32_MAX) -> tuple[int, ...]:
-        value = table.get(key)
-        if not isinstance(value, list) or not value or not all(
-                isinstance(x, int) and not isinstance(x, bool) and 0 < x <= high for x in value):
-            raise InputError(f"expected a non-empty list of integers in 1…{high}", file=file, field=key)
-        if len(value) > MAX_LIST:
-            raise InputError(f"more than {MAX_LIST} values", file=file, field=key)
-        _once(value, value, key, file)
-        return tuple(value)
+        return positive_list(table, key, file, high)
 
     networks = strings("networks")
     if not networks:
-        raise InputError("expected at least one network", file=file, field="networks")
+        raise InputError("expected at least one network (a shipped name or a file), got []", file=file,
+                         field="networks")
     resolved = tuple(resolve_network(n, path.parent, file) for n in networks)
-    _once(resolved, networks, "networks", file)
+    once(resolved, networks, "networks", file)
     array_texts = strings("arrays")
     arrays = [read_array(text, path.parent, file) for text in array_texts]
-    _once(arrays, array_texts, "arrays", file)
+    once(arrays, array_texts, "arrays", file)
     if not arrays:
-        raise InputError("expected at least one array", file=file, field="arrays")
+        raise InputError("expected at least one array (ROWSxCOLS or a .cfg), got []", file=file, field="arrays")
     mode = table.get("mode", "exact")
     if mode not in MODES:
         raise InputError(f"unknown mode {shown(mode)}; choose paper or exact", file=file, field="mode")
@@ -324,18 +304,12 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
                          field="bandwidths")
     methods = strings("methods", PARTITIONERS)
     if not methods:
-        raise InputError("expected at least one method", file=file, field="methods")
+        raise InputError(f"expected at least one method of {', '.join(PARTITIONERS)}, got []", file=file,
+                         field="methods")
     designs: tuple[Design, ...] = ()
     if DESIGN_KEYS & set(table):
         check_cfg_axes(table, array_texts, arrays, file)
-        clocks = table.get("clocks_ghz", [])
-        if not isinstance(clocks, list) or not all(isinstance(x, (int, float)) for x in clocks):
-            raise InputError("expected a list of clocks in GHz", file=file, field="clocks_ghz")
-        for clock in clocks:
-            try:
-                clock_hz(clock, "GHz")
-            except ValueError as exc:
-                raise InputError(str(exc), file=file, field="clocks_ghz") from None
+        clocks = clock_list(table, file)
         tables = strings("energy_tables") or ("horowitz45",)
         tables = tuple(str(resolve_name(path.parent, t, "", "energy table", field="energy_tables").resolve())
                        if t.endswith(".toml") else _shipped_table_name(t, file) for t in tables)
@@ -350,7 +324,7 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
                 if "bandwidths" in table else 1, len(widths), len(micro), len(tables), max(1, len(clocks)))
         check_size(len(resolved) * len(arrays) * max(1, len(strings("dataflows", ("ws", "os", "is")))) * len(batches)
                    * len(positives("processors", MAX_PROCESSORS)) * len(methods) * math.prod(axes), max_configs, file)
-        designs = tuple(Design(s, bw, e, m, t, tuple(float(c) for c in clocks), name) for s, bw, (e, name), m, t in
+        designs = tuple(Design(s, bw, e, m, t, clocks, name) for s, bw, (e, name), m, t in
                         product(positives("sram_kb") if "sram_kb" in table else (64,),
                                 positives("bandwidths") if "bandwidths" in table else (10,), widths, micro, tables))
     return SweepSpec(designs=designs, 
@@ -358,20 +332,6 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,
         alpha=float(alpha), engine=engine, source=file)
-
-
-def _once(values: Sequence, texts: Sequence, key: str, file: str) -> None:
-    """Refuse an axis that lists one point twice (``batches = [4, 16, 4]``, or ``cnn.csv`` and
-    ``./cnn.csv``): it would run that point twice and weigh it twice in summary.csv's means."""
-    def text(item: object) -> str:
-        return str(item) if isinstance(item, int) else shown(item)
-
-    for i, value in enumerate(values):
-        if value in values[:i]:
-            first = texts[list(values).index(value)]
-            same = "" if first == texts[i] else f" (as {text(first)})"
-            raise InputError(f"{text(texts[i])} is listed twice{same}: each value is one point of the sweep, and a "
-                             "repeat would count its rows twice in summary.csv's means", file=file, field=key)
 
 
 def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str | None], ...]:
@@ -388,7 +348,8 @@ def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str 
                          field="element_bytes")
     names = strings("dtypes", ARRAY_DTYPES)
     if not names:
-        raise InputError("expected at least one dtype", file=file, field="dtypes")
+        raise InputError(f"expected at least one dtype of {', '.join(ARRAY_DTYPES)}, got []", file=file,
+                         field="dtypes")
     seen: dict[int, str] = {}
     for name in names:
         width = element_width(name)
