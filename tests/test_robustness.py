@@ -319,7 +319,7 @@ def test_bounded_numbers_reject_every_non_finite_spelling():
 
 
 def test_gpu_csv_checks_every_rows_shape_not_only_the_first(tmp_path):
-    from archsim.devices.catalog import resolve_gpu
+    from archsim.devices.gpu_lookup import resolve_gpu
     from archsim.validation.gpu import gpu_arrays, model_kernels
     from archsim.validation.gpu_csv import read_kernel_csv
 
