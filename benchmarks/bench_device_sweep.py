@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from archsim.sweep.device_points import with_front
-from archsim.sweep.report import device_markdown
+from archsim.sweep.device_report import device_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 SIDES = (64, 128, 256)
