@@ -159,7 +159,7 @@ def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
     """``split_axes`` (``--split-axes``' name) as the partitioner's ``axes``, and an ``alpha`` given as text
     (``"1.05"``: a widget's or a CSV's) read as ``--alpha`` reads it."""
     from archsim.choices.partitions import MAX_ALPHA
-    from archsim.validate import parse_float
+    from archsim.value_parsers import parse_float
 
     options = dict(options)
     if "split_axes" in options:

@@ -63,7 +63,8 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
     from archsim.bppsa_run import vgg_study
     from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
     from archsim.errors import InputError
-    from archsim.validate import SEED_MAX, parse_float
+    from archsim.validate import SEED_MAX
+    from archsim.value_parsers import parse_float
 
     try:
         fraction = parse_float(sparsity, low=0.0, high=1.0, what="a sparsity in [0, 1)")

@@ -22,7 +22,7 @@ def _warn(kind: str, text: str) -> None:
 def _bounded(value: object, field: str, *, positive: bool = False) -> float:
     """A keyword whose flag takes a finite number in [0, 10¹²] ((0, 10¹²] where ``positive``), as the flag reads it."""
     from archsim.errors import InputError
-    from archsim.validate import parse_float
+    from archsim.value_parsers import parse_float
 
     try:
         return parse_float(value, low=0.0, high=1e12, low_open=positive,

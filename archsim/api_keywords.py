@@ -45,7 +45,8 @@ def positive_int(value: object, field: str, *, low: int = 1, high: int | None = 
     0: ``--refine``'s ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as
     ``--top 2`` reads it; a float that is a whole number, ``8.0`` from a pandas float column, as 8)."""
     from archsim.errors import InputError
-    from archsim.validate import INT32_MAX, parse_int, whole_number
+    from archsim.validate import INT32_MAX
+    from archsim.value_parsers import parse_int, whole_number
 
     value = whole_number(value)
     what = "a positive integer" if low == 1 else "a non-negative integer"

@@ -73,7 +73,8 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     from archsim.modes import MODES
     from archsim.plan_run import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, REPLICATION_MODELS, run_plan
     from archsim.spp import SEARCH_STEP_LIMIT
-    from archsim.validate import DEFAULT_MAX_OPS, SEED_MAX, parse_float
+    from archsim.validate import DEFAULT_MAX_OPS, SEED_MAX
+    from archsim.value_parsers import parse_float
 
     check_path(network, "network", "a network name or path")
     check_path(cluster, "cluster", "a cluster TOML path")

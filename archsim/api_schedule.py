@@ -108,7 +108,8 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
     from archsim.modes import MODES
     from archsim.policies.multistream import SCHEDULES
     from archsim.policies.stage_profile import MAX_STAGE_VALUE
-    from archsim.validate import MAX_PROCESSORS, parse_float
+    from archsim.validate import MAX_PROCESSORS
+    from archsim.value_parsers import parse_float
 
     settings = {name: value for name, value in given.items() if name != "network"}
     network = given["network"]

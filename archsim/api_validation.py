@@ -41,8 +41,8 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
     from archsim.errors import InputError
     from archsim.modes import MODES
     from archsim.output_targets import check_target
-    from archsim.validate import parse_float
     from archsim.validate_gpu_run import SHOW, run_validate_gpu
+    from archsim.value_parsers import parse_float
 
     files = listed(csv)  # one path, a list, or "a.csv,b.csv"
     if not files or not all(files):

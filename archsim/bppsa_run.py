@@ -99,7 +99,7 @@ def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True) -> 
     error names ``flag``."""
     from archsim.bppsa.scan import max_up_levels
     from archsim.bppsa.vgg import VGG11_OPERATORS
-    from archsim.validate import parse_int
+    from archsim.value_parsers import parse_int
 
     top = max_up_levels(VGG11_OPERATORS)
     if text == "full":

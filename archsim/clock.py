@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from archsim.validate import parse_float
+from archsim.value_parsers import parse_float
 
 MIN_CLOCK_HZ = 1e7  # 10 MHz
 MAX_CLOCK_HZ = 1e10  # 10 GHz

@@ -1,7 +1,7 @@
 """The validation edge: ranges for numbers, one safe file reader, safe names, overflow guards.
 
-Every reader and flag parser checks its input here, so everything behind it can trust its data.
-Ranges (documented in the README's "Input limits"):
+Every reader and flag parser checks its input here, so everything behind it can trust its data; a written
+number or boolean is read in these ranges by :mod:`archsim.value_parsers`. Ranges (documented in the README's "Input limits"):
 
 * counts, dimensions and sizes given as integers: 1 … 2³¹ − 1 (int32), so products of a few of
   them stay inside int64 before :func:`check_exact` looks at the result;
@@ -14,12 +14,10 @@ Ranges (documented in the README's "Input limits"):
 
 from __future__ import annotations
 
-import argparse
 import errno
 import math
 import numbers
 import os
-import re
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,9 +31,6 @@ MAX_FILE_BYTES = 64 * 2**20
 MAX_NAME_CHARS = 100
 MIN_MAGNITUDE = 1e-12  # smallest non-zero real accepted (seconds, GHz, bytes/cycle …): no subnormals
 MAX_PROCESSORS = 4096  # processors a partition or schedule may use (partitioners are O(layers² · P))
-MAX_INTEGER_DIGITS = 40  # a written integer longer than this is refused before int() reads it
-_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
-_REAL = re.compile(r"(?i)[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.ASCII)  # refuses 1_000
 
 
 def is_nan(value: object) -> bool:
@@ -74,100 +69,6 @@ def _shown_typed(value: object, what: str) -> str:
     if isinstance(value, str):
         return f"the string {shown(value)} (write {what} without quotes)"
     return shown(value)
-
-
-def whole_number(value: object) -> object:
-    """A float that is exactly a whole number (``8.0``, what pandas writes for a float column) as that int;
-    any other value as it is, for its reader to accept or refuse. One rule for keywords and runs-file cells."""
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        number = float(value)
-        if number.is_integer() and abs(number) <= 2**53:  # exactly a whole number; 1e300 refused as written
-            return int(number)
-    return value
-
-
-def parse_int(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = "an integer") -> int:
-    """``text`` as an integer in [low, high], or ValueError with a short reason."""
-    if isinstance(text, bool):
-        raise ValueError(f"expected {what}, got {text!r}")  # noqa: TRY004 (one error type for the callers)
-    if isinstance(text, int):
-        value = text
-    else:  # ASCII digits only: no "1_000", no "²" or "٣", no 5,000-digit string handed to int()
-        digits = str(text).strip()
-        if not _INTEGER.fullmatch(digits) or len(digits) > MAX_INTEGER_DIGITS:
-            raise ValueError(f"expected {what}, got {shown(text)}")
-        value = int(digits)
-    if not low <= value <= high:
-        raise ValueError(f"expected {what} in {low}…{high}, got {shown(value)}")
-    return value
-
-
-_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
-def parse_boolean(text: str, *, empty: bool = False) -> bool:
-    """One reading of a boolean for a runs file's cell and a ``--sweep`` value: true/false, 1/0, yes/no in any
-    case; an empty text is false where ``empty`` (a blank CSV cell). ValueError names every spelling taken."""
-    word = text.strip().lower()
-    if word in _BOOLEANS or (empty and not word):
-        return _BOOLEANS.get(word, False)
-    raise ValueError(f"expected true or false (or 1/0, yes/no, any case{'; empty: false' if empty else ''}), "
-                     f"got {shown(text)}")
-
-
-def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_open: bool = False,
-                what: str = "a number") -> float:
-    """``text`` as a finite float in [low, high] (or (low, high] when ``low_open``)."""
-    if isinstance(text, bool):
-        raise ValueError(f"expected {what}, got {text!r}")  # noqa: TRY004 (one error type for the callers)
-    try:
-        if not isinstance(text, (int, float)) and not _REAL.fullmatch(str(text).strip()):
-            raise ValueError
-        value = float(text) if isinstance(text, (int, float)) else float(str(text).strip())
-    except (ValueError, OverflowError):
-        raise ValueError(f"expected {what}, got {shown(text)}") from None
-    if not math.isfinite(value):
-        raise ValueError(f"expected a finite {what.removeprefix('a ').removeprefix('an ')}, got {shown(text)}")
-    if 0 < abs(value) < MIN_MAGNITUDE:  # e.g. 1e-320: dividing by it overflows to inf downstream
-        raise ValueError(f"expected {what} of 0 or a magnitude of at least {MIN_MAGNITUDE:g}, got {shown(text)}")
-    if value < low or (low_open and value == low) or value > high:
-        said = ((low, low_open) == (0.0, True) and "positive" in what) or \
-            ((low, low_open) == (0.0, False) and "non-negative" in what)  # the word says the bound
-        bound = "" if said else f" > {low:g}" if low_open else f" >= {low:g}"
-        upper = f"{' and' if bound else ''} <= {high:g}" if math.isfinite(high) else ""
-        raise ValueError(f"expected {what}{bound}{upper}, got {shown(text)}")
-    return value
-
-
-def int_flag(low: int = 1, high: int = INT32_MAX, what: str = "an integer"):
-    """An argparse ``type=`` for integers in [low, high]."""
-
-    def convert(text: str) -> int:
-        try:
-            return parse_int(text, low=low, high=high, what=what)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return convert
-
-
-def float_flag(low: float = 0.0, high: float = math.inf, *, low_open: bool = False, what: str = "a number"):
-    """An argparse ``type=`` for finite floats in [low, high] ((low, high] when ``low_open``)."""
-
-    def convert(text: str) -> float:
-        try:
-            return parse_float(text, low=low, high=high, low_open=low_open, what=what)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return convert
-
-
-positive_int_flag = int_flag(1, INT32_MAX, "a positive integer")
-seed_flag = int_flag(0, SEED_MAX, "a seed")
-processors_flag = int_flag(1, MAX_PROCESSORS, "a processor count")
-positive_float_flag = float_flag(0.0, low_open=True, what="a positive number")
-non_negative_float_flag = float_flag(0.0, what="a non-negative number")
 
 
 def is_file(path: str | Path) -> bool:

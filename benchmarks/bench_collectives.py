@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archsim import links
-from archsim.devices.catalog import gpu
+from archsim.devices.gpu_lookup import gpu
 from archsim.training import fitted
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.nccl_cited import bus_gbytes_per_s, predicted_bus_gbytes_per_s, read_cited

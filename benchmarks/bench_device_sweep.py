@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from archsim.sweep.device_points import with_front
-from archsim.sweep.report import device_markdown
+from archsim.sweep.device_report import device_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 SIDES = (64, 128, 256)
@@ -39,8 +39,9 @@ def sweep(device_path: str, model_path: str, global_batch: int, static_watts: fl
     ``static_watts`` None: the device file's ``[device] static_watts`` (0 where it states none), as a spec
     that states none."""
     from archsim.devices.device_file import load_device
+    from archsim.sweep.device_files import file_sha256
     from archsim.sweep.device_points import sweep_rows
-    from archsim.sweep.device_spec import DeviceSetup, DeviceSweepSpec, file_sha256, square_arrays
+    from archsim.sweep.device_spec import DeviceSetup, DeviceSweepSpec, square_arrays
 
     device = load_device(device_path)
     setup = DeviceSetup(model=Path(model_path).stem, model_path=model_path, model_sha256=file_sha256(model_path),

@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_neusight_kernels import page_main
 
-from archsim.devices.catalog import KNOWN_GPUS, find_gpu, gpu_name
+from archsim.devices.catalog import KNOWN_GPUS
+from archsim.devices.gpu_lookup import find_gpu, gpu_name
 from archsim.devices.kernel_constants import sm_flops
 from archsim.validation.neusight import read_neusight_csv
 

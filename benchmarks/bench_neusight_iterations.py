@@ -67,7 +67,7 @@ def predict(data: Path, folder: Path, device: str, model: str, seq: int, batch: 
 
 def held_out_constants(data: Path, device: str, iterations: int):
     """Kernel constants fitted on NeuSight's kernel files of every GPU but ``device``."""
-    from archsim.devices.catalog import find_gpu
+    from archsim.devices.gpu_lookup import find_gpu
     from archsim.validation.neusight import FIT_START, fit_constants, read_neusight_csv
 
     fit = pd.concat([read_neusight_csv(data / f"{name}.csv").frame for name in FIT_FILES], ignore_index=True)

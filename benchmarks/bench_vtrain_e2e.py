@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     runs = read_measured(Path(args.data) / "vtrain_single_node_shown.csv")
     if args.refit:
         from archsim.collectives import LinkClass
-        from archsim.devices.catalog import gpu
+        from archsim.devices.gpu_lookup import gpu
         from archsim.training.nccl_fit import fit_link, read_nccl_tables
 
         tables = read_nccl_tables(Path(args.data) / "nccl_allreduce", "a100")
@@ -207,7 +207,7 @@ PER_RUN = ("hidden", "layers", "heads", "seq", "global_batch", "micro_batch", "r
 def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_run: str | None,
                    probe_path: str | None = None, implementation: str = "megatron") -> int:
     """The ``--measured`` check (module docstring); exit 2 with one line on bad input."""
-    from archsim.devices.catalog import find_gpu, gpu
+    from archsim.devices.gpu_lookup import find_gpu, gpu
     from archsim.errors import InputError
     from archsim.outputs import atomic_write_text
     from archsim.training.cluster_file import load_gpu_cluster
@@ -248,7 +248,7 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
 
 def probe_fit(path: str, device):
     """The probe's fitted constants; the probe must have run on ``device`` (exit 2 otherwise)."""
-    from archsim.devices.catalog import find_gpu, gpu
+    from archsim.devices.gpu_lookup import find_gpu, gpu
     from archsim.errors import InputError
     from archsim.training.calibrate import fit_probe, read_probe
 

@@ -12,7 +12,8 @@ import pytest
 from benchmark_scripts import load_benchmark
 
 from archsim.devices.array_waves import op_array_cycles
-from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu, resolve_gpu
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
+from archsim.devices.gpu_lookup import find_gpu, resolve_gpu
 from archsim.lowering import Gemm, delta_phases
 from archsim.training.fitted import kernels
 from archsim.validation.gpu import gpu_arrays, model_kernels

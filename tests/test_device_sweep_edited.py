@@ -102,8 +102,9 @@ def test_a_hand_made_setup_of_relative_paths_is_checked_as_files(folder, monkeyp
     """A benchmark's or a notebook's setup (``sweep_rows``, no spec file) may name its files relative to the working
     folder: hashed as files, not taken for shipped names (which have no hash), so the unedited files run."""
     from archsim.errors import InputError
+    from archsim.sweep.device_files import file_sha256
     from archsim.sweep.device_points import sweep_rows
-    from archsim.sweep.device_spec import DeviceSetup, DeviceSweepSpec, file_sha256
+    from archsim.sweep.device_spec import DeviceSetup, DeviceSweepSpec
 
     monkeypatch.chdir(folder)
     setup = DeviceSetup(model="model", model_path="model.json", model_sha256=file_sha256("model.json"),

@@ -2,8 +2,9 @@
 
 import pytest
 
-from archsim.devices.catalog import GIB, GPUS, gpu
+from archsim.devices.catalog import GIB, GPUS
 from archsim.devices.device import catalog_device
+from archsim.devices.gpu_lookup import gpu
 from archsim.devices.kernel_constants import one_fraction
 from archsim.devices.kernel_ops import device_gemm_seconds, op_seconds
 from archsim.devices.kernels import stream_seconds

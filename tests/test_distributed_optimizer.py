@@ -127,7 +127,7 @@ def test_the_step_moves_a_dp_th_of_the_bytes():
     keys = {"cluster": str(A100S), "tp": 8, "pp": 8, "dp": 16, "global_batch": 1536, "micro_batch": 1}
     with pytest.warns(UserWarning):
         on, _ = archsim.train(str(GPT3), distributed_optimizer=True, **keys)
-    from archsim.devices.catalog import gpu
+    from archsim.devices.gpu_lookup import gpu
     from archsim.training.fitted import A100_KERNELS
 
     hbm = gpu("a100-80gb").hbm_bytes_per_s

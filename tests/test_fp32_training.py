@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from archsim.cli import main
-from archsim.devices.catalog import chip_of, gpu
+from archsim.devices.catalog import chip_of
+from archsim.devices.gpu_lookup import gpu
 from archsim.devices.kernel_constants import FITTED
 from archsim.devices.kernel_ops import op_seconds, queued
 from archsim.devices.kernels import kernel_seconds

@@ -15,8 +15,9 @@ from test_gpu_validation import H100
 from archsim.array.config import ArrayConfig
 from archsim.array.costing import op_cycles as archsim_op_cycles
 from archsim.devices.array_waves import array_gemm_cycles, op_array_cycles
-from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu, resolve_gpu
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
 from archsim.devices.device import Arrays
+from archsim.devices.gpu_lookup import find_gpu, resolve_gpu
 from archsim.errors import InputError
 from archsim.lowering import lower_network
 from archsim.validation.gpu import gpu_arrays

@@ -227,7 +227,7 @@ CLUSTER_OF = {"h200": "h200_1gpu.toml", "h100-sxm": "h100_1gpu.toml"}  # find_gp
 def test_committed_one_gpu_runs_and_their_summary(path):
     """A committed measurement reads, is one-GPU with memory measured, and its summary
     (gpu_train_<gpu>.md beside it) holds the MAPE archsim gives today."""
-    from archsim.devices.catalog import find_gpu
+    from archsim.devices.gpu_lookup import find_gpu
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.measured import predict
     from archsim.validation.gpu_study import slug

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from archsim.devices.catalog import resolve_gpu
+from archsim.devices.gpu_lookup import resolve_gpu
 from archsim.errors import InputError
 from archsim.validation.gpu import gpu_arrays, model_kernels
 from archsim.validation.gpu_algorithms import tensor_core_shape

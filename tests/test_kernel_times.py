@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from archsim.cli import main
-from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, find_gpu
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
+from archsim.devices.gpu_lookup import find_gpu
 from archsim.devices.kernel_constants import KernelConstants, energy_per_flop, sustained_flops
 from archsim.devices.kernels import (
     gemm_seconds,

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from archsim.devices.catalog import GIB, GPUS, TABLE, find_gpu, gpu
+from archsim.devices.catalog import GIB, GPUS, TABLE
 from archsim.devices.device import catalog_device
+from archsim.devices.gpu_lookup import find_gpu, gpu
 
 ROOT = Path(__file__).resolve().parents[1] / "archsim"
 TABLE_MODULE = ROOT / "devices" / "catalog.py"

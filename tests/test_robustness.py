@@ -306,7 +306,7 @@ def test_max_ops_lifts_the_limit(capsys):
 
 
 def test_bounded_numbers_reject_every_non_finite_spelling():
-    from archsim.validate import parse_float, parse_int
+    from archsim.value_parsers import parse_float, parse_int
 
     for text in ("inf", "-inf", "nan", "NaN", "1e999", "infinity"):
         with pytest.raises(ValueError):
@@ -319,7 +319,7 @@ def test_bounded_numbers_reject_every_non_finite_spelling():
 
 
 def test_gpu_csv_checks_every_rows_shape_not_only_the_first(tmp_path):
-    from archsim.devices.catalog import resolve_gpu
+    from archsim.devices.gpu_lookup import resolve_gpu
     from archsim.validation.gpu import gpu_arrays, model_kernels
     from archsim.validation.gpu_csv import read_kernel_csv
 
@@ -362,7 +362,7 @@ def test_one_nan_test_for_every_cell_type():
 def test_a_range_message_says_each_bound_once(capsys):
     """`--comm -1` said "expected a non-negative time >= 0 and <= 1e+15": non-negative and >= 0 are the
     same bound, said twice; a positive time already dropped its "> 0"."""
-    from archsim.validate import parse_float
+    from archsim.value_parsers import parse_float
 
     with pytest.raises(ValueError, match=r"^expected a non-negative time <= 1e\+15, got '-1'$"):
         parse_float("-1", high=1e15, what="a non-negative time")

@@ -92,7 +92,7 @@ def test_planned_split_on_mixed_gpus_is_the_best_contiguous_split():
     """Ranks on V100s and A100s (each with its own memory): the planner gives the slower GPU fewer layers."""
     from dataclasses import replace
 
-    from archsim.devices.catalog import gpu
+    from archsim.devices.gpu_lookup import gpu
 
     a100 = single_node().machine(Parallelism(pp=4))
     v100 = replace(a100, gpu=gpu("v100-32gb"))
@@ -174,7 +174,7 @@ def test_search_on_a_tiny_mixed_cluster_by_brute_force(tmp_path):
     configuration the search keeps is placed on one GPU type per rank, fits each rank's own memory and
     has the split with the smallest slowest stage among all contiguous splits (enumerated here, memory
     from the published order); each it prunes for memory has no split that fits."""
-    from archsim.devices.catalog import gpu
+    from archsim.devices.gpu_lookup import gpu
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.search import search
     from archsim.training.search_space import Candidate, rejection

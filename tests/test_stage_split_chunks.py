@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from archsim.devices.catalog import gpu
+from archsim.devices.gpu_lookup import gpu
 from archsim.errors import InputError
 from archsim.policies.stage_orders import published_order
 from archsim.sim import validate_timeline

@@ -62,14 +62,14 @@ def test_gpu_cluster_prices_in_range_are_read(tmp_path):
 
 @pytest.mark.parametrize("text", ["²", "٣", "1_000", "9" * 5000, " 12 3", "0x10", "1e3", "+", "-"])
 def test_parse_int_takes_ascii_digits_of_bounded_length_only(text):
-    from archsim.validate import parse_int
+    from archsim.value_parsers import parse_int
 
     with pytest.raises(ValueError, match="expected"):
         parse_int(text, low=-10**9)
 
 
 def test_parse_int_still_reads_plain_integers():
-    from archsim.validate import parse_int
+    from archsim.value_parsers import parse_int
 
     assert [parse_int(t, low=-5) for t in ("7", " 8 ", "+9", "-5")] == [7, 8, 9, -5]
 

@@ -12,7 +12,7 @@ import pytest
 
 from archsim import links
 from archsim.collectives import LinkClass, collective_seconds
-from archsim.devices.catalog import gpu
+from archsim.devices.gpu_lookup import gpu
 from archsim.training import fitted
 from archsim.training.nccl_fit import fit_link, read_nccl_tables, relative_errors
 

@@ -214,7 +214,7 @@ def test_gpu_aliases_are_the_documented_ones():
     """docs/formats.md lists every alias and the part it means (`a100` is the 80 GB A100)."""
     import re
 
-    from archsim.devices.catalog import ALIASES
+    from archsim.devices.gpu_lookup import ALIASES
 
     text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     row = next(line for line in text.splitlines() if line.startswith("| `gpu` | no |"))

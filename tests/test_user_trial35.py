@@ -7,7 +7,8 @@ import json
 import pytest
 
 from archsim.cli import main
-from archsim.devices.catalog import ALIASES, GPUS, gpu
+from archsim.devices.catalog import GPUS
+from archsim.devices.gpu_lookup import ALIASES, gpu
 from archsim.errors import InputError
 
 CLUSTER = """[cluster]

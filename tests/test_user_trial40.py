@@ -156,7 +156,7 @@ def test_cuda_names_of_other_gpus_are_not_matched_to_a_catalog_gpu(capsys):
     HBM3) as the H200; "NVIDIA H200 NVL" (the 600 W PCIe card) as the 700 W H200 SXM, where "NVIDIA H100 NVL"
     is refused; "Tesla P100-PCIE-12GB" (549 GB/s: three HBM2 stacks) as the 16 GB card's 732 GB/s. Each is
     refused as an unknown GPU; the catalog's own GPUs still match."""
-    from archsim.devices.catalog import find_gpu
+    from archsim.devices.gpu_lookup import find_gpu
 
     for other in ("AMD Instinct MI250X", "NVIDIA GH200 480GB", "NVIDIA H200 NVL", "Tesla P100-PCIE-12GB"):
         assert find_gpu(other) is None, other
@@ -189,7 +189,7 @@ def test_a_gpu_name_with_underscores_matches_as_with_spaces(capsys):
     cluster's ``gpu`` takes that spelling (docs/training.md). ``validate-gpu --gpu`` took it for
     ``Tesla_V100-PCIE-32GB`` but refused ``Tesla_T4``, ``Tesla_P4`` and ``NVIDIA_L4`` as unknown GPUs: their
     patterns need a word boundary, which ``_`` is not. Every name of the five GPUs reads alike either way."""
-    from archsim.devices.catalog import find_gpu
+    from archsim.devices.gpu_lookup import find_gpu
 
     devices = sorted({r["Device"] for r in csv_records("softmax")}) + ["NVIDIA L4", "NVIDIA H100 80GB HBM3"]
     assert len(devices) == 7

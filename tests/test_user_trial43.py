@@ -255,7 +255,7 @@ def test_a_real_number_takes_ascii_digits_as_an_integer_does(tmp_path, written):
     """A .cfg device file's ``hbm_gbps = 1_000`` (or Arabic-Indic or full-width digits) is refused, as ``arrays = 1_000``
     is (``parse_int``: ASCII digits only): one reading of a written number. Before the fix Python's ``float()`` read
     them, so ``hbm_gbps = ١٢٣`` trained at 123 GB/s where ``arrays = ٤`` was refused."""
-    from archsim.validate import parse_float
+    from archsim.value_parsers import parse_float
 
     for key, value in (("hbm_gbps = 400", f"hbm_gbps = {written}"), ("arrays = 4", f"arrays = {written}")):
         error = _error(_write(tmp_path, "chip.cfg", CHIP_CFG.replace(key, value)))

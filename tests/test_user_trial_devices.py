@@ -143,7 +143,7 @@ def test_a_missing_shape_column_is_named_as_missing(tmp_path, capsys, header, ro
 def test_a_mig_slice_is_not_taken_for_the_whole_gpu(capsys):
     """CUDA names a MIG instance "NVIDIA A100-SXM4-80GB MIG 1g.10gb": the catalog read it as the whole
     A100 (108 SMs, where a 1g slice has 14: NVIDIA's MIG user guide) and timed its kernels 7× fast."""
-    from archsim.devices.catalog import find_gpu
+    from archsim.devices.gpu_lookup import find_gpu
     from archsim.errors import InputError
 
     with pytest.raises(InputError, match="MIG slice"):
@@ -234,7 +234,7 @@ def test_another_board_of_a_catalog_chip_is_not_taken_for_it(name):
     """CUDA's names of boards the catalog does not hold were matched to another board of the chip: the
     P100 SXM2 (1,480 MHz boost, 300 W: NVIDIA's P100 datasheet) to the P100 PCIe (1,303 MHz, 250 W), the
     H100 NVL (a 94 GB, 400 W PCIe card) to the H100 SXM5 (80 GB, 700 W)."""
-    from archsim.devices.catalog import find_gpu
+    from archsim.devices.gpu_lookup import find_gpu
 
     assert find_gpu(name) is None
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from archsim.cli import main
-from archsim.devices.catalog import BOARD_OF_CHIP
 from archsim.devices.device import catalog_device
+from archsim.devices.gpu_lookup import BOARD_OF_CHIP
 from archsim.devices.kernel_constants import FITTED
 from archsim.devices.kernel_ops import kernel_families, op_seconds
 from archsim.devices.kernels import kernel_seconds

@@ -23,7 +23,8 @@ from archsim.array.sram_sizes import operand_sram_kib
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, cfg_syntax_error, check_name, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, cfg_syntax_error, check_name, read_text, shown
+from archsim.value_parsers import parse_int
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own

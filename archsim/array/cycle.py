@@ -65,7 +65,7 @@ from archsim.array.layout import GemmLayout, gemm_tables
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.jit import announce_compile
-from archsim.validate import parse_int
+from archsim.value_parsers import parse_int
 
 # How each dataflow tiles A and B for prefetching: (tile width, transposed, anti-diagonal order),
 # from systolic_compute_*.create_{ifmap,filter}_prefetch_mat — see order.prefetch_geometry.

@@ -15,7 +15,8 @@ from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
-from archsim.validate import INT32_MAX, cfg_syntax_error, parse_float, parse_int, shown, shown_boolean, shown_number
+from archsim.validate import INT32_MAX, cfg_syntax_error, shown, shown_boolean, shown_number
+from archsim.value_parsers import parse_float, parse_int
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
 
@@ -56,7 +57,7 @@ _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for
 def static_watts(value: object) -> float:
     """A chip's static power, W, as a device file's ``[device] static_watts`` or a device sweep's spec states it
     (a .cfg's text too): in [0, :data:`MAX_STATIC_WATTS`), else ValueError in one line. The one check of it, on
-    :func:`~archsim.validate.parse_float`'s reading of a number."""
+    :func:`~archsim.value_parsers.parse_float`'s reading of a number."""
     try:
         watts = parse_float(value)
     except ValueError:

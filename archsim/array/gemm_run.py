@@ -16,7 +16,8 @@ from archsim.array.options import memory_meta, with_memory
 from archsim.console import say, say_after_run, setting
 from archsim.csv_lines import choice_cell, csv_rows
 from archsim.errors import InputError
-from archsim.validate import parse_int, read_text
+from archsim.validate import read_text
+from archsim.value_parsers import parse_int
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used

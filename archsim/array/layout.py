@@ -36,7 +36,8 @@ import numpy as np
 
 from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, cfg_syntax_error, parse_int, read_text, shown
+from archsim.validate import INT32_MAX, cfg_syntax_error, read_text, shown
+from archsim.value_parsers import parse_int
 
 BANK_RULES = ("set", "line")
 MAX_PADDED_WORDS = 2**30  # an operand padded to its intraline factors, in words

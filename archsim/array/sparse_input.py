@@ -20,7 +20,8 @@ from typing import Any
 from archsim.array.sparsity import SparsityConfig, check_ratio
 from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, cfg_syntax_error, parse_int, read_text, shown
+from archsim.validate import SEED_MAX, cfg_syntax_error, read_text, shown
+from archsim.value_parsers import parse_int
 
 
 def _line_of(text: str, key: str) -> int | None:

@@ -8,7 +8,8 @@ import math
 
 from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, check_unique_columns, parse_float, shown
+from archsim.validate import INT32_MAX, check_unique_columns, shown
+from archsim.value_parsers import parse_float
 
 MAX_REAL = 1e15  # seconds or bytes in one cell: ~3·10⁷ years, a petabyte
 

@@ -23,7 +23,7 @@ from archsim.console import warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
-from archsim.validate import seed_flag
+from archsim.value_parsers import seed_flag
 
 _up_levels = up_levels  # the command's name for bppsa_run's check
 

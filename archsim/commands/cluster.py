@@ -10,7 +10,7 @@ from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
-from archsim.validate import float_flag, int_flag, processors_flag, seed_flag
+from archsim.value_parsers import float_flag, int_flag, processors_flag, seed_flag
 
 _non_negative = float_flag(0.0, 1e12, what="a non-negative number")  # finite; 10¹² s or GiB is beyond any cluster
 _positive = float_flag(0.0, 1e12, low_open=True, what="a positive number")  # a device's memory: 0 holds no job

@@ -15,7 +15,7 @@ from archsim.commands import Command
 from archsim.commands.common import add_onnx_arguments, onnx_options
 from archsim.console import note
 from archsim.output_targets import output_flag
-from archsim.validate import float_flag
+from archsim.value_parsers import float_flag
 from archsim.workload.torch_file import DEFAULT_TIMEOUT
 
 

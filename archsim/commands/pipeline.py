@@ -34,7 +34,8 @@ from archsim.lowering import SPLIT_AXES, split_axes
 from archsim.output_targets import output_flag
 from archsim.planners import PARTITIONERS, idle_processors_note, partition
 from archsim.seconds import add_seconds
-from archsim.validate import check_job_size, float_flag, processors_flag
+from archsim.validate import check_job_size
+from archsim.value_parsers import float_flag, processors_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

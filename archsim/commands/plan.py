@@ -27,7 +27,7 @@ from archsim.plan_run import (  # the run, once for this command and archsim.pla
     NO_BASELINES,
     REPLICATION_MODELS,
 )
-from archsim.validate import float_flag, int_flag, seed_flag
+from archsim.value_parsers import float_flag, int_flag, seed_flag
 
 __all__ = ["COMMAND", "layer_profile"]
 

@@ -32,7 +32,7 @@ from archsim.policies.schedule_flags import (
     defer_defaults,
 )
 from archsim.policies.stage_schedule import STAGE_ONLY
-from archsim.validate import non_negative_float_flag, processors_flag
+from archsim.value_parsers import non_negative_float_flag, processors_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

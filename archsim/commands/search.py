@@ -33,7 +33,8 @@ from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
-from archsim.validate import INT32_MAX, int_flag
+from archsim.validate import INT32_MAX
+from archsim.value_parsers import int_flag
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 

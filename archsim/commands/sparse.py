@@ -10,7 +10,7 @@ from archsim.choices.devices import DELTA_OPTIONS, GRADIENT_OPTIONS
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.planners import PARTITIONERS
-from archsim.validate import processors_flag
+from archsim.value_parsers import processors_flag
 
 HELP = "SCALE-Sim-exact sparse layers (N:M, CSR/CSC/ELLPACK) and their δ/G training cycles"
 

@@ -14,7 +14,8 @@ import argparse
 
 from archsim.policies.schedule_flags import DEFAULT_COMM, DEFAULT_STAGE_MEMORY, EXACT_SEARCH_LIMIT
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
-from archsim.validate import MAX_PROCESSORS, float_flag, positive_float_flag, positive_int_flag, processors_flag
+from archsim.validate import MAX_PROCESSORS
+from archsim.value_parsers import float_flag, positive_float_flag, positive_int_flag, processors_flag
 
 
 def add_stage_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,8 @@ from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import check_target, folder_flag, output_flag, same_file, spec_inputs
-from archsim.validate import MAX_CONFIGS, int_flag
+from archsim.validate import MAX_CONFIGS
+from archsim.value_parsers import int_flag
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:

@@ -22,8 +22,8 @@ from archsim.commands.list_flag import ListFlag
 from archsim.modes import MODES
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
-from archsim.validate import positive_float_flag
 from archsim.validate_gpu_run import SHOW
+from archsim.value_parsers import positive_float_flag
 
 positive_float = positive_float_flag
 

@@ -178,8 +178,8 @@ class Device:
 
 def catalog_device(name: str) -> Device:
     """The catalog GPU ``name`` (a key of :data:`archsim.devices.catalog.GPUS` or an alias) as a device
-    (one object per GPU: :func:`archsim.devices.catalog.gpu`)."""
-    from archsim.devices.catalog import gpu  # the catalog builds its devices from this module's types
+    (one object per GPU: :func:`archsim.devices.gpu_lookup.gpu`)."""
+    from archsim.devices.gpu_lookup import gpu  # the catalog builds its devices from this module's types
 
     return gpu(name)
 

@@ -19,17 +19,8 @@ from typing import Any
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
-from archsim.validate import (
-    cfg_syntax_error,
-    check_name,
-    is_file,
-    parse_float,
-    parse_int,
-    read_text,
-    resolve_name,
-    shipped_configs,
-    shown,
-)
+from archsim.validate import cfg_syntax_error, check_name, is_file, read_text, resolve_name, shipped_configs, shown
+from archsim.value_parsers import parse_float, parse_int
 
 DEFAULT_TABLE = "horowitz45"
 

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import MIN_MAGNITUDE, parse_float
+from archsim.validate import MIN_MAGNITUDE
+from archsim.value_parsers import parse_float
 
 # Largest stage time, comm or memory figure: sums over 2³¹ micro-batches stay finite and exact
 # enough in float64; anything beyond it is a typo (a trace in ns read as s, an exponent slip).

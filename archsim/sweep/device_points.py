@@ -4,7 +4,7 @@ train`` times and prices it, and the time/energy front over them.
 
 Each point is the device with those fields replaced (every other field as the file states it: the
 SRAM per array unless swept, the clock, the links; a .cfg's SCALE-Sim ``Bandwidth``, where it states one, restated
-as the whole words/cycle nearest ``hbm_gbps``, :func:`~archsim.sweep.device_spec.cfg_words`), ``chips``
+as the whole words/cycle nearest ``hbm_gbps``, :func:`~archsim.sweep.device_files.cfg_words`), ``chips``
 of it in one server as a cluster file ``[[servers]] gpus = chips, device = …, intra_server_gbps`` gives
 them (the in-server link the device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP 1 ×
 PP 1 × DP ``chips``: seconds, memory and ``energy_j`` are :func:`archsim.train`'s on the device with the

@@ -31,13 +31,9 @@ from archsim.array.device_sections import STATIC_ON_TILES, static_watts
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
+from archsim.sweep.device_files import DEVICE_SUFFIXES, check_cfg_bandwidths, file_sha256, spec_file
 from archsim.validate import (
     INT32_MAX,
-    is_file,
-    read_bytes,
-    resolve_name,
-    shipped_file,
-    shipped_names,
     shown,
     shown_number,
 )
@@ -147,37 +143,6 @@ def unused_pe_lines(device: Device, sides: tuple[int, ...]) -> tuple[str, ...]:
     return tuple(lines)
 
 
-DEVICE_SUFFIXES = (".toml", ".cfg")
-
-
-def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, suffixes: tuple[str, ...]) -> str:
-    """A spec's ``model`` or ``device``: a file inside the spec's folder (a name with a suffix or a
-    ``/``, or an existing file there), else a shipped ``configs/SHIPPED/NAME.SUFFIX``; resolved path
-    returned. Names stay inside their folder (docs/security.md)."""
-    if not isinstance(name, str) or not name:
-        raise InputError("expected a file name or a shipped name", file=file, field=key)
-    try:
-        if Path(name).suffix.lower() in suffixes or "/" in name or "\\" in name or is_file(spec_dir / name):
-            candidate = resolve_name(spec_dir, name, "", f"{key} file", field=key)
-            if is_file(candidate):
-                return str(candidate.resolve())
-            raise InputError(f"{key} file {shown(name)} not found in the spec's folder", field=key)
-        if (spec_dir / name).is_dir():  # the readers' own "is not a regular file (a folder)" line
-            read_bytes(spec_dir / name, f"{key} {shown(name)}")
-        found = shipped_file(shipped, name, suffixes, key, field=key)
-        if found is not None:
-            return str(found)
-    except InputError as exc:
-        raise exc.at(file=file, field=key) from None
-    where = f"no shipped configs/{shipped}/{name}{{{','.join(suffixes)}}}"
-    beside = [f"{name}{suffix}" for suffix in suffixes if is_file(spec_dir / f"{name}{suffix}")]
-    if beside:  # the spec's own file named as a shipped one is: a file is named with its suffix
-        raise InputError(f"{shown(name)}: {where}, and the spec's folder has {beside[0]}, not {name}: write {key} = "
-                         f'"{beside[0]}" (a file beside the spec is named with its suffix)', file=file, field=key)
-    raise InputError(f"{shown(name)}: no file in the spec's folder, and {where}; shipped: "
-                     f"{', '.join(shipped_names(shipped, suffixes))}", file=file, field=key)
-
-
 def spec_document(path: Path, document: D | None) -> D:
     """``document``, the TOML of the spec file ``path`` (None: a SCALE-Sim ``.cfg``, no TOML), unless it is a file
     archsim reads elsewhere: a device file, a model or a cluster file given for the spec was refused as "expected
@@ -198,14 +163,6 @@ def spec_document(path: Path, document: D | None) -> D:
     else:
         return document
     raise InputError(said, file=str(path))
-
-
-def file_sha256(path: str) -> str:
-    import hashlib
-
-    from archsim.validate import read_bytes
-
-    return hashlib.sha256(read_bytes(path, "file")).hexdigest()
 
 
 def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
@@ -294,7 +251,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                 raise InputError(f"expected GB/s in (0, 10⁷), got {shown_number(x)}", file=file, field="hbm_gbps")
             return float(x)
         hbm = axis("hbm_gbps", gbps, "GB/s in (0, 10⁷)")
-        _check_cfg_bandwidths(device_path, device.arrays.clock_hz, hbm, file)
+        check_cfg_bandwidths(device_path, device.arrays.clock_hz, hbm, file)
     chips = axis("chips", integer("chips", MAX_CHIPS), f"integers in 1…{MAX_CHIPS}")
     global_batch = integer("global_batch")(table["global_batch"])
     micro_batch = integer("micro_batch")(table.get("micro_batch", 1))
@@ -335,48 +292,6 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                            array_sides=sides)
 
 
-def states_bandwidth(device_path: str) -> bool:
-    """Whether a .cfg device file states SCALE-Sim's ``Bandwidth`` (SCALE-Sim's default is no statement)."""
-    import configparser
-
-    from archsim.validate import read_text
-
-    if Path(device_path).suffix.lower() != ".cfg":
-        return False
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(read_text(device_path, "device file", encoding="utf-8-sig"), source=device_path)  # load_device read it already
-    return parser.has_option("architecture_presets", "Bandwidth")
-
-
-def cfg_words(gbps: float, clock_hz: float) -> int:
-    """The whole ``Bandwidth`` (words/cycle) nearest ``gbps`` GB/s at ``clock_hz``: a point's .cfg
-    states this beside ``[memory] hbm_gbps`` (the reader's conversion, :func:`words_gbps`)."""
-    from archsim.array.device_sections import words_gbps
-
-    return max(1, round(gbps / words_gbps(1, clock_hz)))
-
-
-def _check_cfg_bandwidths(device_path: str, clock_hz: float, hbm: tuple[float | None, ...], file: str) -> None:
-    """A .cfg device that states ``Bandwidth`` has each swept ``hbm_gbps`` restated as whole words/cycle
-    (:func:`cfg_words`), so every point is a file the device-file readers accept; a figure no whole
-    count of words matches within their 1% is refused, naming it."""
-    from archsim.array.device_sections import DEVICE_WORD_BYTES, check_bandwidth_once, words_gbps
-
-    if not states_bandwidth(device_path):
-        return
-    for gbps in hbm:
-        if gbps is None:
-            continue
-        words = cfg_words(gbps, clock_hz)
-        try:
-            check_bandwidth_once({"hbm_gbps": gbps}, (words,), clock_hz, device_path)
-        except InputError:
-            raise InputError(f"{gbps:g} GB/s is no whole Bandwidth for the .cfg device, which states one: the nearest, "
-                             f"{words} words/cycle × {DEVICE_WORD_BYTES} B × {clock_hz / 1e9:g} GHz = "
-                             f"{words_gbps(words, clock_hz):g} GB/s, is more than 1% off", file=file,
-                             field="hbm_gbps") from None
-
-
 def _read(load: Callable[[str], T], path: str, file: str, key: str) -> T:
     """``load(path)``, its error naming the spec's key (and the named file's own line and key, when known)."""
     try:
@@ -396,5 +311,4 @@ def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:
     return count, rows, cols
 
 
-__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "file_sha256", "load_device_spec", "square_arrays",
-           "unused_pe_lines"]
+__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "load_device_spec", "square_arrays", "unused_pe_lines"]

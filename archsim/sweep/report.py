@@ -1,6 +1,6 @@
 """A sweep's results folder as an HTML report: the results read back and checked, per-layer costs,
 a LayerPipe schedule and, for design sweeps, the Pareto front (``archsim report``, :func:`archsim.api.write_report`);
-a device sweep's time/energy front and its rows."""
+a device sweep's folder is drawn by :mod:`archsim.sweep.device_report`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
-from archsim.sweep.results_check import DEVICE_NUMBERS, check_cells, check_device_rows, check_spec_rows
+from archsim.sweep.results_check import check_cells, check_spec_rows
 from archsim.validate import exists
 
 if TYPE_CHECKING:  # pandas loads when a report is written
@@ -36,7 +36,7 @@ NUMERIC_RESULT_COLUMNS = ("rows", "cols", "batch", "processors", "stages", "sing
                           "speedup", "mandatory_comm_bytes", "additional_comm_bytes")  # never empty in a sweep's rows
 
 
-def _read_csv(path: Path) -> tuple[str, pd.DataFrame]:
+def read_results_csv(path: Path) -> tuple[str, pd.DataFrame]:
     """A results.csv's text and frame: the run's own (pending) file while a sweep writes its report."""
     import io
 
@@ -92,7 +92,7 @@ def read_results(folder: Path) -> pd.DataFrame:
     path = folder / "results.csv"
     if not pending(path).is_file():
         raise InputError(_no_results(folder), file=str(folder))
-    text, frame = _read_csv(path)
+    text, frame = read_results_csv(path)
     frame = frame.rename(columns=current_names(frame.columns))  # an older version's names read as today's
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
@@ -108,6 +108,8 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     networks of the spec the caller has just run: a results folder may come from someone else."""
     from archsim.array.costing import cost_network
     from archsim.lowering import check_mode
+    from archsim.sweep.device_report import is_device_folder, write_device_report
+
     if is_device_folder(folder):
         return write_device_report(folder, target, spec_command=spec_command)
     results = read_results(folder)
@@ -272,21 +274,6 @@ def _check_unchanged(row) -> None:
         check_unchanged(str(path), recorded, "since the sweep ran")
 
 
-def _check_device_files(first, record: dict) -> None:
-    """A device sweep's model and device files must still be those its rows costed (``model_sha256``,
-    ``device_sha256``), found where the folder's spec.json says the sweep read them."""
-    import os
-
-    from archsim.sweep.spec import check_unchanged
-
-    found = record.get("setup")
-    setup = found if isinstance(found, dict) else {}
-    for what in ("model", "device"):
-        path, recorded = setup.get(f"{what}_path"), first.get(f"{what}_sha256")
-        if isinstance(path, str) and path and isinstance(recorded, str):
-            check_unchanged(os.path.abspath(path), recorded, "since the sweep ran", what)
-
-
 def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):
     """Design sweeps: Pareto front of time, energy and area, energy by part, and the front's table."""
     from archsim.report.html_page import table as html_table
@@ -334,59 +321,4 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     return title, gantt_figure(timeline.to_frame(), title, borrowed=plan.borrowed_ops), command
 
 
-def is_device_folder(folder: Path) -> bool:
-    """Whether ``folder``'s results.csv (the run's own, while a sweep writes its report) is a device sweep's."""
-    from archsim.output_files import pending
-    from archsim.validate import is_file, read_text
-
-    path = pending(folder / "results.csv")
-    if not is_file(path):
-        return False
-    header = read_text(path, "results file").partition("\n")[0].split(",")
-    return "hbm_gbps" in header and "pareto_optimal" in header and "network" not in header
-
-
-def write_device_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
-    """The HTML report of a device sweep's folder (:mod:`archsim.sweep.device_points`): the time/energy
-    scatter with its front and the rows."""
-    from archsim.report.html_page import esc
-    from archsim.report.page import write_page
-    from archsim.report.pareto import device_pareto_figure
-    from archsim.sweep.device_points import COLUMNS, SRAM_COLUMN
-
-    path = folder / "results.csv"
-    text, results = _read_csv(path)
-    missing = [c for c in COLUMNS if c not in results.columns]
-    if missing or results.empty:
-        raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
-                         field=missing[0] if missing else None, missing=bool(missing))
-    sram = [SRAM_COLUMN] if SRAM_COLUMN in results.columns else []
-    check_cells(text, results, path, [*DEVICE_NUMBERS, *sram], flags=("fits_memory", "pareto_optimal"))
-    record = spec_record(folder)
-    check_device_rows(results, record, path, spec_command)
-    _check_device_files(results.iloc[0], record)
-    command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
-    rows = results[["arrays", *sram, "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib",
-                    "fits_memory", "pareto_optimal"]]
-    first = results.iloc[0]
-    setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
-                  f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
-                  "attention, data parallel over the chips")
-    sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
-                (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
-    return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
-
-
-def device_markdown(rows: list[dict]) -> str:
-    """A device sweep's rows (:func:`archsim.sweep.device_points.sweep_rows`) as a markdown table
-    (energies to four significant figures: a small model's designs differ in the third)."""
-    lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |",
-             "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['arrays']} | {r['hbm_gbps']:g} | {r['gpus']} | {r['iteration_seconds']:.3f} | "
-              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits_memory'] else 'no'} | "
-              f"{'**front**' if r['pareto_optimal'] else ''} |" for r in rows]
-    return "\n".join(lines)
-
-
-__all__ = ["NUMERIC_RESULT_COLUMNS", "device_markdown", "is_device_folder", "read_results", "spec_command",
-           "write_device_report", "write_report"]
+__all__ = ["NUMERIC_RESULT_COLUMNS", "read_results", "read_results_csv", "spec_command", "write_report"]

@@ -121,7 +121,8 @@ class ProbeFit:
 def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
     """A probe CSV's ``# key: value`` metadata and rows; errors name the file and line."""
     from archsim.csv_lines import choice_cell
-    from archsim.validate import check_name, parse_float, parse_int, read_text
+    from archsim.validate import check_name, read_text
+    from archsim.value_parsers import parse_float, parse_int
 
     file = str(path)
     lines = read_text(path, "probe", encoding="utf-8-sig").splitlines()

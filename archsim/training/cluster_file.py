@@ -25,7 +25,8 @@ from archsim.spp.topology import build_topology, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
-from archsim.validate import parse_float, shown_number
+from archsim.validate import shown_number
+from archsim.value_parsers import parse_float
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)

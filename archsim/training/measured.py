@@ -15,7 +15,8 @@ from archsim.choices.training import RECOMPUTE
 from archsim.csv_lines import choice_cell, comment_line
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
-from archsim.validate import check_name, check_unique_columns, parse_float, parse_int, read_text
+from archsim.validate import check_name, check_unique_columns, read_text
+from archsim.value_parsers import parse_float, parse_int
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from archsim.collectives import LinkClass, Spanning, collective_seconds
-from archsim.devices.catalog import gpu
+from archsim.devices.gpu_lookup import gpu
 from archsim.links import infiniband, nvlink
 from archsim.network import Network
 

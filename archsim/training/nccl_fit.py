@@ -20,7 +20,8 @@ import numpy as np
 
 from archsim.collectives import LinkClass, collective_seconds
 from archsim.errors import InputError
-from archsim.validate import parse_float, parse_int, read_text
+from archsim.validate import read_text
+from archsim.value_parsers import parse_float, parse_int
 
 _NAME = re.compile(r"_GPU([0-9]+)_")
 

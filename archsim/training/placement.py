@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.training import PLACEMENTS
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import parse_int
+from archsim.value_parsers import parse_int
 
 if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster

@@ -34,7 +34,8 @@ from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
-from archsim.validate import parse_boolean, shown
+from archsim.validate import shown
+from archsim.value_parsers import parse_boolean
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -124,8 +125,8 @@ def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
 
 def _int(cell: str, field: str, file: str, line: int) -> int:
     """A positive integer cell; ``8.0`` (pandas' ``to_csv`` of a float column) read as 8, as the keyword path
-    reads 8.0 (:func:`~archsim.validate.whole_number`); ``8.5`` refused."""
-    from archsim.validate import whole_number
+    reads 8.0 (:func:`~archsim.value_parsers.whole_number`); ``8.5`` refused."""
+    from archsim.value_parsers import whole_number
 
     try:
         value = int(cell)

@@ -268,7 +268,7 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
 def parse_stage_layers(text: str) -> tuple[int, ...]:
     """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
     from archsim.errors import InputError
-    from archsim.validate import parse_int
+    from archsim.value_parsers import parse_int
 
     try:
         counts = tuple(parse_int(part, low=-2**31) for part in text.split(","))  # ASCII digits, bounded length

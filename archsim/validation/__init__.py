@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING
 from archsim.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers and the API docs
-    from archsim.devices.catalog import KNOWN_GPUS, GpuSpec, resolve_gpu
+    from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
+    from archsim.devices.gpu_lookup import resolve_gpu
     from archsim.validation.gpu import GpuArrays, gpu_arrays, model_kernels
     from archsim.validation.gpu_compare import compare, concurrency, concurrency_summary
     from archsim.validation.gpu_csv import KernelTable, format_kernel_csv, read_kernel_csv
 
 # public name -> the module defining it
 _EXPORTS = {
-    **{name: "archsim.devices.catalog" for name in ("KNOWN_GPUS", "GpuSpec", "resolve_gpu")},
+    **{name: "archsim.devices.catalog" for name in ("KNOWN_GPUS", "GpuSpec")},
+    "resolve_gpu": "archsim.devices.gpu_lookup",
     **{name: "archsim.validation.gpu" for name in ("GpuArrays", "gpu_arrays", "model_kernels")},
     **{name: "archsim.validation.gpu_compare" for name in ("compare", "concurrency", "concurrency_summary")},
     **{name: "archsim.validation.gpu_csv" for name in ("KernelTable", "format_kernel_csv", "read_kernel_csv")},

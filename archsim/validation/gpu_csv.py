@@ -21,7 +21,8 @@ import pandas as pd
 
 from archsim.csv_lines import choice_cell, csv_rows
 from archsim.errors import InputError
-from archsim.validate import check_unique_columns, parse_int, read_text
+from archsim.validate import check_unique_columns, read_text
+from archsim.value_parsers import parse_int
 from archsim.workload.layer import canonical_kind
 
 KERNEL_OPS = ("F", "D", "G")

@@ -5,7 +5,7 @@ this gives every measured F/D/G kernel a *time*, from the same ops the arrays vi
 lowering, padded-phase strided δ, Winograd forwards, the FP32-lane fallback of
 :mod:`archsim.validation.gpu_algorithms`), so the two views differ only in how an op is priced:
 
-* a catalog GPU with a board (:data:`archsim.devices.catalog.BOARD_OF_CHIP`; V100, T4, P100, A100,
+* a catalog GPU with a board (:data:`archsim.devices.gpu_lookup.BOARD_OF_CHIP`; V100, T4, P100, A100,
   L4, H100, H200, P4, …) and no override of its figures: its :class:`~archsim.devices.device.Device`
   (:func:`~archsim.devices.device.catalog_device`), every op timed by
   :func:`archsim.devices.kernel_ops.op_seconds` at the CSV's dtype — fp16/bf16 on the tensor-core
@@ -35,8 +35,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from archsim.choices.devices import ELEMENT_BYTES, TORCH_DTYPES
-from archsim.devices.catalog import BOARD_OF_CHIP, KNOWN_GPUS, GpuSpec
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
 from archsim.devices.device import Device, catalog_device
+from archsim.devices.gpu_lookup import BOARD_OF_CHIP
 from archsim.devices.kernel_constants import FITTED, TENSOR_DTYPES, KernelConstants
 from archsim.devices.kernel_ops import kernel_families, op_seconds, path_op_seconds, timed_alone
 from archsim.devices.kernels import GemmPath, simt_path, spec_path, stream_seconds

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from archsim.choices.devices import ELEMENT_BYTES
-from archsim.devices.catalog import GpuSpec, find_gpu, resolve_gpu, whole_gpu_name
+from archsim.devices.catalog import GpuSpec
+from archsim.devices.gpu_lookup import find_gpu, resolve_gpu, whole_gpu_name
 from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.errors import InputError
 from archsim.validation.gpu import assumptions, gpu_arrays, model_kernels

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from archsim.csv_lines import choice_cell, csv_rows
-from archsim.devices.catalog import GPU_NAMES, KNOWN_GPUS, GpuSpec, find_gpu, gpu_name
+from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
+from archsim.devices.gpu_lookup import GPU_NAMES, find_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
@@ -179,7 +180,7 @@ def measured_on(frame: pd.DataFrame, gpu: str) -> pd.DataFrame:
 
 def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = None,
             dtype: str = "fp32", tensor_constants: TensorConstants | None = None) -> pd.DataFrame:
-    """``frame`` with ``gpu`` (the catalog's name, :func:`~archsim.devices.catalog.gpu_name`),
+    """``frame`` with ``gpu`` (the catalog's name, :func:`~archsim.devices.gpu_lookup.gpu_name`),
     ``predicted_seconds`` and ``error`` (predicted / measured − 1) added, rows in input order. ``gpu``
     overrides each row's ``device``; a row measured on another GPU than the one predicted has no error
     (NaN): its time is that GPU's, not a measurement of this one's. ``dtype`` other than fp32: the GEMM

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from archsim.devices.catalog import find_gpu
+from archsim.devices.gpu_lookup import find_gpu
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.validation.gpu import gpu_arrays, model_kernels
 from archsim.validation.gpu_csv import KernelTable, read_kernel_csv

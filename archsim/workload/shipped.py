@@ -10,7 +10,8 @@ from pathlib import Path
 
 from archsim.console import keyed, setting
 from archsim.errors import InputError
-from archsim.validate import exists, is_file, parse_int, read_text, resolve_name, shown
+from archsim.validate import exists, is_file, read_text, resolve_name, shown
+from archsim.value_parsers import parse_int
 from archsim.workload.csv_loader import load_topology, parse_topology
 from archsim.workload.layer import Network
 

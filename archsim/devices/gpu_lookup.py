@@ -1,0 +1,124 @@
+"""A GPU as a user or CUDA names it, found in the catalog (:mod:`archsim.devices.catalog`): a catalog name, an alias
+(``a100``), a slug or a CUDA device string ("NVIDIA A100-SXM4-40GB", "Tesla_T4" in a file name) → the board's
+:class:`~archsim.devices.device.Device` (:func:`gpu`) or the chip's :class:`~archsim.devices.catalog.GpuSpec`
+(:func:`find_gpu`, :func:`resolve_gpu`).
+
+Why apart from the table: the table states figures; this module holds the rules for reading a name — aliases,
+CUDA's spellings by pattern, a whole name (:mod:`archsim.devices.gpu_names`), the memory a name states, a MIG
+slice refused or cut to its whole GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from archsim.devices.catalog import GIB, GPUS, KNOWN_GPUS, TABLE, GpuSpec
+from archsim.devices.device import Device
+from archsim.devices.gpu_names import check_whole_name
+from archsim.errors import InputError
+
+BOARD_OF_CHIP = {row.slug: row.board.key for row in TABLE if row.board is not None}
+CHIP_OF_BOARD = {board: slug for slug, board in BOARD_OF_CHIP.items()}
+
+
+def gpu_name(slug: str) -> str:
+    """The catalog's one name of the GPU whose chip is ``slug``: its board's key where it has one (what
+    ``train`` and the docs call it: ``t4`` → ``t4-16gb``), else the slug. Outputs print this name;
+    inputs take it, the slug, an alias or a CUDA name alike."""
+    return BOARD_OF_CHIP.get(slug, slug)
+
+
+GPU_NAMES = tuple(gpu_name(slug) for slug in KNOWN_GPUS)  # every catalog GPU by its one name, table order
+ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h100-sxm": "h100-80gb-sxm",
+           "h200": "h200-141gb"}
+
+
+def gpu(name: str) -> Device:
+    """The catalog GPU called ``name`` (a key of :data:`GPUS`, an alias such as ``a100``, or its name as
+    CUDA reports it, such as ``Tesla V100-PCIE-32GB``, spaces or underscores) as its device (one object
+    per GPU)."""
+    if not str(name).isprintable():  # a name with a newline or tab is a broken file, not a CUDA name
+        raise InputError(f"unknown GPU {name!r}: a GPU name is one line of printable characters", field="gpu")
+    key = ALIASES.get(str(name).lower(), str(name).lower())
+    if key not in GPUS:
+        key = BOARD_OF_CHIP.get(find_gpu(str(name)) or "", key)  # file names: _ for spaces, as find_gpu reads
+        if key in GPUS:  # read by pattern: a whole name of that board ("a100-40" is not), of its memory
+            check_whole_name(str(name), [*GPUS, *ALIASES, *(board.name for board in GPUS.values())], GPUS)
+            _check_stated_memory(str(name), GPUS[key])
+    if key not in GPUS:
+        raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPUS)}", field="gpu")
+    return GPUS[key]
+
+
+def _check_stated_memory(name: str, board: Device) -> None:
+    """Refuse a CUDA name whose memory ("Tesla V100-PCIE-16GB") is not its catalog board's: training's
+    memory check would read the board's. Within 5%: the H200's 141 GB is 140.4 GiB."""
+    stated = re.search(r"(\d+)\s*gb\b", name.lower().replace("_", " "))
+    board_gib = board.memory_bytes / GIB
+    if stated and abs(int(stated[1]) - board_gib) > 0.05 * board_gib:
+        raise InputError(f"GPU {name!r} has {stated[1]} GB; the catalog's {board.name} has {board_gib:.0f} GiB: "
+                         "write a device file with its memory (docs/formats.md, \"Device files\")", field="gpu")
+
+
+# A name matches its board only: another board of the same chip (P100 SXM2 or PCIe 12GB, H100 or H200 NVL) is
+# not in the table, nor another GPU whose name holds a catalog one's (the MI250X, the GH200's H100-class GPU).
+_NAME_PATTERNS = ((r"p100(?!.*(sxm|12\s*gb))", "p100-pcie"), (r"1080\s*ti", "gtx-1080-ti"), (r"titan\s*xp", "titan-xp"),
+                  (r"titan\s*x.*pascal", "titan-x-pascal"), (r"titan\s*x.*maxwell", "titan-x-maxwell"),
+                  (r"\bm40\b", "m40"), (r"\bmi25\b", "mi25"), (r"vega.*(frontier|\bfe\b)", "vega-fe"),
+                  (r"(?<!g)h200(?!.*nvl)", "h200"), (r"h100.*pcie", "h100-pcie"), (r"h100(?!.*nvl)", "h100-sxm"),
+                  (r"a100.*(pcie.*40\s*gb|40\s*gb.*pcie)", "a100-40gb-pcie"), (r"a100.*40\s*gb", "a100-40gb"),
+                  (r"a100.*80\s*gb.*pcie", "a100-80gb-pcie"), (r"a100", "a100-80gb"), (r"\ba10\b", "a10"),
+                  (r"\bl4\b", "l4"), (r"v100.*pcie", "v100-pcie"), (r"v100.*16\s*gb", "v100-16gb"),
+                  (r"v100", "v100"), (r"\bt4\b", "t4"), (r"\bp4\b", "p4"))
+
+
+def find_gpu(name: str) -> str | None:
+    """The :data:`KNOWN_GPUS` slug for a device name such as ``"NVIDIA H100 80GB HBM3"`` (None if unknown;
+    an InputError for a MIG slice, which no slug describes)."""
+    text = name.strip().lower()
+    if text in KNOWN_GPUS:
+        return text
+    if text in CHIP_OF_BOARD:  # the catalog's name ("gtx-1080-ti-11gb", which no pattern below matches)
+        return CHIP_OF_BOARD[text]
+    text = text.replace("_", " ")  # NeuSight's file names' spelling ("Tesla_T4"): "_" is no word boundary
+    if re.search(r"\bmig\b", text):  # CUDA's name of a MIG instance: "NVIDIA A100-SXM4-80GB MIG 1g.10gb"
+        raise InputError(f"{name!r} is a MIG slice, not a whole GPU: the catalog's GPUs are whole (a slice has a "
+                         "fraction of their SMs and memory; validate-gpu's --sm-count gives a slice's SMs on "
+                         "archsim's measured CSVs)", field="gpu")
+    return next((slug for pattern, slug in _NAME_PATTERNS if re.search(pattern, text)), None)
+
+
+def whole_gpu_name(name: str) -> str:
+    """``name`` less CUDA's MIG suffix ("NVIDIA A100-SXM4-80GB MIG 3g.40gb" → its GPU's name): where a
+    slice's own SM count is given, the slice is that GPU cut down."""
+    return re.sub(r"\s*\bmig\b.*$", "", name, flags=re.IGNORECASE)
+
+
+def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = None,
+                tensor_cores_per_sm: int | None = None, mma: tuple[int, int] | None = None,
+                clock_hz: float | None = None, memory_bytes_per_s: float | None = None) -> GpuSpec:
+    """The known GPU ``name`` matches (or ``like``, for one not in the table), with overrides applied.
+
+    A measured SM count (MIG slices, a cut-down part) should be passed as ``sm_count``.
+    """
+    whole = whole_gpu_name(name) if sm_count is not None else name
+    slug = find_gpu(like) if like else find_gpu(whole)  # a MIG slice: its GPU, with the slice's SMs given
+    if slug is None:
+        field = "like" if like else "gpu"
+        raise InputError(f"unknown GPU {(like or name)!r}; name a similar known one with --like "
+                         f"({', '.join(GPU_NAMES)}) and override what differs", field=field)
+    base = KNOWN_GPUS[slug]
+    changes: dict[str, Any] = {"name": name or base.name}
+    for key, value in (("sm_count", sm_count), ("tensor_cores_per_sm", tensor_cores_per_sm),
+                       ("clock_hz", clock_hz), ("memory_bytes_per_s", memory_bytes_per_s)):
+        if value is not None:
+            changes[key] = value
+    if mma is not None:
+        changes["mma_rows"], changes["mma_cols"] = mma
+    return replace(base, **changes)
+
+
+__all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_BOARD", "GPU_NAMES", "find_gpu", "gpu", "gpu_name", "resolve_gpu",
+           "whole_gpu_name"]

@@ -1,0 +1,87 @@
+"""A device sweep's results folder (:mod:`archsim.sweep.device_points`) as an HTML report: its time/energy scatter
+with the front and its rows, after the folder's model and device files are checked unchanged; and its rows as a
+markdown table.
+
+Why apart from :mod:`archsim.sweep.report`: a device sweep's rows share nothing with an array sweep's per-layer
+costs and LayerPipe schedule; both read the folder's results.csv and spec.json through that module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archsim.errors import InputError
+from archsim.sweep.report import read_results_csv, spec_record
+from archsim.sweep.results_check import DEVICE_NUMBERS, check_cells, check_device_rows
+
+
+def _check_device_files(first, record: dict) -> None:
+    """A device sweep's model and device files must still be those its rows costed (``model_sha256``,
+    ``device_sha256``), found where the folder's spec.json says the sweep read them."""
+    import os
+
+    from archsim.sweep.spec import check_unchanged
+
+    found = record.get("setup")
+    setup = found if isinstance(found, dict) else {}
+    for what in ("model", "device"):
+        path, recorded = setup.get(f"{what}_path"), first.get(f"{what}_sha256")
+        if isinstance(path, str) and path and isinstance(recorded, str):
+            check_unchanged(os.path.abspath(path), recorded, "since the sweep ran", what)
+
+
+def is_device_folder(folder: Path) -> bool:
+    """Whether ``folder``'s results.csv (the run's own, while a sweep writes its report) is a device sweep's."""
+    from archsim.output_files import pending
+    from archsim.validate import is_file, read_text
+
+    path = pending(folder / "results.csv")
+    if not is_file(path):
+        return False
+    header = read_text(path, "results file").partition("\n")[0].split(",")
+    return "hbm_gbps" in header and "pareto_optimal" in header and "network" not in header
+
+
+def write_device_report(folder: Path, target: str | Path, *, spec_command: str) -> Path:
+    """The HTML report of a device sweep's folder (:mod:`archsim.sweep.device_points`): the time/energy
+    scatter with its front and the rows."""
+    from archsim.report.html_page import esc
+    from archsim.report.page import write_page
+    from archsim.report.pareto import device_pareto_figure
+    from archsim.sweep.device_points import COLUMNS, SRAM_COLUMN
+
+    path = folder / "results.csv"
+    text, results = read_results_csv(path)
+    missing = [c for c in COLUMNS if c not in results.columns]
+    if missing or results.empty:
+        raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
+                         field=missing[0] if missing else None, missing=bool(missing))
+    sram = [SRAM_COLUMN] if SRAM_COLUMN in results.columns else []
+    check_cells(text, results, path, [*DEVICE_NUMBERS, *sram], flags=("fits_memory", "pareto_optimal"))
+    record = spec_record(folder)
+    check_device_rows(results, record, path, spec_command)
+    _check_device_files(results.iloc[0], record)
+    command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
+    rows = results[["arrays", *sram, "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib",
+                    "fits_memory", "pareto_optimal"]]
+    first = results.iloc[0]
+    setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
+                  f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
+                  "attention, data parallel over the chips")
+    sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
+                (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
+    return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
+
+
+def device_markdown(rows: list[dict]) -> str:
+    """A device sweep's rows (:func:`archsim.sweep.device_points.sweep_rows`) as a markdown table
+    (energies to four significant figures: a small model's designs differ in the third)."""
+    lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['arrays']} | {r['hbm_gbps']:g} | {r['gpus']} | {r['iteration_seconds']:.3f} | "
+              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits_memory'] else 'no'} | "
+              f"{'**front**' if r['pareto_optimal'] else ''} |" for r in rows]
+    return "\n".join(lines)
+
+
+__all__ = ["device_markdown", "is_device_folder", "write_device_report"]
