@@ -14,6 +14,7 @@ from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.array.config import ArrayConfig
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.errors import InputError
+from archsim.validate import comma_items
 from archsim.workload.layer import Network
 
 
@@ -42,8 +43,7 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
         [] if only is None else [only]
     if not all(isinstance(kind, str) for kind in parts):  # only=5: a value --only could not have given
         raise InputError(f"expected layer kinds such as 'conv,fc' or ['conv'], got {only!r}", field="only")
-    kinds = [kind.strip() for kind in parts if kind.strip()]
-    return network.only(*kinds) if kinds else network
+    return network.only(*comma_items(only, "only")) if only else network  # "" or []: every layer, as --only ""
 
 
 @speaks_keywords

@@ -20,7 +20,7 @@ from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_
 from archsim.clock import checked_clock, clock_hz
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, flag_text, shown
+from archsim.validate import INT32_MAX, comma_items, flag_text, shown
 from archsim.value_parsers import parse_int
 
 
@@ -163,7 +163,7 @@ def _sram_text(sram_kb: str | int | Sequence[int]) -> str:
 
 def _sram_sizes(sram_kb: str | int | Sequence[int]) -> list[int]:
     """The (ifmap, filter, ofmap) KiB ``--sram-kb`` names (InputError naming the flag)."""
-    parts = [p.strip() for p in _sram_text(sram_kb).split(",")]
+    parts = comma_items(sram_kb, "sram-kb")
     try:
         if isinstance(sram_kb, bool) or len(parts) not in (1, 3) or not all(p.isdigit() for p in parts):
             raise ValueError(f"expected one or three positive integers, got {shown(sram_kb)}")

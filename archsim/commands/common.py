@@ -19,7 +19,7 @@ from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
 from archsim.output_targets import output_flag
 from archsim.progress import progress
-from archsim.validate import DEFAULT_MAX_OPS, shown
+from archsim.validate import DEFAULT_MAX_OPS, comma_items, shown
 from archsim.value_parsers import parse_int, positive_float_flag, positive_int_flag
 
 if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
@@ -314,7 +314,7 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
     for line in network.notes:
         note(line)
     if args.only:
-        network = network.only(*[k.strip() for k in args.only.split(",") if k.strip()])
+        network = network.only(*comma_items(args.only, "only"))
     return network
 
 

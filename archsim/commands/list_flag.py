@@ -7,6 +7,9 @@ import argparse
 import copy
 from collections.abc import Callable, Sequence
 
+from archsim.errors import InputError
+from archsim.validate import comma_items
+
 
 class _Choices(tuple):
     """A list flag's choices as argparse checks them on a whole word, before the split: a word of several
@@ -19,8 +22,9 @@ class _Choices(tuple):
 class ListFlag(argparse.Action):
     """A list flag (``nargs="+"``): each word split at its commas, then each item read by ``item`` (its
     argparse type: argparse would read each whole word, ``4,8`` as one integer) and checked against
-    ``choices``, with argparse's own messages.
-    An empty item (``4,,8``, a trailing comma) is refused, as an empty value is."""
+    ``choices``, with argparse's own messages. Each word is split as every comma list is
+    (:func:`~archsim.validate.comma_items`: spaces around an item dropped); an empty item (``4,,8``, a
+    trailing comma) is refused, as an empty value is."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, *, item: Callable | None = None,
                  choices: Sequence[str] | None = None, **kwargs) -> None:
@@ -33,10 +37,11 @@ class ListFlag(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values,
                  option_string: str | None = None) -> None:
         words = [values] if isinstance(values, str) else list(values)
-        items = [part.strip() for word in words for part in str(word).split(",")]
-        if not all(items):
+        try:
+            items = [item for word in words for item in comma_items(word, self.dest)]
+        except InputError:
             raise argparse.ArgumentError(self, f"{' '.join(map(str, words))!r} has an empty item; give values "
-                                               "separated by spaces or commas")
+                                               "separated by spaces or commas") from None
         reader = copy.copy(self)  # argparse's reading of one value, with this flag's type and choices
         reader.type, reader.choices = self.item, None if self.choices is None else tuple(self.choices)
         read = [parser._get_value(reader, text) for text in items]

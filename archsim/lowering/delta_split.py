@@ -10,6 +10,7 @@ from typing import Literal
 
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp
+from archsim.validate import comma_items
 from archsim.workload.layer import Layer
 
 SplitAxis = Literal["channels", "reduction", "rows"]
@@ -22,8 +23,7 @@ def split_axes(value: str | Sequence[str] | None) -> tuple[str, ...]:
     refused, not matched by nothing (a string read letter by letter planned with no split at all)."""
     if value is None:
         return SPLIT_AXES
-    names = value.split(",") if isinstance(value, str) else list(value)
-    axes = tuple(str(name).strip() for name in names if str(name).strip())
+    axes = comma_items(value, "split-axes") if isinstance(value, str) else tuple(str(name).strip() for name in value)
     bad = [axis for axis in axes if axis not in SPLIT_AXES]
     if bad:
         raise InputError(f"unknown split axis {bad[0]!r}; choose from {', '.join(SPLIT_AXES)}", field="split-axes")

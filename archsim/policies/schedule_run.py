@@ -17,6 +17,7 @@ from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.schedule_array import costs_meta, run_array, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
+from archsim.validate import comma_items
 
 if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule runs
     from archsim.partition.profile import LayerProfile
@@ -87,9 +88,7 @@ def _loader(speak: Callable[[str, str], None]) -> Callable[[str, SimpleNamespace
             shapes=args.shapes, input_shape=args.input_shape)
         for line in network.notes:
             speak("note", line)
-        parts = args.only.split(",") if isinstance(args.only, str) else list(args.only or ())
-        kinds = [kind.strip() for kind in parts if kind.strip()]
-        return network.only(*kinds) if kinds else network
+        return network.only(*comma_items(args.only, "only")) if args.only else network
     return load
 
 

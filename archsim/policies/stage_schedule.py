@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
-from archsim.validate import INT32_MAX
+from archsim.validate import INT32_MAX, comma_items
 from archsim.value_parsers import parse_float
 
 if TYPE_CHECKING:
@@ -36,8 +36,9 @@ def stage_mode(args: SimpleNamespace) -> bool:
 
 
 def _numbers(text: str, count: int, flag: str) -> list[float]:
+    items = comma_items(text, field_name(flag))  # an empty one refused as every comma list's is
     try:
-        values = [parse_float(x, high=MAX_STAGE_VALUE, what="a non-negative number") for x in text.split(",")]
+        values = [parse_float(x, high=MAX_STAGE_VALUE, what="a non-negative number") for x in items]
     except ValueError as exc:
         raise InputError(f"expected {count} comma-separated numbers ({exc})", field=field_name(flag)) from None
     if len(values) != count:

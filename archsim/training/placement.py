@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.training import PLACEMENTS
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.validate import comma_items
 from archsim.value_parsers import parse_int
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def parse_placement(text: str, cluster) -> tuple[int, ...] | str:
         return text
     servers = len(cluster.starts) - 1
     try:
-        order = tuple(parse_int(part, low=0) for part in text.split(","))  # ASCII digits, bounded length
+        order = tuple(parse_int(part, low=0) for part in comma_items(text, "placement"))  # ASCII digits, bounded
     except ValueError:
         order = ()
     if sorted(order) != list(range(servers)):

@@ -268,10 +268,11 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
 def parse_stage_layers(text: str) -> tuple[int, ...]:
     """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
     from archsim.errors import InputError
+    from archsim.validate import comma_items
     from archsim.value_parsers import parse_int
 
-    try:
-        counts = tuple(parse_int(part, low=-2**31) for part in text.split(","))  # ASCII digits, bounded length
+    try:  # ASCII digits, bounded length
+        counts = tuple(parse_int(part, low=-2**31) for part in comma_items(text, "stage-layers"))
     except ValueError:
         raise InputError(f"expected comma-separated layer counts such as 5,6,6,5, got {text!r}",
                          field="stage-layers") from None

@@ -14,7 +14,7 @@ from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
 from archsim.training.parallel import Parallelism, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
-from archsim.validate import check_job_size, shown
+from archsim.validate import check_job_size, comma_items, shown
 from archsim.value_parsers import parse_boolean, parse_int
 
 
@@ -55,9 +55,10 @@ def parse_axis(text: str) -> tuple[str, tuple]:
     key = key.strip().replace("-", "_")
     if not sep or key not in AXES or not values.strip():
         raise InputError(f"expected KEY=V1,V2,… with KEY one of {', '.join(AXES)}, got {shown(text)}", field="sweep")
-    items = [v.strip() for v in values.split(",")]
-    if "" in items:
-        raise InputError(f"{key} has an empty value in {shown(values)}", field="sweep")
+    try:
+        items = comma_items(values, "sweep")
+    except InputError as exc:
+        raise InputError(f"{key}: {exc.message}", field="sweep") from None
     try:
         parsed = tuple(AXES[key](v) for v in items)
     except ValueError as exc:

@@ -285,7 +285,9 @@ class _Importer:
             return Layer(kind="batchnorm", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
                          **common)
         if op in ops.REDUCTIONS:
-            return ops.reduction(self._shape(node, name, node.input[0]), out, common)
+            x, rank = self._shape(node, name, node.input[0]), len(self.shapes[node.input[0]])
+            axes = ops.reduced_axes(node, attrs, name, self.values, rank)
+            return ops.reduction(x, ops.kept_dims(x, out) if axes is None else ops.kept_shape(x, rank, axes), common)
         h, w, c = ops.hwc(out)
         return Layer(kind="elementwise", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
                      **common)

@@ -29,7 +29,9 @@ Mapping (``KIND_OF``; documented costs, nothing is free by accident):
   and C whole or reduced to 1 — → pool, a global pooling whose window is the reduced extent
   (``x.mean(dim=1)`` over S tokens of D: S×1 map, window S×1, output 1×1×D; ``x.mean(-1)``, a
   LayerNorm's statistics: window 1×1 over all D channels, Num Filter 1, output S×1×1): it reads its
-  whole input once (F = D = the input's elements) and writes its output (:func:`reduction`). A
+  whole input once (F = D = the input's elements) and writes its output (:func:`reduction`). The
+  reduced axes are the node's own ``axes`` / ``axis``, ``keepdims`` and ``noop_with_empty_axes``
+  (:func:`reduced_axes`); they are guessed from the extents only where the graph computes them. A
   reduction pooling cannot state (over part of a rank ≥ 4 tensor's H) stays an elementwise row of
   its input's size: the same F and D, but the row gives its input's shape, not its output's.
 * Layout and routing — ``Reshape``, ``Flatten``, ``Transpose``, ``Squeeze``, ``Unsqueeze``,
@@ -82,10 +84,40 @@ def hwc(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return prod(shape[1:-1]), shape[-1], shape[0]
 
 
+def reduced_axes(node, attrs: dict, name: str, values: dict, rank: int) -> frozenset[int] | None:
+    """The axes (0 … ``rank`` − 1 of the whole tensor, batch included) a reduction node reduces, as ONNX defines
+    them: ArgMax/ArgMin's ``axis`` (default 0); the others' ``axes``, the second input where given (ReduceSum's
+    from opset 13, the rest's from 18; its value from ``values``, the small initializers), else the attribute;
+    every axis where none are named, none with ``noop_with_empty_axes=1``. None where the axes input is computed
+    by the graph: unknown, and only then are they guessed (:func:`kept_dims`)."""
+    if node.op_type in ("ArgMax", "ArgMin"):
+        axes = [attrs.get("axis", 0)]
+    elif len(node.input) > 1 and node.input[1]:
+        if node.input[1] not in values:
+            return None
+        axes = [int(a) for a in values[node.input[1]].reshape(-1)]
+    else:
+        axes = list(attrs.get("axes", []))
+    if not axes:
+        return frozenset() if attrs.get("noop_with_empty_axes", 0) else frozenset(range(rank))
+    if any(not -rank <= a < rank for a in axes):
+        raise unsupported_node(node, name, f"axes={axes}: outside -{rank}…{rank - 1}")
+    return frozenset(a % rank for a in axes)
+
+
+def kept_shape(x: tuple[int, ...], rank: int, axes: frozenset[int]) -> tuple[int, ...]:
+    """Per-sample ``x`` with each reduced axis back as a 1 (its ``keepdims=1`` shape); ``axes`` count the whole
+    tensor's ``rank`` axes, so a batch axis stripped from ``x`` shifts them by one (a batch of 1 reduced is no
+    per-sample change)."""
+    lead = rank - len(x)
+    return tuple(1 if i + lead in axes else extent for i, extent in enumerate(x))
+
+
 def kept_dims(x: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, ...]:
-    """``out`` of a reduction of ``x`` with each reduced axis back as a 1 (its ``keepdims=1`` shape), matching
-    ``out``'s extents to ``x``'s from the last axis (``(6, 8)`` → ``(6,)`` is ``(6, 1)``, → ``(8,)`` is
-    ``(1, 8)``); ``out`` itself where it has ``x``'s rank or is no such part of it."""
+    """``out`` of a reduction of ``x`` with each reduced axis back as a 1 (its ``keepdims=1`` shape), guessed by
+    matching ``out``'s extents to ``x``'s from the last axis (``(6, 8)`` → ``(6,)`` is ``(6, 1)``, → ``(8,)`` is
+    ``(1, 8)``); ``out`` itself where it has ``x``'s rank or is no such part of it. A guess, wrong where axes
+    have equal extents: only for axes computed by the graph (:func:`reduced_axes` gives None)."""
     if len(out) >= len(x):
         return out
     kept, j = [], len(out) - 1
@@ -96,14 +128,15 @@ def kept_dims(x: tuple[int, ...], out: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(kept)) if j < 0 else out
 
 
-def reduction(x: tuple[int, ...], out: tuple[int, ...], common: dict) -> Layer:
-    """A reduction reading per-sample ``x`` into ``out`` as a layer row (see the module docstring).
+def reduction(x: tuple[int, ...], kept: tuple[int, ...], common: dict) -> Layer:
+    """A reduction reading per-sample ``x`` into its ``keepdims=1`` shape ``kept`` as a layer row (see the module
+    docstring; ``kept`` from :func:`kept_shape`, or :func:`kept_dims` where the axes are unknown).
 
     A pool whose window is each reduced extent of H and W (stride 1, no padding), over every channel
-    where C is reduced too (Num Filter 1), has exactly ``out``'s H, W and C, and its vector work,
+    where C is reduced too (Num Filter 1), has exactly the output's H, W and C, and its vector work,
     output × window × channels per output, is the input's elements: what the reduction reads once."""
     h, w, c = hwc(x)
-    oh, ow, oc = hwc(kept_dims(x, out))
+    oh, ow, oc = hwc(kept)
     if oc in (1, c) and oh in (1, h) and ow in (1, w) and (oh, ow, oc) != (h, w, c):
         return Layer(kind="pool", ifmap_h=h, ifmap_w=w, filter_h=h // oh, filter_w=w // ow, channels=c, filters=oc,
                      **common)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, is_file
+from archsim.validate import INT32_MAX, comma_items, is_file
 from archsim.workload.layer import Network
 
 _SPEC = re.compile(r"^(?P<file>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
@@ -93,7 +93,7 @@ def parse_inputs(text: str | None) -> tuple[tuple[tuple[int, ...], str], ...]:
             raise InputError(f"an input's type is {' or '.join(INPUT_DTYPES)} (1,128:int64 for token ids), got "
                              f"{dtype!r}", field="input-shape")
         try:
-            shape = tuple(int(x) for x in re.split(r"[,x×]", part.strip()))
+            shape = tuple(int(x) for x in comma_items(re.sub("[x×]", ",", part), "input-shape"))
         except ValueError:
             raise InputError(f"expected positive integers like 1,3,224,224, got {part.strip()!r}",
                              field="input-shape") from None
