@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.console import setting
+from archsim.console import as_keywords, setting
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
@@ -73,6 +73,10 @@ def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None
         return measured
     columns = (f"a runs file names {', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)} (or is vTrain's "
                "CSV as released)")
+    while names and not names[-1]:  # a trailing comma (a spreadsheet's empty last column) names no column
+        names = names[:-1]
+    if "" in names:
+        raise InputError(f"column {names.index('') + 1} has no name: {columns}", file=file, line=first + 1)
     missing = [c for c in REQUIRED if c not in names]
     unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
     if missing:  # a misspelt column is named too: it is what the user typed for the missing one
@@ -159,13 +163,14 @@ def _column(field: str | None) -> str | None:
 
 def _parallelism(fields: dict, file: str, line: int) -> Parallelism:
     try:
-        return Parallelism(**fields)
+        with as_keywords():  # a setting named as the file's column (tp, interleave), not a flag (--tp)
+            return Parallelism(**fields)
     except InputError as exc:
         raise InputError(exc.message, file=file, line=line, field=_column(exc.where.field)) from None
 
 
 def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) -> RunRow:
-    if len(raw) > len(index):  # a cell past the header's columns has no name to be read by
+    if any(cell.strip() for cell in raw[len(index):]):  # a cell past the header's columns has no name to be read by
         raise InputError(f"{len(raw)} cells, the header names {len(index)} columns", file=file, line=line)
     cells = {name: raw[i].strip() if i < len(raw) else "" for name, i in index.items()}
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
@@ -225,8 +230,9 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
 
     def with_flags(row: RunRow) -> RunRow:
         try:
-            return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
-                                            grad_accumulation=grad_accumulation, schedule=schedule))
+            with as_keywords():  # the row's settings named as its columns (interleave 2, pp), not flags
+                return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
+                                                grad_accumulation=grad_accumulation, schedule=schedule))
         except InputError as exc:
             raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
 
@@ -249,8 +255,9 @@ def row_check(base: TransformerConfig, cluster: GpuCluster,
 
     def check(row: RunRow) -> None:
         try:
-            check_fits(row_config(base, row), row.par)
-            cluster.laid_out(row.par)
+            with as_keywords():  # the row's settings named as its columns (tp), not flags (--tp)
+                check_fits(row_config(base, row), row.par)
+                cluster.laid_out(row.par)
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
                              field=_column(exc.where.field)) from None

@@ -1,0 +1,115 @@
+"""User trial 48: a training-systems engineer checks archsim against their own cluster — 4 servers of 8 H100 SXM,
+8 × 400 Gb/s NICs per server (one per GPU, its rail), an NVSwitch domain per server — with their own
+Llama-2-7B-like model and a runs file of their measured configurations. Each test failed on the code before its fix
+(its docstring says how)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.training.runs import read_runs
+
+MODEL = """[transformer]
+family = "llama"
+name = "llama2_7b"
+layers = 32
+hidden = 4096
+heads = 32
+vocab = 32000
+seq = 4096
+ffn = 11008
+"""
+
+CLUSTER = """[cluster]
+name = "my_h100_4x8"
+
+[network]
+nics_per_server = 8
+nic_gbps = 400
+gpus_per_nic = 1
+nvlink_domain = 8
+nvls = true
+
+[[servers]]
+count = 4
+gpus = 8
+intra_server_gbps = 7200
+gpu = "h100-80gb-sxm"
+"""
+
+HEADER = "tp,pp,dp,micro_batch,global_batch,recompute,sequence_parallel,interleave,gpus,measured_seconds"
+
+
+def _files(folder: Path, runs: str) -> list[str]:
+    (folder / "llama.toml").write_text(MODEL)
+    (folder / "cluster.toml").write_text(CLUSTER)
+    (folder / "runs.csv").write_text(runs)
+    return ["train", str(folder / "llama.toml"), "--cluster", str(folder / "cluster.toml"),
+            "--runs", str(folder / "runs.csv")]
+
+
+def _refused(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+# -- a spreadsheet's trailing comma
+
+
+@pytest.mark.parametrize("commas", [",", ",,"])
+def test_a_trailing_comma_on_every_line_reads_as_the_file_without_it(tmp_path, commas):
+    """Failed before: a runs file saved with an empty last column (a trailing comma on the header and every row,
+    as a spreadsheet writes a column it was left) was refused as "unknown column(s) : a runs file names …" —
+    an empty name, which named nothing — though a trailing comma names no column (every other CSV header check
+    skips it). Reference: the same file without the commas, read alike."""
+    rows = ["2,2,8,1,256,selective,true,1,32,10.9", "2,4,4,1,256,selective,true,2,32,10.4"]
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\n".join([HEADER, *rows]) + "\n")
+    trailing = tmp_path / "trailing.csv"
+    trailing.write_text("\n".join(line + commas for line in [HEADER, *rows]) + "\n")
+    assert read_runs(trailing) == read_runs(plain)
+    assert [row.measured_seconds for row in read_runs(trailing)] == [10.9, 10.4]
+
+
+def test_a_column_without_a_name_is_refused_naming_its_position(tmp_path):
+    """Failed before: a header with an empty cell inside it (``tp,,pp,…``) was refused as "unknown column(s) :",
+    naming no column; now it names the column by its position (2, counted from 1)."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,,pp,dp,micro_batch,global_batch\n2,,2,8,1,256\n")
+    with pytest.raises(InputError, match="column 2 has no name"):
+        read_runs(runs)
+
+
+def test_a_filled_cell_past_the_header_is_still_refused(tmp_path):
+    """The trailing comma's cells are empty; a filled cell past the header's columns still has no name to be read
+    by, and is refused at its line (line 2: the header is line 1). Failed before: the header's trailing comma
+    itself was refused, at line 1, as an unknown column with an empty name."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,\n2,2,8,1,256,oops\n")
+    with pytest.raises(InputError, match="6 cells, the header names 5 columns") as caught:
+        read_runs(runs)
+    assert caught.value.where.line == 2
+
+
+# -- a row's error speaks the file's columns, not train's flags
+
+
+@pytest.mark.parametrize(("row", "column", "said", "flag"), [
+    ("1,2,16,1,256,selective,true,1,32,10", "sequence_parallel", "needs tp > 1", "--tp"),
+    ("2,1,16,1,256,selective,true,2,32,10", "interleave", "interleave=2 runs 1f1b as interleaved-1f1b", "--pp"),
+])
+def test_a_bad_row_names_its_columns_not_flags(tmp_path, capsys, row, column, said, flag):
+    """Failed before: a row with sequence parallelism on TP 1, or two model chunks on one pipeline stage, was
+    refused with train's flags ("sequence parallelism needs --tp > 1", "--interleave 2 … needs --pp > 1"), which
+    the runs file has no use for: the user edits the row's ``tp`` / ``pp`` / ``interleave`` cells. The line now
+    names them as ``archsim.train_runs`` already did (its keywords are the file's column names)."""
+    err = _refused(capsys, _files(tmp_path, f"{HEADER}\n{row}\n"))
+    assert f"line 2, field '{column}'" in err and said in err
+    assert flag not in err and "--interleave" not in err
