@@ -113,3 +113,24 @@ def test_a_bad_row_names_its_columns_not_flags(tmp_path, capsys, row, column, sa
     err = _refused(capsys, _files(tmp_path, f"{HEADER}\n{row}\n"))
     assert f"line 2, field '{column}'" in err and said in err
     assert flag not in err and "--interleave" not in err
+
+
+# -- the TP-across-servers warning names the collectives that cross
+
+
+def test_a_sequence_parallel_tp_group_across_servers_warns_of_its_gathers_not_all_reduces(tmp_path, capsys):
+    """Failed before: TP 16 with sequence parallelism over two of the 8-GPU servers warned "its all-reduces
+    cross the network", though such a group runs no all-reduce on its activations: per layer two all-gathers and
+    two reduce-scatters each way (Korthikanti et al.), which the breakdown lists. Counted here: 16 GPUs ÷ 8 per
+    server = 2 servers spanned."""
+    (tmp_path / "llama.toml").write_text(MODEL)
+    (tmp_path / "cluster.toml").write_text(CLUSTER)
+    argv = ["train", str(tmp_path / "llama.toml"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "16",
+            "--dp", "2", "--global-batch", "4", "--micro-batch", "2", "--seq", "512", "--out", str(tmp_path / "o.txt")]
+    capsys.readouterr()
+    assert main([*argv, "--sequence-parallel"]) == 0
+    err = capsys.readouterr().err
+    assert "a TP group spans 2 servers: its all-gathers and reduce-scatters cross the network" in err
+    assert "all-reduces" not in err
+    assert main(argv) == 0  # without sequence parallelism the group does all-reduce
+    assert "a TP group spans 2 servers: its all-reduces cross the network" in capsys.readouterr().err
