@@ -134,3 +134,21 @@ def test_a_sequence_parallel_tp_group_across_servers_warns_of_its_gathers_not_al
     assert "all-reduces" not in err
     assert main(argv) == 0  # without sequence parallelism the group does all-reduce
     assert "a TP group spans 2 servers: its all-reduces cross the network" in capsys.readouterr().err
+
+
+# -- the [network] table's servers_per_leaf
+
+
+@pytest.mark.parametrize("value", ["0", "0.0", "false"])
+def test_servers_per_leaf_zero_or_false_is_refused_as_minus_one_is(tmp_path, capsys, value):
+    """Failed before: ``servers_per_leaf = 0`` (or ``0.0``, or ``false``) ran as if the key were left out — every
+    server under one leaf, the note on an oversubscription even saying "no servers_per_leaf" — while ``-1`` was
+    refused as "expected a positive integer". A leaf holds at least one server, so each is refused alike, in
+    one line naming the key."""
+    cluster = CLUSTER.replace("nvls = true", f"nvls = true\nservers_per_leaf = {value}\noversubscription = 2")
+    (tmp_path / "llama.toml").write_text(MODEL)
+    (tmp_path / "cluster.toml").write_text(cluster)
+    argv = ["train", str(tmp_path / "llama.toml"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "8",
+            "--dp", "4", "--global-batch", "4", "--seq", "512"]
+    err = _refused(capsys, argv)
+    assert "field 'servers_per_leaf': expected a positive integer" in err
