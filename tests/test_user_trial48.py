@@ -152,3 +152,25 @@ def test_servers_per_leaf_zero_or_false_is_refused_as_minus_one_is(tmp_path, cap
             "--dp", "4", "--global-batch", "4", "--seq", "512"]
     err = _refused(capsys, argv)
     assert "field 'servers_per_leaf': expected a positive integer" in err
+
+
+# -- vTrain's released runs need the GPT they were measured on
+
+VTRAIN_ROWS = ("# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
+               "data parallelism,pipeline parallelism,iteration time (ms)\n2,16,8,1024,16,24,1024,1,1,2,372.160408\n")
+
+
+def test_vtrain_rows_on_a_llama_model_are_refused(tmp_path, capsys):
+    """Failed before: vTrain's CSV given beside the user's Llama config ran every row as a Llama layer (SwiGLU,
+    RMSNorm, rotary, 32,000 tokens) at vTrain's hidden 1,024 and 24 layers, named ``llama2_7b-h1024-l24``, and
+    printed an error against vTrain's measured GPT (−31% on this row) as if it compared like with like. The
+    rows replace MODEL's shape only; the layer they were measured on is Megatron-LM's GPT, so another family is
+    refused at the first row (line 2), nothing written."""
+    (tmp_path / "llama.toml").write_text(MODEL)
+    (tmp_path / "vtrain.csv").write_text(VTRAIN_ROWS)
+    out = tmp_path / "out.csv"
+    node = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "a100_node.toml"
+    err = _refused(capsys, ["train", str(tmp_path / "llama.toml"), "--cluster", str(node), "--runs",
+                            str(tmp_path / "vtrain.csv"), "--out", str(out)])
+    assert "vtrain.csv, line 2, field 'model'" in err and "give a GPT config" in err and "not a llama one" in err
+    assert not out.exists()

@@ -202,9 +202,13 @@ def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow
 def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
     """MODEL with the row's hidden, heads, layers and sequence length where the row names them (the FFN
     kept at MODEL's multiple of hidden, kv heads at its ratio, learned positions — and their limit — at the
-    sequence)."""
+    sequence); such a row (vTrain's) needs a GPT MODEL, the layer vTrain measured."""
     if row.shape is None:
         return base
+    if base.family != "gpt":  # vTrain measured Megatron-LM's GPT: its shapes on another layer compare nothing
+        raise InputError(f"vTrain's rows replace MODEL's hidden, heads, layers and sequence and were measured on "
+                         f"Megatron-LM's GPT: give a GPT config with vTrain's vocabulary (gpt_1024h_24l), not a "
+                         f"{base.family} one", field="model")
     hidden, heads, layers, seq = row.shape
     group = base.heads // base.kv_heads
     if heads % group:
