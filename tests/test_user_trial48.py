@@ -174,3 +174,18 @@ def test_vtrain_rows_on_a_llama_model_are_refused(tmp_path, capsys):
                             str(tmp_path / "vtrain.csv"), "--out", str(out)])
     assert "vtrain.csv, line 2, field 'model'" in err and "give a GPT config" in err and "not a llama one" in err
     assert not out.exists()
+
+
+# -- a GPU the catalog lacks
+
+
+def test_a_gpu_the_catalog_lacks_is_refused_naming_the_device_key(tmp_path, capsys):
+    """Failed before: ``gpu = "b200"`` was refused listing the catalog's fifteen GPUs and nothing else, so a user
+    with a GPU not in it learned only that theirs was missing; the one way archsim takes another GPU, a device
+    file named by the server's ``device`` key, now ends the same line."""
+    (tmp_path / "llama.toml").write_text(MODEL)
+    (tmp_path / "cluster.toml").write_text(CLUSTER.replace('gpu = "h100-80gb-sxm"', 'gpu = "b200"'))
+    err = _refused(capsys, ["train", str(tmp_path / "llama.toml"), "--cluster", str(tmp_path / "cluster.toml"),
+                            "--tp", "8", "--dp", "4", "--global-batch", "4"])
+    assert "field 'servers[1].gpu': unknown GPU 'b200'; the catalog has" in err and "h100-80gb-sxm" in err
+    assert 'device = "FILE" in place of gpu' in err
