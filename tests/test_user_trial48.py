@@ -11,7 +11,7 @@ import pytest
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.training.runs import read_runs
+from archsim.training.runs import frame_text, read_runs
 
 MODEL = """[transformer]
 family = "llama"
@@ -76,6 +76,22 @@ def test_a_trailing_comma_on_every_line_reads_as_the_file_without_it(tmp_path, c
     trailing.write_text("\n".join(line + commas for line in [HEADER, *rows]) + "\n")
     assert read_runs(trailing) == read_runs(plain)
     assert [row.measured_seconds for row in read_runs(trailing)] == [10.9, 10.4]
+
+
+def test_pandas_reading_of_a_trailing_comma_file_reads_as_the_file(tmp_path):
+    """Failed before: ``pandas.read_csv`` of that file names its empty last column ``Unnamed: 10`` (all NaN), and
+    ``archsim.train_runs(runs=frame)`` refused it as "unknown column(s) unnamed: 10" while the file itself (after
+    the fix above) reads. The frame is written back as its file, the blank header cell blank: same rows."""
+    import pandas
+
+    rows = ["2,2,8,1,256,selective,true,1,32,10.9", "2,4,4,1,256,selective,true,2,32,10.4"]
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\n".join([HEADER, *rows]) + "\n")
+    trailing = tmp_path / "trailing.csv"
+    trailing.write_text("\n".join(line + "," for line in [HEADER, *rows]) + "\n")
+    frame = pandas.read_csv(trailing)
+    assert list(frame.columns)[-1] == "Unnamed: 10"
+    assert read_runs(frame_text(frame)) == read_runs(plain)
 
 
 def test_a_column_without_a_name_is_refused_naming_its_position(tmp_path):

@@ -24,6 +24,7 @@ rows (vTrain's 1,008 rows need 127 distinct ones).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -95,8 +96,8 @@ def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None
 
 def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
     """A pandas DataFrame of a runs file's columns as the CSV it would be written as (``frame.to_csv(index=False)``:
-    a header, then one line a row, numbered from line 2 in errors, as that file's); a float cell that is a whole number is
-    written as the integer (``8.0``, a float column's, is 8), an empty or NaN cell empty, True/False as true/false."""
+    a header, then one line a row, numbered from line 2 in errors, as that file's; pandas' ``Unnamed: N`` header, a blank
+    cell's, blank); a float cell that is a whole number is written as the integer (``8.0``, a float column's, is 8), an empty or NaN cell empty, True/False as true/false."""
     import numbers
 
     import numpy
@@ -119,7 +120,9 @@ def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
             return str(int(number)) if number.is_integer() and abs(number) <= 2**53 else repr(number)
         return str(value)  # (a cell of another type: refused by the reader as it reads it)
 
-    columns = [str(c) for c in frame.columns]
+    # pandas names a blank header cell "Unnamed: N" (a trailing comma's column, a written index's): blank again, as
+    # the file had it, so the frame reads as its file does
+    columns = ["" if re.fullmatch(r"Unnamed: \d+", str(c)) else str(c) for c in frame.columns]
     lines = [",".join(columns)]
     lines += [",".join(cell(v, n, c) for v, c in zip(row, columns))
               for n, row in enumerate(frame.itertuples(index=False, name=None), start=2)]
