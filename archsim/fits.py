@@ -23,9 +23,11 @@ def memory_warning(needs: Sequence[tuple[str, str, float, float]], plural: str, 
 def tp_span_warning(cluster, par) -> str | None:
     """One line when a TP group of ``par`` spans servers of ``cluster`` (a
     :class:`~archsim.training.cluster.GpuCluster`): it runs, but its all-reduces cross the NICs, which is
-    rarely what a user meant; None when every TP group sits in one server (or one NVLink domain)."""
+    rarely what a user meant; None when every TP group sits in one server (or one NVLink domain). Under sequence
+    parallelism the group's collectives are all-gathers and reduce-scatters, and the line names those."""
     spans = cluster.tp_servers(par)
-    return f"a TP group spans {spans} servers: its all-reduces cross the network" if spans > 1 else None
+    kinds = "all-gathers and reduce-scatters" if par.sequence_parallel else "all-reduces"
+    return f"a TP group spans {spans} servers: its {kinds} cross the network" if spans > 1 else None
 
 
 def _gib(size: float) -> str:

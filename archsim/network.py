@@ -159,9 +159,8 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
     tiers = _positive(table, "switch_tiers", DEFAULT_SWITCH_TIERS, file)
     if tiers > 3:
         raise InputError(f"expected 1, 2 or 3 switch tiers, got {tiers}", file=file, field="switch_tiers")
-    leaf = table.get("servers_per_leaf", 0)
-    if leaf != 0:
-        leaf = _positive(table, "servers_per_leaf", 0, file)
+    # absent: every server under one leaf (0 inside); a stated 0 or false is refused, as -1 is, not read as absent
+    leaf = _positive(table, "servers_per_leaf", None, file) if "servers_per_leaf" in table else 0
     over = _positive(table, "oversubscription", 1.0, file, float)
     if over < 1:
         raise InputError(f"expected ≥ 1 (down- over up-link bandwidth), got {shown(over)}", file=file,

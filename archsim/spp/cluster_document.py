@@ -44,7 +44,8 @@ def server_gpu(name: object, file: str) -> Device:
     """A ``[[servers]]`` table's ``gpu = NAME``: its catalog GPU. A device file's name written there
     (``gpu = "chip.toml"``) is refused naming ``device`` as the key to write, whichever reader meets it first
     (the in-server link a table leaves out, or the device train prices), so the hint never depends on which
-    other keys the table states."""
+    other keys the table states; a GPU the catalog lacks (``b200``) is refused naming that key too, the way
+    to describe it."""
     from archsim.devices.device import catalog_device  # only a server that names a catalog GPU reads the catalog
 
     try:
@@ -54,6 +55,9 @@ def server_gpu(name: object, file: str) -> Device:
             raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
                              f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
                              field="gpu") from None
+        if exc.message.startswith(f"unknown GPU {name!r}; the catalog has"):  # a part the catalog lacks: how to add it
+            raise InputError(f'{exc.message}; for another GPU write a device file and name it with device = "FILE" in '
+                             'place of gpu (docs/formats.md, "Device files")', file=file, field="gpu") from None
         raise exc.at(file=file, field="gpu") from None
 
 

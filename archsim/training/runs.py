@@ -24,12 +24,13 @@ rows (vTrain's 1,008 rows need 127 distinct ones).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.console import setting
+from archsim.console import as_keywords, setting
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
@@ -74,6 +75,10 @@ def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None
         return measured
     columns = (f"a runs file names {', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)} (or is vTrain's "
                "CSV as released)")
+    while names and not names[-1]:  # a trailing comma (a spreadsheet's empty last column) names no column
+        names = names[:-1]
+    if "" in names:
+        raise InputError(f"column {names.index('') + 1} has no name: {columns}", file=file, line=first + 1)
     missing = [c for c in REQUIRED if c not in names]
     unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
     if missing:  # a misspelt column is named too: it is what the user typed for the missing one
@@ -92,8 +97,8 @@ def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None
 
 def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
     """A pandas DataFrame of a runs file's columns as the CSV it would be written as (``frame.to_csv(index=False)``:
-    a header, then one line a row, numbered from line 2 in errors, as that file's); a float cell that is a whole number is
-    written as the integer (``8.0``, a float column's, is 8), an empty or NaN cell empty, True/False as true/false."""
+    a header, then one line a row, numbered from line 2 in errors, as that file's; pandas' ``Unnamed: N`` header, a blank
+    cell's, blank); a float cell that is a whole number is written as the integer (``8.0``, a float column's, is 8), an empty or NaN cell empty, True/False as true/false."""
     import numbers
 
     import numpy
@@ -116,7 +121,9 @@ def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
             return str(int(number)) if number.is_integer() and abs(number) <= 2**53 else repr(number)
         return str(value)  # (a cell of another type: refused by the reader as it reads it)
 
-    columns = [str(c) for c in frame.columns]
+    # pandas names a blank header cell "Unnamed: N" (a trailing comma's column, a written index's): blank again, as
+    # the file had it, so the frame reads as its file does
+    columns = ["" if re.fullmatch(r"Unnamed: \d+", str(c)) else str(c) for c in frame.columns]
     lines = [",".join(columns)]
     lines += [",".join(cell(v, n, c) for v, c in zip(row, columns))
               for n, row in enumerate(frame.itertuples(index=False, name=None), start=2)]
@@ -160,13 +167,14 @@ def _column(field: str | None) -> str | None:
 
 def _parallelism(fields: dict, file: str, line: int) -> Parallelism:
     try:
-        return Parallelism(**fields)
+        with as_keywords():  # a setting named as the file's column (tp, interleave), not a flag (--tp)
+            return Parallelism(**fields)
     except InputError as exc:
         raise InputError(exc.message, file=file, line=line, field=_column(exc.where.field)) from None
 
 
 def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) -> RunRow:
-    if len(raw) > len(index):  # a cell past the header's columns has no name to be read by
+    if any(cell.strip() for cell in raw[len(index):]):  # a cell past the header's columns has no name to be read by
         raise InputError(f"{len(raw)} cells, the header names {len(index)} columns", file=file, line=line)
     cells = {name: raw[i].strip() if i < len(raw) else "" for name, i in index.items()}
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
@@ -198,9 +206,13 @@ def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow
 def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
     """MODEL with the row's hidden, heads, layers and sequence length where the row names them (the FFN
     kept at MODEL's multiple of hidden, kv heads at its ratio, learned positions — and their limit — at the
-    sequence)."""
+    sequence); such a row (vTrain's) needs a GPT MODEL, the layer vTrain measured."""
     if row.shape is None:
         return base
+    if base.family != "gpt":  # vTrain measured Megatron-LM's GPT: its shapes on another layer compare nothing
+        raise InputError(f"vTrain's rows replace MODEL's hidden, heads, layers and sequence and were measured on "
+                         f"Megatron-LM's GPT: give a GPT config with vTrain's vocabulary (gpt_1024h_24l), not a "
+                         f"{base.family} one", field="model")
     hidden, heads, layers, seq = row.shape
     group = base.heads // base.kv_heads
     if heads % group:
@@ -226,8 +238,9 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
 
     def with_flags(row: RunRow) -> RunRow:
         try:
-            return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
-                                            grad_accumulation=grad_accumulation, schedule=schedule))
+            with as_keywords():  # the row's settings named as its columns (interleave 2, pp), not flags
+                return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
+                                                grad_accumulation=grad_accumulation, schedule=schedule))
         except InputError as exc:
             raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
 
@@ -250,8 +263,9 @@ def row_check(base: TransformerConfig, cluster: GpuCluster,
 
     def check(row: RunRow) -> None:
         try:
-            check_fits(row_config(base, row), row.par)
-            cluster.laid_out(row.par)
+            with as_keywords():  # the row's settings named as its columns (tp), not flags (--tp)
+                check_fits(row_config(base, row), row.par)
+                cluster.laid_out(row.par)
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
                              field=_column(exc.where.field)) from None
