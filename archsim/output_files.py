@@ -287,6 +287,15 @@ def _writer_pid(temp: Path) -> int | None:
     return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 else None
 
 
+def _is_temp_name(entry: str, name: str = "*") -> bool:
+    """Whether a folder entry's name is glob's ``.NAME.*.tmp`` (``name`` ``*``: any NAME), by string tests: a
+    glob pattern per target compiled a new regex at every write, a quarter of a sweep's cache-writing CPU time."""
+    if name == "*":
+        return entry.startswith(".") and entry.endswith(TEMP_SUFFIX) and "." in entry[1:-len(TEMP_SUFFIX)]
+    prefix = f".{name}."
+    return entry.startswith(prefix) and entry.endswith(TEMP_SUFFIX) and len(entry) >= len(prefix) + len(TEMP_SUFFIX)
+
+
 def remove_orphans(folder: str | Path, name: str = "*") -> int:
     """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all) and return
     how many: the one cleaner, for every write (:func:`write_output`, its target's own) and for a sweep's
@@ -296,10 +305,9 @@ def remove_orphans(folder: str | Path, name: str = "*") -> int:
     files yet; a dead writer's PID reused by another process keeps it too), and one with no PID in its name
     (``.NAME.XXXX.tmp``), which this writer did not make (every temp file it makes carries its PID): another program's,
     whose writer cannot be known dead, or the user's own file; a folder's lock does not make it ours."""
-    import glob
-
     try:
-        candidates = list(Path(folder).glob(f".{name if name == '*' else glob.escape(name)}.*.tmp"))
+        with os.scandir(folder) as entries:
+            candidates = [Path(entry.path) for entry in entries if _is_temp_name(entry.name, name)]
     except OSError:
         return 0
     removed = 0
