@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from archsim.console import line
 from archsim.errors import InputError
-from archsim.output_targets import TEMP_SUFFIX, check_target, own_descriptor, temp_prefix, unwritable
+from archsim.output_targets import TEMP_SUFFIX, check_target, own_descriptor, temp_prefix, uncreatable, unwritable
 
 T = TypeVar("T")
 
@@ -51,9 +51,10 @@ def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
     fd = own_descriptor(path)
     if fd is not None:
         return _write_descriptor(fd, path, text)
-    if check_target(path) == "through":
+    link = os.path.islink(path)  # through a link the file it leads to is written: its check's probe names the link
+    if check_target(path, probe=link) == "through":
         return _write_through(path, text, fifo=stat.S_ISFIFO(os.stat(path).st_mode))
-    target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+    target = Path(os.path.realpath(path)) if link else path
     staged = _OPEN_SET.get()
     if staged is None or at_once:
         return _replace_atomically(target, text)
@@ -243,9 +244,12 @@ def _write_temp(path: Path, text: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_orphans(path.parent, path.name)
-        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=path.parent)
     except OSError as exc:
         raise unwritable(exc, path) from None
+    try:  # the probe of write_output's check (check_target's probe=False): refused in its words
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=TEMP_SUFFIX, dir=path.parent)
+    except OSError as exc:
+        raise uncreatable(exc, path, path.parent) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
