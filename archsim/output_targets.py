@@ -18,11 +18,13 @@ from pathlib import Path
 from archsim.errors import InputError
 
 
-def check_target(path: str | Path) -> str:
+def check_target(path: str | Path, *, probe: bool = True) -> str:
     """What writing to ``path`` will do: ``"replace"`` (a regular file, through a symlink too, or a
     new name) or ``"through"`` (a character device or FIFO); anything else is an
     :class:`InputError`. A new name is checked where it would go and an existing file's folder must
-    take the rename (:func:`_check_creatable`); a FIFO's reader is checked when it is opened."""
+    take the rename (:func:`_check_creatable`); a FIFO's reader is checked when it is opened.
+    ``probe=False``: the writer's own check, whose temp file, made next in that folder, is the probe when the
+    folder exists (:func:`uncreatable`, the same line): one probe file per write, not two."""
     path = Path(path)
     if own_descriptor(path) is not None:
         return "through"
@@ -31,18 +33,18 @@ def check_target(path: str | Path) -> str:
     except FileNotFoundError:
         if os.path.islink(path):
             raise InputError("a symlink to nothing: give a file name, or fix the link", file=str(path)) from None
-        _check_creatable(path, path.parent, [path.name])
+        _check_creatable(path, path.parent, [path.name], probe=probe)
         return "replace"
     except OSError as exc:  # a file in the way (named by the walk), a loop, a name too long, no permission
         if isinstance(exc, NotADirectoryError):
-            _check_creatable(path, path.parent, [path.name])
+            _check_creatable(path, path.parent, [path.name], probe=probe)
         raise unwritable(exc, path) from None
     if stat.S_ISREG(mode):
         if not mode & 0o222 or not os.access(path, os.W_OK):  # the rename needs only the folder's permission
             raise InputError(f"a read-only file (mode {stat.S_IMODE(mode):o}): give another name, or make it "
                              "writable", file=str(path))
         real = Path(os.path.realpath(path))  # through a symlink the file it leads to is replaced
-        _check_creatable(path, real.parent, [real.name])
+        _check_creatable(path, real.parent, [real.name], probe=probe)
         return "replace"
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return "through"
@@ -73,12 +75,14 @@ def check_folder(path: str | Path) -> Path:
     return path
 
 
-def _check_creatable(path: Path, where: Path, names: list[str], *, is_folder: bool = False) -> None:
+def _check_creatable(path: Path, where: Path, names: list[str], *, is_folder: bool = False,
+                     probe: bool = True) -> None:
     """Refuse ``path`` unless ``names`` (the folders still to be made, then the target's own name) can
     be made under ``where``'s nearest existing ancestor: it must be a folder (not a file in the way)
     this process may create in (``os.access`` W_OK | X_OK, then one empty temp file made and removed
     there: only that finds a folder of ``/proc`` or ``/sys``, whose permission bits pass root), and
-    each name must fit the file system's NAME_MAX (a file's with its temp file's affixes)."""
+    each name must fit the file system's NAME_MAX (a file's with its temp file's affixes). ``probe=False``, with
+    the target's folder there: no temp file here, the writer's own is made there next."""
     while True:
         try:
             mode = os.stat(where).st_mode
@@ -109,7 +113,8 @@ def _check_creatable(path: Path, where: Path, names: list[str], *, is_folder: bo
             shown = f"{own} bytes ({size} as its temp file)" if temp and own <= limit else f"{own} bytes"
             raise InputError(f"cannot write here (a name too long: {shown}, over the file system's {limit})",
                              file=str(path))
-    _probe(path, where, names[0] if len(names) == 1 and not is_folder else "archsim")
+    if probe or len(names) > 1 or is_folder:  # else the write's own temp file, made in ``where`` next, probes it
+        _probe(path, where, names[0] if len(names) == 1 and not is_folder else "archsim")
 
 
 def _probe(path: Path, folder: Path, name: str) -> None:
@@ -121,10 +126,15 @@ def _probe(path: Path, folder: Path, name: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=temp_prefix(name), suffix=TEMP_SUFFIX, dir=folder)
     except OSError as exc:
-        raise InputError(f"cannot write here (cannot create files in {_shown(folder)}: "
-                         f"{exc.strerror or exc.__class__.__name__})", file=str(path)) from None
+        raise uncreatable(exc, path, folder) from None
     os.close(fd)
     Path(tmp).unlink(missing_ok=True)
+
+
+def uncreatable(exc: OSError, path: Path, folder: Path) -> InputError:
+    """A temp file for ``path`` that ``folder`` refused (a pseudo file system, a read-only mount) as one line."""
+    return InputError(f"cannot write here (cannot create files in {_shown(folder)}: "
+                      f"{exc.strerror or exc.__class__.__name__})", file=str(path))
 
 
 def _shown(folder: Path) -> str:

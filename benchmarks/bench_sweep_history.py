@@ -53,8 +53,8 @@ with tempfile.TemporaryDirectory() as folder:
     frame = run_sweep(spec, folder, workers=1, progress=False)
     wall, cpu = time.perf_counter() - begin, time.process_time() - cpu
 keys = ["network", "rows", "cols", "dataflow", "batch", "mode", "processors", "method"]
-cycles = {"|".join(str(row[k]) for k in keys): float(row["iteration_cycles"])
-          for row in frame[keys + ["iteration_cycles"]].to_dict("records")}
+column = "iteration_cycles" if "iteration_cycles" in frame else "cycles_per_iteration"  # older trees
+cycles = {"|".join(str(row[k]) for k in keys): float(row[column]) for row in frame[keys + [column]].to_dict("records")}
 print(json.dumps({"archsim": str(Path(sys.modules["archsim"].__file__).parent), "import_s": imported - start,
                   "sweep_s": wall, "sweep_cpu_s": cpu, "configurations": len(frame), "cycles": cycles}))
 '''

@@ -75,3 +75,25 @@ def test_prune_cache_removes_only_killed_writers_temp_files(swept, capsys):
     capsys.readouterr()
     for one in made:
         assert_only_the_dead_went(one)
+
+
+def test_the_cleaner_matches_what_glob_matched(tmp_path):
+    """The cleaner picks its candidates by string tests, no longer by ``Path.glob('.NAME.*.tmp')`` with NAME escaped;
+    the reference is that glob pattern, written out by hand here: ``.r[1].csv.`` then anything then ``.tmp``
+    (brackets literal, case kept). Only candidates with a dead writer's PID are removed (the PID rules are tested
+    above), so each name below carries one: the first matches; the others miss by the bracket read as a class, by
+    case, by a missing separator dot, by the suffix, or by the NAME's end."""
+    pid = dead_pid()
+    names = {f".r[1].csv.{pid}.k2j4h1ab.tmp": True, f".r1.csv.{pid}.k2j4h1ab.tmp": False,
+             f".R[1].csv.{pid}.k2j4h1ab.tmp": False, f".r[1].csv{pid}.k2j4h1ab.tmp": False,
+             f".r[1].csv.{pid}.k2j4h1ab.tmp.bak": False, f".r[1].csvx.{pid}.k2j4h1ab.tmp": False}
+    for name in names:
+        (tmp_path / name).write_bytes(b"partial")
+    assert remove_orphans(tmp_path, "r[1].csv") == 1
+    assert {name for name in names if not (tmp_path / name).exists()} == {n for n, match in names.items() if match}
+    # any NAME ('*'): '.' NAME '.' anything '.tmp'; a file without the leading dot, or one dot short, is not one
+    for name in (f".{pid}.x.tmp", f"r.{pid}.x.tmp", f".{pid}.tmp"):
+        (tmp_path / name).write_bytes(b"partial")
+    # removed: the three names above whose PID is their second-to-last dotted part (the bracket, case and
+    # NAME's-end misses), and '.{pid}.x.tmp'; the one without a dot before its PID has none, '.bak' is not '.tmp'
+    assert remove_orphans(tmp_path) == 4

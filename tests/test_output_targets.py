@@ -294,3 +294,30 @@ def test_every_parser_refuses_abbreviated_flags():
     """One rule for every command and sub-command (argparse's ``allow_abbrev``): a prefix of a flag is not that flag."""
     parsers = [parser for _, parser in subcommand_parsers(cli.build_parser())]
     assert len(parsers) >= 15 and all(not parser.allow_abbrev for parser in parsers)
+
+
+def test_a_write_makes_one_temp_file_and_a_refused_folder_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    """A write made two temp files: its check's probe (made and removed) and the temp file it renames. The write's
+    own temp file is the probe now: a new name, an existing file and a file of a new folder (probed first, where
+    mkdir would otherwise make the folder) count 1, 1 and 2 files made (hand count). Failed before: 2, 2, 2.
+    A folder that refuses files (``/proc``) is still the probe's one line, and nothing is left there."""
+    import tempfile
+
+    made = []
+    real = tempfile.mkstemp
+
+    def counted(*args, **kwargs):
+        made.append(kwargs.get("dir"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", counted)
+    counts = []
+    for target in (tmp_path / "new.csv", tmp_path / "new.csv", tmp_path / "sub" / "new.csv"):
+        made.clear()
+        write_output(target, "a,b\n")
+        counts.append(len(made))
+    assert counts == [1, 1, 2]
+    assert (tmp_path / "sub" / "new.csv").read_text() == "a,b\n"
+    with pytest.raises(InputError, match=r"cannot create files in /proc"):
+        write_output("/proc/archsim-write-test.csv", "a\n")
+    assert not [name for name in os.listdir("/proc") if "archsim-write-test" in name]
