@@ -48,6 +48,7 @@ row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
@@ -151,6 +152,7 @@ def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, f
 STATE_BYTES_PER_PARAMETER = state_bytes("fp16")  # the default dtype's: 20
 
 
+@lru_cache(maxsize=4096)  # a planned search's rank sizing asks again and again for the same shapes
 def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
                            sequence_parallel: bool, attention: str = "standard") -> float:
     """Korthikanti et al.'s per-layer activation bytes (table above), their 24/t read off the layer's
@@ -196,6 +198,7 @@ def attention_core_per_score(c: TransformerConfig) -> int:
     return 5 if c.drops_attention else 2
 
 
+@lru_cache(maxsize=4096)  # as layer_activation_bytes
 def layer_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, sequence_parallel: bool,
                      attention: str = "standard") -> float:
     """The 1-byte dropout masks among :func:`layer_activation_bytes`' bytes: Korthikanti et al.'s
@@ -212,6 +215,7 @@ def layer_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute:
     return residual + attention_mask_per_score(c) * c.heads * s * s * b / t
 
 
+@lru_cache(maxsize=4096)  # as layer_activation_bytes
 def layer_lse_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, attention: str) -> float:
     """FlashAttention's log-sum-exp among :func:`layer_activation_bytes`' bytes: one fp32 value (4 bytes) per
     query row and head, a·s·b/t of them, in every dtype — FlashAttention-2's ``flash_api.cpp`` allocates
@@ -237,6 +241,7 @@ def logit_bytes(value_bytes: float) -> float:
     return value_bytes + (MAIN_GRAD_BYTES if value_bytes < MAIN_GRAD_BYTES else 0)
 
 
+@lru_cache(maxsize=4096)  # as layer_activation_bytes
 def layer_parameters_per_gpu(c: TransformerConfig, tp: int) -> float:
     """One layer's parameters on one GPU of its TP group: the split weights and column-parallel biases
     / t, plus the replicated norms and row-parallel biases."""
@@ -327,6 +332,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     return StageMemory(params, states * params + unit * largest, activations)
 
 
+@lru_cache(maxsize=4096)  # as layer_activation_bytes
 def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
     """The first stage's 1-byte embedding-dropout mask: s·b·h, /t under SP (``LanguageModelEmbedding.forward``
     scatters to the sequence-parallel region before it), 0 without hidden dropout; I frees it, no W reads it."""
