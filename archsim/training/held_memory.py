@@ -167,7 +167,7 @@ def published_walk_peaks(schedule: str, p: int, m: int, v: int, held: Sequence[f
     return [_peaks(steps[r], f, g) for r, f, g in zip(range(p) if ranks is None else ranks, held, gains, strict=True)]
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)  # a step front is a few pairs a rank
 def _published_walk_steps(schedule: str, p: int, m: int, v: int) -> tuple[tuple[Front, Front, Front], ...]:
     """:func:`walk_steps` of each rank of a published order, kept: a planner sizing ranks walks one order many
     times with other shares."""

@@ -306,17 +306,12 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         return StageMemory(params, states * params,
                            hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last, working))
     sp = par.sequence_parallel
-    per_layer = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
+    per_layer, unscaled, working_set = _layer_kept(c, b, t, par.recompute, sp, par.attention, working)
     activations = in_flight * layers * per_layer
-    fixed = in_flight * layers * (layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)  # the same width
-                                  + layer_lse_bytes(c, b, t, par.recompute, par.attention))  # in every dtype
-    if par.recompute == "full" and working:  # the rerun layer's input is its checkpoint, held already (per_layer)
-        activations += layer_activation_bytes(c, b, t, "none", sp, par.attention) - per_layer
-        fixed += layer_mask_bytes(c, b, t, "none", sp, par.attention) + layer_lse_bytes(c, b, t, "none",
-                                                                                         par.attention)
-    elif par.recompute == "selective" and par.attention == "standard" and working:
-        activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
-        fixed += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
+    fixed = in_flight * layers * unscaled
+    if working_set is not None:
+        activations += working_set[0]
+        fixed += working_set[1]
     if first:
         embedding_mask = in_flight * embedding_mask_bytes(c, b, t, sp)
         activations += embedding_mask
@@ -333,6 +328,24 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
 
 
 @lru_cache(maxsize=4096)  # as layer_activation_bytes
+@lru_cache(maxsize=4096)  # stage_memory's per-layer figures in one look-up: a planner sizes ranks many times over
+def _layer_kept(c: TransformerConfig, b: int, t: int, recompute: str, sp: bool, attention: str,
+                working: bool) -> tuple[float, float, tuple[float, float] | None]:
+    """Bytes per layer and micro-batch :func:`stage_memory` reads: the activations kept, of them the masks and
+    log-sum-exp (the same width in every dtype), and the recomputation working set's (activations, of them masks
+    and log-sum-exp) where ``working`` and there is one."""
+    per_layer = layer_activation_bytes(c, b, t, recompute, sp, attention)
+    unscaled = layer_mask_bytes(c, b, t, recompute, sp, attention) + layer_lse_bytes(c, b, t, recompute, attention)
+    if recompute == "full" and working:  # the rerun layer's input is its checkpoint, held already (per_layer)
+        return per_layer, unscaled, (layer_activation_bytes(c, b, t, "none", sp, attention) - per_layer,
+                                     layer_mask_bytes(c, b, t, "none", sp, attention)
+                                     + layer_lse_bytes(c, b, t, "none", attention))
+    if recompute == "selective" and attention == "standard" and working:
+        return per_layer, unscaled, (attention_core_per_score(c) * c.heads * c.seq**2 * b / t,
+                                     attention_mask_per_score(c) * c.heads * c.seq**2 * b / t)
+    return per_layer, unscaled, None
+
+
 def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
     """The first stage's 1-byte embedding-dropout mask: s·b·h, /t under SP (``LanguageModelEmbedding.forward``
     scatters to the sequence-parallel region before it), 0 without hidden dropout; I frees it, no W reads it."""

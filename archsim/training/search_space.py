@@ -205,7 +205,7 @@ def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float | Seq
     raise ValueError(schedule)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4096)
 def _in_flight_counts(schedule: str, p: int, m: int, v: int) -> tuple[float, ...]:
     """:func:`in_flight_peaks` of every rank, kept: a planner sizing ranks reads them once a probe."""
     return tuple(in_flight_peaks(schedule, p, m, v))
