@@ -214,5 +214,5 @@ def rank_shares(share: float, layer_kept: float, first_kept: float, counts: Sequ
 
 
 __all__ = ["SPLIT_SCHEDULES", "chunk_in_flight", "held_steps", "in_flight", "order_held_peaks", "order_walk_peaks",
-           "published_held_peaks", "published_walk_peaks", "rank_gains", "rank_shares", "walk_peaks",
+           "published_held_peaks", "published_walk_peaks", "rank_gains", "rank_shares", "step_front", "walk_peaks",
            "weight_gradient_bytes"]
