@@ -88,6 +88,27 @@ def test_planned_split_under_a_memory_limit_is_the_best_that_fits():
     assert tested >= 3
 
 
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_planned_zero_bubble_split_under_a_memory_limit_is_the_best_that_fits(recompute):
+    """ZB-H1 holds W's inputs from I to W (under full recompute 16 times a layer's checkpoint at t = 1), so a rank's
+    memory is not affine in its layers and the planner searches each rank's most layers: 16 layers on 2 stages, one
+    rank's GPU as large as that rank's own memory under each split (less a byte: one layer fewer fits) and the
+    other's unbounded, against brute force over the 15 splits (train's memory)."""
+    from dataclasses import replace
+
+    deep = replace(TINY, layers=16)
+    machine = single_node().machine(Parallelism(pp=2))
+    par = Parallelism(1, 2, 1, 8, 1, recompute, schedule="zb-h1")
+    order = published_order("zb-h1", 2, par.microbatches, 1)
+    for rank in (0, 1):
+        for split in list(_splits(deep.layers, 2))[1:-1:2]:
+            bound = memories(deep, replace(par, stage_layers=split), order)[rank].total
+            for capacity in (bound, bound - 1):
+                caps = [capacity if r == rank else np.inf for r in range(2)]
+                want = _brute(deep, par, [machine] * 2, caps)
+                got = _planned(deep, par, [machine] * 2, caps)[1]
+                assert got[0] == pytest.approx(want[0], rel=1e-12), (rank, split, capacity)
+
 def test_planned_split_on_mixed_gpus_is_the_best_contiguous_split():
     """Ranks on V100s and A100s (each with its own memory): the planner gives the slower GPU fewer layers."""
     from dataclasses import replace

@@ -45,8 +45,10 @@ import numpy as np
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 SPLIT_SCHEDULES = ("zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev")  # I and W apart
+Front = tuple[tuple[int, int], ...]  # (M_B, M_W-only) counts of a walk's steps: step_front
 
 
+@lru_cache(maxsize=4096)  # a planned search's rank sizing asks again and again for the same shapes
 def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
     """M_W: bytes one layer holds for one micro-batch between its I and its W (module docstring), in every
     recompute mode: s·b·(4·h + 4·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank))."""
@@ -87,29 +89,42 @@ def order_held_peaks(order, held: float | Sequence[float]) -> list[float]:
     return out
 
 
-def walk_steps(kinds: np.ndarray) -> tuple[np.ndarray, ...]:
+def walk_steps(kinds: np.ndarray) -> tuple[Front, Front, Front]:
     """What :func:`walk_peaks` reads of one rank's actions, whatever its M_W / M_B and gain: the chunks holding M_B
-    and M_W only after each action (:func:`held_steps`), and the same just before each I and each B."""
+    and M_W only after each action (:func:`held_steps`), and the same just before each I and each B — each as its
+    :func:`step_front`."""
     from archsim.sim.builder import CODE
 
     full, partial = held_steps(kinds)
     full_before, partial_before = np.concatenate(([0], full[:-1])), np.concatenate(([0], partial[:-1]))
     i, b = kinds == CODE["I"], kinds == CODE["B"]
-    return full, partial, full_before[i], partial_before[i], full_before[b], partial_before[b]
+    return step_front(full, partial), step_front(full_before[i], partial_before[i]), \
+        step_front(full_before[b], partial_before[b])
+
+
+def step_front(full: np.ndarray, partial: np.ndarray) -> Front:
+    """The (M_B, M_W-only) counts of the steps no other step matches or exceeds in both: f + held·q peaks on one of
+    them for every held ≥ 0, in floating point too (rounding is monotone), so a walk is read off a few pairs instead
+    of all its steps — a planner sizing ranks reads each published order's walk many times."""
+    front: list[tuple[int, int]] = []
+    for f, q in sorted(set(zip(full.tolist(), partial.tolist(), strict=True)), reverse=True):
+        if not front or q > front[-1][1]:  # f falls along the list; a pair is kept only with more q than any before
+            front.append((f, q))
+    return tuple(front)
 
 
 def walk_peaks(kinds: np.ndarray, held: float, gain: float) -> tuple[float, float]:
     """One rank's (most held between actions, most held when a backward starts its last layer or first), in
     units of M_B: the walk of :func:`order_held_peaks`, and before each B or I the value there — plus ``gain``
     before an I, the M_W − M_B of all but the stage's last-run layer (:func:`rank_gains`). Recomputation's
-    working set exists only in a backward, so it adds to the second alone."""
+    working set exists only in a backward, so it adds to the second alone. ``held`` ≥ 0 (a share of bytes)."""
     return _peaks(walk_steps(kinds), held, gain)
 
 
-def _peaks(steps: tuple[np.ndarray, ...], held: float, gain: float) -> tuple[float, float]:
-    full, partial, full_i, partial_i, full_b, partial_b = steps
-    back = np.concatenate((full_i + held * partial_i + gain, full_b + held * partial_b))
-    return float(np.max(full + held * partial, initial=0.0)), float(np.max(back, initial=0.0))
+def _peaks(fronts: tuple[Front, Front, Front], held: float, gain: float) -> tuple[float, float]:
+    between, before_i, before_b = fronts
+    back = [0.0, *(f + held * q + gain for f, q in before_i), *(f + held * q for f, q in before_b)]
+    return float(max([0.0, *(f + held * q for f, q in between)])), float(max(back))
 
 
 def order_walk_peaks(order, held: Sequence[float], gains: Sequence[float]) -> list[tuple[float, float]]:
@@ -152,8 +167,8 @@ def published_walk_peaks(schedule: str, p: int, m: int, v: int, held: Sequence[f
     return [_peaks(steps[r], f, g) for r, f, g in zip(range(p) if ranks is None else ranks, held, gains, strict=True)]
 
 
-@lru_cache(maxsize=64)
-def _published_walk_steps(schedule: str, p: int, m: int, v: int) -> tuple[tuple[np.ndarray, ...], ...]:
+@lru_cache(maxsize=1024)  # a step front is a few pairs a rank
+def _published_walk_steps(schedule: str, p: int, m: int, v: int) -> tuple[tuple[Front, Front, Front], ...]:
     """:func:`walk_steps` of each rank of a published order, kept: a planner sizing ranks walks one order many
     times with other shares."""
     order = _published_order(schedule, p, m, v)
@@ -199,5 +214,5 @@ def rank_shares(share: float, layer_kept: float, first_kept: float, counts: Sequ
 
 
 __all__ = ["SPLIT_SCHEDULES", "chunk_in_flight", "held_steps", "in_flight", "order_held_peaks", "order_walk_peaks",
-           "published_held_peaks", "published_walk_peaks", "rank_gains", "rank_shares", "walk_peaks",
+           "published_held_peaks", "published_walk_peaks", "rank_gains", "rank_shares", "step_front", "walk_peaks",
            "weight_gradient_bytes"]

@@ -48,6 +48,7 @@ row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
@@ -151,6 +152,7 @@ def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, f
 STATE_BYTES_PER_PARAMETER = state_bytes("fp16")  # the default dtype's: 20
 
 
+@lru_cache(maxsize=4096)  # a planned search's rank sizing asks again and again for the same shapes
 def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
                            sequence_parallel: bool, attention: str = "standard") -> float:
     """Korthikanti et al.'s per-layer activation bytes (table above), their 24/t read off the layer's
@@ -196,6 +198,7 @@ def attention_core_per_score(c: TransformerConfig) -> int:
     return 5 if c.drops_attention else 2
 
 
+@lru_cache(maxsize=4096)  # as layer_activation_bytes
 def layer_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, sequence_parallel: bool,
                      attention: str = "standard") -> float:
     """The 1-byte dropout masks among :func:`layer_activation_bytes`' bytes: Korthikanti et al.'s
@@ -212,6 +215,7 @@ def layer_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute:
     return residual + attention_mask_per_score(c) * c.heads * s * s * b / t
 
 
+@lru_cache(maxsize=4096)  # as layer_activation_bytes
 def layer_lse_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, attention: str) -> float:
     """FlashAttention's log-sum-exp among :func:`layer_activation_bytes`' bytes: one fp32 value (4 bytes) per
     query row and head, a·s·b/t of them, in every dtype — FlashAttention-2's ``flash_api.cpp`` allocates
@@ -237,6 +241,7 @@ def logit_bytes(value_bytes: float) -> float:
     return value_bytes + (MAIN_GRAD_BYTES if value_bytes < MAIN_GRAD_BYTES else 0)
 
 
+@lru_cache(maxsize=4096)  # as layer_activation_bytes
 def layer_parameters_per_gpu(c: TransformerConfig, tp: int) -> float:
     """One layer's parameters on one GPU of its TP group: the split weights and column-parallel biases
     / t, plus the replicated norms and row-parallel biases."""
@@ -301,17 +306,12 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
         return StageMemory(params, states * params,
                            hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last, working))
     sp = par.sequence_parallel
-    per_layer = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
+    per_layer, unscaled, working_set = _layer_kept(c, b, t, par.recompute, sp, par.attention, working)
     activations = in_flight * layers * per_layer
-    fixed = in_flight * layers * (layer_mask_bytes(c, b, t, par.recompute, sp, par.attention)  # the same width
-                                  + layer_lse_bytes(c, b, t, par.recompute, par.attention))  # in every dtype
-    if par.recompute == "full" and working:  # the rerun layer's input is its checkpoint, held already (per_layer)
-        activations += layer_activation_bytes(c, b, t, "none", sp, par.attention) - per_layer
-        fixed += layer_mask_bytes(c, b, t, "none", sp, par.attention) + layer_lse_bytes(c, b, t, "none",
-                                                                                         par.attention)
-    elif par.recompute == "selective" and par.attention == "standard" and working:
-        activations += attention_core_per_score(c) * c.heads * c.seq**2 * b / t
-        fixed += attention_mask_per_score(c) * c.heads * c.seq**2 * b / t
+    fixed = in_flight * layers * unscaled
+    if working_set is not None:
+        activations += working_set[0]
+        fixed += working_set[1]
     if first:
         embedding_mask = in_flight * embedding_mask_bytes(c, b, t, sp)
         activations += embedding_mask
@@ -325,6 +325,25 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     per_layer_params = layer_parameters_per_gpu(c, t)
     largest = max(per_layer_params if layers else 0.0, params - layers * per_layer_params)
     return StageMemory(params, states * params + unit * largest, activations)
+
+
+@lru_cache(maxsize=4096)  # as layer_activation_bytes
+@lru_cache(maxsize=4096)  # stage_memory's per-layer figures in one look-up: a planner sizes ranks many times over
+def _layer_kept(c: TransformerConfig, b: int, t: int, recompute: str, sp: bool, attention: str,
+                working: bool) -> tuple[float, float, tuple[float, float] | None]:
+    """Bytes per layer and micro-batch :func:`stage_memory` reads: the activations kept, of them the masks and
+    log-sum-exp (the same width in every dtype), and the recomputation working set's (activations, of them masks
+    and log-sum-exp) where ``working`` and there is one."""
+    per_layer = layer_activation_bytes(c, b, t, recompute, sp, attention)
+    unscaled = layer_mask_bytes(c, b, t, recompute, sp, attention) + layer_lse_bytes(c, b, t, recompute, attention)
+    if recompute == "full" and working:  # the rerun layer's input is its checkpoint, held already (per_layer)
+        return per_layer, unscaled, (layer_activation_bytes(c, b, t, "none", sp, attention) - per_layer,
+                                     layer_mask_bytes(c, b, t, "none", sp, attention)
+                                     + layer_lse_bytes(c, b, t, "none", attention))
+    if recompute == "selective" and attention == "standard" and working:
+        return per_layer, unscaled, (attention_core_per_score(c) * c.heads * c.seq**2 * b / t,
+                                     attention_mask_per_score(c) * c.heads * c.seq**2 * b / t)
+    return per_layer, unscaled, None
 
 
 def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:

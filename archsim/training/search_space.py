@@ -205,6 +205,12 @@ def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float | Seq
     raise ValueError(schedule)
 
 
+@lru_cache(maxsize=4096)
+def _in_flight_counts(schedule: str, p: int, m: int, v: int) -> tuple[float, ...]:
+    """:func:`in_flight_peaks` of every rank, kept: a planner sizing ranks reads them once a probe."""
+    return tuple(in_flight_peaks(schedule, p, m, v))
+
+
 @lru_cache(maxsize=256)
 def _v_in_flight(schedule: str, p: int, m: int) -> tuple[int, ...]:
     from archsim.policies.stage_orders import published_order
@@ -238,12 +244,13 @@ def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequen
     per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s."""
     wanted = list(ranks)
     mine = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in wanted]
-    shares = rank_held_fractions(c, par, counts, mine)
-    if any(shares) and par.schedule_name in SPLIT_SCHEDULES:  # the working set where it meets the held (train's)
+    split = par.schedule_name in SPLIT_SCHEDULES  # a fused B reads no shares: none worked out for it
+    shares = rank_held_fractions(c, par, counts, mine) if split else []
+    if any(shares):  # the working set where it meets the held (train's)
         gains = rank_held_gains(c, par, counts, mine)
         walks = published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares, gains, wanted)
     else:  # a fused B: its walk peaks where a B starts, the in-flight count
-        every = in_flight_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks)
+        every = _in_flight_counts(par.schedule_name, par.pp, par.microbatches, par.chunks)
         walks = [(every[rank], every[rank]) for rank in wanted]
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     return [peak_rank_memory(c, par, [counts[j] for j in chunks], chunks, peak, back, apart, states, unit, scale)

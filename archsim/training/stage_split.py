@@ -104,17 +104,15 @@ def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
     return tuple(sum(name.startswith(LAYER) for name in stage.layers) for stage in partition.stages)
 
 
-def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, capacity: float,
+def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, chunks: Sequence[int], capacity: float,
                  states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> int:
-    """The most layers ``rank`` fits in ``capacity`` bytes (−1: not even none): the largest count whose memory,
+    """The most layers ``rank`` (running virtual stages ``chunks``) fits in ``capacity`` bytes (−1: not even none): the largest count whose memory,
     :func:`~archsim.training.search_space.counted_rank_memories` — train's and the search's figure for the rank,
     its own share of M_W / M_B and its working set where it meets the held — fits. That memory is affine in the
     layers under a fused B; under a split backward it grows but not affinely (the rank's share and gain move with
-    its count): bisected.
+    its count): searched from where the chord from no layers to all meets ``capacity``, then bisected.
     Until 2026-12-02 the planner took a layer's M_W / M_B on every rank and the working set beside the walk's
     peak, up to one layer's M_W − M_B above train's figure."""
-    chunks = [j for j, r in enumerate(rank_of_stages(par)) if r == rank]
-
     def total(layers: int) -> float:
         counts = [0] * (par.pp * par.chunks)
         counts[chunks[0]] = layers  # a rank's memory reads its layer total, whichever of its chunks holds them
@@ -127,9 +125,22 @@ def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, capacity: fl
         per_layer = total(1) - zero
         return c.layers if per_layer <= 0 or capacity - zero >= per_layer * c.layers else \
             int((capacity - zero) // per_layer)
-    low, high = 0, c.layers  # total(low) fits; is total(high)'s?
-    if total(high) <= capacity:
+    low, high = 0, c.layers  # total(low) fits, total(high) does not
+    top = total(high)
+    if top <= capacity:
         return high
+    # first the count where the chord from none to all meets the capacity, then steps doubling out from it until
+    # the boundary is bracketed: the largest count that fits is near it, a few probes instead of log2(layers)
+    guess = min(max(int((capacity - zero) / (top - zero) * high), 1), high - 1)
+    step, outward = 1, total(guess) <= capacity
+    low, high = (guess, high) if outward else (low, guess)
+    while high - low > 1 and step < high - low:
+        probe = low + step if outward else high - step
+        fits = total(probe) <= capacity
+        low, high = (probe, high) if fits else (low, probe)
+        if fits != outward:
+            break
+        step *= 2
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (mid, high) if total(mid) <= capacity else (low, mid)
@@ -193,8 +204,10 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
                          "or fewer stages",
                          field="balance")
     rank_of = rank_of_stages(par)
-    owned = [[s for s in range(p * v) if rank_of[s] == r] for r in range(p)]
-    most = [_most_layers(c, par, r, capacities[r], states, unit) for r in range(p)]
+    owned: list[list[int]] = [[] for _ in range(p)]
+    for s, r in enumerate(rank_of):  # one pass: PP × chunks stages, not PP² × chunks
+        owned[r].append(s)
+    most = [_most_layers(c, par, r, owned[r], capacities[r], states, unit) for r in range(p)]
     if min(most) < v or sum(most) < layers:
         return None
     chain = node_times

@@ -20,6 +20,7 @@ head tied to the token embedding counted once).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from archsim.console import setting
 from archsim.errors import InputError
@@ -250,6 +251,7 @@ class LayerWidths:
         return self.heads * self.head_dim
 
 
+@lru_cache(maxsize=4096)  # read per layer by every memory and time figure, for the same shapes
 def layer_widths(c: TransformerConfig, tp: int = 1) -> LayerWidths:
     """:class:`LayerWidths` of ``c``'s layers on one of ``tp`` tensor-parallel ranks (1: the whole layer)."""
     refuse_switch(c, "Megatron's layer (and the paths built on it)")
