@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from archsim.api_inputs import array_config, unread_keys_notes
+from archsim.api_inputs import build_array, unread_keys_notes
 from archsim.api_keywords import check_choice, listed, positive_int, speaks_keywords
 from archsim.bppsa_run import PAPER_SEQ_LENS, each_once
 from archsim.table_result import TableResult
@@ -40,7 +40,7 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
         raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")
     counts = [positive_int(value, "processors") for value in listed(processors, "processors")]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
-    chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
+    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
     done = rnn_study(each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn), hidden=hidden, batch=batch,
                      array=chosen, dtype=dtype)
     for note in unread_keys_notes(config):  # as archsim bppsa rnn says it of its --config

@@ -5,10 +5,14 @@
    columns it has no cell for (a topology's row may still leave its last optional columns out: docs/formats.md).
 2. ``listed`` (a list keyword's comma string) split commas itself; it reads them with the flags' one reader.
 3. An array sweep's ``energy_tables = []`` and ``clocks_ghz = []`` were read as the default table and no clock.
+4. ``archsim.array_config`` of a device file stating a key its kind does not read said nothing.
+5. ``archsim.plan``'s notes said after the run pointed past the caller (``stacklevel=6`` fits one depth only).
+6. A required argument left out of an API job was Python's TypeError, not a line naming it.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pytest
@@ -136,3 +140,75 @@ def test_an_empty_energy_table_or_clock_axis_is_refused(tmp_path, capsys, axis, 
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line == f"archsim sweep: error: {spec}, {expected}" and not (tmp_path / "out").exists()
+
+
+DEVICE_CFG = (ROOT / "configs" / "devices" / "scalesim_32x32_device.cfg").read_text()
+UNREAD = "this key is not read: [device] board_watts"
+
+
+@pytest.fixture
+def chip(tmp_path: Path) -> Path:
+    """The shipped 16-array .cfg device with ``board_watts = 50``: a key an array device does not read."""
+    path = tmp_path / "chip.cfg"
+    path.write_text(DEVICE_CFG.replace("arrays = 16", "arrays = 16\nboard_watts = 50"))
+    return path
+
+
+def _said(call) -> list[warnings.WarningMessage]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return list(caught)
+
+
+JOBS = {
+    "array_config": lambda cfg: archsim.array_config(cfg),
+    "array_config(config=)": lambda cfg: archsim.array_config(config=cfg),
+    "cost": lambda cfg: archsim.cost("ffnn8", config=cfg),
+    "profile": lambda cfg: archsim.profile("ffnn8", config=cfg),
+    "plan": lambda cfg: archsim.plan("ffnn8", cluster=CLUSTER, microbatches=2, baselines="none", config=cfg),
+    "bppsa_rnn": lambda cfg: archsim.bppsa_rnn(seq_len=[2, 4], processors=[2], config=cfg),
+}
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_a_device_files_unread_key_is_said_once_at_the_callers_line(chip, job):
+    """One UserWarning naming board_watts, at this file's line: array_config said none before (its two rows failed);
+    cost, profile, plan and bppsa_rnn build their array through the same builder and say it once, not twice."""
+    said = [w for w in _said(lambda: JOBS[job](chip)) if UNREAD in str(w.message)]
+    assert len(said) == 1 and Path(said[0].filename).name == Path(__file__).name
+
+
+def test_plans_notes_point_at_the_callers_line(tmp_path):
+    """A cluster whose servers state ``gpu_watts`` (plan reads it not: a note said after the run) and one whose
+    servers name a device with an array given (a note said inside run_plan): both at this file. Before, the first
+    pointed past the caller (``sys``, line 1: stacklevel 6 from a call three frames deep)."""
+    watts = tmp_path / "c.toml"
+    watts.write_text((ROOT / "configs" / "clusters" / "testbed_1080ti.toml").read_text() + "gpu_watts = 250\n")
+    with warnings.catch_warnings(record=True) as said:  # called here, not through a helper: the caller's frame
+        warnings.simplefilter("always")
+        archsim.plan("layerpipe_sample", cluster=watts, microbatches=4, baselines="none")
+        archsim.plan("layerpipe_sample", cluster=ROOT / "configs" / "clusters" / "a100_node_device_file.toml",
+                     microbatches=4, array="32x32", baselines="none")
+    texts = [str(w.message) for w in said]
+    assert any("gpu_watts is not read by plan" in t for t in texts) and any("servers name" in t for t in texts)
+    assert {Path(w.filename).name for w in said} == {Path(__file__).name}
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda: archsim.train(cluster=CLUSTER, global_batch=8), "model"),
+    (lambda: archsim.train(MODEL, cluster=CLUSTER), "global_batch"),
+    (lambda: archsim.search(MODEL, global_batch=8), "cluster"),
+    (lambda: archsim.cost(), "network"),
+])
+def test_a_required_argument_left_out_is_one_line_naming_it(call, field):
+    """As ``archsim train`` without MODEL is a usage error naming it (docs/api.md). Before: Python's TypeError."""
+    with pytest.raises(InputError) as refused:
+        call()
+    assert refused.value.where.field == field and "required by archsim." in str(refused.value)
+
+
+def test_a_call_python_cannot_make_is_still_a_type_error():
+    """Two positional arguments where cost takes one: Python's own call rule (docs/api.md), a TypeError."""
+    with pytest.raises(TypeError):
+        archsim.cost("ffnn8", "32x32")  # type: ignore[misc]
