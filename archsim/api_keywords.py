@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import FrameType
 from typing import TypeVar
 
 F = TypeVar("F", bound=Callable)
@@ -51,7 +52,7 @@ def user_stacklevel() -> int:
     import sys
 
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame = sys._getframe(1)  # the function that warns
+    frame: FrameType | None = sys._getframe(1)  # the function that warns
     level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame, level = frame.f_back, level + 1
