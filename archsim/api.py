@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.api_array import gemm, iteration_energy, sparse
 from archsim.api_bppsa import bppsa_pruned_vgg11, bppsa_rnn
 from archsim.api_cluster import cluster_jobs
-from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network, unread_keys_notes
+from archsim.api_inputs import array_config, build_array, cfg_as_config, config_notes, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_plan import PlanResult, plan
 from archsim.api_schedule import ScheduleResult, schedule
@@ -71,7 +71,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     check_switch(energy, "energy")  # a switch: energy="no" from a user's file is true
     batch = positive_int(batch, "batch")
     array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
-    chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                           bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
@@ -109,7 +109,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
     check_choice(engine, ENGINES, "engine")
     batch = positive_int(batch, "batch")  # "32" as --batch reads it; 2.5 or True refused as cost refuses them
-    chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                           bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     unused = sram_unused_warning(sram_kb, engine, "a profile's analytic layer cycles")

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from archsim.api_inputs import array_config, cfg_as_config, config_notes, load_network, unread_keys_notes
+from archsim.api_inputs import build_array, cfg_as_config, config_notes, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
@@ -149,7 +149,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
         check_path(energy_table, "energy-table", "an energy table's name or TOML path")
     if not is_device_toml(config):
         array, config = cfg_as_config(array, config)
-        chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+        chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                               bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
         notes = config_notes(config, dtype, element_bytes)
     else:  # a device TOML's array kind, sized and clocked by the same keywords

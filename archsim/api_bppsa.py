@@ -10,7 +10,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-from archsim.api_inputs import array_config, unread_keys_notes
+from archsim.api_inputs import build_array, unread_keys_notes
 from archsim.api_keywords import check_choice, listed, positive_int, speaks_keywords
 from archsim.bppsa_run import PAPER_SEQ_LENS, each_once
 from archsim.table_result import TableResult
@@ -35,12 +35,12 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     from archsim.bppsa_run import rnn_study
     from archsim.errors import InputError
 
-    lengths = [positive_int(value, "seq-len") for value in listed(seq_len)]
+    lengths = [positive_int(value, "seq-len") for value in listed(seq_len, "seq-len")]
     if 1 in lengths:
         raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")
-    counts = [positive_int(value, "processors") for value in listed(processors)]
+    counts = [positive_int(value, "processors") for value in listed(processors, "processors")]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
-    chosen = array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
+    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
     done = rnn_study(each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn), hidden=hidden, batch=batch,
                      array=chosen, dtype=dtype)
     for note in unread_keys_notes(config):  # as archsim bppsa rnn says it of its --config
@@ -74,7 +74,7 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
     seed = positive_int(seed, "seed", low=0, high=SEED_MAX)
     depth = depth_of(str(up_levels).strip())
     compare = sorted({0, *(depth_of(str(x).strip(), "--compare-levels", full=False) or 0
-                           for x in listed(compare_levels))})
+                           for x in listed(compare_levels, "compare-levels"))})
     divisor = check_width_divisor(positive_int(width_divisor, "width-divisor"), "width-divisor")
     check_choice(zeros, ZEROS, "zeros")
     limit = DEFAULT_MAX_SCAN_MFLOPS if max_mflops is None else positive_int(max_mflops, "max-mflops")

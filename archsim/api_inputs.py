@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from archsim.api_keywords import check_choice, check_path, positive_int, speaks_keywords
+from archsim.api_keywords import check_choice, check_path, positive_int, speaks_keywords, user_stacklevel
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.array.config import ArrayConfig
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
@@ -57,7 +57,24 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     or ``element_bytes`` (default 1, or an ``ArrayConfig``'s own; both given must agree), ``bandwidth`` (DRAM
     words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as ``--config``,
     ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``;
-    ``sram_kb`` sizes that look like bytes warn (UserWarning) as ``--sram-kb``'s do on stderr."""
+    ``sram_kb`` sizes that look like bytes warn (UserWarning) as ``--sram-kb``'s do on stderr, and a device file's
+    keys its kind does not read as the array commands note them (:func:`unread_keys_notes`)."""
+    import warnings
+
+    built = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                        bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+    for note in unread_keys_notes(cfg_as_config(array, config)[1]):
+        warnings.warn(note, UserWarning, stacklevel=user_stacklevel())
+    return built
+
+
+def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
+                dataflow: str | None = None, dtype: str | None = None, element_bytes: int | str | None = None,
+                bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
+                clock_ghz: float | str | None = None) -> ArrayConfig:
+    """:func:`array_config` less its unread-keys warning: what the jobs that say their ``config``'s notes themselves
+    (``cost``, ``profile``, ``plan``, ``bppsa_rnn``, ``iteration_energy``) build their array with, so each note is
+    said once."""
     import warnings
     from dataclasses import replace
 
@@ -83,7 +100,7 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
         clock_ghz = checked_clock_ghz(clock_ghz)
     slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
     if slip:
-        warnings.warn(slip, UserWarning, stacklevel=3)
+        warnings.warn(slip, UserWarning, stacklevel=user_stacklevel())
 
     if isinstance(array, ArrayConfig):
         if config is not None:
@@ -99,7 +116,7 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
                                1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
     huge = array_size_warning(built.rows, built.cols, array_source(None if array is None else str(array), config))
     if huge:  # the line the array commands warn on stderr
-        warnings.warn(huge, UserWarning, stacklevel=3)
+        warnings.warn(huge, UserWarning, stacklevel=user_stacklevel())
     return built
 
 
@@ -134,4 +151,4 @@ def unread_keys_notes(config: str | Path | None) -> list[str]:
     return [text] if text else []
 
 
-__all__ = ["array_config", "cfg_as_config", "config_notes", "load_network", "unread_keys_notes"]
+__all__ = ["array_config", "build_array", "cfg_as_config", "config_notes", "load_network", "unread_keys_notes"]

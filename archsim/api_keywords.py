@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import FrameType
 from typing import TypeVar
 
 F = TypeVar("F", bound=Callable)
@@ -19,17 +20,20 @@ def speaks_keywords(function: F) -> F:
     (``--tp 2``): :func:`archsim.console.setting` inside :func:`archsim.console.as_keywords`; called by a
     command (``archsim search`` runs ``archsim.search``), it keeps the command's flags. A keyword the job does
     not take is refused in one line naming the nearest it does (:func:`check_keywords`), as ``pipeline``'s
-    ``**options`` are."""
+    ``**options`` are, and a required one left out in one line naming it (:func:`check_required`), as the command's
+    usage error names its flag."""
     import inspect
 
     from archsim.console import PROGRAM, as_keywords, prefix
 
-    parameters = inspect.signature(function).parameters.values()
+    signature = inspect.signature(function)
+    parameters = signature.parameters.values()
     named = tuple(p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
     open_ended = any(p.kind == p.VAR_KEYWORD for p in parameters)  # **options: the function checks its own
 
     @functools.wraps(function)
     def job(*args, **kwargs):
+        check_required(signature, args, kwargs, f"archsim.{function.__name__}")
         if not open_ended:  # a misspelt keyword: one line naming it and the nearest, not Python's TypeError
             check_keywords(kwargs, named, f"archsim.{function.__name__}")
         if prefix() != PROGRAM:  # a command is speaking (archsim.console.speaking_as)
@@ -38,6 +42,21 @@ def speaks_keywords(function: F) -> F:
             return function(*args, **kwargs)
 
     return job  # type: ignore[return-value]
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning at the user's line: the first frame outside the archsim package,
+    counted from the function that calls this and then :func:`warnings.warn` (1). A fixed level is right from one
+    depth only: a note said from inside a run (``run_plan``'s ``speak``) is deeper than one said after it."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame: FrameType | None = sys._getframe(1)  # the function that warns
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def positive_int(value: object, field: str, *, low: int = 1, high: int | None = None) -> int:
@@ -93,6 +112,22 @@ def check_path(value: object, field: str, what: str) -> None:
         raise InputError(f"expected {what}, got {type(value).__name__}", field=field)
 
 
+def check_required(signature, args: tuple, kwargs: dict, what: str) -> None:
+    """A required argument left out (``archsim.train(cluster=…, global_batch=8)``, no model) is an InputError naming
+    it, as the command's usage error names its flag, not Python's TypeError; too many positional arguments or one
+    given twice stay Python's TypeError (the call itself is malformed, docs/api.md)."""
+    import inspect
+
+    from archsim.errors import InputError
+
+    taken = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    given = set(kwargs) | {p.name for p in taken[:len(args)]}
+    for p in signature.parameters.values():
+        if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) \
+                and p.name not in given:
+            raise InputError(f"required by {what}, not given", field=p.name, missing=True)
+
+
 def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> None:
     """Keywords a function gathers in ``**options``: one not in ``valid`` is refused in one line naming it and
     the nearest valid one, not a TypeError from the function it reached."""
@@ -106,14 +141,17 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
         raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
 
 
-def listed(value) -> tuple:
+def listed(value, field: str) -> tuple:
     """A list keyword's values as a tuple, read as the comma flags read theirs (``--only conv,fc``): a string split
-    at its commas (``"4,8"``: two; ``"4"``: one, not its characters), a list or tuple as is, one value (a count,
-    whole floats included, a path) as one."""
+    at its commas by the flags' one reader (:func:`archsim.validate.comma_items`: ``"4,8"``: two; ``"4"``: one, not
+    its characters; an empty entry, ``"4,,8"``, refused naming ``field``, the flag's name), a list or tuple as is, one
+    value (a count, whole floats included, a path) as one."""
     import numbers
 
+    from archsim.validate import comma_items
+
     if isinstance(value, str):
-        return tuple(part.strip() for part in value.split(","))
+        return comma_items(value, field)
     return (value,) if isinstance(value, (numbers.Number, Path)) else tuple(value)
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from archsim.api_inputs import array_config, load_network, unread_keys_notes
-from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_inputs import build_array, load_network, unread_keys_notes
+from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords, user_stacklevel
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
 
@@ -41,9 +41,10 @@ class PlanResult(TableResult):
 
 
 def _warn(kind: str, text: str) -> None:
-    """A note or warning the command prints on stderr, as a UserWarning at the caller's line."""
+    """A note or warning the command prints on stderr, as a UserWarning at the caller's line, whether said from
+    inside :func:`~archsim.plan_run.run_plan` or after it (a fixed stacklevel fits one depth only)."""
     if text:
-        warnings.warn(text, UserWarning, stacklevel=6)
+        warnings.warn(text, UserWarning, stacklevel=user_stacklevel())
 
 
 @speaks_keywords
@@ -126,7 +127,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     built: list[ArrayConfig] = []  # the array run_plan priced the layers on, if any: config read only then
 
     def array_of(args: SimpleNamespace) -> ArrayConfig:
-        built.append(array_config(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes))
+        built.append(build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes))
         return built[-1]
 
     done = run_plan(settings, loader=loader, array_of=array_of, speak=_warn)

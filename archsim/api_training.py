@@ -232,15 +232,15 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
-    counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus)]
+    counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus, "gpus")]
     check_choice(objective, OBJECTIVES, "objective")
     check_choice(balance, BALANCES, "balance")
     check_choice(placement, PLACEMENTS, "placement")
     top = positive_int(top, "top")
-    schedules = listed(schedule or SCHEDULES)
+    schedules = listed(schedule or SCHEDULES, "schedule")
     for name in schedules:
         check_choice(name, SCHEDULES, "schedule")
-    chunk_given = None if chunks is None else [positive_int(v, "chunks") for v in listed(chunks)]
+    chunk_given = None if chunks is None else [positive_int(v, "chunks") for v in listed(chunks, "chunks")]
     max_micro_batch = positive_int(max_micro_batch, "max-micro-batch")
     refine = 2 * top if refine is None else positive_int(refine, "refine", low=0)
     max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max-ops")
@@ -265,7 +265,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
             check_path(name, field, "a path (a str or Path) or None")
     with shown(progress):
         result = _search(config, on, global_batch, counts or None, micro_batches=range(1, max_micro_batch + 1),
-                       recomputes=listed(recompute), schedules=schedules, chunks=chunk_list,
+                       recomputes=listed(recompute, "recompute"), schedules=schedules, chunks=chunk_list,
                        sequence_parallel=modes[sequence_parallel], top=top,
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,

@@ -44,7 +44,7 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
     from archsim.validate_gpu_run import SHOW, run_validate_gpu
     from archsim.value_parsers import parse_float
 
-    files = listed(csv)  # one path, a list, or "a.csv,b.csv"
+    files = listed(csv, "csv")  # one path, a list, or "a.csv,b.csv"
     if not files or not all(files):
         raise InputError(f"expected one kernel CSV path or more, got {csv!r}", field="csv")
     for path in files:

@@ -6,7 +6,8 @@ line read despite its ``#`` is vTrain's released header (``# GPUs,global batch,â
 cell; ``# key: value`` lines above a header are comments that a reader may also read as metadata.
 :func:`csv_rows`, the CSV row reader of every reader that parses quoted cells, skips them; the line readers
 skip them with :func:`comment_line`. A cell that names one of a column's choices is read in any case
-(:func:`choice_cell`); names and paths keep theirs."""
+(:func:`choice_cell`); names and paths keep theirs. A row of fewer cells than its header's columns is refused
+where the format gives no meaning to it (:func:`check_row_length`), not read with its last cells empty."""
 
 from __future__ import annotations
 
@@ -41,6 +42,20 @@ def choice_cell(cell: str, choices: Sequence[str], *, file: str, line: int, fiel
         raise InputError(f"expected one of {', '.join(choices)} (any case), got {shown(text)}", file=file,
                          line=line, field=field)
     return chosen
+
+
+def check_row_length(row: Sequence[str], header: Sequence[str], *, file: str, line: int) -> None:
+    """Refuse a row of fewer cells than ``header`` names columns (a trailing empty header cell, a spreadsheet's
+    empty last column, names none): the cells it lacks would be read as empty, data lost without a word. One line
+    naming the row's line and the columns it has no cell for; an empty cell written between commas is a cell."""
+    names = list(header)
+    while names and not names[-1].strip():
+        names.pop()
+    if len(row) < len(names):
+        lacking = [name.strip() or f"column {i}" for i, name in enumerate(names[len(row):], start=len(row) + 1)]
+        raise InputError(f"{len(row)} cells, the header names {len(names)} columns: no cell for "
+                         f"{', '.join(lacking)} (write an empty cell between commas to leave one empty)",
+                         file=file, line=line)
 
 
 def csv_rows(text: str, source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:

@@ -46,4 +46,4 @@ def test_a_bad_entry_of_a_comma_list_is_one_line_naming_the_keyword(keywords, fi
 @pytest.mark.parametrize(("value", "values"), [("4,8", ("4", "8")), (" 4 , 8 ", ("4", "8")), ("1f1b", ("1f1b",)),
                                                (4, (4,)), ([4, 8], (4, 8)), (("none",), ("none",))])
 def test_listed_reads_a_string_at_its_commas_and_a_list_as_is(value, values):
-    assert listed(value) == values
+    assert listed(value, "gpus") == values

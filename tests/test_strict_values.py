@@ -157,7 +157,7 @@ MEASURED_HEADER = ("# GPUs,global batch,micro batch,hidden size,attention heads,
     ("1,8,1,1024,16,24,1024,1,1,1,100,a100,1e-320", "peak_memory_gib"),
     ("1,8,1,1024,16,24,1024,1,1,1,100,a100,-1", "peak_memory_gib"),
     ("1,8,1,1024,16,24,1024,1,1,1,100,a1\x1b[0m00,1", "gpu_name"),
-    ("1,8,1,1024,16,24,1024,1,1,1", "10 integers"),
+    ("1,8,1,1024,16,24,1024,1,1,1", "10 cells, the header names 13 columns: no cell for iteration time"),
 ])
 def test_measured_runs_refuse_bad_numbers_and_names(tmp_path, row, match):
     from archsim.training.measured import read_measured_table

@@ -92,6 +92,7 @@ def test_without_measured_times_the_error_is_empty_and_one_row_matches_archsim_t
 def test_a_bad_row_is_one_line_naming_its_line_and_field_and_nothing_on_stdout(tmp_path, capsys, body, where):
     runs = tmp_path / "runs.csv"
     columns = "tp,pp,dp,micro_batch,global_batch,gpus,recompute,measured_seconds"
+    body += "," * (columns.count(",") - body.count(","))  # its omitted cells empty: a short row is refused first
     runs.write_text(f"{columns}\n2,2,2,2,16,8,full,0.2\n{body}\n")
     code, out, err = _cli(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs)], capsys)
     assert code == 2 and out == ""

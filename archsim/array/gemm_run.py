@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from archsim.array.config import DATAFLOWS, ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.options import memory_meta, with_memory
 from archsim.console import say, say_after_run, setting
-from archsim.csv_lines import choice_cell, csv_rows
+from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import read_text
 from archsim.value_parsers import parse_int
@@ -61,6 +61,7 @@ def read_shapes(path: str | Path) -> pd.DataFrame:
     index = {c: header.index(c) for c in SHAPE_COLUMNS}
     records = []
     for line, row in rows[1:]:
+        check_row_length(row, rows[0][1], file=path, line=line)  # its last cells named as missing, not as ''
         record: dict[str, object] = {}
         for column in SHAPE_COLUMNS:
             position = index[column]

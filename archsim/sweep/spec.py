@@ -310,6 +310,9 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
     if DESIGN_KEYS & set(table):
         check_cfg_axes(table, array_texts, arrays, file)
         clocks = clock_list(table, file)
+        if table.get("energy_tables") == []:  # read as the default table before: refused as every empty axis is
+            raise InputError("expected at least one energy table (a shipped name or a .toml path), got []", file=file,
+                             field="energy_tables")
         tables = strings("energy_tables") or ("horowitz45",)
         tables = tuple(str(resolve_name(path.parent, t, "", "energy table", field="energy_tables").resolve())
                        if t.endswith(".toml") else _shipped_table_name(t, file) for t in tables)

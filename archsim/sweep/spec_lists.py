@@ -46,12 +46,15 @@ def positive_list(table: dict, key: str, file: str, high: int = INT32_MAX) -> tu
 
 
 def clock_list(table: dict, file: str) -> tuple[float, ...]:
-    """``clocks_ghz``: a list of clocks in GHz, each one archsim takes (:func:`archsim.clock.clock_hz`)."""
+    """``clocks_ghz``: a list of clocks in GHz, each one archsim takes (:func:`archsim.clock.clock_hz`); absent: no
+    clock (empty); given as ``[]``, refused as every other axis's empty list is (it read as no clock)."""
     from archsim.clock import clock_hz
 
     clocks = table.get("clocks_ghz", [])
     if not isinstance(clocks, list):
         raise InputError(f"expected a list of clocks in GHz, got {shown_number(clocks)}", file=file, field="clocks_ghz")
+    if "clocks_ghz" in table and not clocks:
+        raise InputError("expected at least one clock in GHz, got []", file=file, field="clocks_ghz")
     for clock in clocks:
         if isinstance(clock, bool) or not isinstance(clock, (int, float)):
             raise InputError(f"expected a list of clocks in GHz, got {shown_number(clock)} among them", file=file,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.choices.training import RECOMPUTE
-from archsim.csv_lines import choice_cell, comment_line
+from archsim.csv_lines import check_row_length, choice_cell, comment_line
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
 from archsim.validate import check_name, check_unique_columns, read_text
@@ -145,8 +145,7 @@ def read_measured_table(path: str | Path | CsvText) -> MeasuredTable:
         if blank_row(line):
             continue
         cells = [c.strip() for c in line.split(",")]
-        if len(cells) < len(COLUMNS):
-            raise InputError("expected 10 integers and a time in ms", file=file, line=number)
+        check_row_length(cells, names, file=file, line=number)  # a short row's last cells would read as empty
         try:  # the counts positive integers of at most 31 bits, the time a finite positive number (no subnormal)
             gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp = (
                 parse_int(c, what=f"a positive integer for {COLUMNS[k]!r}") for k, c in enumerate(cells[:10]))

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.console import as_keywords, setting
+from archsim.csv_lines import check_row_length
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
@@ -90,7 +91,9 @@ def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None
     index = {name: i for i, name in enumerate(names)}
     rows = []
     for n, line in body:
-        rows.append(_archsim_row(line.split(","), index, n, file))
+        cells = line.split(",")
+        check_row_length(cells, names, file=file, line=n)  # a short row's last cells would read as empty
+        rows.append(_archsim_row(cells, index, n, file))
         check(rows[-1])
     return tuple(rows)
 
@@ -176,7 +179,7 @@ def _parallelism(fields: dict, file: str, line: int) -> Parallelism:
 def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) -> RunRow:
     if any(cell.strip() for cell in raw[len(index):]):  # a cell past the header's columns has no name to be read by
         raise InputError(f"{len(raw)} cells, the header names {len(index)} columns", file=file, line=line)
-    cells = {name: raw[i].strip() if i < len(raw) else "" for name, i in index.items()}
+    cells = {name: raw[i].strip() for name, i in index.items()}  # (read_runs: no row short of the header)
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
     fields["recompute"] = recompute_cell(cells.get("recompute", ""), file, line)
     for switch in ("sequence_parallel", "distributed_optimizer", "fsdp"):

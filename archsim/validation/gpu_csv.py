@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from archsim.csv_lines import choice_cell, csv_rows
+from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.value_parsers import parse_int
@@ -79,7 +79,8 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
     records = []
     seen: dict[tuple, int] = {}
     for line, row in rows[1:]:
-        cells = {name: (row[position].strip() if position < len(row) else "") for name, position in index.items()}
+        check_row_length(row, names, file=source, line=line)  # a short row's last cells would read as empty
+        cells = {name: row[position].strip() for name, position in index.items()}
         record: dict[str, object] = {"line": line}
         for name in ("network", "layer"):
             record[name] = cells[name]

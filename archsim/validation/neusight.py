@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from archsim.csv_lines import choice_cell, csv_rows
+from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
 from archsim.devices.gpu_lookup import GPU_NAMES, find_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
@@ -93,6 +93,7 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
         if any(extra.strip() for extra in row[len(header):]):  # read by position, the extra cells shift or vanish
             raise InputError(f"{len(row)} cells, the header {len(header)}: a cell with an unquoted comma (a kernel "
                              "name) or a column the header lacks", file=source, line=line)
+        check_row_length(row, header, file=source, line=line)  # a short row's last cells would read as empty
 
         def cell(name: str, row: list[str] = row) -> str:
             position = index.get(name)
