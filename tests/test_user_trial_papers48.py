@@ -49,3 +49,21 @@ def test_ctrl_c_during_a_jigsaw_run_is_one_line_not_a_segmentation_fault():
     stop flag, which ``polled`` sets and joins on Ctrl-C. Before the fix this script died (-11 or exit 1)."""
     done = subprocess.run([sys.executable, "-c", _CTRL_C_IN_KERNEL], capture_output=True, text=True, timeout=600)
     assert (done.returncode, done.stdout.strip()) == (0, "interrupted"), done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(("keywords", "field"), [
+    ({"up_levels": 9}, "up_levels"),
+    ({"compare_levels": [5]}, "compare_levels"),
+    ({"compare_levels": "full"}, "compare_levels"),
+])
+def test_bppsa_api_names_the_keyword_not_the_flag_for_a_bad_depth(keywords, field):
+    """Defect: `archsim.bppsa_pruned_vgg11(up_levels=9)` said `--up-levels: expected an up-sweep depth …` with no
+    field, where its other keywords' errors say `field 'width_divisor': …` (CLI and API disagreeing on whom they
+    address). VGG-11's 21 operators allow depths 0…4 (2⌈log₂ 22⌉ − 1 = 9 levels: 4 up-sweep levels, BPPSA
+    Algorithm 1 lines 1 and 8), so 9 and 5 are out of range. Before the fix the error had no field."""
+    import archsim
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        archsim.bppsa_pruned_vgg11(width_divisor=8, **keywords)
+    assert caught.value.where.field == field and "--" not in str(caught.value), str(caught.value)
