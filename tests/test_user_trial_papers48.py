@@ -67,3 +67,19 @@ def test_bppsa_api_names_the_keyword_not_the_flag_for_a_bad_depth(keywords, fiel
     with pytest.raises(InputError) as caught:
         archsim.bppsa_pruned_vgg11(width_divisor=8, **keywords)
     assert caught.value.where.field == field and "--" not in str(caught.value), str(caught.value)
+
+
+def test_policy_with_a_given_order_says_the_two_conflict_not_that_per_stage_runs_take_it(tmp_path, capsys):
+    """Defect: `archsim schedule --stages 2 --stage-times 1,1,1 --policy 1f1b --schedule-csv-in FILE` said
+    `--policy applies only to any run on a NETWORK and any run on per-stage costs`, though this run is on per-stage
+    costs: the conflict is that --policy and --schedule-csv-in both name the order (docs/papers/ooo-backprop.md:
+    `--schedule-csv-in FILE` times torch's orders). Before the fix the line said 'applies only to'."""
+    from archsim.cli import main
+
+    order = tmp_path / "order.csv"
+    order.write_text("0F0,0I0\n")
+    argv = ["schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "4", "--policy", "1f1b"]
+    assert main([*argv, "--schedule-csv-in", str(order)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "applies only to" not in err and "--schedule-csv-in" in err and "--policy" in err, err
+    assert len(err.splitlines()) == 1, err
