@@ -60,6 +60,7 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     """``bppsa pruned-vgg11``'s FLOPs per step (``kind`` printed as ``product``), its meta and the summary per
     up-sweep depth in ``compare`` (0 among them); refused before any Jacobian is built above ``max_mflops``."""
     from archsim.bppsa.vgg import critical_path, scan_work_estimate, vgg_flops
+    from archsim.console import setting
     from archsim.progress import progress
     from archsim.validate import check_job_size
 
@@ -67,8 +68,8 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     mflops = math.ceil(scan_work_estimate(sparsity, width_divisor,
                                           [up_levels, *(x for x in compare if x != up_levels)]) / 1e6)
     check_job_size(mflops, max_mflops, "--max-mflops",
-                   "counts about {:,} M FLOPs in its scans (estimated from --sparsity, --width-divisor and the "
-                   "up-sweep depths)")
+                   "counts about {:,} M FLOPs in its scans (estimated from " + setting("sparsity") + ", "
+                   + setting("width-divisor") + " and the up-sweep depths)")
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
         frame = vgg_flops(sparsity=sparsity, seed=seed, up_levels=up_levels, width_divisor=width_divisor,
                           zeros=zeros)
