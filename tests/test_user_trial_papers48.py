@@ -88,9 +88,8 @@ def test_policy_with_a_given_order_says_the_two_conflict_not_that_per_stage_runs
 def test_bppsa_api_size_refusal_names_keywords_not_flags():
     """Defect: `archsim.bppsa_pruned_vgg11(max_mflops=1, width_divisor=8)` said the estimate came 'from --sparsity,
     --width-divisor and the up-sweep depths' — the command's flags in a Python error whose remedy already reads
-    `give max_mflops=17`. A 1 M FLOP limit is below any scan here: the down-sweep's last step alone applies
-    relu1's transposed Jacobian to an 8·32·32 = 8,192-element gradient at an eighth of VGG-11's 64 channels. What
-    is tested is whom the message addresses. Before the fix the message held '--sparsity'."""
+    `give max_mflops=17`. What is tested is whom the message addresses, not the estimate (docs/papers/bppsa.md
+    states its accuracy). Before the fix the message held '--sparsity'."""
     import archsim
     from archsim.errors import InputError
 
