@@ -98,3 +98,16 @@ def test_bppsa_api_size_refusal_names_keywords_not_flags():
         archsim.bppsa_pruned_vgg11(max_mflops=1, width_divisor=8)
     message = str(caught.value)
     assert "--" not in message and "sparsity" in message and "width_divisor" in message, message
+
+
+def test_unit_cost_data_parallel_on_one_worker_waits_for_no_synchronization():
+    """Defect: `archsim schedule ffnn8 --unit-costs --processors 1 --microbatches 1 --policy dp-wfbp` charged each
+    layer's `--comm-units` synchronization though one worker has no peer (makespan 32, bubble 1/32), where the
+    same run on the array model's costs synchronizes nothing at one worker (bubble 0). Hand count with unit costs
+    (the data-parallel window: one iteration's backward, then the next one's forward): 8 forwards, 7
+    layers of δ + G and layer 1's G alone (15), 8 forwards of the next iteration: 31, no idle unit. Before the fix
+    the makespan was 32."""
+    import archsim
+
+    timeline = archsim.schedule("ffnn8", policy="dp-wfbp", processors=1, microbatches=1, unit_costs=True)
+    assert timeline.makespan == 8 + (7 * 2 + 1) + 8
