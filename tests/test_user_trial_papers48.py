@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,19 @@ def test_unit_cost_data_parallel_on_one_worker_waits_for_no_synchronization():
 
     timeline = archsim.schedule("ffnn8", policy="dp-wfbp", processors=1, microbatches=1, unit_costs=True)
     assert timeline.makespan == 8 + (7 * 2 + 1) + 8
+
+
+@pytest.mark.parametrize("microbatches", [0, -1])
+def test_plan_on_cluster_names_microbatches_when_it_is_not_a_positive_count(microbatches):
+    """Defect: `plan_on_cluster(profile, topology, "spp", 0)` (docs/api.md's SPP call with M = 0; SPP §III-B's M
+    micro-batches, at least one) was refused as `field 'stages': need at least one stage and one micro-batch`,
+    naming the stages the user never gave. Before the fix the field was 'stages'."""
+    import archsim
+    from archsim.errors import InputError
+    from archsim.planners import plan_on_cluster
+    from archsim.spp.topology import load_topology_file
+
+    cluster = load_topology_file(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_1080ti.toml")
+    with pytest.raises(InputError) as caught:
+        plan_on_cluster(archsim.profile("ffnn16", clock_ghz=1.0), cluster, "spp", microbatches)
+    assert caught.value.where.field == "microbatches", str(caught.value)
