@@ -120,6 +120,7 @@ def check_required(signature, args: tuple, kwargs: dict, what: str) -> None:
 
     from archsim.errors import InputError
 
+    signature.bind_partial(*args, **kwargs)  # Python's own TypeError first: too many positionals, one given twice
     taken = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     given = set(kwargs) | {p.name for p in taken[:len(args)]}
     for p in signature.parameters.values():

@@ -60,6 +60,7 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     """``bppsa pruned-vgg11``'s FLOPs per step (``kind`` printed as ``product``), its meta and the summary per
     up-sweep depth in ``compare`` (0 among them); refused before any Jacobian is built above ``max_mflops``."""
     from archsim.bppsa.vgg import critical_path, scan_work_estimate, vgg_flops
+    from archsim.console import setting
     from archsim.progress import progress
     from archsim.validate import check_job_size
 
@@ -67,8 +68,8 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     mflops = math.ceil(scan_work_estimate(sparsity, width_divisor,
                                           [up_levels, *(x for x in compare if x != up_levels)]) / 1e6)
     check_job_size(mflops, max_mflops, "--max-mflops",
-                   "counts about {:,} M FLOPs in its scans (estimated from --sparsity, --width-divisor and the "
-                   "up-sweep depths)")
+                   "counts about {:,} M FLOPs in its scans (estimated from " + setting("sparsity") + ", "
+                   + setting("width-divisor") + " and the up-sweep depths)")
     with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
         frame = vgg_flops(sparsity=sparsity, seed=seed, up_levels=up_levels, width_divisor=width_divisor,
                           zeros=zeros)
@@ -94,23 +95,27 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     return StudyRun(frame.rename(columns={"kind": "product"}), meta, summary)
 
 
-def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True) -> int | None:
+def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None) -> int | None:
     """An up-sweep depth (None: ``full``, Algorithm 1, where ``full``), checked before any Jacobian is built; an
-    error names ``flag``."""
+    error names ``flag`` (the command's), or ``field`` where given (the keyword, as the API's other errors do)."""
     from archsim.bppsa.scan import max_up_levels
     from archsim.bppsa.vgg import VGG11_OPERATORS
     from archsim.value_parsers import parse_int
+
+    def refused(message: str) -> InputError:
+        return InputError(message, field=field) if field else InputError(f"{flag}: {message}")
 
     top = max_up_levels(VGG11_OPERATORS)
     if text == "full":
         if full:
             return None
-        raise InputError(f"{flag}: takes depths in 0…{top} (Algorithm 1 is --up-levels full), got 'full'")
+        algorithm = "up_levels='full'" if field else "--up-levels full"
+        raise refused(f"takes depths in 0…{top} (Algorithm 1 is {algorithm}), got 'full'")
     what = f"an up-sweep depth (VGG-11 is {VGG11_OPERATORS} operators)" + (" or 'full'" if full else "")
     try:
         return parse_int(text, low=0, high=top, what=what)
     except ValueError as exc:
-        raise InputError(f"{flag}: {exc}") from None
+        raise refused(str(exc)) from None
 
 
 __all__ = ["PAPER_SEQ_LENS", "StudyRun", "rnn_study", "up_levels", "vgg_study"]

@@ -146,7 +146,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                 raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
-                finished = np.zeros(1, np.int64)
+                finished = np.zeros(2, np.int64)  # jobs done; a stop flag polled() sets on Ctrl-C
                 result = polled(partial(simulate, jobs, cluster, name, config, finished), finished, bar)
                 per_run.append({**summarize(result), "seed": seed})
                 if seed == seeds[0]:

@@ -184,8 +184,14 @@ def plan_on_cluster(profile: LayerProfile, cluster: Topology, method: str, micro
         raise InputError(f"expected a Topology (archsim.spp.topology.load_topology_file(PATH), or "
                          f"Topology.flat({cluster!r}) for processors on one server), got {type(cluster).__name__}",
                          field="cluster")
+    from archsim.value_parsers import parse_int, whole_number
+
+    try:  # refused as the micro-batch count, not later as "at least one stage and one micro-batch" of 'stages'
+        count = parse_int(whole_number(microbatches), what="a positive integer")
+    except ValueError as exc:
+        raise InputError(str(exc), field="microbatches") from None
     check_units(profile, cluster)
-    return planner.on_cluster(profile, cluster, microbatches, **options)
+    return planner.on_cluster(profile, cluster, count, **options)
 
 
 def check_units(profile: LayerProfile, cluster: Topology) -> None:

@@ -79,9 +79,13 @@ def _no_width(stream=None) -> bool:
 def polled(work: Callable[[], T], counter: Any, bar: Any, every_s: float = 0.2) -> T:
     """``work()``'s result, its progress drawn as it runs: ``counter[0]`` (a numpy array ``work`` adds its units
     to, e.g. jobs finished) is read every ``every_s`` seconds and the bar advanced by what it gained. ``work``
-    runs in a thread (a compiled kernel must release the GIL for the bar to move); where no bar is drawn it runs
-    here, as a plain call."""
-    if isinstance(bar, _NoBar):
+    runs in a thread (a compiled kernel must release the GIL for the bar to move). A ``counter[1]``, where
+    ``counter`` has one, is a stop flag ``work`` polls: on Ctrl-C it is set and the thread joined before the
+    interrupt goes on, and ``work`` runs in the thread even with no bar drawn. Why: Ctrl-C landing in a
+    compiled kernel on the main thread, or the interpreter ending while one runs in a thread, crashed the
+    process (a segmentation fault, no message). Without a stop slot and a bar, ``work`` is a plain call."""
+    stoppable = len(counter) > 1
+    if isinstance(bar, _NoBar) and not stoppable:
         return work()
     import threading
 
@@ -96,12 +100,18 @@ def polled(work: Callable[[], T], counter: Any, bar: Any, every_s: float = 0.2) 
     thread = threading.Thread(target=target, daemon=True)
     shown_units = int(counter[0])
     thread.start()
-    while thread.is_alive():
-        thread.join(every_s)
-        now = int(counter[0])
-        if now > shown_units:
-            bar.update(now - shown_units)
-            shown_units = now
+    try:
+        while thread.is_alive():
+            thread.join(every_s)
+            now = int(counter[0])
+            if now > shown_units:
+                bar.update(now - shown_units)
+                shown_units = now
+    except KeyboardInterrupt:
+        if stoppable:
+            counter[1] = 1
+            thread.join()
+        raise
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]

@@ -54,7 +54,8 @@ def _consolidated(free: list[int], machine: list[int], count: int) -> list[int] 
 def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfig, policy: str,
                   finished: np.ndarray | None = None) -> SimResult:
     """Run ``policy`` (gandiva or tiresias) over ``jobs``; see the module docstring for the rules.
-    ``finished[0]`` (int64) counts the jobs done as they finish."""
+    ``finished[0]`` (int64) counts the jobs done as they finish; a nonzero ``finished[1]`` stops the run
+    (KeyboardInterrupt: Ctrl-C, :func:`archsim.progress.polled`)."""
     if policy not in POLICIES:
         raise ValueError(policy)
     n, n_dev = len(jobs), cluster.devices
@@ -152,6 +153,8 @@ def simulate_gang(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfi
                 put(j, devices, now)
 
     while next_admit < n or active:
+        if finished is not None and len(finished) > 1 and finished[1]:
+            raise KeyboardInterrupt
         horizon = [admit[order[next_admit]]] if next_admit < n else []
         if config.interval_s > 0 and active:
             horizon.append((np.floor(t / config.interval_s + _EPS) + 1) * config.interval_s)

@@ -47,7 +47,8 @@ def block_iterations(job: JobSpec, unit_s: float) -> int:
 def simulate_jigsaw(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimConfig, *, spb: bool = True,
                     policy: str = "jigsaw", finished: np.ndarray | None = None) -> SimResult:
     """Run Jigsaw over ``jobs`` (``spb=False``: every worker runs the full task — an ablation);
-    ``finished[0]`` (int64) counts the jobs done as they finish."""
+    ``finished[0]`` (int64) counts the jobs done as they finish; a nonzero ``finished[1]`` stops the run
+    (KeyboardInterrupt: Ctrl-C, :func:`archsim.progress.polled`)."""
     memory = cluster.device_memory_bytes
     task_s = [job.spb_task_s if spb else (job.full_task_s,) * job.workers for job in jobs]
     task_mem = [job.spb_memory_bytes if spb else (job.full_memory_bytes,) * job.workers for job in jobs]
@@ -63,6 +64,8 @@ def simulate_jigsaw(jobs: Sequence[JobSpec], cluster: JobCluster, config: SimCon
             np.array([config.gamma_s_per_byte * job.model_bytes for job in jobs], dtype=float),
             blocks, iterations, np.array([config.admit_time(job.submit_s) for job in jobs], dtype=float),
             cluster.machine_of().astype(np.int64), _EPS, np.zeros(1, np.int64) if finished is None else finished)
+    if finished is not None and len(finished) > 1 and finished[1]:
+        raise KeyboardInterrupt
     columns: dict[str, Any] = {
         "job_id": [job.job_id for job in jobs], "submit_s": [job.submit_s for job in jobs],
         "start_s": start, "end_s": end, "workers": workers,

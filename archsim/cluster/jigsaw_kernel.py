@@ -34,7 +34,8 @@ def run(workers, offsets, task_s, priority, migration, block, iterations, admit,
 
     ``offsets[j] + w`` indexes worker w of job j in the flat per-task arrays ``task_s`` and
     ``priority``; ``machine[d]`` is device d's machine. ``finished[0]`` counts the jobs done so far, for a
-    progress bar another thread draws (the GIL is released).
+    progress bar another thread draws (the GIL is released); a nonzero ``finished[1]``, where present, stops
+    the loop early (Ctrl-C: :func:`archsim.progress.polled`), the results then partial and discarded.
     """
     n_jobs, n_dev = workers.shape[0], machine.shape[0]
     left = iterations.copy()
@@ -57,6 +58,8 @@ def run(workers, offsets, task_s, priority, migration, block, iterations, admit,
     heapq.heappop(ready)
 
     while len(events) > 0:
+        if finished.shape[0] > 1 and finished[1] != 0:  # asked to stop: the interpreter must not end under us
+            break
         t = events[0][0]
         while len(events) > 0 and events[0][0] <= t + eps:
             _, kind, who_f = heapq.heappop(events)

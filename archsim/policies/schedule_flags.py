@@ -210,6 +210,9 @@ def check_policy_flags(args: argparse.Namespace | SimpleNamespace, per_stage: bo
         if given is None:
             if rule.default is not None:
                 setattr(args, rule.field, copy.copy(rule.default))
+        elif rule.field == "policy" and kind == "ordered":  # "applies only to any run on per-stage costs" misled
+            raise InputError(f"{_named(rule)} picks the order to run, and so does {name}: give one of the two",
+                             field=field_name(_name(rule)))
         elif policy is not None and takers != ALL and policy not in takers:
             raise InputError(f"{_named(rule)} applies only to {readers(rule)}; {name} does not take it",
                              field=field_name(_name(rule)))

@@ -318,8 +318,8 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
     from archsim.policies import data_parallel as dp
 
     layers = len(costs)
-    if args.unit_costs:
-        sync = [args.comm_units] * layers
+    if args.unit_costs:  # one worker has no peer to synchronize with, as SyncModel prices it below
+        sync = [args.comm_units if args.processors > 1 else 0.0] * layers
     else:
         model = dp.SyncModel(workers=args.processors, bandwidth=_link(args), kind=args.sync)
         sync = [model.time(layer.weight_elements * (element_bytes or 1)) for layer in network.layers]
