@@ -33,9 +33,9 @@ def speaks_keywords(function: F) -> F:
 
     @functools.wraps(function)
     def job(*args, **kwargs):
-        check_required(signature, args, kwargs, f"archsim.{function.__name__}")
         if not open_ended:  # a misspelt keyword: one line naming it and the nearest, not Python's TypeError
             check_keywords(kwargs, named, f"archsim.{function.__name__}")
+        check_required(signature, args, kwargs, f"archsim.{function.__name__}")
         if prefix() != PROGRAM:  # a command is speaking (archsim.console.speaking_as)
             return function(*args, **kwargs)
         with as_keywords():
@@ -120,7 +120,8 @@ def check_required(signature, args: tuple, kwargs: dict, what: str) -> None:
 
     from archsim.errors import InputError
 
-    signature.bind_partial(*args, **kwargs)  # Python's own TypeError first: too many positionals, one given twice
+    known = {name: value for name, value in kwargs.items() if name in signature.parameters}
+    signature.bind_partial(*args, **known)  # Python's own TypeError first: too many positionals, one given twice
     taken = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     given = set(kwargs) | {p.name for p in taken[:len(args)]}
     for p in signature.parameters.values():
