@@ -294,17 +294,26 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     counts in place of Korthikanti et al.'s.
     ``working``: whether this stage carries its rank's recomputation working set (one layer rematerialised at
     a time, whichever chunk it belongs to: a rank's first chunk alone, :func:`rank_memory`)."""
+    params = stage_parameters(c, par, layers, first, last, head_copy)
+    activations = stage_activations(c, par, layers, in_flight, first, last, scale, hf, working)
+    if c.family == "switch" or hf or not unit:  # FSDP's unit is Megatron's alone
+        return StageMemory(params, states * params, activations)
+    per_layer_params = layer_parameters_per_gpu(c, par.tp)
+    largest = max(per_layer_params if layers else 0.0, params - layers * per_layer_params)
+    return StageMemory(params, states * params + unit * largest, activations)
+
+
+def stage_activations(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool,
+                      last: bool, scale: float = 1.0, hf: bool = False, working: bool = True) -> float:
+    """:func:`stage_memory`'s activation bytes alone: a rank's peak reads them at two in-flight counts
+    (:func:`~archsim.training.pipeline_memory.peak_rank_memory`) over the same parameters and states."""
     b, t = par.micro_batch, par.tp
     if c.family == "switch":  # fp32 eager only: 4 bytes an fp32 element (its masks counted as ¼ element)
         from archsim.training.hf_switch_ops import switch_activation_elements
 
-        params = stage_parameters(c, par, layers, first, last, head_copy)
-        return StageMemory(params, states * params,
-                           in_flight * ELEMENT_BYTES["fp32"] * switch_activation_elements(c, b))
+        return in_flight * ELEMENT_BYTES["fp32"] * switch_activation_elements(c, b)
     if hf:
-        params = stage_parameters(c, par, layers, first, last, head_copy)
-        return StageMemory(params, states * params,
-                           hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last, working))
+        return hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last, working)
     sp = par.sequence_parallel
     per_layer, unscaled, working_set = _layer_kept(c, b, t, par.recompute, sp, par.attention, working)
     activations = in_flight * layers * per_layer
@@ -319,12 +328,7 @@ def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight:
     activations = activations * scale - fixed * (scale - 1)  # masks and log-sum-exp unscaled
     if last:
         activations += logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t
-    params = stage_parameters(c, par, layers, first, last, head_copy)
-    if not unit:
-        return StageMemory(params, states * params, activations)
-    per_layer_params = layer_parameters_per_gpu(c, t)
-    largest = max(per_layer_params if layers else 0.0, params - layers * per_layer_params)
-    return StageMemory(params, states * params + unit * largest, activations)
+    return activations
 
 
 @lru_cache(maxsize=4096)  # as layer_activation_bytes

@@ -6,6 +6,7 @@ its stage's last-run layer (:func:`~archsim.training.held_memory.walk_peaks`).""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from archsim.errors import InputError
 from archsim.training.held_memory import (
@@ -21,6 +22,7 @@ from archsim.training.memory import (
     StageMemory,
     embedding_mask_bytes,
     layer_activation_bytes,
+    stage_activations,
     stage_memory,
 )
 from archsim.training.parallel import Parallelism, layers_per_stage
@@ -33,28 +35,35 @@ def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
     Switch's (I frees all; Hugging Face's: :func:`~archsim.training.hf_memory.hf_held_fraction`)."""
     if c.family == "switch":
         return 0.0
-    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
-    return weight_gradient_bytes(c, b, t, sp) / layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
+    return _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel, par.attention)[2]
+
+
+@lru_cache(maxsize=4096)  # a planner sizing ranks asks each probe for the same layer's figures
+def _layer_held(c: TransformerConfig, b: int, t: int, recompute: str, sp: bool,
+                attention: str) -> tuple[float, float, float, float]:
+    """Bytes of a Megatron layer a micro-batch's W reads (M_W) and its forward keeps (M_B), their ratio
+    (:func:`held_fraction`), and the first stage's embedding mask (:func:`embedding_mask_bytes`)."""
+    held, kept = weight_gradient_bytes(c, b, t, sp), layer_activation_bytes(c, b, t, recompute, sp, attention)
+    return held, kept, held / kept, embedding_mask_bytes(c, b, t, sp)
 
 
 def rank_held_fractions(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks) -> list[float]:
     """:func:`held_fraction` of each rank (``ranks`` its stages, ``counts[j]`` layers in stage j), the first stage's
     embedding mask (:func:`embedding_mask_bytes`) in its M_B (:func:`~archsim.training.held_memory.rank_shares`)."""
-    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     if c.family == "switch":
         return [0.0] * len(ranks)
-    return rank_shares(held_fraction(c, par), layer_activation_bytes(c, b, t, par.recompute, sp, par.attention),
-                       embedding_mask_bytes(c, b, t, sp), counts, ranks)
+    _, kept, share, mask = _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel,
+                                       par.attention)
+    return rank_shares(share, kept, mask, counts, ranks)
 
 
 def rank_held_gains(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks) -> list[float]:
     """:func:`~archsim.training.held_memory.rank_gains` of Megatron's layers (0 for Switch's: I frees all)."""
-    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     if c.family == "switch":
         return [0.0] * len(ranks)
-    kept = layer_activation_bytes(c, b, t, par.recompute, sp, par.attention)
-    edges = [embedding_mask_bytes(c, b, t, sp) if 0 in mine else 0.0 for mine in ranks]
-    return rank_gains(weight_gradient_bytes(c, b, t, sp), kept, edges, counts, ranks)
+    held, kept, _, mask = _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel,
+                                      par.attention)
+    return rank_gains(held, kept, [mask if 0 in mine else 0.0 for mine in ranks], counts, ranks)
 
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
@@ -95,11 +104,12 @@ def peak_rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[in
     """:func:`rank_memory` at the larger of the walk's ``peak`` (no working set: between actions) and ``back``, the
     most held while a backward reruns a layer, with the working set (:func:`~archsim.training.held_memory.walk_peaks`;
     chunk-forwards in M_B units, :func:`~archsim.training.held_memory.chunk_in_flight` of them per chunk)."""
-    v = par.chunks
-    return max((rank_memory(c, par, layers, stages, chunk_in_flight(peak, v), apart, states, unit, scale, hf,
-                            working=False),
-                rank_memory(c, par, layers, stages, chunk_in_flight(back, v), apart, states, unit, scale, hf)),
-               key=lambda x: x.activations)
+    v, last = par.chunks, par.pp * par.chunks - 1
+    held = rank_memory(c, par, layers, stages, chunk_in_flight(peak, v), apart, states, unit, scale, hf, working=False)
+    rerun = chunk_in_flight(back, v)  # the same parameters and states: the activations alone, once each
+    rerun_bytes = sum(stage_activations(c, par, n, rerun, j == 0, j == last, scale, hf, working=k == 0)
+                      for k, (n, j) in enumerate(zip(layers, stages)))
+    return StageMemory(held.parameters, held.states, rerun_bytes) if rerun_bytes > held.activations else held
 
 
 def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
