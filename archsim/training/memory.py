@@ -358,5 +358,5 @@ def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequen
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
            "attention_mask_per_score", "check_sharding", "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes",
-           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "stage_memory", "stage_parameters", "state_bytes",
+           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters", "state_bytes",
            "unsharded_state_bytes"]
