@@ -331,7 +331,6 @@ def stage_activations(c: TransformerConfig, par: Parallelism, layers: int, in_fl
     return activations
 
 
-@lru_cache(maxsize=4096)  # as layer_activation_bytes
 @lru_cache(maxsize=4096)  # stage_memory's per-layer figures in one look-up: a planner sizes ranks many times over
 def _layer_kept(c: TransformerConfig, b: int, t: int, recompute: str, sp: bool, attention: str,
                 working: bool) -> tuple[float, float, tuple[float, float] | None]:
