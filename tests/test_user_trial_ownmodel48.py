@@ -66,3 +66,23 @@ def test_dynamic_and_fixed_batch_exports_cost_as_the_hand_count(tmp_path, capsys
         table = archsim.cost(source, array="4x4", batch=2, mode="exact").table
         rows = table[["F_cycles", "G_cycles", "D_cycles"]].to_numpy().tolist()
         assert rows[:2] == [[965, 1183, 0], [128, 0, 128]], (source, rows)
+
+
+def test_input_shape_without_the_batch_says_the_first_number_is_the_batch(tmp_path, capsys):
+    """Defect: ``archsim cost model.py:CNN --input-shape 3,8,8`` (NCHW with the batch left out, which a
+    Conv2d accepts unbatched) was refused with 'does not lead with the batch (3) … import the model at batch 1
+    (export it so, or leave its batch dimension symbolic: no --dim for it)': advice for an ONNX file, not for
+    the option the user gave. Failed before the fix: the line did not name --input-shape. Now it says the
+    shape's first number is the batch, and from Python names input_shape and batch, not the CLI's flags."""
+    pytest.importorskip("torch")
+    model = tmp_path / "model.py"
+    model.write_text("import torch.nn as nn\n\n\nclass CNN(nn.Module):\n    def __init__(self):\n"
+                     "        super().__init__()\n        self.conv = nn.Conv2d(3, 4, 3, padding=1)\n\n"
+                     "    def forward(self, x):\n        return self.conv(x)\n")
+    assert main(["cost", f"{model}:CNN", "--input-shape", "3,8,8", "--array", "4x4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("archsim cost: error: ") and "\n" not in err, err
+    assert "does not lead with the batch (3)" in err and "--input-shape" in err and "--batch" in err, err
+    with pytest.raises(InputError) as raised:
+        archsim.cost(f"{model}:CNN", input_shape="3,8,8", array="4x4")
+    assert "input_shape" in str(raised.value) and "--" not in str(raised.value), raised.value
