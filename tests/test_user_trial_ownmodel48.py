@@ -86,3 +86,20 @@ def test_input_shape_without_the_batch_says_the_first_number_is_the_batch(tmp_pa
     with pytest.raises(InputError) as raised:
         archsim.cost(f"{model}:CNN", input_shape="3,8,8", array="4x4")
     assert "input_shape" in str(raised.value) and "--" not in str(raised.value), raised.value
+
+
+def test_one_layer_on_four_processors_is_refused_in_the_singular(tmp_path, capsys):
+    """Defect: a one-layer model on 4 processors was refused with 'this network has 1 layer groups (antichain
+    states), so at most 1 processors' (``pipeline --method pipedream``) and 'has 1 layers, so at most 1
+    processors' (``schedule --policy 1f1b``): the count read as a typo. Failed before the fix: the plurals.
+    Hand count: one conv row is one layer, one antichain state, so one processor at most."""
+    csv = tmp_path / "one.csv"
+    csv.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
+                   "Strides, Padding, Type, Inputs,\nconv1, 8, 8, 3, 3, 3, 4, 1, 1, conv, input,\n")
+    for command, said in ((["pipeline", str(csv), "--method", "pipedream"],
+                           "has 1 layer group (antichain state), so at most 1 processor, got 4"),
+                          (["schedule", str(csv), "--policy", "1f1b", "--microbatches", "2"],
+                           "has 1 layer, so at most 1 processor, got 4")):
+        assert main([*command, "--processors", "4"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and said in err, err
