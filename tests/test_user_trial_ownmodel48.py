@@ -103,3 +103,18 @@ def test_one_layer_on_four_processors_is_refused_in_the_singular(tmp_path, capsy
         assert main([*command, "--processors", "4"]) == 2
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and said in err, err
+
+
+@pytest.mark.parametrize(("mark", "said"), [(";", "';'"), ("\t", "tabs")])
+def test_a_layer_file_saved_with_semicolons_or_tabs_says_so(tmp_path, capsys, mark, said):
+    """Defect: the hand-written layer file saved by a spreadsheet in a locale whose CSV uses ``;`` (or as
+    "Text", tab-separated) was refused with 'header has 1 columns; the first 8 must be Layer name, …', naming
+    columns the header does have. Failed before the fix: no word on the separator. Now the same line a job
+    trace gets (``archsim cluster``): the header is one column that seems separated by ';' (or tabs)."""
+    csv = tmp_path / "cnn.csv"
+    csv.write_text(mark.join(["Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
+                              "Channels", "Num Filter", "Strides", "Padding", "Type", "Inputs"]) + "\n"
+                   + mark.join(["conv1", "8", "8", "3", "3", "3", "4", "1", "1", "conv", "input"]) + "\n")
+    assert main(["cost", str(csv), "--array", "4x4"]) == 2
+    assert capsys.readouterr().err == (f"archsim cost: error: {csv}, line 1: the header is one column that seems "
+                                       f"separated by {said}; archsim reads comma-separated files\n")
