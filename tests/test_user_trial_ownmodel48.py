@@ -118,3 +118,22 @@ def test_a_layer_file_saved_with_semicolons_or_tabs_says_so(tmp_path, capsys, ma
     assert main(["cost", str(csv), "--array", "4x4"]) == 2
     assert capsys.readouterr().err == (f"archsim cost: error: {csv}, line 1: the header is one column that seems "
                                        f"separated by {said}; archsim reads comma-separated files\n")
+
+
+def test_an_onnx_input_of_zero_size_is_named(tmp_path, capsys):
+    """Defect: an ONNX file whose input has a 0 in a fixed dimension (x [1, 4, 0, 8], an export at a bad size)
+    was refused with "field 'ifmap_h': node 'r0' (op Relu): must be a positive integer, got 0": a field name of
+    archsim's internals, not of the file. Failed before the fix: 'ifmap_h' was the field and neither the input
+    nor its axis was named. Now one line naming graph input 'x' and dimension 2, as the batch's 0 is named."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r0")], "zero",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 0, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 0, 8])])
+    path = tmp_path / "zero.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert main(["cost", str(path), "--array", "4x4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "ifmap_h" not in err, err
+    assert "graph input 'x' fixes dimension 2 at 0" in err, err

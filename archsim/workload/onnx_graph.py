@@ -101,6 +101,10 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
             raise InputError(f"graph input {value.name!r} has no shape", field="input")
         for axis, dim in enumerate(tensor_type.shape.dim):
             if dim.HasField("dim_value"):
+                if dim.dim_value <= 0 and (index, axis) != (0, 0):  # the batch's 0 is named below
+                    raise InputError(f"graph input {shown(value.name)} fixes dimension {axis} at {dim.dim_value}: "
+                                     "an empty tensor, nothing to cost; export the model at its real size",
+                                     field="input")
                 continue
             label = dim.dim_param or f"{value.name}[{axis}]"
             if label in dims and index == 0 and axis == 0:  # read per sample: a value here changed no cost
