@@ -68,6 +68,7 @@ def test_dynamic_and_fixed_batch_exports_cost_as_the_hand_count(tmp_path, capsys
         assert rows[:2] == [[965, 1183, 0], [128, 0, 128]], (source, rows)
 
 
+@pytest.mark.long  # exports through torch: over a second
 def test_input_shape_without_the_batch_says_the_first_number_is_the_batch(tmp_path, capsys):
     """Defect: ``archsim cost model.py:CNN --input-shape 3,8,8`` (NCHW with the batch left out, which a
     Conv2d accepts unbatched) was refused with 'does not lead with the batch (3) … import the model at batch 1
