@@ -58,6 +58,16 @@ def check_row_length(row: Sequence[str], header: Sequence[str], *, file: str, li
                          file=file, line=line)
 
 
+def check_comma_separated(header: Sequence[str], source: str, line: int) -> None:
+    """Refuse a header of one column holding ``;`` or a tab: a spreadsheet's export in another locale (or as
+    "Text"), which would otherwise read as one unknown column or too few of them."""
+    separator = next((name for mark, name in ((";", "';'"), ("\t", "tabs")) if mark in header[0]), None) \
+        if len(header) == 1 else None
+    if separator:
+        raise InputError(f"the header is one column that seems separated by {separator}; archsim reads "
+                         "comma-separated files", file=source, line=line)
+
+
 def csv_rows(text: str, source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:
     """(line, row) of every CSV row of ``text`` (a file's text, or its tail from line ``first_line``), a ``#`` comment
     line (:func:`comment_line`) no row; a line that goes on a quoted cell of the row above (the csv module's

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from archsim.csv_lines import csv_rows
+from archsim.csv_lines import check_comma_separated, csv_rows
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, shown
 from archsim.value_parsers import parse_float
@@ -24,10 +24,7 @@ def read_rows(text: str, columns: tuple[str, ...], *, source: str, what: str) ->
     header_line, raw_header = rows[0]
     header = [c.strip() for c in raw_header]
     check_unique_columns(header, source, header_line)
-    separator = next((name for mark, name in ((";", "';'"), ("\t", "tabs")) if mark in header[0]), None)
-    if len(header) == 1 and separator:  # a spreadsheet's export in another locale, say: not an unknown column
-        raise InputError(f"the header is one column that seems separated by {separator}; archsim reads "
-                         "comma-separated files", file=source, line=header_line)
+    check_comma_separated(header, source, header_line)  # not an unknown column
     for column in header:
         if column not in columns:
             raise InputError(f"unknown column; the columns are {', '.join(columns)}", file=source,

@@ -189,7 +189,8 @@ def _check_counts(profile: LayerProfile, counts: Sequence[int], options: PipeDre
     states = len(antichain_states(profile))
     if max(counts, default=0) > states:
         raise InputError(f"PipeDream's straight pipeline puts whole layers on every processor: this network has "
-                         f"{states} layer groups (antichain states), so at most {states} processors, got "
+                         f"{states} layer {'group (antichain state)' if states == 1 else 'groups (antichain states)'}, "
+                         f"so at most {states} processor{'' if states == 1 else 's'}, got "
                          f"{max(counts)} (gpipe and ooo leave extra processors idle; layerpipe splits δs over them)",
                          field="processors")
 

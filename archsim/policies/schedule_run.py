@@ -292,8 +292,9 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> StageProfile:
         return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
     if args.processors > len(costs):  # said in schedule's terms: PipeDream's check speaks of pipeline's methods
         raise InputError(f"{setting('policy', args.policy)} runs one stage of whole layers on each processor "
-                         f"(PipeDream's DP splits the chain): this network has {len(costs)} layers, so at most "
-                         f"{len(costs)} processors, got {args.processors} ("
+                         f"(PipeDream's DP splits the chain): this network has {len(costs)} layer"
+                         f"{'' if len(costs) == 1 else 's'}, so at most {len(costs)} processor"
+                         f"{'' if len(costs) == 1 else 's'}, got {args.processors} ("
                          f"{route('archsim pipeline --method layerpipe', 'archsim.pipeline(method=' + repr('layerpipe') + ')')}"
                          " splits δs over more)", field=field_name("processors"))
     names = [f"l{i}" for i in range(len(costs))]

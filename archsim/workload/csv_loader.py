@@ -43,7 +43,7 @@ from typing import Any
 
 from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
-from archsim.csv_lines import csv_rows
+from archsim.csv_lines import check_comma_separated, csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, canonical_kind, flattening_conv_note
@@ -88,6 +88,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
         if shapes == "check":
             check_shapes(network)
         return network
+    check_comma_separated([cell.strip() for cell in header], source, header_line)
     if len(header) < len(POSITIONAL):
         raise InputError(f"header has {len(header)} columns; the first {len(POSITIONAL)} must be "
                          f"{', '.join(POSITIONAL)}", file=source, line=header_line)

@@ -81,7 +81,7 @@ class CheckedGraph:
 
 def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
     """``model``'s graph with the symbolic input dimensions ``dims`` fixed (the first input's first,
-    the batch, defaults to 1), checked and shape-inferred; an InputError for anything else."""
+    the batch, is 1 and not ``dims``'s to set: layers are per sample), checked and shape-inferred; an InputError for anything else."""
     light = _light(onnx, model)
     graph = light.graph
     initializers = {t.name: tuple(t.dims) for t in model.graph.initializer}
@@ -101,8 +101,16 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
             raise InputError(f"graph input {value.name!r} has no shape", field="input")
         for axis, dim in enumerate(tensor_type.shape.dim):
             if dim.HasField("dim_value"):
+                if dim.dim_value <= 0 and (index, axis) != (0, 0):  # the batch's 0 is named below
+                    raise InputError(f"graph input {shown(value.name)} fixes dimension {axis} at {dim.dim_value}: "
+                                     "an empty tensor, nothing to cost; export the model at its real size",
+                                     field="input")
                 continue
             label = dim.dim_param or f"{value.name}[{axis}]"
+            if label in dims and index == 0 and axis == 0:  # read per sample: a value here changed no cost
+                raise InputError(f"{keyed('dim', label)} fixes the batch, the first dimension of graph input "
+                                 f"{shown(value.name)}, but layers are read per sample: leave it out and give the "
+                                 f"batch with {setting('batch', placeholder='N')}", field="dim")
             if label in dims:
                 dim.dim_value = dims[label]
             elif index == 0 and axis == 0:

@@ -247,9 +247,10 @@ class _Importer:
         if shape and shape[0] % self.batch == 0:
             return (shape[0] // self.batch,) + shape[1:]
         raise InputError(f"node {name!r} (op {node.op_type}): tensor {tensor!r} of shape {list(shape)} does "
-                         f"not lead with the batch ({self.batch}), so it cannot be read per sample; import the model "
-                         "at batch 1 (export it so, or leave its batch dimension symbolic: no --dim for it) and set "
-                         "the batch with --batch", field="shape")
+                         f"not lead with the batch ({self.batch}), so it cannot be read per sample; give the model at "
+                         f"batch 1 (an ONNX file exported so or with its batch left symbolic; for a PyTorch class, "
+                         f"{setting('input-shape')}'s first number is the batch: 1,3,224,224) and set the batch with "
+                         f"{setting('batch')}", field="shape")
 
     def _unique(self, name: str) -> str:
         clean = "".join("_" if ch in ',;"\r\n' else ch for ch in name).strip() or "node"
