@@ -192,3 +192,13 @@ def simulated_actions(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(stage_run, "run_order", counting)
     return handed
+
+
+@pytest.fixture
+def unread_key_chip(tmp_path: Path) -> Path:
+    """The shipped 16-array .cfg device with ``board_watts = 50`` added: a key an array device does not read
+    (the unread-key note's tests)."""
+    path = tmp_path / "chip.cfg"
+    text = (Path(__file__).resolve().parents[1] / "configs" / "devices" / "scalesim_32x32_device.cfg").read_text()
+    path.write_text(text.replace("arrays = 16", "arrays = 16\nboard_watts = 50"))
+    return path

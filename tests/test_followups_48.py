@@ -142,16 +142,7 @@ def test_an_empty_energy_table_or_clock_axis_is_refused(tmp_path, capsys, axis, 
     assert line == f"archsim sweep: error: {spec}, {expected}" and not (tmp_path / "out").exists()
 
 
-DEVICE_CFG = (ROOT / "configs" / "devices" / "scalesim_32x32_device.cfg").read_text()
 UNREAD = "this key is not read: [device] board_watts"
-
-
-@pytest.fixture
-def chip(tmp_path: Path) -> Path:
-    """The shipped 16-array .cfg device with ``board_watts = 50``: a key an array device does not read."""
-    path = tmp_path / "chip.cfg"
-    path.write_text(DEVICE_CFG.replace("arrays = 16", "arrays = 16\nboard_watts = 50"))
-    return path
 
 
 def _said(call) -> list[warnings.WarningMessage]:
@@ -172,10 +163,10 @@ JOBS = {
 
 
 @pytest.mark.parametrize("job", sorted(JOBS))
-def test_a_device_files_unread_key_is_said_once_at_the_callers_line(chip, job):
+def test_a_device_files_unread_key_is_said_once_at_the_callers_line(unread_key_chip, job):
     """One UserWarning naming board_watts, at this file's line: array_config said none before (its two rows failed);
     cost, profile, plan and bppsa_rnn build their array through the same builder and say it once, not twice."""
-    said = [w for w in _said(lambda: JOBS[job](chip)) if UNREAD in str(w.message)]
+    said = [w for w in _said(lambda: JOBS[job](unread_key_chip)) if UNREAD in str(w.message)]
     assert len(said) == 1 and Path(said[0].filename).name == Path(__file__).name
 
 

@@ -26,14 +26,6 @@ UNREAD = 'is a gemm = "arrays" device'
 WHY = "(its energy is the energy model's, not board power × time)"
 
 
-@pytest.fixture
-def chip(tmp_path: Path) -> Path:
-    """The shipped 16-array .cfg device with ``board_watts = 50`` added: a key an array device does not read."""
-    path = tmp_path / "chip.cfg"
-    path.write_text(DEVICE_CFG.replace("arrays = 16", "arrays = 16\nboard_watts = 50"))
-    return path
-
-
 def _note(config: Path) -> str:
     return f'{config} is a gemm = "arrays" device: this key is not read: [device] board_watts {WHY}'
 
@@ -41,11 +33,11 @@ def _note(config: Path) -> str:
 @pytest.mark.parametrize("command", [["gemm", "--m", "4", "--k", "4", "--n", "4"],
                                      ["schedule", "ffnn8", "--policy", "gpipe", "--processors", "2",
                                       "--microbatches", "2"]])
-def test_gemm_and_schedule_note_a_device_files_unread_key_once(chip, capsys, command):
+def test_gemm_and_schedule_note_a_device_files_unread_key_once(unread_key_chip, capsys, command):
     """Each says the note cost and energy say, once, on stderr, named after the command."""
-    assert main([*command, "--config", str(chip)]) == 0
+    assert main([*command, "--config", str(unread_key_chip)]) == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if UNREAD in line]
-    assert lines == [f"archsim {command[0]}: note: {_note(chip)}"]
+    assert lines == [f"archsim {command[0]}: note: {_note(unread_key_chip)}"]
 
 
 def test_gemm_on_the_shipped_device_says_no_such_note(capsys):
@@ -67,13 +59,13 @@ JOBS = {
 
 
 @pytest.mark.parametrize("job", sorted(JOBS))
-def test_the_api_warns_it_once_at_the_callers_line(chip, job):
+def test_the_api_warns_it_once_at_the_callers_line(unread_key_chip, job):
     """One UserWarning, the command's note as is, pointing at this file (the caller's line), as archsim.cost's."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        JOBS[job](chip)
+        JOBS[job](unread_key_chip)
     said = [w for w in caught if UNREAD in str(w.message)]
-    assert [str(w.message) for w in said] == [_note(chip)]
+    assert [str(w.message) for w in said] == [_note(unread_key_chip)]
     assert Path(said[0].filename).name == Path(__file__).name
 
 
