@@ -14,7 +14,7 @@ from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.array.config import ArrayConfig
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.errors import InputError
-from archsim.validate import comma_items
+from archsim.value_parsers import comma_items
 from archsim.workload.layer import Network
 
 

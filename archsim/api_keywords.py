@@ -145,12 +145,12 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
 
 def listed(value, field: str) -> tuple:
     """A list keyword's values as a tuple, read as the comma flags read theirs (``--only conv,fc``): a string split
-    at its commas by the flags' one reader (:func:`archsim.validate.comma_items`: ``"4,8"``: two; ``"4"``: one, not
+    at its commas by the flags' one reader (:func:`archsim.value_parsers.comma_items`: ``"4,8"``: two; ``"4"``: one, not
     its characters; an empty entry, ``"4,,8"``, refused naming ``field``, the flag's name), a list or tuple as is, one
     value (a count, whole floats included, a path) as one."""
     import numbers
 
-    from archsim.validate import comma_items
+    from archsim.value_parsers import comma_items
 
     if isinstance(value, str):
         return comma_items(value, field)

@@ -52,15 +52,6 @@ def flag_text(value: object) -> str:
     return ",".join(map(str, value)) if listed else str(value)  # type: ignore[call-overload]
 
 
-def comma_items(value: object, flag: str) -> tuple[str, ...]:
-    """A comma-list flag's entries (its :func:`flag_text`), each without the spaces around it, as typed inside
-    quotes (``--only "conv, fc"``); an empty one (``conv,,fc``, a trailing comma) is an InputError naming ``flag``.
-    Every comma list is read here, so no flag drops or refuses what another takes."""
-    items = tuple(part.strip() for part in flag_text(value).split(","))
-    if not all(items):
-        raise InputError(f"{shown(flag_text(value))} has an empty item; give values separated by commas", field=flag)
-    return items
-
 
 def shown_number(value: object) -> str:
     """A file's value where a number belongs, for an error line: as :func:`shown`, and a string said to be one,

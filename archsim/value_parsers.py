@@ -13,7 +13,8 @@ import math
 import numbers
 import re
 
-from archsim.validate import INT32_MAX, MAX_PROCESSORS, MIN_MAGNITUDE, SEED_MAX, shown
+from archsim.errors import InputError
+from archsim.validate import INT32_MAX, MAX_PROCESSORS, MIN_MAGNITUDE, SEED_MAX, flag_text, shown
 
 MAX_INTEGER_DIGITS = 40  # a written integer longer than this is refused before int() reads it
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
@@ -112,3 +113,12 @@ seed_flag = int_flag(0, SEED_MAX, "a seed")
 processors_flag = int_flag(1, MAX_PROCESSORS, "a processor count")
 positive_float_flag = float_flag(0.0, low_open=True, what="a positive number")
 non_negative_float_flag = float_flag(0.0, what="a non-negative number")
+
+def comma_items(value: object, flag: str) -> tuple[str, ...]:
+    """A comma-list flag's entries (its :func:`~archsim.validate.flag_text`), each without the spaces around it, as typed inside
+    quotes (``--only "conv, fc"``); an empty one (``conv,,fc``, a trailing comma) is an InputError naming ``flag``.
+    Every comma list is read here, so no flag drops or refuses what another takes."""
+    items = tuple(part.strip() for part in flag_text(value).split(","))
+    if not all(items):
+        raise InputError(f"{shown(flag_text(value))} has an empty item; give values separated by commas", field=flag)
+    return items

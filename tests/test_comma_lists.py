@@ -1,4 +1,4 @@
-"""Every comma-list flag reads its entries one way (``archsim.validate.comma_items``): spaces around an entry are
+"""Every comma-list flag reads its entries one way (``archsim.value_parsers.comma_items``): spaces around an entry are
 dropped, as people type them inside quotes (``--only "conv, fc"``), and an empty entry (``conv,,fc``, a trailing
 comma) is refused in one line naming the flag.
 

@@ -20,8 +20,8 @@ from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_
 from archsim.clock import checked_clock, clock_hz
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, comma_items, flag_text, shown
-from archsim.value_parsers import parse_int
+from archsim.validate import INT32_MAX, flag_text, shown
+from archsim.value_parsers import comma_items, parse_int
 
 
 def array_from_flags(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,

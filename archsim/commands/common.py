@@ -19,8 +19,8 @@ from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
 from archsim.output_targets import output_flag
 from archsim.progress import progress
-from archsim.validate import DEFAULT_MAX_OPS, comma_items, shown
-from archsim.value_parsers import parse_int, positive_float_flag, positive_int_flag
+from archsim.validate import DEFAULT_MAX_OPS, shown
+from archsim.value_parsers import comma_items, parse_int, positive_float_flag, positive_int_flag
 
 if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.array.config import ArrayConfig

@@ -8,7 +8,7 @@ import copy
 from collections.abc import Callable, Sequence
 
 from archsim.errors import InputError
-from archsim.validate import comma_items
+from archsim.value_parsers import comma_items
 
 
 class _Choices(tuple):
@@ -23,7 +23,7 @@ class ListFlag(argparse.Action):
     """A list flag (``nargs="+"``): each word split at its commas, then each item read by ``item`` (its
     argparse type: argparse would read each whole word, ``4,8`` as one integer) and checked against
     ``choices``, with argparse's own messages. Each word is split as every comma list is
-    (:func:`~archsim.validate.comma_items`: spaces around an item dropped); an empty item (``4,,8``, a
+    (:func:`~archsim.value_parsers.comma_items`: spaces around an item dropped); an empty item (``4,,8``, a
     trailing comma) is refused, as an empty value is."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, *, item: Callable | None = None,

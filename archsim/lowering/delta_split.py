@@ -10,7 +10,7 @@ from typing import Literal
 
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp
-from archsim.validate import comma_items
+from archsim.value_parsers import comma_items
 from archsim.workload.layer import Layer
 
 SplitAxis = Literal["channels", "reduction", "rows"]

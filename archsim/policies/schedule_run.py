@@ -17,7 +17,7 @@ from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.schedule_array import costs_meta, run_array, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
-from archsim.validate import comma_items
+from archsim.value_parsers import comma_items
 
 if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule runs
     from archsim.partition.profile import LayerProfile

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
-from archsim.validate import INT32_MAX, comma_items
-from archsim.value_parsers import parse_float
+from archsim.validate import INT32_MAX
+from archsim.value_parsers import comma_items, parse_float
 
 if TYPE_CHECKING:
     from archsim.policies.actions import StageOrder

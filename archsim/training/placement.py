@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.training import PLACEMENTS
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import comma_items
-from archsim.value_parsers import parse_int
+from archsim.value_parsers import comma_items, parse_int
 
 if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster

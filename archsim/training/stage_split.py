@@ -281,8 +281,7 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
 def parse_stage_layers(text: str) -> tuple[int, ...]:
     """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
     from archsim.errors import InputError
-    from archsim.validate import comma_items
-    from archsim.value_parsers import parse_int
+    from archsim.value_parsers import comma_items, parse_int
 
     try:  # ASCII digits, bounded length
         counts = tuple(parse_int(part, low=-2**31) for part in comma_items(text, "stage-layers"))

@@ -14,8 +14,8 @@ from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
 from archsim.training.parallel import Parallelism, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
-from archsim.validate import check_job_size, comma_items, shown
-from archsim.value_parsers import parse_boolean, parse_int
+from archsim.validate import check_job_size, shown
+from archsim.value_parsers import comma_items, parse_boolean, parse_int
 
 
 def _count(text: str) -> int:

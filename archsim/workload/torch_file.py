@@ -24,7 +24,8 @@ from pathlib import Path
 
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, comma_items, is_file
+from archsim.validate import INT32_MAX, is_file
+from archsim.value_parsers import comma_items
 from archsim.workload.layer import Network
 
 _SPEC = re.compile(r"^(?P<file>.+\.py):(?P<name>[A-Za-z_][A-Za-z0-9_]*)$")
