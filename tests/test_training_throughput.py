@@ -5,6 +5,7 @@ that does not fit, the Gantt's axis in seconds, and argparse's errors named afte
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -155,7 +156,7 @@ def test_flash_attention_flops_and_bytes(kv_heads):
     assert forward(standard) == forward(flash) == 2 * gemm_flops
     assert backward(standard) == 4 * gemm_flops and backward(flash) == 5 * gemm_flops
     assert all(op.fused for op in flash) and len(flash) == 2
-    longer = _attention_ops(block_work(TransformerConfig(**{**c.__dict__, "seq": 2 * c.seq}), b, t, attention="flash"))
+    longer = _attention_ops(block_work(replace(c, seq=2 * c.seq), b, t, attention="flash"))
     assert [op.vector_elements for op in longer] == [2 * op.vector_elements for op in flash]  # linear in s
     q, kv = c.seq * d * b * heads, c.seq * d * b * max(kv_heads // t, 1)
     assert flash[0].vector_elements == 2 * q + 2 * kv + 2 * c.seq * b * heads  # Q, K, V, O; fp32 log-sum-exp

@@ -105,3 +105,27 @@ def test_import_writes_a_csv_that_loads_back_shape_checked(tmp_path):
     out = tmp_path / "gpt2.csv"
     assert main(["import", str(CONFIGS / "gpt2.json"), "--dim", "seq=64", "-o", str(out)]) == 0
     assert load_topology(out).layers == load_network(CONFIGS / "gpt2.json", dims={"seq": 64}).layers
+
+
+def test_a_config_hashes_as_its_fields_and_anew_in_another_process():
+    """A config's hash is kept (every memory figure's cache looks it up); it must be the fields' tuple's, as
+    dataclass makes it, and must not travel in a pickle: another process hashes strings with another seed."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+    from dataclasses import fields, replace
+
+    config = load_transformer(CONFIGS / "gpt3_175b.toml")
+    own = hash(tuple(getattr(config, f.name) for f in fields(config)))  # dataclass's rule, written out
+    assert hash(config) == own and hash(config) == own  # kept, then read back
+    longer = replace(config, seq=2 * config.seq)
+    assert hash(longer) == hash(tuple(getattr(longer, f.name) for f in fields(longer))) != own
+    assert vars(pickle.loads(pickle.dumps(config))).keys() == {f.name for f in fields(config)}
+    child = ("import pickle, sys\nfrom archsim.workload.model_files import load_transformer\n"
+             "sent = pickle.loads(sys.stdin.buffer.read())\nmade = load_transformer(sys.argv[1])\n"
+             "print(sent == made, hash(sent) == hash(made), len({sent, made}))")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    done = subprocess.run([sys.executable, "-c", child, str(CONFIGS / "gpt3_175b.toml")], input=pickle.dumps(config),
+                          capture_output=True, env=env, check=True)
+    assert done.stdout.decode().split() == ["True", "True", "1"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
 from archsim.console import setting
@@ -202,12 +203,12 @@ class Parallelism:
             raise InputError(f"takes one layer count per model chunk in pipeline order, {need} counts, got "
                              f"{len(self.stage_layers)}", field="stage-layers")
 
-    @property
+    @cached_property  # kept in the instance: a planned search's rank sizing reads it millions of times
     def chunks(self) -> int:
         """Model chunks per pipeline rank the schedule runs: ``interleave``, or 2 for the V-shaped ones."""
         return chunks_run(self.schedule, self.interleave)
 
-    @property
+    @cached_property  # as chunks (the fields it reads are frozen; __post_init__ sets schedule before reading it)
     def schedule_name(self) -> str:
         """The published order to build: plain 1F1B with ``interleave`` > 1 is Megatron's interleaved 1F1B."""
         return schedule_name(self.schedule, self.interleave)

@@ -19,7 +19,7 @@ head tied to the token embedding counted once).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 
 from archsim.console import setting
@@ -128,6 +128,22 @@ class TransformerConfig:
         if self.activation and self.activation not in ACTIVATIONS:
             raise InputError(f"expected one of {', '.join(ACTIVATIONS)}, got {shown(self.activation)}", field="activation")
         check_positions(self.name, self.position_limit, self.seq, setting("seq", placeholder="N"), "seq")
+
+    def __hash__(self) -> int:
+        """The hash dataclass gives (its fields' tuple's), worked out once and kept: every memory and time figure
+        is looked up by its config (``lru_cache``), and a planned search would rehash its 28 fields millions of
+        times."""
+        try:
+            return self.__dict__["_hash"]
+        except KeyError:
+            value = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", value)
+            return value
+
+    def __getstate__(self) -> dict[str, object]:
+        """The fields without the kept hash: a string hashes anew in another process (``PYTHONHASHSEED``), so an
+        unpickled config works its own out."""
+        return {key: value for key, value in self.__dict__.items() if key != "_hash"}
 
     @property
     def mlp_activation(self) -> str:
