@@ -124,3 +124,15 @@ def test_a_pair_across_servers_of_one_nvlink_domain_plans_at_trains_nvlink(tmp_p
     trained = group_link(cluster, cluster.gpu, range(0, 9, 8), hop=True)
     assert trained.name == "nvlink" and trained.bandwidth == 300e9
     assert cluster.topology.bandwidth[0, 8] == trained.bandwidth
+
+
+def test_train_reads_a_3072_gpu_file_without_pricing_its_pairs():
+    """Train and search read a cluster's servers, fabrics and network, never a GPU pair: the 3,072² pairs (≈ 0.4 CPU s,
+    0.4 GB) are priced when first asked for, and then are the file's (a send between servers gets one whole NIC)."""
+    sizes, fabrics, _, nic, _ = _by_hand("a100_384_servers.toml")
+    cluster = load_gpu_cluster(CLUSTERS / "a100_384_servers.toml")
+    assert cluster.sizes == tuple(sizes) and cluster.gpus == sum(sizes) == 3072 and cluster.fabrics == tuple(fabrics)
+    assert "file_topology" not in vars(cluster)  # not priced by reading the file
+    held = cluster.topology
+    assert held.bandwidth.shape == (3072, 3072) and held.network is cluster.network
+    assert held.bandwidth[0, 1] == fabrics[0] and held.bandwidth[0, sizes[0]] == nic and held.bandwidth[0, 0] == 0.0

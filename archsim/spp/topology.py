@@ -203,6 +203,28 @@ def _gbps(value, field: str, file: str, rng: _Draws) -> float:
     return _figure(value, field, file, rng) * 1e9 / 8
 
 
+@dataclass(frozen=True, eq=False)
+class ClusterLayout:
+    """A cluster document read and checked, its GPU pairs not yet priced (:func:`pair_topology` prices them): each
+    GPU's server, each server's fabric (bytes/s per GPU per direction), catalog board and device, the network
+    between servers, the server pairs' drawn links (bytes/s; None: none drawn). Train and search read no pair: a
+    :class:`~archsim.training.cluster.GpuCluster` keeps this and prices its pairs when asked (3,072² of them take
+    ≈ 0.4 CPU s and 0.4 GB)."""
+
+    name: str
+    file: str
+    servers: tuple[int, ...]  # server index of each GPU
+    fabrics: tuple[float, ...]
+    boards: tuple[str | None, ...]  # each server's catalog GPU where it names one (its in-server pairs' links)
+    server_devices: tuple  # each server's device (None: its table names none)
+    network: Network | None
+    domain_fabric: float | None
+    drawn: np.ndarray | None  # (servers, servers) bytes/s from [low, high] ranges (plan's seed)
+    link: str  # inter_server_link
+    memory_bytes: float | None
+    links: str  # how plan prices a transfer, one of LINK_MODELS
+
+
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
                    max_devices: int = MAX_DEVICES, network_links: bool = False,
                    default_gbps: float = 0.0, links: str = "paper", devices: tuple = ()) -> Topology:
@@ -215,6 +237,14 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     ``"exact"`` (each pair's transfer costs what train's pipeline hop on it costs,
     :func:`~archsim.spp.link_classes.exact_links`, which needs ``devices``: each ``[[servers]]`` table's device,
     :func:`archsim.training.cluster_file.named_devices`)."""
+    return pair_topology(cluster_layout(spec, file=file, seed=seed, max_devices=max_devices, network_links=network_links,
+                                        default_gbps=default_gbps, links=links, devices=devices))
+
+
+def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = None, max_devices: int = MAX_DEVICES,
+                   network_links: bool = False, default_gbps: float = 0.0, links: str = "paper",
+                   devices: tuple = ()) -> ClusterLayout:
+    """:func:`build_topology`'s reading and checks (every refusal but ``exact`` links' own), its pairs not priced."""
     if links not in LINK_MODELS:
         raise InputError(f"expected one of {', '.join(LINK_MODELS)}, got {shown(links)}", field="links")
     if "device" in spec and "cluster" not in spec:  # a device file given where its cluster goes
@@ -276,20 +306,14 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     if between is None and n_servers > 1 and not network_links and "network" not in spec:
         raise missing_inter_server(file)
     where = np.array(servers)
-    same = where[:, None] == where[None, :]
     # [low, high] ranges between servers, one draw per pair (plan's seed), state no one network; else train's
     drawn = "network" not in spec and between is not None and not is_gbps(between)
-    inter: np.ndarray | float = 0.0
+    pairs = None
     if drawn and n_servers > 1:  # in this order (the seed's numbers)
         pairs = np.zeros((n_servers, n_servers))
         for a in range(n_servers):
             for b in range(a + 1, n_servers):
                 pairs[a, b] = pairs[b, a] = _gbps(between, "inter_server_gbps", file, rng)
-        # a pipeline send runs alone on its server pair's link: the whole of it (archsim.links.nic_share)
-        inter = nic_share(pairs[where][:, where], np.bincount(where)[where][:, None], alone=True)
-    bandwidth = np.where(same, np.array(intra)[where][:, None], inter)
-    np.fill_diagonal(bandwidth, 0.0)
-    board_pairs(bandwidth, where, boards, intra)
     link = cluster.get("inter_server_link", "shared")
     if link not in INTER_SERVER_LINKS:
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
@@ -298,27 +322,42 @@ def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     check_nvls(network is not None and network.nvls, server_devices, file)  # a board that cannot: refused
     # a pair of two servers of one NVLink domain runs on the servers' one fabric, as train's group of the two
     fabric = domain_fabric(network, where, intra, [b if d is None else d.name for d, b in zip(server_devices, boards)])
-    if network is not None:  # the NICs train prices its groups on: a send alone gets one whole
-        bandwidth, capacity, sharing = network_pairs(network, where, bandwidth, fabric)
-    elif link == "shared":  # a server pair's g_a·g_b GPU pairs share its link
-        sharing = np.bincount(where)[where]
-        capacity = np.where(same, bandwidth, bandwidth / np.outer(sharing, sharing))
-    else:
-        capacity, sharing = bandwidth, np.ones(len(where))
     memory = cluster.get("gpu_memory_gb")
     if memory is not None and not (isinstance(memory, (int, float)) and not isinstance(memory, bool)
                                    and MIN_MEMORY_GB <= memory <= MAX_MEMORY_GB):
         raise InputError(f"expected a number of GB in [{MIN_MEMORY_GB:g}, {MAX_MEMORY_GB:g}]", file=file,
                          field="gpu_memory_gb")
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
+    return ClusterLayout(name, file, tuple(servers), tuple(intra), tuple(boards), tuple(server_devices), network, fabric,
+                         pairs, link, None if memory is None else float(memory) * 1e9, links)
+
+
+def pair_topology(layout: ClusterLayout) -> Topology:
+    """``layout``'s Topology: each GPU pair's bandwidth and min-cut capacity (``exact`` links: its latency and link
+    class too, :func:`~archsim.spp.link_classes.exact_links`, which refuses a server naming no device)."""
+    where, intra, network, fabric = np.array(layout.servers), list(layout.fabrics), layout.network, layout.domain_fabric
+    same = where[:, None] == where[None, :]
+    inter: np.ndarray | float = 0.0
+    if layout.drawn is not None:  # a pipeline send runs alone on its server pair's link: the whole of it (nic_share)
+        inter = nic_share(layout.drawn[where][:, where], np.bincount(where)[where][:, None], alone=True)
+    bandwidth = np.where(same, np.array(intra)[where][:, None], inter)
+    np.fill_diagonal(bandwidth, 0.0)
+    board_pairs(bandwidth, where, list(layout.boards), intra)
+    if network is not None:  # the NICs train prices its groups on: a send alone gets one whole
+        bandwidth, capacity, sharing = network_pairs(network, where, bandwidth, fabric)
+    elif layout.link == "shared":  # a server pair's g_a·g_b GPU pairs share its link
+        sharing = np.bincount(where)[where]
+        capacity = np.where(same, bandwidth, bandwidth / np.outer(sharing, sharing))
+    else:
+        capacity, sharing = bandwidth, np.ones(len(where))
     latency: np.ndarray | float = 0.0
     classes = None
-    if links == "exact":
-        bandwidth, latency, classes = exact_links(bandwidth, where, sharing, server_devices, intra, file,
-                                                  domain_pairs(network, where, fabric), network is not None and network.nvls)
-    return Topology(name, tuple(servers), bandwidth, capacity, None if memory is None else float(memory) * 1e9,
-                    latency=latency, links=classes, unit="seconds", fabrics=tuple(intra), network=network,
-                    domain_fabric=fabric)
+    if layout.links == "exact":
+        bandwidth, latency, classes = exact_links(bandwidth, where, sharing, list(layout.server_devices), intra,
+                                                  layout.file, domain_pairs(network, where, fabric),
+                                                  network is not None and network.nvls)
+    return Topology(layout.name, layout.servers, bandwidth, capacity, layout.memory_bytes, latency=latency,
+                    links=classes, unit="seconds", fabrics=layout.fabrics, network=network, domain_fabric=fabric)
 
 
 def missing_inter_server(file: str) -> InputError:

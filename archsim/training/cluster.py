@@ -41,7 +41,7 @@ from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism, tp_straddles
 
 if TYPE_CHECKING:
-    from archsim.spp.topology import Topology
+    from archsim.spp.topology import ClusterLayout, Topology
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,19 @@ class GpuCluster:
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
     warnings: tuple[str, ...] = ()  # what the file states that is implausible (a link's unit slipped), one line each
-    # the Topology the file was read into (servers in the file's order; None: a cluster made here, single_node)
-    file_topology: Topology | None = field(default=None, compare=False, repr=False)
+    # the file as read, its GPU pairs not priced (servers in the file's order; None: a cluster made here, single_node)
+    file_layout: ClusterLayout | None = field(default=None, compare=False, repr=False)
     order: tuple[int, ...] = field(default=(), compare=False, repr=False)  # file's servers in this order (reordered)
+
+    @cached_property
+    def file_topology(self) -> Topology | None:
+        """The Topology the file was read into (servers in the file's order), its GPU pairs priced at the first
+        asking (:func:`archsim.spp.topology.pair_topology`): train and search read none of them."""
+        if self.file_layout is None:
+            return None
+        from archsim.spp.topology import pair_topology
+
+        return pair_topology(self.file_layout)
 
     @cached_property
     def topology(self) -> Topology | None:
@@ -78,9 +88,9 @@ class GpuCluster:
     def sizes(self) -> tuple[int, ...]:
         """Each server's GPU count in this cluster's server order, as its topology states them (empty: a cluster made
         without a file, single_node: one server of :attr:`gpus`)."""
-        if self.file_topology is None:
+        if self.file_layout is None:
             return ()
-        counts = tuple(len(list(gpus)) for _, gpus in groupby(self.file_topology.servers))  # servers in order
+        counts = tuple(len(list(gpus)) for _, gpus in groupby(self.file_layout.servers))  # servers in order
         return tuple(counts[i] for i in self.order) if self.order else counts
 
     @cached_property

@@ -21,7 +21,7 @@ from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
 from archsim.spp.cluster_document import read_cluster_document, server_gpu
-from archsim.spp.topology import build_topology, missing_inter_server
+from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
@@ -117,8 +117,8 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     # file read into plan's topology: its GPUs, each server's fabric and the network are this record's
     loaded = dict(loaded or {})
     devices = named_devices(spec, folder, file, loaded)
-    topology = build_topology(spec, file=file, max_devices=MAX_GPUS, network_links=True, devices=devices,
-                              default_gbps=device_inter_node_gbps(devices))
+    layout = cluster_layout(spec, file=file, max_devices=MAX_GPUS, network_links=True, devices=devices,
+                            default_gbps=device_inter_node_gbps(devices))  # its pairs priced if asked for
     if "gpu_memory_gb" in spec["cluster"]:  # the array planners' figure; a GPU's board (or device file) sizes it here
         raise InputError("sizes archsim plan's GPUs only: train and search take each GPU's memory from its catalog "
                          'board or device file; name a GPU of that memory (gpu = "a100-40gb") or a device file',
@@ -154,10 +154,10 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     if len(kinds) > 1 and "network" not in spec and spec["cluster"].get("inter_server_gbps") is None and not nic:
         raise missing_inter_server(file)  # no figure, or device files that state different ones
     # the topology's network (a drawn inter_server_gbps range has none: read_network refuses it)
-    network = topology.network or read_network(spec, per_server, file, default_gbps=nic)
+    network = layout.network or read_network(spec, per_server, file, default_gbps=nic)
     warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
-    return GpuCluster(topology.devices, kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
-                      topology.fabrics, unread, warnings, file_topology=topology)
+    return GpuCluster(len(layout.servers), kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
+                      layout.fabrics, unread, warnings, file_layout=layout)
 
 
 def named_devices(spec: dict, folder: Path, file: str,
