@@ -73,7 +73,7 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
 
         done = run_pipedream(args, profile, topology, priced_on, device_memory, drawn=drawn, phases=phases)
     else:
-        done = _spp(args, topology, profile, priced_on)
+        done = _spp(args, topology, profile, priced_on, speak)
     return replace(done, warnings=tuple(warnings), notes=tuple(notes))
 
 
@@ -303,9 +303,9 @@ def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
                       "(each replica 1/r of a micro-batch)", field="replication")
 
 
-def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
+def _spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak = say) -> PlanRun:
     """SPP's plan, or a baseline's makespan beside SPP's (``args.method``), with the baselines ``args.baselines``
-    names run for the meta."""
+    names run for the meta; a ``max_stages`` above what the layers and GPUs allow noted as capped."""
     from archsim.planners import plan_on_cluster
     from archsim.progress import progress
     from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
@@ -334,6 +334,11 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
             assert makespan is not None, "a plan on a cluster is scheduled"
             others[method] = float(makespan)
             bar.update()
+    if args.max_stages is not None and args.max_stages > limit:  # "at most": said once, after the search
+        speak("note", f"{setting('max-stages', args.max_stages)} is more stages than a plan of {len(profile)} layer"
+                      f"{'s' if len(profile) != 1 else ''} on {topology.devices} GPU"
+                      f"{'s' if topology.devices != 1 else ''} can have (one layer and one GPU a stage at least): "
+                      f"SPP tries at most {limit}")
     config = {"baselines": args.baselines} if args.baselines != "archsim" else {}
     if args.links != "paper":
         config["links"] = args.links
