@@ -81,7 +81,8 @@ class CheckedGraph:
 
 def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
     """``model``'s graph with the symbolic input dimensions ``dims`` fixed (the first input's first,
-    the batch, is 1 and not ``dims``'s to set: layers are per sample), checked and shape-inferred; an InputError for anything else."""
+    the batch, is 1 and not ``dims``'s to set, as is a dimension of its symbol on another input: layers are per
+    sample; another input's symbolic first dimension of another symbol is refused naming both), checked and shape-inferred; an InputError for anything else."""
     light = _light(onnx, model)
     graph = light.graph
     initializers = {t.name: tuple(t.dims) for t in model.graph.initializer}
