@@ -176,3 +176,23 @@ def test_bppsa_rnn_refuses_an_empty_list(capsys, keyword, empty):
     flag = "--" + keyword.replace("_", "-")
     assert _said(["bppsa", "rnn", flag, ""], capsys) == \
         f"archsim bppsa rnn: error: argument {flag}: expected a value, got an empty one"
+
+
+# 5. a layer's bias: in its parameters, not in weight_bytes (docs/formats.md's Bias column says why)
+
+
+def test_a_bias_counts_as_parameters_not_as_weight_bytes(tmp_path):
+    """What docs/formats.md states, by hand: fc1 (4 → 8) and fc2 (8 → 2) with biases have 4·8 + 8 + 8·2 + 2 = 58
+    parameters, and int8 weight bytes 32 and 16 — the same, and the same cycles, as without biases."""
+    header = "Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,Channels,Num Filter,Strides,Type,Bias\n"
+    paths = []
+    for bias in (0, 1):
+        path = tmp_path / f"bias{bias}.csv"
+        path.write_text(header + f"fc1,1,1,1,1,4,8,1,fc,{bias}\nfc2,1,1,1,1,8,2,1,fc,{bias}\n")
+        paths.append(str(path))
+    assert archsim.load_network(paths[1]).parameter_count == 58
+    assert archsim.load_network(paths[0]).parameter_count == 48
+    without, biased = (archsim.cost(path).table for path in paths)
+    assert list(biased["weight_bytes"]) == [32, 16]
+    assert biased[["F_cycles", "G_cycles", "D_cycles", "weight_bytes"]].equals(
+        without[["F_cycles", "G_cycles", "D_cycles", "weight_bytes"]])
