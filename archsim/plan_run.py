@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
-from archsim.console import say, setting
+from archsim.console import say, setting, switch_on
 from archsim.errors import InputError
 
 if TYPE_CHECKING:
@@ -271,6 +271,7 @@ def check_flags(args: Any) -> None:
     if asked and args.method in BASELINE_METHODS:
         raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
                          "makespan only", field="method")
+    _check_method_options(args)
     if getattr(args, "replication", "paper") == "exact" and args.method == "pipedream":
         raise InputError(f"{setting('replication', 'exact')} sets how SPP's replicas share a micro-batch; "
                          f"{setting('method', 'pipedream')} is PipeDream's optimizer, which replicates by its own "
@@ -289,6 +290,26 @@ def check_flags(args: Any) -> None:
                              f"{args.network} is a PipeDream profile that does not say how many samples its "
                              f"seconds are of: give {setting('replication', 'paper')}", field="replication")
     args.mode = "exact" if args.mode is None else args.mode
+
+
+def _check_method_options(args: Any) -> None:
+    """Refuse a setting the chosen method does not read, which would change nothing silently: ``max_stages`` bounds
+    SPP's search, which PipeDream's optimizer does not run; its own four options mean nothing to SPP or a baseline."""
+    if args.method == "pipedream" and getattr(args, "max_stages", None) is not None:
+        raise InputError(f"{setting('max-stages', args.max_stages)} bounds SPP's search; "
+                         f"{setting('method', 'pipedream')} is PipeDream's optimizer, which tries every stage count its "
+                         "levels allow: drop it", field="max-stages")
+    if args.method == "pipedream":
+        return
+    ratio = getattr(args, "activation_compression_ratio", None)
+    given = ([("activation-compression-ratio", setting("activation-compression-ratio", ratio))] if ratio is not None
+             else []) + [(name, switch_on(name)) for name in ("memory-constraint", "straight-pipeline",
+                                                              "use-fewer-machines")
+                         if getattr(args, name.replace("-", "_"), False)]
+    if given:
+        name, shown = given[0]
+        raise InputError(f"{shown} is an option of PipeDream's optimizer ({setting('method', 'pipedream')}); "
+                         f"{setting('method', args.method)} does not read it: drop it", field=name)
 
 
 def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:

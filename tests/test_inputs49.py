@@ -196,3 +196,34 @@ def test_a_bias_counts_as_parameters_not_as_weight_bytes(tmp_path):
     assert list(biased["weight_bytes"]) == [32, 16]
     assert biased[["F_cycles", "G_cycles", "D_cycles", "weight_bytes"]].equals(
         without[["F_cycles", "G_cycles", "D_cycles", "weight_bytes"]])
+
+
+# 6. plan's flags that the chosen method does not read: refused, not dropped
+
+
+@pytest.mark.parametrize(("flags", "keywords", "flag_text", "keyword_text"), [
+    (["--method", "pipedream", "--max-stages", "2"], {"method": "pipedream", "max_stages": 2},
+     "field 'max-stages': --max-stages 2 bounds SPP's search; --method pipedream is PipeDream's optimizer, which "
+     "tries every stage count its levels allow: drop it",
+     "field 'max_stages': max_stages=2 bounds SPP's search; method='pipedream' is PipeDream's optimizer, which "
+     "tries every stage count its levels allow: drop it"),
+    (["--straight-pipeline"], {"straight_pipeline": True},
+     "field 'straight-pipeline': --straight-pipeline is an option of PipeDream's optimizer (--method pipedream); "
+     "--method spp does not read it: drop it",
+     "field 'straight_pipeline': straight_pipeline=True is an option of PipeDream's optimizer "
+     "(method='pipedream'); method='spp' does not read it: drop it"),
+    (["--method", "gpipe", "--activation-compression-ratio", "2"], {"method": "gpipe",
+                                                                   "activation_compression_ratio": 2},
+     "field 'activation-compression-ratio': --activation-compression-ratio 2.0 is an option of PipeDream's optimizer "
+     "(--method pipedream); --method gpipe does not read it: drop it",
+     "field 'activation_compression_ratio': activation_compression_ratio=2.0 is an option of PipeDream's optimizer "
+     "(method='pipedream'); method='gpipe' does not read it: drop it"),
+])
+def test_plan_refuses_a_flag_its_method_does_not_read(capsys, flags, keywords, flag_text, keyword_text):
+    """Failed before: ``--method pipedream --max-stages 1`` printed the same plan as without it (PipeDream's
+    optimizer runs no SPP search), and SPP or a baseline ran with PipeDream's options unread."""
+    argv = [*PLAN[:-2], *flags]
+    assert _said(argv, capsys) == f"archsim plan: error: {flag_text}"
+    cluster = ROOT / "configs" / "clusters" / "testbed_1080ti.toml"
+    assert _refused(lambda: archsim.plan("layerpipe_sample", cluster=cluster, microbatches=4, **keywords)) == \
+        keyword_text
