@@ -297,8 +297,8 @@ def _check_method_options(args: Any) -> None:
     SPP's search, which PipeDream's optimizer does not run; its own four options mean nothing to SPP or a baseline."""
     if args.method == "pipedream" and getattr(args, "max_stages", None) is not None:
         raise InputError(f"{setting('max-stages', args.max_stages)} bounds SPP's search; "
-                         f"{setting('method', 'pipedream')} is PipeDream's optimizer, which tries every stage count its "
-                         "levels allow: drop it", field="max-stages")
+                         f"{setting('method', 'pipedream')} is PipeDream's optimizer, which tries every stage count "
+                         "its levels allow: drop it", field="max-stages")
     if args.method == "pipedream":
         return
     ratio = getattr(args, "activation_compression_ratio", None)

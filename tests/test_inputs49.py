@@ -157,8 +157,8 @@ def test_plan_api_warns_that_max_stages_is_capped():
     with pytest.warns(UserWarning) as said:
         archsim.plan("layerpipe_sample", cluster=cluster, microbatches=4, max_stages=100)
     assert [str(w.message) for w in said] == [
-        "max_stages=100 is more stages than a plan of 4 layers on 8 GPUs can have (one layer and one GPU a stage at "
-        "least): SPP tries at most 4"]
+        ("max_stages=100 is more stages than a plan of 4 layers on 8 GPUs can have (one layer and one GPU a stage at "
+        "least): SPP tries at most 4")]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         archsim.plan("layerpipe_sample", cluster=cluster, microbatches=4, max_stages=4)
@@ -203,21 +203,21 @@ def test_a_bias_counts_as_parameters_not_as_weight_bytes(tmp_path):
 
 @pytest.mark.parametrize(("flags", "keywords", "flag_text", "keyword_text"), [
     (["--method", "pipedream", "--max-stages", "2"], {"method": "pipedream", "max_stages": 2},
-     "field 'max-stages': --max-stages 2 bounds SPP's search; --method pipedream is PipeDream's optimizer, which "
-     "tries every stage count its levels allow: drop it",
-     "field 'max_stages': max_stages=2 bounds SPP's search; method='pipedream' is PipeDream's optimizer, which "
+     ("field 'max-stages': --max-stages 2 bounds SPP's search; --method pipedream is PipeDream's optimizer, which "
      "tries every stage count its levels allow: drop it"),
+     ("field 'max_stages': max_stages=2 bounds SPP's search; method='pipedream' is PipeDream's optimizer, which "
+     "tries every stage count its levels allow: drop it")),
     (["--straight-pipeline"], {"straight_pipeline": True},
-     "field 'straight-pipeline': --straight-pipeline is an option of PipeDream's optimizer (--method pipedream); "
-     "--method spp does not read it: drop it",
-     "field 'straight_pipeline': straight_pipeline=True is an option of PipeDream's optimizer "
-     "(method='pipedream'); method='spp' does not read it: drop it"),
+     ("field 'straight-pipeline': --straight-pipeline is an option of PipeDream's optimizer (--method pipedream); "
+     "--method spp does not read it: drop it"),
+     ("field 'straight_pipeline': straight_pipeline=True is an option of PipeDream's optimizer "
+     "(method='pipedream'); method='spp' does not read it: drop it")),
     (["--method", "gpipe", "--activation-compression-ratio", "2"], {"method": "gpipe",
                                                                    "activation_compression_ratio": 2},
-     "field 'activation-compression-ratio': --activation-compression-ratio 2.0 is an option of PipeDream's optimizer "
-     "(--method pipedream); --method gpipe does not read it: drop it",
-     "field 'activation_compression_ratio': activation_compression_ratio=2.0 is an option of PipeDream's optimizer "
-     "(method='pipedream'); method='gpipe' does not read it: drop it"),
+     ("field 'activation-compression-ratio': --activation-compression-ratio 2.0 is an option of PipeDream's optimizer "
+     "(--method pipedream); --method gpipe does not read it: drop it"),
+     ("field 'activation_compression_ratio': activation_compression_ratio=2.0 is an option of PipeDream's optimizer "
+     "(method='pipedream'); method='gpipe' does not read it: drop it")),
 ])
 def test_plan_refuses_a_flag_its_method_does_not_read(capsys, flags, keywords, flag_text, keyword_text):
     """Failed before: ``--method pipedream --max-stages 1`` printed the same plan as without it (PipeDream's

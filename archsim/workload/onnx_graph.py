@@ -82,7 +82,8 @@ class CheckedGraph:
 def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
     """``model``'s graph with the symbolic input dimensions ``dims`` fixed (the first input's first,
     the batch, is 1 and not ``dims``'s to set, as is a dimension of its symbol on another input: layers are per
-    sample; another input's symbolic first dimension of another symbol is refused naming both), checked and shape-inferred; an InputError for anything else."""
+    sample; another input's symbolic first dimension of another symbol is refused naming both), checked and
+    shape-inferred; an InputError for anything else."""
     light = _light(onnx, model)
     graph = light.graph
     initializers = {t.name: tuple(t.dims) for t in model.graph.initializer}
@@ -118,8 +119,9 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
             elif index == 0 and axis == 0 or (batch_dim and dim.dim_param == batch_dim):
                 dim.dim_value = 1  # the batch (its symbol wherever it stands is one size): layers are per sample
             elif axis == 0 and batch_dim is not None:  # another input's own batch would be costed at its --dim
+                batch_label = batch_dim or f"{inputs[0].name}[0]"
                 raise InputError(f"graph input {shown(value.name)} dimension 0 ({label!r}) is symbolic and not the "
-                                 f"batch of the first graph input {shown(inputs[0].name)} ({batch_dim or inputs[0].name + '[0]'!r}): "
+                                 f"batch of the first graph input {shown(inputs[0].name)} ({batch_label!r}): "
                                  f"if it is the batch too, name both dimensions alike in the export, or give "
                                  f"{keyed('dim', label, placeholder='1')} (layers are per sample); otherwise fix it "
                                  f"with {keyed('dim', label, placeholder='VALUE')}", field="input")
