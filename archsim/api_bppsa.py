@@ -35,10 +35,10 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     from archsim.bppsa_run import rnn_study
     from archsim.errors import InputError
 
-    lengths = [positive_int(value, "seq-len") for value in listed(seq_len, "seq-len")]
+    lengths = [positive_int(value, "seq-len") for value in listed(seq_len, "seq-len", required=True)]
     if 1 in lengths:
         raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")
-    counts = [positive_int(value, "processors") for value in listed(processors, "processors")]
+    counts = [positive_int(value, "processors") for value in listed(processors, "processors", required=True)]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
     chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
     done = rnn_study(each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn), hidden=hidden, batch=batch,

@@ -143,18 +143,23 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
         raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
 
 
-def listed(value, field: str) -> tuple:
+def listed(value, field: str, *, required: bool = False) -> tuple:
     """A list keyword's values as a tuple, read as the comma flags read theirs (``--only conv,fc``): a string split
     at its commas by the flags' one reader (:func:`archsim.value_parsers.comma_items`: ``"4,8"``: two; ``"4"``: one, not
     its characters; an empty entry, ``"4,,8"``, refused naming ``field``, the flag's name), a list or tuple as is, one
-    value (a count, whole floats included, a path) as one."""
+    value (a count, whole floats included, a path) as one. ``required``: an empty list is refused, as its flag
+    refuses an empty value, not run as a job of no rows."""
     import numbers
 
+    from archsim.errors import InputError
     from archsim.value_parsers import comma_items
 
     if isinstance(value, str):
         return comma_items(value, field)
-    return (value,) if isinstance(value, (numbers.Number, Path)) else tuple(value)
+    values = (value,) if isinstance(value, (numbers.Number, Path)) else tuple(value)
+    if required and not values:
+        raise InputError(f"expected at least one value, got {value!r}", field=field)
+    return values
 
 
 def named(given: str | Path | None, value: object, placeholder: str) -> str:

@@ -52,20 +52,37 @@ def check_row_length(row: Sequence[str], header: Sequence[str], *, file: str, li
     while names and not names[-1].strip():
         names.pop()
     if len(row) < len(names):
+        check_row_comma_separated(row, len(names), file, line)
         lacking = [name.strip() or f"column {i}" for i, name in enumerate(names[len(row):], start=len(row) + 1)]
         raise InputError(f"{len(row)} cells, the header names {len(names)} columns: no cell for "
                          f"{', '.join(lacking)} (write an empty cell between commas to leave one empty)",
                          file=file, line=line)
 
 
+def _seeming_separator(cell: str) -> str | None:
+    """How a spreadsheet in another locale (or saved as "Text") separated the one cell a reader found: ``';'`` or
+    ``tabs``, the one the cell holds more of (a name may hold the other), or None where it holds neither."""
+    counts = [(cell.count(mark), name) for mark, name in ((";", "';'"), ("\t", "tabs"))]
+    count, name = max(counts, key=lambda pair: pair[0])
+    return name if count else None
+
+
 def check_comma_separated(header: Sequence[str], source: str, line: int) -> None:
     """Refuse a header of one column holding ``;`` or a tab: a spreadsheet's export in another locale (or as
     "Text"), which would otherwise read as one unknown column or too few of them."""
-    separator = next((name for mark, name in ((";", "';'"), ("\t", "tabs")) if mark in header[0]), None) \
-        if len(header) == 1 else None
+    separator = _seeming_separator(header[0]) if len(header) == 1 else None
     if separator:
         raise InputError(f"the header is one column that seems separated by {separator}; archsim reads "
                          "comma-separated files", file=source, line=line)
+
+
+def check_row_comma_separated(row: Sequence[str], columns: int, source: str, line: int) -> None:
+    """Refuse a row of one cell holding ``;`` or a tab under a header of ``columns`` > 1 columns: a row pasted from
+    a spreadsheet's other export under a comma header, which would otherwise read as a row of one field."""
+    separator = _seeming_separator(row[0]) if len(row) == 1 and columns > 1 else None
+    if separator:
+        raise InputError(f"the row is one cell that seems separated by {separator} under a header of {columns} "
+                         "comma-separated columns; archsim reads comma-separated files", file=source, line=line)
 
 
 def csv_rows(text: str, source: str, *, first_line: int = 1, **options) -> list[tuple[int, list[str]]]:

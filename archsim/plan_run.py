@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
-from archsim.console import say, setting
+from archsim.console import say, setting, switch_on
 from archsim.errors import InputError
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
 
         done = run_pipedream(args, profile, topology, priced_on, device_memory, drawn=drawn, phases=phases)
     else:
-        done = _spp(args, topology, profile, priced_on)
+        done = _spp(args, topology, profile, priced_on, speak)
     return replace(done, warnings=tuple(warnings), notes=tuple(notes))
 
 
@@ -271,6 +271,7 @@ def check_flags(args: Any) -> None:
     if asked and args.method in BASELINE_METHODS:
         raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
                          "makespan only", field="method")
+    _check_method_options(args)
     if getattr(args, "replication", "paper") == "exact" and args.method == "pipedream":
         raise InputError(f"{setting('replication', 'exact')} sets how SPP's replicas share a micro-batch; "
                          f"{setting('method', 'pipedream')} is PipeDream's optimizer, which replicates by its own "
@@ -291,6 +292,26 @@ def check_flags(args: Any) -> None:
     args.mode = "exact" if args.mode is None else args.mode
 
 
+def _check_method_options(args: Any) -> None:
+    """Refuse a setting the chosen method does not read, which would change nothing silently: ``max_stages`` bounds
+    SPP's search, which PipeDream's optimizer does not run; its own four options mean nothing to SPP or a baseline."""
+    if args.method == "pipedream" and getattr(args, "max_stages", None) is not None:
+        raise InputError(f"{setting('max-stages', args.max_stages)} bounds SPP's search; "
+                         f"{setting('method', 'pipedream')} is PipeDream's optimizer, which tries every stage count "
+                         "its levels allow: drop it", field="max-stages")
+    if args.method == "pipedream":
+        return
+    ratio = getattr(args, "activation_compression_ratio", None)
+    given = ([("activation-compression-ratio", setting("activation-compression-ratio", ratio))] if ratio is not None
+             else []) + [(name, switch_on(name)) for name in ("memory-constraint", "straight-pipeline",
+                                                              "use-fewer-machines")
+                         if getattr(args, name.replace("-", "_"), False)]
+    if given:
+        name, shown = given[0]
+        raise InputError(f"{shown} is an option of PipeDream's optimizer ({setting('method', 'pipedream')}); "
+                         f"{setting('method', args.method)} does not read it: drop it", field=name)
+
+
 def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
     """Why no plan exists: every GPU holds a stage or a replica, and with each replica taking whole samples a stage
     has at most m (``samples``) replicas, so ``stages`` stages reach at most stages × m of the ``devices`` GPUs."""
@@ -303,9 +324,9 @@ def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
                       "(each replica 1/r of a micro-batch)", field="replication")
 
 
-def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
+def _spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak = say) -> PlanRun:
     """SPP's plan, or a baseline's makespan beside SPP's (``args.method``), with the baselines ``args.baselines``
-    names run for the meta."""
+    names run for the meta; a ``max_stages`` above what the layers and GPUs allow noted as capped."""
     from archsim.planners import plan_on_cluster
     from archsim.progress import progress
     from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
@@ -334,6 +355,11 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str]) -> PlanRun:
             assert makespan is not None, "a plan on a cluster is scheduled"
             others[method] = float(makespan)
             bar.update()
+    if args.max_stages is not None and args.max_stages > limit:  # "at most": said once, after the search
+        speak("note", f"{setting('max-stages', args.max_stages)} is more stages than a plan of {len(profile)} layer"
+                      f"{'s' if len(profile) != 1 else ''} on {topology.devices} GPU"
+                      f"{'s' if topology.devices != 1 else ''} can have (one layer and one GPU a stage at least): "
+                      f"SPP tries at most {limit}")
     config = {"baselines": args.baselines} if args.baselines != "archsim" else {}
     if args.links != "paper":
         config["links"] = args.links

@@ -43,7 +43,7 @@ from typing import Any
 
 from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
-from archsim.csv_lines import check_comma_separated, csv_rows
+from archsim.csv_lines import check_comma_separated, check_row_comma_separated, csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, canonical_kind, flattening_conv_note
@@ -124,6 +124,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
                 raise InputError(f"a batch size per layer is not read (archsim applies {setting('batch')} to every "
                                  "layer); leave the column empty", file=source, line=line, field=column)
         if len(row) < len(POSITIONAL):
+            check_row_comma_separated(row, len(header), source, line)
             raise InputError(f"row has {len(row)} fields, expected at least {len(POSITIONAL)}",
                              file=source, line=line, field=POSITIONAL[len(row)] if row else POSITIONAL[0])
         if len(row) > len(header):
@@ -263,6 +264,7 @@ def _parse_gemm(numbered, source: str, name: str, geometry: str) -> Network:
     for line, row in numbered[1:]:
         row = _strip_trailing_empty(_drop_comment(row))
         if len(row) < 4:
+            check_row_comma_separated(row, len(header), source, line)
             raise InputError(f"row has {len(row)} fields, expected Layer, M, N, K", file=source, line=line,
                              field=("Layer", "M", "N", "K")[len(row)] if row else "Layer")
         if len(row) > len(header):

@@ -81,7 +81,9 @@ class CheckedGraph:
 
 def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
     """``model``'s graph with the symbolic input dimensions ``dims`` fixed (the first input's first,
-    the batch, is 1 and not ``dims``'s to set: layers are per sample), checked and shape-inferred; an InputError for anything else."""
+    the batch, is 1 and not ``dims``'s to set, as is a dimension of its symbol on another input: layers are per
+    sample; another input's symbolic first dimension of another symbol is refused naming both), checked and
+    shape-inferred; an InputError for anything else."""
     light = _light(onnx, model)
     graph = light.graph
     initializers = {t.name: tuple(t.dims) for t in model.graph.initializer}
@@ -95,6 +97,7 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
         raise InputError(f"{setting('dim')} {shown(unused[0])} names no symbolic dimension of the model's inputs"
                          + (f" (it has {', '.join(sorted(symbolic))})" if symbolic else " (it has none)"),
                          field="dim")
+    batch_dim = _batch_dim(inputs[0])
     for index, value in enumerate(inputs):
         tensor_type = value.type.tensor_type
         if not tensor_type.HasField("shape"):
@@ -113,8 +116,15 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
                                  f"batch with {setting('batch', placeholder='N')}", field="dim")
             if label in dims:
                 dim.dim_value = dims[label]
-            elif index == 0 and axis == 0:
-                dim.dim_value = 1  # the batch: layers are per sample
+            elif index == 0 and axis == 0 or (batch_dim and dim.dim_param == batch_dim):
+                dim.dim_value = 1  # the batch (its symbol wherever it stands is one size): layers are per sample
+            elif axis == 0 and batch_dim is not None:  # another input's own batch would be costed at its --dim
+                batch_label = batch_dim or f"{inputs[0].name}[0]"
+                raise InputError(f"graph input {shown(value.name)} dimension 0 ({label!r}) is symbolic and not the "
+                                 f"batch of the first graph input {shown(inputs[0].name)} ({batch_label!r}): "
+                                 f"if it is the batch too, name both dimensions alike in the export, or give "
+                                 f"{keyed('dim', label, placeholder='1')} (layers are per sample); otherwise fix it "
+                                 f"with {keyed('dim', label, placeholder='VALUE')}", field="input")
             else:
                 raise InputError(f"graph input {value.name!r} dimension {axis} ({label!r}) is symbolic; "
                                  f"fix it with {keyed('dim', label, placeholder='VALUE')}", field="input")
@@ -140,6 +150,13 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
         initializers.setdefault(tensor.name, tuple(tensor.dims))
     constants = {name: checked_shape(name, shape) for name, shape in initializers.items()}
     return CheckedGraph(graph, batch, shapes, constants, tuple(value.name for value in inputs))
+
+
+def _batch_dim(first) -> str | None:
+    """The first graph input's batch symbol (its first dimension's ``dim_param``; ``""`` where it has none), or
+    None where that dimension is fixed or absent: another input's dimension of the same symbol is the batch too."""
+    shape = first.type.tensor_type.shape.dim if first.type.tensor_type.HasField("shape") else ()
+    return None if not shape or shape[0].HasField("dim_value") else shape[0].dim_param
 
 
 def _read_shapes(graph, shapes: dict[str, tuple[int, ...]]) -> None:

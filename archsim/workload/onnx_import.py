@@ -3,7 +3,8 @@
 Validator, then factory: the model must pass ``onnx.checker`` (well-formed, topologically
 sorted — so no cycles — known ops) and strict shape inference with every symbolic dimension
 fixed: the batch dimension (the first dimension of the first graph input) becomes 1 unless the
-file fixes it — layers are per sample and commands apply ``--batch`` at lowering — and any other
+file fixes it, as does that symbol wherever another input states it — layers are per sample and commands apply
+``--batch`` at lowering — and any other
 symbolic dimension must be given in ``dims`` (``archsim import --dim seq=128``) — that is
 :mod:`archsim.workload.onnx_graph`'s job. Then each node
 becomes a layer by the rules of :mod:`archsim.workload.onnx_ops`. An op archsim does not model is
