@@ -204,3 +204,19 @@ def test_sweep_warns_of_tp_groups_across_servers_as_train_does(tmp_path, capsys)
                       "its all-gathers and reduce-scatters cross the network")]
     assert main(["train", model, *common, "--sweep", "tp=4,8"]) == 0  # inside one server: nothing to say
     assert "warning" not in capsys.readouterr().err
+
+
+def test_search_meta_gpus_is_a_number_for_one_count(tmp_path, capsys):
+    """``search --gpus 16`` names one count: the JSON meta's ``gpus`` is the integer 16, as it is the integer 32 (the
+    cluster's GPUs) without the flag; several counts stay the flag's list, ``"8,16"``. Before the fix one count was
+    the string ``"16"``, so a script's ``meta["gpus"]`` changed type with the flag."""
+    (tmp_path / "small.toml").write_text(SMALL)
+    _, cluster = _write(tmp_path)
+    common = ["search", str(tmp_path / "small.toml"), "--cluster", cluster, "--global-batch", "8", "--top", "1",
+              "--refine", "0", "--schedule", "1f1b", "--recompute", "full", "--format", "json"]
+    metas = []
+    for gpus in ([], ["--gpus", "16"], ["--gpus", "8", "16"]):
+        capsys.readouterr()
+        assert main([*common, *gpus]) == 0
+        metas.append(json.loads(capsys.readouterr().out)["meta"]["gpus"])
+    assert metas == [32, 16, "8,16"]
