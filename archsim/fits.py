@@ -30,6 +30,25 @@ def tp_span_warning(cluster, par) -> str | None:
     return f"a TP group spans {spans} servers: its {kinds} cross the network" if spans > 1 else None
 
 
+def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, int, int]]]) -> tuple[str, ...]:
+    """:func:`tp_span_warning` for a ``train --sweep``: ``spans`` holds each point's line (None: its TP groups stay
+    in a server, or it did not run) and layout (tp, pp, dp); one line per distinct line, saying how many of the
+    sweep's points it holds for and their layouts, as the idle-GPU note counts them (not a line per point)."""
+    cases: dict[str, list[tuple[int, int, int]]] = {}
+    for text, layout in spans:
+        if text:
+            cases.setdefault(text, []).append(layout)
+    lines = []
+    for text, layouts in cases.items():
+        subject = ("the sweep's one point" if len(spans) == 1 else f"all {len(layouts)} points of the sweep"
+                   if len(layouts) == len(spans) else f"{len(layouts)} of the sweep's {len(spans)} points")
+        distinct = list(dict.fromkeys(layouts))
+        named = ", ".join(f"tp {tp} × pp {pp} × dp {dp}" for tp, pp, dp in distinct[:3])
+        more = f" and {len(distinct) - 3} more" if len(distinct) > 3 else ""
+        lines.append(f"{subject} ({named}{more}): {text}")
+    return tuple(lines)
+
+
 def _gib(size: float) -> str:
     """Bytes as GiB (2³⁰ bytes): one decimal, or three significant digits under 1 GiB (a test's tiny limits)."""
     gib = size / 2**30

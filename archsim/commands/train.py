@@ -28,7 +28,7 @@ from archsim.commands.common import (
 )
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
-from archsim.fits import rank_memory_warning, tp_span_warning
+from archsim.fits import rank_memory_warning, tp_span_points_warnings, tp_span_warning
 from archsim.validate import SECONDS_PER_OP
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
@@ -226,6 +226,8 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
     if all(row["error"] for row in rows):  # a flag no point can run with (fp32 beside FlashAttention): as train
         raise InputError(f"no point of the sweep can run; the first: {rows[0]['error']}", field="sweep")
     sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
+    for line in tp_span_points_warnings([(row.pop("tp_span"), (row["tp"], row["pp"], row["dp"])) for row in rows]):
+        warn(line)  # train's warning of a TP group across servers, counted over the points as --runs names its lines
     meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
             "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
