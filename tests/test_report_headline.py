@@ -93,3 +93,32 @@ def test_the_report_opens_with_the_headline_and_names_its_model(page):
 def test_the_reports_gantt_title_writes_the_makespan_without_an_exponent(page):
     title = re.search(r"makespan ([^<]*) cycles</h2>", html.unescape(page)).group(1)
     assert re.fullmatch(r"[0-9][0-9,.]*", title), title
+
+
+def style_rules(page_text: str) -> dict[str, str]:
+    """A page's ``<style>`` as selector → its declarations (later rules of one selector appended)."""
+    rules: dict[str, str] = {}
+    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", re.search(r"<style>(.*?)</style>", page_text, re.S)[1]):
+        for selector in selectors.split(","):
+            rules[selector.strip()] = rules.get(selector.strip(), "") + body + ";"
+    return rules
+
+
+def test_wide_tables_scroll_inside_the_page_and_keep_each_cell_on_one_line(page, tmp_path, capsys):
+    """The search front's table (19 columns) ran past a 1,400-pixel window and broke "interleaved-zb" in two:
+    every kind of page now lets a table scroll by itself and keeps a cell on one line."""
+    from pathlib import Path
+
+    from archsim.report.page import page as study_page
+
+    root = Path(__file__).resolve().parents[1]
+    front = tmp_path / "front.html"
+    assert main(["search", str(root / "configs/transformers/gpt_1024h_24l.json"), "--cluster",
+                 str(root / "configs/clusters/a100_node.toml"), "--global-batch", "32", "--top", "1",
+                 "--pareto-html", str(front)]) == 0
+    capsys.readouterr()
+    for text in (page, front.read_text(encoding="utf-8"), study_page("t", [(pd.DataFrame({"a": [1.0]}), "c")])):
+        rules = style_rules(text)
+        table = rules["table"].replace(" ", "")
+        assert "display:block" in table and "overflow-x:auto" in table and "max-width:100%" in table
+        assert "white-space:nowrap" in rules["td"].replace(" ", "")

@@ -14,7 +14,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from archsim.output_files import write_output
-from archsim.report.html_page import Figures, document, esc, section
+from archsim.report.html_page import TABLE_STYLE, Figures, document, esc, section
 from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import LAYERPIPE_TABLE_IV, LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT, improvement_pct
 from archsim.report.style import DESIGN_AXIS_WORDS, KIND_COLORS, KIND_LABELS, table_number
@@ -277,9 +277,8 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     for title, content, command in extra_sections:
         body = figure(content) if isinstance(content, go.Figure) else content
         parts.append(_section(title, body, command, modes))
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}"
-             "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}td{white-space:nowrap}"
-             ".cmd{color:#555;font-size:90%}")
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}" + TABLE_STYLE +
+             "td,th{border-bottom:1px solid #ddd}.cmd{color:#555;font-size:90%}")
     intro = model_intro(results, results_path, engine)
     return write_output(out, document("archsim report", parts, heading="archsim sweep report",
                                            intro_html=intro, style=style))
