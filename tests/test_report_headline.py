@@ -122,3 +122,13 @@ def test_wide_tables_scroll_inside_the_page_and_keep_each_cell_on_one_line(page,
         table = rules["table"].replace(" ", "")
         assert "display:block" in table and "overflow-x:auto" in table and "max-width:100%" in table
         assert "white-space:nowrap" in rules["td"].replace(" ", "")
+
+
+def test_a_design_sweeps_axes_are_configurations_of_their_own():
+    """Two SRAM sizes of one array, batch and processor count are two configurations, and the page says so:
+    4 configurations by hand, a ahead of b in 3 (ratios 2, 1.5, 1.2, 0.5 as in SMALL)."""
+    design = SMALL.assign(sram_kb=[16] * 3 + [64] * 3 + [16] * 3 + [64] * 3, processors=2, batch=8,
+                          rows=[32] * 6 + [64] * 6, cols=[32] * 6 + [64] * 6)
+    shown = " ".join(text(headline(design)).split())
+    assert "processor count; each of its SRAM sizes a configuration of its own" in shown
+    assert "a is fastest in 3 of 4 configurations" in shown and "a median 1.35× b's" in shown

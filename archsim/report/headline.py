@@ -92,9 +92,12 @@ def headline(results: pd.DataFrame) -> str:
     for (network, only, mode), part in table.groupby(level=["network", "only", "mode"], sort=True):
         layers = "all layers" if only == "all" else f"{only} layers"
         blocks.append(setting_headline(part, f"{network} ({layers}, {mode} mode)"))
+    axes = [words for column, words in DESIGN_AXIS_WORDS.items()
+            if column in results.columns and results[column].nunique(dropna=False) > 1]
+    also = f"; each of its {', '.join(axes)} a configuration of its own" if axes else ""
     return ("<p>Speedup: one processor's cycles over the pipeline's iteration cycles, per configuration (array, "
-            "batch, processor count); a ratio of two methods' speedups is the inverse ratio of their iteration "
-            "cycles.</p>" + "".join(blocks))
+            f"batch, processor count{esc(also)}); a ratio of two methods' speedups is the inverse ratio of their "
+            "iteration cycles.</p>" + "".join(blocks))
 
 
 __all__ = ["headline", "speedups", "winners"]
