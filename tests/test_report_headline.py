@@ -35,9 +35,9 @@ def text(markup: str) -> str:
 
 def columns(markup: str) -> dict[str, list[str]]:
     """The first table's cells by header, as shown."""
-    heads = [text(h).strip() for h in re.findall(r"<th>(.*?)</th>", markup, re.S)]
-    body = [[text(c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.S)]
-            for row in re.findall(r"<tr>(.*?)</tr>", markup.split("</thead>", 1)[1].split("</table>", 1)[0], re.S)]
+    heads = [text(h).strip() for h in re.findall(r"<th>(.*?)</th>", markup, re.DOTALL)]
+    body = [[text(c).strip() for c in re.findall(r"<td>(.*?)</td>", row, re.DOTALL)]
+            for row in re.findall(r"<tr>(.*?)</tr>", markup.split("</thead>", 1)[1].split("</table>", 1)[0], re.DOTALL)]
     return {head: [row[i] for row in body] for i, head in enumerate(heads)}
 
 
@@ -98,7 +98,7 @@ def test_the_reports_gantt_title_writes_the_makespan_without_an_exponent(page):
 def style_rules(page_text: str) -> dict[str, str]:
     """A page's ``<style>`` as selector → its declarations (later rules of one selector appended)."""
     rules: dict[str, str] = {}
-    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", re.search(r"<style>(.*?)</style>", page_text, re.S)[1]):
+    for selectors, body in re.findall(r"([^{}]+)\{([^}]*)\}", re.search(r"<style>(.*?)</style>", page_text, re.DOTALL)[1]):
         for selector in selectors.split(","):
             rules[selector.strip()] = rules.get(selector.strip(), "") + body + ";"
     return rules
