@@ -152,7 +152,7 @@ def report_gantt(tmp_path, capsys, settings: str) -> tuple[str, list[str]]:
     report = tmp_path / "r.html"
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--report", str(report)]) == 0
     page = html.unescape(report.read_text(encoding="utf-8"))
-    drawn = float(re.search(r"makespan ([0-9.e+]+) cycles", page).group(1))
+    drawn = float(re.search(r"makespan ([0-9.,e+]+) cycles", page).group(1).replace(",", ""))
     command = re.search(r"Regenerate: <code>archsim (pipeline [^<]*) --gantt gantt\.html</code>", page).group(1).split()
     capsys.readouterr()
     assert main([*command, "--format", "json"]) == 0

@@ -36,7 +36,7 @@ MARK = "document.documentElement.setAttribute('data-pwned','1')"
 HOSTILE = (f"</title></script><script>{MARK}</script><img src=x onerror=\"{MARK}\">"
            f"<b onmouseover='{MARK}'>&amp;\"'<a href=\"javascript:{MARK}\">x</a>")
 BUNDLE = re.compile(r"<script[^>]*>\s*/\*\*\s*\* plotly\.js.*?</script>", re.DOTALL)
-ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "section", "div", "script", "table",
+ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "section", "div", "script", "table",
                 "thead", "tbody", "tr", "th", "td", "code", "b", "figure", "figcaption", "ul", "li", "br"}
 
 

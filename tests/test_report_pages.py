@@ -1,4 +1,4 @@
-"""Every kind of report page (sweep, Gantt, cluster, BPPSA, GPU validation) renders in headless Chromium at a laptop's width: each plotly figure
+"""Every kind of report page (sweep, Gantt, cluster, BPPSA, GPU validation, search's Pareto front) renders in headless Chromium at a laptop's width: each plotly figure
 draws, no figure is wider than the window, and no legend is clipped."""
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ PAGES = {
     "bppsa": ["bppsa", "rnn", "--seq-len", "10,100", "--processors", "64,256", "--report", "{out}"],
     "sweep": ["sweep", str(ROOT / "configs/sweeps/sample_quick.toml"), "--out", "{dir}/results", "--quiet",
               "--report", "{out}"],
+    "search-front": ["search", str(ROOT / "configs/transformers/gpt_1024h_24l.json"), "--cluster",
+                     str(ROOT / "configs/clusters/a100_node.toml"), "--global-batch", "32", "--top", "3",
+                     "--pareto-html", "{out}"],
     "gpu": ["validate-gpu", "--csv", str(ROOT / "benchmarks/results/deepbench_v100_kernels.csv"), "--report", "{out}"],
 }
 

@@ -27,9 +27,12 @@ import plotly.io as pio
 
 from archsim.output_files import write_output
 
-BASE_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}"
-              "table{border-collapse:collapse}td,th{padding:2px 8px}.caption{color:#333;margin:0 0 2em}"
-              ".cmd{color:#555;font-size:90%}")
+# A table wider than the page scrolls inside itself (the page, its headings and figures stay put), and a cell
+# ("interleaved-zb", "0.999–1.4") is never broken across lines: every page's style starts with these rules.
+TABLE_STYLE = ("table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}td,th{padding:2px 8px}"
+               "td{white-space:nowrap}")
+BASE_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}" + TABLE_STYLE +
+              ".caption{color:#333;margin:0 0 2em}.cmd{color:#555;font-size:90%}")
 # Keys of a plotly figure whose strings plotly.js renders as (its dialect of) HTML.
 TEXT_KEYS = frozenset({"text", "name", "hovertext", "ticktext", "tickvals", "categoryarray", "title", "x", "y",
                        "labels", "label"})

@@ -13,13 +13,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from archsim.output_files import write_output
-from archsim.report.html_page import Figures, document, table
+from archsim.report.html_page import TABLE_STYLE, Figures, document, table
 from archsim.report.style import table_number
 
 Section = tuple[go.Figure | pd.DataFrame, str]  # (figure or table, caption HTML)
 
-STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}.caption{color:#333;margin:0 0 2em}"
-         "table{border-collapse:collapse}td,th{padding:2px 8px;text-align:right}")
+STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}.caption{color:#333;margin:0 0 2em}" + TABLE_STYLE
+         + "td,th{text-align:right}")
 
 
 def page(title: str, sections: list[Section]) -> str:

@@ -14,7 +14,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from archsim.output_files import write_output
-from archsim.report.html_page import Figures, document, esc, section
+from archsim.report.html_page import TABLE_STYLE, Figures, document, esc, section
 from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import LAYERPIPE_TABLE_IV, LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT, improvement_pct
 from archsim.report.style import DESIGN_AXIS_WORDS, KIND_COLORS, KIND_LABELS, table_number
@@ -224,14 +224,42 @@ def _section(title: str, body: str, command: str, mode: str) -> str:
     return section(title, body, f"<p class='cmd'>Mode: <b>{esc(mode)}</b>. Regenerate: <code>{esc(command)}</code></p>")
 
 
+MODE_WORDS = {"paper": "paper mode: LayerPipe's lowering, δ of every layer costed as a dense convolution at full "
+                       "input resolution",
+              "exact": "exact mode: the lowering training does, stride-aware δ and none for the first layer"}
+ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycles, no memory stalls)",
+                "cycle": "the cycle engine (SRAM and DRAM bandwidth stalls included)"}
+
+
+def model_intro(results: pd.DataFrame, results_path: str, engine: str | None) -> str:
+    """The page's first paragraph: what was swept and which model produced the numbers, with the docs to read."""
+    modes = sorted(results["mode"].unique())
+    model = "; ".join(esc(MODE_WORDS.get(m, f"{m} mode")) for m in modes)
+    if engine is not None:
+        model += f"; {esc(ENGINE_WORDS.get(engine, f'the {engine} engine'))}"
+    networks = ", ".join(esc(n) for n in sorted(results.network.unique()))
+    methods = ", ".join(esc(m) for m in sorted(results.method.unique()))
+    return (f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>: {networks}; {methods}. "
+            f"Model: {model}. Cycles are array clock cycles; speedup is one processor's cycles over the pipeline's "
+            "iteration cycles. The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
+            "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md.</p>")
+
+
 def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: str, out: str | Path,
-                 spec_command: str, extra_sections: Sequence[tuple[str, go.Figure | str, str]] = ()) -> Path:
-    """Assemble and atomically write the report HTML; returns its path."""
+                 spec_command: str, extra_sections: Sequence[tuple[str, go.Figure | str, str]] = (),
+                 engine: str | None = None) -> Path:
+    """Assemble and atomically write the report HTML; returns its path. ``engine``: the sweep's array engine,
+    which the page names (None: not stated)."""
+    from archsim.report.headline import headline
+
     parts: list[str] = []
     figure = Figures()
 
     modes = ", ".join(sorted(results["mode"].unique()))
     report_cmd = f"archsim report {results_path} --out {out}"
+    glance = headline(results)
+    if glance:
+        parts.append(_section("At a glance: which schedule wins, by how much, where", glance, report_cmd, modes))
     for network in sorted(results.network.unique()):
         parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results)),
                               f"{spec_command}  &&  {report_cmd}", modes))
@@ -249,9 +277,8 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     for title, content, command in extra_sections:
         body = figure(content) if isinstance(content, go.Figure) else content
         parts.append(_section(title, body, command, modes))
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}"
-             "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd}"
-             ".cmd{color:#555;font-size:90%}")
-    intro = f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>; mode: {esc(modes)}.</p>"
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}" + TABLE_STYLE +
+             "td,th{border-bottom:1px solid #ddd}.cmd{color:#555;font-size:90%}")
+    intro = model_intro(results, results_path, engine)
     return write_output(out, document("archsim report", parts, heading="archsim sweep report",
                                            intro_html=intro, style=style))

@@ -146,8 +146,9 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
                                     median=len(counts) > 1))
     if "energy_pj" in results.columns:
         extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
+    engine = spec_record(folder).get("engine", "analytic")
     return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
-                        extra_sections=extra)
+                        extra_sections=extra, engine=engine if isinstance(engine, str) else None)
 
 
 def _detail_row(results: pd.DataFrame) -> pd.Series:
@@ -303,6 +304,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     from archsim.planners import partition
     from archsim.policies.pipeline import simulate_partition
     from archsim.report.gantt import gantt_figure
+    from archsim.report.style import table_number
     from archsim.sim.timeline import Timeline
 
     profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
@@ -312,7 +314,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     which = " (the sweep's median)" if median else ""
     title = (f"{network.name}: LayerPipe schedule on {processors} processors{which}, {len(plan.stages)} "
              f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
-             f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {timeline.makespan:.4g} cycles")
+             f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {table_number(timeline.makespan)} cycles")
     command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
                f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")

@@ -1,0 +1,103 @@
+"""The sweep report's first section: which schedule wins, by how much and where, read from the sweep's rows.
+
+Why: a reader opens the report to learn whether LayerPipe beats PipeDream and GPipe; the figures below show
+it, but only after scrolling and comparing boxes. Every number here is a count or a ratio of the speedups in
+``results.csv`` (speedup: one processor's cycles over the pipeline's, dimensionless), nothing recomputed.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from archsim.report.html_page import esc
+from archsim.report.html_page import table as html_table
+from archsim.report.style import DESIGN_AXIS_WORDS, table_number
+
+# Where a lead is reported: the sweep axis, its words, how a value is written.
+WHERE = (("array", "on {} arrays"), ("batch", "at batch {}"), ("processors", "on {} processors"))
+
+
+def configuration_key(results: pd.DataFrame) -> list[str]:
+    """The columns that name one configuration (everything but the method): a row per method shares them."""
+    key = ["network", "only", "mode", "array", "dataflow", "batch", "processors"]
+    return key + [column for column in DESIGN_AXIS_WORDS if column in results.columns]
+
+
+def speedups(results: pd.DataFrame) -> pd.DataFrame | None:
+    """One row per configuration, one column per method: its speedup (NaN where the method did not run it);
+    None where two rows share a configuration and method (an axis this key lacks: no headline beats a wrong one)."""
+    from archsim.report.sweep_report import array_key
+
+    frame = results.assign(array=array_key(results).str.strip())
+    indexed = frame.set_index([*configuration_key(frame), "method"])["speedup"]
+    if indexed.index.has_duplicates:
+        return None
+    return indexed.unstack("method")
+
+
+def winners(table: pd.DataFrame) -> pd.Series:
+    """Per configuration, the method of the highest speedup ("tie" where two share it)."""
+    best = table.max(axis=1)
+    counts = table.eq(best, axis=0).sum(axis=1)
+    return table.idxmax(axis=1).where(counts == 1, "tie")
+
+
+def _where(ratio: pd.Series, runner: str) -> str:
+    """Where ``ratio`` (lead ÷ ``runner``, per configuration) is largest: per swept axis, the value of the
+    highest median."""
+    phrases = []
+    for level, words in WHERE:
+        by = ratio.groupby(level=level).median()
+        if len(by) > 1:
+            phrases.append(f"{words.format(esc(by.idxmax()))} (median {table_number(by.max(), 3)}×)")
+    return f"; over {esc(runner)} its lead is largest " + ", ".join(phrases) if phrases else ""
+
+
+def setting_headline(table: pd.DataFrame, title: str) -> str:
+    """One setting's sentence and table: wins per method, median speedup, and the leader's ratio to each other."""
+    table = table.dropna(axis=1, how="all")
+    won = winners(table).value_counts()
+    methods = sorted(table.columns, key=lambda m: (-int(won.get(m, 0)), -float(table[m].median()), str(m)))
+    lead, total = methods[0], len(table)
+    rows, ratios = [], {}
+    for method in methods:
+        ratio = (table[lead] / table[method]).dropna()
+        ratios[method] = ratio
+        best = table[method].idxmax()
+        rows.append({"method": method, f"fastest in (of {total})": int(won.get(method, 0)),
+                     "median speedup (×)": table[method].median(), "best speedup (×)": table[method].max(),
+                     "best at": f"{best[3]}, batch {best[5]}, {best[6]} processors",
+                     f"{lead} ÷ this method: median (×)": ratio.median() if method != lead else float("nan"),
+                     "range (×)": f"{table_number(ratio.min(), 3)}–{table_number(ratio.max(), 3)}"
+                     if method != lead else ""})
+    others = [m for m in methods if m != lead]
+    ties = f", {int(won['tie'])} tied" if "tie" in won else ""
+    sentence = f"<b>{esc(lead)}</b> is fastest in {int(won.get(lead, 0))} of {total} configurations{ties}"
+    if others:
+        runner = others[0]
+        sentence += ("; its speedup is a median " + ", ".join(
+            f"{table_number(ratios[m].median(), 3)}× {esc(m)}'s" for m in others) + _where(ratios[runner], runner))
+    body = html_table(pd.DataFrame(rows), lambda x: table_number(x, 3), na_rep="—")
+    return f"<h3>{esc(title)}</h3><p>{sentence}.</p>{body}"
+
+
+def headline(results: pd.DataFrame) -> str:
+    """The "at a glance" markup of a sweep of two or more methods, one block per network and setting; "" else."""
+    if results.empty or results["method"].nunique() < 2:
+        return ""
+    table = speedups(results)
+    if table is None:
+        return ""
+    blocks = []
+    for (network, only, mode), part in table.groupby(level=["network", "only", "mode"], sort=True):
+        layers = "all layers" if only == "all" else f"{only} layers"
+        blocks.append(setting_headline(part, f"{network} ({layers}, {mode} mode)"))
+    axes = [words for column, words in DESIGN_AXIS_WORDS.items()
+            if column in results.columns and results[column].nunique(dropna=False) > 1]
+    also = f"; each of its {', '.join(axes)} a configuration of its own" if axes else ""
+    return ("<p>Speedup: one processor's cycles over the pipeline's iteration cycles, per configuration (array, "
+            f"batch, processor count{esc(also)}); a ratio of two methods' speedups is the inverse ratio of their "
+            "iteration cycles.</p>" + "".join(blocks))
+
+
+__all__ = ["headline", "speedups", "winners"]
