@@ -1,0 +1,191 @@
+"""User trial 49, an accelerator designer (issue #37 item 6): own device files (a TOML and a SCALE-Sim
+``.cfg`` of one chip: 4 output-stationary 64 × 64 arrays at 800 MHz, 768 KiB of SRAM per array, 8 GiB of
+HBM at 300 GB/s, 50 GB/s links) through cost, energy, pipeline, train, search and a device sweep, the
+figures checked against hand counts and SCALE-Sim 3.0.0."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from archsim.cli import main
+from archsim.devices.device_file import load_device
+from archsim.devices.kernel_constants import one_fraction
+
+CHIP_TOML = """[device]
+name = "myacc"
+gemm = "arrays"
+
+[compute]
+arrays = 4
+rows = 64
+cols = 64
+dataflow = "os"
+clock_mhz = 800
+
+[memory]
+hbm_gib = 8
+hbm_gbps = 300
+sram_kib_per_array = 768
+{energy}
+[links]
+intra_gbps = 50
+"""
+
+CHIP_CFG = """[general]
+run_name = myacc_cfg
+
+[architecture_presets]
+ArrayHeight:    64
+ArrayWidth:     64
+IfmapSramSzkB:    256
+FilterSramSzkB:   256
+OfmapSramSzkB:    256
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : os
+
+[archsim]
+ClockGHz = 0.8
+
+[device]
+name = myacc
+arrays = 4
+
+[memory]
+hbm_gib = {gib}
+hbm_gbps = 300
+
+[links]
+intra_gbps = 50
+"""
+
+# every per-event figure 0 but a MAC's 1 pJ: the energy model's joules are then the MACs, which can be counted
+MAC_ONLY = "\n[energy]\nmac_pj = 1\n" + "".join(
+    f"{key} = 0\n" for key in ("register_pj", "vector_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj",
+                               "ifmap_write_pj", "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj"))
+
+TINY = """[transformer]
+family = "gpt"
+layers = 1
+hidden = 64
+heads = 2
+vocab = 100
+seq = 16
+"""
+
+
+def _chip(tmp_path: Path, energy: str = "", gpus: int = 4, suffix: str = "toml", gib: float = 8) -> Path:
+    """A cluster file of one server of ``gpus`` of the trial's chip, written as a TOML or a ``.cfg``."""
+    text = CHIP_TOML.format(energy=energy) if suffix == "toml" else CHIP_CFG.format(gib=gib)
+    (tmp_path / f"myacc.{suffix}").write_text(text)
+    cluster = tmp_path / f"cluster_{suffix}.toml"
+    cluster.write_text(f'[cluster]\nname = "node"\n\n[[servers]]\ncount = 1\ngpus = {gpus}\ndevice = "myacc.{suffix}"\n')
+    return cluster
+
+
+def _train_meta(capsys, model: str | Path, cluster: Path, *flags: str) -> dict:
+    assert main(["train", str(model), "--cluster", str(cluster), "--format", "json", *flags]) == 0
+    return json.loads(capsys.readouterr().out)["meta"]
+
+
+def test_one_gemm_on_the_array_is_scalesims_cycles_by_hand(capsys):
+    """out[10×6] = A[10×5]·B[5×6] on a 4 × 4 array. SCALE-Sim's closed form (docs/concepts.md), by hand:
+    os: Sr = M = 10, Sc = N = 6, T = K = 5: ⌈10/4⌉·⌈6/4⌉ = 6 folds of R + C + T − 2 = 11 cycles, 66 − 1 = 65;
+    ws: Sr = K = 5, Sc = N = 6, T = M = 10: ⌈5/4⌉·⌈6/4⌉ = 4 folds of 2R + C + T − 2 = 20 cycles, 80 − 1 = 79.
+    SCALE-Sim 3.0.0 run on the same GEMM gives the same (tests/scalesim_reference.py)."""
+    from tests.scalesim_reference import scalesim_gemm
+
+    for dataflow, folds, cycles in (("os", 6, 65), ("ws", 4, 79)):
+        assert main(["gemm", "--m", "10", "--k", "5", "--n", "6", "--array", "4x4", "--dataflow", dataflow,
+                     "--format", "json"]) == 0
+        row = json.loads(capsys.readouterr().out)["rows"][0]
+        assert (row["cycles"], row["folds"]) == (cycles, folds)
+        reference = scalesim_gemm(10, 5, 6, 4, 4, dataflow)
+        assert (reference.compute_cycles, reference.folds) == (cycles, folds)
+
+
+def test_one_gemm_on_the_chip_deals_its_folds_in_waves_over_the_four_arrays(tmp_path):
+    """The chip's GEMM out[1×1024] = A[1×1024]·B[1024×1024]: os on 64 × 64, ⌈1/64⌉·⌈1024/64⌉ = 16 folds of
+    64 + 64 + 1024 − 2 = 1150 cycles (SCALE-Sim: 16 · 1150 − 1 = 18,399 on one array, as `archsim cost ffnn8
+    --config myacc.cfg` prints for fc1's F); on 4 arrays ⌈16/4⌉ = 4 waves, 4600 cycles, one less in SCALE-Sim's
+    count: 4599 cycles at 800 MHz = 5.74875 µs. Its HBM traffic, (1024 + 1024² + 1024) · 2 bytes at 300 GB/s,
+    is 7.0042 µs: more, so the GEMM takes the traffic's time (docs/training.md: at least its three tensors once)."""
+    from archsim.devices.kernel_ops import array_gemm_seconds
+
+    (tmp_path / "myacc.toml").write_text(CHIP_TOML.format(energy=""))
+    device = load_device(tmp_path / "myacc.toml")
+    none = one_fraction(gemm=1.0, memory=1.0, launch_s=0.0)
+    fast = replace(device, hbm_bytes_per_s=1e15)  # no roofline: the arrays' time alone
+    assert float(array_gemm_seconds(1, 1024, 1024, 1, fast, none)) == pytest.approx(4599 / 800e6, rel=1e-12)
+    one = replace(fast, arrays=replace(fast.arrays, count=1))
+    assert float(array_gemm_seconds(1, 1024, 1024, 1, one, none)) == pytest.approx(18399 / 800e6, rel=1e-12)
+    traffic = (1024 + 1024 * 1024 + 1024) * 2 / 300e9
+    assert float(array_gemm_seconds(1, 1024, 1024, 1, device, none)) == pytest.approx(traffic, rel=1e-12)
+
+
+@pytest.mark.parametrize(("recompute", "attention", "picojoules"), [
+    # one layer's forward MACs, 16 tokens: 12·h² = 49,152 a token (QKV 3h², projection h², MLP 8h²) → 786,432;
+    # attention QKᵀ and AV, s·s·h each: 2 · 16 · 16 · 64 = 32,768; the head, the vocabulary padded to 128 as
+    # Megatron pads it: 16 · 64 · 128 = 131,072. Forward 950,272; backward twice that: 2,850,816 pJ.
+    ("none", "standard", 3 * 950_272),
+    ("full", "standard", 3 * 950_272 + 786_432 + 32_768),  # the layer's forward again
+    ("none", "flash", 3 * 950_272 + 16 * 16 * 64),  # FlashAttention's backward recomputes QKᵀ
+    ("full", "flash", 3 * 950_272 + 786_432 + 32_768 + 16 * 16 * 64),
+])
+def test_trains_energy_is_the_energy_model_on_the_ops_macs_counted_by_hand(capsys, tmp_path, recompute, attention,
+                                                                           picojoules):
+    """A one-layer GPT (h 64, 2 heads, s 16, vocabulary 100) on one chip priced at 1 pJ a MAC and nothing else
+    (the device file's [energy]): train's energy_j is the MACs counted by hand, each at 1 pJ."""
+    (tmp_path / "tiny.toml").write_text(TINY)
+    meta = _train_meta(capsys, tmp_path / "tiny.toml", _chip(tmp_path, MAC_ONLY, gpus=1), "--global-batch", "1",
+                       "--recompute", recompute, "--attention", attention)
+    assert meta["energy_source"] == "energy model on the ops' accesses (archsim.energy, the device file's [energy])"
+    assert meta["energy_j"] == pytest.approx(picojoules * 1e-12, rel=1e-12)
+
+
+def test_the_chip_as_a_toml_and_as_a_cfg_trains_alike(capsys, tmp_path):
+    """768 KiB per array as one TOML figure is the .cfg's three 256 KiB SRAMs: the same seconds, memory and joules."""
+    toml = _train_meta(capsys, "gpt2", _chip(tmp_path), "--dp", "4", "--global-batch", "8")
+    cfg = _train_meta(capsys, "gpt2", _chip(tmp_path, suffix="cfg"), "--dp", "4", "--global-batch", "8")
+    assert toml == cfg and toml["gpu"] == "myacc" and toml["memory_capacity_gib"] == 8
+
+
+def test_a_run_over_the_chips_memory_says_so_in_one_stderr_line(capsys, tmp_path):
+    """GPT-2 needs 2.648 GiB a chip at DP 4 (train's peak_memory_gib on the 8 GiB chip); with 1 GiB it does not fit."""
+    (tmp_path / "myacc.cfg").write_text(CHIP_CFG.format(gib=1))
+    meta = _train_meta(capsys, "gpt2", _chip(tmp_path, suffix="cfg", gib=1), "--dp", "4", "--global-batch", "8")
+    assert not meta["fits_memory"] and meta["memory_capacity_gib"] == 1
+    assert main(["train", "gpt2", "--cluster", str(tmp_path / "cluster_cfg.toml"), "--dp", "4", "--global-batch", "8"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["archsim train: warning: does not fit: pipeline rank 0 needs 2.6 GiB per GPU, its myacc has 1.0 GiB"]
+
+
+@pytest.mark.long
+@given(arrays=st.integers(2, 16), fewer=st.integers(1, 15), cut=st.floats(0.05, 1.0), tp=st.sampled_from([1, 2]))
+def test_fewer_arrays_or_less_bandwidth_is_never_faster_with_split_k_and_tp(arrays, fewer, cut, tp):
+    """tests/test_device_file.py's property holds without split-K and at TP 1 only; a split-K os chip picks its
+    split from the arrays it has, and TP halves the GEMMs: neither may make a smaller or slower chip faster."""
+    from archsim import links
+    from archsim.devices.device import Arrays
+    from archsim.training.machine import Links, Machine
+    from archsim.training.parallel import Parallelism
+    from archsim.training.run import train
+    from archsim.workload.transformer import TransformerConfig
+
+    tpu = load_device(Path(__file__).resolve().parents[1] / "configs" / "devices" / "tpu_v4_like.toml")
+    base = replace(tpu, arrays=Arrays(arrays, 32, 32, "os", 1e9, 1), split_k=True, hbm_bytes_per_s=4e11)
+    model = TransformerConfig("tiny", "gpt", layers=2, hidden=128, heads=4, vocab=1000, seq=64, ffn=512, kv_heads=4)
+    par = Parallelism(tp, 1, 1, 2, 1, "none")
+
+    def seconds(device) -> float:
+        link = links.nvlink(device.nvlink_bytes_per_s)
+        return train(model, par, Machine(device, device.efficiency, Links(link, link, link))).iteration_seconds
+
+    fast = seconds(base)
+    assert seconds(replace(base, arrays=replace(base.arrays, count=max(arrays - fewer, 1)))) >= fast
+    assert seconds(replace(base, hbm_bytes_per_s=base.hbm_bytes_per_s * cut)) >= fast
