@@ -189,3 +189,22 @@ def test_fewer_arrays_or_less_bandwidth_is_never_faster_with_split_k_and_tp(arra
     fast = seconds(base)
     assert seconds(replace(base, arrays=replace(base.arrays, count=max(arrays - fewer, 1)))) >= fast
     assert seconds(replace(base, hbm_bytes_per_s=base.hbm_bytes_per_s * cut)) >= fast
+
+
+def test_pipeline_memory_on_a_device_cfg_names_the_capacity_flag_its_hbm_gib_needs(capsys, tmp_path):
+    """Defect: `pipeline --memory --config myacc.cfg` checked no processor against the file's `[memory] hbm_gib`
+    and said nothing, so a designer read a plan of 0.92 GiB a processor as checked against the chip. Now a note
+    names the flag and the figure in its unit (8 GiB = 8 · 2³⁰ bytes = 8.589934592 GB); given, it is checked."""
+    _chip(tmp_path, suffix="cfg", gib=8)
+    flags = ["pipeline", "vgg16", "--config", str(tmp_path / "myacc.cfg"), "--dtype", "fp16", "--processors", "4",
+             "--batch", "8", "--microbatches", "4", "--memory", "--format", "json"]
+    assert main(flags) == 0
+    captured = capsys.readouterr()
+    assert "fits_memory" not in json.loads(captured.out)["meta"]
+    assert (f"archsim pipeline: note: {tmp_path / 'myacc.cfg'} states [memory] hbm_gib = 8: pipeline checks memory "
+            "against --capacity-gb alone (GB, 10⁹ bytes), so no processor was checked against it: add --capacity-gb "
+            "8.589934592 to check each processor against 8 GiB") in captured.err.splitlines()
+    assert main([*flags, "--capacity-gb", "8.589934592"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["meta"]["memory_capacity_bytes"] == pytest.approx(8 * 2**30, rel=1e-15)
+    assert "hbm_gib" not in captured.err
