@@ -208,3 +208,13 @@ def test_pipeline_memory_on_a_device_cfg_names_the_capacity_flag_its_hbm_gib_nee
     captured = capsys.readouterr()
     assert json.loads(captured.out)["meta"]["memory_capacity_bytes"] == pytest.approx(8 * 2**30, rel=1e-15)
     assert "hbm_gib" not in captured.err
+
+
+def test_search_help_says_how_an_array_device_is_priced_under_the_energy_objective(capsys):
+    """Defect: `search --help` said `--objective energy` minimises GPU board power × time, which an array device file
+    is not priced by (docs/training.md: train's and search's energy model since 2026-11-29): a designer read that
+    their chip's energy was its board_watts × time. The help now names both."""
+    with pytest.raises(SystemExit):
+        main(["search", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "on a gemm = \"arrays\" device file the energy model on the ops' accesses, plus its static_watts × time" in text
