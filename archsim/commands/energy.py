@@ -46,7 +46,7 @@ def energy_array(args: argparse.Namespace) -> ArrayConfig:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    add_array_arguments(parser)
+    add_array_arguments(parser, device_toml=True)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="run the batch as M micro-batches of batch/M (default 1)")
