@@ -233,3 +233,26 @@ def test_energy_help_says_its_config_takes_a_device_toml(capsys, tmp_path):
     assert "--config FILE.cfg SCALE-Sim .cfg file for the array (overrides" in " ".join(capsys.readouterr().out.split())
     (tmp_path / "myacc.toml").write_text(CHIP_TOML.format(energy=""))
     assert main(["energy", "ffnn8", "--config", str(tmp_path / "myacc.toml"), "--dtype", "fp16", "--batch", "1"]) == 0
+
+
+@pytest.mark.long
+def test_a_device_sweep_marks_the_pareto_front_brute_force_finds(tmp_path):
+    """Array shape × HBM bandwidth × chips over the trial's chip: `pareto_optimal` is exactly the fitting points no
+    fitting point beats in both seconds and joules (checked pair by pair), and more HBM bandwidth never trains slower."""
+    import csv
+
+    (tmp_path / "myacc.toml").write_text(CHIP_TOML.format(energy=""))
+    (tmp_path / "spec.toml").write_text('[sweep]\nname = "mine"\nmodel = "gpt2"\ndevice = "myacc.toml"\n'
+                                        "array_sides = [32, 64, 128]\nhbm_gbps = [150, 300, 600]\nchips = [1, 2, 4]\n"
+                                        "global_batch = 8\n")
+    assert main(["sweep", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "res"), "--quiet"]) == 0
+    rows = list(csv.DictReader((tmp_path / "res" / "results.csv").open()))
+    assert len(rows) == 27
+    points = [(float(r["iteration_seconds"]), float(r["energy_j"]), r["fits_memory"] == "True") for r in rows]
+    for row, (s, j, fits) in zip(rows, points):
+        beaten = any(f and s2 <= s and j2 <= j and (s2, j2) != (s, j) for s2, j2, f in points)
+        assert (row["pareto_optimal"] == "True") == (fits and not beaten)
+    by_point = {(r["arrays"], r["gpus"], float(r["hbm_gbps"])): float(r["iteration_seconds"]) for r in rows}
+    for (arrays, gpus, gbps), seconds in by_point.items():
+        if gbps < 600:
+            assert by_point[(arrays, gpus, gbps * 2)] <= seconds
