@@ -257,6 +257,10 @@ def stage_rows_caption(rows: list[dict]) -> str:
             "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
 
 
+# PipeDream's optimizer's own flags (``plan``'s group of them): read by ``--method pipedream`` alone
+PIPEDREAM_FLAGS = ("memory-constraint", "straight-pipeline", "use-fewer-machines", "activation-compression-ratio")
+
+
 def check_flags(args: Any) -> None:
     """Before any work: a baseline gives its makespan only, so refuse the timeline files it cannot write (and
     ``baselines`` none beside it, which runs no baseline); a PipeDream graph.txt's layers are priced already, so
@@ -275,6 +279,11 @@ def check_flags(args: Any) -> None:
         raise InputError(f"{setting('replication', 'exact')} sets how SPP's replicas share a micro-batch; "
                          f"{setting('method', 'pipedream')} is PipeDream's optimizer, which replicates by its own "
                          "model: drop it", field="replication")
+    optimizer = [name for name in PIPEDREAM_FLAGS if getattr(args, name.replace("-", "_"), None) not in (None, False)]
+    if optimizer and args.method != "pipedream":  # no other method reads them, the pipedream baselines included
+        raise InputError(f"{setting(optimizer[0])} is an option of PipeDream's optimizer "
+                         f"({setting('method', 'pipedream')}); {setting('method', args.method)} does not read it: drop "
+                         f"it, or give {setting('method', 'pipedream')}", field=optimizer[0])
     if args.network is not None and Path(args.network).suffix == ".txt":
         given = [name for name, value in (
             ("micro-batch", args.micro_batch), ("batch", args.batch), ("mode", args.mode), ("only", args.only),

@@ -256,3 +256,19 @@ def test_a_device_sweep_marks_the_pareto_front_brute_force_finds(tmp_path):
     for (arrays, gpus, gbps), seconds in by_point.items():
         if gbps < 600:
             assert by_point[(arrays, gpus, gbps * 2)] <= seconds
+
+
+@pytest.mark.parametrize(("flags", "method"), [(["--memory-constraint"], "spp"), (["--straight-pipeline"], "gpipe"),
+                                               (["--use-fewer-machines"], "dp"),
+                                               (["--activation-compression-ratio", "2"], "pipedream-prm")])
+def test_plan_refuses_pipedreams_own_flags_beside_another_method(capsys, tmp_path, flags, method):
+    """Defect: `plan resnet50 --cluster mychip.toml --memory-constraint` (default --method spp) printed SPP's plan and
+    said nothing, so a designer read it as checked against the chip's 8 GiB; no method but pipedream reads these four
+    flags (its group in `plan --help`), the `--baselines paper` pipedream baseline neither. Now one line refuses them."""
+    argv = ["plan", "resnet50", "--cluster", str(_chip(tmp_path)), "--microbatches", "4", "--batch", "32",
+            "--method", method, *flags]
+    assert main(argv) == 2
+    flag = flags[0]
+    assert capsys.readouterr().err == (
+        f"archsim plan: error: field '{flag[2:]}': {flag} is an option of PipeDream's optimizer (--method pipedream); "
+        f"--method {method} does not read it: drop it, or give --method pipedream\n")
