@@ -272,3 +272,25 @@ def test_plan_refuses_pipedreams_own_flags_beside_another_method(capsys, tmp_pat
     assert capsys.readouterr().err == (
         f"archsim plan: error: field '{flag[2:]}': {flag} is an option of PipeDream's optimizer (--method pipedream); "
         f"--method {method} does not read it: drop it, or give --method pipedream\n")
+
+
+def test_trains_gemm_rows_are_the_chips_waves_by_hand(capsys, tmp_path):
+    """GPT-2 (h 768, s 1024, micro-batch 1) on the trial's chip, each GEMM os on 64 × 64: ⌈m/64⌉·⌈n/64⌉ folds of
+    64 + 64 + k − 2 cycles, ⌈folds/4⌉ waves on the 4 arrays, less 1 (SCALE-Sim's count), at 800 MHz. Each is
+    compute-bound: qkv's traffic, (1024·768 + 768·2304 + 1024·2304) · 2 B at 300 GB/s, is 32.8 µs of its 160.9."""
+    def seconds(m: int, k: int, n: int) -> float:
+        folds = -(-m // 64) * -(-n // 64)
+        return (-(-folds // 4) * (64 + 64 + k - 2) - 1) / 800e6
+
+    assert main(["train", "gpt2", "--cluster", str(_chip(tmp_path)), "--dp", "4", "--global-batch", "8",
+                 "--format", "json"]) == 0
+    rows = {(r["name"], r["op"]): r["seconds"] for r in json.loads(capsys.readouterr().out)["rows"]}
+    expected = {("qkv", "F"): seconds(1024, 768, 2304),  # 576 folds, 144 waves of 894: 128,735 cycles
+                ("proj", "F"): seconds(1024, 768, 768),  # 192 folds, 48 waves of 894: 42,911
+                ("fc1", "F"): seconds(1024, 768, 3072),  # 768 folds, 192 waves of 894: 171,647
+                ("fc2", "F"): seconds(1024, 3072, 768),  # 192 folds, 48 waves of 3198: 153,503
+                ("fc2", "G"): seconds(3072, 1024, 768),  # dW = Xᵀ·dY: 576 folds, 144 waves of 1150: 165,599
+                ("fc2", "D"): seconds(1024, 768, 3072)}  # dX = dY·Wᵀ, fc1's forward shape
+    assert expected[("qkv", "F")] == pytest.approx(128_735 / 800e6, rel=1e-15)
+    for key, value in expected.items():
+        assert rows[key] == pytest.approx(value, rel=1e-12), key
