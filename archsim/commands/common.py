@@ -107,11 +107,14 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     if note and args.config:
         note_device_arrays(args.config, dtype_given=width is not None)
         if getattr(args, "engine", None) == "cycle":
-            from archsim.array.options import calc_mode_note
+            from archsim.array.options import calc_mode_note, hbm_unread_note
 
             calc = calc_mode_note(args.config)  # its stalls are not SCALE-Sim's for that file
-            if calc:
-                say_after_run("note", calc)
+            unread = None if args.dram_bandwidth is not None else hbm_unread_note(
+                args.config, width or 1, args.bandwidth_flag.lstrip("-"))  # the file's GB/s, which the engine does not read
+            for text in (calc, unread):
+                if text:
+                    say_after_run("note", text)
     return array
 
 
