@@ -172,8 +172,8 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
         shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: said.append(text))
         chosen = with_memory(shaped, None if bandwidth is None else positive_int(bandwidth, "bandwidth"), sram_kb)
         slip = sram_kb_warning(sram_kb)
-        notes = [*([slip] if slip else []), *said,
-                 hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None]
+        unread = hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None
+        notes = [*([slip] if slip else []), *said, *([unread] if unread else [])]
         if clock_ghz is not None:
             chosen = replace(chosen, clock_hz=checked_clock_ghz(clock_ghz) * 1e9)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first

@@ -139,7 +139,7 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
 
     if config is None:
         return []
-    width = element_width(dtype, None if element_bytes is None else int(element_bytes))  # type: ignore[call-overload]
+    width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked by the caller
     unread = hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None
     notes = [device_arrays_note(config), None if dtype or element_bytes else device_dtype_note(config),
              *unread_keys_notes(config), cfg_sram_warning(config), unread]
