@@ -323,3 +323,18 @@ def test_the_cycle_engine_names_the_bandwidth_a_device_cfgs_hbm_gbps_needs(capsy
         warnings.simplefilter("always")
         archsim.cost("ffnn8", config=cfg, engine="cycle", dtype="fp16", batch=1)
     assert f"{line}bandwidth=188 is 300.8 GB/s" in [str(w.message) for w in said]
+
+
+def test_plan_prices_a_network_on_the_chip_as_counted_by_hand(capsys, tmp_path):
+    """ffnn8 (8 fc layers of 1024 × 1024) on one chip at micro-batch 64, fp16 (`plan`, the layers priced on the cluster's
+    device). Forward, each layer out[64×1024] = X[64×1024]·W: 16 folds of 64 + 64 + 1024 − 2 = 1150 cycles in 4 waves,
+    4599 cycles = 5.749 µs, under its traffic (64·1024 + 1024² + 64·1024) · 2 B = 2,359,296 B at 300 GB/s = 7.864 µs:
+    8 · 7.86432 µs. Backward: each G, dW[1024×1024] = Xᵀ·dY with k = 64: 256 folds of 190 cycles in 64 waves, 12,159
+    cycles = 15.19875 µs (its traffic is the same 7.864 µs); each D but the first layer's (exact mode) fc's forward."""
+    one = _chip(tmp_path, gpus=1)
+    assert main(["plan", "ffnn8", "--cluster", str(one), "--microbatches", "1", "--micro-batch", "64",
+                 "--format", "json"]) == 0
+    stage = json.loads(capsys.readouterr().out)["rows"][0]
+    traffic = (64 * 1024 + 1024 * 1024 + 64 * 1024) * 2 / 300e9
+    assert stage["microbatch_forward_seconds"] == pytest.approx(8 * traffic, rel=1e-12)
+    assert stage["microbatch_backward_seconds"] == pytest.approx(8 * 12_159 / 800e6 + 7 * traffic, rel=1e-12)
