@@ -76,7 +76,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
-    for note in config_notes(config, dtype, element_bytes):  # what archsim cost prints on stderr of its --config
+    for note in config_notes(config, dtype, element_bytes, engine, bandwidth):  # what archsim cost prints on stderr
         warnings.warn(note, UserWarning, stacklevel=3)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
                                    geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,

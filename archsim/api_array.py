@@ -137,7 +137,13 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     warnings the command prints on stderr warn (UserWarning)."""
     from dataclasses import replace
 
-    from archsim.array.options import check_bandwidth_engine, element_width, sram_kb_warning, with_memory
+    from archsim.array.options import (
+        check_bandwidth_engine,
+        element_width,
+        hbm_unread_note,
+        sram_kb_warning,
+        with_memory,
+    )
     from archsim.choices.devices import ARRAY_DTYPES, ENGINES
     from archsim.energy_run import device_toml_array, energy_document, is_device_toml
     from archsim.lowering import check_mode
@@ -151,7 +157,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
         array, config = cfg_as_config(array, config)
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                               bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
-        notes = config_notes(config, dtype, element_bytes)
+        notes = config_notes(config, dtype, element_bytes, engine, bandwidth)
     else:  # a device TOML's array kind, sized and clocked by the same keywords
         if dtype is not None:
             check_choice(dtype, ARRAY_DTYPES, "dtype")
@@ -166,7 +172,8 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
         shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: said.append(text))
         chosen = with_memory(shaped, None if bandwidth is None else positive_int(bandwidth, "bandwidth"), sram_kb)
         slip = sram_kb_warning(sram_kb)
-        notes = [*([slip] if slip else []), *said]
+        unread = hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None
+        notes = [*([slip] if slip else []), *said, *([unread] if unread else [])]
         if clock_ghz is not None:
             chosen = replace(chosen, clock_hz=checked_clock_ghz(clock_ghz) * 1e9)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first

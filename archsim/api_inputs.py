@@ -128,16 +128,21 @@ def cfg_as_config(array, config):
     return array, config
 
 
-def config_notes(config: str | Path | None, dtype: str | None, element_bytes: object) -> list[str]:
+def config_notes(config: str | Path | None, dtype: str | None, element_bytes: object, engine: str = "analytic",
+                 bandwidth: object = None) -> list[str]:
     """What an array command says on stderr of its ``--config`` .cfg: a device file of several arrays costs one; one
-    priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes."""
+    priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes; under
+    the ``cycle`` engine without ``bandwidth``, a ``[memory] hbm_gbps`` it does not read."""
     from archsim.array.device_sections import device_arrays_note, device_dtype_note
+    from archsim.array.options import element_width, hbm_unread_note
     from archsim.array.sram_sizes import cfg_sram_warning
 
     if config is None:
         return []
+    width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked by the caller
+    unread = hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None
     notes = [device_arrays_note(config), None if dtype or element_bytes else device_dtype_note(config),
-             *unread_keys_notes(config), cfg_sram_warning(config)]
+             *unread_keys_notes(config), cfg_sram_warning(config), unread]
     return [note for note in notes if note]
 
 

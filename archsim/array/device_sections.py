@@ -379,3 +379,17 @@ def device_static_note(config: str | Path) -> str | None:
         return None
     return (f"{config} states [device] static_watts = {watts:g} W per chip: train and search add it × chips × "
             "iteration seconds; energy prices one array, its leakage_pj the energy table's leakage, not it")
+
+
+def device_capacity_note(config: str | Path) -> str | None:
+    """What ``pipeline --memory`` says of a ``--config`` device ``.cfg`` stating ``[memory] hbm_gib`` when no
+    ``--capacity-gb`` is given: its memory check reads that flag alone (GB, 10⁹ bytes), so the value that checks the
+    file's GiB is named. None for a plain SCALE-Sim file or one stating none."""
+    checked = _device_file(config)
+    gib = None if checked is None else checked[0].get("memory", {}).get("hbm_gib")
+    if not gib:
+        return None
+    return (f"{config} states [memory] hbm_gib = {gib:g}: pipeline checks memory against --capacity-gb alone (GB, "
+            f"10⁹ bytes), so no processor was checked against it: add --capacity-gb {gib * 2**30 / 1e9:.12g} to check "
+            f"each processor against {gib:g} GiB")
+

@@ -137,6 +137,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         array_size_warning,
         array_source,
         check_bandwidth_engine,
+        hbm_unread_note,
         sram_kb_warning,
         sram_unused_warning,
     )
@@ -156,8 +157,10 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         chosen = layout_from_cfg(config, layout, bank_rule)
     else:
         base = read_scalesim_cfg(config) if config else ArrayConfig()
-    if config:  # a device file's arrays, and SRAMs that look like bytes, said once the run has succeeded
-        for kind, text in (("note", device_arrays_note(config)), ("warning", cfg_sram_warning(config))):
+    if config:  # a device file's arrays, its unread GB/s, and SRAMs that look like bytes, said once the run has succeeded
+        unread = hbm_unread_note(config, base.element_bytes, bandwidth_flag.lstrip("-")) if (
+            engine == "cycle" and dram_bandwidth is None and not min_bandwidth and layout is None) else None
+        for kind, text in (("note", device_arrays_note(config)), ("note", unread), ("warning", cfg_sram_warning(config))):
             if text:
                 speak_after(kind, text)
     if clock_ghz is not None:

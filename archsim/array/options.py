@@ -214,3 +214,36 @@ def calc_mode_note(config: str | Path) -> str | None:
     return (f"{config} names InterfaceBandwidth: CALC, where SCALE-Sim never stalls; the cycle engine simulates "
             "its DRAM at the Bandwidth words/cycle all the same (SCALE-Sim's USER mode): set InterfaceBandwidth: "
             "USER to compare stalls with SCALE-Sim, or cost without the cycle engine for CALC's stall-free cycles")
+
+
+def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwidth") -> str | None:
+    """What the cycle engine says, run without ``flag`` (its DRAM words/cycle, named as the caller spells it), of a ``--config`` device ``.cfg`` that
+    states ``[memory] hbm_gbps`` but no SCALE-Sim ``Bandwidth``: the engine reads words/cycle alone, so it ran at
+    SCALE-Sim's default; the flag's value nearest the file's GB/s, in words of ``element_bytes`` at its clock, is
+    named. None for a plain SCALE-Sim file, one stating ``Bandwidth`` (checked against ``hbm_gbps`` on reading) or
+    one without a clock."""
+    import configparser
+
+    from archsim.array.device_sections import cfg_device_sections
+    from archsim.validate import read_text
+
+    text = read_text(config, "config file", encoding="utf-8-sig")  # read once already: no error here
+    if Path(config).suffix.lower() == ".toml":  # energy's device TOML, read by train's reader already
+        import tomllib
+
+        document = tomllib.loads(text)
+        hbm, mhz = document.get("memory", {}).get("hbm_gbps"), document.get("compute", {}).get("clock_mhz")
+        ghz = None if mhz is None else mhz / 1e3
+    else:
+        checked = cfg_device_sections(text, str(config), required=False)
+        hbm = None if checked is None else checked[0].get("memory", {}).get("hbm_gbps")
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(text, source=str(config))
+        clock = parser.get("archsim", "ClockGHz", fallback=None)
+        ghz = None if clock is None or parser.has_option("architecture_presets", "Bandwidth") else float(clock)
+    if not hbm or ghz is None:
+        return None
+    words, default = max(1, round(hbm / (element_bytes * ghz))), ArrayConfig().bandwidth[0]
+    return (f"{config} states [memory] hbm_gbps = {hbm:g} GB/s, which the cycle engine does not read (train and "
+            f"search do): it ran at {default} words/cycle per operand, SCALE-Sim's default ({default * element_bytes * ghz:g} "
+            f"GB/s of {element_bytes}-byte words at {ghz:g} GHz); {setting(flag, words)} is {words * element_bytes * ghz:g} GB/s")

@@ -75,14 +75,17 @@ def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
     return options.with_clock(array, args.clock_ghz)
 
 
-def add_array_arguments(parser: argparse.ArgumentParser) -> None:
+def add_array_arguments(parser: argparse.ArgumentParser, device_toml: bool = False) -> None:
     """The array flags, the element width among them as ``--dtype`` (train's names) or ``--element-bytes``
-    (any width): one set for every array command, so each reads a width the same way."""
+    (any width): one set for every array command, so each reads a width the same way. ``device_toml``: the
+    command's ``--config`` takes a device TOML too (``energy``), and its help says so."""
     parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default: 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
                         help="dataflow (default: ws, or the config file's)")
-    parser.add_argument("--config", default=None, metavar="FILE.cfg",
-                        help="SCALE-Sim .cfg file for the array (overrides --array unless given too)")
+    toml = (" or a device TOML (train's device file: its arrays, three operand SRAMs and [energy], read as train "
+            "reads them)") if device_toml else ""
+    parser.add_argument("--config", default=None, metavar="FILE.cfg|FILE.toml" if device_toml else "FILE.cfg",
+                        help=f"SCALE-Sim .cfg file for the array{toml} (overrides --array unless given too)")
     parser.add_argument("--dtype", default=None, choices=ARRAY_DTYPES,
                         help=f"element type, by archsim train's --dtype names: {SCALESIM_DTYPE} (1-byte words as "
                              "SCALE-Sim counts them; default), fp16 or bf16 (2 bytes), fp32 (4); it sizes the "
@@ -104,11 +107,14 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     if note and args.config:
         note_device_arrays(args.config, dtype_given=width is not None)
         if getattr(args, "engine", None) == "cycle":
-            from archsim.array.options import calc_mode_note
+            from archsim.array.options import calc_mode_note, hbm_unread_note
 
             calc = calc_mode_note(args.config)  # its stalls are not SCALE-Sim's for that file
-            if calc:
-                say_after_run("note", calc)
+            unread = None if args.dram_bandwidth is not None else hbm_unread_note(
+                args.config, width or 1, args.bandwidth_flag.lstrip("-"))  # the file's GB/s, which the engine does not read
+            for text in (calc, unread):
+                if text:
+                    say_after_run("note", text)
     return array
 
 

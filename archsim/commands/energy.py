@@ -40,13 +40,20 @@ def energy_array(args: argparse.Namespace) -> ArrayConfig:
 
     if not is_device_toml(args.config):
         return costed_array(args)
-    array = device_toml_array(args.config, args.array, args.dataflow, element_width(args.dtype, args.element_bytes))
+    width = element_width(args.dtype, args.element_bytes)
+    array = device_toml_array(args.config, args.array, args.dataflow, width)
+    if args.engine == "cycle" and args.dram_bandwidth is None:  # as a .cfg's (commands.common.array_from_args)
+        from archsim.array.options import hbm_unread_note
+
+        unread = hbm_unread_note(args.config, width or 1, args.bandwidth_flag.lstrip("-"))
+        if unread:
+            say_after_run("note", unread)
     return with_clock(with_memory_args(array, args), args)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    add_array_arguments(parser)
+    add_array_arguments(parser, device_toml=True)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="run the batch as M micro-batches of batch/M (default 1)")

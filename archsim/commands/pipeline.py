@@ -27,7 +27,7 @@ from archsim.commands.common import (
     width_meta,
 )
 from archsim.commands.timeline_outputs import add_timeline_outputs, validated, write_timeline_outputs
-from archsim.console import note, warn
+from archsim.console import note, say_after_run, warn
 from archsim.errors import InputError
 from archsim.fits import memory_warning
 from archsim.lowering import SPLIT_AXES, split_axes
@@ -175,6 +175,12 @@ def run(args: argparse.Namespace) -> int:
                 warning = memory_warning([(f"processor {m.processor}", "memory (--capacity-gb)", m.peak_bytes,
                                            capacity) for m in memory], "processors")
                 meta["fits_memory"] = warning is None
+            elif args.config:  # a device file's hbm_gib is train's; here only the flag is checked
+                from archsim.array.device_sections import device_capacity_note
+
+                unchecked = device_capacity_note(args.config)
+                if unchecked:
+                    say_after_run("note", unchecked)
         chosen = f", {args.schedule} schedule" if args.schedule is not None else ""
         write_timeline_outputs(args, timeline, f"{network.name}: {plan.method}, {args.processors} processors{chosen}",
                                borrowed=plan.borrowed_ops)

@@ -54,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "whatever the config's torch_dtype: a note says when it names another)")
     parser.add_argument("--objective", default="time", choices=OBJECTIVES,
                         help="what to minimise per iteration: time, cost (GPU-hours × price per GPU-hour) or energy "
-                             "(GPU board power × time); the Pareto front is time against it (time: against memory)")
+                             "(train's energy_j: GPU board power × time; on a gemm = \"arrays\" device file the energy model on the "
+                             "ops' accesses, plus its static_watts × time); the Pareto front is time against it (time: "
+                             "against memory)")
     parser.add_argument("--balance", default="even", choices=BALANCES,
                         help="layers per pipeline stage: Megatron's even split, or planned by PipeDream's DP over "
                              "embedding, layers and LM head under each GPU's memory (interleaved and V-shaped schedules: "

@@ -40,8 +40,12 @@ def run_array(args: SimpleNamespace, speak=None):
         speak("warning", huge)
     if speak is not None and args.config:  # as every array command says it (commands.common.note_device_arrays)
         from archsim.array.device_sections import device_arrays_note, device_dtype_note
+        from archsim.array.options import hbm_unread_note
 
-        for text in (device_arrays_note(args.config), None if width is not None else device_dtype_note(args.config)):
+        unread = hbm_unread_note(args.config, width or 1, "dram-bandwidth") if (
+            getattr(args, "engine", None) == "cycle" and getattr(args, "dram_bandwidth", None) is None) else None
+        for text in (device_arrays_note(args.config), None if width is not None else device_dtype_note(args.config),
+                     unread):
             if text:
                 speak("note", text)
         slip = cfg_sram_warning(args.config)  # its SRAMs in bytes, judged as --sram-kb is
