@@ -68,6 +68,7 @@ class _OutputSet:
     folders made for them (made first, first): what :func:`output_set` renames or removes."""
 
     temps: dict[Path, Path] = field(default_factory=dict)
+    targets: list[Path] = field(default_factory=list)  # every target staged or being staged (a temp not yet in temps)
     folders: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # the ``wrote FILE`` lines, in :func:`note_written`'s order
     leading: list[str] = field(default_factory=list)  # the ``--out`` file's, printed before ``notes``
@@ -76,6 +77,7 @@ class _OutputSet:
     def stage(self, path: Path, text: str) -> None:
         key = Path(os.path.abspath(path))
         self.folders.extend(_missing_folders(path.parent))
+        self.targets.append(key)  # before its temp file exists: an interrupt from here on finds that file (discard)
         tmp = _write_temp(path, text)
         old = self.temps.pop(key, None)  # the same file written twice in a run: the later text wins
         if old is not None:
@@ -99,6 +101,8 @@ class _OutputSet:
         """Remove every temp file and the folders made for them (when still empty): nothing replaced."""
         for tmp in self.temps.values():
             tmp.unlink(missing_ok=True)
+        for target in self.targets:  # a temp file made but not yet recorded when the interrupt came: this run's
+            _remove_own_temps(target)
         for folder in reversed(self.folders):
             try:
                 folder.rmdir()
@@ -135,6 +139,37 @@ def output_set() -> Iterator[None]:
         staged.commit()
     for note in (*staged.leading, *staged.notes):
         line(note)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (a batch system's time limit, ``kill``) raises :class:`~archsim.errors.Terminated`
+    in this process, so a run ends as Ctrl-C ends it: its :func:`output_set` removes every temp file and replaces
+    no target, and the CLI says so in one line (status 143), where the signal's default action left the staged temp
+    files behind, without a word. A forked worker that inherits the handler dies of the signal as before. Main
+    thread only; a handler set by the embedding program is left alone. ``archsim.cli.main`` runs every command in it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    owner = os.getpid()
+
+    def handler(signum, frame) -> None:
+        if os.getpid() != owner:  # a pool worker: the default action, death by the signal
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        from archsim.errors import Terminated
+
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def hold_until_written(context: AbstractContextManager[T]) -> T:
@@ -273,6 +308,19 @@ def _replacement_mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def _remove_own_temps(target: Path) -> None:
+    """Remove this process's temp files beside ``target`` (``.NAME.PID.XXXXXXXX.tmp`` with this PID): what an
+    interrupt between making a temp file and recording it would leave (another process's are never touched)."""
+    prefix = temp_prefix(target.name)
+    try:
+        with os.scandir(target.parent) as entries:
+            own = [entry.path for entry in entries if entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX)]
+    except OSError:
+        return
+    for temp in own:
+        Path(temp).unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:

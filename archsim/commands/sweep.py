@@ -51,11 +51,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     if args.report is not None:
         check_target(target)
         _report_apart(target, out, "--report")
-    from archsim.sweep.lifetime import sigterm_as_interrupt
-
-    with sigterm_as_interrupt():  # a batch system's kill: what is cached said, as for Ctrl-C
-        frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force,
-                          max_configs=args.max_configs)
+    # a batch system's kill: what is cached said, as for Ctrl-C (archsim.cli runs every command so)
+    frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force,
+                      max_configs=args.max_configs)
     from archsim.sweep.device_spec import DeviceSweepSpec
 
     summary = "" if isinstance(spec, DeviceSweepSpec) else f"; summary in {out / 'summary.csv'}"  # a device sweep: none
