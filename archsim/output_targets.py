@@ -1,12 +1,11 @@
-"""Every output target is checked when the command line is read, before any work: what writing
-there will do (:func:`check_target`: replace a regular file or a new name, write through a device,
-a FIFO or this process's own descriptor, or refuse in one line), where it would go (a folder this
-process can create files in, a name the file system takes) and that no two flags name one file
-(:func:`distinct_targets`), nor an input of the run (:func:`outputs_apart_from_inputs`); a file whose suffix
-names another format than the flag writes is warned of (:func:`suffix_mismatches`). Why its own module: checking a name is a different job from writing
-it (:mod:`archsim.output_files`, which imports this one, never the other way), and the argparse
-``type=`` of every output flag needs only the checks.
-"""
+"""Every output target is checked when the command line is read, before any work: what writing there will do
+(:func:`check_target`: replace a regular file or a new name, write through a device, a FIFO or this process's own
+descriptor, or refuse in one line), where it would go (a folder this process can create files in, a name the file
+system takes) and that no two flags name one file (:func:`distinct_targets`), nor an input of the run, by path or
+shipped name (:func:`outputs_apart_from_inputs`); a file whose suffix names another format than the flag writes is
+warned of (:func:`suffix_mismatches`). Why its own module: checking a name is a different job from writing it
+(:mod:`archsim.output_files`, which imports this one, never the other way), and every output flag's argparse
+``type=`` needs only the checks."""
 
 from __future__ import annotations
 
@@ -211,6 +210,7 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
     that name an existing regular file (``FILE.py:ClassName``'s file too); devices, FIFOs and this
     process's own descriptors are written through, not replaced, so they may be both."""
     inputs: dict[tuple[int, int], str] = {}
+    names: list[tuple[str, str]] = []  # (a value that may be a shipped name, its input's name)
     for action in parser._actions:
         if action.type in (output_flag, folder_flag) or action.dest == "help":
             continue
@@ -218,6 +218,7 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
         for text in value if isinstance(value, list | tuple) else [value]:
             if not isinstance(text, str) or not text:
                 continue
+            names.append((text, _input_name(parser, action)))
             for name in {text, text.rpartition(":")[0] or text}:  # a PyTorch model, FILE.py:ClassName
                 try:
                     found = os.stat(name)
@@ -240,10 +241,30 @@ def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Na
             found = os.stat(value)
         except OSError:  # a new name: nothing there to replace
             continue
-        source = inputs.get((found.st_dev, found.st_ino))
+        source = inputs.get((found.st_dev, found.st_ino)) or _shipped_source(value, names)
         if source is not None:
             raise InputError(f"{_flag(parser, action.dest)} names this run's input ({source}): writing would "
                              "replace it; give the output another name", file=str(value))
+
+
+def _shipped_source(output: str, names: list[tuple[str, str]]) -> str | None:
+    """The input whose shipped name (``vgg16``) stands for ``output``'s file, else None: ``cost vgg16 --out
+    layers/vgg16.csv`` replaced the network it read. Only an output in ``configs/`` or ``layers/`` is looked into."""
+    from archsim.validate import shipped_configs
+
+    real, configs = Path(os.path.realpath(output)), Path(os.path.realpath(str(shipped_configs(""))))
+    folders = [configs / kind for kind in ("transformers", "energy", "devices")] if real.is_relative_to(configs) else []
+    layers = None
+    if real.parent.name == "layers":  # the shipped networks' folder is so named, installed or not: imported only then
+        from archsim.workload.shipped import shipped_dir
+
+        layers = Path(os.path.realpath(str(shipped_dir())))
+    for text, source in names:  # a network's name keyed as workload.shipped keys it
+        candidates = [layers / f"{text.strip().lower().replace('-', '_')}.csv"] if layers else []
+        candidates += [folder / f"{text}{suffix}" for folder in folders for suffix in ("", ".toml", ".json", ".cfg")]
+        if any(same_file(candidate, real) for candidate in candidates):
+            return f"{source}, the shipped {text!r}"
+    return None
 
 
 # The formats an output's suffix names: a flag whose metavar ends in one of these (``--gantt OUT.html``)
@@ -358,9 +379,8 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
 
 def _input_name(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     """How the help names an input: its flag (``--config``), else its metavar (``NETWORK``)."""
-    if action.option_strings:
-        return _flag(parser, action.dest)
-    return action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+    metavar = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+    return _flag(parser, action.dest) if action.option_strings else metavar
 
 
 def _flag(parser: argparse.ArgumentParser, dest: str) -> str:

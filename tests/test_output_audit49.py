@@ -18,6 +18,7 @@ root, which CI has; elsewhere those cases skip, as in ``tests/test_output_target
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -168,3 +169,54 @@ def test_a_symlink_to_a_folder_is_one_line_and_nothing_lands_in_the_folder(tmp_p
     capsys.readouterr()
     assert "cannot write here (a folder)" in clean_error(capsys, *argv)
     assert link.is_symlink() and list(folder.iterdir()) == []
+
+
+@pytest.fixture
+def shipped_copy(tmp_path, monkeypatch):
+    """The shipped folders as a copy in ``tmp_path`` (``pkg/layers``, ``pkg/configs``), so that a broken check
+    replaces a copy, never the checkout's own files."""
+    from archsim import validate
+    from archsim.energy import table
+    from archsim.workload import shipped
+
+    root = Path(__file__).resolve().parents[1]
+    layers, configs = tmp_path / "pkg" / "layers", tmp_path / "pkg" / "configs"
+    layers.mkdir(parents=True)
+    (configs / "energy").mkdir(parents=True)
+    shutil.copy(root / "layers" / "layerpipe_sample.csv", layers)
+    shutil.copy(root / "configs" / "energy" / "horowitz45.toml", configs / "energy")
+    monkeypatch.setattr(shipped, "shipped_dir", lambda: layers)
+    monkeypatch.setattr(validate, "shipped_configs", lambda folder: configs / folder)
+    monkeypatch.setattr(table, "shipped_configs", lambda folder: configs / folder)
+    return layers, configs
+
+
+@pytest.mark.parametrize(("name", "input_name"), [("layerpipe_sample", "NETWORK"), ("LayerPipe-Sample", "NETWORK")])
+def test_an_output_over_the_shipped_network_the_run_reads_is_refused(shipped_copy, capsys, name, input_name):
+    """Failed before: ``cost layerpipe_sample --out layers/layerpipe_sample.csv`` (in a checkout, or the installed
+    package's folder) replaced the shipped network it had just read with its table, exit 0: a name given for the
+    input is no path, so the check of an output against the run's inputs never saw it."""
+    layers, _ = shipped_copy
+    target = layers / "layerpipe_sample.csv"
+    before = target.read_bytes()
+    line = clean_error(capsys, "cost", name, "--out", target)
+    assert f"--out names this run's input ({input_name}, the shipped {name!r})" in line
+    assert target.read_bytes() == before
+
+
+def test_an_output_over_the_shipped_energy_table_the_run_reads_is_refused(shipped_copy, capsys):
+    _, configs = shipped_copy
+    target = configs / "energy" / "horowitz45.toml"
+    before = target.read_bytes()
+    line = clean_error(capsys, "cost", "layerpipe_sample", "--energy-table", "horowitz45", "--out", target)
+    assert "--out names this run's input (--energy-table, the shipped 'horowitz45')" in line
+    assert target.read_bytes() == before
+
+
+def test_a_shipped_folder_still_takes_a_file_the_run_does_not_read(shipped_copy, capsys):
+    """Writing a new network into layers/ (a checkout's own) stays the user's choice."""
+    layers, _ = shipped_copy
+    assert main(["import", "layerpipe_sample", "-o", str(layers / "mine.csv")]) == 0
+    before = (layers / "layerpipe_sample.csv").read_bytes()
+    assert main(["import", "layerpipe_sample", "-o", str(layers / "again.csv")]) == 0  # the name read, another file
+    assert (layers / "mine.csv").stat().st_size > 0 and (layers / "layerpipe_sample.csv").read_bytes() == before
