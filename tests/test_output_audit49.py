@@ -220,3 +220,35 @@ def test_a_shipped_folder_still_takes_a_file_the_run_does_not_read(shipped_copy,
     before = (layers / "layerpipe_sample.csv").read_bytes()
     assert main(["import", "layerpipe_sample", "-o", str(layers / "again.csv")]) == 0  # the name read, another file
     assert (layers / "mine.csv").stat().st_size > 0 and (layers / "layerpipe_sample.csv").read_bytes() == before
+
+
+COMMIT_INTERRUPTED = """
+import os, signal, sys
+from archsim import output_files
+real, renamed = os.replace, []
+def interrupted_between_two_renames(src, dst):
+    if str(src).endswith(".tmp"):
+        if len(renamed) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C once the set's first file is in place, before the second
+        renamed.append(dst)
+    return real(src, dst)
+output_files.os.replace = interrupted_between_two_renames
+from archsim.cli import command_line
+sys.argv = ["archsim", *{argv!r}]
+sys.exit(command_line())
+"""
+
+
+def test_ctrl_c_while_a_runs_files_are_renamed_replaces_all_of_them_or_none(tmp_path):
+    """Failed before: a Ctrl-C between the renames of a run's files left the first renamed (new) and the rest
+    removed (old): half a set. Now SIGINT and SIGTERM wait for the renames: every file is the new one, each
+    announced, then the one "interrupted" line and status 130."""
+    for name in ("o.txt", "g.html"):
+        (tmp_path / name).write_text("old\n", encoding="utf-8")
+    argv = [*COMMANDS["train"], "--out", "o.txt", "--gantt", "g.html"]
+    done = subprocess.run([sys.executable, "-c", COMMIT_INTERRUPTED.format(argv=argv)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == ["wrote o.txt", "wrote g.html", "archsim train: error: interrupted"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.html", "o.txt"]  # no temp file
+    assert all((tmp_path / name).read_text(encoding="utf-8") != "old\n" for name in ("o.txt", "g.html"))
