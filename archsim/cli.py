@@ -24,7 +24,8 @@ from archsim.commands import Command
 from archsim.console import PROGRAM, after_the_run, say, speaking_as
 from archsim.errors import InputError, Terminated
 from archsim.output_files import output_set, sigterm_as_interrupt
-from archsim.output_targets import distinct_targets, outputs_apart_from_inputs, suffix_mismatches
+from archsim.output_inputs import outputs_apart_from_inputs
+from archsim.output_targets import distinct_targets, suffix_mismatches
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).

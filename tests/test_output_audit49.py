@@ -31,6 +31,7 @@ from test_robustness import clean_error
 
 from archsim import output_files
 from archsim.cli import main
+from archsim.errors import InputError
 
 NULL = os.makedev(1, 3)  # Linux's number for /dev/null
 
@@ -252,3 +253,55 @@ def test_ctrl_c_while_a_runs_files_are_renamed_replaces_all_of_them_or_none(tmp_
     assert done.stderr.strip().splitlines() == ["wrote o.txt", "wrote g.html", "archsim train: error: interrupted"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.html", "o.txt"]  # no temp file
     assert all((tmp_path / name).read_text(encoding="utf-8") != "old\n" for name in ("o.txt", "g.html"))
+
+
+# --- the API's keywords that write files: the CLI's checks of the same flags (issue 49) ---------------------------
+
+def test_validate_gpu_refuses_a_report_over_its_measured_csv_and_one_file_for_two_outputs(tmp_path):
+    """Failed before: ``archsim.validate_gpu(csv=k.csv, report=k.csv)`` replaced the measured CSV with the HTML page
+    (and ``markdown=`` alike), and ``report=x, markdown=x`` kept only the second; ``archsim validate-gpu`` refuses
+    all three before any work."""
+    from output_commands import GPU_CSV
+
+    import archsim
+
+    measured = tmp_path / "k.csv"
+    shutil.copy(GPU_CSV, measured)
+    before = measured.read_bytes()
+    for keyword in ("report", "markdown"):
+        with pytest.raises(InputError, match=f"{keyword} names this run's input \\(csv\\)"):
+            archsim.validate_gpu(csv=measured, **{keyword: measured})
+        assert measured.read_bytes() == before
+    both = tmp_path / "both.txt"
+    with pytest.raises(InputError, match=r"named by two output flags \(report and markdown\)"):
+        archsim.validate_gpu(csv=str(measured), report=both, markdown=str(both))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.csv"]
+
+
+def test_cluster_jobs_refuses_a_report_over_its_trace(tmp_path):
+    """Failed before: ``archsim.cluster_jobs(trace=t.csv, report=t.csv)`` went on to read the trace and would
+    replace it with the page; ``archsim cluster`` refuses it before any work."""
+    import archsim
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("not read: refused before\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"report names this run's input \(trace\)"):
+        archsim.cluster_jobs(trace=str(trace), report=trace)
+    assert trace.read_text(encoding="utf-8") == "not read: refused before\n"
+
+
+@pytest.mark.parametrize("name", ["results.csv", "summary.csv", "spec.json", "the spec"])
+def test_write_report_refuses_to_replace_the_results_it_draws(tmp_path, name):
+    """Failed before: ``archsim.write_report("res", out="res/results.csv")`` replaced the sweep's results with the
+    HTML page (exit as success); ``archsim report res --out res/results.csv`` refuses it, naming the file."""
+    import archsim
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(SWEEP_SPEC, encoding="utf-8")
+    out = tmp_path / "res"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    target = spec if name == "the spec" else out / name
+    before = target.read_bytes()
+    with pytest.raises(InputError, match="out names the (results folder's|sweep spec)"):
+        archsim.write_report(out, out=target)
+    assert target.read_bytes() == before
