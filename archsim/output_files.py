@@ -152,8 +152,8 @@ def _interrupts_deferred() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[int] = []
-    previous = {number: signal.signal(number, lambda got, frame: caught.append(got))
+    caught: list[signal.Signals] = []
+    previous = {number: signal.signal(number, lambda got, frame: caught.append(signal.Signals(got)))
                 for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield

@@ -46,9 +46,9 @@ def outputs_apart(outputs: list[tuple[str, str | None]], inputs: list[tuple[str,
         if not value or check_target(value) == "through":
             continue
         found = _regular(value)  # None: a new name, nothing there to replace
-        source = None if found is None else files.get(found) or _shipped_source(str(value), names)
-        if source is not None:
-            raise InputError(f"{flag} names this run's input ({source}): writing would replace it; give the output "
+        reads = None if found is None else files.get(found) or _shipped_source(str(value), names)
+        if reads is not None:
+            raise InputError(f"{flag} names this run's input ({reads}): writing would replace it; give the output "
                              "another name", file=str(value))
 
 
