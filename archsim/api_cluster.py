@@ -48,6 +48,7 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
     The notes the command prints on stderr warn (UserWarning)."""
     from archsim.choices.cluster import POLICIES
     from archsim.cluster_run import run_cluster
+    from archsim.output_inputs import outputs_apart
     from archsim.output_targets import check_target
     from archsim.rows import Rows
     from archsim.validate import MAX_PROCESSORS, SEED_MAX
@@ -67,6 +68,7 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
     if report is not None:
         check_path(report, "report", "an output path")
         check_target(str(report))
+        outputs_apart([("report", str(report))], [("trace", str(trace))])  # cluster's check: not over the trace
     settings = SimpleNamespace(trace=str(trace), gpus=gpus, gpus_per_machine=gpus_per_machine,
                                device_memory_gb=device_memory_gb, policy=policy, compare=compare, seed=seed,
                                seeds=seeds, jobs=jobs, interval=interval, gamma_ns_per_byte=gamma_ns_per_byte,

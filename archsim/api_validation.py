@@ -40,7 +40,8 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
     from archsim.clock import checked_clock
     from archsim.errors import InputError
     from archsim.modes import MODES
-    from archsim.output_targets import check_target
+    from archsim.output_inputs import outputs_apart
+    from archsim.output_targets import check_target, distinct_outputs
     from archsim.validate_gpu_run import SHOW, run_validate_gpu
     from archsim.value_parsers import parse_float
 
@@ -66,10 +67,13 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
         if value is not None:
             check_choice(value, choices, name)
     check_switch(no_split_k, "no_split_k")
-    for target, name in ((report, "report"), (markdown, "markdown")):
-        if target is not None:
-            check_path(target, name, "an output path")
-            check_target(str(target))
+    given = [(name, target) for name, target in (("report", report), ("markdown", markdown)) if target is not None]
+    for name, target in given:
+        check_path(target, name, "an output path")
+        check_target(str(target))
+    outputs: list[tuple[str, str | None]] = [(name, str(target)) for name, target in given]
+    distinct_outputs(outputs)  # validate-gpu's checks of its flags: not one file twice, nor over a measured CSV
+    outputs_apart(outputs, [("csv", [str(path) for path in files])])
     settings = SimpleNamespace(csv=[str(path) for path in files], gpu=gpu, like=like, sm_count=sm_count,
                                tensor_cores_per_sm=tensor_cores_per_sm, mma=mma, clock_mhz=clock_mhz,
                                memory_gbps=memory_gbps, dataflow=dataflow, no_split_k=no_split_k, mode=mode,

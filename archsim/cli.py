@@ -23,8 +23,9 @@ from archsim import __version__
 from archsim.commands import Command
 from archsim.console import PROGRAM, after_the_run, say, speaking_as
 from archsim.errors import InputError, Terminated
-from archsim.output_files import output_set
-from archsim.output_targets import distinct_targets, outputs_apart_from_inputs, suffix_mismatches
+from archsim.output_files import output_set, sigterm_as_interrupt
+from archsim.output_inputs import outputs_apart_from_inputs
+from archsim.output_targets import distinct_targets, suffix_mismatches
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).
@@ -165,8 +166,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             distinct_targets(chosen, args)
             outputs_apart_from_inputs(chosen, args)
             mismatched = suffix_mismatches(chosen, args)
-            with after_the_run(), _reader_may_leave(), output_set():  # files replace their targets together, or
-                status = int(args._run(args))  # none does; notes said after the run follow it, or none does
+            # files replace their targets together, or none does (SIGTERM too: it ends the run as Ctrl-C does);
+            # notes said after the run follow it, or none does
+            with after_the_run(), _reader_may_leave(), sigterm_as_interrupt(), output_set():
+                status = int(args._run(args))
             for line in mismatched if status == 0 else ():  # said of files written, not of a run that failed
                 say("warning", line)
             return status
@@ -177,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # stderr's reader left while an error or a note was printed
         return 0
     except KeyboardInterrupt as exc:  # Ctrl-C: one line (what a stopped sweep kept, where it says), not a traceback
-        ended = isinstance(exc, Terminated)  # SIGTERM, where a command turns it into this (sweep)
+        ended = isinstance(exc, Terminated)  # SIGTERM (sigterm_as_interrupt, around every command)
         with speaking_as(prog):  # named after the command stopped, as its other lines: the run did not finish
             say("error", f"{'terminated' if ended else 'interrupted'}{f': {exc}' if exc.args else ''}")
         return 143 if ended else 130  # the shell's codes for a command ended by SIGTERM, by SIGINT

@@ -67,5 +67,6 @@ class InputError(ValueError):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (a batch system's time limit, ``kill``) where a command turns it into this (``sweep``): the run
-    ends as Ctrl-C ends it, saying what it kept, with the shell's code for SIGTERM, 143."""
+    """SIGTERM (a batch system's time limit, ``kill``) during a CLI run, which turns it into this
+    (:func:`archsim.output_files.sigterm_as_interrupt`): the run ends as Ctrl-C ends it, its staged files removed,
+    saying what it kept, with the shell's code for SIGTERM, 143."""

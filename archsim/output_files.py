@@ -1,13 +1,11 @@
 """The one writer of every output file a flag names: what it does depends on what the name is.
 
-A regular file (or a new name) is replaced atomically, keeping the old file's permissions (a
-read-only one is refused); this process's own descriptor
-(``/dev/stdout``, ``/dev/fd/N``) is written into; a character device or FIFO is written
-through in place, never replaced; anything else is refused in one line (docs/security.md).
-Every target is checked when the command line is read (:mod:`archsim.output_targets`), where it
-would go as well as what it is, and a run's files are one :func:`output_set`: each is
-written to its temp file first and renamed into place only when all of them are written, so a run
-that fails while writing (a full disk, Ctrl-C) replaces none of them.
+A regular file (or a new name) is replaced atomically, keeping the old file's permissions (a read-only one is
+refused); this process's own descriptor (``/dev/stdout``, ``/dev/fd/N``) is written into; a character device or
+FIFO is written through in place, never replaced; anything else is refused in one line (docs/security.md). Every
+target is checked when the command line is read (:mod:`archsim.output_targets`), where it would go as well as what
+it is, and a run's files are one :func:`output_set`: each is written to its temp file first and renamed into place
+only when all of them are written, so a run that fails while writing (a full disk, Ctrl-C, SIGTERM) replaces none.
 """
 
 from __future__ import annotations
@@ -68,6 +66,7 @@ class _OutputSet:
     folders made for them (made first, first): what :func:`output_set` renames or removes."""
 
     temps: dict[Path, Path] = field(default_factory=dict)
+    targets: list[Path] = field(default_factory=list)  # every target staged or being staged (a temp not yet in temps)
     folders: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # the ``wrote FILE`` lines, in :func:`note_written`'s order
     leading: list[str] = field(default_factory=list)  # the ``--out`` file's, printed before ``notes``
@@ -76,6 +75,7 @@ class _OutputSet:
     def stage(self, path: Path, text: str) -> None:
         key = Path(os.path.abspath(path))
         self.folders.extend(_missing_folders(path.parent))
+        self.targets.append(key)  # before its temp file exists: an interrupt from here on finds that file (discard)
         tmp = _write_temp(path, text)
         old = self.temps.pop(key, None)  # the same file written twice in a run: the later text wins
         if old is not None:
@@ -99,6 +99,8 @@ class _OutputSet:
         """Remove every temp file and the folders made for them (when still empty): nothing replaced."""
         for tmp in self.temps.values():
             tmp.unlink(missing_ok=True)
+        for target in self.targets:  # a temp file made but not yet recorded when the interrupt came: this run's
+            _remove_own_temps(target)
         for folder in reversed(self.folders):
             try:
                 folder.rmdir()
@@ -111,30 +113,90 @@ _OPEN_SET: ContextVar[_OutputSet | None] = ContextVar("archsim_output_set", defa
 
 @contextmanager
 def output_set() -> Iterator[None]:
-    """Make the files :func:`write_output` writes inside the ``with`` one transaction. Why: a run
-    that fails while writing (a full disk, a quota, an I/O error, Ctrl-C) after its first file must
-    not leave that file replaced and the rest old or missing. Each file goes to its temp file beside
-    its target (written and fsynced) as the run writes it; when the ``with`` ends normally every temp
-    is renamed into place; when it ends by an exception every temp (and any folder made for one) is
-    removed and no target is replaced. Devices, FIFOs and this process's own descriptors are written
-    in place as they come (nothing there is replaced). A set opened inside another joins it.
-    ``archsim.cli.main`` runs every command inside one."""
+    """Make the files :func:`write_output` writes inside the ``with`` one transaction. Why: a run that fails while
+    writing (a full disk, a quota, an I/O error, Ctrl-C) after its first file must not leave that file replaced and
+    the rest old or missing. Each file goes to its temp file beside its target (written and fsynced) as the run
+    writes it; when the ``with`` ends normally every temp is renamed into place (a Ctrl-C meanwhile waits for the
+    renames: :func:`_interrupts_deferred`); when it ends by an exception every temp (and any folder made for one) is
+    removed and no target is replaced. Devices, FIFOs and this process's own descriptors are written in place as
+    they come. A set opened inside another joins it. ``archsim.cli.main`` runs every command inside one."""
     if _OPEN_SET.get() is not None:
         yield
         return
     staged = _OutputSet()
     token = _OPEN_SET.set(staged)
-    with staged.held:  # left last: after the renames, or after the temps are removed
-        try:
-            yield
-        except BaseException:
-            staged.discard()
-            raise
-        finally:
-            _OPEN_SET.reset(token)
-        staged.commit()
-    for note in (*staged.leading, *staged.notes):
-        line(note)
+    with ExitStack() as renaming:
+        with staged.held:  # left last: after the renames, or after the temps are removed
+            try:
+                yield
+            except BaseException:
+                staged.discard()
+                raise
+            finally:
+                _OPEN_SET.reset(token)
+            renaming.enter_context(_interrupts_deferred())  # all renamed and said, then a Ctrl-C that came
+            staged.commit()
+        for note in (*staged.leading, *staged.notes):
+            line(note)
+
+
+@contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the block and act on the first after it, as its handler would have. Why: a
+    Ctrl-C between two renames of an :func:`output_set` left its first files replaced and the rest old, half a set;
+    the renames take microseconds. Python-level handlers, not a blocked signal mask: a signal sent to the process
+    may reach any of its threads. Main thread only (the only one that may set a handler)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[signal.Signals] = []
+    previous = {number: signal.signal(number, lambda got, frame: caught.append(signal.Signals(got)))
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+    if caught:
+        handler = previous[caught[0]]
+        if callable(handler):  # Python's KeyboardInterrupt, sigterm_as_interrupt's Terminated
+            handler(caught[0], None)
+        elif handler == signal.SIG_DFL:
+            signal.raise_signal(caught[0])
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (a batch system's time limit, ``kill``) raises :class:`~archsim.errors.Terminated`
+    in this process, so a run ends as Ctrl-C ends it: its :func:`output_set` removes every temp file and replaces
+    no target, and the CLI says so in one line (status 143), where the signal's default action left the staged temp
+    files behind, without a word. A forked worker that inherits the handler dies of the signal as before. Main
+    thread only; a handler set by the embedding program is left alone. ``archsim.cli.main`` runs every command in it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+    owner = os.getpid()
+
+    def handler(signum, frame) -> None:
+        if os.getpid() != owner:  # a pool worker: the default action, death by the signal
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        from archsim.errors import Terminated
+
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def hold_until_written(context: AbstractContextManager[T]) -> T:
@@ -177,7 +239,6 @@ def _missing_folders(folder: Path) -> list[Path]:
         missing.insert(0, folder)
         folder = folder.parent
     return missing
-
 
 
 def _write_descriptor(fd: int, path: Path, text: str) -> Path:
@@ -273,6 +334,19 @@ def _replacement_mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def _remove_own_temps(target: Path) -> None:
+    """Remove this process's temp files beside ``target`` (``.NAME.PID.XXXXXXXX.tmp`` with this PID): what an
+    interrupt between making a temp file and recording it would leave (another process's are never touched)."""
+    prefix = temp_prefix(target.name)
+    try:
+        with os.scandir(target.parent) as entries:
+            own = [entry.path for entry in entries if entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX)]
+    except OSError:
+        return
+    for temp in own:
+        Path(temp).unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:

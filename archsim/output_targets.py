@@ -1,12 +1,11 @@
-"""Every output target is checked when the command line is read, before any work: what writing
-there will do (:func:`check_target`: replace a regular file or a new name, write through a device,
-a FIFO or this process's own descriptor, or refuse in one line), where it would go (a folder this
-process can create files in, a name the file system takes) and that no two flags name one file
-(:func:`distinct_targets`), nor an input of the run (:func:`outputs_apart_from_inputs`); a file whose suffix
-names another format than the flag writes is warned of (:func:`suffix_mismatches`). Why its own module: checking a name is a different job from writing
-it (:mod:`archsim.output_files`, which imports this one, never the other way), and the argparse
-``type=`` of every output flag needs only the checks.
-"""
+"""Every output target is checked when the command line is read, before any work: what writing there will do
+(:func:`check_target`: replace a regular file or a new name, write through a device, a FIFO or this process's own
+descriptor, or refuse in one line), where it would go (a folder this process can create files in, a name the file
+system takes) and that no two flags name one file (:func:`distinct_targets`; nor an input of the run:
+:mod:`archsim.output_inputs`); a file whose suffix names another format than the flag writes is
+warned of (:func:`suffix_mismatches`). Why its own module: checking a name is a different job from writing it
+(:mod:`archsim.output_files`, which imports this one, never the other way), and every output flag's argparse
+``type=`` needs only the checks."""
 
 from __future__ import annotations
 
@@ -188,62 +187,29 @@ def folder_flag(text: str) -> str:
 
 
 def distinct_targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse one file named by two output flags of a run (``--out x --gantt x``): the second write
-    would silently replace the first. Devices, FIFOs and this process's own descriptors
+    """The CLI's :func:`distinct_outputs`: over the run's output flags."""
+    distinct_outputs(output_flags(parser, args))
+
+
+def distinct_outputs(outputs: list[tuple[str, str | None]]) -> None:
+    """Refuse one file named by two outputs of a run, (flag or keyword, path) pairs (``--out x --gantt x``): the
+    second write would silently replace the first. Devices, FIFOs and this process's own descriptors
     (``/dev/null``, ``/dev/stdout``) are written through, not replaced, so they may be named twice."""
     seen: dict[str, str] = {}
-    for action in parser._actions:  # the parser's flags, as argparse keeps them
-        value = getattr(args, action.dest, None) if action.type is output_flag else None
-        if not value or action.dest in seen.values() or check_target(value) == "through":
+    for flag, value in outputs:
+        if not value or flag in seen.values() or check_target(value) == "through":  # an alias's flag: one
             continue
         key = os.path.realpath(value)
         if key in seen:
-            raise InputError(f"named by two output flags ({_flag(parser, seen[key])} and "
-                             f"{_flag(parser, action.dest)}): the second would replace the first; "
-                             "give each its own file", file=str(value))
-        seen[key] = action.dest
+            raise InputError(f"named by two output flags ({seen[key]} and {flag}): the second would replace the "
+                             "first; give each its own file", file=str(value))
+        seen[key] = flag
 
 
-def outputs_apart_from_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse an output flag that names a file this run reads (``import m.onnx -o m.onnx``,
-    ``cost net.csv --out net.csv``, ``sweep spec.toml --report spec.toml``): the output would replace
-    the input the user wrote, silently, with a different kind of file. Inputs are the other arguments
-    that name an existing regular file (``FILE.py:ClassName``'s file too); devices, FIFOs and this
-    process's own descriptors are written through, not replaced, so they may be both."""
-    inputs: dict[tuple[int, int], str] = {}
-    for action in parser._actions:
-        if action.type in (output_flag, folder_flag) or action.dest == "help":
-            continue
-        value = getattr(args, action.dest, None)
-        for text in value if isinstance(value, list | tuple) else [value]:
-            if not isinstance(text, str) or not text:
-                continue
-            for name in {text, text.rpartition(":")[0] or text}:  # a PyTorch model, FILE.py:ClassName
-                try:
-                    found = os.stat(name)
-                except (OSError, ValueError):  # no such file, a name the OS refuses: not an input file here
-                    continue
-                if stat.S_ISREG(found.st_mode):
-                    inputs.setdefault((found.st_dev, found.st_ino), _input_name(parser, action))
-                    for named, what in _named_inputs(name):
-                        try:
-                            inner = os.stat(named)
-                        except (OSError, ValueError):
-                            continue
-                        if stat.S_ISREG(inner.st_mode):
-                            inputs.setdefault((inner.st_dev, inner.st_ino), f"{what} {_input_name(parser, action)} names")
-    for action in parser._actions:
-        value = getattr(args, action.dest, None) if action.type is output_flag else None
-        if not value or check_target(value) == "through":
-            continue
-        try:
-            found = os.stat(value)
-        except OSError:  # a new name: nothing there to replace
-            continue
-        source = inputs.get((found.st_dev, found.st_ino))
-        if source is not None:
-            raise InputError(f"{_flag(parser, action.dest)} names this run's input ({source}): writing would "
-                             "replace it; give the output another name", file=str(value))
+def output_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The run's output flags as the docs write them, with their values, in the parser's order."""
+    return [(flag_name(parser, action.dest), getattr(args, action.dest, None)) for action in parser._actions
+            if action.type is output_flag]
 
 
 # The formats an output's suffix names: a flag whose metavar ends in one of these (``--gantt OUT.html``)
@@ -271,7 +237,7 @@ def suffix_mismatches(parser: argparse.ArgumentParser, args: argparse.Namespace)
         if written is None or named is None or named == written:
             continue
         warned.add(action.dest)
-        lines.append(_mismatch(_flag(parser, action.dest), written, value, suffix, named, usual))
+        lines.append(_mismatch(flag_name(parser, action.dest), written, value, suffix, named, usual))
     chosen, out = getattr(args, "format", None), getattr(args, "out", None)
     if chosen in _FORMAT_SUFFIXES and isinstance(out, str) and "out" not in warned:  # --out FILE: --format's
         usual, suffix = _FORMAT_SUFFIXES[chosen], Path(out).suffix
@@ -290,80 +256,7 @@ def _mismatch(flag: str, written: str, value: str, suffix: str, named: str, usua
             f"are normally named *{usual}")
 
 
-def spec_inputs(spec: str) -> list[tuple[str, str]]:
-    """The files a sweep spec's run reads, as (path, what): the spec itself and the files it names
-    (:func:`_named_inputs`). Why: ``archsim report`` writes beside a sweep it did not run, and its ``--out``
-    must spare them as ``sweep --report`` does (the report's own "Reproduce" line reruns that spec)."""
-    return [(spec, "the sweep spec"), *_named_inputs(spec)]
-
-
-def same_file(a: str | Path, b: str | Path) -> bool:
-    """Whether two paths name one existing file (a hard link or symlink too); False when either is missing."""
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
-
-
-def _named_inputs(path: str) -> list[tuple[str, str]]:
-    """The files an input TOML names that the run reads too, as (path, what): a cluster's ``[[servers]]``
-    device files (relative to the cluster file) and a sweep spec's ``model``, ``device``, network and ``.cfg``
-    array files.
-    Why: ``train --cluster c.toml --out chip.cfg`` would otherwise replace the device file the run just
-    read. A file that is not such a TOML, or does not parse, names nothing here (its command says why)."""
-    if not path.lower().endswith(".toml"):
-        return []
-    from archsim.toml_errors import parse_toml
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            table = parse_toml(handle.read(), path)
-    except (OSError, ValueError, InputError):  # unreadable or not TOML: the command's own reader says so
-        return []
-    folder = Path(path).parent
-    named: list[tuple[str, str]] = []
-    servers = table.get("servers")
-    for group in servers if isinstance(servers, list) else []:
-        device = group.get("device") if isinstance(group, dict) else None
-        if isinstance(device, str) and device:
-            named.append((str(folder / device), "a device file"))
-    sweep = table.get("sweep")
-    if isinstance(sweep, dict):
-        from archsim.sweep.device_files import DEVICE_SUFFIXES, spec_file
-        from archsim.sweep.spec import resolve_network
-        from archsim.sweep.spec_arrays import ARRAY_SUFFIX, resolve_array_file
-        from archsim.workload.model_files import MODEL_SUFFIXES
-
-        keys = (("model", "transformers", MODEL_SUFFIXES), ("device", "devices", DEVICE_SUFFIXES))
-        for key, shipped, suffixes in keys:
-            try:
-                named.append((spec_file(sweep.get(key), folder, path, key, shipped, suffixes), f"the {key} file"))
-            except (InputError, OSError, ValueError, TypeError):  # the sweep names the fault when it reads the spec
-                continue
-        networks = sweep.get("networks")
-        for network in networks if isinstance(networks, list) else []:
-            try:
-                named.append((resolve_network(network, folder, path), "a network file"))
-            except (InputError, OSError, ValueError, TypeError, AttributeError):
-                continue
-        arrays = sweep.get("arrays")
-        for array in arrays if isinstance(arrays, list) else []:
-            if isinstance(array, str) and array.lower().endswith(ARRAY_SUFFIX):
-                try:
-                    named.append((str(resolve_array_file(array, folder, path)), "an array file"))
-                except (InputError, OSError, ValueError):
-                    continue
-    return named
-
-
-def _input_name(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
-    """How the help names an input: its flag (``--config``), else its metavar (``NETWORK``)."""
-    if action.option_strings:
-        return _flag(parser, action.dest)
-    return action.metavar if isinstance(action.metavar, str) else action.dest.upper()
-
-
-def _flag(parser: argparse.ArgumentParser, dest: str) -> str:
+def flag_name(parser: argparse.ArgumentParser, dest: str) -> str:
     """The flag storing into ``dest`` as the docs write it (``"trace"`` → ``--chrome-trace``): its first
     long form, whichever form the user typed (``--out``, not its alias ``-o``)."""
     named = [action for action in parser._actions if action.dest == dest and action.option_strings]

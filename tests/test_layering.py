@@ -63,6 +63,7 @@ FORBIDDEN = {
     "archsim.api_keywords": ("archsim.commands", "archsim.cli"),
     # an output flag's target is checked when the command line is read; the writer uses the checks, not back
     "archsim.output_targets": ("archsim.output_files", *LATER),
+    "archsim.output_inputs": ("archsim.output_files", *LATER),
 }
 
 # package → the only packages that may import it: the commands are the CLI's, the API is the commands'
@@ -101,7 +102,7 @@ EXCEPTIONS = {
         "a device sweep's point is archsim.train with the point's keywords, the same code as archsim train",
     ("archsim", "archsim.api"):
         "the package names the library's jobs for a type checker (TYPE_CHECKING); at run time it loads them lazily",
-    ("archsim.output_targets", "archsim.sweep"):
+    ("archsim.output_inputs", "archsim.sweep"):
         "an output flag naming a sweep spec's model, device or network file is refused; the sweep's one resolver "
         "says which files those are",
 }

@@ -6,7 +6,7 @@ read by a reader of its own (``tomllib`` in :mod:`archsim.array.config`). Before
 either passed into the flags (``rows = -5`` suggested ``--array -5x128``) or dropped them without a word on which
 value (``rows = "128"``): no line, no field; both cases failed. Its values are now read as the device reader reads
 them (:func:`archsim.array.device_sections.toml_sections`). The output-target check
-(:func:`archsim.output_targets.outputs_apart_from_inputs`) reads an input TOML through ``parse_toml`` already and
+(:func:`archsim.output_inputs.outputs_apart_from_inputs`) reads an input TOML through ``parse_toml`` already and
 leaves a fault to the command's reader, which names the line: that case passes before and after."""
 
 from __future__ import annotations

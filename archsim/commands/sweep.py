@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from archsim.commands import Command
 from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
-from archsim.output_targets import check_target, folder_flag, output_flag, same_file, spec_inputs
+from archsim.output_targets import check_target, folder_flag, output_flag
 from archsim.validate import MAX_CONFIGS
 from archsim.value_parsers import int_flag
 
@@ -40,7 +39,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
 def run_sweep_command(args: argparse.Namespace) -> int:
     from archsim.output_targets import check_folder
     from archsim.sweep import load_spec, run_sweep
-    from archsim.sweep.report import write_report
+    from archsim.sweep.report import report_apart, write_report
 
     spec = load_spec(args.spec, max_configs=args.max_configs)
     out = Path(args.out or Path("results") / spec.name)
@@ -50,12 +49,10 @@ def run_sweep_command(args: argparse.Namespace) -> int:
     check_folder(out)  # the defaults too, before anything is written: all of the run's files, or none
     if args.report is not None:
         check_target(target)
-        _report_apart(target, out, "--report")
-    from archsim.sweep.lifetime import sigterm_as_interrupt
-
-    with sigterm_as_interrupt():  # a batch system's kill: what is cached said, as for Ctrl-C
-        frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force,
-                          max_configs=args.max_configs)
+        report_apart(target, out, "--report")
+    # a batch system's kill: what is cached said, as for Ctrl-C (archsim.cli runs every command so)
+    frame = run_sweep(spec, out, workers=args.workers, dask=args.dask, progress=not args.quiet, force=args.force,
+                      max_configs=args.max_configs)
     from archsim.sweep.device_spec import DeviceSweepSpec
 
     summary = "" if isinstance(spec, DeviceSweepSpec) else f"; summary in {out / 'summary.csv'}"  # a device sweep: none
@@ -117,49 +114,15 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_report_command(args: argparse.Namespace) -> int:
-    from archsim.sweep.report import spec_command, write_report
+    from archsim.sweep.report import report_apart, spec_command, write_report
 
     folder = Path(args.results)
     folder = folder.parent if folder.suffix == ".csv" else folder
     target = args.out or str(Path("reports") / f"{folder.name}.html")
-    _report_apart(target, folder, "--out")
+    report_apart(target, folder, "--out")
     path = write_report(folder, target, spec_command=spec_command(folder))
     note_written(f"wrote {path}")  # as every command announces a file
     return 0
-
-
-RESULT_FILES = ("results.csv", "summary.csv", "spec.json")  # what a results folder holds and its report reads
-
-
-def _report_apart(target: str, folder: Path, flag: str) -> None:
-    """Refuse a report path that is one of the results folder's own files: the HTML would replace the
-    results it is drawn from (a sweep's, written in the same run, or a report's input)."""
-    if check_target(target) == "through":
-        return
-    where = os.path.realpath(target)
-    for name in RESULT_FILES:
-        if where == os.path.realpath(folder / name):
-            raise InputError(f"{flag} names the results folder's {name}: the report would replace it; give the "
-                             "report another name", file=target)
-    source = _recorded_spec(folder)
-    for path, what in spec_inputs(source) if source else ():
-        if same_file(target, path):
-            named = "the sweep spec" if path == source else f"{what} of the sweep spec"
-            raise InputError(f"{flag} names {named} these results come from ({source}): the report would replace "
-                             "it; give the report another name", file=target)
-
-
-def _recorded_spec(folder: Path) -> str | None:
-    """The spec file a results folder's spec.json records (``source_path``), where it still exists; None
-    when the folder has no readable record (the report's reader says why, if it matters)."""
-    from archsim.validate import parse_json, read_text
-
-    try:
-        record = parse_json(read_text(folder / "spec.json", "the folder's spec.json"), str(folder / "spec.json"))
-    except (InputError, OSError, ValueError):
-        return None
-    source = record.get("source_path") if isinstance(record, dict) else None
-    return source if isinstance(source, str) and os.path.isfile(source) else None
 
 
 SWEEP = Command("sweep", "run a sweep spec (array × batch × processors × method, or a device file's fields) with caching",

@@ -52,9 +52,8 @@ def holding(out: Path, source: str, name: str) -> Iterator[None]:
     """Hold ``out``'s lock for the block, or refuse naming the run that holds it."""
     import fcntl
 
-    lock = out / LOCK_NAME
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        fd = _open_lock(out / LOCK_NAME, os.O_RDWR | os.O_CREAT)
     except OSError as exc:
         raise InputError(f"cannot lock the results folder ({exc.strerror or exc.__class__.__name__})",
                          file=str(out), field="out") from None
@@ -80,8 +79,8 @@ def in_use(out: Path) -> str | None:
     import fcntl
 
     try:
-        fd = os.open(out / LOCK_NAME, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+        fd = _open_lock(out / LOCK_NAME, os.O_RDONLY)
+    except OSError:  # none, or not a lock file (which no sweep can hold)
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -90,6 +89,28 @@ def in_use(out: Path) -> str | None:
     finally:
         os.close(fd)  # closing releases a probe that was granted
     return None
+
+
+def _open_lock(path: Path, flags: int) -> int:
+    """Open the lock file ``path`` (``flags``: ``O_RDWR | O_CREAT`` to hold it, ``O_RDONLY`` to probe it) only if
+    it is a regular file or absent; else an :class:`OSError` (``EINVAL``, "not a regular file"). Why: a FIFO put
+    there blocked a read-only open forever (``archsim report`` hung) and a device gave ``ftruncate`` a traceback;
+    a device is not even opened (its open may act: a tape rewinds), and the open neither follows a symlink
+    nor blocks nor takes a terminal, so what was opened is checked again."""
+    import errno
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise OSError(errno.EINVAL, f"its {path.name} is not a regular file: remove it")
+    except FileNotFoundError:
+        pass
+    extra = getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags | extra, 0o666)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the look and the open
+        os.close(fd)
+        raise OSError(errno.EINVAL, f"its {path.name} is not a regular file: remove it")
+    return fd
 
 
 def _holder(fd: int) -> str:

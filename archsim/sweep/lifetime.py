@@ -66,30 +66,3 @@ def ctrl_c_latched() -> Iterator[Callable[[], bool]]:
         yield lambda: bool(caught)
     finally:
         sys.unraisablehook = previous
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`~archsim.errors.Terminated` in the sweep's process, so a batch
-    system's ``kill`` ends it as Ctrl-C does (what is cached said, status 143) instead of without a word. A
-    forked worker that inherits the handler dies of the signal as before. Main thread only; a handler set
-    by the embedding program is left alone."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
-        yield
-        return
-    owner = os.getpid()
-
-    def handler(signum, frame) -> None:
-        if os.getpid() != owner:  # a pool worker: the default action, death by the signal
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        from archsim.errors import Terminated
-
-        raise Terminated
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)

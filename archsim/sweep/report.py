@@ -101,6 +101,49 @@ def read_results(folder: Path) -> pd.DataFrame:
     return frame
 
 
+RESULT_FILES = ("results.csv", "summary.csv", "spec.json")  # what a results folder holds and its report reads
+
+
+def report_apart(target: str | Path, folder: Path, flag: str) -> None:
+    """Refuse a report path that is one of the results folder's own files: the HTML would replace the
+    results it is drawn from (a sweep's, written in the same run, or a report's input); ``flag``: how the caller
+    names the path (``--out``, ``--report``, the API's ``out``). The one check of ``sweep --report``, ``report
+    --out`` and ``archsim.write_report``."""
+    import os
+
+    from archsim.output_inputs import same_file, spec_inputs
+    from archsim.output_targets import check_target
+
+    if check_target(target) == "through":
+        return
+    where = os.path.realpath(target)
+    for name in RESULT_FILES:
+        if where == os.path.realpath(folder / name):
+            raise InputError(f"{flag} names the results folder's {name}: the report would replace it; give the "
+                             "report another name", file=str(target))
+    source = _recorded_spec(folder)
+    for path, what in spec_inputs(source) if source else ():
+        if same_file(target, path):
+            named = "the sweep spec" if path == source else f"{what} of the sweep spec"
+            raise InputError(f"{flag} names {named} these results come from ({source}): the report would replace "
+                             "it; give the report another name", file=str(target))
+
+
+def _recorded_spec(folder: Path) -> str | None:
+    """The spec file a results folder's spec.json records (``source_path``), where it still exists; None
+    when the folder has no readable record (the report's reader says why, if it matters)."""
+    import os
+
+    from archsim.validate import parse_json, read_text
+
+    try:
+        record = parse_json(read_text(folder / "spec.json", "the folder's spec.json"), str(folder / "spec.json"))
+    except (InputError, OSError, ValueError):
+        return None
+    source = record.get("source_path") if isinstance(record, dict) else None
+    return source if isinstance(source, str) and os.path.isfile(source) else None
+
+
 def write_report(folder: Path, target: str | Path, *, spec_command: str,
                  own_networks: tuple[str, ...] = ()) -> Path:
     """The sweep's HTML report from the folder's files. A network file its results.csv names is read
