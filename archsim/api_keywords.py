@@ -38,10 +38,11 @@ def speaks_keywords(function: F) -> F:
         if not open_ended:  # a misspelt keyword: one line naming it and the nearest, not Python's TypeError
             check_keywords(kwargs, named, f"archsim.{function.__name__}")
         check_required(signature, args, kwargs, f"archsim.{function.__name__}")
-        check_blank(kwargs, flags)
         if prefix() != PROGRAM:  # a command is speaking (archsim.console.speaking_as)
+            check_blank(kwargs, flags)
             return function(*args, **kwargs)
         with as_keywords():
+            check_blank(kwargs, flags)  # its line names the field as the keyword is spelt
             return function(*args, **kwargs)
 
     return job  # type: ignore[return-value]
