@@ -43,7 +43,7 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
         [] if only is None else [only]
     if not all(isinstance(kind, str) for kind in parts):  # only=5: a value --only could not have given
         raise InputError(f"expected layer kinds such as 'conv,fc' or ['conv'], got {only!r}", field="only")
-    return network.only(*comma_items(only, "only")) if only else network  # "" or []: every layer, as --only ""
+    return network.only(*comma_items(only, "only")) if only else network  # None or []: every layer (a blank is refused)
 
 
 @speaks_keywords
