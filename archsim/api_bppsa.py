@@ -71,7 +71,7 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
     except ValueError as exc:
         raise InputError(str(exc), field="sparsity") from None
     fraction = check_sparsity(fraction)
-    seed = positive_int(seed, "seed", low=0, high=SEED_MAX)
+    seed = positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     depth = depth_of(str(up_levels).strip(), field="up_levels")
     compare = sorted({0, *(depth_of(str(x).strip(), full=False, field="compare_levels") or 0
                            for x in listed(compare_levels, "compare_levels"))})

@@ -63,16 +63,17 @@ def user_stacklevel() -> int:
     return level
 
 
-def positive_int(value: object, field: str, *, low: int = 1, high: int | None = None) -> int:
+def positive_int(value: object, field: str, *, low: int = 1, high: int | None = None, what: str | None = None) -> int:
     """A keyword whose flag takes an integer in ``low`` … ``high`` (None: 2³¹ − 1; 1: ``positive_int_flag``;
-    0: ``--refine``'s ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as
-    ``--top 2`` reads it; a float that is a whole number, ``8.0`` from a pandas float column, as 8)."""
+    0: ``--refine``'s ``int_flag``): refused with the flag's message, naming it as the flag's ``int_flag`` does
+    (``what``: ``"a seed"``, ``"a processor count"``; None: a positive or non-negative integer), or the integer
+    (``"2"`` read as ``--top 2`` reads it; a float that is a whole number, ``8.0`` from a pandas float column, as 8)."""
     from archsim.errors import InputError
     from archsim.validate import INT32_MAX
     from archsim.value_parsers import parse_int, whole_number
 
     value = whole_number(value)
-    what = "a positive integer" if low == 1 else "a non-negative integer"
+    what = what or ("a positive integer" if low == 1 else "a non-negative integer")
     try:
         return parse_int(value, low=low, high=INT32_MAX if high is None else high, what=what)
     except ValueError as exc:

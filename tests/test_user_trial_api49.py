@@ -32,6 +32,19 @@ CALLS = {
                                                    "progress": False, **kw})),
     "cost": (["cost", TOPOLOGY], lambda kw: archsim.cost(TOPOLOGY, **kw)),
 }
+SPP_CLUSTER = str(ROOT / "configs" / "clusters" / "testbed_1080ti.toml")
+KERNELS = str(ROOT / "tests" / "data" / "neusight_kernels" / "linear.csv")
+# the other jobs docs/api.md gives the flags as keywords, run in a scratch folder (``report="x"`` writes x there)
+OTHER_CALLS = {
+    "energy": (["energy", TOPOLOGY], lambda kw: archsim.iteration_energy(TOPOLOGY, **kw)),
+    "gemm": (["gemm", "--m", "8", "--k", "8", "--n", "8"], lambda kw: archsim.gemm(**{"m": 8, "k": 8, "n": 8, **kw})),
+    "plan": (["plan", TOPOLOGY, "--cluster", SPP_CLUSTER, "--microbatches", "4"],
+             lambda kw: archsim.plan(TOPOLOGY, **{"cluster": SPP_CLUSTER, "microbatches": 4, **kw})),
+    "cluster": (["cluster", "--jobs", "4", "--gpus", "8"], lambda kw: archsim.cluster_jobs(**{"jobs": 4, "gpus": 8, **kw})),
+    "validate-gpu": (["validate-gpu", "--csv", KERNELS], lambda kw: archsim.validate_gpu(**{"csv": KERNELS, **kw})),
+}
+# refusals of a combination, whose line names other settings with their values (``--engine cycle``/``engine='cycle'``)
+COMBINATIONS = {("gemm", "shapes"), ("gemm", "layout")}
 # What a widget, a CSV cell or a slip of the hand gives: a word, counts out of range, a fraction, a blank
 BAD = ("x", "0", "-1", "1.5", "", " ", "nan")
 
@@ -70,9 +83,10 @@ def keyword_refusal(call, keywords: dict) -> str | None:
 
 def as_keyword(line: str, flag: str, name: str) -> str:
     """The command's line as the function says it: ``argument --tp: …`` and ``field 'global-batch'`` are the
-    field ``field 'tp'`` / ``field 'global_batch'``, a flag named in the sentence (``--input-shape applies``) the keyword."""
+    field ``field 'tp'`` / ``field 'global_batch'``, a flag named in the sentence (``--input-shape applies``, ``--jobs
+    draws``) the keyword."""
     line = line.replace(f"argument --{flag}: ", f"field '{name}': ", 1).replace(f"field '{flag}'", f"field '{name}'")
-    return line.replace(f"--{flag}", name)
+    return re.sub(r"--([a-z][a-z0-9-]*)", lambda named: named[1].replace("-", "_"), line)  # jobs, not --jobs
 
 
 @pytest.mark.parametrize(("command", "flag", "name"),
@@ -85,6 +99,23 @@ def test_each_flags_bad_values_are_refused_as_the_keywords(command, flag, name, 
     from the command and ``expected one of …``, ``unknown dataflow 'x'; choose one of …``, ``unknown mode 'x';
     choose paper or exact``, ``unknown dtype …`` or ``expected both, on or off`` from the function."""
     argv, call = CALLS[command]
+    for value in BAD:
+        said = command_refusal([*argv, f"--{flag}", value], capsys)
+        raised = keyword_refusal(call, {name: value})
+        assert (said and as_keyword(said, flag, name)) == raised, (flag, value)
+
+
+@pytest.mark.parametrize(("command", "flag", "name"), [
+    pytest.param(command, flag, name, marks=[pytest.mark.long] if command == "cluster" else [])  # a value taken runs jobs
+    for command in OTHER_CALLS for flag, name in flags_of(command) if (command, name) not in COMBINATIONS])
+def test_the_other_jobs_flags_bad_values_are_refused_as_the_keywords(command, flag, name, capsys, tmp_path,
+                                                                     monkeypatch):
+    """Before: ``cluster_jobs``' ``gpus``, ``seed``, ``seeds`` and ``jobs`` and ``plan``'s ``seed`` and
+    ``max_search_steps`` said ``expected a positive integer`` (or non-negative) where the flag says ``expected a
+    processor count`` (``a seed``, ``a seed count``, ``a job count``, ``a step count``); ``validate_gpu``'s
+    ``memory_gbps=0`` passed the value's check (``--memory-gbps 0``: ``expected a positive number``)."""
+    monkeypatch.chdir(tmp_path)
+    argv, call = OTHER_CALLS[command]
     for value in BAD:
         said = command_refusal([*argv, f"--{flag}", value], capsys)
         raised = keyword_refusal(call, {name: value})
