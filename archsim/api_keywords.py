@@ -74,6 +74,8 @@ def positive_int(value: object, field: str, *, low: int = 1, high: int | None = 
 
     value = whole_number(value)
     what = what or ("a positive integer" if low == 1 else "a non-negative integer")
+    if value is None:  # no flag gives None: said as Python's None, not as the text 'None' (tp="None")
+        raise InputError(f"expected {what}, got None", field=field)
     try:
         return parse_int(value, low=low, high=INT32_MAX if high is None else high, what=what)
     except ValueError as exc:

@@ -206,3 +206,19 @@ def test_the_result_is_the_commands_json_from_another_process(argv, call):
         warnings.simplefilter("ignore")
         result = call()
     assert as_printed(result.to_dict()) == printed_json(argv)
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda: archsim.train(MODEL, cluster=NODE, global_batch=None), "global_batch"),
+    (lambda: archsim.train(MODEL, cluster=NODE, global_batch=16, tp=None), "tp"),
+    (lambda: archsim.search(MODEL, cluster=NODE, global_batch=16, top=None, progress=False), "top"),
+    (lambda: archsim.cost(TOPOLOGY, batch=None), "batch"),
+])
+def test_none_for_a_count_is_said_as_none(call, field):
+    """``tp=None`` said ``expected a positive integer, got 'None'``, the line ``tp="None"`` gets: a notebook's empty
+    cell (None) read as if the user had typed the word."""
+    with pytest.raises(archsim.InputError) as refused:
+        call()
+    assert str(refused.value) == f"field '{field}': expected a positive integer, got None"
+    with pytest.raises(archsim.InputError, match="got 'None'"):
+        archsim.train(MODEL, cluster=NODE, global_batch="None")
