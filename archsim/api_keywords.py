@@ -33,16 +33,19 @@ def speaks_keywords(function: F) -> F:
     open_ended = any(p.kind == p.VAR_KEYWORD for p in parameters)  # **options: the function checks its own
     flags = {p.name for p in parameters if p.kind == p.KEYWORD_ONLY}  # a command's options; its operands are positional
 
+    def blanks(kwargs: dict) -> None:  # **options are flags too (pipeline's split_axes, replication)
+        check_blank(kwargs, flags | (set(kwargs) - set(named)) if open_ended else flags)
+
     @functools.wraps(function)
     def job(*args, **kwargs):
         if not open_ended:  # a misspelt keyword: one line naming it and the nearest, not Python's TypeError
             check_keywords(kwargs, named, f"archsim.{function.__name__}")
         check_required(signature, args, kwargs, f"archsim.{function.__name__}")
         if prefix() != PROGRAM:  # a command is speaking (archsim.console.speaking_as)
-            check_blank(kwargs, flags)
+            blanks(kwargs)
             return function(*args, **kwargs)
         with as_keywords():
-            check_blank(kwargs, flags)  # its line names the field as the keyword is spelt
+            blanks(kwargs)  # its line names the field as the keyword is spelt
             return function(*args, **kwargs)
 
     return job  # type: ignore[return-value]

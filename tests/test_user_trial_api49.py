@@ -222,3 +222,19 @@ def test_none_for_a_count_is_said_as_none(call, field):
     assert str(refused.value) == f"field '{field}': expected a positive integer, got None"
     with pytest.raises(archsim.InputError, match="got 'None'"):
         archsim.train(MODEL, cluster=NODE, global_batch="None")
+
+
+@pytest.mark.parametrize(("method", "name"), [("layerpipe", "split_axes"), ("layerpipe", "alpha"),
+                                              ("gpipe", "balance"), ("pipedream", "replication")])
+def test_pipelines_method_keywords_refuse_a_blank_as_the_flags_do(method, name, capsys):
+    """``archsim.pipeline``'s ``**options`` (each method's own keywords): ``replication=""`` ran PipeDream's default
+    and ``split_axes=""``, ``alpha=" "`` and ``balance=""`` each said a line of its own, where ``archsim pipeline
+    --split-axes ''`` says the one every flag says."""
+    profile = archsim.profile(TOPOLOGY, batch=4)
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.pipeline(profile, processors=3, method=method, **{name: " " if name == "alpha" else ""})
+    assert str(refused.value) == f"field '{name}': expected a value, got an empty one"
+    if name in ("split_axes", "alpha"):  # archsim pipeline's flags (balance and replication are the library's)
+        flag = name.replace("_", "-")
+        said = cli_error(["pipeline", TOPOLOGY, "--processors", "3", f"--{flag}", ""], capsys)
+        assert as_keyword(re.sub(r"^archsim [\w-]+: error: ", "", said), flag, name) == str(refused.value)
