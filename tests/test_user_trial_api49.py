@@ -238,3 +238,16 @@ def test_pipelines_method_keywords_refuse_a_blank_as_the_flags_do(method, name, 
         flag = name.replace("_", "-")
         said = cli_error(["pipeline", TOPOLOGY, "--processors", "3", f"--{flag}", ""], capsys)
         assert as_keyword(re.sub(r"^archsim [\w-]+: error: ", "", said), flag, name) == str(refused.value)
+
+
+@pytest.mark.parametrize(("name", "value"), [("workers", "x"), ("workers", "0"), ("max_configs", "0"), ("max_configs", "1.5")])
+def test_run_sweeps_counts_are_refused_in_their_flags_words(name, value, capsys, tmp_path, monkeypatch):
+    """``run_sweep(workers="x")`` said ``expected a positive integer``; ``archsim sweep --workers x`` says ``expected a
+    worker count`` (``--max-configs``: ``a configuration count``)."""
+    spec = str(ROOT / "configs" / "sweeps" / "sample_quick.toml")
+    monkeypatch.chdir(tmp_path)  # nothing is written: each is refused before the sweep starts
+    flag = name.replace("_", "-")
+    said = command_refusal(["sweep", spec, f"--{flag}", value], capsys)
+    assert said and keyword_refusal(lambda kw: archsim.run_sweep(spec, **kw), {name: value}) == \
+        as_keyword(said, flag, name)
+    assert list(tmp_path.iterdir()) == []
