@@ -168,17 +168,18 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
         raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
 
 
-def listed(value, field: str) -> tuple:
+def listed(value, field: str, *, single: bool = False) -> tuple:
     """A list keyword's values as a tuple, read as the comma flags read theirs (``--only conv,fc``): a string split
     at its commas by the flags' one reader (:func:`archsim.value_parsers.comma_items`: ``"4,8"``: two; ``"4"``: one, not
     its characters; an empty entry, ``"4,,8"``, refused naming ``field``, the flag's name), a list or tuple as is, one
     value (a count, whole floats included, a path) as one. None, another value no flag could give, or no value at
     all (``[]``: ``recompute=[]`` costed nothing, ``gpus=[]`` every count) is refused in one line naming ``field``, as
-    the flag given no value is (``--gpus`` alone: argparse's "expected at least one argument")."""
+    the flag given no value is (``--gpus`` alone: argparse's "expected at least one argument"; ``single``: a flag of
+    one comma text, ``--stage-layers`` alone: "expected one argument")."""
     import numbers
 
     from archsim.errors import InputError
-    from archsim.value_parsers import comma_items
+    from archsim.value_parsers import NO_VALUE, NO_VALUES, comma_items
 
     if isinstance(value, str):
         return comma_items(value, field)
@@ -191,7 +192,7 @@ def listed(value, field: str) -> tuple:
     if values is None:
         raise InputError(f"expected a value or a list of values, got {type(value).__name__}", field=field)
     if not values:
-        raise InputError("expected at least one argument", field=field)
+        raise InputError(NO_VALUE if single else NO_VALUES, field=field)
     return values
 
 

@@ -88,7 +88,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
-        None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers")]
+        None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,
                       fsdp)

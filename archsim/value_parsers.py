@@ -17,6 +17,8 @@ from archsim.errors import InputError
 from archsim.validate import INT32_MAX, MAX_PROCESSORS, MIN_MAGNITUDE, SEED_MAX, flag_text, shown
 
 EMPTY_VALUE = "expected a value, got an empty one"  # a flag's or keyword's blank text: no setting takes one
+NO_VALUE = "expected one argument"  # a comma flag given no value (argparse's line), a keyword given an empty list
+NO_VALUES = "expected at least one argument"  # a list flag (nargs "+") given none, its keyword an empty list
 MAX_INTEGER_DIGITS = 40  # a written integer longer than this is refused before int() reads it
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _REAL = re.compile(r"(?i)[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.ASCII)  # refuses 1_000

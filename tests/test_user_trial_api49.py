@@ -251,3 +251,23 @@ def test_run_sweeps_counts_are_refused_in_their_flags_words(name, value, capsys,
     assert said and keyword_refusal(lambda kw: archsim.run_sweep(spec, **kw), {name: value}) == \
         as_keyword(said, flag, name)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("argv", "call", "flag"), [
+    (["cost", TOPOLOGY], lambda: archsim.cost(TOPOLOGY, only=[]), "only"),
+    ([*CALLS["train"][0]], lambda: archsim.train(MODEL, cluster=NODE, global_batch=16, stage_layers=[]), "stage-layers"),
+    (["pipeline", TOPOLOGY, "--processors", "3"],
+     lambda: archsim.pipeline(archsim.profile(TOPOLOGY, batch=4), processors=3, split_axes=[]), "split-axes"),
+])
+def test_a_comma_keyword_given_an_empty_list_is_refused_as_the_flag_given_none(argv, call, flag, capsys):
+    """``split_axes=[]`` planned LayerPipe with no δ split at all (a plan ``--split-axes`` cannot ask for),
+    ``only=[]`` costed every layer and ``stage_layers=[]`` said ``expected at least one argument``: ``--only``,
+    ``--split-axes`` and ``--stage-layers`` alone are usage errors, ``expected one argument``."""
+    name = flag.replace("-", "_")
+    said = command_refusal([*argv, f"--{flag}"], capsys)
+    assert said == f"argument --{flag}: expected one argument"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(archsim.InputError) as refused:
+            call()
+    assert str(refused.value) == as_keyword(said, flag, name)
