@@ -147,7 +147,7 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too), 1 … 4096
         from archsim.validate import MAX_PROCESSORS
 
-        processors = positive_int(processors, "processors", high=MAX_PROCESSORS)
+        processors = positive_int(processors, "processors", high=MAX_PROCESSORS, what="a processor count")
     plan = partition(profile, processors, method, **options)
     idle = idle_processors_note(plan, processors.devices if isinstance(processors, Topology) else processors)
     if idle:

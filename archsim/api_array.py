@@ -107,7 +107,7 @@ def sparse(network: str | Path | None = None, *, config: str | Path, topology: s
     check_choice(gradient, GRADIENT_OPTIONS, "gradient")
     batch = positive_int(batch, "batch")
     check_switch(energy, "energy")
-    processors = None if processors is None else positive_int(processors, "processors", high=MAX_PROCESSORS)
+    processors = None if processors is None else positive_int(processors, "processors", high=MAX_PROCESSORS, what="a processor count")
     if method is not None:
         check_choice(method, PARTITIONERS, "method")
     done = run_sparse(csv, config=config, delta=delta, gradient=gradient, batch=batch, energy=energy,

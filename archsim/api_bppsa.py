@@ -35,10 +35,10 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     from archsim.bppsa_run import rnn_study
     from archsim.errors import InputError
 
-    lengths = [positive_int(value, "seq-len") for value in listed(seq_len, "seq-len", required=True)]
+    lengths = [positive_int(value, "seq-len") for value in listed(seq_len, "seq-len")]
     if 1 in lengths:
         raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")
-    counts = [positive_int(value, "processors") for value in listed(processors, "processors", required=True)]
+    counts = [positive_int(value, "processors") for value in listed(processors, "processors")]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
     chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
     done = rnn_study(each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn), hidden=hidden, batch=batch,
@@ -71,7 +71,7 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
     except ValueError as exc:
         raise InputError(str(exc), field="sparsity") from None
     fraction = check_sparsity(fraction)
-    seed = positive_int(seed, "seed", low=0, high=SEED_MAX)
+    seed = positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     depth = depth_of(str(up_levels).strip(), field="up_levels")
     compare = sorted({0, *(depth_of(str(x).strip(), full=False, field="compare_levels") or 0
                            for x in listed(compare_levels, "compare_levels"))})

@@ -54,14 +54,14 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
     from archsim.validate import MAX_PROCESSORS, SEED_MAX
 
     check_path(trace, "trace", "a Tiresias trace CSV path or 'synthetic'")
-    gpus = positive_int(gpus, "gpus", high=MAX_PROCESSORS)
+    gpus = positive_int(gpus, "gpus", high=MAX_PROCESSORS, what="a processor count")
     gpus_per_machine = positive_int(gpus_per_machine, "gpus-per-machine")
     device_memory_gb = _bounded(device_memory_gb, "device-memory-gb", positive=True)
     check_choice(policy, (*POLICIES, "all"), "policy")
     check_switch(compare, "compare")
-    seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX)
-    seeds = None if seeds is None else positive_int(seeds, "seeds", high=1000)
-    jobs = None if jobs is None else positive_int(jobs, "jobs", high=100_000)
+    seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
+    seeds = None if seeds is None else positive_int(seeds, "seeds", high=1000, what="a seed count")
+    jobs = None if jobs is None else positive_int(jobs, "jobs", high=100_000, what="a job count")
     interval, gamma_ns_per_byte, unit_seconds = (_bounded(value, name) for value, name in (
         (interval, "interval"), (gamma_ns_per_byte, "gamma-ns-per-byte"), (unit_seconds, "unit-seconds")))
     max_pack = positive_int(max_pack, "max-pack")

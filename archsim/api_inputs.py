@@ -14,7 +14,7 @@ from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.array.config import ArrayConfig
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.errors import InputError
-from archsim.value_parsers import comma_items
+from archsim.value_parsers import NO_VALUE, comma_items
 from archsim.workload.layer import Network
 
 
@@ -43,7 +43,9 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
         [] if only is None else [only]
     if not all(isinstance(kind, str) for kind in parts):  # only=5: a value --only could not have given
         raise InputError(f"expected layer kinds such as 'conv,fc' or ['conv'], got {only!r}", field="only")
-    return network.only(*comma_items(only, "only")) if only else network  # "" or []: every layer, as --only ""
+    if only is not None and not parts:  # only=[]: refused as --only alone is (a blank text already was)
+        raise InputError(NO_VALUE, field="only")
+    return network.only(*comma_items(only, "only")) if only else network
 
 
 @speaks_keywords

@@ -21,7 +21,8 @@ def speaks_keywords(function: F) -> F:
     command (``archsim search`` runs ``archsim.search``), it keeps the command's flags. A keyword the job does
     not take is refused in one line naming the nearest it does (:func:`check_keywords`), as ``pipeline``'s
     ``**options`` are, and a required one left out in one line naming it (:func:`check_required`), as the command's
-    usage error names its flag."""
+    usage error names its flag, and a blank text (``dtype=""``, a widget left empty) in one line as every flag
+    refuses it (:func:`check_blank`)."""
     import inspect
 
     from archsim.console import PROGRAM, as_keywords, prefix
@@ -30,6 +31,10 @@ def speaks_keywords(function: F) -> F:
     parameters = signature.parameters.values()
     named = tuple(p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
     open_ended = any(p.kind == p.VAR_KEYWORD for p in parameters)  # **options: the function checks its own
+    flags = {p.name for p in parameters if p.kind == p.KEYWORD_ONLY}  # a command's options; its operands are positional
+
+    def blanks(kwargs: dict) -> None:  # **options are flags too (pipeline's split_axes, replication)
+        check_blank(kwargs, flags | (set(kwargs) - set(named)) if open_ended else flags)
 
     @functools.wraps(function)
     def job(*args, **kwargs):
@@ -37,8 +42,10 @@ def speaks_keywords(function: F) -> F:
             check_keywords(kwargs, named, f"archsim.{function.__name__}")
         check_required(signature, args, kwargs, f"archsim.{function.__name__}")
         if prefix() != PROGRAM:  # a command is speaking (archsim.console.speaking_as)
+            blanks(kwargs)
             return function(*args, **kwargs)
         with as_keywords():
+            blanks(kwargs)  # its line names the field as the keyword is spelt
             return function(*args, **kwargs)
 
     return job  # type: ignore[return-value]
@@ -59,16 +66,19 @@ def user_stacklevel() -> int:
     return level
 
 
-def positive_int(value: object, field: str, *, low: int = 1, high: int | None = None) -> int:
+def positive_int(value: object, field: str, *, low: int = 1, high: int | None = None, what: str | None = None) -> int:
     """A keyword whose flag takes an integer in ``low`` … ``high`` (None: 2³¹ − 1; 1: ``positive_int_flag``;
-    0: ``--refine``'s ``int_flag``): refused with the flag's message, or the integer (``"2"`` read as
-    ``--top 2`` reads it; a float that is a whole number, ``8.0`` from a pandas float column, as 8)."""
+    0: ``--refine``'s ``int_flag``): refused with the flag's message, naming it as the flag's ``int_flag`` does
+    (``what``: ``"a seed"``, ``"a processor count"``; None: a positive or non-negative integer), or the integer
+    (``"2"`` read as ``--top 2`` reads it; a float that is a whole number, ``8.0`` from a pandas float column, as 8)."""
     from archsim.errors import InputError
     from archsim.validate import INT32_MAX
     from archsim.value_parsers import parse_int, whole_number
 
     value = whole_number(value)
-    what = "a positive integer" if low == 1 else "a non-negative integer"
+    what = what or ("a positive integer" if low == 1 else "a non-negative integer")
+    if value is None:  # no flag gives None: said as Python's None, not as the text 'None' (tp="None")
+        raise InputError(f"expected {what}, got None", field=field)
     try:
         return parse_int(value, low=low, high=INT32_MAX if high is None else high, what=what)
     except ValueError as exc:
@@ -91,8 +101,9 @@ def check_choice(value: object, choices: tuple[str, ...], field: str) -> None:
     """A keyword whose flag takes one of ``choices``: refused as the flag's ``choices`` refuse it."""
     if value not in choices:
         from archsim.errors import InputError
+        from archsim.value_parsers import not_a_choice
 
-        raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=field)
+        raise InputError(not_a_choice(value, choices), field=field)
 
 
 def check_switch(value: object, field: str, *, none: bool = False) -> None:
@@ -130,6 +141,20 @@ def check_required(signature, args: tuple, kwargs: dict, what: str) -> None:
             raise InputError(f"required by {what}, not given", field=p.name, missing=True)
 
 
+def check_blank(kwargs: dict, flags: set[str]) -> None:
+    """A flag's keyword given a blank text, alone or in a list (``dtype=""``, ``schedule=["1f1b", " "]``): refused
+    with the line ``archsim.cli.Parser`` refuses ``--dtype ''`` with (no option takes an empty value), not read as
+    "not given" (``dtype=""`` ran in the default precision, ``dataflow=""`` on the default dataflow)."""
+    from archsim.errors import InputError
+    from archsim.value_parsers import EMPTY_VALUE
+
+    for name in sorted(flags & set(kwargs)):
+        value = kwargs[name]
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        if any(isinstance(item, str) and not item.strip() for item in items):
+            raise InputError(EMPTY_VALUE, field=name.replace("_", "-"))
+
+
 def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> None:
     """Keywords a function gathers in ``**options``: one not in ``valid`` is refused in one line naming it and
     the nearest valid one, not a TypeError from the function it reached."""
@@ -143,22 +168,31 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
         raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
 
 
-def listed(value, field: str, *, required: bool = False) -> tuple:
+def listed(value, field: str, *, single: bool = False) -> tuple:
     """A list keyword's values as a tuple, read as the comma flags read theirs (``--only conv,fc``): a string split
     at its commas by the flags' one reader (:func:`archsim.value_parsers.comma_items`: ``"4,8"``: two; ``"4"``: one, not
     its characters; an empty entry, ``"4,,8"``, refused naming ``field``, the flag's name), a list or tuple as is, one
-    value (a count, whole floats included, a path) as one. ``required``: an empty list is refused, as its flag
-    refuses an empty value, not run as a job of no rows."""
+    value (a count, whole floats included, a path) as one. None, another value no flag could give, or no value at
+    all (``[]``: ``recompute=[]`` costed nothing, ``gpus=[]`` every count) is refused in one line naming ``field``, as
+    the flag given no value is (``--gpus`` alone: argparse's "expected at least one argument"; ``single``: a flag of
+    one comma text, ``--stage-layers`` alone: "expected one argument")."""
     import numbers
 
     from archsim.errors import InputError
-    from archsim.value_parsers import comma_items
+    from archsim.value_parsers import NO_VALUE, NO_VALUES, comma_items
 
     if isinstance(value, str):
         return comma_items(value, field)
-    values = (value,) if isinstance(value, (numbers.Number, Path)) else tuple(value)
-    if required and not values:
-        raise InputError(f"expected at least one value, got {value!r}", field=field)
+    if isinstance(value, (numbers.Number, Path)):
+        return (value,)
+    try:
+        values = tuple(value) if value is not None and not isinstance(value, dict) else None
+    except TypeError:  # an object no flag could give
+        values = None
+    if values is None:
+        raise InputError(f"expected a value or a list of values, got {type(value).__name__}", field=field)
+    if not values:
+        raise InputError(NO_VALUE if single else NO_VALUES, field=field)
     return values
 
 
@@ -204,13 +238,12 @@ def gpu_cluster(cluster, dtype: str | None = None):
     from dataclasses import replace
 
     from archsim.choices.devices import DTYPES
-    from archsim.errors import InputError
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import load_gpu_cluster
 
     if not isinstance(cluster, GpuCluster):
         check_path(cluster, "cluster", "a cluster TOML path or a GpuCluster")
         return load_gpu_cluster(cluster, dtype or "fp16")
-    if dtype is not None and dtype not in DTYPES:
-        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
+    if dtype is not None:
+        check_choice(dtype, DTYPES, "dtype")
     return cluster if dtype is None else replace(cluster, dtype=dtype)

@@ -82,7 +82,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     microbatches = positive_int(microbatches, "microbatches")
     check_choice(method, METHODS, "method")
     check_choice(baselines, (*BASELINE_CONFIGS, NO_BASELINES), "baselines")
-    seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX)
+    seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     check_choice(links, LINK_MODELS, "links")
     check_choice(replication, REPLICATION_MODELS, "replication")
     max_stages = None if max_stages is None else positive_int(max_stages, "max-stages")
@@ -110,7 +110,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     clock_ghz = None if clock_ghz is None else checked_clock_ghz(clock_ghz)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     steps = SEARCH_STEP_LIMIT if max_search_steps is None else positive_int(max_search_steps, "max-search-steps",
-                                                                            high=10**15)
+                                                                            high=10**15, what="a step count")
     settings = SimpleNamespace(
         network=str(network), cluster=str(cluster), microbatches=microbatches, method=method, baselines=baselines,
         seed=seed, links=links, replication=replication, max_stages=max_stages, activation_compression_ratio=activation_compression_ratio,

@@ -132,7 +132,7 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
             settings[name] = positive_int(settings[name], name.replace("_", "-"))
     for name in ("processors", "stages"):  # a processor count: 1 … 4096
         if settings[name] is not None:
-            settings[name] = positive_int(settings[name], name, high=MAX_PROCESSORS)
+            settings[name] = positive_int(settings[name], name, high=MAX_PROCESSORS, what="a processor count")
     bounds = {"comm_units": (0.0, False, "a non-negative number", float("inf")),
               "comm": (0.0, False, "a non-negative time", MAX_STAGE_VALUE),
               "link_bandwidth": (0.0, True, "a positive number", float("inf"))}

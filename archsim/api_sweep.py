@@ -27,13 +27,13 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     from archsim.sweep import run_sweep as _run
     from archsim.sweep.device_spec import DeviceSweepSpec
 
-    workers = positive_int(workers, "workers", high=1024)  # --workers' range; 0 ran as one worker
+    workers = positive_int(workers, "workers", high=1024, what="a worker count")  # --workers' range; 0 ran as one worker
     check_switch(progress, "progress")
     if out is not None:
         check_path(out, "out", "a folder path or None")
     if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
         check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
-    max_configs = positive_int(max_configs, "max_configs", high=2**53)
+    max_configs = positive_int(max_configs, "max-configs", high=2**53, what="a configuration count")
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
     folder = Path(out) if out is not None else Path("results") / spec.name
     check_folder(folder)  # archsim sweep's check of its --out, so a file in the way is said alike

@@ -88,7 +88,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
-        None if stage_layers is None else [positive_int(n, "stage-layers") for n in stage_layers]
+        None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,
                       fsdp)
@@ -237,7 +237,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     check_choice(balance, BALANCES, "balance")
     check_choice(placement, PLACEMENTS, "placement")
     top = positive_int(top, "top")
-    schedules = listed(schedule or SCHEDULES, "schedule")
+    schedules = listed(SCHEDULES if schedule is None else schedule, "schedule")
     for name in schedules:
         check_choice(name, SCHEDULES, "schedule")
     chunk_given = None if chunks is None else [positive_int(v, "chunks") for v in listed(chunks, "chunks")]
@@ -255,8 +255,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
-    if sequence_parallel not in modes:
-        raise InputError(f"expected both, on or off, got {sequence_parallel!r}", field="sequence-parallel")
+    check_choice(sequence_parallel, tuple(modes), "sequence-parallel")
     check_switch(progress, "progress", none=True)
     check_switch(distributed_optimizer, "distributed_optimizer")
     check_switch(fsdp, "fsdp")

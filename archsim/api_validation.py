@@ -59,7 +59,7 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
             raise InputError(str(exc), field="clock-mhz") from None
     if memory_gbps is not None:
         try:
-            memory_gbps = parse_float(memory_gbps, low=0, high=float("inf"), what="a positive number")
+            memory_gbps = parse_float(memory_gbps, low=0, low_open=True, what="a positive number")  # positive_float_flag's
         except ValueError as exc:
             raise InputError(str(exc), field="memory-gbps") from None
     for value, choices, name in ((dataflow, DATAFLOWS, "dataflow"), (mode, MODES, "mode"), (dtype, DTYPES, "dtype"),

@@ -26,6 +26,7 @@ from archsim.errors import InputError, Terminated
 from archsim.output_files import output_set, sigterm_as_interrupt
 from archsim.output_inputs import outputs_apart_from_inputs
 from archsim.output_targets import distinct_targets, suffix_mismatches
+from archsim.value_parsers import EMPTY_VALUE, not_a_choice
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
 # checks it equals the Command's own help, so the two cannot drift).
@@ -99,8 +100,15 @@ class Parser(argparse.ArgumentParser):
         ``--stage-layers ''``) is refused rather than read as "not given" (no option of archsim takes an
         empty value; ``--report`` alone, with no value, still takes its default)."""
         if action.option_strings and any(not text.strip() for text in arg_strings):
-            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got an empty one")
+            self.error(f"argument {'/'.join(action.option_strings)}: {EMPTY_VALUE}")
         return super()._get_values(action, arg_strings)
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        """A value outside the flag's choices refused in the line its keyword's is (``expected one of ws, os, is,
+        got 'x'``), not argparse's ``invalid choice: 'x' (choose from 'ws', 'os', 'is')``, whose wording also changes
+        with the Python version."""
+        if action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, not_a_choice(value, action.choices))
 
 
 class UsageError(InputError):

@@ -179,7 +179,7 @@ def _server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_
                          f"{on_array} to price every GPU as one array", file=cluster, field="servers")
     peaks = [p for p in DTYPES if p in dict(gpus.gpu.peaks)]
     if dtype not in peaks:  # a card of no FP16 peak (GTX 1080 Ti, P100): name the setting that fixes it
-        raise InputError(f"{gpus.gpu.name} has no {dtype} peak; give {setting('dtype')} {' or '.join(peaks)}",
+        raise InputError(f"{gpus.gpu.name} has no {dtype} peak; give {' or '.join(setting('dtype', p) for p in peaks)}",
                          field="dtype")
     return gpus.machine(Parallelism())
 

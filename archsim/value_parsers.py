@@ -16,9 +16,18 @@ import re
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, MAX_PROCESSORS, MIN_MAGNITUDE, SEED_MAX, flag_text, shown
 
+EMPTY_VALUE = "expected a value, got an empty one"  # a flag's or keyword's blank text: no setting takes one
+NO_VALUE = "expected one argument"  # a comma flag given no value (argparse's line), a keyword given an empty list
+NO_VALUES = "expected at least one argument"  # a list flag (nargs "+") given none, its keyword an empty list
 MAX_INTEGER_DIGITS = 40  # a written integer longer than this is refused before int() reads it
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _REAL = re.compile(r"(?i)[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf|infinity)", re.ASCII)  # refuses 1_000
+
+
+def not_a_choice(value: object, choices) -> str:
+    """The line refusing ``value`` where one of ``choices`` goes, the same for a flag's choices (``archsim.cli.Parser``)
+    and a keyword's (:func:`archsim.api_keywords.check_choice`)."""
+    return f"expected one of {', '.join(map(str, choices))}, got {value!r}"
 
 
 def whole_number(value: object) -> object:

@@ -170,9 +170,10 @@ def test_plan_api_warns_that_max_stages_is_capped():
 @pytest.mark.parametrize(("keyword", "empty"), [("seq_len", []), ("processors", ())])
 def test_bppsa_rnn_refuses_an_empty_list(capsys, keyword, empty):
     """Failed before: ``archsim.bppsa_rnn(seq_len=[])`` returned a table of no rows; the command refuses
-    ``--seq-len ""``. The API names the keyword, the command its flag."""
+    ``--seq-len ""`` (and ``--seq-len`` alone in the words the empty list gets). The API names the keyword, the
+    command its flag."""
     assert _refused(lambda: archsim.bppsa_rnn(**{keyword: empty})) == \
-        f"field '{keyword}': expected at least one value, got {empty!r}"
+        f"field '{keyword}': expected at least one argument"
     flag = "--" + keyword.replace("_", "-")
     assert _said(["bppsa", "rnn", flag, ""], capsys) == \
         f"archsim bppsa rnn: error: argument {flag}: expected a value, got an empty one"

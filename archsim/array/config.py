@@ -24,7 +24,7 @@ from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, cfg_syntax_error, check_name, read_text, shown
-from archsim.value_parsers import parse_int
+from archsim.value_parsers import not_a_choice, parse_int
 
 DATAFLOWS = ("ws", "os", "is")
 DEFAULT_CLOCK_HZ = 1.0e9  # where seconds are needed and the array has no clock of its own
@@ -64,10 +64,7 @@ class ArrayConfig:
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= INT32_MAX:
                 raise InputError(f"must be an integer in 1…{INT32_MAX}, got {value!r}", field=name)
         if self.dataflow not in DATAFLOWS:
-            raise InputError(
-                f"unknown dataflow {self.dataflow!r}; choose one of {', '.join(DATAFLOWS)}",
-                field="dataflow",
-            )
+            raise InputError(not_a_choice(self.dataflow, DATAFLOWS), field="dataflow")  # --dataflow's line
         if not self.bandwidth or any(not 0 < b <= INT32_MAX for b in self.bandwidth):
             raise InputError(f"bandwidths must be positive, got {self.bandwidth!r}", field="bandwidth")
         if self.read_bandwidth is not None and (

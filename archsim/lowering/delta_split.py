@@ -10,7 +10,7 @@ from typing import Literal
 
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp
-from archsim.value_parsers import comma_items
+from archsim.value_parsers import NO_VALUE, comma_items
 from archsim.workload.layer import Layer
 
 SplitAxis = Literal["channels", "reduction", "rows"]
@@ -24,6 +24,8 @@ def split_axes(value: str | Sequence[str] | None) -> tuple[str, ...]:
     if value is None:
         return SPLIT_AXES
     axes = comma_items(value, "split-axes") if isinstance(value, str) else tuple(str(name).strip() for name in value)
+    if not axes:  # split_axes=[]: no split at all, which --split-axes cannot say; refused as --split-axes alone is
+        raise InputError(NO_VALUE, field="split-axes")
     bad = [axis for axis in axes if axis not in SPLIT_AXES]
     if bad:
         raise InputError(f"unknown split axis {bad[0]!r}; choose from {', '.join(SPLIT_AXES)}", field="split-axes")

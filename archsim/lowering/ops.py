@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from archsim.errors import InputError
 from archsim.modes import MODES, Mode  # one definition, imported from archsim.modes by every user
+from archsim.value_parsers import not_a_choice
 
 if TYPE_CHECKING:  # in annotations only
     from archsim.workload.layer import Layer
@@ -104,5 +105,5 @@ class LoweredLayer:
 def check_mode(mode: str) -> Mode:
     """``mode`` as a :data:`Mode`, or an error naming it."""
     if mode not in MODES:
-        raise InputError(f"unknown mode {mode!r}; choose paper or exact", field="mode")
+        raise InputError(not_a_choice(mode, MODES), field="mode")  # --mode's line
     return cast(Mode, mode)

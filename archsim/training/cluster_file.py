@@ -26,7 +26,7 @@ from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
 from archsim.validate import shown_number
-from archsim.value_parsers import parse_float
+from archsim.value_parsers import not_a_choice, parse_float
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
 MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
@@ -101,7 +101,7 @@ def load_gpu_cluster(path: str | Path, dtype: str = "fp16") -> GpuCluster:
     """Read a cluster TOML whose servers each name a catalog GPU or a device file; its machines train
     in ``dtype``."""
     if dtype not in DTYPES:
-        raise InputError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}", field="dtype")
+        raise InputError(not_a_choice(dtype, DTYPES), field="dtype")  # --dtype's line
     file = str(path)
     spec = read_cluster_document(path)
     with located(spec, file):  # a key's error names its line

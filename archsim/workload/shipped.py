@@ -64,6 +64,8 @@ def dims_of(pairs: Mapping[str, int] | Iterable[tuple[str, int] | str] | str) ->
     """``--dim NAME=VALUE`` pairs (or a mapping, or the flag's text: ``"seq=64"`` or a list of such) as
     :func:`load_network`'s ``dims``: each value a positive integer, each name given once (InputError naming the
     flag)."""
+    if not isinstance(pairs, Iterable):  # dim=5: no --dim text, refused naming it (a TypeError)
+        raise InputError(f"expected NAME=POSITIVE_INTEGER, got {shown(pairs)}", field="dim")
     items = list(pairs.items()) if isinstance(pairs, Mapping) else [pairs] if isinstance(pairs, str) else list(pairs)
     dims: dict[str, int] = {}
     for item in items:
