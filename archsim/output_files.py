@@ -76,7 +76,7 @@ class _OutputSet:
         key = Path(os.path.abspath(path))
         self.folders.extend(_missing_folders(path.parent))
         self.targets.append(key)  # before its temp file exists: an interrupt from here on finds that file (discard)
-        tmp = _write_temp(path, text)
+        tmp = write_temp(path, text)
         old = self.temps.pop(key, None)  # the same file written twice in a run: the later text wins
         if old is not None:
             old.unlink(missing_ok=True)
@@ -285,7 +285,7 @@ def _replace_atomically(path: Path, text: str) -> Path:
     written (a name too long, a folder that is a file, no permission, a full disk) is an
     :class:`InputError` naming it, with nothing left behind.
     """
-    tmp = _write_temp(path, text)
+    tmp = write_temp(path, text)
     try:
         os.replace(tmp, path)
     except BaseException as exc:
@@ -296,7 +296,7 @@ def _replace_atomically(path: Path, text: str) -> Path:
     return path
 
 
-def _write_temp(path: Path, text: str) -> Path:
+def write_temp(path: Path, text: str) -> Path:
     """Write ``text`` to a new temp file beside ``path`` (flushed and fsynced, with the permissions
     ``path`` will have) and return it: the first half of every replacement. A failure (a full disk,
     Ctrl-C) removes the temp file; an OSError is an :class:`InputError` naming ``path``."""

@@ -40,13 +40,13 @@ NULL = os.makedev(1, 3)  # Linux's number for /dev/null
 SIGNALLED_RUN = """
 import os, signal, sys
 from archsim import output_files
-real, started = output_files._write_temp, []
+real, started = output_files.write_temp, []
 def signalled(path, text):
     started.append(path)
     if len(started) == {nth}:
         os.kill(os.getpid(), signal.{signal})
     return real(path, text)
-output_files._write_temp = signalled
+output_files.write_temp = signalled
 from archsim.cli import command_line
 sys.argv = ["archsim", *{argv!r}]
 sys.exit(command_line())
@@ -86,13 +86,13 @@ def test_sigterm_while_a_sweep_draws_its_report_keeps_the_cache_and_no_temp(tmp_
 def test_an_interrupt_between_making_a_temp_file_and_recording_it_leaves_none(tmp_path, capsys, monkeypatch):
     """Failed before: the temp file of the file being staged was not yet in the set's list, so the set's
     cleanup missed it and ``.o.txt.PID.XXXXXXXX.tmp`` stayed."""
-    real = output_files._write_temp
+    real = output_files.write_temp
 
     def made_then_interrupted(path, text):
         real(path, text)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(output_files, "_write_temp", made_then_interrupted)
+    monkeypatch.setattr(output_files, "write_temp", made_then_interrupted)
     assert main(["cost", "layerpipe_sample", "--out", str(tmp_path / "o.txt")]) == 130
     assert capsys.readouterr().err.strip() == "archsim cost: error: interrupted"
     assert list(tmp_path.iterdir()) == []
@@ -102,13 +102,13 @@ def test_the_cleanup_removes_only_this_processs_temp_files(tmp_path, capsys, mon
     """Another live writer's temp file beside the same target (a PID not ours, alive: PID 1) is not touched."""
     theirs = tmp_path / ".o.txt.1.abcdefgh.tmp"
     theirs.write_text("theirs", encoding="utf-8")
-    real = output_files._write_temp
+    real = output_files.write_temp
 
     def made_then_interrupted(path, text):
         real(path, text)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(output_files, "_write_temp", made_then_interrupted)
+    monkeypatch.setattr(output_files, "write_temp", made_then_interrupted)
     assert main(["cost", "layerpipe_sample", "--out", str(tmp_path / "o.txt")]) == 130
     assert [p.name for p in tmp_path.iterdir()] == [theirs.name]
 
