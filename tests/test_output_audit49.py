@@ -83,9 +83,8 @@ def test_sigterm_while_a_sweep_draws_its_report_keeps_the_cache_and_no_temp(tmp_
     assert len(list((tmp_path / "res" / "cache").glob("*.json"))) == 1  # the unit it computed is kept
 
 
-def test_an_interrupt_between_making_a_temp_file_and_recording_it_leaves_none(tmp_path, capsys, monkeypatch):
-    """Failed before: the temp file of the file being staged was not yet in the set's list, so the set's
-    cleanup missed it and ``.o.txt.PID.XXXXXXXX.tmp`` stayed."""
+def _interrupt_after_the_temp_file(monkeypatch) -> None:
+    """A Ctrl-C just after a temp file is made, before the output set records it."""
     real = output_files.write_temp
 
     def made_then_interrupted(path, text):
@@ -93,6 +92,12 @@ def test_an_interrupt_between_making_a_temp_file_and_recording_it_leaves_none(tm
         raise KeyboardInterrupt
 
     monkeypatch.setattr(output_files, "write_temp", made_then_interrupted)
+
+
+def test_an_interrupt_between_making_a_temp_file_and_recording_it_leaves_none(tmp_path, capsys, monkeypatch):
+    """Failed before: the temp file of the file being staged was not yet in the set's list, so the set's
+    cleanup missed it and ``.o.txt.PID.XXXXXXXX.tmp`` stayed."""
+    _interrupt_after_the_temp_file(monkeypatch)
     assert main(["cost", "layerpipe_sample", "--out", str(tmp_path / "o.txt")]) == 130
     assert capsys.readouterr().err.strip() == "archsim cost: error: interrupted"
     assert list(tmp_path.iterdir()) == []
@@ -102,13 +107,7 @@ def test_the_cleanup_removes_only_this_processs_temp_files(tmp_path, capsys, mon
     """Another live writer's temp file beside the same target (a PID not ours, alive: PID 1) is not touched."""
     theirs = tmp_path / ".o.txt.1.abcdefgh.tmp"
     theirs.write_text("theirs", encoding="utf-8")
-    real = output_files.write_temp
-
-    def made_then_interrupted(path, text):
-        real(path, text)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(output_files, "write_temp", made_then_interrupted)
+    _interrupt_after_the_temp_file(monkeypatch)
     assert main(["cost", "layerpipe_sample", "--out", str(tmp_path / "o.txt")]) == 130
     assert [p.name for p in tmp_path.iterdir()] == [theirs.name]
 
