@@ -145,7 +145,7 @@ TEMP_SUFFIX = ".tmp"  # every temp file the writer makes ends so (``.NAME.PID.XX
 
 def temp_prefix(name: str) -> str:
     """The start of a temp file's name beside ``name``: ``.NAME.PID.`` (then 8 random characters and
-    ``.tmp``), which :func:`~archsim.output_files.remove_orphans` reads back."""
+    ``.tmp``), which :func:`~archsim.output_temps.remove_orphans` reads back."""
     return f".{name}.{os.getpid()}."
 
 

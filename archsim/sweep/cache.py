@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from archsim.json_text import dumps
-from archsim.output_files import remove_orphans
+from archsim.output_temps import remove_orphans
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit
@@ -40,7 +40,7 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
 
 def remove_killed_temps(out: Path) -> int:
     """Delete the temp files killed writers left in a sweep's folder and its cache
-    (:func:`~archsim.output_files.remove_orphans`, the one cleaner: a live process's kept, and one with no PID in
+    (:func:`~archsim.output_temps.remove_orphans`, the one cleaner: a live process's kept, and one with no PID in
     its name) and return how many. Called under the folder's lock, so no other sweep is writing there; another
     command may be (``archsim report DIR --out DIR/r.html``)."""
     return remove_orphans(out) + remove_orphans(out / "cache")
