@@ -22,13 +22,21 @@ from typing import TypeVar
 
 from archsim.console import line
 from archsim.errors import InputError
-from archsim.output_targets import TEMP_SUFFIX, check_target, own_descriptor, temp_prefix, uncreatable, unwritable
+from archsim.output_targets import (
+    TEMP_SUFFIX,
+    check_entry,
+    check_target,
+    own_descriptor,
+    temp_prefix,
+    uncreatable,
+    unwritable,
+)
 from archsim.output_temps import remove_orphans, remove_own_temps
 
 T = TypeVar("T")
 
 
-def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
+def write_output(path: str | Path, text: str, *, at_once: bool = False, within: str | Path | None = None) -> Path:
     """Write ``text`` (UTF-8) to the output ``path`` a flag names: the one writer of every output.
 
     * a regular file, or a new name: :func:`_replace_atomically` (a temp file renamed over it), so a
@@ -36,6 +44,8 @@ def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
       replaced and the link stays. Inside an :func:`output_set` (every CLI run) the temp file is
       written now and renamed when the set ends, with the run's other files; ``at_once``: renamed
       now even so (a file that stands alone: a sweep's cache of one unit, kept if the run stops);
+      ``within``: the folder archsim fills that ``path`` is its own entry of (a sweep's results folder): a symlink
+      there is refused, not followed (:func:`~archsim.output_targets.check_entry`);
     * this process's own descriptor (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
       ``/proc/self/fd/N``): written into that descriptor (:func:`~archsim.output_targets.own_descriptor`), whatever it
       leads to, so a file the shell appends to keeps what it had;
@@ -47,6 +57,8 @@ def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
       nothing left behind.
     """
     path = Path(path)
+    if within is not None:
+        check_entry(path, within)
     fd = own_descriptor(path)
     if fd is not None:
         return _write_descriptor(fd, path, text)
