@@ -22,12 +22,21 @@ from typing import TypeVar
 
 from archsim.console import line
 from archsim.errors import InputError
-from archsim.output_targets import TEMP_SUFFIX, check_target, own_descriptor, temp_prefix, uncreatable, unwritable
+from archsim.output_targets import (
+    TEMP_SUFFIX,
+    check_entry,
+    check_target,
+    own_descriptor,
+    temp_prefix,
+    uncreatable,
+    unwritable,
+)
+from archsim.output_temps import remove_orphans, remove_own_temps
 
 T = TypeVar("T")
 
 
-def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
+def write_output(path: str | Path, text: str, *, at_once: bool = False, within: str | Path | None = None) -> Path:
     """Write ``text`` (UTF-8) to the output ``path`` a flag names: the one writer of every output.
 
     * a regular file, or a new name: :func:`_replace_atomically` (a temp file renamed over it), so a
@@ -35,6 +44,8 @@ def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
       replaced and the link stays. Inside an :func:`output_set` (every CLI run) the temp file is
       written now and renamed when the set ends, with the run's other files; ``at_once``: renamed
       now even so (a file that stands alone: a sweep's cache of one unit, kept if the run stops);
+      ``within``: the folder archsim fills that ``path`` is its own entry of (a sweep's results folder): a symlink
+      there is refused, not followed (:func:`~archsim.output_targets.check_entry`);
     * this process's own descriptor (``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``,
       ``/proc/self/fd/N``): written into that descriptor (:func:`~archsim.output_targets.own_descriptor`), whatever it
       leads to, so a file the shell appends to keeps what it had;
@@ -46,6 +57,8 @@ def write_output(path: str | Path, text: str, *, at_once: bool = False) -> Path:
       nothing left behind.
     """
     path = Path(path)
+    if within is not None:
+        check_entry(path, within)
     fd = own_descriptor(path)
     if fd is not None:
         return _write_descriptor(fd, path, text)
@@ -100,7 +113,7 @@ class _OutputSet:
         for tmp in self.temps.values():
             tmp.unlink(missing_ok=True)
         for target in self.targets:  # a temp file made but not yet recorded when the interrupt came: this run's
-            _remove_own_temps(target)
+            remove_own_temps(target)
         for folder in reversed(self.folders):
             try:
                 folder.rmdir()
@@ -334,67 +347,3 @@ def _replacement_mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
-
-
-def _remove_own_temps(target: Path) -> None:
-    """Remove this process's temp files beside ``target`` (``.NAME.PID.XXXXXXXX.tmp`` with this PID): what an
-    interrupt between making a temp file and recording it would leave (another process's are never touched)."""
-    prefix = temp_prefix(target.name)
-    try:
-        with os.scandir(target.parent) as entries:
-            own = [entry.path for entry in entries if entry.name.startswith(prefix) and entry.name.endswith(TEMP_SUFFIX)]
-    except OSError:
-        return
-    for temp in own:
-        Path(temp).unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid > 0  # someone else's live process, or not a pid at all
-    return True
-
-
-def _writer_pid(temp: Path) -> int | None:
-    """The PID in a temp file's name (``.NAME.PID.XXXX.tmp``), else None."""
-    parts = temp.name[:-len(".tmp")].rsplit(".", 2)  # ".NAME", PID, random part
-    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) < 10 else None
-
-
-def _is_temp_name(entry: str, name: str = "*") -> bool:
-    """Whether a folder entry's name is glob's ``.NAME.*.tmp`` (``name`` ``*``: any NAME), by string tests: a
-    glob pattern per target compiled a new regex at every write, a quarter of a sweep's cache-writing CPU time."""
-    if name == "*":
-        return entry.startswith(".") and entry.endswith(TEMP_SUFFIX) and "." in entry[1:-len(TEMP_SUFFIX)]
-    prefix = f".{name}."
-    return entry.startswith(prefix) and entry.endswith(TEMP_SUFFIX) and len(entry) >= len(prefix) + len(TEMP_SUFFIX)
-
-
-def remove_orphans(folder: str | Path, name: str = "*") -> int:
-    """Delete the temp files that killed writers left in ``folder`` (for target ``name``, or all) and return
-    how many: the one cleaner, for every write (:func:`write_output`, its target's own) and for a sweep's
-    folder and cache under its lock (:mod:`archsim.sweep.cache`). :func:`write_output` names its temp files
-    ``.NAME.PID.XXXX.tmp``; one whose PID is gone is an orphan. Kept, since a live process may still be writing
-    it: a live PID's (another run writing beside this one, or a run whose :func:`output_set` has not renamed its
-    files yet; a dead writer's PID reused by another process keeps it too), and one with no PID in its name
-    (``.NAME.XXXX.tmp``), which this writer did not make (every temp file it makes carries its PID): another program's,
-    whose writer cannot be known dead, or the user's own file; a folder's lock does not make it ours."""
-    try:
-        with os.scandir(folder) as entries:
-            candidates = [Path(entry.path) for entry in entries if _is_temp_name(entry.name, name)]
-    except OSError:
-        return 0
-    removed = 0
-    for temp in candidates:
-        pid = _writer_pid(temp)
-        if pid is not None and not _alive(pid):
-            try:
-                temp.unlink()
-                removed += 1
-            except OSError:
-                pass  # gone meanwhile, or not ours to delete
-    return removed

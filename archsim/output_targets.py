@@ -42,7 +42,8 @@ def check_target(path: str | Path, *, probe: bool = True) -> str:
         if not mode & 0o222 or not os.access(path, os.W_OK):  # the rename needs only the folder's permission
             raise InputError(f"a read-only file (mode {stat.S_IMODE(mode):o}): give another name, or make it "
                              "writable", file=str(path))
-        real = Path(os.path.realpath(path))  # through a symlink the file it leads to is replaced
+        # through a symlink the file it leads to is replaced; else its folder is named as the user gave it
+        real = Path(os.path.realpath(path)) if os.path.islink(path) else path
         _check_creatable(path, real.parent, [real.name], probe=probe)
         return "replace"
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
@@ -50,6 +51,20 @@ def check_target(path: str | Path, *, probe: bool = True) -> str:
     what = ("a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "a block device (a disk)" if stat.S_ISBLK(mode) else "not a file")
     raise InputError(f"cannot write here ({what}): give a file name", file=str(path))
+
+
+def check_entry(path: str | Path, folder: str | Path) -> None:
+    """Refuse ``path``, a file archsim names itself inside a folder it fills (a sweep's ``results.csv``,
+    ``cache/<digest>.json``), when it or a folder between it and ``folder`` is a symlink. Why: that folder may be
+    someone else's or shared, and a link there would redirect archsim's write (or its read back) out of it, where
+    a link the user names as an output is the user's choice and is written through. ``folder`` itself may be one."""
+    path, folder = Path(path), Path(folder)
+    entry = folder
+    for part in path.relative_to(folder).parts:  # outermost first: a linked cache/ is named, not its entries
+        entry = entry / part
+        if os.path.islink(entry):
+            raise InputError(f"a symlink inside the results folder {_shown(folder)}, which archsim fills itself and "
+                             "never follows a link out of: remove the link, or give another folder", file=str(entry))
 
 
 def check_folder(path: str | Path) -> Path:
@@ -145,7 +160,7 @@ TEMP_SUFFIX = ".tmp"  # every temp file the writer makes ends so (``.NAME.PID.XX
 
 def temp_prefix(name: str) -> str:
     """The start of a temp file's name beside ``name``: ``.NAME.PID.`` (then 8 random characters and
-    ``.tmp``), which :func:`~archsim.output_files.remove_orphans` reads back."""
+    ``.tmp``), which :func:`~archsim.output_temps.remove_orphans` reads back."""
     return f".{name}.{os.getpid()}."
 
 

@@ -64,6 +64,7 @@ FORBIDDEN = {
     # an output flag's target is checked when the command line is read; the writer uses the checks, not back
     "archsim.output_targets": ("archsim.output_files", *LATER),
     "archsim.output_inputs": ("archsim.output_files", *LATER),
+    "archsim.output_temps": ("archsim.output_files", *LATER),
 }
 
 # package → the only packages that may import it: the commands are the CLI's, the API is the commands'

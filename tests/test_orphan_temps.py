@@ -1,4 +1,4 @@
-"""Killed writers' temp files: one cleaner (``output_files.remove_orphans``) for every write and for a sweep's folder
+"""Killed writers' temp files: one cleaner (``output_temps.remove_orphans``) for every write and for a sweep's folder
 and cache under its lock. The sweep had its own, which also deleted a temp file with no PID in its name (not one
 this writer makes: another program's or the user's, whose writer cannot be known dead), in the folder and in its
 cache, on every run and on ``--prune-cache``. Failed before: the no-PID files were gone after the sweep and after
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from archsim.cli import main
-from archsim.output_files import remove_orphans
+from archsim.output_temps import remove_orphans
 
 SPEC = ('[sweep]\nname = "o"\nnetworks = ["layerpipe_sample"]\narrays = ["16x16"]\nbatches = [4]\n'
         'processors = [2]\nmethods = ["gpipe"]\nmode = "paper"\n')

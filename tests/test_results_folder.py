@@ -15,7 +15,7 @@ import pytest
 from conftest import USAGE
 
 from archsim.cli import main
-from archsim.output_files import remove_orphans
+from archsim.output_temps import remove_orphans
 from archsim.outputs import atomic_write_text
 from archsim.sweep.folder import holding
 

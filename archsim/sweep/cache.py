@@ -11,12 +11,14 @@ write (another name) is never touched.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from archsim.json_text import dumps
-from archsim.output_files import remove_orphans
+from archsim.output_targets import check_entry
+from archsim.output_temps import remove_orphans
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SweepSpec, Unit
@@ -40,10 +42,26 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
 
 def remove_killed_temps(out: Path) -> int:
     """Delete the temp files killed writers left in a sweep's folder and its cache
-    (:func:`~archsim.output_files.remove_orphans`, the one cleaner: a live process's kept, and one with no PID in
+    (:func:`~archsim.output_temps.remove_orphans`, the one cleaner: a live process's kept, and one with no PID in
     its name) and return how many. Called under the folder's lock, so no other sweep is writing there; another
     command may be (``archsim report DIR --out DIR/r.html``)."""
     return remove_orphans(out) + remove_orphans(out / "cache")
+
+
+def check_entries(out: Path) -> None:
+    """Refuse, before any work, a results folder in which a file the sweep writes or reads back — ``spec.json``,
+    ``results.csv``, ``summary.csv``, ``cache/`` or a cache entry — is a symlink, naming it
+    (:func:`~archsim.output_targets.check_entry`, which the writer applies again to every file it writes there;
+    the lock, opened without following a link, refuses one itself: :func:`.folder.holding`)."""
+    for name in ("spec.json", "results.csv", "summary.csv", "cache"):
+        check_entry(out / name, out)
+    try:
+        with os.scandir(out / "cache") as entries:
+            linked = sorted(entry.name for entry in entries if ENTRY.fullmatch(entry.name) and entry.is_symlink())
+    except OSError:  # no cache yet
+        return
+    if linked:
+        check_entry(out / "cache" / linked[0], out)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from archsim.output_files import hold_until_written, output_set, write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
-from archsim.sweep.cache import cache_file, remove_killed_temps
+from archsim.sweep.cache import cache_file, check_entries, remove_killed_temps
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
@@ -249,6 +249,7 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
     units = spec.units()
     digests = network_digests(spec)  # a missing network stops the run before anything is written
     check_processor_counts(units, spec.source)  # so does a network too short for a processor count
+    check_entries(out)  # a symlink among the folder's own files: refused before anything is written
     try:
         (out / "cache").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -261,7 +262,7 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
         hold_until_written(holding(out, spec.source, spec.name))
         check_owner(out, spec.source, force=force)
         record = dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
-        write_output(out / "spec.json", record, at_once=True)  # the folder is this spec's from now on
+        write_output(out / "spec.json", record, at_once=True, within=out)  # the folder is this spec's from now on
         return _run_locked(spec, out, units, digests, workers, dask, progress)
 
 
@@ -283,7 +284,7 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
         computed = {}  # rows of the units computed now: the frame needs not read their files back
         try:
             for unit, rows in run(todo):
-                write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True)  # kept if stopped
+                write_output(files[unit], dumps({"unit": asdict(unit), "rows": rows}), at_once=True, within=out)  # kept if stopped
                 computed[unit] = rows
                 bar.update(size(unit))
                 if swallowed():  # a Ctrl-C a finalizer caught: stop here, as anywhere else
@@ -298,11 +299,11 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
         from archsim.sweep.device_points import frame as device_frame
 
         frame = device_frame(rows)
-        write_output(out / "results.csv", frame.to_csv(index=False))
+        write_output(out / "results.csv", frame.to_csv(index=False), within=out)
         return frame
     frame = _frame(rows)
-    write_output(out / "results.csv", frame.to_csv(index=False))  # renamed together when run_sweep's set ends
-    write_output(out / "summary.csv", summarize(frame).to_csv(index=False))
+    write_output(out / "results.csv", frame.to_csv(index=False), within=out)  # renamed together when run_sweep's set ends
+    write_output(out / "summary.csv", summarize(frame).to_csv(index=False), within=out)
     return frame
 
 

@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     from archsim.output_files import note_written, write_output
 
     for name, build in SHIPPED.items():
-        write_output(folder / f"{name}.csv", to_csv(build()))
+        write_output(folder / f"{name}.csv", to_csv(build()), within=folder)  # a linked entry refused, not followed
         note_written(f"wrote {folder / name}.csv")  # on stderr, as every command's "wrote" line
     return 0
 
