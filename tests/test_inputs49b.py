@@ -34,20 +34,20 @@ def _refused(call) -> str:
 
 @pytest.mark.parametrize(("flags", "keywords", "flag_text", "keyword_text"), [
     (["--baselines", "paper"], {"baselines": "paper"},
-     "field 'baselines': --baselines paper sets how SPP's baselines run beside SPP; --method pipedream is "
-     "PipeDream's optimizer, which runs no baseline: drop it",
-     "field 'baselines': baselines='paper' sets how SPP's baselines run beside SPP; method='pipedream' is "
+     ("field 'baselines': --baselines paper sets how SPP's baselines run beside SPP; --method pipedream is "
      "PipeDream's optimizer, which runs no baseline: drop it"),
+     ("field 'baselines': baselines='paper' sets how SPP's baselines run beside SPP; method='pipedream' is "
+     "PipeDream's optimizer, which runs no baseline: drop it")),
     (["--baselines", "archsim"], {"baselines": "archsim"},  # the default, given: still unread
-     "field 'baselines': --baselines archsim sets how SPP's baselines run beside SPP; --method pipedream is "
-     "PipeDream's optimizer, which runs no baseline: drop it",
-     "field 'baselines': baselines='archsim' sets how SPP's baselines run beside SPP; method='pipedream' is "
+     ("field 'baselines': --baselines archsim sets how SPP's baselines run beside SPP; --method pipedream is "
      "PipeDream's optimizer, which runs no baseline: drop it"),
+     ("field 'baselines': baselines='archsim' sets how SPP's baselines run beside SPP; method='pipedream' is "
+     "PipeDream's optimizer, which runs no baseline: drop it")),
     (["--max-search-steps", "5"], {"max_search_steps": 5},
-     "field 'max-search-steps': --max-search-steps 5 bounds SPP's search; --method pipedream is PipeDream's "
-     "optimizer, which runs no SPP search: drop it",
-     "field 'max_search_steps': max_search_steps=5 bounds SPP's search; method='pipedream' is PipeDream's "
+     ("field 'max-search-steps': --max-search-steps 5 bounds SPP's search; --method pipedream is PipeDream's "
      "optimizer, which runs no SPP search: drop it"),
+     ("field 'max_search_steps': max_search_steps=5 bounds SPP's search; method='pipedream' is PipeDream's "
+     "optimizer, which runs no SPP search: drop it")),
 ])
 def test_plan_pipedream_refuses_spps_own_settings(capsys, flags, keywords, flag_text, keyword_text):
     """Failed before: each printed PipeDream's plan as without it (the defaults archsim and 10¹⁰ were not None, so
@@ -72,3 +72,19 @@ def test_plan_defaults_still_apply_where_read(capsys):
         main(["plan", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "archsim (default: dp splits" in text and "(default 10,000,000,000, about 10 s" in text
+
+
+# 2. bppsa pruned-vgg11: a repeated compare level warned as a repeated seq_len is
+
+
+def test_a_repeated_compare_level_is_warned_as_seq_len_is(capsys):
+    """Failed before: ``compare_levels=[1, 1]`` (``--compare-levels 1,1``) compared depths 0 and 1 without a word,
+    while ``seq_len="10,10"`` warns; now both say it in one line at the caller's own line."""
+    with pytest.warns(UserWarning, match=r"^compare_levels repeats 1: each value runs once$") as said:
+        twice = archsim.bppsa_pruned_vgg11(width_divisor=16, compare_levels=[1, 1])
+    assert [w.filename for w in said] == [__file__]
+    once = archsim.bppsa_pruned_vgg11(width_divisor=16, compare_levels=[1])
+    assert twice.meta == once.meta  # the repeat changes nothing but the warning
+    assert main(["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "1,1", "--format", "json"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "archsim bppsa pruned-vgg11: warning: --compare-levels repeats 1: each value runs once"]
