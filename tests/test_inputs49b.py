@@ -88,3 +88,57 @@ def test_a_repeated_compare_level_is_warned_as_seq_len_is(capsys):
     assert main(["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "1,1", "--format", "json"]) == 0
     assert capsys.readouterr().err.splitlines() == [
         "archsim bppsa pruned-vgg11: warning: --compare-levels repeats 1: each value runs once"]
+
+
+# 3. an array sweep of a device .cfg on the cycle engine without bandwidths: cost --engine cycle's note, once
+
+
+TINY = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+        "fc1, 1, 1, 1, 1, 64, 64, 1,\nfc2, 1, 1, 1, 1, 64, 64, 1,\n")
+
+
+def _cycle_spec(folder, extra: str = "") -> str:
+    """A spec sweeping the accelerator trial's device .cfg (one 64 × 64 array of four, 0.8 GHz, hbm_gbps = 300, no
+    SCALE-Sim Bandwidth) on the cycle engine, over two batches (two units: the note must still come once)."""
+    from test_user_trial_accel49 import CHIP_CFG
+
+    (folder / "myacc.cfg").write_text(CHIP_CFG.format(gib=8))
+    (folder / "tiny.csv").write_text(TINY)
+    spec = folder / "spec.toml"
+    spec.write_text('[sweep]\nname = "hbm"\nnetworks = ["tiny.csv"]\narrays = ["myacc.cfg"]\nbatches = [4, 8]\n'
+                    f'processors = [1]\nmethods = ["gpipe"]\nengine = "cycle"\n{extra}')
+    return str(spec)
+
+
+def _hbm_line(folder, default_gbps: str, width: int, fix: str) -> str:
+    return (f"{folder / 'myacc.cfg'} states [memory] hbm_gbps = 300 GB/s, which the cycle engine does not read (train "
+            f"and search do): it ran at 10 words/cycle per operand, SCALE-Sim's default ({default_gbps} GB/s of "
+            f"{width}-byte words at 0.8 GHz); {fix}")
+
+
+def test_a_cycle_sweep_of_a_device_cfg_says_its_hbm_gbps_is_unread(tmp_path, capsys):
+    """Failed before: the sweep ran the file's DRAM at 10 words/cycle, 8 GB/s of 1-byte words at 0.8 GHz (10 × 1 B ×
+    0.8 GHz), 37.5× below its 300 GB/s, without a word. By hand: 300 GB/s ÷ (1 B × 0.8 GHz) = 375 words/cycle; in
+    2-byte words 187.5, 188 whole, 188 × 2 × 0.8 = 300.8 GB/s (10 words: 16 GB/s)."""
+    spec = _cycle_spec(tmp_path)
+    assert main(["sweep", spec, "--out", str(tmp_path / "res"), "--quiet"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    line = "archsim sweep: note: " + _hbm_line(tmp_path, "8", 1, "bandwidths = [375] is 300 GB/s")
+    assert err.count(line) == 1, err
+    with pytest.warns(UserWarning) as said:
+        archsim.run_sweep(spec, out=tmp_path / "api")
+    assert [str(w.message) for w in said].count(line.removeprefix("archsim sweep: note: ")) == 1
+    # a design sweep of 2-byte words: the note in its words, and the rows at the 10 words/cycle it names
+    spec = _cycle_spec(tmp_path, "element_bytes = [2]\n")
+    assert main(["sweep", spec, "--out", str(tmp_path / "res2"), "--quiet"]) == 0
+    assert capsys.readouterr().err.splitlines().count(
+        "archsim sweep: note: " + _hbm_line(tmp_path, "16", 2, "bandwidths = [188] is 300.8 GB/s")) == 1
+    rows = (tmp_path / "res2" / "results.csv").read_text().splitlines()
+    column = rows[0].split(",").index("bandwidth_words_per_cycle")
+    assert {row.split(",")[column] for row in rows[1:]} == {"10"}
+
+
+def test_a_cycle_sweep_given_bandwidths_notes_nothing_unread(tmp_path, capsys):
+    spec = _cycle_spec(tmp_path, "bandwidths = [375]\n")
+    assert main(["sweep", spec, "--out", str(tmp_path / "res"), "--quiet"]) == 0
+    assert "hbm_gbps" not in capsys.readouterr().err
