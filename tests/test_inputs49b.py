@@ -5,6 +5,8 @@ dropped a repeated ``compare_levels`` entry without the warning ``seq_len`` give
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from test_docs import ROOT
 
@@ -142,3 +144,51 @@ def test_a_cycle_sweep_given_bandwidths_notes_nothing_unread(tmp_path, capsys):
     spec = _cycle_spec(tmp_path, "bandwidths = [375]\n")
     assert main(["sweep", spec, "--out", str(tmp_path / "res"), "--quiet"]) == 0
     assert "hbm_gbps" not in capsys.readouterr().err
+
+
+# 4. an nvlink_domain above the cluster's GPUs: read as part of a larger domain, said once
+
+
+NVL = """[cluster]
+name = "part_of_a_rack"
+
+[[servers]]
+count = 2
+gpus = 4
+intra_server_gbps = 7200
+gpu = "h100-80gb-sxm"
+
+[network]
+nics_per_server = 4
+nic_gbps = 400
+nvlink_domain = {domain}
+servers_per_leaf = 1
+oversubscription = {over}
+"""
+RACK_NOTE = ("nvlink_domain = 72 is more than the cluster's 8 GPUs: read as part of a larger NVLink domain, so NVLink "
+             "joins all of them and no transfer crosses [network]'s NICs (nic_gbps, servers_per_leaf and "
+             "oversubscription change nothing)")
+
+
+def _iteration(tmp_path, domain: int, over: int) -> tuple[float, list[str]]:
+    path = tmp_path / f"nvl_{domain}_{over}.toml"
+    path.write_text(NVL.format(domain=domain, over=over))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        result, _ = archsim.train("gpt3_1.3b", cluster=path, global_batch=8, dp=8)
+    return result.iteration_seconds, [str(w.message) for w in said]
+
+
+def test_an_nvlink_domain_above_the_cluster_is_part_of_a_rack_and_said(tmp_path, capsys):
+    """Failed before (no line): 2 servers × 4 H100s with nvlink_domain = 72 (part of an NVL72 rack) ran as one
+    domain of the cluster's 8 GPUs — the same DP = 8 iteration as nvlink_domain = 8, the docs' whole-cluster domain —
+    so its oversubscription = 4 over one-server leaves changed nothing, without a word. A domain of one server (4)
+    prices the all-reduce on the NICs and differs."""
+    rack, said = _iteration(tmp_path, 72, 4)
+    assert said == [RACK_NOTE]
+    assert rack == _iteration(tmp_path, 72, 1)[0] == _iteration(tmp_path, 8, 4)[0]
+    assert _iteration(tmp_path, 8, 4)[1] == []  # the cluster's own size: as documented, nothing to say
+    assert _iteration(tmp_path, 4, 4)[0] > rack  # the NICs read where the domain is one server
+    assert main(["plan", "layerpipe_sample", "--cluster", str(tmp_path / "nvl_72_4.toml"), "--microbatches", "4",
+                 "--format", "json"]) == 0
+    assert capsys.readouterr().err.splitlines() == [f"archsim plan: note: {RACK_NOTE}"]
