@@ -1,18 +1,22 @@
 """Values accepted and then silently unread or dropped (inputs 49b), each test failing on the code before its fix:
 ``plan --method pipedream`` ran with ``--baselines`` and ``--max-search-steps`` unread; ``bppsa_pruned_vgg11``
 dropped a repeated ``compare_levels`` entry without the warning ``seq_len`` gives; an array sweep of a device
-``.cfg`` on the cycle engine ran at the default bandwidth without the note ``cost --engine cycle`` gives."""
+``.cfg`` on the cycle engine ran at the default bandwidth without the note ``cost --engine cycle`` gives; a cluster's
+``nvlink_domain`` above its GPUs left the NICs (and their oversubscription) unread without a word. An ONNX second
+input's fixed first dimension keeps its reading, now documented (docs/own-model.md) and pinned here."""
 
 from __future__ import annotations
 
 import warnings
 
+import onnx
 import pytest
 from test_docs import ROOT
 
 import archsim
 from archsim.cli import main
 from archsim.errors import InputError
+from tests.onnx_models import model, value, weight
 
 CLUSTER = ROOT / "configs" / "clusters" / "testbed_1080ti.toml"  # 4 servers × 2 GPUs
 PLAN = ["plan", "layerpipe_sample", "--cluster", str(CLUSTER), "--microbatches", "4", "--format", "json"]
@@ -192,3 +196,22 @@ def test_an_nvlink_domain_above_the_cluster_is_part_of_a_rack_and_said(tmp_path,
     assert main(["plan", "layerpipe_sample", "--cluster", str(tmp_path / "nvl_72_4.toml"), "--microbatches", "4",
                  "--format", "json"]) == 0
     assert capsys.readouterr().err.splitlines() == [f"archsim plan: note: {RACK_NOTE}"]
+
+
+# 5. an ONNX second input of a fixed first dimension: read as a size within every sample (docs/own-model.md)
+
+
+def test_a_second_inputs_fixed_first_dimension_is_a_size_within_each_sample(tmp_path):
+    """Pins what docs/own-model.md now says (the reading is unchanged: y[4, 8] may be a real size, a table added to
+    every sample's 4 rows). By hand, proj = x·w (32 → 8) then add = proj + y: beside x[N, 4, 32] both layers are
+    4 rows a sample; beside x[N, 32] proj is one row and the add broadcasts it over y's 4 rows, 4 rows a sample."""
+    nodes = [onnx.helper.make_node("MatMul", ["x", "w"], ["p"], name="proj"),
+             onnx.helper.make_node("Add", ["p", "y"], ["z"], name="add")]
+    rows = {}
+    for name, x, z in (("table", ["N", 4, 32], ["N", 4, 8]), ("broadcast", ["N", 32], ["N", 8])):
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(model(nodes, [value("x", x), value("y", [4, 8])], [value("z", z)], [weight("w", 32, 8)]), path)
+        rows[name] = [(layer.name, layer.kind, layer.ifmap_h, layer.channels, layer.filters)
+                      for layer in archsim.load_network(path).layers]
+    assert rows["table"] == [("proj", "fc", 4, 32, 8), ("add", "elementwise", 4, 8, 8)]
+    assert rows["broadcast"] == [("proj", "fc", 1, 32, 8), ("add", "elementwise", 4, 8, 8)]
