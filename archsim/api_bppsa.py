@@ -73,8 +73,8 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
     fraction = check_sparsity(fraction)
     seed = positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     depth = depth_of(str(up_levels).strip(), field="up_levels")
-    compare = sorted({0, *(depth_of(str(x).strip(), full=False, field="compare_levels") or 0
-                           for x in listed(compare_levels, "compare_levels"))})
+    compare = sorted({0, *each_once([depth_of(str(x).strip(), full=False, field="compare_levels") or 0
+                                     for x in listed(compare_levels, "compare_levels")], "compare-levels", _warn)})
     divisor = check_width_divisor(positive_int(width_divisor, "width-divisor"), "width-divisor")
     check_choice(zeros, ZEROS, "zeros")
     limit = DEFAULT_MAX_SCAN_MFLOPS if max_mflops is None else positive_int(max_mflops, "max-mflops")

@@ -49,7 +49,7 @@ def _warn(kind: str, text: str) -> None:
 
 @speaks_keywords
 def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, method: str = "spp",
-         baselines: str = "archsim", seed: int | str | None = None, links: str = "paper", replication: str = "paper",
+         baselines: str | None = None, seed: int | str | None = None, links: str = "paper", replication: str = "paper",
          max_stages: int | str | None = None, activation_compression_ratio: float | str | None = None,
          memory_constraint: bool = False, straight_pipeline: bool = False, use_fewer_machines: bool = False,
          array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
@@ -66,14 +66,14 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     ``replication`` paper or exact (how SPP's replicas of a stage share a micro-batch's samples);
     the layers priced on the servers' device where they name one, else on an array (the array keywords as
     :func:`array_config`, at ``clock_ghz``, default 1) at ``micro_batch`` samples (or ``batch`` split over
-    ``microbatches``) in ``mode``; ``max_ops`` and ``max_search_steps`` as their flags (None: their defaults).
+    ``microbatches``) in ``mode``; ``max_ops`` and ``max_search_steps`` as their flags (None: their defaults; ``baselines`` and
+    ``max_search_steps`` are refused beside ``method`` pipedream, which runs neither).
     Returns a :class:`PlanResult` (``.table``, ``.meta``, ``to_dict()``: the command's JSON; ``.timeline``). The
     notes and warnings the command prints on stderr (the cluster file's, the servers' devices set aside) warn
     (UserWarning)."""
     from archsim.choices.devices import ARRAY_DTYPES
     from archsim.modes import MODES
     from archsim.plan_run import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, REPLICATION_MODELS, run_plan
-    from archsim.spp import SEARCH_STEP_LIMIT
     from archsim.validate import DEFAULT_MAX_OPS, SEED_MAX
     from archsim.value_parsers import parse_float
 
@@ -81,7 +81,8 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     check_path(cluster, "cluster", "a cluster TOML path")
     microbatches = positive_int(microbatches, "microbatches")
     check_choice(method, METHODS, "method")
-    check_choice(baselines, (*BASELINE_CONFIGS, NO_BASELINES), "baselines")
+    if baselines is not None:
+        check_choice(baselines, (*BASELINE_CONFIGS, NO_BASELINES), "baselines")
     seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     check_choice(links, LINK_MODELS, "links")
     check_choice(replication, REPLICATION_MODELS, "replication")
@@ -109,7 +110,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
         check_choice(mode, MODES, "mode")
     clock_ghz = None if clock_ghz is None else checked_clock_ghz(clock_ghz)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
-    steps = SEARCH_STEP_LIMIT if max_search_steps is None else positive_int(max_search_steps, "max-search-steps",
+    steps = None if max_search_steps is None else positive_int(max_search_steps, "max-search-steps",
                                                                             high=10**15, what="a step count")
     settings = SimpleNamespace(
         network=str(network), cluster=str(cluster), microbatches=microbatches, method=method, baselines=baselines,

@@ -225,12 +225,18 @@ def superseded_notes(cluster: dict, network: Network) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def network_notes(table: dict, network: Network, servers: int) -> tuple[str, ...]:
+def network_notes(table: dict, network: Network, servers: int, gpus: int = 0) -> tuple[str, ...]:
     """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train, search
     and plan print them on stderr): a ``switch_tiers`` other than the default 2 (switch hops' latency is not
-    modelled, so a stated 1 or 3 prices as 2 does; the default itself assumes nothing unmodelled) and an
-    ``oversubscription`` above leaves no group crosses (every server under one leaf)."""
+    modelled, so a stated 1 or 3 prices as 2 does; the default itself assumes nothing unmodelled), an
+    ``oversubscription`` above leaves no group crosses (every server under one leaf), and an ``nvlink_domain``
+    above the cluster's ``gpus`` (servers of one kind; 0: not judged): the cluster is part of a larger domain (an
+    NVL72 rack's 72 GPUs), so NVLink joins all its GPUs and no transfer crosses the NICs."""
     notes = []
+    if 0 < gpus < network.nvlink_domain:
+        notes.append(f"nvlink_domain = {network.nvlink_domain} is more than the cluster's {gpus} GPUs: read as part "
+                     "of a larger NVLink domain, so NVLink joins all of them and no transfer crosses [network]'s "
+                     "NICs (nic_gbps, servers_per_leaf and oversubscription change nothing)")
     if "switch_tiers" in table and network.switch_tiers != DEFAULT_SWITCH_TIERS:
         notes.append(f"switch_tiers = {network.switch_tiers} is not read: the latency of switch "
                      "hops is not modelled (docs/training.md, Beyond one server)")
@@ -250,7 +256,10 @@ def network_lines(spec: dict, network: Network | None, servers: int) -> tuple[tu
     (:func:`archsim.training.cluster_file.cluster_file_lines`)."""
     if network is None:
         return (), ()
-    notes = superseded_notes(spec["cluster"], network) + network_notes(spec["network"], network, servers) \
+    groups = [group for group in spec["servers"] if isinstance(group, dict)]
+    kinds = {(g.get("gpus"), g.get("gpu"), g.get("device"), repr(g.get("intra_server_gbps"))) for g in groups}
+    gpus = sum(g.get("count", 1) * g["gpus"] for g in groups) if len(kinds) == 1 else 0  # one kind: the domain read
+    notes = superseded_notes(spec["cluster"], network) + network_notes(spec["network"], network, servers, gpus) \
         if "network" in spec else ()
     return network_warnings(spec, network), notes
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.console import say, setting, switch_on
 from archsim.errors import InputError
+from archsim.spp import SEARCH_STEP_LIMIT  # not archsim.spp.plan: pipedream needs none of SPP's search
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
@@ -27,7 +28,7 @@ LINK_MODELS = ("paper", "exact")  # spp.topology.LINK_MODELS (a test checks)
 # how a stage's replicas share a micro-batch: paper (SPP's 1/r each, any r) or exact (whole samples: ⌈m/r⌉/m, r ≤ m)
 REPLICATION_MODELS = ("paper", "exact")
 BASELINE_METHODS = ("dp", "gpipe", "pipedream-prm", "hetpipe")  # spp.baselines.BASELINES (a test checks)
-BASELINE_CONFIGS = ("archsim", "paper")  # spp.baselines.CONFIGS (a test checks)
+BASELINE_CONFIGS = ("archsim", "paper")  # spp.baselines.CONFIGS (a test checks); the first, --baselines' default
 NO_BASELINES = "none"  # --baselines none: SPP alone, no baseline run (nor its search counted)
 PAPER_BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")  # spp.baselines.PAPER_BASELINES (a test checks)
 DEFAULT_MICRO_BATCH = 4
@@ -272,6 +273,8 @@ def check_flags(args: Any) -> None:
         raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
                          "makespan only", field="method")
     _check_method_options(args)
+    for name, default in (("baselines", BASELINE_CONFIGS[0]), ("max_search_steps", SEARCH_STEP_LIMIT)):  # None: not given
+        setattr(args, name, default if getattr(args, name, None) is None else getattr(args, name))
     if getattr(args, "replication", "paper") == "exact" and args.method == "pipedream":
         raise InputError(f"{setting('replication', 'exact')} sets how SPP's replicas share a micro-batch; "
                          f"{setting('method', 'pipedream')} is PipeDream's optimizer, which replicates by its own "
@@ -293,19 +296,20 @@ def check_flags(args: Any) -> None:
 
 
 def _check_method_options(args: Any) -> None:
-    """Refuse a setting the chosen method does not read, which would change nothing silently: ``max_stages`` bounds
-    SPP's search, which PipeDream's optimizer does not run; its own four options mean nothing to SPP or a baseline."""
-    if args.method == "pipedream" and getattr(args, "max_stages", None) is not None:
-        raise InputError(f"{setting('max-stages', args.max_stages)} bounds SPP's search; "
-                         f"{setting('method', 'pipedream')} is PipeDream's optimizer, which tries every stage count "
-                         "its levels allow: drop it", field="max-stages")
+    """Refuse a setting the chosen method does not read, which would change nothing silently: SPP's three (None: not
+    given) beside PipeDream's optimizer, which runs no SPP; its own four options beside SPP or a baseline."""
     if args.method == "pipedream":
+        for name, what, why in (("max-stages", "bounds SPP's search", "tries every stage count its levels allow"),
+                                ("baselines", "sets how SPP's baselines run beside SPP", "runs no baseline"),
+                                ("max-search-steps", "bounds SPP's search", "runs no SPP search")):
+            if (value := getattr(args, name.replace("-", "_"), None)) is not None:
+                raise InputError(f"{setting(name, value)} {what}; {setting('method', 'pipedream')} is PipeDream's "
+                                 f"optimizer, which {why}: drop it", field=name)
         return
-    ratio = getattr(args, "activation_compression_ratio", None)
-    given = ([("activation-compression-ratio", setting("activation-compression-ratio", ratio))] if ratio is not None
-             else []) + [(name, switch_on(name)) for name in ("memory-constraint", "straight-pipeline",
-                                                              "use-fewer-machines")
-                         if getattr(args, name.replace("-", "_"), False)]
+    given = [(name, switch_on(name)) for name in ("memory-constraint", "straight-pipeline", "use-fewer-machines")
+             if getattr(args, name.replace("-", "_"), False)]
+    if (ratio := getattr(args, "activation_compression_ratio", None)) is not None:
+        given.insert(0, ("activation-compression-ratio", setting("activation-compression-ratio", ratio)))
     if given:
         name, shown = given[0]
         raise InputError(f"{shown} is an option of PipeDream's optimizer ({setting('method', 'pipedream')}); "

@@ -127,7 +127,8 @@ def run_vgg(args: argparse.Namespace) -> int:
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     depth = "full" if up_levels is None else up_levels  # as given, a number where it is one
     divisor = args.width_divisor
-    compare = sorted({0, *(_depth(x, "--compare-levels") for x in args.compare_levels)})
+    compare = sorted({0, *each_once([_depth(x, "--compare-levels") for x in args.compare_levels], "compare-levels",
+                                    warn)})
     done = vgg_study(sparsity=sparsity, seed=args.seed, up_levels=up_levels, compare=compare, width_divisor=divisor,
                      zeros=args.zeros, max_mflops=args.max_mflops)
     frame, summary = done.table.rename(columns={"product": "kind"}), done.summary  # the page reads kind

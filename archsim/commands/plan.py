@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spp (default); pipedream: PipeDream's optimizer as released (one server: its flat "
                              "setting; servers × GPUs: its two levels); pipedream-prm: the SPP paper's synchronous "
                              "PipeDream (PRM over the cluster's real links); dp, gpipe, hetpipe: SPP's baselines")
-    parser.add_argument("--baselines", default="archsim", choices=(*BASELINE_CONFIGS, NO_BASELINES),
+    parser.add_argument("--baselines", default=None, choices=(*BASELINE_CONFIGS, NO_BASELINES),
                         help="how the baselines run: archsim (default: dp splits one mini-batch over the GPUs, gpipe "
                              "balances compute, the synchronous pipedream-prm), paper (as the SPP paper's §V-A "
                              "states them: dp trains a mini-batch on every GPU, gpipe balances layer counts, "
@@ -84,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_job_limit_argument(parser)
     from archsim.spp import SEARCH_STEP_LIMIT  # not archsim.spp.plan: --method pipedream needs none of SPP's search
 
-    parser.add_argument("--max-search-steps", type=int_flag(1, 10**15, "a step count"), default=SEARCH_STEP_LIMIT,
+    parser.add_argument("--max-search-steps", type=int_flag(1, 10**15, "a step count"), default=None,
                         metavar="N", help=f"refuse SPP searches (every method but pipedream runs SPP) of more PRM "
                                           "steps than this, with the pipedream-prm baseline's search of every stage "
                                           "count unless --baselines none or paper leaves it out "

@@ -156,6 +156,7 @@ class SweepSpec:
     engine: str = "analytic"
     source: str | None = None
     designs: tuple[Design, ...] = ()  # empty: a plain sweep
+    bandwidths_given: bool = False  # the spec states bandwidths (else 10 words/cycle, SCALE-Sim's default)
 
     def units(self) -> list[Unit]:
         digests = {network: network_sha256(network) for network in self.networks}
@@ -334,7 +335,7 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         name=check_name(table.get("name", path.stem), "name", file=file), networks=resolved, only=strings("only", LAYER_KINDS),
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,
-        alpha=float(alpha), engine=engine, source=file)
+        alpha=float(alpha), engine=engine, source=file, bandwidths_given="bandwidths" in table)
 
 
 def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str | None], ...]:

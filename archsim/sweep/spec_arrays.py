@@ -104,14 +104,21 @@ def check_cfg_axes(table: dict, texts: tuple[str, ...], arrays: list[tuple[int, 
 
 def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim sweep`` says on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings of a spec's
-    ``.cfg`` arrays that are devices of several arrays, once per file: each is swept as one array, as
-    ``archsim cost --config`` costs it and says (:func:`archsim.array.device_sections.device_arrays_note`); and
-    those stating keys an array device does not read (:func:`archsim.devices.device_file.config_unread_keys_note`)."""
+    ``.cfg`` arrays, once per file: a device of several arrays is swept as one array, as ``archsim cost --config``
+    costs it and says (:func:`archsim.array.device_sections.device_arrays_note`); keys an array device does not read
+    (:func:`archsim.devices.device_file.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
+    ``[memory] hbm_gbps`` it does not read, as ``cost --engine cycle`` says (:func:`archsim.array.options.hbm_unread_note`,
+    in words of the spec's first element size)."""
     from archsim.array.device_sections import device_arrays_note
+    from archsim.array.options import hbm_unread_note
     from archsim.devices.device_file import config_unread_keys_note
 
-    paths = dict.fromkeys(array.path for array in spec.arrays if isinstance(array, ArrayFile))
-    return tuple(note for path in paths for note in (device_arrays_note(path), config_unread_keys_note(path)) if note)
+    files = {array.path: array.array for array in spec.arrays if isinstance(array, ArrayFile)}
+    unread = spec.engine == "cycle" and not spec.bandwidths_given
+    return tuple(note for path, array in files.items() for note in (
+        device_arrays_note(path), config_unread_keys_note(path),
+        hbm_unread_note(path, spec.designs[0].element_bytes if spec.designs else array.element_bytes, "bandwidths",
+                        spec_key=True) if unread else None) if note)
 
 
 def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:
