@@ -215,3 +215,20 @@ def test_a_second_inputs_fixed_first_dimension_is_a_size_within_each_sample(tmp_
                       for layer in archsim.load_network(path).layers]
     assert rows["table"] == [("proj", "fc", 4, 32, 8), ("add", "elementwise", 4, 8, 8)]
     assert rows["broadcast"] == [("proj", "fc", 1, 32, 8), ("add", "elementwise", 4, 8, 8)]
+
+
+def test_the_pruned_vgg11_pages_command_parses_again(tmp_path, capsys):
+    """Failed before: the page's rerun command wrote ``--compare-levels ['1', '2']`` (a Python list), which the
+    command refuses; now ``1,2``, read back as the levels given."""
+    import re
+    import shlex
+
+    from archsim.cli import build_parser
+
+    page = tmp_path / "vgg.html"
+    assert main(["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "1", "2",
+                 "--report", str(page)]) == 0
+    capsys.readouterr()
+    command = re.search(r"archsim (bppsa pruned-vgg11 [^<\n]*)", page.read_text(encoding="utf-8"))[1]
+    words = shlex.split(command)
+    assert build_parser(words).parse_args(words).compare_levels == ["1", "2"]

@@ -135,7 +135,7 @@ def run_vgg(args: argparse.Namespace) -> int:
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     if args.report:
         command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
-                                      f"--up-levels {depth} --compare-levels {args.compare_levels} "
+                                      f"--up-levels {depth} --compare-levels {','.join(map(str, args.compare_levels))} "
                                       f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {args.report}")
         from archsim.bppsa.report import vgg_sections  # plotly: only when a page is asked for
         from archsim.report.page import write_page
