@@ -202,6 +202,19 @@ def test_sweep_split_axes_errors_name_the_key(tmp_path, capsys, value, words):
     assert not (tmp_path / "out" / "results.csv").exists()
 
 
+def test_sweep_split_axes_without_layerpipe_is_refused(tmp_path, capsys):
+    """`split_axes` beside methods that are not LayerPipe would change nothing; refused in one line, as `pipeline
+    --split-axes channels --method pipedream` is."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\nbatches = [32]\n'
+                    'processors = [3]\nmethods = ["pipedream"]\nsplit_axes = ["channels"]\n')
+    from archsim.cli import main
+
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "field 'split_axes'" in err and "layerpipe" in err and len(err.splitlines()) == 1, err
+
+
 def test_sweep_report_gantt_command_names_the_split_axes(tmp_path, capsys):
     """The report's LayerPipe schedule is planned with the spec's axes and its quoted command says so, so
     running the quoted command gives the charted plan."""

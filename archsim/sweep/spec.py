@@ -315,6 +315,9 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
     if not methods:
         raise InputError(f"expected at least one method of {', '.join(PARTITIONERS)}, got []", file=file,
                          field="methods")
+    if "split_axes" in table and "layerpipe" not in methods:  # as pipeline refuses --split-axes beside another method
+        raise InputError("split_axes tunes LayerPipe's Algorithm 1: list layerpipe in methods", file=file,
+                         field="split_axes")
     designs: tuple[Design, ...] = ()
     if DESIGN_KEYS & set(table):
         check_cfg_axes(table, array_texts, arrays, file)
