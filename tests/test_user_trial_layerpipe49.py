@@ -202,6 +202,13 @@ def test_sweep_split_axes_errors_name_the_key(tmp_path, capsys, value, words):
     assert not (tmp_path / "out" / "results.csv").exists()
 
 
+def test_design_sweep_keeps_the_split_axes(tmp_path, capsys):
+    """A design sweep (any design axis, here `sram_kb`) plans LayerPipe with the spec's axes too: channels alone
+    leave Table III's run at conv1's whole 43,467,589 cycles (the first test of this kind above)."""
+    rows = _sweep(tmp_path, 'split_axes = ["channels"]\nsram_kb = [64]')
+    assert float(rows.iteration_cycles.iloc[0]) == 1_204_505 + 2_119_935 + 40_143_149
+
+
 def test_sweep_split_axes_without_layerpipe_is_refused(tmp_path, capsys):
     """`split_axes` beside methods that are not LayerPipe would change nothing; refused in one line, as `pipeline
     --split-axes channels --method pipedream` is."""

@@ -300,8 +300,8 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
     alpha = table.get("alpha", LAYERPIPE_ALPHA)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha <= MAX_ALPHA:
         raise InputError(f"alpha must be a number > 1 and <= {MAX_ALPHA:g}, as --alpha", file=file, field="alpha")
-    axes = string_list(table, "split_axes", file, SPLIT_AXES) if "split_axes" in table else SPLIT_AXES
-    if not axes:  # split_axes = []: no split at all, which --split-axes cannot say
+    delta_axes = string_list(table, "split_axes", file, SPLIT_AXES) if "split_axes" in table else SPLIT_AXES
+    if not delta_axes:  # split_axes = []: no split at all, which --split-axes cannot say
         raise InputError(f"expected at least one split axis of {', '.join(SPLIT_AXES)}, got []", file=file,
                          field="split_axes")
     engine = table.get("engine", "analytic")
@@ -346,7 +346,7 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         name=check_name(table.get("name", path.stem), "name", file=file), networks=resolved, only=strings("only", LAYER_KINDS),
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,
-        alpha=float(alpha), engine=engine, source=file, split_axes=axes)
+        alpha=float(alpha), engine=engine, source=file, split_axes=delta_axes)
 
 
 def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str | None], ...]:
