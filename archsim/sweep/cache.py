@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from archsim.json_text import dumps
+from archsim.lowering import SPLIT_AXES
 from archsim.output_targets import check_entry
 from archsim.output_temps import remove_orphans
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
@@ -36,6 +37,8 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
         del fields["array_file"]
     elif fields.get("array_file") and not fields["array_file"]["energy_table"] and not fields["array_file"]["energy_figures"]:
         del fields["array_file"]["energy_table"], fields["array_file"]["energy_figures"]  # no [energy]: names as before
+    if fields.get("split_axes") == SPLIT_AXES:  # every δ split axis, the default: names as before the key
+        del fields["split_axes"]
     settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 

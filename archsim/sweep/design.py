@@ -57,7 +57,7 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     rows = []
     for processors in unit.processors:
         for method in unit.methods:
-            options = {"alpha": unit.alpha} if method == "layerpipe" else {}
+            options = {"alpha": unit.alpha, "axes": unit.split_axes} if method == "layerpipe" else {}
             plan = partition(profile, processors, method, **options)
             cycles = m * plan.max_stage_cost
             for clock in clocks:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
+from archsim.lowering import SPLIT_AXES
 from archsim.sweep.results_check import check_cells, check_spec_rows
 from archsim.validate import exists
 
@@ -185,8 +186,10 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
         processors = int(counts[len(counts) // 2])  # the median count (the upper one of an even number)
         alpha = record.get("alpha")  # the spec's, as its LayerPipe plans used
         alpha = float(alpha) if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else LAYERPIPE_ALPHA
+        axes = record.get("split_axes")  # the spec's δ split axes (spec.json holds them as a list)
+        axes = tuple(axes) if isinstance(axes, list) and axes and set(axes) <= set(SPLIT_AXES) else SPLIT_AXES
         extra.append(_gantt_section(network, array, first, processors, engine, memory, alpha,
-                                    median=len(counts) > 1))
+                                    median=len(counts) > 1, axes=axes))
     if "energy_pj" in results.columns:
         extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
     engine = spec_record(folder).get("engine", "analytic")
@@ -337,7 +340,8 @@ def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, targ
 
 
 def _gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
-                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8, *, median: bool = False):
+                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8, *, median: bool = False,
+                   axes: tuple[str, ...] = SPLIT_AXES):
     """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator.
     ``median``: ``processors`` is the median of the sweep's counts, which the title says. The title names
     the stages the plan uses too: LayerPipe's plan may use fewer stages than it is given processors, and a
@@ -351,7 +355,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     from archsim.sim.timeline import Timeline
 
     profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
-    plan = partition(profile, processors, "layerpipe", alpha=alpha)
+    plan = partition(profile, processors, "layerpipe", alpha=alpha, axes=axes)
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
     which = " (the sweep's median)" if median else ""
@@ -362,6 +366,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
                f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
                + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
+               + (f" --split-axes {','.join(axes)}" if axes != SPLIT_AXES else "")
                + f" --microbatches {microbatches} --gantt gantt.html")
     return title, gantt_figure(timeline.to_frame(), title, borrowed=plan.borrowed_ops), command
 

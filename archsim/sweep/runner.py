@@ -134,7 +134,7 @@ def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
                             lowered=unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch,
                                                   unit.mode, array.element_bytes))
     single = float(profile.total.sum())
-    options = {method: {"alpha": unit.alpha} if method == "layerpipe" else {} for method in unit.methods}
+    options = {method: {"alpha": unit.alpha, "axes": unit.split_axes} if method == "layerpipe" else {} for method in unit.methods}
     plans = {method: partitions(profile, unit.processors, method, **options[method]) for method in unit.methods}
     rows = []
     for index, processors in enumerate(unit.processors):

@@ -13,6 +13,8 @@ Keys are checked exactly — an unknown key is an error naming it, never silentl
     processors = [2, 3, 4]
     methods = ["layerpipe", "pipedream", "gpipe"]
     mode = "paper"                  # or "exact"
+    alpha = 1.001                   # LayerPipe's relaxation factor, as --alpha
+    split_axes = ["channels"]       # optional: the δ split axes LayerPipe may use, as --split-axes (default all three)
     engine = "analytic"             # or "cycle": memory-aware (compute + SCALE-Sim stall cycles)
 
 Design-space axes (optional; any of them makes it a design sweep whose rows add time, energy per
@@ -42,7 +44,7 @@ from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
 from archsim.choices.partitions import LAYERPIPE_ALPHA, MAX_ALPHA
 from archsim.errors import InputError
-from archsim.lowering import MODES, Mode
+from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
@@ -74,7 +76,7 @@ def check_size(configs: int, max_configs: int, file: str | None) -> None:
 
 DESIGN_KEYS = {"sram_kb", "bandwidths", "clocks_ghz", "element_bytes", "dtypes", "microbatches", "energy_tables"}
 KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha",
-        "engine"} | DESIGN_KEYS
+        "split_axes", "engine"} | DESIGN_KEYS
 REQUIRED = {"networks", "arrays", "batches", "processors", "methods"}
 
 
@@ -96,6 +98,7 @@ class Unit:
     network_sha256: str = ""  # of a network file's bytes; empty for a shipped name
     design: Design | None = None  # None: a plain sweep (cycles and speedups only)
     array_file: ArrayFile | None = None  # None: rows × cols at ArrayConfig's defaults (a "ROWSxCOLS" entry)
+    split_axes: tuple[str, ...] = SPLIT_AXES  # LayerPipe's δ split axes (--split-axes' names)
 
     @property
     def array(self) -> ArrayConfig:
@@ -116,9 +119,10 @@ class Unit:
         content = f"_{self.network_sha256[:12]}" if self.network_sha256 else ""  # a changed file is recomputed
         design = "" if self.design is None else f"_{self.design.key}"
         array = "" if self.array_file is None else f"_{Path(self.array_file.path).stem}"
+        axes = "" if self.split_axes == SPLIT_AXES else f"_x{'-'.join(self.split_axes)}"  # every axis: keys as before
         return (f"{Path(self.network).stem}{content}_{only}_{self.rows}x{self.cols}_{self.dataflow}_b{self.batch}"
                 f"_{self.mode}_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}{engine}"
-                f"{design}{array}")
+                f"{design}{array}{axes}")
 
 
 @dataclass(frozen=True)
@@ -155,6 +159,7 @@ class SweepSpec:
     alpha: float = LAYERPIPE_ALPHA
     engine: str = "analytic"
     source: str | None = None
+    split_axes: tuple[str, ...] = SPLIT_AXES
     designs: tuple[Design, ...] = ()  # empty: a plain sweep
     bandwidths_given: bool = False  # the spec states bandwidths (else 10 words/cycle, SCALE-Sim's default)
 
@@ -162,7 +167,7 @@ class SweepSpec:
         digests = {network: network_sha256(network) for network in self.networks}
         return [Unit(network, self.only, *_shape(array), dataflow, batch, self.mode, self.processors, self.methods,
                      self.alpha, self.engine, digests[network], design,
-                     array if isinstance(array, ArrayFile) else None)
+                     array if isinstance(array, ArrayFile) else None, self.split_axes)
                 for network, array in product(self.networks, self.arrays)
                 for dataflow, batch, design in product(self.dataflows or (_dataflow(array),), self.batches,
                                                        self.designs or (None,))]
@@ -296,6 +301,10 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
     alpha = table.get("alpha", LAYERPIPE_ALPHA)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha <= MAX_ALPHA:
         raise InputError(f"alpha must be a number > 1 and <= {MAX_ALPHA:g}, as --alpha", file=file, field="alpha")
+    delta_axes = string_list(table, "split_axes", file, SPLIT_AXES) if "split_axes" in table else SPLIT_AXES
+    if not delta_axes:  # split_axes = []: no split at all, which --split-axes cannot say
+        raise InputError(f"expected at least one split axis of {', '.join(SPLIT_AXES)}, got []", file=file,
+                         field="split_axes")
     engine = table.get("engine", "analytic")
     if engine not in ENGINES:
         raise InputError(f"unknown engine {shown(engine)}; choose one of {', '.join(ENGINES)}", file=file, field="engine")
@@ -307,6 +316,9 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
     if not methods:
         raise InputError(f"expected at least one method of {', '.join(PARTITIONERS)}, got []", file=file,
                          field="methods")
+    if "split_axes" in table and "layerpipe" not in methods:  # as pipeline refuses --split-axes beside another method
+        raise InputError("split_axes tunes LayerPipe's Algorithm 1: list layerpipe in methods", file=file,
+                         field="split_axes")
     designs: tuple[Design, ...] = ()
     if DESIGN_KEYS & set(table):
         check_cfg_axes(table, array_texts, arrays, file)
@@ -335,7 +347,7 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         name=check_name(table.get("name", path.stem), "name", file=file), networks=resolved, only=strings("only", LAYER_KINDS),
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,
-        alpha=float(alpha), engine=engine, source=file, bandwidths_given="bandwidths" in table)
+        alpha=float(alpha), engine=engine, source=file, split_axes=delta_axes, bandwidths_given="bandwidths" in table)
 
 
 def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str | None], ...]:
