@@ -189,3 +189,16 @@ def test_in_chromium_headers_align_as_their_cells_and_error_bars_sit_apart(repor
         for at in zip(*xs, strict=True):  # one processor count: each method's bar 3 px or more from the next
             ordered = sorted(at)
             assert all(b - a >= 3 for a, b in pairwise(ordered)), at
+
+
+def test_a_column_of_numbers_formatted_before_the_table_is_still_numbers():
+    """The GPU study formats its floats as text ("0.918") before its table: those columns align right too; a
+    column that mixes words and numbers ("all", "4") and one of booleans stay text."""
+    from archsim.report.html_page import table
+
+    frame = pd.DataFrame({"op": ["F", "D"], "batch": ["all", "4"], "rho": ["0.918", ""], "count": [90, 1_234],
+                          "bytes": ["1,234", "1e+05"], "split": [True, False], "range": ["0.999–1.4", "1–2"],
+                          "ratio": [0.5, float("nan")], "mixed": [1.5, None]})
+    [(classes, heads, rows)] = shown_tables(table(frame, na_rep="—"))
+    assert heads == list(frame.columns) and rows[0][:2] == ["F", "all"]
+    assert sorted(c for c in classes if c.startswith("num")) == sorted(["num3", "num4", "num5", "num8", "num9"])
