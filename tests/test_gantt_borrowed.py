@@ -116,8 +116,9 @@ def test_report_timeline_hatches_exactly_the_ops_its_table_stars(tmp_path: Path,
     spec.write_text(REPORT_SPEC)
     assert main(["sweep", str(spec), "--out", str(tmp_path / "results"), "--quiet", "--report", str(out)]) == 0
     capsys.readouterr()
-    (traces,) = [traces for traces, layout in plotly_figures(out.read_text())
-                 if "LayerPipe schedule" in html.unescape(str(layout.get("title", {}).get("text", "")))]
+    # the Gantt: the page's one figure of horizontal bars (its title is the section's heading)
+    (traces,) = [traces for traces, _ in plotly_figures(out.read_text())
+                 if any(trace.get("orientation") == "h" for trace in traces)]
     # The reference: the ops `archsim pipeline` stars in its table for the same configuration.
     profile = archsim.profile("layerpipe_sample", array="16x16", batch=4, mode="exact")
     rows = archsim.pipeline(profile, processors=3, method="layerpipe").to_rows()

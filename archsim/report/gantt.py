@@ -57,11 +57,12 @@ def gantt_figure(frame, title: str = "", unit: str = "cycles",
                              marker={"color": "white", "line": {"color": "black", "width": 0.5},
                                      "pattern": {"shape": _HATCH, "fgcolor": "black"}}))
     rows = sorted(data["row"].unique(), key=_natural)
-    # legend above the bars (never clipped, whatever the row count); height grows with the rows
+    # legend above the bars (never clipped, whatever the row count); height grows with the rows; the top margin
+    # holds a title's lines where there is one (none where a page's heading says it)
     fig.update_layout(title=wrapped(title), barmode="overlay", xaxis_title=unit, yaxis_title=rows_title,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
                       yaxis={"categoryorder": "array", "categoryarray": rows[::-1]},
-                      margin={"t": 110}, height=gantt_height(len(rows)))
+                      margin={"t": 110 if title else 60}, height=gantt_height(len(rows)))
     return fig
 
 

@@ -7,6 +7,8 @@ it, but only after scrolling and comparing boxes. Every number here is a count o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
 from archsim.report.html_page import esc
@@ -81,15 +83,21 @@ def setting_headline(table: pd.DataFrame, title: str) -> str:
     return f"<h3>{esc(title)}</h3><p>{sentence}.</p>{body}"
 
 
-def headline(results: pd.DataFrame) -> str:
-    """The "at a glance" markup of a sweep of two or more methods, one block per network and setting; "" else."""
+def headline(results: pd.DataFrame, networks: Sequence[str] = ()) -> str:
+    """The "at a glance" markup of a sweep of two or more methods, one block per network and setting; "" else.
+    ``networks``: their order (the spec's; any other after them, alphabetically); a network's settings in
+    alphabetical order."""
+    from archsim.report.sweep_report import network_order
+
     if results.empty or results["method"].nunique() < 2:
         return ""
     table = speedups(results)
     if table is None:
         return ""
+    rank = {name: i for i, name in enumerate(network_order(results, networks))}
     blocks = []
-    for (network, only, mode), part in table.groupby(level=["network", "only", "mode"], sort=True):
+    for (network, only, mode), part in sorted(table.groupby(level=["network", "only", "mode"], sort=True),
+                                              key=lambda group: rank[str(group[0][0])]):  # stable: settings stay sorted
         layers = "all layers" if only == "all" else f"{only} layers"
         blocks.append(setting_headline(part, f"{network} ({layers}, {mode} mode)"))
     axes = [words for column, words in DESIGN_AXIS_WORDS.items()

@@ -17,6 +17,7 @@ someone else's model file must not run that file's script. Three channels reach 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,13 @@ from archsim.output_files import write_output
 
 # A table wider than the page scrolls inside itself (the page, its headings and figures stay put), and a cell
 # ("interleaved-zb", "0.999–1.4") is never broken across lines: every page's style starts with these rules.
+# A column's header aligns as its cells: text left, numbers right (their digits in line) — a column of numbers
+# is named by its table's class numN (N from 1, :func:`table`), up to NUMBER_COLUMNS columns (later ones left).
+NUMBER_COLUMNS = 40
 TABLE_STYLE = ("table{border-collapse:collapse;display:block;max-width:100%;overflow-x:auto}td,th{padding:2px 8px}"
-               "td{white-space:nowrap}")
+               "td{white-space:nowrap}th{text-align:left}"
+               + ",".join(f"table.num{n} td:nth-child({n}),table.num{n} th:nth-child({n})"
+                          for n in range(1, NUMBER_COLUMNS + 1)) + "{text-align:right}")
 BASE_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}" + TABLE_STYLE +
               ".caption{color:#333;margin:0 0 2em}.cmd{color:#555;font-size:90%}")
 # Keys of a plotly figure whose strings plotly.js renders as (its dialect of) HTML.
@@ -79,9 +85,34 @@ def figure(fig: go.Figure, *, first: bool) -> str:
                        validate=False)  # validated when ``fig`` was built
 
 
+# A cell that shows a number: digits with an optional sign, thousands commas, decimals and exponent (a page's
+# pre-formatted "0.918", "1,234", "1e+05").
+NUMBER_TEXT = re.compile(r"[-+−]?(?=\.?\d)[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
+def is_number_column(column: pd.Series) -> bool:
+    """Whether a table column shows numbers: a numeric dtype (not bool), or values each a number or a string
+    that reads as one (a page may format its numbers before the table; a blank or NaN cell counts as neither)."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+    if is_bool_dtype(column.dtype):
+        return False
+    if is_numeric_dtype(column.dtype):
+        return True
+    shown = [value for value in column.dropna() if not (isinstance(value, str) and not value.strip())]
+    return bool(shown) and all(
+        isinstance(value, str) and NUMBER_TEXT.fullmatch(value.strip()) is not None
+        or isinstance(value, (int, float)) and not isinstance(value, bool) for value in shown)
+
+
 def table(frame: pd.DataFrame, float_format: Callable[[float], str] | None = None, **options) -> str:
-    """``frame`` as an HTML table, cells and headers escaped."""
-    return frame.to_html(index=False, border=0, float_format=float_format, escape=True, **options)
+    """``frame`` as an HTML table, cells and headers escaped; each column of numbers (:func:`is_number_column`)
+    named in the table's classes (``numN``), which :data:`TABLE_STYLE` aligns right, header and cells alike."""
+    given = options.pop("classes", None)
+    classes = ([given] if isinstance(given, str) else list(given or [])) + [
+        f"num{n}" for n in range(1, frame.shape[1] + 1) if is_number_column(frame.iloc[:, n - 1])]
+    return frame.to_html(index=False, border=0, float_format=float_format, escape=True, classes=classes or None,
+                         **options)
 
 
 def section(title: str, body_html: str, footer_html: str = "") -> str:

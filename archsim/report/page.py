@@ -18,8 +18,7 @@ from archsim.report.style import table_number
 
 Section = tuple[go.Figure | pd.DataFrame, str]  # (figure or table, caption HTML)
 
-STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}.caption{color:#333;margin:0 0 2em}" + TABLE_STYLE
-         + "td,th{text-align:right}")
+STYLE = "body{font-family:sans-serif;max-width:1100px;margin:auto}.caption{color:#333;margin:0 0 2em}" + TABLE_STYLE
 
 
 def page(title: str, sections: list[Section]) -> str:

@@ -5,7 +5,7 @@ Every figure carries the command that regenerates it and the mode (paper/exact) 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -25,6 +25,17 @@ METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7
 SPEEDUP_AXIS = "speedup (× one processor)"
 AXIS_TITLES = {"array": "array (PE rows × columns)", "batch": "mini-batch (samples)"}
 LAYERPIPE_TABLE_NETWORKS = ("vgg16",)  # the shipped networks LayerPipe's Table IV reports
+# Grouped markers (speedup_figure): the methods' points at one processor count span 1 − SCATTER_GAP of the gap
+# between counts, so their error bars sit apart without reading as another count.
+SCATTER_GAP = 0.7
+
+
+def network_order(results: pd.DataFrame, first: Sequence[str] = ()) -> list[str]:
+    """The order the page shows the networks in: ``first`` (the spec's order, as the results folder's spec.json
+    records it) for those the rows hold, then any other alphabetically (a folder without spec.json: all of them)."""
+    present = set(results["network"].astype(str))
+    ordered = list(dict.fromkeys(name for name in first if name in present))
+    return ordered + sorted(present - set(ordered))
 
 
 def is_table_iv_setting(data: pd.DataFrame, network: str) -> bool:
@@ -98,20 +109,23 @@ def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | 
     for (method, mode, only), part in data.groupby(["method", *LINE_SETTINGS]):
         fig.add_trace(go.Scatter(
             x=part.processors, y=part.speedup, mode="lines+markers",
-            name=line_name(str(method), {"mode": str(mode), "only": str(only)}, several),
+            name=(name := line_name(str(method), {"mode": str(mode), "only": str(only)}, several)), offsetgroup=name,
             line={"color": METHOD_COLORS.get(str(method)), "dash": dashes[(mode, only)] if several else None},
             error_y={"type": "data", "symmetric": False, "array": part.speedup_max - part.speedup,
                      "arrayminus": part.speedup - part.speedup_min}))
     if is_table_iv_setting(data, network):
         procs = sorted(LAYERPIPE_TABLE_IV)
-        for idx, (name, dash) in enumerate((("layerpipe (paper)", "dot"), ("pipedream (paper)", "dot"))):
+        for idx, method in enumerate(("layerpipe", "pipedream")):  # beside archsim's line of the same method
             fig.add_trace(go.Scatter(x=procs, y=[LAYERPIPE_TABLE_IV[p][idx] for p in procs], mode="lines",
-                                     name=name, line={"dash": dash, "color": list(METHOD_COLORS.values())[idx]}))
+                                     name=f"{method} (paper)", offsetgroup=method,
+                                     line={"dash": "dot", "color": METHOD_COLORS[method]}))
     rows = None if results is None else results[results.network == network]
     over = averaged_over(rows)
     what = f"mean over {over}; bars: min–max" if over else "one configuration per point"
+    # each method's points side by side at a processor count (its error bars apart), the values unchanged
     fig.update_layout(title=f"{network}: speedup over one processor ({what})",
-                      xaxis_title="processors (count)", yaxis_title=SPEEDUP_AXIS)
+                      xaxis_title="processors (count)", yaxis_title=SPEEDUP_AXIS,
+                      scattermode="group", scattergap=SCATTER_GAP)
     # ticks at the processor counts run, never between them (2.5 processors)
     fig.update_xaxes(tickmode="array", tickvals=sorted(int(p) for p in data.processors.unique()))
     return fig
@@ -184,9 +198,10 @@ def table_iv(summary: pd.DataFrame, network: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def layer_breakdown_figure(costs: pd.DataFrame, title: str) -> go.Figure:
+def layer_breakdown_figure(costs: pd.DataFrame, title: str = "") -> go.Figure:
     """Stacked F/G/D cycles per layer on a linear axis (stacked bars on a log axis misstate the parts),
-    with a linear/log toggle for when one layer dwarfs the rest (e.g. conv1's paper-mode δ)."""
+    with a linear/log toggle for when one layer dwarfs the rest (e.g. conv1's paper-mode δ); ``title``: none
+    where a page's heading says it."""
     fig = go.Figure()
     for kind in ("F", "G", "D"):
         fig.add_trace(go.Bar(x=costs.layer, y=costs[f"{kind}_cycles"], name=KIND_LABELS[kind],
@@ -231,13 +246,14 @@ ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycl
                 "cycle": "the cycle engine (SRAM and DRAM bandwidth stalls included)"}
 
 
-def model_intro(results: pd.DataFrame, results_path: str, engine: str | None) -> str:
-    """The page's first paragraph: what was swept and which model produced the numbers, with the docs to read."""
+def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, order: Sequence[str] = ()) -> str:
+    """The page's first paragraph: what was swept and which model produced the numbers, with the docs to read;
+    ``order``: the networks' (:func:`network_order`)."""
     modes = sorted(results["mode"].unique())
     model = "; ".join(esc(MODE_WORDS.get(m, f"{m} mode")) for m in modes)
     if engine is not None:
         model += f"; {esc(ENGINE_WORDS.get(engine, f'the {engine} engine'))}"
-    networks = ", ".join(esc(n) for n in sorted(results.network.unique()))
+    networks = ", ".join(esc(n) for n in network_order(results, order))
     methods = ", ".join(esc(m) for m in sorted(results.method.unique()))
     return (f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>: {networks}; {methods}. "
             f"Model: {model}. Cycles are array clock cycles; speedup is one processor's cycles over the pipeline's "
@@ -245,11 +261,16 @@ def model_intro(results: pd.DataFrame, results_path: str, engine: str | None) ->
             "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md.</p>")
 
 
+Section = tuple[str, go.Figure | str, str]  # a section's title, its figure or markup, the command that redraws it
+
+
 def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: str, out: str | Path,
-                 spec_command: str, extra_sections: Sequence[tuple[str, go.Figure | str, str]] = (),
-                 engine: str | None = None) -> Path:
+                 spec_command: str, extra_sections: Sequence[Section] = (), engine: str | None = None,
+                 networks: Sequence[str] = (), network_sections: Mapping[str, Sequence[Section]] | None = None) -> Path:
     """Assemble and atomically write the report HTML; returns its path. ``engine``: the sweep's array engine,
-    which the page names (None: not stated)."""
+    which the page names (None: not stated); ``networks``: their order on the page (the spec's;
+    :func:`network_order`); ``network_sections``: per network, sections that follow its own (its per-layer
+    costs, its Gantt); ``extra_sections`` close the page."""
     from archsim.report.headline import headline
 
     parts: list[str] = []
@@ -257,10 +278,11 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
 
     modes = ", ".join(sorted(results["mode"].unique()))
     report_cmd = f"archsim report {results_path} --out {out}"
-    glance = headline(results)
+    order = network_order(results, networks)
+    glance = headline(results, order)
     if glance:
         parts.append(_section("At a glance: which schedule wins, by how much, where", glance, report_cmd, modes))
-    for network in sorted(results.network.unique()):
+    for network in order:
         parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results)),
                               f"{spec_command}  &&  {report_cmd}", modes))
         table = table_iv(summary, network)
@@ -274,11 +296,13 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
         for by in ("array", "batch"):
             parts.append(_section(f"{network}: distribution over {by} size",
                                   figure(distribution_figure(results, network, by)), report_cmd, modes))
+        for title, content, command in (network_sections or {}).get(network, ()):
+            parts.append(_section(title, figure(content) if isinstance(content, go.Figure) else content, command, modes))
     for title, content, command in extra_sections:
         body = figure(content) if isinstance(content, go.Figure) else content
         parts.append(_section(title, body, command, modes))
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}" + TABLE_STYLE +
              "td,th{border-bottom:1px solid #ddd}.cmd{color:#555;font-size:90%}")
-    intro = model_intro(results, results_path, engine)
+    intro = model_intro(results, results_path, engine, order)
     return write_output(out, document("archsim report", parts, heading="archsim sweep report",
                                            intro_html=intro, style=style))

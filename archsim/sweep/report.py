@@ -8,9 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.errors import InputError
-from archsim.lowering import SPLIT_AXES
 from archsim.sweep.results_check import check_cells, check_spec_rows
 from archsim.validate import exists
 
@@ -150,63 +148,24 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     """The sweep's HTML report from the folder's files. A network file its results.csv names is read
     only inside the folder (or the shipped ``layers/``), or when it is one of ``own_networks``, the
     networks of the spec the caller has just run: a results folder may come from someone else."""
-    from archsim.array.costing import cost_network
-    from archsim.lowering import check_mode
     from archsim.sweep.device_report import is_device_folder, write_device_report
 
     if is_device_folder(folder):
         return write_device_report(folder, target, spec_command=spec_command)
     results = read_results(folder)
-    check_spec_rows(results, spec_record(folder), folder / "results.csv", spec_command)
-    from archsim.report.sweep_report import build_report, layer_breakdown_figure  # plotly loads only for a report
+    record = spec_record(folder)
+    check_spec_rows(results, record, folder / "results.csv", spec_command)
+    from archsim.report.sweep_report import build_report, network_order  # plotly loads only for a report
     from archsim.sweep import summarize
+    from archsim.sweep.report_sections import network_sections, spec_networks
 
-    summary = summarize(results)
-    first = _detail_row(results)
-    recorded = first.get("network_path")
-    name = recorded if isinstance(recorded, str) and recorded else str(first.network)
-    network = report_network(name, folder, own_networks)
-    if network is not None:
-        _check_unchanged(first)
-        first["network"] = name
-    extra = []
-    if network is not None:
-        if first["only"] != "all":
-            network = network.only(*str(first["only"]).split("+"))
-        record = spec_record(folder)
-        array, engine, memory = sweep_array(record, first)
-        costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
-        title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
-                 f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
-        command = (f"archsim cost {first.network} {_array_flags(first)} --dataflow {first.dataflow} "
-                   f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
-                                                                      if first["only"] != "all" else "") + memory)
-        extra.append((title, layer_breakdown_figure(costs, title), command))
-        counts = sorted(results.processors.unique())
-        processors = int(counts[len(counts) // 2])  # the median count (the upper one of an even number)
-        alpha = record.get("alpha")  # the spec's, as its LayerPipe plans used
-        alpha = float(alpha) if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else LAYERPIPE_ALPHA
-        axes = record.get("split_axes")  # the spec's δ split axes (spec.json holds them as a list)
-        axes = tuple(axes) if isinstance(axes, list) and axes and set(axes) <= set(SPLIT_AXES) else SPLIT_AXES
-        extra.append(_gantt_section(network, array, first, processors, engine, memory, alpha,
-                                    median=len(counts) > 1, axes=axes))
-    if "energy_pj" in results.columns:
-        extra.extend(_design_sections(results, spec_command, str(folder), str(target)))
-    engine = spec_record(folder).get("engine", "analytic")
-    return build_report(results, summary, results_path=str(folder), out=target, spec_command=spec_command,
-                        extra_sections=extra, engine=engine if isinstance(engine, str) else None)
-
-
-def _detail_row(results: pd.DataFrame) -> pd.Series:
-    """The configuration the per-layer and Gantt sections show: in a design sweep the fastest design of
-    the first network at its smallest batch (the point a designer looks for first), else the smallest
-    array."""
-    if "energy_pj" not in results.columns:
-        return results.sort_values(["network", "rows", "batch"], kind="stable").iloc[0].copy()
-    from archsim.report.pareto import time_column
-
-    order = ["network", "batch", time_column(results), "rows"]
-    return results.sort_values(order, kind="stable").iloc[0].copy()
+    order = network_order(results, spec_networks(record))
+    sections = network_sections(results, order, folder, own_networks, record,
+                                f"{spec_command}  &&  archsim report {folder} --out {target}")
+    engine = record.get("engine", "analytic")
+    return build_report(results, summarize(results), results_path=str(folder), out=target, spec_command=spec_command,
+                        engine=engine if isinstance(engine, str) else None, networks=order,
+                        network_sections=sections)
 
 
 def spec_record(folder: Path) -> dict:
@@ -219,16 +178,11 @@ def spec_record(folder: Path) -> dict:
     return record if isinstance(record, dict) else {}
 
 
-def _array_path(first) -> str | None:
-    """The .cfg ``first``'s array was read from (its ``array_path``), or None for a ROWSxCOLS array."""
+def array_path(first) -> str | None:
+    """The .cfg ``first``'s array was read from (its ``array_path``), or None for a ROWSxCOLS array (public: the
+    report's sections name it in ``cost``'s flags)."""
     path = first.get("array_path")
     return path if isinstance(path, str) and path else None
-
-
-def _array_flags(first) -> str:
-    """``cost``'s flags for ``first``'s array: ``--config`` its .cfg, else ``--array ROWSxCOLS``."""
-    path = _array_path(first)
-    return f"--config {path}" if path else f"--array {first.rows}x{first.cols}"
 
 
 def sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
@@ -242,7 +196,7 @@ def sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
 
     engine = record.get("engine", "analytic")
     array = ArrayConfig(int(first.rows), int(first.cols), str(first.dataflow))
-    path = _array_path(first)
+    path = array_path(first)
     if path is not None and engine == "cycle":
         entries = record.get("arrays")
         saved = next((entry.get("array") for entry in entries if isinstance(entry, dict) and entry.get("path") == path),
@@ -310,65 +264,6 @@ def report_network(name: str, folder: Path, own_networks: tuple[str, ...] = ()):
          "not read (a results folder's names stay inside it); the per-layer and Gantt sections are left out "
          "(archsim sweep SPEC --report draws them from the spec's files)")
     return None
-
-
-def _check_unchanged(row) -> None:
-    """The network file must still be the one the results were computed from (its SHA-256)."""
-    from archsim.sweep.spec import check_unchanged
-
-    recorded, path = row.get("network_sha256"), row.get("network_path")
-    if isinstance(recorded, str):
-        check_unchanged(str(path), recorded, "since the sweep ran")
-
-
-def _design_sections(results: pd.DataFrame, spec_command: str, folder: str, target: str):
-    """Design sweeps: Pareto front of time, energy and area, energy by part, and the front's table."""
-    from archsim.report.html_page import table as html_table
-    from archsim.report.pareto import energy_parts_figure, front_table, pareto_figure
-
-    command = f"{spec_command}  &&  archsim report {folder} --out {target}"
-    sections = []
-    for network in sorted(results.network.unique()):
-        table = front_table(results, network)
-        sections += [
-            (f"{network}: time vs energy vs area (Pareto front)", pareto_figure(results, network), command),
-            (f"{network}: energy per iteration of the Pareto-optimal designs", energy_parts_figure(results, network),
-             command),
-            (f"{network}: the {len(table)} Pareto-optimal designs",
-             html_table(table, lambda x: f"{x:.4g}"), command)]
-    return sections
-
-
-def _gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
-                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8, *, median: bool = False,
-                   axes: tuple[str, ...] = SPLIT_AXES):
-    """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator.
-    ``median``: ``processors`` is the median of the sweep's counts, which the title says. The title names
-    the stages the plan uses too: LayerPipe's plan may use fewer stages than it is given processors, and a
-    chart of 7 stages titled only "8 processors" reads as one missing."""
-    from archsim.lowering import check_mode
-    from archsim.partition import build_profile
-    from archsim.planners import partition
-    from archsim.policies.pipeline import simulate_partition
-    from archsim.report.gantt import gantt_figure
-    from archsim.report.style import table_number
-    from archsim.sim.timeline import Timeline
-
-    profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
-    plan = partition(profile, processors, "layerpipe", alpha=alpha, axes=axes)
-    timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
-    assert isinstance(timeline, Timeline)
-    which = " (the sweep's median)" if median else ""
-    title = (f"{network.name}: LayerPipe schedule on {processors} processors{which}, {len(plan.stages)} "
-             f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
-             f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {table_number(timeline.makespan)} cycles")
-    command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
-               f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
-               + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
-               + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
-               + (f" --split-axes {','.join(axes)}" if axes != SPLIT_AXES else "")
-               + f" --microbatches {microbatches} --gantt gantt.html")
-    return title, gantt_figure(timeline.to_frame(), title, borrowed=plan.borrowed_ops), command
 
 
 __all__ = ["NUMERIC_RESULT_COLUMNS", "read_results", "read_results_csv", "spec_command", "write_report"]

@@ -1,0 +1,148 @@
+"""An array sweep's report, per network: its per-layer costs and a LayerPipe Gantt of one of its configurations,
+and in a design sweep its Pareto front; each network's sections follow its speedup sections, in the spec's order
+of networks (:func:`archsim.report.sweep_report.network_order`). Cycles are array clock cycles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archsim.choices.partitions import LAYERPIPE_ALPHA
+from archsim.lowering import SPLIT_AXES
+from archsim.sweep.report import array_path, report_network, sweep_array
+
+if TYPE_CHECKING:  # pandas and plotly load when a report is written
+    import pandas as pd
+
+    from archsim.report.sweep_report import Section
+
+
+def spec_networks(record: dict) -> tuple[str, ...]:
+    """The networks of a results folder's spec.json in the spec's order, as results.csv names them (a file's
+    stem, a shipped name as given); () where the folder records none."""
+    networks = record.get("networks")
+    return tuple(Path(str(n)).stem for n in networks) if isinstance(networks, list) else ()
+
+
+def network_sections(results: pd.DataFrame, order: list[str], folder: Path, own_networks: tuple[str, ...],
+                     record: dict, redraw: str) -> dict[str, list[Section]]:
+    """Per network of ``order``, the sections that follow its speedups: its per-layer costs and Gantt (where its
+    file may be read, :func:`archsim.sweep.report.report_network`) and, in a design sweep, its front (``redraw``:
+    the command that redraws those)."""
+    counts = sorted(results.processors.unique())
+    processors = int(counts[len(counts) // 2])  # the median count (the upper one of an even number)
+    alpha = record.get("alpha")  # the spec's, as its LayerPipe plans used
+    alpha = float(alpha) if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else LAYERPIPE_ALPHA
+    sections = {}
+    for name in order:
+        rows = results[results.network == name]
+        sections[name] = _detail_sections(rows, folder, own_networks, record, processors, alpha, len(counts) > 1)
+        if "energy_pj" in results.columns:
+            sections[name] += _design_sections(results, name, redraw)
+    return sections
+
+
+def _detail_row(results: pd.DataFrame) -> pd.Series:
+    """The configuration the per-layer and Gantt sections of a network (``results``: its rows) show: in a design
+    sweep its fastest design at its smallest batch (the point a designer looks for first), else its smallest
+    array at its smallest batch."""
+    if "energy_pj" not in results.columns:
+        return results.sort_values(["network", "rows", "batch"], kind="stable").iloc[0].copy()
+    from archsim.report.pareto import time_column
+
+    order = ["network", "batch", time_column(results), "rows"]
+    return results.sort_values(order, kind="stable").iloc[0].copy()
+
+
+def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, ...], record: dict, processors: int,
+                     alpha: float, median: bool) -> list[Section]:
+    """One network's per-layer F/G/D cycles and LayerPipe Gantt at :func:`_detail_row`'s configuration; none
+    where its file is not read. The heading carries the title: the figure draws none of its own."""
+    from archsim.array.costing import cost_network
+    from archsim.lowering import check_mode
+    from archsim.report.sweep_report import layer_breakdown_figure
+
+    first = _detail_row(rows)
+    recorded = first.get("network_path")
+    name = recorded if isinstance(recorded, str) and recorded else str(first.network)
+    network = report_network(name, folder, own_networks)
+    if network is None:
+        return []
+    _check_unchanged(first)
+    first["network"] = name
+    if first["only"] != "all":
+        network = network.only(*str(first["only"]).split("+"))
+    array, engine, memory = sweep_array(record, first)
+    costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
+    title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
+             f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
+    command = (f"archsim cost {first.network} {_array_flags(first)} --dataflow {first.dataflow} "
+               f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
+                                                                  if first["only"] != "all" else "") + memory)
+    axes = record.get("split_axes")  # the spec's δ split axes (spec.json holds them as a list)
+    axes = tuple(axes) if isinstance(axes, list) and axes and set(axes) <= set(SPLIT_AXES) else SPLIT_AXES
+    return [(title, layer_breakdown_figure(costs), command),
+            _gantt_section(network, array, first, processors, engine, memory, alpha, median=median, axes=axes)]
+
+
+def _array_flags(first) -> str:
+    """``cost``'s flags for ``first``'s array: ``--config`` its .cfg, else ``--array ROWSxCOLS``."""
+    path = array_path(first)
+    return f"--config {path}" if path else f"--array {first.rows}x{first.cols}"
+
+
+def _check_unchanged(row) -> None:
+    """The network file must still be the one the results were computed from (its SHA-256)."""
+    from archsim.sweep.spec import check_unchanged
+
+    recorded, path = row.get("network_sha256"), row.get("network_path")
+    if isinstance(recorded, str):
+        check_unchanged(str(path), recorded, "since the sweep ran")
+
+
+def _design_sections(results: pd.DataFrame, network: str, command: str) -> list[Section]:
+    """A design sweep's network: Pareto front of time, energy and area, energy by part, and the front's table."""
+    from archsim.report.html_page import table as html_table
+    from archsim.report.pareto import energy_parts_figure, front_table, pareto_figure
+
+    table = front_table(results, network)
+    return [(f"{network}: time vs energy vs area (Pareto front)", pareto_figure(results, network), command),
+            (f"{network}: energy per iteration of the Pareto-optimal designs", energy_parts_figure(results, network),
+             command),
+            (f"{network}: the {len(table)} Pareto-optimal designs", html_table(table, lambda x: f"{x:.4g}"), command)]
+
+
+def _gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
+                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8, *, median: bool = False,
+                   axes: tuple[str, ...] = SPLIT_AXES) -> Section:
+    """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator.
+    ``median``: ``processors`` is the median of the sweep's counts, which the title says. The title names
+    the stages the plan uses too: LayerPipe's plan may use fewer stages than it is given processors, and a
+    chart of 7 stages titled only "8 processors" reads as one missing. The title is the section's heading
+    alone (in the figure too it wrapped onto a second line above the legend)."""
+    from archsim.lowering import check_mode
+    from archsim.partition import build_profile
+    from archsim.planners import partition
+    from archsim.policies.pipeline import simulate_partition
+    from archsim.report.gantt import gantt_figure
+    from archsim.report.style import table_number
+    from archsim.sim.timeline import Timeline
+
+    profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
+    plan = partition(profile, processors, "layerpipe", alpha=alpha, axes=axes)
+    timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
+    assert isinstance(timeline, Timeline)
+    which = " (the sweep's median)" if median else ""
+    title = (f"{network.name}: LayerPipe schedule on {processors} processors{which}, {len(plan.stages)} "
+             f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
+             f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {table_number(timeline.makespan)} cycles")
+    command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
+               f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
+               + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
+               + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
+               + (f" --split-axes {','.join(axes)}" if axes != SPLIT_AXES else "")
+               + f" --microbatches {microbatches} --gantt gantt.html")
+    return title, gantt_figure(timeline.to_frame(), borrowed=plan.borrowed_ops), command
+
+
+__all__ = ["network_sections", "spec_networks"]

@@ -1,0 +1,204 @@
+"""The sweep report as a reader meets it: networks in the spec's order (not alphabetical), each network's own
+per-layer chart and LayerPipe Gantt, each of their titles once (the heading), a table's header aligned as its
+cells (text left, numbers right), and the methods' error bars side by side rather than on top of each other."""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+import subprocess
+from itertools import pairwise
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_gantt_borrowed import plotly_figures
+from test_report import CHROMIUM, FLAGS
+
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+# The spec lists layerpipe_sample before ffnn8: alphabetically ffnn8 comes first.
+SPEC = """[sweep]
+name = "reader"
+networks = ["layerpipe_sample", "ffnn8"]
+arrays = ["16x16", "32x32"]
+dataflows = ["ws"]
+batches = [4, 8]
+processors = [2, 3]
+methods = ["layerpipe", "pipedream", "gpipe"]
+mode = "exact"
+"""
+ORDER = ("layerpipe_sample", "ffnn8")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("reader")
+    spec = folder / "spec.toml"
+    spec.write_text(SPEC, encoding="utf-8")
+    out = folder / "report.html"
+    assert main(["sweep", str(spec), "--out", str(folder / "results"), "--quiet", "--report", str(out)]) == 0
+    return out, folder / "results"
+
+
+def headings(page: str, tag: str = "h2") -> list[str]:
+    return [html.unescape(h) for h in re.findall(rf"<{tag}>([^<]*)</{tag}>", page)]
+
+
+def network_of(heading: str) -> str:
+    return heading.split(":")[0].split(" ")[0].split("[")[0]
+
+
+def test_networks_follow_the_specs_order_throughout_the_page(report):
+    page = report[0].read_text(encoding="utf-8")
+    intro = html.unescape(re.sub(r"<[^>]+>", "", page[page.index("<h1>"):page.index("<h2>")]))
+    assert "layerpipe_sample, ffnn8;" in intro
+    assert [network_of(h) for h in headings(page, "h3")] == list(ORDER)  # the headline's blocks
+    sections = [network_of(h) for h in headings(page)[1:]]  # after "At a glance"
+    assert sections == sorted(sections, key=ORDER.index) and set(sections) == set(ORDER)
+
+
+def test_a_folder_without_spec_json_lists_its_networks_alphabetically(report, tmp_path):
+    """No record of the spec's order: the documented fallback, alphabetical."""
+    import shutil
+
+    _, results = report
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("spec.json", "cache", ".archsim.lock"))
+    out = tmp_path / "r.html"
+    assert main(["report", str(copy), "--out", str(out)]) == 0
+    assert [network_of(h) for h in headings(out.read_text(encoding="utf-8"), "h3")] == sorted(ORDER)
+
+
+def test_each_network_has_its_per_layer_chart_and_gantt_after_its_speedups(report):
+    page = report[0].read_text(encoding="utf-8")
+    titles = headings(page)[1:]
+    for network in ORDER:
+        own = [t for t in titles if network_of(t) == network]
+        assert own[0] == f"{network}: speedup vs processors"
+        assert [t for t in own if "per-layer F/G/D cycles" in t] == [own[-2]]
+        assert [t for t in own if "LayerPipe schedule" in t] == [own[-1]]
+    # each per-layer chart draws its own network's layers, as its CSV names them
+    charts = [traces for traces, _ in plotly_figures(page)
+              if [trace.get("name") for trace in traces][:1] == ["F (forward)"] and traces[0].get("type") == "bar"
+              and traces[0].get("orientation") != "h"]
+    layers = [[html.unescape(x) for x in traces[0]["x"]] for traces in charts]
+    expected = []
+    for network in ORDER:
+        with open(ROOT / "layers" / f"{network}.csv", newline="", encoding="utf-8") as handle:
+            expected.append([row[0].strip() for row in list(csv.reader(handle))[1:] if row and row[0].strip()])
+    assert layers == expected
+
+
+def test_the_gantt_and_per_layer_titles_are_the_headings_alone(report):
+    """The Gantt's title was both the heading and the figure's own, wrapped onto two lines above its legend."""
+    page = report[0].read_text(encoding="utf-8")
+    titled = [html.unescape(str(layout.get("title", {}).get("text", ""))) for _, layout in plotly_figures(page)]
+    assert not [t for t in titled if "LayerPipe schedule" in t or "per-layer" in t]
+    assert len([t for t in headings(page) if "LayerPipe schedule" in t]) == len(ORDER)
+
+
+def shown_tables(page: str) -> list[tuple[set[str], list[str], list[list[str]]]]:
+    """Each table: its classes, header texts and rows of cell texts, as shown."""
+    found = []
+    for attrs, body in re.findall(r"<table([^>]*)>(.*?)</table>", page, re.DOTALL):
+        classes = set(re.search(r'class="([^"]*)"', attrs)[1].split())
+        heads = [html.unescape(h).strip() for h in re.findall(r"<th(?:\s[^>]*)?>(.*?)</th>", body, re.DOTALL)]
+        rows = [[html.unescape(c).strip() for c in re.findall(r"<td(?:\s[^>]*)?>(.*?)</td>", row, re.DOTALL)]
+                for row in re.findall(r"<tr>(.*?)</tr>", body.split("</thead>", 1)[1], re.DOTALL)]
+        found.append((classes, heads, rows))
+    return found
+
+
+def is_number(text: str) -> bool:
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def test_every_column_of_numbers_and_only_those_are_marked_for_right_alignment(report):
+    """By the cells as shown: a column is of numbers when every cell reads as one (— or blank: none)."""
+    tables = shown_tables(report[0].read_text(encoding="utf-8"))
+    assert len(tables) == 2 + 2  # the headline's table per network, LayerPipe vs PipeDream per network
+    for classes, heads, rows in tables:
+        numbers = {f"num{n}" for n in range(1, len(heads) + 1)
+                   if all(is_number(row[n - 1]) for row in rows if row[n - 1] not in ("", "—"))}
+        assert {c for c in classes if c.startswith("num")} == numbers, heads
+    headline = tables[0]
+    assert {"num1", "num5", "num7"}.isdisjoint(headline[0])  # method, best at, range: text
+    assert headline[1][0] == "method" and headline[1][4] == "best at"
+
+
+def values(array) -> list:
+    """A plotly figure's array: a list, or plotly's typed array (``dtype`` and base64 ``bdata``)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
+def test_the_speedup_figure_sets_the_methods_points_side_by_side_at_their_values(report):
+    """The offset is drawn (plotly's grouped scatter), the data are the summary's own."""
+    page, results = report[0].read_text(encoding="utf-8"), report[1]
+    summary = pd.read_csv(results / "summary.csv")
+    [(traces, layout)] = [(t, layout) for t, layout in plotly_figures(page)
+                          if "layerpipe_sample: speedup over one processor" in
+                          html.unescape(str(layout.get("title", {}).get("text", "")))]
+    assert layout["scattermode"] == "group" and 0 < layout["scattergap"] < 1
+    assert sorted(t["offsetgroup"] for t in traces) == ["gpipe", "layerpipe", "pipedream"]
+    for trace in traces:
+        rows = summary[(summary.network == "layerpipe_sample") & (summary.method == trace["name"])]
+        assert values(trace["x"]) == rows.processors.tolist()
+        assert values(trace["y"]) == pytest.approx(rows.speedup.tolist(), rel=1e-12)
+
+
+PROBE = """<script>window.addEventListener('load', () => setTimeout(() => {
+const align = [...document.querySelectorAll('table')].map(t => [...t.querySelectorAll('tr')].map(
+  r => [...r.children].map(c => getComputedStyle(c).textAlign)));
+const bars = [...document.querySelectorAll('.js-plotly-plot')].filter(
+  p => (p.layout.title.text || '').includes('speedup over one processor')).map(p => [...p.querySelectorAll(
+  'g.trace.scatter')].map(g => [...g.querySelectorAll('path.yerror')].map(e => e.getAttribute('d'))));
+document.body.setAttribute('data-probe', JSON.stringify({align, bars}));}, 500));</script></body>"""
+
+
+@pytest.mark.long  # headless Chromium on a 5 MB page: a few seconds
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (.ci/run installs it)")
+def test_in_chromium_headers_align_as_their_cells_and_error_bars_sit_apart(report, tmp_path):
+    probed = tmp_path / "probed.html"
+    probed.write_text(report[0].read_text(encoding="utf-8").replace("</body>", PROBE), encoding="utf-8")
+    result = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                             probed.as_uri()], capture_output=True, text=True, check=False, timeout=180)
+    assert result.returncode == 0, result.stderr[-2000:]
+    probe = json.loads(html.unescape(re.search(r'data-probe="([^"]*)"', result.stdout)[1]))
+    for table in probe["align"]:
+        header, *rows = [["left" if a == "start" else a for a in row] for row in table]  # start: left, in LTR
+        assert set(header) <= {"left", "right"}
+        assert all(row == header for row in rows), table  # each cell as its column's header
+    assert any("right" in t[0] for t in probe["align"]) and any("left" in t[0] for t in probe["align"])
+    for figure in probe["bars"]:
+        xs = [[float(re.match(r"M([\d.]+),", d)[1]) for d in trace] for trace in figure]
+        assert len(xs) == 3 and all(len(x) == 2 for x in xs)  # three methods, processors 2 and 3
+        for at in zip(*xs, strict=True):  # one processor count: each method's bar 3 px or more from the next
+            ordered = sorted(at)
+            assert all(b - a >= 3 for a, b in pairwise(ordered)), at
+
+
+def test_a_column_of_numbers_formatted_before_the_table_is_still_numbers():
+    """The GPU study formats its floats as text ("0.918") before its table: those columns align right too; a
+    column that mixes words and numbers ("all", "4") and one of booleans stay text."""
+    from archsim.report.html_page import table
+
+    frame = pd.DataFrame({"op": ["F", "D"], "batch": ["all", "4"], "rho": ["0.918", ""], "count": [90, 1_234],
+                          "bytes": ["1,234", "1e+05"], "split": [True, False], "range": ["0.999–1.4", "1–2"],
+                          "ratio": [0.5, float("nan")], "mixed": [1.5, None]})
+    [(classes, heads, rows)] = shown_tables(table(frame, na_rep="—"))
+    assert heads == list(frame.columns) and rows[0][:2] == ["F", "all"]
+    assert sorted(c for c in classes if c.startswith("num")) == sorted(["num3", "num4", "num5", "num8", "num9"])
