@@ -202,3 +202,42 @@ def test_a_column_of_numbers_formatted_before_the_table_is_still_numbers():
     [(classes, heads, rows)] = shown_tables(table(frame, na_rep="—"))
     assert heads == list(frame.columns) and rows[0][:2] == ["F", "all"]
     assert sorted(c for c in classes if c.startswith("num")) == sorted(["num3", "num4", "num5", "num8", "num9"])
+
+
+CFG_SPEC = """[sweep]
+name = "reader_cfg"
+networks = ["ffnn8"]
+arrays = ["small.cfg"]
+batches = [4]
+processors = [2, 3]
+methods = ["layerpipe"]
+engine = "cycle"
+"""
+
+
+@pytest.mark.long  # the cycle engine: a sweep, its report and the pipeline command, a few seconds
+def test_a_cfg_sweeps_gantt_command_reproduces_its_makespan(tmp_path, capsys, monkeypatch):
+    """The Gantt's "Regenerate" command named ``--array ROWSxCOLS`` for a .cfg array, so under the cycle engine
+    it ran on the default SRAMs and bandwidth, not the file's: it now names ``--config`` as the per-layer
+    chart's does, and run as printed gives the makespan the heading states."""
+    import shlex
+
+    text = (ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg").read_text(encoding="utf-8")
+    small = text.replace("IfmapSramSzkB:    64", "IfmapSramSzkB:    2").replace("Bandwidth : 10", "Bandwidth : 2")
+    assert small != text
+    (tmp_path / "small.cfg").write_text(small, encoding="utf-8")
+    (tmp_path / "spec.toml").write_text(CFG_SPEC, encoding="utf-8")
+    out = tmp_path / "report.html"
+    assert main(["sweep", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "results"), "--quiet",
+                 "--report", str(out)]) == 0
+    page = html.unescape(out.read_text(encoding="utf-8"))
+    [title] = [h for h in headings(out.read_text(encoding="utf-8")) if "LayerPipe schedule" in h]
+    shown = float(re.search(r"makespan ([\d,.]+) cycles", title)[1].replace(",", ""))
+    [command] = re.findall(r"Regenerate: <code>(archsim pipeline [^<]*)</code>", page)
+    argv = shlex.split(command)[1:]
+    assert "--config" in argv and "--array" not in argv
+    monkeypatch.chdir(tmp_path)  # its --gantt file lands here
+    capsys.readouterr()
+    assert main(argv) == 0
+    printed = float(re.search(r"^# makespan: ([\d.]+)$", capsys.readouterr().out, re.MULTILINE)[1])
+    assert shown == pytest.approx(printed, abs=0.5)  # the heading writes it to the cycle (table_number)
