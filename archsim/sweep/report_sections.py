@@ -24,6 +24,12 @@ def spec_networks(record: dict) -> tuple[str, ...]:
     return tuple(Path(str(n)).stem for n in networks) if isinstance(networks, list) else ()
 
 
+def spec_methods(record: dict) -> tuple[str, ...]:
+    """The methods of a results folder's spec.json in the spec's order; () where the folder records none."""
+    methods = record.get("methods")
+    return tuple(str(m) for m in methods) if isinstance(methods, list) else ()
+
+
 def network_sections(results: pd.DataFrame, order: list[str], folder: Path, own_networks: tuple[str, ...],
                      record: dict, redraw: str) -> dict[str, list[Section]]:
     """Per network of ``order``, the sections that follow its speedups: its per-layer costs and Gantt (where its
@@ -145,4 +151,4 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     return title, gantt_figure(timeline.to_frame(), borrowed=plan.borrowed_ops), command
 
 
-__all__ = ["network_sections", "spec_networks"]
+__all__ = ["network_sections", "spec_methods", "spec_networks"]
