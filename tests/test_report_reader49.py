@@ -202,3 +202,108 @@ def test_a_column_of_numbers_formatted_before_the_table_is_still_numbers():
     [(classes, heads, rows)] = shown_tables(table(frame, na_rep="—"))
     assert heads == list(frame.columns) and rows[0][:2] == ["F", "all"]
     assert sorted(c for c in classes if c.startswith("num")) == sorted(["num3", "num4", "num5", "num8", "num9"])
+
+
+CFG_SPEC = """[sweep]
+name = "reader_cfg"
+networks = ["ffnn8"]
+arrays = ["small.cfg"]
+batches = [4]
+processors = [2, 3]
+methods = ["layerpipe"]
+engine = "cycle"
+"""
+
+
+@pytest.mark.long  # the cycle engine: a sweep, its report and the pipeline command, a few seconds
+def test_a_cfg_sweeps_gantt_command_reproduces_its_makespan(tmp_path, capsys, monkeypatch):
+    """The Gantt's "Regenerate" command named ``--array ROWSxCOLS`` for a .cfg array, so under the cycle engine
+    it ran on the default SRAMs and bandwidth, not the file's: it now names ``--config`` as the per-layer
+    chart's does, and run as printed gives the makespan the heading states."""
+    import shlex
+
+    text = (ROOT / "configs" / "arrays" / "scalesim_32x32_ws.cfg").read_text(encoding="utf-8")
+    small = text.replace("IfmapSramSzkB:    64", "IfmapSramSzkB:    2").replace("Bandwidth : 10", "Bandwidth : 2")
+    assert small != text
+    (tmp_path / "small.cfg").write_text(small, encoding="utf-8")
+    (tmp_path / "spec.toml").write_text(CFG_SPEC, encoding="utf-8")
+    out = tmp_path / "report.html"
+    assert main(["sweep", str(tmp_path / "spec.toml"), "--out", str(tmp_path / "results"), "--quiet",
+                 "--report", str(out)]) == 0
+    page = html.unescape(out.read_text(encoding="utf-8"))
+    [title] = [h for h in headings(out.read_text(encoding="utf-8")) if "LayerPipe schedule" in h]
+    shown = float(re.search(r"makespan ([\d,.]+) cycles", title)[1].replace(",", ""))
+    [command] = re.findall(r"Regenerate: <code>(archsim pipeline [^<]*)</code>", page)
+    argv = shlex.split(command)[1:]
+    assert "--config" in argv and "--array" not in argv
+    monkeypatch.chdir(tmp_path)  # its --gantt file lands here
+    capsys.readouterr()
+    assert main(argv) == 0
+    printed = float(re.search(r"^# makespan: ([\d.]+)$", capsys.readouterr().out, re.MULTILINE)[1])
+    assert shown == pytest.approx(printed, abs=0.5)  # the heading writes it to the cycle (table_number)
+
+
+def figure_methods(page: str, words: str) -> list[list[str]]:
+    """The legend order (trace order) of each figure whose title holds ``words``."""
+    return [[html.unescape(str(t.get("name"))) for t in traces] for traces, layout in plotly_figures(page)
+            if words in html.unescape(str(layout.get("title", {}).get("text", "")))]
+
+
+def methods_shown(page: str) -> tuple[str, list[list[str]], list[list[str]]]:
+    """The intro's list of methods, and the speedup and distribution figures' legends."""
+    intro = html.unescape(re.sub(r"<[^>]+>", "", page[page.index("<h1>"):page.index("<h2>")]))
+    return intro, figure_methods(page, "speedup over one processor"), figure_methods(page, ": speedup by ")
+
+
+def test_methods_follow_the_specs_order_in_the_intro_legends_and_boxes(tmp_path):
+    """They were alphabetical (gpipe first) in the intro, the speedup legend and the boxes; the spec's order
+    now, neither alphabetical nor the paper's here."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SPEC.replace('["layerpipe", "pipedream", "gpipe"]', '["pipedream", "gpipe", "layerpipe"]')
+                    .replace('["layerpipe_sample", "ffnn8"]', '["ffnn8"]'), encoding="utf-8")
+    out = tmp_path / "report.html"
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "results"), "--quiet", "--report", str(out)]) == 0
+    intro, lines, boxes = methods_shown(out.read_text(encoding="utf-8"))
+    order = ["pipedream", "gpipe", "layerpipe"]
+    assert "ffnn8; pipedream, gpipe, layerpipe." in intro
+    assert lines == [order] and boxes == [order, order]
+
+
+def test_without_spec_json_methods_follow_the_papers_order(report, tmp_path):
+    """The documented fallback: LayerPipe's paper's order (layerpipe, pipedream, gpipe), not alphabetical."""
+    import shutil
+
+    _, results = report
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("spec.json", "cache", ".archsim.lock"))
+    out = tmp_path / "r.html"
+    assert main(["report", str(copy), "--out", str(out)]) == 0
+    intro, lines, boxes = methods_shown(out.read_text(encoding="utf-8"))
+    order = ["layerpipe", "pipedream", "gpipe"]
+    assert "; layerpipe, pipedream, gpipe." in intro
+    assert lines == [order] * 2 and boxes == [order] * 4
+
+
+def test_the_headlines_ranking_breaks_a_tie_by_the_pages_order():
+    """Its rows rank the methods (wins, then median: the leader first); two methods equal in both were listed
+    alphabetically, gpipe before pipedream against the spec: now in the page's order. By hand: layerpipe wins
+    both configurations; gpipe and pipedream win none, each at median 1.5."""
+    from test_report_headline import columns, rows
+
+    from archsim.report.headline import headline
+
+    tied = rows({(32, 8, 2): {"layerpipe": 3.0, "pipedream": 1.0, "gpipe": 2.0},
+                 (32, 8, 4): {"layerpipe": 4.0, "pipedream": 2.0, "gpipe": 1.0}})
+    assert columns(headline(tied, (), ("layerpipe", "pipedream", "gpipe")))["method"] == ["layerpipe", "pipedream",
+                                                                                          "gpipe"]
+    assert columns(headline(tied, (), ("gpipe", "pipedream")))["method"] == ["layerpipe", "gpipe", "pipedream"]
+
+
+def test_every_speedup_axis_starts_at_zero(report):
+    """Speedup is a ratio: on a zero-based axis a point's height is its speedup to scale. The line figure started
+    at 0 only as plotly's grouped scatter happened to draw it, and the boxes at their least value (near 1)."""
+    page = report[0].read_text(encoding="utf-8")
+    axes = [layout.get("yaxis", {}) for _, layout in plotly_figures(page)
+            if "speedup" in html.unescape(str(layout.get("yaxis", {}).get("title", {}).get("text", "")))]
+    assert len(axes) == len(ORDER) * 3  # per network: the lines and two box figures
+    assert all(axis.get("rangemode") == "tozero" for axis in axes)

@@ -55,11 +55,15 @@ def _where(ratio: pd.Series, runner: str) -> str:
     return f"; over {esc(runner)} its lead is largest " + ", ".join(phrases) if phrases else ""
 
 
-def setting_headline(table: pd.DataFrame, title: str) -> str:
-    """One setting's sentence and table: wins per method, median speedup, and the leader's ratio to each other."""
+def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ()) -> str:
+    """One setting's sentence and table: wins per method, median speedup, and the leader's ratio to each other.
+    The methods are ranked (most wins, then highest median: the leader first, as its ratio column reads); a tie
+    keeps ``order``'s (the page's, :func:`archsim.report.sweep_report.method_order`), else alphabetical."""
     table = table.dropna(axis=1, how="all")
     won = winners(table).value_counts()
-    methods = sorted(table.columns, key=lambda m: (-int(won.get(m, 0)), -float(table[m].median()), str(m)))
+    place = {method: i for i, method in enumerate(order)}
+    methods = sorted(table.columns, key=lambda m: (-int(won.get(m, 0)), -float(table[m].median()),
+                                                   place.get(str(m), len(place)), str(m)))
     lead, total = methods[0], len(table)
     rows, ratios = [], {}
     for method in methods:
@@ -83,10 +87,10 @@ def setting_headline(table: pd.DataFrame, title: str) -> str:
     return f"<h3>{esc(title)}</h3><p>{sentence}.</p>{body}"
 
 
-def headline(results: pd.DataFrame, networks: Sequence[str] = ()) -> str:
+def headline(results: pd.DataFrame, networks: Sequence[str] = (), methods: Sequence[str] = ()) -> str:
     """The "at a glance" markup of a sweep of two or more methods, one block per network and setting; "" else.
     ``networks``: their order (the spec's; any other after them, alphabetically); a network's settings in
-    alphabetical order."""
+    alphabetical order; ``methods``: the page's order, which breaks a tie in a block's ranking."""
     from archsim.report.sweep_report import network_order
 
     if results.empty or results["method"].nunique() < 2:
@@ -99,7 +103,7 @@ def headline(results: pd.DataFrame, networks: Sequence[str] = ()) -> str:
     for (network, only, mode), part in sorted(table.groupby(level=["network", "only", "mode"], sort=True),
                                               key=lambda group: rank[str(group[0][0])]):  # stable: settings stay sorted
         layers = "all layers" if only == "all" else f"{only} layers"
-        blocks.append(setting_headline(part, f"{network} ({layers}, {mode} mode)"))
+        blocks.append(setting_headline(part, f"{network} ({layers}, {mode} mode)", methods))
     axes = [words for column, words in DESIGN_AXIS_WORDS.items()
             if column in results.columns and results[column].nunique(dropna=False) > 1]
     also = f"; each of its {', '.join(axes)} a configuration of its own" if axes else ""

@@ -23,6 +23,10 @@ _Style = TypeVar("_Style")  # a line's dash or a box's fill
 METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2"}
 # Axis titles with their units: speedup is single-processor cycles / iteration cycles.
 SPEEDUP_AXIS = "speedup (× one processor)"
+# Every speedup axis starts at 0 (plotly's "tozero"), whatever the data's least value: speedup is a ratio, so on a
+# zero-based axis a point twice as high is twice the speedup, as the headline's ratios say (from the data's least
+# value, 2.5× over 1.5× would read as several times over).
+SPEEDUP_RANGE = "tozero"
 AXIS_TITLES = {"array": "array (PE rows × columns)", "batch": "mini-batch (samples)"}
 LAYERPIPE_TABLE_NETWORKS = ("vgg16",)  # the shipped networks LayerPipe's Table IV reports
 # Grouped markers (speedup_figure): the methods' points at one processor count span 1 − SCATTER_GAP of the gap
@@ -30,12 +34,23 @@ LAYERPIPE_TABLE_NETWORKS = ("vgg16",)  # the shipped networks LayerPipe's Table 
 SCATTER_GAP = 0.7
 
 
+def _in_order(present: set[str], first: Sequence[str]) -> list[str]:
+    """``present``'s names in ``first``'s order, then any other alphabetically."""
+    ordered = list(dict.fromkeys(name for name in first if name in present))
+    return ordered + sorted(present - set(ordered))
+
+
 def network_order(results: pd.DataFrame, first: Sequence[str] = ()) -> list[str]:
     """The order the page shows the networks in: ``first`` (the spec's order, as the results folder's spec.json
     records it) for those the rows hold, then any other alphabetically (a folder without spec.json: all of them)."""
-    present = set(results["network"].astype(str))
-    ordered = list(dict.fromkeys(name for name in first if name in present))
-    return ordered + sorted(present - set(ordered))
+    return _in_order(set(results["network"].astype(str)), first)
+
+
+def method_order(results: pd.DataFrame, first: Sequence[str] = ()) -> list[str]:
+    """The order the page lists, draws and stacks the methods in: ``first`` (the spec's ``methods``, as spec.json
+    records them), then any other in LayerPipe's paper's order (layerpipe, pipedream, gpipe: :data:`METHOD_COLORS`'),
+    then alphabetically. A method keeps its colour whatever its place."""
+    return _in_order(set(results["method"].astype(str)), (*first, *METHOD_COLORS))
 
 
 def is_table_iv_setting(data: pd.DataFrame, network: str) -> bool:
@@ -98,15 +113,19 @@ def line_name(method: str, setting: dict[str, str], several: list[str]) -> str:
     return ", ".join([method, *(words[key] for key in several)])
 
 
-def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | None = None) -> go.Figure:
+def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | None = None,
+                   methods: Sequence[str] = ()) -> go.Figure:
     """Mean speedup per processor count, one line per method and (where there are several) mode and layer
     selection; ``results``: the sweep's rows the summary averages, whose axes the title names
-    (:func:`averaged_over`; None: arrays and batches)."""
+    (:func:`averaged_over`; None: arrays and batches); ``methods``: their order (:func:`method_order`), in the
+    legend and side by side at a processor count."""
     data = summary[summary.network == network]
     several = several_settings(data)
     dashes = setting_styles(data, LINE_DASHES)
+    rank = {method: i for i, method in enumerate(method_order(data, methods))}
     fig = go.Figure()
-    for (method, mode, only), part in data.groupby(["method", *LINE_SETTINGS]):
+    for (method, mode, only), part in sorted(data.groupby(["method", *LINE_SETTINGS]),
+                                             key=lambda group: rank[str(group[0][0])]):  # stable: settings sorted
         fig.add_trace(go.Scatter(
             x=part.processors, y=part.speedup, mode="lines+markers",
             name=(name := line_name(str(method), {"mode": str(mode), "only": str(only)}, several)), offsetgroup=name,
@@ -124,7 +143,7 @@ def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | 
     what = f"mean over {over}; bars: min–max" if over else "one configuration per point"
     # each method's points side by side at a processor count (its error bars apart), the values unchanged
     fig.update_layout(title=f"{network}: speedup over one processor ({what})",
-                      xaxis_title="processors (count)", yaxis_title=SPEEDUP_AXIS,
+                      xaxis_title="processors (count)", yaxis_title=SPEEDUP_AXIS, yaxis_rangemode=SPEEDUP_RANGE,
                       scattermode="group", scattergap=SCATTER_GAP)
     # ticks at the processor counts run, never between them (2.5 processors)
     fig.update_xaxes(tickmode="array", tickvals=sorted(int(p) for p in data.processors.unique()))
@@ -147,9 +166,10 @@ def array_labels(data: pd.DataFrame) -> tuple[pd.Series, str]:
     return labels, title + ")"
 
 
-def distribution_figure(results: pd.DataFrame, network: str, by: str) -> go.Figure:
+def distribution_figure(results: pd.DataFrame, network: str, by: str, methods: Sequence[str] = ()) -> go.Figure:
     """Speedup boxes by array or by batch (``by``), one per method and (where the rows have several) mode and
-    layer selection, named and grouped as :func:`speedup_figure`'s lines; each box pools the processor counts."""
+    layer selection, named, ordered (``methods``: :func:`method_order`) and grouped as :func:`speedup_figure`'s
+    lines; each box pools the processor counts."""
     data = results[results.network == network].copy()
     data["array"], array_title = array_labels(data)
     column = "array" if by == "array" else "batch"
@@ -158,7 +178,11 @@ def distribution_figure(results: pd.DataFrame, network: str, by: str) -> go.Figu
                       for row in data.itertuples()] if several else data["method"]
     colors = {name: METHOD_COLORS[method] for name, method in zip(data["series"], data["method"], strict=True)
               if method in METHOD_COLORS}
+    rank = {method: i for i, method in enumerate(method_order(data, methods))}
+    series = sorted(set(zip(data["method"].astype(str), data["series"], strict=True)),
+                    key=lambda pair: (rank[pair[0]], pair[1]))
     fig = px.box(data, x=column, y="speedup", color="series", color_discrete_map=colors, labels={"series": "method"},
+                 category_orders={"series": [name for _, name in series]},
                  title=f"{network}: speedup by {'array size' if by == 'array' else 'batch size'} (all processor counts)")
     if several:  # a method's boxes share its colour; each mode/only its fill
         fills = setting_styles(data, BOX_FILLS)
@@ -166,7 +190,7 @@ def distribution_figure(results: pd.DataFrame, network: str, by: str) -> go.Figu
         fig.for_each_trace(lambda trace: trace.update(fillcolor=_faded(
             trace.marker.color, fills[setting[trace.name]])))
     fig.update_xaxes(type="category", title_text=array_title if column == "array" else AXIS_TITLES[column])
-    fig.update_yaxes(title_text=SPEEDUP_AXIS)
+    fig.update_yaxes(title_text=SPEEDUP_AXIS, rangemode=SPEEDUP_RANGE)
     return fig
 
 
@@ -246,16 +270,17 @@ ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycl
                 "cycle": "the cycle engine (SRAM and DRAM bandwidth stalls included)"}
 
 
-def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, order: Sequence[str] = ()) -> str:
+def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, order: Sequence[str] = (),
+                methods: Sequence[str] = ()) -> str:
     """The page's first paragraph: what was swept and which model produced the numbers, with the docs to read;
-    ``order``: the networks' (:func:`network_order`)."""
+    ``order``: the networks' (:func:`network_order`), ``methods`` the methods' (:func:`method_order`)."""
     modes = sorted(results["mode"].unique())
     model = "; ".join(esc(MODE_WORDS.get(m, f"{m} mode")) for m in modes)
     if engine is not None:
         model += f"; {esc(ENGINE_WORDS.get(engine, f'the {engine} engine'))}"
     networks = ", ".join(esc(n) for n in network_order(results, order))
-    methods = ", ".join(esc(m) for m in sorted(results.method.unique()))
-    return (f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>: {networks}; {methods}. "
+    listed = ", ".join(esc(m) for m in method_order(results, methods))
+    return (f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>: {networks}; {listed}. "
             f"Model: {model}. Cycles are array clock cycles; speedup is one processor's cycles over the pipeline's "
             "iteration cycles. The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
             "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md.</p>")
@@ -266,10 +291,11 @@ Section = tuple[str, go.Figure | str, str]  # a section's title, its figure or m
 
 def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: str, out: str | Path,
                  spec_command: str, extra_sections: Sequence[Section] = (), engine: str | None = None,
-                 networks: Sequence[str] = (), network_sections: Mapping[str, Sequence[Section]] | None = None) -> Path:
+                 networks: Sequence[str] = (), network_sections: Mapping[str, Sequence[Section]] | None = None,
+                 methods: Sequence[str] = ()) -> Path:
     """Assemble and atomically write the report HTML; returns its path. ``engine``: the sweep's array engine,
     which the page names (None: not stated); ``networks``: their order on the page (the spec's;
-    :func:`network_order`); ``network_sections``: per network, sections that follow its own (its per-layer
+    :func:`network_order`), ``methods`` the methods' (the spec's; :func:`method_order`); ``network_sections``: per network, sections that follow its own (its per-layer
     costs, its Gantt); ``extra_sections`` close the page."""
     from archsim.report.headline import headline
 
@@ -279,11 +305,12 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     modes = ", ".join(sorted(results["mode"].unique()))
     report_cmd = f"archsim report {results_path} --out {out}"
     order = network_order(results, networks)
-    glance = headline(results, order)
+    methods = method_order(results, methods)
+    glance = headline(results, order, methods)
     if glance:
         parts.append(_section("At a glance: which schedule wins, by how much, where", glance, report_cmd, modes))
     for network in order:
-        parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results)),
+        parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results, methods)),
                               f"{spec_command}  &&  {report_cmd}", modes))
         table = table_iv(summary, network)
         if not table.empty:
@@ -295,7 +322,7 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
                                   report_cmd, modes))
         for by in ("array", "batch"):
             parts.append(_section(f"{network}: distribution over {by} size",
-                                  figure(distribution_figure(results, network, by)), report_cmd, modes))
+                                  figure(distribution_figure(results, network, by, methods)), report_cmd, modes))
         for title, content, command in (network_sections or {}).get(network, ()):
             parts.append(_section(title, figure(content) if isinstance(content, go.Figure) else content, command, modes))
     for title, content, command in extra_sections:
@@ -303,6 +330,6 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
         parts.append(_section(title, body, command, modes))
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}" + TABLE_STYLE +
              "td,th{border-bottom:1px solid #ddd}.cmd{color:#555;font-size:90%}")
-    intro = model_intro(results, results_path, engine, order)
+    intro = model_intro(results, results_path, engine, order, methods)
     return write_output(out, document("archsim report", parts, heading="archsim sweep report",
                                            intro_html=intro, style=style))

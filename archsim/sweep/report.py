@@ -157,7 +157,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     check_spec_rows(results, record, folder / "results.csv", spec_command)
     from archsim.report.sweep_report import build_report, network_order  # plotly loads only for a report
     from archsim.sweep import summarize
-    from archsim.sweep.report_sections import network_sections, spec_networks
+    from archsim.sweep.report_sections import network_sections, spec_methods, spec_networks
 
     order = network_order(results, spec_networks(record))
     sections = network_sections(results, order, folder, own_networks, record,
@@ -165,7 +165,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     engine = record.get("engine", "analytic")
     return build_report(results, summarize(results), results_path=str(folder), out=target, spec_command=spec_command,
                         engine=engine if isinstance(engine, str) else None, networks=order,
-                        network_sections=sections)
+                        network_sections=sections, methods=spec_methods(record))
 
 
 def spec_record(folder: Path) -> dict:

@@ -24,6 +24,12 @@ def spec_networks(record: dict) -> tuple[str, ...]:
     return tuple(Path(str(n)).stem for n in networks) if isinstance(networks, list) else ()
 
 
+def spec_methods(record: dict) -> tuple[str, ...]:
+    """The methods of a results folder's spec.json in the spec's order; () where the folder records none."""
+    methods = record.get("methods")
+    return tuple(str(m) for m in methods) if isinstance(methods, list) else ()
+
+
 def network_sections(results: pd.DataFrame, order: list[str], folder: Path, own_networks: tuple[str, ...],
                      record: dict, redraw: str) -> dict[str, list[Section]]:
     """Per network of ``order``, the sections that follow its speedups: its per-layer costs and Gantt (where its
@@ -86,7 +92,7 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
 
 
 def _array_flags(first) -> str:
-    """``cost``'s flags for ``first``'s array: ``--config`` its .cfg, else ``--array ROWSxCOLS``."""
+    """``cost``'s and ``pipeline``'s flags for ``first``'s array: ``--config`` its .cfg, else ``--array ROWSxCOLS``."""
     path = array_path(first)
     return f"--config {path}" if path else f"--array {first.rows}x{first.cols}"
 
@@ -136,8 +142,8 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     title = (f"{network.name}: LayerPipe schedule on {processors} processors{which}, {len(plan.stages)} "
              f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
              f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {table_number(timeline.makespan)} cycles")
-    command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe --array "
-               f"{first.rows}x{first.cols} --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
+    command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe {_array_flags(first)}"
+               f" --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
                + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
                + (f" --split-axes {','.join(axes)}" if axes != SPLIT_AXES else "")
@@ -145,4 +151,4 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     return title, gantt_figure(timeline.to_frame(), borrowed=plan.borrowed_ops), command
 
 
-__all__ = ["network_sections", "spec_networks"]
+__all__ = ["network_sections", "spec_methods", "spec_networks"]
