@@ -1,6 +1,7 @@
 """The commands the strict-input tests run (a transformer on one A100 node, for ``train`` and
 ``search``) and the check that a command is refused: exit 2, nothing on stdout, one error line.
-Shared by tests/test_caps_before_work.py and tests/test_strict_values.py."""
+Shared by tests/test_caps_before_work.py, tests/test_strict_values.py and the input-check files of
+issue 49 (tests/test_inputs49.py, tests/test_inputs49b.py), with the API's twin: :func:`raised`."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from conftest import USAGE
 
 from archsim.cli import main
+from archsim.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = str(ROOT / "configs/transformers/gpt_1024h_24l.json")
@@ -23,3 +25,17 @@ def refused(capsys, argv: list[str]) -> str:
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and USAGE.match(err), err
     return err
+
+
+def said(argv: list[str], capsys) -> str:
+    """:func:`refused`'s line without its newline."""
+    return refused(capsys, argv).strip()
+
+
+def raised(call) -> str:
+    """The message of the InputError an API call must raise."""
+    import pytest
+
+    with pytest.raises(InputError) as refusal:
+        call()
+    return str(refusal.value)

@@ -12,6 +12,7 @@ import warnings
 import onnx
 import pytest
 from onnx import helper
+from strict_cli import raised, said
 from test_docs import ROOT
 
 import archsim
@@ -25,19 +26,6 @@ CONV_HEADER = "Layer name,IFMAP Height,IFMAP Width,Filter Height,Filter Width,Ch
 CONV_ROW = ("conv1", "32", "32", "3", "3", "3", "16", "1")
 
 
-def _said(argv, capsys) -> str:
-    assert main(argv) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1, err
-    return err.strip()
-
-
-def _refused(call) -> str:
-    with pytest.raises(InputError) as refused:
-        call()
-    return str(refused.value)
-
-
 # 1. a layer row separated by tabs or ';' under a comma header
 
 
@@ -49,21 +37,21 @@ def test_a_layer_row_of_another_separator_says_so(tmp_path, capsys, mark, named)
     path.write_text(CONV_HEADER + ",".join(CONV_ROW) + "\n" + mark.join(("conv2", *CONV_ROW[1:])) + "\n")
     text = (f"line 3: the row is one cell that seems separated by {named} under a header of 8 comma-separated columns; "
             "archsim reads comma-separated files")
-    assert _said(["cost", str(path)], capsys) == f"archsim cost: error: {path}, {text}"
-    assert _refused(lambda: archsim.load_network(str(path))) == f"{path}, {text}"
+    assert said(["cost", str(path)], capsys) == f"archsim cost: error: {path}, {text}"
+    assert raised(lambda: archsim.load_network(str(path))) == f"{path}, {text}"
 
 
 @pytest.mark.parametrize(("mark", "named"), [("\t", "tabs"), (";", "';'")])
 def test_a_gemm_row_of_another_separator_says_so(mark, named):
     """Failed before: "row has 1 fields, expected Layer, M, N, K". SCALE-Sim's GEMM header has 4 columns."""
-    text = _refused(lambda: parse_topology("Layer,M,N,K\n" + mark.join(("g1", "64", "32", "16")) + "\n"))
+    text = raised(lambda: parse_topology("Layer,M,N,K\n" + mark.join(("g1", "64", "32", "16")) + "\n"))
     assert text == (f"<string>, line 2: the row is one cell that seems separated by {named} under a header of 4 "
                     "comma-separated columns; archsim reads comma-separated files")
 
 
 def test_a_row_holding_both_marks_is_named_by_the_one_it_holds_more_of():
     """A layer name may hold a ';': the row's seven tabs name it, not the name's one ';'."""
-    text = _refused(lambda: parse_topology(CONV_HEADER + "\t".join(("conv;1", *CONV_ROW[1:])) + "\n"))
+    text = raised(lambda: parse_topology(CONV_HEADER + "\t".join(("conv;1", *CONV_ROW[1:])) + "\n"))
     assert "seems separated by tabs under a header of 8" in text
 
 
@@ -105,7 +93,7 @@ def test_one_batch_symbol_on_both_inputs_is_one_batch(tmp_path):
     network = archsim.load_network(_two_inputs(tmp_path, "N", "N"))
     assert _shapes(network) == [("proj", "fc", 1, 1, 32, 8), ("add", "elementwise", 1, 1, 8, 8)]
     assert _shapes(network) == _shapes(archsim.load_network(_two_inputs(tmp_path, "N", 1, "fixed.onnx")))
-    assert "fixes the batch" in _refused(lambda: archsim.load_network(_two_inputs(tmp_path, "N", "N"),
+    assert "fixes the batch" in raised(lambda: archsim.load_network(_two_inputs(tmp_path, "N", "N"),
                                                                       dim={"N": 4}))
 
 
@@ -113,12 +101,12 @@ def test_another_batch_symbol_is_refused_naming_both(tmp_path, capsys):
     """Failed before: "graph input 'y' dimension 0 ('M') is symbolic; fix it with --dim M=VALUE", which says nothing
     of the first input's batch N, so ``--dim M=16`` (the batch the user meant) costed y's add 16 times a sample's."""
     path = _two_inputs(tmp_path, "N", "M")
-    said = _said(["import", path], capsys)
-    assert said == (f"archsim import: error: {path}, field 'input': graph input 'y' dimension 0 ('M') is symbolic and "
+    line = said(["import", path], capsys)
+    assert line == (f"archsim import: error: {path}, field 'input': graph input 'y' dimension 0 ('M') is symbolic and "
                     "not the batch of the first graph input 'x' ('N'): if it is the batch too, name both dimensions "
                     "alike in the export, or give --dim M=1 (layers are per sample); otherwise fix it with "
                     "--dim M=VALUE")
-    text = _refused(lambda: archsim.load_network(path))
+    text = raised(lambda: archsim.load_network(path))
     assert text.endswith("give dim={'M': 1} (layers are per sample); otherwise fix it with dim={'M': VALUE}"), text
     assert _shapes(archsim.load_network(path, dim={"M": 1})) == _shapes(
         archsim.load_network(_two_inputs(tmp_path, "N", "N", "one.onnx")))
@@ -126,7 +114,7 @@ def test_another_batch_symbol_is_refused_naming_both(tmp_path, capsys):
 
 def test_an_unnamed_second_batch_is_named_by_its_place(tmp_path):
     """A dimension without a symbol is named as the refusals name it elsewhere, ``y[0]``."""
-    text = _refused(lambda: archsim.load_network(_two_inputs(tmp_path, "N", None)))
+    text = raised(lambda: archsim.load_network(_two_inputs(tmp_path, "N", None)))
     assert "graph input 'y' dimension 0 ('y[0]') is symbolic and not the batch of the first graph input 'x' ('N')" \
         in text
 
@@ -172,10 +160,10 @@ def test_bppsa_rnn_refuses_an_empty_list(capsys, keyword, empty):
     """Failed before: ``archsim.bppsa_rnn(seq_len=[])`` returned a table of no rows; the command refuses
     ``--seq-len ""`` (and ``--seq-len`` alone in the words the empty list gets). The API names the keyword, the
     command its flag."""
-    assert _refused(lambda: archsim.bppsa_rnn(**{keyword: empty})) == \
+    assert raised(lambda: archsim.bppsa_rnn(**{keyword: empty})) == \
         f"field '{keyword}': expected at least one argument"
     flag = "--" + keyword.replace("_", "-")
-    assert _said(["bppsa", "rnn", flag, ""], capsys) == \
+    assert said(["bppsa", "rnn", flag, ""], capsys) == \
         f"archsim bppsa rnn: error: argument {flag}: expected a value, got an empty one"
 
 
@@ -224,7 +212,7 @@ def test_plan_refuses_a_flag_its_method_does_not_read(capsys, flags, keywords, f
     """Failed before: ``--method pipedream --max-stages 1`` printed the same plan as without it (PipeDream's
     optimizer runs no SPP search), and SPP or a baseline ran with PipeDream's options unread."""
     argv = [*PLAN[:-2], *flags]
-    assert _said(argv, capsys) == f"archsim plan: error: {flag_text}"
+    assert said(argv, capsys) == f"archsim plan: error: {flag_text}"
     cluster = ROOT / "configs" / "clusters" / "testbed_1080ti.toml"
-    assert _refused(lambda: archsim.plan("layerpipe_sample", cluster=cluster, microbatches=4, **keywords)) == \
+    assert raised(lambda: archsim.plan("layerpipe_sample", cluster=cluster, microbatches=4, **keywords)) == \
         keyword_text

@@ -11,28 +11,15 @@ import warnings
 
 import onnx
 import pytest
+from strict_cli import raised, said
 from test_docs import ROOT
 
 import archsim
 from archsim.cli import main
-from archsim.errors import InputError
 from tests.onnx_models import model, value, weight
 
 CLUSTER = ROOT / "configs" / "clusters" / "testbed_1080ti.toml"  # 4 servers × 2 GPUs
 PLAN = ["plan", "layerpipe_sample", "--cluster", str(CLUSTER), "--microbatches", "4", "--format", "json"]
-
-
-def _said(argv, capsys) -> str:
-    assert main(argv) == 2
-    out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1, err
-    return err.strip()
-
-
-def _refused(call) -> str:
-    with pytest.raises(InputError) as refused:
-        call()
-    return str(refused.value)
 
 
 # 1. plan --method pipedream: SPP's --baselines and --max-search-steps refused, not unread
@@ -58,8 +45,8 @@ def _refused(call) -> str:
 def test_plan_pipedream_refuses_spps_own_settings(capsys, flags, keywords, flag_text, keyword_text):
     """Failed before: each printed PipeDream's plan as without it (the defaults archsim and 10¹⁰ were not None, so
     a given value could not be told from the default)."""
-    assert _said([*PLAN, "--method", "pipedream", *flags], capsys) == f"archsim plan: error: {flag_text}"
-    assert _refused(lambda: archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4, method="pipedream",
+    assert said([*PLAN, "--method", "pipedream", *flags], capsys) == f"archsim plan: error: {flag_text}"
+    assert raised(lambda: archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4, method="pipedream",
                                          **keywords)) == keyword_text
 
 
@@ -70,7 +57,7 @@ def test_plan_defaults_still_apply_where_read(capsys):
     assert sorted(part.split(":")[0] for part in spp.meta["baselines_seconds"].split("; ")) == \
         ["dp", "gpipe", "hetpipe", "pipedream-prm"]
     assert "baselines" not in spp.meta  # archsim's configuration, the default, is not echoed
-    assert "search" in _refused(lambda: archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4,
+    assert "search" in raised(lambda: archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4,
                                                      max_search_steps=5))
     assert archsim.plan("layerpipe_sample", cluster=CLUSTER, microbatches=4, method="pipedream").meta["method"] == \
         "pipedream"
