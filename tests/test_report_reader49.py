@@ -61,8 +61,8 @@ def test_networks_follow_the_specs_order_throughout_the_page(report):
     assert sections == sorted(sections, key=ORDER.index) and set(sections) == set(ORDER)
 
 
-def test_a_folder_without_spec_json_lists_its_networks_alphabetically(report, tmp_path):
-    """No record of the spec's order: the documented fallback, alphabetical."""
+def _page_without_spec_json(report, tmp_path) -> str:
+    """The report of the fixture's results copied without spec.json (no record of the spec's order)."""
     import shutil
 
     _, results = report
@@ -70,7 +70,12 @@ def test_a_folder_without_spec_json_lists_its_networks_alphabetically(report, tm
     shutil.copytree(results, copy, ignore=shutil.ignore_patterns("spec.json", "cache", ".archsim.lock"))
     out = tmp_path / "r.html"
     assert main(["report", str(copy), "--out", str(out)]) == 0
-    assert [network_of(h) for h in headings(out.read_text(encoding="utf-8"), "h3")] == sorted(ORDER)
+    return out.read_text(encoding="utf-8")
+
+
+def test_a_folder_without_spec_json_lists_its_networks_alphabetically(report, tmp_path):
+    """No record of the spec's order: the documented fallback, alphabetical."""
+    assert [network_of(h) for h in headings(_page_without_spec_json(report, tmp_path), "h3")] == sorted(ORDER)
 
 
 def test_each_network_has_its_per_layer_chart_and_gantt_after_its_speedups(report):
@@ -271,14 +276,7 @@ def test_methods_follow_the_specs_order_in_the_intro_legends_and_boxes(tmp_path)
 
 def test_without_spec_json_methods_follow_the_papers_order(report, tmp_path):
     """The documented fallback: LayerPipe's paper's order (layerpipe, pipedream, gpipe), not alphabetical."""
-    import shutil
-
-    _, results = report
-    copy = tmp_path / "results"
-    shutil.copytree(results, copy, ignore=shutil.ignore_patterns("spec.json", "cache", ".archsim.lock"))
-    out = tmp_path / "r.html"
-    assert main(["report", str(copy), "--out", str(out)]) == 0
-    intro, lines, boxes = methods_shown(out.read_text(encoding="utf-8"))
+    intro, lines, boxes = methods_shown(_page_without_spec_json(report, tmp_path))
     order = ["layerpipe", "pipedream", "gpipe"]
     assert "; layerpipe, pipedream, gpipe." in intro
     assert lines == [order] * 2 and boxes == [order] * 4
