@@ -215,7 +215,8 @@ def superseded_notes(cluster: dict, network: Network) -> tuple[str, ...]:
     notes = []
     gbps = cluster.get("inter_server_gbps")
     if gbps is not None and gbps != network.nic_gbps:
-        notes.append(f"inter_server_gbps = {shown(gbps)} is not read: [network] gives the NICs "
+        stated = f"{gbps:g}" if isinstance(gbps, (int, float)) and not isinstance(gbps, bool) else shown_number(gbps)
+        notes.append(f"inter_server_gbps = {stated} is not read: [network] gives the NICs "
                      f"({network.nic_gbps:g} Gb/s each)")
     link = cluster.get("inter_server_link")
     if link is not None and not ((link == "per_gpu_pair" and network.gpus_per_nic == 1)

@@ -146,7 +146,7 @@ def test_network_superseded_keys_are_noted_once(tmp_path, capsys):
     other = tmp_path / "superpod.toml"
     other.write_text(shipped.read_text().replace("inter_server_gbps = 200", "inter_server_gbps = 400"))
     err = _cli(capsys, *argv[:2], "--cluster", str(other), *argv[2:])
-    assert err.count("note: inter_server_gbps = '400' is not read: [network] gives the NICs") == 1
+    assert err.count("note: inter_server_gbps = 400 is not read: [network] gives the NICs") == 1
 
 
 def test_plan_notes_the_keys_only_train_and_search_read(tmp_path, capsys):

@@ -56,7 +56,7 @@ def test_both_keys_plan_on_the_network_and_note_the_disagreement(tmp_path, capsy
     both, err = _plan(capsys, _file(tmp_path, "both", 'inter_server_gbps = 100\ninter_server_link = "per_gpu_pair"\n',
                                     SERVERS + RAILS))
     assert both == alone
-    assert err.count("note: inter_server_gbps = '100' is not read: [network] gives the NICs (1 Gb/s each)") == 1, err
+    assert err.count("note: inter_server_gbps = 100 is not read: [network] gives the NICs (1 Gb/s each)") == 1, err
     assert "inter_server_link" not in err  # one NIC per GPU is what per_gpu_pair says
 
 
