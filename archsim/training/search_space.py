@@ -32,7 +32,7 @@ from archsim.training.parallel import (
     tp_split_problem,
     tp_straddles,
 )
-from archsim.training.pipeline_memory import peak_rank_memory, rank_held_fractions, rank_held_gains
+from archsim.training.pipeline_memory import RankTerms, rank_held_fractions, rank_held_gains, rank_terms
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
@@ -242,19 +242,56 @@ def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequen
     """:func:`rank_memories` of ``ranks`` with ``counts[j]`` layers in virtual stage j (any counts ≥ 0: a rank's
     memory reads its own chunks' alone, so the planner sizes a rank before the split is known), ``states`` bytes
     per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s."""
-    wanted = list(ranks)
-    mine = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in wanted]
-    split = par.schedule_name in SPLIT_SCHEDULES  # a fused B reads no shares: none worked out for it
-    shares = rank_held_fractions(c, par, counts, mine) if split else []
-    if any(shares):  # the working set where it meets the held (train's)
-        gains = rank_held_gains(c, par, counts, mine)
-        walks = published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares, gains, wanted)
-    else:  # a fused B: its walk peaks where a B starts, the in-flight count
-        every = _in_flight_counts(par.schedule_name, par.pp, par.microbatches, par.chunks)
-        walks = [(every[rank], every[rank]) for rank in wanted]
+    sizers = [rank_sizer(c, par, rank, states, unit, scale) for rank in ranks]
+    shares = [sizer.share(counts) for sizer in sizers]
+    walk = any(shares)  # the working set where it meets the held (train's); else a fused B's in-flight count
+    return [sizer.memory(counts, share, walk) for sizer, share in zip(sizers, shares, strict=True)]
+
+
+@dataclass(frozen=True)
+class RankSizer:
+    """One pipeline rank's memory as the layer counts vary (:func:`counted_rank_memories`), its shape read once
+    (:func:`rank_sizer`): the planner sizes each rank at many counts. ``chunks``: its virtual stages; ``split``:
+    whether the schedule splits the backward (a fused B reads no M_W / M_B shares: none worked out for it)."""
+
+    c: TransformerConfig
+    par: Parallelism
+    rank: int
+    chunks: tuple[int, ...]
+    split: bool
+    schedule: str  # the order's name, micro-batches and chunks per rank (its walk's or in-flight count's)
+    m: int
+    v: int
+    terms: RankTerms
+
+    def share(self, counts: Sequence[int]) -> float:
+        """The rank's M_W / M_B with ``counts[j]`` layers in virtual stage j (0 under a fused B)."""
+        return rank_held_fractions(self.c, self.par, counts, [self.chunks])[0] if self.split else 0.0
+
+    def memory(self, counts: Sequence[int], share: float, walk: bool) -> StageMemory:
+        """The rank's memory with ``counts[j]`` layers in virtual stage j at its ``share``: its order's walk when
+        ``walk`` (any rank sized beside it has a share), else the in-flight count, where a fused B's walk peaks."""
+        if walk:
+            gain = rank_held_gains(self.c, self.par, counts, [self.chunks])[0]
+            peak, back = published_walk_peaks(self.schedule, self.par.pp, self.m, self.v, [share], [gain],
+                                              [self.rank])[0]
+        else:
+            peak = back = _in_flight_counts(self.schedule, self.par.pp, self.m, self.v)[self.rank]
+        return self.terms.peak([counts[j] for j in self.chunks], peak, back)
+
+    def __call__(self, counts: Sequence[int]) -> StageMemory:
+        """:func:`counted_rank_memories` of this rank alone."""
+        share = self.share(counts)
+        return self.memory(counts, share, bool(share))
+
+
+def rank_sizer(c: TransformerConfig, par: Parallelism, rank: int, states: float, unit: float = 0.0,
+               scale: float = 1.0) -> RankSizer:
+    """:class:`RankSizer` of pipeline ``rank`` (the other arguments as :func:`counted_rank_memories`')."""
+    chunks = tuple(rank_chunks(par.schedule, par.pp, par.chunks, rank))
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
-    return [peak_rank_memory(c, par, [counts[j] for j in chunks], chunks, peak, back, apart, states, unit, scale)
-            for chunks, (peak, back) in zip(mine, walks, strict=True)]
+    return RankSizer(c, par, rank, chunks, par.schedule_name in SPLIT_SCHEDULES, par.schedule_name, par.microbatches,
+                     par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale))
 
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16") -> float:
@@ -271,6 +308,7 @@ __all__ = ["CHUNKED",
     "REASONS",
     "V_SHAPED",
     "Candidate",
+    "RankSizer",
     "candidate_count",
     "candidates",
     "chunk_counts",
@@ -282,5 +320,6 @@ __all__ = ["CHUNKED",
     "peak_memory_bytes",
     "rank_chunks",
     "rank_memories",
+    "rank_sizer",
     "rejection",
 ]

@@ -44,7 +44,7 @@ from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import STATE_BYTES_PER_PARAMETER, fsdp_unit_bytes, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
-from archsim.training.search_space import counted_rank_memories
+from archsim.training.search_space import rank_sizer
 from archsim.training.stages import hop_bytes
 from archsim.workload.transformer import TransformerConfig
 
@@ -113,10 +113,12 @@ def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, chunks: Sequ
     its count): searched from where the chord from no layers to all meets ``capacity``, then bisected.
     Until 2026-12-02 the planner took a layer's M_W / M_B on every rank and the working set beside the walk's
     peak, up to one layer's M_W − M_B above train's figure."""
+    sizer = rank_sizer(c, par, rank, states, unit)  # the rank's shape read once, its memory at each count probed
+
     def total(layers: int) -> float:
         counts = [0] * (par.pp * par.chunks)
         counts[chunks[0]] = layers  # a rank's memory reads its layer total, whichever of its chunks holds them
-        return counted_rank_memories(c, par, counts, [rank], states, unit)[0].total
+        return sizer(counts).total
 
     zero = total(0)
     if zero > capacity:
