@@ -118,10 +118,11 @@ def walk_peaks(kinds: np.ndarray, held: float, gain: float) -> tuple[float, floa
     units of M_B: the walk of :func:`order_held_peaks`, and before each B or I the value there — plus ``gain``
     before an I, the M_W − M_B of all but the stage's last-run layer (:func:`rank_gains`). Recomputation's
     working set exists only in a backward, so it adds to the second alone. ``held`` ≥ 0 (a share of bytes)."""
-    return _peaks(walk_steps(kinds), held, gain)
+    return front_peaks(walk_steps(kinds), held, gain)
 
 
-def _peaks(fronts: tuple[Front, Front, Front], held: float, gain: float) -> tuple[float, float]:
+def front_peaks(fronts: tuple[Front, Front, Front], held: float, gain: float) -> tuple[float, float]:
+    """:func:`walk_peaks` read off a rank's :func:`walk_steps`."""
     between, before_i, before_b = fronts
     back = [0.0, *(f + held * q + gain for f, q in before_i), *(f + held * q for f, q in before_b)]
     return float(max([0.0, *(f + held * q for f, q in between)])), float(max(back))
@@ -163,8 +164,15 @@ def published_walk_peaks(schedule: str, p: int, m: int, v: int, held: Sequence[f
                          gains: Sequence[float], ranks: Sequence[int] | None = None) -> list[tuple[float, float]]:
     """:func:`order_walk_peaks` of a published split order, read at min(m, 3p) as :func:`published_held_peaks`;
     of ``ranks`` alone when given (``held`` and ``gains`` then one per rank listed)."""
-    steps = _published_walk_steps(schedule, p, min(m, 3 * p), v)
-    return [_peaks(steps[r], f, g) for r, f, g in zip(range(p) if ranks is None else ranks, held, gains, strict=True)]
+    steps = published_walk_fronts(schedule, p, m, v)
+    return [front_peaks(steps[r], f, g) for r, f, g in zip(range(p) if ranks is None else ranks, held, gains,
+                                                            strict=True)]
+
+
+def published_walk_fronts(schedule: str, p: int, m: int, v: int) -> tuple[tuple[Front, Front, Front], ...]:
+    """:func:`walk_steps` of each rank of a published split order, read at min(m, 3p) as :func:`published_held_peaks`
+    (for :func:`front_peaks`)."""
+    return _published_walk_steps(schedule, p, min(m, 3 * p), v)
 
 
 @lru_cache(maxsize=1024)  # a step front is a few pairs a rank
@@ -213,6 +221,6 @@ def rank_shares(share: float, layer_kept: float, first_kept: float, counts: Sequ
     return out
 
 
-__all__ = ["SPLIT_SCHEDULES", "chunk_in_flight", "held_steps", "in_flight", "order_held_peaks", "order_walk_peaks",
-           "published_held_peaks", "published_walk_peaks", "rank_gains", "rank_shares", "step_front", "walk_peaks",
+__all__ = ["SPLIT_SCHEDULES", "chunk_in_flight", "front_peaks", "held_steps", "in_flight", "order_held_peaks", "order_walk_peaks",
+           "published_held_peaks", "published_walk_fronts", "published_walk_peaks", "rank_gains", "rank_shares", "step_front", "walk_peaks",
            "weight_gradient_bytes"]

@@ -18,7 +18,14 @@ from math import isqrt
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.held_memory import SPLIT_SCHEDULES, published_held_peaks, published_walk_peaks
+from archsim.training.held_memory import (
+    SPLIT_SCHEDULES,
+    front_peaks,
+    published_held_peaks,
+    published_walk_fronts,
+    rank_gains,
+    rank_shares,
+)
 from archsim.training.memory import (
     StageMemory,
     fsdp_unit_bytes,
@@ -32,7 +39,7 @@ from archsim.training.parallel import (
     tp_split_problem,
     tp_straddles,
 )
-from archsim.training.pipeline_memory import RankTerms, rank_held_fractions, rank_held_gains, rank_terms
+from archsim.training.pipeline_memory import RankTerms, layer_held_figures, rank_terms
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
@@ -251,32 +258,37 @@ def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequen
 @dataclass(frozen=True)
 class RankSizer:
     """One pipeline rank's memory as the layer counts vary (:func:`counted_rank_memories`), its shape read once
-    (:func:`rank_sizer`): the planner sizes each rank at many counts. ``chunks``: its virtual stages; ``split``:
-    whether the schedule splits the backward (a fused B reads no M_W / M_B shares: none worked out for it)."""
+    (:func:`rank_sizer`): the planner sizes each rank at many counts. ``chunks``: its virtual stages; ``held``: a
+    layer's M_W / M_B figures (:func:`~archsim.training.pipeline_memory.layer_held_figures`) where the schedule
+    splits the backward (None: a fused B reads no shares, none worked out for it; Switch's I frees all)."""
 
-    c: TransformerConfig
-    par: Parallelism
     rank: int
     chunks: tuple[int, ...]
-    split: bool
-    schedule: str  # the order's name, micro-batches and chunks per rank (its walk's or in-flight count's)
+    held: tuple[float, float, float, float] | None
+    edge: float  # the rank's bytes in its M_B besides its layers' (the embedding's mask on the first)
+    schedule: str  # the order's name, ranks, micro-batches and chunks per rank (its walk's or in-flight count's)
+    p: int
     m: int
     v: int
     terms: RankTerms
 
     def share(self, counts: Sequence[int]) -> float:
         """The rank's M_W / M_B with ``counts[j]`` layers in virtual stage j (0 under a fused B)."""
-        return rank_held_fractions(self.c, self.par, counts, [self.chunks])[0] if self.split else 0.0
+        if self.held is None:
+            return 0.0
+        _, kept, share, mask = self.held
+        return rank_shares(share, kept, mask, counts, [self.chunks])[0]
 
     def memory(self, counts: Sequence[int], share: float, walk: bool) -> StageMemory:
         """The rank's memory with ``counts[j]`` layers in virtual stage j at its ``share``: its order's walk when
         ``walk`` (any rank sized beside it has a share), else the in-flight count, where a fused B's walk peaks."""
         if walk:
-            gain = rank_held_gains(self.c, self.par, counts, [self.chunks])[0]
-            peak, back = published_walk_peaks(self.schedule, self.par.pp, self.m, self.v, [share], [gain],
-                                              [self.rank])[0]
+            assert self.held is not None  # a share above 0 is a split backward's
+            gain = rank_gains(self.held[0], self.held[1], [self.edge], counts, [self.chunks])[0]
+            peak, back = front_peaks(published_walk_fronts(self.schedule, self.p, self.m, self.v)[self.rank], share,
+                                     gain)
         else:
-            peak = back = _in_flight_counts(self.schedule, self.par.pp, self.m, self.v)[self.rank]
+            peak = back = _in_flight_counts(self.schedule, self.p, self.m, self.v)[self.rank]
         return self.terms.peak([counts[j] for j in self.chunks], peak, back)
 
     def __call__(self, counts: Sequence[int]) -> StageMemory:
@@ -289,9 +301,10 @@ def rank_sizer(c: TransformerConfig, par: Parallelism, rank: int, states: float,
                scale: float = 1.0) -> RankSizer:
     """:class:`RankSizer` of pipeline ``rank`` (the other arguments as :func:`counted_rank_memories`')."""
     chunks = tuple(rank_chunks(par.schedule, par.pp, par.chunks, rank))
+    held = layer_held_figures(c, par) if par.schedule_name in SPLIT_SCHEDULES else None
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
-    return RankSizer(c, par, rank, chunks, par.schedule_name in SPLIT_SCHEDULES, par.schedule_name, par.microbatches,
-                     par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale))
+    return RankSizer(rank, chunks, held, held[3] if held is not None and 0 in chunks else 0.0, par.schedule_name,
+                     par.pp, par.microbatches, par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale))
 
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16") -> float:

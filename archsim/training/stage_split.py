@@ -33,7 +33,8 @@ brute force over every composition of the layers into PP·V chunks checks this i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -51,6 +52,8 @@ from archsim.workload.transformer import TransformerConfig
 # Cells (PP × (layers + 3)²) the planner's dynamic program may fill: measured about 43 ns a cell and 1.2 GB
 # for 4,096 layers (train --pp 16 --balance planned: 2.7·10⁸ cells, 11.6 s), so at most ~4 s.
 MAX_PLAN_CELLS = 100_000_000
+T = TypeVar("T")
+U = TypeVar("U")
 LAYER = "layer"  # the chain's transformer layers are named layer1 … layerL, between "embedding" and "head"
 
 
@@ -260,6 +263,16 @@ def refuse_planned_fp32(dtype: str) -> None:
                          field="balance")
 
 
+def each_once(items: Sequence[T], of: Callable[[T], U]) -> list[U]:
+    """``of(item)`` of each item, asked once per distinct object (a homogeneous cluster's ranks share a machine,
+    and their pieces)."""
+    seen: dict[int, U] = {}
+    for item in items:
+        if id(item) not in seen:
+            seen[id(item)] = of(item)
+    return [seen[id(item)] for item in items]
+
+
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
                   capacities: Sequence[float],
                   pieces: Sequence[dict[str, PieceCost]] | None = None) -> Partition | None:
@@ -267,14 +280,9 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
     ``pieces[r]`` when given, e.g. a search's cached ones), as a
     :class:`~archsim.partition.result.Partition` (:func:`chain_partition`); None when none fits."""
     if pieces is None:
-        cache: dict[int, dict[str, PieceCost]] = {}
-        for machine in machines:
-            if id(machine) not in cache:
-                cache[id(machine)] = model_pieces(c, par, machine)
-        pieces = [cache[id(machine)] for machine in machines]
-    times = {id(own): node_seconds(c, own) for own in pieces}
+        pieces = each_once(machines, lambda machine: model_pieces(c, par, machine))
     dtype = machines[0].dtype
-    counts = plan_stage_layers(c, par, [times[id(own)] for own in pieces], capacities,
+    counts = plan_stage_layers(c, par, each_once(pieces, lambda own: node_seconds(c, own)), capacities,
                                state_bytes(dtype, machines[0].implementation, par.optimizer_shards, par.fsdp),
                                fsdp_unit_bytes(dtype) if par.fsdp else 0.0)
     return None if counts is None else chain_partition(c, par, counts, pieces)
@@ -295,6 +303,6 @@ def parse_stage_layers(text: str) -> tuple[int, ...]:
     return counts
 
 
-__all__ = ["chain_partition", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
+__all__ = ["chain_partition", "each_once", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
            "piece_seconds", "plan_stage_layers", "planned_split", "spread",
            "stage_layer_counts"]
