@@ -23,8 +23,8 @@ from archsim.training.held_memory import (
     front_peaks,
     published_held_peaks,
     published_walk_fronts,
-    rank_gains,
-    rank_shares,
+    rank_gain,
+    rank_share,
 )
 from archsim.training.memory import (
     StageMemory,
@@ -276,15 +276,15 @@ class RankSizer:
         """The rank's M_W / M_B with ``counts[j]`` layers in virtual stage j (0 under a fused B)."""
         if self.held is None:
             return 0.0
-        _, kept, share, mask = self.held
-        return rank_shares(share, kept, mask, counts, [self.chunks])[0]
+        return rank_share(self.held[2], self.held[1], self.edge, sum([counts[j] for j in self.chunks]))
 
     def memory(self, counts: Sequence[int], share: float, walk: bool) -> StageMemory:
         """The rank's memory with ``counts[j]`` layers in virtual stage j at its ``share``: its order's walk when
         ``walk`` (any rank sized beside it has a share), else the in-flight count, where a fused B's walk peaks."""
         if walk:
             assert self.held is not None  # a share above 0 is a split backward's
-            gain = rank_gains(self.held[0], self.held[1], [self.edge], counts, [self.chunks])[0]
+            gain = rank_gain(self.held[0], self.held[1], self.edge, sum([counts[j] for j in self.chunks]),
+                             len(self.chunks))
             peak, back = front_peaks(published_walk_fronts(self.schedule, self.p, self.m, self.v)[self.rank], share,
                                      gain)
         else:

@@ -34,6 +34,7 @@ brute force over every composition of the layers into PP·V chunks checks this i
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import TypeVar
 
 import numpy as np
@@ -182,6 +183,24 @@ def _level(chain: Sequence[np.ndarray], most: Sequence[int], v: int, layers: int
     return counts
 
 
+@lru_cache(maxsize=64)
+def _stage_shapes(n: int, v: int) -> tuple[np.ndarray, ...]:
+    """The DP's candidate stages of an ``n``-node chain, nodes i … j − 1 (``v`` chunks a rank, each a layer at
+    least): i, j, whether it starts at the embedding and ends at the head, its transformer layers, whether it is a
+    stage at all and whether one in the middle — alike for every plan of that chain and chunk count."""
+    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    first, last = i == 0, j == n
+    count = j - i - first - last  # transformer layers in the stage
+    shape_ok = (j > i) & (count >= v)
+    return i, j, first, last, count, shape_ok, shape_ok & ~first & ~last
+
+
+def _stage_costs(chain: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Each candidate stage's F + I + W on one rank's GPU (``chain``: its node seconds), seconds."""
+    prefix = np.concatenate(([0.0], np.cumsum(chain)))
+    return prefix[j] - prefix[i]
+
+
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
                       capacities: Sequence[float], states: float = STATE_BYTES_PER_PARAMETER,
                       unit: float = 0.0) -> tuple[int, ...] | None:
@@ -215,22 +234,21 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
     most = [_most_layers(c, par, r, owned[r], capacities[r], states, unit) for r in range(p)]
     if min(most) < v or sum(most) < layers:
         return None
-    chain = node_times
+    chain = list(node_times)
     if rank_of[-1] == 0 and p > 1:  # V-shaped: embedding and head both rank 0's, a zero-cost node closes it
-        chain = [np.concatenate(([t[0] + t[-1]], t[1:-1], [0.0])) for t in node_times]
-    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")  # stage = nodes i … j − 1
-    first, last = i == 0, j == n
-    count = j - i - first - last  # transformer layers in the stage
-    shape_ok = (j > i) & (count >= v)
-    middle = shape_ok & ~first & ~last
+        chain = each_once(node_times, lambda t: np.concatenate(([t[0] + t[-1]], t[1:-1], [0.0])))
+    i, j, first, last, count, shape_ok, middle = _stage_shapes(n, v)
+    costs = each_once(chain, lambda t: _stage_costs(t, i, j))  # ranks on alike GPUs share one
+    allowed: dict[tuple[bool, bool, int], np.ndarray] = {}  # by the rank's place and most layers
     best = np.full(n + 1, np.inf)
     best[0] = 0.0
     choice = np.zeros((p, n + 1), dtype=int)
     for r in range(p):
-        prefix = np.concatenate(([0.0], np.cumsum(chain[r])))
-        cost = prefix[j] - prefix[i]
-        ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
-        value = np.where(ends & (count <= most[r]), np.maximum(best[:, None], cost), np.inf)
+        key = (r == 0, r == p - 1, most[r])
+        if key not in allowed:
+            ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
+            allowed[key] = ends & (count <= most[r])
+        value = np.where(allowed[key], np.maximum(best[:, None], costs[r]), np.inf)
         choice[r] = np.argmin(value, axis=0)
         best = value[choice[r], np.arange(n + 1)]
     if not np.isfinite(best[n]):
