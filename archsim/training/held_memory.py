@@ -118,13 +118,14 @@ def walk_peaks(kinds: np.ndarray, held: float, gain: float) -> tuple[float, floa
     units of M_B: the walk of :func:`order_held_peaks`, and before each B or I the value there — plus ``gain``
     before an I, the M_W − M_B of all but the stage's last-run layer (:func:`rank_gains`). Recomputation's
     working set exists only in a backward, so it adds to the second alone. ``held`` ≥ 0 (a share of bytes)."""
-    return _peaks(walk_steps(kinds), held, gain)
+    return front_peaks(walk_steps(kinds), held, gain)
 
 
-def _peaks(fronts: tuple[Front, Front, Front], held: float, gain: float) -> tuple[float, float]:
+def front_peaks(fronts: tuple[Front, Front, Front], held: float, gain: float) -> tuple[float, float]:
+    """:func:`walk_peaks` read off a rank's :func:`walk_steps`."""
     between, before_i, before_b = fronts
-    back = [0.0, *(f + held * q + gain for f, q in before_i), *(f + held * q for f, q in before_b)]
-    return float(max([0.0, *(f + held * q for f, q in between)])), float(max(back))
+    back = [0.0, *[f + held * q + gain for f, q in before_i], *[f + held * q for f, q in before_b]]
+    return float(max([0.0, *[f + held * q for f, q in between]])), float(max(back))
 
 
 def order_walk_peaks(order, held: Sequence[float], gains: Sequence[float]) -> list[tuple[float, float]]:
@@ -140,13 +141,14 @@ def rank_gains(layer_held: float, layer_kept: float, edges: Sequence[float], cou
     layers before it having traded M_B for M_W — (n − 1)·(M_W − M_B) of a chunk of n layers (the rank's mean), 0
     where M_W ≤ M_B (the peak is then the I's start). That layer's own M_W is made inside the working set, so
     not counted beside it. ``edges``: each rank's other bytes in its M_B (embedding, head), a micro-batch's."""
-    out = []
-    for mine, edge in zip(ranks, edges, strict=True):
-        layers = sum(counts[j] for j in mine)
-        kept = layers * layer_kept + edge
-        v = max(len(mine), 1)
-        out.append(max(layers / v - 1, 0) * max(layer_held - layer_kept, 0.0) * v / kept if kept else 0.0)
-    return out
+    return [rank_gain(layer_held, layer_kept, edge, sum(counts[j] for j in mine), max(len(mine), 1))
+            for mine, edge in zip(ranks, edges, strict=True)]
+
+
+def rank_gain(layer_held: float, layer_kept: float, edge: float, layers: int, chunks: int) -> float:
+    """:func:`rank_gains` of one rank holding ``layers`` layers over ``chunks`` chunks, ``edge`` its other bytes."""
+    kept = layers * layer_kept + edge
+    return max(layers / chunks - 1, 0) * max(layer_held - layer_kept, 0.0) * chunks / kept if kept else 0.0
 
 
 def published_held_peaks(schedule: str, p: int, m: int, v: int, held: float | Sequence[float]) -> list[float]:
@@ -163,8 +165,15 @@ def published_walk_peaks(schedule: str, p: int, m: int, v: int, held: Sequence[f
                          gains: Sequence[float], ranks: Sequence[int] | None = None) -> list[tuple[float, float]]:
     """:func:`order_walk_peaks` of a published split order, read at min(m, 3p) as :func:`published_held_peaks`;
     of ``ranks`` alone when given (``held`` and ``gains`` then one per rank listed)."""
-    steps = _published_walk_steps(schedule, p, min(m, 3 * p), v)
-    return [_peaks(steps[r], f, g) for r, f, g in zip(range(p) if ranks is None else ranks, held, gains, strict=True)]
+    steps = published_walk_fronts(schedule, p, m, v)
+    return [front_peaks(steps[r], f, g) for r, f, g in zip(range(p) if ranks is None else ranks, held, gains,
+                                                            strict=True)]
+
+
+def published_walk_fronts(schedule: str, p: int, m: int, v: int) -> tuple[tuple[Front, Front, Front], ...]:
+    """:func:`walk_steps` of each rank of a published split order, read at min(m, 3p) as :func:`published_held_peaks`
+    (for :func:`front_peaks`)."""
+    return _published_walk_steps(schedule, p, min(m, 3 * p), v)
 
 
 @lru_cache(maxsize=1024)  # a step front is a few pairs a rank
@@ -206,13 +215,16 @@ def rank_shares(share: float, layer_kept: float, first_kept: float, counts: Sequ
     bytes: ``share`` (a layer's M_W / M_B) of its layers' ``layer_kept`` each over those plus, with the first
     stage, ``first_kept`` that I frees and no W reads (the embedding's mask) — scaling that by a layer's share
     overcounted it (16-fold under full recompute at t = 1)."""
-    out = []
-    for mine in ranks:
-        kept = sum(counts[j] for j in mine) * layer_kept
-        out.append(share * kept / (kept + (first_kept if 0 in mine else 0.0)) if kept else 0.0)
-    return out
+    return [rank_share(share, layer_kept, first_kept if 0 in mine else 0.0, sum(counts[j] for j in mine))
+            for mine in ranks]
 
 
-__all__ = ["SPLIT_SCHEDULES", "chunk_in_flight", "held_steps", "in_flight", "order_held_peaks", "order_walk_peaks",
-           "published_held_peaks", "published_walk_peaks", "rank_gains", "rank_shares", "step_front", "walk_peaks",
+def rank_share(share: float, layer_kept: float, first_kept: float, layers: int) -> float:
+    """:func:`rank_shares` of one rank holding ``layers`` layers (``first_kept``: 0 off the first stage)."""
+    kept = layers * layer_kept
+    return share * kept / (kept + first_kept) if kept else 0.0
+
+
+__all__ = ["SPLIT_SCHEDULES", "chunk_in_flight", "front_peaks", "held_steps", "in_flight", "order_held_peaks", "order_walk_peaks",
+           "published_held_peaks", "published_walk_fronts", "published_walk_peaks", "rank_gain", "rank_gains", "rank_share", "rank_shares", "step_front", "walk_peaks",
            "weight_gradient_bytes"]

@@ -47,6 +47,7 @@ row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -265,78 +266,115 @@ class StageMemory:
 
 def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first: bool, last: bool,
                      head_copy: bool | None = None) -> float:
-    """Parameters on one GPU of a stage: its layers, the embedding on the first stage, the final norm
-    (and, when the first and last stages sit on different ranks and embeddings are tied, the LM head's
-    copy of the token table — ``head_copy``, default PP > 1) on the last."""
-    if c.family == "switch":  # one GPU holds it all (parallel.check_fits)
-        return float(c.parameter_count)
-    params = layers * layer_parameters_per_gpu(c, par.tp)
-    if first:
-        params += embedding_parameters(c, par.tp)
-    if last:
-        params += outer_norm_parameters(c)  # the final norm: RMS γ (Llama), LayerNorm γ and β
-        if (par.pp > 1 if head_copy is None else head_copy) or not c.tied_embeddings:
-            params += padded_vocab(c.vocab, par.tp) // par.tp * c.hidden
-    return params
+    """Parameters on one GPU of a stage: its layers, the embedding on the first stage, the final norm (and, when the
+    first and last stages sit on different ranks and embeddings are tied, the LM head's copy of the token table —
+    ``head_copy``, default PP > 1) on the last."""
+    return stage_terms(c, par, first, last, head_copy).parameters(layers)
 
 
-def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool,
-                 last: bool, head_copy: bool | None = None,
-                 states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
+def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool, last: bool,
+                 head_copy: bool | None = None, states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
                  scale: float = 1.0, hf: bool = False, working: bool = True) -> StageMemory:
-    """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations;
-    ``states``: model-state bytes per parameter (:func:`state_bytes` of the run's dtype); ``unit``: with FSDP,
-    :func:`fsdp_unit_bytes` per parameter of the stage's largest unit (a layer, or the embedding with the
-    final norm and LM head), counted in the states. ``scale``: the activations' bytes per element over
-    fp16's (2 in fp32); the dropout masks (:func:`layer_mask_bytes`, the embedding's) stay a byte in every
-    dtype, as Megatron keeps them, and FlashAttention's log-sum-exp 4 (:func:`layer_lse_bytes`). ``hf``:
-    Hugging Face's fp32 eager modules, whose saved tensors :func:`~archsim.training.hf_memory.hf_activation_bytes`
-    counts in place of Korthikanti et al.'s.
-    ``working``: whether this stage carries its rank's recomputation working set (one layer rematerialised at
-    a time, whichever chunk it belongs to: a rank's first chunk alone, :func:`rank_memory`)."""
-    params = stage_parameters(c, par, layers, first, last, head_copy)
-    activations = stage_activations(c, par, layers, in_flight, first, last, scale, hf, working)
-    if c.family == "switch" or hf or not unit:  # FSDP's unit is Megatron's alone
-        return StageMemory(params, states * params, activations)
-    per_layer_params = layer_parameters_per_gpu(c, par.tp)
-    largest = max(per_layer_params if layers else 0.0, params - layers * per_layer_params)
-    return StageMemory(params, states * params + unit * largest, activations)
+    """Memory of one GPU of a stage holding ``layers`` layers with ``in_flight`` micro-batches' activations (the
+    other arguments as :func:`stage_terms`')."""
+    return stage_terms(c, par, first, last, head_copy, states, unit, scale, hf, working).memory(layers, in_flight)
 
 
 def stage_activations(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool,
                       last: bool, scale: float = 1.0, hf: bool = False, working: bool = True) -> float:
-    """:func:`stage_memory`'s activation bytes alone: a rank's peak reads them at two in-flight counts
-    (:func:`~archsim.training.pipeline_memory.peak_rank_memory`) over the same parameters and states."""
-    b, t = par.micro_batch, par.tp
+    """:func:`stage_memory`'s activation bytes alone (a rank's peak reads them at two in-flight counts)."""
+    return stage_terms(c, par, first, last, None, 0.0, 0.0, scale, hf, working).activations(layers, in_flight)
+
+
+@dataclass(frozen=True)
+class StageTerms:
+    """:func:`stage_memory`'s figures but a stage's layers and micro-batches in flight, read once (:func:`stage_terms`)
+    for a planner sizing a rank at many counts: parameters per GPU (a ``layer``'s; ``edges``: embedding, final norm,
+    LM-head copy; ``whole``: Switch's), bytes per parameter (``states``, FSDP's ``unit``) and per micro-batch (as
+    :func:`_layer_kept`, ``mask``, ``logits``; ``other``: Switch's or Hugging Face's, (layers, in flight) → bytes)."""
+
+    whole: float | None
+    layer: float
+    edges: tuple[float, ...]
+    states: float
+    unit: float
+    kept: float
+    unscaled: float
+    working_set: tuple[float, float] | None
+    mask: float | None
+    logits: float | None
+    scale: float
+    other: Callable[[int, float], float] | None
+
+    def parameters(self, layers: int) -> float:
+        """:func:`stage_parameters` of ``layers`` layers."""
+        if self.whole is not None:  # one GPU holds it all (parallel.check_fits)
+            return self.whole
+        params = layers * self.layer
+        for edge in self.edges:
+            params += edge
+        return params
+
+    def activations(self, layers: int, in_flight: float) -> float:
+        """:func:`stage_activations` of ``layers`` layers at ``in_flight`` micro-batches."""
+        if self.other is not None:
+            return self.other(layers, in_flight)
+        activations = in_flight * layers * self.kept
+        fixed = in_flight * layers * self.unscaled
+        if self.working_set is not None:
+            activations, fixed = activations + self.working_set[0], fixed + self.working_set[1]
+        if self.mask is not None:
+            embedding_mask = in_flight * self.mask
+            activations, fixed = activations + embedding_mask, fixed + embedding_mask
+        activations = activations * self.scale - fixed * (self.scale - 1)  # masks and log-sum-exp unscaled
+        if self.logits is not None:
+            activations += self.logits
+        return activations
+
+    def memory(self, layers: int, in_flight: float) -> StageMemory:
+        """:func:`stage_memory` of ``layers`` layers at ``in_flight`` micro-batches."""
+        params, activations = self.parameters(layers), self.activations(layers, in_flight)
+        if not self.unit:
+            return StageMemory(params, self.states * params, activations)
+        largest = max(self.layer if layers else 0.0, params - layers * self.layer)
+        return StageMemory(params, self.states * params + self.unit * largest, activations)
+
+
+@lru_cache(maxsize=4096)  # a rank's middle chunks share theirs; a planner sizes each rank at several counts
+def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool, head_copy: bool | None = None,
+                states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0, scale: float = 1.0, hf: bool = False,
+                working: bool = True) -> StageTerms:
+    """:class:`StageTerms` of the first and/or last stage or neither (``head_copy``: :func:`stage_parameters`'); ``states``:
+    bytes per parameter (:func:`state_bytes`); ``unit``: with FSDP, :func:`fsdp_unit_bytes` per parameter of the largest
+    unit (a layer, or the embedding with the final norm and LM head), counted in the states. ``scale``: the activations' bytes per element over fp16's (2 in fp32); the dropout masks
+    (:func:`layer_mask_bytes`, the embedding's) stay a byte, as Megatron keeps them, FlashAttention's log-sum-exp 4
+    (:func:`layer_lse_bytes`). ``hf``: Hugging Face's fp32 eager modules (:func:`~archsim.training.hf_memory.hf_activation_bytes`).
+    ``working``: whether it carries its rank's recomputation working set (a rank's first chunk alone)."""
+    b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     if c.family == "switch":  # fp32 eager only: 4 bytes an fp32 element (its masks counted as ¼ element)
         from archsim.training.hf_switch_ops import switch_activation_elements
 
-        return in_flight * ELEMENT_BYTES["fp32"] * switch_activation_elements(c, b)
-    if hf:
-        return hf_activation_bytes(c, b, layers, in_flight, par.recompute, first, last, working)
-    sp = par.sequence_parallel
-    per_layer, unscaled, working_set = _layer_kept(c, b, t, par.recompute, sp, par.attention, working)
-    activations = in_flight * layers * per_layer
-    fixed = in_flight * layers * unscaled
-    if working_set is not None:
-        activations += working_set[0]
-        fixed += working_set[1]
-    if first:
-        embedding_mask = in_flight * embedding_mask_bytes(c, b, t, sp)
-        activations += embedding_mask
-        fixed += embedding_mask
-    activations = activations * scale - fixed * (scale - 1)  # masks and log-sum-exp unscaled
-    if last:
-        activations += logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t
-    return activations
+        elements = switch_activation_elements(c, b)
+        return StageTerms(float(c.parameter_count), 0.0, (), states, 0.0, 0.0, 0.0, None, None, None, scale,
+                          lambda layers, in_flight: in_flight * ELEMENT_BYTES["fp32"] * elements)
+    head = last and ((par.pp > 1 if head_copy is None else head_copy) or not c.tied_embeddings)  # the LM head's copy
+    edges = (*([embedding_parameters(c, t)] if first else []), *([outer_norm_parameters(c)] if last else []),
+             *([padded_vocab(c.vocab, t) // t * c.hidden] if head else []))  # final norm: RMS γ, LayerNorm γ and β
+    if hf:  # FSDP's unit is Megatron's alone
+        return StageTerms(None, layer_parameters_per_gpu(c, t), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
+                          lambda layers, in_flight: hf_activation_bytes(c, b, layers, in_flight, par.recompute,
+                                                                        first, last, working))
+    kept, unscaled, working_set = _layer_kept(c, b, t, par.recompute, sp, par.attention, working)
+    return StageTerms(None, layer_parameters_per_gpu(c, t), edges, states, unit, kept, unscaled, working_set,
+                      embedding_mask_bytes(c, b, t, sp) if first else None,
+                      logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t if last else None, scale, None)
 
 
 @lru_cache(maxsize=4096)  # stage_memory's per-layer figures in one look-up: a planner sizes ranks many times over
 def _layer_kept(c: TransformerConfig, b: int, t: int, recompute: str, sp: bool, attention: str,
                 working: bool) -> tuple[float, float, tuple[float, float] | None]:
-    """Bytes per layer and micro-batch :func:`stage_memory` reads: the activations kept, of them the masks and
-    log-sum-exp (the same width in every dtype), and the recomputation working set's (activations, of them masks
-    and log-sum-exp) where ``working`` and there is one."""
+    """Bytes per layer and micro-batch :func:`stage_memory` reads: the activations kept, of them the masks and log-sum-exp
+    (the same width in every dtype), and the working set's (the same two) where ``working`` and there is one."""
     per_layer = layer_activation_bytes(c, b, t, recompute, sp, attention)
     unscaled = layer_mask_bytes(c, b, t, recompute, sp, attention) + layer_lse_bytes(c, b, t, recompute, attention)
     if recompute == "full" and working:  # the rerun layer's input is its checkpoint, held already (per_layer)
@@ -355,7 +393,8 @@ def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequen
     return c.seq * micro_batch * c.hidden / (tp if sequence_parallel else 1) if c.drops_hidden else 0.0
 
 
-__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "attention_core_per_score",
+__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "StageTerms", "attention_core_per_score",
            "attention_mask_per_score", "check_sharding", "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes",
-           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes", "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters", "state_bytes",
-           "unsharded_state_bytes"]
+           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes",
+           "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters", "stage_terms",
+           "state_bytes", "unsharded_state_bytes"]

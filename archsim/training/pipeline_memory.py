@@ -6,6 +6,7 @@ its stage's last-run layer (:func:`~archsim.training.held_memory.walk_peaks`).""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from archsim.errors import InputError
@@ -20,10 +21,10 @@ from archsim.training.hf_memory import hf_rank_fractions, hf_rank_gains
 from archsim.training.memory import (
     STATE_BYTES_PER_PARAMETER,
     StageMemory,
+    StageTerms,
     embedding_mask_bytes,
     layer_activation_bytes,
-    stage_activations,
-    stage_memory,
+    stage_terms,
 )
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
@@ -33,9 +34,16 @@ def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
     """M_W / M_B of a Megatron layer: the share of a micro-batch's activations a split backward's I leaves for
     its W (:func:`~archsim.training.held_memory.weight_gradient_bytes`; above 1 under full recompute); 0 for
     Switch's (I frees all; Hugging Face's: :func:`~archsim.training.hf_memory.hf_held_fraction`)."""
+    figures = layer_held_figures(c, par)
+    return 0.0 if figures is None else figures[2]
+
+
+def layer_held_figures(c: TransformerConfig, par: Parallelism) -> tuple[float, float, float, float] | None:
+    """A Megatron layer's M_W, M_B, their ratio and the first stage's embedding mask (bytes, :func:`_layer_held`);
+    None for Switch's (I frees all)."""
     if c.family == "switch":
-        return 0.0
-    return _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel, par.attention)[2]
+        return None
+    return _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel, par.attention)
 
 
 @lru_cache(maxsize=4096)  # a planner sizing ranks asks each probe for the same layer's figures
@@ -50,19 +58,19 @@ def _layer_held(c: TransformerConfig, b: int, t: int, recompute: str, sp: bool,
 def rank_held_fractions(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks) -> list[float]:
     """:func:`held_fraction` of each rank (``ranks`` its stages, ``counts[j]`` layers in stage j), the first stage's
     embedding mask (:func:`embedding_mask_bytes`) in its M_B (:func:`~archsim.training.held_memory.rank_shares`)."""
-    if c.family == "switch":
+    figures = layer_held_figures(c, par)
+    if figures is None:
         return [0.0] * len(ranks)
-    _, kept, share, mask = _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel,
-                                       par.attention)
+    _, kept, share, mask = figures
     return rank_shares(share, kept, mask, counts, ranks)
 
 
 def rank_held_gains(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks) -> list[float]:
     """:func:`~archsim.training.held_memory.rank_gains` of Megatron's layers (0 for Switch's: I frees all)."""
-    if c.family == "switch":
+    figures = layer_held_figures(c, par)
+    if figures is None:
         return [0.0] * len(ranks)
-    held, kept, _, mask = _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel,
-                                      par.attention)
+    held, kept, _, mask = figures
     return rank_gains(held, kept, [mask if 0 in mine else 0.0 for mine in ranks], counts, ranks)
 
 
@@ -104,12 +112,7 @@ def peak_rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[in
     """:func:`rank_memory` at the larger of the walk's ``peak`` (no working set: between actions) and ``back``, the
     most held while a backward reruns a layer, with the working set (:func:`~archsim.training.held_memory.walk_peaks`;
     chunk-forwards in M_B units, :func:`~archsim.training.held_memory.chunk_in_flight` of them per chunk)."""
-    v, last = par.chunks, par.pp * par.chunks - 1
-    held = rank_memory(c, par, layers, stages, chunk_in_flight(peak, v), apart, states, unit, scale, hf, working=False)
-    rerun = chunk_in_flight(back, v)  # the same parameters and states: the activations alone, once each
-    rerun_bytes = sum(stage_activations(c, par, n, rerun, j == 0, j == last, scale, hf, working=k == 0)
-                      for k, (n, j) in enumerate(zip(layers, stages)))
-    return StageMemory(held.parameters, held.states, rerun_bytes) if rerun_bytes > held.activations else held
+    return rank_terms(c, par, stages, apart, states, unit, scale, hf).peak(layers, peak, back)
 
 
 def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
@@ -119,10 +122,46 @@ def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], s
     each): its chunks' :func:`stage_memory` summed, the recomputation working set once — the rank rematerialises
     one layer at a time, whichever chunk it belongs to (before, each chunk added it)."""
     last = par.pp * par.chunks - 1
-    parts = [stage_memory(c, par, n, in_flight, j == 0, j == last, apart, states, unit, scale, hf,
-                          working=working and k == 0) for k, (n, j) in enumerate(zip(layers, stages))]
-    return StageMemory(sum(p.parameters for p in parts), sum(p.states for p in parts),
-                       sum(p.activations for p in parts))
+    return _summed([stage_terms(c, par, j == 0, j == last, apart, states, unit, scale, hf, working and k == 0)
+                    for k, j in enumerate(stages)], layers, in_flight)
 
 
-__all__ = ["held_fraction", "memories", "peak_rank_memory", "rank_held_fractions", "rank_held_gains", "rank_memory"]
+def _summed(terms: Sequence[StageTerms], layers: Sequence[int], in_flight: float) -> StageMemory:
+    parts = [t.memory(n, in_flight) for t, n in zip(terms, layers)]
+    if len(parts) == 1:  # sum() of one is 0 + it: itself, these figures being ≥ 0 (no −0.0)
+        return parts[0]
+    return StageMemory(sum([p.parameters for p in parts]), sum([p.states for p in parts]),
+                       sum([p.activations for p in parts]))
+
+
+@dataclass(frozen=True)
+class RankTerms:
+    """What :func:`peak_rank_memory` reads of a rank's chunks but their layers and the walk's counts: each chunk's
+    :class:`~archsim.training.memory.StageTerms` without the working set (``held``) and with it on the first
+    (``rerun``), ``chunks`` of them — read once for a planner sizing the rank at many counts."""
+
+    chunks: int
+    held: tuple[StageTerms, ...]
+    rerun: tuple[StageTerms, ...]
+
+    def peak(self, layers: Sequence[int], peak: float, back: float) -> StageMemory:
+        """:func:`peak_rank_memory` of ``layers`` layers per chunk."""
+        held = _summed(self.held, layers, chunk_in_flight(peak, self.chunks))
+        rerun = chunk_in_flight(back, self.chunks)  # the same parameters and states: the activations alone, once each
+        rerun_bytes = self.rerun[0].activations(layers[0], rerun) if len(self.rerun) == 1 else \
+            sum([t.activations(n, rerun) for t, n in zip(self.rerun, layers)])  # as _summed
+        return StageMemory(held.parameters, held.states, rerun_bytes) if rerun_bytes > held.activations else held
+
+
+def rank_terms(c: TransformerConfig, par: Parallelism, stages: Sequence[int], apart: bool,
+               states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0, scale: float = 1.0,
+               hf: bool = False) -> RankTerms:
+    """:class:`RankTerms` of a rank running virtual ``stages`` (the other arguments as :func:`peak_rank_memory`'s)."""
+    last = par.pp * par.chunks - 1
+    held = tuple(stage_terms(c, par, j == 0, j == last, apart, states, unit, scale, hf, False) for j in stages)
+    rerun = stage_terms(c, par, stages[0] == 0, stages[0] == last, apart, states, unit, scale, hf, True)
+    return RankTerms(par.chunks, held, (rerun, *held[1:]))  # the working set on the first chunk alone
+
+
+__all__ = ["RankTerms", "held_fraction", "layer_held_figures", "memories", "peak_rank_memory", "rank_held_fractions",
+           "rank_held_gains", "rank_memory", "rank_terms"]

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from archsim.training.parallel import layers_per_stage
 from archsim.training.search_space import Candidate, peak_memory_bytes, rank_memories
-from archsim.training.stage_split import planned_split, stage_layer_counts
+from archsim.training.stage_split import each_once, planned_split, stage_layer_counts
 
 
 def rank_capacities(cluster, par) -> list[float] | None:
@@ -28,7 +28,7 @@ def plan_candidate(c, cluster, global_batch: int, k: Candidate, pieces=None) -> 
     machines = cluster.rank_wise(par) or (cluster.machine(par),) * k.pp
     capacities = rank_capacities(cluster, par)
     split = None if capacities is None else planned_split(
-        c, par, machines, capacities, None if pieces is None else [pieces(par, m) for m in machines])
+        c, par, machines, capacities, None if pieces is None else each_once(machines, lambda m: pieces(par, m)))
     return None if split is None else replace(k, stage_layers=stage_layer_counts(split))
 
 

@@ -18,7 +18,14 @@ from math import isqrt
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.held_memory import SPLIT_SCHEDULES, published_held_peaks, published_walk_peaks
+from archsim.training.held_memory import (
+    SPLIT_SCHEDULES,
+    front_peaks,
+    published_held_peaks,
+    published_walk_fronts,
+    rank_gain,
+    rank_share,
+)
 from archsim.training.memory import (
     StageMemory,
     fsdp_unit_bytes,
@@ -32,7 +39,7 @@ from archsim.training.parallel import (
     tp_split_problem,
     tp_straddles,
 )
-from archsim.training.pipeline_memory import peak_rank_memory, rank_held_fractions, rank_held_gains
+from archsim.training.pipeline_memory import RankTerms, layer_held_figures, rank_terms
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
@@ -242,19 +249,62 @@ def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequen
     """:func:`rank_memories` of ``ranks`` with ``counts[j]`` layers in virtual stage j (any counts ≥ 0: a rank's
     memory reads its own chunks' alone, so the planner sizes a rank before the split is known), ``states`` bytes
     per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s."""
-    wanted = list(ranks)
-    mine = [rank_chunks(par.schedule, par.pp, par.chunks, rank) for rank in wanted]
-    split = par.schedule_name in SPLIT_SCHEDULES  # a fused B reads no shares: none worked out for it
-    shares = rank_held_fractions(c, par, counts, mine) if split else []
-    if any(shares):  # the working set where it meets the held (train's)
-        gains = rank_held_gains(c, par, counts, mine)
-        walks = published_walk_peaks(par.schedule_name, par.pp, par.microbatches, par.chunks, shares, gains, wanted)
-    else:  # a fused B: its walk peaks where a B starts, the in-flight count
-        every = _in_flight_counts(par.schedule_name, par.pp, par.microbatches, par.chunks)
-        walks = [(every[rank], every[rank]) for rank in wanted]
+    sizers = [rank_sizer(c, par, rank, states, unit, scale) for rank in ranks]
+    shares = [sizer.share(counts) for sizer in sizers]
+    walk = any(shares)  # the working set where it meets the held (train's); else a fused B's in-flight count
+    return [sizer.memory(counts, share, walk) for sizer, share in zip(sizers, shares, strict=True)]
+
+
+@dataclass(frozen=True)
+class RankSizer:
+    """One pipeline rank's memory as the layer counts vary (:func:`counted_rank_memories`), its shape read once
+    (:func:`rank_sizer`): the planner sizes each rank at many counts. ``chunks``: its virtual stages; ``held``: a
+    layer's M_W / M_B figures (:func:`~archsim.training.pipeline_memory.layer_held_figures`) where the schedule
+    splits the backward (None: a fused B reads no shares, none worked out for it; Switch's I frees all)."""
+
+    rank: int
+    chunks: tuple[int, ...]
+    held: tuple[float, float, float, float] | None
+    edge: float  # the rank's bytes in its M_B besides its layers' (the embedding's mask on the first)
+    schedule: str  # the order's name, ranks, micro-batches and chunks per rank (its walk's or in-flight count's)
+    p: int
+    m: int
+    v: int
+    terms: RankTerms
+
+    def share(self, counts: Sequence[int]) -> float:
+        """The rank's M_W / M_B with ``counts[j]`` layers in virtual stage j (0 under a fused B)."""
+        if self.held is None:
+            return 0.0
+        return rank_share(self.held[2], self.held[1], self.edge, sum([counts[j] for j in self.chunks]))
+
+    def memory(self, counts: Sequence[int], share: float, walk: bool) -> StageMemory:
+        """The rank's memory with ``counts[j]`` layers in virtual stage j at its ``share``: its order's walk when
+        ``walk`` (any rank sized beside it has a share), else the in-flight count, where a fused B's walk peaks."""
+        if walk:
+            assert self.held is not None  # a share above 0 is a split backward's
+            gain = rank_gain(self.held[0], self.held[1], self.edge, sum([counts[j] for j in self.chunks]),
+                             len(self.chunks))
+            peak, back = front_peaks(published_walk_fronts(self.schedule, self.p, self.m, self.v)[self.rank], share,
+                                     gain)
+        else:
+            peak = back = _in_flight_counts(self.schedule, self.p, self.m, self.v)[self.rank]
+        return self.terms.peak([counts[j] for j in self.chunks], peak, back)
+
+    def __call__(self, counts: Sequence[int]) -> StageMemory:
+        """:func:`counted_rank_memories` of this rank alone."""
+        share = self.share(counts)
+        return self.memory(counts, share, bool(share))
+
+
+def rank_sizer(c: TransformerConfig, par: Parallelism, rank: int, states: float, unit: float = 0.0,
+               scale: float = 1.0) -> RankSizer:
+    """:class:`RankSizer` of pipeline ``rank`` (the other arguments as :func:`counted_rank_memories`')."""
+    chunks = tuple(rank_chunks(par.schedule, par.pp, par.chunks, rank))
+    held = layer_held_figures(c, par) if par.schedule_name in SPLIT_SCHEDULES else None
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
-    return [peak_rank_memory(c, par, [counts[j] for j in chunks], chunks, peak, back, apart, states, unit, scale)
-            for chunks, (peak, back) in zip(mine, walks, strict=True)]
+    return RankSizer(rank, chunks, held, held[3] if held is not None and 0 in chunks else 0.0, par.schedule_name,
+                     par.pp, par.microbatches, par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale))
 
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16") -> float:
@@ -271,6 +321,7 @@ __all__ = ["CHUNKED",
     "REASONS",
     "V_SHAPED",
     "Candidate",
+    "RankSizer",
     "candidate_count",
     "candidates",
     "chunk_counts",
@@ -282,5 +333,6 @@ __all__ = ["CHUNKED",
     "peak_memory_bytes",
     "rank_chunks",
     "rank_memories",
+    "rank_sizer",
     "rejection",
 ]

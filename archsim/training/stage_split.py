@@ -33,7 +33,9 @@ brute force over every composition of the layers into PP·V chunks checks this i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
 
@@ -44,13 +46,15 @@ from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import STATE_BYTES_PER_PARAMETER, fsdp_unit_bytes, state_bytes
 from archsim.training.parallel import Parallelism, rank_of_stages
-from archsim.training.search_space import counted_rank_memories
+from archsim.training.search_space import rank_sizer
 from archsim.training.stages import hop_bytes
 from archsim.workload.transformer import TransformerConfig
 
 # Cells (PP × (layers + 3)²) the planner's dynamic program may fill: measured about 43 ns a cell and 1.2 GB
 # for 4,096 layers (train --pp 16 --balance planned: 2.7·10⁸ cells, 11.6 s), so at most ~4 s.
 MAX_PLAN_CELLS = 100_000_000
+T = TypeVar("T")
+U = TypeVar("U")
 LAYER = "layer"  # the chain's transformer layers are named layer1 … layerL, between "embedding" and "head"
 
 
@@ -113,10 +117,12 @@ def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, chunks: Sequ
     its count): searched from where the chord from no layers to all meets ``capacity``, then bisected.
     Until 2026-12-02 the planner took a layer's M_W / M_B on every rank and the working set beside the walk's
     peak, up to one layer's M_W − M_B above train's figure."""
+    sizer = rank_sizer(c, par, rank, states, unit)  # the rank's shape read once, its memory at each count probed
+
     def total(layers: int) -> float:
         counts = [0] * (par.pp * par.chunks)
         counts[chunks[0]] = layers  # a rank's memory reads its layer total, whichever of its chunks holds them
-        return counted_rank_memories(c, par, counts, [rank], states, unit)[0].total
+        return sizer(counts).total
 
     zero = total(0)
     if zero > capacity:
@@ -177,6 +183,24 @@ def _level(chain: Sequence[np.ndarray], most: Sequence[int], v: int, layers: int
     return counts
 
 
+@lru_cache(maxsize=64)
+def _stage_shapes(n: int, v: int) -> tuple[np.ndarray, ...]:
+    """The DP's candidate stages of an ``n``-node chain, nodes i … j − 1 (``v`` chunks a rank, each a layer at
+    least): i, j, whether it starts at the embedding and ends at the head, its transformer layers, whether it is a
+    stage at all and whether one in the middle — alike for every plan of that chain and chunk count."""
+    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    first, last = i == 0, j == n
+    count = j - i - first - last  # transformer layers in the stage
+    shape_ok = (j > i) & (count >= v)
+    return i, j, first, last, count, shape_ok, shape_ok & ~first & ~last
+
+
+def _stage_costs(chain: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Each candidate stage's F + I + W on one rank's GPU (``chain``: its node seconds), seconds."""
+    prefix = np.concatenate(([0.0], np.cumsum(chain)))
+    return prefix[j] - prefix[i]
+
+
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
                       capacities: Sequence[float], states: float = STATE_BYTES_PER_PARAMETER,
                       unit: float = 0.0) -> tuple[int, ...] | None:
@@ -210,22 +234,21 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
     most = [_most_layers(c, par, r, owned[r], capacities[r], states, unit) for r in range(p)]
     if min(most) < v or sum(most) < layers:
         return None
-    chain = node_times
+    chain = list(node_times)
     if rank_of[-1] == 0 and p > 1:  # V-shaped: embedding and head both rank 0's, a zero-cost node closes it
-        chain = [np.concatenate(([t[0] + t[-1]], t[1:-1], [0.0])) for t in node_times]
-    i, j = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")  # stage = nodes i … j − 1
-    first, last = i == 0, j == n
-    count = j - i - first - last  # transformer layers in the stage
-    shape_ok = (j > i) & (count >= v)
-    middle = shape_ok & ~first & ~last
+        chain = each_once(node_times, lambda t: np.concatenate(([t[0] + t[-1]], t[1:-1], [0.0])))
+    i, j, first, last, count, shape_ok, middle = _stage_shapes(n, v)
+    costs = each_once(chain, lambda t: _stage_costs(t, i, j))  # ranks on alike GPUs share one
+    allowed: dict[tuple[bool, bool, int], np.ndarray] = {}  # by the rank's place and most layers
     best = np.full(n + 1, np.inf)
     best[0] = 0.0
     choice = np.zeros((p, n + 1), dtype=int)
     for r in range(p):
-        prefix = np.concatenate(([0.0], np.cumsum(chain[r])))
-        cost = prefix[j] - prefix[i]
-        ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
-        value = np.where(ends & (count <= most[r]), np.maximum(best[:, None], cost), np.inf)
+        key = (r == 0, r == p - 1, most[r])
+        if key not in allowed:
+            ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
+            allowed[key] = ends & (count <= most[r])
+        value = np.where(allowed[key], np.maximum(best[:, None], costs[r]), np.inf)
         choice[r] = np.argmin(value, axis=0)
         best = value[choice[r], np.arange(n + 1)]
     if not np.isfinite(best[n]):
@@ -258,6 +281,16 @@ def refuse_planned_fp32(dtype: str) -> None:
                          field="balance")
 
 
+def each_once(items: Sequence[T], of: Callable[[T], U]) -> list[U]:
+    """``of(item)`` of each item, asked once per distinct object (a homogeneous cluster's ranks share a machine,
+    and their pieces)."""
+    seen: dict[int, U] = {}
+    for item in items:
+        if id(item) not in seen:
+            seen[id(item)] = of(item)
+    return [seen[id(item)] for item in items]
+
+
 def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Machine],
                   capacities: Sequence[float],
                   pieces: Sequence[dict[str, PieceCost]] | None = None) -> Partition | None:
@@ -265,14 +298,9 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
     ``pieces[r]`` when given, e.g. a search's cached ones), as a
     :class:`~archsim.partition.result.Partition` (:func:`chain_partition`); None when none fits."""
     if pieces is None:
-        cache: dict[int, dict[str, PieceCost]] = {}
-        for machine in machines:
-            if id(machine) not in cache:
-                cache[id(machine)] = model_pieces(c, par, machine)
-        pieces = [cache[id(machine)] for machine in machines]
-    times = {id(own): node_seconds(c, own) for own in pieces}
+        pieces = each_once(machines, lambda machine: model_pieces(c, par, machine))
     dtype = machines[0].dtype
-    counts = plan_stage_layers(c, par, [times[id(own)] for own in pieces], capacities,
+    counts = plan_stage_layers(c, par, each_once(pieces, lambda own: node_seconds(c, own)), capacities,
                                state_bytes(dtype, machines[0].implementation, par.optimizer_shards, par.fsdp),
                                fsdp_unit_bytes(dtype) if par.fsdp else 0.0)
     return None if counts is None else chain_partition(c, par, counts, pieces)
@@ -293,6 +321,6 @@ def parse_stage_layers(text: str) -> tuple[int, ...]:
     return counts
 
 
-__all__ = ["chain_partition", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
+__all__ = ["chain_partition", "each_once", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
            "piece_seconds", "plan_stage_layers", "planned_split", "spread",
            "stage_layer_counts"]
