@@ -83,12 +83,13 @@ def flash_gemms(s: int, hd: int, heads: int, tile: tuple[int, int], window: int 
                 causal: bool = True) -> tuple[Gemm, Gemm]:
     """The kernel's scores-shaped (S = QKᵀ) and context-shaped (O = PV) GEMMs over ``heads`` heads, the
     backward's five alike (Br·Bc·hd products a block each). Not ``causal``: the whole s × s square, as the
-    unfused GEMMs' shapes. Causal: its :func:`computed_blocks` laid side by side, max(Br, Bc) × hd ×
-    (min(Br, Bc) · blocks) for both, so the tile model tiles them as one grid; ``window`` as there."""
+    unfused GEMMs' shapes. Causal: its :func:`computed_blocks` stacked, (min(Br, Bc) · blocks) × hd ×
+    max(Br, Bc) for both, so a GPU's tile model tiles them as one grid and an array streams the long side;
+    ``window`` as there."""
     if not causal:
         return Gemm(s, hd, s, heads), Gemm(s, s, hd, heads)
     br, bc = tile
-    blocks = Gemm(max(br, bc), hd, min(br, bc) * computed_blocks(s, br, bc, window), heads)
+    blocks = Gemm(min(br, bc) * computed_blocks(s, br, bc, window), hd, max(br, bc), heads)
     return blocks, blocks
 
 
