@@ -39,21 +39,22 @@ def _pairs(s: int, window: int) -> int:
     return int(np.count_nonzero((q - k >= 0) & (q - k < window)))
 
 
-@pytest.mark.parametrize("s", [1, 2, 7, 12, 33])
-def test_flash_counts_the_windowed_pairs_in_the_causal_squares_convention(s):
-    hd, heads, kv = 4, 6, 2
-    causal = _pairs(s, s)
-    assert causal == s * (s + 1) // 2
+def _blocks(s: int, br: int, bc: int, window: int) -> int:
+    """Br × Bc blocks holding at least one pair 0 ≤ q − k < window, by brute force over the pairs."""
+    q, k = np.meshgrid(np.arange(s), np.arange(s), indexing="ij")
+    kept = (q - k >= 0) & (q - k < window)
+    return sum(bool(kept[i:i + br, j:j + bc].any()) for i in range(0, s, br) for j in range(0, s, bc))
+
+
+@pytest.mark.parametrize("s", [1, 7, 130, 300])
+def test_flash_counts_the_windowed_blocks_its_kernel_computes(s):
+    hd, heads, kv = 128, 6, 2  # head dim 128: forward 128 × 64 blocks, backward 64 × 128
     full_forward, full_backward = flash_attention_ops(s, hd, heads, kv)
-    # archsim counts causal attention as the whole s × s square (as papers count its FLOPs): every causal
-    # pair off the diagonal twice, the diagonal once
-    assert full_forward.macs == 2 * hd * heads * (2 * causal - s) == 2 * hd * heads * s * s
-    for window in range(1, s + 3):
-        kept = _pairs(s, window)
+    for window in sorted({1, 2, 63, 64, 65, 129, s - 1, s, s + 2} - {0}):
         forward, backward = flash_attention_ops(s, hd, heads, kv, window=window)
-        counted = 2 * kept - s  # the same convention over the pairs the window keeps
-        assert forward.macs == 2 * hd * heads * counted  # S = QKᵀ and O = PV
-        assert backward.macs == 5 * hd * heads * counted  # QKᵀ again, dV, dP, dQ, dK
+        # every block a kept pair falls in costs a whole 128 × 64 tile: S = QKᵀ and O = PV
+        assert forward.macs == 2 * hd * heads * 128 * 64 * _blocks(s, 128, 64, window)
+        assert backward.macs == 5 * hd * heads * 64 * 128 * _blocks(s, 64, 128, window)  # QKᵀ, dV, dP, dQ, dK
         if window >= s:
             assert (forward, backward) == (full_forward, full_backward)
         # every key is inside some query's window: Q, K, V, O and dO are still each read once

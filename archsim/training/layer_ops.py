@@ -60,6 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.lowering import Gemm, TrainingOp
+from archsim.training.flash_blocks import flash_gemms, flash_tiles
 from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, unfused_softmax
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
@@ -156,7 +157,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
             moved = rope_elements(tokens, rotated, hd, c.rotary_dims, dtype)
             mem(name, moved, moved)
     if attention == "flash":
-        f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window, dtype)
+        f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window, dtype, c.family != "bert",
+                                   c.drops_attention)
         forward.append(f)
         backward.append(d)
     else:
@@ -208,38 +210,28 @@ def rope_elements(tokens: int, heads: int, head_dim: int, rotary_dims: int, dtyp
 
 
 def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int | None = None,
-                        dtype: str = "fp16") -> tuple[TrainingOp, TrainingOp]:
+                        dtype: str = "fp16", causal: bool = True, dropout: bool = False) -> tuple[TrainingOp, TrainingOp]:
     """FlashAttention-2 (Dao 2023, Algorithms 1 and 2) over ``heads`` query heads (micro-batch × heads
     per GPU) sharing ``kv_heads`` K/V heads, s tokens of head size hd: one fused kernel each way.
-    Forward: S = QKᵀ and O = PV (the standard attention's FLOPs), softmax and dropout in registers;
-    HBM: read Q, K, V, write O and the fp32 log-sum-exp (elements of ``dtype``). Backward: recompute
-    S = QKᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q (five GEMMs, one more than the
-    standard backward); HBM: read Q, K, V, O, dO and the log-sum-exp, write dQ, dK, dV. No s × s
-    tensor is read or written (causal masking skips work the FLOP count keeps, as papers count it).
-    ``window`` (sliding-window attention, keys 0 ≤ q − k < window): the kernel skips the blocks outside
-    the window, so the GEMMs shrink to :func:`window_gemms`; every key is in some query's window, so
-    Q, K, V and O are still read once each."""
+    Forward: S = QKᵀ and O = PV, softmax and dropout in registers; HBM: read Q, K, V, write O and the
+    fp32 log-sum-exp (elements of ``dtype``). Backward: recompute S = QKᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ,
+    dQ = dS·K, dK = dSᵀ·Q (five GEMMs, one more than the standard backward); HBM: read Q, K, V, O, dO and
+    the log-sum-exp, write dQ, dK, dV. No s × s tensor is read or written. The GEMMs count the blocks the
+    kernel computes (:func:`~archsim.training.flash_blocks.flash_gemms`, each way in its own tiles,
+    ``dropout`` picking the forward's): ``causal`` skips the blocks above the diagonal, a ``window``
+    (keys 0 ≤ q − k < window) those before it too; not causal, the whole square. Time and energy follow
+    these; model FLOPs keep the whole square (:func:`~archsim.training.throughput.attended_pairs`).
+    Every key is in some query's window, so Q, K, V and O are still read once each."""
     q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O) and of K (= V)
     lse = int(dtype_elements(4, dtype) * s * heads)
-    qk, pv = window_gemms(s, hd, heads, window)
-    forward = TrainingOp("flash_attention", "F", (*qk, *pv), vector_elements=q + 2 * kv + q + lse,
+    tiles = flash_tiles(hd, dropout)
+    qk, pv = flash_gemms(s, hd, heads, tiles.forward, window, causal)
+    dqk, dpv = flash_gemms(s, hd, heads, tiles.backward, window, causal)
+    forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + 2 * kv + q + lse,
                          out_bytes=2 * q, fused=True)
-    backward = TrainingOp("flash_attention", "D", (*qk, *pv, *qk, *pv, *pv),
+    backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv),
                           vector_elements=3 * q + 2 * kv + lse + q + 2 * kv, out_bytes=2 * (q + 2 * kv), fused=True)
     return forward, backward
-
-
-def window_gemms(s: int, hd: int, heads: int, window: int | None) -> tuple[tuple[Gemm, ...], tuple[Gemm, ...]]:
-    """The scores-shaped (queries × hd × keys) and context-shaped (queries × keys × hd) GEMMs of
-    ``heads`` heads of causal attention over s tokens. archsim counts causal attention as the whole
-    s × s square: each of its s(s+1)/2 pairs off the diagonal twice, the diagonal once (2·pairs − s).
-    Kept for a window w < s, that convention counts 2·pairs_w − s = (s − w)(2w − 1) + w² query-key
-    products: s − w query rows of 2w − 1 keys and a w × w block; a window of s or more changes nothing."""
-    if window is None or window >= s:
-        return (Gemm(s, hd, s, heads),), (Gemm(s, s, hd, heads),)
-    w = window
-    return ((Gemm(s - w, hd, 2 * w - 1, heads), Gemm(w, hd, w, heads)),
-            (Gemm(s - w, 2 * w - 1, hd, heads), Gemm(w, w, hd, heads)))
 
 
 def fused_softmax(seq: int, attention_batches: int, dtype: str = "fp16") -> bool:
@@ -388,4 +380,4 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
 
 __all__ = ["SP_REGATHER", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work",
            "flash_attention_ops", "fused_softmax", "gemm_ops", "head_work", "reduce_scatters_embedding",
-           "residual_elements", "rope_elements", "vector_op", "window_gemms"]
+           "residual_elements", "rope_elements", "vector_op"]

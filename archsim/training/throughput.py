@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from archsim.training.layer_ops import window_gemms
 from archsim.workload.transformer import TransformerConfig, layer_parameters
 
 
@@ -31,9 +30,15 @@ def model_flops(c: TransformerConfig, global_batch: int) -> float:
 
 def attended_pairs(c: TransformerConfig) -> int:
     """Query-key products of one sequence's attention that the FLOPs count, per head and head dimension:
-    s² (the whole square, as papers count causal attention), fewer under a sliding window
-    (:func:`~archsim.training.layer_ops.window_gemms`)."""
-    return sum(g.macs for g in window_gemms(c.seq, 1, 1, c.sliding_window)[0])
+    s² (the whole square, as papers count causal attention: Narayanan et al. 2021, PaLM's MFU), though
+    FlashAttention's kernel computes about half of it (its time counts the blocks it computes:
+    :mod:`archsim.training.flash_blocks`). Kept under a sliding window w < s, the convention counts each
+    kept causal pair off the diagonal twice and the diagonal once: 2·pairs_w − s = (s − w)(2w − 1) + w²;
+    a window of s or more changes nothing."""
+    s, w = c.seq, c.sliding_window
+    if w is None or w >= s:
+        return s * s
+    return (s - w) * (2 * w - 1) + w * w
 
 
 def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, attention: str = "standard") -> float:

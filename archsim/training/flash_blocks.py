@@ -1,0 +1,96 @@
+"""The key blocks FlashAttention-2's kernel computes, and the tiles it computes them in.
+
+Causal attention: FlashAttention-2 skips every key block wholly above the diagonal and masks only the
+blocks the diagonal crosses (Dao 2023, "FlashAttention-2", §3.1.1 "Causal masking": about half the blocks).
+Its forward kernel (Dao-AILab/flash-attention, ``csrc/flash_attn/src/flash_fwd_kernel.h``,
+``compute_attn_1rowblock``) runs query block i (rows i·Br … min((i+1)·Br, s) − 1) over key blocks
+j < min(⌈s/Bc⌉, ⌈((i+1)·Br + window_right)/Bc⌉) from j ≥ max(0, ⌊(i·Br − window_left)/Bc⌋) under a
+local window; the backward (``flash_bwd_kernel.h``) loops each key block over the query blocks that
+meet the same condition. So block (i, j) is computed iff j·Bc ≤ the block's last row and, under a
+window of w keys (0 ≤ q − k < w: window_left = w − 1), (j + 1)·Bc − 1 ≥ i·Br − (w − 1). A partly masked
+block costs a whole one, and so does a ragged last block: the kernel zero-fills the rows and columns past
+s as it loads them and runs its MMAs over the full Br × Bc tile (``Is_even_MN`` only drops the bounds
+checks), so every computed block counts Br·Bc query-key products.
+
+Tiles Br × Bc (``kBlockM`` × ``kBlockN``) are the kernel's on A100 and H100 (sm80 and sm90 alike, ≥ 144 KB
+of shared memory per block), by head dim rounded up to the kernel's 32, 64, …, 256
+(``flash_fwd_launch_template.h`` ``run_mha_fwd_hdim*``, ``flash_bwd_launch_template.h``
+``run_mha_bwd_hdim*``; commits c1f0be2f and 37e32feb): forward 128 × 128 at head dim 64 (128 × 64 with
+dropout), 128 × 64 at 128 (128 × 32 with dropout); backward 128 × 128 at 64, 64 × 128 at 128.
+
+This counts the work the kernel does, for its time and energy; model FLOPs (MFU, TFLOP/s per GPU:
+:mod:`archsim.training.throughput`) keep the papers' whole-square convention.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from archsim.errors import InputError
+from archsim.lowering import Gemm
+
+# head dim (rounded up) → (forward Br × Bc without dropout, with dropout, backward Br × Bc)
+_TILES: dict[int, tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = {
+    32: ((128, 128), (128, 128), (128, 128)),
+    64: ((128, 128), (128, 64), (128, 128)),
+    96: ((128, 64), (128, 64), (64, 128)),
+    128: ((128, 64), (128, 32), (64, 128)),
+    160: ((128, 32), (128, 32), (64, 64)),
+    192: ((128, 64), (64, 64), (64, 64)),
+    224: ((128, 64), (128, 64), (64, 64)),
+    256: ((128, 64), (128, 64), (64, 64)),  # A100's forward; H100 runs 64 × 64 (two CTAs per SM)
+}
+
+
+@dataclass(frozen=True)
+class FlashTiles:
+    """FlashAttention-2's query × key block, Br × Bc (rows, keys), of its forward and backward kernels."""
+
+    forward: tuple[int, int]
+    backward: tuple[int, int]
+
+
+def flash_tiles(head_dim: int, dropout: bool = False) -> FlashTiles:
+    """The A100/H100 kernel's tiles for ``head_dim`` (rounded up to a multiple of 32, as the kernel
+    dispatches), with or without attention dropout (the forward's smaller block with it)."""
+    rounded = -(-head_dim // 32) * 32
+    if head_dim <= 0 or rounded not in _TILES:
+        raise InputError(f"FlashAttention-2 runs head dims 1 to 256, got {head_dim}", field="head_dim")
+    plain, dropped, backward = _TILES[rounded]
+    return FlashTiles(dropped if dropout else plain, backward)
+
+
+def computed_blocks(s: int, br: int, bc: int, window: int | None = None, causal: bool = True) -> int:
+    """Br × Bc blocks the kernel computes for s queries and s keys (module docstring): every block of the
+    ⌈s/Br⌉ × ⌈s/Bc⌉ grid when not ``causal``; causal, the key blocks j with j·Bc ≤ each query block's last
+    row, from the block holding its first row's first key in the ``window`` (keys 0 ≤ q − k < window)."""
+    if min(s, br, bc) <= 0 or (window is not None and window <= 0):
+        raise InputError(f"blocks need a positive length, tiles and window, got s={s}, {br} × {bc}, "
+                         f"window {window}", field="seq")
+    rows = -(-s // br)
+    if not causal:
+        return rows * -(-s // bc)
+    first = np.arange(rows, dtype=np.int64) * br
+    last = np.minimum(first + br, s) - 1
+    stop = last // bc + 1
+    start = np.zeros(rows, dtype=np.int64) if window is None else np.maximum(0, (first - (window - 1)) // bc)
+    return int((stop - start).sum())
+
+
+def flash_gemms(s: int, hd: int, heads: int, tile: tuple[int, int], window: int | None = None,
+                causal: bool = True) -> tuple[Gemm, Gemm]:
+    """The kernel's scores-shaped (S = QKᵀ) and context-shaped (O = PV) GEMMs over ``heads`` heads, the
+    backward's five alike (Br·Bc·hd products a block each). Not ``causal``: the whole s × s square, as the
+    unfused GEMMs' shapes. Causal: its :func:`computed_blocks` stacked, (min(Br, Bc) · blocks) × hd ×
+    max(Br, Bc) for both, so a GPU's tile model tiles them as one grid and an array streams the long side;
+    ``window`` as there."""
+    if not causal:
+        return Gemm(s, hd, s, heads), Gemm(s, s, hd, heads)
+    br, bc = tile
+    blocks = Gemm(min(br, bc) * computed_blocks(s, br, bc, window), hd, max(br, bc), heads)
+    return blocks, blocks
+
+
+__all__ = ["FlashTiles", "computed_blocks", "flash_gemms", "flash_tiles"]
