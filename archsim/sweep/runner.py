@@ -338,7 +338,7 @@ def _cached_rows(file: Path) -> list[dict[str, object]]:
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise InputError("unreadable sweep cache file (no rows); delete it to recompute", file=str(file))
-    unit = data.get("unit")
+    unit = data.get("unit") if isinstance(data, dict) else None
     return [_with_settings(_renamed(row), unit) if isinstance(row, dict) else row for row in rows]
 
 
