@@ -65,12 +65,11 @@ def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
     and Gantt sections (docs/security.md)."""
     from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep.device_spec import DeviceSweepSpec
-    from archsim.sweep.report import report_apart, spec_command
+    from archsim.sweep.report import report_apart, results_folder, spec_command
     from archsim.sweep.report import write_report as _write
 
     check_path(out, "out", "a report path (str or Path)")
-    folder = Path(results)
-    folder = folder.parent if folder.suffix == ".csv" else folder
+    folder = results_folder(results)  # archsim report's: a linked entry refused before anything is read
     report_apart(out, folder, "out")  # archsim report --out's check: not over the results it is drawn from
     own = () if spec is None else (spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)).networks
     return _write(folder, out, spec_command=spec_command(folder), own_networks=own)

@@ -203,3 +203,36 @@ def test_the_layer_builder_refuses_a_linked_network_file(tmp_path):
     with pytest.raises(InputError, match=f"{layers / 'vgg16.csv'}: {LINK_WORDS}"):
         builders.main([str(layers)])
     assert (tmp_path / "outside").read_bytes() == SECRET
+
+
+@pytest.mark.parametrize("name", ["results.csv", "spec.json", "summary.csv", "cache entry"])
+@pytest.mark.parametrize("given", ["folder", "its results.csv"])
+def test_the_report_refuses_a_linked_entry_and_writes_nothing(folder, capsys, name, given):
+    """Failed before: ``archsim report`` read the folder's results.csv and spec.json through a link (an outside
+    file's rows drawn as the folder's, exit 0), where the sweep refuses one. Now the sweep's own check runs before
+    anything is read: its line, exit 2, no report written, the outside file kept."""
+    res = folder / "res"
+    if name == "cache entry":
+        link = _only_entry(res)
+        (folder / "outside").write_bytes(link.read_bytes())
+    else:
+        link = res / name
+        (folder / "outside").write_bytes((res / name).read_bytes())  # the folder's own bytes: only the link is wrong
+    outside = (folder / "outside").read_bytes()
+    link.unlink()
+    link.symlink_to(folder / "outside")
+    before = _files(res)
+    target = folder / "report.html"
+    results = res if given == "folder" else res / "results.csv"
+    line = clean_error(capsys, "report", results, "--out", target)
+    assert line == (f"archsim report: error: {link}: {LINK_WORDS} {res}, which archsim fills itself and never follows "
+                    "a link out of: remove the link, or give another folder")
+    with pytest.raises(InputError, match=f"{link}: {LINK_WORDS}"):
+        archsim.write_report(results, out=target)
+    assert not target.exists() and _files(res) == before and (folder / "outside").read_bytes() == outside
+
+
+def test_the_report_draws_the_same_folder_unlinked(folder, capsys):
+    """The control: the copied folder without a link is drawn (exit 0), so the refusals above are the link's."""
+    assert main(["report", str(folder / "res"), "--out", str(folder / "report.html")]) == 0
+    assert (folder / "report.html").is_file()

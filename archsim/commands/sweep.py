@@ -114,10 +114,9 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_report_command(args: argparse.Namespace) -> int:
-    from archsim.sweep.report import report_apart, spec_command, write_report
+    from archsim.sweep.report import report_apart, results_folder, spec_command, write_report
 
-    folder = Path(args.results)
-    folder = folder.parent if folder.suffix == ".csv" else folder
+    folder = results_folder(args.results)  # a linked entry refused before anything is read
     target = args.out or str(Path("reports") / f"{folder.name}.html")
     report_apart(target, folder, "--out")
     path = write_report(folder, target, spec_command=spec_command(folder))

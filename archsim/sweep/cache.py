@@ -55,7 +55,8 @@ def check_entries(out: Path) -> None:
     """Refuse, before any work, a results folder in which a file the sweep writes or reads back — ``spec.json``,
     ``results.csv``, ``summary.csv``, ``cache/`` or a cache entry — is a symlink, naming it
     (:func:`~archsim.output_targets.check_entry`, which the writer applies again to every file it writes there;
-    the lock, opened without following a link, refuses one itself: :func:`.folder.holding`)."""
+    the lock, opened without following a link, refuses one itself: :func:`.folder.holding`). The report's reader
+    applies it too (:func:`.report.results_folder`): a folder a sweep would refuse is never drawn."""
     for name in ("spec.json", "results.csv", "summary.csv", "cache"):
         check_entry(out / name, out)
     try:

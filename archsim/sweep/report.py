@@ -18,6 +18,19 @@ if TYPE_CHECKING:  # pandas loads when a report is written
     from archsim.array.config import ArrayConfig
 
 
+def results_folder(results: str | Path) -> Path:
+    """The folder ``archsim report RESULTS`` and :func:`archsim.write_report` draw: RESULTS, or the folder of the
+    results.csv given. Refused in one line, before any of its files is read, where one a sweep writes there is a
+    symlink (:func:`archsim.sweep.cache.check_entries`, the sweep's own check): read through, a link would draw
+    another folder's rows, or an outside file's, as this folder's (docs/security.md)."""
+    from archsim.sweep.cache import check_entries
+
+    folder = Path(results)
+    folder = folder.parent if folder.suffix == ".csv" else folder
+    check_entries(folder)
+    return folder
+
+
 def spec_command(folder: Path) -> str:
     """The command that reran the sweep of ``folder`` (its spec.json's source, else a placeholder)."""
     spec = folder / "spec.json"
@@ -148,8 +161,10 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     """The sweep's HTML report from the folder's files. A network file its results.csv names is read
     only inside the folder (or the shipped ``layers/``), or when it is one of ``own_networks``, the
     networks of the spec the caller has just run: a results folder may come from someone else."""
+    from archsim.sweep.cache import check_entries
     from archsim.sweep.device_report import is_device_folder, write_device_report
 
+    check_entries(folder)  # a caller that named the folder itself (sweep --report: checked before the run, too)
     if is_device_folder(folder):
         return write_device_report(folder, target, spec_command=spec_command)
     results = read_results(folder)
@@ -266,4 +281,5 @@ def report_network(name: str, folder: Path, own_networks: tuple[str, ...] = ()):
     return None
 
 
-__all__ = ["NUMERIC_RESULT_COLUMNS", "read_results", "read_results_csv", "spec_command", "write_report"]
+__all__ = ["NUMERIC_RESULT_COLUMNS", "read_results", "read_results_csv", "results_folder", "spec_command",
+           "write_report"]

@@ -63,12 +63,36 @@ def check_spec_rows(results: pd.DataFrame, record: dict, path: Path, command: st
             raise InputError(f"{column} {results.at[stray[0], column]!r} is not on the axes of the folder's spec.json "
                              f"(the spec last run here): these rows are another run's; {rerun}", file=str(path),
                              line=int(stray[0]) + 2, field=column)
+    _check_settings(results, record, path, rerun)
     clocks = len(designs[0].get("clocks_ghz") or []) if designs and isinstance(designs[0], dict) else 0
     expected = (len(networks) * len(arrays) * max(1, len(dataflows)) * len(batches) * max(1, len(designs))
                 * len(processors) * len(methods) * max(1, clocks))
     if len(results) != expected:
         raise InputError(f"{len(results):,} rows, where the folder's spec.json gives {expected:,} configurations "
                          f"(rows deleted, or another run's?); {rerun}", file=str(path))
+
+
+def _check_settings(results: pd.DataFrame, record: dict, path: Path, rerun: str) -> None:
+    """Refuse LayerPipe rows whose ``alpha`` or ``split_axes`` cell is not the folder's spec.json's: an edited alpha
+    rerun and stopped before its results were written leaves the old rows, on the same axes, under the new record.
+    A results.csv from before these columns, or a record without them, is not compared."""
+    axes = record.get("split_axes")
+    alpha = record.get("alpha")
+    recorded = {"alpha": float(alpha) if isinstance(alpha, (int, float)) and not isinstance(alpha, bool) else None,
+                "split_axes": "+".join(map(str, axes)) if isinstance(axes, list) and axes else None}
+    layerpipe = results[results["method"] == "layerpipe"]
+    for column, value in recorded.items():
+        if value is None or column not in results.columns:
+            continue
+        stray = layerpipe.index[layerpipe[column] != value]
+        if len(stray):
+            cell = results.at[stray[0], column]
+            shown = "empty" if isinstance(cell, float) and math.isnan(cell) else f"{cell:g}" if isinstance(cell, float) \
+                else repr(str(cell))
+            said = f"{value:g}" if isinstance(value, float) else repr(value)
+            raise InputError(f"layerpipe's {column} {shown} is not the folder's spec.json's {said} (the spec last run "
+                             f"here): these rows are another run's; {rerun}", file=str(path), line=int(stray[0]) + 2,
+                             field=column)
 
 
 def check_device_rows(results: pd.DataFrame, record: dict, path: Path, command: str) -> None:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from archsim.errors import InputError
 from archsim.json_text import dumps
-from archsim.lowering import LoweredLayer, Mode, lower_network
+from archsim.lowering import SPLIT_AXES, LoweredLayer, Mode, lower_network
 from archsim.output_files import hold_until_written, output_set, write_output
 from archsim.partition import build_profile
 from archsim.planners import partitions
@@ -38,7 +38,7 @@ from archsim.sweep.cache import cache_file, check_entries, remove_killed_temps
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
-from archsim.sweep.spec import SweepSpec, Unit, check_size, check_unchanged, network_sha256
+from archsim.sweep.spec import SETTING_COLUMNS, SweepSpec, Unit, check_size, check_unchanged, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.validate import MAX_CONFIGS, parse_json, read_text
 from archsim.workload import load_network
@@ -56,6 +56,21 @@ SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", 
 RENAMED_COLUMNS = {"single_cycles": "single_processor_cycles", "mandatory_bytes": "mandatory_comm_bytes",
                    "comm_overhead_bytes": "additional_comm_bytes", "cycles_per_iteration": "iteration_cycles",
                    "seconds_per_iteration": "iteration_seconds", "bandwidth": "bandwidth_words_per_cycle"}
+
+
+def layerpipe_settings(method: str, alpha: float, axes: Iterable[str]) -> dict[str, object]:
+    """A row's :data:`SETTING_COLUMNS`: ``alpha`` and the δ split ``axes`` where ``method`` is LayerPipe's, which
+    reads them, else NaN (an empty cell): two folders run at two alphas give rows told apart."""
+    if method != "layerpipe":
+        return dict.fromkeys(SETTING_COLUMNS, math.nan)
+    return {"alpha": float(alpha), "split_axes": "+".join(axes)}
+
+
+def written_columns(columns: Iterable[str]) -> list[str]:
+    """``columns`` with :data:`SETTING_COLUMNS` right after ``method``: their order in results.csv and summary.csv."""
+    columns = [c for c in columns if c not in SETTING_COLUMNS]
+    at = columns.index("method") + 1
+    return columns[:at] + SETTING_COLUMNS + columns[at:]
 
 
 def current_names(names: Iterable[str]) -> dict[str, str]:
@@ -117,7 +132,8 @@ def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
         return {
             "network": Path(unit.network).stem, "only": "+".join(unit.only) or "all", "rows": unit.rows,
             "cols": unit.cols, "dataflow": unit.dataflow, "batch": unit.batch, "mode": unit.mode,
-            "processors": processors, "method": method, "stages": len(plan.stages),
+            "processors": processors, "method": method, **layerpipe_settings(method, unit.alpha, unit.split_axes),
+            "stages": len(plan.stages),
             "single_processor_cycles": single, "iteration_cycles": cycles,
             "speedup": single / cycles, "mandatory_comm_bytes": plan.mandatory_bytes,
             "additional_comm_bytes": plan.additional_bytes, "network_path": unit.network,
@@ -322,7 +338,17 @@ def _cached_rows(file: Path) -> list[dict[str, object]]:
     rows = data.get("rows") if isinstance(data, dict) else None
     if not isinstance(rows, list):
         raise InputError("unreadable sweep cache file (no rows); delete it to recompute", file=str(file))
-    return [_renamed(row) if isinstance(row, dict) else row for row in rows]
+    unit = data.get("unit") if isinstance(data, dict) else None
+    return [_with_settings(_renamed(row), unit) if isinstance(row, dict) else row for row in rows]
+
+
+def _with_settings(row: dict[str, object], unit: object) -> dict[str, object]:
+    """An array sweep's cached row with :data:`SETTING_COLUMNS`: an entry written before they were columns takes
+    them from the unit it records (its key's settings, so never another alpha's), not recomputed."""
+    if "alpha" in row or "method" not in row or not isinstance(unit, dict) or "alpha" not in unit:
+        return row  # today's row, or a device point's
+    axes = unit.get("split_axes", SPLIT_AXES)  # an entry from before the axes were a setting: every axis
+    return {**row, **layerpipe_settings(str(row["method"]), float(unit["alpha"]), axes)}
 
 
 def _renamed(row: dict[str, object]) -> dict[str, object]:
@@ -339,5 +365,5 @@ def _frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     present = set().union(*rows)
     design = [c for c in DESIGN_COLUMNS if c in present]
     array = [ARRAY_COLUMN] if ARRAY_COLUMN in present else []  # two .cfg files of one shape are two arrays
-    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS + PROVENANCE_COLUMNS + array + design)
+    frame = pd.DataFrame(rows, columns=written_columns(RESULT_COLUMNS) + PROVENANCE_COLUMNS + array + design)
     return frame.sort_values(SORT_COLUMNS + array + design[:6], kind="stable").reset_index(drop=True)

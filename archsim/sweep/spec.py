@@ -13,7 +13,7 @@ Keys are checked exactly — an unknown key is an error naming it, never silentl
     processors = [2, 3, 4]
     methods = ["layerpipe", "pipedream", "gpipe"]
     mode = "paper"                  # or "exact"
-    alpha = 1.001                   # LayerPipe's relaxation factor, as --alpha
+    alpha = 1.001                   # LayerPipe's relaxation factor, as --alpha (with layerpipe in methods)
     split_axes = ["channels"]       # optional: the δ split axes LayerPipe may use, as --split-axes (default all three)
     engine = "analytic"             # or "cycle": memory-aware (compute + SCALE-Sim stall cycles)
 
@@ -78,6 +78,9 @@ DESIGN_KEYS = {"sram_kb", "bandwidths", "clocks_ghz", "element_bytes", "dtypes",
 KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha",
         "split_axes", "engine"} | DESIGN_KEYS
 REQUIRED = {"networks", "arrays", "batches", "processors", "methods"}
+# The keys that tune LayerPipe's Algorithm 1, as results.csv and summary.csv name them after ``method`` (alpha; the δ
+# split axes joined by "+", as ``only``'s kinds are): empty on another method's rows, which read neither
+SETTING_COLUMNS = ["alpha", "split_axes"]
 
 
 @dataclass(frozen=True)
@@ -316,9 +319,10 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
     if not methods:
         raise InputError(f"expected at least one method of {', '.join(PARTITIONERS)}, got []", file=file,
                          field="methods")
-    if "split_axes" in table and "layerpipe" not in methods:  # as pipeline refuses --split-axes beside another method
-        raise InputError("split_axes tunes LayerPipe's Algorithm 1: list layerpipe in methods", file=file,
-                         field="split_axes")
+    for key in SETTING_COLUMNS:  # as pipeline refuses --alpha, --split-axes beside another method
+        if key in table and "layerpipe" not in methods:  # it would change no row: refused, as plan refuses a setting
+            raise InputError(f"{key} tunes LayerPipe's Algorithm 1, which none of methods ({', '.join(methods)}) "
+                             f"runs: list layerpipe in methods, or drop {key}", file=file, field=key)
     designs: tuple[Design, ...] = ()
     if DESIGN_KEYS & set(table):
         check_cfg_axes(table, array_texts, arrays, file)

@@ -6,6 +6,7 @@ import pandas as pd
 
 from archsim.report.paper_tables import improvement_pct
 from archsim.report.style import DESIGN_AXIS_WORDS
+from archsim.sweep.spec import SETTING_COLUMNS
 
 # A design sweep's own axes (archsim.sweep.design's columns that set a design, not its results): part of
 # what one configuration is, so "best with at most P processors" never mixes two designs.
@@ -13,7 +14,7 @@ DESIGN_AXES = tuple(DESIGN_AXIS_WORDS)
 
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean speedup and communication overhead per (network, processors, method), plus each
+    """Mean speedup and communication overhead per (network, processors, method and its LayerPipe settings), plus each
     method's improvement over PipeDream's mean speedup (Table IV's "Improvement").
 
     ``speedup_upto`` averages, per configuration, the best speedup over P′ ≤ P processors: Algorithm 1
@@ -22,7 +23,8 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     ``improvement_upto_vs_pipedream_pct`` compares both methods' ``speedup_upto``, so a P where the greedy
     plan dips is not read as a loss a planner would accept.
     """
-    keys = ["network", "only", "mode", "processors", "method"]
+    # LayerPipe's settings key its rows too (a results.csv from before they were columns has none: keyed as then)
+    keys = ["network", "only", "mode", "processors", "method"] + [c for c in SETTING_COLUMNS if c in results.columns]
     config = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "method"]
     config += [axis for axis in DESIGN_AXES if axis in results.columns]
     config += ["array_path"] if "array_path" in results.columns else []  # a .cfg's array: one of its shape's
@@ -30,7 +32,7 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     # A planner may leave processors idle: the best speedup with at most P processors (of one design; an
     # axis a design leaves unset, a clock, is NaN and must not drop its rows).
     results["speedup_upto"] = results.groupby(config, dropna=False)["speedup"].cummax()
-    summary = (results.groupby(keys, sort=True)
+    summary = (results.groupby(keys, sort=True, dropna=False)  # another method's rows have no settings (NaN)
                .agg(speedup=("speedup", "mean"), speedup_min=("speedup", "min"), speedup_max=("speedup", "max"),
                     speedup_upto=("speedup_upto", "mean"),
                     additional_comm_bytes=("additional_comm_bytes", "mean"),
