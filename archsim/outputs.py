@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 atomic_write_text = write_output  # the older name, which the benchmark scripts call
-__all__ = ["atomic_write_text", "format_number", "meta_columns", "render",
+__all__ = ["atomic_write_text", "csv_frame", "format_number", "meta_columns", "render",
            "with_meta_columns",]
 
 
@@ -61,6 +61,13 @@ def with_meta_columns(frame: pd.DataFrame, meta: Mapping[str, object] | None) ->
     return frame.assign(**extra) if extra and len(frame) else frame
 
 
+def csv_frame(frame: pd.DataFrame | Rows, meta: Mapping[str, object] | None = None) -> pd.DataFrame:
+    """The rows :func:`render` writes as ``--format csv``, as a DataFrame: ``frame``'s columns, then each single
+    meta value as a column of its own (:func:`meta_columns`); what every result's ``to_frame()`` returns, so a
+    result's frame and its command's CSV are one table (imports pandas)."""
+    return with_meta_columns(frame.frame() if isinstance(frame, Rows) else frame, meta)
+
+
 def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] | None = None,
            float_format: str = "{:.4g}", precision: int | None = None) -> str:
     """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``; RFC 8259:
@@ -80,7 +87,7 @@ def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] |
         frame = frame.frame()
     import pandas as pd
     if fmt == "csv":  # the meta's values too (as columns after the rows' own), so csv loses nothing json has
-        return with_meta_columns(frame, meta).to_csv(index=False)
+        return csv_frame(frame, meta).to_csv(index=False)
     if fmt == "json":
         return dumps({"meta": meta or {}, "rows": frame.to_dict(orient="records")}, indent=2) + "\n"
     shown = frame.copy()

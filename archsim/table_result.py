@@ -1,6 +1,7 @@
 """A job's table and its JSON document together, for the API's table jobs (``archsim.cost``, ``archsim.gemm``,
 ``archsim.sparse``, ``archsim.plan``): ``table``, the DataFrame the command prints (its columns, indexing and
-methods answer on the result too), and ``to_dict()``, the document its ``--format json`` prints."""
+methods answer on the result too), ``to_dict()``, the document its ``--format json`` prints, and ``to_frame()``,
+the rows its ``--format csv`` prints."""
 
 from __future__ import annotations
 
@@ -37,6 +38,15 @@ class TableResult:
         """The JSON document the command's ``--format json`` prints for the same keywords; a copy, NaN as NaN
         (the CLI writes null)."""
         return copy.deepcopy(self.document)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows the command's ``--format csv`` prints for the same keywords, as a DataFrame: the document's rows
+        (a cost's TOTAL row too, which ``table`` leaves out), then each single meta value as a column, as
+        :func:`archsim.outputs.render` writes them (imports pandas)."""
+        from archsim.outputs import csv_frame
+        from archsim.rows import Rows
+
+        return csv_frame(Rows.of(self.document["rows"]), self.document["meta"])
 
     def equals(self, other: object) -> bool:
         """:meth:`pandas.DataFrame.equals` on the tables (``other`` a result or a DataFrame)."""

@@ -103,3 +103,6 @@ def test_api_examples_show_the_new_keywords():
     assert any("archsim.search(" in b and 'gpus="' in b for b in blocks)
     assert any("archsim.cluster_jobs(" in b and "compare=" in b for b in blocks)
     assert any("archsim.bppsa_rnn(" in b and "archsim.bppsa_pruned_vgg11(" in b for b in blocks)
+    # "Results as DataFrames": to_frame() of each kind of result that holds a command's CSV rows
+    assert any(all(f"{job}(" in b for job in ("archsim.cost", "archsim.gemm", "archsim.plan", "archsim.train",
+                                               "archsim.search")) and b.count(".to_frame()") >= 5 for b in blocks)

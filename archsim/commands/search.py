@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.api import search
     from archsim.outputs import render
     from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.search_result import rows_frame, text_meta
     from archsim.training.search_space import chunk_counts
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
@@ -130,8 +131,7 @@ def run(args: argparse.Namespace) -> int:
     document = result.to_dict()  # built once, by archsim.search, naming the files as given
     meta, rows = document["meta"], document["rows"]
     if args.format != "json":
-        meta = {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
-                for k, v in meta.items() if k != "pareto"}
+        meta = text_meta(meta)
         if args.format == "table":  # csv: the rows' pareto_optimal; the table ends with the front's block
             from archsim.training.train_json import parameters_line
 
@@ -146,12 +146,11 @@ def run(args: argparse.Namespace) -> int:
 
         why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.gpus],
                                 result.rejected, args.balance, result.sharded_fits, args.fsdp)
-    columns = None if rows else ["tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds"]
     if why is not None and args.format == "table":  # the table says why where its rows would be: a reader of the
         # output alone saw only the columns' names (csv keeps its header, json its empty rows: their readers parse)
         text = render(pd.DataFrame(), "table", meta=meta, precision=args.precision).removesuffix("\n") + why + "\n"
     else:
-        text = render(pd.DataFrame(rows, columns=columns), args.format, meta=meta, precision=args.precision)
+        text = render(rows_frame(rows), args.format, meta=meta, precision=args.precision)
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
     note_default_seq(config, args.model, args.seq)

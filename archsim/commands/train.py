@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
-    from archsim.training.train_json import network_lines, parameters_line, train_document
+    from archsim.training.train_json import parameters_line, text_meta, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.model_files import config_dtype_note, load_transformer
@@ -173,8 +173,7 @@ def run(args: argparse.Namespace) -> int:
 
         digits = "{:.4g}" if args.precision is None else f"{{:.{args.precision}g}}"
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
-        meta = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(document["meta"])
-        meta["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in result.breakdown.items())
+        meta = text_meta(meta, result.breakdown, show)
         if args.format == "table":  # csv keeps the exact integer
             meta["parameters"] = parameters_line(meta["parameters"])
     warning = rank_memory_warning(result, machines)

@@ -18,6 +18,8 @@ from archsim.training.pipeline_memory import memories
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from archsim.policies.stage_run import StageRun
     from archsim.sim.timeline import Timeline
 
@@ -78,6 +80,17 @@ class TrainResult:
             raise InputError("only archsim.train's result knows its model and cluster to make archsim train's "
                              "JSON; this one came from archsim.training.run.train", field="to_dict")
         return copy.deepcopy(self.document)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows ``archsim train --format csv`` prints for this iteration, as a DataFrame: the ops' rows
+        (seconds per micro-batch or per iteration, as the ``rows`` of :meth:`to_dict`), then the meta's single
+        values as columns (the breakdown and the network as the CSV's one line each) (imports pandas)."""
+        from archsim.outputs import csv_frame
+        from archsim.rows import Rows
+        from archsim.training.train_json import text_meta
+
+        document = self.to_dict()
+        return csv_frame(Rows.of(document["rows"]), text_meta(document["meta"], self.breakdown, repr))
 
     @property
     def timeline(self) -> Timeline:

@@ -4,8 +4,15 @@ and the twins left out; apart from the search (:mod:`archsim.training.search`) t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# the columns archsim search's CSV heads an empty answer with (no configuration fits): its readers parse a header
+EMPTY_COLUMNS = ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds")
 
 
 @dataclass(frozen=True)
@@ -52,5 +59,29 @@ class SearchResult:
                              "JSON; this one came from archsim.training.search.search", field="to_dict")
         return copy.deepcopy(self.document)
 
+    def to_frame(self) -> pd.DataFrame:
+        """The rows ``archsim search --format csv`` prints for this search, as a DataFrame, best first: each
+        configuration's columns (its ``command`` too), then the meta's single values as columns (the rejected
+        counts as one ``reason: n, …`` cell; the Pareto front is the rows' ``pareto_optimal``) (imports pandas)."""
+        from archsim.outputs import csv_frame
 
-__all__ = ["SearchResult", "ShardedFits"]
+        document = self.to_dict()
+        return csv_frame(rows_frame(document["rows"]), text_meta(document["meta"]))
+
+
+def text_meta(meta: dict) -> dict:
+    """``archsim search``'s meta as its table and CSV print it: a count per reason (``rejected``) as one
+    ``reason: n, …`` line, the Pareto front left out (the CSV's rows say ``pareto_optimal``; the table ends with
+    the front's own block)."""
+    return {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
+            for k, v in meta.items() if k != "pareto"}
+
+
+def rows_frame(rows: list[dict]) -> pd.DataFrame:
+    """A search's rows as the DataFrame its command prints; no row: the header of :data:`EMPTY_COLUMNS`."""
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=None if rows else list(EMPTY_COLUMNS))
+
+
+__all__ = ["EMPTY_COLUMNS", "SearchResult", "ShardedFits", "rows_frame", "text_meta"]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # more timeline slots than this and the document leaves the timeline out (its size, not its content)
 MAX_TIMELINE_SLOTS = 20000
 
@@ -132,6 +134,15 @@ def network_lines(meta: dict) -> dict[str, str]:
     crossed = ", ".join(inter["crossed_by"]) or "no group"
     lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per GPU; crossed by {crossed}"
     return lines
+
+
+def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], str]) -> dict:
+    """``archsim train``'s meta as its table and its CSV print it: the single values, the network's two entries as
+    one line each (:func:`network_lines`) and ``breakdown`` (seconds by category) as one line, each second written by
+    ``show`` (the CSV: ``repr``, full precision; the table: its digits); the per-rank lists are JSON's alone."""
+    out = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(meta)
+    out["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in breakdown.items())
+    return out
 
 
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
