@@ -177,3 +177,15 @@ def test_a_sweep_without_the_new_axes_keeps_its_columns_and_cache_names(tmp_path
     from archsim.sweep.device_points import point_rows
 
     assert not {"clock_ghz", "tp", "pp", "dp"} & set(point_rows(point)[0])
+
+
+def test_the_documented_clock_and_layout_example_has_the_points_it_says(tmp_path):
+    """docs/formats.md's example: 3 clocks × (TP, PP) in {1, 2, 4}² on 8 chips, of which TP 4 × PP 4 (16 chips)
+    does not fit: 8 layouts, 24 points."""
+    from archsim.sweep import load_spec
+
+    text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    block = text.split('name = "tpu_v4_like_clock_layout"', 1)[1].split("```", 1)[0]
+    spec = load_spec(write(tmp_path / "s.toml", '[sweep]\nname = "tpu_v4_like_clock_layout"' + block))
+    assert spec.size == 24 and [entry[:3] for entry in spec.skipped] == [(8, 4, 4)]
+    assert len({(p.clock_ghz, p.tp, p.pp) for p in spec.units()}) == 24
