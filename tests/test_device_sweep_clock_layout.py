@@ -189,3 +189,16 @@ def test_the_documented_clock_and_layout_example_has_the_points_it_says(tmp_path
     spec = load_spec(write(tmp_path / "s.toml", '[sweep]\nname = "tpu_v4_like_clock_layout"' + block))
     assert spec.size == 24 and [entry[:3] for entry in spec.skipped] == [(8, 4, 4)]
     assert len({(p.clock_ghz, p.tp, p.pp) for p in spec.units()}) == 24
+
+
+def test_a_clock_point_is_the_device_the_edited_file_reads_as(tmp_path):
+    """Every field, the dtypes' peaks (MFU's denominators) included, is what the device reader gives on the file
+    edited to that clock."""
+    from archsim.devices.device_file import load_device
+    from archsim.sweep.device_points import with_fields
+
+    text = DEVICE.read_text(encoding="utf-8").replace("clock_mhz = 1050\n", "clock_mhz = 700\n")
+    edited = load_device(write(tmp_path / "tpu_v4_like.toml", text))
+    swept = with_fields(load_device(DEVICE), None, None, None, 0.7)
+    assert dict(swept.peaks) == pytest.approx(dict(edited.peaks), rel=1e-12)
+    assert {k for k, v in vars(swept).items() if v != vars(edited)[k]} <= {"peaks"}  # a scaled peak's last bit

@@ -81,9 +81,10 @@ def _skipped(record: dict) -> str:
     none, or a record from before the tp and pp axes)."""
     from archsim.sweep.device_layouts import skipped_line
 
-    skipped, axes = record.get("skipped"), [record.get(key) for key in ("arrays", "sram_kib_per_array", "clocks_ghz",
-                                                                        "hbm_gbps", "chips", "tp", "pp")]
-    if not skipped or not all(isinstance(axis, list) for axis in axes):
+    skipped = record.get("skipped")
+    axes = [axis for key in ("arrays", "sram_kib_per_array", "clocks_ghz", "hbm_gbps", "chips", "tp", "pp")
+            if isinstance(axis := record.get(key), list)]
+    if not skipped or len(axes) < 7:
         return ""
     arrays, sram, clocks, hbm, chips, tp, pp = (len(axis) for axis in axes)
     line = skipped_line([tuple(entry) for entry in skipped], chips * tp * pp, arrays * sram * clocks * hbm)
