@@ -100,9 +100,12 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     sram = (", SRAM " + results["sram_kib_per_array"].map(lambda k: f"{k:g}") + " KiB per array"
             if "sram_kib_per_array" in results.columns else "")  # a sweep of it names it
-    label = (results["arrays"].astype(str) + " arrays" + sram + ", HBM " + results["hbm_gbps"].map(lambda g: f"{g:g}")
-             + " GB/s, " + results["gpus"].astype(str) + " chips, peak "
-             + results["peak_memory_gib"].map(lambda g: f"{g:.1f}") + " GiB")
+    clock = (", " + results["clock_ghz"].map(lambda c: f"{c:g}") + " GHz" if "clock_ghz" in results.columns else "")
+    layout = (" (TP " + results["tp"].astype(str) + " × PP " + results["pp"].astype(str) + " × DP "
+              + results["dp"].astype(str) + ")" if "tp" in results.columns else "")  # so do the clock and TP, PP
+    label = (results["arrays"].astype(str) + " arrays" + sram + clock + ", HBM "
+             + results["hbm_gbps"].map(lambda g: f"{g:g}") + " GB/s, " + results["gpus"].astype(str) + " chips"
+             + layout + ", peak " + results["peak_memory_gib"].map(lambda g: f"{g:.1f}") + " GiB")
     front, fits = results["pareto_optimal"].astype(bool), results["fits_memory"].astype(bool)
     groups = (("Pareto-optimal (time, energy)", front, "diamond", 12), ("dominated", ~front & fits, "circle", 8),
               ("does not fit memory", ~fits, "circle-open", 8))

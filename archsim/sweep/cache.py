@@ -39,6 +39,10 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
         del fields["array_file"]["energy_table"], fields["array_file"]["energy_figures"]  # no [energy]: names as before
     if fields.get("split_axes") == SPLIT_AXES:  # every δ split axis, the default: names as before the key
         del fields["split_axes"]
+    if isinstance(unit, DevicePoint):  # a clock, TP or PP not swept: names as before those axes
+        for key in ("clock_ghz", "tp", "pp"):
+            if fields[key] is None:
+                del fields[key]
     settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 

@@ -1,15 +1,17 @@
 """Device sweep points: a transformer trained on a device file whose fields are swept (array shape ×
-HBM bandwidth × chips, :mod:`archsim.sweep.device_spec`), each point timed and priced as ``archsim
-train`` times and prices it, and the time/energy front over them.
+SRAM × clock × HBM bandwidth × chips × TP × PP, :mod:`archsim.sweep.device_spec`), each point timed and priced as
+``archsim train`` times and prices it, and the time/energy front over them.
 
 Each point is the device with those fields replaced (every other field as the file states it: the
-SRAM per array unless swept, the clock, the links; a .cfg's SCALE-Sim ``Bandwidth``, where it states one, restated
-as the whole words/cycle nearest ``hbm_gbps``, :func:`~archsim.sweep.device_files.cfg_words`), ``chips``
+SRAM per array and the clock unless swept, the links; a .cfg's SCALE-Sim ``Bandwidth``, where it states one,
+restated as the whole words/cycle nearest ``hbm_gbps``, :func:`~archsim.sweep.device_files.cfg_words`), ``chips``
 of it in one server as a cluster file ``[[servers]] gpus = chips, device = …, intra_server_gbps`` gives
-them (the in-server link the device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP 1 ×
-PP 1 × DP ``chips``: seconds, memory and ``energy_j`` are :func:`archsim.train`'s on the device with the
-spec's ``static_watts`` (else the device file's): the energy model's dynamic joules plus static_watts × chips ×
-seconds, train's one formula (:func:`archsim.training.energy.static_joules`). The front
+them (the in-server link the device's own ``[links] intra_gbps``, :func:`in_server_gbps`), and TP × PP × DP
+(TP and PP 1 unless swept, DP = chips / (TP · PP)): seconds, memory and ``energy_j`` are :func:`archsim.train`'s on
+the device with the spec's ``static_watts`` (else the device file's): the energy model's dynamic joules plus
+static_watts × chips × seconds, train's one formula (:func:`archsim.training.energy.static_joules`). The energy
+model prices accesses, not cycles (a device's leakage is refused: static power is ``static_watts``), so a clock
+changes the dynamic joules not at all (no voltage is modelled) and the static ones with the seconds. The front
 (``pareto_optimal``) is the points no fitting point beats in both seconds and joules
 (:func:`archsim.report.pareto.pareto_mask`); a point whose memory does not fit its chip is kept,
 ``fits_memory`` false, never on the front.
@@ -35,13 +37,18 @@ COLUMNS = ["model", "gpu", "arrays", "rows", "cols", "hbm_gbps", "gpus", "global
            "dtype", "attention", "static_watts", "iteration_seconds", "energy_j", "peak_memory_gib",
            "memory_capacity_gib", "fits_memory", "pareto_optimal", "model_sha256", "device_sha256"]
 SRAM_COLUMN = "sram_kib_per_array"  # after cols, only in a sweep of it: other sweeps' results.csv as before
+CLOCK_COLUMN = "clock_ghz"  # after SRAM, only in a sweep of clocks_ghz (the array sweep's name for a clock column)
+LAYOUT_COLUMNS = ["tp", "pp", "dp"]  # after gpus, only in a sweep of tp or pp (train's flags)
 
 
 def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None,
-                sram_kib_per_array: int | None = None) -> Device:
-    """``device`` with its arrays (count, rows, cols: one array per core), HBM bandwidth (GB/s) and SRAM
-    per array (KiB) replaced, every other field kept; the peaks of the dtypes its arrays run scale with
-    their PEs, as a device file's derived peaks would."""
+                sram_kib_per_array: int | None = None, clock_ghz: float | None = None) -> Device:
+    """``device`` with its arrays (count, rows, cols: one array per core), HBM bandwidth (GB/s), SRAM
+    per array (KiB) and clock (GHz: its arrays' and fp32 lanes', one clock in a device file) replaced, every other
+    field kept; the peaks of the dtypes its arrays run scale with their PEs and clock, as a device file's derived
+    peaks would."""
+    from archsim.choices.devices import DTYPES
+
     if arrays is not None:
         count, rows, cols = arrays
         new = replace(device.arrays, count=count, rows=rows, cols=cols, per_core=1)
@@ -50,6 +57,11 @@ def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: f
         peaks = tuple((dtype, new.peak_flops if peak == old else peak * ratio)
                       if device.gemm_units(dtype) is device.arrays else (dtype, peak) for dtype, peak in device.peaks)
         device = replace(device, arrays=new, peaks=peaks)
+    if clock_ghz is not None:
+        ratio = clock_ghz * 1e9 / device.arrays.clock_hz
+        lanes = None if device.lanes is None else replace(device.lanes, clock_hz=clock_ghz * 1e9)
+        peaks = tuple((dtype, peak * ratio if dtype in DTYPES else peak) for dtype, peak in device.peaks)
+        device = replace(device, arrays=replace(device.arrays, clock_hz=clock_ghz * 1e9), lanes=lanes, peaks=peaks)
     if hbm_gbps is not None:
         device = replace(device, hbm_bytes_per_s=hbm_gbps * 1e9)
     if sram_kib_per_array is not None:
@@ -65,7 +77,8 @@ def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
 
     device = load_device(spec.setup.device_path)
     lines = devices_implausible_figures(dict.fromkeys(
-        with_fields(device, point.arrays, point.hbm_gbps, point.sram_kib_per_array) for point in spec.units()))
+        with_fields(device, point.arrays, point.hbm_gbps, point.sram_kib_per_array, point.clock_ghz)
+        for point in spec.units()))
     for gbps in dict.fromkeys(g for g in spec.hbm_gbps if g is not None):  # a figure the spec gave, not the file
         said = f"[memory] hbm_gbps = {gbps:g} GB/s "
         lines = tuple(line.replace(said, f"{said[:-1]} (the spec's hbm_gbps axis) ") for line in lines)
@@ -88,12 +101,16 @@ def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
 
 def spec_notes(spec: DeviceSweepSpec) -> tuple[str, ...]:
     """The notes ``archsim train`` says of a run its points are (``archsim sweep`` on stderr, :func:`archsim.api.run_sweep`
-    as UserWarnings): fp32 GEMMs on a device without fp32 lanes run on its arrays at their fp16 rate."""
+    as UserWarnings): fp32 GEMMs on a device without fp32 lanes run on its arrays at their fp16 rate; then the
+    layouts (chips × tp × pp) skipped as train refuses them, counted (:func:`~archsim.sweep.device_layouts.skipped_line`)."""
     from archsim.devices.device_file import load_device
+    from archsim.sweep.device_layouts import skipped_line
     from archsim.training.cluster_file import fp32_on_arrays_note
 
     line = fp32_on_arrays_note(load_device(spec.setup.device_path)) if spec.setup.dtype == "fp32" else None
-    return (line,) if line else ()
+    per_layout = len(spec.arrays) * len(spec.sram_kib_per_array) * len(spec.clocks_ghz) * len(spec.hbm_gbps)
+    skipped = skipped_line(spec.skipped, len(spec.chips) * len(spec.tp) * len(spec.pp), per_layout)
+    return tuple(text for text in (line, skipped) if text)
 
 
 def static_override(device: Device, spec: DeviceSweepSpec) -> tuple[str, ...]:
@@ -144,7 +161,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
 
     setup = point.setup
     device = replace(with_fields(load_priced_device(setup.device_path), point.arrays, point.hbm_gbps,
-                                 point.sram_kib_per_array),
+                                 point.sram_kib_per_array, point.clock_ghz),
                      static_watts=setup.static_watts)
     edited = "swept.toml"  # the edited device, which has no file: given to the cluster by this name
     cluster = gpu_cluster({"cluster": {"name": "device-sweep"},
@@ -158,14 +175,17 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                                    ("model", setup.model_path, setup.model_sha256)):
             # absolute: a hand-made setup's relative path (a benchmark's flag) is a file too, never a shipped name
             check_unchanged(os.path.abspath(path), sha256, "after the sweep started", what)
-        result, _ = train(config, cluster=cluster, global_batch=setup.global_batch,
-                          dp=point.chips, micro_batch=setup.micro_batch, recompute=setup.recompute,
+        result, _ = train(config, cluster=cluster, global_batch=setup.global_batch, tp=point.tp or 1,
+                          pp=point.pp or 1, dp=point.dp, micro_batch=setup.micro_batch, recompute=setup.recompute,
                           attention=setup.attention)
     arrays = device.arrays
     sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: device.sram_bytes_per_array / 1024}
+    clock = {} if point.clock_ghz is None else {CLOCK_COLUMN: arrays.clock_hz / 1e9}
+    layout = {} if point.tp is None and point.pp is None else dict(zip(LAYOUT_COLUMNS, (point.tp or 1, point.pp or 1,
+                                                                                         point.dp), strict=True))
     return [{"model": config.name, "gpu": device.name, "arrays": f"{arrays.count}x{arrays.rows}x{arrays.cols}",
-             "rows": arrays.rows, "cols": arrays.cols, **sram, "hbm_gbps": device.hbm_bytes_per_s / 1e9,
-             "gpus": point.chips,
+             "rows": arrays.rows, "cols": arrays.cols, **sram, **clock, "hbm_gbps": device.hbm_bytes_per_s / 1e9,
+             "gpus": point.chips, **layout,
              "global_batch": setup.global_batch, "micro_batch": setup.micro_batch, "recompute": setup.recompute,
              "dtype": setup.dtype, "attention": setup.attention, "static_watts": setup.static_watts,
              "iteration_seconds": result.iteration_seconds,
@@ -189,12 +209,16 @@ def with_front(rows: list[dict]) -> list[dict]:
 
 
 def frame(rows: list[dict]) -> pd.DataFrame:
-    """Rows as results.csv holds them (the spec's order: arrays, then SRAM, then bandwidth, then chips),
-    the front marked."""
+    """Rows as results.csv holds them (the spec's order: arrays, then SRAM, then clock, then bandwidth, then chips,
+    TP and PP), the front marked; the SRAM, clock and layout columns only where the spec sweeps them."""
     import pandas as pd
 
-    at = COLUMNS.index("cols") + 1
-    columns = COLUMNS[:at] + [SRAM_COLUMN] + COLUMNS[at:] if any(SRAM_COLUMN in r for r in rows) else COLUMNS
+    def present(names: list[str]) -> list[str]:
+        return names if any(names[0] in r for r in rows) else []
+
+    at, gpus = COLUMNS.index("cols") + 1, COLUMNS.index("gpus") + 1
+    columns = [*COLUMNS[:at], *present([SRAM_COLUMN]), *present([CLOCK_COLUMN]), *COLUMNS[at:gpus],
+               *present(LAYOUT_COLUMNS), *COLUMNS[gpus:]]
     return pd.DataFrame(with_front(rows), columns=columns)
 
 
@@ -204,4 +228,4 @@ def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
     return with_front([row for point in spec.units() for row in point_rows(point)])
 
 
-__all__ = ["COLUMNS", "SRAM_COLUMN", "frame", "in_server_gbps", "point_rows", "spec_warnings", "sweep_rows", "with_fields", "with_front"]
+__all__ = ["CLOCK_COLUMN", "COLUMNS", "LAYOUT_COLUMNS", "SRAM_COLUMN", "frame", "in_server_gbps", "point_rows", "spec_warnings", "sweep_rows", "with_fields", "with_front"]

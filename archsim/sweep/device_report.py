@@ -48,7 +48,7 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     from archsim.report.html_page import esc
     from archsim.report.page import write_page
     from archsim.report.pareto import device_pareto_figure
-    from archsim.sweep.device_points import COLUMNS, SRAM_COLUMN
+    from archsim.sweep.device_points import CLOCK_COLUMN, COLUMNS, LAYOUT_COLUMNS, SRAM_COLUMN
 
     path = folder / "results.csv"
     text, results = read_results_csv(path)
@@ -56,31 +56,56 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     if missing or results.empty:
         raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
                          field=missing[0] if missing else None, missing=bool(missing))
-    sram = [SRAM_COLUMN] if SRAM_COLUMN in results.columns else []
-    check_cells(text, results, path, [*DEVICE_NUMBERS, *sram], flags=("fits_memory", "pareto_optimal"))
+    sram, clock = ([c] if c in results.columns else [] for c in (SRAM_COLUMN, CLOCK_COLUMN))
+    layout = LAYOUT_COLUMNS if set(LAYOUT_COLUMNS) <= set(results.columns) else []
+    check_cells(text, results, path, [*DEVICE_NUMBERS, *sram, *clock, *layout],
+                flags=("fits_memory", "pareto_optimal"))
     record = spec_record(folder)
     check_device_rows(results, record, path, spec_command)
     _check_device_files(results.iloc[0], record)
     command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
-    rows = results[["arrays", *sram, "hbm_gbps", "gpus", "iteration_seconds", "energy_j", "peak_memory_gib",
-                    "fits_memory", "pareto_optimal"]]
+    rows = results[["arrays", *sram, *clock, "hbm_gbps", "gpus", *layout, "iteration_seconds", "energy_j",
+                    "peak_memory_gib", "fits_memory", "pareto_optimal"]]
     first = results.iloc[0]
+    parallel = "TP × PP × DP over the chips" if layout else "data parallel over the chips"
     setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
                   f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
-                  "attention, data parallel over the chips")
+                  f"attention, {parallel}{_skipped(record)}")
     sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
                 (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
     return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
 
 
+def _skipped(record: dict) -> str:
+    """". " and the line counting the layouts the sweep skipped as train refuses them, from its spec.json ("" for
+    none, or a record from before the tp and pp axes)."""
+    from archsim.sweep.device_layouts import skipped_line
+
+    skipped = record.get("skipped")
+    axes = [axis for key in ("arrays", "sram_kib_per_array", "clocks_ghz", "hbm_gbps", "chips", "tp", "pp")
+            if isinstance(axis := record.get(key), list)]
+    if not skipped or len(axes) < 7:
+        return ""
+    arrays, sram, clocks, hbm, chips, tp, pp = (len(axis) for axis in axes)
+    line = skipped_line([tuple(entry) for entry in skipped], chips * tp * pp, arrays * sram * clocks * hbm)
+    return f". {line[0].upper()}{line[1:]}" if line else ""
+
+
 def device_markdown(rows: list[dict]) -> str:
     """A device sweep's rows (:func:`archsim.sweep.device_points.sweep_rows`) as a markdown table
-    (energies to four significant figures: a small model's designs differ in the third)."""
-    lines = ["| arrays | HBM GB/s | chips | iteration s | energy kJ | peak GiB | fits | Pareto |",
-             "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['arrays']} | {r['hbm_gbps']:g} | {r['gpus']} | {r['iteration_seconds']:.3f} | "
-              f"{r['energy_j'] / 1e3:#.4g} | {r['peak_memory_gib']:.1f} | {'yes' if r['fits_memory'] else 'no'} | "
-              f"{'**front**' if r['pareto_optimal'] else ''} |" for r in rows]
+    (energies to four significant figures: a small model's designs differ in the third); a clock column and
+    TP, PP and DP columns where the rows have them."""
+    clock = any("clock_ghz" in r for r in rows)
+    layout = any("tp" in r for r in rows)
+    head = ["arrays", *(["GHz"] if clock else []), "HBM GB/s", "chips", *(["TP", "PP", "DP"] if layout else []),
+            "iteration s", "energy kJ", "peak GiB", "fits", "Pareto"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["arrays"], *([f"{r['clock_ghz']:g}"] if clock else []), f"{r['hbm_gbps']:g}", r["gpus"],
+                 *([r["tp"], r["pp"], r["dp"]] if layout else []), f"{r['iteration_seconds']:.3f}",
+                 f"{r['energy_j'] / 1e3:#.4g}", f"{r['peak_memory_gib']:.1f}", "yes" if r["fits_memory"] else "no",
+                 "**front**" if r["pareto_optimal"] else ""]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
 
 

@@ -8,8 +8,11 @@ and prices (docs/concepts.md, "Sweep specs"; docs/formats.md, "Device sweep spec
     device = "tpu_v4_like"           # a shipped configs/devices/ name, or a file beside the spec
     array_sides = [64, 128, 256]     # square arrays at the file's PE budget; or array_shapes = ["8x128x128"]
     sram_kib_per_array = [1024, 4096]  # the file's [memory] sram_kib_per_array, KiB (array devices only)
+    clocks_ghz = [0.94, 1.05]        # the file's clock ([compute] clock_mhz, a .cfg's ClockGHz), GHz
     hbm_gbps = [600, 1200, 2400]     # the file's [memory] hbm_gbps, GB/s
-    chips = [4, 8, 16]               # data parallel over one server of this many chips
+    chips = [4, 8, 16]               # one server of this many chips
+    tp = [1, 2]                      # tensor- and pipeline-parallel degrees (default [1]): DP = chips / (tp · pp)
+    pp = [1, 2]
     global_batch = 64                # archsim train's flags, same names and choices
     micro_batch = 1
     recompute = "full"
@@ -32,6 +35,7 @@ from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
 from archsim.sweep.device_files import DEVICE_SUFFIXES, check_cfg_bandwidths, file_sha256, spec_file
+from archsim.sweep.device_layouts import checked_layouts
 from archsim.validate import (
     INT32_MAX,
     shown,
@@ -46,8 +50,8 @@ T = TypeVar("T")
 D = TypeVar("D", bound=dict)
 MAX_AXIS = 1000  # values per axis: a sweep is their product
 MAX_CHIPS = 65536
-KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "hbm_gbps", "chips",
-        "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts"}
+KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "clocks_ghz", "hbm_gbps",
+        "chips", "tp", "pp", "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts"}
 REQUIRED = {"model", "device", "chips", "global_batch"}
 
 
@@ -73,9 +77,10 @@ class DeviceSetup:
 @dataclass(frozen=True)
 class DevicePoint:
     """One point of a device sweep: the sweep's shared ``setup`` and the fields this point replaces
-    (``arrays``: count, rows, cols; ``hbm_gbps`` in GB/s; ``sram_kib_per_array`` in KiB; None: the
-    file's) with its chip count. Its
-    fields are its cache key: never the spec's name or its other axis values, so a point stays cached
+    (``arrays``: count, rows, cols; ``hbm_gbps`` in GB/s; ``sram_kib_per_array`` in KiB; ``clock_ghz`` in GHz;
+    None: the file's) with its chip count and their layout (``tp``, ``pp``; None: not swept, 1). Its
+    fields are its cache key (a None clock, TP or PP left out, so a point cached before those axes keeps its
+    entry): never the spec's name or its other axis values, so a point stays cached
     when the spec gains or loses another point."""
 
     setup: DeviceSetup
@@ -83,17 +88,27 @@ class DevicePoint:
     hbm_gbps: float | None
     chips: int
     sram_kib_per_array: int | None = None
+    clock_ghz: float | None = None
+    tp: int | None = None
+    pp: int | None = None
 
     @property
     def configs(self) -> int:
         """Rows of results.csv this point gives."""
         return 1
 
+    @property
+    def dp(self) -> int:
+        """Data-parallel degree: the chips over TP × PP (the spec kept only layouts that divide)."""
+        return self.chips // ((self.tp or 1) * (self.pp or 1))
+
 
 @dataclass(frozen=True)
 class DeviceSweepSpec:
     """A device sweep (module docstring): its points are the product of the axes (arrays, then SRAM
-    per array, then HBM bandwidth, then chips), each sharing ``setup``."""
+    per array, then clock, then HBM bandwidth, then chips, TP and PP), each sharing ``setup``, less the
+    layouts ``archsim train`` refuses (``skipped``: chips, TP, PP and the reason each;
+    :mod:`archsim.sweep.device_layouts`)."""
 
     name: str
     setup: DeviceSetup
@@ -103,14 +118,25 @@ class DeviceSweepSpec:
     source: str | None = None
     sram_kib_per_array: tuple[int | None, ...] = (None,)
     array_sides: tuple[int, ...] = ()  # the spec's array_sides, whose arrays fill the PE budget rounded down
+    clocks_ghz: tuple[float | None, ...] = (None,)
+    tp: tuple[int | None, ...] = (None,)
+    pp: tuple[int | None, ...] = (None,)
+    skipped: tuple[tuple[int, int, int, str], ...] = ()
+
+    def layouts(self) -> list[tuple[int, int | None, int | None]]:
+        """(chips, TP, PP) of every point, in the spec's order, the skipped ones left out."""
+        refused = {(n, t, p) for n, t, p, _ in self.skipped}
+        return [(n, t, p) for n in self.chips for t in self.tp for p in self.pp if (n, t or 1, p or 1) not in refused]
 
     def units(self) -> list[DevicePoint]:
-        return [DevicePoint(self.setup, arrays, gbps, chips, sram) for arrays in self.arrays
-                for sram in self.sram_kib_per_array for gbps in self.hbm_gbps for chips in self.chips]
+        return [DevicePoint(self.setup, arrays, gbps, chips, sram, clock, tp, pp) for arrays in self.arrays
+                for sram in self.sram_kib_per_array for clock in self.clocks_ghz for gbps in self.hbm_gbps
+                for chips, tp, pp in self.layouts()]
 
     @property
     def size(self) -> int:
-        return len(self.arrays) * len(self.sram_kib_per_array) * len(self.hbm_gbps) * len(self.chips)
+        return (len(self.arrays) * len(self.sram_kib_per_array) * len(self.clocks_ghz) * len(self.hbm_gbps)
+                * len(self.layouts()))
 
     @property
     def networks(self) -> tuple[str, ...]:
@@ -169,8 +195,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     """The ``[sweep]`` table of a device sweep (module docstring), every key checked; an array sweep's
     key (``arrays``, ``networks``, …) is refused, never ignored."""
     from archsim.training.energy import load_priced_device
-    from archsim.training.parallel import Parallelism
-    from archsim.validate import DEFAULT_MAX_OPS, check_name
+    from archsim.validate import check_name
     from archsim.workload.model_files import load_transformer
 
     file = str(path)
@@ -215,7 +240,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
 
     model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
     device_path = spec_file(table["device"], path.parent, file, "device", "devices", DEVICE_SUFFIXES)
-    _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
+    config = _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
     device = _read(load_priced_device, device_path, file, "device")  # its [energy] too
     if "array_sides" in table and "array_shapes" in table:
         raise InputError("give array_sides (square arrays at the file's PE budget) or array_shapes, not both",
@@ -244,6 +269,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         # whole KiB in the reader's range: above 256 MiB is warned as a device file's figure is (implausible_points,
         # array.sram_sizes.sram_in_bytes), not refused, since the two readers of one key keep one rule
         sram = axis("sram_kib_per_array", integer("sram_kib_per_array"), f"integers in 1…{INT32_MAX}")
+    clocks = _clocks(table, device, file, axis)
     hbm: tuple[float | None, ...] = (None,)
     if "hbm_gbps" in table:
         def gbps(x) -> float:
@@ -252,7 +278,15 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
             return float(x)
         hbm = axis("hbm_gbps", gbps, "GB/s in (0, 10⁷)")
         check_cfg_bandwidths(device_path, device.arrays.clock_hz, hbm, file)
+    for clock in (c for c in clocks if c is not None):  # each clock's points restate the bandwidths too
+        try:
+            check_cfg_bandwidths(device_path, clock * 1e9, tuple(device.hbm_bytes_per_s / 1e9 if g is None else g
+                                                                 for g in hbm), file)
+        except InputError as exc:
+            raise InputError(f"at {clock:g} GHz: {exc.message}", file=file, field="clocks_ghz") from None
     chips = axis("chips", integer("chips", MAX_CHIPS), f"integers in 1…{MAX_CHIPS}")
+    tps, pps = ((axis(key, integer(key, MAX_CHIPS), f"integers in 1…{MAX_CHIPS}") if key in table else (None,))
+                for key in ("tp", "pp"))
     global_batch = integer("global_batch")(table["global_batch"])
     micro_batch = integer("micro_batch")(table.get("micro_batch", 1))
     recompute = choice("recompute", RECOMPUTE, "full")
@@ -270,15 +304,9 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     if global_batch % micro_batch:  # no chip count mends it: the key to change is one of these two, not chips
         raise InputError(f"global_batch {global_batch} is not a multiple of micro_batch {micro_batch}", file=file,
                          field="micro_batch" if "micro_batch" in table else "global_batch")
-    for n in chips:  # every point's layout and its schedule's size (train's --max-ops), before anything is written
-        try:
-            actions = Parallelism(1, 1, n, global_batch, micro_batch, recompute, attention=attention).schedule_actions
-        except InputError as exc:
-            raise InputError(f"{n} chip{'s' * (n != 1)}: {exc.message}", file=file, field="chips") from None
-        if actions > DEFAULT_MAX_OPS:
-            raise InputError(f"{n} chip{'s' * (n != 1)}: an iteration of about {actions:,} schedule actions, above archsim train's "
-                             f"--max-ops default of {DEFAULT_MAX_OPS:,}: give fewer samples or a larger micro_batch",
-                             file=file, field="global_batch")
+    # every point's layout and its schedule's size (train's --max-ops), before anything is written
+    skipped = checked_layouts(config, chips, tps, pps, global_batch=global_batch, micro_batch=micro_batch,
+                              recompute=recompute, attention=attention, file=file)
     try:
         device.peak(dtype)
     except InputError as exc:
@@ -289,7 +317,32 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
                         attention=attention, static_watts=float(watts))
     return DeviceSweepSpec(name=check_name(table.get("name", path.stem), "name", file=file), setup=setup,
                            arrays=arrays, hbm_gbps=hbm, chips=chips, source=file, sram_kib_per_array=sram,
-                           array_sides=sides)
+                           array_sides=sides, clocks_ghz=clocks, tp=tps, pp=pps, skipped=skipped)
+
+
+def _clocks(table: dict, device: Device, file: str, axis) -> tuple[float | None, ...]:
+    """``clocks_ghz``: the device file's clock replaced, GHz, each in the range every clock archsim reads is
+    checked against (:func:`archsim.clock.checked_clock`); an array device's (gemm = "arrays") only, whose
+    arrays' rate the clock sets (a tile-timed device runs its GEMMs at the peaks it states)."""
+    from archsim.clock import checked_clock, clock_range
+
+    if "clocks_ghz" not in table:
+        return (None,)
+    if device.gemm != "arrays":
+        raise InputError(f"a clock axis is for devices whose GEMMs run on their arrays at the clock (gemm = "
+                         f"\"arrays\"); this one has gemm = {device.gemm!r}, timed at the peaks it states",
+                         file=file, field="clocks_ghz")
+
+    def ghz(x) -> float:
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise InputError(f"expected clocks in GHz ({clock_range('GHz')}), got {shown_number(x)}", file=file,
+                             field="clocks_ghz")
+        try:
+            return checked_clock(x, "GHz")
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, field="clocks_ghz") from None
+
+    return axis("clocks_ghz", ghz, f"clocks in GHz ({clock_range('GHz')})")
 
 
 def _read(load: Callable[[str], T], path: str, file: str, key: str) -> T:

@@ -96,13 +96,18 @@ def _check_settings(results: pd.DataFrame, record: dict, path: Path, rerun: str)
 
 
 def check_device_rows(results: pd.DataFrame, record: dict, path: Path, command: str) -> None:
-    """Refuse a device sweep's results.csv with another row count than its spec.json's axes multiplied (rows
-    deleted, or another run's), as :func:`check_spec_rows` refuses a plain sweep's."""
+    """Refuse a device sweep's results.csv with another row count than its spec.json's axes multiplied, less the
+    skipped layouts' points (rows deleted, or another run's), as :func:`check_spec_rows` refuses a plain sweep's."""
     axes: list[list] = [axis for key in ("arrays", "hbm_gbps", "chips", "sram_kib_per_array")
                         if isinstance(axis := record.get(key), list)]
     if len(axes) < 4:  # no record, or an older version's: not compared
         return
-    expected = math.prod([len(axis) for axis in axes])
+    later = [record.get(key, [None]) for key in ("clocks_ghz", "tp", "pp")]  # a record from before these axes: one
+    skipped = record.get("skipped") or []
+    if not all(isinstance(axis, list) for axis in later) or not isinstance(skipped, list):
+        return
+    expected = math.prod([len(axis) for axis in axes + later])
+    expected -= len(skipped) * expected // (len(axes[2]) * len(later[1]) * len(later[2]))  # a skipped layout's points
     if len(results) != expected:
         raise InputError(f"{len(results):,} rows, where the folder's spec.json gives {expected:,} points (rows deleted, "
                          f"or another run's?); rerun `{command}` to bring them together", file=str(path))
