@@ -194,16 +194,19 @@ def test_the_energy_is_of_the_attention_the_iteration_runs():
 
 def _flash_saving_by_hand() -> float:
     """pJ standard attention spends above FlashAttention-2 in one iteration of TINY at s = 2,048 (4 layers, 4 heads
-    of 64, micro-batch 1) on the TPU-v4-like chip, from the documented op lists (archsim/training/layer_ops.py)
-    and energy model (archsim/training/energy.py); everything else in the iteration is the same op both ways.
-    GEMMs, 4 heads each: standard runs the scores S = QKᵀ (s, 64, s) and context (s, s, 64) forward, and backward
-    the context's two (s, s, 64), (s, 64, s) and the scores' (64, s, s), (s, s, 64); flash the same forward and
-    five backward — (s, 64, s) twice and (s, s, 64) three times — so standard's extra is (64, s, s) less one
-    (s, 64, s) and one (s, s, 64). HBM words: standard's softmax 2 + 3 and dropout 2.5 + 2.5 per score (s² × 4
-    heads); flash's Q, K, V, O (s × 64 × 4 heads each, q) and fp32 log-sum-exp (2 units a row, lse): forward
-    4q + lse, backward 8q + lse. Each such word costs the vector add (0.4 pJ, bf16) and a DRAM word (1300 / 64 × 16
-    pJ). A GEMM on one 128 × 128 ws array: bf16 MAC 1.1 + 0.9 pJ, register 16 × 0.009 pJ, SRAM a 16-bit quarter of
-    a 64-bit access of a 4096 / 3 → 1365 KiB buffer (Horowitz's 32 KiB → 1 MiB segment, 20 → 100 pJ, extended)."""
+    of 64, micro-batch 1, attention dropout on) on the TPU-v4-like chip, from the documented op lists
+    (archsim/training/layer_ops.py) and energy model (archsim/training/energy.py); everything else in the
+    iteration is the same op both ways. Standard's GEMMs, 4 heads each, (m, k, n): the scores S = QKᵀ (s, 64, s)
+    and context (s, s, 64) forward, and backward the context's two (s, s, 64), (s, 64, s) and the scores' (64, s,
+    s), (s, s, 64). Flash computes only the causal blocks, in FlashAttention-2's tiles at head dim 64: forward
+    128 × 64 with dropout, query block i (of 16) over key blocks 0 … 2i + 1, Σ (2i + 2) = 272 blocks; backward
+    128 × 128, key blocks 0 … i, Σ (i + 1) = 136. Stacked along the short side each GEMM is (64 · 272, 64, 128)
+    forward (two) and (128 · 136, 64, 128) backward (five): seven (17,408, 64, 128). HBM words: standard's
+    softmax 2 + 3 and dropout 2.5 + 2.5 per score (s² × 4 heads); flash's Q, K, V, O (s × 64 × 4 heads each, q)
+    and fp32 log-sum-exp (2 units a row, lse): forward 4q + lse, backward 8q + lse. Each such word costs the
+    vector add (0.4 pJ, bf16) and a DRAM word (1300 / 64 × 16 pJ). A GEMM on one 128 × 128 ws array: bf16 MAC
+    1.1 + 0.9 pJ, register 16 × 0.009 pJ, SRAM a 16-bit quarter of a 64-bit access of a 4096 / 3 → 1365 KiB
+    buffer (Horowitz's 32 KiB → 1 MiB segment, 20 → 100 pJ, extended)."""
     s, heads, hd, layers = 2048, 4, 64, 4
     sram = 20.0 * (1365 / 32) ** (math.log(5) / math.log(32)) / 4
     dram = 1300 / 64 * 16
@@ -211,9 +214,13 @@ def _flash_saving_by_hand() -> float:
     def gemm(m: int, k: int, n: int) -> float:
         return heads * ws_gemm_pj(m, k, n, 128, 128, mac=1.1 + 0.9, register=16 * 0.009, sram=sram, dram=dram)
 
+    forward_blocks, backward_blocks = sum(2 * i + 2 for i in range(16)), sum(i + 1 for i in range(16))
+    assert 64 * forward_blocks == 128 * backward_blocks == 17408
+    standard = 2 * gemm(s, hd, s) + 3 * gemm(s, s, hd) + gemm(hd, s, s)
+    flash = 7 * gemm(17408, hd, 128)
     q, lse = s * hd * heads, 2 * s * heads
     words = (2 + 3 + 2.5 + 2.5) * s * s * heads - (4 * q + lse) - (8 * q + lse)
-    return layers * (gemm(hd, s, s) - gemm(s, hd, s) - gemm(s, s, hd) + words * (0.4 + dram))
+    return layers * (standard - flash + words * (0.4 + dram))
 
 
 def test_train_prices_energy_on_the_attention_it_times(capsys):

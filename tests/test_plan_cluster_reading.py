@@ -67,7 +67,7 @@ def test_plan_writes_trains_warning_and_notes_for_nvlink_in_gb_per_s(tmp_path, c
                                         f"nics_per_server = 4\nnic_gbps = 400\n{H100S}intra_server_gbps = 900\n")
     trained = _stderr_lines(capsys, _train(cluster), "train")
     assert [line.split(":")[1] for line in trained] == [" warning", " note"]
-    assert "intra_server_gbps = 900 is the " in trained[0] and "inter_server_gbps = '100' is not read" in trained[1]
+    assert "intra_server_gbps = 900 is the " in trained[0] and "inter_server_gbps = 100 is not read" in trained[1]
     assert _stderr_lines(capsys, [*PLAN, "--cluster", cluster], "plan") == trained
 
 
