@@ -134,8 +134,11 @@ def test_one_gemm_on_the_chip_deals_its_folds_in_waves_over_the_four_arrays(tmp_
     # Megatron pads it: 16 · 64 · 128 = 131,072. Forward 950,272; backward twice that: 2,850,816 pJ.
     ("none", "standard", 3 * 950_272),
     ("full", "standard", 3 * 950_272 + 786_432 + 32_768),  # the layer's forward again
-    ("none", "flash", 3 * 950_272 + 16 * 16 * 64),  # FlashAttention's backward recomputes QKᵀ
-    ("full", "flash", 3 * 950_272 + 786_432 + 32_768 + 16 * 16 * 64),
+    # FlashAttention-2 at head dim 32 runs 128 × 128 tiles both ways; 16 tokens are one causal block, zero-filled to
+    # the full tile: each of its GEMMs (2 forward, 5 backward: the backward recomputes QKᵀ) is 128 · 32 · 128 MACs
+    # a head, 1,048,576 for 2 heads, in place of standard attention's 32,768 forward and 65,536 backward.
+    ("none", "flash", 3 * 950_272 - 3 * 32_768 + 7 * 1_048_576),
+    ("full", "flash", 3 * 950_272 - 3 * 32_768 + 7 * 1_048_576 + 786_432 + 2 * 1_048_576),
 ])
 def test_trains_energy_is_the_energy_model_on_the_ops_macs_counted_by_hand(capsys, tmp_path, recompute, attention,
                                                                            picojoules):
