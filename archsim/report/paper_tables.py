@@ -11,6 +11,11 @@ def improvement_pct(speedup: Speedup, baseline: Speedup) -> Speedup:
     """LayerPipe's Table IV "Improvement": a speedup ratio − 1, in percent (not a time reduction)."""
     return (speedup / baseline - 1.0) * 100.0  # type: ignore[operator]
 
+# The grid Table IV averages over (§IV-C: "sweeping the systolic array size from 32 × 32 to 256 × 256 and the
+# minibatch size from 16 to 256 in powers of 2", weight-stationary arrays): (rows, cols) and batches.
+LAYERPIPE_TABLE_IV_ARRAYS = frozenset((side, side) for side in (32, 64, 128, 256))
+LAYERPIPE_TABLE_IV_BATCHES = frozenset((16, 32, 64, 128, 256))
+
 # LayerPipe (Unnikrishnan & Parhi, ICCAD 2021) Table IV: VGG16 conv layers, averaged over arrays 32..256 and
 # batches 16..256: processors → (LayerPipe speedup, PipeDream speedup, communication overhead KiB:
 # the paper's "KB", 1,024 bytes).
