@@ -29,7 +29,7 @@ def _sweep_report(tmp_path, *, arrays: str, batches: str, processors: str, extra
 
 
 def _layerpipe_note(html: str) -> str:
-    match = re.search(r"<li><b>LayerPipe</b>.*?</li>", html, flags=re.S)
+    match = re.search(r"<li><b>LayerPipe</b>.*?</li>", html, flags=re.DOTALL)
     assert match, "the report has no note on LayerPipe against Table IV"
     return match.group(0)
 
