@@ -106,3 +106,31 @@ def test_layerpipe_note_signs_and_names_the_farthest_count():
     note = layerpipe_note(table)
     assert "−10.0%" in note.replace("-", "−") and "+5.0%" in note and "(farthest at 2)" in note
     assert "6.88" not in note
+
+
+def _spec_error(tmp_path, capsys, body: str) -> str:
+    from archsim.cli import main
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(body)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    return capsys.readouterr().err.strip()
+
+
+def test_a_processor_count_pipedream_cannot_take_names_its_line(tmp_path, capsys):
+    """Defect: every refusal of a spec key names its line (`s.toml, line 6, field 'processors': …`) except the
+    one found once the spec is read: PipeDream asked for 6 processors on layerpipe_sample, whose 4 conv layers
+    are 4 layer groups, said `s.toml, field 'processors'` with no line. `processors` is the spec's 6th line."""
+    err = _spec_error(tmp_path, capsys, '[sweep]\nname = "s"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\n'
+                                        'batches = [32]\nprocessors = [3, 6]\nmethods = ["layerpipe", "pipedream"]\n')
+    assert "s.toml, line 6, field 'processors': network 'layerpipe_sample'" in err
+    assert "at most 4 processors, got 6" in err
+
+
+def test_a_network_file_that_does_not_load_names_the_networks_line(tmp_path, capsys):
+    """The same for a network file with a bad row: the spec's `networks` key (its 3rd line) and the file's row."""
+    (tmp_path / "net.csv").write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, "
+                                      "Num Filter, Strides, Padding,\nl1, 8, 8, 3, 3, 1, 16, 1, x,\n")
+    err = _spec_error(tmp_path, capsys, '[sweep]\nname = "s"\nnetworks = ["net.csv"]\narrays = ["32x32"]\n'
+                                        'batches = [32]\nprocessors = [2]\nmethods = ["layerpipe"]\n')
+    assert "s.toml, line 3, field 'networks': network " in err and "line 2, field 'Padding'" in err

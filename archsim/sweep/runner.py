@@ -40,6 +40,7 @@ from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import SETTING_COLUMNS, SweepSpec, Unit, check_size, check_unchanged, network_sha256
 from archsim.sweep.summary import summarize
+from archsim.toml_errors import locate, parse_toml
 from archsim.validate import MAX_CONFIGS, parse_json, read_text
 from archsim.workload import load_network
 from archsim.workload.layer import Network
@@ -168,7 +169,7 @@ def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
             layers = loaded_network(network, network_sha256(network)).layers
         except InputError as exc:
             inner = str(exc) if exc.where.file else exc.message  # the network file's row and column, when known
-            raise InputError(f"network {network!r}: {inner}", file=spec.source, field="networks") from None
+            raise spec_key_error(f"network {network!r}: {inner}", spec.source, "networks") from None
         digests[network] = hashlib.sha256(repr(layers).encode()).hexdigest()
     return digests
 
@@ -193,8 +194,21 @@ def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | No
         try:
             check(profile, unit.processors)
         except InputError as exc:
-            raise InputError(f"network {Path(unit.network).name!r}: {exc.message}", file=source,
-                             field="processors") from None
+            raise spec_key_error(f"network {Path(unit.network).name!r}: {exc.message}", source,
+                                 "processors") from None
+
+
+def spec_key_error(message: str, source: str | None, field: str) -> InputError:
+    """An error of a spec key found once the spec is read (a network that does not load, a processor count a
+    network cannot take), at the key's line as the spec's own checks give it; without one where the file no
+    longer reads as TOML (or is a SCALE-Sim .cfg)."""
+    exc = InputError(message, file=source, field=field)
+    if source is None or Path(source).suffix.lower() == ".cfg":
+        return exc
+    try:
+        return locate(exc, parse_toml(read_text(Path(source), "sweep spec"), source), source)
+    except InputError:
+        return exc
 
 
 CHUNK_UNITS = 64  # most units per task: few enough to balance workers, enough to amortize a task's overhead
