@@ -12,7 +12,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.api_keywords import check_choice, check_path, check_switch, clock_ghz, positive_int, speaks_keywords
+from archsim.api_keywords import (
+    check_choice,
+    check_path,
+    check_switch,
+    check_text,
+    clock_ghz,
+    positive_int,
+    speaks_keywords,
+)
 from archsim.validate import flag_text
 
 if TYPE_CHECKING:
@@ -146,6 +154,8 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
         value = settings[name]
         if value is not None and not isinstance(value, str):
             settings[name] = flag_text(value)  # a list, tuple or numpy array of numbers joined by commas
+    if settings["torch_schedule"] is not None:  # a name, read as --torch-schedule reads it
+        check_text(settings["torch_schedule"], "torch-schedule", "a torch.distributed.pipelining schedule name (str)")
     for name in ("stage_profile", "schedule_csv_in", "config"):
         if settings[name] is not None:
             check_path(settings[name], name.replace("_", "-"), "a file path")

@@ -14,6 +14,7 @@ from archsim.api_keywords import (
     check_choice,
     check_path,
     check_switch,
+    check_text,
     gpu_cluster,
     listed,
     named,
@@ -79,6 +80,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     check_choice(balance, BALANCES, "balance")
+    check_text(schedule, "schedule", "a schedule name (str)")  # a list is no name: one line, not a TypeError
     check_switch(distributed_optimizer, "distributed_optimizer")
     check_switch(fsdp, "fsdp")
     # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
