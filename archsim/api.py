@@ -19,7 +19,15 @@ from archsim.api_array import gemm, iteration_energy, sparse
 from archsim.api_bppsa import bppsa_pruned_vgg11, bppsa_rnn
 from archsim.api_cluster import cluster_jobs
 from archsim.api_inputs import array_config, build_array, cfg_as_config, config_notes, load_network, unread_keys_notes
-from archsim.api_keywords import check_choice, check_keywords, check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_keywords import (
+    check_choice,
+    check_keywords,
+    check_path,
+    check_switch,
+    check_text,
+    positive_int,
+    speaks_keywords,
+)
 from archsim.api_plan import PlanResult, plan
 from archsim.api_schedule import ScheduleResult, schedule
 from archsim.api_sweep import run_sweep, write_report
@@ -139,6 +147,7 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     from archsim.spp.topology import Topology
 
     _check_is(profile, "profile", "a LayerProfile: archsim.profile(network, ...)'s")
+    check_text(method, "method", "a method name (str)")  # a list is no registry key: one line, not a TypeError
     planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
     if planner is not None and planner.partition is not None:
         flags = ("split_axes",) if "axes" in planner.options else ()  # --split-axes, the partitioner's axes

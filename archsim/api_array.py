@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from archsim.api_inputs import build_array, cfg_as_config, config_notes, load_network, unread_keys_notes
+from archsim.api_inputs import build_array, cfg_as_config, check_config, config_notes, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
@@ -153,6 +153,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     microbatches = positive_int(microbatches, "microbatches")
     if energy_table is not None:
         check_path(energy_table, "energy-table", "an energy table's name or TOML path")
+    check_config(config)  # before its suffix is read: one line, not Path's TypeError
     if not is_device_toml(config):
         array, config = cfg_as_config(array, config)
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,

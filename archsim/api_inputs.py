@@ -124,10 +124,19 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
 
 def cfg_as_config(array, config):
     """(array, config) with a ``.cfg`` path given as ``array`` moved to ``config``, where ``--config`` takes it
-    (the array it describes, and the ``[energy]`` table it names)."""
+    (the array it describes, and the ``[energy]`` table it names); a ``config`` that is no path is refused in one
+    line naming it, before any file is opened."""
+    check_config(config)
     if array is not None and not isinstance(array, ArrayConfig) and str(array).endswith(".cfg") and config is None:
         return None, array
     return array, config
+
+
+def check_config(config: object) -> None:
+    """A ``config`` keyword that is no path (``config=123``) refused in one line naming it, before any file is
+    opened (not open()'s TypeError); None is no config."""
+    if config is not None:
+        check_path(config, "config", "a .cfg or device TOML path (str or Path)")
 
 
 def config_notes(config: str | Path | None, dtype: str | None, element_bytes: object, engine: str = "analytic",
@@ -158,4 +167,4 @@ def unread_keys_notes(config: str | Path | None) -> list[str]:
     return [text] if text else []
 
 
-__all__ = ["array_config", "build_array", "cfg_as_config", "config_notes", "load_network", "unread_keys_notes"]
+__all__ = ["array_config", "build_array", "cfg_as_config", "check_config", "config_notes", "load_network", "unread_keys_notes"]

@@ -123,6 +123,15 @@ def check_path(value: object, field: str, what: str) -> None:
         raise InputError(f"expected {what}, got {type(value).__name__}", field=field)
 
 
+def check_text(value: object, field: str, what: str) -> None:
+    """A keyword that takes a name (a schedule, a GPU, a scheduler address): a str, else refused in one line naming
+    it (not a TypeError or AttributeError from the code that reads the name)."""
+    if not isinstance(value, str):
+        from archsim.errors import InputError
+
+        raise InputError(f"expected {what}, got {type(value).__name__}", field=field)
+
+
 def check_required(signature, args: tuple, kwargs: dict, what: str) -> None:
     """A required argument left out (``archsim.train(cluster=…, global_batch=8)``, no model) is an InputError naming
     it, as the command's usage error names its flag, not Python's TypeError; too many positional arguments or one

@@ -12,10 +12,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from archsim.api_keywords import check_choice, check_path, check_switch, clock_ghz, positive_int, speaks_keywords
+from archsim.api_keywords import (
+    check_choice,
+    check_path,
+    check_switch,
+    check_text,
+    clock_ghz,
+    positive_int,
+    speaks_keywords,
+)
 from archsim.validate import flag_text
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from archsim.policies.actions import StageOrder
     from archsim.sim.timeline import Timeline
 
@@ -25,9 +35,10 @@ class ScheduleResult:
     """What :func:`schedule` returns: ``row`` and ``meta``, the one row ``archsim schedule`` prints and what it was
     computed on (:meth:`to_dict`: the command's ``--format json`` document); ``timeline``, the validated
     :class:`~archsim.sim.timeline.Timeline` (None for ``multistream``'s totals and ``torch_steps``' count); ``order``,
-    a per-stage run's action order (:func:`archsim.policies.torch_csv.order_csv` writes torch's CSV of it). The
-    timeline's attributes answer on the result too (``result.makespan``, ``result.to_frame()``), so code written for
-    the Timeline ``schedule`` used to return keeps working; times in ``meta["unit"]``."""
+    a per-stage run's action order (:func:`archsim.policies.torch_csv.order_csv` writes torch's CSV of it);
+    :meth:`to_frame`, the command's ``--format csv`` rows, as every result's. The timeline's other attributes answer
+    on the result too (``result.makespan``, ``result.utilization()``), so code written for the Timeline ``schedule``
+    used to return keeps working; its ops are ``result.timeline.to_frame()``; times in ``meta["unit"]``."""
 
     row: dict
     meta: dict
@@ -38,6 +49,16 @@ class ScheduleResult:
         """The JSON document ``archsim schedule --format json`` prints for the same keywords; a copy, NaN as NaN
         (the CLI writes null)."""
         return copy.deepcopy({"meta": self.meta, "rows": [self.row]})
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows ``archsim schedule --format csv`` prints for the same keywords, as a DataFrame: its one row, then
+        each single meta value as a column (:func:`archsim.outputs.csv_frame`, as every result's; imports pandas).
+        Until 2026-12-03 this was the timeline's ops (``result.timeline.to_frame()`` now), and a run without a
+        timeline (``multistream``, ``torch_steps``) raised an AttributeError."""
+        from archsim.outputs import csv_frame
+        from archsim.rows import Rows
+
+        return csv_frame(Rows.of([self.row]), self.meta)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name in ("row", "meta", "timeline", "order"):  # unpickling asks before fields
@@ -146,6 +167,8 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
         value = settings[name]
         if value is not None and not isinstance(value, str):
             settings[name] = flag_text(value)  # a list, tuple or numpy array of numbers joined by commas
+    if settings["torch_schedule"] is not None:  # a name, read as --torch-schedule reads it
+        check_text(settings["torch_schedule"], "torch-schedule", "a torch.distributed.pipelining schedule name (str)")
     for name in ("stage_profile", "schedule_csv_in", "config"):
         if settings[name] is not None:
             check_path(settings[name], name.replace("_", "-"), "a file path")

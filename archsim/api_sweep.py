@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from archsim.api_keywords import check_path, check_switch, positive_int, speaks_keywords
+from archsim.api_keywords import check_path, check_switch, check_text, positive_int, speaks_keywords
 from archsim.validate import MAX_CONFIGS
 
 
@@ -31,6 +31,8 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     check_switch(progress, "progress")
     if out is not None:
         check_path(out, "out", "a folder path or None")
+    if dask is not None:
+        check_text(dask, "dask", "'local', a scheduler address (str) or None")
     if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
         check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
     max_configs = positive_int(max_configs, "max-configs", high=2**53, what="a configuration count")
@@ -69,6 +71,9 @@ def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
     from archsim.sweep.report import write_report as _write
 
     check_path(out, "out", "a report path (str or Path)")
+    check_path(results, "results", "a sweep's results folder (str or Path)")
+    if spec is not None and not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
+        check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
     folder = results_folder(results)  # archsim report's: a linked entry refused before anything is read
     report_apart(out, folder, "out")  # archsim report --out's check: not over the results it is drawn from
     own = () if spec is None else (spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)).networks

@@ -14,6 +14,7 @@ from archsim.api_keywords import (
     check_choice,
     check_path,
     check_switch,
+    check_text,
     gpu_cluster,
     listed,
     named,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # the result types load with the jobs that return them
     import pandas
 
     from archsim.training.run import TrainResult
+    from archsim.training.runs_result import RunsResult
     from archsim.training.search_result import SearchResult
     from archsim.training.throughput import Throughput
 
@@ -79,6 +81,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     check_choice(balance, BALANCES, "balance")
+    check_text(schedule, "schedule", "a schedule name (str)")  # a list is no name: one line, not a TypeError
     check_switch(distributed_optimizer, "distributed_optimizer")
     check_switch(fsdp, "fsdp")
     # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
@@ -117,9 +120,10 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 @speaks_keywords
 def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str = "flash",
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
-               dtype: str | None = None, max_ops: int | str | None = None) -> list[dict]:
-    """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: one dict a
-    row, in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
+               dtype: str | None = None, max_ops: int | str | None = None) -> RunsResult:
+    """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: a
+    :class:`~archsim.training.runs_result.RunsResult`, the list of one dict a row it always was (``to_dict()``: the
+    command's ``--format json``; ``to_frame()``: its ``--format csv`` rows), in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
     ``runs.to_csv(index=False)`` writes, its rows numbered in errors from line 2 as that file's; a float column's
     whole numbers, 8.0, are counts) (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
@@ -145,6 +149,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         row_check,
         runs_to_run,
     )
+    from archsim.training.runs_result import RunsResult, runs_document
     from archsim.validate import DEFAULT_MAX_OPS
     from archsim.workload.model_files import config_dtype_note
 
@@ -175,7 +180,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:
             warnings.warn(note, UserWarning, stacklevel=3)
-    return out
+    return RunsResult(out, runs_document(out, rows, model=config.name, cluster=on, attention=attention,
+                                         dp_overlap=dp_overlap, schedule=schedule))
 
 
 @speaks_keywords

@@ -10,7 +10,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
-from archsim.api_keywords import check_choice, check_path, check_switch, listed, positive_int, speaks_keywords
+from archsim.api_keywords import (
+    check_choice,
+    check_path,
+    check_switch,
+    check_text,
+    listed,
+    positive_int,
+    speaks_keywords,
+)
 from archsim.table_result import TableResult
 
 
@@ -66,6 +74,9 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
                                  (show, SHOW, "show")):
         if value is not None:
             check_choice(value, choices, name)
+    for value, name in ((gpu, "gpu"), (like, "like"), (mma, "mma")):  # names, read as text (a path is refused by name)
+        if value is not None:
+            check_text(value, name, f"a {'MMA shape' if name == 'mma' else 'GPU name'} (str)")
     check_switch(no_split_k, "no_split_k")
     given = [(name, target) for name, target in (("report", report), ("markdown", markdown)) if target is not None]
     for name, target in given:

@@ -1,6 +1,6 @@
 """`archsim search --balance planned` with zero-bubble orders among its schedules: CPU seconds and output of this
-checkout against an older one's (or the figures recorded before the planner's rank sizing kept its per-shape
-figures, 2026-12-02), in one run.
+checkout against an older one's (or the figures recorded on 2026-12-03, once flash was timed by the blocks its causal
+kernel computes), in one run.
 
     .venv/bin/python benchmarks/bench_planned_search.py [--compare-with CHECKOUT]
 
@@ -12,13 +12,16 @@ Each command runs as its own process (``python -m archsim search ... --format js
 its CPU seconds are the child's user + system time (``getrusage``: the machine is shared). With ``--compare-with`` the
 same commands run first in CHECKOUT (a copy of an older commit's files, e.g. ``git archive``, where a search
 has run once: numba compiles the event simulator once per checkout), and its output is the reference; without it, the reference is the recorded one (:data:`RECORDED`: CPU seconds and the output's
-SHA-256, measured on commit 771a71e6 on the shared two-core development machine). Prints each ratio (before / now)
-and whether the output is byte-identical (exit 1 if not). Writes benchmarks/results/planned_search_speed.csv.
+SHA-256, measured on commit 6c74115b on the shared two-core development machine; a change that moves a search's
+output must record its new SHA-256, as a run of this script prints it). Prints each ratio (before / now) and whether
+the output is byte-identical (exit 1 if not). Writes benchmarks/results/planned_search_speed.csv, its ``#`` lines
+saying how: the command, the commit, the date and the reference.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import resource
 import subprocess
@@ -37,9 +40,12 @@ SEARCHES = {
     "gpt3_175b_zb_h1": ["configs/transformers/gpt3_175b.toml", "--cluster", "configs/clusters/a100_384_servers.toml",
                         "--gpus", "1024", "--global-batch", "1536", "--schedule", "zb-h1", *FLAGS],
 }
-RECORDED = {  # commit 771a71e6 (before), 2026-12-02: CPU s (user + system) and the output's SHA-256
-    "gpt_1t": (151.42, "c9574e0bd87c33f124e073ea9d7ce2dcdec5836b0005a61c513755c108a3de56"),
-    "gpt3_175b_zb_h1": (16.82, "abb98edbd36b5b1d1eaa3a779eb2dede7c822beee17b32df49cca630a3b0cf8d"),
+# commit 6c74115b, 2026-12-03 (flash timed by its causal blocks): CPU s (user + system) and the output's SHA-256.
+# Until 2026-12-03: commit 771a71e6's, 151.42 s (c9574e0b…) and 16.82 s (abb98edb…), the code before the planner's
+# rank sizing kept its per-shape figures; the 175B search's SHA-256 had changed since with its per-shape memory.
+RECORDED = {
+    "gpt_1t": (27.31, "bdafe9dd7fde9a0402e62e3e7cf586bff222826be1a67431d62ffc65cc7047ad"),
+    "gpt3_175b_zb_h1": (4.11, "793f147573cbe6eecbe30b9cb80246de27ca132c0d5428bc4fe031c1e804525f"),
 }
 
 
@@ -52,11 +58,31 @@ def run(root: Path, args: list[str]) -> tuple[float, bytes]:
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, out
 
 
+def commit(root: Path) -> str:
+    """``root``'s commit (short), with ``+ uncommitted changes`` where its files differ from it; "unknown" outside git."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
+    try:
+        return git("rev-parse", "--short=8", "HEAD") + (" + uncommitted changes" if git("status", "--porcelain",
+                                                                                        "--untracked-files=no") else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compare-with", type=Path, help="an older checkout's root, run first as the reference")
     args = parser.parse_args()
-    lines, same_all = ["search,before_cpu_s,now_cpu_s,ratio,identical,sha256"], True
+    before_from = ("--compare-with an older checkout, run first in the same process" if args.compare_with is not None
+                 else "RECORDED in benchmarks/bench_planned_search.py")
+    flag = " --compare-with CHECKOUT" if args.compare_with is not None else ""
+    lines = [f"# produced_by: python benchmarks/bench_planned_search.py{flag}",
+             f"# commit: {commit(ROOT)}", f"# date: {datetime.date.today().isoformat()}",
+             f"# before: {before_from}",
+             "# cpu_s: user + system seconds of each python -m archsim search child (getrusage), shared two-core machine",
+             "search,before_cpu_s,now_cpu_s,ratio,identical,sha256"]
+    same_all = True
     for name, flags in SEARCHES.items():
         if args.compare_with is not None:
             before_s, reference = run(args.compare_with, flags)

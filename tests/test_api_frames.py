@@ -22,6 +22,7 @@ SPARSE_CFG = "configs/arrays/scalesim_sparsity_128x128_ws.cfg"
 PRUNED = "docs/examples/pruned_convs.csv"
 TESTBED = "configs/clusters/testbed_1080ti.toml"
 ON_GPUS = "configs/clusters/testbed_1080ti_gpu.toml"
+RUNS = "configs/runs/vtrain_h1024_l24.csv"  # measured runs of MODEL: the meta's MAPE is a number
 
 # name → (the command's argv, the function, its positional arguments, its keywords), the same input both ways
 CASES = {
@@ -60,6 +61,18 @@ CASES = {
                 "--max-micro-batch", "2"],
                archsim.search, (MODEL,),
                {"cluster": NODE, "global_batch": 16, "top": 3, "schedule": ["1f1b"], "max_micro_batch": 2}),
+    # schedule's result was the timeline's ops before 2026-12-03, and multistream's (no timeline) raised
+    "schedule, ooo-pipe2": (["schedule", "ffnn8", "--policy", "ooo-pipe2", "--processors", "2", "--unit-costs"],
+                            archsim.schedule, ("ffnn8",), {"policy": "ooo-pipe2", "processors": 2, "unit_costs": True}),
+    "schedule, multistream": (["schedule", "ffnn8", "--policy", "multistream", "--streams", "joint"],
+                              archsim.schedule, ("ffnn8",), {"policy": "multistream", "streams": "joint"}),
+    "schedule, per-stage": (["schedule", "--stages", "4", "--stage-times", "1,1,1", "--microbatches", "8",
+                             "--policy", "zb-h1"],
+                            archsim.schedule, (), {"stages": 4, "stage_times": "1,1,1", "microbatches": 8,
+                                                   "policy": "zb-h1"}),
+    # train_runs returned plain dicts, no to_frame, before 2026-12-03
+    "train --runs": (["train", MODEL, "--cluster", NODE, "--runs", RUNS, "--attention", "standard"],
+                     archsim.train_runs, (MODEL,), {"runs": RUNS, "cluster": NODE, "attention": "standard"}),
 }
 
 
@@ -145,3 +158,23 @@ def test_an_empty_search_frame_is_the_commands_header(capsys, monkeypatch):
     assert found.rows == [] and frame.empty and printed.empty
     assert list(frame.columns) == list(printed.columns) == ["tp", "pp", "dp", "micro_batch", "recompute", "schedule",
                                                             "iteration_seconds"]
+
+
+def test_train_runs_is_still_the_list_of_dicts_it_was(capsys, monkeypatch):
+    """Backward compatible: the result is a list of the rows, each with its ``energy_source`` (the CSV says it once,
+    in the meta), ``json.dumps`` takes it, and ``to_dict()`` is the command's ``--format json`` document."""
+    import json
+
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    assert cli.main(["train", MODEL, "--cluster", NODE, "--runs", RUNS, "--attention", "standard",
+                     "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = archsim.train_runs(MODEL, runs=RUNS, cluster=NODE, attention="standard")
+    assert isinstance(rows, list) and json.loads(json.dumps(rows)) == rows
+    assert [{k: v for k, v in row.items() if k != "energy_source"} for row in rows] == printed["rows"]
+    assert {row["energy_source"] for row in rows} == {printed["meta"]["energy_source"]}
+    assert rows.to_dict() == printed  # no NaN in these rows' JSON: equal as read back
+    assert len(rows.to_frame()) == len(rows) == printed["meta"]["runs"] == 18  # the file's 18 rows, counted by hand

@@ -236,3 +236,29 @@ def test_the_report_draws_the_same_folder_unlinked(folder, capsys):
     """The control: the copied folder without a link is drawn (exit 0), so the refusals above are the link's."""
     assert main(["report", str(folder / "res"), "--out", str(folder / "report.html")]) == 0
     assert (folder / "report.html").is_file()
+
+
+def test_each_report_checks_the_folders_links_once(folder, capsys, monkeypatch):
+    """One check, in one place: ``archsim report`` and ``archsim.write_report`` checked the folder's entries in
+    ``results_folder`` and again in the report's writer before (two calls); ``sweep --report`` in the run and again
+    in the writer. Now once each, before any file is read (the lines above: the same refusals)."""
+    from archsim.sweep import cache, runner
+
+    res, calls = folder / "res", []
+    real = cache.check_entries
+
+    def counted(out):
+        calls.append(Path(out))
+        real(out)
+
+    monkeypatch.setattr(cache, "check_entries", counted)  # report.py imports it where it calls it
+    monkeypatch.setattr(runner, "check_entries", counted)  # the sweep imports it once
+    assert main(["report", str(res), "--out", str(folder / "a.html")]) == 0
+    assert calls == [res]
+    calls.clear()
+    archsim.write_report(res, out=folder / "b.html")
+    assert calls == [res]
+    calls.clear()
+    assert main(["sweep", str(folder / "s.toml"), "--out", str(res), "--quiet", "--report",
+                 str(folder / "c.html")]) == 0
+    assert calls == [res]

@@ -29,9 +29,9 @@ def test_a_simulated_plan_in_cycles_says_cycles():
 
 
 def test_a_schedule_states_its_unit():
-    frame = archsim.schedule("ffnn8", policy="ooo-pipe2", processors=2, unit_costs=True).to_frame()
+    frame = archsim.schedule("ffnn8", policy="ooo-pipe2", processors=2, unit_costs=True).timeline.to_frame()
     assert frame.attrs["unit"] == "units"
-    frame = archsim.schedule(_seconds_profile(), policy="ooo-pipe2", processors=2).to_frame()
+    frame = archsim.schedule(_seconds_profile(), policy="ooo-pipe2", processors=2).timeline.to_frame()
     assert frame.attrs["unit"] == "seconds"
 
 

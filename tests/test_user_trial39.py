@@ -32,7 +32,7 @@ def test_ooo_timeline_names_the_networks_layers(policy, unit_costs):
     the Chrome trace's ``args.layer``) though the network's layers are ``fc1`` … ``fc8``."""
     names = _csv_layer_names(ROOT / "layers" / "ffnn8.csv")
     result = archsim.schedule("ffnn8", policy=policy, processors=2, microbatches=2, unit_costs=unit_costs)
-    frame = result.to_frame()
+    frame = result.timeline.to_frame()
     assert set(frame["layer"].dropna()) == set(names)  # a flush barrier names no layer
     # F1:0 is the first layer's forward: its tag names that layer
     assert frame.set_index("op").loc["F1:0", "layer"] == names[0]
@@ -55,7 +55,7 @@ def test_three_layer_ooo_schedules_by_hand(tmp_path):
     assert {policy: run.makespan for policy, run in got.items()} == {"mp": 8, "gpipe": 8, "ooo-pipe1": 7,
                                                                       "ooo-pipe2": 6}
     assert got["ooo-pipe2"].row["bubble_fraction"] == pytest.approx(1 / 3)
-    frame = got["ooo-pipe2"].to_frame().set_index("op")
+    frame = got["ooo-pipe2"].timeline.to_frame().set_index("op")
     assert frame.loc["D2:0", "start"] == 4 and frame.loc["D2:0", "processor"] == "d2"
     assert frame.loc["G1:0", "start"] == 5 and frame.loc["G1:0", "processor"] == "d1"
 
@@ -64,7 +64,7 @@ def test_three_layer_ooo_schedules_by_hand(tmp_path):
 def test_data_parallel_timeline_names_the_networks_layers(policy):
     """Failed before: the data-parallel windows tagged every op's ``layer`` ``l1`` … ``lL``, not the network's."""
     names = _csv_layer_names(ROOT / "layers" / "ffnn8.csv")
-    frame = archsim.schedule("ffnn8", policy=policy, processors=4, unit_costs=True).to_frame().set_index("op")
+    frame = archsim.schedule("ffnn8", policy=policy, processors=4, unit_costs=True).timeline.to_frame().set_index("op")
     assert set(frame["layer"].dropna()) == set(names)
     assert frame.loc["F1", "layer"] == names[0] and frame.loc["S8", "layer"] == names[7]
 

@@ -79,7 +79,7 @@ def test_out_of_order_schedules_have_a_python_entry_point():
     makespans = {policy: archsim.schedule(chain, policy=policy, processors=2).makespan
                  for policy in ("mp", "ooo-pipe1", "ooo-pipe2")}
     assert makespans == {"mp": 11, "ooo-pipe1": 9, "ooo-pipe2": 8}
-    frame = archsim.schedule(chain, policy="ooo-pipe2", processors=2).to_frame()
+    frame = archsim.schedule(chain, policy="ooo-pipe2", processors=2).timeline.to_frame()
     order = [f"{kind}{layer[1:]}" for kind, layer in
              zip(*(frame.sort_values(["start", "processor"])[c] for c in ("kind", "layer")))]
     assert order == ["F1", "F2", "F3", "F4", "D4", "D3", "G4", "G3", "D2", "G1", "G2"]
@@ -218,7 +218,7 @@ def test_gantt_figure_takes_a_timeline_as_write_gantt_does():
         warnings.simplefilter("error")
         figure = gantt_figure(timeline, "ffnn8: ooo-pipe2", unit="units")
     bars = sum(len(trace.x) for trace in figure.data)
-    assert bars == len(timeline.to_frame()) == 8 + 7 + 8  # F, δ (none for layer 1) and G of 8 layers
+    assert bars == len(timeline.timeline.to_frame()) == 8 + 7 + 8  # F, δ (none for layer 1) and G of 8 layers
 
 
 def test_a_plan_in_seconds_names_its_columns_in_seconds():

@@ -86,10 +86,15 @@ def dataflow_codes(dataflow: str | npt.ArrayLike) -> IntArray:
 
 
 def _whole(x: npt.ArrayLike, name: str) -> IntArray:
-    """``x`` as int64; a fraction or a NaN is refused (the cast would drop or garble it silently)."""
+    """``x`` as int64; a fraction or a NaN is refused (the cast would drop or garble it silently), and so is what is
+    no number ("abc", None: a ValueError or TypeError from the cast before)."""
     value = np.asarray(x)
     if value.dtype.kind != "f":
-        return np.asarray(x, dtype=np.int64)  # a Python int past int64 raises OverflowError, as a float does below
+        try:
+            return np.asarray(x, dtype=np.int64)  # a Python int past int64 raises OverflowError, as a float does below
+        except (TypeError, ValueError):
+            raise InputError(f"must be a whole number or an array of them, got {type(x).__name__} {x!r:.40}",
+                             field=name) from None
     bad = ~np.isfinite(value) | (np.floor(value) != value)
     if bad.any():
         raise InputError(f"must be a whole number, got {value[bad].flat[0]!r}", field=name)

@@ -224,6 +224,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     checked as every device-file reader checks them (:mod:`archsim.array.device_sections`). ``dtype_flag``: the
     caller takes ``--dtype``, so a device TOML's refusal names train's among its array's flags.
     """
+    if not isinstance(path, (str, Path)):  # one line naming it, not open()'s TypeError
+        raise InputError(f"expected a .cfg path (str or Path), got {type(path).__name__}", field="path")
     path = Path(path)
     file = str(path)
     text = read_text(path, "config file", encoding="utf-8-sig")

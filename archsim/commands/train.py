@@ -246,14 +246,11 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     """``--runs``: every row of the runs file predicted on the cluster, in input order (nothing written
     when a row is bad: its line and field on stderr, exit 2), with one iteration's notes on the model
     (``dtype_given``: ``--dtype`` was given, so the config's ``torch_dtype`` is not noted)."""
-    import numpy as np
-
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.progress import progress
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.grad_accumulation import accumulation
     from archsim.training.runs import (
         milliseconds_note,
         model_note,
@@ -262,6 +259,7 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
         row_check,
         runs_to_run,
     )
+    from archsim.training.runs_result import runs_document
     from archsim.workload.model_files import config_dtype_note
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
@@ -279,13 +277,8 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     with progress(len(rows), "runs", "run", delay=0.5) as bar:
         out = predict_runs(config, cluster, rows, bar.update, file=args.runs,
                            warn=lambda line, text: warned.append(f"line {line}: {text}"))
-    errors = [abs(r["error"]) for r in out if r["error"] is not None]
-    sources = dict.fromkeys(r.pop("energy_source") for r in out)  # one per cluster, kept once in the meta
-    meta = {"model": config.name, "gpu": cluster.gpu_names, "attention": args.attention, "dp_overlap": args.dp_overlap,
-            "dtype": args.dtype, "schedule": args.schedule,
-            "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),  # (read_runs: ≥ 1 row)
-            "runs": len(out), "measured": len(errors),
-            "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
+    document = runs_document(out, rows, model=config.name, cluster=cluster, attention=args.attention,
+                             dp_overlap=args.dp_overlap, schedule=args.schedule)
     for line in warned:
         warn(line)
     for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows)):
@@ -300,8 +293,7 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     units = milliseconds_note(out)
     if units:
         note(units)
-    emit(render(Rows.of(out), args.format, meta=meta,
-                precision=args.precision), args)
+    emit(render(Rows.of(document["rows"]), args.format, meta=document["meta"], precision=args.precision), args)
     return 0
 
 

@@ -30,6 +30,15 @@ FAMILY = {"F": ("F",), "D": ("I",), "D1": ("I",), "D2": ("I",), "I": ("I",), "G"
           "B": ("B",), "FB": ("F", "B")}
 
 
+def ops_frame(timeline):
+    """The ops frame (op, processor, start, end, …) of a Timeline, of a result that holds one in ``timeline``
+    (``archsim.schedule``'s, whose own ``to_frame()`` is the command's CSV row), or a frame given as is."""
+    held = getattr(timeline, "timeline", timeline)
+    if held is None:
+        raise ValueError("this result has no timeline (multistream's totals, torch_steps' count): nothing to draw")
+    return held.to_frame() if hasattr(held, "to_frame") else held
+
+
 def chrome_trace(timeline, unit: str = "cycles") -> dict:
     """``timeline`` as Chrome's trace events. The format reads ``ts`` and ``dur`` in microseconds, so a
     timeline in seconds (``unit="seconds"``: train's, search's, a plan on measured profiles) is written in µs
@@ -40,7 +49,7 @@ def chrome_trace(timeline, unit: str = "cycles") -> dict:
     scale = 1e6 if unit == "seconds" else 1.0
     events = []
     names: dict[str, int] = {}
-    frame = timeline.to_frame()
+    frame = ops_frame(timeline)
     for row in frame.itertuples(index=False):
         data = row._asdict()
         pid = names.setdefault(str(data["processor"]), len(names) + 1)

@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from archsim.output_files import write_output
+from archsim.report.export import ops_frame
 from archsim.report.style import KIND_COLORS, KIND_LABELS
 
 __all__ = ["BORROWED_LABEL", "gantt_figure", "write_gantt"]
@@ -29,7 +30,7 @@ def gantt_figure(frame, title: str = "", unit: str = "cycles",
 
     ``borrowed``: (layer, kind) of ops a LayerPipe plan borrowed (:attr:`Partition.borrowed_ops`);
     their bars are hatched, with one legend entry saying so (the tables star the same ops)."""
-    frame = frame.to_frame() if hasattr(frame, "to_frame") else frame
+    frame = ops_frame(frame)
     missing = {"op", "processor", "start", "end"} - set(frame.columns)
     if missing:
         raise ValueError(f"timeline frame lacks columns {sorted(missing)}")
@@ -99,7 +100,7 @@ def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "", 
     titles the x axis; ``borrowed`` ops are hatched (:func:`gantt_figure`)."""
     from archsim.report.html_page import document, esc, figure
 
-    frame = timeline.to_frame() if hasattr(timeline, "to_frame") else timeline
+    frame = ops_frame(timeline)
     body = figure(gantt_figure(frame, title, unit, borrowed, rows_title), first=True)
     note = f"<p>{esc(caption)}</p>" if caption else ""
     return write_output(path, document(title, [body, note], heading="",

@@ -160,11 +160,12 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
                  own_networks: tuple[str, ...] = ()) -> Path:
     """The sweep's HTML report from the folder's files. A network file its results.csv names is read
     only inside the folder (or the shipped ``layers/``), or when it is one of ``own_networks``, the
-    networks of the spec the caller has just run: a results folder may come from someone else."""
-    from archsim.sweep.cache import check_entries
+    networks of the spec the caller has just run: a results folder may come from someone else. ``folder`` is
+    one :func:`results_folder` returned (``archsim report``, :func:`archsim.write_report`) or one a sweep has just
+    filled (``sweep --report``: :func:`archsim.sweep.runner.run_sweep` checked it before the run): its entries'
+    link check is theirs, made once before any of its files is read."""
     from archsim.sweep.device_report import is_device_folder, write_device_report
 
-    check_entries(folder)  # a caller that named the folder itself (sweep --report: checked before the run, too)
     if is_device_folder(folder):
         return write_device_report(folder, target, spec_command=spec_command)
     results = read_results(folder)

@@ -1,0 +1,69 @@
+"""What ``archsim train MODEL --runs RUNS.csv`` prints and ``archsim.train_runs`` returns, made once for both: the
+document (:func:`runs_document`: the rows, less each one's ``energy_source``, and the meta the command prints above
+them) and :class:`RunsResult`, the rows as the list the API has always returned, with ``to_dict()`` and
+``to_frame()`` as every other result has them."""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from archsim.training.cluster import GpuCluster
+    from archsim.training.runs import RunRow
+
+
+def runs_document(out: list[dict], rows: tuple[RunRow, ...], *, model: str, cluster: GpuCluster, attention: str,
+                  dp_overlap: str, schedule: str) -> dict:
+    """``{"meta": …, "rows": […]}`` of the predicted ``out`` (:func:`archsim.training.runs.predict_runs`' rows) of the
+    runs file's ``rows``: each row less its ``energy_source``, said once in the meta (one per cluster); the meta
+    names the flags every row ran with (``dtype``: the cluster's, the precision priced) and the MAPE of the measured rows (a fraction,
+    None where no row is measured). ``rows`` holds one row at least (:func:`~archsim.training.runs.read_runs`)."""
+    import numpy as np
+
+    from archsim.training.grad_accumulation import accumulation
+
+    errors = [abs(r["error"]) for r in out if r["error"] is not None]
+    sources = dict.fromkeys(r["energy_source"] for r in out)
+    meta = {"model": model, "gpu": cluster.gpu_names, "attention": attention, "dp_overlap": dp_overlap,
+            "dtype": cluster.dtype, "schedule": schedule,
+            "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),
+            "runs": len(out), "measured": len(errors),
+            "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}
+    return {"meta": meta, "rows": [{k: v for k, v in r.items() if k != "energy_source"} for r in out]}
+
+
+class RunsResult(list):
+    """What :func:`archsim.train_runs` returns: its rows, one dict a row in the file's order (each with its
+    ``energy_source``), as the list it returned before this class (2026-12-03), so ``rows[0]``, ``==`` a list,
+    ``json.dumps(rows)`` and ``pd.DataFrame(rows)`` keep working; ``to_dict()``, the document ``archsim train --runs
+    --format json`` prints (``meta``: the flags, the MAPE, the energy source), and ``to_frame()``, the rows its
+    ``--format csv`` prints. A list, not a frozen dataclass, for that compatibility: the document is a copy made
+    when it ran, whatever is done to the list after."""
+
+    def __init__(self, rows: list[dict], document: dict) -> None:
+        super().__init__(rows)
+        self._document = copy.deepcopy(document)
+
+    @property
+    def meta(self) -> dict:
+        """The document's ``meta`` (a copy): what the command prints above its rows."""
+        return copy.deepcopy(self._document["meta"])
+
+    def to_dict(self) -> dict:
+        """The JSON document ``archsim train MODEL --runs RUNS.csv --format json`` prints for the same keywords; a
+        copy, NaN as NaN (the CLI writes null)."""
+        return copy.deepcopy(self._document)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows ``archsim train MODEL --runs RUNS.csv --format csv`` prints, as a DataFrame: each row's columns,
+        then the meta's single values as columns (:func:`archsim.outputs.csv_frame`; imports pandas)."""
+        from archsim.outputs import csv_frame
+        from archsim.rows import Rows
+
+        return csv_frame(Rows.of(self._document["rows"]), self._document["meta"])
+
+
+__all__ = ["RunsResult", "runs_document"]
