@@ -92,6 +92,8 @@ class GpuSpec:
     threads resident on one SM (the CUDA programming guide's table per compute capability).
     l2_bytes_per_clock: L2 → SM read bytes per clock for the whole GPU, what feeds a tensor-core GEMM
     tile's operands (:func:`archsim.devices.kernels.tensor_path`; 0: not described, always fed).
+    compute_capability: CUDA's (major, minor) for the chip (NVIDIA's CUDA GPUs list), which sets its
+    special-function rate (:mod:`archsim.devices.nonmatmul`); (0, 0): not an NVIDIA chip, not described.
     """
 
     name: str
@@ -110,6 +112,7 @@ class GpuSpec:
     l1_bytes: float = 0.0
     threads_per_sm: int = 2048
     l2_bytes_per_clock: float = 0.0
+    compute_capability: tuple[int, int] = (0, 0)
 
     def __post_init__(self) -> None:
         for name in ("sm_count", "tensor_cores_per_sm", "mma_rows", "mma_cols"):
@@ -153,9 +156,9 @@ MB = 2**20  # L2 capacities are given in MiB ("6 MB L2" = 6,144 KB in the whitep
 def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps: float,
           unit: str = "tensor core", cuda_cores: tuple[int, int, int] | None = None, l2_mb: float = 0.0,
           lanes: int = 0, tdp: float = 0.0, nm: float = 0.0, l1_kb: float = 0.0, threads: int = 2048,
-          l2_read: float = 0.0) -> GpuSpec:
+          l2_read: float = 0.0, cc: tuple[int, int] = (0, 0)) -> GpuSpec:
     return GpuSpec(name, sms, tcs, mma[0], mma[1], mhz * 1e6, gbps * 1e9, unit, cuda_cores, l2_mb * MB, lanes,
-                   tdp, nm, l1_kb * KB, threads, l2_read)
+                   tdp, nm, l1_kb * KB, threads, l2_read, cc)
 
 
 @dataclass(frozen=True)
@@ -191,7 +194,7 @@ H100_PCIE_PEAKS = {"fp16": 756.5, "bf16": 756.5, "fp8": 1513, "tf32": 378, "fp32
 HOPPER_L2_BYTES_PER_CLOCK = 5120 * 132 / 108 * 2  # the A100's per SM, doubled (module docstring: an assumption)
 PCIE_ONLY: dict[str, Any] = {"nvlinks": 1, "nvswitch": False}  # a PCIe card's board: no NVLink
 V100 = (_chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12,
-              l1_kb=128, l2_read=2048),
+              l1_kb=128, l2_read=2048, cc=(7, 0)),
         Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 6, nvswitch=False))
 
 TABLE: tuple[Row, ...] = (
@@ -206,40 +209,40 @@ TABLE: tuple[Row, ...] = (
     Row("v100", *V100),  # the 32 GB SXM2 module; the 16 GB one: its chip and board (figures, links), 16 GiB HBM2
     Row("v100-16gb", replace(V100[0], name="NVIDIA V100 SXM2 16GB"), replace(V100[1], key="v100-16gb", memory_gb=16)),
     Row("v100-pcie", _chip("NVIDIA V100 PCIe 32GB", 80, 8, (8, 8), 1380, 900, cuda_cores=(4, 4, 4), l2_mb=6,
-                             tdp=250, nm=12, l1_kb=128, l2_read=2048),
+                             tdp=250, nm=12, l1_kb=128, l2_read=2048, cc=(7, 0)),
         Board("v100-pcie-32gb", 32, {"fp16": 112, "fp32": 14, "fp64": 7}, 0, 16, **PCIE_ONLY)),
     Row("t4", _chip("NVIDIA T4", 40, 8, (8, 8), 1590, 320, cuda_cores=(4, 4, 4), l2_mb=4, tdp=70, nm=12, l1_kb=64,
-                     threads=1024),
+                     threads=1024, cc=(7, 5)),
         Board("t4-16gb", 16, {"fp16": 65, "fp32": 8.1}, 0, 16, **PCIE_ONLY)),
     # the A100 40 GB as two boards: the SXM4 module (400 W, NVLink; training's) and the PCIe card (250 W;
     # NeuSight's kernels were timed on it, so the fp32 kernel fit reads this row)
     Row("a100-40gb", _chip("NVIDIA A100 SXM4 40GB", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=400, nm=7,
-                            l1_kb=192, l2_read=5120),
+                            l1_kb=192, l2_read=5120, cc=(8, 0)),
         Board("a100-40gb", 40, AMPERE_PEAKS, 300, 32, 12)),
     Row("a100-40gb-pcie", _chip("NVIDIA A100 40GB PCIe", 108, 4, (16, 16), 1410, 1555, l2_mb=40, lanes=64, tdp=250,
-                                  nm=7, l1_kb=192, l2_read=5120),
+                                  nm=7, l1_kb=192, l2_read=5120, cc=(8, 0)),
         Board("a100-40gb-pcie", 40, AMPERE_PEAKS, 0, 32, **PCIE_ONLY)),
     Row("a100-80gb-pcie", _chip("NVIDIA A100 80GB PCIe", 108, 4, (16, 16), 1410, 1935, l2_mb=40, lanes=64, tdp=300,
-                                  nm=7, l1_kb=192, l2_read=5120),
+                                  nm=7, l1_kb=192, l2_read=5120, cc=(8, 0)),
         Board("a100-80gb-pcie", 80, AMPERE_PEAKS, 0, 32, **PCIE_ONLY)),
     Row("a100-80gb", _chip("NVIDIA A100 SXM4 80GB", 108, 4, (16, 16), 1410, 2039, lanes=64, tdp=400, nm=7,
-                            l1_kb=192, l2_read=5120),
+                            l1_kb=192, l2_read=5120, cc=(8, 0)),
         Board("a100-80gb", 80, AMPERE_PEAKS, 300, 32, 12)),
-    Row("a10", _chip("NVIDIA A10", 72, 4, (8, 16), 1695, 600, l1_kb=128, threads=1536)),
+    Row("a10", _chip("NVIDIA A10", 72, 4, (8, 16), 1695, 600, l1_kb=128, threads=1536, cc=(8, 6))),
     Row("l4", _chip("NVIDIA L4", 58, 4, (8, 16), 2040, 300, l2_mb=48, lanes=128, tdp=72, nm=4, l1_kb=128,
-                     threads=1536),
+                     threads=1536, cc=(8, 9)),
         Board("l4-24gb", 24, {"fp16": 121, "bf16": 121, "fp32": 30.3}, 0, 32, **PCIE_ONLY)),
     Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4,
-                           l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK),
+                           l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK, cc=(9, 0)),
         Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, 18, nvls=True)),
     # 114 SMs of the H100 SXM's; 1620 MHz gives the datasheet's 756 dense FP16 TFLOP/s on 456 tensor cores;
     # L2 feed: the H100 SXM's assumed bytes per clock per SM
     Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l2_mb=50, lanes=128, tdp=350, nm=4,
-                            l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK * 114 / 132),
+                            l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK * 114 / 132, cc=(9, 0)),
         Board("h100-80gb-pcie", 80, H100_PCIE_PEAKS, 0, 64, **PCIE_ONLY)),
     # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; "141 GB" are 143,771 MiB
     Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, lanes=128, tdp=700, nm=4, l1_kb=256,
-                       l2_read=HOPPER_L2_BYTES_PER_CLOCK),
+                       l2_read=HOPPER_L2_BYTES_PER_CLOCK, cc=(9, 0)),
         Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, 18, nvls=True)),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
     # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
@@ -247,18 +250,21 @@ TABLE: tuple[Row, ...] = (
     # Titan Xp 12.1, Titan X (Pascal) 11.0, GTX Titan X (Maxwell) 6.6, Tesla M40 6.8, MI25 12.3,
     # Vega Frontier Edition 13.1 TFLOP/s.
     Row("p100-pcie", _chip("NVIDIA Tesla P100 PCIe", 56, 2, (4, 8), 1303, 732, FP32_PARTITION, l2_mb=4, tdp=250, nm=16,
-                            l1_kb=24),
+                            l1_kb=24, cc=(6, 0)),
         Board("p100-pcie-16gb", 16, {"fp32": 9.3, "fp64": 4.7}, 0, 16, **PCIE_ONLY)),
-    Row("p4", _chip("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16, l1_kb=48),
+    Row("p4", _chip("NVIDIA Tesla P4", 20, 4, (4, 8), 1063, 192, FP32_PARTITION, l2_mb=2, tdp=75, nm=16, l1_kb=48,
+                     cc=(6, 1)),
         Board("p4-8gb", 8, {"fp32": 5.5}, 0, 16, **PCIE_ONLY)),
     # the GTX 1080 Ti as a board too (11 GiB GDDR5X, PCIe 3.0 ×16, no FP16 rate worth a peak: fp32 only), so
     # a cluster of them can price layers (the SPP paper's 1080Ti×8 testbed, docs/papers/spp.md)
-    Row("gtx-1080-ti", _chip("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION, l1_kb=48),
+    Row("gtx-1080-ti", _chip("NVIDIA GTX 1080 Ti", 28, 4, (4, 8), 1582, 484, FP32_PARTITION, l1_kb=48, cc=(6, 1)),
         Board("gtx-1080-ti-11gb", 11, {"fp32": 11.3}, 0, 16, **PCIE_ONLY)),
-    Row("titan-xp", _chip("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION, l1_kb=48)),
-    Row("titan-x-pascal", _chip("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION, l1_kb=48)),
-    Row("titan-x-maxwell", _chip("NVIDIA GTX Titan X (Maxwell)", 24, 4, (4, 8), 1075, 336.5, FP32_PARTITION)),
-    Row("m40", _chip("NVIDIA Tesla M40", 24, 4, (4, 8), 1114, 288, FP32_PARTITION)),
+    Row("titan-xp", _chip("NVIDIA Titan Xp", 30, 4, (4, 8), 1582, 547.7, FP32_PARTITION, l1_kb=48, cc=(6, 1))),
+    Row("titan-x-pascal", _chip("NVIDIA Titan X (Pascal)", 28, 4, (4, 8), 1531, 480, FP32_PARTITION, l1_kb=48,
+                                 cc=(6, 1))),
+    Row("titan-x-maxwell", _chip("NVIDIA GTX Titan X (Maxwell)", 24, 4, (4, 8), 1075, 336.5, FP32_PARTITION,
+                                  cc=(5, 2))),
+    Row("m40", _chip("NVIDIA Tesla M40", 24, 4, (4, 8), 1114, 288, FP32_PARTITION, cc=(5, 2))),
     Row("mi25", _chip("AMD Radeon Instinct MI25", 64, 4, (4, 4), 1500, 484, FP32_PARTITION)),
     Row("vega-fe", _chip("AMD Radeon Vega Frontier Edition", 64, 4, (4, 4), 1600, 483, FP32_PARTITION)),
 )

@@ -41,8 +41,10 @@ family (:func:`kernel_families` ``alone``, :func:`timed_alone`); inside a step P
 pay none (:func:`queued`).
 
 A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its GEMMs'
-main loops and the HBM traffic it counts in ``vector_elements``, one launch. It has no fp32 SIMT
-kernel (FlashAttention runs fp16/bf16 only): refused there.
+main loops (at FlashAttention-2's ``mma.sync`` share of the tensor peak,
+:func:`~archsim.devices.nonmatmul.fused_matmul_fraction`) followed by its non-matmul work (its ``exps`` and
+``lane_ops``, :func:`~archsim.devices.nonmatmul.nonmatmul_seconds`) and the HBM traffic it counts in
+``vector_elements``, one launch. It has no fp32 SIMT kernel (FlashAttention runs fp16/bf16 only): refused there.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from archsim.devices.kernels import (
     stream_seconds,
     tensor_path,
 )
+from archsim.devices.nonmatmul import fused_matmul_fraction, nonmatmul_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.lowering.gemm_arrays import flatten_gemms
@@ -264,9 +267,10 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
         name = op.kernel[0] if op.kernel else ""
         if name not in fractions:
             raise InputError(f"{op.layer}: unknown kernel {name!r}; known: {', '.join(KERNEL_CLASSES)}", field="op")
-        if op.fused:  # one kernel: compute and its own HBM traffic overlap, one launch
+        if op.fused:  # one kernel: compute, then its non-matmul work, overlapping its own HBM traffic; one launch
             traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, tiles, kernels=0))
-            gemm[i] = max(gemm[i], traffic) + tiles.launch_s
+            body = gemm[i] / fused_matmul_fraction(device) + nonmatmul_seconds(op.exps, op.lane_ops, device)
+            gemm[i] = max(body, traffic) + tiles.launch_s
             kernels[i] = 1
         elif families.pytorch and chip is not None and op.kernel and op.kind == "F":
             _, rows, row = op.kernel

@@ -48,7 +48,11 @@ class TrainingOp:
     extra_bytes: bytes a split op must receive beyond the unsplit op's inputs (weight slice,
         partial sums to merge) — LayerPipe's "additional communication".
     fused: the GEMMs run in one kernel that keeps their intermediates on chip (FlashAttention): on a
-        GPU its time is the larger of the GEMMs' compute and ``vector_elements``' HBM traffic, one launch.
+        GPU its time is the larger of the GEMMs' compute (with its non-matmul work) and ``vector_elements``' HBM
+        traffic, one launch.
+    exps, lane_ops: a fused op's non-matmul work inside the kernel — special-function results (exponentials,
+        logarithms, reciprocals) and FP32 row-wise operations (an FMA one) — which it runs beside its GEMMs
+        (:mod:`archsim.devices.nonmatmul`); 0 for every other op.
     kernel: for a memory-bound op that is one softmax or layer-norm kernel, (op, rows, row) — the kernel
         model's name (``softmax`` or ``ln``) and the B × H tensor it works on
         (:mod:`archsim.devices.kernel_ops`); empty: an elementwise kernel moving ``vector_elements``.
@@ -67,6 +71,8 @@ class TrainingOp:
     out_bytes: int = 0
     extra_bytes: int = 0
     fused: bool = False
+    exps: int = 0
+    lane_ops: int = 0
     kernel: tuple[str, int, int] | tuple[()] = ()
     kernel_dtype: str = ""
     split_k: bool = False

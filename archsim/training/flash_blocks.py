@@ -93,4 +93,33 @@ def flash_gemms(s: int, hd: int, heads: int, tile: tuple[int, int], window: int 
     return blocks, blocks
 
 
-__all__ = ["FlashTiles", "computed_blocks", "flash_gemms", "flash_tiles"]
+@dataclass(frozen=True)
+class NonMatmul:
+    """One kernel's non-matmul work, counted from FlashAttention-2's Algorithms 1 and 2 (Dao 2023, §3.1):
+    ``exps`` special-function results (exp, log, reciprocal) and ``lane_ops`` FP32 operations (an FMA one)."""
+
+    exps: int
+    lane_ops: int
+
+
+def flash_nonmatmul(s: int, hd: int, heads: int, tiles: FlashTiles, window: int | None = None,
+                    causal: bool = True) -> tuple[NonMatmul, NonMatmul]:
+    """(forward, backward) non-matmul work over ``heads`` heads, every computed block counting its whole
+    Br × Bc tile (as its GEMMs do, :func:`computed_blocks`). Forward (Algorithm 1), per block: line 9's
+    P̃ = exp(S − m) one exponential per element and e^(m_old − m) one per row, its rowmax, S − m (one FMA with
+    the softmax scale) and rowsum 3 FP32 operations per element, line 10's rescale of O hd per row and ℓ's
+    update one; per query row once, lines 12–13: the reciprocal of ℓ and log ℓ (2 special functions), O · ℓ⁻¹
+    and m + log ℓ (hd + 1). Backward (Algorithm 2), per block element: line 11's P = exp(S − L) one
+    exponential and one FMA (scale, subtract), line 14's dS = P ∘ (dP − D) a subtract and a multiply. Left
+    out: type conversions, masking, index arithmetic and the separate D = rowsum(dO ∘ O) kernel (line 4):
+    a lower bound."""
+    (fbr, fbc), (bbr, bbc) = tiles.forward, tiles.backward
+    blocks = computed_blocks(s, fbr, fbc, window, causal)
+    elements, block_rows, rows = blocks * fbr * fbc, blocks * fbr, -(-s // fbr) * fbr
+    forward = NonMatmul(heads * (elements + block_rows + 2 * rows),
+                        heads * (3 * elements + block_rows * (hd + 1) + rows * (hd + 1)))
+    back = computed_blocks(s, bbr, bbc, window, causal) * bbr * bbc
+    return forward, NonMatmul(heads * back, heads * 3 * back)
+
+
+__all__ = ["FlashTiles", "NonMatmul", "computed_blocks", "flash_gemms", "flash_nonmatmul", "flash_tiles"]

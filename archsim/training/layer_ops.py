@@ -60,7 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.lowering import Gemm, TrainingOp
-from archsim.training.flash_blocks import flash_gemms, flash_tiles
+from archsim.training.flash_blocks import flash_gemms, flash_nonmatmul, flash_tiles
 from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, unfused_softmax
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
@@ -221,16 +221,19 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     ``dropout`` picking the forward's): ``causal`` skips the blocks above the diagonal, a ``window``
     (keys 0 ≤ q − k < window) those before it too; not causal, the whole square. Time and energy follow
     these; model FLOPs keep the whole square (:func:`~archsim.training.throughput.attended_pairs`).
-    Every key is in some query's window, so Q, K, V and O are still read once each."""
+    Every key is in some query's window, so Q, K, V and O are still read once each. Each op carries its
+    exponentials and FP32 row-wise work (:func:`~archsim.training.flash_blocks.flash_nonmatmul`)."""
     q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O) and of K (= V)
     lse = int(dtype_elements(4, dtype) * s * heads)
     tiles = flash_tiles(hd, dropout)
     qk, pv = flash_gemms(s, hd, heads, tiles.forward, window, causal)
     dqk, dpv = flash_gemms(s, hd, heads, tiles.backward, window, causal)
+    fwork, bwork = flash_nonmatmul(s, hd, heads, tiles, window, causal)
     forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + 2 * kv + q + lse,
-                         out_bytes=2 * q, fused=True)
+                         out_bytes=2 * q, fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops)
     backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv),
-                          vector_elements=3 * q + 2 * kv + lse + q + 2 * kv, out_bytes=2 * (q + 2 * kv), fused=True)
+                          vector_elements=3 * q + 2 * kv + lse + q + 2 * kv, out_bytes=2 * (q + 2 * kv), fused=True,
+                          exps=bwork.exps, lane_ops=bwork.lane_ops)
     return forward, backward
 
 

@@ -1,0 +1,97 @@
+"""A fused attention kernel's non-matmul work: its exponentials and its FP32 row-wise arithmetic, in seconds.
+
+Why: FlashAttention-2 spends time beside its matmuls on the softmax, and does not overlap the two. Dao
+2023 ("FlashAttention-2", §3.1): "the A100 GPU has a max theoretical throughput of 312 TFLOPs/s of
+FP16/BF16 matmul, but only 19.5 TFLOPs/s of non-matmul FP32. Another way to think about this is that each
+non-matmul FLOP is 16× more expensive than a matmul FLOP". Its exponentials run on the SM's
+special-function unit (the multi-function unit, MUFU), slower still: Shah et al. 2024 ("FlashAttention-3",
+§3.1, "Pingpong scheduling", and its footnote 5) — "the H100 SXM5 GPU has 989 TFLOPS of FP16 matmul but
+only 3.9 TFLOPS of special functions such as exponential"; "The CUDA programming guide specifies that 16
+operations of special functions can be performed per streaming multiprocessor (SM) per clock cycle. We
+multiply 16 by 132 SMs and 1830 MHz clock speed". FlashAttention-3 overlaps them with its asynchronous
+WGMMA; FlashAttention-2's synchronous kernel runs them in turn (FlashAttention-3 §3.1–3.2: "the wait
+statements ... serialize the execution of softmax and GEMMs").
+
+Rates (results per second), one rule for every device:
+
+* a catalog GPU (its chip's compute capability): exponentials at :func:`mufu_per_sm` results per SM per
+  clock, the CUDA C Programming Guide's "Arithmetic Instructions" throughput of "32-bit floating-point
+  reciprocal, reciprocal square root, base-2 logarithm (__log2f), base 2 exponential (exp2f), sine
+  (__sinf), cosine (__cosf)": 32 on compute capability 5.x, 6.1 and 6.2, 16 on 6.0 and 7.x (the guide's
+  table through 7.x) and on 8.x and 9.0 (FlashAttention-3's footnote 5 for 9.0); the FP32 operations at
+  one per FP32 lane per clock (an FMA is one operation: 2 FLOPs, as the 19.5 TFLOP/s above count it);
+* a device without a chip (a device file): both on its ``lanes`` where it states them, one result per lane
+  per clock; without lanes, on one lane per row of each array (the vector unit that feeds an array is
+  as wide as its rows) — an assumption, stated, not a described unit.
+
+The kernel's instruction path: FlashAttention-2 compiles sm80's ``mma.sync`` on Hopper too (FlashAttention-3
+§1: "not using Hopper-specific instructions in place of Ampere ones when targeting the Tensor Cores"), and
+"Without the wgmma instruction, the older mma.sync instruction can only reach about ⅔ the peak
+throughput of Hopper Tensor Cores" (FlashAttention-3's authors, PyTorch blog, 2024-07-11, note 1, citing
+Luo et al. 2024, arXiv:2402.13499): :func:`mma_sync_fraction`.
+"""
+
+from __future__ import annotations
+
+from archsim.devices.catalog import GpuSpec, chip_of
+from archsim.devices.device import Device
+from archsim.errors import InputError
+
+# compute capability major (minor where it matters) → special-function results per SM per clock
+_MUFU_PER_SM = {(5, None): 32, (6, 0): 16, (6, 1): 32, (6, 2): 32, (7, None): 16, (8, None): 16, (9, 0): 16}
+
+
+def mufu_per_sm(cc: tuple[int, int]) -> int:
+    """Special-function (exp2, log2, reciprocal) results per SM per clock of compute capability ``cc``
+    (module docstring: the CUDA C Programming Guide's throughput table)."""
+    rate = _MUFU_PER_SM.get(cc, _MUFU_PER_SM.get((cc[0], None)))
+    if rate is None:
+        raise InputError(f"no special-function rate for compute capability {cc[0]}.{cc[1]}", field="gpu")
+    return rate
+
+
+def mma_sync_fraction(cc: tuple[int, int]) -> float:
+    """The fraction of the tensor peak a kernel built on sm80's ``mma.sync`` reaches on compute capability
+    ``cc``: about ⅔ on Hopper (9.x, which has ``wgmma``), all of it where ``mma.sync`` is the native
+    instruction (module docstring)."""
+    return 2 / 3 if cc[0] == 9 else 1.0
+
+
+def _lane_rate(device: Device) -> float:
+    """A device file's non-matmul results per second: its lanes, else one lane per array row."""
+    if device.lanes is not None:
+        lanes = device.lanes
+        return lanes.count * lanes.rows * lanes.cols * lanes.clock_hz
+    return device.arrays.count * device.arrays.rows * device.arrays.clock_hz
+
+
+def nonmatmul_rates(device: Device) -> tuple[float, float]:
+    """(exponentials per second, FP32 operations per second) of ``device`` (module docstring's rule)."""
+    chip = chip_of(device)
+    if chip is None or chip.compute_capability == (0, 0) or not chip.fp32_lanes_per_sm:
+        rate = _lane_rate(device)
+        return rate, rate
+    return _chip_rates(chip)
+
+
+def _chip_rates(chip: GpuSpec) -> tuple[float, float]:
+    per_sm_clock = chip.sm_count * chip.clock_hz
+    return mufu_per_sm(chip.compute_capability) * per_sm_clock, chip.fp32_lanes_per_sm * per_sm_clock
+
+
+def nonmatmul_seconds(exps: float, lane_ops: float, device: Device) -> float:
+    """Seconds of ``exps`` special-function results and ``lane_ops`` FP32 operations on ``device``, run one
+    after the other and after the matmuls, as FlashAttention-2's synchronous kernel runs them (an
+    assumption: warps of other CTAs on the SM may hide some of it)."""
+    exp_rate, lane_rate = nonmatmul_rates(device)
+    return exps / exp_rate + lane_ops / lane_rate
+
+
+def fused_matmul_fraction(device: Device) -> float:
+    """The fraction of its GEMM rate a fused FlashAttention-2 kernel reaches on ``device``: its chip's
+    :func:`mma_sync_fraction`; 1 on a device file (its arrays are its own instruction path)."""
+    chip = chip_of(device)
+    return 1.0 if chip is None else mma_sync_fraction(chip.compute_capability)
+
+
+__all__ = ["fused_matmul_fraction", "mma_sync_fraction", "mufu_per_sm", "nonmatmul_rates", "nonmatmul_seconds"]
