@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from functools import lru_cache
@@ -249,6 +250,18 @@ def _run_processes(units: list[Unit], workers: int):
             yield from zip(futures[future], future.result())
 
 
+_DASK_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):(\d{1,5})")
+
+
+def check_dask_address(address: str) -> None:
+    """Refuse, before the sweep writes anything, a ``--dask`` value that is neither ``local`` nor a scheduler
+    address with its port (``[scheme://]host:port``, as ``distributed.Client`` needs one)."""
+    match = _DASK_ADDRESS.fullmatch(address)
+    if address != "local" and (match is None or not 0 < int(match.group(1)) < 65536):
+        raise InputError(f"--dask takes 'local' or a scheduler address with its port, such as "
+                         f"tcp://10.0.0.1:8786; got {address!r}", field="dask")
+
+
 def _run_dask(units: list[Unit], address: str, workers: int):
     try:
         from distributed import Client, LocalCluster, as_completed
@@ -257,7 +270,12 @@ def _run_dask(units: list[Unit], address: str, workers: int):
     cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1, processes=True,
                            dashboard_address=None) if address == "local" else None
     try:
-        with Client(cluster if cluster is not None else address) as client:
+        try:
+            client = Client(cluster if cluster is not None else address)
+        except (OSError, TimeoutError) as exc:  # an unreachable scheduler: nothing computed, the folder resumes
+            raise InputError(f"cannot reach the dask scheduler at {address} ({exc.__class__.__name__}); "
+                             "nothing was computed", field="dask") from None
+        with client:
             chunks = _chunks(units, sum(client.nthreads().values()) or workers)
             futures = {client.submit(compute_units, chunk, pure=False): chunk for chunk in chunks}
             for future in as_completed(futures):
@@ -279,6 +297,8 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
     units = spec.units()
     digests = network_digests(spec)  # a missing network stops the run before anything is written
     check_processor_counts(units, spec.source)  # so does a network too short for a processor count
+    if dask:
+        check_dask_address(dask)
     check_entries(out)  # a symlink among the folder's own files: refused before anything is written
     try:
         (out / "cache").mkdir(parents=True, exist_ok=True)
