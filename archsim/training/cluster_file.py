@@ -36,9 +36,12 @@ MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs ban
 def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
     """A ``[[servers]]`` table's device: its catalog ``gpu`` or its ``device`` file (one of the two)."""
     name, path = group.get("gpu"), group.get("device")
-    if (name is None) == (path is None):
+    if name is not None and path is not None:  # which of the two was meant, only the user knows: neither is read
+        raise InputError(f"names both gpu = {name!r} and device = {path!r}: a [[servers]] table's chips are a "
+                         "catalog GPU or a device file's, not both; keep one of the two", file=file, field="device")
+    if name is None and path is None:  # plan prices such a server on an array; train and search need its chip
         raise InputError('every [[servers]] table needs gpu = "<catalog name>" or device = "<device file>" '
-                         "(one of the two) for archsim train", file=file, field="gpu")
+                         "(one of the two) to train on", file=file, field="gpu")
     if path is not None:
         if not isinstance(path, str) or not path.strip():
             raise InputError(f"expected a device file's path, got {path!r}", file=file, field="device")
