@@ -3,6 +3,7 @@ trained, searched and swept. Each test is a defect the trial found, and failed b
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -139,3 +140,37 @@ def test_a_large_but_finite_figure_still_loads_as_stated(tmp_path) -> None:
     toml.write_text(CHIP_TOML.format(hbm_gbps="1e14"))
     device = load_device(toml)
     assert device.hbm_bytes_per_s == 1e23 and math.isfinite(device.hbm_bytes_per_s)
+
+
+def _mixed_cluster(tmp_path, board_watts: float) -> str:
+    (tmp_path / "chip.toml").write_text(CHIP_TOML.format(hbm_gbps=1000).replace(
+        'name = "designer_chip"', f'name = "designer_chip"\nboard_watts = {board_watts:g}'))
+    path = tmp_path / "mixed.toml"
+    path.write_text('[cluster]\nname = "mixed"\ninter_server_gbps = 200\n\n[[servers]]\ngpus = 8\ndevice = "chip.toml"\n\n'
+                    '[[servers]]\ngpus = 8\ngpu = "a100-80gb"\n')
+    return str(path)
+
+
+def test_board_watts_that_prices_a_mixed_cluster_is_not_noted_unread(tmp_path, capsys) -> None:
+    """Beside catalog A100s, an iteration over the chip and the GPUs is priced at board power × time, the chip's
+    ``board_watts`` included, yet train said ``[device] board_watts`` was "not read". By hand: 8 A100s at their
+    400 W datasheet power and 8 chips at 100 W, 4,000 W × the iteration's seconds."""
+    cluster = _mixed_cluster(tmp_path, 100)
+    capsys.readouterr()
+    assert main(["train", "gpt2", "--cluster", cluster, "--pp", "2", "--dp", "8", "--global-batch", "32",
+                 "--micro-batch", "4", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    meta = json.loads(out)["meta"]
+    assert meta["energy_source"] == "board power × iteration time"
+    assert meta["energy_j"] == pytest.approx((8 * 400 + 8 * 100) * meta["iteration_seconds"], rel=1e-12)
+    assert "board_watts" not in err, err
+
+
+def test_board_watts_of_a_cluster_of_the_chip_alone_is_still_noted(tmp_path, capsys) -> None:
+    (tmp_path / "chip.toml").write_text(CHIP_TOML.format(hbm_gbps=1000).replace(
+        'name = "designer_chip"', 'name = "designer_chip"\nboard_watts = 100'))
+    capsys.readouterr()
+    assert main(["train", "gpt2", "--cluster", _cluster(tmp_path, 'device = "chip.toml"'), "--dp", "8",
+                 "--global-batch", "32", "--micro-batch", "4"]) == 0
+    err = capsys.readouterr().err
+    assert "this key is not read: [device] board_watts" in err, err

@@ -216,7 +216,8 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
             unit_slip = _intra_unit_warning(intra, device, group.get("device"))
             if unit_slip:
                 slipped.append(unit_slip)
-        unread = unread_keys_note(device, group["device"]) if "device" in group else None
+        mixed = len({other.name for other in tables if other is not None}) > 1  # board power prices a mixed layout
+        unread = unread_keys_note(device, group["device"], mixed) if "device" in group else None
         if unread:  # a key its kind ignores (board_watts on an array device), named with the file
             overridden.append(unread)
         if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
