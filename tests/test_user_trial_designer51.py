@@ -174,3 +174,28 @@ def test_board_watts_of_a_cluster_of_the_chip_alone_is_still_noted(tmp_path, cap
                  "--global-batch", "32", "--micro-batch", "4"]) == 0
     err = capsys.readouterr().err
     assert "this key is not read: [device] board_watts" in err, err
+
+
+@pytest.mark.long  # a search of a few seconds
+def test_search_says_when_its_energy_is_found_two_ways(tmp_path, capsys) -> None:
+    """On the chip beside A100s, ``search --objective energy --gpus 8,16`` ranked 8-chip rows (the energy model's
+    joules) against 16-GPU rows (board power × time) in one list and one Pareto front, without a word. The rows'
+    bases checked by hand: a 16-GPU row is 4,000 W × its seconds, an 8-GPU row is not 800 W × its seconds."""
+    cluster = _mixed_cluster(tmp_path, 100)
+    capsys.readouterr()
+    assert main(["search", "gpt2", "--cluster", cluster, "--global-batch", "32", "--gpus", "8,16", "--objective",
+                 "energy", "--recompute", "none", "--schedule", "1f1b", "--sequence-parallel", "off",
+                 "--max-micro-batch", "2", "--top", "1000", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    rows = json.loads(out)["rows"]
+    wide = [r for r in rows if r["gpus"] == 16]
+    chip = [r for r in rows if r["gpus"] == 8]
+    assert wide and chip
+    assert all(r["energy_j"] == pytest.approx(4000 * r["iteration_seconds"], rel=1e-12) for r in wide)
+    assert all(r["energy_j"] != pytest.approx(800 * r["iteration_seconds"], rel=1e-3) for r in chip)
+    assert ("archsim search: note: energy_j is found two ways here (the energy model's on 8 GPUs; board power × "
+            "time on 16 GPUs)") in err, err
+    capsys.readouterr()
+    assert main(["search", "gpt2", "--cluster", cluster, "--global-batch", "32", "--gpus", "16", "--objective",
+                 "energy", "--top", "1"]) == 0
+    assert "two ways" not in capsys.readouterr().err
