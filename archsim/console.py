@@ -82,10 +82,16 @@ def keyed(name: str, key: str, value: object = None, *, placeholder: str | None 
     return f"--{name.replace('_', '-')} {key}" + (f"={shown}" if shown else "")
 
 
+POSITIONALS = ("NETWORK", "MODEL")  # the commands' positional arguments: the library's functions name them in lower case
+
+
 def field_name(name: str) -> str:
     """An :class:`~archsim.errors.InputError`'s field naming a setting, as the caller spells it: the keyword
     from the library (``global_batch``: :func:`setting`), the flag's name as given from a command
-    (``global-batch``)."""
+    (``global-batch``); a command's positional ``NETWORK`` or ``MODEL`` is the library's ``network`` or ``model``
+    argument."""
+    if name in POSITIONALS:
+        return name.lower() if _KEYWORDS.get() else name
     return setting(name) if _KEYWORDS.get() else name
 
 

@@ -42,6 +42,9 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
 # A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
 # nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
 MAX_STEP_LATENCY_US = 1000.0
+# Any other figure (GB/s, GiB, MiB, W, TFLOP/s): far above every chip's, and low enough that the reader's products
+# (× 10⁹ for bytes/s, × 2³⁰ for bytes, × 10¹² for FLOP/s) stay finite: 10³⁰⁰ GB/s would be inf bytes/s, every op free
+MAX_FIGURE = 1e15
 _NUMBERS = ("int", "float", "float0", "sram", "fraction", "seconds", "latency_us", "watts0", "gbps0")
 # W per chip: no chip leaks a megawatt; a figure at or above it is a unit slipped (mW written as W)
 MAX_STATIC_WATTS = 1e6
@@ -83,7 +86,7 @@ def _sram(value: object) -> float | tuple[int, int, int]:
     """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0, split in three equal operand buffers)
     or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
     if not isinstance(value, list):
-        return parse_float(value, what="a non-negative number")
+        return parse_float(value, high=MAX_FIGURE, what="a non-negative number")
     if len(value) != 3 or any(isinstance(kib, (bool, str)) for kib in value):
         raise ValueError(f"expected one number or three positive integers (ifmap, filter, ofmap KiB), got {value!r}")
     ifmap, filt, ofmap = (parse_int(kib, high=INT32_MAX, what="a positive integer") for kib in value)
@@ -106,10 +109,11 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
     try:
         if kind == "int":
             return parse_int(value, high=INT32_MAX, what="a positive integer")
+        high = math.inf if (section, key) == ("compute", "clock_mhz") else MAX_FIGURE  # a clock has its own range
         if kind == "float":
-            return parse_float(value, low_open=True, what="a positive number")
+            return parse_float(value, low_open=True, high=high, what="a positive number")
         if kind == "float0":
-            return parse_float(value, what="a non-negative number")
+            return parse_float(value, high=high, what="a non-negative number")
         if kind == "sram":
             return _sram(value)
         if kind == "fraction":
@@ -138,7 +142,7 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
             try:
                 if isinstance(tflops, str):  # parse_float's ValueError: one handler
                     raise ValueError(f"expected a positive number, got {shown_number(tflops)}")  # noqa: TRY004
-                peaks[dtype] = parse_float(tflops, low_open=True, what="a positive number")
+                peaks[dtype] = parse_float(tflops, low_open=True, high=MAX_FIGURE, what="a positive number")
             except ValueError as exc:
                 raise InputError(str(exc), file=file, field=f"{section}.{key}.{dtype}") from None
         return peaks

@@ -161,11 +161,14 @@ def run(args: argparse.Namespace) -> int:
     if why is not None:
         note(why)
     if args.objective == "energy":
-        from archsim.training.energy import unpriced_static_note
+        from archsim.training.energy import mixed_basis_note, unpriced_static_note
 
         static = unpriced_static_note(cluster, args.gpus or [cluster.gpus])
         if static is not None:
             note(static)
+        mixed = mixed_basis_note(cluster, args.gpus or [cluster.gpus])
+        if mixed is not None:
+            note(mixed)
     emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for

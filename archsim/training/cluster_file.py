@@ -36,9 +36,12 @@ MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs ban
 def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
     """A ``[[servers]]`` table's device: its catalog ``gpu`` or its ``device`` file (one of the two)."""
     name, path = group.get("gpu"), group.get("device")
-    if (name is None) == (path is None):
+    if name is not None and path is not None:  # which of the two was meant, only the user knows: neither is read
+        raise InputError(f"names both gpu = {name!r} and device = {path!r}: a [[servers]] table's chips are a "
+                         "catalog GPU or a device file's, not both; keep one of the two", file=file, field="device")
+    if name is None and path is None:  # plan prices such a server on an array; train and search need its chip
         raise InputError('every [[servers]] table needs gpu = "<catalog name>" or device = "<device file>" '
-                         "(one of the two) for archsim train", file=file, field="gpu")
+                         "(one of the two) to train on", file=file, field="gpu")
     if path is not None:
         if not isinstance(path, str) or not path.strip():
             raise InputError(f"expected a device file's path, got {path!r}", file=file, field="device")
@@ -213,7 +216,8 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
             unit_slip = _intra_unit_warning(intra, device, group.get("device"))
             if unit_slip:
                 slipped.append(unit_slip)
-        unread = unread_keys_note(device, group["device"]) if "device" in group else None
+        mixed = len({other.name for other in tables if other is not None}) > 1  # board power prices a mixed layout
+        unread = unread_keys_note(device, group["device"], mixed) if "device" in group else None
         if unread:  # a key its kind ignores (board_watts on an array device), named with the file
             overridden.append(unread)
         if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's

@@ -195,6 +195,22 @@ def unpriced_static_note(cluster, counts) -> str | None:
             "time costs nothing: state the chip's leakage as [device] static_watts (W per chip) in its device file")
 
 
+def mixed_basis_note(cluster, counts) -> str | None:
+    """The note ``archsim search --objective energy`` prints when its GPU ``counts`` find ``energy_j`` in more than
+    one way (:func:`iteration_energy`): a cluster mixing an array device with other GPUs prices the chip's own
+    layouts by the energy model and those spanning both at board power × time, figures not comparable (the model's
+    45 nm joules against a board's watts), so one ranking and one Pareto front over both mislead. None otherwise."""
+    bases: dict[str, list[int]] = {}
+    for n in sorted(set(counts)):
+        device = array_device(cluster, n)
+        bases.setdefault("the energy model's" if device is not None else "board power × time", []).append(n)
+    if len(bases) < 2:
+        return None
+    ways = "; ".join(f"{basis} on {', '.join(map(str, ns))} GPUs" for basis, ns in bases.items())
+    return (f"energy_j is found two ways here ({ways}): the two are not comparable, so compare energy among "
+            "configurations of one way (--gpus)")
+
+
 def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
                      implementation: str = "megatron", memory=()) -> dict[str, float | str | None]:
     """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``;
@@ -231,5 +247,5 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
 
 
 __all__ = ["BOARD_SOURCE", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_device", "array_iteration_joules",
-           "device_array", "device_energies", "device_file_array", "energy_basis", "iteration_energy", "load_priced_device", "priced",
-           "static_joules", "unpriced_static_note"]
+           "device_array", "device_energies", "device_file_array", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
+           "priced", "static_joules", "unpriced_static_note"]
