@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from archsim.errors import InputError
-from archsim.sweep.runner import check_dask_address
+from archsim.sweep.dask_address import check_dask_address
 
 
 @pytest.mark.parametrize("address", ["local", "tcp://10.0.0.1:8786", "10.0.0.1:8786", "scheduler.example:1",

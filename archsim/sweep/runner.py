@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from functools import lru_cache
@@ -250,18 +249,6 @@ def _run_processes(units: list[Unit], workers: int):
             yield from zip(futures[future], future.result())
 
 
-_DASK_ADDRESS = re.compile(r"(?:[a-z][a-z0-9+.-]*://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+):(\d{1,5})")
-
-
-def check_dask_address(address: str) -> None:
-    """Refuse, before the sweep writes anything, a ``--dask`` value that is neither ``local`` nor a scheduler
-    address with its port (``[scheme://]host:port``, as ``distributed.Client`` needs one)."""
-    match = _DASK_ADDRESS.fullmatch(address)
-    if address != "local" and (match is None or not 0 < int(match.group(1)) < 65536):
-        raise InputError(f"--dask takes 'local' or a scheduler address with its port, such as "
-                         f"tcp://10.0.0.1:8786; got {address!r}", field="dask")
-
-
 def _run_dask(units: list[Unit], address: str, workers: int):
     try:
         from distributed import Client, LocalCluster, as_completed
@@ -298,6 +285,8 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
     digests = network_digests(spec)  # a missing network stops the run before anything is written
     check_processor_counts(units, spec.source)  # so does a network too short for a processor count
     if dask:
+        from archsim.sweep.dask_address import check_dask_address
+
         check_dask_address(dask)
     check_entries(out)  # a symlink among the folder's own files: refused before anything is written
     try:
