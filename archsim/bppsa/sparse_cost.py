@@ -15,7 +15,7 @@ entry stored: r·c·(2k − 1) for (r×k)·(k×c). Gradient vectors are taken as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -73,17 +73,22 @@ def product_flops(x: Pattern, y: Pattern) -> tuple[int, int, Pattern]:
 
 
 class FlopCounter:
-    """A ◇ on patterns that logs (sparse, dense) FLOPs per call, in call order."""
+    """A ◇ on patterns that logs (sparse, dense) FLOPs per call, in call order; ``on_step()``, if given, is
+    called after each (a progress bar: one up-sweep product of dense fill-in can take most of a run)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_step: Callable[[], object] | None = None) -> None:
         self.log: list[tuple[int, int]] = []
+        self.on_step = on_step
 
     def __call__(self, a, b):
         if a is IDENTITY or b is IDENTITY:
             self.log.append((0, 0))
-            return b if a is IDENTITY else a
-        flops, dense, out = product_flops(b, a)  # A ◇ B = B·A
-        self.log.append((flops, dense))
+            out = b if a is IDENTITY else a
+        else:
+            flops, dense, out = product_flops(b, a)  # A ◇ B = B·A
+            self.log.append((flops, dense))
+        if self.on_step is not None:
+            self.on_step()
         return out
 
 
@@ -96,9 +101,11 @@ class CountedStep:
     dense_flops: int
 
 
-def count_flops(elements: Sequence, *, method: str = "bppsa", up_levels: int | None = None) -> tuple[CountedStep, ...]:
-    """Run the scan (``bppsa``: :func:`blelloch_scan`; ``bp``: :func:`linear_scan`) on patterns, counting FLOPs."""
-    counter = FlopCounter()
+def count_flops(elements: Sequence, *, method: str = "bppsa", up_levels: int | None = None,
+                on_step: Callable[[], object] | None = None) -> tuple[CountedStep, ...]:
+    """Run the scan (``bppsa``: :func:`blelloch_scan`; ``bp``: :func:`linear_scan`) on patterns, counting FLOPs;
+    ``on_step()`` is called after each ◇ (:func:`archsim.bppsa.steps.level_census` counts them beforehand)."""
+    counter = FlopCounter(on_step)
     patterns = [pattern_of(e) for e in elements]
     run: ScanRun = (linear_scan(patterns, op=counter) if method == "bp"
                     else blelloch_scan(patterns, op=counter, up_levels=up_levels))
