@@ -70,16 +70,19 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     check_job_size(mflops, max_mflops, "--max-mflops",
                    "counts about {:,} M FLOPs in its scans (estimated from " + setting("sparsity") + ", "
                    + setting("width-divisor") + " and the up-sweep depths)")
-    # the bar counts every scan's ◇ steps: a depth-2 up-sweep's products of denser convolutions can take minutes
-    # (a bar over whole scans sat at 0 meanwhile); the elements are built once, every depth scanning the same
+    # the bar counts every scan's ◇ steps, a long product's share done beside it: a depth-2 up-sweep's products of
+    # denser convolutions can take minutes (a bar over whole scans sat at 0 meanwhile); the elements are built
+    # once, every depth scanning the same
     depths = [up_levels, *(levels for levels in compare if levels != up_levels)]
     with progress(sum(map(scan_steps, depths)), "pruned VGG-11", "step") as bar:
         bar.set_postfix_str("Jacobians")
         elements = vgg_elements(sparsity=sparsity, seed=seed, width_divisor=width_divisor, zeros=zeros)
         frames = {}
         for levels in depths:
-            bar.set_postfix_str(f"scan, up-sweep depth {'full' if levels is None else levels}")
-            frames[levels] = scan_flops(elements, levels, on_step=bar.update)
+            scan = f"scan, up-sweep depth {'full' if levels is None else levels}"
+            bar.set_postfix_str(scan)
+            frames[levels] = scan_flops(elements, levels, on_step=bar.update,
+                                        on_part=lambda done, scan=scan: bar.set_postfix_str(f"{scan}, product {done:.0%}"))
     frame = frames[up_levels]
     summaries = [critical_path(frames[levels]).query("method == 'bppsa'").assign(up_levels=levels)
                  for levels in compare]

@@ -14,6 +14,7 @@ import sys
 import termios
 import threading
 from pathlib import Path
+from typing import Self
 
 from archsim.cli import main
 
@@ -29,7 +30,7 @@ class _Bar:
     def __init__(self, total: int) -> None:
         self.total, self.updates = total, []
 
-    def __enter__(self) -> _Bar:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -57,7 +58,7 @@ def test_spps_bar_counts_the_prm_levels_as_they_are_built(monkeypatch, capsys):
     """testbed_1080ti is 4 servers × 2 GPUs and vgg16's conv stack 13 layers, so SPP tries 1…8 stages: its PRM
     tables have levels ξ = 2…8 (7, each a stage more), then 8 stage counts are priced: 15 steps. All 7 levels are
     counted before the first plan is read back from the tables (before: 0)."""
-    import archsim.spp.prm as prm
+    from archsim.spp import prm
 
     bars = _recorded(monkeypatch)
     counted_at_readback = []
@@ -79,7 +80,7 @@ def test_the_pruned_vgg11_bar_counts_every_scan_step(monkeypatch, capsys):
     depth 2 (the default) is 11 + 5 up-sweep pairs, ⌈22/4⌉ − 1 = 5 linear steps over the block roots and 5 + 11
     down-sweep pairs: 37; depth 0 (always compared) is the 21 of a linear scan. 37 + 21 + 21 + 21 = 100 steps,
     each drawn as it ends (before: 2 scans), and the network and its Jacobians are built once (before: twice)."""
-    import archsim.bppsa.vgg as vgg
+    from archsim.bppsa import vgg
 
     bars = _recorded(monkeypatch)
     built = []
@@ -131,3 +132,27 @@ def test_the_bars_draw_on_a_pseudo_tty_and_nothing_on_a_pipe(monkeypatch, capsys
         out, shown = _on_a_pty(argv, monkeypatch, capsys)
         assert out == piped.out
         assert drawn in shown and "step" in shown, shown
+
+
+def test_a_product_in_row_blocks_has_the_dense_products_pattern_and_flops(monkeypatch):
+    """A long ◇ product reports its row blocks as they end; its pattern and FLOPs are the dense product's, counted
+    here by numpy: multiplies = Σ_k colnnz(X)[k]·rownnz(Y)[k], adds = multiplies − nnz(X·Y)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from archsim.bppsa import sparse_cost
+
+    rng = np.random.default_rng(3)
+    dense_x = (rng.random((300, 200)) < 0.05).astype(np.float32)
+    dense_x[10:40] = 0  # empty rows: a block may hold none
+    dense_y = (rng.random((200, 250)) < 0.08).astype(np.float32)
+    x, y = (sparse_cost.Pattern(sp.csr_array(m)) for m in (dense_x, dense_y))
+    multiplies = int(dense_x.sum(axis=0) @ dense_y.sum(axis=1))
+    product = dense_x @ dense_y > 0
+    monkeypatch.setattr(sparse_cost, "PART_MULTIPLIES", multiplies // 7)
+    done: list[float] = []
+    flops, dense, pattern = sparse_cost.product_flops(x, y, on_part=done.append)
+    assert pattern.matrix is not None
+    assert (pattern.matrix.toarray() > 0).tolist() == product.tolist() and set(pattern.matrix.data) == {1.0}
+    assert flops == 2 * multiplies - int(product.sum()) and dense == 300 * 250 * (2 * 200 - 1)
+    assert len(done) >= 5 and done == sorted(done) and done[-1] == 1.0

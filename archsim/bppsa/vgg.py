@@ -136,17 +136,18 @@ def scan_steps(up_levels: int | None) -> int:
         work(linear_census(VGG11_OPERATORS)).values())
 
 
-def scan_flops(elements: list, up_levels: int | None = 2, on_step=None) -> pd.DataFrame:
+def scan_flops(elements: list, up_levels: int | None = 2, on_step=None, on_part=None) -> pd.DataFrame:
     """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP on ``elements``
-    (:func:`vgg_elements`); ``on_step()``, if given, is called after each ◇ (progress).
+    (:func:`vgg_elements`); ``on_step()``, if given, is called after each ◇, ``on_part(f)`` within a long
+    product (:func:`~archsim.bppsa.sparse_cost.product_flops`): progress.
 
     ``critical`` marks, per sequential step, the largest operation — the one on the critical path
     when every operation of a level has its own worker (n = 21 ≪ p, as in Fig. 10).
     """
     import pandas as pd  # here: `bppsa rnn` loads this module and renders without pandas
 
-    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels, on_step=on_step))
-                         + _rows("bp", count_flops(elements, method="bp", on_step=on_step)))
+    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels, on_step=on_step, on_part=on_part))
+                         + _rows("bp", count_flops(elements, method="bp", on_step=on_step, on_part=on_part)))
     frame["critical"] = frame.index.isin(frame.groupby(["method", "seq_step"]).flops.idxmax())
     return frame
 
