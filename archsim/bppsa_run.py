@@ -59,7 +59,7 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
               zeros: str, max_mflops: int) -> StudyRun:
     """``bppsa pruned-vgg11``'s FLOPs per step (``kind`` printed as ``product``), its meta and the summary per
     up-sweep depth in ``compare`` (0 among them); refused before any Jacobian is built above ``max_mflops``."""
-    from archsim.bppsa.vgg import critical_path, scan_work_estimate, vgg_flops
+    from archsim.bppsa.vgg import critical_path, scan_flops, scan_steps, scan_work_estimate, vgg_elements
     from archsim.console import setting
     from archsim.progress import progress
     from archsim.validate import check_job_size
@@ -70,18 +70,22 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     check_job_size(mflops, max_mflops, "--max-mflops",
                    "counts about {:,} M FLOPs in its scans (estimated from " + setting("sparsity") + ", "
                    + setting("width-divisor") + " and the up-sweep depths)")
-    with progress(1 + sum(levels != up_levels for levels in compare), "pruned VGG-11", "scan") as bar:
-        frame = vgg_flops(sparsity=sparsity, seed=seed, up_levels=up_levels, width_divisor=width_divisor,
-                          zeros=zeros)
-        bar.update(1)
-        summaries = []
-        for levels in compare:
-            part = frame
-            if levels != up_levels:
-                part = vgg_flops(sparsity=sparsity, seed=seed, up_levels=levels, width_divisor=width_divisor,
-                                 zeros=zeros)
-                bar.update(1)
-            summaries.append(critical_path(part).query("method == 'bppsa'").assign(up_levels=levels))
+    # the bar counts every scan's ◇ steps, a long product's share done beside it: a depth-2 up-sweep's products of
+    # denser convolutions can take minutes (a bar over whole scans sat at 0 meanwhile); the elements are built
+    # once, every depth scanning the same
+    depths = [up_levels, *(levels for levels in compare if levels != up_levels)]
+    with progress(sum(map(scan_steps, depths)), "pruned VGG-11", "step") as bar:
+        bar.set_postfix_str("Jacobians")
+        elements = vgg_elements(sparsity=sparsity, seed=seed, width_divisor=width_divisor, zeros=zeros)
+        frames = {}
+        for levels in depths:
+            scan = f"scan, up-sweep depth {'full' if levels is None else levels}"
+            bar.set_postfix_str(scan)
+            frames[levels] = scan_flops(elements, levels, on_step=bar.update,
+                                        on_part=lambda done, scan=scan: bar.set_postfix_str(f"{scan}, product {done:.0%}"))
+    frame = frames[up_levels]
+    summaries = [critical_path(frames[levels]).query("method == 'bppsa'").assign(up_levels=levels)
+                 for levels in compare]
     import pandas as pd  # the pruned-VGG study's tables are DataFrames
 
     summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]

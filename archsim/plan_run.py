@@ -345,12 +345,11 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak =
     check_search_size(profile, topology, args.max_stages, args.max_search_steps, methods,  # pipedream-prm's too
                       droppable=args.method == "spp" and "pipedream-prm" in methods)
 
-    # one bar for all the work: SPP's stage counts, then the four baselines (seconds each on a large
-    # profile; they once ran after a full bar, silently)
-    with progress(stage_count_limit(profile, topology, args.max_stages) + len(methods), "SPP",
-                  "step") as bar:
-        result = spp(profile, topology, args.microbatches, max_stages=args.max_stages,
-                     on_stage_count=lambda _: bar.update(), samples=samples)
+    # one bar for all the work: the PRM tables' levels (nearly all of SPP's time; a bar over stage counts alone sat
+    # at 0 until they were built), SPP's stage counts, then the baselines (seconds each on a large profile)
+    with progress(max(limit - 1, 0) + limit + len(methods), "SPP", "step") as bar:
+        result = spp(profile, topology, args.microbatches, max_stages=args.max_stages, samples=samples,
+                     on_level=lambda _: bar.update(), on_stage_count=lambda _: bar.update())
         others = {}
         for method in methods:
             bar.set_postfix_str(f"baseline {method}")

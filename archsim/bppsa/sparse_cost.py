@@ -15,8 +15,9 @@ entry stored: r·c·(2k − 1) for (r×k)·(k×c). Gradient vectors are taken as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -54,8 +55,14 @@ def _binary(m: sp.csr_array) -> sp.csr_array:
     return m
 
 
-def product_flops(x: Pattern, y: Pattern) -> tuple[int, int, Pattern]:
-    """(sparse FLOPs, dense FLOPs, pattern of X·Y) for a matrix X and a matrix or vector Y."""
+PART_MULTIPLIES = 20_000_000  # a product's row block where progress is reported: about 0.1–0.5 s of scipy's work
+
+
+def product_flops(x: Pattern, y: Pattern, on_part: Callable[[float], object] | None = None
+                  ) -> tuple[int, int, Pattern]:
+    """(sparse FLOPs, dense FLOPs, pattern of X·Y) for a matrix X and a matrix or vector Y. ``on_part(f)``, if
+    given, is called as the product's row blocks of about PART_MULTIPLIES multiplies each end, f the fraction of
+    them done (one product of dense fill-in can take most of a run; the same pattern either way)."""
     import scipy.sparse as sp
 
     assert x.matrix is not None, "X is a matrix"
@@ -67,23 +74,57 @@ def product_flops(x: Pattern, y: Pattern) -> tuple[int, int, Pattern]:
     col_nnz = np.bincount(x.matrix.indices, minlength=inner).astype(np.int64)
     row_nnz = np.diff(y.matrix.indptr).astype(np.int64)
     multiplies = int(col_nnz @ row_nnz)
-    product = _binary(sp.csr_array(x.matrix @ y.matrix))
+    whole = x.matrix @ y.matrix if on_part is None else _in_row_blocks(x.matrix, y.matrix, multiplies, on_part)
+    product = _binary(sp.csr_array(whole))
     cols = y.matrix.shape[1]
     return 2 * multiplies - product.nnz, rows * cols * (2 * inner - 1), Pattern(product)
 
 
-class FlopCounter:
-    """A ◇ on patterns that logs (sparse, dense) FLOPs per call, in call order."""
+def _in_row_blocks(x: sp.csr_array, y: sp.csr_array, multiplies: int, on_part: Callable[[float], object]):
+    """X·Y's pattern in row blocks of about PART_MULTIPLIES multiplies each (row i of X·Y takes Σ nnz(Y[k, :]) over
+    X[i, k] stored), ``on_part(f)`` called as each ends; one product where there are fewer than two blocks. Only
+    the blocks' column indices are kept, their values dropped as they come (the pattern's are ones): memory as
+    one product's, not twice."""
+    import scipy.sparse as sp
 
-    def __init__(self) -> None:
+    blocks = multiplies // PART_MULTIPLIES
+    if blocks < 2:
+        return x @ y
+    before = np.concatenate(([0], np.cumsum(np.diff(y.indptr)[x.indices])))[x.indptr]  # multiplies before each row
+    inner = np.searchsorted(before, np.linspace(0, multiplies, blocks + 1)[1:-1])
+    cuts = sorted({0, x.shape[0], *(int(c) for c in inner)})
+    indices, ends, stored = [], [np.zeros(1, np.int64)], 0
+    for block, (first, last) in enumerate(pairwise(cuts), 1):
+        part = x[first:last] @ y
+        indices.append(part.indices)
+        ends.append(part.indptr[1:].astype(np.int64) + stored)
+        stored += part.nnz
+        del part
+        on_part(block / (len(cuts) - 1))
+    index = np.concatenate(indices)
+    del indices
+    indptr = np.concatenate(ends).astype(index.dtype if stored < np.iinfo(index.dtype).max else np.int64)
+    return sp.csr_array((np.ones(stored, np.float32), index, indptr), shape=(x.shape[0], y.shape[1]))
+
+
+class FlopCounter:
+    """A ◇ on patterns that logs (sparse, dense) FLOPs per call, in call order; ``on_step()``, if given, is
+    called after each, and ``on_part(f)`` within a product (:func:`product_flops`): a progress bar's."""
+
+    def __init__(self, on_step: Callable[[], object] | None = None,
+                 on_part: Callable[[float], object] | None = None) -> None:
         self.log: list[tuple[int, int]] = []
+        self.on_step, self.on_part = on_step, on_part
 
     def __call__(self, a, b):
         if a is IDENTITY or b is IDENTITY:
             self.log.append((0, 0))
-            return b if a is IDENTITY else a
-        flops, dense, out = product_flops(b, a)  # A ◇ B = B·A
-        self.log.append((flops, dense))
+            out = b if a is IDENTITY else a
+        else:
+            flops, dense, out = product_flops(b, a, self.on_part)  # A ◇ B = B·A
+            self.log.append((flops, dense))
+        if self.on_step is not None:
+            self.on_step()
         return out
 
 
@@ -96,9 +137,13 @@ class CountedStep:
     dense_flops: int
 
 
-def count_flops(elements: Sequence, *, method: str = "bppsa", up_levels: int | None = None) -> tuple[CountedStep, ...]:
-    """Run the scan (``bppsa``: :func:`blelloch_scan`; ``bp``: :func:`linear_scan`) on patterns, counting FLOPs."""
-    counter = FlopCounter()
+def count_flops(elements: Sequence, *, method: str = "bppsa", up_levels: int | None = None,
+                on_step: Callable[[], object] | None = None,
+                on_part: Callable[[float], object] | None = None) -> tuple[CountedStep, ...]:
+    """Run the scan (``bppsa``: :func:`blelloch_scan`; ``bp``: :func:`linear_scan`) on patterns, counting FLOPs;
+    ``on_step()`` is called after each ◇ (:func:`archsim.bppsa.steps.level_census` counts them beforehand),
+    ``on_part(f)`` within a long product (:func:`product_flops`)."""
+    counter = FlopCounter(on_step, on_part)
     patterns = [pattern_of(e) for e in elements]
     run: ScanRun = (linear_scan(patterns, op=counter) if method == "bp"
                     else blelloch_scan(patterns, op=counter, up_levels=up_levels))

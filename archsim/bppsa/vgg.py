@@ -104,35 +104,60 @@ def _rows(method: str, counted: tuple[CountedStep, ...]) -> list[dict]:
     return rows
 
 
-def vgg_flops(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, up_levels: int | None = 2,
-              width_divisor: int = 1, zeros: str = "pattern") -> pd.DataFrame:
-    """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP.
+def vgg_elements(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, width_divisor: int = 1,
+                 zeros: str = "pattern") -> list:
+    """The scan's input (Eq. 5: the gradient, then the transposed Jacobians) of the pruned VGG-11 on one seeded
+    ``image`` × ``image`` input; every up-sweep depth scans the same elements, so a study builds them once.
 
     ``zeros="pattern"`` keeps the input-dependent zeros (ReLU's inactive diagonal, pooling's
     non-maxima) as stored entries, so the counts hold for every input (§3.3's ahead-of-time
     pattern); ``"values"`` drops them for this one input, as CSR matrices built from a real run's
-    Jacobian values would — far less fill-in in the up-sweep's products.
-
-    ``critical`` marks, per sequential step, the largest operation — the one on the critical path
-    when every operation of a level has its own worker (n = 21 ≪ p, as in Fig. 10).
-    """
+    Jacobian values would — far less fill-in in the up-sweep's products."""
     if image <= 0 or image % 32:
         raise InputError(f"must be a positive multiple of 32 (five 2×2 poolings), got {image}", field="image")
+    if zeros not in ZEROS:
+        raise InputError(f"expected one of {', '.join(ZEROS)}, got {zeros!r}", field="zeros")
     layers = vgg11_conv_stack(sparsity=sparsity, seed=seed, width_divisor=width_divisor)
     rng = np.random.default_rng(seed + 1)
     activations = forward_chain(layers, rng.standard_normal((3, image, image)))
     elements = scan_input(layers, activations, rng.standard_normal(activations[-1].size))
-    if zeros not in ZEROS:
-        raise InputError(f"expected one of {', '.join(ZEROS)}, got {zeros!r}", field="zeros")
     if zeros == "values":
         for jacobian in elements[1:]:
             jacobian.eliminate_zeros()
+    return elements
+
+
+def scan_steps(up_levels: int | None) -> int:
+    """The ◇ operations :func:`scan_flops` runs on VGG-11's n = 21 operators (BPPSA's and BP's), counted from
+    the levels alone (:func:`~archsim.bppsa.steps.level_census`): a progress bar's total."""
+    from archsim.bppsa.steps import level_census, linear_census, work
+
+    return sum(work(level_census(VGG11_OPERATORS, up_levels)).values()) + sum(
+        work(linear_census(VGG11_OPERATORS)).values())
+
+
+def scan_flops(elements: list, up_levels: int | None = 2, on_step=None, on_part=None) -> pd.DataFrame:
+    """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP on ``elements``
+    (:func:`vgg_elements`); ``on_step()``, if given, is called after each ◇, ``on_part(f)`` within a long
+    product (:func:`~archsim.bppsa.sparse_cost.product_flops`): progress.
+
+    ``critical`` marks, per sequential step, the largest operation — the one on the critical path
+    when every operation of a level has its own worker (n = 21 ≪ p, as in Fig. 10).
+    """
     import pandas as pd  # here: `bppsa rnn` loads this module and renders without pandas
 
-    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels))
-                         + _rows("bp", count_flops(elements, method="bp")))
+    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels, on_step=on_step, on_part=on_part))
+                         + _rows("bp", count_flops(elements, method="bp", on_step=on_step, on_part=on_part)))
     frame["critical"] = frame.index.isin(frame.groupby(["method", "seq_step"]).flops.idxmax())
     return frame
+
+
+def vgg_flops(*, sparsity: float = 0.97, seed: int = 0, image: int = 32, up_levels: int | None = 2,
+              width_divisor: int = 1, zeros: str = "pattern") -> pd.DataFrame:
+    """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP: :func:`scan_flops`
+    on :func:`vgg_elements` (``zeros``: ``"pattern"`` counts for every input, ``"values"`` for this one)."""
+    return scan_flops(vgg_elements(sparsity=sparsity, seed=seed, image=image, width_divisor=width_divisor,
+                                   zeros=zeros), up_levels)
 
 
 def critical_path(frame: pd.DataFrame) -> pd.DataFrame:

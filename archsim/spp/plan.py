@@ -77,8 +77,9 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, li
 
 
 def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_stages: int | None = None,
-        on_stage_count=None, samples: int | None = None) -> SPPResult:
-    """``on_stage_count(n)``, if given, is called after each stage count is scheduled (progress).
+        on_stage_count=None, samples: int | None = None, on_level=None) -> SPPResult:
+    """``on_level(ξ)``, if given, is called after each level ξ ≥ 2 of the PRM tables is built and
+    ``on_stage_count(n)`` after each stage count is scheduled (progress: the levels take nearly all the time).
     Each stage count's makespan is :func:`~archsim.spp.pe_order.pe_finish_time` (PE's makespan); the
     event simulator runs once, on the chosen plan, for its timeline. ``samples``: the m samples of a
     micro-batch, each replica taking whole ones (:func:`~archsim.spp.prm.replica_seconds`); None: the paper's 1/r."""
@@ -92,7 +93,7 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
     best = None
     table = []
     for plan in prm_tables(profile, order, topology.bandwidth, microbatches, limit, topology.latency,
-                           topology.links, samples):
+                           topology.links, samples, on_level=on_level):
         count = len(plan.stages)
         makespan = pe_finish_time(stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links,
                                               samples), microbatches)

@@ -212,10 +212,12 @@ def prm_search_size(layers: int, devices: int, max_stages: int,
 
 def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, microbatches: int,
                max_stages: int, latency=0.0, links: PairLinks | None = None,
-               samples: int | None = None) -> list[PRMPlan]:
+               samples: int | None = None, on_level=None) -> list[PRMPlan]:
     """PRM for every stage count 1..max_stages at once (the same recurrence as :func:`prm`, tested
     equal). Tables W[ξ][l, r, i] over l ≤ L, r ≤ V (≤ m ``samples``), i ≤ V; each level is one numba kernel
-    call. A stage count no plan reaches (every GPU a replica of at most m samples) is left out."""
+    call. A stage count no plan reaches (every GPU a replica of at most m samples) is left out.
+    ``on_level(ξ)``, if given, is called after each level ξ ≥ 2 is built (progress: the levels are the search's
+    work, each the same L²V³/4 steps, and all are built before any plan is read back)."""
     L, V = len(profile), len(order)
     W, compute, seg_work, seg_par, allreduce, size, between, sends, lag, group, exact = prm_inputs(
         profile, order, bandwidth, microbatches, latency, links, samples)
@@ -229,6 +231,8 @@ def prm_tables(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
                                group, exact, microbatches, most_replicas(V, samples))
             tables.append(new)
             choice.append(pick)
+            if on_level is not None:
+                on_level(_xi)
     return prm_plans(tables, choice, order)
 
 
