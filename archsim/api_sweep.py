@@ -21,7 +21,9 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     a spec of more configurations refused before any work. A device sweep warns (UserWarning)
     the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
     ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure; a
-    plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one)."""
+    plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one), and counts the
+    (network, processors, pipedream) points skipped as PipeDream's straight pipeline cannot take them (more
+    processors than the network has layer groups; results hold only what ran)."""
     from archsim.output_targets import check_folder
     from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep import run_sweep as _run
@@ -51,11 +53,15 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
         import warnings
 
+        from archsim.sweep.pipedream_points import skipped_line
+        from archsim.sweep.report import spec_record
         from archsim.sweep.runner import network_notes
         from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
 
-        for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec)):
-            warnings.warn(note, UserWarning, stacklevel=3)
+        skipped = skipped_line(spec_record(folder))  # PipeDream's points a network is too short for
+        for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec), skipped):
+            if note:
+                warnings.warn(note, UserWarning, stacklevel=3)
     return frame
 
 

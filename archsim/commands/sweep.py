@@ -70,10 +70,13 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
         for line in array_spec_warnings(spec):
             warn(line)
+        from archsim.sweep.pipedream_points import skipped_line
+        from archsim.sweep.report import spec_record
         from archsim.sweep.runner import network_notes
 
-        for line in (*array_file_notes(spec), *network_notes(spec)):
-            note(line)
+        for line in (*array_file_notes(spec), *network_notes(spec), skipped_line(spec_record(out))):
+            if line:
+                note(line)
     if args.report is not None:
         path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
                             own_networks=spec.networks)

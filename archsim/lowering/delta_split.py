@@ -20,7 +20,8 @@ SPLIT_AXES: tuple[str, ...] = ("channels", "reduction", "rows")
 def split_axes(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """The δ split axes LayerPipe may use, from ``--split-axes``' text (``"channels,rows"``) or a sequence of
     names (None: all three), read one way for the command and the library; an axis LayerPipe has not is
-    refused, not matched by nothing (a string read letter by letter planned with no split at all)."""
+    refused, not matched by nothing (a string read letter by letter planned with no split at all), and so is
+    an axis named twice."""
     if value is None:
         return SPLIT_AXES
     axes = comma_items(value, "split-axes") if isinstance(value, str) else tuple(str(name).strip() for name in value)
@@ -29,6 +30,9 @@ def split_axes(value: str | Sequence[str] | None) -> tuple[str, ...]:
     bad = [axis for axis in axes if axis not in SPLIT_AXES]
     if bad:
         raise InputError(f"unknown split axis {bad[0]!r}; choose from {', '.join(SPLIT_AXES)}", field="split-axes")
+    twice = [axis for i, axis in enumerate(axes) if axis in axes[:i]]
+    if twice:  # "channels,channels" planned as "channels": a typo for another axis went unseen
+        raise InputError(f"{twice[0]!r} is listed twice: name each split axis once", field="split-axes")
     return axes
 
 

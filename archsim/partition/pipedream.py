@@ -174,11 +174,11 @@ def pipedream_partitions(profile: LayerProfile, processors: Sequence[int], *, ba
     return [plan_partition(profile, plan) for plan in plans]
 
 
-def check_processor_counts(profile: LayerProfile, counts: Sequence[int]) -> None:
-    """Refuse, as :func:`pipedream_partitions` would, processor counts its short form (a straight
-    pipeline on every machine) cannot fill. Why separate: a sweep checks every network before its
-    first unit is computed, not after minutes of other units."""
-    _check_counts(profile, counts, _short_options(None, False, False))
+def layer_groups(profile: LayerProfile) -> int:
+    """The most processors :func:`pipedream_partitions`' short form (a straight pipeline, whole layers on every
+    machine) fills: the network's layer groups (antichain states). Why separate: a sweep skips the counts above
+    it before its first unit is computed, not after minutes of other units."""
+    return len(antichain_states(profile))
 
 
 def _check_counts(profile: LayerProfile, counts: Sequence[int], options: PipeDreamOptions) -> None:

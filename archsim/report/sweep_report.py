@@ -59,12 +59,15 @@ def method_order(results: pd.DataFrame, first: Sequence[str] = ()) -> list[str]:
     return _in_order(set(results["method"].astype(str)), (*first, *METHOD_COLORS))
 
 
-def is_table_iv_setting(data: pd.DataFrame, network: str, results: pd.DataFrame | None = None) -> bool:
+def is_table_iv_setting(data: pd.DataFrame, network: str, results: pd.DataFrame | None = None,
+                        engine: str | None = None) -> bool:
     """Whether these summary rows are Table IV's experiment: VGG16's conv layers in the paper's cost model and,
     given the sweep's ``results``, means over Table IV's grid of weight-stationary arrays and batches and nothing
-    else (one array's speedups are another experiment than the paper's means). Only beside those does the report
-    print the paper's numbers as the reference."""
-    if not (network in LAYERPIPE_TABLE_NETWORKS and not data.empty
+    else (one array's speedups are another experiment than the paper's means), costed by the analytic engine
+    (``engine``; None: not stated): the paper's processors exchange data "without any external memory", so its
+    costs have no memory stalls, which the cycle engine adds. Only beside those does the report print the paper's
+    numbers as the reference."""
+    if not (network in LAYERPIPE_TABLE_NETWORKS and not data.empty and engine in (None, "analytic")
             and set(data["only"]) == {"conv"} and set(data["mode"]) == {"paper"}):
         return False
     if results is None:
@@ -130,7 +133,7 @@ def line_name(method: str, setting: dict[str, str], several: list[str]) -> str:
 
 
 def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | None = None,
-                   methods: Sequence[str] = ()) -> go.Figure:
+                   methods: Sequence[str] = (), engine: str | None = None) -> go.Figure:
     """Mean speedup per processor count, one line per method and (where there are several) mode and layer
     selection; ``results``: the sweep's rows the summary averages, whose axes the title names
     (:func:`averaged_over`; None: arrays and batches); ``methods``: their order (:func:`method_order`), in the
@@ -148,7 +151,7 @@ def speedup_figure(summary: pd.DataFrame, network: str, results: pd.DataFrame | 
             line={"color": METHOD_COLORS.get(str(method)), "dash": dashes[(mode, only)] if several else None},
             error_y={"type": "data", "symmetric": False, "array": part.speedup_max - part.speedup,
                      "arrayminus": part.speedup - part.speedup_min}))
-    if is_table_iv_setting(data, network, None if results is None else results[results.network == network]):
+    if is_table_iv_setting(data, network, None if results is None else results[results.network == network], engine):
         procs = sorted(LAYERPIPE_TABLE_IV)
         for idx, method in enumerate(("layerpipe", "pipedream")):  # beside archsim's line of the same method
             fig.add_trace(go.Scatter(x=procs, y=[LAYERPIPE_TABLE_IV[p][idx] for p in procs], mode="lines",
@@ -218,14 +221,15 @@ def _faded(color: str | None, opacity: float) -> str | None:
     return f"rgba({red},{green},{blue},{opacity})"
 
 
-def table_iv(summary: pd.DataFrame, network: str, results: pd.DataFrame | None = None) -> pd.DataFrame:
+def table_iv(summary: pd.DataFrame, network: str, results: pd.DataFrame | None = None,
+             engine: str | None = None) -> pd.DataFrame:
     """LayerPipe against PipeDream per processor count, with the paper's columns where the rows are Table IV's
     experiment (:func:`is_table_iv_setting`; ``results``: the sweep's rows, None: judged on the summary alone)."""
     data = summary[summary.network == network]
     lp = data[data.method == "layerpipe"].set_index("processors")
     pd_ = data[data.method == "pipedream"].set_index("processors")
     rows = []
-    paper_setting = is_table_iv_setting(data, network, results)
+    paper_setting = is_table_iv_setting(data, network, results, engine)
     for p in sorted(set(lp.index) & set(pd_.index)):
         row = {"processors": p, "LayerPipe": lp.speedup[p], "LayerPipe (≤P)": lp.speedup_upto[p],
                "PipeDream": pd_.speedup[p], "PipeDream (≤P)": pd_.speedup_upto[p],
@@ -275,6 +279,11 @@ reduction split, δ″ results that land away from their consumer); the paper co
 slice per layer, hence a few KiB there and thousands of KiB here (KiB: 1,024 bytes, the paper's "KB").</li></ul>"""
 
 
+# Beside Table IV's experiment run on the cycle engine, in place of the paper's columns (is_table_iv_setting)
+CYCLE_NOTE = ("<p>Table IV's grid, without the paper's columns: its costs are compute cycles of processors that "
+              "exchange data \"without any external memory\" (§IV-C), and the cycle engine adds the DRAM stalls they "
+              "do not have; run the spec with engine = \"analytic\" to compare (docs/papers/layerpipe.md).</p>")
+
 # The processor counts where Table IV's LayerPipe saturates at 6.88 (§IV-C: "after 11 processors ... the maximum
 # speedup achievable").
 SATURATED = (11, 12)
@@ -318,9 +327,10 @@ ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycl
 
 
 def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, order: Sequence[str] = (),
-                methods: Sequence[str] = ()) -> str:
+                methods: Sequence[str] = (), skipped: str | None = None) -> str:
     """The page's first paragraph: what was swept and which model produced the numbers, with the docs to read;
-    ``order``: the networks' (:func:`network_order`), ``methods`` the methods' (:func:`method_order`)."""
+    ``order``: the networks' (:func:`network_order`), ``methods`` the methods' (:func:`method_order`); ``skipped``:
+    the line counting the points the sweep skipped (none: None)."""
     modes = sorted(results["mode"].unique())
     model = "; ".join(esc(MODE_WORDS.get(m, f"{m} mode")) for m in modes)
     if engine is not None:
@@ -330,7 +340,8 @@ def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, or
     return (f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>: {networks}; {listed}. "
             f"Model: {model}. Cycles are array clock cycles; speedup is one processor's cycles over the pipeline's "
             "iteration cycles. The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
-            "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md.</p>")
+            "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md."
+            + (f" {esc(skipped[0].upper() + skipped[1:])}." if skipped else "") + "</p>")
 
 
 Section = tuple[str, go.Figure | str, str]  # a section's title, its figure or markup, the command that redraws it
@@ -339,9 +350,10 @@ Section = tuple[str, go.Figure | str, str]  # a section's title, its figure or m
 def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: str, out: str | Path,
                  spec_command: str, extra_sections: Sequence[Section] = (), engine: str | None = None,
                  networks: Sequence[str] = (), network_sections: Mapping[str, Sequence[Section]] | None = None,
-                 methods: Sequence[str] = ()) -> Path:
+                 methods: Sequence[str] = (), skipped: str | None = None) -> Path:
     """Assemble and atomically write the report HTML; returns its path. ``engine``: the sweep's array engine,
-    which the page names (None: not stated); ``networks``: their order on the page (the spec's;
+    which the page names and Table IV's columns need (None: not stated); ``skipped``: the line counting the points
+    the sweep skipped; ``networks``: their order on the page (the spec's;
     :func:`network_order`), ``methods`` the methods' (the spec's; :func:`method_order`); ``network_sections``: per network, sections that follow its own (its per-layer
     costs, its Gantt); ``extra_sections`` close the page."""
     from archsim.report.headline import headline
@@ -357,12 +369,14 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     if glance:
         parts.append(_section("At a glance: which schedule wins, by how much, where", glance, report_cmd, modes))
     for network in order:
-        parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results, methods)),
+        parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results, methods, engine)),
                               f"{spec_command}  &&  {report_cmd}", modes))
-        table = table_iv(summary, network, results)
+        table = table_iv(summary, network, results, engine)
         if not table.empty:
-            paper_setting = is_table_iv_setting(summary[summary.network == network], network, results)
+            paper_setting = is_table_iv_setting(summary[summary.network == network], network, results, engine)
+            grid = not paper_setting and is_table_iv_setting(summary[summary.network == network], network, results)
             notes = UPTO_NOTE + (TABLE_IV_NOTES.format(layerpipe=layerpipe_note(table)) if paper_setting else "")
+            notes += CYCLE_NOTE if grid else ""
             paper = " (LayerPipe's Table IV)" if paper_setting else ""
             parts.append(_section(f"{network}: LayerPipe vs PipeDream{paper}",
                                   html_table(table, lambda x: table_number(x, 3)) + notes,
@@ -377,6 +391,6 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
         parts.append(_section(title, body, command, modes))
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}section{margin:2em 0}" + TABLE_STYLE +
              "td,th{border-bottom:1px solid #ddd}.cmd{color:#555;font-size:90%}")
-    intro = model_intro(results, results_path, engine, order, methods)
+    intro = model_intro(results, results_path, engine, order, methods, skipped)
     return write_output(out, document("archsim report", parts, heading="archsim sweep report",
                                            intro_html=intro, style=style))

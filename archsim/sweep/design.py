@@ -25,6 +25,7 @@ from archsim.energy.model import static_power_mw
 from archsim.energy.table import cfg_table
 from archsim.errors import InputError
 from archsim.partition import build_profile
+from archsim.partition.pipedream import layer_groups
 from archsim.planners import partition
 from archsim.workload.layer import Network
 
@@ -55,8 +56,11 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     single = m * float(profile.total.sum())
     sram_kb, bandwidth = _memory_columns(array)
     rows = []
+    groups = layer_groups(profile) if "pipedream" in unit.methods else 0  # more processors: skipped (pipedream_points)
     for processors in unit.processors:
         for method in unit.methods:
+            if method == "pipedream" and processors > groups:
+                continue
             options = {"alpha": unit.alpha, "axes": unit.split_axes} if method == "layerpipe" else {}
             plan = partition(profile, processors, method, **options)
             cycles = m * plan.max_stage_cost

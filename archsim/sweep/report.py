@@ -173,6 +173,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     check_spec_rows(results, record, folder / "results.csv", spec_command)
     from archsim.report.sweep_report import build_report, network_order  # plotly loads only for a report
     from archsim.sweep import summarize
+    from archsim.sweep.pipedream_points import skipped_line
     from archsim.sweep.report_sections import network_sections, spec_methods, spec_networks
 
     order = network_order(results, spec_networks(record))
@@ -181,7 +182,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     engine = record.get("engine", "analytic")
     return build_report(results, summarize(results), results_path=str(folder), out=target, spec_command=spec_command,
                         engine=engine if isinstance(engine, str) else None, networks=order,
-                        network_sections=sections, methods=spec_methods(record))
+                        network_sections=sections, methods=spec_methods(record), skipped=skipped_line(record))
 
 
 def spec_record(folder: Path) -> dict:

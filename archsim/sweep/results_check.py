@@ -47,7 +47,10 @@ def check_spec_rows(results: pd.DataFrame, record: dict, path: Path, command: st
     """Refuse a results.csv the folder's spec.json (the spec last run there) did not give: a value off its axes
     (an edited spec rerun and stopped before its results were written: the old rows stayed under the new
     record) or another row count than its axes' product (rows deleted at a row boundary). A folder with no
-    record, or an older version's, is not compared."""
+    record, or an older version's, is not compared. The points PipeDream skipped (spec.json's ``skipped_points``)
+    have no rows."""
+    from archsim.sweep.pipedream_points import skipped_rows
+
     lists: list[list] = [value for key in ("networks", "arrays", "batches", "processors", "methods")
                          if isinstance(value := record.get(key), list) and value]
     if len(lists) < 5:  # no record, or an older version's: not compared
@@ -66,7 +69,7 @@ def check_spec_rows(results: pd.DataFrame, record: dict, path: Path, command: st
     _check_settings(results, record, path, rerun)
     clocks = len(designs[0].get("clocks_ghz") or []) if designs and isinstance(designs[0], dict) else 0
     expected = (len(networks) * len(arrays) * max(1, len(dataflows)) * len(batches) * max(1, len(designs))
-                * len(processors) * len(methods) * max(1, clocks))
+                * len(processors) * len(methods) * max(1, clocks)) - skipped_rows(record)  # PipeDream's, not run
     if len(results) != expected:
         raise InputError(f"{len(results):,} rows, where the folder's spec.json gives {expected:,} configurations "
                          f"(rows deleted, or another run's?); {rerun}", file=str(path))

@@ -29,15 +29,18 @@ import pandas as pd
 
 from archsim.errors import InputError
 from archsim.json_text import dumps
-from archsim.lowering import SPLIT_AXES, LoweredLayer, Mode, lower_network
+from archsim.lowering import SPLIT_AXES, LoweredLayer, Mode, lower_network, split_axes
 from archsim.output_files import hold_until_written, output_set, write_output
 from archsim.partition import build_profile
+from archsim.partition.pipedream import layer_groups
 from archsim.planners import partitions
 from archsim.progress import progress as progress_bar
 from archsim.sweep.cache import cache_file, check_entries, remove_killed_temps
 from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
+from archsim.sweep.pipedream_points import KEY as SKIPPED
+from archsim.sweep.pipedream_points import check_left, skipped_points
 from archsim.sweep.spec import SETTING_COLUMNS, SweepSpec, Unit, check_size, check_unchanged, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.toml_errors import locate, parse_toml
@@ -152,13 +155,12 @@ def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
                                                   unit.mode, array.element_bytes))
     single = float(profile.total.sum())
     options = {method: {"alpha": unit.alpha, "axes": unit.split_axes} if method == "layerpipe" else {} for method in unit.methods}
-    plans = {method: partitions(profile, unit.processors, method, **options[method]) for method in unit.methods}
-    rows = []
-    for index, processors in enumerate(unit.processors):
-        for method in unit.methods:
-            plan = plans[method][index]
-            rows.append(base_row(processors, method, plan, single, plan.max_stage_cost))
-    return rows
+    groups = layer_groups(profile) if "pipedream" in unit.methods else 0  # more processors: skipped (pipedream_points)
+    counts = {m: tuple(p for p in unit.processors if m != "pipedream" or p <= groups) for m in unit.methods}
+    plans = {m: dict(zip(counts[m], partitions(profile, counts[m], m, **options[m]) if counts[m] else [], strict=True))
+             for m in unit.methods}
+    return [base_row(processors, method, plan, single, plan.max_stage_cost) for processors in unit.processors
+            for method in unit.methods if (plan := plans[method].get(processors)) is not None]
 
 
 def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
@@ -174,28 +176,26 @@ def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
     return digests
 
 
-def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | None) -> None:
-    """Refuse a spec whose PipeDream runs ask a network for more processors than it has layer groups
-    (its straight pipeline puts whole layers on each), naming the network, before any unit is
-    computed: found mid-run, the error named neither and left part of the sweep cached. The layer
-    groups depend on the graph alone, so one profile per network (and layer kinds kept) decides."""
-    from archsim.partition.pipedream import check_processor_counts as check
-
-    seen = set()
-    for unit in units:
-        if isinstance(unit, DevicePoint) or "pipedream" not in unit.methods or (unit.network, unit.only) in seen:
-            continue
-        seen.add((unit.network, unit.only))
-        array = unit.array
-        lowered = unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch, unit.mode,
-                                array.element_bytes)
-        profile = build_profile(unit_network(unit.network, unit.network_sha256, unit.only), array, unit.batch,
-                                unit.mode, "analytic", lowered=lowered)  # the graph decides: never the cycle engine
-        try:
-            check(profile, unit.processors)
-        except InputError as exc:
-            raise spec_key_error(f"network {Path(unit.network).name!r}: {exc.message}", source,
-                                 "processors") from None
+def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | None) -> list[dict[str, object]]:
+    """The points PipeDream's straight pipeline cannot take (more processors than a network has layer groups),
+    skipped and recorded (:mod:`.pipedream_points`), found before any unit is computed; a spec none of whose points
+    is left is refused, naming the network. The layer groups depend on the graph alone, so one profile per network
+    (layer kinds kept: the spec's) decides, costed by the analytic model (never the cycle engine)."""
+    plain = [unit for unit in units if isinstance(unit, Unit)]
+    groups: dict[str, int] = {}
+    for unit in plain:
+        if "pipedream" in unit.methods and unit.network not in groups:
+            lowered = unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch, unit.mode,
+                                    unit.array.element_bytes)
+            groups[unit.network] = layer_groups(build_profile(unit_network(unit.network, unit.network_sha256,
+                                                unit.only), unit.array, unit.batch, unit.mode, "analytic", lowered=lowered))
+    if not plain:
+        return []
+    try:
+        check_left(groups, plain[0].processors, plain[0].methods)
+    except InputError as exc:
+        raise spec_key_error(exc.message, source, "processors") from None
+    return skipped_points(groups, plain[0].processors)
 
 
 def spec_key_error(message: str, source: str | None, field: str) -> InputError:
@@ -283,7 +283,9 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
     check_size(spec.size, max_configs, spec.source)  # counted from the axes: a hand-built spec is never listed
     units = spec.units()
     digests = network_digests(spec)  # a missing network stops the run before anything is written
-    check_processor_counts(units, spec.source)  # so does a network too short for a processor count
+    skipped = check_processor_counts(units, spec.source)  # PipeDream's points a network is too short for
+    if isinstance(spec, SweepSpec):  # a hand-built spec's split axes, read as the spec file's (none twice)
+        split_axes(spec.split_axes)
     if dask:
         from archsim.sweep.dask_address import check_dask_address
 
@@ -300,7 +302,8 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
     with output_set():  # the lock is left once the results are in place (with the run's report, in the CLI)
         hold_until_written(holding(out, spec.source, spec.name))
         check_owner(out, spec.source, force=force)
-        record = dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve())}, indent=2, default=list)
+        record = dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve()),
+                        **({SKIPPED: skipped} if isinstance(spec, SweepSpec) else {})}, indent=2, default=list)
         write_output(out / "spec.json", record, at_once=True, within=out)  # the folder is this spec's from now on
         return _run_locked(spec, out, units, digests, workers, dask, progress)
 

@@ -48,7 +48,7 @@ from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
-from archsim.sweep.spec_lists import clock_list, once, positive_list, string_list
+from archsim.sweep.spec_lists import SET_REPEAT, clock_list, once, positive_list, string_list
 from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
     INT32_MAX,
@@ -282,7 +282,7 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         raise InputError("missing key", file=file, field=missing[0], missing=True)
 
     def strings(key: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
-        return string_list(table, key, file, allowed)
+        return string_list(table, key, file, allowed, SET_REPEAT if key == "only" else None)
 
     def positives(key: str, high: int = INT32_MAX) -> tuple[int, ...]:
         return positive_list(table, key, file, high)
@@ -304,7 +304,7 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
     alpha = table.get("alpha", LAYERPIPE_ALPHA)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha <= MAX_ALPHA:
         raise InputError(f"alpha must be a number > 1 and <= {MAX_ALPHA:g}, as --alpha", file=file, field="alpha")
-    delta_axes = string_list(table, "split_axes", file, SPLIT_AXES) if "split_axes" in table else SPLIT_AXES
+    delta_axes = string_list(table, "split_axes", file, SPLIT_AXES, SET_REPEAT) if "split_axes" in table else SPLIT_AXES
     if not delta_axes:  # split_axes = []: no split at all, which --split-axes cannot say
         raise InputError(f"expected at least one split axis of {', '.join(SPLIT_AXES)}, got []", file=file,
                          field="split_axes")

@@ -12,8 +12,14 @@ from archsim.validate import INT32_MAX, shown, shown_number
 MAX_LIST = 1000  # values per list: a sweep is their product
 
 
-def string_list(table: dict, key: str, file: str, allowed: tuple[str, ...] | None = None) -> tuple[str, ...]:
-    """``table[key]``, a list of strings (empty where absent), each in ``allowed`` where given, none twice."""
+# Why a repeat is refused where the list is a set of names, not an axis of points (``only``, ``split_axes``)
+SET_REPEAT = "each name is listed once (the list is a set of names, not an axis of points)"
+
+
+def string_list(table: dict, key: str, file: str, allowed: tuple[str, ...] | None = None,
+                why: str | None = None) -> tuple[str, ...]:
+    """``table[key]``, a list of strings (empty where absent), each in ``allowed`` where given, none twice
+    (``why``: the reason a refusal gives, :func:`once`'s)."""
     value = table.get(key, [])
     if not isinstance(value, list):
         raise InputError(f"expected a list of strings, got {shown(value)}", file=file, field=key)
@@ -26,7 +32,7 @@ def string_list(table: dict, key: str, file: str, allowed: tuple[str, ...] | Non
         for item in value:
             if item not in allowed:
                 raise InputError(f"unknown value {shown(item)}; choose from {', '.join(allowed)}", file=file, field=key)
-    once(value, value, key, file)
+    once(value, value, key, file, why)
     return tuple(value)
 
 
@@ -66,9 +72,13 @@ def clock_list(table: dict, file: str) -> tuple[float, ...]:
     return tuple(float(c) for c in clocks)
 
 
-def once(values: Sequence, texts: Sequence, key: str, file: str) -> None:
+AXIS_REPEAT = "each value is one point of the sweep, and a repeat would count its rows twice in summary.csv's means"
+
+
+def once(values: Sequence, texts: Sequence, key: str, file: str, why: str | None = None) -> None:
     """Refuse an axis that lists one point twice (``batches = [4, 16, 4]``, or ``cnn.csv`` and
-    ``./cnn.csv``): it would run that point twice and weigh it twice in summary.csv's means."""
+    ``./cnn.csv``): it would run that point twice and weigh it twice in summary.csv's means. ``why``: the
+    reason said instead, for a list that is no axis (``split_axes``, :data:`SET_REPEAT`)."""
     def text(item: object) -> str:
         return str(item) if isinstance(item, int) else shown(item)
 
@@ -76,8 +86,7 @@ def once(values: Sequence, texts: Sequence, key: str, file: str) -> None:
         if value in values[:i]:
             first = texts[list(values).index(value)]
             same = "" if first == texts[i] else f" (as {text(first)})"
-            raise InputError(f"{text(texts[i])} is listed twice{same}: each value is one point of the sweep, and a "
-                             "repeat would count its rows twice in summary.csv's means", file=file, field=key)
+            raise InputError(f"{text(texts[i])} is listed twice{same}: {why or AXIS_REPEAT}", file=file, field=key)
 
 
-__all__ = ["MAX_LIST", "clock_list", "once", "positive_list", "string_list"]
+__all__ = ["AXIS_REPEAT", "MAX_LIST", "SET_REPEAT", "clock_list", "once", "positive_list", "string_list"]
