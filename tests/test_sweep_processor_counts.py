@@ -1,6 +1,7 @@
-"""A sweep whose PipeDream runs ask a network for more processors than it has layer groups is refused
-before any unit is computed, in one line naming the spec and the network; it used to fail mid-run
-with neither named, leaving the other networks' units cached."""
+"""A sweep whose PipeDream runs ask a network for more processors than it has layer groups skips those points
+and says so in one line naming the network, and one with no point left is refused before any unit is computed,
+in one line naming the spec; it used to fail mid-run with neither named, leaving the other networks' units cached
+(then, until a LayerPipe researcher's trial, it refused the whole spec)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,17 @@ def _spec(folder: Path, processors: str, methods: str = '"layerpipe", "pipedream
     return spec
 
 
-def test_too_many_processors_for_a_network_is_refused_before_any_unit(tmp_path, capsys):
-    spec = _spec(tmp_path, "2, 3")
-    line = clean_error(capsys, "sweep", spec, "--out", tmp_path / "r", "--quiet")
-    assert str(spec) in line and "network 'two.csv'" in line and "at most 2 processors, got 3" in line
-    assert not (tmp_path / "r").exists()  # nothing computed, nothing cached
+def test_too_many_processors_for_a_network_are_skipped_and_none_left_is_refused_before_any_unit(tmp_path, capsys):
+    spec = _spec(tmp_path, "2, 3")  # two.csv's 2 layers are 2 layer groups: PipeDream's point at 3 is skipped
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped 1 of 8 (network, processors, method) points" in err and "two has 2 layer groups" in err
+    rows = (tmp_path / "r" / "results.csv").read_text(encoding="utf-8").splitlines()
+    assert len(rows) == 1 + 2 * 2 * 2 - 1  # header, 2 networks × 2 counts × 2 methods, less the skipped point
+    spec = _spec(tmp_path, "5", methods='"pipedream"')  # above both networks' layer groups: nothing left
+    line = clean_error(capsys, "sweep", spec, "--out", tmp_path / "none", "--quiet")
+    assert str(spec) in line and "network 'layerpipe_sample'" in line and "takes 1–4 processors, not 5" in line
+    assert not (tmp_path / "none").exists()  # nothing computed, nothing cached
 
 
 def test_counts_the_network_has_run_and_layerpipe_alone_may_ask_more(tmp_path, capsys):

@@ -120,11 +120,12 @@ def _spec_error(tmp_path, capsys, body: str) -> str:
 def test_a_processor_count_pipedream_cannot_take_names_its_line(tmp_path, capsys):
     """Defect: every refusal of a spec key names its line (`s.toml, line 6, field 'processors': …`) except the
     one found once the spec is read: PipeDream asked for 6 processors on layerpipe_sample, whose 4 conv layers
-    are 4 layer groups, said `s.toml, field 'processors'` with no line. `processors` is the spec's 6th line."""
+    are 4 layer groups, said `s.toml, field 'processors'` with no line. `processors` is the spec's 6th line. (Such a
+    point beside others is skipped now, tests/test_user_trial_layerpipe51b.py; a spec of no other is refused.)"""
     err = _spec_error(tmp_path, capsys, '[sweep]\nname = "s"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\n'
-                                        'batches = [32]\nprocessors = [3, 6]\nmethods = ["layerpipe", "pipedream"]\n')
+                                        'batches = [32]\nprocessors = [5, 6]\nmethods = ["pipedream"]\n')
     assert "s.toml, line 6, field 'processors': network 'layerpipe_sample'" in err
-    assert "at most 4 processors, got 6" in err
+    assert "takes 1–4 processors, not 5, 6 processors" in err
 
 
 def test_a_network_file_that_does_not_load_names_the_networks_line(tmp_path, capsys):
