@@ -19,7 +19,12 @@ figures: ``assets/flash2_a100_fwd_bwd_benchmark.png`` is FlashAttention-2's Figu
 
 Columns: ``matmul`` the kernel as its GEMMs and HBM bytes alone (the model before the non-matmul work);
 ``+softmax`` with its exponentials and FP32 row-wise work (:mod:`archsim.devices.nonmatmul`); ``+mma.sync``
-also at ``mma.sync``'s ⅔ of Hopper's tensor peak (the shipped model; the A100 is unaffected).
+also at ``mma.sync``'s ⅔ of Hopper's tensor peak (the A100 is unaffected); ``+bwd kernels`` also the
+backward's two memory-bound kernels beside its main one, D = rowsum(dO ∘ O) with dQaccum's zeroing before
+it and dQ's fp32 → fp16 conversion after it (:func:`archsim.training.flash_blocks.flash_backward_kernels`;
+the shipped model). ``bwd/fwd`` is the shipped backward's TFLOP/s over its forward's; ``atomics`` the
+backward's dQaccum ``atomicAdd`` bytes at the chip's L2 bandwidth as a share of its main kernel's time (not
+priced: they overlap it).
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ from unittest import mock
 
 import numpy as np
 
-from archsim.devices.catalog import GPUS
+from archsim.devices.catalog import GPUS, chip_of
 from archsim.devices.kernel_ops import kernel_families, op_seconds
 from archsim.training.fitted import A100_KERNELS
+from archsim.training.flash_blocks import dq_atomics, flash_backward_kernels, flash_tiles
 from archsim.training.layer_ops import flash_attention_ops
 
 SEQS = (512, 1024, 2048, 4096, 8192, 16384)
@@ -51,21 +57,34 @@ def paper_flops(s: int, hd: int, causal: bool) -> tuple[float, float]:
 
 
 def kernel_seconds(gpu: str, s: int, hd: int, causal: bool, softmax: bool = True,
-                   mma_sync: bool = True) -> tuple[float, float]:
-    """(forward, backward) seconds archsim predicts for the kernel, with or without its non-matmul work
-    and the ``mma.sync`` fraction."""
+                   mma_sync: bool = True, side: bool = True) -> tuple[float, float]:
+    """(forward, backward) seconds archsim predicts for the kernel, with or without its non-matmul work,
+    the ``mma.sync`` fraction and the backward's two memory-bound kernels (``side``)."""
     device = GPUS[gpu]
     heads = HIDDEN // hd * (TOKENS // s)
     ops = flash_attention_ops(s, hd, heads, heads, dtype="fp16", causal=causal)
     if not softmax:
         ops = tuple(replace(op, exps=0, lane_ops=0) for op in ops)
+    if side:
+        ops = (*ops, *flash_backward_kernels(s, hd, heads, "fp16"))
     families = kernel_families(device, "fp16", A100_KERNELS, alone=True)
     if mma_sync:
         seconds = op_seconds(ops, device, families, "fp16")
     else:
         with mock.patch("archsim.devices.kernel_ops.fused_matmul_fraction", return_value=1.0):
             seconds = op_seconds(ops, device, families, "fp16")
-    return float(seconds[0]), float(seconds[1])
+    return float(seconds[0]), float(seconds[1:].sum())
+
+
+def atomics_share(gpu: str, s: int, hd: int, causal: bool) -> float:
+    """The backward's dQaccum ``atomicAdd`` bytes (4 per fp32 value) at the chip's L2 bandwidth, as a share
+    of its main kernel's predicted seconds."""
+    device, heads = GPUS[gpu], HIDDEN // hd * (TOKENS // s)
+    chip = chip_of(device)
+    assert chip is not None
+    l2_seconds = 4 * dq_atomics(s, hd, heads, flash_tiles(hd).backward, causal=causal) / (
+        chip.l2_bytes_per_clock * chip.clock_hz)
+    return l2_seconds / kernel_seconds(gpu, s, hd, causal, side=False)[1]
 
 
 def rates(gpu: str, s: int, hd: int, causal: bool, **how: bool) -> tuple[float, float, float]:
@@ -80,23 +99,28 @@ def table(gpu: str, published: dict[tuple[bool, int], tuple[int | None, ...]], c
     and the mean absolute error of each model stage."""
     label = "forward" if column == 0 else "forward + backward"
     print(f"\n{gpu}: FlashAttention-2 kernel TFLOP/s (published: {label})")
-    print("causal  hd    seq |  fwd   bwd  f+b (shipped) | compared: matmul +softmax +mma.sync published")
-    errors: dict[str, list[float]] = {"matmul": [], "+softmax": [], "+mma.sync": []}
+    print("causal  hd    seq |  fwd   bwd  f+b bwd/fwd atomics | compared: matmul +softmax +mma.sync "
+          "+bwd kernels published")
+    errors: dict[str, list[float]] = {"matmul": [], "+softmax": [], "+mma.sync": [], "+bwd kernels": []}
+    ratios: list[float] = []
     for (causal, hd), figures in published.items():
         for s, paper in zip(SEQS, figures, strict=True):
-            stages = {"matmul": rates(gpu, s, hd, causal, softmax=False, mma_sync=False),
-                      "+softmax": rates(gpu, s, hd, causal, mma_sync=False),
-                      "+mma.sync": rates(gpu, s, hd, causal)}
-            shipped = stages["+mma.sync"]
+            stages = {"matmul": rates(gpu, s, hd, causal, softmax=False, mma_sync=False, side=False),
+                      "+softmax": rates(gpu, s, hd, causal, mma_sync=False, side=False),
+                      "+mma.sync": rates(gpu, s, hd, causal, side=False),
+                      "+bwd kernels": rates(gpu, s, hd, causal)}
+            shipped = stages["+bwd kernels"]
+            ratios.append(shipped[1] / shipped[0])
             picked = [stages[k][column] for k in errors]
             shown = "   -" if paper is None else f"{paper:4d}"
             print(f"{causal!s:6} {hd:4d} {s:6d} | {shipped[0]:4.0f}  {shipped[1]:4.0f}  {shipped[2]:4.0f}"
-                  f"           | {picked[0]:6.0f} {picked[1]:8.0f} {picked[2]:9.0f} {shown:>9}")
+                  f"   {ratios[-1]:5.2f} {100 * atomics_share(gpu, s, hd, causal):6.1f}%"
+                  f" | {picked[0]:6.0f} {picked[1]:8.0f} {picked[2]:9.0f} {picked[3]:12.0f} {shown:>9}")
             if paper is not None:
                 for key, value in zip(errors, picked, strict=True):
                     errors[key].append(abs(value - paper) / paper)
     print("mean |error| vs published: " + ", ".join(f"{k} {100 * np.mean(v):.1f}%" for k, v in errors.items())
-          + f" ({len(errors['matmul'])} bars)")
+          + f" ({len(errors['matmul'])} bars); shipped backward / forward TFLOP/s {min(ratios):.2f}–{max(ratios):.2f}")
 
 
 def main() -> None:

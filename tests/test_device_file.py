@@ -203,7 +203,10 @@ def _flash_saving_by_hand() -> float:
     128 × 128, key blocks 0 … i, Σ (i + 1) = 136. Stacked along the short side each GEMM is (64 · 272, 64, 128)
     forward (two) and (128 · 136, 64, 128) backward (five): seven (17,408, 64, 128). HBM words: standard's
     softmax 2 + 3 and dropout 2.5 + 2.5 per score (s² × 4 heads); flash's Q, K, V, O (s × 64 × 4 heads each, q)
-    and fp32 log-sum-exp (2 units a row, lse): forward 4q + lse, backward 8q + lse. Each such word costs the
+    and fp32 log-sum-exp (2 units a row, lse): forward 4q + lse; backward, its main kernel Q, K, V, dO, dK, dV
+    (6q), the log-sum-exp and D (2 lse), dQ's fp32 accumulator read and written (2 · 2q), the D kernel dO, O,
+    D and the accumulator's zeroing (2q + lse + 2q), dQ's conversion the accumulator and dQ (2q + q): 17q +
+    3 lse (FlashAttention-2's backward launch, flash_bwd_launch_template.h). Each such word costs the
     vector add (0.4 pJ, bf16) and a DRAM word (1300 / 64 × 16 pJ). A GEMM on one 128 × 128 ws array: bf16 MAC
     1.1 + 0.9 pJ, register 16 × 0.009 pJ, SRAM a 16-bit quarter of a 64-bit access of a 4096 / 3 → 1365 KiB
     buffer (Horowitz's 32 KiB → 1 MiB segment, 20 → 100 pJ, extended)."""
@@ -219,7 +222,7 @@ def _flash_saving_by_hand() -> float:
     standard = 2 * gemm(s, hd, s) + 3 * gemm(s, s, hd) + gemm(hd, s, s)
     flash = 7 * gemm(17408, hd, 128)
     q, lse = s * hd * heads, 2 * s * heads
-    words = (2 + 3 + 2.5 + 2.5) * s * s * heads - (4 * q + lse) - (8 * q + lse)
+    words = (2 + 3 + 2.5 + 2.5) * s * s * heads - (4 * q + lse) - (17 * q + 3 * lse)
     return layers * (standard - flash + words * (0.4 + dram))
 
 

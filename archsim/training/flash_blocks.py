@@ -28,8 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.errors import InputError
-from archsim.lowering import Gemm
+from archsim.lowering import Gemm, TrainingOp
+from archsim.training.kernel_bytes import dtype_elements
 
 # head dim (rounded up) → (forward Br × Bc without dropout, with dropout, backward Br × Bc)
 _TILES: dict[int, tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = {
@@ -112,7 +114,7 @@ def flash_nonmatmul(s: int, hd: int, heads: int, tiles: FlashTiles, window: int 
     and m + log ℓ (hd + 1). Backward (Algorithm 2), per block element: line 11's P = exp(S − L) one
     exponential and one FMA (scale, subtract), line 14's dS = P ∘ (dP − D) a subtract and a multiply. Left
     out: type conversions, masking, index arithmetic and the separate D = rowsum(dO ∘ O) kernel (line 4):
-    a lower bound."""
+    a lower bound (that kernel's bytes: :func:`flash_backward_kernels`)."""
     (fbr, fbc), (bbr, bbc) = tiles.forward, tiles.backward
     blocks = computed_blocks(s, fbr, fbc, window, causal)
     elements, block_rows, rows = blocks * fbr * fbc, blocks * fbr, -(-s // fbr) * fbr
@@ -122,4 +124,45 @@ def flash_nonmatmul(s: int, hd: int, heads: int, tiles: FlashTiles, window: int 
     return forward, NonMatmul(heads * back, heads * 3 * back)
 
 
-__all__ = ["FlashTiles", "NonMatmul", "computed_blocks", "flash_gemms", "flash_nonmatmul", "flash_tiles"]
+def kernel_head_dim(head_dim: int) -> int:
+    """The head dim the kernel runs (``kHeadDim``, and dQaccum's ``d_rounded``): ``head_dim`` rounded up to
+    32 (``flash_api.cpp`` ``mha_bwd``: ``round_multiple(head_size, 32)`` up to 192, else 256)."""
+    flash_tiles(head_dim)
+    return -(-head_dim // 32) * 32 if head_dim <= 192 else 256
+
+
+def dq_atomics(s: int, hd: int, heads: int, tile: tuple[int, int], window: int | None = None,
+               causal: bool = True) -> int:
+    """FP32 values the backward kernel adds into dQaccum with ``atomicAdd`` over ``heads`` heads: each
+    computed block its Br × kHeadDim dQ partial (``flash_bwd_kernel.h`` ``compute_dq_dk_dv_1colblock``,
+    ``Seq_parallel``: one ``atomicAdd`` per element of ``acc_dq``). They resolve in L2, not HBM."""
+    br, bc = tile
+    return computed_blocks(s, br, bc, window, causal) * br * kernel_head_dim(hd) * heads
+
+
+def dq_accum_values(s: int, hd: int, heads: int, tile: tuple[int, int]) -> int:
+    """FP32 values of dQaccum over ``heads`` heads: ⌈s/Br⌉·Br rows × kHeadDim, the rows the preprocessing
+    kernel zeroes and the conversion kernel reads whole (both run a Br × kHeadDim tile per query block)."""
+    return -(-s // tile[0]) * tile[0] * kernel_head_dim(hd) * heads
+
+
+def flash_backward_kernels(s: int, hd: int, heads: int, dtype: str = "fp16") -> tuple[TrainingOp, TrainingOp]:
+    """The two memory-bound kernels FlashAttention-2's backward launches around its main one
+    (``flash_bwd_launch_template.h`` ``run_flash_bwd_seqk_parallel``), over ``heads`` heads, in elements of
+    ``dtype``: before it ``flash_bwd_dot_do_o_kernel`` (``flash_bwd_preprocess_kernel.h``
+    ``compute_dot_do_o``) reads dO and O, writes D = rowsum(dO ∘ O) in fp32 for each of ⌈s/Br⌉·Br rows and
+    zeroes dQaccum in fp32 (:func:`dq_accum_values`); after it ``flash_bwd_convert_dq_kernel`` (``convert_dQ``)
+    reads dQaccum and writes dQ. One launch each."""
+    tile = flash_tiles(hd).backward
+    q, fp32 = s * hd * heads, dtype_elements(4, dtype)
+    accum = fp32 * dq_accum_values(s, hd, heads, tile)
+    rows = -(-s // tile[0]) * tile[0] * heads
+    dot = TrainingOp("flash_attention.dot_do_o", "D", (), vector_elements=int(2 * q + fp32 * rows + accum),
+                     out_bytes=int(4 * rows))
+    convert = TrainingOp("flash_attention.convert_dq", "D", (), vector_elements=int(accum + q),
+                         out_bytes=q * ELEMENT_BYTES[dtype])
+    return dot, convert
+
+
+__all__ = ["FlashTiles", "NonMatmul", "computed_blocks", "dq_accum_values", "dq_atomics", "flash_backward_kernels",
+           "flash_gemms", "flash_nonmatmul", "flash_tiles", "kernel_head_dim"]

@@ -60,7 +60,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.lowering import Gemm, TrainingOp
-from archsim.training.flash_blocks import flash_gemms, flash_nonmatmul, flash_tiles
+from archsim.training.flash_blocks import (
+    dq_accum_values,
+    flash_backward_kernels,
+    flash_gemms,
+    flash_nonmatmul,
+    flash_tiles,
+)
 from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, unfused_softmax
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
@@ -124,7 +130,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
                attention: str = "standard", dtype: str = "fp16") -> Work:
     """One transformer layer's work on one GPU of its TP group, for one micro-batch, training in ``dtype``
     (its memory-bound ops count its elements); ``attention`` ``flash``: the scores, softmax, dropout and
-    context as one FlashAttention-2 kernel each way (:func:`flash_attention_ops`)."""
+    context as one FlashAttention-2 kernel each way (:func:`flash_attention_ops`), its backward's two small
+    kernels beside it."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
@@ -159,8 +166,9 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     if attention == "flash":
         f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window, dtype, c.family != "bert",
                                    c.drops_attention)
+        dot, convert = flash_backward_kernels(s, hd, b * heads, dtype)
         forward.append(f)
-        backward.append(d)
+        backward.extend((convert, d, dot))  # reversed below: D's kernel, the main one, dQ's conversion
     else:
         gemm("scores", s, hd, s, b * heads, weights=False)
         scores = s * s * b * heads
@@ -215,8 +223,11 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     per GPU) sharing ``kv_heads`` K/V heads, s tokens of head size hd: one fused kernel each way.
     Forward: S = QKᵀ and O = PV, softmax and dropout in registers; HBM: read Q, K, V, write O and the
     fp32 log-sum-exp (elements of ``dtype``). Backward: recompute S = QKᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ,
-    dQ = dS·K, dK = dSᵀ·Q (five GEMMs, one more than the standard backward); HBM: read Q, K, V, O, dO and
-    the log-sum-exp, write dQ, dK, dV. No s × s tensor is read or written. The GEMMs count the blocks the
+    dQ = dS·K, dK = dSᵀ·Q (five GEMMs, one more than the standard backward); HBM: read Q, K, V, dO, the
+    log-sum-exp and D, write dK, dV, and dQ's fp32 accumulator read and written once (its per-block
+    ``atomicAdd`` resolve in L2: :func:`~archsim.training.flash_blocks.dq_atomics`); O, D's kernel and dQ's
+    conversion are the two kernels beside it (:func:`~archsim.training.flash_blocks.flash_backward_kernels`).
+    No s × s tensor is read or written. The GEMMs count the blocks the
     kernel computes (:func:`~archsim.training.flash_blocks.flash_gemms`, each way in its own tiles,
     ``dropout`` picking the forward's): ``causal`` skips the blocks above the diagonal, a ``window``
     (keys 0 ≤ q − k < window) those before it too; not causal, the whole square. Time and energy follow
@@ -231,8 +242,10 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     fwork, bwork = flash_nonmatmul(s, hd, heads, tiles, window, causal)
     forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + 2 * kv + q + lse,
                          out_bytes=2 * q, fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops)
+    accum = int(dtype_elements(4, dtype) * dq_accum_values(s, hd, heads, tiles.backward))
     backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv),
-                          vector_elements=3 * q + 2 * kv + lse + q + 2 * kv, out_bytes=2 * (q + 2 * kv), fused=True,
+                          vector_elements=2 * q + 2 * kv + 2 * lse + 2 * accum + 2 * kv, out_bytes=2 * (q + 2 * kv),
+                          fused=True,
                           exps=bwork.exps, lane_ops=bwork.lane_ops)
     return forward, backward
 
