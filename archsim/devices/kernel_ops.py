@@ -40,11 +40,11 @@ may cut its reduction over :data:`~archsim.devices.kernels.SPLITS` on a tile pat
 family (:func:`kernel_families` ``alone``, :func:`timed_alone`); inside a step PyTorch's fp32 kernels
 pay none (:func:`queued`).
 
-A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: the larger of its GEMMs'
-main loops (at FlashAttention-2's ``mma.sync`` share of the tensor peak,
-:func:`~archsim.devices.nonmatmul.fused_matmul_fraction`) followed by its non-matmul work (its ``exps`` and
-``lane_ops``, :func:`~archsim.devices.nonmatmul.nonmatmul_seconds`) and the HBM traffic it counts in
-``vector_elements``, one launch. It has no fp32 SIMT kernel (FlashAttention runs fp16/bf16 only): refused there.
+A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: its GEMMs' main loops, one
+after another (at FlashAttention-2's ``mma.sync`` share of the tensor peak,
+:func:`~archsim.devices.nonmatmul.fused_matmul_fraction`), then its non-matmul work (its ``exps`` and
+``lane_ops``, :func:`~archsim.devices.nonmatmul.nonmatmul_seconds`); that or the HBM traffic it counts in
+``vector_elements``, whichever is longer, and one launch. It has no fp32 SIMT kernel (FlashAttention runs fp16/bf16 only): refused there.
 """
 
 from __future__ import annotations

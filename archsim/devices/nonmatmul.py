@@ -18,7 +18,8 @@ Rates (results per second), one rule for every device:
   clock, the CUDA C Programming Guide's "Arithmetic Instructions" throughput of "32-bit floating-point
   reciprocal, reciprocal square root, base-2 logarithm (__log2f), base 2 exponential (exp2f), sine
   (__sinf), cosine (__cosf)": 32 on compute capability 5.x, 6.1 and 6.2, 16 on 6.0 and 7.x (the guide's
-  table through 7.x) and on 8.x and 9.0 (FlashAttention-3's footnote 5 for 9.0); the FP32 operations at
+  table through 7.x) and on 9.0 (FlashAttention-3's footnote 5); 8.x taken as 16 like 7.x and 9.0 (not checked
+  against the guide's newer table: an assumption); the FP32 operations at
   one per FP32 lane per clock (an FMA is one operation: 2 FLOPs, as the 19.5 TFLOP/s above count it);
 * a device without a chip (a device file): both on its ``lanes`` where it states them, one result per lane
   per clock; without lanes, on one lane per row of each array (the vector unit that feeds an array is
