@@ -15,7 +15,7 @@ from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
-from archsim.validate import INT32_MAX, cfg_syntax_error, shown, shown_boolean, shown_number
+from archsim.validate import INT32_MAX, cfg_syntax_error, did_you_mean, shown, shown_boolean, shown_number
 from archsim.value_parsers import parse_float, parse_int
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
@@ -195,9 +195,9 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
         for key in given:
             if key not in keys:
                 taken = (*keys, *(read_apart or {}).get(section, ()))
-                raise InputError(f"unknown key; [{section}] takes {', '.join(taken)}"
-                                 f"{_misplaced(key, read_apart or {}, cfg=not typed)}", file=file,
-                                 field=f"{section}.{key}")
+                home = _misplaced(key, read_apart or {}, cfg=not typed)
+                raise InputError(f"unknown key{'' if home else did_you_mean(key, taken)}; [{section}] takes "
+                                 f"{', '.join(taken)}{home}", file=file, field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
             if needed and key not in given and (section in required):
                 raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}", missing=True)

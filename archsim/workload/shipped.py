@@ -159,7 +159,7 @@ def file_batch_note(network: Network, batch: int | None) -> str | None:
         return None
     from archsim.workload.torch_file import is_torch_spec
 
-    source = network.source or network.name
+    source = network.source if network.source and not network.source.startswith("<") else "the ONNX model"
     fixed = f"{setting('input-shape')} gives {source}" if is_torch_spec(source) else f"{source} fixes"
     return (f"{fixed} batch {network.file_batch}; archsim reads its layers per "
             f"sample and costs batch {batch} ({setting('batch', batch)}): give {setting('batch', network.file_batch)}"
