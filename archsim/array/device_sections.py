@@ -54,6 +54,8 @@ STATIC_ON_TILES = ("a device with gemm = {gemm!r} is priced at its board power �
 DEVICE_WORD_BYTES = 2  # a .cfg device file's word: fp16/bf16, what train and search read its arrays at
 BANDWIDTH_TOLERANCE = 0.01  # words/cycle × bytes × clock may differ from hbm_gbps by a rounding
 _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections
+_CFG_NEEDS = {"device": "name = CHIP", "memory": "hbm_gib = GiB of HBM, hbm_gbps = its GB/s",  # each section's
+              "links": "intra_gbps = GB/s per direction"}  # required keys, as a .cfg lacking it is told
 _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for what a TOML's [compute] says
 
 
@@ -301,8 +303,8 @@ def _cfg_device_sections(text: str, file: str,
         raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
                          field="device.arrays_per_core")
     if required and ("memory" not in own or "links" not in own or "device" not in own):
-        missing = next(s for s in _CFG_SECTIONS if s not in own)
-        raise InputError(f"a .cfg device file needs a [{missing}] section (docs/formats.md, Device files)", file=file)
+        missing = " and ".join(f"[{s}] ({_CFG_NEEDS[s]})" for s in _CFG_SECTIONS if s not in own)
+        raise InputError(f"a .cfg device file needs {missing} (docs/formats.md, Device files)", file=file)
     if "sram_kib_per_array" in own.get("memory", {}):  # a second SRAM size, which one would be dropped
         raise InputError("a .cfg's SRAM per array is its IfmapSramSzkB + FilterSramSzkB + OfmapSramSzkB "
                          "([architecture_presets]): drop sram_kib_per_array", file=file,
@@ -370,7 +372,6 @@ def device_arrays_note(config: str | Path) -> str | None:
         return None
     return (f"{config} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
             f"GEMM's folds over all {checked[1]})")
-
 
 
 def device_static_note(config: str | Path) -> str | None:
