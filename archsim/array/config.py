@@ -19,7 +19,7 @@ from archsim.array.device_sections import (
     check_bandwidth_once,
     toml_sections,
 )
-from archsim.array.sram_sizes import operand_sram_kib
+from archsim.array.sram_sizes import operand_sram_kib, short_sram
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
@@ -185,6 +185,9 @@ def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
     compute, sram, split = values.get("compute", {}), values.get("memory", {}).get("sram_kib_per_array"), ""
     if "rows" not in compute or "cols" not in compute:
         return InputError(refusal, file=file)
+    if not isinstance(sram, tuple) and sram and (short := short_sram(sram)):  # as train refuses it
+        return InputError(f"{refusal}; its array as {word} cannot be read: {short}", file=file,
+                          field="memory.sram_kib_per_array")
     flags = [setting("array", f"{compute['rows']}x{compute['cols']}")]
     if compute.get("dataflow", "ws") in ("ws", "os", "is"):
         flags.append(setting("dataflow", compute.get("dataflow", "ws")))
