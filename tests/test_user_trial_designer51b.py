@@ -54,8 +54,9 @@ def test_an_onnx_file_fixing_another_batch_is_noted_once_and_stdout_is_unchanged
     fixed, symbolic = _fc_onnx(tmp_path, 8), _fc_onnx(tmp_path, "N")
     code, out, err = _run(capsys, "cost", fixed)
     assert code == 0
-    assert err.splitlines() == [f"archsim cost: note: {fixed} fixes batch 8; archsim reads its layers per sample "
-                                "and costs batch 32 (--batch 32): give --batch 8 to cost the file's batch"]
+    note = (f"archsim cost: note: {fixed} fixes batch 8; archsim reads its layers per sample and costs batch 32 "
+            "(--batch 32): give --batch 8 to cost the file's batch")
+    assert err.splitlines() == [note]
     code, out_symbolic, err_symbolic = _run(capsys, "cost", symbolic)
     assert code == 0 and err_symbolic == ""
     assert out.replace("fc_8", "NAME") == out_symbolic.replace("fc_N", "NAME")
@@ -82,8 +83,9 @@ def test_a_torch_class_noted_with_its_input_shape(capsys):
     code, _, err = _run(capsys, "cost", spec, "--input-shape", "4,3,16,16")
     assert code == 0
     lines = [line for line in err.splitlines() if "batch" in line]
-    assert lines == [f"archsim cost: note: --input-shape gives {spec} batch 4; archsim reads its layers per sample "
-                     "and costs batch 32 (--batch 32): give --batch 4 to cost the file's batch"], err
+    note = (f"archsim cost: note: --input-shape gives {spec} batch 4; archsim reads its layers per sample and "
+            "costs batch 32 (--batch 32): give --batch 4 to cost the file's batch")
+    assert lines == [note], err
 
 
 # -- 2. a .cfg device file without [memory]: cost takes it, train says what to add ---------------------------
