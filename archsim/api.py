@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 from archsim.api_array import gemm, iteration_energy, sparse
 from archsim.api_bppsa import bppsa_pruned_vgg11, bppsa_rnn
 from archsim.api_cluster import cluster_jobs
-from archsim.api_inputs import array_config, build_array, cfg_as_config, config_notes, load_network, unread_keys_notes
+from archsim.api_inputs import (
+    array_config,
+    build_array,
+    cfg_as_config,
+    config_notes,
+    load_network,
+    unread_keys_notes,
+    warn_file_batch,
+)
 from archsim.api_keywords import (
     check_choice,
     check_keywords,
@@ -84,6 +92,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
+    warn_file_batch(layers, batch)
     for note in config_notes(config, dtype, element_bytes, engine, bandwidth):  # what archsim cost prints on stderr
         warnings.warn(note, UserWarning, stacklevel=3)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
@@ -125,6 +134,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
         warnings.warn(unused, UserWarning, stacklevel=3)
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
+    warn_file_batch(layers, batch)
     for note in unread_keys_notes(cfg_as_config(array, config)[1]):  # as archsim pipeline says it of its --config
         warnings.warn(note, UserWarning, stacklevel=3)
     if clock_ghz is not None:

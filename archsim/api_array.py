@@ -11,7 +11,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from archsim.api_inputs import build_array, cfg_as_config, check_config, config_notes, load_network, unread_keys_notes
+from archsim.api_inputs import (
+    build_array,
+    cfg_as_config,
+    check_config,
+    config_notes,
+    load_network,
+    unread_keys_notes,
+    warn_file_batch,
+)
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
@@ -180,6 +188,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
                           dim=dim)
+    warn_file_batch(layers, batch)
     rows, meta, static = energy_document(layers, chosen, batch=batch, microbatches=microbatches,
                                          mode=check_mode(mode), engine=engine, dtype=dtype,
                                          energy_table=energy_table, config=config)

@@ -157,6 +157,18 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
     return [note for note in notes if note]
 
 
+def warn_file_batch(network: Network, batch: int) -> None:
+    """Warn, as the commands note on stderr, when ``network``'s file fixes a batch other than ``batch``, the one
+    costed (:func:`archsim.workload.shipped.file_batch_note`)."""
+    import warnings
+
+    from archsim.workload.shipped import file_batch_note
+
+    line = file_batch_note(network, batch)
+    if line:
+        warnings.warn(line, UserWarning, stacklevel=4)
+
+
 def unread_keys_notes(config: str | Path | None) -> list[str]:
     """The note an array command says on stderr of a ``config`` device file stating keys its kind does not read
     (:func:`archsim.devices.device_file.config_unread_keys_note`), for the jobs whose other notes are their own
@@ -167,4 +179,5 @@ def unread_keys_notes(config: str | Path | None) -> list[str]:
     return [text] if text else []
 
 
-__all__ = ["array_config", "build_array", "cfg_as_config", "check_config", "config_notes", "load_network", "unread_keys_notes"]
+__all__ = ["array_config", "build_array", "cfg_as_config", "check_config", "config_notes", "load_network", "unread_keys_notes",
+           "warn_file_batch"]

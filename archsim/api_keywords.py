@@ -167,14 +167,12 @@ def check_blank(kwargs: dict, flags: set[str]) -> None:
 def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> None:
     """Keywords a function gathers in ``**options``: one not in ``valid`` is refused in one line naming it and
     the nearest valid one, not a TypeError from the function it reached."""
-    from difflib import get_close_matches
-
     from archsim.errors import InputError
+    from archsim.validate import did_you_mean
 
-    for name in sorted(set(given) - set(valid)):
-        nearest = get_close_matches(name, valid, n=1)  # a near one only: gpus is no misspelt max_ops
-        hint = f" (did you mean {nearest[0]!r}?)" if nearest else ""
-        raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
+    for name in sorted(set(given) - set(valid)):  # a near one only: gpus is no misspelt max_ops
+        raise InputError(f"unknown keyword{did_you_mean(name, valid)}; {what} takes {', '.join(sorted(valid)) or 'none'}",
+                         field=name)
 
 
 def listed(value, field: str, *, single: bool = False) -> tuple:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the result types load with the jobs that return them
 @speaks_keywords
 def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int | str = 1, dp: int | str = 1, micro_batch: int | str = 1,
           seq: int | str | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int | str = 1,
-          schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str = "flash",
+          schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str | None = None,
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
           max_ops: int | str | None = None, distributed_optimizer: bool = False,
@@ -47,7 +47,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
     :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags
     (``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation``
-    None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``stage_layers`` as
+    None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``attention`` None likewise,
+    flash for megatron, standard for pytorch-eager; ``stage_layers`` as
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`; ``distributed_optimizer``: True or False,
     ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``). Returns the
@@ -65,7 +66,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
 
-    from archsim.choices.training import BALANCES, IMPLEMENTATIONS
+    from archsim.choices.training import BALANCES, IMPLEMENTATION_ATTENTION, IMPLEMENTATIONS
     from archsim.fits import rank_memory_warning, tp_span_warning
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -80,6 +81,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.workload.model_files import config_dtype_note
 
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
+    attention = IMPLEMENTATION_ATTENTION[implementation] if attention is None else attention
     check_choice(balance, BALANCES, "balance")
     check_text(schedule, "schedule", "a schedule name (str)")  # a list is no name: one line, not a TypeError
     check_switch(distributed_optimizer, "distributed_optimizer")
@@ -118,7 +120,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 
 
 @speaks_keywords
-def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str = "flash",
+def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str | None = None,
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
                dtype: str | None = None, max_ops: int | str | None = None) -> RunsResult:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: a
@@ -127,8 +129,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     ``runs.to_csv(index=False)`` writes, its rows numbered in errors from line 2 as that file's; a float column's
     whole numbers, 8.0, are counts) (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
-    kept here as keywords of the same names and defaults (``attention`` flash: vTrain's measured runs
-    need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
+    kept here as keywords of the same names and defaults (``attention`` None: megatron's flash, the runs'
+    implementation, as :func:`train`'s; vTrain's measured runs need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
     a ``# model:`` line naming another model (:func:`archsim.training.runs.model_note`), an interleaved
@@ -137,7 +139,13 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`) and :func:`train`'s notes on
     the model (a rotary config's sequence from ``max_position_embeddings``, a config.json's unread fields, its
     ``torch_dtype`` without ``dtype``)."""
-    from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, SCHEDULES
+    from archsim.choices.training import (
+        ATTENTIONS,
+        DP_OVERLAPS,
+        GRAD_ACCUMULATIONS,
+        IMPLEMENTATION_ATTENTION,
+        SCHEDULES,
+    )
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.runs import (
@@ -153,6 +161,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     from archsim.validate import DEFAULT_MAX_OPS
     from archsim.workload.model_files import config_dtype_note
 
+    attention = IMPLEMENTATION_ATTENTION["megatron"] if attention is None else attention  # runs are megatron's
     check_choice(attention, ATTENTIONS, "attention")  # the flags' choices, before any file is read
     check_choice(dp_overlap, DP_OVERLAPS, "dp-overlap")
     if grad_accumulation is not None:

@@ -56,7 +56,11 @@ def _gib(size: float) -> str:
 
 
 def rank_memory_warning(result, machines) -> str | None:
-    """:func:`memory_warning` for a training iteration: each pipeline rank's memory per GPU (a
-    :class:`~archsim.training.run.TrainResult`'s) against its GPU's (``machines``, one per rank)."""
+    """:func:`memory_warning` for a training iteration: each pipeline rank's memory per chip (a
+    :class:`~archsim.training.run.TrainResult`'s) against its chip's (``machines``, one per rank): "per GPU" where
+    every chip is a catalog GPU, "per device" where a device file's chip (an accelerator of one's own) is among them."""
+    from archsim.devices.catalog import chip_of
+
+    per = " per GPU" if all(chip_of(machine.gpu) is not None for machine in machines) else " per device"
     return memory_warning([(f"pipeline rank {r}", machines[r].gpu.name, m.total, result.capacities[r])
-                           for r, m in enumerate(result.memory)], "pipeline ranks", " per GPU")
+                           for r, m in enumerate(result.memory)], "pipeline ranks", per)

@@ -19,7 +19,7 @@ import math
 import numbers
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from archsim.errors import InputError
@@ -290,3 +290,14 @@ def check_job_size(ops: int, limit: int, flag: str = "--max-ops", work: str = ""
         amount = (work.format(ops) if work else f"simulates about {ops:,} ops (≈{ops * BYTES_PER_OP / 1e9:.3g} GB, "
                   f"≈{ops * SECONDS_PER_OP / 60:.3g} min)")
         raise InputError(f"this job {amount}, above the limit of {limit:,}; {lift}", field=flag.lstrip("-"))
+
+
+def did_you_mean(name: str, valid: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` naming the valid name nearest ``name`` (difflib's closeness, case ignored, shown
+    in the valid name's own case), or "" where none is near: the one hint of every unknown key and keyword, so a
+    typo's error names the fix and a name unlike any (``gpus`` for ``max_ops``) gets none."""
+    from difflib import get_close_matches
+
+    spelled = {str(key).lower(): str(key) for key in valid}
+    nearest = get_close_matches(name.lower(), list(spelled), n=1)
+    return f" (did you mean {spelled[nearest[0]]!r}?)" if nearest else ""

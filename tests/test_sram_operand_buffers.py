@@ -82,7 +82,7 @@ def test_one_figure_is_judged_by_its_third_in_whole_kib(kib, warned, tmp_path):
     lines = _lines(tmp_path, str(kib))
     assert bool(lines) == warned
     if warned:
-        assert "a third of it, an operand buffer (7 KiB)," in lines[0] and f"write {kib * 1024} KiB" in lines[0]
+        assert "a third of it in whole KiB, an operand buffer (7 KiB)," in lines[0] and f"write {kib * 1024} KiB" in lines[0]
 
 
 def test_a_cfgs_sram_keys_are_each_checked(tmp_path):

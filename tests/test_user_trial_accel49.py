@@ -165,7 +165,7 @@ def test_a_run_over_the_chips_memory_says_so_in_one_stderr_line(capsys, tmp_path
     assert not meta["fits_memory"] and meta["memory_capacity_gib"] == 1
     assert main(["train", "gpt2", "--cluster", str(tmp_path / "cluster_cfg.toml"), "--dp", "4", "--global-batch", "8"]) == 0
     lines = capsys.readouterr().err.splitlines()
-    assert lines == ["archsim train: warning: does not fit: pipeline rank 0 needs 2.6 GiB per GPU, its myacc has 1.0 GiB"]
+    assert lines == ["archsim train: warning: does not fit: pipeline rank 0 needs 2.6 GiB per device, its myacc has 1.0 GiB"]
 
 
 @pytest.mark.long

@@ -19,11 +19,11 @@ from archsim.array.device_sections import (
     check_bandwidth_once,
     toml_sections,
 )
-from archsim.array.sram_sizes import operand_sram_kib
+from archsim.array.sram_sizes import operand_sram_kib, short_sram
 from archsim.choices.devices import TRAIN_DTYPE
 from archsim.clock import clock_hz as checked_clock_hz
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, cfg_syntax_error, check_name, read_text, shown
+from archsim.validate import INT32_MAX, cfg_syntax_error, check_name, did_you_mean, read_text, shown
 from archsim.value_parsers import not_a_choice, parse_int
 
 DATAFLOWS = ("ws", "os", "is")
@@ -116,21 +116,21 @@ _SECTIONS = {"general", "architecture_presets", "network_presets", "layout", "sp
 # the array commands cost one of its arrays (SCALE-Sim's reader, too, skips sections it does not read).
 _DEVICE_SECTIONS = {"device", "links"}
 
-# Every key a SCALE-Sim version's reader reads in its own sections (docs/scalesim.md), lower-cased as
-# configparser keeps them, with the ones its shipped configs carry unread (``MemoryBanks``) and the
+# Every key a SCALE-Sim version's reader reads in its own sections (docs/scalesim.md), as SCALE-Sim spells them
+# (configparser reads them in any case), with the ones its shipped configs carry unread (``MemoryBanks``) and the
 # ``TopologyCsvLoc`` its 2.x/3.x readers look up in [architecture_presets]: any other is a typo
 # (``Bandwith``), refused, since SCALE-Sim would run it at the default and so would archsim, silently.
 _KEYS = {
     "general": ("run_name",),
-    "architecture_presets": ("arrayheight", "arraywidth", "ifmapsramszkb", "filtersramszkb", "ofmapsramszkb",
-                             "ifmapoffset", "filteroffset", "ofmapoffset", "dataflow", "bandwidth", "memorybanks",
-                             "readrequestbuffer", "writerequestbuffer", "topologycsvloc"),
-    "network_presets": ("topologycsvloc",),
-    "run_presets": ("interfacebandwidth", "useramulatortrace"),
-    "layout": ("ifmapcustomlayout", "filtercustomlayout", "ifmapsrambankbandwidth", "filtersrambankbandwidth",
-               "ifmapsrambanknum", "filtersrambanknum", "ifmapsrambankport", "filtersrambankport"),
-    "sparsity": ("sparsitysupport", "sparserep", "optimizedmapping", "blocksize", "randomnumbergeneratorseed",
-                 "memorybanks"),
+    "architecture_presets": ("ArrayHeight", "ArrayWidth", "IfmapSramSzkB", "FilterSramSzkB", "OfmapSramSzkB",
+                             "IfmapOffset", "FilterOffset", "OfmapOffset", "Dataflow", "Bandwidth", "MemoryBanks",
+                             "ReadRequestBuffer", "WriteRequestBuffer", "TopologyCsvLoc"),
+    "network_presets": ("TopologyCsvLoc",),
+    "run_presets": ("InterfaceBandwidth", "UseRamulatorTrace"),
+    "layout": ("IfmapCustomLayout", "FilterCustomLayout", "IfmapSRAMBankBandwidth", "FilterSRAMBankBandwidth",
+               "IfmapSRAMBankNum", "FilterSRAMBankNum", "IfmapSRAMBankPort", "FilterSRAMBankPort"),
+    "sparsity": ("SparsitySupport", "SparseRep", "OptimizedMapping", "BlockSize", "RandomNumberGeneratorSeed",
+                 "MemoryBanks"),
 }
 
 _REQUIRED = {
@@ -185,6 +185,9 @@ def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
     compute, sram, split = values.get("compute", {}), values.get("memory", {}).get("sram_kib_per_array"), ""
     if "rows" not in compute or "cols" not in compute:
         return InputError(refusal, file=file)
+    if not isinstance(sram, tuple) and sram and (short := short_sram(sram)):  # as train refuses it
+        return InputError(f"{refusal}; its array as {word} cannot be read: {short}", file=file,
+                          field="memory.sram_kib_per_array")
     flags = [setting("array", f"{compute['rows']}x{compute['cols']}")]
     if compute.get("dataflow", "ws") in ("ws", "os", "is"):
         flags.append(setting("dataflow", compute.get("dataflow", "ws")))
@@ -253,11 +256,12 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
                              file=file, line=cfg_section_line(text, section))
     for section, keys in _KEYS.items():
         for key in parser.options(section) if parser.has_section(section) else ():
-            if key not in keys:
+            if key not in {known.lower() for known in keys}:
                 line = line_of(key)
                 written = text.splitlines()[line - 1].split(":")[0].split("=")[0].strip() if line else key
-                raise InputError(f"unknown key in [{section}] (no SCALE-Sim version reads it: a typo?)", file=file,
-                                 line=line, field=written)
+                hint = did_you_mean(key, keys)
+                raise InputError(f"unknown key in [{section}] (no SCALE-Sim version reads it: "
+                                 f"{hint[2:-1] if hint else 'a typo?'})", file=file, line=line, field=written)
     device = cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":

@@ -15,7 +15,7 @@ from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
-from archsim.validate import INT32_MAX, cfg_syntax_error, shown, shown_boolean, shown_number
+from archsim.validate import INT32_MAX, cfg_syntax_error, did_you_mean, shown, shown_boolean, shown_number
 from archsim.value_parsers import parse_float, parse_int
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
@@ -54,6 +54,8 @@ STATIC_ON_TILES = ("a device with gemm = {gemm!r} is priced at its board power �
 DEVICE_WORD_BYTES = 2  # a .cfg device file's word: fp16/bf16, what train and search read its arrays at
 BANDWIDTH_TOLERANCE = 0.01  # words/cycle × bytes × clock may differ from hbm_gbps by a rounding
 _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections
+_CFG_NEEDS = {"device": "name = CHIP", "memory": "hbm_gib = GiB of HBM, hbm_gbps = its GB/s",  # each section's
+              "links": "intra_gbps = GB/s per direction"}  # required keys, as a .cfg lacking it is told
 _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for what a TOML's [compute] says
 
 
@@ -195,9 +197,9 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
         for key in given:
             if key not in keys:
                 taken = (*keys, *(read_apart or {}).get(section, ()))
-                raise InputError(f"unknown key; [{section}] takes {', '.join(taken)}"
-                                 f"{_misplaced(key, read_apart or {}, cfg=not typed)}", file=file,
-                                 field=f"{section}.{key}")
+                home = _misplaced(key, read_apart or {}, cfg=not typed)
+                raise InputError(f"unknown key{'' if home else did_you_mean(key, taken)}; [{section}] takes "
+                                 f"{', '.join(taken)}{home}", file=file, field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
             if needed and key not in given and (section in required):
                 raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}", missing=True)
@@ -301,8 +303,8 @@ def _cfg_device_sections(text: str, file: str,
         raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
                          field="device.arrays_per_core")
     if required and ("memory" not in own or "links" not in own or "device" not in own):
-        missing = next(s for s in _CFG_SECTIONS if s not in own)
-        raise InputError(f"a .cfg device file needs a [{missing}] section (docs/formats.md, Device files)", file=file)
+        missing = " and ".join(f"[{s}] ({_CFG_NEEDS[s]})" for s in _CFG_SECTIONS if s not in own)
+        raise InputError(f"a .cfg device file needs {missing} (docs/formats.md, Device files)", file=file)
     if "sram_kib_per_array" in own.get("memory", {}):  # a second SRAM size, which one would be dropped
         raise InputError("a .cfg's SRAM per array is its IfmapSramSzkB + FilterSramSzkB + OfmapSramSzkB "
                          "([architecture_presets]): drop sram_kib_per_array", file=file,
@@ -370,7 +372,6 @@ def device_arrays_note(config: str | Path) -> str | None:
         return None
     return (f"{config} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
             f"GEMM's folds over all {checked[1]})")
-
 
 
 def device_static_note(config: str | Path) -> str | None:

@@ -17,6 +17,20 @@ def operand_sram_kib(sram_kib_per_array: float) -> int:
     return max(int(sram_kib_per_array / 3), 1)
 
 
+# KiB: the least one figure the energy model prices as stated, three operand buffers of 1 KiB (its table's SRAMs
+# are whole KiB); below it the buffers would be priced as 1 KiB each, a larger SRAM than the chip's
+MIN_SRAM_KIB = 3
+
+
+def short_sram(kib_per_array: float) -> str | None:
+    """The refusal, one line, of one SRAM figure per array below :data:`MIN_SRAM_KIB` (a device file's
+    ``sram_kib_per_array``, a device sweep's axis); None otherwise."""
+    if kib_per_array >= MIN_SRAM_KIB:
+        return None
+    return (f"{kib_per_array:g} KiB is below the {MIN_SRAM_KIB} KiB the energy model prices: it splits the figure "
+            f"in three operand buffers of whole KiB, 1 KiB each at the least; give {MIN_SRAM_KIB} or more")
+
+
 # KiB of SRAM per array (256 MiB): above any chip's on-chip SRAM (Groq's ~230 MB, the whole chip's), and below
 # 1 MiB written in bytes (1,048,576), whole or split in three (349,525 each), where KiB go.
 MAX_PLAUSIBLE_SRAM_KIB = 2**18

@@ -13,6 +13,8 @@ DEFAULT_ATTENTION = "flash"
 SHARDINGS = ("none", "distributed-optimizer", "fsdp")
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
+# train's --attention unless given, per implementation: plain PyTorch's op list runs the standard core only
+IMPLEMENTATION_ATTENTION = {"megatron": DEFAULT_ATTENTION, "pytorch-eager": "standard"}
 # the weight gradient added into the held one inside its GEMM (Megatron-LM's --gradient-accumulation-fusion,
 # 2022), or by a separate pass after each micro-batch's backward but the first (training/grad_accumulation.py)
 GRAD_ACCUMULATIONS = ("fused", "unfused")

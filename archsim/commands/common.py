@@ -317,8 +317,12 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
             raise InputError("a NeuSight kernel CSV (OPName, Latency, …), not a network: `archsim validate-gpu "
                              "--csv FILE` times its kernels", file=str(args.network)) from None
         raise
-    for line in network.notes:
-        note(line)
+    from archsim.workload.shipped import file_batch_note
+
+    batch = getattr(args, "batch", None)
+    for line in (*network.notes, file_batch_note(network, batch if isinstance(batch, int) else None)):
+        if line:
+            note(line)
     if args.only:
         network = network.only(*comma_items(args.only, "only"))
     return network

@@ -9,9 +9,9 @@ from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
-    DEFAULT_ATTENTION,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
+    IMPLEMENTATION_ATTENTION,
     IMPLEMENTATIONS,
     RECOMPUTE,
 )
@@ -61,9 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation: none (keep every activation), selective (recompute the attention "
                              "core) or full (keep each layer's input, recompute the layer)")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
-    parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
+    parser.add_argument("--attention", default=None, choices=ATTENTIONS,
                         help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "
-                             "core (the s² scores in HBM, as the measured Megatron-DeepSpeed runs); docs/training.md")
+                             "core (the s² scores in HBM, as the measured Megatron-DeepSpeed runs); default flash for "
+                             "megatron, standard for pytorch-eager (its only one); docs/training.md")
     parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,
                         help="DP gradient all-reduce: after the backward (none: vTrain's runs) or in Megatron's "
                              "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce)")
@@ -130,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
     dtype_given = args.dtype is not None
-    args = argparse.Namespace(**{**vars(args), "dtype": args.dtype or DEFAULT_DTYPE})
+    args = argparse.Namespace(**{**vars(args), "dtype": args.dtype or DEFAULT_DTYPE,
+                                 "attention": args.attention or IMPLEMENTATION_ATTENTION[args.implementation]})
     if args.stage_layers and args.balance == "planned":  # flag combinations: checked before the model is read
         raise InputError("--stage-layers gives the split --balance planned would plan: give one of them",
                          field="balance")

@@ -28,7 +28,14 @@ from archsim.array.device_sections import (
     checked_sections,
     words_gbps,
 )
-from archsim.array.sram_sizes import MAX_PLAUSIBLE_SRAM_KIB, cfg_sram_fix, cfg_sram_keys, cfg_sram_slip, sram_in_bytes
+from archsim.array.sram_sizes import (
+    MAX_PLAUSIBLE_SRAM_KIB,
+    cfg_sram_fix,
+    cfg_sram_keys,
+    cfg_sram_slip,
+    short_sram,
+    sram_in_bytes,
+)
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
 from archsim.devices.device import Arrays, Device
@@ -89,6 +96,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
         # the energy model splits it in three operand buffers: unstated, it priced them as 1 KiB SRAMs
         raise InputError("a gemm = \"arrays\" device needs its SRAM beside each array, KiB (> 0): the energy "
                          "model's operand buffers", file=file, field="memory.sram_kib_per_array")
+    if gemm == "arrays" and sram_bytes is None and (short := short_sram(mem["sram_kib_per_array"])):
+        raise InputError(short, file=file, field="memory.sram_kib_per_array")  # priced as 3 KiB, said as 0.5
     if dev.get("split_k") and gemm != "arrays":
         raise InputError("split_k is a mechanism of gemm = \"arrays\" (tiles split the reduction by their own rule)",
                          file=file, field="device.split_k")
@@ -267,7 +276,7 @@ def _short_buffer_line(device: Device, sram: str, kib: float, smallest: int, fol
         fix = (f"such an array needs {3 * fold_kib:g} KiB or more: check [compute] rows and cols (a .cfg's "
                "ArrayHeight and ArrayWidth)")
     buffer = (f"{', '.join(f'{key} = {k} KiB' for key, k in stated if key in short)}, an operand buffer as stated,"
-              if stated else f"a third of it, an operand buffer ({smallest} KiB),")
+              if stated else f"a third of it in whole KiB, an operand buffer ({smallest} KiB),")
     return (f"{sram}: {buffer} holds less than one fold of a {arrays.rows} × {arrays.cols} array ({fold_kib:g} KiB "
             f"at {DEVICE_WORD_BYTES} bytes), so the energy model's compulsory DRAM traffic is out of its reach: {fix}")
 

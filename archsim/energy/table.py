@@ -19,7 +19,16 @@ from typing import Any
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
-from archsim.validate import cfg_syntax_error, check_name, is_file, read_text, resolve_name, shipped_configs, shown
+from archsim.validate import (
+    cfg_syntax_error,
+    check_name,
+    did_you_mean,
+    is_file,
+    read_text,
+    resolve_name,
+    shipped_configs,
+    shown,
+)
 from archsim.value_parsers import parse_float, parse_int
 
 DEFAULT_TABLE = "horowitz45"
@@ -99,6 +108,7 @@ class AccessEnergies:
 
 
 OVERRIDABLE = tuple(f.name for f in fields(AccessEnergies) if f.name != "table")
+LEAKAGE_FIGURES = ("pe_leakage_mw", "sram_leakage_mw_per_kib")  # mW, of OVERRIDABLE: what train and search refuse
 
 
 def _number(value: object, where: str, file: str) -> float:
@@ -252,10 +262,12 @@ class CfgEnergy:
     overrides: dict[str, float]
 
 
-def read_cfg_energy(path: str | Path) -> CfgEnergy:
+def read_cfg_energy(path: str | Path, *, leakage: bool = True) -> CfgEnergy:
     """The optional ``[energy]`` section of a SCALE-Sim ``.cfg`` (SCALE-Sim never reads it) or of a device TOML:
     ``table = NAME|PATH.toml`` (a path relative to the file) and any of :data:`OVERRIDABLE` (pJ; leakage mW).
-    One reader of both forms (:func:`energy_section`), so the two state a chip's energy in the same record."""
+    One reader of both forms (:func:`energy_section`), so the two state a chip's energy in the same record.
+    ``leakage``: whether the caller prices the leakage figures (train and search refuse them), so that an unknown
+    key's error lists only the keys the caller takes."""
     file = str(path)
     if Path(path).suffix.lower() == ".toml":  # a device TOML: its values typed, a key's error naming its line
         document = parse_toml(read_text(path, "device file"), file)
@@ -264,7 +276,7 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
             raise InputError("[energy] must be a table", file=file)
         with located(document, file):
             try:
-                return energy_section(section, path, typed=True)
+                return energy_section(section, path, typed=True, leakage=leakage)
             except InputError as exc:  # the key as the TOML nests it, for its line
                 raise exc.at(file=exc.where.file, field=f"energy.{exc.where.field}") if exc.where.field else exc from None
     from archsim.array.device_sections import cfg_located, cfg_unquoted
@@ -279,18 +291,25 @@ def read_cfg_energy(path: str | Path) -> CfgEnergy:
     try:
         for key, value in section.items():  # a TOML habit, table = "name": the quotes would be read as the name's
             cfg_unquoted(value, file, key)
-        return energy_section(section, path)
+        return energy_section(section, path, leakage=leakage)
     except InputError as exc:  # the key as [energy]'s, at its line, as the .cfg's device keys are named
         if not exc.where.field or exc.where.file != file:
             raise
         raise cfg_located(exc.at(file=file, field=f"energy.{exc.where.field}"), text) from None
 
 
-def energy_section(section: Mapping[str, object], path: str | Path, typed: bool = False) -> CfgEnergy:
+def energy_section(section: Mapping[str, object], path: str | Path, typed: bool = False,
+                   leakage: bool = True) -> CfgEnergy:
     """A file's ``[energy]`` keys (:func:`read_cfg_energy`) checked: ``table`` a shipped name or a ``.toml`` beside
     the file (never the working folder's), the rest :data:`OVERRIDABLE` figures. ``typed``: a TOML's values, where a
-    number takes no quotes and the table is text (a .cfg's values are all text)."""
+    number takes no quotes and the table is text (a .cfg's values are all text); ``leakage``: whether an unknown
+    key's error lists the leakage figures (:func:`read_cfg_energy`)."""
     file = str(path)
+    taken = ("table", *(key for key in OVERRIDABLE if leakage or key not in LEAKAGE_FIGURES))
+    for key in section:
+        if key not in taken and key not in LEAKAGE_FIGURES:  # a leakage figure: the caller's to refuse, saying why
+            raise InputError(f"unknown energy figure{did_you_mean(key, taken)}; choose from {', '.join(taken)}",
+                             file=file, field=key)
     table, overrides = None, dict[str, float | str]()
     for key, raw in section.items():
         if key == "table":  # a path is the file's neighbour, a name a shipped table: never the working folder's

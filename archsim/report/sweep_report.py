@@ -370,7 +370,7 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
         parts.append(_section("At a glance: which schedule wins, by how much, where", glance, report_cmd, modes))
     for network in order:
         parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results, methods, engine)),
-                              f"{spec_command}  &&  {report_cmd}", modes))
+                              f"{spec_command} && {report_cmd}", modes))
         table = table_iv(summary, network, results, engine)
         if not table.empty:
             paper_setting = is_table_iv_setting(summary[summary.network == network], network, results, engine)

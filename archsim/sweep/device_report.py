@@ -63,7 +63,7 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     record = spec_record(folder)
     check_device_rows(results, record, path, spec_command)
     _check_device_files(results.iloc[0], record)
-    command = esc(f"{spec_command}  &&  archsim report {folder} --out {target}")
+    command = esc(f"{spec_command} && archsim report {folder} --out {target}")
     rows = results[["arrays", *sram, *clock, "hbm_gbps", "gpus", *layout, "iteration_seconds", "energy_j",
                     "peak_memory_gib", "fits_memory", "pareto_optimal"]]
     first = results.iloc[0]

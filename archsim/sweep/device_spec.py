@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from archsim.array.device_sections import STATIC_ON_TILES, static_watts
+from archsim.array.sram_sizes import short_sram
 from archsim.choices.devices import DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
@@ -269,6 +270,9 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         # whole KiB in the reader's range: above 256 MiB is warned as a device file's figure is (implausible_points,
         # array.sram_sizes.sram_in_bytes), not refused, since the two readers of one key keep one rule
         sram = axis("sram_kib_per_array", integer("sram_kib_per_array"), f"integers in 1…{INT32_MAX}")
+        for kib in sram:  # as a device file's figure is refused: priced as 3 KiB, not as stated
+            if short := short_sram(kib or 0):
+                raise InputError(short, file=file, field="sram_kib_per_array")
     clocks = _clocks(table, device, file, axis)
     hbm: tuple[float | None, ...] = (None,)
     if "hbm_gbps" in table:

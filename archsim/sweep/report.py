@@ -178,7 +178,7 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
 
     order = network_order(results, spec_networks(record))
     sections = network_sections(results, order, folder, own_networks, record,
-                                f"{spec_command}  &&  archsim report {folder} --out {target}")
+                                f"{spec_command} && archsim report {folder} --out {target}")
     engine = record.get("engine", "analytic")
     return build_report(results, summarize(results), results_path=str(folder), out=target, spec_command=spec_command,
                         engine=engine if isinstance(engine, str) else None, networks=order,

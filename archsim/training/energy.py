@@ -91,11 +91,11 @@ def load_priced_device(path: str | Path) -> Device:
     from dataclasses import replace
 
     from archsim.devices.device_file import load_device
-    from archsim.energy.table import cfg_table, read_cfg_energy
+    from archsim.energy.table import LEAKAGE_FIGURES, cfg_table, read_cfg_energy
 
     device = load_device(path)
-    cfg = read_cfg_energy(path)
-    for key in ("pe_leakage_mw", "sram_leakage_mw_per_kib"):
+    cfg = read_cfg_energy(path, leakage=False)
+    for key in LEAKAGE_FIGURES:
         if cfg.overrides.get(key):
             raise InputError(LEAKAGE_ON_DEVICE, file=str(path), field=f"energy.{key}")
     if cfg.table is not None:

@@ -271,6 +271,9 @@ class Network:
     ``notes``: what the loader changed or left out (renamed duplicates, skipped ONNX nodes), one
     line each, for commands to show the user. ``part_reads``: the layers that read a part of a producer's
     output (:class:`PartRead`: an ONNX Split, Slice or Gather cut it, or a CSV's ``NAME#K/N`` says so).
+    ``file_batch``: the batch an ONNX file (or a PyTorch class's ``--input-shape``) fixes in its first input, None
+    where it states none (a symbolic batch, a CSV): the layers are per sample, so the commands' batch is costed
+    instead, and :func:`~archsim.workload.shipped.file_batch_note` says so.
     """
 
     name: str
@@ -278,6 +281,7 @@ class Network:
     source: str | None = field(default=None, compare=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
     part_reads: tuple[PartRead, ...] = field(default=(), compare=False)
+    file_batch: int | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         """One line, not every layer (a notebook shows a cell's value by its repr): ``.layers`` has them."""
@@ -369,4 +373,5 @@ class Network:
             layers.append(replace(layer, inputs=tuple(inputs)))
         still = {(layer.name, p) for layer in layers for p in layer.inputs}  # a part of a dropped layer is gone
         return Network(name=f"{self.name}[{','.join(kinds)}]", layers=tuple(layers), source=self.source,
-                       notes=self.notes, part_reads=tuple(p for p in self.part_reads if (p.layer, p.producer) in still))
+                       notes=self.notes, part_reads=tuple(p for p in self.part_reads if (p.layer, p.producer) in still),
+                       file_batch=self.file_batch)

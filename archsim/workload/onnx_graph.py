@@ -70,13 +70,15 @@ def first_line(exc: Exception) -> str:
 class CheckedGraph:
     """The checked, shape-inferred graph; ``batch``: the first input's batch dimension; ``shapes``:
     every tensor with a static shape (batch included); ``constants``: the initializers' shapes;
-    ``inputs``: the graph inputs that are not initializers."""
+    ``inputs``: the graph inputs that are not initializers; ``fixed_batch``: whether the file fixes that batch
+    (a number, not a symbol set to 1 here)."""
 
     graph: onnx.GraphProto
     batch: int
     shapes: dict[str, tuple[int, ...]]
     constants: dict[str, tuple[int, ...]]
     inputs: tuple[str, ...]
+    fixed_batch: bool = False
 
 
 def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
@@ -149,7 +151,8 @@ def checked_graph(onnx, model, dims: dict[str, int]) -> CheckedGraph:
     for tensor in graph.initializer:
         initializers.setdefault(tensor.name, tuple(tensor.dims))
     constants = {name: checked_shape(name, shape) for name, shape in initializers.items()}
-    return CheckedGraph(graph, batch, shapes, constants, tuple(value.name for value in inputs))
+    return CheckedGraph(graph, batch, shapes, constants, tuple(value.name for value in inputs),
+                        fixed_batch=bool(len(first)) and batch_dim is None)
 
 
 def _batch_dim(first) -> str | None:

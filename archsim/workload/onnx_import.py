@@ -81,6 +81,7 @@ class _Importer:
     names: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     batch: int = 1
+    fixed_batch: bool = False
     absorbed: set[int] = field(default_factory=set)  # node indices folded into a previous layer
     parts: dict[str, _Cut] = field(default_factory=dict)  # tensor → how a routing node cut it from a bigger one
     part_reads: list[PartRead] = field(default_factory=list)  # Network.part_reads
@@ -88,7 +89,7 @@ class _Importer:
 
     def run(self, name: str) -> Network:
         checked = checked_graph(self.onnx, self.model, self.dims)
-        graph, self.batch = checked.graph, checked.batch
+        graph, self.batch, self.fixed_batch = checked.graph, checked.batch, checked.fixed_batch
         self.shapes.update(checked.shapes)
         self.constants.update(checked.constants)
         self.values.update((t.name, self.onnx.numpy_helper.to_array(t)) for t in graph.initializer if prod(t.dims) <= 16)
@@ -109,7 +110,7 @@ class _Importer:
         if not self.layers:
             raise InputError("no node of the ONNX graph maps to a layer (nothing to cost)")
         return Network(name=name, layers=tuple(self.layers), source=self.source, notes=tuple(self.notes),
-                       part_reads=tuple(self.part_reads))
+                       part_reads=tuple(self.part_reads), file_batch=self.batch if self.fixed_batch else None)
 
     # -- per node ----------------------------------------------------------------------------
     def _node(self, index: int, node, nodes, consumers) -> None:

@@ -151,6 +151,21 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
     return load_shipped(str(name_or_path), geometry=geometry, shapes=shapes, missing="no such file, and no")
 
 
+def file_batch_note(network: Network, batch: int | None) -> str | None:
+    """The note for a model file that fixes a batch other than the one costed (``Network.file_batch``): its
+    layers are read per sample, so the file's batch would otherwise be replaced without a word; None where
+    the file states no batch, the batches agree, or ``batch`` is None (the command's own default applies)."""
+    if network.file_batch is None or batch is None or network.file_batch == batch:
+        return None
+    from archsim.workload.torch_file import is_torch_spec
+
+    source = network.source if network.source and not network.source.startswith("<") else "the ONNX model"
+    fixed = f"{setting('input-shape')} gives {source}" if is_torch_spec(source) else f"{source} fixes"
+    return (f"{fixed} batch {network.file_batch}; archsim reads its layers per "
+            f"sample and costs batch {batch} ({setting('batch', batch)}): give {setting('batch', network.file_batch)}"
+            " to cost the file's batch")
+
+
 def shipped_key(name: str, *, missing: str = "no") -> str:
     """The shipped network ``name`` stands for (``VGG-16`` → ``vgg_16``), or an InputError listing them:
     only a file inside ``layers/`` is ever read for a name, never one in the working folder."""

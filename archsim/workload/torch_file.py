@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from archsim.console import setting
@@ -162,7 +163,7 @@ def load_torch_file(spec: str, input_shape: str | None, *, unsupported: str = "e
                 network = from_torch(model, inputs if len(inputs) > 1 else inputs[0], name=name.lower(),
                                      unsupported=unsupported)
                 bar.update()
-                return network
+                return replace(network, source=spec)  # named as given, as a file's path is
         except InputError as exc:
             raise InputError(exc.message, file=str(path), field=exc.where.field or field) from None
         except BaseException as exc:  # the user's code, SystemExit and KeyboardInterrupt too: their error, one line
