@@ -63,6 +63,17 @@ def test_an_onnx_file_fixing_another_batch_is_noted_once_and_stdout_is_unchanged
     assert _run(capsys, "cost", fixed, "--batch", "8")[2] == ""
 
 
+def test_a_batch_one_export_is_the_usual_one_sample_and_not_noted(tmp_path, capsys):
+    """A file exported at batch 1 (one example input, the usual export) says nothing about the batch to cost:
+    no note on the command, no warning from the library."""
+    one = _fc_onnx(tmp_path, 1)
+    code, _, err = _run(capsys, "cost", one)
+    assert code == 0 and err == ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        archsim.cost(one)
+
+
 def test_the_api_warns_the_file_batch_in_its_keywords(tmp_path):
     """Defect: ``archsim.cost`` of the same file returned batch 32's costs silently. Failed before the fix: no
     warning. Now one UserWarning naming ``batch=8``; at ``batch=8`` none."""

@@ -154,8 +154,10 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
 def file_batch_note(network: Network, batch: int | None) -> str | None:
     """The note for a model file that fixes a batch other than the one costed (``Network.file_batch``): its
     layers are read per sample, so the file's batch would otherwise be replaced without a word; None where
-    the file states no batch, the batches agree, or ``batch`` is None (the command's own default applies)."""
-    if network.file_batch is None or batch is None or network.file_batch == batch:
+    the file states no batch, the batches agree, or ``batch`` is None (the command's own default applies), and
+    for batch 1: the usual export of one sample (``torch.onnx.export`` of one example input), which states no
+    batch the user meant to cost, so every such file would carry a note saying nothing."""
+    if network.file_batch in (None, 1) or batch is None or network.file_batch == batch:
         return None
     from archsim.workload.torch_file import is_torch_spec
 
