@@ -305,18 +305,22 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
         record = dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve()),
                         **({SKIPPED: skipped} if isinstance(spec, SweepSpec) else {})}, indent=2, default=list)
         write_output(out / "spec.json", record, at_once=True, within=out)  # the folder is this spec's from now on
-        return _run_locked(spec, out, units, digests, workers, dask, progress)
+        return _run_locked(spec, out, units, digests, workers, dask, progress, skipped)
 
 
 def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, workers: int, dask: str | None,
-                progress: bool) -> pd.DataFrame:
+                progress: bool, skipped: list[dict[str, object]]) -> pd.DataFrame:
     remove_killed_temps(out)
     files = {unit: cache_file(out, unit, digests) for unit in units}
     todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)
 
+    short = {(point["network"], point["processors"]) for point in skipped}  # PipeDream's skipped points
+
     def size(unit: Unit | DevicePoint) -> int:  # configurations: the rows of results.csv this unit gives
-        return unit.configs
+        if isinstance(unit, DevicePoint) or "pipedream" not in unit.methods:
+            return unit.configs
+        return unit.configs - sum((unit.network, p) in short for p in unit.processors)
 
     from archsim.sweep.lifetime import ctrl_c_latched
 

@@ -112,7 +112,8 @@ class Unit:
 
     @property
     def configs(self) -> int:
-        """Rows of results.csv this unit gives: one per (processors, method)."""
+        """Configurations of this unit, one per (processors, method); results.csv has one row each but those of
+        PipeDream's skipped points (:mod:`archsim.sweep.pipedream_points`), which the runner subtracts."""
         return len(self.processors) * len(self.methods)
 
     @property
