@@ -222,8 +222,7 @@ def test_the_bar_and_a_stop_count_only_the_configurations_that_run(tmp_path, mon
     configurations (2 arrays × 2 batches × (3 processors × 3 methods − 2 skipped points)), as counted by hand."""
     import contextlib
 
-    import archsim.sweep.runner as runner
-    from archsim.sweep import load_spec
+    from archsim.sweep import load_spec, runner
 
     seen: dict[str, int] = {"total": -1, "updates": 0}
 
