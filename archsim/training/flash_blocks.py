@@ -164,5 +164,23 @@ def flash_backward_kernels(s: int, hd: int, heads: int, dtype: str = "fp16") -> 
     return dot, convert
 
 
+def flash_gqa_sums(s: int, hd: int, heads: int, kv_heads: int, dtype: str = "fp16") -> tuple[TrainingOp, ...]:
+    """The reductions FlashAttention-2's backward runs after its kernels under grouped-query or multi-query
+    attention (``kv_heads`` < ``heads``, both over the micro-batch): ``flash_api.cpp`` ``mha_bwd`` has the main
+    kernel write dK and dV per query head into ``dk_expanded``/``dv_expanded`` (s × ``heads`` × hd each, the
+    main op's bytes: :func:`~archsim.training.layer_ops.flash_attention_ops`), then sums each group into dK
+    and dV with one ``at::sum_out`` apiece: two memory-bound ops, each reading s·heads·hd and writing
+    s·kv_heads·hd elements of ``dtype`` (one PyTorch reduction kernel per call, an assumption). None when
+    ``kv_heads`` == ``heads`` (the kernel writes dK and dV in place)."""
+    if min(s, hd, heads, kv_heads) <= 0 or heads % kv_heads:
+        raise InputError(f"grouped-query attention needs positive sizes and kv_heads dividing heads, got s={s}, "
+                         f"head dim {hd}, {heads} heads, {kv_heads} kv heads", field="kv_heads")
+    if kv_heads == heads:
+        return ()
+    expanded, summed = s * hd * heads, s * hd * kv_heads
+    return tuple(TrainingOp(f"flash_attention.sum_{grad}", "D", (), vector_elements=expanded + summed,
+                            out_bytes=summed * ELEMENT_BYTES[dtype]) for grad in ("dk", "dv"))
+
+
 __all__ = ["FlashTiles", "NonMatmul", "computed_blocks", "dq_accum_values", "dq_atomics", "flash_backward_kernels",
-           "flash_gemms", "flash_nonmatmul", "flash_tiles", "kernel_head_dim"]
+           "flash_gemms", "flash_gqa_sums", "flash_nonmatmul", "flash_tiles", "kernel_head_dim"]

@@ -64,6 +64,7 @@ from archsim.training.flash_blocks import (
     dq_accum_values,
     flash_backward_kernels,
     flash_gemms,
+    flash_gqa_sums,
     flash_nonmatmul,
     flash_tiles,
 )
@@ -130,8 +131,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
                attention: str = "standard", dtype: str = "fp16") -> Work:
     """One transformer layer's work on one GPU of its TP group, for one micro-batch, training in ``dtype``
     (its memory-bound ops count its elements); ``attention`` ``flash``: the scores, softmax, dropout and
-    context as one FlashAttention-2 kernel each way (:func:`flash_attention_ops`), its backward's two small
-    kernels beside it."""
+    context as one FlashAttention-2 kernel each way (:func:`flash_attention_ops`), its backward's small
+    kernels beside it (and grouped-query attention's dK, dV sums after it)."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
@@ -167,8 +168,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window, dtype, c.family != "bert",
                                    c.drops_attention)
         dot, convert = flash_backward_kernels(s, hd, b * heads, dtype)
-        forward.append(f)
-        backward.extend((convert, d, dot))  # reversed below: D's kernel, the main one, dQ's conversion
+        forward.append(f)  # backward reversed below: D's kernel, the main one, dQ's conversion, the dK, dV sums
+        backward.extend((*flash_gqa_sums(s, hd, b * heads, b * kv, dtype)[::-1], convert, d, dot))
     else:
         gemm("scores", s, hd, s, b * heads, weights=False)
         scores = s * s * b * heads
@@ -224,17 +225,18 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     Forward: S = QKᵀ and O = PV, softmax and dropout in registers; HBM: read Q, K, V, write O and the
     fp32 log-sum-exp (elements of ``dtype``). Backward: recompute S = QKᵀ, then dV = Pᵀ·dO, dP = dO·Vᵀ,
     dQ = dS·K, dK = dSᵀ·Q (five GEMMs, one more than the standard backward); HBM: read Q, K, V, dO, the
-    log-sum-exp and D, write dK, dV, and dQ's fp32 accumulator read and written once (its per-block
-    ``atomicAdd`` resolve in L2: :func:`~archsim.training.flash_blocks.dq_atomics`); O, D's kernel and dQ's
-    conversion are the two kernels beside it (:func:`~archsim.training.flash_blocks.flash_backward_kernels`).
-    No s × s tensor is read or written. The GEMMs count the blocks the
-    kernel computes (:func:`~archsim.training.flash_blocks.flash_gemms`, each way in its own tiles,
-    ``dropout`` picking the forward's): ``causal`` skips the blocks above the diagonal, a ``window``
-    (keys 0 ≤ q − k < window) those before it too; not causal, the whole square. Time and energy follow
-    these; model FLOPs keep the whole square (:func:`~archsim.training.throughput.attended_pairs`).
-    Every key is in some query's window, so Q, K, V and O are still read once each. Each op carries its
-    exponentials and FP32 row-wise work (:func:`~archsim.training.flash_blocks.flash_nonmatmul`)."""
-    q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O) and of K (= V)
+    log-sum-exp and D, write dK and dV per query head (summed after under grouped-query attention,
+    :func:`~archsim.training.flash_blocks.flash_gqa_sums`) and dQ's fp32 accumulator, read and written once
+    (its ``atomicAdd`` resolve in L2: :func:`~archsim.training.flash_blocks.dq_atomics`); O, D's kernel and
+    dQ's conversion are the two kernels beside it (:func:`~archsim.training.flash_blocks.flash_backward_kernels`).
+    No s × s tensor is read or written. The GEMMs count the blocks the kernel computes
+    (:func:`~archsim.training.flash_blocks.flash_gemms`, each way in its own tiles, ``dropout`` picking the
+    forward's): ``causal`` skips the blocks above the diagonal, a ``window`` (keys 0 ≤ q − k < window) those
+    before it too; not causal, the whole square. Time and energy follow these; model FLOPs keep the whole square
+    (:func:`~archsim.training.throughput.attended_pairs`). Every key is in some query's window, so Q, K, V and O
+    are still read once each. Each op carries its exponentials and FP32 row-wise work
+    (:func:`~archsim.training.flash_blocks.flash_nonmatmul`)."""
+    q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O, = dK and dV as written) and of K (= V)
     lse = int(dtype_elements(4, dtype) * s * heads)
     tiles = flash_tiles(hd, dropout)
     qk, pv = flash_gemms(s, hd, heads, tiles.forward, window, causal)
@@ -244,9 +246,8 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
                          out_bytes=2 * q, fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops)
     accum = int(dtype_elements(4, dtype) * dq_accum_values(s, hd, heads, tiles.backward))
     backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv),
-                          vector_elements=2 * q + 2 * kv + 2 * lse + 2 * accum + 2 * kv, out_bytes=2 * (q + 2 * kv),
-                          fused=True,
-                          exps=bwork.exps, lane_ops=bwork.lane_ops)
+                          vector_elements=2 * q + 2 * kv + 2 * lse + 2 * accum + 2 * q, out_bytes=2 * (q + 2 * q),
+                          fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops)
     return forward, backward
 
 
