@@ -69,8 +69,9 @@ def edit_once_the_spec_is_read(monkeypatch, path: Path) -> None:
     checked = runner.check_processor_counts
 
     def then_edit(*args):
-        checked(*args)
+        skipped = checked(*args)
         edit(path)
+        return skipped
 
     monkeypatch.setattr(runner, "check_processor_counts", then_edit)
 

@@ -31,8 +31,9 @@ def edit_once_the_sweep_has_read_it(monkeypatch, net) -> None:
     checked = runner.check_processor_counts
 
     def then_edit(*args):
-        checked(*args)
+        skipped = checked(*args)
         net.write_text(EDITED)
+        return skipped
 
     monkeypatch.setattr(runner, "check_processor_counts", then_edit)
 
