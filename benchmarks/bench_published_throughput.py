@@ -29,6 +29,14 @@
   on 8 H100s (FlashAttention, FSDP, micro-batch 16, activation checkpointing): 40.42%, beside archsim's
   MFU for that setting (DP 8, full recompute, --fsdp; and with replicated Adam, which would not fit).
 
+* Llama 3 405B (configs/transformers/llama3_405b.toml) on 8,192 and 16,384 H100s of Meta's RoCE cluster
+  (configs/clusters/llama3_h100_2048_servers.toml): Dubey et al. 2024 (arXiv 2407.21783), Table 4's CP 1 rows
+  (TP 8, PP 16, DP 64 / 128, 16M tokens of sequence 8,192; 430 and 400 TFLOP/s per GPU, BF16 MFU 43% and 41%),
+  beside archsim's model TFLOP/s and MFU at V = 1, 2, 4 chunks per rank (not published) with Meta's stage split,
+  no recompute, sequence parallelism, bf16, flash, the distributed optimizer for their FSDP, micro-batch 1 (not
+  published); per-term breakdown, the 8,192 → 16,384 step, and the same without the pods' oversubscription
+  (benchmarks/published_llama3.py; docs/training.md, "Llama 3 405B on 8,192 and 16,384 H100s").
+
 Then a check of the GEMM model at these sizes where a measurement exists: the GEMMs of at least
 0.1 TFLOP in the Hopper check's probe (benchmarks/results/gpu_efficiency_probe_h100-80gb-hbm3.csv,
 timed on an H100 80GB HBM3) against archsim's time for them (the A100's kernel constants, as train
