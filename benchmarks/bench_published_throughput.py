@@ -29,6 +29,14 @@
   on 8 H100s (FlashAttention, FSDP, micro-batch 16, activation checkpointing): 40.42%, beside archsim's
   MFU for that setting (DP 8, full recompute, --fsdp; and with replicated Adam, which would not fit).
 
+* Llama 3 405B (configs/transformers/llama3_405b.toml) on 8,192 and 16,384 H100s of Meta's RoCE cluster
+  (configs/clusters/llama3_h100_2048_servers.toml): Dubey et al. 2024 (arXiv 2407.21783), Table 4's CP 1 rows
+  (TP 8, PP 16, DP 64 / 128, 16M tokens of sequence 8,192; 430 and 400 TFLOP/s per GPU, BF16 MFU 43% and 41%),
+  beside archsim's model TFLOP/s and MFU at V = 1, 2, 4 chunks per rank (not published) with Meta's stage split,
+  no recompute, sequence parallelism, bf16, flash, the distributed optimizer for their FSDP, micro-batch 1 (not
+  published); per-term breakdown, the 8,192 → 16,384 step, and the same without the pods' oversubscription
+  (benchmarks/published_llama3.py; docs/training.md, "Llama 3 405B on 8,192 and 16,384 H100s").
+
 Then a check of the GEMM model at these sizes where a measurement exists: the GEMMs of at least
 0.1 TFLOP in the Hopper check's probe (benchmarks/results/gpu_efficiency_probe_h100-80gb-hbm3.csv,
 timed on an H100 80GB HBM3) against archsim's time for them (the A100's kernel constants, as train
@@ -47,15 +55,17 @@ from pathlib import Path
 import pandas as pd
 
 from archsim.outputs import atomic_write_text
+from archsim.training.cluster import GpuCluster
 from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.parallel import Parallelism, schedule_rejection
 from archsim.training.run import train
 from archsim.training.throughput import throughput
+from archsim.workload.model_files import load_transformer
 from archsim.workload.transformer import TransformerConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published_gpt3 import (  # the benchmarks folder is not a package: its sibling by path
+from published_gpt3 import (  # the benchmarks folder is not a package: its siblings by path
     GPT3_1024_TFLOPS,
     KORTHIKANTI_22B,
     KORTHIKANTI_TABLE4,
@@ -68,6 +78,7 @@ from published_gpt3 import (  # the benchmarks folder is not a package: its sibl
     layer_decomposition,
     published_seconds,
 )
+from published_llama3 import LLAMA3_405B_CONFIG, LLAMA3_TABLE4, meta_stage_layers
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT3 = TransformerConfig("gpt3-175b", "gpt", layers=96, hidden=12288, heads=96, vocab=51200, seq=2048, ffn=4 * 12288,
@@ -80,10 +91,12 @@ MPT7B = TransformerConfig("mpt-7b-like", "gpt", layers=32, hidden=4096, heads=32
 NEMO_LLAMA2_7B = {"tflops_per_gpu": 780.0, "tokens_per_gpu_second": 16934.0}  # NeMo 24.09 summary, FP8, 8 GPUs
 
 
-def predict(c: TransformerConfig, cluster_file: str, par: Parallelism, dtype: str = "fp16") -> dict:
+def predict(c: TransformerConfig, cluster_file: str | GpuCluster, par: Parallelism, dtype: str = "fp16") -> dict:
     """archsim's prediction of one run in ``dtype``: fp16 for the A100 papers' runs, bf16 for the H100 runs
-    they are read against (bf16's gradients fp32, as Megatron-LM keeps them)."""
-    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / cluster_file, dtype)
+    they are read against (bf16's gradients fp32, as Megatron-LM keeps them); a cluster file in
+    configs/clusters/ or a cluster already read (and edited)."""
+    cluster = cluster_file if isinstance(cluster_file, GpuCluster) else \
+        load_gpu_cluster(ROOT / "configs" / "clusters" / cluster_file, dtype)
     start = time.process_time()
     machines = cluster.rank_machines(par)
     assert machines is not None
@@ -217,6 +230,52 @@ def same_layout_check() -> None:
               f"175B / 145.6B: archsim {b / a:.3f}, published {GPT3_1024_TFLOPS / t1.tflops:.3f}")
 
 
+LLAMA3_CLUSTER = "llama3_h100_2048_servers.toml"  # Meta's RoCE H100 fabric, §3.3.1 (its 8,192-GPU run: the first half)
+
+
+def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4)) -> list[dict]:
+    """Llama 3 405B on 8,192 and 16,384 H100s (Table 4's CP 1 rows) beside the published TFLOP/s and MFU: TP 8,
+    PP 16, DP 64 / 128, 2,048 sequences of 8,192 tokens, bf16, flash, no recompute (§3.3.2: none at 8K), sequence
+    parallelism (TP's cited Korthikanti et al.), the distributed optimizer with bucketed reduce-scatters for their
+    FSDP (optimizer states and gradients sharded, parameters kept whole between forward and backward), micro-batch 1
+    (not published), interleaved with V chunks per rank (not published) and Meta's split (one layer fewer on the
+    first and last chunks)."""
+    c = load_transformer(ROOT / "configs" / "transformers" / LLAMA3_405B_CONFIG)
+    rows = []
+    for r in LLAMA3_TABLE4:
+        for v in chunks:
+            par = Parallelism(r.tp, r.pp, r.dp, r.global_batch, 1, "none", True, v, "1f1b",
+                              stage_layers=meta_stage_layers(c.layers, r.pp, v), attention="flash",
+                              dp_overlap="bucketed", distributed_optimizer=True)
+            row = predict(c, cluster, par, "bf16")
+            rows.append(row | {"source": r.source, "published_tflops_per_gpu": r.tflops, "published_mfu": r.mfu,
+                               "vs_published": row["tflops_per_gpu"] / r.tflops - 1})
+    return rows
+
+
+def print_llama3(rows: list[dict]) -> None:
+    """Each Llama 3 row beside Table 4 with archsim's per-term breakdown; the published and predicted drop from
+    DP 64 to DP 128; the same runs on a fabric without the pods' 1:7 oversubscription."""
+    for row in rows:
+        fits = "fits" if row["fits_memory"] else "does not fit 80 GB"
+        print(f"Llama 3 405B, {row['gpus']:,} H100, TP 8 × PP 16 × DP {row['dp']}, V {row['interleave']}, micro-batch 1: "
+              f"{row['tflops_per_gpu']:.0f} model TFLOP/s per GPU, MFU {row['mfu']:.3f} vs "
+              f"{row['published_tflops_per_gpu']:.0f}, {row['published_mfu']:.2f} published ({row['source']}): "
+              f"{row['vs_published']:+.1%}; {row['iteration_seconds']:.2f} s, {row['peak_memory_gib']:.1f} GiB ({fits}), "
+              f"{row['cpu_s']:.1f} CPU s; breakdown (s): " + ", ".join(
+                  f"{k[:-2]} {row[k]:.3f}" for k in row if k.endswith("_s") and k != "cpu_s"))
+    for v in sorted({r["interleave"] for r in rows}):
+        small, large = (next(r for r in rows if r["interleave"] == v and r["dp"] == dp) for dp in (64, 128))
+        print(f"  V {v}: 16,384 / 8,192 GPUs TFLOP/s per GPU, archsim {large['tflops_per_gpu'] / small['tflops_per_gpu']:.3f}, "
+              f"published {large['published_tflops_per_gpu'] / small['published_tflops_per_gpu']:.3f}")
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / LLAMA3_CLUSTER, "bf16")
+    assert cluster.network is not None
+    flat = replace(cluster, network=replace(cluster.network, servers_per_leaf=0, oversubscription=1.0))
+    print("  without the pods' 1:7 oversubscription (one non-blocking fabric): " + ", ".join(
+        f"DP {r['dp']} V {r['interleave']} {r['tflops_per_gpu']:.0f} ({r['vs_published']:+.1%})"
+        for r in llama3_rows(flat, (2,))))
+
+
 def main() -> int:
     gpt3 = gpt3_rows()
     rows = list(gpt3)
@@ -228,6 +287,8 @@ def main() -> int:
     rows.append(nemo)
     mpt = predict(MPT7B, "h100_2_servers.toml", Parallelism(1, 1, 8, 256, 16, "full", False, attention="flash"), "bf16")
     rows.append(mpt)  # replicated Adam, the table's row as before; FSDP's full sharding printed below
+    llama3 = llama3_rows()
+    rows += llama3
     sharded = predict(MPT7B, "h100_2_servers.toml",
                       Parallelism(1, 1, 8, 256, 16, "full", False, attention="flash", fsdp=True), "bf16")
     frame = pd.DataFrame(rows)
@@ -260,6 +321,7 @@ def main() -> int:
           f"{sharded['fsdp_exposed_communication_s'] * 1e3:.0f} ms of {sharded['iteration_seconds']:.2f} s; replicated "
           f"Adam: MFU {mpt['mfu']:.3f}, {mpt['peak_memory_gib']:.0f} GiB, would not fit); llm-foundry published "
           f"{MPT7B_H100_MFU:.3f}: {sharded['mfu'] / MPT7B_H100_MFU - 1:+.0%}")
+    print_llama3(llama3)
     atomic_write_text(ROOT / "benchmarks" / "results" / "published_throughput.csv", frame.to_csv(index=False))
     large_gemms_on_h100()
     return 0

@@ -178,7 +178,12 @@ def test_train_notes_a_servers_price_once(tmp_path, capsys):
                                             "16", "--gpus", "8", "--top", "1", "--format", "json")
 
 
-@pytest.mark.parametrize("name", [n for n in BOARD_FIGURE if "device =" not in (CLUSTERS / n).read_text()])
+# the files whose pair matrices fit a test: Llama 3's 16,384 GPUs would draw two 2 GiB arrays per file
+PAIRS_PRICED = [n for n in BOARD_FIGURE if "device =" not in (CLUSTERS / n).read_text()
+                and n != "llama3_h100_2048_servers.toml"]
+
+
+@pytest.mark.parametrize("name", PAIRS_PRICED)
 def test_a_catalog_gpus_server_may_omit_the_figure(tmp_path, name):
     """Beside gpu = NAME the in-server figure defaults to the board's NVLink: every shipped GPU cluster with
     its intra_server_gbps lines removed plans on the same bandwidths and trains on the same machines."""
@@ -189,7 +194,7 @@ def test_a_catalog_gpus_server_may_omit_the_figure(tmp_path, name):
     bare.write_text(re.sub(r"(?m)^intra_server_gbps = .*\n", "", stated.read_text()))
     assert "intra_server_gbps" not in bare.read_text()
     one, other = load_gpu_cluster(bare), load_gpu_cluster(stated)
-    def links(path):  # the bandwidth matrix build_topology draws (plan's; train's GPU count, up to its 4096 GPUs)
+    def links(path):  # the bandwidth matrix build_topology draws (plan's; the files above, up to 4096 GPUs)
         return build_topology(read_cluster_document(path), file=str(path), max_devices=4096,
                               network_links=True).bandwidth
 

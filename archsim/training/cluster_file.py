@@ -29,7 +29,9 @@ from archsim.validate import shown_number
 from archsim.value_parsers import not_a_choice, parse_float
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
-MAX_GPUS = 4096  # a training cluster's GPUs (its topology is a GPUs × GPUs bandwidth matrix)
+# a training cluster's GPUs: Llama 3 405B's 16,384 H100s (Dubey et al. 2024, Table 4). Train and search price no GPU
+# pair; plan's GPUs × GPUs matrix (GpuCluster.topology) is drawn only when asked for, 2 GiB an array at this size
+MAX_GPUS = 16384
 
 
 
