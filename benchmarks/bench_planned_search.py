@@ -12,7 +12,7 @@ Each command runs as its own process (``python -m archsim search ... --format js
 its CPU seconds are the child's user + system time (``getrusage``: the machine is shared). With ``--compare-with`` the
 same commands run first in CHECKOUT (a copy of an older commit's files, e.g. ``git archive``, where a search
 has run once: numba compiles the event simulator once per checkout), and its output is the reference; without it, the reference is the recorded one (:data:`RECORDED`: CPU seconds and the output's
-SHA-256, measured on commit 6c74115b on the shared two-core development machine; a change that moves a search's
+SHA-256, measured on 2026-12-03 on the shared two-core development machine; a change that moves a search's
 output must record its new SHA-256, as a run of this script prints it). Prints each ratio (before / now) and whether
 the output is byte-identical (exit 1 if not). Writes benchmarks/results/planned_search_speed.csv, its ``#`` lines
 saying how: the command, the commit, the date and the reference.
@@ -40,12 +40,14 @@ SEARCHES = {
     "gpt3_175b_zb_h1": ["configs/transformers/gpt3_175b.toml", "--cluster", "configs/clusters/a100_384_servers.toml",
                         "--gpus", "1024", "--global-batch", "1536", "--schedule", "zb-h1", *FLAGS],
 }
-# commit 6c74115b, 2026-12-03 (flash timed by its causal blocks): CPU s (user + system) and the output's SHA-256.
-# Until 2026-12-03: commit 771a71e6's, 151.42 s (c9574e0b…) and 16.82 s (abb98edb…), the code before the planner's
-# rank sizing kept its per-shape figures; the 175B search's SHA-256 had changed since with its per-shape memory.
+# 2026-12-03, FlashAttention-2's backward buffers in the working set and head dims as its v2.8.3 rounds them: CPU s
+# (user + system) and the output's SHA-256. Until then commit 6c74115b's (flash timed by its causal blocks), 27.31 s
+# (bdafe9dd…) and 4.11 s (793f1475…), whose outputs had changed since (the 1T search's at 63185286: cc122107…); before
+# that commit 771a71e6's, 151.42 s (c9574e0b…) and 16.82 s (abb98edb…), the code before the planner's rank sizing
+# kept its per-shape figures; the 175B search's SHA-256 had changed since with its per-shape memory.
 RECORDED = {
-    "gpt_1t": (27.31, "bdafe9dd7fde9a0402e62e3e7cf586bff222826be1a67431d62ffc65cc7047ad"),
-    "gpt3_175b_zb_h1": (4.11, "793f147573cbe6eecbe30b9cb80246de27ca132c0d5428bc4fe031c1e804525f"),
+    "gpt_1t": (28.81, "d3efe0652265a95fd880a632c97e799633f82098278015cf5aa4c17b62f7130d"),
+    "gpt3_175b_zb_h1": (4.46, "fc80b7e74e84bcd0ca6ad7c70c6ab200ca7b7bf1fecb852f731c4f237ce9f1ce"),
 }
 
 

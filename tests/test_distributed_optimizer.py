@@ -148,10 +148,13 @@ def hand_peak_bytes(states_per_parameter: float) -> float:
     over 2, 2,048 learned positions, the final LayerNorm 2h. Activations (Korthikanti et al. 2022, Table 2;
     one micro-batch in flight): each layer's input 2sbh, one layer rematerialised with FlashAttention
     (sbh(10 + 24/t) + the fp32 log-sum-exp 4as·b/t) less its input, the checkpoint counted already (2sbh more
-    until 2026-12-02: failed there), the embedding's dropout mask sbh and the logits 6·s·b·V/t."""
+    until 2026-12-02: failed there), the embedding's dropout mask sbh and the logits 6·s·b·V/t; beside the rerun
+    layer its FlashAttention backward's fp32 buffers (flash_api.cpp ``mha_bwd``: ``softmax_d``, s rows (a multiple
+    of 128) × a/t heads, and ``dq_accum``, those × head dim 128; since 2026-12-03)."""
     h, s, a, t, layers, vocab = 5120, 2048, 40, 2, 40, 50432
     parameters = layers * ((12 * h * h + 7 * h) / t + 6 * h) + vocab // t * h + s * h + 2 * h
     activations = layers * 2 * s * h + s * h * (8 + 24 / t) + 4 * a * s / t + s * h + 6 * s * vocab / t
+    activations += 4 * (s * a / t + s * a / t * 128)
     return states_per_parameter * parameters + activations
 
 

@@ -40,10 +40,13 @@ def hand_sharded_peak_gib() -> float:
     parallelism (everything over t): each layer's input 2sbh/t, the rematerialised layer 34sbh/t (no 5as²b/t: flash)
     less its input, the checkpoint counted already (34sbh/t until 2026-12-02, 10 MiB over: failed there): 32sbh/t,
     the fp32 log-sum-exp 4as·b/t, the embedding's dropout mask sbh/t (Megatron-LM drops the embeddings after their
-    scatter to the sequence-parallel region; sbh before 2026-12-01), the logits 6·s·b·V/t."""
+    scatter to the sequence-parallel region; sbh before 2026-12-01), the logits 6·s·b·V/t; beside the rerun layer
+    its FlashAttention backward's fp32 ``softmax_d`` and ``dq_accum`` (s rows × a/t heads, × head dim 128 for the
+    latter: flash_api.cpp ``mha_bwd``; since 2026-12-03)."""
     h, s, a, t, layers, vocab = 5120, 2048, 40, 2, 40, 50432
     parameters = layers * ((12 * h * h + 7 * h) / t + 6 * h) + vocab // t * h + s * h + 2 * h
     activations = layers * 2 * s * h / t + 32 * s * h / t + 4 * a * s / t + s * h / t + 6 * s * vocab / t
+    activations += 4 * (s * a / t + s * a / t * 128)
     return ((4 + 16 / 3) * parameters + activations) / 2**30
 
 

@@ -28,9 +28,12 @@ SBH, ROWS = S * B * H, S * B * A / T
 
 def _first_rank(value_bytes: int) -> float:
     """The selective row's 10 + 24/t = 22 bytes of s·b·h in fp16: 20 of values (× value_bytes/2) and the two
-    residual masks' 2; the log-sum-exp's 4 bytes a row; 2 micro-batches × 2 layers, and 2 embedding masks."""
+    residual masks' 2; the log-sum-exp's 4 bytes a row; 2 micro-batches × 2 layers, and 2 embedding masks; and
+    as a backward starts, its layer's FlashAttention buffers (flash_api.cpp ``mha_bwd``), fp32 in every dtype:
+    ``softmax_d`` and ``dq_accum``, the 16 rows rounded up to 128, × 4 heads (b·a/t) and × 4 · 32 (head dim 16
+    runs the kernel's 32) — since 2026-12-03."""
     layer = 20 * value_bytes / 2 * SBH + 2 * SBH + 4 * ROWS
-    return 2 * 2 * layer + 2 * SBH
+    return 2 * 2 * layer + 2 * SBH + 4 * (128 * 4 + 128 * 4 * 32)
 
 
 @pytest.mark.parametrize("dtype, value_bytes", [("fp32", 4), ("fp16", 2)])

@@ -135,11 +135,13 @@ def test_search_finds_dp8_only_with_full_sharding():
     (12h² + 13h > the root's 50,304·h + 2,048·h + 2h) and Korthikanti et al.'s activations (one micro-batch in
     flight, full recompute, FlashAttention: each layer's input 2sbh, one layer rematerialised sbh·34 + the
     fp32 log-sum-exp 4as less its input, the checkpoint counted already (sbh·34 until 2026-12-02: failed there),
-    the embedding's dropout mask sbh, the logits 6sV): the row's peak memory by hand."""
+    the embedding's dropout mask sbh, the logits 6sV; beside the rerun layer its FlashAttention backward's fp32
+    ``softmax_d`` and ``dq_accum``, s rows × a heads, × head dim 128 for the latter: flash_api.cpp ``mha_bwd``, since
+    2026-12-03): the row's peak memory by hand."""
     config = gpt_13b()
     h, s, a, vocab = 5120, 2048, 40, 50304
     parameters = 40 * _layer(h) + vocab * h + s * h + 2 * h
-    activations = 40 * 2 * s * h + s * h * 32 + 4 * a * s + s * h + 6 * s * vocab
+    activations = 40 * 2 * s * h + s * h * 32 + 4 * a * s + s * h + 6 * s * vocab + 4 * (s * a + s * a * 128)
     hand = 16 / 8 * parameters + 6 * _layer(h) + activations
     keys = {"cluster": str(NODE), "global_batch": 64, "gpus": 8, "recompute": "full", "schedule": "1f1b",
             "max_micro_batch": 1, "sequence_parallel": "off", "refine": 0, "top": 100}

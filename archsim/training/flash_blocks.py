@@ -13,10 +13,13 @@ s as it loads them and runs its MMAs over the full Br × Bc tile (``Is_even_MN``
 checks), so every computed block counts Br·Bc query-key products.
 
 Tiles Br × Bc (``kBlockM`` × ``kBlockN``) are the kernel's on A100 and H100 (sm80 and sm90 alike, ≥ 144 KB
-of shared memory per block), by head dim rounded up to the kernel's 32, 64, …, 256
-(``flash_fwd_launch_template.h`` ``run_mha_fwd_hdim*``, ``flash_bwd_launch_template.h``
-``run_mha_bwd_hdim*``; commits c1f0be2f and 37e32feb): forward 128 × 128 at head dim 64 (128 × 64 with
-dropout), 128 × 64 at 128 (128 × 32 with dropout); backward 128 × 128 at 64, 64 × 128 at 128.
+of shared memory per block), by head dim rounded up to the kernel's ``kHeadDim`` 32, 64, 96, 128, 192 or 256
+(:func:`kernel_head_dim`; ``flash_fwd_launch_template.h`` ``run_mha_fwd_hdim*``, ``flash_bwd_launch_template.h``
+``run_mha_bwd_hdim*``, ``static_switch.h`` ``HEADDIM_SWITCH``, release v2.8.3, commit 060c9188, the newest
+FlashAttention-2 release): forward 128 × 128 at head dim 64 (128 × 64 with dropout), 128 × 64 at 128 (128 × 32
+with dropout); backward 128 × 128 at 64, 64 × 128 at 128. Head dims 129–160 run the 192 kernel since commit
+ce212720 (v2.8.0, "Don't specialize for hdim 160 anymore"), 193–224 the 256 one since 751c762c (v2.6.2; until
+2026-12-03 archsim gave them the 160 and 224 kernels' tiles of commits c1f0be2f and 37e32feb).
 
 This counts the work the kernel does, for its time and energy; model FLOPs (MFU, TFLOP/s per GPU:
 :mod:`archsim.training.throughput`) keep the papers' whole-square convention.
@@ -32,16 +35,15 @@ from archsim.choices.devices import ELEMENT_BYTES
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
 from archsim.training.kernel_bytes import dtype_elements
+from archsim.workload.transformer import TransformerConfig, layer_widths
 
-# head dim (rounded up) → (forward Br × Bc without dropout, with dropout, backward Br × Bc)
+# kHeadDim (kernel_head_dim) → (forward Br × Bc without dropout, with dropout, backward Br × Bc)
 _TILES: dict[int, tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = {
     32: ((128, 128), (128, 128), (128, 128)),
     64: ((128, 128), (128, 64), (128, 128)),
     96: ((128, 64), (128, 64), (64, 128)),
     128: ((128, 64), (128, 32), (64, 128)),
-    160: ((128, 32), (128, 32), (64, 64)),
     192: ((128, 64), (64, 64), (64, 64)),
-    224: ((128, 64), (128, 64), (64, 64)),
     256: ((128, 64), (128, 64), (64, 64)),  # A100's forward; H100 runs 64 × 64 (two CTAs per SM)
 }
 
@@ -55,12 +57,9 @@ class FlashTiles:
 
 
 def flash_tiles(head_dim: int, dropout: bool = False) -> FlashTiles:
-    """The A100/H100 kernel's tiles for ``head_dim`` (rounded up to a multiple of 32, as the kernel
+    """The A100/H100 kernel's tiles for ``head_dim`` (run as :func:`kernel_head_dim`, as the kernel
     dispatches), with or without attention dropout (the forward's smaller block with it)."""
-    rounded = -(-head_dim // 32) * 32
-    if head_dim <= 0 or rounded not in _TILES:
-        raise InputError(f"FlashAttention-2 runs head dims 1 to 256, got {head_dim}", field="head_dim")
-    plain, dropped, backward = _TILES[rounded]
+    plain, dropped, backward = _TILES[kernel_head_dim(head_dim)]
     return FlashTiles(dropped if dropout else plain, backward)
 
 
@@ -125,10 +124,13 @@ def flash_nonmatmul(s: int, hd: int, heads: int, tiles: FlashTiles, window: int 
 
 
 def kernel_head_dim(head_dim: int) -> int:
-    """The head dim the kernel runs (``kHeadDim``, and dQaccum's ``d_rounded``): ``head_dim`` rounded up to
-    32 (``flash_api.cpp`` ``mha_bwd``: ``round_multiple(head_size, 32)`` up to 192, else 256)."""
-    flash_tiles(head_dim)
-    return -(-head_dim // 32) * 32 if head_dim <= 192 else 256
+    """The head dim the kernel runs (``kHeadDim``, and dQaccum's ``head_size_rounded``): ``head_dim`` rounded
+    up to 32 up to 128, to 64 above (v2.8.3's ``flash_api.cpp`` ``mha_fwd``/``mha_bwd``:
+    ``round_multiple(head_size, head_size <= 128 ? 32 : 64)``; ``HEADDIM_SWITCH`` alike: 32, 64, 96, 128, 192, 256)."""
+    if not 0 < head_dim <= 256:
+        raise InputError(f"FlashAttention-2 runs head dims 1 to 256, got {head_dim}", field="head_dim")
+    step = 32 if head_dim <= 128 else 64
+    return -(-head_dim // step) * step
 
 
 def dq_atomics(s: int, hd: int, heads: int, tile: tuple[int, int], window: int | None = None,
@@ -172,9 +174,7 @@ def flash_gqa_sums(s: int, hd: int, heads: int, kv_heads: int, dtype: str = "fp1
     and dV with one ``at::sum_out`` apiece: two memory-bound ops, each reading s·heads·hd and writing
     s·kv_heads·hd elements of ``dtype`` (one PyTorch reduction kernel per call, an assumption). None when
     ``kv_heads`` == ``heads`` (the kernel writes dK and dV in place)."""
-    if min(s, hd, heads, kv_heads) <= 0 or heads % kv_heads:
-        raise InputError(f"grouped-query attention needs positive sizes and kv_heads dividing heads, got s={s}, "
-                         f"head dim {hd}, {heads} heads, {kv_heads} kv heads", field="kv_heads")
+    _check_groups(s, hd, heads, kv_heads)
     if kv_heads == heads:
         return ()
     expanded, summed = s * hd * heads, s * hd * kv_heads
@@ -182,5 +182,34 @@ def flash_gqa_sums(s: int, hd: int, heads: int, kv_heads: int, dtype: str = "fp1
                             out_bytes=summed * ELEMENT_BYTES[dtype]) for grad in ("dk", "dv"))
 
 
-__all__ = ["FlashTiles", "NonMatmul", "computed_blocks", "dq_accum_values", "dq_atomics", "flash_backward_kernels",
-           "flash_gemms", "flash_gqa_sums", "flash_nonmatmul", "flash_tiles", "kernel_head_dim"]
+def flash_backward_buffers(s: int, hd: int, heads: int, kv_heads: int) -> tuple[int, int]:
+    """(fp32 values, elements of the training dtype) of the buffers FlashAttention-2's backward allocates for
+    one call over ``heads`` query heads sharing ``kv_heads`` (both over the micro-batch), alive while it runs:
+    ``flash_api.cpp`` ``mha_bwd`` (v2.8.3) allocates ``softmax_d`` (D, fp32, each query row and head, the rows
+    rounded up to 128: ``seqlen_q_rounded``), ``dq_accum`` (fp32, those rows × :func:`kernel_head_dim`; its
+    deterministic form, ⌈SMs / (batch·heads)⌉ copies, not modelled) and, when ``kv_heads`` < ``heads``,
+    ``dk_expanded`` and ``dv_expanded`` (s × ``heads`` × hd each, :func:`flash_gqa_sums`). The call frees them
+    but ``softmax_d``, which it returns and ``FlashAttnFunc.backward`` drops (``flash_attn_interface.py``)."""
+    _check_groups(s, hd, heads, kv_heads)
+    rows = -(-s // 128) * 128 * heads
+    return rows + rows * kernel_head_dim(hd), 0 if kv_heads == heads else 2 * s * heads * hd
+
+
+def flash_backward_bytes(c: TransformerConfig, micro_batch: int, tp: int) -> tuple[float, float]:
+    """Bytes of :func:`flash_backward_buffers` for one layer of ``c`` on one GPU of ``tp`` (its query and K/V heads,
+    ``micro_batch`` sequences), the training dtype's at fp16's 2 bytes, and of them the fp32 ones (4 bytes in every
+    dtype): a layer's backward working set (:func:`~archsim.training.memory.stage_terms`)."""
+    w = layer_widths(c, tp)
+    fp32, expanded = flash_backward_buffers(c.seq, w.head_dim, micro_batch * w.heads, micro_batch * w.kv_heads)
+    return 4 * fp32 + 2 * expanded, 4 * fp32
+
+
+def _check_groups(s: int, hd: int, heads: int, kv_heads: int) -> None:
+    if min(s, hd, heads, kv_heads) <= 0 or heads % kv_heads:
+        raise InputError(f"grouped-query attention needs positive sizes and kv_heads dividing heads, got s={s}, "
+                         f"head dim {hd}, {heads} heads, {kv_heads} kv heads", field="kv_heads")
+
+
+__all__ = ["FlashTiles", "NonMatmul", "computed_blocks", "dq_accum_values", "dq_atomics", "flash_backward_buffers",
+           "flash_backward_bytes", "flash_backward_kernels", "flash_gemms", "flash_gqa_sums", "flash_nonmatmul",
+           "flash_tiles", "kernel_head_dim"]

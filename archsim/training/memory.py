@@ -5,11 +5,10 @@ own table (``docs/api-guide/dist_optimizer.md``): 20 in fp16 — fp16 weight and
 weight, momentum and variance (12), and the fp32 copy of the gradient the step makes (4) — 18 in bf16, whose
 buffer is fp32 already (:func:`gradient_bytes`), 16 in fp32 (:func:`state_bytes`). With the distributed
 optimizer (ZeRO-1) all but the weight and its gradient buffer are sharded over the d DP ranks: 4 + 16/d,
-6 + 12/d and 8 + 8/d, the table's second column. With FSDP's full sharding (ZeRO-3, ``Parallelism.fsdp``)
-every state is sharded: 16/d in every dtype — the fp32 parameter shard, its fp32 gradient and Adam's
-momentum and variance, 4 each (PyTorch FSDP's ``MixedPrecision`` keeps the sharded parameters in fp32
-and casts them to the compute dtype only when it all-gathers them) — plus the units in flight
-(:func:`fsdp_unit_bytes`).
+6 + 12/d and 8 + 8/d, the table's second column. With FSDP's full sharding (ZeRO-3, ``Parallelism.fsdp``) every
+state is sharded: 16/d in every dtype — the fp32 parameter shard, its fp32 gradient and Adam's momentum and
+variance, 4 each (PyTorch FSDP's ``MixedPrecision`` keeps the sharded parameters in fp32 and casts them to the
+compute dtype only when it all-gathers them) — plus the units in flight (:func:`fsdp_unit_bytes`).
 
 Activations of one transformer layer for one micro-batch, in bytes, with s tokens per sequence,
 b sequences, h hidden, a heads, TP degree t (Korthikanti et al. 2022, §4, Table 2):
@@ -40,9 +39,10 @@ in fp32 the logits alone, which the cross-entropy turns into its softmax in plac
 In fp32 the 2-byte values double and the 1-byte dropout masks stay 1 byte (:func:`layer_mask_bytes`): a GPT
 layer without recompute keeps s·b·h·(66 + 9·a·s/h) bytes, not twice 34 + 5·a·s/h.
 
-With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective
-row's activations plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 bytes in every dtype:
-:func:`layer_lse_bytes`), and selective recompute has nothing left to recompute (it keeps what ``none`` keeps).
+With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective row's activations
+plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 bytes in every dtype: :func:`layer_lse_bytes`), and
+selective recompute has nothing left to recompute (it keeps what ``none`` keeps); the buffers its backward allocates
+join one layer's working set (:func:`~archsim.training.flash_blocks.flash_backward_bytes`).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from functools import lru_cache
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.training.flash_blocks import flash_backward_bytes
 from archsim.training.hf_memory import hf_activation_bytes
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.parallel import Parallelism, padded_vocab
@@ -71,11 +72,10 @@ LSE_BYTES = 4  # FlashAttention's fp32 log-sum-exp, per query row and head, in e
 
 
 def gradient_bytes(dtype: str) -> int:
-    """Bytes per parameter of the gradient buffer Megatron-LM keeps (``main_grad``) and sends in the DP
-    all-reduce: the parameter's own width in fp16 (2) and fp32 (4), and fp32's 4 in bf16 — for --bf16
-    Megatron sets ``accumulate_allreduce_grads_in_fp32`` (bf16 gradients summed in bf16 lose too much),
-    so the buffer, its all-reduce (or the distributed optimizer's reduce-scatter) and the tied embedding's
-    all-reduce are fp32 (docs/training.md, "Gradients in bf16")."""
+    """Bytes per parameter of the gradient buffer Megatron-LM keeps (``main_grad``) and sends in the DP all-reduce:
+    the parameter's own width in fp16 (2) and fp32 (4), and fp32's 4 in bf16 — for --bf16 Megatron sets
+    ``accumulate_allreduce_grads_in_fp32`` (bf16 gradients summed in bf16 lose too much), so the buffer, its all-reduce
+    (or reduce-scatter) and the tied embedding's all-reduce are fp32 (docs/training.md, "Gradients in bf16")."""
     return 4 if dtype == "bf16" else ELEMENT_BYTES[dtype]
 
 
@@ -122,14 +122,12 @@ def check_sharding(implementation: str, distributed_optimizer: bool, fsdp: bool)
 def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, full: bool = False) -> float:
     """Model-state bytes per parameter a GPU holds at the optimizer step. ``full``: FSDP's full sharding,
     :data:`FSDP_STATE_BYTES` / ``shards`` in every dtype (the transient units apart: :func:`fsdp_unit_bytes`).
-    ``shards``: the DP ranks Megatron-LM's
-    distributed optimizer shards the rest over (:attr:`~archsim.training.parallel.Parallelism.optimizer_shards`;
-    1: none) — :func:`unsharded_state_bytes` whole, the fp32 main weight, Adam's moments and the step's fp32
-    gradient copy 1/``shards`` each: 4 + 16/d in fp16, 6 + 12/d in bf16, 8 + 8/d in fp32, the table's
-    "Distributed optim" column (``pytorch-eager`` has no distributed optimizer: refused for ``shards`` > 1).
-    Megatron-LM
-    (``Float16OptimizerWithFloat16Params``, ``megatron/core/optimizer/optimizer.py``): the weight in ``dtype``,
-    its gradient buffer (:func:`gradient_bytes`), the step's fp32 gradient copy (:func:`main_grad_copy_bytes`)
+    ``shards``: the DP ranks Megatron-LM's distributed optimizer shards the rest over
+    (:attr:`~archsim.training.parallel.Parallelism.optimizer_shards`; 1: none) — :func:`unsharded_state_bytes` whole,
+    the fp32 main weight, Adam's moments and the step's fp32 gradient copy 1/``shards`` each: 4 + 16/d in fp16,
+    6 + 12/d in bf16, 8 + 8/d in fp32, the table's "Distributed optim" column (``pytorch-eager`` has no distributed
+    optimizer: refused for ``shards`` > 1). Megatron-LM (``Float16OptimizerWithFloat16Params``,
+    ``megatron/core/optimizer/optimizer.py``): the weight in ``dtype``, its gradient buffer (:func:`gradient_bytes`), the step's fp32 gradient copy (:func:`main_grad_copy_bytes`)
     and Adam's fp32 states (main weight, momentum, variance: 12; in fp32 the weight is the main one, 8) —
     20 in fp16, 18 in bf16, 16 in fp32, the rows of Megatron-LM's ``docs/api-guide/dist_optimizer.md`` table.
     Why the step's: the copy lives from the step to the next iteration's ``zero_grad`` (set to None) and is
@@ -156,9 +154,8 @@ STATE_BYTES_PER_PARAMETER = state_bytes("fp16")  # the default dtype's: 20
 @lru_cache(maxsize=4096)  # a planned search's rank sizing asks again and again for the same shapes
 def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
                            sequence_parallel: bool, attention: str = "standard") -> float:
-    """Korthikanti et al.'s per-layer activation bytes (table above), their 24/t read off the layer's
-    widths (:func:`split_activation_bytes`: grouped K and V, the MLP's width and gate); FlashAttention's
-    below it."""
+    """Korthikanti et al.'s per-layer activation bytes (table above), their 24/t read off the layer's widths
+    (:func:`split_activation_bytes`: grouped K and V, the MLP's width and gate); FlashAttention's below it."""
     s, b, h, a, t = c.seq, micro_batch, c.hidden, c.heads, tp
     sbh = s * b * h
     if recompute == "full":
@@ -228,8 +225,7 @@ def layer_lse_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: 
 
 
 def attention_mask_per_score(c: TransformerConfig) -> int:
-    """Bytes of attention-dropout mask per score among :func:`attention_core_per_score`'s: 1, none without
-    attention dropout."""
+    """Bytes of attention-dropout mask per score among :func:`attention_core_per_score`'s: 1, none without dropout."""
     return 1 if c.drops_attention else 0
 
 
@@ -346,10 +342,11 @@ def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool,
                 working: bool = True) -> StageTerms:
     """:class:`StageTerms` of the first and/or last stage or neither (``head_copy``: :func:`stage_parameters`'); ``states``:
     bytes per parameter (:func:`state_bytes`); ``unit``: with FSDP, :func:`fsdp_unit_bytes` per parameter of the largest
-    unit (a layer, or the embedding with the final norm and LM head), counted in the states. ``scale``: the activations' bytes per element over fp16's (2 in fp32); the dropout masks
-    (:func:`layer_mask_bytes`, the embedding's) stay a byte, as Megatron keeps them, FlashAttention's log-sum-exp 4
-    (:func:`layer_lse_bytes`). ``hf``: Hugging Face's fp32 eager modules (:func:`~archsim.training.hf_memory.hf_activation_bytes`).
-    ``working``: whether it carries its rank's recomputation working set (a rank's first chunk alone)."""
+    unit (a layer, or the embedding with the final norm and LM head), counted in the states. ``scale``: activations'
+    bytes per element over fp16's (2 in fp32); the dropout masks (:func:`layer_mask_bytes`, the embedding's) stay a
+    byte, as Megatron keeps them, FlashAttention's log-sum-exp and backward buffers' fp32 4 (:func:`layer_lse_bytes`).
+    ``hf``: Hugging Face's fp32 eager modules (:func:`~archsim.training.hf_memory.hf_activation_bytes`). ``working``:
+    whether it carries its rank's working set in one layer's backward (recomputation's, FlashAttention's buffers)."""
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     if c.family == "switch":  # fp32 eager only: 4 bytes an fp32 element (its masks counted as ¼ element)
         from archsim.training.hf_switch_ops import switch_activation_elements
@@ -377,14 +374,17 @@ def _layer_kept(c: TransformerConfig, b: int, t: int, recompute: str, sp: bool, 
     (the same width in every dtype), and the working set's (the same two) where ``working`` and there is one."""
     per_layer = layer_activation_bytes(c, b, t, recompute, sp, attention)
     unscaled = layer_mask_bytes(c, b, t, recompute, sp, attention) + layer_lse_bytes(c, b, t, recompute, attention)
-    if recompute == "full" and working:  # the rerun layer's input is its checkpoint, held already (per_layer)
-        return per_layer, unscaled, (layer_activation_bytes(c, b, t, "none", sp, attention) - per_layer,
-                                     layer_mask_bytes(c, b, t, "none", sp, attention)
-                                     + layer_lse_bytes(c, b, t, "none", attention))
-    if recompute == "selective" and attention == "standard" and working:
-        return per_layer, unscaled, (attention_core_per_score(c) * c.heads * c.seq**2 * b / t,
-                                     attention_mask_per_score(c) * c.heads * c.seq**2 * b / t)
-    return per_layer, unscaled, None
+    rerun = (0.0, 0.0)
+    if recompute == "full":  # the rerun layer's input is its checkpoint, held already (per_layer)
+        rerun = (layer_activation_bytes(c, b, t, "none", sp, attention) - per_layer,
+                 layer_mask_bytes(c, b, t, "none", sp, attention) + layer_lse_bytes(c, b, t, "none", attention))
+    elif recompute == "selective" and attention == "standard":
+        rerun = (attention_core_per_score(c) * c.heads * c.seq**2 * b / t,
+                 attention_mask_per_score(c) * c.heads * c.seq**2 * b / t)
+    if attention == "flash":  # its backward's buffers, beside the rerun layer if any
+        extra = flash_backward_bytes(c, b, t)
+        rerun = (rerun[0] + extra[0], rerun[1] + extra[1])
+    return per_layer, unscaled, rerun if working and any(rerun) else None
 
 
 def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
