@@ -59,10 +59,10 @@ def mma_sync_fraction(cc: tuple[int, int]) -> float:
 
 
 def _lane_rate(device: Device) -> float:
-    """A device file's non-matmul results per second: its lanes, else one lane per array row."""
+    """A device file's non-matmul results per second: one per lane per clock (half its lanes' ``peak_flops``,
+    which counts an FMA as 2), else one lane per array row."""
     if device.lanes is not None:
-        lanes = device.lanes
-        return lanes.count * lanes.rows * lanes.cols * lanes.clock_hz
+        return device.lanes.peak_flops / 2
     return device.arrays.count * device.arrays.rows * device.arrays.clock_hz
 
 
