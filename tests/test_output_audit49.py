@@ -36,9 +36,12 @@ from archsim.errors import InputError
 NULL = os.makedev(1, 3)  # Linux's number for /dev/null
 
 # A run in a child process whose Nth output file gets the signal just before it is written: the run has
-# staged the files before it (their temp files exist) and none is renamed yet.
+# staged the files before it (their temp files exist) and none is renamed yet. The child takes Python's own
+# SIGINT handler first: a process started with SIGINT ignored (a shell's background job, ``nohup``) keeps it
+# ignored, as Python does, and a Ctrl-C test run from such a shell would otherwise see no interrupt at all.
 SIGNALLED_RUN = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, even when this test's parent ignores SIGINT
 from archsim import output_files
 real, started = output_files.write_temp, []
 def signalled(path, text):
@@ -224,6 +227,7 @@ def test_a_shipped_folder_still_takes_a_file_the_run_does_not_read(shipped_copy,
 
 COMMIT_INTERRUPTED = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, even when this test's parent ignores SIGINT
 from archsim import output_files
 real, renamed = os.replace, []
 def interrupted_between_two_renames(src, dst):

@@ -27,6 +27,8 @@ _CTRL_C_IN_KERNEL = textwrap.dedent("""
     config = SimConfig(interval_s=60, gamma_s_per_byte=0.8e-9, unit_s=0, max_pack=2)
     counter = np.zeros(2, np.int64)  # as archsim cluster passes it: jobs done, and a stop slot
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, whatever the parent ignores
+
     def interrupt():
         while counter[0] < 5:
             time.sleep(0.01)
