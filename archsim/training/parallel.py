@@ -276,8 +276,12 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
     elif c.layers % (par.pp * par.chunks):
         # the flag that breaks the split: PP alone, else the chunks per rank (--interleave, or a V schedule's two)
         culprit = "pp" if c.layers % par.pp else "schedule" if par.schedule in V_SCHEDULES else "interleave"
-        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks",
-                         field=culprit)
+        if culprit == "interleave":  # the chunks per rank that split the rank's layers, one chunk excluded
+            fix = f"--interleave {_or_list(v for v in range(2, c.layers + 1) if c.layers % (par.pp * v) == 0)}"
+        else:
+            fix = f"PP {_or_list(p for p in range(1, c.layers + 1) if c.layers % (p * par.chunks) == 0)}"
+        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks: {fix} splits "
+                         f"them evenly (--stage-layers N1,N2,… gives each stage its own count)", field=culprit)
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")
@@ -289,8 +293,16 @@ def tp_split_problem(c: TransformerConfig, tp: int) -> str:
     TP divides them, so Llama-3-8B's 8 KV heads take TP ≤ 8) and the FFN width each divide over TP."""
     if c.heads % tp or c.kv_heads % tp or c.ffn % tp:
         return (f"TP {tp} must divide the heads ({c.heads}), the key/value heads ({c.kv_heads}: Megatron-LM splits "
-                f"the query groups over TP) and the FFN width ({c.ffn})")
+                f"the query groups over TP) and the FFN width ({c.ffn}): TP "
+                f"{_or_list(t for t in range(1, c.heads + 1) if not (c.heads % t or c.kv_heads % t or c.ffn % t))} "
+                "divides all three")
     return ""
+
+
+def _or_list(values) -> str:
+    """``1, 2, 4 or 8``: the counts an error offers as its fix."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 __all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits",
