@@ -55,7 +55,7 @@ def test_a_pp_that_does_not_divide_the_layers_names_the_pps_that_do(tmp_path, ca
     8, 10, 20, 40."""
     status, out, err = _train(tmp_path, capsys, "--tp", "8", "--pp", "3")
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-    assert "field 'pp'" in err and "PP 1, 2, 4, 5, 8, 10, 20 or 40 splits them evenly" in err, err
+    assert "field 'pp'" in err and "PP 1, 2, 4, 5, 8, 10, 20 or 40 splits them evenly; " in err, err
     assert "--stage-layers" in err, err
 
 
@@ -65,4 +65,13 @@ def test_an_interleave_that_does_not_divide_the_layers_names_the_counts_that_do(
     interleaves nothing)."""
     status, out, err = _train(tmp_path, capsys, "--tp", "8", "--pp", "2", "--dp", "2", "--interleave", "3")
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
-    assert "field 'interleave'" in err and "--interleave 2, 4, 5, 10 or 20 splits them evenly" in err, err
+    assert "field 'interleave'" in err and "--interleave 2, 4, 5, 10 or 20 splits them evenly; " in err, err
+
+
+def test_a_pp_with_chunks_names_the_pps_that_split_the_chunks(tmp_path, capsys):
+    """Failed before as the PP test does; with two chunks per rank (``--pp 32 --interleave 2``) the PPs offered
+    are those that split 40 layers into 2 chunks each, 40 / (2p) whole: 1, 2, 4, 5, 10, 20 by hand (8, a
+    divisor of 40, is not one: 40 / 16 = 2.5)."""
+    status, out, err = _train(tmp_path, capsys, "--pp", "32", "--interleave", "2", "--global-batch", "64")
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "field 'pp'" in err and "PP 1, 2, 4, 5, 10 or 20 splits them evenly; --stage-layers" in err, err

@@ -276,12 +276,13 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
     elif c.layers % (par.pp * par.chunks):
         # the flag that breaks the split: PP alone, else the chunks per rank (--interleave, or a V schedule's two)
         culprit = "pp" if c.layers % par.pp else "schedule" if par.schedule in V_SCHEDULES else "interleave"
-        if culprit == "interleave":  # the chunks per rank that split the rank's layers, one chunk excluded
-            fix = f"--interleave {_or_list(v for v in range(2, c.layers + 1) if c.layers % (par.pp * v) == 0)}"
-        else:
-            fix = f"PP {_or_list(p for p in range(1, c.layers + 1) if c.layers % (p * par.chunks) == 0)}"
-        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks: {fix} splits "
-                         f"them evenly (--stage-layers N1,N2,… gives each stage its own count)", field=culprit)
+        chunks = [v for v in range(2, c.layers + 1) if c.layers % (par.pp * v) == 0]
+        pps = [p for p in range(1, c.layers + 1) if c.layers % (p * par.chunks) == 0]
+        fix = (f"{setting('interleave', placeholder=_or_list(chunks))} splits them evenly; " if culprit == "interleave"
+               and chunks else f"PP {_or_list(pps)} splits them evenly; " if pps else "")
+        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks: {fix}"
+                         f"{setting('stage-layers', placeholder='N1,N2,…')} gives each stage its own count",
+                         field=culprit)
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")
