@@ -205,7 +205,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            fsdp: bool = False) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
-    ``refine`` None: 2 × ``top``; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
+    ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
     ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
@@ -240,6 +240,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.progress import shown
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
+    from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts
     from archsim.training.train_json import search_document
@@ -257,7 +258,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         check_choice(name, SCHEDULES, "schedule")
     chunk_given = None if chunks is None else [positive_int(v, "chunks") for v in listed(chunks, "chunks")]
     max_micro_batch = positive_int(max_micro_batch, "max-micro-batch")
-    refine = 2 * top if refine is None else positive_int(refine, "refine", low=0)
+    refine = default_refine(top) if refine is None else positive_int(refine, "refine", low=0)
     max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max-ops")
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")

@@ -51,12 +51,12 @@ def test_a_search_over_max_ops_is_refused_in_keywords_from_python(capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("archsim search: error: field 'refine': re-timing the best ")
-    assert err.endswith(" schedule actions, above --max-ops 1; lower --refine (or --top, whose double it defaults "
-                        "to) or raise --max-ops")
+    assert err.endswith(" schedule actions, above --max-ops 1; lower --refine (by default 2 × --top, at least 20) "
+                        "or raise --max-ops")
     said = _refused(lambda: archsim.search(MODEL, cluster=NODE, global_batch=8, gpus=4, schedule="zb-v",
                                            max_micro_batch=1, recompute="full", sequence_parallel="off", max_ops=1,
                                            progress=False))
-    assert said.endswith(" schedule actions, above max_ops=1; lower refine (or top, whose double it defaults to) "
+    assert said.endswith(" schedule actions, above max_ops=1; lower refine (by default 2 × top, at least 20) "
                          "or raise max_ops"), said
 
 

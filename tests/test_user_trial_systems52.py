@@ -75,3 +75,38 @@ def test_a_pp_with_chunks_names_the_pps_that_split_the_chunks(tmp_path, capsys):
     status, out, err = _train(tmp_path, capsys, "--pp", "32", "--interleave", "2", "--global-batch", "64")
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "field 'pp'" in err and "PP 1, 2, 4, 5, 10 or 20 splits them evenly; --stage-layers" in err, err
+
+
+A100_PAIR = """[cluster]
+name = "my_a100_2x8"
+
+[network]
+nics_per_server = 1
+nic_gbps = 200
+
+[[servers]]
+count = 2
+gpus = 8
+gpu = "a100-80gb"
+"""
+
+
+def test_search_names_the_same_best_row_whatever_top_asks_for(tmp_path):
+    """Failed before: ``--top 1`` re-timed only its 2 best closed-form rows (refine's default, 2 × top) and named
+    TP 2 × PP 4 × DP 2, micro-batch 2, ZB-V at 3.419 s best, while ``--top 3`` re-timed 6 and found TP 2 × PP 2 ×
+    DP 4, micro-batch 1, ZB-V at 3.397 s, whose closed form had ranked it below the first two. Now refine defaults
+    to at least 20 rows, so every top up to 10 re-times the same rows."""
+    import archsim
+
+    (tmp_path / "config.json").write_text(json.dumps(CONFIG))
+    (tmp_path / "cluster.toml").write_text(A100_PAIR)
+
+    def first(top: int) -> dict:
+        found = archsim.search(str(tmp_path / "config.json"), cluster=str(tmp_path / "cluster.toml"), global_batch=32,
+                               seq=4096, top=top, progress=False)
+        return found.rows[0]
+
+    firsts = [first(top) for top in (1, 3, 10)]
+    keys = ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel")
+    assert [tuple(row[k] for k in keys) for row in firsts[1:]] == [tuple(firsts[0][k] for k in keys)] * 2
+    assert firsts[0]["iteration_seconds"] == min(row["iteration_seconds"] for row in firsts)

@@ -90,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(fused: Megatron-LM's default since 2022; unfused: Megatron-LM of 2021)")
     parser.add_argument("--refine", type=int_flag(0, INT32_MAX, "a non-negative integer"), default=None, metavar="N",
                         help="re-time the best N of the closed forms with the event simulator and rank them again "
-                             "(default: 2 × --top; 0: closed forms only)")
+                             "(default: 2 × --top, at least 20; 0: closed forms only)")
     parser.add_argument("--pareto-html", type=output_flag, default=None, metavar="OUT.html",
                         help="write the Pareto front (time against memory, or against the objective) as a plotly page")
     parser.add_argument("--max-ops", type=positive_int, default=MAX_REFINE_ACTIONS, metavar="N",

@@ -42,6 +42,16 @@ from archsim.training.search_space import REASONS, Candidate, candidates, reject
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
+MIN_REFINE = 20  # the default --top's double: with fewer rows asked for, the same rows are re-timed
+
+
+def default_refine(top: int) -> int:
+    """How many of the best closed-form rows are re-timed when the caller names no ``refine``: 2 × ``top``, at
+    least :data:`MIN_REFINE`. Why the floor: a closed form can be a few percent off, so a row it ranks 15th may
+    re-time first; with 2 × ``top`` alone ``--top 1`` re-timed two rows and named another best than ``--top 3``
+    did. With the floor the first row is the same for every ``top`` up to 10."""
+    return max(2 * top, MIN_REFINE)
+
 
 def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            micro_batches=range(1, 9), recomputes=("none", "selective", "full"),
@@ -153,7 +163,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             if work > max_actions:
                 raise InputError(f"re-timing the best {min(refine, len(rows)):,} configurations simulates about "
                                  f"{work:,} schedule actions, above {setting('max-ops', placeholder=f'{max_actions:,}')}; "
-                                 f"lower {setting('refine')} (or {setting('top')}, whose double it defaults to) or "
+                                 f"lower {setting('refine')} (by default 2 × {setting('top')}, at least {MIN_REFINE}) or "
                                  f"raise {setting('max-ops')}", field="refine")
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
