@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from archsim.devices.catalog import GPUS
+from archsim.devices.catalog import GPUS, chip_of
 from archsim.devices.device import Arrays, Device
 from archsim.devices.device_file import load_device
 from archsim.devices.kernel_ops import op_seconds
@@ -50,11 +50,27 @@ def test_the_flash_ops_carry_the_counts():
     assert forward.lane_ops > 0 and backward.lane_ops > 0
 
 
-@pytest.mark.parametrize(("cc", "rate"), [((5, 2), 32), ((6, 0), 16), ((6, 1), 32), ((6, 2), 32), ((7, 0), 16),
-                                          ((7, 5), 16), ((8, 0), 16), ((8, 6), 16), ((9, 0), 16)])
-def test_special_function_rate_per_compute_capability(cc, rate):
-    # the CUDA C Programming Guide's "32-bit floating-point reciprocal, ..., base 2 exponential (exp2f)" row
+# NVIDIA's "Throughput of Native Arithmetic Instructions (Number of Results per Clock Cycle per Multiprocessor)",
+# the row "32-bit [approximate] floating-point reciprocal, reciprocal square root, base-2 logarithm, base 2
+# exponential, sine, cosine", typed from the two tables (not from archsim):
+# the CUDA C Programming Guide's "Arithmetic Instructions" table before Ampere (columns 3.0 … 7.x) ...
+PROGRAMMING_GUIDE_PRE_AMPERE = {(5, 0): 32, (5, 2): 32, (5, 3): 32, (6, 0): 16, (6, 1): 32, (6, 2): 32,
+                                (7, 0): 16, (7, 2): 16, (7, 5): 16}
+# ... and the CUDA C++ Best Practices Guide (CUDA 13.1), §12.1.1, Table 5 (columns 7.5 … 12.1, one value, 16)
+BEST_PRACTICES_13 = {(7, 5): 16, (8, 0): 16, (8, 6): 16, (8, 9): 16, (9, 0): 16}
+NVIDIA_TABLES = PROGRAMMING_GUIDE_PRE_AMPERE | BEST_PRACTICES_13  # both say 16 for 7.5, where they overlap
+
+
+@pytest.mark.parametrize(("cc", "rate"), sorted(NVIDIA_TABLES.items()))
+def test_special_function_rate_is_nvidias_table(cc, rate):
     assert mufu_per_sm(cc) == rate
+
+
+@pytest.mark.parametrize("gpu", sorted(GPUS))
+def test_every_catalog_gpu_has_its_rate_from_the_tables(gpu):
+    # a chip added with a compute capability neither table lists fails here, not silently at a neighbour's rate
+    cc = chip_of(GPUS[gpu]).compute_capability
+    assert cc in NVIDIA_TABLES and mufu_per_sm(cc) == NVIDIA_TABLES[cc]
 
 
 def test_an_unlisted_compute_capability_is_refused():

@@ -15,15 +15,20 @@ statements ... serialize the execution of softmax and GEMMs").
 Rates (results per second), one rule for every device:
 
 * a catalog GPU (its chip's compute capability): exponentials at :func:`mufu_per_sm` results per SM per
-  clock, the CUDA C Programming Guide's "Arithmetic Instructions" throughput of "32-bit floating-point
-  reciprocal, reciprocal square root, base-2 logarithm (__log2f), base 2 exponential (exp2f), sine
-  (__sinf), cosine (__cosf)": 32 on compute capability 5.x, 6.1 and 6.2, 16 on 6.0 and 7.x (the guide's
-  table through 7.x) and on 9.0 (FlashAttention-3's footnote 5); 8.x taken as 16 like 7.x and 9.0 (not checked
-  against the guide's newer table: an assumption); the FP32 operations at
-  one per FP32 lane per clock (an FMA is one operation: 2 FLOPs, as the 19.5 TFLOP/s above count it);
+  clock, NVIDIA's table "Throughput of Native Arithmetic Instructions (Number of Results per Clock Cycle per
+  Multiprocessor)", row "32-bit [approximate] floating-point reciprocal, reciprocal square root, base-2
+  logarithm, base 2 exponential, sine, cosine": 32 on compute capability 5.x, 6.1 and 6.2, 16 on 6.0 and
+  7.x (the CUDA C Programming Guide's "Arithmetic Instructions" table before Ampere, columns 3.0 to 7.x); 16
+  on 7.5, 8.0, 8.6, 8.9 and 9.0 (the CUDA C++ Best Practices Guide, CUDA 13.1, §12.1.1, Table 5, where the
+  table has moved: one value across all its columns, 7.5 to 12.1; FlashAttention-3's note 5 says 16 for the
+  H100 too);
+  the FP32 operations at one per FP32 lane per clock (an FMA is one operation: 2 FLOPs, as the 19.5 TFLOP/s
+  above count it);
 * a device without a chip (a device file): both on its ``lanes`` where it states them, one result per lane
   per clock; without lanes, on one lane per row of each array (the vector unit that feeds an array is
-  as wide as its rows) — an assumption, stated, not a described unit.
+  as wide as its rows) — an assumption, stated, not a described unit. For the TPU-v4-like file that is
+  1,024 a chip; JAX's ``tpu_info`` gives TPU v4 128 lanes × 8 sublanes per TensorCore, 2,048 a chip, but
+  ``lanes`` would also carry its fp32 GEMMs (docs/training.md, "FlashAttention's non-matmul work").
 
 The kernel's instruction path: FlashAttention-2 compiles sm80's ``mma.sync`` on Hopper too (FlashAttention-3
 §1: "not using Hopper-specific instructions in place of Ampere ones when targeting the Tensor Cores"), and
@@ -38,7 +43,7 @@ from archsim.devices.catalog import GpuSpec, chip_of
 from archsim.devices.device import Device
 from archsim.errors import InputError
 
-# compute capability major (minor where it matters) → special-function results per SM per clock
+# compute capability major (minor where it matters) → special-function results per SM per clock (module docstring)
 _MUFU_PER_SM = {(5, None): 32, (6, 0): 16, (6, 1): 32, (6, 2): 32, (7, None): 16, (8, None): 16, (9, 0): 16}
 
 
