@@ -17,7 +17,8 @@ figures: ``assets/flash2_a100_fwd_bwd_benchmark.png`` is FlashAttention-2's Figu
 * H100 80GB SXM5, forward, FlashAttention-2's bars in FA3 Figure 5 (a)–(d) — a check only: nothing
   in archsim is fitted on H100 data.
 
-Columns: ``matmul`` the kernel as its GEMMs and HBM bytes alone (the model before the non-matmul work);
+Columns: ``matmul`` the kernel as its GEMMs (the longer of their tensor and shared-memory times,
+:mod:`archsim.training.flash_smem`) and HBM bytes alone (the model before the non-matmul work);
 ``+softmax`` with its exponentials and FP32 row-wise work (:mod:`archsim.devices.nonmatmul`); ``+mma.sync``
 also at ``mma.sync``'s ⅔ of Hopper's tensor peak (the A100 is unaffected); ``+bwd kernels`` also the
 backward's two memory-bound kernels beside its main one, D = rowsum(dO ∘ O) with dQaccum's zeroing before

@@ -128,8 +128,12 @@ def test_multi_head_attention_runs_the_same_three_kernels_as_before():
     dqk, dpv = flash_gemms(512, 128, 16, tiles.backward)
     work = flash_nonmatmul(512, 128, 16, tiles)[1]
     dot, convert = flash_backward_kernels(512, 128, 16, "fp16")
+    # shared memory: causal 64 × 128 blocks, query block i meets ⌊(64i + 63)/128⌋ + 1 key blocks: 1, 1, 2, 2, 3, 3,
+    # 4, 4 = 20, at 655,360 bytes each (tests/test_flash_smem.py's hand count), 16 heads
+    smem = 20 * 655_360 * 16
     before = [dot, TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv), vector_elements=main,
-                              out_bytes=2 * 3 * q, fused=True, exps=work.exps, lane_ops=work.lane_ops), convert]
+                              out_bytes=2 * 3 * q, fused=True, exps=work.exps, lane_ops=work.lane_ops,
+                              smem_bytes=smem), convert]
     ops = [op for op in block_work(_llama_like(8), 2, attention="flash").backward if op.layer.startswith("flash")]
     assert ops == before and ops[1].vector_elements == 10_518_528
     a100 = catalog_device("a100-80gb")

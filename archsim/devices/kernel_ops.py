@@ -42,7 +42,8 @@ pay none (:func:`queued`).
 
 A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: its GEMMs' main loops, one
 after another (at FlashAttention-2's ``mma.sync`` share of the tensor peak,
-:func:`~archsim.devices.nonmatmul.fused_matmul_fraction`), then its non-matmul work (its ``exps`` and
+:func:`~archsim.devices.nonmatmul.fused_matmul_fraction`) or its shared-memory traffic, whichever is longer
+(:func:`~archsim.devices.nonmatmul.smem_seconds`), then its non-matmul work (its ``exps`` and
 ``lane_ops``, :func:`~archsim.devices.nonmatmul.nonmatmul_seconds`); that or the HBM traffic it counts in
 ``vector_elements``, whichever is longer, and one launch. It has no fp32 SIMT kernel (FlashAttention runs fp16/bf16 only): refused there.
 """
@@ -70,7 +71,7 @@ from archsim.devices.kernels import (
     stream_seconds,
     tensor_path,
 )
-from archsim.devices.nonmatmul import fused_matmul_fraction, nonmatmul_seconds
+from archsim.devices.nonmatmul import fused_matmul_fraction, nonmatmul_seconds, smem_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.lowering.gemm_arrays import flatten_gemms
@@ -269,7 +270,8 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
             raise InputError(f"{op.layer}: unknown kernel {name!r}; known: {', '.join(KERNEL_CLASSES)}", field="op")
         if op.fused:  # one kernel: compute, then its non-matmul work, overlapping its own HBM traffic; one launch
             traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, tiles, kernels=0))
-            body = gemm[i] / fused_matmul_fraction(device) + nonmatmul_seconds(op.exps, op.lane_ops, device)
+            matmul = max(gemm[i] / fused_matmul_fraction(device), smem_seconds(op.smem_bytes, device))
+            body = matmul + nonmatmul_seconds(op.exps, op.lane_ops, device)
             gemm[i] = max(body, traffic) + tiles.launch_s
             kernels[i] = 1
         elif families.pytorch and chip is not None and op.kernel and op.kind == "F":

@@ -35,6 +35,13 @@ The kernel's instruction path: FlashAttention-2 compiles sm80's ``mma.sync`` on 
 "Without the wgmma instruction, the older mma.sync instruction can only reach about ⅔ the peak
 throughput of Hopper Tensor Cores" (FlashAttention-3's authors, PyTorch blog, 2024-07-11, note 1, citing
 Luo et al. 2024, arXiv:2402.13499): :func:`mma_sync_fraction`.
+
+Shared memory: 32 banks, each serving one 4-byte word per clock (the CUDA C++ Programming Guide's
+"Shared Memory" sections for compute capability 5.x onward), 128 bytes per SM per clock (P100: 56 SMs × 128 B ×
+1.328 GHz = 9.5 TB/s, the peak gpumembench's authors state, ekondis/gpumembench issue #2). A fused kernel's
+GEMMs (FlashAttention-2's ``utils.h`` ``gemm``) copy the next k-slice from shared memory while the tensor cores
+run this one, on separate pipes: its GEMM time is the longer of the two (:func:`smem_seconds`), a lower bound —
+the stores of P and dS before a ``__syncthreads`` are not hidden when one CTA fills the SM (not modelled).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from archsim.devices.device import Device
 from archsim.errors import InputError
 
 # compute capability major (minor where it matters) → special-function results per SM per clock (module docstring)
+SMEM_BYTES_PER_CLOCK = 128  # per SM: 32 banks × 4 bytes a clock (module docstring)
 _MUFU_PER_SM = {(5, None): 32, (6, 0): 16, (6, 1): 32, (6, 2): 32, (7, None): 16, (8, None): 16, (9, 0): 16}
 
 
@@ -100,4 +108,14 @@ def fused_matmul_fraction(device: Device) -> float:
     return 1.0 if chip is None else mma_sync_fraction(chip.compute_capability)
 
 
-__all__ = ["fused_matmul_fraction", "mma_sync_fraction", "mufu_per_sm", "nonmatmul_rates", "nonmatmul_seconds"]
+def smem_seconds(smem_bytes: float, device: Device) -> float:
+    """Seconds ``smem_bytes`` of shared-memory traffic take on ``device``'s SMs at :data:`SMEM_BYTES_PER_CLOCK`
+    each (a chip of compute capability 5.x–9.x); 0 on a device file or another chip (not described, no bound)."""
+    chip = chip_of(device)
+    if chip is None or not 5 <= chip.compute_capability[0] <= 9:
+        return 0.0
+    return smem_bytes / (SMEM_BYTES_PER_CLOCK * chip.sm_count * chip.clock_hz)
+
+
+__all__ = ["SMEM_BYTES_PER_CLOCK", "fused_matmul_fraction", "mma_sync_fraction", "mufu_per_sm", "nonmatmul_rates",
+           "nonmatmul_seconds", "smem_seconds"]

@@ -68,6 +68,7 @@ from archsim.training.flash_blocks import (
     flash_nonmatmul,
     flash_tiles,
 )
+from archsim.training.flash_smem import flash_smem_bytes
 from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, unfused_softmax
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
@@ -234,20 +235,19 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     forward's): ``causal`` skips the blocks above the diagonal, a ``window`` (keys 0 ≤ q − k < window) those
     before it too; not causal, the whole square. Time and energy follow these; model FLOPs keep the whole square
     (:func:`~archsim.training.throughput.attended_pairs`). Every key is in some query's window, so Q, K, V and O
-    are still read once each. Each op carries its exponentials and FP32 row-wise work
-    (:func:`~archsim.training.flash_blocks.flash_nonmatmul`)."""
+    are still read once each. Each op carries its exponentials and FP32 row-wise work and its shared-memory bytes
+    (:func:`~archsim.training.flash_blocks.flash_nonmatmul`, :func:`~archsim.training.flash_smem.flash_smem_bytes`)."""
     q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O, = dK and dV as written) and of K (= V)
-    lse = int(dtype_elements(4, dtype) * s * heads)
-    tiles = flash_tiles(hd, dropout)
-    qk, pv = flash_gemms(s, hd, heads, tiles.forward, window, causal)
-    dqk, dpv = flash_gemms(s, hd, heads, tiles.backward, window, causal)
+    lse, tiles = int(dtype_elements(4, dtype) * s * heads), flash_tiles(hd, dropout)
+    (qk, pv), (dqk, dpv) = (flash_gemms(s, hd, heads, tile, window, causal) for tile in (tiles.forward, tiles.backward))
     fwork, bwork = flash_nonmatmul(s, hd, heads, tiles, window, causal)
-    forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + 2 * kv + q + lse,
-                         out_bytes=2 * q, fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops)
+    fsmem, bsmem = flash_smem_bytes(s, hd, heads, tiles, window, causal)
+    forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + 2 * kv + q + lse, out_bytes=2 * q,
+                         fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops, smem_bytes=fsmem)
     accum = int(dtype_elements(4, dtype) * dq_accum_values(s, hd, heads, tiles.backward))
     backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv),
                           vector_elements=2 * q + 2 * kv + 2 * lse + 2 * accum + 2 * q, out_bytes=2 * (q + 2 * q),
-                          fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops)
+                          fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops, smem_bytes=bsmem)
     return forward, backward
 
 
