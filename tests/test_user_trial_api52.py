@@ -148,3 +148,16 @@ def test_the_sweep_example_prints_what_its_comments_say(tmp_path):
     assert lines[0] == str(2 * 2 * (4 + 3))
     assert lines[1].startswith("skipped 1 of 8 (network, processors, method) points (4 of 32 configurations)")
     assert lines[2] == "reports/trial.html" and (tmp_path / "reports" / "trial.html").is_file()
+
+
+def test_plan_takes_a_network_as_cost_and_profile_do():
+    """Defect: ``archsim.plan(archsim.load_network(...), ...)`` was refused (``expected a network name or path, got
+    Network``) where ``cost``, ``profile``, ``schedule`` and ``iteration_energy`` take the loaded network; the plan
+    is now the one the network's name gives, the network keywords applied to it as to a name."""
+    cluster = str(ROOT / "configs" / "clusters" / "testbed_1080ti.toml")
+    for keywords in ({}, {"only": "conv", "batch": 16}):
+        given = archsim.plan(archsim.load_network("vgg16"), cluster=cluster, microbatches=4, **keywords)
+        named = archsim.plan("vgg16", cluster=cluster, microbatches=4, **keywords)
+        assert given.to_dict() == named.to_dict()
+    with pytest.raises(archsim.InputError, match="field 'network': expected a network name or path, or a Network"):
+        archsim.plan(3, cluster=cluster, microbatches=4)
