@@ -161,3 +161,47 @@ def test_plan_takes_a_network_as_cost_and_profile_do():
         assert given.to_dict() == named.to_dict()
     with pytest.raises(archsim.InputError, match="field 'network': expected a network name or path, or a Network"):
         archsim.plan(3, cluster=cluster, microbatches=4)
+
+
+@pytest.fixture(scope="module")
+def sample_plan():
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=32)
+    return archsim.pipeline(profile, processors=3, method="layerpipe"), profile
+
+
+def test_pipeline_memory_is_the_commands_memory_flag(sample_plan, capsys):
+    """Defect: ``archsim pipeline --microbatches M --memory --optimizer adam --capacity-gb GB`` had no keyword in the
+    library (the pipeline route is profile, pipeline, simulate; none took them). ``archsim.pipeline_memory`` gives
+    the command's bytes per processor; each layer's gradient is held once, on its owner (the gradients sum to the
+    profile's weights), Adam's state is twice the gradients (--optimizer's help), and a processor over the capacity
+    warns the command's line, naming ``capacity_gb`` where the command names ``--capacity-gb``."""
+    from archsim import cli
+
+    plan, profile = sample_plan
+    memory = archsim.pipeline_memory(plan, profile, microbatches=4, optimizer="adam")
+    assert memory.gradient_bytes.sum() == profile.weight_bytes.sum()
+    assert (memory.optimizer_bytes == 2 * memory.gradient_bytes).all()
+    argv = ["pipeline", "layerpipe_sample", "--array", "32x32", "--batch", "32", "--processors", "3", "--method",
+            "layerpipe", "--microbatches", "4", "--memory", "--optimizer", "adam", "--capacity-gb", "0.01",
+            "--format", "json"]
+    capsys.readouterr()
+    assert cli.main(argv) == 0
+    printed = capsys.readouterr()
+    rows = json.loads(printed.out)["rows"]
+    columns = [name for name in memory.columns if name != "processor"]
+    assert [[row[name] for name in columns] for row in rows] == memory[columns].to_numpy().tolist()
+    with pytest.warns(UserWarning) as caught:
+        archsim.pipeline_memory(plan, profile, microbatches=4, optimizer="adam", capacity_gb="0.01")
+    line = str(caught[0].message)
+    assert "capacity_gb" in line and line.replace("(capacity_gb)", "(--capacity-gb)") in printed.err
+
+
+@pytest.mark.parametrize(("keywords", "field"), [
+    ({"optimizer": "adamw"}, "optimizer"), ({"capacity_gb": 0}, "capacity_gb"), ({"capacity_gb": "x"}, "capacity_gb"),
+    ({"microbatches": 0}, "microbatches"), ({"max_ops": 1}, "max_ops"), ({"microbatch": 4}, "microbatch"),
+])
+def test_pipeline_memory_refuses_as_the_command_does(sample_plan, keywords, field):
+    plan, profile = sample_plan
+    with pytest.raises(archsim.InputError) as refused:
+        archsim.pipeline_memory(plan, profile, **{"microbatches": 4, **keywords})
+    assert f"field '{field}'" in str(refused.value)
