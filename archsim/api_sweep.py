@@ -12,8 +12,8 @@ from archsim.validate import MAX_CONFIGS
 
 
 @speaks_keywords
-def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,
-              progress: bool = False, max_configs: int = MAX_CONFIGS, force: bool = False) -> pd.DataFrame:
+def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, dask: str | None = None,
+              progress: bool = False, max_configs: int | str = MAX_CONFIGS, force: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
     computing only configurations not cached there; returns the results. ``workers``: local processes,

@@ -5,6 +5,7 @@ is the same call with the plain Python value, or a fresh run of the same spec; f
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import subprocess
@@ -205,3 +206,14 @@ def test_pipeline_memory_refuses_as_the_command_does(sample_plan, keywords, fiel
     with pytest.raises(archsim.InputError) as refused:
         archsim.pipeline_memory(plan, profile, **{"microbatches": 4, **keywords})
     assert f"field '{field}'" in str(refused.value)
+
+
+@pytest.mark.parametrize(("job", "counts"), [("run_sweep", ("workers", "max_configs")),
+                                             ("pipeline_memory", ("microbatches", "capacity_gb", "max_ops"))])
+def test_a_count_keyword_is_annotated_as_its_flags_text_too(job, counts):
+    """Defect: ``run_sweep(workers="2", max_configs="100")`` ran (read as ``--workers 2`` reads it) but its
+    annotations said ``int``, so a type checker refused what the run takes (docs/api.md: the annotations say
+    ``int | str``; tests/test_api_counts.py checks the other jobs)."""
+    parameters = inspect.signature(getattr(archsim, job)).parameters
+    narrow = [name for name in counts if "str" not in str(parameters[name].annotation)]
+    assert not narrow, f"archsim.{job}: {narrow} refuse text for a type checker, which the run reads"
