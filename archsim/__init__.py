@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import load_network as load_network
     from archsim.api import pipeline as pipeline
     from archsim.api import pipeline_dfg as pipeline_dfg
+    from archsim.api import pipeline_memory as pipeline_memory
     from archsim.api import plan as plan
     from archsim.api import profile as profile
     from archsim.api import run_sweep as run_sweep
@@ -69,6 +70,7 @@ _EXPORTS = {
     "pipeline": "archsim.api:pipeline",
     "simulate": "archsim.api:simulate",
     "pipeline_dfg": "archsim.api:pipeline_dfg",
+    "pipeline_memory": "archsim.api:pipeline_memory",
     "plan": "archsim.api:plan",
     "schedule": "archsim.api:schedule",
     "run_sweep": "archsim.api:run_sweep",

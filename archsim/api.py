@@ -47,6 +47,8 @@ from archsim.errors import InputError
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
+    import pandas as pd
+
     from archsim.cost_json import CostResult
     from archsim.dfg.of_plan import PlanDFG
     from archsim.partition import LayerProfile, Partition
@@ -241,6 +243,50 @@ def pipeline_dfg(plan: Partition, profile: LayerProfile, *, out: str | Path | No
     return result
 
 
+@speaks_keywords
+def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int | str, schedule: str | None = None,
+                    optimizer: str = "sgd", capacity_gb: float | str | None = None,
+                    max_ops: int | str | None = None) -> pd.DataFrame:
+    """The bytes each processor holds while ``plan`` trains ``microbatches`` micro-batches, as ``archsim pipeline
+    --microbatches M --memory`` states them: one row per processor (weights × the versions the simulated
+    ``schedule`` keeps, gradients, ``optimizer`` state: ``sgd`` none, ``momentum`` 1×, ``adam`` 2× the weights,
+    the peak of stashed activations, ``peak_memory_bytes``), from :func:`archsim.footprint.partition_footprint`.
+    ``schedule`` and ``max_ops`` as :func:`simulate`'s; ``capacity_gb`` (GB = 10⁹ bytes, ``--capacity-gb``): a
+    processor over it warns (UserWarning) the line the command prints, and the frame still comes back."""
+    import warnings
+
+    from archsim.console import setting
+    from archsim.fits import memory_warning
+    from archsim.footprint import OPTIMIZER_STATES, footprint_frame, partition_footprint
+    from archsim.policies.pipeline import simulate_partition
+    from archsim.sim.validate import assert_valid
+    from archsim.validate import DEFAULT_MAX_OPS, check_job_size
+    from archsim.value_parsers import parse_float
+
+    _check_is(plan, "plan", "a Partition: archsim.pipeline(profile, ...)'s")
+    _check_is(profile, "profile", "a LayerProfile: archsim.profile(network, ...)'s")
+    microbatches = positive_int(microbatches, "microbatches")
+    check_choice(optimizer, tuple(OPTIMIZER_STATES), "optimizer")
+    capacity = None
+    if capacity_gb is not None:  # --capacity-gb's range, read as the flag reads it ("16" too)
+        try:
+            capacity = parse_float(capacity_gb, low=0.0, high=1e9, low_open=True, what="a positive number of GB") * 1e9
+        except ValueError as exc:
+            raise InputError(str(exc), field="capacity-gb") from None
+    _check_plan_of(plan, profile)
+    limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
+    check_job_size(microbatches * sum(len(stage.ops) for stage in plan.stages), limit, "max_ops")
+    run = simulate_partition(plan, profile, microbatches, schedule)
+    assert_valid(run.timeline.problem, run.timeline)
+    memory = partition_footprint(plan, profile, run.timeline, run.schedule, optimizer)
+    if capacity is not None:
+        line = memory_warning([(f"processor {m.processor}", f"memory ({setting('capacity-gb')})", m.peak_bytes,
+                                capacity) for m in memory], "processors")
+        if line:
+            warnings.warn(line, UserWarning, stacklevel=3)
+    return footprint_frame(memory)
+
+
 def _check_is(value: object, field: str, what: str) -> None:
     """Refuse a value of another type where a profile or a plan goes (a network name, as ``archsim pipeline``
     takes), in one line saying what goes there, not an AttributeError from inside."""
@@ -278,5 +324,5 @@ def _check_plan_of(plan, profile) -> None:
 # the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py, the sweeps' from api_sweep.py,
 # gemm, sparse and iteration_energy from api_array.py, plan from api_plan.py, the inputs from api_inputs.py
 __all__ = ["PlanResult", "ScheduleResult", "array_config", "bppsa_pruned_vgg11", "bppsa_rnn", "cluster_jobs", "cost", "gemm", "iteration_energy", "load_network",
-           "pipeline", "pipeline_dfg", "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse",
+           "pipeline", "pipeline_dfg", "pipeline_memory", "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse",
            "train", "train_runs", "validate_gpu", "write_report"]

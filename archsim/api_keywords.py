@@ -38,6 +38,7 @@ def speaks_keywords(function: F) -> F:
 
     @functools.wraps(function)
     def job(*args, **kwargs):
+        kwargs = {name: plain_bool(value) for name, value in kwargs.items()}
         if not open_ended:  # a misspelt keyword: one line naming it and the nearest, not Python's TypeError
             check_keywords(kwargs, named, f"archsim.{function.__name__}")
         check_required(signature, args, kwargs, f"archsim.{function.__name__}")
@@ -49,6 +50,15 @@ def speaks_keywords(function: F) -> F:
             return function(*args, **kwargs)
 
     return job  # type: ignore[return-value]
+
+
+def plain_bool(value: object) -> object:
+    """A numpy bool (``np.True_``: a pandas bool column's cell, ``row.fsdp``) as Python's bool, the switch it
+    stands for; any other value as is. numpy is not imported for it: without numpy loaded no value is one."""
+    import sys
+
+    numpy = sys.modules.get("numpy")
+    return bool(value) if numpy is not None and isinstance(value, numpy.bool_) else value
 
 
 def user_stacklevel() -> int:
@@ -192,8 +202,8 @@ def listed(value, field: str, *, single: bool = False) -> tuple:
         return comma_items(value, field)
     if isinstance(value, (numbers.Number, Path)):
         return (value,)
-    try:
-        values = tuple(value) if value is not None and not isinstance(value, dict) else None
+    try:  # a mapping or a DataFrame iterates its keys: column names read as values (csv=frame: "a: not found")
+        values = tuple(value) if value is not None and not isinstance(value, dict) and not _is_frame(value) else None
     except TypeError:  # an object no flag could give
         values = None
     if values is None:
@@ -201,6 +211,14 @@ def listed(value, field: str, *, single: bool = False) -> tuple:
     if not values:
         raise InputError(NO_VALUE if single else NO_VALUES, field=field)
     return values
+
+
+def _is_frame(value: object) -> bool:
+    """Whether ``value`` is a pandas DataFrame (pandas not imported for it: without pandas loaded none is)."""
+    import sys
+
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(value, pandas.DataFrame)
 
 
 def named(given: str | Path | None, value: object, placeholder: str) -> str:

@@ -16,6 +16,7 @@ from archsim.api_inputs import build_array, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords, user_stacklevel
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.table_result import TableResult
+from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
@@ -48,7 +49,7 @@ def _warn(kind: str, text: str) -> None:
 
 
 @speaks_keywords
-def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, method: str = "spp",
+def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: int | str, method: str = "spp",
          baselines: str | None = None, seed: int | str | None = None, links: str = "paper", replication: str = "paper",
          max_stages: int | str | None = None, activation_compression_ratio: float | str | None = None,
          memory_constraint: bool = False, straight_pipeline: bool = False, use_fewer_machines: bool = False,
@@ -58,8 +59,8 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
          only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
          input_shape: str | None = None, dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None,
          max_ops: int | str | None = None, max_search_steps: int | str | None = None) -> PlanResult:
-    """Plan ``network`` (a network name or path, as :func:`load_network`, or a PipeDream ``graph.txt`` of measured
-    layers) over ``cluster`` (a cluster TOML) for ``microbatches`` micro-batches, as ``archsim plan`` does, with its
+    """Plan ``network`` (a network name or path, or a :class:`Network`, as :func:`load_network`, or a PipeDream
+    ``graph.txt`` of measured layers) over ``cluster`` (a cluster TOML) for ``microbatches`` micro-batches, as ``archsim plan`` does, with its
     flags' names and defaults: ``method`` spp (default), pipedream (PipeDream's optimizer, with
     ``activation_compression_ratio``, ``memory_constraint``, ``straight_pipeline`` and ``use_fewer_machines``) or a
     baseline (dp, gpipe, pipedream-prm, hetpipe); ``baselines`` archsim, paper or none; ``links`` paper or exact;
@@ -77,7 +78,8 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     from archsim.validate import DEFAULT_MAX_OPS, SEED_MAX
     from archsim.value_parsers import parse_float
 
-    check_path(network, "network", "a network name or path")
+    if not isinstance(network, Network):  # a Network as cost and profile take it (load_network's)
+        check_path(network, "network", "a network name or path, or a Network")
     check_path(cluster, "cluster", "a cluster TOML path")
     microbatches = positive_int(microbatches, "microbatches")
     check_choice(method, METHODS, "method")
@@ -113,7 +115,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
     steps = None if max_search_steps is None else positive_int(max_search_steps, "max-search-steps",
                                                                             high=10**15, what="a step count")
     settings = SimpleNamespace(
-        network=str(network), cluster=str(cluster), microbatches=microbatches, method=method, baselines=baselines,
+        network=network.name if isinstance(network, Network) else str(network), cluster=str(cluster), microbatches=microbatches, method=method, baselines=baselines,
         seed=seed, links=links, replication=replication, max_stages=max_stages, activation_compression_ratio=activation_compression_ratio,
         memory_constraint=memory_constraint, straight_pipeline=straight_pipeline,
         use_fewer_machines=use_fewer_machines, array=array, dataflow=dataflow,
@@ -122,7 +124,7 @@ def plan(network: str | Path, *, cluster: str | Path, microbatches: int | str, m
         input_shape=input_shape, dim=dim, max_ops=limit, max_search_steps=steps)
 
     def loader(args: SimpleNamespace):
-        return load_network(args.network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
+        return load_network(network if isinstance(network, Network) else args.network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
                             dim=dim)
 
     built: list[ArrayConfig] = []  # the array run_plan priced the layers on, if any: config read only then

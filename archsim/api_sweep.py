@@ -12,13 +12,14 @@ from archsim.validate import MAX_CONFIGS
 
 
 @speaks_keywords
-def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: str | None = None,
-              progress: bool = False, max_configs: int = MAX_CONFIGS) -> pd.DataFrame:
+def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, dask: str | None = None,
+              progress: bool = False, max_configs: int | str = MAX_CONFIGS, force: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
     computing only configurations not cached there; returns the results. ``workers``: local processes,
     1 … 1024 as ``--workers``; ``progress``: True or False (``--quiet``'s opposite); ``max_configs``: ``--max-configs``,
-    a spec of more configurations refused before any work. A device sweep warns (UserWarning)
+    a spec of more configurations refused before any work; ``force``: True or False, ``--force``: take over a
+    folder that holds another spec's results (replacing them), refused otherwise. A device sweep warns (UserWarning)
     the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
     ``fits_memory`` False), each ``array_sides`` side leaving PEs unused, each implausible device figure; a
     plain sweep warns of each ``.cfg`` array that is a device of several arrays (swept as one), and counts the
@@ -31,6 +32,7 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
 
     workers = positive_int(workers, "workers", high=1024, what="a worker count")  # --workers' range; 0 ran as one worker
     check_switch(progress, "progress")
+    check_switch(force, "force")
     if out is not None:
         check_path(out, "out", "a folder path or None")
     if dask is not None:
@@ -41,7 +43,7 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int = 1, dask: st
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
     folder = Path(out) if out is not None else Path("results") / spec.name
     check_folder(folder)  # archsim sweep's check of its --out, so a file in the way is said alike
-    frame = _run(spec, folder, workers=workers, dask=dask, progress=progress, max_configs=max_configs)
+    frame = _run(spec, folder, workers=workers, dask=dask, progress=progress, force=force, max_configs=max_configs)
     if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
         import warnings  # PEs, a slipped unit
 

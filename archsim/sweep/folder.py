@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from archsim.console import setting, switch_on
 from archsim.errors import InputError
 from archsim.json_text import dumps
 from archsim.validate import parse_json, read_text
@@ -132,8 +133,8 @@ def check_owner(out: Path, source: str, *, force: bool) -> None:
         theirs = [name for name in ("results.csv", "summary.csv") if (out / name).exists()]
         if theirs:
             raise InputError(f"the folder holds a {theirs[0]} but no spec.json, so no sweep wrote it, and this one "
-                             "would replace it; give another --out, or --force to replace it", file=str(out),
-                             field="out")
+                             f"would replace it; give another {setting('out')}, or {switch_on('force')} to replace it",
+                             file=str(out), field="out")
         return
     try:
         owner = parse_json(read_text(record, "the folder's spec.json"), str(record))
@@ -142,5 +143,5 @@ def check_owner(out: Path, source: str, *, force: bool) -> None:
         previous = None
     if not isinstance(previous, str) or _spec_id(previous) != _spec_id(source):
         shown = previous if isinstance(previous, str) else "an unreadable spec.json"
-        raise InputError(f"results folder holds the results of another spec ({shown}); give another --out, "
-                         "or --force to replace them", file=str(out), field="out")
+        raise InputError(f"results folder holds the results of another spec ({shown}); give another {setting('out')}, "
+                         f"or {switch_on('force')} to replace them", file=str(out), field="out")
