@@ -40,7 +40,7 @@ from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.pipedream_points import KEY as SKIPPED
-from archsim.sweep.pipedream_points import check_left, skipped_points
+from archsim.sweep.pipedream_points import check_left, skipped_points, unit_skipped
 from archsim.sweep.spec import SETTING_COLUMNS, SweepSpec, Unit, check_size, check_unchanged, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.toml_errors import locate, parse_toml
@@ -315,12 +315,11 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
     todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)
 
-    short = {(point["network"], point["processors"]) for point in skipped}  # PipeDream's skipped points
-
     def size(unit: Unit | DevicePoint) -> int:  # configurations: the rows of results.csv this unit gives
-        if isinstance(unit, DevicePoint) or "pipedream" not in unit.methods:
+        if isinstance(unit, DevicePoint):
             return unit.configs
-        return unit.configs - sum((unit.network, p) in short for p in unit.processors)
+        clocks = len(unit.design.clocks_ghz) if unit.design is not None else 0
+        return unit.configs - unit_skipped(skipped, unit.network, clocks)  # PipeDream's skipped points
 
     from archsim.sweep.lifetime import ctrl_c_latched
 
