@@ -21,7 +21,7 @@ import hashlib
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -93,14 +93,18 @@ def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
 
 def network_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim cost`` notes of each of a spec's network files (a layer renamed, a conv row that is a
-    flattening fc), once per file and named as the spec names it: ``archsim sweep`` says them on stderr and
-    :func:`archsim.api.run_sweep` warns them (UserWarning)."""
+    flattening fc, a batch the file fixes that is none of the spec's ``batches``), once per file and named as the
+    spec names it: ``archsim sweep`` says them on stderr and :func:`archsim.api.run_sweep` warns them (UserWarning)."""
+    from archsim.workload.shipped import file_batch_note
+
     folder = Path(spec.source).parent.resolve() if spec.source else None
     lines = []
     for network in dict.fromkeys(spec.networks):
         if Path(network).is_absolute():
             shown = Path(network).relative_to(folder) if folder and Path(network).is_relative_to(folder) else network
-            lines += [f"{shown}: {note}" for note in loaded_network(network, network_sha256(network)).notes]
+            loaded = loaded_network(network, network_sha256(network))
+            batch = file_batch_note(replace(loaded, source=str(shown)), spec.batches)  # names the file as the spec
+            lines += [f"{shown}: {note}" for note in loaded.notes] + ([batch] if batch else [])
     return tuple(lines)
 
 
