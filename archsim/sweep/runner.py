@@ -47,7 +47,7 @@ from archsim.toml_errors import locate, parse_toml
 from archsim.validate import MAX_CONFIGS, parse_json, read_text
 from archsim.workload import load_network
 from archsim.workload.layer import Network
-from archsim.workload.shipped import load_shipped
+from archsim.workload.shipped import file_batch_note, load_shipped
 
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_processor_cycles", "iteration_cycles", "speedup", "mandatory_comm_bytes",
@@ -95,8 +95,6 @@ def network_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim cost`` notes of each of a spec's network files (a layer renamed, a conv row that is a
     flattening fc, a batch the file fixes that is none of the spec's ``batches``), once per file and named as the
     spec names it: ``archsim sweep`` says them on stderr and :func:`archsim.api.run_sweep` warns them (UserWarning)."""
-    from archsim.workload.shipped import file_batch_note
-
     folder = Path(spec.source).parent.resolve() if spec.source else None
     lines = []
     for network in dict.fromkeys(spec.networks):
