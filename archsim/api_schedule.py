@@ -20,6 +20,7 @@ from archsim.api_keywords import (
     clock_ghz,
     positive_int,
     speaks_keywords,
+    user_stacklevel,
 )
 from archsim.validate import flag_text
 
@@ -116,9 +117,10 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
 
 
 def _warn(kind: str, text: str | None) -> None:
-    """A note or warning the command prints on stderr, as a UserWarning at the caller's line."""
+    """A note or warning the command prints on stderr, as a UserWarning at the caller's line, whether said from
+    inside :func:`~archsim.policies.schedule_run.run_schedule` (a network's notes) or after it."""
     if text:
-        warnings.warn(text, UserWarning, stacklevel=4)
+        warnings.warn(text, UserWarning, stacklevel=user_stacklevel())
 
 
 def _checked(given: dict[str, Any]) -> dict[str, Any]:

@@ -80,12 +80,11 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
 
 def layer_profile(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[[Any], ArrayConfig],
                   speak: Speak = say):
-    """The layer profile in seconds, what it is and what priced it (meta keys: the network, and for costs
-    archsim computes the micro-batch, the mode and the device or array, with the array's dtype and
-    element_bytes) and the device's memory in bytes
-    (None: not priced on a device). A graph.txt's own costs; else the cluster's device when its servers
-    name one and no array flag is given (:func:`_server_machine`); else one array, ``array_of(args)`` at
-    the clock (default 1 GHz)."""
+    """The layer profile in seconds, what it is and what priced it (meta keys: the network, and for costs archsim
+    computes the micro-batch, the mode and the device or array, with the array's dtype and element_bytes) and the
+    device's memory in bytes (None: not priced on a device). A graph.txt's own costs; else the cluster's device when
+    its servers name one and no array flag is given (:func:`_server_machine`); else one array, ``array_of(args)``
+    at the clock (default 1 GHz)."""
     if Path(args.network).suffix == ".txt":
         from archsim.partition.graph_txt import load_graph_txt
 
@@ -108,7 +107,7 @@ def layer_profile(args: Any, *, loader: Callable[[Any], Network], array_of: Call
             raise InputError(f"sizes the array model's tensors; on the servers' device ({machine.gpu.name}) they "
                              f"are {machine.dtype}'s ({setting('dtype')}): drop it, or price on an array with "
                              f"{setting('array')}/{setting('config')}", field="element-bytes")
-        network, inputs = _network(args, loader)
+        network, inputs = _network(args, loader, speak)
         profile = profile_on_machine(network, machine, inputs["micro_batch"], args.mode)
         return profile, {**inputs, **_priced_on(machine)}, machine.gpu.memory_bytes
     from archsim.array.options import dtype_meta
@@ -121,17 +120,21 @@ def layer_profile(args: Any, *, loader: Callable[[Any], Network], array_of: Call
                       f"layers on one {shape} array per GPU, as {', '.join(array_flags(args))} asked, not on the "
                       f"servers' devices (without {'/'.join(setting(f) for f in ARRAY_FLAGS)} it prices them on the "
                       "device)")
-    network, inputs = _network(args, loader)
+    network, inputs = _network(args, loader, speak)
     profile = profile_from_network(network, array, inputs["micro_batch"], args.mode)
     return profile, {**inputs, "priced_on": f"array {shape}", "dtype": dtype_meta(args.dtype, array),
                      "element_bytes": array.element_bytes}, None
 
 
-def _network(args: Any, loader: Callable[[Any], Network]):
-    """The network archsim prices, and the meta keys that say what was priced: its name, the samples per
-    micro-batch and the cost mode."""
-    network = loader(args)
-    return network, {"network": network.name, "micro_batch": micro_batch(args), "mode": args.mode}
+def _network(args: Any, loader: Callable[[Any], Network], speak: Speak):
+    """The network archsim prices (a file fixing a batch other than the mini-batch, ``microbatches`` × the
+    micro-batch, noted), and the meta keys that say what was priced: its name, the micro-batch and the mode."""
+    from archsim.workload.shipped import file_batch_note
+
+    network, samples = loader(args), micro_batch(args)
+    if note := file_batch_note(network, samples * args.microbatches):
+        speak("note", note)
+    return network, {"network": network.name, "micro_batch": samples, "mode": args.mode}
 
 
 ARRAY_FLAGS = ("array", "config", "dataflow", "clock-ghz")  # the flags that price on an array, not a device
@@ -155,11 +158,10 @@ def _server_devices(cluster: str) -> list[str | None]:
 
 
 def _server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_DTYPE):
-    """The training machine (device, kernel constants, ``dtype``: --dtype, default fp16 as train's) of a
-    cluster whose servers all name one device, read by ``train``'s own loader
-    (:func:`archsim.training.cluster_file.load_gpu_cluster`). The
-    planners take one per-layer cost for every GPU, so servers of different devices (or some of none)
-    are refused rather than priced on one of them."""
+    """The training machine (device, kernel constants, ``dtype``: --dtype, default fp16 as train's) of a cluster
+    whose servers all name one device, read by ``train``'s own loader
+    (:func:`archsim.training.cluster_file.load_gpu_cluster`). The planners take one per-layer cost for every GPU,
+    so servers of different devices (or some of none) are refused rather than priced on one of them."""
     from archsim.spp.cluster_document import read_cluster_document
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.parallel import Parallelism
@@ -353,8 +355,7 @@ def _spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak =
         others = {}
         for method in methods:
             bar.set_postfix_str(f"baseline {method}")
-            makespan = plan_on_cluster(profile, topology, method, args.microbatches,
-                                       config=args.baselines).makespan
+            makespan = plan_on_cluster(profile, topology, method, args.microbatches, config=args.baselines).makespan
             assert makespan is not None, "a plan on a cluster is scheduled"
             others[method] = float(makespan)
             bar.update()

@@ -4,6 +4,8 @@ reader (:func:`archsim.energy.table.read_cfg_energy`), so the two forms of one c
 Failed before the fix: a device TOML with ``[energy]`` was refused (``unknown section [energy]``), its chip's pJ
 figures reachable only through a ``.cfg``."""
 
+from pathlib import Path
+
 import pytest
 
 from archsim.errors import InputError
@@ -57,7 +59,8 @@ def test_a_device_toml_and_cfg_give_the_same_priced_device(tmp_path):
     ("table = 3\n", "energy.table", "expected a table's name"),
 ])
 def test_a_device_tomls_bad_energy_key_is_one_line_naming_its_line(body, field, words, tmp_path):
-    """A bad ``[energy]`` value in a TOML is refused as a .cfg's is, naming the key and its line."""
+    """A bad ``[energy]`` value in a TOML is refused as a .cfg's is, naming the key and its line (a leakage figure,
+    refused once the section is read, had none before: ``FILE, field 'energy.pe_leakage_mw'``)."""
     from archsim.training.energy import load_priced_device
 
     text = CHIP_TOML.format(energy=body)
@@ -65,5 +68,34 @@ def test_a_device_tomls_bad_energy_key_is_one_line_naming_its_line(body, field, 
     with pytest.raises(InputError) as caught:
         load_priced_device(tmp_path / "chip.toml")
     assert caught.value.where.field == field and words in caught.value.message
-    if "leakage" not in body:
-        assert caught.value.where.line == text.splitlines().index(body.strip()) + 1
+    assert caught.value.where.line == text.splitlines().index(body.strip()) + 1
+
+
+# a table of its own beside the chip: the shipped one with static power, which train prices as static_watts
+LEAKY_TABLE = (Path(__file__).resolve().parents[1] / "configs" / "energy" / "horowitz45.toml").read_text(
+    encoding="utf-8").replace("pe_mw = 0.0", "pe_mw = 0.5")
+
+
+@pytest.mark.parametrize("form", ["toml", "cfg"])
+@pytest.mark.parametrize(("body", "key"), [("sram_leakage_mw_per_kib = 0.2\n", "sram_leakage_mw_per_kib"),
+                                           ("table = leaky.toml\n", "table")])
+def test_a_refused_leakage_names_its_line_in_either_form(form, body, key, tmp_path, capsys):
+    """Defect: train's refusal of a device file's leakage (a figure, or a table that has some) named the file and
+    the key but no line, where the same reader's other refusals give ``file, line N``. The line is counted here in
+    the text written; the command's one error line says it too."""
+    from archsim.cli import main
+    from tests.chip_pair import CLUSTER, TINY
+
+    template = CHIP_TOML if form == "toml" else CHIP_CFG
+    entry = body.replace("leaky.toml", '"leaky.toml"') if form == "toml" else body
+    text = template.format(energy=entry)
+    (tmp_path / "leaky.toml").write_text(LEAKY_TABLE, encoding="utf-8")
+    (tmp_path / f"chip.{form}").write_text(text, encoding="utf-8")
+    (tmp_path / "cluster.toml").write_text(CLUSTER.format(device=f"chip.{form}"), encoding="utf-8")
+    (tmp_path / "tiny.toml").write_text(TINY, encoding="utf-8")
+    line = text.splitlines().index(entry.strip()) + 1
+    code = main(["train", str(tmp_path / "tiny.toml"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "1",
+                 "--pp", "1", "--dp", "1", "--global-batch", "1", "--micro-batch", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert f"chip.{form}, line {line}, field 'energy.{key}'" in err[0] and "static_watts" in err[0]

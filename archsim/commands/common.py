@@ -306,8 +306,9 @@ def onnx_options(args: argparse.Namespace) -> dict[str, Any]:
             "shapes": getattr(args, "shapes", "auto"), "input_shape": getattr(args, "input_shape", None)}
 
 
-def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
-    """The NETWORK argument, restricted to ``--only`` kinds."""
+def network_from_args(args: argparse.Namespace, geometry: str = "archsim", *, batch_note: bool = True):
+    """The NETWORK argument, restricted to ``--only`` kinds; ``batch_note`` False: a batch its file fixes is noted
+    by the caller, which knows the batch costed (``plan``'s mini-batch, without ``--batch`` too)."""
     from archsim.workload import load_network
 
     try:
@@ -319,7 +320,7 @@ def network_from_args(args: argparse.Namespace, geometry: str = "archsim"):
         raise
     from archsim.workload.shipped import file_batch_note
 
-    batch = getattr(args, "batch", None)
+    batch = getattr(args, "batch", None) if batch_note else None
     for line in (*network.notes, file_batch_note(network, batch if isinstance(batch, int) else None)):
         if line:
             note(line)

@@ -91,13 +91,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           f"(default {SEARCH_STEP_LIMIT:,}, about 10 s of PRM tables)")
 
 
+def _network(args: argparse.Namespace):
+    """The NETWORK flag's network; :mod:`archsim.plan_run` notes a batch its file fixes, at plan's mini-batch."""
+    return network_from_args(args, batch_note=False)
+
+
 def layer_profile(args: argparse.Namespace):
     """:func:`archsim.plan_run.layer_profile` with the command's network and array flags (notes on stderr). Public:
     the profile ``plan`` prices is checked apart from the plan made of it."""
     from archsim.console import say
     from archsim.plan_run import layer_profile as priced
 
-    return priced(args, loader=network_from_args, array_of=array_from_args, speak=say)
+    return priced(args, loader=_network, array_of=array_from_args, speak=say)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
 
     drawn = bool(args.gantt or args.trace or args.schedule_csv)
-    done = run_plan(args, loader=network_from_args, array_of=array_from_args, speak=say, drawn=drawn, phases=phases)
+    done = run_plan(args, loader=_network, array_of=array_from_args, speak=say, drawn=drawn, phases=phases)
     meta = done.meta
     if meta.get("method") == "pipedream" and args.format != "json":  # its tables of levels: JSON's alone
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}

@@ -18,7 +18,7 @@ from typing import Any
 
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
-from archsim.toml_errors import located, parse_toml
+from archsim.toml_errors import locate, located, parse_toml
 from archsim.validate import (
     cfg_syntax_error,
     check_name,
@@ -296,6 +296,19 @@ def read_cfg_energy(path: str | Path, *, leakage: bool = True) -> CfgEnergy:
         if not exc.where.field or exc.where.file != file:
             raise
         raise cfg_located(exc.at(file=file, field=f"energy.{exc.where.field}"), text) from None
+
+
+def energy_key_error(message: str, path: str | Path, key: str) -> InputError:
+    """An error of the ``[energy]`` key ``key`` of the device file ``path`` (a TOML or a ``.cfg``) found once the
+    section is read (train's refusal of a leakage figure), at the key's line as :func:`read_cfg_energy`'s own
+    errors give it (``FILE, line N, field 'energy.KEY'``)."""
+    file = str(path)
+    exc = InputError(message, file=file, field=f"energy.{key}")
+    if Path(path).suffix.lower() == ".toml":
+        return locate(exc, parse_toml(read_text(path, "device file"), file), file)
+    from archsim.array.device_sections import cfg_located
+
+    return cfg_located(exc, read_text(path, "config file", encoding="utf-8-sig"))
 
 
 def energy_section(section: Mapping[str, object], path: str | Path, typed: bool = False,

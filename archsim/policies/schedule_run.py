@@ -77,17 +77,18 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
 
 def _loader(speak: Callable[[str, str], None]) -> Callable[[str, SimpleNamespace], Network]:
     """The network keywords' loader: ``load_network`` as NETWORK and ``--only``, ``--shapes``, ``--unsupported``,
-    ``--input-shape``, ``--dim`` load it, its notes spoken."""
+    ``--input-shape``, ``--dim`` load it, its notes spoken (a batch its file fixes among them, as the command's)."""
     def load(source, args: SimpleNamespace) -> Network:
         from archsim.workload import load_network
         from archsim.workload.layer import Network
-        from archsim.workload.shipped import dims_of
+        from archsim.workload.shipped import dims_of, file_batch_note
 
         network = source if isinstance(source, Network) else load_network(
             source, geometry="archsim", unsupported=args.unsupported, dims=dims_of(args.dim or []),
             shapes=args.shapes, input_shape=args.input_shape)
-        for line in network.notes:
-            speak("note", line)
+        for line in (*network.notes, file_batch_note(network, args.batch if isinstance(args.batch, int) else None)):
+            if line:
+                speak("note", line)
         return network.only(*comma_items(args.only, "only")) if args.only else network
     return load
 

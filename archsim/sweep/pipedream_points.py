@@ -63,17 +63,27 @@ def skipped_line(record: dict) -> str | None:
             "results.csv holds the rest")
 
 
+def unit_skipped(skipped: Sequence[dict], network: str, clocks: int) -> int:
+    """The rows of results.csv one unit of ``network`` does not give: one per clock (``clocks``: the design's, 1
+    without them) of each of the network's ``skipped`` points (at the spec's processor counts, every unit's). The
+    one count of them: the runner's bar and stop message, and :func:`skipped_rows` (the note, the report and the
+    results check) all take it from here."""
+    return max(1, clocks) * sum(isinstance(point, dict) and point.get("network") == network for point in skipped)
+
+
 def skipped_rows(record: dict) -> int:
-    """The rows of results.csv the skipped points of a spec.json ``record`` would have been: each point is one
-    row per array, dataflow, batch, design and clock (0 for a record of none, or an older version's)."""
+    """The rows of results.csv the skipped points of a spec.json ``record`` would have been: :func:`unit_skipped`
+    of each unit, one per network, array, dataflow, batch and design (0 for a record of none, or an older
+    version's)."""
     skipped = record.get(KEY)
     if not isinstance(skipped, list) or not skipped:
         return 0
     designs = record.get("designs") or []
     clocks = len(designs[0].get("clocks_ghz") or []) if designs and isinstance(designs[0], dict) else 0
     lengths = [len(value) if isinstance(value := record.get(key), list) else 0 for key in ("arrays", "batches")]
-    return (len(skipped) * lengths[0] * max(1, len(record.get("dataflows") or [])) * lengths[1]
-            * max(1, len(designs)) * max(1, clocks))
+    units = lengths[0] * max(1, len(record.get("dataflows") or [])) * lengths[1] * max(1, len(designs))
+    networks = dict.fromkeys(str(point.get("network")) for point in skipped if isinstance(point, dict))
+    return units * sum(unit_skipped(skipped, network, clocks) for network in networks)
 
 
 def _groups(count: int) -> str:
@@ -89,4 +99,4 @@ def _listed(processors: Sequence[object]) -> str:
     return f"{', '.join(map(str, counts))} processor{'' if counts == [1] else 's'}"
 
 
-__all__ = ["KEY", "WHY", "check_left", "skipped_line", "skipped_points", "skipped_rows"]
+__all__ = ["KEY", "WHY", "check_left", "skipped_line", "skipped_points", "skipped_rows", "unit_skipped"]

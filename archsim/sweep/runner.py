@@ -21,7 +21,7 @@ import hashlib
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,14 +40,14 @@ from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.pipedream_points import KEY as SKIPPED
-from archsim.sweep.pipedream_points import check_left, skipped_points
+from archsim.sweep.pipedream_points import check_left, skipped_points, unit_skipped
 from archsim.sweep.spec import SETTING_COLUMNS, SweepSpec, Unit, check_size, check_unchanged, network_sha256
 from archsim.sweep.summary import summarize
 from archsim.toml_errors import locate, parse_toml
 from archsim.validate import MAX_CONFIGS, parse_json, read_text
 from archsim.workload import load_network
 from archsim.workload.layer import Network
-from archsim.workload.shipped import load_shipped
+from archsim.workload.shipped import file_batch_note, load_shipped
 
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
                   "stages", "single_processor_cycles", "iteration_cycles", "speedup", "mandatory_comm_bytes",
@@ -93,14 +93,16 @@ def unit_network(path: str, sha256: str, only: tuple[str, ...]) -> Network:
 
 def network_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim cost`` notes of each of a spec's network files (a layer renamed, a conv row that is a
-    flattening fc), once per file and named as the spec names it: ``archsim sweep`` says them on stderr and
-    :func:`archsim.api.run_sweep` warns them (UserWarning)."""
+    flattening fc, a batch the file fixes that is none of the spec's ``batches``), once per file and named as the
+    spec names it: ``archsim sweep`` says them on stderr and :func:`archsim.api.run_sweep` warns them (UserWarning)."""
     folder = Path(spec.source).parent.resolve() if spec.source else None
     lines = []
     for network in dict.fromkeys(spec.networks):
         if Path(network).is_absolute():
             shown = Path(network).relative_to(folder) if folder and Path(network).is_relative_to(folder) else network
-            lines += [f"{shown}: {note}" for note in loaded_network(network, network_sha256(network)).notes]
+            loaded = loaded_network(network, network_sha256(network))
+            batch = file_batch_note(replace(loaded, source=str(shown)), spec.batches)  # names the file as the spec
+            lines += [f"{shown}: {note}" for note in loaded.notes] + ([batch] if batch else [])
     return tuple(lines)
 
 
@@ -315,12 +317,11 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
     todo = [unit for unit in units if not files[unit].is_file()]
     run = _executor(workers, dask)
 
-    short = {(point["network"], point["processors"]) for point in skipped}  # PipeDream's skipped points
-
     def size(unit: Unit | DevicePoint) -> int:  # configurations: the rows of results.csv this unit gives
-        if isinstance(unit, DevicePoint) or "pipedream" not in unit.methods:
+        if isinstance(unit, DevicePoint):
             return unit.configs
-        return unit.configs - sum((unit.network, p) in short for p in unit.processors)
+        clocks = len(unit.design.clocks_ghz) if unit.design is not None else 0
+        return unit.configs - unit_skipped(skipped, unit.network, clocks)  # PipeDream's skipped points
 
     from archsim.sweep.lifetime import ctrl_c_latched
 

@@ -112,9 +112,11 @@ class Unit:
 
     @property
     def configs(self) -> int:
-        """Configurations of this unit, one per (processors, method); results.csv has one row each but those of
-        PipeDream's skipped points (:mod:`archsim.sweep.pipedream_points`), which the runner subtracts."""
-        return len(self.processors) * len(self.methods)
+        """Configurations of this unit, one per (processors, method) and design clock (as :attr:`SweepSpec.size`
+        counts them); results.csv has one row each but those of PipeDream's skipped points
+        (:func:`archsim.sweep.pipedream_points.unit_skipped`), which the runner subtracts."""
+        clocks = max(1, len(self.design.clocks_ghz)) if self.design is not None else 1
+        return len(self.processors) * len(self.methods) * clocks
 
     @property
     def key(self) -> str:

@@ -42,6 +42,18 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     baseline = summary[summary.method == "pipedream"].set_index(at)[["speedup", "speedup_upto"]]
     joined = summary.join(baseline.add_prefix("pipedream_"), on=at)
     summary["improvement_vs_pipedream_pct"] = improvement_pct(joined["speedup"], joined["pipedream_speedup"])
-    summary["improvement_upto_vs_pipedream_pct"] = improvement_pct(joined["speedup_upto"],
-                                                                   joined["pipedream_speedup_upto"])
+    summary["improvement_upto_vs_pipedream_pct"] = improvement_pct(joined["speedup_upto"], _upto_baseline(summary))
     return summary
+
+
+def _upto_baseline(summary: pd.DataFrame) -> pd.Series:
+    """PipeDream's ``speedup_upto`` for each summary row: at its processor count, or, at a count PipeDream skipped
+    (more processors than the network's layer groups: no row there), at the largest count below it that ran. Its
+    best with at most P processors is that one's, the rest idle, as ``speedup_upto`` lets either method leave
+    them; NaN where PipeDream ran at no count up to P (or not at all)."""
+    at = ["network", "only", "mode"]
+    base = summary.loc[summary.method == "pipedream", [*at, "processors", "speedup_upto"]]
+    rows = summary[[*at, "processors"]].reset_index()
+    found = pd.merge_asof(rows.sort_values("processors"), base.sort_values("processors"), on="processors", by=at,
+                          direction="backward")
+    return found.set_index("index")["speedup_upto"].sort_index()

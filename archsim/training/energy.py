@@ -91,18 +91,17 @@ def load_priced_device(path: str | Path) -> Device:
     from dataclasses import replace
 
     from archsim.devices.device_file import load_device
-    from archsim.energy.table import LEAKAGE_FIGURES, cfg_table, read_cfg_energy
+    from archsim.energy.table import LEAKAGE_FIGURES, cfg_table, energy_key_error, read_cfg_energy
 
     device = load_device(path)
     cfg = read_cfg_energy(path, leakage=False)
     for key in LEAKAGE_FIGURES:
-        if cfg.overrides.get(key):
-            raise InputError(LEAKAGE_ON_DEVICE, file=str(path), field=f"energy.{key}")
+        if cfg.overrides.get(key):  # at its line, as the reader's own refusals of the section's keys
+            raise energy_key_error(LEAKAGE_ON_DEVICE, path, key)
     if cfg.table is not None:
         table = cfg_table(cfg.table)
         if table.pe_leakage_mw or table.sram_leakage_mw_per_kib:
-            raise InputError(f"energy table {table.name!r} has leakage: {LEAKAGE_ON_DEVICE}", file=str(path),
-                             field="energy.table")
+            raise energy_key_error(f"energy table {table.name!r} has leakage: {LEAKAGE_ON_DEVICE}", path, "table")
     return replace(device, energy_table=cfg.table, energy_figures=tuple(sorted(cfg.overrides.items())))
 
 

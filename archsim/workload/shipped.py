@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -151,18 +151,25 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
     return load_shipped(str(name_or_path), geometry=geometry, shapes=shapes, missing="no such file, and no")
 
 
-def file_batch_note(network: Network, batch: int | None) -> str | None:
+def file_batch_note(network: Network, batch: int | Sequence[int] | None) -> str | None:
     """The note for a model file that fixes a batch other than the one costed (``Network.file_batch``): its
     layers are read per sample, so the file's batch would otherwise be replaced without a word; None where
     the file states no batch, the batches agree, or ``batch`` is None (the command's own default applies), and
     for batch 1: the usual export of one sample (``torch.onnx.export`` of one example input), which states no
-    batch the user meant to cost, so every such file would carry a note saying nothing."""
-    if network.file_batch in (None, 1) or batch is None or network.file_batch == batch:
+    batch the user meant to cost, so every such file would carry a note saying nothing. ``batch``: a command's
+    one batch, or a sweep spec's ``batches`` axis (noted where the file's batch is none of them)."""
+    batches = (batch,) if isinstance(batch, int) else tuple(batch or ())
+    if network.file_batch in (None, 1) or not batches or network.file_batch in batches:
         return None
     from archsim.workload.torch_file import is_torch_spec
 
     source = network.source if network.source and not network.source.startswith("<") else "the ONNX model"
     fixed = f"{setting('input-shape')} gives {source}" if is_torch_spec(source) else f"{source} fixes"
+    if not isinstance(batch, int):  # a sweep's axis: the spec's key, not a flag
+        listed = ", ".join(map(str, batches))
+        return (f"{fixed} batch {network.file_batch}; archsim reads its layers per sample and costs "
+                f"batch{'es' if len(batches) > 1 else ''} {listed} (the spec's batches): list "
+                f"{network.file_batch} in batches to cost the file's batch")
     return (f"{fixed} batch {network.file_batch}; archsim reads its layers per "
             f"sample and costs batch {batch} ({setting('batch', batch)}): give {setting('batch', network.file_batch)}"
             " to cost the file's batch")
