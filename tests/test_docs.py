@@ -147,6 +147,56 @@ def test_quoted_outputs_match_a_fresh_run(scratch, capsys, monkeypatch):
     assert quoted >= 2
 
 
+def quoted_layer_totals() -> list[int]:
+    """total_cycles of each layer in the quick start's quoted `archsim cost` table (checked against a fresh run above)."""
+    page = (ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8")
+    table = re.search(r"<!-- output-of: archsim cost layerpipe_sample [^>]*-->\n```text\n(.*?)^```", page,
+                      re.DOTALL | re.MULTILINE).group(1)
+    header = next(line.split() for line in table.splitlines() if line.startswith("layer "))
+    column = header.index("total_cycles") + 1  # rows carry the layer's type after its name; the header names it `type`
+    return [int(line.split()[column - 1]) for line in table.splitlines() if line.startswith("conv")]
+
+
+def test_pipedream_figures_in_the_prose_are_the_best_whole_layer_split(scratch, capsys, monkeypatch):
+    """README's "PipeDream's split of whole layers: 2.22" and the quick start's "43.5 M cycles per iteration: conv1
+    alone": the slowest stage of the best contiguous 3-way split of the quoted layer totals, by brute force."""
+    totals = quoted_layer_totals()
+    n = len(totals)
+    splits = [(totals[:i], totals[i:j], totals[j:]) for i in range(1, n - 1) for j in range(i + 1, n)]
+    best = min(max(sum(stage) for stage in split) for split in splits)
+    assert best == totals[0]  # conv1 alone
+    code, out, err = run_archsim("archsim pipeline layerpipe_sample --processors 3 --method pipedream --mode paper",
+                                 scratch, capsys, monkeypatch)
+    assert code == 0, err
+    assert f"# iteration_cycles: {best}\n" in out
+    quickstart = " ".join((ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8").split())
+    assert f"({best / 1e6:.1f} M cycles per iteration: conv1 alone)" in quickstart
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"(PipeDream's split of whole layers: {sum(totals) / best:.2f})" in readme
+
+
+def test_one_microbatch_idles_two_thirds_of_three_processors(scratch, capsys, monkeypatch):
+    """The quick start: at the default one micro-batch 1F1B and GPipe run op after op, so the makespan is the work
+    summed and each of p devices idles (p - 1) / p of it (more with transfers); zero-bubble and out-of-order
+    policies, which move weight gradients off the critical path, idle less."""
+    page = " ".join((ROOT / "docs" / "quickstart.md").read_text(encoding="utf-8").split())
+    assert "with 3 processors every device idles two thirds of the time under 1F1B and GPipe" in page
+
+    def bubble(command: str) -> float:
+        code, out, err = run_archsim(command, scratch, capsys, monkeypatch)
+        assert code == 0, err
+        header, row = [line.split() for line in out.splitlines() if not line.startswith("#")][:2]
+        assert header[1:3] == ["processors", "microbatches"] and row[1:3] == ["3", "1"]
+        return float(row[header.index("bubble_fraction")])
+
+    for policy in ("1f1b", "gpipe"):
+        assert bubble(f"archsim schedule ffnn16 --unit-costs --policy {policy} --processors 3") == pytest.approx(
+            2 / 3, abs=5e-5)
+    assert bubble("archsim schedule layerpipe_sample --policy 1f1b --processors 3 --mode paper") >= 2 / 3
+    for policy in ("zb-h1", "ooo-pipe2"):
+        assert bubble(f"archsim schedule ffnn16 --unit-costs --policy {policy} --processors 3") < 2 / 3 - 0.05
+
+
 def test_quoted_lines_are_lines_of_a_fresh_run(scratch, capsys, monkeypatch):
     quoted = 0
     for page in PAGES:
