@@ -36,7 +36,11 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
               "inter_node_gbps": ("gbps0", False), "intra_latency_us": ("latency_us", False),
               "inter_node_latency_us": ("latency_us", False)},
+    # the vector unit (a TPU's VPU), optional as a whole; lanes required once it is written (_WHOLE_OPTIONAL)
+    "vector": {"lanes": ("int", True), "sublanes": ("int", False), "cores": ("int", False),
+               "clock_mhz": ("float", False), "fp32_per_clock": ("float", False), "exp_per_clock": ("float", False)},
 }
+_WHOLE_OPTIONAL = ("vector",)  # sections a device file may leave out, whose required keys it must give if written
 # A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
 # nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
 MAX_STEP_LATENCY_US = 1000.0
@@ -109,7 +113,7 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
     try:
         if kind == "int":
             return parse_int(value, high=INT32_MAX, what="a positive integer")
-        high = math.inf if (section, key) == ("compute", "clock_mhz") else MAX_FIGURE  # a clock has its own range
+        high = math.inf if key == "clock_mhz" else MAX_FIGURE  # a clock has its own range (archsim.clock)
         if kind == "float":
             return parse_float(value, low_open=True, high=high, what="a positive number")
         if kind == "float0":
@@ -199,7 +203,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
                 raise InputError(f"unknown key{'' if home else did_you_mean(key, taken)}; [{section}] takes "
                                  f"{', '.join(taken)}{home}", file=file, field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
-            if needed and key not in given and (section in required):
+            written = section in required or (section in _WHOLE_OPTIONAL and section in spec)
+            if needed and key not in given and written:
                 raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}", missing=True)
         out[section] = {key: _check(section, key, value, file, typed) for key, value in given.items()}
     return out
@@ -287,7 +292,7 @@ def _cfg_device_sections(text: str, file: str,
         raise cfg_syntax_error(exc, file) from None
     if not required and not (parser.has_section("device") or parser.has_section("links")):
         return None
-    own = {s: dict(parser[s]) for s in _CFG_SECTIONS if parser.has_section(s)}
+    own = {s: dict(parser[s]) for s in (*_CFG_SECTIONS, *_WHOLE_OPTIONAL) if parser.has_section(s)}
     for section, keys in own.items():
         for key, value in keys.items():
             cfg_unquoted(value, file, f"{section}.{key}")
