@@ -144,7 +144,7 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
     """What an array command says on stderr of its ``--config`` .cfg: a device file of several arrays costs one; one
     priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes; under
     the ``cycle`` engine without ``bandwidth``, a ``[memory] hbm_gbps`` it does not read."""
-    from archsim.array.device_sections import device_arrays_note, device_dtype_note
+    from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.options import element_width, hbm_unread_note
     from archsim.array.sram_sizes import cfg_sram_warning
 

@@ -29,7 +29,7 @@ def device_toml_array(config: str | Path, array: str | None, dataflow: str | Non
     prices the chip's dtype), reshaped by ``array`` and ``dataflow``, with the notes a ``.cfg`` device file gets
     and the warnings train gives the file, said through ``speak_after`` (default: after the run). Its memory and
     clock are the caller's to set."""
-    from archsim.array.device_sections import device_arrays_note, device_dtype_note
+    from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.options import array_size_warning, array_source, reshaped
     from archsim.devices.device_file import implausible_figures, unread_keys_note
     from archsim.training.energy import device_file_array
@@ -54,7 +54,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     """(rows, meta, static note): the per-part rows ``archsim energy`` prints (TOTAL last), its meta (what was
     priced, the table, the array's area; seconds and average watts at a clock) and the note on a device file's
     static power, which train and search read and energy does not ('' where none)."""
-    from archsim.array.device_sections import device_static_note
+    from archsim.array.device_notes import device_static_note
     from archsim.array.options import dtype_meta, memory_meta
     from archsim.energy import array_area
     from archsim.energy.model import iteration_energy_rows

@@ -95,7 +95,8 @@ def test_mma_sync_reaches_two_thirds_on_hopper_only():
 
 
 def test_a_device_file_without_lanes_uses_one_lane_per_array_row():
-    tpu = load_device(ROOT / "configs" / "devices" / "tpu_v4_like.toml")  # 8 arrays of 128 rows at 1050 MHz
+    # 8 arrays of 128 rows at 1050 MHz; its [vector] set aside (tests/test_vector_unit.py reads it)
+    tpu = replace(load_device(ROOT / "configs" / "devices" / "tpu_v4_like.toml"), vector=None)
     assert nonmatmul_rates(tpu) == pytest.approx((8 * 128 * 1.05e9, 8 * 128 * 1.05e9))
     with_lanes = replace(tpu, lanes=Arrays(4, 8, 16, "os", 1.05e9))
     assert nonmatmul_rates(with_lanes) == pytest.approx((4 * 8 * 16 * 1.05e9,) * 2)

@@ -112,9 +112,9 @@ def parse_array_shape(text: str, *, field_name: str = "array") -> tuple[int, int
 # SCALE-Sim's own sections (any of its versions) and archsim's two; any other is a typo, refused.
 _SECTIONS = {"general", "architecture_presets", "network_presets", "layout", "sparsity", "run_presets", "memory",
              "archsim", "energy"}
-# A device file's own two (docs/formats.md, Device files): checked by archsim.array.device_sections;
+# A device file's own three (docs/formats.md, Device files): checked by archsim.array.device_sections;
 # the array commands cost one of its arrays (SCALE-Sim's reader, too, skips sections it does not read).
-_DEVICE_SECTIONS = {"device", "links"}
+_DEVICE_SECTIONS = {"device", "links", "vector"}
 
 # Every key a SCALE-Sim version's reader reads in its own sections (docs/scalesim.md), as SCALE-Sim spells them
 # (configparser reads them in any case), with the ones its shipped configs carry unread (``MemoryBanks``) and the

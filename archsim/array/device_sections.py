@@ -8,11 +8,9 @@ from __future__ import annotations
 import configparser
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 from archsim.choices.devices import DTYPES, GEMM_MODELS
-from archsim.console import setting
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
 from archsim.validate import INT32_MAX, cfg_syntax_error, did_you_mean, shown, shown_boolean, shown_number
@@ -38,7 +36,11 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
               "inter_node_gbps": ("gbps0", False), "intra_latency_us": ("latency_us", False),
               "inter_node_latency_us": ("latency_us", False)},
+    # the vector unit (a TPU's VPU), optional as a whole; lanes required once it is written (_WHOLE_OPTIONAL)
+    "vector": {"lanes": ("int", True), "sublanes": ("int", False), "cores": ("int", False),
+               "clock_mhz": ("float", False), "fp32_per_clock": ("float", False), "exp_per_clock": ("float", False)},
 }
+_WHOLE_OPTIONAL = ("vector",)  # sections a device file may leave out, whose required keys it must give if written
 # A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
 # nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
 MAX_STEP_LATENCY_US = 1000.0
@@ -111,7 +113,7 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
     try:
         if kind == "int":
             return parse_int(value, high=INT32_MAX, what="a positive integer")
-        high = math.inf if (section, key) == ("compute", "clock_mhz") else MAX_FIGURE  # a clock has its own range
+        high = math.inf if key == "clock_mhz" else MAX_FIGURE  # a clock has its own range (archsim.clock)
         if kind == "float":
             return parse_float(value, low_open=True, high=high, what="a positive number")
         if kind == "float0":
@@ -201,7 +203,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
                 raise InputError(f"unknown key{'' if home else did_you_mean(key, taken)}; [{section}] takes "
                                  f"{', '.join(taken)}{home}", file=file, field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
-            if needed and key not in given and (section in required):
+            written = section in required or (section in _WHOLE_OPTIONAL and section in spec)
+            if needed and key not in given and written:
                 raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}", missing=True)
         out[section] = {key: _check(section, key, value, file, typed) for key, value in given.items()}
     return out
@@ -289,7 +292,7 @@ def _cfg_device_sections(text: str, file: str,
         raise cfg_syntax_error(exc, file) from None
     if not required and not (parser.has_section("device") or parser.has_section("links")):
         return None
-    own = {s: dict(parser[s]) for s in _CFG_SECTIONS if parser.has_section(s)}
+    own = {s: dict(parser[s]) for s in (*_CFG_SECTIONS, *_WHOLE_OPTIONAL) if parser.has_section(s)}
     for section, keys in own.items():
         for key, value in keys.items():
             cfg_unquoted(value, file, f"{section}.{key}")
@@ -334,67 +337,3 @@ def check_bandwidth_once(memory: dict[str, Any], words_per_cycle: tuple[int, ...
                              f"{gbps:g} GB/s but [memory] hbm_gbps = {hbm:g} GB/s: cost --engine cycle reads the "
                              f"first, train and search the second; drop one or make them agree (within 1%)",
                              file=file, field="memory.hbm_gbps")
-
-
-def _device_file(config: str | Path) -> tuple[dict[str, dict[str, Any]], int] | None:
-    """A ``--config`` device file's checked sections and its array count, for the notes below: a ``.cfg``'s
-    (:func:`cfg_device_sections`) or a device TOML's (:func:`toml_sections`, ``[compute] arrays``); None for a plain
-    SCALE-Sim file."""
-    from archsim.validate import read_text
-
-    text, file = read_text(config, "config file", encoding="utf-8-sig"), str(config)
-    if Path(config).suffix.lower() == ".toml":
-        values = toml_sections(text, file, ("device", "compute"))
-        return None if values is None else (values, values.get("compute", {}).get("arrays", 1))
-    checked = cfg_device_sections(text, file, required=False)
-    return None if checked is None else (checked[0], checked[1])
-
-
-def device_dtype_note(config: str | Path) -> str | None:
-    """What an array command says of a ``--config`` device file when no ``--dtype`` (nor ``--element-bytes``)
-    is given: it prices SCALE-Sim's 1-byte word, train the chip at :data:`~archsim.choices.devices.TRAIN_DTYPE`
-    (every per-word energy and size at 2 bytes), so the flag that prices what train charges is named.
-    None for a plain SCALE-Sim file."""
-    from archsim.choices.devices import SCALESIM_DTYPE, TRAIN_DTYPE
-
-    if _device_file(config) is None:
-        return None
-    return (f"{config} is a device file; this prices its arrays at {SCALESIM_DTYPE} (SCALE-Sim's 1-byte word, the "
-            f"default here), train at {TRAIN_DTYPE}: add {setting('dtype', TRAIN_DTYPE)} to price what train charges")
-
-
-def device_arrays_note(config: str | Path) -> str | None:
-    """What an array command says of a ``--config`` that is a device file of several arrays (it costs one of
-    them, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.
-    None for a plain SCALE-Sim file or a device of one array."""
-    checked = _device_file(config)
-    if checked is None or checked[1] <= 1:
-        return None
-    return (f"{config} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
-            f"GEMM's folds over all {checked[1]})")
-
-
-def device_static_note(config: str | Path) -> str | None:
-    """What ``archsim energy`` says of a ``--config`` device file that states ``[device] static_watts`` (W per chip):
-    train and search add it over the iteration, energy prices one array's dynamic joules and the energy table's
-    leakage, so the figure is named as unread here. None for a plain SCALE-Sim file or one stating none."""
-    checked = _device_file(config)
-    watts = 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
-    if not watts:
-        return None
-    return (f"{config} states [device] static_watts = {watts:g} W per chip: train and search add it × chips × "
-            "iteration seconds; energy prices one array, its leakage_pj the energy table's leakage, not it")
-
-
-def device_capacity_note(config: str | Path) -> str | None:
-    """What ``pipeline --memory`` says of a ``--config`` device ``.cfg`` stating ``[memory] hbm_gib`` when no
-    ``--capacity-gb`` is given: its memory check reads that flag alone (GB, 10⁹ bytes), so the value that checks the
-    file's GiB is named. None for a plain SCALE-Sim file or one stating none."""
-    checked = _device_file(config)
-    gib = None if checked is None else checked[0].get("memory", {}).get("hbm_gib")
-    if not gib:
-        return None
-    return (f"{config} states [memory] hbm_gib = {gib:g}: pipeline checks memory against --capacity-gb alone (GB, "
-            f"10⁹ bytes), so no processor was checked against it: add --capacity-gb {gib * 2**30 / 1e9:.12g} to check "
-            f"each processor against {gib:g} GiB")
-

@@ -132,7 +132,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     """One ``archsim gemm`` run: each keyword its flag's value, already of the flag's type (``dram_bandwidth``:
     ``--bandwidth``, named ``bandwidth_flag``). ``speak(kind, text)``: a warning said as it arises (default:
     stderr); ``speak_after``: a note or warning said once the run has succeeded (default: stderr after the run)."""
-    from archsim.array.device_sections import device_arrays_note
+    from archsim.array.device_notes import device_arrays_note
     from archsim.array.options import (
         array_size_warning,
         array_source,

@@ -178,7 +178,7 @@ def note_device_arrays(config: str, dtype_given: bool = True) -> None:
     without ``dtype_given`` (no --dtype or --element-bytes), that it prices int8 where train prices fp16; and warn
     when its SRAM sizes look like bytes (:func:`archsim.array.sram_sizes.cfg_sram_warning`). Said after the run
     (:func:`~archsim.console.say_after_run`), as train's notes are: a later refusal is then its one line."""
-    from archsim.array.device_sections import device_arrays_note, device_dtype_note
+    from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.sram_sizes import cfg_sram_warning
 
     for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config)):

@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
                                            capacity) for m in memory], "processors")
                 meta["fits_memory"] = warning is None
             elif args.config:  # a device file's hbm_gib is train's; here only the flag is checked
-                from archsim.array.device_sections import device_capacity_note
+                from archsim.array.device_notes import device_capacity_note
 
                 unchecked = device_capacity_note(args.config)
                 if unchecked:

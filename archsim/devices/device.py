@@ -10,6 +10,8 @@ A device is its compute units, its memories and its links:
   are 128 × 128 arrays.
 * **lanes**: the FP32 vector lanes as arrays of lanes (a GPU's SIMD partitions, where the catalog
   describes them), for fp32 GEMMs on an array device that has them; None when not described.
+* **vector**: a device file's vector unit (:class:`VectorUnit`, a TPU's VPU), where the non-matmul work of a
+  fused kernel runs (:mod:`archsim.devices.nonmatmul`); None when not stated (the lanes then run it).
 * **gemm**: how a GEMM is timed — ``tiles`` (a GPU library's output tiles in waves over the cores at
   the dtype's peak, :func:`archsim.devices.kernels.path_gemm_seconds`) or ``arrays`` (the SCALE-Sim-exact
   analytic cost of one array, :func:`archsim.array.analytic.gemm_cost`, its folds dealt in waves
@@ -85,6 +87,26 @@ class Arrays:
 
 
 @dataclass(frozen=True)
+class VectorUnit:
+    """A device file's vector unit: ``cores`` × ``lanes`` × ``sublanes`` lanes at ``clock_hz``, each giving
+    ``fp32_per_clock`` FP32 results and ``exp_per_clock`` exponentials a clock (an FMA one result); ``cores`` and
+    ``clock_hz`` None: the arrays' (read when priced, so a device sweep's arrays and clock carry them as a file
+    written with them would). Apart from the ``lanes`` fp32 GEMMs run on (docs/formats.md, "Device files")."""
+
+    lanes: int
+    sublanes: int = 1
+    cores: int | None = None
+    clock_hz: float | None = None
+    fp32_per_clock: float = 1.0
+    exp_per_clock: float = 1.0
+
+    def rates(self, arrays: Arrays) -> tuple[float, float]:
+        """(exponentials per second, FP32 results per second) beside ``arrays``, the device's."""
+        width = (self.cores or arrays.cores) * self.lanes * self.sublanes * (self.clock_hz or arrays.clock_hz)
+        return width * self.exp_per_clock, width * self.fp32_per_clock
+
+
+@dataclass(frozen=True)
 class Device:
     """A training device (module docstring). Bytes, bytes/s, seconds, watts; ``peaks``: (dtype,
     dense FLOP/s) pairs; ``efficiency`` None: a catalog GPU's fitted kernels apply."""
@@ -119,6 +141,7 @@ class Device:
     # figures (name, pJ per word), what train's energy model prices an array device with, as archsim energy does
     energy_table: str | None = None
     energy_figures: tuple[tuple[str, float], ...] = ()
+    vector: VectorUnit | None = None  # a device file's [vector]: where non-matmul work runs (None: its lanes)
 
     def __post_init__(self) -> None:
         if self.sram_keys and sum(kib for _, kib in self.sram_keys) * 1024 != self.sram_bytes_per_array:
@@ -184,4 +207,4 @@ def catalog_device(name: str) -> Device:
     return gpu(name)
 
 
-__all__ = ["Arrays", "Device", "catalog_device"]
+__all__ = ["Arrays", "Device", "VectorUnit", "catalog_device"]

@@ -38,7 +38,7 @@ from archsim.array.sram_sizes import (
 )
 from archsim.choices.devices import DTYPES
 from archsim.clock import clock_hz
-from archsim.devices.device import Arrays, Device
+from archsim.devices.device import Arrays, Device, VectorUnit
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
@@ -113,6 +113,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
     elif "lane_rows" in comp or "lane_cols" in comp:  # named as the key written, at its line
         raise InputError("lane_rows / lane_cols need lanes (the count of lane arrays)", file=file,
                          field=f"compute.{'lane_rows' if 'lane_rows' in comp else 'lane_cols'}")
+    vector = _vector_unit(values.get("vector", {}), file)
     given = comp.get("peak_tflops")
     if given is not None:
         if gemm == "arrays":
@@ -134,7 +135,22 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                   intra_latency_s=_seconds(links, "intra_latency_us"),
                   inter_node_latency_s=_seconds(links, "inter_node_latency_us"), board_watts=dev.get("board_watts"),
                   split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0),
-                  sram_keys=sram_keys)
+                  sram_keys=sram_keys, vector=vector)
+
+
+def _vector_unit(vec: dict[str, Any], file: str) -> VectorUnit | None:
+    """A file's ``[vector]`` (checked: lanes given, counts positive integers, figures positive) as a
+    :class:`VectorUnit` (cores and clock unstated: the arrays'); None when not written."""
+    if not vec:
+        return None
+    clock = None
+    if "clock_mhz" in vec:
+        try:
+            clock = clock_hz(vec["clock_mhz"], "MHz")
+        except ValueError as exc:
+            raise InputError(str(exc), file=file, field="vector.clock_mhz") from None
+    return VectorUnit(vec["lanes"], vec.get("sublanes", 1), vec.get("cores"), clock, vec.get("fp32_per_clock", 1.0),
+                      vec.get("exp_per_clock", 1.0))
 
 
 def _seconds(links: dict[str, Any], key: str) -> float | None:

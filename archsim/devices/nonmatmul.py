@@ -24,11 +24,12 @@ Rates (results per second), one rule for every device:
   H100 too);
   the FP32 operations at one per FP32 lane per clock (an FMA is one operation: 2 FLOPs, as the 19.5 TFLOP/s
   above count it);
-* a device without a chip (a device file): both on its ``lanes`` where it states them, one result per lane
-  per clock; without lanes, on one lane per row of each array (the vector unit that feeds an array is
-  as wide as its rows) — an assumption, stated, not a described unit. For the TPU-v4-like file that is
-  1,024 a chip; JAX's ``tpu_info`` gives TPU v4 128 lanes × 8 sublanes per TensorCore, 2,048 a chip, but
-  ``lanes`` would also carry its fp32 GEMMs (docs/training.md, "FlashAttention's non-matmul work").
+* a device without a chip (a device file): both on its vector unit where it states one (``[vector]``,
+  :class:`~archsim.devices.device.VectorUnit`: cores × lanes × sublanes × clock, times its results per lane per
+  clock, 1 each unless stated); else on its ``lanes``, one result per lane per clock; else on one lane per row of
+  each array (the vector unit that feeds an array is as wide as its rows) — an assumption, stated, not a
+  described unit. The TPU-v4-like file states its VPU as JAX's ``tpu_info`` gives TPU v4: 2 TensorCores of 128
+  lanes × 8 sublanes, 2,048 a chip (docs/training.md, "FlashAttention's non-matmul work").
 
 The kernel's instruction path: FlashAttention-2 compiles sm80's ``mma.sync`` on Hopper too (FlashAttention-3
 §1: "not using Hopper-specific instructions in place of Ampere ones when targeting the Tensor Cores"), and
@@ -71,20 +72,23 @@ def mma_sync_fraction(cc: tuple[int, int]) -> float:
     return 2 / 3 if cc[0] == 9 else 1.0
 
 
-def _lane_rate(device: Device) -> float:
-    """A device file's non-matmul results per second: one per lane per clock (half its lanes' ``peak_flops``,
-    which counts an FMA as 2), else one lane per array row."""
+def _file_rates(device: Device) -> tuple[float, float]:
+    """A device file's (exponentials, FP32 results) per second: its vector unit's; else one per lane per clock
+    (half its lanes' ``peak_flops``, which counts an FMA as 2), else one lane per array row, for both."""
+    if device.vector is not None:
+        return device.vector.rates(device.arrays)
     if device.lanes is not None:
-        return device.lanes.peak_flops / 2
-    return device.arrays.count * device.arrays.rows * device.arrays.clock_hz
+        rate = device.lanes.peak_flops / 2
+    else:
+        rate = device.arrays.count * device.arrays.rows * device.arrays.clock_hz
+    return rate, rate
 
 
 def nonmatmul_rates(device: Device) -> tuple[float, float]:
     """(exponentials per second, FP32 operations per second) of ``device`` (module docstring's rule)."""
     chip = chip_of(device)
     if chip is None or chip.compute_capability == (0, 0) or not chip.fp32_lanes_per_sm:
-        rate = _lane_rate(device)
-        return rate, rate
+        return _file_rates(device)
     return _chip_rates(chip)
 
 

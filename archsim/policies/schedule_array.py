@@ -39,7 +39,7 @@ def run_array(args: SimpleNamespace, speak=None):
     if speak is not None and huge:  # as every array command warns it (commands.common.warn_array_size)
         speak("warning", huge)
     if speak is not None and args.config:  # as every array command says it (commands.common.note_device_arrays)
-        from archsim.array.device_sections import device_arrays_note, device_dtype_note
+        from archsim.array.device_notes import device_arrays_note, device_dtype_note
         from archsim.array.options import hbm_unread_note
 
         unread = hbm_unread_note(args.config, width or 1, "dram-bandwidth") if (

@@ -44,9 +44,9 @@ LAYOUT_COLUMNS = ["tp", "pp", "dp"]  # after gpus, only in a sweep of tp or pp (
 def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None,
                 sram_kib_per_array: int | None = None, clock_ghz: float | None = None) -> Device:
     """``device`` with its arrays (count, rows, cols: one array per core), HBM bandwidth (GB/s), SRAM
-    per array (KiB) and clock (GHz: its arrays' and fp32 lanes', one clock in a device file) replaced, every other
-    field kept; the peaks of the dtypes its arrays run scale with their PEs and clock, as a device file's derived
-    peaks would."""
+    per array (KiB) and clock (GHz: its arrays' and fp32 lanes', and its vector unit's unless that states its own)
+    replaced, every other field kept; the peaks of the dtypes its arrays run scale with their PEs and clock, as a
+    device file's derived peaks would."""
     from archsim.choices.devices import DTYPES
 
     if arrays is not None:

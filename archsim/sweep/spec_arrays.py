@@ -105,11 +105,11 @@ def check_cfg_axes(table: dict, texts: tuple[str, ...], arrays: list[tuple[int, 
 def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim sweep`` says on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings of a spec's
     ``.cfg`` arrays, once per file: a device of several arrays is swept as one array, as ``archsim cost --config``
-    costs it and says (:func:`archsim.array.device_sections.device_arrays_note`); keys an array device does not read
+    costs it and says (:func:`archsim.array.device_notes.device_arrays_note`); keys an array device does not read
     (:func:`archsim.devices.device_file.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
     ``[memory] hbm_gbps`` it does not read, as ``cost --engine cycle`` says (:func:`archsim.array.options.hbm_unread_note`,
     in words of the spec's first element size)."""
-    from archsim.array.device_sections import device_arrays_note
+    from archsim.array.device_notes import device_arrays_note
     from archsim.array.options import hbm_unread_note
     from archsim.devices.device_file import config_unread_keys_note
 

@@ -1,0 +1,75 @@
+"""What an array command says of a ``--config`` that is a device file (``cost``, ``energy``, ``pipeline``, an array
+sweep): the notes that name what it prices apart from ``train``. Apart from :mod:`archsim.array.device_sections`,
+whose checks they read: one job each."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from archsim.array.device_sections import cfg_device_sections, toml_sections
+from archsim.console import setting
+
+
+def _device_file(config: str | Path) -> tuple[dict[str, dict[str, Any]], int] | None:
+    """A ``--config`` device file's checked sections and its array count, for the notes below: a ``.cfg``'s
+    (:func:`cfg_device_sections`) or a device TOML's (:func:`toml_sections`, ``[compute] arrays``); None for a plain
+    SCALE-Sim file."""
+    from archsim.validate import read_text
+
+    text, file = read_text(config, "config file", encoding="utf-8-sig"), str(config)
+    if Path(config).suffix.lower() == ".toml":
+        values = toml_sections(text, file, ("device", "compute"))
+        return None if values is None else (values, values.get("compute", {}).get("arrays", 1))
+    checked = cfg_device_sections(text, file, required=False)
+    return None if checked is None else (checked[0], checked[1])
+
+
+def device_dtype_note(config: str | Path) -> str | None:
+    """What an array command says of a ``--config`` device file when no ``--dtype`` (nor ``--element-bytes``)
+    is given: it prices SCALE-Sim's 1-byte word, train the chip at :data:`~archsim.choices.devices.TRAIN_DTYPE`
+    (every per-word energy and size at 2 bytes), so the flag that prices what train charges is named.
+    None for a plain SCALE-Sim file."""
+    from archsim.choices.devices import SCALESIM_DTYPE, TRAIN_DTYPE
+
+    if _device_file(config) is None:
+        return None
+    return (f"{config} is a device file; this prices its arrays at {SCALESIM_DTYPE} (SCALE-Sim's 1-byte word, the "
+            f"default here), train at {TRAIN_DTYPE}: add {setting('dtype', TRAIN_DTYPE)} to price what train charges")
+
+
+def device_arrays_note(config: str | Path) -> str | None:
+    """What an array command says of a ``--config`` that is a device file of several arrays (it costs one of
+    them, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.
+    None for a plain SCALE-Sim file or a device of one array."""
+    checked = _device_file(config)
+    if checked is None or checked[1] <= 1:
+        return None
+    return (f"{config} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
+            f"GEMM's folds over all {checked[1]})")
+
+
+def device_static_note(config: str | Path) -> str | None:
+    """What ``archsim energy`` says of a ``--config`` device file that states ``[device] static_watts`` (W per chip):
+    train and search add it over the iteration, energy prices one array's dynamic joules and the energy table's
+    leakage, so the figure is named as unread here. None for a plain SCALE-Sim file or one stating none."""
+    checked = _device_file(config)
+    watts = 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
+    if not watts:
+        return None
+    return (f"{config} states [device] static_watts = {watts:g} W per chip: train and search add it × chips × "
+            "iteration seconds; energy prices one array, its leakage_pj the energy table's leakage, not it")
+
+
+def device_capacity_note(config: str | Path) -> str | None:
+    """What ``pipeline --memory`` says of a ``--config`` device ``.cfg`` stating ``[memory] hbm_gib`` when no
+    ``--capacity-gb`` is given: its memory check reads that flag alone (GB, 10⁹ bytes), so the value that checks the
+    file's GiB is named. None for a plain SCALE-Sim file or one stating none."""
+    checked = _device_file(config)
+    gib = None if checked is None else checked[0].get("memory", {}).get("hbm_gib")
+    if not gib:
+        return None
+    return (f"{config} states [memory] hbm_gib = {gib:g}: pipeline checks memory against --capacity-gb alone (GB, "
+            f"10⁹ bytes), so no processor was checked against it: add --capacity-gb {gib * 2**30 / 1e9:.12g} to check "
+            f"each processor against {gib:g} GiB")
+
