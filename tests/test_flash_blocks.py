@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from archsim.devices.device import catalog_device
@@ -77,7 +77,11 @@ def _seconds(ops) -> float:
 
 @settings(max_examples=40, deadline=None)
 @given(s=st.integers(128, 16384), hd=st.sampled_from([64, 128]), heads=st.integers(1, 64))
+@example(s=129, hd=128, heads=11)  # found by the explore profile: the causal forward cost 1.5% more than the square
+@example(s=6913, hd=64, heads=1)  # and a causal backward under half the square less the diagonal
 def test_causal_time_lies_between_half_the_square_and_the_square(s, hd, heads):
+    """Both kernels are priced as the blocks they compute; until 2026-12-03 the square was priced as the unfused
+    GEMMs' s × s shapes, whose tile quantization differs, and both examples below failed."""
     causal = flash_attention_ops(s, hd, heads, heads)
     square = flash_attention_ops(s, hd, heads, heads, causal=False)
     tile = flash_tiles(hd)

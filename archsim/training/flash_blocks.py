@@ -83,14 +83,13 @@ def computed_blocks(s: int, br: int, bc: int, window: int | None = None, causal:
 def flash_gemms(s: int, hd: int, heads: int, tile: tuple[int, int], window: int | None = None,
                 causal: bool = True) -> tuple[Gemm, Gemm]:
     """The kernel's scores-shaped (S = QKᵀ) and context-shaped (O = PV) GEMMs over ``heads`` heads, the
-    backward's five alike (Br·Bc·hd products a block each). Not ``causal``: the whole s × s square, as the
-    unfused GEMMs' shapes. Causal: its :func:`computed_blocks` stacked, (min(Br, Bc) · blocks) × hd ×
-    max(Br, Bc) for both, so a GPU's tile model tiles them as one grid and an array streams the long side;
-    ``window`` as there."""
-    if not causal:
-        return Gemm(s, hd, s, heads), Gemm(s, s, hd, heads)
+    backward's five alike (Br·Bc·hd products a block each): its :func:`computed_blocks` stacked, (min(Br, Bc) ·
+    blocks) × hd × max(Br, Bc) for both, so a GPU's tile model tiles them as one grid and an array streams the
+    long side; ``window`` as there. Not ``causal`` the blocks are the whole grid, priced the same way: until
+    2026-12-03 it was the s × s square as the unfused GEMMs' shapes, whose tile quantization differs from the
+    blocks', so at s just past a tile (s = 129, head dim 128) the causal kernel cost more than the whole square."""
     br, bc = tile
-    blocks = Gemm(min(br, bc) * computed_blocks(s, br, bc, window), hd, max(br, bc), heads)
+    blocks = Gemm(min(br, bc) * computed_blocks(s, br, bc, window, causal), hd, max(br, bc), heads)
     return blocks, blocks
 
 
