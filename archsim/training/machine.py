@@ -28,6 +28,7 @@ class Links:
     dp: LinkClass | Spanning
     pp_hops: tuple[LinkClass | Spanning, ...] = ()
     embedding: LinkClass | Spanning | None = None
+    cp: LinkClass | Spanning | None = None  # the context-parallel group's (None: CP 1, no group)
 
 
 @dataclass(frozen=True)
