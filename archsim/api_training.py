@@ -203,7 +203,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            max_ops: int | str | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
-           fsdp: bool = False) -> SearchResult:
+           fsdp: bool = False, cp: int | str | Sequence[int | str] = 1) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -211,8 +211,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
-    ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``). Returns the
-    :class:`~archsim.training.search_result.SearchResult`: ``rows``
+    ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``; ``cp``: the context-parallel
+    degrees tried, as ``--cp``). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count), the Pareto front and ``sharded_fits`` (every configuration out of memory
@@ -250,6 +250,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
     counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus, "gpus")]
+    cps = tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
     check_choice(objective, OBJECTIVES, "objective")
     check_choice(balance, BALANCES, "balance")
     check_choice(placement, PLACEMENTS, "placement")
@@ -285,7 +286,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        sequence_parallel=modes[sequence_parallel], top=top,
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
-                       max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp)
+                       max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,

@@ -299,24 +299,24 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")
-    problem = cp_problem(c, par)
+    problem = cp_problem(c, par.cp, par.attention)
     if problem:
         raise InputError(problem, field="cp")
 
 
-def cp_problem(c: TransformerConfig, par: Parallelism) -> str:
-    """Why context parallelism ``par.cp`` cannot run ``c`` ('' when it can): Megatron-LM's load-balanced causal
+def cp_problem(c: TransformerConfig, cp: int, attention: str) -> str:
+    """Why context parallelism ``cp`` cannot run ``c`` ('' when it can): Megatron-LM's load-balanced causal
     split needs the sequence in 2·CP equal chunks; TransformerEngine runs CP only in its flash/fused attention
     (its unfused attention asserts it); a sliding window and Switch's encoder-decoder are not modelled."""
-    if par.cp == 1:
+    if cp == 1:
         return ""
-    if c.seq % (2 * par.cp):
-        return (f"CP {par.cp} must split the sequence of {c.seq} tokens into 2 × CP = {2 * par.cp} equal chunks "
+    if c.seq % (2 * cp):
+        return (f"CP {cp} must split the sequence of {c.seq} tokens into 2 × CP = {2 * cp} equal chunks "
                 "(Megatron-LM's load-balanced causal split)")
-    if par.attention != "flash":
-        return f"CP {par.cp} runs in TransformerEngine's flash attention only: with {setting('attention', 'flash')}"
+    if attention != "flash":
+        return f"CP {cp} runs in TransformerEngine's flash attention only: with {setting('attention', 'flash')}"
     if c.family == "switch" or c.sliding_window or c.family == "bert":
-        return f"CP {par.cp} is modelled for causal decoders without a sliding window, not {c.name}"
+        return f"CP {cp} is modelled for causal decoders without a sliding window, not {c.name}"
     return ""
 
 

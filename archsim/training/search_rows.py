@@ -129,6 +129,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += " --distributed-optimizer"
     if row.get("fsdp"):
         line += " --fsdp"
+    if row.get("cp", 1) > 1:
+        line += f" --cp {row['cp']}"
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):
