@@ -130,7 +130,8 @@ def test_more_cp_on_an_infinitely_fast_link_never_slows_the_compute(seq):
     for cp in (1, 2, 4, 8):
         par = Parallelism(1, 1, 1, 1, cp=cp, attention="flash")
         machine = cluster.machine(par)
-        machine = replace(machine, links=replace(machine.links, cp=free if cp > 1 else None))
+        machine = replace(machine, links=replace(machine.links, cp=free if cp > 1 else None,
+                                                 cp_hop=free if cp > 1 else None))
         layer = model_pieces(c, par, machine)["layer"]
         assert layer.cp_forward == 0.0 and layer.cp_backward == 0.0
         seconds.append(layer.forward + layer.backward_input + layer.backward_weight + layer.recompute)
@@ -190,3 +191,27 @@ def test_all_gather_exchanges_k_v_and_dk_dv_whole_and_unhidden():
     assert layer.cp_backward == pytest.approx(2 * gather + 2 * scatter, rel=1e-12)
     with pytest.raises(InputError):
         Parallelism(2, 1, 1, 1, cp=4, cp_comm="a2a")
+
+
+def test_p2p_exposes_only_what_a_step_s_send_outlasts_its_attention():
+    """On a slow ring link (1 GB/s, no latency) each step costs the longer of its attention and its send: the
+    exposed seconds are Σ max(0, bytes / 10⁹ − step), the bytes counted by hand (8,192 tokens · 4 KV heads · 128 ·
+    2 tensors · 2 bytes forward; the backward's K/V, K/V + dK/dV, dK/dV), the steps the layer's own attention rows."""
+    c = _llama(32768)
+    cluster = load_gpu_cluster(str(H100), "bf16")
+    par = Parallelism(2, 1, 1, 1, cp=4, attention="flash", recompute="none")
+    machine = cluster.machine(par)
+    slow = LinkClass("slow", 1e9, 1.0, 0.0, 0.0)
+    machine = replace(machine, links=replace(machine.links, cp_hop=slow))
+    clear_model_cache()
+    layer = model_pieces(c, par, machine)["layer"]
+    clear_model_cache()
+    steps_f = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "F"]
+    steps_b = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "D"][::-1]
+    one = 8192 * 4 * 128 * 2 * 2
+    sends_f, sends_b = [one, one, one, 0], [one, 2 * one, 2 * one, one]
+    hand_f = sum(max(0.0, b / 1e9 - t) for b, t in zip(sends_f, steps_f, strict=True))
+    hand_b = sum(max(0.0, b / 1e9 - t) for b, t in zip(sends_b, steps_b, strict=True))
+    assert hand_f > 0 and hand_b > 0
+    assert layer.cp_forward == pytest.approx(hand_f, rel=1e-12)
+    assert layer.cp_backward == pytest.approx(hand_b, rel=1e-12)

@@ -80,12 +80,12 @@ def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: 
              steps_b: list[float]) -> tuple[float, float, list[tuple[str, str, float]]]:
     """Seconds CP's K/V exchange adds to a layer's forward and backward beyond its attention steps'
     ``steps_f``/``steps_b`` compute (GPU seconds per step), and its rows (name, F/B, seconds)."""
-    link, cp, scale = machine.links.cp, par.cp, machine.scale
-    assert link is not None  # a rank machine of a CP group has its link
-    if par.cp_comm == "p2p":
+    link, hop, cp, scale = machine.links.cp, machine.links.cp_hop, par.cp, machine.scale
+    assert link is not None and hop is not None  # a rank machine of a CP group has its links
+    if par.cp_comm == "p2p":  # each step GPU to GPU: where the ring crosses servers, one GPU's NIC (cp_hop)
         sends_f, sends_b = ring_sends(c, par, scale)
-        t_f = [float(collective_seconds("p2p", b, 2, link)) if b else 0.0 for b in sends_f]
-        t_b = [float(collective_seconds("p2p", b, 2, link)) for b in sends_b]
+        t_f = [float(collective_seconds("p2p", b, 2, hop)) if b else 0.0 for b in sends_f]
+        t_b = [float(collective_seconds("p2p", b, 2, hop)) for b in sends_b]
         f = sum(max(0.0, t - s) for t, s in zip(t_f, steps_f, strict=True))
         b = sum(max(0.0, t - s) for t, s in zip(t_b, steps_b, strict=True))
         return f, b, [(f"cp.kv-ring (p2p, {cp - 1} × {message_mib(sends_f[0])}, exposed beyond attention)", "F", f),

@@ -113,9 +113,9 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
     wired = _wired_within(cluster, device, start, start + group - 1)
     step = 1 if wired else min(cluster.gpus_per_server, par.tp)
     dp_groups = (range(start + t, start + group, par.tp) for t in range(0, par.tp, step))  # over DP × CP ranks
-    cp_groups = (range(first + t, first + par.tp * par.cp, par.tp) for first in range(start, start + group,
+    cp_groups = [range(first + t, first + par.tp * par.cp, par.tp) for first in range(start, start + group,
                                                                                      par.tp * par.cp)
-                 for t in range(0, par.tp, step))
+                 for t in range(0, par.tp, step)]
     hops = pipeline_hops(cluster, par, device)
     # the pipeline's link over its ranks' first GPUs, or its slowest hop where that is slower: the
     # first GPUs may share a server while another pair of a hop crosses (:func:`pipeline_hops`)
@@ -127,7 +127,9 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
                          pp=pp, pp_hops=hops,
                          embedding=_pair_link(cluster, device, 0, (par.pp - 1) * group, group) if par.pp > 1
                          else None,
-                         cp=_slowest_link(cluster, device, cp_groups, every=wired) if par.cp > 1 else None),
+                         cp=_slowest_link(cluster, device, iter(cp_groups), every=wired) if par.cp > 1 else None,
+                         cp_hop=_slowest_link(cluster, device, iter(cp_groups), hop=True, every=wired)
+                         if par.cp > 1 else None),
                    dtype=cluster.dtype)
 
 
