@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -114,7 +115,7 @@ def test_memory_falls_with_cp():
                                   dtype="bf16")
         peaks.append(result.peak_memory_gib)
         weights.append(result.memory[0].parameters)
-    assert all(a > b for a, b in zip(peaks, peaks[1:], strict=False))
+    assert all(a > b for a, b in pairwise(peaks))
     assert len(set(weights)) == 1
 
 
@@ -135,7 +136,7 @@ def test_more_cp_on_an_infinitely_fast_link_never_slows_the_compute(seq):
         layer = model_pieces(c, par, machine)["layer"]
         assert layer.cp_forward == 0.0 and layer.cp_backward == 0.0
         seconds.append(layer.forward + layer.backward_input + layer.backward_weight + layer.recompute)
-    assert all(a >= b for a, b in zip(seconds, seconds[1:], strict=False))
+    assert all(a >= b for a, b in pairwise(seconds))
 
 
 def test_dp_gradients_reduce_over_dp_times_cp():

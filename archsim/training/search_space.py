@@ -157,7 +157,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
     (``fsdp``: the PP = 1 factorizations only, the ones FSDP is modelled on); ``cps``: the CP degrees, each
     dividing ``gpus`` taking the factorizations of gpus / CP."""
-    for cp, (tp, pp, dp) in ((cp, f) for cp in cps if gpus % cp == 0 for f in factorizations(gpus // cp)):
+    for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
         if fsdp and pp > 1:
             continue
         for b in micro_batches:
