@@ -41,7 +41,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
           max_ops: int | str | None = None, distributed_optimizer: bool = False,
-          fsdp: bool = False) -> tuple[TrainResult, Throughput]:
+          fsdp: bool = False, cp: int = 1, cp_comm: str = "p2p") -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -51,8 +51,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     flash for megatron, standard for pytorch-eager; ``stage_layers`` as
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`; ``distributed_optimizer``: True or False,
-    ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``). Returns the
-    :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
+    ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``; ``cp``, ``cp_comm``: ``--cp``, ``--cp-comm``).
+    Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
@@ -66,7 +66,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
 
-    from archsim.choices.training import BALANCES, IMPLEMENTATION_ATTENTION, IMPLEMENTATIONS
+    from archsim.choices.training import BALANCES, CP_COMMS, IMPLEMENTATION_ATTENTION, IMPLEMENTATIONS
     from archsim.fits import rank_memory_warning, tp_span_warning
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -87,16 +87,17 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     check_switch(distributed_optimizer, "distributed_optimizer")
     check_switch(fsdp, "fsdp")
     # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
-    tp, pp, dp, global_batch, micro_batch, interleave = (
+    tp, pp, dp, global_batch, micro_batch, interleave, cp = (
         positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
-                                                     (micro_batch, "micro-batch"), (interleave, "interleave")))
+                                                     (micro_batch, "micro-batch"), (interleave, "interleave"), (cp, "cp")))
+    check_choice(cp_comm, CP_COMMS, "cp_comm")
     seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,
-                      fsdp)
+                      fsdp, cp, cp_comm)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
@@ -202,7 +203,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            max_ops: int | str | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
-           fsdp: bool = False) -> SearchResult:
+           fsdp: bool = False, cp: int | str | Sequence[int | str] = 1) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -210,8 +211,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
-    ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``). Returns the
-    :class:`~archsim.training.search_result.SearchResult`: ``rows``
+    ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``; ``cp``: the context-parallel
+    degrees tried, as ``--cp``). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count), the Pareto front and ``sharded_fits`` (every configuration out of memory
@@ -249,6 +250,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
     counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus, "gpus")]
+    cps = tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
     check_choice(objective, OBJECTIVES, "objective")
     check_choice(balance, BALANCES, "balance")
     check_choice(placement, PLACEMENTS, "placement")
@@ -284,7 +286,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        sequence_parallel=modes[sequence_parallel], top=top,
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
-                       max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp)
+                       max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,

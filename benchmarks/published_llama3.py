@@ -50,8 +50,8 @@ class Table4Row:
         return self.batch_per_dp * self.dp
 
 
-# CP 1 rows only: archsim does not model context parallelism, so the paper's third row (CP 16, sequence
-# 131,072, 380 TFLOP/s, 38%) is left out
+# CP 1 rows only: the paper's third row (CP 16, sequence 131,072, 380 TFLOP/s, 38%) is run with --cp 16 in
+# docs/training.md, "Context parallelism", not by this benchmark
 LLAMA3_TABLE4 = (
     Table4Row(8192, 8, 1, 16, 64, 8192, 32, 430.0, 0.43),
     Table4Row(16384, 8, 1, 16, 128, 8192, 16, 400.0, 0.41),

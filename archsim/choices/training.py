@@ -12,6 +12,9 @@ DEFAULT_ATTENTION = "flash"
 # optimizer (ZeRO-1), PyTorch FSDP's full sharding (ZeRO-3) (Parallelism.sharding, training/dp_sharding.py)
 SHARDINGS = ("none", "distributed-optimizer", "fsdp")
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
+# how context parallelism exchanges K/V: TransformerEngine's cp_comm_type p2p (a ring overlapped with attention,
+# Megatron-LM's default) or all_gather (Llama 3's) (training/context_parallel.py)
+CP_COMMS = ("p2p", "all_gather")
 IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
 # train's --attention unless given, per implementation: plain PyTorch's op list runs the standard core only
 IMPLEMENTATION_ATTENTION = {"megatron": DEFAULT_ATTENTION, "pytorch-eager": "standard"}

@@ -48,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GPUs to use, one count or several to compare (default: all the cluster's; the first "
                              "GPUs of the cluster file)")
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
+    parser.add_argument("--cp", action=ListFlag, item=positive_int, default=[1],
+                        help="context-parallel degrees to try, one or several (default 1), as archsim train's --cp "
+                             "(p2p's ring): each divides the GPUs, TP × PP × DP over GPUs / CP")
     parser.add_argument("--dtype", default=None, choices=DTYPES,
                         help="every configuration's training precision, as archsim train's --dtype (fp32: 4 bytes per "
                              f"element, GEMMs on the FP32 lanes; --balance planned refuses it) (default: {TRAIN_DTYPE}, "
@@ -122,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
                         refine=args.refine, attention=args.attention, dp_overlap=args.dp_overlap,
                         max_ops=args.max_ops, grad_accumulation=args.grad_accumulation, seq=args.seq,
                         model_file=args.model, cluster_file=args.cluster,
-                        distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp)
+                        distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 
@@ -212,7 +215,8 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
-                      r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False))
+                      r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
+                      r.get("cp", 1))
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))

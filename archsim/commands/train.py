@@ -9,6 +9,7 @@ from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
+    CP_COMMS,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
     IMPLEMENTATION_ATTENTION,
@@ -54,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
     parser.add_argument("--dp", type=positive_int, default=1, help="data-parallel degree")
+    parser.add_argument("--cp", type=positive_int, default=1,
+                        help="context-parallel degree (Megatron-LM's --context-parallel-size): each GPU of a CP group "
+                             "runs 2 of the sequence's 2·CP chunks; GPUs = TP × CP × PP × DP (docs/training.md)")
+    parser.add_argument("--cp-comm", default="p2p", choices=CP_COMMS,
+                        help="how CP exchanges K/V: p2p (a ring overlapped with attention, Megatron-LM's default) or "
+                             "all_gather (Llama 3's: K/V all-gathered, dK/dV reduce-scattered)")
     parser.add_argument("--global-batch", type=positive_int, default=None,
                         help="samples per iteration (required unless --runs)")
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
@@ -153,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
-                      args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp)
+                      args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
+                      args.cp_comm)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
                 enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:
@@ -214,7 +222,8 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
             "attention": args.attention, "dp_overlap": args.dp_overlap,
             **({"grad_accumulation": args.grad_accumulation} if args.grad_accumulation else {}),
             **({"distributed_optimizer": True} if args.distributed_optimizer else {}),
-            **({"fsdp": True} if args.fsdp else {})}
+            **({"fsdp": True} if args.fsdp else {}),
+            **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -303,7 +312,7 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
 RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-batch", "global_batch"),
                     ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
                     ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
-                    ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"),
+                    ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--cp", "cp"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),
                     ("--schedule-csv", "schedule_csv"))

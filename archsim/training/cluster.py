@@ -169,7 +169,7 @@ class GpuCluster:
         kernels and its groups' links, placed on this cluster's servers
         (:func:`~archsim.training.group_links.rank_machine`), built once per (TP, PP, DP, device, rank): it
         reads no other setting of ``par``, and a search asks for it once per candidate (about 5 ms each)."""
-        key = (par.tp, par.pp, par.dp, device, rank)
+        key = (par.tp, par.pp, par.dp, par.cp, device, rank)
         if key not in self._rank_machine:
             self._rank_machine[key] = rank_machine(self, par, device, rank)
         return self._rank_machine[key]
@@ -210,7 +210,7 @@ class GpuCluster:
     def rank_gpus(self, par: Parallelism) -> tuple[Device, ...] | None:
         """Each pipeline rank's GPU, or None when a rank's TP × DP GPUs are of different types."""
         self.check_gpus(par)
-        group = par.tp * par.dp
+        group = par.tp * par.replicas
         out = []
         for r in range(par.pp):
             first, last = self.server_of(r * group), self.server_of((r + 1) * group - 1)
@@ -223,7 +223,7 @@ class GpuCluster:
     def rank_machines(self, par: Parallelism) -> tuple[Machine, ...] | None:
         """Each pipeline rank's machine (equal ones shared), or None as :meth:`rank_gpus` (a TP group
         across servers is costed over the network, :class:`~archsim.collectives.Spanning`)."""
-        key = (par.tp, par.pp, par.dp)
+        key = (par.tp, par.pp, par.dp, par.cp)
         if key not in self._machines:
             kinds = self.rank_gpus(par)
             made: dict[Machine, Machine] = {}
@@ -242,7 +242,7 @@ class GpuCluster:
             return self.rank_machines(par)
         leaves = leaves_oversubscribed(self)
         # on DGX-1s, ranks that each start a server (TP × DP a multiple of its GPUs) hold the same GPU pairs
-        wired = self.wired(self.gpu, 0) and par.pp > 1 and par.tp * par.dp % self.gpus_per_server != 0
+        wired = self.wired(self.gpu, 0) and par.pp > 1 and par.tp * par.replicas % self.gpus_per_server != 0
         if not leaves and not wired:  # every rank's links alike
             return None
         machines = self.rank_machines(par)
@@ -258,12 +258,12 @@ class GpuCluster:
         return machines
 
     @cached_property
-    def _machines(self) -> dict[tuple[int, int, int], tuple[Machine, ...] | None]:
-        return {}  # (tp, pp, dp) → rank_machines: they depend on nothing else
+    def _machines(self) -> dict[tuple[int, int, int, int], tuple[Machine, ...] | None]:
+        return {}  # (tp, pp, dp, cp) → rank_machines: they depend on nothing else
 
     @cached_property
-    def _rank_machine(self) -> dict[tuple[int, int, int, Device | None, int], Machine]:
-        return {}  # (tp, pp, dp, device, rank) → machine: what rank_machine reads of par, and its other arguments
+    def _rank_machine(self) -> dict[tuple[int, int, int, int, Device | None, int], Machine]:
+        return {}  # (tp, pp, dp, cp, device, rank) → machine: what rank_machine reads of par, and its other arguments
 
 
 LAYOUT_ERRORS = {

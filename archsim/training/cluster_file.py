@@ -256,7 +256,8 @@ def idle_gpus_note(cluster: GpuCluster, par: Parallelism) -> str:
     """The note that ``par`` (TP × PP × DP) runs on fewer GPUs than ``cluster`` has: train's layout is its
     flags' (each 1 by default), never the cluster's size, so a user who names an 8-GPU cluster and no layout
     times one GPU, and the output's ``gpus`` is the only word of it."""
-    return _idle_line("this layout uses", par.gpus, cluster, [(par.tp, par.pp, par.dp)])
+    subject = f"this layout (cp {par.cp}) uses" if par.cp > 1 else "this layout uses"
+    return _idle_line(subject, par.gpus, cluster, [(par.tp, par.pp, par.dp)])
 
 
 def idle_points_notes(cluster: GpuCluster, points: Sequence[dict]) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ def replicated_sync(c: TransformerConfig, par: Parallelism, machine: Machine, pa
                     backward_s: float) -> Sync:
     """The gradients' all-reduce at the gradient buffer's width (fp32 in bf16, as Megatron reduces it) over DP,
     ``par.dp_overlap``'s buckets under the last micro-batch's backward ``backward_s`` (seconds)."""
-    return {"dp_allreduce": dp_allreduce_seconds(parameters, gradient_bytes(machine.dtype), par.dp, machine.links.dp,
+    return {"dp_allreduce": dp_allreduce_seconds(parameters, gradient_bytes(machine.dtype), par.replicas, machine.links.dp,
                                                  par.dp_overlap, backward_s)}, {}
 
 
@@ -45,7 +45,7 @@ def distributed_optimizer_sync(c: TransformerConfig, par: Parallelism, machine: 
                                forward_s: float, backward_s: float) -> Sync:
     """The gradients' reduce-scatter before the step on 1/DP, the parameters' all-gather after it."""
     scatter, gather = distributed_sync_seconds(parameters, gradient_bytes(machine.dtype), ELEMENT_BYTES[machine.dtype],
-                                               par.dp, machine.links.dp, par.dp_overlap, backward_s)
+                                               par.replicas, machine.links.dp, par.dp_overlap, backward_s)
     return {"dp_reduce_scatter": scatter}, {"dp_allgather": gather}
 
 

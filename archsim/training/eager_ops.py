@@ -61,7 +61,7 @@ def check_one_gpu(par: Parallelism) -> None:
     TP, pipeline or DP of plain PyTorch is modelled; several micro-batches accumulate on that GPU."""
     if par.gpus > 1:
         raise InputError(f"the pytorch-eager op list models plain PyTorch on one GPU (TP 1, PP 1, DP 1; several "
-                         f"micro-batches accumulate on it), got TP {par.tp}, PP {par.pp}, DP {par.dp}: for several "
+                         f"micro-batches accumulate on it), got TP {par.tp}, CP {par.cp}, PP {par.pp}, DP {par.dp}: for several "
                          f"GPUs use {setting('implementation', 'megatron')} (the default)", field="implementation")
 
 

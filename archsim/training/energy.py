@@ -143,7 +143,7 @@ def _array_basis(device: Device) -> str:
 
 @lru_cache(maxsize=256)
 def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
-                           recompute: str, device: Device, dtype: str, implementation: str) -> float:
+                           recompute: str, device: Device, dtype: str, implementation: str, cp: int = 1) -> float:
     """Picojoules of one micro-batch on one device of each TP group (module docstring): the layers,
     the embedding and the head of the op list the iteration is timed on (``implementation`` in
     ``dtype``: :func:`~archsim.training.iteration.piece_works`), the forward again under full
@@ -151,7 +151,7 @@ def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequ
     from archsim.energy.model import op_energy_columns
     from archsim.training.iteration import piece_works
 
-    pieces, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype)
+    pieces, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype, cp)
     array = device_array(device, dtype)
     energies = device_energies(device, array)
     total = 0.0
@@ -172,10 +172,10 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
     from archsim.training.iteration import optimizer_step_bytes
 
     per_microbatch = _microbatch_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
-                                            par.recompute, device, dtype, implementation)
+                                            par.recompute, device, dtype, implementation, par.cp)
     array = device_array(device, dtype)
     optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * device_energies(device, array).dram_read_pj
-    return (per_microbatch * par.microbatches * par.tp * par.dp + optimizer) * 1e-12
+    return (per_microbatch * par.microbatches * par.tp * par.cp * par.dp + optimizer) * 1e-12
 
 
 def static_joules(device: Device, gpus: int, seconds: float) -> float:
@@ -219,7 +219,7 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
     of ``energy_j`` (J); elsewhere absent."""
     device = array_device(cluster, par.gpus)
     if device is not None:
-        parameters = sum(m.parameters for m in memory) * par.tp * par.dp / par.optimizer_shards  # each steps 1/DP
+        parameters = sum(m.parameters for m in memory) * par.tp * par.replicas / par.optimizer_shards  # each 1/DP
         dynamic = array_iteration_joules(c, par, device, cluster.dtype, implementation, parameters)
         if not device.static_watts:
             return {"energy_j": dynamic, "energy_source": _source(device)}

@@ -92,7 +92,7 @@ def machine_units(c: TransformerConfig, par: Parallelism, machine: Machine, para
     over the DP group's link; ``forward_s`` / ``backward_s``: one micro-batch's (seconds)."""
     per_layer = layer_parameters_per_gpu(c, par.tp)
     return rank_units(c.layers, per_layer, parameters - c.layers * per_layer, forward_s, backward_s,
-                      ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype), par.dp, machine.links.dp)
+                      ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype), par.replicas, machine.links.dp)
 
 
 def fsdp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,

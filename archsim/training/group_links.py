@@ -104,15 +104,18 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
     (:func:`group_link`)."""
     cluster.check_gpus(par)
     device = cluster.gpu if device is None else device
-    group = par.tp * par.dp
+    group = par.tp * par.replicas  # Megatron's order tp-cp-dp-pp: a DP group holds GPU t of each TP × CP block
     start = rank * group
     kernels = device.efficiency or fitted.kernels(device.name)
-    tp_groups = (range(first, first + par.tp) for first in range(start, start + par.tp * par.dp, par.tp))
+    tp_groups = (range(first, first + par.tp) for first in range(start, start + group, par.tp))
     # a DP group holds GPU t of each TP group; its servers change with t only where TP spans servers,
     # but inside a server wired without an NVSwitch its GPUs (so its NVLinks) change with every t
     wired = _wired_within(cluster, device, start, start + group - 1)
     step = 1 if wired else min(cluster.gpus_per_server, par.tp)
-    dp_groups = (range(start + t, start + par.tp * par.dp, par.tp) for t in range(0, par.tp, step))
+    dp_groups = (range(start + t, start + group, par.tp) for t in range(0, par.tp, step))  # over DP × CP ranks
+    cp_groups = [range(first + t, first + par.tp * par.cp, par.tp) for first in range(start, start + group,
+                                                                                     par.tp * par.cp)
+                 for t in range(0, par.tp, step)]
     hops = pipeline_hops(cluster, par, device)
     # the pipeline's link over its ranks' first GPUs, or its slowest hop where that is slower: the
     # first GPUs may share a server while another pair of a hop crosses (:func:`pipeline_hops`)
@@ -120,10 +123,13 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
              key=lambda link: link.bus_bandwidth)
     return Machine(device, kernels,
                    Links(tp=_slowest_link(cluster, device, tp_groups, every=wired and par.tp > 1),
-                         dp=_slowest_link(cluster, device, dp_groups, every=wired and par.dp > 1),
+                         dp=_slowest_link(cluster, device, dp_groups, every=wired and par.replicas > 1),
                          pp=pp, pp_hops=hops,
                          embedding=_pair_link(cluster, device, 0, (par.pp - 1) * group, group) if par.pp > 1
-                         else None),
+                         else None,
+                         cp=_slowest_link(cluster, device, iter(cp_groups), every=wired) if par.cp > 1 else None,
+                         cp_hop=_slowest_link(cluster, device, iter(cp_groups), hop=True, every=wired)
+                         if par.cp > 1 else None),
                    dtype=cluster.dtype)
 
 
@@ -204,7 +210,7 @@ def pipeline_hops(cluster: Layout, par: Parallelism, device: Device) -> tuple:
     then the one NVLink ``pp``). A pipeline over servers always has a pair that crosses, even where
     the ranks' first GPUs share a server (TP 2 · DP 3 · PP 2 on 8-GPU servers: GPUs 0 and 6 share
     server 0, GPUs 2 and 8 do not)."""
-    group = par.tp * par.dp
+    group = par.tp * par.replicas
     firsts = [r * group for r in range(par.pp)]
     if par.pp == 1 or (cluster.server_of(0) == cluster.server_of(par.gpus - 1) and not cluster.wired(device, 0)):
         return ()

@@ -52,6 +52,7 @@ from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.training.context_parallel import rank_config, with_exchange
 from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
@@ -106,6 +107,8 @@ class PieceCost:
     tp_forward: float
     tp_backward: float
     ops: tuple[tuple[str, str, float], ...]
+    cp_forward: float = 0.0  # context parallelism's K/V exchange beyond the attention it overlaps (context_parallel.py)
+    cp_backward: float = 0.0
 
 
 def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,
@@ -214,7 +217,7 @@ def clear_model_cache() -> None:
 
 
 def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
-                implementation: str, dtype: str) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
+                implementation: str, dtype: str, cp: int = 1) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
     """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
     ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops; another
     implementation's, per Megatron's mixed-precision list, the one the fits state their per-op overheads
@@ -235,8 +238,9 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
                 megatron_counterparts(c, b))
 
     def megatron(in_dtype: str = "fp16") -> tuple[Work, Work, Work]:
-        return (block_work(c, b, t, sp, attention, in_dtype), embedding_work(c, b, t, sp, in_dtype),
-                head_work(c, b, t, sp, in_dtype))
+        local = rank_config(c, cp)  # a CP rank's s/CP tokens (CP > 1 is Megatron's list only: check_fits)
+        return (block_work(c, b, t, sp, attention, in_dtype, cp), embedding_work(local, b, t, sp, in_dtype),
+                head_work(local, b, t, sp, in_dtype))
 
     if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
         from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
@@ -254,12 +258,14 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
-                                  machine.implementation, machine.dtype)
+                                  machine.implementation, machine.dtype, par.cp)
     if c.family == "switch" and par.recompute != "none":
         raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
                          f"{setting('recompute', 'none')} only", field="recompute")
     layer, embedding, head = (piece_cost(work, par, machine, recompute, None if counted is work else counted)
                               for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
+    if par.cp > 1:
+        layer = with_exchange(layer, c, par, machine)
     return {"layer": layer, "embedding": embedding, "head": head}
 
 

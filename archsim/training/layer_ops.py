@@ -60,6 +60,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archsim.lowering import Gemm, TrainingOp
+from archsim.training.context_parallel import flash_steps
 from archsim.training.flash_blocks import (
     dq_accum_values,
     flash_backward_kernels,
@@ -122,20 +123,19 @@ def vector_op(name: str, kind: str, elements: float) -> TrainingOp:
 
 def _memory_op(name: str, forward: float, backward: float,
                kernel: tuple[str, int, int] | tuple[()] = ()) -> tuple[TrainingOp, TrainingOp]:
-    """A memory-bound op each way; ``kernel``: the softmax or layer-norm kernel it is, for the fp32
-    kernel model (:attr:`~archsim.lowering.TrainingOp.kernel`)."""
+    """A memory-bound op each way; ``kernel``: its softmax or layer-norm kernel (:attr:`~archsim.lowering.TrainingOp.kernel`)."""
     return (TrainingOp(name, "F", (), vector_elements=int(round(forward)), kernel=kernel),
             TrainingOp(name, "D", (), vector_elements=int(round(backward)), kernel=kernel))
 
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
-               attention: str = "standard", dtype: str = "fp16") -> Work:
-    """One transformer layer's work on one GPU of its TP group, for one micro-batch, training in ``dtype``
-    (its memory-bound ops count its elements); ``attention`` ``flash``: the scores, softmax, dropout and
-    context as one FlashAttention-2 kernel each way (:func:`flash_attention_ops`), its backward's small
-    kernels beside it (and grouped-query attention's dK, dV sums after it)."""
+               attention: str = "standard", dtype: str = "fp16", cp: int = 1) -> Work:
+    """One layer's work on one GPU of its TP group for one micro-batch in ``dtype`` (its memory-bound ops count its
+    elements); ``attention`` ``flash``: scores, softmax, dropout and context as one FlashAttention-2 kernel each way
+    (:func:`flash_attention_ops`), its backward's small kernels beside it (and grouped-query attention's dK, dV sums
+    after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps (:mod:`~archsim.training.context_parallel`)."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
-    tokens = s * b
+    tokens = s * b // cp
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
     w = layer_widths(c, t)
     heads, kv, hd, ffn = w.heads, w.kv_heads, w.head_dim, w.ffn
@@ -165,12 +165,12 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         for name, rotated in (("rope_q", heads), ("rope_k", kv)):
             moved = rope_elements(tokens, rotated, hd, c.rotary_dims, dtype)
             mem(name, moved, moved)
-    if attention == "flash":
-        f, d = flash_attention_ops(s, hd, b * heads, b * kv, c.sliding_window, dtype, c.family != "bert",
-                                   c.drops_attention)
-        dot, convert = flash_backward_kernels(s, hd, b * heads, dtype)
-        forward.append(f)  # backward reversed below: D's kernel, the main one, dQ's conversion, the dK, dV sums
-        backward.extend((*flash_gqa_sums(s, hd, b * heads, b * kv, dtype)[::-1], convert, d, dot))
+    if attention == "flash":  # one kernel each way (a CP rank: one per step); backward reversed below: D's
+        for n, qh, kvh, causal in flash_steps(s, b * heads, b * kv, cp, c.family != "bert"):  # kernel, the main
+            f, d = flash_attention_ops(n, hd, qh, kvh, c.sliding_window, dtype, causal, c.drops_attention)
+            dot, convert = flash_backward_kernels(n, hd, qh, dtype)  # one, dQ's conversion, the dK, dV sums
+            forward.append(f)
+            backward.extend((*flash_gqa_sums(n, hd, qh, kvh, dtype)[::-1], convert, d, dot))
     else:
         gemm("scores", s, hd, s, b * heads, weights=False)
         scores = s * s * b * heads

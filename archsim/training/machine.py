@@ -28,6 +28,8 @@ class Links:
     dp: LinkClass | Spanning
     pp_hops: tuple[LinkClass | Spanning, ...] = ()
     embedding: LinkClass | Spanning | None = None
+    cp: LinkClass | Spanning | None = None  # the context-parallel group's (None: CP 1, no group)
+    cp_hop: LinkClass | Spanning | None = None  # one ring step of it: GPU to GPU, one GPU's share of the NICs
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, s
     energy model's on the ops, as ``archsim train`` prices it (:func:`~archsim.training.energy.iteration_energy`,
     one implementation for both); elsewhere board power × time (:func:`objective_columns`, whose ``strict``
     refuses a column with no figure known)."""
-    gpus = k.tp * k.pp * k.dp
+    gpus = k.gpus
     if array_device(cluster, gpus) is None:
         return objective_columns(cluster, gpus, seconds, strict)
     out = objective_columns(cluster, gpus, seconds, None if strict == "energy_j" else strict)

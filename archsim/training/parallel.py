@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
+from archsim.choices.training import ATTENTIONS, CP_COMMS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
@@ -128,7 +128,10 @@ class Parallelism:
     (:mod:`archsim.training.dp_overlap`); fsdp: PyTorch FSDP's ``FULL_SHARD`` (ZeRO-3): parameters, gradients
     and optimizer states all sharded over DP, each layer's parameters all-gathered before its forward and its
     backward and its gradients reduce-scattered (:mod:`archsim.training.fsdp`); not beside the distributed
-    optimizer (one sharding per run), nor with PP > 1 or bucketed DP overlap (FSDP overlaps its own)."""
+    optimizer (one sharding per run), nor with PP > 1 or bucketed DP overlap (FSDP overlaps its own);
+    cp: context-parallel degree (Megatron-LM's ``--context-parallel-size``: each rank holds 2 of the sequence's
+    2·CP chunks, :mod:`archsim.training.context_parallel`), its K/V exchanged by ``cp_comm`` ``p2p`` (a ring
+    overlapped with attention) or ``all_gather`` (Llama 3's); GPUs = tp·cp·pp·dp."""
 
     tp: int = 1
     pp: int = 1
@@ -145,9 +148,11 @@ class Parallelism:
     grad_accumulation: str | None = None
     distributed_optimizer: bool = False
     fsdp: bool = False
+    cp: int = 1
+    cp_comm: str = "p2p"
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave"):
+        for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name.replace("_", "-"))  # the flag's spelling
@@ -171,6 +176,8 @@ class Parallelism:
             raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
         if self.attention not in ATTENTIONS:
             raise InputError(f"expected one of {', '.join(ATTENTIONS)}, got {self.attention!r}", field="attention")
+        if self.cp_comm not in CP_COMMS:
+            raise InputError(f"expected one of {', '.join(CP_COMMS)}, got {self.cp_comm!r}", field="cp-comm")
         if self.dp_overlap not in DP_OVERLAPS:
             raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {self.dp_overlap!r}", field="dp-overlap")
         if self.grad_accumulation is not None and self.grad_accumulation not in GRAD_ACCUMULATIONS:
@@ -217,7 +224,13 @@ class Parallelism:
     def optimizer_shards(self) -> int:
         """The ranks each parameter's optimizer states are sharded over: DP with the distributed optimizer
         (Megatron-LM shards over the data-parallel group) or FSDP (all the states), 1 without."""
-        return self.dp if self.distributed_optimizer or self.fsdp else 1
+        return self.replicas if self.distributed_optimizer or self.fsdp else 1
+
+    @property
+    def replicas(self) -> int:
+        """The ranks holding the same weights, over which gradients are reduced: DP × CP (CP ranks hold
+        every weight, each for its own tokens: Megatron-LM's data-parallel group with context parallelism)."""
+        return self.dp * self.cp
 
     @property
     def sharding(self) -> str:
@@ -227,7 +240,7 @@ class Parallelism:
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     @property
     def microbatches(self) -> int:
@@ -286,6 +299,25 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")
+    problem = cp_problem(c, par.cp, par.attention)
+    if problem:
+        raise InputError(problem, field="cp")
+
+
+def cp_problem(c: TransformerConfig, cp: int, attention: str) -> str:
+    """Why context parallelism ``cp`` cannot run ``c`` ('' when it can): Megatron-LM's load-balanced causal
+    split needs the sequence in 2·CP equal chunks; TransformerEngine runs CP only in its flash/fused attention
+    (its unfused attention asserts it); a sliding window and Switch's encoder-decoder are not modelled."""
+    if cp == 1:
+        return ""
+    if c.seq % (2 * cp):
+        return (f"CP {cp} must split the sequence of {c.seq} tokens into 2 × CP = {2 * cp} equal chunks "
+                "(Megatron-LM's load-balanced causal split)")
+    if attention != "flash":
+        return f"CP {cp} runs in TransformerEngine's flash attention only: with {setting('attention', 'flash')}"
+    if c.family == "switch" or c.sliding_window or c.family == "bert":
+        return f"CP {cp} is modelled for causal decoders without a sliding window, not {c.name}"
+    return ""
 
 
 def tp_split_problem(c: TransformerConfig, tp: int) -> str:
@@ -306,6 +338,6 @@ def _or_list(values) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
-__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits",
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "cp_problem",
            "layers_per_stage", "one_chunk_note", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
            "tp_split_problem", "tp_straddles", "unsharded_note"]

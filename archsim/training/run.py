@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.devices.catalog import GIB
+from archsim.training.context_parallel import rank_config, received_bytes
 from archsim.training.grad_accumulation import accumulation, per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
@@ -134,7 +135,10 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     run = run_order(order, times)
     states = state_bytes(machine.dtype, machine.implementation, par.optimizer_shards, par.fsdp)
     hf = machine.implementation == "pytorch-eager" and machine.dtype == "fp32"  # Hugging Face's modules' own
-    mem = memories(c, par, order, machine.scale, states, fsdp_unit_bytes(machine.dtype) if par.fsdp else 0.0, hf=hf)
+    mem = memories(rank_config(c, par.cp), par, order, machine.scale, states,  # a CP rank's s/CP tokens
+                   fsdp_unit_bytes(machine.dtype) if par.fsdp else 0.0, hf=hf)
+    if par.cp > 1:  # and the K/V it receives while a layer's attention runs
+        mem = [replace(m, activations=m.activations + received_bytes(c, par, machine.scale)) for m in mem]
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays
     slots = timeline.slots
@@ -176,21 +180,23 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
-    compute = recompute = tp = accumulate = 0.0
+    compute = recompute = tp = cp = accumulate = 0.0
     for j in stages:
         layers = counts[j]
         accumulate += per_microbatch_seconds(c, par, machine, layers, j == 0, j == chunks - 1)
         compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
         recompute += layers * layer.recompute
         tp += layers * (layer.tp_forward + layer.tp_backward)
+        cp += layers * (layer.cp_forward + layer.cp_backward)
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:
                 compute += piece.forward + piece.backward_input + piece.backward_weight
                 tp += piece.tp_forward + piece.tp_backward
-    compute, recompute, tp, accumulate = compute * m, recompute * m, tp * m, accumulate * m
+    compute, recompute, tp, cp, accumulate = compute * m, recompute * m, tp * m, cp * m, accumulate * m
     span = float(run.timeline.makespan)
-    wait = span - compute - recompute - tp - accumulate
-    return {"compute": compute, "recompute": recompute, "tp_communication": tp, "grad_accumulation": accumulate,
+    wait = span - compute - recompute - tp - cp - accumulate
+    return {"compute": compute, "recompute": recompute, "tp_communication": tp,
+            **({"cp_communication": cp} if par.cp > 1 else {}), "grad_accumulation": accumulate,
             "pipeline_bubble_and_p2p": wait if wait > 1e-9 * span else 0.0,  # below: the sums' round-off
             "dp_communication": sum(s for name, s in post.items() if name.startswith("dp_")),  # the distributed
             # optimizer's reduce-scatter and all-gather, or the all-reduce

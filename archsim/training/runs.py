@@ -8,7 +8,8 @@ Two layouts are read (docs/formats.md, "Runs files"):
   ``recompute`` (none | selective | full, any case, default full), ``sequence_parallel`` (true/false, default
   false), ``interleave`` (default 1), ``distributed_optimizer`` (true/false, default false: Megatron-LM's
   ``--use-distributed-optimizer``), ``fsdp`` (true/false, default false: PyTorch FSDP's full sharding),
-  ``gpus`` (checked against TP × PP × DP) and ``measured_seconds``;
+  ``cp`` (default 1: context parallelism, its K/V in p2p's ring), ``gpus`` (checked against TP × CP × PP × DP) and
+  ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
   and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
-OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "gpus",
+OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "cp", "gpus",
             "measured_seconds")
 
 
@@ -187,11 +188,13 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
             fields[switch] = parse_boolean(cells.get(switch, ""), empty=True)
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line, field=switch) from None
-    if cells.get("interleave"):
-        fields["interleave"] = _int(cells["interleave"], "interleave", file, line)
+    for column in ("interleave", "cp"):
+        if cells.get(column):
+            fields[column] = _int(cells[column], column, file, line)
     par = _parallelism(fields, file, line)
     if cells.get("gpus") and _int(cells["gpus"], "gpus", file, line) != par.gpus:
-        raise InputError(f"gpus {cells['gpus']} ≠ TP × PP × DP = {par.gpus}", file=file, line=line, field="gpus")
+        product = "TP × CP × PP × DP" if par.cp > 1 else "TP × PP × DP"
+        raise InputError(f"gpus {cells['gpus']} ≠ {product} = {par.gpus}", file=file, line=line, field="gpus")
     measured = cells.get("measured_seconds")
     return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None)
 
@@ -293,6 +296,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
 
     sharded = any(row.par.distributed_optimizer for row in rows)  # the column only where a row sets it: as before
     full = any(row.par.fsdp for row in rows)
+    split = any(row.par.cp > 1 for row in rows)  # the cp column only where a row sets it
     # the order a row ran, where one differs from the command's --schedule (1f1b with interleave > 1 runs
     # Megatron's interleaved 1F1B, as train's meta names it): the column only then, as the meta's alone misleads
     renamed = any(row.par.schedule_name != row.par.schedule for row in rows)
@@ -312,8 +316,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
             if text:
                 warn(row.line, text)
         p = row.par
-        record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp, "pp": p.pp, "dp": p.dp,
-                  "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
+        record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp,
+                  **({"cp": p.cp} if split else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.chunks,
                   **({"schedule": p.schedule_name} if renamed else {}),
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),

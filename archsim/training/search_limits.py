@@ -12,10 +12,10 @@ from archsim.workload.transformer import TransformerConfig
 
 
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
-                      placement: str = "file") -> None:
+                      placement: str = "file", cps=(1,)) -> None:
     """Refuse, before any candidate is built, a grid above :data:`MAX_CANDIDATES` (× the server orders a
     planned placement tries), naming the flags that size it."""
-    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel)
+    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps)
     if placement == "planned":
         size *= min(order_count(cluster), MAX_ORDERS + 1)
     if size > MAX_CANDIDATES:

@@ -39,10 +39,10 @@ class RowMaker:
     def __call__(self, k: Candidate, seconds: float, memory: float, timing: str, event: bool = False) -> dict:
         """``event``: ``seconds`` are the event simulator's, so the gain is timed there too."""
         c, cluster, global_batch = self.c, self.coster.placed(k), self.global_batch
-        gpus = k.tp * k.pp * k.dp
+        gpus = k.gpus
         peak = mean_peak(cluster.laid_out(k.parallelism(global_batch)))  # at the run's dtype, as train's
         rates = throughput(c, global_batch, k.recompute, seconds, gpus, peak, k.attention)  # train's figures
-        row = {"gpus": gpus, "tp": k.tp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
+        row = {"gpus": gpus, "tp": k.tp, "cp": k.cp, "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": chunks_run(k.schedule, k.interleave), "sequence_parallel": k.sequence_parallel,
                "attention": k.attention, "dp_overlap": k.dp_overlap,
                **({"distributed_optimizer": True} if k.distributed_optimizer else {}),  # only when set: as before

@@ -49,6 +49,8 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
             args.append("--recompute-method uniform --recompute-num-layers 1")
     if k.sequence_parallel:
         args.append("--sequence-parallel")
+    if k.cp > 1:  # its default --cp-comm-type p2p
+        args.append(f"--context-parallel-size {k.cp}")
     if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
         args.append("--use-flash-attn")
     if k.dp_overlap == "bucketed":
@@ -129,6 +131,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += " --distributed-optimizer"
     if row.get("fsdp"):
         line += " --fsdp"
+    if row.get("cp", 1) > 1:
+        line += f" --cp {row['cp']}"
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

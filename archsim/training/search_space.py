@@ -1,7 +1,7 @@
 """The configurations a training search enumerates, the rules that rule them out, and the memory each
 needs — without building a schedule.
 
-A candidate is TP × PP × DP (= the GPUs searched) × micro-batch × recompute × schedule (with its chunks
+A candidate is TP × CP × PP × DP (= the GPUs searched) × micro-batch × recompute × schedule (with its chunks
 per rank) × sequence parallelism. :func:`rejection` says why a candidate cannot run (the first rule it
 breaks, in :data:`REASONS`' order) or ``None``; :func:`peak_memory_bytes` is the largest GPU's memory
 under the schedule, from the closed forms of :func:`in_flight_peaks` (micro-batches forward and not yet
@@ -11,13 +11,14 @@ orders (checked by brute force in the tests)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import isqrt
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.training.context_parallel import rank_config, received_bytes
 from archsim.training.held_memory import (
     SPLIT_SCHEDULES,
     front_peaks,
@@ -33,6 +34,7 @@ from archsim.training.memory import (
 )
 from archsim.training.parallel import (
     Parallelism,
+    cp_problem,
     layers_per_stage,
     schedule_name,
     schedule_rejection,
@@ -45,7 +47,7 @@ from archsim.workload.transformer import TransformerConfig
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
-REASONS = ("tp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
+REASONS = ("tp-divides-heads", "cp-splits-sequence", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
@@ -72,11 +74,16 @@ class Candidate:
     grad_accumulation: str = "fused"  # Parallelism.grad_accumulation, one for the search (Megatron's lists only)
     distributed_optimizer: bool = False  # Parallelism.distributed_optimizer, one for the search
     fsdp: bool = False  # Parallelism.fsdp, one for the search (PP = 1 candidates only)
+    cp: int = 1  # Parallelism.cp: the context-parallel degree (p2p's ring)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
-                           self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp)
+                           self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp)
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
 
     @property
     def plannable(self) -> bool:
@@ -98,12 +105,12 @@ def factorization_count(gpus: int) -> int:
     return sum(len(divisors(gpus // tp)) for tp in divisors(gpus))
 
 
-def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel) -> int:
+def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps=(1,)) -> int:
     """How many candidates :func:`candidates` yields over the GPU ``counts``, without building one:
     the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
     per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * \
         sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
-    return sum(factorization_count(n) for n in counts) * per_factorization
+    return sum(factorization_count(n // cp) for n in counts for cp in cps if n % cp == 0) * per_factorization
 
 
 def check_distinct(**values) -> None:
@@ -144,12 +151,13 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
                attention: str = "standard", dp_overlap: str = "none",
                grad_accumulation: str = "fused", distributed_optimizer: bool = False,
-               fsdp: bool = False) -> Iterator[Candidate]:
+               fsdp: bool = False, cps=(1,)) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
-    (``fsdp``: the PP = 1 factorizations only, the ones FSDP is modelled on)."""
-    for tp, pp, dp in factorizations(gpus):
+    (``fsdp``: the PP = 1 factorizations only, the ones FSDP is modelled on); ``cps``: the CP degrees, each
+    dividing ``gpus`` taking the factorizations of gpus / CP."""
+    for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
         if fsdp and pp > 1:
             continue
         for b in micro_batches:
@@ -159,7 +167,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                         for sp in sequence_parallel:
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
                                             grad_accumulation=grad_accumulation,
-                                            distributed_optimizer=distributed_optimizer, fsdp=fsdp)
+                                            distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -169,7 +177,9 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     as many layers as model chunks (PP × chunks per rank)."""
     if tp_split_problem(c, k.tp):
         return "tp-divides-heads"
-    if tp_straddles(k.tp, k.tp * k.pp * k.dp, gpus_per_server):  # part of one server or whole servers, as train
+    if cp_problem(c, k.cp, k.attention):
+        return "cp-splits-sequence"
+    if tp_straddles(k.tp, k.gpus, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"
     stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)
     if (c.layers < stages) if uneven and k.plannable else c.layers % stages:
@@ -249,10 +259,12 @@ def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequen
     """:func:`rank_memories` of ``ranks`` with ``counts[j]`` layers in virtual stage j (any counts ≥ 0: a rank's
     memory reads its own chunks' alone, so the planner sizes a rank before the split is known), ``states`` bytes
     per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s."""
-    sizers = [rank_sizer(c, par, rank, states, unit, scale) for rank in ranks]
+    sizers = [rank_sizer(rank_config(c, par.cp), par, rank, states, unit, scale) for rank in ranks]  # s/CP tokens
     shares = [sizer.share(counts) for sizer in sizers]
     walk = any(shares)  # the working set where it meets the held (train's); else a fused B's in-flight count
-    return [sizer.memory(counts, share, walk) for sizer, share in zip(sizers, shares, strict=True)]
+    kv = received_bytes(c, par, scale)  # a CP rank's K/V received (train's, run.train)
+    out = [sizer.memory(counts, share, walk) for sizer, share in zip(sizers, shares, strict=True)]
+    return [replace(m, activations=m.activations + kv) for m in out] if kv else out
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
     fwd, bin_, bw = [], [], []
     for j, n in enumerate(counts):
-        f = n * (layer.forward + layer.tp_forward)
-        i = n * (layer.backward_input + layer.recompute + layer.tp_backward)
+        f = n * (layer.forward + layer.tp_forward + layer.cp_forward)
+        i = n * (layer.backward_input + layer.recompute + layer.tp_backward + layer.cp_backward)
         w = n * layer.backward_weight + per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1)
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:
@@ -52,8 +52,9 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
 
 
 def hop_bytes(c: TransformerConfig, par: Parallelism) -> float:
-    """Bytes one pipeline hop sends per micro-batch and TP rank: the s·b·h fp16 activation over TP."""
-    return c.seq * par.micro_batch * c.hidden * 2 / par.tp
+    """Bytes one pipeline hop sends per micro-batch and TP rank: the s·b·h fp16 activation over TP (and CP: each
+    CP rank sends its s/CP tokens)."""
+    return c.seq * par.micro_batch * c.hidden * 2 / (par.tp * par.cp)
 
 
 def boundary_hops(par: Parallelism, links: Links, nbytes: float) -> tuple[float, ...]:

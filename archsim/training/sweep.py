@@ -127,7 +127,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
     for the command's warnings (:func:`~archsim.fits.tp_span_warning`: a TP group across servers, or None)."""
     from archsim.fits import tp_span_warning
 
-    row = {"gpus": settings["tp"] * settings["pp"] * settings["dp"], **settings}
+    row = {"gpus": settings["tp"] * settings.get("cp", 1) * settings["pp"] * settings["dp"], **settings}
     # the order asked for, on a row that runs or not: 1f1b with interleave > 1 is interleaved-1f1b
     row["schedule"] = schedule_name(settings.get("schedule", Parallelism.schedule),
                                     settings.get("interleave", Parallelism.interleave))

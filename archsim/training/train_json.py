@@ -30,8 +30,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
                        mean_peak(machines), par.attention).to_dict()
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
             "gpu": ", ".join(sorted({m.gpu.name for m in machines})), **rows_gpu(result, machines),
-            "gpus": par.gpus, "tp": par.tp, "pp": par.pp,
-            "dp": par.dp, "global_batch": par.global_batch, "micro_batch": par.micro_batch,
+            "gpus": par.gpus, "tp": par.tp, "cp": par.cp, "pp": par.pp,
+            "dp": par.dp, **({"cp_comm": par.cp_comm} if par.cp > 1 else {}), "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
             "attention": par.attention, "dp_overlap": par.dp_overlap,

@@ -43,9 +43,10 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
     more schedule actions (None: no limit; the one iteration's own check is the caller's, before the
     cluster is built)."""
     if par.gpus > cluster.gpus:  # named by train's flags (the cluster's own check says TP × PP × DP, field gpus)
-        tp, pp, dp = (setting(name) for name in ("tp", "pp", "dp"))  # --tp, or tp from Python
-        raise InputError(f"{tp} × {pp} × {dp} = {par.tp} × {par.pp} × {par.dp} = {par.gpus} GPUs > the cluster's "
-                         f"{cluster.gpus}")
+        tp, pp, dp, cp = (setting(name) for name in ("tp", "pp", "dp", "cp"))  # --tp, or tp from Python
+        with_cp = (f" × {cp}", f" × {par.cp}") if par.cp > 1 else ("", "")
+        raise InputError(f"{tp}{with_cp[0]} × {pp} × {dp} = {par.tp}{with_cp[1]} × {par.pp} × {par.dp} = {par.gpus} "
+                         f"GPUs > the cluster's {cluster.gpus}")
     order = parse_placement(placement, cluster)
     if isinstance(order, tuple):
         cluster = cluster.reordered(order)

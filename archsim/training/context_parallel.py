@@ -1,0 +1,127 @@
+"""Context parallelism (CP): the sequence split over CP GPUs, as Megatron-LM (``--context-parallel-size``) runs
+it through TransformerEngine's attention (``transformer_engine/pytorch/attention/dot_product_attention/
+context_parallel.py``, commit d0067d0d).
+
+Megatron's load-balanced causal split cuts the sequence into 2·CP equal chunks; rank i holds chunks i and
+2·CP − 1 − i (:func:`rank_chunks`), so every rank has the same 1/CP of the causal (q, k ≤ q) pairs
+(:func:`rank_causal_pairs`). Every token-wise op (GEMMs, norms, elementwise, LM head, loss) runs on the
+rank's s/CP tokens; attention runs its queries against every earlier key.
+
+``p2p`` (``cp_comm_type="p2p"``, ``AttnFuncWithCPAndKVP2P``): CP steps; step 0 is the rank's own K/V (a causal
+attention over its s/CP tokens: the two chunks' causal mask is the concatenation's), each later step another
+rank's K/V: queries of 2L = s/CP tokens against that rank's first chunk of L keys, or the second query chunk
+(L) against both of its chunks (2L) — 2L² pairs, no mask either way (:func:`flash_steps` runs it as two L × L
+blocks). While step i computes, the K/V of s/CP tokens for step i + 1 goes to the next rank (CP − 1 sends, each
+step the longer of its compute and its send). The backward runs the ring again: step 0 sends K/V, steps
+1 … CP − 2 K/V and the dK/dV accumulated so far in one buffer (``p2p_comm_buffers`` of shape (2, *kv.shape)), step
+CP − 1 dK/dV alone: 2·(CP − 1) K/V volumes, each step under that step's compute.
+``all_gather`` (``AttnFuncWithCPAndKVAllGather``; Llama 3's, Dubey et al. 2024 §3.3.2): the forward
+all-gathers K and V (``gather_along_first_dim``); the backward all-gathers them again and reduce-scatters dK and
+dV (``reduce_scatter_along_first_dim``), none overlapped here. The attention work per rank is the same pairs
+(its two query chunks against the keys before them); it is priced as p2p's steps.
+
+Not modelled: the all-to-all (Ulysses) and hierarchical a2a+p2p types, FP8 attention's buffers, and the
+contention of the exchange with the attention kernel it overlaps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from archsim.collectives import collective_seconds, message_mib
+from archsim.workload.transformer import TransformerConfig, layer_widths
+
+if TYPE_CHECKING:
+    from archsim.training.iteration import PieceCost
+    from archsim.training.machine import Machine
+    from archsim.training.parallel import Parallelism
+
+
+def rank_chunks(s: int, cp: int, rank: int) -> tuple[range, range]:
+    """The token positions CP rank ``rank`` holds of a sequence of ``s``: chunks ``rank`` and 2·CP − 1 − rank
+    of 2·CP equal ones (Megatron-LM's ``get_batch_on_this_cp_rank``)."""
+    n = s // (2 * cp)
+    return range(rank * n, (rank + 1) * n), range((2 * cp - 1 - rank) * n, (2 * cp - rank) * n)
+
+
+def rank_causal_pairs(s: int, cp: int, rank: int) -> int:
+    """Causal (query, key ≤ query) pairs of CP rank ``rank``'s queries: Σ (q + 1) over its two chunks."""
+    return sum((r.start + r.stop + 1) * len(r) // 2 for r in rank_chunks(s, cp, rank))
+
+
+def flash_steps(s: int, heads: int, kv_heads: int, cp: int, causal: bool) -> tuple[tuple[int, int, int, bool], ...]:
+    """FlashAttention kernels one rank runs each way for ``s`` tokens: (tokens, query heads, K/V heads, causal)
+    each. CP 1: one over the whole sequence. CP > 1 (p2p's steps): a causal one over the rank's s/CP tokens, then
+    CP − 1 unmasked steps of 2L × L pairs (L = s/(2·CP)), each as two L × L blocks: L tokens at twice the heads."""
+    if cp == 1:
+        return ((s, heads, kv_heads, causal),)
+    half = s // (2 * cp)
+    return ((s // cp, heads, kv_heads, True), *((half, 2 * heads, 2 * kv_heads, False),) * (cp - 1))
+
+
+def kv_bytes(c: TransformerConfig, micro_batch: int, tp: int, tokens: int, scale: float = 1.0) -> float:
+    """Bytes of one GPU's K and V for ``tokens`` tokens: kv heads per TP rank × head dim × 2 tensors × 2 bytes
+    (× ``scale``: 2 in fp32)."""
+    w = layer_widths(c, tp)
+    return micro_batch * tokens * w.kv_heads * w.head_dim * 2 * 2 * scale
+
+
+def ring_sends(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> tuple[list[float], list[float]]:
+    """p2p's bytes sent at each step, forward (CP steps, the last sends nothing) and backward (K/V; K/V and
+    dK/dV; …; dK/dV alone), per GPU and micro-batch."""
+    one = kv_bytes(c, par.micro_batch, par.tp, c.seq // par.cp, scale)
+    forward = [one] * (par.cp - 1) + [0.0]
+    backward = [one] + [2 * one] * (par.cp - 2) + [one]
+    return forward, backward
+
+
+def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: list[float],
+             steps_b: list[float]) -> tuple[float, float, list[tuple[str, str, float]]]:
+    """Seconds CP's K/V exchange adds to a layer's forward and backward beyond its attention steps'
+    ``steps_f``/``steps_b`` compute (GPU seconds per step), and its rows (name, F/B, seconds)."""
+    link, hop, cp, scale = machine.links.cp, machine.links.cp_hop, par.cp, machine.scale
+    assert link is not None and hop is not None  # a rank machine of a CP group has its links
+    if par.cp_comm == "p2p":  # each step GPU to GPU: where the ring crosses servers, one GPU's NIC (cp_hop)
+        sends_f, sends_b = ring_sends(c, par, scale)
+        t_f = [float(collective_seconds("p2p", b, 2, hop)) if b else 0.0 for b in sends_f]
+        t_b = [float(collective_seconds("p2p", b, 2, hop)) for b in sends_b]
+        f = sum(max(0.0, t - s) for t, s in zip(t_f, steps_f, strict=True))
+        b = sum(max(0.0, t - s) for t, s in zip(t_b, steps_b, strict=True))
+        return f, b, [(f"cp.kv-ring (p2p, {cp - 1} × {message_mib(sends_f[0])}, exposed beyond attention)", "F", f),
+                      (f"cp.kv-dkv-ring (p2p, {cp} steps, exposed beyond attention)", "B", b)]
+    whole = kv_bytes(c, par.micro_batch, par.tp, c.seq, scale) / 2  # K or V of the whole sequence
+    gather = float(collective_seconds("all-gather", whole, cp, link))
+    scatter = float(collective_seconds("reduce-scatter", whole, cp, link))
+    return 2 * gather, 2 * (gather + scatter), [
+        (f"cp.k,v all-gather (2 × {message_mib(whole)})", "F", 2 * gather),
+        (f"cp.k,v all-gather + dk,dv reduce-scatter (4 × {message_mib(whole)})", "B", 2 * (gather + scatter))]
+
+
+def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, machine: Machine) -> PieceCost:
+    """``layer`` with CP's exchange (:func:`exchange`) on its attention steps (its ``flash_attention`` rows, in
+    step order); a full recompute reruns the forward's exchange too."""
+    steps_f = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "F"]
+    steps_b = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "D"][::-1]
+    f, b, rows = exchange(c, par, machine, steps_f, steps_b)
+    redo = layer.recompute + (f if par.recompute == "full" else 0.0)
+    return replace(layer, cp_forward=f, cp_backward=b, recompute=redo, ops=(*layer.ops, *rows))
+
+
+def rank_config(c: TransformerConfig, cp: int) -> TransformerConfig:
+    """``c`` with the s/CP tokens one CP rank holds: what its token-wise work, activations and pipeline hops see."""
+    return c if cp == 1 else replace(c, seq=c.seq // cp)
+
+
+def received_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> float:
+    """Bytes of K/V a CP rank holds beyond its own while a layer's attention runs: p2p's two receive buffers of
+    s/CP tokens (forward) or of K/V and dK/dV (backward: ``p2p_comm_buffers``, 2 × (2, *kv.shape)) — the larger,
+    the backward's; all_gather's K and V of the whole sequence, less its own."""
+    if par.cp == 1:
+        return 0.0
+    own = kv_bytes(c, par.micro_batch, par.tp, c.seq // par.cp, scale)
+    return 4 * own if par.cp_comm == "p2p" else (par.cp - 1) * own
+
+
+__all__ = ["exchange", "flash_steps", "kv_bytes", "rank_causal_pairs", "rank_chunks", "rank_config",
+           "received_bytes", "ring_sends", "with_exchange"]
