@@ -33,7 +33,6 @@ from archsim.collectives import collective_seconds, message_mib
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 if TYPE_CHECKING:
-    from archsim.training.iteration import PieceCost
     from archsim.training.machine import Machine
     from archsim.training.parallel import Parallelism
 
@@ -98,16 +97,6 @@ def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: 
         (f"cp.k,v all-gather + dk,dv reduce-scatter (4 × {message_mib(whole)})", "B", 2 * (gather + scatter))]
 
 
-def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, machine: Machine) -> PieceCost:
-    """``layer`` with CP's exchange (:func:`exchange`) on its attention steps (its ``flash_attention`` rows, in
-    step order); a full recompute reruns the forward's exchange too."""
-    steps_f = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "F"]
-    steps_b = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "D"][::-1]
-    f, b, rows = exchange(c, par, machine, steps_f, steps_b)
-    redo = layer.recompute + (f if par.recompute == "full" else 0.0)
-    return replace(layer, cp_forward=f, cp_backward=b, recompute=redo, ops=(*layer.ops, *rows))
-
-
 def rank_config(c: TransformerConfig, cp: int) -> TransformerConfig:
     """``c`` with the s/CP tokens one CP rank holds: what its token-wise work, activations and pipeline hops see."""
     return c if cp == 1 else replace(c, seq=c.seq // cp)
@@ -124,4 +113,4 @@ def received_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -
 
 
 __all__ = ["exchange", "flash_steps", "kv_bytes", "rank_causal_pairs", "rank_chunks", "rank_config",
-           "received_bytes", "ring_sends", "with_exchange"]
+           "received_bytes", "ring_sends"]

@@ -52,7 +52,7 @@ from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
-from archsim.training.context_parallel import rank_config, with_exchange
+from archsim.training.context_parallel import exchange, rank_config
 from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
     EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
@@ -253,6 +253,16 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
         return (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b)), megatron()
     own = megatron(dtype)
     return own, own
+
+
+def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, machine: Machine) -> PieceCost:
+    """``layer`` with CP's exchange (:func:`~archsim.training.context_parallel.exchange`) on its attention steps
+    (its ``flash_attention`` rows, in step order); a full recompute reruns the forward's exchange too."""
+    steps_f = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "F"]
+    steps_b = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "D"][::-1]
+    f, b, rows = exchange(c, par, machine, steps_f, steps_b)
+    redo = layer.recompute + (f if par.recompute == "full" else 0.0)
+    return replace(layer, cp_forward=f, cp_backward=b, recompute=redo, ops=(*layer.ops, *rows))
 
 
 @lru_cache(maxsize=4096)
