@@ -31,8 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.console import as_keywords, setting
 from archsim.choices.training import CP_COMMS
+from archsim.console import as_keywords, setting
 from archsim.csv_lines import check_row_length, choice_cell
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
