@@ -61,7 +61,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, its note that an
     interleaved ``schedule`` ran with one model chunk per rank (``interleave`` 1:
-    :func:`archsim.training.parallel.one_chunk_note`), and each of the
+    :func:`archsim.training.parallel.one_chunk_note`), its note that ``cp_comm`` was named at ``cp`` 1
+    (:func:`archsim.training.parallel.cp_comm_note`), and each of the
     cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
     :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
@@ -71,7 +72,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.parallel import Parallelism, one_chunk_note, unsharded_note
+    from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput
@@ -111,7 +112,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), seq_note(model, config, seq), unread_note(model), dtype_note,
-                    one_chunk_note(laid.par), unsharded_note(laid.par), *cluster_notes(laid.cluster, "train", laid.par)):
+                    one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par), *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             import warnings
 
@@ -203,7 +204,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            max_ops: int | str | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
-           fsdp: bool = False, cp: int | str | Sequence[int | str] = 1) -> SearchResult:
+           fsdp: bool = False, cp: int | str | Sequence[int | str] = 1,
+           cp_comm: str | Sequence[str] = "p2p") -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -212,7 +214,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
     ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``; ``cp``: the context-parallel
-    degrees tried, as ``--cp``). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
+    degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count), the Pareto front and ``sharded_fits`` (every configuration out of memory
@@ -230,6 +232,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
 
     from archsim.choices.training import (
         BALANCES,
+        CP_COMMS,
         DP_OVERLAPS,
         GRAD_ACCUMULATIONS,
         MAX_REFINE_ACTIONS,
@@ -243,7 +246,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.search import default_refine
     from archsim.training.search import search as _search
-    from archsim.training.search_space import chunk_counts
+    from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.training.train_json import search_document
     from archsim.workload.model_files import config_dtype_note
 
@@ -251,6 +254,10 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
     counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus, "gpus")]
     cps = tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
+    cp_comms = tuple(listed(cp_comm, "cp-comm"))
+    for name in cp_comms:
+        check_choice(name, CP_COMMS, "cp-comm")
+    cp_comm_rule(cps, cp_comms)
     check_choice(objective, OBJECTIVES, "objective")
     check_choice(balance, BALANCES, "balance")
     check_choice(placement, PLACEMENTS, "placement")
@@ -286,7 +293,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        sequence_parallel=modes[sequence_parallel], top=top,
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
-                       max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps)
+                       max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps,
+                       cp_comms=cp_comms)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
@@ -307,6 +315,6 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
         seq=seq, objective=objective, balance=balance, placement=placement,
-        distributed_optimizer=distributed_optimizer, fsdp=fsdp)
+        distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps, cp_comms=cp_comms)
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document)

@@ -35,7 +35,11 @@
   beside archsim's model TFLOP/s and MFU at V = 1, 2, 4 chunks per rank (not published) with Meta's stage split,
   no recompute, sequence parallelism, bf16, flash, the distributed optimizer for their FSDP, micro-batch 1 (not
   published); per-term breakdown, the 8,192 → 16,384 step, and the same without the pods' oversubscription
-  (benchmarks/published_llama3.py; docs/training.md, "Llama 3 405B on 8,192 and 16,384 H100s").
+  (benchmarks/published_llama3.py; docs/training.md, "Llama 3 405B on 8,192 and 16,384 H100s"). Then Table 4's
+  CP 16 row (sequence 131,072, TP 8 × CP 16 × PP 16 × DP 8 on 16,384 GPUs: 380 TFLOP/s per GPU, MFU 38%) beside
+  archsim's prediction at V = 1, 2, 4 under --cp-comm p2p and all_gather (Llama 3's), set as the 8K rows, with
+  what counting attention's causal half instead of the whole s² square would make of the figures
+  (docs/training.md, "Context parallelism").
 
 Then a check of the GEMM model at these sizes where a measurement exists: the GEMMs of at least
 0.1 TFLOP in the Hopper check's probe (benchmarks/results/gpu_efficiency_probe_h100-80gb-hbm3.csv,
@@ -78,7 +82,7 @@ from published_gpt3 import (  # the benchmarks folder is not a package: its sibl
     layer_decomposition,
     published_seconds,
 )
-from published_llama3 import LLAMA3_405B_CONFIG, LLAMA3_TABLE4, meta_stage_layers
+from published_llama3 import LLAMA3_405B_CONFIG, LLAMA3_TABLE4, LLAMA3_TABLE4_LONG, meta_stage_layers
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT3 = TransformerConfig("gpt3-175b", "gpt", layers=96, hidden=12288, heads=96, vocab=51200, seq=2048, ffn=4 * 12288,
@@ -105,7 +109,8 @@ def predict(c: TransformerConfig, cluster_file: str | GpuCluster, par: Paralleli
     rates = throughput(c, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
                        machines[0].gpu.peak(dtype), par.attention)
     fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
-    return {"model": c.name, "dtype": dtype, "gpus": par.gpus, "tp": par.tp, "pp": par.pp, "dp": par.dp, "micro_batch": par.micro_batch,
+    return {"model": c.name, "dtype": dtype, "gpus": par.gpus, "tp": par.tp, "cp": par.cp, "cp_comm": par.cp_comm,
+            "seq": c.seq, "pp": par.pp, "dp": par.dp, "micro_batch": par.micro_batch,
             "interleave": par.interleave, "recompute": par.recompute, "attention": par.attention,
             "grad_accumulation": par.grad_accumulation or "fused",
             "iteration_seconds": result.iteration_seconds, "tflops_per_gpu": rates.tflops_per_gpu,
@@ -253,6 +258,58 @@ def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, .
     return rows
 
 
+def llama3_long_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4),
+                     comms: tuple[str, ...] = ("p2p", "all_gather")) -> list[dict]:
+    """Table 4's CP 16 row (sequence 131,072, TP 8 × CP 16 × PP 16 × DP 8, 128 sequences) beside archsim's
+    prediction, set as the 8,192-token rows are (:func:`llama3_rows`: no recompute, each CP rank holds 8,192
+    tokens, the 8K rows' activations) with ``--cp 16`` under each K/V exchange, at V = 1, 2, 4 chunks per rank."""
+    r = LLAMA3_TABLE4_LONG
+    c = load_transformer(ROOT / "configs" / "transformers" / LLAMA3_405B_CONFIG, seq=r.seq)
+    rows = []
+    for comm in comms:
+        for v in chunks:
+            par = Parallelism(r.tp, r.pp, r.dp, r.global_batch, 1, "none", True, v, "1f1b",
+                              stage_layers=meta_stage_layers(c.layers, r.pp, v), attention="flash",
+                              dp_overlap="bucketed", distributed_optimizer=True, cp=r.cp, cp_comm=comm)
+            row = predict(c, cluster, par, "bf16")
+            rows.append(row | {"source": r.source, "published_tflops_per_gpu": r.tflops, "published_mfu": r.mfu,
+                               "vs_published": row["tflops_per_gpu"] / r.tflops - 1})
+    return rows
+
+
+def causal_half_factor(c: TransformerConfig, global_batch: int) -> tuple[float, float]:
+    """(the s² square's share of the model FLOPs, the model FLOPs counting the causal half s(s + 1)/2 over those
+    counting the square): archsim counts attention's whole s² (``model_flops``, PaLM's and Narayanan et al.'s
+    convention), and a count of the causal pairs alone would scale every TFLOP/s and MFU by the second."""
+    from archsim.training.throughput import model_flops
+
+    whole = model_flops(c, global_batch)
+    square = global_batch * 12 * c.layers * c.attention_width * c.seq * c.seq
+    half = global_batch * 12 * c.layers * c.attention_width * c.seq * (c.seq + 1) / 2
+    return square / whole, (whole - square + half) / whole
+
+
+def print_llama3_long(rows: list[dict]) -> None:
+    """Table 4's CP 16 row beside archsim's prediction per K/V exchange and V, and the FLOPs convention's note."""
+    r = LLAMA3_TABLE4_LONG
+    print(f"Llama 3 405B, sequence {r.seq:,}, {r.gpus:,} H100, TP {r.tp} × CP {r.cp} × PP {r.pp} × DP {r.dp}, "
+          f"{r.global_batch} sequences, micro-batch 1: published {r.tflops:.0f} TFLOP/s per GPU, MFU {r.mfu:.2f} "
+          f"({r.source}); archsim:")
+    for row in rows:
+        fits = "fits" if row["fits_memory"] else "does not fit 80 GB"
+        print(f"  --cp-comm {row['cp_comm']}, V {row['interleave']}: {row['tflops_per_gpu']:.1f} model TFLOP/s per GPU, "
+              f"MFU {row['mfu']:.3f} ({row['vs_published']:+.0%}); {row['iteration_seconds']:.2f} s, "
+              f"cp_communication {row.get('cp_communication_s', 0.0):.3f} s, {row['peak_memory_gib']:.1f} GiB ({fits}), "
+              f"{row['cpu_s']:.1f} CPU s")
+    c = load_transformer(ROOT / "configs" / "transformers" / LLAMA3_405B_CONFIG, seq=r.seq)
+    share, factor = causal_half_factor(c, r.global_batch)
+    example = next((x for x in rows if x["cp_comm"] == "p2p" and x["interleave"] == 2), rows[0])
+    print(f"  FLOPs convention: archsim's model FLOPs count attention's whole s² square, {share:.0%} of the count at "
+          f"{r.seq:,} tokens; the paper does not say whether Meta counts it whole. Counted as the causal half, "
+          f"archsim's figures would be {factor:.3f} times these (--cp-comm {example['cp_comm']} V "
+          f"{example['interleave']}: {example['tflops_per_gpu'] * factor:.0f})")
+
+
 def print_llama3(rows: list[dict]) -> None:
     """Each Llama 3 row beside Table 4 with archsim's per-term breakdown; the published and predicted drop from
     DP 64 to DP 128; the same runs on a fabric without the pods' 1:7 oversubscription."""
@@ -322,6 +379,9 @@ def main() -> int:
           f"Adam: MFU {mpt['mfu']:.3f}, {mpt['peak_memory_gib']:.0f} GiB, would not fit); llm-foundry published "
           f"{MPT7B_H100_MFU:.3f}: {sharded['mfu'] / MPT7B_H100_MFU - 1:+.0%}")
     print_llama3(llama3)
+    long_context = llama3_long_rows()
+    print_llama3_long(long_context)
+    frame = pd.concat([frame, pd.DataFrame(long_context)], ignore_index=True)
     atomic_write_text(ROOT / "benchmarks" / "results" / "published_throughput.csv", frame.to_csv(index=False))
     large_gemms_on_h100()
     return 0

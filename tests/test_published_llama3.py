@@ -4,6 +4,8 @@ source, Meta's pipeline split counted by hand, and the 16,384-GPU cluster file t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from benchmark_scripts import ROOT, load_benchmark
 
@@ -80,3 +82,53 @@ def test_the_16384_gpu_cluster_loads_and_one_server_more_is_refused(tmp_path):
                    '[[servers]]\ncount = 2049\ngpus = 8\ngpu = "h100-80gb-sxm"\n', encoding="utf-8")
     with pytest.raises(InputError, match="more than 16384 GPUs"):
         load_gpu_cluster(big)
+
+
+def test_table_4s_long_context_row_carries_its_source_and_adds_up():
+    """Table 4's third row: TP 8 × CP 16 × PP 16 × DP 8 = 16,384 GPUs at sequence 131,072, 16 sequences per DP
+    group (128 sequences: 2²⁴ tokens, the 8K rows' 16M), 380 TFLOP/s per GPU, BF16 MFU 38% (380 / 989.4 = 38.4%)."""
+    r = PAPER.LLAMA3_TABLE4_LONG
+    assert (r.gpus, r.tp, r.cp, r.pp, r.dp, r.seq, r.batch_per_dp, r.tflops, r.mfu) == (
+        16384, 8, 16, 16, 8, 131072, 16, 380.0, 0.38)
+    assert "2407.21783" in r.source and "Table 4" in r.source
+    assert r.tp * r.cp * r.pp * r.dp == r.gpus
+    assert r.global_batch * r.seq == 2**24
+    assert r.tflops / H100_BF16_TFLOPS == pytest.approx(r.mfu, abs=0.005)
+    assert r.seq % (2 * r.cp) == 0  # Megatron's load-balanced split: 2 × CP equal chunks
+
+
+def test_the_causal_half_factor_by_hand():
+    """The 405B at 131,072 tokens, by hand: model FLOPs 6 per parameter per token (126 layers' weights and the
+    LM head, as Table 3's shapes give them) plus 12 · layers · 16,384 · s² per sequence for the whole square;
+    counting the causal half, s(s + 1)/2, in its place scales them by 1 − share · (1 − (s + 1)/(2s))."""
+    bench = load_benchmark("bench_published_throughput")
+    h, kv, ffn, vocab, layers, s, b = 16384, 8 * 128, 53248, 128256, 126, 131072, 128
+    per_layer = 2 * h * h + 2 * h * kv + 3 * h * ffn + 2 * h
+    square = b * 12 * layers * h * s * s
+    whole = b * s * 6 * (layers * per_layer + vocab * h) + square
+    c = load_transformer(ROOT / "configs" / "transformers" / PAPER.LLAMA3_405B_CONFIG, seq=s)
+    share, factor = bench.causal_half_factor(c, b)
+    assert share == pytest.approx(square / whole, rel=1e-12)
+    assert factor == pytest.approx(1 - square / whole * (1 - (s + 1) / (2 * s)), rel=1e-12)
+    assert (round(share, 2), round(factor, 3)) == (0.57, 0.714)  # docs/training.md's figures
+
+
+def test_the_benchmarks_long_context_row_is_the_documented_train_line(capsys):
+    """bench_published_throughput's CP 16 row at V = 2 under all_gather is the `archsim train` line that
+    docs/training.md ("Context parallelism") gives for it: the same layout, seconds and GiB."""
+    from archsim.cli import main
+
+    bench = load_benchmark("bench_published_throughput")
+    (row,) = bench.llama3_long_rows(chunks=(2,), comms=("all_gather",))
+    assert (row["gpus"], row["tp"], row["cp"], row["pp"], row["dp"], row["seq"], row["cp_comm"]) == (
+        16384, 8, 16, 16, 8, 131072, "all_gather")
+    split = ",".join(map(str, PAPER.meta_stage_layers(126, 16, 2)))
+    assert main(["train", "llama3_405b", "--cluster", str(ROOT / "configs" / "clusters" / "llama3_h100_2048_servers.toml"),
+                 "--tp", "8", "--pp", "16", "--dp", "8", "--cp", "16", "--cp-comm", "all_gather", "--seq", "131072",
+                 "--global-batch", "128", "--micro-batch", "1", "--interleave", "2", "--stage-layers", split,
+                 "--sequence-parallel", "--recompute", "none", "--attention", "flash", "--dtype", "bf16",
+                 "--distributed-optimizer", "--dp-overlap", "bucketed", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["iteration_seconds"] == pytest.approx(row["iteration_seconds"], rel=1e-12)
+    assert meta["peak_memory_gib"] == pytest.approx(row["peak_memory_gib"], rel=1e-12)
+    assert meta["tflops_per_gpu"] == pytest.approx(row["tflops_per_gpu"], rel=1e-12)

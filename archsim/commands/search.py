@@ -10,6 +10,7 @@ from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
+    CP_COMMS,
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
     GRAD_ACCUMULATIONS,
@@ -49,8 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "GPUs of the cluster file)")
     parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
     parser.add_argument("--cp", action=ListFlag, item=positive_int, default=[1],
-                        help="context-parallel degrees to try, one or several (default 1), as archsim train's --cp "
-                             "(p2p's ring): each divides the GPUs, TP × PP × DP over GPUs / CP")
+                        help="context-parallel degrees to try, one or several (default 1), as archsim train's --cp: "
+                             "each divides the GPUs, TP × PP × DP over GPUs / CP")
+    parser.add_argument("--cp-comm", action=ListFlag, choices=CP_COMMS, default=["p2p"],
+                        help="how CP above 1 exchanges K/V, one or several to try (default p2p), as archsim train's "
+                             "--cp-comm: p2p (Megatron-LM's ring) or all_gather (Llama 3's)")
     parser.add_argument("--dtype", default=None, choices=DTYPES,
                         help="every configuration's training precision, as archsim train's --dtype (fp32: 4 bytes per "
                              f"element, GEMMs on the FP32 lanes; --balance planned refuses it) (default: {TRAIN_DTYPE}, "
@@ -110,10 +114,11 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.search_result import rows_frame, text_meta
-    from archsim.training.search_space import chunk_counts
+    from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
+    cp_comm_rule(args.cp, args.cp_comm)
     config = load_transformer(args.model, seq=args.seq)
     cluster = load_gpu_cluster(args.cluster, args.dtype or TRAIN_DTYPE)
     with warnings.catch_warnings():  # the library's warnings are lines this command prints itself, after the run
@@ -125,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
                         refine=args.refine, attention=args.attention, dp_overlap=args.dp_overlap,
                         max_ops=args.max_ops, grad_accumulation=args.grad_accumulation, seq=args.seq,
                         model_file=args.model, cluster_file=args.cluster,
-                        distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp)
+                        distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp,
+                        cp_comm=args.cp_comm)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 
@@ -179,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
 
         page = write_front_page(args.pareto_html, f"archsim search: {config.name}, global batch {args.global_batch}",
                                 result.pareto, result.rows, args.objective,
-                                energy_basis(cluster, {r["tp"] * r["pp"] * r["dp"] for r in result.rows}))
+                                energy_basis(cluster, {r["gpus"] for r in result.rows}))
         note_written(f"wrote {page}")
     if args.gantt or args.trace or args.schedule_csv:
         _write_best_timeline(args, config, cluster, result.rows)
@@ -188,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _front_line(r: dict) -> str:
     """One Pareto configuration: its parallelism, schedule, time and memory per GPU."""
-    return (f"TP{r['tp']} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
+    cp = f" CP{r['cp']} {r['cp_comm']}" if r.get("cp", 1) > 1 else ""
+    return (f"TP{r['tp']}{cp} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
             f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
             f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
             f"{r['peak_memory_gib']:.3g} GiB")
@@ -216,7 +223,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
                       r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
-                      r.get("cp", 1))
+                      r.get("cp", 1), r.get("cp_comm") or "p2p")
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))

@@ -24,9 +24,11 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
 
 def iteration_title(model: str, par) -> str:
     """The title of a training iteration's Gantt, one for ``train`` and for ``search``'s row: the layout of
-    ``par`` (a :class:`~archsim.training.parallel.Parallelism`), the schedule that ran and its model chunks."""
+    ``par`` (a :class:`~archsim.training.parallel.Parallelism`; CP and its exchange where CP is above 1), the
+    schedule that ran and its model chunks."""
     chunks = f", {par.interleave} chunks per rank" if par.interleave > 1 else ""
-    return f"{model}: TP{par.tp} PP{par.pp} DP{par.dp}, {par.schedule_name}{chunks}"
+    cp = f" CP{par.cp} ({par.cp_comm})" if par.cp > 1 else ""
+    return f"{model}: TP{par.tp}{cp} PP{par.pp} DP{par.dp}, {par.schedule_name}{chunks}"
 
 
 def iteration_caption(iteration_seconds: float, timeline, par=None, post=()) -> str:

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.parallel import Parallelism, one_chunk_note, unsharded_note
+    from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.train_json import parameters_line, text_meta, train_document
@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         warn(warning)
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (dtype_note, one_chunk_note(par), unsharded_note(par)):
+    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par)):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
@@ -313,6 +313,7 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
                     ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
                     ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--cp", "cp"),
+                    ("--cp-comm", "cp_comm"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),
                     ("--schedule-csv", "schedule_csv"))

@@ -14,7 +14,7 @@ from archsim.report.html_page import Figures, esc, section, table, write_documen
 AXIS = {"time": ("peak_memory_gib", "memory per GPU (GiB)"), "cost": ("cost_usd", "cost per iteration (USD)"),
         "energy": ("energy_j", "energy per iteration (J, {basis})")}
 BOARD_POWER = "GPUs at board power"  # how energy_j is found on catalog GPUs and tile devices
-COLUMNS = ["gpus", "tp", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel",
+COLUMNS = ["gpus", "tp", "cp", "cp_comm", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel",
            "stage_layers", "iteration_seconds", "peak_memory_gib", "cost_usd", "energy_j", "uneven_gain", "mfu",
            "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_second"]
 # The tables' units (their headers are the rows' JSON keys, so a column reads as the key it is in JSON and CSV).
@@ -28,7 +28,8 @@ RATES = ("gpus", "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_second
 def _label(row: dict) -> str:
     chunks = f" v{row['interleave']}" if row["interleave"] > 1 else ""
     split = f" [{row['stage_layers']}]" if row["stage_layers"] else ""
-    return (f"TP{row['tp']} PP{row['pp']} DP{row['dp']} mb{row['micro_batch']} {row['recompute']} "
+    cp = f" CP{row['cp']} {row['cp_comm']}" if row.get("cp", 1) > 1 else ""
+    return (f"TP{row['tp']}{cp} PP{row['pp']} DP{row['dp']} mb{row['micro_batch']} {row['recompute']} "
             f"{row['schedule']}{chunks}{' sp' if row['sequence_parallel'] else ''}{split}")
 
 
@@ -44,7 +45,7 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
     point's hover with its GPUs, model and hardware TFLOP/s per GPU and tokens/s (:data:`RATES`). Colour is GPUs
     on one scale over both traces, the bar's ticks the whole GPU counts the rows run."""
     column, title = _axis(objective, energy_basis)
-    counts = sorted({r["tp"] * r["pp"] * r["dp"] for r in [*front, *rows]})  # one colour scale for both traces
+    counts = sorted({r["gpus"] for r in [*front, *rows]})  # one colour scale for both traces (TP × CP × PP × DP)
     scale = {"cmin": counts[0], "cmax": counts[-1]} if counts else {}
     fig = go.Figure()
     for name, part, mode in (("Pareto front", front, "lines+markers"), ("ranked rows", rows, "markers")):
@@ -54,7 +55,7 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
             x=[r["iteration_seconds"] for r in part], y=[r[column] for r in part], mode=mode, name=name,
             text=[_label(r) for r in part], customdata=[[r[k] for k in RATES] for r in part],
             marker={"size": 9 if mode == "markers" else 7, "symbol": "circle-open" if mode == "markers" else "circle",
-                    "color": [r["tp"] * r["pp"] * r["dp"] for r in part], "colorscale": "Viridis", **scale,
+                    "color": [r["gpus"] for r in part], "colorscale": "Viridis", **scale,
                     "showscale": mode != "markers", "colorbar": {"title": "GPUs", "tickvals": counts}},
             hovertemplate="%{text}<br>%{x:.4g} s, %{y:.4g}<br>%{customdata[0]} GPUs: %{customdata[1]:.4g} model, "
                           "%{customdata[2]:.4g} hardware TFLOP/s per GPU (recompute counted)<br>"

@@ -48,13 +48,22 @@ def unsharded_note(par: Parallelism) -> str:
     (docs/training.md); ``train`` prints it, ``archsim.train`` warns it, naming the switch as its caller does."""
     from archsim.console import switch_on
 
-    if par.dp > 1 or not (par.distributed_optimizer or par.fsdp):
+    if par.replicas > 1 or not (par.distributed_optimizer or par.fsdp):  # CP's ranks share the shards too
         return ""
     if par.fsdp:
         return (f"{switch_on('fsdp')} with {setting('dp', 1)} shards nothing: each GPU keeps FSDP's 16 bytes per "
                 "parameter whole, plus the units in flight, and no collective runs")
     return (f"{switch_on('distributed-optimizer')} with {setting('dp', 1)} shards nothing: the figures are those "
             "without it")
+
+
+def cp_comm_note(par: Parallelism) -> str:
+    """The note that a K/V exchange was named at CP 1 ('' otherwise): ``--cp-comm`` prices CP's exchange, and
+    CP 1 exchanges nothing, so the run is the one without it; ``train`` prints it, ``archsim.train`` warns it."""
+    if par.cp > 1 or par.cp_comm == "p2p":
+        return ""
+    return (f"{setting('cp-comm', par.cp_comm)} with {setting('cp', 1)} exchanges nothing: the figures are those "
+            f"without it; give {setting('cp', placeholder='N')} (N ≥ 2) to split the sequence")
 
 
 def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
@@ -311,10 +320,14 @@ def cp_problem(c: TransformerConfig, cp: int, attention: str) -> str:
     if cp == 1:
         return ""
     if c.seq % (2 * cp):
+        fits = [n for n in range(2, min(c.seq // 2, 4 * cp) + 1) if c.seq % (2 * n) == 0]
+        near = sorted(sorted(fits, key=lambda n: abs(n - cp))[:2])
         return (f"CP {cp} must split the sequence of {c.seq} tokens into 2 × CP = {2 * cp} equal chunks "
-                "(Megatron-LM's load-balanced causal split)")
+                f"(Megatron-LM's load-balanced causal split): " +
+                (f"CP {_or_list(near)} does" if near else f"no CP above 1 splits {c.seq} tokens so"))
     if attention != "flash":
-        return f"CP {cp} runs in TransformerEngine's flash attention only: with {setting('attention', 'flash')}"
+        return (f"CP {cp} runs in TransformerEngine's flash attention only, not {setting('attention', attention)}: "
+                f"give {setting('attention', 'flash')} (the default) or drop {setting('cp')}")
     if c.family == "switch" or c.sliding_window or c.family == "bert":
         return f"CP {cp} is modelled for causal decoders without a sliding window, not {c.name}"
     return ""
@@ -338,6 +351,6 @@ def _or_list(values) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
-__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "cp_problem",
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "cp_comm_note", "cp_problem",
            "layers_per_stage", "one_chunk_note", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
            "tp_split_problem", "tp_straddles", "unsharded_note"]

@@ -64,8 +64,10 @@ class TrainResult:
         """One line, not every rank's memory, the breakdown and the parallelism's fields (a notebook shows a cell's
         value by its repr): seconds, GiB per GPU (the fullest rank) and joules, as ``archsim train`` prints them."""
         par = self.parallelism
-        split = "" if par is None else (f"tp {par.tp} × pp {par.pp} × dp {par.dp}, micro-batch {par.micro_batch}, "
-                                        f"{par.schedule}, recompute {par.recompute}; ")
+        cp = "" if par is None or par.cp == 1 else f"cp {par.cp} × "  # GPUs = TP × CP × PP × DP
+        comm = "" if par is None or par.cp == 1 else f", cp-comm {par.cp_comm}"
+        split = "" if par is None else (f"tp {par.tp} × {cp}pp {par.pp} × dp {par.dp}{comm}, micro-batch "
+                                        f"{par.micro_batch}, {par.schedule}, recompute {par.recompute}; ")
         energy = "" if self.energy_j is None else f", {self.energy_j:.4g} J"
         return (f"TrainResult({split}{self.iteration_seconds:.4g} s per iteration, peak memory "
                 f"{self.peak_memory_gib:.4g} GiB per GPU{energy}; {len(self.ops)} op rows)")

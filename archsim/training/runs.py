@@ -8,8 +8,8 @@ Two layouts are read (docs/formats.md, "Runs files"):
   ``recompute`` (none | selective | full, any case, default full), ``sequence_parallel`` (true/false, default
   false), ``interleave`` (default 1), ``distributed_optimizer`` (true/false, default false: Megatron-LM's
   ``--use-distributed-optimizer``), ``fsdp`` (true/false, default false: PyTorch FSDP's full sharding),
-  ``cp`` (default 1: context parallelism, its K/V in p2p's ring), ``gpus`` (checked against TP × CP × PP × DP) and
-  ``measured_seconds``;
+  ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather, default p2p: how CP exchanges K/V),
+  ``gpus`` (checked against TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
   and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
@@ -31,8 +31,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.choices.training import CP_COMMS
 from archsim.console import as_keywords, setting
-from archsim.csv_lines import check_row_length
+from archsim.csv_lines import check_row_length, choice_cell
 from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
-OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "cp", "gpus",
-            "measured_seconds")
+OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "cp", "cp_comm",
+            "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,8 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     for column in ("interleave", "cp"):
         if cells.get(column):
             fields[column] = _int(cells[column], column, file, line)
+    fields["cp_comm"] = choice_cell(cells.get("cp_comm", ""), CP_COMMS, file=file, line=line, field="cp_comm",
+                                    default="p2p")  # any case, as recompute's cell
     par = _parallelism(fields, file, line)
     if cells.get("gpus") and _int(cells["gpus"], "gpus", file, line) != par.gpus:
         product = "TP × CP × PP × DP" if par.cp > 1 else "TP × PP × DP"
@@ -296,7 +299,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
 
     sharded = any(row.par.distributed_optimizer for row in rows)  # the column only where a row sets it: as before
     full = any(row.par.fsdp for row in rows)
-    split = any(row.par.cp > 1 for row in rows)  # the cp column only where a row sets it
+    split = any(row.par.cp > 1 for row in rows)  # the cp and cp_comm columns only where a row sets CP above 1
     # the order a row ran, where one differs from the command's --schedule (1f1b with interleave > 1 runs
     # Megatron's interleaved 1F1B, as train's meta names it): the column only then, as the meta's alone misleads
     renamed = any(row.par.schedule_name != row.par.schedule for row in rows)
@@ -317,7 +320,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                 warn(row.line, text)
         p = row.par
         record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp,
-                  **({"cp": p.cp} if split else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
+                  **({"cp": p.cp, "cp_comm": p.cp_comm} if split else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.chunks,
                   **({"schedule": p.schedule_name} if renamed else {}),
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),

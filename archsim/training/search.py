@@ -60,7 +60,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            balance: str = "even", objective: str = "time", placement: str = "file",
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
-           fsdp: bool = False, cps=(1,)) -> SearchResult:
+           fsdp: bool = False, cps=(1,), cp_comms=("p2p",)) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -78,7 +78,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     (the memory rule and the rows' time, :class:`~archsim.training.parallel.Parallelism`); off, and every
     configuration out of memory (and ``fsdp`` off: it shards every state already), the result's ``sharded_fits``
     says how many it would fit (each laid out as the search lays it out); ``fsdp`` whether PyTorch FSDP shards every state (PP = 1 candidates only,
-    :mod:`archsim.training.fsdp`); ``cps``: the context-parallel degrees tried (each dividing a GPU count)."""
+    :mod:`archsim.training.fsdp`); ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges."""
     refuse_switch(c, "search (Megatron's configurations)")
     from archsim.progress import progress
 
@@ -88,12 +88,13 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     later = lambda: max(0.0, 1.0 - (time.monotonic() - started))
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
-    check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement, cps)
+    check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement, cps,
+                      cp_comms)
     for n in counts:
         check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
-                                dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps)]
+                                dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)

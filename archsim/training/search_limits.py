@@ -12,10 +12,10 @@ from archsim.workload.transformer import TransformerConfig
 
 
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
-                      placement: str = "file", cps=(1,)) -> None:
+                      placement: str = "file", cps=(1,), cp_comms=("p2p",)) -> None:
     """Refuse, before any candidate is built, a grid above :data:`MAX_CANDIDATES` (× the server orders a
     planned placement tries), naming the flags that size it."""
-    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps)
+    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps, cp_comms)
     if placement == "planned":
         size *= min(order_count(cluster), MAX_ORDERS + 1)
     if size > MAX_CANDIDATES:
@@ -28,7 +28,8 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
                          f"{MAX_CANDIDATES:,}; lower {setting('max-micro-batch')}, or give fewer {setting('gpus')}, "
                          f"{setting('schedule')} or {setting('chunks')}",
                          field=field)
-    check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks)
+    check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks, cp=cps,
+                   **{"cp-comm": cp_comms})
 
 
 # The planner's work a search may do under --balance planned, in table cells (PP × (layers + 3)² per split

@@ -49,8 +49,8 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
             args.append("--recompute-method uniform --recompute-num-layers 1")
     if k.sequence_parallel:
         args.append("--sequence-parallel")
-    if k.cp > 1:  # its default --cp-comm-type p2p
-        args.append(f"--context-parallel-size {k.cp}")
+    if k.cp > 1:  # Megatron-LM spells TransformerEngine's all_gather "allgather"; p2p its default
+        args.append(f"--context-parallel-size {k.cp}" + (" --cp-comm-type allgather" if k.cp_comm == "all_gather" else ""))
     if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
         args.append("--use-flash-attn")
     if k.dp_overlap == "bucketed":
@@ -132,7 +132,7 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     if row.get("fsdp"):
         line += " --fsdp"
     if row.get("cp", 1) > 1:
-        line += f" --cp {row['cp']}"
+        line += f" --cp {row['cp']}" + (f" --cp-comm {row['cp_comm']}" if row.get("cp_comm", "p2p") != "p2p" else "")
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

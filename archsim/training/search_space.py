@@ -74,12 +74,14 @@ class Candidate:
     grad_accumulation: str = "fused"  # Parallelism.grad_accumulation, one for the search (Megatron's lists only)
     distributed_optimizer: bool = False  # Parallelism.distributed_optimizer, one for the search
     fsdp: bool = False  # Parallelism.fsdp, one for the search (PP = 1 candidates only)
-    cp: int = 1  # Parallelism.cp: the context-parallel degree (p2p's ring)
+    cp: int = 1  # Parallelism.cp: the context-parallel degree
+    cp_comm: str = "p2p"  # Parallelism.cp_comm: how CP exchanges K/V (p2p at CP 1, where nothing is exchanged)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
-                           self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp)
+                           self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
+                           self.cp_comm)
 
     @property
     def gpus(self) -> int:
@@ -105,12 +107,14 @@ def factorization_count(gpus: int) -> int:
     return sum(len(divisors(gpus // tp)) for tp in divisors(gpus))
 
 
-def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps=(1,)) -> int:
+def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps=(1,),
+                    cp_comms=("p2p",)) -> int:
     """How many candidates :func:`candidates` yields over the GPU ``counts``, without building one:
     the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
     per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * \
         sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
-    return sum(factorization_count(n // cp) for n in counts for cp in cps if n % cp == 0) * per_factorization
+    return sum(factorization_count(n // cp) * (len(cp_comms) if cp > 1 else 1)
+               for n in counts for cp in cps if n % cp == 0) * per_factorization
 
 
 def check_distinct(**values) -> None:
@@ -141,6 +145,15 @@ def chunk_counts(schedules, chunks) -> tuple[int, ...]:
     return tuple(chunks)
 
 
+def cp_comm_rule(cps, cp_comms) -> None:
+    """Refuse K/V exchanges to try (``--cp-comm``, other than p2p alone) when no CP above 1 is searched: CP 1
+    exchanges nothing, so they would change no row (as :func:`chunk_counts` refuses chunks no schedule takes)."""
+    if tuple(cp_comms) != ("p2p",) and all(cp == 1 for cp in cps):
+        raise InputError(f"{setting('cp-comm')} is tried only by a CP above 1 (CP 1 exchanges no K/V); "
+                         f"{setting('cp')} searches 1: add a CP of 2 or more, or drop {setting('cp-comm')}",
+                         field="cp-comm")
+
+
 def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
     """Every (tp, pp, dp) with tp·pp·dp = gpus."""
     for tp in divisors(gpus):
@@ -151,23 +164,25 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
                attention: str = "standard", dp_overlap: str = "none",
                grad_accumulation: str = "fused", distributed_optimizer: bool = False,
-               fsdp: bool = False, cps=(1,)) -> Iterator[Candidate]:
+               fsdp: bool = False, cps=(1,), cp_comms=("p2p",)) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
     (``fsdp``: the PP = 1 factorizations only, the ones FSDP is modelled on); ``cps``: the CP degrees, each
-    dividing ``gpus`` taking the factorizations of gpus / CP."""
+    dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
+    tries (CP 1 exchanges nothing: one candidate, p2p)."""
     for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
         if fsdp and pp > 1:
             continue
-        for b in micro_batches:
+        for b, comm in ((b, comm) for b in micro_batches for comm in (cp_comms if cp > 1 else ("p2p",))):
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
                         for sp in sequence_parallel:
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
                                             grad_accumulation=grad_accumulation,
-                                            distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp)
+                                            distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
+                                            cp_comm=comm)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,

@@ -99,9 +99,9 @@ def network_meta(laid, tied: bool = False) -> dict:
     if len(cluster.starts) <= 2:  # one server: nothing crosses a network (its figure may be a placeholder)
         return {"intra_server": intra, "inter_server": dict.fromkeys(
             ("nics_per_server", "nic_gbps", "gpus_per_nic", "gb_per_s_per_gpu")) | {"crossed_by": []}}
-    crossed = [name for name in ("tp", "dp", "pp", "embedding") if (tied or name != "embedding") and any(
+    crossed = [name for name in ("tp", "cp", "dp", "pp", "embedding") if (tied or name != "embedding") and any(
         isinstance(link, Spanning) for m in machines
-        for link in (getattr(m.links, name), *(m.links.pp_hops if name == "pp" else ())))]
+        for link in (getattr(m.links, name), *(m.links.pp_hops if name == "pp" else ())))]  # dp: DP × CP ranks
     inter = {"nics_per_server": None if net is None else net.nics_per_server,
              "nic_gbps": None if net is None else net.nic_gbps,
              "gpus_per_nic": None if net is None else net.gpus_per_nic,
@@ -147,12 +147,13 @@ def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], s
 
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
-                    distributed_optimizer: bool = False, fsdp: bool = False) -> dict:
+                    distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",)) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
     ``seq`` as given (None: the cluster's GPUs, the config's length); ``distributed_optimizer`` and ``fsdp``: the
-    search's, each in the meta only when set (as in its rows)."""
+    search's, each in the meta only when set (as in its rows); ``cps`` and ``cp_comms``: the CP degrees and K/V
+    exchanges searched, listed as ``gpus`` lists several counts (``2,4``; one: itself)."""
     from archsim.training.search_rows import train_command
 
     rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq)}
@@ -164,6 +165,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             # several counts as the flag lists them; one an integer, as the cluster's own count is
             "gpus": ",".join(map(str, gpus)) if gpus and len(gpus) > 1 else gpus[0] if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
+            "cp": ",".join(map(str, cps)) if len(cps) > 1 else cps[0],
+            "cp_comm": ",".join(cp_comms),
             **({"distributed_optimizer": True} if distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if fsdp else {}),
             "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),
