@@ -147,3 +147,15 @@ def test_notes_on_cp_comm_at_cp_1_and_the_distributed_optimizer_over_dp_times_cp
     # bytes per parameter, by hand: bf16 weights 2 + fp32 gradients 4 + Adam's fp32 master, m and v 12 (÷ 8 shards)
     for run, per_parameter in ((whole, 18.0), (sharded, 2 + 4 + 12 / 8)):
         assert run.memory[0].states == pytest.approx(per_parameter * run.memory[0].parameters, rel=1e-12)
+
+
+def test_the_idle_gpu_note_names_cp_and_its_flag(capsys):
+    """Failed before: TP 1 × CP 2 × DP 2 on 16 GPUs said "this layout (cp 2) uses 4 of the cluster's 16 GPUs (tp 1
+    × pp 1 × dp 2); set --tp/--pp/--dp": the layout it named used 2 GPUs, and the flag that sets CP was not among
+    those it offered. 1 × 2 × 1 × 2 = 4 GPUs of 2 × 8 = 16, by hand."""
+    assert main(["train", str(LLAMA), "--cluster", str(H100), "--cp", "2", "--dp", "2", "--global-batch", "4",
+                 "--seq", "4096", "--dtype", "bf16", "--format", "json"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "GPUs (" in line]
+    expected = ("archsim train: note: this layout uses 4 of the cluster's 16 GPUs (tp 1 × cp 2 × pp 1 × dp 2); "
+                "set --tp/--cp/--pp/--dp, or archsim search to choose")
+    assert notes == [expected], notes

@@ -256,18 +256,17 @@ def idle_gpus_note(cluster: GpuCluster, par: Parallelism) -> str:
     """The note that ``par`` (TP × PP × DP) runs on fewer GPUs than ``cluster`` has: train's layout is its
     flags' (each 1 by default), never the cluster's size, so a user who names an 8-GPU cluster and no layout
     times one GPU, and the output's ``gpus`` is the only word of it."""
-    subject = f"this layout (cp {par.cp}) uses" if par.cp > 1 else "this layout uses"
-    return _idle_line(subject, par.gpus, cluster, [(par.tp, par.pp, par.dp)])
+    return _idle_line("this layout uses", par.gpus, cluster, [(par.tp, par.cp, par.pp, par.dp)])
 
 
 def idle_points_notes(cluster: GpuCluster, points: Sequence[dict]) -> tuple[str, ...]:
     """:func:`idle_gpus_note` for a ``train --sweep``: one line per GPU count below the cluster's that points which
     ran use (``points``: the sweep's rows, with ``gpus``, ``tp``, ``pp``, ``dp`` and ``error``), saying how many of
     the sweep's points use it and their layouts — not one line per point, which a grid of hundreds would be."""
-    cases: dict[int, list[tuple[int, int, int]]] = {}
+    cases: dict[int, list[tuple[int, int, int, int]]] = {}
     for row in points:
         if not row["error"] and row["gpus"] < cluster.gpus:
-            cases.setdefault(row["gpus"], []).append((row["tp"], row["pp"], row["dp"]))
+            cases.setdefault(row["gpus"], []).append((row["tp"], row.get("cp", 1), row["pp"], row["dp"]))
     notes = []
     for gpus, layouts in sorted(cases.items()):
         count = len(layouts)
@@ -277,14 +276,17 @@ def idle_points_notes(cluster: GpuCluster, points: Sequence[dict]) -> tuple[str,
     return tuple(notes)
 
 
-def _idle_line(subject: str, gpus: int, cluster: GpuCluster, layouts: list[tuple[int, int, int]]) -> str:
-    """The idle-GPU note's one wording: ``subject`` uses ``gpus`` of the cluster's, in ``layouts`` (tp, pp, dp)."""
-    named = ", ".join(f"tp {tp} × pp {pp} × dp {dp}" for tp, pp, dp in layouts[:3])
+def _idle_line(subject: str, gpus: int, cluster: GpuCluster, layouts: list[tuple[int, int, int, int]]) -> str:
+    """The idle-GPU note's one wording: ``subject`` uses ``gpus`` of the cluster's, in ``layouts`` (tp, cp, pp,
+    dp); CP is named only where a layout has it, so a user of context parallelism is told to set it too."""
+    cp = any(c > 1 for _, c, _, _ in layouts)
+    named = ", ".join(f"tp {tp}{f' × cp {c}' if cp else ''} × pp {pp} × dp {dp}" for tp, c, pp, dp in layouts[:3])
     more = f" and {len(layouts) - 3} more" if len(layouts) > 3 else ""
     from archsim.console import job, setting
 
+    flags = ("tp", "cp", "pp", "dp") if cp else ("tp", "pp", "dp")
     return (f"{subject} {gpus} of the cluster's {cluster.gpus} GPUs ({named}{more}); set "
-            f"{'/'.join(setting(name) for name in ('tp', 'pp', 'dp'))}, or {job('search')} to choose")
+            f"{'/'.join(setting(name) for name in flags)}, or {job('search')} to choose")
 
 
 def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
