@@ -119,7 +119,7 @@ def test_the_search_meta_says_the_distributed_optimizer_was_on(capsys):
     assert main([*argv, "--format", "json"]) == 0
     before = json.loads(capsys.readouterr().out)["meta"]
     assert list(before) == ["model", "parameters", "seq", "gpu", "dtype", "gpus", "global_batch", "objective",
-                            "balance", "enumerated", "costed", "rejected", "identical_rows_dropped",
+                            "balance", "cp", "cp_comm", "enumerated", "costed", "rejected", "identical_rows_dropped",
                             "uneven_gain_first_row", "uneven_gain_max", "pareto"]
     assert main([*argv, "--distributed-optimizer", "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
