@@ -238,20 +238,30 @@ def same_layout_check() -> None:
 LLAMA3_CLUSTER = "llama3_h100_2048_servers.toml"  # Meta's RoCE H100 fabric, §3.3.1 (its 8,192-GPU run: the first half)
 
 
-def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4)) -> list[dict]:
+def llama3_sharding(fsdp_reshard: str | None) -> dict:
+    """The Llama 3 rows' state sharding: None, the distributed optimizer with bucketed reduce-scatters (the
+    stand-in before FSDP ran beside PP); else FSDP inside each pipeline stage with ``fsdp_reshard`` (``none``:
+    §3.3.2's, parameters kept from the forward to the backward)."""
+    if fsdp_reshard is None:
+        return {"dp_overlap": "bucketed", "distributed_optimizer": True}
+    return {"fsdp": True, "fsdp_reshard": fsdp_reshard}
+
+
+def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4),
+                fsdp_reshard: str | None = None) -> list[dict]:
     """Llama 3 405B on 8,192 and 16,384 H100s (Table 4's CP 1 rows) beside the published TFLOP/s and MFU: TP 8,
     PP 16, DP 64 / 128, 2,048 sequences of 8,192 tokens, bf16, flash, no recompute (§3.3.2: none at 8K), sequence
     parallelism (TP's cited Korthikanti et al.), the distributed optimizer with bucketed reduce-scatters for their
     FSDP (optimizer states and gradients sharded, parameters kept whole between forward and backward), micro-batch 1
     (not published), interleaved with V chunks per rank (not published) and Meta's split (one layer fewer on the
-    first and last chunks)."""
+    first and last chunks); ``fsdp_reshard`` given: FSDP in each stage in its place (:func:`llama3_sharding`)."""
     c = load_transformer(ROOT / "configs" / "transformers" / LLAMA3_405B_CONFIG)
     rows = []
     for r in LLAMA3_TABLE4:
         for v in chunks:
             par = Parallelism(r.tp, r.pp, r.dp, r.global_batch, 1, "none", True, v, "1f1b",
                               stage_layers=meta_stage_layers(c.layers, r.pp, v), attention="flash",
-                              dp_overlap="bucketed", distributed_optimizer=True)
+                              **llama3_sharding(fsdp_reshard))
             row = predict(c, cluster, par, "bf16")
             rows.append(row | {"source": r.source, "published_tflops_per_gpu": r.tflops, "published_mfu": r.mfu,
                                "vs_published": row["tflops_per_gpu"] / r.tflops - 1})
@@ -259,7 +269,7 @@ def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, .
 
 
 def llama3_long_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4),
-                     comms: tuple[str, ...] = ("p2p", "all_gather")) -> list[dict]:
+                     comms: tuple[str, ...] = ("p2p", "all_gather"), fsdp_reshard: str | None = None) -> list[dict]:
     """Table 4's CP 16 row (sequence 131,072, TP 8 × CP 16 × PP 16 × DP 8, 128 sequences) beside archsim's
     prediction, set as the 8,192-token rows are (:func:`llama3_rows`: no recompute, each CP rank holds 8,192
     tokens, the 8K rows' activations) with ``--cp 16`` under each K/V exchange, at V = 1, 2, 4 chunks per rank."""
@@ -270,7 +280,7 @@ def llama3_long_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[i
         for v in chunks:
             par = Parallelism(r.tp, r.pp, r.dp, r.global_batch, 1, "none", True, v, "1f1b",
                               stage_layers=meta_stage_layers(c.layers, r.pp, v), attention="flash",
-                              dp_overlap="bucketed", distributed_optimizer=True, cp=r.cp, cp_comm=comm)
+                              cp=r.cp, cp_comm=comm, **llama3_sharding(fsdp_reshard))
             row = predict(c, cluster, par, "bf16")
             rows.append(row | {"source": r.source, "published_tflops_per_gpu": r.tflops, "published_mfu": r.mfu,
                                "vs_published": row["tflops_per_gpu"] / r.tflops - 1})

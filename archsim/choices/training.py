@@ -11,6 +11,9 @@ DEFAULT_ATTENTION = "flash"
 # how the data-parallel group holds the training states: replicated with an all-reduce, Megatron-LM's distributed
 # optimizer (ZeRO-1), PyTorch FSDP's full sharding (ZeRO-3) (Parallelism.sharding, training/dp_sharding.py)
 SHARDINGS = ("none", "distributed-optimizer", "fsdp")
+# when FSDP frees a unit's gathered parameters: after its forward (FULL_SHARD, gathered again for the backward) or
+# after its backward only (Llama 3's: "we do not reshard after forward computation", training/fsdp.py)
+FSDP_RESHARDS = ("after-forward", "none")
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 # how context parallelism exchanges K/V: TransformerEngine's cp_comm_type p2p (a ring overlapped with attention,
 # Megatron-LM's default) or all_gather (Llama 3's) (training/context_parallel.py)

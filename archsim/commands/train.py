@@ -11,6 +11,7 @@ from archsim.choices.training import (
     BALANCES,
     CP_COMMS,
     DP_OVERLAPS,
+    FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
     IMPLEMENTATION_ATTENTION,
     IMPLEMENTATIONS,
@@ -83,7 +84,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="PyTorch FSDP's FULL_SHARD (ZeRO-3; torchtitan, llm-foundry): parameters, gradients and "
                              "optimizer states sharded over DP, each layer all-gathered before its forward and its "
                              "backward and its gradients reduce-scattered, prefetched under the neighbour's compute "
-                             "(PP 1; not with --distributed-optimizer)")
+                             "(each pipeline rank its own stages'; not with --distributed-optimizer)")
+    parser.add_argument("--fsdp-reshard", default="after-forward", choices=FSDP_RESHARDS,
+                        help="with --fsdp, when a layer's gathered parameters are freed: after-forward (FULL_SHARD: "
+                             "gathered again for the backward) or none (Llama 3's: kept to the backward, one "
+                             "all-gather a micro-batch, the rank's parameters held whole in the compute dtype)")
     parser.add_argument("--grad-accumulation", default=None, choices=GRAD_ACCUMULATIONS,
                         help="weight gradients summed over micro-batches inside the weight-gradient GEMM (fused: "
                              "Megatron-LM's --gradient-accumulation-fusion, its default since 2022) or by a separate "
@@ -161,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
-                      args.cp_comm)
+                      args.cp_comm, args.fsdp_reshard)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
                 enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:
@@ -223,6 +228,7 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
             **({"grad_accumulation": args.grad_accumulation} if args.grad_accumulation else {}),
             **({"distributed_optimizer": True} if args.distributed_optimizer else {}),
             **({"fsdp": True} if args.fsdp else {}),
+            **({"fsdp_reshard": args.fsdp_reshard} if args.fsdp_reshard != "after-forward" else {}),
             **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
@@ -312,7 +318,8 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
 RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-batch", "global_batch"),
                     ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
                     ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
-                    ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--cp", "cp"),
+                    ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--fsdp-reshard", "fsdp_reshard"),
+                    ("--cp", "cp"),
                     ("--cp-comm", "cp_comm"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),

@@ -34,7 +34,7 @@ Sync = tuple[dict[str, float], dict[str, float]]  # (before the optimizer step, 
 
 
 def replicated_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,
-                    backward_s: float) -> Sync:
+                    backward_s: float, rank: int = 0) -> Sync:
     """The gradients' all-reduce at the gradient buffer's width (fp32 in bf16, as Megatron reduces it) over DP,
     ``par.dp_overlap``'s buckets under the last micro-batch's backward ``backward_s`` (seconds)."""
     return {"dp_allreduce": dp_allreduce_seconds(parameters, gradient_bytes(machine.dtype), par.replicas, machine.links.dp,
@@ -42,7 +42,7 @@ def replicated_sync(c: TransformerConfig, par: Parallelism, machine: Machine, pa
 
 
 def distributed_optimizer_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float,
-                               forward_s: float, backward_s: float) -> Sync:
+                               forward_s: float, backward_s: float, rank: int = 0) -> Sync:
     """The gradients' reduce-scatter before the step on 1/DP, the parameters' all-gather after it."""
     scatter, gather = distributed_sync_seconds(parameters, gradient_bytes(machine.dtype), ELEMENT_BYTES[machine.dtype],
                                                par.replicas, machine.links.dp, par.dp_overlap, backward_s)
@@ -54,10 +54,11 @@ SYNCS: dict[str, Callable[..., Sync]] = {"none": replicated_sync, "distributed-o
 
 
 def dp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float = 0.0,
-            backward_s: float = 0.0) -> Sync:
-    """``par.sharding``'s seconds on a rank holding ``parameters``: ``forward_s`` and ``backward_s`` its one
-    micro-batch's forward and backward (what bucketed all-reduces and FSDP's prefetch run under)."""
-    return SYNCS[par.sharding](c, par, machine, parameters, forward_s, backward_s)
+            backward_s: float = 0.0, rank: int = 0) -> Sync:
+    """``par.sharding``'s seconds on pipeline rank ``rank`` holding ``parameters``: ``forward_s`` and ``backward_s``
+    its one micro-batch's forward and backward (what bucketed all-reduces and FSDP's prefetch run under; FSDP's
+    units are the rank's chunks' layers)."""
+    return SYNCS[par.sharding](c, par, machine, parameters, forward_s, backward_s, rank)
 
 
 __all__ = ["SYNCS", "Sync", "distributed_optimizer_sync", "dp_sync", "replicated_sync"]

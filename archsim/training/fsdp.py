@@ -2,27 +2,38 @@
 and how much of them its neighbours' compute hides.
 
 Units, as torchtitan and llm-foundry wrap a transformer: each layer is one unit, and the rest of the rank's
-parameters (the embedding, final norm and LM head) the root unit, first in the forward and last in the
-backward. Per micro-batch each layer's parameters are all-gathered in the compute dtype before its forward,
-resharded after it and all-gathered again before its backward (the recompute and the backward), and its
-gradients reduce-scattered in the reduce width (:func:`archsim.training.memory.gradient_bytes`: fp32 in
-bf16) after its backward; the root is gathered once, before the forward (FSDP does not reshard the root after
-the forward), and reduce-scattered after the backward. Each collective is priced by
-:func:`archsim.collectives.collective_seconds` over the DP group's link, on the full unit's bytes.
+parameters (the embedding, final norm and LM head: with PP > 1 those its stages hold) the root unit, first in the
+forward and last in the backward. Each pipeline rank shards its own stages' parameters over its DP × CP group
+(``par.replicas``). Per micro-batch each layer's parameters are all-gathered in the compute dtype before its
+forward; with ``par.fsdp_reshard`` ``after-forward`` (PyTorch's ``FULL_SHARD``) they are resharded after it and
+all-gathered again before its backward (the recompute and the backward), with ``none`` (Llama 3's, Dubey et al.
+2024 §3.3.2: "for model shards we do not reshard after forward computation to avoid an extra all-gather
+communication during backward passes") kept from the forward to the backward. Either way its gradients are
+reduce-scattered in the reduce width (:func:`archsim.training.memory.gradient_bytes`: fp32 in bf16, as the paper's
+"reduce-scatter gradients in FP32") after its backward, into the sharded fp32 gradient the micro-batches accumulate
+in; the root is gathered once, before the forward (FSDP does not reshard the root after the forward), and
+reduce-scattered after the backward. Each collective is priced by :func:`archsim.collectives.collective_seconds`
+over the DP group's link, on the full unit's bytes.
+
+Held per GPU (:func:`held_state_bytes`): the 16 bytes of sharded states per parameter over the shards, plus with
+``after-forward`` the largest unit in flight (:func:`archsim.training.memory.fsdp_unit_bytes`), with ``none`` every
+parameter of the rank unsharded in the compute dtype (at the end of a forward all its units are gathered) and one
+unit's unsharded gradient before its reduce-scatter.
 
 Overlap (FSDP's forward and backward prefetch; one unit's collectives on the wire at a time, the next one
-issued when a unit's compute starts):
+issued when a unit's compute starts), per model chunk of the rank (each its own sequence of units, the root
+leading the rank's first):
 
 * forward, units u_0 … u_{n−1} in order: u_0's all-gather is exposed; u_i's, prefetched while u_{i−1}
   computes f_{i−1}, exposes max(0, g_i − f_{i−1});
-* backward, units v_0 … v_{n−1} in reverse order: v_0's all-gather is exposed; while v_k computes b_k the wire
-  carries v_{k+1}'s prefetched all-gather and v_{k−1}'s reduce-scatter, exposing max(0, g_{k+1} + r_{k−1} −
-  b_k); v_{n−1}'s reduce-scatter is exposed after it.
+* backward, units v_0 … v_{n−1} in reverse order: v_0's all-gather is exposed (none with ``none``); while v_k
+  computes b_k the wire carries v_{k+1}'s prefetched all-gather (none with ``none``) and v_{k−1}'s
+  reduce-scatter, exposing max(0, g_{k+1} + r_{k−1} − b_k); v_{n−1}'s reduce-scatter is exposed after it.
 
 The rank's forward (and backward with its recompute) of one micro-batch is split evenly over its layers; the
 root hides nothing (its embedding lookup and LM head are counted in the layers' share). Not modelled: the
-compute slowed by the collectives' kernels, FSDP's rate limiter, and PP beside FSDP
-(:class:`~archsim.training.parallel.Parallelism` refuses it).
+compute slowed by the collectives' kernels, FSDP's rate limiter, and the exposed collectives' place in the
+pipeline's timeline (they are added after the rank's last backward, as the distributed optimizer's are).
 """
 
 from __future__ import annotations
@@ -34,7 +45,8 @@ from typing import TYPE_CHECKING
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collectives import LinkClass, Spanning, collective_seconds, message_mib
-from archsim.training.memory import gradient_bytes, layer_parameters_per_gpu
+from archsim.training.memory import fsdp_unit_bytes, gradient_bytes, layer_parameters_per_gpu, state_bytes
+from archsim.training.parallel import layers_per_stage, rank_of_stages
 
 if TYPE_CHECKING:
     from archsim.training.machine import Machine
@@ -70,10 +82,12 @@ def exposed_seconds(units: Sequence[Unit]) -> tuple[float, float]:
 
 
 def rank_units(layers: int, layer_parameters: float, root_parameters: float, forward_s: float, backward_s: float,
-               parameter_bytes: float, gradient_bytes: float, dp: int, link: LinkClass | Spanning) -> list[Unit]:
+               parameter_bytes: float, gradient_bytes: float, dp: int, link: LinkClass | Spanning,
+               reshard: str = "after-forward") -> list[Unit]:
     """A rank's units in forward order: the root (``root_parameters``, no compute of its own) then ``layers``
     layers of ``layer_parameters`` each, sharing ``forward_s`` and ``backward_s`` (one micro-batch's, seconds)
-    evenly; ``parameter_bytes`` (the compute dtype's) and ``gradient_bytes`` per parameter over ``dp`` GPUs."""
+    evenly; ``parameter_bytes`` (the compute dtype's) and ``gradient_bytes`` per parameter over ``dp`` GPUs;
+    ``reshard``: ``Parallelism.fsdp_reshard`` (``none``: no layer gathered again for its backward)."""
 
     def unit(parameters: float, forward: float, backward: float, again: bool) -> Unit:
         return Unit(float(collective_seconds("all-gather", parameters * parameter_bytes, dp, link)),
@@ -81,50 +95,83 @@ def rank_units(layers: int, layer_parameters: float, root_parameters: float, for
                     forward, backward, again)
 
     root = [unit(root_parameters, 0.0, 0.0, False)] if root_parameters > 0 else []
-    each = unit(layer_parameters, forward_s / layers, backward_s / layers, True) if layers else None
+    each = unit(layer_parameters, forward_s / layers, backward_s / layers, reshard == "after-forward") \
+        if layers else None
     return root + [each] * layers if each else root
 
 
+def chunk_layers(c: TransformerConfig, par: Parallelism, rank: int) -> list[int]:
+    """The transformer layers of each model chunk pipeline rank ``rank`` holds, in pipeline order (PP 1: one
+    chunk of all ``c.layers``)."""
+    counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
+    return [counts[j] for j, owner in enumerate(rank_of_stages(par)) if owner == rank]
+
+
 def machine_units(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float = 0.0,
-                  backward_s: float = 0.0) -> list[Unit]:
-    """:func:`rank_units` of a PP = 1 rank holding ``parameters`` on ``machine``: its ``c.layers`` layers of TP-sharded
-    parameters each and the rest the root, gathered in the compute dtype and reduce-scattered at the reduce width
-    over the DP group's link; ``forward_s`` / ``backward_s``: one micro-batch's (seconds)."""
+                  backward_s: float = 0.0, rank: int = 0) -> list[list[Unit]]:
+    """:func:`rank_units` of each model chunk of pipeline rank ``rank`` holding ``parameters`` on ``machine``: its
+    chunks' layers of TP-sharded parameters each and the rest the root, leading the first chunk, gathered in the
+    compute dtype and reduce-scattered at the reduce width over the DP group's link (``par.replicas`` GPUs);
+    ``forward_s`` / ``backward_s``: the rank's one micro-batch's (seconds), split over its layers."""
     per_layer = layer_parameters_per_gpu(c, par.tp)
-    return rank_units(c.layers, per_layer, parameters - c.layers * per_layer, forward_s, backward_s,
-                      ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype), par.replicas, machine.links.dp)
+    chunks = chunk_layers(c, par, rank)
+    layers = sum(chunks)
+    root = parameters - layers * per_layer
+    return [rank_units(n, per_layer, root if k == 0 else 0.0, forward_s * n / layers if layers else 0.0,
+                       backward_s * n / layers if layers else 0.0, ELEMENT_BYTES[machine.dtype],
+                       gradient_bytes(machine.dtype), par.replicas, machine.links.dp, par.fsdp_reshard)
+            for k, n in enumerate(chunks)]
 
 
 def fsdp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,
-              backward_s: float) -> tuple[dict[str, float], dict[str, float]]:
-    """FSDP's part of a rank's iteration after its last backward (:func:`archsim.training.dp_sharding.dp_sync`):
-    the collectives of its ``par.microbatches`` micro-batches that the compute does not hide
-    (``fsdp_exposed_communication``, seconds; the module docstring's rule), before the step; nothing after it."""
-    units = machine_units(c, par, machine, parameters, forward_s, backward_s)
-    return {"fsdp_exposed_communication": par.microbatches * sum(exposed_seconds(units))}, {}
+              backward_s: float, rank: int = 0) -> tuple[dict[str, float], dict[str, float]]:
+    """FSDP's part of pipeline rank ``rank``'s iteration after its last backward
+    (:func:`archsim.training.dp_sharding.dp_sync`): the collectives of its ``par.microbatches`` micro-batches that
+    the compute does not hide (``fsdp_exposed_communication``, seconds; the module docstring's rule), before the
+    step; nothing after it."""
+    chunks = machine_units(c, par, machine, parameters, forward_s, backward_s, rank)
+    return {"fsdp_exposed_communication": par.microbatches * sum(sum(exposed_seconds(u)) for u in chunks)}, {}
 
 
-def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float) -> list[dict]:
-    """``archsim train``'s rows of one micro-batch's FSDP collectives on a rank holding ``parameters``, in the order
-    they run: the root's all-gather (``piece`` ``root``), a layer's all-gather before its forward (op F) and again
-    before its backward (B) and its reduce-scatter (B) (``piece`` ``layer``: one layer's, as the layer's ops are),
-    the root's reduce-scatter (B). Seconds: each collective whole, as :func:`machine_units` prices it; what the
-    compute does not hide of them is the iteration's ``fsdp_exposed_communication``."""
+def held_state_bytes(dtype: str, implementation: str, par: Parallelism) -> tuple[float, float]:
+    """(bytes per parameter of the rank, bytes per parameter of its largest unit) the model states hold per GPU,
+    the ``states`` and ``unit`` of :func:`archsim.training.memory.stage_terms`: without FSDP
+    :func:`~archsim.training.memory.state_bytes` and none; with it :data:`~archsim.training.memory.FSDP_STATE_BYTES` over ``par.replicas``,
+    plus ``after-forward``'s units in flight (:func:`~archsim.training.memory.fsdp_unit_bytes`) or ``none``'s
+    every parameter unsharded in ``dtype`` and one unit's gradient at the reduce width."""
+    states = state_bytes(dtype, implementation, par.optimizer_shards, par.fsdp)
+    if not par.fsdp:
+        return states, 0.0
+    if par.fsdp_reshard == "none":
+        return states + ELEMENT_BYTES[dtype], float(gradient_bytes(dtype))
+    return states, float(fsdp_unit_bytes(dtype))
+
+
+def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, rank: int = 0) -> list[dict]:
+    """``archsim train``'s rows of one micro-batch's FSDP collectives on pipeline rank ``rank`` holding ``parameters``,
+    in the order they run: the root's all-gather (``piece`` ``root``), a layer's all-gather before its forward (op F),
+    with ``after-forward`` again before its backward (B), and its reduce-scatter (B) (``piece`` ``layer``: one
+    layer's, as the layer's ops are), the root's reduce-scatter (B). Seconds: each collective whole, as
+    :func:`machine_units` prices it; what the compute does not hide of them is the iteration's
+    ``fsdp_exposed_communication``."""
     per_layer = layer_parameters_per_gpu(c, par.tp)
-    root = parameters - c.layers * per_layer
+    layers = sum(chunk_layers(c, par, rank))
+    root = parameters - layers * per_layer
     width, grad = ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype)
-    units = machine_units(c, par, machine, parameters)
+    units = [u for chunk in machine_units(c, par, machine, parameters, rank=rank) for u in chunk]
 
     def row(piece: str, kind: str, op: str, nbytes: float, seconds: float) -> dict:
         return {"piece": piece, "name": f"fsdp.{kind} ({kind}, {message_mib(nbytes)})", "op": op, "seconds": seconds}
 
+    again = par.fsdp_reshard == "after-forward"
     layer = [row("layer", "all-gather", "F", per_layer * width, units[-1].all_gather),
-             row("layer", "all-gather", "B", per_layer * width, units[-1].all_gather),
-             row("layer", "reduce-scatter", "B", per_layer * grad, units[-1].reduce_scatter)] if c.layers else []
+             *([row("layer", "all-gather", "B", per_layer * width, units[-1].all_gather)] if again else []),
+             row("layer", "reduce-scatter", "B", per_layer * grad, units[-1].reduce_scatter)] if layers else []
     if root <= 0:  # no root unit (rank_units leaves it out)
         return layer
     return [row("root", "all-gather", "F", root * width, units[0].all_gather), *layer,
             row("root", "reduce-scatter", "B", root * grad, units[0].reduce_scatter)]
 
 
-__all__ = ["Unit", "exposed_seconds", "fsdp_sync", "machine_units", "rank_units", "unit_rows"]
+__all__ = ["Unit", "chunk_layers", "exposed_seconds", "fsdp_sync", "held_state_bytes", "machine_units", "rank_units",
+           "unit_rows"]

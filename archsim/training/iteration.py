@@ -205,7 +205,8 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
         check_one_gpu(par)  # before PP and DP are reset below
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
     same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
-                   dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False)
+                   dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False,
+                   fsdp_reshard="after-forward")
     return dict(_model_pieces(c, same, machine))
 
 
@@ -291,7 +292,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`).
     ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
     runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches."""
-    before, after = dp_sync(c, par, machine, parameters, forward_s, backward_s)  # by par.sharding
+    before, after = dp_sync(c, par, machine, parameters, forward_s, backward_s, rank)  # by par.sharding
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from archsim.choices.training import ATTENTIONS, CP_COMMS, DP_OVERLAPS, GRAD_ACCUMULATIONS, RECOMPUTE
+from archsim.choices.training import ATTENTIONS, CP_COMMS, DP_OVERLAPS, FSDP_RESHARDS, GRAD_ACCUMULATIONS, RECOMPUTE
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
@@ -136,8 +136,10 @@ class Parallelism:
     reduce-scattered and the parameters all-gathered in place of the all-reduce, each DP rank stepping its 1/DP
     (:mod:`archsim.training.dp_overlap`); fsdp: PyTorch FSDP's ``FULL_SHARD`` (ZeRO-3): parameters, gradients
     and optimizer states all sharded over DP, each layer's parameters all-gathered before its forward and its
-    backward and its gradients reduce-scattered (:mod:`archsim.training.fsdp`); not beside the distributed
-    optimizer (one sharding per run), nor with PP > 1 or bucketed DP overlap (FSDP overlaps its own);
+    backward and its gradients reduce-scattered (:mod:`archsim.training.fsdp`), on every pipeline stage's own
+    parameters; not beside the distributed optimizer (one sharding per run), nor with bucketed DP overlap (FSDP
+    overlaps its own); fsdp_reshard: ``after-forward`` (``FULL_SHARD``) or ``none`` (Llama 3's: the gathered
+    parameters kept from the forward to the backward, one all-gather a micro-batch), FSDP's only;
     cp: context-parallel degree (Megatron-LM's ``--context-parallel-size``: each rank holds 2 of the sequence's
     2·CP chunks, :mod:`archsim.training.context_parallel`), its K/V exchanged by ``cp_comm`` ``p2p`` (a ring
     overlapped with attention) or ``all_gather`` (Llama 3's); GPUs = tp·cp·pp·dp."""
@@ -159,6 +161,7 @@ class Parallelism:
     fsdp: bool = False
     cp: int = 1
     cp_comm: str = "p2p"
+    fsdp_reshard: str = "after-forward"
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp"):
@@ -175,9 +178,12 @@ class Parallelism:
         if self.fsdp and self.distributed_optimizer:  # one notion of state sharding: FSDP shards all of it
             raise InputError(f"{setting('fsdp')} shards the optimizer states already: not with "
                              f"{setting('distributed-optimizer')}", field="fsdp")
-        if self.fsdp and self.pp > 1:
-            raise InputError(f"{setting('fsdp')} is modelled on PP = 1 (FSDP with a pipeline is not), got "
-                             f"{setting('pp', self.pp)}", field="fsdp")
+        if self.fsdp_reshard not in FSDP_RESHARDS:
+            raise InputError(f"expected one of {', '.join(FSDP_RESHARDS)}, got {self.fsdp_reshard!r}",
+                             field="fsdp-reshard")
+        if self.fsdp_reshard != FSDP_RESHARDS[0] and not self.fsdp:
+            raise InputError(f"{setting('fsdp-reshard', self.fsdp_reshard)} says when FSDP frees its gathered "
+                             f"parameters: give {setting('fsdp')} too", field="fsdp-reshard")
         if self.fsdp and self.dp_overlap != "none":
             raise InputError(f"{setting('fsdp')} overlaps its own collectives: not with "
                              f"{setting('dp-overlap', self.dp_overlap)}", field="fsdp")

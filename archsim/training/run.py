@@ -10,10 +10,11 @@ import numpy as np
 
 from archsim.devices.catalog import GIB
 from archsim.training.context_parallel import rank_config, received_bytes
+from archsim.training.fsdp import held_state_bytes
 from archsim.training.grad_accumulation import accumulation, per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import StageMemory, fsdp_unit_bytes, state_bytes
+from archsim.training.memory import StageMemory
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.pipeline_memory import memories
 from archsim.workload.transformer import TransformerConfig
@@ -135,10 +136,9 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     run = run_order(order, times)
-    states = state_bytes(machine.dtype, machine.implementation, par.optimizer_shards, par.fsdp)
+    states, unit = held_state_bytes(machine.dtype, machine.implementation, par)
     hf = machine.implementation == "pytorch-eager" and machine.dtype == "fp32"  # Hugging Face's modules' own
-    mem = memories(rank_config(c, par.cp), par, order, machine.scale, states,  # a CP rank's s/CP tokens
-                   fsdp_unit_bytes(machine.dtype) if par.fsdp else 0.0, hf=hf)
+    mem = memories(rank_config(c, par.cp), par, order, machine.scale, states, unit, hf=hf)  # a CP rank's s/CP tokens
     if par.cp > 1:  # and the K/V it receives while a layer's attention runs
         mem = [replace(m, activations=m.activations + received_bytes(c, par, machine.scale)) for m in mem]
     timeline = run.timeline
@@ -164,7 +164,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
                                   post[slowest]),
-                       _op_rows(c, par, pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters)
+                       _op_rows(c, par, pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters, slowest)
                        + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
@@ -221,12 +221,12 @@ def _op_rows(c, par, pieces) -> list[dict]:
     return rows
 
 
-def _sharding_rows(c, par, machine, parameters) -> list[dict]:
+def _sharding_rows(c, par, machine, parameters, rank) -> list[dict]:
     """Per micro-batch, with ``par.fsdp``: FSDP's all-gathers and reduce-scatters, each whole
     (:func:`archsim.training.fsdp.unit_rows`); none otherwise (the DP group's other collectives are iteration rows)."""
     from archsim.training.fsdp import unit_rows
 
-    return unit_rows(c, par, machine, parameters) if par.fsdp else []
+    return unit_rows(c, par, machine, parameters, rank) if par.fsdp else []
 
 
 def _iteration_rows(post: dict[str, float]) -> list[dict]:

@@ -19,6 +19,7 @@ from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.context_parallel import rank_config, received_bytes
+from archsim.training.fsdp import held_state_bytes
 from archsim.training.held_memory import (
     SPLIT_SCHEDULES,
     front_peaks,
@@ -29,8 +30,6 @@ from archsim.training.held_memory import (
 )
 from archsim.training.memory import (
     StageMemory,
-    fsdp_unit_bytes,
-    state_bytes,
 )
 from archsim.training.parallel import (
     Parallelism,
@@ -73,15 +72,16 @@ class Candidate:
     dp_overlap: str = "none"  # the DP all-reduce after the backward or bucketed under it, one for the search
     grad_accumulation: str = "fused"  # Parallelism.grad_accumulation, one for the search (Megatron's lists only)
     distributed_optimizer: bool = False  # Parallelism.distributed_optimizer, one for the search
-    fsdp: bool = False  # Parallelism.fsdp, one for the search (PP = 1 candidates only)
+    fsdp: bool = False  # Parallelism.fsdp, one for the search
     cp: int = 1  # Parallelism.cp: the context-parallel degree
     cp_comm: str = "p2p"  # Parallelism.cp_comm: how CP exchanges K/V (p2p at CP 1, where nothing is exchanged)
+    fsdp_reshard: str = "after-forward"  # Parallelism.fsdp_reshard, one for the search (with fsdp)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
                            self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
-                           self.cp_comm)
+                           self.cp_comm, self.fsdp_reshard)
 
     @property
     def gpus(self) -> int:
@@ -164,16 +164,14 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
                attention: str = "standard", dp_overlap: str = "none",
                grad_accumulation: str = "fused", distributed_optimizer: bool = False,
-               fsdp: bool = False, cps=(1,), cp_comms=("p2p",)) -> Iterator[Candidate]:
+               fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward") -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
-    (``fsdp``: the PP = 1 factorizations only, the ones FSDP is modelled on); ``cps``: the CP degrees, each
+    (``fsdp`` at every PP, each pipeline rank sharding its own stages, ``fsdp_reshard`` beside it); ``cps``: the CP degrees, each
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
     tries (CP 1 exchanges nothing: one candidate, p2p)."""
     for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
-        if fsdp and pp > 1:
-            continue
         for b, comm in ((b, comm) for b in micro_batches for comm in (cp_comms if cp > 1 else ("p2p",))):
             for r in recomputes:
                 for s in schedules:
@@ -182,7 +180,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
                                             grad_accumulation=grad_accumulation,
                                             distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
-                                            cp_comm=comm)
+                                            cp_comm=comm, fsdp_reshard=fsdp_reshard)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -264,8 +262,7 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     distributed optimizer) and activations at its
     bytes per element over fp16's (fp32's double, the 1-byte masks apart, as ``archsim train`` counts Megatron's)."""
     counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
-    states, scale = state_bytes(dtype, shards=par.optimizer_shards, full=par.fsdp), ELEMENT_BYTES[dtype] / 2
-    unit = fsdp_unit_bytes(dtype) if par.fsdp else 0.0
+    (states, unit), scale = held_state_bytes(dtype, "megatron", par), ELEMENT_BYTES[dtype] / 2
     return counted_rank_memories(c, par, counts, range(par.pp) if ranks is None else ranks, states, unit, scale)
 
 

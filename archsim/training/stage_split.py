@@ -41,10 +41,11 @@ import numpy as np
 
 from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
+from archsim.training.fsdp import held_state_bytes
 from archsim.training.held_memory import SPLIT_SCHEDULES
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import STATE_BYTES_PER_PARAMETER, fsdp_unit_bytes, state_bytes
+from archsim.training.memory import STATE_BYTES_PER_PARAMETER
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import rank_sizer
 from archsim.training.stages import hop_bytes
@@ -301,8 +302,7 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
         pieces = each_once(machines, lambda machine: model_pieces(c, par, machine))
     dtype = machines[0].dtype
     counts = plan_stage_layers(c, par, each_once(pieces, lambda own: node_seconds(c, own)), capacities,
-                               state_bytes(dtype, machines[0].implementation, par.optimizer_shards, par.fsdp),
-                               fsdp_unit_bytes(dtype) if par.fsdp else 0.0)
+                               *held_state_bytes(dtype, machines[0].implementation, par))
     return None if counts is None else chain_partition(c, par, counts, pieces)
 
 

@@ -1,0 +1,27 @@
+"""Llama 3 405B's Table 4 rows (8,192 tokens: the two CP 1 rows; 131,072: the CP 16 row, all-gather K/V, Llama 3's)
+with FSDP inside each pipeline stage (``--fsdp``; ``--fsdp-reshard none``: Dubey et al. 2024 §3.3.2, "we do not
+reshard after forward computation", and ``after-forward``: PyTorch's FULL_SHARD) beside the distributed optimizer
+the rows used before, at V = 1, 2, 4 chunks per rank. Prints TFLOP/s per GPU, MFU, GiB per GPU and whether it fits
+80 GB. Run: ``python benchmarks/bench_llama3_fsdp.py`` (about a minute of CPU per sharding)."""
+
+from __future__ import annotations
+
+from bench_published_throughput import llama3_long_rows, llama3_rows
+
+
+def main() -> int:
+    for name, mode in (("distributed optimizer", None), ("fsdp, reshard none", "none"),
+                       ("fsdp, reshard after-forward", "after-forward")):
+        rows = llama3_rows(fsdp_reshard=mode) + llama3_long_rows(comms=("all_gather",), fsdp_reshard=mode)
+        for r in rows:
+            fits = "fits" if r["fits_memory"] else "does not fit"
+            print(f"{name}: seq {r['seq']:,}, {r['gpus']:,} GPUs, CP {r.get('cp', 1)}, DP {r['dp']}, V {r['interleave']}: "
+                  f"{r['tflops_per_gpu']:.0f} TFLOP/s per GPU (published {r['published_tflops_per_gpu']:.0f}, "
+                  f"{r['vs_published']:+.1%}), MFU {r['mfu']:.3f}, {r['peak_memory_gib']:.1f} GiB ({fits}), "
+                  f"FSDP exposed {r.get('fsdp_exposed_communication_s', 0.0):.3f} s, "
+                  f"DP {r.get('dp_communication_s', 0.0):.3f} s of {r['iteration_seconds']:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
