@@ -312,7 +312,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         from archsim.training.search_note import empty_search_note
 
         warnings.warn(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance,
-                                        result.sharded_fits, fsdp), UserWarning, stacklevel=3)
+                                        result.sharded_fits), UserWarning, stacklevel=3)
     document = search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,

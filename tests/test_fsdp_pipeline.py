@@ -7,6 +7,8 @@ refusals."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 import archsim
@@ -109,7 +111,7 @@ def test_more_shards_never_raise_held_bytes(mode, dtype):
     for dp in (1, 2, 4, 8, 64, 1024):
         states, unit = held_state_bytes(dtype, "megatron", Parallelism(1, 2, dp, dp, 1, fsdp=True, fsdp_reshard=mode))
         held.append(states * 1e9 + unit * 1e8)
-    assert all(b <= a for a, b in zip(held, held[1:]))
+    assert all(b <= a for a, b in pairwise(held))
 
 
 def test_refusals(capsys):

@@ -213,18 +213,15 @@ MIXED = ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"
 
 
 def test_fsdp_search_on_mixed_gpus_names_the_one_type_gpus(capsys):
-    """One DGX H100 (8) and two 4-GPU A100 40GB servers: FSDP runs PP 1, so every configuration's one stage holds
-    H100s and A100s (stage-mixes-gpu-types) and the search is empty. Its note told to give more --schedule,
-    --recompute, --sequence-parallel or --max-micro-batch values, none of which helps (failed before); it now
-    names --fsdp's PP 1 and --gpus 8, the first server's 8 H100s, which the search then fills."""
+    """One DGX H100 (8) and two 4-GPU A100 40GB servers: until 2026-12-03 FSDP ran PP 1, every configuration's one
+    stage held H100s and A100s and the search was empty, with a note naming --gpus 8. FSDP now runs inside each
+    pipeline stage, so the types take their own stages: the search fills PP > 1 rows, FSDP's, with no empty note;
+    --gpus 8 still fills the first server's H100s."""
     base = ["search", str(GPT3_13), "--cluster", str(MIXED), "--global-batch", "48", "--fsdp"]
-    assert main(base) == 0
-    err = capsys.readouterr().err
-    line = next(line for line in err.splitlines() if "no configuration" in line)
-    assert "--fsdp runs PP 1 only" in line and "give --gpus 8 (the cluster's first 8, all NVIDIA H100" in line
-    assert "--max-micro-batch" not in line
-    with pytest.warns(UserWarning, match=r"fsdp=True runs PP 1 only.*give gpus=8"):
-        archsim.search(str(GPT3_13), cluster=str(MIXED), global_batch=48, fsdp=True)
+    assert main([*base, "--format", "json", "--top", "3"]) == 0
+    out = capsys.readouterr()
+    rows = json.loads(out.out)["rows"]
+    assert rows and all(r["fsdp"] and r["pp"] > 1 for r in rows) and "no configuration" not in out.err
     assert main([*base, "--gpus", "8", "--format", "json", "--top", "1"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows and rows[0]["gpus"] == 8 and rows[0]["fsdp"]

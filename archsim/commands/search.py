@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         from archsim.training.search_note import empty_search_note
 
         why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.gpus],
-                                result.rejected, args.balance, result.sharded_fits, args.fsdp)
+                                result.rejected, args.balance, result.sharded_fits)
     if why is not None and args.format == "table":  # the table says why where its rows would be: a reader of the
         # output alone saw only the columns' names (csv keeps its header, json its empty rows: their readers parse)
         text = render(pd.DataFrame(), "table", meta=meta, precision=args.precision).removesuffix("\n") + why + "\n"

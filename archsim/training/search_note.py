@@ -10,7 +10,7 @@ from archsim.workload.transformer import TransformerConfig
 
 
 def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],
-                      balance: str = "even", sharded: ShardedFits | None = None, fsdp: bool = False) -> str:
+                      balance: str = "even", sharded: ShardedFits | None = None) -> str:
     """Why a search costed no configuration, and what to give instead, in one line (``archsim search`` prints
     it on stderr). Either no TP × PP × DP of the GPU ``counts`` passes :func:`rejection`'s rules for any
     micro-batch, schedule or recompute — then the GPU counts nearest those asked (within the cluster's) that one
@@ -18,8 +18,8 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
     that passes the rules is out of memory (``sharded``:
     the search's :class:`~archsim.training.search_result.ShardedFits`, where ``--distributed-optimizer``
     would fit some of them, named first), or every one broke a rule the other flags leave (``rejected``'s
-    counts, most first) — with ``fsdp`` on GPUs of several types, the PP = 1 that FSDP is modelled on, whose one
-    stage mixes them: then the cluster's first GPUs of one type are named for ``--gpus``."""
+    counts, most first). (Until 2026-12-03 FSDP ran PP 1 only, and an ``fsdp`` search on GPUs of several types
+    had a note of its own; each type now takes its own pipeline stages, as without FSDP.)"""
     uneven = balance == "planned"
 
     def passes(tp: int, pp: int, dp: int) -> bool:  # the grid's most permissive candidate of this split
@@ -43,13 +43,6 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
                 f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
-    if fsdp and rejected.get("stage-mixes-gpu-types"):  # PP 1: no stage of one type to put each type in
-        first = next((i for i in range(1, cluster.gpus) if cluster.gpu_at(i).name != cluster.gpu_at(0).name),
-                     cluster.gpus)
-        return (f"no configuration on {named}: {switch_on('fsdp')} runs PP 1 only, so one stage holds every GPU, and "
-                f"these are of several types ({reasons}); give {setting('gpus', first)} (the cluster's first "
-                f"{first:,}, all {cluster.gpu_at(0).name}), or leave {setting('fsdp')} off to put each type in its "
-                "own pipeline stage")
     flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel"))
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
             f"{flags} or {setting('max-micro-batch')} values")
