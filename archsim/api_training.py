@@ -70,7 +70,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, CP_COMMS, IMPLEMENTATION_ATTENTION, IMPLEMENTATIONS
-    from archsim.fits import rank_memory_warning, tp_span_warning
+    from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
@@ -112,7 +112,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, laid.cluster.dtype)
     for warning in (*laid.cluster.warnings,
-                    tp_span_warning(laid.cluster, laid.par),
+                    tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), seq_note(model, config, seq), unread_note(model), dtype_note,
                     one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par), *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr

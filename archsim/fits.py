@@ -1,7 +1,7 @@
 """The one line that says a layout does not fit its memory: ``archsim train`` and ``archsim pipeline
 --capacity-gb`` print it as a warning on stderr, :func:`archsim.train` issues it as a
 :class:`UserWarning` (a what-if still returns its numbers); likewise the line that says a TP group's
-all-reduces cross the network (:func:`tp_span_warning`)."""
+all-reduces cross the network (:func:`tp_span_warning`), and a CP group's all-to-alls (:func:`cp_span_warning`)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,23 @@ def tp_span_warning(cluster, par) -> str | None:
     spans = cluster.tp_servers(par)
     kinds = "all-gathers and reduce-scatters" if par.sequence_parallel else "all-reduces"
     return f"a TP group spans {spans} servers: its {kinds} cross the network" if spans > 1 else None
+
+
+def cp_span_warning(cluster, par) -> str | None:
+    """One line when a CP group of ``par`` that exchanges by all-to-all (``cp_comm`` a2a) spans servers of
+    ``cluster``: its all-to-alls of Q, K, V and the output, in series with attention, then cross the NICs
+    (TransformerEngine's hierarchical a2a+p2p exists to keep them in a server). None otherwise: p2p and all_gather
+    across servers are how long-context runs are laid out (Llama 3's TP 8 × CP 16), shown by ``crossed_by``."""
+    if par.cp == 1 or par.cp_comm != "a2a":
+        return None
+    cluster.check_gpus(par)
+    most = 1
+    for start in range(0, par.gpus, par.tp * par.cp):  # Megatron's order tp-cp-dp-pp: GPU t of CP TP groups
+        for first in range(start, start + par.tp):
+            last = first + par.tp * (par.cp - 1)
+            if not cluster.one_domain(first, last):
+                most = max(most, cluster.server_of(last) - cluster.server_of(first) + 1)
+    return f"a CP group spans {most} servers: its all-to-alls (a2a) cross the network" if most > 1 else None
 
 
 def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, int, int]]]) -> tuple[str, ...]:

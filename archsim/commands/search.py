@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "each divides the GPUs, TP × PP × DP over GPUs / CP")
     parser.add_argument("--cp-comm", action=ListFlag, choices=CP_COMMS, default=["p2p"],
                         help="how CP above 1 exchanges K/V, one or several to try (default p2p), as archsim train's "
-                             "--cp-comm: p2p (Megatron-LM's ring) or all_gather (Llama 3's)")
+                             "--cp-comm: p2p (Megatron-LM's ring), all_gather (Llama 3's) or a2a (DeepSpeed-Ulysses)")
     parser.add_argument("--dtype", default=None, choices=DTYPES,
                         help="every configuration's training precision, as archsim train's --dtype (fp32: 4 bytes per "
                              f"element, GEMMs on the FP32 lanes; --balance planned refuses it) (default: {TRAIN_DTYPE}, "

@@ -30,7 +30,7 @@ from archsim.commands.common import (
 )
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
-from archsim.fits import rank_memory_warning, tp_span_points_warnings, tp_span_warning
+from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_points_warnings, tp_span_warning
 from archsim.validate import SECONDS_PER_OP
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
@@ -60,8 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="context-parallel degree (Megatron-LM's --context-parallel-size): each GPU of a CP group "
                              "runs 2 of the sequence's 2·CP chunks; GPUs = TP × CP × PP × DP (docs/training.md)")
     parser.add_argument("--cp-comm", default="p2p", choices=CP_COMMS,
-                        help="how CP exchanges K/V: p2p (a ring overlapped with attention, Megatron-LM's default) or "
-                             "all_gather (Llama 3's: K/V all-gathered, dK/dV reduce-scattered)")
+                        help="how CP exchanges K/V: p2p (a ring overlapped with attention, Megatron-LM's default), "
+                             "all_gather (Llama 3's: K/V all-gathered, dK/dV reduce-scattered) or a2a "
+                             "(DeepSpeed-Ulysses: Q, K, V and the output all-to-all'd to 1/CP of the heads and back; "
+                             "CP must divide each TP rank's query and K/V heads)")
     parser.add_argument("--global-batch", type=positive_int, default=None,
                         help="samples per iteration (required unless --runs)")
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
@@ -177,9 +179,9 @@ def run(args: argparse.Namespace) -> int:
         phase("build and simulate the order")
         ran = laid.result or train(config, par, machines[0], machines)  # --balance planned timed it already
     result = priced(ran, config, par, cluster, args.implementation)
-    spans = tp_span_warning(cluster, par)  # after the run's own checks: a warning never precedes an error line
-    if spans:
-        warn(spans)
+    for spans in (tp_span_warning(cluster, par), cp_span_warning(cluster, par)):  # after the run's own checks:
+        if spans:  # a warning never precedes an error line
+            warn(spans)
     document = train_document(result, config, laid, args.implementation)
     meta = document["meta"]
     frame = Rows.of(document["rows"])

@@ -20,8 +20,12 @@ all-gathers K and V (``gather_along_first_dim``); the backward all-gathers them 
 dV (``reduce_scatter_along_first_dim``), none overlapped here. The attention work per rank is the same pairs
 (its two query chunks against the keys before them); it is priced as p2p's steps.
 
-Not modelled: the all-to-all (Ulysses) and hierarchical a2a+p2p types, FP8 attention's buffers, and the
-contention of the exchange with the attention kernel it overlaps.
+``a2a`` (``AttnFuncWithCPAndQKVOA2A``, DeepSpeed-Ulysses): Q, K, V and the output all-to-all'd between sequence
+and head sharding, attention one causal kernel over the whole sequence at 1/CP of the heads
+(:mod:`archsim.training.context_parallel_a2a`).
+
+Not modelled: the hierarchical a2a+p2p type, FP8 attention's buffers, and the contention of the exchange with
+the attention kernel it overlaps.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.collectives import collective_seconds, message_mib
+from archsim.training.context_parallel_a2a import a2a_buffer_bytes, a2a_exchange, a2a_flash_step
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 if TYPE_CHECKING:
@@ -49,12 +54,16 @@ def rank_causal_pairs(s: int, cp: int, rank: int) -> int:
     return sum((r.start + r.stop + 1) * len(r) // 2 for r in rank_chunks(s, cp, rank))
 
 
-def flash_steps(s: int, heads: int, kv_heads: int, cp: int, causal: bool) -> tuple[tuple[int, int, int, bool], ...]:
+def flash_steps(s: int, heads: int, kv_heads: int, cp: int, causal: bool,
+                cp_comm: str = "p2p") -> tuple[tuple[int, int, int, bool], ...]:
     """FlashAttention kernels one rank runs each way for ``s`` tokens: (tokens, query heads, K/V heads, causal)
     each. CP 1: one over the whole sequence. CP > 1 (p2p's steps): a causal one over the rank's s/CP tokens, then
-    CP − 1 unmasked steps of 2L × L pairs (L = s/(2·CP)), each as two L × L blocks: L tokens at twice the heads."""
+    CP − 1 unmasked steps of 2L × L pairs (L = s/(2·CP)), each as two L × L blocks: L tokens at twice the heads;
+    ``cp_comm`` a2a: one causal kernel over all ``s`` tokens at 1/CP of the heads."""
     if cp == 1:
         return ((s, heads, kv_heads, causal),)
+    if cp_comm == "a2a":
+        return (a2a_flash_step(s, heads // cp, kv_heads // cp),)
     half = s // (2 * cp)
     return ((s // cp, heads, kv_heads, True), *((half, 2 * heads, 2 * kv_heads, False),) * (cp - 1))
 
@@ -80,6 +89,8 @@ def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: 
     """Seconds CP's K/V exchange adds to a layer's forward and backward beyond its attention steps'
     ``steps_f``/``steps_b`` compute (GPU seconds per step), and its rows (name, F/B, seconds)."""
     link, hop, cp, scale = machine.links.cp, machine.links.cp_hop, par.cp, machine.scale
+    if par.cp_comm == "a2a":  # not under attention: before and after it
+        return a2a_exchange(c, par, machine)
     assert link is not None and hop is not None  # a rank machine of a CP group has its links
     if par.cp_comm == "p2p":  # each step GPU to GPU: where the ring crosses servers, one GPU's NIC (cp_hop)
         sends_f, sends_b = ring_sends(c, par, scale)
@@ -105,9 +116,12 @@ def rank_config(c: TransformerConfig, cp: int) -> TransformerConfig:
 def received_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> float:
     """Bytes of K/V a CP rank holds beyond its own while a layer's attention runs: p2p's two receive buffers of
     s/CP tokens (forward) or of K/V and dK/dV (backward: ``p2p_comm_buffers``, 2 × (2, *kv.shape)) — the larger,
-    the backward's; all_gather's K and V of the whole sequence, less its own."""
+    the backward's; all_gather's K and V of the whole sequence, less its own; a2a's all-to-all buffers
+    (:func:`~archsim.training.context_parallel_a2a.a2a_buffer_bytes`)."""
     if par.cp == 1:
         return 0.0
+    if par.cp_comm == "a2a":
+        return a2a_buffer_bytes(c, par, scale)
     own = kv_bytes(c, par.micro_batch, par.tp, c.seq // par.cp, scale)
     return 4 * own if par.cp_comm == "p2p" else (par.cp - 1) * own
 

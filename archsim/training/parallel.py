@@ -9,6 +9,7 @@ from archsim.choices.training import ATTENTIONS, CP_COMMS, DP_OVERLAPS, FSDP_RES
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
+from archsim.training.context_parallel_a2a import a2a_heads_problem
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
@@ -142,7 +143,8 @@ class Parallelism:
     parameters kept from the forward to the backward, one all-gather a micro-batch), FSDP's only;
     cp: context-parallel degree (Megatron-LM's ``--context-parallel-size``: each rank holds 2 of the sequence's
     2·CP chunks, :mod:`archsim.training.context_parallel`), its K/V exchanged by ``cp_comm`` ``p2p`` (a ring
-    overlapped with attention) or ``all_gather`` (Llama 3's); GPUs = tp·cp·pp·dp."""
+    overlapped with attention), ``all_gather`` (Llama 3's) or ``a2a`` (DeepSpeed-Ulysses: Q, K, V and the
+    output all-to-all'd to head sharding and back); GPUs = tp·cp·pp·dp."""
 
     tp: int = 1
     pp: int = 1
@@ -314,15 +316,17 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")
-    problem = cp_problem(c, par.cp, par.attention)
+    problem = cp_problem(c, par.cp, par.attention, par.tp, par.cp_comm)
     if problem:
         raise InputError(problem, field="cp")
 
 
-def cp_problem(c: TransformerConfig, cp: int, attention: str) -> str:
+def cp_problem(c: TransformerConfig, cp: int, attention: str, tp: int = 1, cp_comm: str = "p2p") -> str:
     """Why context parallelism ``cp`` cannot run ``c`` ('' when it can): Megatron-LM's load-balanced causal
     split needs the sequence in 2·CP equal chunks; TransformerEngine runs CP only in its flash/fused attention
-    (its unfused attention asserts it); a sliding window and Switch's encoder-decoder are not modelled."""
+    (its unfused attention asserts it); a sliding window and Switch's encoder-decoder are not modelled;
+    ``cp_comm`` a2a splits each TP rank's query and K/V heads over CP (:func:`~archsim.training.
+    context_parallel_a2a.a2a_heads_problem`)."""
     if cp == 1:
         return ""
     if c.seq % (2 * cp):
@@ -336,7 +340,7 @@ def cp_problem(c: TransformerConfig, cp: int, attention: str) -> str:
                 f"give {setting('attention', 'flash')} (the default) or drop {setting('cp')}")
     if c.family == "switch" or c.sliding_window or c.family == "bert":
         return f"CP {cp} is modelled for causal decoders without a sliding window, not {c.name}"
-    return ""
+    return a2a_heads_problem(c, tp, cp) if cp_comm == "a2a" else ""
 
 
 def tp_split_problem(c: TransformerConfig, tp: int) -> str:

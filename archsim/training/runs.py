@@ -9,7 +9,7 @@ Two layouts are read (docs/formats.md, "Runs files"):
   false), ``interleave`` (default 1), ``distributed_optimizer`` (true/false, default false: Megatron-LM's
   ``--use-distributed-optimizer``), ``fsdp`` (true/false, default false: PyTorch FSDP's full sharding), ``fsdp_reshard`` (after-forward | none,
   default after-forward: when FSDP frees the gathered parameters),
-  ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather, default p2p: how CP exchanges K/V),
+  ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather | a2a, default p2p: how CP exchanges K/V),
   ``gpus`` (checked against TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
@@ -297,7 +297,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     before any row runs (:func:`row_check`).
     ``warn(line, text)`` gets each line ``archsim train`` would warn with for a row alone (a TP group across
     servers, a rank over its GPU's memory): such a row still runs, as a what-if."""
-    from archsim.fits import rank_memory_warning, tp_span_warning
+    from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
     from archsim.training.energy import iteration_energy
     from archsim.training.run import train
 
@@ -319,7 +319,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
                              field=_column(exc.where.field)) from None
-        for text in (tp_span_warning(cluster, row.par), rank_memory_warning(result, machines)):
+        for text in (tp_span_warning(cluster, row.par), cp_span_warning(cluster, row.par),
+                     rank_memory_warning(result, machines)):
             if text:
                 warn(row.line, text)
         p = row.par

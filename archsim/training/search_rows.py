@@ -50,7 +50,8 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     if k.sequence_parallel:
         args.append("--sequence-parallel")
     if k.cp > 1:  # Megatron-LM spells TransformerEngine's all_gather "allgather"; p2p its default
-        args.append(f"--context-parallel-size {k.cp}" + (" --cp-comm-type allgather" if k.cp_comm == "all_gather" else ""))
+        comm = {"all_gather": " --cp-comm-type allgather", "a2a": " --cp-comm-type a2a"}.get(k.cp_comm, "")
+        args.append(f"--context-parallel-size {k.cp}{comm}")
     if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
         args.append("--use-flash-attn")
     if k.dp_overlap == "bucketed":

@@ -190,7 +190,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     as many layers as model chunks (PP × chunks per rank)."""
     if tp_split_problem(c, k.tp):
         return "tp-divides-heads"
-    if cp_problem(c, k.cp, k.attention):
+    if cp_problem(c, k.cp, k.attention, k.tp, k.cp_comm):
         return "cp-splits-sequence"
     if tp_straddles(k.tp, k.gpus, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"
