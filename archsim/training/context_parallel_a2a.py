@@ -36,7 +36,8 @@ def a2a_heads_problem(c: TransformerConfig, tp: int, cp: int) -> str:
     if cp == 1 or (heads % cp == 0 and kv % cp == 0):
         return ""
     fits = [n for n in range(2, kv + 1) if heads % n == 0 and kv % n == 0]
-    offer = f"CP {', '.join(map(str, fits))} does, or " if fits else ""
+    named = [str(n) for n in fits]
+    offer = f"CP {' or '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)} does, or " if fits else ""
     return (f"{setting('cp-comm', 'a2a')} splits each TP rank's {heads} query and {kv} key/value heads over CP {cp}: "
             f"CP must divide both (TransformerEngine asserts it; it does not replicate K/V heads): {offer}"
             f"use {setting('cp-comm', 'p2p')} or all_gather")
