@@ -6,7 +6,7 @@ the rows used before, at V = 1, 2, 4 chunks per rank. Prints TFLOP/s per GPU, MF
 
 from __future__ import annotations
 
-from bench_published_throughput import llama3_long_rows, llama3_rows
+from bench_llama3_throughput import llama3_long_rows, llama3_rows
 
 
 def main() -> int:
