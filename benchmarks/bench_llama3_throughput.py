@@ -103,6 +103,11 @@ def causal_half_factor(c: TransformerConfig, global_batch: int) -> tuple[float, 
     return square / whole, (whole - square + half) / whole
 
 
+def memory_words(row: dict) -> str:
+    """A row's peak GiB per GPU and whether it fits the H100's 80 GB, as each Llama 3 line says it."""
+    return f"{row['peak_memory_gib']:.1f} GiB ({'fits' if row['fits_memory'] else 'does not fit 80 GB'})"
+
+
 def print_llama3_long(rows: list[dict]) -> None:
     """Table 4's CP 16 row beside archsim's prediction per K/V exchange and V, and the FLOPs convention's note."""
     r = LLAMA3_TABLE4_LONG
@@ -110,10 +115,9 @@ def print_llama3_long(rows: list[dict]) -> None:
           f"{r.global_batch} sequences, micro-batch 1: published {r.tflops:.0f} TFLOP/s per GPU, MFU {r.mfu:.2f} "
           f"({r.source}); archsim:")
     for row in rows:
-        fits = "fits" if row["fits_memory"] else "does not fit 80 GB"
         print(f"  --cp-comm {row['cp_comm']}, V {row['interleave']}: {row['tflops_per_gpu']:.1f} model TFLOP/s per GPU, "
               f"MFU {row['mfu']:.3f} ({row['vs_published']:+.0%}); {row['iteration_seconds']:.2f} s, "
-              f"cp_communication {row.get('cp_communication_s', 0.0):.3f} s, {row['peak_memory_gib']:.1f} GiB ({fits}), "
+              f"cp_communication {row.get('cp_communication_s', 0.0):.3f} s, {memory_words(row)}, "
               f"{row['cpu_s']:.1f} CPU s")
     c = load_transformer(ROOT / "configs" / "transformers" / LLAMA3_405B_CONFIG, seq=r.seq)
     share, factor = causal_half_factor(c, r.global_batch)
@@ -128,11 +132,10 @@ def print_llama3(rows: list[dict]) -> None:
     """Each Llama 3 row beside Table 4 with archsim's per-term breakdown; the published and predicted drop from
     DP 64 to DP 128; the same runs on a fabric without the pods' 1:7 oversubscription."""
     for row in rows:
-        fits = "fits" if row["fits_memory"] else "does not fit 80 GB"
         print(f"Llama 3 405B, {row['gpus']:,} H100, TP 8 × PP 16 × DP {row['dp']}, V {row['interleave']}, micro-batch 1: "
               f"{row['tflops_per_gpu']:.0f} model TFLOP/s per GPU, MFU {row['mfu']:.3f} vs "
               f"{row['published_tflops_per_gpu']:.0f}, {row['published_mfu']:.2f} published ({row['source']}): "
-              f"{row['vs_published']:+.1%}; {row['iteration_seconds']:.2f} s, {row['peak_memory_gib']:.1f} GiB ({fits}), "
+              f"{row['vs_published']:+.1%}; {row['iteration_seconds']:.2f} s, {memory_words(row)}, "
               f"{row['cpu_s']:.1f} CPU s; breakdown (s): " + ", ".join(
                   f"{k[:-2]} {row[k]:.3f}" for k in row if k.endswith("_s") and k != "cpu_s"))
     for v in sorted({r["interleave"] for r in rows}):
