@@ -6,20 +6,23 @@ the rows used before, at V = 1, 2, 4 chunks per rank. Prints TFLOP/s per GPU, MF
 
 from __future__ import annotations
 
-from bench_published_throughput import llama3_long_rows, llama3_rows
+from bench_llama3_throughput import llama3_long_rows, llama3_rows, memory_words
+
+
+def row_line(name: str, r: dict) -> str:
+    """One row under one sharding: layout, TFLOP/s per GPU beside Table 4's, MFU, GiB per GPU, exposed seconds."""
+    return (f"{name}: seq {r['seq']:,}, {r['gpus']:,} GPUs, CP {r.get('cp', 1)}, DP {r['dp']}, V {r['interleave']}: "
+            f"{r['tflops_per_gpu']:.0f} TFLOP/s per GPU (published {r['published_tflops_per_gpu']:.0f}, "
+            f"{r['vs_published']:+.1%}), MFU {r['mfu']:.3f}, {memory_words(r)}, "
+            f"FSDP exposed {r.get('fsdp_exposed_communication_s', 0.0):.3f} s, "
+            f"DP {r.get('dp_communication_s', 0.0):.3f} s of {r['iteration_seconds']:.2f} s")
 
 
 def main() -> int:
     for name, mode in (("distributed optimizer", None), ("fsdp, reshard none", "none"),
                        ("fsdp, reshard after-forward", "after-forward")):
         rows = llama3_rows(fsdp_reshard=mode) + llama3_long_rows(comms=("all_gather",), fsdp_reshard=mode)
-        for r in rows:
-            fits = "fits" if r["fits_memory"] else "does not fit"
-            print(f"{name}: seq {r['seq']:,}, {r['gpus']:,} GPUs, CP {r.get('cp', 1)}, DP {r['dp']}, V {r['interleave']}: "
-                  f"{r['tflops_per_gpu']:.0f} TFLOP/s per GPU (published {r['published_tflops_per_gpu']:.0f}, "
-                  f"{r['vs_published']:+.1%}), MFU {r['mfu']:.3f}, {r['peak_memory_gib']:.1f} GiB ({fits}), "
-                  f"FSDP exposed {r.get('fsdp_exposed_communication_s', 0.0):.3f} s, "
-                  f"DP {r.get('dp_communication_s', 0.0):.3f} s of {r['iteration_seconds']:.2f} s")
+        print("\n".join(row_line(name, r) for r in rows))
     return 0
 
 

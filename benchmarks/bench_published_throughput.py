@@ -29,17 +29,9 @@
   on 8 H100s (FlashAttention, FSDP, micro-batch 16, activation checkpointing): 40.42%, beside archsim's
   MFU for that setting (DP 8, full recompute, --fsdp; and with replicated Adam, which would not fit).
 
-* Llama 3 405B (configs/transformers/llama3_405b.toml) on 8,192 and 16,384 H100s of Meta's RoCE cluster
-  (configs/clusters/llama3_h100_2048_servers.toml): Dubey et al. 2024 (arXiv 2407.21783), Table 4's CP 1 rows
-  (TP 8, PP 16, DP 64 / 128, 16M tokens of sequence 8,192; 430 and 400 TFLOP/s per GPU, BF16 MFU 43% and 41%),
-  beside archsim's model TFLOP/s and MFU at V = 1, 2, 4 chunks per rank (not published) with Meta's stage split,
-  no recompute, sequence parallelism, bf16, flash, the distributed optimizer for their FSDP, micro-batch 1 (not
-  published); per-term breakdown, the 8,192 → 16,384 step, and the same without the pods' oversubscription
-  (benchmarks/published_llama3.py; docs/training.md, "Llama 3 405B on 8,192 and 16,384 H100s"). Then Table 4's
-  CP 16 row (sequence 131,072, TP 8 × CP 16 × PP 16 × DP 8 on 16,384 GPUs: 380 TFLOP/s per GPU, MFU 38%) beside
-  archsim's prediction at V = 1, 2, 4 under --cp-comm p2p and all_gather (Llama 3's), set as the 8K rows, with
-  what counting attention's causal half instead of the whole s² square would make of the figures
-  (docs/training.md, "Context parallelism").
+* Llama 3 405B on 8,192 and 16,384 H100s beside the Llama 3 paper's Table 4 (its CP 1 rows and its CP 16 row at
+  sequence 131,072): printed by ``bench_llama3_throughput.py``'s functions, which hold the rows and say how
+  they are set (runnable on its own).
 
 Then a check of the GEMM model at these sizes where a measurement exists: the GEMMs of at least
 0.1 TFLOP in the Hopper check's probe (benchmarks/results/gpu_efficiency_probe_h100-80gb-hbm3.csv,
@@ -52,24 +44,21 @@ Writes benchmarks/results/published_throughput.csv atomically; also the CPU seco
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 
 from archsim.outputs import atomic_write_text
-from archsim.training.cluster import GpuCluster
 from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.parallel import Parallelism, schedule_rejection
-from archsim.training.run import train
-from archsim.training.throughput import throughput
-from archsim.workload.model_files import load_transformer
 from archsim.workload.transformer import TransformerConfig
 
+# the benchmarks folder is not a package: its siblings by path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from published_gpt3 import (  # the benchmarks folder is not a package: its siblings by path
+from bench_llama3_throughput import llama3_long_rows, llama3_rows, print_llama3, print_llama3_long
+from published_gpt3 import (
     GPT3_1024_TFLOPS,
     KORTHIKANTI_22B,
     KORTHIKANTI_TABLE4,
@@ -82,9 +71,8 @@ from published_gpt3 import (  # the benchmarks folder is not a package: its sibl
     layer_decomposition,
     published_seconds,
 )
-from published_llama3 import LLAMA3_405B_CONFIG, LLAMA3_TABLE4, LLAMA3_TABLE4_LONG, meta_stage_layers
+from published_predict import ROOT, predict
 
-ROOT = Path(__file__).resolve().parents[1]
 GPT3 = TransformerConfig("gpt3-175b", "gpt", layers=96, hidden=12288, heads=96, vocab=51200, seq=2048, ffn=4 * 12288,
                          kv_heads=96, tied_embeddings=True, positions=2048)
 LLAMA = TransformerConfig("llama-2-7b-like", "llama", layers=32, hidden=4096, heads=32, vocab=32000, seq=4096,
@@ -93,30 +81,6 @@ PUBLISHED_GPT3_TFLOPS = GPT3_1024_TFLOPS  # Narayanan et al. 2021 §5.1 (1,024 G
 MPT7B = TransformerConfig("mpt-7b-like", "gpt", layers=32, hidden=4096, heads=32, vocab=50432, seq=4096, ffn=4 * 4096,
                           kv_heads=32, tied_embeddings=True)
 NEMO_LLAMA2_7B = {"tflops_per_gpu": 780.0, "tokens_per_gpu_second": 16934.0}  # NeMo 24.09 summary, FP8, 8 GPUs
-
-
-def predict(c: TransformerConfig, cluster_file: str | GpuCluster, par: Parallelism, dtype: str = "fp16") -> dict:
-    """archsim's prediction of one run in ``dtype``: fp16 for the A100 papers' runs, bf16 for the H100 runs
-    they are read against (bf16's gradients fp32, as Megatron-LM keeps them); a cluster file in
-    configs/clusters/ or a cluster already read (and edited)."""
-    cluster = cluster_file if isinstance(cluster_file, GpuCluster) else \
-        load_gpu_cluster(ROOT / "configs" / "clusters" / cluster_file, dtype)
-    start = time.process_time()
-    machines = cluster.rank_machines(par)
-    assert machines is not None
-    result = train(c, par, machines[0], machines)
-    cpu = time.process_time() - start
-    rates = throughput(c, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
-                       machines[0].gpu.peak(dtype), par.attention)
-    fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
-    return {"model": c.name, "dtype": dtype, "gpus": par.gpus, "tp": par.tp, "cp": par.cp, "cp_comm": par.cp_comm,
-            "seq": c.seq, "pp": par.pp, "dp": par.dp, "micro_batch": par.micro_batch,
-            "interleave": par.interleave, "recompute": par.recompute, "attention": par.attention,
-            "grad_accumulation": par.grad_accumulation or "fused",
-            "iteration_seconds": result.iteration_seconds, "tflops_per_gpu": rates.tflops_per_gpu,
-            "hardware_tflops_per_gpu": rates.hardware_tflops_per_gpu, "mfu": rates.mfu,
-            "peak_memory_gib": result.peak_memory_gib, "fits_memory": fits, "cpu_s": cpu,
-            **{f"{k}_s": v for k, v in result.breakdown.items()}}
 
 
 def gpt3_rows() -> list[dict]:
@@ -233,114 +197,6 @@ def same_layout_check() -> None:
         print(f"  v{v}: 145.6B (Table 1, 1,536 GPUs) archsim {a:.1f} vs {t1.tflops:.0f} ({a / t1.tflops - 1:+.1%}); "
               f"175B (§5.1, 1,024 GPUs) archsim {b:.1f} vs {GPT3_1024_TFLOPS:.0f} ({b / GPT3_1024_TFLOPS - 1:+.1%}); "
               f"175B / 145.6B: archsim {b / a:.3f}, published {GPT3_1024_TFLOPS / t1.tflops:.3f}")
-
-
-LLAMA3_CLUSTER = "llama3_h100_2048_servers.toml"  # Meta's RoCE H100 fabric, §3.3.1 (its 8,192-GPU run: the first half)
-
-
-def llama3_sharding(fsdp_reshard: str | None) -> dict:
-    """The Llama 3 rows' state sharding: None, the distributed optimizer with bucketed reduce-scatters (the
-    stand-in before FSDP ran beside PP); else FSDP inside each pipeline stage with ``fsdp_reshard`` (``none``:
-    §3.3.2's, parameters kept from the forward to the backward)."""
-    if fsdp_reshard is None:
-        return {"dp_overlap": "bucketed", "distributed_optimizer": True}
-    return {"fsdp": True, "fsdp_reshard": fsdp_reshard}
-
-
-def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4),
-                fsdp_reshard: str | None = None) -> list[dict]:
-    """Llama 3 405B on 8,192 and 16,384 H100s (Table 4's CP 1 rows) beside the published TFLOP/s and MFU: TP 8,
-    PP 16, DP 64 / 128, 2,048 sequences of 8,192 tokens, bf16, flash, no recompute (§3.3.2: none at 8K), sequence
-    parallelism (TP's cited Korthikanti et al.), the distributed optimizer with bucketed reduce-scatters for their
-    FSDP (optimizer states and gradients sharded, parameters kept whole between forward and backward), micro-batch 1
-    (not published), interleaved with V chunks per rank (not published) and Meta's split (one layer fewer on the
-    first and last chunks); ``fsdp_reshard`` given: FSDP in each stage in its place (:func:`llama3_sharding`)."""
-    c = load_transformer(ROOT / "configs" / "transformers" / LLAMA3_405B_CONFIG)
-    rows = []
-    for r in LLAMA3_TABLE4:
-        for v in chunks:
-            par = Parallelism(r.tp, r.pp, r.dp, r.global_batch, 1, "none", True, v, "1f1b",
-                              stage_layers=meta_stage_layers(c.layers, r.pp, v), attention="flash",
-                              **llama3_sharding(fsdp_reshard))
-            row = predict(c, cluster, par, "bf16")
-            rows.append(row | {"source": r.source, "published_tflops_per_gpu": r.tflops, "published_mfu": r.mfu,
-                               "vs_published": row["tflops_per_gpu"] / r.tflops - 1})
-    return rows
-
-
-def llama3_long_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4),
-                     comms: tuple[str, ...] = ("p2p", "all_gather"), fsdp_reshard: str | None = None) -> list[dict]:
-    """Table 4's CP 16 row (sequence 131,072, TP 8 × CP 16 × PP 16 × DP 8, 128 sequences) beside archsim's
-    prediction, set as the 8,192-token rows are (:func:`llama3_rows`: no recompute, each CP rank holds 8,192
-    tokens, the 8K rows' activations) with ``--cp 16`` under each K/V exchange, at V = 1, 2, 4 chunks per rank."""
-    r = LLAMA3_TABLE4_LONG
-    c = load_transformer(ROOT / "configs" / "transformers" / LLAMA3_405B_CONFIG, seq=r.seq)
-    rows = []
-    for comm in comms:
-        for v in chunks:
-            par = Parallelism(r.tp, r.pp, r.dp, r.global_batch, 1, "none", True, v, "1f1b",
-                              stage_layers=meta_stage_layers(c.layers, r.pp, v), attention="flash",
-                              cp=r.cp, cp_comm=comm, **llama3_sharding(fsdp_reshard))
-            row = predict(c, cluster, par, "bf16")
-            rows.append(row | {"source": r.source, "published_tflops_per_gpu": r.tflops, "published_mfu": r.mfu,
-                               "vs_published": row["tflops_per_gpu"] / r.tflops - 1})
-    return rows
-
-
-def causal_half_factor(c: TransformerConfig, global_batch: int) -> tuple[float, float]:
-    """(the s² square's share of the model FLOPs, the model FLOPs counting the causal half s(s + 1)/2 over those
-    counting the square): archsim counts attention's whole s² (``model_flops``, PaLM's and Narayanan et al.'s
-    convention), and a count of the causal pairs alone would scale every TFLOP/s and MFU by the second."""
-    from archsim.training.throughput import model_flops
-
-    whole = model_flops(c, global_batch)
-    square = global_batch * 12 * c.layers * c.attention_width * c.seq * c.seq
-    half = global_batch * 12 * c.layers * c.attention_width * c.seq * (c.seq + 1) / 2
-    return square / whole, (whole - square + half) / whole
-
-
-def print_llama3_long(rows: list[dict]) -> None:
-    """Table 4's CP 16 row beside archsim's prediction per K/V exchange and V, and the FLOPs convention's note."""
-    r = LLAMA3_TABLE4_LONG
-    print(f"Llama 3 405B, sequence {r.seq:,}, {r.gpus:,} H100, TP {r.tp} × CP {r.cp} × PP {r.pp} × DP {r.dp}, "
-          f"{r.global_batch} sequences, micro-batch 1: published {r.tflops:.0f} TFLOP/s per GPU, MFU {r.mfu:.2f} "
-          f"({r.source}); archsim:")
-    for row in rows:
-        fits = "fits" if row["fits_memory"] else "does not fit 80 GB"
-        print(f"  --cp-comm {row['cp_comm']}, V {row['interleave']}: {row['tflops_per_gpu']:.1f} model TFLOP/s per GPU, "
-              f"MFU {row['mfu']:.3f} ({row['vs_published']:+.0%}); {row['iteration_seconds']:.2f} s, "
-              f"cp_communication {row.get('cp_communication_s', 0.0):.3f} s, {row['peak_memory_gib']:.1f} GiB ({fits}), "
-              f"{row['cpu_s']:.1f} CPU s")
-    c = load_transformer(ROOT / "configs" / "transformers" / LLAMA3_405B_CONFIG, seq=r.seq)
-    share, factor = causal_half_factor(c, r.global_batch)
-    example = next((x for x in rows if x["cp_comm"] == "p2p" and x["interleave"] == 2), rows[0])
-    print(f"  FLOPs convention: archsim's model FLOPs count attention's whole s² square, {share:.0%} of the count at "
-          f"{r.seq:,} tokens; the paper does not say whether Meta counts it whole. Counted as the causal half, "
-          f"archsim's figures would be {factor:.3f} times these (--cp-comm {example['cp_comm']} V "
-          f"{example['interleave']}: {example['tflops_per_gpu'] * factor:.0f})")
-
-
-def print_llama3(rows: list[dict]) -> None:
-    """Each Llama 3 row beside Table 4 with archsim's per-term breakdown; the published and predicted drop from
-    DP 64 to DP 128; the same runs on a fabric without the pods' 1:7 oversubscription."""
-    for row in rows:
-        fits = "fits" if row["fits_memory"] else "does not fit 80 GB"
-        print(f"Llama 3 405B, {row['gpus']:,} H100, TP 8 × PP 16 × DP {row['dp']}, V {row['interleave']}, micro-batch 1: "
-              f"{row['tflops_per_gpu']:.0f} model TFLOP/s per GPU, MFU {row['mfu']:.3f} vs "
-              f"{row['published_tflops_per_gpu']:.0f}, {row['published_mfu']:.2f} published ({row['source']}): "
-              f"{row['vs_published']:+.1%}; {row['iteration_seconds']:.2f} s, {row['peak_memory_gib']:.1f} GiB ({fits}), "
-              f"{row['cpu_s']:.1f} CPU s; breakdown (s): " + ", ".join(
-                  f"{k[:-2]} {row[k]:.3f}" for k in row if k.endswith("_s") and k != "cpu_s"))
-    for v in sorted({r["interleave"] for r in rows}):
-        small, large = (next(r for r in rows if r["interleave"] == v and r["dp"] == dp) for dp in (64, 128))
-        print(f"  V {v}: 16,384 / 8,192 GPUs TFLOP/s per GPU, archsim {large['tflops_per_gpu'] / small['tflops_per_gpu']:.3f}, "
-              f"published {large['published_tflops_per_gpu'] / small['published_tflops_per_gpu']:.3f}")
-    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / LLAMA3_CLUSTER, "bf16")
-    assert cluster.network is not None
-    flat = replace(cluster, network=replace(cluster.network, servers_per_leaf=0, oversubscription=1.0))
-    print("  without the pods' 1:7 oversubscription (one non-blocking fabric): " + ", ".join(
-        f"DP {r['dp']} V {r['interleave']} {r['tflops_per_gpu']:.0f} ({r['vs_published']:+.1%})"
-        for r in llama3_rows(flat, (2,))))
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
 """Llama 3 405B's published pre-training throughput on H100s, with its source: what
-`bench_published_throughput.py` prints beside archsim's prediction. A check only: nothing is fitted on it
-(archsim's constants stay those of ``archsim/training/fitted.py``).
+`bench_llama3_throughput.py` (and `bench_published_throughput.py` through it) prints beside archsim's
+prediction. A check only: nothing is fitted on it (archsim's constants stay those of
+``archsim/training/fitted.py``).
 
 Source: Dubey et al. 2024 (Llama Team, AI @ Meta), "The Llama 3 Herd of Models", arXiv 2407.21783.
 
@@ -51,7 +52,7 @@ class Table4Row:
         return self.batch_per_dp * self.dp
 
 
-# the CP 1 rows (sequence 8,192), which bench_published_throughput.py runs at V = 1, 2, 4 and compares
+# the CP 1 rows (sequence 8,192), which bench_llama3_throughput.py runs at V = 1, 2, 4 and compares
 LLAMA3_TABLE4 = (
     Table4Row(8192, 8, 1, 16, 64, 8192, 32, 430.0, 0.43),
     Table4Row(16384, 8, 1, 16, 128, 8192, 16, 400.0, 0.41),

@@ -75,7 +75,7 @@ COMMANDS: dict[str, list[str]] = {
     "search": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
                "--max-micro-batch", "2"],
     "search --fsdp": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule",
-                      "1f1b", "--max-micro-batch", "2", "--fsdp"],
+                      "1f1b", "--max-micro-batch", "2", "--fsdp", "--fsdp-reshard", "none"],  # fsdp_reshard printed
     "search --placement": ["search", MODEL, "--cluster", str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"),
                            "--global-batch", "16", "--top", "3", "--schedule", "1f1b", "--max-micro-batch", "2",
                            "--placement", "planned"],

@@ -7,6 +7,7 @@ refusals."""
 
 from __future__ import annotations
 
+import json
 from itertools import pairwise
 
 import pytest
@@ -125,3 +126,24 @@ def test_refusals(capsys):
                  "--fsdp-reshard", "none"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("archsim train: error:") and err.count("\n") == 1 and "--fsdp" in err
+
+
+def test_the_search_meta_says_the_reshard_mode_it_ran(capsys):
+    """Failed before: the search's JSON meta listed what it searched (cp, cp_comm, fsdp) but not ``fsdp_reshard``,
+    which its rows carry. With ``--fsdp --fsdp-reshard none`` the meta says ``none``, as each row does, and its other
+    keys are those of ``--fsdp`` alone, where the default ``after-forward`` is left out (as train's meta and the
+    rows leave it); archsim.search's document says the same."""
+    argv = ["search", str(GPT_350M), "--cluster", str(NODE), "--global-batch", "32", "--refine", "0", "--top", "2",
+            "--schedule", "1f1b", "--max-micro-batch", "1", "--recompute", "full", "--fsdp", "--format", "json"]
+    assert main(argv) == 0
+    after_forward = json.loads(capsys.readouterr().out)
+    assert "fsdp_reshard" not in after_forward["meta"]
+    assert main([*argv, "--fsdp-reshard", "none"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    meta, rows = document["meta"], document["rows"]
+    assert meta["fsdp"] is True and meta["fsdp_reshard"] == "none"
+    assert rows and all(row["fsdp_reshard"] == "none" for row in rows)
+    assert [k for k in meta if k != "fsdp_reshard"] == list(after_forward["meta"])
+    found = archsim.search(str(GPT_350M), cluster=str(NODE), global_batch=32, refine=0, top=2, schedule="1f1b",
+                           max_micro_batch=1, recompute="full", fsdp=True, fsdp_reshard="none")
+    assert found.to_dict()["meta"]["fsdp_reshard"] == "none"

@@ -101,7 +101,7 @@ def test_the_causal_half_factor_by_hand():
     """The 405B at 131,072 tokens, by hand: model FLOPs 6 per parameter per token (126 layers' weights and the
     LM head, as Table 3's shapes give them) plus 12 · layers · 16,384 · s² per sequence for the whole square;
     counting the causal half, s(s + 1)/2, in its place scales them by 1 − share · (1 − (s + 1)/(2s))."""
-    bench = load_benchmark("bench_published_throughput")
+    bench = load_benchmark("bench_llama3_throughput")
     h, kv, ffn, vocab, layers, s, b = 16384, 8 * 128, 53248, 128256, 126, 131072, 128
     per_layer = 2 * h * h + 2 * h * kv + 3 * h * ffn + 2 * h
     square = b * 12 * layers * h * s * s
@@ -114,11 +114,11 @@ def test_the_causal_half_factor_by_hand():
 
 
 def test_the_benchmarks_long_context_row_is_the_documented_train_line(capsys):
-    """bench_published_throughput's CP 16 row at V = 2 under all_gather is the `archsim train` line that
+    """bench_llama3_throughput's CP 16 row at V = 2 under all_gather is the `archsim train` line that
     docs/training.md ("Context parallelism") gives for it: the same layout, seconds and GiB."""
     from archsim.cli import main
 
-    bench = load_benchmark("bench_published_throughput")
+    bench = load_benchmark("bench_llama3_throughput")
     (row,) = bench.llama3_long_rows(chunks=(2,), comms=("all_gather",))
     assert (row["gpus"], row["tp"], row["cp"], row["pp"], row["dp"], row["seq"], row["cp_comm"]) == (
         16384, 8, 16, 16, 8, 131072, "all_gather")

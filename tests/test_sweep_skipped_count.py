@@ -23,7 +23,7 @@ GRID = ('[sweep]\nname = "s"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"
         'processors = [3, 5, 6]\nmethods = ["layerpipe", "pipedream", "gpipe"]\nmode = "paper"\n')
 # by hand: 3 processor counts × 3 methods = 9 points, 2 of them skipped (pipedream at 5 and 6); each point is one
 # row per array (2), batch (2) and, with the design axes below, clock (2)
-POINTS, SKIPPED, PER_POINT = 9, 2, 2 * 2 * 2
+POINTS, SKIPPED = 9, 2
 
 
 def _spec(folder: Path, extra: str = "") -> Path:
@@ -32,11 +32,14 @@ def _spec(folder: Path, extra: str = "") -> Path:
     return spec
 
 
-def test_one_count_in_the_note_spec_json_report_results_and_bar(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize(("extra", "per_point"), [("", 2 * 2), ("sram_kb = [64]\nclocks_ghz = [1.0, 2.0]\n", 2 * 2 * 2)],
+                         ids=["plain", "two-clocks"])
+def test_one_count_in_the_note_spec_json_report_results_and_bar(tmp_path, capsys, monkeypatch, extra, per_point):
     """Defect: the runner counted a unit's skipped rows apart from :mod:`archsim.sweep.pipedream_points`, and
     without the design's clocks: with two clocks the bar's total was 28 where the note said 72 − 16 = 56 rows
     ran (failed before the fix: total 28). Now the note, spec.json, the report, results.csv and the bar agree
-    with the hand count: 2 of 9 points, 16 of 72 configurations, 56 rows."""
+    with the hand count: 2 of 9 points, 16 of 72 configurations, 56 rows; without the design axes 8 of 36, 28
+    rows (the bar counted the skipped points before an earlier fix)."""
     from archsim.sweep import load_spec, runner
 
     seen = {"total": -1, "updates": 0}
@@ -50,13 +53,13 @@ def test_one_count_in_the_note_spec_json_report_results_and_bar(tmp_path, capsys
         seen["total"] = total
         yield Bar()
 
-    spec = _spec(tmp_path, "sram_kb = [64]\nclocks_ghz = [1.0, 2.0]\n")
+    spec = _spec(tmp_path, extra)
     out = tmp_path / "out"
     monkeypatch.setattr(runner, "progress_bar", recording_bar)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         frame = runner.run_sweep(load_spec(str(spec)), out, progress=False)
-    total, skipped_rows = POINTS * PER_POINT, SKIPPED * PER_POINT
+    total, skipped_rows = POINTS * per_point, SKIPPED * per_point
     assert seen == {"total": total - skipped_rows, "updates": total - skipped_rows}
     assert len(frame) == len(pd.read_csv(out / "results.csv")) == total - skipped_rows
     recorded = json.loads((out / "spec.json").read_text(encoding="utf-8"))["skipped_points"]

@@ -217,26 +217,5 @@ def test_a_cycle_engine_report_of_table_ivs_grid_says_why_the_paper_is_absent(tm
     assert "Table IV's grid, without the paper's columns" in pages["cycle"] and "external memory" in pages["cycle"]
 
 
-def test_the_bar_and_a_stop_count_only_the_configurations_that_run(tmp_path, monkeypatch):
-    """The bar's total and its updates count results.csv's rows, not the skipped PipeDream points: 36 − 8 = 28
-    configurations (2 arrays × 2 batches × (3 processors × 3 methods − 2 skipped points)), as counted by hand."""
-    import contextlib
-
-    from archsim.sweep import load_spec, runner
-
-    seen: dict[str, int] = {"total": -1, "updates": 0}
-
-    class Bar:
-        def update(self, n: int) -> None:
-            seen["updates"] += n
-
-    @contextlib.contextmanager
-    def recording_bar(total, *args, **kwargs):
-        seen["total"] = total
-        yield Bar()
-
-    monkeypatch.setattr(runner, "progress_bar", recording_bar)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        frame = runner.run_sweep(load_spec(str(_grid(tmp_path))), tmp_path / "out", progress=False)
-    assert len(frame) == 28 and seen == {"total": 28, "updates": 28}
+# The bar counting only the configurations that run (28 of this grid): test_sweep_skipped_count.py, with the
+# note, spec.json, the report and results.csv, with and without a design's clocks.
