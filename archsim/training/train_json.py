@@ -38,6 +38,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             **({"distributed_optimizer": True} if par.distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if par.fsdp else {}),
             **({"fsdp_reshard": par.fsdp_reshard} if par.fsdp_reshard != "after-forward" else {}),
+            **({"fsdp_grad_sync": par.fsdp_grad_sync} if par.fsdp_grad_sync != "micro-batch" else {}),
             "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "dtype": laid.cluster.dtype, "implementation": implementation,
