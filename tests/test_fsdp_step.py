@@ -160,7 +160,9 @@ def test_runs_column_sweep_axis_and_search_rows(tmp_path, capsys):
     assert points[1]["peak_memory_gib"] > points[0]["peak_memory_gib"]
     assert main(["search", model, "--cluster", str(NODE), "--global-batch", "16", "--fsdp", "--fsdp-reshard", "none",
                  "--fsdp-grad-sync", "step", "--format", "json", "--top", "2"]) == 0
-    found = json.loads(capsys.readouterr().out)["rows"]
+    document = json.loads(capsys.readouterr().out)
+    assert document["meta"]["fsdp_reshard"] == "none" and document["meta"]["fsdp_grad_sync"] == "step"
+    found = document["rows"]
     assert found and all(r["fsdp_grad_sync"] == "step" for r in found)
     argv = found[0]["command"].split()[1:]
     assert "--fsdp-grad-sync" in argv
