@@ -1,8 +1,10 @@
 """Llama 3 405B's Table 4 rows (8,192 tokens: the two CP 1 rows; 131,072: the CP 16 row, all-gather K/V, Llama 3's)
 with FSDP inside each pipeline stage (``--fsdp``; ``--fsdp-reshard none``: Dubey et al. 2024 §3.3.2, "we do not
-reshard after forward computation", and ``after-forward``: PyTorch's FULL_SHARD) beside the distributed optimizer
-the rows used before, at V = 1, 2, 4 chunks per rank. Prints TFLOP/s per GPU, MFU, GiB per GPU and whether it fits
-80 GB. Run: ``python benchmarks/bench_llama3_fsdp.py`` (about a minute of CPU per sharding)."""
+reshard after forward computation", and ``after-forward``: PyTorch's FULL_SHARD; ``--fsdp-grad-sync step``:
+PyTorch's pipeline runtime, the gradients held unsharded to one reduce-scatter per stage a step) beside the
+distributed optimizer the rows used before, at V = 1, 2, 4 chunks per rank. Prints TFLOP/s per GPU, MFU, GiB per
+GPU and whether it fits 80 GB. Run: ``python benchmarks/bench_llama3_fsdp.py`` (about a minute of CPU per
+sharding)."""
 
 from __future__ import annotations
 
@@ -19,10 +21,14 @@ def row_line(name: str, r: dict) -> str:
 
 
 def main() -> int:
-    for name, mode in (("distributed optimizer", None), ("fsdp, reshard none", "none"),
-                       ("fsdp, reshard after-forward", "after-forward")):
-        rows = llama3_rows(fsdp_reshard=mode) + llama3_long_rows(comms=("all_gather",), fsdp_reshard=mode)
-        print("\n".join(row_line(name, r) for r in rows))
+    for name, mode, sync in (("distributed optimizer", None, "micro-batch"),
+                             ("fsdp, reshard none", "none", "micro-batch"),
+                             ("fsdp, reshard none, grad sync step", "none", "step"),
+                             ("fsdp, reshard after-forward", "after-forward", "micro-batch")):
+        rows = llama3_rows(fsdp_reshard=mode, grad_sync=sync) + \
+            llama3_long_rows(comms=("all_gather",), fsdp_reshard=mode, grad_sync=sync)
+        print("
+".join(row_line(name, r) for r in rows))
     return 0
 
 

@@ -42,17 +42,18 @@ from published_predict import ROOT, predict
 LLAMA3_CLUSTER = "llama3_h100_2048_servers.toml"  # Meta's RoCE H100 fabric, §3.3.1 (its 8,192-GPU run: the first half)
 
 
-def llama3_sharding(fsdp_reshard: str | None) -> dict:
+def llama3_sharding(fsdp_reshard: str | None, grad_sync: str = "micro-batch") -> dict:
     """The Llama 3 rows' state sharding: None, the distributed optimizer with bucketed reduce-scatters (the
     stand-in before FSDP ran beside PP); else FSDP inside each pipeline stage with ``fsdp_reshard`` (``none``:
-    §3.3.2's, parameters kept from the forward to the backward)."""
+    §3.3.2's, parameters kept from the forward to the backward) and ``grad_sync`` (``step``: PyTorch's pipeline
+    runtime, one reduce-scatter per stage a step)."""
     if fsdp_reshard is None:
         return {"dp_overlap": "bucketed", "distributed_optimizer": True}
-    return {"fsdp": True, "fsdp_reshard": fsdp_reshard}
+    return {"fsdp": True, "fsdp_reshard": fsdp_reshard, "fsdp_grad_sync": grad_sync}
 
 
 def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4),
-                fsdp_reshard: str | None = None) -> list[dict]:
+                fsdp_reshard: str | None = None, grad_sync: str = "micro-batch") -> list[dict]:
     """Llama 3 405B on 8,192 and 16,384 H100s (Table 4's CP 1 rows) beside the published TFLOP/s and MFU: TP 8,
     PP 16, DP 64 / 128, 2,048 sequences of 8,192 tokens, bf16, flash, no recompute (§3.3.2: none at 8K), sequence
     parallelism (TP's cited Korthikanti et al.), the distributed optimizer with bucketed reduce-scatters for their
@@ -65,7 +66,7 @@ def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, .
         for v in chunks:
             par = Parallelism(r.tp, r.pp, r.dp, r.global_batch, 1, "none", True, v, "1f1b",
                               stage_layers=meta_stage_layers(c.layers, r.pp, v), attention="flash",
-                              **llama3_sharding(fsdp_reshard))
+                              **llama3_sharding(fsdp_reshard, grad_sync))
             row = predict(c, cluster, par, "bf16")
             rows.append(row | {"source": r.source, "published_tflops_per_gpu": r.tflops, "published_mfu": r.mfu,
                                "vs_published": row["tflops_per_gpu"] / r.tflops - 1})
@@ -73,7 +74,8 @@ def llama3_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, .
 
 
 def llama3_long_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[int, ...] = (1, 2, 4),
-                     comms: tuple[str, ...] = ("p2p", "all_gather"), fsdp_reshard: str | None = None) -> list[dict]:
+                     comms: tuple[str, ...] = ("p2p", "all_gather"), fsdp_reshard: str | None = None,
+                     grad_sync: str = "micro-batch") -> list[dict]:
     """Table 4's CP 16 row (sequence 131,072, TP 8 × CP 16 × PP 16 × DP 8, 128 sequences) beside archsim's
     prediction, set as the 8,192-token rows are (:func:`llama3_rows`: no recompute, each CP rank holds 8,192
     tokens, the 8K rows' activations) with ``--cp 16`` under each K/V exchange, at V = 1, 2, 4 chunks per rank."""
@@ -84,7 +86,7 @@ def llama3_long_rows(cluster: str | GpuCluster = LLAMA3_CLUSTER, chunks: tuple[i
         for v in chunks:
             par = Parallelism(r.tp, r.pp, r.dp, r.global_batch, 1, "none", True, v, "1f1b",
                               stage_layers=meta_stage_layers(c.layers, r.pp, v), attention="flash",
-                              cp=r.cp, cp_comm=comm, **llama3_sharding(fsdp_reshard))
+                              cp=r.cp, cp_comm=comm, **llama3_sharding(fsdp_reshard, grad_sync))
             row = predict(c, cluster, par, "bf16")
             rows.append(row | {"source": r.source, "published_tflops_per_gpu": r.tflops, "published_mfu": r.mfu,
                                "vs_published": row["tflops_per_gpu"] / r.tflops - 1})

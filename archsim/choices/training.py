@@ -14,6 +14,10 @@ SHARDINGS = ("none", "distributed-optimizer", "fsdp")
 # when FSDP frees a unit's gathered parameters: after its forward (FULL_SHARD, gathered again for the backward) or
 # after its backward only (Llama 3's: "we do not reshard after forward computation", training/fsdp.py)
 FSDP_RESHARDS = ("after-forward", "none")
+# when FSDP reduce-scatters the gradients: after each micro-batch's backward (FSDP's own, into sharded gradients) or
+# once a step per pipeline stage after its last backward (PyTorch's pipeline runtime: set_requires_gradient_sync
+# False in each backward, its REDUCE_GRAD action after the last; training/fsdp.py)
+FSDP_GRAD_SYNCS = ("micro-batch", "step")
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 # how context parallelism exchanges K/V: TransformerEngine's cp_comm_type p2p (a ring overlapped with attention,
 # Megatron-LM's default), all_gather (Llama 3's) (training/context_parallel.py) or a2a (DeepSpeed-Ulysses: Q, K, V

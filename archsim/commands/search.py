@@ -13,6 +13,7 @@ from archsim.choices.training import (
     CP_COMMS,
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
+    FSDP_GRAD_SYNCS,
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
     MAX_REFINE_ACTIONS,
@@ -95,6 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "every state sharded over DP in the memory check and rows, each pipeline rank its own")
     parser.add_argument("--fsdp-reshard", default="after-forward", choices=FSDP_RESHARDS,
                         help="with --fsdp, every configuration's, as archsim train's --fsdp-reshard")
+    parser.add_argument("--fsdp-grad-sync", default="micro-batch", choices=FSDP_GRAD_SYNCS,
+                        help="with --fsdp, every configuration's, as archsim train's --fsdp-grad-sync")
     parser.add_argument("--grad-accumulation", default="fused", choices=GRAD_ACCUMULATIONS,
                         help="every configuration's gradient accumulation, as archsim train's --grad-accumulation "
                              "(fused: Megatron-LM's default since 2022; unfused: Megatron-LM of 2021)")
@@ -134,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
                         max_ops=args.max_ops, grad_accumulation=args.grad_accumulation, seq=args.seq,
                         model_file=args.model, cluster_file=args.cluster,
                         distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp,
-                        cp_comm=args.cp_comm, fsdp_reshard=args.fsdp_reshard)
+                        cp_comm=args.cp_comm, fsdp_reshard=args.fsdp_reshard,
+                        fsdp_grad_sync=args.fsdp_grad_sync)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 
@@ -226,7 +230,8 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
                       r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
-                      r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward")
+                      r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
+                      r.get("fsdp_grad_sync") or "micro-batch")
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))

@@ -40,7 +40,10 @@ def iteration_caption(iteration_seconds: float, timeline, par=None, post=()) -> 
     (``TrainResult.post``); a collective no rank spends time on (DP 1, untied embeddings, PP 1) is not named.
     Both figures in seconds, as the chart's axis."""
     after = iteration_seconds - timeline.makespan
-    if par is not None and par.fsdp:
+    if par is not None and par.fsdp and par.fsdp_grad_sync == "step":
+        work = ("FSDP's once-a-step all-gathers and reduce-scatters the compute did not hide, added here; the "
+                "optimizer step")
+    elif par is not None and par.fsdp:
         work = ("FSDP's all-gathers and reduce-scatters the compute did not hide, every micro-batch's, added "
                 "here; the optimizer step")
     else:

@@ -11,6 +11,7 @@ from archsim.choices.training import (
     BALANCES,
     CP_COMMS,
     DP_OVERLAPS,
+    FSDP_GRAD_SYNCS,
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
     IMPLEMENTATION_ATTENTION,
@@ -91,6 +92,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --fsdp, when a layer's gathered parameters are freed: after-forward (FULL_SHARD: "
                              "gathered again for the backward) or none (Llama 3's: kept to the backward, one "
                              "all-gather a micro-batch, the rank's parameters held whole in the compute dtype)")
+    parser.add_argument("--fsdp-grad-sync", default="micro-batch", choices=FSDP_GRAD_SYNCS,
+                        help="with --fsdp, when the gradients are reduce-scattered: micro-batch (after each "
+                             "micro-batch's backward) or step (PyTorch's pipeline runtime: held unsharded to one "
+                             "reduce-scatter per stage after its last backward, the parameters gathered once a step; "
+                             "with --fsdp-reshard none)")
     parser.add_argument("--grad-accumulation", default=None, choices=GRAD_ACCUMULATIONS,
                         help="weight gradients summed over micro-batches inside the weight-gradient GEMM (fused: "
                              "Megatron-LM's --gradient-accumulation-fusion, its default since 2022) or by a separate "
@@ -168,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
-                      args.cp_comm, args.fsdp_reshard)
+                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
                 enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:
@@ -231,6 +237,7 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
             **({"distributed_optimizer": True} if args.distributed_optimizer else {}),
             **({"fsdp": True} if args.fsdp else {}),
             **({"fsdp_reshard": args.fsdp_reshard} if args.fsdp_reshard != "after-forward" else {}),
+            **({"fsdp_grad_sync": args.fsdp_grad_sync} if args.fsdp_grad_sync != "micro-batch" else {}),
             **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
@@ -321,6 +328,7 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
                     ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
                     ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--fsdp-reshard", "fsdp_reshard"),
+                    ("--fsdp-grad-sync", "fsdp_grad_sync"),
                     ("--cp", "cp"),
                     ("--cp-comm", "cp_comm"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),

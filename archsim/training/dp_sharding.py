@@ -17,7 +17,7 @@ The step itself, on the rank's 1/``par.optimizer_shards`` of its parameters, is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from archsim.choices.devices import ELEMENT_BYTES
@@ -54,10 +54,13 @@ SYNCS: dict[str, Callable[..., Sync]] = {"none": replicated_sync, "distributed-o
 
 
 def dp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float = 0.0,
-            backward_s: float = 0.0, rank: int = 0) -> Sync:
+            backward_s: float = 0.0, rank: int = 0, drains: Sequence[float] = ()) -> Sync:
     """``par.sharding``'s seconds on pipeline rank ``rank`` holding ``parameters``: ``forward_s`` and ``backward_s``
     its one micro-batch's forward and backward (what bucketed all-reduces and FSDP's prefetch run under; FSDP's
-    units are the rank's chunks' layers)."""
+    units are the rank's chunks' layers); ``drains``: FSDP's (:func:`archsim.training.fsdp.fsdp_sync`), per chunk
+    the seconds from its last backward to the rank's last action."""
+    if par.sharding == "fsdp":
+        return fsdp_sync(c, par, machine, parameters, forward_s, backward_s, rank, drains)
     return SYNCS[par.sharding](c, par, machine, parameters, forward_s, backward_s, rank)
 
 

@@ -34,6 +34,19 @@ The rank's forward (and backward with its recompute) of one micro-batch is split
 root hides nothing (its embedding lookup and LM head are counted in the layers' share). Not modelled: the
 compute slowed by the collectives' kernels, FSDP's rate limiter, and the exposed collectives' place in the
 pipeline's timeline (they are added after the rank's last backward, as the distributed optimizer's are).
+
+``par.fsdp_grad_sync`` ``step`` (with ``fsdp_reshard`` ``none``) is PyTorch's pipeline runtime
+(``torch.distributed.pipelining``: each stage's backward runs with ``set_requires_gradient_sync(False)`` and
+``set_reshard_after_backward(False)``, its ``REDUCE_GRAD`` action after the stage's last backward), with
+torchtitan's ``reshard_after_forward = not pp_enabled`` (its Llama ``apply_fsdp``): each unit all-gathered once a
+step, before the first micro-batch's forward (exposed by the forward rule above, once), its gradients accumulated
+unsharded at the reduce width (FSDP2 upcasts them to its ``reduce_dtype``) and reduce-scattered once, after the
+stage's last backward, the rank's stages' reduce-scatters one after another on the wire, each issued when its
+stage's last backward ends (``drains``: the seconds from there to the rank's last action, what the rank's other
+chunks' backwards hide; the other ranks' pipeline drain is the iteration's maximum over ranks). Held per GPU: the
+sharded states, every parameter of the rank unsharded in the compute dtype and its gradient at the reduce width
+for the whole step, and one unit's reduce-scatter input. Not credited: a rank's fill bubble before its first
+forward, under which the runtime's ``UNSHARD`` prefetch could hide the step's first all-gathers.
 """
 
 from __future__ import annotations
@@ -123,13 +136,28 @@ def machine_units(c: TransformerConfig, par: Parallelism, machine: Machine, para
             for k, n in enumerate(chunks)]
 
 
+def step_exposed_seconds(chunks: Sequence[Sequence[Unit]], drains: Sequence[float] = ()) -> float:
+    """``step`` mode's exposed seconds of a rank's chunks (each its units in forward order): each chunk's
+    all-gathers once, by the forward rule, and the reduce-scatters' end past the rank's last action, chunk k's
+    (its units' one after another) issued ``drains[k]`` seconds before that action ends (none given: 0) once the
+    wire is free."""
+    gathers = sum(exposed_seconds(units)[0] for units in chunks)
+    ready = sorted(zip([-d for d in drains] or [0.0] * len(chunks), chunks, strict=True), key=lambda p: p[0])
+    wire = -float("inf")
+    for start, units in ready:
+        wire = max(wire, start) + sum(u.reduce_scatter for u in units)
+    return gathers + max(0.0, wire)
+
+
 def fsdp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,
-              backward_s: float, rank: int = 0) -> tuple[dict[str, float], dict[str, float]]:
+              backward_s: float, rank: int = 0, drains: Sequence[float] = ()) -> tuple[dict[str, float], dict[str, float]]:
     """FSDP's part of pipeline rank ``rank``'s iteration after its last backward
     (:func:`archsim.training.dp_sharding.dp_sync`): the collectives of its ``par.microbatches`` micro-batches that
     the compute does not hide (``fsdp_exposed_communication``, seconds; the module docstring's rule), before the
-    step; nothing after it."""
+    step; nothing after it. ``step`` mode: :func:`step_exposed_seconds` with ``drains`` (seconds, per chunk)."""
     chunks = machine_units(c, par, machine, parameters, forward_s, backward_s, rank)
+    if par.fsdp_grad_sync == "step":
+        return {"fsdp_exposed_communication": step_exposed_seconds(chunks, drains)}, {}
     return {"fsdp_exposed_communication": par.microbatches * sum(sum(exposed_seconds(u)) for u in chunks)}, {}
 
 
@@ -138,10 +166,13 @@ def held_state_bytes(dtype: str, implementation: str, par: Parallelism) -> tuple
     the ``states`` and ``unit`` of :func:`archsim.training.memory.stage_terms`: without FSDP
     :func:`~archsim.training.memory.state_bytes` and none; with it :data:`~archsim.training.memory.FSDP_STATE_BYTES` over ``par.replicas``,
     plus ``after-forward``'s units in flight (:func:`~archsim.training.memory.fsdp_unit_bytes`) or ``none``'s
-    every parameter unsharded in ``dtype`` and one unit's gradient at the reduce width."""
+    every parameter unsharded in ``dtype`` and one unit's gradient at the reduce width; ``step`` grad sync adds
+    every parameter's unsharded gradient at the reduce width, held for the step."""
     states = state_bytes(dtype, implementation, par.optimizer_shards, par.fsdp)
     if not par.fsdp:
         return states, 0.0
+    if par.fsdp_grad_sync == "step":
+        return states + ELEMENT_BYTES[dtype] + gradient_bytes(dtype), float(gradient_bytes(dtype))
     if par.fsdp_reshard == "none":
         return states + ELEMENT_BYTES[dtype], float(gradient_bytes(dtype))
     return states, float(fsdp_unit_bytes(dtype))
@@ -153,15 +184,18 @@ def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, paramete
     with ``after-forward`` again before its backward (B), and its reduce-scatter (B) (``piece`` ``layer``: one
     layer's, as the layer's ops are), the root's reduce-scatter (B). Seconds: each collective whole, as
     :func:`machine_units` prices it; what the compute does not hide of them is the iteration's
-    ``fsdp_exposed_communication``."""
+    ``fsdp_exposed_communication``. ``step`` grad sync: the same collectives, each once a step (named so)."""
     per_layer = layer_parameters_per_gpu(c, par.tp)
     layers = sum(chunk_layers(c, par, rank))
     root = parameters - layers * per_layer
     width, grad = ELEMENT_BYTES[machine.dtype], gradient_bytes(machine.dtype)
     units = [u for chunk in machine_units(c, par, machine, parameters, rank=rank) for u in chunk]
 
+    once = ", once a step" if par.fsdp_grad_sync == "step" else ""
+
     def row(piece: str, kind: str, op: str, nbytes: float, seconds: float) -> dict:
-        return {"piece": piece, "name": f"fsdp.{kind} ({kind}, {message_mib(nbytes)})", "op": op, "seconds": seconds}
+        return {"piece": piece, "name": f"fsdp.{kind} ({kind}, {message_mib(nbytes)}{once})", "op": op,
+                "seconds": seconds}
 
     again = par.fsdp_reshard == "after-forward"
     layer = [row("layer", "all-gather", "F", per_layer * width, units[-1].all_gather),
@@ -174,4 +208,4 @@ def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, paramete
 
 
 __all__ = ["Unit", "chunk_layers", "exposed_seconds", "fsdp_sync", "held_state_bytes", "machine_units", "rank_units",
-           "unit_rows"]
+           "step_exposed_seconds", "unit_rows"]

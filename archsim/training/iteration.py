@@ -206,7 +206,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
     same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False,
-                   fsdp_reshard="after-forward")
+                   fsdp_reshard="after-forward", fsdp_grad_sync="micro-batch")
     return dict(_model_pieces(c, same, machine))
 
 
@@ -283,7 +283,8 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
 
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,
                    parameters: float, tied_ranks: tuple[int, int] | None = None,
-                   backward_s: float = 0.0, forward_s: float = 0.0) -> dict[str, float]:
+                   backward_s: float = 0.0, forward_s: float = 0.0,
+                   drains: tuple[float, ...] = ()) -> dict[str, float]:
     """Seconds each rank spends after its last backward: its DP group's collectives by ``par.sharding``
     (:func:`archsim.training.dp_sharding.dp_sync`: the all-reduce; the distributed optimizer's reduce-scatter
     before the step and all-gather after it; FSDP's exposed collectives), the embedding all-reduce and the
@@ -292,8 +293,10 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     when they differ); when they differ and embeddings are tied, both all-reduce the token table's
     gradient over the link between their GPUs (:attr:`~archsim.training.machine.Links.embedding`).
     ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
-    runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches."""
-    before, after = dp_sync(c, par, machine, parameters, forward_s, backward_s, rank)  # by par.sharding
+    runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches;
+    ``drains``: per model chunk of the rank, seconds from its last backward to the rank's last action (what FSDP's
+    once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`)."""
+    before, after = dp_sync(c, par, machine, parameters, forward_s, backward_s, rank, drains)  # by par.sharding
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks

@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from archsim.choices.training import ATTENTIONS, CP_COMMS, DP_OVERLAPS, FSDP_RESHARDS, GRAD_ACCUMULATIONS, RECOMPUTE
+from archsim.choices.training import (
+    ATTENTIONS,
+    CP_COMMS,
+    DP_OVERLAPS,
+    FSDP_GRAD_SYNCS,
+    FSDP_RESHARDS,
+    GRAD_ACCUMULATIONS,
+    RECOMPUTE,
+)
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
@@ -140,7 +148,10 @@ class Parallelism:
     backward and its gradients reduce-scattered (:mod:`archsim.training.fsdp`), on every pipeline stage's own
     parameters; not beside the distributed optimizer (one sharding per run), nor with bucketed DP overlap (FSDP
     overlaps its own); fsdp_reshard: ``after-forward`` (``FULL_SHARD``) or ``none`` (Llama 3's: the gathered
-    parameters kept from the forward to the backward, one all-gather a micro-batch), FSDP's only;
+    parameters kept from the forward to the backward, one all-gather a micro-batch), FSDP's only; fsdp_grad_sync:
+    ``micro-batch`` (each backward's gradients reduce-scattered) or ``step`` (PyTorch's pipeline runtime: the
+    gradients held unsharded to one reduce-scatter per stage after its last backward, the parameters gathered once
+    a step; with ``fsdp_reshard`` ``none``), FSDP's only;
     cp: context-parallel degree (Megatron-LM's ``--context-parallel-size``: each rank holds 2 of the sequence's
     2·CP chunks, :mod:`archsim.training.context_parallel`), its K/V exchanged by ``cp_comm`` ``p2p`` (a ring
     overlapped with attention), ``all_gather`` (Llama 3's) or ``a2a`` (DeepSpeed-Ulysses: Q, K, V and the
@@ -164,6 +175,7 @@ class Parallelism:
     cp: int = 1
     cp_comm: str = "p2p"
     fsdp_reshard: str = "after-forward"
+    fsdp_grad_sync: str = "micro-batch"
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp"):
@@ -186,6 +198,15 @@ class Parallelism:
         if self.fsdp_reshard != FSDP_RESHARDS[0] and not self.fsdp:
             raise InputError(f"{setting('fsdp-reshard', self.fsdp_reshard)} says when FSDP frees its gathered "
                              f"parameters: give {setting('fsdp')} too", field="fsdp-reshard")
+        if self.fsdp_grad_sync not in FSDP_GRAD_SYNCS:
+            raise InputError(f"expected one of {', '.join(FSDP_GRAD_SYNCS)}, got {self.fsdp_grad_sync!r}",
+                             field="fsdp-grad-sync")
+        if self.fsdp_grad_sync != FSDP_GRAD_SYNCS[0] and not self.fsdp:
+            raise InputError(f"{setting('fsdp-grad-sync', self.fsdp_grad_sync)} says when FSDP reduce-scatters "
+                             f"its gradients: give {setting('fsdp')} too", field="fsdp-grad-sync")
+        if self.fsdp_grad_sync == "step" and self.fsdp_reshard != "none":  # torchtitan's with PP: never resharded
+            raise InputError(f"{setting('fsdp-grad-sync', 'step')} keeps the gathered parameters for the whole step: "
+                             f"give {setting('fsdp-reshard', 'none')}", field="fsdp-grad-sync")
         if self.fsdp and self.dp_overlap != "none":
             raise InputError(f"{setting('fsdp')} overlaps its own collectives: not with "
                              f"{setting('dp-overlap', self.dp_overlap)}", field="fsdp")

@@ -153,8 +153,9 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     for j in range(order.stages):
         last_backward[rank_of[j]] += times.backward_input[j] + times.backward_weight[j]
         one_forward[rank_of[j]] += times.forward[j]
+    drains = _drains(order, slots, ends, rank_of) if par.fsdp_grad_sync == "step" else [()] * par.pp
     post = tuple(after_backward(c, par, machines[r], r, mem[r].parameters, tied_ranks, last_backward[r],
-                                one_forward[r]) for r in range(par.pp))
+                                one_forward[r], drains[r]) for r in range(par.pp))
     finish = [ends[r] + sum(post[r].values()) for r in range(par.pp)]
     slowest = int(np.argmax(finish))
     pieces = own[id(machines[slowest])]
@@ -169,6 +170,16 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
                        capacities=tuple(float(m.gpu.memory_bytes) for m in machines), finishing_rank=slowest)
+
+
+def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
+    """Per rank, per stage it runs (in stage order): seconds from the stage's last backward action (I, W or B)
+    ending to the rank's last action ending, what FSDP's once-a-step reduce-scatter of that stage runs under."""
+    stage, kind = order.columns.stage[slots.op], order.columns.kind[slots.op]
+    backward = kind != 0  # F is code 0 (archsim.sim.builder.KINDS)
+    last = np.full(order.stages, 0.0)
+    np.maximum.at(last, stage[backward], slots.end[backward])
+    return [tuple(float(ends[r] - last[j]) for j in range(order.stages) if rank_of[j] == r) for r in range(len(ends))]
 
 
 def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, float]:

@@ -8,7 +8,8 @@ Two layouts are read (docs/formats.md, "Runs files"):
   ``recompute`` (none | selective | full, any case, default full), ``sequence_parallel`` (true/false, default
   false), ``interleave`` (default 1), ``distributed_optimizer`` (true/false, default false: Megatron-LM's
   ``--use-distributed-optimizer``), ``fsdp`` (true/false, default false: PyTorch FSDP's full sharding), ``fsdp_reshard`` (after-forward | none,
-  default after-forward: when FSDP frees the gathered parameters),
+  default after-forward: when FSDP frees the gathered parameters), ``fsdp_grad_sync`` (micro-batch | step, default
+  micro-batch: when FSDP reduce-scatters the gradients),
   ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather | a2a, default p2p: how CP exchanges K/V),
   ``gpus`` (checked against TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
@@ -32,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.choices.training import CP_COMMS, FSDP_RESHARDS
+from archsim.choices.training import CP_COMMS, FSDP_GRAD_SYNCS, FSDP_RESHARDS
 from archsim.console import as_keywords, setting
 from archsim.csv_lines import check_row_length, choice_cell
 from archsim.errors import InputError
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
-OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "cp",
+OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync", "cp",
             "cp_comm",
             "gpus", "measured_seconds")
 
@@ -198,6 +199,8 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
                                     default="p2p")  # any case, as recompute's cell
     fields["fsdp_reshard"] = choice_cell(cells.get("fsdp_reshard", ""), FSDP_RESHARDS, file=file, line=line,
                                          field="fsdp_reshard", default="after-forward")
+    fields["fsdp_grad_sync"] = choice_cell(cells.get("fsdp_grad_sync", ""), FSDP_GRAD_SYNCS, file=file, line=line,
+                                           field="fsdp_grad_sync", default="micro-batch")
     par = _parallelism(fields, file, line)
     if cells.get("gpus") and _int(cells["gpus"], "gpus", file, line) != par.gpus:
         product = "TP × CP × PP × DP" if par.cp > 1 else "TP × PP × DP"
@@ -331,6 +334,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),
                   **({"fsdp": p.fsdp} if full else {}),
                   **({"fsdp_reshard": p.fsdp_reshard} if any(r.par.fsdp_reshard != "after-forward" for r in rows) else {}),
+                  **({"fsdp_grad_sync": p.fsdp_grad_sync} if any(r.par.fsdp_grad_sync != "micro-batch" for r in rows)
+                     else {}),
                   "predicted_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
                   "memory_capacity_gib": result.memory_capacity_gib,
                   **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),

@@ -61,7 +61,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            balance: str = "even", objective: str = "time", placement: str = "file",
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
-           fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward") -> SearchResult:
+           fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
+           fsdp_grad_sync: str = "micro-batch") -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -79,9 +80,10 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     (the memory rule and the rows' time, :class:`~archsim.training.parallel.Parallelism`); off, and every
     configuration out of memory (and ``fsdp`` off: it shards every state already), the result's ``sharded_fits``
     says how many it would fit (each laid out as the search lays it out); ``fsdp`` whether PyTorch FSDP shards every state (each pipeline rank its own stages',
-    :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges."""
+    :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters, ``fsdp_grad_sync`` when it reduce-scatters the gradients; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges."""
     refuse_switch(c, "search (Megatron's configurations)")
-    Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard)  # a mode without --fsdp, or a misspelt one: refused once, here
+    Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
+                fsdp_grad_sync=fsdp_grad_sync)
     from archsim.progress import progress
 
     started = time.monotonic()
@@ -96,7 +98,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
-                                dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms, fsdp_reshard)]
+                                dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms, fsdp_reshard,
+                                fsdp_grad_sync)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)

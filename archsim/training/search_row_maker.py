@@ -49,6 +49,7 @@ class RowMaker:
                **({"distributed_optimizer": True} if k.distributed_optimizer else {}),  # only when set: as before
                **({"fsdp": True} if k.fsdp else {}),
                **({"fsdp_reshard": k.fsdp_reshard} if k.fsdp_reshard != "after-forward" else {}),
+               **({"fsdp_grad_sync": k.fsdp_grad_sync} if k.fsdp_grad_sync != "micro-batch" else {}),
                "grad_accumulation": k.grad_accumulation, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,

@@ -134,6 +134,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += " --fsdp"
     if row.get("fsdp_reshard", "after-forward") != "after-forward":
         line += f" --fsdp-reshard {row['fsdp_reshard']}"
+    if row.get("fsdp_grad_sync", "micro-batch") != "micro-batch":
+        line += f" --fsdp-grad-sync {row['fsdp_grad_sync']}"
     if row.get("cp", 1) > 1:
         line += f" --cp {row['cp']}" + (f" --cp-comm {row['cp_comm']}" if row.get("cp_comm", "p2p") != "p2p" else "")
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's

@@ -76,12 +76,13 @@ class Candidate:
     cp: int = 1  # Parallelism.cp: the context-parallel degree
     cp_comm: str = "p2p"  # Parallelism.cp_comm: how CP exchanges K/V (p2p at CP 1, where nothing is exchanged)
     fsdp_reshard: str = "after-forward"  # Parallelism.fsdp_reshard, one for the search (with fsdp)
+    fsdp_grad_sync: str = "micro-batch"  # Parallelism.fsdp_grad_sync, one for the search (with fsdp)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
                            self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
-                           self.cp_comm, self.fsdp_reshard)
+                           self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync)
 
     @property
     def gpus(self) -> int:
@@ -164,11 +165,12 @@ def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
                attention: str = "standard", dp_overlap: str = "none",
                grad_accumulation: str = "fused", distributed_optimizer: bool = False,
-               fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward") -> Iterator[Candidate]:
+               fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
+               fsdp_grad_sync: str = "micro-batch") -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
-    (``fsdp`` at every PP, each pipeline rank sharding its own stages, ``fsdp_reshard`` beside it); ``cps``: the CP degrees, each
+    (``fsdp`` at every PP, each pipeline rank sharding its own stages, ``fsdp_reshard`` and ``fsdp_grad_sync`` beside it); ``cps``: the CP degrees, each
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
     tries (CP 1 exchanges nothing: one candidate, p2p)."""
     for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
@@ -180,7 +182,8 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
                                             grad_accumulation=grad_accumulation,
                                             distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
-                                            cp_comm=comm, fsdp_reshard=fsdp_reshard)
+                                            cp_comm=comm, fsdp_reshard=fsdp_reshard,
+                                            fsdp_grad_sync=fsdp_grad_sync)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,

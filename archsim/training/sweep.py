@@ -9,7 +9,14 @@ import itertools
 from collections.abc import Callable
 from dataclasses import asdict, fields
 
-from archsim.choices.training import ATTENTIONS, DP_OVERLAPS, FSDP_RESHARDS, GRAD_ACCUMULATIONS, RECOMPUTE
+from archsim.choices.training import (
+    ATTENTIONS,
+    DP_OVERLAPS,
+    FSDP_GRAD_SYNCS,
+    FSDP_RESHARDS,
+    GRAD_ACCUMULATIONS,
+    RECOMPUTE,
+)
 from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
 from archsim.training.parallel import Parallelism, schedule_name
@@ -45,7 +52,7 @@ AXES: dict[str, Callable[[str], object]] = {
     "recompute": _one_of(RECOMPUTE), "schedule": _schedule, "sequence_parallel": parse_boolean,
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
     "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
-    "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS)}
+    "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS)}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:

@@ -38,6 +38,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             **({"distributed_optimizer": True} if par.distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if par.fsdp else {}),
             **({"fsdp_reshard": par.fsdp_reshard} if par.fsdp_reshard != "after-forward" else {}),
+            **({"fsdp_grad_sync": par.fsdp_grad_sync} if par.fsdp_grad_sync != "micro-batch" else {}),
             "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
             "dtype": laid.cluster.dtype, "implementation": implementation,
@@ -149,13 +150,13 @@ def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], s
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
                     distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",),
-                    fsdp_reshard: str = "after-forward") -> dict:
+                    fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch") -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
     ``seq`` as given (None: the cluster's GPUs, the config's length); ``distributed_optimizer`` and ``fsdp``: the
-    search's, each in the meta only when set (as in its rows), and ``fsdp_reshard`` beside ``fsdp`` only when not
-    the default ``after-forward`` (as in its rows and train's meta); ``cps`` and ``cp_comms``: the CP degrees and K/V
+    search's, each in the meta only when set (as in its rows), ``fsdp_reshard`` and ``fsdp_grad_sync`` only when
+    not their defaults; ``cps`` and ``cp_comms``: the CP degrees and K/V
     exchanges searched, listed as ``gpus`` lists several counts (``2,4``; one: itself)."""
     from archsim.training.search_rows import train_command
 
@@ -173,6 +174,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             **({"distributed_optimizer": True} if distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if fsdp else {}),
             **({"fsdp_reshard": fsdp_reshard} if fsdp_reshard != "after-forward" else {}),
+            **({"fsdp_grad_sync": fsdp_grad_sync} if fsdp_grad_sync != "micro-batch" else {}),
             "enumerated": result.enumerated, "costed": result.costed, "rejected": dict(result.rejected),
             "identical_rows_dropped": result.identical_rows_dropped,
             "uneven_gain_first_row": result.rows[0]["uneven_gain"] if result.rows else none,
