@@ -27,8 +27,7 @@ def main() -> int:
                              ("fsdp, reshard after-forward", "after-forward", "micro-batch")):
         rows = llama3_rows(fsdp_reshard=mode, grad_sync=sync) + \
             llama3_long_rows(comms=("all_gather",), fsdp_reshard=mode, grad_sync=sync)
-        print("
-".join(row_line(name, r) for r in rows))
+        print("\n".join(row_line(name, r) for r in rows))
     return 0
 
 
