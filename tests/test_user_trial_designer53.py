@@ -90,3 +90,36 @@ def test_a_device_sweep_refuses_a_seq_the_model_cannot_take(tmp_path, capsys, ex
     line = clean_error(capsys, "sweep", device_spec(tmp_path, "gpt2", extra), "--out", tmp_path / "out")
     assert "field 'seq'" in line and words in line, line
     assert not (tmp_path / "out").exists()
+
+
+ARRAY_SPEC = '[sweep]\nnetworks = [{network}]\narrays = [{array}]\nbatches = [4]\nprocessors = [2]\nmethods = ["gpipe"]\n'
+DEVICE_SPEC = '[sweep]\nmodel = {model}\ndevice = {device}\nchips = [4]\nglobal_batch = 8\n'
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+@pytest.mark.parametrize("spec, name, field, what", [
+    (DEVICE_SPEC.format(model='"gpt2"', device='"chip.toml"'), "chip.toml", "device", "device file"),
+    (DEVICE_SPEC.format(model='"model.json"', device='"tpu_v4_like"'), "model.json", "model", "model file"),
+    (ARRAY_SPEC.format(network='"vgg16"', array='"chip.cfg"'), "chip.cfg", "arrays", "array file"),
+    (ARRAY_SPEC.format(network='"net.csv"', array='"16x16"'), "net.csv", "networks", "network file"),
+])
+def test_a_spec_entry_naming_a_folder_or_fifo_says_so_not_not_found(tmp_path, capsys, kind, spec, name, field, what):
+    """A sweep spec's file entry that names a folder (or a FIFO) beside the spec was told "not found in the spec's
+    folder", though it is there; `train --cluster`'s device path and `energy --config` said "is not a regular file
+    (a folder)". Now the spec says that too, and a name that is missing is still "not found"."""
+    import os
+
+    path = tmp_path / name
+    if kind == "folder":
+        path.mkdir()
+    else:
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this system")
+        os.mkfifo(path)
+    line = clean_error(capsys, "sweep", write(tmp_path / "s.toml", spec), "--out", tmp_path / "out")
+    shown = "a folder" if kind == "folder" else "a FIFO"
+    assert f"field '{field}'" in line and f"{what} '{name}' is not a regular file ({shown})" in line, line
+    assert not (tmp_path / "out").exists()
+    (path.rmdir if kind == "folder" else path.unlink)()
+    line = clean_error(capsys, "sweep", tmp_path / "s.toml", "--out", tmp_path / "out")
+    assert f"{what} '{name}' not found in the spec's folder" in line, line

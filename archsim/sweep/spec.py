@@ -60,6 +60,7 @@ from archsim.validate import (
     read_text,
     resolve_name,
     shown,
+    spec_folder_file,
 )
 from archsim.workload.layer import LAYER_KINDS
 
@@ -205,11 +206,9 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
     if looks_like_file or is_file(spec_dir / name):
         try:  # the line names the spec, as an array file's does
             candidate = resolve_name(spec_dir, name, "", "network file", field="networks")
+            return str(spec_folder_file(candidate, name, "network file"))
         except InputError as exc:
             raise exc.at(file=file, field="networks") from None
-        if is_file(candidate):
-            return str(candidate.resolve())
-        raise InputError(f"network file {shown(name)} not found in the spec's folder", file=file, field="networks")
     from archsim.workload.shipped import shipped_key
 
     try:
