@@ -123,3 +123,15 @@ def test_a_spec_entry_naming_a_folder_or_fifo_says_so_not_not_found(tmp_path, ca
     (path.rmdir if kind == "folder" else path.unlink)()
     line = clean_error(capsys, "sweep", tmp_path / "s.toml", "--out", tmp_path / "out")
     assert f"{what} '{name}' not found in the spec's folder" in line, line
+
+
+@pytest.mark.parametrize("spec, typo, meant", [
+    (DEVICE_SPEC.format(model='"gpt2"', device='"tpu_v4_like"').replace("chips", "chip"), "chip", "chips"),
+    (DEVICE_SPEC.format(model='"gpt2"', device='"tpu_v4_like"') + "hbm_gbs = [600]\n", "hbm_gbs", "hbm_gbps"),
+    (ARRAY_SPEC.format(network='"vgg16"', array='"16x16"').replace("batches", "batchs"), "batchs", "batches"),
+])
+def test_a_misspelt_sweep_key_is_told_the_key_it_resembles(tmp_path, capsys, spec, typo, meant):
+    """A device file's or cluster file's misspelt key is told the nearest valid one (`hbm_gbs`: did you mean
+    'hbm_gbps'?); a sweep spec's only listed every key. `archsim.validate.did_you_mean` is the one hint."""
+    line = clean_error(capsys, "sweep", write(tmp_path / "s.toml", spec), "--out", tmp_path / "out")
+    assert f"field '{typo}'" in line and f"(did you mean '{meant}'?)" in line, line

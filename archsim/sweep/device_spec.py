@@ -40,6 +40,7 @@ from archsim.sweep.device_files import DEVICE_SUFFIXES, check_cfg_bandwidths, fi
 from archsim.sweep.device_layouts import checked_layouts
 from archsim.validate import (
     INT32_MAX,
+    did_you_mean,
     shown,
     shown_number,
 )
@@ -205,7 +206,8 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     file = str(path)
     unknown = sorted(set(table) - KEYS)
     if unknown:
-        raise InputError(f"not a key of a device sweep (model = and device = make one); allowed: "
+        raise InputError(f"not a key of a device sweep{did_you_mean(unknown[0], KEYS)} (model = and device = make one); "
+                         "allowed: "
                          f"{', '.join(sorted(KEYS))}", file=file, field=unknown[0])
     missing = sorted(REQUIRED - set(table))
     if missing:

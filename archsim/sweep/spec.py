@@ -55,6 +55,7 @@ from archsim.validate import (
     MAX_CONFIGS,
     MAX_PROCESSORS,
     check_name,
+    did_you_mean,
     is_file,
     read_bytes,
     read_text,
@@ -278,7 +279,8 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         if unknown[0] in device_spec.KEYS:
             raise InputError("a device sweep's key: name the device file and the model (device = …, model = …)",
                              file=file, field=unknown[0])
-        raise InputError(f"unknown key; allowed: {', '.join(sorted(KEYS))}", file=file, field=unknown[0])
+        raise InputError(f"unknown key{did_you_mean(unknown[0], KEYS)}; allowed: {', '.join(sorted(KEYS))}", file=file,
+                         field=unknown[0])
     missing = sorted(REQUIRED - set(table))
     if missing:
         raise InputError("missing key", file=file, field=missing[0], missing=True)
