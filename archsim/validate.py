@@ -206,6 +206,17 @@ def shipped_names(folder: str, suffixes: tuple[str, ...]) -> list[str]:
                    for suffix in suffixes if entry.name.endswith(suffix)})
 
 
+def spec_folder_file(candidate: Path, name: str, what: str) -> Path:
+    """``candidate``, the file a sweep spec's entry ``name`` names in the spec's folder (:func:`resolve_name`),
+    resolved; else an :class:`InputError` saying why (``what``: "device file"): a folder or a FIFO of that name
+    gets the reader's "is not a regular file (a folder)" line, which until 2026-12-03 read "not found"."""
+    if is_file(candidate):
+        return candidate.resolve()
+    if os.path.lexists(candidate):
+        read_bytes(candidate, f"{what} {shown(name)}")
+    raise InputError(f"{what} {shown(name)} not found in the spec's folder")
+
+
 def resolve_name(folder: str | Path, name: str, suffix: str, what: str, *, field: str | None = None) -> Path:
     """The file a *name* (not a path) stands for inside ``folder``: ``folder/name+suffix``. A name
     that is absolute, holds ``..``, a control character, or resolves (through a symlink) outside

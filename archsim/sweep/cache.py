@@ -43,6 +43,8 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
         for key in ("clock_ghz", "tp", "pp"):
             if fields[key] is None:
                 del fields[key]
+        if fields["setup"]["seq"] is None:  # the model's own length: names as before the spec's seq key
+            del fields["setup"]["seq"]
     settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 

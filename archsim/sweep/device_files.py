@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import is_file, read_bytes, resolve_name, shipped_file, shipped_names, shown
+from archsim.validate import is_file, read_bytes, resolve_name, shipped_file, shipped_names, shown, spec_folder_file
 
 DEVICE_SUFFIXES = (".toml", ".cfg")
 
@@ -26,9 +26,7 @@ def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, s
     try:
         if Path(name).suffix.lower() in suffixes or "/" in name or "\\" in name or is_file(spec_dir / name):
             candidate = resolve_name(spec_dir, name, "", f"{key} file", field=key)
-            if is_file(candidate):
-                return str(candidate.resolve())
-            raise InputError(f"{key} file {shown(name)} not found in the spec's folder", field=key)
+            return str(spec_folder_file(candidate, name, f"{key} file"))
         if (spec_dir / name).is_dir():  # the readers' own "is not a regular file (a folder)" line
             read_bytes(spec_dir / name, f"{key} {shown(name)}")
         found = shipped_file(shipped, name, suffixes, key, field=key)

@@ -101,16 +101,21 @@ def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
 
 def spec_notes(spec: DeviceSweepSpec) -> tuple[str, ...]:
     """The notes ``archsim train`` says of a run its points are (``archsim sweep`` on stderr, :func:`archsim.api.run_sweep`
-    as UserWarnings): fp32 GEMMs on a device without fp32 lanes run on its arrays at their fp16 rate; then the
+    as UserWarnings): a rotary config.json's sequence read from its ``max_position_embeddings`` (its longest context,
+    not a training length: the spec's ``seq`` sets it); fp32 GEMMs on a device without fp32 lanes run on its arrays at
+    their fp16 rate; then the
     layouts (chips × tp × pp) skipped as train refuses them, counted (:func:`~archsim.sweep.device_layouts.skipped_line`)."""
     from archsim.devices.device_file import load_device
     from archsim.sweep.device_layouts import skipped_line
     from archsim.training.cluster_file import fp32_on_arrays_note
+    from archsim.workload.model_files import default_seq_note, load_transformer
 
     line = fp32_on_arrays_note(load_device(spec.setup.device_path)) if spec.setup.dtype == "fp32" else None
+    config = load_transformer(spec.setup.model_path, seq=spec.setup.seq)
+    seq = default_seq_note(config, spec.setup.model_path, spec.setup.seq, spec_key="seq")  # train's note, the spec's key
     per_layout = len(spec.arrays) * len(spec.sram_kib_per_array) * len(spec.clocks_ghz) * len(spec.hbm_gbps)
     skipped = skipped_line(spec.skipped, len(spec.chips) * len(spec.tp) * len(spec.pp), per_layout)
-    return tuple(text for text in (line, skipped) if text)
+    return tuple(text for text in (seq, line, skipped) if text)
 
 
 def static_override(device: Device, spec: DeviceSweepSpec) -> tuple[str, ...]:
@@ -170,7 +175,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                           Path(setup.device_path).parent, setup.device, setup.dtype, loaded={edited: device})
     with warnings.catch_warnings():  # memory that does not fit is this row's ``fits_memory``, not a warning
         warnings.simplefilter("ignore", UserWarning)
-        config = load_transformer(setup.model_path)
+        config = load_transformer(setup.model_path, seq=setup.seq)
         for what, path, sha256 in (("device", setup.device_path, setup.device_sha256),
                                    ("model", setup.model_path, setup.model_sha256)):
             # absolute: a hand-made setup's relative path (a benchmark's flag) is a file too, never a shipped name

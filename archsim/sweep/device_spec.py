@@ -15,6 +15,7 @@ and prices (docs/concepts.md, "Sweep specs"; docs/formats.md, "Device sweep spec
     pp = [1, 2]
     global_batch = 64                # archsim train's flags, same names and choices
     micro_batch = 1
+    seq = 4096                       # tokens per sample (default: the model's; a rotary config.json's is its longest context)
     recompute = "full"
     dtype = "bf16"
     attention = "standard"
@@ -26,7 +27,7 @@ Every key is checked and both files are read here, so a bad spec stops the run b
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -39,6 +40,7 @@ from archsim.sweep.device_files import DEVICE_SUFFIXES, check_cfg_bandwidths, fi
 from archsim.sweep.device_layouts import checked_layouts
 from archsim.validate import (
     INT32_MAX,
+    did_you_mean,
     shown,
     shown_number,
 )
@@ -52,7 +54,7 @@ D = TypeVar("D", bound=dict)
 MAX_AXIS = 1000  # values per axis: a sweep is their product
 MAX_CHIPS = 65536
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "clocks_ghz", "hbm_gbps",
-        "chips", "tp", "pp", "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts"}
+        "chips", "tp", "pp", "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts", "seq"}
 REQUIRED = {"model", "device", "chips", "global_batch"}
 
 
@@ -73,6 +75,7 @@ class DeviceSetup:
     dtype: str = "fp16"
     attention: str = DEFAULT_ATTENTION
     static_watts: float = 0.0
+    seq: int | None = None  # train's --seq, tokens per sample; None: the model file's
 
 
 @dataclass(frozen=True)
@@ -198,11 +201,13 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     from archsim.training.energy import load_priced_device
     from archsim.validate import check_name
     from archsim.workload.model_files import load_transformer
+    from archsim.workload.transformer import check_positions
 
     file = str(path)
     unknown = sorted(set(table) - KEYS)
     if unknown:
-        raise InputError(f"not a key of a device sweep (model = and device = make one); allowed: "
+        raise InputError(f"not a key of a device sweep{did_you_mean(unknown[0], KEYS)} (model = and device = make one); "
+                         "allowed: "
                          f"{', '.join(sorted(KEYS))}", file=file, field=unknown[0])
     missing = sorted(REQUIRED - set(table))
     if missing:
@@ -242,6 +247,13 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
     device_path = spec_file(table["device"], path.parent, file, "device", "devices", DEVICE_SUFFIXES)
     config = _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
+    seq = integer("seq")(table["seq"]) if "seq" in table else None
+    if seq is not None:  # train's --seq: a learned position table's limit named as this spec's key
+        try:
+            check_positions(config.name, config.position_limit, seq, "seq = N", "seq")
+        except InputError as exc:
+            raise exc.at(file=file, field="seq") from None
+        config = replace(config, seq=seq)
     device = _read(load_priced_device, device_path, file, "device")  # its [energy] too
     if "array_sides" in table and "array_shapes" in table:
         raise InputError("give array_sides (square arrays at the file's PE budget) or array_shapes, not both",
@@ -318,7 +330,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     setup = DeviceSetup(model=table["model"], model_path=model_path, model_sha256=file_sha256(model_path),
                         device=table["device"], device_path=device_path, device_sha256=file_sha256(device_path),
                         global_batch=global_batch, micro_batch=micro_batch, recompute=recompute, dtype=dtype,
-                        attention=attention, static_watts=float(watts))
+                        attention=attention, static_watts=float(watts), seq=seq)
     return DeviceSweepSpec(name=check_name(table.get("name", path.stem), "name", file=file), setup=setup,
                            arrays=arrays, hbm_gbps=hbm, chips=chips, source=file, sram_kib_per_array=sram,
                            array_sides=sides, clocks_ghz=clocks, tp=tps, pp=pps, skipped=skipped)

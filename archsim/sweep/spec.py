@@ -55,11 +55,13 @@ from archsim.validate import (
     MAX_CONFIGS,
     MAX_PROCESSORS,
     check_name,
+    did_you_mean,
     is_file,
     read_bytes,
     read_text,
     resolve_name,
     shown,
+    spec_folder_file,
 )
 from archsim.workload.layer import LAYER_KINDS
 
@@ -205,11 +207,9 @@ def resolve_network(name: str, spec_dir: Path, file: str) -> str:
     if looks_like_file or is_file(spec_dir / name):
         try:  # the line names the spec, as an array file's does
             candidate = resolve_name(spec_dir, name, "", "network file", field="networks")
+            return str(spec_folder_file(candidate, name, "network file"))
         except InputError as exc:
             raise exc.at(file=file, field="networks") from None
-        if is_file(candidate):
-            return str(candidate.resolve())
-        raise InputError(f"network file {shown(name)} not found in the spec's folder", file=file, field="networks")
     from archsim.workload.shipped import shipped_key
 
     try:
@@ -279,7 +279,8 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         if unknown[0] in device_spec.KEYS:
             raise InputError("a device sweep's key: name the device file and the model (device = …, model = …)",
                              file=file, field=unknown[0])
-        raise InputError(f"unknown key; allowed: {', '.join(sorted(KEYS))}", file=file, field=unknown[0])
+        raise InputError(f"unknown key{did_you_mean(unknown[0], KEYS)}; allowed: {', '.join(sorted(KEYS))}", file=file,
+                         field=unknown[0])
     missing = sorted(REQUIRED - set(table))
     if missing:
         raise InputError("missing key", file=file, field=missing[0], missing=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig, parse_array_shape
 from archsim.errors import InputError
-from archsim.validate import is_file, read_text, resolve_name, shown
+from archsim.validate import read_text, resolve_name, shown, spec_folder_file
 
 if TYPE_CHECKING:
     from archsim.sweep.spec import SweepSpec
@@ -40,12 +40,9 @@ def resolve_array_file(name: str, spec_dir: Path, file: str) -> Path:
     """A spec's ``.cfg`` array entry as the file inside the spec's folder it names (as a network file's:
     an absolute path, ``..`` or a symlink out of the folder refused), or an error naming ``arrays``."""
     try:
-        candidate = resolve_name(spec_dir, name, "", "array file", field="arrays")
+        return spec_folder_file(resolve_name(spec_dir, name, "", "array file", field="arrays"), name, "array file")
     except InputError as exc:
         raise exc.at(file=file, field="arrays") from None
-    if not is_file(candidate):
-        raise InputError(f"array file {shown(name)} not found in the spec's folder", file=file, field="arrays")
-    return candidate.resolve()
 
 
 def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayFile:

@@ -94,25 +94,30 @@ def load_transformer(path: str | Path, *, seq: int | None = None, seq_dim: bool 
         raise locate(exc.at(file=file, field=exc.where.field), document, file) from None
 
 
-def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None) -> str:
+def default_seq_note(config: TransformerConfig, path: str | Path, seq: int | None, *, spec_key: str | None = None) -> str:
     """The note ``train`` and ``search`` print on a rotary model's sequence (tokens) against its
     ``max_position_embeddings``. Defaulted to it: that is the longest context it takes (Llama-3.1's 131,072,
     Qwen3's 40,960), not a length it trains at, so the figures would be for a run few intend. A ``seq`` past it
     (100,000 against 8,192): rotary positions have no table, so it runs, but the model was trained to fewer
     positions. GPT-2's, OPT's and BERT's learned position tables are their training length (a longer seq is
     refused): no note. '' when there is nothing to say; it names the setting as the caller spells it
-    (``seq=N`` from Python: :func:`archsim.console.setting`)."""
+    (``seq=N`` from Python: :func:`archsim.console.setting`), or as a sweep spec's key ``spec_key`` (``seq = N``)."""
     from archsim.console import setting
+
+    def named(value: object = None, placeholder: str | None = None) -> str:
+        if spec_key is None:
+            return setting("seq", value, placeholder=placeholder)
+        return f"the spec's {spec_key} = {placeholder if value is None else value}"
 
     if config.family != "llama" or Path(path).suffix.lower() != ".json":
         return ""
     if seq is not None:
         trained = load_transformer(path).seq  # the file's max_position_embeddings, read and checked already
         return "" if seq <= trained else (
-            f"{setting('seq', seq)} is past max_position_embeddings {trained}: the model was trained to {trained} "
+            f"{named(seq)} is past max_position_embeddings {trained}: the model was trained to {trained} "
             "positions (rotary positions have no table, so the run goes on at the length asked)")
     return (f"sequence length {config.seq} tokens per sample, from max_position_embeddings: a rotary model's "
-            f"longest context, not its training length; {setting('seq', placeholder='N')} sets it")
+            f"longest context, not its training length; {named(placeholder='N')} sets it")
 
 
 def unread_fields_note(path: str | Path) -> str:
