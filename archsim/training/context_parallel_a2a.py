@@ -13,7 +13,8 @@ their local reorder copies with the next one's transfer; attention waits for all
 is priced in series, none under compute (:func:`a2a_exchange`).
 
 TransformerEngine asserts ``num_heads % cp_size == 0`` for Q and for K/V alike and does not replicate K/V
-heads (:func:`a2a_heads_problem`): grouped-query attention with fewer K/V heads per TP rank than CP is refused.
+heads (``parallel.a2a_heads_problem``, with the other layout checks): grouped-query attention with fewer K/V
+heads per TP rank than CP is refused.
 """
 
 from __future__ import annotations
@@ -21,26 +22,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archsim.collectives import collective_seconds, message_mib
-from archsim.console import setting
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 if TYPE_CHECKING:
     from archsim.training.machine import Machine
     from archsim.training.parallel import Parallelism
-
-
-def a2a_heads_problem(c: TransformerConfig, tp: int, cp: int) -> str:
-    """Why the all-to-all cannot split ``c``'s heads over CP ('' when it can): each TP rank's query heads and
-    K/V heads must both divide by CP (TransformerEngine's assertion in ``AttnFuncWithCPAndQKVOA2A.forward``)."""
-    heads, kv = c.heads // tp, c.kv_heads // tp
-    if cp == 1 or (heads % cp == 0 and kv % cp == 0):
-        return ""
-    fits = [n for n in range(2, kv + 1) if heads % n == 0 and kv % n == 0]
-    named = [str(n) for n in fits]
-    offer = f"CP {' or '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)} does, or " if fits else ""
-    return (f"{setting('cp-comm', 'a2a')} splits each TP rank's {heads} query and {kv} key/value heads over CP {cp}: "
-            f"CP must divide both (TransformerEngine asserts it; it does not replicate K/V heads): {offer}"
-            f"use {setting('cp-comm', 'p2p')} or all_gather")
 
 
 def a2a_flash_step(s: int, heads: int, kv_heads: int) -> tuple[int, int, int, bool]:
@@ -81,4 +67,4 @@ def a2a_buffer_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0)
     return 2 * (q + k + v)
 
 
-__all__ = ["a2a_buffer_bytes", "a2a_exchange", "a2a_flash_step", "a2a_heads_problem", "a2a_messages"]
+__all__ = ["a2a_buffer_bytes", "a2a_exchange", "a2a_flash_step", "a2a_messages"]

@@ -17,7 +17,6 @@ from archsim.choices.training import (
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
-from archsim.training.context_parallel_a2a import a2a_heads_problem
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
@@ -342,12 +341,26 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
         raise InputError(problem, field="cp")
 
 
+def a2a_heads_problem(c: TransformerConfig, tp: int, cp: int) -> str:
+    """Why the all-to-all cannot split ``c``'s heads over CP ('' when it can): each TP rank's query heads and
+    K/V heads must both divide by CP (TransformerEngine's assertion in ``AttnFuncWithCPAndQKVOA2A.forward``)."""
+    heads, kv = c.heads // tp, c.kv_heads // tp
+    if cp == 1 or (heads % cp == 0 and kv % cp == 0):
+        return ""
+    fits = [n for n in range(2, kv + 1) if heads % n == 0 and kv % n == 0]
+    named = [str(n) for n in fits]
+    offer = f"CP {' or '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)} does, or " if fits else ""
+    return (f"{setting('cp-comm', 'a2a')} splits each TP rank's {heads} query and {kv} key/value heads over CP {cp}: "
+            f"CP must divide both (TransformerEngine asserts it; it does not replicate K/V heads): {offer}"
+            f"use {setting('cp-comm', 'p2p')} or all_gather")
+
+
 def cp_problem(c: TransformerConfig, cp: int, attention: str, tp: int = 1, cp_comm: str = "p2p") -> str:
     """Why context parallelism ``cp`` cannot run ``c`` ('' when it can): Megatron-LM's load-balanced causal
     split needs the sequence in 2·CP equal chunks; TransformerEngine runs CP only in its flash/fused attention
     (its unfused attention asserts it); a sliding window and Switch's encoder-decoder are not modelled;
     ``cp_comm`` a2a splits each TP rank's query and K/V heads over CP (:func:`~archsim.training.
-    context_parallel_a2a.a2a_heads_problem`)."""
+    a2a_heads_problem`)."""
     if cp == 1:
         return ""
     if c.seq % (2 * cp):
