@@ -185,3 +185,17 @@ def test_search_tries_a2a_and_drops_the_cps_it_cannot_split_heads_over(capsys):
     got = json.loads(capsys.readouterr().out)["meta"]
     assert got["cp_comm"] == "a2a" and got["iteration_seconds"] == pytest.approx(row["iteration_seconds"], rel=1e-12)
     assert Parallelism(2, 1, 1, 1, cp=8, cp_comm="a2a").cp_comm == "a2a"  # a valid choice: refused by the heads
+
+
+def test_search_files_a2a_heads_refusal_under_its_own_reason():
+    """CP 8 with a2a splits the sequence of 16,384 tokens into 16 chunks (it divides), but at TP 2 a rank's
+    8 / 2 = 4 K/V heads do not divide over 8: rejected as ``cp-divides-heads``, not ``cp-splits-sequence``;
+    TP 1 (8 K/V heads) stays."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = archsim.search(str(LLAMA), cluster=str(H100), global_batch=4, top=40, schedule="1f1b",
+                                max_micro_batch=1, recompute="full", sequence_parallel="off", dtype="bf16",
+                                seq=16384, cp=[8], cp_comm=["a2a"])
+    assert result.rejected.get("cp-divides-heads", 0) >= 1
+    assert not result.rejected.get("cp-splits-sequence")
+    assert {r["tp"] for r in result.rows} == {1}

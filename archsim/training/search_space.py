@@ -46,7 +46,7 @@ from archsim.workload.transformer import TransformerConfig
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
-REASONS = ("tp-divides-heads", "cp-splits-sequence", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
+REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
@@ -190,8 +190,10 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     as many layers as model chunks (PP × chunks per rank)."""
     if tp_split_problem(c, k.tp):
         return "tp-divides-heads"
-    if cp_problem(c, k.cp, k.attention, k.tp, k.cp_comm):
+    if cp_problem(c, k.cp, k.attention, k.tp):
         return "cp-splits-sequence"
+    if cp_problem(c, k.cp, k.attention, k.tp, k.cp_comm):  # what the exchange adds: a2a's heads over CP
+        return "cp-divides-heads"
     if tp_straddles(k.tp, k.gpus, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"
     stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)
