@@ -47,11 +47,12 @@ def cp_span_warning(cluster, par) -> str | None:
     return f"a CP group spans {most} servers: its all-to-alls (a2a) cross the network" if most > 1 else None
 
 
-def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, int, int]]]) -> tuple[str, ...]:
-    """:func:`tp_span_warning` for a ``train --sweep``: ``spans`` holds each point's line (None: its TP groups stay
-    in a server, or it did not run) and layout (tp, pp, dp); one line per distinct line, saying how many of the
-    sweep's points it holds for and their layouts, as the idle-GPU note counts them (not a line per point)."""
-    cases: dict[str, list[tuple[int, int, int]]] = {}
+def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, ...]]]) -> tuple[str, ...]:
+    """:func:`tp_span_warning` (or :func:`cp_span_warning`) for a ``train --sweep``: ``spans`` holds each point's
+    line (None: its groups stay in a server, or it did not run) and layout (tp, pp, dp, and cp where above 1); one
+    line per distinct line, saying how many of the sweep's points it holds for and their layouts, as the idle-GPU
+    note counts them (not a line per point)."""
+    cases: dict[str, list[tuple[int, ...]]] = {}
     for text, layout in spans:
         if text:
             cases.setdefault(text, []).append(layout)
@@ -60,10 +61,15 @@ def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, int, in
         subject = ("the sweep's one point" if len(spans) == 1 else f"all {len(layouts)} points of the sweep"
                    if len(layouts) == len(spans) else f"{len(layouts)} of the sweep's {len(spans)} points")
         distinct = list(dict.fromkeys(layouts))
-        named = ", ".join(f"tp {tp} × pp {pp} × dp {dp}" for tp, pp, dp in distinct[:3])
+        named = ", ".join(_layout_words(*layout) for layout in distinct[:3])
         more = f" and {len(distinct) - 3} more" if len(distinct) > 3 else ""
         lines.append(f"{subject} ({named}{more}): {text}")
     return tuple(lines)
+
+
+def _layout_words(tp: int, pp: int, dp: int, cp: int = 1) -> str:
+    """``tp 2 × cp 8 × pp 1 × dp 1``: a sweep point's layout in a warning (cp named where above 1)."""
+    return f"tp {tp} × " + (f"cp {cp} × " if cp > 1 else "") + f"pp {pp} × dp {dp}"
 
 
 def _gib(size: float) -> str:

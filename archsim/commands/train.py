@@ -244,8 +244,10 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
     if all(row["error"] for row in rows):  # a flag no point can run with (fp32 beside FlashAttention): as train
         raise InputError(f"no point of the sweep can run; the first: {rows[0]['error']}", field="sweep")
     sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
-    for line in tp_span_points_warnings([(row.pop("tp_span"), (row["tp"], row["pp"], row["dp"])) for row in rows]):
-        warn(line)  # train's warning of a TP group across servers, counted over the points as --runs names its lines
+    for key in ("tp_span", "cp_span"):  # train's warnings of a TP or an all-to-all CP group across servers, counted
+        spans = [(row.pop(key), (row["tp"], row["pp"], row["dp"], row.get("cp", 1))) for row in rows]
+        for line in tp_span_points_warnings(spans):  # over the points as --runs names its lines
+            warn(line)
     meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
             "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
