@@ -31,20 +31,21 @@ def tp_span_warning(cluster, par) -> str | None:
 
 
 def cp_span_warning(cluster, par) -> str | None:
-    """One line when a CP group of ``par`` that exchanges by all-to-all (``cp_comm`` a2a) spans servers of
-    ``cluster``: its all-to-alls of Q, K, V and the output, in series with attention, then cross the NICs
-    (TransformerEngine's hierarchical a2a+p2p exists to keep them in a server). None otherwise: p2p and all_gather
+    """One line when a CP group of ``par`` that exchanges by all-to-all (``cp_comm`` a2a; a2a+p2p's inner group of
+    A) spans servers of ``cluster``: its all-to-alls of Q, K, V and the output, in series with attention, then
+    cross the NICs (TransformerEngine's hierarchical a2a+p2p exists to keep them in a server). None otherwise: p2p and all_gather
     across servers are how long-context runs are laid out (Llama 3's TP 8 × CP 16), shown by ``crossed_by``."""
-    if par.cp == 1 or par.cp_comm != "a2a":
+    if par.cp == 1 or par.cp_exchange not in ("a2a", "a2a+p2p"):
         return None
     cluster.check_gpus(par)
-    most = 1
+    most, a = 1, par.cp_a2a  # the all-to-all's ranks: the CP group (a2a), or a2a+p2p's inner group of A
     for start in range(0, par.gpus, par.tp * par.cp):  # Megatron's order tp-cp-dp-pp: GPU t of CP TP groups
-        for first in range(start, start + par.tp):
-            last = first + par.tp * (par.cp - 1)
+        for first in (f + j * a * par.tp for f in range(start, start + par.tp) for j in range(par.cp // a)):
+            last = first + par.tp * (a - 1)
             if not cluster.one_domain(first, last):
                 most = max(most, cluster.server_of(last) - cluster.server_of(first) + 1)
-    return f"a CP group spans {most} servers: its all-to-alls (a2a) cross the network" if most > 1 else None
+    group = "a CP group" if par.cp_exchange == "a2a" else f"an all-to-all group of a2a+p2p (A = {a})"
+    return f"{group} spans {most} servers: its all-to-alls (a2a) cross the network" if most > 1 else None
 
 
 def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, ...]]]) -> tuple[str, ...]:

@@ -29,17 +29,23 @@ if TYPE_CHECKING:
     from archsim.training.parallel import Parallelism
 
 
-def a2a_heads_problem(c: TransformerConfig, tp: int, cp: int) -> str:
+def a2a_heads_problem(c: TransformerConfig, tp: int, cp: int, comm: str = "a2a") -> str:
     """Why the all-to-all cannot split ``c``'s heads over CP ('' when it can): each TP rank's query heads and
-    K/V heads must both divide by CP (TransformerEngine's assertion in ``AttnFuncWithCPAndQKVOA2A.forward``)."""
+    K/V heads must both divide by CP (TransformerEngine's assertion in ``AttnFuncWithCPAndQKVOA2A.forward``);
+    ``comm`` a2a+p2p: by its inner group's ``cp`` = A ranks (``flash_attn_a2a_communicate`` views the heads as A
+    equal parts)."""
     heads, kv = c.heads // tp, c.kv_heads // tp
     if cp == 1 or (heads % cp == 0 and kv % cp == 0):
         return ""
+    name, why = ("CP", "TransformerEngine asserts it") if comm == "a2a" else \
+        ("A", "TransformerEngine splits them in A equal parts")
     fits = [n for n in range(2, kv + 1) if heads % n == 0 and kv % n == 0]
     named = [str(n) for n in fits]
-    offer = f"CP {' or '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)} does, or " if fits else ""
-    return (f"{setting('cp-comm', 'a2a')} splits each TP rank's {heads} query and {kv} key/value heads over CP {cp}: "
-            f"CP must divide both (TransformerEngine asserts it; it does not replicate K/V heads): {offer}"
+    offer = f"{name} {' or '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)} does, or " \
+        if fits else ""
+    where = f"CP {cp}" if comm == "a2a" else f"its all-to-all group of A = {cp} ranks ({setting('cp-hierarchy')} A P)"
+    return (f"{setting('cp-comm', comm)} splits each TP rank's {heads} query and {kv} key/value heads over {where}: "
+            f"{name} must divide both ({why}; it does not replicate K/V heads): {offer}"
             f"use {setting('cp-comm', 'p2p')} or all_gather")
 
 
@@ -62,15 +68,17 @@ def a2a_messages(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> 
 def a2a_exchange(c: TransformerConfig, par: Parallelism,
                  machine: Machine) -> tuple[float, float, list[tuple[str, str, float]]]:
     """Seconds the all-to-alls add to a layer's forward (Q, K, V, O) and backward (dO, dQ, dK, dV): each the
-    all-to-all collective over the CP group's link, in series with attention; and their rows (name, F/B, s)."""
+    all-to-all collective over the CP group's link (a2a+p2p: its inner group of A ranks, whose link ``links.cp``
+    is there), in series with attention; and their rows (name, F/B, s)."""
     link = machine.links.cp
     assert link is not None  # a rank machine of a CP group has its links
     messages = a2a_messages(c, par, machine.scale)
-    seconds = [float(collective_seconds("all-to-all", nbytes, par.cp, link)) for _, nbytes in messages]
+    seconds = [float(collective_seconds("all-to-all", nbytes, par.cp_a2a, link)) for _, nbytes in messages]
     f, b = sum(seconds[:4]), sum(seconds[4:])
     q, kv = message_mib(messages[0][1]), message_mib(messages[1][1])
-    return f, b, [(f"cp.q,k,v,o all-to-all (a2a: {q}, 2 × {kv}, {q})", "F", f),
-                  (f"cp.do,dq,dk,dv all-to-all (a2a: 2 × {q}, 2 × {kv})", "B", b)]
+    over = "a2a" if par.cp_a2a == par.cp else f"a2a over {par.cp_a2a}"  # a2a+p2p's inner group
+    return f, b, [(f"cp.q,k,v,o all-to-all ({over}: {q}, 2 × {kv}, {q})", "F", f),
+                  (f"cp.do,dq,dk,dv all-to-all ({over}: 2 × {q}, 2 × {kv})", "B", b)]
 
 
 def a2a_buffer_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> float:

@@ -10,6 +10,7 @@ from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
 from archsim.training.context_parallel_a2a import a2a_heads_problem
+from archsim.training.context_parallel_hierarchy import effective_comm, hierarchy_problem
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
@@ -144,7 +145,9 @@ class Parallelism:
     cp: context-parallel degree (Megatron-LM's ``--context-parallel-size``: each rank holds 2 of the sequence's
     2·CP chunks, :mod:`archsim.training.context_parallel`), its K/V exchanged by ``cp_comm`` ``p2p`` (a ring
     overlapped with attention), ``all_gather`` (Llama 3's) or ``a2a`` (DeepSpeed-Ulysses: Q, K, V and the
-    output all-to-all'd to head sharding and back); GPUs = tp·cp·pp·dp."""
+    output all-to-all'd to head sharding and back) or ``a2a+p2p`` (an all-to-all inside groups of A ranks, p2p's
+    ring over P of them: ``cp_hierarchy`` (A, P), A·P = CP, :mod:`archsim.training.context_parallel_hierarchy`);
+    GPUs = tp·cp·pp·dp."""
 
     tp: int = 1
     pp: int = 1
@@ -164,6 +167,7 @@ class Parallelism:
     cp: int = 1
     cp_comm: str = "p2p"
     fsdp_reshard: str = "after-forward"
+    cp_hierarchy: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp"):
@@ -195,6 +199,11 @@ class Parallelism:
             raise InputError(f"expected one of {', '.join(ATTENTIONS)}, got {self.attention!r}", field="attention")
         if self.cp_comm not in CP_COMMS:
             raise InputError(f"expected one of {', '.join(CP_COMMS)}, got {self.cp_comm!r}", field="cp-comm")
+        if isinstance(self.cp_hierarchy, list):  # the library's keyword as a list: kept as the frozen pair
+            object.__setattr__(self, "cp_hierarchy", tuple(self.cp_hierarchy))
+        problem = hierarchy_problem(self.cp, self.cp_comm, self.cp_hierarchy)
+        if problem:
+            raise InputError(problem, field="cp-comm" if self.cp_hierarchy is None else "cp-hierarchy")
         if self.dp_overlap not in DP_OVERLAPS:
             raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {self.dp_overlap!r}", field="dp-overlap")
         if self.grad_accumulation is not None and self.grad_accumulation not in GRAD_ACCUMULATIONS:
@@ -248,6 +257,17 @@ class Parallelism:
         """The ranks holding the same weights, over which gradients are reduced: DP × CP (CP ranks hold
         every weight, each for its own tokens: Megatron-LM's data-parallel group with context parallelism)."""
         return self.dp * self.cp
+
+    @property
+    def cp_exchange(self) -> str:
+        """The K/V exchange run: ``cp_comm``, but a2a+p2p with A = 1 is p2p and with P = 1 a2a (as TE swaps it)."""
+        return effective_comm(self.cp_comm, self.cp_hierarchy)
+
+    @property
+    def cp_a2a(self) -> int:
+        """The ranks each all-to-all of CP's exchange spans: CP (a2a), A (a2a+p2p), 1 (no all-to-all)."""
+        comm = self.cp_exchange
+        return self.cp if comm == "a2a" else self.cp_hierarchy[0] if comm == "a2a+p2p" and self.cp_hierarchy else 1
 
     @property
     def sharding(self) -> str:
@@ -316,17 +336,19 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")
-    problem = cp_problem(c, par.cp, par.attention, par.tp, par.cp_comm)
+    problem = cp_problem(c, par.cp, par.attention, par.tp, par.cp_comm, par.cp_hierarchy)
     if problem:
-        raise InputError(problem, field="cp")
+        heads = par.cp_comm == "a2a+p2p" and not cp_problem(c, par.cp, par.attention, par.tp)  # A's heads split
+        raise InputError(problem, field="cp-hierarchy" if heads else "cp")
 
 
-def cp_problem(c: TransformerConfig, cp: int, attention: str, tp: int = 1, cp_comm: str = "p2p") -> str:
+def cp_problem(c: TransformerConfig, cp: int, attention: str, tp: int = 1, cp_comm: str = "p2p",
+               hierarchy: tuple[int, int] | None = None) -> str:
     """Why context parallelism ``cp`` cannot run ``c`` ('' when it can): Megatron-LM's load-balanced causal
     split needs the sequence in 2·CP equal chunks; TransformerEngine runs CP only in its flash/fused attention
     (its unfused attention asserts it); a sliding window and Switch's encoder-decoder are not modelled;
     ``cp_comm`` a2a splits each TP rank's query and K/V heads over CP (:func:`~archsim.training.
-    context_parallel_a2a.a2a_heads_problem`)."""
+    context_parallel_a2a.a2a_heads_problem`), a2a+p2p over its inner group of A = ``hierarchy[0]`` ranks."""
     if cp == 1:
         return ""
     if c.seq % (2 * cp):
@@ -340,6 +362,8 @@ def cp_problem(c: TransformerConfig, cp: int, attention: str, tp: int = 1, cp_co
                 f"give {setting('attention', 'flash')} (the default) or drop {setting('cp')}")
     if c.family == "switch" or c.sliding_window or c.family == "bert":
         return f"CP {cp} is modelled for causal decoders without a sliding window, not {c.name}"
+    if cp_comm == "a2a+p2p" and hierarchy:
+        return a2a_heads_problem(c, tp, hierarchy[0], cp_comm)
     return a2a_heads_problem(c, tp, cp) if cp_comm == "a2a" else ""
 
 

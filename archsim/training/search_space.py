@@ -76,12 +76,13 @@ class Candidate:
     cp: int = 1  # Parallelism.cp: the context-parallel degree
     cp_comm: str = "p2p"  # Parallelism.cp_comm: how CP exchanges K/V (p2p at CP 1, where nothing is exchanged)
     fsdp_reshard: str = "after-forward"  # Parallelism.fsdp_reshard, one for the search (with fsdp)
+    cp_hierarchy: tuple[int, int] | None = None  # Parallelism.cp_hierarchy: a2a+p2p's (A, P)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
                            self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
-                           self.cp_comm, self.fsdp_reshard)
+                           self.cp_comm, self.fsdp_reshard, self.cp_hierarchy)
 
     @property
     def gpus(self) -> int:
@@ -113,8 +114,14 @@ def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequen
     the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
     per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * \
         sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
-    return sum(factorization_count(n // cp) * (len(cp_comms) if cp > 1 else 1)
+    return sum(factorization_count(n // cp) * (sum(len(cp_levels(cp, comm)) for comm in cp_comms) if cp > 1 else 1)
                for n in counts for cp in cps if n % cp == 0) * per_factorization
+
+
+def cp_levels(cp: int, cp_comm: str) -> tuple[tuple[int, int] | None, ...]:
+    """The hierarchies a search tries for ``cp_comm`` at CP ``cp``: a2a+p2p's every (A, P), A·P = CP, with A and P
+    above 1 (TransformerEngine runs A = 1 as p2p and P = 1 as a2a: tried by naming those); None for the others."""
+    return tuple((a, cp // a) for a in divisors(cp) if 1 < a < cp) if cp_comm == "a2a+p2p" else (None,)
 
 
 def check_distinct(**values) -> None:
@@ -172,7 +179,8 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
     tries (CP 1 exchanges nothing: one candidate, p2p)."""
     for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
-        for b, comm in ((b, comm) for b in micro_batches for comm in (cp_comms if cp > 1 else ("p2p",))):
+        for b, comm, levels in ((b, comm, levels) for b in micro_batches for comm in (cp_comms if cp > 1 else ("p2p",))
+                                for levels in cp_levels(cp, comm)):
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
@@ -180,7 +188,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
                                             grad_accumulation=grad_accumulation,
                                             distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
-                                            cp_comm=comm, fsdp_reshard=fsdp_reshard)
+                                            cp_comm=comm, fsdp_reshard=fsdp_reshard, cp_hierarchy=levels)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -192,7 +200,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "tp-divides-heads"
     if cp_problem(c, k.cp, k.attention, k.tp):
         return "cp-splits-sequence"
-    if cp_problem(c, k.cp, k.attention, k.tp, k.cp_comm):  # what the exchange adds: a2a's heads over CP
+    if cp_problem(c, k.cp, k.attention, k.tp, k.cp_comm, k.cp_hierarchy):  # the exchange's: a2a's heads over CP
         return "cp-divides-heads"
     if tp_straddles(k.tp, k.gpus, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"
