@@ -259,12 +259,13 @@ class GpuCluster:
         return machines
 
     @cached_property
-    def _machines(self) -> dict[tuple[int, int, int, int], tuple[Machine, ...] | None]:
-        return {}  # (tp, pp, dp, cp) → rank_machines: they depend on nothing else
+    def _machines(self) -> dict[tuple, tuple[Machine, ...] | None]:
+        return {}  # (tp, pp, dp, cp, exchange, CP levels) → rank_machines: they depend on nothing else
 
     @cached_property
-    def _rank_machine(self) -> dict[tuple[int, int, int, int, Device | None, int], Machine]:
-        return {}  # (tp, pp, dp, cp, device, rank) → machine: what rank_machine reads of par, and its other arguments
+    def _rank_machine(self) -> dict[tuple, Machine]:
+        return {}  # (tp, pp, dp, cp, exchange, CP levels, device, rank) → machine: what rank_machine reads of par, and
+        # its other arguments
 
 
 LAYOUT_ERRORS = {

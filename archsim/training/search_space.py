@@ -179,8 +179,8 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
     tries (CP 1 exchanges nothing: one candidate, p2p)."""
     for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
-        for b, comm, levels in ((b, comm, levels) for b in micro_batches for comm in (cp_comms if cp > 1 else ("p2p",))
-                                for levels in cp_levels(cp, comm)):
+        for b, comm, levels in ((b, kind, levels) for b in micro_batches for kind in (cp_comms if cp > 1 else ("p2p",))
+                                for levels in cp_levels(cp, kind)):
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
