@@ -198,3 +198,19 @@ def test_train_meta_runs_file_and_search_name_the_levels(tmp_path, capsys):
         assert main(["train", *row["command"].split()[2:], "--format", "json"]) == 0
         got = json.loads(capsys.readouterr().out)["meta"]
         assert got["iteration_seconds"] == pytest.approx(row["iteration_seconds"], rel=1e-12)
+
+
+def test_an_inner_group_across_servers_is_warned_of_and_one_inside_is_not():
+    """GPT-3 1.3B at TP 4 × CP 8 on 8-GPU servers: the CP group of TP rank 0 is GPUs 0, 4, 8, …, 28. A 4 × P 2's
+    inner group is GPUs 0, 4, 8, 12 — two servers: its all-to-alls cross the network, one line; A 2 × P 4's is GPUs
+    0 and 4, one server: no line (its ring crosses servers, as p2p's does, unwarned)."""
+    pod = str(ROOT / "configs" / "clusters" / "dgx_h100_superpod.toml")
+    lines = []
+    for a, p in ((4, 2), (2, 4)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            archsim.train(str(GPT), cluster=pod, tp=4, cp=8, cp_comm="a2a+p2p", cp_hierarchy=(a, p), global_batch=1,
+                          dtype="bf16")
+        lines.append([str(w.message) for w in caught if "spans" in str(w.message)])
+    assert lines == [["an all-to-all group of a2a+p2p (A = 4) spans 2 servers: its all-to-alls (a2a) cross the "
+                      "network"], []]
