@@ -31,27 +31,29 @@ def tp_span_warning(cluster, par) -> str | None:
 
 
 def cp_span_warning(cluster, par) -> str | None:
-    """One line when a CP group of ``par`` that exchanges by all-to-all (``cp_comm`` a2a) spans servers of
-    ``cluster``: its all-to-alls of Q, K, V and the output, in series with attention, then cross the NICs
-    (TransformerEngine's hierarchical a2a+p2p exists to keep them in a server). None otherwise: p2p and all_gather
+    """One line when a CP group of ``par`` that exchanges by all-to-all (``cp_comm`` a2a; a2a+p2p's inner group of
+    A) spans servers of ``cluster``: its all-to-alls of Q, K, V and the output, in series with attention, then
+    cross the NICs (TransformerEngine's hierarchical a2a+p2p exists to keep them in a server). None otherwise: p2p and all_gather
     across servers are how long-context runs are laid out (Llama 3's TP 8 × CP 16), shown by ``crossed_by``."""
-    if par.cp == 1 or par.cp_comm != "a2a":
+    if par.cp == 1 or par.cp_exchange not in ("a2a", "a2a+p2p"):
         return None
     cluster.check_gpus(par)
-    most = 1
+    most, a = 1, par.cp_a2a  # the all-to-all's ranks: the CP group (a2a), or a2a+p2p's inner group of A
     for start in range(0, par.gpus, par.tp * par.cp):  # Megatron's order tp-cp-dp-pp: GPU t of CP TP groups
-        for first in range(start, start + par.tp):
-            last = first + par.tp * (par.cp - 1)
+        for first in (f + j * a * par.tp for f in range(start, start + par.tp) for j in range(par.cp // a)):
+            last = first + par.tp * (a - 1)
             if not cluster.one_domain(first, last):
                 most = max(most, cluster.server_of(last) - cluster.server_of(first) + 1)
-    return f"a CP group spans {most} servers: its all-to-alls (a2a) cross the network" if most > 1 else None
+    group = "a CP group" if par.cp_exchange == "a2a" else f"an all-to-all group of a2a+p2p (A = {a})"
+    return f"{group} spans {most} servers: its all-to-alls (a2a) cross the network" if most > 1 else None
 
 
-def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, int, int]]]) -> tuple[str, ...]:
-    """:func:`tp_span_warning` for a ``train --sweep``: ``spans`` holds each point's line (None: its TP groups stay
-    in a server, or it did not run) and layout (tp, pp, dp); one line per distinct line, saying how many of the
-    sweep's points it holds for and their layouts, as the idle-GPU note counts them (not a line per point)."""
-    cases: dict[str, list[tuple[int, int, int]]] = {}
+def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, ...]]]) -> tuple[str, ...]:
+    """:func:`tp_span_warning` (or :func:`cp_span_warning`) for a ``train --sweep``: ``spans`` holds each point's
+    line (None: its groups stay in a server, or it did not run) and layout (tp, pp, dp, and cp where above 1); one
+    line per distinct line, saying how many of the sweep's points it holds for and their layouts, as the idle-GPU
+    note counts them (not a line per point)."""
+    cases: dict[str, list[tuple[int, ...]]] = {}
     for text, layout in spans:
         if text:
             cases.setdefault(text, []).append(layout)
@@ -60,10 +62,15 @@ def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, int, in
         subject = ("the sweep's one point" if len(spans) == 1 else f"all {len(layouts)} points of the sweep"
                    if len(layouts) == len(spans) else f"{len(layouts)} of the sweep's {len(spans)} points")
         distinct = list(dict.fromkeys(layouts))
-        named = ", ".join(f"tp {tp} × pp {pp} × dp {dp}" for tp, pp, dp in distinct[:3])
+        named = ", ".join(_layout_words(*layout) for layout in distinct[:3])
         more = f" and {len(distinct) - 3} more" if len(distinct) > 3 else ""
         lines.append(f"{subject} ({named}{more}): {text}")
     return tuple(lines)
+
+
+def _layout_words(tp: int, pp: int, dp: int, cp: int = 1) -> str:
+    """``tp 2 × cp 8 × pp 1 × dp 1``: a sweep point's layout in a warning (cp named where above 1)."""
+    return f"tp {tp} × " + (f"cp {cp} × " if cp > 1 else "") + f"pp {pp} × dp {dp}"
 
 
 def _gib(size: float) -> str:

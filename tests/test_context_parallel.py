@@ -191,7 +191,7 @@ def test_all_gather_exchanges_k_v_and_dk_dv_whole_and_unhidden():
     assert layer.cp_forward == pytest.approx(2 * gather, rel=1e-12)
     assert layer.cp_backward == pytest.approx(2 * gather + 2 * scatter, rel=1e-12)
     with pytest.raises(InputError):
-        Parallelism(2, 1, 1, 1, cp=4, cp_comm="a2a+p2p")  # the hierarchical type: not modelled
+        Parallelism(2, 1, 1, 1, cp=4, cp_comm="a2a+p2p")  # without its levels (--cp-hierarchy A P): Megatron refuses
 
 
 def test_p2p_exposes_only_what_a_step_s_send_outlasts_its_attention():

@@ -185,3 +185,32 @@ def test_search_tries_a2a_and_drops_the_cps_it_cannot_split_heads_over(capsys):
     got = json.loads(capsys.readouterr().out)["meta"]
     assert got["cp_comm"] == "a2a" and got["iteration_seconds"] == pytest.approx(row["iteration_seconds"], rel=1e-12)
     assert Parallelism(2, 1, 1, 1, cp=8, cp_comm="a2a").cp_comm == "a2a"  # a valid choice: refused by the heads
+
+
+def test_search_files_a2a_heads_refusal_under_its_own_reason():
+    """CP 8 with a2a splits the sequence of 16,384 tokens into 16 chunks (it divides), but at TP 2 a rank's
+    8 / 2 = 4 K/V heads do not divide over 8: rejected as ``cp-divides-heads``, not ``cp-splits-sequence``;
+    TP 1 (8 K/V heads) stays."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = archsim.search(str(LLAMA), cluster=str(H100), global_batch=4, top=40, schedule="1f1b",
+                                max_micro_batch=1, recompute="full", sequence_parallel="off", dtype="bf16",
+                                seq=16384, cp=[8], cp_comm=["a2a"])
+    assert result.rejected.get("cp-divides-heads", 0) >= 1
+    assert not result.rejected.get("cp-splits-sequence")
+    assert {r["tp"] for r in result.rows} == {1}
+
+
+def test_sweep_warns_of_a2a_cp_groups_across_servers_as_train_does(capsys):
+    """``train --sweep tp=1,2`` at CP 8 with a2a on two 8-GPU servers: TP 1 × CP 8 is one server's 8 GPUs, TP 2 × CP 8
+    needs all 16, its CP groups (GPU t of 8 TP pairs) over both servers: the one warning ``train`` gives that point,
+    counted over the sweep's points as its TP-span line is. With p2p nothing is said."""
+    gpt = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+    common = ["train", gpt, "--cluster", str(H100), "--global-batch", "1", "--cp", "8", "--format", "csv"]
+    capsys.readouterr()
+    assert main([*common, "--cp-comm", "a2a", "--sweep", "tp=1,2"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warned == [("archsim train: warning: 1 of the sweep's 2 points (tp 2 × cp 8 × pp 1 × dp 1): a CP group "
+                       "spans 2 servers: its all-to-alls (a2a) cross the network")]
+    assert main([*common, "--sweep", "tp=1,2"]) == 0
+    assert "warning" not in capsys.readouterr().err

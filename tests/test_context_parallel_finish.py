@@ -44,7 +44,7 @@ def test_a_runs_file_reads_cp_comm_per_row(tmp_path, capsys):
 
 def test_a_bad_cp_comm_cell_and_the_flag_beside_runs_are_refused(tmp_path, capsys):
     runs = tmp_path / "runs.csv"
-    runs.write_text("tp,pp,dp,cp,cp_comm,micro_batch,global_batch\n2,1,2,4,p2p,1,2\n2,1,2,4,a2a+p2p,1,2\n",
+    runs.write_text("tp,pp,dp,cp,cp_comm,micro_batch,global_batch\n2,1,2,4,p2p,1,2\n2,1,2,4,ring,1,2\n",
                     encoding="utf-8")
     with pytest.raises(InputError) as err:
         archsim.train_runs(str(LLAMA), runs=str(runs), cluster=str(H100), seq=16384, dtype="bf16")

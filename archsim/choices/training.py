@@ -21,8 +21,9 @@ FSDP_GRAD_SYNCS = ("micro-batch", "step")
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 # how context parallelism exchanges K/V: TransformerEngine's cp_comm_type p2p (a ring overlapped with attention,
 # Megatron-LM's default), all_gather (Llama 3's) (training/context_parallel.py) or a2a (DeepSpeed-Ulysses: Q, K, V
-# and the output all-to-all'd between sequence and head sharding, training/context_parallel_a2a.py)
-CP_COMMS = ("p2p", "all_gather", "a2a")
+# and the output all-to-all'd between sequence and head sharding, training/context_parallel_a2a.py) or a2a+p2p (an
+# all-to-all inside groups of A ranks, p2p's ring over P of them: training/context_parallel_hierarchy.py)
+CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
 IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
 # train's --attention unless given, per implementation: plain PyTorch's op list runs the standard core only
 IMPLEMENTATION_ATTENTION = {"megatron": DEFAULT_ATTENTION, "pytorch-eager": "standard"}

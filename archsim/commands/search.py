@@ -56,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "each divides the GPUs, TP × PP × DP over GPUs / CP")
     parser.add_argument("--cp-comm", action=ListFlag, choices=CP_COMMS, default=["p2p"],
                         help="how CP above 1 exchanges K/V, one or several to try (default p2p), as archsim train's "
-                             "--cp-comm: p2p (Megatron-LM's ring), all_gather (Llama 3's) or a2a (DeepSpeed-Ulysses)")
+                             "--cp-comm: p2p (Megatron-LM's ring), all_gather (Llama 3's), a2a (DeepSpeed-Ulysses) or "
+                             "a2a+p2p (TransformerEngine's hierarchical: every A × P = CP with A, P above 1)")
     parser.add_argument("--dtype", default=None, choices=DTYPES,
                         help="every configuration's training precision, as archsim train's --dtype (fp32: 4 bytes per "
                              f"element, GEMMs on the FP32 lanes; --balance planned refuses it) (default: {TRAIN_DTYPE}, "
@@ -202,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
 def _front_line(r: dict) -> str:
     """One Pareto configuration: its parallelism, schedule, time and memory per GPU."""
     cp = f" CP{r['cp']} {r['cp_comm']}" if r.get("cp", 1) > 1 else ""
+    cp += f" {r['cp_hierarchy'].replace(' ', '×')}" if r.get("cp_hierarchy") else ""
     return (f"TP{r['tp']}{cp} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
             f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
             f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
@@ -218,6 +220,14 @@ def _front_block(front: list[dict], objective: str) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
+def _levels(cell: str | None) -> tuple[int, int] | None:
+    """A row's ``cp_hierarchy`` ("4 2", a2a+p2p's A P) as Parallelism takes it (None: not a2a+p2p)."""
+    if not cell:
+        return None
+    a, p = (int(n) for n in cell.split())
+    return a, p
+
+
 def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
     """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
     torch.distributed.pipelining schedule CSV."""
@@ -231,7 +241,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
                       r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
                       r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
-                      r.get("fsdp_grad_sync") or "micro-batch")
+                      r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")))
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))

@@ -64,7 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how CP exchanges K/V: p2p (a ring overlapped with attention, Megatron-LM's default), "
                              "all_gather (Llama 3's: K/V all-gathered, dK/dV reduce-scattered) or a2a "
                              "(DeepSpeed-Ulysses: Q, K, V and the output all-to-all'd to 1/CP of the heads and back; "
-                             "CP must divide each TP rank's query and K/V heads)")
+                             "CP must divide each TP rank's query and K/V heads) or a2a+p2p (TransformerEngine's "
+                             "hierarchical: an all-to-all inside groups of A ranks, then p2p's ring over P of them; "
+                             "give --cp-hierarchy A P)")
+    parser.add_argument("--cp-hierarchy", type=positive_int, nargs=2, metavar=("A", "P"), default=None,
+                        help="a2a+p2p's levels (Megatron-LM's --hierarchical-context-parallel-sizes A P): all-to-alls "
+                             "inside groups of A consecutive CP ranks, p2p's ring over P; A × P = CP, A dividing each "
+                             "TP rank's query and K/V heads")
     parser.add_argument("--global-batch", type=positive_int, default=None,
                         help="samples per iteration (required unless --runs)")
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
@@ -174,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
-                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync)
+                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, _hierarchy(args))
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
                 enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:
@@ -238,7 +244,8 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
             **({"fsdp": True} if args.fsdp else {}),
             **({"fsdp_reshard": args.fsdp_reshard} if args.fsdp_reshard != "after-forward" else {}),
             **({"fsdp_grad_sync": args.fsdp_grad_sync} if args.fsdp_grad_sync != "micro-batch" else {}),
-            **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {})}
+            **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {}),
+            **({"cp_hierarchy": _hierarchy(args)} if args.cp_hierarchy else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -251,8 +258,10 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
     if all(row["error"] for row in rows):  # a flag no point can run with (fp32 beside FlashAttention): as train
         raise InputError(f"no point of the sweep can run; the first: {rows[0]['error']}", field="sweep")
     sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
-    for line in tp_span_points_warnings([(row.pop("tp_span"), (row["tp"], row["pp"], row["dp"])) for row in rows]):
-        warn(line)  # train's warning of a TP group across servers, counted over the points as --runs names its lines
+    for key in ("tp_span", "cp_span"):  # train's warnings of a TP or an all-to-all CP group across servers, counted
+        spans = [(row.pop(key), (row["tp"], row["pp"], row["dp"], row.get("cp", 1))) for row in rows]
+        for line in tp_span_points_warnings(spans):  # over the points as --runs names its lines
+            warn(line)
     meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
             "points": len(rows),
             "axes": ",".join(name for name, _ in axes),
@@ -330,7 +339,7 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--fsdp-reshard", "fsdp_reshard"),
                     ("--fsdp-grad-sync", "fsdp_grad_sync"),
                     ("--cp", "cp"),
-                    ("--cp-comm", "cp_comm"),
+                    ("--cp-comm", "cp_comm"), ("--cp-hierarchy", "cp_hierarchy"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),
                     ("--schedule-csv", "schedule_csv"))
@@ -339,6 +348,11 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
 # (flag, argparse dest) that a --sweep's points would not apply: each point is one even-split iteration, no timeline
 SWEEP_IGNORES = (("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--gantt", "gantt"),
                  ("--chrome-trace", "trace"), ("--schedule-csv", "schedule_csv"))
+
+
+def _hierarchy(args: argparse.Namespace) -> tuple[int, int] | None:
+    """``--cp-hierarchy A P`` as the pair Parallelism takes (None when not given)."""
+    return (args.cp_hierarchy[0], args.cp_hierarchy[1]) if args.cp_hierarchy else None
 
 
 def _given(args: argparse.Namespace, flags) -> list[str]:

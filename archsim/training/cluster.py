@@ -167,9 +167,10 @@ class GpuCluster:
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type): its GPU,
         kernels and its groups' links, placed on this cluster's servers
-        (:func:`~archsim.training.group_links.rank_machine`), built once per (TP, PP, DP, device, rank): it
-        reads no other setting of ``par``, and a search asks for it once per candidate (about 5 ms each)."""
-        key = (par.tp, par.pp, par.dp, par.cp, device, rank)
+        (:func:`~archsim.training.group_links.rank_machine`), built once per (TP, PP, DP, CP, a2a+p2p's levels,
+        device, rank): it reads no other setting of ``par``, and a search asks for it once per candidate (about 5 ms
+        each)."""
+        key = (par.tp, par.pp, par.dp, par.cp, par.cp_exchange, par.cp_hierarchy, device, rank)
         if key not in self._rank_machine:
             self._rank_machine[key] = rank_machine(self, par, device, rank)
         return self._rank_machine[key]
@@ -223,7 +224,7 @@ class GpuCluster:
     def rank_machines(self, par: Parallelism) -> tuple[Machine, ...] | None:
         """Each pipeline rank's machine (equal ones shared), or None as :meth:`rank_gpus` (a TP group
         across servers is costed over the network, :class:`~archsim.collectives.Spanning`)."""
-        key = (par.tp, par.pp, par.dp, par.cp)
+        key = (par.tp, par.pp, par.dp, par.cp, par.cp_exchange, par.cp_hierarchy)  # as machine's key
         if key not in self._machines:
             kinds = self.rank_gpus(par)
             made: dict[Machine, Machine] = {}
@@ -258,12 +259,13 @@ class GpuCluster:
         return machines
 
     @cached_property
-    def _machines(self) -> dict[tuple[int, int, int, int], tuple[Machine, ...] | None]:
-        return {}  # (tp, pp, dp, cp) → rank_machines: they depend on nothing else
+    def _machines(self) -> dict[tuple, tuple[Machine, ...] | None]:
+        return {}  # (tp, pp, dp, cp, exchange, CP levels) → rank_machines: they depend on nothing else
 
     @cached_property
-    def _rank_machine(self) -> dict[tuple[int, int, int, int, Device | None, int], Machine]:
-        return {}  # (tp, pp, dp, cp, device, rank) → machine: what rank_machine reads of par, and its other arguments
+    def _rank_machine(self) -> dict[tuple, Machine]:
+        return {}  # (tp, pp, dp, cp, exchange, CP levels, device, rank) → machine: what rank_machine reads of par, and
+        # its other arguments
 
 
 LAYOUT_ERRORS = {

@@ -24,8 +24,10 @@ dV (``reduce_scatter_along_first_dim``), none overlapped here. The attention wor
 and head sharding, attention one causal kernel over the whole sequence at 1/CP of the heads
 (:mod:`archsim.training.context_parallel_a2a`).
 
-Not modelled: the hierarchical a2a+p2p type, FP8 attention's buffers, and the contention of the exchange with
-the attention kernel it overlaps.
+``a2a+p2p`` (hierarchical, ``--cp-hierarchy A P``): a2a's all-to-alls inside groups of A ranks, then p2p's ring over
+P of them at heads/A (:mod:`archsim.training.context_parallel_hierarchy`).
+
+Not modelled: FP8 attention's buffers, and the contention of the exchange with the attention kernel it overlaps.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.collectives import collective_seconds, message_mib
-from archsim.training.context_parallel_a2a import a2a_buffer_bytes, a2a_exchange, a2a_flash_step
+from archsim.training.context_parallel_a2a import a2a_buffer_bytes, a2a_exchange, a2a_flash_step, a2a_messages
+from archsim.training.context_parallel_hierarchy import effective_comm
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 if TYPE_CHECKING:
@@ -54,16 +57,20 @@ def rank_causal_pairs(s: int, cp: int, rank: int) -> int:
     return sum((r.start + r.stop + 1) * len(r) // 2 for r in rank_chunks(s, cp, rank))
 
 
-def flash_steps(s: int, heads: int, kv_heads: int, cp: int, causal: bool,
-                cp_comm: str = "p2p") -> tuple[tuple[int, int, int, bool], ...]:
+def flash_steps(s: int, heads: int, kv_heads: int, cp: int, causal: bool, cp_comm: str = "p2p",
+                hierarchy: tuple[int, int] | None = None) -> tuple[tuple[int, int, int, bool], ...]:
     """FlashAttention kernels one rank runs each way for ``s`` tokens: (tokens, query heads, K/V heads, causal)
     each. CP 1: one over the whole sequence. CP > 1 (p2p's steps): a causal one over the rank's s/CP tokens, then
     CP − 1 unmasked steps of 2L × L pairs (L = s/(2·CP)), each as two L × L blocks: L tokens at twice the heads;
-    ``cp_comm`` a2a: one causal kernel over all ``s`` tokens at 1/CP of the heads."""
+    ``cp_comm`` a2a: one causal kernel over all ``s`` tokens at 1/CP of the heads; a2a+p2p (``hierarchy`` (A, P)):
+    p2p's steps for a ring of P at 1/A of the heads."""
+    comm = effective_comm(cp_comm, hierarchy)
     if cp == 1:
         return ((s, heads, kv_heads, causal),)
-    if cp_comm == "a2a":
+    if comm == "a2a":
         return (a2a_flash_step(s, heads // cp, kv_heads // cp),)
+    if comm == "a2a+p2p" and hierarchy is not None:
+        return flash_steps(s, heads // hierarchy[0], kv_heads // hierarchy[0], hierarchy[1], causal)
     half = s // (2 * cp)
     return ((s // cp, heads, kv_heads, True), *((half, 2 * heads, 2 * kv_heads, False),) * (cp - 1))
 
@@ -76,11 +83,13 @@ def kv_bytes(c: TransformerConfig, micro_batch: int, tp: int, tokens: int, scale
 
 
 def ring_sends(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> tuple[list[float], list[float]]:
-    """p2p's bytes sent at each step, forward (CP steps, the last sends nothing) and backward (K/V; K/V and
-    dK/dV; …; dK/dV alone), per GPU and micro-batch."""
+    """p2p's bytes sent at each step, forward (one step per ring rank, the last sends nothing) and backward (K/V;
+    K/V and dK/dV; …; dK/dV alone), per GPU and micro-batch. The ring: CP ranks (p2p), or P (a2a+p2p, whose
+    K/V of s/P tokens at K/V heads/A are the bytes of s/CP tokens at all of them)."""
     one = kv_bytes(c, par.micro_batch, par.tp, c.seq // par.cp, scale)
-    forward = [one] * (par.cp - 1) + [0.0]
-    backward = [one] + [2 * one] * (par.cp - 2) + [one]
+    ring = par.cp // par.cp_a2a
+    forward = [one] * (ring - 1) + [0.0]
+    backward = [one] + [2 * one] * (ring - 2) + [one]
     return forward, backward
 
 
@@ -88,18 +97,22 @@ def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: 
              steps_b: list[float]) -> tuple[float, float, list[tuple[str, str, float]]]:
     """Seconds CP's K/V exchange adds to a layer's forward and backward beyond its attention steps'
     ``steps_f``/``steps_b`` compute (GPU seconds per step), and its rows (name, F/B, seconds)."""
-    link, hop, cp, scale = machine.links.cp, machine.links.cp_hop, par.cp, machine.scale
-    if par.cp_comm == "a2a":  # not under attention: before and after it
+    link, hop, cp, scale, comm = machine.links.cp, machine.links.cp_hop, par.cp, machine.scale, par.cp_exchange
+    if comm == "a2a":  # not under attention: before and after it
         return a2a_exchange(c, par, machine)
     assert link is not None and hop is not None  # a rank machine of a CP group has its links
-    if par.cp_comm == "p2p":  # each step GPU to GPU: where the ring crosses servers, one GPU's NIC (cp_hop)
+    if comm in ("p2p", "a2a+p2p"):  # each step GPU to GPU: where the ring crosses servers, one GPU's NIC (cp_hop)
         sends_f, sends_b = ring_sends(c, par, scale)
         t_f = [float(collective_seconds("p2p", b, 2, hop)) if b else 0.0 for b in sends_f]
         t_b = [float(collective_seconds("p2p", b, 2, hop)) for b in sends_b]
         f = sum(max(0.0, t - s) for t, s in zip(t_f, steps_f, strict=True))
         b = sum(max(0.0, t - s) for t, s in zip(t_b, steps_b, strict=True))
-        return f, b, [(f"cp.kv-ring (p2p, {cp - 1} × {message_mib(sends_f[0])}, exposed beyond attention)", "F", f),
-                      (f"cp.kv-dkv-ring (p2p, {cp} steps, exposed beyond attention)", "B", b)]
+        ring = [(f"cp.kv-ring (p2p, {len(sends_f) - 1} × {message_mib(sends_f[0])}, exposed beyond attention)", "F", f),
+                (f"cp.kv-dkv-ring (p2p, {len(sends_b)} steps, exposed beyond attention)", "B", b)]
+        if comm == "p2p":
+            return f, b, ring
+        a2a_f, a2a_b, rows = a2a_exchange(c, par, machine)  # the inner group's, before and after the ring
+        return a2a_f + f, a2a_b + b, [*rows, *ring]
     whole = kv_bytes(c, par.micro_batch, par.tp, c.seq, scale) / 2  # K or V of the whole sequence
     gather = float(collective_seconds("all-gather", whole, cp, link))
     scatter = float(collective_seconds("reduce-scatter", whole, cp, link))
@@ -117,13 +130,17 @@ def received_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -
     """Bytes of K/V a CP rank holds beyond its own while a layer's attention runs: p2p's two receive buffers of
     s/CP tokens (forward) or of K/V and dK/dV (backward: ``p2p_comm_buffers``, 2 × (2, *kv.shape)) — the larger,
     the backward's; all_gather's K and V of the whole sequence, less its own; a2a's all-to-all buffers
-    (:func:`~archsim.training.context_parallel_a2a.a2a_buffer_bytes`)."""
+    (:func:`~archsim.training.context_parallel_a2a.a2a_buffer_bytes`); a2a+p2p's the larger of those and, while
+    its ring runs, the Q, K, V its all-to-alls brought with p2p's buffers (4 × the rank's K/V bytes)."""
     if par.cp == 1:
         return 0.0
-    if par.cp_comm == "a2a":
+    comm = par.cp_exchange
+    if comm == "a2a":
         return a2a_buffer_bytes(c, par, scale)
     own = kv_bytes(c, par.micro_batch, par.tp, c.seq // par.cp, scale)
-    return 4 * own if par.cp_comm == "p2p" else (par.cp - 1) * own
+    if comm == "a2a+p2p":  # the all-to-alls' buffers, or the ring's over the Q, K, V they brought (its inputs)
+        return max(a2a_buffer_bytes(c, par, scale), sum(b for _, b in a2a_messages(c, par, scale)[:3]) + 4 * own)
+    return 4 * own if comm == "p2p" else (par.cp - 1) * own
 
 
 __all__ = ["exchange", "flash_steps", "kv_bytes", "rank_causal_pairs", "rank_chunks", "rank_config",

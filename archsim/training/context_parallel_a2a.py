@@ -13,7 +13,7 @@ their local reorder copies with the next one's transfer; attention waits for all
 is priced in series, none under compute (:func:`a2a_exchange`).
 
 TransformerEngine asserts ``num_heads % cp_size == 0`` for Q and for K/V alike and does not replicate K/V
-heads (``parallel.a2a_heads_problem``, with the other layout checks): grouped-query attention with fewer K/V
+heads (``layout_problems.a2a_heads_problem``, with the other layout checks): grouped-query attention with fewer K/V
 heads per TP rank than CP is refused.
 """
 
@@ -48,15 +48,17 @@ def a2a_messages(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> 
 def a2a_exchange(c: TransformerConfig, par: Parallelism,
                  machine: Machine) -> tuple[float, float, list[tuple[str, str, float]]]:
     """Seconds the all-to-alls add to a layer's forward (Q, K, V, O) and backward (dO, dQ, dK, dV): each the
-    all-to-all collective over the CP group's link, in series with attention; and their rows (name, F/B, s)."""
+    all-to-all collective over the CP group's link (a2a+p2p: its inner group of A ranks, whose link ``links.cp``
+    is there), in series with attention; and their rows (name, F/B, s)."""
     link = machine.links.cp
     assert link is not None  # a rank machine of a CP group has its links
     messages = a2a_messages(c, par, machine.scale)
-    seconds = [float(collective_seconds("all-to-all", nbytes, par.cp, link)) for _, nbytes in messages]
+    seconds = [float(collective_seconds("all-to-all", nbytes, par.cp_a2a, link)) for _, nbytes in messages]
     f, b = sum(seconds[:4]), sum(seconds[4:])
     q, kv = message_mib(messages[0][1]), message_mib(messages[1][1])
-    return f, b, [(f"cp.q,k,v,o all-to-all (a2a: {q}, 2 × {kv}, {q})", "F", f),
-                  (f"cp.do,dq,dk,dv all-to-all (a2a: 2 × {q}, 2 × {kv})", "B", b)]
+    over = "a2a" if par.cp_a2a == par.cp else f"a2a over {par.cp_a2a}"  # a2a+p2p's inner group
+    return f, b, [(f"cp.q,k,v,o all-to-all ({over}: {q}, 2 × {kv}, {q})", "F", f),
+                  (f"cp.do,dq,dk,dv all-to-all ({over}: 2 × {q}, 2 × {kv})", "B", b)]
 
 
 def a2a_buffer_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> float:

@@ -19,6 +19,7 @@ from archsim.collectives import Spanning
 from archsim.devices.device import Device
 from archsim.network import Network
 from archsim.training import fitted
+from archsim.training.context_parallel_hierarchy import cp_subgroups
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism
 
@@ -116,6 +117,11 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
     cp_groups = [range(first + t, first + par.tp * par.cp, par.tp) for first in range(start, start + group,
                                                                                      par.tp * par.cp)
                  for t in range(0, par.tp, step)]
+    ring_groups = cp_groups  # the ring's hops and the all-to-all's groups: the CP groups, or a2a+p2p's two levels
+    if par.cp_exchange == "a2a+p2p" and par.cp_hierarchy is not None:
+        levels = [cp_subgroups(g, par.cp_hierarchy) for g in cp_groups]
+        cp_groups = [inner for split in levels for inner in split[0]]
+        ring_groups = [ring for split in levels for ring in split[1]]
     hops = pipeline_hops(cluster, par, device)
     # the pipeline's link over its ranks' first GPUs, or its slowest hop where that is slower: the
     # first GPUs may share a server while another pair of a hop crosses (:func:`pipeline_hops`)
@@ -128,7 +134,7 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
                          embedding=_pair_link(cluster, device, 0, (par.pp - 1) * group, group) if par.pp > 1
                          else None,
                          cp=_slowest_link(cluster, device, iter(cp_groups), every=wired) if par.cp > 1 else None,
-                         cp_hop=_slowest_link(cluster, device, iter(cp_groups), hop=True, every=wired)
+                         cp_hop=_slowest_link(cluster, device, iter(ring_groups), hop=True, every=wired)
                          if par.cp > 1 else None),
                    dtype=cluster.dtype)
 

@@ -218,8 +218,8 @@ def clear_model_cache() -> None:
 
 
 def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
-                implementation: str, dtype: str, cp: int = 1,
-                cp_comm: str = "p2p") -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
+                implementation: str, dtype: str, cp: int = 1, cp_comm: str = "p2p",
+                cp_hierarchy: tuple[int, int] | None = None) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
     """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
     ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops; another
     implementation's, per Megatron's mixed-precision list, the one the fits state their per-op overheads
@@ -241,7 +241,7 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
 
     def megatron(in_dtype: str = "fp16") -> tuple[Work, Work, Work]:
         local = rank_config(c, cp)  # a CP rank's s/CP tokens (CP > 1 is Megatron's list only: check_fits)
-        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm), embedding_work(local, b, t, sp, in_dtype),
+        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy), embedding_work(local, b, t, sp, in_dtype),
                 head_work(local, b, t, sp, in_dtype))
 
     if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
@@ -270,7 +270,7 @@ def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, mach
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
-                                  machine.implementation, machine.dtype, par.cp, par.cp_comm)
+                                  machine.implementation, machine.dtype, par.cp, par.cp_comm, par.cp_hierarchy)
     if c.family == "switch" and par.recompute != "none":
         raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
                          f"{setting('recompute', 'none')} only", field="recompute")

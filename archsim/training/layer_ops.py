@@ -129,11 +129,11 @@ def _memory_op(name: str, forward: float, backward: float,
 
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
-               attention: str = "standard", dtype: str = "fp16", cp: int = 1, cp_comm: str = "p2p") -> Work:
+               attention: str = "standard", dtype: str = "fp16", cp: int = 1, cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None) -> Work:
     """One layer's work on one GPU of its TP group for one micro-batch in ``dtype`` (its memory-bound ops count its
     elements); ``attention`` ``flash``: scores, softmax, dropout and context as one FlashAttention-2 kernel each way
     (:func:`flash_attention_ops`), its backward's small kernels beside it (and grouped-query attention's dK, dV sums
-    after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps as ``cp_comm`` runs it (:mod:`~archsim.training.context_parallel`)."""
+    after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps as ``cp_comm`` runs it (``cp_hierarchy``: a2a+p2p's A, P; :mod:`~archsim.training.context_parallel`)."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b // cp
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
@@ -166,7 +166,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
             moved = rope_elements(tokens, rotated, hd, c.rotary_dims, dtype)
             mem(name, moved, moved)
     if attention == "flash":  # one kernel each way (a CP rank: one per step); backward reversed below: D's
-        for n, qh, kvh, causal in flash_steps(s, b * heads, b * kv, cp, c.family != "bert", cp_comm):  # kernel, the main
+        for n, qh, kvh, causal in flash_steps(s, b * heads, b * kv, cp, c.family != "bert", cp_comm, cp_hierarchy):  # kernel, the main
             f, d = flash_attention_ops(n, hd, qh, kvh, c.sliding_window, dtype, causal, c.drops_attention)
             dot, convert = flash_backward_kernels(n, hd, qh, dtype)  # one, dQ's conversion, the dK, dV sums
             forward.append(f)

@@ -17,6 +17,8 @@ from archsim.choices.training import (
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
+from archsim.training.context_parallel_hierarchy import effective_comm, hierarchy_problem
+from archsim.training.layout_problems import cp_problem, or_list, tp_split_problem
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
@@ -154,7 +156,9 @@ class Parallelism:
     cp: context-parallel degree (Megatron-LM's ``--context-parallel-size``: each rank holds 2 of the sequence's
     2·CP chunks, :mod:`archsim.training.context_parallel`), its K/V exchanged by ``cp_comm`` ``p2p`` (a ring
     overlapped with attention), ``all_gather`` (Llama 3's) or ``a2a`` (DeepSpeed-Ulysses: Q, K, V and the
-    output all-to-all'd to head sharding and back); GPUs = tp·cp·pp·dp."""
+    output all-to-all'd to head sharding and back) or ``a2a+p2p`` (an all-to-all inside groups of A ranks, p2p's
+    ring over P of them: ``cp_hierarchy`` (A, P), A·P = CP, :mod:`archsim.training.context_parallel_hierarchy`);
+    GPUs = tp·cp·pp·dp."""
 
     tp: int = 1
     pp: int = 1
@@ -175,6 +179,7 @@ class Parallelism:
     cp_comm: str = "p2p"
     fsdp_reshard: str = "after-forward"
     fsdp_grad_sync: str = "micro-batch"
+    cp_hierarchy: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp"):
@@ -215,6 +220,11 @@ class Parallelism:
             raise InputError(f"expected one of {', '.join(ATTENTIONS)}, got {self.attention!r}", field="attention")
         if self.cp_comm not in CP_COMMS:
             raise InputError(f"expected one of {', '.join(CP_COMMS)}, got {self.cp_comm!r}", field="cp-comm")
+        if isinstance(self.cp_hierarchy, list):  # the library's keyword as a list: kept as the frozen pair
+            object.__setattr__(self, "cp_hierarchy", tuple(self.cp_hierarchy))
+        problem = hierarchy_problem(self.cp, self.cp_comm, self.cp_hierarchy)
+        if problem:
+            raise InputError(problem, field="cp-comm" if self.cp_hierarchy is None else "cp-hierarchy")
         if self.dp_overlap not in DP_OVERLAPS:
             raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {self.dp_overlap!r}", field="dp-overlap")
         if self.grad_accumulation is not None and self.grad_accumulation not in GRAD_ACCUMULATIONS:
@@ -268,6 +278,17 @@ class Parallelism:
         """The ranks holding the same weights, over which gradients are reduced: DP × CP (CP ranks hold
         every weight, each for its own tokens: Megatron-LM's data-parallel group with context parallelism)."""
         return self.dp * self.cp
+
+    @property
+    def cp_exchange(self) -> str:
+        """The K/V exchange run: ``cp_comm``, but a2a+p2p with A = 1 is p2p and with P = 1 a2a (as TE swaps it)."""
+        return effective_comm(self.cp_comm, self.cp_hierarchy)
+
+    @property
+    def cp_a2a(self) -> int:
+        """The ranks each all-to-all of CP's exchange spans: CP (a2a), A (a2a+p2p), 1 (no all-to-all)."""
+        comm = self.cp_exchange
+        return self.cp if comm == "a2a" else self.cp_hierarchy[0] if comm == "a2a+p2p" and self.cp_hierarchy else 1
 
     @property
     def sharding(self) -> str:
@@ -328,73 +349,20 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
         culprit = "pp" if c.layers % par.pp else "schedule" if par.schedule in V_SCHEDULES else "interleave"
         chunks = [v for v in range(2, c.layers + 1) if c.layers % (par.pp * v) == 0]
         pps = [p for p in range(1, c.layers + 1) if c.layers % (p * par.chunks) == 0]
-        fix = (f"{setting('interleave', placeholder=_or_list(chunks))} splits them evenly; " if culprit == "interleave"
-               and chunks else f"PP {_or_list(pps)} splits them evenly; " if pps else "")
+        fix = (f"{setting('interleave', placeholder=or_list(chunks))} splits them evenly; " if culprit == "interleave"
+               and chunks else f"PP {or_list(pps)} splits them evenly; " if pps else "")
         raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks: {fix}"
                          f"{setting('stage-layers', placeholder='N1,N2,…')} gives each stage its own count",
                          field=culprit)
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")
-    problem = cp_problem(c, par.cp, par.attention, par.tp, par.cp_comm)
+    problem = cp_problem(c, par.cp, par.attention, par.tp, par.cp_comm, par.cp_hierarchy)
     if problem:
-        raise InputError(problem, field="cp")
+        heads = par.cp_comm == "a2a+p2p" and not cp_problem(c, par.cp, par.attention, par.tp)  # A's heads split
+        raise InputError(problem, field="cp-hierarchy" if heads else "cp")
 
 
-def a2a_heads_problem(c: TransformerConfig, tp: int, cp: int) -> str:
-    """Why the all-to-all cannot split ``c``'s heads over CP ('' when it can): each TP rank's query heads and
-    K/V heads must both divide by CP (TransformerEngine's assertion in ``AttnFuncWithCPAndQKVOA2A.forward``)."""
-    heads, kv = c.heads // tp, c.kv_heads // tp
-    if cp == 1 or (heads % cp == 0 and kv % cp == 0):
-        return ""
-    fits = [n for n in range(2, kv + 1) if heads % n == 0 and kv % n == 0]
-    named = [str(n) for n in fits]
-    offer = f"CP {' or '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)} does, or " if fits else ""
-    return (f"{setting('cp-comm', 'a2a')} splits each TP rank's {heads} query and {kv} key/value heads over CP {cp}: "
-            f"CP must divide both (TransformerEngine asserts it; it does not replicate K/V heads): {offer}"
-            f"use {setting('cp-comm', 'p2p')} or all_gather")
-
-
-def cp_problem(c: TransformerConfig, cp: int, attention: str, tp: int = 1, cp_comm: str = "p2p") -> str:
-    """Why context parallelism ``cp`` cannot run ``c`` ('' when it can): Megatron-LM's load-balanced causal
-    split needs the sequence in 2·CP equal chunks; TransformerEngine runs CP only in its flash/fused attention
-    (its unfused attention asserts it); a sliding window and Switch's encoder-decoder are not modelled;
-    ``cp_comm`` a2a splits each TP rank's query and K/V heads over CP (:func:`~archsim.training.
-    a2a_heads_problem`)."""
-    if cp == 1:
-        return ""
-    if c.seq % (2 * cp):
-        fits = [n for n in range(2, min(c.seq // 2, 4 * cp) + 1) if c.seq % (2 * n) == 0]
-        near = sorted(sorted(fits, key=lambda n: abs(n - cp))[:2])
-        return (f"CP {cp} must split the sequence of {c.seq} tokens into 2 × CP = {2 * cp} equal chunks "
-                f"(Megatron-LM's load-balanced causal split): " +
-                (f"CP {_or_list(near)} does" if near else f"no CP above 1 splits {c.seq} tokens so"))
-    if attention != "flash":
-        return (f"CP {cp} runs in TransformerEngine's flash attention only, not {setting('attention', attention)}: "
-                f"give {setting('attention', 'flash')} (the default) or drop {setting('cp')}")
-    if c.family == "switch" or c.sliding_window or c.family == "bert":
-        return f"CP {cp} is modelled for causal decoders without a sliding window, not {c.name}"
-    return a2a_heads_problem(c, tp, cp) if cp_comm == "a2a" else ""
-
-
-def tp_split_problem(c: TransformerConfig, tp: int) -> str:
-    """Why TP ``tp`` cannot split ``c``'s layers as Megatron-LM splits them ('' when it can): the heads,
-    the key/value heads (query groups: Megatron-Core's ``divide(num_query_groups, world_size)`` asserts that
-    TP divides them, so Llama-3-8B's 8 KV heads take TP ≤ 8) and the FFN width each divide over TP."""
-    if c.heads % tp or c.kv_heads % tp or c.ffn % tp:
-        return (f"TP {tp} must divide the heads ({c.heads}), the key/value heads ({c.kv_heads}: Megatron-LM splits "
-                f"the query groups over TP) and the FFN width ({c.ffn}): TP "
-                f"{_or_list(t for t in range(1, c.heads + 1) if not (c.heads % t or c.kv_heads % t or c.ffn % t))} "
-                "divides all three")
-    return ""
-
-
-def _or_list(values) -> str:
-    """``1, 2, 4 or 8``: the counts an error offers as its fix."""
-    words = [str(v) for v in values]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
-
-
-__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "cp_comm_note", "cp_problem",
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "cp_comm_note",
            "layers_per_stage", "one_chunk_note", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
-           "tp_split_problem", "tp_straddles", "unsharded_note"]
+           "tp_straddles", "unsharded_note"]

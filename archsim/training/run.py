@@ -66,7 +66,8 @@ class TrainResult:
         value by its repr): seconds, GiB per GPU (the fullest rank) and joules, as ``archsim train`` prints them."""
         par = self.parallelism
         cp = "" if par is None or par.cp == 1 else f"cp {par.cp} × "  # GPUs = TP × CP × PP × DP
-        comm = "" if par is None or par.cp == 1 else f", cp-comm {par.cp_comm}"
+        comm = "" if par is None or par.cp == 1 else f", cp-comm {par.cp_comm}" + (
+            f" {par.cp_hierarchy[0]} × {par.cp_hierarchy[1]}" if par.cp_hierarchy else "")
         split = "" if par is None else (f"tp {par.tp} × {cp}pp {par.pp} × dp {par.dp}{comm}, micro-batch "
                                         f"{par.micro_batch}, {par.schedule}, recompute {par.recompute}; ")
         energy = "" if self.energy_j is None else f", {self.energy_j:.4g} J"

@@ -10,7 +10,8 @@ Two layouts are read (docs/formats.md, "Runs files"):
   ``--use-distributed-optimizer``), ``fsdp`` (true/false, default false: PyTorch FSDP's full sharding), ``fsdp_reshard`` (after-forward | none,
   default after-forward: when FSDP frees the gathered parameters), ``fsdp_grad_sync`` (micro-batch | step, default
   micro-batch: when FSDP reduce-scatters the gradients),
-  ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather | a2a, default p2p: how CP exchanges K/V),
+  ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather | a2a | a2a+p2p, default p2p: how CP
+  exchanges K/V), ``cp_hierarchy`` (a2a+p2p's ``A P``, as ``--cp-hierarchy``),
   ``gpus`` (checked against TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
@@ -48,9 +49,8 @@ if TYPE_CHECKING:
     from archsim.training.cluster import GpuCluster
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
-OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync", "cp",
-            "cp_comm",
-            "gpus", "measured_seconds")
+OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync",
+            "cp", "cp_comm", "cp_hierarchy", "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
@@ -197,6 +197,10 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
             fields[column] = _int(cells[column], column, file, line)
     fields["cp_comm"] = choice_cell(cells.get("cp_comm", ""), CP_COMMS, file=file, line=line, field="cp_comm",
                                     default="p2p")  # any case, as recompute's cell
+    sizes = cells.get("cp_hierarchy", "").split()  # "4 2", as the flag's two values
+    if sizes and len(sizes) != 2:
+        raise InputError(f"takes two sizes A P, got {cells['cp_hierarchy']!r}", file=file, line=line, field="cp_hierarchy")
+    fields["cp_hierarchy"] = tuple(_int(n, "cp_hierarchy", file, line) for n in sizes) or None
     fields["fsdp_reshard"] = choice_cell(cells.get("fsdp_reshard", ""), FSDP_RESHARDS, file=file, line=line,
                                          field="fsdp_reshard", default="after-forward")
     fields["fsdp_grad_sync"] = choice_cell(cells.get("fsdp_grad_sync", ""), FSDP_GRAD_SYNCS, file=file, line=line,
@@ -328,7 +332,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                 warn(row.line, text)
         p = row.par
         record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp,
-                  **({"cp": p.cp, "cp_comm": p.cp_comm} if split else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
+                  **({"cp": p.cp, "cp_comm": p.cp_comm} if split else {}),
+                  **({"cp_hierarchy": " ".join(map(str, p.cp_hierarchy or ()))} if any(r.par.cp_hierarchy for r in rows) else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.chunks,
                   **({"schedule": p.schedule_name} if renamed else {}),
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),

@@ -51,6 +51,8 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
         args.append("--sequence-parallel")
     if k.cp > 1:  # Megatron-LM spells TransformerEngine's all_gather "allgather"; p2p its default
         comm = {"all_gather": " --cp-comm-type allgather", "a2a": " --cp-comm-type a2a"}.get(k.cp_comm, "")
+        if k.cp_hierarchy:  # a2a+p2p and its levels, A then P
+            comm = f" --cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes {k.cp_hierarchy[0]} {k.cp_hierarchy[1]}"
         args.append(f"--context-parallel-size {k.cp}{comm}")
     if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
         args.append("--use-flash-attn")
@@ -138,6 +140,7 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += f" --fsdp-grad-sync {row['fsdp_grad_sync']}"
     if row.get("cp", 1) > 1:
         line += f" --cp {row['cp']}" + (f" --cp-comm {row['cp_comm']}" if row.get("cp_comm", "p2p") != "p2p" else "")
+        line += f" --cp-hierarchy {row['cp_hierarchy']}" if row.get("cp_hierarchy") else ""
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

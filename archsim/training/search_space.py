@@ -28,16 +28,15 @@ from archsim.training.held_memory import (
     rank_gain,
     rank_share,
 )
+from archsim.training.layout_problems import cp_problem, tp_split_problem
 from archsim.training.memory import (
     StageMemory,
 )
 from archsim.training.parallel import (
     Parallelism,
-    cp_problem,
     layers_per_stage,
     schedule_name,
     schedule_rejection,
-    tp_split_problem,
     tp_straddles,
 )
 from archsim.training.pipeline_memory import RankTerms, layer_held_figures, rank_terms
@@ -46,7 +45,7 @@ from archsim.workload.transformer import TransformerConfig
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
-REASONS = ("tp-divides-heads", "cp-splits-sequence", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
+REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
@@ -77,12 +76,13 @@ class Candidate:
     cp_comm: str = "p2p"  # Parallelism.cp_comm: how CP exchanges K/V (p2p at CP 1, where nothing is exchanged)
     fsdp_reshard: str = "after-forward"  # Parallelism.fsdp_reshard, one for the search (with fsdp)
     fsdp_grad_sync: str = "micro-batch"  # Parallelism.fsdp_grad_sync, one for the search (with fsdp)
+    cp_hierarchy: tuple[int, int] | None = None  # Parallelism.cp_hierarchy: a2a+p2p's (A, P)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
                            self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
-                           self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync)
+                           self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync, self.cp_hierarchy)
 
     @property
     def gpus(self) -> int:
@@ -114,8 +114,14 @@ def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequen
     the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
     per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * \
         sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
-    return sum(factorization_count(n // cp) * (len(cp_comms) if cp > 1 else 1)
+    return sum(factorization_count(n // cp) * (sum(len(cp_levels(cp, comm)) for comm in cp_comms) if cp > 1 else 1)
                for n in counts for cp in cps if n % cp == 0) * per_factorization
+
+
+def cp_levels(cp: int, cp_comm: str) -> tuple[tuple[int, int] | None, ...]:
+    """The hierarchies a search tries for ``cp_comm`` at CP ``cp``: a2a+p2p's every (A, P), A·P = CP, with A and P
+    above 1 (TransformerEngine runs A = 1 as p2p and P = 1 as a2a: tried by naming those); None for the others."""
+    return tuple((a, cp // a) for a in divisors(cp) if 1 < a < cp) if cp_comm == "a2a+p2p" else (None,)
 
 
 def check_distinct(**values) -> None:
@@ -174,7 +180,8 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
     tries (CP 1 exchanges nothing: one candidate, p2p)."""
     for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
-        for b, comm in ((b, comm) for b in micro_batches for comm in (cp_comms if cp > 1 else ("p2p",))):
+        for b, comm, levels in ((b, kind, levels) for b in micro_batches for kind in (cp_comms if cp > 1 else ("p2p",))
+                                for levels in cp_levels(cp, kind)):
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
@@ -183,7 +190,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                                             grad_accumulation=grad_accumulation,
                                             distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
                                             cp_comm=comm, fsdp_reshard=fsdp_reshard,
-                                            fsdp_grad_sync=fsdp_grad_sync)
+                                            fsdp_grad_sync=fsdp_grad_sync, cp_hierarchy=levels)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -193,8 +200,10 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     as many layers as model chunks (PP × chunks per rank)."""
     if tp_split_problem(c, k.tp):
         return "tp-divides-heads"
-    if cp_problem(c, k.cp, k.attention, k.tp, k.cp_comm):
+    if cp_problem(c, k.cp, k.attention, k.tp):
         return "cp-splits-sequence"
+    if cp_problem(c, k.cp, k.attention, k.tp, k.cp_comm, k.cp_hierarchy):  # the exchange's: a2a's heads over CP
+        return "cp-divides-heads"
     if tp_straddles(k.tp, k.gpus, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"
     stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)

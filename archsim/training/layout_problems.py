@@ -1,0 +1,73 @@
+"""Why a TP or CP degree cannot split a model as Megatron-LM and TransformerEngine split it: the layout checks
+that :func:`archsim.training.parallel.check_fits`, the search's rejections and the error messages share. Each
+returns '' when the split runs, else the one-line reason with the degrees that would."""
+
+from __future__ import annotations
+
+from archsim.console import setting
+from archsim.workload.transformer import TransformerConfig
+
+
+def a2a_heads_problem(c: TransformerConfig, tp: int, cp: int, comm: str = "a2a") -> str:
+    """Why the all-to-all cannot split ``c``'s heads over CP ('' when it can): each TP rank's query heads and
+    K/V heads must both divide by CP (TransformerEngine's assertion in ``AttnFuncWithCPAndQKVOA2A.forward``);
+    ``comm`` a2a+p2p: by its inner group's ``cp`` = A ranks (``flash_attn_a2a_communicate`` views the heads as A
+    equal parts)."""
+    heads, kv = c.heads // tp, c.kv_heads // tp
+    if cp == 1 or (heads % cp == 0 and kv % cp == 0):
+        return ""
+    name, why = ("CP", "TransformerEngine asserts it") if comm == "a2a" else \
+        ("A", "TransformerEngine splits them in A equal parts")
+    fits = [n for n in range(2, kv + 1) if heads % n == 0 and kv % n == 0]
+    named = [str(n) for n in fits]
+    offer = f"{name} {' or '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)} does, or " \
+        if fits else ""
+    where = f"CP {cp}" if comm == "a2a" else f"its all-to-all group of A = {cp} ranks ({setting('cp-hierarchy')} A P)"
+    return (f"{setting('cp-comm', comm)} splits each TP rank's {heads} query and {kv} key/value heads over {where}: "
+            f"{name} must divide both ({why}; it does not replicate K/V heads): {offer}"
+            f"use {setting('cp-comm', 'p2p')} or all_gather")
+
+
+def cp_problem(c: TransformerConfig, cp: int, attention: str, tp: int = 1, cp_comm: str = "p2p",
+               hierarchy: tuple[int, int] | None = None) -> str:
+    """Why context parallelism ``cp`` cannot run ``c`` ('' when it can): Megatron-LM's load-balanced causal
+    split needs the sequence in 2·CP equal chunks; TransformerEngine runs CP only in its flash/fused attention
+    (its unfused attention asserts it); a sliding window and Switch's encoder-decoder are not modelled;
+    ``cp_comm`` a2a splits each TP rank's query and K/V heads over CP (:func:`a2a_heads_problem`), a2a+p2p over its inner group of A = ``hierarchy[0]`` ranks."""
+    if cp == 1:
+        return ""
+    if c.seq % (2 * cp):
+        fits = [n for n in range(2, min(c.seq // 2, 4 * cp) + 1) if c.seq % (2 * n) == 0]
+        near = sorted(sorted(fits, key=lambda n: abs(n - cp))[:2])
+        return (f"CP {cp} must split the sequence of {c.seq} tokens into 2 × CP = {2 * cp} equal chunks "
+                f"(Megatron-LM's load-balanced causal split): " +
+                (f"CP {or_list(near)} does" if near else f"no CP above 1 splits {c.seq} tokens so"))
+    if attention != "flash":
+        return (f"CP {cp} runs in TransformerEngine's flash attention only, not {setting('attention', attention)}: "
+                f"give {setting('attention', 'flash')} (the default) or drop {setting('cp')}")
+    if c.family == "switch" or c.sliding_window or c.family == "bert":
+        return f"CP {cp} is modelled for causal decoders without a sliding window, not {c.name}"
+    if cp_comm == "a2a+p2p" and hierarchy:
+        return a2a_heads_problem(c, tp, hierarchy[0], cp_comm)
+    return a2a_heads_problem(c, tp, cp) if cp_comm == "a2a" else ""
+
+
+def tp_split_problem(c: TransformerConfig, tp: int) -> str:
+    """Why TP ``tp`` cannot split ``c``'s layers as Megatron-LM splits them ('' when it can): the heads,
+    the key/value heads (query groups: Megatron-Core's ``divide(num_query_groups, world_size)`` asserts that
+    TP divides them, so Llama-3-8B's 8 KV heads take TP ≤ 8) and the FFN width each divide over TP."""
+    if c.heads % tp or c.kv_heads % tp or c.ffn % tp:
+        return (f"TP {tp} must divide the heads ({c.heads}), the key/value heads ({c.kv_heads}: Megatron-LM splits "
+                f"the query groups over TP) and the FFN width ({c.ffn}): TP "
+                f"{or_list(t for t in range(1, c.heads + 1) if not (c.heads % t or c.kv_heads % t or c.ffn % t))} "
+                "divides all three")
+    return ""
+
+
+def or_list(values) -> str:
+    """``1, 2, 4 or 8``: the counts an error offers as its fix."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+__all__ = ["a2a_heads_problem", "cp_problem", "or_list", "tp_split_problem"]
