@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from archsim.api_keywords import (
     check_choice,
@@ -72,7 +72,6 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, CP_COMMS, IMPLEMENTATION_ATTENTION, IMPLEMENTATIONS
-    from archsim.errors import InputError
     from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -97,10 +96,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
                                                      (micro_batch, "micro-batch"), (interleave, "interleave"), (cp, "cp")))
     check_choice(cp_comm, CP_COMMS, "cp_comm")
-    hierarchy = None if cp_hierarchy is None else \
-        tuple(positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True))
-    if hierarchy is not None and len(hierarchy) != 2:
-        raise InputError(f"takes two sizes (A, P), got {len(hierarchy)}", field="cp-hierarchy")
+    hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
+        positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
     seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     config = transformer(model, seq)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \

@@ -72,6 +72,8 @@ COMMANDS: dict[str, list[str]] = {
                                       "--global-batch", "4", "--micro-batch", "2", "--distributed-optimizer"],
     "train --fsdp": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--dp", "2", "--global-batch", "4",
                      "--micro-batch", "2", "--fsdp"],
+    "train --cp-comm a2a+p2p": ["train", MODEL, "--cluster", GPU_CLUSTER, "--cp", "4", "--dp", "2", "--global-batch", "4",
+                                "--cp-comm", "a2a+p2p", "--cp-hierarchy", "2", "2"],
     "train --fsdp-grad-sync step": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--pp", "2", "--global-batch",
                                     "4", "--micro-batch", "2", "--fsdp", "--fsdp-reshard", "none", "--fsdp-grad-sync",
                                     "step"],

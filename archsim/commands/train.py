@@ -4,6 +4,7 @@ per-op and per-collective breakdown and the pipeline timeline (:mod:`archsim.tra
 from __future__ import annotations
 
 import argparse
+from typing import cast
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
@@ -67,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "CP must divide each TP rank's query and K/V heads) or a2a+p2p (TransformerEngine's "
                              "hierarchical: an all-to-all inside groups of A ranks, then p2p's ring over P of them; "
                              "give --cp-hierarchy A P)")
-    parser.add_argument("--cp-hierarchy", type=positive_int, nargs=2, metavar=("A", "P"), default=None,
+    parser.add_argument("--cp-hierarchy", type=positive_int, nargs="+", metavar="A P", default=None,
                         help="a2a+p2p's levels (Megatron-LM's --hierarchical-context-parallel-sizes A P): all-to-alls "
                              "inside groups of A consecutive CP ranks, p2p's ring over P; A × P = CP, A dividing each "
                              "TP rank's query and K/V heads")
@@ -352,7 +353,7 @@ SWEEP_IGNORES = (("--stage-layers", "stage_layers"), ("--balance", "balance"), (
 
 def _hierarchy(args: argparse.Namespace) -> tuple[int, int] | None:
     """``--cp-hierarchy A P`` as the pair Parallelism takes (None when not given)."""
-    return (args.cp_hierarchy[0], args.cp_hierarchy[1]) if args.cp_hierarchy else None
+    return cast("tuple[int, int]", tuple(args.cp_hierarchy)) if args.cp_hierarchy else None  # Parallelism checks two
 
 
 def _given(args: argparse.Namespace, flags) -> list[str]:
