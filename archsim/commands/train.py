@@ -30,6 +30,7 @@ from archsim.commands.common import (
     phases,
     positive_int,
 )
+from archsim.commands.list_flag import ListFlag
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_points_warnings, tp_span_warning
@@ -68,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "CP must divide each TP rank's query and K/V heads) or a2a+p2p (TransformerEngine's "
                              "hierarchical: an all-to-all inside groups of A ranks, then p2p's ring over P of them; "
                              "give --cp-hierarchy A P)")
-    parser.add_argument("--cp-hierarchy", type=positive_int, nargs="+", metavar="A P", default=None,
+    parser.add_argument("--cp-hierarchy", action=ListFlag, item=positive_int, metavar="A P", default=None,
                         help="a2a+p2p's levels (Megatron-LM's --hierarchical-context-parallel-sizes A P): all-to-alls "
                              "inside groups of A consecutive CP ranks, p2p's ring over P; A × P = CP, A dividing each "
                              "TP rank's query and K/V heads")
