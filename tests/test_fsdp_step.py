@@ -20,19 +20,17 @@ from archsim.training.fsdp import Unit, fsdp_sync, held_state_bytes, step_expose
 from archsim.training.parallel import Parallelism
 from archsim.workload.model_files import load_transformer
 from tests.test_fsdp import GPT_350M, NODE
+from tests.test_fsdp_pipeline import (  # the same PP 2 GPT, counted there
+    FIRST,
+    LAST,
+    LAYER,
+    POSITIONS,
+    TOKENS,
+    H,
+    run,
+)
 
-H = 1024
-LAYER = 12 * H * H + 13 * H  # Megatron's GPT layer: QKV, projection, two MLP GEMMs with biases, two LayerNorms
-TOKENS, POSITIONS = 50304 * H, 1024 * H  # vocabulary padded to 50,304; 1,024 learned positions
-FIRST = 12 * LAYER + TOKENS + POSITIONS  # PP 2, 12 layers a stage: the embedding on the first
-LAST = 12 * LAYER + 2 * H + TOKENS  # the final LayerNorm and the LM head's copy of the token table on the last
-KEYS = {"cluster": str(NODE), "pp": 2, "dp": 4, "global_batch": 32, "micro_batch": 2, "recompute": "full"}
 STEP = {"fsdp": True, "fsdp_reshard": "none", "fsdp_grad_sync": "step"}
-
-
-def run(**extra):
-    result, _ = archsim.train(str(GPT_350M), **KEYS, **extra)
-    return result
 
 
 @pytest.mark.parametrize(("dtype", "width", "grad"), [("fp16", 2, 2), ("bf16", 2, 4), ("fp32", 4, 4)])
