@@ -293,3 +293,22 @@ def test_site_builds_strictly(tmp_path):
     assert "archsim pipeline" in cli_page and "(default: layerpipe)" in cli_page
     api_page = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
     assert "keyword-only" in api_page
+
+
+def benchmark_index_scripts() -> list[str]:
+    """The scripts named in the first cell of each row of benchmarks/README.md's index table (its first)."""
+    lines = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8").splitlines()
+    start = lines.index("| command | measures |") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return [name for row in rows for name in re.findall(r"benchmarks/(\w+\.py)", row.split(" | ")[0])]
+
+
+def test_every_benchmark_has_a_row_in_the_index():
+    named = benchmark_index_scripts()
+    missing = sorted(path.name for path in (ROOT / "benchmarks").glob("bench_*.py") if path.name not in named)
+    assert not missing, f"benchmarks/README.md's table has no row for {missing}"
+    assert not [name for name in named if not (ROOT / "benchmarks" / name).is_file()], "a row names no script"
