@@ -196,18 +196,13 @@ class Parallelism:
         if self.fsdp and self.distributed_optimizer:  # one notion of state sharding: FSDP shards all of it
             raise InputError(f"{setting('fsdp')} shards the optimizer states already: not with "
                              f"{setting('distributed-optimizer')}", field="fsdp")
-        if self.fsdp_reshard not in FSDP_RESHARDS:
-            raise InputError(f"expected one of {', '.join(FSDP_RESHARDS)}, got {self.fsdp_reshard!r}",
-                             field="fsdp-reshard")
-        if self.fsdp_reshard != FSDP_RESHARDS[0] and not self.fsdp:
-            raise InputError(f"{setting('fsdp-reshard', self.fsdp_reshard)} says when FSDP frees its gathered "
-                             f"parameters: give {setting('fsdp')} too", field="fsdp-reshard")
-        if self.fsdp_grad_sync not in FSDP_GRAD_SYNCS:
-            raise InputError(f"expected one of {', '.join(FSDP_GRAD_SYNCS)}, got {self.fsdp_grad_sync!r}",
-                             field="fsdp-grad-sync")
-        if self.fsdp_grad_sync != FSDP_GRAD_SYNCS[0] and not self.fsdp:
-            raise InputError(f"{setting('fsdp-grad-sync', self.fsdp_grad_sync)} says when FSDP reduce-scatters "
-                             f"its gradients: give {setting('fsdp')} too", field="fsdp-grad-sync")
+        for flag, value, choices, what in (("fsdp-reshard", self.fsdp_reshard, FSDP_RESHARDS, "frees its gathered parameters"),
+                                           ("fsdp-grad-sync", self.fsdp_grad_sync, FSDP_GRAD_SYNCS,
+                                            "reduce-scatters its gradients")):  # FSDP's two modes, default first
+            if value not in choices:
+                raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=flag)
+            if value != choices[0] and not self.fsdp:
+                raise InputError(f"{setting(flag, value)} says when FSDP {what}: give {setting('fsdp')} too", field=flag)
         if self.fsdp_grad_sync == "step" and self.fsdp_reshard != "none":  # torchtitan's with PP: never resharded
             raise InputError(f"{setting('fsdp-grad-sync', 'step')} keeps the gathered parameters for the whole step: "
                              f"give {setting('fsdp-reshard', 'none')}", field="fsdp-grad-sync")
