@@ -63,7 +63,8 @@ def nvlink(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
 def nvlink_group(device: Device, members: tuple[int, ...], bandwidth: float | None = None) -> LinkClass:
     """The link class of a collective over ``members`` (GPU indices within one server) of ``device``:
     NVSwitch servers give every group the GPU's full NVLink bandwidth; a DGX-1 of V100s gives it its
-    NVLink rings' (:func:`~archsim.nvlink_rings.ring_count`), PCIe where no ring exists or the
+    NVLink rings' (:func:`~archsim.nvlink_rings.ring_count`: over direct NVLinks, or where none close a
+    ring with hops through a GPU of the group, as NCCL's PATH_NVB), PCIe where no ring exists or the
     board has no NVLink (a PCIe card). ``bandwidth``: the server's in-server fabric, bytes/s per GPU per
     direction, as its cluster file states it (``intra_server_gbps``, :func:`fabric_bytes_per_s`); None:
     the device's own NVLink (or, on a PCIe card, its PCIe) figure. Each step pays the device's own
