@@ -70,7 +70,7 @@ from archsim.training.flash_blocks import (
     flash_tiles,
 )
 from archsim.training.flash_smem import flash_smem_bytes
-from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, unfused_softmax
+from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, fused_softmax, unfused_softmax
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
@@ -129,11 +129,13 @@ def _memory_op(name: str, forward: float, backward: float,
 
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
-               attention: str = "standard", dtype: str = "fp16", cp: int = 1, cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None) -> Work:
+               attention: str = "standard", dtype: str = "fp16", cp: int = 1, cp_comm: str = "p2p",
+               cp_hierarchy: tuple[int, int] | None = None, ep: int = 1) -> Work:
     """One layer's work on one GPU of its TP group for one micro-batch in ``dtype`` (its memory-bound ops count its
     elements); ``attention`` ``flash``: scores, softmax, dropout and context as one FlashAttention-2 kernel each way
     (:func:`flash_attention_ops`), its backward's small kernels beside it (and grouped-query attention's dK, dV sums
-    after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps as ``cp_comm`` runs it (``cp_hierarchy``: a2a+p2p's A, P; :mod:`~archsim.training.context_parallel`)."""
+    after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps as ``cp_comm`` runs it (``cp_hierarchy``: a2a+p2p's A, P; :mod:`~archsim.training.context_parallel`); a mixture of experts: its
+    MLP :func:`~archsim.training.moe_ops.moe_work` over ``ep`` expert-parallel ranks."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b // cp
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
@@ -187,7 +189,13 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     residual = residual_elements(c, dtype)
     mem("residual1", residual * local * h, residual * local * h)
     mem("norm2", 2 * local * h, 3 * local * h, ("ln", local, h))
-    if w.gated:
+    from archsim.training.moe_ops import moe_work  # it builds on this module's gemm_ops and Work
+
+    moe = moe_work(c, tokens, local, t, ep, dtype) if c.moe else None  # routed experts in the MLP's place
+    if moe is not None:
+        forward.extend(moe.forward)
+        backward.extend(moe.backward[::-1])  # reversed below with the rest
+    elif w.gated:
         gemm("gate", tokens, h, ffn)
         gemm("up", tokens, h, ffn)
         mem("silu_mul", 3 * tokens * ffn, 5 * tokens * ffn)
@@ -198,8 +206,11 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     mem("residual2", residual * local * h, residual * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
     first_mlp = ("gate", "up") if w.gated else ("fc1",)  # a gated MLP's one linear_fc1, two ops here
-    return Work(tuple(forward), tuple(backward),
-                *_tp_collectives(tokens * h * 2, tp, sequence_parallel, {"attn": ("qkv",), "mlp": first_mlp}))
+    tp_f, tp_b = _tp_collectives(tokens * h * 2, tp, sequence_parallel, {"attn": ("qkv",), "mlp": first_mlp})
+    if moe is not None:  # the dispatcher's collectives in the dense MLP's TP ones' place
+        tp_f, tp_b = (tuple(x for x in colls if not x.name.startswith("mlp.")) for colls in (tp_f, tp_b))
+        tp_f, tp_b = tp_f + moe.forward_collectives, moe.backward_collectives + tp_b
+    return Work(tuple(forward), tuple(backward), tp_f, tp_b)
 
 
 def residual_elements(c: TransformerConfig, dtype: str = "fp16") -> float:
@@ -249,21 +260,6 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
                           vector_elements=2 * q + 2 * kv + 2 * lse + 2 * accum + 2 * q, out_bytes=2 * (q + 2 * q),
                           fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops, smem_bytes=bsmem)
     return forward, backward
-
-
-def fused_softmax(seq: int, attention_batches: int, dtype: str = "fp16") -> bool:
-    """Whether Megatron's fused scale-mask-softmax kernel runs (one kernel each way) for ``seq`` tokens,
-    ``attention_batches`` = micro-batch × heads per TP rank, training in ``dtype``: its warp-per-row kernel
-    needs 16 < key length ≤ 2048, query length and attention batches multiples of 4
-    (``FusedScaleMaskSoftmax``'s ``custom_kernel_constraint`` in the Megatron-DeepSpeed the measured runs
-    used; vTrain's model copies it) and half-precision scores: Megatron-LM's ``megatron/model/fused_softmax.py``
-    invokes the kernel only ``if self.input_in_fp16``, Megatron-Core's ``is_kernel_available``
-    (``megatron/core/fusions/fused_softmax.py``) only with ``self.input_in_float16`` (fp16 or bf16). Otherwise PyTorch runs :func:`unfused_softmax`'s kernels in fp32 —
-    e.g. 16 heads over TP 8 at micro-batch 1 (2 attention batches), or any shape under ``--dtype fp32``.
-    The other fused kernels the list assumes have no dtype condition and run in fp32 too: bias-GeLU and
-    bias-dropout-add are ``jit_fuser`` functions (``megatron/core/fusions/fused_bias_gelu.py``,
-    ``fused_bias_dropout.py``), the layer norm apex's fused kernel, which takes fp32."""
-    return dtype != "fp32" and 16 < seq <= 2048 and seq % 4 == 0 and attention_batches % 4 == 0
 
 
 # Under sequence parallelism Megatron's column-parallel GEMMs (QKV and the MLP's first, gated or not: one
