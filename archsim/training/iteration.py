@@ -66,7 +66,7 @@ from archsim.training.eager_ops import (
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.memory import check_sharding, gradient_bytes
-from archsim.training.moe_ops import check_moe
+from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_parameters
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -301,7 +301,13 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches;
     ``drains``: per model chunk of the rank, seconds from its last backward to the rank's last action (what FSDP's
     once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`)."""
-    before, after = dp_sync(c, par, machine, parameters, forward_s, backward_s, rank, drains)  # by par.sharding
+    experts = rank_expert_parameters(c, par, rank)  # a mixture's: their gradients over the DP/EP ranks holding them
+    before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
+    if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
+        group = replace(par, dp=par.expert_replicas, ep=1)
+        more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=machine.links.expert_dp)), experts,
+                       forward_s, backward_s, rank, drains)
+        before, after = ({k: v + extra.get(k, 0.0) for k, v in part.items()} for part, extra in zip((before, after), more))
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
@@ -321,7 +327,8 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         moved = EAGER_OPTIMIZER_BYTES_PER_PARAMETER * parameters
         optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
     else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's; on its 1/DP shard
-        moved = optimizer_step_bytes(machine.dtype) * (parameters / par.optimizer_shards)  # with the distributed one
+        shards = (parameters - experts) / par.optimizer_shards + experts / expert_shards(par)  # the distributed one's
+        moved = optimizer_step_bytes(machine.dtype) * shards
         optimizer = float(stream_seconds(moved, hbm, machine.efficiency, kernels=4))
     return {**before, "embedding_allreduce": tied, "optimizer": optimizer, **after}
 

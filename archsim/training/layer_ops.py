@@ -202,7 +202,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     else:
         gemm("fc1", tokens, h, ffn)
         mem("bias_gelu", 2 * tokens * ffn, 3 * tokens * ffn)
-    gemm("fc2", tokens, ffn, h)
+    if moe is None:
+        gemm("fc2", tokens, ffn, h)
     mem("residual2", residual * local * h, residual * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
     first_mlp = ("gate", "up") if w.gated else ("fc1",)  # a gated MLP's one linear_fc1, two ops here

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from archsim.errors import InputError
 from archsim.training.layer_ops import Collective, Work, gemm_ops, vector_op
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -131,10 +131,45 @@ def check_moe(c: TransformerConfig, par: Parallelism, implementation: str = "meg
         raise InputError(problem, field="ep")
 
 
+def mlp_activation_bytes(c: TransformerConfig, tp: int) -> float:
+    """Bytes per token of the micro-batch the MLP keeps for its backward on one of ``tp`` ranks (2 a value): a GELU
+    MLP's activation and fc2 inputs (2·2·ffn/t), a gated one's gate and up outputs and their product (2·3·ffn/t);
+    a mixture of experts' k routed rows as its experts take them (the fc1 input 2·h, its gate and up output
+    2·2f/t, SwiGLU's product 2·f/t), the k permuted rows of the T/t tokens it routes, which unpermute keeps
+    (2·k·h/t), and the router's fp32 probabilities (4·E/t)."""
+    if not c.moe:
+        return 2 * (3 if c.family == "llama" else 2) * (c.ffn // tp)
+    k, f = c.experts_per_token, c.expert_ffn // tp
+    return k * (2 * c.hidden + 6 * f) + (2 * k * c.hidden + 4 * c.experts) / tp
+
+
 def expert_parameters(c: TransformerConfig, par: Parallelism) -> int:
     """A rank's expert parameters per layer: its E/EP experts' gate, up and down, each split over ETP = TP
     (3·h·f/TP); 0 for a dense model. Their gradients are reduced over :attr:`Parallelism.expert_replicas`."""
     return c.experts // par.ep * 3 * c.hidden * (c.expert_ffn // par.tp) if c.moe else 0
 
 
-__all__ = ["check_moe", "dispatch_bytes", "expert_parameters", "expert_rows", "moe_problem", "moe_work"]
+def rank_expert_parameters(c: TransformerConfig, par: Parallelism, rank: int) -> int:
+    """Expert parameters pipeline rank ``rank`` holds: :func:`expert_parameters` times the layers of its stages."""
+    if not c.moe:
+        return 0
+    counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
+    return expert_parameters(c, par) * sum(n for n, r in zip(counts, rank_of_stages(par), strict=True) if r == rank)
+
+
+def expert_shards(par: Parallelism) -> int:
+    """The ranks the distributed optimizer shards the experts' states over: their expert-DP group (DP/EP; 1 without)."""
+    return par.expert_replicas if par.distributed_optimizer else 1
+
+
+__all__ = [
+    "check_moe",
+    "dispatch_bytes",
+    "expert_parameters",
+    "expert_rows",
+    "expert_shards",
+    "mlp_activation_bytes",
+    "moe_problem",
+    "moe_work",
+    "rank_expert_parameters",
+]

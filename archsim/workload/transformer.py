@@ -325,6 +325,12 @@ def qk_norm_parameters(c: TransformerConfig) -> int:
     return 2 * c.head_dim if c.qk_norm else 0
 
 
+def replicated_parameters(c: TransformerConfig) -> int:
+    """A layer's parameters every TP rank holds whole: norms' γ (β; Qwen3's q and k norms' γ), proj and fc2 biases,
+    a mixture's router (h·E: Megatron-Core's ``TopKRouter.weight`` is not split)."""
+    return 2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe if c.family == "llama" else 6 * c.hidden
+
+
 def outer_norm_parameters(c: TransformerConfig) -> int:
     """The one norm outside the layers (replicated over TP): the final norm (Llama's RMSNorm γ; GPT's and
     OPT's LayerNorm γ and β) or BERT's embedding LayerNorm (γ, β)."""
