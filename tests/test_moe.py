@@ -129,3 +129,84 @@ def test_a_dense_layer_keeps_its_mlp_and_runs_no_router():
     # the dense layer's parameters per GPU at TP 2 by hand: attention and MLP split, two RMS norms whole
     kv = 2 * H // 4
     assert layer_parameters_per_gpu(_llama(), 2) == (2 * H * H + 2 * H * kv + 3 * H * F) / 2 + 2 * H
+
+
+# -- wiring: train --ep, archsim.train(ep=), the runs file's ep column, search's refusal ---------------------------
+CLUSTER = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "h100_2_servers.toml"
+SMALL_MOE = {"model_type": "mixtral", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1024, "max_position_embeddings": 512,
+             "num_local_experts": 8, "num_experts_per_tok": 2}
+
+
+def _small_moe(tmp_path) -> Path:
+    import json
+
+    path = tmp_path / "small_moe.json"
+    path.write_text(json.dumps(SMALL_MOE))
+    return path
+
+
+def test_train_json_meta_states_ep_and_the_experts(tmp_path, capsys):
+    import json
+
+    from archsim.cli import main
+
+    code = main(["train", str(_small_moe(tmp_path)), "--cluster", str(CLUSTER), "--dp", "4", "--ep", "4",
+                 "--global-batch", "8", "--seq", "128", "--format", "json"])
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert code == 0 and (meta["ep"], meta["experts"], meta["experts_per_token"]) == (4, 8, 2)
+
+
+def test_api_ep_times_as_the_flag_does(tmp_path, capsys):
+    import json
+
+    import archsim
+    from archsim.cli import main
+
+    main(["train", str(_small_moe(tmp_path)), "--cluster", str(CLUSTER), "--dp", "4", "--ep", "2",
+          "--global-batch", "8", "--seq", "128", "--format", "json"])
+    flag = json.loads(capsys.readouterr().out)["meta"]["iteration_seconds"]
+    result, _ = archsim.train(_small_moe(tmp_path), cluster=CLUSTER, dp=4, ep=2, global_batch=8, seq=128)
+    assert result.iteration_seconds == flag
+
+
+def test_runs_file_ep_column(tmp_path, capsys):
+    from archsim.cli import main
+
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,ep\n1,1,4,1,8,1\n1,1,4,1,8,4\n")
+    code = main(["train", str(_small_moe(tmp_path)), "--cluster", str(CLUSTER), "--runs", str(runs), "--seq", "128",
+                 "--format", "csv"])
+    out = capsys.readouterr().out
+    header = out.splitlines()[0].split(",")
+    assert code == 0 and "ep" in header
+    assert [line.split(",")[header.index("ep")] for line in out.splitlines()[1:3]] == ["1", "4"]
+
+
+def test_more_expert_parallelism_holds_fewer_experts_a_gpu(tmp_path):
+    import archsim
+
+    peaks = [archsim.train(_small_moe(tmp_path), cluster=CLUSTER, dp=4, ep=ep, global_batch=8, seq=128)[0].memory[0].parameters
+             for ep in (1, 2, 4)]
+    # 2 layers × (8/EP experts × 3·256·512): the experts a GPU drops going from EP 1 to 2, then 2 to 4
+    assert peaks[0] - peaks[1] == 2 * 4 * 3 * 256 * 512 and peaks[1] - peaks[2] == 2 * 2 * 3 * 256 * 512
+
+
+def test_search_refuses_a_mixture_of_experts_naming_train_ep(tmp_path, capsys):
+    from archsim.cli import main
+
+    code = main(["search", str(_small_moe(tmp_path)), "--cluster", str(CLUSTER), "--global-batch", "8", "--seq", "128"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--ep" in err and "expert parallelism" in err
+
+
+def test_sweep_takes_ep_as_an_axis(tmp_path, capsys):
+    from archsim.cli import main
+
+    code = main(["train", str(_small_moe(tmp_path)), "--cluster", str(CLUSTER), "--dp", "4", "--global-batch", "8",
+                 "--seq", "128", "--sweep", "ep=1,2,3", "--format", "csv"])
+    rows = capsys.readouterr().out.splitlines()
+    header = rows[0].split(",")
+    cells = [dict(zip(header, line.split(","), strict=False)) for line in rows[1:]]
+    assert code == 0 and [c["ep"] for c in cells] == ["1", "2", "3"]
+    assert cells[2]["error"] and not cells[0]["error"]  # EP 3 divides neither DP 4 nor the 8 experts

@@ -301,7 +301,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches;
     ``drains``: per model chunk of the rank, seconds from its last backward to the rank's last action (what FSDP's
     once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`)."""
-    experts = rank_expert_parameters(c, par, rank)  # a mixture's: their gradients over the DP/EP ranks holding them
+    experts = rank_expert_parameters(c, par, rank) if par.ep > 1 else 0  # theirs over the DP/EP ranks holding them
     before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
         group = replace(par, dp=par.expert_replicas, ep=1)
