@@ -304,8 +304,9 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     experts = rank_expert_parameters(c, par, rank) if par.ep > 1 else 0  # theirs over the DP/EP ranks holding them
     before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
-        group = replace(par, dp=par.expert_replicas, ep=1)
-        more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=machine.links.expert_dp)), experts,
+        group, link = replace(par, dp=par.expert_replicas, ep=1), machine.links.expert_dp
+        assert link is not None  # a rank machine of an expert-DP group of more than one has its link
+        more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=link)), experts,
                        forward_s, backward_s, rank, drains)
         before, after = ({k: v + extra.get(k, 0.0) for k, v in part.items()} for part, extra in zip((before, after), more))
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
