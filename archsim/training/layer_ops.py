@@ -57,9 +57,7 @@ under that GEMM's δ.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from archsim.lowering import Gemm, TrainingOp
+from archsim.lowering import TrainingOp
 from archsim.training.context_parallel import flash_steps
 from archsim.training.flash_blocks import (
     dq_accum_values,
@@ -71,61 +69,10 @@ from archsim.training.flash_blocks import (
 )
 from archsim.training.flash_smem import flash_smem_bytes
 from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, fused_softmax, unfused_softmax
+from archsim.training.moe_ops import moe_work
+from archsim.training.op_work import Collective, Work, gemm_ops, memory_op, vector_op
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
-
-
-@dataclass(frozen=True)
-class Collective:
-    """One collective a GPU takes part in: ``kind`` all-reduce | all-gather | reduce-scatter | p2p,
-    over ``group`` (tp, dp, pp, embedding), of ``bytes`` per GPU (the full buffer), in ``phase`` F or B.
-    ``under``: the ``layer`` names of the backward δ ops it is issued asynchronously under (their
-    GPU seconds hide it: :func:`archsim.training.iteration.exposed_collective_seconds`); empty: it runs
-    in series with the compute."""
-
-    name: str
-    kind: str
-    group: str
-    bytes: float
-    phase: str
-    under: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Work:
-    """Ops and collectives of one piece of the model for one micro-batch: forward and backward."""
-
-    forward: tuple[TrainingOp, ...]
-    backward: tuple[TrainingOp, ...]
-    forward_collectives: tuple[Collective, ...] = ()
-    backward_collectives: tuple[Collective, ...] = ()
-
-
-def gemm_ops(name: str, m: int, k: int, n: int, count: int = 1, *, weights: bool = True) -> tuple[TrainingOp, ...]:
-    """A matmul's three training ops, F (m×k · k×n), D and G (``weights`` False: B is an activation, so its
-    gradient is δ work, ``.dB``), ``count`` alike, each ``out_bytes`` at 2 bytes an element: one definition for
-    Megatron's, the eager and the Hugging Face op lists (:mod:`~archsim.training.eager_ops`,
-    :mod:`~archsim.training.hf_ops`), so a matmul is costed alike in each."""
-    f = TrainingOp(name, "F", (Gemm(m, k, n, count),), out_bytes=2 * m * n * count)
-    d = TrainingOp(name, "D", (Gemm(m, n, k, count),), out_bytes=2 * m * k * count)
-    if weights:
-        g = TrainingOp(name, "G", (Gemm(k, m, n, count),), out_bytes=2 * k * n * count)
-    else:  # activation × activation: ∂B is δ work too
-        g = TrainingOp(name + ".dB", "D", (Gemm(k, m, n, count),), out_bytes=2 * k * n * count)
-    return f, d, g
-
-
-def vector_op(name: str, kind: str, elements: float) -> TrainingOp:
-    """An elementwise kernel of op kind ``kind`` moving ``elements`` elements (rounded to a whole count), on no
-    kernel model: the embedding and loss ops here and in :mod:`~archsim.training.eager_ops` are built alike."""
-    return TrainingOp(name, kind, (), vector_elements=int(round(elements)))
-
-
-def _memory_op(name: str, forward: float, backward: float,
-               kernel: tuple[str, int, int] | tuple[()] = ()) -> tuple[TrainingOp, TrainingOp]:
-    """A memory-bound op each way; ``kernel``: its softmax or layer-norm kernel (:attr:`~archsim.lowering.TrainingOp.kernel`)."""
-    return (TrainingOp(name, "F", (), vector_elements=int(round(forward)), kernel=kernel),
-            TrainingOp(name, "D", (), vector_elements=int(round(backward)), kernel=kernel))
 
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
@@ -147,7 +94,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     backward: list[TrainingOp] = []
 
     def mem(name: str, fwd: float, bwd: float, kernel: tuple[str, int, int] | tuple[()] = ()) -> None:
-        f, d = _memory_op(name, fwd, bwd, kernel)
+        f, d = memory_op(name, fwd, bwd, kernel)
         forward.append(f)
         backward.append(d)
 
@@ -189,8 +136,6 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     residual = residual_elements(c, dtype)
     mem("residual1", residual * local * h, residual * local * h)
     mem("norm2", 2 * local * h, 3 * local * h, ("ln", local, h))
-    from archsim.training.moe_ops import moe_work  # it builds on this module's gemm_ops and Work
-
     moe = moe_work(c, tokens, local, t, ep, dtype) if c.moe else None  # routed experts in the MLP's place
     if moe is not None:
         forward.extend(moe.forward)
@@ -326,7 +271,7 @@ def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence
     backward: tuple[TrainingOp, ...] = gradient
     if c.scaled_embeddings:  # Gemma: the rows times √hidden, one elementwise kernel each way (read, write)
         scaled = local if scattered else tokens  # on the lookup's output, reduce-scattered or not
-        scale_f, scale_d = _memory_op("embedding_scale", 2 * scaled * h, 2 * scaled * h)
+        scale_f, scale_d = memory_op("embedding_scale", 2 * scaled * h, 2 * scaled * h)
         forward, backward = (*forward, scale_f), (scale_d, *backward)
     if sp:
         forward = (*forward, vector_op("embedding_clone", "F", 2 * local * h))
@@ -369,9 +314,9 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     local = tokens // tp if sp else tokens
     vocab = padded_vocab(c.vocab, tp) // tp
     f, d, g = gemm_ops("lm_head", tokens, h, vocab)
-    norm_f, norm_d = _memory_op("final_norm", 2 * local * h, 3 * local * h, ("ln", local, h))
+    norm_f, norm_d = memory_op("final_norm", 2 * local * h, 3 * local * h, ("ln", local, h))
     per_logit_f, per_logit_d = cross_entropy_elements(dtype)
-    loss_f, loss_d = _memory_op("cross_entropy", per_logit_f * tokens * vocab, per_logit_d * tokens * vocab)
+    loss_f, loss_d = memory_op("cross_entropy", per_logit_f * tokens * vocab, per_logit_d * tokens * vocab)
     if tp == 1:
         return Work((norm_f, f, loss_f), (loss_d, d, g, norm_d))
     activation = tokens * h * 2

@@ -39,7 +39,7 @@ unpermute (weighted sum)    read R·h rows, R probs, write         read dy, the 
 from __future__ import annotations
 
 from archsim.errors import InputError
-from archsim.training.layer_ops import Collective, Work, gemm_ops, vector_op
+from archsim.training.op_work import Collective, Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.workload.transformer import TransformerConfig
 
