@@ -22,26 +22,55 @@ DATA = ROOT / "tests" / "data" / "hf_configs"
 CLUSTER = ROOT / "configs" / "clusters" / "h100_2_servers.toml"
 
 
-# -- mixture-of-experts configs: refused, saying why ---------------------------------------------------
-def test_mixtral_is_refused_in_one_line_naming_its_experts():
-    with pytest.raises(InputError) as caught:
-        load_transformer(DATA / "mixtral_8x7b.json")
-    text = str(caught.value)
-    assert "field 'model_type'" in text and "\n" not in text
-    assert "mixture-of-experts" in text and "num_local_experts 8" in text and "num_experts_per_tok 2" in text
+# -- mixture-of-experts configs: Mixtral and Qwen3-MoE read, the others refused saying why -------------------
+def test_mixtral_is_read_with_its_experts_and_published_parameter_counts():
+    c = load_transformer(DATA / "mixtral_8x7b.json")
+    assert (c.experts, c.experts_per_token, c.expert_ffn, c.kv_heads) == (8, 2, 14336, 8)
+    # Mistral AI's announcement (mistral.ai/news/mixtral-of-experts): 46.7B parameters, 12.9B used per token
+    assert round(c.parameter_count / 1e9, 1) == 46.7 and round(c.active_parameter_count / 1e9, 1) == 12.9
 
 
-@pytest.mark.parametrize("kind,experts_key", [("qwen3_moe", "num_experts"), ("qwen2_moe", "num_experts"),
-                                               ("deepseek_v3", "n_routed_experts")])
-def test_other_moe_model_types_are_refused_as_moe(tmp_path, kind, experts_key):
+def test_qwen3_moe_is_read_with_its_published_parameter_counts():
+    c = load_transformer(DATA / "qwen3_30b_a3b.json")
+    assert (c.experts, c.experts_per_token, c.expert_ffn, c.qk_norm) == (128, 8, 768, True)
+    # Qwen3-30B-A3B's model card: 30.5B parameters, 29.9B non-embedding, 3.3B activated (its figures cut, not
+    # rounded, to one decimal: 3.35B here)
+    embeddings = 2 * c.vocab * c.hidden  # untied token table and LM head
+    assert round(c.parameter_count / 1e9, 1) == 30.5 and round((c.parameter_count - embeddings) / 1e9, 1) == 29.9
+    assert int(c.active_parameter_count / 1e8) == 33
+
+
+@pytest.mark.parametrize("kind,experts_key,why", [
+    ("qwen2_moe", "num_experts", "shared expert"), ("deepseek_v3", "n_routed_experts", "latent attention"),
+    ("olmoe", "num_experts", "whole projection"), ("phimoe", "num_local_experts", "SparseMixer")])
+def test_other_moe_model_types_are_refused_as_moe(tmp_path, kind, experts_key, why):
     fields = json.loads((DATA / "qwen3_8b.json").read_text())
     fields.update(model_type=kind, **{experts_key: 128, "num_experts_per_tok": 8})
-    with pytest.raises(InputError, match=f"mixture-of-experts.*{experts_key} 128.*num_experts_per_tok 8"):
+    with pytest.raises(InputError, match=f"mixture-of-experts.*{experts_key} 128.*num_experts_per_tok 8.*{why}") as caught:
+        load_transformer(write_config(tmp_path, fields))
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("key,value", [("decoder_sparse_step", 2), ("mlp_only_layers", [0, 3])])
+def test_qwen3_moe_with_dense_layers_is_refused_in_one_line(tmp_path, key, value):
+    fields = json.loads((DATA / "qwen3_30b_a3b.json").read_text())
+    fields[key] = value
+    with pytest.raises(InputError, match=f"field '{key}'.*dense MLP layers") as caught:
+        load_transformer(write_config(tmp_path, fields))
+    assert "\n" not in str(caught.value)
+
+
+def test_mixtral_with_router_jitter_is_refused(tmp_path):
+    fields = json.loads((DATA / "mixtral_8x7b.json").read_text())
+    fields["router_jitter_noise"] = 0.01
+    with pytest.raises(InputError, match="router_jitter_noise '0.01' is not modelled"):
         load_transformer(write_config(tmp_path, fields))
 
 
-def test_mixtral_refusal_on_the_command_line_is_exit_2_and_one_line(capsys):
-    code = main(["train", str(DATA / "mixtral_8x7b.json"), "--cluster", str(CLUSTER), "--global-batch", "16",
+def test_a_moe_refusal_on_the_command_line_is_exit_2_and_one_line(tmp_path, capsys):
+    fields = json.loads((DATA / "qwen3_8b.json").read_text())
+    fields.update(model_type="qwen2_moe", num_experts=60, num_experts_per_tok=4)
+    code = main(["train", str(write_config(tmp_path, fields)), "--cluster", str(CLUSTER), "--global-batch", "16",
                  "--seq", "256"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "mixture-of-experts" in err

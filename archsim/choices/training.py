@@ -40,4 +40,5 @@ SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved
 MAX_REFINE_ACTIONS = 5_000_000
 # the Hugging Face config.json model_types train, search and the array commands read
 # (archsim/workload/hf_config.py; docs/formats.md lists the fields of each)
-HF_MODEL_TYPES = ("gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "switch_transformers")
+HF_MODEL_TYPES = ("gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "switch_transformers",
+                  "mixtral", "qwen3_moe")

@@ -66,6 +66,7 @@ from archsim.training.eager_ops import (
 from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.memory import check_sharding, gradient_bytes
+from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_parameters
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -119,8 +120,10 @@ def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, 
     ``delta_seconds``: each backward δ op's GPU seconds by layer name. NCCL's kernels and the GEMM share
     the GPU's SMs and HBM while they overlap; that contention is not modelled (the hidden part is free)."""
     out = np.empty(len(colls))
-    for i, c in enumerate(colls):
-        seconds = float(collective_seconds(c.kind, c.bytes * scale, par.tp, links.tp))
+    for i, c in enumerate(colls):  # a TP collective, or a mixture of experts' all-to-all over its EP group
+        ranks, link = (par.ep, links.ep) if c.group == "ep" else (par.tp, links.tp)
+        assert link is not None  # a rank machine of an EP group has its link
+        seconds = float(collective_seconds(c.kind, c.bytes * scale, ranks, link))
         out[i] = max(0.0, seconds - sum(delta_seconds[name] for name in c.under)) if c.under else seconds
     return out
 
@@ -201,10 +204,11 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     """Per micro-batch costs of one transformer layer, the embedding and the head on ``machine``. They do
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
+    check_moe(c, par, machine.implementation)  # before DP is reset below
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
-    same = replace(par, pp=1, dp=1, global_batch=par.micro_batch, interleave=1, schedule="1f1b", stage_layers=None,
+    same = replace(par, pp=1, dp=par.ep, global_batch=par.micro_batch * par.ep, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False,
                    fsdp_reshard="after-forward", fsdp_grad_sync="micro-batch")
     return dict(_model_pieces(c, same, machine))
@@ -219,7 +223,8 @@ def clear_model_cache() -> None:
 
 def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                 implementation: str, dtype: str, cp: int = 1, cp_comm: str = "p2p",
-                cp_hierarchy: tuple[int, int] | None = None) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
+                cp_hierarchy: tuple[int, int] | None = None,
+                ep: int = 1) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
     """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
     ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops; another
     implementation's, per Megatron's mixed-precision list, the one the fits state their per-op overheads
@@ -241,7 +246,7 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
 
     def megatron(in_dtype: str = "fp16") -> tuple[Work, Work, Work]:
         local = rank_config(c, cp)  # a CP rank's s/CP tokens (CP > 1 is Megatron's list only: check_fits)
-        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy), embedding_work(local, b, t, sp, in_dtype),
+        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy, ep), embedding_work(local, b, t, sp, in_dtype),
                 head_work(local, b, t, sp, in_dtype))
 
     if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
@@ -270,7 +275,7 @@ def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, mach
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
-                                  machine.implementation, machine.dtype, par.cp, par.cp_comm, par.cp_hierarchy)
+                                  machine.implementation, machine.dtype, par.cp, par.cp_comm, par.cp_hierarchy, par.ep)
     if c.family == "switch" and par.recompute != "none":
         raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
                          f"{setting('recompute', 'none')} only", field="recompute")
@@ -296,7 +301,14 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches;
     ``drains``: per model chunk of the rank, seconds from its last backward to the rank's last action (what FSDP's
     once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`)."""
-    before, after = dp_sync(c, par, machine, parameters, forward_s, backward_s, rank, drains)  # by par.sharding
+    experts = rank_expert_parameters(c, par, rank) if par.ep > 1 else 0  # theirs over the DP/EP ranks holding them
+    before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
+    if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
+        group, link = replace(par, dp=par.expert_replicas, ep=1), machine.links.expert_dp
+        assert link is not None  # a rank machine of an expert-DP group of more than one has its link
+        more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=link)), experts,
+                       forward_s, backward_s, rank, drains)
+        before, after = ({k: v + extra.get(k, 0.0) for k, v in part.items()} for part, extra in zip((before, after), more))
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
@@ -316,7 +328,8 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         moved = EAGER_OPTIMIZER_BYTES_PER_PARAMETER * parameters
         optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
     else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's; on its 1/DP shard
-        moved = optimizer_step_bytes(machine.dtype) * (parameters / par.optimizer_shards)  # with the distributed one
+        shards = (parameters - experts) / par.optimizer_shards + experts / expert_shards(par)  # the distributed one's
+        moved = optimizer_step_bytes(machine.dtype) * shards
         optimizer = float(stream_seconds(moved, hbm, machine.efficiency, kernels=4))
     return {**before, "embedding_allreduce": tied, "optimizer": optimizer, **after}
 

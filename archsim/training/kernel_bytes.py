@@ -39,4 +39,21 @@ def cross_entropy_elements(dtype: str) -> tuple[float, float]:
     return dtype_elements(cast + 4 + 8 + 4, dtype), dtype_elements(8, dtype)
 
 
-__all__ = ["cross_entropy_elements", "dtype_elements", "unfused_softmax"]
+
+
+def fused_softmax(seq: int, attention_batches: int, dtype: str = "fp16") -> bool:
+    """Whether Megatron's fused scale-mask-softmax kernel runs (one kernel each way) for ``seq`` tokens,
+    ``attention_batches`` = micro-batch × heads per TP rank, training in ``dtype``: its warp-per-row kernel
+    needs 16 < key length ≤ 2048, query length and attention batches multiples of 4
+    (``FusedScaleMaskSoftmax``'s ``custom_kernel_constraint`` in the Megatron-DeepSpeed the measured runs
+    used; vTrain's model copies it) and half-precision scores: Megatron-LM's ``megatron/model/fused_softmax.py``
+    invokes the kernel only ``if self.input_in_fp16``, Megatron-Core's ``is_kernel_available``
+    (``megatron/core/fusions/fused_softmax.py``) only with ``self.input_in_float16`` (fp16 or bf16). Otherwise PyTorch runs :func:`unfused_softmax`'s kernels in fp32 —
+    e.g. 16 heads over TP 8 at micro-batch 1 (2 attention batches), or any shape under ``--dtype fp32``.
+    The other fused kernels the list assumes have no dtype condition and run in fp32 too: bias-GeLU and
+    bias-dropout-add are ``jit_fuser`` functions (``megatron/core/fusions/fused_bias_gelu.py``,
+    ``fused_bias_dropout.py``), the layer norm apex's fused kernel, which takes fp32."""
+    return dtype != "fp32" and 16 < seq <= 2048 and seq % 4 == 0 and attention_batches % 4 == 0
+
+
+__all__ = ["cross_entropy_elements", "dtype_elements", "fused_softmax", "unfused_softmax"]

@@ -57,9 +57,7 @@ under that GEMM's δ.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from archsim.lowering import Gemm, TrainingOp
+from archsim.lowering import TrainingOp
 from archsim.training.context_parallel import flash_steps
 from archsim.training.flash_blocks import (
     dq_accum_values,
@@ -70,70 +68,21 @@ from archsim.training.flash_blocks import (
     flash_tiles,
 )
 from archsim.training.flash_smem import flash_smem_bytes
-from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, unfused_softmax
+from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, fused_softmax, unfused_softmax
+from archsim.training.moe_ops import moe_work
+from archsim.training.op_work import Collective, Work, gemm_ops, memory_op, vector_op
 from archsim.training.parallel import padded_vocab
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 
-@dataclass(frozen=True)
-class Collective:
-    """One collective a GPU takes part in: ``kind`` all-reduce | all-gather | reduce-scatter | p2p,
-    over ``group`` (tp, dp, pp, embedding), of ``bytes`` per GPU (the full buffer), in ``phase`` F or B.
-    ``under``: the ``layer`` names of the backward δ ops it is issued asynchronously under (their
-    GPU seconds hide it: :func:`archsim.training.iteration.exposed_collective_seconds`); empty: it runs
-    in series with the compute."""
-
-    name: str
-    kind: str
-    group: str
-    bytes: float
-    phase: str
-    under: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Work:
-    """Ops and collectives of one piece of the model for one micro-batch: forward and backward."""
-
-    forward: tuple[TrainingOp, ...]
-    backward: tuple[TrainingOp, ...]
-    forward_collectives: tuple[Collective, ...] = ()
-    backward_collectives: tuple[Collective, ...] = ()
-
-
-def gemm_ops(name: str, m: int, k: int, n: int, count: int = 1, *, weights: bool = True) -> tuple[TrainingOp, ...]:
-    """A matmul's three training ops, F (m×k · k×n), D and G (``weights`` False: B is an activation, so its
-    gradient is δ work, ``.dB``), ``count`` alike, each ``out_bytes`` at 2 bytes an element: one definition for
-    Megatron's, the eager and the Hugging Face op lists (:mod:`~archsim.training.eager_ops`,
-    :mod:`~archsim.training.hf_ops`), so a matmul is costed alike in each."""
-    f = TrainingOp(name, "F", (Gemm(m, k, n, count),), out_bytes=2 * m * n * count)
-    d = TrainingOp(name, "D", (Gemm(m, n, k, count),), out_bytes=2 * m * k * count)
-    if weights:
-        g = TrainingOp(name, "G", (Gemm(k, m, n, count),), out_bytes=2 * k * n * count)
-    else:  # activation × activation: ∂B is δ work too
-        g = TrainingOp(name + ".dB", "D", (Gemm(k, m, n, count),), out_bytes=2 * k * n * count)
-    return f, d, g
-
-
-def vector_op(name: str, kind: str, elements: float) -> TrainingOp:
-    """An elementwise kernel of op kind ``kind`` moving ``elements`` elements (rounded to a whole count), on no
-    kernel model: the embedding and loss ops here and in :mod:`~archsim.training.eager_ops` are built alike."""
-    return TrainingOp(name, kind, (), vector_elements=int(round(elements)))
-
-
-def _memory_op(name: str, forward: float, backward: float,
-               kernel: tuple[str, int, int] | tuple[()] = ()) -> tuple[TrainingOp, TrainingOp]:
-    """A memory-bound op each way; ``kernel``: its softmax or layer-norm kernel (:attr:`~archsim.lowering.TrainingOp.kernel`)."""
-    return (TrainingOp(name, "F", (), vector_elements=int(round(forward)), kernel=kernel),
-            TrainingOp(name, "D", (), vector_elements=int(round(backward)), kernel=kernel))
-
-
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
-               attention: str = "standard", dtype: str = "fp16", cp: int = 1, cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None) -> Work:
+               attention: str = "standard", dtype: str = "fp16", cp: int = 1, cp_comm: str = "p2p",
+               cp_hierarchy: tuple[int, int] | None = None, ep: int = 1) -> Work:
     """One layer's work on one GPU of its TP group for one micro-batch in ``dtype`` (its memory-bound ops count its
     elements); ``attention`` ``flash``: scores, softmax, dropout and context as one FlashAttention-2 kernel each way
     (:func:`flash_attention_ops`), its backward's small kernels beside it (and grouped-query attention's dK, dV sums
-    after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps as ``cp_comm`` runs it (``cp_hierarchy``: a2a+p2p's A, P; :mod:`~archsim.training.context_parallel`)."""
+    after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps as ``cp_comm`` runs it (``cp_hierarchy``: a2a+p2p's A, P; :mod:`~archsim.training.context_parallel`); a mixture of experts: its
+    MLP :func:`~archsim.training.moe_ops.moe_work` over ``ep`` expert-parallel ranks."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b // cp
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
@@ -145,7 +94,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     backward: list[TrainingOp] = []
 
     def mem(name: str, fwd: float, bwd: float, kernel: tuple[str, int, int] | tuple[()] = ()) -> None:
-        f, d = _memory_op(name, fwd, bwd, kernel)
+        f, d = memory_op(name, fwd, bwd, kernel)
         forward.append(f)
         backward.append(d)
 
@@ -187,19 +136,27 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     residual = residual_elements(c, dtype)
     mem("residual1", residual * local * h, residual * local * h)
     mem("norm2", 2 * local * h, 3 * local * h, ("ln", local, h))
-    if w.gated:
+    moe = moe_work(c, tokens, local, t, ep, dtype) if c.moe else None  # routed experts in the MLP's place
+    if moe is not None:
+        forward.extend(moe.forward)
+        backward.extend(moe.backward[::-1])  # reversed below with the rest
+    elif w.gated:
         gemm("gate", tokens, h, ffn)
         gemm("up", tokens, h, ffn)
         mem("silu_mul", 3 * tokens * ffn, 5 * tokens * ffn)
     else:
         gemm("fc1", tokens, h, ffn)
         mem("bias_gelu", 2 * tokens * ffn, 3 * tokens * ffn)
-    gemm("fc2", tokens, ffn, h)
+    if moe is None:
+        gemm("fc2", tokens, ffn, h)
     mem("residual2", residual * local * h, residual * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
     first_mlp = ("gate", "up") if w.gated else ("fc1",)  # a gated MLP's one linear_fc1, two ops here
-    return Work(tuple(forward), tuple(backward),
-                *_tp_collectives(tokens * h * 2, tp, sequence_parallel, {"attn": ("qkv",), "mlp": first_mlp}))
+    tp_f, tp_b = _tp_collectives(tokens * h * 2, tp, sequence_parallel, {"attn": ("qkv",), "mlp": first_mlp})
+    if moe is not None:  # the dispatcher's collectives in the dense MLP's TP ones' place
+        tp_f, tp_b = (tuple(x for x in colls if not x.name.startswith("mlp.")) for colls in (tp_f, tp_b))
+        tp_f, tp_b = tp_f + moe.forward_collectives, moe.backward_collectives + tp_b
+    return Work(tuple(forward), tuple(backward), tp_f, tp_b)
 
 
 def residual_elements(c: TransformerConfig, dtype: str = "fp16") -> float:
@@ -249,21 +206,6 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
                           vector_elements=2 * q + 2 * kv + 2 * lse + 2 * accum + 2 * q, out_bytes=2 * (q + 2 * q),
                           fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops, smem_bytes=bsmem)
     return forward, backward
-
-
-def fused_softmax(seq: int, attention_batches: int, dtype: str = "fp16") -> bool:
-    """Whether Megatron's fused scale-mask-softmax kernel runs (one kernel each way) for ``seq`` tokens,
-    ``attention_batches`` = micro-batch × heads per TP rank, training in ``dtype``: its warp-per-row kernel
-    needs 16 < key length ≤ 2048, query length and attention batches multiples of 4
-    (``FusedScaleMaskSoftmax``'s ``custom_kernel_constraint`` in the Megatron-DeepSpeed the measured runs
-    used; vTrain's model copies it) and half-precision scores: Megatron-LM's ``megatron/model/fused_softmax.py``
-    invokes the kernel only ``if self.input_in_fp16``, Megatron-Core's ``is_kernel_available``
-    (``megatron/core/fusions/fused_softmax.py``) only with ``self.input_in_float16`` (fp16 or bf16). Otherwise PyTorch runs :func:`unfused_softmax`'s kernels in fp32 —
-    e.g. 16 heads over TP 8 at micro-batch 1 (2 attention batches), or any shape under ``--dtype fp32``.
-    The other fused kernels the list assumes have no dtype condition and run in fp32 too: bias-GeLU and
-    bias-dropout-add are ``jit_fuser`` functions (``megatron/core/fusions/fused_bias_gelu.py``,
-    ``fused_bias_dropout.py``), the layer norm apex's fused kernel, which takes fp32."""
-    return dtype != "fp32" and 16 < seq <= 2048 and seq % 4 == 0 and attention_batches % 4 == 0
 
 
 # Under sequence parallelism Megatron's column-parallel GEMMs (QKV and the MLP's first, gated or not: one
@@ -329,7 +271,7 @@ def embedding_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence
     backward: tuple[TrainingOp, ...] = gradient
     if c.scaled_embeddings:  # Gemma: the rows times √hidden, one elementwise kernel each way (read, write)
         scaled = local if scattered else tokens  # on the lookup's output, reduce-scattered or not
-        scale_f, scale_d = _memory_op("embedding_scale", 2 * scaled * h, 2 * scaled * h)
+        scale_f, scale_d = memory_op("embedding_scale", 2 * scaled * h, 2 * scaled * h)
         forward, backward = (*forward, scale_f), (scale_d, *backward)
     if sp:
         forward = (*forward, vector_op("embedding_clone", "F", 2 * local * h))
@@ -372,9 +314,9 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     local = tokens // tp if sp else tokens
     vocab = padded_vocab(c.vocab, tp) // tp
     f, d, g = gemm_ops("lm_head", tokens, h, vocab)
-    norm_f, norm_d = _memory_op("final_norm", 2 * local * h, 3 * local * h, ("ln", local, h))
+    norm_f, norm_d = memory_op("final_norm", 2 * local * h, 3 * local * h, ("ln", local, h))
     per_logit_f, per_logit_d = cross_entropy_elements(dtype)
-    loss_f, loss_d = _memory_op("cross_entropy", per_logit_f * tokens * vocab, per_logit_d * tokens * vocab)
+    loss_f, loss_d = memory_op("cross_entropy", per_logit_f * tokens * vocab, per_logit_d * tokens * vocab)
     if tp == 1:
         return Work((norm_f, f, loss_f), (loss_d, d, g, norm_d))
     activation = tokens * h * 2

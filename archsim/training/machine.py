@@ -30,6 +30,8 @@ class Links:
     embedding: LinkClass | Spanning | None = None
     cp: LinkClass | Spanning | None = None  # the context-parallel group's (None: CP 1, no group)
     cp_hop: LinkClass | Spanning | None = None  # one ring step of it: GPU to GPU, one GPU's share of the NICs
+    ep: LinkClass | Spanning | None = None  # the expert-parallel group's (None: EP 1, no group)
+    expert_dp: LinkClass | Spanning | None = None  # the expert-data-parallel group's (None: EP 1, the DP group's)
 
 
 @dataclass(frozen=True)

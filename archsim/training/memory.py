@@ -57,13 +57,14 @@ from archsim.errors import InputError
 from archsim.training.flash_blocks import flash_backward_bytes
 from archsim.training.hf_memory import hf_activation_bytes
 from archsim.training.layer_ops import embedding_parameters
+from archsim.training.moe_ops import mlp_activation_bytes
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import (
     TransformerConfig,
     layer_parameters,
     layer_widths,
     outer_norm_parameters,
-    qk_norm_parameters,
+    replicated_parameters,
 )
 
 FP32_STATE_BYTES = 16  # fp32 Adam's: weight, gradient, momentum, variance
@@ -178,7 +179,7 @@ def split_activation_bytes(c: TransformerConfig, tp: int) -> float:
     past TP). A GPT layer's is Korthikanti et al.'s 24·h/t (6 + 2 + 16)."""
     w = layer_widths(c, tp)
     qk_norm_inputs = (w.heads + w.kv_heads) * w.head_dim if c.qk_norm else 0  # a norm keeps its input, as the LNs
-    return 2 * (w.qkv + qk_norm_inputs + w.attention + (3 if w.gated else 2) * w.ffn)
+    return 2 * (w.qkv + qk_norm_inputs + w.attention) + mlp_activation_bytes(c, tp)
 
 
 def residual_mask_bytes(c: TransformerConfig) -> int:
@@ -239,12 +240,11 @@ def logit_bytes(value_bytes: float) -> float:
 
 
 @lru_cache(maxsize=4096)  # as layer_activation_bytes
-def layer_parameters_per_gpu(c: TransformerConfig, tp: int) -> float:
+def layer_parameters_per_gpu(c: TransformerConfig, tp: int, ep: int = 1) -> float:
     """One layer's parameters on one GPU of its TP group: the split weights and column-parallel biases
-    / t, plus the replicated norms and row-parallel biases."""
-    # norms' γ (β; Qwen3's q and k norms' γ), proj and fc2 biases
-    replicated = 2 * c.hidden + qk_norm_parameters(c) if c.family == "llama" else 6 * c.hidden
-    return (layer_parameters(c) - replicated) / tp + replicated
+    / t, plus the replicated norms, router and row-parallel biases; a mixture's experts / (t · ``ep``)."""
+    replicated, experts = replicated_parameters(c), c.experts * 3 * c.hidden * c.expert_ffn if c.moe else 0
+    return (layer_parameters(c) - replicated - experts) / tp + replicated + experts / (tp * ep)
 
 
 @dataclass(frozen=True)
@@ -358,11 +358,11 @@ def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool,
     edges = (*([embedding_parameters(c, t)] if first else []), *([outer_norm_parameters(c)] if last else []),
              *([padded_vocab(c.vocab, t) // t * c.hidden] if head else []))  # final norm: RMS γ, LayerNorm γ and β
     if hf:  # FSDP's unit is Megatron's alone
-        return StageTerms(None, layer_parameters_per_gpu(c, t), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
+        return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
                           lambda layers, in_flight: hf_activation_bytes(c, b, layers, in_flight, par.recompute,
                                                                         first, last, working))
     kept, unscaled, working_set = _layer_kept(c, b, t, par.recompute, sp, par.attention, working)
-    return StageTerms(None, layer_parameters_per_gpu(c, t), edges, states, unit, kept, unscaled, working_set,
+    return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep), edges, states, unit, kept, unscaled, working_set,
                       embedding_mask_bytes(c, b, t, sp) if first else None,
                       logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t if last else None, scale, None)
 
@@ -396,5 +396,5 @@ def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequen
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "StageTerms", "attention_core_per_score",
            "attention_mask_per_score", "check_sharding", "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes",
            "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes",
-           "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters", "stage_terms",
-           "state_bytes", "unsharded_state_bytes"]
+           "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters",
+           "stage_terms", "state_bytes", "unsharded_state_bytes"]

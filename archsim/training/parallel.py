@@ -158,7 +158,9 @@ class Parallelism:
     overlapped with attention), ``all_gather`` (Llama 3's) or ``a2a`` (DeepSpeed-Ulysses: Q, K, V and the
     output all-to-all'd to head sharding and back) or ``a2a+p2p`` (an all-to-all inside groups of A ranks, p2p's
     ring over P of them: ``cp_hierarchy`` (A, P), A·P = CP, :mod:`archsim.training.context_parallel_hierarchy`);
-    GPUs = tp·cp·pp·dp."""
+    GPUs = tp·cp·pp·dp; ep: expert-parallel degree (Megatron-Core's ``--expert-model-parallel-size``, a mixture
+    of experts' E/EP experts a rank, :mod:`archsim.training.moe_ops`): EP ranks carved out of the DP group, the
+    experts' gradients reduced over the DP/EP ranks that hold the same experts (:attr:`expert_replicas`)."""
 
     tp: int = 1
     pp: int = 1
@@ -180,9 +182,10 @@ class Parallelism:
     fsdp_reshard: str = "after-forward"
     fsdp_grad_sync: str = "micro-batch"
     cp_hierarchy: tuple[int, int] | None = None
+    ep: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp"):
+        for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp", "ep"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name.replace("_", "-"))  # the flag's spelling
@@ -238,6 +241,10 @@ class Parallelism:
                              f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
             raise InputError(f"sequence parallelism needs {setting('tp')} > 1", field="sequence-parallel")
+        if self.ep > 1 and (self.dp % self.ep or self.cp > 1 or self.fsdp):  # moe_ops.py's docstring: why each
+            raise InputError(f"expert parallelism takes its EP ranks from the DP group: EP must divide DP "
+                             f"({self.dp}), without {setting('cp')} > 1 or {setting('fsdp')} (not modelled with EP)",
+                             field="ep")
         reason = schedule_rejection(self.schedule_name, self.pp, self.microbatches)
         if reason is not None:
             rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches,
@@ -273,6 +280,12 @@ class Parallelism:
         """The ranks holding the same weights, over which gradients are reduced: DP × CP (CP ranks hold
         every weight, each for its own tokens: Megatron-LM's data-parallel group with context parallelism)."""
         return self.dp * self.cp
+
+    @property
+    def expert_replicas(self) -> int:
+        """The ranks holding the same experts, over which the experts' gradients are reduced: Megatron-Core's
+        expert-data-parallel group, world / (ETP · EP · PP) = DP/EP at ETP = TP and CP 1."""
+        return self.dp // self.ep
 
     @property
     def cp_exchange(self) -> str:

@@ -82,6 +82,9 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     says how many it would fit (each laid out as the search lays it out); ``fsdp`` whether PyTorch FSDP shards every state (each pipeline rank its own stages',
     :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters, ``fsdp_grad_sync`` when it reduce-scatters the gradients; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges."""
     refuse_switch(c, "search (Megatron's configurations)")
+    if c.moe:  # its candidates would need an EP axis and the experts' memory per EP: not planned
+        raise InputError(f"search does not plan expert parallelism for the mixture of experts {c.name}: time its "
+                         f"layouts with {setting('ep', placeholder='N')} on archsim train", field="model")
     Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
                 fsdp_grad_sync=fsdp_grad_sync)
     from archsim.progress import progress

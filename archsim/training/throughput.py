@@ -11,12 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from archsim.workload.transformer import TransformerConfig, layer_parameters
+from archsim.workload.transformer import TransformerConfig, layer_parameters, mlp_parameters
+
+
+def active_layer_parameters(c: TransformerConfig) -> int:
+    """A layer's parameters each token's GEMMs run through: a mixture of experts' k routed experts (3·h·f each),
+    not its other experts nor its router, as Megatron-LM's ``num_floating_point_operations``
+    (``megatron/training/training.py``) counts an MoE layer's MLP; a dense layer's all."""
+    if not c.moe:
+        return layer_parameters(c)
+    return layer_parameters(c) - mlp_parameters(c) + c.experts_per_token * 3 * c.hidden * c.expert_ffn
 
 
 def model_flops(c: TransformerConfig, global_batch: int) -> float:
     """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
-    6 per parameter per token (the layers' and the LM head's) plus 12·layers·heads·head_dim per query-key product
+    6 per parameter per token (the layers' — a mixture's active ones, :func:`active_layer_parameters` — and the LM head's) plus 12·layers·heads·head_dim per query-key product
     of attention's scores and context (:func:`attended_pairs`: s² per sequence without a window). For a
     GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
     if c.family == "switch":  # encoder–decoder with experts: its op list's GEMMs
@@ -24,7 +33,7 @@ def model_flops(c: TransformerConfig, global_batch: int) -> float:
 
         return switch_model_flops(c, global_batch)
     tokens = global_batch * c.seq
-    params = c.layers * layer_parameters(c) + c.vocab * c.hidden
+    params = c.layers * active_layer_parameters(c) + c.vocab * c.hidden
     return tokens * 6 * params + global_batch * 12 * c.layers * c.attention_width * attended_pairs(c)
 
 
@@ -51,7 +60,7 @@ def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, at
         return 0.0
     tokens = global_batch * c.seq
     scores = 2 * c.attention_width * attended_pairs(c) / c.seq  # one QKᵀ (or one P·V) per token per layer, FLOPs
-    per_layer = {"none": 0.0, "selective": 2.0 * scores, "full": 2.0 * layer_parameters(c) + 2.0 * scores}[recompute]
+    per_layer = {"none": 0.0, "selective": 2.0 * scores, "full": 2.0 * active_layer_parameters(c) + 2.0 * scores}[recompute]
     if attention == "flash":  # selective has nothing to rerun: flash keeps no s² tensor (archsim.training.memory)
         per_layer = (per_layer if recompute == "full" else 0.0) + scores
     return tokens * c.layers * per_layer

@@ -87,6 +87,17 @@ FIXED: dict[str, tuple[Fixed, ...]] = {  # model_type → the fields it reads at
         Fixed("hidden_dropout_prob", 0.1, _on, "dropout on", _DROPOUT),
         Fixed("attention_probs_dropout_prob", 0.1, _on, "dropout on", _DROPOUT),
     ),
+    "mixtral": (
+        Fixed("router_jitter_noise", 0.0, _is(0), "a router without jitter",
+              "a multiplicative noise kernel on the router's input in training"),
+    ),
+    "qwen3_moe": (
+        Fixed("attention_bias", False, _is(False), "q, k, v and o without biases", "biases add parameters and gradients"),
+        Fixed("use_sliding_window", False, _is(False), "full attention in every layer",
+              "a sliding window on the layers past max_window_layers: fewer scores there"),
+        Fixed("decoder_sparse_step", 1, _is(1), "every layer sparse", "dense MLP layers between the sparse ones"),
+        Fixed("mlp_only_layers", [], lambda value: value == [], "every layer sparse", "dense MLP layers at those indices"),
+    ),
     "switch_transformers": (
         Fixed("router_bias", False, _is(False), "a router without bias", "a bias on every router's Linear"),
     ),
@@ -148,6 +159,10 @@ HF_NAMES: dict[str, dict[str, str]] = {
     "opt": {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads", "ffn": "ffn_dim",
             "vocab": "vocab_size"},
     **{kind: _LLAMA_NAMES for kind in ("llama", "mistral", "qwen2", "qwen3", "gemma")},
+    "mixtral": {**_LLAMA_NAMES, "experts": "num_local_experts", "experts_per_token": "num_experts_per_tok",
+                "expert_ffn": "intermediate_size"},
+    "qwen3_moe": {**_LLAMA_NAMES, "experts": "num_experts", "experts_per_token": "num_experts_per_tok",
+                  "expert_ffn": "moe_intermediate_size"},
     "bert": {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
              "ffn": "intermediate_size", "vocab": "vocab_size", "type_vocab": "type_vocab_size"},
 }
@@ -192,8 +207,12 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
     if kind in GEMMA_LATER:
         raise InputError(f"model_type {kind!r} is not read: {GEMMA_LATER[kind]} are not modelled (archsim reads "
                          "Gemma 1, model_type 'gemma')", field="model_type")
-    if kind in MOE_EXPERTS:
+    if kind in MOE_EXPERTS and kind not in MOE_READ:
         raise InputError(_moe_refusal(config, kind), field="model_type")
+    experts = {}
+    if kind in MOE_READ:  # Mixtral is Mistral's layer, Qwen3-MoE Qwen3's, each with routed SwiGLU experts
+        experts = {field: get_key(config, HF_NAMES[kind][field]) for field in ("experts", "experts_per_token", "expert_ffn")}
+        kind = MOE_READ[kind]
     if kind in ("llama", "mistral", "qwen2", "qwen3", "gemma"):
         heads, hidden = get_key(config, "num_attention_heads"), get_key(config, "hidden_size")
         gemma = kind == "gemma"
@@ -208,7 +227,7 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
                                  activation=_gemma_activation(config) if gemma else _activation(config, "hidden_act", "silu", gated=True),
                                  attention_dropout=_number(config, "attention_dropout", 0.0),
                                  partial_rotary_factor=_number(config, "partial_rotary_factor", 1.0),
-                                 qkv_bias=kind == "qwen2", qk_norm=kind == "qwen3", scaled_embeddings=gemma)
+                                 qkv_bias=kind == "qwen2", qk_norm=kind == "qwen3", scaled_embeddings=gemma, **experts)
     if kind == "bert":
         positions = get_key(config, "max_position_embeddings")
         return TransformerConfig(name, "bert", get_key(config, "num_hidden_layers"), get_key(config, "hidden_size"),
@@ -241,6 +260,11 @@ KNOWN_KEYS: dict[str, set[str]] = {
             "ffn_dim", "tie_word_embeddings", "activation_function", "do_layer_norm_before", "word_embed_proj_dim",
             "init_std", "add_cross_attention"},
     **{kind: _LLAMA_KEYS for kind in ("llama", "mistral", "qwen2", "qwen3", "gemma")},
+    # the router's load-balancing loss is run whatever its coefficient (Megatron's aux_loss), its logits' output
+    # and Qwen3-MoE's renormalised top-k probabilities are a few elementwise ops on T·k values
+    "mixtral": _LLAMA_KEYS | {"num_local_experts", "num_experts_per_tok", "router_aux_loss_coef", "output_router_logits"},
+    "qwen3_moe": _LLAMA_KEYS | {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "router_aux_loss_coef",
+                                "output_router_logits", "norm_topk_prob"},
     "bert": {"num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size",
              "max_position_embeddings", "type_vocab_size", "hidden_act", "layer_norm_eps", "is_decoder",
              "classifier_dropout"},
@@ -288,12 +312,25 @@ MOE_EXPERTS = {
 }
 
 
+# The mixture-of-experts model_types read (→ the dense model_type whose layer they share: routed SwiGLU experts
+# in every layer's MLP, no shared expert), and why each other one is refused
+MOE_READ = {"mixtral": "mistral", "qwen3_moe": "qwen3"}
+MOE_UNREAD = {
+    "phimoe": "its SparseMixer router and LayerNorms with biases",
+    "qwen2_moe": "its shared expert (a dense SwiGLU MLP beside the routed ones, gated by a sigmoid)",
+    "olmoe": "its q and k RMS norms over the whole projection (not per head) and clip_qkv",
+    "deepseek_v2": "its multi-head latent attention (MLA), shared experts and first dense layers",
+    "deepseek_v3": "its multi-head latent attention (MLA), shared experts and first dense layers",
+}
+
+
 def _moe_refusal(config: dict, kind: str) -> str:
-    """One line: a mixture-of-experts ``model_type``, its experts as the config states them, and why it is refused."""
+    """One line: a mixture-of-experts ``model_type`` archsim does not read, its experts as the config states
+    them, and the work it has that archsim does not model."""
     stated = ", ".join(f"{key} {config[key]}" for key in MOE_EXPERTS[kind] if config.get(key) is not None)
-    return (f"model_type {kind!r} is a sparse mixture-of-experts model{f' ({stated})' if stated else ''}: its "
-            "router and per-expert MLPs are not modelled (archsim reads the mixture-of-experts switch_transformers "
-            f"and the dense {', '.join(t for t in HF_MODEL_TYPES if t != 'switch_transformers')})")
+    return (f"model_type {kind!r} is a sparse mixture-of-experts model{f' ({stated})' if stated else ''}: "
+            f"{MOE_UNREAD[kind]} are not modelled (archsim reads the mixture-of-experts "
+            f"{', '.join(MOE_READ)} and switch_transformers)")
 
 
 def _gemma_activation(config: dict) -> str:

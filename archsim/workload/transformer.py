@@ -34,7 +34,8 @@ OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before positi
 # model, small enough that a typo (n_layer in the billions) is refused before any layer is built.
 LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
           "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
-          "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20}
+          "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20,
+          "experts_per_token": 4096, "expert_ffn": 2**22}
 # MLP activations archsim states: one elementwise kernel each way (read x, write y; read dy, x, write dx),
 # fused with the bias in Megatron's op list; gelu_new is GPT-2's, written out in eager PyTorch (8 kernels
 # forward, 11 backward: archsim.training.hf_ops). Llama's gated MLP applies it to the gate.
@@ -66,7 +67,7 @@ class TransformerConfig:
     tied_embeddings: bool = True
     positions: int = 0  # learned position-embedding rows (0: rotary)
     type_vocab: int = 0  # BERT's segment embeddings
-    experts: int = 0  # switch: experts per sparse FFN
+    experts: int = 0  # switch: experts per sparse FFN; llama: routed experts per layer (a mixture of experts, MoE)
     expert_capacity: int = 0  # switch: most tokens of one sequence an expert takes
     sparse_step: int = 0  # switch: layers per block (one of them sparse)
     kv_channels: int = 0  # attention width heads × head_dim (switch: d_kv; llama: head_dim); 0: hidden
@@ -81,20 +82,30 @@ class TransformerConfig:
     qk_norm: bool = False  # llama: an RMS norm over head_dim on every query and key head before RoPE (Qwen3)
     scaled_embeddings: bool = False  # llama: the token embeddings multiplied by √hidden before layer 1 (Gemma)
     torch_dtype: str = ""  # a Hugging Face config's torch_dtype as written (not priced: model_files.config_dtype_note); "": none
+    experts_per_token: int = 0  # llama MoE: experts each token is routed to (top-k); 0: a dense MLP
+    expert_ffn: int = 0  # llama MoE: each expert's SwiGLU width (features)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise InputError(f"unknown family {self.family!r}; choose {', '.join(FAMILIES)}", field="family")
         for key, high in LIMITS.items():
             value = getattr(self, key)
-            low = 0 if key in ("positions", "type_vocab", "position_limit", *SWITCH_FIELDS) else 1
+            low = 0 if key in ("positions", "type_vocab", "position_limit", "experts_per_token", "expert_ffn",
+                               *SWITCH_FIELDS) else 1
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise InputError(f"must be an integer in {low}…{high}, got {shown(value)}", field=key)
-        switch_only = tuple(key for key in SWITCH_FIELDS if key != "kv_channels")  # llama may set kv_channels
+        switch_only = tuple(key for key in SWITCH_FIELDS if key not in ("kv_channels", "experts"))  # llama may set these
         if (self.family == "switch" and not all(getattr(self, key) for key in SWITCH_FIELDS)
-                or self.family != "switch" and any(getattr(self, key) for key in switch_only)):
+                or self.family != "switch" and any(getattr(self, key) for key in switch_only)
+                or self.experts and self.family not in ("switch", "llama")):
             raise InputError("experts, expert_capacity, sparse_step, kv_channels and position_buckets are set for "
-                             "the switch family only, and all of them", field="family")
+                             "the switch family only, and all of them (llama may set experts and kv_channels)",
+                             field="family")
+        moe = (self.experts, self.experts_per_token, self.expert_ffn)
+        if (self.family == "llama" and any(moe) and not (all(moe) and self.experts_per_token <= self.experts)
+                or self.family != "llama" and (self.experts_per_token or self.expert_ffn)):
+            raise InputError(f"a llama mixture of experts sets experts, experts_per_token (1…experts) and expert_ffn "
+                             f"together, got {moe} for {self.family}", field="experts_per_token")
         if self.kv_channels and self.family not in ("switch", "llama"):
             raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
                              f"{self.family}", field="kv_channels")
@@ -207,8 +218,23 @@ class TransformerConfig:
         head = 0 if self.family == "bert" else self.vocab * self.hidden  # the LM head (the tied table's one count)
         return self.layers * layer_parameters(self) + outer_norm_parameters(self) + head + self.embedding_parameters
 
+    @property
+    def moe(self) -> bool:
+        """Whether every layer's MLP is a mixture of routed SwiGLU experts (Mixtral, Qwen3-MoE)."""
+        return self.family == "llama" and self.experts > 0
+
+    @property
+    def active_parameter_count(self) -> int:
+        """Parameters one token runs through: :attr:`parameter_count` with each layer's experts cut to the
+        ``experts_per_token`` it is routed to (the router kept); a dense model's whole count."""
+        idle = self.experts - self.experts_per_token
+        return self.parameter_count - (self.layers * idle * 3 * self.hidden * self.expert_ffn if self.moe else 0)
+
     def network(self, seq: int | None = None) -> Network:
         refuse_switch(self, "the array commands' per-sample network")
+        if self.moe:
+            raise InputError("the array commands' per-sample network does not model a mixture of experts; "
+                             "train it on a GPU cluster (archsim train)", field="experts")
         return build(self if seq is None else _replace_seq(self, seq))
 
 
@@ -282,13 +308,27 @@ def layer_parameters(c: TransformerConfig) -> int:
     h = w.hidden
     qkv, proj = h * w.qkv, w.attention * h
     if w.gated:  # Llama: no biases but Qwen2's on q, k and v; the RMS norms' γ (Qwen3's q and k norms' too)
-        return qkv + (w.qkv if c.qkv_bias else 0) + proj + 3 * h * w.ffn + 2 * h + qk_norm_parameters(c)
+        return qkv + (w.qkv if c.qkv_bias else 0) + proj + mlp_parameters(c) + 2 * h + qk_norm_parameters(c)
     return qkv + w.qkv + proj + h + 2 * h * w.ffn + w.ffn + h + 4 * h
+
+
+def mlp_parameters(c: TransformerConfig) -> int:
+    """A gated layer's MLP parameters: SwiGLU's gate, up and down (3·h·f), or a mixture of experts' router
+    (h·E) and E such MLPs of ``expert_ffn`` width (no biases)."""
+    if c.moe:
+        return c.hidden * c.experts + c.experts * 3 * c.hidden * c.expert_ffn
+    return 3 * c.hidden * c.ffn
 
 
 def qk_norm_parameters(c: TransformerConfig) -> int:
     """γ of Qwen3's query and key RMS norms (head_dim each, shared by every head: replicated over TP); 0 without."""
     return 2 * c.head_dim if c.qk_norm else 0
+
+
+def replicated_parameters(c: TransformerConfig) -> int:
+    """A layer's parameters every TP rank holds whole: norms' γ (β; Qwen3's q and k norms' γ), proj and fc2 biases,
+    a mixture's router (h·E: Megatron-Core's ``TopKRouter.weight`` is not split)."""
+    return 2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe if c.family == "llama" else 6 * c.hidden
 
 
 def outer_norm_parameters(c: TransformerConfig) -> int:

@@ -1,0 +1,175 @@
+"""A mixture of experts' MLP on one rank, as Megatron-Core trains it with ``--num-experts E``,
+``--moe-router-topk k``, ``--expert-model-parallel-size EP``, ``--moe-token-dispatcher-type alltoall``,
+``--moe-grouped-gemm`` and no capacity factor (dropless). Read from Megatron-LM (commit d98e8a6):
+``megatron/core/transformer/moe/moe_layer.py`` (``MoELayer.forward``: route, dispatch, experts, combine),
+``router.py`` (``TopKRouter``: the gating GEMM, softmax top-k, the load-balancing loss), ``token_dispatcher.py``
+(``MoEAlltoAllTokenDispatcher``: ``dispatch_preprocess`` permutes, ``token_dispatch`` all-to-alls over the EP
+group, ``dispatch_postprocess`` all-gathers over the expert-TP group when it is > 1 and sorts the chunks by local
+expert when a rank holds more than one; ``combine_preprocess``, ``token_combine``, ``combine_postprocess`` the
+same in reverse) and ``experts.py`` (``TEGroupedMLP``: each local expert's linear_fc1 h → 2f/ETP, SwiGLU,
+linear_fc2 f/ETP → h, one grouped GEMM each).
+
+Per micro-batch a rank routes its ``local`` tokens (T/TP under sequence parallelism, which Megatron-Core
+requires for MoE with TP > 1: ``MoELayer.forward`` raises otherwise), so it permutes R = local·k rows. Under
+uniform routing — archsim's simplification: a real router is uneven, and the busiest rank sets the pace — each
+rank sends (EP − 1)/EP of its R·h elements to the other EP ranks and receives as many, the all-to-all priced
+by :func:`archsim.collectives.collective_seconds` on the EP group's link (CP's all-to-all's pricing,
+:mod:`~archsim.training.context_parallel_a2a`); with ETP = TP > 1 (Megatron's default
+``expert_tensor_parallel_size``) the received rows are all-gathered over TP, so the E/EP local experts take
+T·k rows, n = T·k·EP/E each (rounded up where it does not divide), and the combine reduce-scatters them back.
+Backward runs the same four collectives. The probabilities' all-to-all beside the tokens' (T·k values against
+T·k·h) and the token counts' gather are left out.
+
+Memory-bound ops, elements each way (forward; backward):
+
+==========================  ====================================  ==========================================
+router softmax + top-k      read logits, write probs, read them   read probs, dprobs, write dlogits: 3·local·E
+                            for top-k, write the routing map and
+                            the dense probs: 4·local·E
+load-balancing loss         read probs and map: 2·local·E         write dprobs: local·E
+permute                     gather each token k times: 2·R·h      scatter-add the rows' gradient: 2·R·h
+sort / unsort by expert     a copy of the T·k rows each: 2·T·k·h  the same
+(E/EP > 1)
+SwiGLU                      as the dense MLP's: 3·T·k·f/TP        5·T·k·f/TP
+unpermute (weighted sum)    read R·h rows, R probs, write         read dy, the rows (for dprobs), write
+                            local·h: R·h + R + local·h            their gradient: local·h + 2·R·h
+==========================  ====================================  ==========================================
+"""
+
+from __future__ import annotations
+
+from archsim.errors import InputError
+from archsim.training.op_work import Collective, Work, gemm_ops, vector_op
+from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
+from archsim.workload.transformer import TransformerConfig
+
+
+def expert_rows(c: TransformerConfig, tokens: int, ep: int) -> tuple[int, int]:
+    """(local experts, rows each takes) on one rank for a micro-batch of ``tokens`` tokens under uniform
+    routing: E/EP experts, ⌈T·k·EP/E⌉ rows each."""
+    local = c.experts // ep
+    return local, -(-tokens * c.experts_per_token // local)
+
+
+def dispatch_bytes(c: TransformerConfig, local_tokens: int, scale: float = 1.0) -> float:
+    """Bytes of one all-to-all's buffer on a rank (2 an element, × ``scale``: 2 in fp32): its ``local_tokens``
+    routed k times, h wide; (EP − 1)/EP of it leaves the rank and as much arrives."""
+    return local_tokens * c.experts_per_token * c.hidden * 2 * scale
+
+
+def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16") -> Work:
+    """The MoE MLP's ops on one rank for a micro-batch of ``tokens`` tokens of which it routes ``local``
+    (T/TP under sequence parallelism), in forward order both ways (the caller reverses the backward), and the
+    dispatcher's collectives: the all-to-alls over ``ep`` (group ``ep``, none at EP 1) and, at TP > 1, the
+    all-gather and reduce-scatter of the T·k rows over the expert-TP group (= TP)."""
+    h, e = c.hidden, c.experts
+    routed, rows = local * c.experts_per_token, tokens * c.experts_per_token
+    experts, n = expert_rows(c, tokens, ep)
+    f = c.expert_ffn // tp
+    forward: list = []
+    backward: list = []
+
+    def mem(name: str, fwd: float, bwd: float) -> None:
+        forward.append(vector_op(name, "F", fwd))
+        backward.append(vector_op(name, "D", bwd))
+
+    def gemm(name: str, *shape: int) -> None:
+        fw, d, g = gemm_ops(name, *shape)
+        forward.append(fw)
+        backward.extend((d, g))
+
+    gemm("router", local, h, e)
+    mem("router_topk", 4 * local * e, 3 * local * e)
+    mem("aux_loss", 2 * local * e, local * e)
+    mem("permute", 2 * routed * h, 2 * routed * h)
+    if experts > 1:
+        mem("sort_chunks", 2 * rows * h, 2 * rows * h)
+    gemm("experts.fc1", n, h, 2 * f, experts)
+    mem("experts.swiglu", 3 * n * experts * f, 5 * n * experts * f)
+    gemm("experts.fc2", n, f, h, experts)
+    if experts > 1:
+        mem("unsort_chunks", 2 * rows * h, 2 * rows * h)
+    mem("unpermute", routed * h + routed + local * h, local * h + 2 * routed * h)
+    a2a = dispatch_bytes(c, local)
+    gathered = rows * h * 2
+    fwd: list[Collective] = []
+    bwd: list[Collective] = []
+    if ep > 1:
+        fwd.append(Collective("moe.dispatch", "all-to-all", "ep", a2a, "F"))
+        bwd.append(Collective("moe.combine", "all-to-all", "ep", a2a, "B"))
+    if tp > 1:
+        fwd += [Collective("moe.all-gather", "all-gather", "tp", gathered, "F"),
+                Collective("moe.reduce-scatter", "reduce-scatter", "tp", gathered, "F")]
+        bwd += [Collective("moe.all-gather", "all-gather", "tp", gathered, "B"),
+                Collective("moe.reduce-scatter", "reduce-scatter", "tp", gathered, "B")]
+    if ep > 1:
+        fwd.append(Collective("moe.combine", "all-to-all", "ep", a2a, "F"))
+        bwd.append(Collective("moe.dispatch", "all-to-all", "ep", a2a, "B"))
+    return Work(tuple(forward), tuple(backward), tuple(fwd), tuple(bwd))
+
+
+def moe_problem(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> str | None:
+    """Why a layout cannot train ``c`` with expert parallelism as Megatron-Core runs it (one line), or None:
+    EP on a dense model, experts EP does not divide (Megatron's ``num_experts % expert_model_parallel_size``
+    assert), MoE with TP > 1 but no sequence parallelism (``MoELayer.forward`` raises), a mixture of experts
+    on another implementation's op list (archsim's eager and Hugging Face lists are dense)."""
+    if not c.moe:
+        return f"EP {par.ep} needs a mixture-of-experts model; {c.name} is dense" if par.ep > 1 else None
+    if c.experts % par.ep:
+        return f"EP {par.ep} does not divide the {c.experts} experts (Megatron-Core asserts it)"
+    if par.tp > 1 and not par.sequence_parallel:
+        return "Megatron-Core trains a mixture of experts at TP > 1 only with sequence parallelism: add --sequence-parallel"
+    if implementation != "megatron":
+        return f"a mixture of experts is modelled on Megatron-Core's op list only, not {implementation}'s"
+    return None
+
+
+def check_moe(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> None:
+    """:func:`moe_problem` as an :class:`~archsim.errors.InputError` on ``--ep``."""
+    problem = moe_problem(c, par, implementation)
+    if problem:
+        raise InputError(problem, field="ep")
+
+
+def mlp_activation_bytes(c: TransformerConfig, tp: int) -> float:
+    """Bytes per token of the micro-batch the MLP keeps for its backward on one of ``tp`` ranks (2 a value): a GELU
+    MLP's activation and fc2 inputs (2·2·ffn/t), a gated one's gate and up outputs and their product (2·3·ffn/t);
+    a mixture of experts' k routed rows as its experts take them (the fc1 input 2·h, its gate and up output
+    2·2f/t, SwiGLU's product 2·f/t), the k permuted rows of the T/t tokens it routes, which unpermute keeps
+    (2·k·h/t), and the router's fp32 probabilities (4·E/t)."""
+    if not c.moe:
+        return 2 * (3 if c.family == "llama" else 2) * (c.ffn // tp)
+    k, f = c.experts_per_token, c.expert_ffn // tp
+    return k * (2 * c.hidden + 6 * f) + (2 * k * c.hidden + 4 * c.experts) / tp
+
+
+def expert_parameters(c: TransformerConfig, par: Parallelism) -> int:
+    """A rank's expert parameters per layer: its E/EP experts' gate, up and down, each split over ETP = TP
+    (3·h·f/TP); 0 for a dense model. Their gradients are reduced over :attr:`Parallelism.expert_replicas`."""
+    return c.experts // par.ep * 3 * c.hidden * (c.expert_ffn // par.tp) if c.moe else 0
+
+
+def rank_expert_parameters(c: TransformerConfig, par: Parallelism, rank: int) -> int:
+    """Expert parameters pipeline rank ``rank`` holds: :func:`expert_parameters` times the layers of its stages."""
+    if not c.moe:
+        return 0
+    counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
+    return expert_parameters(c, par) * sum(n for n, r in zip(counts, rank_of_stages(par), strict=True) if r == rank)
+
+
+def expert_shards(par: Parallelism) -> int:
+    """The ranks the distributed optimizer shards the experts' states over: their expert-DP group (DP/EP; 1 without)."""
+    return par.expert_replicas if par.distributed_optimizer else 1
+
+
+__all__ = [
+    "check_moe",
+    "dispatch_bytes",
+    "expert_parameters",
+    "expert_rows",
+    "expert_shards",
+    "mlp_activation_bytes",
+    "moe_problem",
+    "moe_work",
+    "rank_expert_parameters",
+]
