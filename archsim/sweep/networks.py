@@ -12,7 +12,7 @@ from pathlib import Path
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, lower_network
 from archsim.sweep.device_spec import DeviceSweepSpec
-from archsim.sweep.spec import SweepSpec, check_unchanged, network_sha256
+from archsim.sweep.spec import SweepSpec, check_unchanged, network_sha256, spec_named
 from archsim.toml_errors import locate, parse_toml
 from archsim.validate import read_text
 from archsim.workload import load_network
@@ -31,11 +31,10 @@ def network_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim cost`` notes of each of a spec's network files (a layer renamed, a conv row that is a
     flattening fc, a batch the file fixes that is none of the spec's ``batches``), once per file and named as the
     spec names it: ``archsim sweep`` says them on stderr and :func:`archsim.api.run_sweep` warns them (UserWarning)."""
-    folder = Path(spec.source).parent.resolve() if spec.source else None
     lines = []
     for network in dict.fromkeys(spec.networks):
         if Path(network).is_absolute():
-            shown = Path(network).relative_to(folder) if folder and Path(network).is_relative_to(folder) else network
+            shown = spec_named(spec.source, network)
             loaded = loaded_network(network, network_sha256(network))
             batch = file_batch_note(replace(loaded, source=str(shown)), spec.batches)  # names the file as the spec
             lines += [f"{shown}: {note}" for note in loaded.notes] + ([batch] if batch else [])
