@@ -74,7 +74,8 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: in
     (UserWarning)."""
     from archsim.choices.devices import ARRAY_DTYPES
     from archsim.modes import MODES
-    from archsim.plan_run import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, REPLICATION_MODELS, run_plan
+    from archsim.plan_flags import BASELINE_CONFIGS, LINK_MODELS, METHODS, NO_BASELINES, REPLICATION_MODELS
+    from archsim.plan_run import run_plan
     from archsim.validate import DEFAULT_MAX_OPS, SEED_MAX
     from archsim.value_parsers import parse_float
 

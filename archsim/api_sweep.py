@@ -55,9 +55,9 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
         import warnings
 
+        from archsim.sweep.networks import network_notes
         from archsim.sweep.pipedream_points import skipped_line
         from archsim.sweep.report import spec_record
-        from archsim.sweep.runner import network_notes
         from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
 
         skipped = skipped_line(spec_record(folder))  # PipeDream's points a network is too short for

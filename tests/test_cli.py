@@ -303,7 +303,7 @@ def test_the_cycle_engine_shows_its_progress_on_a_terminal_only(monkeypatch, cap
 
 
 def test_bars_inside_quiet_are_never_drawn(monkeypatch):
-    """A sweep's worker processes (archsim.sweep.runner.compute_units) draw no bars over the parent's."""
+    """A sweep's worker processes (archsim.sweep.executors.compute_units) draw no bars over the parent's."""
     from archsim.progress import progress, quiet
 
     terminal = _Terminal()

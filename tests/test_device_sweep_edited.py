@@ -12,7 +12,7 @@ import pytest
 from test_robustness import clean_error
 
 from archsim.cli import main
-from archsim.sweep import runner
+from archsim.sweep import runner, units
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ('[sweep]\nname = "edited"\nmodel = "model.json"\ndevice = "chip.toml"\nhbm_gbps = [600, 2400]\nchips = [4]\n'
@@ -50,7 +50,7 @@ def assert_stopped_naming(folder: Path, name: str, capsys) -> None:
 @pytest.mark.parametrize("name", ["chip.toml", "model.json"])
 def test_an_edit_between_two_points_stops_the_sweep_naming_the_file(folder, name, monkeypatch, capsys):
     """In-process: the first point costed on the file the spec hashed (cached), the second refused."""
-    computed = runner.point_rows
+    computed = units.point_rows
 
     def then_edit(point):
         rows = computed(point)
@@ -59,7 +59,7 @@ def test_an_edit_between_two_points_stops_the_sweep_naming_the_file(folder, name
             edit(folder / name)
         return rows
 
-    monkeypatch.setattr(runner, "point_rows", then_edit)
+    monkeypatch.setattr(units, "point_rows", then_edit)
     assert_stopped_naming(folder, name, capsys)
     assert len(list((folder / "out" / "cache").glob("*.json"))) == 1  # the point before the edit: kept
 

@@ -103,8 +103,9 @@ def _cycle_spec(folder, extra: str = "") -> str:
     return str(spec)
 
 
-def _hbm_line(folder, default_gbps: str, width: int, fix: str) -> str:
-    return (f"{folder / 'myacc.cfg'} states [memory] hbm_gbps = 300 GB/s, which the cycle engine does not read (train "
+def _hbm_line(default_gbps: str, width: int, fix: str) -> str:
+    """The note, naming the .cfg as the spec's ``arrays`` entry does."""
+    return ("myacc.cfg states [memory] hbm_gbps = 300 GB/s, which the cycle engine does not read (train "
             f"and search do): it ran at 10 words/cycle per operand, SCALE-Sim's default ({default_gbps} GB/s of "
             f"{width}-byte words at 0.8 GHz); {fix}")
 
@@ -116,7 +117,7 @@ def test_a_cycle_sweep_of_a_device_cfg_says_its_hbm_gbps_is_unread(tmp_path, cap
     spec = _cycle_spec(tmp_path)
     assert main(["sweep", spec, "--out", str(tmp_path / "res"), "--quiet"]) == 0
     err = capsys.readouterr().err.splitlines()
-    line = "archsim sweep: note: " + _hbm_line(tmp_path, "8", 1, "bandwidths = [375] is 300 GB/s")
+    line = "archsim sweep: note: " + _hbm_line("8", 1, "bandwidths = [375] is 300 GB/s")
     assert err.count(line) == 1, err
     with pytest.warns(UserWarning) as said:
         archsim.run_sweep(spec, out=tmp_path / "api")
@@ -125,7 +126,7 @@ def test_a_cycle_sweep_of_a_device_cfg_says_its_hbm_gbps_is_unread(tmp_path, cap
     spec = _cycle_spec(tmp_path, "element_bytes = [2]\n")
     assert main(["sweep", spec, "--out", str(tmp_path / "res2"), "--quiet"]) == 0
     assert capsys.readouterr().err.splitlines().count(
-        "archsim sweep: note: " + _hbm_line(tmp_path, "16", 2, "bandwidths = [188] is 300.8 GB/s")) == 1
+        "archsim sweep: note: " + _hbm_line("16", 2, "bandwidths = [188] is 300.8 GB/s")) == 1
     rows = (tmp_path / "res2" / "results.csv").read_text().splitlines()
     column = rows[0].split(",").index("bandwidth_words_per_cycle")
     assert {row.split(",")[column] for row in rows[1:]} == {"10"}

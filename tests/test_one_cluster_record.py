@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archsim.plan_run import read_plan_cluster
+from archsim.plan_cluster import read_plan_cluster
 from archsim.spp.topology import MAX_DEVICES
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.group_links import group_link

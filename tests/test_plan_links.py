@@ -157,7 +157,7 @@ def test_prm_tables_equal_brute_force_with_latency():
 def test_cli_links_flag(capsys):
     """plan --links exact on the 1080 Ti testbed: stated in the meta and slower than the paper's default;
     on a cluster of links alone, exit 2 with one line naming the key."""
-    from archsim.plan_run import LINK_MODELS as CLI_MODELS
+    from archsim.plan_flags import LINK_MODELS as CLI_MODELS
 
     assert CLI_MODELS == LINK_MODELS
     base = ["plan", "ffnn8", "--cluster", str(CLUSTERS / "testbed_1080ti_gpu.toml"), "--dtype", "fp32",

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archsim import plan_run
+from archsim import plan_flags
 from archsim.cli import build_parser, main
 from archsim.commands import plan
 
@@ -39,7 +39,7 @@ def _device_cluster(tmp_path: Path, name: str, cfg: str) -> Path:
 
 def _profile(argv: list[str]):
     args = build_parser(argv).parse_args(argv)
-    plan_run.check_flags(args)  # as plan's run does first (it puts in --mode's default)
+    plan_flags.check_flags(args)  # as plan's run does first (it puts in --mode's default)
     return plan.layer_profile(args)
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from archsim.errors import InputError
 from archsim.partition import gpipe_partition, layerpipe_partition, pipedream_partition, profile_from_costs
 from archsim.partition.result import Partition
-from archsim.plan_run import BASELINE_METHODS
+from archsim.plan_flags import BASELINE_METHODS
 from archsim.planners import CLUSTER_PLANNERS, PARTITIONERS, PLANNERS, partition, plan_on_cluster
 from archsim.spp.baselines import BASELINES
 from archsim.spp.topology import Topology

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archsim import plan_run
+from archsim import plan_flags
 from archsim.cli import build_parser, main
 from archsim.collectives import ring_allreduce_on
 from archsim.commands import plan
@@ -62,7 +62,7 @@ def test_table3_rows_are_priced_on_the_1080ti_and_spp_is_fastest_under_both_base
 
 def _priced(network: str):
     args = build_parser().parse_args(_table_row(network))
-    plan_run.check_flags(args)
+    plan_flags.check_flags(args)
     profile, _, _ = plan.layer_profile(args)
     return profile, load_topology_file(TESTBED)
 
@@ -139,5 +139,5 @@ def test_a_card_of_no_fp16_peak_asks_for_dtype_fp32(capsys):
 def test_the_plan_command_names_the_baseline_configurations_the_module_runs():
     from archsim.spp import baselines
 
-    assert plan_run.BASELINE_CONFIGS == baselines.CONFIGS and plan_run.PAPER_BASELINES == baselines.PAPER_BASELINES
+    assert plan_flags.BASELINE_CONFIGS == baselines.CONFIGS and plan_flags.PAPER_BASELINES == baselines.PAPER_BASELINES
     assert set(baselines.PAPER_OPTIONS) <= set(baselines.PAPER_BASELINES)

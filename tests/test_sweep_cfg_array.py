@@ -142,11 +142,13 @@ def test_the_report_of_a_cfg_sweep_names_cost_config_and_needs_no_spec_record_fo
     assert command in (tmp_path / "r.html").read_text()
 
 
-def test_a_cfg_device_of_several_arrays_is_noted_once_as_cost_config_notes_it(tmp_path, capsys, chip_cfg):
+def test_a_cfg_device_of_several_arrays_is_noted_once_as_cost_config_notes_it(tmp_path, capsys, chip_cfg,
+                                                                             monkeypatch):
     """A spec naming a ``.cfg`` device of 4 arrays swept it as one array and said nothing, where
     ``archsim cost --config`` on the same file says so: the sweep prints cost's note once on stderr, and
     ``archsim.run_sweep`` warns it once (not once per point); a plain SCALE-Sim file is one array, of which
-    nothing is said. (The file named twice is refused: tests/test_user_trial38.py.)"""
+    nothing is said. (The file named twice is refused: tests/test_user_trial38.py.) The file is named as the spec
+    names it, ``chip.cfg``, as cost names it as typed."""
     import warnings
 
     import archsim
@@ -154,7 +156,8 @@ def test_a_cfg_device_of_several_arrays_is_noted_once_as_cost_config_notes_it(tm
     (tmp_path / "chip.cfg").write_text(chip_cfg(arrays=4, hbm_gbps=400, run_name="mychip", device_name="mychip_cfg"))
     shutil.copy(CONFIGS / "scalesim_32x32_ws.cfg", tmp_path / "plain.cfg")
     spec = _spec(tmp_path, ["chip.cfg", "plain.cfg"], processors="1")
-    assert main(["cost", "layerpipe_sample", "--config", str(tmp_path / "chip.cfg")]) == 0
+    monkeypatch.chdir(tmp_path)  # cost given the file as the spec names it
+    assert main(["cost", "layerpipe_sample", "--config", "chip.cfg"]) == 0
     (cost_note,) = [line for line in capsys.readouterr().err.splitlines() if "device of" in line]
     note = cost_note.removeprefix("archsim cost: note: ")
     assert "device of 4 arrays" in note
@@ -165,3 +168,28 @@ def test_a_cfg_device_of_several_arrays_is_noted_once_as_cost_config_notes_it(tm
         warnings.simplefilter("always")
         archsim.run_sweep(spec, out=tmp_path / "api")
     assert [str(w.message) for w in caught if "device of" in str(w.message)] == [note]
+
+
+def test_a_cfg_arrays_notes_name_it_as_the_spec_does(tmp_path, capsys, unread_key_chip, monkeypatch):
+    """Defect: ``archsim sweep`` and ``archsim.run_sweep`` named a spec's ``.cfg`` array by its absolute path in
+    their notes (``/tmp/.../specs/cfgs/chip.cfg is a device of 16 arrays``) where the spec says ``cfgs/chip.cfg``
+    and ``archsim cost --config`` names the file as typed. Now every note names it as the spec's entry does."""
+    import warnings
+
+    import archsim
+
+    (tmp_path / "specs" / "cfgs").mkdir(parents=True)
+    unread_key_chip.rename(tmp_path / "specs" / "cfgs" / "chip.cfg")
+    _spec(tmp_path / "specs", ["cfgs/chip.cfg"], processors="1", extra='engine = "cycle"')
+    monkeypatch.chdir(tmp_path)
+    assert main(["sweep", "specs/spec.toml", "--out", "out", "--quiet"]) == 0
+    notes = [line.removeprefix("archsim sweep: note: ") for line in capsys.readouterr().err.splitlines()
+             if line.startswith("archsim sweep: note: ")]
+    said = [line for line in notes if "chip.cfg" in line]
+    # the device of 16 arrays, its unread board_watts, and the hbm_gbps the cycle engine does not read
+    assert len(said) == 3 and all(line.startswith("cfgs/chip.cfg ") for line in said), notes
+    assert not any(str(tmp_path) in line for line in notes), notes
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.run_sweep("specs/spec.toml", out="api")
+    assert [str(w.message) for w in caught if "chip.cfg" in str(w.message)] == said

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from archsim.errors import InputError
-from archsim.sweep import load_spec, run_sweep, runner
+from archsim.sweep import load_spec, networks, run_sweep, runner
 from archsim.sweep.spec import network_sha256
 
 HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
@@ -42,10 +42,10 @@ def test_a_network_read_again_after_an_edit_is_refused(folder):
     """The reader every process costs units with (a dask worker's first read of the file is this one)."""
     original = network_sha256(str(folder / "net.csv"))
     (folder / "net.csv").write_text(EDITED)
-    runner.loaded_network.cache_clear()
-    runner.unit_network.cache_clear()
+    networks.loaded_network.cache_clear()
+    networks.unit_network.cache_clear()
     with pytest.raises(InputError) as error:
-        runner.unit_network(str(folder / "net.csv"), original, ())
+        networks.unit_network(str(folder / "net.csv"), original, ())
     assert error.value.where.file == str(folder / "net.csv")
     assert "changed after the sweep started" in error.value.message
 

@@ -49,13 +49,13 @@ def test_counts_the_network_has_run_and_layerpipe_alone_may_ask_more(tmp_path, c
 
 def test_the_check_costs_with_the_analytic_model_only(tmp_path, monkeypatch):
     """Layer groups are the graph's: a cycle-engine sweep's check must not run the cycle engine."""
-    from archsim.sweep import load_spec, runner
+    from archsim.sweep import load_spec, units
 
     spec = _spec(tmp_path, "2")
     spec.write_text(spec.read_text(encoding="utf-8") + 'engine = "cycle"\n', encoding="utf-8")
     engines = []
-    real = runner.build_profile
-    monkeypatch.setattr(runner, "build_profile", lambda *a, **k: engines.append(a[4]) or real(*a, **k))
+    real = units.build_profile
+    monkeypatch.setattr(units, "build_profile", lambda *a, **k: engines.append(a[4]) or real(*a, **k))
     loaded = load_spec(spec)
-    runner.check_processor_counts(loaded.units(), loaded.source)
+    units.check_processor_counts(loaded.units(), loaded.source)
     assert engines == ["analytic", "analytic"]  # one profile per network

@@ -62,13 +62,13 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_stops_the_sweep(tmp_path, monkeyp
     one line, exit 130, the finished units cached, no results.csv."""
     import weakref
 
-    from archsim.sweep import runner
+    from archsim.sweep import executors
 
     spec = tmp_path / "trial42.toml"
     spec.write_text(SPEC)
     out = tmp_path / "res"
     computed = []
-    real = runner.compute_unit
+    real = executors.compute_unit
 
     def interrupted_in_a_finalizer(unit):
         computed.append(unit)
@@ -84,7 +84,7 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_stops_the_sweep(tmp_path, monkeyp
             del held
         return real(unit)
 
-    monkeypatch.setattr(runner, "compute_unit", interrupted_in_a_finalizer)
+    monkeypatch.setattr(executors, "compute_unit", interrupted_in_a_finalizer)
     capsys.readouterr()
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 130
     err = capsys.readouterr().err.strip().splitlines()
@@ -94,7 +94,7 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_stops_the_sweep(tmp_path, monkeyp
     assert not (out / "results.csv").exists() and not (out / "summary.csv").exists()
     assert len(list((out / "cache").glob("*.json"))) == 2
     rerun = []
-    monkeypatch.setattr(runner, "compute_unit", lambda unit: rerun.append(unit) or real(unit))
+    monkeypatch.setattr(executors, "compute_unit", lambda unit: rerun.append(unit) or real(unit))
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
     assert len(rerun) == 2 and not set(rerun) & set(computed)  # the rerun computed only the two units left
 
@@ -165,7 +165,7 @@ def test_report_refuses_results_the_folders_spec_did_not_give(results, tmp_path,
     the edited spec's command, as it drew a results.csv with half its rows deleted at a row boundary. Now both
     are one error line: the rows' batches are not the spec's, and 8 rows are not the 16 (2 arrays × 2 batches ×
     2 processor counts × 2 methods) the spec gives."""
-    from archsim.sweep import runner
+    from archsim.sweep import executors
 
     spec = tmp_path / "trial42.toml"
     spec.write_text(SPEC.replace("batches = [16, 32]", "batches = [16, 48]"))
@@ -173,7 +173,7 @@ def test_report_refuses_results_the_folders_spec_did_not_give(results, tmp_path,
     def stopped(unit):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "compute_unit", stopped)
+    monkeypatch.setattr(executors, "compute_unit", stopped)
     assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 130
     capsys.readouterr()
     assert main(["report", str(results), "--out", str(tmp_path / "r.html")]) == 2
@@ -207,15 +207,15 @@ def test_sigterm_ends_a_sweep_as_ctrl_c_does(tmp_path):
     out = tmp_path / "res"
     script = f"""
 import os, signal, sys
-from archsim.sweep import runner
+from archsim.sweep import executors
 from archsim.cli import main
-real, done = runner.compute_unit, []
+real, done = executors.compute_unit, []
 def terminated_at_the_second(unit):
     done.append(unit)
     if len(done) == 2:
         os.kill(os.getpid(), signal.SIGTERM)
     return real(unit)
-runner.compute_unit = terminated_at_the_second
+executors.compute_unit = terminated_at_the_second
 sys.exit(main(["sweep", {str(spec)!r}, "--out", {str(out)!r}, "--quiet"]))
 """
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)

@@ -220,7 +220,7 @@ def test_v100_testbed_vgg16_pipedreams_optimizer_beats_spp_by_the_papers_own_obj
 
     from archsim.cli import build_parser
     from archsim.commands.plan import layer_profile
-    from archsim.plan_run import check_flags
+    from archsim.plan_flags import check_flags
     from archsim.spp.pe_order import pe_finish_time
     from archsim.spp.plan import stage_plans
     from archsim.spp.prm import PRMPlan, channel_time, prm, stage_time

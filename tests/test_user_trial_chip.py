@@ -103,13 +103,13 @@ def test_an_interrupted_sweep_says_so_in_one_line_and_resumes(tmp_path, capsys, 
     cached. Now: one line naming what is cached and that the same command resumes, exit 130 (the
     shell's code for SIGINT); the re-run computes only the missing points and gives the rows an
     uninterrupted run gives."""
-    from archsim.sweep import runner
+    from archsim.sweep import executors
 
     (tmp_path / "chip.toml").write_text(CHIP)
     spec = tmp_path / "mychip.toml"
     spec.write_text(SPEC)
     calls = []
-    real = runner.compute_unit
+    real = executors.compute_unit
 
     def stopped_at_third(unit):
         calls.append(unit)
@@ -117,7 +117,7 @@ def test_an_interrupted_sweep_says_so_in_one_line_and_resumes(tmp_path, capsys, 
             raise KeyboardInterrupt
         return real(unit)
 
-    monkeypatch.setattr(runner, "compute_unit", stopped_at_third)
+    monkeypatch.setattr(executors, "compute_unit", stopped_at_third)
     out = tmp_path / "results"
     assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 130
     err = capsys.readouterr().err.strip().splitlines()
@@ -125,7 +125,7 @@ def test_an_interrupted_sweep_says_so_in_one_line_and_resumes(tmp_path, capsys, 
     assert len(list((out / "cache").glob("*.json"))) == 2 and not (out / "results.csv").exists()
 
     calls.clear()
-    monkeypatch.setattr(runner, "compute_unit", lambda unit: calls.append(unit) or real(unit))
+    monkeypatch.setattr(executors, "compute_unit", lambda unit: calls.append(unit) or real(unit))
     _run(capsys, "sweep", str(spec), "--out", str(out), "--quiet")
     assert len(calls) == 6  # the two cached points are not computed again
     _run(capsys, "sweep", str(spec), "--out", str(tmp_path / "fresh"), "--quiet")

@@ -38,14 +38,15 @@ def device_dtype_note(config: str | Path) -> str | None:
             f"default here), train at {TRAIN_DTYPE}: add {setting('dtype', TRAIN_DTYPE)} to price what train charges")
 
 
-def device_arrays_note(config: str | Path) -> str | None:
+def device_arrays_note(config: str | Path, *, name: str | None = None) -> str | None:
     """What an array command says of a ``--config`` that is a device file of several arrays (it costs one of
     them, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.
-    None for a plain SCALE-Sim file or a device of one array."""
+    ``name``: the file as the user named it (default ``config``). None for a plain SCALE-Sim file or a device of
+    one array."""
     checked = _device_file(config)
     if checked is None or checked[1] <= 1:
         return None
-    return (f"{config} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
+    return (f"{config if name is None else name} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
             f"GEMM's folds over all {checked[1]})")
 
 

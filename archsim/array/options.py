@@ -217,12 +217,13 @@ def calc_mode_note(config: str | Path) -> str | None:
 
 
 def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwidth", *,
-                    spec_key: bool = False) -> str | None:
+                    spec_key: bool = False, name: str | None = None) -> str | None:
     """What the cycle engine says, run without ``flag`` (its DRAM words/cycle, named as the caller spells it), of a ``--config`` device ``.cfg`` that
     states ``[memory] hbm_gbps`` but no SCALE-Sim ``Bandwidth``: the engine reads words/cycle alone, so it ran at
     SCALE-Sim's default; the flag's value nearest the file's GB/s, in words of ``element_bytes`` at its clock, is
     named. None for a plain SCALE-Sim file, one stating ``Bandwidth`` (checked against ``hbm_gbps`` on reading) or
-    one without a clock. ``spec_key``: ``flag`` is a sweep spec's list key, named as ``bandwidths = [N]``."""
+    one without a clock. ``spec_key``: ``flag`` is a sweep spec's list key, named as ``bandwidths = [N]``; ``name``: the
+    file as the user named it (default ``config``)."""
     import configparser
 
     from archsim.array.device_sections import cfg_device_sections
@@ -246,6 +247,6 @@ def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwid
         return None
     words, default = max(1, round(hbm / (element_bytes * ghz))), ArrayConfig().bandwidth[0]
     named = f"{flag} = [{words}]" if spec_key else setting(flag, words)
-    return (f"{config} states [memory] hbm_gbps = {hbm:g} GB/s, which the cycle engine does not read (train and "
+    return (f"{config if name is None else name} states [memory] hbm_gbps = {hbm:g} GB/s, which the cycle engine does not read (train and "
             f"search do): it ran at {default} words/cycle per operand, SCALE-Sim's default ({default * element_bytes * ghz:g} "
             f"GB/s of {element_bytes}-byte words at {ghz:g} GHz); {named} is {words * element_bytes * ghz:g} GB/s")

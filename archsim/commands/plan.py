@@ -19,7 +19,7 @@ from archsim.commands.common import (
 )
 from archsim.commands.timeline_outputs import add_timeline_outputs, write_timeline_outputs
 from archsim.modes import MODES
-from archsim.plan_run import (  # the run, once for this command and archsim.plan
+from archsim.plan_flags import (  # the flags, once for this command and archsim.plan
     BASELINE_CONFIGS,
     DEFAULT_MICRO_BATCH,
     LINK_MODELS,
@@ -92,15 +92,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _network(args: argparse.Namespace):
-    """The NETWORK flag's network; :mod:`archsim.plan_run` notes a batch its file fixes, at plan's mini-batch."""
+    """The NETWORK flag's network; :mod:`archsim.plan_profile` notes a batch its file fixes, at plan's mini-batch."""
     return network_from_args(args, batch_note=False)
 
 
 def layer_profile(args: argparse.Namespace):
-    """:func:`archsim.plan_run.layer_profile` with the command's network and array flags (notes on stderr). Public:
+    """:func:`archsim.plan_profile.layer_profile` with the command's network and array flags (notes on stderr). Public:
     the profile ``plan`` prices is checked apart from the plan made of it."""
     from archsim.console import say
-    from archsim.plan_run import layer_profile as priced
+    from archsim.plan_profile import layer_profile as priced
 
     return priced(args, loader=_network, array_of=array_from_args, speak=say)
 

@@ -70,9 +70,9 @@ def run_sweep_command(args: argparse.Namespace) -> int:
 
         for line in array_spec_warnings(spec):
             warn(line)
+        from archsim.sweep.networks import network_notes
         from archsim.sweep.pipedream_points import skipped_line
         from archsim.sweep.report import spec_record
-        from archsim.sweep.runner import network_notes
 
         for line in (*array_file_notes(spec), *network_notes(spec), skipped_line(spec_record(out))):
             if line:

@@ -341,16 +341,17 @@ def unread_keys_note(device: Device, file: str, mixed: bool = False) -> str | No
     return f"{file} is a gemm = \"arrays\" device: {'these keys are' if len(unread) > 1 else 'this key is'} not read: {keys}"
 
 
-def config_unread_keys_note(config: str | Path) -> str | None:
+def config_unread_keys_note(config: str | Path, *, name: str | None = None) -> str | None:
     """:func:`unread_keys_note` of an array command's ``--config`` (``cost``, ``energy``, an array sweep's
     ``.cfg``), so that every reader of a device file says it. None for a plain SCALE-Sim ``.cfg`` and for a
     device ``.cfg`` that train refuses: an array command reads such a file's arrays without train's required
-    keys, and only train's reading gives a device to judge."""
+    keys, and only train's reading gives a device to judge. ``name``: the file as the user named it (default
+    ``config``)."""
     try:
         device = load_device(config)
     except InputError:
         return None
-    return unread_keys_note(device, str(config))
+    return unread_keys_note(device, str(config) if name is None else name)
 
 
 def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:

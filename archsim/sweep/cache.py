@@ -91,7 +91,7 @@ class CacheUse:
 
 def spec_files(spec: SweepSpec | DeviceSweepSpec, out: Path) -> set[Path]:
     """The cache files of ``spec``'s units in ``out`` (a network that cannot be read is refused here)."""
-    from archsim.sweep.runner import network_digests
+    from archsim.sweep.networks import network_digests
 
     digests = network_digests(spec)
     return {cache_file(out, unit, digests) for unit in spec.units()}

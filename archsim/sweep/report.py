@@ -99,7 +99,7 @@ def _spec_name(path: Path) -> str | None:
 def read_results(folder: Path) -> pd.DataFrame:
     """A results folder's results.csv (old column names renamed), checked."""
     from archsim.output_files import pending
-    from archsim.sweep.runner import RESULT_COLUMNS, current_names
+    from archsim.sweep.results import RESULT_COLUMNS, current_names
 
     path = folder / "results.csv"
     if not pending(path).is_file():

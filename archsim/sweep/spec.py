@@ -230,6 +230,13 @@ def _shipped_table_name(name: str, file: str) -> str:
     return name
 
 
+def spec_named(source: str | None, path: str) -> str:
+    """A file a spec names (a network or a ``.cfg`` array, resolved inside the spec's folder ``source`` is in), as
+    the spec names it: relative to that folder; anything else (a shipped name) as it is."""
+    folder = Path(source).parent.resolve() if source else None
+    return str(Path(path).relative_to(folder)) if folder and Path(path).is_relative_to(folder) else path
+
+
 def network_sha256(network: str, what: str = "network") -> str:
     """SHA-256 of a ``what`` (network, model, device) file's bytes (empty for a shipped name)."""
     path = Path(network)

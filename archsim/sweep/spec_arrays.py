@@ -105,17 +105,18 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     costs it and says (:func:`archsim.array.device_notes.device_arrays_note`); keys an array device does not read
     (:func:`archsim.devices.device_file.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
     ``[memory] hbm_gbps`` it does not read, as ``cost --engine cycle`` says (:func:`archsim.array.options.hbm_unread_note`,
-    in words of the spec's first element size)."""
+    in words of the spec's first element size). Each file is named as the spec names it (:func:`.spec.spec_named`)."""
     from archsim.array.device_notes import device_arrays_note
     from archsim.array.options import hbm_unread_note
     from archsim.devices.device_file import config_unread_keys_note
+    from archsim.sweep.spec import spec_named
 
     files = {array.path: array.array for array in spec.arrays if isinstance(array, ArrayFile)}
     unread = spec.engine == "cycle" and not spec.bandwidths_given
-    return tuple(note for path, array in files.items() for note in (
-        device_arrays_note(path), config_unread_keys_note(path),
+    return tuple(note for path, array in files.items() for name in (spec_named(spec.source, path),) for note in (
+        device_arrays_note(path, name=name), config_unread_keys_note(path, name=name),
         hbm_unread_note(path, spec.designs[0].element_bytes if spec.designs else array.element_bytes, "bandwidths",
-                        spec_key=True) if unread else None) if note)
+                        spec_key=True, name=name) if unread else None) if note)
 
 
 def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:
@@ -125,12 +126,13 @@ def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:
     :func:`archsim.array.sram_sizes.sram_in_bytes`: the three buffers together), naming the spec's entries."""
     from archsim.array.options import array_size_warning
     from archsim.array.sram_sizes import sram_in_bytes
+    from archsim.sweep.spec import spec_named
 
     lines = []
     for array in dict.fromkeys(spec.arrays):
         if isinstance(array, ArrayFile):
             lines.append(array_size_warning(array.array.rows, array.array.cols,
-                                            f"{array.path}: ArrayHeight and ArrayWidth"))
+                                            f"{spec_named(spec.source, array.path)}: ArrayHeight and ArrayWidth"))
         else:
             lines.append(array_size_warning(*array, f"{spec.source}: arrays '{array[0]}x{array[1]}'"))
     for kib in dict.fromkeys(design.sram_kb for design in spec.designs):

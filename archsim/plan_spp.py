@@ -1,0 +1,100 @@
+"""``archsim plan``'s SPP run (every method but ``pipedream``): SPP's plan, or a baseline's makespan beside SPP's,
+with the baselines ``--baselines`` names run for the meta; the rows and meta the command prints, and SPP's
+simulated timeline. Seconds throughout (the profile's unit)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archsim.console import say, setting
+from archsim.errors import InputError
+from archsim.plan_flags import BASELINE_METHODS, PAPER_BASELINES, micro_batch
+from archsim.plan_run import PlanRun, Speak
+
+
+def stage_rows_caption(rows: list[dict]) -> str:
+    """What a plan's Gantt rows stand for, from its table's rows: each stage row sN runs on all its GPUs at once
+    (a micro-batch split over its replicas), chN is the channel from sN to sN+1, arN sN's all-reduce."""
+    stages = "; ".join(f"s{r['stage']}: {r['first_layer']}–{r['last_layer']} on {r['devices']}" for r in rows)
+    return (f"Rows: {stages}. A stage row's bars are its replicas' work together (each micro-batch split over "
+            "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
+
+
+def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
+    """Why no plan exists: every GPU holds a stage or a replica, and with each replica taking whole samples a stage
+    has at most m (``samples``) replicas, so ``stages`` stages reach at most stages × m of the ``devices`` GPUs."""
+    most = stages * samples
+    return InputError(f"no plan puts all {devices} GPUs to work: a replica takes whole samples, so a stage of a "
+                      f"{samples}-sample micro-batch has at most {samples} replicas and {stages} stage"
+                      f"{'s' if stages > 1 else ''} at most {most} GPUs; give a larger {setting('micro-batch')}, "
+                      f"more {setting('max-stages')} where the layers allow, a cluster of fewer GPUs, or "
+                      f"{setting('replication', 'paper')} "
+                      "(each replica 1/r of a micro-batch)", field="replication")
+
+
+def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak = say) -> PlanRun:
+    """SPP's plan, or a baseline's makespan beside SPP's (``args.method``), with the baselines ``args.baselines``
+    names run for the meta; a ``max_stages`` above what the layers and GPUs allow noted as capped."""
+    from archsim.planners import plan_on_cluster
+    from archsim.progress import progress
+    from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
+
+    samples = micro_batch(args) if getattr(args, "replication", "paper") == "exact" else None  # None: SPP's 1/r
+    limit = stage_count_limit(profile, topology, args.max_stages)
+    if samples is not None and topology.devices > limit * samples:  # before the search: no plan would fill the GPUs
+        raise _too_few_samples(topology.devices, limit, samples)
+    methods = list({"archsim": BASELINE_METHODS, "paper": PAPER_BASELINES}.get(args.baselines, ()))
+    if args.method in BASELINE_METHODS and args.method not in methods:
+        methods.append(args.method)
+    check_search_size(profile, topology, args.max_stages, args.max_search_steps, methods,  # pipedream-prm's too
+                      droppable=args.method == "spp" and "pipedream-prm" in methods)
+
+    # one bar for all the work: the PRM tables' levels (nearly all of SPP's time; a bar over stage counts alone sat
+    # at 0 until they were built), SPP's stage counts, then the baselines (seconds each on a large profile)
+    with progress(max(limit - 1, 0) + limit + len(methods), "SPP", "step") as bar:
+        result = spp(profile, topology, args.microbatches, max_stages=args.max_stages, samples=samples,
+                     on_level=lambda _: bar.update(), on_stage_count=lambda _: bar.update())
+        others = {}
+        for method in methods:
+            bar.set_postfix_str(f"baseline {method}")
+            makespan = plan_on_cluster(profile, topology, method, args.microbatches, config=args.baselines).makespan
+            assert makespan is not None, "a plan on a cluster is scheduled"
+            others[method] = float(makespan)
+            bar.update()
+    if args.max_stages is not None and args.max_stages > limit:  # "at most": said once, after the search
+        speak("note", f"{setting('max-stages', args.max_stages)} is more stages than a plan of {len(profile)} layer"
+                      f"{'s' if len(profile) != 1 else ''} on {topology.devices} GPU"
+                      f"{'s' if topology.devices != 1 else ''} can have (one layer and one GPU a stage at least): "
+                      f"SPP tries at most {limit}")
+    config = {"baselines": args.baselines} if args.baselines != "archsim" else {}
+    if args.links != "paper":
+        config["links"] = args.links
+    if samples is not None:
+        config["replication"] = "exact"
+    names = profile.names
+    times = stage_plans(profile, result.plan, topology.bandwidth, topology.latency, topology.links, samples)
+    rows = [{"stage": n + 1, "first_layer": names[a], "last_layer": names[b - 1], "layer_count": b - a,
+             "replicas": len(d), "devices": " ".join(f"g{x}" for x in d), "microbatch_forward_seconds": t.forward,
+             "microbatch_backward_seconds": t.backward, "allreduce_seconds": t.allreduce}
+            for n, ((a, b), d, t) in enumerate(zip(result.plan.stages, result.plan.devices, times))]
+    if args.method != "spp":
+        row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
+        return PlanRun([row], {"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches,
+                               **config, **priced_on})
+
+    def seconds(t: float) -> str:  # the table's digits; csv and json keep full precision, as their numbers do
+        return f"{float(t):.4g}" if getattr(args, "format", "json") == "table" else repr(float(t))
+
+    meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
+            "microbatches": args.microbatches, "makespan_seconds": result.makespan,
+            "stage_counts": "; ".join(f"{s}:{seconds(t)}s" for s, _, t in result.by_stage_count),
+            "baselines_seconds": "; ".join(f"{m}:{seconds(t)}" for m, t in others.items()), **config,
+            "device_order": " ".join(f"g{x}" for x in result.order), **priced_on}
+    from archsim.sim.timeline import Timeline
+
+    assert isinstance(result.timeline, Timeline), type(result.timeline)  # SPP's PE schedule, simulated
+    return PlanRun(rows, meta, result.timeline, f"SPP on {topology.name}, {args.microbatches} micro-batches",
+                   stage_rows_caption(rows), unit=profile.unit)
+
+
+__all__ = ["run_spp", "stage_rows_caption"]
