@@ -1,0 +1,65 @@
+"""User trial 54 (a pipeline- and cluster-scheduling researcher): the defects found, each pinned.
+
+* An output name written as a folder's — ``out/``, ``out/.``, ``out/..`` — was written as a file ``out``
+  (``Path`` drops the trailing ``/`` and the final ``.``), replacing a file ``out`` the user had not named,
+  or (``/..``) failed only after the run's work, having made the folder ``out``. It is refused up front now,
+  on every output flag and through the library's writer, and nothing is made.
+"""
+
+from __future__ import annotations
+
+import pytest
+from output_commands import SWEEP_SPEC
+from test_output_targets import CASES, argv_for
+from test_robustness import clean_error
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.output_files import write_output
+
+ENDINGS = ("/", "/.", "/..")
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+@pytest.mark.parametrize(("command", "flag"), CASES)
+def test_an_output_name_ending_as_a_folder_is_refused_before_any_work(tmp_path, capsys, command, flag, ending):
+    target = f"{tmp_path / 'out'}{ending}"
+    argv = argv_for(command, flag, target, tmp_path)  # report's runs its sweep first
+    capsys.readouterr()
+    line = clean_error(capsys, *argv)
+    assert f"a name ending in '{ending}' names a folder" in line and "give a file name" in line
+    assert not (tmp_path / "out").exists()  # neither a file nor a folder made
+
+
+@pytest.mark.parametrize(("command", "flag"), [case for case in CASES if case[0] in ("pipeline", "schedule")])
+def test_a_trailing_slash_after_an_existing_file_leaves_that_file_alone(tmp_path, capsys, command, flag):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("mine\n", encoding="utf-8")
+    line = clean_error(capsys, *argv_for(command, flag, f"{existing}/", tmp_path))
+    assert "names a folder" in line
+    assert existing.read_text(encoding="utf-8") == "mine\n"
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_the_library_writer_refuses_a_folder_name_too(tmp_path, ending):
+    with pytest.raises(InputError, match="names a folder"):
+        write_output(f"{tmp_path / 'out'}{ending}", "text\n")
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=32)
+    plan = archsim.pipeline(profile, processors=3, method="layerpipe")
+    with pytest.raises(InputError, match="names a folder"):
+        archsim.pipeline_dfg(plan, profile, out=f"{tmp_path / 'dfg'}{ending}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_file_name_and_a_folder_given_as_a_folder_still_work(tmp_path, capsys):
+    """The refusal is of the name's ending only: a plain file name is written, and sweep's --out, a folder,
+    still takes a trailing slash."""
+    assert main(["schedule", "ffnn8", "--unit-costs", "--processors", "2", "--policy", "gpipe",
+                 "--chrome-trace", str(tmp_path / "trace.json")]) == 0
+    assert (tmp_path / "trace.json").read_text(encoding="utf-8").startswith("{")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SWEEP_SPEC, encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", f"{tmp_path / 'results'}/", "--quiet"]) == 0
+    assert (tmp_path / "results" / "results.csv").is_file()
+    capsys.readouterr()
