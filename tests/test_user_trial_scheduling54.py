@@ -63,3 +63,19 @@ def test_a_file_name_and_a_folder_given_as_a_folder_still_work(tmp_path, capsys)
     assert main(["sweep", str(spec), "--out", f"{tmp_path / 'results'}/", "--quiet"]) == 0
     assert (tmp_path / "results" / "results.csv").is_file()
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("policy", ["dp-wfbp", "dp-priority", "dp-reverse-k"])
+def test_data_parallel_refuses_microbatches_it_never_reads(capsys, policy):
+    """Defect: `archsim schedule layerpipe_sample --policy dp-wfbp --processors 6 --microbatches 4` printed
+    `microbatches 4` beside the makespan of `--microbatches 1` (47,529,569.5 cycles both): the data-parallel
+    window (one device's backward, then the next forward; docs/papers/ooo-backprop.md) reads no micro-batch
+    count. Hand count of that window with unit costs on 1 worker (no synchronization): 8 forwards, 7 layers of
+    δ + G and layer 1's G (15), the next iteration's 8 forwards: 31, whatever M was asked for."""
+    line = clean_error(capsys, "schedule", "ffnn8", "--unit-costs", "--policy", policy, "--processors", "1",
+                       "--microbatches", "4")
+    assert "field 'microbatches'" in line and "--microbatches 1" in line and "got 4" in line
+    with pytest.raises(InputError, match="microbatches=1"):
+        archsim.schedule("ffnn8", policy=policy, processors=1, microbatches=4, unit_costs=True)
+    for given in ({}, {"microbatches": 1}):  # the window's own count, given or not
+        assert archsim.schedule("ffnn8", policy=policy, processors=1, unit_costs=True, **given).makespan == 8 + 15 + 8
