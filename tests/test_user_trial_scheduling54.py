@@ -79,3 +79,17 @@ def test_data_parallel_refuses_microbatches_it_never_reads(capsys, policy):
         archsim.schedule("ffnn8", policy=policy, processors=1, microbatches=4, unit_costs=True)
     for given in ({}, {"microbatches": 1}):  # the window's own count, given or not
         assert archsim.schedule("ffnn8", policy=policy, processors=1, unit_costs=True, **given).makespan == 8 + 15 + 8
+
+
+@pytest.mark.parametrize("extra", [[], ["--microbatches", "2"]])
+def test_pipeline_refuses_an_optimizer_without_the_memory_table_it_sizes(capsys, extra):
+    """Defect: `archsim pipeline layerpipe_sample --processors 3 --optimizer adam` (with or without
+    --microbatches) exited 0 and printed the plan alone: --optimizer only sizes --memory's optimizer state, so it was
+    read by nothing. With --memory it still prints Adam's two states per weight (conv1: 2 × 5·5·3·32 = 4,800 bytes)."""
+    line = clean_error(capsys, "pipeline", "layerpipe_sample", "--processors", "3", "--optimizer", "adam", *extra)
+    assert "field 'optimizer'" in line and "--memory" in line
+    assert main(["pipeline", "layerpipe_sample", "--processors", "3", "--microbatches", "2", "--memory",
+                 "--optimizer", "adam", "--format", "csv"]) == 0
+    header, first = capsys.readouterr().out.splitlines()[:2]
+    row = dict(zip(header.split(","), first.split(","), strict=False))
+    assert row["layers"] == "conv1 conv2" and int(row["optimizer_bytes"]) == 2 * (2400 + 5 * 5 * 32 * 64)
