@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from output_commands import SWEEP_SPEC
 from test_output_targets import CASES, argv_for
@@ -93,3 +95,34 @@ def test_pipeline_refuses_an_optimizer_without_the_memory_table_it_sizes(capsys,
     header, first = capsys.readouterr().out.splitlines()[:2]
     row = dict(zip(header.split(","), first.split(","), strict=False))
     assert row["layers"] == "conv1 conv2" and int(row["optimizer_bytes"]) == 2 * (2400 + 5 * 5 * 32 * 64)
+
+
+@pytest.mark.parametrize(("policy", "flag", "value"), [("gandiva", "--unit-seconds", "5"),
+                                                       ("tiresias", "--unit-seconds", "0"),
+                                                       ("tiresias", "--max-pack", "3"),
+                                                       ("jigsaw", "--max-pack", "3"),
+                                                       ("jigsaw-nospb", "--max-pack", "1")])
+def test_cluster_refuses_a_policy_flag_the_chosen_policy_never_reads(capsys, policy, flag, value):
+    """Defect: `archsim cluster --policy tiresias --jobs 20 --gpus 16 --max-pack 3` printed the makespan of
+    `--max-pack 2` (6,010.777 s both; Tiresias gangs its jobs and packs none) and echoed `max_pack 3` beside it;
+    `--policy gandiva --unit-seconds 5` echoed `unit_seconds 5` with the figures of 10 (5,968.98 s both): the planning
+    block is Jigsaw's. Now refused, as --seeds is beside one policy."""
+    line = clean_error(capsys, "cluster", "--policy", policy, "--jobs", "20", "--gpus", "16", flag, value)
+    assert f"field '{flag[2:]}'" in line and "drop it" in line and "--policy all" in line
+    with pytest.raises(InputError, match=flag[2:].replace("-", "_")):
+        archsim.cluster_jobs(policy=policy, jobs=20, gpus=16, **{flag[2:].replace("-", "_"): float(value)})
+
+
+def test_cluster_policy_flags_still_reach_their_readers(capsys):
+    """The readers still take them, and they move the figures: Gandiva packing 1 job per device against 3,
+    Jigsaw planning every iteration against 10 s blocks; `all` takes both (each policy reads its own)."""
+    def makespan(*argv: str) -> float:
+        assert main(["cluster", "--jobs", "20", "--gpus", "16", *argv, "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)["rows"][0]["makespan_seconds"]
+
+    assert makespan("--policy", "gandiva", "--max-pack", "1") != makespan("--policy", "gandiva", "--max-pack", "3")
+    assert makespan("--policy", "jigsaw", "--unit-seconds", "0") != makespan("--policy", "jigsaw", "--unit-seconds", "10")
+    assert makespan("--policy", "jigsaw") == makespan("--policy", "jigsaw", "--unit-seconds", "10")  # the default
+    assert main(["cluster", "--compare", "--jobs", "20", "--gpus", "16", "--seeds", "1", "--max-pack", "3",
+                 "--unit-seconds", "5"]) == 0
+    capsys.readouterr()
