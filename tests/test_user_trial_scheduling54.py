@@ -126,3 +126,11 @@ def test_cluster_policy_flags_still_reach_their_readers(capsys):
     assert main(["cluster", "--compare", "--jobs", "20", "--gpus", "16", "--seeds", "1", "--max-pack", "3",
                  "--unit-seconds", "5"]) == 0
     capsys.readouterr()
+
+
+def test_a_device_too_small_for_a_job_is_said_in_gib_without_rounding_it_to_zero(capsys):
+    """Defect: `archsim cluster --gpus 16 --device-memory-gb 0.001 --jobs 20` said `model vgg11 needs 1.7 GiB; a
+    device has 0.0`: the device's 0.001 GiB rounded to nothing, and its unit left out."""
+    line = clean_error(capsys, "cluster", "--policy", "jigsaw", "--gpus", "16", "--device-memory-gb", "0.001",
+                       "--jobs", "20")
+    assert line.endswith("a device has 0.001 GiB") and "needs 1.7 GiB" in line
