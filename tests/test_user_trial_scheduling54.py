@@ -134,3 +134,22 @@ def test_a_device_too_small_for_a_job_is_said_in_gib_without_rounding_it_to_zero
     line = clean_error(capsys, "cluster", "--policy", "jigsaw", "--gpus", "16", "--device-memory-gb", "0.001",
                        "--jobs", "20")
     assert line.endswith("a device has 0.001 GiB") and "needs 1.7 GiB" in line
+
+
+def test_a_stage_profile_of_zero_times_is_refused_as_zero_stage_times_are(capsys, tmp_path):
+    """Defect: `archsim schedule --stage-profile p.csv --microbatches 4 --policy 1f1b` on a profile whose every
+    forward, backward_input and backward_weight is 0 printed makespan 0 and bubble_fraction 0 (0/0), where
+    `--stage-times 0,0,0` is refused. One positive time anywhere still runs: a single 0.5 backward_input on the
+    last of 2 stages, 2 micro-batches, is 2 × 0.5 = 1 of makespan with rank 1 idle throughout (bubble 1/2)."""
+    zero = tmp_path / "zero.csv"
+    zero.write_text("forward,backward_input,backward_weight,comm\n0,0,0,1\n0,0,0,1\n", encoding="utf-8")
+    line = clean_error(capsys, "schedule", "--stage-profile", zero, "--microbatches", "4", "--policy", "1f1b")
+    assert "every op would take no time" in line and "zero.csv" in line
+    assert "every op would take no time" in clean_error(capsys, "schedule", "--stages", "2", "--stage-times", "0,0,0",
+                                                        "--microbatches", "4", "--policy", "1f1b")
+    with pytest.raises(InputError, match="no time"):
+        archsim.schedule(stage_profile=str(zero), microbatches=4, policy="zb-h1")
+    some = tmp_path / "some.csv"
+    some.write_text("forward,backward_input,backward_weight\n0,0,0\n0,0.5,0\n", encoding="utf-8")
+    result = archsim.schedule(stage_profile=str(some), microbatches=2, policy="1f1b")
+    assert result.makespan == 1 and result.row["bubble_fraction"] == 0.5
