@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from output_commands import SWEEP_SPEC
@@ -21,6 +22,7 @@ from archsim.errors import InputError
 from archsim.output_files import write_output
 
 ENDINGS = ("/", "/.", "/..")
+TESTBED = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_1080ti.toml"
 
 
 @pytest.mark.parametrize("ending", ENDINGS)
@@ -153,3 +155,25 @@ def test_a_stage_profile_of_zero_times_is_refused_as_zero_stage_times_are(capsys
     some.write_text("forward,backward_input,backward_weight\n0,0,0\n0,0.5,0\n", encoding="utf-8")
     result = archsim.schedule(stage_profile=str(some), microbatches=2, policy="1f1b")
     assert result.makespan == 1 and result.row["bubble_fraction"] == 0.5
+
+
+def test_a_pipedream_profile_without_compute_is_refused(capsys, tmp_path):
+    """Defect: `archsim plan zero.txt --cluster configs/clusters/testbed_1080ti.toml --microbatches 2` on a PipeDream
+    graph.txt whose every node takes 0 ms forward and backward planned a makespan of 0 s (and --method pipedream a
+    stage of 0 s), as the stage-profile path did. One node with time is still planned: forward 1 ms, backward 2 ms
+    on all 8 GPUs, each replica's share 1/8 (0.125 ms and 0.25 ms per micro-batch)."""
+    zero = tmp_path / "zero.txt"
+    zero.write_text("node1 -- Conv -- forward_compute_time=0, backward_compute_time=0, activation_size=0, "
+                    "parameter_size=0\nnode2 -- Conv -- forward_compute_time=0, backward_compute_time=0, "
+                    "activation_size=0, parameter_size=4\n\tnode1 -- node2\n", encoding="utf-8")
+    for method in ("spp", "pipedream"):
+        line = clean_error(capsys, "plan", zero, "--cluster", str(TESTBED),
+                           "--microbatches", "2", "--method", method)
+        assert "no compute to plan" in line and "forward_compute_time" in line
+    one = tmp_path / "one.txt"
+    one.write_text("node1 -- Conv -- forward_compute_time=1, backward_compute_time=2, activation_size=3, "
+                   "parameter_size=4\n", encoding="utf-8")
+    assert main(["plan", str(one), "--cluster", str(TESTBED), "--microbatches", "2",
+                 "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert (row["replicas"], row["microbatch_forward_seconds"], row["microbatch_backward_seconds"]) == (8, 1e-3 / 8, 2e-3 / 8)
