@@ -177,3 +177,23 @@ def test_a_pipedream_profile_without_compute_is_refused(capsys, tmp_path):
                  "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert (row["replicas"], row["microbatch_forward_seconds"], row["microbatch_backward_seconds"]) == (8, 1e-3 / 8, 2e-3 / 8)
+
+
+def test_spp_with_whole_sample_replicas_can_be_slower_than_the_dp_baseline(capsys):
+    """docs/papers/spp.md's "never slower than data parallel" holds under --replication paper only. Hand count of the
+    DP baseline on layerpipe_sample, micro-batches of 4 on testbed_1080ti's 8 GPUs at 1 GHz: 4 micro-batches of
+    F + G + D cycles (archsim cost at batch 4, a separate run) shared over 8 GPUs, then a ring all-reduce of the
+    274,784 weight bytes over 8 GPUs at 50 Gbit/s: 2·7/8·274,784 B / 6.25e9 B/s. SPP may use at most 4 replicas a
+    stage there (4 samples), so it has no one-stage plan and pipelines two stages, slower than that."""
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=4)
+    compute_s = 4 * float(profile.total.sum()) / 8 / 1e9
+    dp_s = compute_s + 2 * 7 / 8 * 274_784 / 6.25e9
+    meta = {}
+    for replication in ("paper", "exact"):
+        assert main(["plan", "layerpipe_sample", "--cluster", str(TESTBED), "--microbatches", "4", "--replication",
+                     replication, "--format", "json"]) == 0
+        meta[replication] = json.loads(capsys.readouterr().out)["meta"]
+    for run in meta.values():
+        assert float(run["baselines_seconds"].split("; ")[0].removeprefix("dp:")) == pytest.approx(dp_s, rel=1e-9)
+    assert meta["paper"]["makespan_seconds"] == pytest.approx(dp_s, rel=1e-9)  # SPP picks one stage: DP
+    assert meta["exact"]["stage_counts"].startswith("2:") and meta["exact"]["makespan_seconds"] > 1.18 * dp_s
