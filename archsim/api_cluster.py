@@ -36,13 +36,13 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
                  device_memory_gb: float | str = 16.0, policy: str = "jigsaw", compare: bool = False,
                  seed: int | str | None = None, seeds: int | str | None = None, jobs: int | str | None = None,
                  interval: float | str = 60.0, gamma_ns_per_byte: float | str = 0.8,
-                 unit_seconds: float | str = 10.0, max_pack: int | str = 2,
+                 unit_seconds: float | str | None = None, max_pack: int | str | None = None,
                  report: str | Path | None = None) -> TableResult:
     """SPB + Jigsaw against the gang schedulers on a job ``trace`` (a Tiresias CSV, or ``"synthetic"``: §4.2's
     workload of ``jobs`` jobs drawn from ``seed``) on ``gpus`` devices, ``gpus_per_machine`` to a machine, of
     ``device_memory_gb`` GiB, as ``archsim cluster`` runs it, its flags as keywords of the same names: ``policy``
     jigsaw, gandiva, tiresias, … or ``all`` (``compare=True``), which compares the three over ``seeds`` seeds;
-    ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` and ``max_pack`` as their flags; ``report`` writes
+    ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` (Jigsaw's) and ``max_pack`` (Gandiva's) as their flags; ``report`` writes
     the HTML page. Returns a :class:`~archsim.table_result.TableResult`: one row per run (``all``: the statistics
     over seeds per policy, every column of ``--format json``'s), ``.meta`` and ``to_dict()``, the command's JSON.
     The notes the command prints on stderr warn (UserWarning)."""
@@ -62,9 +62,10 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
     seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     seeds = None if seeds is None else positive_int(seeds, "seeds", high=1000, what="a seed count")
     jobs = None if jobs is None else positive_int(jobs, "jobs", high=100_000, what="a job count")
-    interval, gamma_ns_per_byte, unit_seconds = (_bounded(value, name) for value, name in (
-        (interval, "interval"), (gamma_ns_per_byte, "gamma-ns-per-byte"), (unit_seconds, "unit-seconds")))
-    max_pack = positive_int(max_pack, "max-pack")
+    interval, gamma_ns_per_byte = (_bounded(value, name) for value, name in (
+        (interval, "interval"), (gamma_ns_per_byte, "gamma-ns-per-byte")))
+    unit_seconds = None if unit_seconds is None else _bounded(unit_seconds, "unit-seconds")  # None: the policy's default
+    max_pack = None if max_pack is None else positive_int(max_pack, "max-pack")
     if report is not None:
         check_path(report, "report", "an output path")
         check_target(str(report))

@@ -19,6 +19,9 @@ from archsim.errors import InputError
 from archsim.progress import polled, progress
 
 DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_JOBS = 0, 5, 500  # the synthetic trace's (§4.2: 500 jobs)
+DEFAULT_UNIT_SECONDS, DEFAULT_MAX_PACK = 10.0, 2  # Jigsaw's planning block (s), Gandiva's jobs per device
+# The policies that read a policy's own flag: given to a run of none of them, it would be echoed and ignored.
+READERS = {"unit_seconds": ("jigsaw", "jigsaw-nospb"), "max_pack": ("gandiva",)}
 
 Speak = Callable[[str, str], None]
 
@@ -54,8 +57,8 @@ def _command_line(args: Any, policy: str) -> str:
              str(args.gpus_per_machine), "--policy", policy]
     if args.trace == "synthetic":  # the flags a trace file refuses
         words += ["--seed", str(args.seed), "--jobs", str(args.jobs)] + (["--seeds", str(args.seeds)] if policy == "all" else [])
-    defaults = {"device_memory_gb": 16.0, "interval": 60.0, "gamma_ns_per_byte": 0.8, "unit_seconds": 10.0,
-                "max_pack": 2}
+    defaults = {"device_memory_gb": 16.0, "interval": 60.0, "gamma_ns_per_byte": 0.8,
+                "unit_seconds": DEFAULT_UNIT_SECONDS, "max_pack": DEFAULT_MAX_PACK}
     for key, default in defaults.items():
         if getattr(args, key) != default:
             words += [f"--{key.replace('_', '-')}", f"{getattr(args, key):g}"]
@@ -66,7 +69,8 @@ def _command_line(args: Any, policy: str) -> str:
 
 def check_flags(args: Any) -> None:
     """Refuse, before reading anything, a flag the run would ignore (given even at its default), then put in
-    the defaults: --seed and --jobs draw the synthetic trace, and --seeds repeats a comparison over it."""
+    the defaults: --seed and --jobs draw the synthetic trace, --seeds repeats a comparison over it, and
+    --unit-seconds and --max-pack are read by the policies :data:`READERS` names."""
     synthetic = args.trace == "synthetic"
     comparing = args.compare or args.policy == "all"
     for flag, value in (("seed", args.seed), ("jobs", args.jobs)):
@@ -78,6 +82,14 @@ def check_flags(args: Any) -> None:
                          "of seeds SEED … SEED+N−1; "
                          + ("a trace file is one run" if comparing else f"{setting('policy', args.policy)} runs one seed")
                          + ": drop it", field="seeds")
+    for name, readers in READERS.items():
+        if getattr(args, name) is not None and not comparing and args.policy not in readers:
+            flag = name.replace("_", "-")
+            raise InputError(f"{setting(flag)} is read by {' and '.join(readers)} only; {setting('policy', args.policy)} "
+                             "runs without it: drop it (or compare the policies with "
+                             f"{setting('policy', 'all')})", field=flag)
+    args.unit_seconds = DEFAULT_UNIT_SECONDS if args.unit_seconds is None else args.unit_seconds
+    args.max_pack = DEFAULT_MAX_PACK if args.max_pack is None else args.max_pack
     args.seed = DEFAULT_SEED if args.seed is None else args.seed
     args.seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
     args.jobs = DEFAULT_JOBS if args.jobs is None else args.jobs

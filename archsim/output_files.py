@@ -25,6 +25,7 @@ from archsim.errors import InputError
 from archsim.output_targets import (
     TEMP_SUFFIX,
     check_entry,
+    check_file_name,
     check_target,
     own_descriptor,
     temp_prefix,
@@ -56,6 +57,7 @@ def write_output(path: str | Path, text: str, *, at_once: bool = False, within: 
       (no permission, a full device, a name too long): an :class:`InputError` naming it, with
       nothing left behind.
     """
+    check_file_name(path)  # before Path drops a trailing "/" or "."
     path = Path(path)
     if within is not None:
         check_entry(path, within)

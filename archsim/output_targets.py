@@ -24,6 +24,7 @@ def check_target(path: str | Path, *, probe: bool = True) -> str:
     take the rename (:func:`_check_creatable`); a FIFO's reader is checked when it is opened.
     ``probe=False``: the writer's own check, whose temp file, made next in that folder, is the probe when the
     folder exists (:func:`uncreatable`, the same line): one probe file per write, not two."""
+    check_file_name(path)
     path = Path(path)
     if own_descriptor(path) is not None:
         return "through"
@@ -51,6 +52,17 @@ def check_target(path: str | Path, *, probe: bool = True) -> str:
     what = ("a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "a block device (a disk)" if stat.S_ISBLK(mode) else "not a file")
     raise InputError(f"cannot write here ({what}): give a file name", file=str(path))
+
+
+def check_file_name(path: str | Path) -> None:
+    """Refuse a name written as a folder's: one ending in a separator (``out/``), ``/.`` or ``/..``. Why:
+    ``Path`` drops a trailing ``/`` and a final ``.``, so ``out/`` was written as a file ``out`` (or replaced
+    the file ``out``) where the user named a folder, and ``out/..`` failed only after the run's work."""
+    text = os.fspath(path)
+    ending = next((end for end in (os.sep, os.altsep, "/..", "/.") if end and text.endswith(end)), None)
+    if ending is not None:  # a bare "." or ".." is an existing folder: check_target says so
+        raise InputError(f"cannot write here (a name ending in {ending!r} names a folder): give a file name",
+                         file=text)
 
 
 def check_entry(path: str | Path, folder: str | Path) -> None:

@@ -16,6 +16,7 @@ from archsim.training.parallel import schedule_rejection
 NET = ["schedule", "ffnn8", "--processors", "2", "--microbatches", "4", "--unit-costs"]
 STAGES = ["schedule", "--stages", "4", "--stage-times", "1,1,1", "--microbatches", "8"]
 MODELLED = ["schedule", "ffnn8", "--processors", "2", "--microbatches", "4"]  # costs from the array model
+NET_DP, MODELLED_DP = NET[:4] + NET[6:], MODELLED[:4]  # data parallel times one window: no micro-batch count
 
 
 def _refused_before_output(capsys, tmp_path, argv: list[str]) -> str:
@@ -179,8 +180,8 @@ def test_max_orders_is_refused_with_a_torch_schedule(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv", [
     ["schedule", "ffnn8", "--policy", "multistream", "--streams", "naive", "--region-size", "2"],
-    [*NET, "--policy", "dp-reverse-k", "--reverse-k", "1", "--comm-units", "2"],
-    [*MODELLED, "--policy", "dp-wfbp", "--sync", "ps", "--link-bandwidth", "8"],
+    [*NET_DP, "--policy", "dp-reverse-k", "--reverse-k", "1", "--comm-units", "2"],
+    [*MODELLED_DP, "--policy", "dp-wfbp", "--sync", "ps", "--link-bandwidth", "8"],
     [*MODELLED, "--policy", "zb-h1", "--comm", "0.5", "--link-bandwidth", "8"],
     ["schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "3", "--policy", "zb-1p-exact",
      "--stage-memory", "1,0.4", "--max-orders", "300000"],
@@ -193,7 +194,7 @@ def test_the_runs_that_read_a_flag_still_take_it(argv, capsys):
 
 def test_a_given_flag_changes_what_its_policy_reports(capsys):
     """The readers really read them: each flag moves a figure of the run that takes it."""
-    dp = [*NET, "--policy", "dp-reverse-k"]
+    dp = [*NET_DP, "--policy", "dp-reverse-k"]
     assert _row(capsys, [*dp, "--comm-units", "1"])["makespan"] != _row(capsys, [*dp, "--comm-units", "5"])["makespan"]
     ms = ["schedule", "ffnn8", "--policy", "multistream"]
     assert _row(capsys, [*ms, "--streams", "single"])["policy"] == "multistream-single"

@@ -36,7 +36,7 @@ def table_rows(header: str) -> list[list[str]]:
     return rows
 
 
-def refused_before_work(path: Path, words: str) -> None:
+def refused_before_work(path: Path | str, words: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=words):
         output_flag(str(path))  # when the command line is read
     with pytest.raises(InputError, match=words):
@@ -126,6 +126,9 @@ def fifo(tmp: Path) -> None:
 def refused_kinds(tmp: Path) -> None:
     (tmp / "folder").mkdir()
     refused_before_work(tmp / "folder", "a folder")
+    for ending in ("/", "/.", "/.."):
+        refused_before_work(f"{tmp / 'out'}{ending}", "names a folder")
+    assert not (tmp / "out").exists()
     (tmp / "dangling").symlink_to(tmp / "nowhere")
     refused_before_work(tmp / "dangling", "a symlink to nothing")
     server = socket.socket(socket.AF_UNIX)
@@ -176,7 +179,8 @@ WRITES = {"a regular file, or a new name": regular,
           "a read-only regular file (no write permission bit, or none for this user)": read_only, "a symlink to a regular file": symlink_to_file,
           "this process's own descriptor: `/dev/stdout`, `/dev/stderr`, `/dev/fd/N`, `/proc/self/fd/N`": own_descriptor,
           "a character device (`/dev/null`, a terminal)": character_device, "a FIFO": fifo,
-          "a folder, a dangling symlink, a socket, a block device (a disk)": refused_kinds,
+          "a folder (or a name written as one: `out/`, `out/.`, `out/..`, which were written as a file `out` until "
+          "2026-12-03), a dangling symlink, a socket, a block device (a disk)": refused_kinds,
           "a new name where a file is in the way (`blocked/g.html`, `blocked` a file), under a folder this process "
           "cannot create files in (no permission, a read-only mount, `/proc`, `/sys`), or longer than the file "
           "system allows": refused_where_it_would_go,

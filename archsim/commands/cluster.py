@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.choices.cluster import POLICIES
-from archsim.cluster_run import DEFAULT_JOBS, DEFAULT_SEED, DEFAULT_SEEDS
+from archsim.cluster_run import DEFAULT_JOBS, DEFAULT_MAX_PACK, DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_UNIT_SECONDS
 from archsim.commands import Command
 from archsim.commands.common import add_output_arguments, emit, positive_int
 from archsim.output_files import note_written
@@ -39,10 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "submit_time (0: admitted on arrival)")
     parser.add_argument("--gamma-ns-per-byte", type=_non_negative, default=0.8,
                         help="migration cost γ in ns per model byte (default 0.8: 10 Gb/s)")
-    parser.add_argument("--unit-seconds", type=_non_negative, default=10.0,
+    parser.add_argument("--unit-seconds", type=_non_negative, default=None,
                         help="Jigsaw plans ≈ this many seconds of a job's iterations as one (0: every "
-                             "iteration, exact; about 20 s per 500-job run; default 10)")
-    parser.add_argument("--max-pack", type=positive_int, default=2, help="Gandiva jobs per device (default 2)")
+                             f"iteration, exact; about 20 s per 500-job run; default {DEFAULT_UNIT_SECONDS:g}; jigsaw, "
+                             "jigsaw-nospb and all only)")
+    parser.add_argument("--max-pack", type=positive_int, default=None,
+                        help=f"Gandiva jobs per device (default {DEFAULT_MAX_PACK}; gandiva and all only)")
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML report (plotly)")
     add_output_arguments(parser)
 

@@ -62,8 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", action="store_true",
                         help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
                              "state, peak stashed activations of the simulated schedule)")
-    parser.add_argument("--optimizer", default="sgd", choices=("sgd", "momentum", "adam"),
-                        help="optimizer state for --memory: sgd none, momentum 1×, adam 2× the weights")
+    parser.add_argument("--optimizer", default=None, choices=("sgd", "momentum", "adam"),
+                        help="optimizer state for --memory (or --capacity-gb): sgd none, momentum 1×, adam 2× the "
+                             "weights (default: sgd)")
     parser.add_argument("--capacity-gb", type=float_flag(0.0, 1e9, low_open=True, what="a positive number of GB"),
                         default=None, metavar="GB",
                         help="with --memory: per-processor memory (GB = 1e9 bytes); a plan over it still prints its table, "
@@ -98,6 +99,9 @@ def check_flags(args: argparse.Namespace) -> None:
     if (args.memory or args.capacity_gb is not None) and not args.microbatches:
         raise InputError("--memory and --capacity-gb need --microbatches (the schedule decides the stash)",
                          field="microbatches")
+    if args.optimizer is not None and not (args.memory or args.capacity_gb is not None):
+        raise InputError("--optimizer sizes the optimizer state of --memory's table: give it with --memory (or "
+                         "--capacity-gb) and --microbatches", field="optimizer")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -163,12 +167,13 @@ def run(args: argparse.Namespace) -> int:
         if args.memory or args.capacity_gb is not None:
             from archsim.footprint import footprint_frame, partition_footprint
 
-            memory = partition_footprint(plan, profile, timeline, result.schedule, args.optimizer)
+            optimizer = args.optimizer or "sgd"
+            memory = partition_footprint(plan, profile, timeline, result.schedule, optimizer)
             # the schedule's own versions (GPipe flushes: 1) replace the DFG's PipeDream stash depths
             frame = Rows.of(records).frame().drop(columns="weight_versions", errors="ignore").join(
                 footprint_frame(memory).drop(columns="processor"))
             records = frame.to_dict(orient="records")
-            meta["optimizer"] = args.optimizer
+            meta["optimizer"] = optimizer
             if args.capacity_gb is not None:  # a what-if, as train's: the table, and a warning when over
                 capacity = args.capacity_gb * 1e9
                 meta["memory_capacity_bytes"] = capacity

@@ -107,6 +107,9 @@ def _profile(nodes: dict[str, tuple[str, dict[str, float]]], edges: list[tuple[s
     order = _topological(kept, preds, position, file)
     index = {name: k for k, name in enumerate(order)}
     values = [nodes[n][1] for n in order]
+    if not any(v["forward_compute_time"] or v["backward_compute_time"] for v in values):  # a plan of 0 s, 0/0 shares
+        raise InputError("every node's forward_compute_time and backward_compute_time is 0: there is no compute to "
+                         "plan", file=file, field="forward_compute_time")
     # δ of a node's input: the gradients of its inputs, each the size of its producer's activation
     # (the profiles' convention, lowering.TensorBytes.delta_bytes; 0 for a source)
     delta_bytes = [sum(int(nodes[p][1]["activation_size"]) for p in preds[n]) for n in order]

@@ -111,6 +111,10 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     if args.policy == "multistream" and args.microbatches != 1:
         raise InputError(f"multistream schedules one iteration's streams: {setting('microbatches', 1)}, got "
                          f"{args.microbatches}", field=field_name("microbatches"))
+    if args.policy in DP_POLICIES and args.microbatches != 1:  # the window is read once, never split: M went unread
+        raise InputError(f"{args.policy} times one device's data-parallel iteration window (its backward, then the "
+                         f"next forward), which splits its batch into no micro-batches: {setting('microbatches', 1)} "
+                         f"(or none), got {args.microbatches}", field=field_name("microbatches"))
     one_device = args.policy == "multistream"
     for name, value in (("network", args.network), ("policy", args.policy), ("processors", args.processors)):
         if value is None and not (one_device and name == "processors"):

@@ -13,7 +13,7 @@ transfer this stage sends, default 0), ``activation_bytes`` (M_B) and
 ``weight_bytes`` (M_W, the part of M_B kept from the input backward to the weight backward,
 default 0) and ``send_bytes`` (bytes of the activation this stage sends to the next, and of the
 gradient that comes back, timed at the link bandwidth given separately) are optional. Unknown
-columns are errors.
+columns are errors, and so is a profile whose every time is 0 (as ``--stage-times 0,0,0`` is).
 
 Without ``activation_bytes`` no activation memory is counted (peak memory 0, in the published and
 the list schedules alike); only the memory-limited searches (zb-1p, zb-2p and their exact forms)
@@ -163,6 +163,10 @@ def read_stage_profile(path: str | Path, bandwidth: float | None = None) -> Stag
             columns[name].append(value)
     if not columns["forward"]:
         raise InputError("no stages", file=str(path))
+    if not any(any(columns[name]) for name in REQUIRED):  # as --stage-times 0,0,0: a makespan of 0, a bubble of 0/0
+        raise InputError("every op would take no time: give some stage a positive forward, backward_input or "
+                         "backward_weight",
+                         file=str(path), field="forward")
     return StageProfile(tuple(columns["forward"]), tuple(columns["backward_input"]),
                         tuple(columns["backward_weight"]), tuple(columns["comm"]) if "comm" in columns else 0.0,
                         tuple(columns.get("activation_bytes", ())), tuple(columns.get("weight_bytes", ())),

@@ -1,0 +1,199 @@
+"""User trial 54 (a pipeline- and cluster-scheduling researcher): the defects found, each pinned.
+
+* An output name written as a folder's — ``out/``, ``out/.``, ``out/..`` — was written as a file ``out``
+  (``Path`` drops the trailing ``/`` and the final ``.``), replacing a file ``out`` the user had not named,
+  or (``/..``) failed only after the run's work, having made the folder ``out``. It is refused up front now,
+  on every output flag and through the library's writer, and nothing is made.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from output_commands import SWEEP_SPEC
+from test_output_targets import CASES, argv_for
+from test_robustness import clean_error
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.output_files import write_output
+
+ENDINGS = ("/", "/.", "/..")
+TESTBED = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_1080ti.toml"
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+@pytest.mark.parametrize(("command", "flag"), CASES)
+def test_an_output_name_ending_as_a_folder_is_refused_before_any_work(tmp_path, capsys, command, flag, ending):
+    target = f"{tmp_path / 'out'}{ending}"
+    argv = argv_for(command, flag, target, tmp_path)  # report's runs its sweep first
+    capsys.readouterr()
+    line = clean_error(capsys, *argv)
+    assert f"a name ending in '{ending}' names a folder" in line and "give a file name" in line
+    assert not (tmp_path / "out").exists()  # neither a file nor a folder made
+
+
+@pytest.mark.parametrize(("command", "flag"), [case for case in CASES if case[0] in ("pipeline", "schedule")])
+def test_a_trailing_slash_after_an_existing_file_leaves_that_file_alone(tmp_path, capsys, command, flag):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("mine\n", encoding="utf-8")
+    line = clean_error(capsys, *argv_for(command, flag, f"{existing}/", tmp_path))
+    assert "names a folder" in line
+    assert existing.read_text(encoding="utf-8") == "mine\n"
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_the_library_writer_refuses_a_folder_name_too(tmp_path, ending):
+    with pytest.raises(InputError, match="names a folder"):
+        write_output(f"{tmp_path / 'out'}{ending}", "text\n")
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=32)
+    plan = archsim.pipeline(profile, processors=3, method="layerpipe")
+    with pytest.raises(InputError, match="names a folder"):
+        archsim.pipeline_dfg(plan, profile, out=f"{tmp_path / 'dfg'}{ending}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_file_name_and_a_folder_given_as_a_folder_still_work(tmp_path, capsys):
+    """The refusal is of the name's ending only: a plain file name is written, and sweep's --out, a folder,
+    still takes a trailing slash."""
+    assert main(["schedule", "ffnn8", "--unit-costs", "--processors", "2", "--policy", "gpipe",
+                 "--chrome-trace", str(tmp_path / "trace.json")]) == 0
+    assert (tmp_path / "trace.json").read_text(encoding="utf-8").startswith("{")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SWEEP_SPEC, encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", f"{tmp_path / 'results'}/", "--quiet"]) == 0
+    assert (tmp_path / "results" / "results.csv").is_file()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("policy", ["dp-wfbp", "dp-priority", "dp-reverse-k"])
+def test_data_parallel_refuses_microbatches_it_never_reads(capsys, policy):
+    """Defect: `archsim schedule layerpipe_sample --policy dp-wfbp --processors 6 --microbatches 4` printed
+    `microbatches 4` beside the makespan of `--microbatches 1` (47,529,569.5 cycles both): the data-parallel
+    window (one device's backward, then the next forward; docs/papers/ooo-backprop.md) reads no micro-batch
+    count. Hand count of that window with unit costs on 1 worker (no synchronization): 8 forwards, 7 layers of
+    δ + G and layer 1's G (15), the next iteration's 8 forwards: 31, whatever M was asked for."""
+    line = clean_error(capsys, "schedule", "ffnn8", "--unit-costs", "--policy", policy, "--processors", "1",
+                       "--microbatches", "4")
+    assert "field 'microbatches'" in line and "--microbatches 1" in line and "got 4" in line
+    with pytest.raises(InputError, match="microbatches=1"):
+        archsim.schedule("ffnn8", policy=policy, processors=1, microbatches=4, unit_costs=True)
+    for given in ({}, {"microbatches": 1}):  # the window's own count, given or not
+        assert archsim.schedule("ffnn8", policy=policy, processors=1, unit_costs=True, **given).makespan == 8 + 15 + 8
+
+
+@pytest.mark.parametrize("extra", [[], ["--microbatches", "2"]])
+def test_pipeline_refuses_an_optimizer_without_the_memory_table_it_sizes(capsys, extra):
+    """Defect: `archsim pipeline layerpipe_sample --processors 3 --optimizer adam` (with or without
+    --microbatches) exited 0 and printed the plan alone: --optimizer only sizes --memory's optimizer state, so it was
+    read by nothing. With --memory it still prints Adam's two states per weight (conv1: 2 × 5·5·3·32 = 4,800 bytes)."""
+    line = clean_error(capsys, "pipeline", "layerpipe_sample", "--processors", "3", "--optimizer", "adam", *extra)
+    assert "field 'optimizer'" in line and "--memory" in line
+    assert main(["pipeline", "layerpipe_sample", "--processors", "3", "--microbatches", "2", "--memory",
+                 "--optimizer", "adam", "--format", "csv"]) == 0
+    header, first = capsys.readouterr().out.splitlines()[:2]
+    row = dict(zip(header.split(","), first.split(","), strict=False))
+    assert row["layers"] == "conv1 conv2" and int(row["optimizer_bytes"]) == 2 * (2400 + 5 * 5 * 32 * 64)
+
+
+@pytest.mark.parametrize(("policy", "flag", "value"), [("gandiva", "--unit-seconds", "5"),
+                                                       ("tiresias", "--unit-seconds", "0"),
+                                                       ("tiresias", "--max-pack", "3"),
+                                                       ("jigsaw", "--max-pack", "3"),
+                                                       ("jigsaw-nospb", "--max-pack", "1")])
+def test_cluster_refuses_a_policy_flag_the_chosen_policy_never_reads(capsys, policy, flag, value):
+    """Defect: `archsim cluster --policy tiresias --jobs 20 --gpus 16 --max-pack 3` printed the makespan of
+    `--max-pack 2` (6,010.777 s both; Tiresias gangs its jobs and packs none) and echoed `max_pack 3` beside it;
+    `--policy gandiva --unit-seconds 5` echoed `unit_seconds 5` with the figures of 10 (5,968.98 s both): the planning
+    block is Jigsaw's. Now refused, as --seeds is beside one policy."""
+    line = clean_error(capsys, "cluster", "--policy", policy, "--jobs", "20", "--gpus", "16", flag, value)
+    assert f"field '{flag[2:]}'" in line and "drop it" in line and "--policy all" in line
+    with pytest.raises(InputError, match=flag[2:].replace("-", "_")):
+        archsim.cluster_jobs(policy=policy, jobs=20, gpus=16, **{flag[2:].replace("-", "_"): float(value)})
+
+
+def test_cluster_policy_flags_still_reach_their_readers(capsys):
+    """The readers still take them, and they move the figures: Gandiva packing 1 job per device against 3,
+    Jigsaw planning every iteration against 10 s blocks; `all` takes both (each policy reads its own)."""
+    def makespan(*argv: str) -> float:
+        assert main(["cluster", "--jobs", "20", "--gpus", "16", *argv, "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)["rows"][0]["makespan_seconds"]
+
+    assert makespan("--policy", "gandiva", "--max-pack", "1") != makespan("--policy", "gandiva", "--max-pack", "3")
+    assert makespan("--policy", "jigsaw", "--unit-seconds", "0") != makespan("--policy", "jigsaw", "--unit-seconds", "10")
+    assert makespan("--policy", "jigsaw") == makespan("--policy", "jigsaw", "--unit-seconds", "10")  # the default
+    assert main(["cluster", "--compare", "--jobs", "20", "--gpus", "16", "--seeds", "1", "--max-pack", "3",
+                 "--unit-seconds", "5"]) == 0
+    capsys.readouterr()
+
+
+def test_a_device_too_small_for_a_job_is_said_in_gib_without_rounding_it_to_zero(capsys):
+    """Defect: `archsim cluster --gpus 16 --device-memory-gb 0.001 --jobs 20` said `model vgg11 needs 1.7 GiB; a
+    device has 0.0`: the device's 0.001 GiB rounded to nothing, and its unit left out."""
+    line = clean_error(capsys, "cluster", "--policy", "jigsaw", "--gpus", "16", "--device-memory-gb", "0.001",
+                       "--jobs", "20")
+    assert line.endswith("a device has 0.001 GiB") and "needs 1.7 GiB" in line
+
+
+def test_a_stage_profile_of_zero_times_is_refused_as_zero_stage_times_are(capsys, tmp_path):
+    """Defect: `archsim schedule --stage-profile p.csv --microbatches 4 --policy 1f1b` on a profile whose every
+    forward, backward_input and backward_weight is 0 printed makespan 0 and bubble_fraction 0 (0/0), where
+    `--stage-times 0,0,0` is refused. One positive time anywhere still runs: a single 0.5 backward_input on the
+    last of 2 stages, 2 micro-batches, is 2 × 0.5 = 1 of makespan with rank 1 idle throughout (bubble 1/2)."""
+    zero = tmp_path / "zero.csv"
+    zero.write_text("forward,backward_input,backward_weight,comm\n0,0,0,1\n0,0,0,1\n", encoding="utf-8")
+    line = clean_error(capsys, "schedule", "--stage-profile", zero, "--microbatches", "4", "--policy", "1f1b")
+    assert "every op would take no time" in line and "zero.csv" in line
+    assert "every op would take no time" in clean_error(capsys, "schedule", "--stages", "2", "--stage-times", "0,0,0",
+                                                        "--microbatches", "4", "--policy", "1f1b")
+    with pytest.raises(InputError, match="no time"):
+        archsim.schedule(stage_profile=str(zero), microbatches=4, policy="zb-h1")
+    some = tmp_path / "some.csv"
+    some.write_text("forward,backward_input,backward_weight\n0,0,0\n0,0.5,0\n", encoding="utf-8")
+    result = archsim.schedule(stage_profile=str(some), microbatches=2, policy="1f1b")
+    assert result.makespan == 1 and result.row["bubble_fraction"] == 0.5
+
+
+def test_a_pipedream_profile_without_compute_is_refused(capsys, tmp_path):
+    """Defect: `archsim plan zero.txt --cluster configs/clusters/testbed_1080ti.toml --microbatches 2` on a PipeDream
+    graph.txt whose every node takes 0 ms forward and backward planned a makespan of 0 s (and --method pipedream a
+    stage of 0 s), as the stage-profile path did. One node with time is still planned: forward 1 ms, backward 2 ms
+    on all 8 GPUs, each replica's share 1/8 (0.125 ms and 0.25 ms per micro-batch)."""
+    zero = tmp_path / "zero.txt"
+    zero.write_text("node1 -- Conv -- forward_compute_time=0, backward_compute_time=0, activation_size=0, "
+                    "parameter_size=0\nnode2 -- Conv -- forward_compute_time=0, backward_compute_time=0, "
+                    "activation_size=0, parameter_size=4\n\tnode1 -- node2\n", encoding="utf-8")
+    for method in ("spp", "pipedream"):
+        line = clean_error(capsys, "plan", zero, "--cluster", str(TESTBED),
+                           "--microbatches", "2", "--method", method)
+        assert "no compute to plan" in line and "forward_compute_time" in line
+    one = tmp_path / "one.txt"
+    one.write_text("node1 -- Conv -- forward_compute_time=1, backward_compute_time=2, activation_size=3, "
+                   "parameter_size=4\n", encoding="utf-8")
+    assert main(["plan", str(one), "--cluster", str(TESTBED), "--microbatches", "2",
+                 "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert (row["replicas"], row["microbatch_forward_seconds"], row["microbatch_backward_seconds"]) == (8, 1e-3 / 8, 2e-3 / 8)
+
+
+def test_spp_with_whole_sample_replicas_can_be_slower_than_the_dp_baseline(capsys):
+    """docs/papers/spp.md's "never slower than data parallel" holds under --replication paper only. Hand count of the
+    DP baseline on layerpipe_sample, micro-batches of 4 on testbed_1080ti's 8 GPUs at 1 GHz: 4 micro-batches of
+    F + G + D cycles (archsim cost at batch 4, a separate run) shared over 8 GPUs, then a ring all-reduce of the
+    274,784 weight bytes over 8 GPUs at 50 Gbit/s: 2·7/8·274,784 B / 6.25e9 B/s. SPP may use at most 4 replicas a
+    stage there (4 samples), so it has no one-stage plan and pipelines two stages, slower than that."""
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=4)
+    compute_s = 4 * float(profile.total.sum()) / 8 / 1e9
+    dp_s = compute_s + 2 * 7 / 8 * 274_784 / 6.25e9
+    meta = {}
+    for replication in ("paper", "exact"):
+        assert main(["plan", "layerpipe_sample", "--cluster", str(TESTBED), "--microbatches", "4", "--replication",
+                     replication, "--format", "json"]) == 0
+        meta[replication] = json.loads(capsys.readouterr().out)["meta"]
+    for run in meta.values():
+        assert float(run["baselines_seconds"].split("; ")[0].removeprefix("dp:")) == pytest.approx(dp_s, rel=1e-9)
+    assert meta["paper"]["makespan_seconds"] == pytest.approx(dp_s, rel=1e-9)  # SPP picks one stage: DP
+    assert meta["exact"]["stage_counts"].startswith("2:") and meta["exact"]["makespan_seconds"] > 1.18 * dp_s
