@@ -92,6 +92,8 @@ def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
                "gpu_watts": "train and search read it (energy)"}
     unread = tuple(f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
                    if any(key in s for s in servers))
+    if seed is not None and not topology.drew:  # --seed draws [low, high] ranges; a file of figures has none
+        unread += (f"--seed {seed} is not read: {Path(cluster).name} states no bandwidth as a [low, high] range to draw",)
     return topology, (warnings, unread + notes)
 
 

@@ -197,3 +197,13 @@ def test_spp_with_whole_sample_replicas_can_be_slower_than_the_dp_baseline(capsy
         assert float(run["baselines_seconds"].split("; ")[0].removeprefix("dp:")) == pytest.approx(dp_s, rel=1e-9)
     assert meta["paper"]["makespan_seconds"] == pytest.approx(dp_s, rel=1e-9)  # SPP picks one stage: DP
     assert meta["exact"]["stage_counts"].startswith("2:") and meta["exact"]["makespan_seconds"] > 1.18 * dp_s
+
+
+@pytest.mark.parametrize(("cluster", "said"), [("testbed_1080ti.toml", True), ("spp_sim.toml", False)])
+def test_plan_says_a_seed_with_no_range_to_draw_is_not_read(capsys, cluster, said):
+    """``--seed`` draws the bandwidths a cluster file states as ``[low, high]`` ranges; testbed_1080ti states only
+    figures (its seed changed nothing and nothing said so), spp_sim states ranges (its seed is read)."""
+    path = TESTBED.parent / cluster
+    assert main(["plan", "layerpipe_sample", "--cluster", str(path), "--microbatches", "2", "--seed", "3",
+                 "--format", "json"]) == 0
+    assert ("--seed 3 is not read" in capsys.readouterr().err) is said

@@ -91,6 +91,7 @@ class Topology:
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (from a file)
     network: Network | None = None  # the links between servers its pairs are priced on (None: drawn ranges, flat)
     domain_fabric: float | None = None  # bytes/s of a pair of two servers in one NVLink domain (None: no such domain)
+    drew: bool = False  # some bandwidth was drawn from a [low, high] range with the cluster's seed
 
     @property
     def devices(self) -> int:
@@ -174,6 +175,11 @@ class _Draws:
         self.seed = seed
         self._rng: np.random.Generator | None = None
 
+    @property
+    def drew(self) -> bool:
+        """Whether any figure was drawn: a ``--seed`` with nothing to draw is said to be unread."""
+        return self._rng is not None
+
     def uniform(self, low: float, high: float) -> float:
         if self._rng is None:
             self._rng = np.random.default_rng(self.seed)
@@ -223,6 +229,7 @@ class ClusterLayout:
     link: str  # inter_server_link
     memory_bytes: float | None
     links: str  # how plan prices a transfer, one of LINK_MODELS
+    drew: bool = False  # some bandwidth was drawn from a [low, high] range (the seed was read)
 
 
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
@@ -329,7 +336,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                          field="gpu_memory_gb")
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
     return ClusterLayout(name, file, tuple(servers), tuple(intra), tuple(boards), tuple(server_devices), network, fabric,
-                         pairs, link, None if memory is None else float(memory) * 1e9, links)
+                         pairs, link, None if memory is None else float(memory) * 1e9, links, rng.drew)
 
 
 def pair_topology(layout: ClusterLayout) -> Topology:
@@ -357,7 +364,8 @@ def pair_topology(layout: ClusterLayout) -> Topology:
                                                   layout.file, domain_pairs(network, where, fabric),
                                                   network is not None and network.nvls)
     return Topology(layout.name, layout.servers, bandwidth, capacity, layout.memory_bytes, latency=latency,
-                    links=classes, unit="seconds", fabrics=layout.fabrics, network=network, domain_fabric=fabric)
+                    links=classes, unit="seconds", fabrics=layout.fabrics, network=network, domain_fabric=fabric,
+                    drew=layout.drew)
 
 
 def missing_inter_server(file: str) -> InputError:
