@@ -35,7 +35,7 @@ def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
 def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak = say) -> PlanRun:
     """SPP's plan, or a baseline's makespan beside SPP's (``args.method``), with the baselines ``args.baselines``
     names run for the meta; a ``max_stages`` above what the layers and GPUs allow noted as capped."""
-    from archsim.planners import plan_on_cluster
+    from archsim.planners import idle_line, plan_on_cluster
     from archsim.progress import progress
     from archsim.spp.plan import check_search_size, spp, stage_count_limit, stage_plans
 
@@ -57,9 +57,14 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
         others = {}
         for method in methods:
             bar.set_postfix_str(f"baseline {method}")
-            makespan = plan_on_cluster(profile, topology, method, args.microbatches, config=args.baselines).makespan
-            assert makespan is not None, "a plan on a cluster is scheduled"
-            others[method] = float(makespan)
+            baseline = plan_on_cluster(profile, topology, method, args.microbatches, config=args.baselines)
+            assert baseline.makespan is not None, "a plan on a cluster is scheduled"
+            others[method] = float(baseline.makespan)
+            if method == args.method == "gpipe":  # one GPU a stage, no replicas: fewer stages than GPUs leave some
+                # idle, said as pipeline says it (the others replicate stages; HetPipe's plan shows one server's)
+                idle = idle_line(f"{method}'s plan", len(baseline.stages), topology.devices)
+                if idle:
+                    speak("note", idle.replace("processors", "GPUs"))
             bar.update()
     if args.max_stages is not None and args.max_stages > limit:  # "at most": said once, after the search
         speak("note", f"{setting('max-stages', args.max_stages)} is more stages than a plan of {len(profile)} layer"

@@ -207,3 +207,12 @@ def test_plan_says_a_seed_with_no_range_to_draw_is_not_read(capsys, cluster, sai
     assert main(["plan", "layerpipe_sample", "--cluster", str(path), "--microbatches", "2", "--seed", "3",
                  "--format", "json"]) == 0
     assert ("--seed 3 is not read" in capsys.readouterr().err) is said
+
+
+@pytest.mark.parametrize(("method", "said"), [("gpipe", True), ("hetpipe", False), ("dp", False)])
+def test_plan_says_when_gpipe_leaves_gpus_idle(capsys, method, said):
+    """layerpipe_sample has 4 layers; spp_sim.toml 8 servers × 4 GPUs: GPipe's one-GPU stages use 4 of the 32, which
+    plan printed nothing of (pipeline says it). HetPipe runs a pipeline on every server, DP every GPU: no note."""
+    assert main(["plan", "layerpipe_sample", "--cluster", str(TESTBED.parent / "spp_sim.toml"), "--microbatches", "2",
+                 "--method", method, "--format", "json"]) == 0
+    assert ("uses 4 of the 32 GPUs; 28 stay idle" in capsys.readouterr().err) is said
