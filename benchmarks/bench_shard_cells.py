@@ -32,7 +32,8 @@ from archsim.devices.kernels import compute_seconds
 from archsim.lowering import Gemm
 from archsim.training.cluster_file import single_node
 from archsim.training.iteration import model_pieces
-from archsim.training.layer_ops import block_work, fused_softmax
+from archsim.training.kernel_bytes import fused_softmax
+from archsim.training.layer_ops import block_work
 from archsim.training.measured import read_measured
 
 SHARD_CELLS = ((1024, 2, 4), (2048, 4, 2))  # (hidden, TP, micro-batch)

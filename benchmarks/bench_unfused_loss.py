@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.training import calibrate, fitted, hf_switch_ops, iteration, layer_ops
+from archsim.training import calibrate, fitted, hf_switch_ops, iteration, layer_ops, op_work
 from archsim.training.cluster_file import single_node
 from archsim.training.measured import read_measured
 from archsim.training.parallel import padded_vocab
@@ -39,7 +39,7 @@ SHIPPED_HEAD = layer_ops.head_work
 
 
 def unfused_head_work(c, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
-                      dtype: str = "fp16") -> layer_ops.Work:
+                      dtype: str = "fp16") -> op_work.Work:
     """archsim's head with its fused ``cross_entropy`` op each way replaced by Megatron's kernels (counted in
     fp16/bf16 elements: the runs it is checked on are fp16)."""
     work = SHIPPED_HEAD(c, micro_batch, tp, sequence_parallel, dtype)

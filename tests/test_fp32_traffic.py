@@ -139,6 +139,6 @@ def test_fp32_runs_the_unfused_softmax_chain_on_a_fused_shape():
 def test_fused_softmax_needs_half_precision_scores(dtype, fused):
     """Megatron-Core's ``is_kernel_available`` tests ``self.input_in_float16`` beside the shape rule (the
     older ``megatron/model/fused_softmax.py``: ``self.input_in_fp16``); failed on the old code for fp32."""
-    from archsim.training.layer_ops import fused_softmax
+    from archsim.training.kernel_bytes import fused_softmax
 
     assert fused_softmax(1024, 4, dtype) is fused

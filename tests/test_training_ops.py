@@ -5,7 +5,8 @@ Reference: Narayanan et al. 2021 (SC'21, §5.1): a GPT layer's forward is 24·b�
 
 import pytest
 
-from archsim.training.layer_ops import block_work, fused_softmax, head_work
+from archsim.training.kernel_bytes import fused_softmax
+from archsim.training.layer_ops import block_work, head_work
 from archsim.workload.transformer import TransformerConfig, layer_parameters
 
 C = TransformerConfig("tiny", "gpt", 2, 64, 4, 100, 16, 256, 4, True, 16)

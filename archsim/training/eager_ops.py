@@ -45,7 +45,7 @@ from __future__ import annotations
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
-from archsim.training.layer_ops import Work, gemm_ops, vector_op
+from archsim.training.op_work import Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig
 

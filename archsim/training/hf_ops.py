@@ -49,7 +49,7 @@ from __future__ import annotations
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.eager_ops import check_eager_attention
-from archsim.training.layer_ops import Work, gemm_ops
+from archsim.training.op_work import Work, gemm_ops
 from archsim.workload.transformer import TransformerConfig
 
 HF_FAMILIES = ("gpt", "opt", "bert", "switch")  # switch's list: archsim.training.hf_switch_ops

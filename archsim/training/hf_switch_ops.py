@@ -52,7 +52,8 @@ from __future__ import annotations
 
 from archsim.lowering import TrainingOp
 from archsim.training.hf_ops import OpCollector
-from archsim.training.layer_ops import Work, block_work, embedding_work, head_work
+from archsim.training.layer_ops import block_work, embedding_work, head_work
+from archsim.training.op_work import Work
 from archsim.workload.transformer import TransformerConfig
 
 BUCKET_KERNELS = 14  # T5's _relative_position_bucket on the s × s int64 grid: subtract, compare, abs, log, …

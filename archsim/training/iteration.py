@@ -63,10 +63,11 @@ from archsim.training.eager_ops import (
     eager_embedding_work,
     eager_head_work,
 )
-from archsim.training.layer_ops import Collective, Work, block_work, embedding_work, head_work
+from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.memory import check_sharding, gradient_bytes
 from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_parameters
+from archsim.training.op_work import Collective, Work
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -115,7 +116,7 @@ class PieceCost:
 def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,
                                delta_seconds: dict[str, float]) -> np.ndarray:
     """Each TP collective's seconds on the pass's critical path: its whole time on the compute stream, or,
-    issued asynchronously under δ ops (:attr:`~archsim.training.layer_ops.Collective.under`, Megatron's
+    issued asynchronously under δ ops (:attr:`~archsim.training.op_work.Collective.under`, Megatron's
     sequence-parallel re-gather), only what outlasts them, max(0, t_collective − Σ t_δ);
     ``delta_seconds``: each backward δ op's GPU seconds by layer name. NCCL's kernels and the GEMM share
     the GPU's SMs and HBM while they overlap; that contention is not modelled (the hidden part is free)."""

@@ -337,6 +337,5 @@ def embedding_parameters(c: TransformerConfig, tp: int = 1) -> int:
     return padded_vocab(c.vocab, tp) // tp * c.hidden + c.positions * c.hidden
 
 
-__all__ = ["SP_REGATHER", "Collective", "Work", "block_work", "embedding_parameters", "embedding_work",
-           "flash_attention_ops", "fused_softmax", "gemm_ops", "head_work", "reduce_scatters_embedding",
-           "residual_elements", "rope_elements", "vector_op"]
+__all__ = ["SP_REGATHER", "block_work", "embedding_parameters", "embedding_work", "flash_attention_ops", "head_work",
+           "reduce_scatters_embedding", "residual_elements", "rope_elements"]
