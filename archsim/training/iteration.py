@@ -98,7 +98,7 @@ ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp
 @dataclass(frozen=True)
 class PieceCost:
     """Per micro-batch seconds of one model piece: forward, δ, weight-gradient compute, recompute, and
-    TP collectives in the forward and the backward; ``ops``: (name, kind, seconds) rows, each op's GPU
+    TP collectives in the forward and the backward (the EP all-to-alls apart, ``ep_*``); ``ops``: (name, kind, seconds) rows, each op's GPU
     time (before the host-issue floor) and each TP collective's, kind F/D/G (ops) or F/B (collectives)."""
 
     forward: float
@@ -110,6 +110,8 @@ class PieceCost:
     ops: tuple[tuple[str, str, float], ...]
     cp_forward: float = 0.0  # context parallelism's K/V exchange beyond the attention it overlaps (context_parallel.py)
     cp_backward: float = 0.0
+    ep_forward: float = 0.0  # a mixture of experts' all-to-alls over its EP group (moe_ops.py), out of tp_*
+    ep_backward: float = 0.0
 
 
 def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,
@@ -183,21 +185,24 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
     host = machine.efficiency.host_s
     issued_f = host_issues(work)[0]
     fitted_f, fitted_b = host_issues(counted or work)
-    tp_f, tp_b = float(coll_f.sum()), float(coll_b.sum())
+    on_ep = [np.array([c.group == "ep" for c in colls], dtype=bool)
+             for colls in (work.forward_collectives, work.backward_collectives)]
+    ep_f, ep_b = float(coll_f[on_ep[0]].sum()), float(coll_b[on_ep[1]].sum())
+    tp_f, tp_b = float(coll_f.sum()) - ep_f, float(coll_b.sum()) - ep_b
     # a pass takes max(GPU time, host issue time); the host-bound excess is charged to its compute
     forward = float(seconds[:nf].sum())
-    forward = max(forward, host * fitted_f - tp_f)
+    forward = max(forward, host * fitted_f - tp_f - ep_f)
     weight = sum(t for op, t in back if op.kind == "G")
     delta = sum(t for _, t in back) - weight
-    delta = max(delta, host * fitted_b - tp_b - weight)
+    delta = max(delta, host * fitted_b - tp_b - ep_b - weight)
     if recompute == "full":
-        redo = forward + tp_f
+        redo = forward + tp_f + ep_f
     elif recompute == "selective":
         core = [t for op, t in zip(work.forward, seconds[:nf]) if op.layer in ATTENTION_CORE]
         redo = max(float(sum(core)), host * len(core) * fitted_f / max(issued_f, 1))
     else:
         redo = 0.0
-    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows)
+    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b)
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
