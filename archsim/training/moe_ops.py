@@ -108,20 +108,30 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     return Work(tuple(forward), tuple(backward), tuple(fwd), tuple(bwd))
 
 
-def moe_problem(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> str | None:
-    """Why a layout cannot train ``c`` with expert parallelism as Megatron-Core runs it (one line), or None:
-    EP on a dense model, experts EP does not divide (Megatron's ``num_experts % expert_model_parallel_size``
-    assert), MoE with TP > 1 but no sequence parallelism (``MoELayer.forward`` raises), a mixture of experts
-    on another implementation's op list (archsim's eager and Hugging Face lists are dense)."""
+def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
+             implementation: str = "megatron") -> tuple[str, str] | None:
+    """(search's rejection code, one-line reason) why a layout cannot train ``c`` with expert parallelism as
+    Megatron-Core runs it, or None: EP on a dense model, experts EP does not divide (Megatron's
+    ``num_experts % expert_model_parallel_size`` assert), MoE with TP > 1 but no sequence parallelism
+    (``MoELayer.forward`` raises), a mixture of experts on another implementation's op list (archsim's eager
+    and Hugging Face lists are dense)."""
     if not c.moe:
-        return f"EP {par.ep} needs a mixture-of-experts model; {c.name} is dense" if par.ep > 1 else None
-    if c.experts % par.ep:
-        return f"EP {par.ep} does not divide the {c.experts} experts (Megatron-Core asserts it)"
-    if par.tp > 1 and not par.sequence_parallel:
-        return "Megatron-Core trains a mixture of experts at TP > 1 only with sequence parallelism: add --sequence-parallel"
+        return ("ep-needs-experts", f"EP {ep} needs a mixture-of-experts model; {c.name} is dense") if ep > 1 else None
+    if c.experts % ep:
+        return "ep-divides-experts", f"EP {ep} does not divide the {c.experts} experts (Megatron-Core asserts it)"
+    if tp > 1 and not sequence_parallel:
+        return "moe-needs-sequence-parallel", ("Megatron-Core trains a mixture of experts at TP > 1 only with "
+                                               "sequence parallelism: add --sequence-parallel")
     if implementation != "megatron":
-        return f"a mixture of experts is modelled on Megatron-Core's op list only, not {implementation}'s"
+        return ("moe-needs-megatron",
+                f"a mixture of experts is modelled on Megatron-Core's op list only, not {implementation}'s")
     return None
+
+
+def moe_problem(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> str | None:
+    """:func:`moe_rule`'s reason for ``par``'s layout, or None."""
+    rule = moe_rule(c, par.tp, par.ep, par.sequence_parallel, implementation)
+    return rule[1] if rule else None
 
 
 def check_moe(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> None:
@@ -170,6 +180,7 @@ __all__ = [
     "expert_shards",
     "mlp_activation_bytes",
     "moe_problem",
+    "moe_rule",
     "moe_work",
     "rank_expert_parameters",
 ]

@@ -124,6 +124,15 @@ def tp_straddles(tp: int, gpus: int, server_gpus: int) -> bool:
     return gpus > server_gpus and server_gpus % tp != 0 and tp % server_gpus != 0
 
 
+def ep_layout_problem(dp: int, ep: int, cp: int = 1, fsdp: bool = False) -> str | None:
+    """Why EP ``ep`` cannot be carved from a layout's DP ``dp`` ranks (one line), or None: EP must divide DP
+    (the expert-DP group is DP/EP ranks), and CP > 1 or FSDP beside EP are not modelled (moe_ops.py's docstring)."""
+    if ep > 1 and (dp % ep or cp > 1 or fsdp):
+        return (f"expert parallelism takes its EP ranks from the DP group: EP must divide DP ({dp}), without "
+                f"{setting('cp')} > 1 or {setting('fsdp')} (not modelled with EP)")
+    return None
+
+
 @dataclass(frozen=True)
 class Parallelism:
     """tp, pp, dp: tensor-, pipeline- and data-parallel degrees (GPUs = tp·pp·dp);
@@ -241,10 +250,9 @@ class Parallelism:
                              f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
             raise InputError(f"sequence parallelism needs {setting('tp')} > 1", field="sequence-parallel")
-        if self.ep > 1 and (self.dp % self.ep or self.cp > 1 or self.fsdp):  # moe_ops.py's docstring: why each
-            raise InputError(f"expert parallelism takes its EP ranks from the DP group: EP must divide DP "
-                             f"({self.dp}), without {setting('cp')} > 1 or {setting('fsdp')} (not modelled with EP)",
-                             field="ep")
+        problem = ep_layout_problem(self.dp, self.ep, self.cp, self.fsdp)
+        if problem:
+            raise InputError(problem, field="ep")
         reason = schedule_rejection(self.schedule_name, self.pp, self.microbatches)
         if reason is not None:
             rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches,
@@ -371,6 +379,6 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
         raise InputError(problem, field="cp-hierarchy" if heads else "cp")
 
 
-__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "cp_comm_note",
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "cp_comm_note", "ep_layout_problem",
            "layers_per_stage", "one_chunk_note", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
            "tp_straddles", "unsharded_note"]
