@@ -250,9 +250,9 @@ class Parallelism:
                              f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
             raise InputError(f"sequence parallelism needs {setting('tp')} > 1", field="sequence-parallel")
-        problem = ep_layout_problem(self.dp, self.ep, self.cp, self.fsdp)
-        if problem:
-            raise InputError(problem, field="ep")
+        ep_problem = ep_layout_problem(self.dp, self.ep, self.cp, self.fsdp)
+        if ep_problem:
+            raise InputError(ep_problem, field="ep")
         reason = schedule_rejection(self.schedule_name, self.pp, self.microbatches)
         if reason is not None:
             rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches,
