@@ -44,7 +44,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           fsdp: bool = False, cp: int = 1, cp_comm: str = "p2p",
           fsdp_reshard: str = "after-forward",
           fsdp_grad_sync: str = "micro-batch",
-          cp_hierarchy: Sequence[int] | None = None, ep: int = 1) -> tuple[TrainResult, Throughput]:
+          cp_hierarchy: Sequence[int] | None = None, ep: int = 1,
+          etp: int | None = None) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -55,7 +56,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`; ``distributed_optimizer``: True or False,
     ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``; ``fsdp_reshard``: ``--fsdp-reshard``; ``fsdp_grad_sync``: ``--fsdp-grad-sync``; ``cp``, ``cp_comm``: ``--cp``,
-    ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``).
+    ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``; ``etp``: ``--etp``, None: TP).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
@@ -96,6 +97,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
                                                      (micro_batch, "micro-batch"), (interleave, "interleave"), (cp, "cp"),
                                                      (ep, "ep")))
+    etp = None if etp is None else positive_int(etp, "etp")
     check_choice(cp_comm, CP_COMMS, "cp_comm")
     hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
         positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
@@ -105,7 +107,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,
-                      fsdp, cp, cp_comm, fsdp_reshard, fsdp_grad_sync, hierarchy, ep)
+                      fsdp, cp, cp_comm, fsdp_reshard, fsdp_grad_sync, hierarchy, ep, etp)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,

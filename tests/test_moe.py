@@ -92,7 +92,7 @@ def test_mixtral_model_flops_count_two_experts_not_eight():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"dp": 6, "ep": 4, "global_batch": 12}, "EP must divide DP"),
+    ({"dp": 6, "ep": 4, "global_batch": 12}, "must divide TP × DP"),
     ({"dp": 4, "ep": 2, "cp": 2, "global_batch": 4}, "cp"),
     ({"dp": 4, "ep": 2, "fsdp": True, "global_batch": 4}, "fsdp"),
 ])

@@ -122,8 +122,8 @@ def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, 
     ``delta_seconds``: each backward δ op's GPU seconds by layer name. NCCL's kernels and the GEMM share
     the GPU's SMs and HBM while they overlap; that contention is not modelled (the hidden part is free)."""
     out = np.empty(len(colls))
-    for i, c in enumerate(colls):  # a TP collective, or a mixture of experts' all-to-all over its EP group
-        ranks, link = (par.ep, links.ep) if c.group == "ep" else (par.tp, links.tp)
+    for i, c in enumerate(colls):  # a TP collective, or a mixture of experts' over its EP or expert-TP group
+        ranks, link = {"ep": (par.ep, links.ep), "etp": (par.expert_tp, links.etp)}.get(c.group, (par.tp, links.tp))
         assert link is not None  # a rank machine of an EP group has its link
         seconds = float(collective_seconds(c.kind, c.bytes * scale, ranks, link))
         out[i] = max(0.0, seconds - sum(delta_seconds[name] for name in c.under)) if c.under else seconds
@@ -213,7 +213,8 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
-    same = replace(par, pp=1, dp=par.ep, global_batch=par.micro_batch * par.ep, interleave=1, schedule="1f1b", stage_layers=None,
+    dp = par.ep * (1 if par.etp is None else par.etp)  # a layout that holds the expert groups (ETP·EP | TP·DP)
+    same = replace(par, pp=1, dp=dp, global_batch=par.micro_batch * dp, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False,
                    fsdp_reshard="after-forward", fsdp_grad_sync="micro-batch")
     return dict(_model_pieces(c, same, machine))
@@ -229,7 +230,7 @@ def clear_model_cache() -> None:
 def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                 implementation: str, dtype: str, cp: int = 1, cp_comm: str = "p2p",
                 cp_hierarchy: tuple[int, int] | None = None,
-                ep: int = 1) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
+                ep: int = 1, etp: int | None = None) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
     """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
     ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops; another
     implementation's, per Megatron's mixed-precision list, the one the fits state their per-op overheads
@@ -251,7 +252,7 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
 
     def megatron(in_dtype: str = "fp16") -> tuple[Work, Work, Work]:
         local = rank_config(c, cp)  # a CP rank's s/CP tokens (CP > 1 is Megatron's list only: check_fits)
-        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy, ep), embedding_work(local, b, t, sp, in_dtype),
+        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy, ep, etp), embedding_work(local, b, t, sp, in_dtype),
                 head_work(local, b, t, sp, in_dtype))
 
     if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
@@ -280,7 +281,8 @@ def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, mach
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
-                                  machine.implementation, machine.dtype, par.cp, par.cp_comm, par.cp_hierarchy, par.ep)
+                                  machine.implementation, machine.dtype, par.cp, par.cp_comm, par.cp_hierarchy, par.ep,
+                                  par.etp)
     if c.family == "switch" and par.recompute != "none":
         raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
                          f"{setting('recompute', 'none')} only", field="recompute")
@@ -306,10 +308,10 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches;
     ``drains``: per model chunk of the rank, seconds from its last backward to the rank's last action (what FSDP's
     once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`)."""
-    experts = rank_expert_parameters(c, par, rank) if par.ep > 1 else 0  # theirs over the DP/EP ranks holding them
+    experts = rank_expert_parameters(c, par, rank) if par.experts_apart else 0  # theirs over their expert-DP ranks
     before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
-        group, link = replace(par, dp=par.expert_replicas, ep=1), machine.links.expert_dp
+        group, link = replace(par, dp=par.expert_replicas, ep=1, etp=None), machine.links.expert_dp
         assert link is not None  # a rank machine of an expert-DP group of more than one has its link
         more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=link)), experts,
                        forward_s, backward_s, rank, drains)

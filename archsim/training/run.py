@@ -141,7 +141,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     states, unit = held_state_bytes(machine.dtype, machine.implementation, par)
     hf = machine.implementation == "pytorch-eager" and machine.dtype == "fp32"  # Hugging Face's modules' own
     mem = memories(rank_config(c, par.cp), par, order, machine.scale, states, unit, hf=hf)  # a CP rank's s/CP tokens
-    if par.ep > 1 and par.distributed_optimizer:  # the experts' states sharded over DP/EP ranks, not DP
+    if par.experts_apart and par.distributed_optimizer:  # the experts' states sharded over their expert-DP ranks
         extra = state_bytes(machine.dtype, machine.implementation, expert_shards(par)) - states
         mem = [replace(m, states=m.states + extra * rank_expert_parameters(c, par, r)) for r, m in enumerate(mem)]
     if par.cp > 1:  # and the K/V it receives while a layer's attention runs

@@ -28,14 +28,13 @@ from archsim.training.held_memory import (
     rank_gain,
     rank_share,
 )
-from archsim.training.layout_problems import cp_problem, tp_split_problem
+from archsim.training.layout_problems import cp_problem, ep_layout_problem, tp_split_problem
 from archsim.training.memory import (
     StageMemory,
 )
 from archsim.training.moe_ops import moe_rule
 from archsim.training.parallel import (
     Parallelism,
-    ep_layout_problem,
     layers_per_stage,
     schedule_name,
     schedule_rejection,
@@ -223,7 +222,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     rule = moe_rule(c, k.tp, k.ep, k.sequence_parallel)  # train's refusals (archsim.training.moe_ops), one each
     if rule is not None:
         return rule[0]
-    if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp):
+    if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp):
         return "ep-divides-dp"
     # the schedule's rules, the ones train refuses by (archsim.training.parallel)
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))

@@ -33,7 +33,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "gpus": par.gpus, "tp": par.tp, "cp": par.cp, "pp": par.pp,
             "dp": par.dp, **({"cp_comm": par.cp_comm} if par.cp > 1 else {}),
             **({"cp_hierarchy": list(par.cp_hierarchy)} if par.cp > 1 and par.cp_hierarchy else {}),
-            **({"ep": par.ep, "experts": config.experts, "experts_per_token": config.experts_per_token} if config.moe else {}),
+            **({"ep": par.ep, "etp": par.expert_tp, "experts": config.experts, "experts_per_token": config.experts_per_token} if config.moe else {}),
             "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
