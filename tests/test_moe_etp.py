@@ -116,3 +116,15 @@ def test_etp_on_a_dense_model_is_refused_in_one_line(tmp_path, capsys):
                  "--sequence-parallel", "--global-batch", "8", "--seq", "128"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "ETP 1 needs a mixture-of-experts model" in err
+
+
+def test_ep_group_at_etp_1_spans_tp_ranks_in_one_server():
+    from archsim.training.cluster_file import load_gpu_cluster
+
+    cluster = load_gpu_cluster(CLUSTER)  # two servers of 8 GPUs
+    # ETP 1, EP 8 beside TP 8, DP 2: an EP group is 8 consecutive GPUs, one server, as a TP group is
+    apart = cluster.machine(Parallelism(8, 1, 2, 2, ep=8, etp=1, sequence_parallel=True)).links
+    assert apart.ep == apart.tp and apart.etp is None  # ETP 1: no expert-TP group to price
+    # ETP = TP = 8, EP 2: GPU t of two TP groups, one in each server, as a DP group is
+    default = cluster.machine(Parallelism(8, 1, 2, 2, ep=2, sequence_parallel=True)).links
+    assert default.ep == default.dp and default.ep != default.tp
