@@ -44,7 +44,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           fsdp: bool = False, cp: int = 1, cp_comm: str = "p2p",
           fsdp_reshard: str = "after-forward",
           fsdp_grad_sync: str = "micro-batch",
-          cp_hierarchy: Sequence[int] | None = None, ep: int = 1) -> tuple[TrainResult, Throughput]:
+          cp_hierarchy: Sequence[int] | None = None, ep: int = 1,
+          etp: int | None = None) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -55,7 +56,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`; ``distributed_optimizer``: True or False,
     ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``; ``fsdp_reshard``: ``--fsdp-reshard``; ``fsdp_grad_sync``: ``--fsdp-grad-sync``; ``cp``, ``cp_comm``: ``--cp``,
-    ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``).
+    ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``; ``etp``: ``--etp``, None: TP).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
@@ -96,6 +97,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
                                                      (micro_batch, "micro-batch"), (interleave, "interleave"), (cp, "cp"),
                                                      (ep, "ep")))
+    etp = None if etp is None else positive_int(etp, "etp")
     check_choice(cp_comm, CP_COMMS, "cp_comm")
     hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
         positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
@@ -105,7 +107,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,
-                      fsdp, cp, cp_comm, fsdp_reshard, fsdp_grad_sync, hierarchy, ep)
+                      fsdp, cp, cp_comm, fsdp_reshard, fsdp_grad_sync, hierarchy, ep, etp)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
@@ -213,7 +215,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
            fsdp: bool = False, cp: int | str | Sequence[int | str] = 1,
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
-           fsdp_grad_sync: str = "micro-batch") -> SearchResult:
+           fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -222,7 +224,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
     ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``, ``fsdp_reshard`` as ``--fsdp-reshard``, ``fsdp_grad_sync`` as ``--fsdp-grad-sync``; ``cp``: the context-parallel
-    degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
+    degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
+    mixture of experts' every divisor of its expert count, a dense model's 1). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count), the Pareto front and ``sharded_fits`` (every configuration out of memory
@@ -263,6 +266,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus, "gpus")]
     cps = tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
     cp_comms = tuple(listed(cp_comm, "cp-comm"))
+    eps = None if ep is None else tuple(positive_int(n, "ep") for n in listed(ep, "ep"))
     for name in cp_comms:
         check_choice(name, CP_COMMS, "cp-comm")
     cp_comm_rule(cps, cp_comms)
@@ -302,7 +306,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps,
-                       cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync)
+                       cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
@@ -324,6 +328,6 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
         seq=seq, objective=objective, balance=balance, placement=placement,
         distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps, cp_comms=cp_comms,
-        fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync)
+        fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps)
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document)

@@ -92,7 +92,7 @@ def test_mixtral_model_flops_count_two_experts_not_eight():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"dp": 6, "ep": 4, "global_batch": 12}, "EP must divide DP"),
+    ({"dp": 6, "ep": 4, "global_batch": 12}, "must divide TP × DP"),
     ({"dp": 4, "ep": 2, "cp": 2, "global_batch": 4}, "cp"),
     ({"dp": 4, "ep": 2, "fsdp": True, "global_batch": 4}, "fsdp"),
 ])
@@ -131,7 +131,7 @@ def test_a_dense_layer_keeps_its_mlp_and_runs_no_router():
     assert layer_parameters_per_gpu(_llama(), 2) == (2 * H * H + 2 * H * kv + 3 * H * F) / 2 + 2 * H
 
 
-# -- wiring: train --ep, archsim.train(ep=), the runs file's ep column, search's refusal ---------------------------
+# -- wiring: train --ep, archsim.train(ep=), the runs file's ep column, search's --ep on a dense model ------------------------
 CLUSTER = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "h100_2_servers.toml"
 SMALL_MOE = {"model_type": "mixtral", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4,
              "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1024, "max_position_embeddings": 512,
@@ -192,12 +192,17 @@ def test_more_expert_parallelism_holds_fewer_experts_a_gpu(tmp_path):
     assert peaks[0] - peaks[1] == 2 * 4 * 3 * 256 * 512 and peaks[1] - peaks[2] == 2 * 2 * 3 * 256 * 512
 
 
-def test_search_refuses_a_mixture_of_experts_naming_train_ep(tmp_path, capsys):
+def test_search_refuses_ep_on_a_dense_model_in_one_line(tmp_path, capsys):
+    import json
+
     from archsim.cli import main
 
-    code = main(["search", str(_small_moe(tmp_path)), "--cluster", str(CLUSTER), "--global-batch", "8", "--seq", "128"])
+    dense = tmp_path / "dense.json"
+    dense.write_text(json.dumps({k: v for k, v in SMALL_MOE.items() if k not in ("num_local_experts", "num_experts_per_tok")}
+                                | {"model_type": "llama"}))
+    code = main(["search", str(dense), "--cluster", str(CLUSTER), "--global-batch", "8", "--seq", "128", "--ep", "1,2"])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and "--ep" in err and "expert parallelism" in err
+    assert code == 2 and err.count("\n") == 1 and "is dense" in err
 
 
 def test_sweep_takes_ep_as_an_axis(tmp_path, capsys):

@@ -54,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cp", action=ListFlag, item=positive_int, default=[1],
                         help="context-parallel degrees to try, one or several (default 1), as archsim train's --cp: "
                              "each divides the GPUs, TP × PP × DP over GPUs / CP")
+    parser.add_argument("--ep", action=ListFlag, item=positive_int, default=None,
+                        help="expert-parallel degrees to try for a mixture of experts, one or several, as archsim "
+                             "train's --ep (default: every divisor of its expert count; a dense model: 1); a row's EP "
+                             "divides the experts and DP")
     parser.add_argument("--cp-comm", action=ListFlag, choices=CP_COMMS, default=["p2p"],
                         help="how CP above 1 exchanges K/V, one or several to try (default p2p), as archsim train's "
                              "--cp-comm: p2p (Megatron-LM's ring), all_gather (Llama 3's), a2a (DeepSpeed-Ulysses) or "
@@ -139,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
                         model_file=args.model, cluster_file=args.cluster,
                         distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp,
                         cp_comm=args.cp_comm, fsdp_reshard=args.fsdp_reshard,
-                        fsdp_grad_sync=args.fsdp_grad_sync)
+                        fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 
@@ -204,6 +208,7 @@ def _front_line(r: dict) -> str:
     """One Pareto configuration: its parallelism, schedule, time and memory per GPU."""
     cp = f" CP{r['cp']} {r['cp_comm']}" if r.get("cp", 1) > 1 else ""
     cp += f" {r['cp_hierarchy'].replace(' ', '×')}" if r.get("cp_hierarchy") else ""
+    cp += f" EP{r['ep']}" if r.get("ep", 1) > 1 else ""
     return (f"TP{r['tp']}{cp} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
             f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
             f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
@@ -241,7 +246,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
                       r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
                       r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
-                      r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")))
+                      r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")), ep=r.get("ep", 1))
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))

@@ -63,6 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="expert-parallel degree of a mixture-of-experts model (Megatron-Core's "
                              "--expert-model-parallel-size): E/EP experts a GPU, tokens all-to-all'd over the EP "
                              "group; EP divides DP and the experts (docs/training.md#mixture-of-experts)")
+    parser.add_argument("--etp", type=positive_int, default=None,
+                        help="the experts' tensor-parallel degree (Megatron-Core's --expert-tensor-parallel-size; "
+                             "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × DP")
     parser.add_argument("--cp", type=positive_int, default=1,
                         help="context-parallel degree (Megatron-LM's --context-parallel-size): each GPU of a CP group "
                              "runs 2 of the sequence's 2·CP chunks; GPUs = TP × CP × PP × DP (docs/training.md)")
@@ -133,7 +136,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
-                             "fsdp, ep); "
+                             "fsdp, ep, etp); "
                              "repeat for a grid: one row "
                              "per point (Megatron's even split, no timeline) instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
@@ -186,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
-                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, _hierarchy(args), args.ep)
+                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, _hierarchy(args), args.ep, args.etp)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
                 enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:
@@ -252,7 +255,7 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
             **({"fsdp_grad_sync": args.fsdp_grad_sync} if args.fsdp_grad_sync != "micro-batch" else {}),
             **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {}),
             **({"cp_hierarchy": _hierarchy(args)} if args.cp_hierarchy else {}),
-            **({"ep": args.ep} if args.ep > 1 else {})}
+            **({"ep": args.ep} if args.ep > 1 else {}), **({"etp": args.etp} if args.etp is not None else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -345,7 +348,7 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
                     ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--fsdp-reshard", "fsdp_reshard"),
                     ("--fsdp-grad-sync", "fsdp_grad_sync"),
-                    ("--cp", "cp"), ("--ep", "ep"),
+                    ("--cp", "cp"), ("--ep", "ep"), ("--etp", "etp"),
                     ("--cp-comm", "cp_comm"), ("--cp-hierarchy", "cp_hierarchy"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),

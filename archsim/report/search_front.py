@@ -30,6 +30,7 @@ def _label(row: dict) -> str:
     split = f" [{row['stage_layers']}]" if row["stage_layers"] else ""
     cp = f" CP{row['cp']} {row['cp_comm']}" if row.get("cp", 1) > 1 else ""
     cp += f" {row['cp_hierarchy'].replace(' ', '×')}" if row.get("cp_hierarchy") else ""
+    cp += f" EP{row['ep']}" if row.get("ep", 1) > 1 else ""
     return (f"TP{row['tp']}{cp} PP{row['pp']} DP{row['dp']} mb{row['micro_batch']} {row['recompute']} "
             f"{row['schedule']}{chunks}{' sp' if row['sequence_parallel'] else ''}{split}")
 

@@ -170,7 +170,7 @@ class GpuCluster:
         (:func:`~archsim.training.group_links.rank_machine`), built once per (TP, PP, DP, CP, a2a+p2p's levels,
         EP, device, rank): it reads no other setting of ``par``, and a search asks for it once per candidate (about 5 ms
         each)."""
-        key = (par.tp, par.pp, par.dp, par.cp, par.cp_exchange, par.cp_hierarchy, par.ep, device, rank)
+        key = (par.tp, par.pp, par.dp, par.cp, par.cp_exchange, par.cp_hierarchy, par.ep, par.etp, device, rank)
         if key not in self._rank_machine:
             self._rank_machine[key] = rank_machine(self, par, device, rank)
         return self._rank_machine[key]
@@ -224,7 +224,7 @@ class GpuCluster:
     def rank_machines(self, par: Parallelism) -> tuple[Machine, ...] | None:
         """Each pipeline rank's machine (equal ones shared), or None as :meth:`rank_gpus` (a TP group
         across servers is costed over the network, :class:`~archsim.collectives.Spanning`)."""
-        key = (par.tp, par.pp, par.dp, par.cp, par.cp_exchange, par.cp_hierarchy, par.ep)  # as machine's key
+        key = (par.tp, par.pp, par.dp, par.cp, par.cp_exchange, par.cp_hierarchy, par.ep, par.etp)  # as machine's key
         if key not in self._machines:
             kinds = self.rank_gpus(par)
             made: dict[Machine, Machine] = {}

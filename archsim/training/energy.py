@@ -144,7 +144,8 @@ def _array_basis(device: Device) -> str:
 @lru_cache(maxsize=256)
 def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                            recompute: str, device: Device, dtype: str, implementation: str, cp: int = 1,
-                           cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None, ep: int = 1) -> float:
+                           cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None, ep: int = 1,
+                           etp: int | None = None) -> float:
     """Picojoules of one micro-batch on one device of each TP group (module docstring): the layers,
     the embedding and the head of the op list the iteration is timed on (``implementation`` in
     ``dtype``: :func:`~archsim.training.iteration.piece_works`), the forward again under full
@@ -153,7 +154,7 @@ def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequ
     from archsim.training.iteration import piece_works
 
     pieces, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype, cp, cp_comm,
-                            cp_hierarchy, ep)
+                            cp_hierarchy, ep, etp)
     array = device_array(device, dtype)
     energies = device_energies(device, array)
     total = 0.0
@@ -175,7 +176,7 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
 
     per_microbatch = _microbatch_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
                                             par.recompute, device, dtype, implementation, par.cp, par.cp_comm,
-                                            par.cp_hierarchy, par.ep)
+                                            par.cp_hierarchy, par.ep, par.etp)
     array = device_array(device, dtype)
     optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * device_energies(device, array).dram_read_pj
     return (per_microbatch * par.microbatches * par.tp * par.cp * par.dp + optimizer) * 1e-12

@@ -122,11 +122,13 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
         levels = [cp_subgroups(g, par.cp_hierarchy) for g in cp_groups]
         cp_groups = [inner for split in levels for inner in split[0]]
         ring_groups = [ring for split in levels for ring in split[1]]
-    # Megatron-Core's expert ranks, order tp-ep-dp-pp at CP 1 (parallel_state's expert_decoder_rank_generator): an
-    # EP group holds GPU t of EP consecutive TP groups, an expert-DP group GPU t of every EP-th one
-    ep_groups = (range(first + t, first + par.tp * par.ep, par.tp) for first in range(start, start + group,
-                                                                                     par.tp * par.ep) for t in range(0, par.tp, step))
-    edp_groups = (range(start + t, start + group, par.tp * par.ep) for t in range(0, par.tp * par.ep, step))
+    # Megatron-Core's expert ranks, order tp-ep-dp-pp at CP 1 (parallel_state's expert_decoder_rank_generator, its
+    # tp ETP): an EP group holds GPU t of EP consecutive ETP groups, an expert-DP group GPU t of every EP-th one
+    etp, estep = par.expert_tp, 1 if wired else min(cluster.gpus_per_server, par.expert_tp)
+    ep_groups = (range(first + t, first + etp * par.ep, etp) for first in range(start, start + group, etp * par.ep)
+                 for t in range(0, etp, estep))
+    edp_groups = (range(start + t, start + group, etp * par.ep) for t in range(0, etp * par.ep, estep))
+    etp_groups = (range(first, first + etp) for first in range(start, start + group, etp))
     hops = pipeline_hops(cluster, par, device)
     # the pipeline's link over its ranks' first GPUs, or its slowest hop where that is slower: the
     # first GPUs may share a server while another pair of a hop crosses (:func:`pipeline_hops`)
@@ -143,7 +145,9 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
                          if par.cp > 1 else None,
                          ep=_slowest_link(cluster, device, ep_groups, every=wired) if par.ep > 1 else None,
                          expert_dp=_slowest_link(cluster, device, edp_groups, every=wired)
-                         if par.ep > 1 and par.expert_replicas > 1 else None),
+                         if par.experts_apart and par.expert_replicas > 1 else None,
+                         etp=_slowest_link(cluster, device, etp_groups, every=wired)
+                         if etp != par.tp and etp > 1 else None),
                    dtype=cluster.dtype)
 
 

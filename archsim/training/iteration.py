@@ -99,7 +99,7 @@ ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp
 @dataclass(frozen=True)
 class PieceCost:
     """Per micro-batch seconds of one model piece: forward, δ, weight-gradient compute, recompute, and
-    TP collectives in the forward and the backward; ``ops``: (name, kind, seconds) rows, each op's GPU
+    TP collectives in the forward and the backward (the EP all-to-alls apart, ``ep_*``); ``ops``: (name, kind, seconds) rows, each op's GPU
     time (before the host-issue floor) and each TP collective's, kind F/D/G (ops) or F/B (collectives)."""
 
     forward: float
@@ -111,6 +111,8 @@ class PieceCost:
     ops: tuple[tuple[str, str, float], ...]
     cp_forward: float = 0.0  # context parallelism's K/V exchange beyond the attention it overlaps (context_parallel.py)
     cp_backward: float = 0.0
+    ep_forward: float = 0.0  # a mixture of experts' all-to-alls over its EP group (moe_ops.py), out of tp_*
+    ep_backward: float = 0.0
 
 
 def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,
@@ -121,8 +123,8 @@ def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, 
     ``delta_seconds``: each backward δ op's GPU seconds by layer name. NCCL's kernels and the GEMM share
     the GPU's SMs and HBM while they overlap; that contention is not modelled (the hidden part is free)."""
     out = np.empty(len(colls))
-    for i, c in enumerate(colls):  # a TP collective, or a mixture of experts' all-to-all over its EP group
-        ranks, link = (par.ep, links.ep) if c.group == "ep" else (par.tp, links.tp)
+    for i, c in enumerate(colls):  # a TP collective, or a mixture of experts' over its EP or expert-TP group
+        ranks, link = {"ep": (par.ep, links.ep), "etp": (par.expert_tp, links.etp)}.get(c.group, (par.tp, links.tp))
         assert link is not None  # a rank machine of an EP group has its link
         seconds = float(collective_seconds(c.kind, c.bytes * scale, ranks, link))
         out[i] = max(0.0, seconds - sum(delta_seconds[name] for name in c.under)) if c.under else seconds
@@ -184,21 +186,24 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
     host = machine.efficiency.host_s
     issued_f = host_issues(work)[0]
     fitted_f, fitted_b = host_issues(counted or work)
-    tp_f, tp_b = float(coll_f.sum()), float(coll_b.sum())
+    on_ep = [np.array([c.group == "ep" for c in colls], dtype=bool)
+             for colls in (work.forward_collectives, work.backward_collectives)]
+    ep_f, ep_b = float(coll_f[on_ep[0]].sum()), float(coll_b[on_ep[1]].sum())
+    tp_f, tp_b = float(coll_f.sum()) - ep_f, float(coll_b.sum()) - ep_b
     # a pass takes max(GPU time, host issue time); the host-bound excess is charged to its compute
     forward = float(seconds[:nf].sum())
-    forward = max(forward, host * fitted_f - tp_f)
+    forward = max(forward, host * fitted_f - tp_f - ep_f)
     weight = sum(t for op, t in back if op.kind == "G")
     delta = sum(t for _, t in back) - weight
-    delta = max(delta, host * fitted_b - tp_b - weight)
+    delta = max(delta, host * fitted_b - tp_b - ep_b - weight)
     if recompute == "full":
-        redo = forward + tp_f
+        redo = forward + tp_f + ep_f
     elif recompute == "selective":
         core = [t for op, t in zip(work.forward, seconds[:nf]) if op.layer in ATTENTION_CORE]
         redo = max(float(sum(core)), host * len(core) * fitted_f / max(issued_f, 1))
     else:
         redo = 0.0
-    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows)
+    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b)
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
@@ -209,7 +214,8 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
-    same = replace(par, pp=1, dp=par.ep, global_batch=par.micro_batch * par.ep, interleave=1, schedule="1f1b", stage_layers=None,
+    dp = par.ep * (1 if par.etp is None else par.etp)  # a layout that holds the expert groups (ETP·EP | TP·DP)
+    same = replace(par, pp=1, dp=dp, global_batch=par.micro_batch * dp, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False,
                    fsdp_reshard="after-forward", fsdp_grad_sync="micro-batch")
     return dict(_model_pieces(c, same, machine))
@@ -225,7 +231,7 @@ def clear_model_cache() -> None:
 def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                 implementation: str, dtype: str, cp: int = 1, cp_comm: str = "p2p",
                 cp_hierarchy: tuple[int, int] | None = None,
-                ep: int = 1) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
+                ep: int = 1, etp: int | None = None) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
     """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
     ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops; another
     implementation's, per Megatron's mixed-precision list, the one the fits state their per-op overheads
@@ -247,7 +253,7 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
 
     def megatron(in_dtype: str = "fp16") -> tuple[Work, Work, Work]:
         local = rank_config(c, cp)  # a CP rank's s/CP tokens (CP > 1 is Megatron's list only: check_fits)
-        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy, ep), embedding_work(local, b, t, sp, in_dtype),
+        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy, ep, etp), embedding_work(local, b, t, sp, in_dtype),
                 head_work(local, b, t, sp, in_dtype))
 
     if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
@@ -276,7 +282,8 @@ def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, mach
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
-                                  machine.implementation, machine.dtype, par.cp, par.cp_comm, par.cp_hierarchy, par.ep)
+                                  machine.implementation, machine.dtype, par.cp, par.cp_comm, par.cp_hierarchy, par.ep,
+                                  par.etp)
     if c.family == "switch" and par.recompute != "none":
         raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
                          f"{setting('recompute', 'none')} only", field="recompute")
@@ -302,10 +309,10 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches;
     ``drains``: per model chunk of the rank, seconds from its last backward to the rank's last action (what FSDP's
     once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`)."""
-    experts = rank_expert_parameters(c, par, rank) if par.ep > 1 else 0  # theirs over the DP/EP ranks holding them
+    experts = rank_expert_parameters(c, par, rank) if par.experts_apart else 0  # theirs over their expert-DP ranks
     before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
-        group, link = replace(par, dp=par.expert_replicas, ep=1), machine.links.expert_dp
+        group, link = replace(par, dp=par.expert_replicas, ep=1, etp=None), machine.links.expert_dp
         assert link is not None  # a rank machine of an expert-DP group of more than one has its link
         more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=link)), experts,
                        forward_s, backward_s, rank, drains)

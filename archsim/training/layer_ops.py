@@ -77,12 +77,12 @@ from archsim.workload.transformer import TransformerConfig, layer_widths
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
                attention: str = "standard", dtype: str = "fp16", cp: int = 1, cp_comm: str = "p2p",
-               cp_hierarchy: tuple[int, int] | None = None, ep: int = 1) -> Work:
+               cp_hierarchy: tuple[int, int] | None = None, ep: int = 1, etp: int | None = None) -> Work:
     """One layer's work on one GPU of its TP group for one micro-batch in ``dtype`` (its memory-bound ops count its
     elements); ``attention`` ``flash``: scores, softmax, dropout and context as one FlashAttention-2 kernel each way
     (:func:`flash_attention_ops`), its backward's small kernels beside it (and grouped-query attention's dK, dV sums
     after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps as ``cp_comm`` runs it (``cp_hierarchy``: a2a+p2p's A, P; :mod:`~archsim.training.context_parallel`); a mixture of experts: its
-    MLP :func:`~archsim.training.moe_ops.moe_work` over ``ep`` expert-parallel ranks."""
+    MLP :func:`~archsim.training.moe_ops.moe_work` over ``ep`` expert-parallel ranks, experts split over ``etp``."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b // cp
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
@@ -136,7 +136,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     residual = residual_elements(c, dtype)
     mem("residual1", residual * local * h, residual * local * h)
     mem("norm2", 2 * local * h, 3 * local * h, ("ln", local, h))
-    moe = moe_work(c, tokens, local, t, ep, dtype) if c.moe else None  # routed experts in the MLP's place
+    moe = moe_work(c, tokens, local, t, ep, dtype, etp) if c.moe else None  # routed experts in the MLP's place
     if moe is not None:
         forward.extend(moe.forward)
         backward.extend(moe.backward[::-1])  # reversed below with the rest

@@ -1,6 +1,6 @@
-"""Why a TP or CP degree cannot split a model as Megatron-LM and TransformerEngine split it: the layout checks
+"""Why a TP, CP or EP degree cannot split a model as Megatron-LM and TransformerEngine split it: the layout checks
 that :func:`archsim.training.parallel.check_fits`, the search's rejections and the error messages share. Each
-returns '' when the split runs, else the one-line reason with the degrees that would."""
+returns '' (None: :func:`ep_layout_problem`) when the split runs, else the one-line reason with the degrees that would."""
 
 from __future__ import annotations
 
@@ -70,4 +70,21 @@ def or_list(values) -> str:
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
-__all__ = ["a2a_heads_problem", "cp_problem", "or_list", "tp_split_problem"]
+def ep_layout_problem(dp: int, ep: int, cp: int = 1, fsdp: bool = False, tp: int = 1,
+                      etp: int | None = None) -> str | None:
+    """Why EP ``ep`` at ETP ``etp`` (None: TP) cannot be carved from a layout (one line), or None. Megatron-Core
+    (``parallel_state.initialize_model_parallel``) carves the expert groups from each pipeline rank's TP·CP·DP
+    GPUs as ETP × EP × expert-DP and raises unless ETP·EP·PP divides the world: ETP·EP must divide TP·DP (DP
+    alone, EP | DP, at ETP = TP); CP > 1 or FSDP beside EP or ETP ≠ TP are not modelled (moe_ops.py's docstring)."""
+    expert_tp = tp if etp is None else etp
+    if ep == 1 and expert_tp == tp:
+        return None
+    if cp > 1 or fsdp:
+        return f"expert parallelism (EP, ETP) is not modelled with {setting('cp')} > 1 or {setting('fsdp')}"
+    if (tp * dp) % (expert_tp * ep):
+        return (f"Megatron-Core carves the expert groups from the TP × DP GPUs: ETP × EP ({expert_tp} × {ep}) must "
+                f"divide TP × DP ({tp} × {dp})")
+    return None
+
+
+__all__ = ["a2a_heads_problem", "cp_problem", "ep_layout_problem", "or_list", "tp_split_problem"]

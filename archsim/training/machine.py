@@ -32,6 +32,7 @@ class Links:
     cp_hop: LinkClass | Spanning | None = None  # one ring step of it: GPU to GPU, one GPU's share of the NICs
     ep: LinkClass | Spanning | None = None  # the expert-parallel group's (None: EP 1, no group)
     expert_dp: LinkClass | Spanning | None = None  # the expert-data-parallel group's (None: EP 1, the DP group's)
+    etp: LinkClass | Spanning | None = None  # the expert-tensor-parallel group's (None: ETP = TP, the TP group's)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from archsim.errors import InputError
 from archsim.training.flash_blocks import flash_backward_bytes
 from archsim.training.hf_memory import hf_activation_bytes
 from archsim.training.layer_ops import embedding_parameters
-from archsim.training.moe_ops import mlp_activation_bytes
+from archsim.training.moe_ops import etp_kept, mlp_activation_bytes
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import (
     TransformerConfig,
@@ -240,11 +240,11 @@ def logit_bytes(value_bytes: float) -> float:
 
 
 @lru_cache(maxsize=4096)  # as layer_activation_bytes
-def layer_parameters_per_gpu(c: TransformerConfig, tp: int, ep: int = 1) -> float:
+def layer_parameters_per_gpu(c: TransformerConfig, tp: int, ep: int = 1, etp: int | None = None) -> float:
     """One layer's parameters on one GPU of its TP group: the split weights and column-parallel biases
-    / t, plus the replicated norms, router and row-parallel biases; a mixture's experts / (t · ``ep``)."""
+    / t, plus the replicated norms, router and row-parallel biases; a mixture's experts / (ETP · ``ep``), ETP ``etp`` or t."""
     replicated, experts = replicated_parameters(c), c.experts * 3 * c.hidden * c.expert_ffn if c.moe else 0
-    return (layer_parameters(c) - replicated - experts) / tp + replicated + experts / (tp * ep)
+    return (layer_parameters(c) - replicated - experts) / tp + replicated + experts / ((etp or tp) * ep)
 
 
 @dataclass(frozen=True)
@@ -358,11 +358,11 @@ def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool,
     edges = (*([embedding_parameters(c, t)] if first else []), *([outer_norm_parameters(c)] if last else []),
              *([padded_vocab(c.vocab, t) // t * c.hidden] if head else []))  # final norm: RMS γ, LayerNorm γ and β
     if hf:  # FSDP's unit is Megatron's alone
-        return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
+        return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
                           lambda layers, in_flight: hf_activation_bytes(c, b, layers, in_flight, par.recompute,
                                                                         first, last, working))
-    kept, unscaled, working_set = _layer_kept(c, b, t, par.recompute, sp, par.attention, working)
-    return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep), edges, states, unit, kept, unscaled, working_set,
+    kept, unscaled, working_set = etp_kept(c, par, *_layer_kept(c, b, t, par.recompute, sp, par.attention, working))
+    return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, unit, kept, unscaled, working_set,
                       embedding_mask_bytes(c, b, t, sp) if first else None,
                       logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t if last else None, scale, None)
 

@@ -14,9 +14,9 @@ requires for MoE with TP > 1: ``MoELayer.forward`` raises otherwise), so it perm
 uniform routing — archsim's simplification: a real router is uneven, and the busiest rank sets the pace — each
 rank sends (EP − 1)/EP of its R·h elements to the other EP ranks and receives as many, the all-to-all priced
 by :func:`archsim.collectives.collective_seconds` on the EP group's link (CP's all-to-all's pricing,
-:mod:`~archsim.training.context_parallel_a2a`); with ETP = TP > 1 (Megatron's default
-``expert_tensor_parallel_size``) the received rows are all-gathered over TP, so the E/EP local experts take
-T·k rows, n = T·k·EP/E each (rounded up where it does not divide), and the combine reduce-scatters them back.
+:mod:`~archsim.training.context_parallel_a2a`); with ETP > 1 (``--expert-tensor-parallel-size``, TP by
+default) the received rows are all-gathered over the ETP group, so the E/EP local experts take ETP·R rows (T·k at
+ETP = TP), n = ETP·R·EP/E each (rounded up where it does not divide), and the combine reduce-scatters them back.
 Backward runs the same four collectives. The probabilities' all-to-all beside the tokens' (T·k values against
 T·k·h) and the token counts' gather are left out.
 
@@ -57,15 +57,18 @@ def dispatch_bytes(c: TransformerConfig, local_tokens: int, scale: float = 1.0) 
     return local_tokens * c.experts_per_token * c.hidden * 2 * scale
 
 
-def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16") -> Work:
+def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16",
+             etp: int | None = None) -> Work:
     """The MoE MLP's ops on one rank for a micro-batch of ``tokens`` tokens of which it routes ``local``
     (T/TP under sequence parallelism), in forward order both ways (the caller reverses the backward), and the
-    dispatcher's collectives: the all-to-alls over ``ep`` (group ``ep``, none at EP 1) and, at TP > 1, the
-    all-gather and reduce-scatter of the T·k rows over the expert-TP group (= TP)."""
+    dispatcher's collectives: the all-to-alls over ``ep`` (group ``ep``, none at EP 1) and, at ETP > 1, the
+    all-gather and reduce-scatter of the ETP·local·k rows over the expert-TP group (``etp``, None: TP; group
+    ``tp`` at ETP = TP, else ``etp``): ``token_dispatcher.py``'s ``tp_group`` is ``pg_collection.expt_tp``."""
     h, e = c.hidden, c.experts
-    routed, rows = local * c.experts_per_token, tokens * c.experts_per_token
-    experts, n = expert_rows(c, tokens, ep)
-    f = c.expert_ffn // tp
+    e_tp = tp if etp is None else etp
+    routed, rows = local * c.experts_per_token, local * e_tp * c.experts_per_token  # T·k rows at ETP = TP
+    experts, n = expert_rows(c, local * e_tp, ep)
+    f = c.expert_ffn // e_tp
     forward: list = []
     backward: list = []
 
@@ -97,56 +100,83 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     if ep > 1:
         fwd.append(Collective("moe.dispatch", "all-to-all", "ep", a2a, "F"))
         bwd.append(Collective("moe.combine", "all-to-all", "ep", a2a, "B"))
-    if tp > 1:
-        fwd += [Collective("moe.all-gather", "all-gather", "tp", gathered, "F"),
-                Collective("moe.reduce-scatter", "reduce-scatter", "tp", gathered, "F")]
-        bwd += [Collective("moe.all-gather", "all-gather", "tp", gathered, "B"),
-                Collective("moe.reduce-scatter", "reduce-scatter", "tp", gathered, "B")]
+    group = "tp" if e_tp == tp else "etp"
+    if e_tp > 1:
+        fwd += [Collective("moe.all-gather", "all-gather", group, gathered, "F"),
+                Collective("moe.reduce-scatter", "reduce-scatter", group, gathered, "F")]
+        bwd += [Collective("moe.all-gather", "all-gather", group, gathered, "B"),
+                Collective("moe.reduce-scatter", "reduce-scatter", group, gathered, "B")]
     if ep > 1:
         fwd.append(Collective("moe.combine", "all-to-all", "ep", a2a, "F"))
         bwd.append(Collective("moe.dispatch", "all-to-all", "ep", a2a, "B"))
     return Work(tuple(forward), tuple(backward), tuple(fwd), tuple(bwd))
 
 
-def moe_problem(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> str | None:
-    """Why a layout cannot train ``c`` with expert parallelism as Megatron-Core runs it (one line), or None:
-    EP on a dense model, experts EP does not divide (Megatron's ``num_experts % expert_model_parallel_size``
-    assert), MoE with TP > 1 but no sequence parallelism (``MoELayer.forward`` raises), a mixture of experts
-    on another implementation's op list (archsim's eager and Hugging Face lists are dense)."""
+def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
+             implementation: str = "megatron", etp: int | None = None) -> tuple[str, str] | None:
+    """(search's rejection code, one-line reason) why a layout cannot train ``c`` with expert parallelism as
+    Megatron-Core runs it, or None: EP on a dense model, experts EP does not divide (Megatron's
+    ``num_experts % expert_model_parallel_size`` assert), MoE with TP > 1 but no sequence parallelism
+    (``MoELayer.forward`` raises), a mixture of experts on another implementation's op list (archsim's eager
+    and Hugging Face lists are dense); ETP (``etp``, None: TP) other than TP on a dense model."""
     if not c.moe:
-        return f"EP {par.ep} needs a mixture-of-experts model; {c.name} is dense" if par.ep > 1 else None
-    if c.experts % par.ep:
-        return f"EP {par.ep} does not divide the {c.experts} experts (Megatron-Core asserts it)"
-    if par.tp > 1 and not par.sequence_parallel:
-        return "Megatron-Core trains a mixture of experts at TP > 1 only with sequence parallelism: add --sequence-parallel"
+        if etp is not None and etp != tp:
+            return "etp-needs-experts", f"ETP {etp} needs a mixture-of-experts model; {c.name} is dense"
+        return ("ep-needs-experts", f"EP {ep} needs a mixture-of-experts model; {c.name} is dense") if ep > 1 else None
+    if c.experts % ep:
+        return "ep-divides-experts", f"EP {ep} does not divide the {c.experts} experts (Megatron-Core asserts it)"
+    if tp > 1 and not sequence_parallel:
+        return "moe-needs-sequence-parallel", ("Megatron-Core trains a mixture of experts at TP > 1 only with "
+                                               "sequence parallelism: add --sequence-parallel")
     if implementation != "megatron":
-        return f"a mixture of experts is modelled on Megatron-Core's op list only, not {implementation}'s"
+        return ("moe-needs-megatron",
+                f"a mixture of experts is modelled on Megatron-Core's op list only, not {implementation}'s")
     return None
+
+
+def moe_problem(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> str | None:
+    """:func:`moe_rule`'s reason for ``par``'s layout, or None."""
+    rule = moe_rule(c, par.tp, par.ep, par.sequence_parallel, implementation, par.etp)
+    return rule[1] if rule else None
 
 
 def check_moe(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> None:
     """:func:`moe_problem` as an :class:`~archsim.errors.InputError` on ``--ep``."""
-    problem = moe_problem(c, par, implementation)
-    if problem:
-        raise InputError(problem, field="ep")
+    rule = moe_rule(c, par.tp, par.ep, par.sequence_parallel, implementation, par.etp)
+    if rule:
+        raise InputError(rule[1], field="etp" if rule[0] == "etp-needs-experts" else "ep")
 
 
-def mlp_activation_bytes(c: TransformerConfig, tp: int) -> float:
+def mlp_activation_bytes(c: TransformerConfig, tp: int, etp: int | None = None) -> float:
     """Bytes per token of the micro-batch the MLP keeps for its backward on one of ``tp`` ranks (2 a value): a GELU
     MLP's activation and fc2 inputs (2·2·ffn/t), a gated one's gate and up outputs and their product (2·3·ffn/t);
     a mixture of experts' k routed rows as its experts take them (the fc1 input 2·h, its gate and up output
-    2·2f/t, SwiGLU's product 2·f/t), the k permuted rows of the T/t tokens it routes, which unpermute keeps
-    (2·k·h/t), and the router's fp32 probabilities (4·E/t)."""
+    2·2f/t, SwiGLU's product 2·f/t; at ETP ≠ TP a rank takes ETP/TP of them, each f/ETP wide), the k permuted
+    rows of the T/t tokens it routes, which unpermute keeps (2·k·h/t), and the router's fp32 probabilities (4·E/t)."""
     if not c.moe:
         return 2 * (3 if c.family == "llama" else 2) * (c.ffn // tp)
-    k, f = c.experts_per_token, c.expert_ffn // tp
-    return k * (2 * c.hidden + 6 * f) + (2 * k * c.hidden + 4 * c.experts) / tp
+    e_tp = tp if etp is None else etp
+    k, f = c.experts_per_token, c.expert_ffn // e_tp
+    return k * (2 * c.hidden + 6 * f) * e_tp / tp + (2 * k * c.hidden + 4 * c.experts) / tp
+
+
+def etp_kept(c: TransformerConfig, par: Parallelism, kept: float, unscaled: float,
+             working: tuple[float, float] | None) -> tuple[float, float, tuple[float, float] | None]:
+    """A layer's kept activations, their unscaled part and its working set (memory's ``_layer_kept``, counted at
+    ETP = TP) at ``par``'s ETP: the experts' rows' bytes change by s·b·(:func:`mlp_activation_bytes` at ETP − at TP);
+    under full recompute they are the rerun layer's (the working set), else kept."""
+    if not c.moe or par.expert_tp == par.tp:
+        return kept, unscaled, working
+    delta = c.seq * par.micro_batch * (mlp_activation_bytes(c, par.tp, par.expert_tp) - mlp_activation_bytes(c, par.tp))
+    if par.recompute != "full":
+        return kept + delta, unscaled, working
+    return kept, unscaled, None if working is None else (working[0] + delta, working[1])
 
 
 def expert_parameters(c: TransformerConfig, par: Parallelism) -> int:
-    """A rank's expert parameters per layer: its E/EP experts' gate, up and down, each split over ETP = TP
-    (3·h·f/TP); 0 for a dense model. Their gradients are reduced over :attr:`Parallelism.expert_replicas`."""
-    return c.experts // par.ep * 3 * c.hidden * (c.expert_ffn // par.tp) if c.moe else 0
+    """A rank's expert parameters per layer: its E/EP experts' gate, up and down, each split over ETP
+    (3·h·f/ETP); 0 for a dense model. Their gradients are reduced over :attr:`Parallelism.expert_replicas`."""
+    return c.experts // par.ep * 3 * c.hidden * (c.expert_ffn // par.expert_tp) if c.moe else 0
 
 
 def rank_expert_parameters(c: TransformerConfig, par: Parallelism, rank: int) -> int:
@@ -165,11 +195,13 @@ def expert_shards(par: Parallelism) -> int:
 __all__ = [
     "check_moe",
     "dispatch_bytes",
+    "etp_kept",
     "expert_parameters",
     "expert_rows",
     "expert_shards",
     "mlp_activation_bytes",
     "moe_problem",
+    "moe_rule",
     "moe_work",
     "rank_expert_parameters",
 ]

@@ -18,7 +18,7 @@ from archsim.console import setting
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
 from archsim.training.context_parallel_hierarchy import effective_comm, hierarchy_problem
-from archsim.training.layout_problems import cp_problem, or_list, tp_split_problem
+from archsim.training.layout_problems import cp_problem, ep_layout_problem, or_list, tp_split_problem
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
@@ -183,10 +183,13 @@ class Parallelism:
     fsdp_grad_sync: str = "micro-batch"
     cp_hierarchy: tuple[int, int] | None = None
     ep: int = 1
+    etp: int | None = None  # None: TP, Megatron-LM's default --expert-tensor-parallel-size
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp", "ep"):
+        for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp", "ep", "etp"):
             value = getattr(self, name)
+            if name == "etp" and value is None:
+                continue
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name.replace("_", "-"))  # the flag's spelling
         if not isinstance(self.sequence_parallel, bool):  # a switch: the text "false" is true
@@ -241,10 +244,9 @@ class Parallelism:
                              f"{self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
             raise InputError(f"sequence parallelism needs {setting('tp')} > 1", field="sequence-parallel")
-        if self.ep > 1 and (self.dp % self.ep or self.cp > 1 or self.fsdp):  # moe_ops.py's docstring: why each
-            raise InputError(f"expert parallelism takes its EP ranks from the DP group: EP must divide DP "
-                             f"({self.dp}), without {setting('cp')} > 1 or {setting('fsdp')} (not modelled with EP)",
-                             field="ep")
+        ep_problem = ep_layout_problem(self.dp, self.ep, self.cp, self.fsdp, self.tp, self.etp)
+        if ep_problem:
+            raise InputError(ep_problem, field="ep")
         reason = schedule_rejection(self.schedule_name, self.pp, self.microbatches)
         if reason is not None:
             rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches,
@@ -284,8 +286,19 @@ class Parallelism:
     @property
     def expert_replicas(self) -> int:
         """The ranks holding the same experts, over which the experts' gradients are reduced: Megatron-Core's
-        expert-data-parallel group, world / (ETP · EP · PP) = DP/EP at ETP = TP and CP 1."""
-        return self.dp // self.ep
+        expert-data-parallel group, world / (ETP · EP · PP) = TP·DP/(ETP·EP) at CP 1 (DP/EP at ETP = TP)."""
+        return self.tp * self.dp // (self.expert_tp * self.ep)
+
+    @property
+    def expert_tp(self) -> int:
+        """The experts' tensor-parallel degree, ETP: ``etp``, or TP where not given (Megatron-LM's default)."""
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def experts_apart(self) -> bool:
+        """Whether the experts are laid out apart from the dense weights (EP > 1 or ETP ≠ TP): their own
+        expert-DP group, gradient reduction and optimizer shards."""
+        return self.ep > 1 or self.expert_tp != self.tp
 
     @property
     def cp_exchange(self) -> str:

@@ -141,7 +141,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     states, unit = held_state_bytes(machine.dtype, machine.implementation, par)
     hf = machine.implementation == "pytorch-eager" and machine.dtype == "fp32"  # Hugging Face's modules' own
     mem = memories(rank_config(c, par.cp), par, order, machine.scale, states, unit, hf=hf)  # a CP rank's s/CP tokens
-    if par.ep > 1 and par.distributed_optimizer:  # the experts' states sharded over DP/EP ranks, not DP
+    if par.experts_apart and par.distributed_optimizer:  # the experts' states sharded over their expert-DP ranks
         extra = state_bytes(machine.dtype, machine.implementation, expert_shards(par)) - states
         mem = [replace(m, states=m.states + extra * rank_expert_parameters(c, par, r)) for r, m in enumerate(mem)]
     if par.cp > 1:  # and the K/V it receives while a layer's attention runs
@@ -188,7 +188,8 @@ def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
 
 
 def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, float]:
-    """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, the
+    """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, CP's
+    exchange and the EP all-to-alls (each only where that axis is > 1), the
     unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`),
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP communication (the all-reduce, or the
     distributed optimizer's reduce-scatter and all-gather), FSDP's exposed collectives (with ``par.fsdp``),
@@ -198,7 +199,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
-    compute = recompute = tp = cp = accumulate = 0.0
+    compute = recompute = tp = cp = ep = accumulate = 0.0
     for j in stages:
         layers = counts[j]
         accumulate += per_microbatch_seconds(c, par, machine, layers, j == 0, j == chunks - 1)
@@ -206,15 +207,17 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
         recompute += layers * layer.recompute
         tp += layers * (layer.tp_forward + layer.tp_backward)
         cp += layers * (layer.cp_forward + layer.cp_backward)
+        ep += layers * (layer.ep_forward + layer.ep_backward)
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:
                 compute += piece.forward + piece.backward_input + piece.backward_weight
                 tp += piece.tp_forward + piece.tp_backward
-    compute, recompute, tp, cp, accumulate = compute * m, recompute * m, tp * m, cp * m, accumulate * m
+    compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
     span = float(run.timeline.makespan)
-    wait = span - compute - recompute - tp - cp - accumulate
+    wait = span - compute - recompute - tp - cp - ep - accumulate
     return {"compute": compute, "recompute": recompute, "tp_communication": tp,
-            **({"cp_communication": cp} if par.cp > 1 else {}), "grad_accumulation": accumulate,
+            **({"cp_communication": cp} if par.cp > 1 else {}),
+            **({"ep_communication": ep} if par.ep > 1 else {}), "grad_accumulation": accumulate,
             "pipeline_bubble_and_p2p": wait if wait > 1e-9 * span else 0.0,  # below: the sums' round-off
             "dp_communication": sum(s for name, s in post.items() if name.startswith("dp_")),  # the distributed
             # optimizer's reduce-scatter and all-gather, or the all-reduce

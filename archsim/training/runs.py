@@ -11,7 +11,7 @@ Two layouts are read (docs/formats.md, "Runs files"):
   default after-forward: when FSDP frees the gathered parameters), ``fsdp_grad_sync`` (micro-batch | step, default
   micro-batch: when FSDP reduce-scatters the gradients),
   ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather | a2a | a2a+p2p, default p2p: how CP
-  exchanges K/V), ``cp_hierarchy`` (a2a+p2p's ``A P``, as ``--cp-hierarchy``), ``ep`` (default 1: expert parallelism),
+  exchanges K/V), ``cp_hierarchy`` (a2a+p2p's ``A P``, as ``--cp-hierarchy``), ``ep`` (default 1: expert parallelism), ``etp`` (default TP),
   ``gpus`` (checked against TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
 OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync",
-            "cp", "cp_comm", "cp_hierarchy", "ep", "gpus", "measured_seconds")
+            "cp", "cp_comm", "cp_hierarchy", "ep", "etp", "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
             fields[switch] = parse_boolean(cells.get(switch, ""), empty=True)
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line, field=switch) from None
-    for column in ("interleave", "cp", "ep"):
+    for column in ("interleave", "cp", "ep", "etp"):
         if cells.get(column):
             fields[column] = _int(cells[column], column, file, line)
     fields["cp_comm"] = choice_cell(cells.get("cp_comm", ""), CP_COMMS, file=file, line=line, field="cp_comm",
@@ -333,7 +333,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
         p = row.par
         record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp,
                   **({"cp": p.cp, "cp_comm": p.cp_comm} if split else {}),
-                  **({"cp_hierarchy": " ".join(map(str, p.cp_hierarchy or ()))} if any(r.par.cp_hierarchy for r in rows) else {}), **({"ep": p.ep} if any(r.par.ep > 1 for r in rows) else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
+                  **({"cp_hierarchy": " ".join(map(str, p.cp_hierarchy or ()))} if any(r.par.cp_hierarchy for r in rows) else {}), **({"ep": p.ep} if any(r.par.ep > 1 for r in rows) else {}), **({"etp": p.expert_tp} if any(r.par.etp is not None for r in rows) else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.chunks,
                   **({"schedule": p.schedule_name} if renamed else {}),
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),

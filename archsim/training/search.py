@@ -30,6 +30,7 @@ from dataclasses import replace
 
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.training.moe_ops import moe_rule
 from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.parallel import Parallelism
 from archsim.training.placement import layouts, server_orders
@@ -39,11 +40,24 @@ from archsim.training.search_front import distinct_rows, identical_rows_dropped,
 from archsim.training.search_limits import check_planning_work, check_search_size
 from archsim.training.search_result import SearchResult, ShardedFits
 from archsim.training.search_row_maker import RowMaker
-from archsim.training.search_space import REASONS, Candidate, candidates, rejection
+from archsim.training.search_space import REASONS, Candidate, candidates, divisors, rejection
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
 MIN_REFINE = 20  # the default --top's double: with fewer rows asked for, the same rows are re-timed
+
+
+def expert_degrees(c: TransformerConfig, eps=None) -> tuple[int, ...]:
+    """The EP degrees a search of ``c`` tries: ``eps``, or a mixture of experts' every divisor of its expert
+    count (Megatron-Core asserts EP divides it; EP 1 included); a dense model's 1 alone (EP > 1 refused on it in
+    one line, as train refuses it)."""
+    if eps is None:
+        return tuple(divisors(c.experts)) if c.moe else (1,)
+    for ep in eps:
+        rule = moe_rule(c, 1, ep, False)
+        if rule is not None and rule[0] == "ep-needs-experts":
+            raise InputError(rule[1], field="ep")
+    return tuple(eps)
 
 
 def default_refine(top: int) -> int:
@@ -62,7 +76,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
            fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
-           fsdp_grad_sync: str = "micro-batch") -> SearchResult:
+           fsdp_grad_sync: str = "micro-batch", eps=None) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -80,11 +94,10 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     (the memory rule and the rows' time, :class:`~archsim.training.parallel.Parallelism`); off, and every
     configuration out of memory (and ``fsdp`` off: it shards every state already), the result's ``sharded_fits``
     says how many it would fit (each laid out as the search lays it out); ``fsdp`` whether PyTorch FSDP shards every state (each pipeline rank its own stages',
-    :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters, ``fsdp_grad_sync`` when it reduce-scatters the gradients; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges."""
+    :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters, ``fsdp_grad_sync`` when it reduce-scatters the gradients; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges; ``eps``: the EP degrees tried (default: a mixture of experts' every
+    divisor of its expert count, a dense model's 1; each row's EP divides the experts and DP, :func:`expert_degrees`)."""
     refuse_switch(c, "search (Megatron's configurations)")
-    if c.moe:  # its candidates would need an EP axis and the experts' memory per EP: not planned
-        raise InputError(f"search does not plan expert parallelism for the mixture of experts {c.name}: time its "
-                         f"layouts with {setting('ep', placeholder='N')} on archsim train", field="model")
+    eps = expert_degrees(c, eps)
     Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
                 fsdp_grad_sync=fsdp_grad_sync)
     from archsim.progress import progress
@@ -96,13 +109,13 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement, cps,
-                      cp_comms)
+                      cp_comms, eps)
     for n in counts:
         check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
                                 dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms, fsdp_reshard,
-                                fsdp_grad_sync)]
+                                fsdp_grad_sync, eps)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)
@@ -192,4 +205,4 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, dropped, sharded)
 
 
-__all__ = ["search"]
+__all__ = ["expert_degrees", "search"]

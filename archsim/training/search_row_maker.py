@@ -42,7 +42,7 @@ class RowMaker:
         gpus = k.gpus
         peak = mean_peak(cluster.laid_out(k.parallelism(global_batch)))  # at the run's dtype, as train's
         rates = throughput(c, global_batch, k.recompute, seconds, gpus, peak, k.attention)  # train's figures
-        row = {"gpus": gpus, "tp": k.tp, "cp": k.cp,
+        row = {"gpus": gpus, "tp": k.tp, "cp": k.cp, **({"ep": k.ep} if c.moe else {}),
                "cp_comm": k.cp_comm if k.cp > 1 else "",
                **({"cp_hierarchy": f"{k.cp_hierarchy[0]} {k.cp_hierarchy[1]}"} if k.cp_hierarchy else {}), "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": chunks_run(k.schedule, k.interleave), "sequence_parallel": k.sequence_parallel,

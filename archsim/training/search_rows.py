@@ -54,6 +54,8 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
         if k.cp_hierarchy:  # a2a+p2p and its levels, A then P
             comm = f" --cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes {k.cp_hierarchy[0]} {k.cp_hierarchy[1]}"
         args.append(f"--context-parallel-size {k.cp}{comm}")
+    if k.ep > 1:
+        args.append(f"--expert-model-parallel-size {k.ep}")
     if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
         args.append("--use-flash-attn")
     if k.dp_overlap == "bucketed":
@@ -101,6 +103,9 @@ def megatron_model_args(c: TransformerConfig) -> str:
         if c.partial_rotary_factor != 1:
             args.append(f"--rotary-percent {float(c.partial_rotary_factor)!r}")
         args += [flag for flag, on in (("--add-qkv-bias", c.qkv_bias), ("--qk-layernorm", c.qk_norm)) if on]
+    if c.moe:  # archsim's mixture of experts (training/moe_ops.py): dropless, the alltoall dispatcher, grouped GEMMs
+        args += [f"--num-experts {c.experts}", f"--moe-router-topk {c.experts_per_token}",
+                 f"--moe-ffn-hidden-size {c.expert_ffn}", "--moe-token-dispatcher-type alltoall", "--moe-grouped-gemm"]
     if not c.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
     if c.sliding_window is not None:
@@ -141,6 +146,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     if row.get("cp", 1) > 1:
         line += f" --cp {row['cp']}" + (f" --cp-comm {row['cp_comm']}" if row.get("cp_comm", "p2p") != "p2p" else "")
         line += f" --cp-hierarchy {row['cp_hierarchy']}" if row.get("cp_hierarchy") else ""
+    if row.get("ep", 1) > 1:
+        line += f" --ep {row['ep']}"
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

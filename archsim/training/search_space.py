@@ -28,10 +28,11 @@ from archsim.training.held_memory import (
     rank_gain,
     rank_share,
 )
-from archsim.training.layout_problems import cp_problem, tp_split_problem
+from archsim.training.layout_problems import cp_problem, ep_layout_problem, tp_split_problem
 from archsim.training.memory import (
     StageMemory,
 )
+from archsim.training.moe_ops import moe_rule
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -46,7 +47,8 @@ V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 �
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
-           "micro-batch-divides-batch", "sequence-parallel-needs-tp", "schedule-needs-pp",
+           "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "moe-needs-sequence-parallel",
+           "ep-divides-dp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
 # Configurations one search may enumerate (× server orders under a planned placement): refused above it
@@ -77,12 +79,13 @@ class Candidate:
     fsdp_reshard: str = "after-forward"  # Parallelism.fsdp_reshard, one for the search (with fsdp)
     fsdp_grad_sync: str = "micro-batch"  # Parallelism.fsdp_grad_sync, one for the search (with fsdp)
     cp_hierarchy: tuple[int, int] | None = None  # Parallelism.cp_hierarchy: a2a+p2p's (A, P)
+    ep: int = 1  # Parallelism.ep: the expert-parallel degree (a mixture of experts' only)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
                            self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
-                           self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync, self.cp_hierarchy)
+                           self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync, self.cp_hierarchy, ep=self.ep)
 
     @property
     def gpus(self) -> int:
@@ -109,10 +112,10 @@ def factorization_count(gpus: int) -> int:
 
 
 def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps=(1,),
-                    cp_comms=("p2p",)) -> int:
+                    cp_comms=("p2p",), eps=(1,)) -> int:
     """How many candidates :func:`candidates` yields over the GPU ``counts``, without building one:
     the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
-    per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * \
+    per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * len(eps) * \
         sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
     return sum(factorization_count(n // cp) * (sum(len(cp_levels(cp, comm)) for comm in cp_comms) if cp > 1 else 1)
                for n in counts for cp in cps if n % cp == 0) * per_factorization
@@ -172,25 +175,26 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                attention: str = "standard", dp_overlap: str = "none",
                grad_accumulation: str = "fused", distributed_optimizer: bool = False,
                fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
-               fsdp_grad_sync: str = "micro-batch") -> Iterator[Candidate]:
+               fsdp_grad_sync: str = "micro-batch", eps=(1,)) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
     (``fsdp`` at every PP, each pipeline rank sharding its own stages, ``fsdp_reshard`` and ``fsdp_grad_sync`` beside it); ``cps``: the CP degrees, each
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
-    tries (CP 1 exchanges nothing: one candidate, p2p)."""
+    tries (CP 1 exchanges nothing: one candidate, p2p); ``eps``: the EP degrees, each tried at every layout
+    (:func:`rejection` drops those Megatron-Core or archsim refuse)."""
     for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
         for b, comm, levels in ((b, kind, levels) for b in micro_batches for kind in (cp_comms if cp > 1 else ("p2p",))
                                 for levels in cp_levels(cp, kind)):
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
-                        for sp in sequence_parallel:
+                        for sp, ep in ((sp, ep) for sp in sequence_parallel for ep in eps):
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
                                             grad_accumulation=grad_accumulation,
                                             distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
                                             cp_comm=comm, fsdp_reshard=fsdp_reshard,
-                                            fsdp_grad_sync=fsdp_grad_sync, cp_hierarchy=levels)
+                                            fsdp_grad_sync=fsdp_grad_sync, cp_hierarchy=levels, ep=ep)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -215,6 +219,11 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "micro-batch-divides-batch"
     if k.sequence_parallel and k.tp == 1:
         return "sequence-parallel-needs-tp"
+    rule = moe_rule(c, k.tp, k.ep, k.sequence_parallel)  # train's refusals (archsim.training.moe_ops), one each
+    if rule is not None:
+        return rule[0]
+    if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp):
+        return "ep-divides-dp"
     # the schedule's rules, the ones train refuses by (archsim.training.parallel)
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 

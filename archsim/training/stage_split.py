@@ -61,8 +61,8 @@ LAYER = "layer"  # the chain's transformer layers are named layer1 … layerL, b
 
 def piece_seconds(piece: PieceCost, recompute: bool = True) -> float:
     """One node's F + I + W per micro-batch, TP collectives (and the recompute) included."""
-    return (piece.forward + piece.tp_forward + piece.cp_forward + piece.backward_input + piece.tp_backward
-            + piece.cp_backward + piece.backward_weight + (piece.recompute if recompute else 0.0))
+    return (piece.forward + piece.tp_forward + piece.cp_forward + piece.ep_forward + piece.backward_input
+            + piece.tp_backward + piece.cp_backward + piece.ep_backward + piece.backward_weight + (piece.recompute if recompute else 0.0))
 
 
 def node_seconds(c: TransformerConfig, pieces: dict[str, PieceCost]) -> np.ndarray:
@@ -81,9 +81,10 @@ def node_ops(name: str, pieces: dict[str, PieceCost]) -> tuple[PlacedOp, ...]:
     recompute in a layer's I: together :func:`piece_seconds`."""
     piece = pieces["layer" if name.startswith(LAYER) else name]
     redo = piece.recompute if name.startswith(LAYER) else 0.0
-    return (PlacedOp(name, "F", piece.forward + piece.tp_forward + piece.cp_forward),
+    return (PlacedOp(name, "F", piece.forward + piece.tp_forward + piece.cp_forward + piece.ep_forward),
             PlacedOp(name, "G", piece.backward_weight),
-            PlacedOp(name, "D", piece.backward_input + piece.tp_backward + piece.cp_backward + redo))
+            PlacedOp(name, "D", piece.backward_input + piece.tp_backward + piece.cp_backward + piece.ep_backward
+                     + redo))
 
 
 def chain_partition(c: TransformerConfig, par: Parallelism, counts: Sequence[int],

@@ -34,8 +34,8 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
     fwd, bin_, bw = [], [], []
     for j, n in enumerate(counts):
-        f = n * (layer.forward + layer.tp_forward + layer.cp_forward)
-        i = n * (layer.backward_input + layer.recompute + layer.tp_backward + layer.cp_backward)
+        f = n * (layer.forward + layer.tp_forward + layer.cp_forward + layer.ep_forward)
+        i = n * (layer.backward_input + layer.recompute + layer.tp_backward + layer.cp_backward + layer.ep_backward)
         w = n * layer.backward_weight + per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1)
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:

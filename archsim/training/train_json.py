@@ -33,7 +33,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "gpus": par.gpus, "tp": par.tp, "cp": par.cp, "pp": par.pp,
             "dp": par.dp, **({"cp_comm": par.cp_comm} if par.cp > 1 else {}),
             **({"cp_hierarchy": list(par.cp_hierarchy)} if par.cp > 1 and par.cp_hierarchy else {}),
-            **({"ep": par.ep, "experts": config.experts, "experts_per_token": config.experts_per_token} if config.moe else {}),
+            **({"ep": par.ep, "etp": par.expert_tp, "experts": config.experts, "experts_per_token": config.experts_per_token} if config.moe else {}),
             "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
@@ -153,14 +153,16 @@ def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], s
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
                     distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",),
-                    fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch") -> dict:
+                    fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch", eps=None) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
     ``seq`` as given (None: the cluster's GPUs, the config's length); ``distributed_optimizer`` and ``fsdp``: the
     search's, each in the meta only when set (as in its rows), ``fsdp_reshard`` and ``fsdp_grad_sync`` only when
     not their defaults; ``cps`` and ``cp_comms``: the CP degrees and K/V
-    exchanges searched, listed as ``gpus`` lists several counts (``2,4``; one: itself)."""
+    exchanges searched, listed as ``gpus`` lists several counts (``2,4``; one: itself); ``eps``: the EP degrees as
+    given (None: the search's default, :func:`~archsim.training.search.expert_degrees`), in a mixture of experts' meta."""
+    from archsim.training.search import expert_degrees
     from archsim.training.search_rows import train_command
 
     rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq)}
@@ -174,6 +176,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             "global_batch": global_batch, "objective": objective, "balance": balance,
             "cp": ",".join(map(str, cps)) if len(cps) > 1 else cps[0],
             "cp_comm": ",".join(cp_comms),
+            **({"ep": ",".join(map(str, expert_degrees(config, eps)))} if config.moe else {}),
             **({"distributed_optimizer": True} if distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if fsdp else {}),
             **({"fsdp_reshard": fsdp_reshard} if fsdp_reshard != "after-forward" else {}),
