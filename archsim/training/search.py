@@ -30,7 +30,6 @@ from dataclasses import replace
 
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.moe_ops import moe_rule
 from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.parallel import Parallelism
 from archsim.training.placement import layouts, server_orders
@@ -40,24 +39,12 @@ from archsim.training.search_front import distinct_rows, identical_rows_dropped,
 from archsim.training.search_limits import check_planning_work, check_search_size
 from archsim.training.search_result import SearchResult, ShardedFits
 from archsim.training.search_row_maker import RowMaker
-from archsim.training.search_space import REASONS, Candidate, candidates, divisors, rejection
+from archsim.training.search_space import REASONS, Candidate, candidates, expert_degrees, rejection
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
 MIN_REFINE = 20  # the default --top's double: with fewer rows asked for, the same rows are re-timed
 
-
-def expert_degrees(c: TransformerConfig, eps=None) -> tuple[int, ...]:
-    """The EP degrees a search of ``c`` tries: ``eps``, or a mixture of experts' every divisor of its expert
-    count (Megatron-Core asserts EP divides it; EP 1 included); a dense model's 1 alone (EP > 1 refused on it in
-    one line, as train refuses it)."""
-    if eps is None:
-        return tuple(divisors(c.experts)) if c.moe else (1,)
-    for ep in eps:
-        rule = moe_rule(c, 1, ep, False)
-        if rule is not None and rule[0] == "ep-needs-experts":
-            raise InputError(rule[1], field="ep")
-    return tuple(eps)
 
 
 def default_refine(top: int) -> int:
@@ -205,4 +192,4 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, dropped, sharded)
 
 
-__all__ = ["expert_degrees", "search"]
+__all__ = ["search"]

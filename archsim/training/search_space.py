@@ -360,7 +360,21 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16
     return max(m.total for m in rank_memories(c, par, ranks, dtype))
 
 
-__all__ = ["CHUNKED",
+def expert_degrees(c: TransformerConfig, eps=None) -> tuple[int, ...]:
+    """The EP degrees a search of ``c`` tries: ``eps``, or a mixture of experts' every divisor of its expert
+    count (Megatron-Core asserts EP divides it; EP 1 included); a dense model's 1 alone (EP > 1 refused on it in
+    one line, as train refuses it)."""
+    if eps is None:
+        return tuple(divisors(c.experts)) if c.moe else (1,)
+    for ep in eps:
+        rule = moe_rule(c, 1, ep, False)
+        if rule is not None and rule[0] == "ep-needs-experts":
+            raise InputError(rule[1], field="ep")
+    return tuple(eps)
+
+
+__all__ = [
+    "CHUNKED",
     "DEFAULT_CHUNKS",
     "MAX_CANDIDATES",
     "REASONS",
@@ -372,6 +386,7 @@ __all__ = ["CHUNKED",
     "chunk_counts",
     "counted_rank_memories",
     "divisors",
+    "expert_degrees",
     "factorization_count",
     "factorizations",
     "in_flight_peaks",

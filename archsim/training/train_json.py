@@ -161,9 +161,9 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     search's, each in the meta only when set (as in its rows), ``fsdp_reshard`` and ``fsdp_grad_sync`` only when
     not their defaults; ``cps`` and ``cp_comms``: the CP degrees and K/V
     exchanges searched, listed as ``gpus`` lists several counts (``2,4``; one: itself); ``eps``: the EP degrees as
-    given (None: the search's default, :func:`~archsim.training.search.expert_degrees`), in a mixture of experts' meta."""
-    from archsim.training.search import expert_degrees
+    given (None: the search's default, :func:`~archsim.training.search_space.expert_degrees`), in a mixture of experts' meta."""
     from archsim.training.search_rows import train_command
+    from archsim.training.search_space import expert_degrees
 
     rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq)}
             for row in result.rows]
