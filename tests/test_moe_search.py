@@ -74,3 +74,17 @@ def test_a_dense_search_has_no_ep(tmp_path):
     result = archsim.search(dense, cluster=CLUSTER, refine=0, **KEYS)
     assert result.rows and not any("ep" in r for r in result.rows) and "ep" not in result.document["meta"]
     assert not any("expert" in r["megatron_args"] for r in result.rows)
+
+
+def test_a_row_under_the_distributed_optimizer_holds_what_train_holds(tmp_path, capsys):
+    """The experts' optimizer states are sharded over their expert-DP ranks (DP/EP), the dense ones' over DP: the
+    search's memory counted the experts over DP too, below train's figure for the same layout."""
+    rows = archsim.search(_config(tmp_path), cluster=CLUSTER, refine=0, distributed_optimizer=True,
+                          **{**KEYS, "schedule": ["1f1b"]}).rows
+    picked = [r for r in rows if r["ep"] > 1 and r["dp"] > r["ep"]][:3]  # expert-DP smaller than DP
+    assert picked
+    for row in picked:
+        code = main([*shlex.split(row["command"])[1:], "--format", "json"])
+        trained = json.loads(capsys.readouterr().out)["meta"]
+        assert code == 0 and trained["distributed_optimizer"] and trained["ep"] == row["ep"]
+        assert trained["peak_memory_gib"] == pytest.approx(row["peak_memory_gib"], rel=1e-9)

@@ -29,10 +29,8 @@ from archsim.training.held_memory import (
     rank_share,
 )
 from archsim.training.layout_problems import cp_problem, ep_layout_problem, tp_split_problem
-from archsim.training.memory import (
-    StageMemory,
-)
-from archsim.training.moe_ops import moe_rule
+from archsim.training.memory import StageMemory, state_bytes
+from archsim.training.moe_ops import expert_shards, moe_rule, rank_expert_parameters
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -280,11 +278,16 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     :func:`archsim.training.pipeline_memory.memories` but with the in-flight counts in closed form, and a
     V-shaped schedule's first and last chunk (embedding and LM head) both on rank 0; model states at
     ``dtype``'s bytes per parameter (:func:`~archsim.training.memory.state_bytes`, sharded over DP with the
-    distributed optimizer) and activations at its
+    distributed optimizer; a mixture's experts' over their expert-DP ranks, as train shards them) and activations at its
     bytes per element over fp16's (fp32's double, the 1-byte masks apart, as ``archsim train`` counts Megatron's)."""
     counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
     (states, unit), scale = held_state_bytes(dtype, "megatron", par), ELEMENT_BYTES[dtype] / 2
-    return counted_rank_memories(c, par, counts, range(par.pp) if ranks is None else ranks, states, unit, scale)
+    ranks = range(par.pp) if ranks is None else ranks
+    out = counted_rank_memories(c, par, counts, ranks, states, unit, scale)
+    if par.experts_apart and par.distributed_optimizer:  # the experts' states over their expert-DP ranks (train's)
+        extra = state_bytes(dtype, "megatron", expert_shards(par)) - states
+        out = [replace(m, states=m.states + extra * rank_expert_parameters(c, par, r)) for r, m in zip(ranks, out)]
+    return out
 
 
 def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks: Iterable[int],
@@ -373,26 +376,7 @@ def expert_degrees(c: TransformerConfig, eps=None) -> tuple[int, ...]:
     return tuple(eps)
 
 
-__all__ = [
-    "CHUNKED",
-    "DEFAULT_CHUNKS",
-    "MAX_CANDIDATES",
-    "REASONS",
-    "V_SHAPED",
-    "Candidate",
-    "RankSizer",
-    "candidate_count",
-    "candidates",
-    "chunk_counts",
-    "counted_rank_memories",
-    "divisors",
-    "expert_degrees",
-    "factorization_count",
-    "factorizations",
-    "in_flight_peaks",
-    "peak_memory_bytes",
-    "rank_chunks",
-    "rank_memories",
-    "rank_sizer",
-    "rejection",
-]
+__all__ = ["CHUNKED", "DEFAULT_CHUNKS", "MAX_CANDIDATES", "REASONS", "V_SHAPED", "Candidate", "RankSizer",
+           "candidate_count", "candidates", "chunk_counts", "counted_rank_memories", "divisors", "expert_degrees",
+           "factorization_count", "factorizations", "in_flight_peaks", "peak_memory_bytes", "rank_chunks",
+           "rank_memories", "rank_sizer", "rejection"]
