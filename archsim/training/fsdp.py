@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collectives import LinkClass, Spanning, collective_seconds, message_mib
 from archsim.training.memory import fsdp_unit_bytes, gradient_bytes, layer_parameters_per_gpu, state_bytes
+from archsim.training.moe_ops import expert_shards
 from archsim.training.parallel import layers_per_stage, rank_of_stages
 
 if TYPE_CHECKING:
@@ -178,6 +179,15 @@ def held_state_bytes(dtype: str, implementation: str, par: Parallelism) -> tuple
     return states, float(fsdp_unit_bytes(dtype))
 
 
+def expert_state_bytes(dtype: str, implementation: str, par: Parallelism) -> float | None:
+    """Model-state bytes per expert parameter where they differ from :func:`held_state_bytes`' ``states``: a
+    mixture's experts laid out apart (EP > 1 or ETP ≠ TP) under the distributed optimizer, which shards their
+    states over their expert-DP group (:func:`~archsim.training.moe_ops.expert_shards`), not DP; None otherwise."""
+    if not (par.experts_apart and par.distributed_optimizer):
+        return None
+    return state_bytes(dtype, implementation, expert_shards(par))
+
+
 def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, rank: int = 0) -> list[dict]:
     """``archsim train``'s rows of one micro-batch's FSDP collectives on pipeline rank ``rank`` holding ``parameters``,
     in the order they run: the root's all-gather (``piece`` ``root``), a layer's all-gather before its forward (op F),
@@ -207,5 +217,5 @@ def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, paramete
             row("root", "reduce-scatter", "B", root * grad, units[0].reduce_scatter)]
 
 
-__all__ = ["Unit", "chunk_layers", "exposed_seconds", "fsdp_sync", "held_state_bytes", "machine_units", "rank_units",
+__all__ = ["Unit", "chunk_layers", "expert_state_bytes", "exposed_seconds", "fsdp_sync", "held_state_bytes", "machine_units", "rank_units",
            "step_exposed_seconds", "unit_rows"]

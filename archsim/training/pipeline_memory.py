@@ -26,6 +26,7 @@ from archsim.training.memory import (
     layer_activation_bytes,
     stage_terms,
 )
+from archsim.training.moe_ops import expert_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
@@ -76,13 +77,13 @@ def rank_held_gains(c: TransformerConfig, par: Parallelism, counts: Sequence[int
 
 def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 1.0,
              states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
-             hf: bool = False) -> list[StageMemory]:
+             hf: bool = False, expert_states: float | None = None) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
     in-flight counts min(p − r, m) — no schedule built, for searches over many configurations; with it, the
     held peaks of :func:`~archsim.training.held_memory.order_held_peaks` (W's inputs held from I to W). ``scale``:
     bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks do not:
     :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
-    in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s."""
+    in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s; ``expert_states``: as :func:`rank_terms`'."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
@@ -103,16 +104,17 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
         peaks, backs = (list(x) for x in zip(*order_walk_peaks(order, shares, gains), strict=True))
     apart = rank_of[0] != rank_of[chunks - 1]
     return [peak_rank_memory(c, par, [counts[j] for j in mine], mine, peaks[rank], backs[rank], apart, states, unit,
-                             scale, hf) for rank, mine in enumerate(ranks)]
+                             scale, hf, expert_states) for rank, mine in enumerate(ranks)]
 
 
 def peak_rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
                      peak: float, back: float, apart: bool, states: float = STATE_BYTES_PER_PARAMETER,
-                     unit: float = 0.0, scale: float = 1.0, hf: bool = False) -> StageMemory:
+                     unit: float = 0.0, scale: float = 1.0, hf: bool = False,
+                     expert_states: float | None = None) -> StageMemory:
     """:func:`rank_memory` at the larger of the walk's ``peak`` (no working set: between actions) and ``back``, the
     most held while a backward reruns a layer, with the working set (:func:`~archsim.training.held_memory.walk_peaks`;
     chunk-forwards in M_B units, :func:`~archsim.training.held_memory.chunk_in_flight` of them per chunk)."""
-    return rank_terms(c, par, stages, apart, states, unit, scale, hf).peak(layers, peak, back)
+    return rank_terms(c, par, stages, apart, states, unit, scale, hf, expert_states).peak(layers, peak, back)
 
 
 def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
@@ -138,15 +140,19 @@ def _summed(terms: Sequence[StageTerms], layers: Sequence[int], in_flight: float
 class RankTerms:
     """What :func:`peak_rank_memory` reads of a rank's chunks but their layers and the walk's counts: each chunk's
     :class:`~archsim.training.memory.StageTerms` without the working set (``held``) and with it on the first
-    (``rerun``), ``chunks`` of them — read once for a planner sizing the rank at many counts."""
+    (``rerun``), ``chunks`` of them — read once for a planner sizing the rank at many counts; ``experts``: the
+    state bytes a layer's experts hold beyond ``states`` per parameter (:func:`rank_terms`' ``expert_states``)."""
 
     chunks: int
     held: tuple[StageTerms, ...]
     rerun: tuple[StageTerms, ...]
+    experts: float = 0.0
 
     def peak(self, layers: Sequence[int], peak: float, back: float) -> StageMemory:
         """:func:`peak_rank_memory` of ``layers`` layers per chunk."""
         held = _summed(self.held, layers, chunk_in_flight(peak, self.chunks))
+        if self.experts:
+            held = StageMemory(held.parameters, held.states + self.experts * sum(layers), held.activations)
         rerun = chunk_in_flight(back, self.chunks)  # the same parameters and states: the activations alone, once each
         rerun_bytes = self.rerun[0].activations(layers[0], rerun) if len(self.rerun) == 1 else \
             sum([t.activations(n, rerun) for t, n in zip(self.rerun, layers)])  # as _summed
@@ -155,12 +161,17 @@ class RankTerms:
 
 def rank_terms(c: TransformerConfig, par: Parallelism, stages: Sequence[int], apart: bool,
                states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0, scale: float = 1.0,
-               hf: bool = False) -> RankTerms:
-    """:class:`RankTerms` of a rank running virtual ``stages`` (the other arguments as :func:`peak_rank_memory`'s)."""
+               hf: bool = False, expert_states: float | None = None) -> RankTerms:
+    """:class:`RankTerms` of a rank running virtual ``stages`` (the other arguments as :func:`peak_rank_memory`'s);
+    ``expert_states``: bytes per expert parameter where they differ from ``states``
+    (:func:`~archsim.training.fsdp.expert_state_bytes`: the distributed optimizer shards the experts' over their
+    expert-DP group), None where they do not — the one place a rank's memory counts them, train's and the
+    search's and the planner's alike."""
     last = par.pp * par.chunks - 1
     held = tuple(stage_terms(c, par, j == 0, j == last, apart, states, unit, scale, hf, False) for j in stages)
     rerun = stage_terms(c, par, stages[0] == 0, stages[0] == last, apart, states, unit, scale, hf, True)
-    return RankTerms(par.chunks, held, (rerun, *held[1:]))  # the working set on the first chunk alone
+    experts = 0.0 if expert_states is None else expert_parameters(c, par) * (expert_states - states)
+    return RankTerms(par.chunks, held, (rerun, *held[1:]), experts)  # the working set on the first chunk alone
 
 
 __all__ = ["RankTerms", "held_fraction", "layer_held_figures", "memories", "peak_rank_memory", "rank_held_fractions",

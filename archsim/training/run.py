@@ -10,12 +10,11 @@ import numpy as np
 
 from archsim.devices.catalog import GIB
 from archsim.training.context_parallel import rank_config, received_bytes
-from archsim.training.fsdp import held_state_bytes
+from archsim.training.fsdp import expert_state_bytes, held_state_bytes
 from archsim.training.grad_accumulation import accumulation, per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
-from archsim.training.memory import StageMemory, state_bytes
-from archsim.training.moe_ops import expert_shards, rank_expert_parameters
+from archsim.training.memory import StageMemory
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.pipeline_memory import memories
 from archsim.workload.transformer import TransformerConfig
@@ -140,10 +139,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     run = run_order(order, times)
     states, unit = held_state_bytes(machine.dtype, machine.implementation, par)
     hf = machine.implementation == "pytorch-eager" and machine.dtype == "fp32"  # Hugging Face's modules' own
-    mem = memories(rank_config(c, par.cp), par, order, machine.scale, states, unit, hf=hf)  # a CP rank's s/CP tokens
-    if par.experts_apart and par.distributed_optimizer:  # the experts' states sharded over their expert-DP ranks
-        extra = state_bytes(machine.dtype, machine.implementation, expert_shards(par)) - states
-        mem = [replace(m, states=m.states + extra * rank_expert_parameters(c, par, r)) for r, m in enumerate(mem)]
+    mem = memories(rank_config(c, par.cp), par, order, machine.scale, states, unit, hf=hf,  # a CP rank's s/CP tokens
+                   expert_states=expert_state_bytes(machine.dtype, machine.implementation, par))
     if par.cp > 1:  # and the K/V it receives while a layer's attention runs
         mem = [replace(m, activations=m.activations + received_bytes(c, par, machine.scale)) for m in mem]
     timeline = run.timeline

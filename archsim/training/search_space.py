@@ -19,7 +19,7 @@ from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.context_parallel import rank_config, received_bytes
-from archsim.training.fsdp import held_state_bytes
+from archsim.training.fsdp import expert_state_bytes, held_state_bytes
 from archsim.training.held_memory import (
     SPLIT_SCHEDULES,
     front_peaks,
@@ -29,8 +29,8 @@ from archsim.training.held_memory import (
     rank_share,
 )
 from archsim.training.layout_problems import cp_problem, ep_layout_problem, tp_split_problem
-from archsim.training.memory import StageMemory, state_bytes
-from archsim.training.moe_ops import expert_shards, moe_rule, rank_expert_parameters
+from archsim.training.memory import StageMemory
+from archsim.training.moe_ops import moe_rule
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -282,20 +282,19 @@ def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str
     bytes per element over fp16's (fp32's double, the 1-byte masks apart, as ``archsim train`` counts Megatron's)."""
     counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
     (states, unit), scale = held_state_bytes(dtype, "megatron", par), ELEMENT_BYTES[dtype] / 2
-    ranks = range(par.pp) if ranks is None else ranks
-    out = counted_rank_memories(c, par, counts, ranks, states, unit, scale)
-    if par.experts_apart and par.distributed_optimizer:  # the experts' states over their expert-DP ranks (train's)
-        extra = state_bytes(dtype, "megatron", expert_shards(par)) - states
-        out = [replace(m, states=m.states + extra * rank_expert_parameters(c, par, r)) for r, m in zip(ranks, out)]
-    return out
+    return counted_rank_memories(c, par, counts, range(par.pp) if ranks is None else ranks, states, unit, scale,
+                                 expert_state_bytes(dtype, "megatron", par))
 
 
 def counted_rank_memories(c: TransformerConfig, par: Parallelism, counts: Sequence[int], ranks: Iterable[int],
-                          states: float, unit: float = 0.0, scale: float = 1.0) -> list[StageMemory]:
+                          states: float, unit: float = 0.0, scale: float = 1.0,
+                          expert_states: float | None = None) -> list[StageMemory]:
     """:func:`rank_memories` of ``ranks`` with ``counts[j]`` layers in virtual stage j (any counts ≥ 0: a rank's
     memory reads its own chunks' alone, so the planner sizes a rank before the split is known), ``states`` bytes
-    per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s."""
-    sizers = [rank_sizer(rank_config(c, par.cp), par, rank, states, unit, scale) for rank in ranks]  # s/CP tokens
+    per parameter, ``unit`` and ``scale`` as :func:`~archsim.training.memory.stage_memory`'s, ``expert_states``
+    as :func:`~archsim.training.pipeline_memory.rank_terms`'."""
+    sizers = [rank_sizer(rank_config(c, par.cp), par, rank, states, unit, scale, expert_states)  # s/CP tokens
+              for rank in ranks]
     shares = [sizer.share(counts) for sizer in sizers]
     walk = any(shares)  # the working set where it meets the held (train's); else a fused B's in-flight count
     kv = received_bytes(c, par, scale)  # a CP rank's K/V received (train's, run.train)
@@ -346,13 +345,13 @@ class RankSizer:
 
 
 def rank_sizer(c: TransformerConfig, par: Parallelism, rank: int, states: float, unit: float = 0.0,
-               scale: float = 1.0) -> RankSizer:
+               scale: float = 1.0, expert_states: float | None = None) -> RankSizer:
     """:class:`RankSizer` of pipeline ``rank`` (the other arguments as :func:`counted_rank_memories`')."""
     chunks = tuple(rank_chunks(par.schedule, par.pp, par.chunks, rank))
     held = layer_held_figures(c, par) if par.schedule_name in SPLIT_SCHEDULES else None
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     return RankSizer(rank, chunks, held, held[3] if held is not None and 0 in chunks else 0.0, par.schedule_name,
-                     par.pp, par.microbatches, par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale))
+                     par.pp, par.microbatches, par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale, expert_states=expert_states))
 
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16") -> float:

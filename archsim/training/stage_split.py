@@ -41,7 +41,7 @@ import numpy as np
 
 from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
-from archsim.training.fsdp import held_state_bytes
+from archsim.training.fsdp import expert_state_bytes, held_state_bytes
 from archsim.training.held_memory import SPLIT_SCHEDULES
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
@@ -111,7 +111,8 @@ def stage_layer_counts(partition: Partition) -> tuple[int, ...]:
 
 
 def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, chunks: Sequence[int], capacity: float,
-                 states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0) -> int:
+                 states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
+                 expert_states: float | None = None) -> int:
     """The most layers ``rank`` (running virtual stages ``chunks``) fits in ``capacity`` bytes (−1: not even none): the largest count whose memory,
     :func:`~archsim.training.search_space.counted_rank_memories` — train's and the search's figure for the rank,
     its own share of M_W / M_B and its working set where it meets the held — fits. That memory is affine in the
@@ -119,7 +120,7 @@ def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, chunks: Sequ
     its count): searched from where the chord from no layers to all meets ``capacity``, then bisected.
     Until 2026-12-02 the planner took a layer's M_W / M_B on every rank and the working set beside the walk's
     peak, up to one layer's M_W − M_B above train's figure."""
-    sizer = rank_sizer(c, par, rank, states, unit)  # the rank's shape read once, its memory at each count probed
+    sizer = rank_sizer(c, par, rank, states, unit, expert_states=expert_states)  # the rank's shape read once, its memory at each count probed
 
     def total(layers: int) -> float:
         counts = [0] * (par.pp * par.chunks)
@@ -205,11 +206,12 @@ def _stage_costs(chain: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequence[np.ndarray],
                       capacities: Sequence[float], states: float = STATE_BYTES_PER_PARAMETER,
-                      unit: float = 0.0) -> tuple[int, ...] | None:
+                      unit: float = 0.0, expert_states: float | None = None) -> tuple[int, ...] | None:
     """Layers per virtual stage (model chunk), in pipeline order, minimising the busiest rank's F + I + W
     over its chunks (module docstring); ``node_times[r]``: the chain's node seconds on rank r's GPU,
     ``capacities[r]``: its bytes, the model states at ``states`` bytes per parameter
-    (:func:`~archsim.training.memory.state_bytes`; ``unit``: FSDP's, :func:`~archsim.training.memory.fsdp_unit_bytes`). None when no split fits memory (the layers are alike, so one fits
+    (:func:`~archsim.training.memory.state_bytes`; ``unit``: FSDP's, :func:`~archsim.training.memory.fsdp_unit_bytes`;
+    ``expert_states``: the experts', :func:`~archsim.training.fsdp.expert_state_bytes`). None when no split fits memory (the layers are alike, so one fits
     exactly when every rank holds at least one layer per chunk and together they hold them all).
 
     The DP runs over the ranks in rank order: a rank's work depends only on how many layers it holds
@@ -233,7 +235,7 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
     owned: list[list[int]] = [[] for _ in range(p)]
     for s, r in enumerate(rank_of):  # one pass: PP × chunks stages, not PP² × chunks
         owned[r].append(s)
-    most = [_most_layers(c, par, r, owned[r], capacities[r], states, unit) for r in range(p)]
+    most = [_most_layers(c, par, r, owned[r], capacities[r], states, unit, expert_states) for r in range(p)]
     if min(most) < v or sum(most) < layers:
         return None
     chain = list(node_times)
@@ -301,9 +303,10 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
     :class:`~archsim.partition.result.Partition` (:func:`chain_partition`); None when none fits."""
     if pieces is None:
         pieces = each_once(machines, lambda machine: model_pieces(c, par, machine))
-    dtype = machines[0].dtype
+    dtype, implementation = machines[0].dtype, machines[0].implementation
     counts = plan_stage_layers(c, par, each_once(pieces, lambda own: node_seconds(c, own)), capacities,
-                               *held_state_bytes(dtype, machines[0].implementation, par))
+                               *held_state_bytes(dtype, implementation, par),
+                               expert_states=expert_state_bytes(dtype, implementation, par))
     return None if counts is None else chain_partition(c, par, counts, pieces)
 
 
