@@ -26,7 +26,7 @@ from archsim.training.memory import (
     layer_activation_bytes,
     stage_terms,
 )
-from archsim.training.moe_ops import expert_parameters
+from archsim.training.moe_ops import etp_kept, expert_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.transformer import TransformerConfig
 
@@ -41,10 +41,16 @@ def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
 
 def layer_held_figures(c: TransformerConfig, par: Parallelism) -> tuple[float, float, float, float] | None:
     """A Megatron layer's M_W, M_B, their ratio and the first stage's embedding mask (bytes, :func:`_layer_held`);
-    None for Switch's (I frees all)."""
+    None for Switch's (I frees all). M_B at ``par``'s ETP, as the activations count it
+    (:func:`~archsim.training.moe_ops.etp_kept`: the experts' rows at ETP ≠ TP)."""
     if c.family == "switch":
         return None
-    return _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel, par.attention)
+    figures = _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel, par.attention)
+    if not c.moe or par.expert_tp == par.tp:
+        return figures
+    held, kept, _, mask = figures
+    kept = etp_kept(c, par, kept, 0.0, None)[0]
+    return held, kept, held / kept, mask
 
 
 @lru_cache(maxsize=4096)  # a planner sizing ranks asks each probe for the same layer's figures
