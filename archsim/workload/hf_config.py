@@ -318,7 +318,8 @@ MOE_READ = {"mixtral": "mistral", "qwen3_moe": "qwen3"}
 MOE_UNREAD = {
     "phimoe": "its SparseMixer router and LayerNorms with biases",
     "qwen2_moe": "its shared expert (a dense SwiGLU MLP beside the routed ones, gated by a sigmoid)",
-    "olmoe": "its q and k RMS norms over the whole projection (not per head) and clip_qkv",
+    "olmoe": ("its q and k RMS norms over the whole projection (a·d and kv·d wide, not per head as Megatron-Core's "
+              "--qk-layernorm) and clip_qkv"),
     "deepseek_v2": "its multi-head latent attention (MLA), shared experts and first dense layers",
     "deepseek_v3": "its multi-head latent attention (MLA), shared experts and first dense layers",
 }
