@@ -4,6 +4,9 @@
   (``Path`` drops the trailing ``/`` and the final ``.``), replacing a file ``out`` the user had not named,
   or (``/..``) failed only after the run's work, having made the folder ``out``. It is refused up front now,
   on every output flag and through the library's writer, and nothing is made.
+* An input file named with a trailing ``/`` (``--trace x.csv/``, a network ``layers/x.csv/``, ``sweep spec.toml/``, a
+  spec's ``networks = ["x.csv/"]``) was read as the file ``x.csv`` (``Path`` drops the ``/``), while ``--cluster
+  x.toml/`` was refused: POSIX refuses ``open("x.csv/")`` (ENOTDIR), and every input now refuses it alike.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import archsim
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.output_files import write_output
+from archsim.validate import read_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ENDINGS = ("/", "/.", "/..")
 TESTBED = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_1080ti.toml"
@@ -216,3 +222,44 @@ def test_plan_says_when_gpipe_leaves_gpus_idle(capsys, method, said):
     assert main(["plan", "layerpipe_sample", "--cluster", str(TESTBED.parent / "spp_sim.toml"), "--microbatches", "2",
                  "--method", method, "--format", "json"]) == 0
     assert ("uses 4 of the 32 GPUs; 28 stay idle" in capsys.readouterr().err) is said
+
+
+INPUT_CASES = [  # (argv with {} where the input file goes, that file in the checkout)
+    (["cost", "{}"], "layers/ffnn8.csv"),
+    (["pipeline", "{}", "--processors", "2"], "layers/ffnn8.csv"),
+    (["cost", "ffnn8", "--config", "{}"], "configs/arrays/scalesim_32x32_ws.cfg"),
+    (["cluster", "--trace", "{}"], "configs/traces/sample_tiresias.csv"),
+    (["plan", "layerpipe_sample", "--cluster", "{}", "--microbatches", "2"], "configs/clusters/testbed_1080ti.toml"),
+    (["sweep", "{}", "--out", "OUT"], "configs/sweeps/sample_quick.toml"),
+    (["train", "{}", "--cluster", "configs/clusters/a100_node.toml", "--global-batch", "8"],
+     "configs/transformers/gpt2.json"),
+    (["energy", "ffnn8", "--energy-table", "{}"], "configs/energy/horowitz45.toml"),
+    (["import", "{}", "--out", "OUT"], "configs/transformers/gpt2.json"),
+]
+
+
+@pytest.mark.parametrize(("argv", "source"), INPUT_CASES)
+def test_an_input_file_named_with_a_trailing_slash_is_refused_by_every_reader(tmp_path, capsys, argv, source):
+    """Each of these read ``FILE`` for ``FILE/`` (or, ``--cluster``, said "not found (a part of the path is a file)"):
+    one rule now, :func:`archsim.validate.check_file_ending`, names the ending on every flag."""
+    argv = [str(ROOT / source) + "/" if a == "{}" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    line = clean_error(capsys, *argv)
+    assert "named as a folder (a name ending in '/')" in line and source.rpartition("/")[2] in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_spec_entry_and_the_library_refuse_a_trailing_slash_too(tmp_path):
+    """A spec's network entry ``net.csv/`` was joined to the spec's folder as ``net.csv`` and read; the library's
+    readers (``load_network``, the safe reader itself) take the same rule; without the ``/`` the file still reads."""
+    (tmp_path / "net.csv").write_text((ROOT / "layers" / "ffnn8.csv").read_text(encoding="utf-8"), encoding="utf-8")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SWEEP_SPEC.replace('"layerpipe_sample"', '"net.csv/"'), encoding="utf-8")
+    with pytest.raises(InputError, match=r"network file 'net.csv/' named as a folder") as caught:
+        archsim.run_sweep(spec, out=tmp_path / "out")
+    assert "field 'networks'" in str(caught.value) and not (tmp_path / "out").exists()
+    for ending in ("/", "/."):
+        with pytest.raises(InputError, match="named as a folder"):
+            archsim.load_network(f"{tmp_path / 'net.csv'}{ending}")
+        with pytest.raises(InputError, match="named as a folder"):
+            read_bytes(f"{tmp_path / 'net.csv'}{ending}", "topology file")
+    assert len(archsim.load_network(tmp_path / "net.csv").layers) == 8
