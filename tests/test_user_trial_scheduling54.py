@@ -263,3 +263,28 @@ def test_a_spec_entry_and_the_library_refuse_a_trailing_slash_too(tmp_path):
         with pytest.raises(InputError, match="named as a folder"):
             read_bytes(f"{tmp_path / 'net.csv'}{ending}", "topology file")
     assert len(archsim.load_network(tmp_path / "net.csv").layers) == 8
+
+
+def test_one_run_has_no_standard_deviation(capsys):
+    """Defect: `archsim cluster --compare --seeds 1` printed every `_std` as 0, a spread of runs that agreed, where one
+    sample has none (the sample deviation divides by n − 1 = 0). It is NaN now, written as the project's other
+    undefined figures: JSON null, an empty CSV cell. Two runs still get theirs: the sample deviation of makespans
+    3 and 5 is √((1² + 1²) / 1) = √2 (a hand count)."""
+    argv = ["cluster", "--compare", "--jobs", "20", "--gpus", "16", "--seeds", "1"]
+    assert main([*argv, "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    stds = [key for key in rows[0] if key.endswith("_std")]
+    assert len(stds) == 8 and all(row[key] is None for row in rows for key in stds)
+    assert all(row["runs"] == 1 and row["makespan_seconds_mean"] > 0 for row in rows)
+    assert main([*argv, "--format", "csv"]) == 0
+    header, *lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    columns = header.split(",")
+    for line in lines:
+        cells = dict(zip(columns, line.split(","), strict=False))
+        assert all(cells[key] == "" for key in stds)
+    from archsim.cluster.metrics import aggregate
+
+    runs = [{"policy": "jigsaw", "seed": seed, "makespan_seconds": makespan, "jct_mean_seconds": 1.0,
+             "jct_median_seconds": 1.0, "jct_p95_seconds": 1.0, "utilization": 0.5, "migrations_per_iteration": 0.0}
+            for seed, makespan in ((0, 3.0), (1, 5.0))]
+    assert aggregate(runs).loc[0, "makespan_seconds_std"] == pytest.approx(2 ** 0.5, rel=1e-12)
