@@ -288,3 +288,22 @@ def test_one_run_has_no_standard_deviation(capsys):
              "jct_median_seconds": 1.0, "jct_p95_seconds": 1.0, "utilization": 0.5, "migrations_per_iteration": 0.0}
             for seed, makespan in ((0, 3.0), (1, 5.0))]
     assert aggregate(runs).loc[0, "makespan_seconds_std"] == pytest.approx(2 ** 0.5, rel=1e-12)
+
+
+@pytest.mark.parametrize(("policy", "listed"), [("tiresias", set()), ("gandiva", {"max_pack"}),
+                                                ("jigsaw", {"unit_seconds"}), ("jigsaw-nospb", {"unit_seconds"}),
+                                                ("all", {"max_pack", "unit_seconds"})])
+def test_cluster_lists_a_policy_setting_only_for_the_policies_that_read_it(capsys, policy, listed):
+    """Defect: `archsim cluster --policy tiresias` printed `max_pack: 2` and `unit_seconds: 10`, defaults of settings
+    Tiresias never reads (Gandiva packs jobs onto a device, max_pack of them; Jigsaw plans unit_seconds blocks;
+    Tiresias gangs whole jobs: SPB paper §4.2). Each is listed now where a policy of the run reads it, in the table's
+    `#` lines, the JSON meta and the CSV columns alike; `all` runs gandiva and jigsaw, so it lists both."""
+    argv = ["cluster", "--policy", policy, "--jobs", "20", "--gpus", "16"] + (["--seeds", "1"] if policy == "all" else [])
+    assert main([*argv, "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert {"max_pack", "unit_seconds"} & set(meta) == listed and meta["interval_seconds"] == 60
+    assert main(argv) == 0
+    lines = {line.split(":")[0].removeprefix("# ") for line in capsys.readouterr().out.splitlines() if line.startswith("#")}
+    assert {"max_pack", "unit_seconds"} & lines == listed and "interval_seconds" in lines
+    assert main([*argv, "--format", "csv"]) == 0
+    assert {"max_pack", "unit_seconds"} & set(capsys.readouterr().out.splitlines()[0].split(",")) == listed
