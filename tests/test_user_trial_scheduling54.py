@@ -307,3 +307,21 @@ def test_cluster_lists_a_policy_setting_only_for_the_policies_that_read_it(capsy
     assert {"max_pack", "unit_seconds"} & lines == listed and "interval_seconds" in lines
     assert main([*argv, "--format", "csv"]) == 0
     assert {"max_pack", "unit_seconds"} & set(capsys.readouterr().out.splitlines()[0].split(",")) == listed
+
+
+def test_readme_schedule_synopsis_puts_microbatches_only_beside_policies_that_take_them():
+    """Defect: README's synopsis `archsim schedule NETWORK … --microbatches M   # 1f1b, …, dp-wfbp, …` offered M to
+    dp-wfbp, which refuses M ≠ 1 (its window reads no micro-batch count). Every policy the line lists beside M runs
+    with M = 2, and one it lists as "without M" is refused with it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    line = next(text for text in readme if text.startswith("archsim schedule NETWORK"))
+    assert "--microbatches M" in line
+    beside, _, without = line.partition("#")[2].partition(";")
+    policies = [name.strip() for name in beside.split(",") if name.strip() not in ("", "…")]
+    assert policies
+    for policy in policies:
+        assert archsim.schedule("ffnn8", policy=policy, processors=2, microbatches=2, unit_costs=True).makespan > 0
+    for policy in [word for word in without.split() if word.startswith("dp-")]:
+        assert "without M" in without
+        with pytest.raises(InputError, match="microbatches"):
+            archsim.schedule("ffnn8", policy=policy, processors=2, microbatches=2, unit_costs=True)
