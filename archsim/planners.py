@@ -159,7 +159,7 @@ def idle_processors_note(plan: Partition, processors: int) -> str | None:
 FEWER_CHECK_MAX = 64
 
 
-def fewer_processors_note(profile: LayerProfile, plan: Partition, processors: int, **options) -> str | None:
+def fewer_processors_note(profile: LayerProfile, plan: Partition, processors: int | Topology, **options) -> str | None:
     """The line ``archsim pipeline`` (on stderr) and :func:`archsim.pipeline` (a UserWarning) say when LayerPipe's
     Algorithm 1 on ``processors`` is slower than its plan on fewer, which the same run could have chosen: it fills
     every processor it is given, and where one layer's δ dominates a plan of more processors can pace slower (the
