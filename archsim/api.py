@@ -152,10 +152,11 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`
     and ``bandwidth``), an unknown one refused in one line naming the nearest valid one.
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
-    a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints."""
+    a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints, and so does Algorithm 1's plan
+    slower than its plan on fewer processors (:func:`~archsim.planners.fewer_processors_note`)."""
     import warnings
 
-    from archsim.planners import PLANNERS, idle_processors_note, partition
+    from archsim.planners import PLANNERS, fewer_processors_note, idle_processors_note, partition
     from archsim.spp.topology import Topology
 
     _check_is(profile, "profile", "a LayerProfile: archsim.profile(network, ...)'s")
@@ -173,6 +174,9 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     idle = idle_processors_note(plan, processors.devices if isinstance(processors, Topology) else processors)
     if idle:
         warnings.warn(idle, UserWarning, stacklevel=3)
+    fewer = fewer_processors_note(profile, plan, processors, **options)  # None on a Topology
+    if fewer:
+        warnings.warn(fewer, UserWarning, stacklevel=3)
     return plan
 
 

@@ -164,9 +164,13 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                 if seed == seeds[0]:
                     shown.append(result)
                 bar.update(len(jobs) - int(finished[0]))  # what the last poll missed
+    # a policy's own setting only where a policy run reads it (READERS): tiresias' run showed a max_pack it never read
+    read = {name: getattr(args, name) for name, readers in READERS.items() if set(readers) & set(policies)}
     meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
-            "device_memory_gb": args.device_memory_gb, "max_pack": args.max_pack, "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
-            "unit_seconds": args.unit_seconds, **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
+            "device_memory_gb": args.device_memory_gb, **({"max_pack": read["max_pack"]} if "max_pack" in read else {}),
+            "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
+            **({"unit_seconds": read["unit_seconds"]} if "unit_seconds" in read else {}),
+            **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
             "jobs": int(per_run[0]["jobs"]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
     per_seed = None
     if policy == "all":  # statistics over seeds: pandas

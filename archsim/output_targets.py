@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 from archsim.errors import InputError
+from archsim.validate import folder_ending
 
 
 def check_target(path: str | Path, *, probe: bool = True) -> str:
@@ -59,7 +60,7 @@ def check_file_name(path: str | Path) -> None:
     ``Path`` drops a trailing ``/`` and a final ``.``, so ``out/`` was written as a file ``out`` (or replaced
     the file ``out``) where the user named a folder, and ``out/..`` failed only after the run's work."""
     text = os.fspath(path)
-    ending = next((end for end in (os.sep, os.altsep, "/..", "/.") if end and text.endswith(end)), None)
+    ending = folder_ending(text)
     if ending is not None:  # a bare "." or ".." is an existing folder: check_target says so
         raise InputError(f"cannot write here (a name ending in {ending!r} names a folder): give a file name",
                          file=text)

@@ -153,6 +153,33 @@ def idle_processors_note(plan: Partition, processors: int) -> str | None:
     return idle_line(f"{plan.method}'s plan", len(plan.stages), processors)
 
 
+# Counts up to which Algorithm 1's plans at every fewer count are computed for :func:`fewer_processors_note`: all of
+# 1 … 63 took 0.31 s on resnet101 and 0.33 s on bert_large (one core, 2026-12-03), about one pipeline run; at 512 they
+# took 2.8 s against the plan's own 4 ms, so above this count no plan is compared and nothing is said.
+FEWER_CHECK_MAX = 64
+
+
+def fewer_processors_note(profile: LayerProfile, plan: Partition, processors: int | Topology, **options) -> str | None:
+    """The line ``archsim pipeline`` (on stderr) and :func:`archsim.pipeline` (a UserWarning) say when LayerPipe's
+    Algorithm 1 on ``processors`` is slower than its plan on fewer, which the same run could have chosen: it fills
+    every processor it is given, and where one layer's δ dominates a plan of more processors can pace slower (the
+    sample network in paper mode: speedup 2.405 on 4, 2.997 on 3). The fewest processors of the best speedup are
+    named. ``options``: the partitioner's, as the plan was made; None for other methods, a cluster, or above
+    :data:`FEWER_CHECK_MAX` processors (the smaller plans' cost would no longer be small)."""
+    if plan.method != "layerpipe" or not isinstance(processors, int) or not 1 < processors <= FEWER_CHECK_MAX:
+        return None
+    costs = [partition(profile, count, "layerpipe", **options).max_stage_cost for count in range(1, processors)]
+    best = min(costs)  # index() below: the fewest processors that reach it
+    if not plan.max_stage_cost > best * (1 + 1e-12):  # float sums' last bits are no slowdown
+        return None
+    from archsim.console import setting
+
+    fewer, single = costs.index(best) + 1, float(profile.total.sum())
+    return (f"layerpipe's plan on {processors} processors is slower than on {fewer} (speedup "
+            f"{plan.speedup(single):.4g} against {single / best:.4g}): Algorithm 1 uses every processor it is given, "
+            f"and its plan need not gain from more; {setting('processors', fewer)} runs faster")
+
+
 def idle_line(who: str, used: int, processors: int) -> str | None:
     """``WHO uses USED of the P processors; P − USED stay idle`` (``1 stays idle``), or None when every processor is
     used: the one wording of :func:`idle_processors_note` and of ``schedule``'s out-of-order allocations."""
@@ -203,5 +230,5 @@ def check_units(profile: LayerProfile, cluster: Topology) -> None:
                          f"clock_ghz, as archsim plan's --clock-ghz)", field="profile")
 
 
-__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "check_units", "idle_line", "idle_processors_note", "partition", "partitions",
+__all__ = ["CLUSTER_PLANNERS", "PARTITIONERS", "PLANNERS", "Planner", "check_units", "fewer_processors_note", "idle_line", "idle_processors_note", "partition", "partitions",
            "plan_on_cluster"]

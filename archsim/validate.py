@@ -89,6 +89,23 @@ def exists(path: str | Path) -> bool:
         return False
 
 
+def folder_ending(path: str | Path) -> str | None:
+    """The ending that makes ``path`` a folder's name — a separator (``x.csv/``), ``/.`` or ``/..`` — else None.
+    Why: ``Path`` drops a trailing ``/`` and a final ``.``, so a reader handed ``Path(text)`` read the file ``x.csv``
+    that ``x.csv/`` does not name (POSIX refuses to open it, ENOTDIR); inputs and outputs are refused by this one rule."""
+    text = os.fspath(path)
+    return next((end for end in (os.sep, os.altsep, "/..", "/.") if end and text.endswith(end)), None)
+
+
+def check_file_ending(path: str | Path, what: str) -> None:
+    """Refuse, as :func:`read_bytes` does, an input ``path`` written as a folder's name (:func:`folder_ending`):
+    for a reader that must turn the user's text into a ``Path`` (or join it to a folder) before it reads."""
+    ending = folder_ending(path)
+    if ending is not None and os.fspath(path) not in (os.sep, os.altsep):
+        raise InputError(f"{what} named as a folder (a name ending in {ending!r}): give the file's name without it",
+                         file=os.fspath(path))
+
+
 def _open_error(exc: OSError, what: str) -> str:
     """One line for an OS refusal to open a user's file."""
     reasons: dict[int | None, str] = {errno.ENOENT: f"{what} not found", errno.ENOTDIR: f"{what} not found (a part of the path is a file)",
@@ -101,6 +118,7 @@ def read_bytes(path: str | Path, what: str, *, max_bytes: int = MAX_FILE_BYTES) 
     it: missing, a symlink loop, a folder, a FIFO/device/socket (opened without blocking and refused,
     so a FIFO never hangs and ``/dev/zero`` is never read), too large, unreadable."""
     file = str(path)
+    check_file_ending(path, what)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
@@ -209,7 +227,9 @@ def shipped_names(folder: str, suffixes: tuple[str, ...]) -> list[str]:
 def spec_folder_file(candidate: Path, name: str, what: str) -> Path:
     """``candidate``, the file a sweep spec's entry ``name`` names in the spec's folder (:func:`resolve_name`),
     resolved; else an :class:`InputError` saying why (``what``: "device file"): a folder or a FIFO of that name
-    gets the reader's "is not a regular file (a folder)" line, which until 2026-12-03 read "not found"."""
+    gets the reader's "is not a regular file (a folder)" line, which until 2026-12-03 read "not found"; a ``name``
+    ending in ``/`` is refused as the flags' files are (:func:`check_file_ending`), not joined into the file's name."""
+    check_file_ending(name, f"{what} {shown(name)}")
     if is_file(candidate):
         return candidate.resolve()
     if os.path.lexists(candidate):

@@ -229,9 +229,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     """
     if not isinstance(path, (str, Path)):  # one line naming it, not open()'s TypeError
         raise InputError(f"expected a .cfg path (str or Path), got {type(path).__name__}", field="path")
+    text = read_text(path, "config file", encoding="utf-8-sig")  # as written: Path drops a trailing "/"
     path = Path(path)
     file = str(path)
-    text = read_text(path, "config file", encoding="utf-8-sig")
     if path.suffix.lower() == ".toml":
         raise _toml_refusal(text, file, dtype_flag)
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character

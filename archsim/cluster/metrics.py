@@ -109,7 +109,9 @@ def gain_pct(reference: np.ndarray | pd.Series, other: np.ndarray | pd.Series) -
 
 def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFrame:
     """Runs (one per seed), mean, standard deviation, min and max over seeds per policy, and the reference policy's mean
-    improvement (%) over each policy, paired by seed: :func:`gain_pct`, 100 · (1 − ref / other)."""
+    improvement (%) over each policy, paired by seed: :func:`gain_pct`, 100 · (1 − ref / other). The standard
+    deviation is the sample's (ddof 1): of one run it is undefined, NaN (JSON ``null``, an empty CSV cell, ``nan`` in the
+    table, as every undefined figure archsim writes), not 0, which would claim runs that agreed."""
     import pandas as pd
 
     frame = pd.DataFrame(list(summaries))
@@ -120,7 +122,7 @@ def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFr
         row: dict[str, object] = {"policy": policy, "runs": len(part)}  # "seeds" is the meta's list
         for metric in metrics:
             row[f"{metric}_mean"] = part[metric].mean()
-            row[f"{metric}_std"] = part[metric].std(ddof=1) if len(part) > 1 else 0.0
+            row[f"{metric}_std"] = part[metric].std(ddof=1)  # NaN for one run (pandas' own)
             row[f"{metric}_min"] = part[metric].min()
             row[f"{metric}_max"] = part[metric].max()
         if reference in set(frame.policy):
@@ -129,6 +131,6 @@ def aggregate(summaries: Sequence[dict], reference: str = "jigsaw") -> pd.DataFr
             for metric in ("makespan_seconds", "jct_mean_seconds"):
                 gain = gain_pct(ref[metric], mine[metric])
                 row[f"{reference}_gain_{metric.removesuffix('_seconds')}_pct_mean"] = gain.mean()
-                row[f"{reference}_gain_{metric.removesuffix('_seconds')}_pct_std"] = gain.std(ddof=1) if len(gain) > 1 else 0.0
+                row[f"{reference}_gain_{metric.removesuffix('_seconds')}_pct_std"] = gain.std(ddof=1)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -54,8 +54,8 @@ def parse_profile_csv(text: str, *, source: str = "<string>") -> JobLayerCosts:
 
 def load_profile_csv(path: str | Path) -> JobLayerCosts:
     """Read a profile file; errors name the file."""
-    path = Path(path)
-    text = read_text(path, "profile file", encoding="utf-8-sig")  # as every CSV reader: a BOM is skipped
+    text = read_text(path, "profile file", encoding="utf-8-sig")  # as written: Path drops a trailing "/"
+    path = Path(path)  # as every CSV reader: a BOM is skipped
     return parse_profile_csv(text, source=str(path))
 
 

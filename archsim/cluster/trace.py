@@ -92,8 +92,8 @@ def _note_one_iteration(where: Where, job_id: str, duration_s: float, model: str
 
 
 def load_tiresias_csv(path: str | Path, catalog: dict[str, ModelProfile] | None = None) -> tuple[TraceJob, ...]:
-    path = Path(path)
-    text = read_text(path, "trace file", encoding="utf-8-sig")  # a spreadsheet's byte-order mark is skipped
+    text = read_text(path, "trace file", encoding="utf-8-sig")  # as written: Path drops a trailing "/"
+    path = Path(path)  # a spreadsheet's byte-order mark is skipped
     return parse_tiresias_csv(text, source=str(path), catalog=catalog)
 
 

@@ -32,7 +32,7 @@ from archsim.errors import InputError
 from archsim.fits import memory_warning
 from archsim.lowering import SPLIT_AXES, split_axes
 from archsim.output_targets import output_flag
-from archsim.planners import PARTITIONERS, idle_processors_note, partition
+from archsim.planners import PARTITIONERS, fewer_processors_note, idle_processors_note, partition
 from archsim.seconds import add_seconds
 from archsim.validate import check_job_size
 from archsim.value_parsers import float_flag, processors_flag
@@ -206,6 +206,9 @@ def run(args: argparse.Namespace) -> int:
     idle = idle_processors_note(plan, args.processors)
     if idle:
         note(idle)
+    fewer = fewer_processors_note(profile, plan, args.processors, **options)
+    if fewer:
+        note(fewer)
     if slower and "weight_versions" not in records[0]:
         note(f"processors that run only borrowed δ parts and are slower than every processor holding layers "
              f"({', '.join(f'p{p}' for p in slower)}) pace their lenders (a lender's 1F1B window, or under an "

@@ -42,7 +42,7 @@ from archsim.devices.device import Arrays, Device, VectorUnit
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
-from archsim.validate import check_name, read_text
+from archsim.validate import check_file_ending, check_name, read_text
 
 GIB = 2**30
 PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock by a datasheet's rounding
@@ -361,6 +361,7 @@ def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:
 
 def load_device(path: str | Path) -> Device:
     """The device a ``.toml`` or SCALE-Sim ``.cfg`` device file describes."""
+    check_file_ending(path, "device file")  # before Path drops a trailing "/"
     path = Path(path)
     if path.suffix.lower() == ".cfg":
         return _cfg_device(path)

@@ -32,9 +32,9 @@ MS = 1e-3
 
 def load_graph_txt(path: str | Path) -> LayerProfile:
     """The profile of ``path``; one-line :class:`InputError` (file, line, field) on anything malformed."""
+    text = read_text(path, "profile file")  # as written: Path drops a trailing "/"
     path = Path(path)
     file = str(path)
-    text = read_text(path, "profile file")
     nodes: dict[str, tuple[str, dict[str, float]]] = {}
     edges: list[tuple[str, str, int]] = []
     for number, raw in enumerate(text.splitlines(), start=1):

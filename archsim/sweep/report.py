@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.errors import InputError
 from archsim.sweep.results_check import check_cells, check_spec_rows
-from archsim.validate import exists
+from archsim.validate import check_file_ending, exists
 
 if TYPE_CHECKING:  # pandas loads when a report is written
     import pandas as pd
@@ -26,7 +26,9 @@ def results_folder(results: str | Path) -> Path:
     from archsim.sweep.cache import check_entries
 
     folder = Path(results)
-    folder = folder.parent if folder.suffix == ".csv" else folder
+    if folder.suffix == ".csv":  # the results.csv named: a file, named without a trailing "/"
+        check_file_ending(results, "results file")
+        folder = folder.parent
     check_entries(folder)
     return folder
 

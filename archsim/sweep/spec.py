@@ -259,9 +259,9 @@ def check_unchanged(path: str, sha256: str, since: str, what: str = "network") -
 def load_spec(path: str | Path, *, max_configs: int = MAX_CONFIGS) -> SweepSpec | DeviceSweepSpec:
     """A spec file's sweep: an array sweep, or a device sweep when ``[sweep]`` names a ``device`` or a
     ``model`` (:mod:`archsim.sweep.device_spec`); one of more than ``max_configs`` configurations is refused."""
+    text = read_text(path, "sweep spec")  # as written: Path drops a trailing "/"
     path = Path(path)
-    file = str(path)
-    text = read_text(path, "sweep spec")  # a .cfg, SCALE-Sim's (no TOML), is said as such by spec_document
+    file = str(path)  # a .cfg, SCALE-Sim's (no TOML), is said as such by spec_document
     document = spec_document(path, None if path.suffix.lower() == ".cfg" else parse_toml(text, file))
     with located(document, file):  # a key's error names its line
         spec = _spec(document, path, file, max_configs)

@@ -285,8 +285,8 @@ def _parse_gemm(numbered, source: str, name: str, geometry: str) -> Network:
 def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | None = None,
                   shapes: str = "auto") -> Network:
     """Read a topology CSV file (see module docstring). Raises :class:`InputError` on bad input."""
+    text = read_text(path, "topology file", encoding="utf-8-sig")  # as written: Path drops a trailing "/"
     path = Path(path)
-    text = read_text(path, "topology file", encoding="utf-8-sig")
     return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry, shapes=shapes)
 
 

@@ -53,10 +53,12 @@ def transformer_path(model: str | Path) -> Path:
     """The file a MODEL names (train, search, the API and a device sweep's ``model``): a path that exists
     wins; else a config shipped in ``configs/transformers/`` by its stem (``gpt3_1.3b``) or file name
     (``gpt2.json``); else an InputError listing the shipped names, as sweep specs have always taken them."""
-    from archsim.validate import exists, shipped_file, shipped_names
+    from archsim.validate import check_file_ending, exists, shipped_file, shipped_names
 
     path = Path(model)
     text = str(model)
+    if not path.is_dir():  # a folder's config.json is load_transformer's to point at; a file is named without "/"
+        check_file_ending(text, "transformer config")
     if exists(path) or "/" in text or "\\" in text or not text.isprintable() or not text:
         return path  # a path: read as given (read_text's error when missing)
     found = shipped_file("transformers", text, ("",) if path.suffix.lower() in MODEL_SUFFIXES else MODEL_SUFFIXES,

@@ -23,6 +23,7 @@ from typing import Any
 from archsim.choices.networks import UNSUPPORTED
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.validate import check_file_ending
 from archsim.workload import onnx_ops as ops
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, flattening_conv_note
 from archsim.workload.onnx_graph import checked_graph, read_model
@@ -44,6 +45,7 @@ def load_onnx(model, *, name: str | None = None, unsupported: str = "error",
     onnx = _onnx()
     source = "<onnx model>"
     if isinstance(model, (str, Path)):
+        check_file_ending(model, "ONNX file")  # before Path drops a trailing "/"
         model, source = read_model(onnx, Path(model)), str(model)
         name = name or Path(source).stem
     try:

@@ -120,7 +120,7 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
     if path.suffix.lower() == ".onnx":
         from archsim.workload.onnx_import import load_onnx
 
-        return load_onnx(path, unsupported=unsupported, dims=dims)
+        return load_onnx(name_or_path, unsupported=unsupported, dims=dims)
     if path.suffix.lower() in (".json", ".toml"):
         from archsim.workload.model_files import load_transformer, unread_fields_note
 
@@ -129,7 +129,7 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
             raise InputError(f"a transformer config takes {keyed('dim', 'seq', placeholder='N')} only, not "
                              f"{unknown[0]!r}", field="dim")
         seq = (dims or {}).get("seq")
-        config = load_transformer(path, seq=seq, seq_dim=True)
+        config = load_transformer(name_or_path, seq=seq, seq_dim=True)
         network = config.network()
         source = keyed("dim", "seq") if seq is not None else (
             "the config's seq" if path.suffix.lower() == ".toml" else
@@ -147,7 +147,7 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
                          f"shipped network has no symbolic dimensions ({setting('dim')} applies to ONNX files and "
                          "transformer configs)", field="dim")
     if path.suffix.lower() == ".csv" or exists(path) or "/" in str(name_or_path):
-        return load_topology(path, geometry=geometry, shapes=shapes)
+        return load_topology(name_or_path, geometry=geometry, shapes=shapes)  # as written: Path drops a "/"
     return load_shipped(str(name_or_path), geometry=geometry, shapes=shapes, missing="no such file, and no")
 
 
