@@ -355,3 +355,15 @@ def test_layerpipe_says_when_more_processors_plan_slower(capsys):
     with pytest.warns(UserWarning, match=r"plan on 5 processors is slower than on 3 .*processors=3 runs faster"):
         plan = archsim.pipeline(profile, processors=5, method="layerpipe")
     assert float(profile.total.sum()) / plan.max_stage_cost == pytest.approx(speedups[5], rel=1e-12)
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_a_cluster_files_device_named_as_a_folder_is_refused(tmp_path, capsys, ending):
+    """``device = "chip.toml/"`` named a folder, but the path joined to the cluster's folder dropped the '/' and
+    trained on chip.toml; refused now, as every input flag refuses such a name."""
+    devices = TESTBED.parents[1] / "devices"
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(f'[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = 4\nintra_server_gbps = 4800\n'
+                       f'device = "{(devices / "tpu_v4_like.toml").as_posix()}{ending}"\n')
+    line = clean_error(capsys, "train", "gpt2", "--cluster", cluster, "--tp", 1, "--global-batch", 4)
+    assert "named as a folder" in line and "device" in line

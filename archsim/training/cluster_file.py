@@ -25,7 +25,7 @@ from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
-from archsim.validate import shown_number
+from archsim.validate import folder_ending, shown_number
 from archsim.value_parsers import not_a_choice, parse_float
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
@@ -47,6 +47,9 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
     if path is not None:
         if not isinstance(path, str) or not path.strip():
             raise InputError(f"expected a device file's path, got {path!r}", file=file, field="device")
+        if folder_ending(path) is not None:  # Path would drop the '/' and read the file it does not name
+            raise InputError(f"device file {path!r} named as a folder (a name ending in {folder_ending(path)!r}): "
+                             "give the file's name without it", file=file, field="device")
         if path not in loaded:
             from archsim.training.energy import load_priced_device  # a catalog GPU's cluster reads no device file
 
