@@ -1,0 +1,81 @@
+"""A mixture-of-experts user's first trial of ``--ep``/``--etp``: what the outputs name of the expert layout. The
+Gantt's title and the search's Pareto page say EP as the search's front lines do; the network line names the
+expert groups (EP all-to-all, expert-TP, expert-DP) that cross servers, counted by hand from Megatron-Core's rank
+order (tp-ep-dp: an EP group is GPU t of EP consecutive ETP groups)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import archsim
+from archsim.cli import main
+from archsim.commands.timeline_outputs import iteration_title
+from archsim.training.parallel import Parallelism
+
+CLUSTERS = Path(__file__).resolve().parents[1] / "configs" / "clusters"
+SMALL_MOE = {"model_type": "mixtral", "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+             "num_key_value_heads": 8, "intermediate_size": 512, "vocab_size": 1024, "max_position_embeddings": 512,
+             "num_local_experts": 8, "num_experts_per_tok": 2}
+
+
+def _config(tmp_path) -> Path:
+    path = tmp_path / "small_moe.json"
+    path.write_text(json.dumps(SMALL_MOE))
+    return path
+
+
+def _four_servers(tmp_path) -> Path:
+    """Four servers of eight H100s, one 400 Gb/s NIC a GPU (configs/clusters/h100_2_servers.toml, count 4)."""
+    text = (CLUSTERS / "h100_2_servers.toml").read_text().replace("count = 2", "count = 4")
+    assert "count = 4" in text
+    path = tmp_path / "h100_4_servers.toml"
+    path.write_text(text)
+    return path
+
+
+def test_the_gantt_title_names_ep_and_an_etp_other_than_tp():
+    assert iteration_title("m", Parallelism(tp=4, pp=4, dp=2, ep=2, global_batch=8)) == "m: TP4 EP2 PP4 DP2, 1f1b"
+    assert (iteration_title("m", Parallelism(tp=4, pp=4, dp=2, ep=2, etp=1, global_batch=8))
+            == "m: TP4 EP2 ETP1 PP4 DP2, 1f1b")
+    assert iteration_title("m", Parallelism(tp=4, dp=2, etp=4, global_batch=8)) == "m: TP4 PP1 DP2, 1f1b"  # ETP = TP
+    assert iteration_title("m", Parallelism(tp=2, dp=2, global_batch=8)) == "m: TP2 PP1 DP2, 1f1b"
+
+
+def test_train_gantt_page_carries_the_ep(tmp_path):
+    page = tmp_path / "g.html"
+    assert main(["train", str(_config(tmp_path)), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--dp", "4",
+                 "--ep", "4", "--global-batch", "8", "--seq", "128", "--gantt", str(page)]) == 0
+    assert "small_moe: TP1 EP4 PP1 DP4, 1f1b" in page.read_text()
+
+
+def test_the_pareto_page_tables_carry_ep(tmp_path, capsys):
+    page = tmp_path / "front.html"
+    assert main(["search", str(_config(tmp_path)), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--gpus",
+                 "8", "--global-batch", "16", "--seq", "128", "--max-micro-batch", "1", "--schedule", "1f1b",
+                 "--refine", "0", "--pareto-html", str(page)]) == 0
+    capsys.readouterr()
+    text = page.read_text()
+    assert text.count("<th>ep</th>") == 2  # the front's table and the ranked rows'
+    dense = tmp_path / "dense.json"
+    dense.write_text(json.dumps({k: v for k, v in SMALL_MOE.items() if "experts" not in k} | {"model_type": "llama"}))
+    assert main(["search", str(dense), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--gpus", "8",
+                 "--global-batch", "16", "--seq", "128", "--max-micro-batch", "1", "--schedule", "1f1b",
+                 "--refine", "0", "--pareto-html", str(page)]) == 0
+    assert "<th>ep</th>" not in page.read_text()
+
+
+@pytest.mark.parametrize(("keys", "crossed"), [
+    # TP 4 × DP 8 on 4 servers of 8: an EP group is GPU t of EP consecutive TP groups (GPUs t, t + 4, …)
+    ({"tp": 4, "dp": 8, "ep": 2}, ["dp", "expert_dp"]),  # EP: t, t + 4 in one server; expert-DP 4 ranks, 8 apart
+    ({"tp": 4, "dp": 8, "ep": 4}, ["ep", "dp", "expert_dp"]),  # EP: t … t + 12, two servers; expert-DP t, t + 16
+    ({"tp": 4, "dp": 8, "ep": 8}, ["ep", "dp"]),  # EP over all four servers; expert-DP 1: no group
+    ({"tp": 4, "dp": 8, "ep": 4, "etp": 1}, ["dp", "expert_dp"]),  # EP: four consecutive GPUs; expert-DP 8
+    ({"tp": 8, "dp": 4, "etp": 16}, ["etp", "dp", "expert_dp"]),  # an expert over two servers' GPUs
+])
+def test_the_network_line_names_the_expert_groups_that_cross_servers(tmp_path, keys, crossed):
+    result, _ = archsim.train(_config(tmp_path), cluster=_four_servers(tmp_path), global_batch=32, seq=128,
+                              sequence_parallel=True, **keys)
+    assert result.to_dict()["meta"]["inter_server"]["crossed_by"] == crossed
