@@ -79,3 +79,31 @@ def test_the_network_line_names_the_expert_groups_that_cross_servers(tmp_path, k
     result, _ = archsim.train(_config(tmp_path), cluster=_four_servers(tmp_path), global_batch=32, seq=128,
                               sequence_parallel=True, **keys)
     assert result.to_dict()["meta"]["inter_server"]["crossed_by"] == crossed
+
+
+def _search(tmp_path, *flags: str) -> list[str]:
+    return ["search", str(_config(tmp_path)), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--gpus", "8",
+            "--global-batch", "16", "--seq", "128", "--max-micro-batch", "1", "--schedule", "1f1b", "--refine", "0",
+            "--format", "json", *flags]
+
+
+@pytest.mark.parametrize("ep", ["3", "16"])
+def test_an_empty_search_for_an_ep_dividing_no_expert_count_says_to_change_ep(tmp_path, capsys, ep):
+    """EP 3 or 16 of 8 experts: every row is rejected by Megatron-Core's divisibility assert. The note used to ask
+    for more --schedule, --recompute, --sequence-parallel or --max-micro-batch values, none of which helps."""
+    assert main(_search(tmp_path, "--ep", ep)) == 0
+    err = capsys.readouterr().err
+    assert "ep-divides-experts" in err and "--ep" in err.split("give more")[1]
+    assert "EP 1, 2, 4 or 8 divides its 8 experts" in err  # the divisors of 8
+
+
+@pytest.mark.parametrize("flags", [("--fsdp",), ("--cp", "2")])
+def test_a_search_names_ep_beside_fsdp_or_cp_as_its_own_rule(tmp_path, capsys, flags):
+    """EP 2 on DP 4 (or DP 2 beside CP 2) divides DP: the rows fall to train's refusal of EP beside CP or FSDP,
+    which search counted as ``ep-divides-dp`` — a rule those layouts keep."""
+    assert main(_search(tmp_path, "--ep", "2", *flags)) == 0
+    out = capsys.readouterr()
+    rejected = json.loads(out.out)["meta"]["rejected"]
+    assert rejected.get("ep-beside-cp-or-fsdp", 0) > 0
+    assert "ep-divides-dp" not in rejected  # 8 GPUs: every DP left beside EP 2 is even
+    assert "--ep" in out.err.split("give more")[1]
