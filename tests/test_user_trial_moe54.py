@@ -107,3 +107,19 @@ def test_a_search_names_ep_beside_fsdp_or_cp_as_its_own_rule(tmp_path, capsys, f
     assert rejected.get("ep-beside-cp-or-fsdp", 0) > 0
     assert "ep-divides-dp" not in rejected  # 8 GPUs: every DP left beside EP 2 is even
     assert "--ep" in out.err.split("give more")[1]
+
+
+@pytest.mark.parametrize(("model_type", "experts_key"), [("mixtral", "num_local_experts"), ("qwen3_moe", "num_experts")])
+def test_top_k_above_the_expert_count_is_named_in_the_configs_terms(tmp_path, capsys, model_type, experts_key):
+    """num_experts_per_tok 9 of 8 experts: the message was archsim's tuple "(8, 9, 512) for llama" for a Mixtral."""
+    config = {k: v for k, v in SMALL_MOE.items() if k != "num_local_experts"}
+    config |= {"model_type": model_type, experts_key: 8, "num_experts_per_tok": 9}
+    if model_type == "qwen3_moe":
+        config |= {"moe_intermediate_size": 512, "head_dim": 32}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["train", str(path), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--global-batch", "8",
+                 "--seq", "128"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'num_experts_per_tok'" in err
+    assert "routed to 9 experts (top-k) of the 8" in err and "llama" not in err
