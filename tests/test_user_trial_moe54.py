@@ -123,3 +123,14 @@ def test_top_k_above_the_expert_count_is_named_in_the_configs_terms(tmp_path, ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "field 'num_experts_per_tok'" in err
     assert "routed to 9 experts (top-k) of the 8" in err and "llama" not in err
+
+
+@pytest.mark.parametrize("flags", [("--dp", "4", "--etp", "3"), ("--dp", "2", "--cp", "2", "--etp", "2"),
+                                   ("--dp", "4", "--fsdp", "--etp", "2")])
+def test_an_etp_refused_at_ep_1_names_etp(tmp_path, capsys, flags):
+    """--etp 3 (ETP × EP = 3 does not divide TP × DP = 4) or --etp beside CP or FSDP, without --ep: the one-line
+    refusal named field 'ep', a flag the user never gave."""
+    assert main(["train", str(_config(tmp_path)), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), *flags,
+                 "--global-batch", "8", "--seq", "128"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'etp'" in err and "ETP" in err
