@@ -6,6 +6,7 @@ order (tp-ep-dp: an EP group is GPU t of EP consecutive ETP groups)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,18 @@ def test_an_etp_refused_at_ep_1_names_etp(tmp_path, capsys, flags):
                  "--global-batch", "8", "--seq", "128"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "field 'etp'" in err and "ETP" in err
+
+
+def test_train_help_lists_every_runs_column_and_the_ep_rule_at_an_etp(capsys):
+    """--runs' help listed the optional columns of before CP and EP (no ep, etp, cp, …), and --ep's said EP divides
+    DP, which an ETP other than TP lifts (TP 4, DP 2, ETP 1, EP 4 trains: ETP × EP = 4 divides TP × DP = 8)."""
+    from archsim.training.runs import OPTIONAL, REQUIRED
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    runs = re.findall(r"[a-z_]+", text.split("--runs RUNS.csv")[-1].split("--max-ops")[0])  # [-1]: not the usage's
+    assert [c for c in (*REQUIRED, *OPTIONAL) if c not in runs] == []
+    ep = text.split("--ep EP")[-1].split("--etp ETP")[0]
+    assert "ETP × EP divides TP × DP" in ep
+    Parallelism(tp=4, dp=2, ep=4, etp=1, sequence_parallel=True, global_batch=8)  # accepted: the help's rule
