@@ -150,3 +150,15 @@ def test_train_help_lists_every_runs_column_and_the_ep_rule_at_an_etp(capsys):
     ep = text.split("--ep EP")[-1].split("--etp ETP")[0]
     assert "ETP × EP divides TP × DP" in ep
     Parallelism(tp=4, dp=2, ep=4, etp=1, sequence_parallel=True, global_batch=8)  # accepted: the help's rule
+
+
+def test_the_breakdown_paragraph_names_every_entry_a_moe_run_prints(tmp_path):
+    """docs/training.md's list of ``breakdown_seconds`` left out ``ep_communication`` (and CP's, FSDP's entries)."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
+    paragraph = " ".join(text.split("`breakdown_seconds` (")[1].split("`intra_server`")[0].split())
+    dense, _ = archsim.train(_config(tmp_path), cluster=CLUSTERS / "h100_2_servers.toml", global_batch=8, seq=128)
+    for keys in ({"ep": 4, "dp": 4}, {"cp": 2, "dp": 2}, {"fsdp": True, "dp": 4}):
+        result, _ = archsim.train(_config(tmp_path), cluster=CLUSTERS / "h100_2_servers.toml", global_batch=8,
+                                  seq=128, **keys)
+        extra = [k for k in result.breakdown if k not in dense.breakdown]  # the layout's own entries, by key
+        assert extra and [k for k in extra if f"`{k}`" not in paragraph] == []
