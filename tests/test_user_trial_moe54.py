@@ -162,3 +162,15 @@ def test_the_breakdown_paragraph_names_every_entry_a_moe_run_prints(tmp_path):
                                   seq=128, **keys)
         extra = [k for k in result.breakdown if k not in dense.breakdown]  # the layout's own entries, by key
         assert extra and [k for k in extra if f"`{k}`" not in paragraph] == []
+
+
+@pytest.mark.parametrize("flag", ["--ep", "--etp"])
+def test_ep_on_a_config_whose_experts_are_not_read_says_which_types_are(tmp_path, capsys, flag):
+    """A Mixtral's fields under model_type llama: num_local_experts is not read, so the model is dense and --ep 2 is
+    refused before the unread-fields note could say so; the refusal said only "is dense"."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL_MOE | {"model_type": "llama"}))
+    assert main(["train", str(path), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--dp", "4",
+                 "--global-batch", "8", "--seq", "128", flag, "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is dense" in err and "model_type mixtral or qwen3_moe" in err
