@@ -174,3 +174,14 @@ def test_ep_on_a_config_whose_experts_are_not_read_says_which_types_are(tmp_path
                  "--global-batch", "8", "--seq", "128", flag, "2"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is dense" in err and "model_type mixtral or qwen3_moe" in err
+
+
+def test_cli_doc_names_every_parallel_degree_flag_train_takes(capsys):
+    """docs/cli.md described --tp, --pp, --dp and --cp (and the runs file's refusal of them) but not --ep or --etp."""
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    usage = capsys.readouterr().out
+    degrees = {f for f in ("tp", "pp", "dp", "cp", "ep", "etp") if f"[--{f} {f.upper()}]" in usage}
+    assert degrees == {"tp", "pp", "dp", "cp", "ep", "etp"}
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    assert [f for f in sorted(degrees) if f"`--{f} " not in text and f"`--{f}`" not in text] == []
