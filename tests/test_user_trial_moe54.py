@@ -185,3 +185,16 @@ def test_cli_doc_names_every_parallel_degree_flag_train_takes(capsys):
     assert degrees == {"tp", "pp", "dp", "cp", "ep", "etp"}
     text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
     assert [f for f in sorted(degrees) if f"`--{f} " not in text and f"`--{f}`" not in text] == []
+
+
+def test_etp_on_a_dense_model_is_refused_only_where_it_is_not_tp(tmp_path, capsys):
+    """docs/training.md said `--etp` on a dense model is refused; an ETP equal to TP (the default, as EP 1 is) runs.
+    The doc now says which: the run below at TP 2 with --etp 2 trains, --etp 1 is refused."""
+    dense = tmp_path / "dense.json"
+    dense.write_text(json.dumps({k: v for k, v in SMALL_MOE.items() if "experts" not in k} | {"model_type": "llama"}))
+    flags = ["train", str(dense), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--tp", "2", "--dp", "2",
+             "--sequence-parallel", "--global-batch", "4", "--seq", "128"]
+    assert main([*flags, "--etp", "2"]) == 0
+    assert main([*flags, "--etp", "1"]) == 2 and "field 'etp'" in capsys.readouterr().err
+    text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text().split())
+    assert "an `--etp` other than TP on a dense model" in text
