@@ -24,11 +24,14 @@ def add_timeline_outputs(parser: argparse.ArgumentParser) -> None:
 
 def iteration_title(model: str, par) -> str:
     """The title of a training iteration's Gantt, one for ``train`` and for ``search``'s row: the layout of
-    ``par`` (a :class:`~archsim.training.parallel.Parallelism`; CP and its exchange where CP is above 1), the
-    schedule that ran and its model chunks."""
+    ``par`` (a :class:`~archsim.training.parallel.Parallelism`; CP and its exchange where CP is above 1, a mixture
+    of experts' EP where above 1 and its experts' ETP where it is not TP's), the schedule that ran and its model
+    chunks."""
     chunks = f", {par.interleave} chunks per rank" if par.interleave > 1 else ""
     cp = f" CP{par.cp} ({par.cp_comm})" if par.cp > 1 else ""
-    return f"{model}: TP{par.tp}{cp} PP{par.pp} DP{par.dp}, {par.schedule_name}{chunks}"
+    ep = f" EP{par.ep}" if par.ep > 1 else ""
+    ep += f" ETP{par.expert_tp}" if par.expert_tp != par.tp else ""
+    return f"{model}: TP{par.tp}{cp}{ep} PP{par.pp} DP{par.dp}, {par.schedule_name}{chunks}"
 
 
 def iteration_caption(iteration_seconds: float, timeline, par=None, post=()) -> str:

@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ep", type=positive_int, default=1,
                         help="expert-parallel degree of a mixture-of-experts model (Megatron-Core's "
                              "--expert-model-parallel-size): E/EP experts a GPU, tokens all-to-all'd over the EP "
-                             "group; EP divides DP and the experts (docs/training.md#mixture-of-experts)")
+                             "group; EP divides the experts and ETP × EP divides TP × DP (EP divides DP at ETP = TP) "
+                             "(docs/training.md#mixture-of-experts)")
     parser.add_argument("--etp", type=positive_int, default=None,
                         help="the experts' tensor-parallel degree (Megatron-Core's --expert-tensor-parallel-size; "
                              "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × DP")
@@ -142,7 +143,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, "
-                             "distributed_optimizer, fsdp, gpus, measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
+                             "distributed_optimizer, fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, "
+                             "ep, etp, gpus, measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
                              "with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)

@@ -67,12 +67,22 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
     return fig
 
 
+def _columns(rows: list[dict]) -> list[str]:
+    """:data:`COLUMNS`, with a mixture of experts' ``ep`` after CP's where the rows carry it (a dense model's do
+    not), so two rows that differ in EP alone read apart."""
+    if not any("ep" in r for r in rows):
+        return COLUMNS
+    at = COLUMNS.index("cp_comm") + 1
+    return [*COLUMNS[:at], "ep", *COLUMNS[at:]]
+
+
 def write_front_page(path: str | Path, title: str, front: list[dict], rows: list[dict], objective: str,
                      energy_basis: str = BOARD_POWER) -> Path:
     """The page: the figure, then the front's and the ranked rows' tables, each with its units (:data:`UNITS`)."""
     figures = Figures()
     units = f'<p class="caption">Units: {esc(UNITS)}</p>'
-    frame = lambda part: pd.DataFrame([{k: r.get(k) for k in COLUMNS} for r in part], columns=COLUMNS)
+    columns = _columns(rows)
+    frame = lambda part: pd.DataFrame([{k: r.get(k) for k in columns} for r in part], columns=columns)
     parts = [section("Time against " + _axis(objective, energy_basis)[1],
                      figures(front_figure(front, rows, objective, energy_basis))),
              section("Pareto front", table(frame(front), float_format=lambda v: f"{v:.4g}"), units),

@@ -119,10 +119,12 @@ def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
     ``num_experts % expert_model_parallel_size`` assert), MoE with TP > 1 but no sequence parallelism
     (``MoELayer.forward`` raises), a mixture of experts on another implementation's op list (archsim's eager
     and Hugging Face lists are dense); ETP (``etp``, None: TP) other than TP on a dense model."""
-    if not c.moe:
+    if not c.moe:  # a config.json of another model_type (llama, mistral) states experts archsim does not read
+        dense = (f"needs a mixture-of-experts model; {c.name} is dense (experts are read from a config.json of "
+                 "model_type mixtral or qwen3_moe only)")
         if etp is not None and etp != tp:
-            return "etp-needs-experts", f"ETP {etp} needs a mixture-of-experts model; {c.name} is dense"
-        return ("ep-needs-experts", f"EP {ep} needs a mixture-of-experts model; {c.name} is dense") if ep > 1 else None
+            return "etp-needs-experts", f"ETP {etp} {dense}"
+        return ("ep-needs-experts", f"EP {ep} {dense}") if ep > 1 else None
     if c.experts % ep:
         return "ep-divides-experts", f"EP {ep} does not divide the {c.experts} experts (Megatron-Core asserts it)"
     if tp > 1 and not sequence_parallel:

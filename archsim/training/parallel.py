@@ -245,8 +245,8 @@ class Parallelism:
         if self.sequence_parallel and self.tp == 1:
             raise InputError(f"sequence parallelism needs {setting('tp')} > 1", field="sequence-parallel")
         ep_problem = ep_layout_problem(self.dp, self.ep, self.cp, self.fsdp, self.tp, self.etp)
-        if ep_problem:
-            raise InputError(ep_problem, field="ep")
+        if ep_problem:  # at EP 1 only an ETP other than TP can break it: the flag to change is --etp
+            raise InputError(ep_problem, field="ep" if self.ep > 1 else "etp")
         reason = schedule_rejection(self.schedule_name, self.pp, self.microbatches)
         if reason is not None:
             rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches,

@@ -4,9 +4,12 @@ on stderr in place of a table."""
 from __future__ import annotations
 
 from archsim.console import setting, switch_on
+from archsim.training.layout_problems import or_list
 from archsim.training.search_result import ShardedFits
-from archsim.training.search_space import Candidate, factorizations, rejection
+from archsim.training.search_space import Candidate, divisors, factorizations, rejection
 from archsim.workload.transformer import TransformerConfig
+
+EP_REASONS = ("ep-divides-experts", "ep-divides-dp", "ep-beside-cp-or-fsdp")  # rejections an --ep value answers
 
 
 def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],
@@ -43,9 +46,12 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
                 f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
-    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel"))
+    expert = [r for r in EP_REASONS if rejected.get(r)]  # a mixture of experts' EP broke a rule: --ep is a fix
+    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel", *(["ep"] if expert else [])))
+    divides = (f" (EP {or_list(divisors(c.experts))} divides its {c.experts} experts)"
+               if "ep-divides-experts" in expert else "")
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
-            f"{flags} or {setting('max-micro-batch')} values")
+            f"{flags} or {setting('max-micro-batch')} values{divides}")
 
 
 def nearest_passing(counts, most: int, passes) -> list[int]:
@@ -60,4 +66,4 @@ def nearest_passing(counts, most: int, passes) -> list[int]:
     return [1]
 
 
-__all__ = ["empty_search_note", "nearest_passing"]
+__all__ = ["EP_REASONS", "empty_search_note", "nearest_passing"]

@@ -85,7 +85,7 @@ def network_meta(laid, tied: bool = False) -> dict:
     ``intra_server`` — the in-server link (``nvlink`` or ``pcie``; ``fabric``: a device file's chip-to-chip link), GB/s (10⁹ bytes/s) per direction per
     GPU (the slowest of the servers the run uses), whether NVLS reduces in the switch — and
     ``inter_server`` — NICs per server, Gb/s each, GPUs sharing a NIC, one GPU's share (GB/s, every GPU
-    sending at once) and the groups (tp, dp, pp; ``embedding``: the pair of the first and last rank that
+    sending at once) and the groups (tp, cp, ep, etp, dp, expert_dp, pp; ``embedding``: the pair of the first and last rank that
     all-reduces the token table when the model's embeddings are ``tied``) whose collectives or hops cross
     it; figures None on one server. NCCL's algorithm (ring, tree, NVLS) is chosen per message size, so it
     is not one figure per group."""
@@ -104,7 +104,8 @@ def network_meta(laid, tied: bool = False) -> dict:
     if len(cluster.starts) <= 2:  # one server: nothing crosses a network (its figure may be a placeholder)
         return {"intra_server": intra, "inter_server": dict.fromkeys(
             ("nics_per_server", "nic_gbps", "gpus_per_nic", "gb_per_s_per_gpu")) | {"crossed_by": []}}
-    crossed = [name for name in ("tp", "cp", "dp", "pp", "embedding") if (tied or name != "embedding") and any(
+    crossed = [name for name in ("tp", "cp", "ep", "etp", "dp", "expert_dp", "pp", "embedding")
+               if (tied or name != "embedding") and any(
         isinstance(link, Spanning) for m in machines
         for link in (getattr(m.links, name), *(m.links.pp_hops if name == "pp" else ())))]  # dp: DP × CP ranks
     inter = {"nics_per_server": None if net is None else net.nics_per_server,

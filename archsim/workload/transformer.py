@@ -104,8 +104,10 @@ class TransformerConfig:
         moe = (self.experts, self.experts_per_token, self.expert_ffn)
         if (self.family == "llama" and any(moe) and not (all(moe) and self.experts_per_token <= self.experts)
                 or self.family != "llama" and (self.experts_per_token or self.expert_ffn)):
-            raise InputError(f"a llama mixture of experts sets experts, experts_per_token (1…experts) and expert_ffn "
-                             f"together, got {moe} for {self.family}", field="experts_per_token")
+            raise InputError(f"a token is routed to {moe[1]} experts (top-k) of the {moe[0]}: more than there are"
+                             if self.family == "llama" and all(moe) else f"a llama mixture of experts sets experts, "
+                             f"experts_per_token (1…experts) and expert_ffn together, got {moe} for {self.family}",
+                             field="experts_per_token")
         if self.kv_channels and self.family not in ("switch", "llama"):
             raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
                              f"{self.family}", field="kv_channels")
