@@ -162,9 +162,9 @@ def test_planning_estimate_counts_the_splits_the_search_plans(monkeypatch):
     planned, counted = [], []
     original = stage_split.plan_stage_layers
 
-    def counting(c, par, *args):
+    def counting(c, par, *args, **kwargs):
         planned.append(par.pp * (c.layers + 3) ** 2)
-        return original(c, par, *args)
+        return original(c, par, *args, **kwargs)
 
     monkeypatch.setattr(stage_split, "plan_stage_layers", counting)
     monkeypatch.setattr(search_limits, "MAX_PLANNING_CELLS", 0)

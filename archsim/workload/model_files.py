@@ -57,8 +57,8 @@ def transformer_path(model: str | Path) -> Path:
 
     path = Path(model)
     text = str(model)
-    if not path.is_dir():  # a folder's config.json is load_transformer's to point at; a file is named without "/"
-        check_file_ending(text, "transformer config")
+    if not (exists(path) and path.is_dir()):  # a folder's config.json is load_transformer's to point at; a file
+        check_file_ending(text, "transformer config")  # is named without "/" (exists: a name the OS refuses is no folder)
     if exists(path) or "/" in text or "\\" in text or not text.isprintable() or not text:
         return path  # a path: read as given (read_text's error when missing)
     found = shipped_file("transformers", text, ("",) if path.suffix.lower() in MODEL_SUFFIXES else MODEL_SUFFIXES,
