@@ -160,6 +160,20 @@ def mlp_activation_bytes(c: TransformerConfig, tp: int, etp: int | None = None) 
     return k * (2 * c.hidden + 6 * f) * e_tp / tp + (2 * k * c.hidden + 4 * c.experts) / tp
 
 
+def expert_weight_gradient_bytes(c: TransformerConfig, tp: int, sequence_parallel: bool, etp: int | None = None) -> float:
+    """M_W of a mixture's MLP, bytes per token of the micro-batch on one rank (2 an element): each weight GEMM's input
+    and output gradient, as the zero-bubble split holds them from I to W. The router's input (the norm output, h) and
+    its logits' gradient (E), for the rank's tokens (1/TP of them under sequence parallelism); the experts' rows as
+    the grouped GEMMs' W reads them (TE's ``GroupedLinear`` keeps each GEMM's input and output gradient): per row
+    fc1's input (the permuted row, h) and output gradient (SwiGLU's input's, 2f/ETP), fc2's input (SwiGLU's output,
+    f/ETP) and output gradient (h), on the k·ETP rows a token's share takes (/TP under SP; k at ETP = TP)."""
+    e_tp = tp if etp is None else etp
+    split = tp if sequence_parallel else 1
+    router = 2 * (c.hidden + c.experts) / split
+    rows = c.experts_per_token * e_tp / split
+    return router + rows * 2 * (2 * c.hidden + 3 * (c.expert_ffn // e_tp))
+
+
 def etp_kept(c: TransformerConfig, par: Parallelism, kept: float, unscaled: float,
              working: tuple[float, float] | None) -> tuple[float, float, tuple[float, float] | None]:
     """A layer's kept activations, their unscaled part and its working set (memory's ``_layer_kept``, counted at
@@ -199,6 +213,7 @@ __all__ = [
     "expert_parameters",
     "expert_rows",
     "expert_shards",
+    "expert_weight_gradient_bytes",
     "mlp_activation_bytes",
     "moe_problem",
     "moe_rule",
