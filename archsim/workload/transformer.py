@@ -35,7 +35,7 @@ OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before positi
 LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
           "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
           "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20,
-          "experts_per_token": 4096, "expert_ffn": 2**22}
+          "experts_per_token": 4096, "expert_ffn": 2**22, "shared_expert_ffn": 2**22}
 # MLP activations archsim states: one elementwise kernel each way (read x, write y; read dy, x, write dx),
 # fused with the bias in Megatron's op list; gelu_new is GPT-2's, written out in eager PyTorch (8 kernels
 # forward, 11 backward: archsim.training.hf_ops). Llama's gated MLP applies it to the gate.
@@ -84,6 +84,7 @@ class TransformerConfig:
     torch_dtype: str = ""  # a Hugging Face config's torch_dtype as written (not priced: model_files.config_dtype_note); "": none
     experts_per_token: int = 0  # llama MoE: experts each token is routed to (top-k); 0: a dense MLP
     expert_ffn: int = 0  # llama MoE: each expert's SwiGLU width (features)
+    shared_expert_ffn: int = 0  # llama MoE: the shared expert's SwiGLU width (every token, sigmoid-gated); 0: none
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -91,7 +92,7 @@ class TransformerConfig:
         for key, high in LIMITS.items():
             value = getattr(self, key)
             low = 0 if key in ("positions", "type_vocab", "position_limit", "experts_per_token", "expert_ffn",
-                               *SWITCH_FIELDS) else 1
+                               "shared_expert_ffn", *SWITCH_FIELDS) else 1
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise InputError(f"must be an integer in {low}…{high}, got {shown(value)}", field=key)
         switch_only = tuple(key for key in SWITCH_FIELDS if key not in ("kv_channels", "experts"))  # llama may set these
@@ -106,6 +107,9 @@ class TransformerConfig:
                 or self.family != "llama" and (self.experts_per_token or self.expert_ffn)):
             raise InputError(f"a llama mixture of experts sets experts, experts_per_token (1…experts) and expert_ffn "
                              f"together, got {moe} for {self.family}", field="experts_per_token")
+        if self.shared_expert_ffn and not self.moe:
+            raise InputError("shared_expert_ffn is a llama mixture of experts' shared expert: set experts too",
+                             field="shared_expert_ffn")
         if self.kv_channels and self.family not in ("switch", "llama"):
             raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
                              f"{self.family}", field="kv_channels")
@@ -314,10 +318,16 @@ def layer_parameters(c: TransformerConfig) -> int:
 
 def mlp_parameters(c: TransformerConfig) -> int:
     """A gated layer's MLP parameters: SwiGLU's gate, up and down (3·h·f), or a mixture of experts' router
-    (h·E) and E such MLPs of ``expert_ffn`` width (no biases)."""
+    (h·E) and E such MLPs of ``expert_ffn`` width (no biases), and its shared expert's (:func:`shared_expert_parameters`)."""
     if c.moe:
-        return c.hidden * c.experts + c.experts * 3 * c.hidden * c.expert_ffn
+        return c.hidden * c.experts + c.experts * 3 * c.hidden * c.expert_ffn + shared_expert_parameters(c)
     return 3 * c.hidden * c.ffn
+
+
+def shared_expert_parameters(c: TransformerConfig) -> int:
+    """A mixture's shared expert: one SwiGLU MLP of ``shared_expert_ffn`` width (3·h·f_s, split over TP) and its
+    gate's h → 1 weight (h, replicated: Megatron-Core's ``SharedExpertMLP.gate_weight``); 0 without one."""
+    return 3 * c.hidden * c.shared_expert_ffn + c.hidden if c.shared_expert_ffn else 0
 
 
 def qk_norm_parameters(c: TransformerConfig) -> int:
@@ -327,8 +337,11 @@ def qk_norm_parameters(c: TransformerConfig) -> int:
 
 def replicated_parameters(c: TransformerConfig) -> int:
     """A layer's parameters every TP rank holds whole: norms' γ (β; Qwen3's q and k norms' γ), proj and fc2 biases,
-    a mixture's router (h·E: Megatron-Core's ``TopKRouter.weight`` is not split)."""
-    return 2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe if c.family == "llama" else 6 * c.hidden
+    a mixture's router (h·E: Megatron-Core's ``TopKRouter.weight`` is not split) and shared expert's gate (h)."""
+    if c.family != "llama":
+        return 6 * c.hidden
+    gate = c.hidden if c.shared_expert_ffn else 0
+    return 2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe + gate
 
 
 def outer_norm_parameters(c: TransformerConfig) -> int:
