@@ -70,7 +70,7 @@ def dispatch_bytes(c: TransformerConfig, local_tokens: int, scale: float = 1.0) 
 
 def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16",
              etp: int | None = None) -> Work:
-    """The MoE MLP's ops on one rank for a micro-batch of ``tokens`` tokens of which it routes ``local``
+    """The MoE MLP's ops on one rank for a micro-batch of ``tokens`` tokens (a CP rank's s·b/CP) of which it routes ``local``
     (T/TP under sequence parallelism), in forward order both ways (the caller reverses the backward), and the
     dispatcher's collectives: the all-to-alls over ``ep`` (group ``ep``, none at EP 1) and, at ETP > 1, the
     all-gather and reduce-scatter of the ETP·local·k rows over the expert-TP group (``etp``, None: TP; group
@@ -227,7 +227,7 @@ def rank_expert_parameters(c: TransformerConfig, par: Parallelism, rank: int) ->
 
 
 def expert_shards(par: Parallelism) -> int:
-    """The ranks the distributed optimizer shards the experts' states over: their expert-DP group (DP/EP; 1 without)."""
+    """The ranks the distributed optimizer shards the experts' states over: their expert-DP group (TP·CP·DP/(ETP·EP); 1 without)."""
     return par.expert_replicas if par.distributed_optimizer else 1
 
 
