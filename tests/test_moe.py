@@ -92,8 +92,8 @@ def test_mixtral_model_flops_count_two_experts_not_eight():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({"dp": 6, "ep": 4, "global_batch": 12}, "must divide TP × DP"),
-    ({"dp": 4, "ep": 2, "cp": 2, "global_batch": 4}, "cp"),
+    ({"dp": 6, "ep": 4, "global_batch": 12}, "must divide TP × CP × DP"),
+    ({"dp": 3, "ep": 4, "cp": 2, "global_batch": 3}, r"must divide TP × CP × DP \(1 × 2 × 3\)"),
     ({"dp": 4, "ep": 2, "fsdp": True, "global_batch": 4}, "fsdp"),
 ])
 def test_layouts_expert_parallelism_refuses(kwargs, match):

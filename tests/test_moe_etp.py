@@ -48,7 +48,7 @@ def test_expert_groups_carved_from_tp_times_dp(tp, dp, ep, etp, replicas):
 
 @pytest.mark.parametrize("tp,dp,ep,etp", [(2, 4, 8, 2), (1, 4, 8, 1), (2, 1, 1, 4)])
 def test_etp_times_ep_not_dividing_tp_times_dp_is_refused_in_one_line(tp, dp, ep, etp):
-    with pytest.raises(InputError, match="must divide TP × DP") as caught:
+    with pytest.raises(InputError, match="must divide TP × CP × DP") as caught:
         Parallelism(tp, 1, dp, dp, ep=ep, etp=etp, sequence_parallel=tp > 1)
     field = "ep" if ep > 1 else "etp"  # at EP 1 the ETP given is what breaks the rule
     assert f"field '{field}'" in str(caught.value) and "\n" not in str(caught.value)

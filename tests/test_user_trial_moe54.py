@@ -98,14 +98,13 @@ def test_an_empty_search_for_an_ep_dividing_no_expert_count_says_to_change_ep(tm
     assert "EP 1, 2, 4 or 8 divides its 8 experts" in err  # the divisors of 8
 
 
-@pytest.mark.parametrize("flags", [("--fsdp",), ("--cp", "2")])
-def test_a_search_names_ep_beside_fsdp_or_cp_as_its_own_rule(tmp_path, capsys, flags):
-    """EP 2 on DP 4 (or DP 2 beside CP 2) divides DP: the rows fall to train's refusal of EP beside CP or FSDP,
-    which search counted as ``ep-divides-dp`` — a rule those layouts keep."""
-    assert main(_search(tmp_path, "--ep", "2", *flags)) == 0
+def test_a_search_names_ep_beside_fsdp_as_its_own_rule(tmp_path, capsys):
+    """EP 2 on DP 4 divides DP: the rows fall to train's refusal of EP beside FSDP, which search counted as
+    ``ep-divides-dp`` — a rule those layouts keep. (EP beside CP runs: Megatron-Core carves EP from TP·CP·DP.)"""
+    assert main(_search(tmp_path, "--ep", "2", "--fsdp")) == 0
     out = capsys.readouterr()
     rejected = json.loads(out.out)["meta"]["rejected"]
-    assert rejected.get("ep-beside-cp-or-fsdp", 0) > 0
+    assert rejected.get("ep-beside-fsdp", 0) > 0
     assert "ep-divides-dp" not in rejected  # 8 GPUs: every DP left beside EP 2 is even
     assert "--ep" in out.err.split("give more")[1]
 
@@ -126,10 +125,10 @@ def test_top_k_above_the_expert_count_is_named_in_the_configs_terms(tmp_path, ca
     assert "routed to 9 experts (top-k) of the 8" in err and "llama" not in err
 
 
-@pytest.mark.parametrize("flags", [("--dp", "4", "--etp", "3"), ("--dp", "2", "--cp", "2", "--etp", "2"),
+@pytest.mark.parametrize("flags", [("--dp", "4", "--etp", "3"), ("--dp", "2", "--cp", "2", "--etp", "3"),
                                    ("--dp", "4", "--fsdp", "--etp", "2")])
 def test_an_etp_refused_at_ep_1_names_etp(tmp_path, capsys, flags):
-    """--etp 3 (ETP × EP = 3 does not divide TP × DP = 4) or --etp beside CP or FSDP, without --ep: the one-line
+    """--etp 3 (ETP × EP = 3 does not divide TP × CP × DP = 4) or --etp beside FSDP, without --ep: the one-line
     refusal named field 'ep', a flag the user never gave."""
     assert main(["train", str(_config(tmp_path)), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), *flags,
                  "--global-batch", "8", "--seq", "128"]) == 2

@@ -41,7 +41,7 @@ def test_qwen3_moe_is_read_with_its_published_parameter_counts():
 
 
 @pytest.mark.parametrize("kind,experts_key,why", [
-    ("qwen2_moe", "num_experts", "shared expert"), ("deepseek_v3", "n_routed_experts", "latent attention"),
+    ("deepseek_v3", "n_routed_experts", "latent attention"),
     ("olmoe", "num_experts", "whole projection"), ("phimoe", "num_local_experts", "SparseMixer")])
 def test_other_moe_model_types_are_refused_as_moe(tmp_path, kind, experts_key, why):
     fields = json.loads((DATA / "qwen3_8b.json").read_text())
@@ -69,7 +69,7 @@ def test_mixtral_with_router_jitter_is_refused(tmp_path):
 
 def test_a_moe_refusal_on_the_command_line_is_exit_2_and_one_line(tmp_path, capsys):
     fields = json.loads((DATA / "qwen3_8b.json").read_text())
-    fields.update(model_type="qwen2_moe", num_experts=60, num_experts_per_tok=4)
+    fields.update(model_type="phimoe", num_local_experts=16, num_experts_per_tok=2)
     code = main(["train", str(write_config(tmp_path, fields)), "--cluster", str(CLUSTER), "--global-batch", "16",
                  "--seq", "256"])
     err = capsys.readouterr().err

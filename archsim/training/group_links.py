@@ -122,8 +122,9 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
         levels = [cp_subgroups(g, par.cp_hierarchy) for g in cp_groups]
         cp_groups = [inner for split in levels for inner in split[0]]
         ring_groups = [ring for split in levels for ring in split[1]]
-    # Megatron-Core's expert ranks, order tp-ep-dp-pp at CP 1 (parallel_state's expert_decoder_rank_generator, its
-    # tp ETP): an EP group holds GPU t of EP consecutive ETP groups, an expert-DP group GPU t of every EP-th one
+    # Megatron-Core's expert ranks, order tp-ep-dp-pp over the TP·CP·DP GPUs (parallel_state's expert rank generator,
+    # its tp ETP, cp 1): an EP group holds GPU t of EP consecutive ETP groups (at ETP = TP, of the CP ranks first),
+    # an expert-DP group GPU t of every EP-th one
     etp, estep = par.expert_tp, 1 if wired else min(cluster.gpus_per_server, par.expert_tp)
     ep_groups = (range(first + t, first + etp * par.ep, etp) for first in range(start, start + group, etp * par.ep)
                  for t in range(0, etp, estep))

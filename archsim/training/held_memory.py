@@ -22,7 +22,9 @@ linear's saved ``input`` (under SP the local shard, all-gathered again when W ru
 The 24/t (28/t) is read off the layer's widths (grouped K and V, SwiGLU's gate and up gradients and their
 product): the norms' own γ and β are left out, as the paper leaves them. Masks and the attention core (no
 weights) are released by I. Counted as a share of M_B, a micro-batch between I and W holds that share of the
-layer's 1-byte masks too where they do not double (fp32: M_W short by the share × the masks' bytes). The first
+layer's 1-byte masks too where they do not double (fp32: M_W short by the share × the masks' bytes). A mixture of experts'
+MLP (:func:`~archsim.training.moe_ops.expert_weight_gradient_bytes`) holds the router's input and logits' gradient
+and, per routed row, the experts' fc1 input and output gradient and fc2's input and output gradient. The first
 stage's embedding mask counts in its rank's M_B, which W holds none of (:func:`rank_shares`; until 2026-12-02 it
 was scaled by a layer's M_W / M_B, 16-fold under full recompute).
 
@@ -49,10 +51,17 @@ Front = tuple[tuple[int, int], ...]  # (M_B, M_W-only) counts of a walk's steps:
 
 
 @lru_cache(maxsize=4096)  # a planned search's rank sizing asks again and again for the same shapes
-def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
+def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool,
+                          etp: int | None = None) -> float:
     """M_W: bytes one layer holds for one micro-batch between its I and its W (module docstring), in every
-    recompute mode: s·b·(4·h + 4·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank))."""
+    recompute mode: s·b·(4·h + 4·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank)); a mixture's
+    MLP at expert-TP ``etp`` (None: TP) as :func:`~archsim.training.moe_ops.expert_weight_gradient_bytes` counts it."""
     w = layer_widths(c, tp)
+    if c.moe:  # the attention's half of the dense count: proj's output gradient, QKV's input, QKV's and proj's
+        from archsim.training.moe_ops import expert_weight_gradient_bytes  # moe_ops reads parallel, not needed here
+
+        attention = 2 * c.hidden + 2 * c.hidden / (tp if sequence_parallel else 1) + 2 * (w.qkv + w.attention)
+        return c.seq * micro_batch * (attention + expert_weight_gradient_bytes(c, tp, sequence_parallel, etp))
     # proj's and fc2's output gradients (whole) and QKV's and fc1's inputs (sequence-split under SP)
     replicated = 4 * c.hidden + 4 * c.hidden / (tp if sequence_parallel else 1)
     split = 2 * (w.qkv + w.attention + (3 if w.gated else 2) * w.ffn)

@@ -312,7 +312,10 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     experts = rank_expert_parameters(c, par, rank) if par.experts_apart else 0  # theirs over their expert-DP ranks
     before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
-        group, link = replace(par, dp=par.expert_replicas, ep=1, etp=None), machine.links.expert_dp
+        # CP is in the expert-DP count; the batch scaled with it (only a valid layout's: the collectives ignore it)
+        group = replace(par, dp=par.expert_replicas, cp=1, cp_comm="p2p", cp_hierarchy=None, ep=1, etp=None,
+                        global_batch=par.global_batch * par.expert_replicas)
+        link = machine.links.expert_dp
         assert link is not None  # a rank machine of an expert-DP group of more than one has its link
         more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=link)), experts,
                        forward_s, backward_s, rank, drains)

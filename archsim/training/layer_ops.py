@@ -152,9 +152,11 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     mem("residual2", residual * local * h, residual * local * h)
     backward.reverse()  # backward runs the ops last-first (order only matters for a timeline)
     first_mlp = ("gate", "up") if w.gated else ("fc1",)  # a gated MLP's one linear_fc1, two ops here
-    tp_f, tp_b = _tp_collectives(tokens * h * 2, tp, sequence_parallel, {"attn": ("qkv",), "mlp": first_mlp})
-    if moe is not None:  # the dispatcher's collectives in the dense MLP's TP ones' place
-        tp_f, tp_b = (tuple(x for x in colls if not x.name.startswith("mlp.")) for colls in (tp_f, tp_b))
+    shared = moe is not None and c.shared_expert_ffn > 0  # a shared expert keeps the dense MLP's TP collectives
+    tp_f, tp_b = _tp_collectives(tokens * h * 2, tp, sequence_parallel,
+                                 {"attn": ("qkv",), "mlp": ("shared_expert.fc1",) if shared else first_mlp})
+    if moe is not None:  # the dispatcher's collectives in (or, with a shared expert, beside) the dense MLP's TP ones
+        tp_f, tp_b = (tuple(x for x in colls if shared or not x.name.startswith("mlp.")) for colls in (tp_f, tp_b))
         tp_f, tp_b = tp_f + moe.forward_collectives, moe.backward_collectives + tp_b
     return Work(tuple(forward), tuple(backward), tp_f, tp_b)
 

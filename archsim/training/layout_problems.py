@@ -74,16 +74,16 @@ def ep_layout_problem(dp: int, ep: int, cp: int = 1, fsdp: bool = False, tp: int
                       etp: int | None = None) -> str | None:
     """Why EP ``ep`` at ETP ``etp`` (None: TP) cannot be carved from a layout (one line), or None. Megatron-Core
     (``parallel_state.initialize_model_parallel``) carves the expert groups from each pipeline rank's TP·CP·DP
-    GPUs as ETP × EP × expert-DP and raises unless ETP·EP·PP divides the world: ETP·EP must divide TP·DP (DP
-    alone, EP | DP, at ETP = TP); CP > 1 or FSDP beside EP or ETP ≠ TP are not modelled (moe_ops.py's docstring)."""
+    GPUs as ETP × EP × expert-DP (its expert rank generator has no CP) and raises unless ETP·EP·PP divides the
+    world: ETP·EP must divide TP·CP·DP (CP·DP alone at ETP = TP); FSDP beside EP or ETP ≠ TP is not modelled."""
     expert_tp = tp if etp is None else etp
     if ep == 1 and expert_tp == tp:
         return None
-    if cp > 1 or fsdp:
-        return f"expert parallelism (EP, ETP) is not modelled with {setting('cp')} > 1 or {setting('fsdp')}"
-    if (tp * dp) % (expert_tp * ep):
-        return (f"Megatron-Core carves the expert groups from the TP × DP GPUs: ETP × EP ({expert_tp} × {ep}) must "
-                f"divide TP × DP ({tp} × {dp})")
+    if fsdp:
+        return f"expert parallelism (EP, ETP) is not modelled with {setting('fsdp')}"
+    if (tp * cp * dp) % (expert_tp * ep):
+        return (f"Megatron-Core carves the expert groups from the TP × CP × DP GPUs: ETP × EP ({expert_tp} × {ep}) "
+                f"must divide TP × CP × DP ({tp} × {cp} × {dp})")
     return None
 
 

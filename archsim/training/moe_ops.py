@@ -20,6 +20,13 @@ ETP = TP), n = ETP·R·EP/E each (rounded up where it does not divide), and the 
 Backward runs the same four collectives. The probabilities' all-to-all beside the tokens' (T·k values against
 T·k·h) and the token counts' gather are left out.
 
+A shared expert (``--moe-shared-expert-intermediate-size f_s --moe-shared-expert-gate``; ``shared_experts.py``,
+``SharedExpertMLP``: Qwen2-MoE's) is Megatron-Core's dense ``MLP`` of width f_s, split over TP as the dense MLP is
+(its linear_fc1 h → 2f_s/TP on the T all-gathered tokens, SwiGLU, linear_fc2 f_s/TP → h, reduce-scattered: the
+layer keeps the dense MLP's TP collectives for it), run on every token after the routed experts
+(``MoELayer.forward`` adds it, no ``--moe-shared-expert-overlap``); its gate is an h → 1 GEMM on the rank's local
+tokens (``gate_weight`` (1, h), replicated), a sigmoid, and the output times it.
+
 Memory-bound ops, elements each way (forward; backward):
 
 ==========================  ====================================  ==========================================
@@ -33,6 +40,10 @@ sort / unsort by expert     a copy of the T·k rows each: 2·T·k·h  the same
 SwiGLU                      as the dense MLP's: 3·T·k·f/TP        5·T·k·f/TP
 unpermute (weighted sum)    read R·h rows, R probs, write         read dy, the rows (for dprobs), write
                             local·h: R·h + R + local·h            their gradient: local·h + 2·R·h
+shared expert's SwiGLU      3·T·f_s/TP                            5·T·f_s/TP
+shared expert's gate        sigmoid 2·local; × gate (read the     × gate's gradients (read dy twice, the
+(sigmoid, ×, + routed)      output and gate, write) 2·local·h +   output, the gate, write both)
+                            local; + routed 3·local·h             4·local·h + 2·local; sigmoid's 3·local
 ==========================  ====================================  ==========================================
 """
 
@@ -59,7 +70,7 @@ def dispatch_bytes(c: TransformerConfig, local_tokens: int, scale: float = 1.0) 
 
 def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16",
              etp: int | None = None) -> Work:
-    """The MoE MLP's ops on one rank for a micro-batch of ``tokens`` tokens of which it routes ``local``
+    """The MoE MLP's ops on one rank for a micro-batch of ``tokens`` tokens (a CP rank's s·b/CP) of which it routes ``local``
     (T/TP under sequence parallelism), in forward order both ways (the caller reverses the backward), and the
     dispatcher's collectives: the all-to-alls over ``ep`` (group ``ep``, none at EP 1) and, at ETP > 1, the
     all-gather and reduce-scatter of the ETP·local·k rows over the expert-TP group (``etp``, None: TP; group
@@ -93,6 +104,13 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     if experts > 1:
         mem("unsort_chunks", 2 * rows * h, 2 * rows * h)
     mem("unpermute", routed * h + routed + local * h, local * h + 2 * routed * h)
+    if c.shared_expert_ffn:  # SharedExpertMLP on every token: the dense MLP's GEMMs over TP, × sigmoid(x·gate)
+        fs = c.shared_expert_ffn // tp
+        gemm("shared_expert.fc1", tokens, h, 2 * fs)
+        mem("shared_expert.swiglu", 3 * tokens * fs, 5 * tokens * fs)
+        gemm("shared_expert.fc2", tokens, fs, h)
+        gemm("shared_expert.gate", local, h, 1)
+        mem("shared_expert.gate_mul", 5 * local * h + 3 * local, 4 * local * h + 5 * local)
     a2a = dispatch_bytes(c, local)
     gathered = rows * h * 2
     fwd: list[Collective] = []
@@ -154,12 +172,33 @@ def mlp_activation_bytes(c: TransformerConfig, tp: int, etp: int | None = None) 
     MLP's activation and fc2 inputs (2·2·ffn/t), a gated one's gate and up outputs and their product (2·3·ffn/t);
     a mixture of experts' k routed rows as its experts take them (the fc1 input 2·h, its gate and up output
     2·2f/t, SwiGLU's product 2·f/t; at ETP ≠ TP a rank takes ETP/TP of them, each f/ETP wide), the k permuted
-    rows of the T/t tokens it routes, which unpermute keeps (2·k·h/t), and the router's fp32 probabilities (4·E/t)."""
+    rows of the T/t tokens it routes, which unpermute keeps (2·k·h/t), and the router's fp32 probabilities (4·E/t);
+    a shared expert's gate and up outputs and product (2·3·f_s/t, as a dense MLP's), its output and sigmoid's, which
+    the gate's multiply keeps (2·(h + 1)/t)."""
     if not c.moe:
         return 2 * (3 if c.family == "llama" else 2) * (c.ffn // tp)
     e_tp = tp if etp is None else etp
     k, f = c.experts_per_token, c.expert_ffn // e_tp
-    return k * (2 * c.hidden + 6 * f) * e_tp / tp + (2 * k * c.hidden + 4 * c.experts) / tp
+    shared = 6 * (c.shared_expert_ffn // tp) + 2 * (c.hidden + 1) / tp if c.shared_expert_ffn else 0.0
+    return k * (2 * c.hidden + 6 * f) * e_tp / tp + (2 * k * c.hidden + 4 * c.experts) / tp + shared
+
+
+def expert_weight_gradient_bytes(c: TransformerConfig, tp: int, sequence_parallel: bool, etp: int | None = None) -> float:
+    """M_W of a mixture's MLP, bytes per token of the micro-batch on one rank (2 an element): each weight GEMM's input
+    and output gradient, as the zero-bubble split holds them from I to W. The router's input (the norm output, h) and
+    its logits' gradient (E), for the rank's tokens (1/TP of them under sequence parallelism); the experts' rows as
+    the grouped GEMMs' W reads them (TE's ``GroupedLinear`` keeps each GEMM's input and output gradient): per row
+    fc1's input (the permuted row, h) and output gradient (SwiGLU's input's, 2f/ETP), fc2's input (SwiGLU's output,
+    f/ETP) and output gradient (h), on the k·ETP rows a token's share takes (/TP under SP; k at ETP = TP); a shared
+    expert's as a dense SwiGLU MLP's, and its gate's output gradient."""
+    e_tp = tp if etp is None else etp
+    split = tp if sequence_parallel else 1
+    router = 2 * (c.hidden + c.experts) / split
+    rows = c.experts_per_token * e_tp / split
+    # a shared expert: its fc1's output gradient and fc2's input (2·3f_s/TP), fc2's output gradient (2h, whole as the
+    # dense MLP's) and its gate's (2, on local tokens); fc1's and the gate's input is the router's, counted above
+    shared = 6 * (c.shared_expert_ffn // tp) + 2 * c.hidden + 2 / split if c.shared_expert_ffn else 0.0
+    return router + rows * 2 * (2 * c.hidden + 3 * (c.expert_ffn // e_tp)) + shared
 
 
 def etp_kept(c: TransformerConfig, par: Parallelism, kept: float, unscaled: float,
@@ -190,7 +229,7 @@ def rank_expert_parameters(c: TransformerConfig, par: Parallelism, rank: int) ->
 
 
 def expert_shards(par: Parallelism) -> int:
-    """The ranks the distributed optimizer shards the experts' states over: their expert-DP group (DP/EP; 1 without)."""
+    """The ranks the distributed optimizer shards the experts' states over: their expert-DP group (TP·CP·DP/(ETP·EP); 1 without)."""
     return par.expert_replicas if par.distributed_optimizer else 1
 
 
@@ -201,6 +240,7 @@ __all__ = [
     "expert_parameters",
     "expert_rows",
     "expert_shards",
+    "expert_weight_gradient_bytes",
     "mlp_activation_bytes",
     "moe_problem",
     "moe_rule",

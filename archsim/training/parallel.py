@@ -159,8 +159,8 @@ class Parallelism:
     output all-to-all'd to head sharding and back) or ``a2a+p2p`` (an all-to-all inside groups of A ranks, p2p's
     ring over P of them: ``cp_hierarchy`` (A, P), A·P = CP, :mod:`archsim.training.context_parallel_hierarchy`);
     GPUs = tp·cp·pp·dp; ep: expert-parallel degree (Megatron-Core's ``--expert-model-parallel-size``, a mixture
-    of experts' E/EP experts a rank, :mod:`archsim.training.moe_ops`): EP ranks carved out of the DP group, the
-    experts' gradients reduced over the DP/EP ranks that hold the same experts (:attr:`expert_replicas`)."""
+    of experts' E/EP experts a rank, :mod:`archsim.training.moe_ops`): EP ranks carved out of the TP·CP·DP GPUs, the
+    experts' gradients reduced over the ranks that hold the same experts (:attr:`expert_replicas`)."""
 
     tp: int = 1
     pp: int = 1
@@ -286,8 +286,8 @@ class Parallelism:
     @property
     def expert_replicas(self) -> int:
         """The ranks holding the same experts, over which the experts' gradients are reduced: Megatron-Core's
-        expert-data-parallel group, world / (ETP · EP · PP) = TP·DP/(ETP·EP) at CP 1 (DP/EP at ETP = TP)."""
-        return self.tp * self.dp // (self.expert_tp * self.ep)
+        expert-data-parallel group, world / (ETP · EP · PP) = TP·CP·DP/(ETP·EP) (CP·DP/EP at ETP = TP)."""
+        return self.tp * self.cp * self.dp // (self.expert_tp * self.ep)
 
     @property
     def expert_tp(self) -> int:

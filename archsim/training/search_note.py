@@ -9,7 +9,7 @@ from archsim.training.search_result import ShardedFits
 from archsim.training.search_space import Candidate, divisors, factorizations, rejection
 from archsim.workload.transformer import TransformerConfig
 
-EP_REASONS = ("ep-divides-experts", "ep-divides-dp", "ep-beside-cp-or-fsdp")  # rejections an --ep value answers
+EP_REASONS = ("ep-divides-experts", "ep-divides-dp", "ep-beside-fsdp")  # rejections an --ep value answers
 
 
 def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],

@@ -106,6 +106,8 @@ def megatron_model_args(c: TransformerConfig) -> str:
     if c.moe:  # archsim's mixture of experts (training/moe_ops.py): dropless, the alltoall dispatcher, grouped GEMMs
         args += [f"--num-experts {c.experts}", f"--moe-router-topk {c.experts_per_token}",
                  f"--moe-ffn-hidden-size {c.expert_ffn}", "--moe-token-dispatcher-type alltoall", "--moe-grouped-gemm"]
+        if c.shared_expert_ffn:  # Qwen2-MoE's sigmoid-gated shared expert (moe_ops.py)
+            args += [f"--moe-shared-expert-intermediate-size {c.shared_expert_ffn}", "--moe-shared-expert-gate"]
     if not c.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
     if c.sliding_window is not None:

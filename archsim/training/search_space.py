@@ -46,7 +46,7 @@ CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "moe-needs-sequence-parallel",
-           "ep-divides-dp", "ep-beside-cp-or-fsdp", "schedule-needs-pp",
+           "ep-divides-dp", "ep-beside-fsdp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
 # Configurations one search may enumerate (× server orders under a planned placement): refused above it
@@ -220,8 +220,8 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     rule = moe_rule(c, k.tp, k.ep, k.sequence_parallel)  # train's refusals (archsim.training.moe_ops), one each
     if rule is not None:
         return rule[0]
-    if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp):  # at ETP = TP: EP > 1 beside CP > 1 or FSDP, or EP ∤ DP
-        return "ep-beside-cp-or-fsdp" if k.cp > 1 or k.fsdp else "ep-divides-dp"
+    if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp):  # at ETP = TP: EP > 1 beside FSDP, or EP ∤ CP·DP
+        return "ep-beside-fsdp" if k.fsdp else "ep-divides-dp"
     # the schedule's rules, the ones train refuses by (archsim.training.parallel)
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 

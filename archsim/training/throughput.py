@@ -15,12 +15,14 @@ from archsim.workload.transformer import TransformerConfig, layer_parameters, ml
 
 
 def active_layer_parameters(c: TransformerConfig) -> int:
-    """A layer's parameters each token's GEMMs run through: a mixture of experts' k routed experts (3·h·f each),
-    not its other experts nor its router, as Megatron-LM's ``num_floating_point_operations``
-    (``megatron/training/training.py``) counts an MoE layer's MLP; a dense layer's all."""
+    """A layer's parameters each token's GEMMs run through: a mixture of experts' k routed experts (3·h·f each) and
+    its shared expert (3·h·f_s), not its other experts, its router nor the shared expert's gate, as Megatron-LM's
+    ``num_floating_point_operations`` (``megatron/training/training.py``, ``moe_layer_flops``: routed and shared
+    FLOPs) counts an MoE layer's MLP; a dense layer's all."""
     if not c.moe:
         return layer_parameters(c)
-    return layer_parameters(c) - mlp_parameters(c) + c.experts_per_token * 3 * c.hidden * c.expert_ffn
+    routed = c.experts_per_token * 3 * c.hidden * c.expert_ffn
+    return layer_parameters(c) - mlp_parameters(c) + routed + 3 * c.hidden * c.shared_expert_ffn
 
 
 def model_flops(c: TransformerConfig, global_batch: int) -> float:

@@ -98,6 +98,12 @@ FIXED: dict[str, tuple[Fixed, ...]] = {  # model_type → the fields it reads at
         Fixed("decoder_sparse_step", 1, _is(1), "every layer sparse", "dense MLP layers between the sparse ones"),
         Fixed("mlp_only_layers", [], lambda value: value == [], "every layer sparse", "dense MLP layers at those indices"),
     ),
+    "qwen2_moe": (  # Qwen2MoeAttention: q, k and v with biases, o without, as Qwen2's
+        Fixed("use_sliding_window", False, _is(False), "full attention in every layer",
+              "a sliding window on the layers past max_window_layers: fewer scores there"),
+        Fixed("decoder_sparse_step", 1, _is(1), "every layer sparse", "dense MLP layers between the sparse ones"),
+        Fixed("mlp_only_layers", [], lambda value: value == [], "every layer sparse", "dense MLP layers at those indices"),
+    ),
     "switch_transformers": (
         Fixed("router_bias", False, _is(False), "a router without bias", "a bias on every router's Linear"),
     ),
@@ -163,6 +169,8 @@ HF_NAMES: dict[str, dict[str, str]] = {
                 "expert_ffn": "intermediate_size"},
     "qwen3_moe": {**_LLAMA_NAMES, "experts": "num_experts", "experts_per_token": "num_experts_per_tok",
                   "expert_ffn": "moe_intermediate_size"},
+    "qwen2_moe": {**_LLAMA_NAMES, "experts": "num_experts", "experts_per_token": "num_experts_per_tok",
+                  "expert_ffn": "moe_intermediate_size", "shared_expert_ffn": "shared_expert_intermediate_size"},
     "bert": {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
              "ffn": "intermediate_size", "vocab": "vocab_size", "type_vocab": "type_vocab_size"},
 }
@@ -210,8 +218,10 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
     if kind in MOE_EXPERTS and kind not in MOE_READ:
         raise InputError(_moe_refusal(config, kind), field="model_type")
     experts = {}
-    if kind in MOE_READ:  # Mixtral is Mistral's layer, Qwen3-MoE Qwen3's, each with routed SwiGLU experts
+    if kind in MOE_READ:  # Mixtral is Mistral's layer, Qwen3-MoE Qwen3's, Qwen2-MoE Qwen2's, with routed SwiGLU experts
         experts = {field: get_key(config, HF_NAMES[kind][field]) for field in ("experts", "experts_per_token", "expert_ffn")}
+        if "shared_expert_ffn" in HF_NAMES[kind]:  # Qwen2-MoE's shared expert, beside the routed ones
+            experts["shared_expert_ffn"] = get_key(config, HF_NAMES[kind]["shared_expert_ffn"])
         kind = MOE_READ[kind]
     if kind in ("llama", "mistral", "qwen2", "qwen3", "gemma"):
         heads, hidden = get_key(config, "num_attention_heads"), get_key(config, "hidden_size")
@@ -265,6 +275,8 @@ KNOWN_KEYS: dict[str, set[str]] = {
     "mixtral": _LLAMA_KEYS | {"num_local_experts", "num_experts_per_tok", "router_aux_loss_coef", "output_router_logits"},
     "qwen3_moe": _LLAMA_KEYS | {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "router_aux_loss_coef",
                                 "output_router_logits", "norm_topk_prob"},
+    "qwen2_moe": _LLAMA_KEYS | {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "router_aux_loss_coef",
+                                "output_router_logits", "norm_topk_prob", "shared_expert_intermediate_size"},
     "bert": {"num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size",
              "max_position_embeddings", "type_vocab_size", "hidden_act", "layer_norm_eps", "is_decoder",
              "classifier_dropout"},
@@ -313,11 +325,10 @@ MOE_EXPERTS = {
 
 
 # The mixture-of-experts model_types read (→ the dense model_type whose layer they share: routed SwiGLU experts
-# in every layer's MLP, no shared expert), and why each other one is refused
-MOE_READ = {"mixtral": "mistral", "qwen3_moe": "qwen3"}
+# in every layer's MLP; Qwen2-MoE's sigmoid-gated shared expert beside them), and why each other one is refused
+MOE_READ = {"mixtral": "mistral", "qwen3_moe": "qwen3", "qwen2_moe": "qwen2"}
 MOE_UNREAD = {
     "phimoe": "its SparseMixer router and LayerNorms with biases",
-    "qwen2_moe": "its shared expert (a dense SwiGLU MLP beside the routed ones, gated by a sigmoid)",
     "olmoe": ("its q and k RMS norms over the whole projection (a·d and kv·d wide, not per head as Megatron-Core's "
               "--qk-layernorm) and clip_qkv"),
     "deepseek_v2": "its multi-head latent attention (MLA), shared experts and first dense layers",

@@ -25,7 +25,6 @@ from functools import lru_cache
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import shown
-from archsim.workload.builders import NetworkBuilder
 from archsim.workload.layer import Network
 
 FAMILIES = ("gpt", "opt", "llama", "bert", "switch")
@@ -35,7 +34,7 @@ OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before positi
 LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
           "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
           "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20,
-          "experts_per_token": 4096, "expert_ffn": 2**22}
+          "experts_per_token": 4096, "expert_ffn": 2**22, "shared_expert_ffn": 2**22}
 # MLP activations archsim states: one elementwise kernel each way (read x, write y; read dy, x, write dx),
 # fused with the bias in Megatron's op list; gelu_new is GPT-2's, written out in eager PyTorch (8 kernels
 # forward, 11 backward: archsim.training.hf_ops). Llama's gated MLP applies it to the gate.
@@ -84,6 +83,7 @@ class TransformerConfig:
     torch_dtype: str = ""  # a Hugging Face config's torch_dtype as written (not priced: model_files.config_dtype_note); "": none
     experts_per_token: int = 0  # llama MoE: experts each token is routed to (top-k); 0: a dense MLP
     expert_ffn: int = 0  # llama MoE: each expert's SwiGLU width (features)
+    shared_expert_ffn: int = 0  # llama MoE: the shared expert's SwiGLU width (every token, sigmoid-gated); 0: none
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -91,7 +91,7 @@ class TransformerConfig:
         for key, high in LIMITS.items():
             value = getattr(self, key)
             low = 0 if key in ("positions", "type_vocab", "position_limit", "experts_per_token", "expert_ffn",
-                               *SWITCH_FIELDS) else 1
+                               "shared_expert_ffn", *SWITCH_FIELDS) else 1
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise InputError(f"must be an integer in {low}…{high}, got {shown(value)}", field=key)
         switch_only = tuple(key for key in SWITCH_FIELDS if key not in ("kv_channels", "experts"))  # llama may set these
@@ -108,6 +108,9 @@ class TransformerConfig:
                              if self.family == "llama" and all(moe) else f"a llama mixture of experts sets experts, "
                              f"experts_per_token (1…experts) and expert_ffn together, got {moe} for {self.family}",
                              field="experts_per_token")
+        if self.shared_expert_ffn and not self.moe:
+            raise InputError("shared_expert_ffn is a llama mixture of experts' shared expert: set experts too",
+                             field="shared_expert_ffn")
         if self.kv_channels and self.family not in ("switch", "llama"):
             raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
                              f"{self.family}", field="kv_channels")
@@ -237,7 +240,11 @@ class TransformerConfig:
         if self.moe:
             raise InputError("the array commands' per-sample network does not model a mixture of experts; "
                              "train it on a GPU cluster (archsim train)", field="experts")
-        return build(self if seq is None else _replace_seq(self, seq))
+        from dataclasses import replace
+
+        from archsim.workload.transformer_network import array_network
+
+        return array_network(self if seq is None else replace(self, seq=seq))
 
 
 def _probability(value: object) -> bool:
@@ -316,10 +323,16 @@ def layer_parameters(c: TransformerConfig) -> int:
 
 def mlp_parameters(c: TransformerConfig) -> int:
     """A gated layer's MLP parameters: SwiGLU's gate, up and down (3·h·f), or a mixture of experts' router
-    (h·E) and E such MLPs of ``expert_ffn`` width (no biases)."""
+    (h·E) and E such MLPs of ``expert_ffn`` width (no biases), and its shared expert's (:func:`shared_expert_parameters`)."""
     if c.moe:
-        return c.hidden * c.experts + c.experts * 3 * c.hidden * c.expert_ffn
+        return c.hidden * c.experts + c.experts * 3 * c.hidden * c.expert_ffn + shared_expert_parameters(c)
     return 3 * c.hidden * c.ffn
+
+
+def shared_expert_parameters(c: TransformerConfig) -> int:
+    """A mixture's shared expert: one SwiGLU MLP of ``shared_expert_ffn`` width (3·h·f_s, split over TP) and its
+    gate's h → 1 weight (h, replicated: Megatron-Core's ``SharedExpertMLP.gate_weight``); 0 without one."""
+    return 3 * c.hidden * c.shared_expert_ffn + c.hidden if c.shared_expert_ffn else 0
 
 
 def qk_norm_parameters(c: TransformerConfig) -> int:
@@ -329,64 +342,17 @@ def qk_norm_parameters(c: TransformerConfig) -> int:
 
 def replicated_parameters(c: TransformerConfig) -> int:
     """A layer's parameters every TP rank holds whole: norms' γ (β; Qwen3's q and k norms' γ), proj and fc2 biases,
-    a mixture's router (h·E: Megatron-Core's ``TopKRouter.weight`` is not split)."""
-    return 2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe if c.family == "llama" else 6 * c.hidden
+    a mixture's router (h·E: Megatron-Core's ``TopKRouter.weight`` is not split) and shared expert's gate (h)."""
+    if c.family != "llama":
+        return 6 * c.hidden
+    gate = c.hidden if c.shared_expert_ffn else 0
+    return 2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe + gate
 
 
 def outer_norm_parameters(c: TransformerConfig) -> int:
     """The one norm outside the layers (replicated over TP): the final norm (Llama's RMSNorm γ; GPT's and
     OPT's LayerNorm γ and β) or BERT's embedding LayerNorm (γ, β)."""
     return (1 if c.family == "llama" else 2) * c.hidden
-
-
-def _replace_seq(config: TransformerConfig, seq: int) -> TransformerConfig:
-    from dataclasses import replace
-
-    return replace(config, seq=seq)
-
-
-def build(c: TransformerConfig) -> Network:
-    refuse_switch(c, "the array commands' per-sample network")
-    s, d, hd = c.seq, c.hidden, c.head_dim
-    w = layer_widths(c)
-    b = NetworkBuilder(c.name).start(s, 1, d)
-    if c.family == "bert":
-        b.add("emb_ln", "batchnorm")
-    for i in range(1, c.layers + 1):
-        p = f"l{i}"
-        entry = b.current
-        bias = c.family != "llama"
-        normed = entry if c.family == "bert" else b.add(f"{p}_ln1", "batchnorm")
-        qkv = b.add(f"{p}_qkv", "fc", w.qkv, bias=bias or c.qkv_bias, source=normed)
-        scores_inputs = None
-        if c.qk_norm:  # Qwen3: a norm over each query and key head's head_dim, as the block's other norms
-            q = b.add(f"{p}_q_norm", "batchnorm", source=qkv, shape=(s, c.heads, hd))
-            k = b.add(f"{p}_k_norm", "batchnorm", source=qkv, shape=(s, c.kv_heads, hd))
-            scores_inputs = (q[0], k[0])
-        b.add(f"{p}_scores", "matmul", s, repeat=c.heads, inputs=scores_inputs, source=qkv, shape=(s, hd, 1))
-        probs = b.add(f"{p}_softmax", "elementwise", shape=(s, s, c.heads))
-        b.add(f"{p}_context", "matmul", hd, repeat=c.heads, inputs=(probs[0], qkv[0]), shape=(s, s, 1))
-        b.add(f"{p}_out", "fc", w.hidden, bias=bias, shape=(s, 1, w.attention))
-        attn = b.add(f"{p}_add1", "elementwise", inputs=(f"{p}_out", entry[0]))
-        normed = b.add(f"{p}_ln1", "batchnorm") if c.family == "bert" else b.add(f"{p}_ln2", "batchnorm")
-        if w.gated:
-            gate = b.add(f"{p}_gate", "fc", w.ffn, source=normed)
-            up = b.add(f"{p}_up", "fc", w.ffn, source=normed)
-            act = b.add(f"{p}_silu", "elementwise", source=gate)
-            b.add(f"{p}_mul", "elementwise", inputs=(act[0], up[0]), source=act)
-            b.add(f"{p}_down", "fc", w.hidden)
-        else:
-            b.add(f"{p}_ffn1", "fc", w.ffn, bias=True, source=normed)
-            b.add(f"{p}_gelu", "elementwise")
-            b.add(f"{p}_ffn2", "fc", w.hidden, bias=True)
-        residual = attn if c.family != "bert" else normed
-        b.add(f"{p}_add2", "elementwise", inputs=(b.current[0], residual[0]))
-        if c.family == "bert":
-            b.add(f"{p}_ln2", "batchnorm")
-    if c.family != "bert":
-        b.add("ln_f", "batchnorm")
-        b.add("lm_head", "fc", c.vocab)
-    return b.network()
 
 
 def check_positions(name: str, limit: int, seq: int, fix: str, field: str) -> None:
