@@ -138,7 +138,7 @@ def test_an_etp_refused_at_ep_1_names_etp(tmp_path, capsys, flags):
 
 def test_train_help_lists_every_runs_column_and_the_ep_rule_at_an_etp(capsys):
     """--runs' help listed the optional columns of before CP and EP (no ep, etp, cp, …), and --ep's said EP divides
-    DP, which an ETP other than TP lifts (TP 4, DP 2, ETP 1, EP 4 trains: ETP × EP = 4 divides TP × DP = 8)."""
+    DP, which an ETP other than TP lifts (TP 4, DP 2, ETP 1, EP 4 trains: ETP × EP = 4 divides TP × CP × DP = 8)."""
     from archsim.training.runs import OPTIONAL, REQUIRED
 
     with pytest.raises(SystemExit):
@@ -147,7 +147,7 @@ def test_train_help_lists_every_runs_column_and_the_ep_rule_at_an_etp(capsys):
     runs = re.findall(r"[a-z_]+", text.split("--runs RUNS.csv")[-1].split("--max-ops")[0])  # [-1]: not the usage's
     assert [c for c in (*REQUIRED, *OPTIONAL) if c not in runs] == []
     ep = text.split("--ep EP")[-1].split("--etp ETP")[0]
-    assert "ETP × EP divides TP × DP" in ep
+    assert "ETP × EP divides TP × CP × DP" in ep
     Parallelism(tp=4, dp=2, ep=4, etp=1, sequence_parallel=True, global_batch=8)  # accepted: the help's rule
 
 
@@ -172,7 +172,7 @@ def test_ep_on_a_config_whose_experts_are_not_read_says_which_types_are(tmp_path
     assert main(["train", str(path), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--dp", "4",
                  "--global-batch", "8", "--seq", "128", flag, "2"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is dense" in err and "model_type mixtral or qwen3_moe" in err
+    assert err.count("\n") == 1 and "is dense" in err and "model_type mixtral, qwen2_moe or qwen3_moe" in err
 
 
 def test_cli_doc_names_every_parallel_degree_flag_train_takes(capsys):

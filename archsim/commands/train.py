@@ -62,11 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ep", type=positive_int, default=1,
                         help="expert-parallel degree of a mixture-of-experts model (Megatron-Core's "
                              "--expert-model-parallel-size): E/EP experts a GPU, tokens all-to-all'd over the EP "
-                             "group; EP divides the experts and ETP × EP divides TP × DP (EP divides DP at ETP = TP) "
+                             "group; EP divides the experts and ETP × EP divides TP × CP × DP (EP divides CP × DP at ETP = TP) "
                              "(docs/training.md#mixture-of-experts)")
     parser.add_argument("--etp", type=positive_int, default=None,
                         help="the experts' tensor-parallel degree (Megatron-Core's --expert-tensor-parallel-size; "
-                             "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × DP")
+                             "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × CP × DP")
     parser.add_argument("--cp", type=positive_int, default=1,
                         help="context-parallel degree (Megatron-LM's --context-parallel-size): each GPU of a CP group "
                              "runs 2 of the sequence's 2·CP chunks; GPUs = TP × CP × PP × DP (docs/training.md)")

@@ -139,7 +139,7 @@ def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
     and Hugging Face lists are dense); ETP (``etp``, None: TP) other than TP on a dense model."""
     if not c.moe:  # a config.json of another model_type (llama, mistral) states experts archsim does not read
         dense = (f"needs a mixture-of-experts model; {c.name} is dense (experts are read from a config.json of "
-                 "model_type mixtral or qwen3_moe only)")
+                 "model_type mixtral, qwen2_moe or qwen3_moe only)")
         if etp is not None and etp != tp:
             return "etp-needs-experts", f"ETP {etp} {dense}"
         return ("ep-needs-experts", f"EP {ep} {dense}") if ep > 1 else None
