@@ -197,3 +197,16 @@ def test_etp_on_a_dense_model_is_refused_only_where_it_is_not_tp(tmp_path, capsy
     assert main([*flags, "--etp", "1"]) == 2 and "field 'etp'" in capsys.readouterr().err
     text = " ".join((Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text().split())
     assert "an `--etp` other than TP on a dense model" in text
+
+
+@pytest.mark.parametrize(("flags", "said"), [(("--ep", "2", "--sweep", "ep=1,4"), "--ep"),
+                                             (("--ep", "2", "--sweep", "micro_batch=1,2"), None)])
+def test_a_flag_the_sweep_replaces_is_noted(tmp_path, capsys, flags, said):
+    """``--ep 2 --sweep ep=1,4`` ran EP 1 and 4 without a word about the --ep 2 it was given (as --tp/--pp beside
+    their axes): a note names the flag now; a flag the sweep does not sweep is not named."""
+    assert main(["train", str(_config(tmp_path)), "--cluster", str(CLUSTERS / "h100_2_servers.toml"), "--dp", "4",
+                 "--global-batch", "8", "--seq", "128", *flags, "--format", "csv"]) == 0
+    err = capsys.readouterr().err
+    noted = [line for line in err.splitlines() if "given beside --sweep" in line]
+    line = f"archsim train: note: {said} given beside --sweep over the same setting: every point takes the sweep's values"
+    assert noted == ([line] if said else [])

@@ -246,6 +246,9 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
     from archsim.workload.model_files import config_dtype_note
 
     axes = [parse_axis(text) for text in args.sweep]
+    swept = _given(args, [(f"--{key.replace('_', '-')}", key) for key, _ in axes])  # a flag the sweep replaces
+    if swept:
+        note(f"{', '.join(swept)} given beside --sweep over the same setting: every point takes the sweep's values")
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
