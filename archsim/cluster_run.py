@@ -188,7 +188,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
             args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
             summary=rows.frame() if isinstance(rows, Rows) else rows, per_seed=per_seed,
             notes=f"Figures other than the spread show seed {seeds[0]}. Baselines run without SPB; Jigsaw with SPB "
-                  "(§4.2). " + granularity_note(args)))
+                  "(§4.2)." + (" " + granularity_note(args) if "unit_seconds" in read else "")))  # Jigsaw's unit alone
     return ClusterRun(rows, meta, per_seed, wrote)
 
 

@@ -367,3 +367,12 @@ def test_a_cluster_files_device_named_as_a_folder_is_refused(tmp_path, capsys, e
                        f'device = "{(devices / "tpu_v4_like.toml").as_posix()}{ending}"\n')
     line = clean_error(capsys, "train", "gpt2", "--cluster", cluster, "--tp", 1, "--global-batch", 4)
     assert "named as a folder" in line and "device" in line
+
+
+@pytest.mark.parametrize(("policy", "said"), [("tiresias", False), ("jigsaw", True)])
+def test_a_cluster_report_explains_jigsaws_unit_only_when_jigsaw_runs(tmp_path, policy, said):
+    """``--policy tiresias --report`` explained Jigsaw's planning unit (--unit-seconds), which the run never read."""
+    report = tmp_path / "cluster.html"
+    assert main(["cluster", "--jobs", "6", "--gpus", "8", "--policy", policy, "--format", "json",
+                 "--report", str(report)]) == 0
+    assert ("Jigsaw plans" in report.read_text(encoding="utf-8")) is said
