@@ -49,12 +49,6 @@ def current_names(names: Iterable[str]) -> dict[str, str]:
     return {old: new for old, new in RENAMED_COLUMNS.items() if old in names and new not in names}
 
 
-def load_results(out: Path, files: list[Path] | None = None) -> pd.DataFrame:
-    """Assemble cached unit files (all of them, or just ``files``) into one sorted frame."""
-    files = files if files is not None else sorted((out / "cache").glob("*.json"))
-    return results_frame([row for file in files for row in cached_rows(file)])
-
-
 def cached_rows(file: Path) -> list[dict[str, object]]:
     try:
         data = parse_json(read_text(file, "sweep cache file"), str(file))
@@ -96,4 +90,4 @@ def results_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
 
 
 __all__ = ["ARRAY_COLUMN", "PROVENANCE_COLUMNS", "RENAMED_COLUMNS", "RESULT_COLUMNS", "SORT_COLUMNS", "cached_rows",
-           "current_names", "layerpipe_settings", "load_results", "results_frame", "written_columns"]
+           "current_names", "layerpipe_settings", "results_frame", "written_columns"]
