@@ -79,9 +79,9 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
+    from archsim.training.moe_ops import with_capacity
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
-    from archsim.training.moe_ops import with_capacity
     from archsim.training.stage_split import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput
     from archsim.training.train_json import train_document

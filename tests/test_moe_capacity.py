@@ -6,7 +6,6 @@ Megatron arguments)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
