@@ -45,7 +45,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           fsdp_reshard: str = "after-forward",
           fsdp_grad_sync: str = "micro-batch",
           cp_hierarchy: Sequence[int] | None = None, ep: int = 1,
-          etp: int | None = None) -> tuple[TrainResult, Throughput]:
+          etp: int | None = None, moe_expert_capacity_factor: float | None = None,
+          moe_pad_expert_input_to_capacity: bool = False) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -56,7 +57,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`; ``distributed_optimizer``: True or False,
     ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``; ``fsdp_reshard``: ``--fsdp-reshard``; ``fsdp_grad_sync``: ``--fsdp-grad-sync``; ``cp``, ``cp_comm``: ``--cp``,
-    ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``; ``etp``: ``--etp``, None: TP).
+    ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``; ``etp``: ``--etp``, None: TP;
+    ``moe_expert_capacity_factor``, ``moe_pad_expert_input_to_capacity``: their flags, None and False dropless).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
@@ -77,6 +79,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
+    from archsim.training.moe_ops import with_capacity
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
@@ -102,7 +105,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
         positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
     seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
-    config = transformer(model, seq)
+    check_switch(moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity")
+    config = with_capacity(transformer(model, seq), moe_expert_capacity_factor, moe_pad_expert_input_to_capacity)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,

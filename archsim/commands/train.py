@@ -67,6 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--etp", type=positive_int, default=None,
                         help="the experts' tensor-parallel degree (Megatron-Core's --expert-tensor-parallel-size; "
                              "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × CP × DP")
+    parser.add_argument("--moe-expert-capacity-factor", type=float, default=None, metavar="C",
+                        help="Megatron-Core's expert capacity: each expert takes at most ⌈(T·k/E)·C⌉ of a rank's "
+                             "routed rows, the rest dropped (default: dropless; under archsim's uniform routing "
+                             "nothing is dropped at C ≥ 1 unless padded)")
+    parser.add_argument("--moe-pad-expert-input-to-capacity", action="store_true",
+                        help="pad each expert's input to exactly its capacity (needs --moe-expert-capacity-factor): "
+                             "the expert GEMMs and all-to-alls carry the capacity's rows")
     parser.add_argument("--cp", type=positive_int, default=1,
                         help="context-parallel degree (Megatron-LM's --context-parallel-size): each GPU of a CP group "
                              "runs 2 of the sequence's 2·CP chunks; GPUs = TP × CP × PP × DP (docs/training.md)")
@@ -159,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
+    from archsim.training.moe_ops import with_capacity
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
@@ -177,7 +185,8 @@ def run(args: argparse.Namespace) -> int:
     if ignored:
         raise InputError(f"{', '.join(ignored)}: --sweep runs each point on Megatron's even split and writes no "
                          "timeline; drop them, or run one point without --sweep", field="sweep")
-    config = load_transformer(args.model, seq=args.seq)
+    config = with_capacity(load_transformer(args.model, seq=args.seq), args.moe_expert_capacity_factor,
+                           args.moe_pad_expert_input_to_capacity)
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")

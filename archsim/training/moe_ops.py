@@ -1,6 +1,6 @@
 """A mixture of experts' MLP on one rank, as Megatron-Core trains it with ``--num-experts E``,
 ``--moe-router-topk k``, ``--expert-model-parallel-size EP``, ``--moe-token-dispatcher-type alltoall``,
-``--moe-grouped-gemm`` and no capacity factor (dropless). Read from Megatron-LM (commit d98e8a6):
+``--moe-grouped-gemm``, dropless unless ``--moe-expert-capacity-factor C`` (below). Read from Megatron-LM (commit d98e8a6):
 ``megatron/core/transformer/moe/moe_layer.py`` (``MoELayer.forward``: route, dispatch, experts, combine),
 ``router.py`` (``TopKRouter``: the gating GEMM, softmax top-k, the load-balancing loss), ``token_dispatcher.py``
 (``MoEAlltoAllTokenDispatcher``: ``dispatch_preprocess`` permutes, ``token_dispatch`` all-to-alls over the EP
@@ -17,7 +17,10 @@ by :func:`archsim.collectives.collective_seconds` on the EP group's link (CP's a
 :mod:`~archsim.training.context_parallel_a2a`); with ETP > 1 (``--expert-tensor-parallel-size``, TP by
 default) the received rows are all-gathered over the ETP group, so the E/EP local experts take ETP·R rows (T·k at
 ETP = TP), n = ETP·R·EP/E each (rounded up where it does not divide), and the combine reduce-scatters them back.
-Backward runs the same four collectives. The probabilities' all-to-all beside the tokens' (T·k values against
+Backward runs the same four collectives. A capacity factor C (:func:`expert_capacity`) caps each expert at
+c = ⌈(local·k/E)·C⌉ rows from each rank; with ``--moe-pad-expert-input-to-capacity`` every expert takes exactly c
+from each, so the rank sends c·E rows (R's place) and a local expert takes n = c·ETP·EP; without padding the cap
+binds under uniform routing only at C < 1 (c·E rows at most; at C ≥ 1 the dropless figures stand). The probabilities' all-to-all beside the tokens' (T·k values against
 T·k·h) and the token counts' gather are left out.
 
 A shared expert (``--moe-shared-expert-intermediate-size f_s --moe-shared-expert-gate``; ``shared_experts.py``,
@@ -49,6 +52,9 @@ shared expert's gate        sigmoid 2·local; × gate (read the     × gate's gr
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 from archsim.errors import InputError
 from archsim.training.op_work import Collective, Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
@@ -62,10 +68,25 @@ def expert_rows(c: TransformerConfig, tokens: int, ep: int) -> tuple[int, int]:
     return local, -(-tokens * c.experts_per_token // local)
 
 
-def dispatch_bytes(c: TransformerConfig, local_tokens: int, scale: float = 1.0) -> float:
-    """Bytes of one all-to-all's buffer on a rank (2 an element, × ``scale``: 2 in fp32): its ``local_tokens``
-    routed k times, h wide; (EP − 1)/EP of it leaves the rank and as much arrives."""
-    return local_tokens * c.experts_per_token * c.hidden * 2 * scale
+def expert_capacity(c: TransformerConfig, local: int) -> int | None:
+    """Rows each expert takes from a rank routing ``local`` tokens where the capacity binds, or None (dropless).
+    Megatron-Core's ``moe_utils.get_capacity``: ⌈(local·k/E)·C⌉ (``apply_router_token_dropping`` caps the router's
+    map with it; ``MoEAlltoAllTokenDispatcher.preprocess`` under ``drop_and_pad`` sends exactly that many to every
+    expert). Without padding it binds only when C < 1: under uniform routing no expert gets more than ⌈local·k/E⌉."""
+    factor = c.moe_expert_capacity_factor
+    if factor is None or (factor >= 1 and not c.moe_pad_expert_input_to_capacity):
+        return None
+    return math.ceil(local * c.experts_per_token / c.experts * factor)
+
+
+def with_capacity(c: TransformerConfig, factor: float | None, pad: bool) -> TransformerConfig:
+    """``c`` trained with ``--moe-expert-capacity-factor`` ``factor`` (None: as ``c`` states) and
+    ``--moe-pad-expert-input-to-capacity`` (``pad``; TransformerConfig refuses a factor ≤ 0, padding without one,
+    either on a dense model)."""
+    if factor is None and not pad:
+        return c
+    return replace(c, moe_expert_capacity_factor=c.moe_expert_capacity_factor if factor is None else factor,
+                   moe_pad_expert_input_to_capacity=pad or c.moe_pad_expert_input_to_capacity)
 
 
 def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16",
@@ -77,8 +98,13 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     ``tp`` at ETP = TP, else ``etp``): ``token_dispatcher.py``'s ``tp_group`` is ``pg_collection.expt_tp``."""
     h, e = c.hidden, c.experts
     e_tp = tp if etp is None else etp
-    routed, rows = local * c.experts_per_token, local * e_tp * c.experts_per_token  # T·k rows at ETP = TP
+    routed = local * c.experts_per_token
     experts, n = expert_rows(c, local * e_tp, ep)
+    cap = expert_capacity(c, local)
+    if cap is not None:  # each expert takes cap rows from each of the ETP·EP ranks (the dispatcher's rounding)
+        routed = cap * e if c.moe_pad_expert_input_to_capacity else min(cap * e, routed)
+        n = cap * e_tp * ep
+    rows = routed * e_tp  # T·k rows at ETP = TP, dropless
     f = c.expert_ffn // e_tp
     forward: list = []
     backward: list = []
@@ -111,7 +137,7 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
         gemm("shared_expert.fc2", tokens, fs, h)
         gemm("shared_expert.gate", local, h, 1)
         mem("shared_expert.gate_mul", 5 * local * h + 3 * local, 4 * local * h + 5 * local)
-    a2a = dispatch_bytes(c, local)
+    a2a = routed * h * 2  # each all-to-all's buffer, 2 bytes an element: (EP − 1)/EP leaves the rank
     gathered = rows * h * 2
     fwd: list[Collective] = []
     bwd: list[Collective] = []
@@ -235,8 +261,8 @@ def expert_shards(par: Parallelism) -> int:
 
 __all__ = [
     "check_moe",
-    "dispatch_bytes",
     "etp_kept",
+    "expert_capacity",
     "expert_parameters",
     "expert_rows",
     "expert_shards",
@@ -246,4 +272,5 @@ __all__ = [
     "moe_rule",
     "moe_work",
     "rank_expert_parameters",
+    "with_capacity",
 ]

@@ -103,9 +103,12 @@ def megatron_model_args(c: TransformerConfig) -> str:
         if c.partial_rotary_factor != 1:
             args.append(f"--rotary-percent {float(c.partial_rotary_factor)!r}")
         args += [flag for flag, on in (("--add-qkv-bias", c.qkv_bias), ("--qk-layernorm", c.qk_norm)) if on]
-    if c.moe:  # archsim's mixture of experts (training/moe_ops.py): dropless, the alltoall dispatcher, grouped GEMMs
+    if c.moe:  # archsim's mixture of experts (training/moe_ops.py): the alltoall dispatcher, grouped GEMMs, dropless
         args += [f"--num-experts {c.experts}", f"--moe-router-topk {c.experts_per_token}",
                  f"--moe-ffn-hidden-size {c.expert_ffn}", "--moe-token-dispatcher-type alltoall", "--moe-grouped-gemm"]
+        if c.moe_expert_capacity_factor is not None:  # or capped, as train --moe-expert-capacity-factor runs it
+            args.append(f"--moe-expert-capacity-factor {float(c.moe_expert_capacity_factor)!r}")
+            args += ["--moe-pad-expert-input-to-capacity"] if c.moe_pad_expert_input_to_capacity else []
         if c.shared_expert_ffn:  # Qwen2-MoE's sigmoid-gated shared expert (moe_ops.py)
             args += [f"--moe-shared-expert-intermediate-size {c.shared_expert_ffn}", "--moe-shared-expert-gate"]
     if not c.tied_embeddings:

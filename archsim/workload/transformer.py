@@ -19,6 +19,7 @@ head tied to the token embedding counted once).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
@@ -84,6 +85,10 @@ class TransformerConfig:
     experts_per_token: int = 0  # llama MoE: experts each token is routed to (top-k); 0: a dense MLP
     expert_ffn: int = 0  # llama MoE: each expert's SwiGLU width (features)
     shared_expert_ffn: int = 0  # llama MoE: the shared expert's SwiGLU width (every token, sigmoid-gated); 0: none
+    # llama MoE, Megatron-Core's TransformerConfig names: each expert takes at most ⌈T·k/E·C⌉ of a rank's T tokens'
+    # k·T rows (None: dropless) and, padded, exactly that many (training/moe_ops.py's expert_capacity)
+    moe_expert_capacity_factor: float | None = None
+    moe_pad_expert_input_to_capacity: bool = False
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -111,6 +116,7 @@ class TransformerConfig:
         if self.shared_expert_ffn and not self.moe:
             raise InputError("shared_expert_ffn is a llama mixture of experts' shared expert: set experts too",
                              field="shared_expert_ffn")
+        _check_capacity(self)
         if self.kv_channels and self.family not in ("switch", "llama"):
             raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
                              f"{self.family}", field="kv_channels")
@@ -249,6 +255,24 @@ class TransformerConfig:
 
 def _probability(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+
+
+def _check_capacity(c: TransformerConfig) -> None:
+    """Megatron-Core's capacity settings: a factor above 0 on a mixture of experts, padding only with a factor
+    (``TransformerConfig.__post_init__`` raises without one; a negative factor it reads as dropless: refused here)."""
+    factor, pad = c.moe_expert_capacity_factor, c.moe_pad_expert_input_to_capacity
+    if not isinstance(pad, bool):
+        raise InputError(f"expected true or false, got {shown(pad)}", field="moe-pad-expert-input-to-capacity")
+    if factor is None and not pad:
+        return
+    flag = "moe-expert-capacity-factor" if factor is not None else "moe-pad-expert-input-to-capacity"
+    if not c.moe:
+        raise InputError(f"caps a mixture of experts' expert inputs; {c.name} is dense", field=flag)
+    if factor is None:
+        raise InputError(f"pads each expert's input to its capacity: give {setting('moe_expert_capacity_factor', placeholder='C')} "
+                         "too (Megatron-Core raises without one)", field=flag)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+        raise InputError(f"expected a capacity factor above 0, got {shown(factor)}", field=flag)
 
 
 SWITCH_FIELDS = ("experts", "expert_capacity", "sparse_step", "kv_channels", "position_buckets")
