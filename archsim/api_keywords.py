@@ -95,6 +95,18 @@ def positive_int(value: object, field: str, *, low: int = 1, high: int | None = 
         raise InputError(str(exc), field=field) from None
 
 
+def positive_float(value: object, field: str) -> float:
+    """A keyword whose flag takes ``positive_float_flag``'s number: refused with the flag's message, or the float
+    (``"1.25"`` read as ``--moe-expert-capacity-factor 1.25`` reads it)."""
+    from archsim.errors import InputError
+    from archsim.value_parsers import parse_float
+
+    try:
+        return parse_float(value, low=0.0, low_open=True, what="a positive number")
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
+
+
 def clock_ghz(value: object, field: str = "clock-ghz") -> float:
     """A keyword that takes ``--clock-ghz``'s value: refused with the flag's line
     (:func:`archsim.array.options.clock_ghz`'s range), or the clock in GHz (``"1.5"`` read as the flag reads it)."""

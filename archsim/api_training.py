@@ -18,6 +18,7 @@ from archsim.api_keywords import (
     gpu_cluster,
     listed,
     named,
+    positive_float,
     positive_int,
     seq_note,
     speaks_keywords,
@@ -106,7 +107,9 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
     seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
     check_switch(moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity")
-    config = with_capacity(transformer(model, seq), moe_expert_capacity_factor, moe_pad_expert_input_to_capacity)
+    capacity = None if moe_expert_capacity_factor is None else \
+        positive_float(moe_expert_capacity_factor, "moe-expert-capacity-factor")
+    config = with_capacity(transformer(model, seq), capacity, moe_pad_expert_input_to_capacity)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,

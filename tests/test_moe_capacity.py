@@ -108,8 +108,9 @@ TRAIN = ["--cluster", str(CLUSTER), "--dp", "4", "--ep", "2", "--global-batch", 
 
 
 @pytest.mark.parametrize("flags,match", [
-    (["--moe-expert-capacity-factor", "0"], "field 'moe-expert-capacity-factor': expected a capacity factor above 0"),
-    (["--moe-expert-capacity-factor", "-1"], "field 'moe-expert-capacity-factor': expected a capacity factor above 0"),
+    (["--moe-expert-capacity-factor", "0"], "argument --moe-expert-capacity-factor: expected a positive number, got '0'"),
+    (["--moe-expert-capacity-factor", "-1"], "argument --moe-expert-capacity-factor: expected a positive number, got '-1'"),
+    (["--moe-expert-capacity-factor", "inf"], "argument --moe-expert-capacity-factor: expected a finite"),
     (["--moe-pad-expert-input-to-capacity"], "give --moe-expert-capacity-factor C too"),
 ])
 def test_cli_refuses_in_one_line(tmp_path, capsys, flags, match):

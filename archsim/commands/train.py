@@ -35,6 +35,7 @@ from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_points_warnings, tp_span_warning
 from archsim.validate import SECONDS_PER_OP
+from archsim.value_parsers import positive_float_flag
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
 # schedule actions (Parallelism.schedule_actions, the count --max-ops bounds) from which one iteration may run past
@@ -67,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--etp", type=positive_int, default=None,
                         help="the experts' tensor-parallel degree (Megatron-Core's --expert-tensor-parallel-size; "
                              "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × CP × DP")
-    parser.add_argument("--moe-expert-capacity-factor", type=float, default=None, metavar="C",
+    parser.add_argument("--moe-expert-capacity-factor", type=positive_float_flag, default=None, metavar="C",
                         help="Megatron-Core's expert capacity: each expert takes at most ⌈(T·k/E)·C⌉ of a rank's "
                              "routed rows, the rest dropped (default: dropless; under archsim's uniform routing "
                              "nothing is dropped at C ≥ 1 unless padded)")
@@ -256,8 +257,6 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
 
     axes = [parse_axis(text) for text in args.sweep]
     swept = _given(args, [(f"--{key.replace('_', '-')}", key) for key, _ in axes])  # a flag the sweep replaces
-    if swept:
-        note(f"{', '.join(swept)} given beside --sweep over the same setting: every point takes the sweep's values")
     base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
             "micro_batch": args.micro_batch, "recompute": args.recompute,
             "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
@@ -295,6 +294,8 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
     if dtype_note:
         note(dtype_note)
     note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
+    if swept:
+        note(f"{', '.join(swept)} given beside --sweep over the same setting: every point takes the sweep's values")
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
     emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
