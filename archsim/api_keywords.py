@@ -107,6 +107,19 @@ def positive_float(value: object, field: str) -> float:
         raise InputError(str(exc), field=field) from None
 
 
+def int_or_word(value: object, word: str, field: str) -> int | str:
+    """A keyword whose flag takes a positive integer or ``word`` (search's ``etp``: ``1`` or ``"tp"``), read as the
+    flag reads it (:func:`~archsim.value_parsers.parse_int_or_word`; ``"2"`` and ``2.0`` as 2), or refused with its
+    message."""
+    from archsim.errors import InputError
+    from archsim.value_parsers import parse_int_or_word, whole_number
+
+    try:
+        return parse_int_or_word(whole_number(value), word)
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
+
+
 def clock_ghz(value: object, field: str = "clock-ghz") -> float:
     """A keyword that takes ``--clock-ghz``'s value: refused with the flag's line
     (:func:`archsim.array.options.clock_ghz`'s range), or the clock in GHz (``"1.5"`` read as the flag reads it)."""

@@ -16,6 +16,7 @@ from archsim.api_keywords import (
     check_switch,
     check_text,
     gpu_cluster,
+    int_or_word,
     listed,
     named,
     positive_float,
@@ -222,7 +223,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
            fsdp: bool = False, cp: int | str | Sequence[int | str] = 1,
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
-           fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None) -> SearchResult:
+           fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
+           etp: int | str | Sequence[int | str] | None = None) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -232,7 +234,9 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
     ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``, ``fsdp_reshard`` as ``--fsdp-reshard``, ``fsdp_grad_sync`` as ``--fsdp-grad-sync``; ``cp``: the context-parallel
     degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
-    mixture of experts' every divisor of its expert count, a dense model's 1). Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
+    mixture of experts' every divisor of its expert count, a dense model's 1; ``etp``: the experts' tensor-parallel degrees
+    tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone).
+    Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count), the Pareto front and ``sharded_fits`` (every configuration out of memory
@@ -252,6 +256,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         BALANCES,
         CP_COMMS,
         DP_OVERLAPS,
+        ETP_TP,
         GRAD_ACCUMULATIONS,
         MAX_REFINE_ACTIONS,
         OBJECTIVES,
@@ -274,6 +279,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     cps = tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
     cp_comms = tuple(listed(cp_comm, "cp-comm"))
     eps = None if ep is None else tuple(positive_int(n, "ep") for n in listed(ep, "ep"))
+    etps = None if etp is None else tuple(int_or_word(n, ETP_TP, "etp") for n in listed(etp, "etp"))
     for name in cp_comms:
         check_choice(name, CP_COMMS, "cp-comm")
     cp_comm_rule(cps, cp_comms)
@@ -313,7 +319,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        refine=refine, balance=balance, objective=objective, placement=placement,
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps,
-                       cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps)
+                       cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps,
+                       etps=etps)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
@@ -335,6 +342,6 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
         seq=seq, objective=objective, balance=balance, placement=placement,
         distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps, cp_comms=cp_comms,
-        fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps)
+        fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps, etps=etps)
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document)

@@ -117,6 +117,29 @@ def float_flag(low: float = 0.0, high: float = math.inf, *, low_open: bool = Fal
     return convert
 
 
+def parse_int_or_word(text: object, word: str, *, what: str = "a positive integer") -> int | str:
+    """``text`` as ``word`` (a keyword a flag takes beside its integers: search's ``--etp tp``) or as
+    :func:`parse_int`'s integer in 1 … 2³¹ − 1; ValueError names both."""
+    if isinstance(text, str) and text.strip() == word:
+        return word
+    try:
+        return parse_int(text, what=what)
+    except ValueError:
+        raise ValueError(f"expected {what} or {word!r}, got {shown(text)}") from None
+
+
+def int_or_word_flag(word: str, what: str = "a positive integer"):
+    """An argparse ``type=`` for :func:`parse_int_or_word`."""
+
+    def convert(text: str) -> int | str:
+        try:
+            return parse_int_or_word(text, word, what=what)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
 positive_int_flag = int_flag(1, INT32_MAX, "a positive integer")
 seed_flag = int_flag(0, SEED_MAX, "a seed")
 processors_flag = int_flag(1, MAX_PROCESSORS, "a processor count")

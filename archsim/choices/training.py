@@ -24,6 +24,9 @@ DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or b
 # and the output all-to-all'd between sequence and head sharding, training/context_parallel_a2a.py) or a2a+p2p (an
 # all-to-all inside groups of A ranks, p2p's ring over P of them: training/context_parallel_hierarchy.py)
 CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
+# search's --etp word beside its integers: each candidate's experts split over its own TP (Megatron-LM's default
+# --expert-tensor-parallel-size), the one value a search tries unless told (training/search_experts.py)
+ETP_TP = "tp"
 IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
 # train's --attention unless given, per implementation: plain PyTorch's op list runs the standard core only
 IMPLEMENTATION_ATTENTION = {"megatron": DEFAULT_ATTENTION, "pytorch-eager": "standard"}

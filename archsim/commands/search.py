@@ -13,6 +13,7 @@ from archsim.choices.training import (
     CP_COMMS,
     DEFAULT_ATTENTION,
     DP_OVERLAPS,
+    ETP_TP,
     FSDP_GRAD_SYNCS,
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
@@ -37,7 +38,7 @@ from archsim.console import note
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
 from archsim.validate import INT32_MAX
-from archsim.value_parsers import int_flag
+from archsim.value_parsers import int_flag, int_or_word_flag
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 
@@ -58,6 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="expert-parallel degrees to try for a mixture of experts, one or several, as archsim "
                              "train's --ep (default: every divisor of its expert count; a dense model: 1); a row's EP "
                              "divides the experts and DP")
+    parser.add_argument("--etp", action=ListFlag, item=int_or_word_flag(ETP_TP), default=None, metavar="N|tp",
+                        help="the experts' tensor-parallel degrees to try for a mixture of experts, as archsim train's "
+                             "--etp: integers, and tp for each configuration's own TP (--etp 1 tp) (default: tp "
+                             "alone, Megatron-LM's default); a row's ETP × EP divides TP × CP × DP, and its "
+                             "command names --etp where ETP is not TP; an integer on a dense model is refused")
     parser.add_argument("--cp-comm", action=ListFlag, choices=CP_COMMS, default=["p2p"],
                         help="how CP above 1 exchanges K/V, one or several to try (default p2p), as archsim train's "
                              "--cp-comm: p2p (Megatron-LM's ring), all_gather (Llama 3's), a2a (DeepSpeed-Ulysses) or "
@@ -143,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
                         model_file=args.model, cluster_file=args.cluster,
                         distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp,
                         cp_comm=args.cp_comm, fsdp_reshard=args.fsdp_reshard,
-                        fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep)
+                        fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 
@@ -209,6 +215,7 @@ def _front_line(r: dict) -> str:
     cp = f" CP{r['cp']} {r['cp_comm']}" if r.get("cp", 1) > 1 else ""
     cp += f" {r['cp_hierarchy'].replace(' ', '×')}" if r.get("cp_hierarchy") else ""
     cp += f" EP{r['ep']}" if r.get("ep", 1) > 1 else ""
+    cp += f" ETP{r['etp']}" if r.get("etp", r["tp"]) != r["tp"] else ""
     return (f"TP{r['tp']}{cp} PP{r['pp']} DP{r['dp']} mb{r['micro_batch']} {r['recompute']} "
             f"{r['schedule']}{' v' + str(r['interleave']) if r['interleave'] > 1 else ''}"
             f"{' sp' if r['sequence_parallel'] else ''}: {r['iteration_seconds']:.4g} s, "
@@ -246,7 +253,8 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
                       r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
                       r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
-                      r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")), ep=r.get("ep", 1))
+                      r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")), ep=r.get("ep", 1),
+                      etp=None if r.get("etp", r["tp"]) == r["tp"] else r["etp"])
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))

@@ -31,6 +31,7 @@ def _label(row: dict) -> str:
     cp = f" CP{row['cp']} {row['cp_comm']}" if row.get("cp", 1) > 1 else ""
     cp += f" {row['cp_hierarchy'].replace(' ', '×')}" if row.get("cp_hierarchy") else ""
     cp += f" EP{row['ep']}" if row.get("ep", 1) > 1 else ""
+    cp += f" ETP{row['etp']}" if row.get("etp", row["tp"]) != row["tp"] else ""
     return (f"TP{row['tp']}{cp} PP{row['pp']} DP{row['dp']} mb{row['micro_batch']} {row['recompute']} "
             f"{row['schedule']}{chunks}{' sp' if row['sequence_parallel'] else ''}{split}")
 
@@ -68,12 +69,11 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
 
 
 def _columns(rows: list[dict]) -> list[str]:
-    """:data:`COLUMNS`, with a mixture of experts' ``ep`` after CP's where the rows carry it (a dense model's do
-    not), so two rows that differ in EP alone read apart."""
-    if not any("ep" in r for r in rows):
-        return COLUMNS
+    """:data:`COLUMNS`, with a mixture of experts' ``ep`` (and ``etp``, where a search tried ETPs) after CP's where
+    the rows carry them (a dense model's do not), so two rows that differ in EP or ETP alone read apart."""
+    experts = [name for name in ("ep", "etp") if any(name in r for r in rows)]
     at = COLUMNS.index("cp_comm") + 1
-    return [*COLUMNS[:at], "ep", *COLUMNS[at:]]
+    return [*COLUMNS[:at], *experts, *COLUMNS[at:]]
 
 
 def write_front_page(path: str | Path, title: str, front: list[dict], rows: list[dict], objective: str,

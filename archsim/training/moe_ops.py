@@ -164,11 +164,9 @@ def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
     (``MoELayer.forward`` raises), a mixture of experts on another implementation's op list (archsim's eager
     and Hugging Face lists are dense); ETP (``etp``, None: TP) other than TP on a dense model."""
     if not c.moe:  # a config.json of another model_type (llama, mistral) states experts archsim does not read
-        dense = (f"needs a mixture-of-experts model; {c.name} is dense (experts are read from a config.json of "
-                 "model_type mixtral, qwen2_moe or qwen3_moe only)")
         if etp is not None and etp != tp:
-            return "etp-needs-experts", f"ETP {etp} {dense}"
-        return ("ep-needs-experts", f"EP {ep} {dense}") if ep > 1 else None
+            return "etp-needs-experts", dense_refusal(c, f"ETP {etp}")
+        return ("ep-needs-experts", dense_refusal(c, f"EP {ep}")) if ep > 1 else None
     if c.experts % ep:
         return "ep-divides-experts", f"EP {ep} does not divide the {c.experts} experts (Megatron-Core asserts it)"
     if tp > 1 and not sequence_parallel:
@@ -178,6 +176,12 @@ def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
         return ("moe-needs-megatron",
                 f"a mixture of experts is modelled on Megatron-Core's op list only, not {implementation}'s")
     return None
+
+
+def dense_refusal(c: TransformerConfig, degree: str) -> str:
+    """The line refusing an expert layout (``degree``: ``"EP 2"``, ``"ETP 1"``) on the dense model ``c``."""
+    return (f"{degree} needs a mixture-of-experts model; {c.name} is dense (experts are read from a config.json of "
+            "model_type mixtral, qwen2_moe or qwen3_moe only)")
 
 
 def moe_problem(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> str | None:
@@ -261,6 +265,7 @@ def expert_shards(par: Parallelism) -> int:
 
 __all__ = [
     "check_moe",
+    "dense_refusal",
     "etp_kept",
     "expert_capacity",
     "expert_parameters",

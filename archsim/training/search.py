@@ -34,12 +34,13 @@ from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figure
 from archsim.training.parallel import Parallelism
 from archsim.training.placement import layouts, server_orders
 from archsim.training.search_cost import CLOSED_FORM_EXACT, Coster, objective_value
+from archsim.training.search_experts import expert_degrees, expert_tp_degrees
 from archsim.training.search_fit import fit_candidate
 from archsim.training.search_front import distinct_rows, identical_rows_dropped, pareto_front_rows
 from archsim.training.search_limits import check_planning_work, check_search_size
 from archsim.training.search_result import SearchResult, ShardedFits
 from archsim.training.search_row_maker import RowMaker
-from archsim.training.search_space import REASONS, Candidate, candidates, expert_degrees, rejection
+from archsim.training.search_space import REASONS, Candidate, candidates, rejection
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -63,7 +64,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
            fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
-           fsdp_grad_sync: str = "micro-batch", eps=None) -> SearchResult:
+           fsdp_grad_sync: str = "micro-batch", eps=None, etps=None) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -82,9 +83,11 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     configuration out of memory (and ``fsdp`` off: it shards every state already), the result's ``sharded_fits``
     says how many it would fit (each laid out as the search lays it out); ``fsdp`` whether PyTorch FSDP shards every state (each pipeline rank its own stages',
     :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters, ``fsdp_grad_sync`` when it reduce-scatters the gradients; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges; ``eps``: the EP degrees tried (default: a mixture of experts' every
-    divisor of its expert count, a dense model's 1; each row's EP divides the experts and DP, :func:`expert_degrees`)."""
+    divisor of its expert count, a dense model's 1; each row's EP divides the experts and DP, :func:`expert_degrees`);
+    ``etps``: the experts' tensor-parallel degrees tried, integers and ``"tp"`` (each candidate's TP; default: TP
+    alone; :func:`expert_tp_degrees`), a row's ETP × EP dividing TP × CP × DP; the rows carry ``etp`` when given."""
     refuse_switch(c, "search (Megatron's configurations)")
-    eps = expert_degrees(c, eps)
+    eps, etps = expert_degrees(c, eps), expert_tp_degrees(c, etps)
     Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
                 fsdp_grad_sync=fsdp_grad_sync)
     from archsim.progress import progress
@@ -96,13 +99,13 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement, cps,
-                      cp_comms, eps)
+                      cp_comms, eps, etps)
     for n in counts:
         check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
                                 dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms, fsdp_reshard,
-                                fsdp_grad_sync, eps)]
+                                fsdp_grad_sync, eps, etps)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)
@@ -157,7 +160,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                 bar.update(1)
         sharded = ShardedFits(len(fits), min(fits)) if fits else None
     costed.sort(key=lambda t: (value(t), t[0]))  # ties (an array device's joules, alike at any time): faster first
-    make = RowMaker(c, cluster, global_batch, coster, balance, orders, value)
+    make = RowMaker(c, cluster, global_batch, coster, balance, orders, value, etp_column=etps != (None,))
     rows, picked, twins = distinct_rows(make, costed, max(top, refine), later())
     retimed: dict[int, dict] = {}  # index in costed → its row re-timed by the event simulator
     first = list(zip(picked, rows))  # each row's index in costed, before re-timing reorders them

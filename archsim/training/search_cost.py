@@ -69,7 +69,7 @@ class Coster:
     def pieces_of(self, par, machine):
         key = (machine.gpu.name, par.tp, par.micro_batch, par.recompute, par.sequence_parallel, machine.links.tp,
                par.attention, par.cp, par.cp_comm, par.cp_hierarchy, machine.links.cp, machine.links.cp_hop, par.ep,
-               machine.links.ep)
+               machine.links.ep, par.etp, machine.links.etp)
         if key not in self.pieces:
             self.pieces[key] = model_pieces(self.c, par, machine)
         return self.pieces[key]

@@ -12,10 +12,11 @@ from archsim.workload.transformer import TransformerConfig
 
 
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
-                      placement: str = "file", cps=(1,), cp_comms=("p2p",), eps=(1,)) -> None:
+                      placement: str = "file", cps=(1,), cp_comms=("p2p",), eps=(1,), etps=(None,)) -> None:
     """Refuse, before any candidate is built, a grid above :data:`MAX_CANDIDATES` (× the server orders a
     planned placement tries), naming the flags that size it."""
-    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps, cp_comms, eps)
+    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps, cp_comms, eps,
+                           etps)
     if placement == "planned":
         size *= min(order_count(cluster), MAX_ORDERS + 1)
     if size > MAX_CANDIDATES:
@@ -23,7 +24,7 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
                  "schedule": len(schedules)}
         field = max(sizes, key=sizes.__getitem__)  # the flag that grows it most
         raise InputError(f"this search would enumerate {size:,} configurations (GPU counts × TP·PP·DP × micro-batches "
-                         f"× recompute × schedules and chunks × sequence parallelism × EP"
+                         f"× recompute × schedules and chunks × sequence parallelism × EP × ETP"
                          f"{' × server orders' if placement == 'planned' else ''}), above the limit of "
                          f"{MAX_CANDIDATES:,}; lower {setting('max-micro-batch')}, or give fewer {setting('gpus')}, "
                          f"{setting('schedule')} or {setting('chunks')}",

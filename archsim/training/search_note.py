@@ -9,7 +9,8 @@ from archsim.training.search_result import ShardedFits
 from archsim.training.search_space import Candidate, divisors, factorizations, rejection
 from archsim.workload.transformer import TransformerConfig
 
-EP_REASONS = ("ep-divides-experts", "ep-divides-dp", "ep-beside-fsdp")  # rejections an --ep value answers
+# rejections an --ep value answers (and the ETP rule an --etp value answers too)
+EP_REASONS = ("ep-divides-experts", "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp")
 
 
 def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],
@@ -47,7 +48,8 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
                 f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
     expert = [r for r in EP_REASONS if rejected.get(r)]  # a mixture of experts' EP broke a rule: --ep is a fix
-    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel", *(["ep"] if expert else [])))
+    experts = (["ep"] if expert else []) + (["etp"] if "etp-ep-divides-tp-cp-dp" in expert else [])
+    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel", *experts))
     divides = (f" (EP {or_list(divisors(c.experts))} divides its {c.experts} experts)"
                if "ep-divides-experts" in expert else "")
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "

@@ -27,12 +27,14 @@ class RowMaker:
     """Output rows: the GPUs, the configuration, its time (s), peak memory (GiB), MFU, model and hardware
     (recompute counted) TFLOP/s per GPU and tokens/s (:func:`~archsim.training.throughput.throughput`, as ``train`` gives them), cost, energy, stage
     split, server order and what the planned split and order gain (fractions, timed by the same coster); one maker serves
-    the ranked rows and the Pareto front (:mod:`~archsim.training.search_front`), so both read alike."""
+    the ranked rows and the Pareto front (:mod:`~archsim.training.search_front`), so both read alike; ``etp_column``:
+    a mixture's rows carry their ETP (``etp``, TP's where they run at TP), as a search told ETPs to try gives them."""
 
     def __init__(self, c, cluster, global_batch: int, coster: Coster, balance: str = "even", orders=None,
-                 value=lambda t: t[0]) -> None:
+                 value=lambda t: t[0], etp_column: bool = False) -> None:
         self.c, self.cluster, self.global_batch, self.coster, self.balance = c, cluster, global_batch, coster, balance
         self.orders, self.value = orders, value  # the server orders a planned placement tries; the objective
+        self.etp_column = etp_column and c.moe
         self.keep: dict[int, Candidate] = {}
         self._event: dict[Candidate, float] = {}  # candidate → the event simulator's seconds
 
@@ -43,6 +45,7 @@ class RowMaker:
         peak = mean_peak(cluster.laid_out(k.parallelism(global_batch)))  # at the run's dtype, as train's
         rates = throughput(c, global_batch, k.recompute, seconds, gpus, peak, k.attention)  # train's figures
         row = {"gpus": gpus, "tp": k.tp, "cp": k.cp, **({"ep": k.ep} if c.moe else {}),
+               **({"etp": k.tp if k.etp is None else k.etp} if self.etp_column else {}),
                "cp_comm": k.cp_comm if k.cp > 1 else "",
                **({"cp_hierarchy": f"{k.cp_hierarchy[0]} {k.cp_hierarchy[1]}"} if k.cp_hierarchy else {}), "pp": k.pp, "dp": k.dp, "micro_batch": k.micro_batch, "recompute": k.recompute,
                "schedule": k.schedule, "interleave": chunks_run(k.schedule, k.interleave), "sequence_parallel": k.sequence_parallel,

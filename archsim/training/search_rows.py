@@ -56,6 +56,8 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
         args.append(f"--context-parallel-size {k.cp}{comm}")
     if k.ep > 1:
         args.append(f"--expert-model-parallel-size {k.ep}")
+    if k.etp is not None:  # Megatron-LM's default is TP's
+        args.append(f"--expert-tensor-parallel-size {k.etp}")
     if k.attention == "flash":  # Megatron Core with Transformer Engine runs a fused attention without it
         args.append("--use-flash-attn")
     if k.dp_overlap == "bucketed":
@@ -153,6 +155,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += f" --cp-hierarchy {row['cp_hierarchy']}" if row.get("cp_hierarchy") else ""
     if row.get("ep", 1) > 1:
         line += f" --ep {row['ep']}"
+    if row.get("etp", row["tp"]) != row["tp"]:
+        line += f" --etp {row['etp']}"
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

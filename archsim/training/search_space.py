@@ -46,7 +46,7 @@ CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "moe-needs-sequence-parallel",
-           "ep-divides-dp", "ep-beside-fsdp", "schedule-needs-pp",
+           "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
 # Configurations one search may enumerate (× server orders under a planned placement): refused above it
@@ -78,12 +78,14 @@ class Candidate:
     fsdp_grad_sync: str = "micro-batch"  # Parallelism.fsdp_grad_sync, one for the search (with fsdp)
     cp_hierarchy: tuple[int, int] | None = None  # Parallelism.cp_hierarchy: a2a+p2p's (A, P)
     ep: int = 1  # Parallelism.ep: the expert-parallel degree (a mixture of experts' only)
+    etp: int | None = None  # Parallelism.etp: the experts' tensor-parallel degree, None: TP (:func:`etp_options`)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
                            self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
-                           self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync, self.cp_hierarchy, ep=self.ep)
+                           self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync, self.cp_hierarchy, ep=self.ep,
+                           etp=self.etp)
 
     @property
     def gpus(self) -> int:
@@ -104,18 +106,25 @@ def divisors(n: int) -> list[int]:
 
 
 @lru_cache(maxsize=4096)
-def factorization_count(gpus: int) -> int:
-    """How many (tp, pp, dp) :func:`factorizations` yields: the sum of d(gpus / tp) over the divisors tp."""
-    return sum(len(divisors(gpus // tp)) for tp in divisors(gpus))
+def factorization_count(gpus: int, etps: tuple[int | None, ...] = (None,)) -> int:
+    """How many (tp, pp, dp) :func:`factorizations` yields, each once per ETP it tries of ``etps``
+    (:func:`etp_options`): the sum of d(gpus / tp) × those ETPs over the divisors tp."""
+    return sum(len(divisors(gpus // tp)) * len(etp_options(tp, etps)) for tp in divisors(gpus))
+
+
+def etp_options(tp: int, etps=(None,)) -> tuple[int | None, ...]:
+    """The experts' tensor-parallel degrees a candidate at TP ``tp`` tries of ``etps`` (None: its TP), each once:
+    an ETP equal to TP is None, Megatron-LM's default, which the row and its ``archsim train`` line leave unsaid."""
+    return tuple(dict.fromkeys(None if etp == tp else etp for etp in etps))
 
 
 def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps=(1,),
-                    cp_comms=("p2p",), eps=(1,)) -> int:
+                    cp_comms=("p2p",), eps=(1,), etps=(None,)) -> int:
     """How many candidates :func:`candidates` yields over the GPU ``counts``, without building one:
     the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
     per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * len(eps) * \
         sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
-    return sum(factorization_count(n // cp) * (sum(len(cp_levels(cp, comm)) for comm in cp_comms) if cp > 1 else 1)
+    return sum(factorization_count(n // cp, tuple(etps)) * (sum(len(cp_levels(cp, comm)) for comm in cp_comms) if cp > 1 else 1)
                for n in counts for cp in cps if n % cp == 0) * per_factorization
 
 
@@ -173,26 +182,28 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                attention: str = "standard", dp_overlap: str = "none",
                grad_accumulation: str = "fused", distributed_optimizer: bool = False,
                fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
-               fsdp_grad_sync: str = "micro-batch", eps=(1,)) -> Iterator[Candidate]:
+               fsdp_grad_sync: str = "micro-batch", eps=(1,), etps=(None,)) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
     (``fsdp`` at every PP, each pipeline rank sharding its own stages, ``fsdp_reshard`` and ``fsdp_grad_sync`` beside it); ``cps``: the CP degrees, each
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
     tries (CP 1 exchanges nothing: one candidate, p2p); ``eps``: the EP degrees, each tried at every layout
-    (:func:`rejection` drops those Megatron-Core or archsim refuse)."""
+    (:func:`rejection` drops those Megatron-Core or archsim refuse), each at the ETPs of ``etps`` (None: TP) that
+    :func:`etp_options` keeps."""
     for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
         for b, comm, levels in ((b, kind, levels) for b in micro_batches for kind in (cp_comms if cp > 1 else ("p2p",))
                                 for levels in cp_levels(cp, kind)):
             for r in recomputes:
                 for s in schedules:
                     for v in (chunks if s in CHUNKED else (1,)):
-                        for sp, ep in ((sp, ep) for sp in sequence_parallel for ep in eps):
+                        for sp, ep, etp in ((sp, ep, etp) for sp in sequence_parallel for ep in eps
+                                            for etp in etp_options(tp, etps)):
                             yield Candidate(tp, pp, dp, b, r, s, v, sp, attention=attention, dp_overlap=dp_overlap,
                                             grad_accumulation=grad_accumulation,
                                             distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
                                             cp_comm=comm, fsdp_reshard=fsdp_reshard,
-                                            fsdp_grad_sync=fsdp_grad_sync, cp_hierarchy=levels, ep=ep)
+                                            fsdp_grad_sync=fsdp_grad_sync, cp_hierarchy=levels, ep=ep, etp=etp)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
@@ -220,8 +231,8 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     rule = moe_rule(c, k.tp, k.ep, k.sequence_parallel)  # train's refusals (archsim.training.moe_ops), one each
     if rule is not None:
         return rule[0]
-    if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp):  # at ETP = TP: EP > 1 beside FSDP, or EP ∤ CP·DP
-        return "ep-beside-fsdp" if k.fsdp else "ep-divides-dp"
+    if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp, k.etp):  # EP or ETP ≠ TP beside FSDP, or ETP·EP ∤ TP·CP·DP
+        return "ep-beside-fsdp" if k.fsdp else "ep-divides-dp" if k.etp is None else "etp-ep-divides-tp-cp-dp"
     # the schedule's rules, the ones train refuses by (archsim.training.parallel)
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 
@@ -362,20 +373,7 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16
     return max(m.total for m in rank_memories(c, par, ranks, dtype))
 
 
-def expert_degrees(c: TransformerConfig, eps=None) -> tuple[int, ...]:
-    """The EP degrees a search of ``c`` tries: ``eps``, or a mixture of experts' every divisor of its expert
-    count (Megatron-Core asserts EP divides it; EP 1 included); a dense model's 1 alone (EP > 1 refused on it in
-    one line, as train refuses it)."""
-    if eps is None:
-        return tuple(divisors(c.experts)) if c.moe else (1,)
-    for ep in eps:
-        rule = moe_rule(c, 1, ep, False)
-        if rule is not None and rule[0] == "ep-needs-experts":
-            raise InputError(rule[1], field="ep")
-    return tuple(eps)
-
-
 __all__ = ["CHUNKED", "DEFAULT_CHUNKS", "MAX_CANDIDATES", "REASONS", "V_SHAPED", "Candidate", "RankSizer",
-           "candidate_count", "candidates", "chunk_counts", "counted_rank_memories", "divisors", "expert_degrees",
+           "candidate_count", "candidates", "chunk_counts", "counted_rank_memories", "divisors", "etp_options",
            "factorization_count", "factorizations", "in_flight_peaks", "peak_memory_bytes", "rank_chunks",
            "rank_memories", "rank_sizer", "rejection"]

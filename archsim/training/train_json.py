@@ -156,7 +156,8 @@ def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], s
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
                     distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",),
-                    fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch", eps=None) -> dict:
+                    fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch", eps=None,
+                    etps=None) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
@@ -164,14 +165,16 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     search's, each in the meta only when set (as in its rows), ``fsdp_reshard`` and ``fsdp_grad_sync`` only when
     not their defaults; ``cps`` and ``cp_comms``: the CP degrees and K/V
     exchanges searched, listed as ``gpus`` lists several counts (``2,4``; one: itself); ``eps``: the EP degrees as
-    given (None: the search's default, :func:`~archsim.training.search_space.expert_degrees`), in a mixture of experts' meta."""
+    given (None: the search's default, :func:`~archsim.training.search_experts.expert_degrees`), in a mixture of experts' meta;
+    ``etps``: the ETPs as given (``1,tp``), in the meta only when given and other than TP alone."""
+    from archsim.training.search_experts import expert_degrees, expert_tp_degrees, expert_tp_text
     from archsim.training.search_rows import train_command
-    from archsim.training.search_space import expert_degrees
 
     rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq)}
             for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
+    etp_tried = expert_tp_degrees(config, etps)
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
             "gpu": cluster.gpu_names, "dtype": cluster.dtype,
             # several counts as the flag lists them; one an integer, as the cluster's own count is
@@ -180,6 +183,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             "cp": ",".join(map(str, cps)) if len(cps) > 1 else cps[0],
             "cp_comm": ",".join(cp_comms),
             **({"ep": ",".join(map(str, expert_degrees(config, eps)))} if config.moe else {}),
+            **({"etp": expert_tp_text(etp_tried)} if config.moe and etp_tried != (None,) else {}),
             **({"distributed_optimizer": True} if distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if fsdp else {}),
             **({"fsdp_reshard": fsdp_reshard} if fsdp_reshard != "after-forward" else {}),
