@@ -144,3 +144,16 @@ def test_a_search_emptied_by_the_etp_rule_names_etp(tmp_path, capsys):
                  "on", "--ep", "4", "--etp", "1"])
     err = capsys.readouterr().err
     assert code == 0 and "sequence-parallel-needs-tp: 2, etp-ep-divides-tp-cp-dp: 1" in err and "--etp" in err
+
+
+def test_an_etp_not_dividing_the_expert_width_is_refused_by_train_and_search(tmp_path):
+    """Megatron-Core splits each expert's fc1 and fc2 over ETP (``divide`` asserts): an expert FFN width of 510
+    takes ETP 1 or 2, not 4 (before: 510 // 4 = 127 columns a rank, the width rounded down silently)."""
+    model = _write(tmp_path, {**SMALL_MOE, "intermediate_size": 510}, "odd_moe.json")
+    with pytest.raises(InputError, match=r"the experts' FFN width \(510\) over ETP 4 must divide"):
+        archsim.train(model, cluster=str(CLUSTER), tp=2, dp=2, etp=4, sequence_parallel=True, global_batch=8, seq=128)
+    archsim.train(model, cluster=str(CLUSTER), tp=2, dp=2, etp=1, ep=2, sequence_parallel=True, global_batch=8,
+                  seq=128)  # ETP 1 divides it
+    result = archsim.search(model, cluster=str(CLUSTER), **{**KEYS, "ep": [1, 2], "etp": [4, "tp"]})
+    assert result.rejected["etp-divides-expert-ffn"] > 0
+    assert result.rows and all(row.get("etp", row["tp"]) != 4 for row in result.rows)

@@ -162,13 +162,19 @@ def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
     Megatron-Core runs it, or None: EP on a dense model, experts EP does not divide (Megatron's
     ``num_experts % expert_model_parallel_size`` assert), MoE with TP > 1 but no sequence parallelism
     (``MoELayer.forward`` raises), a mixture of experts on another implementation's op list (archsim's eager
-    and Hugging Face lists are dense); ETP (``etp``, None: TP) other than TP on a dense model."""
+    and Hugging Face lists are dense); ETP (``etp``, None: TP) other than TP on a dense model; an expert FFN width ETP
+    does not divide (or a shared expert's TP does not)."""
     if not c.moe:  # a config.json of another model_type (llama, mistral) states experts archsim does not read
         if etp is not None and etp != tp:
             return "etp-needs-experts", dense_refusal(c, f"ETP {etp}")
         return ("ep-needs-experts", dense_refusal(c, f"EP {ep}")) if ep > 1 else None
     if c.experts % ep:
         return "ep-divides-experts", f"EP {ep} does not divide the {c.experts} experts (Megatron-Core asserts it)"
+    e_tp = tp if etp is None else etp
+    if c.expert_ffn % e_tp or c.shared_expert_ffn % tp:  # Megatron-Core's divide() asserts each width over its group
+        widths = f"the experts' FFN width ({c.expert_ffn}) over {'ETP' if etp is not None else 'TP'} {e_tp}" + (
+            f" and the shared expert's ({c.shared_expert_ffn}) over TP {tp}" if c.shared_expert_ffn else "")
+        return "etp-divides-expert-ffn", f"{widths} must divide (Megatron-Core splits each expert's fc1 and fc2 there)"
     if tp > 1 and not sequence_parallel:
         return "moe-needs-sequence-parallel", ("Megatron-Core trains a mixture of experts at TP > 1 only with "
                                                "sequence parallelism: add --sequence-parallel")

@@ -45,7 +45,7 @@ V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 �
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
-           "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "moe-needs-sequence-parallel",
+           "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "etp-divides-expert-ffn", "moe-needs-sequence-parallel",
            "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
@@ -228,7 +228,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "micro-batch-divides-batch"
     if k.sequence_parallel and k.tp == 1:
         return "sequence-parallel-needs-tp"
-    rule = moe_rule(c, k.tp, k.ep, k.sequence_parallel)  # train's refusals (archsim.training.moe_ops), one each
+    rule = moe_rule(c, k.tp, k.ep, k.sequence_parallel, etp=k.etp)  # train's refusals (archsim.training.moe_ops), one each
     if rule is not None:
         return rule[0]
     if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp, k.etp):  # EP or ETP ≠ TP beside FSDP, or ETP·EP ∤ TP·CP·DP
