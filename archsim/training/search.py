@@ -110,7 +110,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)
     orders = server_orders(cluster) if placement == "planned" else None
-    placed: dict = {}  # (tp, pp, dp) → the distinct layouts of the server orders
+    placed: dict = {}  # (tp, pp, dp, cp, ep, etp) → the distinct layouts of the server orders (each group's links)
     rejected: Counter = Counter()
     coster = Coster(c, cluster, global_batch)
     value = objective_value(coster, objective, c, global_batch)
@@ -126,7 +126,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         if orders is None:
             fit = fit_candidate(c, cluster, global_batch, k, balance, coster)
             return (fit, None) if isinstance(fit, str) else (None, (*coster.seconds(fit[0]), fit[1], fit[0]))
-        key = (k.tp, k.pp, k.dp, k.cp)
+        key = (k.tp, k.pp, k.dp, k.cp, k.ep, k.etp)  # the EP and expert-TP groups' links differ by order too
         if key not in placed:
             placed[key] = layouts(cluster, k.parallelism(global_batch), orders)
         options, reason = placed[key]
