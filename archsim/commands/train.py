@@ -312,12 +312,14 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.runs import (
-        milliseconds_note,
         model_note,
         one_chunk_rows_note,
+        runs_to_run,
+    )
+    from archsim.training.runs_predict import (
+        milliseconds_note,
         predict_runs,
         row_check,
-        runs_to_run,
     )
     from archsim.training.runs_result import runs_document
     from archsim.workload.model_files import config_dtype_note
