@@ -12,7 +12,9 @@ Two layouts are read (docs/formats.md, "Runs files"):
   micro-batch: when FSDP reduce-scatters the gradients),
   ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather | a2a | a2a+p2p, default p2p: how CP
   exchanges K/V), ``cp_hierarchy`` (a2a+p2p's ``A P``, as ``--cp-hierarchy``), ``ep`` (default 1: expert parallelism), ``etp`` (default TP),
-  ``gpus`` (checked against TP × CP × PP × DP) and ``measured_seconds``;
+  ``moe_expert_capacity_factor`` (a number above 0, empty: dropless) and ``moe_pad_expert_input_to_capacity``
+  (true/false, default false: Megatron-Core's flags of those names), ``gpus`` (checked against TP × CP × PP × DP) and
+  ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
   and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
@@ -37,22 +39,26 @@ from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
 from archsim.validate import shown
-from archsim.value_parsers import parse_boolean
+from archsim.value_parsers import parse_boolean, parse_float
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
 OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync",
-            "cp", "cp_comm", "cp_hierarchy", "ep", "etp", "gpus", "measured_seconds")
+            "cp", "cp_comm", "cp_hierarchy", "ep", "etp", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
+            "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
 class RunRow:
-    """One row: its line in the file, its parallelism, and where given the measured iteration (seconds)
-    and the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout)."""
+    """One row: its line in the file, its parallelism, and where given the measured iteration (seconds),
+    the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout) and the experts' capacity
+    factor and padding (Megatron-Core's; None and False: dropless, MODEL's own)."""
 
     line: int
     par: Parallelism
     measured_seconds: float | None = None
     shape: tuple[int, int, int, int] | None = None
+    moe_expert_capacity_factor: float | None = None
+    moe_pad_expert_input_to_capacity: bool = False
 
 
 def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
@@ -178,11 +184,15 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     cells = {name: raw[i].strip() for name, i in index.items()}  # (read_runs: no row short of the header)
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
     fields["recompute"] = recompute_cell(cells.get("recompute", ""), file, line)
-    for switch in ("sequence_parallel", "distributed_optimizer", "fsdp"):
+    switches = {}
+    for switch in ("sequence_parallel", "distributed_optimizer", "fsdp", "moe_pad_expert_input_to_capacity"):
         try:
-            fields[switch] = parse_boolean(cells.get(switch, ""), empty=True)
+            switches[switch] = parse_boolean(cells.get(switch, ""), empty=True)
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line, field=switch) from None
+    pad = switches.pop("moe_pad_expert_input_to_capacity")
+    fields.update(switches)
+    factor = _capacity_factor(cells.get("moe_expert_capacity_factor", ""), file, line)
     for column in ("interleave", "cp", "ep", "etp"):
         if cells.get(column):
             fields[column] = _int(cells[column], column, file, line)
@@ -201,7 +211,17 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
         product = "TP × CP × PP × DP" if par.cp > 1 else "TP × PP × DP"
         raise InputError(f"gpus {cells['gpus']} ≠ {product} = {par.gpus}", file=file, line=line, field="gpus")
     measured = cells.get("measured_seconds")
-    return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None)
+    return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None,
+                  moe_expert_capacity_factor=factor, moe_pad_expert_input_to_capacity=pad)
+
+
+def _capacity_factor(cell: str, file: str, line: int) -> float | None:
+    """A ``moe_expert_capacity_factor`` cell: a number above 0, as ``--moe-expert-capacity-factor`` reads it; empty:
+    None (dropless)."""
+    try:
+        return parse_float(cell, low=0.0, low_open=True, what="a positive number") if cell else None
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, line=line, field="moe_expert_capacity_factor") from None
 
 
 def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow, ...]:
