@@ -130,3 +130,15 @@ def test_train_peak_under_full_recompute_rises_by_one_rerun_layers_rows(capsys):
         assert main(["train", str(MIXTRAL), *layout, *flags]) == 0
         peaks.append(json.loads(capsys.readouterr().out)["meta"]["peak_memory_gib"])
     assert peaks[1] - peaks[0] == pytest.approx(512 * (4 * 4096 + 6 * 14336) / 2**30, rel=1e-9)  # 0.0488 GiB
+
+
+def test_a_cp_ranks_memory_routes_its_own_tokens():
+    # CP 2 beside TP 2 (SP): a CP rank holds 16 of the 32 tokens and routes 8, 16 rows, 2 an expert; C = 1.25 padded
+    # takes ⌈2 · 1.25⌉ = 3 from each: 24 rows, which the op list runs and the CP rank's memory keeps
+    from archsim.training.context_parallel import rank_config
+
+    assert get_capacity(8, K, E, 1.25) == 3
+    fc1 = next(op for op in block_work(_moe(**PADDED), 1, 2, True, "flash", cp=2).forward if op.layer == "experts.fc1")
+    assert fc1.gemms[0].m * fc1.gemms[0].count == 2 * 24
+    padded, dropless = (layer_activation_bytes(rank_config(c, 2), 1, 2, "selective", True) for c in (_moe(**PADDED), _moe()))
+    assert padded - dropless == _kept_by_hand(24, 2, 8) - _kept_by_hand(16, 2, 8)
