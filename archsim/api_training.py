@@ -169,12 +169,14 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.runs import (
         frame_text,
-        milliseconds_note,
         model_note,
         one_chunk_rows_note,
+        runs_to_run,
+    )
+    from archsim.training.runs_predict import (
+        milliseconds_note,
         predict_runs,
         row_check,
-        runs_to_run,
     )
     from archsim.training.runs_result import RunsResult, runs_document
     from archsim.validate import DEFAULT_MAX_OPS

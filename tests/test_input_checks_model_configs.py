@@ -74,7 +74,8 @@ def test_rotary_positions_and_configs_without_a_limit_take_any_seq(tmp_path):
 def test_a_vtrain_row_names_its_own_gpt_and_sequence():
     """vTrain's rows replace MODEL's shape and sequence (learned positions at the row's sequence)."""
     from archsim.training.parallel import Parallelism
-    from archsim.training.runs import RunRow, row_config
+    from archsim.training.runs import RunRow
+    from archsim.training.runs_predict import row_config
 
     config = row_config(load_transformer(GPT2), RunRow(2, Parallelism(), shape=(1024, 16, 24, 2048)))
     assert config.seq == 2048

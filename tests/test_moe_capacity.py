@@ -150,21 +150,3 @@ def test_search_rows_name_the_capacity_flags():
     assert "capacity" not in plain
     assert capped.replace(" --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity", "") == plain
     assert "--moe-grouped-gemm --moe-expert-capacity-factor 2.0 --" in megatron_model_args(_moe(moe_expert_capacity_factor=2))
-
-
-def test_a_runs_file_takes_the_flags_for_every_row(tmp_path, capsys):
-    # Mixtral's shapes, where the iteration is not the host floor: padding to 1.25 × the rows costs time, and the
-    # runs file's row prices as the single iteration with the same flags does
-    mixtral = str(Path(__file__).parent / "data" / "hf_configs" / "mixtral_8x7b.json")
-    layout = ["--cluster", str(CLUSTER), "--seq", "1024", "--dtype", "bf16"]
-    flags = ["--moe-expert-capacity-factor", "1.25", "--moe-pad-expert-input-to-capacity"]
-    seconds = []
-    for extra in ([], flags):
-        assert main(["train", mixtral, *layout, "--pp", "4", "--dp", "4", "--ep", "4", "--global-batch", "16",
-                     *extra, "--format", "json"]) == 0
-        seconds.append(json.loads(capsys.readouterr().out)["meta"]["iteration_seconds"])
-    runs = tmp_path / "runs.csv"
-    runs.write_text("tp,pp,dp,micro_batch,global_batch,ep\n1,4,4,1,16,4\n")
-    assert main(["train", mixtral, *layout, "--runs", str(runs), *flags, "--format", "json"]) == 0
-    rows = json.loads(capsys.readouterr().out)["rows"]
-    assert seconds[1] > seconds[0] and [r["predicted_seconds"] for r in rows] == [seconds[1]]

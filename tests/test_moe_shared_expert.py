@@ -91,7 +91,7 @@ def test_a_ranks_parameters_split_the_shared_expert_over_tp_and_keep_its_gate_wh
 def test_activations_and_m_w_add_a_dense_swiglu_mlps_and_the_gate():
     # per token at TP 2 (SP): gate and up outputs and their product 2·3·FS/2 = 288, the output × gate keeps
     # (2·64/2 = 64) and the sigmoid's output (2/2 = 1): 353 bytes
-    assert mlp_activation_bytes(_moe(FS), 2) - mlp_activation_bytes(_moe(), 2) == 353
+    assert mlp_activation_bytes(_moe(FS), 2, S // 2) - mlp_activation_bytes(_moe(), 2, S // 2) == 353
     # W reads fc1's output gradient and fc2's input (288), fc2's output gradient whole (2h = 128) and the gate's
     # (2, on the local tokens: 1 a token): 417 bytes a token, over s·b = 32·3 tokens
     assert weight_gradient_bytes(_moe(FS), 3, 2, True) - weight_gradient_bytes(_moe(), 3, 2, True) == \

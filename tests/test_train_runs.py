@@ -8,7 +8,8 @@ import pytest
 
 import archsim
 from archsim.cli import main
-from archsim.training.runs import read_runs, row_config
+from archsim.training.runs import read_runs
+from archsim.training.runs_predict import row_config
 from archsim.workload.model_files import load_transformer
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,8 @@ from archsim.errors import InputError
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
-from archsim.training.runs import predict_runs, runs_to_run
+from archsim.training.runs import runs_to_run
+from archsim.training.runs_predict import predict_runs
 from archsim.workload.transformer import TransformerConfig
 
 CLUSTER = '[cluster]\n{cluster}\n[network]\n{network}\n[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100-sxm"\n'

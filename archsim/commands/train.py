@@ -152,7 +152,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, "
                              "distributed_optimizer, fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, "
-                             "ep, etp, gpus, measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
+                             "ep, etp, moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, gpus, "
+                             "measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
                              "with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)
@@ -186,13 +187,13 @@ def run(args: argparse.Namespace) -> int:
     if ignored:
         raise InputError(f"{', '.join(ignored)}: --sweep runs each point on Megatron's even split and writes no "
                          "timeline; drop them, or run one point without --sweep", field="sweep")
-    config = with_capacity(load_transformer(args.model, seq=args.seq), args.moe_expert_capacity_factor,
-                           args.moe_pad_expert_input_to_capacity)
+    config = load_transformer(args.model, seq=args.seq)
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")
-    if args.runs:
+    if args.runs:  # each row its own capacity (its columns): the flags refused there
         return _run_runs(args, config, dtype_given)
+    config = with_capacity(config, args.moe_expert_capacity_factor, args.moe_pad_expert_input_to_capacity)
     if args.global_batch is None:
         raise InputError("--global-batch is required (unless --runs)", field="global-batch")
     if args.sweep:
@@ -312,12 +313,14 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.runs import (
-        milliseconds_note,
         model_note,
         one_chunk_rows_note,
+        runs_to_run,
+    )
+    from archsim.training.runs_predict import (
+        milliseconds_note,
         predict_runs,
         row_check,
-        runs_to_run,
     )
     from archsim.training.runs_result import runs_document
     from archsim.workload.model_files import config_dtype_note
@@ -326,8 +329,8 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
     given = _given(args, RUNS_SET_PER_ROW)
     if given:
-        raise InputError(f"{', '.join(given)}: each row of the runs file sets its own parallelism and runs once; "
-                         "give them as its columns, or drop --runs", field="runs")
+        raise InputError(f"{', '.join(given)}: each row of the runs file sets its own parallelism (and experts' "
+                         "capacity) and runs once; give them as its columns, or drop --runs", field="runs")
 
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
@@ -364,6 +367,8 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--fsdp-reshard", "fsdp_reshard"),
                     ("--fsdp-grad-sync", "fsdp_grad_sync"),
                     ("--cp", "cp"), ("--ep", "ep"), ("--etp", "etp"),
+                    ("--moe-expert-capacity-factor", "moe_expert_capacity_factor"),
+                    ("--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"),
                     ("--cp-comm", "cp_comm"), ("--cp-hierarchy", "cp_hierarchy"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),

@@ -58,10 +58,11 @@ def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, seque
     MLP at expert-TP ``etp`` (None: TP) as :func:`~archsim.training.moe_ops.expert_weight_gradient_bytes` counts it."""
     w = layer_widths(c, tp)
     if c.moe:  # the attention's half of the dense count: proj's output gradient, QKV's input, QKV's and proj's
-        from archsim.training.moe_ops import expert_weight_gradient_bytes  # moe_ops reads parallel, not needed here
+        from archsim.training.moe_ops import expert_weight_gradient_bytes, routing_tokens  # moe_ops reads parallel
 
         attention = 2 * c.hidden + 2 * c.hidden / (tp if sequence_parallel else 1) + 2 * (w.qkv + w.attention)
-        return c.seq * micro_batch * (attention + expert_weight_gradient_bytes(c, tp, sequence_parallel, etp))
+        local = routing_tokens(c, micro_batch, tp, sequence_parallel)
+        return c.seq * micro_batch * (attention + expert_weight_gradient_bytes(c, tp, sequence_parallel, local, etp))
     # proj's and fc2's output gradients (whole) and QKV's and fc1's inputs (sequence-split under SP)
     replicated = 4 * c.hidden + 4 * c.hidden / (tp if sequence_parallel else 1)
     split = 2 * (w.qkv + w.attention + (3 if w.gated else 2) * w.ffn)

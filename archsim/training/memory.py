@@ -57,7 +57,7 @@ from archsim.errors import InputError
 from archsim.training.flash_blocks import flash_backward_bytes
 from archsim.training.hf_memory import hf_activation_bytes
 from archsim.training.layer_ops import embedding_parameters
-from archsim.training.moe_ops import etp_kept, mlp_activation_bytes
+from archsim.training.moe_ops import etp_kept, mlp_activation_bytes, routing_tokens
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import (
     TransformerConfig,
@@ -165,21 +165,21 @@ def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, reco
         return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + layer_lse_bytes(c, b, t, recompute,
                                                                                                   attention)
     unsplit = (8 + residual_mask_bytes(c)) * sbh / (t if sequence_parallel else 1)
-    kept = unsplit + s * b * split_activation_bytes(c, t)
+    kept = unsplit + s * b * split_activation_bytes(c, t, routing_tokens(c, b, t, sequence_parallel))
     if recompute == "selective":
         return kept
     return kept + attention_core_per_score(c) * a * s * s * b / t
 
 
-def split_activation_bytes(c: TransformerConfig, tp: int) -> float:
+def split_activation_bytes(c: TransformerConfig, tp: int, local: int) -> float:
     """Bytes per token a layer keeps of the tensors TP splits (fp16): Q, K and V for the scores' and
     context's backward, the projection's input, and the MLP's — a GELU MLP's activation input and fc2
-    input (2 × ffn), a gated one's gate and up outputs and their product (3 × ffn) — at their widths on
-    one rank (:func:`~archsim.workload.transformer.layer_widths`: grouped K and V, KV heads replicated
-    past TP). A GPT layer's is Korthikanti et al.'s 24·h/t (6 + 2 + 16)."""
+    input (2 × ffn), a gated one's gate and up outputs and their product (3 × ffn; a mixture's experts' rows of the
+    ``local`` tokens a rank routes: :func:`~archsim.training.moe_ops.mlp_activation_bytes`) — at their widths on one
+    rank (:func:`~archsim.workload.transformer.layer_widths`: grouped K and V, KV heads replicated past TP): 24·h/t for GPT."""
     w = layer_widths(c, tp)
     qk_norm_inputs = (w.heads + w.kv_heads) * w.head_dim if c.qk_norm else 0  # a norm keeps its input, as the LNs
-    return 2 * (w.qkv + qk_norm_inputs + w.attention) + mlp_activation_bytes(c, tp)
+    return 2 * (w.qkv + qk_norm_inputs + w.attention) + mlp_activation_bytes(c, tp, local)
 
 
 def residual_mask_bytes(c: TransformerConfig) -> int:

@@ -20,8 +20,10 @@ ETP = TP), n = ETP·R·EP/E each (rounded up where it does not divide), and the 
 Backward runs the same four collectives. A capacity factor C (:func:`expert_capacity`) caps each expert at
 c = ⌈(local·k/E)·C⌉ rows from each rank; with ``--moe-pad-expert-input-to-capacity`` every expert takes exactly c
 from each, so the rank sends c·E rows (R's place) and a local expert takes n = c·ETP·EP; without padding the cap
-binds under uniform routing only at C < 1 (c·E rows at most; at C ≥ 1 the dropless figures stand). The probabilities' all-to-all beside the tokens' (T·k values against
-T·k·h) and the token counts' gather are left out.
+binds under uniform routing only at C < 1 (c·E rows at most; at C ≥ 1 the dropless figures stand). The activations
+kept for the backward and the zero-bubble split's M_W count the same rows (:func:`routed_rows`, one count for time and
+memory): padded at C = 1.25 about 1.25 × the dropless expert rows, dropped at C < 1 fewer. The probabilities'
+all-to-all beside the tokens' (T·k values against T·k·h) and the token counts' gather are left out.
 
 A shared expert (``--moe-shared-expert-intermediate-size f_s --moe-shared-expert-gate``; ``shared_experts.py``,
 ``SharedExpertMLP``: Qwen2-MoE's) is Megatron-Core's dense ``MLP`` of width f_s, split over TP as the dense MLP is
@@ -79,6 +81,32 @@ def expert_capacity(c: TransformerConfig, local: int) -> int | None:
     return math.ceil(local * c.experts_per_token / c.experts * factor)
 
 
+def routed_rows(c: TransformerConfig, local: int) -> int:
+    """Rows the experts take from a rank routing ``local`` tokens of a micro-batch (before the expert-TP all-gather):
+    dropless local·k; where the capacity c binds (:func:`expert_capacity`) exactly c·E padded, else min(c·E, local·k).
+    The one count the op list (:func:`moe_work`) and the memory (:func:`mlp_activation_bytes`,
+    :func:`expert_weight_gradient_bytes`) read."""
+    routed = local * c.experts_per_token
+    cap = expert_capacity(c, local)
+    if cap is None:
+        return routed
+    return cap * c.experts if c.moe_pad_expert_input_to_capacity else min(cap * c.experts, routed)
+
+
+def routing_tokens(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> int:
+    """Tokens one rank routes in a micro-batch of ``micro_batch`` sequences: s·b, /TP under sequence parallelism
+    (``c`` a CP rank's, s/CP: :func:`~archsim.training.context_parallel.rank_config`), the ``local`` that
+    :func:`~archsim.training.layer_ops.block_work` hands :func:`moe_work`."""
+    tokens = c.seq * micro_batch
+    return tokens // tp if sequence_parallel else tokens
+
+
+def _row_share(c: TransformerConfig, local: int) -> float:
+    """:func:`routed_rows` over the dropless local·k: what the capacity multiplies every per-row byte by (1 dropless)."""
+    routed = local * c.experts_per_token
+    return routed_rows(c, local) / routed if routed else 1.0
+
+
 def with_capacity(c: TransformerConfig, factor: float | None, pad: bool) -> TransformerConfig:
     """``c`` trained with ``--moe-expert-capacity-factor`` ``factor`` (None: as ``c`` states) and
     ``--moe-pad-expert-input-to-capacity`` (``pad``; TransformerConfig refuses a factor ≤ 0, padding without one,
@@ -98,11 +126,10 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     ``tp`` at ETP = TP, else ``etp``): ``token_dispatcher.py``'s ``tp_group`` is ``pg_collection.expt_tp``."""
     h, e = c.hidden, c.experts
     e_tp = tp if etp is None else etp
-    routed = local * c.experts_per_token
+    routed = routed_rows(c, local)
     experts, n = expert_rows(c, local * e_tp, ep)
     cap = expert_capacity(c, local)
     if cap is not None:  # each expert takes cap rows from each of the ETP·EP ranks (the dispatcher's rounding)
-        routed = cap * e if c.moe_pad_expert_input_to_capacity else min(cap * e, routed)
         n = cap * e_tp * ep
     rows = routed * e_tp  # T·k rows at ETP = TP, dropless
     f = c.expert_ffn // e_tp
@@ -203,34 +230,37 @@ def check_moe(c: TransformerConfig, par: Parallelism, implementation: str = "meg
         raise InputError(rule[1], field="etp" if rule[0] == "etp-needs-experts" else "ep")
 
 
-def mlp_activation_bytes(c: TransformerConfig, tp: int, etp: int | None = None) -> float:
+def mlp_activation_bytes(c: TransformerConfig, tp: int, local: int, etp: int | None = None) -> float:
     """Bytes per token of the micro-batch the MLP keeps for its backward on one of ``tp`` ranks (2 a value): a GELU
     MLP's activation and fc2 inputs (2·2·ffn/t), a gated one's gate and up outputs and their product (2·3·ffn/t);
     a mixture of experts' k routed rows as its experts take them (the fc1 input 2·h, its gate and up output
     2·2f/t, SwiGLU's product 2·f/t; at ETP ≠ TP a rank takes ETP/TP of them, each f/ETP wide), the k permuted
     rows of the T/t tokens it routes, which unpermute keeps (2·k·h/t), and the router's fp32 probabilities (4·E/t);
     a shared expert's gate and up outputs and product (2·3·f_s/t, as a dense MLP's), its output and sigmoid's, which
-    the gate's multiply keeps (2·(h + 1)/t)."""
+    the gate's multiply keeps (2·(h + 1)/t). Under a capacity the rows are :func:`routed_rows` of the ``local``
+    tokens the rank routes (:func:`routing_tokens`), not local·k: k becomes k·rows/(local·k)."""
     if not c.moe:
         return 2 * (3 if c.family == "llama" else 2) * (c.ffn // tp)
     e_tp = tp if etp is None else etp
-    k, f = c.experts_per_token, c.expert_ffn // e_tp
+    k, f = c.experts_per_token * _row_share(c, local), c.expert_ffn // e_tp
     shared = 6 * (c.shared_expert_ffn // tp) + 2 * (c.hidden + 1) / tp if c.shared_expert_ffn else 0.0
     return k * (2 * c.hidden + 6 * f) * e_tp / tp + (2 * k * c.hidden + 4 * c.experts) / tp + shared
 
 
-def expert_weight_gradient_bytes(c: TransformerConfig, tp: int, sequence_parallel: bool, etp: int | None = None) -> float:
+def expert_weight_gradient_bytes(c: TransformerConfig, tp: int, sequence_parallel: bool, local: int,
+                                 etp: int | None = None) -> float:
     """M_W of a mixture's MLP, bytes per token of the micro-batch on one rank (2 an element): each weight GEMM's input
     and output gradient, as the zero-bubble split holds them from I to W. The router's input (the norm output, h) and
     its logits' gradient (E), for the rank's tokens (1/TP of them under sequence parallelism); the experts' rows as
     the grouped GEMMs' W reads them (TE's ``GroupedLinear`` keeps each GEMM's input and output gradient): per row
     fc1's input (the permuted row, h) and output gradient (SwiGLU's input's, 2f/ETP), fc2's input (SwiGLU's output,
-    f/ETP) and output gradient (h), on the k·ETP rows a token's share takes (/TP under SP; k at ETP = TP); a shared
-    expert's as a dense SwiGLU MLP's, and its gate's output gradient."""
+    f/ETP) and output gradient (h), on the k·ETP rows a token's share takes (/TP under SP; k at ETP = TP; under a
+    capacity k·rows/(local·k), :func:`routed_rows` of the ``local`` tokens routed); a shared expert's as a dense SwiGLU
+    MLP's, and its gate's output gradient."""
     e_tp = tp if etp is None else etp
     split = tp if sequence_parallel else 1
     router = 2 * (c.hidden + c.experts) / split
-    rows = c.experts_per_token * e_tp / split
+    rows = c.experts_per_token * _row_share(c, local) * e_tp / split
     # a shared expert: its fc1's output gradient and fc2's input (2·3f_s/TP), fc2's output gradient (2h, whole as the
     # dense MLP's) and its gate's (2, on local tokens); fc1's and the gate's input is the router's, counted above
     shared = 6 * (c.shared_expert_ffn // tp) + 2 * c.hidden + 2 / split if c.shared_expert_ffn else 0.0
@@ -244,7 +274,9 @@ def etp_kept(c: TransformerConfig, par: Parallelism, kept: float, unscaled: floa
     under full recompute they are the rerun layer's (the working set), else kept."""
     if not c.moe or par.expert_tp == par.tp:
         return kept, unscaled, working
-    delta = c.seq * par.micro_batch * (mlp_activation_bytes(c, par.tp, par.expert_tp) - mlp_activation_bytes(c, par.tp))
+    local = routing_tokens(c, par.micro_batch, par.tp, par.sequence_parallel)
+    delta = c.seq * par.micro_batch * (mlp_activation_bytes(c, par.tp, local, par.expert_tp)
+                                       - mlp_activation_bytes(c, par.tp, local))
     if par.recompute != "full":
         return kept + delta, unscaled, working
     return kept, unscaled, None if working is None else (working[0] + delta, working[1])
@@ -283,5 +315,7 @@ __all__ = [
     "moe_rule",
     "moe_work",
     "rank_expert_parameters",
+    "routed_rows",
+    "routing_tokens",
     "with_capacity",
 ]

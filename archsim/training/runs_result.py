@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def runs_document(out: list[dict], rows: tuple[RunRow, ...], *, model: str, cluster: GpuCluster, attention: str,
                   dp_overlap: str, schedule: str) -> dict:
-    """``{"meta": …, "rows": […]}`` of the predicted ``out`` (:func:`archsim.training.runs.predict_runs`' rows) of the
+    """``{"meta": …, "rows": […]}`` of the predicted ``out`` (:func:`archsim.training.runs_predict.predict_runs`' rows) of the
     runs file's ``rows``: each row less its ``energy_source``, said once in the meta (one per cluster); the meta
     names the flags every row ran with (``dtype``: the cluster's, the precision priced) and the MAPE of the measured rows (a fraction,
     None where no row is measured). ``rows`` holds one row at least (:func:`~archsim.training.runs.read_runs`)."""
