@@ -1,0 +1,97 @@
+"""An accelerator designer's first hour (trial 55): their own chip as a device TOML and a SCALE-Sim ``.cfg``, costed,
+trained, swept and fed bad input. Each test is a defect that session found, pinned: it failed before its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_robustness import clean_error, write
+
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+# the designer's made-up chip: 4 × 64² weight-stationary arrays at 1 GHz, 1 MiB of SRAM per array, 16 GiB of HBM at
+# 800 GB/s, a 100 GB/s link
+CHIP = """[device]
+name = "mychip"
+
+[compute]
+arrays = 4
+rows = 64
+cols = 64
+dataflow = "ws"
+clock_mhz = 1000
+
+[memory]
+sram_kib_per_array = 1024
+hbm_gib = 16
+hbm_gbps = 800
+
+[links]
+intra_gbps = 100
+"""
+# the same chip as a SCALE-Sim .cfg with archsim's device sections
+CHIP_CFG = """[general]
+run_name = mychip
+
+[architecture_presets]
+ArrayHeight:    64
+ArrayWidth:     64
+IfmapSramSzkB:    256
+FilterSramSzkB:   256
+OfmapSramSzkB:    256
+IfmapOffset:    0
+FilterOffset:   10000000
+OfmapOffset:    20000000
+Dataflow : ws
+
+[archsim]
+ClockGHz = 1.0
+
+[device]
+name = mychip
+arrays = 4
+
+[memory]
+hbm_gib = 16
+hbm_gbps = 800
+
+[links]
+intra_gbps = 100
+"""
+CLUSTER = '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\ndevice = "{device}"\n'
+TRAIN = ("train", "gpt2", "--dp", "4", "--global-batch", "8", "--seq", "128", "--dtype", "bf16")
+
+
+def _line(text: str, start: str) -> int:
+    """The 1-based number of the line of ``text`` that starts with ``start`` (counted by hand in the file)."""
+    return next(n for n, line in enumerate(text.splitlines(), start=1) if line.startswith(start))
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".cfg"])
+def test_an_energy_figure_too_large_for_a_finite_joule_is_refused_at_its_line(tmp_path, capsys, suffix):
+    """``[energy] mac_pj = 1e300`` (a slipped exponent) was read: train printed ``energy_j: inf`` (null in its JSON)
+    and a device sweep wrote ``inf`` rows, whose Pareto front then ranked nothing. A per-event figure is now held to
+    the bound of every other figure of a device file (10¹⁵), at its line, as a negative one already was."""
+    text = (CHIP if suffix == ".toml" else CHIP_CFG) + "\n[energy]\nmac_pj = 1e300\n"
+    write(tmp_path / f"mychip{suffix}", text)
+    cluster = write(tmp_path / "c.toml", CLUSTER.format(device=f"mychip{suffix}"))
+    line = clean_error(capsys, *TRAIN, "--cluster", cluster)
+    assert f"mychip{suffix}, line {_line(text, 'mac_pj')}, field 'energy.mac_pj'" in line, line
+    assert "<= 1e+15" in line and "got '1e" in line, line
+    write(tmp_path / f"mychip{suffix}", text.replace("1e300", "1e15"))  # the bound itself is a figure
+    assert main([*TRAIN, "--cluster", str(cluster)]) == 0
+    capsys.readouterr()
+
+
+def test_an_energy_table_figure_too_large_is_refused(tmp_path, capsys):
+    """An energy table (``--energy-table FILE.toml``) whose DRAM figure is 1e300 pJ per bit priced an iteration at
+    inf pJ; it is refused, naming the table's key, as a figure a device file states is."""
+    table = (ROOT / "configs" / "energy" / "horowitz45.toml").read_text(encoding="utf-8")
+    start = table.index("[dram]")
+    key = table.index("pj_per_bit", start)
+    end = table.index("\n", key)
+    bad = write(tmp_path / "t.toml", table[:key] + "pj_per_bit = 1e300" + table[end:])
+    line = clean_error(capsys, "energy", "ffnn8", "--array", "8x8", "--energy-table", bad)
+    assert "t.toml" in line and "field 'dram.pj_per_bit'" in line and "<= 1e+15" in line, line
