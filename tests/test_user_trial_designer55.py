@@ -95,3 +95,18 @@ def test_an_energy_table_figure_too_large_is_refused(tmp_path, capsys):
     bad = write(tmp_path / "t.toml", table[:key] + "pj_per_bit = 1e300" + table[end:])
     line = clean_error(capsys, "energy", "ffnn8", "--array", "8x8", "--energy-table", bad)
     assert "t.toml" in line and "field 'dram.pj_per_bit'" in line and "<= 1e+15" in line, line
+
+
+def test_a_device_sweep_of_more_chips_than_train_takes_is_refused_at_the_specs_line(tmp_path, capsys):
+    """``chips = [65536]`` passed the spec's check (1…65,536) and was then refused by the point's own cluster as
+    ``mychip.toml, field 'servers[1].count': more than 16384 GPUs in all``: a device file and a cluster key the
+    designer never wrote. The spec now takes what train takes, 1…16,384, and says so at its line."""
+    write(tmp_path / "mychip.toml", CHIP)
+    text = '[sweep]\nmodel = "gpt2"\ndevice = "mychip.toml"\nchips = [4, 65536]\nglobal_batch = 65536\nseq = 128\n'
+    spec = write(tmp_path / "s.toml", text)
+    line = clean_error(capsys, "sweep", spec, "--out", tmp_path / "out")
+    assert line.endswith("s.toml, line 4, field 'chips': expected integers in 1…16384, got '65536'"), line
+    assert not (tmp_path / "out").exists()
+    write(spec, text.replace("chips = [4, 65536]", "chips = [16384]").replace("65536", "16384"))  # the bound runs
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    assert (tmp_path / "out" / "results.csv").read_text(encoding="utf-8").count("\n") == 2  # the header and the point
