@@ -110,3 +110,16 @@ def test_a_device_sweep_of_more_chips_than_train_takes_is_refused_at_the_specs_l
     write(spec, text.replace("chips = [4, 65536]", "chips = [16384]").replace("65536", "16384"))  # the bound runs
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 0
     assert (tmp_path / "out" / "results.csv").read_text(encoding="utf-8").count("\n") == 2  # the header and the point
+
+
+def test_a_device_sweeps_seq_past_trains_range_is_refused_at_the_specs_line(tmp_path, capsys):
+    """``seq = 100000000`` in a device sweep spec passed the spec's check (1…2147483647, as ``seq = 0`` is told) and
+    was refused by the model's reader as ``field 'seq': must be an integer in 1…1048576`` with no file or line. The
+    spec now holds it to train's range (1…1,048,576) at its line, as every other key of the spec is."""
+    write(tmp_path / "mychip.toml", CHIP)
+    text = '[sweep]\nmodel = "gpt3_1.3b"\ndevice = "mychip.toml"\nchips = [4]\nglobal_batch = 8\nseq = 100000000\n'
+    spec = write(tmp_path / "s.toml", text)
+    line = clean_error(capsys, "sweep", spec, "--out", tmp_path / "out")
+    assert line.endswith("s.toml, line 6, field 'seq': expected integers in 1…1048576, got '100000000'"), line
+    write(spec, text.replace("100000000", "0"))  # the range a refusal states is the one the spec takes
+    assert clean_error(capsys, "sweep", spec, "--out", tmp_path / "out").endswith("1…1048576, got '0'")

@@ -46,6 +46,7 @@ from archsim.validate import (
     shown_number,
 )
 from archsim.workload.model_files import MODEL_SUFFIXES
+from archsim.workload.transformer import LIMITS
 
 if TYPE_CHECKING:
     from archsim.devices.device import Device
@@ -250,7 +251,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
     device_path = spec_file(table["device"], path.parent, file, "device", "devices", DEVICE_SUFFIXES)
     config = _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
-    seq = integer("seq")(table["seq"]) if "seq" in table else None
+    seq = integer("seq", LIMITS["seq"])(table["seq"]) if "seq" in table else None  # train's --seq range
     if seq is not None:  # train's --seq: a learned position table's limit named as this spec's key
         try:
             check_positions(config.name, config.position_limit, seq, "seq = N", "seq")
