@@ -123,3 +123,22 @@ def test_a_device_sweeps_seq_past_trains_range_is_refused_at_the_specs_line(tmp_
     assert line.endswith("s.toml, line 6, field 'seq': expected integers in 1…1048576, got '100000000'"), line
     write(spec, text.replace("100000000", "0"))  # the range a refusal states is the one the spec takes
     assert clean_error(capsys, "sweep", spec, "--out", tmp_path / "out").endswith("1…1048576, got '0'")
+
+
+@pytest.mark.parametrize("command", ["train", "energy", "cost"])
+def test_an_sram_figure_past_three_int32_buffers_is_refused_at_its_line(tmp_path, capsys, command):
+    """``sram_kib_per_array = 1e10`` (7 TiB beside an array: a unit slipped) was split in three buffers of 3.3 × 10⁹
+    KiB each, past the int32 a buffer takes, and refused as ``field 'ifmap_sram_kb': must be an integer in
+    1…2147483647``: no file, no line, and a name the device file does not use. It is now refused at the key's line,
+    saying the most it takes (three buffers of 2³¹ − 1 KiB), by every reader of the file."""
+    text = CHIP.replace("sram_kib_per_array = 1024", "sram_kib_per_array = 1e10")
+    chip = write(tmp_path / "mychip.toml", text)
+    argv = {"train": [*TRAIN, "--cluster", write(tmp_path / "c.toml", CLUSTER.format(device="mychip.toml"))],
+            "energy": ["energy", "ffnn8", "--config", chip], "cost": ["cost", "ffnn8", "--config", chip]}[command]
+    line = clean_error(capsys, *argv)
+    where = f"mychip.toml, line {_line(text, 'sram_kib_per_array')}, field 'memory.sram_kib_per_array'"
+    assert where in line and "at most 6442450941 KiB" in line and "ifmap_sram_kb" not in line, line
+    write(chip, text.replace("1e10", str(3 * (2**31 - 1))))  # the largest figure: three whole int32 buffers
+    assert main([str(a) for a in argv]) == (2 if command == "cost" else 0)  # cost refuses a TOML, naming the flags:
+    err = capsys.readouterr().err
+    assert "ifmap_sram_kb" not in err and ("--sram-kb 2147483647,2147483647,2147483647" in err) == (command == "cost")

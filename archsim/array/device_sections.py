@@ -92,10 +92,14 @@ def _gbps0(value: object) -> float:
 
 
 def _sram(value: object) -> float | tuple[int, int, int]:
-    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0, split in three equal operand buffers)
-    or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
+    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0 and at most three buffers of 2³¹ − 1 KiB,
+    split in three equal operand buffers) or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
     if not isinstance(value, list):
-        return parse_float(value, high=MAX_FIGURE, what="a non-negative number")
+        kib = parse_float(value, high=MAX_FIGURE, what="a non-negative number")
+        if kib > 3 * INT32_MAX:  # a third of it is each operand buffer, an int32 of KiB as a .cfg's SramSzkB is
+            raise ValueError(f"expected at most {3 * INT32_MAX} KiB, three operand buffers of {INT32_MAX} KiB "
+                             f"(the most one takes), got {shown(value)}")
+        return kib
     if len(value) != 3 or any(isinstance(kib, (bool, str)) for kib in value):
         raise ValueError(f"expected one number or three positive integers (ifmap, filter, ofmap KiB), got {value!r}")
     ifmap, filt, ofmap = (parse_int(kib, high=INT32_MAX, what="a positive integer") for kib in value)
