@@ -142,3 +142,20 @@ def test_an_sram_figure_past_three_int32_buffers_is_refused_at_its_line(tmp_path
     assert main([str(a) for a in argv]) == (2 if command == "cost" else 0)  # cost refuses a TOML, naming the flags:
     err = capsys.readouterr().err
     assert "ifmap_sram_kb" not in err and ("--sram-kb 2147483647,2147483647,2147483647" in err) == (command == "cost")
+
+
+def test_the_host_link_a_device_file_states_is_documented_as_not_timed(tmp_path, capsys):
+    """``[links] host_gbps`` was documented as "the host link (PCIe), GB/s per direction", as if it were priced, but
+    nothing reads it on a device file (the chips' collectives and hops run on ``intra_gbps`` and the NIC; no offload is
+    modelled): 1 GB/s and 1000 GB/s train alike. The docs now say it is recorded, not timed, as ``links`` and
+    ``l2_mib`` are."""
+    seconds = []
+    for gbps in (1, 1000):
+        write(tmp_path / "mychip.toml", CHIP + f"host_gbps = {gbps}\n")
+        cluster = write(tmp_path / "c.toml", CLUSTER.format(device="mychip.toml"))
+        assert main([*TRAIN, "--pp", "2", "--dp", "2", "--cluster", str(cluster), "--format", "json"]) == 0
+        seconds.append(capsys.readouterr().out)
+    assert seconds[0] == seconds[1]  # the whole document: time, energy, memory and every op alike
+    (row,) = [line for line in (ROOT / "docs" / "formats.md").read_text(encoding="utf-8").splitlines()
+              if line.startswith("| `[links] host_gbps`")]
+    assert "recorded, not timed" in row, row
