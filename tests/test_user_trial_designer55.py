@@ -172,3 +172,17 @@ def test_energy_under_the_analytic_engine_says_no_dram_bandwidth_it_did_not_use(
         out = capsys.readouterr().out
         assert "# sram_kb: 341,341,341" in out  # 1024 KiB in three whole-KiB buffers: priced under either engine
         assert ("# bandwidth_words_per_cycle: 10" in out) is said, out[:600]
+
+
+@pytest.mark.parametrize("command", ["train", "search"])
+def test_a_seq_flag_past_the_longest_sequence_is_refused_as_the_flags(tmp_path, capsys, command):
+    """``--seq 1048577`` was refused as ``trial/llama.json, field 'seq': must be an integer in 1…1048576``: the model
+    file named as if it stated the length, which the flag gave. The range is now the setting's, said without the file;
+    a length past a learned position table stays the model's limit, named with its file."""
+    cluster = write(tmp_path / "c.toml", CLUSTER.format(device="mychip.toml"))
+    write(tmp_path / "mychip.toml", CHIP)
+    model = ROOT / "configs" / "transformers" / "gpt3_1.3b.toml"
+    line = clean_error(capsys, command, model, "--cluster", cluster, "--global-batch", "8", "--seq", 2**20 + 1)
+    assert line == f"archsim {command}: error: field 'seq': expected a sequence of 1…1048576 tokens, got '1048577'"
+    line = clean_error(capsys, command, "gpt2", "--cluster", cluster, "--global-batch", "8", "--seq", "2048")
+    assert "gpt2.json, field 'seq': gpt2 learns 1024 position embeddings" in line, line
