@@ -186,3 +186,19 @@ def test_a_seq_flag_past_the_longest_sequence_is_refused_as_the_flags(tmp_path, 
     assert line == f"archsim {command}: error: field 'seq': expected a sequence of 1…1048576 tokens, got '1048577'"
     line = clean_error(capsys, command, "gpt2", "--cluster", cluster, "--global-batch", "8", "--seq", "2048")
     assert "gpt2.json, field 'seq': gpt2 learns 1024 position embeddings" in line, line
+
+
+@pytest.mark.parametrize(("table", "typo", "meant"), [
+    ('[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\ndevcie = "mychip.toml"\n', "servers[1].devcie", "device"),
+    ('[cluster]\nname = "c"\ninter_server_gbp = 100\n[[servers]]\ngpus = 4\ndevice = "mychip.toml"\n',
+     "inter_server_gbp", "inter_server_gbps"),
+    ('[cluster]\nname = "c"\n[network]\nnic_gpbs = 100\n[[servers]]\ngpus = 4\ndevice = "mychip.toml"\n', "nic_gpbs",
+     "nic_gbps"),
+])
+def test_a_misspelt_cluster_key_names_the_key_meant(tmp_path, capsys, table, typo, meant):
+    """``devcie = "mychip.toml"`` in a cluster's [[servers]] was told the table's keys, where the same slip in the
+    device file (``hbm_gbs``) is told ``did you mean 'hbm_gbps'?``: the cluster's [cluster], [[servers]] and [network]
+    tables now name the nearest key too, as every other reader of a key does (``archsim.validate.did_you_mean``)."""
+    write(tmp_path / "mychip.toml", CHIP)
+    line = clean_error(capsys, *TRAIN, "--cluster", write(tmp_path / "c.toml", table))
+    assert f"field '{typo}': unknown key in " in line and f"(did you mean '{meant}'?); keys are " in line, line
