@@ -202,3 +202,20 @@ def test_a_misspelt_cluster_key_names_the_key_meant(tmp_path, capsys, table, typ
     write(tmp_path / "mychip.toml", CHIP)
     line = clean_error(capsys, *TRAIN, "--cluster", write(tmp_path / "c.toml", table))
     assert f"field '{typo}': unknown key in " in line and f"(did you mean '{meant}'?); keys are " in line, line
+
+
+@pytest.mark.parametrize(("command", "servers"), [
+    ("train", 'gpu = 4\ndevice = "mychip.toml"\n'),  # gpus = 4 slipped beside the device file
+    ("train", "gpu = 8\n"),
+    ("plan", 'gpu = 4\ndevice = "mychip.toml"\n'),
+])
+def test_a_gpu_count_written_as_gpu_names_the_slip(tmp_path, capsys, command, servers):
+    """``gpu = 4`` for ``gpus = 4`` (one letter dropped) was told ``names both gpu = 4 and device = 'mychip.toml'``
+    beside a device file, or ``unknown GPU '8'; the catalog has …`` alone: neither says the chip count went in the
+    GPU's name. A number as ``gpu`` is now refused as that slip, naming ``gpus``."""
+    write(tmp_path / "mychip.toml", CHIP)
+    cluster = write(tmp_path / "c.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\n' + servers)
+    argv = [*TRAIN] if command == "train" else ["plan", "ffnn8", "--microbatches", "2"]
+    line = clean_error(capsys, *argv, "--cluster", cluster)
+    count = servers.split("=")[1].split()[0]
+    assert f"line 5, field 'servers[1].gpu': gpu = {count} is a number" in line and f"gpus = {count}" in line, line

@@ -20,7 +20,7 @@ from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
-from archsim.spp.cluster_document import read_cluster_document, server_gpu
+from archsim.spp.cluster_document import gpu_not_a_count, read_cluster_document, server_gpu
 from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
@@ -38,6 +38,7 @@ MAX_GPUS = 16384
 def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
     """A ``[[servers]]`` table's device: its catalog ``gpu`` or its ``device`` file (one of the two)."""
     name, path = group.get("gpu"), group.get("device")
+    gpu_not_a_count(name, file)
     if name is not None and path is not None:  # which of the two was meant, only the user knows: neither is read
         raise InputError(f"names both gpu = {name!r} and device = {path!r}: a [[servers]] table's chips are a "
                          "catalog GPU or a device file's, not both; keep one of the two", file=file, field="device")
