@@ -85,6 +85,12 @@ def is_file(path: str | Path) -> bool:
         return False
 
 
+def suffixed_files(folder: str | Path, name: str, suffixes: Iterable[str]) -> list[str]:
+    """The names ``name`` + a suffix of ``suffixes`` (in their order) that are files in ``folder``: what a name
+    written without its suffix (``device = "mychip"``) most likely meant, for the error that says to write it."""
+    return [f"{name}{suffix}" for suffix in suffixes if is_file(Path(folder) / f"{name}{suffix}")]
+
+
 def exists(path: str | Path) -> bool:
     """:func:`is_file`'s rule for any kind of entry."""
     try:

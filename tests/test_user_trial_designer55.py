@@ -219,3 +219,16 @@ def test_a_gpu_count_written_as_gpu_names_the_slip(tmp_path, capsys, command, se
     line = clean_error(capsys, *argv, "--cluster", cluster)
     count = servers.split("=")[1].split()[0]
     assert f"line 5, field 'servers[1].gpu': gpu = {count} is a number" in line and f"gpus = {count}" in line, line
+
+
+def test_a_device_named_without_its_suffix_in_a_cluster_names_the_file_meant(tmp_path, capsys):
+    """``device = "mychip"`` beside mychip.toml was told ``device file …/mychip not found``, where a device sweep's spec
+    says of the same slip ``the spec's folder has mychip.toml, not mychip: write device = "mychip.toml"``. The
+    cluster file's refusal now names the file too (one finder, ``archsim.validate.suffixed_files``)."""
+    write(tmp_path / "mychip.toml", CHIP)
+    table = CLUSTER.format(device="mychip")
+    line = clean_error(capsys, *TRAIN, "--cluster", write(tmp_path / "c.toml", table))
+    assert line.endswith("not found (a device path is read relative to the cluster file's folder): the folder has "
+                         'mychip.toml: write device = "mychip.toml"'), line
+    (tmp_path / "mychip.toml").unlink()  # no file of that stem: nothing to name
+    assert clean_error(capsys, *TRAIN, "--cluster", tmp_path / "c.toml").endswith("the cluster file's folder)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.choices.devices import DEVICE_SUFFIXES
 from archsim.errors import InputError
 from archsim.toml_errors import parse_toml
 from archsim.validate import read_text
@@ -61,7 +62,7 @@ def server_gpu(name: object, file: str) -> Device:
     try:
         return catalog_device(str(name))
     except InputError as exc:
-        if isinstance(name, str) and name.strip().lower().endswith((".toml", ".cfg")):  # a device file in the wrong key
+        if isinstance(name, str) and name.strip().lower().endswith(DEVICE_SUFFIXES):  # a device file in the wrong key
             raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
                              f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
                              field="gpu") from None

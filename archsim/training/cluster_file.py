@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
@@ -25,7 +25,7 @@ from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
-from archsim.validate import folder_ending, shown_number
+from archsim.validate import folder_ending, shown_number, suffixed_files
 from archsim.value_parsers import not_a_choice, parse_float
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
@@ -55,8 +55,10 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
             from archsim.training.energy import load_priced_device  # a catalog GPU's cluster reads no device file
 
             if not (folder / path).exists():
+                beside = suffixed_files(folder, path, DEVICE_SUFFIXES)
+                hint = f': the folder has {beside[0]}: write device = "{beside[0]}"' if beside else ""
                 raise InputError(f"device file {folder / path} not found (a device path is read relative to the "
-                                 "cluster file's folder)", file=file, field="device")
+                                 f"cluster file's folder){hint}", file=file, field="device")
             loaded[path] = load_priced_device(folder / path)
         return loaded[path]
     return server_gpu(name, file)
