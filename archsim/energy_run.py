@@ -55,7 +55,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     priced, the table, the array's area; seconds and average watts at a clock) and the note on a device file's
     static power, which train and search read and energy does not ('' where none)."""
     from archsim.array.device_notes import device_static_note
-    from archsim.array.options import dtype_meta, memory_meta
+    from archsim.array.options import dtype_meta
     from archsim.energy import array_area
     from archsim.energy.model import iteration_energy_rows
     from archsim.energy.table import energies_for
@@ -67,7 +67,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         "batch": batch, "microbatches": microbatches, "mode": mode, "engine": engine,
         "dtype": dtype_meta(dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
         "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
-        **memory_meta(array), **array_area(array, table).as_dict(),
+        **_memory_meta(array, engine), **array_area(array, table).as_dict(),
     }
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
@@ -77,6 +77,16 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config else ""
     return rows, meta, static or ""
+
+
+def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:
+    """The SRAM sizes the energy is priced at (KiB, both engines: each access's energy and the area follow them) and,
+    under the cycle engine, the DRAM words/cycle its stalls ran at; the analytic engine's DRAM words are compulsory,
+    each operand once, so no bandwidth figure is said (a device file's 10 words/cycle beside its 800 GB/s misled)."""
+    from archsim.array.options import memory_meta
+
+    memory = memory_meta(array)
+    return memory if engine == "cycle" else {"sram_kb": memory["sram_kb"]}
 
 
 __all__ = ["device_toml_array", "energy_document", "is_device_toml"]

@@ -31,6 +31,10 @@ MAX_FILE_BYTES = 64 * 2**20
 MAX_NAME_CHARS = 100
 MIN_MAGNITUDE = 1e-12  # smallest non-zero real accepted (seconds, GHz, bytes/cycle …): no subnormals
 MAX_PROCESSORS = 4096  # processors a partition or schedule may use (partitioners are O(layers² · P))
+# A file's figure in a unit (GB/s, GiB, MiB, W, TFLOP/s, pJ, µm²): far above every chip's, and low enough that the
+# readers' products stay finite (× 10⁹ for bytes/s, × 2³⁰ for bytes, × 10¹² for FLOP/s, × a count below 2⁵³ for
+# pJ): 10³⁰⁰ GB/s would be inf bytes/s, every op free; 10³⁰⁰ pJ per MAC an iteration of inf joules
+MAX_FIGURE = 1e15
 
 
 def is_nan(value: object) -> bool:
@@ -79,6 +83,12 @@ def is_file(path: str | Path) -> bool:
         return Path(path).is_file()
     except (OSError, ValueError):
         return False
+
+
+def suffixed_files(folder: str | Path, name: str, suffixes: Iterable[str]) -> list[str]:
+    """The names ``name`` + a suffix of ``suffixes`` (in their order) that are files in ``folder``: what a name
+    written without its suffix (``device = "mychip"``) most likely meant, for the error that says to write it."""
+    return [f"{name}{suffix}" for suffix in suffixes if is_file(Path(folder) / f"{name}{suffix}")]
 
 
 def exists(path: str | Path) -> bool:

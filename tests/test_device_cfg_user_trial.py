@@ -195,7 +195,7 @@ def test_energy_says_it_does_not_read_the_chips_static_watts(tmp_path, capsys):
 def test_a_device_sweeps_axis_given_as_one_number_names_the_list_it_takes(tmp_path, capsys):
     """``chips = 8`` in a device sweep spec (one chip count, the natural first try) was refused as ``expected a
     non-empty list``, which a lone 8 is not said to break: now the line shows the list to write. An empty list
-    keeps its own wording, saying what the list takes (chip counts 1…65,536, MAX_CHIPS). Failed before the fix."""
+    keeps its own wording, saying what the list takes (chip counts 1…16,384, MAX_CHIPS). Failed before the fix."""
     (tmp_path / "mychip.cfg").write_text(CHIP)
     spec = tmp_path / "spec.toml"
     base = '[sweep]\nmodel = "gpt3_1.3b"\ndevice = "mychip.cfg"\nglobal_batch = 64\n'
@@ -205,7 +205,7 @@ def test_a_device_sweeps_axis_given_as_one_number_names_the_list_it_takes(tmp_pa
     assert line.endswith("field 'chips': expected a list, chips = [8], got '8'"), line
     spec.write_text(base + "chips = []\n")
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out")]) == 2
-    assert capsys.readouterr().err.strip().endswith("field 'chips': expected a non-empty list of integers in 1…65536, got []")
+    assert capsys.readouterr().err.strip().endswith("field 'chips': expected a non-empty list of integers in 1…16384, got []")
     assert not (tmp_path / "out").exists()
 
 

@@ -120,7 +120,7 @@ def test_an_array_sweeps_empty_methods_say_which_it_takes(tmp_path, capsys):
 DEVICE_SPEC = '[sweep]\nmodel = "gpt3_1.3b"\ndevice = "tpu_v4_like"\nglobal_batch = 64\n'
 DEVICE_CASES = [
     ("chips = [4, 8, 4]\n",
-     ("line 5, field 'chips': '4' is given twice: expected distinct integers in 1…65536, each value one point of the "
+     ("line 5, field 'chips': '4' is given twice: expected distinct integers in 1…16384, each value one point of the "
       "sweep")),
     ("chips = [4]\nhbm_gbps = []\n", "line 6, field 'hbm_gbps': expected a non-empty list of GB/s in (0, 10⁷), got []"),
     ('chips = [4]\narray_shapes = ["8x128x128", "2x256x256", "8x128x128"]\n',

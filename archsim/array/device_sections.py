@@ -13,7 +13,15 @@ from typing import Any
 from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
-from archsim.validate import INT32_MAX, cfg_syntax_error, did_you_mean, shown, shown_boolean, shown_number
+from archsim.validate import (
+    INT32_MAX,
+    MAX_FIGURE,
+    cfg_syntax_error,
+    did_you_mean,
+    shown,
+    shown_boolean,
+    shown_number,
+)
 from archsim.value_parsers import parse_float, parse_int
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
@@ -44,9 +52,6 @@ _WHOLE_OPTIONAL = ("vector",)  # sections a device file may leave out, whose req
 # A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
 # nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
 MAX_STEP_LATENCY_US = 1000.0
-# Any other figure (GB/s, GiB, MiB, W, TFLOP/s): far above every chip's, and low enough that the reader's products
-# (× 10⁹ for bytes/s, × 2³⁰ for bytes, × 10¹² for FLOP/s) stay finite: 10³⁰⁰ GB/s would be inf bytes/s, every op free
-MAX_FIGURE = 1e15
 _NUMBERS = ("int", "float", "float0", "sram", "fraction", "seconds", "latency_us", "watts0", "gbps0")
 # W per chip: no chip leaks a megawatt; a figure at or above it is a unit slipped (mW written as W)
 MAX_STATIC_WATTS = 1e6
@@ -87,10 +92,14 @@ def _gbps0(value: object) -> float:
 
 
 def _sram(value: object) -> float | tuple[int, int, int]:
-    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0, split in three equal operand buffers)
-    or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
+    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0 and at most three buffers of 2³¹ − 1 KiB,
+    split in three equal operand buffers) or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
     if not isinstance(value, list):
-        return parse_float(value, high=MAX_FIGURE, what="a non-negative number")
+        kib = parse_float(value, high=MAX_FIGURE, what="a non-negative number")
+        if kib > 3 * INT32_MAX:  # a third of it is each operand buffer, an int32 of KiB as a .cfg's SramSzkB is
+            raise ValueError(f"expected at most {3 * INT32_MAX} KiB, three operand buffers of {INT32_MAX} KiB "
+                             f"(the most one takes), got {shown(value)}")
+        return kib
     if len(value) != 3 or any(isinstance(kib, (bool, str)) for kib in value):
         raise ValueError(f"expected one number or three positive integers (ifmap, filter, ofmap KiB), got {value!r}")
     ifmap, filt, ofmap = (parse_int(kib, high=INT32_MAX, what="a positive integer") for kib in value)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 RECOMPUTE = ("none", "selective", "full")
+# the longest sequence (tokens per sample) --seq, a device sweep's seq and a transformer config take (workload LIMITS)
+MAX_SEQ = 2**20
 ATTENTIONS = ("standard", "flash")  # attention's kernels: Megatron's unfused core, or FlashAttention-2
 # What `archsim train`, `search` and the API run unless told: what Megatron-LM runs today (Megatron Core
 # with Transformer Engine: a fused flash or cuDNN attention). Parallelism's own default stays "standard",

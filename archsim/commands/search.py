@@ -18,6 +18,7 @@ from archsim.choices.training import (
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
     MAX_REFINE_ACTIONS,
+    MAX_SEQ,
     OBJECTIVES,
     PLACEMENTS,
     RECOMPUTE,
@@ -51,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", action=ListFlag, item=positive_int, default=None,
                         help="GPUs to use, one count or several to compare (default: all the cluster's; the first "
                              "GPUs of the cluster file)")
-    parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
+    parser.add_argument("--seq", type=positive_int, default=None,
+                        help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
     parser.add_argument("--cp", action=ListFlag, item=positive_int, default=[1],
                         help="context-parallel degrees to try, one or several (default 1), as archsim train's --cp: "
                              "each divides the GPUs, TP × PP × DP over GPUs / CP")

@@ -17,6 +17,7 @@ from archsim.choices.training import (
     GRAD_ACCUMULATIONS,
     IMPLEMENTATION_ATTENTION,
     IMPLEMENTATIONS,
+    MAX_SEQ,
     RECOMPUTE,
 )
 from archsim.commands import Command
@@ -92,7 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--global-batch", type=positive_int, default=None,
                         help="samples per iteration (required unless --runs)")
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
-    parser.add_argument("--seq", type=positive_int, default=None, help="sequence length (default: the config's)")
+    parser.add_argument("--seq", type=positive_int, default=None,
+                        help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
     parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation: none (keep every activation), selective (recompute the attention "
                              "core) or full (keep each layer's input, recompute the layer)")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")

@@ -115,13 +115,16 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                          field=f"compute.{'lane_rows' if 'lane_rows' in comp else 'lane_cols'}")
     vector = _vector_unit(values.get("vector", {}), file)
     given = comp.get("peak_tflops")
+    # every dtype on the arrays, fp32 on the lanes where the device has them: an array device's own rates, which a
+    # stated table of other dtypes (fp8 = 65.5) keeps, as a stated one of these must equal them (_check_array_peaks)
+    own = {dtype: (lanes if dtype == "fp32" and lanes is not None else arrays).peak_flops for dtype in DTYPES}
     if given is not None:
         if gemm == "arrays":
             _check_array_peaks(given, arrays, lanes, file)
-        peaks = tuple((dtype, tflops * 1e12) for dtype, tflops in given.items())
-    else:  # every dtype on the arrays, fp32 on the lanes where the device has them
-        peaks = tuple((dtype, (lanes if dtype == "fp32" and lanes is not None else arrays).peak_flops)
-                      for dtype in DTYPES)
+        stated = {dtype: tflops * 1e12 for dtype, tflops in given.items()}
+        peaks = tuple((own | stated).items()) if gemm == "arrays" else tuple(stated.items())
+    else:
+        peaks = tuple(own.items())
     efficiency = one_fraction(gemm=comp.get("gemm_efficiency", 1.0), memory=mem.get("memory_efficiency", 1.0),
                               launch_s=comp.get("launch_s", 0.0), host_s=comp.get("host_s", 0.0))
     intra = links["intra_gbps"] * 1e9

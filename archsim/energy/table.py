@@ -20,6 +20,7 @@ from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.toml_errors import locate, located, parse_toml
 from archsim.validate import (
+    MAX_FIGURE,
     cfg_syntax_error,
     check_name,
     did_you_mean,
@@ -112,9 +113,10 @@ LEAKAGE_FIGURES = ("pe_leakage_mw", "sram_leakage_mw_per_kib")  # mW, of OVERRID
 
 
 def _number(value: object, where: str, file: str) -> float:
-    """A table figure: a finite number, 0 or at least 10⁻¹² (no subnormals), non-negative."""
+    """A table figure (pJ, µm², mW, KiB): a finite number, 0 or at least 10⁻¹² (no subnormals), non-negative, and at
+    most :data:`~archsim.validate.MAX_FIGURE`, so that a count below 2⁵³ times it stays a finite energy."""
     try:
-        return parse_float(value, what="a non-negative number")
+        return parse_float(value, high=MAX_FIGURE, what="a non-negative number")
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=where) from None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.choices.devices import DEVICE_SUFFIXES
 from archsim.errors import InputError
 from archsim.toml_errors import parse_toml
 from archsim.validate import read_text
@@ -30,6 +31,7 @@ def server_fabric(group: dict, device: Device | None, file: str) -> float:
     direction). The one default train, search and plan read. ``device``: the table's device where the caller has
     read it (a device file's is read by :func:`archsim.training.cluster_file.named_devices`); None: a catalog
     ``gpu`` is looked up here, and a table naming no chip is refused, naming both places to state the link."""
+    gpu_not_a_count(group.get("gpu"), file)
     if device is None and "device" not in group and isinstance(group.get("gpu"), str):
         device = server_gpu(group["gpu"], file)
     if device is None:
@@ -40,6 +42,14 @@ def server_fabric(group: dict, device: Device | None, file: str) -> float:
     return device.fabric_bytes_per_s
 
 
+def gpu_not_a_count(name: object, file: str) -> None:
+    """Refuse ``gpu = 8``, a [[servers]] table's chip named by a number: ``gpus = 8`` (the GPUs per server) with its
+    last letter dropped, which was told "unknown GPU '8'" or "names both gpu = 8 and device" — never the slip."""
+    if isinstance(name, int) and not isinstance(name, bool):
+        raise InputError(f'gpu = {name} is a number: gpu names a catalog GPU (gpu = "a100-80gb"), and the GPUs per '
+                         f"server are gpus = {name}", file=file, field="gpu")
+
+
 def server_gpu(name: object, file: str) -> Device:
     """A ``[[servers]]`` table's ``gpu = NAME``: its catalog GPU. A device file's name written there
     (``gpu = "chip.toml"``) is refused naming ``device`` as the key to write, whichever reader meets it first
@@ -48,10 +58,11 @@ def server_gpu(name: object, file: str) -> Device:
     to describe it."""
     from archsim.devices.device import catalog_device  # only a server that names a catalog GPU reads the catalog
 
+    gpu_not_a_count(name, file)
     try:
         return catalog_device(str(name))
     except InputError as exc:
-        if isinstance(name, str) and name.strip().lower().endswith((".toml", ".cfg")):  # a device file in the wrong key
+        if isinstance(name, str) and name.strip().lower().endswith(DEVICE_SUFFIXES):  # a device file in the wrong key
             raise InputError(f'gpu names a catalog GPU, and {name!r} is a file name: a device file goes in '
                              f'device = "{name}" (relative to the cluster file), in place of gpu', file=file,
                              field="gpu") from None

@@ -51,7 +51,7 @@ from archsim.links import MAX_GBPS, MIN_GBPS, check_nvls, fabric_bytes_per_s, is
 from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
-from archsim.validate import SEED_MAX, check_name, shown, shown_number
+from archsim.validate import SEED_MAX, check_name, did_you_mean, shown, shown_number
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -269,8 +269,8 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError("expected [[servers]] tables", file=file, field="servers")
     unknown = sorted(set(cluster) - CLUSTER_KEYS)
     if unknown:
-        raise InputError(f"unknown key in [cluster]; keys are {', '.join(sorted(CLUSTER_KEYS))}", file=file,
-                         field=unknown[0])
+        raise InputError(f"unknown key in [cluster]{did_you_mean(unknown[0], CLUSTER_KEYS)}; keys are "
+                         f"{', '.join(sorted(CLUSTER_KEYS))}", file=file, field=unknown[0])
     if seed is None:
         seed = cluster.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
@@ -283,8 +283,8 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     for table, group in enumerate(spec["servers"]):
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
-            raise InputError(f"unknown key in [[servers]]; keys are {', '.join(sorted(SERVER_KEYS))}", file=file,
-                             field=f"servers[{table + 1}].{unknown[0]}")
+            raise InputError(f"unknown key in [[servers]]{did_you_mean(unknown[0], SERVER_KEYS)}; keys are "
+                             f"{', '.join(sorted(SERVER_KEYS))}", file=file, field=f"servers[{table + 1}].{unknown[0]}")
         count, gpus = group.get("count", 1), group.get("gpus")
         for key, value in (("count", count), ("gpus", gpus)):  # the key at fault, by name
             if value is None:

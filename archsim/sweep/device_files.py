@@ -11,10 +11,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from archsim.choices.devices import DEVICE_SUFFIXES
 from archsim.errors import InputError
-from archsim.validate import is_file, read_bytes, resolve_name, shipped_file, shipped_names, shown, spec_folder_file
-
-DEVICE_SUFFIXES = (".toml", ".cfg")
+from archsim.validate import (
+    is_file,
+    read_bytes,
+    resolve_name,
+    shipped_file,
+    shipped_names,
+    shown,
+    spec_folder_file,
+    suffixed_files,
+)
 
 
 def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, suffixes: tuple[str, ...]) -> str:
@@ -35,7 +43,7 @@ def spec_file(name: object, spec_dir: Path, file: str, key: str, shipped: str, s
     except InputError as exc:
         raise exc.at(file=file, field=key) from None
     where = f"no shipped configs/{shipped}/{name}{{{','.join(suffixes)}}}"
-    beside = [f"{name}{suffix}" for suffix in suffixes if is_file(spec_dir / f"{name}{suffix}")]
+    beside = suffixed_files(spec_dir, name, suffixes)
     if beside:  # the spec's own file named as a shipped one is: a file is named with its suffix
         raise InputError(f"{shown(name)}: {where}, and the spec's folder has {beside[0]}, not {name}: write {key} = "
                          f'"{beside[0]}" (a file beside the spec is named with its suffix)', file=file, field=key)

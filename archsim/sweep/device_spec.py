@@ -38,6 +38,7 @@ from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
 from archsim.sweep.device_files import DEVICE_SUFFIXES, check_cfg_bandwidths, file_sha256, spec_file
 from archsim.sweep.device_layouts import checked_layouts
+from archsim.training.cluster_file import MAX_GPUS
 from archsim.validate import (
     INT32_MAX,
     did_you_mean,
@@ -45,6 +46,7 @@ from archsim.validate import (
     shown_number,
 )
 from archsim.workload.model_files import MODEL_SUFFIXES
+from archsim.workload.transformer import LIMITS
 
 if TYPE_CHECKING:
     from archsim.devices.device import Device
@@ -52,7 +54,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 D = TypeVar("D", bound=dict)
 MAX_AXIS = 1000  # values per axis: a sweep is their product
-MAX_CHIPS = 65536
+# chips a point trains on: one server of them, held to what train takes in a cluster (a larger count was accepted
+# here and refused by the point's cluster, naming the device file and a servers[1].count no one wrote)
+MAX_CHIPS = MAX_GPUS
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "clocks_ghz", "hbm_gbps",
         "chips", "tp", "pp", "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts", "seq"}
 REQUIRED = {"model", "device", "chips", "global_batch"}
@@ -247,7 +251,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
     device_path = spec_file(table["device"], path.parent, file, "device", "devices", DEVICE_SUFFIXES)
     config = _read(load_transformer, model_path, file, "model")  # both read here: a bad file stops the run before it writes
-    seq = integer("seq")(table["seq"]) if "seq" in table else None
+    seq = integer("seq", LIMITS["seq"])(table["seq"]) if "seq" in table else None  # train's --seq range
     if seq is not None:  # train's --seq: a learned position table's limit named as this spec's key
         try:
             check_positions(config.name, config.position_limit, seq, "seq = N", "seq")

@@ -15,17 +15,17 @@ import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
 from archsim.network import Network, network_lines, nic_speed_warning, read_network
-from archsim.spp.cluster_document import read_cluster_document, server_gpu
+from archsim.spp.cluster_document import gpu_not_a_count, read_cluster_document, server_gpu
 from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
-from archsim.validate import folder_ending, shown_number
+from archsim.validate import folder_ending, shown_number, suffixed_files
 from archsim.value_parsers import not_a_choice, parse_float
 
 MAX_PRICE_OR_WATTS = 1e6  # USD per GPU-hour and watts per GPU a server may override with (far above any real one)
@@ -38,6 +38,7 @@ MAX_GPUS = 16384
 def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Device]) -> Device:
     """A ``[[servers]]`` table's device: its catalog ``gpu`` or its ``device`` file (one of the two)."""
     name, path = group.get("gpu"), group.get("device")
+    gpu_not_a_count(name, file)
     if name is not None and path is not None:  # which of the two was meant, only the user knows: neither is read
         raise InputError(f"names both gpu = {name!r} and device = {path!r}: a [[servers]] table's chips are a "
                          "catalog GPU or a device file's, not both; keep one of the two", file=file, field="device")
@@ -54,8 +55,10 @@ def _server_device(group: dict, folder: Path, file: str, loaded: dict[str, Devic
             from archsim.training.energy import load_priced_device  # a catalog GPU's cluster reads no device file
 
             if not (folder / path).exists():
+                beside = suffixed_files(folder, path, DEVICE_SUFFIXES)
+                hint = f': the folder has {beside[0]}: write device = "{beside[0]}"' if beside else ""
                 raise InputError(f"device file {folder / path} not found (a device path is read relative to the "
-                                 "cluster file's folder)", file=file, field="device")
+                                 f"cluster file's folder){hint}", file=file, field="device")
             loaded[path] = load_priced_device(folder / path)
         return loaded[path]
     return server_gpu(name, file)

@@ -34,7 +34,7 @@ from archsim.toml_errors import locate, parse_toml
 from archsim.validate import check_name, parse_json, read_text, shown
 from archsim.workload.config_fields import get_key, head_dim_channels
 from archsim.workload.hf_config import from_hf
-from archsim.workload.transformer import FAMILIES, TransformerConfig, check_positions
+from archsim.workload.transformer import FAMILIES, LIMITS, TransformerConfig, check_positions
 
 # The keys a transformer config TOML may hold; any other is refused (docs/formats.md lists them under
 # "Transformer configs").
@@ -87,6 +87,9 @@ def load_transformer(path: str | Path, *, seq: int | None = None, seq_dim: bool 
     document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
     if not isinstance(document, dict):
         raise InputError("expected a JSON object", file=file)
+    if seq is not None and not 1 <= seq <= LIMITS["seq"]:  # the setting's range, said as the setting's, not the file's
+        raise InputError(f"expected a sequence of 1…{LIMITS['seq']} tokens, got {shown(seq)}",
+                         field="dim" if seq_dim else "seq")
     try:
         config = _from_toml(document, path) if path.suffix.lower() == ".toml" else from_hf(document, path)
         if seq is not None and seq_dim:  # else the config's own check names --seq (seq=)

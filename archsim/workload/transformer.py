@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
+from archsim.choices.training import MAX_SEQ
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import shown
@@ -32,7 +33,7 @@ FAMILIES = ("gpt", "opt", "llama", "bert", "switch")
 OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before position 0 (OPTLearnedPositionalEmbedding)
 # Largest accepted sizes (documented in docs/security.md's input limits): far above any published
 # model, small enough that a typo (n_layer in the billions) is refused before any layer is built.
-LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": 2**20, "ffn": 2**22,
+LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": MAX_SEQ, "ffn": 2**22,
           "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
           "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20,
           "experts_per_token": 4096, "expert_ffn": 2**22, "shared_expert_ffn": 2**22}
