@@ -44,4 +44,4 @@ MAX_REFINE_ACTIONS = 5_000_000
 # the Hugging Face config.json model_types train, search and the array commands read
 # (archsim/workload/hf_config.py; docs/formats.md lists the fields of each)
 HF_MODEL_TYPES = ("gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "switch_transformers",
-                  "mixtral", "qwen3_moe")
+                  "mixtral", "qwen3_moe", "qwen2_moe")
