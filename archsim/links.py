@@ -3,7 +3,7 @@ train (:class:`archsim.training.cluster.GpuCluster`): what a cluster file's link
 link classes (NVLink, a DGX-1's rings, PCIe, a NIC) with their fitted constants (fitted by
 :func:`archsim.training.nccl_fit.fit_link`; how: :mod:`archsim.training.fitted`), and a NIC's share.
 
-Below ``spp/`` and ``training/`` alike (docs/architecture.md, "Layering"), so both read one meaning.
+Below ``spp/`` and ``training/`` alike (docs/architecture.md, "Packages and layering"), so both read one meaning.
 """
 
 from __future__ import annotations

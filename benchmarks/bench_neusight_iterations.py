@@ -98,7 +98,7 @@ def linears_alone(data: Path, folder: Path, row) -> dict:
     same M, reduction and output width), against archsim's time of the same kernels in the step, and
     the rest of the iteration: measured as the iteration less those kernels' times alone, and
     archsim's, with and without a launch per kernel. Why: it says where the iteration's error lies
-    without any constant (docs/training.md, "NeuSight's iterations")."""
+    without any constant (docs/training.md, "Which model times which dtype": NeuSight's measured iterations)."""
     from dataclasses import replace
 
     from archsim.devices.kernel_ops import op_seconds

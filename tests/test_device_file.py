@@ -140,7 +140,7 @@ def test_train_runs_on_device_files_with_time_memory_and_energy(capsys, cluster)
     # the last rank the recomputed layer's two; the last rank's logits (s·b·V/t = 2048 · 50,432/2) 4 bytes each in
     # fp32 against bf16's 6 (the cross-entropy's softmax overwrites fp32 logits: memory.logit_bytes), 8 fewer than
     # twice bf16's; and the recomputed layer's FlashAttention log-sum-exp, fp32 in every dtype (a·s·b/t = 16 · 2048 / 2
-    # rows of 4 bytes: memory.layer_lse_bytes), 4 bytes a row fewer than twice bf16's; so are the fp32 buffers of its
+    # rows of 4 bytes: layer_activations.layer_lse_bytes), 4 bytes a row fewer than twice bf16's; so are the fp32 buffers of its
     # FlashAttention backward (flash_api.cpp mha_bwd: softmax_d, 2048 rows × 8 heads a rank, and dq_accum, those
     # rows × kHeadDim 128: memory's working set)
     sbh_gib, logits_gib, lse_gib = 2048 * 2048 / 2**30, 2048 * 50432 / 2 / 2**30, 16 * 2048 / 2 * 4 / 2**30

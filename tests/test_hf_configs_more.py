@@ -20,8 +20,9 @@ from input_checks_common import write_config
 import archsim
 from archsim.cli import main
 from archsim.errors import InputError
+from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.layer_ops import block_work, embedding_work
-from archsim.training.memory import layer_activation_bytes, layer_parameters_per_gpu
+from archsim.training.memory import layer_parameters_per_gpu
 from archsim.workload.model_files import load_transformer
 from archsim.workload.transformer import layer_parameters
 

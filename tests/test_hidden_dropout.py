@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from archsim.errors import InputError
+from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.layer_ops import block_work, embedding_work
-from archsim.training.memory import layer_activation_bytes, stage_memory
+from archsim.training.memory import stage_memory
 from archsim.training.parallel import Parallelism
 from archsim.workload.model_files import load_transformer
 from archsim.workload.transformer import TransformerConfig

@@ -45,7 +45,7 @@ from tests.neusight_sample import KERNELS, csv_records
 FILES = ("linear", "bmm", "elem", "softmax", "ln")
 
 # CUDA device string → (SMs, FP32 lanes per SM, HBM GB/s, L2 MiB), from NVIDIA's datasheets and
-# architecture whitepapers (docs/citations.md, "GPU datasheets"). NeuSight's device_configs/ list L4
+# architecture whitepapers (docs/citations.md, "GPU training model"). NeuSight's device_configs/ list L4
 # with 60 SMs (the full AD104); the L4 product has 58 (7,424 CUDA cores), and P4 as 40 SMs × 64
 # lanes, where GP104 is 20 SMs × 128 lanes (the same 2,560 lanes).
 DATASHEETS = {

@@ -13,8 +13,8 @@ import pytest
 
 from archsim.cli import main
 from archsim.training.held_memory import weight_gradient_bytes
+from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.layer_ops import block_work
-from archsim.training.memory import layer_activation_bytes
 from archsim.training.moe_ops import mlp_activation_bytes
 from archsim.workload.transformer import TransformerConfig
 

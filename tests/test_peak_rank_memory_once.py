@@ -13,7 +13,8 @@ import itertools
 import pytest
 
 from archsim.training.held_memory import rank_gains, rank_shares, weight_gradient_bytes
-from archsim.training.memory import embedding_mask_bytes, layer_activation_bytes
+from archsim.training.layer_activations import layer_activation_bytes
+from archsim.training.memory import embedding_mask_bytes
 from archsim.training.parallel import Parallelism
 from archsim.training.pipeline_memory import peak_rank_memory, rank_held_fractions, rank_held_gains, rank_memory
 from archsim.workload.transformer import TransformerConfig

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from archsim.errors import InputError
+from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.layer_ops import block_work
-from archsim.training.memory import layer_activation_bytes
 from archsim.training.throughput import model_flops
 from archsim.workload.model_files import load_transformer
 from archsim.workload.transformer import TransformerConfig

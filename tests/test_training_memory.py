@@ -3,7 +3,8 @@ recompute mode, and a stage's total = 16 bytes × parameters + in-flight activat
 
 import pytest
 
-from archsim.training.memory import layer_activation_bytes, stage_memory
+from archsim.training.layer_activations import layer_activation_bytes
+from archsim.training.memory import stage_memory
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig
 

@@ -167,7 +167,7 @@ def test_flash_attention_flops_and_bytes(kv_heads):
 
 
 def test_flash_attention_keeps_no_s_squared_activations():
-    from archsim.training.memory import layer_activation_bytes
+    from archsim.training.layer_activations import layer_activation_bytes
 
     c = TransformerConfig("gpt", "gpt", layers=24, hidden=2048, heads=16, vocab=50257, seq=4096, ffn=8192,
                           kv_heads=16)

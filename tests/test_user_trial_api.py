@@ -170,7 +170,7 @@ def test_activation_memory_keeps_the_swiglu_width(tmp_path, recompute, attention
 def test_gpt_activation_memory_is_korthikanti_et_al_s():
     """A GPT layer (GELU MLP of 4·h, as many KV heads as heads) keeps Korthikanti et al.'s
     s·b·h·(10 + 24/t + 5·a·s/(h·t)) bytes (Table 2), with sequence parallelism s·b·h/t·(34 + 5·a·s/h)."""
-    from archsim.training.memory import layer_activation_bytes
+    from archsim.training.layer_activations import layer_activation_bytes
     from archsim.workload.model_files import load_transformer
 
     gpt = load_transformer(str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"))

@@ -10,7 +10,7 @@ import pytest
 from archsim.policies.stage_orders import published_order
 from archsim.sim.builder import KINDS
 from archsim.training.held_memory import order_walk_peaks, published_walk_peaks, step_front
-from archsim.training.memory import layer_activation_bytes, layer_mask_bytes
+from archsim.training.layer_activations import layer_activation_bytes, layer_mask_bytes
 from archsim.workload.transformer import TransformerConfig
 
 # a tiny GPT (h 8, 2 heads, s 4, ffn 32): s·b·h = 32 at micro-batch 1

@@ -17,7 +17,7 @@ from archsim.training.held_memory import (
     published_held_peaks,
     weight_gradient_bytes,
 )
-from archsim.training.memory import layer_activation_bytes
+from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.parallel import Parallelism
 from archsim.training.pipeline_memory import held_fraction, memories
 from archsim.training.search_space import in_flight_peaks, rank_memories

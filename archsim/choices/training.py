@@ -43,7 +43,7 @@ SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved
 # Schedule actions search's --refine may simulate (counted before the first): measured about 2.5 µs each
 # (17·10⁶ estimated took 46 s on gpt_1024h_24l.json, 3·10⁶ the 1T GPT's default re-timing 4.8 s in all)
 MAX_REFINE_ACTIONS = 5_000_000
-# the Hugging Face config.json model_types train, search and the array commands read
-# (archsim/workload/hf_config.py; docs/formats.md lists the fields of each)
+# the Hugging Face config.json model_types the loader reads (archsim/workload/hf_config.py; docs/formats.md lists
+# the fields of each): the array commands refuse the mixtures and Switch, search Switch (one GPU, train's alone)
 HF_MODEL_TYPES = ("gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "switch_transformers",
-                  "mixtral", "qwen3_moe")
+                  "mixtral", "qwen3_moe", "qwen2_moe")

@@ -1,4 +1,4 @@
-"""The one table of GPU datasheet figures (docs/citations.md, "GPU datasheets"): every catalog GPU's
+"""The one table of GPU datasheet figures (docs/citations.md, "GPU training model"): every catalog GPU's
 figures are stated here once, and everything else reads them — the training :class:`~archsim.devices.device.Device`
 (:func:`device`), the kernel-time model of every dtype (:mod:`archsim.devices.kernels`) and
 ``validate-gpu``'s GPU-as-arrays model (:mod:`archsim.validation.gpu`).

@@ -1,6 +1,6 @@
 """Device sweep specs: the ``[sweep]`` table that names a ``model`` and a ``device`` → validator →
 :class:`DeviceSweepSpec`, whose points (:class:`DevicePoint`) :mod:`archsim.sweep.device_points` times
-and prices (docs/concepts.md, "Sweep specs"; docs/formats.md, "Device sweep spec")::
+and prices (docs/concepts.md, "Sweeps and reports"; docs/formats.md, "Device sweep spec")::
 
     [sweep]
     name = "tpu_v4_like_gpt"

@@ -4,7 +4,7 @@ Zero-bubble orders (ZB-H1/H2, interleaved ZB, ZB-V, DualPipeV: any order with se
 free a micro-batch's activations in two steps (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", §2 and
 Table 1): F adds M_B, I releases M_B − M_W and W releases the M_W its weight GEMMs still need; a fused B
 (1F1B, GPipe, interleaved 1F1B) releases M_B at once. Units here are one layer's M_B
-(:func:`~archsim.training.memory.layer_activation_bytes`; M_W / M_B is
+(:func:`~archsim.training.layer_activations.layer_activation_bytes`; M_W / M_B is
 :func:`~archsim.training.pipeline_memory.held_fraction`), so a rank's peak is a float that
 :func:`~archsim.training.memory.stage_memory` multiplies as it did the integer in-flight count.
 

@@ -1,4 +1,4 @@
-"""Memory per GPU: model states and activations under the schedule and recomputation.
+"""Memory per GPU: model states, and a stage's activations under the schedule and recomputation.
 
 Model states (mixed-precision Adam): the bytes per parameter a GPU holds at the optimizer step, Megatron-LM's
 own table (``docs/api-guide/dist_optimizer.md``): 20 in fp16 — fp16 weight and gradient buffer (4), fp32 main
@@ -10,39 +10,15 @@ state is sharded: 16/d in every dtype — the fp32 parameter shard, its fp32 gra
 variance, 4 each (PyTorch FSDP's ``MixedPrecision`` keeps the sharded parameters in fp32 and casts them to the
 compute dtype only when it all-gathers them) — plus the units in flight (:func:`fsdp_unit_bytes`).
 
-Activations of one transformer layer for one micro-batch, in bytes, with s tokens per sequence,
-b sequences, h hidden, a heads, TP degree t (Korthikanti et al. 2022, §4, Table 2):
-
-=============  ==============================  ===========================
-recompute      without sequence parallelism    with sequence parallelism
-=============  ==============================  ===========================
-none           s·b·h·(10 + 24/t + 5·a·s/(h·t))  s·b·h/t·(34 + 5·a·s/h)
-selective      s·b·h·(10 + 24/t)               s·b·h/t · 34
-full           2·s·b·h (the layer's input)     2·s·b·h/t
-=============  ==============================  ===========================
-
-The 24/t is a GPT layer's (4·h GELU MLP, as many KV heads as heads): each layer's is read off its widths
-(:func:`split_activation_bytes`: grouped K and V, the MLP's width, SwiGLU's three kept tensors).
-
-A stage holds one such set per layer for every micro-batch it has run forward but not backward;
-the schedule fixes that count (1F1B: p − i on stage i; read off the schedule's action order, so
-interleaved and zero-bubble orders count right). Recomputation rematerialises one layer at a time
-in the backward: full recompute adds one layer's ``none`` activations less the 2·s·b·h of its input — the
-checkpoint it reruns from, which the first LayerNorm saves again as the same tensor and which is counted
-among the micro-batch's kept ones already (until 2026-12-02 it was counted twice) — selective one layer's
-attention core (5·a·s²·b/t; 2·a·s²·b/t without attention dropout: the softmax output alone,
-:func:`attention_core_per_score`). Without hidden dropout (Llama) the two residual dropout masks are
-not kept: 8 + 24/t (32 with sequence parallelism) in place of 10 + 24/t (34),
-:func:`residual_mask_bytes`. The first stage also keeps the embedding's dropout mask (s·b·h bytes per
-micro-batch in flight, s·b·h/t with sequence parallelism, when the model drops hidden states), the last the fp16 and fp32 logits of the micro-batch it is on (6·s·b·V/t;
-in fp32 the logits alone, which the cross-entropy turns into its softmax in place: 4·s·b·V/t, :func:`logit_bytes`).
-In fp32 the 2-byte values double and the 1-byte dropout masks stay 1 byte (:func:`layer_mask_bytes`): a GPT
-layer without recompute keeps s·b·h·(66 + 9·a·s/h) bytes, not twice 34 + 5·a·s/h.
-
-With FlashAttention (``attention = "flash"``) no s² tensor is kept: ``none`` keeps the selective row's activations
-plus the fp32 log-sum-exp of every query row (4·a·s·b/t, 4 bytes in every dtype: :func:`layer_lse_bytes`), and
-selective recompute has nothing left to recompute (it keeps what ``none`` keeps); the buffers its backward allocates
-join one layer's working set (:func:`~archsim.training.flash_blocks.flash_backward_bytes`).
+Activations: a stage holds one layer's kept activations (:mod:`archsim.training.layer_activations`, Korthikanti et
+al.'s table) per layer for every micro-batch it has run forward but not backward; the schedule fixes that count
+(1F1B: p − i on stage i; read off the schedule's action order, so interleaved and zero-bubble orders count right),
+and one layer's working set in the backward (recomputation's rerun, FlashAttention's buffers) comes on top. The
+first stage also keeps the embedding's dropout mask (s·b·h bytes per micro-batch in flight, s·b·h/t with sequence
+parallelism, when the model drops hidden states: :func:`embedding_mask_bytes`), the last the fp16 and fp32 logits
+of the micro-batch it is on (6·s·b·V/t; in fp32 the logits alone, which the cross-entropy turns into its softmax in
+place: 4·s·b·V/t, :func:`logit_bytes`). In fp32 the 2-byte values double; the 1-byte dropout masks and
+FlashAttention's fp32 log-sum-exp keep their width (:func:`stage_terms`' ``scale``).
 """
 
 from __future__ import annotations
@@ -54,22 +30,20 @@ from functools import lru_cache
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.flash_blocks import flash_backward_bytes
 from archsim.training.hf_memory import hf_activation_bytes
+from archsim.training.layer_activations import layer_kept
 from archsim.training.layer_ops import embedding_parameters
-from archsim.training.moe_ops import etp_kept, mlp_activation_bytes, routing_tokens
+from archsim.training.moe_ops import etp_kept
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import (
     TransformerConfig,
     layer_parameters,
-    layer_widths,
     outer_norm_parameters,
     replicated_parameters,
 )
 
 FP32_STATE_BYTES = 16  # fp32 Adam's: weight, gradient, momentum, variance
 MAIN_GRAD_BYTES = 4  # the fp32 gradient every dtype's Adam steps on
-LSE_BYTES = 4  # FlashAttention's fp32 log-sum-exp, per query row and head, in every dtype
 
 
 def gradient_bytes(dtype: str) -> int:
@@ -152,84 +126,6 @@ def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, f
 STATE_BYTES_PER_PARAMETER = state_bytes("fp16")  # the default dtype's: 20
 
 
-@lru_cache(maxsize=4096)  # a planned search's rank sizing asks again and again for the same shapes
-def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str,
-                           sequence_parallel: bool, attention: str = "standard") -> float:
-    """Korthikanti et al.'s per-layer activation bytes (table above), their 24/t read off the layer's widths
-    (:func:`split_activation_bytes`: grouped K and V, the MLP's width and gate); FlashAttention's below it."""
-    s, b, h, a, t = c.seq, micro_batch, c.hidden, c.heads, tp
-    sbh = s * b * h
-    if recompute == "full":
-        return 2 * sbh / (t if sequence_parallel else 1)
-    if attention == "flash":
-        return layer_activation_bytes(c, b, t, "selective", sequence_parallel) + layer_lse_bytes(c, b, t, recompute,
-                                                                                                  attention)
-    unsplit = (8 + residual_mask_bytes(c)) * sbh / (t if sequence_parallel else 1)
-    kept = unsplit + s * b * split_activation_bytes(c, t, routing_tokens(c, b, t, sequence_parallel))
-    if recompute == "selective":
-        return kept
-    return kept + attention_core_per_score(c) * a * s * s * b / t
-
-
-def split_activation_bytes(c: TransformerConfig, tp: int, local: int) -> float:
-    """Bytes per token a layer keeps of the tensors TP splits (fp16): Q, K and V for the scores' and
-    context's backward, the projection's input, and the MLP's — a GELU MLP's activation input and fc2
-    input (2 × ffn), a gated one's gate and up outputs and their product (3 × ffn; a mixture's experts' rows of the
-    ``local`` tokens a rank routes: :func:`~archsim.training.moe_ops.mlp_activation_bytes`) — at their widths on one
-    rank (:func:`~archsim.workload.transformer.layer_widths`: grouped K and V, KV heads replicated past TP): 24·h/t for GPT."""
-    w = layer_widths(c, tp)
-    qk_norm_inputs = (w.heads + w.kv_heads) * w.head_dim if c.qk_norm else 0  # a norm keeps its input, as the LNs
-    return 2 * (w.qkv + qk_norm_inputs + w.attention) + mlp_activation_bytes(c, tp, local)
-
-
-def residual_mask_bytes(c: TransformerConfig) -> int:
-    """Bytes per s·b·h of a layer's two residual dropout masks (1 byte each: Korthikanti et al.'s table
-    counts them in its 10, or 34 with sequence parallelism); 0 when the model does not drop hidden states
-    (:attr:`~archsim.workload.transformer.TransformerConfig.drops_hidden`: no dropout, no mask)."""
-    return 2 if c.drops_hidden else 0
-
-
-def attention_core_per_score(c: TransformerConfig) -> int:
-    """Bytes standard attention keeps per score (a·s²·b/t of them per layer and micro-batch) beyond Q, K and
-    V: softmax output 2, dropout mask 1 and dropout output 2, Korthikanti et al.'s 5; without attention
-    dropout (:attr:`~archsim.workload.transformer.TransformerConfig.drops_attention`) the softmax output's 2
-    only, which softmax's backward and the P·V GEMM both read."""
-    return 5 if c.drops_attention else 2
-
-
-@lru_cache(maxsize=4096)  # as layer_activation_bytes
-def layer_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, sequence_parallel: bool,
-                     attention: str = "standard") -> float:
-    """The 1-byte dropout masks among :func:`layer_activation_bytes`' bytes: Korthikanti et al.'s
-    34·s·b·h + 5·a·s²·b splits into 2-byte values and the masks, the two residual dropouts' s·b·h each
-    (:func:`residual_mask_bytes`) and the attention dropout's a·s²·b (/t with TP; none kept under full
-    recompute, none s² with FlashAttention, which keeps no mask). A mask is 1 byte whatever the training
-    dtype (PyTorch's dropout keeps a bool tensor), so fp32 doubles the rest only (:func:`stage_memory`)."""
-    if recompute == "full":
-        return 0.0
-    s, b, h, t = c.seq, micro_batch, c.hidden, tp
-    residual = residual_mask_bytes(c) * s * b * h / (t if sequence_parallel else 1)
-    if recompute == "selective" or attention == "flash":
-        return residual
-    return residual + attention_mask_per_score(c) * c.heads * s * s * b / t
-
-
-@lru_cache(maxsize=4096)  # as layer_activation_bytes
-def layer_lse_bytes(c: TransformerConfig, micro_batch: int, tp: int, recompute: str, attention: str) -> float:
-    """FlashAttention's log-sum-exp among :func:`layer_activation_bytes`' bytes: one fp32 value (4 bytes) per
-    query row and head, a·s·b/t of them, in every dtype — FlashAttention-2's ``flash_api.cpp`` allocates
-    ``softmax_lse`` as ``at::kFloat`` whatever q's dtype, so fp32 does not double it (:func:`stage_memory`);
-    none with standard attention or under full recompute."""
-    if attention != "flash" or recompute == "full":
-        return 0.0
-    return LSE_BYTES * c.heads * c.seq * micro_batch / tp
-
-
-def attention_mask_per_score(c: TransformerConfig) -> int:
-    """Bytes of attention-dropout mask per score among :func:`attention_core_per_score`'s: 1, none without dropout."""
-    return 1 if c.drops_attention else 0
-
-
 def logit_bytes(value_bytes: float) -> float:
     """Bytes per logit the last stage keeps for the vocabulary-parallel cross-entropy, the logits being
     ``value_bytes`` wide: the logits and the fp32 copy ``.float()`` makes of narrower ones (2 + 4 = 6 in
@@ -239,7 +135,7 @@ def logit_bytes(value_bytes: float) -> float:
     return value_bytes + (MAIN_GRAD_BYTES if value_bytes < MAIN_GRAD_BYTES else 0)
 
 
-@lru_cache(maxsize=4096)  # as layer_activation_bytes
+@lru_cache(maxsize=4096)  # a planned search's rank sizing asks again and again for the same shapes
 def layer_parameters_per_gpu(c: TransformerConfig, tp: int, ep: int = 1, etp: int | None = None) -> float:
     """One layer's parameters on one GPU of its TP group: the split weights and column-parallel biases
     / t, plus the replicated norms, router and row-parallel biases; a mixture's experts / (ETP · ``ep``), ETP ``etp`` or t."""
@@ -287,7 +183,8 @@ class StageTerms:
     """:func:`stage_memory`'s figures but a stage's layers and micro-batches in flight, read once (:func:`stage_terms`)
     for a planner sizing a rank at many counts: parameters per GPU (a ``layer``'s; ``edges``: embedding, final norm,
     LM-head copy; ``whole``: Switch's), bytes per parameter (``states``, FSDP's ``unit``) and per micro-batch (as
-    :func:`_layer_kept`, ``mask``, ``logits``; ``other``: Switch's or Hugging Face's, (layers, in flight) → bytes)."""
+    :func:`~archsim.training.layer_activations.layer_kept`, ``mask``, ``logits``; ``other``: Switch's or Hugging
+    Face's, (layers, in flight) → bytes)."""
 
     whole: float | None
     layer: float
@@ -343,9 +240,10 @@ def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool,
     """:class:`StageTerms` of the first and/or last stage or neither (``head_copy``: :func:`stage_parameters`'); ``states``:
     bytes per parameter (:func:`state_bytes`); ``unit``: with FSDP, :func:`fsdp_unit_bytes` per parameter of the largest
     unit (a layer, or the embedding with the final norm and LM head), counted in the states. ``scale``: activations'
-    bytes per element over fp16's (2 in fp32); the dropout masks (:func:`layer_mask_bytes`, the embedding's) stay a
-    byte, as Megatron keeps them, FlashAttention's log-sum-exp and backward buffers' fp32 4 (:func:`layer_lse_bytes`).
-    ``hf``: Hugging Face's fp32 eager modules (:func:`~archsim.training.hf_memory.hf_activation_bytes`). ``working``:
+    bytes per element over fp16's (2 in fp32); the dropout masks
+    (:func:`~archsim.training.layer_activations.layer_mask_bytes`, the embedding's) stay a byte, as Megatron keeps
+    them, FlashAttention's log-sum-exp and backward buffers' fp32 4
+    (:func:`~archsim.training.layer_activations.layer_lse_bytes`). ``hf``: Hugging Face's fp32 eager modules (:func:`~archsim.training.hf_memory.hf_activation_bytes`). ``working``:
     whether it carries its rank's working set in one layer's backward (recomputation's, FlashAttention's buffers)."""
     b, t, sp = par.micro_batch, par.tp, par.sequence_parallel
     if c.family == "switch":  # fp32 eager only: 4 bytes an fp32 element (its masks counted as ¼ element)
@@ -361,30 +259,10 @@ def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool,
         return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
                           lambda layers, in_flight: hf_activation_bytes(c, b, layers, in_flight, par.recompute,
                                                                         first, last, working))
-    kept, unscaled, working_set = etp_kept(c, par, *_layer_kept(c, b, t, par.recompute, sp, par.attention, working))
+    kept, unscaled, working_set = etp_kept(c, par, *layer_kept(c, b, t, par.recompute, sp, par.attention, working))
     return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, unit, kept, unscaled, working_set,
                       embedding_mask_bytes(c, b, t, sp) if first else None,
                       logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t if last else None, scale, None)
-
-
-@lru_cache(maxsize=4096)  # stage_memory's per-layer figures in one look-up: a planner sizes ranks many times over
-def _layer_kept(c: TransformerConfig, b: int, t: int, recompute: str, sp: bool, attention: str,
-                working: bool) -> tuple[float, float, tuple[float, float] | None]:
-    """Bytes per layer and micro-batch :func:`stage_memory` reads: the activations kept, of them the masks and log-sum-exp
-    (the same width in every dtype), and the working set's (the same two) where ``working`` and there is one."""
-    per_layer = layer_activation_bytes(c, b, t, recompute, sp, attention)
-    unscaled = layer_mask_bytes(c, b, t, recompute, sp, attention) + layer_lse_bytes(c, b, t, recompute, attention)
-    rerun = (0.0, 0.0)
-    if recompute == "full":  # the rerun layer's input is its checkpoint, held already (per_layer)
-        rerun = (layer_activation_bytes(c, b, t, "none", sp, attention) - per_layer,
-                 layer_mask_bytes(c, b, t, "none", sp, attention) + layer_lse_bytes(c, b, t, "none", attention))
-    elif recompute == "selective" and attention == "standard":
-        rerun = (attention_core_per_score(c) * c.heads * c.seq**2 * b / t,
-                 attention_mask_per_score(c) * c.heads * c.seq**2 * b / t)
-    if attention == "flash":  # its backward's buffers, beside the rerun layer if any
-        extra = flash_backward_bytes(c, b, t)
-        rerun = (rerun[0] + extra[0], rerun[1] + extra[1])
-    return per_layer, unscaled, rerun if working and any(rerun) else None
 
 
 def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
@@ -393,8 +271,7 @@ def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequen
     return c.seq * micro_batch * c.hidden / (tp if sequence_parallel else 1) if c.drops_hidden else 0.0
 
 
-__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "StageTerms", "attention_core_per_score",
-           "attention_mask_per_score", "check_sharding", "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes",
-           "layer_activation_bytes", "layer_lse_bytes", "layer_mask_bytes", "layer_parameters_per_gpu", "logit_bytes",
-           "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters",
-           "stage_terms", "state_bytes", "unsharded_state_bytes"]
+__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "StageTerms", "check_sharding",
+           "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes", "layer_parameters_per_gpu", "logit_bytes",
+           "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters", "stage_terms",
+           "state_bytes", "unsharded_state_bytes"]

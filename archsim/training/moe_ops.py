@@ -269,9 +269,10 @@ def expert_weight_gradient_bytes(c: TransformerConfig, tp: int, sequence_paralle
 
 def etp_kept(c: TransformerConfig, par: Parallelism, kept: float, unscaled: float,
              working: tuple[float, float] | None) -> tuple[float, float, tuple[float, float] | None]:
-    """A layer's kept activations, their unscaled part and its working set (memory's ``_layer_kept``, counted at
-    ETP = TP) at ``par``'s ETP: the experts' rows' bytes change by s·b·(:func:`mlp_activation_bytes` at ETP − at TP);
-    under full recompute they are the rerun layer's (the working set), else kept."""
+    """A layer's kept activations, their unscaled part and its working set
+    (:func:`~archsim.training.layer_activations.layer_kept`, counted at ETP = TP) at ``par``'s ETP: the experts' rows'
+    bytes change by s·b·(:func:`mlp_activation_bytes` at ETP − at TP); under full recompute they are the rerun layer's
+    (the working set), else kept."""
     if not c.moe or par.expert_tp == par.tp:
         return kept, unscaled, working
     local = routing_tokens(c, par.micro_batch, par.tp, par.sequence_parallel)

@@ -18,12 +18,12 @@ from archsim.training.held_memory import (
     weight_gradient_bytes,
 )
 from archsim.training.hf_memory import hf_rank_fractions, hf_rank_gains
+from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.memory import (
     STATE_BYTES_PER_PARAMETER,
     StageMemory,
     StageTerms,
     embedding_mask_bytes,
-    layer_activation_bytes,
     stage_terms,
 )
 from archsim.training.moe_ops import etp_kept, expert_parameters
