@@ -120,7 +120,8 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
             named.append((str(folder / device), "a device file"))
     sweep = table.get("sweep")
     if isinstance(sweep, dict):
-        from archsim.sweep.device_files import DEVICE_SUFFIXES, spec_file
+        from archsim.choices.devices import DEVICE_SUFFIXES
+        from archsim.sweep.device_files import spec_file
         from archsim.sweep.spec import resolve_network
         from archsim.sweep.spec_arrays import ARRAY_SUFFIX, resolve_array_file
         from archsim.workload.model_files import MODEL_SUFFIXES

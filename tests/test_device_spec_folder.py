@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from archsim.choices.devices import DEVICE_SUFFIXES
 from archsim.errors import InputError
-from archsim.sweep.device_files import DEVICE_SUFFIXES, spec_file
+from archsim.sweep.device_files import spec_file
 
 
 def test_device_naming_a_folder_says_it_is_a_folder(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archsim.choices.devices import DEVICE_SUFFIXES
 from archsim.errors import InputError
 from archsim.validate import (
     is_file,
@@ -101,4 +100,4 @@ def check_cfg_bandwidths(device_path: str, clock_hz: float, hbm: tuple[float | N
                              field="hbm_gbps") from None
 
 
-__all__ = ["DEVICE_SUFFIXES", "cfg_words", "check_cfg_bandwidths", "file_sha256", "spec_file", "states_bandwidth"]
+__all__ = ["cfg_words", "check_cfg_bandwidths", "file_sha256", "spec_file", "states_bandwidth"]

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 from archsim.array.device_sections import STATIC_ON_TILES, static_watts
 from archsim.array.sram_sizes import short_sram
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
-from archsim.sweep.device_files import DEVICE_SUFFIXES, check_cfg_bandwidths, file_sha256, spec_file
+from archsim.sweep.device_files import check_cfg_bandwidths, file_sha256, spec_file
 from archsim.sweep.device_layouts import checked_layouts
 from archsim.training.cluster_file import MAX_GPUS
 from archsim.validate import (
