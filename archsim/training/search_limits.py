@@ -21,14 +21,14 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
         size *= min(order_count(cluster), MAX_ORDERS + 1)
     if size > MAX_CANDIDATES:
         sizes = {"max-micro-batch": len(micro_batches), "gpus": len(counts), "chunks": len(chunks),
-                 "schedule": len(schedules)}
-        field = max(sizes, key=sizes.__getitem__)  # the flag that grows it most
+                 "schedule": len(schedules), "cp": len(cps) * len(cp_comms), "ep": len(eps), "etp": len(etps)}
+        field = max(sizes, key=sizes.__getitem__)  # the flag that grows it most (ties: the first named)
+        fewer = ", ".join(setting(flag) for flag in ("gpus", "schedule", "chunks", "cp", "cp-comm", "ep"))
         raise InputError(f"this search would enumerate {size:,} configurations (GPU counts × TP·PP·DP × micro-batches "
-                         f"× recompute × schedules and chunks × sequence parallelism × EP × ETP"
+                         f"× recompute × schedules and chunks × sequence parallelism × CP and its exchanges × EP × ETP"
                          f"{' × server orders' if placement == 'planned' else ''}), above the limit of "
-                         f"{MAX_CANDIDATES:,}; lower {setting('max-micro-batch')}, or give fewer {setting('gpus')}, "
-                         f"{setting('schedule')} or {setting('chunks')}",
-                         field=field)
+                         f"{MAX_CANDIDATES:,}; lower {setting('max-micro-batch')}, or give fewer {fewer} or "
+                         f"{setting('etp')}", field=field)
     check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks, cp=cps, ep=eps,
                    **{"cp-comm": cp_comms})
 
