@@ -28,10 +28,11 @@ MAX_ORDERS = 5040  # distinct server orders --placement planned tries (7 servers
 
 
 def _kind(cluster, server: int) -> tuple:
-    """What makes a server different from another for the model: GPU, GPU count, price, power."""
+    """What makes a server different from another for the model: GPU, GPU count, in-server link, price, power."""
     pick = (lambda values: values[server] if values else None)
     start = cluster.starts[server]
-    return (cluster.gpu_at(start).name, cluster.starts[server + 1] - start, pick(cluster.prices), pick(cluster.watts))
+    return (cluster.gpu_at(start).name, cluster.starts[server + 1] - start, pick(cluster.fabrics), pick(cluster.prices),
+            pick(cluster.watts))
 
 
 def order_count(cluster) -> int:
