@@ -166,3 +166,26 @@ def test_fp8_is_never_slower_on_a_gemm_bound_model(layout, monkeypatch):
     assert len(gemms) == 15 and all(r["seconds"] < theirs for r, theirs in gemms)
     casts = sum(r["seconds"] for r in fp8.ops if ".fp8_" in r["name"])
     assert casts < sum(theirs - r["seconds"] for r, theirs in gemms)
+
+
+CHECK = {  # docs/training.md, "FP8 training": the check's layouts and the table's figures (s/step bf16, fp8)
+    "llama3_8b": (["--cp", "2", "--dp", "4"], (12.51, 9.73)),
+    "llama3_70b": (["--tp", "4", "--pp", "4", "--cp", "2", "--dp", "2", "--interleave", "5", "--sequence-parallel"],
+                   (15.74, 11.89)),
+}
+
+
+@pytest.mark.parametrize("model", sorted(CHECK))
+def test_the_docs_check_against_nvidias_step_times_states_what_train_prints(model, capsys, monkeypatch):
+    """The table's archsim figures are these commands' (the NVIDIA figures beside them are never fitted on)."""
+    monkeypatch.chdir(ROOT)
+    layout, expected = CHECK[model]
+    argv = ["train", model, "--cluster", "configs/clusters/dgx_h100_superpod.toml", *layout, "--global-batch", "128",
+            "--micro-batch", "1", "--recompute", "none", "--dtype", "bf16", "--distributed-optimizer"]
+    plain, fp8 = (cli_json([*argv, *more], capsys)["meta"] for more in ([], ["--fp8", "hybrid"]))
+    assert (round(plain["iteration_seconds"], 2), round(fp8["iteration_seconds"], 2)) == expected
+    if model == "llama3_8b":  # the text's memory: fp8's cached weights outweigh the inputs it halves
+        assert (round(plain["peak_memory_gib"], 1), round(fp8["peak_memory_gib"], 1)) == (76.2, 87.0)
+        assert plain["fits_memory"] and not fp8["fits_memory"]
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    assert f"{expected[0]:.2f} / " in text and f"{expected[1]:.2f} / " in text
