@@ -99,6 +99,16 @@ def test_the_iteration_holds_the_scaling_terms(capsys, monkeypatch):
     assert "fp8_scaling" not in train(c, replace(par, fp8=None), machines[0], machines).breakdown
 
 
+def test_the_gantts_note_names_the_weights_cast(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    from archsim import cli
+
+    for more, named in (([], False), (["--fp8", "hybrid"], True)):
+        assert cli.main([*BASE, *more, "--gantt", str(tmp_path / "g.html")]) == 0
+        page = (tmp_path / "g.html").read_text(encoding="utf-8")
+        assert ("the fp8 weights&#x27; cast, priced here" in page) is named
+
+
 def test_the_librarys_fp8_gives_the_flags_numbers(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     meta = cli_json([*BASE, "--tp", "2", "--sequence-parallel", "--fp8", "hybrid"], capsys)["meta"]
