@@ -29,8 +29,8 @@ BASE = ["train", SMALL, "--cluster", H100_NODE, "--global-batch", "8", "--dtype"
 
 
 @pytest.mark.parametrize(("cluster", "flags", "said"), [
-    ("configs/clusters/a100_node.toml", [], ("needs a device with an fp8 peak (Hopper: H100, H200); NVIDIA A100 SXM4 80GB "
-                                           "has fp16, bf16, tf32, fp32, fp64")),
+    ("configs/clusters/a100_node.toml", [],
+     "needs a device with an fp8 peak (Hopper: H100, H200); NVIDIA A100 SXM4 80GB has fp16, bf16, tf32, fp32, fp64"),
     ("configs/clusters/testbed_v100_gpu.toml", [], "needs a device with an fp8 peak"),
     ("configs/clusters/scalesim_32x32_device.toml", ["--attention", "standard"], "needs a device with an fp8 peak"),
     (H100_NODE, ["--dtype", "fp32"], ("runs beside a 16-bit --dtype (Transformer Engine's higher precision: bf16 or "

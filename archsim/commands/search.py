@@ -101,8 +101,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,
                         help="every configuration's DP all-reduce, as archsim train's --dp-overlap")
     parser.add_argument("--fp8", default=None, choices=FP8_RECIPES,
-                        help="every configuration's linear layers in Transformer Engine's FP8, as archsim train's --fp8 "
-                             "(default: off)")
+                        help="every configuration's linear layers in Transformer Engine's FP8, as archsim train's "
+                             "--fp8 (default: off)")
     parser.add_argument("--distributed-optimizer", action="store_true",
                         help="every configuration with Megatron-LM's distributed optimizer, as archsim train's "
                              "--distributed-optimizer: optimizer states sharded over DP in the memory check and rows")

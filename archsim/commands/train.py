@@ -154,11 +154,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "repeat for a grid: one row "
                              "per point (Megatron's even split, no timeline) instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
-                        help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, global_batch "
-                             "and optionally recompute, sequence_parallel, interleave, distributed_optimizer, fsdp, "
-                             "fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, moe_expert_capacity_factor, "
-                             "moe_pad_expert_input_to_capacity, gpus, measured_seconds; or vTrain's released CSV as it "
-                             "is): one row each, in input order, with the error where measured")
+                        help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
+                             "global_batch and optionally recompute, sequence_parallel, interleave, distributed_optimizer, "
+                             "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, "
+                             "moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, gpus, measured_seconds; or "
+                             "vTrain's released CSV as it is): one row each, in input order, with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)
     add_output_arguments(parser)

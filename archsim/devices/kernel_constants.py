@@ -153,5 +153,6 @@ def sustained_flops(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: s
     return power / energy_per_flop(spec, constants, dtype)
 
 
-__all__ = ["FITTED", "FP8_PER_FP16", "TENSOR_DTYPES", "TENSOR_ENERGY_PJ", "KernelConstants", "element_bytes", "energy_per_flop",
+__all__ = ["FITTED", "FP8_PER_FP16", "TENSOR_DTYPES", "TENSOR_ENERGY_PJ", "KernelConstants", "element_bytes",
+           "energy_per_flop",
            "on_tensor_cores", "one_fraction", "sm_flops", "sustained_flops"]

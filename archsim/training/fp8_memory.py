@@ -61,7 +61,8 @@ def fp8_activation_bytes(c: TransformerConfig, par: Parallelism) -> float:
 def fp8_kept(c: TransformerConfig, par: Parallelism, kept: float, unscaled: float,
              working: tuple[float, float] | None) -> tuple[float, float, tuple[float, float] | None]:
     """A layer's kept activations, their unscaled part and its working set (the memory's per-layer figures) under
-    ``par.fp8``: :func:`fp8_activation_bytes` on what is kept, or under full recompute on the rerun layer's working set."""
+    ``par.fp8``: :func:`fp8_activation_bytes` on what is kept, or under full recompute on the rerun layer's working
+    set."""
     delta = fp8_activation_bytes(c, par)
     if not delta:
         return kept, unscaled, working

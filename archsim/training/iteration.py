@@ -240,7 +240,8 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
     ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops; another
     implementation's, per Megatron's mixed-precision list, the one the fits state their per-op overheads
     in): the one choice the iteration's time and its energy (:mod:`archsim.training.energy`) both read; ``fp8``: the
-    layer's linear layers in Transformer Engine's fp8 (Megatron's list only: :func:`~archsim.training.fp8_ops.check_fp8`)."""
+    layer's linear layers in Transformer Engine's fp8 (Megatron's list only:
+    :func:`~archsim.training.fp8_ops.check_fp8`)."""
     b, t, sp = micro_batch, tp, sequence_parallel
     if c.family == "switch":
         from archsim.training.hf_ops import check_hf  # Hugging Face's op lists: only the runs that take them

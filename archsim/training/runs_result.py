@@ -19,8 +19,8 @@ def runs_document(out: list[dict], rows: tuple[RunRow, ...], *, model: str, clus
                   dp_overlap: str, schedule: str, fp8: str | None = None) -> dict:
     """``{"meta": …, "rows": […]}`` of the predicted ``out`` (:func:`archsim.training.runs_predict.predict_runs`' rows) of the
     runs file's ``rows``: each row less its ``energy_source``, said once in the meta (one per cluster); the meta
-    names the flags every row ran with (``dtype``: the cluster's, the precision priced; ``fp8`` only when given) and the MAPE of the measured rows (a fraction,
-    None where no row is measured). ``rows`` holds one row at least (:func:`~archsim.training.runs.read_runs`)."""
+    names the flags every row ran with (``dtype``: the cluster's, the precision priced; ``fp8`` only when given) and
+    the MAPE of the measured rows (a fraction, None where no row is measured). ``rows`` holds one row at least (:func:`~archsim.training.runs.read_runs`)."""
     import numpy as np
 
     from archsim.training.grad_accumulation import accumulation

@@ -32,8 +32,8 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     1F1B) and for an uneven split it cannot express (any uneven one with interleaving): Megatron takes
     the first and the last stage's layer counts (``--decoder-first-pipeline-num-layers``,
     ``--decoder-last-pipeline-num-layers``) and splits the rest evenly. With ``k.distributed_optimizer``
-    ``--use-distributed-optimizer``; with ``k.fp8`` ``--fp8-format``; with ``k.fsdp`` the layout's flags only, no command that runs it: FSDP is
-    PyTorch's (its row's ``fsdp`` is true)."""
+    ``--use-distributed-optimizer``; with ``k.fp8`` ``--fp8-format``; with ``k.fsdp`` the layout's flags only, no
+    command that runs it: FSDP is PyTorch's (its row's ``fsdp`` is true)."""
     split = k.stage_layers
     model = megatron_model_args(c)
     if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1) \

@@ -190,7 +190,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
     etp_tried = expert_tp_degrees(config, etps)
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
-            "gpu": cluster.gpu_names, "dtype": cluster.dtype, **({"fp8": fp8, "mfu_peak": cluster.dtype} if fp8 else {}),
+            "gpu": cluster.gpu_names, "dtype": cluster.dtype,
+            **({"fp8": fp8, "mfu_peak": cluster.dtype} if fp8 else {}),
             # several counts as the flag lists them; one an integer, as the cluster's own count is
             "gpus": ",".join(map(str, gpus)) if gpus and len(gpus) > 1 else gpus[0] if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
