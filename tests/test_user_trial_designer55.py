@@ -235,14 +235,15 @@ def test_a_device_named_without_its_suffix_in_a_cluster_names_the_file_meant(tmp
 
 
 def test_an_array_chips_fp8_peak_keeps_the_peaks_its_arrays_compute(tmp_path, capsys):
-    """A ``[compute.peak_tflops]`` table stating only ``fp8 = 65.5`` (a datasheet figure no GEMM here runs in) replaced
+    """A ``[compute.peak_tflops]`` table stating only ``fp8 = 32.77`` (``train --fp8``'s rate: on ``arrays`` it must be the
+    arrays' own, as every stated peak must) replaced
     every default peak, so ``archsim train`` refused the chip at its default dtype: ``field 'dtype': mychip has no fp16
     peak; it has fp8`` — while the docs say an array chip's fp16, bf16 and fp32 peaks default to its arrays' rate,
     2 · 4 · 64 · 64 · 1 GHz = 32.77 TFLOP/s here. They now do beside other dtypes: the run and its MFU are the
     table-less chip's."""
     cluster = write(tmp_path / "c.toml", CLUSTER.format(device="mychip.toml"))
     runs = []
-    for text in (CHIP, CHIP.replace("[memory]", "[compute.peak_tflops]\nfp8 = 65.5\n\n[memory]")):
+    for text in (CHIP, CHIP.replace("[memory]", "[compute.peak_tflops]\nfp8 = 32.77\n\n[memory]")):  # the arrays' rate
         write(tmp_path / "mychip.toml", text)
         assert main([*TRAIN, "--cluster", str(cluster), "--dtype", "fp16", "--format", "json"]) == 0
         runs.append(capsys.readouterr().out)

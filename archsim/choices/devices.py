@@ -7,6 +7,10 @@ DTYPES = ("fp32", "fp16", "bf16")  # a GEMM of a dtype runs at the device's peak
 # ``torch.backends.cuda.matmul.allow_tf32`` is False since PyTorch 1.12, so TF32 is not used)
 TRAIN_DTYPE = "fp16"  # train's, search's and plan's --dtype when not given: what a device's chip is charged at
 ELEMENT_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}  # bytes per element of every dtype name archsim knows
+# Transformer Engine's 8-bit floats (E4M3, E5M2): the operands of a linear layer's GEMMs under train's --fp8, 1 byte
+# each, never a training dtype (the higher precision stays --dtype's: training/fp8_ops.py)
+FP8 = "fp8"
+GEMM_OPERAND_BYTES = {**ELEMENT_BYTES, FP8: 1}  # bytes per GEMM operand element: a training dtype's, or fp8's
 TORCH_DTYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}  # PyTorch's dtype names → archsim's
 # What the array commands (``archsim cost``, ``energy``) and ``archsim.cost`` take as --dtype: train's
 # names, plus the 1-byte word SCALE-Sim counts in (its DRAM and SRAM figures are words), which stays their

@@ -29,6 +29,9 @@ CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
 # search's --etp word beside its integers: each candidate's experts split over its own TP (Megatron-LM's default
 # --expert-tensor-parallel-size), the one value a search tries unless told (training/search_experts.py)
 ETP_TP = "tp"
+# train's and search's --fp8: Megatron-LM's --fp8-format under Transformer Engine's delayed scaling, hybrid (E4M3
+# forward, E5M2 gradients) or e4m3 (E4M3 both ways); off unless given (training/fp8_ops.py)
+FP8_RECIPES = ("hybrid", "e4m3")
 IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
 # train's --attention unless given, per implementation: plain PyTorch's op list runs the standard core only
 IMPLEMENTATION_ATTENTION = {"megatron": DEFAULT_ATTENTION, "pytorch-eager": "standard"}

@@ -40,7 +40,8 @@ def iteration_caption(iteration_seconds: float, timeline, par=None, post=()) -> 
     :class:`~archsim.training.parallel.Parallelism`) syncs: the gradient all-reduces left to run, the distributed
     optimizer's reduce-scatter and all-gather, or FSDP's collectives the compute did not hide (every micro-batch's,
     added after the last bar); then the optimizer step. ``post``: each rank's seconds after its last backward
-    (``TrainResult.post``); a collective no rank spends time on (DP 1, untied embeddings, PP 1) is not named.
+    (``TrainResult.post``); a collective no rank spends time on (DP 1, untied embeddings, PP 1) is not named; with
+    fp8, the weights' cast once an iteration too.
     Both figures in seconds, as the chart's axis."""
     after = iteration_seconds - timeline.makespan
     if par is not None and par.fsdp and par.fsdp_grad_sync == "step":
@@ -51,6 +52,8 @@ def iteration_caption(iteration_seconds: float, timeline, par=None, post=()) -> 
                 "here; the optimizer step")
     else:
         work = _collectives_left(par, post) + "the optimizer step"
+    if par is not None and par.fp8:  # in the run the first micro-batch's forward casts them (fp8_scaling.py)
+        work += " and the fp8 weights' cast, priced here"
     return (f"Each pipeline rank's forward and backward passes. What a rank runs after its last backward ("
             f"{work}) is not drawn: the iteration ends {after:.4g} s after the last bar, at {iteration_seconds:.4g} s.")
 

@@ -12,6 +12,7 @@ from archsim.choices.training import (
     BALANCES,
     CP_COMMS,
     DP_OVERLAPS,
+    FP8_RECIPES,
     FSDP_GRAD_SYNCS,
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
@@ -54,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"training precision: fp16/bf16 mixed precision, or fp32 (on a GPU its FP32 lanes, "
                              f"PyTorch's default; 4 bytes per element) (default: {DEFAULT_DTYPE}, whatever the "
                              "config's torch_dtype: a note says when it names another)")
+    parser.add_argument("--fp8", default=None, choices=FP8_RECIPES,
+                        help="Transformer Engine's FP8 on the linear layers (Megatron-LM's --fp8-format, delayed "
+                             "scaling): hybrid (E4M3 forward, E5M2 gradients) or e4m3; --dtype bf16/fp16 stays the "
+                             "higher precision; needs an fp8 peak (H100, H200) (default: off; docs/training.md)")
     parser.add_argument("--implementation", default="megatron", choices=IMPLEMENTATIONS,
                         help="whose op list runs: Megatron-LM's fused kernels, or plain eager PyTorch on one GPU (TP, PP, DP 1) "
                              "(fp16/bf16: the AMP GPT of benchmarks/gpu_train_measure.py; fp32: Hugging Face's "
@@ -147,16 +152,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
-                             "fsdp, ep, etp); "
+                             "fsdp, ep, etp, fp8: hybrid, e4m3 or none); "
                              "repeat for a grid: one row "
                              "per point (Megatron's even split, no timeline) instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
-                             "global_batch and optionally recompute, sequence_parallel, interleave, "
-                             "distributed_optimizer, fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, "
-                             "ep, etp, moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, gpus, "
-                             "measured_seconds; or vTrain's released CSV as it is): one row each, in input order, "
-                             "with the error where measured")
+                             "global_batch and optionally recompute, sequence_parallel, interleave, distributed_optimizer, "
+                             "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, "
+                             "moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, gpus, measured_seconds; or "
+                             "vTrain's released CSV as it is): one row each, in input order, with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
@@ -204,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
-                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, _hierarchy(args), args.ep, args.etp)
+                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, _hierarchy(args), args.ep, args.etp, args.fp8)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
                 enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:
@@ -271,7 +275,8 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
             **({"fsdp_grad_sync": args.fsdp_grad_sync} if args.fsdp_grad_sync != "micro-batch" else {}),
             **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {}),
             **({"cp_hierarchy": _hierarchy(args)} if args.cp_hierarchy else {}),
-            **({"ep": args.ep} if args.ep > 1 else {}), **({"etp": args.etp} if args.etp is not None else {})}
+            **({"ep": args.ep} if args.ep > 1 else {}), **({"etp": args.etp} if args.etp is not None else {}),
+            **({"fp8": args.fp8} if args.fp8 else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -327,15 +332,15 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     from archsim.training.runs_result import runs_document
     from archsim.workload.model_files import config_dtype_note
 
-    # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap,
-    # --grad-accumulation, --schedule and --dtype; a flag the rows set themselves is refused, not ignored
+    # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap, --grad-accumulation,
+    # --schedule, --dtype and --fp8; a flag the rows set themselves is refused, not ignored
     given = _given(args, RUNS_SET_PER_ROW)
     if given:
         raise InputError(f"{', '.join(given)}: each row of the runs file sets its own parallelism (and experts' "
                          "capacity) and runs once; give them as its columns, or drop --runs", field="runs")
 
     cluster = load_gpu_cluster(args.cluster, args.dtype)
-    rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
+    rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap, fp8=args.fp8,
                        grad_accumulation=args.grad_accumulation, schedule=args.schedule, max_ops=args.max_ops,
                        seq_given=args.seq is not None, check=row_check(config, cluster, args.runs))
     warned: list[str] = []  # each row's train warnings, printed once the rows have run (a bad row: none)
@@ -343,7 +348,7 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
         out = predict_runs(config, cluster, rows, bar.update, file=args.runs,
                            warn=lambda line, text: warned.append(f"line {line}: {text}"))
     document = runs_document(out, rows, model=config.name, cluster=cluster, attention=args.attention,
-                             dp_overlap=args.dp_overlap, schedule=args.schedule)
+                             dp_overlap=args.dp_overlap, schedule=args.schedule, fp8=args.fp8)
     for line in warned:
         warn(line)
     for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows)):

@@ -36,7 +36,7 @@ from archsim.array.sram_sizes import (
     short_sram,
     sram_in_bytes,
 )
-from archsim.choices.devices import DTYPES
+from archsim.choices.devices import DTYPES, FP8
 from archsim.clock import clock_hz
 from archsim.devices.device import Arrays, Device, VectorUnit
 from archsim.devices.kernel_constants import one_fraction
@@ -66,16 +66,19 @@ def _key_of(field: str | None) -> str:
 def _check_array_peaks(given: dict[str, float], arrays: Arrays, lanes: Arrays | None, file: str) -> None:
     """With ``gemm = "arrays"`` a GEMM runs at the arrays' own rate (the lanes' for fp32 where given), so a
     stated peak of a dtype archsim's GEMMs run in is only MFU's denominator: one that is not that rate
-    (within 1%, a datasheet's rounding) would put MFU off by its ratio, above 1 when it is lower."""
+    (within 1%, a datasheet's rounding) would put MFU off by its ratio, above 1 when it is lower. An fp8 peak (what
+    train's ``--fp8`` needs) is held to the arrays' rate too: their fp8 GEMMs run there, at 1 byte an operand."""
     for dtype, tflops in given.items():
-        if dtype not in DTYPES:
-            continue  # tf32, fp64, fp8: datasheet figures no GEMM of archsim runs in
+        if dtype not in DTYPES and dtype != FP8:  # fp8: train's --fp8 GEMMs, on the arrays too
+            continue  # tf32, fp64: datasheet figures no GEMM of archsim runs in
         units = lanes if dtype == "fp32" and lanes is not None else arrays
         own = units.peak_flops / 1e12
         if abs(tflops - own) > PEAK_TOLERANCE * own:
             raise InputError(f"{tflops:g} TFLOP/s is not what the arrays compute: with gemm = \"arrays\" a GEMM runs "
                              f"at 2 · {units.count} · {units.rows} · {units.cols} · {units.clock_hz / 1e9:g} GHz = "
-                             f"{own:.4g} TFLOP/s; drop the {dtype} peak (it defaults to that) or use gemm = \"tiles\"",
+                             f"{own:.4g} TFLOP/s; " + (f"drop the {dtype} peak (it defaults to that)" if dtype in DTYPES
+                                                        else f"state the {dtype} peak as that")
+                             + " or use gemm = \"tiles\"",
                              file=file, field=f"compute.peak_tflops.{dtype}")
 
 

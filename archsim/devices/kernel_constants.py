@@ -37,11 +37,16 @@ from dataclasses import astuple, dataclass, replace
 
 import numpy as np
 
-from archsim.choices.devices import ELEMENT_BYTES
+from archsim.choices.devices import ELEMENT_BYTES, FP8
 from archsim.devices.catalog import GpuSpec
 from archsim.errors import InputError
 
 TENSOR_DTYPES = ("fp16", "bf16")
+FP8_PER_FP16 = 2
+"""Hopper's tensor cores run fp8 MMAs at twice their fp16 rate (H100 SXM5 datasheet, dense: 1,979 against 989
+TFLOP/s; the catalog's ``HOPPER_PEAKS``) at one board power; their energy per clock is taken as the same in both,
+so an fp8 FLOP costs 1/2 an fp16 one in the power cap (:func:`energy_per_flop`): an assumption, fitted on nothing
+(DeepBench's GEMMs, which fit the tensor energy, are fp16)."""
 
 
 @dataclass(frozen=True)
@@ -120,16 +125,20 @@ def sm_flops(spec: GpuSpec, dtype: str = "fp32") -> float:
 
 
 def on_tensor_cores(spec: GpuSpec, dtype: str) -> bool:
-    """Whether ``dtype`` GEMMs on ``spec`` run on its tensor cores (fp16/bf16 on a chip that has them)."""
-    return dtype in TENSOR_DTYPES and spec.array_unit == "tensor core"
+    """Whether ``dtype`` GEMMs on ``spec`` run on its tensor cores (fp16/bf16, and fp8's operands, on a chip that
+    has them)."""
+    return (dtype in TENSOR_DTYPES or dtype == FP8) and spec.array_unit == "tensor core"
 
 
 def energy_per_flop(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: str = "fp32") -> float:
     """Joules per FLOP of ``dtype`` on ``spec`` at its rated boost clock: the path's energy constant
-    (``tensor_energy_pj`` on the tensor cores, else ``energy_pj``) × (process nm / 12) × (boost GHz).
+    (``tensor_energy_pj`` on the tensor cores, half of it for fp8's operands: :data:`FP8_PER_FP16`; else
+    ``energy_pj``) × (process nm / 12) × (boost GHz).
     Why: switching energy is C·V² per op; C shrinks with the feature size, and a part rated for a
     higher clock runs at a higher voltage (taken as V² ∝ rated clock)."""
     pj = constants.tensor_energy_pj if on_tensor_cores(spec, dtype) else constants.energy_pj
+    if dtype == FP8:  # twice the MMAs a clock at one energy a clock (FP8_PER_FP16)
+        pj /= FP8_PER_FP16
     return pj * 1e-12 * spec.process_nm / 12.0 * spec.clock_hz / 1e9
 
 
@@ -144,5 +153,6 @@ def sustained_flops(spec: GpuSpec, constants: KernelConstants = FITTED, dtype: s
     return power / energy_per_flop(spec, constants, dtype)
 
 
-__all__ = ["FITTED", "TENSOR_DTYPES", "TENSOR_ENERGY_PJ", "KernelConstants", "element_bytes", "energy_per_flop",
+__all__ = ["FITTED", "FP8_PER_FP16", "TENSOR_DTYPES", "TENSOR_ENERGY_PJ", "KernelConstants", "element_bytes",
+           "energy_per_flop",
            "on_tensor_cores", "one_fraction", "sm_flops", "sustained_flops"]

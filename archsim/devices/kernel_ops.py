@@ -13,6 +13,9 @@ SMs, the tile's operand feed, split-K, the HBM roofline, the epilogue, one launc
   the device's dtype peak, one per SM at a time, fed from the datasheet's L2 read bandwidth
   (:func:`~archsim.devices.kernels.tensor_path`), with the constants fitted on vTrain's A100 runs
   (:data:`archsim.training.fitted.A100_KERNELS`).
+* **fp8 operands** (an op's ``gemm_dtype``: a linear layer's GEMMs under ``--fp8``, :mod:`archsim.training.fp8_ops`):
+  the same tensor tiles at the device's fp8 peak, 1 byte an operand, C written in the training dtype, with the
+  training dtype's constants (on a device's arrays, their own rate at 1 byte an operand).
 * **a device whose ``gemm`` is ``arrays``** (an accelerator's device file, :mod:`archsim.devices.device`):
   each GEMM's folds, costed exactly as SCALE-Sim costs them on one array, dealt to the arrays in
   ⌈folds · count / arrays⌉ waves of one fold's cycles (split-K where ``Device.split_k`` is on:
@@ -56,7 +59,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from archsim.choices.devices import ELEMENT_BYTES
+from archsim.choices.devices import ELEMENT_BYTES, GEMM_OPERAND_BYTES
 from archsim.console import setting
 from archsim.devices.catalog import chip_of
 from archsim.devices.device import Device
@@ -168,7 +171,7 @@ def gemm_path(device: Device, dtype: str, constants: KernelConstants) -> GemmPat
     def board() -> GemmPath:
         cap = float("inf") if chip is None else sustained_flops(chip, constants, dtype, device.board_watts or 0.0)
         return tensor_path(device.sms, device.peak(dtype) / device.sms, device.clock_hz, device.l2_bytes_per_clock,
-                           device.hbm_bytes_per_s, ELEMENT_BYTES[dtype], cap)
+                           device.hbm_bytes_per_s, GEMM_OPERAND_BYTES[dtype], cap)
 
     return spec_path(chip, constants, dtype, board)
 
@@ -217,8 +220,10 @@ class OpParts:
     kernels: np.ndarray
 
 
-def path_op_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int) -> np.ndarray:
-    """Seconds of each op's GEMMs on ``path`` (``size`` bytes per element), each GEMM one kernel with
+def path_op_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: KernelConstants, size: int,
+                    out_size: int | None = None) -> np.ndarray:
+    """Seconds of each op's GEMMs on ``path`` (``size`` bytes per operand element, ``out_size`` per output
+    element: None, ``size``), each GEMM one kernel with
     its launch (:func:`~archsim.devices.kernels.path_gemm_seconds`), an op's GEMMs one after another
     (an op marked ``split_k`` over :data:`~archsim.devices.kernels.SPLITS` whatever the path's splits); a
     fused op's GEMMs their main loops alone (:func:`~archsim.devices.kernels.compute_seconds`: the
@@ -229,13 +234,30 @@ def path_op_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: Kernel
     split = np.fromiter((op.split_k for op in ops), dtype=bool, count=len(ops))
     seconds = np.zeros(len(ops))
     if owner.size:
-        plain = path_gemm_seconds(count, m, n, k, path, constants, size)
+        plain = path_gemm_seconds(count, m, n, k, path, constants, size, out_size)
         if split.any() and path.splits != SPLITS:  # the op's library splits K where the path does not
-            cut = path_gemm_seconds(count, m, n, k, replace(path, splits=SPLITS), constants, size)
+            cut = path_gemm_seconds(count, m, n, k, replace(path, splits=SPLITS), constants, size, out_size)
             plain = np.where(split[owner], cut, plain)
         inside = compute_seconds(count, m, n, k, path, constants, size) if fused.any() else plain
         np.add.at(seconds, owner, np.where(fused[owner], inside, plain))
     return seconds
+
+
+def _gemm_terms(ops: Sequence[TrainingOp], device: Device, tiles: KernelConstants, dtype: str,
+                path: GemmPath | None, out_size: int | None = None) -> np.ndarray:
+    """Each op's GEMM seconds with ``dtype`` operands on ``path`` (:func:`gemm_path`; None: the device's arrays),
+    C at ``out_size`` bytes an element (None: the operands'); a fused op's its main loops alone."""
+    size = GEMM_OPERAND_BYTES[dtype]
+    if path is not None:
+        return path_op_seconds(ops, path, tiles, size, out_size)
+    owner, m, k, n, count = flatten_gemms(ops)
+    gemm = np.zeros(len(ops))
+    if owner.size:
+        fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
+        plain = array_gemm_seconds(m, k, n, count, device, tiles, size, dtype)
+        inside = plain - tiles.launch_s  # its own traffic is counted once more below: max, not sum
+        np.add.at(gemm, owner, np.where(fused[owner], inside, plain))
+    return gemm
 
 
 def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilies,
@@ -252,15 +274,10 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
         layer = ops[int(np.argmax(fused))].layer
         raise InputError(f"{layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
                          f"fp16/bf16); use {setting('attention', 'standard')}", field="attention")
-    if path is not None:
-        gemm = path_op_seconds(ops, path, tiles, size)
-    else:
-        owner, m, k, n, count = flatten_gemms(ops)
-        gemm = np.zeros(len(ops))
-        if owner.size:
-            plain = array_gemm_seconds(m, k, n, count, device, tiles, size, dtype)
-            inside = plain - tiles.launch_s  # its own traffic is counted once more below: max, not sum
-            np.add.at(gemm, owner, np.where(fused[owner], inside, plain))
+    gemm = _gemm_terms(ops, device, tiles, dtype, path)
+    for low in {op.gemm_dtype for op in ops if op.gemm_dtype}:  # fp8's linear GEMMs (training/fp8_ops.py)
+        which = [i for i, op in enumerate(ops) if op.gemm_dtype == low]
+        gemm[which] = _gemm_terms([ops[i] for i in which], device, tiles, low, gemm_path(device, low, tiles), size)
     streamed = np.zeros(len(ops))
     kernels = np.fromiter((len(op.gemms) for op in ops), dtype=np.int64, count=len(ops))  # one per GEMM
     fractions = {"softmax": memory.softmax, "ln": memory.layernorm, "": memory.memory}

@@ -62,6 +62,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from archsim.choices.devices import FP8
 from archsim.devices.catalog import GpuSpec
 from archsim.devices.kernel_constants import (
     FITTED,
@@ -149,11 +150,13 @@ def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: 
 
     * SIMT tiles on the chip's FP32 lanes (:func:`simt_path`) for a dtype tensor tiles do not run
       (fp32), and for fp16/bf16 on a bare chip without tensor cores (fp16 storage on the lanes);
+      fp8 (train's ``--fp8`` GEMMs) runs on tensor tiles only;
     * otherwise tensor tiles: the board's where one is given (a board that states no peak for the dtype
       refuses it there), else the chip's, at the peak its tensor cores' MMA shape and clock give, fed
       from its L2 read bandwidth (:func:`tensor_path`);
     * no chip (``spec`` None: a device file): the board's tiles, in any dtype."""
-    if spec is not None and (dtype not in TENSOR_DTYPES or (board is None and spec.array_unit != "tensor core")):
+    tensor = dtype in TENSOR_DTYPES or dtype == FP8  # fp8: train's --fp8 GEMMs, on a board's fp8 peak
+    if spec is not None and (not tensor or (board is None and spec.array_unit != "tensor core")):
         return simt_path(spec, constants, dtype)
     if board is not None:
         return board()
@@ -192,15 +195,16 @@ def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k:
 
 
 def path_gemm_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
-                      constants: KernelConstants = FITTED, size: int = 4) -> np.ndarray:
+                      constants: KernelConstants = FITTED, size: int = 4, out_size: int | None = None) -> np.ndarray:
     """Seconds of ``batch`` GEMMs out[m×n] = A[m×k]·B[k×n] in one kernel on ``path`` (``size`` bytes per
-    element): the main loop or the reads of A and B, whichever is longer (a roofline per kernel), then
-    C's write (after it with an epilogue, inside the roofline without), plus one launch."""
+    element of A and B, ``out_size`` of C: None, ``size``; an fp8 GEMM writes the training dtype): the main
+    loop or the reads of A and B, whichever is longer (a roofline per kernel), then C's write (after it with an
+    epilogue, inside the roofline without), plus one launch."""
     b, m, n, k = _arrays(batch, m, n, k)
     best = compute_seconds(b, m, n, k, path, constants, size)
     hbm = path.hbm_bytes_per_s * constants.gemm_memory
     reads = b * (m * k + k * n) * size / hbm
-    write = b * m * n * size / hbm
+    write = b * m * n * (size if out_size is None else out_size) / hbm
     if path.epilogue:
         return np.maximum(best, reads) + write + constants.launch_s
     return np.maximum(best, reads + write) + constants.launch_s

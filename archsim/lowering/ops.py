@@ -64,6 +64,10 @@ class TrainingOp:
         first (split-K), on a GPU tile path that does not already (the tensor tiles): a convolution's
         weight gradient in cuDNN, whose N·P·Q reduction dwarfs its C·R·S × M output
         (:func:`archsim.validation.gpu_algorithms.kernel_ops`). Ignored by the array cost models.
+    gemm_dtype: the format of the GEMMs' operands A and B when it is not the training dtype — ``fp8``, a linear
+        layer's GEMMs under Transformer Engine's recipe (:mod:`archsim.training.fp8_ops`), at the device's fp8
+        peak, 1 byte an operand, C still the training dtype's; empty: the training dtype. Ignored by the array
+        cost models.
     """
 
     layer: str
@@ -79,6 +83,7 @@ class TrainingOp:
     kernel: tuple[str, int, int] | tuple[()] = ()
     kernel_dtype: str = ""
     split_k: bool = False
+    gemm_dtype: str = ""
 
     @property
     def macs(self) -> int:

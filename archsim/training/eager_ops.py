@@ -173,5 +173,20 @@ def eager_head_work(c: TransformerConfig, micro_batch: int) -> Work:
     return Work(forward, backward)
 
 
-__all__ = ["EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "check_eager", "check_eager_attention", "eager_block_work", "eager_embedding_work",
-           "eager_head_work"]
+def check_sharding(implementation: str, distributed_optimizer: bool, fsdp: bool) -> None:
+    """Refuse a state sharding beside ``pytorch-eager`` in one line: it models the measured plain-PyTorch loop on
+    one GPU, with neither Megatron-LM's distributed optimizer nor an FSDP wrapper. The one rule train's op lists
+    (:func:`archsim.training.iteration.model_pieces`) and the memory (:func:`~archsim.training.memory.state_bytes`)
+    both apply."""
+    if implementation != "pytorch-eager":
+        return
+    if distributed_optimizer:
+        raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
+                         f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
+    if fsdp:
+        raise InputError(f"{setting('fsdp')} is not modelled with {setting('implementation', 'pytorch-eager')} "
+                         f"(plain PyTorch's loop, unwrapped; on one GPU FSDP shards nothing): drop it", field="fsdp")
+
+
+__all__ = ["EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "check_eager", "check_eager_attention", "check_sharding",
+           "eager_block_work", "eager_embedding_work", "eager_head_work"]

@@ -145,16 +145,17 @@ def _array_basis(device: Device) -> str:
 def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                            recompute: str, device: Device, dtype: str, implementation: str, cp: int = 1,
                            cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None, ep: int = 1,
-                           etp: int | None = None) -> float:
+                           etp: int | None = None, fp8: str | None = None) -> float:
     """Picojoules of one micro-batch on one device of each TP group (module docstring): the layers,
     the embedding and the head of the op list the iteration is timed on (``implementation`` in
     ``dtype``: :func:`~archsim.training.iteration.piece_works`), the forward again under full
-    recompute. Cached: a search prices many configurations that share these."""
+    recompute (``fp8``: the list's linear GEMMs and quantize kernels under it, the GEMMs' accesses priced at the
+    array's word as the training dtype's). Cached: a search prices many configurations that share these."""
     from archsim.energy.model import op_energy_columns
     from archsim.training.iteration import piece_works
 
     pieces, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype, cp, cp_comm,
-                            cp_hierarchy, ep, etp)
+                            cp_hierarchy, ep, etp, fp8)
     array = device_array(device, dtype)
     energies = device_energies(device, array)
     total = 0.0
@@ -176,7 +177,7 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
 
     per_microbatch = _microbatch_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
                                             par.recompute, device, dtype, implementation, par.cp, par.cp_comm,
-                                            par.cp_hierarchy, par.ep, par.etp)
+                                            par.cp_hierarchy, par.ep, par.etp, par.fp8)
     array = device_array(device, dtype)
     optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * device_energies(device, array).dram_read_pj
     return (per_microbatch * par.microbatches * par.tp * par.cp * par.dp + optimizer) * 1e-12

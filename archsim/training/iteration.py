@@ -59,13 +59,16 @@ from archsim.training.eager_ops import (
     check_eager,
     check_eager_attention,
     check_one_gpu,
+    check_sharding,
     eager_block_work,
     eager_embedding_work,
     eager_head_work,
 )
+from archsim.training.fp8_ops import check_fp8
+from archsim.training.fp8_scaling import weight_cast_seconds
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
-from archsim.training.memory import check_sharding, gradient_bytes
+from archsim.training.memory import gradient_bytes
 from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_parameters
 from archsim.training.op_work import Collective, Work
 from archsim.training.parallel import Parallelism, padded_vocab
@@ -211,6 +214,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
     check_moe(c, par, machine.implementation)  # before DP is reset below
+    check_fp8(par.fp8, machine.gpu, machine.dtype, machine.implementation, par.fsdp)
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
@@ -230,12 +234,14 @@ def clear_model_cache() -> None:
 
 def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
                 implementation: str, dtype: str, cp: int = 1, cp_comm: str = "p2p",
-                cp_hierarchy: tuple[int, int] | None = None,
-                ep: int = 1, etp: int | None = None) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
+                cp_hierarchy: tuple[int, int] | None = None, ep: int = 1, etp: int | None = None,
+                fp8: str | None = None) -> tuple[tuple[Work, Work, Work], tuple[Work, Work, Work]]:
     """The op lists of one micro-batch's layer, embedding and head that ``implementation`` runs in
     ``dtype``, and Megatron's lists of the same pieces (the host floor is counted per their ops; another
     implementation's, per Megatron's mixed-precision list, the one the fits state their per-op overheads
-    in): the one choice the iteration's time and its energy (:mod:`archsim.training.energy`) both read."""
+    in): the one choice the iteration's time and its energy (:mod:`archsim.training.energy`) both read; ``fp8``: the
+    layer's linear layers in Transformer Engine's fp8 (Megatron's list only:
+    :func:`~archsim.training.fp8_ops.check_fp8`)."""
     b, t, sp = micro_batch, tp, sequence_parallel
     if c.family == "switch":
         from archsim.training.hf_ops import check_hf  # Hugging Face's op lists: only the runs that take them
@@ -251,10 +257,10 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
         return ((switch_block_work(c, b), switch_embedding_work(c, b), switch_head_work(c, b)),
                 megatron_counterparts(c, b))
 
-    def megatron(in_dtype: str = "fp16") -> tuple[Work, Work, Work]:
+    def megatron(in_dtype: str = "fp16", low: str | None = None) -> tuple[Work, Work, Work]:
         local = rank_config(c, cp)  # a CP rank's s/CP tokens (CP > 1 is Megatron's list only: check_fits)
-        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy, ep, etp), embedding_work(local, b, t, sp, in_dtype),
-                head_work(local, b, t, sp, in_dtype))
+        return (block_work(c, b, t, sp, attention, in_dtype, cp, cp_comm, cp_hierarchy, ep, etp, low),
+                embedding_work(local, b, t, sp, in_dtype), head_work(local, b, t, sp, in_dtype))
 
     if implementation == "pytorch-eager" and dtype == "fp32":  # Hugging Face's modules, no AMP
         from archsim.training.hf_ops import check_hf, hf_block_work, hf_embedding_work, hf_head_work
@@ -265,7 +271,7 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
         check_eager(c, t, sp)
         check_eager_attention(attention)
         return (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b)), megatron()
-    own = megatron(dtype)
+    own = megatron(dtype, fp8)
     return own, own
 
 
@@ -283,7 +289,7 @@ def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, mach
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
                                   machine.implementation, machine.dtype, par.cp, par.cp_comm, par.cp_hierarchy, par.ep,
-                                  par.etp)
+                                  par.etp, par.fp8)
     if c.family == "switch" and par.recompute != "none":
         raise InputError("Switch Transformers' op list is Hugging Face's without gradient checkpointing: "
                          f"{setting('recompute', 'none')} only", field="recompute")
@@ -308,7 +314,8 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     ``backward_s``: the rank's last micro-batch backward, under which ``par.dp_overlap = "bucketed"``
     runs the DP buckets; ``forward_s`` and ``backward_s``: one micro-batch's, under which FSDP prefetches;
     ``drains``: per model chunk of the rank, seconds from its last backward to the rank's last action (what FSDP's
-    once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`)."""
+    once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`). With ``par.fp8`` the
+    rank's fp8 weight casts of the iteration too (:func:`~archsim.training.fp8_scaling.weight_cast_seconds`)."""
     experts = rank_expert_parameters(c, par, rank) if par.experts_apart else 0  # theirs over their expert-DP ranks
     before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
@@ -342,7 +349,8 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         shards = (parameters - experts) / par.optimizer_shards + experts / expert_shards(par)  # the distributed one's
         moved = optimizer_step_bytes(machine.dtype) * shards
         optimizer = float(stream_seconds(moved, hbm, machine.efficiency, kernels=4))
-    return {**before, "embedding_allreduce": tied, "optimizer": optimizer, **after}
+    cast = {"fp8_weight_cast": weight_cast_seconds(c, par, machine, rank)} if par.fp8 else {}  # fp8_scaling.py
+    return {**before, "embedding_allreduce": tied, "optimizer": optimizer, **cast, **after}
 
 
 __all__ = [

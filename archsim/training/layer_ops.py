@@ -68,6 +68,7 @@ from archsim.training.flash_blocks import (
     flash_tiles,
 )
 from archsim.training.flash_smem import flash_smem_bytes
+from archsim.training.fp8_ops import fp8_layer_work
 from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, fused_softmax, unfused_softmax
 from archsim.training.moe_ops import moe_work
 from archsim.training.op_work import Collective, Work, gemm_ops, memory_op, vector_op
@@ -77,12 +78,15 @@ from archsim.workload.transformer import TransformerConfig, layer_widths
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
                attention: str = "standard", dtype: str = "fp16", cp: int = 1, cp_comm: str = "p2p",
-               cp_hierarchy: tuple[int, int] | None = None, ep: int = 1, etp: int | None = None) -> Work:
+               cp_hierarchy: tuple[int, int] | None = None, ep: int = 1, etp: int | None = None,
+               fp8: str | None = None) -> Work:
     """One layer's work on one GPU of its TP group for one micro-batch in ``dtype`` (its memory-bound ops count its
     elements); ``attention`` ``flash``: scores, softmax, dropout and context as one FlashAttention-2 kernel each way
     (:func:`flash_attention_ops`), its backward's small kernels beside it (and grouped-query attention's dK, dV sums
     after); ``cp`` > 1: a CP rank's s/CP tokens, its attention in steps as ``cp_comm`` runs it (``cp_hierarchy``: a2a+p2p's A, P; :mod:`~archsim.training.context_parallel`); a mixture of experts: its
-    MLP :func:`~archsim.training.moe_ops.moe_work` over ``ep`` expert-parallel ranks, experts split over ``etp``."""
+    MLP :func:`~archsim.training.moe_ops.moe_work` over ``ep`` expert-parallel ranks, experts split over ``etp``;
+    ``fp8`` (a recipe, :data:`~archsim.choices.training.FP8_RECIPES`): its linear layers in Transformer Engine's fp8
+    (:func:`~archsim.training.fp8_ops.fp8_layer_work`), ``dtype`` the higher precision."""
     s, h, b, t = c.seq, c.hidden, micro_batch, tp
     tokens = s * b // cp
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
@@ -158,7 +162,8 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     if moe is not None:  # the dispatcher's collectives in (or, with a shared expert, beside) the dense MLP's TP ones
         tp_f, tp_b = (tuple(x for x in colls if shared or not x.name.startswith("mlp.")) for colls in (tp_f, tp_b))
         tp_f, tp_b = tp_f + moe.forward_collectives, moe.backward_collectives + tp_b
-    return Work(tuple(forward), tuple(backward), tp_f, tp_b)
+    work = Work(tuple(forward), tuple(backward), tp_f, tp_b)
+    return fp8_layer_work(work, tp, sequence_parallel, dtype) if fp8 else work
 
 
 def residual_elements(c: TransformerConfig, dtype: str = "fp16") -> float:

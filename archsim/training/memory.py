@@ -1,14 +1,14 @@
 """Memory per GPU: model states, and a stage's activations under the schedule and recomputation.
 
-Model states (mixed-precision Adam): the bytes per parameter a GPU holds at the optimizer step, Megatron-LM's
-own table (``docs/api-guide/dist_optimizer.md``): 20 in fp16 — fp16 weight and gradient buffer (4), fp32 main
-weight, momentum and variance (12), and the fp32 copy of the gradient the step makes (4) — 18 in bf16, whose
-buffer is fp32 already (:func:`gradient_bytes`), 16 in fp32 (:func:`state_bytes`). With the distributed
-optimizer (ZeRO-1) all but the weight and its gradient buffer are sharded over the d DP ranks: 4 + 16/d,
-6 + 12/d and 8 + 8/d, the table's second column. With FSDP's full sharding (ZeRO-3, ``Parallelism.fsdp``) every
-state is sharded: 16/d in every dtype — the fp32 parameter shard, its fp32 gradient and Adam's momentum and
-variance, 4 each (PyTorch FSDP's ``MixedPrecision`` keeps the sharded parameters in fp32 and casts them to the
-compute dtype only when it all-gathers them) — plus the units in flight (:func:`fsdp_unit_bytes`).
+Model states (mixed-precision Adam): the bytes per parameter a GPU holds at the optimizer step, Megatron-LM's own
+table (``docs/api-guide/dist_optimizer.md``): 20 in fp16 — fp16 weight and gradient buffer (4), fp32 main weight,
+momentum and variance (12), and the fp32 copy of the gradient the step makes (4) — 18 in bf16, whose buffer is fp32
+already (:func:`gradient_bytes`), 16 in fp32 (:func:`state_bytes`). With the distributed optimizer (ZeRO-1) all but
+the weight and its gradient buffer are sharded over the d DP ranks: 4 + 16/d, 6 + 12/d and 8 + 8/d, the table's
+second column. With FSDP's full sharding (ZeRO-3, ``Parallelism.fsdp``) every state is sharded: 16/d in every dtype —
+the fp32 parameter shard, its fp32 gradient and Adam's momentum and variance, 4 each (PyTorch FSDP's
+``MixedPrecision`` keeps the sharded parameters in fp32 and casts them to the compute dtype only when it all-gathers
+them) — plus the units in flight (:func:`fsdp_unit_bytes`).
 
 Activations: a stage holds one layer's kept activations (:mod:`archsim.training.layer_activations`, Korthikanti et
 al.'s table) per layer for every micro-batch it has run forward but not backward; the schedule fixes that count
@@ -18,7 +18,8 @@ first stage also keeps the embedding's dropout mask (s·b·h bytes per micro-bat
 parallelism, when the model drops hidden states: :func:`embedding_mask_bytes`), the last the fp16 and fp32 logits
 of the micro-batch it is on (6·s·b·V/t; in fp32 the logits alone, which the cross-entropy turns into its softmax in
 place: 4·s·b·V/t, :func:`logit_bytes`). In fp32 the 2-byte values double; the 1-byte dropout masks and
-FlashAttention's fp32 log-sum-exp keep their width (:func:`stage_terms`' ``scale``).
+FlashAttention's fp32 log-sum-exp keep their width (:func:`stage_terms`' ``scale``). Under ``--fp8`` the linear
+layers keep their inputs at 1 byte and their fp8 weights beside the states (:mod:`archsim.training.fp8_memory`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from archsim.choices.devices import ELEMENT_BYTES
-from archsim.console import setting
-from archsim.errors import InputError
+from archsim.training.eager_ops import check_sharding
+from archsim.training.fp8_memory import fp8_kept, fp8_weight_bytes
 from archsim.training.hf_memory import hf_activation_bytes
 from archsim.training.layer_activations import layer_kept
 from archsim.training.layer_ops import embedding_parameters
@@ -78,20 +79,6 @@ def unsharded_state_bytes(dtype: str) -> int:
     ``dtype`` and its gradient buffer (:func:`gradient_bytes`), which the backward fills whole — 4 in fp16,
     6 in bf16, 8 in fp32, the constant terms of Megatron-LM's table (``docs/api-guide/dist_optimizer.md``)."""
     return ELEMENT_BYTES[dtype] + gradient_bytes(dtype)
-
-
-def check_sharding(implementation: str, distributed_optimizer: bool, fsdp: bool) -> None:
-    """Refuse a state sharding beside ``pytorch-eager`` in one line: it models the measured plain-PyTorch loop on
-    one GPU, with neither Megatron-LM's distributed optimizer nor an FSDP wrapper. The one rule train's op lists
-    (:func:`archsim.training.iteration.model_pieces`) and the memory (:func:`state_bytes`) both apply."""
-    if implementation != "pytorch-eager":
-        return
-    if distributed_optimizer:
-        raise InputError(f"{setting('distributed-optimizer')} is Megatron-LM's: not with "
-                         f"{setting('implementation', 'pytorch-eager')}", field="distributed-optimizer")
-    if fsdp:
-        raise InputError(f"{setting('fsdp')} is not modelled with {setting('implementation', 'pytorch-eager')} "
-                         f"(plain PyTorch's loop, unwrapped; on one GPU FSDP shards nothing): drop it", field="fsdp")
 
 
 def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, full: bool = False) -> float:
@@ -182,9 +169,9 @@ def stage_activations(c: TransformerConfig, par: Parallelism, layers: int, in_fl
 class StageTerms:
     """:func:`stage_memory`'s figures but a stage's layers and micro-batches in flight, read once (:func:`stage_terms`)
     for a planner sizing a rank at many counts: parameters per GPU (a ``layer``'s; ``edges``: embedding, final norm,
-    LM-head copy; ``whole``: Switch's), bytes per parameter (``states``, FSDP's ``unit``) and per micro-batch (as
-    :func:`~archsim.training.layer_activations.layer_kept`, ``mask``, ``logits``; ``other``: Switch's or Hugging
-    Face's, (layers, in flight) → bytes)."""
+    LM-head copy; ``whole``: Switch's), bytes per parameter (``states``, FSDP's ``unit``), per layer beside them
+    (``cached``: fp8's weights, :func:`~archsim.training.fp8_memory.fp8_weight_bytes`) and per micro-batch (as
+    :func:`~archsim.training.layer_activations.layer_kept`, ``mask``, ``logits``; ``other``: Switch's or Hugging Face's, (layers, in flight) → bytes)."""
 
     whole: float | None
     layer: float
@@ -198,6 +185,7 @@ class StageTerms:
     logits: float | None
     scale: float
     other: Callable[[int, float], float] | None
+    cached: float = 0.0
 
     def parameters(self, layers: int) -> float:
         """:func:`stage_parameters` of ``layers`` layers."""
@@ -227,10 +215,11 @@ class StageTerms:
     def memory(self, layers: int, in_flight: float) -> StageMemory:
         """:func:`stage_memory` of ``layers`` layers at ``in_flight`` micro-batches."""
         params, activations = self.parameters(layers), self.activations(layers, in_flight)
+        held = self.states * params + layers * self.cached
         if not self.unit:
-            return StageMemory(params, self.states * params, activations)
+            return StageMemory(params, held, activations)
         largest = max(self.layer if layers else 0.0, params - layers * self.layer)
-        return StageMemory(params, self.states * params + self.unit * largest, activations)
+        return StageMemory(params, held + self.unit * largest, activations)
 
 
 @lru_cache(maxsize=4096)  # a rank's middle chunks share theirs; a planner sizes each rank at several counts
@@ -259,10 +248,12 @@ def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool,
         return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
                           lambda layers, in_flight: hf_activation_bytes(c, b, layers, in_flight, par.recompute,
                                                                         first, last, working))
-    kept, unscaled, working_set = etp_kept(c, par, *layer_kept(c, b, t, par.recompute, sp, par.attention, working))
+    kept, unscaled, working_set = fp8_kept(c, par, *etp_kept(c, par, *layer_kept(c, b, t, par.recompute, sp,
+                                                                                  par.attention, working)))
     return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, unit, kept, unscaled, working_set,
                       embedding_mask_bytes(c, b, t, sp) if first else None,
-                      logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t if last else None, scale, None)
+                      logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t if last else None, scale, None,
+                      fp8_weight_bytes(c, par))
 
 
 def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:
@@ -271,7 +262,7 @@ def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequen
     return c.seq * micro_batch * c.hidden / (tp if sequence_parallel else 1) if c.drops_hidden else 0.0
 
 
-__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "StageTerms", "check_sharding",
+__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "StageTerms",
            "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes", "layer_parameters_per_gpu", "logit_bytes",
            "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters", "stage_terms",
            "state_bytes", "unsharded_state_bytes"]

@@ -9,6 +9,7 @@ from archsim.choices.training import (
     ATTENTIONS,
     CP_COMMS,
     DP_OVERLAPS,
+    FP8_RECIPES,
     FSDP_GRAD_SYNCS,
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
@@ -160,7 +161,8 @@ class Parallelism:
     ring over P of them: ``cp_hierarchy`` (A, P), A·P = CP, :mod:`archsim.training.context_parallel_hierarchy`);
     GPUs = tp·cp·pp·dp; ep: expert-parallel degree (Megatron-Core's ``--expert-model-parallel-size``, a mixture
     of experts' E/EP experts a rank, :mod:`archsim.training.moe_ops`): EP ranks carved out of the TP·CP·DP GPUs, the
-    experts' gradients reduced over the ranks that hold the same experts (:attr:`expert_replicas`)."""
+    experts' gradients reduced over the ranks that hold the same experts (:attr:`expert_replicas`); fp8: Transformer
+    Engine's recipe for the linear layers (``hybrid`` or ``e4m3``, :mod:`archsim.training.fp8_ops`), None: off."""
 
     tp: int = 1
     pp: int = 1
@@ -184,6 +186,7 @@ class Parallelism:
     cp_hierarchy: tuple[int, int] | None = None
     ep: int = 1
     etp: int | None = None  # None: TP, Megatron-LM's default --expert-tensor-parallel-size
+    fp8: str | None = None  # None: no fp8 (FP8_RECIPES)
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp", "ep", "etp"):
@@ -217,6 +220,8 @@ class Parallelism:
                              f"{setting('dp-overlap', self.dp_overlap)}", field="fsdp")
         if self.recompute not in RECOMPUTE:
             raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
+        if self.fp8 is not None and self.fp8 not in FP8_RECIPES:
+            raise InputError(f"expected one of {', '.join(FP8_RECIPES)}, got {self.fp8!r}", field="fp8")
         if self.attention not in ATTENTIONS:
             raise InputError(f"expected one of {', '.join(ATTENTIONS)}, got {self.attention!r}", field="attention")
         if self.cp_comm not in CP_COMMS:

@@ -10,6 +10,7 @@ import numpy as np
 
 from archsim.devices.catalog import GIB
 from archsim.training.context_parallel import rank_config, received_bytes
+from archsim.training.fp8_scaling import scaling_seconds
 from archsim.training.fsdp import expert_state_bytes, held_state_bytes
 from archsim.training.grad_accumulation import accumulation, per_microbatch_seconds
 from archsim.training.iteration import after_backward, model_pieces
@@ -187,7 +188,8 @@ def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
 def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, float]:
     """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, CP's
     exchange and the EP all-to-alls (each only where that axis is > 1), the
-    unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`),
+    unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`), fp8's amax
+    reductions and scale updates and its weights' cast (with ``par.fp8``, :mod:`archsim.training.fp8_scaling`),
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP communication (the all-reduce, or the
     distributed optimizer's reduce-scatter and all-gather), FSDP's exposed collectives (with ``par.fsdp``),
     embedding all-reduce, optimizer."""
@@ -196,10 +198,11 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
     layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
-    compute = recompute = tp = cp = ep = accumulate = 0.0
+    compute = recompute = tp = cp = ep = accumulate = scaling = 0.0
     for j in stages:
         layers = counts[j]
         accumulate += per_microbatch_seconds(c, par, machine, layers, j == 0, j == chunks - 1)
+        scaling += sum(scaling_seconds(c, par, machine, layers))
         compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
         recompute += layers * layer.recompute
         tp += layers * (layer.tp_forward + layer.tp_backward)
@@ -210,17 +213,19 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
                 compute += piece.forward + piece.backward_input + piece.backward_weight
                 tp += piece.tp_forward + piece.tp_backward
     compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
+    scaling *= m
     span = float(run.timeline.makespan)
-    wait = span - compute - recompute - tp - cp - ep - accumulate
+    wait = span - compute - recompute - tp - cp - ep - accumulate - scaling
     return {"compute": compute, "recompute": recompute, "tp_communication": tp,
             **({"cp_communication": cp} if par.cp > 1 else {}),
             **({"ep_communication": ep} if par.ep > 1 else {}), "grad_accumulation": accumulate,
+            **({"fp8_scaling": scaling} if par.fp8 else {}),
             "pipeline_bubble_and_p2p": wait if wait > 1e-9 * span else 0.0,  # below: the sums' round-off
             "dp_communication": sum(s for name, s in post.items() if name.startswith("dp_")),  # the distributed
             # optimizer's reduce-scatter and all-gather, or the all-reduce
             **({"fsdp_exposed_communication": post["fsdp_exposed_communication"]} if par.fsdp else {}),
             "embedding_allreduce": post["embedding_allreduce"],
-            "optimizer": post["optimizer"]}
+            "optimizer": post["optimizer"], **({"fp8_weight_cast": post["fp8_weight_cast"]} if par.fp8 else {})}
 
 
 def _op_rows(c, par, pieces) -> list[dict]:

@@ -236,9 +236,9 @@ def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow
 
 def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, grad_accumulation: str | None, schedule: str,
                 max_ops: int, seq_given: bool = False,
-                check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
+                check: Callable[[RunRow], None] | None = None, fp8: str | None = None) -> tuple[RunRow, ...]:
     """The rows of a runs file as ``archsim train --runs`` runs them: each with the command's ``attention``,
-    ``dp_overlap``, ``grad_accumulation`` and ``schedule`` (a row's own :class:`Parallelism` has the
+    ``dp_overlap``, ``grad_accumulation``, ``schedule`` and ``fp8`` (a row's own :class:`Parallelism` has the
     library's defaults, not the command's), each row's schedule within ``max_ops`` actions. Refused
     (file, line, field) before any row runs, the first bad row in the file's order (``check``, with the command's
     settings: :func:`~archsim.training.runs_predict.row_check`); ``seq_given``: a sequence length was given, which
@@ -249,7 +249,7 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
         try:
             with as_keywords():  # the row's settings named as its columns (interleave 2, pp), not flags
                 return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
-                                                grad_accumulation=grad_accumulation, schedule=schedule))
+                                                grad_accumulation=grad_accumulation, schedule=schedule, fp8=fp8))
         except InputError as exc:
             raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
 

@@ -30,6 +30,7 @@ from dataclasses import replace
 
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.training.fp8_ops import check_fp8
 from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.parallel import Parallelism
 from archsim.training.placement import layouts, server_orders
@@ -64,7 +65,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
            fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
-           fsdp_grad_sync: str = "micro-batch", eps=None, etps=None) -> SearchResult:
+           fsdp_grad_sync: str = "micro-batch", eps=None, etps=None, fp8: str | None = None) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -85,11 +86,15 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters, ``fsdp_grad_sync`` when it reduce-scatters the gradients; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges; ``eps``: the EP degrees tried (default: a mixture of experts' every
     divisor of its expert count, a dense model's 1; each row's EP divides the experts and DP, :func:`expert_degrees`);
     ``etps``: the experts' tensor-parallel degrees tried, integers and ``"tp"`` (each candidate's TP; default: TP
-    alone; :func:`expert_tp_degrees`), a row's ETP × EP dividing TP × CP × DP; the rows carry ``etp`` when given."""
+    alone; :func:`expert_tp_degrees`), a row's ETP × EP dividing TP × CP × DP; the rows carry ``etp`` when given;
+    ``fp8``: every candidate's Transformer Engine recipe (:mod:`archsim.training.fp8_ops`; each of the cluster's GPUs
+    needs an fp8 peak, refused once here), the rows carrying ``fp8`` when given."""
     refuse_switch(c, "search (Megatron's configurations)")
     eps, etps = expert_degrees(c, eps), expert_tp_degrees(c, etps)
     Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
                 fsdp_grad_sync=fsdp_grad_sync)
+    for device in {*cluster.servers, cluster.gpu}:  # as train refuses it, once for the search
+        check_fp8(fp8, device, cluster.dtype, fsdp=fsdp)
     from archsim.progress import progress
 
     started = time.monotonic()
@@ -105,7 +110,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
                                 dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms, fsdp_reshard,
-                                fsdp_grad_sync, eps, etps)]
+                                fsdp_grad_sync, eps, etps, fp8)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)

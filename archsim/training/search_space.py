@@ -79,13 +79,14 @@ class Candidate:
     cp_hierarchy: tuple[int, int] | None = None  # Parallelism.cp_hierarchy: a2a+p2p's (A, P)
     ep: int = 1  # Parallelism.ep: the expert-parallel degree (a mixture of experts' only)
     etp: int | None = None  # Parallelism.etp: the experts' tensor-parallel degree, None: TP (:func:`etp_options`)
+    fp8: str | None = None  # Parallelism.fp8: Transformer Engine's recipe, one for the search (None: off)
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
                            self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
                            self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync, self.cp_hierarchy, ep=self.ep,
-                           etp=self.etp)
+                           etp=self.etp, fp8=self.fp8)
 
     @property
     def gpus(self) -> int:
@@ -182,10 +183,12 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                attention: str = "standard", dp_overlap: str = "none",
                grad_accumulation: str = "fused", distributed_optimizer: bool = False,
                fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
-               fsdp_grad_sync: str = "micro-batch", eps=(1,), etps=(None,)) -> Iterator[Candidate]:
+               fsdp_grad_sync: str = "micro-batch", eps=(1,), etps=(None,),
+               fp8: str | None = None) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
-    ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``: every candidate's
+    ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``, ``fp8``: every
+    candidate's
     (``fsdp`` at every PP, each pipeline rank sharding its own stages, ``fsdp_reshard`` and ``fsdp_grad_sync`` beside it); ``cps``: the CP degrees, each
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
     tries (CP 1 exchanges nothing: one candidate, p2p); ``eps``: the EP degrees, each tried at every layout
@@ -203,7 +206,8 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                                             grad_accumulation=grad_accumulation,
                                             distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
                                             cp_comm=comm, fsdp_reshard=fsdp_reshard,
-                                            fsdp_grad_sync=fsdp_grad_sync, cp_hierarchy=levels, ep=ep, etp=etp)
+                                            fsdp_grad_sync=fsdp_grad_sync, cp_hierarchy=levels, ep=ep, etp=etp,
+                                            fp8=fp8)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,

@@ -13,6 +13,7 @@ import numpy as np
 
 from archsim.collectives import collective_seconds
 from archsim.policies.stage_profile import StageProfile
+from archsim.training.fp8_scaling import scaling_seconds
 from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Links, Machine
@@ -26,7 +27,8 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
     embedding on the first, the head on the last; TP collectives and recompute included), as the
     schedules' one per-stage record: ``comm`` the slowest hop, ``boundary_comm`` each boundary's. W
     includes the stage's share of an unfused gradient accumulation
-    (:func:`~archsim.training.grad_accumulation.per_microbatch_seconds`). ``send_bytes`` are the bytes
+    (:func:`~archsim.training.grad_accumulation.per_microbatch_seconds`); with fp8 F and I the chunk's delayed
+    scaling (:func:`~archsim.training.fp8_scaling.scaling_seconds`). ``send_bytes`` are the bytes
     each hop is priced from, carried over an infinite ``bandwidth`` so that transfers report them while a
     hop still takes its ``comm`` seconds alone."""
     chunks = par.pp * par.chunks
@@ -37,6 +39,8 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         f = n * (layer.forward + layer.tp_forward + layer.cp_forward + layer.ep_forward)
         i = n * (layer.backward_input + layer.recompute + layer.tp_backward + layer.cp_backward + layer.ep_backward)
         w = n * layer.backward_weight + per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1)
+        scale_f, scale_b = scaling_seconds(c, par, machine, n)  # fp8's amax reduction and scale update, per chunk
+        f, i = f + scale_f, i + scale_b
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:
                 f += piece.forward + piece.tp_forward

@@ -12,6 +12,7 @@ from dataclasses import asdict, fields
 from archsim.choices.training import (
     ATTENTIONS,
     DP_OVERLAPS,
+    FP8_RECIPES,
     FSDP_GRAD_SYNCS,
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
@@ -46,6 +47,13 @@ def _schedule(text: str) -> str:
     return text
 
 
+def _fp8(text: str) -> str | None:
+    """--fp8's recipes, or ``none``: the flag not given (a point without fp8)."""
+    if text == "none":
+        return None
+    return _one_of((*FP8_RECIPES, "none"))(text)
+
+
 # Each axis's values are checked as the flag it sweeps checks them (a bad value is refused, never a row).
 AXES: dict[str, Callable[[str], object]] = {
     "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
@@ -53,7 +61,7 @@ AXES: dict[str, Callable[[str], object]] = {
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
     "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
     "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS),
-    "ep": _count, "etp": _count}
+    "ep": _count, "etp": _count, "fp8": _fp8}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
@@ -137,6 +145,8 @@ def _point(config, cluster, settings: dict, train) -> dict:
     from archsim.fits import cp_span_warning, tp_span_warning
 
     row = {"gpus": settings["tp"] * settings.get("cp", 1) * settings["pp"] * settings["dp"], **settings}
+    if "fp8" in row:  # a point without it names it as the axis does
+        row["fp8"] = row["fp8"] or "none"
     # the order asked for, on a row that runs or not: 1f1b with interleave > 1 is interleaved-1f1b
     row["schedule"] = schedule_name(settings.get("schedule", Parallelism.schedule),
                                     settings.get("interleave", Parallelism.interleave))

@@ -46,7 +46,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             **({"fsdp_grad_sync": par.fsdp_grad_sync} if par.fsdp_grad_sync != "micro-batch" else {}),
             "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
-            "dtype": laid.cluster.dtype, "implementation": implementation,
+            "dtype": laid.cluster.dtype, **fp8_meta(par, machines, rates["mfu"]), "implementation": implementation,
             "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
             "energy_j": result.energy_j, **static_split(result), "energy_source": result.energy_source,
@@ -57,6 +57,19 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
+
+
+def fp8_meta(par, machines, mfu: float) -> dict:
+    """With ``par.fp8``: the recipe, the peak ``mfu`` divides by (``mfu_peak``: the run's ``--dtype``, the higher
+    precision, as the bf16 runs' MFU has it, so an fp8 and a bf16 run compare by MFU as by time) and the same FLOPs
+    over the GPUs' mean fp8 peak (``mfu_at_fp8_peak``: how NVIDIA's DGX Cloud benchmark recipes state an fp8 run's
+    MFU, docs/training.md); nothing without fp8 (the meta then as before)."""
+    from archsim.training.throughput import mean_peak
+
+    if par.fp8 is None:
+        return {}
+    fp8_peak = sum(m.gpu.peak("fp8") for m in machines) / len(machines)
+    return {"fp8": par.fp8, "mfu_peak": machines[0].dtype, "mfu_at_fp8_peak": mfu * mean_peak(machines) / fp8_peak}
 
 
 def rows_gpu(result, machines) -> dict:
@@ -157,7 +170,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
                     distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",),
                     fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch", eps=None,
-                    etps=None) -> dict:
+                    etps=None, fp8: str | None = None) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
@@ -166,7 +179,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     not their defaults; ``cps`` and ``cp_comms``: the CP degrees and K/V
     exchanges searched, listed as ``gpus`` lists several counts (``2,4``; one: itself); ``eps``: the EP degrees as
     given (None: the search's default, :func:`~archsim.training.search_experts.expert_degrees`), in a mixture of experts' meta;
-    ``etps``: the ETPs as given (``1,tp``), in the meta only when given and other than TP alone."""
+    ``etps``: the ETPs as given (``1,tp``), in the meta only when given and other than TP alone; ``fp8``: the recipe and
+    the peak the rows' MFU divides by (the dtype's, as train's :func:`fp8_meta`), only when given."""
     from archsim.training.search_experts import expert_degrees, expert_tp_degrees, expert_tp_text
     from archsim.training.search_rows import train_command
 
@@ -177,6 +191,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     etp_tried = expert_tp_degrees(config, etps)
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
             "gpu": cluster.gpu_names, "dtype": cluster.dtype,
+            **({"fp8": fp8, "mfu_peak": cluster.dtype} if fp8 else {}),
             # several counts as the flag lists them; one an integer, as the cluster's own count is
             "gpus": ",".join(map(str, gpus)) if gpus and len(gpus) > 1 else gpus[0] if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
