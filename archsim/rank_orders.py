@@ -22,7 +22,7 @@ are 0-based.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -39,10 +39,14 @@ class Run:
     def steps(self) -> int:
         return len(self.microbatches[0])
 
-    def actions(self) -> Iterator[tuple[int, str, int]]:
+    def actions(self) -> list[tuple[int, str, int]]:
         """(stage, kind, micro-batch) of each action, in order."""
-        for step in zip(*self.microbatches, strict=True):
-            yield from ((self.stage, kind, m) for kind, m in zip(self.kinds, step, strict=True))
+        stage = self.stage
+        if len(self.kinds) == 1:
+            kind = self.kinds[0]
+            return [(stage, kind, m) for m in self.microbatches[0]]
+        return [(stage, kind, m) for step in zip(*self.microbatches, strict=True)
+                for kind, m in zip(self.kinds, step, strict=True)]
 
 
 def actions(runs: Iterable[Run]) -> list[tuple[int, str, int]]:
