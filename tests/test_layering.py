@@ -31,6 +31,8 @@ FORBIDDEN = {
     "archsim.policies": ("archsim.spp", "archsim.cluster", "archsim.bppsa", *GPU, "archsim.planners", "archsim.report",
                          "archsim.sweep", "archsim.commands", "archsim.cli"),
     "archsim.sim": (*MODELS, *LATER[:2], *LATER[3:]),
+    # each rank's GPipe and 1F1B order, below both the schedules and SPP's PE, which may not import each other
+    "archsim.rank_orders": (*MODELS, *LATER, "archsim.collectives", "archsim.network", "archsim.links"),
     "archsim.cluster": ("archsim.partition", "archsim.spp", "archsim.planners", *GPU, "archsim.commands",
                         "archsim.cli"),
     # the GPU/training half (issue 37): devices → (energy | validation) → training → api; reports draw pages

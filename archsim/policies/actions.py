@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.rank_orders import Run
 from archsim.sim.builder import CODE, KINDS  # the one table, kept by the builder
 
 
@@ -206,4 +207,18 @@ def from_blocks(name: str, ranks, stages: int, microbatches: int) -> StageOrder:
                                    stages, microbatches)
 
 
-__all__ = ["Action", "OrderColumns", "StageOrder", "from_blocks"]
+def from_runs(name: str, ranks: Iterable[Iterable[Run]], stages: int, microbatches: int) -> StageOrder:
+    """An order from :mod:`archsim.rank_orders`' runs (per rank, its runs in order), one numpy block a run."""
+    return from_blocks(name, [[_block(run) for run in runs] for runs in ranks], stages, microbatches)
+
+
+def _block(run: Run) -> tuple[int, object, np.ndarray]:
+    """A run as one block of :func:`from_blocks`: its micro-batches step by step, its kinds cycled."""
+    columns = [np.arange(x.start, x.stop, x.step, dtype=np.int64) for x in run.microbatches]
+    if len(columns) == 1:
+        return run.stage, run.kinds[0], columns[0]
+    codes = np.array([CODE[kind] for kind in run.kinds], dtype=np.int64)
+    return run.stage, np.tile(codes, run.steps), np.column_stack(columns).ravel()
+
+
+__all__ = ["Action", "OrderColumns", "StageOrder", "from_blocks", "from_runs"]

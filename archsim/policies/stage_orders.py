@@ -3,8 +3,10 @@
 An order fixes, for every rank (device), the sequence of its actions; it says nothing about time.
 :func:`archsim.policies.stage_run.order_problem`, the one builder, turns an order plus stage costs
 into the simulator's problem. ``gpipe`` and ``one_f_one_b`` are the only GPipe and 1F1B orders in
-archsim (the partition schedules of :mod:`archsim.policies.pipeline` run them too); torch CSVs are
-read and written by :mod:`archsim.policies.torch_csv` (imported from there).
+archsim (the partition schedules of :mod:`archsim.policies.pipeline` run them too): both, and
+``looped_bfs``, build as numpy columns the runs :mod:`archsim.rank_orders` states once (SPP's PE reads
+GPipe's there too); torch CSVs are read and written by :mod:`archsim.policies.torch_csv` (imported
+from there).
 
 Actions use torch's vocabulary (``torch/distributed/pipelining/schedules.py``, ``_Action``):
 ``F`` forward, ``I`` backward of the input (zero-bubble B, archsim's δ/D), ``W`` backward of the
@@ -40,11 +42,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
-import numpy as np
-
 from archsim.errors import InputError
-from archsim.policies.actions import Action, StageOrder, from_blocks
+from archsim.policies.actions import Action, StageOrder, from_runs
 from archsim.policies.stage_orders_v import dualpipe_v, zb_v
+from archsim.rank_orders import fill_drain
+from archsim.rank_orders import one_f_one_b as rank_one_f_one_b
 
 
 def _order(name: str, ranks: list[list[Action]], stages: int, m: int) -> StageOrder:
@@ -52,21 +54,16 @@ def _order(name: str, ranks: list[list[Action]], stages: int, m: int) -> StageOr
 
 
 def gpipe(p: int, m: int) -> StageOrder:
-    """Every forward, then every full backward, oldest micro-batch first (torch's ``ScheduleGPipe``)."""
-    every = np.arange(m)
-    return from_blocks("gpipe", [[(r, "F", every), (r, "B", every)] for r in range(p)], p, m)
+    """Every forward, then every full backward, oldest micro-batch first (torch's ``ScheduleGPipe``):
+    :func:`archsim.rank_orders.fill_drain` on each rank's one stage."""
+    return from_runs("gpipe", [fill_drain([r], m) for r in range(p)], p, m)
 
 
 def one_f_one_b(p: int, m: int) -> StageOrder:
     """Rank r: p − 1 − r warm-up forwards, then F(warm + i), B(i) pairs, then the last backwards
-    (torch's ``Schedule1F1B``); built as numpy blocks, 10⁶ actions in milliseconds."""
-    ranks = []
-    for r in range(p):
-        warm = min(p - 1 - r, m)
-        steady = m - warm
-        pairs = np.column_stack([np.arange(warm, m), np.arange(steady)]).ravel()
-        ranks.append([(r, "F", np.arange(warm)), (r, np.tile([0, 3], steady), pairs), (r, "B", np.arange(steady, m))])
-    return from_blocks("1f1b", ranks, p, m)
+    (torch's ``Schedule1F1B``; :func:`archsim.rank_orders.one_f_one_b`); numpy blocks, 10⁶ actions in
+    milliseconds."""
+    return from_runs("1f1b", [rank_one_f_one_b(p, r, m) for r in range(p)], p, m)
 
 
 def zb_handcrafted(p: int, m: int, k: int) -> StageOrder:
@@ -151,13 +148,9 @@ def interleaved_zb(p: int, m: int, v: int = 2) -> StageOrder:
 
 
 def looped_bfs(p: int, m: int, v: int = 2) -> StageOrder:
-    ranks = []
-    for r in range(p):
-        stages = range(r, p * v, p)
-        actions = [Action(s, "F", i) for s in stages for i in range(m)]
-        actions += [Action(s, "B", i) for s in reversed(stages) for i in reversed(range(m))]
-        ranks.append(actions)
-    return _order("looped-bfs", ranks, p * v, m)
+    """GPipe's fill-drain over rank r's v chunks r, r + p, …, backwards newest first
+    (:func:`archsim.rank_orders.fill_drain`; torch's ``ScheduleLoopedBFS``)."""
+    return from_runs("looped-bfs", [fill_drain(range(r, p * v, p), m, newest_first=True) for r in range(p)], p * v, m)
 
 
 # torch class name → (archsim order name, builder(p, m, v))

@@ -1,6 +1,7 @@
 """SPP's PE (001_655b4b8cd650573f.txt §IV-A, Alg. 1) without the simulator: its blocks, its ordering
 sweep, its problem (:func:`pe_rows`, the one statement of it) and the makespan of its schedule; and
-GPipe's fill-drain on the same blocks, the last stage's F and B apart (the ``gpipe`` baseline's order).
+GPipe's fill-drain on the same blocks, the last stage's F and B apart (the ``gpipe`` baseline's order:
+:func:`archsim.rank_orders.fill_drain`'s per-rank order, translated into PE's block visits).
 
 :func:`pe_finish_time` is PE's makespan wherever only the makespan is needed — SPP's search ranking
 its stage counts, its four baselines, ``archsim plan --method pipedream``: it runs the simulator's
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from archsim.errors import InputError
+from archsim.rank_orders import actions, fill_drain
 
 
 @dataclass(frozen=True)
@@ -73,16 +75,16 @@ def fill_drain_blocks(stages: int) -> list[tuple[str, int]]:
     return [*forward, ("F", stages), ("B", stages), *backward]
 
 
-def _fill_drain(stages: int, microbatches: int, backward_order: range) -> tuple[list, dict]:
-    """Every stage: every forward oldest first, then every backward in ``backward_order``; the visits
-    (a channel's ranks) the forward blocks micro-batch by micro-batch, then the backward ones in that
-    order, so a channel sends what its receiving stage runs next."""
+def _fill_drain(stages: int, microbatches: int, newest_first: bool) -> tuple[list, dict]:
+    """The one fill-drain (:func:`archsim.rank_orders.fill_drain`) as PE's blocks: stage n (1-based) runs
+    rank n − 1's actions; the visits (a channel's ranks) take the forward blocks micro-batch by
+    micro-batch, then the backward ones, in the order the stages run them, so a channel sends what its
+    receiving stage runs next."""
     J = fill_drain_blocks(stages)
     forward, backward = J[:stages * 2 - 1], J[stages * 2 - 1:]
-    visits = [(block, m) for m in range(microbatches) for block in forward]
-    visits += [(block, m) for m in backward_order for block in backward]
-    per_stage = {n: [(("F", n), m) for m in range(microbatches)] + [(("B", n), m) for m in backward_order]
+    per_stage = {n: [((kind, n), m) for _, kind, m in actions(fill_drain([n - 1], microbatches, newest_first))]
                  for n in range(1, stages + 1)}
+    visits = [(block, m) for (kind, _), m in per_stage[1] for block in (forward if kind == "F" else backward)]
     return visits, per_stage
 
 
@@ -90,15 +92,16 @@ def gpipe_order(stages: int, microbatches: int) -> tuple[list, dict]:
     """GPipe's fill-drain, the one GPipe (torch's ``ScheduleGPipe``,
     :func:`archsim.policies.stage_orders.gpipe`): every stage, the last too, runs every forward, then
     every backward, oldest micro-batch first. The ``gpipe`` baseline's order (docs/papers/spp.md)."""
-    return _fill_drain(stages, microbatches, range(microbatches))
+    return _fill_drain(stages, microbatches, newest_first=False)
 
 
 def gpipe_newest_first_order(stages: int, microbatches: int) -> tuple[list, dict]:
     """GPipe's fill-drain with every stage's backwards newest micro-batch first, as GPipe's paper draws
-    it (Huang et al. 2019, Fig. 2c: B3, B2, B1, B0), the last stage too. A named variant: its makespan
-    is :func:`gpipe_order`'s (the micro-batches' costs are equal, and every backward waits for the last
-    stage's last forward), its timeline the figure's (tests/test_spp_gpipe.py)."""
-    return _fill_drain(stages, microbatches, range(microbatches - 1, -1, -1))
+    it (Huang et al. 2019, Fig. 2c: B3, B2, B1, B0), the last stage too: the one fill-drain's
+    ``newest_first``. A named variant: its makespan is :func:`gpipe_order`'s (the micro-batches' costs
+    are equal, and every backward waits for the last stage's last forward), its timeline the figure's
+    (tests/test_spp_gpipe.py)."""
+    return _fill_drain(stages, microbatches, newest_first=True)
 
 
 ORDERS = {"pe": (blocks, execution_order), "gpipe": (fill_drain_blocks, gpipe_order),
