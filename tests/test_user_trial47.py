@@ -131,6 +131,20 @@ def test_report_given_the_spec_file_names_the_results_folder(tmp_path, capsys, m
     assert main(["report", "results/mychip_dse", "--out", "r.html"]) == 0  # the folder it names draws
 
 
+def test_report_of_a_folder_that_does_not_exist_says_so(tmp_path, capsys, monkeypatch):
+    """Failed before: ``archsim report DIR`` on a folder that does not exist (a typo, a sweep never run) said "no
+    results.csv here", as though the folder were there and empty. Now one line says there is no such folder (exit
+    2, no report written); an empty folder that exists is still told to run the sweep first."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "results/typo", "--out", "r.html"]) == 2
+    assert capsys.readouterr().err.strip() == ("archsim report: error: results/typo: no such folder: give a sweep's "
+                                               "results folder (`archsim sweep SPEC --out DIR` writes one)")
+    assert not Path("r.html").exists()
+    Path("empty").mkdir()
+    assert main(["report", "empty", "--out", "r.html"]) == 2
+    assert "no results.csv here" in capsys.readouterr().err
+
+
 def test_report_of_a_sweep_still_running_or_stopped_says_which(tmp_path, capsys, monkeypatch):
     """Failed before: ``archsim report DIR`` on the folder of a sweep still running (its lock held), or of one
     stopped by Ctrl-C before it wrote results.csv, said "no results.csv here: run `archsim sweep SPEC --out DIR`

@@ -68,9 +68,12 @@ def read_results_csv(path: Path) -> tuple[str, pd.DataFrame]:
 
 def _no_results(folder: Path) -> str:
     """Why ``folder`` has no results.csv to draw, and what to do: a file given for the folder (a spec: its
-    folder named), a sweep still writing it, a sweep that stopped before the end (the command that resumes it)."""
+    folder named), a sweep still writing it, a sweep that stopped before the end (the command that resumes it), or no
+    folder there at all."""
     from archsim.sweep.folder import in_use
 
+    if not folder.exists():  # said as what it is, not as an empty folder
+        return "no such folder: give a sweep's results folder (`archsim sweep SPEC --out DIR` writes one)"
     if folder.is_file():
         name = _spec_name(folder)
         return (f"a sweep spec, not its results folder: give the folder its sweep wrote (--out; default results/{name}),"
