@@ -95,6 +95,18 @@ def positive_int(value: object, field: str, *, low: int = 1, high: int | None = 
         raise InputError(str(exc), field=field) from None
 
 
+def seq_keyword(value: object) -> int:
+    """``seq=``, read as ``--seq`` reads it: 1 … MAX_SEQ tokens with the flag's message
+    (:func:`archsim.value_parsers.parse_seq`; ``"2048"`` or ``2048.0`` as 2048)."""
+    from archsim.errors import InputError
+    from archsim.value_parsers import parse_seq, whole_number
+
+    try:
+        return parse_seq(whole_number(value))
+    except ValueError as exc:
+        raise InputError(str(exc), field="seq") from None
+
+
 def positive_float(value: object, field: str) -> float:
     """A keyword whose flag takes ``positive_float_flag``'s number: refused with the flag's message, or the float
     (``"1.25"`` read as ``--moe-expert-capacity-factor 1.25`` reads it)."""
@@ -261,7 +273,7 @@ def transformer(model, seq: int | str | None):
     from archsim.workload.model_files import load_transformer
     from archsim.workload.transformer import TransformerConfig
 
-    seq = None if seq is None else positive_int(seq, "seq")  # "2048" read as --seq 2048 reads it
+    seq = None if seq is None else seq_keyword(seq)  # "2048" read as --seq 2048 reads it
     if isinstance(model, TransformerConfig):
         return model if seq is None else replace(model, seq=seq)
     check_path(model, "model", "a transformer config path or a TransformerConfig")

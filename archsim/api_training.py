@@ -21,6 +21,7 @@ from archsim.api_keywords import (
     named,
     positive_float,
     positive_int,
+    seq_keyword,
     seq_note,
     speaks_keywords,
     transformer,
@@ -107,7 +108,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     check_choice(cp_comm, CP_COMMS, "cp_comm")
     hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
         positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
-    seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
+    seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
     check_switch(moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity")
     capacity = None if moe_expert_capacity_factor is None else \
         positive_float(moe_expert_capacity_factor, "moe-expert-capacity-factor")
@@ -198,7 +199,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         if not isinstance(runs, pandas.DataFrame):
             check_path(runs, "runs", "a runs CSV path or a pandas DataFrame")
         runs = frame_text(runs)  # the CSV it would be written as, read by the file's reader
-    seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
+    seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation, fp8=fp8,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
@@ -310,7 +311,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
                          field="grad-accumulation")
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
-    seq = None if seq is None else positive_int(seq, "seq")  # "2048" is 2048 to the notes and the document too
+    seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")

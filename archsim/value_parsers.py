@@ -13,6 +13,7 @@ import math
 import numbers
 import re
 
+from archsim.choices.training import MAX_SEQ
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, MAX_PROCESSORS, MIN_MAGNITUDE, SEED_MAX, flag_text, shown
 
@@ -138,6 +139,23 @@ def int_or_word_flag(word: str, what: str = "a positive integer"):
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     return convert
+
+
+def parse_seq(text: object) -> int:
+    """A sequence length, tokens per sample, in 1 … :data:`~archsim.choices.training.MAX_SEQ`, or ValueError saying
+    that range: one line for ``--seq`` and the library's ``seq``, not the generic integer's 1 … 2³¹ − 1."""
+    try:
+        return parse_int(text, low=1, high=MAX_SEQ, what="a sequence length")
+    except ValueError:
+        raise ValueError(f"expected a sequence of 1…{MAX_SEQ} tokens, got {shown(text)}") from None
+
+
+def seq_flag(text: str) -> int:
+    """argparse type of ``--seq`` (train, search): :func:`parse_seq`."""
+    try:
+        return parse_seq(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 positive_int_flag = int_flag(1, INT32_MAX, "a positive integer")

@@ -183,9 +183,27 @@ def test_a_seq_flag_past_the_longest_sequence_is_refused_as_the_flags(tmp_path, 
     write(tmp_path / "mychip.toml", CHIP)
     model = ROOT / "configs" / "transformers" / "gpt3_1.3b.toml"
     line = clean_error(capsys, command, model, "--cluster", cluster, "--global-batch", "8", "--seq", 2**20 + 1)
-    assert line == f"archsim {command}: error: field 'seq': expected a sequence of 1…1048576 tokens, got '1048577'"
+    assert line == f"archsim {command}: error: argument --seq: expected a sequence of 1…1048576 tokens, got '1048577'"
     line = clean_error(capsys, command, "gpt2", "--cluster", cluster, "--global-batch", "8", "--seq", "2048")
     assert "gpt2.json, field 'seq': gpt2 learns 1024 position embeddings" in line, line
+
+
+@pytest.mark.parametrize("command", ["train", "search"])
+@pytest.mark.parametrize("seq", ["0", "-3", "2048.5"])
+def test_a_seq_flag_below_one_states_the_range_seq_takes(tmp_path, capsys, command, seq):
+    """``--seq 0`` was refused with the generic positive integer's range, ``1…2147483647``, where ``--seq 1048577``
+    was refused with the longest sequence's, ``1…1048576`` (2²⁰): two ranges for one flag. One flag type now states
+    the range it takes, whatever the slip, and ``seq=`` in the library says the same."""
+    import archsim
+    from archsim.errors import InputError
+
+    cluster = write(tmp_path / "c.toml", CLUSTER.format(device="mychip.toml"))
+    write(tmp_path / "mychip.toml", CHIP)
+    line = clean_error(capsys, command, "gpt2", "--cluster", cluster, "--global-batch", "8", "--seq", seq)
+    assert line == f"archsim {command}: error: argument --seq: expected a sequence of 1…1048576 tokens, got '{seq}'"
+    with pytest.raises(InputError) as caught:
+        getattr(archsim, command)("gpt2", cluster=cluster, global_batch=8, seq=seq)
+    assert str(caught.value) == f"field 'seq': expected a sequence of 1…1048576 tokens, got '{seq}'"
 
 
 @pytest.mark.parametrize(("table", "typo", "meant"), [

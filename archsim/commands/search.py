@@ -40,7 +40,7 @@ from archsim.console import note
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
 from archsim.validate import INT32_MAX
-from archsim.value_parsers import int_flag, int_or_word_flag
+from archsim.value_parsers import int_flag, int_or_word_flag, seq_flag
 
 HELP = "search TP × PP × DP × micro-batch × recompute × schedule for the fastest training iteration"
 
@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", action=ListFlag, item=positive_int, default=None,
                         help="GPUs to use, one count or several to compare (default: all the cluster's; the first "
                              "GPUs of the cluster file)")
-    parser.add_argument("--seq", type=positive_int, default=None,
+    parser.add_argument("--seq", type=seq_flag, default=None,
                         help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
     parser.add_argument("--cp", action=ListFlag, item=positive_int, default=[1],
                         help="context-parallel degrees to try, one or several (default 1), as archsim train's --cp: "

@@ -37,7 +37,7 @@ from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_points_warnings, tp_span_warning
 from archsim.validate import SECONDS_PER_OP
-from archsim.value_parsers import positive_float_flag
+from archsim.value_parsers import positive_float_flag, seq_flag
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
 # schedule actions (Parallelism.schedule_actions, the count --max-ops bounds) from which one iteration may run past
@@ -98,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--global-batch", type=positive_int, default=None,
                         help="samples per iteration (required unless --runs)")
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
-    parser.add_argument("--seq", type=positive_int, default=None,
+    parser.add_argument("--seq", type=seq_flag, default=None,
                         help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
     parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation: none (keep every activation), selective (recompute the attention "
                              "core) or full (keep each layer's input, recompute the layer)")

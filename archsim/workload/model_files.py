@@ -32,9 +32,10 @@ from archsim.console import keyed
 from archsim.errors import InputError
 from archsim.toml_errors import locate, parse_toml
 from archsim.validate import check_name, parse_json, read_text, shown
+from archsim.value_parsers import parse_seq
 from archsim.workload.config_fields import get_key, head_dim_channels
 from archsim.workload.hf_config import from_hf
-from archsim.workload.transformer import FAMILIES, LIMITS, TransformerConfig, check_positions
+from archsim.workload.transformer import FAMILIES, TransformerConfig, check_positions
 
 # The keys a transformer config TOML may hold; any other is refused (docs/formats.md lists them under
 # "Transformer configs").
@@ -87,9 +88,11 @@ def load_transformer(path: str | Path, *, seq: int | None = None, seq_dim: bool 
     document = parse_json(text, file) if path.suffix.lower() == ".json" else parse_toml(text, file)
     if not isinstance(document, dict):
         raise InputError("expected a JSON object", file=file)
-    if seq is not None and not 1 <= seq <= LIMITS["seq"]:  # the setting's range, said as the setting's, not the file's
-        raise InputError(f"expected a sequence of 1…{LIMITS['seq']} tokens, got {shown(seq)}",
-                         field="dim" if seq_dim else "seq")
+    if seq is not None:  # the setting's range, said as the setting's, not the file's
+        try:
+            parse_seq(seq)
+        except ValueError as exc:
+            raise InputError(str(exc), field="dim" if seq_dim else "seq") from None
     try:
         config = _from_toml(document, path) if path.suffix.lower() == ".toml" else from_hf(document, path)
         if seq is not None and seq_dim:  # else the config's own check names --seq (seq=)
