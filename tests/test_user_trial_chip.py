@@ -261,6 +261,24 @@ def test_a_device_sweep_warns_when_points_do_not_fit(tmp_path, capsys):
     assert "fit" not in err
 
 
+def test_a_device_sweeps_report_says_its_front_is_empty_when_no_point_fits(tmp_path, capsys):
+    """A device sweep none of whose points fits memory drew an empty front: its legend's hollow markers and the
+    stderr warning said so, but the report's caption, the line a reader of the page reads, did not. It now says the
+    front is empty and why (2 GiB of HBM: no GPT-2 layout of these fits); a sweep with a point that fits does not."""
+    spec = tmp_path / "mychip.toml"
+    spec.write_text(SPEC.replace("hbm_gbps = [1200, 2400]", "hbm_gbps = [2400]").replace("array_sides = [64, 128]",
+                                                                                       "array_sides = [128]"))
+    said = "No design fits memory, so the time/energy front is empty: 2 of 2 points do not fit memory ("
+    for hbm_gib, empty in ((2, True), (96, False)):
+        (tmp_path / "chip.toml").write_text(CHIP.replace("hbm_gib = 96", f"hbm_gib = {hbm_gib}"))
+        out, report = tmp_path / f"out{hbm_gib}", tmp_path / f"r{hbm_gib}.html"
+        _run(capsys, "sweep", str(spec), "--out", str(out), "--report", str(report), "--quiet")
+        assert (out / "results.csv").read_text().count(",True,") == (0 if empty else 2)  # fits_memory, by hand
+        page = report.read_text(encoding="utf-8")
+        assert (said in page) is empty
+        assert ("its MyChip has 2 GiB): their rows say fits_memory False" in page) is empty
+
+
 def test_a_device_tomls_array_flags_cost_what_train_charges(tmp_path, capsys):
     """``cost --config chip.toml`` refuses the TOML and names the flags of one of its arrays; they left
     out the SRAM, so ``--energy`` with them priced the default buffers, not the chip's 8 MiB per

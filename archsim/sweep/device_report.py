@@ -70,7 +70,7 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     parallel = "TP × PP × DP over the chips" if layout else "data parallel over the chips"
     setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
                   f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
-                  f"attention, {parallel}{_skipped(record)}")
+                  f"attention, {parallel}{_skipped(record)}{_empty_front(results)}")
     sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
                 (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
     return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
@@ -89,6 +89,16 @@ def _skipped(record: dict) -> str:
     arrays, sram, clocks, hbm, chips, tp, pp = (len(axis) for axis in axes)
     line = skipped_line([tuple(entry) for entry in skipped], chips * tp * pp, arrays * sram * clocks * hbm)
     return f". {line[0].upper()}{line[1:]}" if line else ""
+
+
+def _empty_front(results) -> str:
+    """". " and the line saying the time/energy front is empty, when no design fits memory (the stderr warning's
+    count and need, :func:`~archsim.sweep.device_points.unfit_points_line`); "" when one fits."""
+    from archsim.sweep.device_points import unfit_points_line
+
+    if results["fits_memory"].astype(bool).any():
+        return ""
+    return f". No design fits memory, so the time/energy front is empty: {unfit_points_line(results)}"
 
 
 def device_markdown(rows: list[dict]) -> str:
