@@ -265,39 +265,3 @@ def test_the_cycle_engine_on_a_calc_cfg_says_it_stalls_where_scalesim_would_not(
     page = " ".join((ROOT / "docs" / "scalesim.md").read_text().split())
     assert "used: `CALC` → stall-free cycles; `USER`" not in page
     assert "`--engine cycle` simulates the DRAM at `Bandwidth` whichever mode" in page
-
-
-# CHIP without its [device] and [links]: a plain SCALE-Sim file (docs/formats.md) that carries a [memory]
-PLAIN = CHIP.split("[device]")[0] + "[memory]\nhbm_gib = 32\nhbm_gbps = 640\n"
-
-
-# PLAIN's lines, counted by hand: [memory] is line 19, hbm_gib 20, hbm_gbps 21; a [vector] after it 22, its key 23.
-@pytest.mark.parametrize(("old", "new", "field", "line"), [
-    ("hbm_gib = 32", "hbm_gib = -5", "memory.hbm_gib", 20),         # a negative memory
-    ("hbm_gbps = 640", "hbm_gbs = 640", "memory.hbm_gbs", 21),      # a typo'd key
-    ("hbm_gbps = 640\n", "hbm_gbps = 640\n[vector]\nlanes = -3\n", "vector.lanes", 23),  # a unit of no lanes
-    ("hbm_gbps = 640\n", "hbm_gbps = 640\n[vector]\nsublanes = 8\n", "vector.lanes", None),  # lanes left out
-])
-def test_a_plain_cfg_memory_or_vector_section_is_checked(tmp_path, capsys, old, new, field, line):
-    """A .cfg with a ``[memory]`` or ``[vector]`` but neither ``[device]`` nor ``[links]`` is costed as a plain
-    SCALE-Sim file, but its sections were passed over unread: ``hbm_gib = -5`` ran, no word said. They are now
-    checked as a device file's are, one line naming the key and its line. Failed before the fix."""
-    path = tmp_path / "plain.cfg"
-    path.write_text(PLAIN.replace(old, new))
-    assert main(["cost", "ffnn8", "--config", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert err.splitlines() == [err.strip()] and f"field '{field}'" in err, err
-    assert (f"plain.cfg, line {line}, field" in err) if line else ("missing key in [vector]" in err), err
-
-
-def test_a_plain_cfg_with_a_good_memory_section_costs_as_without_it(tmp_path, capsys):
-    """A right ``[memory]`` in a plain .cfg still changes nothing the array commands cost (docs/formats.md: it is
-    a plain SCALE-Sim file): the same rows as the file with the section cut out."""
-    with_memory, without = tmp_path / "with.cfg", tmp_path / "without.cfg"
-    with_memory.write_text(PLAIN)
-    without.write_text(PLAIN.split("[memory]")[0])
-    outputs = []
-    for path in (with_memory, without):
-        assert main(["cost", "ffnn8", "--config", str(path), "--format", "csv"]) == 0
-        outputs.append(capsys.readouterr().out)
-    assert outputs[0] == outputs[1] and outputs[0].count("\n") > 2

@@ -224,8 +224,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     ``layouts=True`` (``archsim gemm --layout``) lets the custom layouts be on, read by
     :func:`archsim.array.layout.layout_from_cfg`. A device file's ``[device]`` and
     ``[links]`` sections stand (one of its arrays is read); their keys and values, and then ``[memory]``'s, are
-    checked as every device-file reader checks them (:mod:`archsim.array.device_sections`), as are a plain file's
-    ``[memory]`` and ``[vector]`` (which price nothing here). ``dtype_flag``: the
+    checked as every device-file reader checks them (:mod:`archsim.array.device_sections`). ``dtype_flag``: the
     caller takes ``--dtype``, so a device TOML's refusal names train's among its array's flags.
     """
     if not isinstance(path, (str, Path)):  # one line naming it, not open()'s TypeError

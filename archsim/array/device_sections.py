@@ -272,8 +272,7 @@ def cfg_located(exc: InputError, text: str) -> InputError:
 def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     """A ``.cfg``'s device sections checked (``[device]`` may carry ``arrays`` and ``arrays_per_core``, positive
     integers), with those two counts; None when it has neither ``[device]`` nor ``[links]`` (a plain SCALE-Sim
-    file: a ``[memory]`` or ``[vector]`` it carries is still checked, so ``hbm_gib = -5`` is refused, not passed
-    over). ``required``: a device file needs all three sections and their keys.
+    file, whose ``[memory]`` is its own). ``required``: a device file needs all three sections and their keys.
     An error names the key's line (:func:`cfg_located`)."""
     try:
         return _cfg_device_sections(text, file, required)
@@ -300,10 +299,9 @@ def _cfg_device_sections(text: str, file: str,
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
         raise cfg_syntax_error(exc, file) from None
-    plain = not required and not (parser.has_section("device") or parser.has_section("links"))
-    own = {s: dict(parser[s]) for s in (*_CFG_SECTIONS, *_WHOLE_OPTIONAL) if parser.has_section(s)}
-    if plain and not own:
+    if not required and not (parser.has_section("device") or parser.has_section("links")):
         return None
+    own = {s: dict(parser[s]) for s in (*_CFG_SECTIONS, *_WHOLE_OPTIONAL) if parser.has_section(s)}
     for section, keys in own.items():
         for key, value in keys.items():
             cfg_unquoted(value, file, f"{section}.{key}")
@@ -323,8 +321,8 @@ def _cfg_device_sections(text: str, file: str,
         raise InputError("a .cfg's SRAM per array is its IfmapSramSzkB + FilterSramSzkB + OfmapSramSzkB "
                          "([architecture_presets]): drop sram_kib_per_array", file=file,
                          field="memory.sram_kib_per_array")
-    values = checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}, typed=False)
-    return None if plain else (values, counts[0], counts[1])
+    return (checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}, typed=False),
+            counts[0], counts[1])
 
 
 def words_gbps(words: float, clock_hz: float) -> float:
