@@ -217,5 +217,10 @@ def test_the_docs_check_against_nvidias_step_times_states_what_train_prints(mode
     if model == "llama3_8b":  # the text's memory: fp8's cached weights outweigh the inputs it halves
         assert (round(plain["peak_memory_gib"], 1), round(fp8["peak_memory_gib"], 1)) == (76.2, 87.0)
         assert plain["fits_memory"] and not fp8["fits_memory"]
+        params = cli_json([*argv, "--fp8", "hybrid", "--fp8-param-gather"], capsys)["meta"]  # NeMo's fp8 recipe's
+        assert (round(params["peak_memory_gib"], 1), round(params["iteration_seconds"], 2)) == (74.0, 9.71)
+        assert params["fits_memory"] and fp8["peak_memory_gib"] - params["peak_memory_gib"] == pytest.approx(13.0)
+        text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+        assert "it fits: 74.0 GiB" in text and "9.71 s a step" in text
     text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
     assert f"{expected[0]:.2f} / " in text and f"{expected[1]:.2f} / " in text
