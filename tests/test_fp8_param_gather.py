@@ -55,6 +55,30 @@ def test_llama_8b_in_hand_counts(monkeypatch):
     assert gathered.post[0]["dp_reduce_scatter"] == cached.post[0]["dp_reduce_scatter"]  # fp32 gradients still
 
 
+def test_a_mixtures_experts_apart_are_gathered_in_fp8_over_their_own_group():
+    """A 2-layer mixture (hidden 64, 4 heads of 16 and 2 kv heads, 4 experts of SwiGLU 128, untied 256-token tables)
+    at DP 4, EP 2: a rank holds 2 experts a layer, 2 · 2 · 3 · 64 · 128 = 98,304 weights, all fp8, gathered over
+    their expert-DP group of 2; the rest, 58,176 (2 layers of QKV 64 × 128, projection 64 × 64, two norms of 64 and
+    the router 64 × 4; the two tables 256 × 64 and the final norm), over DP 4, the QKV and projection (24,576) in fp8."""
+    c = TransformerConfig("tiny-moe", "llama", 2, 64, 4, 256, 32, 128, 2, False, experts=4, experts_per_token=2,
+                          expert_ffn=128)
+    experts = 2 * 2 * 3 * 64 * 128
+    dense = 2 * (64 * 128 + 64 * 64 + 2 * 64 + 64 * 4) + 2 * 256 * 64 + 64
+    dense_fp8 = 2 * (64 * 128 + 64 * 64)
+    par = Parallelism(dp=4, ep=2, global_batch=4, fp8="hybrid", distributed_optimizer=True)
+    machines = replace(single_node("h100-80gb-sxm", 4), dtype="bf16").laid_out(par)
+    cached, gathered = (train(c, p, machines[0], machines) for p in (par, replace(par, fp8_param_gather=True)))
+    assert cached.memory[0].parameters == experts + dense == 156_480
+    links = machines[0].links
+    assert cached.post[0]["dp_allgather"] == pytest.approx(
+        collective_seconds("all-gather", 2 * dense, 4, links.dp)
+        + collective_seconds("all-gather", 2 * experts, 2, links.expert_dp), rel=1e-12)
+    assert gathered.post[0]["dp_allgather"] == pytest.approx(
+        collective_seconds("all-gather", 2 * (dense - dense_fp8) + dense_fp8, 4, links.dp)
+        + collective_seconds("all-gather", experts, 2, links.expert_dp), rel=1e-12)
+    assert cached.memory[0].states - gathered.memory[0].states == 2 * (experts + dense_fp8)
+
+
 def test_the_steps_cast_in_hand_counts():
     """Two ranks of DP, 2 layers: fp8 parameters are cast by the step from the fp32 main weights on each rank's
     half (read 4, write 1 bytes a weight) and transposed whole once gathered (read 1, write 1), one kernel a GEMM;
