@@ -49,7 +49,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           fsdp_grad_sync: str = "micro-batch",
           cp_hierarchy: Sequence[int] | None = None, ep: int = 1,
           etp: int | None = None, moe_expert_capacity_factor: float | None = None,
-          moe_pad_expert_input_to_capacity: bool = False, fp8: str | None = None) -> tuple[TrainResult, Throughput]:
+          moe_pad_expert_input_to_capacity: bool = False, fp8: str | None = None,
+          fp8_param_gather: bool = False) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -62,7 +63,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``; ``fsdp_reshard``: ``--fsdp-reshard``; ``fsdp_grad_sync``: ``--fsdp-grad-sync``; ``cp``, ``cp_comm``: ``--cp``,
     ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``; ``etp``: ``--etp``, None: TP;
     ``moe_expert_capacity_factor``, ``moe_pad_expert_input_to_capacity``: their flags, None and False dropless;
-    ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off).
+    ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off; ``fp8_param_gather``: True or False, ``--fp8-param-gather``).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
@@ -99,6 +100,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     check_text(schedule, "schedule", "a schedule name (str)")  # a list is no name: one line, not a TypeError
     check_switch(distributed_optimizer, "distributed_optimizer")
     check_switch(fsdp, "fsdp")
+    check_switch(fp8_param_gather, "fp8_param_gather")
     # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
     tp, pp, dp, global_batch, micro_batch, interleave, cp, ep = (
         positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
@@ -117,7 +119,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,
-                      fsdp, cp, cp_comm, fsdp_reshard, fsdp_grad_sync, hierarchy, ep, etp, fp8)
+                      fsdp, cp, cp_comm, fsdp_reshard, fsdp_grad_sync, hierarchy, ep, etp, fp8, fp8_param_gather)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
@@ -143,7 +145,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 @speaks_keywords
 def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str | None = None,
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
-               dtype: str | None = None, max_ops: int | str | None = None, fp8: str | None = None) -> RunsResult:
+               dtype: str | None = None, max_ops: int | str | None = None) -> RunsResult:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: a
     :class:`~archsim.training.runs_result.RunsResult`, the list of one dict a row it always was (``to_dict()``: the
     command's ``--format json``; ``to_frame()``: its ``--format csv`` rows), in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
@@ -151,7 +153,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     whole numbers, 8.0, are counts) (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
     kept here as keywords of the same names and defaults (``attention`` None: megatron's flash, the runs'
-    implementation, as :func:`train`'s; vTrain's measured runs need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq``, ``max_ops`` and ``fp8`` as :func:`train`'s).
+    implementation, as :func:`train`'s; vTrain's measured runs need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s; fp8 is each row's ``fp8`` column).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
     a ``# model:`` line naming another model (:func:`archsim.training.runs.model_note`), an interleaved
@@ -163,7 +165,6 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     from archsim.choices.training import (
         ATTENTIONS,
         DP_OVERLAPS,
-        FP8_RECIPES,
         GRAD_ACCUMULATIONS,
         IMPLEMENTATION_ATTENTION,
         SCHEDULES,
@@ -191,8 +192,6 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     if grad_accumulation is not None:
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
-    if fp8 is not None:
-        check_choice(fp8, FP8_RECIPES, "fp8")
     if not isinstance(runs, (str, Path)):
         import pandas
 
@@ -201,7 +200,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         runs = frame_text(runs)  # the CSV it would be written as, read by the file's reader
     seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
     config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
-    rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation, fp8=fp8,
+    rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
                        seq_given=seq is not None, check=row_check(config, on, runs))
     import warnings
@@ -216,7 +215,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         if note:
             warnings.warn(note, UserWarning, stacklevel=3)
     return RunsResult(out, runs_document(out, rows, model=config.name, cluster=on, attention=attention,
-                                         dp_overlap=dp_overlap, schedule=schedule, fp8=fp8))
+                                         dp_overlap=dp_overlap, schedule=schedule))
 
 
 @speaks_keywords
@@ -231,7 +230,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            fsdp: bool = False, cp: int | str | Sequence[int | str] = 1,
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
-           etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None) -> SearchResult:
+           etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
+           fp8_param_gather: bool = False) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -243,7 +243,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
     mixture of experts' every divisor of its expert count, a dense model's 1; ``etp``: the experts' tensor-parallel degrees
     tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone;
-    ``fp8``: every configuration's, as ``--fp8``, None off).
+    ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``).
     Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
@@ -320,6 +320,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     check_switch(progress, "progress", none=True)
     check_switch(distributed_optimizer, "distributed_optimizer")
     check_switch(fsdp, "fsdp")
+    check_switch(fp8_param_gather, "fp8_param_gather")
     for name, field in ((model_file, "model_file"), (cluster_file, "cluster_file")):
         if name is not None:
             check_path(name, field, "a path (a str or Path) or None")
@@ -331,7 +332,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps,
                        cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps,
-                       etps=etps, fp8=fp8)
+                       etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,

@@ -121,18 +121,38 @@ def test_the_librarys_fp8_gives_the_flags_numbers(capsys, monkeypatch):
     assert not {"fp8", "mfu_peak", "mfu_at_fp8_peak"} & set(plain)  # without fp8 the meta is as before
 
 
-def test_a_runs_file_and_a_sweep_run_every_row_with_fp8(tmp_path, capsys, monkeypatch):
+def test_a_runs_files_rows_each_take_their_fp8_and_a_sweep_every_point(tmp_path, capsys, monkeypatch):
+    """A runs file's fp8 column (hybrid, e4m3 in any case, empty or none: off) and fp8_param_gather column: each row
+    as train runs it with those flags; --fp8 and --fp8-param-gather beside --runs refused, as --ep is."""
     monkeypatch.chdir(ROOT)
     runs = Path(tmp_path / "runs.csv")
-    runs.write_text("tp,pp,dp,micro_batch,global_batch\n2,1,1,1,8\n1,2,1,1,8\n")
-    document = cli_json([*BASE[:4], "--dtype", "bf16", "--runs", str(runs), "--fp8", "e4m3"], capsys)
-    assert document["meta"]["fp8"] == "e4m3"
-    for row in document["rows"]:
-        one = cli_json([*BASE, "--tp", str(row["tp"]), "--pp", str(row["pp"]), "--micro-batch", "1", "--fp8", "e4m3"],
-                       capsys)["meta"]
-        assert row["predicted_seconds"] == one["iteration_seconds"]
-    listed = archsim.train_runs(SMALL, runs=runs, cluster=H100_NODE, dtype="bf16", fp8="e4m3")
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,fp8,fp8_param_gather,distributed_optimizer\n"
+                    "2,1,1,1,8,,,\n2,1,1,1,8,E4M3,,\n1,2,1,1,8,none,false,\n1,1,2,1,8,hybrid,true,true\n")
+    document = cli_json([*BASE[:4], "--dtype", "bf16", "--runs", str(runs)], capsys)
+    assert "fp8" not in document["meta"]
+    assert [(r["fp8"], r["fp8_param_gather"]) for r in document["rows"]] == [
+        ("none", False), ("e4m3", False), ("none", False), ("hybrid", True)]
+    flags = [[], ["--fp8", "e4m3"], [], ["--fp8", "hybrid", "--fp8-param-gather", "--distributed-optimizer"]]
+    for row, more in zip(document["rows"], flags, strict=True):
+        one = cli_json([*BASE, "--tp", str(row["tp"]), "--pp", str(row["pp"]), "--dp", str(row["dp"]),
+                        "--micro-batch", "1", *more], capsys)["meta"]
+        assert (row["predicted_seconds"], row["peak_memory_gib"]) == (one["iteration_seconds"], one["peak_memory_gib"])
+    listed = archsim.train_runs(SMALL, runs=runs, cluster=H100_NODE, dtype="bf16")
     assert [r["predicted_seconds"] for r in listed] == [r["predicted_seconds"] for r in document["rows"]]
+    (tmp_path / "plain.csv").write_text("tp,pp,dp,micro_batch,global_batch,fp8\n2,1,1,1,8,\n")
+    plain = cli_json([*BASE[:4], "--dtype", "bf16", "--runs", str(tmp_path / "plain.csv")], capsys)
+    assert "fp8" not in plain["rows"][0]  # the column only where a row sets it
+    for flag in (["--fp8", "hybrid"], ["--fp8-param-gather"]):
+        error = cli_error([*BASE[:4], "--dtype", "bf16", "--runs", str(runs), *flag], capsys)
+        assert error.startswith(f"archsim train: error: field 'runs': {flag[0]}: each row of the runs file sets")
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,fp8\n2,1,1,1,8,hybrid\n2,1,1,1,8,e5m2\n")
+    error = cli_error([*BASE[:4], "--dtype", "bf16", "--runs", str(runs)], capsys)
+    assert error == (f"archsim train: error: {runs}, line 3, field 'fp8': expected one of hybrid, e4m3, none (any "
+                     "case), got 'e5m2'")
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,fp8\n2,1,1,1,8,\n2,1,1,1,8,hybrid\n")
+    error = cli_error(["train", SMALL, "--cluster", "configs/clusters/a100_node.toml", "--dtype", "bf16", "--runs",
+                       str(runs)], capsys)
+    assert f"{runs}, line 3, field 'fp8': " in error and "needs a device with an fp8 peak" in error
     swept = cli_json([*BASE, "--sweep", "fp8=none,hybrid"], capsys)["rows"]
     assert [r["fp8"] for r in swept] == ["none", "hybrid"]
     assert swept[1]["iteration_seconds"] == cli_json([*BASE, "--fp8", "hybrid"], capsys)["meta"]["iteration_seconds"]
@@ -197,5 +217,10 @@ def test_the_docs_check_against_nvidias_step_times_states_what_train_prints(mode
     if model == "llama3_8b":  # the text's memory: fp8's cached weights outweigh the inputs it halves
         assert (round(plain["peak_memory_gib"], 1), round(fp8["peak_memory_gib"], 1)) == (76.2, 87.0)
         assert plain["fits_memory"] and not fp8["fits_memory"]
+        params = cli_json([*argv, "--fp8", "hybrid", "--fp8-param-gather"], capsys)["meta"]  # NeMo's fp8 recipe's
+        assert (round(params["peak_memory_gib"], 1), round(params["iteration_seconds"], 2)) == (74.0, 9.71)
+        assert params["fits_memory"] and fp8["peak_memory_gib"] - params["peak_memory_gib"] == pytest.approx(13.0)
+        text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+        assert "it fits: 74.0 GiB" in text and "9.71 s a step" in text
     text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
     assert f"{expected[0]:.2f} / " in text and f"{expected[1]:.2f} / " in text

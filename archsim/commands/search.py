@@ -105,6 +105,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fp8", default=None, choices=FP8_RECIPES,
                         help="every configuration's linear layers in Transformer Engine's FP8, as archsim train's "
                              "--fp8 (default: off)")
+    parser.add_argument("--fp8-param-gather", action="store_true",
+                        help="every configuration's fp8 weights, as archsim train's --fp8-param-gather")
     parser.add_argument("--distributed-optimizer", action="store_true",
                         help="every configuration with Megatron-LM's distributed optimizer, as archsim train's "
                              "--distributed-optimizer: optimizer states sharded over DP in the memory check and rows")
@@ -155,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
                         model_file=args.model, cluster_file=args.cluster,
                         distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp,
                         cp_comm=args.cp_comm, fsdp_reshard=args.fsdp_reshard,
-                        fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp, fp8=args.fp8)
+                        fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp, fp8=args.fp8,
+                        fp8_param_gather=args.fp8_param_gather)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 
@@ -260,7 +263,8 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
                       r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
                       r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
                       r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")), ep=r.get("ep", 1),
-                      etp=None if r.get("etp", r["tp"]) == r["tp"] else r["etp"], fp8=r.get("fp8"))
+                      etp=None if r.get("etp", r["tp"]) == r["tp"] else r["etp"], fp8=r.get("fp8"),
+                      fp8_param_gather=r.get("fp8_param_gather", False))
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))

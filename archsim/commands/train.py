@@ -59,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Transformer Engine's FP8 on the linear layers (Megatron-LM's --fp8-format, delayed "
                              "scaling): hybrid (E4M3 forward, E5M2 gradients) or e4m3; --dtype bf16/fp16 stays the "
                              "higher precision; needs an fp8 peak (H100, H200) (default: off; docs/training.md)")
+    parser.add_argument("--fp8-param-gather", action="store_true",
+                        help="with --fp8 and --distributed-optimizer: the linear layers' weights held in fp8, no "
+                             "16-bit copy, and all-gathered in fp8 (Megatron-LM's --fp8-param-gather)")
     parser.add_argument("--implementation", default="megatron", choices=IMPLEMENTATIONS,
                         help="whose op list runs: Megatron-LM's fused kernels, or plain eager PyTorch on one GPU (TP, PP, DP 1) "
                              "(fp16/bf16: the AMP GPT of benchmarks/gpu_train_measure.py; fp32: Hugging Face's "
@@ -158,9 +161,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, distributed_optimizer, "
-                             "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, "
-                             "moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, gpus, measured_seconds; or "
-                             "vTrain's released CSV as it is): one row each, in input order, with the error where measured")
+                             "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, fp8, "
+                             "fp8_param_gather, moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, gpus, "
+                             "measured_seconds; or vTrain's released CSV as it is): one row each, in input order, with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
@@ -208,7 +211,8 @@ def run(args: argparse.Namespace) -> int:
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
-                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, _hierarchy(args), args.ep, args.etp, args.fp8)
+                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, _hierarchy(args), args.ep, args.etp, args.fp8,
+                      args.fp8_param_gather)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
                 enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:
@@ -276,7 +280,7 @@ def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
             **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {}),
             **({"cp_hierarchy": _hierarchy(args)} if args.cp_hierarchy else {}),
             **({"ep": args.ep} if args.ep > 1 else {}), **({"etp": args.etp} if args.etp is not None else {}),
-            **({"fp8": args.fp8} if args.fp8 else {})}
+            **({"fp8": args.fp8} if args.fp8 else {}), **({"fp8_param_gather": True} if args.fp8_param_gather else {})}
     check_sweep_size(base, axes, args.max_ops)
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     placement = parse_placement(args.placement, cluster)
@@ -319,28 +323,20 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
     from archsim.progress import progress
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.runs import (
-        model_note,
-        one_chunk_rows_note,
-        runs_to_run,
-    )
-    from archsim.training.runs_predict import (
-        milliseconds_note,
-        predict_runs,
-        row_check,
-    )
+    from archsim.training.runs import model_note, one_chunk_rows_note, runs_to_run
+    from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import runs_document
     from archsim.workload.model_files import config_dtype_note
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap, --grad-accumulation,
-    # --schedule, --dtype and --fp8; a flag the rows set themselves is refused, not ignored
+    # --schedule and --dtype; a flag the rows set themselves (fp8 too, a column) is refused, not ignored
     given = _given(args, RUNS_SET_PER_ROW)
     if given:
         raise InputError(f"{', '.join(given)}: each row of the runs file sets its own parallelism (and experts' "
-                         "capacity) and runs once; give them as its columns, or drop --runs", field="runs")
+                         "capacity, fp8) and runs once; give them as its columns, or drop --runs", field="runs")
 
     cluster = load_gpu_cluster(args.cluster, args.dtype)
-    rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap, fp8=args.fp8,
+    rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
                        grad_accumulation=args.grad_accumulation, schedule=args.schedule, max_ops=args.max_ops,
                        seq_given=args.seq is not None, check=row_check(config, cluster, args.runs))
     warned: list[str] = []  # each row's train warnings, printed once the rows have run (a bad row: none)
@@ -348,7 +344,7 @@ def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
         out = predict_runs(config, cluster, rows, bar.update, file=args.runs,
                            warn=lambda line, text: warned.append(f"line {line}: {text}"))
     document = runs_document(out, rows, model=config.name, cluster=cluster, attention=args.attention,
-                             dp_overlap=args.dp_overlap, schedule=args.schedule, fp8=args.fp8)
+                             dp_overlap=args.dp_overlap, schedule=args.schedule)
     for line in warned:
         warn(line)
     for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows)):
@@ -372,8 +368,8 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
                     ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
                     ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--fsdp-reshard", "fsdp_reshard"),
-                    ("--fsdp-grad-sync", "fsdp_grad_sync"),
-                    ("--cp", "cp"), ("--ep", "ep"), ("--etp", "etp"),
+                    ("--fsdp-grad-sync", "fsdp_grad_sync"), ("--cp", "cp"), ("--ep", "ep"), ("--etp", "etp"),
+                    ("--fp8", "fp8"), ("--fp8-param-gather", "fp8_param_gather"),
                     ("--moe-expert-capacity-factor", "moe_expert_capacity_factor"),
                     ("--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"),
                     ("--cp-comm", "cp_comm"), ("--cp-hierarchy", "cp_hierarchy"),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.training.dp_overlap import distributed_sync_seconds, dp_allreduce_seconds
+from archsim.training.fp8_memory import gathered_parameter_bytes
 from archsim.training.fsdp import fsdp_sync
 from archsim.training.memory import gradient_bytes
 
@@ -42,9 +43,11 @@ def replicated_sync(c: TransformerConfig, par: Parallelism, machine: Machine, pa
 
 
 def distributed_optimizer_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float,
-                               forward_s: float, backward_s: float, rank: int = 0) -> Sync:
-    """The gradients' reduce-scatter before the step on 1/DP, the parameters' all-gather after it."""
-    scatter, gather = distributed_sync_seconds(parameters, gradient_bytes(machine.dtype), ELEMENT_BYTES[machine.dtype],
+                               forward_s: float, backward_s: float, rank: int = 0, fp8_parameters: float = 0.0) -> Sync:
+    """The gradients' reduce-scatter before the step on 1/DP, the parameters' all-gather after it (``fp8_parameters``
+    of them fp8 weights, 1 byte each: :func:`~archsim.training.fp8_memory.gathered_parameter_bytes`)."""
+    width = gathered_parameter_bytes(parameters, fp8_parameters, ELEMENT_BYTES[machine.dtype])
+    scatter, gather = distributed_sync_seconds(parameters, gradient_bytes(machine.dtype), width,
                                                par.replicas, machine.links.dp, par.dp_overlap, backward_s)
     return {"dp_reduce_scatter": scatter}, {"dp_allgather": gather}
 
@@ -54,13 +57,16 @@ SYNCS: dict[str, Callable[..., Sync]] = {"none": replicated_sync, "distributed-o
 
 
 def dp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float = 0.0,
-            backward_s: float = 0.0, rank: int = 0, drains: Sequence[float] = ()) -> Sync:
+            backward_s: float = 0.0, rank: int = 0, drains: Sequence[float] = (), fp8_parameters: float = 0.0) -> Sync:
     """``par.sharding``'s seconds on pipeline rank ``rank`` holding ``parameters``: ``forward_s`` and ``backward_s``
     its one micro-batch's forward and backward (what bucketed all-reduces and FSDP's prefetch run under; FSDP's
     units are the rank's chunks' layers); ``drains``: FSDP's (:func:`archsim.training.fsdp.fsdp_sync`), per chunk
-    the seconds from its last backward to the rank's last action."""
+    the seconds from its last backward to the rank's last action; ``fp8_parameters``: the distributed optimizer's
+    (:func:`distributed_optimizer_sync`), those of ``parameters`` it gathers in fp8."""
     if par.sharding == "fsdp":
         return fsdp_sync(c, par, machine, parameters, forward_s, backward_s, rank, drains)
+    if par.sharding == "distributed-optimizer":
+        return distributed_optimizer_sync(c, par, machine, parameters, forward_s, backward_s, rank, fp8_parameters)
     return SYNCS[par.sharding](c, par, machine, parameters, forward_s, backward_s, rank)
 
 

@@ -28,6 +28,20 @@ Under full recompute a layer keeps its input alone and these change the rerun la
 rank, beside the higher-precision weight, whatever the optimizer's sharding (a cache of the module, not a state the
 optimizer shards). So fp8 can need more memory than bf16 where activations are few (full recompute, small
 micro-batches): the cache outweighs the inputs it halves.
+
+**FP8 parameters** (``--fp8-param-gather``, Megatron-LM; TE's ``fp8_model_init``; NeMo's ``fp8_param_gather``, set
+by its ``bf16_with_fp8_mixed`` recipe, which NVIDIA's DGX Cloud Llama 3.1 benchmark runs): the linear layers' weights
+are TE ``Float8Tensor``s, "only FP8 copies of its parameters, as opposed to the default behavior where both higher
+precision and FP8 copies are present" (TE's ``fp8_model_init``). Per parameter of :func:`fp8_weight_parameters`:
+the fp8 weight, 1 byte in Megatron's parameter buffer (``param_dtype = torch.uint8`` for a ``Float8Tensor``,
+``distributed_data_parallel.py``), and its transpose, 1 byte (on Hopper, which has no non-TN fp8 GEMM, TE's
+``post_all_gather_processing`` makes it after each all-gather and keeps it): :data:`FP8_PARAMETER_BYTES` = 2 in
+place of the 16-bit weight (2, counted in :func:`~archsim.training.memory.state_bytes`) and the cached fp8 copy
+(:data:`CACHED_WEIGHT_BYTES`, none kept): 2 bytes a parameter less. The gradient buffer (``main_grad``) and the
+distributed optimizer's fp32 main weight and moments are unchanged (the main weights fp32, sharded; the step casts
+its shard to fp8, ``quantize_param_shard``). Megatron-LM refuses the flag without the distributed optimizer,
+whose all-gather after the step then moves each fp8 weight's 1 byte, not 2 (:func:`gathered_parameter_bytes`);
+the other parameters (embedding, norms, router, LM head) stay 16-bit there and in memory.
 """
 
 from __future__ import annotations
@@ -38,6 +52,9 @@ from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 CACHED_WEIGHT_BYTES = 2  # TE's fp8 weight, row-wise and column-wise (transposed): 1 byte each
+FP8_PARAMETER_BYTES = 2  # --fp8-param-gather: the fp8 weight (1, the parameter buffer's uint8) and its transpose (1)
+WEIGHT_BYTES = 2  # the 16-bit weight the model states count per parameter (fp8 runs beside bf16 or fp16 only)
+GATHERED_FP8_BYTES = 1  # an fp8 weight's bytes in the distributed optimizer's all-gather
 
 
 def fp8_activation_bytes(c: TransformerConfig, par: Parallelism) -> float:
@@ -72,11 +89,23 @@ def fp8_kept(c: TransformerConfig, par: Parallelism, kept: float, unscaled: floa
 
 
 def fp8_weight_bytes(c: TransformerConfig, par: Parallelism) -> float:
-    """Bytes one layer's cached fp8 weights take on one GPU (:data:`CACHED_WEIGHT_BYTES` per parameter TE casts);
-    0 without ``par.fp8``."""
+    """Bytes one layer's fp8 weights take on one GPU beside the model states' 16-bit weight: the cached copies
+    (:data:`CACHED_WEIGHT_BYTES` per parameter TE casts), or with ``par.fp8_param_gather`` the fp8 weights in its
+    place (:data:`FP8_PARAMETER_BYTES` − :data:`WEIGHT_BYTES` a parameter: 0 on Hopper); 0 without ``par.fp8``."""
     if par.fp8 is None:
         return 0.0
-    return CACHED_WEIGHT_BYTES * fp8_weight_parameters(c, par.tp, par.ep, par.etp)
+    per_parameter = FP8_PARAMETER_BYTES - WEIGHT_BYTES if par.fp8_param_gather else CACHED_WEIGHT_BYTES
+    return per_parameter * fp8_weight_parameters(c, par.tp, par.ep, par.etp)
 
 
-__all__ = ["CACHED_WEIGHT_BYTES", "fp8_activation_bytes", "fp8_kept", "fp8_weight_bytes"]
+def gathered_parameter_bytes(parameters: float, fp8_parameters: float, weight_bytes: float) -> float:
+    """Mean bytes per parameter the distributed optimizer's all-gather moves for ``parameters`` of which
+    ``fp8_parameters`` are fp8 weights (``--fp8-param-gather``: :data:`GATHERED_FP8_BYTES` each, the rest
+    ``weight_bytes``, the dtype's)."""
+    if not parameters or not fp8_parameters:
+        return weight_bytes
+    return weight_bytes - (weight_bytes - GATHERED_FP8_BYTES) * fp8_parameters / parameters
+
+
+__all__ = ["CACHED_WEIGHT_BYTES", "FP8_PARAMETER_BYTES", "GATHERED_FP8_BYTES", "WEIGHT_BYTES", "fp8_activation_bytes",
+           "fp8_kept", "fp8_weight_bytes", "gathered_parameter_bytes"]

@@ -43,9 +43,9 @@ Under sequence parallelism every TP all-gather of the layer moves fp8 (``gather_
 quantizer=...)``: the column-parallel inputs forward and again for the weight gradient, the row-parallel output
 gradients); the reduce-scatters and all-reduces move the higher precision, as does the LM head's.
 
-Not modelled: ``--fp8-param-gather`` (fp8 primary weights), the current-scaling, MXFP8 and blockwise recipes,
-``--first-last-layers-bf16``, fp8 attention, TE's padding of each expert's rows to a multiple of 16 and fp8 MoE
-dispatch.
+``--fp8-param-gather`` (fp8 primary weights) is :mod:`~archsim.training.fp8_memory`'s. Not modelled: the
+current-scaling, MXFP8 and blockwise recipes, ``--first-last-layers-bf16``, fp8 attention, TE's padding of each
+expert's rows to a multiple of 16 and fp8 MoE dispatch.
 """
 
 from __future__ import annotations
@@ -74,10 +74,19 @@ SCALING_ALL_GATHERS = ("attn.", "mlp.")  # the layer's own TP collectives (TE's)
 
 
 def check_fp8(fp8: str | None, device: Device, dtype: str, implementation: str = "megatron",
-              fsdp: bool = False) -> None:
+              fsdp: bool = False, param_gather: bool = False, distributed_optimizer: bool = False) -> None:
     """Refuse ``--fp8`` in one line where it cannot run as modelled: a recipe it does not know, a device without
     an fp8 peak (A100, V100, T4; an array device that states none), ``--dtype fp32`` (TE's recipe keeps a 16-bit
-    higher precision), eager PyTorch's op list (TE is Megatron's) and FSDP (TE caches no fp8 weights under it)."""
+    higher precision), eager PyTorch's op list (TE is Megatron's) and FSDP (TE caches no fp8 weights under it);
+    ``param_gather`` (``--fp8-param-gather``) without ``fp8`` or without the distributed optimizer (Megatron-LM's
+    ``validate_args``: "--fp8-param-gather only supported with distributed optimizer")."""
+    if param_gather and fp8 is None:
+        raise InputError(f"{setting('fp8-param-gather')} keeps the fp8 weights of {setting('fp8')}: give it too",
+                         field="fp8-param-gather")
+    if param_gather and not distributed_optimizer:
+        raise InputError(f"{setting('fp8-param-gather')} needs {setting('distributed-optimizer')} (Megatron-LM "
+                         "refuses it otherwise: the optimizer's all-gather is what moves the fp8 weights)",
+                         field="fp8-param-gather")
     if fp8 is None:
         return
     if fp8 not in FP8_RECIPES:

@@ -29,10 +29,12 @@ from archsim.collectives import collective_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.training.fp8_ops import fp8_gemms, fp8_weight_parameters
 from archsim.training.machine import Machine
+from archsim.training.moe_ops import expert_parameters, expert_shards
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.workload.transformer import TransformerConfig
 
 AMAX_BYTES = 4  # one fp32 amax (and scale) per fp8 tensor
+MAIN_WEIGHT_BYTES = 4  # the distributed optimizer's fp32 main weight, which --fp8-param-gather's step casts to fp8
 HISTORY = 1  # Megatron-LM's --fp8-amax-history-len default
 TENSORS = (3, 2)  # fp8 tensors per GEMM: forward (input, weight, output), backward (output and input gradient)
 
@@ -56,18 +58,29 @@ def scaling_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, la
     return out[0], out[1]
 
 
-def weight_cast_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int) -> float:
-    """Seconds pipeline rank ``rank`` spends once an iteration casting and transposing its layers' fp8 weights
-    (:func:`~archsim.training.fp8_ops.fp8_weight_parameters` each; read x, write 2 bytes a parameter), one kernel a
-    GEMM's weight; 0 without ``par.fp8``."""
-    if par.fp8 is None:
-        return 0.0
+def rank_fp8_weights(c: TransformerConfig, par: Parallelism, rank: int) -> tuple[int, float]:
+    """(layers, fp8 weights) of pipeline rank ``rank``: its stages' layers and
+    :func:`~archsim.training.fp8_ops.fp8_weight_parameters` of each, whether or not ``par.fp8``."""
     counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
     layers = sum(n for n, r in zip(counts, rank_of_stages(par), strict=True) if r == rank)
-    weights = fp8_weight_parameters(c, par.tp, par.ep, par.etp) * layers
+    return layers, fp8_weight_parameters(c, par.tp, par.ep, par.etp) * layers
+
+
+def weight_cast_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int) -> float:
+    """Seconds pipeline rank ``rank`` spends once an iteration casting and transposing its layers' fp8 weights
+    (:func:`rank_fp8_weights`; read x, write 2 bytes a parameter), one kernel a GEMM's weight; 0 without ``par.fp8``.
+    With ``par.fp8_param_gather`` the step casts its fp32 main shard instead (read 4, write 1 on the rank's
+    1/shards: Megatron-LM's ``quantize_param_shard``) and TE transposes the gathered weights (read 1, write 1)."""
+    if par.fp8 is None:
+        return 0.0
+    layers, weights = rank_fp8_weights(c, par, rank)
     moved = (ELEMENT_BYTES[machine.dtype] + 2) * weights
+    if par.fp8_param_gather:
+        experts = expert_parameters(c, par) * layers if par.experts_apart else 0  # sharded over their expert-DP ranks
+        shard = (weights - experts) / par.optimizer_shards + experts / expert_shards(par)
+        moved = (MAIN_WEIGHT_BYTES + 1) * shard + 2 * weights
     return float(stream_seconds(moved, machine.gpu.hbm_bytes_per_s, machine.kernels.memory_bound,
                                 kernels=fp8_gemms(c, par.ep) * layers))
 
 
-__all__ = ["AMAX_BYTES", "HISTORY", "scaling_seconds", "weight_cast_seconds"]
+__all__ = ["AMAX_BYTES", "HISTORY", "MAIN_WEIGHT_BYTES", "rank_fp8_weights", "scaling_seconds", "weight_cast_seconds"]

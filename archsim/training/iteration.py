@@ -65,7 +65,7 @@ from archsim.training.eager_ops import (
     eager_head_work,
 )
 from archsim.training.fp8_ops import check_fp8
-from archsim.training.fp8_scaling import weight_cast_seconds
+from archsim.training.fp8_scaling import rank_fp8_weights, weight_cast_seconds
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.memory import gradient_bytes
@@ -214,14 +214,15 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
     check_moe(c, par, machine.implementation)  # before DP is reset below
-    check_fp8(par.fp8, machine.gpu, machine.dtype, machine.implementation, par.fsdp)
+    check_fp8(par.fp8, machine.gpu, machine.dtype, machine.implementation, par.fsdp, par.fp8_param_gather,
+              par.distributed_optimizer)
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
     dp = par.ep * (1 if par.etp is None else par.etp)  # a layout that holds the expert groups (ETP·EP | TP·DP)
     same = replace(par, pp=1, dp=dp, global_batch=par.micro_batch * dp, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False,
-                   fsdp_reshard="after-forward", fsdp_grad_sync="micro-batch")
+                   fsdp_reshard="after-forward", fsdp_grad_sync="micro-batch", fp8_param_gather=False)
     return dict(_model_pieces(c, same, machine))
 
 
@@ -317,7 +318,9 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     once-a-step reduce-scatters run under, :func:`archsim.training.fsdp.step_exposed_seconds`). With ``par.fp8`` the
     rank's fp8 weight casts of the iteration too (:func:`~archsim.training.fp8_scaling.weight_cast_seconds`)."""
     experts = rank_expert_parameters(c, par, rank) if par.experts_apart else 0  # theirs over their expert-DP ranks
-    before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains)  # by sharding
+    fp8 = rank_fp8_weights(c, par, rank)[1] if par.fp8_param_gather else 0.0  # gathered in fp8 (fp8_memory.py)
+    before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains,
+                            fp8 - experts if fp8 else 0.0)  # by sharding; experts apart are all fp8 weights
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
         # CP is in the expert-DP count; the batch scaled with it (only a valid layout's: the collectives ignore it)
         group = replace(par, dp=par.expert_replicas, cp=1, cp_comm="p2p", cp_hierarchy=None, ep=1, etp=None,
@@ -325,7 +328,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         link = machine.links.expert_dp
         assert link is not None  # a rank machine of an expert-DP group of more than one has its link
         more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=link)), experts,
-                       forward_s, backward_s, rank, drains)
+                       forward_s, backward_s, rank, drains, experts if fp8 else 0.0)
         before, after = ({k: v + extra.get(k, 0.0) for k, v in part.items()} for part, extra in zip((before, after), more))
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
     tied = 0.0

@@ -162,7 +162,8 @@ class Parallelism:
     GPUs = tp·cp·pp·dp; ep: expert-parallel degree (Megatron-Core's ``--expert-model-parallel-size``, a mixture
     of experts' E/EP experts a rank, :mod:`archsim.training.moe_ops`): EP ranks carved out of the TP·CP·DP GPUs, the
     experts' gradients reduced over the ranks that hold the same experts (:attr:`expert_replicas`); fp8: Transformer
-    Engine's recipe for the linear layers (``hybrid`` or ``e4m3``, :mod:`archsim.training.fp8_ops`), None: off."""
+    Engine's recipe for the linear layers (``hybrid`` or ``e4m3``, :mod:`archsim.training.fp8_ops`), None: off;
+    fp8_param_gather: Megatron-LM's ``--fp8-param-gather`` (:mod:`archsim.training.fp8_memory`)."""
 
     tp: int = 1
     pp: int = 1
@@ -187,6 +188,7 @@ class Parallelism:
     ep: int = 1
     etp: int | None = None  # None: TP, Megatron-LM's default --expert-tensor-parallel-size
     fp8: str | None = None  # None: no fp8 (FP8_RECIPES)
+    fp8_param_gather: bool = False  # fp8 weights, gathered in fp8 (fp8_memory.py; with fp8 and the distributed optimizer)
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp", "ep", "etp"):
@@ -195,13 +197,9 @@ class Parallelism:
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InputError(f"must be a positive integer, got {value!r}", field=name.replace("_", "-"))  # the flag's spelling
-        if not isinstance(self.sequence_parallel, bool):  # a switch: the text "false" is true
-            raise InputError(f"expected True or False, got {self.sequence_parallel!r}", field="sequence-parallel")
-        if not isinstance(self.distributed_optimizer, bool):
-            raise InputError(f"expected True or False, got {self.distributed_optimizer!r}",
-                             field="distributed-optimizer")
-        if not isinstance(self.fsdp, bool):
-            raise InputError(f"expected True or False, got {self.fsdp!r}", field="fsdp")
+        for name in ("sequence_parallel", "distributed_optimizer", "fsdp", "fp8_param_gather"):  # switches: the
+            if not isinstance(getattr(self, name), bool):  # text "false" is true
+                raise InputError(f"expected True or False, got {getattr(self, name)!r}", field=name.replace("_", "-"))
         if self.fsdp and self.distributed_optimizer:  # one notion of state sharding: FSDP shards all of it
             raise InputError(f"{setting('fsdp')} shards the optimizer states already: not with "
                              f"{setting('distributed-optimizer')}", field="fsdp")

@@ -13,8 +13,9 @@ Two layouts are read (docs/formats.md, "Runs files"):
   ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather | a2a | a2a+p2p, default p2p: how CP
   exchanges K/V), ``cp_hierarchy`` (a2a+p2p's ``A P``, as ``--cp-hierarchy``), ``ep`` (default 1: expert parallelism), ``etp`` (default TP),
   ``moe_expert_capacity_factor`` (a number above 0, empty: dropless) and ``moe_pad_expert_input_to_capacity``
-  (true/false, default false: Megatron-Core's flags of those names), ``gpus`` (checked against TP × CP × PP × DP) and
-  ``measured_seconds``;
+  (true/false, default false: Megatron-Core's flags of those names), ``fp8`` (hybrid | e4m3, empty or none: off;
+  ``--fp8``) and ``fp8_param_gather`` (true/false, default false: ``--fp8-param-gather``), ``gpus`` (checked against
+  TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
   and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archsim.choices.training import CP_COMMS, FSDP_GRAD_SYNCS, FSDP_RESHARDS
+from archsim.choices.training import CP_COMMS, FP8_RECIPES, FSDP_GRAD_SYNCS, FSDP_RESHARDS
 from archsim.console import as_keywords, setting
 from archsim.csv_lines import check_row_length, choice_cell
 from archsim.errors import InputError
@@ -44,7 +45,7 @@ from archsim.value_parsers import parse_boolean, parse_float
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
 OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync",
             "cp", "cp_comm", "cp_hierarchy", "ep", "etp", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
-            "gpus", "measured_seconds")
+            "fp8", "fp8_param_gather", "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,8 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
     fields["recompute"] = recompute_cell(cells.get("recompute", ""), file, line)
     switches = {}
-    for switch in ("sequence_parallel", "distributed_optimizer", "fsdp", "moe_pad_expert_input_to_capacity"):
+    for switch in ("sequence_parallel", "distributed_optimizer", "fsdp", "fp8_param_gather",
+                   "moe_pad_expert_input_to_capacity"):
         try:
             switches[switch] = parse_boolean(cells.get(switch, ""), empty=True)
         except ValueError as exc:
@@ -202,6 +204,8 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     if sizes and len(sizes) != 2:
         raise InputError(f"takes two sizes A P, got {cells['cp_hierarchy']!r}", file=file, line=line, field="cp_hierarchy")
     fields["cp_hierarchy"] = tuple(_int(n, "cp_hierarchy", file, line) for n in sizes) or None
+    fp8 = choice_cell(cells.get("fp8", ""), (*FP8_RECIPES, "none"), file=file, line=line, field="fp8", default="none")
+    fields["fp8"] = None if fp8 == "none" else fp8  # as --sweep's fp8=none: the flag not given
     fields["fsdp_reshard"] = choice_cell(cells.get("fsdp_reshard", ""), FSDP_RESHARDS, file=file, line=line,
                                          field="fsdp_reshard", default="after-forward")
     fields["fsdp_grad_sync"] = choice_cell(cells.get("fsdp_grad_sync", ""), FSDP_GRAD_SYNCS, file=file, line=line,
@@ -236,9 +240,9 @@ def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow
 
 def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, grad_accumulation: str | None, schedule: str,
                 max_ops: int, seq_given: bool = False,
-                check: Callable[[RunRow], None] | None = None, fp8: str | None = None) -> tuple[RunRow, ...]:
+                check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
     """The rows of a runs file as ``archsim train --runs`` runs them: each with the command's ``attention``,
-    ``dp_overlap``, ``grad_accumulation``, ``schedule`` and ``fp8`` (a row's own :class:`Parallelism` has the
+    ``dp_overlap``, ``grad_accumulation`` and ``schedule`` (its fp8 the row's own column; a row's :class:`Parallelism` has the
     library's defaults, not the command's), each row's schedule within ``max_ops`` actions. Refused
     (file, line, field) before any row runs, the first bad row in the file's order (``check``, with the command's
     settings: :func:`~archsim.training.runs_predict.row_check`); ``seq_given``: a sequence length was given, which
@@ -249,7 +253,7 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
         try:
             with as_keywords():  # the row's settings named as its columns (interleave 2, pp), not flags
                 return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
-                                                grad_accumulation=grad_accumulation, schedule=schedule, fp8=fp8))
+                                                grad_accumulation=grad_accumulation, schedule=schedule))
         except InputError as exc:
             raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
 

@@ -53,13 +53,18 @@ def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
 def row_check(base: TransformerConfig, cluster: GpuCluster,
               file: str | Path | CsvText | None = None) -> Callable[[RunRow], None]:
     """What a row must pass to run on MODEL ``base`` and ``cluster`` — its shape, TP over the heads, the layer
-    split, its TP groups over the servers — as a check raising :class:`InputError` naming its line (and
+    split, its TP groups over the servers, its fp8 — as a check raising :class:`InputError` naming its line (and
     ``file``): run on every row before any runs, so a bad row is named at once, not after the rows above it."""
+    from archsim.training.fp8_ops import check_fp8
     from archsim.training.parallel import check_fits
 
     def check(row: RunRow) -> None:
+        p = row.par
         try:
             with as_keywords():  # the row's settings named as its columns (tp), not flags (--tp)
+                for device in {*cluster.servers, cluster.gpu}:  # its fp8 on every GPU, as search checks it
+                    check_fp8(p.fp8, device, cluster.dtype, "megatron", p.fsdp, p.fp8_param_gather,
+                              p.distributed_optimizer)
                 check_fits(row_config(base, row), row.par)
                 cluster.laid_out(row.par)
         except InputError as exc:
@@ -115,6 +120,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   **({"schedule": p.schedule_name} if renamed else {}),
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),
                   **({"fsdp": p.fsdp} if full else {}),
+                  **({"fp8": p.fp8 or "none"} if any(r.par.fp8 for r in rows) else {}),  # as --sweep names it
+                  **({"fp8_param_gather": p.fp8_param_gather} if any(r.par.fp8_param_gather for r in rows) else {}),
                   **({"moe_expert_capacity_factor": config.moe_expert_capacity_factor,  # what the row ran
                       "moe_pad_expert_input_to_capacity": config.moe_pad_expert_input_to_capacity} if capped else {}),
                   **({"fsdp_reshard": p.fsdp_reshard} if any(r.par.fsdp_reshard != "after-forward" for r in rows) else {}),

@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 
 
 def runs_document(out: list[dict], rows: tuple[RunRow, ...], *, model: str, cluster: GpuCluster, attention: str,
-                  dp_overlap: str, schedule: str, fp8: str | None = None) -> dict:
+                  dp_overlap: str, schedule: str) -> dict:
     """``{"meta": …, "rows": […]}`` of the predicted ``out`` (:func:`archsim.training.runs_predict.predict_runs`' rows) of the
     runs file's ``rows``: each row less its ``energy_source``, said once in the meta (one per cluster); the meta
-    names the flags every row ran with (``dtype``: the cluster's, the precision priced; ``fp8`` only when given) and
+    names the flags every row ran with (``dtype``: the cluster's, the precision priced; fp8 is each row's) and
     the MAPE of the measured rows (a fraction, None where no row is measured). ``rows`` holds one row at least (:func:`~archsim.training.runs.read_runs`)."""
     import numpy as np
 
@@ -28,7 +28,7 @@ def runs_document(out: list[dict], rows: tuple[RunRow, ...], *, model: str, clus
     errors = [abs(r["error"]) for r in out if r["error"] is not None]
     sources = dict.fromkeys(r["energy_source"] for r in out)
     meta = {"model": model, "gpu": cluster.gpu_names, "attention": attention, "dp_overlap": dp_overlap,
-            "dtype": cluster.dtype, **({"fp8": fp8} if fp8 else {}), "schedule": schedule,
+            "dtype": cluster.dtype, "schedule": schedule,
             "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}

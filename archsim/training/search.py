@@ -65,7 +65,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
            fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
-           fsdp_grad_sync: str = "micro-batch", eps=None, etps=None, fp8: str | None = None) -> SearchResult:
+           fsdp_grad_sync: str = "micro-batch", eps=None, etps=None, fp8: str | None = None,
+           fp8_param_gather: bool = False) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -88,13 +89,16 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     ``etps``: the experts' tensor-parallel degrees tried, integers and ``"tp"`` (each candidate's TP; default: TP
     alone; :func:`expert_tp_degrees`), a row's ETP × EP dividing TP × CP × DP; the rows carry ``etp`` when given;
     ``fp8``: every candidate's Transformer Engine recipe (:mod:`archsim.training.fp8_ops`; each of the cluster's GPUs
-    needs an fp8 peak, refused once here), the rows carrying ``fp8`` when given."""
+    needs an fp8 peak, refused once here), the rows carrying ``fp8`` when given; ``fp8_param_gather``: its fp8
+    weights (:mod:`archsim.training.fp8_memory`; with ``fp8`` and ``distributed_optimizer``), the rows carrying
+    ``fp8_param_gather`` when set."""
     refuse_switch(c, "search (Megatron's configurations)")
     eps, etps = expert_degrees(c, eps), expert_tp_degrees(c, etps)
     Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
                 fsdp_grad_sync=fsdp_grad_sync)
     for device in {*cluster.servers, cluster.gpu}:  # as train refuses it, once for the search
-        check_fp8(fp8, device, cluster.dtype, fsdp=fsdp)
+        check_fp8(fp8, device, cluster.dtype, fsdp=fsdp, param_gather=fp8_param_gather,
+                  distributed_optimizer=distributed_optimizer)
     from archsim.progress import progress
 
     started = time.monotonic()
@@ -110,7 +114,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
                                 dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms, fsdp_reshard,
-                                fsdp_grad_sync, eps, etps, fp8)]
+                                fsdp_grad_sync, eps, etps, fp8, fp8_param_gather)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid, placement)

@@ -32,7 +32,7 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     1F1B) and for an uneven split it cannot express (any uneven one with interleaving): Megatron takes
     the first and the last stage's layer counts (``--decoder-first-pipeline-num-layers``,
     ``--decoder-last-pipeline-num-layers``) and splits the rest evenly. With ``k.distributed_optimizer``
-    ``--use-distributed-optimizer``; with ``k.fp8`` ``--fp8-format``; with ``k.fsdp`` the layout's flags only, no
+    ``--use-distributed-optimizer``; with ``k.fp8`` ``--fp8-format`` (and ``--fp8-param-gather``); with ``k.fsdp`` the layout's flags only, no
     command that runs it: FSDP is PyTorch's (its row's ``fsdp`` is true)."""
     split = k.stage_layers
     model = megatron_model_args(c)
@@ -44,7 +44,7 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     if dtype in ("fp16", "bf16"):
         args.append(f"--{dtype}")
     if k.fp8:  # Transformer Engine's, delayed scaling: Megatron-LM's default --fp8-recipe
-        args.append(f"--fp8-format {k.fp8}")
+        args.append(f"--fp8-format {k.fp8}" + (" --fp8-param-gather" if k.fp8_param_gather else ""))
     if k.recompute != "none":
         args.append(f"--recompute-granularity {k.recompute}")
         if k.recompute == "full":
@@ -141,7 +141,7 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     if dtype != "fp16":
         line += f" --dtype {dtype}"
     if row.get("fp8"):
-        line += f" --fp8 {row['fp8']}"
+        line += f" --fp8 {row['fp8']}" + (" --fp8-param-gather" if row.get("fp8_param_gather") else "")
     if row.get("dp_overlap", "none") != "none":
         line += f" --dp-overlap {row['dp_overlap']}"
     if row.get("grad_accumulation", "fused") != "fused":

@@ -63,13 +63,14 @@ def fp8_meta(par, machines, mfu: float) -> dict:
     """With ``par.fp8``: the recipe, the peak ``mfu`` divides by (``mfu_peak``: the run's ``--dtype``, the higher
     precision, as the bf16 runs' MFU has it, so an fp8 and a bf16 run compare by MFU as by time) and the same FLOPs
     over the GPUs' mean fp8 peak (``mfu_at_fp8_peak``: how NVIDIA's DGX Cloud benchmark recipes state an fp8 run's
-    MFU, docs/training.md); nothing without fp8 (the meta then as before)."""
+    MFU, docs/training.md), ``fp8_param_gather`` when set; nothing without fp8 (the meta then as before)."""
     from archsim.training.throughput import mean_peak
 
     if par.fp8 is None:
         return {}
     fp8_peak = sum(m.gpu.peak("fp8") for m in machines) / len(machines)
-    return {"fp8": par.fp8, "mfu_peak": machines[0].dtype, "mfu_at_fp8_peak": mfu * mean_peak(machines) / fp8_peak}
+    return {"fp8": par.fp8, **({"fp8_param_gather": True} if par.fp8_param_gather else {}),
+            "mfu_peak": machines[0].dtype, "mfu_at_fp8_peak": mfu * mean_peak(machines) / fp8_peak}
 
 
 def rows_gpu(result, machines) -> dict:
