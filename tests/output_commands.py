@@ -78,7 +78,8 @@ COMMANDS: dict[str, list[str]] = {
                                     "4", "--micro-batch", "2", "--fsdp", "--fsdp-reshard", "none", "--fsdp-grad-sync",
                                     "step"],
     "train --fp8": ["train", MODEL, "--cluster", str(ROOT / "configs" / "clusters" / "h100_2_servers.toml"), "--tp", "4",
-                    "--global-batch", "4", "--dtype", "bf16", "--fp8", "hybrid"],  # fp8, mfu_peak, mfu_at_fp8_peak
+                    "--global-batch", "4", "--dp", "2", "--dtype", "bf16", "--fp8", "hybrid", "--distributed-optimizer",
+                    "--fp8-param-gather"],  # fp8, fp8_param_gather, mfu_peak, mfu_at_fp8_peak
     "search": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
                "--max-micro-batch", "2"],
     "search --fsdp": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule",
