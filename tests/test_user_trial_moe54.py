@@ -144,7 +144,7 @@ def test_train_help_lists_every_runs_column_and_the_ep_rule_at_an_etp(capsys):
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    runs = re.findall(r"[a-z_]+", text.split("--runs RUNS.csv")[-1].split("--max-ops")[0])  # [-1]: not the usage's
+    runs = re.findall(r"[a-z0-9_]+", text.split("--runs RUNS.csv")[-1].split("--max-ops")[0])  # [-1]: not the usage's
     assert [c for c in (*REQUIRED, *OPTIONAL) if c not in runs] == []
     ep = text.split("--ep EP")[-1].split("--etp ETP")[0]
     assert "ETP × EP divides TP × CP × DP" in ep
