@@ -155,7 +155,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
-                             "fsdp, ep, etp, fp8: hybrid, e4m3 or none); "
+                             "fsdp, ep, etp, fp8: hybrid, e4m3 or none, fp8_param_gather); "
                              "repeat for a grid: one row "
                              "per point (Megatron's even split, no timeline) instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",

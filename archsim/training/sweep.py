@@ -61,7 +61,7 @@ AXES: dict[str, Callable[[str], object]] = {
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
     "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
     "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS),
-    "ep": _count, "etp": _count, "fp8": _fp8}
+    "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
