@@ -16,6 +16,7 @@ from archsim.api_keywords import (
     check_switch,
     check_text,
     listed,
+    positive_float,
     positive_int,
     speaks_keywords,
 )
@@ -51,7 +52,6 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
     from archsim.output_inputs import outputs_apart
     from archsim.output_targets import check_target, distinct_outputs
     from archsim.validate_gpu_run import SHOW, run_validate_gpu
-    from archsim.value_parsers import parse_float
 
     files = listed(csv, "csv")  # one path, a list, or "a.csv,b.csv"
     if not files or not all(files):
@@ -66,10 +66,7 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
         except ValueError as exc:
             raise InputError(str(exc), field="clock-mhz") from None
     if memory_gbps is not None:
-        try:
-            memory_gbps = parse_float(memory_gbps, low=0, low_open=True, what="a positive number")  # positive_float_flag's
-        except ValueError as exc:
-            raise InputError(str(exc), field="memory-gbps") from None
+        memory_gbps = positive_float(memory_gbps, "memory-gbps")  # positive_float_flag's reading
     for value, choices, name in ((dataflow, DATAFLOWS, "dataflow"), (mode, MODES, "mode"), (dtype, DTYPES, "dtype"),
                                  (show, SHOW, "show")):
         if value is not None:
