@@ -15,6 +15,7 @@ from archsim.policies.stage_orders import published_order
 from archsim.training.calibrate import fast_iteration_seconds
 from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.held_memory import in_flight
+from archsim.training.in_flight import in_flight_peaks
 from archsim.training.parallel import Parallelism
 from archsim.training.pipeline_memory import memories
 from archsim.training.run import train
@@ -25,7 +26,6 @@ from archsim.training.search_space import (
     CHUNKED,
     V_SHAPED,
     Candidate,
-    in_flight_peaks,
     peak_memory_bytes,
     rank_memories,
 )

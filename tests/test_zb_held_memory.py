@@ -17,10 +17,11 @@ from archsim.training.held_memory import (
     published_held_peaks,
     weight_gradient_bytes,
 )
+from archsim.training.in_flight import in_flight_peaks
 from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.parallel import Parallelism
 from archsim.training.pipeline_memory import held_fraction, memories
-from archsim.training.search_space import in_flight_peaks, rank_memories
+from archsim.training.search_space import rank_memories
 from archsim.workload.transformer import TransformerConfig
 
 # ZB-H1, p = 3, m = 4 (Qi et al. Fig. 3's shape): rank r runs p − r forwards, then I and F alternate, and the last

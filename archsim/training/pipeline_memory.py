@@ -18,6 +18,7 @@ from archsim.training.held_memory import (
     weight_gradient_bytes,
 )
 from archsim.training.hf_memory import hf_rank_fractions, hf_rank_gains
+from archsim.training.in_flight import in_flight_peaks
 from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.memory import (
     STATE_BYTES_PER_PARAMETER,
@@ -86,17 +87,18 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
              states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
              hf: bool = False, expert_states: float | None = None) -> list[StageMemory]:
     """Memory of one GPU of each pipeline rank (chunks of a rank summed). Without ``order``, plain 1F1B's
-    in-flight counts min(p − r, m) — no schedule built, for searches over many configurations; with it, the
-    held peaks of :func:`~archsim.training.held_memory.order_held_peaks` (W's inputs held from I to W). ``scale``:
-    bytes per element over fp16's (2 in fp32: the activations double, their 1-byte masks do not:
-    :func:`stage_memory`); ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18
-    in bf16, 16 in fp32); ``unit``, ``hf``: as :func:`stage_memory`'s; ``expert_states``: as :func:`rank_terms`'."""
+    in-flight counts min(p − r, m) (:func:`~archsim.training.in_flight.in_flight_peaks`) — no schedule built, for
+    searches over many configurations; with it, the held peaks of
+    :func:`~archsim.training.held_memory.order_held_peaks` (W's inputs held from I to W). ``scale``: bytes per
+    element over fp16's (2 in fp32: the activations double, their 1-byte masks do not: :func:`stage_memory`);
+    ``states``: model-state bytes per parameter (:func:`state_bytes`: 20 in fp16, 18 in bf16, 16 in fp32);
+    ``unit``, ``hf``: as :func:`stage_memory`'s; ``expert_states``: as :func:`rank_terms`'."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     if order is None:
         if par.schedule_name != "1f1b":
             raise InputError("memory without a schedule's order is 1F1B's only", field="schedule")
-        peaks: list[float] = [min(par.pp - r, par.microbatches) for r in range(par.pp)]
+        peaks = in_flight_peaks("1f1b", par.pp, par.microbatches)
         rank_of = {j: j for j in range(par.pp)}
     else:
         rank_of = order.rank_of_stage()

@@ -4,9 +4,9 @@ needs — without building a schedule.
 A candidate is TP × CP × PP × DP (= the GPUs searched) × micro-batch × recompute × schedule (with its chunks
 per rank) × sequence parallelism. :func:`rejection` says why a candidate cannot run (the first rule it
 breaks, in :data:`REASONS`' order) or ``None``; :func:`peak_memory_bytes` is the largest GPU's memory
-under the schedule, from the closed forms of :func:`in_flight_peaks` (micro-batches forward and not yet
-backward on a rank), which equal :func:`archsim.training.held_memory.in_flight` of the published
-orders (checked by brute force in the tests)."""
+under the schedule, from the closed forms of :func:`~archsim.training.in_flight.in_flight_peaks`
+(micro-batches forward and not yet backward on a rank), which equal
+:func:`archsim.training.held_memory.in_flight` of the published orders (checked by brute force in the tests)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ from archsim.training.fsdp import expert_state_bytes, held_state_bytes
 from archsim.training.held_memory import (
     SPLIT_SCHEDULES,
     front_peaks,
-    published_held_peaks,
     published_walk_fronts,
     rank_gain,
     rank_share,
 )
+from archsim.training.in_flight import in_flight_peaks
 from archsim.training.layout_problems import cp_problem, ep_layout_problem, tp_split_problem
 from archsim.training.memory import StageMemory
 from archsim.training.moe_ops import moe_rule
@@ -243,46 +243,10 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 
 
-def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float | Sequence[float] = 0.0) -> list[float]:
-    """Per rank r: the most micro-batch chunks forward and not yet backward at once — the published
-    orders' warm-ups (1F1B: p − r; GPipe: all m; ZB-H1/H2: k(p − 1 − r) + 1; interleaved 1F1B with
-    m a multiple of p: (v − 1)p + 2(p − 1 − r) + 1; interleaved ZB: vp − r; looped BFS: all m·v),
-    capped by the chunks there are. ``held``: M_W / M_B (:func:`~archsim.training.pipeline_memory.held_fraction`; one per
-    rank: :func:`~archsim.training.memory.rank_held_fractions`);
-    above 0 a split schedule's peak is its order's walk in units of M_B, W's inputs held from I to W
-    (:func:`~archsim.training.held_memory.published_held_peaks`), the closed forms being I-to-I counts."""
-    if any(held if isinstance(held, Sequence) else [held]) and schedule in SPLIT_SCHEDULES:
-        return published_held_peaks(schedule, p, m, v, held)
-    if schedule == "gpipe":
-        return [m] * p
-    if schedule == "1f1b":
-        return [min(p - r, m) for r in range(p)]
-    if schedule in ("zb-h1", "zb-h2"):
-        k = int(schedule[-1])
-        return [min(k * (p - 1 - r), m) + 1 if k * (p - 1 - r) < m else m for r in range(p)]
-    if schedule == "interleaved-1f1b":
-        return [min((v - 1) * p + 2 * (p - 1 - r) + 1, m * v) for r in range(p)]
-    if schedule == "interleaved-zb":  # one warm-up step per hop instead of two
-        return [min(v * p - r, m * v) for r in range(p)]
-    if schedule == "looped-bfs":  # every chunk's forwards before any backward
-        return [m * v] * p
-    if schedule in V_SHAPED:  # no closed form written: the order's own count, which stops growing by m = 2p
-        return list(_v_in_flight(schedule, p, min(m, 3 * p)))
-    raise ValueError(schedule)
-
-
 @lru_cache(maxsize=4096)
 def _in_flight_counts(schedule: str, p: int, m: int, v: int) -> tuple[float, ...]:
     """:func:`in_flight_peaks` of every rank, kept: a planner sizing ranks reads them once a probe."""
     return tuple(in_flight_peaks(schedule, p, m, v))
-
-
-@lru_cache(maxsize=256)
-def _v_in_flight(schedule: str, p: int, m: int) -> tuple[int, ...]:
-    from archsim.policies.stage_orders import published_order
-    from archsim.training.held_memory import in_flight
-
-    return tuple(in_flight(published_order(schedule, p, m)))
 
 
 def rank_chunks(schedule: str, p: int, v: int, rank: int) -> list[int]:
@@ -381,5 +345,5 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16
 
 __all__ = ["CHUNKED", "DEFAULT_CHUNKS", "MAX_CANDIDATES", "REASONS", "V_SHAPED", "Candidate", "RankSizer",
            "candidate_count", "candidates", "chunk_counts", "counted_rank_memories", "divisors", "etp_options",
-           "factorization_count", "factorizations", "in_flight_peaks", "peak_memory_bytes", "rank_chunks",
+           "factorization_count", "factorizations", "peak_memory_bytes", "rank_chunks",
            "rank_memories", "rank_sizer", "rejection"]
