@@ -33,6 +33,7 @@ from archsim.sim.validate import assert_valid
 
 sys.path.insert(0, str(Path(__file__).parent))
 import sim_reference
+from device_files import scalesim_chip_cfg
 from fuzz_tally import alarm_paused
 
 # archsim's one error line, named after the command as argparse names it ("archsim train: error: …",
@@ -134,46 +135,9 @@ def validate_every_timeline(monkeypatch):
     yield
 
 
-def scalesim_chip_cfg(arrays: int = 1, clock_ghz: float = 1.0, hbm_gbps: float = 1e9, run_name: str = "chip",
-                      device_name: str | None = None) -> str:
-    """A SCALE-Sim ``.cfg`` device file of ``arrays`` 64 × 64 weight-stationary arrays, each with
-    SCALE-Sim's 683 + 683 + 682 KiB of SRAM, at ``clock_ghz``, with 16 GiB of HBM at ``hbm_gbps`` GB/s
-    (the default so fast no GEMM is memory-bound) and 100 GB/s links (docs/formats.md, "Device files");
-    ``device_name`` None: ``RUN_NAME_{arrays}x_{clock}ghz``."""
-    name = device_name or f"{run_name}_{arrays}x_{clock_ghz:g}ghz"
-    return f"""[general]
-run_name = {run_name}
-
-[architecture_presets]
-ArrayHeight: 64
-ArrayWidth: 64
-IfmapSramSzkB: 683
-FilterSramSzkB: 683
-OfmapSramSzkB: 682
-IfmapOffset: 0
-FilterOffset: 10000000
-OfmapOffset: 20000000
-Dataflow: ws
-
-[archsim]
-ClockGHz = {clock_ghz}
-
-[device]
-name = {name}
-arrays = {arrays}
-
-[memory]
-hbm_gib = 16
-hbm_gbps = {hbm_gbps}
-
-[links]
-intra_gbps = 100
-"""
-
-
 @pytest.fixture
 def chip_cfg():
-    """:func:`scalesim_chip_cfg`, the one 64 × 64-array ``.cfg`` device file the tests write."""
+    """:func:`device_files.scalesim_chip_cfg`, the one SCALE-Sim ``.cfg`` device file the tests write."""
     return scalesim_chip_cfg
 
 

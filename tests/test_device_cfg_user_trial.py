@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from device_files import scalesim_chip_cfg
 
 from archsim.cli import main
 from archsim.devices.device_file import load_device
@@ -14,36 +15,8 @@ from archsim.errors import InputError
 ROOT = Path(__file__).resolve().parents[1]
 
 # A designer's chip: 32 arrays of 64 × 64 at 0.8 GHz, Bandwidth × 2 B × 0.8 GHz = 640 GB/s = hbm_gbps.
-CHIP = """[general]
-run_name = mychip
-
-[architecture_presets]
-ArrayHeight:    64
-ArrayWidth:     64
-IfmapSramSzkB:    256
-FilterSramSzkB:   256
-OfmapSramSzkB:    128
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Bandwidth : 400
-Dataflow : ws
-
-[archsim]
-ClockGHz = 0.8
-
-[device]
-name = mychip
-arrays = 32
-static_watts = 20
-
-[memory]
-hbm_gib = 32
-hbm_gbps = 640
-
-[links]
-intra_gbps = 200
-"""
+CHIP = scalesim_chip_cfg(32, 0.8, 640, "mychip", "mychip", sram_kb=(256, 256, 128), bandwidth=400, hbm_gib=32,
+                         intra_gbps=200, static_watts=20)
 
 
 def _line(text: str, start: str) -> int:
@@ -152,7 +125,8 @@ def test_the_search_pages_colour_is_one_gpu_scale_in_whole_gpus():
     assert [list(m.colorbar.tickvals) for m in (t.marker for t in single.data) if m.showscale] == [[8]]
 
 
-# CHIP's lines, counted by hand: [memory] is line 24, hbm_gib 25, [links] 28, intra_gbps 29.
+# CHIP's lines (tests/device_files.py's .cfg layout), counted by hand: [memory] is line 24, hbm_gib 25,
+# [links] 28, intra_gbps 29.
 @pytest.mark.parametrize(("edit", "line", "says"), [
     (lambda t: t.replace("hbm_gib = 32\n", "hbm_gib = 32\nhbm_gib = 16\n"), 26, "hbm_gib is given twice in [memory]"),
     (lambda t: t.replace("[links]\n", "[links]\n[links]\n"), 29, "section [links] is given twice"),

@@ -7,26 +7,9 @@ Failed before the fix: it checked a third of the three stated buffers' sum, so `
 buffers, each an eighth of a fold) said nothing."""
 
 import pytest
+from device_files import device_toml
 
 from archsim.devices.device_file import implausible_figures, load_device
-
-TOML = """[device]
-name = "chip"
-
-[compute]
-arrays = 4
-rows = 64
-cols = 64
-clock_mhz = 1000
-
-[memory]
-sram_kib_per_array = {sram}
-hbm_gib = 16
-hbm_gbps = 400
-
-[links]
-intra_gbps = 100
-"""
 
 CFG = """[architecture_presets]
 ArrayHeight:    64
@@ -54,7 +37,8 @@ intra_gbps = 100
 
 def _lines(tmp_path, sram: str) -> tuple[str, ...]:
     path = tmp_path / "chip.toml"
-    path.write_text(TOML.format(sram=sram), encoding="utf-8")
+    path.write_text(device_toml(name="chip", arrays=4, rows=64, cols=64, clock_mhz=1000, sram_kib=sram, hbm_gib=16,
+                                hbm_gbps=400, intra_gbps=100), encoding="utf-8")
     return implausible_figures(load_device(path))
 
 

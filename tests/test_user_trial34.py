@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from device_files import device_toml
 
 from archsim.cli import main
 
@@ -89,30 +90,12 @@ def test_import_of_a_topology_keeps_its_one_count(capsys, tmp_path):
     assert written.endswith(" parameters)") and "in its layers" not in written, written
 
 
-DEVICE = """[device]
-name = "Mine"
-
-[compute]
-arrays = {arrays}
-rows = {rows}
-cols = {cols}
-clock_mhz = 1000
-
-[memory]
-sram_kib_per_array = {sram}
-hbm_gib = 16
-hbm_gbps = 800
-
-[links]
-intra_gbps = 100
-"""
-
-
 def device_lines(tmp_path, arrays: int, rows: int, cols: int, sram: int = 1024) -> tuple[str, ...]:
     from archsim.devices.device_file import implausible_figures, load_device
 
     path = tmp_path / "mine.toml"
-    path.write_text(DEVICE.format(arrays=arrays, rows=rows, cols=cols, sram=sram), encoding="utf-8")
+    path.write_text(device_toml(name="Mine", arrays=arrays, rows=rows, cols=cols, clock_mhz=1000, sram_kib=sram,
+                                hbm_gib=16, hbm_gbps=800, intra_gbps=100), encoding="utf-8")
     return implausible_figures(load_device(path))
 
 

@@ -5,61 +5,17 @@ naming the file, the line and what to write. Each test failed on the code before
 from pathlib import Path
 
 import pytest
+from device_files import device_toml, scalesim_chip_cfg
 
 from archsim.cli import main
 from archsim.devices.device_file import load_device
 from archsim.errors import InputError
 
-CHIP_TOML = """[device]
-name = "MyChip"
-gemm = "arrays"
+CHIP_TOML = device_toml(name="MyChip", gemm="arrays", arrays=4, rows=64, cols=64, dataflow="ws", clock_mhz=1000,
+                        sram_kib=8192, hbm_gib=16, hbm_gbps=400, intra_gbps=200, links=4)
 
-[compute]
-arrays = 4
-rows = 64
-cols = 64
-dataflow = "ws"
-clock_mhz = 1000
-
-[memory]
-sram_kib_per_array = 8192
-hbm_gib = 16
-hbm_gbps = 400
-
-[links]
-intra_gbps = 200
-links = 4
-"""
-
-CHIP_CFG = """[general]
-run_name = mychip
-
-[architecture_presets]
-ArrayHeight:    64
-ArrayWidth:     64
-IfmapSramSzkB:    2731
-FilterSramSzkB:   2731
-OfmapSramSzkB:    2730
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : ws
-
-[archsim]
-ClockGHz = 1.0
-
-[device]
-name = MyChip
-arrays = 4
-
-[memory]
-hbm_gib = 16
-hbm_gbps = 400
-
-[links]
-intra_gbps = 200
-links = 4
-"""
+CHIP_CFG = scalesim_chip_cfg(4, 1.0, 400, "mychip", "MyChip", sram_kb=(2731, 2731, 2730), intra_gbps=200,
+                             links=4)
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:

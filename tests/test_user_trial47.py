@@ -9,6 +9,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from device_files import device_toml
 
 import archsim
 from archsim.cli import main
@@ -16,26 +17,8 @@ from archsim.devices.device_file import implausible_figures, load_device
 from archsim.errors import InputError
 from archsim.sweep.folder import holding
 
-CHIP_TOML = """[device]
-name = "mychip"
-gemm = "arrays"
-
-[compute]
-arrays = 4
-rows = 128
-cols = 128
-dataflow = "ws"
-clock_mhz = 940
-
-[memory]
-sram_kib_per_array = 16384
-hbm_gib = 32
-hbm_gbps = 1200
-
-[links]
-intra_gbps = 100
-links = 4
-"""
+CHIP_TOML = device_toml(name="mychip", gemm="arrays", arrays=4, rows=128, cols=128, dataflow="ws", clock_mhz=940,
+                        sram_kib=16384, hbm_gib=32, hbm_gbps=1200, intra_gbps=100, links=4)
 
 SPEC = """[sweep]
 name = "mychip_dse"

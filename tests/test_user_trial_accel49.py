@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from device_files import device_toml, scalesim_chip_cfg
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,54 +16,15 @@ from archsim.cli import main
 from archsim.devices.device_file import load_device
 from archsim.devices.kernel_constants import one_fraction
 
-CHIP_TOML = """[device]
-name = "myacc"
-gemm = "arrays"
+CHIP_TOML = device_toml(name="myacc", gemm="arrays", arrays=4, rows=64, cols=64, dataflow="os", clock_mhz=800,
+                        sram_kib=768, hbm_gib=8, hbm_gbps=300, intra_gbps=50)
 
-[compute]
-arrays = 4
-rows = 64
-cols = 64
-dataflow = "os"
-clock_mhz = 800
 
-[memory]
-hbm_gib = 8
-hbm_gbps = 300
-sram_kib_per_array = 768
-{energy}
-[links]
-intra_gbps = 50
-"""
+def chip_cfg_text(gib: float = 8) -> str:
+    """The chip as a .cfg: its 768 KiB of SRAM as SCALE-Sim's three 256 KiB buffers, ``gib`` GiB of HBM."""
+    return scalesim_chip_cfg(4, 0.8, 300, "myacc_cfg", "myacc", sram_kb=(256, 256, 256), dataflow="os",
+                             hbm_gib=gib, intra_gbps=50)
 
-CHIP_CFG = """[general]
-run_name = myacc_cfg
-
-[architecture_presets]
-ArrayHeight:    64
-ArrayWidth:     64
-IfmapSramSzkB:    256
-FilterSramSzkB:   256
-OfmapSramSzkB:    256
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : os
-
-[archsim]
-ClockGHz = 0.8
-
-[device]
-name = myacc
-arrays = 4
-
-[memory]
-hbm_gib = {gib}
-hbm_gbps = 300
-
-[links]
-intra_gbps = 50
-"""
 
 # every per-event figure 0 but a MAC's 1 pJ: the energy model's joules are then the MACs, which can be counted
 MAC_ONLY = "\n[energy]\nmac_pj = 1\n" + "".join(
@@ -81,7 +43,7 @@ seq = 16
 
 def _chip(tmp_path: Path, energy: str = "", gpus: int = 4, suffix: str = "toml", gib: float = 8) -> Path:
     """A cluster file of one server of ``gpus`` of the trial's chip, written as a TOML or a ``.cfg``."""
-    text = CHIP_TOML.format(energy=energy) if suffix == "toml" else CHIP_CFG.format(gib=gib)
+    text = CHIP_TOML + energy if suffix == "toml" else chip_cfg_text(gib)
     (tmp_path / f"myacc.{suffix}").write_text(text)
     cluster = tmp_path / f"cluster_{suffix}.toml"
     cluster.write_text(f'[cluster]\nname = "node"\n\n[[servers]]\ncount = 1\ngpus = {gpus}\ndevice = "myacc.{suffix}"\n')
@@ -117,7 +79,7 @@ def test_one_gemm_on_the_chip_deals_its_folds_in_waves_over_the_four_arrays(tmp_
     is 7.0042 µs: more, so the GEMM takes the traffic's time (docs/training.md: at least its three tensors once)."""
     from archsim.devices.kernel_ops import array_gemm_seconds
 
-    (tmp_path / "myacc.toml").write_text(CHIP_TOML.format(energy=""))
+    (tmp_path / "myacc.toml").write_text(CHIP_TOML)
     device = load_device(tmp_path / "myacc.toml")
     none = one_fraction(gemm=1.0, memory=1.0, launch_s=0.0)
     fast = replace(device, hbm_bytes_per_s=1e15)  # no roofline: the arrays' time alone
@@ -161,7 +123,7 @@ def test_the_chip_as_a_toml_and_as_a_cfg_trains_alike(capsys, tmp_path):
 def test_a_run_over_the_chips_memory_says_so_in_one_stderr_line(capsys, tmp_path):
     """GPT-2 needs 2.651 GiB a chip at DP 4 (train's peak_memory_gib on the 8 GiB chip; 2.648 until 2026-12-03, before
     FlashAttention's backward buffers); with 1 GiB it does not fit."""
-    (tmp_path / "myacc.cfg").write_text(CHIP_CFG.format(gib=1))
+    (tmp_path / "myacc.cfg").write_text(chip_cfg_text(1))
     meta = _train_meta(capsys, "gpt2", _chip(tmp_path, suffix="cfg", gib=1), "--dp", "4", "--global-batch", "8")
     assert not meta["fits_memory"] and meta["memory_capacity_gib"] == 1
     assert main(["train", "gpt2", "--cluster", str(tmp_path / "cluster_cfg.toml"), "--dp", "4", "--global-batch", "8"]) == 0
@@ -235,7 +197,7 @@ def test_energy_help_says_its_config_takes_a_device_toml(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["cost", "--help"])
     assert "--config FILE.cfg SCALE-Sim .cfg file for the array (overrides" in " ".join(capsys.readouterr().out.split())
-    (tmp_path / "myacc.toml").write_text(CHIP_TOML.format(energy=""))
+    (tmp_path / "myacc.toml").write_text(CHIP_TOML)
     assert main(["energy", "ffnn8", "--config", str(tmp_path / "myacc.toml"), "--dtype", "fp16", "--batch", "1"]) == 0
 
 
@@ -245,7 +207,7 @@ def test_a_device_sweep_marks_the_pareto_front_brute_force_finds(tmp_path):
     fitting point beats in both seconds and joules (checked pair by pair), and more HBM bandwidth never trains slower."""
     import csv
 
-    (tmp_path / "myacc.toml").write_text(CHIP_TOML.format(energy=""))
+    (tmp_path / "myacc.toml").write_text(CHIP_TOML)
     (tmp_path / "spec.toml").write_text('[sweep]\nname = "mine"\nmodel = "gpt2"\ndevice = "myacc.toml"\n'
                                         "array_sides = [32, 64, 128]\nhbm_gbps = [150, 300, 600]\nchips = [1, 2, 4]\n"
                                         "global_batch = 8\n")

@@ -11,32 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from device_files import device_toml
 
 from archsim.cli import main
 from archsim.devices.device_file import load_device
 from archsim.errors import InputError
 
-CHIP_TOML = """[device]
-name = "mychip"
-gemm = "arrays"
+CHIP_TOML = device_toml(name="mychip", gemm="arrays", arrays=4, rows=64, cols=64, dataflow="ws", clock_mhz=1000,
+                        sram_kib=2048, hbm_gib=16, hbm_gbps=400, intra_gbps=100)
 
-[compute]
-arrays = 4
-rows = 64
-cols = 64
-dataflow = "ws"
-clock_mhz = 1000
-
-[memory]
-sram_kib_per_array = 2048
-hbm_gib = 16
-hbm_gbps = 400
-
-[links]
-intra_gbps = 100
-"""
-
-# the chip as a SCALE-Sim .cfg device file (tests/conftest.py's chip_cfg)
+# the chip as a SCALE-Sim .cfg device file (the chip_cfg fixture: tests/device_files.py's scalesim_chip_cfg)
 CHIP = {"arrays": 4, "hbm_gbps": 400, "run_name": "mychip", "device_name": "mychip_cfg"}
 
 ARRAYS_PEAK_TFLOPS = 2 * 4 * 64 * 64 * 1e9 / 1e12  # 32.768, by hand

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from device_files import device_toml, scalesim_chip_cfg
 
 from archsim.cli import main
 from archsim.commands.common import note_unread_cluster_keys
@@ -14,27 +15,8 @@ from archsim.training.cluster_file import load_gpu_cluster
 ROOT = Path(__file__).resolve().parents[1]
 GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")
 
-CHIP = """[device]
-name = "MyChip"
-gemm = "arrays"
-
-[compute]
-arrays = 8
-arrays_per_core = 2
-rows = 128
-cols = 128
-dataflow = "os"
-clock_mhz = 1200
-
-[memory]
-sram_kib_per_array = 8192
-hbm_gib = 96
-hbm_gbps = 2400
-
-[links]
-intra_gbps = 600
-links = 6
-"""
+CHIP = device_toml(name="MyChip", gemm="arrays", arrays=8, arrays_per_core=2, rows=128, cols=128, dataflow="os",
+                   clock_mhz=1200, sram_kib=8192, hbm_gib=96, hbm_gbps=2400, intra_gbps=600, links=6)
 
 
 def _cluster(tmp_path: Path, extra: str = "", device: str = CHIP) -> str:
@@ -132,36 +114,8 @@ def test_an_interrupted_sweep_says_so_in_one_line_and_resumes(tmp_path, capsys, 
     assert (out / "results.csv").read_text() == (tmp_path / "fresh" / "results.csv").read_text()
 
 
-CFG = """[general]
-run_name = mychip
-
-[architecture_presets]
-ArrayHeight:    128
-ArrayWidth:     128
-IfmapSramSzkB:    2731
-FilterSramSzkB:   2731
-OfmapSramSzkB:    2730
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : os
-
-[archsim]
-ClockGHz = 1.2
-
-[device]
-name = MyChip
-arrays = 8
-arrays_per_core = 2
-
-[memory]
-hbm_gib = 96
-hbm_gbps = 2400
-
-[links]
-intra_gbps = 600
-links = 6
-"""
+CFG = scalesim_chip_cfg(8, 1.2, 2400, "mychip", "MyChip", size=128, sram_kb=(2731, 2731, 2730), dataflow="os",
+                        hbm_gib=96, intra_gbps=600, arrays_per_core=2, links=6)
 
 
 def test_the_cfg_and_the_toml_train_alike(tmp_path, capsys):

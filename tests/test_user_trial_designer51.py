@@ -7,30 +7,20 @@ import json
 import math
 
 import pytest
+from device_files import device_toml
 
 import archsim
 from archsim.cli import main
 from archsim.devices.device_file import load_device
 from archsim.errors import InputError
 
+
 # 4 arrays of 64 × 64 at 1 GHz, 32 MiB of SRAM, 16 GiB of HBM at 1 TB/s, a 100 GB/s link
-CHIP_TOML = """[device]
-name = "designer_chip"
+def chip_toml(hbm_gbps: object = 1000) -> str:
+    """The chip as a device TOML, its HBM at ``hbm_gbps`` GB/s (as written: a test may pass the text)."""
+    return device_toml(name="designer_chip", arrays=4, rows=64, cols=64, clock_mhz=1000, sram_kib=8192,
+                       hbm_gib=16, hbm_gbps=hbm_gbps, intra_gbps=100)
 
-[compute]
-arrays = 4
-rows = 64
-cols = 64
-clock_mhz = 1000
-
-[memory]
-sram_kib_per_array = 8192
-hbm_gib = 16
-hbm_gbps = {hbm_gbps}
-
-[links]
-intra_gbps = 100
-"""
 
 CHIP_CFG = """[architecture_presets]
 ArrayHeight: 64
@@ -74,7 +64,7 @@ def _error_line(capsys, *argv: str) -> str:
 def test_a_server_naming_both_a_gpu_and_a_device_file_is_told_so(tmp_path, capsys, command) -> None:
     """``gpu = "a100"`` beside ``device = "chip.toml"`` was refused as if the table named neither ("needs gpu = … or
     device = … (one of the two) for archsim train"), by plan and search too. The line now says both were given."""
-    (tmp_path / "chip.toml").write_text(CHIP_TOML.format(hbm_gbps=1000))
+    (tmp_path / "chip.toml").write_text(chip_toml(hbm_gbps=1000))
     cluster = _cluster(tmp_path, 'gpu = "a100"\ndevice = "chip.toml"')
     args = {"train": ["train", "gpt2", "--cluster", cluster, "--global-batch", "8"],
             "search": ["search", "gpt2", "--cluster", cluster, "--global-batch", "8"],
@@ -119,7 +109,7 @@ def test_a_figure_that_overflows_in_base_units_is_refused(tmp_path, capsys, key,
     the warning advised ``write hbm_gbps = inf``; ``hbm_gib = 1e300`` gave inf GiB, so every model fit. Refused in one
     line naming the key, from the TOML and the .cfg alike."""
     toml = tmp_path / "chip.toml"
-    toml.write_text(CHIP_TOML.format(hbm_gbps=text if key == "hbm_gbps" else 1000).replace(
+    toml.write_text(chip_toml(hbm_gbps=text if key == "hbm_gbps" else 1000).replace(
         "hbm_gib = 16", f"hbm_gib = {text}" if key == "hbm_gib" else "hbm_gib = 16"))
     with pytest.raises(InputError) as refused:
         load_device(toml)
@@ -137,13 +127,13 @@ def test_a_large_but_finite_figure_still_loads_as_stated(tmp_path) -> None:
     """The bound refuses only what overflows: 10¹⁴ GB/s (a what-if of unlimited bandwidth) is read as written,
     10¹⁴ × 10⁹ bytes/s."""
     toml = tmp_path / "chip.toml"
-    toml.write_text(CHIP_TOML.format(hbm_gbps="1e14"))
+    toml.write_text(chip_toml(hbm_gbps="1e14"))
     device = load_device(toml)
     assert device.hbm_bytes_per_s == 1e23 and math.isfinite(device.hbm_bytes_per_s)
 
 
 def _mixed_cluster(tmp_path, board_watts: float) -> str:
-    (tmp_path / "chip.toml").write_text(CHIP_TOML.format(hbm_gbps=1000).replace(
+    (tmp_path / "chip.toml").write_text(chip_toml(hbm_gbps=1000).replace(
         'name = "designer_chip"', f'name = "designer_chip"\nboard_watts = {board_watts:g}'))
     path = tmp_path / "mixed.toml"
     path.write_text('[cluster]\nname = "mixed"\ninter_server_gbps = 200\n\n[[servers]]\ngpus = 8\ndevice = "chip.toml"\n\n'
@@ -167,7 +157,7 @@ def test_board_watts_that_prices_a_mixed_cluster_is_not_noted_unread(tmp_path, c
 
 
 def test_board_watts_of_a_cluster_of_the_chip_alone_is_still_noted(tmp_path, capsys) -> None:
-    (tmp_path / "chip.toml").write_text(CHIP_TOML.format(hbm_gbps=1000).replace(
+    (tmp_path / "chip.toml").write_text(chip_toml(hbm_gbps=1000).replace(
         'name = "designer_chip"', 'name = "designer_chip"\nboard_watts = 100'))
     capsys.readouterr()
     assert main(["train", "gpt2", "--cluster", _cluster(tmp_path, 'device = "chip.toml"'), "--dp", "8",

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from device_files import device_toml
 from test_robustness import clean_error, write
 
 from archsim.cli import main
@@ -17,24 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LLAMA3_8B = ROOT / "tests" / "data" / "hf_configs" / "llama3_8b.json"  # max_position_embeddings 8192
 # the designer's chip: 4 × 256² weight-stationary arrays at 940 MHz, 32 MiB SRAM per array, 96 GiB of HBM at
 # 2.4 TB/s, six 100 GB/s links
-CHIP = """[device]
-name = "mychip"
-
-[compute]
-arrays = 4
-rows = 256
-cols = 256
-clock_mhz = 940
-
-[memory]
-sram_kib_per_array = 32768
-hbm_gib = 96
-hbm_gbps = 2400
-
-[links]
-intra_gbps = 600
-links = 6
-"""
+CHIP = device_toml(name="mychip", arrays=4, rows=256, cols=256, clock_mhz=940, sram_kib=32768, hbm_gib=96,
+                   hbm_gbps=2400, intra_gbps=600, links=6)
 
 
 def device_spec(tmp_path: Path, model: str, extra: str = "") -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from device_files import device_toml, scalesim_chip_cfg
 from test_robustness import clean_error, write
 
 from archsim.cli import main
@@ -13,53 +14,10 @@ from archsim.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 # the designer's made-up chip: 4 × 64² weight-stationary arrays at 1 GHz, 1 MiB of SRAM per array, 16 GiB of HBM at
 # 800 GB/s, a 100 GB/s link
-CHIP = """[device]
-name = "mychip"
-
-[compute]
-arrays = 4
-rows = 64
-cols = 64
-dataflow = "ws"
-clock_mhz = 1000
-
-[memory]
-sram_kib_per_array = 1024
-hbm_gib = 16
-hbm_gbps = 800
-
-[links]
-intra_gbps = 100
-"""
+CHIP = device_toml(name="mychip", arrays=4, rows=64, cols=64, dataflow="ws", clock_mhz=1000, sram_kib=1024, hbm_gib=16,
+                   hbm_gbps=800, intra_gbps=100)
 # the same chip as a SCALE-Sim .cfg with archsim's device sections
-CHIP_CFG = """[general]
-run_name = mychip
-
-[architecture_presets]
-ArrayHeight:    64
-ArrayWidth:     64
-IfmapSramSzkB:    256
-FilterSramSzkB:   256
-OfmapSramSzkB:    256
-IfmapOffset:    0
-FilterOffset:   10000000
-OfmapOffset:    20000000
-Dataflow : ws
-
-[archsim]
-ClockGHz = 1.0
-
-[device]
-name = mychip
-arrays = 4
-
-[memory]
-hbm_gib = 16
-hbm_gbps = 800
-
-[links]
-intra_gbps = 100
-"""
+CHIP_CFG = scalesim_chip_cfg(4, 1.0, 800, "mychip", "mychip", sram_kb=(256, 256, 256))
 CLUSTER = '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\ndevice = "{device}"\n'
 TRAIN = ("train", "gpt2", "--dp", "4", "--global-batch", "8", "--seq", "128", "--dtype", "bf16")
 

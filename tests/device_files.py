@@ -1,0 +1,47 @@
+"""The device files the tests write, each form's text once: a device TOML (:func:`device_toml`) and a SCALE-Sim
+``.cfg`` with archsim's device sections (:func:`scalesim_chip_cfg`), laid out as the shipped
+configs/devices/scalesim_32x32_device.cfg and docs/formats.md ("Device files") lay them out. A test states its own
+chip's figures (a user trial's chip is that user's); a line a chip need not state (``gemm``, ``dataflow``,
+``arrays_per_core``, ``links``, a .cfg's ``Bandwidth`` and ``static_watts``) is written only when given. A figure is
+written as ``str()`` writes it, so a test may pass the text a user typed (``"1e14"``, ``"abc"``)."""
+
+from __future__ import annotations
+
+
+def _line(key: str, value: object) -> str:
+    return "" if value is None else f"{key} = {value}\n"
+
+
+def device_toml(*, name: str, arrays: object, rows: object, cols: object, clock_mhz: object, sram_kib: object,
+                hbm_gib: object, hbm_gbps: object, intra_gbps: object, gemm: str | None = None,
+                dataflow: str | None = None, arrays_per_core: object = None, links: object = None) -> str:
+    """A device TOML: ``arrays`` arrays of ``rows`` × ``cols`` PEs at ``clock_mhz`` MHz, ``sram_kib`` KiB of SRAM
+    per array, ``hbm_gib`` GiB of HBM at ``hbm_gbps`` GB/s, ``links`` links of ``intra_gbps`` GB/s; its
+    ``[links]`` table last, so that a test may append a key to it."""
+    device = f'[device]\nname = "{name}"\n' + ("" if gemm is None else f'gemm = "{gemm}"\n')
+    compute = (f"[compute]\narrays = {arrays}\n" + _line("arrays_per_core", arrays_per_core) + f"rows = {rows}\n"
+               f"cols = {cols}\n" + ("" if dataflow is None else f'dataflow = "{dataflow}"\n')
+               + f"clock_mhz = {clock_mhz}\n")
+    memory = f"[memory]\nsram_kib_per_array = {sram_kib}\nhbm_gib = {hbm_gib}\nhbm_gbps = {hbm_gbps}\n"
+    return "\n".join([device, compute, memory, f"[links]\nintra_gbps = {intra_gbps}\n" + _line("links", links)])
+
+
+def scalesim_chip_cfg(arrays: object = 1, clock_ghz: float = 1.0, hbm_gbps: object = 1e9, run_name: str = "chip",
+                      device_name: str | None = None, *, size: object = 64, sram_kb: tuple = (683, 683, 682),
+                      dataflow: str = "ws", bandwidth: object = None, hbm_gib: object = 16, intra_gbps: object = 100,
+                      arrays_per_core: object = None, static_watts: object = None, links: object = None) -> str:
+    """A SCALE-Sim ``.cfg`` device file of ``arrays`` ``size`` × ``size`` arrays (weight-stationary unless
+    ``dataflow``), each with ``sram_kb`` KiB of SRAM (ifmap, filter, ofmap; SCALE-Sim's 683 + 683 + 682 by
+    default), at ``clock_ghz``, with ``hbm_gib`` GiB of HBM at ``hbm_gbps`` GB/s (the default so fast no GEMM is
+    memory-bound) and ``intra_gbps`` GB/s links; ``device_name`` None: ``RUN_NAME_{arrays}x_{clock}ghz``."""
+    name = device_name or f"{run_name}_{arrays}x_{clock_ghz:g}ghz"
+    ifmap, filters, ofmap = sram_kb
+    presets = (f"[architecture_presets]\nArrayHeight:    {size}\nArrayWidth:     {size}\nIfmapSramSzkB:    {ifmap}\n"
+               f"FilterSramSzkB:   {filters}\nOfmapSramSzkB:    {ofmap}\nIfmapOffset:    0\n"
+               f"FilterOffset:   10000000\nOfmapOffset:    20000000\n"
+               + ("" if bandwidth is None else f"Bandwidth : {bandwidth}\n") + f"Dataflow : {dataflow}\n")
+    device = (f"[device]\nname = {name}\narrays = {arrays}\n" + _line("arrays_per_core", arrays_per_core)
+              + _line("static_watts", static_watts))
+    return "\n".join([f"[general]\nrun_name = {run_name}\n", presets, f"[archsim]\nClockGHz = {clock_ghz}\n", device,
+                      f"[memory]\nhbm_gib = {hbm_gib}\nhbm_gbps = {hbm_gbps}\n",
+                      f"[links]\nintra_gbps = {intra_gbps}\n" + _line("links", links)])
