@@ -12,6 +12,7 @@ from api_parity_helpers import cli_error, cli_json
 from test_docs import ROOT
 
 import archsim
+from archsim.cli import main
 from archsim.collectives import collective_seconds
 from archsim.errors import InputError
 from archsim.training.cluster_file import load_gpu_cluster, single_node
@@ -139,3 +140,26 @@ def test_search_rows_say_how_to_run_it(capsys, monkeypatch):
                             refine=0, gpus=8, dtype="bf16", fp8="hybrid", distributed_optimizer=True,
                             fp8_param_gather=True)
     assert listed.rows[0]["iteration_seconds"] == row["iteration_seconds"]
+
+
+@pytest.mark.filterwarnings("ignore:this layout uses 2 of the cluster's 16 GPUs")
+def test_search_meta_names_fp8_param_gather_as_trains(capsys, monkeypatch):
+    """The search planned with fp8 parameter all-gathers but its meta (and the table's header) named only ``fp8``:
+    now it carries ``fp8_param_gather`` as train's meta does — the same key and value beside ``fp8``, only when set —
+    in the JSON, the table's header and the library's document alike."""
+    monkeypatch.chdir(ROOT)
+    flags = ["--global-batch", "8", "--top", "1", "--schedule", "1f1b", "--max-micro-batch", "2", "--refine", "0",
+             "--gpus", "2", "--dtype", "bf16", "--fp8", "hybrid", "--distributed-optimizer"]
+    train_meta = cli_json([*BASE, "--dp", "2", "--distributed-optimizer", "--fp8-param-gather"], capsys)["meta"]
+    meta = cli_json(["search", SMALL, "--cluster", H100_NODE, *flags, "--fp8-param-gather"], capsys)["meta"]
+    assert meta["fp8_param_gather"] is True and meta["fp8_param_gather"] == train_meta["fp8_param_gather"]
+    assert list(meta).index("fp8_param_gather") == list(meta).index("fp8") + 1
+    assert "fp8_param_gather" not in cli_json(["search", SMALL, "--cluster", H100_NODE, *flags], capsys)["meta"]
+    capsys.readouterr()
+    assert main(["search", SMALL, "--cluster", H100_NODE, *flags, "--fp8-param-gather"]) == 0
+    header = [line for line in capsys.readouterr().out.splitlines() if line.startswith("# fp8")]
+    assert header == ["# fp8: hybrid", "# fp8_param_gather: True"]
+    document = archsim.search(SMALL, cluster=H100_NODE, global_batch=8, top=1, schedule="1f1b", max_micro_batch=2,
+                              refine=0, gpus=2, dtype="bf16", fp8="hybrid", distributed_optimizer=True,
+                              fp8_param_gather=True).to_dict()
+    assert document["meta"]["fp8_param_gather"] is True

@@ -4,7 +4,6 @@ per-op and per-collective breakdown and the pipeline timeline (:mod:`archsim.tra
 from __future__ import annotations
 
 import argparse
-from typing import cast
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
@@ -35,7 +34,7 @@ from archsim.commands.common import (
 from archsim.commands.list_flag import ListFlag
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
-from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_points_warnings, tp_span_warning
+from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
 from archsim.validate import SECONDS_PER_OP
 from archsim.value_parsers import positive_float_flag, seq_flag
 
@@ -172,6 +171,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
 
     from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, iteration_title, write_timeline_outputs
+    from archsim.commands.train_many import cp_hierarchy, run_train_runs, run_train_sweep
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.rows import Rows
@@ -201,17 +201,17 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")
     if args.runs:  # each row its own capacity (its columns): the flags refused there
-        return _run_runs(args, config, dtype_given)
+        return run_train_runs(args, config, dtype_given, _given)
     config = with_capacity(config, args.moe_expert_capacity_factor, args.moe_pad_expert_input_to_capacity)
     if args.global_batch is None:
         raise InputError("--global-batch is required (unless --runs)", field="global-batch")
     if args.sweep:
-        return _run_sweep(args, config, dtype_given)
+        return run_train_sweep(args, config, dtype_given, _given)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
-                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, _hierarchy(args), args.ep, args.etp, args.fp8,
+                      args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, cp_hierarchy(args), args.ep, args.etp, args.fp8,
                       args.fp8_param_gather)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
@@ -254,138 +254,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_sweep(args: argparse.Namespace, config, dtype_given: bool) -> int:
-    """``--sweep``: every point of the axes on the cluster, with one iteration's notes on the model
-    (``dtype_given``: ``--dtype`` was given, so the config's ``torch_dtype`` is not noted)."""
-    import pandas as pd
-
-    from archsim.errors import InputError
-    from archsim.outputs import render
-    from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.placement import parse_placement
-    from archsim.training.sweep import check_sweep_size, parse_axis, sweep
-    from archsim.workload.model_files import config_dtype_note
-
-    axes = [parse_axis(text) for text in args.sweep]
-    swept = _given(args, [(f"--{key.replace('_', '-')}", key) for key, _ in axes])  # a flag the sweep replaces
-    base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
-            "micro_batch": args.micro_batch, "recompute": args.recompute,
-            "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
-            "attention": args.attention, "dp_overlap": args.dp_overlap,
-            **({"grad_accumulation": args.grad_accumulation} if args.grad_accumulation else {}),
-            **({"distributed_optimizer": True} if args.distributed_optimizer else {}),
-            **({"fsdp": True} if args.fsdp else {}),
-            **({"fsdp_reshard": args.fsdp_reshard} if args.fsdp_reshard != "after-forward" else {}),
-            **({"fsdp_grad_sync": args.fsdp_grad_sync} if args.fsdp_grad_sync != "micro-batch" else {}),
-            **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {}),
-            **({"cp_hierarchy": _hierarchy(args)} if args.cp_hierarchy else {}),
-            **({"ep": args.ep} if args.ep > 1 else {}), **({"etp": args.etp} if args.etp is not None else {}),
-            **({"fp8": args.fp8} if args.fp8 else {}), **({"fp8_param_gather": True} if args.fp8_param_gather else {})}
-    check_sweep_size(base, axes, args.max_ops)
-    cluster = load_gpu_cluster(args.cluster, args.dtype)
-    placement = parse_placement(args.placement, cluster)
-    if placement == "planned":
-        raise InputError("--sweep runs each point in one server order: give --placement file or an order I,J,…",
-                         field="placement")
-    if isinstance(placement, tuple):
-        cluster = cluster.reordered(placement)
-    rows = sweep(config, cluster, base, axes)
-    if all(row["error"] for row in rows):  # a flag no point can run with (fp32 beside FlashAttention): as train
-        raise InputError(f"no point of the sweep can run; the first: {rows[0]['error']}", field="sweep")
-    sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
-    for key in ("tp_span", "cp_span"):  # train's warnings of a TP or an all-to-all CP group across servers, counted
-        spans = [(row.pop(key), (row["tp"], row["pp"], row["dp"], row.get("cp", 1))) for row in rows]
-        for line in tp_span_points_warnings(spans):  # over the points as --runs names its lines
-            warn(line)
-    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
-            "points": len(rows),
-            "axes": ",".join(name for name, _ in axes),
-            "energy_source": "; ".join(source for source in sources if source) or "none"}
-    note_default_seq(config, args.model, args.seq)
-    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    if dtype_note:
-        note(dtype_note)
-    note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
-    if swept:
-        note(f"{', '.join(swept)} given beside --sweep over the same setting: every point takes the sweep's values")
-    if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
-        rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
-    emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
-    return 0
-
-
-def _run_runs(args: argparse.Namespace, config, dtype_given: bool) -> int:
-    """``--runs``: every row of the runs file predicted on the cluster, in input order (nothing written
-    when a row is bad: its line and field on stderr, exit 2), with one iteration's notes on the model
-    (``dtype_given``: ``--dtype`` was given, so the config's ``torch_dtype`` is not noted)."""
-    from archsim.errors import InputError
-    from archsim.outputs import render
-    from archsim.progress import progress
-    from archsim.rows import Rows
-    from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.runs import model_note, one_chunk_rows_note, runs_to_run
-    from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
-    from archsim.training.runs_result import runs_document
-    from archsim.workload.model_files import config_dtype_note
-
-    # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap, --grad-accumulation,
-    # --schedule and --dtype; a flag the rows set themselves (fp8 too, a column) is refused, not ignored
-    given = _given(args, RUNS_SET_PER_ROW)
-    if given:
-        raise InputError(f"{', '.join(given)}: each row of the runs file sets its own parallelism (and experts' "
-                         "capacity, fp8) and runs once; give them as its columns, or drop --runs", field="runs")
-
-    cluster = load_gpu_cluster(args.cluster, args.dtype)
-    rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
-                       grad_accumulation=args.grad_accumulation, schedule=args.schedule, max_ops=args.max_ops,
-                       seq_given=args.seq is not None, check=row_check(config, cluster, args.runs))
-    warned: list[str] = []  # each row's train warnings, printed once the rows have run (a bad row: none)
-    with progress(len(rows), "runs", "run", delay=0.5) as bar:
-        out = predict_runs(config, cluster, rows, bar.update, file=args.runs,
-                           warn=lambda line, text: warned.append(f"line {line}: {text}"))
-    document = runs_document(out, rows, model=config.name, cluster=cluster, attention=args.attention,
-                             dp_overlap=args.dp_overlap, schedule=args.schedule)
-    for line in warned:
-        warn(line)
-    for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows)):
-        if line:
-            note(line)
-    # as one iteration's notes; vTrain's rows set their own sequence length: no note on MODEL's (read_runs: ≥ 1 row)
-    note_default_seq(config, args.model, args.seq if rows[0].shape is None else config.seq)
-    dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    if dtype_note:
-        note(dtype_note)
-    note_unread_cluster_keys(cluster, "train")  # the run done: notes never precede an error line
-    units = milliseconds_note(out)
-    if units:
-        note(units)
-    emit(render(Rows.of(document["rows"]), args.format, meta=document["meta"], precision=args.precision), args)
-    return 0
-
-
-# (flag, argparse dest) that a runs file's rows set themselves, or that one iteration's output needs
-RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-batch", "global_batch"),
-                    ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
-                    ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
-                    ("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"), ("--fsdp-reshard", "fsdp_reshard"),
-                    ("--fsdp-grad-sync", "fsdp_grad_sync"), ("--cp", "cp"), ("--ep", "ep"), ("--etp", "etp"),
-                    ("--fp8", "fp8"), ("--fp8-param-gather", "fp8_param_gather"),
-                    ("--moe-expert-capacity-factor", "moe_expert_capacity_factor"),
-                    ("--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"),
-                    ("--cp-comm", "cp_comm"), ("--cp-hierarchy", "cp_hierarchy"),
-                    ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
-                    ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),
-                    ("--schedule-csv", "schedule_csv"))
-
-
 # (flag, argparse dest) that a --sweep's points would not apply: each point is one even-split iteration, no timeline
 SWEEP_IGNORES = (("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--gantt", "gantt"),
                  ("--chrome-trace", "trace"), ("--schedule-csv", "schedule_csv"))
-
-
-def _hierarchy(args: argparse.Namespace) -> tuple[int, int] | None:
-    """``--cp-hierarchy A P`` as the pair Parallelism takes (None when not given)."""
-    return cast("tuple[int, int]", tuple(args.cp_hierarchy)) if args.cp_hierarchy else None  # Parallelism checks two
 
 
 def _given(args: argparse.Namespace, flags) -> list[str]:

@@ -329,16 +329,16 @@ _ARRAY_UNREAD = (("device", "board_watts", "its energy is the energy model's, no
                  ("memory", "l2_bytes_per_clock", "only gemm = \"tiles\" caps its tiles by the L2's read rate"))
 
 
-def unread_keys_note(device: Device, file: str, mixed: bool = False) -> str | None:
+def unread_keys_note(device: Device, file: str) -> str | None:
     """The note that ``file``, a ``gemm = "arrays"`` device's file, states keys its kind does not read
     (``board_watts``, ``l2_bytes_per_clock``, read by ``tiles`` alone), naming each and
     why, so a figure written to change a result is not silently dropped; None for a ``tiles`` device or one
-    stating none. Why a note, not a refusal: one file may serve both kinds (switching ``gemm``). ``mixed``: the
-    device shares a cluster with another kind of GPU, where an iteration over both is priced at board power × time,
-    its ``board_watts`` included (:func:`archsim.training.energy.iteration_energy`), so that key is read there."""
+    stating none. Why a note, not a refusal: one file may serve both kinds (switching ``gemm``). Beside other GPUs
+    too, the energy model prices the device's own share of an iteration
+    (:func:`archsim.training.energy.iteration_energy`), so its ``board_watts`` is read nowhere."""
     if device.gemm != "arrays":
         return None
-    stated = {"board_watts": device.board_watts is not None and not mixed,
+    stated = {"board_watts": device.board_watts is not None,
               "l2_bytes_per_clock": bool(device.l2_bytes_per_clock)}
     unread = [(section, key, why) for section, key, why in _ARRAY_UNREAD if stated[key]]
     if not unread:

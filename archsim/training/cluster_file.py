@@ -224,8 +224,7 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
             unit_slip = _intra_unit_warning(intra, device, group.get("device"))
             if unit_slip:
                 slipped.append(unit_slip)
-        mixed = len({other.name for other in tables if other is not None}) > 1  # board power prices a mixed layout
-        unread = unread_keys_note(device, group["device"], mixed) if "device" in group else None
+        unread = unread_keys_note(device, group["device"]) if "device" in group else None
         if unread:  # a key its kind ignores (board_watts on an array device), named with the file
             overridden.append(unread)
         if "device" in group and device.inter_node_gbps:  # the device file's NIC: its unit may slip as nic_gbps's
@@ -245,14 +244,12 @@ def cluster_notes(cluster: GpuCluster, job: str, par: Parallelism | None = None,
     ``par``: one iteration's layout (train's, not a runs file's rows: those set their layouts on purpose),
     noted when it leaves some of the cluster's GPUs idle (:func:`idle_gpus_note`); ``points``: a ``train --sweep``'s
     rows, likewise (:func:`idle_points_notes`)."""
-    from archsim.training.energy import array_device
-
     notes = [idle_gpus_note(cluster, par)] if par is not None and par.gpus < cluster.gpus else []
     notes += idle_points_notes(cluster, points)
     notes += cluster.unread
     if job == "train" and any(price is not None for price in cluster.prices):
         notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
-    if any(w is not None for w in cluster.watts) and array_device(cluster, cluster.starts[-1]) is not None:
+    if any(w is not None and cluster.gpu_at(start).gemm == "arrays" for w, start in zip(cluster.watts, cluster.starts)):
         notes.append(f"gpu_watts is not read by {job} on an array device (gemm = \"arrays\"): its energy_j is "
                      "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
     return (*notes, *fp32_on_arrays_notes(cluster))

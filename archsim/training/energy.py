@@ -15,7 +15,10 @@
 * **Catalog GPUs** (and device files timed by tiles): board power × time, every GPU at its board
   power for the whole iteration (:func:`archsim.training.rates.watts`; an upper bound).
 
-The meta says which (``energy_source``).
+On a cluster mixing them, the iteration's energy is the sum over the devices used of each one's own: an array
+device's by the energy model on the ops its own pipeline ranks run (their layers, the embedding on the rank of
+the first stage, the head on the last's), the other GPUs' at board power × time. The meta says which
+(``energy_source``: one source, or each device's where they differ).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.device import Device
 from archsim.errors import InputError
-from archsim.training.parallel import Parallelism
+from archsim.training.cluster import LAYOUT_ERRORS
+from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.training.rates import watts
 from archsim.workload.transformer import TransformerConfig
 
@@ -119,21 +123,35 @@ def _source(device: Device) -> str:
     return FILE_SOURCE if device.energy_table or device.energy_figures else MODEL_SOURCE
 
 
-def array_device(cluster, gpus: int) -> Device | None:
-    """The array device (``gemm = "arrays"``) every one of the first ``gpus`` GPUs of ``cluster`` is, or
-    None (catalog GPUs, tile-timed device files, several device types): where the energy model prices
-    an iteration (module docstring)."""
-    devices = {cluster.gpu_at(i).name: cluster.gpu_at(i) for i in range(gpus)}
-    device = next(iter(devices.values())) if len(devices) == 1 else None
-    return device if device is not None and device.gemm == "arrays" else None
+def _used(cluster, gpus: int) -> tuple[Device, ...]:
+    """Each device type among the first ``gpus`` GPUs of ``cluster``, in GPU order."""
+    return tuple({cluster.gpu_at(start).name: cluster.gpu_at(start) for start in cluster.starts[:-1]
+                  if start < gpus}.values())
+
+
+def array_devices(cluster, gpus: int) -> tuple[Device, ...]:
+    """The array devices (``gemm = "arrays"``) among the first ``gpus`` GPUs of ``cluster``: those the energy
+    model prices (module docstring); the others are priced at board power (:func:`board_watts`)."""
+    return tuple(device for device in _used(cluster, gpus) if device.gemm == "arrays")
+
+
+def board_watts(cluster, gpus: int) -> float:
+    """Watts at board power of the first ``gpus`` GPUs that are not array devices (0 where all are); a one-line
+    :class:`InputError` naming the device and ``gpu_watts`` where one has no figure."""
+    return watts(cluster, gpus, counted=lambda device: device.gemm != "arrays")
 
 
 def energy_basis(cluster, counts) -> str:
     """How ``energy_j`` is found for configurations of these GPU ``counts``, in a few words for an axis title:
-    the energy model's joules on an array device, board power × time elsewhere (:func:`iteration_energy`)."""
-    bases = {_array_basis(device) if (device := array_device(cluster, n)) is not None else "GPUs at board power"
-             for n in counts}
+    the energy model's joules on array devices, board power × time on the other GPUs (:func:`iteration_energy`)."""
+    bases = {" + ".join([*sorted({_array_basis(device) for device in array_devices(cluster, n)}),
+                         *(["GPUs at board power"] if _boards(cluster, n) else [])]) for n in counts}
     return "; ".join(sorted(bases)) or "GPUs at board power"
+
+
+def _boards(cluster, gpus: int) -> tuple[Device, ...]:
+    """The devices among the first ``gpus`` GPUs priced at board power × time (catalog GPUs, tile devices)."""
+    return tuple(device for device in _used(cluster, gpus) if device.gemm != "arrays")
 
 
 def _array_basis(device: Device) -> str:
@@ -142,13 +160,13 @@ def _array_basis(device: Device) -> str:
 
 
 @lru_cache(maxsize=256)
-def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
-                           recompute: str, device: Device, dtype: str, implementation: str, cp: int = 1,
-                           cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None, ep: int = 1,
-                           etp: int | None = None, fp8: str | None = None) -> float:
-    """Picojoules of one micro-batch on one device of each TP group (module docstring): the layers,
-    the embedding and the head of the op list the iteration is timed on (``implementation`` in
-    ``dtype``: :func:`~archsim.training.iteration.piece_works`), the forward again under full
+def _piece_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
+                      recompute: str, device: Device, dtype: str, implementation: str, cp: int = 1,
+                      cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None, ep: int = 1,
+                      etp: int | None = None, fp8: str | None = None) -> tuple[float, ...]:
+    """Picojoules of one micro-batch on one device of a TP group (module docstring), of one layer, the embedding
+    and the head of the op list the iteration is timed on (``implementation`` in
+    ``dtype``: :func:`~archsim.training.iteration.piece_works`), a layer's forward again under full
     recompute (``fp8``: the list's linear GEMMs and quantize kernels under it, the GEMMs' accesses priced at the
     array's word as the training dtype's). Cached: a search prices many configurations that share these."""
     from archsim.energy.model import op_energy_columns
@@ -158,26 +176,39 @@ def _microbatch_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequ
                             cp_hierarchy, ep, etp, fp8)
     array = device_array(device, dtype)
     energies = device_energies(device, array)
-    total = 0.0
+    out = []
     for index, work in enumerate(pieces):
         ops = [*work.forward, *work.backward]
         if index == 0 and recompute == "full":
             ops += list(work.forward)
         picojoules = float(op_energy_columns(ops, array, energies)["energy_pj"].sum()) if ops else 0.0
-        picojoules += sum(op.vector_elements for op in ops) * energies.dram_read_pj  # memory-bound ops' HBM words
-        total += picojoules * (c.layers if index == 0 else 1)
-    return total
+        out.append(picojoules + sum(op.vector_elements for op in ops) * energies.dram_read_pj)  # + memory-bound
+        # ops' HBM words
+    return tuple(out)
+
+
+def _rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[int, int, int]:
+    """How many layers, embeddings and heads pipeline ``ranks`` run per micro-batch (each rank its stages'
+    layers, :func:`~archsim.training.parallel.layers_per_stage`; the embedding with stage 0, the head with the last)."""
+    counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
+    rank_of = rank_of_stages(par)
+    return (sum(n for n, rank in zip(counts, rank_of, strict=True) if rank in ranks), int(rank_of[0] in ranks),
+            int(rank_of[-1] in ranks))
 
 
 def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
-                           implementation: str = "megatron", parameters: float = 0.0) -> float:
+                           implementation: str = "megatron", parameters: float = 0.0, ranks=None) -> float:
     """Joules of one iteration on array devices (module docstring); ``parameters``: the parameters
-    all devices hold together (each device's optimizer step reads and writes its own)."""
+    those devices hold together (each device's optimizer step reads and writes its own); ``ranks``: the pipeline
+    ranks on ``device`` (default every rank: the whole model)."""
     from archsim.training.iteration import optimizer_step_bytes
 
-    per_microbatch = _microbatch_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
-                                            par.recompute, device, dtype, implementation, par.cp, par.cp_comm,
-                                            par.cp_hierarchy, par.ep, par.etp, par.fp8)
+    counts = (c.layers, 1, 1) if ranks is None else _rank_pieces(c, par, ranks)
+    per_microbatch = 0.0
+    for picojoules, count in zip(_piece_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
+                                                   par.recompute, device, dtype, implementation, par.cp, par.cp_comm,
+                                                   par.cp_hierarchy, par.ep, par.etp, par.fp8), counts, strict=True):
+        per_microbatch += picojoules * count
     array = device_array(device, dtype)
     optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * device_energies(device, array).dram_read_pj
     return (per_microbatch * par.microbatches * par.tp * par.cp * par.dp + optimizer) * 1e-12
@@ -191,7 +222,7 @@ def static_joules(device: Device, gpus: int, seconds: float) -> float:
 def unpriced_static_note(cluster, counts) -> str | None:
     """The note ``archsim search --objective energy`` prints when an array device among these GPU ``counts``
     states no static power: its energy is the dynamic joules alone, so idle pipeline time costs nothing."""
-    devices = {device.name: device for n in counts if (device := array_device(cluster, n)) is not None}
+    devices = {device.name: device for n in counts for device in array_devices(cluster, n)}
     bare = sorted(name for name, device in devices.items() if not device.static_watts)
     if not bare:
         return None
@@ -202,39 +233,63 @@ def unpriced_static_note(cluster, counts) -> str | None:
 def mixed_basis_note(cluster, counts) -> str | None:
     """The note ``archsim search --objective energy`` prints when its GPU ``counts`` find ``energy_j`` in more than
     one way (:func:`iteration_energy`): a cluster mixing an array device with other GPUs prices the chip's own
-    layouts by the energy model and those spanning both at board power × time, figures not comparable (the model's
-    45 nm joules against a board's watts), so one ranking and one Pareto front over both mislead. None otherwise."""
+    layouts by the energy model, the GPUs' at board power × time and those spanning both by the two summed, figures
+    not comparable (the model's 45 nm joules against a board's watts), so one ranking and one Pareto front over
+    them mislead. None otherwise."""
     bases: dict[str, list[int]] = {}
     for n in sorted(set(counts)):
-        device = array_device(cluster, n)
-        bases.setdefault("the energy model's" if device is not None else "board power × time", []).append(n)
+        arrays, boards = array_devices(cluster, n), _boards(cluster, n)
+        basis = ("the energy model's on the array devices plus board power × time on the others" if arrays and boards
+                 else "the energy model's" if arrays else "board power × time")
+        bases.setdefault(basis, []).append(n)
     if len(bases) < 2:
         return None
-    ways = "; ".join(f"{basis} on {', '.join(map(str, ns))} GPUs" for basis, ns in bases.items())
-    return (f"energy_j is found two ways here ({ways}): the two are not comparable, so compare energy among "
+    ways = "; ".join(f"{', '.join(map(str, ns))} GPUs: {basis}" for basis, ns in bases.items())
+    count = "two" if len(bases) == 2 else "three"
+    return (f"energy_j is found {count} ways here ({ways}): they are not comparable, so compare energy among "
             "configurations of one way (--gpus)")
 
 
 def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
                      implementation: str = "megatron", memory=()) -> dict[str, float | str | None]:
-    """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``;
-    ``memory``: each pipeline rank's :class:`~archsim.training.memory.StageMemory` (its parameters
+    """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``, laid out
+    as ``par`` (each pipeline rank on GPUs of one type): the sum over the devices used of each one's own (module
+    docstring); ``memory``: each pipeline rank's :class:`~archsim.training.memory.StageMemory` (its parameters
     per device, for the optimizer step). ``archsim train`` and ``archsim search`` both price energy here.
-    Where an array device states static power, ``energy_dynamic_j`` and ``energy_static_j`` are the two parts
+    ``energy_source``: the one source, or each device's (``NAME: source``, joined by ``;``) where they differ. On
+    array devices alone, one stating static power, ``energy_dynamic_j`` and ``energy_static_j`` are the two parts
     of ``energy_j`` (J); elsewhere absent."""
-    device = array_device(cluster, par.gpus)
-    if device is not None:
-        parameters = sum(m.parameters for m in memory) * par.tp * par.replicas / par.optimizer_shards  # each 1/DP
-        dynamic = array_iteration_joules(c, par, device, cluster.dtype, implementation, parameters)
-        if not device.static_watts:
-            return {"energy_j": dynamic, "energy_source": _source(device)}
-        static = static_joules(device, par.gpus, seconds)
-        return {"energy_j": dynamic + static, "energy_source": _source(device) + STATIC_SOURCE,
-                "energy_dynamic_j": dynamic, "energy_static_j": static}
-    try:
-        return {"energy_j": seconds * watts(cluster, par.gpus), "energy_source": BOARD_SOURCE}
-    except InputError:
-        return {"energy_j": None, "energy_source": "none: no board power known (set gpu_watts or board_watts)"}
+    kinds = cluster.rank_gpus(par)
+    if kinds is None:
+        raise InputError(LAYOUT_ERRORS["stage-mixes-gpu-types"], field="tp")
+    ranks: dict[Device, list[int]] = {}
+    for rank, device in enumerate(kinds):
+        ranks.setdefault(device, []).append(rank)
+    dynamic = static = 0.0
+    sources: dict[str, list[str]] = {}  # source → the devices priced by it
+    for device, own in ranks.items():
+        if device.gemm != "arrays":
+            continue
+        held = sum(memory[r].parameters for r in own if r < len(memory))
+        dynamic += array_iteration_joules(c, par, device, cluster.dtype, implementation,
+                                          held * par.tp * par.replicas / par.optimizer_shards,  # each 1/DP
+                                          None if len(own) == par.pp else own)
+        static += static_joules(device, len(own) * par.tp * par.replicas, seconds)
+        sources.setdefault(_source(device) + (STATIC_SOURCE if device.static_watts else ""), []).append(device.name)
+    boards = [device.name for device in ranks if device.gemm != "arrays"]
+    board = 0.0
+    if boards:
+        try:
+            board = seconds * board_watts(cluster, par.gpus)
+        except InputError as exc:
+            return {"energy_j": None, "energy_source": f"none: {exc.message}"}
+        sources[BOARD_SOURCE] = boards
+    source = next(iter(sources)) if len(sources) == 1 else "; ".join(
+        f"{', '.join(names)}: {way}" for way, names in sources.items())
+    if boards or not any(device.static_watts for device in ranks if device.gemm == "arrays"):
+        return {"energy_j": dynamic + static + board, "energy_source": source}
+    return {"energy_j": dynamic + static, "energy_source": source, "energy_dynamic_j": dynamic,
+            "energy_static_j": static}
 
 
 def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
@@ -250,6 +305,6 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
                    energy_dynamic_j=cast("float | None", energy.get("energy_dynamic_j")))
 
 
-__all__ = ["BOARD_SOURCE", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_device", "array_iteration_joules",
-           "device_array", "device_energies", "device_file_array", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
+__all__ = ["BOARD_SOURCE", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_devices",
+           "array_iteration_joules", "board_watts", "device_array", "device_energies", "device_file_array", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
            "priced", "static_joules", "unpriced_static_note"]

@@ -9,7 +9,8 @@
   waiting in a pipeline bubble draws less, and the host, network and cooling are left out. Set
   ``gpu_watts`` per server to use a measured figure. A device file's ``board_watts`` stands for its
   devices where the server sets none; a device file has no default price. On array devices the search
-  takes the energy model's figure instead, as ``archsim train`` does (:func:`objectives`).
+  takes the energy model's figure instead, as ``archsim train`` does (:func:`objectives`): on a cluster mixing
+  them with GPUs, each device's own, summed.
 
 Only the GPUs a configuration uses are counted (the first TP × PP × DP GPUs of the cluster file, or of
 the server order ``--placement`` chose).
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import cast
 
 from archsim.errors import InputError
-from archsim.training.energy import array_device, iteration_energy
+from archsim.training.energy import array_devices, board_watts, iteration_energy
 from archsim.training.rates import dollars_per_hour, watts
 from archsim.training.search_space import Candidate, rank_memories
 from archsim.workload.transformer import TransformerConfig
@@ -43,16 +44,18 @@ def objective_columns(cluster, gpus: int, seconds: float, strict: str | None = N
 
 def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, seconds: float,
                strict: str | None = None) -> dict[str, float]:
-    """A configuration's cost (USD) and energy (J) per iteration. On array devices the energy is the
-    energy model's on the ops, as ``archsim train`` prices it (:func:`~archsim.training.energy.iteration_energy`,
-    one implementation for both); elsewhere board power × time (:func:`objective_columns`, whose ``strict``
-    refuses a column with no figure known)."""
+    """A configuration's cost (USD) and energy (J) per iteration. Where it uses array devices the energy is
+    ``archsim train``'s (:func:`~archsim.training.energy.iteration_energy`, one implementation for both: the energy
+    model's on those devices, plus board power × time on any other GPUs; NaN where one of those has no figure);
+    elsewhere board power × time (:func:`objective_columns`, whose ``strict`` refuses a column with no figure
+    known)."""
     gpus = k.gpus
-    if array_device(cluster, gpus) is None:
+    if not array_devices(cluster, gpus):
         return objective_columns(cluster, gpus, seconds, strict)
     out = objective_columns(cluster, gpus, seconds, None if strict == "energy_j" else strict)
     par = k.parallelism(global_batch)
-    out["energy_j"] = cast(float, iteration_energy(c, par, cluster, seconds, memory=rank_memories(c, par))["energy_j"])
+    energy = iteration_energy(c, par, cluster, seconds, memory=rank_memories(c, par))["energy_j"]
+    out["energy_j"] = float("nan") if energy is None else cast(float, energy)
     return out
 
 
@@ -64,9 +67,10 @@ def check_objective_figures(cluster, gpus: int, objective: str) -> None:
     unknown on ``gpus`` GPUs (a device file's chip has no price; a tile device without ``board_watts`` no power):
     the same :class:`InputError` it raises, now ahead of a search of seconds or minutes instead of after it."""
     column = OBJECTIVE_COLUMN[objective]
-    if objective == "time" or (column == "energy_j" and array_device(cluster, gpus) is not None):
-        return  # time needs no figure; an array device's energy is the energy model's, which needs none
-    objective_columns(cluster, gpus, 1.0, column)
+    if column == "energy_j":
+        board_watts(cluster, gpus)  # an array device's energy is the energy model's, which needs no figure
+    elif objective != "time":  # time needs no figure
+        objective_columns(cluster, gpus, 1.0, column)
 
 
 __all__ = ["OBJECTIVE_COLUMN", "check_objective_figures", "objective_columns", "objectives"]

@@ -28,9 +28,10 @@ _KEY = {device: key for key, device in GPUS.items()}
 
 
 def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], float | None], key: str,
-             own_figure: str) -> float:
-    """Σ over the first ``gpus`` GPUs of their server's override (the ``[[servers]]`` ``key``), else their
-    device's ``default``; none: an error naming ``key`` and ``own_figure``, where the device could state one."""
+             own_figure: str, counted: Callable[[Any], bool] = lambda device: True) -> float:
+    """Σ over the first ``gpus`` GPUs whose device is ``counted`` of their server's override (the ``[[servers]]``
+    ``key``), else their device's ``default``; none: an error naming ``key`` and ``own_figure``, where the device
+    could state one."""
     total = 0.0
     starts = cluster.starts
     for server in range(len(starts) - 1):
@@ -39,6 +40,8 @@ def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], floa
             break
         own = overrides[server] if server < len(overrides) else None
         device = cluster.gpu_at(starts[server])
+        if not counted(device):
+            continue
         if own is None:
             own = default(device)
         if own is None:
@@ -55,10 +58,11 @@ def dollars_per_hour(cluster, gpus: int) -> float:
                     "price_per_gpu_hour", "")
 
 
-def watts(cluster, gpus: int) -> float:
-    """Watts of the first ``gpus`` GPUs at board power."""
+def watts(cluster, gpus: int, counted: Callable[[Any], bool] = lambda device: True) -> float:
+    """Watts of the first ``gpus`` GPUs at board power, of those whose device is ``counted`` (default all: on a mixed
+    cluster :mod:`archsim.training.energy` counts the GPUs the energy model does not price)."""
     return _per_gpu(cluster, gpus, cluster.watts, lambda d: d.board_watts, "gpu_watts",
-                    " (or [device] board_watts in its device file)")
+                    " (or [device] board_watts in its device file)", counted)
 
 
 __all__ = ["PRICE_PER_GPU_HOUR", "dollars_per_hour", "watts"]

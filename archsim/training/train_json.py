@@ -171,7 +171,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
                     distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",),
                     fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch", eps=None,
-                    etps=None, fp8: str | None = None) -> dict:
+                    etps=None, fp8: str | None = None, fp8_param_gather: bool = False) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
@@ -181,7 +181,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     exchanges searched, listed as ``gpus`` lists several counts (``2,4``; one: itself); ``eps``: the EP degrees as
     given (None: the search's default, :func:`~archsim.training.search_experts.expert_degrees`), in a mixture of experts' meta;
     ``etps``: the ETPs as given (``1,tp``), in the meta only when given and other than TP alone; ``fp8``: the recipe and
-    the peak the rows' MFU divides by (the dtype's, as train's :func:`fp8_meta`), only when given."""
+    the peak the rows' MFU divides by (the dtype's, as train's :func:`fp8_meta`), only when given; ``fp8_param_gather``
+    beside them only when set (as train's meta and the search's rows carry it)."""
     from archsim.training.search_experts import expert_degrees, expert_tp_degrees, expert_tp_text
     from archsim.training.search_rows import train_command
 
@@ -192,7 +193,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     etp_tried = expert_tp_degrees(config, etps)
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
             "gpu": cluster.gpu_names, "dtype": cluster.dtype,
-            **({"fp8": fp8, "mfu_peak": cluster.dtype} if fp8 else {}),
+            **({"fp8": fp8, **({"fp8_param_gather": True} if fp8_param_gather else {}), "mfu_peak": cluster.dtype}
+               if fp8 else {}),
             # several counts as the flag lists them; one an integer, as the cluster's own count is
             "gpus": ",".join(map(str, gpus)) if gpus and len(gpus) > 1 else gpus[0] if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
