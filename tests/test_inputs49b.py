@@ -93,9 +93,9 @@ TINY = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Cha
 def _cycle_spec(folder, extra: str = "") -> str:
     """A spec sweeping the accelerator trial's device .cfg (one 64 × 64 array of four, 0.8 GHz, hbm_gbps = 300, no
     SCALE-Sim Bandwidth) on the cycle engine, over two batches (two units: the note must still come once)."""
-    from test_user_trial_accel49 import CHIP_CFG
+    from test_user_trial_accel49 import chip_cfg_text
 
-    (folder / "myacc.cfg").write_text(CHIP_CFG.format(gib=8))
+    (folder / "myacc.cfg").write_text(chip_cfg_text(8))
     (folder / "tiny.csv").write_text(TINY)
     spec = folder / "spec.toml"
     spec.write_text('[sweep]\nname = "hbm"\nnetworks = ["tiny.csv"]\narrays = ["myacc.cfg"]\nbatches = [4, 8]\n'
