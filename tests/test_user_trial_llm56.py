@@ -49,3 +49,40 @@ def test_the_library_refuses_it_in_its_keyword(tmp_path):
     with pytest.raises(InputError) as refused:
         archsim.search(LLAMA8B, cluster=_cluster(tmp_path), global_batch=16, cp=[3, 5], progress=False)
     assert refused.value.where.field == "cp" and "CP 3 and 5 divide none of the 16 GPUs" in str(refused.value)
+
+
+# 2. an empty search's note names the flag whose other values answer its rejections
+
+
+def test_a_search_every_cp_of_which_cannot_split_the_sequence_names_cp(tmp_path, capsys):
+    """Failed before: every configuration was rejected as cp-splits-sequence (8,192 tokens do not split into
+    2 × 3 = 6 equal chunks) and the note said to give more --schedule, --recompute, --sequence-parallel or
+    --max-micro-batch values, none of which splits a sequence."""
+    assert main(["search", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "12", "--gpus", "12",
+                 "--cp", "3", "--refine", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "every one broke a rule its flags leave (cp-splits-sequence: " in err, err
+    assert "--sequence-parallel, --cp or --max-micro-batch values" in err, err
+
+
+def test_a_search_whose_etp_cannot_split_the_experts_names_etp(tmp_path, capsys):
+    """Failed before: ETP 3 divides neither Mixtral's expert FFN (14,336 = 2¹¹ · 7) nor any layout, the rejections
+    were etp-divides-expert-ffn, and the note did not name --etp."""
+    assert main(["search", MIXTRAL, "--cluster", _cluster(tmp_path), "--global-batch", "16", "--seq", "4096",
+                 "--etp", "3", "--refine", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "etp-divides-expert-ffn: " in err and "--sequence-parallel, --etp or --max-micro-batch values" in err, err
+
+
+def test_a_cp_a2a_search_of_one_kv_head_names_cp_and_cp_comm(tmp_path):
+    """Multi-query attention (one key/value head) takes TP 1 alone, where a2a's CP 2 cannot split the one head
+    (cp-divides-heads): another CP, or --cp-comm p2p, answers it, and the note names both."""
+    model = tmp_path / "mqa.toml"
+    model.write_text('[transformer]\nfamily = "llama"\nlayers = 4\nhidden = 1024\nheads = 8\nkv_heads = 1\n'
+                     'ffn = 4096\nvocab = 32000\nseq = 2048\n')
+    with pytest.warns(UserWarning) as said:
+        archsim.search(str(model), cluster=_cluster(tmp_path, servers=1), global_batch=8, cp=2, cp_comm="a2a",
+                       refine=0, progress=False)
+    lines = [str(w.message) for w in said]
+    assert any("cp-divides-heads: " in line and "sequence_parallel, cp, cp_comm or max_micro_batch values" in line
+               for line in lines), lines

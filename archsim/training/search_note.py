@@ -11,6 +11,10 @@ from archsim.workload.transformer import TransformerConfig
 
 # rejections an --ep value answers (and the ETP rule an --etp value answers too)
 EP_REASONS = ("ep-divides-experts", "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp")
+# the flags beyond --schedule, --recompute and --sequence-parallel whose other values answer a rejection, in the
+# order the note names them (a CP that cannot split the sequence or the heads: --cp, and --cp-comm for a2a's heads)
+REASON_FLAGS = {**{reason: ("ep",) for reason in EP_REASONS}, "etp-ep-divides-tp-cp-dp": ("ep", "etp"),
+                "etp-divides-expert-ffn": ("etp",), "cp-splits-sequence": ("cp",), "cp-divides-heads": ("cp", "cp-comm")}
 
 
 def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],
@@ -47,11 +51,11 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
                 f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
-    expert = [r for r in EP_REASONS if rejected.get(r)]  # a mixture of experts' EP broke a rule: --ep is a fix
-    experts = (["ep"] if expert else []) + (["etp"] if "etp-ep-divides-tp-cp-dp" in expert else [])
-    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel", *experts))
+    answering = {flag for reason, flags in REASON_FLAGS.items() if rejected.get(reason) for flag in flags}
+    others = [name for name in ("ep", "etp", "cp", "cp-comm") if name in answering]  # other values are a fix
+    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel", *others))
     divides = (f" (EP {or_list(divisors(c.experts))} divides its {c.experts} experts)"
-               if "ep-divides-experts" in expert else "")
+               if rejected.get("ep-divides-experts") else "")
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
             f"{flags} or {setting('max-micro-batch')} values{divides}")
 
@@ -68,4 +72,4 @@ def nearest_passing(counts, most: int, passes) -> list[int]:
     return [1]
 
 
-__all__ = ["EP_REASONS", "empty_search_note", "nearest_passing"]
+__all__ = ["EP_REASONS", "REASON_FLAGS", "empty_search_note", "nearest_passing"]
