@@ -17,10 +17,10 @@ MIXTRAL = str(ROOT / "tests" / "data" / "hf_configs" / "mixtral_8x7b.json")
 
 
 def _cluster(tmp_path: Path, servers: int = 2, gpus: int = 8) -> str:
-    """Two servers of eight H100s, eight 400 Gb/s NICs each: a cluster file as docs/formats.md states it."""
+    """Servers of H100s (two of eight by default, eight 400 Gb/s NICs each): a cluster file as docs/formats.md states it."""
     path = tmp_path / "c.toml"
-    path.write_text(f'[cluster]\n[[servers]]\ncount = {servers}\ngpus = {gpus}\ngpu = "h100-80gb-sxm"\n'
-                    "[network]\nnics_per_server = 8\nnic_gbps = 400\n")
+    network = "[network]\nnics_per_server = 8\nnic_gbps = 400\n" if servers > 1 else ""
+    path.write_text(f'[cluster]\n[[servers]]\ncount = {servers}\ngpus = {gpus}\ngpu = "h100-80gb-sxm"\n{network}')
     return str(path)
 
 
@@ -86,3 +86,40 @@ def test_a_cp_a2a_search_of_one_kv_head_names_cp_and_cp_comm(tmp_path):
     lines = [str(w.message) for w in said]
     assert any("cp-divides-heads: " in line and "sequence_parallel, cp, cp_comm or max_micro_batch values" in line
                for line in lines), lines
+
+
+# 3. an empty search whose even split refused pipelines names --balance planned
+
+
+def _odd_model(tmp_path: Path) -> str:
+    """9 layers of 491 M parameters (hidden 6,144, FFN 18,432; 3 heads, so TP 1 only): 4.8·10⁹ parameters at
+    18 bytes in bf16 is 80.4 GiB, more than one H100 holds; PP 2 halves it, but 2 does not divide 9."""
+    model = tmp_path / "odd.toml"
+    model.write_text('[transformer]\nfamily = "llama"\nlayers = 9\nhidden = 6144\nheads = 3\nkv_heads = 3\n'
+                     'ffn = 18432\nvocab = 32000\nseq = 512\n')
+    return str(model)
+
+
+def test_an_out_of_memory_search_names_the_uneven_split_that_fits(tmp_path, capsys):
+    """Failed before: the note offered the distributed optimizer, more GPUs or more memory, not the planned
+    balance under which PP 2 runs 5 and 4 layers; with it the search costs configurations."""
+    model, cluster = _odd_model(tmp_path), _cluster(tmp_path, servers=1, gpus=2)
+    flags = ["--cluster", cluster, "--global-batch", "4", "--dtype", "bf16", "--attention", "standard", "--refine", "0"]
+    assert main(["search", model, *flags]) == 0
+    err = capsys.readouterr().err
+    assert "all out of memory" in err and "; or --balance planned: its uneven stages admit the " in err, err
+    assert "because PP × chunks does not divide the 9 layers" in err, err
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = archsim.search(model, cluster=cluster, global_batch=4, dtype="bf16", attention="standard",
+                                refine=0, balance="planned", progress=False)
+    assert result.costed > 0 and {row["pp"] for row in result.rows} == {2}
+
+
+def test_a_planned_search_is_not_told_to_plan(tmp_path):
+    """A search under --balance planned already splits unevenly: its note does not name it again."""
+    with pytest.warns(UserWarning) as said:
+        archsim.search(_odd_model(tmp_path), cluster=_cluster(tmp_path, servers=1, gpus=1), global_batch=4,
+                       dtype="bf16", attention="standard", refine=0, balance="planned", progress=False)
+    lines = [str(w.message) for w in said]
+    assert any("all out of memory" in line for line in lines) and not any("balance=" in line for line in lines), lines

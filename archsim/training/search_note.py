@@ -35,6 +35,9 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
         return rejection(c, k, global_batch, cluster.gpus_per_server, uneven) is None
 
     named = ", ".join(f"{n:,}" for n in counts) + (" GPU" if list(counts) == [1] else " GPUs")
+    unsplit = rejected.get("pp-divides-layers", 0) if not uneven else 0  # an uneven split would admit them
+    planned = (f"; or {setting('balance', 'planned')}: its uneven stages admit the {unsplit:,} configurations refused "
+               f"because PP × chunks does not divide the {c.layers} layers" if unsplit else "")
     if not any(passes(*split) for n in counts for split in factorizations(n)):
         near = nearest_passing(counts, cluster.gpus, lambda n: any(passes(*split) for split in factorizations(n)))
         return (f"no configuration on {named}: no split of them into TP × PP × DP has DP dividing the global "
@@ -49,7 +52,7 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
             f"{switch_on('distributed-optimizer')} (the optimizer states sharded over DP) fits "
             f"{sharded.configurations:,} of them, the smallest at {sharded.smallest_bytes / 2**30:.1f} GiB a GPU; or ")
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
-                f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory")
+                f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory{planned}")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
     answering = {flag for reason, flags in REASON_FLAGS.items() if rejected.get(reason) for flag in flags}
     others = [name for name in ("ep", "etp", "cp", "cp-comm") if name in answering]  # other values are a fix
@@ -57,7 +60,7 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
     divides = (f" (EP {or_list(divisors(c.experts))} divides its {c.experts} experts)"
                if rejected.get("ep-divides-experts") else "")
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
-            f"{flags} or {setting('max-micro-batch')} values{divides}")
+            f"{flags} or {setting('max-micro-batch')} values{divides}{planned}")
 
 
 def nearest_passing(counts, most: int, passes) -> list[int]:
