@@ -123,3 +123,34 @@ def test_a_planned_search_is_not_told_to_plan(tmp_path):
                        dtype="bf16", attention="standard", refine=0, balance="planned", progress=False)
     lines = [str(w.message) for w in said]
     assert any("all out of memory" in line for line in lines) and not any("balance=" in line for line in lines), lines
+
+
+# 4. a misspelt flag names the flag it resembles, as a misspelt keyword and cluster key do
+
+
+@pytest.mark.parametrize("words, hint", [
+    (["--recompte", "full"], "unrecognized arguments: --recompte full (did you mean '--recompute'?)"),
+    (["--sequence-paralel"], "unrecognized arguments: --sequence-paralel (did you mean '--sequence-parallel'?)"),
+    (["--distributed-optimiser"], "(did you mean '--distributed-optimizer'?)"),
+    (["--micro_batch", "1"], "(did you mean '--micro-batch'?)"),
+    (["--global-batch=16", "--interleav=2"], "unrecognized arguments: --interleav=2 (did you mean '--interleave'?)"),
+])
+def test_a_misspelt_train_flag_names_the_flag_it_resembles(tmp_path, capsys, words, hint):
+    """Failed before: ``unrecognized arguments: --recompte full`` alone, where archsim.train(recompte=…) says
+    "did you mean 'recompute'?"."""
+    argv = ["train", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", *words]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("archsim train: error: ") and err.endswith(hint) and "\n" not in err, err
+
+
+def test_a_flag_like_none_gets_no_hint(tmp_path, capsys):
+    """A name near no flag of the command is reported as before; a stray value is not a flag to correct."""
+    assert main(["train", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", "--bogus", "x"]) == 2
+    assert capsys.readouterr().err.strip() == "archsim train: error: unrecognized arguments: --bogus x"
+
+
+def test_another_commands_short_flag_is_not_corrected(tmp_path, capsys):
+    """search has no --tp (it searches TP): a hint of --top, two letters off, would mislead."""
+    assert main(["search", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", "--tp", "8"]) == 2
+    assert capsys.readouterr().err.strip() == "archsim search: error: unrecognized arguments: --tp 8"
