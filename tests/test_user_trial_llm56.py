@@ -2,6 +2,7 @@
 none. Each expected text is the rule it states (a CP's divisors counted by hand, the flag that answers a
 rejection), not output copied from the code."""
 
+import json
 import warnings
 from pathlib import Path
 
@@ -154,3 +155,29 @@ def test_another_commands_short_flag_is_not_corrected(tmp_path, capsys):
     """search has no --tp (it searches TP): a hint of --top, two letters off, would mislead."""
     assert main(["search", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", "--tp", "8"]) == 2
     assert capsys.readouterr().err.strip() == "archsim search: error: unrecognized arguments: --tp 8"
+
+
+# 5. a config.json's model_type: missing, or misspelt
+
+
+def _config(tmp_path: Path, **fields) -> str:
+    base = {"hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 2, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000,
+            "max_position_embeddings": 4096}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in {**base, **fields}.items() if v is not None}))
+    return str(path)
+
+
+def test_a_config_without_model_type_is_told_it_is_missing(tmp_path, capsys):
+    """Failed before: ``model_type None is not read``, Python's None for a key the file lacks."""
+    assert main(["train", _config(tmp_path), "--cluster", _cluster(tmp_path), "--global-batch", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "field 'model_type': missing key: the model's type (archsim reads gpt2, " in err and "None" not in err, err
+
+
+def test_a_misspelt_model_type_names_the_type_it_resembles(tmp_path, capsys):
+    assert main(["train", _config(tmp_path, model_type="mixtrall"), "--cluster", _cluster(tmp_path),
+                 "--global-batch", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "model_type 'mixtrall' is not read (did you mean 'mixtral'?); archsim reads gpt2, " in err, err
