@@ -26,6 +26,7 @@ from archsim.errors import InputError, Terminated
 from archsim.output_files import output_set, sigterm_as_interrupt
 from archsim.output_inputs import outputs_apart_from_inputs
 from archsim.output_targets import distinct_targets, suffix_mismatches
+from archsim.validate import did_you_mean
 from archsim.value_parsers import EMPTY_VALUE, not_a_choice
 
 # name, "module:attribute" of its Command, and the one-line help `archsim --help` lists (a test
@@ -161,6 +162,17 @@ def _chosen(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Ar
         parser = sub.choices[name]
 
 
+def _nearest_flag(parser: argparse.ArgumentParser, message: str) -> str:
+    """`` (did you mean '--recompute'?)`` for the first unknown flag of argparse's ``unrecognized arguments``
+    that resembles one of ``parser``'s long options (``validate.did_you_mean``), else "". A name of three letters
+    or fewer gets none: it is more likely another command's flag than a typo (``search --tp`` is not ``--top``)."""
+    words = message.removeprefix("unrecognized arguments: ").split() if message.startswith("unrecognized") else []
+    flags = [o[2:] for o in parser._option_string_actions if o.startswith("--")]
+    names = (w.partition("=")[0][2:] for w in words if w.startswith("--"))
+    hints = (did_you_mean(name, flags, "--") for name in names if len(name) > 3)
+    return next((hint for hint in hints if hint), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     gc.set_threshold(100_000, 50, 100)  # a short-lived process building 10⁶-op problems: collect rarely
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -170,7 +182,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = _chosen(parser, argv)
         prog = chosen.prog  # "archsim train", "archsim bppsa rnn": its errors' and notes' prefix, as argparse's
         with speaking_as(prog):
-            args = parser.parse_args(argv)
+            try:
+                args = parser.parse_args(argv)
+            except UsageError as exc:  # a misspelt flag: the one it resembles, as a misspelt keyword is told
+                raise UsageError(f"{exc}{_nearest_flag(chosen, str(exc))}") from None
             distinct_targets(chosen, args)
             outputs_apart_from_inputs(chosen, args)
             mismatched = suffix_mismatches(chosen, args)

@@ -64,10 +64,11 @@ def tp_split_problem(c: TransformerConfig, tp: int) -> str:
     return ""
 
 
-def or_list(values) -> str:
-    """``1, 2, 4 or 8``: the counts an error offers as its fix."""
+def or_list(values, conjunction: str = "or") -> str:
+    """``1, 2, 4 or 8``: the counts an error offers as its fix (``3 and 5`` with ``conjunction`` "and": those it
+    refuses)."""
     words = [str(v) for v in values]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {conjunction} {words[-1]}"
 
 
 def ep_layout_problem(dp: int, ep: int, cp: int = 1, fsdp: bool = False, tp: int = 1,

@@ -41,7 +41,7 @@ from archsim.training.search_front import distinct_rows, identical_rows_dropped,
 from archsim.training.search_limits import check_planning_work, check_search_size
 from archsim.training.search_result import SearchResult, ShardedFits
 from archsim.training.search_row_maker import RowMaker
-from archsim.training.search_space import REASONS, Candidate, candidates, rejection
+from archsim.training.search_space import REASONS, Candidate, candidates, cp_divides_rule, rejection
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -107,6 +107,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     later = lambda: max(0.0, 1.0 - (time.monotonic() - started))
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
+    cp_divides_rule(cps, counts)
     check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement, cps,
                       cp_comms, eps, etps)
     for n in counts:

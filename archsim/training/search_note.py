@@ -11,6 +11,10 @@ from archsim.workload.transformer import TransformerConfig
 
 # rejections an --ep value answers (and the ETP rule an --etp value answers too)
 EP_REASONS = ("ep-divides-experts", "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp")
+# the flags beyond --schedule, --recompute and --sequence-parallel whose other values answer a rejection, in the
+# order the note names them (a CP that cannot split the sequence or the heads: --cp, and --cp-comm for a2a's heads)
+REASON_FLAGS = {**{reason: ("ep",) for reason in EP_REASONS}, "etp-ep-divides-tp-cp-dp": ("ep", "etp"),
+                "etp-divides-expert-ffn": ("etp",), "cp-splits-sequence": ("cp",), "cp-divides-heads": ("cp", "cp-comm")}
 
 
 def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],
@@ -31,6 +35,9 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
         return rejection(c, k, global_batch, cluster.gpus_per_server, uneven) is None
 
     named = ", ".join(f"{n:,}" for n in counts) + (" GPU" if list(counts) == [1] else " GPUs")
+    unsplit = rejected.get("pp-divides-layers", 0) if not uneven else 0  # an uneven split would admit them
+    planned = (f"; or {setting('balance', 'planned')}: its uneven stages admit the {unsplit:,} configurations refused "
+               f"because PP × chunks does not divide the {c.layers} layers" if unsplit else "")
     if not any(passes(*split) for n in counts for split in factorizations(n)):
         near = nearest_passing(counts, cluster.gpus, lambda n: any(passes(*split) for split in factorizations(n)))
         return (f"no configuration on {named}: no split of them into TP × PP × DP has DP dividing the global "
@@ -45,15 +52,15 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
             f"{switch_on('distributed-optimizer')} (the optimizer states sharded over DP) fits "
             f"{sharded.configurations:,} of them, the smallest at {sharded.smallest_bytes / 2**30:.1f} GiB a GPU; or ")
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
-                f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory")
+                f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory{planned}")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
-    expert = [r for r in EP_REASONS if rejected.get(r)]  # a mixture of experts' EP broke a rule: --ep is a fix
-    experts = (["ep"] if expert else []) + (["etp"] if "etp-ep-divides-tp-cp-dp" in expert else [])
-    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel", *experts))
+    answering = {flag for reason, flags in REASON_FLAGS.items() if rejected.get(reason) for flag in flags}
+    others = [name for name in ("ep", "etp", "cp", "cp-comm") if name in answering]  # other values are a fix
+    flags = ", ".join(setting(name) for name in ("schedule", "recompute", "sequence-parallel", *others))
     divides = (f" (EP {or_list(divisors(c.experts))} divides its {c.experts} experts)"
-               if "ep-divides-experts" in expert else "")
+               if rejected.get("ep-divides-experts") else "")
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
-            f"{flags} or {setting('max-micro-batch')} values{divides}")
+            f"{flags} or {setting('max-micro-batch')} values{divides}{planned}")
 
 
 def nearest_passing(counts, most: int, passes) -> list[int]:
@@ -68,4 +75,4 @@ def nearest_passing(counts, most: int, passes) -> list[int]:
     return [1]
 
 
-__all__ = ["EP_REASONS", "empty_search_note", "nearest_passing"]
+__all__ = ["EP_REASONS", "REASON_FLAGS", "empty_search_note", "nearest_passing"]

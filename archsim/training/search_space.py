@@ -28,7 +28,7 @@ from archsim.training.held_memory import (
     rank_share,
 )
 from archsim.training.in_flight import in_flight_peaks
-from archsim.training.layout_problems import cp_problem, ep_layout_problem, tp_split_problem
+from archsim.training.layout_problems import cp_problem, ep_layout_problem, or_list, tp_split_problem
 from archsim.training.memory import StageMemory
 from archsim.training.moe_ops import moe_rule
 from archsim.training.parallel import (
@@ -171,6 +171,18 @@ def cp_comm_rule(cps, cp_comms) -> None:
         raise InputError(f"{setting('cp-comm')} is tried only by a CP above 1 (CP 1 exchanges no K/V); "
                          f"{setting('cp')} searches 1: add a CP of 2 or more, or drop {setting('cp-comm')}",
                          field="cp-comm")
+
+
+def cp_divides_rule(cps, counts) -> None:
+    """Refuse a CP to try that divides none of the GPU counts searched: a configuration's TP × CP × PP × DP is its
+    GPUs, so such a CP has no layout, and a search of it alone enumerated nothing (its note named no reason)."""
+    idle = [cp for cp in dict.fromkeys(cps) if all(n % cp for n in counts)]
+    if idle:
+        named = ", ".join(f"{n:,}" for n in counts) + (" GPU" if list(counts) == [1] else " GPUs")
+        fitting = sorted({d for n in counts for d in divisors(n)})
+        raise InputError(f"CP {or_list(idle, 'and')} divide{'s' if len(idle) == 1 else ''} none of the {named} "
+                         f"searched (TP × CP × PP × DP is a configuration's GPUs): CP {or_list(fitting)} "
+                         f"divides {'it' if len(counts) == 1 else 'one of them'}", field="cp")
 
 
 def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
@@ -344,6 +356,6 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16
 
 
 __all__ = ["CHUNKED", "DEFAULT_CHUNKS", "MAX_CANDIDATES", "REASONS", "V_SHAPED", "Candidate", "RankSizer",
-           "candidate_count", "candidates", "chunk_counts", "counted_rank_memories", "divisors", "etp_options",
-           "factorization_count", "factorizations", "peak_memory_bytes", "rank_chunks",
+           "candidate_count", "candidates", "chunk_counts", "counted_rank_memories", "cp_divides_rule", "divisors",
+           "etp_options", "factorization_count", "factorizations", "peak_memory_bytes", "rank_chunks",
            "rank_memories", "rank_sizer", "rejection"]

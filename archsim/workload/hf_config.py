@@ -10,7 +10,7 @@ from pathlib import Path
 
 from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
-from archsim.validate import shown
+from archsim.validate import did_you_mean, shown
 from archsim.workload.config_fields import file_model_name, get_key, head_dim_channels
 from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig
 
@@ -247,8 +247,11 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
                                  activation=_activation(config, "hidden_act", "gelu"))
     if kind == "switch_transformers":
         return _switch_from_hf(config, name)
-    raise InputError(f"model_type {config.get('model_type')!r} is not read; archsim reads "
-                     f"{', '.join(HF_MODEL_TYPES)} configs (or write a [transformer] TOML)", field="model_type")
+    reads = f"archsim reads {', '.join(HF_MODEL_TYPES)} configs (or write a [transformer] TOML)"
+    if config.get("model_type") is None:  # not "model_type None": a config.json states its type by this key
+        raise InputError(f"missing key: the model's type ({reads})", field="model_type", missing=True)
+    raise InputError(f"model_type {config.get('model_type')!r} is not read"
+                     f"{did_you_mean(kind, HF_MODEL_TYPES)}; {reads}", field="model_type")
 
 
 
