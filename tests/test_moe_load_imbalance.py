@@ -1,12 +1,16 @@
 """A router's load imbalance (``--moe-load-imbalance R``: the busiest EP rank's routed rows over the mean): the busiest
 rank's expert GEMMs, all-to-alls, expert-TP gathers and kept rows against hand counts from the shapes, its own
-permute at the mean, R = 1 equal to uniform routing to the bit, the bound every rank's tokens set (none at EP 1) and
-the cap a capacity factor sets."""
+permute at the mean, R = 1 equal to uniform routing to the bit, the bound every rank's tokens set (none at EP 1), the
+cap a capacity factor sets, and an order no R may break (a larger R never faster, never less memory)."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+from pathlib import Path
+
 import pytest
 
+import archsim
 from archsim.errors import InputError
 from archsim.training.held_memory import weight_gradient_bytes
 from archsim.training.layer_activations import layer_activation_bytes
@@ -15,6 +19,8 @@ from archsim.training.moe_ops import expert_weight_gradient_bytes, mlp_activatio
 from archsim.workload.transformer import TransformerConfig
 
 H, F, E, K, S = 64, 128, 4, 2, 32  # hidden, expert width, experts, top-k, tokens of one sequence
+CLUSTER = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "h100_2_servers.toml"
+MIXTRAL = Path(__file__).parent / "data" / "hf_configs" / "mixtral_8x7b.json"
 
 
 def _moe(experts: int = E, **routing) -> TransformerConfig:
@@ -118,6 +124,20 @@ def test_the_busiest_ranks_kept_rows_by_hand():
     # gradient, fc2's input and output gradient (2·(2h + 3f/ETP)), on 64 · ETP rows of the 32 tokens' ranks' share
     held = 2 * (H + 8) * 16 + 64 * 2 * 2 * (2 * H + 3 * F // 2)
     assert expert_weight_gradient_bytes(c, 2, True, 16, None, 2) * S == held
+
+
+@pytest.mark.parametrize("recompute,schedule", [("none", "1f1b"), ("selective", "zb-h1"), ("full", "1f1b")])
+def test_a_larger_r_is_never_faster_and_never_holds_less(recompute, schedule):
+    # Mixtral-8x7B at seq 1024, EP 4 of 8 experts: up to 4 · min(2, 2)/2 = 4 × the mean
+    seen = []
+    for r in (None, 1.1, 1.5, 2.0, 3.0, 4.0, 5.0):
+        result, _ = archsim.train(MIXTRAL, cluster=CLUSTER, pp=4, dp=4, ep=4, global_batch=16, seq=1024, dtype="bf16",
+                                  recompute=recompute, schedule=schedule, moe_load_imbalance=r)
+        seen.append((result.iteration_seconds, result.peak_memory_gib))
+    for (t0, m0), (t1, m1) in pairwise(seen):
+        assert t1 >= t0 and m1 >= m0
+    assert seen[3][0] > seen[0][0] * 1.2 and seen[3][1] > seen[0][1]  # R = 2 costs time and memory
+    assert seen[-1] == seen[-2]  # R = 5 is past the bound of 4
 
 
 def test_a_ratio_below_1_or_on_a_dense_model_is_refused():
