@@ -119,6 +119,18 @@ def positive_float(value: object, field: str) -> float:
         raise InputError(str(exc), field=field) from None
 
 
+def ratio(value: object, field: str) -> float:
+    """A keyword whose flag takes ``ratio_flag``'s number (a ratio ≥ 1): refused with the flag's message, or the float
+    (``"1.5"`` read as ``--moe-load-imbalance 1.5`` reads it: :func:`~archsim.value_parsers.parse_ratio`)."""
+    from archsim.errors import InputError
+    from archsim.value_parsers import parse_ratio
+
+    try:
+        return parse_ratio(value)
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
+
+
 def int_or_word(value: object, word: str, field: str) -> int | str:
     """A keyword whose flag takes a positive integer or ``word`` (search's ``etp``: ``1`` or ``"tp"``), read as the
     flag reads it (:func:`~archsim.value_parsers.parse_int_or_word`; ``"2"`` and ``2.0`` as 2), or refused with its

@@ -21,6 +21,7 @@ from archsim.api_keywords import (
     named,
     positive_float,
     positive_int,
+    ratio,
     seq_keyword,
     seq_note,
     speaks_keywords,
@@ -49,8 +50,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           fsdp_grad_sync: str = "micro-batch",
           cp_hierarchy: Sequence[int] | None = None, ep: int = 1,
           etp: int | None = None, moe_expert_capacity_factor: float | None = None,
-          moe_pad_expert_input_to_capacity: bool = False, fp8: str | None = None,
-          fp8_param_gather: bool = False) -> tuple[TrainResult, Throughput]:
+          moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: float | str | None = None,
+          fp8: str | None = None, fp8_param_gather: bool = False) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -63,6 +64,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``; ``fsdp_reshard``: ``--fsdp-reshard``; ``fsdp_grad_sync``: ``--fsdp-grad-sync``; ``cp``, ``cp_comm``: ``--cp``,
     ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``; ``etp``: ``--etp``, None: TP;
     ``moe_expert_capacity_factor``, ``moe_pad_expert_input_to_capacity``: their flags, None and False dropless;
+    ``moe_load_imbalance``: ``--moe-load-imbalance``, the busiest EP rank's rows over the mean (≥ 1), None uniform;
     ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off; ``fp8_param_gather``: True or False, ``--fp8-param-gather``).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
@@ -84,7 +86,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.moe_ops import with_capacity
+    from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
@@ -114,7 +116,9 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     check_switch(moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity")
     capacity = None if moe_expert_capacity_factor is None else \
         positive_float(moe_expert_capacity_factor, "moe-expert-capacity-factor")
-    config = with_capacity(transformer(model, seq), capacity, moe_pad_expert_input_to_capacity)
+    imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
+    config = with_load_imbalance(with_capacity(transformer(model, seq), capacity, moe_pad_expert_input_to_capacity),
+                                 imbalance)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
@@ -231,7 +235,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
-           fp8_param_gather: bool = False) -> SearchResult:
+           fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -243,7 +247,9 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
     mixture of experts' every divisor of its expert count, a dense model's 1; ``etp``: the experts' tensor-parallel degrees
     tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone;
-    ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``).
+    ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``;
+    ``moe_load_imbalance``: every configuration's busiest EP rank's rows over the mean, as ``--moe-load-imbalance``,
+    None uniform).
     Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
@@ -276,6 +282,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.progress import shown
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
+    from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
@@ -312,7 +319,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                          field="grad-accumulation")
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
-    config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
+    imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
+    config, on = with_load_imbalance(transformer(model, seq), imbalance), gpu_cluster(cluster, dtype)
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}

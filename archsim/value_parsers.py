@@ -158,6 +158,20 @@ def seq_flag(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def parse_ratio(text: object) -> float:
+    """A largest share over the mean, at least 1 (train's ``--moe-load-imbalance``, its keyword, runs column and sweep
+    axis alike), or ValueError: :func:`parse_float`'s finite number ≥ 1."""
+    return parse_float(text, low=1.0, what="a ratio")
+
+
+def ratio_flag(text: str) -> float:
+    """argparse type of ``--moe-load-imbalance`` (train, search): :func:`parse_ratio`."""
+    try:
+        return parse_ratio(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 positive_int_flag = int_flag(1, INT32_MAX, "a positive integer")
 seed_flag = int_flag(0, SEED_MAX, "a seed")
 processors_flag = int_flag(1, MAX_PROCESSORS, "a processor count")

@@ -35,6 +35,7 @@ from archsim.commands.common import (
     positive_int,
 )
 from archsim.commands.list_flag import ListFlag
+from archsim.commands.moe_flags import add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note
 from archsim.output_files import note_written
@@ -67,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "--etp: integers, and tp for each configuration's own TP (--etp 1 tp) (default: tp "
                              "alone, Megatron-LM's default); a row's ETP × EP divides TP × CP × DP, and its "
                              "command names --etp where ETP is not TP; an integer on a dense model is refused")
+    add_routing_arguments(parser, capacity=False, whose="every configuration's")
     parser.add_argument("--cp-comm", action=ListFlag, choices=CP_COMMS, default=["p2p"],
                         help="how CP above 1 exchanges K/V, one or several to try (default p2p), as archsim train's "
                              "--cp-comm: p2p (Megatron-LM's ring), all_gather (Llama 3's), a2a (DeepSpeed-Ulysses) or "
@@ -138,13 +140,14 @@ def run(args: argparse.Namespace) -> int:
     from archsim.api import search
     from archsim.outputs import render
     from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.search_result import rows_frame, text_meta
     from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     cp_comm_rule(args.cp, args.cp_comm)
-    config = load_transformer(args.model, seq=args.seq)
+    config = with_load_imbalance(load_transformer(args.model, seq=args.seq), args.moe_load_imbalance)
     cluster = load_gpu_cluster(args.cluster, args.dtype or TRAIN_DTYPE)
     with warnings.catch_warnings():  # the library's warnings are lines this command prints itself, after the run
         warnings.simplefilter("ignore", UserWarning)
@@ -158,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
                         distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp,
                         cp_comm=args.cp_comm, fsdp_reshard=args.fsdp_reshard,
                         fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp, fp8=args.fp8,
-                        fp8_param_gather=args.fp8_param_gather)
+                        fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 

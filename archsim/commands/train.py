@@ -32,11 +32,12 @@ from archsim.commands.common import (
     positive_int,
 )
 from archsim.commands.list_flag import ListFlag
+from archsim.commands.moe_flags import add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
 from archsim.validate import SECONDS_PER_OP
-from archsim.value_parsers import positive_float_flag, seq_flag
+from archsim.value_parsers import seq_flag
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
 # schedule actions (Parallelism.schedule_actions, the count --max-ops bounds) from which one iteration may run past
@@ -76,13 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--etp", type=positive_int, default=None,
                         help="the experts' tensor-parallel degree (Megatron-Core's --expert-tensor-parallel-size; "
                              "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × CP × DP")
-    parser.add_argument("--moe-expert-capacity-factor", type=positive_float_flag, default=None, metavar="C",
-                        help="Megatron-Core's expert capacity: each expert takes at most ⌈(T·k/E)·C⌉ of a rank's "
-                             "routed rows, the rest dropped (default: dropless; under archsim's uniform routing "
-                             "nothing is dropped at C ≥ 1 unless padded)")
-    parser.add_argument("--moe-pad-expert-input-to-capacity", action="store_true",
-                        help="pad each expert's input to exactly its capacity (needs --moe-expert-capacity-factor): "
-                             "the expert GEMMs and all-to-alls carry the capacity's rows")
+    add_routing_arguments(parser)
     parser.add_argument("--cp", type=positive_int, default=1,
                         help="context-parallel degree (Megatron-LM's --context-parallel-size): each GPU of a CP group "
                              "runs 2 of the sequence's 2·CP chunks; GPUs = TP × CP × PP × DP (docs/training.md)")
@@ -154,15 +149,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
-                             "fsdp, ep, etp, fp8: hybrid, e4m3 or none, fp8_param_gather); "
-                             "repeat for a grid: one row "
-                             "per point (Megatron's even split, no timeline) instead of one iteration's breakdown")
+                             "fsdp, ep, etp, fp8: hybrid, e4m3 or none, fp8_param_gather, moe_load_imbalance); repeat "
+                             "for a grid: one row per point (Megatron's even split, no timeline) instead of one "
+                             "iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, distributed_optimizer, "
                              "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, fp8, "
-                             "fp8_param_gather, moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, gpus, "
-                             "measured_seconds; or vTrain's released CSV as it is): one row each, in input order, with the error where measured")
+                             "fp8_param_gather, moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, "
+                             "moe_load_imbalance, gpus, measured_seconds; or vTrain's released CSV as it is): one row "
+                             "each, in input order, with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)
     add_output_arguments(parser)
@@ -177,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.moe_ops import with_capacity
+    from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
@@ -202,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
                          field="implementation")
     if args.runs:  # each row its own capacity (its columns): the flags refused there
         return run_train_runs(args, config, dtype_given, _given)
-    config = with_capacity(config, args.moe_expert_capacity_factor, args.moe_pad_expert_input_to_capacity)
+    config = with_load_imbalance(with_capacity(config, args.moe_expert_capacity_factor,
+                                               args.moe_pad_expert_input_to_capacity), args.moe_load_imbalance)
     if args.global_batch is None:
         raise InputError("--global-batch is required (unless --runs)", field="global-batch")
     if args.sweep:

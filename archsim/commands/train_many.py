@@ -98,7 +98,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     set_per_row = given(args, RUNS_SET_PER_ROW)
     if set_per_row:
         raise InputError(f"{', '.join(set_per_row)}: each row of the runs file sets its own parallelism (and experts' "
-                         "capacity, fp8) and runs once; give them as its columns, or drop --runs", field="runs")
+                         "capacity and load imbalance, fp8) and runs once; give them as its columns, or drop --runs", field="runs")
 
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
@@ -137,6 +137,7 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--fp8", "fp8"), ("--fp8-param-gather", "fp8_param_gather"),
                     ("--moe-expert-capacity-factor", "moe_expert_capacity_factor"),
                     ("--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"),
+                    ("--moe-load-imbalance", "moe_load_imbalance"),
                     ("--cp-comm", "cp_comm"), ("--cp-hierarchy", "cp_hierarchy"),
                     ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
                     ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),

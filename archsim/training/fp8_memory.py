@@ -69,7 +69,7 @@ def fp8_activation_bytes(c: TransformerConfig, par: Parallelism) -> float:
     if not c.moe:
         return delta - local * h - tokens * w.ffn  # the MLP's first and second inputs
     e_tp = par.expert_tp
-    delta -= routed_rows(c, local) * e_tp * (h + c.expert_ffn // e_tp)
+    delta -= routed_rows(c, local, par.ep) * e_tp * (h + c.expert_ffn // e_tp)
     if c.shared_expert_ffn:
         delta += local * h - tokens * (c.shared_expert_ffn // tp)
     return delta

@@ -52,17 +52,18 @@ Front = tuple[tuple[int, int], ...]  # (M_B, M_W-only) counts of a walk's steps:
 
 @lru_cache(maxsize=4096)  # a planned search's rank sizing asks again and again for the same shapes
 def weight_gradient_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool,
-                          etp: int | None = None) -> float:
+                          etp: int | None = None, ep: int | None = None) -> float:
     """M_W: bytes one layer holds for one micro-batch between its I and its W (module docstring), in every
     recompute mode: s·b·(4·h + 4·h(/t with SP) + 2·(qkv + attention + 2 or 3 × ffn widths per rank)); a mixture's
-    MLP at expert-TP ``etp`` (None: TP) as :func:`~archsim.training.moe_ops.expert_weight_gradient_bytes` counts it."""
+    MLP at expert-TP ``etp`` (None: TP) and EP ``ep`` (None: a load imbalance not bounded by EP) as
+    :func:`~archsim.training.moe_ops.expert_weight_gradient_bytes` counts it."""
     w = layer_widths(c, tp)
     if c.moe:  # the attention's half of the dense count: proj's output gradient, QKV's input, QKV's and proj's
         from archsim.training.moe_ops import expert_weight_gradient_bytes, routing_tokens  # moe_ops reads parallel
 
         attention = 2 * c.hidden + 2 * c.hidden / (tp if sequence_parallel else 1) + 2 * (w.qkv + w.attention)
         local = routing_tokens(c, micro_batch, tp, sequence_parallel)
-        return c.seq * micro_batch * (attention + expert_weight_gradient_bytes(c, tp, sequence_parallel, local, etp))
+        return c.seq * micro_batch * (attention + expert_weight_gradient_bytes(c, tp, sequence_parallel, local, etp, ep))
     # proj's and fc2's output gradients (whole) and QKV's and fc1's inputs (sequence-split under SP)
     replicated = 4 * c.hidden + 4 * c.hidden / (tp if sequence_parallel else 1)
     split = 2 * (w.qkv + w.attention + (3 if w.gated else 2) * w.ffn)

@@ -11,19 +11,29 @@ linear_fc2 f/ETP → h, one grouped GEMM each).
 
 Per micro-batch a rank routes its ``local`` tokens (T/TP under sequence parallelism, which Megatron-Core
 requires for MoE with TP > 1: ``MoELayer.forward`` raises otherwise), so it permutes R = local·k rows. Under
-uniform routing — archsim's simplification: a real router is uneven, and the busiest rank sets the pace — each
-rank sends (EP − 1)/EP of its R·h elements to the other EP ranks and receives as many, the all-to-all priced
-by :func:`archsim.collectives.collective_seconds` on the EP group's link (CP's all-to-all's pricing,
-:mod:`~archsim.training.context_parallel_a2a`); with ETP > 1 (``--expert-tensor-parallel-size``, TP by
+uniform routing each rank sends (EP − 1)/EP of its R·h elements to the other EP ranks and receives as many, the
+all-to-all priced by :func:`archsim.collectives.collective_seconds` on the EP group's link (CP's all-to-all's
+pricing, :mod:`~archsim.training.context_parallel_a2a`); with ETP > 1 (``--expert-tensor-parallel-size``, TP by
 default) the received rows are all-gathered over the ETP group, so the E/EP local experts take ETP·R rows (T·k at
 ETP = TP), n = ETP·R·EP/E each (rounded up where it does not divide), and the combine reduce-scatters them back.
-Backward runs the same four collectives. A capacity factor C (:func:`expert_capacity`) caps each expert at
-c = ⌈(local·k/E)·C⌉ rows from each rank; with ``--moe-pad-expert-input-to-capacity`` every expert takes exactly c
-from each, so the rank sends c·E rows (R's place) and a local expert takes n = c·ETP·EP; without padding the cap
-binds under uniform routing only at C < 1 (c·E rows at most; at C ≥ 1 the dropless figures stand). The activations
-kept for the backward and the zero-bubble split's M_W count the same rows (:func:`routed_rows`, one count for time and
-memory): padded at C = 1.25 about 1.25 × the dropless expert rows, dropped at C < 1 fewer. The probabilities'
-all-to-all beside the tokens' (T·k values against T·k·h) and the token counts' gather are left out.
+Backward runs the same four collectives.
+
+A real router is uneven, even under the load-balancing loss, and the all-to-all and the layers after it wait for
+the busiest EP rank. ``--moe-load-imbalance`` ρ (the busiest rank's rows over the mean, from the router's per-expert
+token counts) prices every rank as that one (:func:`routed_rows`): its experts take ⌈ρ·R⌉ rows (never more than
+every rank's tokens can send it, EP·local·min(k, E/EP): at EP 1 there is no other rank, ρ changes nothing), spread
+evenly over its E/EP experts; the dispatch all-to-all ends when it has received them and the combine when it has sent
+them back, so each is priced as an all-to-all of ⌈ρ·R⌉ rows a rank; its ETP gathers, its sort by expert, SwiGLU,
+grouped GEMMs (forward, data and weight gradient) and the rows its backward keeps take them too. Its permute and
+unpermute handle the rank's own tokens, the mean R: every rank routes local tokens, only where they go is uneven.
+
+A capacity factor C (:func:`expert_capacity`) caps each expert at c = ⌈(local·k/E)·C⌉ rows from each rank; with
+``--moe-pad-expert-input-to-capacity`` every expert takes exactly c from each, so the rank sends c·E rows (R's place)
+and a local expert takes n = c·ETP·EP, whatever ρ; without padding the busiest rank takes min(⌈ρ·R⌉, c·E) (under
+uniform routing the cap binds only at C < 1, and ρ beyond about C is dropped). The activations kept for the backward
+and the zero-bubble split's M_W count the same rows (:func:`routed_rows`, one count for time and memory): padded at
+C = 1.25 about 1.25 × the dropless expert rows, dropped at C < 1 fewer, ρ × them on the busiest rank. The
+probabilities' all-to-all beside the tokens' (T·k values against T·k·h) and the token counts' gather are left out.
 
 A shared expert (``--moe-shared-expert-intermediate-size f_s --moe-shared-expert-gate``; ``shared_experts.py``,
 ``SharedExpertMLP``: Qwen2-MoE's) is Megatron-Core's dense ``MLP`` of width f_s, split over TP as the dense MLP is
@@ -40,9 +50,9 @@ router softmax + top-k      read logits, write probs, read them   read probs, dp
                             the dense probs: 4·local·E
 load-balancing loss         read probs and map: 2·local·E         write dprobs: local·E
 permute                     gather each token k times: 2·R·h      scatter-add the rows' gradient: 2·R·h
-sort / unsort by expert     a copy of the T·k rows each: 2·T·k·h  the same
-(E/EP > 1)
-SwiGLU                      as the dense MLP's: 3·T·k·f/TP        5·T·k·f/TP
+sort / unsort by expert     a copy of the ETP·ρR rows each        the same
+(E/EP > 1)                  (T·k at ETP = TP, ρ 1): 2·ETP·ρR·h
+SwiGLU                      as the dense MLP's: 3·ETP·ρR·f/ETP    5·ETP·ρR·f/ETP
 unpermute (weighted sum)    read R·h rows, R probs, write         read dy, the rows (for dprobs), write
                             local·h: R·h + R + local·h            their gradient: local·h + 2·R·h
 shared expert's SwiGLU      3·T·f_s/TP                            5·T·f_s/TP
@@ -56,6 +66,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from fractions import Fraction
 
 from archsim.errors import InputError
 from archsim.training.op_work import Collective, Work, gemm_ops, vector_op
@@ -63,30 +74,35 @@ from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_sta
 from archsim.workload.transformer import TransformerConfig
 
 
-def expert_rows(c: TransformerConfig, tokens: int, ep: int) -> tuple[int, int]:
-    """(local experts, rows each takes) on one rank for a micro-batch of ``tokens`` tokens under uniform
-    routing: E/EP experts, ⌈T·k·EP/E⌉ rows each."""
+def expert_rows(c: TransformerConfig, rows: int, ep: int) -> tuple[int, int]:
+    """(local experts, rows each takes) on one rank whose experts take ``rows`` in all (:func:`routed_rows` × ETP):
+    E/EP experts, ⌈rows·EP/E⌉ each (uniform and dropless, ⌈T·k·EP/E⌉ for the micro-batch's T tokens at ETP = TP)."""
     local = c.experts // ep
-    return local, -(-tokens * c.experts_per_token // local)
+    return local, -(-rows // local)
 
 
 def expert_capacity(c: TransformerConfig, local: int) -> int | None:
-    """Rows each expert takes from a rank routing ``local`` tokens where the capacity binds, or None (dropless).
-    Megatron-Core's ``moe_utils.get_capacity``: ⌈(local·k/E)·C⌉ (``apply_router_token_dropping`` caps the router's
-    map with it; ``MoEAlltoAllTokenDispatcher.preprocess`` under ``drop_and_pad`` sends exactly that many to every
-    expert). Without padding it binds only when C < 1: under uniform routing no expert gets more than ⌈local·k/E⌉."""
+    """Rows each expert takes at most from a rank routing ``local`` tokens, or None (dropless). Megatron-Core's
+    ``moe_utils.get_capacity``: ⌈(local·k/E)·C⌉ (``apply_router_token_dropping`` caps the router's map with it;
+    ``MoEAlltoAllTokenDispatcher.preprocess`` under ``drop_and_pad`` sends exactly that many to every expert)."""
     factor = c.moe_expert_capacity_factor
-    if factor is None or (factor >= 1 and not c.moe_pad_expert_input_to_capacity):
-        return None
-    return math.ceil(local * c.experts_per_token / c.experts * factor)
+    return None if factor is None else math.ceil(local * c.experts_per_token / c.experts * factor)
 
 
-def routed_rows(c: TransformerConfig, local: int) -> int:
-    """Rows the experts take from a rank routing ``local`` tokens of a micro-batch (before the expert-TP all-gather):
-    dropless local·k; where the capacity c binds (:func:`expert_capacity`) exactly c·E padded, else min(c·E, local·k).
-    The one count the op list (:func:`moe_work`) and the memory (:func:`mlp_activation_bytes`,
-    :func:`expert_weight_gradient_bytes`) read."""
-    routed = local * c.experts_per_token
+def routed_rows(c: TransformerConfig, local: int, ep: int | None = None, sent: bool = False) -> int:
+    """Rows the experts of the busiest EP rank take when every rank routes ``local`` tokens of a micro-batch (before
+    the expert-TP all-gather), or (``sent``) the rows a rank's own tokens send. Dropless and uniform both are
+    local·k; under a load imbalance ρ (``c.moe_load_imbalance``) the busiest rank takes ⌈ρ·local·k⌉ (ρ read as the
+    decimal written: 1.1 × 10 rows is 11), at most the EP·local·min(k, E/EP) rows every rank's tokens can send its
+    experts (``ep`` None: not bounded). A capacity c (:func:`expert_capacity`) caps each expert at c rows from each
+    rank: exactly c·E padded, else min(c·E, rows). The one count the op list (:func:`moe_work`) and the memory
+    (:func:`mlp_activation_bytes`, :func:`expert_weight_gradient_bytes`, fp8's) read."""
+    k = c.experts_per_token
+    routed = local * k
+    if c.moe_load_imbalance is not None and not sent:
+        routed = math.ceil(Fraction(str(c.moe_load_imbalance)) * routed)
+        if ep is not None:
+            routed = min(routed, ep * local * min(k, c.experts // ep))
     cap = expert_capacity(c, local)
     if cap is None:
         return routed
@@ -101,10 +117,11 @@ def routing_tokens(c: TransformerConfig, micro_batch: int, tp: int, sequence_par
     return tokens // tp if sequence_parallel else tokens
 
 
-def _row_share(c: TransformerConfig, local: int) -> float:
-    """:func:`routed_rows` over the dropless local·k: what the capacity multiplies every per-row byte by (1 dropless)."""
+def _row_share(c: TransformerConfig, local: int, ep: int | None = None, sent: bool = False) -> float:
+    """:func:`routed_rows` over the dropless local·k: what the capacity and the load imbalance multiply every per-row
+    byte by (1 dropless and uniform)."""
     routed = local * c.experts_per_token
-    return routed_rows(c, local) / routed if routed else 1.0
+    return routed_rows(c, local, ep, sent) / routed if routed else 1.0
 
 
 def with_capacity(c: TransformerConfig, factor: float | None, pad: bool) -> TransformerConfig:
@@ -117,21 +134,26 @@ def with_capacity(c: TransformerConfig, factor: float | None, pad: bool) -> Tran
                    moe_pad_expert_input_to_capacity=pad or c.moe_pad_expert_input_to_capacity)
 
 
+def with_load_imbalance(c: TransformerConfig, imbalance: float | None) -> TransformerConfig:
+    """``c`` trained with ``--moe-load-imbalance`` ``imbalance`` (None: as ``c`` states; TransformerConfig refuses a
+    ratio below 1, or one on a dense model)."""
+    return c if imbalance is None else replace(c, moe_load_imbalance=imbalance)
+
+
 def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16",
              etp: int | None = None) -> Work:
     """The MoE MLP's ops on one rank for a micro-batch of ``tokens`` tokens (a CP rank's s·b/CP) of which it routes ``local``
     (T/TP under sequence parallelism), in forward order both ways (the caller reverses the backward), and the
     dispatcher's collectives: the all-to-alls over ``ep`` (group ``ep``, none at EP 1) and, at ETP > 1, the
     all-gather and reduce-scatter of the ETP·local·k rows over the expert-TP group (``etp``, None: TP; group
-    ``tp`` at ETP = TP, else ``etp``): ``token_dispatcher.py``'s ``tp_group`` is ``pg_collection.expt_tp``."""
+    ``tp`` at ETP = TP, else ``etp``): ``token_dispatcher.py``'s ``tp_group`` is ``pg_collection.expt_tp``. Under a
+    load imbalance, the busiest EP rank's (module docstring: :func:`routed_rows`)."""
     h, e = c.hidden, c.experts
     e_tp = tp if etp is None else etp
-    routed = routed_rows(c, local)
-    experts, n = expert_rows(c, local * e_tp, ep)
-    cap = expert_capacity(c, local)
-    if cap is not None:  # each expert takes cap rows from each of the ETP·EP ranks (the dispatcher's rounding)
-        n = cap * e_tp * ep
-    rows = routed * e_tp  # T·k rows at ETP = TP, dropless
+    routed = routed_rows(c, local, ep)  # the busiest rank's experts' rows (padded: c·E, each expert c from each rank)
+    sent = routed_rows(c, local, ep, sent=True)  # the rank's own tokens' rows: its permute and unpermute
+    rows = routed * e_tp  # T·k rows at ETP = TP, dropless and uniform
+    experts, n = expert_rows(c, rows, ep)
     f = c.expert_ffn // e_tp
     forward: list = []
     backward: list = []
@@ -148,7 +170,7 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     gemm("router", local, h, e)
     mem("router_topk", 4 * local * e, 3 * local * e)
     mem("aux_loss", 2 * local * e, local * e)
-    mem("permute", 2 * routed * h, 2 * routed * h)
+    mem("permute", 2 * sent * h, 2 * sent * h)
     if experts > 1:
         mem("sort_chunks", 2 * rows * h, 2 * rows * h)
     gemm("experts.fc1", n, h, 2 * f, experts)
@@ -156,7 +178,7 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     gemm("experts.fc2", n, f, h, experts)
     if experts > 1:
         mem("unsort_chunks", 2 * rows * h, 2 * rows * h)
-    mem("unpermute", routed * h + routed + local * h, local * h + 2 * routed * h)
+    mem("unpermute", sent * h + sent + local * h, local * h + 2 * sent * h)
     if c.shared_expert_ffn:  # SharedExpertMLP on every token: the dense MLP's GEMMs over TP, × sigmoid(x·gate)
         fs = c.shared_expert_ffn // tp
         gemm("shared_expert.fc1", tokens, h, 2 * fs)
@@ -164,7 +186,7 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
         gemm("shared_expert.fc2", tokens, fs, h)
         gemm("shared_expert.gate", local, h, 1)
         mem("shared_expert.gate_mul", 5 * local * h + 3 * local, 4 * local * h + 5 * local)
-    a2a = routed * h * 2  # each all-to-all's buffer, 2 bytes an element: (EP − 1)/EP leaves the rank
+    a2a = routed * h * 2  # each all-to-all's buffer, 2 bytes an element: (EP − 1)/EP reaches (leaves) the rank
     gathered = rows * h * 2
     fwd: list[Collective] = []
     bwd: list[Collective] = []
@@ -230,37 +252,40 @@ def check_moe(c: TransformerConfig, par: Parallelism, implementation: str = "meg
         raise InputError(rule[1], field="etp" if rule[0] == "etp-needs-experts" else "ep")
 
 
-def mlp_activation_bytes(c: TransformerConfig, tp: int, local: int, etp: int | None = None) -> float:
+def mlp_activation_bytes(c: TransformerConfig, tp: int, local: int, etp: int | None = None,
+                         ep: int | None = None) -> float:
     """Bytes per token of the micro-batch the MLP keeps for its backward on one of ``tp`` ranks (2 a value): a GELU
     MLP's activation and fc2 inputs (2·2·ffn/t), a gated one's gate and up outputs and their product (2·3·ffn/t);
     a mixture of experts' k routed rows as its experts take them (the fc1 input 2·h, its gate and up output
     2·2f/t, SwiGLU's product 2·f/t; at ETP ≠ TP a rank takes ETP/TP of them, each f/ETP wide), the k permuted
     rows of the T/t tokens it routes, which unpermute keeps (2·k·h/t), and the router's fp32 probabilities (4·E/t);
     a shared expert's gate and up outputs and product (2·3·f_s/t, as a dense MLP's), its output and sigmoid's, which
-    the gate's multiply keeps (2·(h + 1)/t). Under a capacity the rows are :func:`routed_rows` of the ``local``
-    tokens the rank routes (:func:`routing_tokens`), not local·k: k becomes k·rows/(local·k)."""
+    the gate's multiply keeps (2·(h + 1)/t). Under a capacity or a load imbalance the rows are :func:`routed_rows`
+    of the ``local`` tokens the rank routes (:func:`routing_tokens`; at EP ``ep``), not local·k: k becomes
+    k·rows/(local·k) — the busiest rank's rows for its experts', the rank's own for the permuted rows."""
     if not c.moe:
         return 2 * (3 if c.family == "llama" else 2) * (c.ffn // tp)
     e_tp = tp if etp is None else etp
-    k, f = c.experts_per_token * _row_share(c, local), c.expert_ffn // e_tp
+    k, f = c.experts_per_token, c.expert_ffn // e_tp
+    taken, sent = k * _row_share(c, local, ep), k * _row_share(c, local, sent=True)
     shared = 6 * (c.shared_expert_ffn // tp) + 2 * (c.hidden + 1) / tp if c.shared_expert_ffn else 0.0
-    return k * (2 * c.hidden + 6 * f) * e_tp / tp + (2 * k * c.hidden + 4 * c.experts) / tp + shared
+    return taken * (2 * c.hidden + 6 * f) * e_tp / tp + (2 * sent * c.hidden + 4 * c.experts) / tp + shared
 
 
 def expert_weight_gradient_bytes(c: TransformerConfig, tp: int, sequence_parallel: bool, local: int,
-                                 etp: int | None = None) -> float:
+                                 etp: int | None = None, ep: int | None = None) -> float:
     """M_W of a mixture's MLP, bytes per token of the micro-batch on one rank (2 an element): each weight GEMM's input
     and output gradient, as the zero-bubble split holds them from I to W. The router's input (the norm output, h) and
     its logits' gradient (E), for the rank's tokens (1/TP of them under sequence parallelism); the experts' rows as
     the grouped GEMMs' W reads them (TE's ``GroupedLinear`` keeps each GEMM's input and output gradient): per row
     fc1's input (the permuted row, h) and output gradient (SwiGLU's input's, 2f/ETP), fc2's input (SwiGLU's output,
     f/ETP) and output gradient (h), on the k·ETP rows a token's share takes (/TP under SP; k at ETP = TP; under a
-    capacity k·rows/(local·k), :func:`routed_rows` of the ``local`` tokens routed); a shared expert's as a dense SwiGLU
-    MLP's, and its gate's output gradient."""
+    capacity or a load imbalance k·rows/(local·k), :func:`routed_rows` of the ``local`` tokens routed, at EP ``ep``);
+    a shared expert's as a dense SwiGLU MLP's, and its gate's output gradient."""
     e_tp = tp if etp is None else etp
     split = tp if sequence_parallel else 1
     router = 2 * (c.hidden + c.experts) / split
-    rows = c.experts_per_token * _row_share(c, local) * e_tp / split
+    rows = c.experts_per_token * _row_share(c, local, ep) * e_tp / split
     # a shared expert: its fc1's output gradient and fc2's input (2·3f_s/TP), fc2's output gradient (2h, whole as the
     # dense MLP's) and its gate's (2, on local tokens); fc1's and the gate's input is the router's, counted above
     shared = 6 * (c.shared_expert_ffn // tp) + 2 * c.hidden + 2 / split if c.shared_expert_ffn else 0.0
@@ -270,13 +295,13 @@ def expert_weight_gradient_bytes(c: TransformerConfig, tp: int, sequence_paralle
 def etp_kept(c: TransformerConfig, par: Parallelism, kept: float, unscaled: float,
              working: tuple[float, float] | None) -> tuple[float, float, tuple[float, float] | None]:
     """A layer's kept activations, their unscaled part and its working set
-    (:func:`~archsim.training.layer_activations.layer_kept`, counted at ETP = TP) at ``par``'s ETP: the experts' rows'
-    bytes change by s·b·(:func:`mlp_activation_bytes` at ETP − at TP); under full recompute they are the rerun layer's
-    (the working set), else kept."""
-    if not c.moe or par.expert_tp == par.tp:
+    (:func:`~archsim.training.layer_activations.layer_kept`, counted at ETP = TP and a load imbalance not bounded by
+    EP) at ``par``'s ETP and EP: the experts' rows' bytes change by s·b·(:func:`mlp_activation_bytes` at ETP and EP −
+    at TP); under full recompute they are the rerun layer's (the working set), else kept."""
+    if not c.moe or (par.expert_tp == par.tp and c.moe_load_imbalance is None):
         return kept, unscaled, working
     local = routing_tokens(c, par.micro_batch, par.tp, par.sequence_parallel)
-    delta = c.seq * par.micro_batch * (mlp_activation_bytes(c, par.tp, local, par.expert_tp)
+    delta = c.seq * par.micro_batch * (mlp_activation_bytes(c, par.tp, local, par.expert_tp, par.ep)
                                        - mlp_activation_bytes(c, par.tp, local))
     if par.recompute != "full":
         return kept + delta, unscaled, working
@@ -319,4 +344,5 @@ __all__ = [
     "routed_rows",
     "routing_tokens",
     "with_capacity",
+    "with_load_imbalance",
 ]

@@ -43,14 +43,14 @@ def held_fraction(c: TransformerConfig, par: Parallelism) -> float:
 def layer_held_figures(c: TransformerConfig, par: Parallelism) -> tuple[float, float, float, float] | None:
     """A Megatron layer's M_W, M_B, their ratio and the first stage's embedding mask (bytes, :func:`_layer_held`);
     None for Switch's (I frees all). M_W and M_B at ``par``'s ETP, M_B as the activations count it
-    (:func:`~archsim.training.moe_ops.etp_kept`: the experts' rows at ETP ≠ TP)."""
+    (:func:`~archsim.training.moe_ops.etp_kept`: the experts' rows at ETP ≠ TP, or under a load imbalance at EP)."""
     if c.family == "switch":
         return None
     figures = _layer_held(c, par.micro_batch, par.tp, par.recompute, par.sequence_parallel, par.attention)
-    if not c.moe or par.expert_tp == par.tp:
+    if not c.moe or (par.expert_tp == par.tp and c.moe_load_imbalance is None):
         return figures
     _, kept, _, mask = figures
-    held = weight_gradient_bytes(c, par.micro_batch, par.tp, par.sequence_parallel, par.expert_tp)
+    held = weight_gradient_bytes(c, par.micro_batch, par.tp, par.sequence_parallel, par.expert_tp, par.ep)
     kept = etp_kept(c, par, kept, 0.0, None)[0]
     return held, kept, held / kept, mask
 

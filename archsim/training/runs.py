@@ -13,7 +13,8 @@ Two layouts are read (docs/formats.md, "Runs files"):
   ``cp`` (default 1: context parallelism), ``cp_comm`` (p2p | all_gather | a2a | a2a+p2p, default p2p: how CP
   exchanges K/V), ``cp_hierarchy`` (a2a+p2p's ``A P``, as ``--cp-hierarchy``), ``ep`` (default 1: expert parallelism), ``etp`` (default TP),
   ``moe_expert_capacity_factor`` (a number above 0, empty: dropless) and ``moe_pad_expert_input_to_capacity``
-  (true/false, default false: Megatron-Core's flags of those names), ``fp8`` (hybrid | e4m3, empty or none: off;
+  (true/false, default false: Megatron-Core's flags of those names), ``moe_load_imbalance`` (a ratio ≥ 1, empty:
+  uniform; ``--moe-load-imbalance``), ``fp8`` (hybrid | e4m3, empty or none: off;
   ``--fp8``) and ``fp8_param_gather`` (true/false, default false: ``--fp8-param-gather``), ``gpus`` (checked against
   TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
@@ -40,19 +41,20 @@ from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
 from archsim.validate import shown
-from archsim.value_parsers import parse_boolean, parse_float
+from archsim.value_parsers import parse_boolean, parse_float, parse_ratio
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
 OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync",
             "cp", "cp_comm", "cp_hierarchy", "ep", "etp", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
-            "fp8", "fp8_param_gather", "gpus", "measured_seconds")
+            "moe_load_imbalance", "fp8", "fp8_param_gather", "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
 class RunRow:
     """One row: its line in the file, its parallelism, and where given the measured iteration (seconds),
-    the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout) and the experts' capacity
-    factor and padding (Megatron-Core's; None and False: dropless, MODEL's own)."""
+    the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout), the experts' capacity
+    factor and padding (Megatron-Core's; None and False: dropless, MODEL's own) and the load imbalance (None:
+    uniform, MODEL's own)."""
 
     line: int
     par: Parallelism
@@ -60,6 +62,7 @@ class RunRow:
     shape: tuple[int, int, int, int] | None = None
     moe_expert_capacity_factor: float | None = None
     moe_pad_expert_input_to_capacity: bool = False
+    moe_load_imbalance: float | None = None
 
 
 def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
@@ -195,6 +198,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     pad = switches.pop("moe_pad_expert_input_to_capacity")
     fields.update(switches)
     factor = _capacity_factor(cells.get("moe_expert_capacity_factor", ""), file, line)
+    imbalance = _imbalance(cells.get("moe_load_imbalance", ""), file, line)
     for column in ("interleave", "cp", "ep", "etp"):
         if cells.get(column):
             fields[column] = _int(cells[column], column, file, line)
@@ -216,7 +220,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
         raise InputError(f"gpus {cells['gpus']} ≠ {product} = {par.gpus}", file=file, line=line, field="gpus")
     measured = cells.get("measured_seconds")
     return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None,
-                  moe_expert_capacity_factor=factor, moe_pad_expert_input_to_capacity=pad)
+                  moe_expert_capacity_factor=factor, moe_pad_expert_input_to_capacity=pad, moe_load_imbalance=imbalance)
 
 
 def _capacity_factor(cell: str, file: str, line: int) -> float | None:
@@ -226,6 +230,14 @@ def _capacity_factor(cell: str, file: str, line: int) -> float | None:
         return parse_float(cell, low=0.0, low_open=True, what="a positive number") if cell else None
     except ValueError as exc:
         raise InputError(str(exc), file=file, line=line, field="moe_expert_capacity_factor") from None
+
+
+def _imbalance(cell: str, file: str, line: int) -> float | None:
+    """A ``moe_load_imbalance`` cell: a ratio ≥ 1, as ``--moe-load-imbalance`` reads it; empty: None (uniform)."""
+    try:
+        return parse_ratio(cell) if cell else None
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, line=line, field="moe_load_imbalance") from None
 
 
 def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow, ...]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from archsim.console import as_keywords
 from archsim.errors import InputError
 from archsim.training.measured import CsvText
-from archsim.training.moe_ops import with_capacity
+from archsim.training.moe_ops import with_capacity, with_load_imbalance
 from archsim.training.runs import RunRow, column_for
 from archsim.workload.transformer import TransformerConfig
 
@@ -28,10 +28,11 @@ if TYPE_CHECKING:
 
 def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
     """MODEL with the row's experts' capacity (:func:`~archsim.training.moe_ops.with_capacity`: refused on a dense
-    MODEL, padding without a factor) and its hidden, heads, layers and sequence length where the row names them (the
+    MODEL, padding without a factor), its load imbalance (refused on a dense MODEL) and its hidden, heads, layers and sequence length where the row names them (the
     FFN kept at MODEL's multiple of hidden, kv heads at its ratio, learned positions — and their limit — at the
     sequence); such a row (vTrain's) needs a GPT MODEL, the layer vTrain measured."""
-    base = with_capacity(base, row.moe_expert_capacity_factor, row.moe_pad_expert_input_to_capacity)
+    base = with_load_imbalance(with_capacity(base, row.moe_expert_capacity_factor, row.moe_pad_expert_input_to_capacity),
+                               row.moe_load_imbalance)
     if row.shape is None:
         return base
     if base.family != "gpt":  # vTrain measured Megatron-LM's GPT: its shapes on another layer compare nothing
@@ -92,6 +93,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     sharded = any(row.par.distributed_optimizer for row in rows)  # the column only where a row sets it: as before
     full = any(row.par.fsdp for row in rows)
     capped = any(row.moe_expert_capacity_factor is not None for row in rows)  # the capacity columns only then
+    uneven = any(row.moe_load_imbalance is not None for row in rows)  # the imbalance column only then
     split = any(row.par.cp > 1 for row in rows)  # the cp and cp_comm columns only where a row sets CP above 1
     # the order a row ran, where one differs from the command's --schedule (1f1b with interleave > 1 runs
     # Megatron's interleaved 1F1B, as train's meta names it): the column only then, as the meta's alone misleads
@@ -124,6 +126,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   **({"fp8_param_gather": p.fp8_param_gather} if any(r.par.fp8_param_gather for r in rows) else {}),
                   **({"moe_expert_capacity_factor": config.moe_expert_capacity_factor,  # what the row ran
                       "moe_pad_expert_input_to_capacity": config.moe_pad_expert_input_to_capacity} if capped else {}),
+                  **({"moe_load_imbalance": config.moe_load_imbalance} if uneven else {}),
                   **({"fsdp_reshard": p.fsdp_reshard} if any(r.par.fsdp_reshard != "after-forward" for r in rows) else {}),
                   **({"fsdp_grad_sync": p.fsdp_grad_sync} if any(r.par.fsdp_grad_sync != "micro-batch" for r in rows)
                      else {}),

@@ -128,9 +128,10 @@ def megatron_model_args(c: TransformerConfig) -> str:
 
 
 def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype: str = "fp16",
-                  seq: int | None = None) -> str:
-    """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's);
-    the paths shell-quoted, so the line runs as pasted (a path with a space stays one word)."""
+                  seq: int | None = None, imbalance: float | None = None) -> str:
+    """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's), with
+    ``--moe-load-imbalance`` ``imbalance`` (None: uniform); the paths shell-quoted, so the line runs as pasted (a path
+    with a space stays one word)."""
     import shlex
 
     line = (f"archsim train {shlex.quote(model)} --cluster {shlex.quote(cluster)} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
@@ -161,6 +162,8 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += f" --ep {row['ep']}"
     if row.get("etp", row["tp"]) != row["tp"]:
         line += f" --etp {row['etp']}"
+    if imbalance is not None:  # a router's statistic, no Megatron-LM flag: train's alone
+        line += f" --moe-load-imbalance {float(imbalance)!r}"
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):

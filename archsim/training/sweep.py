@@ -20,10 +20,11 @@ from archsim.choices.training import (
 )
 from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
+from archsim.training.moe_ops import with_load_imbalance
 from archsim.training.parallel import Parallelism, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
 from archsim.validate import check_job_size, shown
-from archsim.value_parsers import comma_items, parse_boolean, parse_int
+from archsim.value_parsers import comma_items, parse_boolean, parse_int, parse_ratio
 
 
 def _count(text: str) -> int:
@@ -61,7 +62,13 @@ AXES: dict[str, Callable[[str], object]] = {
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
     "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
     "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS),
-    "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean}
+    "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio}
+MODEL_AXES = ("moe_load_imbalance",)  # axes that set the model's training (TransformerConfig), not Parallelism
+
+
+def _layout(settings: dict) -> dict:
+    """A point's settings Parallelism takes: :data:`MODEL_AXES` left out."""
+    return {key: value for key, value in settings.items() if key not in MODEL_AXES}
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
@@ -85,8 +92,8 @@ def parse_axis(text: str) -> tuple[str, tuple]:
 
 
 def points(base: dict, axes: list[tuple[str, tuple]]):
-    """Every combination of the axes' values over ``base`` (Parallelism's keyword arguments); an axis given
-    twice is refused (the later would overwrite the earlier in every point)."""
+    """Every combination of the axes' values over ``base`` (Parallelism's keyword arguments, and
+    :data:`MODEL_AXES`); an axis given twice is refused (the later would overwrite the earlier in every point)."""
     names = [name for name, _ in axes]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
@@ -114,7 +121,7 @@ def check_sweep_size(base: dict, axes: list[tuple[str, tuple]], max_ops: int) ->
     total = 0
     for settings in points(base, axes):
         try:
-            total += Parallelism(**settings).schedule_actions
+            total += Parallelism(**_layout(settings)).schedule_actions
         except InputError:  # the point becomes a row with its reason, and simulates nothing
             continue
     check_job_size(total, max_ops)
@@ -151,7 +158,9 @@ def _point(config, cluster, settings: dict, train) -> dict:
     row["schedule"] = schedule_name(settings.get("schedule", Parallelism.schedule),
                                     settings.get("interleave", Parallelism.interleave))
     try:
-        par = Parallelism(**settings)
+        par = Parallelism(**_layout(settings))
+        if "moe_load_imbalance" in settings:  # a model axis: the point's config (refused on a dense model)
+            config = with_load_imbalance(config, settings["moe_load_imbalance"])
         row["schedule"] = par.schedule_name  # what ran: a torch class name's order, a V schedule's two chunks
         if "interleave" in row:
             row["interleave"] = par.chunks
@@ -172,4 +181,4 @@ def _point(config, cluster, settings: dict, train) -> dict:
     return row
 
 
-__all__ = ["AXES", "MAX_POINTS", "RATES", "check_sweep_size", "parse_axis", "points", "sweep"]
+__all__ = ["AXES", "MAX_POINTS", "MODEL_AXES", "RATES", "check_sweep_size", "parse_axis", "points", "sweep"]

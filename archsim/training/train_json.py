@@ -35,7 +35,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
             **({"cp_hierarchy": list(par.cp_hierarchy)} if par.cp > 1 and par.cp_hierarchy else {}),
             **({"ep": par.ep, "etp": par.expert_tp, "experts": config.experts, "experts_per_token": config.experts_per_token,
                 "moe_expert_capacity_factor": config.moe_expert_capacity_factor,
-                "moe_pad_expert_input_to_capacity": config.moe_pad_expert_input_to_capacity} if config.moe else {}),
+                "moe_pad_expert_input_to_capacity": config.moe_pad_expert_input_to_capacity,
+                "moe_load_imbalance": config.moe_load_imbalance} if config.moe else {}),
             "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
@@ -182,12 +183,13 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     given (None: the search's default, :func:`~archsim.training.search_experts.expert_degrees`), in a mixture of experts' meta;
     ``etps``: the ETPs as given (``1,tp``), in the meta only when given and other than TP alone; ``fp8``: the recipe and
     the peak the rows' MFU divides by (the dtype's, as train's :func:`fp8_meta`), only when given; ``fp8_param_gather``
-    beside them only when set (as train's meta and the search's rows carry it)."""
+    beside them only when set (as train's meta and the search's rows carry it); ``config``'s ``moe_load_imbalance`` in
+    the meta and each row's command, only when set."""
     from archsim.training.search_experts import expert_degrees, expert_tp_degrees, expert_tp_text
     from archsim.training.search_rows import train_command
 
-    rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq)}
-            for row in result.rows]
+    rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq,
+                                             config.moe_load_imbalance)} for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
     etp_tried = expert_tp_degrees(config, etps)
@@ -202,6 +204,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             "cp_comm": ",".join(cp_comms),
             **({"ep": ",".join(map(str, expert_degrees(config, eps)))} if config.moe else {}),
             **({"etp": expert_tp_text(etp_tried)} if config.moe and etp_tried != (None,) else {}),
+            **({"moe_load_imbalance": config.moe_load_imbalance} if config.moe_load_imbalance is not None else {}),
             **({"distributed_optimizer": True} if distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if fsdp else {}),
             **({"fsdp_reshard": fsdp_reshard} if fsdp_reshard != "after-forward" else {}),

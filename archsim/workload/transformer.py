@@ -90,6 +90,8 @@ class TransformerConfig:
     # k·T rows (None: dropless) and, padded, exactly that many (training/moe_ops.py's expert_capacity)
     moe_expert_capacity_factor: float | None = None
     moe_pad_expert_input_to_capacity: bool = False
+    # llama MoE: the busiest EP rank's routed rows over the mean, R ≥ 1, as a router's statistics give it (None: uniform)
+    moe_load_imbalance: float | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -260,8 +262,14 @@ def _probability(value: object) -> bool:
 
 def _check_capacity(c: TransformerConfig) -> None:
     """Megatron-Core's capacity settings: a factor above 0 on a mixture of experts, padding only with a factor
-    (``TransformerConfig.__post_init__`` raises without one; a negative factor it reads as dropless: refused here)."""
-    factor, pad = c.moe_expert_capacity_factor, c.moe_pad_expert_input_to_capacity
+    (``TransformerConfig.__post_init__`` raises without one; a negative factor it reads as dropless: refused here);
+    a load imbalance (training/moe_ops.py's routed_rows) at least 1, on a mixture of experts."""
+    factor, pad, imbalance = c.moe_expert_capacity_factor, c.moe_pad_expert_input_to_capacity, c.moe_load_imbalance
+    if imbalance is not None and not c.moe:
+        raise InputError(f"weighs a mixture of experts' busiest EP rank; {c.name} is dense", field="moe-load-imbalance")
+    if imbalance is not None and (isinstance(imbalance, bool) or not isinstance(imbalance, (int, float))
+                                  or not math.isfinite(imbalance) or imbalance < 1):
+        raise InputError(f"expected a ratio >= 1, got {shown(imbalance)}", field="moe-load-imbalance")
     if not isinstance(pad, bool):
         raise InputError(f"expected true or false, got {shown(pad)}", field="moe-pad-expert-input-to-capacity")
     if factor is None and not pad:

@@ -1,0 +1,27 @@
+"""A mixture of experts' routing flags, one wording for ``archsim train`` and ``archsim search``: how its tokens reach
+its experts (Megatron-Core's expert capacity, train's alone) and how unevenly (the load imbalance a router leaves:
+:func:`archsim.training.moe_ops.routed_rows`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from archsim.value_parsers import positive_float_flag, ratio_flag
+
+
+def add_routing_arguments(parser: argparse.ArgumentParser, capacity: bool = True, whose: str = "the") -> None:
+    """The routing flags: the capacity's two where ``capacity`` (train), the load imbalance's, said of ``whose``
+    busiest rank (search: "every configuration's")."""
+    if capacity:
+        parser.add_argument("--moe-expert-capacity-factor", type=positive_float_flag, default=None, metavar="C",
+                            help="Megatron-Core's expert capacity: each expert takes at most ⌈(T·k/E)·C⌉ of a "
+                                 "rank's routed rows, the rest dropped (default: dropless; under uniform routing "
+                                 "nothing is dropped at C ≥ 1 unless padded)")
+        parser.add_argument("--moe-pad-expert-input-to-capacity", action="store_true",
+                            help="pad each expert's input to exactly its capacity (needs --moe-expert-capacity-factor): "
+                                 "the expert GEMMs and all-to-alls carry the capacity's rows")
+    parser.add_argument("--moe-load-imbalance", type=ratio_flag, default=None, metavar="R",
+                        help=f"{whose} busiest EP rank's routed rows over the mean, R ≥ 1 (a router's per-expert "
+                             "token counts: max over mean tokens per EP rank): its experts' rows, all-to-alls and "
+                             "kept activations priced on every rank, at most what a capacity factor keeps "
+                             "(default: uniform, 1; docs/training.md#mixture-of-experts)")
