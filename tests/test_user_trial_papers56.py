@@ -1,0 +1,55 @@
+"""A researcher's trial of the five papers' systems (LayerPipe, out-of-order backprop, SPP, BPPSA, SPB + Jigsaw):
+each paper's worked example run from the docs, a variation of one's own, then a user's mistakes. Each test
+names the defect it found; each failed on the tree before its fix.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from archsim.cli import main
+
+
+def _json(capsys, argv: list[str]) -> dict:
+    assert main(argv) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _by_depth(text: str) -> dict[int, int]:
+    """``0:21; 1:12`` (the meta's depth:value list, as plan's ``stage_counts``) as {0: 21, 1: 12}."""
+    return {int(depth): int(value) for depth, value in (item.split(":") for item in text.split("; "))}
+
+
+def test_bppsa_pruned_vgg11_prints_the_depths_compare_levels_asks_for(capsys):
+    """``--compare-levels`` ran a scan per depth and only the HTML page showed their summary: the table, the
+    JSON and ``archsim.bppsa_pruned_vgg11`` dropped it, so the docs' steps-per-depth table needed a run per depth."""
+    argv = ["bppsa", "pruned-vgg11", "--width-divisor", "8", "--compare-levels", "1,2", "--format", "json"]
+    doc = _json(capsys, argv)
+    meta, rows = doc["meta"], doc["rows"]
+    steps = _by_depth(meta["steps_by_up_levels"])
+    critical = _by_depth(meta["critical_path_flops_by_up_levels"])
+    work = _by_depth(meta["work_flops_by_up_levels"])
+    # by hand: 21 operators, 22 elements; depth 0 is the linear scan, BP's 21 steps; depth 1: one up-sweep step, a
+    # linear scan of the 11 pairs' 10 steps, one down-sweep step; depth 2: 2 + (6 quads → 5) + 2
+    assert steps == {0: 21, 1: 12, 2: 9}
+    assert set(critical) == set(work) == {0, 1, 2}
+    # depth 0 scans the Jacobians one after another, as BP does: the same critical path as BP's own rows
+    assert critical[0] == work[0] == meta["bp_critical_path_flops"]
+    # the depth printed (--up-levels 2, the default) summed from its printed steps
+    scan = [row for row in rows if row["method"] == "bppsa"]
+    assert critical[2] == sum(row["flops"] for row in scan if row["critical"]) == meta["scan_critical_path_flops"]
+    assert work[2] == sum(row["flops"] for row in scan)
+    # depth 1 as its own run prints it
+    alone = _json(capsys, ["bppsa", "pruned-vgg11", "--width-divisor", "8", "--up-levels", "1", "--format", "json"])
+    assert critical[1] == alone["meta"]["scan_critical_path_flops"]
+    assert steps[1] == alone["meta"]["scan_steps"]
+
+
+def test_bppsa_pruned_vgg11_api_returns_the_compared_depths():
+    import archsim
+
+    vgg = archsim.bppsa_pruned_vgg11(width_divisor=8, compare_levels="1")
+    assert _by_depth(vgg.meta["steps_by_up_levels"]) == {0: 21, 1: 12}
+    assert pytest.approx(_by_depth(vgg.meta["critical_path_flops_by_up_levels"])[0]) == vgg.meta["bp_critical_path_flops"]
