@@ -53,3 +53,36 @@ def test_bppsa_pruned_vgg11_api_returns_the_compared_depths():
     vgg = archsim.bppsa_pruned_vgg11(width_divisor=8, compare_levels="1")
     assert _by_depth(vgg.meta["steps_by_up_levels"]) == {0: 21, 1: 12}
     assert pytest.approx(_by_depth(vgg.meta["critical_path_flops_by_up_levels"])[0]) == vgg.meta["bp_critical_path_flops"]
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["pipeline", "layerpipe_sample", "--processors", "3", "--method", "layerpip"], "'layerpipe'"),
+    (["schedule", "ffnn8", "--unit-costs", "--processors", "2", "--policy", "dualpipe"], "'dualpipev'"),
+    (["cluster", "--policy", "jigsw"], "'jigsaw'"),
+    (["bppsa", "rn"], "'rnn'"),
+])
+def test_a_misspelt_choice_names_the_one_it_resembles(capsys, argv, hint):
+    """A typo in a schedule or method name listed every choice and left the user to spot the near one, where a
+    misspelt flag or key names it (``did you mean``)."""
+    assert main(argv) == 2
+    assert capsys.readouterr().err.rstrip().endswith(f"(did you mean {hint}?)")
+
+
+def test_a_choice_unlike_any_gets_no_hint(capsys):
+    assert main(["pipeline", "layerpipe_sample", "--processors", "3", "--method", "banana"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("expected one of layerpipe, pipedream, gpipe, ooo, got 'banana'")
+
+
+def test_a_misspelt_keyword_value_and_sweep_method_name_the_one_they_resemble(tmp_path):
+    import archsim
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError, match=r"got 'ooo-pipe22' \(did you mean 'ooo-pipe2'\?\)"):
+        archsim.schedule("ffnn8", policy="ooo-pipe22", processors=2, unit_costs=True)
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nname = "s"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\nbatches = [8]\n'
+                    'processors = [2]\nmethods = ["pipedrem"]\n')
+    from archsim.sweep.spec import load_spec
+
+    with pytest.raises(InputError, match=r"unknown value 'pipedrem' \(did you mean 'pipedream'\?\); choose from"):
+        load_spec(spec)
