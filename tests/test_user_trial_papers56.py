@@ -86,3 +86,18 @@ def test_a_misspelt_keyword_value_and_sweep_method_name_the_one_they_resemble(tm
 
     with pytest.raises(InputError, match=r"unknown value 'pipedrem' \(did you mean 'pipedream'\?\); choose from"):
         load_spec(spec)
+
+
+def test_the_librarys_partitioner_and_cluster_planner_name_the_method_a_typo_resembles():
+    """``archsim.pipeline(…, method="layerpip")`` and ``plan_on_cluster(…, "hetpip", …)`` listed every method and
+    named no near one, where the command's ``--method`` line does."""
+    import archsim
+    from archsim.errors import InputError
+    from archsim.planners import plan_on_cluster
+    from archsim.spp.topology import Topology
+
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=32, mode="paper")
+    with pytest.raises(InputError, match=r"unknown method 'layerpip' \(did you mean 'layerpipe'\?\); choose one of"):
+        archsim.pipeline(profile, processors=3, method="layerpip")
+    with pytest.raises(InputError, match=r"unknown method 'hetpip' \(did you mean 'hetpipe'\?\); choose one of"):
+        plan_on_cluster(profile, Topology.flat(4), "hetpip", 4)
