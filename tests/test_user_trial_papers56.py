@@ -101,3 +101,13 @@ def test_the_librarys_partitioner_and_cluster_planner_name_the_method_a_typo_res
         archsim.pipeline(profile, processors=3, method="layerpip")
     with pytest.raises(InputError, match=r"unknown method 'hetpip' \(did you mean 'hetpipe'\?\); choose one of"):
         plan_on_cluster(profile, Topology.flat(4), "hetpip", 4)
+
+
+def test_plan_refusing_one_sample_micro_batches_counts_one_replica_in_the_singular(capsys):
+    """``--replication exact --micro-batch 1`` on more GPUs than layers said ``at most 1 replicas``."""
+    argv = ["plan", "layerpipe_sample", "--cluster", "configs/clusters/testbed_1080ti.toml", "--microbatches", "2",
+            "--replication", "exact", "--micro-batch", "1", "--baselines", "none"]
+    assert main(argv) == 2
+    # by hand: 4 layers make at most 4 stages, one 1-sample replica each: 4 of the cluster's 4 × 2 GPUs
+    assert ("no plan puts all 8 GPUs to work: a replica takes whole samples, so a stage of a 1-sample micro-batch "
+            "has at most 1 replica and 4 stages at most 4 GPUs") in capsys.readouterr().err
