@@ -54,7 +54,7 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
                        zeros: str = "pattern", max_mflops: int | str | None = None) -> TableResult:
     """BPPSA's Fig. 10 as ``archsim bppsa pruned-vgg11`` counts it: the FLOPs of every scan step of a VGG-11
     pruned to ``sparsity`` (``seed``: the pruning's and the input's), up-swept ``up_levels`` deep (``"full"``:
-    Algorithm 1), against BP; ``compare_levels`` are the depths the meta's summary compares; ``width_divisor``
+    Algorithm 1), against BP; ``compare_levels`` are the depths the meta's ``*_by_up_levels`` compare; ``width_divisor``
     narrows every layer; ``zeros`` and ``max_mflops`` as their flags (None: its default). Returns a
     :class:`~archsim.table_result.TableResult` (``.table``: the steps the command prints; ``.meta``: the critical
     paths' FLOPs; ``to_dict()``: its ``--format json`` document)."""

@@ -25,7 +25,7 @@ def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
     has at most m (``samples``) replicas, so ``stages`` stages reach at most stages × m of the ``devices`` GPUs."""
     most = stages * samples
     return InputError(f"no plan puts all {devices} GPUs to work: a replica takes whole samples, so a stage of a "
-                      f"{samples}-sample micro-batch has at most {samples} replicas and {stages} stage"
+                      f"{samples}-sample micro-batch has at most {samples} replica{'s' if samples > 1 else ''} and {stages} stage"
                       f"{'s' if stages > 1 else ''} at most {most} GPUs; give a larger {setting('micro-batch')}, "
                       f"more {setting('max-stages')} where the layers allow, a cluster of fewer GPUs, or "
                       f"{setting('replication', 'paper')} "

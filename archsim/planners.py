@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from archsim.errors import InputError
+from archsim.validate import did_you_mean
 
 if TYPE_CHECKING:  # the planners load when one runs: the registry's names (--method's choices) need none
     from archsim.partition.profile import LayerProfile
@@ -133,7 +134,8 @@ def partition(profile: LayerProfile, processors: int | Topology, method: str, *,
 
     planner = PLANNERS.get(method)
     if planner is None or planner.partition is None:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(PARTITIONERS)}", field="method")
+        raise InputError(f"unknown method {method!r}{did_you_mean(str(method), PARTITIONERS)}; choose one of "
+                         f"{', '.join(PARTITIONERS)}", field="method")
     if isinstance(processors, Topology):
         check_units(profile, processors)
         if bandwidth is not None:
@@ -204,7 +206,8 @@ def plan_on_cluster(profile: LayerProfile, cluster: Topology, method: str, micro
     """The plan of ``method`` on ``cluster``'s devices, scheduled over its links: ``.makespan``."""
     planner = PLANNERS.get(method)
     if planner is None or planner.on_cluster is None:
-        raise InputError(f"unknown method {method!r}; choose one of {', '.join(CLUSTER_PLANNERS)}", field="method")
+        raise InputError(f"unknown method {method!r}{did_you_mean(str(method), CLUSTER_PLANNERS)}; choose one of "
+                         f"{', '.join(CLUSTER_PLANNERS)}", field="method")
     from archsim.spp.topology import Topology
 
     if not isinstance(cluster, Topology):

@@ -15,7 +15,7 @@ import re
 
 from archsim.choices.training import MAX_SEQ
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, MAX_PROCESSORS, MIN_MAGNITUDE, SEED_MAX, flag_text, shown
+from archsim.validate import INT32_MAX, MAX_PROCESSORS, MIN_MAGNITUDE, SEED_MAX, did_you_mean, flag_text, shown
 
 EMPTY_VALUE = "expected a value, got an empty one"  # a flag's or keyword's blank text: no setting takes one
 NO_VALUE = "expected one argument"  # a comma flag given no value (argparse's line), a keyword given an empty list
@@ -27,8 +27,10 @@ _REAL = re.compile(r"(?i)[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?|nan|inf
 
 def not_a_choice(value: object, choices) -> str:
     """The line refusing ``value`` where one of ``choices`` goes, the same for a flag's choices (``archsim.cli.Parser``)
-    and a keyword's (:func:`archsim.api_keywords.check_choice`)."""
-    return f"expected one of {', '.join(map(str, choices))}, got {value!r}"
+    and a keyword's (:func:`archsim.api_keywords.check_choice`); a misspelt name gets the one it resembles, as a
+    misspelt flag or key does (``got 'layerpip' (did you mean 'layerpipe'?)``)."""
+    hint = did_you_mean(value, map(str, choices)) if isinstance(value, str) else ""
+    return f"expected one of {', '.join(map(str, choices))}, got {value!r}{hint}"
 
 
 def whole_number(value: object) -> object:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, shown, shown_number
+from archsim.validate import INT32_MAX, did_you_mean, shown, shown_number
 
 MAX_LIST = 1000  # values per list: a sweep is their product
 
@@ -31,7 +31,8 @@ def string_list(table: dict, key: str, file: str, allowed: tuple[str, ...] | Non
     if allowed is not None:
         for item in value:
             if item not in allowed:
-                raise InputError(f"unknown value {shown(item)}; choose from {', '.join(allowed)}", file=file, field=key)
+                raise InputError(f"unknown value {shown(item)}{did_you_mean(item, allowed)}; choose from "
+                                 f"{', '.join(allowed)}", file=file, field=key)
     once(value, value, key, file, why)
     return tuple(value)
 
