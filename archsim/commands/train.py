@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.moe_ops import with_capacity
+    from archsim.training.moe_ops import padding_note, with_capacity
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
@@ -242,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         warn(warning)
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par)):
+    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par), padding_note(config)):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line

@@ -57,6 +57,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from archsim.console import setting, switch_on
 from archsim.errors import InputError
 from archsim.training.op_work import Collective, Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
@@ -115,6 +116,21 @@ def with_capacity(c: TransformerConfig, factor: float | None, pad: bool) -> Tran
         return c
     return replace(c, moe_expert_capacity_factor=c.moe_expert_capacity_factor if factor is None else factor,
                    moe_pad_expert_input_to_capacity=pad or c.moe_pad_expert_input_to_capacity)
+
+
+def padding_note(c: TransformerConfig) -> str:
+    """The note that padding pads each expert beyond every token a rank routes ('' otherwise): at C·k/E > 1 the
+    capacity ⌈(local·k/E)·C⌉ exceeds the rank's ``local`` tokens, more rows than any routing can send one expert
+    (a token takes an expert once; C = E/k already keeps every token), so the experts take C × the routed rows, most
+    of them padding. Megatron-Core runs it and archsim prices it; ``train`` prints it, ``archsim.train`` warns it."""
+    factor = c.moe_expert_capacity_factor
+    if factor is None or not c.moe_pad_expert_input_to_capacity or factor * c.experts_per_token <= c.experts:
+        return ""
+    k, e = c.experts_per_token, c.experts
+    return (f"{setting('moe-expert-capacity-factor', placeholder=f'{factor:g}')} with "
+            f"{switch_on('moe-pad-expert-input-to-capacity')} pads each expert to C·k/E = {factor:g}·{k}/{e} = "
+            f"{factor * k / e:.3g} × the tokens a rank routes, more rows than any routing sends it (C = E/k = {e / k:g} "
+            f"already keeps every token): the experts take {factor:g} × the routed rows, priced as Megatron-Core runs them")
 
 
 def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16",
@@ -315,6 +331,7 @@ __all__ = [
     "moe_problem",
     "moe_rule",
     "moe_work",
+    "padding_note",
     "rank_expert_parameters",
     "routed_rows",
     "routing_tokens",
