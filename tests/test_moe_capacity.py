@@ -189,3 +189,26 @@ def test_the_library_warns_it_in_its_keywords(tmp_path):
         archsim.train(_small_moe(tmp_path), cluster=CLUSTER, dp=4, ep=2, global_batch=8, seq=128,
                       moe_expert_capacity_factor=5, moe_pad_expert_input_to_capacity=True)
     assert sum(PADDED_NOTE in str(w.message) for w in caught) == 1
+
+
+# a capacity too large to count exactly: refused naming its flag, not the array commands' advice
+
+
+@pytest.mark.parametrize("factor, rows", [("1e12", "3.2e+13"),  # rows fit 2^53, the permute's bytes do not
+                                          ("1e15", "3.2e+16"),  # the rows themselves pass 2^53
+                                          ("1e308", "inf")])  # past a float: was an OverflowError's traceback
+def test_a_capacity_past_exact_counts_names_its_flag(tmp_path, capsys, factor, rows):
+    """Failed before: "use a smaller batch or network, or a larger array". A rank routes 128 tokens (seq 128, TP 1):
+    ⌈(128·2/8)·C⌉ = 32·C rows an expert."""
+    flags = ["--moe-expert-capacity-factor", factor, "--moe-pad-expert-input-to-capacity"]
+    assert main(["train", str(_small_moe(tmp_path)), *TRAIN, *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("archsim train: error: ") and "\n" not in err, err
+    assert "give a smaller --moe-expert-capacity-factor" in err and f"= {rows} rows from each rank" in err, err
+    assert "larger array" not in err
+
+
+def test_the_library_names_its_keyword(tmp_path):
+    with pytest.raises(InputError, match="give a smaller moe_expert_capacity_factor: 1e\\+12 pads"):
+        archsim.train(_small_moe(tmp_path), cluster=CLUSTER, dp=4, ep=2, global_batch=8, seq=128,
+                      moe_expert_capacity_factor=1e12, moe_pad_expert_input_to_capacity=True)

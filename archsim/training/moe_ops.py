@@ -59,8 +59,10 @@ from dataclasses import replace
 
 from archsim.console import setting, switch_on
 from archsim.errors import InputError
+from archsim.lowering.gemm_arrays import check_ops_exact
 from archsim.training.op_work import Collective, Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
+from archsim.validate import check_exact
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -79,7 +81,17 @@ def expert_capacity(c: TransformerConfig, local: int) -> int | None:
     factor = c.moe_expert_capacity_factor
     if factor is None or (factor >= 1 and not c.moe_pad_expert_input_to_capacity):
         return None
-    return math.ceil(local * c.experts_per_token / c.experts * factor)
+    rows = local * c.experts_per_token / c.experts * factor  # inf past a float: refused, not an OverflowError
+    check_exact(rows, "each expert's rows from a rank", _capacity_hint(c, local, rows))
+    return math.ceil(rows)
+
+
+def _capacity_hint(c: TransformerConfig, local: int, rows: float) -> str:
+    """What to change when a capacity's rows (``rows`` an expert from a rank routing ``local`` tokens) reach 2⁵³
+    in a count: the capacity factor, named as the caller spells it (not the array commands' advice)."""
+    return (f"give a smaller {setting('moe-expert-capacity-factor')}: {c.moe_expert_capacity_factor:g} pads each "
+            f"expert to ⌈(T·k/E)·C⌉ = {rows:.3g} rows from each rank (T = {local:,} tokens, k = {c.experts_per_token}, "
+            f"E = {c.experts})")
 
 
 def routed_rows(c: TransformerConfig, local: int) -> int:
@@ -196,6 +208,8 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     if ep > 1:
         fwd.append(Collective("moe.combine", "all-to-all", "ep", a2a, "F"))
         bwd.append(Collective("moe.dispatch", "all-to-all", "ep", a2a, "B"))
+    if cap is not None:  # the capacity's rows × h or f past 2⁵³: its flag named, before the cost source's check
+        check_ops_exact((*forward, *backward), _capacity_hint(c, local, cap))
     return Work(tuple(forward), tuple(backward), tuple(fwd), tuple(bwd))
 
 
