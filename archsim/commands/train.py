@@ -266,4 +266,7 @@ def _given(args: argparse.Namespace, flags) -> list[str]:
     return [flag for flag, dest in flags if getattr(args, dest) != parser.get_default(dest)]
 
 
-COMMAND = Command("train", HELP, add_arguments, run)
+# search's --gpus brought to train: its layout's flags instead, in the line argparse refuses it
+ELSEWHERE = (("gpus", ("is archsim search's: train takes its layout as --tp, --pp, --dp and --cp, their product "
+                       "the GPUs it runs on")),)
+COMMAND = Command("train", HELP, add_arguments, run, ELSEWHERE)
