@@ -76,7 +76,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, its note that an
     interleaved ``schedule`` ran with one model chunk per rank (``interleave`` 1:
     :func:`archsim.training.parallel.one_chunk_note`), its note that ``cp_comm`` was named at ``cp`` 1
-    (:func:`archsim.training.parallel.cp_comm_note`), and each of the
+    (:func:`archsim.training.parallel.cp_comm_note`), its note that padding to a capacity factor above E/k pads each
+    expert beyond the tokens routed (:func:`archsim.training.moe_ops.padding_note`), and each of the
     cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
     :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
@@ -86,7 +87,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.moe_ops import with_capacity, with_load_imbalance
+    from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
@@ -137,7 +138,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), seq_note(model, config, seq), unread_note(model), dtype_note,
-                    one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par), *cluster_notes(laid.cluster, "train", laid.par)):
+                    one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par), padding_note(config),
+                    *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             import warnings
 

@@ -162,14 +162,20 @@ def _chosen(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Ar
         parser = sub.choices[name]
 
 
-def _nearest_flag(parser: argparse.ArgumentParser, message: str) -> str:
-    """`` (did you mean '--recompute'?)`` for the first unknown flag of argparse's ``unrecognized arguments``
-    that resembles one of ``parser``'s long options (``validate.did_you_mean``), else "". A name of three letters
-    or fewer gets none: it is more likely another command's flag than a typo (``search --tp`` is not ``--top``)."""
+def _flag_hint(parser: argparse.ArgumentParser, message: str) -> str:
+    """For the first unknown flag of argparse's ``unrecognized arguments`` that has one, what to give instead: where
+    it is another command's flag, what this one takes (its :attr:`Command.elsewhere <archsim.commands.Command>`:
+    `` (--gpus is archsim search's: …)``), else `` (did you mean '--recompute'?)`` where it resembles one of
+    ``parser``'s long options (``validate.did_you_mean``); "" for none. A name of three letters or fewer gets no
+    likeness: it is more likely another command's flag than a typo (``search --tp`` is not ``--top``)."""
     words = message.removeprefix("unrecognized arguments: ").split() if message.startswith("unrecognized") else []
     flags = [o[2:] for o in parser._option_string_actions if o.startswith("--")]
+    targets = {name: target for name, target, _ in REGISTRY}
+    command = parser.prog.split()[1] if len(parser.prog.split()) > 1 else ""  # "archsim bppsa rnn": bppsa's
+    elsewhere = dict(load_command(targets[command]).elsewhere) if command in targets else {}
     names = (w.partition("=")[0][2:] for w in words if w.startswith("--"))
-    hints = (did_you_mean(name, flags, "--") for name in names if len(name) > 3)
+    hints = (f" (--{name} {elsewhere[name]})" if name in elsewhere else
+             did_you_mean(name, flags, "--") if len(name) > 3 else "" for name in names)
     return next((hint for hint in hints if hint), "")
 
 
@@ -185,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 args = parser.parse_args(argv)
             except UsageError as exc:  # a misspelt flag: the one it resembles, as a misspelt keyword is told
-                raise UsageError(f"{exc}{_nearest_flag(chosen, str(exc))}") from None
+                raise UsageError(f"{exc}{_flag_hint(chosen, str(exc))}") from None
             distinct_targets(chosen, args)
             outputs_apart_from_inputs(chosen, args)
             mismatched = suffix_mismatches(chosen, args)

@@ -68,13 +68,22 @@ def csv_frame(frame: pd.DataFrame | Rows, meta: Mapping[str, object] | None = No
     return with_meta_columns(frame.frame() if isinstance(frame, Rows) else frame, meta)
 
 
+def _blank_column(cells: list) -> bool:
+    """Whether a table leaves this column out: rows, and every cell empty text (search's ``cp_comm`` at CP 1, its
+    ``stage_layers`` on Megatron's even split, a sweep's ``error`` where every point ran). Why: a blank column under
+    its name reads as the next column's numbers shifted; optional columns are already absent where no row sets
+    them (``ep``, ``fsdp``, ``cp_hierarchy``). CSV and JSON keep it: their readers find the column by name."""
+    return bool(cells) and all(isinstance(cell, str) and not cell for cell in cells)
+
+
 def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] | None = None,
            float_format: str = "{:.4g}", precision: int | None = None) -> str:
     """Render a result frame as an aligned table, CSV, or JSON (``{"meta": …, "rows": […]}``; RFC 8259:
     NaN and infinities are ``null``, :mod:`archsim.json_text`).
 
     The table (for reading) formats numbers with :func:`format_number`, in the ``# key: value``
-    header lines too, to ``precision`` significant digits when given; CSV and JSON keep full precision.
+    header lines too, to ``precision`` significant digits when given, and leaves out a column empty in every row
+    (:func:`_blank_column`); CSV and JSON keep full precision and every column.
     Plain :class:`~archsim.rows.Rows` render the same bytes without importing pandas where they can."""
     if precision is not None:
         float_format = f"{{:.{precision}g}}"
@@ -90,7 +99,7 @@ def render(frame: pd.DataFrame | Rows, fmt: str, *, meta: Mapping[str, object] |
         return csv_frame(frame, meta).to_csv(index=False)
     if fmt == "json":
         return dumps({"meta": meta or {}, "rows": frame.to_dict(orient="records")}, indent=2) + "\n"
-    shown = frame.copy()
+    shown = frame[[c for c in frame.columns if not _blank_column(frame[c].tolist())]].copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
             shown[column] = shown[column].map(lambda x: format_number(x, float_format))
@@ -112,5 +121,7 @@ def _render_rows(rows: Rows, fmt: str, meta: Mapping[str, object] | None, float_
         return to_csv(names, values, kinds, meta_columns(meta, set(names)))
     if fmt == "json":
         return to_json(names, values, meta or {})
+    kept = [i for i, column in enumerate(values) if not _blank_column(column)]
+    names, values, kinds = [names[i] for i in kept], [values[i] for i in kept], [kinds[i] for i in kept]
     header = "".join(f"# {k}: {format_number(v, float_format)}\n" for k, v in (meta or {}).items())
     return header + table(names, values, kinds, lambda x: format_number(x, float_format)) + "\n"

@@ -296,7 +296,10 @@ def check_name(value: object, field: str, *, file: str | None = None, line: int 
     return value
 
 
-def check_exact(estimate: object, what: str, hint: str = "use a smaller batch or network, or a larger array") -> None:
+SMALLER_JOB = "use a smaller batch or network, or a larger array"  # check_exact's advice unless its caller knows the cause
+
+
+def check_exact(estimate: object, what: str, hint: str = SMALLER_JOB) -> None:
     """Refuse a computation whose integer result (``estimate``, any float array-like bounding it)
     would reach 2⁵³: beyond it int64 sums may wrap and float64 times lose exactness."""
     import numpy as np  # here, not at the top: flag parsers import this module, and --help loads no numpy

@@ -150,3 +150,65 @@ def test_search_rows_name_the_capacity_flags():
     assert "capacity" not in plain
     assert capped.replace(" --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity", "") == plain
     assert "--moe-grouped-gemm --moe-expert-capacity-factor 2.0 --" in megatron_model_args(_moe(moe_expert_capacity_factor=2))
+
+
+# padding above E/k: each expert padded beyond the tokens a rank routes, priced and noted once
+
+PADDED_NOTE = "pads each expert to C·k/E = 5·2/8 = 1.25 × the tokens a rank routes"  # E = 8, k = 2: by hand
+
+
+def test_padding_above_e_over_k_is_priced_and_noted_once(tmp_path, capsys):
+    """Failed before: C = 5 > E/k = 4 padded every expert to 1.25 × the rank's tokens with no word."""
+    flags = ["--moe-expert-capacity-factor", "5", "--moe-pad-expert-input-to-capacity", "--format", "json"]
+    assert main(["train", str(_small_moe(tmp_path)), *TRAIN, *flags]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if PADDED_NOTE in line]
+    assert len(notes) == 1 and notes[0].startswith("archsim train: note: --moe-expert-capacity-factor 5 with "
+                                                   "--moe-pad-expert-input-to-capacity pads"), captured.err
+    assert "the experts take 5 × the routed rows" in notes[0]
+    assert json.loads(captured.out)["meta"]["moe_expert_capacity_factor"] == 5  # still priced
+
+
+def test_the_sweep_notes_it_once(tmp_path, capsys):
+    flags = ["--moe-expert-capacity-factor", "5", "--moe-pad-expert-input-to-capacity", "--sweep", "micro_batch=1,2"]
+    assert main(["train", str(_small_moe(tmp_path)), *TRAIN, *flags]) == 0
+    assert capsys.readouterr().err.count(PADDED_NOTE) == 1
+
+
+@pytest.mark.parametrize("flags", [["--moe-expert-capacity-factor", "4", "--moe-pad-expert-input-to-capacity"],
+                                   ["--moe-expert-capacity-factor", "5"], []])
+def test_no_note_at_or_below_e_over_k_or_without_padding(tmp_path, capsys, flags):
+    """C = E/k = 4 pads each expert to exactly the rank's tokens; without padding the cap only drops."""
+    assert main(["train", str(_small_moe(tmp_path)), *TRAIN, *flags]) == 0
+    assert "C·k/E" not in capsys.readouterr().err
+
+
+def test_the_library_warns_it_in_its_keywords(tmp_path):
+    with pytest.warns(UserWarning, match="^moe_expert_capacity_factor=5 with moe_pad_expert_input_to_capacity=True "
+                                         "pads each expert") as caught:
+        archsim.train(_small_moe(tmp_path), cluster=CLUSTER, dp=4, ep=2, global_batch=8, seq=128,
+                      moe_expert_capacity_factor=5, moe_pad_expert_input_to_capacity=True)
+    assert sum(PADDED_NOTE in str(w.message) for w in caught) == 1
+
+
+# a capacity too large to count exactly: refused naming its flag, not the array commands' advice
+
+
+@pytest.mark.parametrize("factor, rows", [("1e12", "3.2e+13"),  # rows fit 2^53, the permute's bytes do not
+                                          ("1e15", "3.2e+16"),  # the rows themselves pass 2^53
+                                          ("1e308", "inf")])  # past a float: was an OverflowError's traceback
+def test_a_capacity_past_exact_counts_names_its_flag(tmp_path, capsys, factor, rows):
+    """Failed before: "use a smaller batch or network, or a larger array". A rank routes 128 tokens (seq 128, TP 1):
+    ⌈(128·2/8)·C⌉ = 32·C rows an expert."""
+    flags = ["--moe-expert-capacity-factor", factor, "--moe-pad-expert-input-to-capacity"]
+    assert main(["train", str(_small_moe(tmp_path)), *TRAIN, *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("archsim train: error: ") and "\n" not in err, err
+    assert "give a smaller --moe-expert-capacity-factor" in err and f"= {rows} rows from each rank" in err, err
+    assert "larger array" not in err
+
+
+def test_the_library_names_its_keyword(tmp_path):
+    with pytest.raises(InputError, match="give a smaller moe_expert_capacity_factor: 1e\\+12 pads"):
+        archsim.train(_small_moe(tmp_path), cluster=CLUSTER, dp=4, ep=2, global_batch=8, seq=128,
+                      moe_expert_capacity_factor=1e12, moe_pad_expert_input_to_capacity=True)

@@ -95,3 +95,14 @@ def test_a_table_without_rows_is_its_header_not_pandas_repr():
     text = render(empty, "table", meta={"costed": 0})
     assert text == "# costed: 0\ntp pp iteration_seconds\n"
     assert render(empty, "csv") == "tp,pp,iteration_seconds\n"
+
+
+def test_a_column_empty_in_every_row_is_left_out_of_the_table():
+    """search's ``cp_comm`` at CP 1 printed a header over blank cells, so the numbers after it read as shifted one
+    column; a table leaves such a column out, as optional columns are absent where no row sets them. A column with
+    one value keeps its blank cells; csv and json keep the column."""
+    rows = [{"tp": 2, "cp_comm": "", "split": "", "pp": 4}, {"tp": 4, "cp_comm": "", "split": "6,6", "pp": 2}]
+    for frame in (Rows.of(rows), pd.DataFrame(rows)):
+        assert render(frame, "table") == " tp split  pp\n  2         4\n  4   6,6   2\n"
+        assert render(frame, "csv").splitlines()[0] == "tp,cp_comm,split,pp"
+        assert '"cp_comm": ""' in render(frame, "json")

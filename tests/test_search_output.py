@@ -151,3 +151,16 @@ def test_a_gpu_without_a_price_prints_nan_as_every_nan(capsys):
     assert next(csv.DictReader(io.StringIO(printed["csv"])))["cost_usd"] == ""
     header, row = [line for line in printed["table"].splitlines() if not line.startswith("# ")][:2]
     assert row[:header.index("cost_usd") + len("cost_usd")].split()[-1] == "nan"  # columns end aligned
+
+
+def test_the_table_leaves_out_columns_no_row_fills(capsys):
+    """Before: at CP 1 every ``cp_comm`` cell (and, on Megatron's even split, every ``stage_layers`` cell) was
+    blank under its header, and the columns after it read as shifted; csv keeps both columns, empty."""
+    argv = ["search", GPT, "--cluster", NODE, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
+            "--max-micro-batch", "2", "--refine", "0", "--format"]
+    assert main(argv + ["table"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if not line.startswith("# "))
+    assert header.split()[:4] == ["tp", "cp", "pp", "dp"] and "stage_layers" not in header.split()
+    assert main(argv + ["csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {(r["cp"], r["cp_comm"], r["stage_layers"]) for r in rows} == {("1", "", "")}

@@ -215,21 +215,6 @@ def test_train_attention_flash_runs_and_is_faster_at_long_sequences(tmp_path, ca
         pytest.approx(runs["standard"]["tflops_per_gpu"] * runs["standard"]["iteration_seconds"])
 
 
-def test_gpu_aliases_are_the_documented_ones():
-    """docs/formats.md lists every alias and the part it means (`a100` is the 80 GB A100)."""
-    import re
-
-    from archsim.devices.gpu_lookup import ALIASES
-
-    text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
-    row = next(line for line in text.splitlines() if line.startswith("| `gpu` | no |"))
-    documented = {}
-    for names, target in re.findall(r"((?:`[a-z0-9-]+`(?: and |, )?)+) = `([a-z0-9-]+)`", row):
-        for name in re.findall(r"`([a-z0-9-]+)`", names):
-            documented[name] = target
-    assert documented == ALIASES
-
-
 def test_train_and_search_agree_on_a_tp_group_across_servers(capsys):
     """Two 8-GPU servers: TP 16 spans both. train runs it with one warning line, its --sweep runs it,
     search proposes it with the row flagged — all priced over the network, where each all-reduce moves

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from archsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,6 +101,27 @@ def test_a_model_folder_names_the_config_json_inside_it(tmp_path, capsys):
     assert out == "" and err.count("\n") == 1, err
     assert err == (f"archsim train: error: {folder}: a folder, not a transformer config; give the config.json in it "
                    f"({folder / 'config.json'})\n")
+
+
+@pytest.mark.parametrize("command", [["train"], ["search"]])
+@pytest.mark.parametrize("model", ["", "  "])
+def test_an_empty_model_argument_is_told_empty(capsys, command, model):
+    """Failed before: ``archsim train "" --cluster …`` was refused as ``.: transformer config is not a regular file
+    (a folder)`` — Path("") is the working folder — and a blank one as a missing shipped name."""
+    assert main([*command, model, "--cluster", CLUSTER, "--global-batch", "8"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"archsim {command[0]}: error: field 'MODEL': expected a transformer config's path or a "
+                          "shipped name, got an empty one; shipped: gpt2, "), err
+
+
+def test_the_library_tells_an_empty_model_in_its_argument():
+    import archsim
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError, match="^field 'model': expected a transformer config's path or a shipped name, "
+                                         "got an empty one"):
+        archsim.train("", cluster=CLUSTER, global_batch=8)
 
 
 def test_a_misspelt_runs_column_is_named_beside_the_missing_one(tmp_path, capsys):

@@ -152,9 +152,19 @@ def test_a_flag_like_none_gets_no_hint(tmp_path, capsys):
 
 
 def test_another_commands_short_flag_is_not_corrected(tmp_path, capsys):
-    """search has no --tp (it searches TP): a hint of --top, two letters off, would mislead."""
+    """search has no --tp (it searches TP): a hint of --top, two letters off, would mislead; it says whose flag it is."""
     assert main(["search", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", "--tp", "8"]) == 2
-    assert capsys.readouterr().err.strip() == "archsim search: error: unrecognized arguments: --tp 8"
+    assert capsys.readouterr().err.strip() == ("archsim search: error: unrecognized arguments: --tp 8 (--tp is archsim "
+                                               "train's: search tries every TP itself, on --gpus N or the cluster's GPUs)")
+
+
+@pytest.mark.parametrize("words", [["--gpus", "16"], ["--gpus=16"]])
+def test_searchs_gpus_given_to_train_names_trains_layout_flags(tmp_path, capsys, words):
+    """Failed before: ``unrecognized arguments: --gpus 16`` alone; train's GPUs are its layout's product."""
+    assert main(["train", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", *words]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"archsim train: error: unrecognized arguments: {' '.join(words)} (--gpus is archsim "
+                          "search's: train takes its layout as --tp, --pp, --dp and --cp") and "\n" not in err, err
 
 
 # 5. a config.json's model_type: missing, or misspelt

@@ -13,9 +13,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Command:
-    """A sub-command: its name, one-line help, its options and what it runs (exit status)."""
+    """A sub-command: its name, one-line help, its options and what it runs (exit status); ``elsewhere``: flags
+    of another command that a user brings to this one, each with what this one takes instead (train's ``gpus``:
+    its layout flags), said beside argparse's ``unrecognized arguments``."""
 
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    elsewhere: tuple[tuple[str, str], ...] = ()

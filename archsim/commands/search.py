@@ -277,4 +277,7 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
                            rows_title=RANK_ROWS)
 
 
-COMMAND = Command("search", HELP, add_arguments, run)
+# train's layout flags brought to search: it tries them itself, in the line argparse refuses them
+ELSEWHERE = tuple((flag, (f"is archsim train's: search tries every {flag.upper()} itself, on --gpus N or the "
+                          "cluster's GPUs")) for flag in ("tp", "pp", "dp"))
+COMMAND = Command("search", HELP, add_arguments, run, ELSEWHERE)

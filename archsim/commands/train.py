@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.moe_ops import with_capacity, with_load_imbalance
+    from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
         warn(warning)
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par)):
+    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par), padding_note(config)):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
@@ -263,4 +263,7 @@ def _given(args: argparse.Namespace, flags) -> list[str]:
     return [flag for flag, dest in flags if getattr(args, dest) != parser.get_default(dest)]
 
 
-COMMAND = Command("train", HELP, add_arguments, run)
+# search's --gpus brought to train: its layout's flags instead, in the line argparse refuses it
+ELSEWHERE = (("gpus", ("is archsim search's: train takes its layout as --tp, --pp, --dp and --cp, their product "
+                       "the GPUs it runs on")),)
+COMMAND = Command("train", HELP, add_arguments, run, ELSEWHERE)

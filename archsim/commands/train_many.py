@@ -26,6 +26,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.moe_ops import padding_note
     from archsim.training.placement import parse_placement
     from archsim.training.sweep import check_sweep_size, parse_axis, sweep
     from archsim.workload.model_files import config_dtype_note
@@ -67,8 +68,9 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
             "energy_source": "; ".join(source for source in sources if source) or "none"}
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    if dtype_note:
-        note(dtype_note)
+    for text in (dtype_note, padding_note(config)):  # the capacity is every point's: noted once
+        if text:
+            note(text)
     note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
     if swept:
         note(f"{', '.join(swept)} given beside --sweep over the same setting: every point takes the sweep's values")

@@ -32,7 +32,10 @@ def gpu_name(slug: str) -> str:
 
 GPU_NAMES = tuple(gpu_name(slug) for slug in KNOWN_GPUS)  # every catalog GPU by its one name, table order
 ALIASES = {"v100": "v100-32gb", "a100": "a100-80gb", "h100": "h100-80gb-sxm", "h100-sxm": "h100-80gb-sxm",
-           "h200": "h200-141gb"}
+           "h200": "h200-141gb"}  # a chip's short name for one of its boards, where the catalog has more than one
+# Every short name read as one board: a chip's slug where it is not the board's key (``t4`` → ``t4-16gb``), and the
+# aliases. docs/formats.md's table of GPU names lists each with the part it means (a test holds the two equal).
+SHORT_NAMES = {**{chip: board for chip, board in BOARD_OF_CHIP.items() if chip != board}, **ALIASES}
 
 
 def gpu(name: str) -> Device:
@@ -41,7 +44,7 @@ def gpu(name: str) -> Device:
     per GPU)."""
     if not str(name).isprintable():  # a name with a newline or tab is a broken file, not a CUDA name
         raise InputError(f"unknown GPU {name!r}: a GPU name is one line of printable characters", field="gpu")
-    key = ALIASES.get(str(name).lower(), str(name).lower())
+    key = SHORT_NAMES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
         key = BOARD_OF_CHIP.get(find_gpu(str(name)) or "", key)  # file names: _ for spaces, as find_gpu reads
         if key in GPUS:  # read by pattern: a whole name of that board ("a100-40" is not), of its memory
@@ -120,5 +123,5 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
     return replace(base, **changes)
 
 
-__all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_BOARD", "GPU_NAMES", "find_gpu", "gpu", "gpu_name", "resolve_gpu",
+__all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_BOARD", "GPU_NAMES", "SHORT_NAMES", "find_gpu", "gpu", "gpu_name", "resolve_gpu",
            "whole_gpu_name"]

@@ -9,7 +9,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from archsim.lowering.ops import TrainingOp
-from archsim.validate import check_exact, shown
+from archsim.validate import SMALLER_JOB, check_exact, shown
+
+
+def check_ops_exact(ops: Sequence[TrainingOp], hint: str = SMALLER_JOB) -> None:
+    """Refuse ops whose elements or bytes reach 2⁵³ (:func:`~archsim.validate.check_exact`), naming the first;
+    ``hint``: what to change, where the caller knows the setting that made them so large."""
+    for op in ops:
+        check_exact([op.vector_elements, op.out_bytes, op.extra_bytes], f"op {op.kind} of layer {shown(op.layer)}: bytes",
+                    hint)
 
 
 def flatten_gemms(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -22,8 +30,7 @@ def flatten_gemms(ops: Sequence[TrainingOp]) -> tuple[np.ndarray, np.ndarray, np
             k.append(g.k)
             n.append(g.n)
             count.append(g.count)
-    for op in ops:
-        check_exact([op.vector_elements, op.out_bytes, op.extra_bytes], f"op {op.kind} of layer {shown(op.layer)}: bytes")
+    check_ops_exact(ops)
     check_exact([max(m, default=0), max(k, default=0), max(n, default=0), max(count, default=0)], "a GEMM dimension")
     as_int = lambda xs: np.asarray(xs, dtype=np.int64)
     return as_int(owner), as_int(m), as_int(k), as_int(n), as_int(count)

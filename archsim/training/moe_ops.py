@@ -68,9 +68,12 @@ import math
 from dataclasses import replace
 from fractions import Fraction
 
+from archsim.console import setting, switch_on
 from archsim.errors import InputError
+from archsim.lowering.gemm_arrays import check_ops_exact
 from archsim.training.op_work import Collective, Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
+from archsim.validate import check_exact
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -86,7 +89,21 @@ def expert_capacity(c: TransformerConfig, local: int) -> int | None:
     ``moe_utils.get_capacity``: ⌈(local·k/E)·C⌉ (``apply_router_token_dropping`` caps the router's map with it;
     ``MoEAlltoAllTokenDispatcher.preprocess`` under ``drop_and_pad`` sends exactly that many to every expert)."""
     factor = c.moe_expert_capacity_factor
-    return None if factor is None else math.ceil(local * c.experts_per_token / c.experts * factor)
+    if factor is None:
+        return None
+    rows = local * c.experts_per_token / c.experts * factor  # inf past a float: refused, not an OverflowError
+    if not c.moe_pad_expert_input_to_capacity and rows >= local:  # a token takes an expert once: binds nothing
+        return None
+    check_exact(rows, "each expert's rows from a rank", _capacity_hint(c, local, rows))
+    return math.ceil(rows)
+
+
+def _capacity_hint(c: TransformerConfig, local: int, rows: float) -> str:
+    """What to change when a capacity's rows (``rows`` an expert from a rank routing ``local`` tokens) reach 2⁵³
+    in a count: the capacity factor, named as the caller spells it (not the array commands' advice)."""
+    return (f"give a smaller {setting('moe-expert-capacity-factor')}: {c.moe_expert_capacity_factor:g} pads each "
+            f"expert to ⌈(T·k/E)·C⌉ = {rows:.3g} rows from each rank (T = {local:,} tokens, k = {c.experts_per_token}, "
+            f"E = {c.experts})")
 
 
 def routed_rows(c: TransformerConfig, local: int, ep: int | None = None, sent: bool = False) -> int:
@@ -138,6 +155,21 @@ def with_load_imbalance(c: TransformerConfig, imbalance: float | None) -> Transf
     """``c`` trained with ``--moe-load-imbalance`` ``imbalance`` (None: as ``c`` states; TransformerConfig refuses a
     ratio below 1, or one on a dense model)."""
     return c if imbalance is None else replace(c, moe_load_imbalance=imbalance)
+
+
+def padding_note(c: TransformerConfig) -> str:
+    """The note that padding pads each expert beyond every token a rank routes ('' otherwise): at C·k/E > 1 the
+    capacity ⌈(local·k/E)·C⌉ exceeds the rank's ``local`` tokens, more rows than any routing can send one expert
+    (a token takes an expert once; C = E/k already keeps every token), so the experts take C × the routed rows, most
+    of them padding. Megatron-Core runs it and archsim prices it; ``train`` prints it, ``archsim.train`` warns it."""
+    factor = c.moe_expert_capacity_factor
+    if factor is None or not c.moe_pad_expert_input_to_capacity or factor * c.experts_per_token <= c.experts:
+        return ""
+    k, e = c.experts_per_token, c.experts
+    return (f"{setting('moe-expert-capacity-factor', placeholder=f'{factor:g}')} with "
+            f"{switch_on('moe-pad-expert-input-to-capacity')} pads each expert to C·k/E = {factor:g}·{k}/{e} = "
+            f"{factor * k / e:.3g} × the tokens a rank routes, more rows than any routing sends it (C = E/k = {e / k:g} "
+            f"already keeps every token): the experts take {factor:g} × the routed rows, priced as Megatron-Core runs them")
 
 
 def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dtype: str = "fp16",
@@ -202,6 +234,9 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     if ep > 1:
         fwd.append(Collective("moe.combine", "all-to-all", "ep", a2a, "F"))
         bwd.append(Collective("moe.dispatch", "all-to-all", "ep", a2a, "B"))
+    cap = expert_capacity(c, local)
+    if cap is not None:  # the capacity's rows × h or f past 2⁵³: its flag named, before the cost source's check
+        check_ops_exact((*forward, *backward), _capacity_hint(c, local, cap))
     return Work(tuple(forward), tuple(backward), tuple(fwd), tuple(bwd))
 
 
@@ -340,6 +375,7 @@ __all__ = [
     "moe_problem",
     "moe_rule",
     "moe_work",
+    "padding_note",
     "rank_expert_parameters",
     "routed_rows",
     "routing_tokens",

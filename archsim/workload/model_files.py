@@ -58,9 +58,12 @@ def transformer_path(model: str | Path) -> Path:
 
     path = Path(model)
     text = str(model)
+    if not text.strip():  # Path("") is ".", the working folder: told empty, not "a folder"
+        raise InputError("expected a transformer config's path or a shipped name, got an empty one; shipped: "
+                         f"{', '.join(shipped_names('transformers', MODEL_SUFFIXES))}", field="MODEL")
     if not (exists(path) and path.is_dir()):  # a folder's config.json is load_transformer's to point at; a file
         check_file_ending(text, "transformer config")  # is named without "/" (exists: a name the OS refuses is no folder)
-    if exists(path) or "/" in text or "\\" in text or not text.isprintable() or not text:
+    if exists(path) or "/" in text or "\\" in text or not text.isprintable():
         return path  # a path: read as given (read_text's error when missing)
     found = shipped_file("transformers", text, ("",) if path.suffix.lower() in MODEL_SUFFIXES else MODEL_SUFFIXES,
                          "transformer config", field="MODEL")
