@@ -32,9 +32,12 @@ def _plain(value: object) -> object:
 
 
 def format_number(value: object, float_format: str = "{:.4g}") -> str:
-    """How a table shows one value: integers (and integral floats, e.g. cycle sums) in full,
-    other floats with ``float_format`` (4 significant digits by default), no value (None: JSON's null)
-    as ``nan``, as a NaN shows, everything else as is."""
+    """How a table shows one value: integers (and integral floats, e.g. cycle sums) in full, other floats with
+    ``float_format`` (4 significant digits by default) — but never with a positive exponent below 10¹⁵: a float
+    those digits would write as ``2.069e+09`` is shown to the unit, ``2069069434``, as a whole one is, so a column
+    of cycles reads alike whether or not a value is whole (as the HTML pages' tables show numbers:
+    :func:`archsim.report.style.table_number`); no value (None: JSON's null) as ``nan``, as a NaN shows,
+    everything else as is."""
     value = _plain(value)
     if value is None:
         return "nan"
@@ -43,8 +46,8 @@ def format_number(value: object, float_format: str = "{:.4g}") -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
-        if value.is_integer() and abs(value) < 1e15:
-            return str(int(value))
+        if abs(value) < 1e15 and (value.is_integer() or "e+" in float_format.format(value)):
+            return str(round(value))
         return float_format.format(value)
     return str(value)
 

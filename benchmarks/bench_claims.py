@@ -1,4 +1,4 @@
-"""Every speed claim of README.md and docs/speed.md beside today's figure, measured in one run.
+"""Every speed claim of README.md and docs/speed.md (and a paper page's run time) beside today's figure, measured in one run.
 
     .venv/bin/python benchmarks/bench_claims.py [--only TEXT] [--skip-slow]
 
@@ -220,6 +220,10 @@ CLAIMS = (
           "ms", lambda: train_in_process() * 1e3),
     Claim("docs/speed.md", "GPT-3 175B `archsim train` as a command, CPU s (≤ Calculon's llm, 0.67 s)",
           CALCULON_LLM_COMMAND_CPU_S, "s", lambda: command_cpu(GPT3_175B)),
+    Claim("docs/papers/ooo-backprop.md", "`schedule vgg16 --only conv --policy multistream` (128×128, batch 16), "
+          "wall s (median of 5)", 0.35, "s",
+          lambda: command_wall(["schedule", "vgg16", "--only", "conv", "--policy", "multistream", "--streams", "joint",
+                                "--processors", "1", "--array", "128x128", "--batch", "16", "--mode", "exact"])),
     Claim("docs/speed.md", "the 10⁶-op 1F1B `archsim schedule`, CPU s (goal < 3)", 3.0, "s",
           lambda: command_cpu(["schedule", "vgg16", "--policy", "1f1b", "--processors", "8", "--microbatches",
                                "62500", "--format", "json"], repeats=1), slow=True),

@@ -106,3 +106,17 @@ def test_a_column_empty_in_every_row_is_left_out_of_the_table():
         assert render(frame, "table") == " tp split  pp\n  2         4\n  4   6,6   2\n"
         assert render(frame, "csv").splitlines()[0] == "tp,cp_comm,split,pp"
         assert '"cp_comm": ""' in render(frame, "json")
+
+
+def test_a_column_of_cycles_reads_alike_whole_or_not():
+    """Defect: `schedule`'s makespan printed `2069069393` for one policy and `2.069e+09` for another, whose
+    makespan ends half a cycle in: a number 4 significant digits would write with an exponent is shown to the
+    unit, as a whole one is (and as the HTML pages show numbers); smaller ones keep their 4 digits."""
+    rows = [{"makespan": 4445021220.0, "bubble": 0.08664}, {"makespan": 3903412610.7, "bubble": 1.957e-08},
+            {"makespan": 12345.25, "bubble": 0.5}, {"makespan": 9999.25, "bubble": 2.0}]
+    for frame in (Rows.of(rows), pd.DataFrame(rows)):
+        cells = [line.split() for line in render(frame, "table", meta={"energy_j": 18596.4}).splitlines()[2:]]
+        assert cells == [["4445021220", "0.08664"], ["3903412611", "1.957e-08"], ["12345", "0.5"], ["9999", "2"]]
+        assert render(frame, "table", meta={"energy_j": 18596.4}).startswith("# energy_j: 18596\n")
+    # --precision 2: 123.5 would be 1.2e+02; to the unit, 124 (no fewer digits than asked, never an exponent)
+    assert render(Rows.of([{"x": 123.5}, {"x": 0.123456}]), "table", precision=2).split() == ["x", "124", "0.12"]

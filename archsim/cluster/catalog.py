@@ -21,6 +21,7 @@ import numpy as np
 
 from archsim.cluster.spb import JobLayerCosts, suffix_lengths, task_cost
 from archsim.errors import InputError
+from archsim.validate import did_you_mean
 
 GB = 1e9
 MB = 1e6
@@ -116,12 +117,13 @@ def normalize_model_name(text: str) -> str:
 
 def lookup(catalog: dict[str, ModelProfile], name: str, *, file: str | None = None, line: int | None = None
            ) -> ModelProfile:
-    """A profile by (case-, dash- and underscore-insensitive) name; unknown names are input errors."""
+    """A profile by (case-, dash- and underscore-insensitive) name; unknown names are input errors naming the
+    nearest known one (``validate.did_you_mean``, as a misspelt flag or choice is told)."""
     table = {normalize_model_name(k): v for k, v in catalog.items()}
     key = normalize_model_name(name)
     if key not in table:
-        raise InputError(f"unknown model {name!r}; known: {', '.join(sorted(catalog))}", file=file, line=line,
-                         field="model_name")
+        raise InputError(f"unknown model {name!r}{did_you_mean(key, catalog)}; known: {', '.join(sorted(catalog))}",
+                         file=file, line=line, field="model_name")
     return table[key]
 
 

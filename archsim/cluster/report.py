@@ -79,6 +79,46 @@ def _table(frame: pd.DataFrame) -> str:
     return '<div style="overflow-x:auto">' + html_table(frame, table_number, classes="numbers") + "</div>"
 
 
+def spread_tables(summary: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The statistics over seeds (:func:`archsim.cluster.metrics.aggregate`'s columns, ``M_mean`` ``M_std``
+    ``M_min`` ``M_max``) as two tables a reader can scan: per policy, each metric's mean ± sample standard
+    deviation in one cell (the mean alone where it is undefined, one run), and each metric's min – max (None
+    where every policy ran once: then min = max = mean). Columns are the metrics' names as the CSV spells them,
+    less the statistic; cells are text, each number shown as the page shows numbers
+    (:func:`archsim.report.style.table_number`)."""
+    import pandas as pd
+
+    from archsim.report.style import table_number
+    from archsim.validate import is_nan
+
+    metrics = [column.removesuffix("_mean") for column in summary.columns if column.endswith("_mean")]
+    spread = pd.DataFrame({"policy": summary.policy, "runs": summary.runs})
+    ranges = spread.copy()
+    for metric in metrics:
+        spread[metric] = [table_number(mean) + ("" if is_nan(std) else f" ± {table_number(std)}")
+                          for mean, std in zip(summary[f"{metric}_mean"], summary[f"{metric}_std"], strict=True)]
+        if f"{metric}_min" in summary:
+            ranges[metric] = [f"{table_number(low)} – {table_number(high)}"
+                              for low, high in zip(summary[f"{metric}_min"], summary[f"{metric}_max"], strict=True)]
+    return spread, (ranges if (summary.runs > 1).any() else None)
+
+
+def _summary(summary: pd.DataFrame) -> str:
+    """The page's summary: one row per run (one policy), or the statistics over seeds as :func:`spread_tables`'s
+    two tables (29 columns of mean, std, min and max side by side were too wide to read; the CSV keeps them)."""
+    if "runs" not in summary:
+        return "<h2>Summary</h2>" + _table(summary)
+    spread, ranges = spread_tables(summary)
+    runs = int(summary.runs.max())
+    parts = ["<h2>Summary</h2><p>Each metric's mean ± sample standard deviation over the runs (seeds) of each "
+             f"policy{'' if runs > 1 else '; one run each, so no deviation'}; "
+             "<code>jigsaw_gain_*_pct</code>: how much lower Jigsaw's figure is, in % of the policy's, paired by seed. "
+             "<code>--format csv</code> prints every statistic as a column.</p>" + _table(spread)]
+    if ranges is not None:
+        parts.append("<h3>Range over seeds (min – max)</h3>" + _table(ranges))
+    return "".join(parts)
+
+
 def write_cluster_report(path: str | Path, results: Sequence[SimResult], command: str, *, bin_s: float = 60.0,
                          summary: pd.DataFrame | None = None, per_seed: pd.DataFrame | None = None,
                          notes: str = "") -> Path:
@@ -93,7 +133,7 @@ def write_cluster_report(path: str | Path, results: Sequence[SimResult], command
     if notes:
         parts.append(f"<p>{esc(notes)}</p>")
     if summary is not None:
-        parts.append("<h2>Summary</h2>" + _table(summary))
+        parts.append(_summary(summary))
     figure = Figures()
     for fig, caption in figures:
         parts.append(f"<figure>{figure(fig)}<figcaption>{esc(caption)}. Regenerate: <code>{cmd}</code>"

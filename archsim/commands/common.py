@@ -346,7 +346,8 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
                         help="output format: an aligned table, CSV or JSON")
     parser.add_argument("--precision", type=positive_int, default=None, metavar="DIGITS",
                         help="significant digits of non-integral numbers in a table (default: 4, validate-gpu 3; "
-                             "csv and json keep full precision)")
+                             "one they would write with an exponent is shown to the unit; csv and json keep full "
+                             "precision)")
     parser.add_argument("--out", type=output_flag, default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")
 
 
