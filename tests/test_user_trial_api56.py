@@ -1,0 +1,45 @@
+"""User trial 56 (a performance engineer who drives archsim from a notebook): the defects it found in the Python API,
+each checked against an independent reference — the catalog's own names, the command's error line, what mypy reads
+off the signature, a second thread's run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_docs import ROOT
+
+import archsim
+from archsim.errors import InputError
+
+KERNELS = str(ROOT / "tests" / "data" / "neusight_kernels" / "linear.csv")
+
+
+# --- validate-gpu: a GPU name that only contains a catalog one's is not that GPU -------------------------------------
+# Failed before: gpu="a1000" (NVIDIA's RTX A1000) was read by the a100 pattern and every kernel priced on an A100 80GB
+# SXM4, without a word; "V100S" ran as the V100. train's gpu= refused both already (gpu_lookup.gpu).
+
+@pytest.mark.parametrize("name", ["a1000", "NVIDIA RTX A1000", "h1000", "Tesla V100S-PCIE-32GB"])
+def test_validate_gpu_refuses_a_gpu_name_that_holds_a_catalog_one_in_a_longer_word(name):
+    with pytest.raises(InputError, match="unknown GPU") as caught:
+        archsim.validate_gpu(csv=KERNELS, gpu=name, show="kernels")
+    assert caught.value.where.field == "gpu"
+
+
+def test_a_neusight_row_of_another_gpu_is_not_counted_as_the_catalog_one(tmp_path):
+    lines = Path(KERNELS).read_text(encoding="utf-8").splitlines()
+    header, row = lines[0], next(line for line in lines[1:] if "A100" in line)
+    renamed = tmp_path / "a1000.csv"
+    renamed.write_text(f"{header}\n{row.replace('NVIDIA A100-PCIE-40GB', 'NVIDIA RTX A1000')}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="unknown GPU 'NVIDIA RTX A1000'"):
+        archsim.validate_gpu(csv=str(renamed))  # its row's Device read without gpu=: no catalog GPU
+    with pytest.raises(InputError, match="no row was measured on 'a100-40gb-pcie'"):
+        archsim.validate_gpu(csv=str(renamed), gpu="a100-40gb-pcie", show="stats")  # not the A100's measurement
+
+
+@pytest.mark.parametrize("name", ["NVIDIA A100-PCIE-40GB", "Tesla_V100-PCIE-32GB", "Tesla P4", "a100", "h200",
+                                  "NVIDIA GeForce GTX 1080 Ti", "NVIDIA Titan X Maxwell", "AMD Radeon Instinct MI25"])
+def test_whole_names_of_catalog_gpus_are_still_found(name):
+    from archsim.devices.gpu_lookup import find_gpu, find_whole_gpu
+
+    assert find_gpu(name) is not None and find_whole_gpu(name) == find_gpu(name)
