@@ -45,11 +45,11 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
           max_ops: int | str | None = None, distributed_optimizer: bool = False,
-          fsdp: bool = False, cp: int = 1, cp_comm: str = "p2p",
+          fsdp: bool = False, cp: int | str = 1, cp_comm: str = "p2p",
           fsdp_reshard: str = "after-forward",
           fsdp_grad_sync: str = "micro-batch",
-          cp_hierarchy: Sequence[int] | None = None, ep: int = 1,
-          etp: int | None = None, moe_expert_capacity_factor: float | None = None,
+          cp_hierarchy: str | Sequence[int | str] | None = None, ep: int | str = 1,
+          etp: int | str | None = None, moe_expert_capacity_factor: float | str | None = None,
           moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: float | str | None = None,
           fp8: str | None = None, fp8_param_gather: bool = False) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
