@@ -43,3 +43,23 @@ def test_whole_names_of_catalog_gpus_are_still_found(name):
     from archsim.devices.gpu_lookup import find_gpu, find_whole_gpu
 
     assert find_gpu(name) is not None and find_whole_gpu(name) == find_gpu(name)
+
+
+# --- a misspelt value of train's and search's keywords names the one it resembles, as the command's flag does --------
+# Failed before: archsim.train(..., recompute="selectve") said "expected one of none, selective, full, got 'selectve'"
+# where `archsim train --recompute selectve` adds "(did you mean 'selective'?)": Parallelism built its own line.
+
+TYPOS = {"recompute": ("selectve", "selective"), "attention": ("flsh", "flash"), "fp8": ("hybird", "hybrid"),
+         "cp_comm": ("a2p", "p2p"), "dp_overlap": ("buckted", "bucketed"), "grad_accumulation": ("fusd", "fused")}
+
+
+@pytest.mark.parametrize("job", ["train", "search"])
+@pytest.mark.parametrize("keyword", sorted(TYPOS))
+def test_a_misspelt_training_choice_names_the_one_it_resembles(job, keyword):
+    from api_parity_helpers import MODEL, NODE
+
+    typo, meant = TYPOS[keyword]
+    with pytest.raises(InputError) as caught:
+        getattr(archsim, job)(MODEL, cluster=NODE, global_batch=16, **{keyword: typo})
+    assert str(caught.value).endswith(f"got {typo!r} (did you mean {meant!r}?)")
+    assert caught.value.where.field == keyword.replace("_", "-")  # the flag's name, as docs/api.md says
