@@ -63,3 +63,38 @@ def test_a_misspelt_training_choice_names_the_one_it_resembles(job, keyword):
         getattr(archsim, job)(MODEL, cluster=NODE, global_batch=16, **{keyword: typo})
     assert str(caught.value).endswith(f"got {typo!r} (did you mean {meant!r}?)")
     assert caught.value.where.field == keyword.replace("_", "-")  # the flag's name, as docs/api.md says
+
+
+# --- progress=True in one notebook thread draws no bars in another, nor outlives it -----------------------------------
+# Failed before: shown() set a module global, so while one thread ran archsim.search(..., progress=True) another
+# thread's quiet search drew bars on stderr, and two threads leaving shown() out of order left it set for good.
+
+def test_shown_in_one_thread_leaves_another_threads_bars_as_they_were():
+    import io
+    import threading
+
+    from tqdm import tqdm
+
+    from archsim.progress import progress, shown
+
+    entered, leave = threading.Event(), threading.Event()
+
+    def notebook_cell() -> None:
+        with shown(True):
+            entered.set()
+            leave.wait(10)
+
+    cell = threading.Thread(target=notebook_cell)
+    cell.start()
+    assert entered.wait(10)
+    try:
+        with shown(False):  # the main thread's own setting, left after the other thread's
+            assert not isinstance(progress(3, "quiet", "step"), tqdm)
+        assert not isinstance(progress(3, "quiet", "step", file=io.StringIO()), tqdm)  # not a tty
+    finally:
+        leave.set()
+        cell.join(10)
+    with shown(True):  # the setting itself still works in the thread that makes it
+        bar = progress(3, "drawn", "step", file=io.StringIO())
+    assert isinstance(bar, tqdm)
+    bar.close()
