@@ -98,3 +98,19 @@ def test_shown_in_one_thread_leaves_another_threads_bars_as_they_were():
         bar = progress(3, "drawn", "step", file=io.StringIO())
     assert isinstance(bar, tqdm)
     bar.close()
+
+
+# --- only= takes a numpy array or a pandas Series of kinds, as every other list keyword does ---------------------------
+# Failed before: only=np.array(["conv"]) was "expected layer kinds such as 'conv,fc' or ['conv']", where gpus=,
+# sram_kb=, csv=, seq_len= took an array (a notebook's column of values); only's own reader was not the list keywords'.
+
+@pytest.mark.parametrize("job", ["cost", "profile", "load_network"])
+def test_only_takes_an_array_of_layer_kinds(job):
+    import numpy as np
+    import pandas as pd
+
+    vgg16_convs = 13  # Simonyan and Zisserman's configuration D: 2 + 2 + 3 + 3 + 3 convolutions
+    for kinds in (np.array(["conv"]), pd.Series(["conv"])):
+        result = getattr(archsim, job)("vgg16", only=kinds)
+        layers = result.layers if job == "load_network" else result.to_frame() if job == "profile" else result.table
+        assert len(layers) == vgg16_convs
