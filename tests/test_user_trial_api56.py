@@ -114,3 +114,31 @@ def test_only_takes_an_array_of_layer_kinds(job):
         result = getattr(archsim, job)("vgg16", only=kinds)
         layers = result.layers if job == "load_network" else result.to_frame() if job == "profile" else result.table
         assert len(layers) == vgg16_convs
+
+
+# --- a timeline drawn from Python is labelled and scaled in its own unit ----------------------------------------------
+# Failed before: gantt_figure(result.timeline) of a train run titled its seconds "cycles", and chrome_trace(result.timeline)
+# wrote them as one cycle per µs (a 0.2 s iteration drawn as 0.2 µs), unless the caller repeated unit="seconds";
+# a schedule's frame, whose attrs["unit"] says "units", was drawn in "cycles" too.
+
+def test_a_train_timeline_is_drawn_in_seconds_without_being_told():
+    from api_parity_helpers import MODEL, NODE
+
+    from archsim.report.export import chrome_trace
+    from archsim.report.gantt import gantt_figure
+
+    result, _ = archsim.train(MODEL, cluster=NODE, global_batch=16, pp=2, dp=4)
+    assert gantt_figure(result.timeline).layout.xaxis.title.text == "seconds"
+    trace = chrome_trace(result.timeline)
+    last_end_us = max(event["ts"] + event["dur"] for event in trace["traceEvents"] if event["ph"] == "X")
+    assert last_end_us == pytest.approx(result.timeline.makespan * 1e6)  # Chrome's µs: seconds × 10⁶
+    assert trace["otherData"]["time_unit"] == "microseconds"
+    assert gantt_figure(result.timeline, unit="ms").layout.xaxis.title.text == "ms"  # a unit given still wins
+
+
+def test_a_schedule_frame_is_drawn_in_the_unit_its_attrs_state():
+    from archsim.report.gantt import gantt_figure
+
+    frame = archsim.schedule("ffnn8", policy="ooo-pipe2", processors=2, unit_costs=True).timeline.to_frame()
+    assert frame.attrs["unit"] == "units"
+    assert gantt_figure(frame).layout.xaxis.title.text == "units"
