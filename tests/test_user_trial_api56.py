@@ -142,3 +142,19 @@ def test_a_schedule_frame_is_drawn_in_the_unit_its_attrs_state():
     frame = archsim.schedule("ffnn8", policy="ooo-pipe2", processors=2, unit_costs=True).timeline.to_frame()
     assert frame.attrs["unit"] == "units"
     assert gantt_figure(frame).layout.xaxis.title.text == "units"
+
+
+# --- a job given its keywords positionally says which job, and which keywords they are ---------------------------------
+# Failed before: archsim.train(model, cluster, global_batch=16) — the cluster passed positionally, a notebook's
+# first slip — raised inspect's bare "TypeError: too many positional arguments", naming neither the job nor the fix.
+
+@pytest.mark.parametrize(("call", "expected"), [
+    (lambda: archsim.train("gpt3_1.3b", "configs/clusters/a100_node.toml", global_batch=16),
+     "archsim.train() takes 1 positional argument (model) but 2 were given; the others are keywords: cluster=…"),
+    (lambda: archsim.gemm(64, 128, 96),
+     "archsim.gemm() takes 0 positional arguments but 3 were given; the others are keywords: m=…, k=…, n=…"),
+])
+def test_extra_positionals_name_the_job_and_the_keywords_they_stand_for(call, expected):
+    with pytest.raises(TypeError) as caught:
+        call()
+    assert str(caught.value) == expected
