@@ -158,3 +158,20 @@ def test_extra_positionals_name_the_job_and_the_keywords_they_stand_for(call, ex
     with pytest.raises(TypeError) as caught:
         call()
     assert str(caught.value) == expected
+
+
+# --- a runs result shows in a notebook cell as one line, as the other results do ---------------------------------------
+# Failed before: its repr was the list's, every row's dict — 7,763 characters for an 18-row file, a screenful per
+# hundred rows of a vTrain file — where a TableResult or SearchResult is one line and print() shows the rows.
+
+def test_a_runs_result_repr_is_one_line_and_print_shows_every_row():
+    from api_parity_helpers import MODEL, NODE
+
+    rows = archsim.train_runs(MODEL, runs=str(ROOT / "configs" / "runs" / "vtrain_h1024_l24.csv"), cluster=NODE,
+                              attention="standard")
+    measured = [row for row in rows if row["error"] is not None]
+    mape = sum(abs(row["error"]) for row in measured) / len(measured)
+    assert repr(rows) == (f"RunsResult({len(rows)} runs of gpt_1024h_24l on NVIDIA A100 SXM4 80GB, "
+                          f"MAPE {mape:.1%} over {len(measured)} measured)")
+    assert str(rows) == repr(list(rows))  # print(rows): every row, as the list it always was
+    assert rows == list(rows)
