@@ -175,3 +175,26 @@ def test_a_runs_result_repr_is_one_line_and_print_shows_every_row():
                           f"MAPE {mape:.1%} over {len(measured)} measured)")
     assert str(rows) == repr(list(rows))  # print(rows): every row, as the list it always was
     assert rows == list(rows)
+
+
+# --- run_sweep(progress=True) draws its bar in a notebook, as search(progress=True) does --------------------------------
+# Failed before: the sweep's bar followed the terminal rule whatever progress= said, so in a notebook (stderr no
+# terminal) progress=True drew nothing, where archsim.search(progress=True) draws its bars there at once.
+
+SPEC = """[sweep]
+name = "bar"
+networks = ["layerpipe_sample"]
+arrays = ["32x32"]
+batches = [8]
+processors = [2]
+methods = ["layerpipe"]
+"""
+
+
+@pytest.mark.parametrize("shown", [True, False])
+def test_run_sweep_progress_draws_off_a_terminal_as_asked(shown, tmp_path, capsys):
+    spec = tmp_path / "bar.toml"
+    spec.write_text(SPEC, encoding="utf-8")
+    results = archsim.run_sweep(str(spec), out=str(tmp_path / "results"), progress=shown)
+    assert len(results) == 1  # one network × array × batch × processor count × method
+    assert ("sweep bar" in capsys.readouterr().err) is shown  # pytest's captured stderr is no terminal
