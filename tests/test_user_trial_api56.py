@@ -198,3 +198,20 @@ def test_run_sweep_progress_draws_off_a_terminal_as_asked(shown, tmp_path, capsy
     results = archsim.run_sweep(str(spec), out=str(tmp_path / "results"), progress=shown)
     assert len(results) == 1  # one network × array × batch × processor count × method
     assert ("sweep bar" in capsys.readouterr().err) is shown  # pytest's captured stderr is no terminal
+
+
+# --- schedule's dim= is annotated as the other network jobs' (its text "seq=128" runs) -------------------------------
+# Failed before: archsim.schedule(..., dim="seq=128") ran, as --dim seq=128 does, but its annotation (a mapping or
+# (name, value) pairs) made mypy refuse the call that cost, profile, plan and load_network's annotations accept.
+
+def test_every_network_jobs_dim_takes_the_flags_text_for_a_type_checker():
+    import inspect
+
+    jobs = [name for name in archsim.__all__ if callable(getattr(archsim, name))
+            and "dim" in inspect.signature(getattr(archsim, name)).parameters]
+    assert {"cost", "profile", "plan", "schedule", "load_network", "iteration_energy"} <= set(jobs)
+    narrow = [job for job in jobs if "| str |" not in str(inspect.signature(getattr(archsim, job)).parameters["dim"].annotation)]
+    assert not narrow, f"{narrow}: dim='seq=128' runs, but the annotation refuses it"
+    one = archsim.schedule("configs/transformers/gpt2.json", policy="1f1b", processors=2, dim="seq=128", batch=1)
+    other = archsim.schedule("configs/transformers/gpt2.json", policy="1f1b", processors=2, dim={"seq": 128}, batch=1)
+    assert one.makespan == other.makespan
