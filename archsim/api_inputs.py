@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from archsim.api_keywords import check_choice, check_path, positive_int, speaks_keywords, user_stacklevel
+from archsim.api_keywords import check_choice, check_path, listed, positive_int, speaks_keywords, user_stacklevel
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
 from archsim.array.config import ArrayConfig
 from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.errors import InputError
-from archsim.value_parsers import NO_VALUE, comma_items
+from archsim.value_parsers import comma_items
 from archsim.workload.layer import Network
 
 
@@ -39,13 +39,12 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
     network = source if isinstance(source, Network) else _load(
         source, geometry=geometry, unsupported=unsupported, dims=dims_of(dim or {}), shapes=shapes,
         input_shape=input_shape)
-    parts = only.split(",") if isinstance(only, str) else list(only) if isinstance(only, Sequence) else \
-        [] if only is None else [only]
+    # the list keywords' one reader: "conv,fc", ["conv"], a numpy array's cells (until 2026-12-03 refused); only=[]
+    # refused as --only alone is
+    parts = () if only is None else listed(only, "only", single=True)
     if not all(isinstance(kind, str) for kind in parts):  # only=5: a value --only could not have given
         raise InputError(f"expected layer kinds such as 'conv,fc' or ['conv'], got {only!r}", field="only")
-    if only is not None and not parts:  # only=[]: refused as --only alone is (a blank text already was)
-        raise InputError(NO_VALUE, field="only")
-    return network.only(*comma_items(only, "only")) if only else network
+    return network.only(*comma_items(list(parts), "only")) if parts else network
 
 
 @speaks_keywords

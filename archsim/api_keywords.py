@@ -200,8 +200,17 @@ def check_required(signature, args: tuple, kwargs: dict, what: str) -> None:
     from archsim.errors import InputError
 
     known = {name: value for name, value in kwargs.items() if name in signature.parameters}
-    signature.bind_partial(*args, **known)  # Python's own TypeError first: too many positionals, one given twice
     taken = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    try:
+        signature.bind_partial(*args, **known)  # Python's TypeError first: too many positionals, one given twice
+    except TypeError as exc:  # inspect's words name no function ("too many positional arguments"): say which, and how
+        keywords = [p.name for p in signature.parameters.values() if p.kind == p.KEYWORD_ONLY]
+        if len(args) > len(taken) and not any(p.kind == p.VAR_POSITIONAL for p in signature.parameters.values()):
+            names = f" ({', '.join(p.name for p in taken)})" if taken else ""
+            meant = ", ".join(f"{name}=…" for name in keywords[:len(args) - len(taken)])
+            raise TypeError(f"{what}() takes {len(taken)} positional argument{'s' * (len(taken) != 1)}{names} but "
+                            f"{len(args)} were given; the others are keywords{f': {meant}' if meant else ''}") from None
+        raise TypeError(f"{what}(): {exc}") from None
     given = set(kwargs) | {p.name for p in taken[:len(args)]}
     for p in signature.parameters.values():
         if p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) \

@@ -81,7 +81,7 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
              sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None,
              batch: int | str | None = None, mode: str | None = None, only: str | Sequence[str] | None = None,
              shapes: str | None = None, unsupported: str | None = None, input_shape: str | None = None,
-             dim: Mapping[str, int] | Sequence[tuple[str, int]] | None = None, max_ops: int | str | None = None,
+             dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None, max_ops: int | str | None = None,
              stages: int | str | None = None, stage_times: str | Sequence[float] | None = None, comm: float | str | None = None,
              stage_memory: str | Sequence[float] | None = None, stage_profile: str | Path | None = None,
              link_bandwidth: float | str | None = None, torch_schedule: str | None = None,

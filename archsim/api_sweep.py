@@ -17,7 +17,9 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
     computing only configurations not cached there; returns the results. ``workers``: local processes,
-    1 … 1024 as ``--workers``; ``progress``: True or False (``--quiet``'s opposite); ``max_configs``: ``--max-configs``,
+    1 … 1024 as ``--workers``; ``progress``: True or False (``--quiet``'s opposite; True draws the bar on stderr
+    even off a terminal, in a notebook, as :func:`archsim.search`'s ``progress=True`` does); ``max_configs``:
+    ``--max-configs``,
     a spec of more configurations refused before any work; ``force``: True or False, ``--force``: take over a
     folder that holds another spec's results (replacing them), refused otherwise. A device sweep warns (UserWarning)
     the lines ``archsim sweep`` prints on stderr: how many points do not fit memory (their rows'
@@ -43,7 +45,10 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
     folder = Path(out) if out is not None else Path("results") / spec.name
     check_folder(folder)  # archsim sweep's check of its --out, so a file in the way is said alike
-    frame = _run(spec, folder, workers=workers, dask=dask, progress=progress, force=force, max_configs=max_configs)
+    from archsim.progress import shown
+
+    with shown(progress):  # True draws the bar off a terminal too, as search(progress=True) does: a notebook's stderr
+        frame = _run(spec, folder, workers=workers, dask=dask, progress=progress, force=force, max_configs=max_configs)
     if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
         import warnings  # PEs, a slipped unit
 

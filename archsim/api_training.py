@@ -45,11 +45,11 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
           max_ops: int | str | None = None, distributed_optimizer: bool = False,
-          fsdp: bool = False, cp: int = 1, cp_comm: str = "p2p",
+          fsdp: bool = False, cp: int | str = 1, cp_comm: str = "p2p",
           fsdp_reshard: str = "after-forward",
           fsdp_grad_sync: str = "micro-batch",
-          cp_hierarchy: Sequence[int] | None = None, ep: int = 1,
-          etp: int | None = None, moe_expert_capacity_factor: float | None = None,
+          cp_hierarchy: str | Sequence[int | str] | None = None, ep: int | str = 1,
+          etp: int | str | None = None, moe_expert_capacity_factor: float | str | None = None,
           moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: float | str | None = None,
           fp8: str | None = None, fp8_param_gather: bool = False) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
@@ -110,7 +110,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
                                                      (micro_batch, "micro-batch"), (interleave, "interleave"), (cp, "cp"),
                                                      (ep, "ep")))
     etp = None if etp is None else positive_int(etp, "etp")
-    check_choice(cp_comm, CP_COMMS, "cp_comm")
+    check_choice(cp_comm, CP_COMMS, "cp-comm")
     hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
         positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
     seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
@@ -289,6 +289,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.training.train_json import search_document
+    from archsim.value_parsers import not_a_choice
     from archsim.workload.model_files import config_dtype_note
 
     # the checks archsim search's parser makes, in its flags' order, before any file is read
@@ -315,9 +316,9 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     refine = default_refine(top) if refine is None else positive_int(refine, "refine", low=0)
     max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max-ops")
     if dp_overlap not in DP_OVERLAPS:
-        raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {dp_overlap!r}", field="dp-overlap")
+        raise InputError(not_a_choice(dp_overlap, DP_OVERLAPS), field="dp-overlap")
     if grad_accumulation not in GRAD_ACCUMULATIONS:
-        raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {grad_accumulation!r}",
+        raise InputError(not_a_choice(grad_accumulation, GRAD_ACCUMULATIONS),
                          field="grad-accumulation")
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too

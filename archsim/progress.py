@@ -7,12 +7,15 @@ import os
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
+from contextvars import ContextVar, copy_context
 from typing import Any, Self, TypeVar
 
 T = TypeVar("T")
 
-_quiet = 0  # depth of `quiet()` blocks under way in this process
-_shown: bool | None = None  # set by `shown()`: True draws bars off a terminal too, False draws none
+# Context variables, not module globals: a notebook's threads (a ThreadPoolExecutor of archsim.search calls, one
+# with progress=True) each keep their own, so one's shown(True) draws no bars in another, nor outlives both
+_quiet: ContextVar[int] = ContextVar("archsim_progress_quiet", default=0)  # depth of `quiet()` blocks under way
+_shown: ContextVar[bool | None] = ContextVar("archsim_progress_shown", default=None)  # True: bars off a terminal too
 
 
 def on_terminal(stream=None) -> bool:
@@ -49,12 +52,13 @@ def progress(total: int, desc: str, unit: str, enabled: bool = True, **options):
     (e.g. ``delay``: seconds before it is drawn, so quick runs never show one). Drawn only when
     ``enabled``, outside :func:`quiet`, and when the stream it draws on is a terminal (or inside
     ``shown(True)``: then at once, as the caller asked for it, with no ``delay``)."""
-    drawn = on_terminal(options.get("file")) if _shown is None else _shown
-    if not (enabled and not _quiet and drawn):
+    show = _shown.get()
+    drawn = on_terminal(options.get("file")) if show is None else show
+    if not (enabled and not _quiet.get() and drawn):
         return _NoBar()
     from tqdm import tqdm
 
-    if _shown:
+    if show:
         options.pop("delay", None)
     options.setdefault("leave", False)
     if _no_width(options.get("file")):
@@ -97,7 +101,7 @@ def polled(work: Callable[[], T], counter: Any, bar: Any, every_s: float = 0.2) 
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread below
             outcome["error"] = exc
 
-    thread = threading.Thread(target=target, daemon=True)
+    thread = threading.Thread(target=copy_context().run, args=(target,), daemon=True)  # the caller's settings
     shown_units = int(counter[0])
     thread.start()
     try:
@@ -120,21 +124,19 @@ def polled(work: Callable[[], T], counter: Any, bar: Any, every_s: float = 0.2) 
 @contextmanager
 def quiet():
     """No bars inside: a sweep's worker processes share the terminal its parent draws the sweep's bar on."""
-    global _quiet
-    _quiet += 1
+    token = _quiet.set(_quiet.get() + 1)
     try:
         yield
     finally:
-        _quiet -= 1
+        _quiet.reset(token)
 
 
 @contextmanager
 def shown(show: bool | None):
     """Bars inside drawn as ``show`` says: True on stderr even off a terminal (a notebook's
     ``progress=True``), False never, None by the terminal rule (the CLI's); :func:`quiet` still wins."""
-    global _shown
-    before, _shown = _shown, show
+    token = _shown.set(show)
     try:
         yield
     finally:
-        _shown = before
+        _shown.reset(token)

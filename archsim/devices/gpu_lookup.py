@@ -16,7 +16,7 @@ from typing import Any
 
 from archsim.devices.catalog import GIB, GPUS, KNOWN_GPUS, TABLE, GpuSpec
 from archsim.devices.device import Device
-from archsim.devices.gpu_names import check_whole_name
+from archsim.devices.gpu_names import check_whole_name, strange_words
 from archsim.errors import InputError
 
 BOARD_OF_CHIP = {row.slug: row.board.key for row in TABLE if row.board is not None}
@@ -93,6 +93,19 @@ def find_gpu(name: str) -> str | None:
     return next((slug for pattern, slug in _NAME_PATTERNS if re.search(pattern, text)), None)
 
 
+_CATALOG_WORDS = (*KNOWN_GPUS, *GPU_NAMES, *ALIASES, *(spec.name for spec in KNOWN_GPUS.values()))  # their words count
+
+
+def find_whole_gpu(name: str) -> str | None:
+    """:func:`find_gpu`'s slug, but None for a name its patterns read from part of a word ("a1000", "RTX A1000",
+    "V100S": other GPUs, which an ``a100`` or ``v100`` pattern would price as the catalog's): a name read by
+    pattern must be made of words GPU names have (:func:`~archsim.devices.gpu_names.strange_words`), as
+    :func:`gpu` requires of train's ``gpu =``."""
+    slug = find_gpu(name)
+    exact = name.strip().lower() in (*KNOWN_GPUS, *CHIP_OF_BOARD)
+    return slug if slug is None or exact or not strange_words(name, _CATALOG_WORDS) else None
+
+
 def whole_gpu_name(name: str) -> str:
     """``name`` less CUDA's MIG suffix ("NVIDIA A100-SXM4-80GB MIG 3g.40gb" → its GPU's name): where a
     slice's own SM count is given, the slice is that GPU cut down."""
@@ -107,7 +120,7 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
     A measured SM count (MIG slices, a cut-down part) should be passed as ``sm_count``.
     """
     whole = whole_gpu_name(name) if sm_count is not None else name
-    slug = find_gpu(like) if like else find_gpu(whole)  # a MIG slice: its GPU, with the slice's SMs given
+    slug = find_whole_gpu(like) if like else find_whole_gpu(whole)  # a MIG slice: its GPU, with the slice's SMs given
     if slug is None:
         field = "like" if like else "gpu"
         raise InputError(f"unknown GPU {(like or name)!r}; name a similar known one with --like "
@@ -123,5 +136,5 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
     return replace(base, **changes)
 
 
-__all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_BOARD", "GPU_NAMES", "SHORT_NAMES", "find_gpu", "gpu", "gpu_name", "resolve_gpu",
-           "whole_gpu_name"]
+__all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_BOARD", "GPU_NAMES", "SHORT_NAMES", "find_gpu", "find_whole_gpu", "gpu",
+           "gpu_name", "resolve_gpu", "whole_gpu_name"]

@@ -23,15 +23,21 @@ def name_words(name: str) -> list[str]:
     return [word for word in re.split(r"[\s_\-/]+", text) if word]
 
 
+def strange_words(name: str, known: Iterable[str]) -> list[str]:
+    """``name``'s words that are in no GPU name (``known``: the catalog's names whose words count; CUDA's words
+    and memory sizes besides): none for a whole name, ``['a1000']`` for "a1000", which a pattern reads as an A100."""
+    words = {word for text in known for word in name_words(text)} | CUDA_WORDS
+    return [word for word in name_words(name) if word not in words and not re.fullmatch(r"\d+gb", word)]
+
+
 def check_whole_name(name: str, known: Iterable[str], catalog: Iterable[str]) -> None:
     """Refuse ``name`` (read by pattern as a catalog board) when a word of it is in no GPU name: ``known``
     are the catalog's names whose words count, ``catalog`` the keys the error lists."""
-    words = {word for text in known for word in name_words(text)} | CUDA_WORDS
-    strange = [word for word in name_words(name) if word not in words and not re.fullmatch(r"\d+gb", word)]
+    strange = strange_words(name, known)
     if strange:
         raise InputError(f"unknown GPU {name!r}: {', '.join(map(repr, strange))} is in no catalog GPU's name nor "
                          f"in CUDA's name of one (a typo, or a part the catalog does not have); "
                          f"the catalog has {', '.join(catalog)}", field="gpu")
 
 
-__all__ = ["CUDA_WORDS", "check_whole_name", "name_words"]
+__all__ = ["CUDA_WORDS", "check_whole_name", "name_words", "strange_words"]

@@ -39,13 +39,26 @@ def ops_frame(timeline):
     return held.to_frame() if hasattr(held, "to_frame") else held
 
 
-def chrome_trace(timeline, unit: str = "cycles") -> dict:
+def timeline_unit(timeline, unit: str | None = None) -> str:
+    """``unit`` where given, else the one ``timeline`` states (a Timeline's ``unit``, a result's timeline's, a
+    frame's ``attrs["unit"]``: train's and search's ``seconds``, a schedule's ``units``), else cycles: a notebook's
+    ``gantt_figure(result.timeline)`` labels and scales the times as they are, not as cycles."""
+    if unit is not None:
+        return unit
+    held = getattr(timeline, "timeline", timeline)
+    stated = held.attrs.get("unit") if hasattr(held, "attrs") else getattr(held, "unit", None)  # a frame's column
+    return str(stated) if stated else "cycles"
+
+
+def chrome_trace(timeline, unit: str | None = None) -> dict:
     """``timeline`` as Chrome's trace events. The format reads ``ts`` and ``dur`` in microseconds, so a
-    timeline in seconds (``unit="seconds"``: train's, search's, a plan on measured profiles) is written in µs
+    timeline in seconds (``unit="seconds"``, or None: the timeline's own, :func:`timeline_unit`; train's, search's,
+    a plan on measured profiles) is written in µs
     (else Perfetto draws a 0.08 s iteration as 0.08 µs); a timeline in any other unit (cycles, a stage's
     time unit) has no clock here and is written one unit per µs, as ``otherData.time_unit`` says.
     ``displayTimeUnit`` ("ms" or "ns", the format's two) only sets how the viewer labels its axis: "ms", so a
     seconds-long GPU iteration reads 80 ms, not 80,000,000 ns."""
+    unit = timeline_unit(timeline, unit)
     scale = 1e6 if unit == "seconds" else 1.0
     events = []
     names: dict[str, int] = {}
@@ -77,7 +90,7 @@ def _link_name(link: str, ends: tuple[str, str] | None) -> str:
     return f"link {link} ({ends[0]}->{ends[1]})"
 
 
-def write_chrome_trace(timeline, path: str | Path, unit: str = "cycles") -> Path:
+def write_chrome_trace(timeline, path: str | Path, unit: str | None = None) -> Path:
     return write_output(path, dumps(chrome_trace(timeline, unit)))
 
 

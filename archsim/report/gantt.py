@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from archsim.output_files import write_output
-from archsim.report.export import ops_frame
+from archsim.report.export import ops_frame, timeline_unit
 from archsim.report.style import KIND_COLORS, KIND_LABELS
 
 __all__ = ["BORROWED_LABEL", "gantt_figure", "write_gantt"]
@@ -22,14 +22,16 @@ BORROWED_LABEL = "borrowed (Algorithm 1)"
 _HATCH = "/"
 
 
-def gantt_figure(frame, title: str = "", unit: str = "cycles",
+def gantt_figure(frame, title: str = "", unit: str | None = None,
                  borrowed: Collection[tuple[str, str]] = (), rows_title: str | None = None) -> go.Figure:
     """Horizontal bars from ``start`` to ``end`` per processor row, coloured by op kind; ``rows_title``: what
     the rows are where they are not processors (a plan's stages and channels), else processor (/ stream).
-    ``frame``: a timeline's frame or the Timeline itself, as :func:`write_gantt` takes it.
+    ``frame``: a timeline's frame or the Timeline itself, as :func:`write_gantt` takes it; ``unit`` (the x axis's):
+    None, the one it states (:func:`~archsim.report.export.timeline_unit`: a train timeline's seconds).
 
     ``borrowed``: (layer, kind) of ops a LayerPipe plan borrowed (:attr:`Partition.borrowed_ops`);
     their bars are hatched, with one legend entry saying so (the tables star the same ops)."""
+    unit = timeline_unit(frame, unit)
     frame = ops_frame(frame)
     missing = {"op", "processor", "start", "end"} - set(frame.columns)
     if missing:
@@ -94,14 +96,14 @@ def _natural(text: str) -> tuple:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(text)))
 
 
-def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "", unit: str = "cycles",
+def write_gantt(timeline, path: str | Path, title: str = "", caption: str = "", unit: str | None = None,
                 borrowed: Collection[tuple[str, str]] = (), rows_title: str | None = None) -> Path:
     """Write a self-contained HTML Gantt of ``timeline`` (a Timeline or its frame) atomically; ``unit``
-    titles the x axis; ``borrowed`` ops are hatched (:func:`gantt_figure`)."""
+    titles the x axis (None: the timeline's own, :func:`gantt_figure`); ``borrowed`` ops are hatched (:func:`gantt_figure`)."""
     from archsim.report.html_page import document, esc, figure
 
     frame = ops_frame(timeline)
-    body = figure(gantt_figure(frame, title, unit, borrowed, rows_title), first=True)
+    body = figure(gantt_figure(frame, title, timeline_unit(timeline, unit), borrowed, rows_title), first=True)
     note = f"<p>{esc(caption)}</p>" if caption else ""
     return write_output(path, document(title, [body, note], heading="",
                                             style="body{font-family:sans-serif;margin:1em}"))

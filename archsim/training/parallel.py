@@ -20,6 +20,7 @@ from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
 from archsim.training.context_parallel_hierarchy import effective_comm, hierarchy_problem
 from archsim.training.layout_problems import cp_problem, ep_layout_problem, or_list, tp_split_problem
+from archsim.value_parsers import not_a_choice
 from archsim.workload.transformer import TransformerConfig
 
 V_SCHEDULES = ("zb-v", "dualpipev")  # two chunks per rank, V-shaped
@@ -207,7 +208,7 @@ class Parallelism:
                                            ("fsdp-grad-sync", self.fsdp_grad_sync, FSDP_GRAD_SYNCS,
                                             "reduce-scatters its gradients")):  # FSDP's two modes, default first
             if value not in choices:
-                raise InputError(f"expected one of {', '.join(choices)}, got {value!r}", field=flag)
+                raise InputError(not_a_choice(value, choices), field=flag)
             if value != choices[0] and not self.fsdp:
                 raise InputError(f"{setting(flag, value)} says when FSDP {what}: give {setting('fsdp')} too", field=flag)
         if self.fsdp_grad_sync == "step" and self.fsdp_reshard != "none":  # torchtitan's with PP: never resharded
@@ -217,22 +218,22 @@ class Parallelism:
             raise InputError(f"{setting('fsdp')} overlaps its own collectives: not with "
                              f"{setting('dp-overlap', self.dp_overlap)}", field="fsdp")
         if self.recompute not in RECOMPUTE:
-            raise InputError(f"expected one of {', '.join(RECOMPUTE)}, got {self.recompute!r}", field="recompute")
+            raise InputError(not_a_choice(self.recompute, RECOMPUTE), field="recompute")
         if self.fp8 is not None and self.fp8 not in FP8_RECIPES:
-            raise InputError(f"expected one of {', '.join(FP8_RECIPES)}, got {self.fp8!r}", field="fp8")
+            raise InputError(not_a_choice(self.fp8, FP8_RECIPES), field="fp8")
         if self.attention not in ATTENTIONS:
-            raise InputError(f"expected one of {', '.join(ATTENTIONS)}, got {self.attention!r}", field="attention")
+            raise InputError(not_a_choice(self.attention, ATTENTIONS), field="attention")
         if self.cp_comm not in CP_COMMS:
-            raise InputError(f"expected one of {', '.join(CP_COMMS)}, got {self.cp_comm!r}", field="cp-comm")
+            raise InputError(not_a_choice(self.cp_comm, CP_COMMS), field="cp-comm")
         if isinstance(self.cp_hierarchy, list):  # the library's keyword as a list: kept as the frozen pair
             object.__setattr__(self, "cp_hierarchy", tuple(self.cp_hierarchy))
         problem = hierarchy_problem(self.cp, self.cp_comm, self.cp_hierarchy)
         if problem:
             raise InputError(problem, field="cp-comm" if self.cp_hierarchy is None else "cp-hierarchy")
         if self.dp_overlap not in DP_OVERLAPS:
-            raise InputError(f"expected one of {', '.join(DP_OVERLAPS)}, got {self.dp_overlap!r}", field="dp-overlap")
+            raise InputError(not_a_choice(self.dp_overlap, DP_OVERLAPS), field="dp-overlap")
         if self.grad_accumulation is not None and self.grad_accumulation not in GRAD_ACCUMULATIONS:
-            raise InputError(f"expected one of {', '.join(GRAD_ACCUMULATIONS)}, got {self.grad_accumulation!r}",
+            raise InputError(not_a_choice(self.grad_accumulation, GRAD_ACCUMULATIONS),
                              field="grad-accumulation")
         check_schedule(self.schedule)  # a misspelt name is refused as such, not as a rule of the layout
         if self.schedule in TORCH_SCHEDULES:  # torch's class name runs as the order it builds: its chunks, its rules

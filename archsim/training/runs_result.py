@@ -6,6 +6,7 @@ them) and :class:`RunsResult`, the rows as the list the API has always returned,
 from __future__ import annotations
 
 import copy
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -46,6 +47,19 @@ class RunsResult(list):
     def __init__(self, rows: list[dict], document: dict) -> None:
         super().__init__(rows)
         self._document = copy.deepcopy(document)
+
+    def __repr__(self) -> str:
+        """One line, not every row (a notebook shows a cell's value by its repr, and a vTrain file is 1,008 rows);
+        ``print(result)``, ``list(result)`` and ``to_frame()`` show them all, as a table result's do."""
+        meta = self._document["meta"]
+        mape = meta.get("mape")
+        said = "" if not isinstance(mape, float) or math.isnan(mape) else \
+            f", MAPE {mape:.1%} over {meta.get('measured')} measured"  # none measured: no MAPE
+        return (f"RunsResult({len(self)} run{'' if len(self) == 1 else 's'} of {meta.get('model')} on "
+                f"{meta.get('gpu')}{said})")
+
+    def __str__(self) -> str:
+        return list.__repr__(self)
 
     @property
     def meta(self) -> dict:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.catalog import GpuSpec
-from archsim.devices.gpu_lookup import find_gpu, resolve_gpu, whole_gpu_name
+from archsim.devices.gpu_lookup import find_gpu, find_whole_gpu, resolve_gpu, whole_gpu_name
 from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.errors import InputError
 from archsim.validation.gpu import assumptions, gpu_arrays, model_kernels
@@ -74,7 +74,7 @@ def table_element_bytes(table: KernelTable) -> int:
 
 def _catalog_gpu(name: str) -> str | None:
     """The catalog slug of a GPU name, a MIG slice's GPU's included (None: not in the catalog)."""
-    return find_gpu(whole_gpu_name(name))
+    return find_whole_gpu(whole_gpu_name(name))
 
 
 def table_gpu(table: KernelTable, overrides: GpuOverrides = GpuOverrides()) -> tuple[str, GpuSpec]:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
-from archsim.devices.gpu_lookup import GPU_NAMES, find_gpu, gpu_name
+from archsim.devices.gpu_lookup import GPU_NAMES, find_whole_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
@@ -156,14 +156,14 @@ def check_devices(rows: KernelRows) -> None:
         if not name:
             raise InputError("no GPU: pass --gpu or give the row a Device", file=rows.source, line=int(line),
                              field="Device")
-        if find_gpu(str(name)) is None:
+        if find_whole_gpu(str(name)) is None:
             raise InputError(f"unknown GPU {name!r} (or pass --gpu); the catalog has {', '.join(GPU_NAMES)}",
                              file=rows.source, line=int(line), field="Device")
 
 
 def device_spec(name: str) -> GpuSpec:
     """The catalog GPU for a catalog name or a CUDA device string such as ``"Tesla T4"``."""
-    slug = find_gpu(name)
+    slug = find_whole_gpu(name)
     if slug is None:
         raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPU_NAMES)}", field="gpu")
     return KNOWN_GPUS[slug]
@@ -174,8 +174,8 @@ def measured_on(frame: pd.DataFrame, gpu: str) -> pd.DataFrame:
     ``device`` names the same catalog GPU, or names none (a file without a Device column). Empty when
     the file has no row of that GPU: its times are then another GPU's, not an error of this one's."""
     device_spec(gpu)  # an unknown name is refused here, in one line
-    slug = find_gpu(gpu)
-    same = [not str(name) or find_gpu(str(name)) == slug for name in frame["device"]]
+    slug = find_whole_gpu(gpu)
+    same = [not str(name) or find_whole_gpu(str(name)) == slug for name in frame["device"]]
     return frame[np.asarray(same, dtype=bool)]
 
 
@@ -192,14 +192,14 @@ def predict(frame: pd.DataFrame, constants: KernelConstants, gpu: str | None = N
     names = pd.Series(gpu, index=out.index) if gpu else out["device"]
     if names.isna().any() or (names == "").any():
         raise InputError("no GPU: pass --gpu or give the CSV a Device column", field="gpu")
-    out["gpu"] = [gpu_name(slug) if (slug := find_gpu(str(n))) else "" for n in names]
+    out["gpu"] = [gpu_name(slug) if (slug := find_whole_gpu(str(n))) else "" for n in names]
     missing = sorted(set(names[out["gpu"] == ""].astype(str)))
     if missing:
         raise InputError(f"unknown GPU {missing[0]!r}; the catalog has {', '.join(GPU_NAMES)}", field="gpu")
     out["predicted_seconds"] = _seconds(out, constants, dtype, tensor_constants)
     out["error"] = out["predicted_seconds"] / out["measured_seconds"] - 1
     if gpu:
-        other = [bool(str(d)) and (find_gpu(str(d)) or str(d)) != find_gpu(gpu) for d in out["device"]]
+        other = [bool(str(d)) and (find_whole_gpu(str(d)) or str(d)) != find_whole_gpu(gpu) for d in out["device"]]
         out.loc[np.asarray(other, dtype=bool), "error"] = np.nan
     return out
 
@@ -232,7 +232,7 @@ def gemm_rows_seconds(rows: pd.DataFrame, gpu: str, dtype: str, tensor_constants
     from archsim.choices.devices import ELEMENT_BYTES
     from archsim.lowering import Gemm, TrainingOp
 
-    slug = find_gpu(gpu)
+    slug = find_whole_gpu(gpu)
     timer = kernel_timer(device_spec(gpu), slug, dtype, tensor_constants)
     if timer is None:
         raise InputError(f"--dtype {dtype}: archsim has no {dtype} GEMM time for {gpu}", field="dtype")
