@@ -10,6 +10,7 @@ import math
 from pathlib import Path
 
 import pytest
+from device_files import device_toml
 from test_docs import ROOT
 from test_robustness import write
 
@@ -23,24 +24,8 @@ from archsim.workload.model_files import load_transformer
 
 MODEL = str(ROOT / "configs" / "transformers" / "gpt2.json")
 # 4 arrays of 64 × 64 at 1 GHz, weight stationary, three operand SRAMs stated (KiB), no [energy]: the default table
-CHIP = """[device]
-name = "chip"
-
-[compute]
-arrays = 4
-rows = 64
-cols = 64
-clock_mhz = 1000
-dataflow = "ws"
-
-[memory]
-sram_kib_per_array = [1024, 1024, 512]
-hbm_gib = 16
-hbm_gbps = 1000
-
-[links]
-intra_gbps = 100
-"""
+CHIP = device_toml(name="chip", arrays=4, rows=64, cols=64, dataflow="ws", clock_mhz=1000,
+                   sram_kib=[1024, 1024, 512], hbm_gib=16, hbm_gbps=1000, intra_gbps=100)
 KEYWORDS = {"tp": 1, "pp": 2, "dp": 4, "global_batch": 16, "micro_batch": 2, "dtype": "bf16", "recompute": "none"}
 A100_WATTS = 400  # the A100 80 GB's datasheet board power (docs/search.md, Objectives)
 GPUS_PER_SERVER = 4
