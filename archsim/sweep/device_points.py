@@ -43,7 +43,8 @@ LAYOUT_COLUMNS = ["tp", "pp", "dp"]  # after gpus, only in a sweep of tp or pp (
 
 def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None,
                 sram_kib_per_array: int | None = None, clock_ghz: float | None = None) -> Device:
-    """``device`` with its arrays (count, rows, cols: one array per core), HBM bandwidth (GB/s), SRAM
+    """``device`` with its arrays (count, rows, cols: dealt over the file's cores where their count divides the
+    arrays, so a point of the file's own shape is the file, else one array per core), HBM bandwidth (GB/s), SRAM
     per array (KiB) and clock (GHz: its arrays' and fp32 lanes', and its vector unit's unless that states its own)
     replaced, every other field kept; the peaks of the dtypes its arrays run scale with their PEs and clock, as a
     device file's derived peaks would."""
@@ -51,7 +52,9 @@ def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: f
 
     if arrays is not None:
         count, rows, cols = arrays
-        new = replace(device.arrays, count=count, rows=rows, cols=cols, per_core=1)
+        cores = device.arrays.cores  # a [vector] unit without its own cores is repeated in them
+        new = replace(device.arrays, count=count, rows=rows, cols=cols,
+                      per_core=count // cores if count % cores == 0 else 1)
         old = device.arrays.peak_flops
         ratio = new.peak_flops / old
         peaks = tuple((dtype, new.peak_flops if peak == old else peak * ratio)
