@@ -22,11 +22,11 @@ SETTINGS = ["--dp", "4", "--global-batch", "8", "--dtype", "bf16", "--seq", "102
 
 
 def train_seconds(device_text: str, folder: Path, capsys) -> float:
-    """`archsim train` of GPT-2 on 4 chips of ``device_text`` in one server (the sweep's cluster)."""
+    """`archsim train` of GPT-2 on 4 chips of ``device_text`` in one server, linked as the sweep links them."""
     folder.mkdir(exist_ok=True)
     write(folder / "chip.toml", device_text)
     cluster = write(folder / "c.toml", '[cluster]\nname = "c"\n[[servers]]\ncount = 1\ngpus = 4\n'
-                                       'intra_server_gbps = 6400\ndevice = "chip.toml"\n')
+                                       'device = "chip.toml"\n')  # in-server link: the file's intra_gbps
     capsys.readouterr()
     assert main(["train", str(ROOT / "configs" / "transformers" / "gpt2.json"), "--cluster", str(cluster),
                  *SETTINGS]) == 0
@@ -49,3 +49,16 @@ def test_the_files_own_shape_trains_as_the_file_and_keeps_its_vector_unit(tmp_pa
     # one array per core (the rule until 2026-12-04) widens the vector unit 8×, which times flash's work shorter
     wide = four.replace("arrays_per_core = 8\n", "arrays_per_core = 1\n")
     assert train_seconds(wide, tmp_path / "wide", capsys) < rows["32x128x128"]
+
+
+def test_intra_gbps_is_the_sum_over_the_links(tmp_path, capsys):
+    """docs/formats.md: 4 links of 100 GB/s are ``intra_gbps = 400``, ``links = 4``; the count is not timed, so a
+    designer who writes one link's 100 GB/s beside ``links = 4`` gets a quarter of the fabric, not the chip."""
+    def seconds(intra: int, links: int, folder: str) -> float:
+        text = device_toml(name="four-core", arrays=8, arrays_per_core=2, rows=256, cols=256, clock_mhz=1200,
+                           sram_kib=8192, hbm_gib=96, hbm_gbps=2000, intra_gbps=intra, links=links)
+        return train_seconds(text, tmp_path / folder, capsys)
+
+    summed = seconds(400, 4, "summed")
+    assert summed == seconds(400, 1, "one")  # the count is recorded, not timed
+    assert seconds(100, 4, "per_link") > summed  # one link's figure: a slower DP all-reduce
