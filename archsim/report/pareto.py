@@ -95,8 +95,9 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
 
 def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
     """A device sweep's seconds vs kJ per iteration, one marker per design, the front (its
-    ``pareto_optimal`` column) ringed; a point that does not fit memory is drawn hollow and is never
-    on the front."""
+    ``pareto_optimal`` column) ringed and each of its points named beside it (arrays, HBM GB/s, chips and
+    whatever else was swept; every point's full design on hover); a point that does not fit memory is drawn
+    hollow and is never on the front."""
     fig = go.Figure()
     sram = (", SRAM " + results["sram_kib_per_array"].map(lambda k: f"{k:g}") + " KiB per array"
             if "sram_kib_per_array" in results.columns else "")  # a sweep of it names it
@@ -106,6 +107,9 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
     label = (results["arrays"].astype(str) + " arrays" + sram + clock + ", HBM "
              + results["hbm_gbps"].map(lambda g: f"{g:g}") + " GB/s, " + results["gpus"].astype(str) + " chips"
              + layout + ", peak " + results["peak_memory_gib"].map(lambda g: f"{g:.1f}") + " GiB")
+    short = (results["arrays"].astype(str) + ("" if isinstance(sram, str) else sram.str.replace(" per array", ""))
+             + clock + ", " + results["hbm_gbps"].map(lambda g: f"{g:g}") + " GB/s, " + results["gpus"].astype(str)
+             + " chips" + layout)  # written beside each front point: a page read as a picture names its designs
     front, fits = results["pareto_optimal"].astype(bool), results["fits_memory"].astype(bool)
     groups = (("Pareto-optimal (time, energy)", front, "diamond", 12), ("dominated", ~front & fits, "circle", 8),
               ("does not fit memory", ~fits, "circle-open", 8))
@@ -114,6 +118,10 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"] / 1e3, mode="markers",
                                  text=label[keep], name=name, marker={"symbol": symbol, "size": size},
                                  hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} kJ<extra></extra>"))
+    for seconds, joules, text in zip(results.loc[front, "iteration_seconds"], results.loc[front, "energy_j"],
+                                     short[front], strict=True):  # above the markers, on a pale ground
+        fig.add_annotation(x=seconds, y=joules / 1e3, text=text, showarrow=False, xanchor="left", xshift=8,
+                           font={"size": 10}, bgcolor="rgba(255,255,255,0.75)")
     line = results[front].sort_values("iteration_seconds")
     fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"] / 1e3, mode="lines",
                              name="front", hoverinfo="skip", line={"dash": "dot"}))
