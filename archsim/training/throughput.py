@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from archsim.workload.transformer import TransformerConfig, layer_parameters, mlp_parameters
+from archsim.workload.layer_parameters import layer_parameters, mlp_parameters
+from archsim.workload.transformer import TransformerConfig
 
 
 def active_layer_parameters(c: TransformerConfig) -> int:
