@@ -62,9 +62,18 @@ def stage_kinds(c: TransformerConfig, counts: Sequence[int]) -> tuple[tuple[tupl
     return tuple(out)
 
 
+def part_counts(c: TransformerConfig, counts: Sequence[int], stages: Sequence[int]) -> list[int]:
+    """The layers of each part of virtual ``stages`` (stage j holding ``counts[j]``): a part is a stage's layers of
+    one kind, the kinds in :func:`kind_configs`' order — one part a stage (its count) for a model of one kind."""
+    if not c.dense_layers:
+        return [counts[j] for j in stages]
+    kinds = stage_kinds(c, counts)
+    return [n for j in stages for _, n in kinds[j]]
+
+
 def kind_counts(c: TransformerConfig) -> tuple[tuple[TransformerConfig, int], ...]:
     """The model's layers by kind: (the kind's config, its layers)."""
     return tuple((kind_configs(c)[kind], n) for kind, n in stage_kinds(c, (c.layers,))[0])
 
 
-__all__ = ["DENSE", "LAYER", "dense_config", "kind_configs", "kind_counts", "layer_kinds", "stage_kinds"]
+__all__ = ["DENSE", "LAYER", "dense_config", "kind_configs", "kind_counts", "layer_kinds", "part_counts", "stage_kinds"]
