@@ -38,7 +38,7 @@ def adam_case(torch, c, device):
     """Fused Adam (as the training runs' optimizer) on one fp32 buffer of the model's parameter count:
     reads master, gradient, two moments, writes master and moments — 28 bytes per parameter."""
     from archsim.training.layer_ops import embedding_parameters
-    from archsim.workload.transformer import layer_parameters
+    from archsim.workload.layer_parameters import layer_parameters
 
     count = c.layers * layer_parameters(c) + embedding_parameters(c) + 2 * c.hidden
     master = torch.zeros(count, dtype=torch.float32, device=device, requires_grad=True)

@@ -23,7 +23,8 @@ from archsim.training.parallel import Parallelism
 from archsim.training.search_fit import memory_fits
 from archsim.training.search_space import peak_memory_bytes
 from archsim.training.stage_split import planned_split
-from archsim.workload.transformer import TransformerConfig, layer_parameters
+from archsim.workload.layer_parameters import layer_parameters
+from archsim.workload.transformer import TransformerConfig
 
 # 4 GPT layers, h = 256, a vocabulary that needs no padding (a multiple of 128), 128 learned positions
 GPT = TransformerConfig("gpt-small", "gpt", 4, 256, 4, 1024, 128, 1024, 4, True, 128)

@@ -23,8 +23,8 @@ from archsim.errors import InputError
 from archsim.training.layer_activations import layer_activation_bytes
 from archsim.training.layer_ops import block_work, embedding_work
 from archsim.training.memory import layer_parameters_per_gpu
+from archsim.workload.layer_parameters import layer_parameters
 from archsim.workload.model_files import load_transformer
-from archsim.workload.transformer import layer_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data" / "hf_configs"

@@ -21,8 +21,8 @@ from archsim.cli import main
 from archsim.errors import InputError
 from archsim.training.layer_ops import block_work
 from archsim.training.throughput import model_flops, recomputed_flops
+from archsim.workload.layer_parameters import layer_parameters
 from archsim.workload.model_files import load_transformer
-from archsim.workload.transformer import layer_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU = ROOT / "configs" / "clusters" / "h100_1gpu.toml"

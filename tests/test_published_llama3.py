@@ -11,8 +11,8 @@ from benchmark_scripts import ROOT, load_benchmark
 
 from archsim.errors import InputError
 from archsim.training.cluster_file import load_gpu_cluster
+from archsim.workload.layer_parameters import layer_parameters
 from archsim.workload.model_files import load_transformer
-from archsim.workload.transformer import layer_parameters
 
 PAPER = load_benchmark("published_llama3")
 H100_BF16_TFLOPS = 989.4  # NVIDIA H100 SXM datasheet, dense BF16 (1,979 with sparsity)

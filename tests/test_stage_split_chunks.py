@@ -23,7 +23,8 @@ from archsim.training.run import train
 from archsim.training.search_cost import pipeline_seconds
 from archsim.training.stage_split import planned_split, stage_layer_counts
 from archsim.training.stages import rank_stage_times
-from archsim.workload.transformer import TransformerConfig, layer_parameters
+from archsim.workload.layer_parameters import layer_parameters
+from archsim.workload.transformer import TransformerConfig
 
 
 def tiny(layers: int, vocab: int = 5000) -> TransformerConfig:

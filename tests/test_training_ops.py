@@ -7,7 +7,8 @@ import pytest
 
 from archsim.training.kernel_bytes import fused_softmax
 from archsim.training.layer_ops import block_work, head_work
-from archsim.workload.transformer import TransformerConfig, layer_parameters
+from archsim.workload.layer_parameters import layer_parameters
+from archsim.workload.transformer import TransformerConfig
 
 C = TransformerConfig("tiny", "gpt", 2, 64, 4, 100, 16, 256, 4, True, 16)
 

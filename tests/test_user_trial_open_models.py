@@ -41,7 +41,6 @@ def test_qwen3_moe_is_read_with_its_published_parameter_counts():
 
 
 @pytest.mark.parametrize("kind,experts_key,why", [
-    ("deepseek_v3", "n_routed_experts", "latent attention"),
     ("olmoe", "num_experts", "whole projection"), ("phimoe", "num_local_experts", "SparseMixer")])
 def test_other_moe_model_types_are_refused_as_moe(tmp_path, kind, experts_key, why):
     fields = json.loads((DATA / "qwen3_8b.json").read_text())

@@ -49,4 +49,4 @@ MAX_REFINE_ACTIONS = 5_000_000
 # the Hugging Face config.json model_types the loader reads (archsim/workload/hf_config.py; docs/formats.md lists
 # the fields of each): the array commands refuse the mixtures and Switch, search Switch (one GPU, train's alone)
 HF_MODEL_TYPES = ("gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "gemma", "bert", "switch_transformers",
-                  "mixtral", "qwen3_moe", "qwen2_moe")
+                  "mixtral", "qwen3_moe", "qwen2_moe", "deepseek_v2", "deepseek_v3")

@@ -69,9 +69,11 @@ from archsim.training.fp8_scaling import rank_fp8_weights, weight_cast_seconds
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
 from archsim.training.memory import gradient_bytes
+from archsim.training.mla_ops import deepseek_problem
 from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_parameters
 from archsim.training.op_work import Collective, Work
 from archsim.training.parallel import Parallelism, padded_vocab
+from archsim.workload.layer_kinds import LAYER, kind_configs
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
 FP32_OPTIMIZER_BYTES_PER_PARAMETER = 28  # fp32 Adam: weight, gradient, momentum, variance read; three written
@@ -210,10 +212,14 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
-    """Per micro-batch costs of one transformer layer, the embedding and the head on ``machine``. They do
+    """Per micro-batch costs of one transformer layer (each kind's, :mod:`~archsim.workload.layer_kinds`: ``layer`` and
+    a mixture's ``dense_layer``), the embedding and the head on ``machine``. They do
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
     check_moe(c, par, machine.implementation)  # before DP is reset below
+    problem = deepseek_problem(c, par, machine.implementation)
+    if problem:
+        raise InputError(problem, field="model")
     check_fp8(par.fp8, machine.gpu, machine.dtype, machine.implementation, par.fsdp, par.fp8_param_gather,
               par.distributed_optimizer)
     if machine.implementation == "pytorch-eager":
@@ -298,7 +304,14 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
                               for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
     if par.cp > 1:
         layer = with_exchange(layer, c, par, machine)
-    return {"layer": layer, "embedding": embedding, "head": head}
+    pieces = {LAYER: layer, "embedding": embedding, "head": head}
+    for kind, config in kind_configs(c).items():  # a mixture's dense layers: their own op list (layer_kinds.py)
+        if kind != LAYER:
+            (own, _, _), (counted, _, _) = piece_works(config, par.micro_batch, par.tp, par.sequence_parallel,
+                                                       par.attention, machine.implementation, machine.dtype, par.cp,
+                                                       par.cp_comm, par.cp_hierarchy, par.ep, par.etp, par.fp8)
+            pieces[kind] = piece_cost(own, par, machine, par.recompute, None if counted is own else counted)
+    return pieces
 
 
 def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int,

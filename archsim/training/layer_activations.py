@@ -12,7 +12,10 @@ full           2·s·b·h (the layer's input)     2·s·b·h/t
 =============  ==============================  ===========================
 
 The 24/t is a GPT layer's (4·h GELU MLP, as many KV heads as heads): each layer's is read off its widths
-(:func:`split_activation_bytes`: grouped K and V, the MLP's width, SwiGLU's three kept tensors).
+(:func:`split_activation_bytes`: grouped K and V, the MLP's width, SwiGLU's three kept tensors; MLA's Q and K of
+qk_nope + qk_rope and V and the projection's input of v_head_dim per head). MLA keeps its q and kv latents too, each
+before its norm (the norm's input) and after it (the up-projection's input): 2·2·(q_lora_rank + kv_lora_rank) bytes
+a token, on the rank's own tokens (/t under sequence parallelism: the down-projections are duplicated, not split).
 
 Recomputation rematerialises one layer at a time in the backward (:func:`layer_kept`'s working set): full
 recompute adds one layer's ``none`` activations less the 2·s·b·h of its input — the checkpoint it reruns from,
@@ -58,6 +61,8 @@ def layer_activation_bytes(c: TransformerConfig, micro_batch: int, tp: int, reco
                                                                                                   attention)
     unsplit = (8 + residual_mask_bytes(c)) * sbh / (t if sequence_parallel else 1)
     kept = unsplit + s * b * split_activation_bytes(c, t, routing_tokens(c, b, t, sequence_parallel))
+    if c.mla:  # the q and kv latents before and after their norms (duplicated modules: each rank's own tokens)
+        kept += s * b * 2 * 2 * (c.q_lora_rank + c.kv_lora_rank) / (t if sequence_parallel else 1)
     if recompute == "selective":
         return kept
     return kept + attention_core_per_score(c) * a * s * s * b / t

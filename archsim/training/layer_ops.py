@@ -70,10 +70,11 @@ from archsim.training.flash_blocks import (
 from archsim.training.flash_smem import flash_smem_bytes
 from archsim.training.fp8_ops import fp8_layer_work
 from archsim.training.kernel_bytes import cross_entropy_elements, dtype_elements, fused_softmax, unfused_softmax
+from archsim.training.mla_ops import mla_work
 from archsim.training.moe_ops import moe_work
 from archsim.training.op_work import Collective, Work, gemm_ops, memory_op, vector_op
 from archsim.training.parallel import padded_vocab
-from archsim.workload.transformer import TransformerConfig, layer_widths
+from archsim.workload.transformer import LayerWidths, TransformerConfig, layer_widths
 
 
 def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_parallel: bool = False,
@@ -91,9 +92,7 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     tokens = s * b // cp
     local = tokens // t if sequence_parallel else tokens  # tokens the norms/dropouts see
     w = layer_widths(c, t)
-    heads, kv, hd, ffn = w.heads, w.kv_heads, w.head_dim, w.ffn
-    mask = dtype_elements(1, dtype)  # a dropout mask's byte
-    pairs: list[tuple[TrainingOp, ...]] = []
+    ffn = w.ffn
     forward: list[TrainingOp] = []
     backward: list[TrainingOp] = []
 
@@ -106,36 +105,15 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
         f, d, g = gemm_ops(name, *args, weights=weights)
         forward.append(f)
         backward.extend((d, g))
-        pairs.append((f, d, g))
 
     mem("norm1", 2 * local * h, 3 * local * h, ("ln", local, h))
-    gemm("qkv", tokens, h, w.qkv)
-    if c.qk_norm:  # Qwen3: an RMS norm over head_dim on each local query and key head (all tokens), before RoPE
-        for name, normed in (("q_norm", heads), ("k_norm", kv)):
-            rows = tokens * normed
-            mem(name, 2 * rows * hd, 3 * rows * hd, ("ln", rows, hd))
-    if c.rotary_dims:  # rotary positions on the local q and k heads, one fused kernel each way per tensor
-        for name, rotated in (("rope_q", heads), ("rope_k", kv)):
-            moved = rope_elements(tokens, rotated, hd, c.rotary_dims, dtype)
-            mem(name, moved, moved)
-    if attention == "flash":  # one kernel each way (a CP rank: one per step); backward reversed below: D's
-        for n, qh, kvh, causal in flash_steps(s, b * heads, b * kv, cp, c.family != "bert", cp_comm, cp_hierarchy):  # kernel, the main
-            f, d = flash_attention_ops(n, hd, qh, kvh, c.sliding_window, dtype, causal, c.drops_attention)
-            dot, convert = flash_backward_kernels(n, hd, qh, dtype)  # one, dQ's conversion, the dK, dV sums
-            forward.append(f)
-            backward.extend((*flash_gqa_sums(n, hd, qh, kvh, dtype)[::-1], convert, d, dot))
+    if c.mla:  # DeepSeek's latent projections, RoPE and attention core (mla_ops.py)
+        mla = mla_work(c, tokens, local, t, sequence_parallel, dtype)
+        forward.extend(mla.forward)
+        backward.extend(mla.backward)
     else:
-        gemm("scores", s, hd, s, b * heads, weights=False)
-        scores = s * s * b * heads
-        softmax_kernel = ("softmax", b * heads * s, s)
-        if fused_softmax(s, b * heads, dtype):
-            mem("softmax", 2 * scores, 3 * scores, softmax_kernel)
-        else:  # fp32: torch.nn.Softmax is PyTorch's own kernel, timed by its class as Hugging Face's is
-            for name, fwd, bwd in unfused_softmax(dtype):
-                mem(name, fwd * scores, bwd * scores, softmax_kernel if name == "softmax" and dtype == "fp32" else ())
-        if c.drops_attention:
-            mem("attn_dropout", (2 + mask) * scores, (2 + mask) * scores)
-        gemm("context", s, s, hd, b * heads, weights=False)
+        _projections(c, w, tokens, dtype, mem, gemm)
+    _core(c, w, b, attention, dtype, cp, cp_comm, cp_hierarchy, mem, gemm, forward, backward)
     gemm("proj", tokens, w.attention, h)
     residual = residual_elements(c, dtype)
     mem("residual1", residual * local * h, residual * local * h)
@@ -159,11 +137,54 @@ def block_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_par
     shared = moe is not None and c.shared_expert_ffn > 0  # a shared expert keeps the dense MLP's TP collectives
     tp_f, tp_b = _tp_collectives(tokens * h * 2, tp, sequence_parallel,
                                  {"attn": ("qkv",), "mlp": ("shared_expert.fc1",) if shared else first_mlp})
+    if c.mla:  # MLA's own TP collectives (its output projection's among them) in place of the attention's
+        tp_f, tp_b = (tuple(x for x in colls if not x.name.startswith("attn.")) for colls in (tp_f, tp_b))
+        tp_f, tp_b = mla.forward_collectives + tp_f, tp_b + mla.backward_collectives
     if moe is not None:  # the dispatcher's collectives in (or, with a shared expert, beside) the dense MLP's TP ones
         tp_f, tp_b = (tuple(x for x in colls if shared or not x.name.startswith("mlp.")) for colls in (tp_f, tp_b))
         tp_f, tp_b = tp_f + moe.forward_collectives, moe.backward_collectives + tp_b
     work = Work(tuple(forward), tuple(backward), tp_f, tp_b)
     return fp8_layer_work(work, tp, sequence_parallel, dtype) if fp8 else work
+
+
+def _projections(c: TransformerConfig, w: LayerWidths, tokens: int, dtype: str, mem, gemm) -> None:
+    """The QKV projection, Qwen3's q and k norms and RoPE of :func:`block_work` (its ``mem`` and ``gemm`` appenders)."""
+    heads, kv, hd = w.heads, w.kv_heads, w.head_dim
+    gemm("qkv", tokens, w.hidden, w.qkv)
+    if c.qk_norm:  # Qwen3: an RMS norm over head_dim on each local query and key head (all tokens), before RoPE
+        for name, normed in (("q_norm", heads), ("k_norm", kv)):
+            rows = tokens * normed
+            mem(name, 2 * rows * hd, 3 * rows * hd, ("ln", rows, hd))
+    if c.rotary_dims:  # rotary positions on the local q and k heads, one fused kernel each way per tensor
+        for name, rotated in (("rope_q", heads), ("rope_k", kv)):
+            moved = rope_elements(tokens, rotated, hd, c.rotary_dims, dtype)
+            mem(name, moved, moved)
+
+
+def _core(c: TransformerConfig, w: LayerWidths, b: int, attention: str, dtype: str, cp: int, cp_comm: str,
+          cp_hierarchy: tuple[int, int] | None, mem, gemm, forward: list, backward: list) -> None:
+    """The attention core of :func:`block_work`: scores over the q and k heads' ``head_dim``, context over the value
+    heads' width (MLA's v_head_dim), standard or FlashAttention-2's kernels."""
+    s, heads, kv, hd, vd, mask = c.seq, w.heads, w.kv_heads, w.head_dim, w.value_dim, dtype_elements(1, dtype)
+    if attention == "flash":  # one kernel each way (a CP rank: one per step); backward reversed below: D's
+        for n, qh, kvh, causal in flash_steps(s, b * heads, b * kv, cp, c.family != "bert", cp_comm, cp_hierarchy):  # kernel, the main
+            f, d = flash_attention_ops(n, hd, qh, kvh, c.sliding_window, dtype, causal, c.drops_attention,
+                                       vd if vd != hd else None)
+            dot, convert = flash_backward_kernels(n, hd, qh, dtype)  # one, dQ's conversion, the dK, dV sums
+            forward.append(f)
+            backward.extend((*flash_gqa_sums(n, hd, qh, kvh, dtype)[::-1], convert, d, dot))
+    else:
+        gemm("scores", s, hd, s, b * heads, weights=False)
+        scores = s * s * b * heads
+        softmax_kernel = ("softmax", b * heads * s, s)
+        if fused_softmax(s, b * heads, dtype):
+            mem("softmax", 2 * scores, 3 * scores, softmax_kernel)
+        else:  # fp32: torch.nn.Softmax is PyTorch's own kernel, timed by its class as Hugging Face's is
+            for name, fwd, bwd in unfused_softmax(dtype):
+                mem(name, fwd * scores, bwd * scores, softmax_kernel if name == "softmax" and dtype == "fp32" else ())
+        if c.drops_attention:
+            mem("attn_dropout", (2 + mask) * scores, (2 + mask) * scores)
+        gemm("context", s, s, vd, b * heads, weights=False)
 
 
 def residual_elements(c: TransformerConfig, dtype: str = "fp16") -> float:
@@ -184,7 +205,8 @@ def rope_elements(tokens: int, heads: int, head_dim: int, rotary_dims: int, dtyp
 
 
 def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int | None = None,
-                        dtype: str = "fp16", causal: bool = True, dropout: bool = False) -> tuple[TrainingOp, TrainingOp]:
+                        dtype: str = "fp16", causal: bool = True, dropout: bool = False,
+                        v_dim: int | None = None) -> tuple[TrainingOp, TrainingOp]:
     """FlashAttention-2 (Dao 2023, Algorithms 1 and 2) over ``heads`` query heads (micro-batch × heads
     per GPU) sharing ``kv_heads`` K/V heads, s tokens of head size hd: one fused kernel each way.
     Forward: S = QKᵀ and O = PV, softmax and dropout in registers; HBM: read Q, K, V, write O and the
@@ -200,17 +222,24 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     before it too; not causal, the whole square. Time and energy follow these; model FLOPs keep the whole square
     (:func:`~archsim.training.throughput.attended_pairs`). Every key is in some query's window, so Q, K, V and O
     are still read once each. Each op carries its exponentials and FP32 row-wise work and its shared-memory bytes
-    (:func:`~archsim.training.flash_blocks.flash_nonmatmul`, :func:`~archsim.training.flash_smem.flash_smem_bytes`)."""
-    q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= O, = dK and dV as written) and of K (= V)
+    (:func:`~archsim.training.flash_blocks.flash_nonmatmul`, :func:`~archsim.training.flash_smem.flash_smem_bytes`).
+    ``v_dim``: value heads of another width than the queries' and keys' hd (MLA's v_head_dim; None: hd): the
+    context-shaped GEMMs (O = PV, and the backward's dV = Pᵀ·dO, dP = dO·Vᵀ) at v_dim, the kernel's tiles and
+    shared memory at hd (the larger), V, O, dO and dV at v_dim."""
+    vd = v_dim or hd
+    q, kv = s * hd * heads, s * hd * kv_heads  # elements of Q (= dK as written) and of K
+    o, v = s * vd * heads, s * vd * kv_heads  # of O (= dO, = dV as written) and of V
     lse, tiles = int(dtype_elements(4, dtype) * s * heads), flash_tiles(hd, dropout)
     (qk, pv), (dqk, dpv) = (flash_gemms(s, hd, heads, tile, window, causal) for tile in (tiles.forward, tiles.backward))
-    fwork, bwork = flash_nonmatmul(s, hd, heads, tiles, window, causal)
+    if vd != hd:
+        pv, dpv = (flash_gemms(s, vd, heads, tile, window, causal)[1] for tile in (tiles.forward, tiles.backward))
+    fwork, bwork = flash_nonmatmul(s, vd, heads, tiles, window, causal)
     fsmem, bsmem = flash_smem_bytes(s, hd, heads, tiles, window, causal)
-    forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + 2 * kv + q + lse, out_bytes=2 * q,
+    forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + kv + v + o + lse, out_bytes=2 * o,
                          fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops, smem_bytes=fsmem)
     accum = int(dtype_elements(4, dtype) * dq_accum_values(s, hd, heads, tiles.backward))
-    backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv),
-                          vector_elements=2 * q + 2 * kv + 2 * lse + 2 * accum + 2 * q, out_bytes=2 * (q + 2 * q),
+    backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv) if vd == hd else (dqk, dpv, dpv, dqk, dqk),
+                          vector_elements=q + o + kv + v + 2 * lse + 2 * accum + q + o, out_bytes=2 * (q + q + o),
                           fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops, smem_bytes=bsmem)
     return forward, backward
 

@@ -36,12 +36,8 @@ from archsim.training.layer_activations import layer_kept
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.moe_ops import etp_kept
 from archsim.training.parallel import Parallelism, padded_vocab
-from archsim.workload.transformer import (
-    TransformerConfig,
-    layer_parameters,
-    outer_norm_parameters,
-    replicated_parameters,
-)
+from archsim.workload.layer_parameters import layer_parameters, outer_norm_parameters, replicated_parameters
+from archsim.workload.transformer import TransformerConfig
 
 FP32_STATE_BYTES = 16  # fp32 Adam's: weight, gradient, momentum, variance
 MAIN_GRAD_BYTES = 4  # the fp32 gradient every dtype's Adam steps on

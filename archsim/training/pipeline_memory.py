@@ -29,6 +29,7 @@ from archsim.training.memory import (
 )
 from archsim.training.moe_ops import etp_kept, expert_parameters
 from archsim.training.parallel import Parallelism, layers_per_stage
+from archsim.workload.layer_kinds import DENSE, LAYER, kind_configs, part_counts
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -112,7 +113,7 @@ def memories(c: TransformerConfig, par: Parallelism, order=None, scale: float = 
             rank_held_gains(c, par, counts, ranks)
         peaks, backs = (list(x) for x in zip(*order_walk_peaks(order, shares, gains), strict=True))
     apart = rank_of[0] != rank_of[chunks - 1]
-    return [peak_rank_memory(c, par, [counts[j] for j in mine], mine, peaks[rank], backs[rank], apart, states, unit,
+    return [peak_rank_memory(c, par, part_counts(c, counts, mine), mine, peaks[rank], backs[rank], apart, states, unit,
                              scale, hf, expert_states) for rank, mine in enumerate(ranks)]
 
 
@@ -120,7 +121,8 @@ def peak_rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[in
                      peak: float, back: float, apart: bool, states: float = STATE_BYTES_PER_PARAMETER,
                      unit: float = 0.0, scale: float = 1.0, hf: bool = False,
                      expert_states: float | None = None) -> StageMemory:
-    """:func:`rank_memory` at the larger of the walk's ``peak`` (no working set: between actions) and ``back``, the
+    """:func:`rank_memory` (``layers``: per part, :func:`~archsim.workload.layer_kinds.part_counts`) at the larger of
+    the walk's ``peak`` (no working set: between actions) and ``back``, the
     most held while a backward reruns a layer, with the working set (:func:`~archsim.training.held_memory.walk_peaks`;
     chunk-forwards in M_B units, :func:`~archsim.training.held_memory.chunk_in_flight` of them per chunk)."""
     return rank_terms(c, par, stages, apart, states, unit, scale, hf, expert_states).peak(layers, peak, back)
@@ -129,12 +131,11 @@ def peak_rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[in
 def rank_memory(c: TransformerConfig, par: Parallelism, layers: Sequence[int], stages: Sequence[int],
                 in_flight: float, apart: bool, states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
                 scale: float = 1.0, hf: bool = False, working: bool = True) -> StageMemory:
-    """Memory of one GPU of a rank running virtual ``stages`` (``layers`` each, ``in_flight`` micro-batches on
-    each): its chunks' :func:`stage_memory` summed, the recomputation working set once — the rank rematerialises
+    """Memory of one GPU of a rank running virtual ``stages`` (``layers`` each part of them,
+    :func:`~archsim.workload.layer_kinds.part_counts`; ``in_flight`` micro-batches on each): its chunks' :func:`stage_memory` summed, the recomputation working set once — the rank rematerialises
     one layer at a time, whichever chunk it belongs to (before, each chunk added it)."""
-    last = par.pp * par.chunks - 1
-    return _summed([stage_terms(c, par, j == 0, j == last, apart, states, unit, scale, hf, working and k == 0)
-                    for k, j in enumerate(stages)], layers, in_flight)
+    terms = rank_terms(c, par, stages, apart, states, unit, scale, hf)
+    return _summed(terms.rerun if working else terms.held, layers, in_flight)
 
 
 def _summed(terms: Sequence[StageTerms], layers: Sequence[int], in_flight: float) -> StageMemory:
@@ -156,15 +157,19 @@ class RankTerms:
     held: tuple[StageTerms, ...]
     rerun: tuple[StageTerms, ...]
     experts: float = 0.0
+    kinds: tuple[str, ...] = ()  # each part's kind where a chunk has parts of several (layer_kinds.py); () one kind
+    dense_rerun: tuple[StageTerms, ...] = ()  # ``rerun`` with the working set a dense layer's (a rank of dense alone)
 
     def peak(self, layers: Sequence[int], peak: float, back: float) -> StageMemory:
-        """:func:`peak_rank_memory` of ``layers`` layers per chunk."""
+        """:func:`peak_rank_memory` of ``layers`` layers per part (per chunk for a model of one kind)."""
         held = _summed(self.held, layers, chunk_in_flight(peak, self.chunks))
+        mine = sum(layers) if not self.kinds else sum(n for n, kind in zip(layers, self.kinds) if kind == LAYER)
         if self.experts:
-            held = StageMemory(held.parameters, held.states + self.experts * sum(layers), held.activations)
+            held = StageMemory(held.parameters, held.states + self.experts * mine, held.activations)
         rerun = chunk_in_flight(back, self.chunks)  # the same parameters and states: the activations alone, once each
-        rerun_bytes = self.rerun[0].activations(layers[0], rerun) if len(self.rerun) == 1 else \
-            sum([t.activations(n, rerun) for t, n in zip(self.rerun, layers)])  # as _summed
+        terms = self.dense_rerun if self.kinds and not mine else self.rerun  # the working set of a layer it has
+        rerun_bytes = terms[0].activations(layers[0], rerun) if len(terms) == 1 else \
+            sum([t.activations(n, rerun) for t, n in zip(terms, layers)])  # as _summed
         return StageMemory(held.parameters, held.states, rerun_bytes) if rerun_bytes > held.activations else held
 
 
@@ -177,10 +182,23 @@ def rank_terms(c: TransformerConfig, par: Parallelism, stages: Sequence[int], ap
     expert-DP group), None where they do not — the one place a rank's memory counts them, train's and the
     search's and the planner's alike."""
     last = par.pp * par.chunks - 1
-    held = tuple(stage_terms(c, par, j == 0, j == last, apart, states, unit, scale, hf, False) for j in stages)
-    rerun = stage_terms(c, par, stages[0] == 0, stages[0] == last, apart, states, unit, scale, hf, True)
     experts = 0.0 if expert_states is None else expert_parameters(c, par) * (expert_states - states)
-    return RankTerms(par.chunks, held, (rerun, *held[1:]), experts)  # the working set on the first chunk alone
+    configs = kind_configs(c)
+    if len(configs) == 1:
+        held = tuple(stage_terms(c, par, j == 0, j == last, apart, states, unit, scale, hf, False) for j in stages)
+        rerun = stage_terms(c, par, stages[0] == 0, stages[0] == last, apart, states, unit, scale, hf, True)
+        return RankTerms(par.chunks, held, (rerun, *held[1:]), experts)  # the working set on the first chunk alone
+    # a part per chunk and kind (part_counts' order), the chunk's embedding and head with its main kind's part
+    def part(kind: str, j: int, working: bool) -> StageTerms:
+        edge = kind == LAYER
+        return stage_terms(configs[kind], par, edge and j == 0, edge and j == last, apart, states, unit, scale, hf,
+                           working)
+
+    keys = tuple(kind for _ in stages for kind in configs)
+    held = tuple(part(kind, j, False) for j in stages for kind in configs)
+    reruns = [tuple(part(kind, j, index == 0 and kind == chosen) for index, j in enumerate(stages)
+                    for kind in configs) for chosen in (LAYER, DENSE)]
+    return RankTerms(par.chunks, held, reruns[0], experts, keys, reruns[1])
 
 
 __all__ = ["RankTerms", "held_fraction", "layer_held_figures", "memories", "peak_rank_memory", "rank_held_fractions",

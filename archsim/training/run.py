@@ -18,6 +18,7 @@ from archsim.training.machine import Machine
 from archsim.training.memory import StageMemory
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.pipeline_memory import memories
+from archsim.workload.layer_kinds import stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -197,17 +198,19 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
-    layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
+    emb, head = pieces["embedding"], pieces["head"]
     compute = recompute = tp = cp = ep = accumulate = scaling = 0.0
+    kinds = stage_kinds(c, counts)
     for j in stages:
-        layers = counts[j]
-        accumulate += per_microbatch_seconds(c, par, machine, layers, j == 0, j == chunks - 1)
-        scaling += sum(scaling_seconds(c, par, machine, layers))
-        compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
-        recompute += layers * layer.recompute
-        tp += layers * (layer.tp_forward + layer.tp_backward)
-        cp += layers * (layer.cp_forward + layer.cp_backward)
-        ep += layers * (layer.ep_forward + layer.ep_backward)
+        accumulate += per_microbatch_seconds(c, par, machine, counts[j], j == 0, j == chunks - 1)
+        scaling += sum(scaling_seconds(c, par, machine, counts[j]))
+        for kind, layers in kinds[j]:  # each layer its kind's piece
+            layer = pieces[kind]
+            compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
+            recompute += layers * layer.recompute
+            tp += layers * (layer.tp_forward + layer.tp_backward)
+            cp += layers * (layer.cp_forward + layer.cp_backward)
+            ep += layers * (layer.ep_forward + layer.ep_backward)
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
             if on:
                 compute += piece.forward + piece.backward_input + piece.backward_weight

@@ -39,6 +39,7 @@ from archsim.training.parallel import (
     tp_straddles,
 )
 from archsim.training.pipeline_memory import RankTerms, layer_held_figures, rank_terms
+from archsim.workload.layer_kinds import part_counts
 from archsim.workload.transformer import TransformerConfig
 
 V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
@@ -311,6 +312,7 @@ class RankSizer:
     m: int
     v: int
     terms: RankTerms
+    config: TransformerConfig  # the model its layers' kinds are read from (layer_kinds.part_counts)
 
     def share(self, counts: Sequence[int]) -> float:
         """The rank's M_W / M_B with ``counts[j]`` layers in virtual stage j (0 under a fused B)."""
@@ -329,7 +331,7 @@ class RankSizer:
                                      gain)
         else:
             peak = back = _in_flight_counts(self.schedule, self.p, self.m, self.v)[self.rank]
-        return self.terms.peak([counts[j] for j in self.chunks], peak, back)
+        return self.terms.peak(part_counts(self.config, counts, self.chunks), peak, back)
 
     def __call__(self, counts: Sequence[int]) -> StageMemory:
         """:func:`counted_rank_memories` of this rank alone."""
@@ -344,7 +346,7 @@ def rank_sizer(c: TransformerConfig, par: Parallelism, rank: int, states: float,
     held = layer_held_figures(c, par) if par.schedule_name in SPLIT_SCHEDULES else None
     apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
     return RankSizer(rank, chunks, held, held[3] if held is not None and 0 in chunks else 0.0, par.schedule_name,
-                     par.pp, par.microbatches, par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale, expert_states=expert_states))
+                     par.pp, par.microbatches, par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale, expert_states=expert_states), c)
 
 
 def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16") -> float:

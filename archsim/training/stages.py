@@ -18,12 +18,13 @@ from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
+from archsim.workload.layer_kinds import stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
 
 def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
                 pieces: dict[str, PieceCost]) -> StageProfile:
-    """Each virtual stage's F, I, W seconds per micro-batch on ``machine`` (its layers' pieces, the
+    """Each virtual stage's F, I, W seconds per micro-batch on ``machine`` (its layers' pieces, each its kind's, the
     embedding on the first, the head on the last; TP collectives and recompute included), as the
     schedules' one per-stage record: ``comm`` the slowest hop, ``boundary_comm`` each boundary's. W
     includes the stage's share of an unfused gradient accumulation
@@ -33,12 +34,16 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
     hop still takes its ``comm`` seconds alone."""
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
-    layer, emb, head = pieces["layer"], pieces["embedding"], pieces["head"]
+    emb, head = pieces["embedding"], pieces["head"]
     fwd, bin_, bw = [], [], []
-    for j, n in enumerate(counts):
-        f = n * (layer.forward + layer.tp_forward + layer.cp_forward + layer.ep_forward)
-        i = n * (layer.backward_input + layer.recompute + layer.tp_backward + layer.cp_backward + layer.ep_backward)
-        w = n * layer.backward_weight + per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1)
+    for j, (n, kinds) in enumerate(zip(counts, stage_kinds(c, counts), strict=True)):  # each layer its kind's piece
+        f = i = w = 0.0
+        for kind, k in kinds:
+            layer = pieces[kind]
+            f += k * (layer.forward + layer.tp_forward + layer.cp_forward + layer.ep_forward)
+            i += k * (layer.backward_input + layer.recompute + layer.tp_backward + layer.cp_backward + layer.ep_backward)
+            w += k * layer.backward_weight
+        w += per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1)
         scale_f, scale_b = scaling_seconds(c, par, machine, n)  # fp8's amax reduction and scale update, per chunk
         f, i = f + scale_f, i + scale_b
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from archsim.workload.transformer import TransformerConfig, layer_parameters, mlp_parameters
+from archsim.workload.layer_kinds import kind_counts
+from archsim.workload.layer_parameters import layer_parameters, mlp_parameters
+from archsim.workload.transformer import TransformerConfig
 
 
 def active_layer_parameters(c: TransformerConfig) -> int:
@@ -27,7 +29,9 @@ def active_layer_parameters(c: TransformerConfig) -> int:
 
 def model_flops(c: TransformerConfig, global_batch: int) -> float:
     """FLOPs of one iteration without recomputation (PaLM's MFU count, Chowdhery et al. 2022 App. B):
-    6 per parameter per token (the layers' — a mixture's active ones, :func:`active_layer_parameters` — and the LM head's) plus 12·layers·heads·head_dim per query-key product
+    6 per parameter per token (the layers' — a mixture's active ones, :func:`active_layer_parameters`, each layer its
+    kind's, :mod:`~archsim.workload.layer_kinds` — and the LM head's) plus 12·layers·heads·head_dim per query-key product
+    (MLA: 6·layers·heads·(qk_nope + qk_rope + v_head_dim), scores and context at their own head widths)
     of attention's scores and context (:func:`attended_pairs`: s² per sequence without a window). For a
     GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
     if c.family == "switch":  # encoder–decoder with experts: its op list's GEMMs
@@ -35,8 +39,9 @@ def model_flops(c: TransformerConfig, global_batch: int) -> float:
 
         return switch_model_flops(c, global_batch)
     tokens = global_batch * c.seq
-    params = c.layers * active_layer_parameters(c) + c.vocab * c.hidden
-    return tokens * 6 * params + global_batch * 12 * c.layers * c.attention_width * attended_pairs(c)
+    params = sum(n * active_layer_parameters(kind) for kind, n in kind_counts(c)) + c.vocab * c.hidden
+    width = c.heads * (c.qk_head_dim + c.head_dim)  # 2·heads·head_dim; MLA's scores over qk, context over v
+    return tokens * 6 * params + global_batch * 6 * c.layers * width * attended_pairs(c)
 
 
 def attended_pairs(c: TransformerConfig) -> int:
@@ -61,11 +66,16 @@ def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, at
     if c.family == "switch" and recompute == "none":  # nothing rerun (other recompute modes are refused)
         return 0.0
     tokens = global_batch * c.seq
-    scores = 2 * c.attention_width * attended_pairs(c) / c.seq  # one QKᵀ (or one P·V) per token per layer, FLOPs
-    per_layer = {"none": 0.0, "selective": 2.0 * scores, "full": 2.0 * active_layer_parameters(c) + 2.0 * scores}[recompute]
-    if attention == "flash":  # selective has nothing to rerun: flash keeps no s² tensor (archsim.training.memory)
-        per_layer = (per_layer if recompute == "full" else 0.0) + scores
-    return tokens * c.layers * per_layer
+    scores = 2 * c.heads * c.qk_head_dim * attended_pairs(c) / c.seq  # one QKᵀ per token per layer, FLOPs
+    context = 2 * c.attention_width * attended_pairs(c) / c.seq  # one P·V (MLA's over v_head_dim: fewer)
+    core = scores + context
+    out = 0.0
+    for kind, n in kind_counts(c):
+        per_layer = {"none": 0.0, "selective": core, "full": 2.0 * active_layer_parameters(kind) + core}[recompute]
+        if attention == "flash":  # selective has nothing to rerun: flash keeps no s² tensor (archsim.training.memory)
+            per_layer = (per_layer if recompute == "full" else 0.0) + scores
+        out += tokens * n * per_layer
+    return out
 
 
 def mean_peak(machines) -> float:

@@ -12,6 +12,9 @@ from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
 from archsim.validate import did_you_mean, shown
 from archsim.workload.config_fields import file_model_name, get_key, head_dim_channels
+from archsim.workload.hf_deepseek import KEYS as DEEPSEEK_KEYS
+from archsim.workload.hf_deepseek import NAMES as DEEPSEEK_NAMES
+from archsim.workload.hf_deepseek import deepseek_from_hf
 from archsim.workload.transformer import ACTIVATIONS, OPT_POSITION_OFFSET, TransformerConfig
 
 
@@ -104,6 +107,8 @@ FIXED: dict[str, tuple[Fixed, ...]] = {  # model_type → the fields it reads at
         Fixed("decoder_sparse_step", 1, _is(1), "every layer sparse", "dense MLP layers between the sparse ones"),
         Fixed("mlp_only_layers", [], lambda value: value == [], "every layer sparse", "dense MLP layers at those indices"),
     ),
+    **{kind: (*_LLAMA[:1], Fixed("pretraining_tp", 1, _is(1), "whole projections", "sliced projections"))
+       for kind in ("deepseek_v2", "deepseek_v3")},
     "switch_transformers": (
         Fixed("router_bias", False, _is(False), "a router without bias", "a bias on every router's Linear"),
     ),
@@ -173,6 +178,7 @@ HF_NAMES: dict[str, dict[str, str]] = {
                   "expert_ffn": "moe_intermediate_size", "shared_expert_ffn": "shared_expert_intermediate_size"},
     "bert": {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
              "ffn": "intermediate_size", "vocab": "vocab_size", "type_vocab": "type_vocab_size"},
+    **{kind: DEEPSEEK_NAMES for kind in ("deepseek_v2", "deepseek_v3")},
 }
 
 
@@ -215,7 +221,7 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
     if kind in GEMMA_LATER:
         raise InputError(f"model_type {kind!r} is not read: {GEMMA_LATER[kind]} are not modelled (archsim reads "
                          "Gemma 1, model_type 'gemma')", field="model_type")
-    if kind in MOE_EXPERTS and kind not in MOE_READ:
+    if kind in MOE_UNREAD:
         raise InputError(_moe_refusal(config, kind), field="model_type")
     experts = {}
     if kind in MOE_READ:  # Mixtral is Mistral's layer, Qwen3-MoE Qwen3's, Qwen2-MoE Qwen2's, with routed SwiGLU experts
@@ -247,6 +253,8 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
                                  activation=_activation(config, "hidden_act", "gelu"))
     if kind == "switch_transformers":
         return _switch_from_hf(config, name)
+    if kind in ("deepseek_v2", "deepseek_v3"):
+        return deepseek_from_hf(config, name)
     reads = f"archsim reads {', '.join(HF_MODEL_TYPES)} configs (or write a [transformer] TOML)"
     if config.get("model_type") is None:  # not "model_type None": a config.json states its type by this key
         raise InputError(f"missing key: the model's type ({reads})", field="model_type", missing=True)
@@ -289,6 +297,7 @@ KNOWN_KEYS: dict[str, set[str]] = {
                             "num_heads", "d_model", "vocab_size", "d_ff", "num_experts", "expert_capacity", "d_kv",
                             "relative_attention_num_buckets", "relative_attention_max_distance", "layer_norm_epsilon",
                             "initializer_factor", "router_dtype", "router_z_loss_coef", "router_aux_loss_coef"},
+    **{kind: DEEPSEEK_KEYS for kind in ("deepseek_v2", "deepseek_v3")},
 }
 
 
@@ -329,13 +338,11 @@ MOE_EXPERTS = {
 
 # The mixture-of-experts model_types read (→ the dense model_type whose layer they share: routed SwiGLU experts
 # in every layer's MLP; Qwen2-MoE's sigmoid-gated shared expert beside them), and why each other one is refused
-MOE_READ = {"mixtral": "mistral", "qwen3_moe": "qwen3", "qwen2_moe": "qwen2"}
+MOE_READ = {"mixtral": "mistral", "qwen3_moe": "qwen3", "qwen2_moe": "qwen2"}  # DeepSeek's: hf_deepseek.py
 MOE_UNREAD = {
     "phimoe": "its SparseMixer router and LayerNorms with biases",
     "olmoe": ("its q and k RMS norms over the whole projection (a·d and kv·d wide, not per head as Megatron-Core's "
               "--qk-layernorm) and clip_qkv"),
-    "deepseek_v2": "its multi-head latent attention (MLA), shared experts and first dense layers",
-    "deepseek_v3": "its multi-head latent attention (MLA), shared experts and first dense layers",
 }
 
 
@@ -345,7 +352,7 @@ def _moe_refusal(config: dict, kind: str) -> str:
     stated = ", ".join(f"{key} {config[key]}" for key in MOE_EXPERTS[kind] if config.get(key) is not None)
     return (f"model_type {kind!r} is a sparse mixture-of-experts model{f' ({stated})' if stated else ''}: "
             f"{MOE_UNREAD[kind]} are not modelled (archsim reads the mixture-of-experts "
-            f"{', '.join(MOE_READ)} and switch_transformers)")
+            f"{', '.join(MOE_READ)}, deepseek_v2, deepseek_v3 and switch_transformers)")
 
 
 def _gemma_activation(config: dict) -> str:

@@ -19,7 +19,6 @@ head tied to the token embedding counted once).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
@@ -27,6 +26,7 @@ from archsim.choices.training import MAX_SEQ
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import shown
+from archsim.workload.config_checks import MLA_FIELDS, check_capacity, check_deepseek, probability
 from archsim.workload.layer import Network
 
 FAMILIES = ("gpt", "opt", "llama", "bert", "switch")
@@ -36,7 +36,8 @@ OPT_POSITION_OFFSET = 2  # OPT's learned position table has 2 rows before positi
 LIMITS = {"layers": 4096, "hidden": 2**20, "heads": 4096, "vocab": 2**24, "seq": MAX_SEQ, "ffn": 2**22,
           "kv_heads": 4096, "positions": 2**20, "type_vocab": 2**16, "experts": 4096, "expert_capacity": 2**20,
           "sparse_step": 4096, "kv_channels": 2**20, "position_buckets": 4096, "position_limit": 2**20,
-          "experts_per_token": 4096, "expert_ffn": 2**22, "shared_expert_ffn": 2**22}
+          "experts_per_token": 4096, "expert_ffn": 2**22, "shared_expert_ffn": 2**22, "q_lora_rank": 2**20,
+          "kv_lora_rank": 2**20, "qk_nope_head_dim": 4096, "qk_rope_head_dim": 4096, "v_head_dim": 4096}
 # MLP activations archsim states: one elementwise kernel each way (read x, write y; read dy, x, write dx),
 # fused with the bias in Megatron's op list; gelu_new is GPT-2's, written out in eager PyTorch (8 kernels
 # forward, 11 backward: archsim.training.hf_ops). Llama's gated MLP applies it to the gate.
@@ -92,6 +93,17 @@ class TransformerConfig:
     moe_pad_expert_input_to_capacity: bool = False
     # llama MoE: the busiest EP rank's routed rows over the mean, R ≥ 1, as a router's statistics give it (None: uniform)
     moe_load_imbalance: float | None = None
+    # DeepSeek-V2/V3's multi-head latent attention (MLA, workload/mla.py) when kv_lora_rank > 0: q through a
+    # q_lora_rank latent (0: one h → heads·(nope + rope) GEMM), keys and values through a kv_lora_rank one
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0  # each query and key head's part without rotary positions
+    qk_rope_head_dim: int = 0  # and its rotary part (the key's one, shared by every head)
+    v_head_dim: int = 0  # each value head's width (the attention output is heads × v_head_dim)
+    dense_layers: tuple[int, ...] = ()  # llama MoE: layers (0-based) with a dense SwiGLU MLP of ffn width (workload/layer_kinds.py)
+    shared_expert_gate: bool = True  # the shared expert's sigmoid gate (Qwen2-MoE's); DeepSeek's shared experts have none
+    router_score: str = "softmax"  # the router's score function (Megatron-Core's --moe-router-score-function): or sigmoid
+    routed_scaling_factor: float = 1.0  # the routed experts' weights × this (DeepSeek's routed_scaling_factor)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -99,7 +111,7 @@ class TransformerConfig:
         for key, high in LIMITS.items():
             value = getattr(self, key)
             low = 0 if key in ("positions", "type_vocab", "position_limit", "experts_per_token", "expert_ffn",
-                               "shared_expert_ffn", *SWITCH_FIELDS) else 1
+                               "shared_expert_ffn", *SWITCH_FIELDS, *MLA_FIELDS, "q_lora_rank") else 1
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
                 raise InputError(f"must be an integer in {low}…{high}, got {shown(value)}", field=key)
         switch_only = tuple(key for key in SWITCH_FIELDS if key not in ("kv_channels", "experts"))  # llama may set these
@@ -119,7 +131,8 @@ class TransformerConfig:
         if self.shared_expert_ffn and not self.moe:
             raise InputError("shared_expert_ffn is a llama mixture of experts' shared expert: set experts too",
                              field="shared_expert_ffn")
-        _check_capacity(self)
+        check_capacity(self)
+        check_deepseek(self)
         if self.kv_channels and self.family not in ("switch", "llama"):
             raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
                              f"{self.family}", field="kv_channels")
@@ -142,7 +155,7 @@ class TransformerConfig:
                              f"{shown(self.sliding_window)} for {self.family}", field="sliding_window")
         for key in ("attention_dropout", "hidden_dropout"):
             value = getattr(self, key)
-            if value is not None and not _probability(value):
+            if value is not None and not probability(value):
                 raise InputError(f"expected a probability in [0, 1), got {shown(value)}", field=key)
         fraction = self.partial_rotary_factor
         if not (isinstance(fraction, (int, float)) and not isinstance(fraction, bool) and 0 < fraction <= 1):
@@ -179,12 +192,22 @@ class TransformerConfig:
     def attention_width(self) -> int:
         """Features of all query heads together (heads × head_dim): the attention output's and the output
         projection's input width; hidden unless ``kv_channels`` sets another."""
-        return self.kv_channels or self.hidden
+        return self.heads * self.v_head_dim if self.mla else self.kv_channels or self.hidden
 
     @property
     def head_dim(self) -> int:
-        """Features per attention head (query, key and value alike)."""
+        """Features per attention head (query, key and value alike; MLA's value head, v_head_dim)."""
         return self.attention_width // self.heads
+
+    @property
+    def mla(self) -> bool:
+        """Whether attention is DeepSeek's multi-head latent attention (:mod:`archsim.workload.mla`)."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Features per query and key head, the scores' contraction: MLA's qk_nope + qk_rope, else head_dim."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.mla else self.head_dim
 
     @property
     def drops_attention(self) -> bool:
@@ -213,6 +236,8 @@ class TransformerConfig:
         """Dims of each query and key head rotary position embeddings rotate: int(head_dim × fraction), as
         transformers' and Megatron's rotary embeddings size them; 0 for the families with learned or
         relative positions (GPT, OPT, BERT, Switch)."""
+        if self.mla:  # MLA rotates each head's qk_rope dims alone (DeepSeek's decoupled RoPE)
+            return self.qk_rope_head_dim
         return int(self.head_dim * self.partial_rotary_factor) if self.family == "llama" else 0
 
     @property
@@ -227,10 +252,15 @@ class TransformerConfig:
         token table once, the vocabulary unpadded): the per-rank counts of
         :func:`archsim.training.memory.stage_parameters` build on the same per-layer and norm counts
         (:func:`layer_parameters`, :func:`outer_norm_parameters`)."""
+        from archsim.workload.layer_kinds import kind_counts  # they read this class
+        from archsim.workload.layer_parameters import layer_parameters, outer_norm_parameters, switch_parameter_count
+
         if self.family == "switch":
             return switch_parameter_count(self)
         head = 0 if self.family == "bert" else self.vocab * self.hidden  # the LM head (the tied table's one count)
-        return self.layers * layer_parameters(self) + outer_norm_parameters(self) + head + self.embedding_parameters
+
+        layers = sum(n * layer_parameters(kind) for kind, n in kind_counts(self))
+        return layers + outer_norm_parameters(self) + head + self.embedding_parameters
 
     @property
     def moe(self) -> bool:
@@ -242,46 +272,19 @@ class TransformerConfig:
         """Parameters one token runs through: :attr:`parameter_count` with each layer's experts cut to the
         ``experts_per_token`` it is routed to (the router kept); a dense model's whole count."""
         idle = self.experts - self.experts_per_token
-        return self.parameter_count - (self.layers * idle * 3 * self.hidden * self.expert_ffn if self.moe else 0)
+        moe_layers = self.layers - len(self.dense_layers)
+        return self.parameter_count - (moe_layers * idle * 3 * self.hidden * self.expert_ffn if self.moe else 0)
 
     def network(self, seq: int | None = None) -> Network:
         refuse_switch(self, "the array commands' per-sample network")
-        if self.moe:
-            raise InputError("the array commands' per-sample network does not model a mixture of experts; "
-                             "train it on a GPU cluster (archsim train)", field="experts")
+        if self.moe or self.mla:
+            raise InputError("the array commands' per-sample network does not model a mixture of experts or "
+                             "multi-head latent attention; train it on a GPU cluster (archsim train)", field="experts")
         from dataclasses import replace
 
         from archsim.workload.transformer_network import array_network
 
         return array_network(self if seq is None else replace(self, seq=seq))
-
-
-def _probability(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
-
-
-def _check_capacity(c: TransformerConfig) -> None:
-    """Megatron-Core's capacity settings: a factor above 0 on a mixture of experts, padding only with a factor
-    (``TransformerConfig.__post_init__`` raises without one; a negative factor it reads as dropless: refused here);
-    a load imbalance (training/moe_ops.py's routed_rows) at least 1, on a mixture of experts."""
-    factor, pad, imbalance = c.moe_expert_capacity_factor, c.moe_pad_expert_input_to_capacity, c.moe_load_imbalance
-    if imbalance is not None and not c.moe:
-        raise InputError(f"weighs a mixture of experts' busiest EP rank; {c.name} is dense", field="moe-load-imbalance")
-    if imbalance is not None and (isinstance(imbalance, bool) or not isinstance(imbalance, (int, float))
-                                  or not math.isfinite(imbalance) or imbalance < 1):
-        raise InputError(f"expected a ratio >= 1, got {shown(imbalance)}", field="moe-load-imbalance")
-    if not isinstance(pad, bool):
-        raise InputError(f"expected true or false, got {shown(pad)}", field="moe-pad-expert-input-to-capacity")
-    if factor is None and not pad:
-        return
-    flag = "moe-expert-capacity-factor" if factor is not None else "moe-pad-expert-input-to-capacity"
-    if not c.moe:
-        raise InputError(f"caps a mixture of experts' expert inputs; {c.name} is dense", field=flag)
-    if factor is None:
-        raise InputError(f"pads each expert's input to its capacity: give {setting('moe_expert_capacity_factor', placeholder='C')} "
-                         "too (Megatron-Core raises without one)", field=flag)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
-        raise InputError(f"expected a capacity factor above 0, got {shown(factor)}", field=flag)
 
 
 SWITCH_FIELDS = ("experts", "expert_capacity", "sparse_step", "kv_channels", "position_buckets")
@@ -293,20 +296,6 @@ def refuse_switch(c: TransformerConfig, what: str) -> None:
         raise InputError(f"{what} does not model Switch Transformers (an encoder–decoder with experts); "
                          f"archsim trains it only with {setting('implementation', 'pytorch-eager')} "
                          f"{setting('dtype', 'fp32')} on one GPU (TP 1, PP 1)", field="family")
-
-
-def switch_parameter_count(c: TransformerConfig) -> int:
-    """Parameters of ``SwitchTransformersForConditionalGeneration``: the shared token table (tied to the
-    LM head), per stack a relative-position bias table (buckets × heads) and a final RMS norm (h); per
-    layer q, k, v, o (4·h·kv, no biases) and an RMS norm's γ per sub-layer; decoder layers add cross-
-    attention; a dense FFN has wi, wo (2·h·f), a sparse one ``experts`` of them and the router (h·E)."""
-    h, kv, f, e, step = c.hidden, c.kv_channels, c.ffn, c.experts, c.sparse_step
-    attention = 4 * h * kv + h
-    dense, sparse = 2 * h * f + h, e * 2 * h * f + h * e + h
-    ffns = (step - 1) * dense + sparse
-    encoder = c.layers * (step * attention + ffns)
-    decoder = c.layers * (2 * step * attention + ffns)
-    return c.vocab * h + 2 * (c.position_buckets * c.heads + h) + encoder + decoder
 
 
 @dataclass(frozen=True)
@@ -323,69 +312,34 @@ class LayerWidths:
     head_dim: int
     ffn: int  # MLP width on this rank
     gated: bool  # Llama's SwiGLU (gate and up GEMMs, then down), else one GELU MLP (fc1, fc2)
+    v_dim: int = 0  # each value head's width where it differs from head_dim (MLA's v_head_dim; head_dim is q's and k's)
+
+    @property
+    def value_dim(self) -> int:
+        """Features per value head: ``v_dim``, else ``head_dim``."""
+        return self.v_dim or self.head_dim
 
     @property
     def qkv(self) -> int:
-        """The fused QKV projection's output features: query heads and twice the KV heads."""
-        return (self.heads + 2 * self.kv_heads) * self.head_dim
+        """The query, key and value features (the fused QKV projection's output): query and KV heads of head_dim,
+        KV heads of the value width."""
+        return (self.heads + self.kv_heads) * self.head_dim + self.kv_heads * self.value_dim
 
     @property
     def attention(self) -> int:
         """The attention output's features, the projection's input."""
-        return self.heads * self.head_dim
+        return self.heads * self.value_dim
 
 
 @lru_cache(maxsize=4096)  # read per layer by every memory and time figure, for the same shapes
 def layer_widths(c: TransformerConfig, tp: int = 1) -> LayerWidths:
     """:class:`LayerWidths` of ``c``'s layers on one of ``tp`` tensor-parallel ranks (1: the whole layer)."""
     refuse_switch(c, "Megatron's layer (and the paths built on it)")
+    if c.mla:  # one key and value head per query head, q and k of qk_nope + qk_rope, v of v_head_dim
+        return LayerWidths(c.hidden, c.heads // tp, c.heads // tp, c.qk_head_dim, c.ffn // tp, True, c.v_head_dim)
     return LayerWidths(c.hidden, c.heads // tp, max(c.kv_heads // tp, 1), c.head_dim, c.ffn // tp,
                        c.family == "llama")
 
-
-
-def layer_parameters(c: TransformerConfig) -> int:
-    """Parameters of one transformer layer (weights and biases; norms' γ, β)."""
-    w = layer_widths(c)
-    h = w.hidden
-    qkv, proj = h * w.qkv, w.attention * h
-    if w.gated:  # Llama: no biases but Qwen2's on q, k and v; the RMS norms' γ (Qwen3's q and k norms' too)
-        return qkv + (w.qkv if c.qkv_bias else 0) + proj + mlp_parameters(c) + 2 * h + qk_norm_parameters(c)
-    return qkv + w.qkv + proj + h + 2 * h * w.ffn + w.ffn + h + 4 * h
-
-
-def mlp_parameters(c: TransformerConfig) -> int:
-    """A gated layer's MLP parameters: SwiGLU's gate, up and down (3·h·f), or a mixture of experts' router
-    (h·E) and E such MLPs of ``expert_ffn`` width (no biases), and its shared expert's (:func:`shared_expert_parameters`)."""
-    if c.moe:
-        return c.hidden * c.experts + c.experts * 3 * c.hidden * c.expert_ffn + shared_expert_parameters(c)
-    return 3 * c.hidden * c.ffn
-
-
-def shared_expert_parameters(c: TransformerConfig) -> int:
-    """A mixture's shared expert: one SwiGLU MLP of ``shared_expert_ffn`` width (3·h·f_s, split over TP) and its
-    gate's h → 1 weight (h, replicated: Megatron-Core's ``SharedExpertMLP.gate_weight``); 0 without one."""
-    return 3 * c.hidden * c.shared_expert_ffn + c.hidden if c.shared_expert_ffn else 0
-
-
-def qk_norm_parameters(c: TransformerConfig) -> int:
-    """γ of Qwen3's query and key RMS norms (head_dim each, shared by every head: replicated over TP); 0 without."""
-    return 2 * c.head_dim if c.qk_norm else 0
-
-
-def replicated_parameters(c: TransformerConfig) -> int:
-    """A layer's parameters every TP rank holds whole: norms' γ (β; Qwen3's q and k norms' γ), proj and fc2 biases,
-    a mixture's router (h·E: Megatron-Core's ``TopKRouter.weight`` is not split) and shared expert's gate (h)."""
-    if c.family != "llama":
-        return 6 * c.hidden
-    gate = c.hidden if c.shared_expert_ffn else 0
-    return 2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe + gate
-
-
-def outer_norm_parameters(c: TransformerConfig) -> int:
-    """The one norm outside the layers (replicated over TP): the final norm (Llama's RMSNorm γ; GPT's and
-    OPT's LayerNorm γ and β) or BERT's embedding LayerNorm (γ, β)."""
-    return (1 if c.family == "llama" else 2) * c.hidden
 
 
 def check_positions(name: str, limit: int, seq: int, fix: str, field: str) -> None:
