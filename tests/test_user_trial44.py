@@ -112,7 +112,9 @@ def test_an_empty_model_argument_is_told_empty(capsys, command, model):
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1, err
     assert err.startswith(f"archsim {command[0]}: error: field 'MODEL': expected a transformer config's path or a "
-                          "shipped name, got an empty one; shipped: gpt2, "), err
+                          "shipped name, got an empty one; shipped: "), err
+    shipped = sorted(p.stem for p in (Path(__file__).parents[1] / "configs" / "transformers").iterdir())
+    assert err.rstrip("\n").endswith(", ".join(shipped)), err
 
 
 def test_the_library_tells_an_empty_model_in_its_argument():
