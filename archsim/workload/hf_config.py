@@ -130,7 +130,7 @@ def check_fixed(config: dict, kind: str) -> None:
 _GATED_UNITS = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
 
 
-def _activation(config: dict, key: str, default: str, *, gated: bool = False) -> str:
+def field_activation(config: dict, key: str, default: str, *, gated: bool = False) -> str:
     """The MLP's activation named by ``key``: one archsim states (``ACTIVATIONS``), else refused — in an
     MLP ``gated`` already (Llama's) a gated unit's name with the gate's name to write instead; elsewhere a
     gated one changes the MLP's GEMMs, others run kernels archsim does not list."""
@@ -149,7 +149,7 @@ def _activation(config: dict, key: str, default: str, *, gated: bool = False) ->
     return str(value)
 
 
-def _number(config: dict, key: str, default: float) -> float:
+def field_number(config: dict, key: str, default: float) -> float:
     """A real-valued field (transformers' default when absent or null); its range is checked by
     :class:`TransformerConfig`, which names the field."""
     value = config.get(key)
@@ -206,7 +206,7 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
         return TransformerConfig(name, "gpt", get_key(config, "n_layer"), hidden, heads, get_key(config, "vocab_size"),
                                  positions, get_key(config, "n_inner", 4 * hidden), heads,
                                  get_key(config, "tie_word_embeddings", True), positions, position_limit=positions,
-                                 activation=_activation(config, "activation_function", "gelu_new"))
+                                 activation=field_activation(config, "activation_function", "gelu_new"))
     if kind == "opt":
         hidden = get_key(config, "hidden_size")
         if config.get("do_layer_norm_before", True) is not True or config.get("word_embed_proj_dim", hidden) != hidden:
@@ -217,7 +217,7 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
                                  get_key(config, "num_attention_heads"), get_key(config, "vocab_size"), positions,
                                  get_key(config, "ffn_dim"), get_key(config, "num_attention_heads"),
                                  get_key(config, "tie_word_embeddings", True), positions + OPT_POSITION_OFFSET,
-                                 position_limit=positions, activation=_activation(config, "activation_function", "relu"))
+                                 position_limit=positions, activation=field_activation(config, "activation_function", "relu"))
     if kind in GEMMA_LATER:
         raise InputError(f"model_type {kind!r} is not read: {GEMMA_LATER[kind]} are not modelled (archsim reads "
                          "Gemma 1, model_type 'gemma')", field="model_type")
@@ -240,9 +240,9 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
                                  get_key(config, "tie_word_embeddings", gemma),
                                  kv_channels=head_dim_channels(config, "llama", heads, hidden, head_dim),
                                  sliding_window=get_key(config, "sliding_window", required=False) if kind == "mistral" else None,
-                                 activation=_gemma_activation(config) if gemma else _activation(config, "hidden_act", "silu", gated=True),
-                                 attention_dropout=_number(config, "attention_dropout", 0.0),
-                                 partial_rotary_factor=_number(config, "partial_rotary_factor", 1.0),
+                                 activation=_gemma_activation(config) if gemma else field_activation(config, "hidden_act", "silu", gated=True),
+                                 attention_dropout=field_number(config, "attention_dropout", 0.0),
+                                 partial_rotary_factor=field_number(config, "partial_rotary_factor", 1.0),
                                  qkv_bias=kind == "qwen2", qk_norm=kind == "qwen3", scaled_embeddings=gemma, **experts)
     if kind == "bert":
         positions = get_key(config, "max_position_embeddings")
@@ -250,7 +250,7 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
                                  get_key(config, "num_attention_heads"), get_key(config, "vocab_size"), positions,
                                  get_key(config, "intermediate_size"), get_key(config, "num_attention_heads"), True,
                                  positions, get_key(config, "type_vocab_size", 2), position_limit=positions,
-                                 activation=_activation(config, "hidden_act", "gelu"))
+                                 activation=field_activation(config, "hidden_act", "gelu"))
     if kind == "switch_transformers":
         return _switch_from_hf(config, name)
     if kind in ("deepseek_v2", "deepseek_v3"):
@@ -359,7 +359,7 @@ def _gemma_activation(config: dict) -> str:
     """GemmaMLP's gate activation: ``hidden_activation``, else gelu_pytorch_tanh (transformers' GemmaMLP
     ignores the older ``hidden_act``, google/gemma-7b's "gelu", and warns). Gemma's GeGLU is the SwiGLU
     MLP's three GEMMs with a gelu gate; the activation is costed as the same elementwise ops."""
-    return _activation(config, "hidden_activation", "gelu_pytorch_tanh", gated=True)
+    return field_activation(config, "hidden_activation", "gelu_pytorch_tanh", gated=True)
 
 
 def _switch_from_hf(config: dict, name: str) -> TransformerConfig:

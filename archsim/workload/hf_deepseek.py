@@ -42,7 +42,7 @@ def _count(config: dict, key: str, default: int) -> int:
 
 def deepseek_from_hf(config: dict, name: str) -> TransformerConfig:
     """DeepSeek-V2/V3's shapes (module docstring); the llama reader's activation, dropout and tie rules."""
-    from archsim.workload.hf_config import _activation, _number  # the llama reader's field rules
+    from archsim.workload.hf_config import field_activation, field_number  # the llama reader's field rules
 
     layers, heads = get_key(config, "num_hidden_layers"), get_key(config, "num_attention_heads")
     first, freq = _count(config, "first_k_dense_replace", 0), get_key(config, "moe_layer_freq", 1)
@@ -61,9 +61,9 @@ def deepseek_from_hf(config: dict, name: str) -> TransformerConfig:
         q_lora_rank=_count(config, "q_lora_rank", 0), kv_lora_rank=get_key(config, "kv_lora_rank"),
         qk_nope_head_dim=get_key(config, "qk_nope_head_dim"), qk_rope_head_dim=get_key(config, "qk_rope_head_dim"),
         v_head_dim=get_key(config, "v_head_dim"), router_score=score,
-        routed_scaling_factor=_number(config, "routed_scaling_factor", 1.0),
-        activation=_activation(config, "hidden_act", "silu", gated=True),
-        attention_dropout=_number(config, "attention_dropout", 0.0))
+        routed_scaling_factor=field_number(config, "routed_scaling_factor", 1.0),
+        activation=field_activation(config, "hidden_act", "silu", gated=True),
+        attention_dropout=field_number(config, "attention_dropout", 0.0))
 
 
 __all__ = ["KEYS", "NAMES", "deepseek_from_hf"]
