@@ -333,6 +333,12 @@ class RankSizer:
             peak = back = _in_flight_counts(self.schedule, self.p, self.m, self.v)[self.rank]
         return self.terms.peak(part_counts(self.config, counts, self.chunks), peak, back)
 
+    def of_parts(self, parts: Sequence[int]) -> StageMemory:
+        """The rank's memory under a fused B with ``parts[i]`` layers in its i-th part (a chunk's layers of one kind,
+        :func:`~archsim.workload.layer_kinds.part_counts`' order): the planner's probe of a rank's kinds' counts."""
+        peak = _in_flight_counts(self.schedule, self.p, self.m, self.v)[self.rank]
+        return self.terms.peak(parts, peak, peak)
+
     def __call__(self, counts: Sequence[int]) -> StageMemory:
         """:func:`counted_rank_memories` of this rank alone."""
         share = self.share(counts)
