@@ -34,6 +34,7 @@ from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.training.rates import watts
+from archsim.workload.layer_kinds import kind_configs, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -187,28 +188,37 @@ def _piece_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_
     return tuple(out)
 
 
-def _rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[int, int, int]:
-    """How many layers, embeddings and heads pipeline ``ranks`` run per micro-batch (each rank its stages'
-    layers, :func:`~archsim.training.parallel.layers_per_stage`; the embedding with stage 0, the head with the last)."""
+def _rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[tuple[int, ...], int, int]:
+    """How many layers of each kind (:func:`~archsim.workload.layer_kinds.kind_configs`' order), embeddings and heads
+    pipeline ``ranks`` (None: every rank) run per micro-batch (each rank its stages' layers,
+    :func:`~archsim.training.parallel.layers_per_stage`; the embedding with stage 0, the head with the last)."""
     counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
     rank_of = rank_of_stages(par)
-    return (sum(n for n, rank in zip(counts, rank_of, strict=True) if rank in ranks), int(rank_of[0] in ranks),
-            int(rank_of[-1] in ranks))
+    mine = [kinds for kinds, rank in zip(stage_kinds(c, counts), rank_of, strict=True) if ranks is None or rank in ranks]
+    return (tuple(sum(kinds[k][1] for kinds in mine) for k in range(len(kind_configs(c)))),
+            int(ranks is None or rank_of[0] in ranks), int(ranks is None or rank_of[-1] in ranks))
 
 
 def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
                            implementation: str = "megatron", parameters: float = 0.0, ranks=None) -> float:
     """Joules of one iteration on array devices (module docstring); ``parameters``: the parameters
     those devices hold together (each device's optimizer step reads and writes its own); ``ranks``: the pipeline
-    ranks on ``device`` (default every rank: the whole model)."""
+    ranks on ``device`` (default every rank: the whole model). Each layer is its kind's
+    (:mod:`~archsim.workload.layer_kinds`)."""
     from archsim.training.iteration import optimizer_step_bytes
 
-    counts = (c.layers, 1, 1) if ranks is None else _rank_pieces(c, par, ranks)
+    layers, embeddings, heads = _rank_pieces(c, par, ranks)
+
+    def picojoules(config: TransformerConfig) -> tuple[float, ...]:
+        return _piece_picojoules(config, par.micro_batch, par.tp, par.sequence_parallel, par.attention, par.recompute,
+                                 device, dtype, implementation, par.cp, par.cp_comm, par.cp_hierarchy, par.ep,
+                                 par.etp, par.fp8)
+
     per_microbatch = 0.0
-    for picojoules, count in zip(_piece_picojoules(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
-                                                   par.recompute, device, dtype, implementation, par.cp, par.cp_comm,
-                                                   par.cp_hierarchy, par.ep, par.etp, par.fp8), counts, strict=True):
-        per_microbatch += picojoules * count
+    for config, count in zip(kind_configs(c).values(), layers, strict=True):
+        per_microbatch += picojoules(config)[0] * count
+    for piece, count in zip(picojoules(c)[1:], (embeddings, heads), strict=True):
+        per_microbatch += piece * count
     array = device_array(device, dtype)
     optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * device_energies(device, array).dram_read_pj
     return (per_microbatch * par.microbatches * par.tp * par.cp * par.dp + optimizer) * 1e-12

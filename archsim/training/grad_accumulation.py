@@ -58,22 +58,22 @@ def accumulation(par: Parallelism, machine: Machine) -> str:
 
 
 def unfused_pass_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, layers: int, first: bool,
-                         last: bool) -> float:
+                         last: bool, dense: int = 0) -> float:
     """Seconds of one unfused accumulation pass over a stage's parameters on one GPU: its bytes at the
     machine's memory-bound rate, no per-kernel gap (module docstring). 0 when fused (or with one
-    micro-batch: nothing to add into)."""
+    micro-batch: nothing to add into); ``dense``: how many of the ``layers`` are a mixture's dense kind."""
     if accumulation(par, machine) == "fused" or par.microbatches == 1:
         return 0.0
-    parameters = stage_parameters(c, par, layers, first, last)
+    parameters = stage_parameters(c, par, layers, first, last, dense=dense)
     moved = parameters * unfused_accumulate_bytes(machine)
     return float(stream_seconds(moved, machine.gpu.hbm_bytes_per_s, machine.kernels.memory_bound, kernels=0))
 
 
 def per_microbatch_seconds(c: TransformerConfig, par: Parallelism, machine: Machine, layers: int, first: bool,
-                           last: bool) -> float:
+                           last: bool, dense: int = 0) -> float:
     """The stage's accumulation seconds per micro-batch's weight backward: (m − 1)/m of one pass."""
     m = par.microbatches
-    return unfused_pass_seconds(c, par, machine, layers, first, last) * (m - 1) / m
+    return unfused_pass_seconds(c, par, machine, layers, first, last, dense) * (m - 1) / m
 
 
 __all__ = ["accumulation", "per_microbatch_seconds", "unfused_accumulate_bytes", "unfused_pass_seconds"]

@@ -36,6 +36,7 @@ from archsim.training.layer_activations import layer_kept
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.moe_ops import etp_kept
 from archsim.training.parallel import Parallelism, padded_vocab
+from archsim.workload.layer_kinds import dense_config
 from archsim.workload.layer_parameters import layer_parameters, outer_norm_parameters, replicated_parameters
 from archsim.workload.transformer import TransformerConfig
 
@@ -140,11 +141,13 @@ class StageMemory:
 
 
 def stage_parameters(c: TransformerConfig, par: Parallelism, layers: int, first: bool, last: bool,
-                     head_copy: bool | None = None) -> float:
-    """Parameters on one GPU of a stage: its layers, the embedding on the first stage, the final norm (and, when the
-    first and last stages sit on different ranks and embeddings are tied, the LM head's copy of the token table —
+                     head_copy: bool | None = None, dense: int = 0) -> float:
+    """Parameters on one GPU of a stage: its layers (``dense`` of them a mixture's dense kind,
+    :func:`~archsim.workload.layer_kinds.dense_config`), the embedding on the first stage, the final norm (and, when
+    the first and last stages sit on different ranks and embeddings are tied, the LM head's copy of the token table —
     ``head_copy``, default PP > 1) on the last."""
-    return stage_terms(c, par, first, last, head_copy).parameters(layers)
+    params = stage_terms(c, par, first, last, head_copy).parameters(layers - dense)
+    return params + dense * stage_terms(dense_config(c), par, False, False, head_copy).layer if dense else params
 
 
 def stage_memory(c: TransformerConfig, par: Parallelism, layers: int, in_flight: float, first: bool, last: bool,

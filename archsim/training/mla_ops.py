@@ -33,6 +33,7 @@ norms' (h·(d_q + d_c + r) values a layer).
 
 from __future__ import annotations
 
+from archsim.console import setting
 from archsim.training.kernel_bytes import dtype_elements
 from archsim.training.op_work import Collective, Work, gemm_ops, memory_op
 from archsim.workload.transformer import TransformerConfig
@@ -102,25 +103,51 @@ def _collectives(c: TransformerConfig, tokens: int, tp: int,
 
 
 
-def deepseek_problem(c: TransformerConfig, par, implementation: str = "megatron") -> str | None:
-    """Why ``par`` (a :class:`~archsim.training.parallel.Parallelism`) cannot train ``c``'s MLA or its layers of
-    several kinds as archsim models them, or None: the eager op lists, context parallelism's exchange and fp8 are
-    written for the standard layer; FSDP's units and the zero-bubble split's held bytes for layers of one kind."""
+SPLIT_BACKWARD = ("zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev")  # held bytes written for one kind
+
+
+def deepseek_rule(c: TransformerConfig, cp: int = 1, fp8: str | None = None, fsdp: bool = False,
+                  schedule: str = "1f1b", chunks: int = 1, implementation: str = "megatron",
+                  planned: bool = False) -> tuple[str, str] | None:
+    """(search's rejection code, train's one-line reason) why a layout cannot train ``c``'s MLA or its layers of
+    several kinds as archsim models them, or None — one rule for both: the eager op lists, context parallelism's
+    exchange and fp8 are written for the standard layer; FSDP's units and the zero-bubble split's held bytes for
+    layers of one kind; the planner (``planned``: ``--balance planned``) splits layers of several kinds over one
+    chunk a rank only (``chunks``: model chunks per rank; ``schedule``: the schedule's name)."""
     mixed = bool(c.dense_layers)
     if not (c.mla or mixed):
         return None
     what = "multi-head latent attention" if c.mla else "a model with dense and MoE layers"
     if implementation != "megatron":
-        return f"{what} is modelled on Megatron-Core's op list only, not {implementation}'s"
-    if c.mla and par.cp > 1:
-        return f"{what} with context parallelism (CP {par.cp}) is not modelled: give --cp 1"
-    if par.fp8:
-        return f"{what} in fp8 is not modelled: leave out --fp8"
-    if mixed and par.fsdp:
-        return f"FSDP's units on {what} are not modelled: leave out --fsdp"
-    if mixed and par.schedule_name in ("zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev"):
-        return f"{par.schedule_name}'s split backward on {what} is not modelled: give a fused-backward schedule (1f1b)"
+        return "deepseek-needs-megatron", f"{what} is modelled on Megatron-Core's op list only, not {implementation}'s"
+    if c.mla and cp > 1:
+        return "mla-beside-cp", f"{what} with context parallelism (CP {cp}) is not modelled: give {setting('cp', 1)}"
+    if fp8:
+        return "deepseek-beside-fp8", f"{what} in fp8 is not modelled: leave out {setting('fp8')}"
+    if mixed and fsdp:
+        return "layer-kinds-beside-fsdp", f"FSDP's units on {what} are not modelled: leave out {setting('fsdp')}"
+    if mixed and schedule in SPLIT_BACKWARD:
+        return ("layer-kinds-beside-split-backward",
+                f"{schedule}'s split backward on {what} is not modelled: give a fused-backward schedule (1f1b)")
+    if mixed and planned and chunks > 1:
+        return ("layer-kinds-planned-over-chunks",
+                (f"{setting('balance', 'planned')} splits {what} over one model chunk a rank only, not {chunks}: "
+                 f"give {setting('stage-layers')}, or a schedule of one chunk a rank (1f1b, gpipe)"))
     return None
 
 
-__all__ = ["deepseek_problem", "mla_work"]
+def deepseek_problem(c: TransformerConfig, par, implementation: str = "megatron") -> str | None:
+    """:func:`deepseek_rule`'s reason for ``par`` (a :class:`~archsim.training.parallel.Parallelism`), or None."""
+    rule = deepseek_rule(c, par.cp, par.fp8, par.fsdp, par.schedule_name, par.chunks, implementation)
+    return None if rule is None else rule[1]
+
+
+def refuse_deepseek(rule: tuple[str, str] | None) -> None:
+    """Raise :func:`deepseek_rule`'s reason as a one-line input error (on the model), if any."""
+    if rule is not None:
+        from archsim.errors import InputError
+
+        raise InputError(rule[1], field="model")
+
+
+__all__ = ["SPLIT_BACKWARD", "deepseek_problem", "deepseek_rule", "mla_work", "refuse_deepseek"]

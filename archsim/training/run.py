@@ -18,7 +18,7 @@ from archsim.training.machine import Machine
 from archsim.training.memory import StageMemory
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.pipeline_memory import memories
-from archsim.workload.layer_kinds import stage_kinds
+from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -202,7 +202,8 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
     compute = recompute = tp = cp = ep = accumulate = scaling = 0.0
     kinds = stage_kinds(c, counts)
     for j in stages:
-        accumulate += per_microbatch_seconds(c, par, machine, counts[j], j == 0, j == chunks - 1)
+        accumulate += per_microbatch_seconds(c, par, machine, counts[j], j == 0, j == chunks - 1,
+                                             dict(kinds[j]).get(DENSE, 0))
         scaling += sum(scaling_seconds(c, par, machine, counts[j]))
         for kind, layers in kinds[j]:  # each layer its kind's piece
             layer = pieces[kind]

@@ -14,7 +14,8 @@ EP_REASONS = ("ep-divides-experts", "ep-divides-dp", "etp-ep-divides-tp-cp-dp", 
 # the flags beyond --schedule, --recompute and --sequence-parallel whose other values answer a rejection, in the
 # order the note names them (a CP that cannot split the sequence or the heads: --cp, and --cp-comm for a2a's heads)
 REASON_FLAGS = {**{reason: ("ep",) for reason in EP_REASONS}, "etp-ep-divides-tp-cp-dp": ("ep", "etp"),
-                "etp-divides-expert-ffn": ("etp",), "cp-splits-sequence": ("cp",), "cp-divides-heads": ("cp", "cp-comm")}
+                "etp-divides-expert-ffn": ("etp",), "cp-splits-sequence": ("cp",), "cp-divides-heads": ("cp", "cp-comm"),
+                "mla-beside-cp": ("cp",)}
 
 
 def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],

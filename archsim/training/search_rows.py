@@ -89,7 +89,11 @@ def megatron_model_args(c: TransformerConfig) -> str:
     embeddings, a learned position table shorter than the sequence (Megatron asserts
     ``max_position_embeddings ≥ seq_length``). No vocabulary flag: Megatron pads the tokenizer's vocabulary
     itself (``--make-vocab-size-divisible-by`` 128 × TP, as archsim prices it); data, tokenizer, optimizer,
-    learning rate and RoPE's base are the user's (they change no work priced)."""
+    learning rate and RoPE's base are the user's (they change no work priced). DeepSeek-V2/V3 (d98e8a6):
+    ``--multi-latent-attention --q-lora-rank --kv-lora-rank --qk-head-dim`` (the no-RoPE part)
+    ``--qk-pos-emb-head-dim --v-head-dim``, ``--moe-layer-freq`` for its dense first layers, the ungated shared
+    experts' ``--moe-shared-expert-intermediate-size``, ``--moe-router-score-function sigmoid`` and
+    ``--moe-router-topk-scaling-factor``."""
     llama = c.family == "llama"
     if (c.family not in ("gpt", "llama") or c.scaled_embeddings
             or c.mlp_activation not in (("silu", "swish") if llama else MEGATRON_GELUS)
@@ -98,9 +102,13 @@ def megatron_model_args(c: TransformerConfig) -> str:
     args = [f"--num-layers {c.layers}", f"--hidden-size {c.hidden}", f"--num-attention-heads {c.heads}",
             f"--ffn-hidden-size {c.ffn}", f"--seq-length {c.seq}",
             f"--max-position-embeddings {c.seq if llama else c.positions}"]
-    if c.hidden % c.heads or c.head_dim != c.hidden // c.heads:
+    if c.mla:  # MLA's widths (its heads' own: no --kv-channels, no query groups)
+        args += ["--multi-latent-attention", *([f"--q-lora-rank {c.q_lora_rank}"] if c.q_lora_rank else []),
+                 f"--kv-lora-rank {c.kv_lora_rank}", f"--qk-head-dim {c.qk_nope_head_dim}",
+                 f"--qk-pos-emb-head-dim {c.qk_rope_head_dim}", f"--v-head-dim {c.v_head_dim}"]
+    elif c.hidden % c.heads or c.head_dim != c.hidden // c.heads:
         args.append(f"--kv-channels {c.head_dim}")
-    if c.kv_heads < c.heads:
+    if c.kv_heads < c.heads and not c.mla:
         args.append(f"--group-query-attention --num-query-groups {c.kv_heads}")
     if llama:
         args += ["--position-embedding-type rope", "--normalization RMSNorm", "--swiglu", "--disable-bias-linear"]
@@ -113,8 +121,15 @@ def megatron_model_args(c: TransformerConfig) -> str:
         if c.moe_expert_capacity_factor is not None:  # or capped, as train --moe-expert-capacity-factor runs it
             args.append(f"--moe-expert-capacity-factor {float(c.moe_expert_capacity_factor)!r}")
             args += ["--moe-pad-expert-input-to-capacity"] if c.moe_pad_expert_input_to_capacity else []
-        if c.shared_expert_ffn:  # Qwen2-MoE's sigmoid-gated shared expert (moe_ops.py)
-            args += [f"--moe-shared-expert-intermediate-size {c.shared_expert_ffn}", "--moe-shared-expert-gate"]
+        if c.shared_expert_ffn:  # Qwen2-MoE's sigmoid-gated shared expert (moe_ops.py); DeepSeek's ungated
+            args += [f"--moe-shared-expert-intermediate-size {c.shared_expert_ffn}",
+                     *(["--moe-shared-expert-gate"] if c.shared_expert_gate else [])]
+        if c.dense_layers:  # the layer kinds (layer_kinds.py): 0 a dense layer, 1 an MoE one, as runs
+            args.append(f"--moe-layer-freq '({moe_layer_pattern(c)})'")
+        if c.router_score != "softmax":  # DeepSeek-V3's sigmoid router, its routed scaling
+            args.append(f"--moe-router-score-function {c.router_score}")
+        if c.routed_scaling_factor != 1:
+            args.append(f"--moe-router-topk-scaling-factor {float(c.routed_scaling_factor)!r}")
     if not c.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
     if c.sliding_window is not None:
@@ -125,6 +140,16 @@ def megatron_model_args(c: TransformerConfig) -> str:
         if p != MEGATRON_DROPOUT:
             args.append(f"{flag} {float(p)!r}")
     return " ".join(args)
+
+
+def moe_layer_pattern(c: TransformerConfig) -> str:
+    """Megatron-LM's ``--moe-layer-freq`` list expression of ``c``'s layer kinds, as runs: ``[0]*3+[1]*58``."""
+    from itertools import groupby
+
+    from archsim.workload.layer_kinds import DENSE, layer_kinds
+
+    runs = [(int(kind != DENSE), len(list(run))) for kind, run in groupby(layer_kinds(c))]
+    return "+".join(f"[{bit}]*{n}" for bit, n in runs)
 
 
 def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype: str = "fp16",
@@ -173,4 +198,4 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-__all__ = ["megatron_args", "megatron_model_args", "pareto_front", "train_command"]
+__all__ = ["megatron_args", "megatron_model_args", "moe_layer_pattern", "pareto_front", "train_command"]

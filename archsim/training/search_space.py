@@ -30,6 +30,7 @@ from archsim.training.held_memory import (
 from archsim.training.in_flight import in_flight_peaks
 from archsim.training.layout_problems import cp_problem, ep_layout_problem, or_list, tp_split_problem
 from archsim.training.memory import StageMemory
+from archsim.training.mla_ops import deepseek_rule
 from archsim.training.moe_ops import moe_rule
 from archsim.training.parallel import (
     Parallelism,
@@ -47,7 +48,8 @@ CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "etp-divides-expert-ffn", "moe-needs-sequence-parallel",
-           "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "schedule-needs-pp",
+           "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "mla-beside-cp", "deepseek-beside-fp8",
+           "layer-kinds-beside-fsdp", "layer-kinds-beside-split-backward", "layer-kinds-planned-over-chunks", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
 # Configurations one search may enumerate (× server orders under a planned placement): refused above it
@@ -252,6 +254,10 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return rule[0]
     if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp, k.etp):  # EP or ETP ≠ TP beside FSDP, or ETP·EP ∤ TP·CP·DP
         return "ep-beside-fsdp" if k.fsdp else "ep-divides-dp" if k.etp is None else "etp-ep-divides-tp-cp-dp"
+    model_rule = deepseek_rule(c, k.cp, k.fp8, k.fsdp, schedule_name(k.schedule, k.interleave),  # train's (mla_ops)
+                               2 if k.schedule in V_SHAPED else k.interleave, planned=uneven and k.plannable)
+    if model_rule is not None:
+        return model_rule[0]
     # the schedule's rules, the ones train refuses by (archsim.training.parallel)
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 
@@ -332,6 +338,12 @@ class RankSizer:
         else:
             peak = back = _in_flight_counts(self.schedule, self.p, self.m, self.v)[self.rank]
         return self.terms.peak(part_counts(self.config, counts, self.chunks), peak, back)
+
+    def of_parts(self, parts: Sequence[int]) -> StageMemory:
+        """The rank's memory under a fused B with ``parts[i]`` layers in its i-th part (a chunk's layers of one kind,
+        :func:`~archsim.workload.layer_kinds.part_counts`' order): the planner's probe of a rank's kinds' counts."""
+        peak = _in_flight_counts(self.schedule, self.p, self.m, self.v)[self.rank]
+        return self.terms.peak(parts, peak, peak)
 
     def __call__(self, counts: Sequence[int]) -> StageMemory:
         """:func:`counted_rank_memories` of this rank alone."""

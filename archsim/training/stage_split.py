@@ -29,6 +29,11 @@ the ranks: what bounds their iteration is each *rank's* work summed over its chu
 forms in :func:`archsim.training.search_cost.pipeline_seconds` scale the busiest rank's by the
 micro-batches) and each rank's memory, not a chunk's; every chunk keeps at least one layer. The
 brute force over every composition of the layers into PP·V chunks checks this in the tests.
+
+A model of several layer kinds (:mod:`archsim.workload.layer_kinds`: DeepSeek's dense first layers, then MoE) prices
+each layer node by its own kind's piece, and a stage fits when its rank's memory at the stage's count of each kind
+fits (:func:`_most_beside_dense`); it is planned over one chunk a rank (over several, a rank's layers are not one
+run of the chain: refused, :func:`~archsim.training.mla_ops.deepseek_rule`).
 """
 
 from __future__ import annotations
@@ -46,9 +51,11 @@ from archsim.training.held_memory import SPLIT_SCHEDULES
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import STATE_BYTES_PER_PARAMETER
+from archsim.training.mla_ops import deepseek_rule, refuse_deepseek
 from archsim.training.parallel import Parallelism, rank_of_stages
 from archsim.training.search_space import rank_sizer
 from archsim.training.stages import hop_bytes
+from archsim.workload.layer_kinds import DENSE, kind_configs, layer_kinds
 from archsim.workload.transformer import TransformerConfig
 
 # Cells (PP × (layers + 3)²) the planner's dynamic program may fill: measured about 43 ns a cell and 1.2 GB
@@ -66,8 +73,10 @@ def piece_seconds(piece: PieceCost, recompute: bool = True) -> float:
 
 
 def node_seconds(c: TransformerConfig, pieces: dict[str, PieceCost]) -> np.ndarray:
-    """The chain's nodes in order — embedding, the layers, the LM head — each one's F + I + W."""
-    return np.array([piece_seconds(pieces["embedding"], False), *[piece_seconds(pieces["layer"])] * c.layers,
+    """The chain's nodes in order — embedding, the layers (each its kind's piece,
+    :func:`~archsim.workload.layer_kinds.layer_kinds`), the LM head — each one's F + I + W."""
+    layer = {kind: piece_seconds(pieces[kind]) for kind in kind_configs(c)}
+    return np.array([piece_seconds(pieces["embedding"], False), *[layer[kind] for kind in layer_kinds(c)],
                      piece_seconds(pieces["head"], False)])
 
 
@@ -76,10 +85,10 @@ def node_names(c: TransformerConfig) -> tuple[str, ...]:
     return ("embedding", *(f"{LAYER}{k}" for k in range(1, c.layers + 1)), "head")
 
 
-def node_ops(name: str, pieces: dict[str, PieceCost]) -> tuple[PlacedOp, ...]:
+def node_ops(name: str, pieces: dict[str, PieceCost], kind: str = LAYER) -> tuple[PlacedOp, ...]:
     """A node's F, W (``G``) and I (``D``) seconds per micro-batch, TP collectives included and the
-    recompute in a layer's I: together :func:`piece_seconds`."""
-    piece = pieces["layer" if name.startswith(LAYER) else name]
+    recompute in a layer's I: together :func:`piece_seconds`; a layer's from its ``kind``'s piece."""
+    piece = pieces[kind if name.startswith(LAYER) else name]
     redo = piece.recompute if name.startswith(LAYER) else 0.0
     return (PlacedOp(name, "F", piece.forward + piece.tp_forward + piece.cp_forward + piece.ep_forward),
             PlacedOp(name, "G", piece.backward_weight),
@@ -95,11 +104,12 @@ def chain_partition(c: TransformerConfig, par: Parallelism, counts: Sequence[int
     (``rank_pieces[r]``), in seconds; the mandatory bytes are each boundary's hop
     (:func:`~archsim.training.stages.hop_bytes`, per TP rank) forward and its gradient back, per
     micro-batch."""
-    names = node_names(c)
+    names, kinds = node_names(c), (LAYER, *layer_kinds(c), LAYER)
     rank = rank_of_stages(par)
     bounds = np.concatenate(([0], np.cumsum(counts))) + 1
     bounds[0], bounds[-1] = 0, len(names)
-    stages = tuple(Stage(s, names[a:b], tuple(op for name in names[a:b] for op in node_ops(name, rank_pieces[rank[s]])))
+    stages = tuple(Stage(s, names[a:b], tuple(op for name, kind in zip(names[a:b], kinds[a:b])
+                                              for op in node_ops(name, rank_pieces[rank[s]], kind)))
                    for s, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())))
     return Partition(method, stages, int(2 * hop_bytes(c, par) * (len(stages) - 1)), 0, unit="seconds",
                      devices=tuple((rank[s],) for s in range(len(stages))))
@@ -154,6 +164,31 @@ def _most_layers(c: TransformerConfig, par: Parallelism, rank: int, chunks: Sequ
         mid = (low + high) // 2
         low, high = (mid, high) if total(mid) <= capacity else (low, mid)
     return low
+
+
+def _most_beside_dense(c: TransformerConfig, par: Parallelism, rank: int, capacity: float,
+                       states: float = STATE_BYTES_PER_PARAMETER, unit: float = 0.0,
+                       expert_states: float | None = None) -> np.ndarray:
+    """For a model of several layer kinds (:mod:`~archsim.workload.layer_kinds`; one chunk a rank, a fused B): per
+    count d of dense layers (0 … the model's), the most of its main kind's layers ``rank`` fits beside them in
+    ``capacity`` bytes (−1: not even none). The rank's memory (the sizer's, train's figure) grows with each kind's
+    count: bisected."""
+    sizer = rank_sizer(c, par, rank, states, unit, expert_states=expert_states)
+    dense = len(c.dense_layers)
+    out = []
+    for d in range(dense + 1):
+        def fits(main: int, d: int = d) -> bool:
+            return sizer.of_parts((main, d)).total <= capacity
+
+        low, high = 0, c.layers - dense  # fits(low), not fits(high)
+        if not fits(low) or fits(high):
+            out.append(high if fits(low) else -1)
+            continue
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if fits(mid) else (low, mid)
+        out.append(low)
+    return np.array(out)
 
 
 def spread(total: int, fixed: Sequence[float], layer: float) -> list[int]:
@@ -235,23 +270,32 @@ def plan_stage_layers(c: TransformerConfig, par: Parallelism, node_times: Sequen
     owned: list[list[int]] = [[] for _ in range(p)]
     for s, r in enumerate(rank_of):  # one pass: PP × chunks stages, not PP² × chunks
         owned[r].append(s)
-    most = [_most_layers(c, par, r, owned[r], capacities[r], states, unit, expert_states) for r in range(p)]
-    if min(most) < v or sum(most) < layers:
-        return None
+    if c.dense_layers:  # layers of several kinds: a stage's memory by its own kinds' counts, one chunk a rank
+        refuse_deepseek(deepseek_rule(c, par.cp, par.fp8, par.fsdp, par.schedule_name, par.chunks, planned=True))
+        beside = [_most_beside_dense(c, par, r, capacities[r], states, unit, expert_states) for r in range(p)]
+        most = [int(b.max()) for b in beside]
+    else:
+        most = [_most_layers(c, par, r, owned[r], capacities[r], states, unit, expert_states) for r in range(p)]
+        if min(most) < v or sum(most) < layers:
+            return None
     chain = list(node_times)
     if rank_of[-1] == 0 and p > 1:  # V-shaped: embedding and head both rank 0's, a zero-cost node closes it
         chain = each_once(node_times, lambda t: np.concatenate(([t[0] + t[-1]], t[1:-1], [0.0])))
     i, j, first, last, count, shape_ok, middle = _stage_shapes(n, v)
+    if c.dense_layers:  # each candidate stage's dense layers, and its main kind's beside them
+        dense = np.concatenate(([0], np.cumsum([0, *(kind == DENSE for kind in layer_kinds(c)), 0])))
+        held = np.clip(dense[j] - dense[i], 0, len(c.dense_layers))
+        main = count - held
     costs = each_once(chain, lambda t: _stage_costs(t, i, j))  # ranks on alike GPUs share one
-    allowed: dict[tuple[bool, bool, int], np.ndarray] = {}  # by the rank's place and most layers
+    allowed: dict[tuple[bool, bool, int | tuple[int, ...]], np.ndarray] = {}  # by the rank's place and most layers
     best = np.full(n + 1, np.inf)
     best[0] = 0.0
     choice = np.zeros((p, n + 1), dtype=int)
     for r in range(p):
-        key = (r == 0, r == p - 1, most[r])
+        key = (r == 0, r == p - 1, most[r] if not c.dense_layers else tuple(beside[r].tolist()))
         if key not in allowed:
             ends = shape_ok & (first == (r == 0)) & (last == (r == p - 1)) if r in (0, p - 1) else middle
-            allowed[key] = ends & (count <= most[r])
+            allowed[key] = ends & (count <= most[r] if not c.dense_layers else main <= beside[r][held])
         value = np.where(allowed[key], np.maximum(best[:, None], costs[r]), np.inf)
         choice[r] = np.argmin(value, axis=0)
         best = value[choice[r], np.arange(n + 1)]

@@ -18,7 +18,7 @@ from archsim.training.grad_accumulation import per_microbatch_seconds
 from archsim.training.iteration import PieceCost, model_pieces
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
-from archsim.workload.layer_kinds import stage_kinds
+from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -43,7 +43,7 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
             f += k * (layer.forward + layer.tp_forward + layer.cp_forward + layer.ep_forward)
             i += k * (layer.backward_input + layer.recompute + layer.tp_backward + layer.cp_backward + layer.ep_backward)
             w += k * layer.backward_weight
-        w += per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1)
+        w += per_microbatch_seconds(c, par, machine, n, j == 0, j == chunks - 1, dict(kinds).get(DENSE, 0))
         scale_f, scale_b = scaling_seconds(c, par, machine, n)  # fp8's amax reduction and scale update, per chunk
         f, i = f + scale_f, i + scale_b
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
