@@ -4,7 +4,6 @@ parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`).
 from __future__ import annotations
 
 import argparse
-import warnings
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.training import (
@@ -37,7 +36,7 @@ from archsim.commands.common import (
 from archsim.commands.list_flag import ListFlag
 from archsim.commands.moe_flags import add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
-from archsim.console import note
+from archsim.console import note, notes_kept
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
 from archsim.validate import INT32_MAX
@@ -149,8 +148,7 @@ def run(args: argparse.Namespace) -> int:
     cp_comm_rule(args.cp, args.cp_comm)
     config = with_load_imbalance(load_transformer(args.model, seq=args.seq), args.moe_load_imbalance)
     cluster = load_gpu_cluster(args.cluster, args.dtype or TRAIN_DTYPE)
-    with warnings.catch_warnings():  # the library's warnings are lines this command prints itself, after the run
-        warnings.simplefilter("ignore", UserWarning)
+    with notes_kept():  # the library's notes are lines this command prints itself, after the run
         result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus,
                         objective=args.objective, balance=args.balance, placement=args.placement, top=args.top,
                         recompute=args.recompute, schedule=args.schedule, chunks=args.chunks,
