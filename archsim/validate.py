@@ -228,6 +228,16 @@ def shipped_file(folder: str, name: str, suffixes: tuple[str, ...], what: str, *
     return None
 
 
+def check_operand(text: object, field: str, what: str, shipped: Iterable[str]) -> None:
+    """Refuse a blank NETWORK or MODEL (``field``) in one line, the same for every command and the API: ``what``
+    it may be (``"a network's"``: "a network's path or a shipped name") and the ``shipped`` names. Why: ``Path("")``
+    is ``"."``, the working folder, which ``archsim cost ""`` went on to read as a topology ("topology file not
+    found")."""
+    if not str(text).strip():
+        raise InputError(f"expected {what} path or a shipped name, got an empty one; shipped: {', '.join(shipped)}",
+                         field=field)
+
+
 def shipped_names(folder: str, suffixes: tuple[str, ...]) -> list[str]:
     """The stems of ``configs/FOLDER/``'s files with one of ``suffixes``, sorted: what an error lists."""
     return sorted({entry.name[:-len(suffix)] for entry in shipped_configs(folder).iterdir()
