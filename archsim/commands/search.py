@@ -39,6 +39,7 @@ from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, notes_kept
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
+from archsim.training.job_settings import elsewhere
 from archsim.validate import INT32_MAX
 from archsim.value_parsers import int_flag, int_or_word_flag, seq_flag
 
@@ -276,6 +277,5 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
 
 
 # train's layout flags brought to search: it tries them itself, in the line argparse refuses them
-ELSEWHERE = tuple((flag, (f"is archsim train's: search tries every {flag.upper()} itself, on --gpus N or the "
-                          "cluster's GPUs")) for flag in ("tp", "pp", "dp"))
+ELSEWHERE = tuple(elsewhere("search").items())
 COMMAND = Command("search", HELP, add_arguments, run, ELSEWHERE)
