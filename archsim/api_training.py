@@ -167,12 +167,12 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`) and :func:`train`'s notes on
     the model (a rotary config's sequence from ``max_position_embeddings``, a config.json's unread fields, its
     ``torch_dtype`` without ``dtype``)."""
+    from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
     from archsim.choices.training import (
         ATTENTIONS,
         DP_OVERLAPS,
         GRAD_ACCUMULATIONS,
         IMPLEMENTATION_ATTENTION,
-        SCHEDULES,
     )
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -265,6 +265,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     give instead)."""
     from dataclasses import replace
 
+    from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
     from archsim.choices.training import (
         BALANCES,
         CP_COMMS,
@@ -275,7 +276,6 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         MAX_REFINE_ACTIONS,
         OBJECTIVES,
         PLACEMENTS,
-        SCHEDULES,
     )
     from archsim.errors import InputError
     from archsim.progress import shown

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
+from archsim.choices.schedules import TRAINING_SCHEDULES
 from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
@@ -22,7 +23,6 @@ from archsim.choices.training import (
     OBJECTIVES,
     PLACEMENTS,
     RECOMPUTE,
-    SCHEDULES,
 )
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -92,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=positive_int, default=10, help="rows to print, best first")
     parser.add_argument("--recompute", action=ListFlag, choices=RECOMPUTE, default=list(RECOMPUTE),
                         help="recompute modes to try (none, selective, full: as archsim train's --recompute)")
-    parser.add_argument("--schedule", action=ListFlag, choices=SCHEDULES, default=list(SCHEDULES),
+    parser.add_argument("--schedule", action=ListFlag, choices=TRAINING_SCHEDULES, default=list(TRAINING_SCHEDULES),
                         help="pipeline schedules to try")
     parser.add_argument("--chunks", action=ListFlag, item=positive_int, default=None, metavar="V",
                         help="model chunks per rank that interleaved-1f1b, interleaved-zb and looped-bfs try "
