@@ -234,13 +234,18 @@ def check_blank(kwargs: dict, flags: set[str]) -> None:
 
 def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> None:
     """Keywords a function gathers in ``**options``: one not in ``valid`` is refused in one line naming it and
-    the nearest valid one, not a TypeError from the function it reached."""
+    the nearest valid one, not a TypeError from the function it reached; another training job's layout keyword
+    (``archsim.search(tp=2)``) with what to give instead (:func:`~archsim.training.job_settings.elsewhere`), not a word it resembles (``top``)."""
+    from archsim.console import as_keywords
     from archsim.errors import InputError
+    from archsim.training.job_settings import elsewhere
     from archsim.validate import did_you_mean
 
+    with as_keywords():  # called before the job speaks its keywords: the hint names them so
+        hints = elsewhere(what.removeprefix("archsim."))
     for name in sorted(set(given) - set(valid)):  # a near one only: gpus is no misspelt max_ops
-        raise InputError(f"unknown keyword{did_you_mean(name, valid)}; {what} takes {', '.join(sorted(valid)) or 'none'}",
-                         field=name)
+        hint = f" ({name} {hints[name]})" if name in hints else did_you_mean(name, valid)
+        raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
 
 
 def listed(value, field: str, *, single: bool = False) -> tuple:

@@ -81,7 +81,12 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: in
 
     if not isinstance(network, Network):  # a Network as cost and profile take it (load_network's)
         check_path(network, "network", "a network name or path, or a Network")
-    check_path(cluster, "cluster", "a cluster TOML path")
+    if not isinstance(cluster, (str, Path)):  # a Topology or GpuCluster holds neither the file's devices nor its links
+        from archsim.errors import InputError
+
+        raise InputError(f"expected a cluster TOML path, got {type(cluster).__name__}: archsim.plan reads the file "
+                         "itself (its servers' devices price the layers; links= and seed= build its links), so pass "
+                         "the path the cluster was loaded from", field="cluster")
     microbatches = positive_int(microbatches, "microbatches")
     check_choice(method, METHODS, "method")
     if baselines is not None:

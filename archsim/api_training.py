@@ -28,6 +28,7 @@ from archsim.api_keywords import (
     transformer,
     unread_note,
 )
+from archsim.console import library_note
 
 if TYPE_CHECKING:  # the result types load with the jobs that return them
     import pandas
@@ -141,9 +142,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
                     one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par), padding_note(config),
                     *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
-            import warnings
-
-            warnings.warn(warning, UserWarning, stacklevel=3)
+            library_note(warning, stacklevel=3)
     return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus,
                               mean_peak(machines), attention)
 
@@ -168,12 +167,12 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`) and :func:`train`'s notes on
     the model (a rotary config's sequence from ``max_position_embeddings``, a config.json's unread fields, its
     ``torch_dtype`` without ``dtype``)."""
+    from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
     from archsim.choices.training import (
         ATTENTIONS,
         DP_OVERLAPS,
         GRAD_ACCUMULATIONS,
         IMPLEMENTATION_ATTENTION,
-        SCHEDULES,
     )
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -209,17 +208,15 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
                        seq_given=seq is not None, check=row_check(config, on, runs))
-    import warnings
-
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
-                       warn=lambda line, text: warnings.warn(f"line {line}: {text}", UserWarning, stacklevel=5))
+                       warn=lambda line, text: library_note(f"line {line}: {text}", stacklevel=5))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
     for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), *model_notes,
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:
-            warnings.warn(note, UserWarning, stacklevel=3)
+            library_note(note, stacklevel=3)
     return RunsResult(out, runs_document(out, rows, model=config.name, cluster=on, attention=attention,
                                          dp_overlap=dp_overlap, schedule=schedule))
 
@@ -268,6 +265,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     give instead)."""
     from dataclasses import replace
 
+    from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
     from archsim.choices.training import (
         BALANCES,
         CP_COMMS,
@@ -278,7 +276,6 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         MAX_REFINE_ACTIONS,
         OBJECTIVES,
         PLACEMENTS,
-        SCHEDULES,
     )
     from archsim.errors import InputError
     from archsim.progress import shown
@@ -350,16 +347,12 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                  *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
-            import warnings
-
-            warnings.warn(note, UserWarning, stacklevel=3)
+            library_note(note, stacklevel=3)
     if not result.costed:  # an empty answer: why, and what to give instead, as archsim search's note says it
-        import warnings
-
         from archsim.training.search_note import empty_search_note
 
-        warnings.warn(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance,
-                                        result.sharded_fits), UserWarning, stacklevel=3)
+        library_note(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance,
+                                       result.sharded_fits), stacklevel=3)
     document = search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,

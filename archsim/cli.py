@@ -133,7 +133,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; with ``argv`` that selects a sub-command, only that one is imported and given a parser."""
     parser = Parser(prog="archsim",
                     description="Systolic-array costs and training-pipeline planning.",
-                    epilog="Run 'archsim COMMAND --help' for a command's options and their defaults.")
+                    epilog="Run 'archsim COMMAND --help' for a command's options and their defaults. Every schedule, "
+                           "the flag that takes it and its source: docs/cli.md, \"Schedules\".")
     parser.add_argument("--version", action="version", version=f"archsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True

@@ -7,14 +7,13 @@ command's namespace, or the library's keywords); a note is said through ``speak(
 from __future__ import annotations
 
 import shlex
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from archsim.choices.cluster import MAIN_POLICIES
-from archsim.console import say_after_run, setting
+from archsim.console import notes_kept, say_after_run, setting
 from archsim.errors import InputError
 from archsim.progress import polled, progress
 
@@ -145,11 +144,10 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     synthetic = args.trace == "synthetic"
     policies = MAIN_POLICIES if policy == "all" else (policy,)
     seeds = range(args.seed, args.seed + args.seeds) if policy == "all" and synthetic else [args.seed]
-    with warnings.catch_warnings(record=True) as caught:  # the library's warnings: this command's notes, after the run
-        warnings.simplefilter("always", UserWarning)
+    with notes_kept() as kept:  # the library's notes: this command's, after the run
         file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
-    for warning in caught:
-        speak("note", str(warning.message))
+    for text in kept:
+        speak("note", text)
     per_run, shown = [], []
     jobs_per_run = args.jobs if synthetic else len(file_trace or ())
     # jobs finished, summed over the runs: a bar that moves while one long simulation runs

@@ -18,6 +18,7 @@ PROGRAM = "archsim"
 _SPEAKER: ContextVar[str] = ContextVar("archsim_speaker", default=PROGRAM)
 _HELD: ContextVar[list[tuple[str, str]] | None] = ContextVar("archsim_held", default=None)
 _KEYWORDS: ContextVar[bool] = ContextVar("archsim_keywords", default=False)
+_KEPT: ContextVar[list[str] | None] = ContextVar("archsim_kept", default=None)
 _LIVE: dict[int, object] = {}  # id(stream) → a stream a status line (:func:`status`) is drawn on now
 _WRITING = threading.Lock()  # a ticker's thread and the command's lines write one stream
 ERASE = "\r\x1b[K"  # back to the line's start, then clear it
@@ -106,6 +107,32 @@ def route(command: str, library: str) -> str:
     ``library`` (the Python calls) from the library (:func:`as_keywords`), where the two differ in more than
     a name (``archsim pipeline`` plans and runs; Python calls ``archsim.pipeline``, then ``archsim.simulate``)."""
     return library if _KEYWORDS.get() else command
+
+
+@contextmanager
+def notes_kept() -> Iterator[list[str]]:
+    """Keep the library's notes said inside (:func:`library_note`) in the list yielded, in order, instead of
+    warning them: a command that prints them itself, or a sweep's point that drops them. Why not
+    :class:`warnings.catch_warnings`: it swaps the process's one filter list, so a thread running beside the
+    block loses its warnings or has them caught; this is a context variable, each thread's (and task's) own."""
+    kept: list[str] = []
+    token = _KEPT.set(kept)
+    try:
+        yield kept
+    finally:
+        _KEPT.reset(token)
+
+
+def library_note(text: str, stacklevel: int = 1) -> None:
+    """A note of the library's: kept inside :func:`notes_kept`, else a :class:`UserWarning` at ``stacklevel`` as
+    :func:`warnings.warn` counts it from the caller of this function (1: the caller's line)."""
+    kept = _KEPT.get()
+    if kept is not None:
+        kept.append(text)
+        return
+    import warnings
+
+    warnings.warn(text, UserWarning, stacklevel=stacklevel + 1)
 
 
 def say(kind: str, text: str) -> None:

@@ -10,7 +10,6 @@ like a hang, so callers announce it.
 from __future__ import annotations
 
 import os
-import warnings
 
 from archsim import console
 
@@ -42,7 +41,7 @@ def announce_compile(dispatcher, what: str) -> None:
     _ANNOUNCED.add(what)
     text = f"compiling {what} with numba (once per install; later runs load it from the cache)…"
     if console.prefix() == console.PROGRAM:  # no command speaking (console.speaking_as): a library call
-        warnings.warn(text, UserWarning, stacklevel=3)
+        console.library_note(text, stacklevel=3)
     else:
         console.note(text)
     from archsim.numba_cache import LazyKernel

@@ -228,6 +228,16 @@ def shipped_file(folder: str, name: str, suffixes: tuple[str, ...], what: str, *
     return None
 
 
+def check_operand(text: object, field: str, what: str, shipped: Iterable[str]) -> None:
+    """Refuse a blank NETWORK or MODEL (``field``) in one line, the same for every command and the API: ``what``
+    it may be (``"a network's"``: "a network's path or a shipped name") and the ``shipped`` names. Why: ``Path("")``
+    is ``"."``, the working folder, which ``archsim cost ""`` went on to read as a topology ("topology file not
+    found")."""
+    if not str(text).strip():
+        raise InputError(f"expected {what} path or a shipped name, got an empty one; shipped: {', '.join(shipped)}",
+                         field=field)
+
+
 def shipped_names(folder: str, suffixes: tuple[str, ...]) -> list[str]:
     """The stems of ``configs/FOLDER/``'s files with one of ``suffixes``, sorted: what an error lists."""
     return sorted({entry.name[:-len(suffix)] for entry in shipped_configs(folder).iterdir()
@@ -299,9 +309,10 @@ def check_name(value: object, field: str, *, file: str | None = None, line: int 
 SMALLER_JOB = "use a smaller batch or network, or a larger array"  # check_exact's advice unless its caller knows the cause
 
 
-def check_exact(estimate: object, what: str, hint: str = SMALLER_JOB) -> None:
+def check_exact(estimate: object, what: str, hint: str = SMALLER_JOB, field: str | None = None) -> None:
     """Refuse a computation whose integer result (``estimate``, any float array-like bounding it)
-    would reach 2⁵³: beyond it int64 sums may wrap and float64 times lose exactness."""
+    would reach 2⁵³: beyond it int64 sums may wrap and float64 times lose exactness. ``field``: the setting the
+    ``hint`` names, where one does (a runs file's row names it as its column)."""
     import numpy as np  # here, not at the top: flag parsers import this module, and --help loads no numpy
 
     values = np.asarray(estimate, dtype=np.float64)
@@ -309,7 +320,7 @@ def check_exact(estimate: object, what: str, hint: str = SMALLER_JOB) -> None:
         return
     worst = float(np.max(values))
     if not worst < EXACT_LIMIT:
-        raise InputError(f"{what} would reach {worst:.3g}, beyond the 2^53 archsim counts exactly; {hint}")
+        raise InputError(f"{what} would reach {worst:.3g}, beyond the 2^53 archsim counts exactly; {hint}", field=field)
 
 
 DEFAULT_MAX_OPS = 1_000_000

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from archsim.choices.training import SCHEDULES
+from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
 from archsim.output_files import write_output
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.group_links import rank_machine

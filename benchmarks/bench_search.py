@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from dgx_a100 import dgx_a100
 
-from archsim.choices.training import SCHEDULES
+from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
 from archsim.json_text import dumps
 from archsim.outputs import atomic_write_text
 from archsim.training.search import search

@@ -114,7 +114,7 @@ def test_refine_estimate_bounds_the_simulated_actions(simulated_actions):
 
 def test_candidate_count_is_the_grids_length():
     """The closed-form count equals the enumerated grid, brute force on small inputs."""
-    from archsim.choices.training import SCHEDULES
+    from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
     from archsim.training.search_space import candidate_count, candidates
 
     for gpus, micro, schedules, chunks, sp in itertools.product(

@@ -10,7 +10,7 @@ from archsim.cli import main
 
 MODEL = "configs/transformers/gpt_1024h_24l.json"
 CLUSTER = "configs/clusters/a100_node.toml"
-TORCH_AND_ARCHSIM = "choose one of gpipe, 1f1b"
+TORCH_AND_ARCHSIM = "choose one of 1f1b, gpipe"  # the flag's order, its default first (docs/cli.md, Schedules)
 
 
 @pytest.mark.parametrize("value", ["sixteen", 16.5, None])

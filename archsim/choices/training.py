@@ -42,7 +42,7 @@ OBJECTIVES = ("time", "cost", "energy")  # what search minimises per iteration (
 PLACEMENTS = ("file", "planned")  # which servers run which pipeline ranks (training/placement.py)
 BALANCES = ("even", "planned")  # layers per pipeline stage (training/stage_split.py)
 # schedule name → whether it runs v > 1 chunks per rank (interleaved) — the orders the training model times
-SCHEDULES = ("1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
+# (the schedules train and search time, TRAINING_SCHEDULES, are archsim/choices/schedules.py's, with every other)
 # Schedule actions search's --refine may simulate (counted before the first): measured about 2.5 µs each
 # (17·10⁶ estimated took 46 s on gpt_1024h_24l.json, 3·10⁶ the 1T GPT's default re-timing 4.8 s in all)
 MAX_REFINE_ACTIONS = 5_000_000

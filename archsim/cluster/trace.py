@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import numpy as np
 
 from archsim.cluster.catalog import ModelProfile, lookup, paper_catalog
 from archsim.cluster.csv_table import non_negative, read_rows
+from archsim.console import library_note
 from archsim.errors import InputError, Where
 from archsim.validate import check_name, read_text, shown
 
@@ -83,12 +83,12 @@ def parse_tiresias_csv(text: str, *, source: str = "<string>", catalog: dict[str
 
 
 def _note_one_iteration(where: Where, job_id: str, duration_s: float, model: str, iteration_s: float) -> None:
-    """Warn (a :class:`UserWarning`, the library's way; the CLI prints it as a note) that a row whose ``duration``
+    """Warn (a :class:`UserWarning`, the library's way, or kept: :func:`archsim.console.library_note`; the CLI
+    prints it as a note) that a row whose ``duration``
     (seconds) is under half of one iteration and whose ``iterations`` is 0 runs one whole iteration (iterations
     derive from duration by rounding, at least one): its time grows."""
-    warnings.warn(f"{where}: job {job_id}: duration {duration_s:g} s is under half of one {model} iteration "
-                  f"({iteration_s:.3g} s) and iterations is 0: the job runs one whole iteration", UserWarning,
-                  stacklevel=3)
+    library_note(f"{where}: job {job_id}: duration {duration_s:g} s is under half of one {model} iteration "
+                 f"({iteration_s:.3g} s) and iterations is 0: the job runs one whole iteration", stacklevel=3)
 
 
 def load_tiresias_csv(path: str | Path, catalog: dict[str, ModelProfile] | None = None) -> tuple[TraceJob, ...]:

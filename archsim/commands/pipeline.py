@@ -10,8 +10,8 @@ from archsim.choices.partitions import (
     LAYERPIPE_ALPHA,
     MAX_ALPHA,
     METHOD_SCHEDULES,
-    PARTITION_SCHEDULES,
 )
+from archsim.choices.schedules import PARTITION_SCHEDULES
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
+from archsim.choices.schedules import POLICIES
 from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
@@ -31,15 +31,13 @@ from archsim.policies.schedule_flags import (
     DEFAULT_SYNC,
     defer_defaults,
 )
-from archsim.policies.stage_schedule import STAGE_ONLY
 from archsim.value_parsers import non_negative_float_flag, processors_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser, optional=True)
     parser.add_argument("--policy", default=None,
-                        choices=OOO_POLICIES + DP_POLICIES + ZB_SCHEDULES + LIST_SCHEDULES + STAGE_ONLY
-                        + ("multistream",),
+                        choices=POLICIES,
                         help="schedule policy (required; docs/cli.md and the papers' pages say what each runs)")
     parser.add_argument("--processors", type=processors_flag, default=None,
                         help="devices (pipeline stages, or data-parallel replicas for dp-*): required with NETWORK")

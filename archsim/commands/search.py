@@ -4,9 +4,9 @@ parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`).
 from __future__ import annotations
 
 import argparse
-import warnings
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
+from archsim.choices.schedules import TRAINING_SCHEDULES
 from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
@@ -23,7 +23,6 @@ from archsim.choices.training import (
     OBJECTIVES,
     PLACEMENTS,
     RECOMPUTE,
-    SCHEDULES,
 )
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -37,9 +36,10 @@ from archsim.commands.common import (
 from archsim.commands.list_flag import ListFlag
 from archsim.commands.moe_flags import add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
-from archsim.console import note
+from archsim.console import note, notes_kept
 from archsim.output_files import note_written
 from archsim.output_targets import output_flag
+from archsim.training.job_settings import elsewhere
 from archsim.validate import INT32_MAX
 from archsim.value_parsers import int_flag, int_or_word_flag, seq_flag
 
@@ -92,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=positive_int, default=10, help="rows to print, best first")
     parser.add_argument("--recompute", action=ListFlag, choices=RECOMPUTE, default=list(RECOMPUTE),
                         help="recompute modes to try (none, selective, full: as archsim train's --recompute)")
-    parser.add_argument("--schedule", action=ListFlag, choices=SCHEDULES, default=list(SCHEDULES),
+    parser.add_argument("--schedule", action=ListFlag, choices=TRAINING_SCHEDULES, default=list(TRAINING_SCHEDULES),
                         help="pipeline schedules to try")
     parser.add_argument("--chunks", action=ListFlag, item=positive_int, default=None, metavar="V",
                         help="model chunks per rank that interleaved-1f1b, interleaved-zb and looped-bfs try "
@@ -149,8 +149,7 @@ def run(args: argparse.Namespace) -> int:
     cp_comm_rule(args.cp, args.cp_comm)
     config = with_load_imbalance(load_transformer(args.model, seq=args.seq), args.moe_load_imbalance)
     cluster = load_gpu_cluster(args.cluster, args.dtype or TRAIN_DTYPE)
-    with warnings.catch_warnings():  # the library's warnings are lines this command prints itself, after the run
-        warnings.simplefilter("ignore", UserWarning)
+    with notes_kept():  # the library's notes are lines this command prints itself, after the run
         result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus,
                         objective=args.objective, balance=args.balance, placement=args.placement, top=args.top,
                         recompute=args.recompute, schedule=args.schedule, chunks=args.chunks,
@@ -278,6 +277,5 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
 
 
 # train's layout flags brought to search: it tries them itself, in the line argparse refuses them
-ELSEWHERE = tuple((flag, (f"is archsim train's: search tries every {flag.upper()} itself, on --gpus N or the "
-                          "cluster's GPUs")) for flag in ("tp", "pp", "dp"))
+ELSEWHERE = tuple(elsewhere("search").items())
 COMMAND = Command("search", HELP, add_arguments, run, ELSEWHERE)

@@ -36,6 +36,7 @@ from archsim.commands.moe_flags import add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
+from archsim.training.job_settings import elsewhere
 from archsim.validate import SECONDS_PER_OP
 from archsim.value_parsers import seq_flag
 
@@ -264,6 +265,5 @@ def _given(args: argparse.Namespace, flags) -> list[str]:
 
 
 # search's --gpus brought to train: its layout's flags instead, in the line argparse refuses it
-ELSEWHERE = (("gpus", ("is archsim search's: train takes its layout as --tp, --pp, --dp and --cp, their product "
-                       "the GPUs it runs on")),)
+ELSEWHERE = tuple(elsewhere("train").items())
 COMMAND = Command("train", HELP, add_arguments, run, ELSEWHERE)

@@ -16,7 +16,7 @@ from typing import Any
 
 from archsim.devices.catalog import GIB, GPUS, KNOWN_GPUS, TABLE, GpuSpec
 from archsim.devices.device import Device
-from archsim.devices.gpu_names import check_whole_name, strange_words
+from archsim.devices.gpu_names import CUDA_WORDS, fits_form, form_factor_of, form_factors, name_words, strange_reason
 from archsim.errors import InputError
 
 BOARD_OF_CHIP = {row.slug: row.board.key for row in TABLE if row.board is not None}
@@ -46,9 +46,11 @@ def gpu(name: str) -> Device:
         raise InputError(f"unknown GPU {name!r}: a GPU name is one line of printable characters", field="gpu")
     key = SHORT_NAMES.get(str(name).lower(), str(name).lower())
     if key not in GPUS:
-        key = BOARD_OF_CHIP.get(find_gpu(str(name)) or "", key)  # file names: _ for spaces, as find_gpu reads
-        if key in GPUS:  # read by pattern: a whole name of that board ("a100-40" is not), of its memory
-            check_whole_name(str(name), [*GPUS, *ALIASES, *(board.name for board in GPUS.values())], GPUS)
+        slug, why = read_whole(str(name))  # file names: _ for spaces, as find_gpu reads
+        if why:
+            raise InputError(f"unknown GPU {name!r}: {why}; the catalog has {', '.join(GPUS)}", field="gpu")
+        key = BOARD_OF_CHIP.get(slug or "", key)
+        if key in GPUS:  # read by pattern: of its board's memory
             _check_stated_memory(str(name), GPUS[key])
     if key not in GPUS:
         raise InputError(f"unknown GPU {name!r}; the catalog has {', '.join(GPUS)}", field="gpu")
@@ -94,16 +96,56 @@ def find_gpu(name: str) -> str | None:
 
 
 _CATALOG_WORDS = (*KNOWN_GPUS, *GPU_NAMES, *ALIASES, *(spec.name for spec in KNOWN_GPUS.values()))  # their words count
+# each part's words (its slug, its one name, its printed name) and form factor, for a name that states one
+_PART_WORDS = {slug: {w for text in (slug, gpu_name(slug), spec.name) for w in name_words(text)}
+               for slug, spec in KNOWN_GPUS.items()}
+_FORM = {slug: form_factor_of(spec.name) for slug, spec in KNOWN_GPUS.items()}
+
+
+def read_whole(name: str) -> tuple[str | None, str]:
+    """The part (a :data:`KNOWN_GPUS` slug) that ``name`` reads as by :func:`find_gpu`'s patterns, and ``""``;
+    None and why (one clause) where a word of it is in no GPU name ("a1000", "RTX A1000", "V100S": other GPUs, which
+    an ``a100`` or ``v100`` pattern reads: :func:`~archsim.devices.gpu_names.strange_reason`); None and ``""``
+    where no pattern reads it. The one whole-name rule of train's ``gpu =`` (:func:`gpu`) and validate-gpu's
+    names (:func:`find_whole_gpu`). A name stating a form factor (PCIe, SXM) reads as a part of it
+    (:func:`_of_stated_form`)."""
+    slug = find_gpu(name)
+    if slug is None:
+        return None, ""
+    why = strange_reason(name, _CATALOG_WORDS)
+    return (None, why) if why else (_of_stated_form(name, slug), "")
+
+
+def _of_stated_form(name: str, slug: str) -> str:
+    """``slug`` where ``name`` states no form factor or ``slug``'s; else the one part of the same GPU (every part
+    whose names hold the name's model words: "a100") of the form factor and memory stated ("A100 PCIe 80GB": the
+    80 GB PCIe card, not the SXM4 module the ``a100`` pattern reads), or an error naming the GPU's parts, each with
+    its form factor ("a100-pcie": two PCIe A100s; "v100-sxm3": the catalog has no SXM3 V100)."""
+    stated = form_factors(name)
+    if all(fits_form(form, _FORM[slug]) for form in stated):
+        return slug
+    words = name_words(name)
+    model = {w for w in words if w not in CUDA_WORDS and not re.fullmatch(r"\d+gb", w)}
+    memory = {w for w in words if re.fullmatch(r"\d+gb", w)}
+    family = [part for part in KNOWN_GPUS if model <= _PART_WORDS[part]] or [slug]
+    fitting = [part for part in family if memory <= _PART_WORDS[part]
+               and all(fits_form(form, _FORM[part]) for form in stated)]
+    if len(fitting) == 1:
+        return fitting[0]
+    said = " ".join(["PCIe" if form == "pcie" else form.upper() for form in sorted(stated)]
+                    + [size.upper() for size in sorted(memory)])
+    parts = ", ".join(f"{gpu_name(part)} ({'PCIe' if _FORM[part] == 'pcie' else _FORM[part].upper()})"
+                      for part in family)
+    shown = " ".join(w for w in dict.fromkeys(words) if w in model).upper()
+    raise InputError(f"GPU {name!r} ({'an' if said.startswith('SXM') else 'a'} {said} part) names no one catalog part: the catalog's {shown} parts are "
+                     f"{parts}; name one", field="gpu")
 
 
 def find_whole_gpu(name: str) -> str | None:
-    """:func:`find_gpu`'s slug, but None for a name its patterns read from part of a word ("a1000", "RTX A1000",
-    "V100S": other GPUs, which an ``a100`` or ``v100`` pattern would price as the catalog's): a name read by
-    pattern must be made of words GPU names have (:func:`~archsim.devices.gpu_names.strange_words`), as
-    :func:`gpu` requires of train's ``gpu =``."""
-    slug = find_gpu(name)
-    exact = name.strip().lower() in (*KNOWN_GPUS, *CHIP_OF_BOARD)
-    return slug if slug is None or exact or not strange_words(name, _CATALOG_WORDS) else None
+    """:func:`find_gpu`'s slug, but None for a name that is not a whole name of it (:func:`read_whole`), as
+    :func:`gpu` requires of train's ``gpu =``; a name stating a form factor reads as a part of it."""
+    exact = name.strip().lower()
+    return find_gpu(name) if exact in (*KNOWN_GPUS, *CHIP_OF_BOARD) else read_whole(name)[0]
 
 
 def whole_gpu_name(name: str) -> str:
@@ -137,4 +179,4 @@ def resolve_gpu(name: str, *, like: str | None = None, sm_count: int | None = No
 
 
 __all__ = ["ALIASES", "BOARD_OF_CHIP", "CHIP_OF_BOARD", "GPU_NAMES", "SHORT_NAMES", "find_gpu", "find_whole_gpu", "gpu",
-           "gpu_name", "resolve_gpu", "whole_gpu_name"]
+           "gpu_name", "read_whole", "resolve_gpu", "whole_gpu_name"]

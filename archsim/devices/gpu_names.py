@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from archsim.errors import InputError
-
 CUDA_WORDS = frozenset({"nvidia", "tesla", "geforce", "sxm", "sxm2", "sxm3", "sxm4", "sxm5", "pcie",
                         "hbm2", "hbm2e", "hbm3", "hbm3e"})  # CUDA's names besides the catalog's words
 
@@ -30,14 +28,31 @@ def strange_words(name: str, known: Iterable[str]) -> list[str]:
     return [word for word in name_words(name) if word not in words and not re.fullmatch(r"\d+gb", word)]
 
 
-def check_whole_name(name: str, known: Iterable[str], catalog: Iterable[str]) -> None:
-    """Refuse ``name`` (read by pattern as a catalog board) when a word of it is in no GPU name: ``known``
-    are the catalog's names whose words count, ``catalog`` the keys the error lists."""
+def strange_reason(name: str, known: Iterable[str]) -> str:
+    """Why ``name`` is no whole GPU name (one clause: its words that are in no GPU name, :func:`strange_words`), or
+    ``""`` where every word is in one."""
     strange = strange_words(name, known)
-    if strange:
-        raise InputError(f"unknown GPU {name!r}: {', '.join(map(repr, strange))} is in no catalog GPU's name nor "
-                         f"in CUDA's name of one (a typo, or a part the catalog does not have); "
-                         f"the catalog has {', '.join(catalog)}", field="gpu")
+    return (f"{', '.join(map(repr, strange))} is in no catalog GPU's name nor in CUDA's name of one (a typo, or a "
+            "part the catalog does not have)") if strange else ""
 
 
-__all__ = ["CUDA_WORDS", "check_whole_name", "name_words", "strange_words"]
+def form_factors(name: str) -> frozenset[str]:
+    """The form factors ``name`` states, as CUDA writes them: ``pcie``, ``sxm`` or ``sxmN`` (the module's
+    generation); none for "a100-80gb"."""
+    return frozenset(word for word in name_words(name) if word == "pcie" or re.fullmatch(r"sxm\d?", word))
+
+
+def form_factor_of(part_name: str) -> str:
+    """A catalog part's form factor, from its printed name: its SXM module's word (``sxm2``, ``sxm4``, ``sxm5``;
+    ``sxm`` where the name gives no generation, the H200 SXM), else ``pcie``: every other GPU of the catalog is a
+    PCIe card (T4, L4, P4 and the GTX 1080 Ti among them, whose names say no form factor)."""
+    return next((word for word in sorted(form_factors(part_name)) if word != "pcie"), "pcie")
+
+
+def fits_form(stated: str, part: str) -> bool:
+    """Whether a name stating form factor ``stated`` names a part of form factor ``part``: ``sxm`` without a
+    generation on either side fits every SXM module."""
+    return stated == part or (stated.startswith("sxm") and part.startswith("sxm") and "sxm" in (stated, part))
+
+
+__all__ = ["CUDA_WORDS", "fits_form", "form_factor_of", "form_factors", "name_words", "strange_reason", "strange_words"]

@@ -54,7 +54,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from archsim.choices.partitions import FLUSHED_SCHEDULES, METHOD_SCHEDULES, PARTITION_SCHEDULES, WINDOWED_SCHEDULES
+from archsim.choices.partitions import FLUSHED_SCHEDULES, METHOD_SCHEDULES, WINDOWED_SCHEDULES
+from archsim.choices.schedules import PARTITION_SCHEDULES
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition

@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 
+from archsim.choices.schedules import TRAINING_SCHEDULES
 from archsim.errors import InputError
 from archsim.policies.actions import Action, StageOrder, from_runs
 from archsim.policies.stage_orders_v import dualpipe_v, zb_v
@@ -205,7 +206,7 @@ def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
     return builders[name]()
 
 
-ORDERS = ("gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b", "interleaved-zb", "looped-bfs", "zb-v", "dualpipev")
+ORDERS = TRAINING_SCHEDULES  # the published orders by archsim name (archsim/choices/schedules.py, train's)
 
 __all__ = ["ORDERS",
     "TORCH_SCHEDULES",

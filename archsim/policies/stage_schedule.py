@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from archsim.choices.schedules import STAGE_ONLY_POLICIES, ZB_SCHEDULES
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.stage_profile import MAX_STAGE_VALUE
@@ -24,9 +25,8 @@ if TYPE_CHECKING:
     from archsim.policies.actions import StageOrder
     from archsim.sim.timeline import Timeline
 
-STAGE_POLICIES = ("1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "zb-1p", "zb-2p", "interleaved-zb", "zb-v",
-                  "dualpipev", "gpipe", "looped-bfs", "zb-1p-exact", "zb-2p-exact")
-STAGE_ONLY = ("looped-bfs", "zb-1p-exact", "zb-2p-exact")  # the others also run on a NETWORK's layers
+STAGE_POLICIES = (*ZB_SCHEDULES, "gpipe", *STAGE_ONLY_POLICIES)  # gpipe on per-stage costs: the stages' fill-drain
+STAGE_ONLY = STAGE_ONLY_POLICIES  # the others also run on a NETWORK's layers
 STAGE_UNIT = "the stage times' unit"  # per-stage times are numbers in whatever unit the user gave
 
 

@@ -159,9 +159,8 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
     files again, on whichever process runs it, so each is checked once parsed to be still the one the spec hashed
     (:func:`~archsim.sweep.spec.check_unchanged`): an edit mid-run stops the sweep naming the file, never costing a
     point on the edited file under the row's (and cache entry's) first SHA-256."""
-    import warnings
-
     from archsim.api import train
+    from archsim.console import notes_kept
     from archsim.sweep.spec import check_unchanged
     from archsim.training.cluster_file import gpu_cluster
     from archsim.training.energy import load_priced_device
@@ -176,8 +175,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                            "servers": [{"count": 1, "gpus": point.chips, "device": edited,
                                         "intra_server_gbps": in_server_gbps(device)}]},
                           Path(setup.device_path).parent, setup.device, setup.dtype, loaded={edited: device})
-    with warnings.catch_warnings():  # memory that does not fit is this row's ``fits_memory``, not a warning
-        warnings.simplefilter("ignore", UserWarning)
+    with notes_kept():  # dropped: memory that does not fit is this row's ``fits_memory``, not a warning
         config = load_transformer(setup.model_path, seq=setup.seq)
         for what, path, sha256 in (("device", setup.device_path, setup.device_sha256),
                                    ("model", setup.model_path, setup.model_sha256)):

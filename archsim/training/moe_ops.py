@@ -95,7 +95,7 @@ def expert_capacity(c: TransformerConfig, local: int) -> int | None:
     rows = local * c.experts_per_token / c.experts * factor  # inf past a float: refused, not an OverflowError
     if not c.moe_pad_expert_input_to_capacity and rows >= local:  # a token takes an expert once: binds nothing
         return None
-    check_exact(rows, "each expert's rows from a rank", _capacity_hint(c, local, rows))
+    check_exact(rows, "each expert's rows from a rank", _capacity_hint(c, local, rows), "moe-expert-capacity-factor")
     return math.ceil(rows)
 
 

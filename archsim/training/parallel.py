@@ -363,7 +363,9 @@ def rank_of_stages(par: Parallelism) -> list[int]:
     return [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(p * par.chunks)]
 
 
-def check_fits(c: TransformerConfig, par: Parallelism) -> None:
+def check_fits(c: TransformerConfig, par: Parallelism, uneven: bool = True) -> None:
+    """Refuse ``par`` on ``c``, naming the setting to change; ``uneven`` False: the caller has no per-stage
+    layer counts to offer (a runs file's row: no ``stage_layers`` column)."""
     if c.family == "switch" and (par.pp > 1 or par.tp > 1 or par.chunks > 1):
         raise InputError("Switch Transformers (encoder then decoder, blocks of both) train on one GPU per "
                          f"replica only: TP 1 and PP 1, got TP {par.tp}, PP {par.pp}", field="pp")
@@ -376,9 +378,9 @@ def check_fits(c: TransformerConfig, par: Parallelism) -> None:
         pps = [p for p in range(1, c.layers + 1) if c.layers % (p * par.chunks) == 0]
         fix = (f"{setting('interleave', placeholder=or_list(chunks))} splits them evenly; " if culprit == "interleave"
                and chunks else f"PP {or_list(pps)} splits them evenly; " if pps else "")
-        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks: {fix}"
-                         f"{setting('stage-layers', placeholder='N1,N2,…')} gives each stage its own count",
-                         field=culprit)
+        own = f"{setting('stage-layers', placeholder='N1,N2,…')} gives each stage its own count" if uneven else ""
+        raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks: "
+                         f"{(fix + own).removesuffix('; ') or 'no PP splits them evenly'}", field=culprit)
     problem = tp_split_problem(c, par.tp)
     if problem:
         raise InputError(problem, field="tp")

@@ -274,8 +274,11 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
     if seq_given and rows[0].shape is not None:  # (read_runs: ≥ 1 row, all of one layout)
         raise InputError(f"each row of vTrain's runs file sets its own sequence length; drop {setting('seq')}",
                          field="seq")
-    for row in rows:  # each row is one iteration
-        check_job_size(row.par.schedule_actions, max_ops)
+    for row in rows:  # each row is one iteration: its line named, the flag that lets it run kept
+        try:
+            check_job_size(row.par.schedule_actions, max_ops)
+        except InputError as exc:
+            raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
     return rows
 
 

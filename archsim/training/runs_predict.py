@@ -66,7 +66,7 @@ def row_check(base: TransformerConfig, cluster: GpuCluster,
                 for device in {*cluster.servers, cluster.gpu}:  # its fp8 on every GPU, as search checks it
                     check_fp8(p.fp8, device, cluster.dtype, "megatron", p.fsdp, p.fp8_param_gather,
                               p.distributed_optimizer)
-                check_fits(row_config(base, row), row.par)
+                check_fits(row_config(base, row), row.par, uneven=False)  # no stage_layers column
                 cluster.laid_out(row.par)
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
@@ -104,9 +104,10 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     out = []
     for row in rows:
         try:
-            config = row_config(base, row)
-            machines = cluster.laid_out(row.par)  # refused as train refuses it (a TP group across part-servers)
-            result = train(config, row.par, machines[0], machines)
+            with as_keywords():  # a refusal names the row's setting as its column, as row_check's do
+                config = row_config(base, row)
+                machines = cluster.laid_out(row.par)  # refused as train refuses it (a TP group across part-servers)
+                result = train(config, row.par, machines[0], machines)
         except InputError as exc:
             raise InputError(exc.message, file=None if file is None else str(file), line=row.line,
                              field=column_for(exc.where.field)) from None

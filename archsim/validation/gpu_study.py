@@ -10,7 +10,7 @@ import pandas as pd
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.catalog import GpuSpec
-from archsim.devices.gpu_lookup import find_gpu, find_whole_gpu, resolve_gpu, whole_gpu_name
+from archsim.devices.gpu_lookup import find_whole_gpu, resolve_gpu, whole_gpu_name
 from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.errors import InputError
 from archsim.validation.gpu import assumptions, gpu_arrays, model_kernels
@@ -119,7 +119,7 @@ def run_study(tables: Sequence[KernelTable], overrides: GpuOverrides = GpuOverri
         arrays = gpu_arrays(spec, overrides.dataflow, eb, overrides.split_k, overrides.dgrad,
                             overrides.cuda_core_fallback, overrides.winograd)
         dtype = table.meta.get("dtype", "fp16")
-        timer = kernel_timer(spec, find_gpu(overrides.like or whole_gpu_name(name)), dtype, tensor_constants,
+        timer = kernel_timer(spec, find_whole_gpu(overrides.like or whole_gpu_name(name)), dtype, tensor_constants,
                              simt_constants)
         joined.append(model_kernels(table, arrays, mode, timer).assign(gpu=gpu))
         from_csv = measured_sms if overrides.sm_count is None else None

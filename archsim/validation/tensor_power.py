@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from archsim.devices.gpu_lookup import find_gpu
+from archsim.devices.gpu_lookup import find_whole_gpu
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.validation.gpu import gpu_arrays, model_kernels
 from archsim.validation.gpu_csv import KernelTable, read_kernel_csv
@@ -63,7 +63,7 @@ def seconds_ratios(table: KernelTable, variants: Sequence[KernelConstants]) -> n
     arrays = gpu_arrays(spec, element_bytes=table_element_bytes(table))
     columns = []
     for constants in variants:
-        timer = kernel_timer(spec, find_gpu(name), table.meta.get("dtype", "fp16"), _constant(constants))
+        timer = kernel_timer(spec, find_whole_gpu(name), table.meta.get("dtype", "fp16"), _constant(constants))
         frame = model_kernels(table, arrays, timer=timer)
         columns.append((frame["predicted_seconds"] / frame["measured_seconds"]).to_numpy(dtype=np.float64))
     return np.column_stack(columns)

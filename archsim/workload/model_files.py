@@ -54,13 +54,11 @@ def transformer_path(model: str | Path) -> Path:
     """The file a MODEL names (train, search, the API and a device sweep's ``model``): a path that exists
     wins; else a config shipped in ``configs/transformers/`` by its stem (``gpt3_1.3b``) or file name
     (``gpt2.json``); else an InputError listing the shipped names, as sweep specs have always taken them."""
-    from archsim.validate import check_file_ending, exists, shipped_file, shipped_names
+    from archsim.validate import check_file_ending, check_operand, exists, shipped_file, shipped_names
 
     path = Path(model)
     text = str(model)
-    if not text.strip():  # Path("") is ".", the working folder: told empty, not "a folder"
-        raise InputError("expected a transformer config's path or a shipped name, got an empty one; shipped: "
-                         f"{', '.join(shipped_names('transformers', MODEL_SUFFIXES))}", field="MODEL")
+    check_operand(text, "MODEL", "a transformer config's", shipped_names("transformers", MODEL_SUFFIXES))
     if not (exists(path) and path.is_dir()):  # a folder's config.json is load_transformer's to point at; a file
         check_file_ending(text, "transformer config")  # is named without "/" (exists: a name the OS refuses is no folder)
     if exists(path) or "/" in text or "\\" in text or not text.isprintable():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from archsim.console import keyed, setting
 from archsim.errors import InputError
-from archsim.validate import exists, is_file, read_text, resolve_name, shown
+from archsim.validate import check_operand, exists, is_file, read_text, resolve_name, shown
 from archsim.value_parsers import parse_int
 from archsim.workload.csv_loader import load_topology, parse_topology
 from archsim.workload.layer import Network
@@ -104,6 +104,7 @@ def load_network(name_or_path: str | Path, *, geometry: str = "archsim", unsuppo
     """
     from archsim.workload.torch_file import DEFAULT_TIMEOUT, is_torch_spec, load_torch_file
 
+    check_operand(name_or_path, "NETWORK", "a network's", shipped_networks())
     if is_torch_spec(str(name_or_path)):  # model.py:ClassName, exported through ONNX (input_shape: batch first)
         if dims:
             raise InputError(f"{setting('dim')} applies to ONNX files and transformer configs; a PyTorch model's "
