@@ -128,9 +128,12 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
              ofmap_count: OfmapCount = "scalesim", engine: str = "analytic", dram_bandwidth: int | None = None,
              sram_kb: str | int | Sequence[int] | None = None, layout: str | Path | None = None, bank_rule: str = "set",
              min_bandwidth: bool = False, clock_ghz: float | None = None, bandwidth_flag: str = "--bandwidth",
-             speak: Speak = say, speak_after: Speak = say_after_run) -> GemmRun:
+             toml_array: ArrayConfig | None = None, speak: Speak = say,
+             speak_after: Speak = say_after_run) -> GemmRun:
     """One ``archsim gemm`` run: each keyword its flag's value, already of the flag's type (``dram_bandwidth``:
-    ``--bandwidth``, named ``bandwidth_flag``). ``speak(kind, text)``: a warning said as it arises (default:
+    ``--bandwidth``, named ``bandwidth_flag``). ``toml_array``: ``config`` is a device TOML and this its one array
+    kind, as the caller read it with the reader ``cost`` and ``energy`` share (``array/`` reads no device file;
+    that reader said its notes). ``speak(kind, text)``: a warning said as it arises (default:
     stderr); ``speak_after``: a note or warning said once the run has succeeded (default: stderr after the run)."""
     from archsim.array.device_notes import device_arrays_note
     from archsim.array.options import (
@@ -156,11 +159,13 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         base = read_scalesim_cfg(config, layouts=True)
         chosen = layout_from_cfg(config, layout, bank_rule)
     else:
-        base = read_scalesim_cfg(config) if config else ArrayConfig()
+        base = toml_array or (read_scalesim_cfg(config) if config else ArrayConfig())
     if config:  # a device file's arrays, its unread GB/s, and SRAMs that look like bytes, said once the run has succeeded
         unread = hbm_unread_note(config, base.element_bytes, bandwidth_flag.lstrip("-")) if (
             engine == "cycle" and dram_bandwidth is None and not min_bandwidth and layout is None) else None
-        for kind, text in (("note", device_arrays_note(config)), ("note", unread), ("warning", cfg_sram_warning(config))):
+        said = (("note", unread),) if toml_array else (
+            ("note", device_arrays_note(config)), ("note", unread), ("warning", cfg_sram_warning(config)))
+        for kind, text in said:
             if text:
                 speak_after(kind, text)
     if clock_ghz is not None:
