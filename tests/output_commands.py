@@ -42,6 +42,7 @@ global_batch = 1
 # form name → argv (without --format); each runs in well under a second
 COMMANDS: dict[str, list[str]] = {
     "cost": ["cost", "layerpipe_sample"],
+    "cost --config chip.toml": ["cost", "layerpipe_sample", "--config", str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")],
     "energy": ["energy", "layerpipe_sample"],
     "energy (clock)": ["energy", "layerpipe_sample", "--clock-ghz", "1"],
     "gemm": ["gemm", "--m", "64", "--k", "64", "--n", "64"],
