@@ -39,7 +39,8 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
          shapes: str | Path | None = None, ofmap_count: str = "scalesim", engine: str = "analytic",
          bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
          layout: str | Path | None = None, bank_rule: str = "set", min_bandwidth: bool = False,
-         clock_ghz: float | str | None = None) -> TableResult:
+         clock_ghz: float | str | None = None, dtype: str | None = None,
+         element_bytes: int | str | None = None) -> TableResult:
     """SCALE-Sim-exact cost of one GEMM out[M×N] = A[M×K]·B[K×N] (``m``, ``k``, ``n``) on ``array``
     (``"ROWSxCOLS"``, default 32x32 or ``config``'s: a SCALE-Sim ``.cfg``, or a device TOML read as
     :func:`iteration_energy` reads it) in ``dataflow`` (ws, os, is), or of every row of a ``shapes``
@@ -47,12 +48,14 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     (``ofmap_count``: ``scalesim`` or ``true``; ``engine="cycle"``: stall cycles and DRAM words under ``bandwidth``
     (DRAM words/cycle) and ``sram_kb`` (KiB); ``layout`` and ``bank_rule``: a SCALE-Sim layout file's bank
     conflicts; ``min_bandwidth=True``: the fewest DRAM words/cycle that run stall-free; ``clock_ghz`` adds
-    ``X_seconds`` beside every ``X_cycles``). Returns a :class:`~archsim.table_result.TableResult`: ``.table``,
+    ``X_seconds`` beside every ``X_cycles``; ``dtype`` or ``element_bytes``, as ``--dtype`` and ``--element-bytes``
+    (:func:`archsim.cost`'s: one definition), add the SRAM and DRAM traffic in bytes). Returns a :class:`~archsim.table_result.TableResult`: ``.table``,
     the rows the command prints, and ``to_dict()``, its ``--format json`` document. The notes and warnings the
     command prints on stderr (SRAM sizes that look like bytes, an implausibly large array, a device file's keys
     gemm does not read) warn (UserWarning)."""
     from archsim.array.gemm_run import BANK_RULES, OFMAP_COUNTS, run_gemm
-    from archsim.choices.devices import ENGINES
+    from archsim.array.options import element_width
+    from archsim.choices.devices import ARRAY_DTYPES, ENGINES
     from archsim.energy_run import device_toml_array, is_device_toml
 
     m, k, n = (None if value is None else positive_int(value, name) for value, name in ((m, "m"), (k, "k"), (n, "n")))
@@ -72,14 +75,19 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     check_choice(bank_rule, BANK_RULES, "bank-rule")
     check_switch(min_bandwidth, "min_bandwidth")
     clock = None if clock_ghz is None else checked_clock_ghz(clock_ghz)
+    if dtype is not None:
+        check_choice(dtype, ARRAY_DTYPES, "dtype")
+    element_bytes = None if element_bytes is None else positive_int(element_bytes, "element-bytes")
+    width = element_width(dtype, element_bytes)
     toml = is_device_toml(config) and layout is None  # a layout reads a .cfg's [layout]: refused there
     said: list[str] = []  # a device TOML's notes, said after the run as the command says them
-    read = device_toml_array(config, None, None, 1, speak_after=lambda kind, text: said.append(text)) if (
+    read = device_toml_array(config, None, None, width, speak_after=lambda kind, text: said.append(text)) if (
         toml and config is not None) else None
     done = run_gemm(m=m, k=k, n=n, array=array, dataflow=dataflow, config=config, shapes=shapes,
                     ofmap_count=cast("OfmapCount", ofmap_count), engine=engine, dram_bandwidth=bandwidth,
                     sram_kb=sram_kb, layout=layout, bank_rule=bank_rule, min_bandwidth=min_bandwidth,
-                    clock_ghz=clock, toml_array=read, speak=_warn, speak_after=_warn)
+                    clock_ghz=clock, dtype=dtype, element_bytes=element_bytes, toml_array=read, speak=_warn,
+                    speak_after=_warn)
     for note in (*said, *([] if toml else unread_keys_notes(config))):  # array/ never reads a file's device keys
         warnings.warn(note, UserWarning, stacklevel=3)
     from archsim.rows import Rows

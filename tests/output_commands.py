@@ -46,6 +46,7 @@ COMMANDS: dict[str, list[str]] = {
     "energy": ["energy", "layerpipe_sample"],
     "energy (clock)": ["energy", "layerpipe_sample", "--clock-ghz", "1"],
     "gemm": ["gemm", "--m", "64", "--k", "64", "--n", "64"],
+    "gemm --dtype": ["gemm", "--m", "64", "--k", "64", "--n", "64", "--dtype", "fp16"],
     "pipeline": ["pipeline", "layerpipe_sample", "--processors", "2", "--clock-ghz", "1"],
     "pipeline --memory": ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--memory",
                           "--capacity-gb", "100"],

@@ -86,10 +86,18 @@ def add_array_arguments(parser: argparse.ArgumentParser, device_toml: bool = Fal
             "reads them)") if device_toml else ""
     parser.add_argument("--config", default=None, metavar="FILE.cfg|FILE.toml" if device_toml else "FILE.cfg",
                         help=f"SCALE-Sim .cfg file for the array{toml} (overrides --array unless given too)")
+    add_width_arguments(parser)
+
+
+def add_width_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--dtype`` (train's names and SCALE-Sim's 1-byte word: :data:`~archsim.choices.devices.ARRAY_DTYPES`) and
+    ``--element-bytes`` (any width): the one definition of the element width ``cost``, ``energy``, ``gemm`` and the
+    other array commands take (read by :func:`archsim.array.options.element_width`)."""
     parser.add_argument("--dtype", default=None, choices=ARRAY_DTYPES,
                         help=f"element type, by archsim train's --dtype names: {SCALESIM_DTYPE} (1-byte words as "
-                             "SCALE-Sim counts them; default), fp16 or bf16 (2 bytes), fp32 (4); it sizes the "
-                             "tensors, the DRAM and SRAM traffic and every per-word energy (the energy table's "
+                             "SCALE-Sim counts them; default), fp16 or bf16 (2 bytes), fp32 (4); bytes per element "
+                             "of the tensors and of the DRAM and SRAM traffic (the cycle engine's SRAMs hold KiB / "
+                             "that many words), and every per-word energy where one is priced (the energy table's "
                              "figures at that width); stated as dtype and element_bytes in the output")
     parser.add_argument("--element-bytes", type=positive_int, default=None,
                         help="bytes per tensor element, for a width --dtype does not name (default: --dtype's)")
