@@ -19,10 +19,10 @@ from archsim.api_array import gemm, iteration_energy, sparse
 from archsim.api_bppsa import bppsa_pruned_vgg11, bppsa_rnn
 from archsim.api_cluster import cluster_jobs
 from archsim.api_inputs import (
+    array_and_notes,
     array_config,
     build_array,
     cfg_as_config,
-    config_notes,
     load_network,
     unread_keys_notes,
     warn_file_batch,
@@ -88,14 +88,14 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     check_choice(engine, ENGINES, "engine")
     check_switch(energy, "energy")  # a switch: energy="no" from a user's file is true
     batch = positive_int(batch, "batch")
-    array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
-    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                          bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+    array, config = cfg_as_config(array, config)  # a .cfg's (or TOML's) [energy] table prices as --config's does
+    chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                                    bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     warn_file_batch(layers, batch)
-    for note in config_notes(config, dtype, element_bytes, engine, bandwidth):  # what archsim cost prints on stderr
+    for note in notes:  # what archsim cost prints on stderr
         warnings.warn(note, UserWarning, stacklevel=3)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
                                    geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,

@@ -12,10 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from archsim.api_inputs import (
-    build_array,
-    cfg_as_config,
+    array_and_notes,
     check_config,
-    config_notes,
     load_network,
     unread_keys_notes,
     warn_file_batch,
@@ -41,19 +39,24 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
          shapes: str | Path | None = None, ofmap_count: str = "scalesim", engine: str = "analytic",
          bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
          layout: str | Path | None = None, bank_rule: str = "set", min_bandwidth: bool = False,
-         clock_ghz: float | str | None = None) -> TableResult:
+         clock_ghz: float | str | None = None, dtype: str | None = None,
+         element_bytes: int | str | None = None) -> TableResult:
     """SCALE-Sim-exact cost of one GEMM out[M×N] = A[M×K]·B[K×N] (``m``, ``k``, ``n``) on ``array``
-    (``"ROWSxCOLS"``, default 32x32 or ``config``'s) in ``dataflow`` (ws, os, is), or of every row of a ``shapes``
+    (``"ROWSxCOLS"``, default 32x32 or ``config``'s: a SCALE-Sim ``.cfg``, or a device TOML read as
+    :func:`iteration_energy` reads it) in ``dataflow`` (ws, os, is), or of every row of a ``shapes``
     CSV (columns m,k,n,rows,cols,dataflow), as ``archsim gemm`` costs them, its flags as keywords of the same names
     (``ofmap_count``: ``scalesim`` or ``true``; ``engine="cycle"``: stall cycles and DRAM words under ``bandwidth``
     (DRAM words/cycle) and ``sram_kb`` (KiB); ``layout`` and ``bank_rule``: a SCALE-Sim layout file's bank
     conflicts; ``min_bandwidth=True``: the fewest DRAM words/cycle that run stall-free; ``clock_ghz`` adds
-    ``X_seconds`` beside every ``X_cycles``). Returns a :class:`~archsim.table_result.TableResult`: ``.table``,
+    ``X_seconds`` beside every ``X_cycles``; ``dtype`` or ``element_bytes``, as ``--dtype`` and ``--element-bytes``
+    (:func:`archsim.cost`'s: one definition), add the SRAM and DRAM traffic in bytes). Returns a :class:`~archsim.table_result.TableResult`: ``.table``,
     the rows the command prints, and ``to_dict()``, its ``--format json`` document. The notes and warnings the
     command prints on stderr (SRAM sizes that look like bytes, an implausibly large array, a device file's keys
     gemm does not read) warn (UserWarning)."""
     from archsim.array.gemm_run import BANK_RULES, OFMAP_COUNTS, run_gemm
-    from archsim.choices.devices import ENGINES
+    from archsim.array.options import element_width
+    from archsim.choices.devices import ARRAY_DTYPES, ENGINES
+    from archsim.energy_run import device_toml_array, is_device_toml
 
     m, k, n = (None if value is None else positive_int(value, name) for value, name in ((m, "m"), (k, "k"), (n, "n")))
     if array is not None and not isinstance(array, str):
@@ -62,7 +65,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
         raise InputError(f"expected ROWSxCOLS such as '32x32', got {type(array).__name__}", field="array")
     if dataflow is not None:
         check_choice(dataflow, ("ws", "os", "is"), "dataflow")
-    for value, name, what in ((config, "config", "a SCALE-Sim .cfg path"), (shapes, "shapes", "a shapes CSV path"),
+    for value, name, what in ((config, "config", "a SCALE-Sim .cfg or device TOML path"), (shapes, "shapes", "a shapes CSV path"),
                               (layout, "layout", "a layout CSV path")):
         if value is not None:
             check_path(value, name, what)
@@ -72,11 +75,20 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     check_choice(bank_rule, BANK_RULES, "bank-rule")
     check_switch(min_bandwidth, "min_bandwidth")
     clock = None if clock_ghz is None else checked_clock_ghz(clock_ghz)
+    if dtype is not None:
+        check_choice(dtype, ARRAY_DTYPES, "dtype")
+    element_bytes = None if element_bytes is None else positive_int(element_bytes, "element-bytes")
+    width = element_width(dtype, element_bytes)
+    toml = is_device_toml(config) and layout is None  # a layout reads a .cfg's [layout]: refused there
+    said: list[str] = []  # a device TOML's notes, said after the run as the command says them
+    read = device_toml_array(config, None, None, width, speak_after=lambda kind, text: said.append(text)) if (
+        toml and config is not None) else None
     done = run_gemm(m=m, k=k, n=n, array=array, dataflow=dataflow, config=config, shapes=shapes,
                     ofmap_count=cast("OfmapCount", ofmap_count), engine=engine, dram_bandwidth=bandwidth,
                     sram_kb=sram_kb, layout=layout, bank_rule=bank_rule, min_bandwidth=min_bandwidth,
-                    clock_ghz=clock, speak=_warn, speak_after=_warn)
-    for note in unread_keys_notes(config):  # run_gemm (array/) reads the file's arrays, never its device keys
+                    clock_ghz=clock, dtype=dtype, element_bytes=element_bytes, toml_array=read, speak=_warn,
+                    speak_after=_warn)
+    for note in (*said, *([] if toml else unread_keys_notes(config))):  # array/ never reads a file's device keys
         warnings.warn(note, UserWarning, stacklevel=3)
     from archsim.rows import Rows
 
@@ -143,17 +155,9 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     :func:`load_network`. Returns a :class:`~archsim.table_result.TableResult`: the rows the command prints (pJ,
     TOTAL last), ``.meta`` (area in mm² among it) and ``to_dict()``, its ``--format json`` document. The notes and
     warnings the command prints on stderr warn (UserWarning)."""
-    from dataclasses import replace
-
-    from archsim.array.options import (
-        check_bandwidth_engine,
-        element_width,
-        hbm_unread_note,
-        sram_kb_warning,
-        with_memory,
-    )
-    from archsim.choices.devices import ARRAY_DTYPES, ENGINES
-    from archsim.energy_run import device_toml_array, energy_document, is_device_toml
+    from archsim.array.options import check_bandwidth_engine
+    from archsim.choices.devices import ENGINES
+    from archsim.energy_run import energy_document
     from archsim.lowering import check_mode
 
     check_choice(engine, ENGINES, "engine")
@@ -162,29 +166,8 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     if energy_table is not None:
         check_path(energy_table, "energy-table", "an energy table's name or TOML path")
     check_config(config)  # before its suffix is read: one line, not Path's TypeError
-    if not is_device_toml(config):
-        array, config = cfg_as_config(array, config)
-        chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
-        notes = config_notes(config, dtype, element_bytes, engine, bandwidth)
-    else:  # a device TOML's array kind, sized and clocked by the same keywords
-        if dtype is not None:
-            check_choice(dtype, ARRAY_DTYPES, "dtype")
-        width = element_width(dtype, None if element_bytes is None else positive_int(element_bytes, "element-bytes"))
-        if array is not None and not isinstance(array, str):
-            from archsim.errors import InputError
-
-            raise InputError(f"expected ROWSxCOLS such as '32x32' with a device TOML, got {type(array).__name__}",
-                             field="array")
-        said: list[str] = []
-        assert config is not None  # a device TOML, by is_device_toml
-        shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: said.append(text))
-        chosen = with_memory(shaped, None if bandwidth is None else positive_int(bandwidth, "bandwidth"), sram_kb)
-        slip = sram_kb_warning(sram_kb)
-        unread = hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None
-        notes = [*([slip] if slip else []), *said, *([unread] if unread else [])]
-        if clock_ghz is not None:
-            chosen = replace(chosen, clock_hz=checked_clock_ghz(clock_ghz) * 1e9)
+    chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                                    bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     layers = load_network(network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
                           dim=dim)

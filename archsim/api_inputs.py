@@ -156,6 +156,42 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
     return [note for note in notes if note]
 
 
+def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path | None, *, dataflow: str | None,
+                    dtype: str | None, element_bytes: int | str | None, bandwidth: int | str | None,
+                    sram_kb: str | int | Sequence[int] | None, clock_ghz: float | str | None,
+                    engine: str) -> tuple[ArrayConfig, list[str]]:
+    """(array, notes): the array ``archsim cost`` and ``energy`` cost on and the notes and warnings they print on
+    stderr of their ``--config`` (the caller warns them). A device TOML's one array kind is read by the reader the
+    commands read it with (:func:`archsim.energy_run.device_toml_array`), sized and clocked by the array keywords;
+    anything else as :func:`build_array` builds it, noted by :func:`config_notes`."""
+    from dataclasses import replace
+
+    from archsim.array.options import element_width, hbm_unread_note, sram_kb_warning, with_memory
+    from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.energy_run import device_toml_array, is_device_toml
+
+    if not is_device_toml(config):
+        array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
+        chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+        return chosen, config_notes(config, dtype, element_bytes, engine, bandwidth)
+    assert config is not None  # a device TOML, by is_device_toml
+    if dtype is not None:
+        check_choice(dtype, ARRAY_DTYPES, "dtype")
+    width = element_width(dtype, None if element_bytes is None else positive_int(element_bytes, "element-bytes"))
+    if array is not None and not isinstance(array, str):
+        raise InputError(f"expected ROWSxCOLS such as '32x32' with a device TOML, got {type(array).__name__}",
+                         field="array")
+    said: list[str] = []
+    shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: said.append(text))
+    chosen = with_memory(shaped, None if bandwidth is None else positive_int(bandwidth, "bandwidth"), sram_kb)
+    slip = sram_kb_warning(sram_kb)
+    unread = hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None
+    if clock_ghz is not None:
+        chosen = replace(chosen, clock_hz=checked_clock_ghz(clock_ghz) * 1e9)
+    return chosen, [*([slip] if slip else []), *said, *([unread] if unread else [])]
+
+
 def warn_file_batch(network: Network, batch: int) -> None:
     """Warn, as the commands note on stderr, when ``network``'s file fixes a batch other than ``batch``, the one
     costed (:func:`archsim.workload.shipped.file_batch_note`)."""
@@ -178,5 +214,14 @@ def unread_keys_notes(config: str | Path | None) -> list[str]:
     return [text] if text else []
 
 
-__all__ = ["array_config", "build_array", "cfg_as_config", "check_config", "config_notes", "load_network", "unread_keys_notes",
-           "warn_file_batch"]
+__all__ = [
+    "array_and_notes",
+    "array_config",
+    "build_array",
+    "cfg_as_config",
+    "check_config",
+    "config_notes",
+    "load_network",
+    "unread_keys_notes",
+    "warn_file_batch",
+]

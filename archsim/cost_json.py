@@ -27,9 +27,13 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     ``batch`` in ``mode`` on ``array`` (``energy``: with each layer's F/G/D pJ, priced by ``energy_table``,
     else ``config``'s ``[energy]`` table, else the default), and ``{"meta": …, "rows": […]}`` as ``archsim
     cost --format json`` prints it (before NaN becomes null): those rows, a TOTAL row, seconds beside cycles at
-    the array's clock. ``dtype`` is the ``--dtype`` given (None: the meta names the width's own)."""
+    the array's clock; where ``config`` is a device file of several arrays, each layer's F, G and δ seconds on the
+    whole chip too (:mod:`archsim.chip_time`). ``dtype`` is the ``--dtype`` given (None: the meta names the
+    width's own)."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
+    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds
+    from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
     from archsim.energy.table import energies_for, table_for
     from archsim.lowering import lower_network
@@ -44,6 +48,10 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
 
         table, energies = energies_for(array, energy_table, config)
         rows = with_layer_energy(rows, lowered, array, energies, engine)
+    chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
+    if chip is not None:
+        timed = layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
+        rows = [{**row, **seconds} for row, seconds in zip(rows, timed, strict=True)]
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": batch,
         "mode": mode, "engine": engine, "geometry": geometry, "dtype": dtype_meta(dtype, array),
@@ -54,20 +62,22 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         meta.update(array_area(array, table).as_dict(), energy_table=table.name)
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
+    if chip is not None:
+        meta.update(chip_meta(chip))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
     return rows, {"meta": meta, "rows": records}
 
 
 def total_row(rows: list[dict]) -> dict:
-    """The TOTAL row: sums of every ``_cycles``, ``_bytes`` and ``_pj`` column (numpy's sums, as a
+    """The TOTAL row: sums of every ``_cycles``, ``_bytes``, ``_pj`` and chip seconds column (numpy's sums, as a
     DataFrame's), and each F/G/D utilization weighted by that op's cycles."""
     import numpy as np
 
     columns = {name: np.asarray([row[name] for row in rows]) for name in rows[0]}
     total: dict[str, object] = {"layer": "TOTAL", "type": ""}
     for name, values in columns.items():
-        if name.endswith(("_cycles", "_bytes", "_pj")):
+        if name.endswith(("_cycles", "_bytes", "_pj", "chip_seconds")):
             total[name] = values.sum().item()
     for kind in ("F", "G", "D"):
         cycles = columns[f"{kind}_cycles"]

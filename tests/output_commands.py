@@ -42,9 +42,11 @@ global_batch = 1
 # form name → argv (without --format); each runs in well under a second
 COMMANDS: dict[str, list[str]] = {
     "cost": ["cost", "layerpipe_sample"],
+    "cost --config chip.toml": ["cost", "layerpipe_sample", "--config", str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")],
     "energy": ["energy", "layerpipe_sample"],
     "energy (clock)": ["energy", "layerpipe_sample", "--clock-ghz", "1"],
     "gemm": ["gemm", "--m", "64", "--k", "64", "--n", "64"],
+    "gemm --dtype": ["gemm", "--m", "64", "--k", "64", "--n", "64", "--dtype", "fp16"],
     "pipeline": ["pipeline", "layerpipe_sample", "--processors", "2", "--clock-ghz", "1"],
     "pipeline --memory": ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--memory",
                           "--capacity-gb", "100"],

@@ -23,23 +23,26 @@ def _flags(capsys, argv: list[str]) -> list[str]:
     return err.split("its array as flags: ")[1].split()
 
 
-def test_a_device_tomls_flags_for_cost_and_energy_name_trains_dtype(capsys):
+def test_a_device_tomls_flags_for_pipeline_name_trains_dtype(capsys):
     """The refusal named --array/--dataflow/--clock-ghz/--sram-kb but no --dtype, so the pasted flags priced
-    int8 words where train charges fp16; now its flags carry --dtype fp16 and cost at them is fp16's (energy reads
-    the TOML itself: tests/test_energy_device_toml.py)."""
-    for command in ("cost",):
-        flags = _flags(capsys, [command, "layerpipe_sample", "--config", str(DEVICE_TOML)])
-        assert flags[-2:] == ["--dtype", "fp16"]
+    int8 words where train charges fp16; now its flags carry --dtype fp16 and cost at them is fp16's (cost, energy
+    and gemm read the TOML itself: tests/test_energy_device_toml.py)."""
+    flags = _flags(capsys, ["pipeline", "layerpipe_sample", "--processors", "2", "--config", str(DEVICE_TOML)])
+    assert flags[-2:] == ["--dtype", "fp16"]
     assert main(["cost", "layerpipe_sample", *flags, "--format", "json"]) == 0
     meta = json.loads(capsys.readouterr().out)["meta"]
     assert (meta["dtype"], meta["element_bytes"]) == ("fp16", 2)
 
 
-def test_gemms_flags_leave_out_the_dtype_it_does_not_take(capsys):
-    """gemm counts cycles and takes no --dtype: its flags must still parse when pasted."""
-    flags = _flags(capsys, ["gemm", "--m", "64", "--k", "40", "--n", "48", "--config", str(DEVICE_TOML)])
-    assert "--dtype" not in flags
-    assert main(["gemm", "--m", "64", "--k", "40", "--n", "48", *flags]) == 0
+def test_gemm_reads_a_device_toml_as_its_flags_by_hand(capsys):
+    """gemm refused the TOML; it now reads it as cost and energy do: the shipped TPU-like file's array by hand,
+    128 × 128 ws at 1.05 GHz, gives the cycles those flags give."""
+    shape = ["gemm", "--m", "64", "--k", "40", "--n", "48", "--format", "json"]
+    assert main([*shape, "--array", "128x128", "--dataflow", "ws", "--clock-ghz", "1.05"]) == 0
+    by_hand = json.loads(capsys.readouterr().out)
+    assert main([*shape, "--config", str(DEVICE_TOML)]) == 0
+    read = json.loads(capsys.readouterr().out)
+    assert read["rows"] == by_hand["rows"] and read["meta"]["clock_ghz"] == by_hand["meta"]["clock_ghz"]
 
 
 def test_a_device_cfg_priced_at_the_default_int8_says_so(capsys):

@@ -102,19 +102,25 @@ def test_a_tile_timed_device_toml_is_refused_in_one_line(tmp_path, capsys):
     assert 'gemm = "tiles"' in lines[0] and "board power" in lines[0]
 
 
-def test_a_shipped_device_toml_prices_as_the_flags_cost_names_for_it(capsys):
-    """Peer reference: cost's refusal of tpu_v4_like.toml names the flags that state its array (shape, dataflow,
-    clock, its 4096 KiB split in three as train's energy model splits it, --dtype fp16); with no [energy] in the
-    file, energy --config on the TOML prints the rows and meta those flags print."""
+# the shipped TPU-like file's [compute] and [memory] by hand: 128 × 128 ws arrays at 1050 MHz, 4096 KiB of SRAM
+# per array in three whole-KiB operand buffers of ⌊4096 / 3⌋ = 1365, at train's fp16
+TPU_FLAGS = ["--array", "128x128", "--dataflow", "ws", "--clock-ghz", "1.05", "--sram-kb", "1365,1365,1365",
+             "--dtype", "fp16"]
+
+
+@pytest.mark.parametrize("command", ["cost", "energy"])
+def test_a_shipped_device_toml_prices_as_its_flags_by_hand(command, capsys):
+    """Peer reference: cost refused tpu_v4_like.toml and named the flags that state its array; cost and energy now
+    read the TOML through one reader (:func:`archsim.energy_run.device_toml_array`), and with no [energy] in the
+    file print the rows and meta those flags, written by hand, print."""
     from pathlib import Path
 
     toml = str(Path(__file__).parents[1] / "configs" / "devices" / "tpu_v4_like.toml")
-    assert main(["cost", "layerpipe_sample", "--config", toml]) == 2
-    flags = capsys.readouterr().err.split("its array as flags: ")[1].split()
-    assert flags[flags.index("--sram-kb") + 1] == "1365,1365,1365"
-    assert main(["energy", "layerpipe_sample", *flags, "--format", "json"]) == 0
+    assert main([command, "layerpipe_sample", *TPU_FLAGS, "--format", "json"]) == 0
     by_flags = json.loads(capsys.readouterr().out)
-    assert main(["energy", "layerpipe_sample", "--config", toml, "--dtype", "fp16", "--format", "json"]) == 0
+    assert main([command, "layerpipe_sample", "--config", toml, "--dtype", "fp16", "--format", "json"]) == 0
     captured = capsys.readouterr()
-    assert json.loads(captured.out) == by_flags
+    read = json.loads(captured.out)
+    assert [{k: row[k] for k in by_flags["rows"][0]} for row in read["rows"]] == by_flags["rows"]  # + the chip's
+    assert {k: v for k, v in read["meta"].items() if not k.startswith("chip_")} == by_flags["meta"]
     assert "device of 8 arrays" in captured.err

@@ -1,7 +1,8 @@
 """The TOML readers outside the hooked ones read through the shared :func:`archsim.toml_errors.parse_toml`, so a bad
 value's error says its line (``FILE, line N, field K``).
 
-``--config chip.toml`` (the array commands): a device TOML is refused with the flags that cost one of its arrays,
+``--config chip.toml`` (the array commands but cost, energy and gemm, which read it as train does): a device TOML
+is refused with the flags that cost one of its arrays,
 read by a reader of its own (``tomllib`` in :mod:`archsim.array.config`). Before the fix a bad value there was
 either passed into the flags (``rows = -5`` suggested ``--array -5x128``) or dropped them without a word on which
 value (``rows = "128"``): no line, no field; both cases failed. Its values are now read as the device reader reads
@@ -32,22 +33,29 @@ def _line(text: str, start: str) -> int:
     ("sram_kib_per_array = 4096", "sram_kib_per_array = -1", "memory.sram_kib_per_array", "non-negative"),
 ])
 def test_a_device_tomls_bad_value_given_as_config_names_its_line(tmp_path, capsys, old, new, field, says):
+    """pipeline refuses a device TOML and names its array as flags; cost, energy and gemm read it with train's
+    reader (:func:`archsim.energy_run.device_toml_array`): a bad value is that reader's error, at its line."""
     text = TPU.replace(old, new)
     chip = tmp_path / "chip.toml"
     chip.write_text(text, encoding="utf-8")
-    assert main(["cost", "resnet50", "--config", str(chip)]) == 2
+    assert main(["pipeline", "resnet50", "--processors", "2", "--config", str(chip)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"archsim cost: error: {chip}, line {_line(text, new)}, field '{field}': a TOML file: "
-                          "--config reads a SCALE-Sim .cfg (a device TOML is for train, search and energy); its array as "
-                          "flags cannot be read: "), err
+    assert err.startswith(f"archsim pipeline: error: {chip}, line {_line(text, new)}, field '{field}': a TOML file: "
+                          "--config reads a SCALE-Sim .cfg (a device TOML is for train, search, cost, energy and "
+                          "gemm); its array as flags cannot be read: "), err
     assert says in err and "--array" not in err and len(err.splitlines()) == 1
+    for command in (["cost", "resnet50"], ["energy", "resnet50"], ["gemm", "--m", "8", "--k", "8", "--n", "8"]):
+        assert main([*command, "--config", str(chip)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"archsim {command[0]}: error: {chip}, line {_line(text, new)}, field '{field}': "), err
+        assert says in err and len(err.splitlines()) == 1
 
 
 def test_a_good_device_toml_still_gets_its_flags(tmp_path, capsys):
     """The shipped TPU-like file: its [compute] and [memory] by hand — 128 × 128 ws arrays at 1050 MHz = 1.05 GHz,
-    4096 KiB of SRAM per array in three whole-KiB operand buffers of ⌊4096 / 3⌋ = 1365, at train's fp16 (cost has
-    --dtype). Passes before and after: the reading changed, not the flags."""
-    assert main(["cost", "resnet50", "--config", str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")]) == 2
+    4096 KiB of SRAM per array in three whole-KiB operand buffers of ⌊4096 / 3⌋ = 1365, at train's fp16 (pipeline
+    has --dtype). Passes before and after: the reading changed, not the flags."""
+    assert main(["pipeline", "resnet50", "--processors", "2", "--config", str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")]) == 2
     assert capsys.readouterr().err.rstrip().endswith(
         "its array as flags: --array 128x128 --dataflow ws --clock-ghz 1.05 --sram-kb 1365,1365,1365 --dtype fp16")
 

@@ -181,19 +181,24 @@ DEVICE_TOML = chip_toml().replace("sram_kib_per_array = [512, 512, 256]", "sram_
 def test_the_library_refuses_a_device_toml_as_config_naming_keywords_not_flags(tmp_path):
     """Failed before: ``archsim.cost(..., config="chip.toml")`` answered with the command's flags (``--array 64x64
     --dataflow os --clock-ghz 1.2 --sram-kb 426,426,426 --dtype fp16``), which docs/api.md says the library names
-    as keywords; now ``array='64x64', dataflow='os', clock_ghz=1.2, sram_kb='426,426,426', dtype='fp16'``, which
-    run as given and cost what ``archsim cost`` costs with the flags."""
+    as keywords; the jobs that still refuse a device TOML (``archsim.profile``) name
+    ``array='64x64', dataflow='os', clock_ghz=1.2, sram_kb='426,426,426', dtype='fp16'``, and ``archsim.cost``
+    reads the TOML as ``archsim energy`` does: the same table as those keywords, written by hand."""
     import archsim
     from archsim.errors import InputError
 
     (tmp_path / "chip.toml").write_text(DEVICE_TOML, encoding="utf-8")
     with pytest.raises(InputError) as refusal:
-        archsim.cost("layerpipe_sample", config=str(tmp_path / "chip.toml"), batch=2)
+        archsim.profile("layerpipe_sample", config=str(tmp_path / "chip.toml"), batch=2)
     message = str(refusal.value)
     expected = "array='64x64', dataflow='os', clock_ghz=1.2, sram_kb='426,426,426', dtype='fp16'"
     assert expected in message and "--" not in message.partition("as keywords:")[2]
-    archsim.cost("layerpipe_sample", batch=2, array="64x64", dataflow="os", clock_ghz=1.2, sram_kb="426,426,426",
-                 dtype="fp16")  # the advice runs as written
+    by_hand = archsim.cost("layerpipe_sample", batch=2, array="64x64", dataflow="os", clock_ghz=1.2,
+                           sram_kb="426,426,426", dtype="fp16")
+    with pytest.warns(UserWarning, match="device of 8 arrays"):
+        read = archsim.cost("layerpipe_sample", config=str(tmp_path / "chip.toml"), batch=2, dtype="fp16")
+    columns = list(by_hand.table.columns)
+    assert read.table[columns].equals(by_hand.table)
 
 
 def test_a_gemm_below_its_roofline_runs_at_hbm_bandwidth(tmp_path, capsys):

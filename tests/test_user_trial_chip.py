@@ -234,9 +234,9 @@ def test_a_device_sweeps_report_says_its_front_is_empty_when_no_point_fits(tmp_p
 
 
 def test_a_device_tomls_array_flags_cost_what_train_charges(tmp_path, capsys):
-    """``cost --config chip.toml`` refuses the TOML and names the flags of one of its arrays; they left
+    """``cost --config chip.toml`` refused the TOML and named the flags of one of its arrays; they left
     out the SRAM, so ``--energy`` with them priced the default buffers, not the chip's 8 MiB per
-    array. With ``--sram-kb`` named too, the flags' F energy of a GEMM is the energy model's for the
+    array. cost now reads the TOML with train's reader: its F energy of a GEMM is the energy model's for the
     same op in ``archsim train`` (the SRAM split in three, as train splits it)."""
     from archsim.devices.device_file import load_device
     from archsim.energy.model import op_energy_columns
@@ -248,12 +248,8 @@ def test_a_device_tomls_array_flags_cost_what_train_charges(tmp_path, capsys):
     layer = tmp_path / "gemm.csv"
     layer.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
                      "Strides, Padding, Type,\nfc1, 1, 1, 1, 1, 2048, 8192, 1, 0, fc,\n")
-    assert main(["cost", str(layer), "--config", str(tmp_path / "chip.toml")]) == 2
-    err = capsys.readouterr().err
-    assert "--sram-kb 2730,2730,2730" in err
-    flags = err.split("its array as flags: ")[1].split()
-    out, _ = _run(capsys, "cost", str(layer), *flags, "--batch", "2048", "--mode", "exact", "--dtype", "bf16",
-                  "--energy", "--format", "json")
+    out, _ = _run(capsys, "cost", str(layer), "--config", str(tmp_path / "chip.toml"), "--batch", "2048",
+                  "--mode", "exact", "--dtype", "bf16", "--energy", "--format", "json")
     row = json.loads(out)["rows"][0]
     array = device_array(load_device(tmp_path / "chip.toml"), "bf16")
     op = TrainingOp(layer="fc1", kind="F", gemms=(Gemm(m=2048, k=2048, n=8192, count=1),))

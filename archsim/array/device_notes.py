@@ -47,7 +47,7 @@ def device_arrays_note(config: str | Path, *, name: str | None = None) -> str | 
     if checked is None or checked[1] <= 1:
         return None
     return (f"{config if name is None else name} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
-            f"GEMM's folds over all {checked[1]})")
+            f"GEMM's folds over all {checked[1]}, as cost's chip_seconds columns do)")
 
 
 def device_static_note(config: str | Path) -> str | None:

@@ -128,15 +128,22 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
              ofmap_count: OfmapCount = "scalesim", engine: str = "analytic", dram_bandwidth: int | None = None,
              sram_kb: str | int | Sequence[int] | None = None, layout: str | Path | None = None, bank_rule: str = "set",
              min_bandwidth: bool = False, clock_ghz: float | None = None, bandwidth_flag: str = "--bandwidth",
+             dtype: str | None = None, element_bytes: int | None = None, toml_array: ArrayConfig | None = None,
              speak: Speak = say, speak_after: Speak = say_after_run) -> GemmRun:
     """One ``archsim gemm`` run: each keyword its flag's value, already of the flag's type (``dram_bandwidth``:
-    ``--bandwidth``, named ``bandwidth_flag``). ``speak(kind, text)``: a warning said as it arises (default:
+    ``--bandwidth``, named ``bandwidth_flag``). ``dtype`` or ``element_bytes`` (``--dtype``, ``--element-bytes``: one
+    width, :func:`~archsim.array.options.element_width`) add the SRAM and DRAM traffic in bytes and state the width
+    in the meta, as ``cost`` does; the cycle engine's SRAMs then hold KiB / width words. ``toml_array``: ``config`` is a device TOML and this its one array
+    kind, as the caller read it with the reader ``cost`` and ``energy`` share (``array/`` reads no device file;
+    that reader said its notes). ``speak(kind, text)``: a warning said as it arises (default:
     stderr); ``speak_after``: a note or warning said once the run has succeeded (default: stderr after the run)."""
-    from archsim.array.device_notes import device_arrays_note
+    from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.options import (
         array_size_warning,
         array_source,
         check_bandwidth_engine,
+        dtype_meta,
+        element_width,
         hbm_unread_note,
         sram_kb_warning,
         sram_unused_warning,
@@ -144,6 +151,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     from archsim.array.sram_sizes import cfg_sram_warning
 
     check_bandwidth_engine(dram_bandwidth, engine, bandwidth_flag)  # the analytic path never reads the memory flags
+    width = element_width(dtype, element_bytes)
     config = None if config is None else str(config)
     chosen = None
     if layout is not None:
@@ -156,15 +164,21 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         base = read_scalesim_cfg(config, layouts=True)
         chosen = layout_from_cfg(config, layout, bank_rule)
     else:
-        base = read_scalesim_cfg(config) if config else ArrayConfig()
+        base = toml_array or (read_scalesim_cfg(config) if config else ArrayConfig())
     if config:  # a device file's arrays, its unread GB/s, and SRAMs that look like bytes, said once the run has succeeded
         unread = hbm_unread_note(config, base.element_bytes, bandwidth_flag.lstrip("-")) if (
             engine == "cycle" and dram_bandwidth is None and not min_bandwidth and layout is None) else None
-        for kind, text in (("note", device_arrays_note(config)), ("note", unread), ("warning", cfg_sram_warning(config))):
+        said = (("note", unread),) if toml_array else (
+            ("note", device_arrays_note(config)), ("note", None if width else device_dtype_note(config)),
+            ("note", unread), ("warning", cfg_sram_warning(config)))
+        for kind, text in said:
             if text:
                 speak_after(kind, text)
     if clock_ghz is not None:
         base = replace(base, clock_hz=clock_ghz * 1e9)
+    if width is not None:
+        base = replace(base, element_bytes=width)
+    widths: dict[str, object] = {} if width is None else {"dtype": dtype_meta(dtype, base), "element_bytes": width}
     if sram_kb is not None and engine != "cycle":
         with_memory(base, sram_kb=sram_kb)  # a malformed size is refused as under the cycle engine
         unused = sram_unused_warning(sram_kb, engine, "gemm's analytic cycles and SRAM reads")
@@ -190,7 +204,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
             speak_after("warning", huge)
         shape = {"m": m, "k": k, "n": n, "rows": rows, "cols": cols, "dataflow": dataflow or base.dataflow}
         if engine == "analytic" and base.clock_hz is None:  # one row, no frame: pandas stays unloaded
-            return _one_gemm(shape, ofmap_count, engine, min_bandwidth)
+            return _one_gemm(shape, ofmap_count, engine, min_bandwidth, widths)
     import pandas as pd
 
     from archsim.seconds import add_seconds
@@ -200,7 +214,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     if min_bandwidth and engine != "cycle":
         raise InputError(f"{setting('min-bandwidth')} needs {setting('engine', 'cycle')}", field="min-bandwidth")
     result = cost_shapes(frame, ofmap_count)
-    meta: dict[str, object] = {"ofmap_count": ofmap_count, "engine": engine}
+    meta: dict[str, object] = {"ofmap_count": ofmap_count, "engine": engine, **widths}
     if engine == "cycle":
         memory = with_memory(base, dram_bandwidth, sram_kb)
         slip = sram_kb_warning(sram_kb)
@@ -212,11 +226,28 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
             meta.update(layout=chosen.row.name, bank_rule=chosen.rule)
     if base.clock_hz is not None:
         meta["clock_ghz"] = base.clock_hz / 1e9
+    if width is not None:
+        for name, values in traffic_bytes(result, width).items():
+            result[name] = values
     return GemmRun(add_seconds(result, base.clock_hz), meta)
 
 
-def _one_gemm(shape: dict, ofmap_count: OfmapCount, engine: str, min_bandwidth: bool) -> GemmRun:
-    """One GEMM on the analytic engine without a clock, as rows (pandas stays unloaded)."""
+def traffic_bytes(counts, width: int) -> dict[str, object]:
+    """The SRAM and DRAM traffic of ``counts`` (a row or a frame of gemm's word counts) in bytes at ``width`` bytes
+    a word: ``sram_read_bytes`` (ifmap and filter reads), ``sram_write_bytes`` (ofmap writes) and, from the cycle
+    engine, ``dram_read_bytes`` and ``dram_write_bytes``, as ``cost`` names its DRAM bytes."""
+    out = {"sram_read_bytes": (counts["ifmap_sram_reads"] + counts["filter_sram_reads"]) * width,
+           "sram_write_bytes": counts["ofmap_sram_writes"] * width}
+    if "ifmap_dram_reads" in counts:
+        out["dram_read_bytes"] = (counts["ifmap_dram_reads"] + counts["filter_dram_reads"]) * width
+        out["dram_write_bytes"] = counts["ofmap_dram_writes"] * width
+    return out
+
+
+def _one_gemm(shape: dict, ofmap_count: OfmapCount, engine: str, min_bandwidth: bool,
+              widths: dict[str, object]) -> GemmRun:
+    """One GEMM on the analytic engine without a clock, as rows (pandas stays unloaded); ``widths``: the meta's
+    dtype and element_bytes where a width was given (the traffic in bytes added)."""
     import numpy as np
 
     from archsim.array.analytic import dataflow_codes, gemm_cost
@@ -227,8 +258,10 @@ def _one_gemm(shape: dict, ofmap_count: OfmapCount, engine: str, min_bandwidth: 
     one = [np.array([shape[c]], dtype=np.int64) for c in SHAPE_COLUMNS[:5]]
     cost = gemm_cost(one[0], one[1], one[2], one[3], one[4], dataflow_codes(shape["dataflow"]), ofmap_count=ofmap_count)
     record = {**shape, **{column: getattr(cost, column)[0] for column in RESULT_COLUMNS}}
-    return GemmRun(Rows.of([record]), {"ofmap_count": ofmap_count, "engine": engine})
+    if widths:
+        record.update(traffic_bytes(record, int(str(widths["element_bytes"]))))
+    return GemmRun(Rows.of([record]), {"ofmap_count": ofmap_count, "engine": engine, **widths})
 
 
 __all__ = ["BANK_RULES", "CYCLE_COLUMNS", "OFMAP_COUNTS", "RESULT_COLUMNS", "SHAPE_COLUMNS", "GemmRun", "cost_shapes",
-           "cycle_columns", "read_shapes", "run_gemm"]
+           "cycle_columns", "read_shapes", "run_gemm", "traffic_bytes"]

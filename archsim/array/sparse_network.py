@@ -43,7 +43,12 @@ SUMMED = ("F_cycles", "F_dense_cycles", "folds", "ifmap_sram_reads", "filter_sra
 
 def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConfig, SparsityConfig, Network,
                                                                        list[tuple[int, int]]]:
-    """The array, its ``[sparsity]`` section, the network and each layer's N:M, as SCALE-Sim reads them."""
+    """The array, its ``[sparsity]`` section, the network and each layer's N:M, as SCALE-Sim reads them. A device
+    TOML is refused in one line: it states no ``[sparsity]`` section (the flags cost's refusal named, sparse lacks)."""
+    if Path(config).suffix.lower() == ".toml":
+        raise InputError("a device TOML states no [sparsity] section: sparse reads a SCALE-Sim .cfg with [sparsity] "
+                         "SparsitySupport : true (a .cfg device file of the chip, with that section, serves both)",
+                         file=str(config))
     array = read_scalesim_cfg(config, sparsity=True)
     sparsity = read_sparsity_section(config)
     if sparsity is None:

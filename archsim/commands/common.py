@@ -86,10 +86,18 @@ def add_array_arguments(parser: argparse.ArgumentParser, device_toml: bool = Fal
             "reads them)") if device_toml else ""
     parser.add_argument("--config", default=None, metavar="FILE.cfg|FILE.toml" if device_toml else "FILE.cfg",
                         help=f"SCALE-Sim .cfg file for the array{toml} (overrides --array unless given too)")
+    add_width_arguments(parser)
+
+
+def add_width_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--dtype`` (train's names and SCALE-Sim's 1-byte word: :data:`~archsim.choices.devices.ARRAY_DTYPES`) and
+    ``--element-bytes`` (any width): the one definition of the element width ``cost``, ``energy``, ``gemm`` and the
+    other array commands take (read by :func:`archsim.array.options.element_width`)."""
     parser.add_argument("--dtype", default=None, choices=ARRAY_DTYPES,
                         help=f"element type, by archsim train's --dtype names: {SCALESIM_DTYPE} (1-byte words as "
-                             "SCALE-Sim counts them; default), fp16 or bf16 (2 bytes), fp32 (4); it sizes the "
-                             "tensors, the DRAM and SRAM traffic and every per-word energy (the energy table's "
+                             "SCALE-Sim counts them; default), fp16 or bf16 (2 bytes), fp32 (4); bytes per element "
+                             "of the tensors and of the DRAM and SRAM traffic (the cycle engine's SRAMs hold KiB / "
+                             "that many words), and every per-word energy where one is priced (the energy table's "
                              "figures at that width); stated as dtype and element_bytes in the output")
     parser.add_argument("--element-bytes", type=positive_int, default=None,
                         help="bytes per tensor element, for a width --dtype does not name (default: --dtype's)")
@@ -263,6 +271,27 @@ def costed_array(args: argparse.Namespace) -> ArrayConfig:
     """The array an array command costs on: :func:`array_from_args` with the memory flags
     (:func:`with_memory_args`) and the clock (:func:`with_clock`) the user gave, in that order."""
     return with_clock(with_memory_args(array_from_args(args), args), args)
+
+
+def config_array(args: argparse.Namespace) -> ArrayConfig:
+    """The array ``cost``, ``energy`` and ``gemm``'s commands cost on: a ``.cfg``'s or the flags'
+    (:func:`costed_array`), or a device TOML's one array kind read by the one reader they share
+    (:func:`archsim.energy_run.device_toml_array`: its notes said after the run), sized and clocked by the same
+    flags."""
+    from archsim.array.options import element_width
+    from archsim.energy_run import device_toml_array, is_device_toml
+
+    if not is_device_toml(args.config):
+        return costed_array(args)
+    width = element_width(args.dtype, args.element_bytes)
+    array = device_toml_array(args.config, args.array, args.dataflow, width)
+    if args.engine == "cycle" and args.dram_bandwidth is None:  # as a .cfg's (array_from_args)
+        from archsim.array.options import hbm_unread_note
+
+        unread = hbm_unread_note(args.config, width or 1, args.bandwidth_flag.lstrip("-"))
+        if unread:
+            say_after_run("note", unread)
+    return with_clock(with_memory_args(array, args), args)
 
 
 def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:

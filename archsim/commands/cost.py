@@ -14,7 +14,7 @@ from archsim.commands.common import (
     add_engine_arguments,
     add_network_arguments,
     add_output_arguments,
-    costed_array,
+    config_array,
     emit,
     network_from_args,
     positive_int,
@@ -25,7 +25,7 @@ from archsim.modes import MODES
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    add_array_arguments(parser)
+    add_array_arguments(parser, device_toml=True)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--mode", default="exact", choices=MODES, help=f"{MODE_HELP} (default: exact)")
     add_engine_arguments(parser)
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
 
     network = network_from_args(args, args.geometry)
-    array = costed_array(args)
+    array = config_array(args)
     _, document = cost_document(network, array, batch=args.batch, mode=args.mode, engine=args.engine,
                                 geometry=args.geometry, dtype=args.dtype, energy=args.energy,
                                 energy_table=args.energy_table, config=args.config)

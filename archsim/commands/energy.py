@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.array.config import ArrayConfig
 from archsim.commands import Command
 from archsim.commands.common import (
     MODE_HELP,
@@ -14,12 +13,10 @@ from archsim.commands.common import (
     add_engine_arguments,
     add_network_arguments,
     add_output_arguments,
-    costed_array,
+    config_array,
     emit,
     network_from_args,
     positive_int,
-    with_clock,
-    with_memory_args,
 )
 from archsim.console import say_after_run
 from archsim.modes import MODES
@@ -29,26 +26,6 @@ def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--energy-table", default=None, metavar="NAME|FILE.toml",
                         help="per-access energy/area table (default: the .cfg's [energy] table, else horowitz45; "
                              "configs/energy/)")
-
-
-def energy_array(args: argparse.Namespace) -> ArrayConfig:
-    """The array energy prices: a ``.cfg``'s or the flags' (:func:`~archsim.commands.common.costed_array`), or a
-    device TOML's one array kind (:func:`archsim.energy_run.device_toml_array`), sized and clocked by the same
-    flags."""
-    from archsim.array.options import element_width
-    from archsim.energy_run import device_toml_array, is_device_toml
-
-    if not is_device_toml(args.config):
-        return costed_array(args)
-    width = element_width(args.dtype, args.element_bytes)
-    array = device_toml_array(args.config, args.array, args.dataflow, width)
-    if args.engine == "cycle" and args.dram_bandwidth is None:  # as a .cfg's (commands.common.array_from_args)
-        from archsim.array.options import hbm_unread_note
-
-        unread = hbm_unread_note(args.config, width or 1, args.bandwidth_flag.lstrip("-"))
-        if unread:
-            say_after_run("note", unread)
-    return with_clock(with_memory_args(array, args), args)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
 
     network = network_from_args(args)
-    array = energy_array(args)
+    array = config_array(args)
     rows, meta, static = energy_document(network, array, batch=args.batch, microbatches=args.microbatches,
                                          mode=args.mode, engine=args.engine, dtype=args.dtype,
                                          energy_table=args.energy_table, config=args.config)

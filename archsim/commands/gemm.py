@@ -15,6 +15,7 @@ from archsim.commands.common import (
     add_clock_argument,
     add_engine_arguments,
     add_output_arguments,
+    add_width_arguments,
     emit,
     note_unread_keys,
     positive_int,
@@ -29,8 +30,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=positive_int, help="columns of B and of the output")
     parser.add_argument("--array", default=None, help="ROWSxCOLS (default 32x32, or the config's)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"), help="default ws, or the config's")
-    parser.add_argument("--config", default=None, metavar="FILE.cfg",
-                        help="SCALE-Sim .cfg: array, dataflow, SRAMs and DRAM bandwidths (flags override)")
+    parser.add_argument("--config", default=None, metavar="FILE.cfg|FILE.toml",
+                        help="SCALE-Sim .cfg: array, dataflow, SRAMs and DRAM bandwidths (flags override); or a "
+                             "device TOML (train's device file: one of its arrays, read as cost and energy read it)")
+    add_width_arguments(parser)
     parser.add_argument("--shapes", metavar="FILE.csv", help=f"CSV with columns {','.join(SHAPE_COLUMNS)} (each row its own array; "
                                                           "--config gives the SRAMs, bandwidth and clock)")
     parser.add_argument("--ofmap-count", default="scalesim", choices=OFMAP_COUNTS,
@@ -51,14 +54,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.array.gemm_run import run_gemm
+    from archsim.array.options import element_width
+    from archsim.energy_run import device_toml_array, is_device_toml
     from archsim.outputs import render
 
+    toml = is_device_toml(args.config) and args.layout is None  # a --layout reads a .cfg's [layout]: refused there
+    width = element_width(args.dtype, args.element_bytes)
     done = run_gemm(m=args.m, k=args.k, n=args.n, array=args.array, dataflow=args.dataflow, config=args.config,
                     shapes=args.shapes, ofmap_count=args.ofmap_count, engine=args.engine,
                     dram_bandwidth=args.dram_bandwidth, sram_kb=args.sram_kb, layout=args.layout,
                     bank_rule=args.bank_rule, min_bandwidth=args.min_bandwidth, clock_ghz=args.clock_ghz,
-                    bandwidth_flag=args.bandwidth_flag)
-    if args.config:  # array/ reads the file's arrays, never its device keys: said here, as cost says it
+                    bandwidth_flag=args.bandwidth_flag, dtype=args.dtype, element_bytes=args.element_bytes,
+                    toml_array=device_toml_array(args.config, None, None, width) if toml else None)
+    if args.config and not toml:  # array/ reads the file's arrays, never its device keys: said here, as cost says it
         note_unread_keys(args.config)
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     return 0

@@ -244,10 +244,11 @@ def path_op_seconds(ops: Sequence[TrainingOp], path: GemmPath, constants: Kernel
 
 
 def _gemm_terms(ops: Sequence[TrainingOp], device: Device, tiles: KernelConstants, dtype: str,
-                path: GemmPath | None, out_size: int | None = None) -> np.ndarray:
-    """Each op's GEMM seconds with ``dtype`` operands on ``path`` (:func:`gemm_path`; None: the device's arrays),
-    C at ``out_size`` bytes an element (None: the operands'); a fused op's its main loops alone."""
-    size = GEMM_OPERAND_BYTES[dtype]
+                path: GemmPath | None, out_size: int | None = None, size: int | None = None) -> np.ndarray:
+    """Each op's GEMM seconds with ``dtype`` operands (``size`` bytes each; None: ``dtype``'s) on ``path``
+    (:func:`gemm_path`; None: the device's arrays), C at ``out_size`` bytes an element (None: the operands'); a
+    fused op's its main loops alone."""
+    size = size or GEMM_OPERAND_BYTES[dtype]
     if path is not None:
         return path_op_seconds(ops, path, tiles, size, out_size)
     owner, m, k, n, count = flatten_gemms(ops)
@@ -261,11 +262,11 @@ def _gemm_terms(ops: Sequence[TrainingOp], device: Device, tiles: KernelConstant
 
 
 def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilies,
-              dtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              dtype: str, element_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(GEMM seconds, memory-bound seconds, kernels) of each op at ``families`` (launches included as
     they state): the one op-timing rule behind :func:`op_seconds` and :func:`op_parts`."""
     tiles, memory = families.gemm, families.memory_bound
-    size = ELEMENT_BYTES[dtype]
+    size = element_bytes or ELEMENT_BYTES[dtype]
     path = gemm_path(device, dtype, tiles)
     chip = chip_of(device)
     simt = chip is not None and dtype not in TENSOR_DTYPES and path is not None  # fp32 sgemm, no fused kernel
@@ -274,7 +275,7 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
         layer = ops[int(np.argmax(fused))].layer
         raise InputError(f"{layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
                          f"fp16/bf16); use {setting('attention', 'standard')}", field="attention")
-    gemm = _gemm_terms(ops, device, tiles, dtype, path)
+    gemm = _gemm_terms(ops, device, tiles, dtype, path, size=element_bytes)
     for low in {op.gemm_dtype for op in ops if op.gemm_dtype}:  # fp8's linear GEMMs (training/fp8_ops.py)
         which = [i for i, op in enumerate(ops) if op.gemm_dtype == low]
         gemm[which] = _gemm_terms([ops[i] for i in which], device, tiles, low, gemm_path(device, low, tiles), size)
@@ -310,13 +311,15 @@ def _families(device: Device, dtype: str, constants: KernelConstants | KernelFam
 
 
 def op_seconds(ops: Sequence[TrainingOp], device: Device, constants: KernelConstants | KernelFamilies,
-               dtype: str = "fp16") -> np.ndarray:
+               dtype: str = "fp16", element_bytes: int | None = None) -> np.ndarray:
     """Seconds of each op on ``device`` in ``dtype`` (module docstring): its GEMMs (one launch per
     :class:`~archsim.lowering.Gemm`) plus its memory-bound kernel (one launch when it has one).
     ``constants``: per kernel family (:class:`KernelFamilies`), or one set standing for both fits
-    (:func:`kernel_families` then picks the families). The interface of
-    :func:`archsim.array.costing.op_cycles`, in seconds. Units: elements in, seconds out."""
-    gemm, streamed, _ = _op_terms(ops, device, _families(device, dtype, constants), dtype)
+    (:func:`kernel_families` then picks the families). ``element_bytes``: every element's bytes where they are not
+    ``dtype``'s (an array command's width on a device's arrays: ``archsim cost``'s int8 word, its
+    ``--element-bytes``). The interface of :func:`archsim.array.costing.op_cycles`, in seconds. Units: elements
+    in, seconds out."""
+    gemm, streamed, _ = _op_terms(ops, device, _families(device, dtype, constants), dtype, element_bytes)
     return gemm + streamed
 
 

@@ -12,8 +12,9 @@ MAX_TIMELINE_SLOTS = 20000
 def train_document(result, config, laid, implementation: str) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim train --format json`` prints it (before NaN becomes
     null): ``result`` priced (:func:`archsim.training.energy.priced`) on ``laid``
-    (:class:`~archsim.training.train_layout.Layout`) for ``config``. Seconds, GiB, joules; the rows are
-    the ops (piece, name, op, seconds)."""
+    (:class:`~archsim.training.train_layout.Layout`) for ``config``. Seconds, GiB, joules; ``peak_tflops_per_gpu``
+    the dense peak per GPU at the run's dtype that ``mfu`` divides by (the mean over a mixed cluster's GPUs); the
+    rows are the ops (piece, name, op, seconds)."""
     from archsim.training.grad_accumulation import accumulation
     from archsim.training.placement import order_text
     from archsim.training.throughput import mean_peak, throughput
@@ -26,8 +27,9 @@ def train_document(result, config, laid, implementation: str) -> dict:
     slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
     timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
                 for s in slots] if len(slots) <= MAX_TIMELINE_SLOTS else []
+    peak = mean_peak(machines)  # FLOP/s per GPU at the run's dtype: what mfu divides by
     rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
-                       mean_peak(machines), par.attention).to_dict()
+                       peak, par.attention).to_dict()
     meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
             "gpu": ", ".join(sorted({m.gpu.name for m in machines})), **rows_gpu(result, machines),
             "gpus": par.gpus, "tp": par.tp, "cp": par.cp, "pp": par.pp,
@@ -51,7 +53,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
             "energy_j": result.energy_j, **static_split(result), "energy_source": result.energy_source,
-            **rates, "peak_memory_gib": result.peak_memory_gib,
+            "peak_tflops_per_gpu": peak / 1e12, **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": result.memory_capacity_gib, "fits_memory": all(result.fits),
             "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings),
             "memory_per_rank": memory,

@@ -1,0 +1,77 @@
+"""A chip's time for each layer's F, G and δ in ``archsim cost``: where ``--config`` is a device file of several
+arrays, the network's lowered ops timed on the whole chip by the op timing ``train`` uses for device files
+(:func:`archsim.devices.kernel_ops.op_seconds`: each GEMM's folds dealt to the arrays in ⌈folds · count / arrays⌉
+waves of one fold's cycles at the arrays' clock, against its operands' and result's HBM bytes at the file's
+bandwidth, whichever is longer — :mod:`archsim.devices.array_waves` — plus a memory-bound op's elements streamed at
+that bandwidth, the file's ``gemm_efficiency``, ``memory_efficiency`` and ``launch_s`` as train reads them).
+
+Cost's other columns price one array (SCALE-Sim's count); these price the chip the file states, its arrays of the
+shape, dataflow and clock that array was costed at (``--array``, ``--dataflow`` and ``--clock-ghz`` override the
+file's for both). Seconds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from archsim.array.config import ArrayConfig
+    from archsim.devices.device import Device
+    from archsim.lowering import LoweredLayer
+
+CHIP_COLUMNS = ("F_chip_seconds", "G_chip_seconds", "D_chip_seconds", "chip_seconds")
+
+
+def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
+    """The chip ``config`` states as ``train`` reads it (:func:`~archsim.devices.device_file.load_device`), its
+    arrays of ``array``'s shape, dataflow and clock; None for no file, a plain SCALE-Sim ``.cfg``, a device of one
+    array (cost's columns are then its time) and a ``.cfg`` device file ``train`` refuses (without ``[memory]``:
+    no HBM bandwidth to time it by; ``cost`` reads its array all the same)."""
+    from archsim.array.device_notes import device_arrays_note
+    from archsim.devices.device_file import load_device
+    from archsim.errors import InputError
+
+    if config is None or device_arrays_note(config) is None:  # no device file, or one of one array
+        return None
+    try:
+        device = load_device(config)
+    except InputError:
+        if Path(config).suffix.lower() == ".toml":  # read by the same reader already: never here
+            raise
+        return None
+    arrays = replace(device.arrays, rows=array.rows, cols=array.cols, dataflow=array.dataflow,
+                     clock_hz=array.clock_hz or device.arrays.clock_hz)
+    return replace(device, arrays=arrays)
+
+
+def layer_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, dtype: str,
+                       element_bytes: int) -> list[dict[str, float]]:
+    """Each layer's F, G and δ seconds on ``chip`` and their sum (:data:`CHIP_COLUMNS`), its elements
+    ``element_bytes`` bytes (cost's width; ``dtype`` names it: fp32 runs on a chip's fp32 lanes where it has them)."""
+    from archsim.devices.kernel_ops import op_seconds
+
+    assert chip.efficiency is not None  # a device file states its own (1.0 and no launch unstated)
+    ops = [op for item in lowered for op in item.ops]
+    seconds = op_seconds(ops, chip, chip.efficiency, dtype, element_bytes).tolist() if ops else []
+    rows, position = [], 0
+    for item in lowered:
+        row = dict.fromkeys(CHIP_COLUMNS, 0.0)
+        for op in item.ops:
+            row[f"{op.kind}_chip_seconds"] += seconds[position]
+            position += 1
+        row["chip_seconds"] = row["F_chip_seconds"] + row["G_chip_seconds"] + row["D_chip_seconds"]
+        rows.append(row)
+    return rows
+
+
+def chip_meta(chip: Device) -> dict[str, object]:
+    """What the chip columns were timed on: its name, arrays and their shape, clock (GHz) and HBM (GB/s)."""
+    arrays = chip.arrays
+    return {"chip_name": chip.name, "chip_arrays": arrays.count, "chip_array": f"{arrays.rows}x{arrays.cols}",
+            "chip_clock_ghz": arrays.clock_hz / 1e9, "chip_hbm_gbps": chip.hbm_bytes_per_s / 1e9,
+            "chip_seconds_by": "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes"}
+
+
+__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "layer_chip_seconds"]
