@@ -62,7 +62,8 @@ def _array_device(count: int, rows: int, cols: int, dataflow: str, hbm: float = 
     # ⌈K/R⌉·⌈N/C⌉ folds; os R + C + K − 2 over ⌈M/R⌉·⌈N/C⌉ folds; waves = ⌈folds · count / arrays⌉,
     # counted as SCALE-Sim counts them (the last cycle's index): one less per GEMM run on the busiest
     # array, here one run each (no array runs more than one GEMM's folds).
-    (256, 256, 256, 1, 8, "ws", 1 * (2 * 128 + 128 + 256 - 2) - 1),   # 4 folds on 8 arrays: one wave
+    # 4 folds on 8 arrays: M split in two (each array of a pair streams 128 of the rows), 8 folds in one wave
+    (256, 256, 256, 1, 8, "ws", 1 * (2 * 128 + 128 + 128 - 2) - 1),
     (256, 256, 256, 1, 2, "ws", 2 * (2 * 128 + 128 + 256 - 2) - 1),   # 4 folds on 2 arrays: two waves
     (256, 256, 256, 3, 8, "ws", 2 * (2 * 128 + 128 + 256 - 2) - 1),   # 12 folds on 8 arrays
     (100, 300, 129, 1, 1, "os", 2 * 1 * (128 + 128 + 300 - 2) - 1),   # ⌈100/128⌉·⌈129/128⌉ = 2 folds
