@@ -1,7 +1,8 @@
 """The arrays mechanism of the device model (archsim.devices.array_waves) against brute force on tiny
 inputs: every fold placed one by one on the array that frees first (list scheduling), each fold's
 cycles from SCALE-Sim's scalar closed form (archsim.array.analytic.fold_geometry, itself held to
-SCALE-Sim in test_scalesim_exact.py), every split s of the reduction tried in a plain loop."""
+SCALE-Sim in test_scalesim_exact.py), every split s tried in a plain loop: of the streamed dimension
+for ws (M) and is (N), of the reduction for os where split-K is on."""
 
 from __future__ import annotations
 
@@ -24,18 +25,24 @@ def _makespan(folds: int, fold_cycles: int, arrays: int) -> int:
     return max(free)
 
 
+def _sub_gemm(m: int, k: int, n: int, s: int, dataflow: str) -> tuple[int, int, int]:
+    """One of s sub-GEMMs: ws streams A's M rows, is B's N columns, os (split-K) cuts the reduction K."""
+    return {"ws": (-(-m // s), k, n), "is": (m, k, -(-n // s)), "os": (m, -(-k // s), n)}[dataflow]
+
+
 def _brute(m: int, k: int, n: int, parts: int, units: Arrays, split_k: bool) -> tuple[int, int, int]:
-    """(elapsed, busy, s): the cheapest s (the first on ties) of s sub-GEMMs (m, ⌈k/s⌉, n) per part,
-    all their folds scheduled together, then (s − 1)·m·n·parts adds on every array's cols lanes."""
+    """(elapsed, busy, s): the cheapest s (the first on ties) of s sub-GEMMs per part (_sub_gemm),
+    all their folds scheduled together, then for os (s − 1)·m·n·parts adds on every array's cols lanes."""
     best: tuple[int, int, int] | None = None
-    top = min(k, units.count) if split_k and units.dataflow == "os" else 1
+    streamed = {"ws": m, "is": n, "os": k}[units.dataflow]
+    top = min(streamed, units.count) if split_k or units.dataflow != "os" else 1
     _, whole_r, whole_cl = fold_geometry(m, k, n, units.rows, units.cols, units.dataflow)
     if whole_r * whole_cl * parts >= units.count:
         top = 1  # enough folds to fill every array: no split
     for s in range(1, top + 1):
-        c, r, cl = fold_geometry(m, -(-k // s), n, units.rows, units.cols, units.dataflow)
+        c, r, cl = fold_geometry(*_sub_gemm(m, k, n, s, units.dataflow), units.rows, units.cols, units.dataflow)
         folds = r * cl * s * parts
-        adds = (s - 1) * m * n * parts
+        adds = (s - 1) * m * n * parts if units.dataflow == "os" else 0
         elapsed = _makespan(folds, c, units.count) + -(-adds // (units.count * units.cols))
         busy = folds * c + -(-adds // units.cols)
         if best is None or elapsed < best[0]:

@@ -40,7 +40,6 @@ def _cost(tmp_path, capsys, c: int, config, *flags: str) -> dict:
 
 @pytest.mark.parametrize(("c", "folds", "waves"), [
     (16, 2 * 2, 1),  # K = 16 over 8 rows × N = 16 over 8 cols: 4 folds, one on each of the 4 arrays
-    (8, 1 * 2, 1),  # 2 folds: half the arrays idle, still one wave
     (24, 3 * 2, 2),  # 6 folds over 4 arrays: ⌈6 / 4⌉ = 2 waves, not 1.5
     (40, 5 * 2, 3),  # 10 folds: ⌈10 / 4⌉ = 3 waves
 ])
@@ -56,6 +55,16 @@ def test_a_layers_folds_run_in_waves_over_the_arrays(tmp_path, capsys, c, folds,
                                                 + row["D_chip_seconds"], rel=1e-12)
     meta = document["meta"]
     assert (meta["chip_name"], meta["chip_arrays"], meta["chip_array"]) == ("Four", 4, "8x8")
+
+
+def test_a_layer_of_fewer_folds_than_arrays_splits_its_streamed_rows(tmp_path, capsys):
+    """K = 8, N = 16: 2 folds of 8 × 8 on 4 ws arrays, streaming the batch's M = 4 rows. By hand (2R + C + T − 2
+    per fold): one array, 2 folds of 16 + 8 + 4 − 2 = 26, 2·26 − 1 = 51 (cost's F_cycles); on the chip the rows
+    split in s = 2, 4 folds of T = 2, 24 cycles, in one wave: 23 (s = 1: one wave of 26; s = 4: 8 folds of T = 1
+    in two waves of 23, 46)."""
+    row = _cost(tmp_path, capsys, 8, _chip(tmp_path))["rows"][0]
+    assert row["F_cycles"] == 51
+    assert row["F_chip_seconds"] == pytest.approx(23 / 1e9, rel=1e-12)
 
 
 @pytest.mark.parametrize(("dtype", "width"), [("fp16", 2), ("fp32", 4), ("int8", 1)])

@@ -62,7 +62,8 @@ def _array_device(count: int, rows: int, cols: int, dataflow: str, hbm: float = 
     # ⌈K/R⌉·⌈N/C⌉ folds; os R + C + K − 2 over ⌈M/R⌉·⌈N/C⌉ folds; waves = ⌈folds · count / arrays⌉,
     # counted as SCALE-Sim counts them (the last cycle's index): one less per GEMM run on the busiest
     # array, here one run each (no array runs more than one GEMM's folds).
-    (256, 256, 256, 1, 8, "ws", 1 * (2 * 128 + 128 + 256 - 2) - 1),   # 4 folds on 8 arrays: one wave
+    # 4 folds on 8 arrays: M split in two (each array of a pair streams 128 of the rows), 8 folds in one wave
+    (256, 256, 256, 1, 8, "ws", 1 * (2 * 128 + 128 + 128 - 2) - 1),
     (256, 256, 256, 1, 2, "ws", 2 * (2 * 128 + 128 + 256 - 2) - 1),   # 4 folds on 2 arrays: two waves
     (256, 256, 256, 3, 8, "ws", 2 * (2 * 128 + 128 + 256 - 2) - 1),   # 12 folds on 8 arrays
     (100, 300, 129, 1, 1, "os", 2 * 1 * (128 + 128 + 300 - 2) - 1),   # ⌈100/128⌉·⌈129/128⌉ = 2 folds
@@ -77,7 +78,8 @@ def test_split_k_is_an_opt_in_mechanism_of_an_arrays_device(tmp_path):
     R + C + K − 2 cycles): whole, 2 + 2 + 8 − 2 = 10 cycles; cut into s = 3 sub-GEMMs of K = 3, one
     wave of 2 + 2 + 3 − 2 = 5 cycles plus ⌈2 · 4 / (4 · 2)⌉ = 1 cycle of adds = 6 cycles; each counted
     as SCALE-Sim counts a run, one less (9 and 5). Off unless the
-    device file says ``split_k = true``; a ws device never splits (its folds already tile K)."""
+    device file says ``split_k = true``; on a ws device it changes nothing (its folds tile K; a ws GEMM of fewer
+    folds than arrays splits its streamed rows whether it is on or not, tests/test_streamed_split.py)."""
     assert load_device(DEVICES / "tpu_v4_like.toml").split_k is False
     (tmp_path / "chip.toml").write_text(GOOD_TOML.replace('gemm = "arrays"', 'gemm = "arrays"\nsplit_k = true'))
     assert load_device(tmp_path / "chip.toml").split_k is True

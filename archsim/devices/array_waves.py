@@ -10,10 +10,22 @@ cores. Mechanisms:
 
 * **waves**: ``parts`` GEMMs of one shape dealt together: ⌈F · parts / P⌉ · c elapsed cycles;
   ``busy`` = F · c · parts array-cycles (what two streams sharing the arrays add up).
-* **split-K** (``os`` only, when F · parts < P): the reduction is cut into s real sub-GEMMs
-  (m, ⌈k/s⌉, n), plus ⌈(s − 1)·m·n·parts / (P·cols)⌉ cycles to add the partial outputs on all arrays'
-  lanes; s ∈ 1..min(k, P) is the cheapest (s = 1 is no split), as cuBLAS/cuDNN split weight
-  gradients and small-batch layers.
+* **a split of the streamed dimension** (when F · parts < P: the folds leave arrays idle): the GEMM is cut
+  into s real sub-GEMMs along one dimension, all their folds dealt in ⌈F' · s · parts / P⌉ waves of one
+  sub-GEMM fold's cycles; s ∈ 1..min(that dimension, P) is the cheapest in elapsed cycles (s = 1 is no
+  split, so never slower; the first on ties). Which dimension (:data:`SPLIT_AXIS`):
+
+  - ``ws`` and ``is``: the streamed one — ws's M rows of A (⌈m/s⌉ rows each, every array holding the
+    same weight fold), is's N columns of B (⌈n/s⌉ each, every array holding the same input fold). Each
+    array writes its own rows (columns) of the output: no reduction, no extra work but each array's
+    fill, which the sub-GEMM's SCALE-Sim cycles count. On for every device of more than one array, as
+    a compiler for a chip of several arrays deals one GEMM's rows over them (XLA over a TPU core's MXUs;
+    SCALE-Sim v3's multi-core partitioning); with one array s = 1 and nothing changes.
+  - ``os`` (**split-K**, only where ``split_k`` is on): the reduction, sub-GEMMs (m, ⌈k/s⌉, n), plus
+    ⌈(s − 1)·m·n·parts / (P·cols)⌉ cycles to add the partial outputs on all arrays' lanes, as
+    cuBLAS/cuDNN split weight gradients and small-batch layers (an os fold's streamed dimension is K).
+
+  ``busy`` = s · (sub-GEMM's elapsed cycles) · parts (+ the adds on ``cols`` lanes), ``split`` = s.
 * **SCALE-Sim's count** (:func:`indexed_cycles`): the array model reports a GEMM's cycles as SCALE-Sim
   does, the last cycle's index, one less than elapsed (:mod:`archsim.array.analytic`). The device
   counts the same way, one less per GEMM *run* on its busiest array: ``runs`` = ⌈waves / F⌉, that
@@ -47,7 +59,8 @@ from archsim.lowering.gemm_arrays import flatten_gemms
 @dataclass(frozen=True)
 class ArrayCycles:
     """Per GEMM (or op): ``cycles`` elapsed (or SCALE-Sim's last-cycle index, :func:`op_array_cycles`),
-    ``busy`` array-cycles summed over the arrays (elapsed), ``split`` the reduction's split s (1: none),
+    ``busy`` array-cycles summed over the arrays (elapsed), ``split`` the split s of the streamed dimension
+    (ws's M, is's N, os's K: module docstring; 1: none),
     ``runs`` the GEMM runs the busiest array does back to back (:func:`indexed_cycles`; an op's: summed)."""
 
     cycles: np.ndarray
@@ -62,10 +75,15 @@ def indexed_cycles(gemm: ArrayCycles) -> np.ndarray:
     return gemm.cycles - gemm.runs
 
 
+SPLIT_AXIS = {"ws": 0, "is": 2, "os": 1}
+"""The dimension of (m, k, n) a GEMM's split cuts, per dataflow: its streamed one (module docstring)."""
+
+
 def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, parts: npt.ArrayLike,
                       units: Arrays, split_k: bool = False) -> ArrayCycles:
-    """Elapsed cycles, busy array-cycles and split-K s of ``parts`` GEMMs of shape (m, k, n) dealt
-    together over ``units`` (module docstring). Integer arrays broadcast; units: cycles."""
+    """Elapsed cycles, busy array-cycles and split s of ``parts`` GEMMs of shape (m, k, n) dealt
+    together over ``units`` (module docstring: ws and is split their streamed dimension where folds
+    leave arrays idle; os its reduction only with ``split_k``). Integer arrays broadcast; units: cycles."""
     P = units.count
     m, k, n, parts = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (m, k, n, parts)))
     whole = gemm_cost(m, k, n, units.rows, units.cols, units.dataflow)
@@ -76,21 +94,27 @@ def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, part
     busy = (whole.cycles + 1) * parts
     split = np.ones_like(cycles)
     runs = -(-waves // whole.folds)  # the busiest array's folds in whole GEMMs (module docstring)
-    todo = np.flatnonzero(folds < P) if (split_k and units.dataflow == "os") else np.array([], dtype=int)
+    splits = split_k or units.dataflow != "os"
+    todo = np.flatnonzero(folds < P) if splits else np.array([], dtype=int)
     if todo.size:
-        s = np.arange(1, min(P, int(k[todo].max())) + 1, dtype=np.int64)[None, :]
-        mm, kk, nn, pp = m[todo, None], k[todo, None], n[todo, None], parts[todo, None]
-        part = gemm_cost(mm, -(-kk // s), nn, units.rows, units.cols, units.dataflow)
+        axis = SPLIT_AXIS[units.dataflow]
+        dims = [x[todo, None] for x in (m, k, n)]
+        pp = parts[todo, None]
+        s = np.arange(1, min(P, int(dims[axis].max())) + 1, dtype=np.int64)[None, :]
+        sub = [-(-x // s) if i == axis else x for i, x in enumerate(dims)]
+        part = gemm_cost(sub[0], sub[1], sub[2], units.rows, units.cols, units.dataflow)
         part_fold = (part.cycles + 1) // part.folds
-        merge = (s - 1) * mm * nn * pp  # partial outputs added, one per lane
+        # partial outputs added, one per lane: only a split reduction (os) has any
+        merge = (s - 1) * dims[0] * dims[2] * pp if axis == 1 else np.zeros_like(s)
         part_waves = -(-(s * part.folds * pp) // P)
         total = part_waves * part_fold + -(-merge // (P * units.cols))
-        total = np.where(s <= kk, total, np.iinfo(np.int64).max)
+        total = np.where(s <= dims[axis], total, np.iinfo(np.int64).max)
         best = np.argmin(total, axis=1)
         rows = np.arange(todo.size)
+        merged = np.broadcast_to(merge, total.shape)[rows, best]
         cycles[todo] = total[rows, best]
         split[todo] = best + 1
-        busy[todo] = (best + 1) * (part.cycles[rows, best] + 1) * pp[:, 0] + -(-merge[rows, best] // units.cols)
+        busy[todo] = (best + 1) * (part.cycles[rows, best] + 1) * pp[:, 0] + -(-merged // units.cols)
         runs[todo] = -(-part_waves[rows, best] // part.folds[rows, best])
     return ArrayCycles(cycles, busy, split, runs)
 
@@ -98,7 +122,7 @@ def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, part
 def op_array_cycles(ops: Sequence[TrainingOp], units: Arrays, split_k: bool = False) -> ArrayCycles:
     """Each op's cycles on ``units``, its GEMMs (and a batch's parts) one after another, each in
     SCALE-Sim's count (:func:`indexed_cycles`: one run each, elapsed − 1); busy array-cycles summed;
-    the largest split-K s."""
+    the largest split s."""
     owner, m, k, n, times = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     busy = np.zeros(len(ops), dtype=np.int64)
@@ -121,4 +145,4 @@ def two_stream_cycles(a: npt.ArrayLike, b: npt.ArrayLike, busy_a: npt.ArrayLike,
     return np.maximum(np.maximum(a, b), -(-(busy_a + busy_b) // count) - 1)
 
 
-__all__ = ["ArrayCycles", "array_gemm_cycles", "indexed_cycles", "op_array_cycles", "two_stream_cycles"]
+__all__ = ["SPLIT_AXIS", "ArrayCycles", "array_gemm_cycles", "indexed_cycles", "op_array_cycles", "two_stream_cycles"]

@@ -15,8 +15,9 @@ A device is its compute units, its memories and its links:
 * **gemm**: how a GEMM is timed — ``tiles`` (a GPU library's output tiles in waves over the cores at
   the dtype's peak, :func:`archsim.devices.kernels.path_gemm_seconds`) or ``arrays`` (the SCALE-Sim-exact
   analytic cost of one array, :func:`archsim.array.analytic.gemm_cost`, its folds dealt in waves
-  over the arrays, :func:`archsim.devices.kernel_ops.array_gemm_seconds`); ``split_k`` (off by
-  default, ``arrays`` only) lets a GEMM with fewer folds than arrays cut its reduction
+  over the arrays, :func:`archsim.devices.kernel_ops.array_gemm_seconds`; a ws or is GEMM with fewer
+  folds than arrays splits its streamed dimension over them); ``split_k`` (off by default, ``arrays``
+  only) lets an os GEMM with fewer folds than arrays cut its reduction
   (:func:`archsim.devices.array_waves.array_gemm_cycles`).
 * **memories**: SRAM per array and a shared L2/scratchpad (bytes; the L2's read bandwidth in bytes
   per array clock, 0 for unlimited), HBM capacity (bytes) and bandwidth (bytes/s).

@@ -18,7 +18,8 @@ SMs, the tile's operand feed, split-K, the HBM roofline, the epilogue, one launc
   training dtype's constants (on a device's arrays, their own rate at 1 byte an operand).
 * **a device whose ``gemm`` is ``arrays``** (an accelerator's device file, :mod:`archsim.devices.device`):
   each GEMM's folds, costed exactly as SCALE-Sim costs them on one array, dealt to the arrays in
-  ⌈folds · count / arrays⌉ waves of one fold's cycles (split-K where ``Device.split_k`` is on:
+  ⌈folds · count / arrays⌉ waves of one fold's cycles (a ws or is GEMM of fewer folds than arrays split
+  along its streamed dimension; split-K where ``Device.split_k`` is on:
   :mod:`archsim.devices.array_waves`, the mechanisms ``validate-gpu``'s cycles view uses too) at the
   arrays' clock, ÷ ``constants.gemm``; the same HBM roofline and launch (:func:`array_gemm_seconds`).
 

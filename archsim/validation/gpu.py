@@ -67,7 +67,8 @@ class GpuArrays:
 
     split_k: an ``os`` GEMM with fewer output tiles than arrays may split its reduction
     (:func:`archsim.devices.array_waves.array_gemm_cycles`), as GPU GEMM/convolution libraries do; off,
-    only output tiles are dealt out. The configuration ``validate-gpu``'s flags override; the cycles are
+    only output tiles are dealt out. (A ``ws`` or ``is`` GEMM of fewer folds than arrays splits its
+    streamed dimension either way: no reduction.) The configuration ``validate-gpu``'s flags override; the cycles are
     the device model's (:attr:`units`).
     """
 
@@ -232,6 +233,8 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
     spec, a = arrays.spec, arrays.array
     sms = f"{spec.sm_count}" + (" (from the measured CSV)" if measured_sm_count else " (table)")
     cuda = cuda_core_arrays(arrays)
+    streamed = (f"fewer {a.dataflow} folds than arrays → the streamed {'M' if a.dataflow == 'ws' else 'N'} cut "
+                "into the cheapest s sub-GEMMs, each array holding the same fold")
     return [
         ("GPU", spec.name),
         ("arrays P", f"{arrays.count} = {sms} SMs × {spec.tensor_cores_per_sm} {spec.array_unit}s"),
@@ -240,6 +243,7 @@ def assumptions(arrays: GpuArrays, mode: str, measured_sm_count: str | None = No
         ("GEMM on P arrays", "folds dealt in waves: ⌈folds/P⌉ × SCALE-Sim cycles per fold − 1"),
         ("split-K", "on: fewer os tiles than arrays → reduction cut into the cheapest s sub-GEMMs + merge adds"
          if arrays.split_k and a.dataflow == "os" else "off"),
+        *([("streamed split", streamed)] if a.dataflow != "os" else []),
         ("lowering", f"im2col, {mode} mode; δ costed for every layer (the first too)"),
         ("strided δ", STRIDED_DGRAD[arrays.dgrad]),
         ("other shapes", f"channels or filters not multiples of 8 run on {cuda.count} FP32 "
