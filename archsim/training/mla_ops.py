@@ -118,6 +118,7 @@ def deepseek_rule(c: TransformerConfig, cp: int = 1, fp8: str | None = None, fsd
     if not (c.mla or mixed):
         return None
     what = "multi-head latent attention" if c.mla else "a model with dense and MoE layers"
+    kinds = "a model with dense and MoE layers"  # the rules below are the kinds', whatever the attention
     if implementation != "megatron":
         return "deepseek-needs-megatron", f"{what} is modelled on Megatron-Core's op list only, not {implementation}'s"
     if c.mla and cp > 1:
@@ -125,13 +126,13 @@ def deepseek_rule(c: TransformerConfig, cp: int = 1, fp8: str | None = None, fsd
     if fp8:
         return "deepseek-beside-fp8", f"{what} in fp8 is not modelled: leave out {setting('fp8')}"
     if mixed and fsdp:
-        return "layer-kinds-beside-fsdp", f"FSDP's units on {what} are not modelled: leave out {setting('fsdp')}"
+        return "layer-kinds-beside-fsdp", f"FSDP's units on {kinds} are not modelled: leave out {setting('fsdp')}"
     if mixed and schedule in SPLIT_BACKWARD:
         return ("layer-kinds-beside-split-backward",
-                f"{schedule}'s split backward on {what} is not modelled: give a fused-backward schedule (1f1b)")
+                f"{schedule}'s split backward on {kinds} is not modelled: give a fused-backward schedule (1f1b)")
     if mixed and planned and chunks > 1:
         return ("layer-kinds-planned-over-chunks",
-                (f"{setting('balance', 'planned')} splits {what} over one model chunk a rank only, not {chunks}: "
+                (f"{setting('balance', 'planned')} splits {kinds} over one model chunk a rank only, not {chunks}: "
                  f"give {setting('stage-layers')}, or a schedule of one chunk a rank (1f1b, gpipe)"))
     return None
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from archsim.training.mla_ops import deepseek_rule
 from archsim.training.parallel import layers_per_stage
 from archsim.training.search_space import Candidate, peak_memory_bytes, rank_memories
 from archsim.training.stage_split import each_once, planned_split, stage_layer_counts
@@ -23,8 +24,11 @@ def rank_capacities(cluster, par) -> list[float] | None:
 def plan_candidate(c, cluster, global_batch: int, k: Candidate, pieces=None) -> Candidate | None:
     """``k`` with the planner's stage split (:func:`~archsim.training.stage_split.planned_split`, each
     rank's pieces from ``pieces(par, machine)``, the search's cache, when given), or None when no split
-    fits each rank's memory."""
+    fits each rank's memory or the planner does not split ``c`` so (train's refusal,
+    :func:`~archsim.training.mla_ops.deepseek_rule`: layers of several kinds over several chunks a rank)."""
     par = k.parallelism(global_batch)
+    if deepseek_rule(c, par.cp, par.fp8, par.fsdp, par.schedule_name, par.chunks, planned=True) is not None:
+        return None
     machines = cluster.rank_wise(par) or (cluster.machine(par),) * k.pp
     capacities = rank_capacities(cluster, par)
     split = None if capacities is None else planned_split(
