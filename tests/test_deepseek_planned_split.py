@@ -21,7 +21,7 @@ from archsim.workload.layer_kinds import DENSE, LAYER
 from archsim.workload.transformer import TransformerConfig
 
 # a small DeepSeek: MLA, three dense SwiGLU layers of width 1,024 first, then layers of 16 experts (top 4 and a
-# shared one, width 2,048): a dense layer does about a third of an MoE layer's work
+# shared one, width 2,048): a dense layer takes about 0.7 of an MoE layer's forward (fewer ops)
 MIXED = TransformerConfig("small_mixed", "llama", 8, 1024, 8, 512, 1024, 1024, 8, False, experts=16,
                           experts_per_token=4, expert_ffn=2048, shared_expert_ffn=2048, shared_expert_gate=False,
                           dense_layers=(0, 1, 2), q_lora_rank=256, kv_lora_rank=128, qk_nope_head_dim=64,
@@ -62,8 +62,8 @@ def test_planned_split_of_two_layer_kinds_is_the_best_contiguous_split(p, recomp
     split = stage_layer_counts(planned_split(MIXED, par, [machine] * p, [np.inf] * p))
     assert split in splits, (split, splits)
     assert _slowest(MIXED, par, split, [machine] * p) == pytest.approx(best, rel=1e-12)
-    if p == 2:  # the dense stage takes more layers than the MoE one
-        assert split[0] > split[1]
+    if p == 2:  # the stage of the cheaper dense layers takes no fewer layers than the MoE one (at this size each
+        assert split[0] >= split[1]  # layer's ops are near their launch floor: 4,4 and 5,3 within 2%)
 
 
 def test_planned_split_of_two_layer_kinds_under_a_memory_limit_is_the_best_that_fits():

@@ -51,3 +51,29 @@ def test_a_refusal_for_mixed_kinds_names_the_kinds_not_mla(k):
     reason = _train_refusal(MIXED, k.parallelism(8))
     assert "dense and MoE layers" in reason
     assert "latent" not in reason
+
+
+GATED = replace(PLAIN_MOE, name="tiny_gated", dense_layers=(), shared_expert_gate=True)  # Qwen2-MoE's shared expert
+UNGATED = replace(GATED, name="tiny_ungated", shared_expert_gate=False)  # DeepSeek's (DeepseekV3MoE.shared_experts)
+
+
+def test_an_ungated_shared_expert_runs_no_gate():
+    """DeepSeek's shared experts are added ungated: no h → 1 GEMM, no sigmoid multiply, in either direction."""
+    from archsim.training.moe_ops import moe_work
+
+    gated = {op.layer for op in moe_work(GATED, 32, 16, 2, 1).forward}
+    names = {op.layer for op in (*moe_work(UNGATED, 32, 16, 2, 1).forward, *moe_work(UNGATED, 32, 16, 2, 1).backward)}
+    assert {"shared_expert.gate", "shared_expert.gate_mul"} <= gated  # the gated one keeps them
+    assert "shared_expert.fc1" in names
+    assert not any(name.startswith("shared_expert.gate") for name in names)
+
+
+def test_an_ungated_shared_expert_keeps_no_gate_activations():
+    """Hand count, TP 2, h 64: the gate's output and sigmoid's (2·(h + 1)/t bytes a token) kept for the multiply,
+    and the gate's output gradient (2/t under SP) held from I to W, only where there is a gate."""
+    from archsim.training.moe_ops import expert_weight_gradient_bytes, mlp_activation_bytes
+
+    h, t = 64, 2
+    assert mlp_activation_bytes(GATED, t, 16) - mlp_activation_bytes(UNGATED, t, 16) == 2 * (h + 1) / t
+    assert (expert_weight_gradient_bytes(GATED, t, True, 16) - expert_weight_gradient_bytes(UNGATED, t, True, 16)
+            == 2 / t)

@@ -40,7 +40,8 @@ A shared expert (``--moe-shared-expert-intermediate-size f_s --moe-shared-expert
 (its linear_fc1 h → 2f_s/TP on the T all-gathered tokens, SwiGLU, linear_fc2 f_s/TP → h, reduce-scattered: the
 layer keeps the dense MLP's TP collectives for it), run on every token after the routed experts
 (``MoELayer.forward`` adds it, no ``--moe-shared-expert-overlap``); its gate is an h → 1 GEMM on the rank's local
-tokens (``gate_weight`` (1, h), replicated), a sigmoid, and the output times it.
+tokens (``gate_weight`` (1, h), replicated), a sigmoid, and the output times it; DeepSeek's shared experts
+(``shared_expert_gate`` False) run without the gate.
 
 Memory-bound ops, elements each way (forward; backward):
 
@@ -212,11 +213,12 @@ def moe_work(c: TransformerConfig, tokens: int, local: int, tp: int, ep: int, dt
     if experts > 1:
         mem("unsort_chunks", 2 * rows * h, 2 * rows * h)
     mem("unpermute", sent * h + sent + local * h, local * h + 2 * sent * h)
-    if c.shared_expert_ffn:  # SharedExpertMLP on every token: the dense MLP's GEMMs over TP, × sigmoid(x·gate)
+    if c.shared_expert_ffn:  # SharedExpertMLP on every token: the dense MLP's GEMMs over TP (Qwen2-MoE: × sigmoid(x·gate))
         fs = c.shared_expert_ffn // tp
         gemm("shared_expert.fc1", tokens, h, 2 * fs)
         mem("shared_expert.swiglu", 3 * tokens * fs, 5 * tokens * fs)
         gemm("shared_expert.fc2", tokens, fs, h)
+    if c.shared_expert_ffn and c.shared_expert_gate:  # DeepSeek's shared experts are added ungated
         gemm("shared_expert.gate", local, h, 1)
         mem("shared_expert.gate_mul", 5 * local * h + 3 * local, 4 * local * h + 5 * local)
     a2a = routed * h * 2  # each all-to-all's buffer, 2 bytes an element: (EP − 1)/EP reaches (leaves) the rank
@@ -295,8 +297,8 @@ def mlp_activation_bytes(c: TransformerConfig, tp: int, local: int, etp: int | N
     a mixture of experts' k routed rows as its experts take them (the fc1 input 2·h, its gate and up output
     2·2f/t, SwiGLU's product 2·f/t; at ETP ≠ TP a rank takes ETP/TP of them, each f/ETP wide), the k permuted
     rows of the T/t tokens it routes, which unpermute keeps (2·k·h/t), and the router's fp32 probabilities (4·E/t);
-    a shared expert's gate and up outputs and product (2·3·f_s/t, as a dense MLP's), its output and sigmoid's, which
-    the gate's multiply keeps (2·(h + 1)/t). Under a capacity or a load imbalance the rows are :func:`routed_rows`
+    a shared expert's gate and up outputs and product (2·3·f_s/t, as a dense MLP's) and, gated (Qwen2-MoE's, not
+    DeepSeek's), its output and sigmoid's, which the gate's multiply keeps (2·(h + 1)/t). Under a capacity or a load imbalance the rows are :func:`routed_rows`
     of the ``local`` tokens the rank routes (:func:`routing_tokens`; at EP ``ep``), not local·k: k becomes
     k·rows/(local·k) — the busiest rank's rows for its experts', the rank's own for the permuted rows."""
     if not c.moe:
@@ -304,7 +306,8 @@ def mlp_activation_bytes(c: TransformerConfig, tp: int, local: int, etp: int | N
     e_tp = tp if etp is None else etp
     k, f = c.experts_per_token, c.expert_ffn // e_tp
     taken, sent = k * _row_share(c, local, ep), k * _row_share(c, local, sent=True)
-    shared = 6 * (c.shared_expert_ffn // tp) + 2 * (c.hidden + 1) / tp if c.shared_expert_ffn else 0.0
+    gate = 2 * (c.hidden + 1) / tp if c.shared_expert_gate else 0.0
+    shared = 6 * (c.shared_expert_ffn // tp) + gate if c.shared_expert_ffn else 0.0
     return taken * (2 * c.hidden + 6 * f) * e_tp / tp + (2 * sent * c.hidden + 4 * c.experts) / tp + shared
 
 
@@ -317,14 +320,15 @@ def expert_weight_gradient_bytes(c: TransformerConfig, tp: int, sequence_paralle
     fc1's input (the permuted row, h) and output gradient (SwiGLU's input's, 2f/ETP), fc2's input (SwiGLU's output,
     f/ETP) and output gradient (h), on the k·ETP rows a token's share takes (/TP under SP; k at ETP = TP; under a
     capacity or a load imbalance k·rows/(local·k), :func:`routed_rows` of the ``local`` tokens routed, at EP ``ep``);
-    a shared expert's as a dense SwiGLU MLP's, and its gate's output gradient."""
+    a shared expert's as a dense SwiGLU MLP's, and its gate's output gradient where it has a gate."""
     e_tp = tp if etp is None else etp
     split = tp if sequence_parallel else 1
     router = 2 * (c.hidden + c.experts) / split
     rows = c.experts_per_token * _row_share(c, local, ep) * e_tp / split
     # a shared expert: its fc1's output gradient and fc2's input (2·3f_s/TP), fc2's output gradient (2h, whole as the
     # dense MLP's) and its gate's (2, on local tokens); fc1's and the gate's input is the router's, counted above
-    shared = 6 * (c.shared_expert_ffn // tp) + 2 * c.hidden + 2 / split if c.shared_expert_ffn else 0.0
+    gate = 2 / split if c.shared_expert_gate else 0.0
+    shared = 6 * (c.shared_expert_ffn // tp) + 2 * c.hidden + gate if c.shared_expert_ffn else 0.0
     return router + rows * 2 * (2 * c.hidden + 3 * (c.expert_ffn // e_tp)) + shared
 
 
