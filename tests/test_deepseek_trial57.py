@@ -77,3 +77,28 @@ def test_an_ungated_shared_expert_keeps_no_gate_activations():
     assert mlp_activation_bytes(GATED, t, 16) - mlp_activation_bytes(UNGATED, t, 16) == 2 * (h + 1) / t
     assert (expert_weight_gradient_bytes(GATED, t, True, 16) - expert_weight_gradient_bytes(UNGATED, t, True, 16)
             == 2 / t)
+
+
+@pytest.mark.parametrize("change", [{"first_k_dense_replace": 4}, {"first_k_dense_replace": 9},
+                                    {"n_routed_experts": None}])
+def test_a_deepseek_config_of_no_moe_layer_reads_as_a_dense_mla_model(tmp_path, change):
+    """HF's DeepseekV3Model builds every layer dense where first_k_dense_replace ≥ the layers or n_routed_experts is
+    null; its parameters by hand: embedding and head 2·V·h, the final norm h, and per layer MLA (q down h·dq, its norm
+    dq, q up dq·H·(n + r), kv down h·(dc + r), its norm dc, kv up dc·H·(n + v), output H·v·h), two norms 2h and a
+    SwiGLU MLP 3·h·f."""
+    import json
+
+    from archsim.workload.model_files import load_transformer
+
+    h, heads, dq, dc, n, r, v, f, vocab, layers = 64, 4, 32, 16, 8, 4, 8, 96, 256, 4
+    config = {"model_type": "deepseek_v3", "hidden_size": h, "num_attention_heads": heads, "num_key_value_heads": heads,
+              "num_hidden_layers": layers, "intermediate_size": f, "vocab_size": vocab, "max_position_embeddings": 64,
+              "q_lora_rank": dq, "kv_lora_rank": dc, "qk_nope_head_dim": n, "qk_rope_head_dim": r, "v_head_dim": v,
+              "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "n_shared_experts": 1,
+              "first_k_dense_replace": 1, "moe_layer_freq": 1, "hidden_act": "silu", "tie_word_embeddings": False}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, **change}))
+    c = load_transformer(path)
+    mla = h * dq + dq + dq * heads * (n + r) + h * (dc + r) + dc + dc * heads * (n + v) + heads * v * h
+    assert c.parameter_count == 2 * vocab * h + h + layers * (mla + 2 * h + 3 * h * f)
+    assert not c.moe and c.mla

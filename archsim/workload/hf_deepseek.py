@@ -51,17 +51,22 @@ def deepseek_from_hf(config: dict, name: str) -> TransformerConfig:
     if score not in ("softmax", "sigmoid"):
         raise InputError(f"scoring_func {shown(score)} is not modelled: archsim prices softmax and sigmoid routers",
                          field="scoring_func")
+    dense = tuple(i for i in range(layers) if i < first or i % freq)
+    # no MoE layer where every layer is dense (first_k_dense_replace ≥ layers) or n_routed_experts is null: a dense
+    # MLA model, as HF builds it
+    routed = len(dense) < layers and config.get("n_routed_experts") is not None
+    experts: dict = {} if not routed else {
+        "experts": get_key(config, "n_routed_experts"), "experts_per_token": get_key(config, "num_experts_per_tok"),
+        "expert_ffn": expert_ffn, "shared_expert_ffn": _count(config, "n_shared_experts", 0) * expert_ffn,
+        "shared_expert_gate": False, "dense_layers": dense, "router_score": score,
+        "routed_scaling_factor": field_number(config, "routed_scaling_factor", 1.0)}
     return TransformerConfig(
         name, "llama", layers, get_key(config, "hidden_size"), heads, get_key(config, "vocab_size"),
         get_key(config, "max_position_embeddings"), get_key(config, "intermediate_size"),
         get_key(config, "num_key_value_heads", heads), get_key(config, "tie_word_embeddings", False),
-        experts=get_key(config, "n_routed_experts"), experts_per_token=get_key(config, "num_experts_per_tok"),
-        expert_ffn=expert_ffn, shared_expert_ffn=_count(config, "n_shared_experts", 0) * expert_ffn,
-        shared_expert_gate=False, dense_layers=tuple(i for i in range(layers) if i < first or i % freq),
-        q_lora_rank=_count(config, "q_lora_rank", 0), kv_lora_rank=get_key(config, "kv_lora_rank"),
+        **experts, q_lora_rank=_count(config, "q_lora_rank", 0), kv_lora_rank=get_key(config, "kv_lora_rank"),
         qk_nope_head_dim=get_key(config, "qk_nope_head_dim"), qk_rope_head_dim=get_key(config, "qk_rope_head_dim"),
-        v_head_dim=get_key(config, "v_head_dim"), router_score=score,
-        routed_scaling_factor=field_number(config, "routed_scaling_factor", 1.0),
+        v_head_dim=get_key(config, "v_head_dim"),
         activation=field_activation(config, "hidden_act", "silu", gated=True),
         attention_dropout=field_number(config, "attention_dropout", 0.0))
 
