@@ -23,6 +23,7 @@ from archsim.api_inputs import (
     array_config,
     build_array,
     cfg_as_config,
+    check_config,
     load_network,
     unread_keys_notes,
     warn_file_batch,
@@ -122,14 +123,21 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     import warnings
 
     from archsim.array.options import check_bandwidth_engine, sram_unused_warning
+    from archsim.energy_run import is_device_toml
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.spp.profiles import profile_from_network
 
     check_choice(engine, ENGINES, "engine")
     batch = positive_int(batch, "batch")  # "32" as --batch reads it; 2.5 or True refused as cost refuses them
-    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                          bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+    check_config(config)
+    toml_notes: list[str] = []  # a device TOML's, read as cost reads it (array_and_notes: its notes its own)
+    if is_device_toml(config):
+        chosen, toml_notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
+    else:
+        chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
+                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     unused = sram_unused_warning(sram_kb, engine, "a profile's analytic layer cycles")
     if unused:
@@ -137,7 +145,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     warn_file_batch(layers, batch)
-    for note in unread_keys_notes(cfg_as_config(array, config)[1]):  # as archsim pipeline says it of its --config
+    for note in toml_notes or unread_keys_notes(cfg_as_config(array, config)[1]):  # as archsim pipeline says them
         warnings.warn(note, UserWarning, stacklevel=3)
     if clock_ghz is not None:
         check_choice(engine, ("analytic",), "engine")  # archsim plan prices the analytic cycles

@@ -102,16 +102,17 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
     from archsim.partition.profile import LayerProfile
 
     settings = _on_profile(given) if isinstance(network, LayerProfile) else _checked(given)
+    from archsim.energy_run import device_toml_array, is_device_toml
     from archsim.planners import idle_line
     from archsim.policies.schedule_run import run_schedule
 
-    done = run_schedule(**settings, speak=_warn)
-    if settings.get("config"):  # read only with the array's costs (else refused); policies/ never reads device keys
+    done = run_schedule(**settings, speak=_warn, read_device=device_toml_array)  # a device TOML read as cost's
+    if settings.get("config") and not is_device_toml(settings["config"]):  # the reader said a TOML's notes
         from archsim.devices.device_file import config_unread_keys_note
 
         _warn("note", config_unread_keys_note(settings["config"]))
     if done.used is not None:
-        _warn("note", idle_line(f"{policy}'s allocation", done.used, settings["processors"]))
+        _warn("note", idle_line(f"{policy}'s allocation", done.used, done.row["processors"]))
     timeline = None if done.timeline is None else replace(done.timeline, unit=done.unit)  # for to_frame's attrs
     return ScheduleResult(done.row, done.meta, timeline, done.order)
 

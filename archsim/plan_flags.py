@@ -47,7 +47,15 @@ def micro_batch(args: Any) -> int:
 def check_flags(args: Any) -> None:
     """Before any work: a baseline gives its makespan only, so refuse the timeline files it cannot write (and
     ``baselines`` none beside it, which runs no baseline); a PipeDream graph.txt's layers are priced already, so
-    refuse the settings that price or pick layers (then put in ``mode``'s default)."""
+    refuse the settings that price or pick layers (then put in ``mode``'s default). A device TOML as ``config`` is
+    refused: plan prices one array per GPU of the cluster, and a device TOML is a whole chip, which the cluster file
+    names as its servers' ``device`` (then plan prices the layers on all its arrays, as train does)."""
+    config = getattr(args, "config", None)
+    if config is not None and Path(config).suffix.lower() == ".toml":
+        raise InputError(f"{setting('config')} prices one array per GPU (a SCALE-Sim .cfg); {config} is a TOML: a "
+                         "device TOML is a whole chip, so name it as the servers' device in the cluster file "
+                         "(device = \"FILE.toml\"), where plan prices the layers on all its arrays as train does",
+                         field="config")
     if args.baselines == NO_BASELINES and args.method in BASELINE_METHODS:
         raise InputError(f"{setting('baselines', 'none')} runs no baseline, and {setting('method', args.method)} is "
                          f"one: drop {setting('baselines', 'none')} (or give {setting('baselines', 'paper')} for the "

@@ -104,7 +104,7 @@ def test_valid_arrays_read_as_before(capsys):
 def test_the_sram_split_a_device_toml_suggests_states_its_rule(tmp_path, capsys):
     """1024 KiB was suggested as --sram-kb 341,341,341 (1023 KiB) with no word of the KiB left out; the split is
     train's energy model's (equal whole-KiB buffers), so the refusal now says so and what it leaves unused."""
-    assert main(["pipeline", "layerpipe_sample", "--processors", "2", "--config", str(_chip(tmp_path, 1024))]) == 2
+    assert main(["bppsa", "rnn", "--config", str(_chip(tmp_path, 1024))]) == 2  # bppsa still refuses a device TOML
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     flags = err.split("its array as flags: ")[1].split()

@@ -23,11 +23,12 @@ def _flags(capsys, argv: list[str]) -> list[str]:
     return err.split("its array as flags: ")[1].split()
 
 
-def test_a_device_tomls_flags_for_pipeline_name_trains_dtype(capsys):
+def test_a_device_tomls_flags_for_bppsa_name_trains_dtype(capsys):
     """The refusal named --array/--dataflow/--clock-ghz/--sram-kb but no --dtype, so the pasted flags priced
     int8 words where train charges fp16; now its flags carry --dtype fp16 and cost at them is fp16's (cost, energy
-    and gemm read the TOML itself: tests/test_energy_device_toml.py)."""
-    flags = _flags(capsys, ["pipeline", "layerpipe_sample", "--processors", "2", "--config", str(DEVICE_TOML)])
+    and gemm read the TOML itself: tests/test_energy_device_toml.py; pipeline and schedule too, so bppsa's refusal
+    is the one left)."""
+    flags = _flags(capsys, ["bppsa", "rnn", "--config", str(DEVICE_TOML)])
     assert flags[-2:] == ["--dtype", "fp16"]
     assert main(["cost", "layerpipe_sample", *flags, "--format", "json"]) == 0
     meta = json.loads(capsys.readouterr().out)["meta"]

@@ -85,3 +85,71 @@ def test_sparse_refuses_a_device_toml_saying_why_in_one_line(tmp_path, capsys):
     assert main(["sparse", "docs/examples/pruned_convs.csv", "--config", str(chip)]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "[sparsity]" in err and "--array" not in err
+
+
+# pipeline and schedule partition a network over processors that are arrays: the file's 4 cores × 2 arrays = 8
+ARRAYS = ["--processors", "8"]
+
+
+def test_pipeline_on_a_device_toml_is_its_arrays_by_hand(tmp_path, capsys):
+    """``pipeline --config chip.toml`` was refused ("a device TOML is for train, search, cost, energy and gemm"); it
+    now costs each layer on the file's array (64 × 64 ws at 1.2 GHz, three 1024 KiB SRAMs) and, with no
+    --processors, partitions over the file's 8 arrays: the plan the flags by hand give on 8 processors."""
+    chip = tmp_path / "chip.toml"
+    chip.write_text(CHIP, encoding="utf-8")
+    run = ["pipeline", "resnet50", "--dtype", "fp16", "--microbatches", "4", "--format", "json"]
+    by_hand, _ = _json(capsys, [*run, *BY_HAND, *ARRAYS])
+    read, err = _json(capsys, [*run, "--config", str(chip)])
+    assert read == by_hand
+    assert read["meta"]["processors"] == 8 and read["meta"]["clock_ghz"] == 1.2
+    assert f"{chip} is a device of 8 arrays" in err
+    fewer, _ = _json(capsys, [*run, "--config", str(chip), "--processors", "3"])  # a given count wins
+    assert fewer == _json(capsys, [*run, *BY_HAND, "--processors", "3"])[0]
+
+
+def test_schedule_on_a_device_toml_is_its_arrays_by_hand(tmp_path, capsys):
+    """``schedule --config chip.toml`` (the cycle engine, so the SRAMs count) is the flags by hand on 8 devices."""
+    chip = tmp_path / "chip.toml"
+    chip.write_text(CHIP, encoding="utf-8")
+    run = ["schedule", "layerpipe_sample", "--policy", "gpipe", "--microbatches", "4", "--engine", "cycle",
+           "--format", "json"]
+    by_hand, _ = _json(capsys, [*run, *BY_HAND, *ARRAYS])
+    read, err = _json(capsys, [*run, "--config", str(chip)])
+    assert read == by_hand and read["rows"][0]["processors"] == 8
+    assert "device of 8 arrays" in err and "add --dtype fp16" in err
+
+
+def test_the_library_pipelines_and_schedules_on_a_device_toml_as_by_hand(tmp_path):
+    import archsim
+
+    chip = tmp_path / "chip.toml"
+    chip.write_text(CHIP, encoding="utf-8")
+    hand = {"array": "64x64", "dataflow": "ws", "clock_ghz": 1.2, "sram_kb": "1024,1024,1024", "dtype": "fp16"}
+    with pytest.warns(UserWarning, match="device of 8 arrays"):
+        profile = archsim.profile("layerpipe_sample", config=chip, dtype="fp16", engine="cycle")
+    by_hand = archsim.profile("layerpipe_sample", **{**hand, "clock_ghz": None}, engine="cycle")
+    assert profile.total.tolist() == by_hand.total.tolist()
+    assert archsim.pipeline(profile, processors=8).max_stage_cost == archsim.pipeline(by_hand, processors=8).max_stage_cost
+    with pytest.warns(UserWarning, match="device of 8 arrays"):
+        read = archsim.schedule("layerpipe_sample", policy="gpipe", microbatches=4, config=chip, dtype="fp16",
+                                engine="cycle")
+    assert read.to_dict() == archsim.schedule("layerpipe_sample", policy="gpipe", microbatches=4, processors=8,
+                                              engine="cycle", **hand).to_dict()
+
+
+def test_plan_refuses_a_device_toml_in_one_line_naming_the_cluster_files_device(tmp_path, capsys):
+    """plan prices one array per GPU of its cluster; a device TOML is a whole chip, which the cluster file names as
+    its servers' device (then plan prices the layers on all its arrays): refused, saying so, not as a .cfg."""
+    chip = tmp_path / "chip.toml"
+    chip.write_text(CHIP, encoding="utf-8")
+    assert main(["plan", "layerpipe_sample", "--cluster", "configs/clusters/testbed_1080ti.toml", "--microbatches",
+                 "4", "--config", str(chip)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "servers' device in the cluster file" in err
+
+
+def test_pipeline_without_processors_needs_a_device_file(capsys):
+    """A plain SCALE-Sim .cfg states no array count: --processors stays required, in one line."""
+    assert main(["pipeline", "layerpipe_sample", "--config", "configs/arrays/scalesim_32x32_ws.cfg"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--processors is required" in err

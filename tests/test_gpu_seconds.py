@@ -216,7 +216,7 @@ def test_validate_gpus_modeled_cycles_are_the_arrays_devices_seconds(v100_gemms)
         layer = network.layer(row.layer)
         ops.append(TrainingOp(row.layer, "F", (Gemm(int(row.batch), layer.input_elements, layer.output_elements),)))
     seconds = op_seconds(ops, device, ideal, "fp16")
-    assert len(ops) > 50 and (forward.split_k > 1).sum() > 5
+    assert len(ops) > 50 and (forward.split > 1).sum() > 5
     np.testing.assert_allclose(seconds * device.clock_hz, forward.modeled_cycles.to_numpy(), rtol=1e-12)
 
 

@@ -129,10 +129,10 @@ def test_an_unknown_cfg_section_is_still_refused(tmp_path):
 def test_a_device_toml_given_as_cfg_names_its_array_flags(capsys):
     """configs/devices/tpu_v4_like.toml (128 × 128 ws MXUs at 1050 MHz, its [compute] table) is for train
     and search; --config read it as an INI and said "unknown section [compute]; expected ... device,
-    links, memory", as if one table were amiss. The refusal names the flags that cost its array (pipeline's:
-    gemm, cost and energy read the TOML as train does)."""
+    links, memory", as if one table were amiss. The refusal names the flags that cost its array (bppsa's:
+    gemm, cost, energy, pipeline and schedule read the TOML as train does)."""
     toml = Path(__file__).parents[1] / "configs" / "devices" / "tpu_v4_like.toml"
-    assert main(["pipeline", "layerpipe_sample", "--processors", "2", "--config", str(toml)]) == 2
+    assert main(["bppsa", "rnn", "--config", str(toml)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown section" not in err
     assert "--array 128x128 --dataflow ws --clock-ghz 1.05" in err

@@ -81,7 +81,7 @@ def test_a_toml_sram_list_other_than_three_positive_integers_is_refused(tmp_path
 
 
 def test_cost_config_on_a_three_sram_toml_names_the_three_sizes(tmp_path, capsys):
-    """``pipeline --config chip.toml`` refuses the TOML and names its array as flags: a TOML stating three SRAMs
+    """``bppsa rnn --config chip.toml`` refuses the TOML and names its array as flags: a TOML stating three SRAMs
     names them as stated (it crashed on the three-value form, a list where one figure was read); ``cost`` reads the
     TOML (train's reader) and costs the three sizes as stated."""
     import json
@@ -91,7 +91,7 @@ def test_cost_config_on_a_three_sram_toml_names_the_three_sizes(tmp_path, capsys
     layer = tmp_path / "gemm.csv"
     layer.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, "
                      "Strides, Padding, Type,\nfc1, 1, 1, 1, 1, 2048, 8192, 1, 0, fc,\n")
-    assert main(["pipeline", str(layer), "--processors", "1", "--config", str(path)]) == 2
+    assert main(["bppsa", "rnn", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--sram-kb 512,512,256" in err
     assert main(["cost", str(layer), "--config", str(path), "--engine", "cycle", "--format", "json"]) == 0

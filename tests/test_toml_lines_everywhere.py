@@ -33,18 +33,20 @@ def _line(text: str, start: str) -> int:
     ("sram_kib_per_array = 4096", "sram_kib_per_array = -1", "memory.sram_kib_per_array", "non-negative"),
 ])
 def test_a_device_tomls_bad_value_given_as_config_names_its_line(tmp_path, capsys, old, new, field, says):
-    """pipeline refuses a device TOML and names its array as flags; cost, energy and gemm read it with train's
-    reader (:func:`archsim.energy_run.device_toml_array`): a bad value is that reader's error, at its line."""
+    """bppsa refuses a device TOML and names its array as flags; cost, energy, gemm, pipeline and schedule read it with
+    train's reader (:func:`archsim.energy_run.device_toml_array`): a bad value is that reader's error, at its line."""
     text = TPU.replace(old, new)
     chip = tmp_path / "chip.toml"
     chip.write_text(text, encoding="utf-8")
-    assert main(["pipeline", "resnet50", "--processors", "2", "--config", str(chip)]) == 2
+    assert main(["bppsa", "rnn", "--config", str(chip)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"archsim pipeline: error: {chip}, line {_line(text, new)}, field '{field}': a TOML file: "
-                          "--config reads a SCALE-Sim .cfg (a device TOML is for train, search, cost, energy and "
-                          "gemm); its array as flags cannot be read: "), err
+    assert err.startswith(f"archsim bppsa rnn: error: {chip}, line {_line(text, new)}, field '{field}': a TOML file: "
+                          "--config reads a SCALE-Sim .cfg (a device TOML is for train, search, cost, energy, "
+                          "gemm, pipeline and schedule); its array as flags cannot be read: "), err
     assert says in err and "--array" not in err and len(err.splitlines()) == 1
-    for command in (["cost", "resnet50"], ["energy", "resnet50"], ["gemm", "--m", "8", "--k", "8", "--n", "8"]):
+    for command in (["cost", "resnet50"], ["energy", "resnet50"], ["gemm", "--m", "8", "--k", "8", "--n", "8"],
+                    ["pipeline", "resnet50", "--processors", "2"],
+                    ["schedule", "resnet50", "--policy", "gpipe", "--processors", "2"]):
         assert main([*command, "--config", str(chip)]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"archsim {command[0]}: error: {chip}, line {_line(text, new)}, field '{field}': "), err
@@ -54,8 +56,8 @@ def test_a_device_tomls_bad_value_given_as_config_names_its_line(tmp_path, capsy
 def test_a_good_device_toml_still_gets_its_flags(tmp_path, capsys):
     """The shipped TPU-like file: its [compute] and [memory] by hand — 128 × 128 ws arrays at 1050 MHz = 1.05 GHz,
     4096 KiB of SRAM per array in three whole-KiB operand buffers of ⌊4096 / 3⌋ = 1365, at train's fp16 (pipeline
-    has --dtype). Passes before and after: the reading changed, not the flags."""
-    assert main(["pipeline", "resnet50", "--processors", "2", "--config", str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")]) == 2
+    has --dtype, as bppsa, which still refuses the file, has). Passes before and after: the reading changed, not the flags."""
+    assert main(["bppsa", "rnn", "--config", str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")]) == 2
     assert capsys.readouterr().err.rstrip().endswith(
         "its array as flags: --array 128x128 --dataflow ws --clock-ghz 1.05 --sram-kb 1365,1365,1365 --dtype fp16")
 

@@ -189,15 +189,15 @@ def test_search_help_says_how_an_array_device_is_priced_under_the_energy_objecti
 def test_energy_help_says_its_config_takes_a_device_toml(capsys, tmp_path):
     """Defect: `energy --help` named `--config FILE.cfg`, "SCALE-Sim .cfg file for the array", though energy prices a
     device TOML as train does (docs/formats.md, Device files): a designer with only a TOML read it as refused. The
-    help now names the TOML (cost's too, which reads it by the same reader); the other array commands, which refuse
-    one, keep FILE.cfg."""
-    for command in ("energy", "cost"):
+    help now names the TOML (cost's, pipeline's and schedule's too, which read it by the same reader); the other
+    array commands, which refuse one, keep FILE.cfg."""
+    for command in ("energy", "cost", "pipeline", "schedule"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert "--config FILE.cfg|FILE.toml SCALE-Sim .cfg file for the array or a device TOML" in text
     with pytest.raises(SystemExit):
-        main(["pipeline", "--help"])
+        main(["bppsa", "rnn", "--help"])
     assert "--config FILE.cfg SCALE-Sim .cfg file for the array (overrides" in " ".join(capsys.readouterr().out.split())
     (tmp_path / "myacc.toml").write_text(CHIP_TOML)
     assert main(["energy", "ffnn8", "--config", str(tmp_path / "myacc.toml"), "--dtype", "fp16", "--batch", "1"]) == 0

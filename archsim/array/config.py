@@ -176,7 +176,7 @@ def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
     commands' own default is SCALE-Sim's 1-byte word: without it they price another chip."""
     from archsim.console import route, setting
     word, sep = route("flags", "keywords"), route(" ", ", ")  # how the caller sets an array
-    refusal = f"a TOML file: {setting('config')} reads a SCALE-Sim .cfg (a device TOML is for train, search, cost, energy and gemm)"
+    refusal = f"a TOML file: {setting('config')} reads a SCALE-Sim .cfg (a device TOML is for train, search, cost, energy, gemm, pipeline and schedule)"
     try:
         values = toml_sections(text, file, ("compute", "memory")) or {}
     except InputError as exc:  # where, and why no flags stand for its array

@@ -25,6 +25,14 @@ def _device_file(config: str | Path) -> tuple[dict[str, dict[str, Any]], int] | 
     return None if checked is None else (checked[0], checked[1])
 
 
+def device_array_count(config: str | Path) -> int | None:
+    """The arrays a ``--config`` device file states (a TOML's ``[compute] arrays``, a ``.cfg``'s ``[device]``):
+    the processors ``pipeline`` and ``schedule`` partition a network over when no ``--processors`` is given, one
+    array each. None for a plain SCALE-Sim ``.cfg``, which states no count."""
+    checked = _device_file(config)
+    return None if checked is None else int(checked[1])
+
+
 def device_dtype_note(config: str | Path) -> str | None:
     """What an array command says of a ``--config`` device file when no ``--dtype`` (nor ``--element-bytes``)
     is given: it prices SCALE-Sim's 1-byte word, train the chip at :data:`~archsim.choices.devices.TRAIN_DTYPE`

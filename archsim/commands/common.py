@@ -228,8 +228,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
 
 def add_layer_cost_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
     """How pipeline and schedule cost a network's layers: the array, engine and clock flags, then
-    --batch (32) and --mode (exact), in that order (their --help lists them so)."""
-    add_array_arguments(parser)
+    --batch (32) and --mode (exact), in that order (their --help lists them so). Their ``--config`` takes a device
+    TOML too, read as ``cost`` reads it (:func:`config_array`)."""
+    add_array_arguments(parser, device_toml=True)
     add_engine_arguments(parser, bandwidth_flag=bandwidth_flag)
     add_clock_argument(parser)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
@@ -274,7 +275,7 @@ def costed_array(args: argparse.Namespace) -> ArrayConfig:
 
 
 def config_array(args: argparse.Namespace) -> ArrayConfig:
-    """The array ``cost``, ``energy`` and ``gemm``'s commands cost on: a ``.cfg``'s or the flags'
+    """The array ``cost``, ``energy``, ``gemm`` and ``pipeline``'s commands cost on: a ``.cfg``'s or the flags'
     (:func:`costed_array`), or a device TOML's one array kind read by the one reader they share
     (:func:`archsim.energy_run.device_toml_array`: its notes said after the run), sized and clocked by the same
     flags."""

@@ -18,7 +18,7 @@ from archsim.commands.common import (
     add_layer_cost_arguments,
     add_network_arguments,
     add_output_arguments,
-    costed_array,
+    config_array,
     emit,
     network_from_args,
     phases,
@@ -40,8 +40,9 @@ from archsim.value_parsers import float_flag, processors_flag
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
-    parser.add_argument("--processors", type=processors_flag, required=True,
-                        help="processors (arrays) the network is split over, one pipeline stage each")
+    parser.add_argument("--processors", type=processors_flag, default=None,
+                        help="processors (arrays) the network is split over, one pipeline stage each (required, "
+                             "unless --config is a device file: then its arrays, one processor each)")
     parser.add_argument("--method", default="layerpipe", choices=PARTITIONERS,
                         help="partitioner: layerpipe (LayerPipe's Algorithm 1: balanced stages, δs borrowed and split), "
                              "pipedream (PipeDream's optimizer: whole layers, best contiguous split), gpipe (equal "
@@ -80,7 +81,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_flags(args: argparse.Namespace) -> None:
-    """Flag combinations, checked before the network is read or searched."""
+    """Flag combinations, checked before the network is read or searched; --processors from a device file's
+    arrays where not given (:func:`archsim.array.device_notes.device_array_count`)."""
+    if args.processors is None:
+        from archsim.array.device_notes import device_array_count
+
+        args.processors = None if args.config is None else device_array_count(args.config)
+        if args.processors is None:
+            raise InputError("--processors is required (or a device file as --config: its arrays, one processor "
+                             "each)", field="processors")
     if (args.gantt or args.trace or args.schedule_csv) and not args.microbatches:
         raise InputError("--gantt, --chrome-trace and --schedule-csv need --microbatches", field="microbatches")
     if args.schedule is not None and not args.microbatches:
@@ -116,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)
-    array = costed_array(args)
+    array = config_array(args)
     warn_sram_unused(args, "pipeline's analytic layer cycles and stage costs")
     profile = build_profile(network, array, args.batch, args.mode, args.engine)
     plan = partition(profile, args.processors, args.method, **options)

@@ -81,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.console import note, say
+    from archsim.energy_run import device_toml_array, is_device_toml
     from archsim.outputs import render
     from archsim.policies.schedule_run import TIMELINE_OUTPUTS, run_schedule
     from archsim.rows import Rows
@@ -88,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
     settings = {name: value for name, value in vars(args).items() if name in SETTINGS}
     drawn = tuple(flag for flag, value in zip(TIMELINE_OUTPUTS, (args.gantt, args.trace, args.schedule_csv)) if value)
     done = run_schedule(**settings, reverse_k=args.k, drawn=drawn, phases=phases, speak=say,
+                        read_device=device_toml_array,  # a device TOML read as cost reads it, its notes said there
                         loader=lambda name, filled: network_from_args(argparse.Namespace(**{**vars(filled), "network": name})))
-    if args.config:  # read only with the array's costs (else refused); policies/ never reads a device's keys
+    if args.config and not is_device_toml(args.config):  # read only with the array's costs; policies/ reads no device
         note_unread_keys(args.config)
     if done.order is not None:  # per-stage: torch's CSV of the order run, then the timeline's drawings
         if args.schedule_csv:
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if done.used is not None:  # the paper's allocations can leave a device without layers: say so, as pipeline
         from archsim.planners import idle_line
 
-        idle = idle_line(f"{args.policy}'s allocation", done.used, args.processors)
+        idle = idle_line(f"{args.policy}'s allocation", done.used, done.row["processors"])  # a device file's too
         if idle:
             note(idle)
     return 0

@@ -42,6 +42,7 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
                  unsupported=None, input_shape=None, dim=None, max_ops=None, stages=None, stage_times=None,
                  comm=None, stage_memory=None, stage_profile=None, link_bandwidth=None, torch_schedule=None,
                  schedule_csv_in=None, max_orders=None, torch_steps=False, drawn: Sequence[str] = (),
+                 read_device: Callable[..., object] | None = None,
                  loader: Callable[[str, SimpleNamespace], Network] | None = None, speak: Callable[[str, str], None] | None = None,
                  phases: Callable[[str, Sequence[str]], AbstractContextManager] = quiet_phases) -> ScheduleRun:
     """One ``archsim schedule`` run: each keyword the value of its flag (``reverse_k`` ``--reverse-k``; None where not
@@ -49,7 +50,10 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
     ``drawn``: the timeline outputs the caller will write (``--gantt``, …; multistream has none); ``loader``: a
     NETWORK name or path and the run's settings (the keywords, defaults filled in) → its :class:`Network` (default :func:`archsim.workload.load_network` with the network
     keywords, its notes spoken); ``speak(kind, text)``: a note or warning (default: stderr); ``phases``: the
-    progress bar over costs, build, simulate and validate (default none). ``network`` may be a LayerProfile: its costs as is."""
+    progress bar over costs, build, simulate and validate (default none). ``network`` may be a LayerProfile: its costs as is.
+    ``read_device``: the reader of a device TOML given as ``config`` (``cost``'s,
+    :func:`archsim.energy_run.device_toml_array`; None: refused as a ``.cfg`` reader refuses it); with a device file as
+    ``config``, ``processors`` defaults to its arrays, one device each (multistream's one device aside)."""
     from archsim.console import say
     from archsim.partition.profile import LayerProfile
     from archsim.policies.schedule_flags import check_policy_flags
@@ -65,7 +69,7 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
         input_shape=input_shape, dim=dim, max_ops=DEFAULT_MAX_OPS if max_ops is None else max_ops, stages=stages,
         stage_times=stage_times, comm=comm, stage_memory=stage_memory, stage_profile=stage_profile,
         link_bandwidth=link_bandwidth, torch_schedule=torch_schedule, schedule_csv_in=schedule_csv_in,
-        max_orders=max_orders, torch_steps=torch_steps)
+        max_orders=max_orders, torch_steps=torch_steps, read_device=read_device)
     speak = speak or say
     check_policy_flags(args, stage_mode(args))  # before anything is read or written
     if stage_mode(args):
@@ -116,6 +120,10 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                          f"next forward), which splits its batch into no micro-batches: {setting('microbatches', 1)} "
                          f"(or none), got {args.microbatches}", field=field_name("microbatches"))
     one_device = args.policy == "multistream"
+    if args.processors is None and args.config is not None and not one_device and not args.unit_costs:
+        from archsim.array.device_notes import device_array_count
+
+        args.processors = device_array_count(args.config)  # a device file's arrays, one device each
     for name, value in (("network", args.network), ("policy", args.policy), ("processors", args.processors)):
         if value is None and not (one_device and name == "processors"):
             named = route("NETWORK", "network") if name == "network" else setting(name)

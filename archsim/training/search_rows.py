@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from archsim.training.parallel import interleave_flag
 from archsim.training.search_space import Candidate
 from archsim.workload.transformer import TransformerConfig
@@ -29,16 +31,18 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     model priced); with its
     precision flag, ``--fp16`` or ``--bf16`` (given neither, Megatron-LM trains in fp32: the run priced only
     under ``dtype`` fp32); empty for a schedule Megatron-LM does not run (it has 1F1B and interleaved
-    1F1B) and for an uneven split it cannot express (any uneven one with interleaving): Megatron takes
-    the first and the last stage's layer counts (``--decoder-first-pipeline-num-layers``,
-    ``--decoder-last-pipeline-num-layers``) and splits the rest evenly. With ``k.distributed_optimizer``
+    1F1B). An uneven split is the first and the last stage's layer counts
+    (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``; Megatron splits the rest
+    evenly) where those state it (one chunk per rank, the middle stages equal), else the whole split as
+    ``--pipeline-model-parallel-layout`` (:func:`megatron_layout`). With ``k.distributed_optimizer``
     ``--use-distributed-optimizer``; with ``k.fp8`` ``--fp8-format`` (and ``--fp8-param-gather``); with ``k.fsdp`` the layout's flags only, no
     command that runs it: FSDP is PyTorch's (its row's ``fsdp`` is true)."""
-    split = k.stage_layers
+    split = k.stage_layers or ()
     model = megatron_model_args(c)
-    if k.schedule not in ("1f1b", "interleaved-1f1b") or (split and len(set(split[1:-1])) > 1) \
-            or (split and k.interleave > 1 and len(set(split)) > 1) or not model:
+    if k.schedule not in ("1f1b", "interleaved-1f1b") or not model:
         return ""
+    uneven = len(set(split)) > 1
+    first_last = uneven and k.interleave == 1 and len(set(split[1:-1])) <= 1  # Megatron's even middle
     args = [f"--tensor-model-parallel-size {k.tp}", f"--pipeline-model-parallel-size {k.pp}",
             f"--micro-batch-size {k.micro_batch}", f"--global-batch-size {global_batch}"]
     if dtype in ("fp16", "bf16"):
@@ -68,11 +72,24 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
         args.append("--use-distributed-optimizer")
     if k.grad_accumulation == "unfused":
         args.append("--no-gradient-accumulation-fusion")
-    if k.interleave > 1:
+    if k.interleave > 1 and not uneven:  # the layout states the chunks itself (Megatron takes one of the two)
         args.append(f"--num-layers-per-virtual-pipeline-stage {c.layers // (k.pp * k.interleave)}")
-    if split and len(set(split)) > 1:
+    if first_last:
         args.append(f"--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]}")
+    elif uneven:
+        args.append(f"--pipeline-model-parallel-layout {shlex.quote(megatron_layout(split))}")
     return " ".join([*args, model])
+
+
+def megatron_layout(split: tuple[int, ...]) -> str:
+    """Megatron-LM's ``--pipeline-model-parallel-layout`` for ``split``, the transformer layers of each pipeline
+    (virtual) stage in pipeline order (chunk c of rank r is stage c·PP + r: Megatron's order too). The grammar, as
+    ``PipelineParallelLayerLayout.parse_str_to_list`` reads it (``megatron/core/transformer/
+    pipeline_parallel_layer_layout.py``, commit d98e8a6): stages split by ``|``, ``t`` a decoder layer, ``E`` the
+    embedding (first of the first stage), ``L`` the loss (last of the last stage), ``x*n`` n of x; the stage count
+    over ``--pipeline-model-parallel-size`` is the chunks per rank. ``(4, 2, 3)`` → ``Et*4|t*2|t*3L``."""
+    stages = [f"t*{layers}" for layers in split]
+    return "|".join(["E" + stages[0], *stages[1:-1], stages[-1] + "L"] if len(stages) > 1 else ["E" + stages[0] + "L"])
 
 
 def megatron_model_args(c: TransformerConfig) -> str:
@@ -198,4 +215,4 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-__all__ = ["megatron_args", "megatron_model_args", "moe_layer_pattern", "pareto_front", "train_command"]
+__all__ = ["megatron_args", "megatron_layout", "megatron_model_args", "moe_layer_pattern", "pareto_front", "train_command"]

@@ -207,7 +207,9 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
     frame["tensor_core_shape"] = [tensor_core_shape(layers[(r.network, r.layer)]) for r in frame.itertuples(index=False)]
     frame["macs"] = np.asarray(out_macs, dtype=np.int64)
     frame["modeled_cycles"] = np.asarray(out_cycles, dtype=np.int64)
-    frame["split_k"] = np.asarray(out_split, dtype=np.int64)
+    # the ways s its GEMM was cut over the arrays (1: none): the reduction under os (split-K), the streamed
+    # dimension under ws (M) and is (N) (devices/array_waves.SPLIT_AXIS); a D ∥ G row the larger of the two
+    frame["split"] = np.asarray(out_split, dtype=np.int64)
     frame["modeled_ms"] = frame["modeled_cycles"] / arrays.spec.clock_hz * 1e3
     frame["memory_ms"] = np.asarray(out_bytes, dtype=np.float64) / arrays.spec.memory_bytes_per_s * 1e3
     frame["roofline_ms"] = np.maximum(frame["modeled_ms"], frame["memory_ms"])
