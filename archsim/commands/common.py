@@ -7,10 +7,9 @@ import sys
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from archsim.choices.devices import ARRAY_DTYPES, SCALESIM_DTYPE
-from archsim.choices.networks import SHAPE_CHECKS, UNSUPPORTED
 from archsim.choices.outputs import FORMATS
 from archsim.choices.training import HF_MODEL_TYPES
 from archsim.console import note, say_after_run, warn
@@ -19,8 +18,8 @@ from archsim.modes import MODES
 from archsim.output_files import note_written, write_output
 from archsim.output_targets import output_flag
 from archsim.progress import progress
-from archsim.validate import DEFAULT_MAX_OPS, shown
-from archsim.value_parsers import comma_items, parse_int, positive_float_flag, positive_int_flag
+from archsim.validate import DEFAULT_MAX_OPS
+from archsim.value_parsers import positive_float_flag, positive_int_flag
 
 if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.array.config import ArrayConfig
@@ -293,82 +292,6 @@ def config_array(args: argparse.Namespace) -> ArrayConfig:
         if unread:
             say_after_run("note", unread)
     return with_clock(with_memory_args(array, args), args)
-
-
-def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:
-    parser.add_argument("network", metavar="NETWORK", nargs="?" if optional else None, default=None,
-                        help="topology CSV, ONNX file, transformer config (.json/.toml), PyTorch model "
-                             "(FILE.py:ClassName with --input-shape) or shipped network name")
-    parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
-                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm, deconv)")
-    parser.add_argument("--shapes", default="auto", choices=SHAPE_CHECKS,
-                        help="check each layer's input against its producers' outputs: auto (files that declare "
-                             "Inputs; default), check (also a raw SCALE-Sim chain), off")
-    add_onnx_arguments(parser)
-
-
-def add_onnx_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--unsupported", default="error", choices=UNSUPPORTED,
-                        help="an ONNX op archsim does not model: error (default), or skip it and list it")
-    parser.add_argument("--input-shape", default=None, metavar="1,3,224,224",
-                        help="a PyTorch model's (FILE.py:ClassName) example input, batch first; several inputs "
-                             "separated by ';'; ':int64' after a shape for token ids (1,128:int64)")
-    parser.add_argument("--dim", action="append", type=_dim, default=[], metavar="NAME=VALUE",
-                        help="value of a symbolic ONNX input dimension, or a transformer config's sequence length "
-                             "(e.g. --dim seq=128); the batch dimension needs none: layers are per sample")
-
-
-def _dim(text: str) -> tuple[str, int]:
-    name, _, value = text.partition("=")
-    try:
-        if not name.strip() or not name.strip().isprintable() or not value.strip().isdigit():
-            raise ValueError
-        return name.strip(), parse_int(value, what="a positive integer")
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAME=POSITIVE_INTEGER, got {shown(text)}") from None
-
-
-def onnx_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``load_network``'s keywords from --unsupported, --dim and --shapes."""
-    from archsim.workload.shipped import dims_of
-
-    return {"unsupported": getattr(args, "unsupported", "error"), "dims": dims_of(getattr(args, "dim", [])),
-            "shapes": getattr(args, "shapes", "auto"), "input_shape": getattr(args, "input_shape", None)}
-
-
-def network_from_args(args: argparse.Namespace, geometry: str = "archsim", *, batch_note: bool = True):
-    """The NETWORK argument, restricted to ``--only`` kinds; ``batch_note`` False: a batch its file fixes is noted
-    by the caller, which knows the batch costed (``plan``'s mini-batch, without ``--batch`` too)."""
-    from archsim.workload import load_network
-
-    try:
-        network = load_network(args.network, geometry=geometry, **onnx_options(args))
-    except InputError:
-        if _kernel_csv(args.network):
-            raise InputError("a NeuSight kernel CSV (OPName, Latency, …), not a network: `archsim validate-gpu "
-                             "--csv FILE` times its kernels", file=str(args.network)) from None
-        raise
-    from archsim.workload.shipped import file_batch_note
-
-    batch = getattr(args, "batch", None) if batch_note else None
-    for line in (*network.notes, file_batch_note(network, batch if isinstance(batch, int) else None)):
-        if line:
-            note(line)
-    if args.only:
-        network = network.only(*comma_items(args.only, "only"))
-    return network
-
-
-def _kernel_csv(path: str) -> bool:
-    """Whether a NETWORK that failed to load is a NeuSight kernel CSV (a common mix-up, named in the error)."""
-    if not str(path).lower().endswith(".csv"):
-        return False
-    from archsim.validation.neusight import is_neusight_file
-
-    try:
-        return is_neusight_file(path)
-    except InputError:
-        return False
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:

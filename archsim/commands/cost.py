@@ -12,14 +12,13 @@ from archsim.commands.common import (
     add_array_arguments,
     add_clock_argument,
     add_engine_arguments,
-    add_network_arguments,
     add_output_arguments,
     config_array,
     emit,
-    network_from_args,
     positive_int,
 )
 from archsim.commands.energy import add_energy_table_argument
+from archsim.commands.network_args import add_network_arguments, network_from_args
 from archsim.modes import MODES
 
 

@@ -11,13 +11,12 @@ from archsim.commands.common import (
     add_array_arguments,
     add_clock_argument,
     add_engine_arguments,
-    add_network_arguments,
     add_output_arguments,
     config_array,
     emit,
-    network_from_args,
     positive_int,
 )
+from archsim.commands.network_args import add_network_arguments, network_from_args
 from archsim.console import say_after_run
 from archsim.modes import MODES
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from archsim.commands import Command
-from archsim.commands.common import add_onnx_arguments, onnx_options
+from archsim.commands.network_args import add_onnx_arguments, onnx_options
 from archsim.console import note
 from archsim.output_targets import output_flag
 from archsim.value_parsers import float_flag

@@ -16,16 +16,15 @@ from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
     add_layer_cost_arguments,
-    add_network_arguments,
     add_output_arguments,
     config_array,
     emit,
-    network_from_args,
     phases,
     positive_int,
     warn_sram_unused,
     width_meta,
 )
+from archsim.commands.network_args import add_network_arguments, network_from_args
 from archsim.commands.timeline_outputs import add_timeline_outputs, validated, write_timeline_outputs
 from archsim.console import note, say_after_run, warn
 from archsim.errors import InputError

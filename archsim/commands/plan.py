@@ -9,14 +9,13 @@ from archsim.commands.common import (
     MODE_HELP,
     add_array_arguments,
     add_job_limit_argument,
-    add_network_arguments,
     add_output_arguments,
     array_from_args,
     clock_ghz_flag,
     emit,
-    network_from_args,
     positive_int,
 )
+from archsim.commands.network_args import add_network_arguments, network_from_args
 from archsim.commands.timeline_outputs import add_timeline_outputs, write_timeline_outputs
 from archsim.modes import MODES
 from archsim.plan_flags import (  # the flags, once for this command and archsim.plan

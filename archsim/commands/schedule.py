@@ -9,14 +9,13 @@ from archsim.commands import Command
 from archsim.commands.common import (
     add_job_limit_argument,
     add_layer_cost_arguments,
-    add_network_arguments,
     add_output_arguments,
     emit,
-    network_from_args,
     note_unread_keys,
     phases,
     positive_int,
 )
+from archsim.commands.network_args import add_network_arguments, network_from_args
 from archsim.commands.stage_schedule import add_stage_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs, write_timeline_outputs
 from archsim.policies import multistream as ms  # light: its lowering loads when it makes ops

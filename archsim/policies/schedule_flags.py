@@ -98,7 +98,7 @@ RULES = (
     FlagRule("dram_bandwidth", "--dram-bandwidth", None, TIMED, costs=(MODEL,)),
     FlagRule("sram_kb", "--sram-kb", None, TIMED, costs=(MODEL,), engines=("cycle",)),
     FlagRule("clock_ghz", "--clock-ghz", None, TIMED, costs=(MODEL,)),
-    # loading a NETWORK (common.add_network_arguments): runs without one load none
+    # loading a NETWORK (network_args.add_network_arguments): runs without one load none
     FlagRule("only", "--only", None, ALL),
     FlagRule("shapes", "--shapes", "auto", ALL),
     FlagRule("unsupported", "--unsupported", "error", ALL),
