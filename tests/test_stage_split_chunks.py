@@ -7,6 +7,7 @@ and the even split given explicitly reproducing the default."""
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -246,8 +247,10 @@ def test_search_plans_chunk_splits_and_says_their_gain(batch, refine):
         machine = cluster.machine(par)
         assert len(split) == row["pp"] * par.chunks
         uneven += len(set(split)) > 1
-        if row["schedule"] == "interleaved-1f1b" and len(set(split)) > 1:  # Megatron-LM interleaves even splits only
-            assert row["megatron_args"] == ""
+        if row["schedule"] == "interleaved-1f1b" and len(set(split)) > 1:  # an uneven interleaved split: Megatron-LM
+            # states it only as --pipeline-model-parallel-layout, stages in chunk order, 't*n' n layers each
+            layout = row["megatron_args"].partition("--pipeline-model-parallel-layout '")[2].partition("'")[0]
+            assert tuple(int(n) for n in re.findall(r"t\*(\d+)", layout)) == split, row["megatron_args"]
         assert np.isfinite(row["uneven_gain"])  # PP × chunks divides the 8 layers: the even split runs too
         best = brute(c, par, [machine] * par.pp, [np.inf] * par.pp)[0]
         if busiest(c, par, split, [machine] * par.pp) != pytest.approx(best, rel=1e-12):  # the even split kept

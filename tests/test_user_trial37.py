@@ -178,21 +178,14 @@ DEVICE_TOML = chip_toml().replace("sram_kib_per_array = [512, 512, 256]", "sram_
     lanes="", energy="")
 
 
-def test_the_library_refuses_a_device_toml_as_config_naming_keywords_not_flags(tmp_path):
+def test_the_library_reads_a_device_toml_as_config_as_its_keywords(tmp_path):
     """Failed before: ``archsim.cost(..., config="chip.toml")`` answered with the command's flags (``--array 64x64
     --dataflow os --clock-ghz 1.2 --sram-kb 426,426,426 --dtype fp16``), which docs/api.md says the library names
-    as keywords; the jobs that still refuse a device TOML (``archsim.profile``) name
-    ``array='64x64', dataflow='os', clock_ghz=1.2, sram_kb='426,426,426', dtype='fp16'``, and ``archsim.cost``
-    reads the TOML as ``archsim energy`` does: the same table as those keywords, written by hand."""
+    as keywords. ``archsim.cost`` reads the TOML as ``archsim energy`` does: the same table as those keywords,
+    written by hand (``archsim.profile`` and ``archsim.schedule`` likewise: tests/test_device_toml_every_command.py)."""
     import archsim
-    from archsim.errors import InputError
 
     (tmp_path / "chip.toml").write_text(DEVICE_TOML, encoding="utf-8")
-    with pytest.raises(InputError) as refusal:
-        archsim.profile("layerpipe_sample", config=str(tmp_path / "chip.toml"), batch=2)
-    message = str(refusal.value)
-    expected = "array='64x64', dataflow='os', clock_ghz=1.2, sram_kb='426,426,426', dtype='fp16'"
-    assert expected in message and "--" not in message.partition("as keywords:")[2]
     by_hand = archsim.cost("layerpipe_sample", batch=2, array="64x64", dataflow="os", clock_ghz=1.2,
                            sram_kb="426,426,426", dtype="fp16")
     with pytest.warns(UserWarning, match="device of 8 arrays"):
