@@ -15,7 +15,7 @@ from archsim.training.layer_ops import block_work
 from archsim.training.parallel import Parallelism
 from archsim.training.stages import stage_times
 from archsim.training.throughput import model_flops
-from archsim.workload.layer_kinds import DENSE, LAYER, stage_kinds
+from archsim.workload.layer_kinds import DENSE, LAYER, held_kinds, stage_kinds
 from archsim.workload.model_files import load_transformer
 from archsim.workload.transformer import TransformerConfig
 
@@ -70,6 +70,10 @@ def test_mla_model_flops_by_hand():
 def test_a_pipeline_of_dense_and_moe_stages_is_the_sum_of_its_kinds_layers():
     c = _tiny(layers=4, dense=(0, 1, 2))
     assert stage_kinds(c, (2, 2)) == (((LAYER, 0), (DENSE, 2)), ((LAYER, 1), (DENSE, 1)))
+    # interleaved: virtual stages 0, 1, 2, 3 of one layer each on ranks 0, 1, 0, 1; layers 0-2 dense, 3 MoE
+    assert held_kinds(c, (1, 1, 1, 1), (0, 1, 0, 1), (0,)) == (0, 2)  # (MoE, dense): layers 0 and 2
+    assert held_kinds(c, (1, 1, 1, 1), (0, 1, 0, 1), (1,)) == (1, 1)  # layers 1 and 3
+    assert held_kinds(c, (1, 1, 1, 1), (0, 1, 0, 1)) == (1, 3)
     par = Parallelism(1, 2, 1, 4, 1, "none")
     machine = single_node("h100-80gb-sxm", 2).machine(par)
     pieces = model_pieces(c, par, machine)

@@ -34,7 +34,7 @@ from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.training.rates import watts
-from archsim.workload.layer_kinds import kind_configs, stage_kinds
+from archsim.workload.layer_kinds import held_kinds, kind_configs
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -192,11 +192,9 @@ def _rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[tuple[i
     """How many layers of each kind (:func:`~archsim.workload.layer_kinds.kind_configs`' order), embeddings and heads
     pipeline ``ranks`` (None: every rank) run per micro-batch (each rank its stages' layers,
     :func:`~archsim.training.parallel.layers_per_stage`; the embedding with stage 0, the head with the last)."""
-    counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
     rank_of = rank_of_stages(par)
-    mine = [kinds for kinds, rank in zip(stage_kinds(c, counts), rank_of, strict=True) if ranks is None or rank in ranks]
-    return (tuple(sum(kinds[k][1] for kinds in mine) for k in range(len(kind_configs(c)))),
-            int(ranks is None or rank_of[0] in ranks), int(ranks is None or rank_of[-1] in ranks))
+    layers = held_kinds(c, layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers), rank_of, ranks)
+    return layers, int(ranks is None or rank_of[0] in ranks), int(ranks is None or rank_of[-1] in ranks)
 
 
 def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,

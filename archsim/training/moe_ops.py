@@ -75,7 +75,7 @@ from archsim.lowering.gemm_arrays import check_ops_exact
 from archsim.training.op_work import Collective, Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.validate import check_exact
-from archsim.workload.layer_kinds import LAYER, stage_kinds
+from archsim.workload.layer_kinds import held_kinds
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -358,9 +358,8 @@ def rank_expert_parameters(c: TransformerConfig, par: Parallelism, rank: int) ->
     """Expert parameters pipeline rank ``rank`` holds: :func:`expert_parameters` times the layers of its stages."""
     if not c.moe:
         return 0
-    kinds = stage_kinds(c, layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers))  # its MoE layers alone
-    return expert_parameters(c, par) * sum(dict(k)[LAYER] for k, r in zip(kinds, rank_of_stages(par), strict=True)
-                                           if r == rank)
+    counts = layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers)
+    return expert_parameters(c, par) * held_kinds(c, counts, rank_of_stages(par), (rank,))[0]  # LAYER: its MoE ones
 
 
 def expert_shards(par: Parallelism) -> int:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from archsim.workload.transformer import TransformerConfig
 
@@ -71,9 +71,18 @@ def part_counts(c: TransformerConfig, counts: Sequence[int], stages: Sequence[in
     return [n for j in stages for _, n in kinds[j]]
 
 
+def held_kinds(c: TransformerConfig, counts: Sequence[int], owners: Sequence[int],
+               ranks: Collection[int] | None = None) -> tuple[int, ...]:
+    """The layers of each kind (:func:`kind_configs`' order) that ``ranks`` hold (None: every rank), virtual stage j
+    holding ``counts[j]`` layers on rank ``owners[j]``: the one sum a rank's per-kind figures (energy, expert
+    parameters) read."""
+    mine = [kinds for kinds, rank in zip(stage_kinds(c, counts), owners, strict=True) if ranks is None or rank in ranks]
+    return tuple(sum(kinds[k][1] for kinds in mine) for k in range(len(kind_configs(c))))
+
+
 def kind_counts(c: TransformerConfig) -> tuple[tuple[TransformerConfig, int], ...]:
     """The model's layers by kind: (the kind's config, its layers)."""
     return tuple((kind_configs(c)[kind], n) for kind, n in stage_kinds(c, (c.layers,))[0])
 
 
-__all__ = ["DENSE", "LAYER", "dense_config", "kind_configs", "kind_counts", "layer_kinds", "part_counts", "stage_kinds"]
+__all__ = ["DENSE", "LAYER", "dense_config", "held_kinds", "kind_configs", "kind_counts", "layer_kinds", "part_counts", "stage_kinds"]
