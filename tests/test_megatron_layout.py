@@ -88,7 +88,7 @@ def test_a_planned_search_states_every_uneven_split():
                            global_batch=64, balance="planned", schedule=["1f1b", "interleaved-1f1b"], progress=False)
     uneven = [row for row in found.rows if row["stage_layers"] and len(set(row["stage_layers"].split(","))) > 1]
     assert uneven and all(row["megatron_args"] for row in found.rows)
-    for row in uneven:
-        split = tuple(int(n) for n in row["stage_layers"].split(","))
-        if "--decoder-first-pipeline-num-layers" not in row["megatron_args"]:
-            _check(row["megatron_args"], row["pp"], split)
+    laid_out = [row for row in uneven if "--decoder-first-pipeline-num-layers" not in row["megatron_args"]]
+    assert laid_out, "no row of a split the first/last flags cannot state: nothing here reads a layout"
+    for row in laid_out:
+        _check(row["megatron_args"], row["pp"], tuple(int(n) for n in row["stage_layers"].split(",")))
