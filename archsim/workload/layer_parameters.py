@@ -44,8 +44,12 @@ def mlp_parameters(c: TransformerConfig) -> int:
 def shared_expert_parameters(c: TransformerConfig) -> int:
     """A mixture's shared expert: one SwiGLU MLP of ``shared_expert_ffn`` width (3·h·f_s, split over TP) and its
     gate's h → 1 weight (h, replicated: Megatron-Core's ``SharedExpertMLP.gate_weight``); 0 without one."""
-    gate = c.hidden if c.shared_expert_gate else 0  # DeepSeek's shared experts run ungated
-    return 3 * c.hidden * c.shared_expert_ffn + gate if c.shared_expert_ffn else 0
+    return 3 * c.hidden * c.shared_expert_ffn + shared_gate_parameters(c) if c.shared_expert_ffn else 0
+
+
+def shared_gate_parameters(c: TransformerConfig) -> int:
+    """The shared expert's gate, h → 1 (h, replicated over TP); 0 without a shared expert or ungated (DeepSeek's)."""
+    return c.hidden if c.shared_expert_ffn and c.shared_expert_gate else 0
 
 
 def qk_norm_parameters(c: TransformerConfig) -> int:
@@ -59,8 +63,8 @@ def replicated_parameters(c: TransformerConfig) -> int:
     down projections and latent norms (duplicated on every TP rank: :func:`~archsim.workload.mla.mla_replicated_parameters`)."""
     if c.family != "llama":
         return 6 * c.hidden
-    gate = c.hidden if c.shared_expert_ffn and c.shared_expert_gate else 0
-    return 2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe + gate + mla_replicated_parameters(c)
+    return (2 * c.hidden + qk_norm_parameters(c) + c.hidden * c.experts * c.moe + shared_gate_parameters(c)
+            + mla_replicated_parameters(c))
 
 
 def outer_norm_parameters(c: TransformerConfig) -> int:
