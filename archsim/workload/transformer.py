@@ -271,9 +271,11 @@ class TransformerConfig:
     def active_parameter_count(self) -> int:
         """Parameters one token runs through: :attr:`parameter_count` with each layer's experts cut to the
         ``experts_per_token`` it is routed to (the router kept); a dense model's whole count."""
-        idle = self.experts - self.experts_per_token
-        moe_layers = self.layers - len(self.dense_layers)
-        return self.parameter_count - (moe_layers * idle * 3 * self.hidden * self.expert_ffn if self.moe else 0)
+        from archsim.workload.layer_kinds import kind_counts  # they read this class
+
+        idle = sum(n * (k.experts - k.experts_per_token) * 3 * k.hidden * k.expert_ffn
+                   for k, n in kind_counts(self) if k.moe)  # each MoE layer's unrouted experts
+        return self.parameter_count - idle
 
     def network(self, seq: int | None = None) -> Network:
         refuse_switch(self, "the array commands' per-sample network")
