@@ -34,6 +34,7 @@ norms' (h·(d_q + d_c + r) values a layer).
 from __future__ import annotations
 
 from archsim.console import setting
+from archsim.training.held_memory import SPLIT_SCHEDULES
 from archsim.training.kernel_bytes import dtype_elements
 from archsim.training.op_work import Collective, Work, gemm_ops, memory_op
 from archsim.workload.transformer import TransformerConfig
@@ -101,11 +102,6 @@ def _collectives(c: TransformerConfig, tokens: int, tp: int,
             tuple(Collective(f"attn.{name}.all-reduce", "all-reduce", "tp", size, "B") for name, size in inputs))
 
 
-
-
-SPLIT_BACKWARD = ("zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipev")  # held bytes written for one kind
-
-
 def deepseek_rule(c: TransformerConfig, cp: int = 1, fp8: str | None = None, fsdp: bool = False,
                   schedule: str = "1f1b", chunks: int = 1, implementation: str = "megatron",
                   planned: bool = False) -> tuple[str, str] | None:
@@ -127,7 +123,7 @@ def deepseek_rule(c: TransformerConfig, cp: int = 1, fp8: str | None = None, fsd
         return "deepseek-beside-fp8", f"{what} in fp8 is not modelled: leave out {setting('fp8')}"
     if mixed and fsdp:
         return "layer-kinds-beside-fsdp", f"FSDP's units on {kinds} are not modelled: leave out {setting('fsdp')}"
-    if mixed and schedule in SPLIT_BACKWARD:
+    if mixed and schedule in SPLIT_SCHEDULES:  # their held bytes are written for layers of one kind
         return ("layer-kinds-beside-split-backward",
                 f"{schedule}'s split backward on {kinds} is not modelled: give a fused-backward schedule (1f1b)")
     if mixed and planned and chunks > 1:
@@ -151,4 +147,4 @@ def refuse_deepseek(rule: tuple[str, str] | None) -> None:
         raise InputError(rule[1], field="model")
 
 
-__all__ = ["SPLIT_BACKWARD", "deepseek_problem", "deepseek_rule", "mla_work", "refuse_deepseek"]
+__all__ = ["deepseek_problem", "deepseek_rule", "mla_work", "refuse_deepseek"]
