@@ -102,3 +102,22 @@ def test_a_deepseek_config_of_no_moe_layer_reads_as_a_dense_mla_model(tmp_path, 
     mla = h * dq + dq + dq * heads * (n + r) + h * (dc + r) + dc + dc * heads * (n + v) + heads * v * h
     assert c.parameter_count == 2 * vocab * h + h + layers * (mla + 2 * h + 3 * h * f)
     assert not c.moe and c.mla
+
+
+def test_a_router_score_archsim_does_not_price_is_refused_naming_the_field(tmp_path):
+    """Megatron-Core also takes sqrtsoftplus (--moe-router-score-function); archsim prices softmax and sigmoid."""
+    import json
+
+    from archsim.workload.model_files import load_transformer
+
+    config = {"model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
+              "num_hidden_layers": 2, "intermediate_size": 96, "vocab_size": 256, "max_position_embeddings": 64,
+              "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8,
+              "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "n_shared_experts": 1,
+              "first_k_dense_replace": 1, "moe_layer_freq": 1, "hidden_act": "silu", "scoring_func": "sqrtsoftplus"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(InputError) as caught:
+        load_transformer(path)
+    text = str(caught.value)
+    assert "\n" not in text and "scoring_func" in text and "softmax and sigmoid" in text, text

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from archsim.errors import InputError
 from archsim.validate import shown
+from archsim.workload.config_checks import ROUTER_SCORES
 from archsim.workload.config_fields import get_key
 from archsim.workload.transformer import TransformerConfig
 
@@ -48,8 +49,8 @@ def deepseek_from_hf(config: dict, name: str) -> TransformerConfig:
     first, freq = _count(config, "first_k_dense_replace", 0), get_key(config, "moe_layer_freq", 1)
     expert_ffn = get_key(config, "moe_intermediate_size")
     score = config.get("scoring_func", "softmax")
-    if score not in ("softmax", "sigmoid"):
-        raise InputError(f"scoring_func {shown(score)} is not modelled: archsim prices softmax and sigmoid routers",
+    if score not in ROUTER_SCORES:
+        raise InputError(f"scoring_func {shown(score)} is not modelled: archsim prices {' and '.join(ROUTER_SCORES)} routers",
                          field="scoring_func")
     dense = tuple(i for i in range(layers) if i < first or i % freq)
     # no MoE layer where every layer is dense (first_k_dense_replace ≥ layers) or n_routed_experts is null: a dense
