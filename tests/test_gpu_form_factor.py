@@ -55,18 +55,19 @@ def test_validate_gpus_names_read_the_stated_form_factor():
     assert find_whole_gpu("NVIDIA A100-PCIE-40GB") == "a100-40gb-pcie"
 
 
-@pytest.mark.parametrize("name", ["a1000", "RTX A1000", "V100S", "a100-40", "h100x", "a100 titan",
-                                  "NVIDIA A100-SXM4-40GB", "a100 80gb", "Tesla V100-PCIE-32GB"])
-def test_train_and_validate_gpu_share_one_whole_name_rule(name):
-    """A board's name is whole for train exactly where it is for validate-gpu ("titan" is a catalog GPU's word:
-    the Titan Xp's)."""
+@pytest.mark.parametrize(("name", "whole"), [
+    ("a1000", False), ("RTX A1000", False), ("V100S", False), ("a100-40", False), ("h100x", False),  # a word in no name
+    ("a100 titan", True), ("NVIDIA A100-SXM4-40GB", True), ("a100 80gb", True), ("Tesla V100-PCIE-32GB", True)])
+def test_train_and_validate_gpu_share_one_whole_name_rule(name, whole):
+    """A board's name is whole for train exactly where it is for validate-gpu: refused by both where a word of it is
+    in no GPU name (a1000, rtx, v100s, a bare 40, h100x; "titan" is a catalog GPU's word: the Titan Xp's)."""
     try:
         gpu(name)
         refused = False
     except InputError as exc:
         assert "is in no catalog GPU's name" in str(exc), exc
         refused = True
-    assert refused == (find_whole_gpu(name) is None)
+    assert refused == (not whole) == (find_whole_gpu(name) is None)
 
 
 def test_a_cluster_file_naming_a_pcie_a100_is_refused_in_one_line(tmp_path, capsys):
