@@ -21,7 +21,7 @@ MIXED = TransformerConfig("tiny_mixed", "llama", 8, 64, 4, 256, 16, 96, 4, False
 MLA_ONLY = replace(MIXED, name="tiny_mla", dense_layers=())
 
 
-def _train_refusal(c, par) -> str:
+def train_refusal(c, par) -> str:
     machine = single_node("h100-80gb-sxm", par.tp * par.cp * par.pp * par.dp).machine(par)
     with pytest.raises(InputError) as caught:
         model_pieces(c, par, machine)
@@ -37,7 +37,7 @@ def _train_refusal(c, par) -> str:
 def test_search_rejects_what_train_refuses_by_the_same_rule(c, k, code, words):
     assert code in REASONS
     assert rejection(c, k, 8, 8) == code
-    reason = _train_refusal(c, k.parallelism(8))
+    reason = train_refusal(c, k.parallelism(8))
     assert words in reason and "\n" not in reason
     assert rejection(replace(c, dense_layers=(), q_lora_rank=0, kv_lora_rank=0, qk_nope_head_dim=0,
                              qk_rope_head_dim=0, v_head_dim=0), k, 8, 8) != code  # the plain model passes it
@@ -46,7 +46,7 @@ def test_search_rejects_what_train_refuses_by_the_same_rule(c, k, code, words):
 def test_fp8_on_mla_is_rejected_as_train_refuses_it():
     k = Candidate(1, 1, 1, 1, "none", "1f1b", 1, False, fp8="hybrid")
     assert rejection(MLA_ONLY, k, 8, 8) == "deepseek-beside-fp8"
-    assert "fp8" in _train_refusal(MLA_ONLY, k.parallelism(8))
+    assert "fp8" in train_refusal(MLA_ONLY, k.parallelism(8))
 
 
 def test_a_planned_split_of_two_kinds_over_interleaved_chunks_is_rejected_only_where_planned():

@@ -8,17 +8,13 @@ import math
 from dataclasses import replace
 
 import pytest
+from test_deepseek_search_rules import MIXED, train_refusal
 
 from archsim import search
 from archsim.errors import InputError
 from archsim.training.cluster_file import single_node
-from archsim.training.iteration import model_pieces
 from archsim.training.search_space import Candidate
-from archsim.workload.transformer import TransformerConfig
 
-MIXED = TransformerConfig("tiny_mixed", "llama", 8, 64, 4, 256, 16, 96, 4, False, experts=8, experts_per_token=2,
-                          expert_ffn=16, shared_expert_ffn=32, shared_expert_gate=False, dense_layers=(0,),
-                          q_lora_rank=32, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8)
 PLAIN_MOE = replace(MIXED, name="tiny_mixed_mha", q_lora_rank=0, kv_lora_rank=0, qk_nope_head_dim=0,
                     qk_rope_head_dim=0, v_head_dim=0)
 
@@ -36,19 +32,12 @@ def test_an_even_search_over_interleaved_chunks_of_two_kinds_ranks_its_rows(c):
     assert all(r["stage_layers"] in ("", "2,2,2,2") for r in interleaved)  # Megatron's even split
 
 
-def _train_refusal(c, par) -> str:
-    machine = single_node("h100-80gb-sxm", par.tp * par.cp * par.pp * par.dp).machine(par)
-    with pytest.raises(InputError) as caught:
-        model_pieces(c, par, machine)
-    return str(caught.value)
-
-
 @pytest.mark.parametrize("k", [Candidate(1, 2, 2, 1, "none", "zb-h1", 1, False),
                                Candidate(1, 2, 2, 1, "none", "1f1b", 1, False, fsdp=True)])
 def test_a_refusal_for_mixed_kinds_names_the_kinds_not_mla(k):
     """FSDP and the split backward are refused for dense beside MoE layers, whatever the attention: the MLA-only
     model trains under them, so the reason must name the kinds."""
-    reason = _train_refusal(MIXED, k.parallelism(8))
+    reason = train_refusal(MIXED, k.parallelism(8))
     assert "dense and MoE layers" in reason
     assert "latent" not in reason
 
