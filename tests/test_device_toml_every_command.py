@@ -1,6 +1,8 @@
-"""One device model, one reading: ``cost``, ``energy`` and ``gemm`` read a device TOML given as ``--config``
-through one reader (:func:`archsim.energy_run.device_toml_array`, train's device reader beneath it), with the same
-notes on stderr; ``archsim.cost`` and ``archsim.gemm`` likewise.
+"""One device model, one reading: ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` read a device TOML given
+as ``--config`` through one reader (:func:`archsim.energy_run.device_toml_array`, train's device reader beneath it),
+with the same notes on stderr (``pipeline`` and ``schedule`` on the file's arrays as processors); ``archsim.cost``,
+``archsim.gemm``, ``archsim.profile`` and ``archsim.schedule`` likewise; ``plan`` refuses one, naming the cluster's
+``device``.
 
 Failed before the fix: ``cost --config chip.toml`` and ``gemm --config chip.toml`` were refused ("--config reads a
 SCALE-Sim .cfg (a device TOML is for train, search and energy)") and printed the flags that would do the same;
