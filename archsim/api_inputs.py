@@ -162,13 +162,13 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
                     engine: str) -> tuple[ArrayConfig, list[str]]:
     """(array, notes): the array ``archsim cost`` and ``energy`` cost on and the notes and warnings they print on
     stderr of their ``--config`` (the caller warns them). A device TOML's one array kind is read by the reader the
-    commands read it with (:func:`archsim.energy_run.device_toml_array`), sized and clocked by the array keywords;
+    commands read it with (:func:`archsim.energy_run.device_toml_notes`), sized and clocked by the array keywords;
     anything else as :func:`build_array` builds it, noted by :func:`config_notes`."""
     from dataclasses import replace
 
-    from archsim.array.options import element_width, hbm_unread_note, sram_kb_warning, with_memory
+    from archsim.array.options import element_width, sram_kb_warning, with_memory
     from archsim.choices.devices import ARRAY_DTYPES
-    from archsim.energy_run import device_toml_array, is_device_toml
+    from archsim.energy_run import device_toml_notes, is_device_toml
 
     if not is_device_toml(config):
         array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
@@ -182,14 +182,13 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
     if array is not None and not isinstance(array, str):
         raise InputError(f"expected ROWSxCOLS such as '32x32' with a device TOML, got {type(array).__name__}",
                          field="array")
-    said: list[str] = []
-    shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: said.append(text))
+    shaped, said = device_toml_notes(config, array, dataflow, width, engine=engine, bandwidth=bandwidth,
+                                     flag="bandwidth")
     chosen = with_memory(shaped, None if bandwidth is None else positive_int(bandwidth, "bandwidth"), sram_kb)
     slip = sram_kb_warning(sram_kb)
-    unread = hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None
     if clock_ghz is not None:
         chosen = replace(chosen, clock_hz=checked_clock_ghz(clock_ghz) * 1e9)
-    return chosen, [*([slip] if slip else []), *said, *([unread] if unread else [])]
+    return chosen, [*([slip] if slip else []), *(text for _, text in said)]
 
 
 def warn_file_batch(network: Network, batch: int) -> None:

@@ -102,11 +102,11 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
     from archsim.partition.profile import LayerProfile
 
     settings = _on_profile(given) if isinstance(network, LayerProfile) else _checked(given)
-    from archsim.energy_run import device_toml_array, is_device_toml
+    from archsim.energy_run import device_toml_notes, is_device_toml
     from archsim.planners import idle_line
     from archsim.policies.schedule_run import run_schedule
 
-    done = run_schedule(**settings, speak=_warn, read_device=device_toml_array)  # a device TOML read as cost's
+    done = run_schedule(**settings, speak=_warn, read_device=device_toml_notes)  # a device TOML read as cost's
     if settings.get("config") and not is_device_toml(settings["config"]):  # the reader said a TOML's notes
         from archsim.devices.device_file import config_unread_keys_note
 

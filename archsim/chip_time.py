@@ -31,6 +31,7 @@ def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
     no HBM bandwidth to time it by; ``cost`` reads its array all the same)."""
     from archsim.array.device_notes import device_arrays_note
     from archsim.devices.device_file import load_device
+    from archsim.energy_run import is_device_toml
     from archsim.errors import InputError
 
     if config is None or device_arrays_note(config) is None:  # no device file, or one of one array
@@ -38,7 +39,7 @@ def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
     try:
         device = load_device(config)
     except InputError:
-        if Path(config).suffix.lower() == ".toml":  # read by the same reader already: never here
+        if is_device_toml(config):  # read by the same reader already: never here
             raise
         return None
     arrays = replace(device.arrays, rows=array.rows, cols=array.cols, dataflow=array.dataflow,

@@ -50,8 +50,10 @@ def check_flags(args: Any) -> None:
     refuse the settings that price or pick layers (then put in ``mode``'s default). A device TOML as ``config`` is
     refused: plan prices one array per GPU of the cluster, and a device TOML is a whole chip, which the cluster file
     names as its servers' ``device`` (then plan prices the layers on all its arrays, as train does)."""
+    from archsim.energy_run import is_device_toml
+
     config = getattr(args, "config", None)
-    if config is not None and Path(config).suffix.lower() == ".toml":
+    if is_device_toml(config):
         raise InputError(f"{setting('config')} prices one array per GPU (a SCALE-Sim .cfg); {config} is a TOML: a "
                          "device TOML is a whole chip, so name it as the servers' device in the cluster file "
                          "(device = \"FILE.toml\"), where plan prices the layers on all its arrays as train does",

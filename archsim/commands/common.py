@@ -276,21 +276,18 @@ def costed_array(args: argparse.Namespace) -> ArrayConfig:
 def config_array(args: argparse.Namespace) -> ArrayConfig:
     """The array ``cost``, ``energy``, ``gemm`` and ``pipeline``'s commands cost on: a ``.cfg``'s or the flags'
     (:func:`costed_array`), or a device TOML's one array kind read by the one reader they share
-    (:func:`archsim.energy_run.device_toml_array`: its notes said after the run), sized and clocked by the same
+    (:func:`archsim.energy_run.device_toml_notes`: its notes said after the run), sized and clocked by the same
     flags."""
     from archsim.array.options import element_width
-    from archsim.energy_run import device_toml_array, is_device_toml
+    from archsim.energy_run import device_toml_notes, is_device_toml
 
     if not is_device_toml(args.config):
         return costed_array(args)
     width = element_width(args.dtype, args.element_bytes)
-    array = device_toml_array(args.config, args.array, args.dataflow, width)
-    if args.engine == "cycle" and args.dram_bandwidth is None:  # as a .cfg's (array_from_args)
-        from archsim.array.options import hbm_unread_note
-
-        unread = hbm_unread_note(args.config, width or 1, args.bandwidth_flag.lstrip("-"))
-        if unread:
-            say_after_run("note", unread)
+    array, notes = device_toml_notes(args.config, args.array, args.dataflow, width, engine=args.engine,
+                                     bandwidth=args.dram_bandwidth, flag=args.bandwidth_flag.lstrip("-"))
+    for kind, text in notes:
+        say_after_run(kind, text)
     return with_clock(with_memory_args(array, args), args)
 
 

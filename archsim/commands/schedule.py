@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.console import note, say
-    from archsim.energy_run import device_toml_array, is_device_toml
+    from archsim.energy_run import device_toml_notes, is_device_toml
     from archsim.outputs import render
     from archsim.policies.schedule_run import TIMELINE_OUTPUTS, run_schedule
     from archsim.rows import Rows
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     settings = {name: value for name, value in vars(args).items() if name in SETTINGS}
     drawn = tuple(flag for flag, value in zip(TIMELINE_OUTPUTS, (args.gantt, args.trace, args.schedule_csv)) if value)
     done = run_schedule(**settings, reverse_k=args.k, drawn=drawn, phases=phases, speak=say,
-                        read_device=device_toml_array,  # a device TOML read as cost reads it, its notes said there
+                        read_device=device_toml_notes,  # a device TOML read as cost reads it, its notes said there
                         loader=lambda name, filled: network_from_args(argparse.Namespace(**{**vars(filled), "network": name})))
     if args.config and not is_device_toml(args.config):  # read only with the array's costs; policies/ reads no device
         note_unread_keys(args.config)

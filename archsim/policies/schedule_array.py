@@ -24,8 +24,8 @@ def run_array(args: SimpleNamespace, speak=None):
     """The array ``--config``, ``--array``, ``--dataflow`` and ``--dtype`` or ``--element-bytes`` describe
     (:func:`archsim.array.options.array_from_flags`), or an :class:`ArrayConfig` given as ``array`` with the
     dataflow and width given beside it; ``speak``: say when ``--config`` is a device file of several arrays. A
-    device TOML is read by ``args.read_device`` (the caller's: ``cost``'s reader,
-    :func:`archsim.energy_run.device_toml_array`, which says its notes through ``speak``; policies/ reads no device);
+    device TOML is read by ``args.read_device`` (the caller's: ``cost``'s reading,
+    :func:`archsim.energy_run.device_toml_notes`, its notes said through ``speak``; policies/ reads no device);
     without one it is refused as a ``.cfg`` reader refuses it."""
     from dataclasses import replace
     from pathlib import Path
@@ -40,14 +40,10 @@ def run_array(args: SimpleNamespace, speak=None):
         return replace(args.array, **{key: value for key, value in given.items() if value is not None})
     read_device = getattr(args, "read_device", None)
     if args.config is not None and read_device is not None and Path(args.config).suffix.lower() == ".toml":
-        array = read_device(args.config, args.array, args.dataflow, width,
-                            speak_after=speak or (lambda kind, text: None))
-        if speak is not None and getattr(args, "engine", None) == "cycle" and args.dram_bandwidth is None:
-            from archsim.array.options import hbm_unread_note
-
-            unread = hbm_unread_note(args.config, width or 1, "dram-bandwidth")  # as cost's (commands.common)
-            if unread:
-                speak("note", unread)
+        array, notes = read_device(args.config, args.array, args.dataflow, width, engine=getattr(args, "engine", None),
+                                   bandwidth=args.dram_bandwidth, flag="dram-bandwidth")
+        for kind, text in notes if speak is not None else ():
+            speak(kind, text)
         return array
     array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
     huge = array_size_warning(array.rows, array.cols, array_source(args.array, args.config))
