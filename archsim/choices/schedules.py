@@ -10,6 +10,15 @@ OOO = "Out-of-order backprop (Oh et al., EuroSys 2022)"
 ZB = "Zero Bubble Pipeline Parallelism (Qi et al., ICLR 2024)"
 PARTITION, POLICY, TRAINING = "pipeline --schedule", "schedule --policy", "train --schedule"
 
+# the sources of the schedules both schedule --policy and train --schedule take, written once
+SOURCES = {
+    "interleaved-1f1b": "Megatron-LM's interleaved 1F1B (Narayanan et al., SC 2021)",
+    "interleaved-zb": "torch's ScheduleInterleavedZeroBubble",
+    "looped-bfs": "Breadth-First Pipeline Parallelism (Lamy-Poirier, MLSys 2023), torch's ScheduleLoopedBFS",
+    "zb-v": "Pipeline Parallelism with Controllable Memory (Qi et al., NeurIPS 2024): ZB-V",
+    "dualpipev": "DeepSeek-V3's DualPipe in its V form, torch's ScheduleDualPipeV",
+}
+
 # (the flag that takes it, its family, its name, where its order comes from), each flag's names in its choices' order
 SCHEDULE_TABLE: tuple[tuple[str, str, str, str], ...] = (
     (PARTITION, "partition", "gpipe", "GPipe (Huang et al., NeurIPS 2019): fill-drain, torch's ScheduleGPipe"),
@@ -29,19 +38,18 @@ SCHEDULE_TABLE: tuple[tuple[str, str, str, str], ...] = (
     (POLICY, "dp", "dp-priority", f"{OOO} §5.1: earlier layers' gradients first on the network (BytePS)"),
     (POLICY, "dp", "dp-reverse-k", f"{OOO} §5.1, Algorithm 2: the first k weight gradients last"),
     (POLICY, "published", "1f1b", "PipeDream-Flush's 1F1B (Narayanan et al., ICML 2021), torch's Schedule1F1B"),
-    (POLICY, "published", "interleaved-1f1b", "Megatron-LM's interleaved 1F1B (Narayanan et al., SC 2021)"),
+    (POLICY, "published", "interleaved-1f1b", SOURCES["interleaved-1f1b"]),
     (POLICY, "published", "zb-h1", f"{ZB}: ZB-H1"),
     (POLICY, "published", "zb-h2", f"{ZB}: ZB-H2"),
     (POLICY, "published", "zb-1p", f"{ZB}: ZB-1p, its automatic schedule"),
     (POLICY, "published", "zb-2p", f"{ZB}: ZB-2p, its automatic schedule"),
-    (POLICY, "published", "interleaved-zb", "torch's ScheduleInterleavedZeroBubble"),
-    (POLICY, "published", "zb-v", "Pipeline Parallelism with Controllable Memory (Qi et al., NeurIPS 2024): ZB-V"),
-    (POLICY, "published", "dualpipev", "DeepSeek-V3's DualPipe in its V form, torch's ScheduleDualPipeV"),
+    (POLICY, "published", "interleaved-zb", SOURCES["interleaved-zb"]),
+    (POLICY, "published", "zb-v", SOURCES["zb-v"]),
+    (POLICY, "published", "dualpipev", SOURCES["dualpipev"]),
     (POLICY, "list", "list-1f1b", "1F1B's in-flight limit as a greedy list schedule (archsim's variant)"),
     (POLICY, "list", "list-zb-h1", f"{ZB}'s ZB-H1 limit as a greedy list schedule (archsim's variant)"),
     (POLICY, "list", "list-zb-h2", f"{ZB}'s ZB-H2 limit as a greedy list schedule (archsim's variant)"),
-    (POLICY, "stage-only", "looped-bfs", ("Breadth-First Pipeline Parallelism (Lamy-Poirier, MLSys 2023), torch's "
-                                          "ScheduleLoopedBFS")),
+    (POLICY, "stage-only", "looped-bfs", SOURCES["looped-bfs"]),
     (POLICY, "stage-only", "zb-1p-exact", f"{ZB}: ZB-1p's problem searched exactly (archsim's)"),
     (POLICY, "stage-only", "zb-2p-exact", f"{ZB}: ZB-2p's problem searched exactly (archsim's)"),
     (POLICY, "multistream", "multistream", f"{OOO} §4.1, Algorithm 1: one device's weight gradients on a second stream"),
@@ -49,12 +57,11 @@ SCHEDULE_TABLE: tuple[tuple[str, str, str, str], ...] = (
     (TRAINING, "training", "gpipe", "GPipe (Huang et al., NeurIPS 2019): fill-drain"),
     (TRAINING, "training", "zb-h1", f"{ZB}: ZB-H1"),
     (TRAINING, "training", "zb-h2", f"{ZB}: ZB-H2"),
-    (TRAINING, "training", "interleaved-1f1b", "Megatron-LM's interleaved 1F1B (Narayanan et al., SC 2021)"),
-    (TRAINING, "training", "interleaved-zb", "torch's ScheduleInterleavedZeroBubble"),
-    (TRAINING, "training", "looped-bfs", ("Breadth-First Pipeline Parallelism (Lamy-Poirier, MLSys 2023), torch's "
-                                          "ScheduleLoopedBFS")),
-    (TRAINING, "training", "zb-v", "Pipeline Parallelism with Controllable Memory (Qi et al., NeurIPS 2024): ZB-V"),
-    (TRAINING, "training", "dualpipev", "DeepSeek-V3's DualPipe in its V form, torch's ScheduleDualPipeV"),
+    (TRAINING, "training", "interleaved-1f1b", SOURCES["interleaved-1f1b"]),
+    (TRAINING, "training", "interleaved-zb", SOURCES["interleaved-zb"]),
+    (TRAINING, "training", "looped-bfs", SOURCES["looped-bfs"]),
+    (TRAINING, "training", "zb-v", SOURCES["zb-v"]),
+    (TRAINING, "training", "dualpipev", SOURCES["dualpipev"]),
 )
 
 
