@@ -56,7 +56,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     from archsim.array.gemm_run import BANK_RULES, OFMAP_COUNTS, run_gemm
     from archsim.array.options import element_width
     from archsim.choices.devices import ARRAY_DTYPES, ENGINES
-    from archsim.energy_run import device_toml_array, is_device_toml
+    from archsim.energy_run import device_toml_notes, is_device_toml
 
     m, k, n = (None if value is None else positive_int(value, name) for value, name in ((m, "m"), (k, "k"), (n, "n")))
     if array is not None and not isinstance(array, str):
@@ -80,15 +80,14 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     element_bytes = None if element_bytes is None else positive_int(element_bytes, "element-bytes")
     width = element_width(dtype, element_bytes)
     toml = is_device_toml(config) and layout is None  # a layout reads a .cfg's [layout]: refused there
-    said: list[str] = []  # a device TOML's notes, said after the run as the command says them
-    read = device_toml_array(config, None, None, width, speak_after=lambda kind, text: said.append(text)) if (
-        toml and config is not None) else None
+    read, said = device_toml_notes(config, None, None, width, engine=engine, bandwidth=bandwidth, flag="bandwidth") if (
+        toml and config is not None) else (None, [])  # the one reader's notes, said after the run as cost's
     done = run_gemm(m=m, k=k, n=n, array=array, dataflow=dataflow, config=config, shapes=shapes,
                     ofmap_count=cast("OfmapCount", ofmap_count), engine=engine, dram_bandwidth=bandwidth,
                     sram_kb=sram_kb, layout=layout, bank_rule=bank_rule, min_bandwidth=min_bandwidth,
                     clock_ghz=clock, dtype=dtype, element_bytes=element_bytes, toml_array=read, speak=_warn,
                     speak_after=_warn)
-    for note in (*said, *([] if toml else unread_keys_notes(config))):  # array/ never reads a file's device keys
+    for note in (*(text for _, text in said), *([] if toml else unread_keys_notes(config))):  # array/ never reads a file's device keys
         warnings.warn(note, UserWarning, stacklevel=3)
     from archsim.rows import Rows
 

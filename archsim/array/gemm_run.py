@@ -167,8 +167,8 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         base = toml_array or (read_scalesim_cfg(config) if config else ArrayConfig())
     if config:  # a device file's arrays, its unread GB/s, and SRAMs that look like bytes, said once the run has succeeded
         unread = hbm_unread_note(config, base.element_bytes, bandwidth_flag.lstrip("-")) if (
-            engine == "cycle" and dram_bandwidth is None and not min_bandwidth and layout is None) else None
-        said = (("note", unread),) if toml_array else (
+            engine == "cycle" and dram_bandwidth is None and layout is None and not toml_array) else None
+        said = () if toml_array else (  # a device TOML's notes are its reader's, said by the caller
             ("note", device_arrays_note(config)), ("note", None if width else device_dtype_note(config)),
             ("note", unread), ("warning", cfg_sram_warning(config)))
         for kind, text in said:

@@ -55,17 +55,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from archsim.array.gemm_run import run_gemm
     from archsim.array.options import element_width
-    from archsim.energy_run import device_toml_array, is_device_toml
+    from archsim.console import say_after_run
+    from archsim.energy_run import device_toml_notes, is_device_toml
     from archsim.outputs import render
 
     toml = is_device_toml(args.config) and args.layout is None  # a --layout reads a .cfg's [layout]: refused there
     width = element_width(args.dtype, args.element_bytes)
+    read, notes = device_toml_notes(args.config, None, None, width, engine=args.engine, bandwidth=args.dram_bandwidth,
+                                    flag=args.bandwidth_flag.lstrip("-")) if toml else (None, [])
+    for kind, text in notes:  # the lines cost says of the file, word for word (the one reader's), after the run
+        say_after_run(kind, text)
     done = run_gemm(m=args.m, k=args.k, n=args.n, array=args.array, dataflow=args.dataflow, config=args.config,
                     shapes=args.shapes, ofmap_count=args.ofmap_count, engine=args.engine,
                     dram_bandwidth=args.dram_bandwidth, sram_kb=args.sram_kb, layout=args.layout,
                     bank_rule=args.bank_rule, min_bandwidth=args.min_bandwidth, clock_ghz=args.clock_ghz,
                     bandwidth_flag=args.bandwidth_flag, dtype=args.dtype, element_bytes=args.element_bytes,
-                    toml_array=device_toml_array(args.config, None, None, width) if toml else None)
+                    toml_array=read)
     if args.config and not toml:  # array/ reads the file's arrays, never its device keys: said here, as cost says it
         note_unread_keys(args.config)
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
