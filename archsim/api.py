@@ -122,8 +122,8 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     (``only="conv"``, …) as :func:`load_network`."""
     import warnings
 
+    from archsim.array.device_sections import is_device_toml
     from archsim.array.options import check_bandwidth_engine, sram_unused_warning
-    from archsim.energy_run import is_device_toml
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.spp.profiles import profile_from_network

@@ -53,10 +53,11 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     the rows the command prints, and ``to_dict()``, its ``--format json`` document. The notes and warnings the
     command prints on stderr (SRAM sizes that look like bytes, an implausibly large array, a device file's keys
     gemm does not read) warn (UserWarning)."""
+    from archsim.array.device_sections import is_device_toml
     from archsim.array.gemm_run import BANK_RULES, OFMAP_COUNTS, run_gemm
     from archsim.array.options import element_width
     from archsim.choices.devices import ARRAY_DTYPES, ENGINES
-    from archsim.energy_run import device_toml_notes, is_device_toml
+    from archsim.energy_run import device_toml_notes
 
     m, k, n = (None if value is None else positive_int(value, name) for value, name in ((m, "m"), (k, "k"), (n, "n")))
     if array is not None and not isinstance(array, str):

@@ -166,9 +166,10 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
     anything else as :func:`build_array` builds it, noted by :func:`config_notes`."""
     from dataclasses import replace
 
+    from archsim.array.device_sections import is_device_toml
     from archsim.array.options import element_width, sram_kb_warning, with_memory
     from archsim.choices.devices import ARRAY_DTYPES
-    from archsim.energy_run import device_toml_notes, is_device_toml
+    from archsim.energy_run import device_toml_notes
 
     if not is_device_toml(config):
         array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does

@@ -102,7 +102,8 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
     from archsim.partition.profile import LayerProfile
 
     settings = _on_profile(given) if isinstance(network, LayerProfile) else _checked(given)
-    from archsim.energy_run import device_toml_notes, is_device_toml
+    from archsim.array.device_sections import is_device_toml
+    from archsim.energy_run import device_toml_notes
     from archsim.planners import idle_line
     from archsim.policies.schedule_run import run_schedule
 

@@ -30,8 +30,8 @@ def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
     array (cost's columns are then its time) and a ``.cfg`` device file ``train`` refuses (without ``[memory]``:
     no HBM bandwidth to time it by; ``cost`` reads its array all the same)."""
     from archsim.array.device_notes import device_arrays_note
+    from archsim.array.device_sections import is_device_toml
     from archsim.devices.device_file import load_device
-    from archsim.energy_run import is_device_toml
     from archsim.errors import InputError
 
     if config is None or device_arrays_note(config) is None:  # no device file, or one of one array

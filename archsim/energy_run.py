@@ -16,12 +16,6 @@ if TYPE_CHECKING:
     from archsim.workload.layer import Network
 
 
-def is_device_toml(config: str | Path | None) -> bool:
-    """Whether ``config`` is a device TOML (its one array kind priced as train's energy model reads it), not a
-    SCALE-Sim ``.cfg``."""
-    return config is not None and Path(config).suffix.lower() == ".toml"
-
-
 def device_toml_array(config: str | Path, array: str | None, dataflow: str | None, width: int | None,
                       speak_after: Callable[[str, str], None] = say_after_run) -> ArrayConfig:
     """A device TOML's one array kind as train's energy model reads it
@@ -103,4 +97,4 @@ def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:
     return memory if engine == "cycle" else {"sram_kb": memory["sram_kb"]}
 
 
-__all__ = ["device_toml_array", "energy_document", "is_device_toml"]
+__all__ = ["device_toml_array", "device_toml_notes", "energy_document"]

@@ -50,7 +50,7 @@ def check_flags(args: Any) -> None:
     refuse the settings that price or pick layers (then put in ``mode``'s default). A device TOML as ``config`` is
     refused: plan prices one array per GPU of the cluster, and a device TOML is a whole chip, which the cluster file
     names as its servers' ``device`` (then plan prices the layers on all its arrays, as train does)."""
-    from archsim.energy_run import is_device_toml
+    from archsim.array.device_sections import is_device_toml
 
     config = getattr(args, "config", None)
     if is_device_toml(config):

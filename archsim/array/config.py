@@ -17,6 +17,7 @@ from archsim.array.device_sections import (
     cfg_located,
     cfg_section_line,
     check_bandwidth_once,
+    is_device_toml,
     toml_sections,
 )
 from archsim.array.sram_sizes import operand_sram_kib, short_sram
@@ -232,7 +233,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     text = read_text(path, "config file", encoding="utf-8-sig")  # as written: Path drops a trailing "/"
     path = Path(path)
     file = str(path)
-    if path.suffix.lower() == ".toml":
+    if is_device_toml(path):
         raise _toml_refusal(text, file, dtype_flag)
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from archsim.array.device_sections import cfg_device_sections, toml_sections
+from archsim.array.device_sections import cfg_device_sections, is_device_toml, toml_sections
 from archsim.console import setting
 
 
@@ -18,7 +18,7 @@ def _device_file(config: str | Path) -> tuple[dict[str, dict[str, Any]], int] | 
     from archsim.validate import read_text
 
     text, file = read_text(config, "config file", encoding="utf-8-sig"), str(config)
-    if Path(config).suffix.lower() == ".toml":
+    if is_device_toml(config):
         values = toml_sections(text, file, ("device", "compute"))
         return None if values is None else (values, values.get("compute", {}).get("arrays", 1))
     checked = cfg_device_sections(text, file, required=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import configparser
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 from archsim.choices.devices import DTYPES, GEMM_MODELS
@@ -25,6 +26,14 @@ from archsim.validate import (
 from archsim.value_parsers import parse_float, parse_int
 
 PEAK_DTYPES = (*DTYPES, "tf32", "fp64", "fp8")  # what [compute.peak_tflops] may name
+
+
+def is_device_toml(config: str | Path | None) -> bool:
+    """Whether the device file ``config`` is a TOML (train's device file: its one array kind read as train's energy
+    model reads it), not a SCALE-Sim ``.cfg``: by its suffix, any case. The one rule every reader of a ``--config``
+    or device file checks (a model file, a cluster file or an energy table is a TOML for reasons of its own)."""
+    return config is not None and Path(config).suffix.lower() == ".toml"
+
 
 # section → key → (kind, required); kinds: int, float (positive), float0 (≥ 0), sram (float0, or three positive
 # integers: ifmap, filter, ofmap KiB, :func:`_sram`), fraction (0, 1], seconds [0, 1),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.device_sections import is_device_toml
 from archsim.array.sram_sizes import sram_in_bytes
 from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_DTYPE
 from archsim.clock import checked_clock, clock_hz
@@ -230,7 +231,7 @@ def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwid
     from archsim.validate import read_text
 
     text = read_text(config, "config file", encoding="utf-8-sig")  # read once already: no error here
-    if Path(config).suffix.lower() == ".toml":  # energy's device TOML, read by train's reader already
+    if is_device_toml(config):  # energy's device TOML, read by train's reader already
         import tomllib
 
         document = tomllib.loads(text)

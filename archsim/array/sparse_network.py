@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from archsim.array.config import ArrayConfig, read_scalesim_cfg
+from archsim.array.device_sections import is_device_toml
 from archsim.array.sparse_input import read_sparsity_column, read_sparsity_section
 from archsim.array.sparse_training import SparseTraining, backward_gemms, gemms_cycles
 from archsim.array.sparsity import SparsityConfig, sparse_layer_cost
@@ -45,7 +46,7 @@ def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConf
                                                                        list[tuple[int, int]]]:
     """The array, its ``[sparsity]`` section, the network and each layer's N:M, as SCALE-Sim reads them. A device
     TOML is refused in one line: it states no ``[sparsity]`` section (the flags cost's refusal named, sparse lacks)."""
-    if Path(config).suffix.lower() == ".toml":
+    if is_device_toml(config):
         raise InputError("a device TOML states no [sparsity] section: sparse reads a SCALE-Sim .cfg with [sparsity] "
                          "SparsitySupport : true (a .cfg device file of the chip, with that section, serves both)",
                          file=str(config))

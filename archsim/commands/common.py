@@ -278,8 +278,9 @@ def config_array(args: argparse.Namespace) -> ArrayConfig:
     (:func:`costed_array`), or a device TOML's one array kind read by the one reader they share
     (:func:`archsim.energy_run.device_toml_notes`: its notes said after the run), sized and clocked by the same
     flags."""
+    from archsim.array.device_sections import is_device_toml
     from archsim.array.options import element_width
-    from archsim.energy_run import device_toml_notes, is_device_toml
+    from archsim.energy_run import device_toml_notes
 
     if not is_device_toml(args.config):
         return costed_array(args)

@@ -53,10 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.array.device_sections import is_device_toml
     from archsim.array.gemm_run import run_gemm
     from archsim.array.options import element_width
     from archsim.console import say_after_run
-    from archsim.energy_run import device_toml_notes, is_device_toml
+    from archsim.energy_run import device_toml_notes
     from archsim.outputs import render
 
     toml = is_device_toml(args.config) and args.layout is None  # a --layout reads a .cfg's [layout]: refused there

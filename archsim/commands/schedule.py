@@ -79,8 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.array.device_sections import is_device_toml
     from archsim.console import note, say
-    from archsim.energy_run import device_toml_notes, is_device_toml
+    from archsim.energy_run import device_toml_notes
     from archsim.outputs import render
     from archsim.policies.schedule_run import TIMELINE_OUTPUTS, run_schedule
     from archsim.rows import Rows

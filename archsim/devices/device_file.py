@@ -26,6 +26,7 @@ from archsim.array.device_sections import (
     cfg_device_sections,
     cfg_located,
     checked_sections,
+    is_device_toml,
     words_gbps,
 )
 from archsim.array.sram_sizes import (
@@ -371,7 +372,7 @@ def load_device(path: str | Path) -> Device:
     path = Path(path)
     if path.suffix.lower() == ".cfg":
         return _cfg_device(path)
-    if path.suffix.lower() == ".toml":
+    if is_device_toml(path):
         return _toml_device(path)
     raise InputError("a device file is a .toml or a SCALE-Sim .cfg", file=str(path))
 

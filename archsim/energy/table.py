@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import ArrayConfig
+from archsim.array.device_sections import is_device_toml
 from archsim.errors import InputError
 from archsim.toml_errors import locate, located, parse_toml
 from archsim.validate import (
@@ -271,7 +272,7 @@ def read_cfg_energy(path: str | Path, *, leakage: bool = True) -> CfgEnergy:
     ``leakage``: whether the caller prices the leakage figures (train and search refuse them), so that an unknown
     key's error lists only the keys the caller takes."""
     file = str(path)
-    if Path(path).suffix.lower() == ".toml":  # a device TOML: its values typed, a key's error naming its line
+    if is_device_toml(path):  # a device TOML: its values typed, a key's error naming its line
         document = parse_toml(read_text(path, "device file"), file)
         section = document.get("energy", {})
         if not isinstance(section, dict):
@@ -306,7 +307,7 @@ def energy_key_error(message: str, path: str | Path, key: str) -> InputError:
     errors give it (``FILE, line N, field 'energy.KEY'``)."""
     file = str(path)
     exc = InputError(message, file=file, field=f"energy.{key}")
-    if Path(path).suffix.lower() == ".toml":
+    if is_device_toml(path):
         return locate(exc, parse_toml(read_text(path, "device file"), file), file)
     from archsim.array.device_sections import cfg_located
 

@@ -28,9 +28,9 @@ def run_array(args: SimpleNamespace, speak=None):
     :func:`archsim.energy_run.device_toml_notes`, its notes said through ``speak``; policies/ reads no device);
     without one it is refused as a ``.cfg`` reader refuses it."""
     from dataclasses import replace
-    from pathlib import Path
 
     from archsim.array.config import ArrayConfig
+    from archsim.array.device_sections import is_device_toml
     from archsim.array.options import array_from_flags, array_size_warning, array_source, element_width
     from archsim.array.sram_sizes import cfg_sram_warning
 
@@ -39,7 +39,7 @@ def run_array(args: SimpleNamespace, speak=None):
         given = {"dataflow": args.dataflow, "element_bytes": width}
         return replace(args.array, **{key: value for key, value in given.items() if value is not None})
     read_device = getattr(args, "read_device", None)
-    if args.config is not None and read_device is not None and Path(args.config).suffix.lower() == ".toml":
+    if args.config is not None and read_device is not None and is_device_toml(args.config):
         array, notes = read_device(args.config, args.array, args.dataflow, width, engine=getattr(args, "engine", None),
                                    bandwidth=args.dram_bandwidth, flag="dram-bandwidth")
         for kind, text in notes if speak is not None else ():
