@@ -78,10 +78,9 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     adds ``X_seconds`` after every ``X_cycles``; ``energy=True`` adds each layer's F/G/D energy (pJ)
     priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45); the network
     keywords as :func:`load_network`."""
-    import warnings
-
     from archsim.array.costing import cost_frame
     from archsim.array.options import check_bandwidth_engine
+    from archsim.console import library_note
     from archsim.cost_json import CostResult, cost_document
     from archsim.lowering import check_mode
     from archsim.seconds import add_seconds
@@ -97,7 +96,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
                           input_shape=input_shape, dim=dim)
     warn_file_batch(layers, batch)
     for note in notes:  # what archsim cost prints on stderr
-        warnings.warn(note, UserWarning, stacklevel=3)
+        library_note(note, stacklevel=3)
     rows, document = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
                                    geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,
                                    config=config)
@@ -120,10 +119,9 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     that clock instead, as ``archsim plan --clock-ghz`` does, for :func:`archsim.planners.plan_on_cluster` on a
     cluster file (links in bytes per second; a profile in cycles is refused there). The network keywords
     (``only="conv"``, …) as :func:`load_network`."""
-    import warnings
-
     from archsim.array.device_sections import is_device_toml
     from archsim.array.options import check_bandwidth_engine, sram_unused_warning
+    from archsim.console import library_note
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.spp.profiles import profile_from_network
@@ -141,12 +139,12 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     unused = sram_unused_warning(sram_kb, engine, "a profile's analytic layer cycles")
     if unused:
-        warnings.warn(unused, UserWarning, stacklevel=3)
+        library_note(unused, stacklevel=3)
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     warn_file_batch(layers, batch)
     for note in toml_notes or unread_keys_notes(cfg_as_config(array, config)[1]):  # as archsim pipeline says them
-        warnings.warn(note, UserWarning, stacklevel=3)
+        library_note(note, stacklevel=3)
     if clock_ghz is not None:
         check_choice(engine, ("analytic",), "engine")  # archsim plan prices the analytic cycles
         return profile_from_network(layers, chosen, batch, check_mode(mode))
@@ -162,8 +160,7 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints, and so does Algorithm 1's plan
     slower than its plan on fewer processors (:func:`~archsim.planners.fewer_processors_note`)."""
-    import warnings
-
+    from archsim.console import library_note
     from archsim.planners import PLANNERS, fewer_processors_note, idle_processors_note, partition
     from archsim.spp.topology import Topology
 
@@ -181,10 +178,10 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     plan = partition(profile, processors, method, **options)
     idle = idle_processors_note(plan, processors.devices if isinstance(processors, Topology) else processors)
     if idle:
-        warnings.warn(idle, UserWarning, stacklevel=3)
+        library_note(idle, stacklevel=3)
     fewer = fewer_processors_note(profile, plan, processors, **options)  # None on a Topology
     if fewer:
-        warnings.warn(fewer, UserWarning, stacklevel=3)
+        library_note(fewer, stacklevel=3)
     return plan
 
 
@@ -265,9 +262,7 @@ def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int
     the peak of stashed activations, ``peak_memory_bytes``), from :func:`archsim.footprint.partition_footprint`.
     ``schedule`` and ``max_ops`` as :func:`simulate`'s; ``capacity_gb`` (GB = 10⁹ bytes, ``--capacity-gb``): a
     processor over it warns (UserWarning) the line the command prints, and the frame still comes back."""
-    import warnings
-
-    from archsim.console import setting
+    from archsim.console import library_note, setting
     from archsim.fits import memory_warning
     from archsim.footprint import OPTIMIZER_STATES, footprint_frame, partition_footprint
     from archsim.policies.pipeline import simulate_partition
@@ -295,7 +290,7 @@ def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int
         line = memory_warning([(f"processor {m.processor}", f"memory ({setting('capacity-gb')})", m.peak_bytes,
                                 capacity) for m in memory], "processors")
         if line:
-            warnings.warn(line, UserWarning, stacklevel=3)
+            library_note(line, stacklevel=3)
     return footprint_frame(memory)
 
 

@@ -6,7 +6,6 @@ its own. Cycles are array clock cycles, SRAM and DRAM counts words. Re-exported 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -20,6 +19,7 @@ from archsim.api_inputs import (
 )
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
+from archsim.console import library_note
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def _warn(kind: str, text: str) -> None:
     """A note or warning the command prints on stderr, as a UserWarning at the caller's line."""
-    warnings.warn(text, UserWarning, stacklevel=5)
+    library_note(text, stacklevel=5)
 
 
 @speaks_keywords
@@ -89,7 +89,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
                     clock_ghz=clock, dtype=dtype, element_bytes=element_bytes, toml_array=read, speak=_warn,
                     speak_after=_warn)
     for note in (*(text for _, text in said), *([] if toml else unread_keys_notes(config))):  # array/ never reads a file's device keys
-        warnings.warn(note, UserWarning, stacklevel=3)
+        library_note(note, stacklevel=3)
     from archsim.rows import Rows
 
     table = done.table.frame() if isinstance(done.table, Rows) else done.table
@@ -177,7 +177,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
                                          energy_table=energy_table, config=config)
     for note in (*notes, static):
         if note:
-            warnings.warn(note, UserWarning, stacklevel=3)
+            library_note(note, stacklevel=3)
     from archsim.rows import Rows
 
     return TableResult(Rows.of(rows).frame(), {"meta": meta, "rows": rows})  # the rows as the command prints them

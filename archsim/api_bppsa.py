@@ -6,19 +6,19 @@ array clock cycles, FLOPs counted. Re-exported by :mod:`archsim.api`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 from archsim.api_inputs import build_array, unread_keys_notes
 from archsim.api_keywords import check_choice, listed, positive_int, speaks_keywords
 from archsim.bppsa_run import PAPER_SEQ_LENS, each_once
+from archsim.console import library_note
 from archsim.table_result import TableResult
 
 
 def _warn(text: str) -> None:
     """A repeat the command warns of on stderr, as a UserWarning at the caller's line."""
-    warnings.warn(text, UserWarning, stacklevel=5)
+    library_note(text, stacklevel=5)
 
 
 @speaks_keywords
@@ -44,7 +44,7 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     done = rnn_study(each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn), hidden=hidden, batch=batch,
                      array=chosen, dtype=dtype)
     for note in unread_keys_notes(config):  # as archsim bppsa rnn says it of its --config
-        warnings.warn(note, UserWarning, stacklevel=3)
+        library_note(note, stacklevel=3)
     return TableResult.of(done.table.frame(), done.meta)
 
 

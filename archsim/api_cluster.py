@@ -6,17 +6,17 @@ Re-exported by :mod:`archsim.api`.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
+from archsim.console import library_note
 from archsim.table_result import TableResult
 
 
 def _warn(kind: str, text: str) -> None:
     """A note the command prints on stderr, as a UserWarning at the caller's line."""
-    warnings.warn(text, UserWarning, stacklevel=5)
+    library_note(text, stacklevel=5)
 
 
 def _bounded(value: object, field: str, *, positive: bool = False) -> float:

@@ -60,12 +60,12 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``;
     ``sram_kb`` sizes that look like bytes warn (UserWarning) as ``--sram-kb``'s do on stderr, and a device file's
     keys its kind does not read as the array commands note them (:func:`unread_keys_notes`)."""
-    import warnings
+    from archsim.console import library_note
 
     built = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                         bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
     for note in unread_keys_notes(cfg_as_config(array, config)[1]):
-        warnings.warn(note, UserWarning, stacklevel=user_stacklevel())
+        library_note(note, stacklevel=user_stacklevel())
     return built
 
 
@@ -76,7 +76,6 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
     """:func:`array_config` less its unread-keys warning: what the jobs that say their ``config``'s notes themselves
     (``cost``, ``profile``, ``plan``, ``bppsa_rnn``, ``iteration_energy``) build their array with, so each note is
     said once."""
-    import warnings
     from dataclasses import replace
 
     from archsim.array.options import (
@@ -89,6 +88,7 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
         with_memory,
     )
     from archsim.choices.devices import ARRAY_DTYPES
+    from archsim.console import library_note
 
     if dtype is not None:
         check_choice(dtype, ARRAY_DTYPES, "dtype")
@@ -101,7 +101,7 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
         clock_ghz = checked_clock_ghz(clock_ghz)
     slip = sram_kb_warning(sram_kb)  # checks the value first: a bad one is refused before anything is said
     if slip:
-        warnings.warn(slip, UserWarning, stacklevel=user_stacklevel())
+        library_note(slip, stacklevel=user_stacklevel())
 
     if isinstance(array, ArrayConfig):
         if config is not None:
@@ -117,7 +117,7 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
                                1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
     huge = array_size_warning(built.rows, built.cols, array_source(None if array is None else str(array), config))
     if huge:  # the line the array commands warn on stderr
-        warnings.warn(huge, UserWarning, stacklevel=user_stacklevel())
+        library_note(huge, stacklevel=user_stacklevel())
     return built
 
 
@@ -195,13 +195,12 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
 def warn_file_batch(network: Network, batch: int) -> None:
     """Warn, as the commands note on stderr, when ``network``'s file fixes a batch other than ``batch``, the one
     costed (:func:`archsim.workload.shipped.file_batch_note`)."""
-    import warnings
-
+    from archsim.console import library_note
     from archsim.workload.shipped import file_batch_note
 
     line = file_batch_note(network, batch)
     if line:
-        warnings.warn(line, UserWarning, stacklevel=4)
+        library_note(line, stacklevel=4)
 
 
 def unread_keys_notes(config: str | Path | None) -> list[str]:

@@ -5,7 +5,6 @@ Re-exported by :mod:`archsim.api`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING
 from archsim.api_inputs import build_array, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords, user_stacklevel
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
+from archsim.console import library_note
 from archsim.table_result import TableResult
 from archsim.workload.layer import Network
 
@@ -45,7 +45,7 @@ def _warn(kind: str, text: str) -> None:
     """A note or warning the command prints on stderr, as a UserWarning at the caller's line, whether said from
     inside :func:`~archsim.plan_run.run_plan` or after it (a fixed stacklevel fits one depth only)."""
     if text:
-        warnings.warn(text, UserWarning, stacklevel=user_stacklevel())
+        library_note(text, stacklevel=user_stacklevel())
 
 
 @speaks_keywords
@@ -143,7 +143,7 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: in
     for line in (*done.warnings, *done.notes):  # the cluster file's lines, said after the run as the command's
         _warn("note", line)
     for note in unread_keys_notes(config) if built else ():  # as archsim plan says it of its --config
-        warnings.warn(note, UserWarning, stacklevel=3)
+        library_note(note, stacklevel=3)
     from archsim.rows import Rows
 
     return PlanResult(Rows.of(done.rows).frame(), {"meta": done.meta, "rows": done.rows}, done.timeline)

@@ -6,7 +6,6 @@ flags' names, run by the command's own :func:`archsim.policies.schedule_run.run_
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +21,7 @@ from archsim.api_keywords import (
     speaks_keywords,
     user_stacklevel,
 )
+from archsim.console import library_note
 from archsim.validate import flag_text
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def _warn(kind: str, text: str | None) -> None:
     """A note or warning the command prints on stderr, as a UserWarning at the caller's line, whether said from
     inside :func:`~archsim.policies.schedule_run.run_schedule` (a network's notes) or after it."""
     if text:
-        warnings.warn(text, UserWarning, stacklevel=user_stacklevel())
+        library_note(text, stacklevel=user_stacklevel())
 
 
 def _checked(given: dict[str, Any]) -> dict[str, Any]:

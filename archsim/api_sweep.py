@@ -50,16 +50,14 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
     with shown(progress):  # True draws the bar off a terminal too, as search(progress=True) does: a notebook's stderr
         frame = _run(spec, folder, workers=workers, dask=dask, progress=progress, force=force, max_configs=max_configs)
     if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
-        import warnings  # PEs, a slipped unit
-
+        from archsim.console import library_note  # PEs, a slipped unit
         from archsim.sweep.device_points import spec_notes, spec_warnings, unfit_points_line
 
         for line in (unfit_points_line(frame), *spec_warnings(spec), *spec_notes(spec)):
             if line:
-                warnings.warn(line, UserWarning, stacklevel=3)
+                library_note(line, stacklevel=3)
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
-        import warnings
-
+        from archsim.console import library_note
         from archsim.sweep.networks import network_notes
         from archsim.sweep.pipedream_points import skipped_line
         from archsim.sweep.report import spec_record
@@ -68,7 +66,7 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
         skipped = skipped_line(spec_record(folder))  # PipeDream's points a network is too short for
         for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec), skipped):
             if note:
-                warnings.warn(note, UserWarning, stacklevel=3)
+                library_note(note, stacklevel=3)
     return frame
 
 

@@ -5,7 +5,6 @@ its own. Seconds throughout. Re-exported by :mod:`archsim.api`.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,12 +19,13 @@ from archsim.api_keywords import (
     positive_int,
     speaks_keywords,
 )
+from archsim.console import library_note
 from archsim.table_result import TableResult
 
 
 def _warn(kind: str, text: str) -> None:
     """A note the command prints on stderr, as a UserWarning at the caller's line."""
-    warnings.warn(text, UserWarning, stacklevel=5)
+    library_note(text, stacklevel=5)
 
 
 @speaks_keywords
