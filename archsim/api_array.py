@@ -157,7 +157,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     warnings the command prints on stderr warn (UserWarning)."""
     from archsim.array.options import check_bandwidth_engine
     from archsim.choices.devices import ENGINES
-    from archsim.energy_run import energy_document
+    from archsim.energy_run import energy_document, energy_dtype
     from archsim.lowering import check_mode
 
     check_choice(engine, ENGINES, "engine")
@@ -166,6 +166,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     if energy_table is not None:
         check_path(energy_table, "energy-table", "an energy table's name or TOML path")
     check_config(config)  # before its suffix is read: one line, not Path's TypeError
+    dtype = energy_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
     chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                                     bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first

@@ -16,6 +16,17 @@ if TYPE_CHECKING:
     from archsim.workload.layer import Network
 
 
+def energy_dtype(config: str | Path | None, dtype: str | None, element_bytes: object) -> str | None:
+    """The dtype ``archsim energy`` prices: ``dtype`` (``--dtype``) as given; on a device TOML given neither it nor
+    ``element_bytes``, train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), so energy and train price one file
+    alike (a device file states no dtype of its own; train's cluster names the run's); else None (SCALE-Sim's 1-byte
+    word, a ``.cfg``'s default)."""
+    from archsim.array.device_sections import is_device_toml
+    from archsim.choices.devices import TRAIN_DTYPE
+
+    return TRAIN_DTYPE if dtype is None and element_bytes is None and is_device_toml(config) else dtype
+
+
 def device_toml_array(config: str | Path, array: str | None, dataflow: str | None, width: int | None,
                       speak_after: Callable[[str, str], None] = say_after_run) -> ArrayConfig:
     """A device TOML's one array kind as train's energy model reads it
@@ -97,4 +108,4 @@ def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:
     return memory if engine == "cycle" else {"sram_kb": memory["sram_kb"]}
 
 
-__all__ = ["device_toml_array", "device_toml_notes", "energy_document"]
+__all__ = ["device_toml_array", "device_toml_notes", "energy_document", "energy_dtype"]

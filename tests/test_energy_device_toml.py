@@ -60,14 +60,32 @@ def test_energy_on_a_device_toml_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, 
 @pytest.mark.parametrize("flags", [(), ("--dtype", "fp16", "--engine", "cycle"), ("--array", "16x16")])
 def test_a_device_toml_and_cfg_of_one_chip_give_one_energy_table(energy, flags, tmp_path, capsys):
     """The TOML and the .cfg stating the same chip and ``[energy]``: the same rows and meta, and the same notes
-    (its 8 arrays, the dtype, its static power) but for the file's name."""
-    cfg = _run(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=energy_body(energy, False)), *flags)
+    (its 8 arrays, its static power) but for the file's name, the TOML without ``--dtype`` priced at train's fp16
+    as the .cfg is with ``--dtype fp16`` (a .cfg's default is SCALE-Sim's int8 word)."""
+    fp16 = () if "--dtype" in flags else ("--dtype", "fp16")
+    cfg = _run(tmp_path, capsys, "chip.cfg", CHIP_CFG.format(energy=energy_body(energy, False)), *flags, *fp16)
     toml = _run(tmp_path, capsys, "chip.toml", CHIP_TOML.format(lanes="", energy=energy_body(energy, True)), *flags)
     assert cfg[0] == toml[0] == 0, cfg[2] + toml[2]
     assert json.loads(toml[1]) == json.loads(cfg[1])
     assert toml[2].replace("chip.toml", "chip.cfg") == cfg[2]
     assert "device of 8 arrays" in toml[2] and "static_watts = 3 W" in toml[2]
-    assert ("add --dtype fp16" in toml[2]) == ("--dtype" not in flags)
+    assert "add --dtype fp16" not in toml[2]  # it prices what train charges
+
+
+def test_energy_prices_a_device_toml_at_trains_dtype_unless_told(tmp_path, capsys):
+    """Without --dtype a device TOML is priced at fp16, train's default (the file states no dtype): 2-byte words,
+    so every memory part (SRAM, DRAM) is twice --dtype int8's on the same word counts (docs/cli.md), the MACs the
+    same count; --dtype int8 and --element-bytes 1 still price SCALE-Sim's 1-byte word."""
+    text = CHIP_TOML.format(lanes="", energy="")
+    default = _energy_json(tmp_path, capsys, "chip.toml", text)
+    int8 = _energy_json(tmp_path, capsys, "chip.toml", text, "--dtype", "int8")
+    assert _energy_json(tmp_path, capsys, "chip.toml", text, "--element-bytes", "1") == int8
+    assert (default["meta"]["dtype"], default["meta"]["element_bytes"]) == ("fp16", 2)
+    assert (int8["meta"]["dtype"], int8["meta"]["element_bytes"]) == ("int8", 1)
+    wide, narrow = default["rows"][-1], int8["rows"][-1]
+    assert wide["macs"] == narrow["macs"] and wide["dram_read_pj"] > 0
+    for part in ("dram_read_pj", "dram_write_pj", "ifmap_sram_read_pj", "filter_sram_read_pj", "ofmap_sram_write_pj"):
+        assert wide[part] == pytest.approx(2 * narrow[part], rel=1e-12), part
 
 
 def test_a_device_tomls_energy_figures_are_read(tmp_path, capsys):
