@@ -238,8 +238,15 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     a ring's 2(n − 1) steps (n − 1 for all-gather and reduce-scatter) of which 2(m − 1) cross servers
     (m − 1), each step paying its link's latency; a tree that is a chain inside each server and a
     double binary tree over the m servers, 2((k − 1)·α_intra + ⌈log₂ m⌉·α_inter). The bytes stream
-    through both kinds of link at once, so the slower bounds the time: the server's NVLink ring with
-    its copy cost, or the network at the group's share of every NIC rail."""
+    through both kinds of link at once, so the slower bounds the time: the GPUs' own ring (or tree) at
+    the in-server link's fitted rate and copy cost, over all n ranks, or the network at the group's
+    share of every NIC rail. The in-server term takes every byte a GPU's ring steps move, not the
+    (k − 1)/k of them whose next hop is NVLink: η·B and γ were fitted on whole rings of one server,
+    where they cannot tell NVLink's wire from the copy-and-reduce kernel every step runs whichever link
+    it sends on, and NCCL's own model (tuning.cc) gives a ring over servers one channel speed for all
+    its edges and its 2(n − 1)/n over all n ranks. So a group over servers is never faster than the
+    same ring in one server (until 2026-12-04 a DP 16 all-reduce over two H100 servers was 4.5%
+    faster than DP 8 in one, for the same bytes per GPU)."""
     intra, inter, k = link.intra, link.inter, link.per_server
     m = max(1, n // max(k, 1))
     net = inter.bus_bandwidth
@@ -252,15 +259,14 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
         # share of the NICs: point-to-point sends do not spread over other GPUs' rails
         wire = np.maximum((k - 1) / n * s / intra.bus_bandwidth, (n - k) / n * s / (net / k))
         return launch + (k - 1) * intra.alpha_s + (m - 1) * inter.alpha_s + wire
-    inside = (k - 1) / k  # of a server's k ring edges, k − 1 are NVLink, one leaves through a NIC
     if kind == "all-reduce":
-        nvlink = intra.copy_s_per_byte * s + inside * 2 * (n - 1) / n * s / intra.bus_bandwidth
+        nvlink = intra.copy_s_per_byte * s + 2 * (n - 1) / n * s / intra.bus_bandwidth
         ring = launch + 2 * (n - m) * intra.alpha_s + 2 * (m - 1) * inter.alpha_s + np.maximum(
             nvlink, 2 * (n - 1) / n * s / net)
         tree = launch + 2 * ((k - 1) * intra.alpha_s + math.ceil(math.log2(m)) * inter.alpha_s) + np.maximum(
-            intra.copy_s_per_byte * s + inside * 2 * s / intra.bus_bandwidth, 2 * s / net)
+            intra.copy_s_per_byte * s + 2 * s / intra.bus_bandwidth, 2 * s / net)
         return np.minimum(ring, tree)
-    nvlink = intra.copy_s_per_byte * s / 2 + inside * (n - 1) / n * s / intra.bus_bandwidth
+    nvlink = intra.copy_s_per_byte * s / 2 + (n - 1) / n * s / intra.bus_bandwidth
     return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
 
 

@@ -53,11 +53,17 @@ A100_NVLINK = {"efficiency": 0.998, "alpha_s": 3.15e-6, "launch_s": 52.7e-6, "co
 V100_NVLINK = {"efficiency": 0.903, "alpha_s": 0.0, "launch_s": 37.9e-6, "copy_s_per_byte": 0.357e-12}
 
 
-def nvlink(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
+def nvlink(bandwidth: float, alpha_s: float | None = None, efficiency: float | None = None) -> LinkClass:
     """The NVLink link class of a server whose GPUs each have ``bandwidth`` bytes/s per direction; ``alpha_s``:
     the per-step latency a device states for its fabric (a device file's ``[links] intra_latency_us``, s),
-    None: the fitted one."""
-    return _link("nvlink", bandwidth, A100_NVLINK, alpha_s)
+    None: the fitted one. ``efficiency``: the η a device file states for its fabric (``[links] efficiency``,
+    :attr:`~archsim.devices.device.Device.link_efficiency`): its collectives then run at η·bandwidth with no launch
+    latency or copy cost beside their steps' — those are NCCL's kernels on NVSwitch GPUs, fitted on nccl-tests,
+    not a designer's stated link; None: the NCCL fit whole (a catalog GPU's)."""
+    if efficiency is None:
+        return _link("nvlink", bandwidth, A100_NVLINK, alpha_s)
+    stated = {**A100_NVLINK, "efficiency": efficiency, "launch_s": 0.0, "copy_s_per_byte": 0.0}
+    return _link("nvlink", bandwidth, stated, alpha_s)
 
 
 def nvlink_group(device: Device, members: tuple[int, ...], bandwidth: float | None = None) -> LinkClass:
@@ -68,13 +74,14 @@ def nvlink_group(device: Device, members: tuple[int, ...], bandwidth: float | No
     board has no NVLink (a PCIe card). ``bandwidth``: the server's in-server fabric, bytes/s per GPU per
     direction, as its cluster file states it (``intra_server_gbps``, :func:`fabric_bytes_per_s`); None:
     the device's own NVLink (or, on a PCIe card, its PCIe) figure. Each step pays the device's own
-    latency where it states one (``intra_latency_s``), else the fitted α."""
+    latency where it states one (``intra_latency_s``), else the fitted α; a device file's fabric runs at the
+    efficiency it states (:func:`nvlink`)."""
     alpha = device.intra_latency_s
     if not device.nvlink_bytes_per_s:
         return _link("pcie", device.pcie_bytes_per_s if bandwidth is None else bandwidth, V100_NVLINK, alpha)
     fabric = device.nvlink_bytes_per_s if bandwidth is None else bandwidth
     if device.nvswitch:
-        return nvlink(fabric, alpha)
+        return nvlink(fabric, alpha, device.link_efficiency)
     rings = ring_count(tuple(members))
     link = fabric / device.nvlinks  # one NVLink's share of the stated fabric
     return _link("nvlink" if rings else "pcie", rings * link if rings else device.pcie_bytes_per_s, V100_NVLINK,
@@ -91,7 +98,8 @@ def server_link(device: Device, members: tuple[int, ...], bandwidth: float | Non
     if len(members) > 1:
         link = nvlink_group(device, members, bandwidth)
     else:
-        link = nvlink(device.nvlink_bytes_per_s if bandwidth is None else bandwidth, device.intra_latency_s)
+        link = nvlink(device.nvlink_bytes_per_s if bandwidth is None else bandwidth, device.intra_latency_s,
+                      device.link_efficiency)
     return replace(link, nvls=True) if switch_reduces(device, nvls) else link
 
 

@@ -121,14 +121,17 @@ def test_both_forms_state_both_latencies_and_the_links_take_them(tmp_path, form)
 @pytest.mark.parametrize("cluster", ["tpu_v4_like_slice.toml", "scalesim_32x32_device.toml",
                                      "a100_node_device_file.toml"])
 def test_unstated_latencies_keep_every_shipped_device_file_on_the_fitted_links(cluster):
-    """The shipped device files state no latency: their links are the fitted classes built from bandwidth
-    alone, and stating the fitted α (3.15 µs a step in-server, twice that through a NIC) changes no second."""
+    """The shipped device files state no latency: their links are the classes built from bandwidth and the file's
+    efficiency alone (``[links] efficiency``: the ideal ring, or "nccl" for the A100 written as a device file), each
+    step the fitted α, and stating that α (3.15 µs a step in-server, twice that through a NIC) changes no second."""
     gpus = load_gpu_cluster(CLUSTERS / cluster)
     device = gpus.gpu
     assert (device.intra_latency_s, device.inter_node_latency_s) == (None, None)
     par = Parallelism(2, 2, 1, 4, 1)
     machine = gpus.machine(par)
-    assert machine.links.tp == machine.links.pp == links.nvlink(gpus.fabric(0) or device.nvlink_bytes_per_s)
+    fabric = gpus.fabric(0) or device.nvlink_bytes_per_s
+    assert machine.links.tp == machine.links.pp == links.nvlink(fabric, efficiency=device.link_efficiency)
+    assert machine.links.tp.alpha_s == links.A100_NVLINK["alpha_s"]
     alpha = links.A100_NVLINK["alpha_s"]
     stated = replace(device, intra_latency_s=alpha, inter_node_latency_s=2 * alpha)
     spec = {"cluster": {"name": "x"}, "servers": [{"count": 1, "gpus": gpus.gpus_per_server, "device": "stated",

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from archsim.choices.devices import DTYPES, GEMM_MODELS
+from archsim.choices.devices import DTYPES, GEMM_MODELS, NCCL_FIT
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
 from archsim.validate import (
@@ -38,7 +38,8 @@ def is_device_toml(config: str | Path | None) -> bool:
 # section → key → (kind, required); kinds: int, float (positive), float0 (≥ 0), sram (float0, or three positive
 # integers: ifmap, filter, ofmap KiB, :func:`_sram`), fraction (0, 1], seconds [0, 1),
 # latency_us [0, MAX_STEP_LATENCY_US], watts0 [0, MAX_STATIC_WATTS) (:func:`static_watts`), gbps0 (0: none, else a
-# cluster file's Gbit/s figure, :func:`archsim.links.is_gbps`: it stands in for inter_server_gbps), str, bool
+# cluster file's Gbit/s figure, :func:`archsim.links.is_gbps`: it stands in for inter_server_gbps), link_efficiency (a
+# fraction, or the text NCCL_FIT, :func:`_link_efficiency`), str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "device": {"name": ("str", True), "gemm": ("str", False), "split_k": ("bool", False),
                "board_watts": ("float", False), "static_watts": ("watts0", False)},
@@ -52,7 +53,7 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
                "memory_efficiency": ("fraction", False)},
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
               "inter_node_gbps": ("gbps0", False), "intra_latency_us": ("latency_us", False),
-              "inter_node_latency_us": ("latency_us", False)},
+              "inter_node_latency_us": ("latency_us", False), "efficiency": ("link_efficiency", False)},
     # the vector unit (a TPU's VPU), optional as a whole; lanes required once it is written (_WHOLE_OPTIONAL)
     "vector": {"lanes": ("int", True), "sublanes": ("int", False), "cores": ("int", False),
                "clock_mhz": ("float", False), "fp32_per_clock": ("float", False), "exp_per_clock": ("float", False)},
@@ -98,6 +99,17 @@ def _gbps0(value: object) -> float:
     if gbps and not is_gbps(gbps):
         raise ValueError(f"expected 0 (none) or a number in [{MIN_GBPS:g}, {MAX_GBPS:g}], got {shown(value)}")
     return gbps
+
+
+def _link_efficiency(value: object, typed: bool) -> float | str:
+    """``[links] efficiency``: the share of ``intra_gbps`` a collective's ring reaches, a fraction in (0, 1], or
+    :data:`~archsim.choices.devices.NCCL_FIT` (NVIDIA's NCCL fit, a catalog GPU's); else ValueError in one line. A
+    TOML's number takes no quotes (``typed``); a .cfg's text is read as a number where it is one."""
+    if isinstance(value, str) and value.strip() == NCCL_FIT:
+        return NCCL_FIT
+    if typed and isinstance(value, str):
+        raise ValueError(f'expected a fraction in (0, 1] or "{NCCL_FIT}", got {shown_number(value)}')
+    return parse_float(value, low_open=True, high=1.0, what=f'a fraction in (0, 1] or "{NCCL_FIT}"')
 
 
 def _sram(value: object) -> float | tuple[int, int, int]:
@@ -151,6 +163,8 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
             return parse_float(value, high=MAX_STEP_LATENCY_US, what="a non-negative number of µs")
         if kind == "gbps0":
             return _gbps0(value)
+        if kind == "link_efficiency":
+            return _link_efficiency(value, typed)
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=f"{section}.{key}") from None
     if kind == "table":

@@ -20,6 +20,7 @@ SCALESIM_DTYPE = "int8"
 ARRAY_DTYPES = (SCALESIM_DTYPE, *DTYPES)
 ARRAY_ELEMENT_BYTES = {SCALESIM_DTYPE: 1, **{name: ELEMENT_BYTES[name] for name in DTYPES}}
 DEVICE_SUFFIXES = (".toml", ".cfg")  # a device file: a TOML, or a SCALE-Sim .cfg with archsim's device sections
+NCCL_FIT = "nccl"  # a device file's [links] efficiency naming NVIDIA's NCCL fit (archsim.links.A100_NVLINK) for its fabric
 GEMM_MODELS = ("tiles", "arrays")  # a device's [device] gemm: a GPU library's output tiles, or SCALE-Sim's arrays
 ENGINES = ("analytic", "cycle")  # how an array is costed: closed form, or stepped cycle by cycle
 DELTA_OPTIONS = ("transposed", "dense")  # a sparse layer's δ: through the transposed sparse weights, or dense

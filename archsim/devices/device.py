@@ -131,6 +131,9 @@ class Device:
     inter_node_gbps: float = 0.0
     intra_latency_s: float | None = None  # a collective step on the in-server fabric (None: fitted NVLink α)
     inter_node_latency_s: float | None = None  # a collective step through the NIC (None: the fitted NIC α)
+    # η of the in-server fabric as a device file states it ([links] efficiency: no launch or copy cost beside it);
+    # None: NVIDIA's NCCL fit (archsim.links.A100_NVLINK), a catalog GPU's and a file's naming "nccl"
+    link_efficiency: float | None = None
     board_watts: float | None = None
     split_k: bool = False
     static_watts: float = 0.0  # W per chip of an array device: leakage the energy model's dynamic joules leave out

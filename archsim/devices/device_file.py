@@ -37,7 +37,7 @@ from archsim.array.sram_sizes import (
     short_sram,
     sram_in_bytes,
 )
-from archsim.choices.devices import DTYPES, FP8
+from archsim.choices.devices import DTYPES, FP8, NCCL_FIT
 from archsim.clock import clock_hz
 from archsim.devices.device import Arrays, Device, VectorUnit
 from archsim.devices.kernel_constants import one_fraction
@@ -140,7 +140,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                   pcie_bytes_per_s=links.get("host_gbps", links["intra_gbps"]) * 1e9,
                   inter_node_gbps=links.get("inter_node_gbps", 0.0),
                   intra_latency_s=_seconds(links, "intra_latency_us"),
-                  inter_node_latency_s=_seconds(links, "inter_node_latency_us"), board_watts=dev.get("board_watts"),
+                  inter_node_latency_s=_seconds(links, "inter_node_latency_us"),
+                  link_efficiency=_link_efficiency(links), board_watts=dev.get("board_watts"),
                   split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0),
                   sram_keys=sram_keys, vector=vector)
 
@@ -163,6 +164,13 @@ def _vector_unit(vec: dict[str, Any], file: str) -> VectorUnit | None:
 def _seconds(links: dict[str, Any], key: str) -> float | None:
     """A ``[links]`` latency key (µs) in seconds; None when unstated (the fitted link class's α prices it)."""
     return None if key not in links else links[key] / 1e6
+
+
+def _link_efficiency(links: dict[str, Any]) -> float | None:
+    """``[links] efficiency`` as :attr:`Device.link_efficiency`: the stated fraction (default 1: the stated link
+    runs at its bandwidth, a designer's ideal ring), or None for ``"nccl"`` (NVIDIA's NCCL fit)."""
+    stated = links.get("efficiency", 1.0)
+    return None if stated == NCCL_FIT else float(stated)
 
 
 def _toml_device(path: Path) -> Device:
