@@ -23,7 +23,6 @@ from archsim.training.stages import one_f_one_b_seconds
 ROOT = Path(__file__).resolve().parents[1]
 GPT = ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"
 NODE = ROOT / "configs" / "clusters" / "a100_node.toml"
-SWITCHES = {"sequence-parallel", "distributed-optimizer", "fsdp", "fp8-param-gather"}  # train's flags without a value
 # tiny models of each family, as their config.json are written (a DeepSeek-V2 of 3 dense layers, then 7 MoE ones)
 LLAMA = {"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
          "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1024, "max_position_embeddings": 512,
@@ -69,13 +68,17 @@ def model_path(tmp_path, family: str) -> Path:
 
 
 def train_keywords(command: str) -> tuple[str, dict]:
-    """``archsim train MODEL --flag value … --switch``: the model and ``archsim.train``'s keywords, as the CLI reads it."""
+    """``archsim train MODEL --flag value … --switch --pair A P``: the model and ``archsim.train``'s keywords (a switch
+    True, a flag of several values their list), as the CLI reads them."""
     words = shlex.split(command)
     assert words[:2] == ["archsim", "train"]
     keywords, rest = {}, words[3:]
     while rest:
-        flag = rest.pop(0).removeprefix("--")
-        keywords[flag.replace("-", "_")] = True if flag in SWITCHES else rest.pop(0)
+        flag, values = rest.pop(0), []
+        assert flag.startswith("--"), command
+        while rest and not rest[0].startswith("--"):
+            values.append(rest.pop(0))
+        keywords[flag[2:].replace("-", "_")] = True if not values else values[0] if len(values) == 1 else values
     return words[2], keywords
 
 
