@@ -12,8 +12,10 @@ parallelism for a transformer, a global batch and a GPU cluster.
    state (fewer than 2p micro-batches), where their closed forms are poor.
 3. Re-time the best ``refine`` estimated by a closed form with the event simulator
    (:func:`archsim.training.run.train`) when their schedule is small enough, and rank again:
-   ``timing`` says which model timed each row. On a heterogeneous cluster every closed form is an
-   estimate (1F1B's too), and a row on a planned placement is re-timed on each server order.
+   ``timing`` says which model timed each row. Every closed form is an estimate, 1F1B's and GPipe's too
+   (exact on equal stages, over the real ones where a dense first layer, the embedding or the head, a planned split
+   or a mixed cluster make them unequal), so a re-timed row's time is ``archsim train``'s for its ``command``;
+   a row on a planned placement is re-timed on each server order.
 
 Only the ranking lives here; each step's parts have a module of their own: the costing
 (:mod:`~archsim.training.search_cost`), the rows (:mod:`~archsim.training.search_row_maker`), the Pareto
@@ -34,7 +36,7 @@ from archsim.training.fp8_ops import check_fp8
 from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.parallel import Parallelism
 from archsim.training.placement import layouts, server_orders
-from archsim.training.search_cost import CLOSED_FORM_EXACT, Coster, objective_value
+from archsim.training.search_cost import Coster, objective_value
 from archsim.training.search_experts import expert_degrees, expert_tp_degrees
 from archsim.training.search_fit import fit_candidate
 from archsim.training.search_front import distinct_rows, identical_rows_dropped, pareto_front_rows
@@ -175,10 +177,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     retimed: dict[int, dict] = {}  # index in costed → its row re-timed by the event simulator
     first = list(zip(picked, rows))  # each row's index in costed, before re-timing reorders them
     if refine:
-        def estimate(row: dict) -> bool:  # 1F1B's and GPipe's closed form is exact on equal ranks only
-            k = make.keep[id(row)]
-            return row["timing"] == "closed-form" and (row["schedule"] not in CLOSED_FORM_EXACT or
-                                                       coster.placed(k).rank_wise(k.parallelism(global_batch)) is not None)
+        def estimate(row: dict) -> bool:  # every closed form, 1F1B's and GPipe's too: exact on equal stages only
+            return row["timing"] == "closed-form"
 
         if max_actions is not None:  # before any event simulation: their schedules' actions in all
             work = sum(make.event_actions(row) for row in rows[:refine] if estimate(row))

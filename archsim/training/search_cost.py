@@ -12,7 +12,7 @@ from archsim.training.search_space import V_SHAPED, Candidate, rank_chunks, rank
 from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
 from archsim.workload.transformer import TransformerConfig
 
-CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # their closed form equals the event simulator (tests)
+CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # closed forms exact on equal stages, at any m: not event-timed short of 2p
 EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
 
 
@@ -44,7 +44,8 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
 
 class Coster:
     """Iteration seconds of a candidate and which model gave them: 1F1B's and GPipe's closed form
-    (equal to the event simulator); for the other schedules the event simulator itself
+    (equal to the event simulator on equal stages, an estimate elsewhere: the search re-times its listed rows);
+    for the other schedules the event simulator itself
     (:func:`archsim.training.run.train`) while the pipeline is short of a steady state (m < 2p
     micro-batches), where their closed forms are poor, else their closed forms. Layer pieces are
     cached per what they depend on. On a cluster of mixed GPUs each rank is costed on its own GPU. One coster
