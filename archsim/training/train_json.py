@@ -39,6 +39,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
                 "moe_expert_capacity_factor": config.moe_expert_capacity_factor,
                 "moe_pad_expert_input_to_capacity": config.moe_pad_expert_input_to_capacity,
                 "moe_load_imbalance": config.moe_load_imbalance} if config.moe else {}),
+            **({name: True for name in ("overlap_moe_expert_parallel_comm", "moe_shared_expert_overlap")
+                if getattr(config, name)}),  # only when set (training/moe_overlap.py): the meta otherwise as before
             "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
