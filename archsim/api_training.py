@@ -241,7 +241,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
-           fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None) -> SearchResult:
+           fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None,
+           overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -253,7 +254,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
     mixture of experts' every divisor of its expert count, a dense model's 1; ``etp``: the experts' tensor-parallel degrees
     tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone;
-    ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``;
+    ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``; ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: every configuration's, as their flags;
     ``moe_load_imbalance``: every configuration's busiest EP rank's rows over the mean, as ``--moe-load-imbalance``,
     None uniform).
     Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
@@ -289,6 +290,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.moe_ops import with_load_imbalance
+    from archsim.training.moe_overlap import with_overlap
     from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
@@ -327,7 +329,11 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
     imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
-    config, on = with_load_imbalance(transformer(model, seq), imbalance), gpu_cluster(cluster, dtype)
+    check_switch(overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm")
+    check_switch(moe_shared_expert_overlap, "moe_shared_expert_overlap")
+    config = with_overlap(with_load_imbalance(transformer(model, seq), imbalance), overlap_moe_expert_parallel_comm,
+                          moe_shared_expert_overlap)
+    on = gpu_cluster(cluster, dtype)
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}

@@ -19,6 +19,7 @@ from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.iteration import PieceCost, clear_model_cache, model_pieces
 from archsim.training.moe_overlap import pair_hidden, paired_hidden, with_overlap
 from archsim.training.parallel import Parallelism
+from archsim.training.search_space import REASONS, Candidate, rejection
 from archsim.workload.transformer import TransformerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,7 +34,7 @@ SHARED = TransformerConfig("tiny", "llama", L, 1024, 8, 1024, 1024, 2048, 8, Fal
 def _train(c: TransformerConfig, **keys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return archsim.train(c, cluster=CLUSTER, global_batch=16, dtype="bf16", recompute="none", **keys)[0]
+        return archsim.train(c, cluster=CLUSTER, dtype="bf16", recompute="none", **({"global_batch": 16} | keys))[0]
 
 
 def _layer(c: TransformerConfig, par: Parallelism) -> PieceCost:
@@ -157,3 +158,51 @@ def test_the_flag_prices_as_the_keyword_and_the_meta_states_it(tmp_path, capsys)
     assert main([*argv, "--ep", "1", "--overlap-moe-expert-parallel-comm"]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--overlap-moe-expert-parallel-comm" in err
+
+
+@pytest.mark.parametrize(("k", "code", "words"), [
+    (Candidate(1, 1, 8, 1, "none", "1f1b", 1, False, ep=1), "a2a-overlap-needs-ep", "needs EP > 1"),
+    (Candidate(1, 2, 4, 1, "none", "1f1b", 1, False, ep=4), "a2a-overlap-needs-interleaving", "interleaved 1F1B only"),
+    (Candidate(1, 1, 8, 1, "full", "1f1b", 1, False, ep=8), "a2a-overlap-beside-full-recompute", "full recomputation"),
+])
+def test_search_rejects_what_train_refuses_by_the_same_rule(k, code, words):
+    c = with_overlap(TINY, True, False)
+    assert code in REASONS
+    assert rejection(c, k, 16, 8) == code and rejection(TINY, k, 16, 8) is None
+    with pytest.raises(InputError, match=words):
+        model_pieces(c, k.parallelism(16), load_gpu_cluster(CLUSTER, "bf16").machine(k.parallelism(16)))
+
+
+def test_a_search_row_is_trains_with_the_flag_and_names_it():
+    """PP 1, EP 16 over DP 16, micro-batch 1 (m = 4): 1F1B's closed form is the event simulator's, so the row is
+    train's with the overlap, 3 paired steps below the row without it; its commands carry the flag."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        keys = {"cluster": CLUSTER, "seq": 1024, "dtype": "bf16", "global_batch": 64, "gpus": 16, "recompute": "none",
+                "schedule": ["1f1b"], "max_micro_batch": 1, "ep": [16], "sequence_parallel": "off"}
+        on = archsim.search(TINY, overlap_moe_expert_parallel_comm=True, **keys)
+        off = archsim.search(TINY, **keys)
+    row = next(r for r in on.rows if r["pp"] == 1)
+    plain = next(r for r in off.rows if r["pp"] == 1)
+    assert row["timing"] == "closed-form"
+    assert row["iteration_seconds"] == pytest.approx(_train(TINY, dp=16, ep=16, global_batch=64,
+                                                            overlap_moe_expert_parallel_comm=True).iteration_seconds,
+                                                     rel=1e-9)
+    p = _layer(TINY, Parallelism(1, 1, 16, 16, recompute="none", ep=16))
+    assert plain["iteration_seconds"] - row["iteration_seconds"] == pytest.approx(3 * L * _hidden_by_hand(p), rel=1e-6)
+    assert "--overlap-moe-expert-parallel-comm" in row["megatron_args"]
+    assert row["command"].endswith("--overlap-moe-expert-parallel-comm") or " --overlap-moe-expert-parallel-comm" in \
+        row["command"]
+    assert "--overlap-moe-expert-parallel-comm" not in plain["megatron_args"] + plain["command"]
+    assert on.to_dict()["meta"]["overlap_moe_expert_parallel_comm"] is True
+
+
+def test_search_refuses_fp32_and_both_switches_once():
+    with pytest.raises(InputError, match="bf16 or fp16 only"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        archsim.search(TINY, cluster=CLUSTER, seq=1024, dtype="fp32", global_batch=64, gpus=16,
+                       overlap_moe_expert_parallel_comm=True)
+    with pytest.raises(InputError, match="exclude each other"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        archsim.search(SHARED, cluster=CLUSTER, seq=1024, dtype="bf16", global_batch=64, gpus=16,
+                       overlap_moe_expert_parallel_comm=True, moe_shared_expert_overlap=True)

@@ -60,27 +60,52 @@ def with_overlap(c: TransformerConfig, a2a: bool, shared: bool) -> TransformerCo
     return replace(c, overlap_moe_expert_parallel_comm=a2a, moe_shared_expert_overlap=shared)
 
 
-def overlap_problem(c: TransformerConfig, par: Parallelism, dtype: str) -> tuple[str, str] | None:
-    """(the flag, the one-line reason) Megatron-Core refuses ``c``'s overlap switches on ``par`` in ``dtype``, or None
-    (``transformer_config.py``'s ``__post_init__`` asserts, d98e8a6)."""
+def overlap_rule(c: TransformerConfig, ep: int, pp: int, schedule: str, recompute: str) -> tuple[str, str] | None:
+    """(search's rejection code, the one-line reason) why Megatron-Core refuses ``c``'s 1F1B all-to-all overlap on a
+    layout of EP ``ep``, PP ``pp``, published order ``schedule`` and ``recompute``, or None (off, or it runs)."""
+    if not c.overlap_moe_expert_parallel_comm:
+        return None
+    flag = switch_on(A2A_FLAG)
+    if not c.moe or ep == 1:
+        return "a2a-overlap-needs-ep", (f"{flag} overlaps expert parallelism's all-to-alls: it needs EP > 1 "
+                                        "(Megatron-Core asserts it)")
+    if pp > 1 and schedule != "interleaved-1f1b":
+        runs = "plain 1F1B" if schedule == "1f1b" else schedule
+        return "a2a-overlap-needs-interleaving", (
+            f"{flag} at PP > 1 runs in Megatron-Core's interleaved 1F1B only (it asserts a virtual pipeline size), "
+            f"not {runs}: give {setting('interleave', placeholder='2')} or more on {setting('schedule', '1f1b')}")
+    if recompute == "full":
+        return "a2a-overlap-beside-full-recompute", (f"{flag} refuses full recomputation (Megatron-Core asserts it): "
+                                                     f"{setting('recompute', 'none')} or selective")
+    return None
+
+
+def config_problem(c: TransformerConfig, dtype: str) -> tuple[str, str] | None:
+    """(the flag, the one-line reason) Megatron-Core refuses ``c``'s switches in ``dtype`` whatever the layout: both
+    together, or the 1F1B overlap outside bf16 and fp16; or None."""
     if not c.overlap_moe_expert_parallel_comm:
         return None
     flag = switch_on(A2A_FLAG)
     if c.moe_shared_expert_overlap:
         return SHARED_FLAG, f"{switch_on(SHARED_FLAG)} and {flag} exclude each other (Megatron-Core asserts it)"
-    if not c.moe or par.ep == 1:
-        return A2A_FLAG, f"{flag} overlaps expert parallelism's all-to-alls: it needs EP > 1 (Megatron-Core asserts it)"
-    if par.pp > 1 and par.schedule_name != "interleaved-1f1b":
-        runs = "plain 1F1B" if par.schedule_name == "1f1b" else par.schedule_name
-        return A2A_FLAG, (f"{flag} at PP > 1 runs in Megatron-Core's interleaved 1F1B only (it asserts a virtual "
-                          f"pipeline size), not {runs}: give {setting('interleave', placeholder='2')} or more on "
-                          f"{setting('schedule', '1f1b')}")
-    if par.recompute == "full":
-        return A2A_FLAG, (f"{flag} refuses full recomputation (Megatron-Core asserts it): "
-                          f"{setting('recompute', 'none')} or selective")
     if dtype not in ("bf16", "fp16"):
         return A2A_FLAG, f"{flag} runs in bf16 or fp16 only (Megatron-Core asserts it), not {dtype}"
     return None
+
+
+def overlap_problem(c: TransformerConfig, par: Parallelism, dtype: str) -> tuple[str, str] | None:
+    """(the flag, the one-line reason) Megatron-Core refuses ``c``'s overlap switches on ``par`` in ``dtype``, or None
+    (``transformer_config.py``'s ``__post_init__`` asserts, d98e8a6): :func:`config_problem`, then
+    :func:`overlap_rule`."""
+    rule = overlap_rule(c, par.ep, par.pp, par.schedule_name, par.recompute)
+    return config_problem(c, dtype) or (rule and (A2A_FLAG, rule[1]))
+
+
+def check_config(c: TransformerConfig, dtype: str) -> None:
+    """:func:`config_problem` as an :class:`~archsim.errors.InputError` on its flag: a search's, once."""
+    problem = config_problem(c, dtype)
+    if problem:
+        raise InputError(problem[1], field=problem[0])
 
 
 def check_overlap(c: TransformerConfig, par: Parallelism, dtype: str) -> None:
@@ -156,5 +181,5 @@ def paired_hidden(c: TransformerConfig, par: Parallelism, order: StageOrder,
     return tuple(out)
 
 
-__all__ = ["A2A_FLAG", "SHARED_FLAG", "check_overlap", "overlap_problem", "pair_hidden", "paired_hidden",
+__all__ = ["A2A_FLAG", "SHARED_FLAG", "check_config", "check_overlap", "config_problem", "overlap_problem", "overlap_rule", "pair_hidden", "paired_hidden",
            "shared_overlap", "warmup_forwards", "with_overlap"]
