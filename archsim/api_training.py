@@ -52,7 +52,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           cp_hierarchy: str | Sequence[int | str] | None = None, ep: int | str = 1,
           etp: int | str | None = None, moe_expert_capacity_factor: float | str | None = None,
           moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: float | str | None = None,
-          fp8: str | None = None, fp8_param_gather: bool = False) -> tuple[TrainResult, Throughput]:
+          fp8: str | None = None, fp8_param_gather: bool = False, overlap_moe_expert_parallel_comm: bool = False,
+          moe_shared_expert_overlap: bool = False) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -66,7 +67,9 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     ``--cp-comm``; ``cp_hierarchy``: a2a+p2p's (A, P), ``--cp-hierarchy A P``; ``ep``: ``--ep``; ``etp``: ``--etp``, None: TP;
     ``moe_expert_capacity_factor``, ``moe_pad_expert_input_to_capacity``: their flags, None and False dropless;
     ``moe_load_imbalance``: ``--moe-load-imbalance``, the busiest EP rank's rows over the mean (≥ 1), None uniform;
-    ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off; ``fp8_param_gather``: True or False, ``--fp8-param-gather``).
+    ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off; ``fp8_param_gather``: True or False, ``--fp8-param-gather``;
+    ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: True or False, their flags,
+    :mod:`archsim.training.moe_overlap`).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
@@ -89,6 +92,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
+    from archsim.training.moe_overlap import with_overlap
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
     from archsim.training.stage_split import parse_stage_layers
@@ -105,6 +109,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     check_switch(distributed_optimizer, "distributed_optimizer")
     check_switch(fsdp, "fsdp")
     check_switch(fp8_param_gather, "fp8_param_gather")
+    check_switch(overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm")
+    check_switch(moe_shared_expert_overlap, "moe_shared_expert_overlap")
     # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
     tp, pp, dp, global_batch, micro_batch, interleave, cp, ep = (
         positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
@@ -119,8 +125,9 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     capacity = None if moe_expert_capacity_factor is None else \
         positive_float(moe_expert_capacity_factor, "moe-expert-capacity-factor")
     imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
-    config = with_load_imbalance(with_capacity(transformer(model, seq), capacity, moe_pad_expert_input_to_capacity),
-                                 imbalance)
+    config = with_overlap(with_load_imbalance(with_capacity(transformer(model, seq), capacity,
+                                                            moe_pad_expert_input_to_capacity), imbalance),
+                          overlap_moe_expert_parallel_comm, moe_shared_expert_overlap)
     split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
@@ -234,7 +241,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
-           fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None) -> SearchResult:
+           fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None,
+           overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -246,7 +254,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
     mixture of experts' every divisor of its expert count, a dense model's 1; ``etp``: the experts' tensor-parallel degrees
     tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone;
-    ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``;
+    ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``; ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: every configuration's, as their flags;
     ``moe_load_imbalance``: every configuration's busiest EP rank's rows over the mean, as ``--moe-load-imbalance``,
     None uniform).
     Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
@@ -282,6 +290,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.moe_ops import with_load_imbalance
+    from archsim.training.moe_overlap import with_overlap
     from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
@@ -320,7 +329,11 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     chunk_list = chunk_counts(schedules, chunk_given)  # before the files are read
     seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
     imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
-    config, on = with_load_imbalance(transformer(model, seq), imbalance), gpu_cluster(cluster, dtype)
+    check_switch(overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm")
+    check_switch(moe_shared_expert_overlap, "moe_shared_expert_overlap")
+    config = with_overlap(with_load_imbalance(transformer(model, seq), imbalance), overlap_moe_expert_parallel_comm,
+                          moe_shared_expert_overlap)
+    on = gpu_cluster(cluster, dtype)
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}

@@ -1,6 +1,7 @@
 """A mixture of experts' routing flags, one wording for ``archsim train`` and ``archsim search``: how its tokens reach
 its experts (Megatron-Core's expert capacity, train's alone) and how unevenly (the load imbalance a router leaves:
-:func:`archsim.training.moe_ops.routed_rows`)."""
+:func:`archsim.training.moe_ops.routed_rows`); and train's two overlaps of its all-to-alls with compute
+(:mod:`archsim.training.moe_overlap`)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,14 @@ def add_routing_arguments(parser: argparse.ArgumentParser, capacity: bool = True
                              "token counts: max over mean tokens per EP rank): its experts' rows, all-to-alls and "
                              "kept activations priced on every rank, at most what a capacity factor keeps "
                              "(default: uniform, 1; docs/training.md#mixture-of-experts)")
+
+
+def add_overlap_arguments(parser: argparse.ArgumentParser) -> None:
+    """Megatron-Core's two overlaps of the EP all-to-alls with compute, off by default."""
+    parser.add_argument("--overlap-moe-expert-parallel-comm", action="store_true",
+                        help="Megatron-Core's 1F1B all-to-all overlap: in the pipeline's steady state one micro-batch's "
+                             "forward runs beside another's backward, each one's EP all-to-alls under the other's "
+                             "compute (needs --ep > 1, --interleave > 1 at --pp > 1, bf16 or fp16, no full recompute)")
+    parser.add_argument("--moe-shared-expert-overlap", action="store_true",
+                        help="the shared expert's forward beside the dispatcher's all-to-alls (Megatron-Core's "
+                             "--moe-shared-expert-overlap; nothing without a shared expert)")

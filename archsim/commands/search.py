@@ -34,7 +34,7 @@ from archsim.commands.common import (
     positive_int,
 )
 from archsim.commands.list_flag import ListFlag
-from archsim.commands.moe_flags import add_routing_arguments
+from archsim.commands.moe_flags import add_overlap_arguments, add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, notes_kept
 from archsim.output_files import note_written
@@ -69,6 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "alone, Megatron-LM's default); a row's ETP × EP divides TP × CP × DP, and its "
                              "command names --etp where ETP is not TP; an integer on a dense model is refused")
     add_routing_arguments(parser, capacity=False, whose="every configuration's")
+    add_overlap_arguments(parser)
     parser.add_argument("--cp-comm", action=ListFlag, choices=CP_COMMS, default=["p2p"],
                         help="how CP above 1 exchanges K/V, one or several to try (default p2p), as archsim train's "
                              "--cp-comm: p2p (Megatron-LM's ring), all_gather (Llama 3's), a2a (DeepSpeed-Ulysses) or "
@@ -160,7 +161,9 @@ def run(args: argparse.Namespace) -> int:
                         distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp,
                         cp_comm=args.cp_comm, fsdp_reshard=args.fsdp_reshard,
                         fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp, fp8=args.fp8,
-                        fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance)
+                        fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance,
+                        overlap_moe_expert_parallel_comm=args.overlap_moe_expert_parallel_comm,
+                        moe_shared_expert_overlap=args.moe_shared_expert_overlap)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 

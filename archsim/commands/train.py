@@ -32,7 +32,7 @@ from archsim.commands.common import (
     positive_int,
 )
 from archsim.commands.list_flag import ListFlag
-from archsim.commands.moe_flags import add_routing_arguments
+from archsim.commands.moe_flags import add_overlap_arguments, add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
@@ -79,6 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the experts' tensor-parallel degree (Megatron-Core's --expert-tensor-parallel-size; "
                              "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × CP × DP")
     add_routing_arguments(parser)
+    add_overlap_arguments(parser)
     parser.add_argument("--cp", type=positive_int, default=1,
                         help="context-parallel degree (Megatron-LM's --context-parallel-size): each GPU of a CP group "
                              "runs 2 of the sequence's 2·CP chunks; GPUs = TP × CP × PP × DP (docs/training.md)")
@@ -175,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
+    from archsim.training.moe_overlap import with_overlap
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
@@ -193,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
     if ignored:
         raise InputError(f"{', '.join(ignored)}: --sweep runs each point on Megatron's even split and writes no "
                          "timeline; drop them, or run one point without --sweep", field="sweep")
-    config = load_transformer(args.model, seq=args.seq)
+    config = with_overlap(load_transformer(args.model, seq=args.seq), args.overlap_moe_expert_parallel_comm,
+                          args.moe_shared_expert_overlap)
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")

@@ -71,6 +71,7 @@ from archsim.training.machine import Links, Machine
 from archsim.training.memory import gradient_bytes
 from archsim.training.mla_ops import deepseek_problem
 from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_parameters
+from archsim.training.moe_overlap import check_overlap, shared_overlap
 from archsim.training.op_work import Collective, Work
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.layer_kinds import LAYER, kind_configs
@@ -219,6 +220,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
     per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
     check_moe(c, par, machine.implementation)  # before DP is reset below
+    check_overlap(c, par, machine.dtype)  # and PP, the schedule
     problem = deepseek_problem(c, par, machine.implementation)
     if problem:
         raise InputError(problem, field="model")
@@ -306,6 +308,8 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
                               for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
     if par.cp > 1:
         layer = with_exchange(layer, c, par, machine)
+    if c.moe_shared_expert_overlap:  # the forward's all-to-alls under the shared expert (moe_overlap.py)
+        layer = shared_overlap(layer)
     pieces = {LAYER: layer, "embedding": embedding, "head": head}
     for kind, config in kind_configs(c).items():  # a mixture's dense layers: their own op list (layer_kinds.py)
         if kind != LAYER:

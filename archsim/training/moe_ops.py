@@ -39,7 +39,7 @@ A shared expert (``--moe-shared-expert-intermediate-size f_s --moe-shared-expert
 ``SharedExpertMLP``: Qwen2-MoE's) is Megatron-Core's dense ``MLP`` of width f_s, split over TP as the dense MLP is
 (its linear_fc1 h → 2f_s/TP on the T all-gathered tokens, SwiGLU, linear_fc2 f_s/TP → h, reduce-scattered: the
 layer keeps the dense MLP's TP collectives for it), run on every token after the routed experts
-(``MoELayer.forward`` adds it, no ``--moe-shared-expert-overlap``); its gate is an h → 1 GEMM on the rank's local
+(``MoELayer.forward`` adds it; ``--moe-shared-expert-overlap``: :mod:`~archsim.training.moe_overlap`); its gate is an h → 1 GEMM on the rank's local
 tokens (``gate_weight`` (1, h), replicated), a sigmoid, and the output times it; DeepSeek's shared experts
 (``shared_expert_gate`` False) run without the gate.
 

@@ -16,6 +16,7 @@ from archsim.training.grad_accumulation import accumulation, per_microbatch_seco
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import StageMemory
+from archsim.training.moe_overlap import paired_hidden
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.pipeline_memory import memories
 from archsim.workload.layer_kinds import DENSE, stage_kinds
@@ -150,6 +151,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     slots = timeline.slots
     ends = np.full(par.pp, 0.0)
     np.maximum.at(ends, slots.processor, slots.end)
+    hidden = paired_hidden(c, par, order, [own[id(m)] for m in machines])  # 1F1B's paired all-to-alls (moe_overlap.py)
+    ends -= np.asarray(hidden)
     rank_of = order.rank_of_stage()
     tied_ranks = (rank_of[0], rank_of[order.stages - 1])
     last_backward = [0.0] * par.pp  # each rank's backward of one micro-batch: what bucketed DP runs under
@@ -168,7 +171,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     backward = par.microbatches * sum(times.backward_input[j] + times.backward_weight[j] for j in mine)
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
-                                  post[slowest]),
+                                  post[slowest], hidden[slowest], float(ends.max()) if any(hidden) else None),
                        _op_rows(c, par, pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters, slowest)
                        + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
@@ -186,14 +189,16 @@ def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
     return [tuple(float(ends[r] - last[j]) for j in range(order.stages) if rank_of[j] == r) for r in range(len(ends))]
 
 
-def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, float]:
+def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0, span=None) -> dict[str, float]:
     """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, CP's
     exchange and the EP all-to-alls (each only where that axis is > 1), the
     unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`), fp8's amax
     reductions and scale updates and its weights' cast (with ``par.fp8``, :mod:`archsim.training.fp8_scaling`),
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP communication (the all-reduce, or the
     distributed optimizer's reduce-scatter and all-gather), FSDP's exposed collectives (with ``par.fsdp``),
-    embedding all-reduce, optimizer."""
+    embedding all-reduce, optimizer. ``hidden``: the EP all-to-all seconds the rank's paired steps hide
+    (:func:`~archsim.training.moe_overlap.paired_hidden`), off its EP time; ``span``: the pipeline's span with
+    each rank's hidden seconds taken off (None: the timeline's makespan)."""
     m = par.microbatches
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
@@ -218,7 +223,8 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post) -> dict[str, f
                 tp += piece.tp_forward + piece.tp_backward
     compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
     scaling *= m
-    span = float(run.timeline.makespan)
+    ep -= hidden
+    span = float(run.timeline.makespan) if span is None else span
     wait = span - compute - recompute - tp - cp - ep - accumulate - scaling
     return {"compute": compute, "recompute": recompute, "tp_communication": tp,
             **({"cp_communication": cp} if par.cp > 1 else {}),

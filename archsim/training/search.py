@@ -33,6 +33,7 @@ from dataclasses import replace
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.fp8_ops import check_fp8
+from archsim.training.moe_overlap import check_config
 from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.parallel import Parallelism
 from archsim.training.placement import layouts, server_orders
@@ -98,6 +99,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     eps, etps = expert_degrees(c, eps), expert_tp_degrees(c, etps)
     Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
                 fsdp_grad_sync=fsdp_grad_sync)
+    check_config(c, cluster.dtype)  # the all-to-all overlaps' refusals whatever the layout (moe_overlap.py), once
     for device in {*cluster.servers, cluster.gpu}:  # as train refuses it, once for the search
         check_fp8(fp8, device, cluster.dtype, fsdp=fsdp, param_gather=fp8_param_gather,
                   distributed_optimizer=distributed_optimizer)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from archsim.training.iteration import after_backward, model_pieces
+from archsim.training.moe_overlap import paired_hidden
 from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
 from archsim.training.search_space import V_SHAPED, Candidate, rank_chunks, rank_memories
 from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
@@ -95,7 +96,8 @@ class Coster:
             times = rank_stage_times(self.c, par, machines, [self.pieces_of(par, mc) for mc in machines])
         else:
             times = stage_times(self.c, par, machine, self.pieces_of(par, machine))
-        span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks)
+        span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks) - overlap_hidden(self.c, par, self, machines,
+                                                                                       machine)
         # even split, one GPU type: the largest parameters are on the first or the last rank
         ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
         tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
@@ -108,6 +110,19 @@ class Coster:
         return span + post, "closed-form"
 
 
+def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine) -> float:
+    """The all-to-all seconds the 1F1B overlap hides on the rank that hides the least
+    (:func:`~archsim.training.moe_overlap.paired_hidden` over the published order; 0 with it off): what a closed
+    form's span loses, the pacing rank's steady steps shortened (the event simulator's rows take each rank's own)."""
+    if not c.overlap_moe_expert_parallel_comm:
+        return 0.0
+    from archsim.policies.stage_orders import published_order
+
+    order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
+    pieces = [coster.pieces_of(par, mc) for mc in machines] if machines else [coster.pieces_of(par, machine)] * par.pp
+    return min(paired_hidden(c, par, order, pieces))
+
+
 def objective_value(coster: Coster, objective: str, c: TransformerConfig, global_batch: int):
     """(seconds, timing, bytes, candidate) → the objective's value (seconds, USD or joules): the one key the
     search ranks, places and picks its rows by (:func:`archsim.training.search.search`)."""
@@ -117,4 +132,4 @@ def objective_value(coster: Coster, objective: str, c: TransformerConfig, global
     return lambda t: objectives(c, t[3], coster.placed(t[3]), global_batch, t[0], column)[column]
 
 
-__all__ = ["CLOSED_FORM_EXACT", "EVENT_ACTION_LIMIT", "Coster", "objective_value", "pipeline_seconds"]
+__all__ = ["CLOSED_FORM_EXACT", "EVENT_ACTION_LIMIT", "Coster", "objective_value", "overlap_hidden", "pipeline_seconds"]

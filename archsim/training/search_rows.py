@@ -143,6 +143,7 @@ def megatron_model_args(c: TransformerConfig) -> str:
                      *(["--moe-shared-expert-gate"] if c.shared_expert_gate else [])]
         if c.dense_layers:  # the layer kinds (layer_kinds.py): 0 a dense layer, 1 an MoE one, as runs
             args.append(f"--moe-layer-freq '({moe_layer_pattern(c)})'")
+        args += overlap_flags(c)
         if c.router_score != "softmax":  # DeepSeek-V3's sigmoid router, its routed scaling
             args.append(f"--moe-router-score-function {c.router_score}")
         if c.routed_scaling_factor != 1:
@@ -169,10 +170,16 @@ def moe_layer_pattern(c: TransformerConfig) -> str:
     return "+".join(f"[{bit}]*{n}" for bit, n in runs)
 
 
+def overlap_flags(c: TransformerConfig) -> list[str]:
+    """The all-to-all overlaps ``c`` runs with (training/moe_overlap.py), as Megatron-LM's flags, which are train's."""
+    return [flag for flag, on in (("--overlap-moe-expert-parallel-comm", c.overlap_moe_expert_parallel_comm),
+                                  ("--moe-shared-expert-overlap", c.moe_shared_expert_overlap)) if on]
+
+
 def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype: str = "fp16",
-                  seq: int | None = None, imbalance: float | None = None) -> str:
+                  seq: int | None = None, imbalance: float | None = None, overlaps: tuple[str, ...] = ()) -> str:
     """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's), with
-    ``--moe-load-imbalance`` ``imbalance`` (None: uniform); the paths shell-quoted, so the line runs as pasted (a path
+    ``--moe-load-imbalance`` ``imbalance`` (None: uniform) and the ``overlaps`` flags (:func:`overlap_flags`); the paths shell-quoted, so the line runs as pasted (a path
     with a space stays one word)."""
     import shlex
 
@@ -206,6 +213,7 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
         line += f" --etp {row['etp']}"
     if imbalance is not None:  # a router's statistic, no Megatron-LM flag: train's alone
         line += f" --moe-load-imbalance {float(imbalance)!r}"
+    line += "".join(f" {flag}" for flag in overlaps)
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
         line += f" --interleave {row['interleave']}"
     if row.get("stage_layers"):
@@ -215,4 +223,5 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-__all__ = ["megatron_args", "megatron_layout", "megatron_model_args", "moe_layer_pattern", "pareto_front", "train_command"]
+__all__ = ["megatron_args", "megatron_layout", "megatron_model_args", "moe_layer_pattern", "overlap_flags", "pareto_front",
+           "train_command"]

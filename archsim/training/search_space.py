@@ -32,6 +32,7 @@ from archsim.training.layout_problems import cp_problem, ep_layout_problem, or_l
 from archsim.training.memory import StageMemory
 from archsim.training.mla_ops import deepseek_rule
 from archsim.training.moe_ops import moe_rule
+from archsim.training.moe_overlap import overlap_rule
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -48,7 +49,8 @@ CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "etp-divides-expert-ffn", "moe-needs-sequence-parallel",
-           "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "mla-beside-cp", "deepseek-beside-fp8",
+           "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "a2a-overlap-needs-ep", "a2a-overlap-needs-interleaving",
+           "a2a-overlap-beside-full-recompute", "mla-beside-cp", "deepseek-beside-fp8",
            "layer-kinds-beside-fsdp", "layer-kinds-beside-split-backward", "layer-kinds-planned-over-chunks", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
@@ -254,6 +256,9 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return rule[0]
     if ep_layout_problem(k.dp, k.ep, k.cp, k.fsdp, k.tp, k.etp):  # EP or ETP ≠ TP beside FSDP, or ETP·EP ∤ TP·CP·DP
         return "ep-beside-fsdp" if k.fsdp else "ep-divides-dp" if k.etp is None else "etp-ep-divides-tp-cp-dp"
+    overlap = overlap_rule(c, k.ep, k.pp, schedule_name(k.schedule, k.interleave), k.recompute)  # train's (moe_overlap)
+    if overlap is not None:
+        return overlap[0]
     model_rule = deepseek_rule(c, k.cp, k.fp8, k.fsdp, schedule_name(k.schedule, k.interleave),  # train's (mla_ops)
                                2 if k.schedule in V_SHAPED else k.interleave, planned=uneven and k.plannable)
     if model_rule is not None:

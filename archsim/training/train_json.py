@@ -39,6 +39,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
                 "moe_expert_capacity_factor": config.moe_expert_capacity_factor,
                 "moe_pad_expert_input_to_capacity": config.moe_pad_expert_input_to_capacity,
                 "moe_load_imbalance": config.moe_load_imbalance} if config.moe else {}),
+            **({name: True for name in ("overlap_moe_expert_parallel_comm", "moe_shared_expert_overlap")
+                if getattr(config, name)}),  # only when set (training/moe_overlap.py): the meta otherwise as before
             "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
@@ -205,12 +207,13 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     ``etps``: the ETPs as given (``1,tp``), in the meta only when given and other than TP alone; ``fp8``: the recipe and
     the peak the rows' MFU divides by (the dtype's, as train's :func:`fp8_meta`), only when given; ``fp8_param_gather``
     beside them only when set (as train's meta and the search's rows carry it); ``config``'s ``moe_load_imbalance`` in
-    the meta and each row's command, only when set."""
+    the meta and each row's command, only when set, and its all-to-all overlaps likewise."""
     from archsim.training.search_experts import expert_degrees, expert_tp_degrees, expert_tp_text
-    from archsim.training.search_rows import train_command
+    from archsim.training.search_rows import overlap_flags, train_command
 
+    overlaps = tuple(overlap_flags(config))
     rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq,
-                                             config.moe_load_imbalance)} for row in result.rows]
+                                             config.moe_load_imbalance, overlaps)} for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
     etp_tried = expert_tp_degrees(config, etps)
@@ -226,6 +229,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             **({"ep": ",".join(map(str, expert_degrees(config, eps)))} if config.moe else {}),
             **({"etp": expert_tp_text(etp_tried)} if config.moe and etp_tried != (None,) else {}),
             **({"moe_load_imbalance": config.moe_load_imbalance} if config.moe_load_imbalance is not None else {}),
+            **({name: True for name in ("overlap_moe_expert_parallel_comm", "moe_shared_expert_overlap")
+                if getattr(config, name)}),  # only when set (training/moe_overlap.py)
             **({"distributed_optimizer": True} if distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if fsdp else {}),
             **({"fsdp_reshard": fsdp_reshard} if fsdp_reshard != "after-forward" else {}),

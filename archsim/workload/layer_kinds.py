@@ -33,7 +33,8 @@ def dense_config(c: TransformerConfig) -> TransformerConfig:
     """``c``'s dense layer: its attention, a SwiGLU MLP of ``ffn`` width, no experts (nor their settings)."""
     return replace(c, experts=0, experts_per_token=0, expert_ffn=0, shared_expert_ffn=0, dense_layers=(),
                    shared_expert_gate=True, router_score="softmax", routed_scaling_factor=1.0,
-                   moe_expert_capacity_factor=None, moe_pad_expert_input_to_capacity=False, moe_load_imbalance=None)
+                   moe_expert_capacity_factor=None, moe_pad_expert_input_to_capacity=False, moe_load_imbalance=None,
+                   overlap_moe_expert_parallel_comm=False, moe_shared_expert_overlap=False)
 
 
 def kind_configs(c: TransformerConfig) -> dict[str, TransformerConfig]:

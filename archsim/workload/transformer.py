@@ -93,6 +93,10 @@ class TransformerConfig:
     moe_pad_expert_input_to_capacity: bool = False
     # llama MoE: the busiest EP rank's routed rows over the mean, R ≥ 1, as a router's statistics give it (None: uniform)
     moe_load_imbalance: float | None = None
+    # llama MoE, Megatron-Core's names: the EP all-to-alls overlapped with another micro-batch's pass in 1F1B's steady
+    # state, and the shared expert's forward with the dispatcher's (training/moe_overlap.py); both off by default
+    overlap_moe_expert_parallel_comm: bool = False
+    moe_shared_expert_overlap: bool = False
     # DeepSeek-V2/V3's multi-head latent attention (MLA, workload/mla.py) when kv_lora_rank > 0: q through a
     # q_lora_rank latent (0: one h → heads·(nope + rope) GEMM), keys and values through a kv_lora_rank one
     q_lora_rank: int = 0
