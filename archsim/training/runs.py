@@ -40,7 +40,7 @@ from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
-from archsim.validate import shown
+from archsim.validate import did_you_mean, shown
 from archsim.value_parsers import parse_boolean, parse_float, parse_ratio
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
@@ -87,7 +87,7 @@ def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None
     if "" in names:
         raise InputError(f"column {names.index('') + 1} has no name: {columns}", file=file, line=first + 1)
     missing = [c for c in REQUIRED if c not in names]
-    unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
+    unknown = [c + did_you_mean(c, REQUIRED + OPTIONAL) for c in names if c not in REQUIRED + OPTIONAL]
     if missing:  # a misspelt column is named too: it is what the user typed for the missing one
         typed = f" (unknown column(s) {', '.join(unknown)})" if unknown else ""
         raise InputError(f"missing column(s) {', '.join(missing)}{typed}: {columns}", file=file, line=first + 1,

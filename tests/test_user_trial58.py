@@ -1,0 +1,66 @@
+"""A training-systems engineer's first afternoon (Megatron-LM and Calculon known): Llama-3-8B and a Mistral-7B
+``config.json`` on 2 × 8 H200 with eight 400 Gb/s rails, a hand-written runs file, ``--sweep``, and the table's
+digits.
+
+Each test here failed on the code before its fix (the docstring says how). The references are the docs' own
+statements: docs/cli.md, "a misspelt flag or key … naming the key it resembles"; IEEE 754's 17 significant
+digits of a double.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = str(ROOT / "configs/transformers/gpt_1024h_24l.json")
+CLUSTER = str(ROOT / "configs/clusters/a100_node.toml")
+
+
+def _error(capsys, argv: list[str]) -> str:
+    """The one stderr line of a refused command (exit status 2)."""
+    capsys.readouterr()
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1, (status, err)
+    return err
+
+
+@pytest.mark.parametrize(("header", "row", "typed", "meant"), [
+    ("tp,pp,dp,micro_batch,global_batch,sequnce_parallel", "2,1,4,1,64,true", "sequnce_parallel",
+     "sequence_parallel"),
+    ("tp,pp,dp,micro_batch,global_batch,measured_second", "2,1,4,1,64,3.1", "measured_second", "measured_seconds"),
+])
+def test_a_misspelt_runs_column_is_told_the_column_it_resembles(tmp_path, capsys, header, row, typed, meant):
+    """Failed before: ``sequnce_parallel`` in a runs file's header was refused as "unknown column(s)
+    sequnce_parallel" and a list of 25 columns to read through, where the cluster file's misspelt key, a misspelt
+    flag and a misspelt choice name the one they resemble; now the column does too."""
+    path = tmp_path / "runs.csv"
+    path.write_text(f"{header}\n{row}\n")
+    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--runs", str(path)])
+    assert f"unknown column(s) {typed} (did you mean '{meant}'?)" in err, err
+
+
+@pytest.mark.parametrize(("column", "cell", "meant"), [
+    ("recompute", "ful", "full"), ("fp8", "hybird", "hybrid"), ("cp_comm", "all-gather", "all_gather"),
+    ("sequence_parallel", "ture", "true"),
+])
+def test_a_misspelt_runs_cell_is_told_the_value_it_resembles(tmp_path, capsys, column, cell, meant):
+    """Failed before: a runs file's cell ``ful`` (recompute), ``hybird`` (fp8), ``all-gather`` (cp_comm) or
+    ``ture`` was refused listing the choices without the one meant, where ``--recompute ful`` says "did you mean
+    'full'?"; now the cell's line says it too."""
+    path = tmp_path / "runs.csv"
+    path.write_text(f"tp,pp,dp,micro_batch,global_batch,{column}\n1,1,8,1,8,{cell}\n")
+    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--runs", str(path)])
+    assert f"field '{column}'" in err and f"(did you mean '{meant}'?)" in err, err
+
+
+def test_a_cell_unlike_every_choice_gets_no_hint(tmp_path, capsys):
+    """The hint can fail: a cell like no choice (``xyz``) is refused without a guess."""
+    path = tmp_path / "runs.csv"
+    path.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n1,1,8,1,8,xyz\n")
+    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--runs", str(path)])
+    assert "got 'xyz'" in err and "did you mean" not in err, err
