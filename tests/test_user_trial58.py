@@ -64,3 +64,29 @@ def test_a_cell_unlike_every_choice_gets_no_hint(tmp_path, capsys):
     path.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n1,1,8,1,8,xyz\n")
     err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--runs", str(path)])
     assert "got 'xyz'" in err and "did you mean" not in err, err
+
+
+@pytest.mark.parametrize(("sweep", "meant"), [
+    ("sequence_paralel=false,true", "sequence_parallel"), ("microbatch=1,2", "micro_batch"),
+    ("recompute=ful,none", "full"), ("fp8=none,hybird", "hybrid"), ("schedule=1f1b,dualpipe", "dualpipev"),
+])
+def test_a_misspelt_sweep_axis_or_value_is_told_the_one_it_resembles(capsys, sweep, meant):
+    """Failed before: ``--sweep sequence_paralel=false,true`` was refused with the 21 axes listed and no word of
+    the one meant, and ``--sweep recompute=ful,none`` without the hint ``--recompute ful`` gets; now both name it."""
+    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--global-batch", "8", "--sweep", sweep])
+    assert "field 'sweep'" in err and f"(did you mean '{meant}'?)" in err, err
+
+
+def test_a_misspelt_train_schedule_is_told_the_one_it_resembles(capsys):
+    """Failed before: ``train --schedule dualpipe`` listed sixteen names without the one meant, where ``search
+    --schedule dualpipe`` says "did you mean 'dualpipev'?"; now train says it too (DeepSeek's DualPipe is not
+    modelled, its V-shaped DualPipeV is)."""
+    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--global-batch", "8", "--pp", "2",
+                          "--schedule", "dualpipe"])
+    assert "unknown schedule 'dualpipe' (did you mean 'dualpipev'?)" in err, err
+
+
+def test_a_sweep_key_unlike_every_axis_gets_no_hint(capsys):
+    """The hint can fail: ``seq`` (not an axis: a sweep runs one sequence length) resembles none."""
+    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--global-batch", "8", "--sweep", "seq=1024,2048"])
+    assert "got 'seq=1024,2048'" in err and "did you mean" not in err, err
