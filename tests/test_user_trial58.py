@@ -90,3 +90,23 @@ def test_a_sweep_key_unlike_every_axis_gets_no_hint(capsys):
     """The hint can fail: ``seq`` (not an axis: a sweep runs one sequence length) resembles none."""
     err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--global-batch", "8", "--sweep", "seq=1024,2048"])
     assert "got 'seq=1024,2048'" in err and "did you mean" not in err, err
+
+
+def _table_utilization(capsys, digits: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    status = main(["gemm", "--m", "100", "--k", "100", "--n", "100", "--array", "32x32", "--precision", digits])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_a_table_prints_no_more_digits_than_a_double_holds(capsys):
+    """Failed before: ``--precision 40`` printed a GEMM's utilization as 0.3147155978085723337933643506403313949704,
+    the double's exact binary expansion: 40 "significant" digits of which IEEE 754 gives 17 (max_digits10), the
+    rest noise no csv or json of the same run has. Now 1 … 17 are taken and 18 or more refused in one line."""
+    status, out, _ = _table_utilization(capsys, "17")
+    assert status == 0
+    utilization = 100 * 100 * 100 / (3103 * 32 * 32)  # MACs over cycles × PEs (a 32×32 array's 3,103 cycles)
+    assert f"{utilization:.17g}" in out, out
+    for digits in ("18", "40"):
+        status, _, err = _table_utilization(capsys, digits)
+        assert status == 2 and err.count("\n") == 1 and "1…17" in err and f"got '{digits}'" in err, err
