@@ -110,3 +110,39 @@ def test_a_table_prints_no_more_digits_than_a_double_holds(capsys):
     for digits in ("18", "40"):
         status, _, err = _table_utilization(capsys, digits)
         assert status == 2 and err.count("\n") == 1 and "1…17" in err and f"got '{digits}'" in err, err
+
+
+# Megatron-LM's pretrain_gpt.py flags (megatron/training/arguments.py) and the setting archsim names for each,
+# written from archsim's own --help texts, which cite them ("Megatron-LM's --context-parallel-size").
+MEGATRON = [
+    ("train", ["--tensor-model-parallel-size", "2"], "--tp"),
+    ("train", ["--context-parallel-size", "2"], "--cp"),
+    ("train", ["--bf16"], "--dtype bf16"),
+    ("train", ["--fp8-format", "hybrid"], "--fp8"),
+    ("train", ["--use-distributed-optimizer"], "--distributed-optimizer"),
+    ("train", ["--overlap-grad-reduce"], "--dp-overlap bucketed"),
+    ("train", ["--recompute-activations"], "--recompute selective"),
+    ("train", ["--virtual-pipeline-model-parallel-size", "2"], "--interleave"),
+    ("search", ["--bf16"], "--dtype bf16"),
+    ("search", ["--micro-batch-size", "2"], "--max-micro-batch"),
+    ("search", ["--tensor-model-parallel-size", "2"], "tries every TP itself"),
+]
+
+
+@pytest.mark.parametrize(("command", "flag", "meant"), MEGATRON)
+def test_a_megatron_flag_is_told_archsims_name_for_it(capsys, command, flag, meant):
+    """Failed before: ``train --fp8-format hybrid`` (the flag train's own --help cites as Megatron-LM's) was told
+    "did you mean '--format'?", the output format; ``--bf16``, ``--tensor-model-parallel-size 2`` and
+    ``--overlap-grad-reduce`` got no hint at all. Now each names archsim's setting."""
+    err = _error(capsys, [command, MODEL, "--cluster", CLUSTER, "--global-batch", "8", *flag])
+    assert f"({flag[0]} is Megatron-LM's: " in err and meant in err and "did you mean" not in err, err
+
+
+def test_a_megatron_keyword_is_told_archsims_keyword():
+    """The library's keyword in Megatron-LM's name is told the same, in keywords: ``bf16=True`` → ``dtype='bf16'``."""
+    import archsim
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError) as refused:
+        archsim.train(MODEL, cluster=CLUSTER, global_batch=8, bf16=True)
+    assert "bf16 is Megatron-LM's: archsim.train takes dtype='bf16'" in str(refused.value)
