@@ -146,3 +146,27 @@ def test_a_megatron_keyword_is_told_archsims_keyword():
     with pytest.raises(InputError) as refused:
         archsim.train(MODEL, cluster=CLUSTER, global_batch=8, bf16=True)
     assert "bf16 is Megatron-LM's: archsim.train takes dtype='bf16'" in str(refused.value)
+
+
+@pytest.mark.parametrize(("column", "cell"), [
+    ("global_batch", "100000000000000000000"), ("tp", "2147483648"), ("micro_batch", "4294967296"),
+])
+def test_a_runs_cell_past_the_integer_bound_is_refused_as_its_flag_refuses_it(tmp_path, capsys, column, cell):
+    """Failed before: a runs file's integer cell had no upper bound, where README's input limits say integers are
+    1 … 2³¹ − 1 and ``--global-batch 100000000000000000000`` is refused so: ``global_batch`` 10²⁰ was refused as
+    field 'max-ops' ("this job simulates about 150,000,000,000,000,000,000 ops … beyond --max-ops's range"), a flag
+    the user never gave, and ``tp`` 2³¹ as not dividing the heads. Now the cell is named with the bound."""
+    row = {"tp": "2", "pp": "1", "dp": "1", "micro_batch": "1", "global_batch": "8", column: cell}
+    path = tmp_path / "runs.csv"
+    path.write_text(",".join(row) + "\n" + ",".join(row.values()) + "\n")
+    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--runs", str(path)])
+    assert f"line 2, field '{column}': expected a positive integer in 1…{2**31 - 1}, got '{cell}'" in err, err
+
+
+def test_a_runs_cell_at_the_integer_bound_is_read(tmp_path):
+    """The bound is inclusive, as the flags': 2³¹ − 1 itself is a global batch the reader takes."""
+    from archsim.training.runs import read_runs
+
+    path = tmp_path / "runs.csv"
+    path.write_text(f"tp,pp,dp,micro_batch,global_batch\n1,1,1,1,{2**31 - 1}\n")
+    assert read_runs(path)[0].par.global_batch == 2**31 - 1
