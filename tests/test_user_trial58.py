@@ -170,3 +170,55 @@ def test_a_runs_cell_at_the_integer_bound_is_read(tmp_path):
     path = tmp_path / "runs.csv"
     path.write_text(f"tp,pp,dp,micro_batch,global_batch\n1,1,1,1,{2**31 - 1}\n")
     assert read_runs(path)[0].par.global_batch == 2**31 - 1
+
+
+# mistralai/Mistral-7B-v0.1's config.json (shape fields); transformers' MistralConfig.__init__ defaults
+# (src/transformers/models/mistral/configuration_mistral.py): num_key_value_heads=8 (None: the heads, "for backward
+# compatibility"), sliding_window=4096.
+MISTRAL_7B = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+              "max_position_embeddings": 32768, "sliding_window": 4096, "tie_word_embeddings": False}
+
+
+def _mistral(tmp_path, **change):
+    import json
+
+    from archsim.workload.model_files import load_transformer
+
+    fields = {k: v for k, v in {**MISTRAL_7B, **change}.items() if v is not ...}
+    path = tmp_path / "mistral_7b" / "config.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(fields))
+    return load_transformer(path)
+
+
+def test_a_hand_written_mistral_config_without_kv_heads_is_refused_not_priced_as_full_attention(tmp_path):
+    """Failed before: a Mistral config.json written without ``num_key_value_heads`` was priced with 32 key/value
+    heads, 8.05 B parameters, where transformers' MistralConfig builds the absent key as 8 (GQA, 7.24 B): another
+    model than the user's, without a word. Now the key is asked for, naming transformers' reading; a null still reads
+    as the heads, as transformers reads it."""
+    from archsim.errors import InputError
+
+    assert _mistral(tmp_path).kv_heads == 8
+    assert _mistral(tmp_path, num_key_value_heads=None).kv_heads == 32  # transformers: None → the heads
+    with pytest.raises(InputError, match="MistralConfig reads it absent as 8") as refused:
+        _mistral(tmp_path, num_key_value_heads=...)
+    assert refused.value.where.field == "num_key_value_heads"
+
+
+def test_a_hand_written_mistral_config_without_a_window_is_refused_not_priced_without_one(tmp_path):
+    """Failed before: a Mistral config.json without ``sliding_window`` ran with no window, where MistralConfig
+    builds a 4,096-token window: at 32K tokens its attention is a quarter of the full causal one. Now it is asked for;
+    null is no window (Mistral v0.2 and later state it so)."""
+    from archsim.errors import InputError
+
+    assert _mistral(tmp_path).sliding_window == 4096
+    assert _mistral(tmp_path, sliding_window=None).sliding_window is None
+    with pytest.raises(InputError, match="MistralConfig reads it absent as 4096") as refused:
+        _mistral(tmp_path, sliding_window=...)
+    assert refused.value.where.field == "sliding_window"
+
+
+def test_a_llama_config_without_kv_heads_still_reads_the_heads(tmp_path):
+    """LlamaConfig's default is None, the heads: a Llama config.json may leave the key out, as Llama 1's did."""
+    assert _mistral(tmp_path, model_type="llama", num_key_value_heads=..., sliding_window=...).kv_heads == 32
