@@ -222,3 +222,22 @@ def test_a_hand_written_mistral_config_without_a_window_is_refused_not_priced_wi
 def test_a_llama_config_without_kv_heads_still_reads_the_heads(tmp_path):
     """LlamaConfig's default is None, the heads: a Llama config.json may leave the key out, as Llama 1's did."""
     assert _mistral(tmp_path, model_type="llama", num_key_value_heads=..., sliding_window=...).kv_heads == 32
+
+
+@pytest.mark.parametrize(("model_type", "extra", "reader", "default"), [
+    ("qwen2", {}, "Qwen2Config", 32), ("qwen3", {"head_dim": 128}, "Qwen3Config", 32),
+    ("mixtral", {"num_local_experts": 8, "num_experts_per_tok": 2}, "MixtralConfig", 8),
+])
+def test_other_configs_whose_class_default_is_not_the_heads_ask_for_kv_heads(tmp_path, model_type, extra, reader,
+                                                                             default):
+    """Failed before: Qwen2Config and Qwen3Config build an absent ``num_key_value_heads`` as 32 and MixtralConfig
+    as 8 (transformers' class defaults, whatever the heads); archsim read it as the heads (28 on Qwen2-7B's shape:
+    another model). Now it is asked for; stated, it is read."""
+    from archsim.errors import InputError
+
+    shape = {"hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+             "num_key_value_heads": 4, "vocab_size": 152064, "max_position_embeddings": 32768, "sliding_window": None,
+             "tie_word_embeddings": False, **extra}
+    assert _mistral(tmp_path, model_type=model_type, **{k: v for k, v in shape.items()}).kv_heads == 4
+    with pytest.raises(InputError, match=f"{reader} reads it absent as {default}"):
+        _mistral(tmp_path, model_type=model_type, **{**shape, "num_key_value_heads": ...})
