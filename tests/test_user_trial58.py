@@ -241,3 +241,57 @@ def test_other_configs_whose_class_default_is_not_the_heads_ask_for_kv_heads(tmp
     assert _mistral(tmp_path, model_type=model_type, **{k: v for k, v in shape.items()}).kv_heads == 4
     with pytest.raises(InputError, match=f"{reader} reads it absent as {default}"):
         _mistral(tmp_path, model_type=model_type, **{**shape, "num_key_value_heads": ...})
+
+
+H200_CLUSTER = """[cluster]
+[[servers]]
+count = 2
+gpus = 8
+gpu = "h200-141gb"
+{usable}
+[network]
+nics_per_server = 8
+nic_gbps = 400
+"""
+
+
+def _h200(tmp_path, usable: str = "") -> str:
+    path = tmp_path / f"h200{len(usable)}.toml"
+    path.write_text(H200_CLUSTER.format(usable=usable))
+    return str(path)
+
+
+def test_usable_memory_is_what_a_run_must_fit_in(tmp_path):
+    """Failed before (the key was unknown): train's ``fits_memory`` and search's out-of-memory rule compared a rank's
+    states and activations with the board's whole memory (140.4 GiB on an H200: nvidia-smi's 143,771 MiB), which
+    docs/training.md says leaves out the CUDA context, NCCL's buffers and fragmentation; a user reserving them had no
+    way to say so. ``usable_memory_gib = 96`` caps what fits; the iteration's time is the same."""
+    import warnings
+
+    import archsim
+
+    layout = {"tp": 1, "pp": 2, "dp": 8, "global_batch": 64, "dtype": "bf16", "recompute": "none", "seq": 8192}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        whole, _ = archsim.train("llama3_8b", cluster=_h200(tmp_path), **layout)
+        capped, _ = archsim.train("llama3_8b", cluster=_h200(tmp_path, "usable_memory_gib = 96"), **layout)
+    assert capped.iteration_seconds == whole.iteration_seconds
+    assert whole.memory_capacity_gib == pytest.approx(143771 / 1024, abs=0.05)
+    assert capped.memory_capacity_gib == 96
+    peak = whole.peak_memory_gib  # Llama-3-8B at PP 2 · DP 8 without recompute: between the two capacities
+    assert 96 < peak < 140.4 and whole.fits[0] and not capped.fits[0]
+    found = archsim.search("llama3_8b", cluster=_h200(tmp_path, "usable_memory_gib = 96"), global_batch=64,
+                           dtype="bf16", top=50, refine=0, progress=False)
+    assert found.rows and all(row["peak_memory_gib"] <= 96 for row in found.rows)
+    assert any(row["peak_memory_gib"] > 96 for row in archsim.search(
+        "llama3_8b", cluster=_h200(tmp_path), global_batch=64, dtype="bf16", top=50, refine=0, progress=False).rows)
+
+
+@pytest.mark.parametrize(("usable", "words"), [
+    ("usable_memory_gib = 150", "above the NVIDIA H200"), ("usable_memory_gib = 0", "positive number of GiB"),
+    ('usable_memory_gib = "120"', "positive number of GiB"),
+])
+def test_usable_memory_past_the_board_or_not_a_number_is_refused(tmp_path, capsys, usable, words):
+    """A job allocates at most the board's memory (141 GB, 140.4 GiB): 150 GiB is refused in one line naming the key."""
+    err = _error(capsys, ["train", "llama3_8b", "--cluster", _h200(tmp_path, usable), "--global-batch", "64"])
+    assert "servers[1].usable_memory_gib" in err and words in err, err

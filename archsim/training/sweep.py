@@ -168,7 +168,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
             row["interleave"] = par.chunks
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
         result = train(config, par, machines[0], machines)
-        fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
+        fits = all(m.total <= mc.capacity for m, mc in zip(result.memory, machines))
         rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
                            mean_peak(machines), par.attention)
         energy = iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory)
