@@ -295,3 +295,12 @@ def test_usable_memory_past_the_board_or_not_a_number_is_refused(tmp_path, capsy
     """A job allocates at most the board's memory (141 GB, 140.4 GiB): 150 GiB is refused in one line naming the key."""
     err = _error(capsys, ["train", "llama3_8b", "--cluster", _h200(tmp_path, usable), "--global-batch", "64"])
     assert "servers[1].usable_memory_gib" in err and words in err, err
+
+
+def test_the_does_not_fit_line_names_the_usable_memory(tmp_path, capsys):
+    """The warning says the figure is the file's usable memory, not the board's (96 GiB, not 140.4)."""
+    capsys.readouterr()
+    status = main(["train", "llama3_8b", "--cluster", _h200(tmp_path, "usable_memory_gib = 96"), "--pp", "2", "--dp",
+                   "8", "--global-batch", "64", "--dtype", "bf16", "--recompute", "none"])
+    err = capsys.readouterr().err
+    assert status == 0 and "its NVIDIA H200 SXM 141GB (usable_memory_gib) has 96.0 GiB" in err, err

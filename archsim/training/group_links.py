@@ -150,7 +150,12 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
                          if par.experts_apart and par.expert_replicas > 1 else None,
                          etp=_slowest_link(cluster, device, etp_groups, every=wired)
                          if etp != par.tp and etp > 1 else None),
-                   dtype=cluster.dtype, memory_bytes=cluster.capacity(device))
+                   dtype=cluster.dtype, memory_bytes=_stated(cluster.capacity(device), device))
+
+
+def _stated(capacity: float, device: Device) -> float:
+    """A machine's ``memory_bytes``: the cluster's usable memory where it is below the device's, else 0 (the whole)."""
+    return capacity if capacity < device.memory_bytes else 0.0
 
 
 def leaves_oversubscribed(cluster: Layout) -> bool:
