@@ -16,7 +16,7 @@ import io
 from collections.abc import Iterable, Sequence
 
 from archsim.errors import InputError
-from archsim.validate import shown
+from archsim.validate import did_you_mean, shown
 
 # the first cell of vTrain's released header (archsim.training.measured.COLUMNS), lower case
 VTRAIN_FIRST_CELL = "# gpus"
@@ -33,13 +33,15 @@ def choice_cell(cell: str, choices: Sequence[str], *, file: str, line: int, fiel
                 default: str | None = None) -> str:
     """A cell naming one of ``choices``, read in any case as true/false cells are (``Full`` is ``full``,
     ``dg_serial`` is ``DG_serial``) and returned in the choices' own spelling; an empty cell is ``default``
-    (where None, refused as any other). An InputError at the cell names every choice."""
+    (where None, refused as any other). An InputError at the cell names every choice, and the one a misspelt
+    cell resembles (``ful``: did you mean 'full'?), as a flag's choice is told."""
     text = cell.strip()
     if not text and default is not None:
         return default
     chosen = {choice.casefold(): choice for choice in choices}.get(text.casefold())
     if chosen is None:
-        raise InputError(f"expected one of {', '.join(choices)} (any case), got {shown(text)}", file=file,
+        raise InputError(f"expected one of {', '.join(choices)} (any case), got {shown(text)}"
+                         f"{did_you_mean(text, choices)}", file=file,
                          line=line, field=field)
     return chosen
 

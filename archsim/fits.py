@@ -86,5 +86,6 @@ def rank_memory_warning(result, machines) -> str | None:
     from archsim.devices.catalog import chip_of
 
     per = " per GPU" if all(chip_of(machine.gpu) is not None for machine in machines) else " per device"
-    return memory_warning([(f"pipeline rank {r}", machines[r].gpu.name, m.total, result.capacities[r])
+    named = [m.gpu.name + (" (usable_memory_gib)" if m.memory_bytes else "") for m in machines]  # the cluster's cap
+    return memory_warning([(f"pipeline rank {r}", named[r], m.total, result.capacities[r])
                            for r, m in enumerate(result.memory)], "pipeline ranks", per)

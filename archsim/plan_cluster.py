@@ -89,7 +89,8 @@ def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
         warnings, notes = network_lines(spec, network, len(per_server))
     servers = [s for s in spec["servers"] if isinstance(s, dict)]
     readers = {"price_per_gpu_hour": "search reads it (its cost objective)",
-               "gpu_watts": "train and search read it (energy)"}
+               "gpu_watts": "train and search read it (energy)",
+               "usable_memory_gib": "train and search read it (the memory a job may allocate)"}
     unread = tuple(f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
                    if any(key in s for s in servers))
     if seed is not None and not topology.drew:  # --seed draws [low, high] ranges; a file of figures has none

@@ -69,7 +69,7 @@ def parse_boolean(text: str, *, empty: bool = False) -> bool:
     if word in _BOOLEANS or (empty and not word):
         return _BOOLEANS.get(word, False)
     raise ValueError(f"expected true or false (or 1/0, yes/no, any case{'; empty: false' if empty else ''}), "
-                     f"got {shown(text)}")
+                     f"got {shown(text)}{did_you_mean(word, ('true', 'false', 'yes', 'no'))}")
 
 
 def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_open: bool = False,

@@ -65,7 +65,8 @@ def test_flash_counts_the_windowed_blocks_its_kernel_computes(s):
 def test_mistral_reads_its_sliding_window(tmp_path):
     assert _load(tmp_path, MISTRAL_7B).sliding_window == 4096
     assert _load(tmp_path, {**MISTRAL_7B, "sliding_window": None}).sliding_window is None  # v0.2 and later
-    assert _load(tmp_path, {k: v for k, v in MISTRAL_7B.items() if k != "sliding_window"}).sliding_window is None
+    with pytest.raises(InputError, match="MistralConfig reads it absent as 4096"):  # not none: transformers' default
+        _load(tmp_path, {k: v for k, v in MISTRAL_7B.items() if k != "sliding_window"})
     with pytest.raises(InputError, match="sliding_window"):
         _load(tmp_path, {**MISTRAL_7B, "sliding_window": 0})
 

@@ -64,7 +64,8 @@ def test_the_limit_is_the_configs_position_count(tmp_path, name, document, limit
 def test_rotary_positions_and_configs_without_a_limit_take_any_seq(tmp_path):
     llama = write_config(tmp_path, LLAMA, "llama")
     assert load_transformer(llama, seq=8192).seq == 8192
-    mistral = write_config(tmp_path, {**LLAMA, "model_type": "mistral"}, "mistral")
+    mistral = write_config(tmp_path, {**LLAMA, "model_type": "mistral", "num_key_value_heads": 4,
+                                      "sliding_window": None}, "mistral")
     assert load_transformer(mistral, seq=32768).seq == 32768
     # a [transformer] TOML states a sequence length, not a position limit: none is invented
     toml = ROOT / "configs" / "transformers" / "gpt3_1.3b.toml"
@@ -86,7 +87,7 @@ def test_a_head_dim_other_than_hidden_over_heads_sets_the_attention_width(tmp_pa
     """Mistral-NeMo's config (hidden 5120, 32 heads, head_dim 128, not 160): 128-wide heads, not 160
     (tests/test_hf_head_dim.py checks its shapes and counts)."""
     nemo = write_config(tmp_path, {**LLAMA, "model_type": "mistral", "hidden_size": 5120, "num_attention_heads": 32,
-                                   "num_key_value_heads": 8, "head_dim": 128}, "nemo")
+                                   "num_key_value_heads": 8, "head_dim": 128, "sliding_window": None}, "nemo")
     assert (load_transformer(nemo).head_dim, load_transformer(nemo).attention_width) == (128, 4096)
     same = write_config(tmp_path, {**LLAMA, "head_dim": 64}, "llama")  # 256 / 4: what archsim builds, accepted
     assert load_transformer(same).head_dim == 64

@@ -135,7 +135,7 @@ def test_a_misspelt_runs_column_is_named_beside_the_missing_one(tmp_path, capsys
     status, _, err = _runs_csv(capsys, path)
     assert status == 2 and err.count("\n") == 1, err
     assert err.startswith(f"archsim train: error: {path}, line 1: missing column(s) micro_batch (unknown column(s) "
-                          "micro_bacth): a runs file names tp, pp, dp, micro_batch, global_batch and optionally"), err
+                          "micro_bacth (did you mean 'micro_batch'?)): a runs file names tp, pp, dp, micro_batch, global_batch and optionally"), err
 
 
 def test_a_tab_separated_runs_file_is_named_as_such(tmp_path, capsys):

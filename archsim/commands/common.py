@@ -19,7 +19,7 @@ from archsim.output_files import note_written, write_output
 from archsim.output_targets import output_flag
 from archsim.progress import progress
 from archsim.validate import DEFAULT_MAX_OPS
-from archsim.value_parsers import positive_float_flag, positive_int_flag
+from archsim.value_parsers import int_flag, positive_float_flag, positive_int_flag
 
 if TYPE_CHECKING:  # the array model is imported by the commands that cost on it
     from archsim.array.config import ArrayConfig
@@ -292,11 +292,16 @@ def config_array(args: argparse.Namespace) -> ArrayConfig:
     return with_clock(with_memory_args(array, args), args)
 
 
+DOUBLE_DIGITS = 17  # significant digits that tell any two doubles apart (IEEE 754's max_digits10): more print noise
+
+
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="table", choices=FORMATS,
                         help="output format: an aligned table, CSV or JSON")
-    parser.add_argument("--precision", type=positive_int, default=None, metavar="DIGITS",
-                        help="significant digits of non-integral numbers in a table (default: 4, validate-gpu 3; "
+    parser.add_argument("--precision", type=int_flag(1, DOUBLE_DIGITS, "a count of significant digits"),
+                        default=None, metavar="DIGITS",
+                        help=f"significant digits of non-integral numbers in a table, 1 … {DOUBLE_DIGITS} (a double's "
+                             "digits; default: 4, validate-gpu 3; "
                              "one they would write with an exponent is shown to the unit; csv and json keep full "
                              "precision)")
     parser.add_argument("--out", type=output_flag, default=None, metavar="FILE", help="write to FILE (atomically) instead of stdout")

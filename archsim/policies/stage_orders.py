@@ -48,6 +48,7 @@ from archsim.policies.actions import Action, StageOrder, from_runs
 from archsim.policies.stage_orders_v import dualpipe_v, zb_v
 from archsim.rank_orders import fill_drain
 from archsim.rank_orders import one_f_one_b as rank_one_f_one_b
+from archsim.validate import did_you_mean
 
 
 def _order(name: str, ranks: list[list[Action]], stages: int, m: int) -> StageOrder:
@@ -185,8 +186,9 @@ def check_schedule(name: object) -> None:
     """Refuse a schedule that is neither an archsim order (``ORDERS``) nor a torch class name, before any
     rule about the layout it would run on is checked (a misspelt name is not a layout's fault)."""
     if name not in ORDERS and name not in TORCH_SCHEDULES:
-        raise InputError(f"unknown schedule {name!r}; choose one of {', '.join([*ORDERS, *TORCH_SCHEDULES])}",
-                         field="schedule")
+        names = [*ORDERS, *TORCH_SCHEDULES]
+        hint = did_you_mean(name, names) if isinstance(name, str) else ""  # dualpipe: 'dualpipev'
+        raise InputError(f"unknown schedule {name!r}{hint}; choose one of {', '.join(names)}", field="schedule")
 
 
 def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:

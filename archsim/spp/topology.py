@@ -64,7 +64,8 @@ CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_m
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 LINK_MODELS = ("paper", "exact")  # how plan prices a transfer (build_topology's ``links``; plan --links)
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catalog name / a device file: archsim train
-               "price_per_gpu_hour", "gpu_watts"}  # the search's cost and energy objectives
+               "price_per_gpu_hour", "gpu_watts",  # the search's cost and energy objectives
+               "usable_memory_gib"}  # the memory train and search let a job allocate (training/cluster_file.py)
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
 MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
 

@@ -61,6 +61,7 @@ class GpuCluster:
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (empty: its device's)
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
     warnings: tuple[str, ...] = ()  # what the file states that is implausible (a link's unit slipped), one line each
+    usable: tuple[tuple[str, float], ...] = ()  # (GPU name, bytes a job may allocate): [[servers]] usable_memory_gib
     # the file as read, its GPU pairs not priced (servers in the file's order; None: a cluster made here, single_node)
     file_layout: ClusterLayout | None = field(default=None, compare=False, repr=False)
     order: tuple[int, ...] = field(default=(), compare=False, repr=False)  # file's servers in this order (reordered)
@@ -163,6 +164,10 @@ class GpuCluster:
         (:func:`~archsim.links.nvlink_group`), so which two GPUs a pair holds sets its link."""
         board = self.servers[server] if self.heterogeneous else device
         return bool(board.nvlink_bytes_per_s) and not board.nvswitch
+
+    def capacity(self, device: Device) -> float:
+        """The bytes a job may allocate on ``device`` here: its servers' ``usable_memory_gib``, else its memory."""
+        return dict(self.usable).get(device.name, device.memory_bytes)
 
     def machine(self, par: Parallelism, device: Device | None = None, rank: int = 0) -> Machine:
         """The machine of pipeline rank ``rank`` on ``device`` (default the cluster's first GPU type): its GPU,

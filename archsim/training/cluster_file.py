@@ -139,6 +139,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     prices: list[float | None] = []
     watts: list[float | None] = []
     tables: list[Device] = []  # each [[servers]] table's device
+    usable: dict[str, float] = {}  # each GPU name's bytes a job may allocate, where a table states usable_memory_gib
     for n, group in enumerate(servers):
         with within(file, f"servers[{n + 1}]"):  # which [[servers]] table, and so its line
             device = _server_device(group, folder, file, loaded)
@@ -159,6 +160,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                 except ValueError as exc:
                     raise InputError(str(exc), file=file, field=f"servers[{n + 1}].{key}") from None
             out.extend([value] * group.get("count", 1))
+        _usable_memory(device, group.get("usable_memory_gib"), usable, file, n)
         kinds.extend([device] * group.get("count", 1))
     per_server = max(group["gpus"] for group in servers)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     nic = device_inter_node_gbps(kinds)  # the device files' own NIC: used where the file gives none
@@ -168,7 +170,29 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     network = layout.network or read_network(spec, per_server, file, default_gbps=nic)
     warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
     return GpuCluster(len(layout.servers), kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
-                      layout.fabrics, unread, warnings, file_layout=layout)
+                      layout.fabrics, unread, warnings, tuple(sorted(usable.items())), file_layout=layout)
+
+
+def _usable_memory(device: Device, gib: object, usable: dict[str, float], file: str, table: int) -> None:
+    """Add a table's ``usable_memory_gib`` (GiB, 2³⁰ bytes: the memory a job may allocate on each of its GPUs, what
+    ``fits_memory`` and search's out-of-memory rule compare a rank's states and activations with, less the CUDA
+    context, NCCL's buffers and fragmentation the model leaves out) to ``usable``, by its GPU's name. Refused above the
+    board's memory, and where tables of one GPU state two figures (a GPU type is one capacity in a layout)."""
+    if gib is None:
+        return
+    field = f"servers[{table + 1}].usable_memory_gib"
+    try:
+        if isinstance(gib, str):
+            raise ValueError(f"expected a positive number of GiB, got {shown_number(gib)}")  # noqa: TRY004 (one handler)
+        value = parse_float(gib, low=0.0, high=MAX_PRICE_OR_WATTS, low_open=True, what="a positive number of GiB")
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, field=field) from None
+    if value * 2**30 > device.memory_bytes:
+        raise InputError(f"{value:g} GiB is above the {device.name}'s {device.memory_bytes / 2**30:.4g} GiB: a job "
+                         "allocates at most the board's memory", file=file, field=field)
+    if usable.setdefault(device.name, value * 2**30) != value * 2**30:
+        raise InputError(f"another [[servers]] table gives the {device.name} {usable[device.name] / 2**30:g} GiB: "
+                         "state one figure per GPU type", file=file, field=field)
 
 
 def named_devices(spec: dict, folder: Path, file: str,

@@ -48,6 +48,7 @@ class Layout(Protocol):
     def fabric(self, server: int) -> float | None: ...
     def check_gpus(self, par: Parallelism) -> None: ...
     def one_domain(self, first: int, last: int) -> bool: ...
+    def capacity(self, device: Device) -> float: ...
     def wired(self, device: Device, server: int) -> bool: ...
 
 
@@ -149,7 +150,12 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
                          if par.experts_apart and par.expert_replicas > 1 else None,
                          etp=_slowest_link(cluster, device, etp_groups, every=wired)
                          if etp != par.tp and etp > 1 else None),
-                   dtype=cluster.dtype)
+                   dtype=cluster.dtype, memory_bytes=_stated(cluster.capacity(device), device))
+
+
+def _stated(capacity: float, device: Device) -> float:
+    """A machine's ``memory_bytes``: the cluster's usable memory where it is below the device's, else 0 (the whole)."""
+    return capacity if capacity < device.memory_bytes else 0.0
 
 
 def leaves_oversubscribed(cluster: Layout) -> bool:

@@ -1,28 +1,72 @@
 """Which layout settings belong to which training job: ``train`` takes its layout (TP, PP, DP, CP), ``search``
 tries every TP, PP and DP itself on a GPU count. Given to the other job, a setting is refused with what to give
-instead, in one text for the command's flags and the library's keywords (:func:`elsewhere`). Imports nothing but
-the console, so a command's ``--help`` loads no model."""
+instead, in one text for the command's flags and the library's keywords (:func:`elsewhere`); so is a Megatron-LM
+flag a user brings from ``pretrain_gpt.py`` (``--tensor-model-parallel-size``, ``--bf16``), with archsim's name for
+it. Imports nothing but the console, so a command's ``--help`` loads no model."""
 
 from __future__ import annotations
 
 from archsim.console import job as named
 from archsim.console import route, setting
 
+# Megatron-LM's flags (pretrain_gpt.py; the ones search rows' megatron_args write) for a setting train takes under
+# another name: archsim's flag, and the value to give it where Megatron's flag is a switch for one (``--bf16``: ``bf16``),
+# or what to give where it counts otherwise (``V``: chunks per rank, not layers per chunk).
+_LAYOUT = (None, "N1,N2,…")
+_CHUNKS = "V (chunks per rank: the layers ÷ (PP × Megatron's layers per virtual stage))"
+MEGATRON_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
+    "tensor-model-parallel-size": ("tp", None, None), "pipeline-model-parallel-size": ("pp", None, None),
+    "context-parallel-size": ("cp", None, None), "cp-comm-type": ("cp-comm", None, None),
+    "hierarchical-context-parallel-sizes": ("cp-hierarchy", None, None),
+    "expert-model-parallel-size": ("ep", None, None), "expert-tensor-parallel-size": ("etp", None, None),
+    "micro-batch-size": ("micro-batch", None, None), "global-batch-size": ("global-batch", None, None),
+    "seq-length": ("seq", None, None), "bf16": ("dtype", "bf16", None), "fp16": ("dtype", "fp16", None),
+    "fp8-format": ("fp8", None, None), "use-distributed-optimizer": ("distributed-optimizer", None, None),
+    "recompute-granularity": ("recompute", None, None), "recompute-activations": ("recompute", "selective", None),
+    "virtual-pipeline-model-parallel-size": ("interleave", None, None),
+    "num-layers-per-virtual-pipeline-stage": ("interleave", None, _CHUNKS),
+    "overlap-grad-reduce": ("dp-overlap", "bucketed", None),
+    "no-gradient-accumulation-fusion": ("grad-accumulation", "unfused", None),
+    "use-flash-attn": ("attention", "flash", None), "decoder-first-pipeline-num-layers": ("stage-layers", *_LAYOUT),
+    "decoder-last-pipeline-num-layers": ("stage-layers", *_LAYOUT),
+    "pipeline-model-parallel-layout": ("stage-layers", *_LAYOUT),
+}
+# search's own flag where it differs from train's: it tries micro-batches up to a bound, chunks and planned splits
+SEARCH_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
+    "micro-batch": ("max-micro-batch", None, None), "interleave": ("chunks", None, "V (model chunks per rank)"),
+    "stage-layers": ("balance", "planned", None)}
+
+
+def _megatron(job: str, layout: dict[str, str]) -> dict[str, str]:
+    """Each Megatron-LM flag of :data:`MEGATRON_FLAGS`, as the caller spells it (``tensor_model_parallel_size`` in
+    the library), with archsim's ``job``'s name for it; ``layout``: the job's text for a setting it does not take."""
+    said = {}
+    for megatron, (flag, value, placeholder) in MEGATRON_FLAGS.items():
+        if job == "search":
+            flag, value, placeholder = SEARCH_FLAGS.get(flag, (flag, value, placeholder))
+        takes = layout[flag].partition(": ")[2] if flag in layout else \
+            f"{named(job)} takes {setting(flag, value, placeholder=placeholder)}"
+        said[setting(megatron).lstrip("-")] = f"is Megatron-LM's: {takes}"
+    return said
+
 
 def elsewhere(job: str) -> dict[str, str]:
     """The other training job's layout settings that ``job`` (``"train"``, ``"search"``; any other: none) does not
     take, each with what to give instead, as the caller spells it (``search --tp`` from a command, ``archsim.search(tp=2)``
-    from the library): the command's line for argparse's refusal (:attr:`archsim.commands.Command.elsewhere`) and the
-    library's for :func:`archsim.api_keywords.check_keywords`, written once."""
+    from the library), and Megatron-LM's flags with archsim's name for each (``--bf16``: ``--dtype bf16``): the
+    command's line for argparse's refusal (:attr:`archsim.commands.Command.elsewhere`) and the library's for
+    :func:`archsim.api_keywords.check_keywords`, written once."""
 
     if job == "search":
-        return {name: f"is {named('train')}'s: {route('search', named('search'))} tries every {name.upper()} itself, "
-                      f"on {setting('gpus', placeholder='N')} or the cluster's GPUs" for name in ("tp", "pp", "dp")}
+        layout = {name: f"is {named('train')}'s: {route('search', named('search'))} tries every {name.upper()} itself, "
+                        f"on {setting('gpus', placeholder='N')} or the cluster's GPUs" for name in ("tp", "pp", "dp")}
+        return {**_megatron(job, layout), **layout}
     if job == "train":
-        layout = ", ".join(setting(name) for name in ("tp", "pp", "dp"))
-        return {"gpus": f"is {named('search')}'s: {route('train', named('train'))} takes its layout as {layout} and "
-                        f"{setting('cp')}, their product the GPUs it runs on"}
+        flags = ", ".join(setting(name) for name in ("tp", "pp", "dp"))
+        layout = {"gpus": f"is {named('search')}'s: {route('train', named('train'))} takes its layout as {flags} and "
+                          f"{setting('cp')}, their product the GPUs it runs on"}
+        return {**_megatron(job, {}), **layout}
     return {}
 
 
-__all__ = ["elsewhere"]
+__all__ = ["MEGATRON_FLAGS", "elsewhere"]

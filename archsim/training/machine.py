@@ -55,6 +55,13 @@ class Machine:
     implementation: str = "megatron"
     dtype: str = "fp16"
     pytorch_constants: KernelConstants = FITTED
+    memory_bytes: float = 0.0  # what a job may allocate on the GPU, bytes (0: the board's whole memory)
+
+    @property
+    def capacity(self) -> float:
+        """The bytes a rank's states and activations must fit in: the cluster file's ``usable_memory_gib``, else the
+        device's whole memory (the CUDA context, NCCL's buffers and fragmentation are not modelled)."""
+        return self.memory_bytes or self.gpu.memory_bytes
 
     @property
     def kernels(self) -> KernelFamilies:

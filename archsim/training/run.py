@@ -176,7 +176,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
                        + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
-                       capacities=tuple(float(m.gpu.memory_bytes) for m in machines), finishing_rank=slowest)
+                       capacities=tuple(float(m.capacity) for m in machines), finishing_rank=slowest)
 
 
 def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:

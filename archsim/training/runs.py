@@ -40,7 +40,7 @@ from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
-from archsim.validate import shown
+from archsim.validate import INT32_MAX, did_you_mean, shown
 from archsim.value_parsers import parse_boolean, parse_float, parse_ratio
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
@@ -87,7 +87,7 @@ def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None
     if "" in names:
         raise InputError(f"column {names.index('') + 1} has no name: {columns}", file=file, line=first + 1)
     missing = [c for c in REQUIRED if c not in names]
-    unknown = [c for c in names if c not in REQUIRED + OPTIONAL]
+    unknown = [c + did_you_mean(c, REQUIRED + OPTIONAL) for c in names if c not in REQUIRED + OPTIONAL]
     if missing:  # a misspelt column is named too: it is what the user typed for the missing one
         typed = f" (unknown column(s) {', '.join(unknown)})" if unknown else ""
         raise InputError(f"missing column(s) {', '.join(missing)}{typed}: {columns}", file=file, line=first + 1,
@@ -140,8 +140,8 @@ def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
 
 
 def _int(cell: str, field: str, file: str, line: int) -> int:
-    """A positive integer cell; ``8.0`` (pandas' ``to_csv`` of a float column) read as 8, as the keyword path
-    reads 8.0 (:func:`~archsim.value_parsers.whole_number`); ``8.5`` refused."""
+    """A positive integer cell of at most 2³¹ − 1, as its flag takes; ``8.0`` (pandas' ``to_csv`` of a float column)
+    read as 8, as the keyword path reads 8.0 (:func:`~archsim.value_parsers.whole_number`); ``8.5`` refused."""
     from archsim.value_parsers import whole_number
 
     try:
@@ -154,6 +154,9 @@ def _int(cell: str, field: str, file: str, line: int) -> int:
         value = number if isinstance(number, int) else 0
     if value <= 0:
         raise InputError(f"expected a positive integer, got {cell!r}", file=file, line=line, field=field)
+    if value > INT32_MAX:  # every integer archsim reads: its flag's bound, not a job size refused as --max-ops
+        raise InputError(f"expected a positive integer in 1…{INT32_MAX}, got {cell!r}", file=file, line=line,
+                         field=field)
     return value
 
 

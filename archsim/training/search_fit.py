@@ -14,11 +14,12 @@ from archsim.training.stage_split import each_once, planned_split, stage_layer_c
 
 
 def rank_capacities(cluster, par) -> list[float] | None:
-    """Each pipeline rank's GPU memory (bytes), or None when a rank's GPUs mix types."""
+    """Each pipeline rank's GPU memory a job may allocate (bytes: :meth:`~archsim.training.cluster.GpuCluster.capacity`),
+    or None when a rank's GPUs mix types."""
     if not cluster.heterogeneous:
-        return [cluster.gpu.memory_bytes] * par.pp
+        return [cluster.capacity(cluster.gpu)] * par.pp
     kinds = cluster.rank_gpus(par)
-    return None if kinds is None else [g.memory_bytes for g in kinds]
+    return None if kinds is None else [cluster.capacity(g) for g in kinds]
 
 
 def plan_candidate(c, cluster, global_batch: int, k: Candidate, pieces=None) -> Candidate | None:

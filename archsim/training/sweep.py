@@ -23,8 +23,8 @@ from archsim.training.energy import iteration_energy
 from archsim.training.moe_ops import with_load_imbalance
 from archsim.training.parallel import Parallelism, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
-from archsim.validate import check_job_size, shown
-from archsim.value_parsers import comma_items, parse_boolean, parse_int, parse_ratio
+from archsim.validate import check_job_size, did_you_mean, shown
+from archsim.value_parsers import comma_items, not_a_choice, parse_boolean, parse_int, parse_ratio
 
 
 def _count(text: str) -> int:
@@ -35,7 +35,7 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
     """An axis whose values are the words of one flag's vocabulary."""
     def parse(text: str) -> str:
         if text not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {shown(text)}")
+            raise ValueError(not_a_choice(text, choices))
         return text
     return parse
 
@@ -44,7 +44,7 @@ def _schedule(text: str) -> str:
     from archsim.policies.stage_orders import ORDERS, TORCH_SCHEDULES
 
     if text not in ORDERS and text not in TORCH_SCHEDULES:
-        raise ValueError(f"unknown schedule {shown(text)}; choose one of {', '.join(ORDERS)}")
+        raise ValueError(f"unknown schedule {shown(text)}{did_you_mean(text, ORDERS)}; choose one of {', '.join(ORDERS)}")
     return text
 
 
@@ -77,7 +77,9 @@ def parse_axis(text: str) -> tuple[str, tuple]:
     key, sep, values = text.partition("=")
     key = key.strip().replace("-", "_")
     if not sep or key not in AXES or not values.strip():
-        raise InputError(f"expected KEY=V1,V2,… with KEY one of {', '.join(AXES)}, got {shown(text)}", field="sweep")
+        hint = did_you_mean(key, AXES) if key not in AXES else ""  # micro_bacth: the axis it resembles
+        raise InputError(f"expected KEY=V1,V2,… with KEY one of {', '.join(AXES)}, got {shown(text)}{hint}",
+                         field="sweep")
     try:
         items = comma_items(values, "sweep")
     except InputError as exc:
@@ -166,7 +168,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
             row["interleave"] = par.chunks
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
         result = train(config, par, machines[0], machines)
-        fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
+        fits = all(m.total <= mc.capacity for m, mc in zip(result.memory, machines))
         rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
                            mean_peak(machines), par.attention)
         energy = iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory)

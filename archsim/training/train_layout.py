@@ -77,7 +77,7 @@ def split(config, par: Parallelism, machines, balance: str) -> tuple[Parallelism
     if balance != "planned" or par.stage_layers is not None or par.pp == 1:
         return par, None
     refuse_planned_fp32(machines[0].dtype)
-    planned = planned_split(config, par, machines, [m.gpu.memory_bytes for m in machines])
+    planned = planned_split(config, par, machines, [m.capacity for m in machines])
     if planned is None:
         raise InputError("no split of the layers over the pipeline stages fits the GPUs' memory (or fewer layers "
                          "than model chunks)", field="balance")
@@ -96,7 +96,7 @@ def faster(config, planned: Parallelism, machines) -> tuple[Parallelism, TrainRe
     if even.stage_layers == planned.stage_layers:
         return planned, None
     ran = train(config, even, machines[0], machines)
-    if any(m.total > mc.gpu.memory_bytes for m, mc in zip(ran.memory, machines)):
+    if any(m.total > mc.capacity for m, mc in zip(ran.memory, machines)):
         return planned, None
     own = train(config, planned, machines[0], machines)
     return (even, ran) if ran.iteration_seconds < own.iteration_seconds else (planned, own)
@@ -122,7 +122,7 @@ def _best_placement(config, cluster: GpuCluster, par: Parallelism, balance: str)
         except InputError:
             continue
         result = result or train(config, trial, machines[0], machines)
-        fits = all(m.total <= mc.gpu.memory_bytes for m, mc in zip(result.memory, machines))
+        fits = all(m.total <= mc.capacity for m, mc in zip(result.memory, machines))
         key = (not fits, result.iteration_seconds)
         if best is None or key < best[0]:
             best = (key, placed, trial, order)

@@ -28,6 +28,25 @@ def get_key(table: dict, key: str, default=None, *, required: bool = True):
     return value
 
 
+# Keys a transformers config class reads, when absent from config.json, as a default of its own that is not what
+# archsim reads a null as (MistralConfig: num_key_value_heads=8, where a null is the heads; sliding_window=4096, where
+# a null is none; Qwen2Config and Qwen3Config 32 key/value heads, MixtralConfig 8): refused when absent, so a
+# hand-written config.json is not priced as another model than transformers builds from it.
+ABSENT_DEFAULTS = {("mistral", "num_key_value_heads"): ("MistralConfig", "8 (a null: the heads)"),
+                   ("mistral", "sliding_window"): ("MistralConfig", "4096 (a null: no window)"),
+                   ("mixtral", "num_key_value_heads"): ("MixtralConfig", "8 (a null: the heads)"),
+                   ("qwen2", "num_key_value_heads"): ("Qwen2Config", "32 (a null: the heads)"),
+                   ("qwen3", "num_key_value_heads"): ("Qwen3Config", "32 (a null: the heads)")}
+
+
+def check_absent_defaults(table: dict, model_type: object) -> None:
+    """Refuse a key of :data:`ABSENT_DEFAULTS` that ``table`` (a ``config.json`` of ``model_type``) leaves out."""
+    for (kind, key), (reader, default) in ABSENT_DEFAULTS.items():
+        if kind == model_type and key not in table:
+            raise InputError(f"missing key: transformers' {reader} reads it absent as {default}; write the "
+                             "model's", field=key, missing=True)
+
+
 def head_dim_channels(table: dict, family: str, heads: int, hidden: int, default: int | None = 0) -> int:
     """:attr:`TransformerConfig.kv_channels` from a config's ``head_dim`` (Hugging Face's and the
     ``[transformer]`` TOML's alike): 0 when absent or hidden / heads; heads × head_dim for llama (an

@@ -11,7 +11,7 @@ from pathlib import Path
 from archsim.choices.training import HF_MODEL_TYPES
 from archsim.errors import InputError
 from archsim.validate import did_you_mean, shown
-from archsim.workload.config_fields import file_model_name, get_key, head_dim_channels
+from archsim.workload.config_fields import check_absent_defaults, file_model_name, get_key, head_dim_channels
 from archsim.workload.hf_deepseek import KEYS as DEEPSEEK_KEYS
 from archsim.workload.hf_deepseek import NAMES as DEEPSEEK_NAMES
 from archsim.workload.hf_deepseek import deepseek_from_hf
@@ -230,6 +230,7 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
             experts["shared_expert_ffn"] = get_key(config, HF_NAMES[kind]["shared_expert_ffn"])
         kind = MOE_READ[kind]
     if kind in ("llama", "mistral", "qwen2", "qwen3", "gemma"):
+        check_absent_defaults(config, config.get("model_type"))  # Mistral's num_key_value_heads 8, not the heads
         heads, hidden = get_key(config, "num_attention_heads"), get_key(config, "hidden_size")
         gemma = kind == "gemma"
         # Mistral-NeMo's 128 at hidden 5120 over 32 heads; GemmaConfig's default 256; Qwen3's configs state it
