@@ -125,10 +125,5 @@ def to_csv(names: list[str], values: list[list], kinds: list[str], extra: Mappin
 
 def to_json(names: list[str], values: list[list], meta: Mapping[str, object]) -> str:
     """``{"meta": …, "rows": […]}`` as :func:`archsim.outputs.render` writes a DataFrame's (NaN: ``null``)."""
-    return records_json([dict(zip(names, row)) for row in zip(*values)], meta)
-
-
-def records_json(records: list[dict], meta: Mapping[str, object]) -> str:
-    """``{"meta": …, "rows": […]}`` of plain records (NaN: ``null``): :func:`to_json`'s, and ``archsim train``'s, whose
-    GEMM rows carry keys the others lack."""
+    records = [dict(zip(names, row)) for row in zip(*values)]
     return dumps({"meta": meta, "rows": records}, indent=2) + "\n"

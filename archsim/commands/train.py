@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
-    from archsim.training.train_json import json_text, parameters_line, table_rows, text_meta, train_document
+    from archsim.training.train_json import parameters_line, text_meta, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.model_files import config_dtype_note, load_transformer
@@ -229,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
             warn(spans)
     document = train_document(result, config, laid, args.implementation)
     meta = document["meta"]
-    frame = Rows.of(table_rows(document["rows"]))  # a GEMM's shape is JSON's (json_text)
+    frame = Rows.of(document["rows"])
     if args.format != "json":  # the breakdown as one line of text; the per-rank lists stay JSON's
         from archsim.outputs import format_number
 
@@ -247,8 +247,7 @@ def run(args: argparse.Namespace) -> int:
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
-    json = args.format == "json"
-    emit(json_text(document) if json else render(frame, args.format, meta=meta, precision=args.precision), args)
+    emit(render(frame, args.format, meta=meta, precision=args.precision), args)
     write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
                            unit="seconds",
                            caption=iteration_caption(result.iteration_seconds, result.timeline, par, result.post),

@@ -51,7 +51,7 @@ from archsim.console import setting
 from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
-from archsim.lowering import Gemm, TrainingOp
+from archsim.lowering import TrainingOp
 from archsim.training.context_parallel import exchange, rank_config
 from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
@@ -119,7 +119,6 @@ class PieceCost:
     cp_backward: float = 0.0
     ep_forward: float = 0.0  # a mixture of experts' all-to-alls over its EP group (moe_ops.py), out of tp_*
     ep_backward: float = 0.0
-    gemms: tuple[tuple[str, str, tuple[Gemm, ...]], ...] = ()  # (name, kind, GEMMs) of each op that runs any, one GPU's
 
 
 def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,
@@ -210,8 +209,7 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
         redo = max(float(sum(core)), host * len(core) * fitted_f / max(issued_f, 1))
     else:
         redo = 0.0
-    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b,
-                     gemms=tuple((op.layer, op.kind, op.gemms) for op in ops if op.gemms))
+    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b)
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:

@@ -95,10 +95,10 @@ class TrainResult:
         values as columns (the breakdown and the network as the CSV's one line each) (imports pandas)."""
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
-        from archsim.training.train_json import table_rows, text_meta
+        from archsim.training.train_json import text_meta
 
         document = self.to_dict()
-        return csv_frame(Rows.of(table_rows(document["rows"])), text_meta(document["meta"], self.breakdown, repr))
+        return csv_frame(Rows.of(document["rows"]), text_meta(document["meta"], self.breakdown, repr))
 
     @property
     def timeline(self) -> Timeline:
@@ -246,28 +246,10 @@ def _op_rows(c, par, pieces) -> list[dict]:
         merged: dict[tuple[str, str], float] = defaultdict(float)
         for name, kind, seconds in piece.ops:
             merged[(name, kind)] += seconds
-        gemms: dict[tuple[str, str], list] = defaultdict(list)
-        for name, kind, found in piece.gemms:
-            gemms[(name, kind)] += found
-        rows += [{"piece": piece_name, "name": name, "op": kind, "seconds": s, **gemm_shape(gemms[(name, kind)])}
-                 for (name, kind), s in merged.items()]
+        rows += [{"piece": piece_name, "name": name, "op": kind, "seconds": s} for (name, kind), s in merged.items()]
         if piece.recompute:
             rows.append({"piece": piece_name, "name": "recompute", "op": "B", "seconds": piece.recompute})
     return rows
-
-
-def gemm_shape(gemms) -> dict[str, int | None]:
-    """``m``, ``n``, ``k`` and ``batch`` of an op row's GEMMs as the model costs them on one GPU (its TP, CP and EP
-    shard): out[m×n] = A[m×k]·B[k×n], ``batch`` of them (a batched GEMM's count, summed over the row's ops); none
-    where the row runs no GEMM or GEMMs of several shapes (not a null, which JSON writes for NaN)."""
-    shapes = {(g.m, g.n, g.k) for g in gemms}
-    if len(shapes) != 1:
-        return {}
-    (m, n, k), = shapes
-    return {"m": m, "n": n, "k": k, "batch": sum(g.count for g in gemms)}
-
-
-SHAPE_KEYS = ("m", "n", "k", "batch")  # a GEMM row's shape (gemm_shape); absent from every other row
 
 
 def _sharding_rows(c, par, machine, parameters, rank) -> list[dict]:
@@ -283,4 +265,4 @@ def _iteration_rows(post: dict[str, float]) -> list[dict]:
     return [{"piece": "iteration", "name": name, "op": "-", "seconds": seconds} for name, seconds in post.items()]
 
 
-__all__ = ["SHAPE_KEYS", "TrainResult", "gemm_shape", "train"]
+__all__ = ["TrainResult", "train"]

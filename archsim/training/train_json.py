@@ -14,7 +14,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
     null): ``result`` priced (:func:`archsim.training.energy.priced`) on ``laid``
     (:class:`~archsim.training.train_layout.Layout`) for ``config``. Seconds, GiB, joules; ``peak_tflops_per_gpu``
     the dense peak per GPU at the run's dtype that ``mfu`` divides by (the mean over a mixed cluster's GPUs); the
-    rows are the ops (piece, name, op, seconds; a GEMM row's m, n, k and batch on one GPU too)."""
+    rows are the ops (piece, name, op, seconds)."""
     from archsim.training.grad_accumulation import accumulation
     from archsim.training.placement import order_text
     from archsim.training.throughput import mean_peak, throughput
@@ -60,10 +60,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings),
             "memory_per_rank": memory,
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
-    from archsim.training.run import SHAPE_KEYS
-
-    rows = [{"piece": row["piece"], "name": row["name"], "op": row["op"], "seconds": float(row["seconds"]),
-             **{k: row[k] for k in SHAPE_KEYS if k in row}} for row in result.ops]
+    rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
     return {"meta": meta, "rows": rows}
 
 
@@ -164,22 +161,6 @@ def network_lines(meta: dict) -> dict[str, str]:
     crossed = ", ".join(inter["crossed_by"]) or "no group"
     lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per GPU; crossed by {crossed}"
     return lines
-
-
-def table_rows(rows: list[dict]) -> list[dict]:
-    """``rows`` as the table and the CSV print them: without a GEMM row's ``m``, ``n``, ``k`` and ``batch``, JSON's alone
-    (a column of whole numbers on some rows would print as floats, 256.0, and nan on the rest)."""
-    from archsim.training.run import SHAPE_KEYS
-
-    return [{k: v for k, v in row.items() if k not in SHAPE_KEYS} for row in rows]
-
-
-def json_text(document: dict) -> str:
-    """``archsim train --format json``'s text of ``document``: the rows as they are (a GEMM row's shape among its
-    keys, as ints), written by the one JSON writer of rows (:func:`archsim.rows.records_json`)."""
-    from archsim.rows import records_json
-
-    return records_json(document["rows"], document["meta"])
 
 
 def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], str]) -> dict:
