@@ -84,8 +84,11 @@ def test_a_file_without_it_keeps_its_figures(capsys, tmp_path):
 
 @pytest.mark.long
 def test_the_documented_figures_before_the_vector_unit(capsys, tmp_path):
-    """GPT-3 1.3B on 16 chips, DP 16, bf16 (docs/training.md until 2026-12-03): 3.592 s, 1.86e+04 J, 25.84 GiB."""
-    meta = _meta(capsys, tmp_path, WITHOUT, "--dp", "16", "--global-batch", "512", "--recompute", "none",
+    """GPT-3 1.3B on 16 chips, DP 16, bf16 (docs/training.md until 2026-12-03): 3.592 s, 1.86e+04 J, 25.84 GiB,
+    when a device file's links ran NVIDIA's NCCL fit (``efficiency = "nccl"`` since 2026-12-04)."""
+    nccl = WITHOUT.replace("[links]\n", '[links]\nefficiency = "nccl"\n')
+    assert nccl != WITHOUT
+    meta = _meta(capsys, tmp_path, nccl, "--dp", "16", "--global-batch", "512", "--recompute", "none",
                  "--dtype", "bf16")
     assert round(meta["iteration_seconds"], 3) == 3.592 and round(meta["peak_memory_gib"], 2) == 25.84
     assert f"{meta['energy_j']:.3g}" == "1.86e+04"

@@ -40,7 +40,7 @@ together (step 2's schedule and simulation) :func:`archsim.training.run.train`.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -74,6 +74,7 @@ from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_param
 from archsim.training.moe_overlap import check_overlap, shared_overlap
 from archsim.training.op_work import Collective, Work
 from archsim.training.parallel import Parallelism, padded_vocab
+from archsim.training.piece_cost import PieceCost
 from archsim.workload.layer_kinds import LAYER, kind_configs
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -100,25 +101,6 @@ OPTIMIZER_BYTES_PER_PARAMETER = optimizer_step_bytes("fp16")  # 32
 
 ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp32", "softmax.scale", "softmax.mask",
                   "softmax.to_fp16", "mask_fill")
-
-
-@dataclass(frozen=True)
-class PieceCost:
-    """Per micro-batch seconds of one model piece: forward, δ, weight-gradient compute, recompute, and
-    TP collectives in the forward and the backward (the EP all-to-alls apart, ``ep_*``); ``ops``: (name, kind, seconds) rows, each op's GPU
-    time (before the host-issue floor) and each TP collective's, kind F/D/G (ops) or F/B (collectives)."""
-
-    forward: float
-    backward_input: float
-    backward_weight: float
-    recompute: float
-    tp_forward: float
-    tp_backward: float
-    ops: tuple[tuple[str, str, float], ...]
-    cp_forward: float = 0.0  # context parallelism's K/V exchange beyond the attention it overlaps (context_parallel.py)
-    cp_backward: float = 0.0
-    ep_forward: float = 0.0  # a mixture of experts' all-to-alls over its EP group (moe_ops.py), out of tp_*
-    ep_backward: float = 0.0
 
 
 def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,

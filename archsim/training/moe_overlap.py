@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from archsim.policies.actions import StageOrder
-    from archsim.training.iteration import PieceCost
+    from archsim.training.piece_cost import PieceCost
 
 A2A_FLAG = "overlap-moe-expert-parallel-comm"
 SHARED_FLAG = "moe-shared-expert-overlap"
