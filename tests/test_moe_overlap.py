@@ -16,9 +16,10 @@ import archsim
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.training.cluster_file import load_gpu_cluster
-from archsim.training.iteration import PieceCost, clear_model_cache, model_pieces
+from archsim.training.iteration import clear_model_cache, model_pieces
 from archsim.training.moe_overlap import pair_hidden, paired_hidden, with_overlap
 from archsim.training.parallel import Parallelism
+from archsim.training.piece_cost import PieceCost
 from archsim.training.search_space import REASONS, Candidate, rejection
 from archsim.workload.transformer import TransformerConfig
 

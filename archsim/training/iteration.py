@@ -359,7 +359,6 @@ __all__ = [
     "ATTENTION_CORE",
     "FP32_OPTIMIZER_BYTES_PER_PARAMETER",
     "OPTIMIZER_BYTES_PER_PARAMETER",
-    "PieceCost",
     "after_backward",
     "clear_model_cache",
     "exposed_collective_seconds",

@@ -48,11 +48,12 @@ from archsim.console import job, setting
 from archsim.partition.result import Partition, PlacedOp, Stage
 from archsim.training.fsdp import expert_state_bytes, held_state_bytes
 from archsim.training.held_memory import SPLIT_SCHEDULES
-from archsim.training.iteration import PieceCost, model_pieces
+from archsim.training.iteration import model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import STATE_BYTES_PER_PARAMETER
 from archsim.training.mla_ops import deepseek_rule, refuse_deepseek
 from archsim.training.parallel import Parallelism, rank_of_stages
+from archsim.training.piece_cost import PieceCost
 from archsim.training.search_space import rank_sizer
 from archsim.training.stages import hop_bytes
 from archsim.workload.layer_kinds import DENSE, kind_configs, layer_kinds

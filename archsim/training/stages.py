@@ -15,9 +15,10 @@ from archsim.collectives import collective_seconds
 from archsim.policies.stage_profile import StageProfile
 from archsim.training.fp8_scaling import scaling_seconds
 from archsim.training.grad_accumulation import per_microbatch_seconds
-from archsim.training.iteration import PieceCost, model_pieces
+from archsim.training.iteration import model_pieces
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
+from archsim.training.piece_cost import PieceCost
 from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
