@@ -31,10 +31,12 @@ MEGATRON_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
     "decoder-last-pipeline-num-layers": ("stage-layers", *_LAYOUT),
     "pipeline-model-parallel-layout": ("stage-layers", *_LAYOUT),
 }
-# search's own flag where it differs from train's: it tries micro-batches up to a bound, chunks and planned splits
+# search's own flag where it differs from train's: it tries micro-batches up to a bound, chunks, planned splits and
+# a2a+p2p's levels
 SEARCH_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
     "micro-batch": ("max-micro-batch", None, None), "interleave": ("chunks", None, "V (model chunks per rank)"),
-    "stage-layers": ("balance", "planned", None)}
+    "stage-layers": ("balance", "planned", None),
+    "cp-hierarchy": ("cp-comm", "a2a+p2p", None)}  # its levels: search tries every split of CP itself
 
 
 def _megatron(job: str, layout: dict[str, str]) -> dict[str, str]:
