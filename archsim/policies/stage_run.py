@@ -51,8 +51,10 @@ class StageRun:
                 "peak_memory": ";".join(f"{peaks[p.name]:g}" for p in self.problem.processors)}
 
 
-def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
-    """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage).
+def order_problem(order: StageOrder, profile: StageProfile, shortened: np.ndarray | None = None) -> Problem:
+    """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage), each action's
+    duration less ``shortened``'s entry for it where given (one per action of the order, in the order's columns:
+    what a merged step hides, :func:`archsim.training.moe_overlap.paired_seconds`).
 
     Op ids are torch's action strings ("0F0", "3I2", …). Built as columns (no per-op objects):
     op i is the i-th action, ranks one after another; each rank runs its actions in sequence (the
@@ -69,6 +71,8 @@ def order_problem(order: StageOrder, profile: StageProfile) -> Problem:
     top = int(microbatch.max()) + 1 if n else 1
     ids = FormattedIds("{}{}{}", (stage, kinds, microbatch), cell * top + microbatch)
     duration, alloc, free = _costs(profile, stages, cell)
+    if shortened is not None:
+        duration = np.maximum(duration - np.asarray(shortened, dtype=np.float64), 0.0)  # 0: a sum's round-off
     columns = OpColumns(ids, rank, duration, alloc=alloc, free=free,
                         tags=(("stage", stage), ("kind", kinds), ("microbatch", microbatch), ("rank", rank)))
     rank_array = np.array([rank_of.get(s, -1) for s in range(stages + 1)], dtype=np.int64)
@@ -155,8 +159,9 @@ def _raise_missing(order, profile, columns, stage, kinds, microbatch, code, firs
     raise InputError(f"dependency {source!r} -> {target!r} names unknown op {source!r}", field="deps")
 
 
-def run_order(order: StageOrder, profile: StageProfile) -> StageRun:
-    problem = order_problem(order, profile)
+def run_order(order: StageOrder, profile: StageProfile, shortened: np.ndarray | None = None) -> StageRun:
+    """``order`` simulated on ``profile``'s costs, each action less ``shortened``'s seconds (:func:`order_problem`)."""
+    problem = order_problem(order, profile, shortened)
     return StageRun(order, problem, simulate(problem))
 
 

@@ -15,10 +15,16 @@ commit d98e8a6; read, not copied):
   + 1 of them at VPP v (the +1 "to ensure the forward and backward computations are independent"; the group size
   ``microbatch_group_size_per_vp_stage`` at its default, PP), and the cool-down's backwards alone; without a pipeline
   (``combined_1f1b_schedule_for_no_pipelining``) the first forward and the last backward. Forward k after the
-  warm-up pairs with backward k, each in archsim's published order of the rank (:func:`paired_hidden`). The
-  hidden seconds are taken off the rank's span (its steady steps shortened in place; the pipeline is not
-  re-simulated) and off its exposed EP time. ``transformer_config.py``'s ``__post_init__`` refuses it without EP
-  (> 1), with a dispatcher other than alltoall/flex (archsim's is alltoall), with full recompute or any
+  warm-up pairs with backward k, each in archsim's published order of the rank, where backward k runs just before
+  forward k + w. The overlap is simulated: each merged step's hidden seconds come off its forward action before
+  train's event simulator runs the pipeline (:func:`paired_seconds`), so the pair ends b + f − h after it starts, as
+  Megatron's merged step does (``TransformerModelChunkSchedulePlan.run`` calls ``post_forward`` and
+  ``post_backward``, the P2P sends, after the last layer), a rank that hides seconds hands its tensors to its
+  neighbours sooner, and the timeline's makespan is the iteration; they come off the rank's exposed EP time too
+  (:func:`paired_hidden`). archsim's backward still sends its gradient at the end of its own action, before the
+  forward beside it ends (Megatron sends it at the step's end). The search's closed forms take the least-hiding
+  rank's seconds off their span, an estimate (:func:`archsim.training.search_cost.overlap_hidden`).
+  ``transformer_config.py``'s ``__post_init__`` refuses it without EP (> 1), with a dispatcher other than alltoall/flex (archsim's is alltoall), with full recompute or any
   ``--recompute-method``, outside bf16 and fp16, beside ``--moe-shared-expert-overlap``, and at PP > 1 without a
   virtual pipeline (``virtual_pipeline_model_parallel_size``: archsim's ``--interleave`` > 1 on 1F1B): each
   refused in one line (:func:`overlap_problem`). Not modelled: the warm-up's extra forward in flight (one more
@@ -35,6 +41,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from archsim.console import setting, switch_on
 from archsim.errors import InputError
@@ -148,13 +156,16 @@ def warmup_forwards(par: Parallelism, rank: int) -> int:
     return (par.pp - rank - 1) * 2 + (par.chunks - 1) * par.pp + 1
 
 
-def paired_hidden(c: TransformerConfig, par: Parallelism, order: StageOrder,
-                  pieces: Sequence[Mapping[str, PieceCost]]) -> tuple[float, ...]:
-    """Per pipeline rank, the all-to-all seconds its paired steps hide (all 0 with the switch off): forward k + w
-    (w: :func:`warmup_forwards`) beside backward k in the rank's order, each paired layer :func:`pair_hidden` on the
-    rank's pieces (``pieces[r]``, by layer kind)."""
+def paired_seconds(c: TransformerConfig, par: Parallelism, order: StageOrder,
+                   pieces: Sequence[Mapping[str, PieceCost]]) -> np.ndarray | None:
+    """Per action of ``order`` (its columns' order), the all-to-all seconds its merged step hides, on the paired
+    forward (None with the switch off): forward k + w (w: :func:`warmup_forwards`) beside backward k in the rank's
+    order, each paired layer :func:`pair_hidden` on the rank's pieces (``pieces[r]``, by layer kind). In archsim's
+    published orders backward k runs just before forward k + w, so the pair ends b + f − h after it starts, as
+    Megatron's merged step does (it sends both passes' tensors at its end); the backward's gradient leaves at the
+    end of its own action, as every action's output does."""
     if not c.overlap_moe_expert_parallel_comm:
-        return (0.0,) * par.pp
+        return None
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     kinds = layer_kinds(c)
@@ -163,23 +174,34 @@ def paired_hidden(c: TransformerConfig, par: Parallelism, order: StageOrder,
     cols = order.columns
     bounds = cols.bounds
     rank_of = rank_of_stages(par)
-    out = []
+    out = np.zeros(len(cols.stage))
     for r in range(par.pp):
         lo, hi = int(bounds[r]), int(bounds[r + 1])
-        kind, stage = cols.kind[lo:hi], cols.stage[lo:hi]
-        forwards = [int(s) for k, s in zip(kind, stage) if k == 0]  # F is code 0, B 3 (archsim.sim.builder.KINDS)
-        backwards = [int(s) for k, s in zip(kind, stage) if k != 0]
-        w = warmup_forwards(par, r)
+        forward = cols.kind[lo:hi] == 0  # F is code 0, B 3 (archsim.sim.builder.KINDS)
+        forwards, backwards = lo + np.flatnonzero(forward), lo + np.flatnonzero(~forward)
         mine = pieces[r]
-        hidden = 0.0
-        for f, b in zip(forwards[w:], backwards):
-            assert rank_of[f] == r and rank_of[b] == r
-            lf, lb = stage_layers[f], stage_layers[b]
-            for i in range(min(len(lf), len(lb))):
-                hidden += pair_hidden(mine[lf[i]], mine[lb[len(lb) - 1 - i]])
-        out.append(hidden)
-    return tuple(out)
+        for at, b in zip(forwards[warmup_forwards(par, r):].tolist(), backwards.tolist()):
+            f_stage, b_stage = int(cols.stage[at]), int(cols.stage[b])
+            assert rank_of[f_stage] == r and rank_of[b_stage] == r
+            lf, lb = stage_layers[f_stage], stage_layers[b_stage]
+            out[at] = sum(pair_hidden(mine[lf[i]], mine[lb[len(lb) - 1 - i]]) for i in range(min(len(lf), len(lb))))
+    return out
 
 
-__all__ = ["A2A_FLAG", "SHARED_FLAG", "check_config", "check_overlap", "config_problem", "overlap_problem", "overlap_rule", "pair_hidden", "paired_hidden",
-           "shared_overlap", "warmup_forwards", "with_overlap"]
+def rank_hidden(order: StageOrder, seconds: np.ndarray | None) -> tuple[float, ...]:
+    """Per rank of ``order``, the sum of its actions' hidden ``seconds`` (:func:`paired_seconds`; None: all 0)."""
+    ranks = len(order.columns.lengths)
+    if seconds is None:
+        return (0.0,) * ranks
+    return tuple(float(x) for x in np.bincount(order.columns.rank, weights=seconds, minlength=ranks))
+
+
+def paired_hidden(c: TransformerConfig, par: Parallelism, order: StageOrder,
+                  pieces: Sequence[Mapping[str, PieceCost]]) -> tuple[float, ...]:
+    """Per pipeline rank, the all-to-all seconds its paired steps hide (all 0 with the switch off): its actions'
+    :func:`paired_seconds` summed."""
+    return rank_hidden(order, paired_seconds(c, par, order, pieces))
+
+
+__all__ = ["A2A_FLAG", "SHARED_FLAG", "check_config", "check_overlap", "config_problem", "overlap_problem", "overlap_rule",
+           "pair_hidden", "paired_hidden", "paired_seconds", "rank_hidden", "shared_overlap", "warmup_forwards", "with_overlap"]

@@ -16,7 +16,7 @@ from archsim.training.grad_accumulation import accumulation, per_microbatch_seco
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import StageMemory
-from archsim.training.moe_overlap import paired_hidden
+from archsim.training.moe_overlap import paired_seconds, rank_hidden
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.pipeline_memory import memories
 from archsim.workload.layer_kinds import DENSE, stage_kinds
@@ -139,7 +139,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     own = {id(m): model_pieces(c, par, m) for m in {id(m): m for m in machines}.values()}
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
-    run = run_order(order, times)
+    shortened = paired_seconds(c, par, order, [own[id(m)] for m in machines])  # 1F1B's merged steps (moe_overlap)
+    run = run_order(order, times, shortened)
     states, unit = held_state_bytes(machine.dtype, machine.implementation, par)
     hf = machine.implementation == "pytorch-eager" and machine.dtype == "fp32"  # Hugging Face's modules' own
     mem = memories(rank_config(c, par.cp), par, order, machine.scale, states, unit, hf=hf,  # a CP rank's s/CP tokens
@@ -151,8 +152,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     slots = timeline.slots
     ends = np.full(par.pp, 0.0)
     np.maximum.at(ends, slots.processor, slots.end)
-    hidden = paired_hidden(c, par, order, [own[id(m)] for m in machines])  # 1F1B's paired all-to-alls (moe_overlap.py)
-    ends -= np.asarray(hidden)
+    hidden = rank_hidden(order, shortened)  # each rank's all-to-all seconds its merged steps hid
     rank_of = order.rank_of_stage()
     tied_ranks = (rank_of[0], rank_of[order.stages - 1])
     last_backward = [0.0] * par.pp  # each rank's backward of one micro-batch: what bucketed DP runs under
@@ -171,7 +171,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     backward = par.microbatches * sum(times.backward_input[j] + times.backward_weight[j] for j in mine)
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
-                                  post[slowest], hidden[slowest], float(ends.max()) if any(hidden) else None),
+                                  post[slowest], hidden[slowest]),
                        _op_rows(c, par, pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters, slowest)
                        + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
@@ -189,7 +189,7 @@ def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
     return [tuple(float(ends[r] - last[j]) for j in range(order.stages) if rank_of[j] == r) for r in range(len(ends))]
 
 
-def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0, span=None) -> dict[str, float]:
+def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) -> dict[str, float]:
     """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, CP's
     exchange and the EP all-to-alls (each only where that axis is > 1), the
     unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`), fp8's amax
@@ -197,8 +197,8 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0, sp
     pipeline wait (bubbles and hops: the rest of its pipeline span), DP communication (the all-reduce, or the
     distributed optimizer's reduce-scatter and all-gather), FSDP's exposed collectives (with ``par.fsdp``),
     embedding all-reduce, optimizer. ``hidden``: the EP all-to-all seconds the rank's paired steps hide
-    (:func:`~archsim.training.moe_overlap.paired_hidden`), off its EP time; ``span``: the pipeline's span with
-    each rank's hidden seconds taken off (None: the timeline's makespan)."""
+    (:func:`~archsim.training.moe_overlap.paired_hidden`, already off its actions in the timeline), off its EP
+    time, so that the categories add up to the timeline's makespan."""
     m = par.microbatches
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
@@ -224,7 +224,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0, sp
     compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
     scaling *= m
     ep -= hidden
-    span = float(run.timeline.makespan) if span is None else span
+    span = float(run.timeline.makespan)
     wait = span - compute - recompute - tp - cp - ep - accumulate - scaling
     return {"compute": compute, "recompute": recompute, "tp_communication": tp,
             **({"cp_communication": cp} if par.cp > 1 else {}),

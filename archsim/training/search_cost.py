@@ -13,7 +13,9 @@ from archsim.training.search_space import V_SHAPED, Candidate, rank_chunks, rank
 from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
 from archsim.workload.transformer import TransformerConfig
 
-CLOSED_FORM_EXACT = ("1f1b", "gpipe")  # closed forms exact on equal stages, at any m: not event-timed short of 2p
+# the schedules a candidate is costed by closed form even short of 2p micro-batches (the others are event-timed
+# there): 1F1B's and GPipe's spans hold at any m on equal stages; elsewhere an estimate, as every closed form
+SKIP_EVENT_TIMING_SHORT_OF_2P = ("1f1b", "gpipe")
 EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
 
 
@@ -44,11 +46,12 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
 
 
 class Coster:
-    """Iteration seconds of a candidate and which model gave them: 1F1B's and GPipe's closed form
-    (equal to the event simulator on equal stages, an estimate elsewhere: the search re-times its listed rows);
-    for the other schedules the event simulator itself
+    """Iteration seconds of a candidate and which model gave them: 1F1B's and GPipe's closed form at any m
+    (:data:`SKIP_EVENT_TIMING_SHORT_OF_2P`; equal to the event simulator on equal stages, an estimate elsewhere: the
+    search re-times its listed rows); for the other schedules the event simulator itself
     (:func:`archsim.training.run.train`) while the pipeline is short of a steady state (m < 2p
-    micro-batches), where their closed forms are poor, else their closed forms. Layer pieces are
+    micro-batches), where their closed forms are poor, else their closed forms. A closed form takes the 1F1B
+    all-to-all overlap's hidden seconds off as an estimate (:func:`overlap_hidden`). Layer pieces are
     cached per what they depend on. On a cluster of mixed GPUs each rank is costed on its own GPU. One coster
     serves the search and its rows (:class:`~archsim.training.search_row_maker.RowMaker`), so a row's gains
     are timed as its candidate was."""
@@ -87,7 +90,7 @@ class Coster:
         machines = cluster.rank_wise(par)
         machine = machines[0] if machines else cluster.machine(par)
         m = par.microbatches
-        if (k.schedule not in CLOSED_FORM_EXACT and m < 2 * k.pp
+        if (k.schedule not in SKIP_EVENT_TIMING_SHORT_OF_2P and m < 2 * k.pp
                 and k.pp * m * par.chunks <= EVENT_ACTION_LIMIT):
             from archsim.training.run import train
 
@@ -113,7 +116,9 @@ class Coster:
 def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine) -> float:
     """The all-to-all seconds the 1F1B overlap hides on the rank that hides the least
     (:func:`~archsim.training.moe_overlap.paired_hidden` over the published order; 0 with it off): what a closed
-    form's span loses, the pacing rank's steady steps shortened (the event simulator's rows take each rank's own)."""
+    form's span loses, an estimate (the pacing rank's steady steps shortened in place, the pipeline not re-simulated).
+    An event-timed candidate and every re-timed row are train's run, where each merged step's forward is shortened
+    before the pipeline is simulated (:func:`~archsim.training.moe_overlap.paired_seconds`)."""
     if not c.overlap_moe_expert_parallel_comm:
         return 0.0
     from archsim.policies.stage_orders import published_order
@@ -132,4 +137,5 @@ def objective_value(coster: Coster, objective: str, c: TransformerConfig, global
     return lambda t: objectives(c, t[3], coster.placed(t[3]), global_batch, t[0], column)[column]
 
 
-__all__ = ["CLOSED_FORM_EXACT", "EVENT_ACTION_LIMIT", "Coster", "objective_value", "overlap_hidden", "pipeline_seconds"]
+__all__ = ["EVENT_ACTION_LIMIT", "SKIP_EVENT_TIMING_SHORT_OF_2P", "Coster", "objective_value", "overlap_hidden",
+           "pipeline_seconds"]
