@@ -19,6 +19,7 @@ from archsim.policies.stage_run import run_order
 from archsim.training.moe_overlap import paired_hidden, paired_seconds, warmup_forwards, with_overlap
 from archsim.training.parallel import Parallelism
 from archsim.training.piece_cost import PieceCost
+from archsim.training.search_cost import pipeline_seconds
 from archsim.workload.layer_kinds import LAYER
 from archsim.workload.transformer import TransformerConfig
 
@@ -106,3 +107,14 @@ def test_trains_breakdown_adds_up_to_the_simulated_iteration():
     hidden = on.breakdown["ep_communication"] - off.breakdown["ep_communication"]
     assert hidden < 0
     assert busy[on.finishing_rank] == pytest.approx(busy_off[on.finishing_rank] + hidden, rel=1e-12)
+
+
+def test_the_closed_form_paces_by_the_busiest_rank_after_its_hidden_seconds():
+    """The search's interleaved closed form, m × the busiest rank's chunks + (p − 1) × a chunk's F + B, with each
+    rank's hidden seconds off its own steady state. PP 2, VPP 2, m 4, no hop: rank 0's chunks F 1, B 2 (it hides
+    0.5 s), rank 1's F 3, B 5 (it hides 4 s): max(4 × 6 − 0.5, 4 × 16 − 4) + 1 × 8 = 68 s; the least-hiding rank's
+    seconds off the span would give 4 × 16 + 8 − 0.5 = 71.5 s. PP 1 (1F1B): m·(F + B) less the one rank's."""
+    uneven = StageProfile((1.0, 3.0, 1.0, 3.0), (2.0, 5.0, 2.0, 5.0), (0.0,) * 4, 0.0)
+    assert pipeline_seconds("interleaved-1f1b", uneven, 2, 4, 2) == 72.0
+    assert pipeline_seconds("interleaved-1f1b", uneven, 2, 4, 2, (0.5, 4.0)) == 68.0
+    assert pipeline_seconds("1f1b", StageProfile((3.0,), (4.0,), (1.0,), 0.0), 1, 3, 1, (2.0,)) == 3 * 8.0 - 2.0

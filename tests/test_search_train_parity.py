@@ -18,6 +18,7 @@ import archsim
 from archsim.policies.stage_orders import published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import run_order
+from archsim.training.search_cost import SKIP_EVENT_TIMING_SHORT_OF_2P
 from archsim.training.stages import one_f_one_b_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,16 +105,22 @@ def test_every_row_times_and_fills_memory_as_its_train_command(tmp_path, case):
     ("deepseek", {**BF16, "global_batch": 16, "balance": "planned", "schedule": "gpipe"}),
     ("gpt", {"global_batch": 64, "balance": "planned", "schedule": "1f1b"}),
     ("gpt", {"global_batch": 64, "balance": "planned", "schedule": "gpipe"}),  # −8.0%, over 8 ranks
+    ("deepseek-8", {**BF16, "seq": 256, "global_batch": 32, "chunks": [2], "schedule": "interleaved-1f1b",
+                    "max_micro_batch": 4, "overlap_moe_expert_parallel_comm": True}),  # +6.6%, PP 4 EP 2
 ])
 def test_a_row_not_re_timed_is_within_the_closed_forms_stated_bound(tmp_path, family, keywords):
-    """docs/search.md: a 1F1B or GPipe row left at its closed form (``refine=0``) is an estimate within 15% of train's
-    time, its memory train's."""
+    """docs/search.md: a row left at its closed form (``refine=0``) is an estimate within 15% of train's time, its
+    memory train's: 1F1B's and GPipe's at any m, interleaved 1F1B's with the all-to-all overlap at m ≥ 2p (its
+    hidden seconds off each rank's steady state, where train simulates each merged step; below 2p it is train's)."""
     errors = []
     for row, ran in search_and_train(tmp_path, family, {**keywords, "top": 40, "refine": 0}):
         assert row["peak_memory_gib"] == pytest.approx(ran.peak_memory_gib, rel=1e-9, abs=0)
+        if row["timing"] == "event":
+            assert row["schedule"] not in SKIP_EVENT_TIMING_SHORT_OF_2P and ran.parallelism.microbatches < 2 * row["pp"]
+            continue
         assert row["timing"] == "closed-form"
         errors.append(row["iteration_seconds"] / ran.iteration_seconds - 1)
-    assert max(map(abs, errors)) <= 0.15
+    assert errors and max(map(abs, errors)) <= 0.15
 
 
 def test_one_f_one_b_closed_form_is_not_the_event_time_on_unequal_stages():

@@ -19,30 +19,34 @@ SKIP_EVENT_TIMING_SHORT_OF_2P = ("1f1b", "gpipe")
 EVENT_ACTION_LIMIT = 100_000  # stages × micro-batches × chunks above which re-timing is skipped (~1 s each)
 
 
-def pipeline_seconds(schedule: str, times, p: int, m: int, v: int) -> float:
+def pipeline_seconds(schedule: str, times, p: int, m: int, v: int, hidden: tuple[float, ...] = ()) -> float:
     """Pipeline span by closed form. 1F1B and GPipe: the first micro-batch's way down and the last's
     way back plus m − 1 steps of the slowest stage. ZB-H1 / ZB-H2 (Qi et al. 2024 §3): 1F1B's bubble
     (p − 1)(F + I + W) shrinks to (p − 1)(F + I − W), (p − 1)(F + I − 2W) (not below 0, nor above 1F1B). Interleaved
     1F1B (Narayanan et al. 2021 §2.2) and looped BFS: m × the busiest rank's chunks plus (p − 1) × a
     chunk's F + B; interleaved ZB: (p − 1) × a chunk's F + I − W; ZB-V and DualPipeV: no bubble. Screening estimates, not exact (the
-    tests bound them against the event simulator in steady state, m ≥ 2p)."""
+    tests bound them against the event simulator in steady state, m ≥ 2p). ``hidden``: per rank, the all-to-all
+    seconds the 1F1B overlap's merged steps hide (:func:`overlap_hidden`; empty: none), off each rank's steady state
+    in the interleaved forms (the busiest rank after them paces the pipeline), off the span as the least-hiding rank's
+    elsewhere (PP 1, the only other place Megatron runs it: exact there)."""
     f = np.asarray(times.forward)
     i = np.asarray(times.backward_input)
     w = np.asarray(times.backward_weight)
+    least = min(hidden, default=0.0)
     if schedule in ("1f1b", "gpipe"):
-        return one_f_one_b_seconds(times, m)
+        return one_f_one_b_seconds(times, m) - least
     if schedule in ("zb-h1", "zb-h2"):
         k = int(schedule[-1])
         step = float((f + i + w).max())
         bubble = (p - 1) * max(float((f + i).max()) - (k - 1) * float(w.min()) - float(w.min()), 0.0)
         # never above 1F1B's (the formula assumes a steady state, which m < p micro-batches lack)
-        return min(m * step + bubble + 2 * times.path(p), one_f_one_b_seconds(times, m))
+        return min(m * step + bubble + 2 * times.path(p), one_f_one_b_seconds(times, m)) - least
     if schedule in V_SHAPED:  # zero bubble, as ZB-V and DualPipe aim for
         per_rank = np.array([(f + i + w)[rank_chunks(schedule, p, v, r)].sum() for r in range(p)])
-        return float(m * per_rank.max() + 2 * times.path(p))
-    per_rank = (f + i + w).reshape(v, p).sum(axis=0)
+        return float(m * per_rank.max() + 2 * times.path(p)) - least
+    per_rank = m * (f + i + w).reshape(v, p).sum(axis=0) - np.asarray(hidden or (0.0,) * p)
     step = (f + i - w).max() if schedule == "interleaved-zb" else (f + i + w).max()
-    return float(m * per_rank.max() + (p - 1) * max(step, 0.0) + 2 * times.path(p))
+    return float(per_rank.max() + (p - 1) * max(step, 0.0) + 2 * times.path(p))
 
 
 class Coster:
@@ -99,8 +103,8 @@ class Coster:
             times = rank_stage_times(self.c, par, machines, [self.pieces_of(par, mc) for mc in machines])
         else:
             times = stage_times(self.c, par, machine, self.pieces_of(par, machine))
-        span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks) - overlap_hidden(self.c, par, self, machines,
-                                                                                       machine)
+        span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks,
+                                overlap_hidden(self.c, par, self, machines, machine))
         # even split, one GPU type: the largest parameters are on the first or the last rank
         ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
         tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
@@ -113,19 +117,19 @@ class Coster:
         return span + post, "closed-form"
 
 
-def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine) -> float:
-    """The all-to-all seconds the 1F1B overlap hides on the rank that hides the least
-    (:func:`~archsim.training.moe_overlap.paired_hidden` over the published order; 0 with it off): what a closed
-    form's span loses, an estimate (the pacing rank's steady steps shortened in place, the pipeline not re-simulated).
-    An event-timed candidate and every re-timed row are train's run, where each merged step's forward is shortened
-    before the pipeline is simulated (:func:`~archsim.training.moe_overlap.paired_seconds`)."""
+def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine) -> tuple[float, ...]:
+    """Per pipeline rank, the all-to-all seconds the 1F1B overlap's merged steps hide
+    (:func:`~archsim.training.moe_overlap.paired_hidden` over the published order; empty with it off): what a closed
+    form takes off (:func:`pipeline_seconds`), an estimate, each rank's steady steps shortened in place without the
+    pipeline re-simulated. An event-timed candidate and every re-timed row are train's run, where each merged step's
+    forward is shortened before the pipeline is simulated (:func:`~archsim.training.moe_overlap.paired_seconds`)."""
     if not c.overlap_moe_expert_parallel_comm:
-        return 0.0
+        return ()
     from archsim.policies.stage_orders import published_order
 
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     pieces = [coster.pieces_of(par, mc) for mc in machines] if machines else [coster.pieces_of(par, machine)] * par.pp
-    return min(paired_hidden(c, par, order, pieces))
+    return paired_hidden(c, par, order, pieces)
 
 
 def objective_value(coster: Coster, objective: str, c: TransformerConfig, global_batch: int):
