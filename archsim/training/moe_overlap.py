@@ -22,8 +22,8 @@ commit d98e8a6; read, not copied):
   ``post_backward``, the P2P sends, after the last layer), a rank that hides seconds hands its tensors to its
   neighbours sooner, and the timeline's makespan is the iteration; they come off the rank's exposed EP time too
   (:func:`paired_hidden`). archsim's backward still sends its gradient at the end of its own action, before the
-  forward beside it ends (Megatron sends it at the step's end). The search's closed forms take the least-hiding
-  rank's seconds off their span, an estimate (:func:`archsim.training.search_cost.overlap_hidden`).
+  forward beside it ends (Megatron sends it at the step's end). The search's closed forms take each rank's seconds
+  off its own steady state, an estimate (:func:`archsim.training.search_cost.overlap_hidden`).
   ``transformer_config.py``'s ``__post_init__`` refuses it without EP (> 1), with a dispatcher other than alltoall/flex (archsim's is alltoall), with full recompute or any
   ``--recompute-method``, outside bf16 and fp16, beside ``--moe-shared-expert-overlap``, and at PP > 1 without a
   virtual pipeline (``virtual_pipeline_model_parallel_size``: archsim's ``--interleave`` > 1 on 1F1B): each
