@@ -82,6 +82,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     from archsim.array.options import check_bandwidth_engine
     from archsim.console import library_note
     from archsim.cost_json import CostResult, cost_document
+    from archsim.energy_run import device_toml_dtype
     from archsim.lowering import check_mode
     from archsim.seconds import add_seconds
 
@@ -89,6 +90,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     check_switch(energy, "energy")  # a switch: energy="no" from a user's file is true
     batch = positive_int(batch, "batch")
     array, config = cfg_as_config(array, config)  # a .cfg's (or TOML's) [energy] table prices as --config's does
+    dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
     chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                                     bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first

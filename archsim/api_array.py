@@ -57,7 +57,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     from archsim.array.gemm_run import BANK_RULES, OFMAP_COUNTS, run_gemm
     from archsim.array.options import element_width
     from archsim.choices.devices import ARRAY_DTYPES, ENGINES
-    from archsim.energy_run import device_toml_notes
+    from archsim.energy_run import device_toml_dtype, device_toml_notes
 
     m, k, n = (None if value is None else positive_int(value, name) for value, name in ((m, "m"), (k, "k"), (n, "n")))
     if array is not None and not isinstance(array, str):
@@ -79,6 +79,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     if dtype is not None:
         check_choice(dtype, ARRAY_DTYPES, "dtype")
     element_bytes = None if element_bytes is None else positive_int(element_bytes, "element-bytes")
+    dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
     width = element_width(dtype, element_bytes)
     toml = is_device_toml(config) and layout is None  # a layout reads a .cfg's [layout]: refused there
     read, said = device_toml_notes(config, None, None, width, engine=engine, bandwidth=bandwidth, flag="bandwidth") if (
@@ -157,7 +158,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     warnings the command prints on stderr warn (UserWarning)."""
     from archsim.array.options import check_bandwidth_engine
     from archsim.choices.devices import ENGINES
-    from archsim.energy_run import energy_document, energy_dtype
+    from archsim.energy_run import device_toml_dtype, energy_document
     from archsim.lowering import check_mode
 
     check_choice(engine, ENGINES, "engine")
@@ -166,7 +167,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     if energy_table is not None:
         check_path(energy_table, "energy-table", "an energy table's name or TOML path")
     check_config(config)  # before its suffix is read: one line, not Path's TypeError
-    dtype = energy_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
+    dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
     chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                                     bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first

@@ -41,7 +41,7 @@ in n) cannot fit — nccl-tests' bus bandwidth rises from 197 GB/s on 2 A100s to
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import overload
 
@@ -196,13 +196,24 @@ class PairLinks:
                 return intra
         else:  # one GPU in each server: its server's own class (its diagonal entry), at that class's bandwidth
             intra = self.classes[int(self.index[group[0], group[0]])]
-        # its servers' NICs step at the slowest one's latency (train's group_links.group_link)
-        nic = max((self.classes[i] for i in np.unique(self.index[np.ix_(group, group)][~same])),
-                  key=lambda link: link.alpha_s)
-        out = np.where(same, np.inf, sub).min(axis=1) / nic.efficiency / self.sharing[group]  # each GPU's share
+        # its servers' NICs, each term at the slowest one's (train's group_links.group_link)
+        pairs = self.index[np.ix_(group, group)]
+        nic = slowest_class(self.classes[i] for i in np.unique(pairs[~same]))
+        stated = sub / np.array([c.efficiency for c in self.classes])[pairs]  # each pair's B, its entry over its η
+        out = np.where(same, np.inf, stated).min(axis=1) / self.sharing[group]  # each GPU's share
         _, server, held = np.unique(where, return_inverse=True, return_counts=True)
         share = float(np.bincount(server, weights=out).min())
         return Spanning(intra, replace(nic, bandwidth=share), int(held.min()))
+
+
+def slowest_class(classes: Iterable[LinkClass]) -> LinkClass:
+    """One link class that is, term by term, the slowest of ``classes``: the least bandwidth and η, the largest step
+    latency α, launch α₀ and copy cost γ (the first one's name). What a collective through the NICs of several
+    servers waits for, each term bounded by its slowest server's (of equal classes: that class)."""
+    group = tuple(classes)
+    return replace(group[0], bandwidth=min(c.bandwidth for c in group), efficiency=min(c.efficiency for c in group),
+                   alpha_s=max(c.alpha_s for c in group), launch_s=max(c.launch_s for c in group),
+                   copy_s_per_byte=max(c.copy_s_per_byte for c in group))
 
 
 def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
@@ -277,4 +288,4 @@ def message_mib(nbytes: float) -> str:
     return f"{mib:.3g} MiB" if mib < 1000 else f"{round(mib):d} MiB"
 
 
-__all__ = ["KINDS", "LinkClass", "PairLinks", "Spanning", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_link"]
+__all__ = ["KINDS", "LinkClass", "PairLinks", "Spanning", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_class", "slowest_link"]

@@ -16,11 +16,12 @@ if TYPE_CHECKING:
     from archsim.workload.layer import Network
 
 
-def energy_dtype(config: str | Path | None, dtype: str | None, element_bytes: object) -> str | None:
-    """The dtype ``archsim energy`` prices: ``dtype`` (``--dtype``) as given; on a device TOML given neither it nor
-    ``element_bytes``, train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), so energy and train price one file
+def device_toml_dtype(config: str | Path | None, dtype: str | None, element_bytes: object) -> str | None:
+    """The dtype ``cost``, ``energy`` and ``gemm`` (and ``archsim.cost``, ``archsim.iteration_energy``,
+    ``archsim.gemm``) price: ``dtype`` (``--dtype``) as given; on a device TOML given neither it nor
+    ``element_bytes``, train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), so they and train price one file
     alike (a device file states no dtype of its own; train's cluster names the run's); else None (SCALE-Sim's 1-byte
-    word, a ``.cfg``'s default)."""
+    word, a ``.cfg``'s default). The one rule: every caller asks it before reading the file."""
     from archsim.array.device_sections import is_device_toml
     from archsim.choices.devices import TRAIN_DTYPE
 
@@ -108,4 +109,4 @@ def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:
     return memory if engine == "cycle" else {"sram_kb": memory["sram_kb"]}
 
 
-__all__ = ["device_toml_array", "device_toml_notes", "energy_document", "energy_dtype"]
+__all__ = ["device_toml_array", "device_toml_dtype", "device_toml_notes", "energy_document"]

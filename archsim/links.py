@@ -134,14 +134,26 @@ def _link(name: str, bandwidth: float, fit: dict[str, float], alpha_s: float | N
 NIC_EFFICIENCY = 0.96
 
 
-def infiniband(bandwidth: float, alpha_s: float | None = None) -> LinkClass:
+def infiniband(bandwidth: float, alpha_s: float | None = None, efficiency: float | None = None) -> LinkClass:
     """An inter-server link of ``bandwidth`` bytes/s (a group's share of its servers' NICs): not fitted
     (no multi-server tables are shipped; the cited figures check it, tests/data/nccl_multinode.csv);
     η from NCCL's channel speeds, twice NVLink's step latency (or ``alpha_s``, s: a device file's
-    ``[links] inter_node_latency_us``), NVLink's launch latency and copy cost."""
+    ``[links] inter_node_latency_us``), NVLink's launch latency and copy cost. ``efficiency``: the η a device
+    file states for its links (``[links] efficiency``, :attr:`~archsim.devices.device.Device.link_efficiency`),
+    its NIC then the ideal ring at η·bandwidth with no launch or copy cost beside its steps, as its fabric
+    (:func:`nvlink`): an accelerator's inter-chip network is not NCCL's; None: NCCL's (a catalog GPU's, a file's
+    naming ``"nccl"``)."""
     nic = {**A100_NVLINK, "efficiency": NIC_EFFICIENCY, "alpha_s": A100_NVLINK["alpha_s"] * 2}
+    if efficiency is not None:
+        nic = {**nic, "efficiency": efficiency, "launch_s": 0.0, "copy_s_per_byte": 0.0}
     return _link("infiniband", bandwidth, nic, alpha_s)
 
 
-__all__ = ["A100_NVLINK", "MAX_GBPS", "MIN_GBPS", "NIC_EFFICIENCY", "V100_NVLINK", "check_nvls", "fabric_bytes_per_s", "infiniband", "is_gbps", "nic_share", "nvlink",
+def device_nic(device: Device, bandwidth: float) -> LinkClass:
+    """``device``'s NIC at ``bandwidth`` bytes/s (:func:`infiniband`): its own step latency and link rule, the one
+    reading of a device's NIC for train's groups and plan's exact classes."""
+    return infiniband(bandwidth, device.inter_node_latency_s, device.link_efficiency)
+
+
+__all__ = ["A100_NVLINK", "MAX_GBPS", "MIN_GBPS", "NIC_EFFICIENCY", "V100_NVLINK", "check_nvls", "device_nic", "fabric_bytes_per_s", "infiniband", "is_gbps", "nic_share", "nvlink",
            "nvlink_group"]

@@ -34,7 +34,8 @@ def test_the_a100_device_file_is_the_catalog_a100():
     """The file states the catalog's figures and the fitted kernels: one device, not a look-alike."""
     written, catalog = load_device(DEVICES / "a100_80gb_as_arrays.toml"), catalog_device("a100-80gb")
     assert written.efficiency == fitted.kernels(catalog.name) and written.board_watts == 400  # the A100 SXM4's TDP
-    assert replace(written, efficiency=None) == catalog
+    assert written.catalog is None  # a file is no catalog board (archsim.devices.catalog.chip_of)
+    assert replace(written, efficiency=None, catalog=catalog.catalog) == catalog
 
 
 @pytest.mark.parametrize("par", [Parallelism(2, 2, 2, 16, 1), Parallelism(1, 4, 1, 8, 2, "selective")])
@@ -311,13 +312,14 @@ def test_search_plans_on_a_device_file(capsys):
 
 
 def test_fp32_on_a_tiles_device_runs_at_its_fp32_peak():
-    """On a device file whose GEMMs are library tiles (here the A100's figures under another name, so
-    no catalog chip: no SIMT lanes described), a compute-bound GEMM (8192³, whole waves of every tile)
+    """On a device file whose GEMMs are library tiles (here the A100's figures under another name and no
+    catalog board, as a file's: no SIMT lanes described), a compute-bound GEMM (8192³, whole waves of every tile)
     takes the fp16 : fp32 peak ratio longer in fp32 (312 : 19.5 TFLOP/s)."""
     from archsim.devices.kernel_ops import op_seconds
     from archsim.lowering import Gemm, TrainingOp
 
-    a100, efficiency = replace(catalog_device("a100-80gb"), name="a100-like file"), fitted.kernels("a100-80gb")
+    a100 = replace(catalog_device("a100-80gb"), name="a100-like file", catalog=None)
+    efficiency = fitted.kernels("a100-80gb")
     op = [TrainingOp("gemm", "F", (Gemm(8192, 8192, 8192),))]
     half, single = (float(op_seconds(op, a100, efficiency, dtype)[0]) - efficiency.launch_s
                     for dtype in ("fp16", "fp32"))

@@ -1,5 +1,5 @@
 """``gemm --config chip.toml`` says the lines ``cost`` says of the same file, word for word, both read by one reader
-(:func:`archsim.energy_run.device_toml_notes`): the file's arrays, the dtype train charges and, under the cycle
+(:func:`archsim.energy_run.device_toml_notes`): the file's arrays and, under the cycle
 engine without ``--bandwidth``, the ``[memory] hbm_gbps`` that engine leaves unread (with the flag's value nearest
 the file's GB/s); ``archsim.gemm`` warns the same texts as ``archsim.cost``.
 
@@ -29,8 +29,8 @@ def _notes(capsys, argv: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize(("engine", "dtype", "nearest"), [
-    ("cycle", [], "--bandwidth 1667 is 2000.4 GB/s"),
-    ("cycle", ["--dtype", "fp16"], "--bandwidth 833 is 1999.2 GB/s"),
+    ("cycle", ["--dtype", "int8"], "--bandwidth 1667 is 2000.4 GB/s"),
+    ("cycle", [], "--bandwidth 833 is 1999.2 GB/s"),  # train's fp16, the TOML's default
     ("analytic", [], None),
 ])
 def test_gemm_says_costs_lines_of_a_device_toml(tmp_path, capsys, engine, dtype, nearest):
@@ -53,7 +53,7 @@ def test_gemm_says_the_unread_hbm_under_min_bandwidth_too(tmp_path, capsys):
     chip.write_text(CHIP, encoding="utf-8")
     lines = _notes(capsys, ["gemm", "--m", "64", "--k", "64", "--n", "64", "--config", str(chip), "--engine", "cycle",
                             "--min-bandwidth"])
-    assert any("it ran at 10 words/cycle" in line and line.endswith("--bandwidth 1667 is 2000.4 GB/s")
+    assert any("it ran at 10 words/cycle" in line and line.endswith("--bandwidth 833 is 1999.2 GB/s")
                for line in lines)
 
 
@@ -68,4 +68,4 @@ def test_the_library_gemm_warns_what_cost_warns(tmp_path):
             call()
         said[name] = [str(w.message) for w in caught]
     assert said["gemm"] == said["cost"]
-    assert any(text.endswith("bandwidth=1667 is 2000.4 GB/s") for text in said["gemm"])
+    assert any(text.endswith("bandwidth=833 is 1999.2 GB/s") for text in said["gemm"])  # fp16's 2-byte words

@@ -39,9 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.cost_json import cost_document
+    from archsim.energy_run import device_toml_dtype
     from archsim.outputs import render
     from archsim.rows import Rows
 
+    args.dtype = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     network = network_from_args(args, args.geometry)
     array = config_array(args)
     _, document = cost_document(network, array, batch=args.batch, mode=args.mode, engine=args.engine,

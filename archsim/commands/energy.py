@@ -41,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.energy_run import energy_document, energy_dtype
+    from archsim.energy_run import device_toml_dtype, energy_document
     from archsim.outputs import render
     from archsim.rows import Rows
 
-    args.dtype = energy_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
+    args.dtype = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     network = network_from_args(args)
     array = config_array(args)
     rows, meta, static = energy_document(network, array, batch=args.batch, microbatches=args.microbatches,

@@ -57,10 +57,11 @@ def run(args: argparse.Namespace) -> int:
     from archsim.array.gemm_run import run_gemm
     from archsim.array.options import element_width
     from archsim.console import say_after_run
-    from archsim.energy_run import device_toml_notes
+    from archsim.energy_run import device_toml_dtype, device_toml_notes
     from archsim.outputs import render
 
     toml = is_device_toml(args.config) and args.layout is None  # a --layout reads a .cfg's [layout]: refused there
+    args.dtype = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     width = element_width(args.dtype, args.element_bytes)
     read, notes = device_toml_notes(args.config, None, None, width, engine=args.engine, bandwidth=args.dram_bandwidth,
                                     flag=args.bandwidth_flag.lstrip("-")) if toml else (None, [])

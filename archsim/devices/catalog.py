@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from archsim.devices.device import Arrays, Device
@@ -283,19 +284,37 @@ def device(chip: GpuSpec, board: Board) -> Device:
                   board.memory_gb * GIB, chip.memory_bytes_per_s, l2_bytes_per_clock=chip.l2_bytes_per_clock,
                   nvlink_bytes_per_s=board.nvlink_gbs * 1e9, nvlinks=board.nvlinks, nvswitch=board.nvswitch,
                   nvls=board.nvls, pcie_bytes_per_s=board.pcie_gbs * 1e9,
-                  board_watts=chip.tdp_w or None)
+                  board_watts=chip.tdp_w or None, catalog=board.key)
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {row.slug: row.chip for row in TABLE}  # chips by slug (validate-gpu, kernels)
 GPUS: dict[str, Device] = {row.board.key: device(row.chip, row.board) for row in TABLE if row.board is not None}
-CHIP_OF_DEVICE: dict[Device, GpuSpec] = {GPUS[row.board.key]: row.chip for row in TABLE if row.board is not None}
+_BOARD_CHIP: dict[str, GpuSpec] = {row.board.key: row.chip for row in TABLE if row.board is not None}
 
 
 def chip_of(device: Device) -> GpuSpec | None:
     """The chip (:class:`GpuSpec`) of a catalog GPU's device, for the kernel model's chip-level mechanisms
-    (the SIMT path, PyTorch's memory-bound kernels); None for a device file's."""
-    return CHIP_OF_DEVICE.get(device)
+    (the SIMT path, PyTorch's memory-bound kernels, the special-function rate, the link's name); None for a
+    device file's. Found by the board the device was built from (``Device.catalog``), never by its value or
+    name: a catalog GPU with a figure changed (``dataclasses.replace(gpu("h100"), hbm_bytes_per_s=…)``) is still
+    that chip, and a device file named like one is not (tests/test_device_identity.py). The figures a ``Device``
+    states are read from it, so a changed one takes effect in every mechanism: its arrays (SMs, tensor cores per
+    SM, MMA shape, clock), HBM bandwidth, L2 feed and board power; the chip's own (compute capability, FP32
+    lanes, L1, threads) stay the catalog's. A catalog GPU as built gives its table row's chip, unchanged."""
+    return None if device.catalog is None else _chip_as_stated(device)
 
 
-__all__ = ["CHIP_OF_DEVICE", "FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
+@lru_cache(maxsize=512)
+def _chip_as_stated(device: Device) -> GpuSpec | None:
+    """:func:`chip_of`'s chip, once per device (every op's timing asks)."""
+    chip = _BOARD_CHIP.get(str(device.catalog))
+    if chip is None:
+        return None
+    arrays = device.arrays
+    return replace(chip, sm_count=arrays.cores, tensor_cores_per_sm=arrays.per_core, mma_rows=arrays.rows,
+                   mma_cols=arrays.cols, clock_hz=arrays.clock_hz, memory_bytes_per_s=device.hbm_bytes_per_s,
+                   l2_bytes_per_clock=device.l2_bytes_per_clock, tdp_w=device.board_watts or 0.0)
+
+
+__all__ = ["FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
            "GpuSpec", "Row", "chip_of", "device"]

@@ -110,7 +110,9 @@ class VectorUnit:
 @dataclass(frozen=True)
 class Device:
     """A training device (module docstring). Bytes, bytes/s, seconds, watts; ``peaks``: (dtype,
-    dense FLOP/s) pairs; ``efficiency`` None: a catalog GPU's fitted kernels apply."""
+    dense FLOP/s) pairs; ``efficiency`` None: a catalog GPU's fitted kernels apply. ``catalog``: the catalog board
+    it was built from (None: a device file's chip), kept by ``dataclasses.replace``: a catalog GPU with a figure
+    changed is still that chip, the changed figure in effect (:func:`archsim.devices.catalog.chip_of`)."""
 
     name: str
     arrays: Arrays
@@ -146,6 +148,10 @@ class Device:
     energy_table: str | None = None
     energy_figures: tuple[tuple[str, float], ...] = ()
     vector: VectorUnit | None = None  # a device file's [vector]: where non-matmul work runs (None: its lanes)
+    # the catalog board it was built from (archsim.devices.catalog.device; None: a device file's chip): its identity,
+    # which dataclasses.replace keeps, so a catalog GPU with a figure changed is still that chip, the figure in effect
+    # (archsim.devices.catalog.chip_of)
+    catalog: str | None = None
 
     def __post_init__(self) -> None:
         if self.sram_keys and sum(kib for _, kib in self.sram_keys) * 1024 != self.sram_bytes_per_array:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from archsim.collectives import PairLinks
+from archsim.collectives import PairLinks, slowest_class
 from archsim.errors import InputError
-from archsim.links import infiniband, nic_share, nvlink_group, server_link
+from archsim.links import device_nic, nic_share, nvlink_group, server_link
 from archsim.network import Network
 
 
@@ -34,15 +34,21 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     if None in devices:
         raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
                          "every [[servers]] table, or plan with --links paper", file=file, field="servers")
-    # a NIC's η and α₀ do not depend on its speed or device; its step α is the device's own (train's
-    # group_links.group_link): a pair of servers steps at the slower of their two devices' NIC steps
-    nics = [infiniband(1.0, device.inter_node_latency_s) for device in devices]
-    classes = sorted(set(nics), key=lambda link: link.alpha_s)
-    step = np.array([classes.index(link) for link in nics], dtype=np.int32)
-    nic = classes[0]
-    effective = bandwidth * nic.efficiency
-    latency = np.full(bandwidth.shape, nic.launch_s)
-    index = np.maximum.outer(step, step)[np.ix_(where, where)].astype(np.int32)
+    # each device's NIC (its step α and link rule, train's group_links.group_link): a pair of servers runs on the
+    # slower of their two devices' NICs, term by term (slowest_class)
+    nics = [device_nic(device, 1.0) for device in devices]
+    kinds = sorted(set(nics), key=lambda link: (link.alpha_s, -link.efficiency))
+    step = np.array([kinds.index(link) for link in nics], dtype=np.int32)
+    classes: list = []
+    table = np.zeros((len(kinds), len(kinds)), dtype=np.int32)
+    for a, b in np.ndindex(table.shape):
+        pair = slowest_class((kinds[a], kinds[b]))
+        if pair not in classes:
+            classes.append(pair)
+        table[a, b] = classes.index(pair)
+    index = table[np.ix_(step, step)][np.ix_(where, where)]
+    effective = bandwidth * np.array([c.efficiency for c in classes])[index]
+    latency = np.array([c.launch_s for c in classes])[index]
     starts = np.searchsorted(where, np.arange(len(devices)))
     lone = np.zeros(len(devices), dtype=np.int32)  # each server's NVLink class (its GPUs' diagonal entry)
     for server, device in enumerate(devices):

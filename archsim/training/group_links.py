@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from archsim import links
-from archsim.collectives import Spanning
+from archsim.collectives import Spanning, slowest_class
 from archsim.devices.device import Device
 from archsim.network import Network
 from archsim.training import fitted
@@ -86,8 +86,7 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
     intra = min((intra_server_link(cluster, d, tuple(i - cluster.starts[s] for i in members if cluster.server_of(i) == s), s)
                  for d, s in zip(devices, spanned, strict=True)),
                 key=lambda link: (link.bus_bandwidth, -link.alpha_s))
-    inter = max((links.infiniband(bandwidth, d.inter_node_latency_s) for d in devices),
-                key=lambda link: link.alpha_s)
+    inter = slowest_class(links.device_nic(d, bandwidth) for d in devices)
     return Spanning(intra, inter, len(local))
 
 

@@ -22,9 +22,11 @@ from archsim.errors import InputError
 
 PRICE_PER_GPU_HOUR = {"v100-32gb": 31.212 / 8, "a100-40gb": 32.7726 / 8, "a100-80gb": 40.9657 / 8,
                       "h100-80gb-sxm": 98.32 / 8}  # USD, AWS on-demand list prices (module docstring)
-# a catalog GPU's device → its catalog key: by the whole device, not its name, so a device file named like a
-# catalog GPU ("A100") is no catalog board and gets no catalog price
-_KEY = {device: key for key, device in GPUS.items()}
+def _key(device) -> str | None:
+    """A catalog GPU's catalog key (``Device.catalog``: kept by ``dataclasses.replace``, so a catalog GPU with a
+    figure changed keeps its board's price), None for a device file's chip, even one named like a catalog GPU
+    ("A100"): it is no catalog board and gets no catalog price."""
+    return device.catalog if device.catalog in GPUS else None
 
 
 def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], float | None], key: str,
@@ -45,7 +47,7 @@ def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], floa
         if own is None:
             own = default(device)
         if own is None:
-            whose = _KEY.get(device) or f"{device.name} (a device file's chip, no catalog board)"
+            whose = _key(device) or f"{device.name} (a device file's chip, no catalog board)"
             raise InputError(f"no default figure for {whose}: set {key} in its "
                              f"[[servers]] table{own_figure}", field=key)
         total += count * own
@@ -54,7 +56,7 @@ def _per_gpu(cluster, gpus: int, overrides: tuple, default: Callable[[Any], floa
 
 def dollars_per_hour(cluster, gpus: int) -> float:
     """USD per hour of the first ``gpus`` GPUs."""
-    return _per_gpu(cluster, gpus, cluster.prices, lambda d: PRICE_PER_GPU_HOUR.get(_KEY.get(d, "")),
+    return _per_gpu(cluster, gpus, cluster.prices, lambda d: PRICE_PER_GPU_HOUR.get(_key(d) or ""),
                     "price_per_gpu_hour", "")
 
 
