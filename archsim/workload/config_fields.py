@@ -40,7 +40,10 @@ ABSENT_DEFAULTS = {("mistral", "num_key_value_heads"): ("MistralConfig", "8 (a n
                    ("qwen3", "num_key_value_heads"): ("Qwen3Config", "32 (a null: the heads)"),
                    ("gemma", "num_key_value_heads"): ("GemmaConfig", "16"),
                    ("qwen2_moe", "num_key_value_heads"): ("Qwen2MoeConfig", "16"),
-                   ("qwen3_moe", "num_key_value_heads"): ("Qwen3MoeConfig", "4")}
+                   ("qwen3_moe", "num_key_value_heads"): ("Qwen3MoeConfig", "4"),
+                   # archsim asks for Qwen3's head_dim (their configs state it); the reading it would otherwise be
+                   ("qwen3", "head_dim"): ("Qwen3Config", "128"),
+                   ("qwen3_moe", "head_dim"): ("Qwen3MoeConfig", "hidden_size / num_attention_heads")}
 
 
 def check_absent_defaults(table: dict, model_type: object) -> None:

@@ -1,4 +1,4 @@
-"""A config.json that leaves out ``num_key_value_heads`` is read as transformers reads it, or refused.
+"""A config.json that leaves out a key whose transformers default is not what archsim would read is refused, naming it.
 
 GemmaConfig, Qwen2MoeConfig and Qwen3MoeConfig take an absent ``num_key_value_heads`` as their class
 default (16, 16 and 4: transformers 4.46's and 4.51's ``configuration_*.py``), whatever the heads; reading
@@ -8,6 +8,7 @@ published totals below are the model cards' figures, independent of archsim's co
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -58,3 +59,15 @@ def test_an_absent_kv_heads_is_refused_naming_transformers_default(tmp_path, fie
     with pytest.raises(InputError, match=f"{reader} reads it absent as {default}") as refused:
         _load(tmp_path, {k: v for k, v in fields.items() if k != "num_key_value_heads"})
     assert refused.value.where.field == "num_key_value_heads"
+
+
+@pytest.mark.parametrize(("model_type", "reader", "default"), [
+    ("qwen3", "Qwen3Config", "128"), ("qwen3_moe", "Qwen3MoeConfig", "hidden_size / num_attention_heads"),
+])
+def test_an_absent_qwen3_head_dim_is_refused_naming_transformers_reading(tmp_path, model_type, reader, default):
+    """Qwen3's head_dim sets the attention's width (128 × 32 heads = 4,096 at hidden 2,048 on Qwen3-30B-A3B): asked
+    for, as before, but now with what transformers would build without it (before: ``missing key`` alone)."""
+    fields = {k: v for k, v in {**QWEN3_30B, "model_type": model_type}.items() if k != "head_dim"}
+    with pytest.raises(InputError, match=f"{reader} reads it absent as {re.escape(default)}") as refused:
+        _load(tmp_path, fields)
+    assert refused.value.where.field == "head_dim"
