@@ -87,6 +87,11 @@ def test_a_refused_users_folder_is_left_as_it_was(tmp_path, capsys, theirs):
     assert main(["sweep", str(a), "--out", str(out), "--quiet", "--report", str(report)]) == 2
     assert "no spec.json" in one_line_error(capsys)
     assert sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt"]) and not report.exists()
+    (out / "cache").mkdir()  # --prune-cache, refused there too, leaves the folder (and its cache) as it was
+    (out / "cache" / "mine.json").write_text("{}")
+    assert main(["sweep", str(a), "--out", str(out), "--prune-cache"]) == 2
+    assert "no spec.json" in one_line_error(capsys)
+    assert sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt", "cache"])
 
 
 def test_orphan_temp_files_go_and_a_live_writers_stay(tmp_path):
