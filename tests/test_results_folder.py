@@ -75,6 +75,25 @@ def test_a_folder_holding_a_results_csv_no_sweep_wrote_is_refused_unless_forced(
     assert set(pd.read_csv(out / "results.csv").rows) == {16}  # the 16 × 16 array's rows: the sweep's own
 
 
+@pytest.mark.parametrize("theirs", ["results.csv", "summary.csv"])
+def test_a_refused_users_folder_is_left_as_it_was(tmp_path, capsys, theirs):
+    """Failed before: the refusal above came after the run had made the folder's ``.archsim.lock`` and an empty
+    ``cache/``, left in the user's folder beside their own files. Nothing is written there now, the report neither."""
+    a, out = spec(tmp_path, "a"), tmp_path / "work"
+    out.mkdir()
+    (out / theirs).write_text("mine\n")
+    (out / "notes.txt").write_text("notes\n")
+    report = tmp_path / "a.html"
+    assert main(["sweep", str(a), "--out", str(out), "--quiet", "--report", str(report)]) == 2
+    assert "no spec.json" in one_line_error(capsys)
+    assert sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt"]) and not report.exists()
+    (out / "cache").mkdir()  # --prune-cache, refused there too, leaves the folder (and its cache) as it was
+    (out / "cache" / "mine.json").write_text("{}")
+    assert main(["sweep", str(a), "--out", str(out), "--prune-cache"]) == 2
+    assert "no spec.json" in one_line_error(capsys)
+    assert sorted(p.name for p in out.iterdir()) == sorted([theirs, "notes.txt", "cache"])
+
+
 def test_orphan_temp_files_go_and_a_live_writers_stay(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True).stdout.strip()

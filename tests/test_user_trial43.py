@@ -253,11 +253,11 @@ def test_a_cfg_with_bandwidth_but_no_hbm_gbps_is_told_the_figure(tmp_path):
     text = CHIP_CFG.replace("Dataflow : ws", "Dataflow : ws\nBandwidth : 200").replace("hbm_gbps = 400\n", "")
     error = _error(_write(tmp_path, "chip.cfg", text))
     assert error.where.field == "memory.hbm_gbps" and error.missing
-    assert str(error).endswith("missing key in [memory]; [architecture_presets] Bandwidth = 200 words/cycle is 400 "
+    assert str(error).endswith("missing key in [memory] (hbm_gbps = GB/s of HBM bandwidth); [architecture_presets] Bandwidth = 200 words/cycle is 400 "
                                "GB/s at 2-byte words and 1 GHz, which only cost --engine cycle reads: write "
                                "hbm_gbps = 400"), str(error)
     plain = _error(_write(tmp_path, "plain.cfg", CHIP_CFG.replace("hbm_gbps = 400\n", "")))
-    assert str(plain).endswith("missing key in [memory]")  # no Bandwidth stated: nothing to convert
+    assert str(plain).endswith("missing key in [memory] (hbm_gbps = GB/s of HBM bandwidth)")  # no Bandwidth stated: nothing to convert
 
 
 def test_a_cfg_energy_value_in_quotes_is_refused(tmp_path):

@@ -123,7 +123,7 @@ def test_train_names_the_keys_a_cfg_without_memory_lacks(tmp_path, capsys):
     assert _run(capsys, "cost", "layerpipe_sample", "--config", chip, "--dtype", "fp16")[0] == 0
     code, _, err = _run(capsys, "train", "gpt2", "--cluster", _cluster(tmp_path, "chip.cfg"), "--global-batch", "1")
     assert code == 2 and err.count("\n") == 1
-    assert "needs [memory] (hbm_gib = GiB of HBM, hbm_gbps = its GB/s)" in err, err
+    assert "needs [memory] (hbm_gib = GiB of HBM, hbm_gbps = GB/s of HBM bandwidth)" in err, err
 
 
 # -- 3. an SRAM smaller than the energy model prices --------------------------------------------------------

@@ -71,8 +71,18 @@ STATIC_ON_TILES = ("a device with gemm = {gemm!r} is priced at its board power �
 DEVICE_WORD_BYTES = 2  # a .cfg device file's word: fp16/bf16, what train and search read its arrays at
 BANDWIDTH_TOLERANCE = 0.01  # words/cycle × bytes × clock may differ from hbm_gbps by a rounding
 _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections
-_CFG_NEEDS = {"device": "name = CHIP", "memory": "hbm_gib = GiB of HBM, hbm_gbps = its GB/s",  # each section's
-              "links": "intra_gbps = GB/s per direction"}  # required keys, as a .cfg lacking it is told
+# each required key (_KEYS) → what to write, its unit first: a file lacking the key or its section is told it
+_MEANS = {"device": {"name": "the chip's name"},
+          "compute": {"arrays": "matrix units on the chip", "rows": "PEs down one array",
+                      "cols": "PEs across one array", "clock_mhz": "the arrays' clock in MHz"},
+          "memory": {"hbm_gib": "GiB of HBM", "hbm_gbps": "GB/s of HBM bandwidth"},
+          "links": {"intra_gbps": "GB/s per direction over the chip's links"},
+          "vector": {"lanes": "vector lanes per core"}}
+
+
+def _needs(section: str, key: str | None = None) -> str:
+    """``key = what it is`` for ``key``, or for each of ``section``'s required keys (:data:`_MEANS`)."""
+    return ", ".join(f"{k} = {what}" for k, what in _MEANS[section].items() if key in (None, k))
 _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for what a TOML's [compute] says
 
 
@@ -225,7 +235,7 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     for section, keys in _KEYS.items():
         given = spec.get(section, {})
         if section in required and section not in spec:
-            raise InputError(f"missing section [{section}]", file=file, missing=True)
+            raise InputError(f"missing section [{section}] ({_needs(section)})", file=file, missing=True)
         if not isinstance(given, dict):
             raise InputError(f"[{section}] must be a table", file=file)
         for key in given:
@@ -237,7 +247,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
         for key, (_, needed) in keys.items():
             written = section in required or (section in _WHOLE_OPTIONAL and section in spec)
             if needed and key not in given and written:
-                raise InputError(f"missing key in [{section}]", file=file, field=f"{section}.{key}", missing=True)
+                raise InputError(f"missing key in [{section}] ({_needs(section, key)})", file=file,
+                                 field=f"{section}.{key}", missing=True)
         out[section] = {key: _check(section, key, value, file, typed) for key, value in given.items()}
     return out
 
@@ -338,7 +349,7 @@ def _cfg_device_sections(text: str, file: str,
         raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
                          field="device.arrays_per_core")
     if required and ("memory" not in own or "links" not in own or "device" not in own):
-        missing = " and ".join(f"[{s}] ({_CFG_NEEDS[s]})" for s in _CFG_SECTIONS if s not in own)
+        missing = " and ".join(f"[{s}] ({_needs(s)})" for s in _CFG_SECTIONS if s not in own)
         raise InputError(f"a .cfg device file needs {missing} (docs/formats.md, Device files)", file=file)
     if "sram_kib_per_array" in own.get("memory", {}):  # a second SRAM size, which one would be dropped
         raise InputError("a .cfg's SRAM per array is its IfmapSramSzkB + FilterSramSzkB + OfmapSramSzkB "

@@ -119,6 +119,7 @@ def prune_cache(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, force: bo
         from archsim.errors import InputError
 
         raise InputError("a sweep's cache is pruned for a spec read from its file (load_spec)", field="spec")
+    check_owner(out, spec.source, force=force)  # so a refused folder gets no lock file (again when locked)
     with holding(out, spec.source, spec.name):  # no sweep writes into the folder until the entries are gone
         check_owner(out, spec.source, force=force)
         remove_killed_temps(out)

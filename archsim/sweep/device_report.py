@@ -70,10 +70,19 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     parallel = "TP × PP × DP over the chips" if layout else "data parallel over the chips"
     setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
                   f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
-                  f"attention, {parallel}{_skipped(record)}{_empty_front(results)}")
+                  f"attention, {parallel}, {_energy_words(first)}{_skipped(record)}{_empty_front(results)}")
     sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
                 (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
     return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
+
+
+def _energy_words(first) -> str:
+    """What each point's joules hold: the energy model's dynamic joules, plus the static power per chip the spec or
+    device file states (one figure for the sweep: ``static_watts``), which shifts every point's energy."""
+    watts = float(first["static_watts"])
+    if not watts:
+        return "energy: the energy model's dynamic joules (no static power)"
+    return f"energy: the energy model's dynamic joules plus {watts:g} W of static power per chip over the iteration"
 
 
 def _skipped(record: dict) -> str:

@@ -60,14 +60,15 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
 
         check_dask_address(dask)
     check_entries(out)  # a symlink among the folder's own files: refused before anything is written
+    if spec.source is None:  # the folder's owner is named by the spec file (spec.json, the lock)
+        raise InputError("a sweep runs a spec read from its file (load_spec), which names the folder's owner",
+                         field="spec")
+    check_owner(out, spec.source, force=force)  # so a refused folder gets no lock file or cache/ (again when locked)
     try:
         (out / "cache").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot write results here ({exc.strerror or exc.__class__.__name__})",
                          file=str(out), field="out") from None
-    if spec.source is None:  # the folder's owner is named by the spec file (spec.json, the lock)
-        raise InputError("a sweep runs a spec read from its file (load_spec), which names the folder's owner",
-                         field="spec")
     with output_set():  # the lock is left once the results are in place (with the run's report, in the CLI)
         hold_until_written(holding(out, spec.source, spec.name))
         check_owner(out, spec.source, force=force)

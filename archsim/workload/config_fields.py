@@ -30,13 +30,20 @@ def get_key(table: dict, key: str, default=None, *, required: bool = True):
 
 # Keys a transformers config class reads, when absent from config.json, as a default of its own that is not what
 # archsim reads a null as (MistralConfig: num_key_value_heads=8, where a null is the heads; sliding_window=4096, where
-# a null is none; Qwen2Config and Qwen3Config 32 key/value heads, MixtralConfig 8): refused when absent, so a
-# hand-written config.json is not priced as another model than transformers builds from it.
+# a null is none; Qwen2Config and Qwen3Config 32 key/value heads, MixtralConfig 8; GemmaConfig and Qwen2MoeConfig 16,
+# Qwen3MoeConfig 4, whose null transformers does not read as the heads): refused when absent, so a hand-written
+# config.json is not priced as another model than transformers builds from it.
 ABSENT_DEFAULTS = {("mistral", "num_key_value_heads"): ("MistralConfig", "8 (a null: the heads)"),
                    ("mistral", "sliding_window"): ("MistralConfig", "4096 (a null: no window)"),
                    ("mixtral", "num_key_value_heads"): ("MixtralConfig", "8 (a null: the heads)"),
                    ("qwen2", "num_key_value_heads"): ("Qwen2Config", "32 (a null: the heads)"),
-                   ("qwen3", "num_key_value_heads"): ("Qwen3Config", "32 (a null: the heads)")}
+                   ("qwen3", "num_key_value_heads"): ("Qwen3Config", "32 (a null: the heads)"),
+                   ("gemma", "num_key_value_heads"): ("GemmaConfig", "16"),
+                   ("qwen2_moe", "num_key_value_heads"): ("Qwen2MoeConfig", "16"),
+                   ("qwen3_moe", "num_key_value_heads"): ("Qwen3MoeConfig", "4"),
+                   # archsim asks for Qwen3's head_dim (their configs state it); the reading it would otherwise be
+                   ("qwen3", "head_dim"): ("Qwen3Config", "128"),
+                   ("qwen3_moe", "head_dim"): ("Qwen3MoeConfig", "hidden_size / num_attention_heads")}
 
 
 def check_absent_defaults(table: dict, model_type: object) -> None:
