@@ -16,7 +16,7 @@ from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import StageMemory
 from archsim.training.moe_overlap import paired_hidden
-from archsim.training.op_rows import SHAPE_KEYS, op_row, piece_rows
+from archsim.training.op_rows import op_row, piece_rows
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.piece_cost import PieceCost
 from archsim.training.pipeline_memory import memories
@@ -92,14 +92,15 @@ class TrainResult:
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim train --format csv`` prints for this iteration, as a DataFrame: the ops' rows
-        (seconds per micro-batch or per iteration, as the ``rows`` of :meth:`to_dict`), then the meta's single
-        values as columns (the breakdown and the network as the CSV's one line each) (imports pandas)."""
+        (seconds per micro-batch or per iteration, as the ``rows`` of :meth:`to_dict`; a GEMM's shape float64, NaN
+        on the other rows, as pandas reads the CSV), then the meta's single values as columns (the breakdown and the
+        network as the CSV's one line each) (imports pandas)."""
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
         from archsim.training.train_json import text_meta
 
         document = self.to_dict()
-        return csv_frame(Rows.of(document["rows"], SHAPE_KEYS), text_meta(document["meta"], self.breakdown, repr))
+        return csv_frame(Rows.of(document["rows"]), text_meta(document["meta"], self.breakdown, repr))
 
     @property
     def timeline(self) -> Timeline:
