@@ -6,6 +6,11 @@ module renders it as pandas would (``DataFrame(records)``: a column of ints is i
 floats float64, of bools bool, of text str), and gives up — returning None, so the caller renders
 through pandas — on anything else (missing keys, None, mixed types, no rows, text pandas would
 escape). ``tests/test_rows.py`` checks the two paths give the same bytes.
+
+One exception, which a caller asks for by name: :attr:`Rows.counts`, columns of whole numbers some rows have no
+value in (``archsim train``'s GEMM shapes, none on a collective's row). pandas makes such a column float64 (``32.0``,
+NaN); here it stays whole numbers, ``32`` and an empty CSV cell, JSON's ``null``, a table's ``nan``. The DataFrame
+(:meth:`Rows.frame`) keeps pandas' float64, the column as pandas reads that CSV back.
 """
 
 from __future__ import annotations
@@ -26,13 +31,15 @@ _INT64 = (-(2**63), 2**63)
 
 @dataclass(frozen=True)
 class Rows:
-    """Records (one dict per row, every row with the same keys in the same order)."""
+    """Records (one dict per row, every row with the same keys in the same order); ``counts``: the columns written as
+    whole numbers where some rows have none (None), not as pandas' floats (the module's docstring)."""
 
     records: tuple[dict, ...]
+    counts: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, records) -> Rows:
-        return cls(tuple(records))
+    def of(cls, records, counts: tuple[str, ...] = ()) -> Rows:
+        return cls(tuple(records), tuple(counts))
 
     def frame(self):
         """The same records as a DataFrame (imports pandas)."""
@@ -65,8 +72,14 @@ def _kind(values: list) -> str | None:
     return None
 
 
+def _count(values: list) -> bool:
+    """Whether a column of :attr:`Rows.counts` is whole numbers (int64's) and no value (None) alone."""
+    return all(v is None or (type(v) is int and _INT64[0] <= v < _INT64[1]) for v in values)
+
+
 def columns(rows: Rows) -> tuple[list[str], list[list], list[str]] | None:
-    """Column names, values (floats where pandas makes float64) and kinds, or None (see the module)."""
+    """Column names, values (floats where pandas makes float64) and kinds (``count``: a column of
+    :attr:`Rows.counts`), or None (see the module)."""
     if not rows.records:
         return None
     names = list(rows.records[0])
@@ -75,7 +88,7 @@ def columns(rows: Rows) -> tuple[list[str], list[list], list[str]] | None:
     values, kinds = [], []
     for name in names:
         column = [_plain(r[name]) for r in rows.records]
-        kind = _kind(column)
+        kind = "count" if name in rows.counts and _count(column) else _kind(column)
         if kind is None:
             return None
         values.append([float(v) for v in column] if kind == "float" else column)
@@ -88,9 +101,9 @@ def table(names: list[str], values: list[list], kinds: list[str], number: Callab
     column right-aligned, a numeric (int, bool) column's header one space wider, one space between."""
     out_columns = []
     for name, column, kind in zip(names, values, kinds):
-        cells = [number(v) for v in column] if kind == "float" else [str(v) for v in column]
+        cells = [number(v) for v in column] if kind in ("float", "count") else [str(v) for v in column]
         header = str(name)
-        width = max(len(header) + (kind in ("int", "bool")), *(len(c) for c in cells))
+        width = max(len(header) + (kind in ("int", "bool", "count")), *(len(c) for c in cells))
         out_columns.append([header.rjust(width)] + [c.rjust(width) for c in cells])
     return "\n".join(" ".join(line) for line in zip(*out_columns))
 

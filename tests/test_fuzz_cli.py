@@ -37,6 +37,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from archsim.cli import main
+from archsim.training.op_rows import SHAPE_KEYS
 
 NETWORK = ["layerpipe_sample"]
 SMALL = st.integers(1, 6).map(str)
@@ -149,11 +150,13 @@ def command_line(draw) -> tuple[list[str], str | None]:
 
 
 SIGNED = {"uneven_gain", "placement_gain"}  # search's gains: null where no split applies, negative where it loses
+NO_GEMM = set(SHAPE_KEYS)  # train's GEMM shape: null on a row that runs no GEMM (no NaN written), never negative
 
 
 def _numbers(value):
     """Every number of a JSON result, a null counted as the NaN it was written from (JSON has no NaN), except
-    the gains (SIGNED) and a ``train --sweep`` point that reports its failure in ``error``."""
+    the gains (SIGNED), a row's GEMM shape where it runs none (NO_GEMM) and a ``train --sweep`` point that reports
+    its failure in ``error``."""
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
@@ -161,7 +164,7 @@ def _numbers(value):
     elif isinstance(value, dict):
         failed = bool(value.get("error"))
         for key, item in value.items():
-            if item is None and not failed and key not in SIGNED:
+            if item is None and not failed and key not in SIGNED | NO_GEMM:
                 yield math.nan
             elif key not in SIGNED:
                 yield from _numbers(item)

@@ -177,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.energy import priced
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
+    from archsim.training.op_rows import SHAPE_KEYS
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
@@ -229,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
             warn(spans)
     document = train_document(result, config, laid, args.implementation)
     meta = document["meta"]
-    frame = Rows.of(document["rows"])
+    frame = Rows.of(document["rows"], SHAPE_KEYS)  # a GEMM's m, n, k and count: whole numbers, empty on other rows
     if args.format != "json":  # the breakdown as one line of text; the per-rank lists stay JSON's
         from archsim.outputs import format_number
 

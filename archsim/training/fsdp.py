@@ -60,6 +60,7 @@ from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collectives import LinkClass, Spanning, collective_seconds, message_mib
 from archsim.training.memory import fsdp_unit_bytes, gradient_bytes, layer_parameters_per_gpu, state_bytes
 from archsim.training.moe_ops import expert_shards
+from archsim.training.op_rows import op_row
 from archsim.training.parallel import layers_per_stage, rank_of_stages
 
 if TYPE_CHECKING:
@@ -204,8 +205,7 @@ def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, paramete
     once = ", once a step" if par.fsdp_grad_sync == "step" else ""
 
     def row(piece: str, kind: str, op: str, nbytes: float, seconds: float) -> dict:
-        return {"piece": piece, "name": f"fsdp.{kind} ({kind}, {message_mib(nbytes)}{once})", "op": op,
-                "seconds": seconds}
+        return op_row(piece, f"fsdp.{kind} ({kind}, {message_mib(nbytes)}{once})", op, seconds)
 
     again = par.fsdp_reshard == "after-forward"
     layer = [row("layer", "all-gather", "F", per_layer * width, units[-1].all_gather),

@@ -191,7 +191,8 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
         redo = max(float(sum(core)), host * len(core) * fitted_f / max(issued_f, 1))
     else:
         redo = 0.0
-    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b)
+    gemms = (*(op.gemms for op in ops), *((),) * (len(rows) - len(ops)))  # the collectives' rows run none
+    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b, gemms=gemms)
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
@@ -273,7 +274,8 @@ def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, mach
     steps_b = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "D"][::-1]
     f, b, rows = exchange(c, par, machine, steps_f, steps_b)
     redo = layer.recompute + (f if par.recompute == "full" else 0.0)
-    return replace(layer, cp_forward=f, cp_backward=b, recompute=redo, ops=(*layer.ops, *rows))
+    return replace(layer, cp_forward=f, cp_backward=b, recompute=redo, ops=(*layer.ops, *rows),
+                   gemms=(*layer.gemms, *((),) * len(rows)) if layer.gemms else ())
 
 
 @lru_cache(maxsize=4096)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,9 @@ from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.machine import Machine
 from archsim.training.memory import StageMemory
 from archsim.training.moe_overlap import paired_seconds, rank_hidden
+from archsim.training.op_rows import op_row, piece_rows
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
+from archsim.training.piece_cost import PieceCost
 from archsim.training.pipeline_memory import memories
 from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
@@ -91,8 +92,9 @@ class TrainResult:
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim train --format csv`` prints for this iteration, as a DataFrame: the ops' rows
-        (seconds per micro-batch or per iteration, as the ``rows`` of :meth:`to_dict`), then the meta's single
-        values as columns (the breakdown and the network as the CSV's one line each) (imports pandas)."""
+        (seconds per micro-batch or per iteration, as the ``rows`` of :meth:`to_dict`; a GEMM's shape float64, NaN
+        on the other rows, as pandas reads the CSV), then the meta's single values as columns (the breakdown and the
+        network as the CSV's one line each) (imports pandas)."""
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
         from archsim.training.train_json import text_meta
@@ -172,7 +174,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     return TrainResult(float(max(finish)), tuple(mem),
                        _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
                                   post[slowest], hidden[slowest]),
-                       _op_rows(c, par, pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters, slowest)
+                       _op_rows(pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters, slowest)
                        + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
@@ -238,18 +240,11 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
             "optimizer": post["optimizer"], **({"fp8_weight_cast": post["fp8_weight_cast"]} if par.fp8 else {})}
 
 
-def _op_rows(c, par, pieces) -> list[dict]:
+def _op_rows(pieces: dict[str, PieceCost]) -> list[dict]:
     """Per op (and TP collective) of one micro-batch through one layer / the embedding / the head: its
-    ``name`` and ``op`` (F, D, G; B: the recompute), as every output names an op (docs/formats.md)."""
-    rows = []
-    for piece_name, piece in pieces.items():
-        merged: dict[tuple[str, str], float] = defaultdict(float)
-        for name, kind, seconds in piece.ops:
-            merged[(name, kind)] += seconds
-        rows += [{"piece": piece_name, "name": name, "op": kind, "seconds": s} for (name, kind), s in merged.items()]
-        if piece.recompute:
-            rows.append({"piece": piece_name, "name": "recompute", "op": "B", "seconds": piece.recompute})
-    return rows
+    ``name`` and ``op`` (F, D, G; B: the recompute), as every output names an op (docs/formats.md), and a GEMM's
+    shape on one GPU (:func:`archsim.training.op_rows.piece_rows`)."""
+    return [row for piece_name, piece in pieces.items() for row in piece_rows(piece_name, piece)]
 
 
 def _sharding_rows(c, par, machine, parameters, rank) -> list[dict]:
@@ -262,7 +257,7 @@ def _sharding_rows(c, par, machine, parameters, rank) -> list[dict]:
 
 def _iteration_rows(post: dict[str, float]) -> list[dict]:
     """Once per iteration, on the slowest rank: gradient all-reduces and the optimizer step."""
-    return [{"piece": "iteration", "name": name, "op": "-", "seconds": seconds} for name, seconds in post.items()]
+    return [op_row("iteration", name, "-", seconds) for name, seconds in post.items()]
 
 
 __all__ = ["TrainResult", "train"]

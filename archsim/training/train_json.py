@@ -14,8 +14,10 @@ def train_document(result, config, laid, implementation: str) -> dict:
     null): ``result`` priced (:func:`archsim.training.energy.priced`) on ``laid``
     (:class:`~archsim.training.train_layout.Layout`) for ``config``. Seconds, GiB, joules; ``peak_tflops_per_gpu``
     the dense peak per GPU at the run's dtype that ``mfu`` divides by (the mean over a mixed cluster's GPUs); the
-    rows are the ops (piece, name, op, seconds)."""
+    rows are the ops (piece, name, op, seconds, and a GEMM's m, n, k and count on one GPU:
+    :mod:`archsim.training.op_rows`)."""
     from archsim.training.grad_accumulation import accumulation
+    from archsim.training.op_rows import ROW_KEYS
     from archsim.training.placement import order_text
     from archsim.training.throughput import mean_peak, throughput
 
@@ -60,7 +62,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings),
             "memory_per_rank": memory,
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
-    rows = [{k: row[k] for k in ("piece", "name", "op", "seconds")} for row in result.ops]
+    rows = [{k: row[k] for k in ROW_KEYS} for row in result.ops]
     return {"meta": meta, "rows": rows}
 
 
