@@ -20,6 +20,7 @@ import json
 import math
 
 import pytest
+from tiny_search import A100_NODE
 
 import archsim
 from archsim.cli import main
@@ -38,11 +39,6 @@ hidden = 64
 heads = 4
 vocab = 1000
 seq = 24
-"""
-NODE = """[cluster]
-[[servers]]
-gpus = 4
-gpu = "a100-80gb"
 """
 T, S, HD, B, V = 48, 24, 16, 4, 512  # tokens, seq, head dim, batched GEMMs (samples × heads on this GPU), vocab / TP
 
@@ -71,7 +67,7 @@ FLAGS = ["--tp", "2", "--micro-batch", "2", "--global-batch", "4", "--attention"
 @pytest.fixture
 def files(tmp_path) -> tuple[str, str]:
     (tmp_path / "gpt.toml").write_text(GPT)
-    (tmp_path / "node.toml").write_text(NODE)
+    (tmp_path / "node.toml").write_text(A100_NODE)
     return str(tmp_path / "gpt.toml"), str(tmp_path / "node.toml")
 
 
@@ -145,7 +141,7 @@ def test_a_mixtures_expert_gemms_take_the_tokens_the_router_sends_them(tmp_path,
     h → E on the rank's own 24 tokens."""
     c = TransformerConfig("tiny-moe", "llama", 2, 64, 4, 256, 24, 128, 4, False, experts=4, experts_per_token=2,
                           expert_ffn=80)
-    (tmp_path / "node.toml").write_text(NODE)
+    (tmp_path / "node.toml").write_text(A100_NODE)
     result, _ = archsim.train(c, cluster=str(tmp_path / "node.toml"), tp=2, dp=2, ep=2, sequence_parallel=True,
                               micro_batch=2, global_batch=4, recompute="none", moe_load_imbalance=imbalance)
     shapes = _shapes(result.to_dict()["rows"])
