@@ -65,6 +65,7 @@ from functools import lru_cache
 from typing import Any
 
 from archsim.devices.device import Arrays, Device
+from archsim.devices.nonmatmul import chip_kernel_figures
 from archsim.errors import InputError
 from archsim.validate import MIN_MAGNITUDE, shown
 
@@ -274,17 +275,20 @@ TABLE: tuple[Row, ...] = (
 def device(chip: GpuSpec, board: Board) -> Device:
     """A GPU of the table as the training device: its tensor cores as arrays (SMs × tensor cores per
     SM of the MMA shape, output-stationary, at the chip's clock), its FP32 SIMD partitions as lanes
-    where the chip lists them, GEMMs as library tiles at the board's datasheet peaks."""
+    where the chip lists them, GEMMs as library tiles at the board's datasheet peaks, and what a fused kernel reads
+    of its SMs (:func:`archsim.devices.nonmatmul.chip_kernel_figures`, the figures a device file states)."""
     arrays = Arrays(chip.arrays, chip.mma_rows, chip.mma_cols, "os", chip.clock_hz, chip.tensor_cores_per_sm)
     lanes = None
     if chip.cuda_cores is not None:
         parts, rows, cols = chip.cuda_cores
         lanes = Arrays(chip.sm_count * parts, rows, cols, "os", chip.clock_hz, parts)
+    vector, smem, fraction = chip_kernel_figures(chip.compute_capability, chip.fp32_lanes_per_sm)
     return Device(chip.name, arrays, lanes, "tiles", tuple((k, v * 1e12) for k, v in board.peaks_tflops.items()),
                   board.memory_gb * GIB, chip.memory_bytes_per_s, l2_bytes_per_clock=chip.l2_bytes_per_clock,
                   nvlink_bytes_per_s=board.nvlink_gbs * 1e9, nvlinks=board.nvlinks, nvswitch=board.nvswitch,
                   nvls=board.nvls, pcie_bytes_per_s=board.pcie_gbs * 1e9,
-                  board_watts=chip.tdp_w or None, catalog=board.key)
+                  board_watts=chip.tdp_w or None, catalog=board.key, vector=vector, smem_bytes_per_clock=smem,
+                  fused_gemm_fraction=fraction)
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {row.slug: row.chip for row in TABLE}  # chips by slug (validate-gpu, kernels)

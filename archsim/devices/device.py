@@ -10,8 +10,9 @@ A device is its compute units, its memories and its links:
   are 128 × 128 arrays.
 * **lanes**: the FP32 vector lanes as arrays of lanes (a GPU's SIMD partitions, where the catalog
   describes them), for fp32 GEMMs on an array device that has them; None when not described.
-* **vector**: a device file's vector unit (:class:`VectorUnit`, a TPU's VPU), where the non-matmul work of a
-  fused kernel runs (:mod:`archsim.devices.nonmatmul`); None when not stated (the lanes then run it).
+* **vector**: the vector unit (:class:`VectorUnit`: a TPU's VPU, a GPU SM's FP32 lanes and special-function unit),
+  where the non-matmul work of a fused kernel runs (:mod:`archsim.devices.nonmatmul`); None when not stated (the
+  lanes then run it); beside it the shared memory a fused kernel's GEMMs read and their share of the GEMM rate.
 * **gemm**: how a GEMM is timed — ``tiles`` (a GPU library's output tiles in waves over the cores at
   the dtype's peak, :func:`archsim.devices.kernels.path_gemm_seconds`) or ``arrays`` (the SCALE-Sim-exact
   analytic cost of one array, :func:`archsim.array.analytic.gemm_cost`, its folds dealt in waves
@@ -147,7 +148,12 @@ class Device:
     # figures (name, pJ per word), what train's energy model prices an array device with, as archsim energy does
     energy_table: str | None = None
     energy_figures: tuple[tuple[str, float], ...] = ()
-    vector: VectorUnit | None = None  # a device file's [vector]: where non-matmul work runs (None: its lanes)
+    # where a fused kernel's non-matmul work runs (archsim.devices.nonmatmul): a device file's [vector], a catalog GPU's
+    # SM (its FP32 lanes and special-function unit); None: its lanes. Shared-memory bytes per core per clock a fused
+    # kernel's GEMMs read (0: no bound) and the share of the GEMM rate a fused kernel's GEMMs reach (mma.sync on Hopper)
+    vector: VectorUnit | None = None
+    smem_bytes_per_clock: float = 0.0
+    fused_gemm_fraction: float = 1.0
     # the catalog board it was built from (archsim.devices.catalog.device; None: a device file's chip): its identity,
     # which dataclasses.replace keeps, so a catalog GPU with a figure changed is still that chip, the figure in effect
     # (archsim.devices.catalog.chip_of)

@@ -143,7 +143,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                   inter_node_latency_s=_seconds(links, "inter_node_latency_us"),
                   link_efficiency=_link_efficiency(links), board_watts=dev.get("board_watts"),
                   split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0),
-                  sram_keys=sram_keys, vector=vector)
+                  sram_keys=sram_keys, vector=vector, smem_bytes_per_clock=mem.get("smem_bytes_per_clock", 0.0),
+                  fused_gemm_fraction=comp.get("fused_gemm_fraction", 1.0))
 
 
 def _vector_unit(vec: dict[str, Any], file: str) -> VectorUnit | None:

@@ -12,21 +12,23 @@ multiply 16 by 132 SMs and 1830 MHz clock speed". FlashAttention-3 overlaps them
 WGMMA; FlashAttention-2's synchronous kernel runs them in turn (FlashAttention-3 §3.1–3.2: "the wait
 statements ... serialize the execution of softmax and GEMMs").
 
-Rates (results per second), one rule for every device:
+Rates (results per second), one rule for every device: its vector unit's (``Device.vector``,
+:class:`~archsim.devices.device.VectorUnit`: cores × lanes × sublanes × clock, times its results per lane per
+clock). A catalog GPU's is built by :func:`chip_kernel_figures` from its chip (its compute capability), as a device
+file states its own (``[vector]``, docs/formats.md "Device files"):
 
-* a catalog GPU (its chip's compute capability): exponentials at :func:`mufu_per_sm` results per SM per
+* exponentials at :func:`mufu_per_sm` results per SM per
   clock, NVIDIA's table "Throughput of Native Arithmetic Instructions (Number of Results per Clock Cycle per
   Multiprocessor)", row "32-bit [approximate] floating-point reciprocal, reciprocal square root, base-2
   logarithm, base 2 exponential, sine, cosine": 32 on compute capability 5.x, 6.1 and 6.2, 16 on 6.0 and
   7.x (the CUDA C Programming Guide's "Arithmetic Instructions" table before Ampere, columns 3.0 to 7.x); 16
   on 7.5, 8.0, 8.6, 8.9 and 9.0 (the CUDA C++ Best Practices Guide, CUDA 13.1, §12.1.1, Table 5, where the
   table has moved: one value across all its columns, 7.5 to 12.1; FlashAttention-3's note 5 says 16 for the
-  H100 too);
-  the FP32 operations at one per FP32 lane per clock (an FMA is one operation: 2 FLOPs, as the 19.5 TFLOP/s
+  H100 too) — a vector unit of the SM's FP32 lanes giving ``mufu ÷ lanes`` exponentials per lane per clock;
+* the FP32 operations at one per FP32 lane per clock (an FMA is one operation: 2 FLOPs, as the 19.5 TFLOP/s
   above count it);
-* a device without a chip (a device file): both on its vector unit where it states one (``[vector]``,
-  :class:`~archsim.devices.device.VectorUnit`: cores × lanes × sublanes × clock, times its results per lane per
-  clock, 1 each unless stated); else on its ``lanes``, one result per lane per clock; else on one lane per row of
+* a device without a vector unit (a file with no ``[vector]``, a catalog chip not described: no compute
+  capability or FP32 lanes): both on its ``lanes``, one result per lane per clock; else on one lane per row of
   each array (the vector unit that feeds an array is as wide as its rows) — an assumption, stated, not a
   described unit. The TPU-v4-like file states its VPU as JAX's ``tpu_info`` gives TPU v4: 2 TensorCores of 128
   lanes × 8 sublanes, 2,048 a chip (docs/training.md, "FlashAttention's non-matmul work").
@@ -35,20 +37,22 @@ The kernel's instruction path: FlashAttention-2 compiles sm80's ``mma.sync`` on 
 §1: "not using Hopper-specific instructions in place of Ampere ones when targeting the Tensor Cores"), and
 "Without the wgmma instruction, the older mma.sync instruction can only reach about ⅔ the peak
 throughput of Hopper Tensor Cores" (FlashAttention-3's authors, PyTorch blog, 2024-07-11, note 1, citing
-Luo et al. 2024, arXiv:2402.13499): :func:`mma_sync_fraction`.
+Luo et al. 2024, arXiv:2402.13499): :func:`mma_sync_fraction`, a catalog GPU's ``Device.fused_gemm_fraction``
+(a device file's ``[compute] fused_gemm_fraction``, 1 unless stated).
 
 Shared memory: 32 banks, each serving one 4-byte word per clock (the CUDA C++ Programming Guide's
 "Shared Memory" sections for compute capability 5.x onward), 128 bytes per SM per clock (P100: 56 SMs × 128 B ×
 1.328 GHz = 9.5 TB/s, the peak gpumembench's authors state, ekondis/gpumembench issue #2). A fused kernel's
 GEMMs (FlashAttention-2's ``utils.h`` ``gemm``) copy the next k-slice from shared memory while the tensor cores
-run this one, on separate pipes: its GEMM time is the longer of the two (:func:`smem_seconds`), a lower bound —
+run this one, on separate pipes: its GEMM time is the longer of the two (:func:`smem_seconds`, at
+``Device.smem_bytes_per_clock`` per core: a catalog GPU's 128 on compute capability 5.x–9.x, a device file's
+``[memory] smem_bytes_per_clock``; 0, not described: no bound), a lower bound —
 the stores of P and dS before a ``__syncthreads`` are not hidden when one CTA fills the SM (not modelled).
 """
 
 from __future__ import annotations
 
-from archsim.devices.catalog import GpuSpec, chip_of
-from archsim.devices.device import Device
+from archsim.devices.device import Device, VectorUnit
 from archsim.errors import InputError
 
 # compute capability major (minor where it matters) → special-function results per SM per clock (module docstring)
@@ -72,9 +76,23 @@ def mma_sync_fraction(cc: tuple[int, int]) -> float:
     return 2 / 3 if cc[0] == 9 else 1.0
 
 
-def _file_rates(device: Device) -> tuple[float, float]:
-    """A device file's (exponentials, FP32 results) per second: its vector unit's; else one per lane per clock
-    (half its lanes' ``peak_flops``, which counts an FMA as 2), else one lane per array row, for both."""
+def chip_kernel_figures(cc: tuple[int, int], fp32_lanes_per_sm: int) -> tuple[VectorUnit | None, float, float]:
+    """What a fused kernel reads of a GPU of compute capability ``cc`` with ``fp32_lanes_per_sm`` FP32 lanes per
+    SM: (its SM's vector unit, shared-memory bytes per SM per clock, :func:`mma_sync_fraction`) — the figures a
+    device file states as ``[vector]``, ``[memory] smem_bytes_per_clock`` and ``[compute] fused_gemm_fraction``
+    (cores and clock left to the device's arrays). Not described (``cc`` (0, 0) or no lanes): no vector unit, no
+    shared-memory bound, all of the peak."""
+    if cc == (0, 0) or not fp32_lanes_per_sm:
+        return None, 0.0, 1.0
+    vector = VectorUnit(fp32_lanes_per_sm, exp_per_clock=mufu_per_sm(cc) / fp32_lanes_per_sm)
+    smem = float(SMEM_BYTES_PER_CLOCK) if 5 <= cc[0] <= 9 else 0.0
+    return vector, smem, mma_sync_fraction(cc)
+
+
+def nonmatmul_rates(device: Device) -> tuple[float, float]:
+    """(exponentials per second, FP32 operations per second) of ``device`` (module docstring's rule): its vector
+    unit's; else one per lane per clock (half its lanes' ``peak_flops``, which counts an FMA as 2), else one lane
+    per array row, for both."""
     if device.vector is not None:
         return device.vector.rates(device.arrays)
     if device.lanes is not None:
@@ -82,19 +100,6 @@ def _file_rates(device: Device) -> tuple[float, float]:
     else:
         rate = device.arrays.count * device.arrays.rows * device.arrays.clock_hz
     return rate, rate
-
-
-def nonmatmul_rates(device: Device) -> tuple[float, float]:
-    """(exponentials per second, FP32 operations per second) of ``device`` (module docstring's rule)."""
-    chip = chip_of(device)
-    if chip is None or chip.compute_capability == (0, 0) or not chip.fp32_lanes_per_sm:
-        return _file_rates(device)
-    return _chip_rates(chip)
-
-
-def _chip_rates(chip: GpuSpec) -> tuple[float, float]:
-    per_sm_clock = chip.sm_count * chip.clock_hz
-    return mufu_per_sm(chip.compute_capability) * per_sm_clock, chip.fp32_lanes_per_sm * per_sm_clock
 
 
 def nonmatmul_seconds(exps: float, lane_ops: float, device: Device) -> float:
@@ -106,20 +111,18 @@ def nonmatmul_seconds(exps: float, lane_ops: float, device: Device) -> float:
 
 
 def fused_matmul_fraction(device: Device) -> float:
-    """The fraction of its GEMM rate a fused FlashAttention-2 kernel reaches on ``device``: its chip's
-    :func:`mma_sync_fraction`; 1 on a device file (its arrays are its own instruction path)."""
-    chip = chip_of(device)
-    return 1.0 if chip is None else mma_sync_fraction(chip.compute_capability)
+    """The fraction of its GEMM rate a fused FlashAttention-2 kernel reaches on ``device``: its
+    ``fused_gemm_fraction`` (a catalog GPU's :func:`mma_sync_fraction`; a device file's, 1 unless stated)."""
+    return device.fused_gemm_fraction
 
 
 def smem_seconds(smem_bytes: float, device: Device) -> float:
-    """Seconds ``smem_bytes`` of shared-memory traffic take on ``device``'s SMs at :data:`SMEM_BYTES_PER_CLOCK`
-    each (a chip of compute capability 5.x–9.x); 0 on a device file or another chip (not described, no bound)."""
-    chip = chip_of(device)
-    if chip is None or not 5 <= chip.compute_capability[0] <= 9:
+    """Seconds ``smem_bytes`` of shared-memory traffic take on ``device``'s cores at its ``smem_bytes_per_clock``
+    each (a catalog GPU of compute capability 5.x–9.x: :data:`SMEM_BYTES_PER_CLOCK`); 0 where it states none."""
+    if not device.smem_bytes_per_clock:
         return 0.0
-    return smem_bytes / (SMEM_BYTES_PER_CLOCK * chip.sm_count * chip.clock_hz)
+    return smem_bytes / (device.smem_bytes_per_clock * device.sms * device.clock_hz)
 
 
-__all__ = ["SMEM_BYTES_PER_CLOCK", "fused_matmul_fraction", "mma_sync_fraction", "mufu_per_sm", "nonmatmul_rates",
+__all__ = ["SMEM_BYTES_PER_CLOCK", "chip_kernel_figures", "fused_matmul_fraction", "mma_sync_fraction", "mufu_per_sm", "nonmatmul_rates",
            "nonmatmul_seconds", "smem_seconds"]

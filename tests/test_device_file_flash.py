@@ -1,0 +1,79 @@
+"""The catalog A100 written as a device file trains to the catalog A100's seconds under FlashAttention-2 too:
+the fused kernel's exponentials, FP32 lane work, shared-memory bound and mma.sync fraction are figures a device
+states (archsim.devices.nonmatmul), the catalog's built by the same rule a file states them by."""
+
+from pathlib import Path
+
+import pytest
+
+from archsim.devices.catalog import GPUS
+from archsim.devices.device_file import load_device
+from archsim.devices.nonmatmul import fused_matmul_fraction, nonmatmul_rates, smem_seconds
+from archsim.training.cluster_file import load_gpu_cluster
+from archsim.training.parallel import Parallelism
+from archsim.training.run import train
+from archsim.workload.model_files import load_transformer
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTERS = ROOT / "configs" / "clusters"
+MODELS = ROOT / "configs" / "transformers"
+A100_FILE = ROOT / "configs" / "devices" / "a100_80gb_as_arrays.toml"
+A100_CLOCK = 1410e6  # Hz
+
+
+def test_the_a100_file_states_the_a100_sm_figures():
+    """Hand counts from the CUDA guide's tables (nonmatmul's docstring): 108 SMs × 16 MUFU results, × 64 FP32 lanes,
+    × 32 banks × 4 B, a clock; mma.sync is the A100's own instruction (all of its peak)."""
+    written = load_device(A100_FILE)
+    assert nonmatmul_rates(written) == (108 * 16 * A100_CLOCK, 108 * 64 * A100_CLOCK)
+    assert smem_seconds(108 * 128 * A100_CLOCK, written) == 1.0
+    assert fused_matmul_fraction(written) == 1.0
+    catalog = GPUS["a100-80gb"]
+    assert nonmatmul_rates(catalog) == nonmatmul_rates(written)
+    assert smem_seconds(1e9, catalog) == smem_seconds(1e9, written)
+
+
+def test_hopper_keeps_two_thirds_of_its_tensor_peak_in_flashattention_2():
+    """FlashAttention-3's authors: mma.sync reaches about ⅔ of Hopper's tensor peak; the A100's is its own."""
+    assert fused_matmul_fraction(GPUS["h100-80gb-sxm"]) == 2 / 3
+    assert fused_matmul_fraction(GPUS["a100-80gb"]) == 1.0
+    assert nonmatmul_rates(GPUS["h100-80gb-sxm"])[0] == 132 * 16 * GPUS["h100-80gb-sxm"].clock_hz
+
+
+def test_a_file_without_the_figures_has_no_shared_memory_bound():
+    """Absent keys: no bound, all of the peak, as a device file was before it could state them."""
+    tpu = load_device(ROOT / "configs" / "devices" / "tpu_v4_like.toml")
+    assert smem_seconds(1e12, tpu) == 0.0 and fused_matmul_fraction(tpu) == 1.0
+
+
+@pytest.mark.parametrize("model, par", [
+    ("gpt_1024h_24l.json", Parallelism(2, 2, 2, 16, 1, attention="flash")),
+    ("gpt_1024h_24l.json", Parallelism(1, 4, 1, 8, 2, "selective", attention="flash")),
+    ("gpt_1024h_24l.json", Parallelism(8, 1, 1, 8, 1, "full", attention="flash")),
+    ("gpt_1024h_24l.json", Parallelism(1, 1, 8, 16, 2, attention="standard")),
+    ("llama3_8b.toml", Parallelism(4, 2, 1, 8, 1, attention="flash")),  # GQA: 8 KV heads of 32
+])
+def test_the_a100_file_trains_exactly_as_the_catalog_a100(model, par):
+    config = load_transformer(MODELS / model)
+    results = []
+    for name in ("a100_node.toml", "a100_node_device_file.toml"):
+        cluster = load_gpu_cluster(CLUSTERS / name)
+        machines = cluster.rank_machines(par)
+        results.append(train(config, par, machines[0], machines))
+    catalog, written = results
+    assert written.iteration_seconds == catalog.iteration_seconds  # the same seconds, not close ones
+    assert written.breakdown == catalog.breakdown and written.ops == catalog.ops
+
+
+def test_the_flash_kernel_seconds_are_the_catalogs():
+    """Op-level: FlashAttention-2's forward and backward kernels (GPT-3 1.3B's 16 heads of 128 at s = 2,048, and
+    a GQA one, 32 query heads on 8 K/V heads) take the catalog A100's seconds on the file."""
+    from archsim.devices.kernel_ops import op_seconds
+    from archsim.training.fitted import kernels
+    from archsim.training.layer_ops import flash_attention_ops
+
+    written, catalog = load_device(A100_FILE), GPUS["a100-80gb"]
+    constants = kernels(catalog.name)
+    for heads, kv in ((16, 16), (32, 8)):
+        ops = flash_attention_ops(2048, 128, heads, kv, dtype="bf16")
+        assert list(op_seconds(ops, written, constants, "bf16")) == list(op_seconds(ops, catalog, constants, "bf16"))
