@@ -124,6 +124,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     from archsim.array.device_sections import is_device_toml
     from archsim.array.options import check_bandwidth_engine, sram_unused_warning
     from archsim.console import library_note
+    from archsim.energy_run import device_toml_dtype
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.spp.profiles import profile_from_network
@@ -132,6 +133,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     batch = positive_int(batch, "batch")  # "32" as --batch reads it; 2.5 or True refused as cost refuses them
     check_config(config)
     toml_notes: list[str] = []  # a device TOML's, read as cost reads it (array_and_notes: its notes its own)
+    dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as cost's
     if is_device_toml(config):
         chosen, toml_notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)

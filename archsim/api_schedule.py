@@ -103,10 +103,12 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
 
     settings = _on_profile(given) if isinstance(network, LayerProfile) else _checked(given)
     from archsim.array.device_sections import is_device_toml
-    from archsim.energy_run import device_toml_notes
+    from archsim.energy_run import device_toml_dtype, device_toml_notes
     from archsim.planners import idle_line
     from archsim.policies.schedule_run import run_schedule
 
+    if "dtype" in settings:  # a device TOML's default: train's, as cost's (one rule)
+        settings["dtype"] = device_toml_dtype(settings.get("config"), settings["dtype"], settings.get("element_bytes"))
     done = run_schedule(**settings, speak=_warn, read_device=device_toml_notes)  # a device TOML read as cost's
     if settings.get("config") and not is_device_toml(settings["config"]):  # the reader said a TOML's notes
         from archsim.devices.device_file import config_unread_keys_note

@@ -113,6 +113,7 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from archsim.energy_run import device_toml_dtype
     from archsim.outputs import render
     from archsim.partition import build_profile
     from archsim.rows import Rows
@@ -124,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     network = network_from_args(args)
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)
+    args.dtype = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     array = config_array(args)
     warn_sram_unused(args, "pipeline's analytic layer cycles and stage costs")
     profile = build_profile(network, array, args.batch, args.mode, args.engine)

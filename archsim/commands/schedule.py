@@ -81,12 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from archsim.array.device_sections import is_device_toml
     from archsim.console import note, say
-    from archsim.energy_run import device_toml_notes
+    from archsim.energy_run import device_toml_dtype, device_toml_notes
     from archsim.outputs import render
     from archsim.policies.schedule_run import TIMELINE_OUTPUTS, run_schedule
     from archsim.rows import Rows
 
     settings = {name: value for name, value in vars(args).items() if name in SETTINGS}
+    settings["dtype"] = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     drawn = tuple(flag for flag, value in zip(TIMELINE_OUTPUTS, (args.gantt, args.trace, args.schedule_csv)) if value)
     done = run_schedule(**settings, reverse_k=args.k, drawn=drawn, phases=phases, speak=say,
                         read_device=device_toml_notes,  # a device TOML read as cost reads it, its notes said there
