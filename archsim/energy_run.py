@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 
 def device_toml_dtype(config: str | Path | None, dtype: str | None, element_bytes: object) -> str | None:
-    """The dtype ``cost``, ``energy`` and ``gemm`` (and ``archsim.cost``, ``archsim.iteration_energy``,
-    ``archsim.gemm``) price: ``dtype`` (``--dtype``) as given; on a device TOML given neither it nor
+    """The dtype ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` (and ``archsim.cost``,
+    ``archsim.iteration_energy``, ``archsim.gemm``, ``archsim.profile``, ``archsim.schedule``) price: ``dtype`` (``--dtype``) as given; on a device TOML given neither it nor
     ``element_bytes``, train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), so they and train price one file
     alike (a device file states no dtype of its own; train's cluster names the run's); else None (SCALE-Sim's 1-byte
     word, a ``.cfg``'s default). The one rule: every caller asks it before reading the file."""
