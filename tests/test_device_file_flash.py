@@ -77,3 +77,35 @@ def test_the_flash_kernel_seconds_are_the_catalogs():
     for heads, kv in ((16, 16), (32, 8)):
         ops = flash_attention_ops(2048, 128, heads, kv, dtype="bf16")
         assert list(op_seconds(ops, written, constants, "bf16")) == list(op_seconds(ops, catalog, constants, "bf16"))
+
+
+@pytest.mark.parametrize("key, line, field", [
+    ("gemm_efficiency = 0.824", "gemm_efficiency = 0.824\nfused_gemm_fraction = 1.5", "compute.fused_gemm_fraction"),
+    ("smem_bytes_per_clock = 128", "smem_bytes_per_clock = -1", "memory.smem_bytes_per_clock"),
+])
+def test_bad_fused_kernel_figures_are_one_line(tmp_path, key, line, field):
+    from archsim.errors import InputError
+
+    path = tmp_path / "chip.toml"
+    path.write_text(A100_FILE.read_text(encoding="utf-8").replace(key, line), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_device(path)
+    assert caught.value.where.field == field and "\n" not in str(caught.value)
+
+
+def test_a_file_stating_hoppers_mma_sync_share_prices_the_catalog_h100s_flash_kernels():
+    """The H100's SM as a file states it: 128 FP32 lanes, 16 / 128 exponentials a lane, 128 B of shared memory and
+    ⅔ of the tensor peak (0.6666666666666666 as TOML writes it) — the catalog H100's fused kernel seconds."""
+    from dataclasses import replace
+
+    from archsim.devices.device import VectorUnit
+    from archsim.devices.kernel_ops import op_seconds
+    from archsim.training.fitted import kernels
+    from archsim.training.layer_ops import flash_attention_ops
+
+    catalog = GPUS["h100-80gb-sxm"]
+    written = replace(catalog, catalog=None, efficiency=kernels(catalog.name), vector=VectorUnit(128, exp_per_clock=0.125),
+                      smem_bytes_per_clock=128.0, fused_gemm_fraction=float("0.6666666666666666"))
+    ops = flash_attention_ops(4096, 128, 32, 8, dtype="bf16")
+    assert list(op_seconds(ops, written, written.efficiency, "bf16")) == list(
+        op_seconds(ops, catalog, kernels(catalog.name), "bf16"))
