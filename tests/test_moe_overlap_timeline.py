@@ -16,6 +16,7 @@ import archsim
 from archsim.policies.stage_orders import published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import run_order
+from archsim.training.in_flight import in_flight_peaks
 from archsim.training.moe_overlap import paired_hidden, paired_seconds, warmup_forwards, with_overlap
 from archsim.training.parallel import Parallelism
 from archsim.training.piece_cost import PieceCost
@@ -118,3 +119,12 @@ def test_the_closed_form_paces_by_the_busiest_rank_after_its_hidden_seconds():
     assert pipeline_seconds("interleaved-1f1b", uneven, 2, 4, 2) == 72.0
     assert pipeline_seconds("interleaved-1f1b", uneven, 2, 4, 2, (0.5, 4.0)) == 68.0
     assert pipeline_seconds("1f1b", StageProfile((3.0,), (4.0,), (1.0,), 0.0), 1, 3, 1, (2.0,)) == 3 * 8.0 - 2.0
+
+
+def test_extra_warmup_forward_holds_no_more_chunks():
+    """PP 2, VPP 2, m 4, counted by hand. Plain interleaved 1F1B: rank 0 runs 4 warm-up forwards, then F4 before B0,
+    so 5 chunk-forwards are held when B0 starts; rank 1 runs 2, then F2: 3. With the overlap Megatron's warm-up is one
+    longer (5 and 3) and each merged step starts holding as many. The walk's count and the pairing's warm-up agree."""
+    par = Parallelism(pp=2, dp=1, global_batch=4, recompute="none", interleave=2)
+    assert in_flight_peaks("interleaved-1f1b", 2, 4, 2) == [5, 3]
+    assert [warmup_forwards(par, r) for r in range(2)] == [5, 3]
