@@ -223,7 +223,7 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
                          "Gemma 1, model_type 'gemma')", field="model_type")
     if kind in MOE_UNREAD:
         raise InputError(_moe_refusal(config, kind), field="model_type")
-    experts = {}
+    experts, qwen_moe = {}, kind in ("qwen2_moe", "qwen3_moe")
     if kind in MOE_READ:  # Mixtral is Mistral's layer, Qwen3-MoE Qwen3's, Qwen2-MoE Qwen2's, with routed SwiGLU experts
         experts = {field: get_key(config, HF_NAMES[kind][field]) for field in ("experts", "experts_per_token", "expert_ffn")}
         if "shared_expert_ffn" in HF_NAMES[kind]:  # Qwen2-MoE's shared expert, beside the routed ones
@@ -237,8 +237,10 @@ def _shapes(config: dict, path: Path) -> TransformerConfig:
         head_dim = {"gemma": 256, "qwen3": None}.get(kind, 0)
         return TransformerConfig(name, "llama", get_key(config, "num_hidden_layers"), hidden, heads,
                                  get_key(config, "vocab_size"), get_key(config, "max_position_embeddings"),
-                                 get_key(config, "intermediate_size"), get_key(config, "num_key_value_heads", heads),
-                                 get_key(config, "tie_word_embeddings", gemma),
+                                 # Qwen MoE's layers are all routed (FIXED: decoder_sparse_step 1, no mlp_only_layers),
+                                 # so its intermediate_size sizes no work: absent, the expert width stands in (TP's check)
+                                 get_key(config, "intermediate_size", experts.get("expert_ffn") if qwen_moe else None),
+                                 get_key(config, "num_key_value_heads", heads), get_key(config, "tie_word_embeddings", gemma),
                                  kv_channels=head_dim_channels(config, "llama", heads, hidden, head_dim),
                                  sliding_window=get_key(config, "sliding_window", required=False) if kind == "mistral" else None,
                                  activation=_gemma_activation(config) if gemma else field_activation(config, "hidden_act", "silu", gated=True),
