@@ -347,13 +347,14 @@ def check_job_size(ops: int, limit: int, flag: str = "--max-ops", work: str = ""
         raise InputError(f"this job {amount}, above the limit of {limit:,}; {lift}", field=flag.lstrip("-"))
 
 
-def did_you_mean(name: str, valid: Iterable[str], prefix: str = "") -> str:
+def did_you_mean(name: str, valid: Iterable[str], prefix: str = "", cutoff: float = 0.6) -> str:
     """`` (did you mean 'X'?)`` naming the valid name nearest ``name`` (difflib's closeness, case ignored, shown
     in the valid name's own case), or "" where none is near: the one hint of every unknown key, keyword and flag,
     so a typo's error names the fix and a name unlike any (``gpus`` for ``max_ops``) gets none. ``prefix`` is
-    shown before the name and not compared (a flag's ``--``: ``--gpus`` and ``--dp`` share it, not a likeness)."""
+    shown before the name and not compared (a flag's ``--``: ``--gpus`` and ``--dp`` share it, not a likeness);
+    ``cutoff``: difflib's closeness a match needs, in [0, 1] (higher: only a near-miss)."""
     from difflib import get_close_matches
 
     spelled = {str(key).lower(): str(key) for key in valid}
-    nearest = get_close_matches(name.lower(), list(spelled), n=1)
+    nearest = get_close_matches(name.lower(), list(spelled), n=1, cutoff=cutoff)
     return f" (did you mean {prefix + spelled[nearest[0]]!r}?)" if nearest else ""

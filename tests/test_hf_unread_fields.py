@@ -73,3 +73,17 @@ def test_the_api_warns_as_train_notes(tmp_path):
         archsim.train(path, cluster=NODE, global_batch=8, micro_batch=1)
     assert any("n_special" in str(w.message) for w in caught)
 
+
+
+def test_a_misspelt_key_is_named_with_the_key_it_stands_for(tmp_path, capsys):
+    """Failed before: Llama-3-8B's ``num_key_value_heads`` written ``num_key_value_head`` priced 32 key/value heads
+    (8.84 B parameters, not 8.03 B: LlamaConfig reads the absent key as the heads) under a note saying the field
+    changed nothing; a field that is no slip of an absent key (GPT-2's ``layer_norm_epsilon``) gets no hint."""
+    llama3 = {**LLAMA, "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+              "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192}
+    path = _write(tmp_path, {**{k: v for k, v in llama3.items() if k != "num_key_value_heads"},
+                             "num_key_value_head": 8, "layer_norm_epsilon": 1e-5})
+    assert main(["train", path, "--cluster", NODE, "--global-batch", "8", "--seq", "128"]) == 0
+    line = next(line for line in capsys.readouterr().err.splitlines() if "not read" in line)
+    assert "layer_norm_epsilon, num_key_value_head (did you mean 'num_key_value_heads'? the file leaves it out)" in line
+    assert "misspelt key is priced at its default" in line and "change nothing" not in line

@@ -31,7 +31,7 @@ from pathlib import Path
 from archsim.console import keyed
 from archsim.errors import InputError
 from archsim.toml_errors import locate, parse_toml
-from archsim.validate import check_name, parse_json, read_text, shown
+from archsim.validate import check_name, did_you_mean, parse_json, read_text, shown
 from archsim.value_parsers import parse_seq
 from archsim.workload.config_fields import get_key, head_dim_channels
 from archsim.workload.hf_config import from_hf
@@ -133,17 +133,23 @@ def unread_fields_note(path: str | Path) -> str:
     """The note ``train``, ``search`` and the array commands print when a ``config.json`` states fields archsim
     does not read (:func:`~archsim.workload.hf_config.unread_fields`): a field the user set that changed
     nothing should be said, not silently dropped. '' for a TOML (unknown keys refused), a file that is not
-    a path, or nothing to say; the file was read and checked already."""
-    from archsim.workload.hf_config import unread_fields
+    a path, or nothing to say; the file was read and checked already. A field one slip from a key archsim reads
+    and the file leaves out (``num_key_value_head``) is named with that key: its default was priced instead."""
+    from archsim.workload.hf_config import KNOWN_KEYS, unread_fields
 
     if not isinstance(path, (str, Path)) or Path(transformer_path(path)).suffix.lower() != ".json":
         return ""
     document = parse_json(read_text(transformer_path(path), "transformer config"), str(path))
-    unread = unread_fields(document) if isinstance(document, dict) else []
-    if not unread:
+    if not isinstance(document, dict) or not (unread := unread_fields(document)):
         return ""
-    return (f"{len(unread)} field{'s' if len(unread) > 1 else ''} of config.json not read: {', '.join(unread)} "
-            "(they change nothing here; docs/formats.md lists the fields read, refused and changing no work)")
+    absent = KNOWN_KEYS.get(str(document.get("model_type", "")).lower(), set()) - set(document)
+    named = []
+    for key in unread:  # a near-miss only (0.9): layer_norm_eps is GPT-2's key, not rms_norm_eps misspelt
+        hint = did_you_mean(key, absent, cutoff=0.9)
+        named.append(f"{key}{hint[:-1]} the file leaves it out)" if hint else key)
+    effect = "a misspelt key is priced at its default" if named != unread else "they change nothing here"
+    return (f"{len(unread)} field{'s' if len(unread) > 1 else ''} of config.json not read: {', '.join(named)} "
+            f"({effect}; docs/formats.md lists the fields read, refused and changing no work)")
 
 
 def config_dtype_note(config: TransformerConfig, priced: str, command: str = "train") -> str:
