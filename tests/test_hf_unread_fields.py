@@ -87,3 +87,12 @@ def test_a_misspelt_key_is_named_with_the_key_it_stands_for(tmp_path, capsys):
     line = next(line for line in capsys.readouterr().err.splitlines() if "not read" in line)
     assert "layer_norm_epsilon, num_key_value_head (did you mean 'num_key_value_heads'? the file leaves it out)" in line
     assert "misspelt key is priced at its default" in line and "change nothing" not in line
+
+
+def test_a_required_key_misspelt_is_named_beside_the_missing_one(tmp_path, capsys):
+    """Failed before: ``num_attention_head`` for ``num_attention_heads`` said only "missing key"."""
+    path = _write(tmp_path, {**{k: v for k, v in LLAMA.items() if k != "num_attention_heads"}, "num_attention_head": 4})
+    assert main(["train", path, "--cluster", NODE, "--global-batch", "8", "--seq", "128"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "field 'num_attention_heads': missing key (the file has 'num_attention_head', misspelt?)" in err

@@ -7,16 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from archsim.errors import InputError
-from archsim.validate import shown_boolean, shown_number
+from archsim.validate import did_you_mean, shown_boolean, shown_number
 from archsim.workload.transformer import LIMITS
 
 
 def get_key(table: dict, key: str, default=None, *, required: bool = True):
     """``table[key]``: a positive integer, or a boolean for a ``tie…`` key or a boolean default; ``default`` when
-    absent or null (refused as missing where there is none and ``required``)."""
+    absent or null (refused as missing where there is none and ``required``, naming a key of the table one slip
+    from it: ``num_attention_head`` for ``num_attention_heads``)."""
     if key not in table or table[key] is None:
         if default is None and required:
-            raise InputError("missing key", field=key, missing=True)
+            slip = did_you_mean(key, [name for name in table if name != key], cutoff=0.9)
+            written = f" (the file has {slip[15:-2]}, misspelt?)" if slip else ""
+            raise InputError(f"missing key{written}", field=key, missing=True)
         return default
     value = table[key]
     if isinstance(default, bool) or key.startswith("tie"):
