@@ -32,7 +32,8 @@ BASE = ["train", SMALL, "--cluster", H100_NODE, "--global-batch", "8", "--dtype"
     ("configs/clusters/a100_node.toml", [],
      "needs a device with an fp8 peak (Hopper: H100, H200); NVIDIA A100 SXM4 80GB has fp16, bf16, tf32, fp32, fp64"),
     ("configs/clusters/testbed_v100_gpu.toml", [], "needs a device with an fp8 peak"),
-    ("configs/clusters/scalesim_32x32_device.toml", ["--attention", "standard"], "needs a device with an fp8 peak"),
+    ("configs/clusters/scalesim_32x32_device.toml", ["--attention", "standard"],  # failed before: no way named
+     "has fp32, fp16, bf16 (a device TOML states one as [compute.peak_tflops] fp8, in TFLOP/s)"),
     (H100_NODE, ["--dtype", "fp32"], ("runs beside a 16-bit --dtype (Transformer Engine's higher precision: bf16 or "
                                      "fp16), not --dtype fp32")),
     (H100_NODE, ["--dp", "2", "--fsdp"], "is not modelled with --fsdp"),

@@ -96,8 +96,9 @@ def check_fp8(fp8: str | None, device: Device, dtype: str, implementation: str =
         raise InputError(f"{flag} runs beside a 16-bit {setting('dtype')} (Transformer Engine's higher precision: "
                          f"bf16 or fp16), not {setting('dtype', dtype)}", field="fp8")
     if FP8 not in dict(device.peaks):
+        stated = "" if device.catalog else " (a device TOML states one as [compute.peak_tflops] fp8, in TFLOP/s)"
         raise InputError(f"{flag} needs a device with an fp8 peak (Hopper: H100, H200); {device.name} has "
-                         f"{', '.join(name for name, _ in device.peaks)}", field="fp8")
+                         f"{', '.join(name for name, _ in device.peaks)}{stated}", field="fp8")
     if implementation != "megatron":
         raise InputError(f"{flag} is Transformer Engine's, run by Megatron-LM: not with "
                          f"{setting('implementation', implementation)}", field="fp8")
