@@ -24,3 +24,15 @@ def test_an_unknown_key_names_the_tables_keys(tmp_path, text, key, listed):
         load_gpu_cluster(str(path))
     assert caught.value.where.field == key
     assert "unknown key" in caught.value.message and listed in caught.value.message
+
+
+@pytest.mark.parametrize(("key", "meant"), [("gpu_count", "gpus"), ("gpus_per_node", "gpus"), ("num_nodes", "count"),
+                                            ("gpu_wats", "gpu_watts")])
+def test_another_tools_name_for_a_servers_counts_is_told_the_key_meant(tmp_path, key, meant):
+    """Failed before: ``gpu_count`` (a server's GPUs) was told "did you mean 'count'?", the servers: a count of 8
+    written there would ask for 8 servers."""
+    path = tmp_path / "cluster.toml"
+    path.write_text(f'[cluster]\n[[servers]]\ncount = 2\n{key} = 8\ngpu = "h100"\n')
+    with pytest.raises(InputError) as caught:
+        load_gpu_cluster(str(path))
+    assert f"unknown key in [[servers]] (did you mean {meant!r}?)" in caught.value.message

@@ -66,6 +66,10 @@ LINK_MODELS = ("paper", "exact")  # how plan prices a transfer (build_topology's
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catalog name / a device file: archsim train
                "price_per_gpu_hour", "gpu_watts",  # the search's cost and energy objectives
                "usable_memory_gib"}  # the memory train and search let a job allocate (training/cluster_file.py)
+# other tools' names for a server's GPU count and the server count, which difflib matches to the wrong key
+# (gpu_count is nearer count, the servers, than gpus): the hint names the key meant
+SERVER_KEY_ALIASES = {**dict.fromkeys(("gpu_count", "num_gpus", "n_gpus", "gpus_per_server", "gpus_per_node"), "gpus"),
+                      **dict.fromkeys(("servers", "nodes", "num_servers", "num_nodes", "server_count"), "count")}
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
 MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
 
@@ -284,7 +288,9 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     for table, group in enumerate(spec["servers"]):
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
-            raise InputError(f"unknown key in [[servers]]{did_you_mean(unknown[0], SERVER_KEYS)}; keys are "
+            meant = SERVER_KEY_ALIASES.get(unknown[0].lower())
+            hint = f" (did you mean {meant!r}?)" if meant else did_you_mean(unknown[0], SERVER_KEYS)
+            raise InputError(f"unknown key in [[servers]]{hint}; keys are "
                              f"{', '.join(sorted(SERVER_KEYS))}", file=file, field=f"servers[{table + 1}].{unknown[0]}")
         count, gpus = group.get("count", 1), group.get("gpus")
         for key, value in (("count", count), ("gpus", gpus)):  # the key at fault, by name
