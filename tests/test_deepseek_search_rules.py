@@ -12,7 +12,7 @@ from archsim.errors import InputError
 from archsim.training.cluster_file import single_node
 from archsim.training.iteration import model_pieces
 from archsim.training.search_space import REASONS, Candidate, rejection
-from archsim.training.stage_split import planned_split
+from archsim.training.stage_split import nearest_even_split, planned_split
 from archsim.workload.transformer import TransformerConfig
 
 MIXED = TransformerConfig("tiny_mixed", "llama", 8, 64, 4, 256, 16, 96, 4, False, experts=8, experts_per_token=2,
@@ -49,11 +49,28 @@ def test_fp8_on_mla_is_rejected_as_train_refuses_it():
     assert "fp8" in train_refusal(MLA_ONLY, k.parallelism(8))
 
 
-def test_a_planned_split_of_two_kinds_over_interleaved_chunks_is_rejected_only_where_planned():
+def test_two_kinds_over_interleaved_chunks_are_searched_under_planned_but_train_refuses_to_plan_them():
+    """Since 2026-12-04 the search takes Megatron's split nearest to even there (search_fit.plan_candidate) and train
+    runs it as --stage-layers; train's --balance planned still refuses to plan it."""
     k = Candidate(1, 2, 1, 1, "none", "interleaved-1f1b", 2, False)
-    assert rejection(MIXED, k, 8, 8, uneven=True) == "layer-kinds-planned-over-chunks"
+    assert rejection(MIXED, k, 8, 8, uneven=True) is None
+    assert rejection(replace(MIXED, layers=7), k, 8, 8, uneven=True) is None  # 7 layers over 4 chunks: uneven
+    assert rejection(replace(MIXED, layers=7), k, 8, 8, uneven=False) == "pp-divides-layers"  # --balance even
+    assert rejection(replace(MIXED, layers=3), k, 8, 8, uneven=True) == "pp-divides-layers"  # a chunk left empty
     assert rejection(MIXED, k, 8, 8, uneven=False) is None  # Megatron's even split: 8 layers over 4 chunks
     par = k.parallelism(8)
     machine = single_node("h100-80gb-sxm", 2).machine(par)
     with pytest.raises(InputError, match="one model chunk a rank"):
         planned_split(MIXED, par, [machine] * 2, [np.inf] * 2)
+
+
+@pytest.mark.parametrize(("layers", "stages", "split"), [
+    (8, 4, (2, 2, 2, 2)),  # divides: Megatron's even split
+    (7, 4, (2, 2, 2, 1)),  # PP 2 × 2 chunks: ⌈7/4⌉ = 2, 4·2 − 7 = 1 stage one fewer, the last (rank 1's 2nd chunk)
+    (5, 4, (2, 1, 1, 1)),  # 4·2 − 5 = 3 short
+    (10, 8, (2, 2, 1, 1, 1, 1, 1, 1)),
+    (61, 32, (2,) * 29 + (1,) * 3),  # DeepSeek-V3 at PP 16 × 2: docs/training.md's hand split
+    (4, 4, (1, 1, 1, 1)),
+])
+def test_the_split_nearest_even_by_hand(layers, stages, split):
+    assert nearest_even_split(layers, stages) == split

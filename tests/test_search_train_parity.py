@@ -57,6 +57,9 @@ CASES = {
                                       "distributed_optimizer": True}),
     "deepseek-interleaved": ("deepseek-8", {**BF16, "seq": 256, "global_batch": 32, "top": 6, "chunks": [2],
                                           "schedule": ["interleaved-1f1b", "looped-bfs"], "max_micro_batch": 4}),
+    "deepseek-planned-interleaved": ("deepseek", {**BF16, "seq": 256, "global_batch": 32, "top": 6, "chunks": [2],
+                                                  "balance": "planned", "schedule": ["interleaved-1f1b"],
+                                                  "max_micro_batch": 2}),
 }
 
 
@@ -131,3 +134,15 @@ def test_one_f_one_b_closed_form_is_not_the_event_time_on_unequal_stages():
     run = run_order(published_order("1f1b", 2, 2, 1), times)
     assert float(run.timeline.slots.end.max()) == 13.0
     assert one_f_one_b_seconds(times, 2) == 15.0
+
+
+def test_a_planned_search_of_two_layer_kinds_lists_interleaved_rows_at_the_split_nearest_even(tmp_path):
+    """10 layers (3 dense, 7 MoE), which the planner does not split over several chunks a rank: each interleaved row
+    takes Megatron's split nearest to even. By hand, PP 2 × 2 chunks: ⌈10/4⌉ = 3 a stage but the last 4·3 − 10 = 2,
+    one fewer: 3,3,2,2; PP 4 × 2: ⌈10/8⌉ = 2 but the last 16 − 10 = 6: 2,2,1,1,1,1,1,1 (PP 8 × 2 has more chunks than
+    layers). Until 2026-12-04 the search rejected them all (``layer-kinds-planned-over-chunks``)."""
+    rows = list(search_and_train(tmp_path, "deepseek", {**CASES["deepseek-planned-interleaved"][1], "top": 40}))
+    splits = {(row["pp"], row["stage_layers"]) for row, _ in rows}
+    assert splits == {(2, "3,3,2,2"), (4, "2,2,1,1,1,1,1,1")}
+    for row, ran in rows:  # and train, given the row's --stage-layers, runs it in the same seconds
+        assert row["interleave"] == 2 and ran.iteration_seconds == pytest.approx(row["iteration_seconds"], rel=1e-9)

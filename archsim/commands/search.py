@@ -86,7 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--balance", default="even", choices=BALANCES,
                         help="layers per pipeline stage: Megatron's even split, or planned by PipeDream's DP over "
                              "embedding, layers and LM head under each GPU's memory (interleaved and V-shaped schedules: "
-                             "per model chunk, balancing each rank's work over its chunks)")
+                             "per model chunk, balancing each rank's work over its chunks; a model of several layer "
+                             "kinds over several chunks: Megatron's split nearest to even, the last stages a layer fewer)")
     parser.add_argument("--placement", default="file", choices=PLACEMENTS,
                         help="which servers run which pipeline ranks: the cluster file's order, or the best of every "
                              "distinct server order for each configuration (heterogeneous clusters)")

@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archsim.training.mla_ops import deepseek_rule
-from archsim.training.parallel import layers_per_stage
 from archsim.training.search_space import Candidate, peak_memory_bytes, rank_memories
-from archsim.training.stage_split import each_once, planned_split, stage_layer_counts
+from archsim.training.stage_split import each_once, nearest_even_split, planned_split, stage_layer_counts
 
 
 def rank_capacities(cluster, par) -> list[float] | None:
@@ -25,10 +24,9 @@ def rank_capacities(cluster, par) -> list[float] | None:
 def plan_candidate(c, cluster, global_batch: int, k: Candidate, pieces=None) -> Candidate | None:
     """``k`` with the planner's stage split (:func:`~archsim.training.stage_split.planned_split`, each
     rank's pieces from ``pieces(par, machine)``, the search's cache, when given), or None when no split
-    fits each rank's memory or the planner does not split ``c`` so (train's refusal,
-    :func:`~archsim.training.mla_ops.deepseek_rule`: layers of several kinds over several chunks a rank)."""
+    fits each rank's memory or the planner does not split ``c`` so (:func:`planner_refuses`)."""
     par = k.parallelism(global_batch)
-    if deepseek_rule(c, par.cp, par.fp8, par.fsdp, par.schedule_name, par.chunks, planned=True) is not None:
+    if planner_refuses(c, par):
         return None
     machines = cluster.rank_wise(par) or (cluster.machine(par),) * k.pp
     capacities = rank_capacities(cluster, par)
@@ -37,16 +35,26 @@ def plan_candidate(c, cluster, global_batch: int, k: Candidate, pieces=None) -> 
     return None if split is None else replace(k, stage_layers=stage_layer_counts(split))
 
 
-def even_candidate(c, cluster, global_batch: int, k: Candidate) -> Candidate | None:
+def planner_refuses(c, par) -> bool:
+    """Whether the planner does not split ``c`` under ``par`` (train's refusal of ``--balance planned``,
+    :func:`~archsim.training.mla_ops.deepseek_rule`: layers of several kinds over several chunks a rank)."""
+    return deepseek_rule(c, par.cp, par.fp8, par.fsdp, par.schedule_name, par.chunks, planned=True) is not None
+
+
+def even_candidate(c, cluster, global_batch: int, k: Candidate, nearest: bool = False) -> Candidate | None:
     """``k`` with Megatron's even split written out (as a planned split is), or None where it cannot
-    run: PP × chunks does not divide the layers, a rank mixes GPU types or a rank's GPU is too small."""
-    par = replace(k, stage_layers=None).parallelism(global_batch)
-    if c.layers % (k.pp * par.chunks):
+    run: PP × chunks does not divide the layers (``nearest``: then the split nearest to even,
+    :func:`~archsim.training.stage_split.nearest_even_split`, given a layer a chunk), a rank mixes GPU types or a
+    rank's GPU is too small."""
+    stages = k.pp * replace(k, stage_layers=None).parallelism(global_batch).chunks
+    if c.layers % stages and not (nearest and c.layers >= stages):
         return None
+    k = replace(k, stage_layers=nearest_even_split(c.layers, stages))  # the even split where S divides L
+    par = k.parallelism(global_batch)
     capacities = rank_capacities(cluster, par)
     if capacities is None or not memory_fits(c, cluster, par, capacities)[1]:
         return None
-    return replace(k, stage_layers=layers_per_stage(c.layers, k.pp * par.chunks))
+    return k
 
 
 def faster_split(c, cluster, global_batch: int, planned: Candidate, seconds) -> Candidate:
@@ -62,7 +70,8 @@ def faster_split(c, cluster, global_batch: int, planned: Candidate, seconds) -> 
 def fit_candidate(c, cluster, global_batch: int, k: Candidate, balance: str,
                   coster=None) -> tuple[Candidate, float] | str:
     """``k`` laid out on ``cluster`` (its layers split by the planner when ``balance`` is planned, or
-    evenly where ``coster`` times that faster: :func:`faster_split`) and its largest GPU's bytes, or why
+    evenly where ``coster`` times that faster: :func:`faster_split`; where the planner refuses the model, as
+    near evenly as Megatron can: :func:`even_candidate`'s ``nearest``) and its largest GPU's bytes, or why
     it cannot run; ``coster``: the search's :class:`~archsim.training.search_cost.Coster` (its cache of
     layer pieces and its seconds)."""
     par = k.parallelism(global_batch)
@@ -70,7 +79,10 @@ def fit_candidate(c, cluster, global_batch: int, k: Candidate, balance: str,
     if why is not None:
         return why
     if balance == "planned" and k.plannable:
-        planned = plan_candidate(c, cluster, global_batch, k, None if coster is None else coster.pieces_of)
+        # where the planner does not split the model (train's refusal), Megatron's split nearest to even, which
+        # train runs as --stage-layers
+        planned = even_candidate(c, cluster, global_batch, k, nearest=True) if planner_refuses(c, par) else \
+            plan_candidate(c, cluster, global_batch, k, None if coster is None else coster.pieces_of)
         if planned is None:
             return "out-of-memory"
         if coster is not None:
@@ -91,4 +103,5 @@ def memory_fits(c, cluster, par, capacities: list[float]) -> tuple[float, bool]:
     return max(sizes), all(size <= cap for size, cap in zip(sizes, capacities))
 
 
-__all__ = ["even_candidate", "faster_split", "fit_candidate", "memory_fits", "plan_candidate", "rank_capacities"]
+__all__ = ["even_candidate", "faster_split", "fit_candidate", "memory_fits", "plan_candidate", "planner_refuses",
+           "rank_capacities"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.placement import MAX_ORDERS, order_count
+from archsim.training.search_fit import planner_refuses
 from archsim.training.search_space import MAX_CANDIDATES, Candidate, candidate_count, check_distinct, rejection
 from archsim.workload.transformer import TransformerConfig
 
@@ -49,7 +50,8 @@ def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: 
     than :data:`MAX_PLANNING_CELLS` weighted cells."""
     row = (c.layers + 3) ** 2
     weight = 1 if row <= CACHED_ROW_CELLS else 12
-    stages = sum(k.pp for k in grid if k.plannable and rejection(c, k, global_batch, cluster.gpus_per_server, True) is None)
+    stages = sum(k.pp for k in grid if k.plannable and rejection(c, k, global_batch, cluster.gpus_per_server, True) is None
+                 and not planner_refuses(c, k.parallelism(global_batch)))  # those take a fixed split, unplanned
     cells = stages * row * weight * (min(order_count(cluster), MAX_ORDERS + 1) if placement == "planned" else 1)
     if cells > MAX_PLANNING_CELLS:  # hint None: the search's grid, named as the caller spells its settings
         hint = hint or f"a smaller grid ({', '.join(map(setting, ('gpus', 'max-micro-batch', 'schedule', 'chunks')))})"

@@ -51,7 +51,7 @@ REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-str
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "etp-divides-expert-ffn", "moe-needs-sequence-parallel",
            "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "a2a-overlap-needs-ep", "a2a-overlap-needs-interleaving",
            "a2a-overlap-beside-full-recompute", "mla-beside-cp", "deepseek-beside-fp8",
-           "layer-kinds-beside-fsdp", "layer-kinds-beside-split-backward", "layer-kinds-planned-over-chunks", "schedule-needs-pp",
+           "layer-kinds-beside-fsdp", "layer-kinds-beside-split-backward", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
 # Configurations one search may enumerate (× server orders under a planned placement): refused above it
@@ -232,8 +232,9 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
               uneven: bool = False) -> str | None:
     """The first rule of :data:`REASONS` (but GPU types and memory) that ``k`` breaks, or None;
-    ``uneven``: a planner splits the layers of :attr:`Candidate.plannable` ones, which then need only
-    as many layers as model chunks (PP × chunks per rank)."""
+    ``uneven``: a planner splits the layers of :attr:`Candidate.plannable` ones (several layer kinds over several
+    chunks a rank: Megatron's split nearest to even), which then need only as many layers as model chunks (PP ×
+    chunks per rank)."""
     if tp_split_problem(c, k.tp):
         return "tp-divides-heads"
     if cp_problem(c, k.cp, k.attention, k.tp):
@@ -259,8 +260,10 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     overlap = overlap_rule(c, k.ep, k.pp, schedule_name(k.schedule, k.interleave), k.recompute)  # train's (moe_overlap)
     if overlap is not None:
         return overlap[0]
-    model_rule = deepseek_rule(c, k.cp, k.fp8, k.fsdp, schedule_name(k.schedule, k.interleave),  # train's (mla_ops)
-                               2 if k.schedule in V_SHAPED else k.interleave, planned=uneven and k.plannable)
+    # train's (mla_ops), but its refusal of --balance planned over several chunks of several layer kinds: there the
+    # search writes out Megatron's split nearest to even, which train runs as --stage-layers (search_fit.plan_candidate)
+    model_rule = deepseek_rule(c, k.cp, k.fp8, k.fsdp, schedule_name(k.schedule, k.interleave),
+                               2 if k.schedule in V_SHAPED else k.interleave)
     if model_rule is not None:
         return model_rule[0]
     # the schedule's rules, the ones train refuses by (archsim.training.parallel)

@@ -33,7 +33,8 @@ brute force over every composition of the layers into PP·V chunks checks this i
 A model of several layer kinds (:mod:`archsim.workload.layer_kinds`: DeepSeek's dense first layers, then MoE) prices
 each layer node by its own kind's piece, and a stage fits when its rank's memory at the stage's count of each kind
 fits (:func:`_most_beside_dense`); it is planned over one chunk a rank (over several, a rank's layers are not one
-run of the chain: refused, :func:`~archsim.training.mla_ops.deepseek_rule`).
+run of the chain: ``train --balance planned`` refuses it, :func:`~archsim.training.mla_ops.deepseek_rule`, and the
+search writes out :func:`nearest_even_split` there instead, which train runs as ``--stage-layers``).
 """
 
 from __future__ import annotations
@@ -355,6 +356,17 @@ def planned_split(c: TransformerConfig, par: Parallelism, machines: Sequence[Mac
     return None if counts is None else chain_partition(c, par, counts, pieces)
 
 
+def nearest_even_split(layers: int, stages: int) -> tuple[int, ...]:
+    """Megatron's even split where ``stages`` (PP × chunks) divides ``layers``, else the nearest to it, in pipeline
+    order: every virtual stage ⌈L/S⌉ layers but the last S·⌈L/S⌉ − L, one fewer each — the lighter stages at the end,
+    where the last holds the LM head, as Megatron-LM lightens it (``--decoder-last-pipeline-num-layers``; DeepSeek-V3's
+    61 layers at PP 16 × 2 chunks: 29 stages of 2, then 3 of 1, a ``--pipeline-model-parallel-layout``). Each stage
+    needs a layer: ``layers`` ≥ ``stages``."""
+    high = -(-layers // stages)
+    short = stages * high - layers
+    return (high,) * (stages - short) + (high - 1,) * short
+
+
 def parse_stage_layers(text: str) -> tuple[int, ...]:
     """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
     from archsim.errors import InputError
@@ -370,6 +382,6 @@ def parse_stage_layers(text: str) -> tuple[int, ...]:
     return counts
 
 
-__all__ = ["chain_partition", "each_once", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
+__all__ = ["chain_partition", "each_once", "nearest_even_split", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
            "piece_seconds", "plan_stage_layers", "planned_split", "spread",
            "stage_layer_counts"]
