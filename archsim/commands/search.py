@@ -175,9 +175,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "json":
         meta = text_meta(meta)
         if args.format == "table":  # csv: the rows' pareto_optimal; the table ends with the front's block
-            from archsim.training.train_json import parameters_line
+            from archsim.training.train_json import table_parameters
 
-            meta["parameters"] = parameters_line(meta["parameters"])
+            meta = table_parameters(meta)
         # the table: gpus only when several counts are compared (one count is the meta's gpus)
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
         rows = [{k: v for k, v in row.items() if k not in hidden} for row in rows] \

@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_split import parse_stage_layers
-    from archsim.training.train_json import parameters_line, text_meta, train_document
+    from archsim.training.train_json import table_parameters, text_meta, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.model_files import config_dtype_note, load_transformer
@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = text_meta(meta, result.breakdown, show)
         if args.format == "table":  # csv keeps the exact integer
-            meta["parameters"] = parameters_line(meta["parameters"])
+            meta = table_parameters(meta)
     warning = rank_memory_warning(result, machines)
     if warning:
         warn(warning)

@@ -32,7 +32,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
     peak = mean_peak(machines)  # FLOP/s per GPU at the run's dtype: what mfu divides by
     rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
                        peak, par.attention).to_dict()
-    meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
+    meta = {"model": config.name, **parameter_meta(config), "seq": config.seq,
             "gpu": ", ".join(sorted({m.gpu.name for m in machines})), **rows_gpu(result, machines),
             "gpus": par.gpus, "tp": par.tp, "cp": par.cp, "pp": par.pp,
             "dp": par.dp, **({"cp_comm": par.cp_comm} if par.cp > 1 else {}),
@@ -97,10 +97,23 @@ def static_split(result) -> dict[str, float]:
 
 
 def parameters_line(count: int) -> str:
-    """The table's one line of a model's total parameters: billions (millions under 10⁹) to 3 significant
+    """The table's one line of a parameter count: billions (millions under 10⁹) to 3 significant
     figures, then the exact count ("8.03 B (8,030,261,248)", "124 M (124,439,808)")."""
     scale, unit = (1e9, "B") if count >= 1e9 else (1e6, "M")
     return f"{count / scale:.3g} {unit} ({count:,})"
+
+
+def parameter_meta(config) -> dict:
+    """The meta's ``parameters`` (the model's total) and, for a mixture of experts, ``active_parameters``: those one
+    token runs through (each MoE layer's experts cut to the ones it is routed to), the figure model cards quote
+    beside the total (Mixtral 8x7B: 12.9 B of 46.7 B)."""
+    total, active = config.parameter_count, config.active_parameter_count
+    return {"parameters": total, **({"active_parameters": active} if active != total else {})}
+
+
+def table_parameters(meta: dict) -> dict:
+    """``meta`` with its parameter counts as the table prints them (:func:`parameters_line`)."""
+    return meta | {k: parameters_line(meta[k]) for k in ("parameters", "active_parameters") if k in meta}
 
 
 def network_meta(laid, tied: bool = False) -> dict:
@@ -200,7 +213,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
     etp_tried = expert_tp_degrees(config, etps)
-    meta = {"model": config.name, "parameters": config.parameter_count, "seq": config.seq,
+    meta = {"model": config.name, **parameter_meta(config), "seq": config.seq,
             "gpu": cluster.gpu_names, "dtype": cluster.dtype,
             **({"fp8": fp8, **({"fp8_param_gather": True} if fp8_param_gather else {}), "mfu_peak": cluster.dtype}
                if fp8 else {}),
