@@ -69,6 +69,15 @@ COMMANDS: dict[str, list[str]] = {
     "sparse --processors": [*SPARSE, "--processors", "2"],
     "train": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--pp", "2", "--global-batch", "4",
               "--micro-batch", "2"],  # the node's 8 GPUs: stderr holds no layout note
+    "train (mixture of experts)": ["train", str(ROOT / "tests" / "data" / "hf_configs" / "mixtral_8x7b.json"), "--cluster",
+                                   GPU_CLUSTER, "--tp", "8", "--global-batch", "8", "--micro-batch", "1", "--seq", "512",
+                                   "--dtype", "bf16", "--sequence-parallel"],  # active_parameters
+    "train (static power)": ["train", MODEL, "--cluster", str(ROOT / "tests" / "data" / "output_forms" /
+                                                               "tpu_v4_static_pair.toml"), "--dp", "2",
+                             "--global-batch", "4", "--micro-batch", "2"],  # energy_dynamic_j, energy_static_j
+    "train (three GPU types)": ["train", MODEL, "--cluster", str(ROOT / "configs" / "clusters" / "mixed_h100_a100_v100.toml"),
+                                "--tp", "8", "--pp", "3", "--dp", "1", "--global-batch", "6",
+                                "--micro-batch", "1"],  # rows_gpu, rows_rank
     "train --sweep": ["train", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "8", "--sweep", "tp=2,3"],
     "train --distributed-optimizer": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--dp", "2",
                                       "--global-batch", "4", "--micro-batch", "2", "--distributed-optimizer"],
