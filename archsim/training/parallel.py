@@ -363,6 +363,13 @@ def rank_of_stages(par: Parallelism) -> list[int]:
     return [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(p * par.chunks)]
 
 
+def check_tp_split(c: TransformerConfig, tp: int) -> None:
+    """Refuse a TP that does not split ``c``'s heads, KV heads and FFN width (named before the cluster's refusals)."""
+    problem = tp_split_problem(c, tp)
+    if problem:
+        raise InputError(problem, field="tp")
+
+
 def check_fits(c: TransformerConfig, par: Parallelism, uneven: bool = True) -> None:
     """Refuse ``par`` on ``c``, naming the setting to change; ``uneven`` False: the caller has no per-stage
     layer counts to offer (a runs file's row: no ``stage_layers`` column)."""
@@ -381,15 +388,13 @@ def check_fits(c: TransformerConfig, par: Parallelism, uneven: bool = True) -> N
         own = f"{setting('stage-layers', placeholder='N1,N2,…')} gives each stage its own count" if uneven else ""
         raise InputError(f"{c.layers} layers do not split into {par.pp} stages × {par.chunks} chunks: "
                          f"{(fix + own).removesuffix('; ') or 'no PP splits them evenly'}", field=culprit)
-    problem = tp_split_problem(c, par.tp)
-    if problem:
-        raise InputError(problem, field="tp")
+    check_tp_split(c, par.tp)
     problem = cp_problem(c, par.cp, par.attention, par.tp, par.cp_comm, par.cp_hierarchy)
     if problem:
         heads = par.cp_comm == "a2a+p2p" and not cp_problem(c, par.cp, par.attention, par.tp)  # A's heads split
         raise InputError(problem, field="cp-hierarchy" if heads else "cp")
 
 
-__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "cp_comm_note",
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "cp_comm_note",
            "layers_per_stage", "one_chunk_note", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
            "tp_straddles", "unsharded_note"]

@@ -13,7 +13,7 @@ from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS, GpuCluster
 from archsim.training.machine import Machine
-from archsim.training.parallel import Parallelism, layers_per_stage
+from archsim.training.parallel import Parallelism, check_tp_split, layers_per_stage
 from archsim.training.placement import MAX_ORDERS, layouts, order_count, parse_placement, server_orders
 from archsim.training.run import TrainResult, train
 from archsim.training.stage_split import planned_split, refuse_planned_fp32, stage_layer_counts
@@ -47,6 +47,7 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
         with_cp = (f" × {cp}", f" × {par.cp}") if par.cp > 1 else ("", "")
         raise InputError(f"{tp}{with_cp[0]} × {pp} × {dp} = {par.tp}{with_cp[1]} × {par.pp} × {par.dp} = {par.gpus} "
                          f"GPUs > the cluster's {cluster.gpus}")
+    check_tp_split(config, par.tp)  # the model's refusal before the cluster's (a TP group across servers)
     order = parse_placement(placement, cluster)
     if isinstance(order, tuple):
         cluster = cluster.reordered(order)
