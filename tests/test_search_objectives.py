@@ -87,6 +87,9 @@ def test_train_takes_a_stage_split_and_plans_one(mixed, tmp_path, capsys):
     assert "stage" in capsys.readouterr().err
     assert main([*base[:4], "--dp", "4", "--global-batch", "8"]) == 2  # a rank on H100 and A100
     assert "different types" in capsys.readouterr().err
+    assert main([*base[:4], "--tp", "4", "--global-batch", "8"]) == 2  # 6 heads: the model's refusal comes first
+    assert "must divide the heads (6)" in capsys.readouterr().err
+    model.write_text(model.read_text().replace("heads = 6", "heads = 8"))  # TP 4 splits 8 heads
     assert main([*base[:4], "--tp", "4", "--global-batch", "8"]) == 2  # TP 4 over an H100 and an A100 server
     assert "different types" in capsys.readouterr().err
 
