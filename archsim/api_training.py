@@ -95,7 +95,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
-    from archsim.training.stage_split import parse_stage_layers
+    from archsim.training.stage_layout import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput
     from archsim.training.train_json import train_document
     from archsim.training.train_layout import lay_out
@@ -128,7 +128,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     config = with_overlap(with_load_imbalance(with_capacity(transformer(model, seq), capacity,
                                                             moe_pad_expert_input_to_capacity), imbalance),
                           overlap_moe_expert_parallel_comm, moe_shared_expert_overlap)
-    split = parse_stage_layers(stage_layers) if isinstance(stage_layers, str) else \
+    split = parse_stage_layers(stage_layers, layers=config.layers, pp=pp, interleave=interleave, schedule=schedule) \
+        if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
                       tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,

@@ -174,9 +174,12 @@ def _flag_hint(parser: argparse.ArgumentParser, message: str) -> str:
     targets = {name: target for name, target, _ in REGISTRY}
     command = parser.prog.split()[1] if len(parser.prog.split()) > 1 else ""  # "archsim bppsa rnn": bppsa's
     elsewhere = dict(load_command(targets[command]).elsewhere) if command in targets else {}
-    names = (w.partition("=")[0][2:] for w in words if w.startswith("--"))
-    hints = (f" (--{name} {elsewhere[name]})" if name in elsewhere else
-             did_you_mean(name, flags, "--") if len(name) > 3 else "" for name in names)
+    from archsim.training.job_settings import with_layout
+
+    given = {w.partition("=")[0][2:]: w.partition("=")[2] or (words[i + 1] if i + 1 < len(words) else "")
+             for i, w in enumerate(words) if w.startswith("--")}  # each flag's value: a layout hint quotes it
+    hints = (f" (--{name} {with_layout(elsewhere[name], value)})" if name in elsewhere else
+             did_you_mean(name, flags, "--") if len(name) > 3 else "" for name, value in given.items())
     return next((hint for hint in hints if hint), "")
 
 

@@ -15,7 +15,8 @@ from archsim.training.cluster_file import single_node
 from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.training.pipeline_memory import memories
-from archsim.training.stage_split import parse_stage_layers, planned_split, stage_layer_counts
+from archsim.training.stage_layout import parse_stage_layers
+from archsim.training.stage_split import planned_split, stage_layer_counts
 from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
 from archsim.workload.transformer import TransformerConfig
 

@@ -136,10 +136,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model chunks per pipeline rank (interleaved 1F1B when V > 1)")
     parser.add_argument("--schedule", default="1f1b", help="pipeline schedule (archsim's published orders: 1f1b, "
                         "gpipe, zb-h1, zb-h2, interleaved-1f1b, …)")
-    parser.add_argument("--stage-layers", default=None, metavar="N1,N2,…",
+    parser.add_argument("--stage-layers", default=None, metavar="N1,N2,…|LAYOUT",
                         help="transformer layers of each model chunk in pipeline order: PP counts, or PP × V with "
                              "--interleave V (chunk c of rank r is the (c·PP + r)-th) and 2·PP with zb-v / dualpipev "
-                             "(rank r holds the r-th and the (2·PP − 1 − r)-th) (default: Megatron's even split)")
+                             "(rank r holds the r-th and the (2·PP − 1 − r)-th), or the same split as Megatron-LM's "
+                             "--pipeline-model-parallel-layout string ('Et*3|t*4|t*4|t*3L') (default: Megatron's "
+                             "even split)")
     parser.add_argument("--balance", default="even", choices=BALANCES,
                         help="without --stage-layers: Megatron's even split, or the split PipeDream's DP plans over "
                              "embedding, layers and LM head under each GPU's memory (with several chunks per rank: "
@@ -180,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.op_rows import SHAPE_KEYS
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
-    from archsim.training.stage_split import parse_stage_layers
+    from archsim.training.stage_layout import parse_stage_layers
     from archsim.training.train_json import table_parameters, text_meta, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
@@ -211,7 +213,8 @@ def run(args: argparse.Namespace) -> int:
         return run_train_sweep(args, config, dtype_given, _given)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
-                      parse_stage_layers(args.stage_layers) if args.stage_layers else None, args.attention,
+                      parse_stage_layers(args.stage_layers, layers=config.layers, pp=args.pp, interleave=args.interleave,
+                                         schedule=args.schedule) if args.stage_layers else None, args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
                       args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, cp_hierarchy(args), args.ep, args.etp, args.fp8,
                       args.fp8_param_gather)

@@ -13,6 +13,7 @@ from archsim.console import route, setting
 # another name: archsim's flag, and the value to give it where Megatron's flag is a switch for one (``--bf16``: ``bf16``),
 # or what to give where it counts otherwise (``V``: chunks per rank, not layers per chunk).
 _LAYOUT = (None, "N1,N2,…")
+LAYOUT = "'LAYOUT'"  # a layout string: stage_layout.py reads Megatron's own, which a hint quotes as given (with_layout)
 _CHUNKS = "V (chunks per rank: the layers ÷ (PP × Megatron's layers per virtual stage))"
 MEGATRON_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
     "tensor-model-parallel-size": ("tp", None, None), "pipeline-model-parallel-size": ("pp", None, None),
@@ -29,7 +30,7 @@ MEGATRON_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
     "no-gradient-accumulation-fusion": ("grad-accumulation", "unfused", None),
     "use-flash-attn": ("attention", "flash", None), "decoder-first-pipeline-num-layers": ("stage-layers", *_LAYOUT),
     "decoder-last-pipeline-num-layers": ("stage-layers", *_LAYOUT),
-    "pipeline-model-parallel-layout": ("stage-layers", *_LAYOUT),
+    "pipeline-model-parallel-layout": ("stage-layers", None, f"{LAYOUT} (the layout string itself)"),
 }
 # search's own flag where it differs from train's: it tries micro-batches up to a bound, chunks, planned splits and
 # a2a+p2p's levels
@@ -52,6 +53,15 @@ def _megatron(job: str, layout: dict[str, str]) -> dict[str, str]:
     return said
 
 
+def with_layout(hint: str, value: str | None) -> str:
+    """``hint`` with its :data:`LAYOUT` stand-in replaced by ``value``, the layout the caller gave, shell-quoted
+    (``--stage-layers 'Et*3|t*4|t*4|t*3L'``); unchanged without one."""
+    import shlex
+
+    return hint if not value or LAYOUT not in hint else \
+        hint.replace(f"{LAYOUT} (the layout string itself)", shlex.quote(value))
+
+
 def elsewhere(job: str) -> dict[str, str]:
     """The other training job's layout settings that ``job`` (``"train"``, ``"search"``; any other: none) does not
     take, each with what to give instead, as the caller spells it (``search --tp`` from a command, ``archsim.search(tp=2)``
@@ -71,4 +81,4 @@ def elsewhere(job: str) -> dict[str, str]:
     return {}
 
 
-__all__ = ["MEGATRON_FLAGS", "elsewhere"]
+__all__ = ["LAYOUT", "MEGATRON_FLAGS", "elsewhere", "with_layout"]

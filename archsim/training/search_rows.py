@@ -7,6 +7,7 @@ import shlex
 
 from archsim.training.parallel import interleave_flag
 from archsim.training.search_space import Candidate
+from archsim.training.stage_layout import megatron_layout
 from archsim.workload.transformer import TransformerConfig
 
 MEGATRON_GELUS = ("gelu", "gelu_new", "gelu_pytorch_tanh")  # GPT activations Megatron-LM's default MLP runs (its
@@ -34,7 +35,7 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     1F1B). An uneven split is the first and the last stage's layer counts
     (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``; Megatron splits the rest
     evenly) where those state it (one chunk per rank, the middle stages equal), else the whole split as
-    ``--pipeline-model-parallel-layout`` (:func:`megatron_layout`). With ``k.distributed_optimizer``
+    ``--pipeline-model-parallel-layout`` (:func:`~archsim.training.stage_layout.megatron_layout`, which ``--stage-layers`` reads back). With ``k.distributed_optimizer``
     ``--use-distributed-optimizer``; with ``k.fp8`` ``--fp8-format`` (and ``--fp8-param-gather``); with ``k.fsdp`` the layout's flags only, no
     command that runs it: FSDP is PyTorch's (its row's ``fsdp`` is true)."""
     split = k.stage_layers or ()
@@ -79,17 +80,6 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     elif uneven:
         args.append(f"--pipeline-model-parallel-layout {shlex.quote(megatron_layout(split))}")
     return " ".join([*args, model])
-
-
-def megatron_layout(split: tuple[int, ...]) -> str:
-    """Megatron-LM's ``--pipeline-model-parallel-layout`` for ``split``, the transformer layers of each pipeline
-    (virtual) stage in pipeline order (chunk c of rank r is stage c·PP + r: Megatron's order too). The grammar, as
-    ``PipelineParallelLayerLayout.parse_str_to_list`` reads it (``megatron/core/transformer/
-    pipeline_parallel_layer_layout.py``, commit d98e8a6): stages split by ``|``, ``t`` a decoder layer, ``E`` the
-    embedding (first of the first stage), ``L`` the loss (last of the last stage), ``x*n`` n of x; the stage count
-    over ``--pipeline-model-parallel-size`` is the chunks per rank. ``(4, 2, 3)`` → ``Et*4|t*2|t*3L``."""
-    stages = [f"t*{layers}" for layers in split]
-    return "|".join(["E" + stages[0], *stages[1:-1], stages[-1] + "L"] if len(stages) > 1 else ["E" + stages[0] + "L"])
 
 
 def megatron_model_args(c: TransformerConfig) -> str:
@@ -223,5 +213,5 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-__all__ = ["megatron_args", "megatron_layout", "megatron_model_args", "moe_layer_pattern", "overlap_flags", "pareto_front",
+__all__ = ["megatron_args", "megatron_model_args", "moe_layer_pattern", "overlap_flags", "pareto_front",
            "train_command"]

@@ -367,21 +367,6 @@ def nearest_even_split(layers: int, stages: int) -> tuple[int, ...]:
     return (high,) * (stages - short) + (high - 1,) * short
 
 
-def parse_stage_layers(text: str) -> tuple[int, ...]:
-    """``--stage-layers 5,6,6,5`` → (5, 6, 6, 5)."""
-    from archsim.errors import InputError
-    from archsim.value_parsers import comma_items, parse_int
-
-    try:  # ASCII digits, bounded length
-        counts = tuple(parse_int(part, low=-2**31) for part in comma_items(text, "stage-layers"))
-    except ValueError:
-        raise InputError(f"expected comma-separated layer counts such as 5,6,6,5, got {text!r}",
-                         field="stage-layers") from None
-    if not counts or min(counts) < 1:
-        raise InputError(f"every stage needs at least one layer, got {text!r}", field="stage-layers")
-    return counts
-
-
-__all__ = ["chain_partition", "each_once", "nearest_even_split", "node_names", "node_ops", "node_seconds", "parse_stage_layers",
+__all__ = ["chain_partition", "each_once", "nearest_even_split", "node_names", "node_ops", "node_seconds",
            "piece_seconds", "plan_stage_layers", "planned_split", "spread",
            "stage_layer_counts"]
