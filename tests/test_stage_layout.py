@@ -15,6 +15,7 @@ import archsim
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.training.stage_layout import layout_counts, layout_stages, megatron_layout, parse_stage_layers
+from archsim.validate import shown
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT3_1_3B = str(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")  # 24 layers
@@ -94,11 +95,15 @@ def test_the_docstring_example_is_written():
     ("Et*6 | t*18L", {}, "' ' is no layout character"),
     ("E(tt)|t*18L", {}, "\\(\\) left after unrolling"),
     ("Et*999999999L", {}, "unrolls to more than 1,000,000 characters"),
+    ("Et*" + "9" * 5000 + "L", {}, "unrolls to more than 1,000,000 characters"),  # past int()'s 4,300 digits
+    ("Et*20|(t*2|)*500000,t*4L", {}, "unrolls to more than 1,000,000 characters"),
+    ("Et*|t*4L", {}, r"\* left after unrolling"),
+    ("Et*0|t*4L", {}, r"stage 0 \('E'\) has no decoder layer"),
 ])
 def test_a_bad_layout_is_refused_in_one_line_naming_it(text, kwargs, message):
     with pytest.raises(InputError, match=message) as caught:
         parse_stage_layers(text, **kwargs)
-    assert "\n" not in str(caught.value) and repr(text) in str(caught.value)
+    assert "\n" not in str(caught.value) and shown(text, 100) in str(caught.value)
 
 
 def test_counts_still_read_as_before():

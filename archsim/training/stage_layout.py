@@ -28,6 +28,13 @@ _GROUP = re.compile(r"\(([^()]+)\)\*(\d+)")  # (…)*n, innermost text without p
 _SINGLE = re.compile(r"(.)\*(\d+)")  # x*n: the one character before the star
 
 
+def _named(layout: str) -> str:
+    """``layout`` quoted for an error line, a long one cut (:func:`~archsim.validate.shown`)."""
+    from archsim.validate import shown
+
+    return shown(layout, 100)
+
+
 def is_layout(text: str) -> bool:
     """Whether ``text`` is a layout string (it holds a layer letter, ``|``, a parenthesis or a star), not counts."""
     return any(char in MARKS for char in text)
@@ -38,10 +45,11 @@ def _unrolled(text: str, layout: str) -> str:
     :data:`MAX_EXPANDED` before any string that long is built."""
     for pattern in (_GROUP, _SINGLE):
         size = len(text)
-        for match in pattern.finditer(text):
-            size += len(match.group(1)) * int(match.group(2)) - len(match.group(0))
+        for match in pattern.finditer(text):  # a count of 8+ digits passes the bound whatever it repeats
+            count = int(match.group(2)) if len(match.group(2)) < 8 else MAX_EXPANDED + 1
+            size += len(match.group(1)) * count - len(match.group(0))
             if size > MAX_EXPANDED:
-                raise InputError(f"layout {layout!r} unrolls to more than {MAX_EXPANDED:,} characters",
+                raise InputError(f"layout {_named(layout)} unrolls to more than {MAX_EXPANDED:,} characters",
                                  field="stage-layers")
         text = pattern.sub(lambda m: m.group(1) * int(m.group(2)), text)
     return text
@@ -53,13 +61,13 @@ def layout_stages(layout: str) -> tuple[str, ...]:
     without ``*n``), is refused naming it."""
     odd = sorted({char for char in layout if char not in LAYOUT_CHARACTERS})
     if odd:
-        raise InputError(f"layout {layout!r}: {', '.join(map(repr, odd))} is no layout character (E embedding, "
+        raise InputError(f"layout {_named(layout)}: {', '.join(map(repr, odd))} is no layout character (E embedding, "
                          "t decoder layer, m MTP layer, L loss, | between stages, x*n and (…)*n repeats, commas)",
                          field="stage-layers")
     text = _unrolled(layout.replace(",", ""), layout)
     left = sorted({char for char in text if char not in "EtmL|"})
     if left:
-        raise InputError(f"layout {layout!r}: {''.join(left)} left after unrolling (a repeat is (…)*n or x*n, "
+        raise InputError(f"layout {_named(layout)}: {''.join(left)} left after unrolling (a repeat is (…)*n or x*n, "
                          "n a count; parentheses do not nest)", field="stage-layers")
     return tuple(text.split("|"))
 
@@ -71,17 +79,17 @@ def layout_counts(layout: str) -> tuple[int, ...]:
     stages = layout_stages(layout)
     flat = "".join(stages)
     if flat.count("E") != 1 or not stages[0].startswith("E"):
-        raise InputError(f"layout {layout!r}: E (the embedding) must open the first stage, once "
+        raise InputError(f"layout {_named(layout)}: E (the embedding) must open the first stage, once "
                          f"(it has {flat.count('E')})", field="stage-layers")
     if flat.count("L") != 1 or not stages[-1].endswith("L"):
-        raise InputError(f"layout {layout!r}: L (the loss) must close the last stage, once "
+        raise InputError(f"layout {_named(layout)}: L (the loss) must close the last stage, once "
                          f"(it has {flat.count('L')})", field="stage-layers")
     if "m" in flat:
-        raise InputError(f"layout {layout!r}: m (a multi-token-prediction layer) is not priced by archsim; "
+        raise InputError(f"layout {_named(layout)}: m (a multi-token-prediction layer) is not priced by archsim; "
                          "drop it from the layout", field="stage-layers")
     empty = [s for s, stage in enumerate(stages) if "t" not in stage]
     if empty:
-        raise InputError(f"layout {layout!r}: stage {empty[0]} ({stages[empty[0]] or 'empty'!r}) has no decoder "
+        raise InputError(f"layout {_named(layout)}: stage {empty[0]} ({_named(stages[empty[0]] or 'empty')}) has no decoder "
                          f"layer: {NO_EMPTY}", field="stage-layers")
     return tuple(stage.count("t") for stage in stages)
 
@@ -123,16 +131,16 @@ def parse_stage_layers(text: str, *, layers: int | None = None, pp: int | None =
 
         stages, chunks = len(counts), chunks_run(schedule, interleave)
         if stages % pp:
-            raise InputError(f"layout {text!r} has {stages} stages, not a multiple of {setting('pp', pp)} (its "
+            raise InputError(f"layout {_named(text)} has {stages} stages, not a multiple of {setting('pp', pp)} (its "
                              "stages are PP × the chunks per rank)", field="stage-layers")
         if stages != pp * chunks:
             runs, fix = (f"{schedule} runs {chunks}", "give ") if schedule in V_SCHEDULES else \
                 (f"{setting('interleave', interleave)} runs {chunks}", f"give {setting('interleave', stages // pp)} or ")
-            raise InputError(f"layout {text!r} has {stages} stages: {stages // pp} per rank at {setting('pp', pp)}, "
+            raise InputError(f"layout {_named(text)} has {stages} stages: {stages // pp} per rank at {setting('pp', pp)}, "
                              f"and {runs} chunks a rank; {fix}a layout of {pp * chunks} stages",
                              field="stage-layers")
     if layers is not None and sum(counts) != layers:
-        raise InputError(f"layout {text!r} has {sum(counts)} decoder layers (t), the model {layers}",
+        raise InputError(f"layout {_named(text)} has {sum(counts)} decoder layers (t), the model {layers}",
                          field="stage-layers")
     return counts
 
