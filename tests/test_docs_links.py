@@ -1,12 +1,12 @@
 """Every in-repository link, anchor and named repository path of the user's pages resolves.
 
 ``mkdocs build --strict`` (tests/test_docs.py, long tier) checks the links between docs/ pages and their
-anchors, but it never reads README.md or benchmarks/README.md, and a path written as text
-(`benchmarks/results/x.csv`, `configs/clusters/y.toml`) is no link to it. This checks all three pages' kinds in
-the fast tier: a link's file exists, its ``#anchor`` is a heading of that page, and a path under one of the
-repository's folders that a page names exists. Heading anchors are computed here, by the rule of the renderer
-that shows the page: Python-Markdown's ``toc`` for docs/ (mkdocs; checked against Python-Markdown's own output
-below) and GitHub's for the two READMEs.
+anchors, but it never reads a README (the repository's, benchmarks/', configs/', layers/', tests/data/'s …),
+and a path written as text (`benchmarks/results/x.csv`, `configs/clusters/y.toml`) is no link to it. This
+checks both kinds of page in the fast tier: a link's file exists, its ``#anchor`` is a heading of that page, and
+a path under one of the repository's folders that a page names exists. Heading anchors are computed here, by
+the rule of the renderer that shows the page: Python-Markdown's ``toc`` for docs/ (mkdocs; checked against
+Python-Markdown's own output below) and GitHub's for the READMEs.
 """
 
 from __future__ import annotations
@@ -18,11 +18,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-GITHUB_PAGES = ("README.md", "benchmarks/README.md")  # rendered by GitHub; docs/ by mkdocs
+README_FOLDERS = ("archsim", "benchmarks", "configs", "layers", "reports", "tests")  # READMEs: rendered by GitHub
+
+
+def readmes(root: Path) -> list[Path]:
+    return [root / "README.md"] + sorted(page for folder in README_FOLDERS for page in (root / folder).rglob("README.md"))
 
 
 def pages(root: Path = ROOT) -> list[Path]:
-    return [root / name for name in GITHUB_PAGES] + sorted((root / "docs").rglob("*.md"))
+    """The hand-written pages: every README (GitHub's) and docs/ (mkdocs'); benchmarks/results/ holds what
+    scripts write."""
+    return readmes(root) + sorted((root / "docs").rglob("*.md"))
 
 
 # The repository's folders a named path is checked under (reports/ holds generated pages, never committed, so a
@@ -36,6 +42,7 @@ PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]+(\.\w+)?")  # NAME.toml, FILE.csv, CHE
 ELSEWHERE = {
     "DESIGN.md": "the design notes the project started from, kept outside the repository",
     "configs/tpuv5e_downscale.cfg": "SCALE-Sim v3's repository",
+    "configs/sparsity.cfg": "SCALE-Sim v3's repository",
     "docs/api-guide/dist_optimizer.md": "Megatron-LM's repository",
     "docs/user-guide/features/dist_optimizer.md": "Megatron-LM's repository",
     "docs/performance-guide.md": "NVIDIA-NeMo/Megatron-Bridge",
@@ -90,7 +97,7 @@ def anchors(page: Path, github: bool) -> set[str]:
 
 def dead_links(root: Path, page: Path) -> list[str]:
     """Each relative link of ``page`` (outside code) whose file, or whose anchor in that file, does not exist."""
-    github = page.relative_to(root).as_posix() in GITHUB_PAGES
+    github = page.relative_to(root).parts[0] != "docs"  # a README, shown by GitHub
     dead = []
     for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", without_code(page.read_text(encoding="utf-8"))):
         if re.match(r"[a-z][a-z+.-]*:", target):  # https:, mailto:
