@@ -11,6 +11,7 @@ Python-Markdown's own output below) and GitHub's for the READMEs.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from pathlib import Path
@@ -82,7 +83,8 @@ def without_code(text: str) -> str:
     return "\n".join(out)
 
 
-def anchors(page: Path, github: bool) -> set[str]:
+@functools.cache
+def anchors(page: Path, github: bool) -> frozenset[str]:
     """The anchors of a page's headings, a repeated one numbered as its renderer numbers it."""
     slug, found, seen = (github_slug if github else docs_slug), set(), {}
     for line in without_code(page.read_text(encoding="utf-8")).splitlines():
@@ -92,7 +94,7 @@ def anchors(page: Path, github: bool) -> set[str]:
             count = seen.get(base, 0)
             seen[base] = count + 1
             found.add(base if count == 0 else f"{base}-{count}" if github else f"{base}_{count}")
-    return found
+    return frozenset(found)
 
 
 def dead_links(root: Path, page: Path) -> list[str]:
@@ -129,6 +131,65 @@ def missing_paths(root: Path, page: Path) -> list[str]:
             if path not in ELSEWHERE and not (root / path).exists()]
 
 
+# A page's section or statement quoted by name elsewhere (`docs/training.md, "Hopper check"` in a docstring or a
+# page): each must still be on that page, as a heading, a bold paragraph's lead or its words (a quote cut by "…" in
+# its parts, in order), so a renamed section or a reworded statement leaves no stale reference.
+QUOTE = re.compile(r"(?<![\w/.-])([\w/.-]+\.md)(?:'s)?,?\s+(?:section\s+)?[\"“]([^\"”]{3,200})[\"”]")
+QUOTING_FOLDERS = ("archsim", "benchmarks", "configs", "docs", "layers", "tests")
+# Files that quote a page as it read before a fix (the quote is the failure they record): file → why.
+QUOTED_AS_IT_WAS = {"tests/test_user_trial39.py": "the SPP page's Python sentence that raised before its fix"}
+
+
+def flat(text: str) -> str:
+    """Text as read: code and bold marks dropped, every run of whitespace one space."""
+    return " ".join(text.replace("`", "").replace("**", "").split())
+
+
+def quoted_on(plain: str, quote: str) -> bool:
+    """Whether ``quote``'s parts (cut by "…") are in ``plain``, a flattened page, in order."""
+    start = 0
+    for part in (flat(piece) for piece in quote.split("…")):
+        start = plain.find(part, start)
+        if start < 0:
+            return False
+        start += len(part)
+    return True
+
+
+def stale_quotes(root: Path, sources: list[Path]) -> list[str]:
+    """Each ``page.md, "quote"`` in ``sources`` whose page (from the root, its docs/ or the source's folder) no
+    longer has the quote."""
+    stale, plain = [], {}
+    for source in sources:
+        text = source.read_text(encoding="utf-8")
+        for name, quote in QUOTE.findall(text) if ".md" in text else ():
+            page = next((c for c in (root / name, root / "docs" / name, source.parent / name) if c.is_file()), None)
+            if page is not None and page not in plain:
+                plain[page] = flat(page.read_text(encoding="utf-8"))
+            if page is not None and not quoted_on(plain[page], quote):
+                stale.append(f"{source.relative_to(root)}: {name}, \"{quote}\" is not on that page")
+    return stale
+
+
+def quoting_files(root: Path = ROOT) -> list[Path]:
+    """The pages, and the code and tests whose docstrings and comments cite them (not what scripts write)."""
+    return [root / "README.md"] + sorted(
+        path for folder in QUOTING_FOLDERS for path in (root / folder).rglob("*")
+        if path.suffix in (".py", ".md", ".sh", ".toml") and "results" not in path.relative_to(root).parts
+        and path.relative_to(root).as_posix() not in QUOTED_AS_IT_WAS)
+
+
+def test_every_quoted_section_is_on_its_page():
+    sources = quoting_files()
+    stale = stale_quotes(ROOT, sources)
+    assert not stale, "\n".join(stale)
+    quotes = sum(len(QUOTE.findall(text)) for text in (path.read_text(encoding="utf-8") for path in sources)
+                 if ".md" in text)
+    assert quotes > 80  # the references were found (118 on 2026-12-04)
+    assert all((ROOT / name).is_file() and QUOTE.search((ROOT / name).read_text(encoding="utf-8"))
+               for name in QUOTED_AS_IT_WAS)  # each exception still quotes a page
+
+
 def test_every_relative_link_and_anchor_resolves():
     checked = pages()
     dead = [line for page in checked for line in dead_links(ROOT, page)]
@@ -151,7 +212,8 @@ def test_paths_of_other_repositories_are_named_and_not_here():
 
 def test_a_dead_link_anchor_and_path_are_each_reported(tmp_path):
     """The checks can fail: on a small tree, a missing file, a missing heading (the second of two like headings
-    numbered as each renderer numbers it) and a missing named path are reported; the ones that exist are not."""
+    numbered as each renderer numbers it), a missing named path and a quote no longer on its page are reported;
+    the ones that exist are not."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "README.md").write_text("# B\n", encoding="utf-8")
@@ -174,6 +236,10 @@ def test_a_dead_link_anchor_and_path_are_each_reported(tmp_path):
     assert dead_links(tmp_path, tmp_path / "README.md") == [
         "README.md: (docs/b.md#runs-train): no heading #runs-train in b.md"]
     assert missing_paths(tmp_path, page) == ["docs/a.md: `configs/b.toml` does not exist"]
+    (tmp_path / "docs" / "c.py").write_text('"""See docs/b.md, "Runs — train"; b.md, "Top … not a"; b.md, "Gone";\n'
+                                            'docs/b.md, "not a … Top" (out of order)."""\n', encoding="utf-8")
+    assert stale_quotes(tmp_path, [tmp_path / "docs" / "c.py"]) == [
+        'docs/c.py: b.md, "Gone" is not on that page', 'docs/c.py: docs/b.md, "not a … Top" is not on that page']
 
 
 def test_github_anchors_follow_githubs_rule():
@@ -182,9 +248,11 @@ def test_github_anchors_follow_githubs_rule():
     assert github_slug("What it is for") == "what-it-is-for"
 
 
+@pytest.mark.long
 def test_docs_anchors_are_python_markdowns():
     """The docs pages' anchors as computed here equal the ids Python-Markdown's toc gives their headings
-    (mkdocs' renderer, with the site's table, admonition and fence extensions)."""
+    (mkdocs' renderer, with the site's table, admonition and fence extensions; rendering every page takes about
+    a second)."""
     markdown = pytest.importorskip("markdown")
     pytest.importorskip("pymdownx")
     for page in sorted((ROOT / "docs").rglob("*.md")):
