@@ -3,8 +3,8 @@
 digits.
 
 Each test here failed on the code before its fix (the docstring says how). The references are the docs' own
-statements: docs/cli.md, "a misspelt flag or key … naming the key it resembles"; IEEE 754's 17 significant
-digits of a double.
+statements: docs/cli.md, "An unknown flag names the command's flag it resembles, as an unknown key or keyword
+does"; IEEE 754's 17 significant digits of a double.
 """
 
 from __future__ import annotations
