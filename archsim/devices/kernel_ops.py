@@ -49,7 +49,8 @@ after another (at FlashAttention-2's ``mma.sync`` share of the tensor peak,
 :func:`~archsim.devices.nonmatmul.fused_matmul_fraction`) or its shared-memory traffic, whichever is longer
 (:func:`~archsim.devices.nonmatmul.smem_seconds`), then its non-matmul work (its ``exps`` and
 ``lane_ops``, :func:`~archsim.devices.nonmatmul.nonmatmul_seconds`); that or the HBM traffic it counts in
-``vector_elements``, whichever is longer, and one launch. It has no fp32 SIMT kernel (FlashAttention runs fp16/bf16 only): refused there.
+``vector_elements``, whichever is longer, and one launch. FlashAttention runs fp16/bf16 only: an fp32 one is
+refused on every device whose GEMMs are a GPU library's tiles (a catalog GPU, a ``gemm = "tiles"`` device file).
 """
 
 from __future__ import annotations
@@ -270,9 +271,11 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
     size = element_bytes or ELEMENT_BYTES[dtype]
     path = gemm_path(device, dtype, tiles)
     chip = chip_of(device)
-    simt = chip is not None and dtype not in TENSOR_DTYPES and path is not None  # fp32 sgemm, no fused kernel
+    # a GPU library's GEMMs (a catalog GPU's, or a device file's `gemm = "tiles"`) run FlashAttention, which has
+    # no fp32 kernel; a device file of arrays prices its own fused kernel in any dtype
+    library_fp32 = dtype not in TENSOR_DTYPES and path is not None
     fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
-    if simt and fused.any():
+    if library_fp32 and fused.any():
         layer = ops[int(np.argmax(fused))].layer
         raise InputError(f"{layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
                          f"fp16/bf16); use {setting('attention', 'standard')}", field="attention")
