@@ -227,9 +227,15 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     ``read_apart``: keys a section also takes that the caller read already (named in the error too);
     ``typed``: a TOML's values (a number in quotes refused), not a .cfg's text; ``apart``: sections another reader
     checks (a device TOML's ``[energy]``, :func:`archsim.energy.table.read_cfg_energy`), skipped here."""
-    for section in spec:
+    for section, value in spec.items():
+        if not isinstance(value, dict) and typed:  # a key above the first header, not a section
+            home = _misplaced(section, read_apart or {}, cfg=False)
+            raise InputError(f"a key before the first section header; a device file's keys belong in its sections "
+                             f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}{home}", file=file, field=section,
+                             line=table_line(spec, section))
         if section not in _KEYS and section not in apart:
-            raise InputError(f"unknown section [{section}]; expected "
+            hint = did_you_mean(f"[{section}]", [f"[{s}]" for s in (*_KEYS, *apart)])
+            raise InputError(f"unknown section [{section}]{hint}; expected "
                              f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}", file=file,
                              line=table_line(spec, section))
     out: dict[str, dict[str, Any]] = {}

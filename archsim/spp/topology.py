@@ -263,7 +263,9 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
     stray = sorted(set(spec) - {"cluster", "servers", "network"})
     if stray:  # a misspelt table ([networks], [[server]]) by name, not as if [cluster] were missing
-        raise InputError(f"unknown table; {CLUSTER_TABLES}", file=file, field=stray[0])
+        written = f"[[{stray[0]}]]" if isinstance(spec[stray[0]], list) else f"[{stray[0]}]"
+        hint = did_you_mean(written, ("[cluster]", "[[servers]]", "[network]"))
+        raise InputError(f"unknown table{hint}; {CLUSTER_TABLES}", file=file, field=stray[0])
     for name, header in (("cluster", "[cluster]"), ("servers", "[[servers]]")):
         if name not in spec:
             raise InputError(f"missing {header} table; {CLUSTER_TABLES}", file=file, field=name, missing=True)

@@ -1,0 +1,80 @@
+"""User trial 62: an accelerator designer's chip (8 cores × 2 arrays of 256 × 256 at 1.2 GHz, 96 MB of SRAM, 2.4 TB/s
+of HBM, 6 links of 100 GB/s) as a device TOML and a SCALE-Sim ``.cfg``, and the slips a new user makes in them. A
+misspelt section or table is told the one it resembles, as a misspelt key is (docs/formats.md: "an unknown key's
+naming the nearest valid one"). Each test failed on the code before its fix (its docstring says how)."""
+
+from pathlib import Path
+
+import pytest
+from device_files import device_toml, scalesim_chip_cfg
+
+from archsim.cli import main
+from archsim.devices.device_file import load_device
+from archsim.errors import InputError
+from archsim.training.cluster_file import load_gpu_cluster
+
+CHIP_TOML = device_toml(name="MyChip", gemm="arrays", arrays=16, arrays_per_core=2, rows=256, cols=256,
+                        dataflow="ws", clock_mhz=1200, sram_kib=6144, hbm_gib=96, hbm_gbps=2400, intra_gbps=600,
+                        links=6)
+CHIP_CFG = scalesim_chip_cfg(16, 1.2, 2400, "mychip", "MyChip", size=256, sram_kb=(2048, 2048, 2048),
+                             hbm_gib=96, intra_gbps=600, links=6)
+CLUSTER = '[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = 8\ndevice = "chip.toml"\n'
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _message(path: Path) -> str:
+    with pytest.raises(InputError) as caught:
+        load_device(path)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(("name", "text", "typo", "meant"), [
+    ("chip.toml", CHIP_TOML, "[memroy]", "[memory]"), ("chip.toml", CHIP_TOML, "[link]", "[links]"),
+    ("chip.toml", CHIP_TOML, "[computer]", "[compute]"), ("chip.cfg", CHIP_CFG, "[link]", "[links]"),
+    ("chip.cfg", CHIP_CFG, "[architecture_preset]", "[architecture_presets]"),
+])
+def test_a_misspelt_section_is_told_the_one_it_resembles(tmp_path, name, text, typo, meant):
+    """Before the fix: "unknown section [memroy]; expected [device], [compute], …", the list alone."""
+    assert text.count(meant) == 1
+    path = _write(tmp_path, name, text.replace(meant, typo))
+    message = _message(path)
+    assert f"unknown section {typo} (did you mean '{meant}'?)" in message, message
+
+
+def test_a_section_like_none_gets_no_guess(tmp_path):
+    """A name no section resembles (``[foo]``) is refused with the list alone, no guess (passes on both codes)."""
+    message = _message(_write(tmp_path, "chip.toml", CHIP_TOML.replace("[links]", "[foo]")))
+    assert "unknown section [foo]; expected [device]" in message and "did you mean" not in message
+
+
+def test_a_key_above_the_first_header_is_not_called_a_section(tmp_path):
+    """``name = "MyChip"`` written above ``[device]`` was "unknown section [name]": it is a key, and [device]'s."""
+    message = _message(_write(tmp_path, "chip.toml", 'name = "MyChip"\n' + CHIP_TOML))
+    assert "line 1" in message and "field 'name'" in message and "unknown section" not in message
+    assert "before the first section header" in message and "name is a [device] key" in message
+
+
+def test_the_misspelt_section_through_train_is_one_line(tmp_path, capsys):
+    _write(tmp_path, "chip.toml", CHIP_TOML.replace("[memory]", "[memroy]"))
+    cluster = _write(tmp_path, "cl.toml", CLUSTER)
+    assert main(["train", "gpt3_1.3b", "--cluster", str(cluster), "--global-batch", "8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "(did you mean '[memory]'?)" in err, err
+
+
+@pytest.mark.parametrize(("old", "new", "meant"), [
+    ("[cluster]", "[clustr]", "[cluster]"), ("[[servers]]", "[[server]]", "[[servers]]"),
+    ("[[servers]]", "[server]", "[[servers]]"),
+])
+def test_a_misspelt_cluster_table_is_told_the_one_it_resembles(tmp_path, old, new, meant):
+    """The cluster file's tables alike (docs/formats.md: ``[[server]]`` for ``[[servers]]``); before the fix
+    "unknown table; a cluster file has one [cluster] table, …" without the guess."""
+    _write(tmp_path, "chip.toml", CHIP_TOML)
+    with pytest.raises(InputError) as caught:
+        load_gpu_cluster(_write(tmp_path, "cl.toml", CLUSTER.replace(old, new)))
+    assert f"unknown table (did you mean '{meant}'?)" in caught.value.message, caught.value.message
