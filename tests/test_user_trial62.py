@@ -78,3 +78,39 @@ def test_a_misspelt_cluster_table_is_told_the_one_it_resembles(tmp_path, old, ne
     with pytest.raises(InputError) as caught:
         load_gpu_cluster(_write(tmp_path, "cl.toml", CLUSTER.replace(old, new)))
     assert f"unknown table (did you mean '{meant}'?)" in caught.value.message, caught.value.message
+
+
+@pytest.mark.parametrize(("section", "line", "fix"), [
+    ("[compute]", "gemm_efficiency = 85", "write 0.85"), ("[memory]", "memory_efficiency = 80.8", "write 0.808"),
+    ("[links]", "efficiency = 90", "write 0.9"),
+])
+def test_a_share_written_as_a_percentage_is_told_the_fraction(tmp_path, section, line, fix):
+    """85 % written as 85 where a fraction in (0, 1] belongs: refused before and after, but ``[links] efficiency``
+    read 'expected a fraction in (0, 1] or "nccl" > 0 and <= 1' (its bound twice) and none named the fraction."""
+    message = _message(_write(tmp_path, "chip.toml", CHIP_TOML.replace(section, f"{section}\n{line}")))
+    assert f"got '{line.split(' = ')[1]}': if it is a percentage, {fix}" in message, message
+    assert "<=" not in message
+
+
+@pytest.mark.parametrize("value", ["850", "0", "-0.5"])
+def test_a_share_outside_any_percent_gets_no_guess(tmp_path, value):
+    """850, 0 or −0.5 is no percentage of a fraction: the refusal alone (passes on both codes but the bound's words)."""
+    text = CHIP_TOML.replace("[compute]", f"[compute]\ngemm_efficiency = {value}")
+    message = _message(_write(tmp_path, "chip.toml", text))
+    assert message.endswith(f"expected a fraction in (0, 1], got '{value}'"), message
+
+
+@pytest.mark.parametrize(("name", "text", "written"), [
+    ("chip.toml", CHIP_TOML, '"ncc"'), ("chip.toml", CHIP_TOML, '"NCCL"'), ("chip.cfg", CHIP_CFG, "ncc"),
+])
+def test_a_misspelt_nccl_is_told_nccl(tmp_path, name, text, written):
+    """``efficiency = "ncc"`` was told to "write the number without quotes" (a TOML) or given no hint (a .cfg)."""
+    message = _message(_write(tmp_path, name, text.replace("[links]", f"[links]\nefficiency = {written}")))
+    assert "(did you mean 'nccl'?)" in message and "without quotes" not in message, message
+    assert "line" in message
+
+
+def test_a_number_in_quotes_is_still_told_to_drop_them(tmp_path):
+    """``efficiency = "0.9"``: a TOML number in quotes (passes on both codes)."""
+    message = _message(_write(tmp_path, "chip.toml", CHIP_TOML.replace("[links]", '[links]\nefficiency = "0.9"')))
+    assert "without quotes" in message and "did you mean" not in message
