@@ -114,3 +114,31 @@ def test_a_number_in_quotes_is_still_told_to_drop_them(tmp_path):
     """``efficiency = "0.9"``: a TOML number in quotes (passes on both codes)."""
     message = _message(_write(tmp_path, "chip.toml", CHIP_TOML.replace("[links]", '[links]\nefficiency = "0.9"')))
     assert "without quotes" in message and "did you mean" not in message
+
+
+def _train_err(capsys, tmp_path: Path, chip: str) -> str:
+    _write(tmp_path, "chip.toml", chip)
+    cluster = _write(tmp_path, "cl.toml", CLUSTER)
+    assert main(["train", "gpt3_1.3b", "--cluster", str(cluster), "--global-batch", "8", "--tp", "2"]) == 0
+    return capsys.readouterr().err
+
+
+def test_a_tiles_device_notes_the_sram_and_energy_it_does_not_read(tmp_path, capsys):
+    """The chip switched to ``gemm = "tiles"`` keeps its SRAM per array and an ``[energy]`` figure: a tiles device is
+    priced at board power × time (docs/formats.md: its energy, no SRAM's), so train's seconds and joules are the same
+    without them; before the fix neither was said, as an array device's unread ``board_watts`` is."""
+    tiles = CHIP_TOML.replace('gemm = "arrays"', 'gemm = "tiles"\nboard_watts = 500')
+    with_energy = tiles + "\n[energy]\nmac_pj = 0.5\n"
+    err = _train_err(capsys, tmp_path, with_energy)
+    notes = [line for line in err.splitlines() if 'is a gemm = "tiles" device' in line]
+    assert len(notes) == 1 and notes[0].startswith("archsim train: note: "), err
+    assert "[memory] sram_kib_per_array" in notes[0] and "[energy]" in notes[0], notes
+    bare = tiles.replace("sram_kib_per_array = 6144\n", "")
+    assert 'is a gemm = "tiles"' not in _train_err(capsys, tmp_path, bare)  # nothing unread: no note
+
+
+def test_the_catalog_a100_as_a_tiles_file_gets_no_note(capsys):
+    """The shipped A100 file states nothing a tiles device leaves unread (passes on both codes)."""
+    cluster = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "a100_node_device_file.toml"
+    assert main(["train", "gpt3_1.3b", "--cluster", str(cluster), "--global-batch", "8", "--tp", "2"]) == 0
+    assert "not read" not in capsys.readouterr().err

@@ -334,27 +334,34 @@ def _pe_lines(device: Device, shape_named: bool) -> tuple[str, ...]:
     return ()
 
 
-# the keys a gemm = "arrays" device's file may state (every device file takes them) that nothing prices it by, and why
-_ARRAY_UNREAD = (("device", "board_watts", "its energy is the energy model's, not board power × time"),
-                 ("memory", "l2_bytes_per_clock", "only gemm = \"tiles\" caps its tiles by the L2's read rate"))
+# the keys a device file may state that its kind of device (gemm) is not priced by, and why
+_UNREAD = {"arrays": (("[device] board_watts", "its energy is the energy model's, not board power × time"),
+                      ("[memory] l2_bytes_per_clock", "only gemm = \"tiles\" caps its tiles by the L2's read rate")),
+           "tiles": (("[memory] sram_kib_per_array", "its energy is board power × time, which no SRAM changes"),
+                     ("[device] split_k", "only gemm = \"arrays\" splits a GEMM over its arrays"),
+                     ("[energy]", "its energy is board power × time, not the energy model's"))}
 
 
 def unread_keys_note(device: Device, file: str) -> str | None:
-    """The note that ``file``, a ``gemm = "arrays"`` device's file, states keys its kind does not read
-    (``board_watts``, ``l2_bytes_per_clock``, read by ``tiles`` alone), naming each and
-    why, so a figure written to change a result is not silently dropped; None for a ``tiles`` device or one
-    stating none. Why a note, not a refusal: one file may serve both kinds (switching ``gemm``). Beside other GPUs
-    too, the energy model prices the device's own share of an iteration
-    (:func:`archsim.training.energy.iteration_energy`), so its ``board_watts`` is read nowhere."""
-    if device.gemm != "arrays":
+    """The note that ``file``, a device file, states keys its kind does not read — on a ``gemm = "arrays"`` device
+    ``board_watts`` and ``l2_bytes_per_clock`` (``tiles``' alone), on a ``tiles`` device the SRAM per array,
+    ``split_k`` and an ``[energy]`` section (the arrays' alone) — naming each and why, so a figure written to change a
+    result is not silently dropped; None for a catalog GPU or a file stating none. Why a note, not a refusal: one
+    file may serve both kinds (switching ``gemm``). Beside other GPUs too, the energy model prices an array device's
+    own share of an iteration (:func:`archsim.training.energy.iteration_energy`), so its ``board_watts`` is read
+    nowhere."""
+    if device.catalog is not None:
         return None
-    stated = {"board_watts": device.board_watts is not None,
-              "l2_bytes_per_clock": bool(device.l2_bytes_per_clock)}
-    unread = [(section, key, why) for section, key, why in _ARRAY_UNREAD if stated[key]]
+    stated = {"[device] board_watts": device.board_watts is not None,
+              "[memory] l2_bytes_per_clock": bool(device.l2_bytes_per_clock),
+              "[memory] sram_kib_per_array": device.sram_bytes_per_array > 0, "[device] split_k": device.split_k,
+              "[energy]": bool(device.energy_table or device.energy_figures)}
+    unread = [(key, why) for key, why in _UNREAD[device.gemm] if stated[key]]
     if not unread:
         return None
-    keys = "; ".join(f"[{section}] {key} ({why})" for section, key, why in unread)
-    return f"{file} is a gemm = \"arrays\" device: {'these keys are' if len(unread) > 1 else 'this key is'} not read: {keys}"
+    keys = "; ".join(f"{key} ({why})" for key, why in unread)
+    return (f"{file} is a gemm = \"{device.gemm}\" device: {'these keys are' if len(unread) > 1 else 'this key is'} "
+            f"not read: {keys}")
 
 
 def config_unread_keys_note(config: str | Path, *, name: str | None = None) -> str | None:
