@@ -142,3 +142,17 @@ def test_the_catalog_a100_as_a_tiles_file_gets_no_note(capsys):
     cluster = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "a100_node_device_file.toml"
     assert main(["train", "gpt3_1.3b", "--cluster", str(cluster), "--global-batch", "8", "--tp", "2"]) == 0
     assert "not read" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("intra", "links", "warned"), [(4800, 6, True), (600, 6, False), (4800, 1, False),
+                                                         (3000, 6, False)])
+def test_a_link_share_above_any_chips_link_is_warned_as_gbit(tmp_path, capsys, intra, links, warned):
+    """6 links of 100 GB/s written in Gbit/s (intra_gbps = 4800, the cluster file's unit) is 800 GB/s a link per
+    direction, 16 NVLink 5 links' worth (50 GB/s a link per direction, NVIDIA's figure) in one: warned, naming 600.
+    Before, 4800 stayed under the whole fabric's bound (10,000 GB/s) and ran 8× the link without a word. 4800 over one
+    link, or 3000 over 6 (500 a link, NVLink-C2C's 450 with headroom), is possible: no warning."""
+    chip = CHIP_TOML.replace("intra_gbps = 600", f"intra_gbps = {intra}").replace("links = 6", f"links = {links}")
+    err = _train_err(capsys, tmp_path, chip)
+    line = (f"[links] intra_gbps = {intra} GB/s over links = {links} is {intra / links:g} GB/s a link per direction, "
+            f"above any chip's link (≤ 500 GB/s): if it is in Gbit/s, write intra_gbps = {intra / 8:g}")
+    assert (line in err) is warned, err
