@@ -67,17 +67,21 @@ def test_the_misspelt_section_through_train_is_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "(did you mean '[memory]'?)" in err, err
 
 
-@pytest.mark.parametrize(("old", "new", "meant"), [
-    ("[cluster]", "[clustr]", "[cluster]"), ("[[servers]]", "[[server]]", "[[servers]]"),
-    ("[[servers]]", "[server]", "[[servers]]"),
+@pytest.mark.parametrize(("old", "new", "meant", "line"), [
+    ("[cluster]", "[clustr]", "[cluster]", 1), ("[[servers]]", "[[server]]", "[[servers]]", 4),
+    ("[[servers]]", "[server]", "[[servers]]", 4),
 ])
-def test_a_misspelt_cluster_table_is_told_the_one_it_resembles(tmp_path, old, new, meant):
-    """The cluster file's tables alike (docs/formats.md: ``[[server]]`` for ``[[servers]]``); before the fix
-    "unknown table; a cluster file has one [cluster] table, …" without the guess."""
+def test_a_misspelt_cluster_table_is_told_the_one_it_resembles(tmp_path, old, new, meant, line):
+    """The cluster file's tables alike (docs/formats.md: ``[[server]]`` for ``[[servers]]``), at the header's line;
+    before the fix "unknown table; a cluster file has one [cluster] table, …" without the guess, and a ``[[server]]``
+    without its line."""
     _write(tmp_path, "chip.toml", CHIP_TOML)
+    path = _write(tmp_path, "cl.toml", CLUSTER.replace(old, new))
+    assert path.read_text().splitlines()[line - 1] == new
     with pytest.raises(InputError) as caught:
-        load_gpu_cluster(_write(tmp_path, "cl.toml", CLUSTER.replace(old, new)))
+        load_gpu_cluster(path)
     assert f"unknown table (did you mean '{meant}'?)" in caught.value.message, caught.value.message
+    assert caught.value.where.line == line
 
 
 @pytest.mark.parametrize(("section", "line", "fix"), [
