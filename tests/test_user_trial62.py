@@ -160,3 +160,16 @@ def test_a_link_share_above_any_chips_link_is_warned_as_gbit(tmp_path, capsys, i
     line = (f"[links] intra_gbps = {intra} GB/s over links = {links} is {intra / links:g} GB/s a link per direction, "
             f"above any chip's link (≤ 500 GB/s): if it is in Gbit/s, write intra_gbps = {intra / 8:g}")
     assert (line in err) is warned, err
+
+
+@pytest.mark.parametrize("command", [["cost", "resnet50"], ["gemm", "--m", "8", "--k", "8", "--n", "8"]])
+def test_a_cluster_file_given_as_the_config_is_named_a_cluster_file(tmp_path, capsys, command):
+    """``--config cluster.toml`` (the cluster file where its device file goes): since sections are told the one they
+    resemble, [cluster] would be "did you mean '[compute]'?"; it is named a cluster file, at its first table's line,
+    as ``train --cluster chip.toml`` names a device file."""
+    _write(tmp_path, "chip.toml", CHIP_TOML)
+    cluster = _write(tmp_path, "cl.toml", CLUSTER)
+    assert main([*command, "--config", str(cluster)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{cluster}, line 1: this is a cluster file, not a device file" in err, err
+    assert "did you mean" not in err
