@@ -138,3 +138,21 @@ def test_fp32_flashattention_is_refused_on_a_tiles_file_as_on_the_catalog_gpu(ca
                       dtype="fp32", attention="flash")
     assert main(["train", *argv, "--tp", "2", "--pp", "2", "--attention", "standard"]) == 0  # unfused runs
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(("extra", "field", "line"), [("", "dtype", 6), ('attention = "flash"\n', "attention", 7)])
+def test_a_device_sweep_in_fp32_on_the_tiles_file_is_refused_at_the_specs_key(tmp_path, capsys, extra, field, line):
+    """The same refusal from a device sweep's spec (dtype = "fp32" on the A100 file, flash its default): at the
+    spec's line, naming the key to write, before any point runs; until 2026-12-04 the first point stopped the sweep
+    with train's flag, "use --attention standard", with no file or line."""
+    from archsim.cli import main
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[sweep]\nmodel = "gpt3_1.3b"\ndevice = "{A100_FILE.stem}"\nchips = [8]\nglobal_batch = 8\n'
+                    f'dtype = "fp32"\n{extra}')
+    assert spec.read_text().splitlines()[line - 1].startswith(field)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{spec}, line {line}, field '{field}'" in err, err
+    assert 'FlashAttention runs fp16/bf16): write attention = "standard"' in err
+    assert not (tmp_path / "out").exists()
