@@ -113,3 +113,46 @@ def test_a_file_stating_hoppers_mma_sync_share_prices_the_catalog_h100s_flash_ke
     ops = flash_attention_ops(4096, 128, 32, 8, dtype="bf16")
     assert list(op_seconds(ops, written, written.efficiency, "bf16")) == list(
         op_seconds(ops, catalog, kernels(catalog.name), "bf16"))
+
+
+@pytest.mark.parametrize("cluster", ["a100_node.toml", "a100_node_device_file.toml"])
+def test_fp32_flashattention_is_refused_on_a_tiles_file_as_on_the_catalog_gpu(capsys, cluster):
+    """FlashAttention-2 takes fp16 and bf16 only (flash_api.cpp: "FlashAttention only support fp16 and bf16 data
+    type"), on any GPU its library runs on: the A100 written as a ``gemm = "tiles"`` file refuses ``--dtype fp32
+    --attention flash`` in the catalog A100's one line, in train, search and the API alike (until 2026-12-04 the
+    file priced it, 13.9 s for GPT-3 1.3B at TP 2 × PP 2 × DP 2, where the catalog GPU refused it)."""
+    import archsim
+    from archsim.cli import main
+    from archsim.errors import InputError
+
+    argv = [str(MODELS / "gpt3_1.3b.toml"), "--cluster", str(CLUSTERS / cluster), "--global-batch", "8",
+            "--dtype", "fp32"]
+    assert main(["train", *argv, "--tp", "2", "--pp", "2", "--attention", "flash"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no fp32 kernel time (FlashAttention runs fp16/bf16)" in err
+    assert "--attention standard" in err
+    assert main(["search", *argv]) == 2  # search's default attention is flash
+    assert "FlashAttention runs fp16/bf16" in capsys.readouterr().err
+    with pytest.raises(InputError, match="attention='standard'"):
+        archsim.train(MODELS / "gpt3_1.3b.toml", cluster=CLUSTERS / cluster, global_batch=8, tp=2, pp=2,
+                      dtype="fp32", attention="flash")
+    assert main(["train", *argv, "--tp", "2", "--pp", "2", "--attention", "standard"]) == 0  # unfused runs
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(("extra", "field", "line"), [("", "dtype", 6), ('attention = "flash"\n', "attention", 7)])
+def test_a_device_sweep_in_fp32_on_the_tiles_file_is_refused_at_the_specs_key(tmp_path, capsys, extra, field, line):
+    """The same refusal from a device sweep's spec (dtype = "fp32" on the A100 file, flash its default): at the
+    spec's line, naming the key to write, before any point runs; until 2026-12-04 the first point stopped the sweep
+    with train's flag, "use --attention standard", with no file or line."""
+    from archsim.cli import main
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'[sweep]\nmodel = "gpt3_1.3b"\ndevice = "{A100_FILE.stem}"\nchips = [8]\nglobal_batch = 8\n'
+                    f'dtype = "fp32"\n{extra}')
+    assert spec.read_text().splitlines()[line - 1].startswith(field)
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{spec}, line {line}, field '{field}'" in err, err
+    assert 'FlashAttention runs fp16/bf16): write attention = "standard"' in err
+    assert not (tmp_path / "out").exists()

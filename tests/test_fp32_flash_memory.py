@@ -4,13 +4,16 @@ FlashAttention-2 (Dao 2023, Algorithm 1's output L; flash-attention's ``flash_ap
 with ``opts.dtype(at::kFloat)`` whatever q's dtype) keeps one fp32 log-sum-exp per query row and head:
 s·b·a/t values of 4 bytes a layer, /t with TP. Beside it a layer keeps Korthikanti et al.'s selective row, whose
 2-byte values double in fp32 and whose 1-byte residual masks do not (FlashAttention keeps no attention-dropout
-mask: it regenerates it from the RNG state). A catalog GPU refuses fp32 beside FlashAttention (no fp32 kernel);
-a device file prices its fused attention in any dtype, so there the figure shows.
+mask: it regenerates it from the RNG state). A catalog GPU refuses fp32 beside FlashAttention (no fp32 kernel), as a
+``gemm = "tiles"`` device file does; a device file of arrays prices its fused attention in any dtype, so there the
+figure shows.
 
 The fp32 tests failed on the old code (8 bytes a row); the fp16 one passes on both: that figure must not move.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -43,8 +46,13 @@ def test_search_counts_the_log_sum_exp_at_four_bytes(dtype, value_bytes):
     assert first.activations == pytest.approx(_first_rank(value_bytes))
 
 
-def test_train_on_a_device_file_counts_the_log_sum_exp_at_four_bytes():
-    """``archsim train`` on the A100 written as arrays (a device file: its fused attention runs in fp32)."""
-    result, _ = archsim.train(TINY, cluster="configs/clusters/a100_node_device_file.toml", global_batch=16,
-                              micro_batch=B, tp=T, pp=2, dp=2, dtype="fp32", recompute="none", attention="flash")
+def test_train_on_a_device_file_counts_the_log_sum_exp_at_four_bytes(tmp_path):
+    """``archsim train`` on 8 TPU-v4-like chips (a device file of arrays: its fused attention runs in fp32; a
+    ``gemm = "tiles"`` file, a GPU library's, refuses it as a catalog GPU does)."""
+    chip = Path(__file__).resolve().parents[1] / "configs" / "devices" / "tpu_v4_like.toml"
+    cluster = tmp_path / "eight.toml"
+    cluster.write_text(f'[cluster]\nname = "eight"\n\n[[servers]]\ncount = 1\ngpus = 8\ndevice = "{chip.as_posix()}"\n')
+    with pytest.warns(UserWarning, match="fp32 lanes"):  # its fp32 GEMMs on the arrays, said once
+        result, _ = archsim.train(TINY, cluster=cluster, global_batch=16, micro_batch=B, tp=T, pp=2, dp=2,
+                                  dtype="fp32", recompute="none", attention="flash")
     assert result.memory[0].activations == pytest.approx(_first_rank(4))

@@ -161,7 +161,7 @@ def test_a_misspelt_device_section_is_named_by_train_as_by_cost(tmp_path, capsys
                  ["train", GPT2, "--dp", "8", "--global-batch", "64", "--cluster", cluster]):
         assert main(argv) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and f"unknown section {written}; expected " in err, err
+        assert err.count("\n") == 1 and f"unknown section {written} (did you mean '[{wanted}]'?); expected " in err, err
 
 
 @pytest.mark.parametrize("command", [("train", GPT2, "--dp", "8", "--global-batch", "64"),

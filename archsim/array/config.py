@@ -252,7 +252,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
             toml = ("; [compute] is a device TOML's: a .cfg states its array as [architecture_presets] ArrayHeight, "
                     "ArrayWidth and Dataflow, [archsim] ClockGHz and [device] arrays (or name a TOML file .toml)"
                     if section == "compute" else "")
-            raise InputError(f"unknown section [{shown(section)[1:-1]}]; expected "
+            hint = "" if toml else did_you_mean(f"[{section}]", [f"[{s}]" for s in _SECTIONS | _DEVICE_SECTIONS])
+            raise InputError(f"unknown section [{shown(section)[1:-1]}]{hint}; expected "
                              f"{', '.join(sorted(_SECTIONS | _DEVICE_SECTIONS))}{toml}",
                              file=file, line=cfg_section_line(text, section))
     for section, keys in _KEYS.items():

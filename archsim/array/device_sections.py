@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from archsim.choices.devices import DTYPES, GEMM_MODELS, NCCL_FIT
+from archsim.array.device_values import fraction, gbps0, link_efficiency
+from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
 from archsim.validate import (
@@ -39,7 +40,7 @@ def is_device_toml(config: str | Path | None) -> bool:
 # integers: ifmap, filter, ofmap KiB, :func:`_sram`), fraction (0, 1], seconds [0, 1),
 # latency_us [0, MAX_STEP_LATENCY_US], watts0 [0, MAX_STATIC_WATTS) (:func:`static_watts`), gbps0 (0: none, else a
 # cluster file's Gbit/s figure, :func:`archsim.links.is_gbps`: it stands in for inter_server_gbps), link_efficiency (a
-# fraction, or the text NCCL_FIT, :func:`_link_efficiency`), str, bool
+# fraction, or the text NCCL_FIT, :func:`~archsim.array.device_values.link_efficiency`), str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "device": {"name": ("str", True), "gemm": ("str", False), "split_k": ("bool", False),
                "board_watts": ("float", False), "static_watts": ("watts0", False)},
@@ -100,29 +101,6 @@ def static_watts(value: object) -> float:
     return watts
 
 
-def _gbps0(value: object) -> float:
-    """A device file's NIC, Gbit/s (``[links] inter_node_gbps``): 0 (none stated) or a figure within the one bound of
-    a cluster file's link figures (:func:`archsim.links.is_gbps`), since it stands in for ``inter_server_gbps``;
-    else ValueError in one line, so the device file's own key is named, not the cluster file's."""
-    from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps  # numpy's import, only where a device states a NIC
-
-    gbps = parse_float(value, what="a non-negative number")
-    if gbps and not is_gbps(gbps):
-        raise ValueError(f"expected 0 (none) or a number in [{MIN_GBPS:g}, {MAX_GBPS:g}], got {shown(value)}")
-    return gbps
-
-
-def _link_efficiency(value: object, typed: bool) -> float | str:
-    """``[links] efficiency``: the share of ``intra_gbps`` a collective's ring reaches, a fraction in (0, 1], or
-    :data:`~archsim.choices.devices.NCCL_FIT` (NVIDIA's NCCL fit, a catalog GPU's); else ValueError in one line. A
-    TOML's number takes no quotes (``typed``); a .cfg's text is read as a number where it is one."""
-    if isinstance(value, str) and value.strip() == NCCL_FIT:
-        return NCCL_FIT
-    if typed and isinstance(value, str):
-        raise ValueError(f'expected a fraction in (0, 1] or "{NCCL_FIT}", got {shown_number(value)}')
-    return parse_float(value, low_open=True, high=1.0, what=f'a fraction in (0, 1] or "{NCCL_FIT}"')
-
-
 def _sram(value: object) -> float | tuple[int, int, int]:
     """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0 and at most three buffers of 2³¹ − 1 KiB,
     split in three equal operand buffers) or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
@@ -162,7 +140,7 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
         if kind == "sram":
             return _sram(value)
         if kind == "fraction":
-            return parse_float(value, low_open=True, high=1.0, what="a fraction")
+            return fraction(value)
         if kind == "seconds":
             out = parse_float(value, what="a number of seconds")
             if out >= 1:
@@ -173,9 +151,9 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
         if kind == "latency_us":
             return parse_float(value, high=MAX_STEP_LATENCY_US, what="a non-negative number of µs")
         if kind == "gbps0":
-            return _gbps0(value)
+            return gbps0(value)
         if kind == "link_efficiency":
-            return _link_efficiency(value, typed)
+            return link_efficiency(value, typed)
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=f"{section}.{key}") from None
     if kind == "table":
@@ -227,9 +205,19 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     ``read_apart``: keys a section also takes that the caller read already (named in the error too);
     ``typed``: a TOML's values (a number in quotes refused), not a .cfg's text; ``apart``: sections another reader
     checks (a device TOML's ``[energy]``, :func:`archsim.energy.table.read_cfg_energy`), skipped here."""
-    for section in spec:
+    cluster = [table for table in ("cluster", "servers") if table in spec]
+    if typed and cluster and "device" not in spec:  # a cluster file given where its device file goes
+        raise InputError("this is a cluster file, not a device file: give the device file its [[servers]] name "
+                         "(device = \"FILE\")", file=file, line=table_line(spec, cluster[0]))
+    for section, value in spec.items():
+        if not isinstance(value, dict) and typed:  # a key above the first header, not a section
+            home = _misplaced(section, read_apart or {}, cfg=False)
+            raise InputError(f"a key before the first section header; a device file's keys belong in its sections "
+                             f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}{home}", file=file, field=section,
+                             line=table_line(spec, section))
         if section not in _KEYS and section not in apart:
-            raise InputError(f"unknown section [{section}]; expected "
+            hint = did_you_mean(f"[{section}]", [f"[{s}]" for s in (*_KEYS, *apart)])
+            raise InputError(f"unknown section [{section}]{hint}; expected "
                              f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}", file=file,
                              line=table_line(spec, section))
     out: dict[str, dict[str, Any]] = {}

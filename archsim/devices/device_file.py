@@ -2,8 +2,7 @@
 
 Two forms, both documented in docs/formats.md ("Device files"):
 
-* a TOML with ``[device]``, ``[compute]`` (and an optional ``[compute.peak_tflops]``), ``[memory]``
-  and ``[links]``;
+* a TOML with ``[device]``, ``[compute]`` (and an optional ``[compute.peak_tflops]``), ``[memory]`` and ``[links]``;
 * a SCALE-Sim ``.cfg`` (read by :func:`archsim.array.config.read_scalesim_cfg`: one array's shape,
   dataflow, SRAM and ``[archsim] ClockGHz``) plus ``[device]``, ``[memory]`` and ``[links]`` sections
   whose keys are the TOML's.
@@ -56,6 +55,8 @@ MAX_PLAUSIBLE_CHIP_PES = 2**26
 # GB/s per direction of the in-server fabrics chips train over: 10 GbE (1.25) … NVLink 5 (900), with headroom. As for
 # HBM, a figure outside is only implausible: 200 GB/s typed in TB/s (0.2) or MB/s (200,000) is 1000× off.
 INTRA_GBPS_PLAUSIBLE = (1.0, 10_000.0)
+# GB/s per direction of one chip-to-chip link (NVLink 5's 50, NVLink-C2C's 450), with headroom: 6 links of 100 GB/s
+MAX_PLAUSIBLE_LINK_GBPS = 500.0  # written in Gbit/s, intra_gbps = 4800, is 800 a link
 MAX_PLAUSIBLE_HBM_GIB = 4096  # GiB per chip: 14× B300's 288; 48 GiB typed in MiB (49,152) is above it
 
 
@@ -239,7 +240,8 @@ def _bandwidth_hint(exc: InputError, text: str, clock: float | None) -> InputErr
 
 def implausible_figures(device: Device) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
-    bandwidth (GB/s) and capacity (GiB), the in-server link (GB/s per direction), and on an array device the SRAM beside each array (KiB) when one of the
+    bandwidth (GB/s) and capacity (GiB), the in-server link (GB/s per direction, and a link's share of it where the
+    file states several), and on an array device the SRAM beside each array (KiB) when one of the
     energy model's operand buffers (:attr:`~archsim.devices.device.Device.operand_buffers_kib`: a third of one
     figure, or each of three stated sizes) cannot hold one fold's rows × cols words at the device's 2 bytes, or
     when it looks like bytes (:func:`~archsim.array.sram_sizes.sram_in_bytes`). Not refusals: the
@@ -249,6 +251,11 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
         ("memory", "hbm_gbps", device.hbm_bytes_per_s / 1e9, HBM_GBPS_PLAUSIBLE, "memory"),
         ("links", "intra_gbps", device.fabric_bytes_per_s / 1e9, INTRA_GBPS_PLAUSIBLE, "in-server link"))
         for line in _gbps_slip(device.name, section, key, gbps, bounds, what)]
+    intra, link = device.fabric_bytes_per_s / 1e9, device.nvlink_link_bytes_per_s / 1e9  # GB/s per direction
+    if device.nvlinks > 1 and link > MAX_PLAUSIBLE_LINK_GBPS and intra <= INTRA_GBPS_PLAUSIBLE[1]:  # not said above
+        lines.append(f"{device.name}: [links] intra_gbps = {intra:g} GB/s over links = {device.nvlinks} is {link:g} GB/s "
+                     f"a link per direction, above any chip's link (≤ {MAX_PLAUSIBLE_LINK_GBPS:g} GB/s): if it is in Gbit/s, "
+                     f"write intra_gbps = {intra / 8:g}")
     gib = device.memory_bytes / GIB
     if gib > MAX_PLAUSIBLE_HBM_GIB:
         lines.append(f"{device.name}: [memory] hbm_gib = {gib:g} GiB per chip is above any chip's memory "
@@ -334,27 +341,30 @@ def _pe_lines(device: Device, shape_named: bool) -> tuple[str, ...]:
     return ()
 
 
-# the keys a gemm = "arrays" device's file may state (every device file takes them) that nothing prices it by, and why
-_ARRAY_UNREAD = (("device", "board_watts", "its energy is the energy model's, not board power × time"),
-                 ("memory", "l2_bytes_per_clock", "only gemm = \"tiles\" caps its tiles by the L2's read rate"))
+# the keys a device file may state that its kind of device (gemm) is not priced by, and why
+_UNREAD = {"arrays": (("[device] board_watts", "its energy is the energy model's, not board power × time"),
+                      ("[memory] l2_bytes_per_clock", "only gemm = \"tiles\" caps its tiles by the L2's read rate")),
+           "tiles": (("[memory] sram_kib_per_array", "its energy is board power × time, which no SRAM changes"),
+                     ("[device] split_k", "only gemm = \"arrays\" splits a GEMM over its arrays"),
+                     ("[energy]", "its energy is board power × time, not the energy model's"))}
 
 
 def unread_keys_note(device: Device, file: str) -> str | None:
-    """The note that ``file``, a ``gemm = "arrays"`` device's file, states keys its kind does not read
-    (``board_watts``, ``l2_bytes_per_clock``, read by ``tiles`` alone), naming each and
-    why, so a figure written to change a result is not silently dropped; None for a ``tiles`` device or one
-    stating none. Why a note, not a refusal: one file may serve both kinds (switching ``gemm``). Beside other GPUs
-    too, the energy model prices the device's own share of an iteration
-    (:func:`archsim.training.energy.iteration_energy`), so its ``board_watts`` is read nowhere."""
-    if device.gemm != "arrays":
+    """The note that ``file``, a device file, states keys its kind does not read (:data:`_UNREAD`), naming each and
+    why, so a figure written to change a result is not silently dropped; None for a catalog GPU or a file stating
+    none. A note, not a refusal: one file may serve both kinds (switching ``gemm``)."""
+    if device.catalog is not None:
         return None
-    stated = {"board_watts": device.board_watts is not None,
-              "l2_bytes_per_clock": bool(device.l2_bytes_per_clock)}
-    unread = [(section, key, why) for section, key, why in _ARRAY_UNREAD if stated[key]]
+    stated = {"[device] board_watts": device.board_watts is not None,
+              "[memory] l2_bytes_per_clock": bool(device.l2_bytes_per_clock),
+              "[memory] sram_kib_per_array": device.sram_bytes_per_array > 0, "[device] split_k": device.split_k,
+              "[energy]": bool(device.energy_table or device.energy_figures)}
+    unread = [(key, why) for key, why in _UNREAD[device.gemm] if stated[key]]
     if not unread:
         return None
-    keys = "; ".join(f"[{section}] {key} ({why})" for section, key, why in unread)
-    return f"{file} is a gemm = \"arrays\" device: {'these keys are' if len(unread) > 1 else 'this key is'} not read: {keys}"
+    keys = "; ".join(f"{key} ({why})" for key, why in unread)
+    return (f"{file} is a gemm = \"{device.gemm}\" device: {'these keys are' if len(unread) > 1 else 'this key is'} "
+            f"not read: {keys}")
 
 
 def config_unread_keys_note(config: str | Path, *, name: str | None = None) -> str | None:

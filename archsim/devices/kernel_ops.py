@@ -49,7 +49,8 @@ after another (at FlashAttention-2's ``mma.sync`` share of the tensor peak,
 :func:`~archsim.devices.nonmatmul.fused_matmul_fraction`) or its shared-memory traffic, whichever is longer
 (:func:`~archsim.devices.nonmatmul.smem_seconds`), then its non-matmul work (its ``exps`` and
 ``lane_ops``, :func:`~archsim.devices.nonmatmul.nonmatmul_seconds`); that or the HBM traffic it counts in
-``vector_elements``, whichever is longer, and one launch. It has no fp32 SIMT kernel (FlashAttention runs fp16/bf16 only): refused there.
+``vector_elements``, whichever is longer, and one launch. FlashAttention runs fp16/bf16 only: an fp32 one is
+refused on every device whose GEMMs are a GPU library's tiles (a catalog GPU, a ``gemm = "tiles"`` device file).
 """
 
 from __future__ import annotations
@@ -262,6 +263,15 @@ def _gemm_terms(ops: Sequence[TrainingOp], device: Device, tiles: KernelConstant
     return gemm
 
 
+def fused_attention_refusal(device: Device, dtype: str) -> str | None:
+    """Why ``device`` has no fused attention kernel (FlashAttention) in ``dtype``, or None: a GPU library's GEMMs (a
+    catalog GPU's, a device file's ``gemm = "tiles"``) run FlashAttention, which takes fp16/bf16 only; a device of
+    arrays prices its own fused kernel in any dtype. The one rule, for train's ops and a device sweep's spec."""
+    if device.gemm == "arrays" or dtype in TENSOR_DTYPES:
+        return None
+    return f"a fused attention kernel has no {dtype} kernel time (FlashAttention runs fp16/bf16)"
+
+
 def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilies,
               dtype: str, element_bytes: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(GEMM seconds, memory-bound seconds, kernels) of each op at ``families`` (launches included as
@@ -270,12 +280,11 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
     size = element_bytes or ELEMENT_BYTES[dtype]
     path = gemm_path(device, dtype, tiles)
     chip = chip_of(device)
-    simt = chip is not None and dtype not in TENSOR_DTYPES and path is not None  # fp32 sgemm, no fused kernel
     fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
-    if simt and fused.any():
+    refusal = fused_attention_refusal(device, dtype)
+    if refusal and fused.any():
         layer = ops[int(np.argmax(fused))].layer
-        raise InputError(f"{layer}: a fused attention kernel has no {dtype} kernel time (FlashAttention runs "
-                         f"fp16/bf16); use {setting('attention', 'standard')}", field="attention")
+        raise InputError(f"{layer}: {refusal}; use {setting('attention', 'standard')}", field="attention")
     gemm = _gemm_terms(ops, device, tiles, dtype, path, size=element_bytes)
     for low in {op.gemm_dtype for op in ops if op.gemm_dtype}:  # fp8's linear GEMMs (training/fp8_ops.py)
         which = [i for i, op in enumerate(ops) if op.gemm_dtype == low]
@@ -336,6 +345,7 @@ def op_parts(ops: Sequence[TrainingOp], device: Device, constants: KernelConstan
     return OpParts(*_op_terms(ops, device, no_launch, dtype))
 
 
-__all__ = ["KERNEL_CLASSES", "KernelFamilies", "OpParts", "array_gemm_seconds", "device_gemm_seconds", "gemm_path",
+__all__ = ["KERNEL_CLASSES", "KernelFamilies", "OpParts", "array_gemm_seconds", "device_gemm_seconds",
+           "fused_attention_refusal", "gemm_path",
            "kernel_families", "op_parts", "op_seconds", "path_op_seconds", "queued",
            "timed_alone"]

@@ -51,6 +51,7 @@ from archsim.links import MAX_GBPS, MIN_GBPS, check_nvls, fabric_bytes_per_s, is
 from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
+from archsim.toml_errors import table_line
 from archsim.validate import SEED_MAX, check_name, did_you_mean, shown, shown_number
 
 if TYPE_CHECKING:
@@ -263,7 +264,10 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError(DEVICE_NOT_CLUSTER, file=file, field="cluster")
     stray = sorted(set(spec) - {"cluster", "servers", "network"})
     if stray:  # a misspelt table ([networks], [[server]]) by name, not as if [cluster] were missing
-        raise InputError(f"unknown table; {CLUSTER_TABLES}", file=file, field=stray[0])
+        written = f"[[{stray[0]}]]" if isinstance(spec[stray[0]], list) else f"[{stray[0]}]"
+        hint = did_you_mean(written, ("[cluster]", "[[servers]]", "[network]"))
+        raise InputError(f"unknown table{hint}; {CLUSTER_TABLES}", file=file, field=stray[0],
+                         line=table_line(spec, stray[0]))  # a [[server]]'s line too, its first entry's header
     for name, header in (("cluster", "[cluster]"), ("servers", "[[servers]]")):
         if name not in spec:
             raise InputError(f"missing {header} table; {CLUSTER_TABLES}", file=file, field=name, missing=True)

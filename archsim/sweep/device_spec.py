@@ -331,6 +331,11 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         device.peak(dtype)
     except InputError as exc:
         raise exc.at(file=file, field="dtype") from None
+    from archsim.devices.kernel_ops import fused_attention_refusal
+
+    if attention == "flash" and (why := fused_attention_refusal(device, dtype)):  # train's refusal, as the spec's key
+        raise InputError(f'{why}: write attention = "standard"', file=file,
+                         field="attention" if "attention" in table else "dtype")
     setup = DeviceSetup(model=table["model"], model_path=model_path, model_sha256=file_sha256(model_path),
                         device=table["device"], device_path=device_path, device_sha256=file_sha256(device_path),
                         global_batch=global_batch, micro_batch=micro_batch, recompute=recompute, dtype=dtype,

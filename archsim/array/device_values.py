@@ -1,0 +1,57 @@
+"""A device file's shares and link figures read from their text, one check each: a fraction of a peak
+(``gemm_efficiency``, ``memory_efficiency``, ``fused_gemm_fraction``), ``[links] efficiency`` (a fraction or NCCL's
+fit) and the NIC's Gbit/s (``[links] inter_node_gbps``); each a ValueError in one line, which
+:mod:`archsim.array.device_sections` names with the file and key."""
+
+from __future__ import annotations
+
+import math
+
+from archsim.choices.devices import NCCL_FIT
+from archsim.validate import did_you_mean, shown, shown_number
+from archsim.value_parsers import parse_float
+
+
+def gbps0(value: object) -> float:
+    """A device file's NIC, Gbit/s (``[links] inter_node_gbps``): 0 (none stated) or a figure within the one bound of
+    a cluster file's link figures (:func:`archsim.links.is_gbps`), since it stands in for ``inter_server_gbps``;
+    else ValueError in one line, so the device file's own key is named, not the cluster file's."""
+    from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps  # numpy's import, only where a device states a NIC
+
+    gbps = parse_float(value, what="a non-negative number")
+    if gbps and not is_gbps(gbps):
+        raise ValueError(f"expected 0 (none) or a number in [{MIN_GBPS:g}, {MAX_GBPS:g}], got {shown(value)}")
+    return gbps
+
+
+def link_efficiency(value: object, typed: bool) -> float | str:
+    """``[links] efficiency``: the share of ``intra_gbps`` a collective's ring reaches, a fraction in (0, 1], or
+    :data:`~archsim.choices.devices.NCCL_FIT` (NVIDIA's NCCL fit, a catalog GPU's); else ValueError in one line. A
+    TOML's number takes no quotes (``typed``); a .cfg's text is read as a number where it is one."""
+    if isinstance(value, str) and value.strip() == NCCL_FIT:
+        return NCCL_FIT
+    what = f'a fraction in (0, 1] or "{NCCL_FIT}"'
+    numeric = not math.isnan(_number(value))
+    if isinstance(value, str) and (typed or not numeric):  # a number in a TOML's quotes, or a misspelt "nccl"
+        raise ValueError(f"expected {what}, got {shown_number(value) if numeric else shown(value)}"
+                         f"{'' if numeric else did_you_mean(value.strip(), (NCCL_FIT,))}")
+    return fraction(value, what)
+
+
+def _number(value: object) -> float:
+    """``value`` read as a finite number, any sign, else NaN."""
+    try:
+        return parse_float(value, low=-math.inf)
+    except ValueError:
+        return math.nan
+
+
+def fraction(value: object, what: str = "a fraction in (0, 1]") -> float:
+    """A share of a peak in (0, 1], else ValueError in one line, naming the fraction where the figure in (1, 100]
+    looks like a percentage (``gemm_efficiency = 85``: write 0.85)."""
+    try:
+        return parse_float(value, low_open=True, high=1.0, what="a positive number")
+    except ValueError:
+        number = _number(value)
+        percent = f": if it is a percentage, write {number / 100:g}" if 1 < number <= 100 else ""
+        raise ValueError(f"expected {what}, got {shown(value)}{percent}") from None
