@@ -129,3 +129,17 @@ def test_what_is_not_priced_is_refused_in_one_line(settings, message):
         archsim.train("llama3_8b", mtp_layers=1, **common)
     assert "\n" not in str(caught.value) and "mtp_layers=0" in str(caught.value)
     archsim.train("llama3_8b", mtp_layers=0, **common)  # without MTP it prices
+
+
+def test_search_rejects_the_layouts_train_refuses_and_prices_the_rest_as_train():
+    """Llama 3 8B with one module asked for: CP 2 rejected by train's rule, every row its command's train."""
+    found = archsim.search("llama3_8b", cluster=NODE, global_batch=16, seq=512, dtype="bf16", cp=[1, 2], top=3,
+                           schedule="1f1b", max_micro_batch=2, mtp_layers=1)
+    assert found.to_dict()["meta"]["rejected"]["mtp-beside-cp"] > 0 and found.to_dict()["meta"]["mtp_layers"] == 1
+    assert found.rows and all(row["cp"] == 1 and "--mtp-layers 1" in row["command"] for row in found.rows)
+    assert all("--mtp-num-layers 1" in row["megatron_args"] for row in found.rows)
+    row = found.rows[0]
+    ran, _ = archsim.train("llama3_8b", cluster=NODE, global_batch=16, seq=512, dtype="bf16", tp=row["tp"],
+                           pp=row["pp"], dp=row["dp"], micro_batch=row["micro_batch"], recompute=row["recompute"],
+                           sequence_parallel=row["sequence_parallel"], attention=row["attention"], mtp_layers=1)
+    assert row["iteration_seconds"] == pytest.approx(ran.iteration_seconds, rel=1e-9, abs=0)

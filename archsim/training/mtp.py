@@ -40,17 +40,23 @@ def mtp_config(c: TransformerConfig) -> TransformerConfig:
     return kind_configs(c)[mtp_kind(c)]
 
 
+def mtp_rule(c: TransformerConfig, cp: int, fp8: str | None) -> tuple[str, str] | None:
+    """(search's rejection code, train's one-line reason) why a layout cannot train ``c``'s MTP modules as archsim
+    prices them, or None: context parallelism (Megatron rolls the shifted tokens across CP ranks, an exchange not
+    modelled) and fp8 (the module's casts and scaling are not counted). Another op list than Megatron-LM's never
+    meets it: PyTorch's eager lists are GPT's, MTP is priced on llama's."""
+    if not c.mtp_layers or (cp == 1 and not fp8):
+        return None
+    code, why = ("mtp-beside-cp", "context parallelism's roll of the shifted tokens across CP ranks") if cp > 1 else \
+        ("mtp-beside-fp8", "fp8's casts and scaling in the module")
+    return code, f"multi-token prediction is not priced with {why}: give {setting('mtp-layers', 0)}"
+
+
 def check_mtp(c: TransformerConfig, cp: int, fp8: str | None) -> None:
-    """Refuse in one line what archsim does not price with MTP: context parallelism (Megatron rolls the shifted
-    tokens across CP ranks, an exchange not modelled) and fp8 (the module's casts and scaling are not counted).
-    Another op list than Megatron-LM's never meets it: PyTorch's eager lists are GPT's, MTP is priced on llama's."""
-    if not c.mtp_layers:
-        return
-    why = ("context parallelism's roll of the shifted tokens across CP ranks" if cp > 1 else
-           "fp8's casts and scaling in the module" if fp8 else None)
-    if why:
-        raise InputError(f"multi-token prediction is not priced with {why}: give {setting('mtp-layers', 0)}",
-                         field="mtp-layers")
+    """:func:`mtp_rule`'s refusal, in one line."""
+    rule = mtp_rule(c, cp, fp8)
+    if rule:
+        raise InputError(rule[1], field="mtp-layers")
 
 
 def with_mtp_layers(c: TransformerConfig, layers: int | None) -> TransformerConfig:
@@ -147,5 +153,5 @@ def flops_parameters(c: TransformerConfig) -> float:
     return c.mtp_layers * (NORMS * c.hidden + 2 * c.hidden * c.hidden)
 
 
-__all__ = ["NORMS", "check_mtp", "flops_parameters", "mtp_config", "mtp_kept", "mtp_kind", "mtp_parameters",
+__all__ = ["NORMS", "check_mtp", "flops_parameters", "mtp_config", "mtp_kept", "mtp_kind", "mtp_parameters", "mtp_rule",
            "projection_work", "summed", "with_mtp", "with_mtp_layers"]
