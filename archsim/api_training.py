@@ -53,7 +53,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           etp: int | str | None = None, moe_expert_capacity_factor: float | str | None = None,
           moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: float | str | None = None,
           fp8: str | None = None, fp8_param_gather: bool = False, overlap_moe_expert_parallel_comm: bool = False,
-          moe_shared_expert_overlap: bool = False) -> tuple[TrainResult, Throughput]:
+          moe_shared_expert_overlap: bool = False, mtp_layers: int | str | None = None) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -69,7 +69,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     ``moe_load_imbalance``: ``--moe-load-imbalance``, the busiest EP rank's rows over the mean (≥ 1), None uniform;
     ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off; ``fp8_param_gather``: True or False, ``--fp8-param-gather``;
     ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: True or False, their flags,
-    :mod:`archsim.training.moe_overlap`).
+    :mod:`archsim.training.moe_overlap`; ``mtp_layers``: ``--mtp-layers``, None the model's own,
+    :mod:`archsim.training.mtp`).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
@@ -93,6 +94,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.energy import priced
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
+    from archsim.training.mtp import with_mtp_layers
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train as _train
     from archsim.training.stage_layout import parse_stage_layers
@@ -125,10 +127,12 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     capacity = None if moe_expert_capacity_factor is None else \
         positive_float(moe_expert_capacity_factor, "moe-expert-capacity-factor")
     imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
-    config = with_overlap(with_load_imbalance(with_capacity(transformer(model, seq), capacity,
+    mtp = None if mtp_layers is None else positive_int(mtp_layers, "mtp-layers", low=0)
+    config = with_overlap(with_load_imbalance(with_capacity(with_mtp_layers(transformer(model, seq), mtp), capacity,
                                                             moe_pad_expert_input_to_capacity), imbalance),
                           overlap_moe_expert_parallel_comm, moe_shared_expert_overlap)
-    split = parse_stage_layers(stage_layers, layers=config.layers, pp=pp, interleave=interleave, schedule=schedule) \
+    split = parse_stage_layers(stage_layers, layers=config.layers, pp=pp, interleave=interleave, schedule=schedule,
+                               mtp=config.mtp_layers) \
         if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
     par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
@@ -243,7 +247,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
            fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None,
-           overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False) -> SearchResult:
+           overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
+           mtp_layers: int | str | None = None) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -257,7 +262,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone;
     ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``; ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: every configuration's, as their flags;
     ``moe_load_imbalance``: every configuration's busiest EP rank's rows over the mean, as ``--moe-load-imbalance``,
-    None uniform).
+    None uniform; ``mtp_layers``: as ``--mtp-layers``, None the model's own).
     Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
@@ -292,6 +297,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
+    from archsim.training.mtp import with_mtp_layers
     from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
@@ -332,8 +338,9 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
     check_switch(overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm")
     check_switch(moe_shared_expert_overlap, "moe_shared_expert_overlap")
-    config = with_overlap(with_load_imbalance(transformer(model, seq), imbalance), overlap_moe_expert_parallel_comm,
-                          moe_shared_expert_overlap)
+    mtp = None if mtp_layers is None else positive_int(mtp_layers, "mtp-layers", low=0)
+    config = with_overlap(with_load_imbalance(with_mtp_layers(transformer(model, seq), mtp), imbalance),
+                          overlap_moe_expert_parallel_comm, moe_shared_expert_overlap)
     on = gpu_cluster(cluster, dtype)
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")

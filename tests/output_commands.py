@@ -72,6 +72,9 @@ COMMANDS: dict[str, list[str]] = {
     "train (mixture of experts)": ["train", str(ROOT / "tests" / "data" / "hf_configs" / "mixtral_8x7b.json"), "--cluster",
                                    GPU_CLUSTER, "--tp", "8", "--global-batch", "8", "--micro-batch", "1", "--seq", "512",
                                    "--dtype", "bf16", "--sequence-parallel"],  # active_parameters
+    "train --mtp-layers": ["train", str(ROOT / "tests" / "data" / "hf_configs" / "mixtral_8x7b.json"), "--cluster",
+                           GPU_CLUSTER, "--tp", "8", "--global-batch", "8", "--micro-batch", "1", "--seq", "512",
+                           "--dtype", "bf16", "--sequence-parallel", "--mtp-layers", "1"],  # mtp_layers
     "train (static power)": ["train", MODEL, "--cluster", str(ROOT / "tests" / "data" / "output_forms" /
                                                                "tpu_v4_static_pair.toml"), "--dp", "2",
                              "--global-batch", "4", "--micro-batch", "2"],  # energy_dynamic_j, energy_static_j

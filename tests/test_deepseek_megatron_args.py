@@ -8,7 +8,7 @@ expression of digits, brackets, ``+`` and ``*`` evaluated, 1 an expert layer); a
 ``multi_latent_attention: bool``, ``moe_shared_expert_intermediate_size: Optional[int]`` (the shared experts' total
 width), ``moe_shared_expert_gate: bool``, ``moe_router_topk: int``, ``moe_ffn_hidden_size``,
 ``moe_router_score_function: Literal['softmax', 'sigmoid', 'sqrtsoftplus']``, ``moe_router_topk_scaling_factor:
-Optional[float]``, ``moe_token_dispatcher_type``, ``moe_grouped_gemm``). The expected values are the models'
+Optional[float]``, ``moe_token_dispatcher_type``, ``moe_grouped_gemm``, ``mtp_num_layers: Optional[int]``). The expected values are the models'
 config.json fields (huggingface.co/deepseek-ai/DeepSeek-V3 and DeepSeek-V2), read here by hand."""
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def deepseek_parser() -> argparse.ArgumentParser:
     p.add_argument("--moe-router-score-function", choices=["softmax", "sigmoid", "sqrtsoftplus"], default="softmax")
     p.add_argument("--moe-router-topk-scaling-factor", type=float, default=None)
     p.add_argument("--expert-model-parallel-size", type=int, default=1)
+    p.add_argument("--mtp-num-layers", type=int, default=None)
     return p
 
 
@@ -79,6 +80,7 @@ def test_deepseek_v3_rows_carry_mla_the_layer_kinds_and_the_ungated_shared_exper
                                                                                                       2.5)
     assert ns.kv_channels is None and not ns.group_query_attention  # MLA's widths are its own
     assert (ns.decoder_first_pipeline_num_layers, ns.decoder_last_pipeline_num_layers) == (1, 4)
+    assert ns.mtp_num_layers == 1  # config.json's num_nextn_predict_layers
 
 
 def test_deepseek_v2_shared_experts_add_up_and_its_router_is_softmax():

@@ -23,11 +23,12 @@ GPT3_1_3B = ROOT / "configs" / "transformers" / "gpt3_1.3b.toml"  # 24 layers
 KINDS = {"E": "embedding", "L": "loss", "t": "decoder", "m": "mtp"}  # parse_str_to_list's char2layer_type
 
 
-def megatron_stages(layout: str, pp: int) -> list[list[list[str]]]:
+def megatron_stages(layout: str, pp: int, mtp: int = 0) -> list[list[list[str]]]:
     """``layout`` as Megatron-LM reads it: commas dropped, ``(…)*n`` then ``x*n`` unrolled, stages split at ``|``,
     each character a layer kind (another refused); then, as the constructor does, the flat list laid out as
     ``[pp_rank][vpp_rank]`` with flat index ``vpp_rank·PP + pp_rank``, its length a multiple of PP; and the
-    checks of ``validate_layer_layout``: embedding first and loss last in layer order, each once, no MTP."""
+    checks of ``validate_layer_layout``: embedding first and loss last in layer order, each once, ``mtp`` MTP layers
+    (``--mtp-num-layers``), none before a decoder layer, all in one virtual stage, the last of its rank's."""
     text = layout.replace(",", "")
     for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
         text = re.sub(pattern, lambda m: m.group(1) * int(m.group(2)), text)
@@ -37,7 +38,11 @@ def megatron_stages(layout: str, pp: int) -> list[list[list[str]]]:
     grid = [[flat[v * pp + r] for v in range(vpp)] for r in range(pp)]
     order = [kind for v in range(vpp) for r in range(pp) for kind in grid[r][v]]
     assert order[0] == "embedding" and order[-1] == "loss" and order.count("embedding") == order.count("loss") == 1
-    assert "mtp" not in order
+    assert order.count("mtp") == mtp
+    if mtp:
+        assert "decoder" not in order[order.index("mtp"):]  # "decoder layers must be placed before MTP layers"
+        assert all("mtp" not in grid[r][v] for r in range(pp) for v in range(vpp - 1))
+        assert any(grid[r][-1].count("mtp") == mtp for r in range(pp))
     return grid
 
 

@@ -39,7 +39,8 @@ DEEPSEEK = {"model_type": "deepseek_v2", "num_hidden_layers": 10, "first_k_dense
             "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "hidden_act": "silu",
             "vocab_size": 1024, "max_position_embeddings": 512, "tie_word_embeddings": False,
             "attention_bias": False}
-MODELS = {"llama": LLAMA, "moe": MOE, "deepseek": DEEPSEEK, "deepseek-8": {**DEEPSEEK, "num_hidden_layers": 8}}
+MODELS = {"llama": LLAMA, "moe": MOE, "deepseek": DEEPSEEK, "deepseek-8": {**DEEPSEEK, "num_hidden_layers": 8},
+          "deepseek-mtp": {**DEEPSEEK, "num_nextn_predict_layers": 1}}  # its MTP module on the last stage
 BF16 = {"dtype": "bf16"}
 CASES = {
     "gpt-even": ("gpt", {"global_batch": 64, "top": 6, "schedule": ["1f1b", "gpipe"], "max_micro_batch": 4}),
@@ -60,6 +61,11 @@ CASES = {
     "deepseek-planned-interleaved": ("deepseek", {**BF16, "seq": 256, "global_batch": 32, "top": 6, "chunks": [2],
                                                   "balance": "planned", "schedule": ["interleaved-1f1b"],
                                                   "max_micro_batch": 2}),
+    "deepseek-mtp-planned": ("deepseek-mtp", {**BF16, "seq": 256, "global_batch": 16, "top": 8, "balance": "planned",
+                                              "schedule": ["1f1b", "zb-h1"], "recompute": ["none", "full"],
+                                              "sequence_parallel": "on", "max_micro_batch": 2}),
+    "deepseek-mtp-off": ("deepseek-mtp", {**BF16, "seq": 256, "global_batch": 16, "top": 4, "mtp_layers": 0,
+                                          "schedule": ["1f1b"], "max_micro_batch": 2}),
 }
 
 

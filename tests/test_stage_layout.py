@@ -36,7 +36,8 @@ def test_megatrons_documented_deepseek_layout_unrolls_to_its_rank_map():
                 **{(r, c): "tt" for r in range(1, 14) for c in range(2)}}
     assert {(r, c): stages[c * 16 + r] for r in range(16) for c in range(2)} == rank_map
     assert "".join(stages).count("t") == 61 and "".join(stages).count("m") == 1
-    with pytest.raises(InputError, match="m \\(a multi-token-prediction layer\\) is not priced"):
+    # its m and L stand in stages of their own, which archsim's stage model does not price
+    with pytest.raises(InputError, match="stage 30 \\('m'\\) has no decoder layer"):
         layout_counts(DEEPSEEK_DOC)
 
 
@@ -75,6 +76,16 @@ def test_write_then_read_gives_the_split_back_and_megatron_reads_the_same(split)
 
 def test_the_docstring_example_is_written():
     assert megatron_layout((4, 2, 3)) == "Et*4|t*2|t*3L"
+    assert megatron_layout((4, 2, 3), 1) == "Et*4|t*2|t*3,mL"
+
+
+@pytest.mark.parametrize(("split", "pp", "mtp"), [((24,), 1, 1), ((4, 2, 3), 3, 1), ((5, 7, 7, 5), 2, 2)])
+def test_a_layout_with_mtp_reads_back_and_megatron_takes_it(split, pp, mtp):
+    """Written with its m's (search rows' megatron_args), read back as the split, and valid to Megatron's checks."""
+    layout = megatron_layout(split, mtp)
+    assert parse_stage_layers(layout, layers=sum(split), pp=pp, interleave=len(split) // pp, mtp=mtp) == split
+    grid = megatron_stages(layout, pp, mtp)
+    assert grid[(len(split) - 1) % pp][-1].count("mtp") == mtp  # in the last stage in pipeline order
 
 
 @pytest.mark.parametrize(("text", "kwargs", "message"), [
@@ -90,7 +101,9 @@ def test_the_docstring_example_is_written():
     ("Et*6|Et*6|t*6|t*6L", {}, "must open the first stage, once \\(it has 2\\)"),
     ("Et*6|t*6|t*6|t*6", {}, "L \\(the loss\\) must close the last stage, once \\(it has 0\\)"),
     ("Et*6|t*6|tL*6|t*6L", {}, "must close the last stage, once"),
-    ("Et*6|t*6|t*6|t*5mL", {}, "m \\(a multi-token-prediction layer\\) is not priced"),
+    ("Et*6|t*6|t*6|t*5mtL", {}, "a t \\(decoder layer\\) after an m \\(MTP layer\\)"),
+    ("Et*6|t*6|t*6|t*6mL", {"mtp": 0}, "has 1 MTP layers \\(m\\), the model trains 0 \\(--mtp-layers 0\\)"),
+    ("Et*6|t*6|t*6|t*6L", {"mtp": 1}, "has 0 MTP layers \\(m\\), the model trains 1"),
     ("Et*6|x*6|t*6|t*6L", {}, "'x' is no layout character"),
     ("Et*6 | t*18L", {}, "' ' is no layout character"),
     ("E(tt)|t*18L", {}, "\\(\\) left after unrolling"),

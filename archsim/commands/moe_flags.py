@@ -28,6 +28,15 @@ def add_routing_arguments(parser: argparse.ArgumentParser, capacity: bool = True
                              "(default: uniform, 1; docs/training.md#mixture-of-experts)")
 
 
+def add_mtp_argument(parser: argparse.ArgumentParser) -> None:
+    """Multi-token prediction's module count (:mod:`archsim.training.mtp`), train's and search's."""
+    parser.add_argument("--mtp-layers", type=int, default=None, metavar="N",
+                        help="multi-token prediction modules trained on the last pipeline stage (Megatron-LM's "
+                             "--mtp-num-layers; each a layer like the model's last, a 2h → h projection and the LM "
+                             "head again; default: the model's own, a DeepSeek config's num_nextn_predict_layers, "
+                             "else 0)")
+
+
 def add_overlap_arguments(parser: argparse.ArgumentParser) -> None:
     """Megatron-Core's two overlaps of the EP all-to-alls with compute, off by default."""
     parser.add_argument("--overlap-moe-expert-parallel-comm", action="store_true",

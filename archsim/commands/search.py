@@ -34,7 +34,7 @@ from archsim.commands.common import (
     positive_int,
 )
 from archsim.commands.list_flag import ListFlag
-from archsim.commands.moe_flags import add_overlap_arguments, add_routing_arguments
+from archsim.commands.moe_flags import add_mtp_argument, add_overlap_arguments, add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, notes_kept
 from archsim.output_files import note_written
@@ -70,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "command names --etp where ETP is not TP; an integer on a dense model is refused")
     add_routing_arguments(parser, capacity=False, whose="every configuration's")
     add_overlap_arguments(parser)
+    add_mtp_argument(parser)
     parser.add_argument("--cp-comm", action=ListFlag, choices=CP_COMMS, default=["p2p"],
                         help="how CP above 1 exchanges K/V, one or several to try (default p2p), as archsim train's "
                              "--cp-comm: p2p (Megatron-LM's ring), all_gather (Llama 3's), a2a (DeepSpeed-Ulysses) or "
@@ -143,13 +144,15 @@ def run(args: argparse.Namespace) -> int:
     from archsim.outputs import render
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.moe_ops import with_load_imbalance
+    from archsim.training.mtp import with_mtp_layers
     from archsim.training.search_result import rows_frame, text_meta
     from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
     cp_comm_rule(args.cp, args.cp_comm)
-    config = with_load_imbalance(load_transformer(args.model, seq=args.seq), args.moe_load_imbalance)
+    config = with_mtp_layers(with_load_imbalance(load_transformer(args.model, seq=args.seq), args.moe_load_imbalance),
+                             args.mtp_layers)
     cluster = load_gpu_cluster(args.cluster, args.dtype or TRAIN_DTYPE)
     with notes_kept():  # the library's notes are lines this command prints itself, after the run
         result = search(config, cluster=cluster, global_batch=args.global_batch, gpus=args.gpus,
@@ -164,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                         fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp, fp8=args.fp8,
                         fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance,
                         overlap_moe_expert_parallel_comm=args.overlap_moe_expert_parallel_comm,
-                        moe_shared_expert_overlap=args.moe_shared_expert_overlap)
+                        moe_shared_expert_overlap=args.moe_shared_expert_overlap, mtp_layers=args.mtp_layers)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 

@@ -32,7 +32,7 @@ from archsim.commands.common import (
     positive_int,
 )
 from archsim.commands.list_flag import ListFlag
-from archsim.commands.moe_flags import add_overlap_arguments, add_routing_arguments
+from archsim.commands.moe_flags import add_mtp_argument, add_overlap_arguments, add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
 from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
@@ -80,6 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default: --tp): each expert split over ETP GPUs; ETP × EP divides TP × CP × DP")
     add_routing_arguments(parser)
     add_overlap_arguments(parser)
+    add_mtp_argument(parser)
     parser.add_argument("--cp", type=positive_int, default=1,
                         help="context-parallel degree (Megatron-LM's --context-parallel-size): each GPU of a CP group "
                              "runs 2 of the sequence's 2·CP chunks; GPUs = TP × CP × PP × DP (docs/training.md)")
@@ -179,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.energy import priced
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
+    from archsim.training.mtp import with_mtp_layers
     from archsim.training.op_rows import SHAPE_KEYS
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
@@ -198,8 +200,8 @@ def run(args: argparse.Namespace) -> int:
     if ignored:
         raise InputError(f"{', '.join(ignored)}: --sweep runs each point on Megatron's even split and writes no "
                          "timeline; drop them, or run one point without --sweep", field="sweep")
-    config = with_overlap(load_transformer(args.model, seq=args.seq), args.overlap_moe_expert_parallel_comm,
-                          args.moe_shared_expert_overlap)
+    config = with_overlap(with_mtp_layers(load_transformer(args.model, seq=args.seq), args.mtp_layers),
+                          args.overlap_moe_expert_parallel_comm, args.moe_shared_expert_overlap)
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")
@@ -214,7 +216,8 @@ def run(args: argparse.Namespace) -> int:
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers, layers=config.layers, pp=args.pp, interleave=args.interleave,
-                                         schedule=args.schedule) if args.stage_layers else None, args.attention,
+                                         schedule=args.schedule, mtp=config.mtp_layers) if args.stage_layers else None,
+                      args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
                       args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, cp_hierarchy(args), args.ep, args.etp, args.fp8,
                       args.fp8_param_gather)

@@ -32,6 +32,7 @@ from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.device import Device
 from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS
+from archsim.training.mtp import mtp_config, projection_work
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.training.rates import watts
 from archsim.workload.layer_kinds import held_kinds, kind_configs
@@ -173,14 +174,16 @@ def _piece_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_
     from archsim.energy.model import op_energy_columns
     from archsim.training.iteration import piece_works
 
-    pieces, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype, cp, cp_comm,
-                            cp_hierarchy, ep, etp, fp8)
+    lists, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype, cp, cp_comm,
+                           cp_hierarchy, ep, etp, fp8)
+    # and an MTP module's projection, rerun with its layer under full recompute (mtp.py)
+    pieces = (*lists, *([projection_work(c, micro_batch, tp, sequence_parallel)] if c.mtp_layers else []))
     array = device_array(device, dtype)
     energies = device_energies(device, array)
     out = []
     for index, work in enumerate(pieces):
         ops = [*work.forward, *work.backward]
-        if index == 0 and recompute == "full":
+        if index in (0, 3) and recompute == "full":
             ops += list(work.forward)
         picojoules = float(op_energy_columns(ops, array, energies)["energy_pj"].sum()) if ops else 0.0
         out.append(picojoules + sum(op.vector_elements for op in ops) * energies.dram_read_pj)  # + memory-bound
@@ -215,7 +218,10 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
     per_microbatch = 0.0
     for config, count in zip(kind_configs(c).values(), layers, strict=True):
         per_microbatch += picojoules(config)[0] * count
-    for piece, count in zip(picojoules(c)[1:], (embeddings, heads), strict=True):
+    own = picojoules(c)
+    head = own[2] if not c.mtp_layers else \
+        own[2] + c.mtp_layers * (picojoules(mtp_config(c))[0] + own[1] + own[2] + own[3])  # its MTP modules (mtp.py)
+    for piece, count in zip((own[1], head), (embeddings, heads), strict=True):
         per_microbatch += piece * count
     array = device_array(device, dtype)
     optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * device_energies(device, array).dram_read_pj

@@ -72,6 +72,7 @@ from archsim.training.memory import gradient_bytes
 from archsim.training.mla_ops import deepseek_problem
 from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_parameters
 from archsim.training.moe_overlap import check_overlap, shared_overlap
+from archsim.training.mtp import check_mtp, projection_work, with_mtp
 from archsim.training.op_work import Collective, Work
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.training.piece_cost import PieceCost
@@ -207,6 +208,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
         raise InputError(problem, field="model")
     check_fp8(par.fp8, machine.gpu, machine.dtype, machine.implementation, par.fsdp, par.fp8_param_gather,
               par.distributed_optimizer)
+    check_mtp(c, par.cp, par.fp8)
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
@@ -299,6 +301,9 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
                                                        par.attention, machine.implementation, machine.dtype, par.cp,
                                                        par.cp_comm, par.cp_hierarchy, par.ep, par.etp, par.fp8)
             pieces[kind] = piece_cost(own, par, machine, par.recompute, None if counted is own else counted)
+    if c.mtp_layers:  # the MTP modules run in the head's place on the last stage (mtp.py)
+        projection = projection_work(c, par.micro_batch, par.tp, par.sequence_parallel)
+        pieces = with_mtp(c, pieces, piece_cost(projection, par, machine, par.recompute))
     return pieces
 
 
@@ -334,7 +339,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
     tied = 0.0
     ends = (0, par.pp - 1) if tied_ranks is None else tied_ranks
-    if ends[0] != ends[1] and c.tied_embeddings and rank in ends:
+    if ends[0] != ends[1] and (c.tied_embeddings or c.mtp_layers) and rank in ends:  # MTP's lookup: mtp.py
         table = padded_vocab(c.vocab, par.tp) // par.tp * c.hidden * grad
         links = machine.links  # the two ends' own GPUs' link, not a hop's: they may sit servers apart
         tied = float(collective_seconds("all-reduce", table, 2, links.pp if links.embedding is None

@@ -31,6 +31,7 @@ MEGATRON_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
     "use-flash-attn": ("attention", "flash", None), "decoder-first-pipeline-num-layers": ("stage-layers", *_LAYOUT),
     "decoder-last-pipeline-num-layers": ("stage-layers", *_LAYOUT),
     "pipeline-model-parallel-layout": ("stage-layers", None, f"{LAYOUT} (the layout string itself)"),
+    "mtp-num-layers": ("mtp-layers", None, None),
 }
 # search's own flag where it differs from train's: it tries micro-batches up to a bound, chunks, planned splits and
 # a2a+p2p's levels

@@ -35,6 +35,7 @@ from archsim.training.hf_memory import hf_activation_bytes
 from archsim.training.layer_activations import layer_kept
 from archsim.training.layer_ops import embedding_parameters
 from archsim.training.moe_ops import etp_kept
+from archsim.training.mtp import mtp_config, mtp_kept, mtp_parameters
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.layer_kinds import dense_config
 from archsim.workload.layer_parameters import layer_parameters, outer_norm_parameters, replicated_parameters
@@ -185,6 +186,8 @@ class StageTerms:
     scale: float
     other: Callable[[int, float], float] | None
     cached: float = 0.0
+    mtp_kept: float = 0.0  # the MTP modules' kept activations per micro-batch (last stage: mtp.py), and of them
+    mtp_unscaled: float = 0.0  # the masks and log-sum-exp
 
     def parameters(self, layers: int) -> float:
         """:func:`stage_parameters` of ``layers`` layers."""
@@ -199,8 +202,8 @@ class StageTerms:
         """:func:`stage_activations` of ``layers`` layers at ``in_flight`` micro-batches."""
         if self.other is not None:
             return self.other(layers, in_flight)
-        activations = in_flight * layers * self.kept
-        fixed = in_flight * layers * self.unscaled
+        activations = in_flight * layers * self.kept + in_flight * self.mtp_kept
+        fixed = in_flight * layers * self.unscaled + in_flight * self.mtp_unscaled
         if self.working_set is not None:
             activations, fixed = activations + self.working_set[0], fixed + self.working_set[1]
         if self.mask is not None:
@@ -241,18 +244,26 @@ def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool,
         return StageTerms(float(c.parameter_count), 0.0, (), states, 0.0, 0.0, 0.0, None, None, None, scale,
                           lambda layers, in_flight: in_flight * ELEMENT_BYTES["fp32"] * elements)
     head = last and ((par.pp > 1 if head_copy is None else head_copy) or not c.tied_embeddings)  # the LM head's copy
+    mtp = last and c.mtp_layers > 0  # the MTP modules, on the last stage (mtp.py): the token table too when untied
     edges = (*([embedding_parameters(c, t)] if first else []), *([outer_norm_parameters(c)] if last else []),
-             *([padded_vocab(c.vocab, t) // t * c.hidden] if head else []))  # final norm: RMS γ, LayerNorm γ and β
+             *([padded_vocab(c.vocab, t) // t * c.hidden] if head else []),  # final norm: RMS γ, LayerNorm γ and β
+             *([mtp_parameters(c, t, par.ep, par.etp, not c.tied_embeddings and not first)] if mtp else []))
     if hf:  # FSDP's unit is Megatron's alone
         return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
                           lambda layers, in_flight: hf_activation_bytes(c, b, layers, in_flight, par.recompute,
                                                                         first, last, working))
     kept, unscaled, working_set = fp8_kept(c, par, *etp_kept(c, par, *layer_kept(c, b, t, par.recompute, sp,
                                                                                   par.attention, working)))
+    extra = (0.0, 0.0)
+    if mtp:  # each module's layer kept as the model's last layer's, beside its projection's
+        own = mtp_config(c)
+        layer, masks, _ = etp_kept(own, par, *layer_kept(own, b, t, par.recompute, sp, par.attention, False))
+        extra = (c.mtp_layers * (layer + mtp_kept(c, b, t, par.recompute, sp)), c.mtp_layers * masks)
+    logits = 1 + c.mtp_layers if last else 1  # the head's and each module's, held to the backward
     return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, unit, kept, unscaled, working_set,
                       embedding_mask_bytes(c, b, t, sp) if first else None,
-                      logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t if last else None, scale, None,
-                      fp8_weight_bytes(c, par))
+                      logits * logit_bytes(2 * scale) * c.seq * b * padded_vocab(c.vocab, t) / t if last else None, scale,
+                      None, fp8_weight_bytes(c, par), *extra)
 
 
 def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool) -> float:

@@ -28,6 +28,7 @@ from archsim.training.memory import (
     stage_terms,
 )
 from archsim.training.moe_ops import etp_kept, expert_parameters
+from archsim.training.mtp import mtp_kind
 from archsim.training.parallel import Parallelism, layers_per_stage
 from archsim.workload.layer_kinds import DENSE, LAYER, kind_configs, part_counts
 from archsim.workload.transformer import TransformerConfig
@@ -159,13 +160,14 @@ class RankTerms:
     experts: float = 0.0
     kinds: tuple[str, ...] = ()  # each part's kind where a chunk has parts of several (layer_kinds.py); () one kind
     dense_rerun: tuple[StageTerms, ...] = ()  # ``rerun`` with the working set a dense layer's (a rank of dense alone)
+    mtp: int = 0  # MoE layers of the MTP modules the rank holds beside its own (training/mtp.py): their experts' states
 
     def peak(self, layers: Sequence[int], peak: float, back: float) -> StageMemory:
         """:func:`peak_rank_memory` of ``layers`` layers per part (per chunk for a model of one kind)."""
         held = _summed(self.held, layers, chunk_in_flight(peak, self.chunks))
         mine = sum(layers) if not self.kinds else sum(n for n, kind in zip(layers, self.kinds) if kind == LAYER)
         if self.experts:
-            held = StageMemory(held.parameters, held.states + self.experts * mine, held.activations)
+            held = StageMemory(held.parameters, held.states + self.experts * (mine + self.mtp), held.activations)
         rerun = chunk_in_flight(back, self.chunks)  # the same parameters and states: the activations alone, once each
         terms = self.dense_rerun if self.kinds and not mine else self.rerun  # the working set of a layer it has
         rerun_bytes = terms[0].activations(layers[0], rerun) if len(terms) == 1 else \
@@ -183,11 +185,12 @@ def rank_terms(c: TransformerConfig, par: Parallelism, stages: Sequence[int], ap
     search's and the planner's alike."""
     last = par.pp * par.chunks - 1
     experts = 0.0 if expert_states is None else expert_parameters(c, par) * (expert_states - states)
+    mtp = c.mtp_layers if last in stages and c.moe and mtp_kind(c) == LAYER else 0
     configs = kind_configs(c)
     if len(configs) == 1:
         held = tuple(stage_terms(c, par, j == 0, j == last, apart, states, unit, scale, hf, False) for j in stages)
         rerun = stage_terms(c, par, stages[0] == 0, stages[0] == last, apart, states, unit, scale, hf, True)
-        return RankTerms(par.chunks, held, (rerun, *held[1:]), experts)  # the working set on the first chunk alone
+        return RankTerms(par.chunks, held, (rerun, *held[1:]), experts, mtp=mtp)  # the working set on the first chunk alone
     # a part per chunk and kind (part_counts' order), the chunk's embedding and head with its main kind's part
     def part(kind: str, j: int, working: bool) -> StageTerms:
         edge = kind == LAYER
@@ -198,7 +201,7 @@ def rank_terms(c: TransformerConfig, par: Parallelism, stages: Sequence[int], ap
     held = tuple(part(kind, j, False) for j in stages for kind in configs)
     reruns = [tuple(part(kind, j, index == 0 and kind == chosen) for index, j in enumerate(stages)
                     for kind in configs) for chosen in (LAYER, DENSE)]
-    return RankTerms(par.chunks, held, reruns[0], experts, keys, reruns[1])
+    return RankTerms(par.chunks, held, reruns[0], experts, keys, reruns[1], mtp)
 
 
 __all__ = ["RankTerms", "held_fraction", "layer_held_figures", "memories", "peak_rank_memory", "rank_held_fractions",

@@ -220,9 +220,11 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
             cp += layers * (layer.cp_forward + layer.cp_backward)
             ep += layers * (layer.ep_forward + layer.ep_backward)
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
-            if on:
+            if on:  # the head's MTP modules (mtp.py) recompute and run all-to-alls as the layers do
                 compute += piece.forward + piece.backward_input + piece.backward_weight
+                recompute += piece.recompute
                 tp += piece.tp_forward + piece.tp_backward
+                ep += piece.ep_forward + piece.ep_backward
     compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
     scaling *= m
     ep -= hidden

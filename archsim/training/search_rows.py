@@ -78,7 +78,7 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     if first_last:
         args.append(f"--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]}")
     elif uneven:
-        args.append(f"--pipeline-model-parallel-layout {shlex.quote(megatron_layout(split))}")
+        args.append(f"--pipeline-model-parallel-layout {shlex.quote(megatron_layout(split, c.mtp_layers))}")
     return " ".join([*args, model])
 
 
@@ -140,6 +140,8 @@ def megatron_model_args(c: TransformerConfig) -> str:
             args.append(f"--moe-router-topk-scaling-factor {float(c.routed_scaling_factor)!r}")
     if not c.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
+    if c.mtp_layers:  # DeepSeek-V3's multi-token prediction (training/mtp.py)
+        args.append(f"--mtp-num-layers {c.mtp_layers}")
     if c.sliding_window is not None:
         args.append(f"--window-size {c.sliding_window - 1},0")
     for flag, stated, on in (("--attention-dropout", c.attention_dropout, c.drops_attention),

@@ -33,6 +33,7 @@ from archsim.training.memory import StageMemory
 from archsim.training.mla_ops import deepseek_rule
 from archsim.training.moe_ops import moe_rule
 from archsim.training.moe_overlap import overlap_rule
+from archsim.training.mtp import mtp_rule
 from archsim.training.parallel import (
     Parallelism,
     layers_per_stage,
@@ -50,7 +51,7 @@ DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
            "micro-batch-divides-batch", "sequence-parallel-needs-tp", "ep-divides-experts", "etp-divides-expert-ffn", "moe-needs-sequence-parallel",
            "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "a2a-overlap-needs-ep", "a2a-overlap-needs-interleaving",
-           "a2a-overlap-beside-full-recompute", "mla-beside-cp", "deepseek-beside-fp8",
+           "a2a-overlap-beside-full-recompute", "mla-beside-cp", "deepseek-beside-fp8", "mtp-beside-cp", "mtp-beside-fp8",
            "layer-kinds-beside-fsdp", "layer-kinds-beside-split-backward", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked
@@ -266,6 +267,9 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
                                2 if k.schedule in V_SHAPED else k.interleave)
     if model_rule is not None:
         return model_rule[0]
+    mtp = mtp_rule(c, k.cp, k.fp8)  # train's (mtp.py)
+    if mtp is not None:
+        return mtp[0]
     # the schedule's rules, the ones train refuses by (archsim.training.parallel)
     return schedule_rejection(schedule_name(k.schedule, k.interleave), k.pp, global_batch // (k.dp * k.micro_batch))
 

@@ -9,8 +9,10 @@ d98e8a6): commas are cosmetic and dropped; ``(…)*n`` (no nesting) is unrolled 
 character before the star; ``|`` splits stages; ``E`` the embedding, ``t`` a decoder (transformer) layer, ``m`` a
 multi-token-prediction layer, ``L`` the loss (final norm, LM head and cross-entropy); the stage count is
 PP × the chunks per rank, stage s in pipeline order (Megatron's: chunk c of rank r is stage c·PP + r), the
-embedding first and the loss last, each once. Stricter than Megatron here: a stage with no decoder layer, which
-archsim's stage model does not price (:data:`NO_EMPTY`), and ``m``, since archsim prices no MTP module."""
+embedding first and the loss last, each once, and every ``m`` after every ``t`` (``validate_layer_layout``: "decoder
+layers must be placed before MTP layers"), as many as the model trains (:mod:`~archsim.training.mtp`). Stricter than
+Megatron here: a stage with no decoder layer, which archsim's stage model does not price (:data:`NO_EMPTY`) — so the
+``m``'s, after the last stage's last ``t``, stand in the last stage, where archsim places MTP."""
 
 from __future__ import annotations
 
@@ -74,8 +76,8 @@ def layout_stages(layout: str) -> tuple[str, ...]:
 
 def layout_counts(layout: str) -> tuple[int, ...]:
     """The decoder layers of each stage of ``layout`` (:func:`layout_stages`), after Megatron's checks — the
-    embedding at the head of the first stage and the loss at the tail of the last, once each — and archsim's:
-    no ``m`` (no MTP module priced) and no stage without a ``t`` (:data:`NO_EMPTY`)."""
+    embedding at the head of the first stage and the loss at the tail of the last, once each, no ``t`` after an
+    ``m`` — and archsim's: no stage without a ``t`` (:data:`NO_EMPTY`). The ``m``'s: :func:`layout_mtp`."""
     stages = layout_stages(layout)
     flat = "".join(stages)
     if flat.count("E") != 1 or not stages[0].startswith("E"):
@@ -84,9 +86,9 @@ def layout_counts(layout: str) -> tuple[int, ...]:
     if flat.count("L") != 1 or not stages[-1].endswith("L"):
         raise InputError(f"layout {_named(layout)}: L (the loss) must close the last stage, once "
                          f"(it has {flat.count('L')})", field="stage-layers")
-    if "m" in flat:
-        raise InputError(f"layout {_named(layout)}: m (a multi-token-prediction layer) is not priced by archsim; "
-                         "drop it from the layout", field="stage-layers")
+    if "m" in flat and "t" in flat[flat.index("m"):]:
+        raise InputError(f"layout {_named(layout)}: a t (decoder layer) after an m (MTP layer); Megatron-LM places "
+                         "the MTP layers after every decoder layer", field="stage-layers")
     empty = [s for s, stage in enumerate(stages) if "t" not in stage]
     if empty:
         raise InputError(f"layout {_named(layout)}: stage {empty[0]} ({_named(stages[empty[0]] or 'empty')}) has no decoder "
@@ -94,13 +96,20 @@ def layout_counts(layout: str) -> tuple[int, ...]:
     return tuple(stage.count("t") for stage in stages)
 
 
-def megatron_layout(split: tuple[int, ...]) -> str:
+def layout_mtp(layout: str) -> int:
+    """The MTP layers (``m``) of ``layout``, unrolled (:func:`layout_stages`)."""
+    return "".join(layout_stages(layout)).count("m")
+
+
+def megatron_layout(split: tuple[int, ...], mtp: int = 0) -> str:
     """Megatron-LM's ``--pipeline-model-parallel-layout`` for ``split``, the decoder layers of each pipeline
     (virtual) stage in pipeline order (chunk c of rank r is stage c·PP + r: Megatron's order too); the stage count
     over ``--pipeline-model-parallel-size`` is the chunks per rank. ``(4, 2, 3)`` → ``Et*4|t*2|t*3L``: what
-    :func:`layout_counts` reads back as ``split``."""
+    :func:`layout_counts` reads back as ``split``; ``mtp``: the MTP layers before the loss (``t*3,mL``)."""
     stages = [f"t*{layers}" for layers in split]
-    return "|".join(["E" + stages[0], *stages[1:-1], stages[-1] + "L"] if len(stages) > 1 else ["E" + stages[0] + "L"])
+    tail = "" if not mtp else ",m" if mtp == 1 else f",m*{mtp}"
+    return "|".join(["E" + stages[0], *stages[1:-1], stages[-1] + tail + "L"] if len(stages) > 1 else
+                    ["E" + stages[0] + tail + "L"])
 
 
 def _counts(text: str) -> tuple[int, ...]:
@@ -118,11 +127,12 @@ def _counts(text: str) -> tuple[int, ...]:
 
 
 def parse_stage_layers(text: str, *, layers: int | None = None, pp: int | None = None, interleave: int = 1,
-                       schedule: str = "1f1b") -> tuple[int, ...]:
+                       schedule: str = "1f1b", mtp: int | None = None) -> tuple[int, ...]:
     """``--stage-layers`` → the decoder layers of each stage: counts as given (``5,6,6,5``; checked against the
     model and the layout by :class:`~archsim.training.parallel.Parallelism`), or a layout string
     (:func:`layout_counts`) checked here against the ``layers`` of the model, ``pp`` and the chunks per rank that
-    ``interleave`` and ``schedule`` run, each refusal naming the layout (each left unchecked when None)."""
+    ``interleave`` and ``schedule`` run, and its ``m``'s against the ``mtp`` layers the model trains, each refusal
+    naming the layout (each left unchecked when None)."""
     if not is_layout(text):
         return _counts(text)
     counts = layout_counts(text)
@@ -142,8 +152,11 @@ def parse_stage_layers(text: str, *, layers: int | None = None, pp: int | None =
     if layers is not None and sum(counts) != layers:
         raise InputError(f"layout {_named(text)} has {sum(counts)} decoder layers (t), the model {layers}",
                          field="stage-layers")
+    if mtp is not None and layout_mtp(text) != mtp:
+        raise InputError(f"layout {_named(text)} has {layout_mtp(text)} MTP layers (m), the model trains {mtp} "
+                         f"({setting('mtp-layers', mtp)}); give as many", field="stage-layers")
     return counts
 
 
-__all__ = ["LAYOUT_CHARACTERS", "MAX_EXPANDED", "NO_EMPTY", "is_layout", "layout_counts", "layout_stages",
-           "megatron_layout", "parse_stage_layers"]
+__all__ = ["LAYOUT_CHARACTERS", "MAX_EXPANDED", "NO_EMPTY", "is_layout", "layout_counts", "layout_mtp",
+           "layout_stages", "megatron_layout", "parse_stage_layers"]

@@ -79,7 +79,7 @@ def node_seconds(c: TransformerConfig, pieces: dict[str, PieceCost]) -> np.ndarr
     :func:`~archsim.workload.layer_kinds.layer_kinds`), the LM head — each one's F + I + W."""
     layer = {kind: piece_seconds(pieces[kind]) for kind in kind_configs(c)}
     return np.array([piece_seconds(pieces["embedding"], False), *[layer[kind] for kind in layer_kinds(c)],
-                     piece_seconds(pieces["head"], False)])
+                     piece_seconds(pieces["head"])])  # its MTP modules' recompute (mtp.py)
 
 
 def node_names(c: TransformerConfig) -> tuple[str, ...]:
@@ -91,7 +91,7 @@ def node_ops(name: str, pieces: dict[str, PieceCost], kind: str = LAYER) -> tupl
     """A node's F, W (``G``) and I (``D``) seconds per micro-batch, TP collectives included and the
     recompute in a layer's I: together :func:`piece_seconds`; a layer's from its ``kind``'s piece."""
     piece = pieces[kind if name.startswith(LAYER) else name]
-    redo = piece.recompute if name.startswith(LAYER) else 0.0
+    redo = piece.recompute  # the head's: its MTP modules' (mtp.py); the embedding's none
     return (PlacedOp(name, "F", piece.forward + piece.tp_forward + piece.cp_forward + piece.ep_forward),
             PlacedOp(name, "G", piece.backward_weight),
             PlacedOp(name, "D", piece.backward_input + piece.tp_backward + piece.cp_backward + piece.ep_backward

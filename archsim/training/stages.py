@@ -48,9 +48,9 @@ def stage_times(c: TransformerConfig, par: Parallelism, machine: Machine,
         scale_f, scale_b = scaling_seconds(c, par, machine, n)  # fp8's amax reduction and scale update, per chunk
         f, i = f + scale_f, i + scale_b
         for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
-            if on:
-                f += piece.forward + piece.tp_forward
-                i += piece.backward_input + piece.tp_backward
+            if on:  # the head's MTP modules (mtp.py) recompute and run all-to-alls as the layers do
+                f += piece.forward + piece.tp_forward + piece.ep_forward
+                i += piece.backward_input + piece.recompute + piece.tp_backward + piece.ep_backward
                 w += piece.backward_weight
         fwd.append(f)
         bin_.append(i)

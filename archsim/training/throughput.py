@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from archsim.training.mtp import flops_parameters, mtp_config
 from archsim.workload.layer_kinds import kind_counts
 from archsim.workload.layer_parameters import layer_parameters, mlp_parameters
 from archsim.workload.transformer import TransformerConfig
@@ -33,7 +34,9 @@ def model_flops(c: TransformerConfig, global_batch: int) -> float:
     kind's, :mod:`~archsim.workload.layer_kinds` — and the LM head's) plus 12·layers·heads·head_dim per query-key product
     (MLA: 6·layers·heads·(qk_nope + qk_rope + v_head_dim), scores and context at their own head widths)
     of attention's scores and context (:func:`attended_pairs`: s² per sequence without a window). For a
-    GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh)."""
+    GPT this is Narayanan et al.'s 72·B·s·l·h²(1 + s/6h + V/12lh). Multi-token prediction
+    (:mod:`~archsim.training.mtp`) as Megatron-LM's ``num_floating_point_operations`` counts it: each module a layer
+    of the last layer's kind (its attention too), its norms and projection (3h + 2h²) and the LM head again."""
     if c.family == "switch":  # encoder–decoder with experts: its op list's GEMMs
         from archsim.training.hf_switch_ops import switch_model_flops
 
@@ -41,7 +44,11 @@ def model_flops(c: TransformerConfig, global_batch: int) -> float:
     tokens = global_batch * c.seq
     params = sum(n * active_layer_parameters(kind) for kind, n in kind_counts(c)) + c.vocab * c.hidden
     width = c.heads * (c.qk_head_dim + c.head_dim)  # 2·heads·head_dim; MLA's scores over qk, context over v
-    return tokens * 6 * params + global_batch * 6 * c.layers * width * attended_pairs(c)
+    flops = tokens * 6 * params + global_batch * 6 * c.layers * width * attended_pairs(c)
+    if not c.mtp_layers:
+        return flops
+    mtp = c.mtp_layers * (active_layer_parameters(mtp_config(c)) + c.vocab * c.hidden) + flops_parameters(c)
+    return flops + tokens * 6 * mtp + global_batch * 6 * c.mtp_layers * width * attended_pairs(c)
 
 
 def attended_pairs(c: TransformerConfig) -> int:
@@ -75,6 +82,10 @@ def recomputed_flops(c: TransformerConfig, global_batch: int, recompute: str, at
         if attention == "flash":  # selective has nothing to rerun: flash keeps no s² tensor (archsim.training.memory)
             per_layer = (per_layer if recompute == "full" else 0.0) + scores
         out += tokens * n * per_layer
+        if c.mtp_layers and kind == mtp_config(c):  # each MTP module's layer reruns as the last layer (mtp.py)
+            out += tokens * c.mtp_layers * per_layer
+    if c.mtp_layers and recompute == "full":  # and its 2h → h projection, checkpointed with it
+        out += tokens * c.mtp_layers * 2.0 * 2 * c.hidden * c.hidden
     return out
 
 

@@ -43,6 +43,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
                 "moe_load_imbalance": config.moe_load_imbalance} if config.moe else {}),
             **({name: True for name in ("overlap_moe_expert_parallel_comm", "moe_shared_expert_overlap")
                 if getattr(config, name)}),  # only when set (training/moe_overlap.py): the meta otherwise as before
+            **({"mtp_layers": config.mtp_layers} if config.mtp_layers else {}),  # only when trained (training/mtp.py)
             "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
@@ -207,7 +208,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     from archsim.training.search_experts import expert_degrees, expert_tp_degrees, expert_tp_text
     from archsim.training.search_rows import overlap_flags, train_command
 
-    overlaps = tuple(overlap_flags(config))
+    # and the MTP modules' count where the model trains some or is a DeepSeek config, whose own count may differ
+    overlaps = (*overlap_flags(config), *([f"--mtp-layers {config.mtp_layers}"] if config.mtp_layers or config.mla else []))
     rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq,
                                              config.moe_load_imbalance, overlaps)} for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
@@ -227,6 +229,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             **({"moe_load_imbalance": config.moe_load_imbalance} if config.moe_load_imbalance is not None else {}),
             **({name: True for name in ("overlap_moe_expert_parallel_comm", "moe_shared_expert_overlap")
                 if getattr(config, name)}),  # only when set (training/moe_overlap.py)
+            **({"mtp_layers": config.mtp_layers} if config.mtp_layers else {}),  # only when trained (training/mtp.py)
             **({"distributed_optimizer": True} if distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if fsdp else {}),
             **({"fsdp_reshard": fsdp_reshard} if fsdp_reshard != "after-forward" else {}),

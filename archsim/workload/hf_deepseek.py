@@ -4,8 +4,9 @@ routed and shared SwiGLU experts and dense layers (:mod:`archsim.workload.layer_
 ``modeling_deepseek.py`` builds them: layer i is a mixture of experts iff ``n_routed_experts`` is set, i ≥
 ``first_k_dense_replace`` and i % ``moe_layer_freq`` == 0, else a dense SwiGLU MLP of ``intermediate_size``; its
 ``n_shared_experts`` are one ungated SwiGLU MLP of ``n_shared_experts`` × ``moe_intermediate_size``
-(``DeepseekV3MoE.shared_experts``). The multi-token prediction modules (``num_nextn_predict_layers``) are not read:
-DeepSeek-V3's 671B excludes them, and archsim's iteration runs the main model alone."""
+(``DeepseekV3MoE.shared_experts``). ``num_nextn_predict_layers``, the multi-token prediction modules DeepSeek-V3
+trains (one), is the config's ``mtp_layers`` (priced on the last stage: :mod:`archsim.training.mtp`); they are
+not in its parameter count, as DeepSeek-V3's 671B excludes them."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def deepseek_from_hf(config: dict, name: str) -> TransformerConfig:
         get_key(config, "num_key_value_heads", heads), get_key(config, "tie_word_embeddings", False),
         **experts, q_lora_rank=_count(config, "q_lora_rank", 0), kv_lora_rank=get_key(config, "kv_lora_rank"),
         qk_nope_head_dim=get_key(config, "qk_nope_head_dim"), qk_rope_head_dim=get_key(config, "qk_rope_head_dim"),
-        v_head_dim=get_key(config, "v_head_dim"),
+        v_head_dim=get_key(config, "v_head_dim"), mtp_layers=_count(config, "num_nextn_predict_layers", 0),
         activation=field_activation(config, "hidden_act", "silu", gated=True),
         attention_dropout=field_number(config, "attention_dropout", 0.0))
 

@@ -108,6 +108,9 @@ class TransformerConfig:
     shared_expert_gate: bool = True  # the shared expert's sigmoid gate (Qwen2-MoE's); DeepSeek's shared experts have none
     router_score: str = "softmax"  # the router's score function (Megatron-Core's --moe-router-score-function): or sigmoid
     routed_scaling_factor: float = 1.0  # the routed experts' weights × this (DeepSeek's routed_scaling_factor)
+    # DeepSeek-V3's multi-token prediction modules trained on the last stage (training/mtp.py; Megatron-LM's
+    # --mtp-num-layers): not in parameter_count (the model's own, as DeepSeek's 671B excludes them)
+    mtp_layers: int = 0
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -137,6 +140,11 @@ class TransformerConfig:
                              field="shared_expert_ffn")
         check_capacity(self)
         check_deepseek(self)
+        if not isinstance(self.mtp_layers, int) or isinstance(self.mtp_layers, bool) or not 0 <= self.mtp_layers <= 64:
+            raise InputError(f"must be an integer in 0…64, got {shown(self.mtp_layers)}", field="mtp-layers")
+        if self.mtp_layers and self.family != "llama":
+            raise InputError(f"multi-token prediction is priced for llama-family models (RMS norms, Megatron-LM's "
+                             f"MTP module), not {self.family}", field="mtp-layers")
         if self.kv_channels and self.family not in ("switch", "llama"):
             raise InputError(f"an attention width other than hidden is modelled for llama and switch only, not "
                              f"{self.family}", field="kv_channels")
