@@ -5,7 +5,7 @@ no compute kernel (NCCL's maintainer, NVIDIA/nccl issue #689, 2023-08 and 2024-0
 of SMs to achieve the performance of the platform": 2 on a PCI system with one NIC, **16 on a DGX with 8 NICs**
 (the same thread, 2022-06). :data:`NCCL_SMS` is that 16, every overlapped collective's default; NCCL picks its
 channels by topology (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS bound them), so a run that knows its own count sets
-:attr:`~archsim.training.machine.Machine.comm_sms`. DeepEP's dispatch and combine take a stated count instead
+a cluster file's ``[cluster]`` ``comm_sms`` (:attr:`~archsim.training.machine.Machine.comm_sms`). DeepEP's dispatch and combine take a stated count instead
 (``Buffer.set_num_sms``; 20 in the DeepSeek-V3 report, §3.2.2, and Megatron-LM's ``--moe-deepep-num-sms``
 default): archsim's all-to-alls are NCCL's (Megatron's ``alltoall`` dispatcher), so 20 is not used here.
 
