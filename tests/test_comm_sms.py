@@ -126,3 +126,13 @@ def test_runs_without_an_overlap_are_unchanged():
     free, taken = _layer(False, 0), _layer(False, NCCL_SMS)
     assert (taken.forward, taken.backward_input, taken.backward_weight, taken.tp_forward, taken.tp_backward) == (
         free.forward, free.backward_input, free.backward_weight, free.tp_forward, free.tp_backward)
+
+
+def test_no_op_runs_faster_beside_a_collective_and_memory_bound_ops_keep_their_time():
+    """The 22B layer's ops re-timed on the 92 SMs NCCL leaves of 108: every GEMM op at least as long (waves only
+    grow), the memory-bound ops (no GEMM) exactly as long, and some GEMM longer."""
+    layer = _layer(True, NCCL_SMS)
+    rows = list(zip(layer.ops, layer.slowed, layer.gemms))
+    assert rows and all(slowed >= t for (_, _, t), slowed, _ in rows)
+    assert all(slowed == t for (_, _, t), slowed, gemms in rows if not gemms)
+    assert any(slowed > t for (_, _, t), slowed, gemms in rows if gemms)
