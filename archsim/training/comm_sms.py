@@ -97,19 +97,23 @@ def bucket_exposed(buckets: int, bucket_seconds: float, window: float, share: fl
     runs at ``share`` of its speed while a bucket is on the wire: bucket by bucket, each one's start the later of its
     gradients and the wire. At ``share`` 1 it is :func:`archsim.training.dp_overlap.exposed_seconds`' closed form."""
     time = work = wire = 0.0  # seconds elapsed, the window's work done (its own seconds), the wire free at
-    busy: list[tuple[float, float]] = []
+    busy: list[tuple[float, float]] = []  # each bucket's seconds on the wire, in order
+    k = 0  # the first of them not yet behind ``time``
     for i in range(buckets):
         target = window * (i + 1) / buckets
-        for start, end in busy:  # the work done between ``time`` and ``target``, slowed where a bucket runs
-            if end <= time or work >= target:
-                continue
-            if start > time:
-                step = min(start - time, target - work)
-                time, work = time + step, work + step
-            if work < target and start <= time < end:
-                step = min(end - time, (target - work) / share)
-                time, work = time + step, work + step * share
-        time, work = time + (target - work), target
+        while work < target and k < len(busy):  # the work up to ``target``, slowed where a bucket runs
+            start, end = busy[k]
+            if time < start:  # alone until the bucket starts
+                if start - time >= target - work:
+                    time, work = time + target - work, target
+                    break
+                time, work = start, work + start - time
+            if (target - work) / share <= end - time:  # beside it
+                time, work = time + (target - work) / share, target
+            else:
+                time, work, k = end, work + (end - time) * share, k + 1
+        if work < target:
+            time, work = time + target - work, target
         begin = max(wire, time)
         wire = begin + bucket_seconds
         busy.append((begin, wire))
