@@ -1,6 +1,6 @@
 """The SMs an overlapped collective takes from the compute beside it (archsim/training/comm_sms.py).
 
-NCCL runs a collective's channels as CTAs that each hold an SM no compute kernel shares (NVIDIA/nccl issue #689), so
+NCCL runs a collective's channels as CTAs that each hold an SM no compute kernel shares (NVIDIA/nccl #181, #689), so
 compute overlapped with a collective runs on N − k SMs. Checked here against hand counts: tile waves on fewer SMs,
 one overlap's timeline drawn by hand, a two-bucket queue stepped by hand; and the bounds every overlap must keep
 (never faster than the free overlap, never slower than the serial sum). Runs without an overlap are unchanged.

@@ -1,9 +1,9 @@
 """The SMs an overlapped collective takes from the compute beside it: one mechanism for every overlap.
 
 A GPU runs a collective as kernels. NCCL runs one CTA per channel, each on an SM of its own, which it shares with
-no compute kernel (NCCL's maintainer, NVIDIA/nccl issue #689, 2023-08 and 2024-05-13), and uses "the minimal number
-of SMs to achieve the performance of the platform": 2 on a PCI system with one NIC, **16 on a DGX with 8 NICs**
-(the same thread, 2022-06). :data:`NCCL_SMS` is that 16, every overlapped collective's default; NCCL picks its
+no compute kernel (NCCL's maintainer: NVIDIA/nccl issues #181, 2020-04-15, and #689, 2023-08-11), and uses "the
+minimal number of SMs to achieve the performance of the platform": 2 on a PCI system with one NIC, **16 on a DGX
+with 8 NICs** (#689, 2022-06). :data:`NCCL_SMS` is that 16, every overlapped collective's default; NCCL picks its
 channels by topology (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS bound them), so a run that knows its own count sets
 a cluster file's ``[cluster]`` ``comm_sms`` (:attr:`~archsim.training.machine.Machine.comm_sms`). DeepEP's dispatch and combine take a stated count instead
 (``Buffer.set_num_sms``; 20 in the DeepSeek-V3 report, §3.2.2, and Megatron-LM's ``--moe-deepep-num-sms``
