@@ -202,8 +202,8 @@ def test_fp8_is_never_slower_on_a_gemm_bound_model(layout, monkeypatch):
 CHECK = {  # docs/training.md, "FP8 training": the check's layouts and the table's figures (s/step bf16, fp8)
     "llama3_8b": (["--cp", "2", "--dp", "4"], (12.51, 9.73)),
     "llama3_70b": (["--tp", "4", "--pp", "4", "--cp", "2", "--dp", "2", "--interleave", "5", "--sequence-parallel"],
-                   (15.74, 11.89)),
-}
+                   (15.80, 11.92)),  # 15.74, 11.89 until 2026-12-04: the SP re-gathers' δ GEMMs on the SMs NCCL
+}                                      # leaves them (archsim/training/comm_sms.py)
 
 
 @pytest.mark.parametrize("model", sorted(CHECK))

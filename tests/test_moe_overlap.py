@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -39,18 +40,35 @@ def _train(c: TransformerConfig, **keys):
 
 
 def _layer(c: TransformerConfig, par: Parallelism) -> PieceCost:
+    par = replace(par, attention="flash")  # train's default for megatron: the compute the all-to-alls hide under
     clear_model_cache()
     layer = model_pieces(c, par, load_gpu_cluster(CLUSTER, "bf16").machine(par))["layer"]
     clear_model_cache()
     return layer
 
 
+def _slowed_by_hand(p: PieceCost, kinds: str, ops: float) -> float:
+    """Seconds ``ops`` of ``p``'s rows of ``kinds`` take on the SMs NCCL leaves them: the rows' re-timed seconds
+    (``p.slowed``, the kernel model's tile waves on N − k SMs) over their own, times ``ops``."""
+    own = sum(t for (_, kind, t), _ in zip(p.ops, p.slowed) if kind in kinds)
+    slowed = sum(s for (_, kind, _), s in zip(p.ops, p.slowed) if kind in kinds)
+    return ops * slowed / own
+
+
 def _hidden_by_hand(p: PieceCost) -> float:
     """One paired layer (forward and backward of one kind): the forward's all-to-alls under the backward's compute,
-    the backward's under the forward's, each at most that compute."""
-    forward = p.forward + p.tp_forward + p.cp_forward
-    backward = p.backward_input + p.backward_weight + p.recompute + p.tp_backward + p.cp_backward
-    return min(p.ep_forward, backward) + min(p.ep_backward, forward)
+    the backward's under the forward's. A compute of C seconds whose ops take C′ beside the all-to-all (NCCL's SMs
+    taken: archsim/training/comm_sms.py) does a·C/C′ of its work in the all-to-all's a seconds: that much is hidden,
+    at most C (until 2026-12-04: min(a, C), the SMs free)."""
+    f_ops = p.forward
+    b_ops = p.backward_input + p.backward_weight + p.recompute
+    forward = f_ops + p.tp_forward + p.cp_forward
+    backward = b_ops + p.tp_backward + p.cp_backward
+    forward_slowed = forward - f_ops + _slowed_by_hand(p, "F", f_ops)
+    backward_slowed = backward - b_ops + _slowed_by_hand(p, "DG", b_ops)
+    assert forward_slowed > forward and backward_slowed > backward  # the layer's GEMMs lose waves
+    return min(p.ep_forward * backward / backward_slowed, backward) + min(p.ep_backward * forward / forward_slowed,
+                                                                           forward)
 
 
 def test_a_paired_layer_hides_each_all_to_all_up_to_the_partners_compute():

@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 
 CLUSTER_TABLES = ("a cluster file has one [cluster] table, one or more [[servers]] tables and optionally one [network] "
                   "table (the NICs between servers)")
-CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb"}
+CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb",
+                "comm_sms"}  # the SMs an overlapped collective holds: train and search (training/comm_sms.py)
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 LINK_MODELS = ("paper", "exact")  # how plan prices a transfer (build_topology's ``links``; plan --links)
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catalog name / a device file: archsim train

@@ -35,20 +35,22 @@ Sync = tuple[dict[str, float], dict[str, float]]  # (before the optimizer step, 
 
 
 def replicated_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,
-                    backward_s: float, rank: int = 0) -> Sync:
+                    backward_s: float, rank: int = 0, share: float = 1.0) -> Sync:
     """The gradients' all-reduce at the gradient buffer's width (fp32 in bf16, as Megatron reduces it) over DP,
-    ``par.dp_overlap``'s buckets under the last micro-batch's backward ``backward_s`` (seconds)."""
+    ``par.dp_overlap``'s buckets under the last micro-batch's backward ``backward_s`` (seconds), which runs at
+    ``share`` of its speed beside them (:mod:`archsim.training.comm_sms`)."""
     return {"dp_allreduce": dp_allreduce_seconds(parameters, gradient_bytes(machine.dtype), par.replicas, machine.links.dp,
-                                                 par.dp_overlap, backward_s)}, {}
+                                                 par.dp_overlap, backward_s, share)}, {}
 
 
 def distributed_optimizer_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float,
-                               forward_s: float, backward_s: float, rank: int = 0, fp8_parameters: float = 0.0) -> Sync:
+                               forward_s: float, backward_s: float, rank: int = 0, fp8_parameters: float = 0.0,
+                               share: float = 1.0) -> Sync:
     """The gradients' reduce-scatter before the step on 1/DP, the parameters' all-gather after it (``fp8_parameters``
     of them fp8 weights, 1 byte each: :func:`~archsim.training.fp8_memory.gathered_parameter_bytes`)."""
     width = gathered_parameter_bytes(parameters, fp8_parameters, ELEMENT_BYTES[machine.dtype])
     scatter, gather = distributed_sync_seconds(parameters, gradient_bytes(machine.dtype), width,
-                                               par.replicas, machine.links.dp, par.dp_overlap, backward_s)
+                                               par.replicas, machine.links.dp, par.dp_overlap, backward_s, share)
     return {"dp_reduce_scatter": scatter}, {"dp_allgather": gather}
 
 
@@ -57,17 +59,20 @@ SYNCS: dict[str, Callable[..., Sync]] = {"none": replicated_sync, "distributed-o
 
 
 def dp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float = 0.0,
-            backward_s: float = 0.0, rank: int = 0, drains: Sequence[float] = (), fp8_parameters: float = 0.0) -> Sync:
+            backward_s: float = 0.0, rank: int = 0, drains: Sequence[float] = (), fp8_parameters: float = 0.0,
+            share: float = 1.0) -> Sync:
     """``par.sharding``'s seconds on pipeline rank ``rank`` holding ``parameters``: ``forward_s`` and ``backward_s``
     its one micro-batch's forward and backward (what bucketed all-reduces and FSDP's prefetch run under; FSDP's
     units are the rank's chunks' layers); ``drains``: FSDP's (:func:`archsim.training.fsdp.fsdp_sync`), per chunk
     the seconds from its last backward to the rank's last action; ``fp8_parameters``: the distributed optimizer's
-    (:func:`distributed_optimizer_sync`), those of ``parameters`` it gathers in fp8."""
+    (:func:`distributed_optimizer_sync`), those of ``parameters`` it gathers in fp8; ``share``: the backward's speed
+    beside a bucketed collective (:mod:`archsim.training.comm_sms`; FSDP's prefetch is priced free of it)."""
     if par.sharding == "fsdp":
         return fsdp_sync(c, par, machine, parameters, forward_s, backward_s, rank, drains)
     if par.sharding == "distributed-optimizer":
-        return distributed_optimizer_sync(c, par, machine, parameters, forward_s, backward_s, rank, fp8_parameters)
-    return SYNCS[par.sharding](c, par, machine, parameters, forward_s, backward_s, rank)
+        return distributed_optimizer_sync(c, par, machine, parameters, forward_s, backward_s, rank, fp8_parameters,
+                                          share)
+    return replicated_sync(c, par, machine, parameters, forward_s, backward_s, rank, share)
 
 
 __all__ = ["SYNCS", "Sync", "distributed_optimizer_sync", "dp_sync", "replicated_sync"]

@@ -41,6 +41,8 @@ class Layout(Protocol):
     @property
     def dtype(self) -> str: ...
     @property
+    def comm_sms(self) -> int: ...
+    @property
     def heterogeneous(self) -> bool: ...
     @property
     def starts(self) -> tuple[int, ...]: ...
@@ -149,7 +151,8 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
                          if par.experts_apart and par.expert_replicas > 1 else None,
                          etp=_slowest_link(cluster, device, etp_groups, every=wired)
                          if etp != par.tp and etp > 1 else None),
-                   dtype=cluster.dtype, memory_bytes=_stated(cluster.capacity(device), device))
+                   dtype=cluster.dtype, memory_bytes=_stated(cluster.capacity(device), device),
+                   comm_sms=cluster.comm_sms)
 
 
 def _stated(capacity: float, device: Device) -> float:

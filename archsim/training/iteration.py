@@ -5,7 +5,8 @@ and optimizer step.
    are the sums of its ops' times on the GPU (:func:`archsim.devices.kernel_ops.op_seconds`) and of
    its tensor-parallel collectives (they run on the compute stream, between the GEMMs, as Megatron
    issues them; the sequence-parallel re-gather of a column-parallel GEMM's input runs under that GEMM's
-   δ and adds only what outlasts it: :func:`exposed_collective_seconds`). A pass is host-bound when its
+   δ and adds only what outlasts it, the δ GEMM re-timed on the SMs NCCL leaves it: :func:`exposed_collective_seconds`,
+   :mod:`archsim.training.comm_sms`). A pass is host-bound when its
    ops are issued slower than the GPU runs them: each pass (forward, recompute, backward) takes
    max(GPU time, ops × ``efficiency.host_s``), the ops counted in Megatron's list, the list ``host_s``
    was fitted per (:func:`host_issues`).
@@ -52,6 +53,7 @@ from archsim.devices.kernel_ops import KernelFamilies, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.training.comm_sms import hidden_seconds, share_of, slowed_seconds
 from archsim.training.context_parallel import exchange, rank_config
 from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
@@ -105,18 +107,25 @@ ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp
 
 
 def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,
-                               delta_seconds: dict[str, float]) -> np.ndarray:
+                               delta_seconds: dict[str, float],
+                               slowed_deltas: dict[str, float] | None = None) -> np.ndarray:
     """Each TP collective's seconds on the pass's critical path: its whole time on the compute stream, or,
     issued asynchronously under δ ops (:attr:`~archsim.training.op_work.Collective.under`, Megatron's
-    sequence-parallel re-gather), only what outlasts them, max(0, t_collective − Σ t_δ);
-    ``delta_seconds``: each backward δ op's GPU seconds by layer name. NCCL's kernels and the GEMM share
-    the GPU's SMs and HBM while they overlap; that contention is not modelled (the hidden part is free)."""
+    sequence-parallel re-gather), only what outlasts them, t_collective − hidden, the δ GEMMs running on the
+    SMs NCCL leaves them (:func:`~archsim.training.comm_sms.hidden_seconds`); ``delta_seconds``: each backward
+    δ op's GPU seconds by layer name, ``slowed_deltas`` the same on the SMs left (None: as ``delta_seconds``).
+    NCCL's share of HBM bandwidth is not modelled."""
+    slowed = delta_seconds if slowed_deltas is None else slowed_deltas
     out = np.empty(len(colls))
     for i, c in enumerate(colls):  # a TP collective, or a mixture of experts' over its EP or expert-TP group
         ranks, link = {"ep": (par.ep, links.ep), "etp": (par.expert_tp, links.etp)}.get(c.group, (par.tp, links.tp))
         assert link is not None  # a rank machine of an EP group has its link
         seconds = float(collective_seconds(c.kind, c.bytes * scale, ranks, link))
-        out[i] = max(0.0, seconds - sum(delta_seconds[name] for name in c.under)) if c.under else seconds
+        if c.under:
+            delta = sum(delta_seconds[name] for name in c.under)
+            share = share_of(delta, sum(slowed[name] for name in c.under))
+            seconds -= hidden_seconds(seconds, delta, share)
+        out[i] = seconds
     return out
 
 
@@ -163,12 +172,15 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
     rows = tuple((op.layer, op.kind, float(t)) for op, t in zip(ops, seconds))
     nf = len(work.forward)
     back = [(op, float(t)) for op, t in zip(work.backward, seconds[nf:])]
+    slowed = slowed_seconds(ops, seconds, machine.gpu, machine.kernels.gemm, machine.dtype, machine.comm_sms)
     deltas: dict[str, float] = defaultdict(float)
-    for op, t in back:
+    slowed_deltas: dict[str, float] = defaultdict(float)
+    for op, t, t_slow in zip(work.backward, seconds[nf:], slowed[nf:]):
         if op.kind == "D":
-            deltas[op.layer] += t
-    coll_f = exposed_collective_seconds(work.forward_collectives, par, machine.links, scale, deltas)
-    coll_b = exposed_collective_seconds(work.backward_collectives, par, machine.links, scale, deltas)
+            deltas[op.layer] += float(t)
+            slowed_deltas[op.layer] += float(t_slow)
+    coll_f = exposed_collective_seconds(work.forward_collectives, par, machine.links, scale, deltas, slowed_deltas)
+    coll_b = exposed_collective_seconds(work.backward_collectives, par, machine.links, scale, deltas, slowed_deltas)
     rows += tuple((f"{c.name} ({c.kind}, {message_mib(c.bytes * scale)}"
                    + (f", exposed beyond {' + '.join(c.under)} δ)" if c.under else ")"), c.phase, float(t))
                   for c, t in zip((*work.forward_collectives, *work.backward_collectives), (*coll_f, *coll_b)))
@@ -193,7 +205,8 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
     else:
         redo = 0.0
     gemms = (*(op.gemms for op in ops), *((),) * (len(rows) - len(ops)))  # the collectives' rows run none
-    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b, gemms=gemms)
+    return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b, gemms=gemms,
+                     slowed=tuple(float(t) for t in slowed))
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
@@ -325,8 +338,9 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     rank's fp8 weight casts of the iteration too (:func:`~archsim.training.fp8_scaling.weight_cast_seconds`)."""
     experts = rank_expert_parameters(c, par, rank) if par.experts_apart else 0  # theirs over their expert-DP ranks
     fp8 = rank_fp8_weights(c, par, rank)[1] if par.fp8_param_gather else 0.0  # gathered in fp8 (fp8_memory.py)
+    share = model_pieces(c, par, machine)[LAYER].backward_share if par.dp_overlap != "none" else 1.0  # comm_sms.py
     before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains,
-                            fp8 - experts if fp8 else 0.0)  # by sharding; experts apart are all fp8 weights
+                            fp8 - experts if fp8 else 0.0, share)  # by sharding; experts apart are all fp8 weights
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
         # CP is in the expert-DP count; the batch scaled with it (only a valid layout's: the collectives ignore it)
         group = replace(par, dp=par.expert_replicas, cp=1, cp_comm="p2p", cp_hierarchy=None, ep=1, etp=None,
@@ -334,7 +348,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         link = machine.links.expert_dp
         assert link is not None  # a rank machine of an expert-DP group of more than one has its link
         more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=link)), experts,
-                       forward_s, backward_s, rank, drains, experts if fp8 else 0.0)
+                       forward_s, backward_s, rank, drains, experts if fp8 else 0.0, share)
         before, after = ({k: v + extra.get(k, 0.0) for k, v in part.items()} for part, extra in zip((before, after), more))
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
     tied = 0.0

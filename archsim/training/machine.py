@@ -11,6 +11,7 @@ from archsim.devices.device import Device
 from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families
 from archsim.errors import InputError
+from archsim.training.comm_sms import NCCL_SMS
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Machine:
     dtype: str = "fp16"
     pytorch_constants: KernelConstants = FITTED
     memory_bytes: float = 0.0  # what a job may allocate on the GPU, bytes (0: the board's whole memory)
+    comm_sms: int = NCCL_SMS  # SMs an overlapped collective holds while compute runs beside it (comm_sms.py)
 
     @property
     def capacity(self) -> float:
@@ -78,6 +80,8 @@ class Machine:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}", field="dtype")
+        if self.comm_sms < 0:
+            raise InputError(f"comm_sms must be 0 or more SMs, got {self.comm_sms}", field="comm-sms")
         if self.implementation not in IMPLEMENTATIONS:
             raise InputError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}",
                              field="implementation")

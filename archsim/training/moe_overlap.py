@@ -10,7 +10,8 @@ commit d98e8a6; read, not copied):
   paired layer as its two all-to-alls each hidden under the partner pass's compute up to that compute's length:
   the forward's dispatch + combine (``ep_forward``) under the backward layer's compute (I, W, its TP and CP
   collectives, recompute) and the backward's (``ep_backward``) under the forward layer's compute, hidden
-  min(a, C) each (max, not sum: the window is as long as the longer of the two). A rank's unpaired passes keep
+  min(a·C/C′, C) each, C′ the compute with its ops on the SMs NCCL's all-to-all leaves them
+  (:mod:`archsim.training.comm_sms`; min(a, C) until 2026-12-04, the SMs free). A rank's unpaired passes keep
   their all-to-alls: Megatron's warm-up runs ``get_pp_rank_microbatches``' forwards alone, (PP − r − 1)·2 + (v − 1)·PP
   + 1 of them at VPP v (the +1 "to ensure the forward and backward computations are independent"; the group size
   ``microbatch_group_size_per_vp_stage`` at its default, PP), and the cool-down's backwards alone; without a pipeline
@@ -28,11 +29,11 @@ commit d98e8a6; read, not copied):
   ``--recompute-method``, outside bf16 and fp16, beside ``--moe-shared-expert-overlap``, and at PP > 1 without a
   virtual pipeline (``virtual_pipeline_model_parallel_size``: archsim's ``--interleave`` > 1 on 1F1B): each
   refused in one line (:func:`overlap_problem`). Not modelled: the warm-up's extra forward in flight (one more
-  micro-batch's activations held), NCCL's kernels sharing the SMs with the compute they hide under.
+  micro-batch's activations held), NCCL's share of HBM bandwidth beside the compute.
 * ``--moe-shared-expert-overlap`` (``TransformerConfig.moe_shared_expert_overlap``; ``moe/shared_experts.py``,
   ``SharedExpertMLP``: its fc1 and activation on a side stream while the dispatch all-to-all runs, its fc2 while the
   combine runs): the forward's dispatch hidden under the shared expert's fc1 + SwiGLU, its combine under fc2, each up
-  to that compute's length (:func:`shared_overlap`). Megatron refuses it with a dispatcher other than alltoall/flex
+  to that compute's length, slowed on the SMs NCCL leaves (:func:`shared_overlap`). Megatron refuses it with a dispatcher other than alltoall/flex
   (never here) and beside the 1F1B overlap; without a shared expert it does nothing. The backward's all-to-alls stay
   exposed (the shared expert's backward is not scheduled against them).
 """
@@ -46,6 +47,7 @@ import numpy as np
 
 from archsim.console import setting, switch_on
 from archsim.errors import InputError
+from archsim.training.comm_sms import hidden_seconds
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.workload.layer_kinds import layer_kinds
 from archsim.workload.transformer import TransformerConfig
@@ -135,17 +137,22 @@ def shared_overlap(layer: PieceCost) -> PieceCost:
     fc2 = _rows(layer, "shared_expert.fc2", "F")
     if not fc1 + fc2:
         return layer
-    hidden = min(_rows(layer, "moe.dispatch (", "F"), fc1) + min(_rows(layer, "moe.combine (", "F"), fc2)
+    up = layer.share("F", ("shared_expert.fc1", "shared_expert.swiglu"))  # on the SMs NCCL leaves (comm_sms.py)
+    down = layer.share("F", "shared_expert.fc2")
+    hidden = (hidden_seconds(_rows(layer, "moe.dispatch (", "F"), fc1, up)
+              + hidden_seconds(_rows(layer, "moe.combine (", "F"), fc2, down))
     return replace(layer, ep_forward=layer.ep_forward - hidden)
 
 
 def pair_hidden(forward: PieceCost, backward: PieceCost) -> float:
     """Seconds of all-to-all one paired layer hides: ``forward``'s under ``backward``'s compute and ``backward``'s
-    under ``forward``'s, each at most that compute's seconds."""
+    under ``forward``'s, each at most that compute's seconds, the compute's ops slowed on the SMs the all-to-all
+    leaves them (:func:`~archsim.training.comm_sms.hidden_seconds`)."""
     fwd_compute = forward.forward + forward.tp_forward + forward.cp_forward
     bwd_compute = (backward.backward_input + backward.backward_weight + backward.recompute + backward.tp_backward
                    + backward.cp_backward)
-    return min(forward.ep_forward, bwd_compute) + min(backward.ep_backward, fwd_compute)
+    return (hidden_seconds(forward.ep_forward, bwd_compute, backward.backward_share)
+            + hidden_seconds(backward.ep_backward, fwd_compute, forward.forward_share))
 
 
 def warmup_forwards(par: Parallelism, rank: int) -> int:

@@ -4,8 +4,10 @@ pipeline, the all-to-all overlap (:mod:`archsim.training.moe_overlap`) and the s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from archsim.lowering import Gemm
+from archsim.training.comm_sms import share_of
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,28 @@ class PieceCost:
     ep_forward: float = 0.0  # a mixture of experts' all-to-alls over its EP group (moe_ops.py), out of tp_*
     ep_backward: float = 0.0
     gemms: tuple[tuple[Gemm, ...], ...] = ()
+    slowed: tuple[float, ...] = ()  # the first len(slowed) rows' (its ops') seconds beside a collective (comm_sms.py)
+
+    def share(self, kinds: str, prefix: str | tuple[str, ...] = "") -> float:
+        """The speed of this piece's ops of ``kinds`` (F, D, G), those named ``prefix``… if given, beside an
+        overlapped collective, as a fraction of their own (1: none slowed, or no re-timing known)."""
+        rows = [(t, s) for (name, kind, t), s in zip(self.ops, self.slowed) if kind in kinds and name.startswith(prefix)]
+        return share_of(sum(t for t, _ in rows), sum(s for _, s in rows))
+
+    @cached_property  # read per paired layer (moe_overlap.pair_hidden): computed once
+    def forward_share(self) -> float:
+        """The speed of the forward (its ops and its TP and CP collectives) beside an overlapped collective: its ops
+        at :meth:`share`, its own collectives as they were (1: nothing slowed)."""
+        whole = self.forward + self.tp_forward + self.cp_forward
+        return share_of(whole, whole + self.forward * (1 / self.share("F") - 1))
+
+    @cached_property
+    def backward_share(self) -> float:
+        """:attr:`forward_share` of the backward: δ and weight gradients and any recompute (as the backward's ops,
+        :meth:`share` of D and G), beside its TP and CP collectives."""
+        ops = self.backward_input + self.backward_weight + self.recompute
+        whole = ops + self.tp_backward + self.cp_backward
+        return share_of(whole, whole + ops * (1 / self.share("DG") - 1))
 
     def __post_init__(self) -> None:
         if self.gemms and len(self.gemms) != len(self.ops):  # a row's shape read from another row's op

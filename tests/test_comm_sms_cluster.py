@@ -1,0 +1,52 @@
+"""A cluster file's ``comm_sms`` (``[cluster]``): the SMs an overlapped collective holds on each GPU, what train and
+search price the compute beside it on (archsim/training/comm_sms.py). 0 is the free overlap; absent, NCCL's 16
+(its maintainer's figure for a DGX with 8 NICs, NVIDIA/nccl issue #689); one SM must be left to compute."""
+
+from __future__ import annotations
+
+import pytest
+
+from archsim.errors import InputError
+from archsim.training.cluster_file import load_gpu_cluster
+from archsim.training.comm_sms import NCCL_SMS
+from archsim.training.iteration import model_pieces
+from archsim.training.parallel import Parallelism
+from archsim.workload.transformer import TransformerConfig
+
+A100_SMS = 108  # the A100's SMs (NVIDIA A100 datasheet)
+GPT_22B = TransformerConfig("gpt-22b", "gpt", layers=48, hidden=6144, heads=64, vocab=51200, seq=2048, ffn=4 * 6144,
+                            kv_heads=64, tied_embeddings=True, positions=2048)
+
+
+def _cluster(tmp_path, line: str):
+    path = tmp_path / "cluster.toml"
+    path.write_text(f'[cluster]\n{line}\n[[servers]]\ncount = 1\ngpus = 8\ngpu = "a100-80gb"\n')
+    return load_gpu_cluster(path)
+
+
+def _regathers(cluster) -> list[float]:
+    """The 22B layer's two sequence-parallel re-gathers' exposed seconds (TP 8, micro-batch 4)."""
+    par = Parallelism(8, 1, 1, 4, 4, "none", True, attention="standard")
+    layer = model_pieces(GPT_22B, par, cluster.machine(par))["layer"]
+    return [t for name, kind, t in layer.ops if kind == "B" and "exposed beyond" in name]
+
+
+def test_absent_it_is_nccls_sixteen(tmp_path):
+    cluster = _cluster(tmp_path, "")
+    assert cluster.comm_sms == NCCL_SMS == 16
+    assert cluster.machine(Parallelism(8, 1, 1, 4, 4)).comm_sms == 16
+
+
+def test_zero_frees_the_overlap_and_more_sms_expose_more(tmp_path):
+    """The 22B layer's re-gathers (0.46 ms) sit under δ GEMMs of about twice their length: hidden whole with the SMs
+    free, partly shown with 16 taken, more with 54 (half the A100's)."""
+    free, nccl, half = (_regathers(_cluster(tmp_path, f"comm_sms = {k}")) for k in (0, 16, A100_SMS // 2))
+    assert free == [0.0, 0.0]
+    assert all(0 < a < b for a, b in zip(nccl, half))
+
+
+@pytest.mark.parametrize("value", [str(A100_SMS), "-1", "2.5", '"16"', "true"])
+def test_a_count_no_gpu_can_give_is_refused(tmp_path, value):
+    with pytest.raises(InputError, match=r"whole number of SMs from 0 to 107") as caught:
+        _cluster(tmp_path, f"comm_sms = {value}")
+    assert caught.value.where.field == "comm_sms" and caught.value.where.line == 2  # its line in the file
