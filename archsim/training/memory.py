@@ -247,7 +247,8 @@ def stage_terms(c: TransformerConfig, par: Parallelism, first: bool, last: bool,
     mtp = last and c.mtp_layers > 0  # the MTP modules, on the last stage (mtp.py): the token table too when untied
     edges = (*([embedding_parameters(c, t)] if first else []), *([outer_norm_parameters(c)] if last else []),
              *([padded_vocab(c.vocab, t) // t * c.hidden] if head else []),  # final norm: RMS γ, LayerNorm γ and β
-             *([mtp_parameters(c, t, par.ep, par.etp, not c.tied_embeddings and not first)] if mtp else []))
+             *([mtp_parameters(c, layer_parameters_per_gpu(mtp_config(c), t, par.ep, par.etp), t,
+                             not c.tied_embeddings and not first)] if mtp else []))
     if hf:  # FSDP's unit is Megatron's alone
         return StageTerms(None, layer_parameters_per_gpu(c, t, par.ep, par.etp), edges, states, 0.0, 0.0, 0.0, None, None, None, scale,
                           lambda layers, in_flight: hf_activation_bytes(c, b, layers, in_flight, par.recompute,

@@ -120,16 +120,16 @@ def with_mtp(c: TransformerConfig, pieces: dict[str, PieceCost], projection: Pie
     return {**pieces, "head": summed([head, *modules])}
 
 
-def mtp_parameters(c: TransformerConfig, tp: int, ep: int = 1, etp: int | None = None, table: bool = False) -> float:
-    """Parameters one GPU of the MTP stage holds for the modules: each one's layer (:func:`mtp_config`, split as the
-    layers are), ``eh_proj``'s 2h·h / t and its three norms' γ (replicated); ``table``: the token table's rows the
-    rank holds (padded vocabulary / t × h) when the stage holds no copy of it yet (untied embeddings off the first
-    stage: Megatron builds the embedding on the MTP stage)."""
-    from archsim.training.memory import layer_parameters_per_gpu
+def mtp_parameters(c: TransformerConfig, layer: float, tp: int, table: bool = False) -> float:
+    """Parameters one GPU of the MTP stage holds for the modules: each one's layer (``layer``: the parameters one
+    GPU holds of :func:`mtp_config`'s layer, split as the layers are; the caller counts it, so this module does not
+    climb back to ``memory``), ``eh_proj``'s 2h·h / t and its three norms' γ (replicated); ``table``: the token
+    table's rows the rank holds (padded vocabulary / t × h) when the stage holds no copy of it yet (untied embeddings
+    off the first stage: Megatron builds the embedding on the MTP stage)."""
     from archsim.training.parallel import padded_vocab
 
     h = c.hidden
-    own = layer_parameters_per_gpu(mtp_config(c), tp, ep, etp) + 2 * h * h / tp + NORMS * h
+    own = layer + 2 * h * h / tp + NORMS * h
     return c.mtp_layers * own + (padded_vocab(c.vocab, tp) // tp * h if table else 0)
 
 
