@@ -37,3 +37,31 @@ def test_a_train_result_repr_names_the_schedule_that_ran(settings, order):
     text = repr(result)
     assert f"micro-batch 1, {order}" in text, text
     assert result.to_dict()["meta"]["schedule"] == order.split(" ")[0].rstrip(","), text
+
+
+def test_the_pareto_page_shows_large_figures_to_the_unit_as_the_command_and_the_other_pages_do(tmp_path, capsys):
+    """Failed before: ``search --pareto-html``'s tables wrote a run's joules and tokens/s with an exponent
+    (``5.252e+06``, ``7.155e+04``: three digits of 71,552 tokens/s lost) where the command's own table prints
+    ``5252255`` and ``71552`` and docs/cli.md says a table shows such a number to the unit, "as the HTML pages'
+    tables show numbers". Each cell of a large figure now reads back as the row's JSON value to the unit."""
+    import json
+    import re
+
+    from archsim.cli import main
+
+    page = tmp_path / "front.html"
+    argv = ["search", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
+            "--max-micro-batch", "2", "--refine", "0"]
+    assert main([*argv, "--pareto-html", str(page), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    html = page.read_text()
+    ranked = html[html.index("<h2>Ranked configurations</h2>"):]
+    header = re.findall(r"<th>([^<]*)</th>", ranked)
+    body = [re.findall(r"<td>([^<]*)</td>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", ranked, re.DOTALL)]
+    body = [cells for cells in body if cells]
+    assert len(body) == len(rows) and "e+" not in html[html.index("<h2>Pareto front</h2>"):]
+    large = [(dict(zip(header, cells))[key], row[key]) for cells, row in zip(body, rows)
+             for key in ("energy_j", "tokens_per_second") if row[key] >= 1e4]  # 4 digits would need an exponent
+    assert large
+    for shown, value in large:
+        assert abs(float(shown.replace(",", "")) - value) <= 0.5, (shown, value)
