@@ -65,3 +65,21 @@ def test_the_pareto_page_shows_large_figures_to_the_unit_as_the_command_and_the_
     assert large
     for shown, value in large:
         assert abs(float(shown.replace(",", "")) - value) <= 0.5, (shown, value)
+
+
+@pytest.mark.parametrize("schedule", ["zb-v", "dualpipev"])
+def test_a_v_schedules_wrong_chunk_count_is_not_told_that_it_takes_no_interleave(capsys, schedule):
+    """Failed before: ``--schedule zb-v --interleave 5`` was refused with "--interleave takes one of the schedules
+    1f1b, interleaved-1f1b, interleaved-zb, looped-bfs, not 'zb-v'", though ``--interleave 2`` beside zb-v runs
+    (it restates the V's two chunks a rank, Qi et al. 2024's ZB-V; DeepSeek-V3's DualPipeV likewise). The
+    refusal now names the V's own count and both ways out, each of which runs."""
+    from archsim.cli import main
+
+    argv = ["train", MODEL, "--cluster", CLUSTER, "--pp", "2", "--dp", "4", "--global-batch", "16",
+            "--schedule", schedule]
+    capsys.readouterr()
+    assert main([*argv, "--interleave", "5"]) == 2
+    err = capsys.readouterr().err
+    assert f"{schedule} runs 2 model chunks a rank by its V shape, not 5: drop --interleave (or give --interleave 2" \
+        in err and "takes one of the schedules" not in err, err
+    assert main(argv) == 0 and main([*argv, "--interleave", "2"]) == 0
