@@ -83,3 +83,20 @@ def test_a_v_schedules_wrong_chunk_count_is_not_told_that_it_takes_no_interleave
     assert f"{schedule} runs 2 model chunks a rank by its V shape, not 5: drop --interleave (or give --interleave 2" \
         in err and "takes one of the schedules" not in err, err
     assert main(argv) == 0 and main([*argv, "--interleave", "2"]) == 0
+
+
+@pytest.mark.parametrize("flag", ["--out", "--gantt"])
+def test_a_dash_as_an_output_is_refused_not_written_as_a_file_named_dash(tmp_path, monkeypatch, capsys, flag):
+    """Failed before: ``train … --format json --out -``, which many Unix tools read as standard output (POSIX's
+    Utility Syntax Guidelines, guideline 13, for operands), wrote a file named ``-`` in the working folder and said
+    ``wrote -``. It is refused before any work, naming ``/dev/stdout``; ``./-`` still names a file of that name."""
+    from archsim.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", MODEL, "--cluster", CLUSTER, "--dp", "8", "--global-batch", "16", "--format", "json"]
+    capsys.readouterr()
+    assert main([*argv, flag, "-"]) == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: -: '-' is not standard output here" in err and "/dev/stdout" in err, err
+    assert not (tmp_path / "-").exists()
+    assert main([*argv, flag, "./-"]) == 0 and (tmp_path / "-").stat().st_size > 0
