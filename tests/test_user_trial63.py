@@ -100,3 +100,23 @@ def test_a_dash_as_an_output_is_refused_not_written_as_a_file_named_dash(tmp_pat
     assert f"argument {flag}: -: '-' is not standard output here" in err and "/dev/stdout" in err, err
     assert not (tmp_path / "-").exists()
     assert main([*argv, flag, "./-"]) == 0 and (tmp_path / "-").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("command", "typed", "hint"), [
+    ("search", ["--interleave", "2"], "(--interleave is archsim train's: archsim search takes --chunks V"),
+    ("search", ["--micro-batch", "2"], "(--micro-batch is archsim train's: archsim search takes --max-micro-batch)"),
+    ("train", ["--chunks", "2"], "(--chunks is archsim search's: archsim train takes --interleave V"),
+    ("train", ["--max-micro-batch", "2"], "(--max-micro-batch is archsim search's: archsim train takes --micro-batch"),
+])
+def test_the_sibling_jobs_chunk_and_micro_batch_flags_name_this_jobs_own(capsys, command, typed, hint):
+    """Failed before: ``search --interleave 2`` (train's chunks per rank) was refused as "unrecognized arguments"
+    alone and ``train --chunks 2`` (search's) was told "did you mean '--runs'?", a runs file, though docs/cli.md
+    says "a flag of the sibling command says what this one takes instead" and Megatron-LM's
+    ``--num-layers-per-virtual-pipeline-stage`` already named ``--chunks`` on search."""
+    from archsim.cli import main
+
+    layout = ["--tp", "2"] if command == "train" else []
+    capsys.readouterr()
+    assert main([command, MODEL, "--cluster", CLUSTER, "--global-batch", "16", *layout, *typed]) == 2
+    err = capsys.readouterr().err
+    assert hint in err and "did you mean" not in err, err
