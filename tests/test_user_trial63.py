@@ -120,3 +120,29 @@ def test_the_sibling_jobs_chunk_and_micro_batch_flags_name_this_jobs_own(capsys,
     assert main([command, MODEL, "--cluster", CLUSTER, "--global-batch", "16", *layout, *typed]) == 2
     err = capsys.readouterr().err
     assert hint in err and "did you mean" not in err, err
+
+
+def test_every_pareto_configuration_carries_the_train_line_that_times_it(capsys):
+    """Failed before: ``search --format json``'s ``meta.pareto`` entries had no ``command``, so a configuration of
+    the front below ``--top`` (the table's Pareto block lists them all) could not be run as a ranked row can. Each
+    entry's command, run, gives the entry's own memory and, for an event-timed entry, its time."""
+    import json
+    import shlex
+
+    from archsim.cli import main
+
+    capsys.readouterr()
+    assert main(["search", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--top", "1", "--schedule", "1f1b",
+                 "--max-micro-batch", "2", "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    front = document["meta"]["pareto"]
+    below_top = [entry for entry in front if entry["command"] not in {row["command"] for row in document["rows"]}]
+    assert len(front) > 1 and below_top
+    for entry in front:
+        argv = shlex.split(entry["command"])
+        assert argv[:2] == ["archsim", "train"]
+        assert main([*argv[1:], "--format", "json"]) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        assert meta["peak_memory_gib"] == pytest.approx(entry["peak_memory_gib"], rel=1e-9)
+        if entry["timing"] == "event":
+            assert meta["iteration_seconds"] == pytest.approx(entry["iteration_seconds"], rel=1e-9)

@@ -208,8 +208,9 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     from archsim.training.search_rows import overlap_flags, train_command
 
     overlaps = tuple(overlap_flags(config))
-    rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq,
-                                             config.moe_load_imbalance, overlaps)} for row in result.rows]
+    command = lambda row: train_command(model, cluster_file, global_batch, row, cluster.dtype, seq,
+                                        config.moe_load_imbalance, overlaps)
+    rows = [{**row, "command": command(row)} for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
     etp_tried = expert_tp_degrees(config, etps)
@@ -238,5 +239,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             **({"placement": placement,
                 "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else none}
                if placement == "planned" else {}),
-            "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
+            # each with its train line too: a front's configuration below --top is no row to copy it from
+            "pareto": [{**{k: v for k, v in row.items() if k != "megatron_args"}, "command": command(row)}
+                       for row in result.pareto]}
     return {"meta": meta, "rows": rows}
