@@ -122,6 +122,7 @@ def test_the_sibling_jobs_chunk_and_micro_batch_flags_name_this_jobs_own(capsys,
     assert hint in err and "did you mean" not in err, err
 
 
+@pytest.mark.long  # a search, then a train per entry of its front: over a second
 def test_every_pareto_configuration_carries_the_train_line_that_times_it(capsys):
     """Failed before: ``search --format json``'s ``meta.pareto`` entries had no ``command``, so a configuration of
     the front below ``--top`` (the table's Pareto block lists them all) could not be run as a ranked row can. Each
@@ -146,3 +147,18 @@ def test_every_pareto_configuration_carries_the_train_line_that_times_it(capsys)
         assert meta["peak_memory_gib"] == pytest.approx(entry["peak_memory_gib"], rel=1e-9)
         if entry["timing"] == "event":
             assert meta["iteration_seconds"] == pytest.approx(entry["iteration_seconds"], rel=1e-9)
+
+
+def test_the_pareto_block_counts_one_configuration_and_shows_joules_to_the_unit(capsys):
+    """Failed before: ``search --objective energy`` on one GPU count (energy ∝ time: a front of one) closed its table
+    with "(1 configurations)" and the entry's joules as ``2.067e+04 J`` where its row's ``energy_j`` column shows
+    the figure to the unit (docs/cli.md: a number those digits would write with an exponent is shown to the unit)."""
+    from archsim.cli import main
+
+    capsys.readouterr()
+    assert main(["search", MODEL, "--cluster", CLUSTER, "--global-batch", "2048", "--top", "1", "--schedule", "1f1b",
+                 "--max-micro-batch", "2", "--refine", "0", "--objective", "energy"]) == 0
+    block = capsys.readouterr().out.split("\nPareto front, ")[1].splitlines()
+    assert block[0] == "iteration time against energy per iteration (1 configuration):", block
+    joules = float(block[1].rsplit(", ", 1)[1].removesuffix(" J"))
+    assert "e+" not in block[1] and joules >= 1e4 and joules == round(joules), block
