@@ -56,10 +56,14 @@ def check_target(path: str | Path, *, probe: bool = True) -> str:
 
 
 def check_file_name(path: str | Path) -> None:
-    """Refuse a name written as a folder's: one ending in a separator (``out/``), ``/.`` or ``/..``. Why:
+    """Refuse ``-`` (stdout to many tools, a file named ``-`` here) and a name written as a folder's: one ending in a
+    separator (``out/``), ``/.`` or ``/..``. Why:
     ``Path`` drops a trailing ``/`` and a final ``.``, so ``out/`` was written as a file ``out`` (or replaced
     the file ``out``) where the user named a folder, and ``out/..`` failed only after the run's work."""
     text = os.fspath(path)
+    if path == "-":  # as typed (Path("./-") reads "-"): many tools' stdout, so a file named "-" would surprise
+        raise InputError("'-' is not standard output here (it would write a file named '-'): give /dev/stdout, "
+                         "or ./- for a file of that name", file=text)
     ending = folder_ending(text)
     if ending is not None:  # a bare "." or ".." is an existing folder: check_target says so
         raise InputError(f"cannot write here (a name ending in {ending!r} names a folder): give a file name",

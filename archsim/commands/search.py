@@ -244,9 +244,11 @@ def _front_block(front: list[dict], objective: str) -> str:
     """The table's closing block: the Pareto front, one indented line per configuration, fastest first
     (no ``# name:`` lines: those are the meta's)."""
     against = {"time": "memory per GPU", "cost": "cost per iteration", "energy": "energy per iteration"}[objective]
-    lines = [f"Pareto front, iteration time against {against} ({len(front)} configurations):"]
+    from archsim.outputs import format_number  # joules to the unit, as the table's column shows them
+
+    lines = [f"Pareto front, iteration time against {against} ({len(front)} configuration{'s' * (len(front) != 1)}):"]
     lines += [f"  {_front_line(r)}" + (f", {r['cost_usd']:.4g} USD" if objective == "cost" else "")
-              + (f", {r['energy_j']:.4g} J" if objective == "energy" else "") for r in front]
+              + (f", {format_number(r['energy_j'])} J" if objective == "energy" else "") for r in front]
     return "\n" + "\n".join(lines) + "\n"
 
 

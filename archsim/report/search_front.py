@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from archsim.report.html_page import Figures, esc, section, table, write_document
+from archsim.report.style import table_number
 
 AXIS = {"time": ("peak_memory_gib", "memory per GPU (GiB)"), "cost": ("cost_usd", "cost per iteration (USD)"),
         "energy": ("energy_j", "energy per iteration (J, {basis})")}
@@ -85,8 +86,8 @@ def write_front_page(path: str | Path, title: str, front: list[dict], rows: list
     frame = lambda part: pd.DataFrame([{k: r.get(k) for k in columns} for r in part], columns=columns)
     parts = [section("Time against " + _axis(objective, energy_basis)[1],
                      figures(front_figure(front, rows, objective, energy_basis))),
-             section("Pareto front", table(frame(front), float_format=lambda v: f"{v:.4g}"), units),
-             section("Ranked configurations", table(frame(rows), float_format=lambda v: f"{v:.4g}"), units)]
+             section("Pareto front", table(frame(front), float_format=table_number), units),  # 71,552, not 7.155e+04,
+             section("Ranked configurations", table(frame(rows), float_format=table_number), units)]  # as every page
     return write_document(path, title, parts)
 
 

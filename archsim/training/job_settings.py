@@ -73,12 +73,19 @@ def elsewhere(job: str) -> dict[str, str]:
     if job == "search":
         layout = {name: f"is {named('train')}'s: {route('search', named('search'))} tries every {name.upper()} itself, "
                         f"on {setting('gpus', placeholder='N')} or the cluster's GPUs" for name in ("tp", "pp", "dp")}
-        return {**_megatron(job, layout), **layout}
+        own = {setting(flag).lstrip("-"): f"is {named('train')}'s: {named('search')} takes "  # --interleave: --chunks V
+                                          f"{setting(theirs, value, placeholder=placeholder)}"
+               for flag, (theirs, value, placeholder) in SEARCH_FLAGS.items()}
+        return {**_megatron(job, layout), **own, **layout}
     if job == "train":
         flags = ", ".join(setting(name) for name in ("tp", "pp", "dp"))
         layout = {"gpus": f"is {named('search')}'s: {route('train', named('train'))} takes its layout as {flags} and "
                           f"{setting('cp')}, their product the GPUs it runs on"}
-        return {**_megatron(job, {}), **layout}
+        # search's flags train lacks (balance and cp-comm are both jobs'): --chunks 2 was told "did you mean '--runs'?"
+        own = {setting(theirs).lstrip("-"): f"is {named('search')}'s: {named('train')} takes "
+                                            f"{setting(flag, placeholder=placeholder or 'B (the micro-batch size)')}"
+               for flag, (theirs, _, placeholder) in SEARCH_FLAGS.items() if theirs in ("chunks", "max-micro-batch")}
+        return {**_megatron(job, {}), **own, **layout}
     return {}
 
 

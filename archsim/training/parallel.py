@@ -241,11 +241,11 @@ class Parallelism:
         if self.global_batch % (self.micro_batch * self.dp):
             raise InputError(f"global batch {self.global_batch} is not a multiple of micro-batch × DP "
                              f"({self.micro_batch} × {self.dp})", field="global-batch")
-        # a V schedule's own two chunks (its rows' interleave, chunks_run) restate it: a row builds its Parallelism
-        if self.interleave > 1 and self.schedule not in CHUNKED_SCHEDULES and not (
-                self.schedule in V_SCHEDULES and self.interleave == chunks_run(self.schedule, 1)):
-            raise InputError(f"{setting('interleave')} takes one of the schedules {', '.join(CHUNKED_SCHEDULES)}, not "
-                             f"{self.schedule!r}", field="interleave")
+        if self.schedule not in CHUNKED_SCHEDULES and self.interleave not in (1, own := chunks_run(self.schedule, 1)):
+            raise InputError(f"{self.schedule} runs {own} model chunks a rank by its V shape, not {self.interleave}: "
+                             f"drop {setting('interleave')} (or give {setting('interleave', own)}, which restates it)"
+                             if own > 1 else f"{setting('interleave')} takes one of the schedules "
+                             f"{', '.join(CHUNKED_SCHEDULES)}, not {self.schedule!r}", field="interleave")
         if self.sequence_parallel and self.tp == 1:
             raise InputError(f"sequence parallelism needs {setting('tp')} > 1", field="sequence-parallel")
         ep_problem = ep_layout_problem(self.dp, self.ep, self.cp, self.fsdp, self.tp, self.etp)

@@ -72,8 +72,11 @@ class TrainResult:
         cp = "" if par is None or par.cp == 1 else f"cp {par.cp} × "  # GPUs = TP × CP × PP × DP
         comm = "" if par is None or par.cp == 1 else f", cp-comm {par.cp_comm}" + (
             f" {par.cp_hierarchy[0]} × {par.cp_hierarchy[1]}" if par.cp_hierarchy else "")
+        # the order that ran, as the meta's schedule and search's front name it: 1f1b at interleave 5 is
+        # interleaved-1f1b v5 (a V schedule's two chunks are its name's: zb-v v2)
+        order = "" if par is None else par.schedule_name + (f" v{par.chunks}" if par.chunks > 1 else "")
         split = "" if par is None else (f"tp {par.tp} × {cp}pp {par.pp} × dp {par.dp}{comm}, micro-batch "
-                                        f"{par.micro_batch}, {par.schedule}, recompute {par.recompute}; ")
+                                        f"{par.micro_batch}, {order}, recompute {par.recompute}; ")
         energy = "" if self.energy_j is None else f", {self.energy_j:.4g} J"
         return (f"TrainResult({split}{self.iteration_seconds:.4g} s per iteration, peak memory "
                 f"{self.peak_memory_gib:.4g} GiB per GPU{energy}; {len(self.ops)} op rows)")

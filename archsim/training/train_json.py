@@ -210,8 +210,9 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
 
     # and the MTP modules' count where the model trains some or is a DeepSeek config, whose own count may differ
     overlaps = (*overlap_flags(config), *([f"--mtp-layers {config.mtp_layers}"] if config.mtp_layers or config.mla else []))
-    rows = [{**row, "command": train_command(model, cluster_file, global_batch, row, cluster.dtype, seq,
-                                             config.moe_load_imbalance, overlaps)} for row in result.rows]
+    command = lambda row: train_command(model, cluster_file, global_batch, row, cluster.dtype, seq,
+                                        config.moe_load_imbalance, overlaps)
+    rows = [{**row, "command": command(row)} for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
     etp_tried = expert_tp_degrees(config, etps)
@@ -241,5 +242,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             **({"placement": placement,
                 "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else none}
                if placement == "planned" else {}),
-            "pareto": [{k: v for k, v in row.items() if k != "megatron_args"} for row in result.pareto]}
+            # each with its train line too: a front's configuration below --top is no row to copy it from
+            "pareto": [{**{k: v for k, v in row.items() if k != "megatron_args"}, "command": command(row)}
+                       for row in result.pareto]}
     return {"meta": meta, "rows": rows}
