@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.value_parsers import positive_float_flag, ratio_flag
+from archsim.value_parsers import INT32_MAX, int_flag, positive_float_flag, ratio_flag
 
 
 def add_routing_arguments(parser: argparse.ArgumentParser, capacity: bool = True, whose: str = "the") -> None:
@@ -30,7 +30,7 @@ def add_routing_arguments(parser: argparse.ArgumentParser, capacity: bool = True
 
 def add_mtp_argument(parser: argparse.ArgumentParser) -> None:
     """Multi-token prediction's module count (:mod:`archsim.training.mtp`), train's and search's."""
-    parser.add_argument("--mtp-layers", type=int, default=None, metavar="N",
+    parser.add_argument("--mtp-layers", type=int_flag(0, INT32_MAX, "a non-negative integer"), default=None, metavar="N",
                         help="multi-token prediction modules trained on the last pipeline stage (Megatron-LM's "
                              "--mtp-num-layers; each a layer like the model's last, a 2h → h projection and the LM "
                              "head again; default: the model's own, a DeepSeek config's num_nextn_predict_layers, "
