@@ -101,7 +101,7 @@ GPT_22B = TransformerConfig("gpt-22b", "gpt", layers=48, hidden=6144, heads=64, 
 def _layer(sp: bool, comm_sms: int):
     par = Parallelism(8, 1, 1, 4, 4, "none", sp, attention="standard")
     machine = single_node("a100-80gb", 8).machine(par)
-    assert machine.comm_sms == NCCL_SMS
+    assert machine.collective_sms == NCCL_SMS
     return model_pieces(GPT_22B, par, replace(machine, comm_sms=comm_sms))["layer"]
 
 

@@ -55,7 +55,8 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
                "memory_efficiency": ("fraction", False), "smem_bytes_per_clock": ("float0", False)},
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
               "inter_node_gbps": ("gbps0", False), "intra_latency_us": ("latency_us", False),
-              "inter_node_latency_us": ("latency_us", False), "efficiency": ("link_efficiency", False)},
+              "inter_node_latency_us": ("latency_us", False), "efficiency": ("link_efficiency", False),
+              "comm_sms": ("int0", False)},
     # the vector unit (a TPU's VPU), optional as a whole; lanes required once it is written (_WHOLE_OPTIONAL)
     "vector": {"lanes": ("int", True), "sublanes": ("int", False), "cores": ("int", False),
                "clock_mhz": ("float", False), "fp32_per_clock": ("float", False), "exp_per_clock": ("float", False)},
@@ -64,7 +65,7 @@ _WHOLE_OPTIONAL = ("vector",)  # sections a device file may leave out, whose req
 # A ring or tree step's latency above 1 ms is no fabric's (NVLink's fitted step is 3.15 µs, a NIC's a few µs; the
 # nccl-tests fit bounds α there too): a larger figure is a unit slip (ns written as µs), refused.
 MAX_STEP_LATENCY_US = 1000.0
-_NUMBERS = ("int", "float", "float0", "sram", "fraction", "seconds", "latency_us", "watts0", "gbps0")
+_NUMBERS = ("int", "int0", "float", "float0", "sram", "fraction", "seconds", "latency_us", "watts0", "gbps0")
 # W per chip: no chip leaks a megawatt; a figure at or above it is a unit slipped (mW written as W)
 MAX_STATIC_WATTS = 1e6
 # why a tile-timed device takes no static power (a device file's [device] and a device sweep's spec refuse it alike)
@@ -132,6 +133,8 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
     try:
         if kind == "int":
             return parse_int(value, high=INT32_MAX, what="a positive integer")
+        if kind == "int0":
+            return parse_int(value, low=0, high=INT32_MAX, what="a non-negative integer")
         high = math.inf if key == "clock_mhz" else MAX_FIGURE  # a clock has its own range (archsim.clock)
         if kind == "float":
             return parse_float(value, low_open=True, high=high, what="a positive number")

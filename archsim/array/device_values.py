@@ -55,3 +55,21 @@ def fraction(value: object, what: str = "a fraction in (0, 1]") -> float:
         number = _number(value)
         percent = f": if it is a percentage, write {number / 100:g}" if 1 < number <= 100 else ""
         raise ValueError(f"expected {what}, got {shown(value)}{percent}") from None
+
+
+def comm_sms(links: dict, cores: int, file: str) -> int:
+    """``[links] comm_sms`` (read as a non-negative integer by the sections' check; absent: 0, a chip whose collectives
+    hold no core) against the chip's ``cores``: at least one must compute beside a collective; else InputError
+    naming the file and key."""
+    from archsim.errors import InputError
+
+    taken = links.get("comm_sms", 0)
+    if taken >= cores:
+        raise InputError(f"expected a whole number of cores from 0 to {cores - 1} (one fewer than its {cores}), got "
+                         f"{taken}", file=file, field="links.comm_sms")
+    return taken
+
+
+def link_seconds(links: dict, key: str) -> float | None:
+    """A ``[links]`` latency key (µs) in seconds; None when unstated (the fitted link class's α prices it)."""
+    return None if key not in links else links[key] / 1e6

@@ -272,6 +272,11 @@ TABLE: tuple[Row, ...] = (
 )
 
 
+NCCL_SMS = 16
+"""SMs (CTAs, one per channel) NCCL runs a collective on beside compute on a catalog GPU: its maintainer's figure for a
+DGX with 8 NICs (NVIDIA/nccl issue #689; :mod:`archsim.training.comm_sms`)."""
+
+
 def device(chip: GpuSpec, board: Board) -> Device:
     """A GPU of the table as the training device: its tensor cores as arrays (SMs × tensor cores per
     SM of the MMA shape, output-stationary, at the chip's clock), its FP32 SIMD partitions as lanes
@@ -288,7 +293,7 @@ def device(chip: GpuSpec, board: Board) -> Device:
                   nvlink_bytes_per_s=board.nvlink_gbs * 1e9, nvlinks=board.nvlinks, nvswitch=board.nvswitch,
                   nvls=board.nvls, pcie_bytes_per_s=board.pcie_gbs * 1e9,
                   board_watts=chip.tdp_w or None, catalog=board.key, vector=vector, smem_bytes_per_clock=smem,
-                  fused_gemm_fraction=fraction)
+                  fused_gemm_fraction=fraction, comm_sms=NCCL_SMS)
 
 
 KNOWN_GPUS: dict[str, GpuSpec] = {row.slug: row.chip for row in TABLE}  # chips by slug (validate-gpu, kernels)
@@ -320,5 +325,5 @@ def _chip_as_stated(device: Device) -> GpuSpec | None:
                    l2_bytes_per_clock=device.l2_bytes_per_clock, tdp_w=device.board_watts or 0.0)
 
 
-__all__ = ["FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "TABLE", "Board",
+__all__ = ["FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "NCCL_SMS", "TABLE", "Board",
            "GpuSpec", "Row", "chip_of", "device"]

@@ -154,6 +154,10 @@ class Device:
     vector: VectorUnit | None = None
     smem_bytes_per_clock: float = 0.0
     fused_gemm_fraction: float = 1.0
+    # SMs (cores) an overlapped collective's kernels hold while compute runs beside it (archsim.training.comm_sms):
+    # NCCL's CTAs on a catalog GPU (NCCL_SMS); 0 on a device file's chip unless its [links] comm_sms states it (its
+    # collectives may run on link engines of their own; the A100 file states NCCL's 16)
+    comm_sms: int = 0
     # the catalog board it was built from (archsim.devices.catalog.device; None: a device file's chip): its identity,
     # which dataclasses.replace keeps, so a catalog GPU with a figure changed is still that chip, the figure in effect
     # (archsim.devices.catalog.chip_of)
@@ -167,6 +171,9 @@ class Device:
                              field="gemm")
         if not self.peaks:
             raise InputError("a device needs at least one dtype's peak", field="peak_tflops")
+        if not 0 <= self.comm_sms < self.sms:  # one core at least must compute beside a collective
+            raise InputError(f"expected a whole number of cores from 0 to {self.sms - 1} (one fewer than its "
+                             f"{self.sms}), got {self.comm_sms}", field="links.comm_sms")
 
     @cached_property
     def _peaks(self) -> dict[str, float]:

@@ -28,6 +28,7 @@ from archsim.array.device_sections import (
     is_device_toml,
     words_gbps,
 )
+from archsim.array.device_values import comm_sms, link_seconds
 from archsim.array.sram_sizes import (
     MAX_PLAUSIBLE_SRAM_KIB,
     cfg_sram_fix,
@@ -140,12 +141,12 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                   nvlink_bytes_per_s=intra, nvlinks=links.get("links", 1), nvswitch=True,
                   pcie_bytes_per_s=links.get("host_gbps", links["intra_gbps"]) * 1e9,
                   inter_node_gbps=links.get("inter_node_gbps", 0.0),
-                  intra_latency_s=_seconds(links, "intra_latency_us"),
-                  inter_node_latency_s=_seconds(links, "inter_node_latency_us"),
+                  intra_latency_s=link_seconds(links, "intra_latency_us"),
+                  inter_node_latency_s=link_seconds(links, "inter_node_latency_us"),
                   link_efficiency=_link_efficiency(links), board_watts=dev.get("board_watts"),
                   split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0),
                   sram_keys=sram_keys, vector=vector, smem_bytes_per_clock=mem.get("smem_bytes_per_clock", 0.0),
-                  fused_gemm_fraction=comp.get("fused_gemm_fraction", 1.0))
+                  fused_gemm_fraction=comp.get("fused_gemm_fraction", 1.0), comm_sms=comm_sms(links, arrays.cores, file))
 
 
 def _vector_unit(vec: dict[str, Any], file: str) -> VectorUnit | None:
@@ -161,11 +162,6 @@ def _vector_unit(vec: dict[str, Any], file: str) -> VectorUnit | None:
             raise InputError(str(exc), file=file, field="vector.clock_mhz") from None
     return VectorUnit(vec["lanes"], vec.get("sublanes", 1), vec.get("cores"), clock, vec.get("fp32_per_clock", 1.0),
                       vec.get("exp_per_clock", 1.0))
-
-
-def _seconds(links: dict[str, Any], key: str) -> float | None:
-    """A ``[links]`` latency key (µs) in seconds; None when unstated (the fitted link class's α prices it)."""
-    return None if key not in links else links[key] / 1e6
 
 
 def _link_efficiency(links: dict[str, Any]) -> float | None:

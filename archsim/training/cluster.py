@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 from archsim.devices.device import Device
 from archsim.errors import InputError
 from archsim.network import Network
-from archsim.training.comm_sms import NCCL_SMS
 from archsim.training.group_links import leaves_oversubscribed, rank_machine
 from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism, tp_straddles
@@ -63,7 +62,7 @@ class GpuCluster:
     unread: tuple[str, ...] = ()  # what the file states that train and search do not read, one line each (stderr)
     warnings: tuple[str, ...] = ()  # what the file states that is implausible (a link's unit slipped), one line each
     usable: tuple[tuple[str, float], ...] = ()  # (GPU name, bytes a job may allocate): [[servers]] usable_memory_gib
-    comm_sms: int = NCCL_SMS  # SMs an overlapped collective holds on each GPU: [cluster] comm_sms (comm_sms.py)
+    comm_sms: int | None = None  # SMs an overlapped collective holds on each GPU: [cluster] comm_sms (None: each GPU's own)
     # the file as read, its GPU pairs not priced (servers in the file's order; None: a cluster made here, single_node)
     file_layout: ClusterLayout | None = field(default=None, compare=False, repr=False)
     order: tuple[int, ...] = field(default=(), compare=False, repr=False)  # file's servers in this order (reordered)

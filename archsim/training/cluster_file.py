@@ -24,7 +24,6 @@ from archsim.spp.cluster_document import gpu_not_a_count, read_cluster_document,
 from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
-from archsim.training.comm_sms import NCCL_SMS
 from archsim.training.parallel import Parallelism
 from archsim.validate import folder_ending, shown_number, suffixed_files
 from archsim.value_parsers import not_a_choice, parse_float
@@ -175,12 +174,12 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                       _comm_sms(spec["cluster"].get("comm_sms"), kinds, file), file_layout=layout)
 
 
-def _comm_sms(value: object, devices: Sequence[Device], file: str) -> int:
+def _comm_sms(value: object, devices: Sequence[Device], file: str) -> int | None:
     """``[cluster]``'s ``comm_sms``: the SMs an overlapped collective holds on each GPU while compute runs beside it
-    (:mod:`archsim.training.comm_sms`; absent: :data:`~archsim.training.comm_sms.NCCL_SMS`), a whole number from 0
+    (:mod:`archsim.training.comm_sms`; absent: None, each GPU's own ``Device.comm_sms``), a whole number from 0
     (the overlap free) to one fewer than the fewest SMs a GPU here has (one must compute)."""
     if value is None:
-        return NCCL_SMS
+        return None
     fewest = min(device.sms for device in devices)
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < fewest:
         raise InputError(f"expected a whole number of SMs from 0 to {fewest - 1} (one fewer than the fewest a GPU "

@@ -3,9 +3,11 @@
 A GPU runs a collective as kernels. NCCL runs one CTA per channel, each on an SM of its own, which it shares with
 no compute kernel (NCCL's maintainer: NVIDIA/nccl issues #181, 2020-04-15, and #689, 2023-08-11), and uses "the
 minimal number of SMs to achieve the performance of the platform": 2 on a PCI system with one NIC, **16 on a DGX
-with 8 NICs** (#689, 2022-06). :data:`NCCL_SMS` is that 16, every overlapped collective's default; NCCL picks its
-channels by topology (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS bound them), so a run that knows its own count sets
-a cluster file's ``[cluster]`` ``comm_sms`` (:attr:`~archsim.training.machine.Machine.comm_sms`). DeepEP's dispatch and combine take a stated count instead
+with 8 NICs** (#689, 2022-06). :data:`~archsim.devices.catalog.NCCL_SMS` is that 16, a catalog GPU's
+:attr:`~archsim.devices.device.Device.comm_sms`; a device file's chip holds none unless its ``[links]``
+``comm_sms`` states it (its collectives may run on link engines of their own). NCCL picks its channels by topology (NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS bound them), so a run
+that knows its own count sets a cluster file's ``[cluster]`` ``comm_sms`` for every GPU of the file
+(:attr:`~archsim.training.machine.Machine.comm_sms`). DeepEP's dispatch and combine take a stated count instead
 (``Buffer.set_num_sms``; 20 in the DeepSeek-V3 report, §3.2.2, and Megatron-LM's ``--moe-deepep-num-sms``
 default): archsim's all-to-alls are NCCL's (Megatron's ``alltoall`` dispatcher), so 20 is not used here.
 
@@ -33,16 +35,13 @@ import numpy as np
 import numpy.typing as npt
 
 from archsim.choices.devices import ELEMENT_BYTES, GEMM_OPERAND_BYTES
+from archsim.devices.catalog import NCCL_SMS
 from archsim.devices.device import Device
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernel_ops import gemm_path, path_op_seconds
 from archsim.devices.kernels import GemmPath
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
-
-NCCL_SMS = 16
-"""SMs (CTAs, one per channel) NCCL runs a collective on by default here: its maintainer's figure for a DGX with
-8 NICs (NVIDIA/nccl issue #689)."""
 
 
 def fewer_cores(path: GemmPath, taken: int) -> GemmPath:

@@ -172,7 +172,7 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
     rows = tuple((op.layer, op.kind, float(t)) for op, t in zip(ops, seconds))
     nf = len(work.forward)
     back = [(op, float(t)) for op, t in zip(work.backward, seconds[nf:])]
-    slowed = slowed_seconds(ops, seconds, machine.gpu, machine.kernels.gemm, machine.dtype, machine.comm_sms)
+    slowed = slowed_seconds(ops, seconds, machine.gpu, machine.kernels.gemm, machine.dtype, machine.collective_sms)
     deltas: dict[str, float] = defaultdict(float)
     slowed_deltas: dict[str, float] = defaultdict(float)
     for op, t, t_slow in zip(work.backward, seconds[nf:], slowed[nf:]):

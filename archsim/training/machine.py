@@ -11,7 +11,6 @@ from archsim.devices.device import Device
 from archsim.devices.kernel_constants import FITTED, KernelConstants
 from archsim.devices.kernel_ops import KernelFamilies, kernel_families
 from archsim.errors import InputError
-from archsim.training.comm_sms import NCCL_SMS
 
 
 @dataclass(frozen=True)
@@ -57,13 +56,19 @@ class Machine:
     dtype: str = "fp16"
     pytorch_constants: KernelConstants = FITTED
     memory_bytes: float = 0.0  # what a job may allocate on the GPU, bytes (0: the board's whole memory)
-    comm_sms: int = NCCL_SMS  # SMs an overlapped collective holds while compute runs beside it (comm_sms.py)
+    # SMs an overlapped collective holds while compute runs beside it (comm_sms.py); None: the GPU's own (Device.comm_sms)
+    comm_sms: int | None = None
 
     @property
     def capacity(self) -> float:
         """The bytes a rank's states and activations must fit in: the cluster file's ``usable_memory_gib``, else the
         device's whole memory (the CUDA context, NCCL's buffers and fragmentation are not modelled)."""
         return self.memory_bytes or self.gpu.memory_bytes
+
+    @property
+    def collective_sms(self) -> int:
+        """The SMs an overlapped collective holds here: the cluster's stated count, else the GPU's own."""
+        return self.gpu.comm_sms if self.comm_sms is None else self.comm_sms
 
     @property
     def kernels(self) -> KernelFamilies:
@@ -80,7 +85,7 @@ class Machine:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}", field="dtype")
-        if self.comm_sms < 0:
+        if self.comm_sms is not None and self.comm_sms < 0:
             raise InputError(f"comm_sms must be 0 or more SMs, got {self.comm_sms}", field="comm-sms")
         if self.implementation not in IMPLEMENTATIONS:
             raise InputError(f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}",
