@@ -14,11 +14,12 @@ from dataclasses import replace
 import pytest
 
 from archsim.collectives import collective_seconds
+from archsim.devices.catalog import NCCL_SMS
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import GemmPath, path_gemm_seconds
 from archsim.errors import InputError
 from archsim.training.cluster_file import single_node
-from archsim.training.comm_sms import NCCL_SMS, bucket_exposed, fewer_cores, hidden_seconds
+from archsim.training.comm_sms import bucket_exposed, fewer_cores, hidden_seconds
 from archsim.training.dp_overlap import exposed_seconds
 from archsim.training.iteration import model_pieces
 from archsim.training.layer_ops import block_work

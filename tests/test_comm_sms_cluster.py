@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from archsim.devices.catalog import NCCL_SMS
 from archsim.errors import InputError
 from archsim.training.cluster_file import load_gpu_cluster
-from archsim.training.comm_sms import NCCL_SMS
 from archsim.training.iteration import model_pieces
 from archsim.training.parallel import Parallelism
 from archsim.workload.transformer import TransformerConfig

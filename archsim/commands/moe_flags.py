@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.value_parsers import INT32_MAX, int_flag, positive_float_flag, ratio_flag
+from archsim.validate import INT32_MAX
+from archsim.value_parsers import int_flag, positive_float_flag, ratio_flag
 
 
 def add_routing_arguments(parser: argparse.ArgumentParser, capacity: bool = True, whose: str = "the") -> None:

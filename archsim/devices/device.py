@@ -171,9 +171,6 @@ class Device:
                              field="gemm")
         if not self.peaks:
             raise InputError("a device needs at least one dtype's peak", field="peak_tflops")
-        if not 0 <= self.comm_sms < self.sms:  # one core at least must compute beside a collective
-            raise InputError(f"expected a whole number of cores from 0 to {self.sms - 1} (one fewer than its "
-                             f"{self.sms}), got {self.comm_sms}", field="links.comm_sms")
 
     @cached_property
     def _peaks(self) -> dict[str, float]:

@@ -35,7 +35,6 @@ import numpy as np
 import numpy.typing as npt
 
 from archsim.choices.devices import ELEMENT_BYTES, GEMM_OPERAND_BYTES
-from archsim.devices.catalog import NCCL_SMS
 from archsim.devices.device import Device
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernel_ops import gemm_path, path_op_seconds
@@ -119,4 +118,4 @@ def bucket_exposed(buckets: int, bucket_seconds: float, window: float, share: fl
     return max(wire, time) - window
 
 
-__all__ = ["NCCL_SMS", "bucket_exposed", "fewer_cores", "hidden_seconds", "share_of", "slowed_seconds"]
+__all__ = ["bucket_exposed", "fewer_cores", "hidden_seconds", "share_of", "slowed_seconds"]
