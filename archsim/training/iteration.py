@@ -213,7 +213,9 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     """Per micro-batch costs of one transformer layer (each kind's, :mod:`~archsim.workload.layer_kinds`: ``layer`` and
     a mixture's ``dense_layer``), the embedding and the head on ``machine``. They do
     not depend on PP, DP, the global batch, the schedule or the stage split, so they are computed once
-    per distinct rest (``par`` with those reset) and shared: a runs file or a sweep repeats them often."""
+    per distinct rest (``par`` with those reset, and ``machine``'s links between stages, DP and expert-DP ranks, by
+    which one rank's machine differs from another's) and shared: a runs file, a sweep and each rank's
+    :func:`after_backward` repeat them often."""
     check_moe(c, par, machine.implementation)  # before DP is reset below
     check_overlap(c, par, machine.dtype)  # and PP, the schedule
     problem = deepseek_problem(c, par, machine.implementation)
@@ -229,7 +231,8 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     same = replace(par, pp=1, dp=dp, global_batch=par.micro_batch * dp, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False,
                    fsdp_reshard="after-forward", fsdp_grad_sync="micro-batch", fp8_param_gather=False)
-    return dict(_model_pieces(c, same, machine))
+    links = replace(machine.links, pp=machine.links.tp, dp=machine.links.tp, pp_hops=(), embedding=None, expert_dp=None)
+    return dict(_model_pieces(c, same, replace(machine, links=links)))
 
 
 def clear_model_cache() -> None:
