@@ -45,3 +45,27 @@ def scalesim_chip_cfg(arrays: object = 1, clock_ghz: float = 1.0, hbm_gbps: obje
     return "\n".join([f"[general]\nrun_name = {run_name}\n", presets, f"[archsim]\nClockGHz = {clock_ghz}\n", device,
                       f"[memory]\nhbm_gib = {hbm_gib}\nhbm_gbps = {hbm_gbps}\n",
                       f"[links]\nintra_gbps = {intra_gbps}\n" + _line("links", links)])
+
+
+def write_file(tmp_path, name: str, text: str):
+    """``text`` written to ``tmp_path / name``; the path."""
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def device_error(path):
+    """The InputError reading the device file ``path`` raises (the test fails if it reads)."""
+    import pytest
+
+    from archsim.devices.device_file import load_device
+    from archsim.errors import InputError
+
+    with pytest.raises(InputError) as caught:
+        load_device(path)
+    return caught.value
+
+
+def device_message(path) -> str:
+    """:func:`device_error`'s one-line message."""
+    return str(device_error(path))

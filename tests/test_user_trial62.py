@@ -6,10 +6,9 @@ naming the nearest valid one"). Each test failed on the code before its fix (its
 from pathlib import Path
 
 import pytest
-from device_files import device_toml, scalesim_chip_cfg
+from device_files import device_message, device_toml, scalesim_chip_cfg, write_file
 
 from archsim.cli import main
-from archsim.devices.device_file import load_device
 from archsim.errors import InputError
 from archsim.training.cluster_file import load_gpu_cluster
 
@@ -21,18 +20,6 @@ CHIP_CFG = scalesim_chip_cfg(16, 1.2, 2400, "mychip", "MyChip", size=256, sram_k
 CLUSTER = '[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = 8\ndevice = "chip.toml"\n'
 
 
-def _write(tmp_path: Path, name: str, text: str) -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def _message(path: Path) -> str:
-    with pytest.raises(InputError) as caught:
-        load_device(path)
-    return str(caught.value)
-
-
 @pytest.mark.parametrize(("name", "text", "typo", "meant"), [
     ("chip.toml", CHIP_TOML, "[memroy]", "[memory]"), ("chip.toml", CHIP_TOML, "[link]", "[links]"),
     ("chip.toml", CHIP_TOML, "[computer]", "[compute]"), ("chip.cfg", CHIP_CFG, "[link]", "[links]"),
@@ -41,27 +28,27 @@ def _message(path: Path) -> str:
 def test_a_misspelt_section_is_told_the_one_it_resembles(tmp_path, name, text, typo, meant):
     """Before the fix: "unknown section [memroy]; expected [device], [compute], …", the list alone."""
     assert text.count(meant) == 1
-    path = _write(tmp_path, name, text.replace(meant, typo))
-    message = _message(path)
+    path = write_file(tmp_path, name, text.replace(meant, typo))
+    message = device_message(path)
     assert f"unknown section {typo} (did you mean '{meant}'?)" in message, message
 
 
 def test_a_section_like_none_gets_no_guess(tmp_path):
     """A name no section resembles (``[foo]``) is refused with the list alone, no guess (passes on both codes)."""
-    message = _message(_write(tmp_path, "chip.toml", CHIP_TOML.replace("[links]", "[foo]")))
+    message = device_message(write_file(tmp_path, "chip.toml", CHIP_TOML.replace("[links]", "[foo]")))
     assert "unknown section [foo]; expected [device]" in message and "did you mean" not in message
 
 
 def test_a_key_above_the_first_header_is_not_called_a_section(tmp_path):
     """``name = "MyChip"`` written above ``[device]`` was "unknown section [name]": it is a key, and [device]'s."""
-    message = _message(_write(tmp_path, "chip.toml", 'name = "MyChip"\n' + CHIP_TOML))
+    message = device_message(write_file(tmp_path, "chip.toml", 'name = "MyChip"\n' + CHIP_TOML))
     assert "line 1" in message and "field 'name'" in message and "unknown section" not in message
     assert "before the first section header" in message and "name is a [device] key" in message
 
 
 def test_the_misspelt_section_through_train_is_one_line(tmp_path, capsys):
-    _write(tmp_path, "chip.toml", CHIP_TOML.replace("[memory]", "[memroy]"))
-    cluster = _write(tmp_path, "cl.toml", CLUSTER)
+    write_file(tmp_path, "chip.toml", CHIP_TOML.replace("[memory]", "[memroy]"))
+    cluster = write_file(tmp_path, "cl.toml", CLUSTER)
     assert main(["train", "gpt3_1.3b", "--cluster", str(cluster), "--global-batch", "8"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "(did you mean '[memory]'?)" in err, err
@@ -75,8 +62,8 @@ def test_a_misspelt_cluster_table_is_told_the_one_it_resembles(tmp_path, old, ne
     """The cluster file's tables alike (docs/formats.md: ``[[server]]`` for ``[[servers]]``), at the header's line;
     before the fix "unknown table; a cluster file has one [cluster] table, …" without the guess, and a ``[[server]]``
     without its line."""
-    _write(tmp_path, "chip.toml", CHIP_TOML)
-    path = _write(tmp_path, "cl.toml", CLUSTER.replace(old, new))
+    write_file(tmp_path, "chip.toml", CHIP_TOML)
+    path = write_file(tmp_path, "cl.toml", CLUSTER.replace(old, new))
     assert path.read_text().splitlines()[line - 1] == new
     with pytest.raises(InputError) as caught:
         load_gpu_cluster(path)
@@ -91,7 +78,7 @@ def test_a_misspelt_cluster_table_is_told_the_one_it_resembles(tmp_path, old, ne
 def test_a_share_written_as_a_percentage_is_told_the_fraction(tmp_path, section, line, fix):
     """85 % written as 85 where a fraction in (0, 1] belongs: refused before and after, but ``[links] efficiency``
     read 'expected a fraction in (0, 1] or "nccl" > 0 and <= 1' (its bound twice) and none named the fraction."""
-    message = _message(_write(tmp_path, "chip.toml", CHIP_TOML.replace(section, f"{section}\n{line}")))
+    message = device_message(write_file(tmp_path, "chip.toml", CHIP_TOML.replace(section, f"{section}\n{line}")))
     assert f"got '{line.split(' = ')[1]}': if it is a percentage, {fix}" in message, message
     assert "<=" not in message
 
@@ -100,7 +87,7 @@ def test_a_share_written_as_a_percentage_is_told_the_fraction(tmp_path, section,
 def test_a_share_outside_any_percent_gets_no_guess(tmp_path, value):
     """850, 0 or −0.5 is no percentage of a fraction: the refusal alone (passes on both codes but the bound's words)."""
     text = CHIP_TOML.replace("[compute]", f"[compute]\ngemm_efficiency = {value}")
-    message = _message(_write(tmp_path, "chip.toml", text))
+    message = device_message(write_file(tmp_path, "chip.toml", text))
     assert message.endswith(f"expected a fraction in (0, 1], got '{value}'"), message
 
 
@@ -109,20 +96,20 @@ def test_a_share_outside_any_percent_gets_no_guess(tmp_path, value):
 ])
 def test_a_misspelt_nccl_is_told_nccl(tmp_path, name, text, written):
     """``efficiency = "ncc"`` was told to "write the number without quotes" (a TOML) or given no hint (a .cfg)."""
-    message = _message(_write(tmp_path, name, text.replace("[links]", f"[links]\nefficiency = {written}")))
+    message = device_message(write_file(tmp_path, name, text.replace("[links]", f"[links]\nefficiency = {written}")))
     assert "(did you mean 'nccl'?)" in message and "without quotes" not in message, message
     assert "line" in message
 
 
 def test_a_number_in_quotes_is_still_told_to_drop_them(tmp_path):
     """``efficiency = "0.9"``: a TOML number in quotes (passes on both codes)."""
-    message = _message(_write(tmp_path, "chip.toml", CHIP_TOML.replace("[links]", '[links]\nefficiency = "0.9"')))
+    message = device_message(write_file(tmp_path, "chip.toml", CHIP_TOML.replace("[links]", '[links]\nefficiency = "0.9"')))
     assert "without quotes" in message and "did you mean" not in message
 
 
 def _train_err(capsys, tmp_path: Path, chip: str) -> str:
-    _write(tmp_path, "chip.toml", chip)
-    cluster = _write(tmp_path, "cl.toml", CLUSTER)
+    write_file(tmp_path, "chip.toml", chip)
+    cluster = write_file(tmp_path, "cl.toml", CLUSTER)
     assert main(["train", "gpt3_1.3b", "--cluster", str(cluster), "--global-batch", "8", "--tp", "2"]) == 0
     return capsys.readouterr().err
 
@@ -167,8 +154,8 @@ def test_a_cluster_file_given_as_the_config_is_named_a_cluster_file(tmp_path, ca
     """``--config cluster.toml`` (the cluster file where its device file goes): since sections are told the one they
     resemble, [cluster] would be "did you mean '[compute]'?"; it is named a cluster file, at its first table's line,
     as ``train --cluster chip.toml`` names a device file."""
-    _write(tmp_path, "chip.toml", CHIP_TOML)
-    cluster = _write(tmp_path, "cl.toml", CLUSTER)
+    write_file(tmp_path, "chip.toml", CHIP_TOML)
+    cluster = write_file(tmp_path, "cl.toml", CLUSTER)
     assert main([*command, "--config", str(cluster)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{cluster}, line 1: this is a cluster file, not a device file" in err, err
