@@ -5,9 +5,10 @@
 #     OUT=/some/folder bash benchmarks/device_check.sh            # on the GPU machine
 #     OUT=$(mktemp -d) bash benchmarks/device_check.sh --dry-run  # here, on the CPU: the same steps on tiny shapes
 #     OUT=/some/folder STEPS=probe bash benchmarks/device_check.sh  # step 1 and the probe only, ≤ 3 minutes
+#     OUT=/some/folder STEPS=tensor bash benchmarks/device_check.sh # step 1 and tensor cores today, ≤ 6.5 minutes
 #
-# STEPS (default train,kernels,tests): a comma-separated choice of train, kernels, tests, probe; step 1
-# always runs. The probe is not in the default (the default already takes ~7 minutes).
+# STEPS (default train,kernels,tests): a comma-separated choice of train, kernels, tests, probe, tensor; step 1
+# always runs. The probe and tensor are not in the default (the default already takes ~7 minutes).
 #
 # Steps, each under its own timeout (worst case 10 + 10 + 20 + 255 + 105 + 35 s = 7.3 min; expected about 6.3).
 # A shorter rerun: MEASURE_MINUTES=2 KERNEL_MINUTES=0 (0 skips the kernels) OUT=… bash benchmarks/device_check.sh
@@ -20,7 +21,13 @@
 #   4. the tests that need CUDA (they skip without it) → $OUT/pytest.txt;
 #   5. (STEPS=probe) benchmarks/gpu_efficiency_probe.py --max-seconds 130 → $OUT/gpu_efficiency_probe.csv
 #      (kernel overhead, host issue time, archsim's GEMM shapes and memory-bound ops of the two GPTs;
-#      worst case 10 + 10 + 20 + 145 s = 3.1 min with step 1, expected about 1 minute).
+#      worst case 10 + 10 + 20 + 145 s = 3.1 min with step 1, expected about 1 minute);
+#   6. (STEPS=tensor) tensor cores as training runs them today, bf16 + FlashAttention-2 (SDPA's flash backend):
+#      gpu_train_measure.py --dtype bf16 --attention flash on the two GPTs at sequence 1,024, micro-batches 2, 4
+#      and 8 (micro-batch 1 is launch-bound, already measured in fp16) (2.5 min →
+#      $OUT/gpu_train_measured_flash.csv) and the 2,048-wide one at sequence 4,096 (1.25 min →
+#      $OUT/gpu_train_measured_flash_s4096.csv), then gpu_tensor_probe.py --max-seconds 100 (bf16 GEMM grid,
+#      FlashAttention-2 forward/backward → $OUT/gpu_tensor_probe.csv); worst case 40 + 165 + 90 + 115 s = 6.8 min.
 # Everything printed goes to $OUT/log.txt too. Nothing is installed; PYTHONPATH=. finds archsim.
 # Afterwards, here: python benchmarks/bench_vtrain_e2e.py --measured gpu_train_measured.csv
 #     --cluster configs/clusters/h200_1gpu.toml (or h100_1gpu.toml) [--efficiency-probe gpu_efficiency_probe.csv],
@@ -32,7 +39,7 @@ if [ "${1:-}" = "--dry-run" ]; then DRY=1; elif [ $# -gt 0 ]; then echo "usage: 
 : "${OUT:?set OUT to the folder the results go to}"
 STEPS=",${STEPS:-train,kernels,tests},"
 for name in ${STEPS//,/ }; do
-  case $name in train|kernels|tests|probe) ;; *) echo "STEPS: unknown step '$name' (train, kernels, tests, probe)" >&2; exit 2;; esac
+  case $name in train|kernels|tests|probe|tensor) ;; *) echo "STEPS: unknown step '$name' (train, kernels, tests, probe, tensor)" >&2; exit 2;; esac
 done
 want() { [[ $STEPS == *",$1,"* ]]; }
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2  # absolute: the steps run from the repository root
@@ -52,6 +59,9 @@ if [ $DRY = 1 ]; then
   MEASURE=(--device cpu --tiny --global-batches 4 --micro-batches 1,2 --warmup 1 --iterations 1 --max-minutes 0.5)
   KERNELS=(--networks vgg16 --limit 1 --batches 1 --repeats 1 --warmup 1)
   PROBE=(--device cpu --tiny --warmup 1 --repeats 2 --max-seconds 60)
+  FLASH=(--device cpu --tiny --global-batches 4 --micro-batches 1,2 --warmup 1 --iterations 1)
+  FLASH_LONG=(--device cpu --tiny --seq 64 --global-batches 4 --micro-batches 1 --warmup 1 --iterations 1)
+  TENSOR=(--device cpu --tiny --warmup 1 --repeats 2)
   # the probe needs neither scipy nor pandas: hide them from it too
   PROBE_SHIM=$(mktemp -d) || exit 2
   for name in scipy pandas; do
@@ -61,6 +71,9 @@ else
   MEASURE=(--max-minutes "${MEASURE_MINUTES:-4}")
   KERNELS=(--batches 1,8,32 --repeats 5 --warmup 2 --max-minutes "${KERNEL_MINUTES:-1.5}")
   PROBE=(--max-seconds 130)
+  FLASH=(--global-batches 16 --micro-batches 2,4,8)
+  FLASH_LONG=(--models configs/transformers/gpt_2048h_20l.json --seq 4096 --micro-batches 1,2,4 --global-batches 16)
+  TENSOR=()
   PROBE_SHIM=""
 fi
 PROBE_TIMEOUT=145
@@ -119,6 +132,22 @@ main() {
   step "5. kernel-efficiency probe (gpu_efficiency_probe.py ${PROBE[*]})"
   PYTHONPATH="$PYTHONPATH${PROBE_SHIM:+:$PROBE_SHIM}" timeout "$PROBE_TIMEOUT" "$PY" benchmarks/gpu_efficiency_probe.py \
     --out "$OUT/gpu_efficiency_probe.csv" "${PROBE[@]}" || status=1
+  fi
+
+  if want tensor; then
+  step "6. tensor cores today: bf16 + FlashAttention-2 iterations, then bf16 GEMM and flash kernels"
+  local tensor_dmon=""
+  if command -v nvidia-smi >/dev/null; then  # SM clock, power, temperature every 5 s
+    timeout 380 nvidia-smi dmon -s pc -d 5 >"$OUT/dmon_tensor.txt" 2>&1 &
+    tensor_dmon=$!
+  fi
+  timeout 165 "$PY" benchmarks/gpu_train_measure.py --dtype bf16 --attention flash --max-minutes 2.5 \
+    --out "$OUT/gpu_train_measured_flash.csv" "${FLASH[@]}" || status=1
+  timeout 90 "$PY" benchmarks/gpu_train_measure.py --dtype bf16 --attention flash --max-minutes 1.25 \
+    --out "$OUT/gpu_train_measured_flash_s4096.csv" "${FLASH_LONG[@]}" || status=1
+  timeout 115 "$PY" benchmarks/gpu_tensor_probe.py --max-seconds 100 --out "$OUT/gpu_tensor_probe.csv" \
+    "${TENSOR[@]}" || status=1
+  if [ -n "$tensor_dmon" ]; then kill "$tensor_dmon" 2>/dev/null; wait "$tensor_dmon" 2>/dev/null; fi
   fi
 
   step "done (status $status, STEPS ${STEPS:1:-1}); files in OUT:"

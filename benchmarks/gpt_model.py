@@ -8,6 +8,10 @@ docs/training.md):
   1/√d scale, causal mask (−10,000) and softmax, attention dropout, context by ``bmm``, output
   projection, dropout + residual; LayerNorm, h → 4h linear, GeLU (tanh form, as Megatron's fused
   bias-GeLU), 4h → h linear, dropout + residual; dropout 0.1 everywhere (Megatron's default);
+* ``attention="flash"``: the scores, mask, softmax, attention dropout and context replaced by PyTorch's
+  ``scaled_dot_product_attention`` (causal, dropout 0.1 in the kernel) on its FlashAttention-2 backend alone
+  (``sdpa_kernel(FLASH_ATTENTION)``: an error, not another kernel, where it cannot run), q, k, v passed as
+  [b, n, s, d] views of the QKV output and the context permuted back to [s, b, h] (one copy);
 * final LayerNorm, LM head tied to the token embedding, cross-entropy on the fp32 copy of the fp16
   logits (Megatron's default, ``fp16_lm_cross_entropy`` off);
 * ``model.recompute = "full"`` wraps each transformer layer in ``torch.utils.checkpoint``
@@ -65,10 +69,38 @@ def archsim_config(shape: Shape):
                              shape.ffn, shape.heads, True, shape.seq)
 
 
-def build_model(torch, shape: Shape, dtype, device: str, dropout: float = 0.1):
-    """The GPT of the module docstring, parameters in ``dtype`` on ``device`` (normal(0, 0.02) weights)."""
+ATTENTIONS = ("standard", "flash")
+
+
+def build_model(torch, shape: Shape, dtype, device: str, dropout: float = 0.1, attention: str = "standard"):
+    """The GPT of the module docstring, parameters in ``dtype`` on ``device`` (normal(0, 0.02) weights);
+    ``attention`` standard (Megatron's core in plain PyTorch) or flash (SDPA's FlashAttention-2 backend)."""
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention {attention!r}: one of {', '.join(ATTENTIONS)}")
     nn, functional = torch.nn, torch.nn.functional
     from torch.utils.checkpoint import checkpoint  # looked up per call: bench_checkpoint_host.py swaps it
+
+    def standard_context(q, k, v, mask, training: bool):
+        """[b·n, s, d] context by Megatron's core in plain PyTorch: baddbmm scores (1/√d), mask, softmax,
+        dropout, bmm; q, k, v [s, b·n, d]."""
+        q, k, v = (t.transpose(0, 1) for t in (q, k, v))  # [b·n, s, d]
+        s, d = q.shape[1], q.shape[2]
+        scores = torch.baddbmm(torch.empty(q.shape[0], s, s, dtype=q.dtype, device=q.device), q, k.transpose(1, 2),
+                               beta=0.0, alpha=1.0 / math.sqrt(d))
+        probs = torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1)
+        return torch.bmm(functional.dropout(probs, dropout, training), v)
+
+    def flash_context(q, k, v, b: int, training: bool):
+        """[b·n, s, d]-ordered context (as [b, n, s, d]) by SDPA's FlashAttention-2 backend alone; q, k, v
+        [s, b·n, d] passed as strided [b, n, s, d] views, no copy."""
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        s, bn, d = q.shape
+        q, k, v = (t.reshape(s, b, bn // b, d).permute(1, 2, 0, 3) for t in (q, k, v))
+        backends = [SDPBackend.FLASH_ATTENTION] if q.is_cuda else [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
+        with sdpa_kernel(backends):  # the CPU's flash has no dropout: its math stands in (tests only)
+            return functional.scaled_dot_product_attention(q, k, v, dropout_p=dropout if training else 0.0,
+                                                           is_causal=True)
 
     class Layer(nn.Module):
         def __init__(self) -> None:
@@ -83,12 +115,11 @@ def build_model(torch, shape: Shape, dtype, device: str, dropout: float = 0.1):
             s, b, h = x.shape
             n, d = self.heads, self.head_dim
             q, k, v = self.qkv(self.ln1(x)).view(s, b * n, 3 * d).split(d, dim=-1)  # Megatron's [s, b·n, 3d] split
-            q, k, v = (t.transpose(0, 1) for t in (q, k, v))  # [b·n, s, d]
-            scores = torch.baddbmm(torch.empty(b * n, s, s, dtype=x.dtype, device=x.device), q, k.transpose(1, 2),
-                                   beta=0.0, alpha=1.0 / math.sqrt(d))
-            probs = torch.softmax(scores.masked_fill(mask, -10000.0), dim=-1)
-            context = torch.bmm(functional.dropout(probs, dropout, self.training), v)  # [b·n, s, d]
-            context = context.view(b, n, s, d).permute(2, 0, 1, 3).reshape(s, b, h)
+            if attention == "flash":
+                context = flash_context(q, k, v, b, self.training)  # [b, n, s, d]
+            else:
+                context = standard_context(q, k, v, mask, self.training)  # [b·n, s, d]
+            context = context.reshape(b, n, s, d).permute(2, 0, 1, 3).reshape(s, b, h)  # one copy to [s, b, h]
             x = x + functional.dropout(self.proj(context), dropout, self.training)
             mlp = self.fc2(functional.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
             return x + functional.dropout(mlp, dropout, self.training)

@@ -2,12 +2,14 @@
 
     python3 benchmarks/gpu_train_measure.py --out OUT.csv [--max-minutes 4] [--global-batches 16,32]
     python3 benchmarks/gpu_train_measure.py --device cpu --tiny --out OUT.csv   # the same code on tiny shapes
+    python3 benchmarks/gpu_train_measure.py --out OUT.csv --dtype bf16 --attention flash --seq 2048   # tensor cores today
 
 Needs only PyTorch (and archsim's argument and file helpers). It trains, in plain PyTorch, the model of the
 Megatron-DeepSpeed runs archsim's kernel efficiencies were fitted on (tests/data/e2e, docs/training.md):
 the GPT of ``gpt_model.py`` (Megatron's layer structure, padded vocabulary, dropout 0.1, tied LM head,
 fp32 cross-entropy), in fp16 with fp32 master weights and Adam and a dynamic loss scale as Megatron does it,
-not torch.autocast (``train_step.py``); gradient accumulation over global_batch / micro_batch
+not torch.autocast (``train_step.py``), or ``--dtype bf16`` without a loss scale; ``--attention flash``: SDPA's
+FlashAttention-2 kernel in place of the standard core (``gpt_model.py``); gradient accumulation over global_batch / micro_batch
 micro-batches; ``--recompute full`` wraps each transformer layer in ``torch.utils.checkpoint``
 (use_reentrant=False), ``none`` keeps every activation. Not as Megatron: no fused kernels (apex LayerNorm,
 fused scale-mask-softmax, fused bias-GeLU and bias-dropout-add, FusedAdam): PyTorch's own kernels, so more
@@ -34,7 +36,7 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from archsim.commands.common import positive_int
 from archsim.commands.list_flag import ListFlag
-from benchmarks.gpt_model import MODELS, TINY, Shape, build_model, load_shape
+from benchmarks.gpt_model import ATTENTIONS, MODELS, TINY, Shape, build_model, load_shape
 from benchmarks.gpu_device import cpu_threads, identity, open_torch
 from benchmarks.gpu_timing import elapsed_ms, spread
 from benchmarks.measure_csv import command_line, utc_now, write_csv
@@ -124,8 +126,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-minutes", type=float, default=4.0, help="start no new point after this")
     parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
     parser.add_argument("--tiny", action="store_true", help="two tiny models instead of --models (tests, CPU)")
-    parser.add_argument("--dtype", default=None, choices=("fp16", "fp32"),
-                        help="parameters' precision (default fp16 on a GPU, fp32 on the CPU, whose fp16 kernels crawl)")
+    parser.add_argument("--dtype", default=None, choices=("fp16", "bf16", "fp32"),
+                        help="parameters' precision (default fp16 on a GPU, fp32 on the CPU, whose fp16 kernels crawl); "
+                             "bf16 runs without a loss scale")
+    parser.add_argument("--attention", default="standard", choices=ATTENTIONS,
+                        help="standard (Megatron's core in plain PyTorch; default) or flash (SDPA's FlashAttention-2)")
+    parser.add_argument("--seq", type=positive_int, default=None,
+                        help="sequence length of every GPT (default 1024; --tiny's own 32)")
     args = parser.parse_args(argv)
     args.recompute = [r.strip() for r in args.recompute.split(",") if r.strip()]
     if not args.recompute or set(args.recompute) - {"full", "none"}:
@@ -150,21 +157,25 @@ def main(argv: list[str] | None = None) -> int:
 def measure_all(torch, args: argparse.Namespace, argv: list[str] | None, began: float) -> int:
     """Every point of the grid, the CSV rewritten after each (module docstring)."""
     try:
-        shapes = list(TINY) if args.tiny else [load_shape(ROOT / p.strip()) for p in args.models.split(",") if p.strip()]
+        shapes = ([replace(t, seq=args.seq or t.seq) for t in TINY] if args.tiny
+                  else [load_shape(ROOT / p.strip(), args.seq or 1024) for p in args.models.split(",") if p.strip()])
     except (OSError, ValueError, KeyError) as exc:
         print(f"gpu_train_measure: cannot read --models: {exc!r}", file=sys.stderr)
         return 2
     args.dtype = args.dtype or ("fp16" if args.device.startswith("cuda") else "fp32")
-    dtype = {"fp16": torch.float16, "fp32": torch.float32}[args.dtype]
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype]
     points = grid(shapes, args.micro_batches, args.global_batches, args.recompute)
     info = identity(torch, args.device)
     gpu_name = str(info["gpu"]).replace(",", " ")
     meta: dict[str, object] = {
-        **info, "dtype": args.dtype, "date": utc_now(),
+        **info, "dtype": args.dtype, "attention": args.attention, "date": utc_now(),
         "method": (f"{args.warmup} warm-up iterations (+1 on a model's first point) then the median of {args.iterations} timed ones (CUDA events "
                    "around each after a synchronize); peak = torch.cuda.max_memory_allocated over the timed iterations"),
-        "training": ("plain PyTorch Megatron-structured GPT; fp16 params + fp32 master weights and Adam; dynamic loss "
-                     "scale; dropout 0.1; vocab padded to a multiple of 128; full recompute = torch.utils.checkpoint "
+        "training": (f"plain PyTorch Megatron-structured GPT; {args.dtype} params + fp32 master weights and Adam; "
+                     + ("dynamic loss scale; " if args.dtype == "fp16" else "no loss scale; ")
+                     + ("attention by SDPA's FlashAttention-2 backend alone (causal, dropout in the kernel); "
+                        if args.attention == "flash" else "")
+                     + "dropout 0.1; vocab padded to a multiple of 128; full recompute = torch.utils.checkpoint "
                      "per layer (use_reentrant=False)"),
         "command": command_line("gpu_train_measure", argv),
         "complete": "false"}
@@ -192,8 +203,8 @@ def measure_all(torch, args: argparse.Namespace, argv: list[str] | None, began: 
                 if args.device.startswith("cuda"):
                     torch.cuda.empty_cache()
                 torch.manual_seed(0)
-                model = build_model(torch, point.shape, dtype, args.device)
-                optimizer = MixedPrecisionAdam(torch, model.parameters())
+                model = build_model(torch, point.shape, dtype, args.device, attention=args.attention)
+                optimizer = MixedPrecisionAdam(torch, model.parameters(), loss_scaling=args.dtype == "fp16")
                 current = point.shape
                 fresh = True  # a new model's first point warms the allocator and libraries up too
             result = measure_point(torch, model, optimizer, point, args.device, args.warmup + fresh, args.iterations)

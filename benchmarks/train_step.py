@@ -7,6 +7,9 @@ over the micro-batches, then each is copied to an fp32 master gradient (and the 
 masters, and they are copied back to the fp16 parameters. autocast + GradScaler would keep fp32 parameters and
 recast them to fp16 in every forward (and recomputed forward): other kernels, other memory (4 + 4 bytes of fp32
 weight and gradient per parameter) than the runs. Not as Megatron: PyTorch's Adam, not apex's FusedAdam.
+
+bf16 parameters (``loss_scaling=False``) as Megatron runs bf16: no loss scale, so neither the unscale nor the
+inf/NaN check (and its host sync); the gradients are copied to fp32, Adam steps the masters, they are copied back.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ INITIAL_LOSS_SCALE = 2.0**12  # dynamic: halved on an overflow (the step skipped
 class MixedPrecisionAdam:
     """fp32 master weights + Adam for fp16 parameters, with a dynamic loss scale (module docstring)."""
 
-    def __init__(self, torch, params, lr: float = 1e-4) -> None:
+    def __init__(self, torch, params, lr: float = 1e-4, loss_scaling: bool = True) -> None:
         self.torch = torch
+        self.loss_scaling = loss_scaling
         self.params = [p for p in params if p.requires_grad]
         self.master = [p.detach().float().clone() for p in self.params]
         fast = {"fused": True} if self.params[0].is_cuda else {"foreach": True}
         self.adam = torch.optim.Adam(self.master, lr=lr, betas=(0.9, 0.95), eps=1e-8, **fast)
-        self.scale = INITIAL_LOSS_SCALE
+        self.scale = INITIAL_LOSS_SCALE if loss_scaling else 1.0
         self.skipped = 0
 
     def step(self) -> bool:
@@ -33,8 +37,10 @@ class MixedPrecisionAdam:
             m.grad = p.grad.float()
             p.grad = None  # as Megatron: free the fp16 gradient once copied
         grads = [m.grad for m in self.master]
-        torch._foreach_mul_(grads, 1.0 / self.scale)
-        finite = bool(torch.stack(torch._foreach_norm(grads)).isfinite().all())  # one host sync, as Megatron's
+        finite = True
+        if self.loss_scaling:
+            torch._foreach_mul_(grads, 1.0 / self.scale)
+            finite = bool(torch.stack(torch._foreach_norm(grads)).isfinite().all())  # one host sync, as Megatron's
         if finite:
             self.adam.step()
             with torch.no_grad():
