@@ -5,10 +5,11 @@
 #     OUT=/some/folder bash benchmarks/device_check.sh            # on the GPU machine
 #     OUT=$(mktemp -d) bash benchmarks/device_check.sh --dry-run  # here, on the CPU: the same steps on tiny shapes
 #     OUT=/some/folder STEPS=probe bash benchmarks/device_check.sh  # step 1 and the probe only, ≤ 3 minutes
-#     OUT=/some/folder STEPS=tensor bash benchmarks/device_check.sh # step 1 and tensor cores today, ≤ 6.5 minutes
+#     OUT=/some/folder STEPS=tensor bash benchmarks/device_check.sh # step 1 and tensor cores today, ≤ 6.8 minutes
+#     OUT=/some/folder STEPS=profile bash benchmarks/device_check.sh  # step 1 and where iterations go, ≤ 5.5 minutes
 #
-# STEPS (default train,kernels,tests): a comma-separated choice of train, kernels, tests, probe, tensor; step 1
-# always runs. The probe and tensor are not in the default (the default already takes ~7 minutes).
+# STEPS (default train,kernels,tests): a comma-separated choice of train, kernels, tests, probe, tensor, profile;
+# step 1 always runs. probe, tensor and profile are not in the default (the default already takes ~7 minutes).
 #
 # Steps, each under its own timeout (worst case 10 + 10 + 20 + 255 + 105 + 35 s = 7.3 min; expected about 6.3).
 # A shorter rerun: MEASURE_MINUTES=2 KERNEL_MINUTES=0 (0 skips the kernels) OUT=… bash benchmarks/device_check.sh
@@ -27,7 +28,11 @@
 #      and 8 (micro-batch 1 is launch-bound, already measured in fp16) (2.5 min →
 #      $OUT/gpu_train_measured_flash.csv) and the 2,048-wide one at sequence 4,096 (1.25 min →
 #      $OUT/gpu_train_measured_flash_s4096.csv), then gpu_tensor_probe.py --max-seconds 100 (bf16 GEMM grid,
-#      FlashAttention-2 forward/backward → $OUT/gpu_tensor_probe.csv); worst case 40 + 165 + 90 + 115 s = 6.8 min.
+#      FlashAttention-2 forward/backward → $OUT/gpu_tensor_probe.csv); worst case 40 + 165 + 90 + 115 s = 6.8 min;
+#   7. (STEPS=profile) gpu_train_profile.py --max-seconds 120 (one iteration of each of its points under
+#      torch.profiler: kernel by kernel → $OUT/gpu_train_profile.csv), then the 4,096-wide GPT at sequence 2,048
+#      in bf16, flash and standard attention (75 s each → $OUT/gpu_train_measured_h4096_flash.csv,
+#      $OUT/gpu_train_measured_h4096_standard.csv); worst case 40 + 135 + 2 × 90 s = 5.9 min.
 # Everything printed goes to $OUT/log.txt too. Nothing is installed; PYTHONPATH=. finds archsim.
 # Afterwards, here: python benchmarks/bench_vtrain_e2e.py --measured gpu_train_measured.csv
 #     --cluster configs/clusters/h200_1gpu.toml (or h100_1gpu.toml) [--efficiency-probe gpu_efficiency_probe.csv],
@@ -39,7 +44,7 @@ if [ "${1:-}" = "--dry-run" ]; then DRY=1; elif [ $# -gt 0 ]; then echo "usage: 
 : "${OUT:?set OUT to the folder the results go to}"
 STEPS=",${STEPS:-train,kernels,tests},"
 for name in ${STEPS//,/ }; do
-  case $name in train|kernels|tests|probe|tensor) ;; *) echo "STEPS: unknown step '$name' (train, kernels, tests, probe, tensor)" >&2; exit 2;; esac
+  case $name in train|kernels|tests|probe|tensor|profile) ;; *) echo "STEPS: unknown step '$name' (train, kernels, tests, probe, tensor, profile)" >&2; exit 2;; esac
 done
 want() { [[ $STEPS == *",$1,"* ]]; }
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2  # absolute: the steps run from the repository root
@@ -62,6 +67,8 @@ if [ $DRY = 1 ]; then
   FLASH=(--device cpu --tiny --global-batches 4 --micro-batches 1,2 --warmup 1 --iterations 1)
   FLASH_LONG=(--device cpu --tiny --seq 64 --global-batches 4 --micro-batches 1 --warmup 1 --iterations 1)
   TENSOR=(--device cpu --tiny --warmup 1 --repeats 2)
+  PROFILE=(--device cpu --tiny --warmup 1)
+  WIDE=(--device cpu --tiny --global-batches 2 --micro-batches 1 --warmup 1 --iterations 1)
   # the probe needs neither scipy nor pandas: hide them from it too
   PROBE_SHIM=$(mktemp -d) || exit 2
   for name in scipy pandas; do
@@ -74,6 +81,8 @@ else
   FLASH=(--global-batches 16 --micro-batches 2,4,8)
   FLASH_LONG=(--models configs/transformers/gpt_2048h_20l.json --seq 4096 --micro-batches 1,2,4 --global-batches 16)
   TENSOR=()
+  PROFILE=()
+  WIDE=(--models configs/transformers/gpt_4096h_12l.json --seq 2048 --micro-batches 1,2,4 --global-batches 16)
   PROBE_SHIM=""
 fi
 PROBE_TIMEOUT=145
@@ -148,6 +157,16 @@ main() {
   timeout 115 "$PY" benchmarks/gpu_tensor_probe.py --max-seconds 100 --out "$OUT/gpu_tensor_probe.csv" \
     "${TENSOR[@]}" || status=1
   if [ -n "$tensor_dmon" ]; then kill "$tensor_dmon" 2>/dev/null; wait "$tensor_dmon" 2>/dev/null; fi
+  fi
+
+  if want profile; then
+  step "7. where iterations go (gpu_train_profile.py), then the 4,096-wide GPT in bf16, flash and standard"
+  timeout 135 "$PY" benchmarks/gpu_train_profile.py --max-seconds 120 --out "$OUT/gpu_train_profile.csv" \
+    "${PROFILE[@]}" || status=1
+  for attention in flash standard; do
+    timeout 90 "$PY" benchmarks/gpu_train_measure.py --dtype bf16 --attention $attention --max-minutes 1.25 \
+      --out "$OUT/gpu_train_measured_h4096_$attention.csv" "${WIDE[@]}" || status=1
+  done
   fi
 
   step "done (status $status, STEPS ${STEPS:1:-1}); files in OUT:"
