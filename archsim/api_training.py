@@ -60,7 +60,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags
     (``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation``
     None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``attention`` None likewise,
-    flash for megatron, standard for pytorch-eager; ``stage_layers`` as
+    flash for megatron, standard for pytorch-eager (which takes ``"flash"`` too in fp16/bf16: PyTorch's
+    ``scaled_dot_product_attention`` on its FlashAttention-2 backend); ``stage_layers`` as
     ``"6,6,6,6"`` or a sequence; ``balance``, ``placement`` and ``max_ops`` (None: ``--max-ops``' default)
     as their flags, :func:`archsim.training.train_layout.lay_out`; ``distributed_optimizer``: True or False,
     ``--distributed-optimizer``; ``fsdp``: True or False, ``--fsdp``; ``fsdp_reshard``: ``--fsdp-reshard``; ``fsdp_grad_sync``: ``--fsdp-grad-sync``; ``cp``, ``cp_comm``: ``--cp``,

@@ -136,12 +136,13 @@ def test_the_results_parallelism_says_the_grad_accumulation_the_meta_states(impl
 
 
 def test_plain_pytorchs_refusals_name_keywords_from_python(capsys):
-    """Failed before: archsim.train(implementation="pytorch-eager") was told "give --attention standard"."""
+    """Failed before: archsim.train(implementation="pytorch-eager") was told "give --attention standard". (flash
+    is refused in fp32 only, Hugging Face's modules; fp16/bf16 run PyTorch's SDPA: tests/test_eager_flash.py.)"""
     one = str(ROOT / "configs" / "clusters" / "h100_1gpu.toml")
     assert main(["train", MODEL, "--cluster", one, "--global-batch", "2", "--implementation", "pytorch-eager",
-                 "--attention", "flash"]) == 2
+                 "--attention", "flash", "--dtype", "fp32"]) == 2
     assert capsys.readouterr().err.rstrip().endswith("give --attention standard")
-    for keywords, advice in (({"attention": "flash"}, "give attention='standard'"),
+    for keywords, advice in (({"attention": "flash", "dtype": "fp32"}, "give attention='standard'"),
                              ({"attention": "standard", "grad_accumulation": "fused"},
                               ("plain PyTorch (implementation='pytorch-eager') has no gradient-accumulation fusion: "
                               "grad_accumulation='unfused' only"))):

@@ -252,13 +252,17 @@ EAGER = ("train", "gpt2", "--cluster", H100, "--implementation", "pytorch-eager"
 def test_pytorch_eager_runs_without_attention_as_with_attention_standard(capsys):
     """Defect: ``--implementation pytorch-eager`` alone was refused (the default --attention flash), where
     --grad-accumulation already defaulted per implementation. Failed before the fix: exit 2. Now it runs as
-    ``--attention standard`` does, to the same document; an explicit flash is refused as before."""
+    ``--attention standard`` does, to the same document. An explicit flash runs in fp16 (PyTorch's SDPA on its
+    FlashAttention-2 backend, training/eager_ops.py) and is refused in fp32 (Hugging Face's modules; FlashAttention
+    runs fp16/bf16 only)."""
     code, out, _ = _run(capsys, *EAGER)
     assert code == 0
     code, out_standard, _ = _run(capsys, *EAGER, "--attention", "standard")
     assert code == 0 and json.loads(out) == json.loads(out_standard)
     assert json.loads(out)["meta"]["attention"] == "standard"
-    code, _, err = _run(capsys, *EAGER, "--attention", "flash")
+    code, out_flash, _ = _run(capsys, *EAGER, "--attention", "flash")
+    assert code == 0 and json.loads(out_flash)["meta"]["attention"] == "flash"
+    code, _, err = _run(capsys, *EAGER, "--attention", "flash", "--dtype", "fp32")
     assert code == 2 and "give --attention standard" in err, err
 
 
@@ -272,6 +276,6 @@ def test_the_api_defaults_attention_per_implementation():
     megatron, _ = archsim.train("gpt2", cluster=H100, global_batch=4, micro_batch=4)
     flash, _ = archsim.train("gpt2", cluster=H100, global_batch=4, micro_batch=4, attention="flash")
     assert megatron.iteration_seconds == flash.iteration_seconds
-    with pytest.raises(InputError, match="attention='standard'"):
+    with pytest.raises(InputError, match="attention='standard'"):  # fp32: Hugging Face's modules, no flash
         archsim.train("gpt2", cluster=H100, global_batch=4, micro_batch=4, implementation="pytorch-eager",
-                      attention="flash")
+                      attention="flash", dtype="fp32")

@@ -33,7 +33,8 @@ ETP_TP = "tp"
 # forward, E5M2 gradients) or e4m3 (E4M3 both ways); off unless given (training/fp8_ops.py)
 FP8_RECIPES = ("hybrid", "e4m3")
 IMPLEMENTATIONS = ("megatron", "pytorch-eager")  # whose op list runs (training/eager_ops.py)
-# train's --attention unless given, per implementation: plain PyTorch's op list runs the standard core only
+# train's --attention unless given, per implementation: plain PyTorch's op list runs the standard core unless told
+# flash (F.scaled_dot_product_attention's FlashAttention-2 backend, fp16/bf16: training/eager_ops.py)
 IMPLEMENTATION_ATTENTION = {"megatron": DEFAULT_ATTENTION, "pytorch-eager": "standard"}
 # the weight gradient added into the held one inside its GEMM (Megatron-LM's --gradient-accumulation-fusion,
 # 2022), or by a separate pass after each micro-batch's backward but the first (training/grad_accumulation.py)

@@ -65,8 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "16-bit copy, and all-gathered in fp8 (Megatron-LM's --fp8-param-gather)")
     parser.add_argument("--implementation", default="megatron", choices=IMPLEMENTATIONS,
                         help="whose op list runs: Megatron-LM's fused kernels, or plain eager PyTorch on one GPU (TP, PP, DP 1) "
-                             "(fp16/bf16: the AMP GPT of benchmarks/gpu_train_measure.py; fp32: Hugging Face's "
-                             "GPT-2, OPT and BERT modules, as NeuSight measured them); one iteration only")
+                             "(fp16/bf16: the AMP GPT of benchmarks/gpu_train_measure.py, standard attention or "
+                             "--attention flash; fp32: Hugging Face's GPT-2, OPT and BERT modules, as NeuSight "
+                             "measured them, standard attention); one iteration only")
     parser.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree")
     parser.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree")
     parser.add_argument("--dp", type=positive_int, default=1, help="data-parallel degree")
@@ -106,7 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attention", default=None, choices=ATTENTIONS,
                         help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "
                              "core (the s² scores in HBM, as the measured Megatron-DeepSpeed runs); default flash for "
-                             "megatron, standard for pytorch-eager (its only one); docs/training.md")
+                             "megatron, standard for pytorch-eager (whose flash is PyTorch's "
+                             "scaled_dot_product_attention on its FlashAttention-2 backend, fp16/bf16 only); "
+                             "docs/training.md")
     parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,
                         help="DP gradient all-reduce: after the backward (none: vTrain's runs) or in Megatron's "
                              "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce)")

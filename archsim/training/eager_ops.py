@@ -37,23 +37,34 @@ on T × V). In fp16/bf16 they stream at the training fit like every other op
 by their class at NeuSight's constants instead — tried on the Hopper iterations, not adopted
 (docs/training.md, "Hopper check").
 
+With ``attention = "flash"`` (:func:`eager_flash_core`) the layer calls PyTorch's
+``F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)`` under its FLASH_ATTENTION backend
+in place of baddbmm, masked_fill, softmax, attention dropout and bmm: FlashAttention-2's kernels, the ones
+Megatron's list prices, and two kinds of copies of PyTorch's own around them (that function's docstring).
+
 One GPU only (TP = PP = DP = 1; :func:`check_one_gpu`), GPT family only: the runs this describes.
 """
 
 from __future__ import annotations
 
+from archsim.choices.devices import ELEMENT_BYTES
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
+from archsim.training.flash_blocks import flash_backward_kernels
+from archsim.training.layer_ops import flash_attention_ops
 from archsim.training.op_work import Work, gemm_ops, vector_op
 from archsim.training.parallel import Parallelism, padded_vocab
 from archsim.workload.transformer import TransformerConfig
 
 Kernel = tuple[str, int, int] | tuple[()]  # a memory-bound op's PyTorch kernel class (TrainingOp.kernel), or none
 
-# fp16 → fp32 gradient copy 6, unscale 8, norm 4, fused Adam 28 (master, grad, two moments read; master,
-# moments written), master → fp16 weight 6: bytes per parameter of gpu_train_measure.py's optimizer step
-EAGER_OPTIMIZER_BYTES_PER_PARAMETER = 52
+# Bytes per parameter of gpu_train_measure.py's optimizer step, by training dtype. fp16 (dynamic loss scale):
+# fp16 → fp32 gradient copy 6, unscale 8, the inf/NaN norm 4, fused Adam 28 (master, grad, two moments read;
+# master, moments written), master → fp16 weight 6. bf16 (no loss scale: no unscale, no norm, no host sync):
+# bf16 → fp32 gradient copy 6, fused Adam 28, master → bf16 weight 6.
+EAGER_OPTIMIZER_BYTES = {"fp16": 6 + 8 + 4 + 28 + 6, "bf16": 6 + 28 + 6}
+EAGER_OPTIMIZER_BYTES_PER_PARAMETER = EAGER_OPTIMIZER_BYTES["fp16"]  # the default dtype's: 52
 
 
 def check_one_gpu(par: Parallelism) -> None:
@@ -71,16 +82,26 @@ def check_eager(c: TransformerConfig, tp: int, sequence_parallel: bool) -> None:
                          f"parallelism), got {c.family} at TP {tp}", field="implementation")
 
 
+def eager_optimizer_bytes(dtype: str) -> int:
+    """Bytes per parameter the AMP GPT's optimizer step moves in ``dtype`` (fp16 or bf16:
+    :data:`EAGER_OPTIMIZER_BYTES`); its kernels' gaps are counted as Megatron's fused step's wherever it runs."""
+    if dtype not in EAGER_OPTIMIZER_BYTES:
+        raise InputError(f"the pytorch-eager AMP step is fp16's or bf16's, got {dtype!r}", field="dtype")
+    return EAGER_OPTIMIZER_BYTES[dtype]
+
+
 def check_eager_attention(attention: str) -> None:
-    """Plain PyTorch's attention is the standard core (scores in HBM); FlashAttention, ``--attention``'s
-    default, is Megatron's: refused with the flag to give."""
+    """Hugging Face's fp32 modules (``--dtype fp32``) run the standard core (scores in HBM): FlashAttention
+    runs fp16 and bf16 only, so ``flash`` is refused there with the flag to give."""
     if attention != "standard":
-        raise InputError(f"the pytorch-eager op list runs standard attention only, not {attention!r}: give "
+        raise InputError(f"the pytorch-eager op list in fp32 (Hugging Face's modules) runs standard attention only, "
+                         f"not {attention!r} (FlashAttention runs fp16/bf16): give "
                          f"{setting('attention', 'standard')}", field="attention")
 
 
-def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
-    """One layer's kernels in plain PyTorch for one micro-batch (module docstring's table)."""
+def eager_block_work(c: TransformerConfig, micro_batch: int, attention: str = "standard", dtype: str = "fp16") -> Work:
+    """One layer's kernels in plain PyTorch for one micro-batch (module docstring's table), its attention core
+    standard or ``flash`` (:func:`eager_flash_core`) in ``dtype`` (fp16 or bf16: 2-byte elements either way)."""
     s, h, b, f = c.seq, c.hidden, micro_batch, c.ffn
     tokens = s * b
     x, ff, scores = tokens * h, tokens * f, s * s * b * c.heads
@@ -114,14 +135,19 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
         fwd(f"residual_add{i}", 3 * x)
         bwd(f"residual_grad_add{i}", 3 * x)
 
-    gemm("scores", s, hd, s, b * c.heads, weights=False)
-    softmax: Kernel = ("softmax", b * c.heads * s, s)
-    dropout = (("attn_dropout", 2.5, 2.5, ()),) if c.drops_attention else ()
-    for name, forward_elements, backward_elements, kernel in (("mask_fill", 2, 2, ()), ("softmax", 2, 3, softmax),
-                                                              *dropout):
-        fwd(name, forward_elements * scores, kernel)
-        bwd(name, backward_elements * scores, kernel)
-    gemm("context", s, s, hd, b * c.heads, weights=False)
+    if attention == "flash":
+        core = eager_flash_core(c, b, dtype)
+        forward.extend(core.forward)
+        backward.extend(core.backward[::-1])  # in forward order here, as the rest: reversed below
+    else:
+        gemm("scores", s, hd, s, b * c.heads, weights=False)
+        softmax: Kernel = ("softmax", b * c.heads * s, s)
+        dropout = (("attn_dropout", 2.5, 2.5, ()),) if c.drops_attention else ()
+        for name, forward_elements, backward_elements, kernel in (("mask_fill", 2, 2, ()),
+                                                                  ("softmax", 2, 3, softmax), *dropout):
+            fwd(name, forward_elements * scores, kernel)
+            bwd(name, backward_elements * scores, kernel)
+        gemm("context", s, s, hd, b * c.heads, weights=False)
     fwd("context_copy", 2 * x)
     gemm("proj", tokens, h, h)
     bwd("proj.bias_grad", x)
@@ -138,6 +164,51 @@ def eager_block_work(c: TransformerConfig, micro_batch: int) -> Work:
     dropout_and_residual(2)
     backward.reverse()
     return Work(tuple(forward), tuple(backward))
+
+
+def eager_flash_core(c: TransformerConfig, micro_batch: int, dtype: str = "fp16") -> Work:
+    """The attention core as ``F.scaled_dot_product_attention`` runs it under the FLASH_ATTENTION backend, for one
+    micro-batch, backward in issue order. q, k and v reach it as [b, n, s, d] views of the QKV output (the
+    [s, b·n, 3d] split, reshaped and permuted: last dimension contiguous, no copy); FlashAttention-2's forward
+    (:func:`~archsim.training.layer_ops.flash_attention_ops`, causal, with dropout) reads them in place and writes
+    O and the fp32 log-sum-exp; its backward runs the dot(dO, O) kernel, the main kernel and dQ's fp32
+    conversion (:func:`~archsim.training.flash_blocks.flash_backward_kernels`) — Megatron's list's ops, not a copy.
+    PyTorch's own copies around them (pytorch/pytorch, ``aten/src/ATen/native/transformers/cuda/``
+    ``attention_backward.cu`` at commit 1e07335b, ``_scaled_dot_product_flash_attention_backward_cuda`` and
+    ``_flash_attention_backward``; ``flash_attn/flash_api.cpp`` at commit ef3d5c9e, ``mha_fwd``/``mha_bwd``):
+
+    - ``mha_fwd`` and ``mha_bwd`` check only that q, k, v (and O, dO) have a contiguous last dimension: the strided
+      views are not copied, forward or backward;
+    - ``_flash_attention_backward`` calls ``grad_out.contiguous()`` (and ``out.contiguous()``, a no-op: O is
+      written [b, s, n, d]-contiguous). dO arrives as the permuted view of the [s, b, h] gradient: one copy,
+      read and write 2X (``grad_out_copy``);
+    - ``mha_bwd`` allocates dQ, dK, dV ``empty_like`` the strided views, hence contiguous [b, s, n, d]; autograd
+      then reshapes each back to [s, b·n, d] for ``split``'s backward, which cannot be a view of that layout:
+      three copies, 2X each (``q_grad_copy`` …); ``split``'s concatenation (``qkv.grad_cat``) follows as before.
+
+    The forward's context copy to [s, b, h] is :func:`eager_block_work`'s ``context_copy`` either way."""
+    s, heads, hd = c.seq, micro_batch * c.heads, c.head_dim
+    x = s * micro_batch * c.hidden
+    forward, main = flash_attention_ops(s, hd, heads, heads, c.sliding_window, dtype, True, c.drops_attention)
+    dot, convert = flash_backward_kernels(s, hd, heads, dtype)
+    copies = tuple(_kernel(f"{t}_grad_copy", "D", 2 * x) for t in ("v", "k", "q"))
+    return Work((forward,), (_kernel("grad_out_copy", "D", 2 * x), dot, main, convert, *copies))
+
+
+def eager_flash_output_bytes(c: TransformerConfig, par: Parallelism, dtype: str) -> float:
+    """Activation bytes the eager flash layer keeps beyond Megatron's FlashAttention row
+    (:func:`~archsim.training.layer_activations.layer_activation_bytes`: the selective row, which counts no s²
+    tensor, plus the fp32 log-sum-exp): SDPA's output O, s·b·h elements [b, s, n, d]-contiguous, saved for the
+    flash backward beside its [s, b, h] copy (the projection's input, counted in the row). Megatron's kernel writes
+    O in the projection's layout, one tensor; here they are two. Kept by every layer without full recompute; with
+    it, by the one layer the backward reruns (a working-set term, added to the peak whatever phase it falls in).
+    The dropout RNG state (philox seed and offset) is two int64 CPU scalars (``mha_fwd``): no GPU bytes. One GPU, one
+    micro-batch in flight (plain PyTorch's accumulation runs each micro-batch's backward before the next
+    forward); 0 with standard attention."""
+    if par.attention != "flash":
+        return 0.0
+    layers = 1 if par.recompute == "full" else c.layers
+    return float(layers * c.seq * par.micro_batch * c.hidden * ELEMENT_BYTES[dtype])
 
 
 def _kernel(name: str, kind: str, elements: float, kernel: Kernel = (), dtype: str = "") -> TrainingOp:
@@ -188,5 +259,6 @@ def check_sharding(implementation: str, distributed_optimizer: bool, fsdp: bool)
                          f"(plain PyTorch's loop, unwrapped; on one GPU FSDP shards nothing): drop it", field="fsdp")
 
 
-__all__ = ["EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "check_eager", "check_eager_attention", "check_sharding",
-           "eager_block_work", "eager_embedding_work", "eager_head_work"]
+__all__ = ["EAGER_OPTIMIZER_BYTES", "EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "check_eager", "check_eager_attention",
+           "check_sharding", "eager_block_work", "eager_embedding_work", "eager_flash_core", "eager_flash_output_bytes", "eager_head_work",
+           "eager_optimizer_bytes"]

@@ -57,14 +57,13 @@ from archsim.training.comm_sms import hidden_seconds, share_of, slowed_seconds
 from archsim.training.context_parallel import exchange, rank_config
 from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
-    EAGER_OPTIMIZER_BYTES_PER_PARAMETER,
     check_eager,
-    check_eager_attention,
     check_one_gpu,
     check_sharding,
     eager_block_work,
     eager_embedding_work,
     eager_head_work,
+    eager_optimizer_bytes,
 )
 from archsim.training.fp8_ops import check_fp8
 from archsim.training.fp8_scaling import rank_fp8_weights, weight_cast_seconds
@@ -278,9 +277,8 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
         check_hf(c, t, sp, attention)
         return (hf_block_work(c, b), hf_embedding_work(c, b), hf_head_work(c, b)), megatron()
     if implementation == "pytorch-eager":
-        check_eager(c, t, sp)
-        check_eager_attention(attention)
-        return (eager_block_work(c, b), eager_embedding_work(c, b), eager_head_work(c, b)), megatron()
+        check_eager(c, t, sp)  # standard or flash (F.scaled_dot_product_attention's): eager_ops.eager_flash_core
+        return (eager_block_work(c, b, attention, dtype), eager_embedding_work(c, b), eager_head_work(c, b)), megatron()
     own = megatron(dtype, fp8)
     return own, own
 
@@ -369,7 +367,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         # Its bytes, and the fit's per-kernel gap as often as Megatron's fused step (4 kernels) pays it, not once
         # per eager kernel (a copy per tensor, then four multi-tensor ones): the fit stated its gap per op of
         # Megatron's list (iteration.recounted_op_seconds), the rule every pass follows.
-        moved = EAGER_OPTIMIZER_BYTES_PER_PARAMETER * parameters
+        moved = eager_optimizer_bytes(machine.dtype) * parameters  # 52 in fp16, 40 in bf16 (no loss scale)
         optimizer = float(stream_seconds(moved, hbm, machine.kernels.memory_bound, kernels=4))
     else:  # Megatron's fused Adam in every dtype: the training fit's kernels, not PyTorch's; on its 1/DP shard
         shards = (parameters - experts) / par.optimizer_shards + experts / expert_shards(par)  # the distributed one's

@@ -9,6 +9,7 @@ import numpy as np
 
 from archsim.devices.catalog import GIB
 from archsim.training.context_parallel import rank_config, received_bytes
+from archsim.training.eager_ops import eager_flash_output_bytes
 from archsim.training.fp8_scaling import scaling_seconds
 from archsim.training.fsdp import expert_state_bytes, held_state_bytes
 from archsim.training.grad_accumulation import accumulation, per_microbatch_seconds
@@ -152,6 +153,8 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
                    expert_states=expert_state_bytes(machine.dtype, machine.implementation, par))
     if par.cp > 1:  # and the K/V it receives while a layer's attention runs
         mem = [replace(m, activations=m.activations + received_bytes(c, par, machine.scale)) for m in mem]
+    if machine.implementation == "pytorch-eager" and not hf:  # SDPA's output beside its copy (one GPU: PP 1)
+        mem = [replace(m, activations=m.activations + eager_flash_output_bytes(c, par, machine.dtype)) for m in mem]
     timeline = run.timeline
     assert isinstance(timeline, Timeline) and isinstance(timeline.slots, SlotTable)  # the engine's arrays
     slots = timeline.slots
