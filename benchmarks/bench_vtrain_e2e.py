@@ -224,11 +224,12 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
                              f"{cluster.gpu.name}", file=cluster_path, field="gpu")
         if not table.runs:
             raise InputError("no measured runs", file=csv_path)
-        predictions = predict(table.runs, cluster, implementation=implementation)
+        trained = {"dtype": table.meta.get("dtype", "fp16"), "attention": table.meta.get("attention", "standard")}
+        predictions = predict(table.runs, cluster, implementation=implementation, **trained)
         fit = probed = None
         if probe_path:
             fit = probe_fit(probe_path, cluster.gpu)
-            probed = [p.error for p in predict(table.runs, cluster, fit.efficiency, implementation)]
+            probed = [p.error for p in predict(table.runs, cluster, fit.efficiency, implementation, **trained)]
     except InputError as exc:
         print(f"bench_vtrain_e2e: {exc}", file=sys.stderr)
         return 2

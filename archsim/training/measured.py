@@ -57,10 +57,11 @@ class MeasuredRun:
         return TransformerConfig(f"gpt-h{self.hidden}-l{self.layers}", "gpt", self.layers, self.hidden, self.heads,
                                  VOCAB, self.seq, 4 * self.hidden, self.heads, True, self.seq)
 
-    def parallelism(self) -> Parallelism:
-        """Megatron-DeepSpeed as measured: 1F1B, the run's recomputation, no sequence parallelism."""
+    def parallelism(self, attention: str = "standard") -> Parallelism:
+        """Megatron-DeepSpeed as measured: 1F1B, the run's recomputation, no sequence parallelism, the
+        standard attention core unless the file says otherwise (``# attention: flash``)."""
         return Parallelism(self.tp, self.pp, self.dp, self.global_batch, self.micro_batch, self.recompute,
-                           grad_accumulation=self.grad_accumulation)
+                           grad_accumulation=self.grad_accumulation, attention=attention)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -202,16 +203,18 @@ class Prediction:
 
 
 def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuCluster,
-            efficiency: KernelConstants | None = None, implementation: str = "megatron") -> list[Prediction]:
+            efficiency: KernelConstants | None = None, implementation: str = "megatron", dtype: str = "fp16",
+            attention: str = "standard") -> list[Prediction]:
     """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here;
     ``efficiency``: kernel constants instead of the catalog's (e.g. a probe's fit); ``implementation``:
-    whose op list (:class:`~archsim.training.machine.Machine`)."""
+    whose op list (:class:`~archsim.training.machine.Machine`); ``dtype`` and ``attention``: how the runs
+    trained (a measured file's ``# dtype:`` and ``# attention:`` lines; the A100 runs: fp16, standard)."""
     from archsim.training.run import train
 
     out = []
     for run in runs:
-        par = run.parallelism()
-        machine = replace(cluster.machine(par), implementation=implementation)
+        par = run.parallelism(attention)
+        machine = replace(cluster.machine(par), implementation=implementation, dtype=dtype)
         if efficiency is not None:
             machine = replace(machine, efficiency=efficiency)
         result = train(run.config(), par, machine)
