@@ -234,7 +234,7 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
         print(f"bench_vtrain_e2e: {exc}", file=sys.stderr)
         return 2
     rows = [measured_row(p) for p in predictions]
-    gpu_slug = slug(name) + ("" if implementation == "megatron" else f"_{implementation}")
+    gpu_slug = summary_stem(csv_path, slug(name)) + ("" if implementation == "megatron" else f"_{implementation}")
     results = ROOT / "benchmarks" / "results"
     text = "\n".join([",".join(PER_RUN), *(",".join(_cell(r[c]) for c in PER_RUN) for r in rows)]) + "\n"
     print(f"wrote {atomic_write_text(per_run or results / f'gpu_train_{gpu_slug}.csv', text)}", file=sys.stderr)
@@ -245,6 +245,14 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
     print(summary)
     print(f"wrote {atomic_write_text(markdown or results / f'gpu_train_{gpu_slug}.md', summary)}", file=sys.stderr)
     return 0
+
+
+def summary_stem(csv_path: str, gpu_slug: str) -> str:
+    """The name the summaries of a measured file take: ``gpu_train_measured_h200_bf16_flash.csv`` →
+    ``h200_bf16_flash`` (its GPU and what it varies), any other name → the GPU's slug."""
+    stem = Path(csv_path).stem
+    prefix = f"gpu_train_measured_{gpu_slug}"
+    return gpu_slug + stem[len(prefix):] if stem.startswith(prefix) else gpu_slug
 
 
 def probe_fit(path: str, device):

@@ -225,8 +225,10 @@ CLUSTER_OF = {"h200": "h200_1gpu.toml", "h100-sxm": "h100_1gpu.toml"}  # find_gp
     reason="no one-GPU training runs committed yet (benchmarks/results/gpu_train_measured_<gpu>.csv)"))],
     ids=[p.name for p in MEASURED] or ["none"])
 def test_committed_one_gpu_runs_and_their_summary(path):
-    """A committed measurement reads, is one-GPU with memory measured, and its summary
-    (gpu_train_<gpu>.md beside it) holds the MAPE archsim gives today."""
+    """A committed measurement reads, is one-GPU with memory measured, and its summary beside it holds the
+    MAPE archsim gives today: ``gpu_train_<gpu>.md`` (Megatron's op list) for the fp16 runs,
+    ``gpu_train_<gpu><variant>_pytorch-eager.md`` for a variant (``_bf16_flash``…), predicted with the
+    plain-PyTorch op list in the file's own dtype and attention."""
     from archsim.devices.gpu_lookup import find_gpu
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.measured import predict
@@ -234,12 +236,78 @@ def test_committed_one_gpu_runs_and_their_summary(path):
 
     table = read_measured_table(path)
     assert table.runs and all(r.gpus == 1 and r.peak_memory_gib for r in table.runs)
-    assert path.name == f"gpu_train_measured_{slug(table.meta['gpu'])}.csv"
+    gpu = slug(table.meta["gpu"])
+    assert path.name.startswith(f"gpu_train_measured_{gpu}")
+    variant = path.stem[len(f"gpu_train_measured_{gpu}"):]
+    assert variant == "" or variant.startswith("_"), path.name
     cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / CLUSTER_OF[find_gpu(table.meta["gpu"])])
-    errors = [abs(p.error) for p in predict(table.runs, cluster)]
-    summary = path.with_name(f"gpu_train_{slug(table.meta['gpu'])}.md")
+    if variant:
+        predictions = predict(table.runs, cluster, implementation="pytorch-eager", dtype=table.meta["dtype"],
+                              attention=table.meta["attention"])
+        summary = path.with_name(f"gpu_train_{gpu}{variant}_pytorch-eager.md")
+    else:
+        predictions = predict(table.runs, cluster)
+        summary = path.with_name(f"gpu_train_{gpu}.md")
+    errors = [abs(p.error) for p in predictions]
     assert summary.is_file(), f"{summary.name} is not committed beside {path.name}"
     assert f"| all | {sum(errors) / len(errors):.1%}" in summary.read_text(), "stale summary: regenerate it"
+
+
+def test_a_files_dtype_and_attention_reach_the_prediction(tmp_path):
+    """``# dtype: bf16`` and ``# attention: flash`` in a measured file predict what ``archsim.train`` gives
+    with those settings (the plain-PyTorch op list), not the fp16 standard-attention default."""
+    import archsim
+    from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.measured import predict
+
+    path = _h200_csv(tmp_path, "NVIDIA H200")
+    table = read_measured_table(path)
+    cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "h200_1gpu.toml")
+    flash = predict(table.runs, cluster, implementation="pytorch-eager", dtype="bf16", attention="flash")
+    plain = predict(table.runs, cluster, implementation="pytorch-eager")
+    config = ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"
+    for p, q, recompute in zip(flash, plain, ("full", "none")):
+        direct, _ = archsim.train(str(config), cluster=str(ROOT / "configs" / "clusters" / "h200_1gpu.toml"),
+                                  global_batch=16, micro_batch=4, seq=1024, recompute=recompute, dtype="bf16",
+                                  attention="flash", implementation="pytorch-eager")
+        assert p.milliseconds == pytest.approx(direct.iteration_seconds * 1e3, rel=1e-9)
+        assert p.milliseconds != pytest.approx(q.milliseconds, rel=1e-3)
+
+
+def test_flash_attention_computes_what_the_standard_core_computes():
+    """The flash GPT (SDPA) and the standard core (baddbmm, mask, softmax, bmm) give the same loss on the
+    same weights with dropout off: the measured models differ in kernels, not in what they compute."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    module = load_benchmark("gpu_train_measure")
+    from benchmarks.gpt_model import build_model
+
+    shape = module.TINY[0]
+    tokens = torch.randint(0, shape.vocab, (2, shape.seq), generator=torch.Generator().manual_seed(4))
+    standard = build_model(torch, shape, torch.float32, "cpu", dropout=0.0)
+    flash = build_model(torch, shape, torch.float32, "cpu", dropout=0.0, attention="flash")
+    flash.load_state_dict(standard.state_dict())
+    for model in (standard, flash):
+        model.recompute = "none"
+    with torch.no_grad():
+        assert float(flash(tokens, tokens)) == pytest.approx(float(standard(tokens, tokens)), rel=1e-5)
+    with pytest.raises(ValueError, match="attention"):
+        build_model(torch, shape, torch.float32, "cpu", attention="sparse")
+
+
+def test_bf16_steps_without_a_loss_scale():
+    """bf16 as Megatron runs it: no loss scale, so no unscale and no inf/NaN check — the gradient reaches
+    Adam as computed (the step equals a plain fp32 Adam step on the same gradient)."""
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    module = load_benchmark("gpu_train_measure")
+    weight = torch.nn.Parameter(torch.tensor([1.0, -2.0], dtype=torch.bfloat16))
+    reference = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    optimizer = module.MixedPrecisionAdam(torch, [weight], loss_scaling=False)
+    assert optimizer.scale == 1.0
+    weight.grad = torch.tensor([0.5, 0.25], dtype=torch.bfloat16)
+    reference.grad = torch.tensor([0.5, 0.25])
+    assert optimizer.step()
+    torch.optim.Adam([reference], lr=1e-4, betas=(0.9, 0.95), eps=1e-8).step()
+    assert torch.allclose(optimizer.master[0], reference.detach(), rtol=0, atol=1e-7)
 
 
 def test_the_cpu_run_gives_torchs_threads_back(monkeypatch):
