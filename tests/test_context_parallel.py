@@ -121,8 +121,9 @@ def test_memory_falls_with_cp():
 
 @pytest.mark.parametrize("seq", [8192, 32768])
 def test_more_cp_on_an_infinitely_fast_link_never_slows_the_compute(seq):
-    """With the CP group's link free (no bandwidth or latency limit) nothing of the exchange is exposed, and a
-    rank's layer (forward, backward, recompute) per micro-batch never gets slower as CP doubles."""
+    """With the CP group's link free (no bandwidth or latency limit) nothing of the exchange is exposed (its sends
+    last ~10⁻²⁴ s: what the attention loses beside them to NCCL's SMs is below 10⁻²⁰ s), and a rank's layer
+    (forward, backward, recompute) per micro-batch never gets slower as CP doubles."""
     c = _llama(seq)
     cluster = load_gpu_cluster(str(H100), "bf16")
     free = LinkClass("free", 1e30, 1.0, 0.0, 0.0)
@@ -134,7 +135,7 @@ def test_more_cp_on_an_infinitely_fast_link_never_slows_the_compute(seq):
         machine = replace(machine, links=replace(machine.links, cp=free if cp > 1 else None,
                                                  cp_hop=free if cp > 1 else None))
         layer = model_pieces(c, par, machine)["layer"]
-        assert layer.cp_forward == 0.0 and layer.cp_backward == 0.0
+        assert layer.cp_forward < 1e-20 and layer.cp_backward < 1e-20
         seconds.append(layer.forward + layer.backward_input + layer.backward_weight + layer.recompute)
     assert all(a >= b for a, b in pairwise(seconds))
 

@@ -92,8 +92,13 @@ def test_train_memory_and_time_by_hand():
     activations those of the replicated run. Time: a layer's forward (≈ 0.8 ms) outlasts its all-gather
     (≈ 0.1 ms), so each micro-batch exposes the root's all-gather, the first layer's, the last layer's backward
     all-gather, the first layer's reduce-scatter and the root's; the step on 1/8, as the distributed
-    optimizer's."""
-    keys = {"cluster": str(NODE), "dp": 8, "global_batch": 64, "micro_batch": 2, "recompute": "full"}
+    optimizer's. The SMs free (``comm_sms`` 0): the rule's premise here; NCCL's SMs are tests/test_comm_sms_fsdp_cp.py's."""
+    from dataclasses import replace
+
+    from archsim.training.cluster_file import load_gpu_cluster
+
+    free = replace(load_gpu_cluster(NODE, "fp16"), comm_sms=0)
+    keys = {"cluster": free, "dp": 8, "global_batch": 64, "micro_batch": 2, "recompute": "full"}
     off, _ = archsim.train(str(GPT_350M), **keys)
     on, _ = archsim.train(str(GPT_350M), fsdp=True, **keys)
     zero1, _ = archsim.train(str(GPT_350M), distributed_optimizer=True, **keys)
@@ -103,8 +108,6 @@ def test_train_memory_and_time_by_hand():
     assert on.memory[0].parameters == parameters
     assert on.memory[0].states == pytest.approx(16 / 8 * parameters + 6 * root, rel=1e-12)
     assert on.memory[0].activations == off.memory[0].activations
-    from archsim.training.cluster_file import load_gpu_cluster
-
     par = Parallelism(1, 1, 8, 64, 2, fsdp=True)
     link = load_gpu_cluster(NODE, "fp16").machine(par).links.dp
     g = float(collective_seconds("all-gather", 2 * _layer(h), 8, link))

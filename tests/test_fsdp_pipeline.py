@@ -8,6 +8,7 @@ refusals."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from itertools import pairwise
 
 import pytest
@@ -31,7 +32,7 @@ KEYS = {"cluster": str(NODE), "pp": 2, "dp": 4, "global_batch": 32, "micro_batch
 
 
 def run(**extra):
-    result, _ = archsim.train(str(GPT_350M), **KEYS, **extra)
+    result, _ = archsim.train(str(GPT_350M), **{**KEYS, **extra})
     return result
 
 
@@ -77,8 +78,10 @@ def test_collectives_of_a_step_by_hand(mode, gathers, interleave):
 def test_none_saves_one_gather_per_layer_and_micro_batch():
     """The paper's reason for not resharding: one all-gather fewer per layer and micro-batch; with the layers'
     compute far above a gather (the premise, checked) the exposed part is the first layer's forward all-gather and
-    the root's either way, and after-forward's backward adds the last layer's all-gather before its backward."""
-    full, kept = run(fsdp=True), run(fsdp=True, fsdp_reshard="none")
+    the root's either way, and after-forward's backward adds the last layer's all-gather before its backward. The SMs
+    free (``comm_sms`` 0), so a hidden gather costs nothing (tests/test_comm_sms_fsdp_cp.py prices NCCL's SMs)."""
+    free = replace(load_gpu_cluster(NODE, "fp16"), comm_sms=0)
+    full, kept = run(fsdp=True, cluster=free), run(fsdp=True, fsdp_reshard="none", cluster=free)
     par = Parallelism(1, 2, 4, 32, 2, fsdp=True)
     link = load_gpu_cluster(NODE, "fp16").machine(par).links.dp
     g = float(collective_seconds("all-gather", 2 * LAYER, 4, link))

@@ -8,6 +8,7 @@ default unchanged, the columns and rows that carry the mode, and the refusals.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -87,13 +88,14 @@ def test_reduce_scatters_queue_on_the_wire_behind_their_stages_backward():
 def test_step_tail_read_off_the_pipeline_timeline(interleave):
     """Each rank's exposed seconds: its chunks' first forward gathers (the forward rule with this run's compute, as
     micro-batch mode prices one micro-batch's forward) plus its chunks' reduce-scatters queued from each chunk's last
-    backward (read from the timeline's slots by their op ids, ``<stage><kind><micro-batch>``) past the rank's end."""
+    backward (read from the timeline's slots by their op ids, ``<stage><kind><micro-batch>``) past the rank's end.
+    The SMs free (``comm_sms`` 0): the forward rule's gathers as max(0, g − f)."""
     from archsim.training.fsdp import exposed_seconds, machine_units
     from archsim.training.run import train
 
     c = load_transformer(GPT_350M)
     par = Parallelism(1, 2, 4, 32, 2, interleave=interleave, **STEP)
-    machine = load_gpu_cluster(NODE, "fp16").machine(par)
+    machine = replace(load_gpu_cluster(NODE, "fp16").machine(par), comm_sms=0)
     result = train(c, par, machine)
     ends: dict[str, float] = {}
     last: dict[int, float] = {}

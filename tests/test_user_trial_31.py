@@ -111,12 +111,15 @@ def test_fsdp_exposed_term_by_the_prefetch_rule_on_an_untied_llama(llama):
     nothing, so the first layer's gather is exposed whole); backward, the last layer's gather g exposed, then
     under each of the 39 later layers max(0, g + r − b) (the next gather and the previous reduce-scatter; the
     first of them has no previous: max(0, g − b)), under the first layer max(0, 0 + r − b) (the root is not
-    gathered again), under the root's empty backward the first layer's r, then the root's r_root."""
+    gathered again), under the root's empty backward the first layer's r, then the root's r_root. The SMs free
+    (``comm_sms`` 0), the rule's max(0, a − c); NCCL's SMs taken: tests/test_comm_sms_fsdp_cp.py."""
+    from dataclasses import replace
+
     layer, root, _ = _llama_per_gpu_tp2()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result, _ = archsim.train(llama, cluster=str(SUPERPOD), tp=2, dp=8, global_batch=64, dtype="bf16",
-                                  fsdp=True)
+        result, _ = archsim.train(llama, cluster=replace(load_gpu_cluster(SUPERPOD, "bf16"), comm_sms=0), tp=2, dp=8,
+                                  global_batch=64, dtype="bf16", fsdp=True)
     link = load_gpu_cluster(SUPERPOD, "bf16").machine(Parallelism(2, 1, 8, 64, 1, fsdp=True)).links.dp
     from archsim.collectives import collective_seconds  # the spanning group's collectives, as the docs price them
 

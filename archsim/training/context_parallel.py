@@ -14,10 +14,16 @@ rank's K/V: queries of 2L = s/CP tokens against that rank's first chunk of L key
 blocks). While step i computes, the K/V of s/CP tokens for step i + 1 goes to the next rank (CP − 1 sends, each
 step the longer of its compute and its send). The backward runs the ring again: step 0 sends K/V, steps
 1 … CP − 2 K/V and the dK/dV accumulated so far in one buffer (``p2p_comm_buffers`` of shape (2, *kv.shape)), step
-CP − 1 dK/dV alone: 2·(CP − 1) K/V volumes, each step under that step's compute.
+CP − 1 dK/dV alone: 2·(CP − 1) K/V volumes, each step under that step's compute. TE issues each step's
+``isend``/``irecv`` (``flash_attn_p2p_communicate``) before that step's attention kernel and waits on it before the
+next step (``AttnFuncWithCPAndKVP2P.forward`` and ``.backward`` at d0067d0d), so the send runs beside the attention
+as NCCL kernels holding SMs of their own (NVIDIA/nccl issues #181, #689): the step's attention runs on the SMs left
+while its send is on the wire and the send hides only :func:`~archsim.training.comm_sms.hidden_seconds` of itself
+(:func:`ring_exposed`, the one rule of :mod:`archsim.training.comm_sms`).
 ``all_gather`` (``AttnFuncWithCPAndKVAllGather``; Llama 3's, Dubey et al. 2024 §3.3.2): the forward
 all-gathers K and V (``gather_along_first_dim``); the backward all-gathers them again and reduce-scatters dK and
-dV (``reduce_scatter_along_first_dim``), none overlapped here. The attention work per rank is the same pairs
+dV (``reduce_scatter_along_first_dim``), each blocking on the compute stream before or after the attention steps,
+none overlapped (so no SMs taken from compute either). The attention work per rank is the same pairs
 (its two query chunks against the keys before them); it is priced as p2p's steps.
 
 ``a2a`` (``AttnFuncWithCPAndQKVOA2A``, DeepSpeed-Ulysses): Q, K, V and the output all-to-all'd between sequence
@@ -27,7 +33,7 @@ and head sharding, attention one causal kernel over the whole sequence at 1/CP o
 ``a2a+p2p`` (hierarchical, ``--cp-hierarchy A P``): a2a's all-to-alls inside groups of A ranks, then p2p's ring over
 P of them at heads/A (:mod:`archsim.training.context_parallel_hierarchy`).
 
-Not modelled: FP8 attention's buffers, and the contention of the exchange with the attention kernel it overlaps.
+Not modelled: FP8 attention's buffers, and the exchange's share of HBM bandwidth beside the attention it overlaps.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archsim.collectives import collective_seconds, message_mib
+from archsim.training.comm_sms import hidden_seconds, share_of
 from archsim.training.context_parallel_a2a import a2a_buffer_bytes, a2a_exchange, a2a_flash_step, a2a_messages
 from archsim.training.context_parallel_hierarchy import effective_comm
 from archsim.workload.transformer import TransformerConfig, layer_widths
@@ -43,6 +50,7 @@ from archsim.workload.transformer import TransformerConfig, layer_widths
 if TYPE_CHECKING:
     from archsim.training.machine import Machine
     from archsim.training.parallel import Parallelism
+    from archsim.training.piece_cost import PieceCost
 
 
 def rank_chunks(s: int, cp: int, rank: int) -> tuple[range, range]:
@@ -93,10 +101,21 @@ def ring_sends(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> tu
     return forward, backward
 
 
-def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: list[float],
-             steps_b: list[float]) -> tuple[float, float, list[tuple[str, str, float]]]:
+def ring_exposed(sends: list[float], steps: list[float], slowed: list[float] | None = None) -> float:
+    """Seconds a ring's sends (``sends``, each step's) add beyond the attention steps they run beside (``steps``, GPU
+    seconds on every SM; ``slowed``: the same on the SMs a send leaves, None: as ``steps``): each send less what
+    its step hides of it (:func:`~archsim.training.comm_sms.hidden_seconds`; max(0, send − step) with the SMs
+    free)."""
+    slow = steps if slowed is None else slowed
+    return sum(t - hidden_seconds(t, s, share_of(s, s_slow)) for t, s, s_slow in zip(sends, steps, slow, strict=True))
+
+
+def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: list[float], steps_b: list[float],
+             slowed_f: list[float] | None = None,
+             slowed_b: list[float] | None = None) -> tuple[float, float, list[tuple[str, str, float]]]:
     """Seconds CP's K/V exchange adds to a layer's forward and backward beyond its attention steps'
-    ``steps_f``/``steps_b`` compute (GPU seconds per step), and its rows (name, F/B, seconds)."""
+    ``steps_f``/``steps_b`` compute (GPU seconds per step; ``slowed_f``/``slowed_b`` the same on the SMs a ring's
+    send leaves, None: as they are), and its rows (name, F/B, seconds)."""
     link, hop, cp, scale, comm = machine.links.cp, machine.links.cp_hop, par.cp, machine.scale, par.cp_exchange
     if comm == "a2a":  # not under attention: before and after it
         return a2a_exchange(c, par, machine)
@@ -105,8 +124,7 @@ def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: 
         sends_f, sends_b = ring_sends(c, par, scale)
         t_f = [float(collective_seconds("p2p", b, 2, hop)) if b else 0.0 for b in sends_f]
         t_b = [float(collective_seconds("p2p", b, 2, hop)) for b in sends_b]
-        f = sum(max(0.0, t - s) for t, s in zip(t_f, steps_f, strict=True))
-        b = sum(max(0.0, t - s) for t, s in zip(t_b, steps_b, strict=True))
+        f, b = ring_exposed(t_f, steps_f, slowed_f), ring_exposed(t_b, steps_b, slowed_b)
         ring = [(f"cp.kv-ring (p2p, {len(sends_f) - 1} × {message_mib(sends_f[0])}, exposed beyond attention)", "F", f),
                 (f"cp.kv-dkv-ring (p2p, {len(sends_b)} steps, exposed beyond attention)", "B", b)]
         if comm == "p2p":
@@ -119,6 +137,23 @@ def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: 
     return 2 * gather, 2 * (gather + scatter), [
         (f"cp.k,v all-gather (2 × {message_mib(whole)})", "F", 2 * gather),
         (f"cp.k,v all-gather + dk,dv reduce-scatter (4 × {message_mib(whole)})", "B", 2 * (gather + scatter))]
+
+
+def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, machine: Machine) -> PieceCost:
+    """``layer`` with CP's exchange (:func:`exchange`) on its attention steps (its ``flash_attention`` rows, in step
+    order; their re-timing beside a collective, ``layer.slowed``, where known); a full recompute reruns the
+    forward's exchange too."""
+    own = [t for *_, t in layer.ops]
+    slow = list(layer.slowed) or own
+
+    def steps(kind: str, times: list[float]) -> list[float]:
+        mine = [t for (name, k, _), t in zip(layer.ops, times) if name == "flash_attention" and k == kind]
+        return mine if kind == "F" else mine[::-1]  # the backward's steps run in reverse
+
+    f, b, rows = exchange(c, par, machine, steps("F", own), steps("D", own), steps("F", slow), steps("D", slow))
+    redo = layer.recompute + (f if par.recompute == "full" else 0.0)
+    return replace(layer, cp_forward=f, cp_backward=b, recompute=redo, ops=(*layer.ops, *rows),
+                   gemms=(*layer.gemms, *((),) * len(rows)) if layer.gemms else ())
 
 
 def rank_config(c: TransformerConfig, cp: int) -> TransformerConfig:
@@ -144,4 +179,4 @@ def received_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -
 
 
 __all__ = ["exchange", "flash_steps", "kv_bytes", "rank_causal_pairs", "rank_chunks", "rank_config",
-           "received_bytes", "ring_sends"]
+           "received_bytes", "ring_exposed", "ring_sends", "with_exchange"]

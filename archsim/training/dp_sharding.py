@@ -60,15 +60,16 @@ SYNCS: dict[str, Callable[..., Sync]] = {"none": replicated_sync, "distributed-o
 
 def dp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float = 0.0,
             backward_s: float = 0.0, rank: int = 0, drains: Sequence[float] = (), fp8_parameters: float = 0.0,
-            share: float = 1.0) -> Sync:
+            share: float = 1.0, forward_share: float = 1.0) -> Sync:
     """``par.sharding``'s seconds on pipeline rank ``rank`` holding ``parameters``: ``forward_s`` and ``backward_s``
     its one micro-batch's forward and backward (what bucketed all-reduces and FSDP's prefetch run under; FSDP's
     units are the rank's chunks' layers); ``drains``: FSDP's (:func:`archsim.training.fsdp.fsdp_sync`), per chunk
     the seconds from its last backward to the rank's last action; ``fp8_parameters``: the distributed optimizer's
-    (:func:`distributed_optimizer_sync`), those of ``parameters`` it gathers in fp8; ``share``: the backward's speed
-    beside a bucketed collective (:mod:`archsim.training.comm_sms`; FSDP's prefetch is priced free of it)."""
+    (:func:`distributed_optimizer_sync`), those of ``parameters`` it gathers in fp8; ``share`` and ``forward_share``:
+    the backward's and the forward's speed beside an overlapped collective (:mod:`archsim.training.comm_sms`: the
+    bucketed one's, FSDP's prefetched all-gathers' and reduce-scatters')."""
     if par.sharding == "fsdp":
-        return fsdp_sync(c, par, machine, parameters, forward_s, backward_s, rank, drains)
+        return fsdp_sync(c, par, machine, parameters, forward_s, backward_s, rank, drains, forward_share, share)
     if par.sharding == "distributed-optimizer":
         return distributed_optimizer_sync(c, par, machine, parameters, forward_s, backward_s, rank, fp8_parameters,
                                           share)

@@ -31,9 +31,13 @@ leading the rank's first):
   reduce-scatter, exposing max(0, g_{k+1} + r_{k−1} − b_k); v_{n−1}'s reduce-scatter is exposed after it.
 
 The rank's forward (and backward with its recompute) of one micro-batch is split evenly over its layers; the
-root hides nothing (its embedding lookup and LM head are counted in the layers' share). Not modelled: the
-compute slowed by the collectives' kernels, FSDP's rate limiter, and the exposed collectives' place in the
-pipeline's timeline (they are added after the rank's last backward, as the distributed optimizer's are).
+root hides nothing (its embedding lookup and LM head are counted in the layers' share). While a prefetched
+collective is on the wire NCCL's kernels hold some of the SMs (NVIDIA/nccl issues #181, #689), so the unit's
+compute beside it runs at the layer's ``forward_share`` / ``backward_share`` of its speed and each max(0, a − c)
+above is a − :func:`~archsim.training.comm_sms.hidden_seconds` (a, c, share): the one rule of
+:mod:`archsim.training.comm_sms` (at share 1 the same figure, to the bit). Not modelled: FSDP's rate limiter, and
+the exposed collectives' place in the pipeline's timeline (they are added after the rank's last backward, as the
+distributed optimizer's are).
 
 ``par.fsdp_grad_sync`` ``step`` (with ``fsdp_reshard`` ``none``) is PyTorch's pipeline runtime
 (``torch.distributed.pipelining``: each stage's backward runs with ``set_requires_gradient_sync(False)`` and
@@ -46,7 +50,9 @@ stage's last backward ends (``drains``: the seconds from there to the rank's las
 chunks' backwards hide; the other ranks' pipeline drain is the iteration's maximum over ranks). Held per GPU: the
 sharded states, every parameter of the rank unsharded in the compute dtype and its gradient at the reduce width
 for the whole step, and one unit's reduce-scatter input. Not credited: a rank's fill bubble before its first
-forward, under which the runtime's ``UNSHARD`` prefetch could hide the step's first all-gathers.
+forward, under which the runtime's ``UNSHARD`` prefetch could hide the step's first all-gathers. Not slowed: the
+compute under the once-a-step reduce-scatters' ``drains``, which hold pipeline bubbles as well as other chunks'
+backwards in proportions this sum does not split.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from typing import TYPE_CHECKING
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collectives import LinkClass, Spanning, collective_seconds, message_mib
+from archsim.training.comm_sms import hidden_seconds
 from archsim.training.memory import fsdp_unit_bytes, gradient_bytes, layer_parameters_per_gpu, state_bytes
 from archsim.training.moe_ops import expert_shards
 from archsim.training.op_rows import op_row
@@ -81,18 +88,21 @@ class Unit:
     gathers_backward: bool = True
 
 
-def exposed_seconds(units: Sequence[Unit]) -> tuple[float, float]:
+def exposed_seconds(units: Sequence[Unit], forward_share: float = 1.0,
+                    backward_share: float = 1.0) -> tuple[float, float]:
     """(forward, backward) seconds of one micro-batch's FSDP collectives that no compute hides, ``units`` in
-    forward order (module docstring's rule)."""
+    forward order (module docstring's rule), the compute beside a collective at ``forward_share`` /
+    ``backward_share`` of its speed (:func:`~archsim.training.comm_sms.hidden_seconds`; 1: the SMs free)."""
     if not units:
         return 0.0, 0.0
-    forward = units[0].all_gather + sum(max(0.0, u.all_gather - prev.forward) for prev, u in pairwise(units))
+    forward = units[0].all_gather + sum(u.all_gather - hidden_seconds(u.all_gather, prev.forward, forward_share)
+                                        for prev, u in pairwise(units))
     order = list(reversed(units))
     backward = order[0].all_gather if order[0].gathers_backward else 0.0
     for k, unit in enumerate(order):
         ahead = order[k + 1].all_gather if k + 1 < len(order) and order[k + 1].gathers_backward else 0.0
         behind = order[k - 1].reduce_scatter if k > 0 else 0.0
-        backward += max(0.0, ahead + behind - unit.backward)
+        backward += ahead + behind - hidden_seconds(ahead + behind, unit.backward, backward_share)
     return forward, backward + order[-1].reduce_scatter
 
 
@@ -138,12 +148,13 @@ def machine_units(c: TransformerConfig, par: Parallelism, machine: Machine, para
             for k, n in enumerate(chunks)]
 
 
-def step_exposed_seconds(chunks: Sequence[Sequence[Unit]], drains: Sequence[float] = ()) -> float:
+def step_exposed_seconds(chunks: Sequence[Sequence[Unit]], drains: Sequence[float] = (),
+                         forward_share: float = 1.0) -> float:
     """``step`` mode's exposed seconds of a rank's chunks (each its units in forward order): each chunk's
-    all-gathers once, by the forward rule, and the reduce-scatters' end past the rank's last action, chunk k's
-    (its units' one after another) issued ``drains[k]`` seconds before that action ends (none given: 0) once the
-    wire is free."""
-    gathers = sum(exposed_seconds(units)[0] for units in chunks)
+    all-gathers once, by the forward rule (the forward at ``forward_share`` of its speed beside them), and the
+    reduce-scatters' end past the rank's last action, chunk k's (its units' one after another) issued ``drains[k]``
+    seconds before that action ends (none given: 0) once the wire is free."""
+    gathers = sum(exposed_seconds(units, forward_share)[0] for units in chunks)
     ready = sorted(zip([-d for d in drains] or [0.0] * len(chunks), chunks, strict=True), key=lambda p: p[0])
     wire = -float("inf")
     for start, units in ready:
@@ -152,15 +163,18 @@ def step_exposed_seconds(chunks: Sequence[Sequence[Unit]], drains: Sequence[floa
 
 
 def fsdp_sync(c: TransformerConfig, par: Parallelism, machine: Machine, parameters: float, forward_s: float,
-              backward_s: float, rank: int = 0, drains: Sequence[float] = ()) -> tuple[dict[str, float], dict[str, float]]:
+              backward_s: float, rank: int = 0, drains: Sequence[float] = (), forward_share: float = 1.0,
+              backward_share: float = 1.0) -> tuple[dict[str, float], dict[str, float]]:
     """FSDP's part of pipeline rank ``rank``'s iteration after its last backward
     (:func:`archsim.training.dp_sharding.dp_sync`): the collectives of its ``par.microbatches`` micro-batches that
-    the compute does not hide (``fsdp_exposed_communication``, seconds; the module docstring's rule), before the
-    step; nothing after it. ``step`` mode: :func:`step_exposed_seconds` with ``drains`` (seconds, per chunk)."""
+    the compute does not hide (``fsdp_exposed_communication``, seconds; the module docstring's rule, the forward and
+    backward at ``forward_share`` / ``backward_share`` of their speed beside a collective), before the step; nothing
+    after it. ``step`` mode: :func:`step_exposed_seconds` with ``drains`` (seconds, per chunk)."""
     chunks = machine_units(c, par, machine, parameters, forward_s, backward_s, rank)
     if par.fsdp_grad_sync == "step":
-        return {"fsdp_exposed_communication": step_exposed_seconds(chunks, drains)}, {}
-    return {"fsdp_exposed_communication": par.microbatches * sum(sum(exposed_seconds(u)) for u in chunks)}, {}
+        return {"fsdp_exposed_communication": step_exposed_seconds(chunks, drains, forward_share)}, {}
+    return {"fsdp_exposed_communication": par.microbatches * sum(sum(exposed_seconds(u, forward_share, backward_share))
+                                                                 for u in chunks)}, {}
 
 
 def held_state_bytes(dtype: str, implementation: str, par: Parallelism) -> tuple[float, float]:

@@ -54,7 +54,7 @@ from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.comm_sms import hidden_seconds, share_of, slowed_seconds
-from archsim.training.context_parallel import exchange, rank_config
+from archsim.training.context_parallel import rank_config, with_exchange
 from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
     check_eager,
@@ -283,17 +283,6 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
     return own, own
 
 
-def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, machine: Machine) -> PieceCost:
-    """``layer`` with CP's exchange (:func:`~archsim.training.context_parallel.exchange`) on its attention steps
-    (its ``flash_attention`` rows, in step order); a full recompute reruns the forward's exchange too."""
-    steps_f = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "F"]
-    steps_b = [t for name, kind, t in layer.ops if name == "flash_attention" and kind == "D"][::-1]
-    f, b, rows = exchange(c, par, machine, steps_f, steps_b)
-    redo = layer.recompute + (f if par.recompute == "full" else 0.0)
-    return replace(layer, cp_forward=f, cp_backward=b, recompute=redo, ops=(*layer.ops, *rows),
-                   gemms=(*layer.gemms, *((),) * len(rows)) if layer.gemms else ())
-
-
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
@@ -339,9 +328,12 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
     rank's fp8 weight casts of the iteration too (:func:`~archsim.training.fp8_scaling.weight_cast_seconds`)."""
     experts = rank_expert_parameters(c, par, rank) if par.experts_apart else 0  # theirs over their expert-DP ranks
     fp8 = rank_fp8_weights(c, par, rank)[1] if par.fp8_param_gather else 0.0  # gathered in fp8 (fp8_memory.py)
-    share = model_pieces(c, par, machine)[LAYER].backward_share if par.dp_overlap != "none" else 1.0  # comm_sms.py
+    overlapped = par.dp_overlap != "none" or par.fsdp  # a collective beside the compute: its SMs (comm_sms.py)
+    layer = model_pieces(c, par, machine)[LAYER] if overlapped else None
+    share = layer.backward_share if layer else 1.0
+    ahead = layer.forward_share if layer and par.fsdp else 1.0  # FSDP's prefetched all-gathers beside the forward
     before, after = dp_sync(c, par, machine, parameters - experts, forward_s, backward_s, rank, drains,
-                            fp8 - experts if fp8 else 0.0, share)  # by sharding; experts apart are all fp8 weights
+                            fp8 - experts if fp8 else 0.0, share, ahead)  # by sharding; experts apart: all fp8
     if experts and par.expert_replicas > 1:  # in series after the dense ones (moe_ops' docstring)
         # CP is in the expert-DP count; the batch scaled with it (only a valid layout's: the collectives ignore it)
         group = replace(par, dp=par.expert_replicas, cp=1, cp_comm="p2p", cp_hierarchy=None, ep=1, etp=None,
@@ -349,7 +341,7 @@ def after_backward(c: TransformerConfig, par: Parallelism, machine: Machine, ran
         link = machine.links.expert_dp
         assert link is not None  # a rank machine of an expert-DP group of more than one has its link
         more = dp_sync(c, group, replace(machine, links=replace(machine.links, dp=link)), experts,
-                       forward_s, backward_s, rank, drains, experts if fp8 else 0.0, share)
+                       forward_s, backward_s, rank, drains, experts if fp8 else 0.0, share, ahead)
         before, after = ({k: v + extra.get(k, 0.0) for k, v in part.items()} for part, extra in zip((before, after), more))
     grad = gradient_bytes(machine.dtype)  # the gradient buffer's width: fp32 in bf16, as Megatron reduces it
     tied = 0.0
