@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from device_files import device_toml, write_file
+from device_files import device_message, device_toml, write_file
 
 from archsim.cli import main
 from archsim.devices.device_file import implausible_figures, load_device
@@ -55,3 +55,37 @@ def test_the_a100_slip_stays_within_the_gb_per_s_bounds_and_train_warns_it(tmp_p
     assert warning.startswith("archsim train: warning: A100ish: [memory] hbm_gbps = 16312 GB/s")
     assert warning.endswith("write hbm_gbps = 2039")
 
+
+# static power (W per chip): a part of the chip's whole power
+TPU_V4 = ROOT / "configs" / "devices" / "tpu_v4_like.toml"  # 192 W at most per chip (Google's TPU v4 documentation)
+
+
+def _with_device_keys(tmp_path: Path, lines: str) -> Path:
+    text = TPU_V4.read_text().replace('gemm = "arrays"\n', f'gemm = "arrays"\n{lines}')
+    return write_file(tmp_path, "tpu.toml", text)
+
+
+def test_a_static_power_above_the_chips_own_board_power_is_refused(tmp_path):
+    """Static power is a part of the chip's whole power: 200 W of it on a 192 W chip is one figure wrong."""
+    message = device_message(_with_device_keys(tmp_path, "board_watts = 192\nstatic_watts = 200\n"))
+    assert "static_watts" in message and "board_watts = 192 W" in message
+    assert load_device(_with_device_keys(tmp_path, "board_watts = 192\nstatic_watts = 40\n")).static_watts == 40
+
+
+def test_a_static_power_in_milliwatts_is_warned_with_its_watts(tmp_path):
+    """50 W of leakage written in mW, 50,000, is above any package's whole power (AMD's MI355X board: 1,400 W)."""
+    (line,) = [w for w in implausible_figures(load_device(_with_device_keys(tmp_path, "static_watts = 50000\n")))
+               if "static_watts" in w]
+    assert line.startswith("TPU v4-like: [device] static_watts = 50000 W per chip")
+    assert line.endswith("if it is in mW, write static_watts = 50")
+    assert not implausible_figures(load_device(_with_device_keys(tmp_path, "static_watts = 1400\n")))
+
+
+def test_the_cli_refuses_the_static_power_above_board_power_in_one_line(tmp_path, capsys):
+    _with_device_keys(tmp_path, "board_watts = 192\nstatic_watts = 200\n")
+    cluster = write_file(tmp_path, "cluster.toml", '[cluster]\n[[servers]]\ncount = 1\ngpus = 4\n'
+                         'device = "tpu.toml"\n')
+    assert main(["train", str(ROOT / "configs" / "transformers" / "gpt2.json"), "--cluster", str(cluster),
+                 "--dp", "4", "--global-batch", "4"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "tpu.toml" in line and "static_watts" in line and "192 W" in line
