@@ -1,4 +1,4 @@
-"""Every speed claim of README.md and docs/speed.md (and a paper page's run time) beside today's figure, measured in one run.
+"""Every speed claim of README.md and docs/speed.md (and a paper page's or training.md's run time) beside today's figure, measured in one run.
 
     .venv/bin/python benchmarks/bench_claims.py [--only TEXT] [--skip-slow]
 
@@ -44,6 +44,11 @@ GPT3_175B = ["train", str(ROOT / "configs" / "transformers" / "gpt3_175b.toml"),
              "--global-batch", "1536", "--format", "json"]
 CALCULON_LLM_COMMAND_CPU_S = 0.67  # Calculon's `llm` on the same configuration, as a command (quoted, by 2026-11-28)
 CALCULON_LLM_IN_PROCESS_S = 0.025  # the same, in process (issue #40)
+DEEPSEEK_SEARCH = ["search", "deepseek_v3", "--cluster", str(ROOT / "configs" / "clusters" / "dgx_h100_superpod.toml"),
+                   "--gpus", "1024", "--global-batch", "4096", "--seq", "4096", "--dtype", "bf16",
+                   "--distributed-optimizer", "--dp-overlap", "bucketed", "--ep", "8", "16", "32", "64", "--recompute",
+                   "none", "selective", "full", "--max-micro-batch", "2", "--sequence-parallel", "on", "--balance",
+                   "planned", "--schedule", "1f1b", "interleaved-1f1b", "--mtp-layers", "0"]  # docs/training.md's
 NOT_RERUN = (
     ("docs/speed.md: PipeDream's optimizer vs `plan --method pipedream` (1.15× best on alexnet, 6.9× on "
      "densenet121) needs PipeDream's checkout: benchmarks/bench_fixed_cost.py --pipedream CHECKOUT"),
@@ -225,6 +230,10 @@ CLAIMS = (
           "wall s (median of 5)", 0.35, "s",
           lambda: command_wall(["schedule", "vgg16", "--only", "conv", "--policy", "multistream", "--streams", "joint",
                                 "--processors", "1", "--array", "128x128", "--batch", "16", "--mode", "exact"])),
+    Claim("docs/training.md", "DeepSeek-V3 search on 1,024 H100s, interleaving tried, CPU s", 4.1, "s",
+          lambda: command_cpu(DEEPSEEK_SEARCH)),
+    Claim("docs/training.md", "DeepSeek-V3 search on 1,024 H100s, with --overlap-moe-expert-parallel-comm, CPU s", 3.5,
+          "s", lambda: command_cpu([*DEEPSEEK_SEARCH, "--overlap-moe-expert-parallel-comm"])),
     Claim("docs/speed.md", "the 10⁶-op 1F1B `archsim schedule`, CPU s (goal < 3)", 3.0, "s",
           lambda: command_cpu(["schedule", "vgg16", "--policy", "1f1b", "--processors", "8", "--microbatches",
                                "62500", "--format", "json"], repeats=2), slow=True),

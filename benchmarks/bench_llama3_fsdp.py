@@ -3,7 +3,7 @@ with FSDP inside each pipeline stage (``--fsdp``; ``--fsdp-reshard none``: Dubey
 reshard after forward computation", and ``after-forward``: PyTorch's FULL_SHARD; ``--fsdp-grad-sync step``:
 PyTorch's pipeline runtime, the gradients held unsharded to one reduce-scatter per stage a step) beside the
 distributed optimizer the rows used before, at V = 1, 2, 4 chunks per rank. Prints TFLOP/s per GPU, MFU, GiB per
-GPU and whether it fits 80 GB. Run: ``python benchmarks/bench_llama3_fsdp.py`` (about a minute of CPU per
+GPU and whether it fits the H100 (79.2 GiB under CUDA). Run: ``python benchmarks/bench_llama3_fsdp.py`` (about a minute of CPU per
 sharding)."""
 
 from __future__ import annotations

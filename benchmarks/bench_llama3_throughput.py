@@ -106,8 +106,9 @@ def causal_half_factor(c: TransformerConfig, global_batch: int) -> tuple[float, 
 
 
 def memory_words(row: dict) -> str:
-    """A row's peak GiB per GPU and whether it fits the H100's 80 GB, as each Llama 3 line says it."""
-    return f"{row['peak_memory_gib']:.1f} GiB ({'fits' if row['fits_memory'] else 'does not fit 80 GB'})"
+    """A row's peak GiB per GPU and whether it fits the H100's memory (the catalog's: what CUDA gives a program), as
+    each Llama 3 line says it."""
+    return f"{row['peak_memory_gib']:.1f} GiB ({'fits' if row['fits_memory'] else 'does not fit its H100'})"
 
 
 def print_llama3_long(rows: list[dict]) -> None:

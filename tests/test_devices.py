@@ -1,5 +1,7 @@
 """GPU catalog against datasheet figures, and the GPU cost source's tile/wave quantization by hand."""
 
+from pathlib import Path
+
 import pytest
 
 from archsim.devices.catalog import GIB, GPUS
@@ -35,8 +37,24 @@ def test_catalog_matches_datasheets(name):
     # the tensor-core geometry × clock (the arrays GPU validation uses) gives the same peak
     assert g.arrays.peak_flops == pytest.approx(peak * 1e12, rel=0.01)
     assert (g.sms, g.arrays.count) == (sms, tcs)
-    assert g.memory_bytes == memory * GIB
+    if name in CUDA_MEASURED:  # what CUDA gives a program, below the datasheet's GB read as GiB (next test)
+        assert g.memory_bytes < memory * GIB
+    else:
+        assert g.memory_bytes == memory * GIB
     assert g.hbm_bytes_per_s == hbm * 1e9 and g.nvlink_bytes_per_s == nvlink * 1e9
+
+
+# the GPUs whose total memory under CUDA (PyTorch's total_memory) a measured run recorded, and the file's header line
+CUDA_MEASURED = {"h100-80gb-sxm": "gpu_train_measured_h100-80gb-hbm3.csv", "h200-141gb": "gpu_train_measured_h200.csv"}
+
+
+@pytest.mark.parametrize("name", sorted(CUDA_MEASURED))
+def test_a_measured_gpus_memory_is_what_cuda_gave_the_run(name):
+    """The fits check compares with the memory a program can have: the ``# gpu_memory_gib`` a measured run wrote
+    (torch.cuda.get_device_properties(0).total_memory / 2³⁰, to 0.1 GiB), not the datasheet's 80 GB."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / CUDA_MEASURED[name]
+    (line,) = [line for line in path.read_text().splitlines() if line.startswith("# gpu_memory_gib:")]
+    assert gpu(name).memory_bytes / GIB == pytest.approx(float(line.split(":")[1]), abs=0.05)
 
 
 @pytest.mark.parametrize("name", sorted(PCIE_DATASHEET))

@@ -29,8 +29,15 @@ Figures (dense, no sparsity), from NVIDIA's datasheets and architecture whitepap
   756 TFLOP/s (the H100 SXM's 1830 MHz gives its 989); its 51 FP32 TFLOP/s imply about 1750 MHz on its
   14,592 lanes, which at the one catalog clock give 47.3 (as the H100 SXM's give 61.8 of its 66.9).
 * H200 SXM 141 GB (H200 datasheet): the H100 SXM's processor (same SMs, clock and peaks), HBM3e
-  4800 GB/s, NVLink 4 900 GB/s total, PCIe 5.0 128 GB/s total. Its "141 GB" are not GiB: the GPU
-  reports 143,771 MiB, the capacity used here.
+  4800 GB/s, NVLink 4 900 GB/s total, PCIe 5.0 128 GB/s total. Its "141 GB" are not GiB (nvidia-smi reports
+  143,771 MiB): the capacity is below.
+
+Memory (what a job's states and activations are checked against): the total CUDA gives a program
+(``cudaDeviceProp.totalGlobalMem``, PyTorch's ``total_memory``) where this project measured it, less than the
+datasheet's "GB" and nvidia-smi's total: the H100 SXM5 80GB 79.2 GiB (``# gpu_memory_gib`` of
+benchmarks/results/gpu_train_measured_h100-80gb-hbm3.csv, to 0.1 GiB; nvidia-smi 81,559 MiB), the H200
+150,109,880,320 bytes, 139.80 GiB (``cuDeviceTotalMem`` on an H200, driver 580.159.04, 2026-12-04; the recorded
+139.8). Elsewhere the datasheet's GB as GiB (an A100 80GB: nvidia-smi's 81,920 MiB; no CUDA total recorded).
 
 L2 read bandwidth (what feeds a GEMM tile's operands to the SMs): the Volta and Ampere whitepapers
 give 2,048 and 5,120 bytes per clock (A100: "2.3× V100's"). The Hopper whitepaper gives no figure;
@@ -165,9 +172,9 @@ def _chip(name: str, sms: int, tcs: int, mma: tuple[int, int], mhz: float, gbps:
 
 @dataclass(frozen=True)
 class Board:
-    """What training needs of a GPU beside its chip, in the table's units: HBM GiB (the datasheets' "GB"
-    are GiB: an A100 80GB reports 81,920 MiB), dense TFLOP/s per precision, NVLink and PCIe GB/s per
-    direction, NVLinks per GPU; ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh);
+    """What training needs of a GPU beside its chip, in the table's units: HBM GiB (the total CUDA gives a
+    program where measured, else the datasheets' "GB" as GiB: module docstring), dense TFLOP/s per precision,
+    NVLink and PCIe GB/s per direction, NVLinks per GPU; ``nvswitch`` False: servers wire the GPUs directly (DGX-1's hybrid cube-mesh);
     ``nvls``: its NVSwitch reduces in the switch (NVLink SHARP, third-generation NVSwitch: Hopper's boards).
     Its watts are its chip's ``tdp_w``: each row of :data:`TABLE` is one real board (form factor, power, links)."""
 
@@ -195,6 +202,8 @@ HOPPER_PEAKS = {"fp16": 989.4, "bf16": 989.4, "fp8": 1978.9, "tf32": 494.7, "fp3
 H100_PCIE_PEAKS = {"fp16": 756.5, "bf16": 756.5, "fp8": 1513, "tf32": 378, "fp32": 51, "fp64": 51}  # dense: sparse / 2
 HOPPER_L2_BYTES_PER_CLOCK = 5120 * 132 / 108 * 2  # the A100's per SM, doubled (module docstring: an assumption)
 PCIE_ONLY: dict[str, Any] = {"nvlinks": 1, "nvswitch": False}  # a PCIe card's board: no NVLink
+H100_SXM_CUDA_GIB = 79.2  # the total memory CUDA gives a program on an H100 SXM5 80GB, as recorded (module docstring)
+H200_CUDA_BYTES = 150_109_880_320  # the same on an H200, measured (module docstring)
 V100 = (_chip("NVIDIA V100 SXM2 32GB", 80, 8, (8, 8), 1530, 900, cuda_cores=(4, 4, 4), tdp=300, nm=12,
               l1_kb=128, l2_read=2048, cc=(7, 0)),
         Board("v100-32gb", 32, {"fp16": 125, "fp32": 15.7, "fp64": 7.8}, 150, 16, 6, nvswitch=False))
@@ -236,16 +245,16 @@ TABLE: tuple[Row, ...] = (
         Board("l4-24gb", 24, {"fp16": 121, "bf16": 121, "fp32": 30.3}, 0, 32, **PCIE_ONLY)),
     Row("h100-sxm", _chip("NVIDIA H100 SXM5 80GB", 132, 4, (16, 32), 1830, 3350, l2_mb=50, lanes=128, tdp=700, nm=4,
                            l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK, cc=(9, 0)),
-        Board("h100-80gb-sxm", 80, HOPPER_PEAKS, 450, 64, 18, nvls=True)),
+        Board("h100-80gb-sxm", H100_SXM_CUDA_GIB, HOPPER_PEAKS, 450, 64, 18, nvls=True)),
     # 114 SMs of the H100 SXM's; 1620 MHz gives the datasheet's 756 dense FP16 TFLOP/s on 456 tensor cores;
     # L2 feed: the H100 SXM's assumed bytes per clock per SM
     Row("h100-pcie", _chip("NVIDIA H100 PCIe", 114, 4, (16, 32), 1620, 2000, l2_mb=50, lanes=128, tdp=350, nm=4,
                             l1_kb=256, l2_read=HOPPER_L2_BYTES_PER_CLOCK * 114 / 132, cc=(9, 0)),
         Board("h100-80gb-pcie", 80, H100_PCIE_PEAKS, 0, 64, **PCIE_ONLY)),
-    # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; "141 GB" are 143,771 MiB
+    # the H100 SXM's processor (same SMs, clock and peaks) with HBM3e; the memory CUDA gives (module docstring)
     Row("h200", _chip("NVIDIA H200 SXM 141GB", 132, 4, (16, 32), 1830, 4800, lanes=128, tdp=700, nm=4, l1_kb=256,
                        l2_read=HOPPER_L2_BYTES_PER_CLOCK, cc=(9, 0)),
-        Board("h200-141gb", 143771 / 1024, HOPPER_PEAKS, 450, 64, 18, nvls=True)),
+        Board("h200-141gb", H200_CUDA_BYTES / GIB, HOPPER_PEAKS, 450, 64, 18, nvls=True)),
     # GPUs without tensor cores, timed by DeepBench in FP32 (docs/citations.md): each SM (AMD: compute
     # unit) is its SIMD partitions of FP32 lanes, one array each — NVIDIA 32 lanes → 4×8, AMD SIMD16 → 4×4;
     # the clock is the boost clock giving the datasheet's FP32 peak: P100 PCIe 9.3, GTX 1080 Ti 11.3,

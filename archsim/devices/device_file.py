@@ -40,6 +40,7 @@ from archsim.array.sram_sizes import (
 from archsim.choices.devices import DTYPES, FP8, NCCL_FIT
 from archsim.clock import clock_hz
 from archsim.devices.device import Arrays, Device, VectorUnit
+from archsim.devices.device_figures import check_static_below_board, hbm_per_flop_line, static_watts_line
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
@@ -109,6 +110,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                          file=file, field="device.split_k")
     if dev.get("static_watts") and gemm != "arrays":  # as a device sweep's spec refuses it
         raise InputError(STATIC_ON_TILES.format(gemm=gemm), file=file, field="device.static_watts")
+    check_static_below_board(dev.get("static_watts", 0.0), dev.get("board_watts"), file)  # a part above its whole
     lanes = None
     if "lanes" in comp:
         try:
@@ -236,17 +238,19 @@ def _bandwidth_hint(exc: InputError, text: str, clock: float | None) -> InputErr
 
 def implausible_figures(device: Device) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
-    bandwidth (GB/s) and capacity (GiB), the in-server link (GB/s per direction, and a link's share of it where the
+    bandwidth (GB/s; per FLOP of its peak, :mod:`archsim.devices.device_figures`, as is static power) and capacity (GiB), the in-server link (GB/s per direction, and a link's share of it where the
     file states several), and on an array device the SRAM beside each array (KiB) when one of the
     energy model's operand buffers (:attr:`~archsim.devices.device.Device.operand_buffers_kib`: a third of one
     figure, or each of three stated sizes) cannot hold one fold's rows × cols words at the device's 2 bytes, or
     when it looks like bytes (:func:`~archsim.array.sram_sizes.sram_in_bytes`). Not refusals: the
     figures are possible, only implausible, and a slip otherwise goes unseen (a 256 × 256 array's 32 MiB written as 32 KiB prices cheaper joules, no word said).
     Empty for every catalog GPU."""
+    per_flop = hbm_per_flop_line(device)  # a Gbit/s figure, said in place of the bounds' line (its MB/s)
     lines = [line for section, key, gbps, bounds, what in (
         ("memory", "hbm_gbps", device.hbm_bytes_per_s / 1e9, HBM_GBPS_PLAUSIBLE, "memory"),
         ("links", "intra_gbps", device.fabric_bytes_per_s / 1e9, INTRA_GBPS_PLAUSIBLE, "in-server link"))
-        for line in _gbps_slip(device.name, section, key, gbps, bounds, what)]
+        for line in ([per_flop] if per_flop and section == "memory" else
+                     _gbps_slip(device.name, section, key, gbps, bounds, what))]
     intra, link = device.fabric_bytes_per_s / 1e9, device.nvlink_link_bytes_per_s / 1e9  # GB/s per direction
     if device.nvlinks > 1 and link > MAX_PLAUSIBLE_LINK_GBPS and intra <= INTRA_GBPS_PLAUSIBLE[1]:  # not said above
         lines.append(f"{device.name}: [links] intra_gbps = {intra:g} GB/s over links = {device.nvlinks} is {link:g} GB/s "
@@ -268,7 +272,7 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
                       sram_in_bytes(sram, kib, f"{kib / 1024:g} KiB")):
             lines.append(slip)
     shape_named = any("check [compute] rows and cols" in line for line in lines)  # the SRAM line names the shape
-    return (*_pe_lines(device, shape_named), *lines)
+    return (*_pe_lines(device, shape_named), *lines, *filter(None, (static_watts_line(device),)))  # W, mW's slip
 
 
 def _hbm_gib_fix(gib: float) -> str:

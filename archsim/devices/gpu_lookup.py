@@ -59,7 +59,7 @@ def gpu(name: str) -> Device:
 
 def _check_stated_memory(name: str, board: Device) -> None:
     """Refuse a CUDA name whose memory ("Tesla V100-PCIE-16GB") is not its catalog board's: training's
-    memory check would read the board's. Within 5%: the H200's 141 GB is 140.4 GiB."""
+    memory check would read the board's. Within 5%: the H200's 141 GB is 139.8 GiB under CUDA."""
     stated = re.search(r"(\d+)\s*gb\b", name.lower().replace("_", " "))
     board_gib = board.memory_bytes / GIB
     if stated and abs(int(stated[1]) - board_gib) > 0.05 * board_gib:
