@@ -9,6 +9,7 @@ does (cuBLAS/nvjet GEMMs, PyTorch's FlashAttention-2, softmax, LayerNorm, dropou
 from __future__ import annotations
 
 import csv
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,15 @@ def test_the_profiler_runs_on_the_cpu(tmp_path):
         kinds = [r["kind"] for r in table if r["point"] == point]
         assert kinds.count("iteration") == 1 and kinds.count("busy") == 1 and kinds.count("kernel") >= 1
         assert set(kinds) == {"iteration", "busy", "kernel"}
+
+
+def test_archsims_parts_add_up_to_its_iteration_and_recompute_reissues_the_forward(bench):
+    """archsim's classes, launches and host excess sum to the iteration its event simulation gives (two paths); full
+    recompute issues each layer's 17 eager forward kernels again, the count the probe's profiler measured (4 × 17 more
+    launches on its 4-layer GPT, docs/training.md "Hopper check")."""
+    full = next(m for m in bench.read_profile(PROFILE) if m.recompute == "full" and m.micro_batch == 1)
+    p = bench.predict(full)
+    assert sum(p.seconds.values()) + p.launch + p.host == pytest.approx(p.iteration, rel=1e-9)
+    q = bench.predict(replace(full, recompute="none"))
+    assert p.eager_ops - q.eager_ops == 17 * 24 * 16  # per layer × 24 layers × 16 micro-batches
+    assert p.host > 0 and q.host > 0  # micro-batch 1 is host-bound in archsim too
