@@ -133,6 +133,7 @@ class Predicted:
 
     @property
     def idle(self) -> float:
+        """archsim's seconds with no kernel body running: launch gaps plus the host floor's excess."""
         return self.launch + self.host
 
 
