@@ -67,7 +67,7 @@ def measure_shape(torch, name: str, m: int, k: int, n: int, seconds: float, wind
     time.sleep(2.0)  # let the chip cool from whatever ran before
     median = Timer(torch, cuda, 3, 11)(gemm)[0]
     rows: list[dict[str, object]] = [{"shape": name, "m": m, "k": k, "n": n, "phase": "burst", "t_seconds": 0,
-                                      "tflops": f"{flops / median / 1e12:.2f}"}]
+                                      "tflops": f"{flops / median / 1e12:.4g}"}]
     clocks: list[tuple[float, float, float]] = []
     stop = threading.Event()
     began = time.monotonic()
@@ -82,7 +82,7 @@ def measure_shape(torch, name: str, m: int, k: int, n: int, seconds: float, wind
         start = time.monotonic() - began
         ms = elapsed_ms(torch, cuda, run_window)[0]
         rows.append({"shape": name, "m": m, "k": k, "n": n, "phase": "sustained", "t_seconds": f"{start:.3f}",
-                     "tflops": f"{window * flops / (ms / 1e3) / 1e12:.2f}"})
+                     "tflops": f"{window * flops / (ms / 1e3) / 1e12:.4g}"})
     stop.set()
     sampler.join(timeout=2.0)
     rows += [{"shape": name, "m": m, "k": k, "n": n, "phase": "clock", "t_seconds": f"{t:.3f}", "sm_mhz": f"{mhz:g}",
