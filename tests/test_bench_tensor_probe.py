@@ -3,8 +3,8 @@ measures them (``benchmarks/gpu_tensor_probe.py``).
 
 References: the committed probe CSV's own seconds (the bench must carry them unchanged), the MAPE recomputed here
 from the bench's per-row CSV, two GEMMs of the grid priced by hand from datasheet figures (the H200's dense bf16
-peak and HBM bandwidth) and the two fitted constants stated in archsim/training/fitted.py and
-archsim/devices/kernel_constants.py, and the probe's FLOP counts by the formulas of its docstring on a tiny CPU run.
+peak and HBM bandwidth) and the fitted constants as published in archsim/training/fitted.py (tile and HBM
+fractions) and archsim/devices/kernel_constants.py (the launch of a kernel timed alone), and the probe's FLOP counts by the formulas of its docstring on a tiny CPU run.
 """
 
 from __future__ import annotations
