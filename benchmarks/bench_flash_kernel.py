@@ -57,24 +57,33 @@ def paper_flops(s: int, hd: int, causal: bool) -> tuple[float, float]:
     return forward, 2.5 * forward
 
 
-def kernel_seconds(gpu: str, s: int, hd: int, causal: bool, softmax: bool = True,
-                   mma_sync: bool = True, side: bool = True) -> tuple[float, float]:
-    """(forward, backward) seconds archsim predicts for the kernel, with or without its non-matmul work,
-    the ``mma.sync`` fraction and the backward's two memory-bound kernels (``side``)."""
+def flash_seconds(gpu: str, s: int, hd: int, heads: int, causal: bool, dtype: str = "fp16", dropout: bool = False,
+                  softmax: bool = True, mma_sync: bool = True, side: bool = True) -> tuple[float, float]:
+    """(forward, backward) seconds archsim predicts for FlashAttention-2 over ``heads`` (batch × heads) of
+    ``s`` tokens, head dim ``hd``, each kernel timed alone with the vTrain fit (``dropout`` picks the forward's
+    tile), with or without its non-matmul work, the ``mma.sync`` fraction and the backward's two memory-bound
+    kernels (``side``). One definition for this benchmark and ``bench_tensor_probe.py``."""
     device = GPUS[gpu]
-    heads = HIDDEN // hd * (TOKENS // s)
-    ops = flash_attention_ops(s, hd, heads, heads, dtype="fp16", causal=causal)
+    ops = flash_attention_ops(s, hd, heads, heads, dtype=dtype, causal=causal, dropout=dropout)
     if not softmax:
         ops = tuple(replace(op, exps=0, lane_ops=0) for op in ops)
     if side:
-        ops = (*ops, *flash_backward_kernels(s, hd, heads, "fp16"))
-    families = kernel_families(device, "fp16", A100_KERNELS, alone=True)
+        ops = (*ops, *flash_backward_kernels(s, hd, heads, dtype))
+    families = kernel_families(device, dtype, A100_KERNELS, alone=True)
     if mma_sync:
-        seconds = op_seconds(ops, device, families, "fp16")
+        seconds = op_seconds(ops, device, families, dtype)
     else:
         with mock.patch("archsim.devices.kernel_ops.fused_matmul_fraction", return_value=1.0):
-            seconds = op_seconds(ops, device, families, "fp16")
+            seconds = op_seconds(ops, device, families, dtype)
     return float(seconds[0]), float(seconds[1:].sum())
+
+
+def kernel_seconds(gpu: str, s: int, hd: int, causal: bool, softmax: bool = True,
+                   mma_sync: bool = True, side: bool = True) -> tuple[float, float]:
+    """(forward, backward) seconds of the papers' configuration (16k tokens, hidden 2,048) in fp16
+    (:func:`flash_seconds`)."""
+    return flash_seconds(gpu, s, hd, HIDDEN // hd * (TOKENS // s), causal, softmax=softmax, mma_sync=mma_sync,
+                         side=side)
 
 
 def atomics_share(gpu: str, s: int, hd: int, causal: bool) -> float:
