@@ -91,7 +91,8 @@ class Arrays:
 @dataclass(frozen=True)
 class VectorUnit:
     """A device file's vector unit: ``cores`` × ``lanes`` × ``sublanes`` lanes at ``clock_hz``, each giving
-    ``fp32_per_clock`` FP32 results and ``exp_per_clock`` exponentials a clock (an FMA one result); ``cores`` and
+    ``fp32_per_clock`` FP32 results, ``exp_per_clock`` exponentials and ``int_per_clock`` 32-bit integer results a
+    clock (an FMA one result; the integer rate a catalog GPU's chip sets, one a lane in a device file); ``cores`` and
     ``clock_hz`` None: the arrays' (read when priced, so a device sweep's arrays and clock carry them as a file
     written with them would). Apart from the ``lanes`` fp32 GEMMs run on (docs/formats.md, "Device files")."""
 
@@ -101,11 +102,16 @@ class VectorUnit:
     clock_hz: float | None = None
     fp32_per_clock: float = 1.0
     exp_per_clock: float = 1.0
+    int_per_clock: float = 1.0  # 32-bit integer results (IMAD, LOP3, shifts, compares) per lane per clock
 
     def rates(self, arrays: Arrays) -> tuple[float, float]:
         """(exponentials per second, FP32 results per second) beside ``arrays``, the device's."""
         width = (self.cores or arrays.cores) * self.lanes * self.sublanes * (self.clock_hz or arrays.clock_hz)
         return width * self.exp_per_clock, width * self.fp32_per_clock
+
+    def int_rate(self, arrays: Arrays) -> float:
+        """32-bit integer results per second beside ``arrays``, the device's."""
+        return (self.cores or arrays.cores) * self.lanes * self.sublanes * (self.clock_hz or arrays.clock_hz) * self.int_per_clock
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ pay none (:func:`queued`).
 A *fused* op (FlashAttention) keeps its GEMMs' operands and results on chip: its GEMMs' main loops, one
 after another (at FlashAttention-2's ``mma.sync`` share of the tensor peak,
 :func:`~archsim.devices.nonmatmul.fused_matmul_fraction`) or its shared-memory traffic, whichever is longer
-(:func:`~archsim.devices.nonmatmul.smem_seconds`), then its non-matmul work (its ``exps`` and
-``lane_ops``, :func:`~archsim.devices.nonmatmul.nonmatmul_seconds`); that or the HBM traffic it counts in
+(:func:`~archsim.devices.nonmatmul.smem_seconds`), then its non-matmul work (its ``exps``,
+``lane_ops`` and ``int_ops``, :func:`~archsim.devices.nonmatmul.nonmatmul_seconds`); that or the HBM traffic it counts in
 ``vector_elements``, whichever is longer, and one launch. FlashAttention runs fp16/bf16 only: an fp32 one is
 refused on every device whose GEMMs are a GPU library's tiles (a catalog GPU, a ``gemm = "tiles"`` device file).
 """
@@ -299,7 +299,7 @@ def _op_terms(ops: Sequence[TrainingOp], device: Device, families: KernelFamilie
         if op.fused:  # one kernel: compute, then its non-matmul work, overlapping its own HBM traffic; one launch
             traffic = float(stream_seconds(op.vector_elements * size, device.hbm_bytes_per_s, tiles, kernels=0))
             matmul = max(gemm[i] / fused_matmul_fraction(device), smem_seconds(op.smem_bytes, device))
-            body = matmul + nonmatmul_seconds(op.exps, op.lane_ops, device)
+            body = matmul + nonmatmul_seconds(op.exps, op.lane_ops, device, op.int_ops)
             gemm[i] = max(body, traffic) + tiles.launch_s
             kernels[i] = 1
         elif families.pytorch and chip is not None and op.kernel and op.kind == "F":

@@ -27,6 +27,12 @@ file states its own (``[vector]``, docs/formats.md "Device files"):
   H100 too) — a vector unit of the SM's FP32 lanes giving ``mufu ÷ lanes`` exponentials per lane per clock;
 * the FP32 operations at one per FP32 lane per clock (an FMA is one operation: 2 FLOPs, as the 19.5 TFLOP/s
   above count it);
+* 32-bit integer instructions (multiply IMAD, logic LOP3, shifts, byte permutes, compares: a dropout mask's
+  random numbers, :func:`~archsim.training.flash_blocks.dropout_int_ops`) at :func:`int_per_sm` results per SM per
+  clock, the same table's rows "32-bit integer add/subtract/extended-precision add", "multiply/multiply-add/
+  multiply-high", "shift", "compare/minimum/maximum" and "bitwise AND/OR/XOR": 64 on 7.x, 8.x and 9.0 (half
+  the 128 FP32 lanes of an sm_86/89/90 SM, all 64 of an A100's); before 7.0 archsim prices them on the FP32
+  lanes (an assumption: FlashAttention-2 runs on sm80 and later only);
 * a device without a vector unit (a file with no ``[vector]``, a catalog chip not described: no compute
   capability or FP32 lanes): both on its ``lanes``, one result per lane per clock; else on one lane per row of
   each array (the vector unit that feeds an array is as wide as its rows) — an assumption, stated, not a
@@ -58,6 +64,8 @@ from archsim.errors import InputError
 # compute capability major (minor where it matters) → special-function results per SM per clock (module docstring)
 SMEM_BYTES_PER_CLOCK = 128  # per SM: 32 banks × 4 bytes a clock (module docstring)
 _MUFU_PER_SM = {(5, None): 32, (6, 0): 16, (6, 1): 32, (6, 2): 32, (7, None): 16, (8, None): 16, (9, 0): 16}
+# compute capability major → 32-bit integer results per SM per clock (module docstring; earlier chips: FP32 lanes)
+_INT_PER_SM = {7: 64, 8: 64, 9: 64}
 
 
 def mufu_per_sm(cc: tuple[int, int]) -> int:
@@ -67,6 +75,12 @@ def mufu_per_sm(cc: tuple[int, int]) -> int:
     if rate is None:
         raise InputError(f"no special-function rate for compute capability {cc[0]}.{cc[1]}", field="gpu")
     return rate
+
+
+def int_per_sm(cc: tuple[int, int], fp32_lanes_per_sm: int) -> int:
+    """32-bit integer results per SM per clock of compute capability ``cc`` (module docstring): the table's 64
+    on 7.x–9.x, else the SM's ``fp32_lanes_per_sm``."""
+    return _INT_PER_SM.get(cc[0], fp32_lanes_per_sm)
 
 
 def mma_sync_fraction(cc: tuple[int, int]) -> float:
@@ -84,7 +98,8 @@ def chip_kernel_figures(cc: tuple[int, int], fp32_lanes_per_sm: int) -> tuple[Ve
     shared-memory bound, all of the peak."""
     if cc == (0, 0) or not fp32_lanes_per_sm:
         return None, 0.0, 1.0
-    vector = VectorUnit(fp32_lanes_per_sm, exp_per_clock=mufu_per_sm(cc) / fp32_lanes_per_sm)
+    vector = VectorUnit(fp32_lanes_per_sm, exp_per_clock=mufu_per_sm(cc) / fp32_lanes_per_sm,
+                        int_per_clock=int_per_sm(cc, fp32_lanes_per_sm) / fp32_lanes_per_sm)
     smem = float(SMEM_BYTES_PER_CLOCK) if 5 <= cc[0] <= 9 else 0.0
     return vector, smem, mma_sync_fraction(cc)
 
@@ -102,12 +117,21 @@ def nonmatmul_rates(device: Device) -> tuple[float, float]:
     return rate, rate
 
 
-def nonmatmul_seconds(exps: float, lane_ops: float, device: Device) -> float:
-    """Seconds of ``exps`` special-function results and ``lane_ops`` FP32 operations on ``device``, run one
-    after the other and after the matmuls, as FlashAttention-2's synchronous kernel runs them (an
-    assumption: warps of other CTAs on the SM may hide some of it)."""
+def int_rate(device: Device) -> float:
+    """32-bit integer results per second of ``device``: its vector unit's; else its FP32 operation rate
+    (:func:`nonmatmul_rates`)."""
+    if device.vector is not None:
+        return device.vector.int_rate(device.arrays)
+    return nonmatmul_rates(device)[1]
+
+
+def nonmatmul_seconds(exps: float, lane_ops: float, device: Device, int_ops: float = 0) -> float:
+    """Seconds of ``exps`` special-function results, ``lane_ops`` FP32 operations and ``int_ops`` 32-bit integer
+    instructions on ``device``, run one after the other and after the matmuls, as FlashAttention-2's
+    synchronous kernel runs them (an assumption: warps of other CTAs on the SM may hide some of it)."""
     exp_rate, lane_rate = nonmatmul_rates(device)
-    return exps / exp_rate + lane_ops / lane_rate
+    seconds = exps / exp_rate + lane_ops / lane_rate
+    return seconds + int_ops / int_rate(device) if int_ops else seconds
 
 
 def fused_matmul_fraction(device: Device) -> float:
@@ -124,5 +148,6 @@ def smem_seconds(smem_bytes: float, device: Device) -> float:
     return smem_bytes / (device.smem_bytes_per_clock * device.sms * device.clock_hz)
 
 
-__all__ = ["SMEM_BYTES_PER_CLOCK", "chip_kernel_figures", "fused_matmul_fraction", "mma_sync_fraction", "mufu_per_sm", "nonmatmul_rates",
+__all__ = ["SMEM_BYTES_PER_CLOCK", "chip_kernel_figures", "fused_matmul_fraction", "int_per_sm", "int_rate", "mma_sync_fraction",
+           "mufu_per_sm", "nonmatmul_rates",
            "nonmatmul_seconds", "smem_seconds"]

@@ -93,17 +93,49 @@ def flash_gemms(s: int, hd: int, heads: int, tile: tuple[int, int], window: int 
     return blocks, blocks
 
 
+# Attention dropout's mask, drawn in the kernel (Dao-AILab/flash-attention, commit 0251105a,
+# csrc/flash_attn/src/philox.cuh and dropout.h): one ``philox`` call gives 4 × 32 random bits, one byte per element
+# of P, so 16 elements. ``philox`` runs 7 rounds (6 in its loop and a last one), not Philox4x32-10's 10 (Salmon et
+# al. 2011, "Parallel random numbers: as easy as 1, 2, 3", §4.1); a round is two ``mul.wide.u32`` (one IMAD.WIDE.U32
+# each in nvcc 13.0's sm_90 code) and two three-way xors, ``hi ^ ctr ^ key`` (one LOP3 each). The key bumps
+# depend on the seed alone, the same in every thread (the uniform datapath, not the lanes); the counter's column
+# one add a call.
+PHILOX_ROUNDS = 7
+PHILOX_CALL_OPS = PHILOX_ROUNDS * (2 + 2) + 1  # integer instructions a call: 29
+PHILOX_BYTES = 16  # elements of P one call covers
+# Per 16 elements, beside the call. Forward (``apply_dropout`` on fp16/bf16 P): each byte widened to 16 bits (16),
+# then per 32-bit pair one ``set.le.u32.f16x2`` against the threshold and one AND (8 + 8). Backward (fp32 S,
+# ``encode_dropout_in_sign_bit``): each byte widened (16), compared (16) and P or −P selected (16).
+DROPOUT_FORWARD_MASK_OPS = 16 + 8 + 8
+DROPOUT_BACKWARD_MASK_OPS = 16 + 16 + 16
+# Backward, per element: dS = P ∘ (dP − D) becomes ``p * (p >= 0 ? dp - d : d)`` (flash_bwd_kernel.h
+# ``pointwise_mult``): a sign test and a select more.
+DROPOUT_BACKWARD_ELEMENT_OPS = 2
+
+
+def dropout_int_ops(elements: int, backward: bool) -> int:
+    """32-bit integer instructions attention dropout adds to a kernel computing ``elements`` elements of P
+    (constants above): ⌈elements / 16⌉ Philox calls and their masks; the backward draws the same mask again and
+    tests each element's sign in dS."""
+    calls = -(-elements // PHILOX_BYTES)
+    if backward:
+        return calls * (PHILOX_CALL_OPS + DROPOUT_BACKWARD_MASK_OPS) + DROPOUT_BACKWARD_ELEMENT_OPS * elements
+    return calls * (PHILOX_CALL_OPS + DROPOUT_FORWARD_MASK_OPS)
+
+
 @dataclass(frozen=True)
 class NonMatmul:
     """One kernel's non-matmul work, counted from FlashAttention-2's Algorithms 1 and 2 (Dao 2023, §3.1):
-    ``exps`` special-function results (exp, log, reciprocal) and ``lane_ops`` FP32 operations (an FMA one)."""
+    ``exps`` special-function results (exp, log, reciprocal), ``lane_ops`` FP32 operations (an FMA one) and
+    ``int_ops`` 32-bit integer instructions (attention dropout's, :func:`dropout_int_ops`)."""
 
     exps: int
     lane_ops: int
+    int_ops: int = 0
 
 
 def flash_nonmatmul(s: int, hd: int, heads: int, tiles: FlashTiles, window: int | None = None,
-                    causal: bool = True) -> tuple[NonMatmul, NonMatmul]:
+                    causal: bool = True, dropout: bool = False) -> tuple[NonMatmul, NonMatmul]:
     """(forward, backward) non-matmul work over ``heads`` heads, every computed block counting its whole
     Br × Bc tile (as its GEMMs do, :func:`computed_blocks`). Forward (Algorithm 1), per block: line 9's
     P̃ = exp(S − m) one exponential per element and e^(m_old − m) one per row, its rowmax, S − m (one FMA with
@@ -112,14 +144,18 @@ def flash_nonmatmul(s: int, hd: int, heads: int, tiles: FlashTiles, window: int 
     and m + log ℓ (hd + 1). Backward (Algorithm 2), per block element: line 11's P = exp(S − L) one
     exponential and one FMA (scale, subtract), line 14's dS = P ∘ (dP − D) a subtract and a multiply. Left
     out: type conversions, masking, index arithmetic and the separate D = rowsum(dO ∘ O) kernel (line 4):
-    a lower bound (that kernel's bytes: :func:`flash_backward_kernels`)."""
+    a lower bound (that kernel's bytes: :func:`flash_backward_kernels`). With ``dropout`` each way also draws the
+    mask over its computed blocks (:func:`dropout_int_ops`, per head)."""
     (fbr, fbc), (bbr, bbc) = tiles.forward, tiles.backward
     blocks = computed_blocks(s, fbr, fbc, window, causal)
     elements, block_rows, rows = blocks * fbr * fbc, blocks * fbr, -(-s // fbr) * fbr
     forward = NonMatmul(heads * (elements + block_rows + 2 * rows),
                         heads * (3 * elements + block_rows * (hd + 1) + rows * (hd + 1)))
     back = computed_blocks(s, bbr, bbc, window, causal) * bbr * bbc
-    return forward, NonMatmul(heads * back, heads * 3 * back)
+    if dropout:
+        forward = NonMatmul(forward.exps, forward.lane_ops, heads * dropout_int_ops(elements, backward=False))
+    return forward, NonMatmul(heads * back, heads * 3 * back,
+                              heads * dropout_int_ops(back, backward=True) if dropout else 0)
 
 
 def kernel_head_dim(head_dim: int) -> int:
@@ -209,6 +245,7 @@ def _check_groups(s: int, hd: int, heads: int, kv_heads: int) -> None:
                          f"head dim {hd}, {heads} heads, {kv_heads} kv heads", field="kv_heads")
 
 
-__all__ = ["FlashTiles", "NonMatmul", "computed_blocks", "dq_accum_values", "dq_atomics", "flash_backward_buffers",
-           "flash_backward_bytes", "flash_backward_kernels", "flash_gemms", "flash_gqa_sums", "flash_nonmatmul",
-           "flash_tiles", "kernel_head_dim"]
+__all__ = ["DROPOUT_BACKWARD_ELEMENT_OPS", "DROPOUT_BACKWARD_MASK_OPS", "DROPOUT_FORWARD_MASK_OPS", "PHILOX_BYTES",
+           "PHILOX_CALL_OPS", "PHILOX_ROUNDS", "FlashTiles", "NonMatmul", "computed_blocks", "dq_accum_values", "dq_atomics",
+           "dropout_int_ops", "flash_backward_buffers", "flash_backward_bytes", "flash_backward_kernels", "flash_gemms",
+           "flash_gqa_sums", "flash_nonmatmul", "flash_tiles", "kernel_head_dim"]

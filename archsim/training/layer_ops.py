@@ -222,7 +222,8 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     before it too; not causal, the whole square. Time and energy follow these; model FLOPs keep the whole square
     (:func:`~archsim.training.throughput.attended_pairs`). Every key is in some query's window, so Q, K, V and O
     are still read once each. Each op carries its exponentials and FP32 row-wise work and its shared-memory bytes
-    (:func:`~archsim.training.flash_blocks.flash_nonmatmul`, :func:`~archsim.training.flash_smem.flash_smem_bytes`).
+    (:func:`~archsim.training.flash_blocks.flash_nonmatmul`, :func:`~archsim.training.flash_smem.flash_smem_bytes`),
+    with ``dropout`` the integer work of drawing its mask each way (:func:`~archsim.training.flash_blocks.dropout_int_ops`).
     ``v_dim``: value heads of another width than the queries' and keys' hd (MLA's v_head_dim; None: hd): the
     context-shaped GEMMs (O = PV, and the backward's dV = Pᵀ·dO, dP = dO·Vᵀ) at v_dim, the kernel's tiles and
     shared memory at hd (the larger), V, O, dO and dV at v_dim."""
@@ -233,14 +234,15 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     (qk, pv), (dqk, dpv) = (flash_gemms(s, hd, heads, tile, window, causal) for tile in (tiles.forward, tiles.backward))
     if vd != hd:
         pv, dpv = (flash_gemms(s, vd, heads, tile, window, causal)[1] for tile in (tiles.forward, tiles.backward))
-    fwork, bwork = flash_nonmatmul(s, vd, heads, tiles, window, causal)
+    fwork, bwork = flash_nonmatmul(s, vd, heads, tiles, window, causal, dropout)
     fsmem, bsmem = flash_smem_bytes(s, hd, heads, tiles, window, causal)
     forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + kv + v + o + lse, out_bytes=2 * o,
-                         fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops, smem_bytes=fsmem)
+                         fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops, int_ops=fwork.int_ops, smem_bytes=fsmem)
     accum = int(dtype_elements(4, dtype) * dq_accum_values(s, hd, heads, tiles.backward))
     backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv) if vd == hd else (dqk, dpv, dpv, dqk, dqk),
                           vector_elements=q + o + kv + v + 2 * lse + 2 * accum + q + o, out_bytes=2 * (q + q + o),
-                          fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops, smem_bytes=bsmem)
+                          fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops, int_ops=bwork.int_ops,
+                          smem_bytes=bsmem)
     return forward, backward
 
 
