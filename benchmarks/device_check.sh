@@ -6,10 +6,11 @@
 #     OUT=$(mktemp -d) bash benchmarks/device_check.sh --dry-run  # here, on the CPU: the same steps on tiny shapes
 #     OUT=/some/folder STEPS=probe bash benchmarks/device_check.sh  # step 1 and the probe only, ≤ 3 minutes
 #     OUT=/some/folder STEPS=tensor bash benchmarks/device_check.sh # step 1 and tensor cores today, ≤ 6.8 minutes
-#     OUT=/some/folder STEPS=profile bash benchmarks/device_check.sh  # step 1 and where iterations go, ≤ 5.5 minutes
+#     OUT=/some/folder STEPS=profile bash benchmarks/device_check.sh  # step 1 and where iterations go, ≤ 5.9 minutes
+#     OUT=/some/folder STEPS=sustained bash benchmarks/device_check.sh  # step 1 and tensor cores under load, ≤ 1.5 min
 #
-# STEPS (default train,kernels,tests): a comma-separated choice of train, kernels, tests, probe, tensor, profile;
-# step 1 always runs. probe, tensor and profile are not in the default (the default already takes ~7 minutes).
+# STEPS (default train,kernels,tests): a comma-separated choice of train, kernels, tests, probe, tensor, profile,
+# sustained; step 1 always runs. The last four are not in the default (the default already takes ~7 minutes).
 #
 # Steps, each under its own timeout (worst case 10 + 10 + 20 + 255 + 105 + 35 s = 7.3 min; expected about 6.3).
 # A shorter rerun: MEASURE_MINUTES=2 KERNEL_MINUTES=0 (0 skips the kernels) OUT=… bash benchmarks/device_check.sh
@@ -32,7 +33,9 @@
 #   7. (STEPS=profile) gpu_train_profile.py --max-seconds 120 (one iteration of each of its points under
 #      torch.profiler: kernel by kernel → $OUT/gpu_train_profile.csv), then the 4,096-wide GPT at sequence 2,048
 #      in bf16, flash and standard attention (75 s each → $OUT/gpu_train_measured_h4096_flash.csv,
-#      $OUT/gpu_train_measured_h4096_standard.csv); worst case 40 + 135 + 2 × 90 s = 5.9 min.
+#      $OUT/gpu_train_measured_h4096_standard.csv); worst case 40 + 135 + 2 × 90 s = 5.9 min;
+#   8. (STEPS=sustained) gpu_sustained_gemm.py --seconds 12: three bf16 GEMM shapes in a burst, then back to back
+#      beside nvidia-smi's SM clock and power (→ $OUT/gpu_sustained_gemm.csv); worst case 40 + 60 s.
 # Everything printed goes to $OUT/log.txt too. Nothing is installed; PYTHONPATH=. finds archsim.
 # Afterwards, here: python benchmarks/bench_vtrain_e2e.py --measured gpu_train_measured.csv
 #     --cluster configs/clusters/h200_1gpu.toml (or h100_1gpu.toml) [--efficiency-probe gpu_efficiency_probe.csv],
@@ -44,7 +47,7 @@ if [ "${1:-}" = "--dry-run" ]; then DRY=1; elif [ $# -gt 0 ]; then echo "usage: 
 : "${OUT:?set OUT to the folder the results go to}"
 STEPS=",${STEPS:-train,kernels,tests},"
 for name in ${STEPS//,/ }; do
-  case $name in train|kernels|tests|probe|tensor|profile) ;; *) echo "STEPS: unknown step '$name' (train, kernels, tests, probe, tensor, profile)" >&2; exit 2;; esac
+  case $name in train|kernels|tests|probe|tensor|profile|sustained) ;; *) echo "STEPS: unknown step '$name' (train, kernels, tests, probe, tensor, profile, sustained)" >&2; exit 2;; esac
 done
 want() { [[ $STEPS == *",$1,"* ]]; }
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2  # absolute: the steps run from the repository root
@@ -69,6 +72,7 @@ if [ $DRY = 1 ]; then
   TENSOR=(--device cpu --tiny --warmup 1 --repeats 2)
   PROFILE=(--device cpu --tiny --warmup 1)
   WIDE=(--device cpu --tiny --global-batches 2 --micro-batches 1 --warmup 1 --iterations 1)
+  SUSTAINED=(--device cpu --tiny --seconds 1)
   # the probe needs neither scipy nor pandas: hide them from it too
   PROBE_SHIM=$(mktemp -d) || exit 2
   for name in scipy pandas; do
@@ -82,6 +86,7 @@ else
   FLASH_LONG=(--models configs/transformers/gpt_2048h_20l.json --seq 4096 --micro-batches 1,2,4 --global-batches 16)
   TENSOR=()
   PROFILE=()
+  SUSTAINED=(--seconds 12)
   WIDE=(--models configs/transformers/gpt_4096h_12l.json --seq 2048 --micro-batches 1,2,4 --global-batches 16)
   PROBE_SHIM=""
 fi
@@ -167,6 +172,11 @@ main() {
     timeout 90 "$PY" benchmarks/gpu_train_measure.py --dtype bf16 --attention $attention --max-minutes 1.25 \
       --out "$OUT/gpu_train_measured_h4096_$attention.csv" "${WIDE[@]}" || status=1
   done
+  fi
+
+  if want sustained; then
+  step "8. tensor cores under sustained load (gpu_sustained_gemm.py)"
+  timeout 60 "$PY" benchmarks/gpu_sustained_gemm.py --out "$OUT/gpu_sustained_gemm.csv" "${SUSTAINED[@]}" || status=1
   fi
 
   step "done (status $status, STEPS ${STEPS:1:-1}); files in OUT:"
