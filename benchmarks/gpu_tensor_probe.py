@@ -41,6 +41,7 @@ from benchmarks.gpu_device import cpu_threads, identity, open_torch
 from benchmarks.gpu_timing import Budget, Timer
 from benchmarks.measure_csv import command_line, utc_now, write_csv
 from benchmarks.probe_gemm import gemm_operands
+from benchmarks.probe_rows import row as probe_row
 
 COLUMNS = ("section", "name", "dtype", "layout", "m", "k", "n", "count", "batch", "heads", "seq", "head_dim",
            "causal", "dropout", "flops", "seconds", "min_seconds", "max_seconds", "repeats")
@@ -124,11 +125,8 @@ def measure_flash(torch, grid: list[Flash], timer: Timer, budget: Budget, dtype,
 
 
 def row(section: str, name: str, timing, **fields) -> dict[str, object]:
-    median, low, high, repeats = timing
-    out: dict[str, object] = {c: "" for c in COLUMNS}
-    out.update(section=section, name=name, dtype="bf16", seconds=f"{median:.6e}", min_seconds=f"{low:.6e}",
-               max_seconds=f"{high:.6e}", repeats=repeats, **fields)
-    return out
+    """A bf16 measurement in this script's :data:`COLUMNS` (``probe_rows.row``'s timing columns)."""
+    return probe_row(section, name, timing, COLUMNS, dtype="bf16", **fields)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -9,10 +9,11 @@ COLUMNS = ("section", "name", "model", "micro_batch", "layout", "m", "k", "n", "
            "seconds", "min_seconds", "max_seconds", "repeats")
 
 
-def row(section: str, name: str, timing: Spread, **fields) -> dict[str, object]:
-    """One measurement: its spread in seconds (median, min, max, repeats) and the named columns; others empty."""
+def row(section: str, name: str, timing: Spread, columns: tuple[str, ...] = COLUMNS, **fields) -> dict[str, object]:
+    """One measurement: its spread in seconds (median, min, max, repeats) and the named columns; the rest of
+    ``columns`` (this probe's, or another measuring script's with the same timing columns) empty."""
     median, low, high, repeats = timing
-    out: dict[str, object] = {c: "" for c in COLUMNS}
+    out: dict[str, object] = {c: "" for c in columns}
     out.update(section=section, name=name, seconds=f"{median:.6e}", min_seconds=f"{low:.6e}",
                max_seconds=f"{high:.6e}", repeats=repeats, **fields)
     return out
