@@ -38,15 +38,16 @@ def elements(ops, kind=None) -> float:
 def test_layer_bytes_are_each_kernels_reads_and_writes(b):
     t = C.seq * b
     x, f, s = t * C.hidden, t * C.ffn, C.seq * C.seq * b * C.heads
-    # forward: LayerNorm x→y (2X) twice; masked_fill, softmax read + write (2S each); dropout on the
-    # probabilities (read, write, 1-byte mask: 2.5S); the permuted context copied to [s, b, h] (2X);
-    # two dropouts (2.5X) and two residual adds (2 reads + 1 write: 3X); GeLU (2F)
-    forward = 2 * x + 2 * s + 2 * s + 2.5 * s + 2 * x + 2.5 * x + 3 * x + 2 * x + 2 * f + 2.5 * x + 3 * x
+    # forward: LayerNorm x→y (2X) twice; masked_fill's clone and in-place fill (read + write each: 4S);
+    # softmax read + write (2S); dropout on the probabilities (read, write, 1-byte mask: 2.5S); the
+    # permuted context copied to [s, b, h] (2X); two dropouts (2.5X) and two residual adds (2 reads +
+    # 1 write: 3X); GeLU (2F)
+    forward = 2 * x + 4 * s + 2 * s + 2.5 * s + 2 * x + 2.5 * x + 3 * x + 2 * x + 2 * f + 2.5 * x + 3 * x
     # backward: LayerNorm dx (dy, x → dx: 3X) and its γ/β kernel (dy, x again: 2X), twice; the four
     # bias gradients read dY once (3X + X + F + X); split's backward concatenates dq, dk, dv (read 3X,
-    # write 3X); masked_fill of dP (2S); softmax (y, dy → dx: 3S); dropouts (dy, mask → dx: 2.5S, 2.5X
-    # twice); autograd summing the residual stream's two gradients, twice (3X); GeLU (x, dy → dx: 3F)
-    backward = (2 * (3 * x + 2 * x) + 3 * x + x + f + x + 6 * x + 2 * s + 3 * s + 2.5 * s + 2 * 2.5 * x
+    # write 3X); masked_fill of dP, clone and fill (4S); softmax (y, dy → dx: 3S); dropouts (dy, mask → dx:
+    # 2.5S, 2.5X twice); autograd summing the residual stream's two gradients, twice (3X); GeLU (x, dy → dx: 3F)
+    backward = (2 * (3 * x + 2 * x) + 3 * x + x + f + x + 6 * x + 4 * s + 3 * s + 2.5 * s + 2 * 2.5 * x
                 + 2 * 3 * x + 3 * f)
     work = eager_block_work(C, b)
     assert elements(work.forward) == pytest.approx(forward, abs=2)

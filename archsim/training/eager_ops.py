@@ -11,7 +11,8 @@ kernel                 forward                              backward
 =====================  ===================================  ==========================================
 LayerNorm              read x, write y: 2X                  dx: read dy, x, write dx: 3X; γ, β (a
                                                             second kernel): read dy, x again: 2X
-masked_fill (mask)     read, write: 2S                      masked_fill of the gradient: 2S
+masked_fill (mask)     a clone (read, write: 2S), then      masked_fill of the gradient, the same
+                       masked_fill_ in place (2S): 4S       two: 4S
 softmax                read, write: 2S                      read y, dy, write dx: 3S
 dropout                read, write, mask: 2.5               read dy, mask, write: 2.5
 context permute →      read, write: 2X (``reshape`` of a    none (the gradient is a view)
@@ -29,6 +30,11 @@ back to fp16 (3) — each the least a kernel must move (PyTorch's log-softmax ov
 a row up to three times, L2 may catch it). The embedding: two gathers, their broadcast add, the
 [b, s] → [s, b] copy, dropout; backward the position table's sum over the batch, the gradient made
 contiguous, the token table's zeroed dense gradient, and the tied table's two gradients summed.
+
+Out-of-place ``masked_fill`` is PyTorch's composite ``self.clone().masked_fill_(mask, value)`` (its dispatch:
+``aten::clone`` → ``aten::copy_``, then ``aten::masked_fill_``; the gradient, ``grad.masked_fill(mask, 0)`` by
+``derivatives.yaml``, the same), so each way moves the s²-sized scores twice: a device-to-device copy and the
+in-place fill. One op here (the copy is a ``cudaMemcpyAsync``, not a kernel launch the profiler counts).
 
 The LayerNorms, the softmax and the log-softmax are PyTorch's own kernels of the classes the kernel
 model times (``TrainingOp.kernel``: layer norm on T × h, softmax on b·a·s × s, the log-softmax in fp32
@@ -143,7 +149,7 @@ def eager_block_work(c: TransformerConfig, micro_batch: int, attention: str = "s
         gemm("scores", s, hd, s, b * c.heads, weights=False)
         softmax: Kernel = ("softmax", b * c.heads * s, s)
         dropout = (("attn_dropout", 2.5, 2.5, ()),) if c.drops_attention else ()
-        for name, forward_elements, backward_elements, kernel in (("mask_fill", 2, 2, ()),
+        for name, forward_elements, backward_elements, kernel in (("mask_fill", 4, 4, ()),
                                                                   ("softmax", 2, 3, softmax), *dropout):
             fwd(name, forward_elements * scores, kernel)
             bwd(name, backward_elements * scores, kernel)
