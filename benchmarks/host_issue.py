@@ -48,8 +48,9 @@ NO_CHECKPOINT = CheckpointHost(0.0, 0.0)
 CHECKPOINT_HOST = {"megatron": CheckpointHost(13.5e-6, 155.3e-6), "pytorch-eager": CheckpointHost(184.2e-6, 377.0e-6)}
 
 # backward kernels issued inside another op's autograd node (one host call launches them all), or by the
-# engine's own gradient accumulation in C++: no host call of their own
-SAME_NODE_SUFFIXES = (".bias_grad", ".dgamma", ".dB")
+# engine's own gradient accumulation in C++: no host call of their own (the softmax backward's dY ∘ Y product and
+# baddbmm's dQ, dK scaling run inside SoftmaxBackward0 and BaddbmmBackward0)
+SAME_NODE_SUFFIXES = (".bias_grad", ".dgamma", ".dB", ".grad_mul", ".q_grad_scale", ".k_grad_scale")
 ENGINE_ACCUMULATION = ("residual_grad_add", "tied_grad_add")
 
 

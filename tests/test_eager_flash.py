@@ -4,7 +4,8 @@ bf16 optimizer step, against hand counts.
 References, none read from the module: the kernels ``F.scaled_dot_product_attention`` launches on PyTorch's
 FlashAttention-2 backend and the copies around them (pytorch/pytorch ``attention_backward.cu``
 ``_flash_attention_backward``: ``grad_out.contiguous()``; ``flash_api.cpp`` ``mha_bwd``: dQ, dK, dV ``empty_like``
-the strided q, k, v views), each kernel's HBM reads and writes summed by hand; the causal forward's GEMM FLOPs from
+the strided q, k, v views, their layout kept: tests/test_eager_backward_kernels.py), each kernel's HBM reads and
+writes summed by hand; the causal forward's GEMM FLOPs from
 FlashAttention-2's tiles (v2.8.3, head dim 64 with dropout: 128 × 64 blocks); Korthikanti et al.'s activation
 table (5·a·s²·b bytes of scores kept by standard attention); gpu_train_measure.py's bf16 optimizer step.
 """
@@ -43,10 +44,10 @@ def test_the_flash_layer_launches_sdpas_kernels_in_place_of_the_standard_core():
     assert names(work.forward) == ["norm1", "qkv", "flash_attention", "context_copy", "proj", "dropout1",
                                    "residual_add1", "norm2", "fc1", "gelu", "fc2", "dropout2", "residual_add2"]
     core = names(work.backward)[names(work.backward).index("proj.bias_grad") + 3:]  # after proj's D, G
-    # dO made contiguous, D = rowsum(dO ∘ O) (+ dQaccum zeroed), the main kernel, dQaccum → dQ, then autograd's
-    # three reshape copies of dV, dK, dQ to [s, b·n, d] and split's concatenation
-    assert core[:4] == ["grad_out_copy", "flash_attention.dot_do_o", "flash_attention", "flash_attention.convert_dq"]
-    assert sorted(core[4:7]) == ["k_grad_copy", "q_grad_copy", "v_grad_copy"] and core[7] == "qkv.grad_cat"
+    # dO made contiguous, D = rowsum(dO ∘ O) (+ dQaccum zeroed), the main kernel, dQaccum → dQ, then split's
+    # concatenation straight away: dV, dK, dQ reach it as views, no reshape copy (tests/test_eager_backward_kernels.py)
+    assert core[:5] == ["grad_out_copy", "flash_attention.dot_do_o", "flash_attention", "flash_attention.convert_dq",
+                        "qkv.grad_cat"]
     assert not {"scores", "mask_fill", "softmax", "attn_dropout", "context"} & set(names(work.forward + work.backward))
 
 
@@ -59,9 +60,9 @@ def test_flash_layer_bytes_are_each_kernels_reads_and_writes(b):
     forward = 2 * x + (4 * x + 2 * rows) + 2 * x + 2.5 * x + 3 * x + 2 * x + 2 * ff + 2.5 * x + 3 * x
     # backward core: dO copied contiguous (2X); D's kernel reads dO, O (2X), writes D (2 rows), zeroes dQaccum
     # (s × 64 fp32 per head: 2X); the main kernel reads Q, K, V, dO (4X), the log-sum-exp and D (4 rows), writes
-    # dK, dV (2X), reads and writes dQaccum (4X); the conversion reads dQaccum (2X), writes dQ (X); three reshape
-    # copies (6X)
-    core = 2 * x + (4 * x + 2 * rows) + (10 * x + 4 * rows) + 3 * x + 6 * x
+    # dK, dV (2X), reads and writes dQaccum (4X); the conversion reads dQaccum (2X), writes dQ (X); dQ, dK, dV
+    # written where split's concatenation reads them: no copy
+    core = 2 * x + (4 * x + 2 * rows) + (10 * x + 4 * rows) + 3 * x
     # the rest as the standard layer's (tests/test_eager_ops.py): LayerNorms, bias gradients, split's cat,
     # dropouts, residual gradient sums, GeLU
     rest = 2 * (3 * x + 2 * x) + 3 * x + x + ff + x + 6 * x + 2 * 2.5 * x + 2 * 3 * x + 3 * ff

@@ -10,9 +10,10 @@ of tests/test_iteration_terms.py: L = 2 layers, tied embeddings, learned positio
   the table's gradient is a node of its own), head 3 + 3 (the LM head's weight gradient rides in its δ's).
 * plain PyTorch's list (``pytorch-eager``): per layer 17 forward calls (2 norms, QKV, scores, mask fill,
   softmax, attention dropout, context, its copy to [s, b, h], projection, 2 dropouts, 2 residual adds, FC1,
-  GeLU, FC2) and 15 backward nodes (29 kernels less 4 weight gradients, 2 attention second operands, 4 bias
-  gradients, 2 LayerNorm γ/β gradients and the 2 residual-stream gradient sums autograd's engine adds
-  itself); embedding 5 + 4, head 5 + 5.
+  GeLU, FC2) and 15 backward nodes (32 kernels less 4 weight gradients, 2 attention second operands, 4 bias
+  gradients, 2 LayerNorm γ/β gradients, the softmax backward's product and the scores' two 1/√d scalings (in
+  SoftmaxBackward0's and BaddbmmBackward0's nodes) and the 2 residual-stream gradient sums autograd's engine
+  adds itself); embedding 5 + 4, head 5 + 5.
 * A checkpointed layer (full recompute): its forward, the checkpoint's forward seconds e_f, the forward
   again with e_b, then the backward; nothing synchronizes, so nothing of the GPU's is added.
 """

@@ -95,15 +95,16 @@ def _eager_extra_fp16_by_hand() -> float:
     units from the documented tables (archsim/training/eager_ops.py, layer_ops.py), X = T·h, F = T·f, S = s²·a:
     a layer, Megatron: norms 2 × (2 + 3)X, fused softmax (2 + 3)S, attention dropout 2 × 2.5S, bias-dropout-adds
     2 × 2 × 3.5X, bias-GeLU (2 + 3)F = 24X + 10S + 5F; eager: LayerNorms 2 × (2 + 3 + 2)X, masked_fill 2 × 4S (a clone, then the
-    in-place fill), softmax 5S, dropout 5S, context copy 2X, residual adds 2 × 2 × 3X, hidden dropouts 2 × 2 × 2.5X, GeLU 5F,
-    bias gradients (3X + X + F + X), q/k/v gradients' concatenation 6X = 49X + 18S + 6F. Embedding: Megatron
+    in-place fill), softmax 2S + (3 + 3)S (CUDA's dY ∘ Y product before the backward kernel), dropout 5S, context copy 2X,
+    residual adds 2 × 2 × 3X, hidden dropouts 2 × 2 × 2.5X, GeLU 5F, bias gradients (3X + X + F + X), dq and dk scaled by
+    1/√d 2 × 2X, q/k/v gradients' concatenation 6X = 53X + 21S + 6F. Embedding: Megatron
     lookup 4X, dropout 2 × 2.5X, gradient V·h + 3X; eager two gathers 2 × 2X, add 3X, transpose 2X, dropout
     2 × 2.5X, position gradient 2X, contiguous 2X, token gradient V·h + 2X, tied sum 3V·h. Head: Megatron final
     norm 5X, cross-entropy (11 + 4)T·V; eager final norm 5X + 2X (γ, β), casts 3 + 3, log-softmax 4 + 6, NLL
     2T and 2T·V."""
     t, h, f, heads, layers, vocab = 1024, 768, 3072, 12, 12, 50304
     x, ff, s = t * h, t * f, t * t * heads
-    layer = (49 * x + 18 * s + 6 * ff) - (24 * x + 10 * s + 5 * ff)
+    layer = (53 * x + 21 * s + 6 * ff) - (24 * x + 10 * s + 5 * ff)
     embedding = (4 * x + 3 * x + 2 * x + 5 * x + 2 * x + 2 * x + vocab * h + 2 * x + 3 * vocab * h) \
         - (4 * x + 5 * x + vocab * h + 3 * x)
     head = (7 * x + 18 * t * vocab + 2 * t) - (5 * x + 15 * t * vocab)

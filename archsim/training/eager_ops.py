@@ -13,7 +13,8 @@ LayerNorm              read x, write y: 2X                  dx: read dy, x, writ
                                                             second kernel): read dy, x again: 2X
 masked_fill (mask)     a clone (read, write: 2S), then      masked_fill of the gradient, the same
                        masked_fill_ in place (2S): 4S       two: 4S
-softmax                read, write: 2S                      read y, dy, write dx: 3S
+softmax                read, write: 2S                      dy ∘ y first (read 2, write: 3S), then
+                                                            the kernel: read dy∘y, y, write dx: 3S
 dropout                read, write, mask: 2.5               read dy, mask, write: 2.5
 context permute →      read, write: 2X (``reshape`` of a    none (the gradient is a view)
 [s, b, h]              permuted tensor copies)
@@ -21,7 +22,9 @@ residual add           read 2, write 1: 3X                  the residual stream'
                                                             summed by autograd: 3X
 GeLU (tanh)            2F                                   read dy, x, write dx: 3F
 bias gradient          (in the GEMM's epilogue)             dY summed over tokens: read T·n
-q, k, v gradients      —                                    ``split``'s backward concatenates them: 6X
+q, k, v gradients      —                                    dq, dk times 1/√d (baddbmm's backward):
+                                                            2X each; ``split``'s backward concatenates
+                                                            dq, dk, dv: 6X
 =====================  ===================================  ==========================================
 
 The head: the fp16 logits cast to fp32 (3 per logit), log-softmax in fp32 (read, write: 4), NLL;
@@ -36,6 +39,13 @@ Out-of-place ``masked_fill`` is PyTorch's composite ``self.clone().masked_fill_(
 ``derivatives.yaml``, the same), so each way moves the s²-sized scores twice: a device-to-device copy and the
 in-place fill. One op here (the copy is a ``cudaMemcpyAsync``, not a kernel launch the profiler counts).
 
+The standard core's backward has two more kernels of PyTorch's own. ``baddbmm``'s derivative multiplies the batch
+gradients by alpha (``maybe_multiply(grad.bmm(…), alpha)``, ``derivatives.yaml``; 1/√d here, not 1): dQ and dK each
+scaled by a kernel of its own, 2X apiece. CUDA's softmax backward (pytorch/pytorch
+``aten/src/ATen/native/cuda/SoftMax.cu`` at commit 000cace5, ``softmax_backward_cuda_out``) first forms
+``tmp = grad * output`` as a separate elementwise multiply (read dY, Y, write: 3S), then its kernel reads ``tmp`` and
+Y and writes dX (3S); the CPU's kernel fuses the product, so only the CUDA source shows it.
+
 The LayerNorms, the softmax and the log-softmax are PyTorch's own kernels of the classes the kernel
 model times (``TrainingOp.kernel``: layer norm on T × h, softmax on b·a·s × s, the log-softmax in fp32
 on T × V). In fp16/bf16 they stream at the training fit like every other op
@@ -46,7 +56,7 @@ by their class at NeuSight's constants instead — tried on the Hopper iteration
 With ``attention = "flash"`` (:func:`eager_flash_core`) the layer calls PyTorch's
 ``F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)`` under its FLASH_ATTENTION backend
 in place of baddbmm, masked_fill, softmax, attention dropout and bmm: FlashAttention-2's kernels, the ones
-Megatron's list prices, and two kinds of copies of PyTorch's own around them (that function's docstring).
+Megatron's list prices, and one copy of PyTorch's own around them, dO's (that function's docstring).
 
 One GPU only (TP = PP = DP = 1; :func:`check_one_gpu`), GPT family only: the runs this describes.
 """
@@ -146,13 +156,18 @@ def eager_block_work(c: TransformerConfig, micro_batch: int, attention: str = "s
         forward.extend(core.forward)
         backward.extend(core.backward[::-1])  # in forward order here, as the rest: reversed below
     else:
+        bwd("scores.q_grad_scale", 2 * x)  # baddbmm's backward: dQ and dK times alpha = 1/√d, after the GEMMs
+        bwd("scores.k_grad_scale", 2 * x)
         gemm("scores", s, hd, s, b * c.heads, weights=False)
         softmax: Kernel = ("softmax", b * c.heads * s, s)
-        dropout = (("attn_dropout", 2.5, 2.5, ()),) if c.drops_attention else ()
-        for name, forward_elements, backward_elements, kernel in (("mask_fill", 4, 4, ()),
-                                                                  ("softmax", 2, 3, softmax), *dropout):
-            fwd(name, forward_elements * scores, kernel)
-            bwd(name, backward_elements * scores, kernel)
+        fwd("mask_fill", 4 * scores)
+        bwd("mask_fill", 4 * scores)
+        fwd("softmax", 2 * scores, softmax)
+        bwd("softmax", 3 * scores, softmax)
+        bwd("softmax.grad_mul", 3 * scores)  # CUDA's dY ∘ Y, issued before the softmax kernel (reversed below)
+        if c.drops_attention:
+            fwd("attn_dropout", 2.5 * scores)
+            bwd("attn_dropout", 2.5 * scores)
         gemm("context", s, s, hd, b * c.heads, weights=False)
     fwd("context_copy", 2 * x)
     gemm("proj", tokens, h, h)
@@ -188,17 +203,18 @@ def eager_flash_core(c: TransformerConfig, micro_batch: int, dtype: str = "fp16"
     - ``_flash_attention_backward`` calls ``grad_out.contiguous()`` (and ``out.contiguous()``, a no-op: O is
       written [b, s, n, d]-contiguous). dO arrives as the permuted view of the [s, b, h] gradient: one copy,
       read and write 2X (``grad_out_copy``);
-    - ``mha_bwd`` allocates dQ, dK, dV ``empty_like`` the strided views, hence contiguous [b, s, n, d]; autograd
-      then reshapes each back to [s, b·n, d] for ``split``'s backward, which cannot be a view of that layout:
-      three copies, 2X each (``q_grad_copy`` …); ``split``'s concatenation (``qkv.grad_cat``) follows as before.
+    - ``mha_bwd`` allocates dQ, dK, dV ``empty_like`` the strided views; ``empty_like`` of a strided tensor that is
+      not dense keeps its dimensions' order (dense strides in the [s, b, n, d] order of the QKV output), so autograd's
+      reshape of each back to [s, b·n, d] is a view, contiguous: no copy, and ``split``'s concatenation
+      (``qkv.grad_cat``) reads them as they are (tests/test_eager_backward_kernels.py reads it from PyTorch on the CPU;
+      the H200 profile launches two strided copies per layer pass, the context copy and dO's, not five).
 
     The forward's context copy to [s, b, h] is :func:`eager_block_work`'s ``context_copy`` either way."""
     s, heads, hd = c.seq, micro_batch * c.heads, c.head_dim
     x = s * micro_batch * c.hidden
     forward, main = flash_attention_ops(s, hd, heads, heads, c.sliding_window, dtype, True, c.drops_attention)
     dot, convert = flash_backward_kernels(s, hd, heads, dtype)
-    copies = tuple(_kernel(f"{t}_grad_copy", "D", 2 * x) for t in ("v", "k", "q"))
-    return Work((forward,), (_kernel("grad_out_copy", "D", 2 * x), dot, main, convert, *copies))
+    return Work((forward,), (_kernel("grad_out_copy", "D", 2 * x), dot, main, convert))
 
 
 def eager_flash_output_bytes(c: TransformerConfig, par: Parallelism, dtype: str) -> float:
