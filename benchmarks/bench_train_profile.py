@@ -204,7 +204,7 @@ def point_table(m: Measured, p: Predicted) -> list[str]:
                          f"{(want - got) * 1e3:+.1f} |")
     lines.append(f"| kernels (busy) | {m.busy * 1e3:.1f} | {m.calls} | {sum(p.seconds.values()) * 1e3:.1f} | "
                  f"{(sum(p.seconds.values()) - m.busy) * 1e3:+.1f} |")
-    lines.append(f"| GPU idle: iteration − busy / archsim launch {p.launch * 1e3:.1f} + host excess {p.host * 1e3:.1f} | "
+    lines.append(f"| GPU idle: iteration − busy / archsim launch {p.launch * 1e3:.1f} + host excess {max(p.host, 0.0) * 1e3:.1f} | "
                  f"{m.idle * 1e3:.1f} | | {p.idle * 1e3:.1f} | {(p.idle - m.idle) * 1e3:+.1f} |")
     return lines
 
