@@ -53,6 +53,7 @@ def test_baddbmms_backward_scales_dq_and_dk_by_alpha(alpha, scaled):
     """gpt_model.py's scores, ``baddbmm(empty, q, kᵀ, beta=0, alpha=1/√d)``: its backward multiplies each batch
     gradient, [b·n, s, d] and [b·n, d, s], by alpha in a kernel of its own (``maybe_multiply``, derivatives.yaml);
     with alpha 1 there is none, so the two multiplies are the scale's."""
+    torch.manual_seed(0)
     q = torch.randn(B * N, S, D, requires_grad=True)
     k = torch.randn(B * N, S, D, requires_grad=True)
 
@@ -77,6 +78,7 @@ def test_eager_list_scales_dq_and_dk_once_each():
 def test_softmax_backward_takes_two_score_sized_operands():
     """``_softmax_backward_data(grad, output)`` gets dP and P, both [b·n, s, s]: CUDA's ``grad * output`` reads the
     two and writes one more (3S, no broadcast), then its kernel reads the product and P and writes dX (3S)."""
+    torch.manual_seed(0)
     scores = torch.randn(B * N, S, S, requires_grad=True)
     grad = torch.randn(B * N, S, S)
     calls = [e for e in profiled_backward(lambda: (torch.softmax(scores, dim=-1) * grad).sum())
@@ -117,6 +119,7 @@ def test_flash_gradients_reach_splits_concatenation_without_a_copy(contiguous, c
     [b, n, s, d]. ``empty_like`` keeps such a view's dimension order, so autograd's way back to the split
     (permute, reshape to [s, b·n, d]) is views and the concatenation reads dQ, dK, dV as they are: no copy. A plainly
     contiguous dQ would cost one copy each: the three ``eager_flash_core`` used to charge."""
+    torch.manual_seed(0)
     qkv = torch.randn(S, B * N, 3 * D, requires_grad=True)
 
     def loss():

@@ -26,6 +26,7 @@ def aten_children(events, parent: str) -> list[str]:
 def test_masked_fill_is_a_clone_and_an_in_place_fill_both_ways():
     from torch.profiler import ProfilerActivity, profile
 
+    torch.manual_seed(0)
     scores = torch.randn(2 * C.heads, C.seq, C.seq, requires_grad=True)
     mask = torch.ones(C.seq, C.seq, dtype=torch.bool).triu(1)  # gpt_model.py's causal mask, broadcast
     with profile(activities=[ProfilerActivity.CPU]) as prof:
