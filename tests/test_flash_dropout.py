@@ -9,7 +9,14 @@ from archsim.devices.catalog import GPUS, chip_of
 from archsim.devices.kernel_ops import op_seconds
 from archsim.devices.nonmatmul import int_per_sm, int_rate, nonmatmul_rates, nonmatmul_seconds
 from archsim.training.fitted import A100_KERNELS
-from archsim.training.flash_blocks import PHILOX_CALL_OPS, PHILOX_ROUNDS, dropout_int_ops, flash_nonmatmul, flash_tiles
+from archsim.training.flash_blocks import (
+    PHILOX_CALL_OPS,
+    PHILOX_ROUNDS,
+    dropout_int_mults,
+    dropout_int_ops,
+    flash_nonmatmul,
+    flash_tiles,
+)
 from archsim.training.layer_ops import flash_attention_ops
 
 MASK32 = 0xFFFFFFFF
@@ -51,6 +58,8 @@ def test_instructions_per_philox_call_counted_from_the_definition():
     assert dropout_int_ops(16, backward=False) == 61
     assert dropout_int_ops(16, backward=True) == 77 + 32
     assert dropout_int_ops(17, backward=False) == 2 * 61  # a second call for the 17th element
+    # of them multiplies (priced apart by the energy model): the call's wide multiplies, either way
+    assert dropout_int_mults(16) == counts["wide multiplies"] == 14 and dropout_int_mults(17) == 28
 
 
 def test_dropout_term_of_a_tiny_shape_by_hand():

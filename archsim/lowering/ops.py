@@ -55,6 +55,8 @@ class TrainingOp:
         (:mod:`archsim.devices.nonmatmul`); 0 for every other op.
     int_ops: a fused op's 32-bit integer instructions, one per result (its attention dropout's
         Philox random numbers and masks, :func:`archsim.training.flash_blocks.dropout_int_ops`); 0 else.
+    int_mults: of ``int_ops``, the 32-bit multiplies (Philox's ``mul.wide.u32``), which the energy model prices
+        above the rest (:func:`archsim.energy.model.nonmatmul_picojoules`); 0 else.
     smem_bytes: a fused op's shared-memory bytes, read and written, which its GEMMs wait on where the SMs'
         shared memory is slower than their tensor cores (:func:`archsim.devices.nonmatmul.smem_seconds`); 0 else.
     kernel: for a memory-bound op that is one softmax or layer-norm kernel, (op, rows, row) — the kernel
@@ -82,6 +84,7 @@ class TrainingOp:
     exps: int = 0
     lane_ops: int = 0
     int_ops: int = 0
+    int_mults: int = 0
     smem_bytes: int = 0
     kernel: tuple[str, int, int] | tuple[()] = ()
     kernel_dtype: str = ""

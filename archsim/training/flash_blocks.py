@@ -123,15 +123,23 @@ def dropout_int_ops(elements: int, backward: bool) -> int:
     return calls * (PHILOX_CALL_OPS + DROPOUT_FORWARD_MASK_OPS)
 
 
+def dropout_int_mults(elements: int) -> int:
+    """Of :func:`dropout_int_ops` (either way), the 32-bit multiplies: each Philox call's two ``mul.wide.u32`` a
+    round; the rest (xors, the counter's add, the masks' widening, compares, ANDs and selects) are adds or logic."""
+    return -(-elements // PHILOX_BYTES) * PHILOX_ROUNDS * 2
+
+
 @dataclass(frozen=True)
 class NonMatmul:
     """One kernel's non-matmul work, counted from FlashAttention-2's Algorithms 1 and 2 (Dao 2023, §3.1):
     ``exps`` special-function results (exp, log, reciprocal), ``lane_ops`` FP32 operations (an FMA one) and
-    ``int_ops`` 32-bit integer instructions (attention dropout's, :func:`dropout_int_ops`)."""
+    ``int_ops`` 32-bit integer instructions (attention dropout's, :func:`dropout_int_ops`), ``int_mults`` of them
+    multiplies (:func:`dropout_int_mults`)."""
 
     exps: int
     lane_ops: int
     int_ops: int = 0
+    int_mults: int = 0
 
 
 def flash_nonmatmul(s: int, hd: int, heads: int, tiles: FlashTiles, window: int | None = None,
@@ -152,10 +160,12 @@ def flash_nonmatmul(s: int, hd: int, heads: int, tiles: FlashTiles, window: int 
     forward = NonMatmul(heads * (elements + block_rows + 2 * rows),
                         heads * (3 * elements + block_rows * (hd + 1) + rows * (hd + 1)))
     back = computed_blocks(s, bbr, bbc, window, causal) * bbr * bbc
-    if dropout:
-        forward = NonMatmul(forward.exps, forward.lane_ops, heads * dropout_int_ops(elements, backward=False))
-    return forward, NonMatmul(heads * back, heads * 3 * back,
-                              heads * dropout_int_ops(back, backward=True) if dropout else 0)
+    if not dropout:
+        return forward, NonMatmul(heads * back, heads * 3 * back)
+    forward = NonMatmul(forward.exps, forward.lane_ops, heads * dropout_int_ops(elements, backward=False),
+                        heads * dropout_int_mults(elements))
+    return forward, NonMatmul(heads * back, heads * 3 * back, heads * dropout_int_ops(back, backward=True),
+                              heads * dropout_int_mults(back))
 
 
 def kernel_head_dim(head_dim: int) -> int:
@@ -247,5 +257,5 @@ def _check_groups(s: int, hd: int, heads: int, kv_heads: int) -> None:
 
 __all__ = ["DROPOUT_BACKWARD_ELEMENT_OPS", "DROPOUT_BACKWARD_MASK_OPS", "DROPOUT_FORWARD_MASK_OPS", "PHILOX_BYTES",
            "PHILOX_CALL_OPS", "PHILOX_ROUNDS", "FlashTiles", "NonMatmul", "computed_blocks", "dq_accum_values", "dq_atomics",
-           "dropout_int_ops", "flash_backward_buffers", "flash_backward_bytes", "flash_backward_kernels", "flash_gemms",
+           "dropout_int_mults", "dropout_int_ops", "flash_backward_buffers", "flash_backward_bytes", "flash_backward_kernels", "flash_gemms",
            "flash_gqa_sums", "flash_nonmatmul", "flash_tiles", "kernel_head_dim"]

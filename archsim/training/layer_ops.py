@@ -237,12 +237,13 @@ def flash_attention_ops(s: int, hd: int, heads: int, kv_heads: int, window: int 
     fwork, bwork = flash_nonmatmul(s, vd, heads, tiles, window, causal, dropout)
     fsmem, bsmem = flash_smem_bytes(s, hd, heads, tiles, window, causal)
     forward = TrainingOp("flash_attention", "F", (qk, pv), vector_elements=q + kv + v + o + lse, out_bytes=2 * o,
-                         fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops, int_ops=fwork.int_ops, smem_bytes=fsmem)
+                         fused=True, exps=fwork.exps, lane_ops=fwork.lane_ops, int_ops=fwork.int_ops,
+                         int_mults=fwork.int_mults, smem_bytes=fsmem)
     accum = int(dtype_elements(4, dtype) * dq_accum_values(s, hd, heads, tiles.backward))
     backward = TrainingOp("flash_attention", "D", (dqk, dpv, dqk, dpv, dpv) if vd == hd else (dqk, dpv, dpv, dqk, dqk),
                           vector_elements=q + o + kv + v + 2 * lse + 2 * accum + q + o, out_bytes=2 * (q + q + o),
                           fused=True, exps=bwork.exps, lane_ops=bwork.lane_ops, int_ops=bwork.int_ops,
-                          smem_bytes=bsmem)
+                          int_mults=bwork.int_mults, smem_bytes=bsmem)
     return forward, backward
 
 
