@@ -62,7 +62,8 @@ intra_gbps = 100
 
 # every [energy] figure but mac_pj: set to 0, a total is MACs × mac_pj
 ENERGY_ZEROS = ("vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
-                "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj")
+                "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj", "lane_pj", "exp_pj", "int_pj",
+                "int_mult_pj")
 
 
 def chip_cfg(static_watts: float | None = None) -> str:

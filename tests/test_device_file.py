@@ -202,7 +202,13 @@ def _flash_saving_by_hand() -> float:
     3 lse (FlashAttention-2's backward launch, flash_bwd_launch_template.h). Each such word costs the
     vector add (0.4 pJ, bf16) and a DRAM word (1300 / 64 × 16 pJ). A GEMM on one 128 × 128 ws array: bf16 MAC
     1.1 + 0.9 pJ, register 16 × 0.009 pJ, SRAM a 16-bit quarter of a 64-bit access of a 4096 / 3 → 1365 KiB
-    buffer (Horowitz's 32 KiB → 1 MiB segment, 20 → 100 pJ, extended)."""
+    buffer (Horowitz's 32 KiB → 1 MiB segment, 20 → 100 pJ, extended). Flash's non-matmul work costs more (Horowitz's
+    figures, configs/energy/horowitz45.toml [fused]): per head, the forward's 272 · 128 · 64 elements of P one
+    exponential and 3 FP32 lane ops each, its 272 · 128 block rows and 2,048 rows one exponential and hd + 1 lane ops
+    each and the rows 2 exponentials more; the backward's 136 · 128² elements one exponential and 3 lane ops; a lane
+    op an FMA (3.7 + 0.9 pJ), an exponential two; the dropout mask one Philox call per 16 elements each way, 14
+    multiplies (3.1 pJ) and 15 other instructions a call, the forward's mask 32 more a call, the backward's 48 a call
+    and 2 an element (0.1 pJ each)."""
     s, heads, hd, layers = 2048, 4, 64, 4
     sram = 20.0 * (1365 / 32) ** (math.log(5) / math.log(32)) / 4
     dram = 1300 / 64 * 16
@@ -216,7 +222,12 @@ def _flash_saving_by_hand() -> float:
     flash = 7 * gemm(17408, hd, 128)
     q, lse = s * hd * heads, 2 * s * heads
     words = (2 + 3 + 2.5 + 2.5) * s * s * heads - (4 * q + lse) - (17 * q + 3 * lse)
-    return layers * (standard - flash + words * (0.4 + dram))
+    fma, p_forward, rows, p_backward = 3.7 + 0.9, 272 * 128 * 64, 272 * 128, 136 * 128 * 128
+    exps, lanes = p_forward + rows + 2 * s + p_backward, 3 * p_forward + (rows + s) * (hd + 1) + 3 * p_backward
+    calls = p_forward // 16 + p_backward // 16
+    ints = calls * (14 * 3.1 + 15 * 0.1) + (p_forward // 16 * 32 + p_backward // 16 * 48 + 2 * p_backward) * 0.1
+    nonmatmul = heads * (lanes * fma + exps * 2 * fma + ints)
+    return layers * (standard - flash - nonmatmul + words * (0.4 + dram))
 
 
 def test_train_prices_energy_on_the_attention_it_times(capsys):

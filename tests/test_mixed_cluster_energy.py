@@ -42,7 +42,8 @@ def cluster(tmp_path: Path, *servers: str, name: str = "mixed") -> str:
 def chip_joules(ranks: set[int], parameters: float) -> float:
     """By hand, docs/training.md "Accelerators (device files)": per micro-batch, the energy model (archsim.energy,
     default table) on the ops of the layers, embedding and head the chip's pipeline ``ranks`` hold — each op's
-    accesses on one 64 × 64 ws array plus its memory-bound HBM words at the DRAM energy — × micro-batches × TP × DP;
+    accesses on one 64 × 64 ws array plus its memory-bound HBM words at the DRAM energy and its fused kernel's FP32
+    lane operations, exponentials and integer instructions at the table's ``[fused]`` figures — × micro-batches × TP × DP;
     then each chip's optimizer step, 34 bytes per parameter in bf16 (2-byte words) at the DRAM energy, over the
     ``parameters`` one chip of each rank holds (× TP × DP chips). GPT-2's 12 layers: 6 per stage of PP 2."""
     config = load_transformer(MODEL)
@@ -54,7 +55,9 @@ def chip_joules(ranks: set[int], parameters: float) -> float:
     def picojoules(work) -> float:
         ops = [*work.forward, *work.backward]
         return sum(op_energy_columns(ops, array, energies)["energy_pj"]) + sum(
-            op.vector_elements for op in ops) * energies.dram_read_pj
+            op.vector_elements for op in ops) * energies.dram_read_pj + sum(  # + flash's non-matmul work
+            op.lane_ops * energies.lane_pj + op.exps * energies.exp_pj + op.int_mults * energies.int_mult_pj
+            + (op.int_ops - op.int_mults) * energies.int_pj for op in ops)
 
     per_microbatch = (6 * len(ranks) * picojoules(layer) + (0 in ranks) * picojoules(embedding)
                       + (1 in ranks) * picojoules(head))

@@ -18,6 +18,9 @@ multiplies, so energy is linear in every count by construction. Per GEMM out[M×
   DRAM traffic for the array's SRAMs and bandwidth). ``engine="analytic"``: compulsory traffic —
   A and B read once, out written once — the floor any SRAM size reaches.
 * Vector-unit work: one add per element (pooling, element-wise and batch-norm layers).
+* A fused kernel's non-matmul work (FlashAttention's ``lane_ops``, ``exps``, ``int_ops`` of which ``int_mults``
+  multiply): each instruction at the table's ``[fused]`` figure (:func:`nonmatmul_picojoules`; train prices it,
+  no CNN layer has any).
 * Leakage: (PE leakage × PEs + SRAM leakage × KiB) × the op's cycles / clock, when the table has
   leakage (it needs a clock then).
 
@@ -115,6 +118,14 @@ def op_count_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str 
     totals["vector_elements"] = np.asarray([op.vector_elements for op in ops], dtype=np.int64)
     return {"layer": [op.layer for op in ops], "op": [op.kind for op in ops], "cycles": op_cycles(ops, array, engine),
             **{name: totals[name] for name in COUNTS}}
+
+
+def nonmatmul_picojoules(ops: Sequence[TrainingOp], energies: AccessEnergies) -> float:
+    """Picojoules of ``ops``' fused non-matmul work: FP32 lane operations, exponentials, 32-bit integer multiplies
+    and the other integer instructions, each at its ``energies`` figure (pJ per instruction at every dtype)."""
+    lane = sum(op.lane_ops for op in ops) * energies.lane_pj + sum(op.exps for op in ops) * energies.exp_pj
+    mults = sum(op.int_mults for op in ops)
+    return lane + (sum(op.int_ops for op in ops) - mults) * energies.int_pj + mults * energies.int_mult_pj
 
 
 def static_power_mw(energies: AccessEnergies, array: ArrayConfig) -> float:

@@ -62,6 +62,7 @@ class EnergyTable:
     dram_pj_per_bit: float
     pe_leakage_mw: float
     sram_leakage_mw_per_kib: float
+    fused: tuple[float, ...]  # [fused] by FUSED_KEYS: a fused kernel's FP32 lane op, exp, int ops (pJ; lane ops)
 
     def sram_access_pj(self, capacity_kib: float) -> float:
         """Energy (pJ) of one ``sram_access_bits`` read of an SRAM of ``capacity_kib``: log-log
@@ -107,6 +108,10 @@ class AccessEnergies:
     dram_write_pj: float
     pe_leakage_mw: float
     sram_leakage_mw_per_kib: float
+    lane_pj: float  # a fused kernel's FP32 lane operation, exponential, 32-bit integer instruction and integer
+    exp_pj: float  # multiply: pJ each at every dtype (the table's [fused], :data:`FUSED_KEYS`)
+    int_pj: float
+    int_mult_pj: float
 
 
 OVERRIDABLE = tuple(f.name for f in fields(AccessEnergies) if f.name != "table")
@@ -131,10 +136,11 @@ def _known(section: object, keys: set[str], file: str, where: str) -> None:
             raise InputError(f"unknown key; expected one of {', '.join(sorted(keys))}", file=file, field=field)
 
 
-LAYOUT = {"": {"name", "node_nm", "source", "mac", "vector", "register", "sram", "dram", "leakage"},
+FUSED_KEYS = ("lane_pj", "exp_lane_ops", "int_pj", "int_mult_pj")  # [fused], each optional (:func:`_fused`)
+LAYOUT = {"": {"name", "node_nm", "source", "mac", "vector", "register", "sram", "dram", "leakage", "fused"},
           "register": {"pj_per_bit", "um2_per_bit", "per_pe"},
           "sram": {"access_bits", "capacity_kib", "read_pj", "write_factor", "cell_um2", "area_efficiency"},
-          "dram": {"pj_per_bit"}, "leakage": {"pe_mw", "sram_mw_per_kib"}}
+          "dram": {"pj_per_bit"}, "leakage": {"pe_mw", "sram_mw_per_kib"}, "fused": set(FUSED_KEYS)}
 
 
 def _widths(section: object, key: str, file: str) -> dict[int, float]:
@@ -217,11 +223,22 @@ def _table(data: dict, file: str) -> EnergyTable:
             dram_pj_per_bit=_number(data["dram"]["pj_per_bit"], "dram.pj_per_bit", file),
             pe_leakage_mw=_number(leakage.get("pe_mw", 0.0), "leakage.pe_mw", file),
             sram_leakage_mw_per_kib=_number(leakage.get("sram_mw_per_kib", 0.0), "leakage.sram_mw_per_kib", file),
+            fused=_fused(data.get("fused", {}), file),
         )
     except KeyError as exc:
         raise InputError("missing key", file=file, field=str(exc.args[0]), missing=True) from None
     except (TypeError, AttributeError):
         raise InputError("malformed table (see configs/energy/horowitz45.toml for the layout)", file=file) from None
+
+
+def _fused(section: dict, file: str) -> tuple[float, ...]:
+    """A table's ``[fused]`` figures by :data:`FUSED_KEYS`, each the shipped table's where it leaves one out, so
+    tables written before the section price a fused kernel's non-matmul work as the default table does."""
+    if not isinstance(section, dict):
+        raise InputError("expected a table of figures", file=file, field="fused")
+    shipped = {} if set(FUSED_KEYS) <= set(section) else \
+        parse_toml(read_text(shipped_table(DEFAULT_TABLE), "energy table"), f"{DEFAULT_TABLE}.toml")["fused"]
+    return tuple(_number(section[key] if key in section else shipped[key], f"fused.{key}", file) for key in FUSED_KEYS)
 
 
 def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
@@ -235,6 +252,7 @@ def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
         return table.sram_access_pj(kib) * bits / table.sram_access_bits
 
     reads = [sram(kb) for kb in (array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb)]
+    lane_pj, exp_lane_ops, int_pj, int_mult_pj = table.fused
     energies = AccessEnergies(
         table=table.name, mac_pj=mac_pj, vector_pj=vector_pj, register_pj=table.register_pj_per_bit * bits,
         ifmap_read_pj=reads[0], filter_read_pj=reads[1], ofmap_read_pj=reads[2],
@@ -242,6 +260,7 @@ def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
         ofmap_write_pj=reads[2] * table.sram_write_factor,
         dram_read_pj=table.dram_pj_per_bit * bits, dram_write_pj=table.dram_pj_per_bit * bits,
         pe_leakage_mw=table.pe_leakage_mw, sram_leakage_mw_per_kib=table.sram_leakage_mw_per_kib,
+        lane_pj=lane_pj, exp_pj=exp_lane_ops * lane_pj, int_pj=int_pj, int_mult_pj=int_mult_pj,  # an exp: its lane ops
     )
     return with_overrides(energies, overrides or {})
 

@@ -5,7 +5,10 @@
   and figures: :func:`device_energies`) on the ops' accesses — each op's MACs,
   register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
   (its shape, dataflow and SRAM), and the HBM words its memory-bound part reads and writes (its
-  ``vector_elements``, at the table's DRAM energy per word) — summed over every op every device runs
+  ``vector_elements``, at the table's DRAM energy per word), and a fused kernel's exponentials, FP32 lane
+  operations and integer instructions (FlashAttention's softmax and dropout mask, at the table's ``[fused]``
+  figures: :func:`~archsim.energy.model.nonmatmul_picojoules`; until 2026-12-04 none: a dropout mask added time
+  and no energy) — summed over every op every device runs
   in the iteration (the op list the iteration is timed on, its attention's included): per micro-batch the layer ops × layers, the embedding and the head, the forward
   again under full recompute, × micro-batches × TP × DP; then each device's optimizer step, its
   bytes per parameter (:mod:`archsim.training.iteration`) at the DRAM energy. The default table has no
@@ -171,7 +174,7 @@ def _piece_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_
     ``dtype``: :func:`~archsim.training.iteration.piece_works`), a layer's forward again under full
     recompute (``fp8``: the list's linear GEMMs and quantize kernels under it, the GEMMs' accesses priced at the
     array's word as the training dtype's). Cached: a search prices many configurations that share these."""
-    from archsim.energy.model import op_energy_columns
+    from archsim.energy.model import nonmatmul_picojoules, op_energy_columns
     from archsim.training.iteration import piece_works
 
     lists, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype, cp, cp_comm,
@@ -186,8 +189,8 @@ def _piece_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_
         if index in (0, 3) and recompute == "full":
             ops += list(work.forward)
         picojoules = float(op_energy_columns(ops, array, energies)["energy_pj"].sum()) if ops else 0.0
-        out.append(picojoules + sum(op.vector_elements for op in ops) * energies.dram_read_pj)  # + memory-bound
-        # ops' HBM words
+        out.append(picojoules + sum(op.vector_elements for op in ops) * energies.dram_read_pj  # + memory-bound
+                   + nonmatmul_picojoules(ops, energies))  # ops' HBM words, + fused kernels' non-matmul work
     return tuple(out)
 
 
