@@ -1,4 +1,4 @@
-"""Hugging Face's fp32 op lists (:mod:`archsim.training.hf_ops`) against the kernels PyTorch dispatches for the
+"""Hugging Face's fp32 op lists (:mod:`archsim.training.hf_ops`, :mod:`~archsim.training.hf_switch_ops`) against the kernels PyTorch dispatches for the
 modules' tensor code: GPT-2's attention (one Conv1D, ``split``, ``view().permute()``, 4-D ``matmul``), BERT's
 (three Linears, the same views; T5's is BERT's with ``transpose``), OPT's (heads made contiguous, 3-D ``bmm``,
 ``torch.max`` clamp), and the loss's shifted logits, as transformers 4.35 writes them (paraphrased below, sizes
@@ -49,6 +49,18 @@ def bert_attention(x, p, b):
     w = torch.matmul(q, k.transpose(-1, -2)) / D ** 0.5 + torch.zeros(b, 1, 1, S)
     context = torch.matmul(torch.softmax(w, dim=-1), v).permute(0, 2, 1, 3).contiguous().view(b, S, H)
     return F.linear(context, p["w_o"], p["b_o"])
+
+
+def t5_attention(x, p, b):
+    """SwitchTransformersAttention (T5's): q, k, v Linears without bias, ``view().transpose(1, 2)``, matmul, the
+    position bias added in place, softmax, matmul, ``transpose().contiguous().view()``, o."""
+    def heads(t):
+        return t.view(b, -1, A, D).transpose(1, 2)
+    q, k, v = (heads(F.linear(x, p[f"w_{n}"])) for n in "qkv")
+    scores = torch.matmul(q, k.transpose(3, 2))
+    scores += torch.zeros(1, A, S, S)
+    context = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).contiguous().view(b, -1, H)
+    return F.linear(context, p["w_o"])
 
 
 def opt_attention(x, p, b):
@@ -196,3 +208,25 @@ def test_the_shifted_logits_are_copied_only_when_the_batch_is_above_one(b):
     work = hf_head_work(config("gpt"), b)
     assert len(named(work.forward, "shift_logits")) == len(made)
     assert len(named(work.backward, "shift_logits")) == 1
+
+
+@pytest.mark.parametrize("b", [1, 3])
+def test_switchs_attention_copies_its_heads_as_bert(tmp_path, b):
+    """T5's attention (separate q, k, v Linears, the heads as views) copies as BERT's: q, kᵀ, v forward and the
+    context's gradient when b > 1, dQ and dV always, dK when b > 1; each copy T·a·d_kv elements, read and written.
+    The list's self-attention of one encoder layer, at NeuSight's switchxl4 shapes."""
+    from input_checks_common import load_config
+    from test_hf_switch import SWITCH_XL4
+
+    from archsim.training.hf_switch_ops import switch_block_work
+
+    events = profiled(t5_attention, b)
+    forward, backward = copies(events, {"aten::matmul"}), copies(events, RESHAPES)
+    c = load_config(tmp_path, SWITCH_XL4, seq=512)
+    work = switch_block_work(c, b)
+    layer = "encoder.0.self_attn."
+    listed_forward = [op for op in named(work.forward, "_matmul_copy") if op.layer.startswith(layer)]
+    listed_backward = [op for op in named(work.backward, "_grad_copy") if op.layer.startswith(layer)]
+    assert (len(listed_forward), len(listed_backward)) == (len(forward), len(backward)) == \
+        ((3, 4) if b > 1 else (0, 2))
+    assert {op.vector_elements for op in listed_forward + listed_backward} == {2 * 512 * b * c.kv_channels}
