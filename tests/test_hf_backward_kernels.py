@@ -1,5 +1,5 @@
-"""Hugging Face's fp32 op lists (:mod:`archsim.training.hf_ops`, :mod:`~archsim.training.hf_switch_ops`) against the kernels PyTorch dispatches for the
-modules' tensor code: GPT-2's attention (one Conv1D, ``split``, ``view().permute()``, 4-D ``matmul``), BERT's
+"""Hugging Face's fp32 op lists (:mod:`archsim.training.hf_ops`, :mod:`~archsim.training.hf_switch_ops`) against
+the kernels PyTorch dispatches for the modules' tensor code: GPT-2's attention (one Conv1D, ``split``, ``view().permute()``, 4-D ``matmul``), BERT's
 (three Linears, the same views; T5's is BERT's with ``transpose``), OPT's (heads made contiguous, 3-D ``bmm``,
 ``torch.max`` clamp), and the loss's shifted logits, as transformers 4.35 writes them (paraphrased below, sizes
 distinct: s 24, d 8, a 5, h 40).
