@@ -55,7 +55,9 @@ def test_an_opt_layer_runs_23_kernels_forward_with_the_shapes_flops(tmp_path):
 def test_opt_embedding_and_head(tmp_path):
     c = load_config(tmp_path, OPT_13, seq=1024)
     names = [op.layer for op in hf_embedding_work(c, 1).forward]
-    assert names == ["token_embedding", "causal_mask", "position_embedding", "position_add"]  # no dropout
+    # transformers 4.35's to_4d on the [b, 1, s, s] mask: 1 − mask, to bool, masked_fill (clone and fill), + causal
+    assert names == ["token_embedding", "mask_invert", "mask_to_bool", "mask_fill", "mask_add", "position_embedding",
+                     "position_add"]  # no dropout
     head = [op.layer for op in hf_head_work(c, 1).forward]
     assert head[:2] == ["ln_f", "lm_head"] and hf_head_work(c, 1).forward[1].gemms[0].n == 50272
 

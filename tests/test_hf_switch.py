@@ -99,13 +99,13 @@ def test_a_uniform_router_fills_each_expert_to_its_capacity_or_its_share(tmp_pat
 def test_a_block_runs_the_kernels_of_its_two_encoder_and_two_decoder_layers(tmp_path):
     c = load_config(tmp_path, SWITCH_XL4, seq=512)
     work = switch_block_work(c, 2)
-    # an attention sub-layer: RMS norm (6), q, k, v, scores, += bias, softmax, dropout, context, merge,
-    # o, dropout, residual = 18; a dense FFN: norm (6), wi, ReLU, dropout, wo, dropout, residual = 12;
-    # a sparse FFN: norm (6), jitter (2), router Linear, softmax, argmax, one-hot, cumsum, ≤, ×, argmax,
-    # bool, max (10), clone, 4 experts × (nonzero, gather, wi, ReLU, dropout, wo, index_put), × prob,
-    # dropout, residual = 50
-    attention, dense, sparse = 18, 12, 50
-    assert len(work.forward) == 2 * attention + dense + sparse + 2 * 2 * attention + dense + sparse == 232
+    # an attention sub-layer: RMS norm (6), q, k, v, matmul's copies of q, kᵀ and v (b = 2 > 1: [b, a] folded
+    # by reshape), scores, += bias, softmax, dropout, context, merge, o, dropout, residual = 21; a dense FFN:
+    # norm (6), wi, ReLU, dropout, wo, dropout, residual = 12; a sparse FFN: norm (6), jitter (2), router
+    # Linear, softmax, argmax, one-hot, cumsum, ≤, ×, argmax, bool, max (10), clone, 4 experts × (nonzero,
+    # gather, wi, ReLU, dropout, wo, index_put), × prob, dropout, residual = 50
+    attention, dense, sparse = 21, 12, 50
+    assert len(work.forward) == 2 * attention + dense + sparse + 2 * 2 * attention + dense + sparse == 250
     # the backward: two GEMMs for each forward GEMM, the weight ones kind G (scores and context: D, D)
     forward_gemms = [op for op in work.forward if op.gemms]
     backward_gemms = [op for op in work.backward if op.gemms]

@@ -19,17 +19,19 @@ RMS norm (T5LayerNorm)      pow 2X, mean X+T, +ε 2T, rsqrt 2T,             weig
                             × rsqrt 2X+T, × γ 2X+h: 6 kernels              × rsqrt's dx 2X+T, its d 3X, X+T,
                                                                            rsqrt 3T, mean X+T, pow 2X, 3X,
                                                                            x's two uses summed 3X: 11 kernels
-q, k, v heads               ``view().transpose()``: views, no kernel       none
+q, k, v heads               ``view().transpose()``: views; b > 1:          dQ, dV reshaped back 2K each; b > 1
+                            ``matmul``'s copies of q, kᵀ, v 6K              dK 2K (``hf_ops.head_copies``)
 position bias               ``scores += bias`` (in place): 3S              the bias's gradient summed over
                                                                            the stack's layers: 3S (self only)
-softmax                     the kernel model's softmax on b·a·s × s        3S
+softmax                     the kernel model's softmax on b·a·s × s        CUDA's dy ∘ y 3S, then the kernel 3S
 dropout (p 0.1)             2.25 per element (read, write, a mask byte)    2.25
-heads merged                ``transpose().contiguous()``: 2K               none (a view)
+heads merged                ``transpose().contiguous()``: 2K               b > 1: the gradient's copy 2K
 residual add                3X                                             the input's two uses summed 3X
 ReLU                        2F                                             3F
 router (sparse FFN)         jitter: uniform 1X, × 3X; Linear h → E;        jitter 3X; softmax 3·T·E; the
                             softmax, argmax, one-hot, cumsum, ≤ capacity,  max's scatter 2·T·E; the experts'
-                            mask ×, max: ~2·T·E each                        gathers, scatters (table below)
+                            mask ×, max: ~2·T·E each                        gathers, scatters (table below);
+                                                                           softmax's dy ∘ y 3·T·E first
 experts                     clone 2X; per expert: nonzero T, gather 2nh,   per expert: gather of dY 2nh, the
                             wi, ReLU, dropout, wo, ``index_put`` 2nh;       in-place put's dX copy 2X + nh, the
                             × router probability 2X+T                      gather's zeros X + nh; E + 1 uses
@@ -41,8 +43,10 @@ Assumed: a uniform router — each expert takes n = b·min(capacity, s/E) tokens
 the normed input times its router probability, then the residual), the decoder runs the same s tokens
 as the encoder (the labels shifted right), the router z-loss and load-balancing loss run once over the
 concatenated router logits of all sparse layers (ten small kernels each way on L·T·E elements). Not
-modelled: matmul's copies of transposed heads (as GPT-2's list), the sort kernels of the embedding
-backward, the host's synchronisation on ``nonzero`` (its kernels are counted, the stall is not).
+modelled: the sort kernels of the embedding backward, the host's synchronisation on ``nonzero`` (its
+kernels are counted, the stall is not). The head copies are BERT's (T5's q, k, v are separate Linears and
+``view().transpose()`` views: transformers 4.35's module profiled on the CPU as in
+tests/test_hf_backward_kernels.py).
 
 The training fit's host time per op is stated per op of Megatron's list, which has no encoder–decoder
 or experts: :func:`megatron_counterparts` counts each piece as Megatron's ops of its sub-layers.
@@ -51,7 +55,7 @@ or experts: :func:`megatron_counterparts` counts each piece as Megatron's ops of
 from __future__ import annotations
 
 from archsim.lowering import TrainingOp
-from archsim.training.hf_ops import OpCollector
+from archsim.training.hf_ops import OpCollector, head_copies
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.op_work import Work
 from archsim.workload.transformer import TransformerConfig
@@ -94,14 +98,16 @@ def _attention(o: OpCollector, c: TransformerConfig, b: int, name: str, cross: b
         o.bwd(f"{name}.qkv_grad_sum", 2 * 3 * x)
     for proj in ("q", "k", "v"):
         o.gemm(f"{name}.{proj}", tokens, h, c.kv_channels, bias=False)
+    head_copies(o, k, b, separate_k=True, prefix=f"{name}.")  # as BERT's: separate q, k, v Linears
     o.gemm(f"{name}.scores", s, d, s, b * a, weights=False, bias=False)
     o.fwd(f"{name}.position_bias", 3 * scores)
     if not cross:
         o.bwd(f"{name}.position_bias_grad_sum", 3 * scores)
-    o.fwd(f"{name}.softmax", 2 * scores, ("softmax", b * a * s, s))
-    o.bwd(f"{name}.softmax", 3 * scores, ("softmax", b * a * s, s))
+    o.softmax(f"{name}.softmax", b * a * s, s)
     o.dropout(f"{name}.attn_dropout", scores)
     o.gemm(f"{name}.context", s, s, d, b * a, weights=False, bias=False)
+    if b > 1:
+        o.bwd(f"{name}.context_grad_copy", 2 * k)
     o.fwd(f"{name}.merge_heads", 2 * k)
     o.gemm(f"{name}.o", tokens, c.kv_channels, h, bias=False)
     o.dropout(f"{name}.dropout", x)
@@ -139,8 +145,7 @@ def _sparse_ffn(o: OpCollector, c: TransformerConfig, b: int, name: str) -> None
     o.fwd(f"{name}.jitter_mul", 3 * x)
     o.bwd(f"{name}.jitter_mul", 3 * x)
     o.gemm(f"{name}.router", tokens, h, e, bias=False)
-    o.fwd(f"{name}.router_softmax", 2 * te, ("softmax", tokens, e))
-    o.bwd(f"{name}.router_softmax", 3 * te, ("softmax", tokens, e))
+    o.softmax(f"{name}.router_softmax", tokens, e)
     for step in ("argmax", "one_hot", "cumsum", "capacity_le", "capacity_mul", "argmax_mask", "mask_bool"):
         o.fwd(f"{name}.router_{step}", 2 * te)
     o.fwd(f"{name}.router_max", te + tokens)
