@@ -164,17 +164,40 @@ def _array_basis(device: Device) -> str:
     return "energy model on the ops + static power" if device.static_watts else "energy model on the ops"
 
 
-@lru_cache(maxsize=256)
-def _piece_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
-                      recompute: str, device: Device, dtype: str, implementation: str, cp: int = 1,
-                      cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None, ep: int = 1,
-                      etp: int | None = None, fp8: str | None = None) -> tuple[float, ...]:
-    """Picojoules of one micro-batch on one device of a TP group (module docstring), of one layer, the embedding
-    and the head of the op list the iteration is timed on (``implementation`` in
-    ``dtype``: :func:`~archsim.training.iteration.piece_works`), a layer's forward again under full
-    recompute (``fp8``: the list's linear GEMMs and quantize kernels under it, the GEMMs' accesses priced at the
-    array's word as the training dtype's). Cached: a search prices many configurations that share these."""
+# energy_breakdown_j's parts, in the meta's order, and the energy model's per-op columns each sums
+# (archsim.energy.model.PARTS): dram adds the memory-bound ops' HBM words and the optimizer step; nonmatmul is a
+# fused kernel's work (nonmatmul_picojoules); leakage adds an array device's static_watts × chips × seconds
+ENERGY_PARTS = ("mac", "register", "sram", "dram", "vector", "nonmatmul", "leakage")
+_COLUMNS = {"mac": ("mac_pj",), "register": ("register_pj",),
+            "sram": tuple(f"{operand}_sram_{way}_pj" for way in ("read", "write") for operand in ("ifmap", "filter", "ofmap")),
+            "dram": ("dram_read_pj", "dram_write_pj"), "vector": ("vector_pj",), "leakage": ("leakage_pj",)}
+
+
+def _ops_parts(ops, array: ArrayConfig, energies) -> tuple[float, ...]:
+    """Picojoules of ``ops`` by :data:`ENERGY_PARTS`: the energy model's per-op columns summed part by part, the
+    memory-bound ops' HBM words (their ``vector_elements``, at the DRAM read figure) under dram, their fused kernels'
+    non-matmul work under nonmatmul."""
     from archsim.energy.model import nonmatmul_picojoules, op_energy_columns
+
+    columns = op_energy_columns(ops, array, energies) if ops else {}
+    part = {name: sum(float(columns[column].sum()) for column in names) if ops else 0.0
+            for name, names in _COLUMNS.items()}
+    part["dram"] += sum(op.vector_elements for op in ops) * energies.dram_read_pj
+    part["nonmatmul"] = nonmatmul_picojoules(ops, energies)
+    return tuple(part[name] for name in ENERGY_PARTS)
+
+
+@lru_cache(maxsize=256)
+def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_parallel: bool, attention: str,
+                 recompute: str, device: Device, dtype: str, implementation: str, cp: int = 1,
+                 cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None, ep: int = 1,
+                 etp: int | None = None, fp8: str | None = None) -> tuple[tuple[float, ...], ...]:
+    """Picojoules by :data:`ENERGY_PARTS` (:func:`_ops_parts`) of one micro-batch on one device of a TP group
+    (module docstring), of one layer, the embedding and the head of the op list the iteration is timed on
+    (``implementation`` in ``dtype``: :func:`~archsim.training.iteration.piece_works`), a layer's forward again
+    under full recompute (``fp8``: the list's linear GEMMs and quantize kernels under it, the GEMMs' accesses
+    priced at the array's word as the training dtype's). Cached: a search prices many configurations that share
+    these."""
     from archsim.training.iteration import piece_works
 
     lists, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype, cp, cp_comm,
@@ -188,9 +211,7 @@ def _piece_picojoules(c: TransformerConfig, micro_batch: int, tp: int, sequence_
         ops = [*work.forward, *work.backward]
         if index in (0, 3) and recompute == "full":
             ops += list(work.forward)
-        picojoules = float(op_energy_columns(ops, array, energies)["energy_pj"].sum()) if ops else 0.0
-        out.append(picojoules + sum(op.vector_elements for op in ops) * energies.dram_read_pj  # + memory-bound
-                   + nonmatmul_picojoules(ops, energies))  # ops' HBM words, + fused kernels' non-matmul work
+        out.append(_ops_parts(ops, array, energies))
     return tuple(out)
 
 
@@ -203,32 +224,38 @@ def _rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[tuple[i
     return layers, int(ranks is None or rank_of[0] in ranks), int(ranks is None or rank_of[-1] in ranks)
 
 
-def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
-                           implementation: str = "megatron", parameters: float = 0.0, ranks=None) -> float:
-    """Joules of one iteration on array devices (module docstring); ``parameters``: the parameters
-    those devices hold together (each device's optimizer step reads and writes its own); ``ranks``: the pipeline
-    ranks on ``device`` (default every rank: the whole model). Each layer is its kind's
-    (:mod:`~archsim.workload.layer_kinds`)."""
+def array_iteration_parts(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
+                          implementation: str = "megatron", parameters: float = 0.0, ranks=None) -> tuple[float, ...]:
+    """Joules of one iteration on array devices by :data:`ENERGY_PARTS` (module docstring; the optimizer step under
+    dram); ``parameters``: the parameters those devices hold together (each device's optimizer step reads and writes
+    its own); ``ranks``: the pipeline ranks on ``device`` (default every rank: the whole model). Each layer is its
+    kind's (:mod:`~archsim.workload.layer_kinds`)."""
     from archsim.training.iteration import optimizer_step_bytes
 
     layers, embeddings, heads = _rank_pieces(c, par, ranks)
 
-    def picojoules(config: TransformerConfig) -> tuple[float, ...]:
-        return _piece_picojoules(config, par.micro_batch, par.tp, par.sequence_parallel, par.attention, par.recompute,
-                                 device, dtype, implementation, par.cp, par.cp_comm, par.cp_hierarchy, par.ep,
-                                 par.etp, par.fp8)
+    def parts(config: TransformerConfig) -> tuple[tuple[float, ...], ...]:
+        return _piece_parts(config, par.micro_batch, par.tp, par.sequence_parallel, par.attention, par.recompute,
+                            device, dtype, implementation, par.cp, par.cp_comm, par.cp_hierarchy, par.ep,
+                            par.etp, par.fp8)
 
-    per_microbatch = 0.0
-    for config, count in zip(kind_configs(c).values(), layers, strict=True):
-        per_microbatch += picojoules(config)[0] * count
-    own = picojoules(c)
-    head = own[2] if not c.mtp_layers else \
-        own[2] + c.mtp_layers * (picojoules(mtp_config(c))[0] + own[1] + own[2] + own[3])  # its MTP modules (mtp.py)
-    for piece, count in zip((own[1], head), (embeddings, heads), strict=True):
-        per_microbatch += piece * count
+    own = parts(c)
+    pieces = [(parts(config)[0], count) for config, count in zip(kind_configs(c).values(), layers, strict=True)]
+    pieces += [(own[1], embeddings), (own[2], heads)]
+    if c.mtp_layers:  # the head's MTP modules (mtp.py): each a layer, the embedding, the head and the projection
+        pieces += [(piece, c.mtp_layers * heads) for piece in (parts(mtp_config(c))[0], own[1], own[2], own[3])]
+    per_microbatch = [sum(piece[i] * count for piece, count in pieces) for i in range(len(ENERGY_PARTS))]
     array = device_array(device, dtype)
     optimizer = parameters * optimizer_step_bytes(dtype) / array.element_bytes * device_energies(device, array).dram_read_pj
-    return (per_microbatch * par.microbatches * par.tp * par.cp * par.dp + optimizer) * 1e-12
+    scale = par.microbatches * par.tp * par.cp * par.dp
+    return tuple((picojoules * scale + (optimizer if name == "dram" else 0.0)) * 1e-12
+                 for name, picojoules in zip(ENERGY_PARTS, per_microbatch, strict=True))
+
+
+def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
+                           implementation: str = "megatron", parameters: float = 0.0, ranks=None) -> float:
+    """Joules of one iteration on array devices: the sum of :func:`array_iteration_parts` (the same arguments)."""
+    return sum(array_iteration_parts(c, par, device, dtype, implementation, parameters, ranks))
 
 
 def static_joules(device: Device, gpus: int, seconds: float) -> float:
@@ -268,14 +295,15 @@ def mixed_basis_note(cluster, counts) -> str | None:
 
 
 def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
-                     implementation: str = "megatron", memory=()) -> dict[str, float | str | None]:
+                     implementation: str = "megatron", memory=()) -> dict[str, float | str | dict[str, float] | None]:
     """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``, laid out
     as ``par`` (each pipeline rank on GPUs of one type): the sum over the devices used of each one's own (module
     docstring); ``memory``: each pipeline rank's :class:`~archsim.training.memory.StageMemory` (its parameters
     per device, for the optimizer step). ``archsim train`` and ``archsim search`` both price energy here.
     ``energy_source``: the one source, or each device's (``NAME: source``, joined by ``;``) where they differ. On
     array devices alone, one stating static power, ``energy_dynamic_j`` and ``energy_static_j`` are the two parts
-    of ``energy_j`` (J); elsewhere absent."""
+    of ``energy_j`` (J); elsewhere absent. On array devices alone, ``energy_breakdown_j``: ``energy_j`` by
+    :data:`ENERGY_PARTS` (J; their sum); absent where a GPU is priced at board power (no parts of it are known)."""
     kinds = cluster.rank_gpus(par)
     if kinds is None:
         raise InputError(LAYOUT_ERRORS["stage-mixes-gpu-types"], field="tp")
@@ -283,14 +311,17 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
     for rank, device in enumerate(kinds):
         ranks.setdefault(device, []).append(rank)
     dynamic = static = 0.0
+    parts = [0.0] * len(ENERGY_PARTS)
     sources: dict[str, list[str]] = {}  # source → the devices priced by it
     for device, own in ranks.items():
         if device.gemm != "arrays":
             continue
         held = sum(memory[r].parameters for r in own if r < len(memory))
-        dynamic += array_iteration_joules(c, par, device, cluster.dtype, implementation,
-                                          held * par.tp * par.replicas / par.optimizer_shards,  # each 1/DP
-                                          None if len(own) == par.pp else own)
+        joules = array_iteration_parts(c, par, device, cluster.dtype, implementation,
+                                       held * par.tp * par.replicas / par.optimizer_shards,  # each 1/DP
+                                       None if len(own) == par.pp else own)
+        parts = [total + part for total, part in zip(parts, joules, strict=True)]
+        dynamic += sum(joules)
         static += static_joules(device, len(own) * par.tp * par.replicas, seconds)
         sources.setdefault(_source(device) + (STATIC_SOURCE if device.static_watts else ""), []).append(device.name)
     boards = [device.name for device in ranks if device.gemm != "arrays"]
@@ -303,10 +334,13 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
         sources[BOARD_SOURCE] = boards
     source = next(iter(sources)) if len(sources) == 1 else "; ".join(
         f"{', '.join(names)}: {way}" for way, names in sources.items())
-    if boards or not any(device.static_watts for device in ranks if device.gemm == "arrays"):
+    if boards:
         return {"energy_j": dynamic + static + board, "energy_source": source}
+    breakdown = dict(zip(ENERGY_PARTS, parts, strict=True)) | {"leakage": parts[-1] + static}
+    if not any(device.static_watts for device in ranks):
+        return {"energy_j": dynamic + static, "energy_source": source, "energy_breakdown_j": breakdown}
     return {"energy_j": dynamic + static, "energy_source": source, "energy_dynamic_j": dynamic,
-            "energy_static_j": static}
+            "energy_static_j": static, "energy_breakdown_j": breakdown}
 
 
 def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
@@ -319,9 +353,10 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
     energy = iteration_energy(c, par, cluster, result.iteration_seconds, implementation, memory=result.memory)
     return replace(result, energy_j=cast("float | None", energy["energy_j"]), energy_source=str(energy["energy_source"]),
                    energy_static_j=cast("float | None", energy.get("energy_static_j")),
-                   energy_dynamic_j=cast("float | None", energy.get("energy_dynamic_j")))
+                   energy_dynamic_j=cast("float | None", energy.get("energy_dynamic_j")),
+                   energy_breakdown_j=cast("dict[str, float] | None", energy.get("energy_breakdown_j")))
 
 
-__all__ = ["BOARD_SOURCE", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_devices",
-           "array_iteration_joules", "board_watts", "device_array", "device_energies", "device_file_array", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
+__all__ = ["BOARD_SOURCE", "ENERGY_PARTS", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_devices",
+           "array_iteration_joules", "array_iteration_parts", "board_watts", "device_array", "device_energies", "device_file_array", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
            "priced", "static_joules", "unpriced_static_note"]

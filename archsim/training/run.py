@@ -43,7 +43,7 @@ class TrainResult:
     :func:`archsim.training.energy.priced` (``archsim train`` and ``archsim.train``; None and "" on
     :func:`train`'s own result, which has no cluster to price it on); ``energy_static_j`` / ``energy_dynamic_j``: the
     parts of ``energy_j`` an array device's stated static power adds and the energy model's (None where it
-    states none)."""
+    states none); ``energy_breakdown_j``: ``energy_j`` by part (J) on array devices alone, else None."""
 
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
@@ -59,6 +59,7 @@ class TrainResult:
     energy_source: str = ""
     energy_static_j: float | None = None
     energy_dynamic_j: float | None = None
+    energy_breakdown_j: dict[str, float] | None = None  # energy_j by part on array devices (training/energy.py)
     parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the resolved grad_accumulation
     capacities: tuple[float, ...] = ()  # bytes of memory of each pipeline rank's GPU
     finishing_rank: int = 0  # the pipeline rank whose breakdown, rows and forward/backward seconds these are

@@ -1,0 +1,82 @@
+"""``archsim train``'s ``energy_breakdown_j`` on array devices: ``energy_j`` by part (mac, register, sram, dram,
+vector, nonmatmul, leakage). The references are independent of the breakdown's own code: ``energy_j`` itself
+(the parts must sum to it), and the energy model's linearity in every per-event figure (``archsim/energy/model.py``):
+a device file whose ``[energy]`` section zeroes a part's figures lowers ``energy_j`` by exactly that part, each
+run's total found by the code that priced it before the breakdown existed. Static power: the hand formula
+``static_watts`` × chips × seconds. Every test here failed before the key existed (no ``energy_breakdown_j``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_docs import ROOT
+from test_robustness import write
+
+from archsim.cli import main
+
+MODEL = str(ROOT / "configs" / "transformers" / "gpt2.json")
+DEVICE_TEXT = (ROOT / "configs" / "devices" / "tpu_v4_like.toml").read_text(encoding="utf-8")
+PARTS = ["mac", "register", "sram", "dram", "vector", "nonmatmul", "leakage"]
+SRAM = ("ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj", "filter_write_pj", "ofmap_write_pj")
+DRAM = ("dram_read_pj", "dram_write_pj")
+CHIPS = 4
+
+
+def cluster(tmp_path: Path, name: str, energy: tuple[str, ...] = (), device: str = "") -> Path:
+    """A one-server cluster of :data:`CHIPS` tpu_v4_like chips whose ``[energy]`` section zeroes the figures
+    ``energy`` (none: the default table), with ``device`` added under ``[device]``; the cluster file's path."""
+    text = DEVICE_TEXT.replace("[device]\n", f"[device]\n{device}", 1)
+    if energy:
+        text += "\n[energy]\n" + "".join(f"{key} = 0\n" for key in energy)
+    write(tmp_path / f"{name}.toml", text)
+    return write(tmp_path / f"{name}_cluster.toml", f'[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = {CHIPS}\n'
+                                                     f'intra_server_gbps = 4800\ndevice = "{name}.toml"\n')
+
+
+def meta(capsys, cluster_file: Path | str, *extra: str) -> dict:
+    argv = ["train", MODEL, "--cluster", str(cluster_file), "--dp", "4", "--global-batch", "4", "--format", "json", *extra]
+    capsys.readouterr()
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)["meta"]
+
+
+def test_the_parts_sum_to_energy_j_in_a_fixed_order(tmp_path, capsys):
+    got = meta(capsys, cluster(tmp_path, "plain"))
+    parts = got["energy_breakdown_j"]
+    assert list(parts) == PARTS
+    assert all(value >= 0 for value in parts.values())
+    assert sum(parts.values()) == pytest.approx(got["energy_j"], rel=1e-12)
+    assert parts["mac"] > 0 and parts["sram"] > 0 and parts["dram"] > 0 and parts["leakage"] == 0  # default table
+    keys = list(got)
+    assert keys.index("energy_j") < keys.index("energy_breakdown_j") < keys.index("energy_source")
+
+
+@pytest.mark.parametrize(("part", "figures"), [("sram", SRAM), ("dram", DRAM), ("mac", ("mac_pj",))])
+def test_zeroing_a_parts_figures_lowers_energy_j_by_that_part(tmp_path, capsys, part, figures):
+    """The energy model is linear in every figure: the run whose device file zeroes the part's figures costs
+    exactly the part less (the same ops, the same seconds), and its own breakdown shows that part at 0."""
+    base = meta(capsys, cluster(tmp_path, "base"))
+    zeroed = meta(capsys, cluster(tmp_path, "zeroed", figures))
+    assert zeroed["iteration_seconds"] == base["iteration_seconds"]
+    assert base["energy_j"] - zeroed["energy_j"] == pytest.approx(base["energy_breakdown_j"][part], rel=1e-9)
+    assert zeroed["energy_breakdown_j"][part] == 0
+    others = [name for name in PARTS if name != part]
+    assert [zeroed["energy_breakdown_j"][n] for n in others] == pytest.approx(
+        [base["energy_breakdown_j"][n] for n in others], rel=1e-12)
+
+
+def test_static_power_is_the_leakage_part_by_hand(tmp_path, capsys):
+    """25 W on each of 4 chips for the iteration's seconds, as energy_static_j states it."""
+    got = meta(capsys, cluster(tmp_path, "leaky", device="static_watts = 25\n"))
+    parts = got["energy_breakdown_j"]
+    assert parts["leakage"] == pytest.approx(25 * CHIPS * got["iteration_seconds"], rel=1e-12)
+    assert sum(parts.values()) == pytest.approx(got["energy_j"], rel=1e-12)
+    assert sum(v for k, v in parts.items() if k != "leakage") == pytest.approx(got["energy_dynamic_j"], rel=1e-12)
+
+
+def test_a_catalog_gpu_has_no_breakdown(capsys):
+    """Board power × time has no parts: the key is absent."""
+    got = meta(capsys, ROOT / "configs" / "clusters" / "a100_node.toml")
+    assert got["energy_j"] > 0 and "energy_breakdown_j" not in got
