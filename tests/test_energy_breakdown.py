@@ -80,3 +80,29 @@ def test_a_catalog_gpu_has_no_breakdown(capsys):
     """Board power × time has no parts: the key is absent."""
     got = meta(capsys, ROOT / "configs" / "clusters" / "a100_node.toml")
     assert got["energy_j"] > 0 and "energy_breakdown_j" not in got
+
+
+def table_lines(capsys, cluster_file: Path | str) -> list[str]:
+    argv = ["train", MODEL, "--cluster", str(cluster_file), "--dp", "4", "--global-batch", "4"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_the_table_ends_with_each_parts_share_of_the_json_breakdown(tmp_path, capsys):
+    """The line under the table: the JSON's energy_j and every nonzero part as a percentage of it (2 significant
+    figures), largest first, worked out here from the JSON meta."""
+    path = cluster(tmp_path, "shares")
+    got = meta(capsys, path)
+    line = table_lines(capsys, path)[-1]
+    head, shares = line.split(" — ")
+    assert head == f"energy: {got['energy_j']:.4g} J"
+    named = [item.rsplit(" ", 1) for item in shares.split(", ")]
+    expected = sorted(((v / got["energy_j"], k) for k, v in got["energy_breakdown_j"].items() if v), reverse=True)
+    assert [name for name, _ in named] == [name for _, name in expected]
+    for (_, percent), (share, _) in zip(named, expected, strict=True):
+        assert float(percent.rstrip("%")) == pytest.approx(100 * share, rel=0.05)
+
+
+def test_a_catalog_gpus_table_has_no_energy_line(capsys):
+    assert not any(line.startswith("energy:") for line in table_lines(capsys, ROOT / "configs" / "clusters" / "a100_node.toml"))

@@ -188,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_layout import parse_stage_layers
-    from archsim.training.train_json import table_parameters, text_meta, train_document
+    from archsim.training.train_json import energy_line, table_parameters, text_meta, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.model_files import config_dtype_note, load_transformer
@@ -257,7 +257,9 @@ def run(args: argparse.Namespace) -> int:
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
-    emit(render(frame, args.format, meta=meta, precision=args.precision), args)
+    text = render(frame, args.format, meta=meta, precision=args.precision)
+    energy = energy_line(document["meta"]) if args.format == "table" else None  # JSON has the parts, csv its rows
+    emit(text + (f"{energy}\n" if energy else ""), args)
     write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
                            unit="seconds",
                            caption=iteration_caption(result.iteration_seconds, result.timeline, par, result.post),

@@ -99,6 +99,17 @@ def static_split(result) -> dict[str, float]:
     return {"energy_dynamic_j": result.energy_dynamic_j, "energy_static_j": result.energy_static_j}
 
 
+def energy_line(meta: dict) -> str | None:
+    """The line under ``archsim train``'s table saying where an array device's joules go: ``energy_j`` and each
+    nonzero part of ``energy_breakdown_j`` as its share, the largest first (``energy: 1616 J — mac 46%, dram 31%,
+    …``); None where the meta has no breakdown (catalog GPUs, priced at board power × time)."""
+    parts = meta.get("energy_breakdown_j")
+    if not parts or not meta["energy_j"]:
+        return None
+    shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
+    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {100 * share:.2g}%" for share, name in shares)
+
+
 def parameters_line(count: int) -> str:
     """The table's one line of a parameter count: billions (millions under 10⁹) to 3 significant
     figures, then the exact count ("8.03 B (8,030,261,248)", "124 M (124,439,808)")."""
