@@ -236,9 +236,10 @@ def _fused(section: dict, file: str) -> tuple[float, ...]:
     tables written before the section price a fused kernel's non-matmul work as the default table does."""
     if not isinstance(section, dict):
         raise InputError("expected a table of figures", file=file, field="fused")
-    shipped = {} if set(FUSED_KEYS) <= set(section) else \
-        parse_toml(read_text(shipped_table(DEFAULT_TABLE), "energy table"), f"{DEFAULT_TABLE}.toml")["fused"]
-    return tuple(_number(section[key] if key in section else shipped[key], f"fused.{key}", file) for key in FUSED_KEYS)
+    if set(FUSED_KEYS) <= set(section):
+        return tuple(_number(section[key], f"fused.{key}", file) for key in FUSED_KEYS)
+    shipped = dict(zip(FUSED_KEYS, load_table(DEFAULT_TABLE).fused, strict=True))  # the shipped table states all
+    return tuple(_number(section[key], f"fused.{key}", file) if key in section else shipped[key] for key in FUSED_KEYS)
 
 
 def access_energies(array: ArrayConfig, table: EnergyTable | None = None,

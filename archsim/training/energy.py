@@ -168,9 +168,21 @@ def _array_basis(device: Device) -> str:
 # (archsim.energy.model.PARTS): dram adds the memory-bound ops' HBM words and the optimizer step; nonmatmul is a
 # fused kernel's work (nonmatmul_picojoules); leakage adds an array device's static_watts × chips × seconds
 ENERGY_PARTS = ("mac", "register", "sram", "dram", "vector", "nonmatmul", "leakage")
-_COLUMNS = {"mac": ("mac_pj",), "register": ("register_pj",),
-            "sram": tuple(f"{operand}_sram_{way}_pj" for way in ("read", "write") for operand in ("ifmap", "filter", "ofmap")),
-            "dram": ("dram_read_pj", "dram_write_pj"), "vector": ("vector_pj",), "leakage": ("leakage_pj",)}
+@lru_cache(maxsize=1)
+def _grouped_columns() -> dict[str, tuple[str, ...]]:
+    """The energy model's per-op columns (:data:`archsim.energy.model.ENERGY_COLUMNS`, less their total) by part:
+    a column's part is its name's first word (``mac_pj``, ``ifmap_sram_read_pj`` → ``sram``, …), so a column the
+    model gains is counted in a part, or refused here, never dropped."""
+    from archsim.energy.model import ENERGY_COLUMNS
+
+    groups: dict[str, tuple[str, ...]] = {}
+    for column in ENERGY_COLUMNS:
+        if column != "energy_pj":
+            part = next((p for p in ENERGY_PARTS if p in column.split("_")), None)
+            assert part is not None, f"energy column {column} belongs to no part of ENERGY_PARTS"
+            groups[part] = (*groups.get(part, ()), column)
+    return groups
+
 
 
 def _ops_parts(ops, array: ArrayConfig, energies) -> tuple[float, ...]:
@@ -181,7 +193,7 @@ def _ops_parts(ops, array: ArrayConfig, energies) -> tuple[float, ...]:
 
     columns = op_energy_columns(ops, array, energies) if ops else {}
     part = {name: sum(float(columns[column].sum()) for column in names) if ops else 0.0
-            for name, names in _COLUMNS.items()}
+            for name, names in _grouped_columns().items()}
     part["dram"] += sum(op.vector_elements for op in ops) * energies.dram_read_pj
     part["nonmatmul"] = nonmatmul_picojoules(ops, energies)
     return tuple(part[name] for name in ENERGY_PARTS)
