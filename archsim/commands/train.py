@@ -188,7 +188,13 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
     from archsim.training.run import train
     from archsim.training.stage_layout import parse_stage_layers
-    from archsim.training.train_json import energy_line, table_parameters, text_meta, train_document
+    from archsim.training.train_json import (
+        energy_line,
+        table_host_note,
+        table_parameters,
+        text_meta,
+        train_document,
+    )
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.model_files import config_dtype_note, load_transformer
@@ -247,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = text_meta(meta, result.breakdown, show)
         if args.format == "table":  # csv keeps the exact integer
-            meta = table_parameters(meta)
+            meta = table_host_note(table_parameters(meta))
     warning = rank_memory_warning(result, machines)
     if warning:
         warn(warning)

@@ -190,21 +190,24 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
              for colls in (work.forward_collectives, work.backward_collectives)]
     ep_f, ep_b = float(coll_f[on_ep[0]].sum()), float(coll_b[on_ep[1]].sum())
     tp_f, tp_b = float(coll_f.sum()) - ep_f, float(coll_b.sum()) - ep_b
-    # a pass takes max(GPU time, host issue time); the host-bound excess is charged to its compute
-    forward = float(seconds[:nf].sum())
-    forward = max(forward, host * fitted_f - tp_f - ep_f)
+    # a pass takes max(GPU time, host issue time); the host-bound excess is charged to its compute, and kept
+    gpu_forward = float(seconds[:nf].sum())
+    forward = max(gpu_forward, host * fitted_f - tp_f - ep_f)
     weight = sum(t for op, t in back if op.kind == "G")
-    delta = sum(t for _, t in back) - weight
-    delta = max(delta, host * fitted_b - tp_b - ep_b - weight)
+    gpu_delta = sum(t for _, t in back) - weight
+    delta = max(gpu_delta, host * fitted_b - tp_b - ep_b - weight)
     if recompute == "full":
-        redo = forward + tp_f + ep_f
+        redo, host_redo = forward + tp_f + ep_f, forward - gpu_forward
     elif recompute == "selective":
-        core = [t for op, t in zip(work.forward, seconds[:nf]) if op.layer in ATTENTION_CORE]
-        redo = max(float(sum(core)), host * len(core) * fitted_f / max(issued_f, 1))
+        core = float(sum(t for op, t in zip(work.forward, seconds[:nf]) if op.layer in ATTENTION_CORE))
+        cores = sum(op.layer in ATTENTION_CORE for op in work.forward)
+        redo = max(core, host * cores * fitted_f / max(issued_f, 1))
+        host_redo = redo - core
     else:
-        redo = 0.0
+        redo = host_redo = 0.0
     gemms = (*(op.gemms for op in ops), *((),) * (len(rows) - len(ops)))  # the collectives' rows run none
     return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b, gemms=gemms,
+                     host_forward=forward - gpu_forward, host_backward=delta - gpu_delta, host_recompute=host_redo,
                      slowed=tuple(float(t) for t in slowed))
 
 

@@ -100,7 +100,7 @@ def summed(parts: list[PieceCost]) -> PieceCost:
     """One piece running ``parts`` one after the other: each figure summed, their rows in order."""
     first = parts[0]
     fields = ("forward", "backward_input", "backward_weight", "recompute", "tp_forward", "tp_backward", "cp_forward",
-              "cp_backward", "ep_forward", "ep_backward")
+              "cp_backward", "ep_forward", "ep_backward", "host_forward", "host_backward", "host_recompute")
     gemms = () if not all(p.gemms for p in parts) else tuple(g for p in parts for g in p.gemms)
     return replace(first, **{name: sum(getattr(p, name) for p in parts) for name in fields},
                    ops=tuple(row for p in parts for row in p.ops), gemms=gemms)

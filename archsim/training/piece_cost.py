@@ -16,7 +16,10 @@ class PieceCost:
     TP collectives in the forward and the backward (the EP all-to-alls apart, ``ep_*``); ``ops``: (name, kind, seconds) rows, each op's GPU
     time (before the host-issue floor) and each TP collective's, kind F/D/G (ops) or F/B (collectives); ``gemms``: the
     GEMMs each of those rows runs, as the op list costs them on one GPU (a collective's row none), one entry per row of
-    ``ops`` (empty: not known, e.g. a piece built by hand), which train's op rows state (:mod:`archsim.training.op_rows`)."""
+    ``ops`` (empty: not known, e.g. a piece built by hand), which train's op rows state (:mod:`archsim.training.op_rows`).
+    ``host_forward``, ``host_backward``, ``host_recompute``: the seconds of ``forward``, ``backward_input`` and
+    ``recompute`` that are the host's issue time beyond the GPU's work (0 where the pass is GPU-bound): already in those
+    figures, kept apart so that the output can say how much of its compute rests on the host floor."""
 
     forward: float
     backward_input: float
@@ -30,7 +33,15 @@ class PieceCost:
     ep_forward: float = 0.0  # a mixture of experts' all-to-alls over its EP group (moe_ops.py), out of tp_*
     ep_backward: float = 0.0
     gemms: tuple[tuple[Gemm, ...], ...] = ()
+    host_forward: float = 0.0  # of forward: the host floor's excess over its ops' GPU seconds (iteration.piece_cost)
+    host_backward: float = 0.0  # of backward_input
+    host_recompute: float = 0.0  # of recompute
     slowed: tuple[float, ...] = ()  # the first len(slowed) rows' (its ops') seconds beside a collective (comm_sms.py)
+
+    @property
+    def host_bound(self) -> float:
+        """Seconds of this piece's compute (forward, δ, weight gradients) that are host issue time beyond the GPU's."""
+        return self.host_forward + self.host_backward
 
     def share(self, kinds: str, prefix: str | tuple[str, ...] = "") -> float:
         """The speed of this piece's ops of ``kinds`` (F, D, G), those named ``prefix``… if given, beside an

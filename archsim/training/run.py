@@ -63,6 +63,9 @@ class TrainResult:
     parallelism: Parallelism | None = None  # what ran: a planned split's stage_layers, the resolved grad_accumulation
     capacities: tuple[float, ...] = ()  # bytes of memory of each pipeline rank's GPU
     finishing_rank: int = 0  # the pipeline rank whose breakdown, rows and forward/backward seconds these are
+    # seconds of that rank's compute and recompute that are the host's issue time beyond the GPU's work (0: no pass
+    # host-bound): a part of the breakdown's compute and recompute, not a category of its own (_breakdown)
+    host_bound_seconds: float = 0.0
     # archsim train --format json's document, set by archsim.train (train_json.train_document): what
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
@@ -178,14 +181,15 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     mine = [j for j in range(order.stages) if rank_of[j] == slowest]
     forward = par.microbatches * sum(times.forward[j] for j in mine)
     backward = par.microbatches * sum(times.backward_input[j] + times.backward_weight[j] for j in mine)
-    return TrainResult(float(max(finish)), tuple(mem),
-                       _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
-                                  post[slowest], hidden[slowest]),
+    breakdown, host_bound = _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
+                                       post[slowest], hidden[slowest])
+    return TrainResult(float(max(finish)), tuple(mem), breakdown,
                        _op_rows(pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters, slowest)
                        + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
-                       capacities=tuple(float(m.capacity) for m in machines), finishing_rank=slowest)
+                       capacities=tuple(float(m.capacity) for m in machines), finishing_rank=slowest,
+                       host_bound_seconds=host_bound)
 
 
 def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
@@ -198,7 +202,7 @@ def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
     return [tuple(float(ends[r] - last[j]) for j in range(order.stages) if rank_of[j] == r) for r in range(len(ends))]
 
 
-def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) -> dict[str, float]:
+def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) -> tuple[dict[str, float], float]:
     """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, CP's
     exchange and the EP all-to-alls (each only where that axis is > 1), the
     unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`), fp8's amax
@@ -207,13 +211,15 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
     distributed optimizer's reduce-scatter and all-gather), FSDP's exposed collectives (with ``par.fsdp``),
     embedding all-reduce, optimizer. ``hidden``: the EP all-to-all seconds the rank's paired steps hide
     (:func:`~archsim.training.moe_overlap.paired_hidden`, already off its actions in the timeline), off its EP
-    time, so that the categories add up to the timeline's makespan."""
+    time, so that the categories add up to the timeline's makespan. Beside it, the seconds of compute and recompute
+    that are host issue time beyond the GPU's work (:class:`~archsim.training.piece_cost.PieceCost`'s ``host_*``),
+    summed as they are."""
     m = par.microbatches
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
     emb, head = pieces["embedding"], pieces["head"]
-    compute = recompute = tp = cp = ep = accumulate = scaling = 0.0
+    compute = recompute = tp = cp = ep = accumulate = scaling = host = 0.0
     kinds = stage_kinds(c, counts)
     for j in stages:
         accumulate += per_microbatch_seconds(c, par, machine, counts[j], j == 0, j == chunks - 1,
@@ -223,6 +229,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
             layer = pieces[kind]
             compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
             recompute += layers * layer.recompute
+            host += layers * (layer.host_bound + layer.host_recompute)
             tp += layers * (layer.tp_forward + layer.tp_backward)
             cp += layers * (layer.cp_forward + layer.cp_backward)
             ep += layers * (layer.ep_forward + layer.ep_backward)
@@ -230,10 +237,11 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
             if on:  # the head's MTP modules (mtp.py) recompute and run all-to-alls as the layers do
                 compute += piece.forward + piece.backward_input + piece.backward_weight
                 recompute += piece.recompute
+                host += piece.host_bound + piece.host_recompute
                 tp += piece.tp_forward + piece.tp_backward
                 ep += piece.ep_forward + piece.ep_backward
     compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
-    scaling *= m
+    scaling, host = scaling * m, host * m
     ep -= hidden
     span = float(run.timeline.makespan)
     wait = span - compute - recompute - tp - cp - ep - accumulate - scaling
@@ -246,7 +254,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
             # optimizer's reduce-scatter and all-gather, or the all-reduce
             **({"fsdp_exposed_communication": post["fsdp_exposed_communication"]} if par.fsdp else {}),
             "embedding_allreduce": post["embedding_allreduce"],
-            "optimizer": post["optimizer"], **({"fp8_weight_cast": post["fp8_weight_cast"]} if par.fp8 else {})}
+            "optimizer": post["optimizer"], **({"fp8_weight_cast": post["fp8_weight_cast"]} if par.fp8 else {})}, host
 
 
 def _op_rows(pieces: dict[str, PieceCost]) -> list[dict]:

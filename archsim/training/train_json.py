@@ -57,6 +57,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "dtype": laid.cluster.dtype, **fp8_meta(par, machines, rates["mfu"]), "implementation": implementation,
             "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
+            "host_bound_seconds": result.host_bound_seconds,  # of the breakdown's compute and recompute (run.py)
+            "host_seconds_per_op": machines[result.finishing_rank].efficiency.host_s,
             "energy_j": result.energy_j, **static_split(result),
             **({"energy_breakdown_j": dict(result.energy_breakdown_j)} if result.energy_breakdown_j else {}),
             "energy_source": result.energy_source,
@@ -108,6 +110,30 @@ def energy_line(meta: dict) -> str | None:
         return None
     shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
     return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {100 * share:.2g}%" for share, name in shares)
+
+
+HOST_NOTE_SHARE = 0.1  # the table says what the host floor sets above this share of the iteration
+
+
+def table_host_note(meta: dict) -> dict:
+    """``meta`` with a ``host_bound`` line after ``host_seconds_per_op`` when more than :data:`HOST_NOTE_SHARE` of
+    the iteration is the host issuing ops beyond the GPU's work (``0.882 s of 2.47 s is …``), as the table prints it:
+    that part rests on a per-op host time fitted on other machines, and a larger micro-batch shortens it (more
+    work per op), CUDA graphs too (one launch for many ops, which archsim does not model); unchanged otherwise."""
+    from archsim.training.fitted import A100_KERNELS
+
+    host, total, per_op = meta["host_bound_seconds"], meta["iteration_seconds"], meta["host_seconds_per_op"]
+    if not host > HOST_NOTE_SHARE * total:
+        return meta
+    source = "vTrain's A100 fit" if per_op == A100_KERNELS.host_s else "the device file's host_s"
+    line = (f"{host:.3g} s of {total:.3g} s is the host issuing ops ({per_op * 1e6:.3g} µs per op, {source}) beyond "
+            "the GPU's work: a faster host CPU, a larger micro-batch or CUDA graphs shorten it")
+    out: dict = {}
+    for key, value in meta.items():
+        out[key] = value
+        if key == "host_seconds_per_op":
+            out["host_bound"] = line
+    return out
 
 
 def parameters_line(count: int) -> str:
