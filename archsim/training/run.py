@@ -43,7 +43,9 @@ class TrainResult:
     :func:`archsim.training.energy.priced` (``archsim train`` and ``archsim.train``; None and "" on
     :func:`train`'s own result, which has no cluster to price it on); ``energy_static_j`` / ``energy_dynamic_j``: the
     parts of ``energy_j`` an array device's stated static power adds and the energy model's (None where it
-    states none); ``energy_breakdown_j``: ``energy_j`` by part (J) on array devices alone, else None."""
+    states none); ``energy_breakdown_j``: ``energy_j`` by part (J) on array devices alone, else None;
+    ``host_bound_seconds``: the seconds of ``breakdown``'s compute and recompute that are the host issuing ops beyond
+    the GPU's work (0 when no pass is host-bound)."""
 
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
