@@ -78,7 +78,8 @@ def row_check(base: TransformerConfig, cluster: GpuCluster,
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
                  tick: Callable[[], None] = lambda: None, file: str | Path | CsvText | None = None,
                  warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
-    """Each row's predicted iteration (seconds), peak memory per GPU and its fullest rank's GPU's memory (GiB,
+    """Each row's predicted iteration (seconds) and the part of it that is the host issuing ops
+    (``host_bound_seconds``, as ``archsim train``'s meta), peak memory per GPU and its fullest rank's GPU's memory (GiB,
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
     :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
@@ -131,7 +132,9 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   **({"fsdp_reshard": p.fsdp_reshard} if any(r.par.fsdp_reshard != "after-forward" for r in rows) else {}),
                   **({"fsdp_grad_sync": p.fsdp_grad_sync} if any(r.par.fsdp_grad_sync != "micro-batch" for r in rows)
                      else {}),
-                  "predicted_seconds": result.iteration_seconds, "peak_memory_gib": result.peak_memory_gib,
+                  "predicted_seconds": result.iteration_seconds,
+                  "host_bound_seconds": result.host_bound_seconds,  # train's: of its compute, the host issuing ops
+                  "peak_memory_gib": result.peak_memory_gib,
                   "memory_capacity_gib": result.memory_capacity_gib,
                   **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),
                   "measured_seconds": row.measured_seconds,

@@ -1,0 +1,68 @@
+"""``host_bound_seconds`` in ``train --runs`` and ``--sweep`` rows.
+
+A runs row and a sweep point are predicted by other code than one ``train`` iteration (runs_predict.py and sweep.py
+call the iteration model themselves, train_json.py builds the one run's meta): each row's figure must be the one
+``archsim train --format json`` prints for the same configuration.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from test_docs import ROOT
+from test_host_bound import run_cli, train_json
+
+MEDIUM = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
+A100_NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")
+# (tp, pp, dp, micro_batch, global_batch, recompute): TP 2 at micro-batch 1, whose passes are short enough that the
+# host's issue time sets them; a two-stage pipeline; TP 1 at micro-batch 8, the GPU's work over the host's
+LAYOUTS = [(2, 1, 4, 1, 32, "full"), (1, 2, 2, 1, 4, "selective"), (1, 1, 2, 8, 16, "none")]
+
+
+def one_run(tp, pp, dp, micro_batch, global_batch, recompute) -> dict:
+    return train_json([MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--tp", str(tp), "--pp", str(pp),
+                       "--dp", str(dp), "--micro-batch", str(micro_batch), "--global-batch", str(global_batch),
+                       "--recompute", recompute])["meta"]
+
+
+@pytest.fixture(scope="module")
+def singles() -> list[dict]:
+    return [one_run(*layout) for layout in LAYOUTS]
+
+
+def test_the_singles_include_a_host_bound_run_and_a_gpu_bound_one(singles):
+    """The check below is not vacuous: one layout is over train's 10% mark, one has a host-bound part under it."""
+    shares = [meta["host_bound_seconds"] / meta["iteration_seconds"] for meta in singles]
+    assert shares[0] > 0.1 and 0 < min(shares) < 0.1
+
+
+def test_runs_rows_carry_the_single_runs_host_bound_seconds(tmp_path, singles):
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n"
+                    + "".join(",".join(map(str, layout)) + "\n" for layout in LAYOUTS), encoding="utf-8")
+    args = ["train", MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--runs", str(runs)]
+    rows = json.loads(run_cli([*args, "--format", "json"]))["rows"]
+    table = list(csv.DictReader(io.StringIO(run_cli([*args, "--format", "csv"]))))
+    for row, line, meta in zip(rows, table, singles, strict=True):
+        assert row["predicted_seconds"] == meta["iteration_seconds"]
+        assert row["host_bound_seconds"] == meta["host_bound_seconds"]
+        assert float(line["host_bound_seconds"]) == pytest.approx(meta["host_bound_seconds"], rel=1e-12)
+
+
+def test_sweep_points_carry_the_single_runs_host_bound_seconds(singles):
+    """TP 1 and 2 at micro-batch 1 (the first layout and its TP 1 twin), one sweep against one run each."""
+    args = ["train", MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--dp", "4", "--micro-batch", "1",
+            "--global-batch", "32", "--recompute", "full", "--sweep", "tp=1,2", "--format", "json"]
+    points = json.loads(run_cli(args))["rows"]
+    assert [p["tp"] for p in points] == [1, 2]
+    assert points[1]["host_bound_seconds"] == singles[0]["host_bound_seconds"]
+    assert points[0]["host_bound_seconds"] == one_run(1, 1, 4, 1, 32, "full")["host_bound_seconds"]
+
+
+def test_a_sweep_point_that_cannot_run_has_no_host_bound_figure():
+    args = ["train", MEDIUM, "--cluster", A100_NODE, "--global-batch", "8", "--sweep", "tp=2,3", "--format", "json"]
+    points = json.loads(run_cli(args))["rows"]
+    assert points[1]["error"] and points[1]["host_bound_seconds"] is None and points[0]["host_bound_seconds"] >= 0
