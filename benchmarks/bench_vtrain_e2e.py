@@ -5,7 +5,9 @@
                                                      # the NVLink constants (2/4/8-GPU tables), print them
 
 Reports the mean absolute percentage error (MAPE) on the held-out runs (the 12-, 20- and 24-layer
-models: nothing was fitted on them), on the fit runs and on all, labelled; per parallelism; the
+models: nothing was fitted on them), on the fit runs and on all, labelled; the held-out MAPE of the host-bound
+runs (``host_bound_seconds`` over 10% of the prediction: they rest on the fitted host time per op) and of the
+others (:func:`host_split`); per parallelism; the
 worst 5% with their breakdown; where the time goes; how far the closed form used for fitting is from
 the event simulator. Writes reports/vtrain_e2e.html (predicted vs measured, coloured by parallelism)
 and benchmarks/results/vtrain_e2e.json.
@@ -15,7 +17,8 @@ and benchmarks/results/vtrain_e2e.json.
 checks the same model, unchanged, on any measured CSV of that format — e.g. the one-GPU runs of
 ``benchmarks/gpu_train_measure.py`` on a Hopper GPU, with their ``recompute`` and ``peak_memory_gib``
 columns — on a cluster whose GPU is the one that ran them: per run predicted vs measured iteration time
-and peak memory and their errors; MAPE overall, per recompute and per model. Nothing is fitted on these
+and peak memory and their errors; MAPE overall, per recompute, per model and of the host-bound runs vs the
+others (:func:`host_bound`). Nothing is fitted on these
 runs. Writes benchmarks/results/gpu_train_<gpu-slug>.md and .csv (``--markdown`` / ``--csv`` elsewhere).
 
     python benchmarks/bench_vtrain_e2e.py --measured RUNS.csv --cluster … --efficiency-probe PROBE.csv
@@ -112,7 +115,8 @@ def main(argv=None) -> int:
         return 0
     cluster = single_node()
     rows = [{"run": p.run, "predicted_ms": p.milliseconds, "breakdown": p.breakdown, "peak_memory_gib": p.peak_memory_gib,
-             "closed_ms": closed_form(p.run, cluster.machine(p.run.parallelism())) * 1e3}
+             "closed_ms": closed_form(p.run, cluster.machine(p.run.parallelism())) * 1e3,
+             "host_bound_ms": p.host_bound_seconds * 1e3, "error": p.error}
             for p in predict(runs, cluster)]
     measured = np.array([r["run"].milliseconds for r in rows])
     predicted = np.array([r["predicted_ms"] for r in rows])
@@ -126,7 +130,8 @@ def main(argv=None) -> int:
                                                                    / predicted - 1))),
                "efficiency": str(fitted.A100_KERNELS),
                "largest_peak_memory_gib": float(max(r["peak_memory_gib"] for r in rows)),
-               "runs_not_fitting_80gb": int(sum(r["peak_memory_gib"] > 80 for r in rows))}
+               "runs_not_fitting_80gb": int(sum(r["peak_memory_gib"] > 80 for r in rows)),
+               "held_out_host_split": host_split([r for r, h in zip(rows, held) if h])}
     print(json.dumps(summary, indent=1))
     groups = sorted({group(r["run"]) for r in rows})
     per_group = {g: float(ape[held & np.array([group(r["run"]) == g for r in rows])].mean()) for g in groups}
@@ -275,7 +280,8 @@ def measured_row(p: Prediction) -> dict:
     return {"hidden": r.hidden, "layers": r.layers, "heads": r.heads, "seq": r.seq, "global_batch": r.global_batch,
             "micro_batch": r.micro_batch, "recompute": r.recompute, "measured_ms": r.milliseconds,
             "predicted_ms": p.milliseconds, "error": p.error, "measured_gib": r.peak_memory_gib,
-            "predicted_gib": p.peak_memory_gib, "memory_error": p.memory_error}
+            "predicted_gib": p.peak_memory_gib, "memory_error": p.memory_error,
+            "host_bound_ms": p.host_bound_seconds * 1e3}  # not a PER_RUN column: the summary's split reads it
 
 
 def _cell(value) -> str:
@@ -290,6 +296,28 @@ def _mape(rows: list[dict], key: str) -> str:
     return f"{np.mean(errors):.1%} (signed {signed:+.1%}, max {max(errors):.1%}, {len(errors)} runs)"
 
 
+def host_bound(row: dict) -> bool:
+    """The prediction rests on the host floor: its ``host_bound_ms`` (archsim train's ``host_bound_seconds``, in
+    ms) is over :data:`~archsim.training.train_json.HOST_NOTE_SHARE` of ``predicted_ms``, where ``train``'s
+    table says so; the host time per op is a constant fitted on vTrain's A100 servers, so the error of such a row
+    says as much about that constant as about the GPU model."""
+    from archsim.training.train_json import HOST_NOTE_SHARE
+
+    return row["host_bound_ms"] > HOST_NOTE_SHARE * row["predicted_ms"]
+
+
+def host_split(rows: list[dict], key: str = "error") -> dict[str, dict]:
+    """``{"host_bound": …, "gpu_bound": …}``, each ``{"runs": n, "mape": …, "signed_mean": …}`` of the rows'
+    ``key`` (a signed error, predicted / measured − 1) on the rows :func:`host_bound` picks and on the others;
+    MAPE and signed mean None where a side has no row."""
+    out = {}
+    for name, side in (("host_bound", True), ("gpu_bound", False)):
+        errors = [r[key] for r in rows if host_bound(r) == side and r[key] is not None]
+        out[name] = {"runs": len(errors), "mape": float(np.mean(np.abs(errors))) if errors else None,
+                     "signed_mean": float(np.mean(errors)) if errors else None}
+    return out
+
+
 def _shown(path: str) -> str:
     """A path as the repository sees it (no machine's absolute paths in committed files)."""
     resolved = Path(path).resolve()
@@ -300,6 +328,8 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
                       fit=None, probe_path: str | None = None, implementation: str = "megatron") -> str:
     """The summary: MAPE of time and memory overall, per recompute and per model, then every run; with a
     probe ``fit``, the time MAPE with its constants beside the A100-scaled one."""
+    from archsim.training.train_json import HOST_NOTE_SHARE
+
     csv_path, cluster_path = _shown(csv_path), _shown(cluster_path)
     probe = fit is not None
     lines = [f"# archsim train vs measured one-GPU iterations: {gpu_name}", "",
@@ -339,6 +369,13 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
         lines.append(line(f"recompute {recompute}", [r for r in rows if r["recompute"] == recompute]))
     for shape in sorted({(r["hidden"], r["layers"]) for r in rows}):
         lines.append(line(f"h{shape[0]} L{shape[1]}", [r for r in rows if (r["hidden"], r["layers"]) == shape]))
+    lines.append(line(f"host-bound (host_bound_seconds > {HOST_NOTE_SHARE:.0%} of predicted)",
+                      [r for r in rows if host_bound(r)]))
+    lines.append(line("GPU-bound (the others)", [r for r in rows if not host_bound(r)]))
+    lines += ["", ("Host-bound: archsim's `host_bound_seconds` (the host issuing ops beyond the GPU's work, at the "
+                   "A100-fitted host time per op) over "
+                   f"{HOST_NOTE_SHARE:.0%} of the predicted iteration, as `archsim train`'s table notes it"
+                   + ("; the probe-fitted column's errors on the same runs." if probe else "."))]
     extra = (" probe error |", " --- |") if probe else ("", "")
     lines += ["", ("| model | recompute | B | b | measured ms | predicted ms | error | measured GiB | predicted GiB | "
                    f"memory error |{extra[0]}"), f"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |{extra[1]}"]

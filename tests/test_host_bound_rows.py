@@ -1,8 +1,9 @@
-"""``host_bound_seconds`` in ``train --runs`` and ``--sweep`` rows.
+"""``host_bound_seconds`` in ``train --runs`` and ``--sweep`` rows, and the benchmark's error split by it.
 
 A runs row and a sweep point are predicted by other code than one ``train`` iteration (runs_predict.py and sweep.py
 call the iteration model themselves, train_json.py builds the one run's meta): each row's figure must be the one
-``archsim train --format json`` prints for the same configuration.
+``archsim train --format json`` prints for the same configuration. The split (benchmarks/bench_vtrain_e2e.py) is
+checked on a hand-made table whose MAPEs are worked out by hand below.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import io
 import json
 
 import pytest
+from benchmark_scripts import load_benchmark
 from test_docs import ROOT
 from test_host_bound import run_cli, train_json
 
@@ -66,3 +68,40 @@ def test_a_sweep_point_that_cannot_run_has_no_host_bound_figure():
     args = ["train", MEDIUM, "--cluster", A100_NODE, "--global-batch", "8", "--sweep", "tp=2,3", "--format", "json"]
     points = json.loads(run_cli(args))["rows"]
     assert points[1]["error"] and points[1]["host_bound_seconds"] is None and points[0]["host_bound_seconds"] >= 0
+
+
+def hand_row(predicted_ms: float, host_bound_ms: float, error: float) -> dict:
+    return {"hidden": 1024, "layers": 24, "heads": 16, "seq": 1024, "global_batch": 16, "micro_batch": 1,
+            "recompute": "full", "measured_ms": predicted_ms / (1 + error), "predicted_ms": predicted_ms,
+            "error": error, "measured_gib": 10.0, "predicted_gib": 10.0, "memory_error": 0.0,
+            "host_bound_ms": host_bound_ms}
+
+
+# host-bound: 20 of 100 ms (+10%) and 6 of 50 ms (−20%); GPU-bound: exactly 10 of 100 ms, not over the mark
+# (−30%), and none (+5%). By hand: host-bound MAPE (0.10 + 0.20) / 2 = 15%, signed (0.10 − 0.20) / 2 = −5%;
+# GPU-bound MAPE (0.30 + 0.05) / 2 = 17.5%, signed (−0.30 + 0.05) / 2 = −12.5%
+HAND = [hand_row(100.0, 20.0, 0.10), hand_row(100.0, 10.0, -0.30), hand_row(50.0, 6.0, -0.20),
+        hand_row(200.0, 0.0, 0.05)]
+
+
+def test_the_split_of_a_hand_made_table():
+    split = load_benchmark("bench_vtrain_e2e").host_split(HAND)
+    assert split["host_bound"]["runs"] == 2 and split["gpu_bound"]["runs"] == 2
+    assert split["host_bound"]["mape"] == pytest.approx(0.15) and split["host_bound"]["signed_mean"] == pytest.approx(-0.05)
+    assert split["gpu_bound"]["mape"] == pytest.approx(0.175)
+    assert split["gpu_bound"]["signed_mean"] == pytest.approx(-0.125)
+
+
+def test_a_side_without_runs_has_no_mape():
+    split = load_benchmark("bench_vtrain_e2e").host_split([HAND[1], HAND[3]])
+    assert split["host_bound"] == {"runs": 0, "mape": None, "signed_mean": None}
+    assert split["gpu_bound"]["runs"] == 2
+
+
+def test_the_summary_states_the_split():
+    bench = load_benchmark("bench_vtrain_e2e")
+    text = bench.measured_markdown(HAND, {}, "NVIDIA H200", str(ROOT / "configs" / "clusters" / "h200_1gpu.toml"),
+                                   str(ROOT / "benchmarks" / "results" / "gpu_train_measured_h200.csv"))
+    assert ("| host-bound (host_bound_seconds > 10% of predicted) | 15.0% (signed -5.0%, max 20.0%, 2 runs) |"
+            in text)
+    assert "| GPU-bound (the others) | 17.5% (signed -12.5%, max 30.0%, 2 runs) |" in text

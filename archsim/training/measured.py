@@ -183,12 +183,14 @@ def read_measured(path: str | Path) -> list[MeasuredRun]:
 
 @dataclass(frozen=True)
 class Prediction:
-    """archsim train's iteration time (ms), peak memory per GPU (GiB) and breakdown (s) for one run."""
+    """archsim train's iteration time (ms), peak memory per GPU (GiB), breakdown (s) and the seconds of its compute
+    that are the host issuing ops (``host_bound_seconds``, :class:`~archsim.training.run.TrainResult`'s) for one run."""
 
     run: MeasuredRun
     milliseconds: float
     peak_memory_gib: float
     breakdown: dict[str, float]
+    host_bound_seconds: float = 0.0
 
     @property
     def error(self) -> float:
@@ -218,7 +220,8 @@ def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuClust
         if efficiency is not None:
             machine = replace(machine, efficiency=efficiency)
         result = train(run.config(), par, machine)
-        out.append(Prediction(run, result.iteration_seconds * 1e3, result.peak_memory_gib, result.breakdown))
+        out.append(Prediction(run, result.iteration_seconds * 1e3, result.peak_memory_gib, result.breakdown,
+                              result.host_bound_seconds))
     return out
 
 
