@@ -1,0 +1,64 @@
+"""A training-systems engineer's first runs: a Llama-2-13B-like TOML written from docs/formats.md on two servers
+of H100s. The throughput figures are checked against a hand count (Narayanan et al. 2021's and Korthikanti et al.
+2022's FLOP counts, PaLM's 6·N + 12·l·s·h per token), and the library's runs job against the command's flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import archsim
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")  # 2 × 8 H100 SXM5
+L, H, HEADS, V, FFN, SEQ = 40, 5120, 40, 32000, 13824, 4096  # Llama 2 13B (Touvron et al. 2023; its config.json)
+
+
+def _llama2_13b(tmp_path: Path) -> str:
+    path = tmp_path / "llama2_13b.toml"
+    path.write_text(f'[transformer]\nfamily = "llama"\nname = "llama2-13b-like"\nlayers = {L}\nhidden = {H}\n'
+                    f"heads = {HEADS}\nvocab = {V}\nseq = {SEQ}\nffn = {FFN}\n")
+    return str(path)
+
+
+def test_parameters_are_llama2_13bs_by_hand(tmp_path):
+    """Per layer q, k, v, o (4·h²), gate, up, down (3·h·ffn) and two RMS norms (2·h); a final norm; an untied
+    token table and LM head (2·V·h): 13,015,864,320, the count of meta-llama/Llama-2-13b-hf's weights."""
+    result, _ = archsim.train(_llama2_13b(tmp_path), cluster=CLUSTER, tp=8, pp=2, global_batch=2, dtype="bf16")
+    hand = L * (4 * H * H + 3 * H * FFN + 2 * H) + H + 2 * V * H
+    assert hand == 13_015_864_320
+    assert result.to_dict()["meta"]["parameters"] == hand
+
+
+@pytest.mark.parametrize("recompute", ["full", "none"])
+def test_tflops_mfu_and_tokens_per_second_match_a_hand_count(tmp_path, recompute):
+    """Model FLOPs per token: 6 per weight of every GEMM (the layers' and the LM head's; the token table is a
+    lookup) plus attention's QKᵀ and AV over the whole s × s square, 12·l·s·h (Narayanan et al. 2021; PaLM's
+    MFU). Hardware FLOPs (Korthikanti et al. 2022) add what runs again: under full recompute each layer's forward,
+    2·l·(4h² + 3h·ffn) + 4·l·s·h (not the LM head's), and with FlashAttention-2 its backward's second QKᵀ, 2·l·s·h.
+    The norms' few weights (6·(2l + 1)·h FLOPs a token, 3·10⁻⁵ of the total) are inside the tolerance."""
+    gpus, batch = 16, 64
+    result, th = archsim.train(_llama2_13b(tmp_path), cluster=CLUSTER, tp=4, pp=2, dp=2, global_batch=batch,
+                               recompute=recompute, dtype="bf16")
+    seconds, tokens = result.iteration_seconds, batch * SEQ
+    layer_gemms = L * (4 * H * H + 3 * H * FFN)
+    model = 6 * (layer_gemms + V * H) + 12 * L * SEQ * H
+    rerun = (2 * layer_gemms + 4 * L * SEQ * H if recompute == "full" else 0) + 2 * L * SEQ * H
+    assert th.tokens_per_second == pytest.approx(tokens / seconds, rel=1e-12)
+    assert th.tflops_per_gpu == pytest.approx(model * tokens / seconds / gpus / 1e12, rel=1e-4)
+    assert th.hardware_tflops_per_gpu == pytest.approx((model + rerun) * tokens / seconds / gpus / 1e12, rel=1e-4)
+    peak = 132 * 1.83e9 * 4096  # H100 SXM5: 132 SMs × 1,830 MHz boost × 4,096 dense bf16 FLOP/clock/SM = 989.4 T
+    assert th.mfu == pytest.approx(model * tokens / seconds / gpus / peak, rel=1e-3)
+    assert 0 < th.mfu < 1
+
+
+def test_ep_on_a_dense_model_names_every_model_type_whose_experts_are_read(tmp_path, capsys):
+    """The refusal named mixtral, qwen2_moe and qwen3_moe only; DeepSeek-V2/V3's experts are read too
+    (docs/formats.md, since 2026-12-04)."""
+    assert main(["train", _llama2_13b(tmp_path), "--cluster", CLUSTER, "--dp", "2", "--global-batch", "2",
+                 "--ep", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "is dense" in err and all(kind in err for kind in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2",
+                                                               "deepseek_v3"))
