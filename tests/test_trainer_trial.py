@@ -54,6 +54,23 @@ def test_tflops_mfu_and_tokens_per_second_match_a_hand_count(tmp_path, recompute
     assert 0 < th.mfu < 1
 
 
+def _runs_file(tmp_path: Path) -> str:
+    path = tmp_path / "runs.csv"
+    path.write_text("tp,pp,dp,micro_batch,global_batch\n8,2,1,1,4\n4,2,2,1,4\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("flag", [["--gantt", "g.html"], ["--chrome-trace", "t.json"], ["--schedule-csv", "s.csv"],
+                                  ["--sweep", "tp=4,8"]])
+def test_a_timeline_output_beside_runs_is_not_told_to_become_a_column(tmp_path, capsys, flag):
+    """`--runs … --gantt g.html` was told "each row of the runs file sets its own parallelism …; give them as its
+    columns": a runs file has no gantt column. The line now says --runs draws no timeline and how to get one."""
+    code = main(["train", _llama2_13b(tmp_path), "--cluster", CLUSTER, "--runs", _runs_file(tmp_path), *flag])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and flag[0] in err
+    assert "as its columns" not in err and "without --runs" in err
+
+
 def test_ep_on_a_dense_model_names_every_model_type_whose_experts_are_read(tmp_path, capsys):
     """The refusal named mixtral, qwen2_moe and qwen3_moe only; DeepSeek-V2/V3's experts are read too
     (docs/formats.md, since 2026-12-04)."""
