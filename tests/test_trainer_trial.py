@@ -4,12 +4,17 @@ of H100s. The throughput figures are checked against a hand count (Narayanan et 
 
 from __future__ import annotations
 
+import json
+import warnings
 from pathlib import Path
 
 import pytest
+from test_api_parity import CLI_ONLY, keywords
 
 import archsim
 from archsim.cli import main
+from archsim.commands.train_many import RUNS_APART, RUNS_SET_PER_ROW
+from archsim.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")  # 2 × 8 H100 SXM5
@@ -58,6 +63,40 @@ def _runs_file(tmp_path: Path) -> str:
     path = tmp_path / "runs.csv"
     path.write_text("tp,pp,dp,micro_batch,global_batch\n8,2,1,1,4\n4,2,2,1,4\n")
     return str(path)
+
+
+def test_every_flag_train_runs_reads_beside_runs_is_a_keyword_of_train_runs():
+    """`archsim train --runs` ran every row with --mtp-layers, --overlap-moe-expert-parallel-comm and
+    --moe-shared-expert-overlap, which archsim.train_runs did not take (docs/api.md: the flags as keywords)."""
+    import inspect
+
+    elsewhere = {dest for _, dest in (*RUNS_SET_PER_ROW, *RUNS_APART)} | set(CLI_ONLY) | {
+        "runs", "implementation"}  # --implementation pytorch-eager is refused beside --runs
+    read = [name for name in keywords("train") if name not in elsewhere]
+    accepted = set(inspect.signature(archsim.train_runs).parameters)
+    assert "mtp_layers" in read and [name for name in read if name not in accepted] == []
+
+
+def test_train_runs_mtp_layers_prices_as_the_commands_flag(tmp_path, capsys):
+    model, runs = _llama2_13b(tmp_path), _runs_file(tmp_path)
+    assert main(["train", model, "--cluster", CLUSTER, "--runs", runs, "--dtype", "bf16", "--mtp-layers", "1",
+                 "--format", "json"]) == 0
+    cli = [row["predicted_seconds"] for row in json.loads(capsys.readouterr().out)["rows"]]
+    with_mtp = archsim.train_runs(model, runs=runs, cluster=CLUSTER, dtype="bf16", mtp_layers=1)
+    without = archsim.train_runs(model, runs=runs, cluster=CLUSTER, dtype="bf16")
+    assert [row["predicted_seconds"] for row in with_mtp] == cli
+    # one more layer, its 2h → h projection and a second LM head on the last stage: slower
+    assert all(a["predicted_seconds"] > b["predicted_seconds"] for a, b in zip(with_mtp, without))
+
+
+def test_train_runs_overlap_flag_is_checked_on_each_row_as_the_command_does(tmp_path, capsys):
+    model, runs = _llama2_13b(tmp_path), _runs_file(tmp_path)
+    assert main(["train", model, "--cluster", CLUSTER, "--runs", runs, "--overlap-moe-expert-parallel-comm"]) == 2
+    assert "line 2" in capsys.readouterr().err
+    with warnings.catch_warnings(), pytest.raises(InputError, match="needs EP > 1") as caught:
+        warnings.simplefilter("ignore")
+        archsim.train_runs(model, runs=runs, cluster=CLUSTER, overlap_moe_expert_parallel_comm=True)
+    assert caught.value.where.line == 2
 
 
 @pytest.mark.parametrize("flag", [["--gantt", "g.html"], ["--chrome-trace", "t.json"], ["--schedule-csv", "s.csv"],
