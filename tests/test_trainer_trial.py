@@ -118,3 +118,39 @@ def test_ep_on_a_dense_model_names_every_model_type_whose_experts_are_read(tmp_p
     err = capsys.readouterr().err
     assert "is dense" in err and all(kind in err for kind in ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2",
                                                                "deepseek_v3"))
+
+
+@pytest.mark.parametrize("command, flag, told", [
+    ("search", ["--runs", "runs.csv"], "--runs is archsim train's"), ("search", ["--sweep", "tp=1,2"], "archsim train's"),
+    ("train", ["--top", "3"], "--top is archsim search's"), ("train", ["--pareto-html", "p.html"], "archsim search's")])
+def test_another_jobs_flag_says_whose_it_is(tmp_path, capsys, command, flag, told):
+    """`archsim search … --runs runs.csv` was told "did you mean '--chunks'?", `train --top 3` nothing: each is
+    another job's flag, which the line now names, as `search --tp` is told (docs/search.md)."""
+    code = main([command, _llama2_13b(tmp_path), "--cluster", CLUSTER, "--global-batch", "8", *flag])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and told in err and "did you mean" not in err
+
+
+@pytest.mark.parametrize("job, keyword, told", [
+    ("search", "runs", "archsim.train_runs(model, runs=…, cluster=…)"), ("train", "runs", "archsim.train_runs("),
+    ("train", "sweep", "archsim.training.sweep.sweep"), ("train", "top", "top is archsim.search's"),
+    ("train", "format", "to_dict() is the --format json document")])
+def test_a_keyword_of_another_job_or_of_the_commands_output_says_what_to_call(tmp_path, job, keyword, told):
+    """`archsim.search(runs=…)` was told "did you mean 'chunks'?", `archsim.train(runs=…)` only that the keyword is
+    unknown: the line now names the function that does it."""
+    with pytest.raises(InputError) as caught:
+        getattr(archsim, job)(_llama2_13b(tmp_path), cluster=CLUSTER, global_batch=8, **{keyword: "x"})
+    assert caught.value.where.field == keyword and told in caught.value.message
+    assert "did you mean" not in caught.value.message
+
+
+def test_the_gantt_keywords_advice_writes_the_page(tmp_path):
+    """`archsim.train(gantt=…)` names archsim.report.gantt.write_gantt(result.timeline, PATH): that call works."""
+    from archsim.report.gantt import write_gantt
+
+    model = _llama2_13b(tmp_path)
+    with pytest.raises(InputError, match=r"archsim\.report\.gantt\.write_gantt\(result\.timeline, PATH\)"):
+        archsim.train(model, cluster=CLUSTER, tp=8, pp=2, global_batch=4, gantt=str(tmp_path / "g.html"))
+    result, _ = archsim.train(model, cluster=CLUSTER, tp=8, pp=2, global_batch=4)
+    page = write_gantt(result.timeline, tmp_path / "g.html")
+    assert "plotly" in page.read_text(encoding="utf-8")
