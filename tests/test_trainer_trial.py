@@ -154,3 +154,22 @@ def test_the_gantt_keywords_advice_writes_the_page(tmp_path):
     result, _ = archsim.train(model, cluster=CLUSTER, tp=8, pp=2, global_batch=4)
     page = write_gantt(result.timeline, tmp_path / "g.html")
     assert "plotly" in page.read_text(encoding="utf-8")
+
+
+VTRAIN_HEADER = ("# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
+                 "data parallelism,pipeline parallelism,iteration time (ms)")
+
+
+@pytest.mark.parametrize("row, field, said", [
+    ("8,64,x,1024,16,24,1024,2,2,2,100", "micro batch", "got 'x'"),
+    ("8,64,4,1024,16,24,1024,2,2,2,-100", "iteration time (ms)", "got '-100'"),
+    ("8,64,4,1024,16,24,1024,3,2,2,100", "# gpus", "8 GPUs ≠ TP × DP × PP = 3 × 2 × 2 = 12")])
+def test_a_bad_row_of_vtrains_layout_names_its_column(tmp_path, capsys, row, field, said):
+    """docs/formats.md: a runs file's bad row is named by line and column. In vTrain's layout the line alone was
+    named (`line 2: GPUs ≠ TP × DP × PP`, no figures), where the archsim layout names the column too."""
+    runs = tmp_path / "vtrain.csv"
+    runs.write_text(f"{VTRAIN_HEADER}\n{row}\n")
+    assert main(["train", "gpt_1024h_24l", "--cluster", str(ROOT / "configs" / "clusters" / "a100_node.toml"),
+                 "--runs", str(runs)]) == 2
+    err = capsys.readouterr().err
+    assert f"line 2, field '{field}'" in err and said in err
