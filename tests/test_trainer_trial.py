@@ -173,3 +173,14 @@ def test_a_bad_row_of_vtrains_layout_names_its_column(tmp_path, capsys, row, fie
                  "--runs", str(runs)]) == 2
     err = capsys.readouterr().err
     assert f"line 2, field '{field}'" in err and said in err
+
+
+def test_search_with_a_timeline_and_no_configuration_says_why_there_is_none(tmp_path, capsys):
+    """`search --gpus 3 --gantt g.html` (no TP × PP × DP of 3 GPUs divides a 40-head, 40-layer model's work at batch
+    512) was refused as "no configuration fits", none having been costed, and without the note's advice: the line
+    now says why, as the search without --gantt notes it."""
+    code = main(["search", _llama2_13b(tmp_path), "--cluster", CLUSTER, "--global-batch", "512", "--gpus", "3",
+                 "--gantt", str(tmp_path / "g.html")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "field 'gantt'" in err and "no split of them" in err
+    assert "--gpus 2 or --gpus 4" in err and not (tmp_path / "g.html").exists()
