@@ -202,3 +202,21 @@ def test_mfu_above_one_under_fp8_is_what_the_docs_say(tmp_path):
     row = next(line for line in (ROOT / "docs" / "formats.md").read_text(encoding="utf-8").splitlines()
                if line.startswith("| `mfu` |"))
     assert "above 1 possible with `--fp8`" in row
+
+
+def test_a_sweep_over_cp_and_cp_comm_prices_each_point_as_train_does(tmp_path, capsys):
+    """--cp is train's flag and a runs file's column but was no --sweep axis (`--sweep cp=1,2`: "expected KEY=V1,V2,…
+    with KEY one of …"); a long-context plan compares CP degrees and their exchanges. Each point against `archsim train`
+    run alone with its flags, and tokens/s against global batch × sequence over the point's own time."""
+    model, batch = _llama2_13b(tmp_path), 8
+    common = ["--cluster", CLUSTER, "--tp", "4", "--pp", "2", "--global-batch", str(batch), "--dtype", "bf16",
+              "--recompute", "none"]
+    assert main(["train", model, *common, "--sweep", "cp=1,2", "--sweep", "cp_comm=p2p,a2a", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["cp"], r["cp_comm"], r["gpus"]) for r in rows] == [(1, "p2p", 8), (1, "a2a", 8), (2, "p2p", 16),
+                                                                  (2, "a2a", 16)]
+    for row in rows[2:]:
+        assert main(["train", model, *common, "--cp", "2", "--cp-comm", row["cp_comm"], "--format", "json"]) == 0
+        alone = json.loads(capsys.readouterr().out)["meta"]
+        assert row["iteration_seconds"] == alone["iteration_seconds"] and row["peak_memory_gib"] == alone["peak_memory_gib"]
+        assert row["tokens_per_second"] == pytest.approx(batch * SEQ / row["iteration_seconds"], rel=1e-12)

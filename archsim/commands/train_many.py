@@ -42,7 +42,8 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
             **({"fsdp": True} if args.fsdp else {}),
             **({"fsdp_reshard": args.fsdp_reshard} if args.fsdp_reshard != "after-forward" else {}),
             **({"fsdp_grad_sync": args.fsdp_grad_sync} if args.fsdp_grad_sync != "micro-batch" else {}),
-            **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {}),
+            **({"cp": args.cp} if args.cp > 1 else {}),  # --cp-comm's also for a swept cp (until 2026-12-05 no axis)
+            **({"cp_comm": args.cp_comm} if args.cp > 1 or args.cp_comm != "p2p" else {}),
             **({"cp_hierarchy": cp_hierarchy(args)} if args.cp_hierarchy else {}),
             **({"ep": args.ep} if args.ep > 1 else {}), **({"etp": args.etp} if args.etp is not None else {}),
             **({"fp8": args.fp8} if args.fp8 else {}), **({"fp8_param_gather": True} if args.fp8_param_gather else {})}

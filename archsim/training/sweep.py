@@ -11,6 +11,7 @@ from dataclasses import asdict, fields
 
 from archsim.choices.training import (
     ATTENTIONS,
+    CP_COMMS,
     DP_OVERLAPS,
     FP8_RECIPES,
     FSDP_GRAD_SYNCS,
@@ -62,7 +63,7 @@ AXES: dict[str, Callable[[str], object]] = {
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
     "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
     "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS),
-    "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio}
+    "cp": _count, "cp_comm": _one_of(CP_COMMS), "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio}
 MODEL_AXES = ("moe_load_imbalance",)  # axes that set the model's training (TransformerConfig), not Parallelism
 
 
