@@ -220,3 +220,14 @@ def test_a_sweep_over_cp_and_cp_comm_prices_each_point_as_train_does(tmp_path, c
         alone = json.loads(capsys.readouterr().out)["meta"]
         assert row["iteration_seconds"] == alone["iteration_seconds"] and row["peak_memory_gib"] == alone["peak_memory_gib"]
         assert row["tokens_per_second"] == pytest.approx(batch * SEQ / row["iteration_seconds"], rel=1e-12)
+
+
+@pytest.mark.parametrize("row, field", [("4,2,1,1,4,\"full\"", "recompute"), ("'8',2,1,1,4,full", "tp")])
+def test_a_quoted_cell_of_a_runs_row_is_told_it_is_quoted(tmp_path, capsys, row, field):
+    """A spreadsheet exported with its text cells quoted: the row's `"full"` was refused as none of none, selective,
+    full (did you mean 'full'?), the quotes unnamed; the header's quotes had their own line (docs/formats.md)."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"tp,pp,dp,micro_batch,global_batch,recompute\n{row}\n")
+    assert main(["train", _llama2_13b(tmp_path), "--cluster", CLUSTER, "--runs", str(runs)]) == 2
+    err = capsys.readouterr().err
+    assert f"line 2, field '{field}': quoted cells are not read" in err and err.count("\n") == 1
