@@ -231,3 +231,15 @@ def test_a_quoted_cell_of_a_runs_row_is_told_it_is_quoted(tmp_path, capsys, row,
     assert main(["train", _llama2_13b(tmp_path), "--cluster", CLUSTER, "--runs", str(runs)]) == 2
     err = capsys.readouterr().err
     assert f"line 2, field '{field}': quoted cells are not read" in err and err.count("\n") == 1
+
+
+def test_sweeps_help_names_every_axis(capsys):
+    """`archsim train --help` is where a user reads which KEYs --sweep takes: it left out fsdp_reshard and
+    fsdp_grad_sync, which the sweep took (archsim.training.sweep.AXES)."""
+    from archsim.training.sweep import AXES
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    said = text[text.index("--sweep KEY=V1,V2,… sweep an axis ("):].split("(", 1)[1].split(")")[0]
+    assert [key for key in AXES if key not in said.replace(",", " ").replace(":", " ").split()] == []
