@@ -243,3 +243,16 @@ def test_sweeps_help_names_every_axis(capsys):
     text = " ".join(capsys.readouterr().out.split())
     said = text[text.index("--sweep KEY=V1,V2,… sweep an axis ("):].split("(", 1)[1].split(")")[0]
     assert [key for key in AXES if key not in said.replace(",", " ").replace(":", " ").split()] == []
+
+
+def test_a_sweep_point_is_refused_for_the_reason_train_gives_it(tmp_path, capsys):
+    """TP 3 on a 40-head model, PP 2, DP 2 (12 of 16 GPUs): `train` refuses the heads (the model's refusal before
+    the cluster's, train_layout.lay_out); the sweep's row said its TP group straddles two servers, which another
+    cluster could fix and the heads no cluster can."""
+    model = _llama2_13b(tmp_path)
+    common = ["--cluster", CLUSTER, "--pp", "2", "--dp", "2", "--global-batch", "8"]
+    assert main(["train", model, *common, "--tp", "3"]) == 2
+    refused = capsys.readouterr().err.split("field 'tp': ")[1].strip()
+    assert main(["train", model, *common, "--sweep", "tp=3,4", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["tp"] == 3 and row["error"] == refused and "must divide the heads" in refused
