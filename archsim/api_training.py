@@ -163,7 +163,9 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 @speaks_keywords
 def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str | None = None,
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
-               dtype: str | None = None, max_ops: int | str | None = None) -> RunsResult:
+               dtype: str | None = None, max_ops: int | str | None = None,
+               overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
+               mtp_layers: int | str | None = None) -> RunsResult:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: a
     :class:`~archsim.training.runs_result.RunsResult`, the list of one dict a row it always was (``to_dict()``: the
     command's ``--format json``; ``to_frame()``: its ``--format csv`` rows), in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
@@ -171,7 +173,9 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     whole numbers, 8.0, are counts) (``predicted_seconds``, ``peak_memory_gib``, ``energy_j`` and ``energy_source``,
     ``measured_seconds`` and ``error`` = predicted / measured − 1), each row run with the command's flags
     kept here as keywords of the same names and defaults (``attention`` None: megatron's flash, the runs'
-    implementation, as :func:`train`'s; vTrain's measured runs need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq`` and ``max_ops`` as :func:`train`'s; fp8 is each row's ``fp8`` column).
+    implementation, as :func:`train`'s; vTrain's measured runs need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq``, ``max_ops``,
+    ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap`` and ``mtp_layers`` as :func:`train`'s, every
+    row's, as ``archsim train --runs`` takes their flags; fp8 is each row's ``fp8`` column).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
     a ``# model:`` line naming another model (:func:`archsim.training.runs.model_note`), an interleaved
@@ -189,6 +193,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     )
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
+    from archsim.training.moe_overlap import with_overlap
+    from archsim.training.mtp import with_mtp_layers
     from archsim.training.runs import (
         frame_text,
         model_note,
@@ -210,6 +216,9 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     if grad_accumulation is not None:
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
+    check_switch(overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm")
+    check_switch(moe_shared_expert_overlap, "moe_shared_expert_overlap")
+    mtp = None if mtp_layers is None else positive_int(mtp_layers, "mtp-layers", low=0)
     if not isinstance(runs, (str, Path)):
         import pandas
 
@@ -217,7 +226,9 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
             check_path(runs, "runs", "a runs CSV path or a pandas DataFrame")
         runs = frame_text(runs)  # the CSV it would be written as, read by the file's reader
     seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
-    config, on = transformer(model, seq), gpu_cluster(cluster, dtype)
+    config = with_overlap(with_mtp_layers(transformer(model, seq), mtp), overlap_moe_expert_parallel_comm,
+                          moe_shared_expert_overlap)  # every row's, as the command's flags beside --runs
+    on = gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
                        seq_given=seq is not None, check=row_check(config, on, runs))

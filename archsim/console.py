@@ -102,6 +102,11 @@ def job(name: str) -> str:
     return route(f"{PROGRAM} {name}", f"{PROGRAM}.{name}")
 
 
+def in_library() -> bool:
+    """Whether the caller is the library (:func:`as_keywords`), not a command: what only one of them has to be told."""
+    return bool(_KEYWORDS.get())
+
+
 def route(command: str, library: str) -> str:
     """A way to do something, as the caller would take it: ``command`` (a command line) from a command,
     ``library`` (the Python calls) from the library (:func:`as_keywords`), where the two differ in more than

@@ -60,8 +60,9 @@ def test_the_a100_runs_read_as_before():
     ("# GPUs,global batch\n1,16\n", 3, None),  # missing columns
     ("{head}\n1,16,1,64,4,2,32,1,1,1,5.0,sometimes,,x\n", 4, "recompute"),
     ("{head}\n1,16,1,64,4,2,32,1,1,1,5.0,full,-1,x\n", 4, "peak_memory_gib"),
-    ("{head}\n1,16,1,64,4,2,32,1,1,1,nan,full,1,x\n", 4, None),
-    ("{head}\n2,16,1,64,4,2,32,1,1,1,5.0,full,1,x\n", 4, None),  # GPUs ≠ TP × DP × PP
+    ("{head}\n1,16,1,64,4,2,32,1,1,1,nan,full,1,x\n", 4, "iteration time (ms)"),
+    ("{head}\n1,16,x,64,4,2,32,1,1,1,5.0,full,1,x\n", 4, "micro batch"),
+    ("{head}\n2,16,1,64,4,2,32,1,1,1,5.0,full,1,x\n", 4, "# gpus"),  # GPUs ≠ TP × DP × PP
 ])
 def test_reader_errors_name_line_and_field(tmp_path, body, line, field):
     head = A100_RUNS.read_text().splitlines()[0] + ",recompute,peak_memory_gib,gpu_name"

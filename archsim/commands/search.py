@@ -168,11 +168,17 @@ def run(args: argparse.Namespace) -> int:
                         fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance,
                         overlap_moe_expert_parallel_comm=args.overlap_moe_expert_parallel_comm,
                         moe_shared_expert_overlap=args.moe_shared_expert_overlap, mtp_layers=args.mtp_layers)
+    why = None
+    if not result.costed:  # an empty answer, not an error (exit 0): the meta's rejected counts say why
+        from archsim.training.search_note import empty_search_note
+
+        why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.gpus],
+                                result.rejected, args.balance, result.sharded_fits)
     if (args.gantt or args.trace or args.schedule_csv) and not result.rows:  # before anything is printed
         from archsim.errors import InputError
 
-        flag = "gantt" if args.gantt else "chrome-trace" if args.trace else "schedule-csv"
-        raise InputError("no configuration fits, so there is no timeline to write", field=flag)
+        flag = "gantt" if args.gantt else "chrome-trace" if args.trace else "schedule-csv"  # why none, as the note
+        raise InputError(f"no timeline to write: {why or 'no configuration fits'}", field=flag)  # would say it
     document = result.to_dict()  # built once, by archsim.search, naming the files as given
     meta, rows = document["meta"], document["rows"]
     if args.format != "json":
@@ -185,12 +191,6 @@ def run(args: argparse.Namespace) -> int:
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
         rows = [{k: v for k, v in row.items() if k not in hidden} for row in rows] \
             if args.format == "table" else rows
-    why = None
-    if not result.costed:  # an empty answer, not an error (exit 0): the meta's rejected counts say why
-        from archsim.training.search_note import empty_search_note
-
-        why = empty_search_note(config, cluster, args.global_batch, args.gpus or [cluster.gpus],
-                                result.rejected, args.balance, result.sharded_fits)
     if why is not None and args.format == "table":  # the table says why where its rows would be: a reader of the
         # output alone saw only the columns' names (csv keeps its header, json its empty rows: their readers parse)
         text = render(pd.DataFrame(), "table", meta=meta, precision=args.precision).removesuffix("\n") + why + "\n"

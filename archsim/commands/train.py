@@ -157,7 +157,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
-                             "fsdp, ep, etp, fp8: hybrid, e4m3 or none, fp8_param_gather, moe_load_imbalance); repeat "
+                             "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, ep, etp, fp8: hybrid, e4m3 or none, "
+                             "fp8_param_gather, moe_load_imbalance); repeat "
                              "for a grid: one row per point (Megatron's even split, no timeline) instead of one "
                              "iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",

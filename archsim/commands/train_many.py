@@ -42,7 +42,8 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
             **({"fsdp": True} if args.fsdp else {}),
             **({"fsdp_reshard": args.fsdp_reshard} if args.fsdp_reshard != "after-forward" else {}),
             **({"fsdp_grad_sync": args.fsdp_grad_sync} if args.fsdp_grad_sync != "micro-batch" else {}),
-            **({"cp": args.cp, "cp_comm": args.cp_comm} if args.cp > 1 else {}),
+            **({"cp": args.cp} if args.cp > 1 else {}),  # --cp-comm's also for a swept cp (until 2026-12-05 no axis)
+            **({"cp_comm": args.cp_comm} if args.cp > 1 or args.cp_comm != "p2p" else {}),
             **({"cp_hierarchy": cp_hierarchy(args)} if args.cp_hierarchy else {}),
             **({"ep": args.ep} if args.ep > 1 else {}), **({"etp": args.etp} if args.etp is not None else {}),
             **({"fp8": args.fp8} if args.fp8 else {}), **({"fp8_param_gather": True} if args.fp8_param_gather else {})}
@@ -97,6 +98,11 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap, --grad-accumulation,
     # --schedule and --dtype; a flag the rows set themselves (fp8 too, a column) is refused, not ignored
+    apart = given(args, RUNS_APART)  # another job's flag, or one iteration's timeline: no column could say it
+    if apart:
+        raise InputError(f"{', '.join(apart)}: --runs predicts each row of the runs file as one line of its table and "
+                         "draws no timeline (nor sweeps); drop them, or run one row alone, its columns as flags, "
+                         "without --runs", field="runs")
     set_per_row = given(args, RUNS_SET_PER_ROW)
     if set_per_row:
         raise InputError(f"{', '.join(set_per_row)}: each row of the runs file sets its own parallelism (and experts' "
@@ -130,7 +136,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     return 0
 
 
-# (flag, argparse dest) that a runs file's rows set themselves, or that one iteration's output needs
+# (flag, argparse dest) that a runs file's rows set themselves
 RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-batch", "global_batch"),
                     ("--micro-batch", "micro_batch"), ("--recompute", "recompute"),
                     ("--sequence-parallel", "sequence_parallel"), ("--interleave", "interleave"),
@@ -141,9 +147,9 @@ RUNS_SET_PER_ROW = (("--tp", "tp"), ("--pp", "pp"), ("--dp", "dp"), ("--global-b
                     ("--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"),
                     ("--moe-load-imbalance", "moe_load_imbalance"),
                     ("--cp-comm", "cp_comm"), ("--cp-hierarchy", "cp_hierarchy"),
-                    ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"),
-                    ("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"),
-                    ("--schedule-csv", "schedule_csv"))
+                    ("--stage-layers", "stage_layers"), ("--balance", "balance"), ("--placement", "placement"))
+# (flag, argparse dest) of another job than the rows' (a sweep), or of one iteration's timeline, which no row draws
+RUNS_APART = (("--sweep", "sweep"), ("--gantt", "gantt"), ("--chrome-trace", "trace"), ("--schedule-csv", "schedule_csv"))
 
 
 def cp_hierarchy(args: argparse.Namespace) -> tuple[int, int] | None:
@@ -151,4 +157,4 @@ def cp_hierarchy(args: argparse.Namespace) -> tuple[int, int] | None:
     return cast("tuple[int, int]", tuple(args.cp_hierarchy)) if args.cp_hierarchy else None  # Parallelism checks two
 
 
-__all__ = ["RUNS_SET_PER_ROW", "Given", "cp_hierarchy", "run_train_runs", "run_train_sweep"]
+__all__ = ["RUNS_APART", "RUNS_SET_PER_ROW", "Given", "cp_hierarchy", "run_train_runs", "run_train_sweep"]

@@ -6,8 +6,8 @@ it. Imports nothing but the console, so a command's ``--help`` loads no model.""
 
 from __future__ import annotations
 
+from archsim.console import in_library, route, setting
 from archsim.console import job as named
-from archsim.console import route, setting
 
 # Megatron-LM's flags (pretrain_gpt.py; the ones search rows' megatron_args write) for a setting train takes under
 # another name: archsim's flag, and the value to give it where Megatron's flag is a switch for one (``--bf16``: ``bf16``),
@@ -63,6 +63,35 @@ def with_layout(hint: str, value: str | None) -> str:
         hint.replace(f"{LAYOUT} (the layout string itself)", shlex.quote(value))
 
 
+def _other_jobs(job: str) -> dict[str, str]:
+    """What ``job`` (``"train"``, ``"search"``) does not do but another job does, as the caller spells it: a runs
+    file and a sweep (``archsim train --runs``/``--sweep``, from Python their own functions; ``search --runs`` was told
+    "did you mean '--chunks'?"), search's ranking flags given to train, and (from Python) the command's outputs, which the
+    functions return as objects to draw or print."""
+    runs = route("is archsim train's: archsim train MODEL --cluster C.toml --runs RUNS.csv predicts each row of a runs file",
+                 "is archsim train --runs': archsim.train_runs(model, runs=…, cluster=…) predicts each row of a runs file")
+    sweep = route("is archsim train's: archsim train MODEL --cluster C.toml … --sweep KEY=V1,V2,… runs each point of a grid",
+                  "is archsim train --sweep's: archsim.training.sweep.sweep(config, cluster, base, axes) runs each point "
+                  "of a grid")
+    said = {"runs": runs, "sweep": sweep} if job == "search" or in_library() else {}  # archsim train has both flags
+    if job == "train":  # search's ranking: train runs the one layout it is given
+        said |= {setting(flag).lstrip("-"): f"is {named('search')}'s: {named('train')} runs the one layout its "
+                                            f"{route('flags', 'keywords')} give; {named('search')} ranks every layout"
+                 for flag in ("top", "objective", "refine", "pareto-html")}
+    if in_library():  # what a command prints or writes: its function returns the objects drawn from
+        result = "the TrainResult" if job == "train" else "the SearchResult (a row's TrainResult: archsim.train)"
+        said |= {name: f"is the command's output: {named(job)} returns {result}, whose to_dict() is the --format json "
+                       "document and to_frame() its rows" for name in ("format", "precision", "out")}
+        said |= {name: f"is the command's output: archsim.report.{writer}(result.timeline, PATH) writes it from "
+                       f"{result}" for name, writer in (("gantt", "gantt.write_gantt"),
+                                                        ("chrome_trace", "export.write_chrome_trace"),
+                                                        ("schedule_csv", "export.write_pipeline_schedule_csv"))}
+        if job == "search":
+            said["pareto_html"] = ("is the command's output: archsim.report.search_front.write_front_page draws the "
+                                   "SearchResult's pareto and rows")
+    return said
+
+
 def elsewhere(job: str) -> dict[str, str]:
     """The other training job's layout settings that ``job`` (``"train"``, ``"search"``; any other: none) does not
     take, each with what to give instead, as the caller spells it (``search --tp`` from a command, ``archsim.search(tp=2)``
@@ -76,7 +105,7 @@ def elsewhere(job: str) -> dict[str, str]:
         own = {setting(flag).lstrip("-"): f"is {named('train')}'s: {named('search')} takes "  # --interleave: --chunks V
                                           f"{setting(theirs, value, placeholder=placeholder)}"
                for flag, (theirs, value, placeholder) in SEARCH_FLAGS.items()}
-        return {**_megatron(job, layout), **own, **layout}
+        return {**_megatron(job, layout), **own, **layout, **_other_jobs(job)}
     if job == "train":
         flags = ", ".join(setting(name) for name in ("tp", "pp", "dp"))
         layout = {"gpus": f"is {named('search')}'s: {route('train', named('train'))} takes its layout as {flags} and "
@@ -85,7 +114,7 @@ def elsewhere(job: str) -> dict[str, str]:
         own = {setting(theirs).lstrip("-"): f"is {named('search')}'s: {named('train')} takes "
                                             f"{setting(flag, placeholder=placeholder or 'B (the micro-batch size)')}"
                for flag, (theirs, _, placeholder) in SEARCH_FLAGS.items() if theirs in ("chunks", "max-micro-batch")}
-        return {**_megatron(job, {}), **own, **layout}
+        return {**_megatron(job, {}), **own, **layout, **_other_jobs(job)}
     return {}
 
 

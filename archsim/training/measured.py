@@ -147,12 +147,15 @@ def read_measured_table(path: str | Path | CsvText) -> MeasuredTable:
             continue
         cells = [c.strip() for c in line.split(",")]
         check_row_length(cells, names, file=file, line=number)  # a short row's last cells would read as empty
-        try:  # the counts positive integers of at most 31 bits, the time a finite positive number (no subnormal)
-            gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp = (
-                parse_int(c, what=f"a positive integer for {COLUMNS[k]!r}") for k, c in enumerate(cells[:10]))
-            ms = parse_float(cells[10], low=0.0, low_open=True, what="a positive iteration time (ms)")
-        except ValueError as exc:
-            raise InputError(str(exc), file=file, line=number) from None
+        counts = []  # the counts positive integers of at most 31 bits, the time a finite positive number (no subnormal)
+        for k, cell in enumerate(cells[:11]):  # each bad cell named by its column (until 2026-12-05: the line alone)
+            try:
+                counts.append(parse_int(cell, what="a positive integer") if k < 10 else
+                              parse_float(cell, low=0.0, low_open=True, what="a positive iteration time (ms)"))
+            except ValueError as exc:
+                raise InputError(str(exc), file=file, line=number, field=COLUMNS[k]) from None
+        gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp = (int(n) for n in counts[:10])
+        ms = float(counts[10])
         recompute = recompute_cell(cells[extra["recompute"]] if "recompute" in extra and len(cells) > extra["recompute"]
                                    else "", file, number)
         peak = _optional_float(cells, extra.get("peak_memory_gib"), file, number)
@@ -162,7 +165,8 @@ def read_measured_table(path: str | Path | CsvText) -> MeasuredTable:
         runs.append(MeasuredRun(gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp, ms, recompute, peak,
                                 name))
         if gpus != tp * dp * pp:
-            raise InputError("GPUs ≠ TP × DP × PP", file=file, line=number)
+            raise InputError(f"{gpus} GPUs ≠ TP × DP × PP = {tp} × {dp} × {pp} = {tp * dp * pp}", file=file, line=number,
+                             field=COLUMNS[0])
     return MeasuredTable(tuple(runs), meta)
 
 

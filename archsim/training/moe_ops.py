@@ -273,8 +273,11 @@ def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
 
 def dense_refusal(c: TransformerConfig, degree: str) -> str:
     """The line refusing an expert layout (``degree``: ``"EP 2"``, ``"ETP 1"``) on the dense model ``c``."""
+    from archsim.workload.hf_config import MOE_READ
+
+    kinds = [*MOE_READ, "deepseek_v2", "deepseek_v3"]  # hf_deepseek.py reads DeepSeek's experts
     return (f"{degree} needs a mixture-of-experts model; {c.name} is dense (experts are read from a config.json of "
-            "model_type mixtral, qwen2_moe or qwen3_moe only)")
+            f"model_type {', '.join(kinds[:-1])} or {kinds[-1]} only)")
 
 
 def moe_problem(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> str | None:

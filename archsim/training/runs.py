@@ -189,6 +189,13 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     if any(cell.strip() for cell in raw[len(index):]):  # a cell past the header's columns has no name to be read by
         raise InputError(f"{len(raw)} cells, the header names {len(index)} columns", file=file, line=line)
     cells = {name: raw[i].strip() for name, i in index.items()}  # (read_runs: no row short of the header)
+    quoted = next((name for name, cell in cells.items() if cell[:1] in ('"', "'")), None)
+    if quoted:  # cells are split at commas, never unquoted (a spreadsheet's "quote all text cells" export)
+        cell = cells[quoted]
+        bare = cell.strip(chr(34) + chr(39))  # a lone quote mark leaves nothing to name
+        raise InputError("quoted cells are not read (cells are split at commas, unquoted): "
+                         + (f"write {bare}, not {cell}" if bare else "write the cell without quotes"), file=file,
+                         line=line, field=quoted)
     fields: dict = {name: _int(cells[name], name, file, line) for name in REQUIRED}
     fields["recompute"] = recompute_cell(cells.get("recompute", ""), file, line)
     switches = {}

@@ -11,6 +11,7 @@ from dataclasses import asdict, fields
 
 from archsim.choices.training import (
     ATTENTIONS,
+    CP_COMMS,
     DP_OVERLAPS,
     FP8_RECIPES,
     FSDP_GRAD_SYNCS,
@@ -21,7 +22,7 @@ from archsim.choices.training import (
 from archsim.errors import InputError
 from archsim.training.energy import iteration_energy
 from archsim.training.moe_ops import with_load_imbalance
-from archsim.training.parallel import Parallelism, schedule_name
+from archsim.training.parallel import Parallelism, check_tp_split, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
 from archsim.validate import check_job_size, did_you_mean, shown
 from archsim.value_parsers import comma_items, not_a_choice, parse_boolean, parse_int, parse_ratio
@@ -62,7 +63,7 @@ AXES: dict[str, Callable[[str], object]] = {
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
     "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
     "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS),
-    "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio}
+    "cp": _count, "cp_comm": _one_of(CP_COMMS), "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio}
 MODEL_AXES = ("moe_load_imbalance",)  # axes that set the model's training (TransformerConfig), not Parallelism
 
 
@@ -167,6 +168,8 @@ def _point(config, cluster, settings: dict, train) -> dict:
         row["schedule"] = par.schedule_name  # what ran: a torch class name's order, a V schedule's two chunks
         if "interleave" in row:
             row["interleave"] = par.chunks
+        if par.gpus <= cluster.gpus:  # the model's refusal before the cluster's (a TP group across servers), as
+            check_tp_split(config, par.tp)  # train's lay_out orders them: TP 3 of 40 heads is the heads' to refuse
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
         result = train(config, par, machines[0], machines)
         fits = all(m.total <= mc.capacity for m, mc in zip(result.memory, machines))
