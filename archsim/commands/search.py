@@ -184,9 +184,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "json":
         meta = text_meta(meta)
         if args.format == "table":  # csv: the rows' pareto_optimal; the table ends with the front's block
-            from archsim.training.train_json import table_parameters
+            from archsim.training.parallel import Parallelism
+            from archsim.training.train_json import search_host_note, table_parameters
 
-            meta = table_parameters(meta)
+            # each GPU type's host seconds per op, as a one-GPU machine of it is built (the rows' ranks' own)
+            per_op = tuple(cluster.machine(Parallelism(), gpu).efficiency.host_s for gpu in {*cluster.servers, cluster.gpu})
+            meta = search_host_note(table_parameters(meta), rows, per_op)
         # the table: gpus only when several counts are compared (one count is the meta's gpus)
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
         rows = [{k: v for k, v in row.items() if k not in hidden} for row in rows] \

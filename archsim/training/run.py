@@ -21,6 +21,7 @@ from archsim.training.op_rows import op_row, piece_rows
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.piece_cost import PieceCost
 from archsim.training.pipeline_memory import memories
+from archsim.training.stages import host_bound_seconds
 from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
@@ -214,14 +215,14 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
     embedding all-reduce, optimizer. ``hidden``: the EP all-to-all seconds the rank's paired steps hide
     (:func:`~archsim.training.moe_overlap.paired_hidden`, already off its actions in the timeline), off its EP
     time, so that the categories add up to the timeline's makespan. Beside it, the seconds of compute and recompute
-    that are host issue time beyond the GPU's work (:class:`~archsim.training.piece_cost.PieceCost`'s ``host_*``),
-    summed as they are."""
+    that are host issue time beyond the GPU's work (:func:`~archsim.training.stages.host_bound_seconds`, the sum the
+    search's rows take too)."""
     m = par.microbatches
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
     emb, head = pieces["embedding"], pieces["head"]
-    compute = recompute = tp = cp = ep = accumulate = scaling = host = 0.0
+    compute = recompute = tp = cp = ep = accumulate = scaling = 0.0
     kinds = stage_kinds(c, counts)
     for j in stages:
         accumulate += per_microbatch_seconds(c, par, machine, counts[j], j == 0, j == chunks - 1,
@@ -231,7 +232,6 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
             layer = pieces[kind]
             compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
             recompute += layers * layer.recompute
-            host += layers * (layer.host_bound + layer.host_recompute)
             tp += layers * (layer.tp_forward + layer.tp_backward)
             cp += layers * (layer.cp_forward + layer.cp_backward)
             ep += layers * (layer.ep_forward + layer.ep_backward)
@@ -239,11 +239,11 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
             if on:  # the head's MTP modules (mtp.py) recompute and run all-to-alls as the layers do
                 compute += piece.forward + piece.backward_input + piece.backward_weight
                 recompute += piece.recompute
-                host += piece.host_bound + piece.host_recompute
                 tp += piece.tp_forward + piece.tp_backward
                 ep += piece.ep_forward + piece.ep_backward
     compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
-    scaling, host = scaling * m, host * m
+    scaling = scaling * m
+    host = host_bound_seconds(c, par, pieces, stages)
     ep -= hidden
     span = float(run.timeline.makespan)
     wait = span - compute - recompute - tp - cp - ep - accumulate - scaling

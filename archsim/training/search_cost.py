@@ -10,7 +10,7 @@ from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.moe_overlap import paired_hidden
 from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
 from archsim.training.search_space import V_SHAPED, Candidate, rank_chunks, rank_memories
-from archsim.training.stages import one_f_one_b_seconds, rank_stage_times, stage_times
+from archsim.training.stages import host_bound_seconds, one_f_one_b_seconds, rank_stage_times, stage_times
 from archsim.workload.transformer import TransformerConfig
 
 # the schedules a candidate is costed by closed form even short of 2p micro-batches (the others are event-timed
@@ -66,6 +66,7 @@ class Coster:
         self._placed: dict = {}
         self._seconds: dict = {}  # candidate → (seconds, timing): a planned split and its even one are timed
         # to keep the faster (search_fit.faster_split), then again for the row and its gain
+        self._host: dict = {}  # an event-timed candidate → train's host_bound_seconds, from the same run
 
     def placed(self, k: Candidate):
         """The cluster with its servers in ``k``'s order."""
@@ -98,7 +99,9 @@ class Coster:
                 and k.pp * m * par.chunks <= EVENT_ACTION_LIMIT):
             from archsim.training.run import train
 
-            return train(self.c, par, machine, machines).iteration_seconds, "event"
+            result = train(self.c, par, machine, machines)
+            self._host[k] = result.host_bound_seconds
+            return result.iteration_seconds, "event"
         if machines:
             times = rank_stage_times(self.c, par, machines, [self.pieces_of(par, mc) for mc in machines])
         else:
@@ -115,6 +118,20 @@ class Coster:
                                       tied, window, ahead).values())
                    for r, mem, window, ahead in zip(ranks, rank_memories(self.c, par, ranks), backward, forward))
         return span + post, "closed-form"
+
+    def host_seconds(self, k: Candidate) -> float:
+        """The seconds of ``k``'s iteration that are the host issuing ops beyond the GPU's work: an event-timed
+        candidate's are train's (the rank that ends its run); a closed form's, rank 0's, the rank whose last backward
+        ends its span (:func:`pipeline_seconds`), by the same sum (:func:`~archsim.training.stages.host_bound_seconds`),
+        an estimate as the closed form is. Read for a row only (microseconds), not while the search costs."""
+        self.seconds(k)  # event-timed or not, as its time
+        if k in self._host:
+            return self._host[k]
+        par = k.parallelism(self.global_batch)
+        cluster = self.placed(k)
+        machines = cluster.rank_wise(par)
+        pieces = self.pieces_of(par, machines[0] if machines else cluster.machine(par))
+        return host_bound_seconds(self.c, par, pieces, rank_chunks(k.schedule, k.pp, par.chunks, 0))
 
 
 def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine) -> tuple[float, ...]:

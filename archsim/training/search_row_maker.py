@@ -36,7 +36,8 @@ class RowMaker:
         self.orders, self.value = orders, value  # the server orders a planned placement tries; the objective
         self.etp_column = etp_column and c.moe
         self.keep: dict[int, Candidate] = {}
-        self._event: dict[Candidate, float] = {}  # candidate → the event simulator's seconds
+        self._event: dict[Candidate, tuple[float, float]] = {}  # candidate → the event simulator's seconds and
+        # host_bound_seconds (train's, of one run)
 
     def __call__(self, k: Candidate, seconds: float, memory: float, timing: str, event: bool = False) -> dict:
         """``event``: ``seconds`` are the event simulator's, so the gain is timed there too."""
@@ -57,7 +58,9 @@ class RowMaker:
                **({"fsdp_grad_sync": k.fsdp_grad_sync} if k.fsdp_grad_sync != "micro-batch" else {}),
                "grad_accumulation": k.grad_accumulation, "tp_spans_servers": cluster.tp_servers(k.parallelism(global_batch)) > 1,
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
-               "iteration_seconds": seconds, "peak_memory_gib": memory / 2**30,
+               "iteration_seconds": seconds,
+               "host_bound_seconds": self._event[k][1] if event else self.coster.host_seconds(k),  # as train's
+               "peak_memory_gib": memory / 2**30,
                "mfu": rates.mfu, "tflops_per_gpu": rates.tflops_per_gpu,
                "hardware_tflops_per_gpu": rates.hardware_tflops_per_gpu,
                "tokens_per_second": rates.tokens_per_second, **objectives(c, k, cluster, global_batch, seconds),
@@ -104,8 +107,9 @@ class RowMaker:
 
             par = k.parallelism(self.global_batch)
             cluster = self.coster.placed(k)
-            self._event[k] = train(self.c, par, cluster.machine(par), cluster.rank_wise(par)).iteration_seconds
-        return self._event[k]
+            result = train(self.c, par, cluster.machine(par), cluster.rank_wise(par))
+            self._event[k] = result.iteration_seconds, result.host_bound_seconds
+        return self._event[k][0]
 
     def _memory(self, k: Candidate) -> float:
         """``k``'s largest GPU's bytes, as the search's memory check counts them."""

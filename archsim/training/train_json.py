@@ -115,25 +115,43 @@ def energy_line(meta: dict) -> str | None:
 HOST_NOTE_SHARE = 0.1  # the table says what the host floor sets above this share of the iteration
 
 
-def table_host_note(meta: dict) -> dict:
-    """``meta`` with a ``host_bound`` line after ``host_seconds_per_op`` when more than :data:`HOST_NOTE_SHARE` of
-    the iteration is the host issuing ops beyond the GPU's work (``0.882 s of 2.47 s is …``), as the table prints it:
-    that part rests on a per-op host time fitted on other machines, and a larger micro-batch shortens it (more
-    work per op), CUDA graphs too (one launch for many ops, which archsim does not model); unchanged otherwise."""
+def host_note(host: float, total: float, per_op: tuple[float, ...]) -> str | None:
+    """The line saying ``host`` of ``total`` seconds is the host issuing ops beyond the GPU's work (``0.882 s of 2.47 s
+    is …``), when it is more than :data:`HOST_NOTE_SHARE` of them, else None: that part rests on a per-op host time
+    (``per_op``: each GPU type's, seconds) fitted on other machines, and a larger micro-batch shortens it (more work per
+    op), CUDA graphs too (one launch for many ops, which archsim does not model)."""
     from archsim.training.fitted import A100_KERNELS
 
-    host, total, per_op = meta["host_bound_seconds"], meta["iteration_seconds"], meta["host_seconds_per_op"]
     if not host > HOST_NOTE_SHARE * total:
-        return meta
-    source = "vTrain's A100 fit" if per_op == A100_KERNELS.host_s else "the device file's host_s"
-    line = (f"{host:.3g} s of {total:.3g} s is the host issuing ops ({per_op * 1e6:.3g} µs per op, {source}) beyond "
+        return None
+    each = "–".join(f"{s * 1e6:.3g}" for s in sorted(set(per_op)))
+    source = "vTrain's A100 fit" if set(per_op) == {A100_KERNELS.host_s} else "the device file's host_s"
+    return (f"{host:.3g} s of {total:.3g} s is the host issuing ops ({each} µs per op, {source}) beyond "
             "the GPU's work: a faster host CPU, a larger micro-batch or CUDA graphs shorten it")
+
+
+def table_host_note(meta: dict) -> dict:
+    """``meta`` with a ``host_bound`` line after ``host_seconds_per_op`` when more than :data:`HOST_NOTE_SHARE` of
+    the iteration is the host issuing ops beyond the GPU's work (:func:`host_note`), as the table prints it;
+    unchanged otherwise."""
+    line = host_note(meta["host_bound_seconds"], meta["iteration_seconds"], (meta["host_seconds_per_op"],))
+    if line is None:
+        return meta
     out: dict = {}
     for key, value in meta.items():
         out[key] = value
         if key == "host_seconds_per_op":
             out["host_bound"] = line
     return out
+
+
+def search_host_note(meta: dict, rows: list[dict], per_op: tuple[float, ...]) -> dict:
+    """``archsim search``'s table meta with a ``host_bound`` line last when the first row's ``host_bound_seconds`` are
+    more than :data:`HOST_NOTE_SHARE` of its iteration (:func:`host_note`; ``per_op``: the cluster's GPU types'
+    host seconds per op): its rank rests on the host floor, a constant fitted on vTrain's A100 servers, on which
+    small micro-batches win or lose; unchanged otherwise."""
+    line = host_note(rows[0]["host_bound_seconds"], rows[0]["iteration_seconds"], per_op) if rows else None
+    return meta if line is None else {**meta, "host_bound": f"the first row's rank rests on the host floor: {line}"}
 
 
 def parameters_line(count: int) -> str:
