@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
+import archsim
 from archsim import cli
 
 # A SCALE-Sim .cfg device file written from docs/formats.md ("Device files", "SCALE-Sim .cfg"): SCALE-Sim's own
@@ -64,3 +67,59 @@ def test_a_cfg_tiles_device_note_names_the_sram_keys_the_file_states(tmp_path, c
     assert named == ["IfmapSramSzkB", "FilterSramSzkB", "OfmapSramSzkB"]
     assert all(f"{key}:" in cfg.read_text(encoding="utf-8") for key in named)  # keys the file states
     assert "sram_kib_per_array" not in notes[0]  # a key a .cfg is refused for stating
+
+
+# --- search says what its energy_j holds, as train does -------------------------------------------------------------
+# Failed before: archsim search printed an energy_j column (and ranked by it under --objective energy) with no
+# energy_source anywhere in its output, though docs/formats.md's search energy_j row says "energy_source says which":
+# on a chip stating static_watts the column held static_watts × chips × seconds too, and nothing said so.
+
+TOML = """[device]
+name = "{name}"
+static_watts = 20
+
+[compute]
+arrays = 4
+rows = 128
+cols = 128
+dataflow = "os"
+clock_mhz = 1000
+
+[memory]
+sram_kib_per_array = 2048
+hbm_gib = 16
+hbm_gbps = 800
+
+[links]
+intra_gbps = 200
+"""
+
+
+def test_search_names_the_energy_source_train_names_for_its_rows(tmp_path):
+    (tmp_path / "chip.toml").write_text(TOML.format(name="mychip"), encoding="utf-8")
+    cluster = str(_cluster(tmp_path, "chip.toml"))
+    found = archsim.search("gpt2", cluster=cluster, global_batch=16, top=1, schedule=["1f1b"], progress=False)
+    best = found.rows[0]
+    result, _ = archsim.train("gpt2", cluster=cluster, tp=best["tp"], pp=best["pp"], dp=best["dp"], global_batch=16,
+                              micro_batch=best["micro_batch"], recompute=best["recompute"],
+                              sequence_parallel=best["sequence_parallel"], schedule=best["schedule"])
+    assert found.to_dict()["meta"]["energy_source"] == result.energy_source
+    assert "static_watts" in result.energy_source
+    # what it says holds: the row's joules are the dynamic ones plus 20 W × 8 chips × the row's seconds
+    assert best["energy_j"] == pytest.approx(result.energy_dynamic_j + 20 * 8 * best["iteration_seconds"])
+
+
+def test_search_over_counts_priced_two_ways_names_each_count_s_source(tmp_path):
+    (tmp_path / "chip.toml").write_text(TOML.format(name="mychip"), encoding="utf-8")
+    cluster = tmp_path / "mix.toml"
+    cluster.write_text('[cluster]\nname = "mix"\ninter_server_gbps = 200\n\n[[servers]]\ncount = 1\ngpus = 8\n'
+                       'device = "chip.toml"\n\n[[servers]]\ncount = 1\ngpus = 8\ngpu = "a100-80gb"\n', encoding="utf-8")
+    found = archsim.search("gpt2", cluster=str(cluster), global_batch=16, gpus=[8, 16], top=1, schedule=["1f1b"],
+                           progress=False)
+    said = found.to_dict()["meta"]["energy_source"]
+    # train's words for a layout on each count: the chip alone on 8 GPUs, the chip and the A100s on 16
+    with pytest.warns(UserWarning, match="uses 8 of the cluster's 16 GPUs"):
+        on8, _ = archsim.train("gpt2", cluster=str(cluster), dp=8, global_batch=16)
+    on16, _ = archsim.train("gpt2", cluster=str(cluster), pp=2, dp=8, global_batch=16)
+    assert said == f"8 GPUs: {on8.energy_source} | 16 GPUs: {on16.energy_source}"
+    assert "board power" in on16.energy_source and "board power" not in on8.energy_source
