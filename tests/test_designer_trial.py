@@ -123,3 +123,40 @@ def test_search_over_counts_priced_two_ways_names_each_count_s_source(tmp_path):
     on16, _ = archsim.train("gpt2", cluster=str(cluster), pp=2, dp=8, global_batch=16)
     assert said == f"8 GPUs: {on8.energy_source} | 16 GPUs: {on16.energy_source}"
     assert "board power" in on16.energy_source and "board power" not in on8.energy_source
+
+
+# --- a figure refused for being below 10⁻¹² is told so, not told a range it lies in -----------------------------------
+# Failed before: `gemm_efficiency = 1e-300` was refused as "expected a fraction in (0, 1]" — 1e-300 is in (0, 1];
+# the rule it broke (docs/security.md: a real number is 0 or at least 10⁻¹² in magnitude) went unsaid. A positive
+# figure (hbm_gbps = 1e-13) was told "a positive number of 0 or a magnitude of at least 1e-12", offering 0, which
+# it refuses; `--clock-ghz 1e-300` likewise, where every other clock out of 0.01 … 10 GHz is told that range.
+
+def _refusal(tmp_path, capsys, added: str, replaced: tuple[str, str] = ("", "")) -> str:
+    chip = tmp_path / "chip.toml"
+    chip.write_text(TOML.format(name="mychip").replace(*replaced).replace("[links]\n", f"[links]\n{added}"),
+                    encoding="utf-8")
+    assert cli.main(["cost", "resnet50", "--config", str(chip)]) == 2
+    return capsys.readouterr().err
+
+
+def test_a_fraction_below_the_floor_is_told_the_floor(tmp_path, capsys):
+    said = _refusal(tmp_path, capsys, "", ("[compute]\n", "[compute]\ngemm_efficiency = 1e-300\n"))
+    assert "'compute.gemm_efficiency'" in said and "1e-12" in said
+    said = _refusal(tmp_path, capsys, "efficiency = 1e-13\n")
+    assert "'links.efficiency'" in said and "1e-12" in said
+
+
+def test_a_positive_figure_below_the_floor_is_not_offered_zero(tmp_path, capsys):
+    said = _refusal(tmp_path, capsys, "", ("hbm_gbps = 800", "hbm_gbps = 1e-13"))
+    assert "'memory.hbm_gbps'" in said and "at least 1e-12" in said
+    assert "of 0 or" not in said  # 0 GB/s is refused too: no alternative to offer
+
+
+def test_a_clock_below_the_floor_is_told_the_clock_range(capsys):
+    from archsim.clock import clock_range
+
+    assert cli.main(["cost", "resnet50", "--clock-ghz", "1e-300"]) == 2
+    said = capsys.readouterr().err
+    assert clock_range("GHz") in said and "of 0 or" not in said
+    assert cli.main(["cost", "resnet50", "--clock-ghz", "0.001"]) == 2  # the line every clock out of range gets
+    assert clock_range("GHz") in capsys.readouterr().err
