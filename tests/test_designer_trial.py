@@ -160,3 +160,24 @@ def test_a_clock_below_the_floor_is_told_the_clock_range(capsys):
     assert clock_range("GHz") in said and "of 0 or" not in said
     assert cli.main(["cost", "resnet50", "--clock-ghz", "0.001"]) == 2  # the line every clock out of range gets
     assert clock_range("GHz") in capsys.readouterr().err
+
+
+# --- cost's chip columns say they leave out the host floor a device file states --------------------------------------
+# Failed before: a device file's [compute] host_s (train: each pass takes at least its ops × host_s) moved train's
+# seconds and not cost's chip_seconds, which docs/cli.md calls "train's time for the same ops on the file's chip",
+# and nothing said the figure was left out: a designer's host_s was read by one command and silently not the other.
+
+def test_cost_chip_columns_name_a_host_time_they_leave_out(tmp_path):
+    plain, hosted = tmp_path / "plain.toml", tmp_path / "hosted.toml"
+    plain.write_text(TOML.format(name="mychip"), encoding="utf-8")
+    hosted.write_text(TOML.format(name="mychip").replace("[compute]\n", "[compute]\nhost_s = 1e-3\n"), encoding="utf-8")
+    with pytest.warns(UserWarning, match="device of 4 arrays"):
+        bare, floored = (archsim.cost("resnet50", config=str(path)).to_dict() for path in (plain, hosted))
+    assert [row["chip_seconds"] for row in bare["rows"]] == [row["chip_seconds"] for row in floored["rows"]]
+    trained = []
+    for path in (plain, hosted):
+        with pytest.warns(UserWarning, match="uses 1 of the cluster's 8 GPUs"):
+            trained.append(archsim.train("gpt2", cluster=str(_cluster(tmp_path, path.name)), global_batch=1)[0])
+    assert trained[1].iteration_seconds > trained[0].iteration_seconds  # train reads it
+    assert "host_s" not in bare["meta"]["chip_seconds_by"]
+    assert "without [compute] host_s = 0.001 s" in floored["meta"]["chip_seconds_by"]
