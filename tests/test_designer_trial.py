@@ -181,3 +181,54 @@ def test_cost_chip_columns_name_a_host_time_they_leave_out(tmp_path):
     assert trained[1].iteration_seconds > trained[0].iteration_seconds  # train reads it
     assert "host_s" not in bare["meta"]["chip_seconds_by"]
     assert "without [compute] host_s = 0.001 s" in floored["meta"]["chip_seconds_by"]
+
+
+# --- the API takes what `archsim sweep` and `archsim report` take ---------------------------------------------------
+# Failed before: `archsim sweep SPEC --cache-info` and `--prune-cache` had no library function (a notebook sweeping
+# designs could neither see nor prune its cache), and archsim.write_report required `out`, which `archsim report`
+# defaults to reports/<results folder's name>.html.
+
+SWEEP_ELSEWHERE = {"report": "archsim.write_report draws it", "quiet": "run_sweep's progress=False"}
+
+
+def test_every_sweep_and_report_option_is_a_keyword():
+    import inspect
+
+    from test_api_parity import keywords
+
+    taken = set(inspect.signature(archsim.run_sweep).parameters) | set(inspect.signature(archsim.sweep_cache).parameters)
+    as_keyword = {"cache_info": "prune", "prune_cache": "prune"}  # sweep_cache(prune=False) and (prune=True)
+    missing = [k for k in keywords("sweep") if as_keyword.get(k, k) not in taken and k not in SWEEP_ELSEWHERE]
+    assert not missing
+    report = inspect.signature(archsim.write_report).parameters
+    assert all(k in report for k in keywords("report") if k != "results") and report["out"].default is None
+
+
+SPEC = """[sweep]
+name = "trial"
+networks = ["layerpipe_sample"]
+arrays = [{arrays}]
+batches = [16]
+processors = [2]
+methods = ["layerpipe"]
+"""
+
+
+def test_sweep_cache_counts_the_files_in_the_cache_and_prunes_what_the_spec_does_not_use(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    Path("wide.toml").write_text(SPEC.format(arrays='"32x32", "64x64", "128x128"'), encoding="utf-8")
+    Path("narrow.toml").write_text(SPEC.format(arrays='"32x32"'), encoding="utf-8")
+    archsim.run_sweep("wide.toml", out="results/trial")
+    files = {path: path.stat().st_size for path in Path("results/trial/cache").iterdir()}  # by hand: the folder
+    use = archsim.sweep_cache("narrow.toml", out="results/trial")
+    assert (use.entries, use.bytes, use.units, use.used) == (len(files), sum(files.values()), 1, 1)
+    assert len(use.unused) == len(files) - 1 and use.unused_bytes == sum(files[p] for p in use.unused)
+    assert cli.main(["sweep", "narrow.toml", "--out", "results/trial", "--cache-info"]) == 0
+    printed = capsys.readouterr().out
+    assert f"{use.entries:,} entries, {use.bytes:,} bytes" in printed and f"{len(use.unused):,} entries" in printed
+    with pytest.raises(archsim.InputError, match="another spec"):  # as --prune-cache without --force
+        archsim.sweep_cache("narrow.toml", out="results/trial", prune=True)
+    pruned = archsim.sweep_cache("narrow.toml", out="results/trial", prune=True, force=True)
+    assert pruned.unused == use.unused and not any(path.exists() for path in use.unused)
+    assert [p.name for p in Path("results/trial/cache").iterdir()] == [p.name for p in files if p not in use.unused]
+    assert archsim.write_report("results/trial") == Path("reports/trial.html") and Path("reports/trial.html").is_file()
