@@ -232,3 +232,56 @@ def test_sweep_cache_counts_the_files_in_the_cache_and_prunes_what_the_spec_does
     assert pruned.unused == use.unused and not any(path.exists() for path in use.unused)
     assert [p.name for p in Path("results/trial/cache").iterdir()] == [p.name for p in files if p not in use.unused]
     assert archsim.write_report("results/trial") == Path("reports/trial.html") and Path("reports/trial.html").is_file()
+
+
+# --- the energy command's cycle engine shows its progress, as cost's does --------------------------------------------
+# Failed before: `archsim energy NETWORK --engine cycle` stepped every distinct GEMM through the cycle engine (25 s for
+# layerpipe_sample at batch 32 on a 32 × 32 array) with no bar on a terminal, where `archsim cost --engine cycle`
+# draws one: the energy model had a loop of its own.
+
+class _Bar:
+    def __init__(self, total, open_bars):
+        self.total, self.done, self.open = total, 0, open_bars
+
+    def __enter__(self):
+        self.open.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        self.open.remove(self)
+
+    def update(self, n=1):
+        self.done += n
+
+
+def test_every_cycle_engine_step_of_energy_runs_under_a_bar(monkeypatch, capsys):
+    import numpy as np
+
+    from archsim.array import cycle
+    from archsim.array.analytic import gemm_cost
+
+    open_bars: list[_Bar] = []
+    bars: list[_Bar] = []
+
+    def progress(total, desc, unit, **_options):
+        bars.append(_Bar(total, open_bars))
+        return bars[-1]
+
+    stepped: list[tuple[int, int, int, bool]] = []
+    simulate = cycle.simulate_on
+
+    def watched(m, k, n, array):
+        stepped.append((m, k, n, bool(open_bars)))
+        return simulate(m, k, n, array)
+
+    monkeypatch.setattr("archsim.progress.progress", progress)
+    monkeypatch.setattr(cycle, "simulate_on", watched)
+    cycle.simulate_cached.cache_clear()  # every shape stepped here, none from an earlier test
+    assert cli.main(["energy", "layerpipe_sample", "--array", "16x16", "--batch", "1", "--engine", "cycle"]) == 0
+    capsys.readouterr()
+    assert stepped and all(under for *_, under in stepped)
+    # the bar counts the work by hand: each distinct shape's stall-free cycles, as cost's bar does
+    shapes = np.array(sorted({(m, k, n) for m, k, n, _ in stepped}))
+    work = int(gemm_cost(shapes[:, 0], shapes[:, 1], shapes[:, 2], 16, 16, "ws").cycles.sum())
+    assert bars[0].total == work and bars[0].done == work
+    cycle.simulate_cached.cache_clear()
