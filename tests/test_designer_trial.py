@@ -285,3 +285,26 @@ def test_every_cycle_engine_step_of_energy_runs_under_a_bar(monkeypatch, capsys)
     work = int(gemm_cost(shapes[:, 0], shapes[:, 1], shapes[:, 2], 16, 16, "ws").cycles.sum())
     assert bars[0].total == work and bars[0].done == work
     cycle.simulate_cached.cache_clear()
+
+
+# Failed before: `archsim gemm --shapes FILE --engine cycle` stepped each row's GEMM (seconds each: 4.7 s for one
+# 100352 × 800 × 64 GEMM on 32 × 32) with no bar at all.
+
+def test_every_cycle_engine_step_of_a_shapes_file_runs_under_a_bar(tmp_path, monkeypatch, capsys):
+    from archsim.array import cycle
+
+    open_bars: list[_Bar] = []
+    bars: list[_Bar] = []
+    monkeypatch.setattr("archsim.progress.progress",
+                        lambda total, desc, unit, **_: bars.append(_Bar(total, open_bars)) or bars[-1])
+    stepped: list[bool] = []
+    simulate = cycle.simulate_on
+    monkeypatch.setattr(cycle, "simulate_on", lambda *args: stepped.append(bool(open_bars)) or simulate(*args))
+    cycle.simulate_cached.cache_clear()
+    shapes = tmp_path / "shapes.csv"
+    shapes.write_text("m,k,n,rows,cols,dataflow\n64,128,96,16,16,os\n100,27,300,32,8,ws\n7,9,5,4,4,is\n", encoding="utf-8")
+    assert cli.main(["gemm", "--shapes", str(shapes), "--engine", "cycle"]) == 0
+    capsys.readouterr()
+    assert stepped == [True, True, True]  # the file's three rows, by hand
+    assert [(bar.total, bar.done) for bar in bars] == [(3, 3)]
+    cycle.simulate_cached.cache_clear()
