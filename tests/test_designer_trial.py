@@ -308,3 +308,21 @@ def test_every_cycle_engine_step_of_a_shapes_file_runs_under_a_bar(tmp_path, mon
     assert stepped == [True, True, True]  # the file's three rows, by hand
     assert [(bar.total, bar.done) for bar in bars] == [(3, 3)]
     cycle.simulate_cached.cache_clear()
+
+
+# --- the search's Pareto page says each point's second figure with its unit ------------------------------------------
+# Failed before: a point's hover read "1.91 s, 2448" — seconds with their unit, the objective's figure (GiB per GPU,
+# USD or J, which the page's own y axis names) without one.
+
+@pytest.mark.parametrize("objective", ["time", "cost", "energy"])
+def test_the_front_pages_hover_gives_the_y_axis_unit(objective):
+    from archsim.report.search_front import front_figure
+
+    row = {"gpus": 8, "tp": 1, "pp": 1, "dp": 8, "micro_batch": 1, "recompute": "none", "schedule": "1f1b",
+           "interleave": 1, "sequence_parallel": False, "stage_layers": "", "iteration_seconds": 1.91,
+           "peak_memory_gib": 14.9, "cost_usd": 0.5, "energy_j": 2448.0, "tflops_per_gpu": 77.9,
+           "hardware_tflops_per_gpu": 79.6, "tokens_per_second": 68629.0}
+    figure = front_figure([row], [row], objective, "energy model on the ops")
+    unit = re.search(r"\((GiB|USD|J)\b", figure.layout.yaxis.title.text).group(1)  # the axis's own unit
+    for trace in figure.data:
+        assert re.search(r"%\{y:[^}]*\} " + unit + r"\b", trace.hovertemplate), trace.hovertemplate
