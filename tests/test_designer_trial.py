@@ -326,3 +326,21 @@ def test_the_front_pages_hover_gives_the_y_axis_unit(objective):
     unit = re.search(r"\((GiB|USD|J)\b", figure.layout.yaxis.title.text).group(1)  # the axis's own unit
     for trace in figure.data:
         assert re.search(r"%\{y:[^}]*\} " + unit + r"\b", trace.hovertemplate), trace.hovertemplate
+
+
+# --- a key written twice in a .cfg is named as written ---------------------------------------------------------------
+# Failed before: `ArrayHeight` given twice was refused as "field 'arrayheight': arrayheight is given twice", the name
+# configparser lowercases to, a spelling the file holds nowhere; and `Hbm_Gib` after `hbm_gib` was "hbm_gib is given
+# twice" at the line that says Hbm_Gib, with nothing to say the two spellings were taken as one key.
+
+def test_a_key_given_twice_is_named_as_the_file_spells_it(tmp_path, capsys):
+    cfg = tmp_path / "chip.cfg"
+    for extra, written, first in (("ArrayHeight: 64", "ArrayHeight", None), ("arrayHEIGHT: 64", "arrayHEIGHT",
+                                                                            "ArrayHeight")):
+        text = CFG.format(device="").replace("ArrayWidth:     128\n", f"ArrayWidth:     128\n{extra}\n")
+        cfg.write_text(text, encoding="utf-8")
+        assert cli.main(["cost", "resnet50", "--config", str(cfg)]) == 2
+        said = capsys.readouterr().err
+        line = text.splitlines().index(extra) + 1  # by hand: the line of the second
+        assert f"line {line}, field '{written}': {written} is given twice" in said
+        assert (f"{first} and {written}" in said) == (first is not None)
