@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import search as search
     from archsim.api import simulate as simulate
     from archsim.api import sparse as sparse
+    from archsim.api import sweep_cache as sweep_cache
     from archsim.api import train as train
     from archsim.api import train_runs as train_runs
     from archsim.api import validate_gpu as validate_gpu
@@ -74,6 +75,7 @@ _EXPORTS = {
     "plan": "archsim.api:plan",
     "schedule": "archsim.api:schedule",
     "run_sweep": "archsim.api:run_sweep",
+    "sweep_cache": "archsim.api:sweep_cache",
     "write_report": "archsim.api:write_report",
     "train": "archsim.api:train",
     "search": "archsim.api:search",

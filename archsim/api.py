@@ -39,7 +39,7 @@ from archsim.api_keywords import (
 )
 from archsim.api_plan import PlanResult, plan
 from archsim.api_schedule import ScheduleResult, schedule
-from archsim.api_sweep import run_sweep, write_report
+from archsim.api_sweep import run_sweep, sweep_cache, write_report
 from archsim.api_training import search, train, train_runs
 from archsim.api_validation import validate_gpu
 from archsim.array.config import ArrayConfig
@@ -335,5 +335,5 @@ def _check_plan_of(plan, profile) -> None:
 # the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py, the sweeps' from api_sweep.py,
 # gemm, sparse and iteration_energy from api_array.py, plan from api_plan.py, the inputs from api_inputs.py
 __all__ = ["PlanResult", "ScheduleResult", "array_config", "bppsa_pruned_vgg11", "bppsa_rnn", "cluster_jobs", "cost", "gemm", "iteration_energy", "load_network",
-           "pipeline", "pipeline_dfg", "pipeline_memory", "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse",
+           "pipeline", "pipeline_dfg", "pipeline_memory", "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse", "sweep_cache",
            "train", "train_runs", "validate_gpu", "write_report"]

@@ -1,14 +1,18 @@
-"""The library face's sweep jobs: ``run_sweep`` and ``write_report``, as ``archsim sweep`` and ``archsim report``
-take them (re-exported by :mod:`archsim.api`)."""
+"""The library face's sweep jobs: ``run_sweep``, ``sweep_cache`` and ``write_report``, as ``archsim sweep`` (its
+``--cache-info`` and ``--prune-cache``) and ``archsim report`` take them (re-exported by :mod:`archsim.api`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from archsim.api_keywords import check_path, check_switch, check_text, positive_int, speaks_keywords
 from archsim.validate import MAX_CONFIGS
+
+if TYPE_CHECKING:
+    from archsim.sweep.cache import CacheUse
 
 
 @speaks_keywords
@@ -71,8 +75,35 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
 
 
 @speaks_keywords
-def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
-    """Write the self-contained HTML report of a sweep's results folder to ``out``; returns its path.
+def sweep_cache(spec, *, out: str | Path | None = None, prune: bool = False, force: bool = False,
+                max_configs: int | str = MAX_CONFIGS) -> CacheUse:
+    """``archsim sweep SPEC --cache-info`` (``prune=False``) or ``--prune-cache`` (``prune=True``): what ``spec`` (a
+    TOML path or the spec :func:`~archsim.sweep.spec.load_spec` returns) uses of the cache in ``out`` (default
+    ``results/<spec name>``), or that cache with the entries no configuration of ``spec`` uses deleted (``force``:
+    ``--force``, in a folder of another spec's results). Runs no sweep. Returns the
+    :class:`~archsim.sweep.cache.CacheUse` the command prints: ``entries`` and ``bytes`` in all, the spec's ``units``,
+    how many are cached (``used``, ``used_bytes``) and the entries it does not use (``unused``, ``unused_bytes``;
+    after a prune, those deleted)."""
+    from archsim.sweep import SweepSpec, load_spec
+    from archsim.sweep.cache import cache_use, prune_cache
+    from archsim.sweep.device_spec import DeviceSweepSpec
+
+    check_switch(prune, "prune")
+    check_switch(force, "force")
+    if out is not None:
+        check_path(out, "out", "a folder path or None")
+    if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
+        check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
+    max_configs = positive_int(max_configs, "max-configs", high=2**53, what="a configuration count")
+    spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
+    folder = Path(out) if out is not None else Path("results") / spec.name
+    return prune_cache(spec, folder, force=force) if prune else cache_use(spec, folder)
+
+
+@speaks_keywords
+def write_report(results: str | Path, *, out: str | Path | None = None, spec=None) -> Path:
+    """Write the self-contained HTML report of a sweep's results folder to ``out`` (default, as ``archsim report``'s:
+    ``reports/<results folder's name>.html``); returns its path.
     Network files are read only inside the folder, or those of ``spec`` (a TOML path or a
     :class:`SweepSpec` you ran): without it, a network file elsewhere leaves out the per-layer
     and Gantt sections (docs/security.md)."""
@@ -81,11 +112,13 @@ def write_report(results: str | Path, *, out: str | Path, spec=None) -> Path:
     from archsim.sweep.report import report_apart, results_folder, spec_command
     from archsim.sweep.report import write_report as _write
 
-    check_path(out, "out", "a report path (str or Path)")
+    if out is not None:
+        check_path(out, "out", "a report path (str or Path)")
     check_path(results, "results", "a sweep's results folder (str or Path)")
     if spec is not None and not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
         check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
     folder = results_folder(results)  # archsim report's: a linked entry refused before anything is read
+    out = Path("reports") / f"{folder.name}.html" if out is None else out  # archsim report's default
     report_apart(out, folder, "out")  # archsim report --out's check: not over the results it is drawn from
     own = () if spec is None else (spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec)).networks
     return _write(folder, out, spec_command=spec_command(folder), own_networks=own)

@@ -386,12 +386,14 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
 
         library_note(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance,
                                        result.sharded_fits), stacklevel=3)
+    from archsim.training.energy import energy_sources
+
     document = search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),
         cluster_file=named(cluster_file, cluster, "CLUSTER.toml"), global_batch=global_batch, gpus=counts or None,
         seq=seq, objective=objective, balance=balance, placement=placement,
         distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps, cp_comms=cp_comms,
         fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps, etps=etps, fp8=fp8,
-        fp8_param_gather=fp8_param_gather)
+        fp8_param_gather=fp8_param_gather, energy_source=energy_sources(on, counts or [on.gpus]))
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document)

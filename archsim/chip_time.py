@@ -68,11 +68,17 @@ def layer_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, dtype: str
 
 
 def chip_meta(chip: Device) -> dict[str, object]:
-    """What the chip columns were timed on: its name, arrays and their shape, clock (GHz) and HBM (GB/s)."""
+    """What the chip columns were timed on: its name, arrays and their shape, clock (GHz) and HBM (GB/s), and how;
+    a file's ``[compute] host_s`` named as left out: train floors a pass (a layer's forward, its backward) at the ops
+    it issues × host_s, a floor over Megatron's op list that a layer's own columns have no pass to apply to."""
     arrays = chip.arrays
+    assert chip.efficiency is not None  # a device file states its own (no host time unstated)
+    host = chip.efficiency.host_s
     return {"chip_name": chip.name, "chip_arrays": arrays.count, "chip_array": f"{arrays.rows}x{arrays.cols}",
             "chip_clock_ghz": arrays.clock_hz / 1e9, "chip_hbm_gbps": chip.hbm_bytes_per_s / 1e9,
-            "chip_seconds_by": "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes"}
+            "chip_seconds_by": "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes"
+            + (f"; the device's time alone, without [compute] host_s = {host:g} s (train's floor on a pass: its "
+               "ops × host_s)" if host else "")}
 
 
 __all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "layer_chip_seconds"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from archsim.value_parsers import parse_float
+from archsim.value_parsers import below_floor, parse_float
 
 MIN_CLOCK_HZ = 1e7  # 10 MHz
 MAX_CLOCK_HZ = 1e10  # 10 GHz
@@ -37,7 +37,8 @@ def _slip(number: float, unit: str) -> str:
 def checked_clock(value: object, unit: str) -> float:
     """``value``, a clock in ``unit`` (a key of :data:`UNIT_HZ`), checked and kept in ``unit``; ValueError (one
     line: the value, the range and the likely unit slip) when it is not a number in :func:`clock_range`."""
-    number = parse_float(value, low=-math.inf, what=f"a clock in {unit}")  # a negative one fails the range below
+    # a negative one fails the range below, and so does one too small to be read (1e-300: no clock at all)
+    number = float(str(value)) if below_floor(value) else parse_float(value, low=-math.inf, what=f"a clock in {unit}")
     if not MIN_CLOCK_HZ <= number * UNIT_HZ[unit] <= MAX_CLOCK_HZ:
         raise ValueError(f"{number:g} {unit} is outside the clocks archsim takes ({clock_range(unit)})"
                          f"{_slip(number, unit)}")

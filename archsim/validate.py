@@ -171,16 +171,20 @@ def read_text(path: str | Path, what: str, *, encoding: str = "utf-8", max_bytes
                          file=str(path), line=line) from None
 
 
-def cfg_syntax_error(exc: Exception, file: str) -> InputError:
+def cfg_syntax_error(exc: Exception, file: str, text: str | None = None) -> InputError:
     """The one-line refusal of a ``.cfg`` that configparser cannot read (``exc``: its error, or a
     UnicodeDecodeError): what is wrong, at its line, in place of configparser's class name and its multi-line
-    text — a key or a section written twice, a key above every header, a line that is neither."""
+    text — a key or a section written twice (named as ``text``, the file's, spells it at that line: configparser
+    lowercases it), a key above every header, a line that is neither."""
     import configparser
 
     line = getattr(exc, "lineno", None)
     if isinstance(exc, configparser.DuplicateOptionError):
-        return InputError(f"{exc.option} is given twice in [{exc.section}]; state it once", file=file, line=line,
-                          field=exc.option)
+        spelt = _cfg_spellings(text, exc.section, exc.option, line)  # the first and this line's, as written
+        key = spelt[-1] if spelt else exc.option
+        same = f" ({spelt[0]} and {key}: a .cfg's reader takes them as one key)" if spelt[0:1] != spelt[-1:] else ""
+        return InputError(f"{key} is given twice in [{exc.section}]; state it once{same}", file=file, line=line,
+                          field=key)
     if isinstance(exc, configparser.DuplicateSectionError):
         return InputError(f"section [{exc.section}] is given twice; put its keys in one", file=file, line=line)
     if isinstance(exc, configparser.MissingSectionHeaderError):
@@ -189,6 +193,21 @@ def cfg_syntax_error(exc: Exception, file: str) -> InputError:
         return InputError("neither a [section] header nor a key = value (or key: value) line", file=file,
                           line=exc.errors[0][0])
     return InputError(f"not a readable .cfg file ({exc.__class__.__name__})", file=file)
+
+
+def _cfg_spellings(text: str | None, section: str, option: str, line: int | None) -> list[str]:
+    """How ``text`` (a ``.cfg``'s) spells ``option`` in ``[section]`` up to ``line``, each key as written, in order
+    (configparser hands on the key lowercased); empty where the text or line is not known."""
+    if text is None or line is None:
+        return []
+    spelt, inside = [], False
+    for row in text.splitlines()[:line]:
+        stripped = row.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            inside = stripped[1:-1].strip() == section
+        elif inside and (key := row.split("=", 1)[0].split(":", 1)[0].strip()).lower() == option.lower():
+            spelt.append(key)
+    return spelt
 
 
 def parse_json(text: str, file: str) -> object:

@@ -86,7 +86,9 @@ def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_o
     if not math.isfinite(value):
         raise ValueError(f"expected a finite {what.removeprefix('a ').removeprefix('an ')}, got {shown(text)}")
     if 0 < abs(value) < MIN_MAGNITUDE:  # e.g. 1e-320: dividing by it overflows to inf downstream
-        raise ValueError(f"expected {what} of 0 or a magnitude of at least {MIN_MAGNITUDE:g}, got {shown(text)}")
+        zero = low < 0 or (low == 0 and not low_open)  # 0 is taken: the alternative to a value this small
+        raise ValueError(f"expected {what} {'of 0 or a magnitude of' if zero else 'of'} at least {MIN_MAGNITUDE:g}, "
+                         f"got {shown(text)}")
     if value < low or (low_open and value == low) or value > high:
         said = ((low, low_open) == (0.0, True) and "positive" in what) or \
             ((low, low_open) == (0.0, False) and "non-negative" in what)  # the word says the bound
@@ -94,6 +96,15 @@ def parse_float(text: object, *, low: float = 0.0, high: float = math.inf, low_o
         upper = f"{' and' if bound else ''} <= {high:g}" if math.isfinite(high) else ""
         raise ValueError(f"expected {what}{bound}{upper}, got {shown(text)}")
     return value
+
+
+def below_floor(text: object) -> bool:
+    """Whether ``text`` is a real number :func:`parse_float` refuses as too small (0 < magnitude < MIN_MAGNITUDE), so
+    that a caller whose own line names a range (a fraction in (0, 1], a clock's) can say the floor rather than that
+    range, which such a number lies in or below."""
+    if isinstance(text, bool) or not (isinstance(text, (int, float)) or _REAL.fullmatch(str(text).strip())):
+        return False
+    return 0 < abs(float(text) if isinstance(text, (int, float)) else float(str(text).strip())) < MIN_MAGNITUDE
 
 
 def int_flag(low: int = 1, high: int = INT32_MAX, what: str = "an integer"):

@@ -122,8 +122,8 @@ def test_the_search_meta_says_the_distributed_optimizer_was_on(capsys):
     assert main([*argv, "--format", "json"]) == 0
     before = json.loads(capsys.readouterr().out)["meta"]
     assert list(before) == ["model", "parameters", "seq", "gpu", "dtype", "gpus", "global_batch", "objective",
-                            "balance", "cp", "cp_comm", "enumerated", "costed", "rejected", "identical_rows_dropped",
-                            "uneven_gain_first_row", "uneven_gain_max", "pareto"]
+                            "balance", "energy_source", "cp", "cp_comm", "enumerated", "costed", "rejected",
+                            "identical_rows_dropped", "uneven_gain_first_row", "uneven_gain_max", "pareto"]
     assert main([*argv, "--distributed-optimizer", "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["meta"]["distributed_optimizer"] is True

@@ -239,7 +239,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise cfg_syntax_error(exc, file) from None
+        raise cfg_syntax_error(exc, file, text) from None
 
     def line_of(key: str) -> int | None:
         for number, line in enumerate(text.splitlines(), start=1):

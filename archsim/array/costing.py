@@ -45,23 +45,31 @@ def check_engine(engine: str) -> None:
         raise InputError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", field="engine")
 
 
-def _cycle_figures(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig) -> np.ndarray:
-    """Per GEMM: [cycles with stalls, stall cycles, DRAM read words, DRAM write words], each distinct
-    shape simulated once."""
+def cycle_results(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig) -> tuple[list, np.ndarray]:
+    """(results, index): the cycle engine's result of each distinct GEMM shape among ``m``, ``k``, ``n``, each
+    stepped once, and each GEMM's row in them. The one loop the cycle engine's costs and energies step through, with
+    its progress bar (a network's cycle-engine run takes seconds to minutes: shown on a terminal after a second)."""
     from archsim.array.cycle import simulate_cached  # numba loads only for the cycle engine
     from archsim.progress import progress
 
     shapes, inverse = np.unique(np.stack([m, k, n], axis=1), axis=0, return_inverse=True)
-    figures = np.empty((len(shapes), 4), dtype=np.int64)
+    results = []
     # The simulation steps through every cycle: the analytic (stall-free) cycles measure its work.
     work = gemm_cost(shapes[:, 0], shapes[:, 1], shapes[:, 2], array.rows, array.cols, array.dataflow).cycles.tolist()
     with progress(int(sum(work)), "cycle engine", "cycle", delay=1.0, unit_scale=True) as bar:
         for row, (a, b, c) in enumerate(shapes.tolist()):
-            result = simulate_cached(a, b, c, array)
-            figures[row] = (result.cycles, result.stall_cycles, result.ifmap_dram_reads + result.filter_dram_reads,
-                            result.ofmap_dram_writes)
+            results.append(simulate_cached(a, b, c, array))
             bar.update(work[row])
-    return figures[inverse.reshape(-1)]
+    return results, inverse.reshape(-1)
+
+
+def _cycle_figures(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig) -> np.ndarray:
+    """Per GEMM: [cycles with stalls, stall cycles, DRAM read words, DRAM write words], each distinct
+    shape simulated once."""
+    results, index = cycle_results(m, k, n, array)
+    figures = np.array([(r.cycles, r.stall_cycles, r.ifmap_dram_reads + r.filter_dram_reads, r.ofmap_dram_writes)
+                        for r in results], dtype=np.int64).reshape(-1, 4)
+    return figures[index]
 
 
 def op_costs(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> pd.DataFrame:

@@ -324,7 +324,7 @@ def _cfg_device_sections(text: str, file: str,
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise cfg_syntax_error(exc, file) from None
+        raise cfg_syntax_error(exc, file, text) from None
     if not required and not (parser.has_section("device") or parser.has_section("links")):
         return None
     own = {s: dict(parser[s]) for s in (*_CFG_SECTIONS, *_WHOLE_OPTIONAL) if parser.has_section(s)}

@@ -8,8 +8,8 @@ from __future__ import annotations
 import math
 
 from archsim.choices.devices import NCCL_FIT
-from archsim.validate import did_you_mean, shown, shown_number
-from archsim.value_parsers import parse_float
+from archsim.validate import MIN_MAGNITUDE, did_you_mean, shown, shown_number
+from archsim.value_parsers import below_floor, parse_float
 
 
 def gbps0(value: object) -> float:
@@ -54,7 +54,8 @@ def fraction(value: object, what: str = "a fraction in (0, 1]") -> float:
     except ValueError:
         number = _number(value)
         percent = f": if it is a percentage, write {number / 100:g}" if 1 < number <= 100 else ""
-        raise ValueError(f"expected {what}, got {shown(value)}{percent}") from None
+        tiny = f": below {MIN_MAGNITUDE:g}, the least number archsim reads" if below_floor(value) else ""  # in (0, 1]
+        raise ValueError(f"expected {what}, got {shown(value)}{percent}{tiny}") from None
 
 
 def comm_sms(links: dict, cores: int, file: str) -> int:

@@ -96,9 +96,23 @@ def cost_shapes(shapes: pd.DataFrame, ofmap_count: OfmapCount = "scalesim") -> p
 def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool = False,
                   layout: GemmLayout | None = None) -> pd.DataFrame:
     """The cycle engine's figures for every shape row, on ``memory``'s SRAMs and bandwidth (and
-    custom ``layout``, when given)."""
+    custom ``layout``, when given); a shapes file's GEMMs take seconds each, so a bar counts them on a terminal."""
     import pandas as pd
 
+    from archsim.progress import progress
+
+    out: dict[str, list[object]] = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
+    with progress(len(shapes), "cycle engine", "GEMM", delay=1.0) as bar:
+        for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
+            array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))
+            _cycle_row(out, int(m), int(k), int(n), array, min_bandwidth, layout)
+            bar.update()
+    return pd.DataFrame(out, index=shapes.index)
+
+
+def _cycle_row(out: dict[str, list[object]], m: int, k: int, n: int, array: ArrayConfig, min_bandwidth: bool,
+               layout: GemmLayout | None) -> None:
+    """:func:`cycle_columns`' figures of one GEMM on ``array``, appended to ``out``'s columns."""
     from archsim.array.cycle import (  # numba: the cycle engine only
         minimum_bandwidth,
         simulate_cached,
@@ -106,21 +120,16 @@ def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool
         sram_words,
     )
 
-    out: dict[str, list[object]] = {column: [] for column in CYCLE_COLUMNS + (("min_bandwidth",) if min_bandwidth else ())}
-    for m, k, n, rows, cols, dataflow in shapes[list(SHAPE_COLUMNS)].itertuples(index=False):
-        array = replace(memory, rows=int(rows), cols=int(cols), dataflow=str(dataflow))
-        if layout is None:
-            result = simulate_cached(int(m), int(k), int(n), array)
-        else:
-            result = simulate_gemm(int(m), int(k), int(n), array.rows, array.cols, array.dataflow,
-                                   sram_words=sram_words(array), bandwidth=array.dram_bandwidths, layout=layout)
-        for column in CYCLE_COLUMNS:
-            out[column].append(result.cycles if column == "total_cycles" else getattr(result, column))
-        if min_bandwidth:
-            found = minimum_bandwidth(int(m), int(k), int(n), int(rows), int(cols), str(dataflow),
-                                      sram_words=sram_words(array))
-            out["min_bandwidth"].append("none" if found is None else found)
-    return pd.DataFrame(out, index=shapes.index)
+    if layout is None:
+        result = simulate_cached(m, k, n, array)
+    else:
+        result = simulate_gemm(m, k, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array),
+                               bandwidth=array.dram_bandwidths, layout=layout)
+    for column in CYCLE_COLUMNS:
+        out[column].append(result.cycles if column == "total_cycles" else getattr(result, column))
+    if min_bandwidth:
+        found = minimum_bandwidth(m, k, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array))
+        out["min_bandwidth"].append("none" if found is None else found)
 
 
 def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None, array: str | None = None,

@@ -229,10 +229,11 @@ def layout_from_cfg(cfg_path: str | Path, layout_path: str | Path | None, rule: 
 
     file = str(cfg_path)
     parser = configparser.ConfigParser(interpolation=None)
+    text = read_text(cfg_path, "config file", encoding="utf-8-sig")
     try:
-        parser.read_string(read_text(cfg_path, "config file", encoding="utf-8-sig"), source=file)
+        parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise cfg_syntax_error(exc, file) from None
+        raise cfg_syntax_error(exc, file, text) from None
 
     def get(section: str, key: str, default: str) -> str:
         return parser.get(section, key, fallback=default).strip()

@@ -39,7 +39,7 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:
-        raise cfg_syntax_error(exc, file) from None
+        raise cfg_syntax_error(exc, file, text) from None
     if not parser.has_option("sparsity", "SparsitySupport"):
         return None
     section = parser["sparsity"]

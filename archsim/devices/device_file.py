@@ -347,6 +347,7 @@ _UNREAD = {"arrays": (("[device] board_watts", "its energy is the energy model's
            "tiles": (("[memory] sram_kib_per_array", "its energy is board power × time, which no SRAM changes"),
                      ("[device] split_k", "only gemm = \"arrays\" splits a GEMM over its arrays"),
                      ("[energy]", "its energy is board power × time, not the energy model's"))}
+_CFG_KEYS = {"[memory] sram_kib_per_array": "[architecture_presets] IfmapSramSzkB, FilterSramSzkB, OfmapSramSzkB"}
 
 
 def unread_keys_note(device: Device, file: str) -> str | None:
@@ -359,20 +360,19 @@ def unread_keys_note(device: Device, file: str) -> str | None:
               "[memory] l2_bytes_per_clock": bool(device.l2_bytes_per_clock),
               "[memory] sram_kib_per_array": device.sram_bytes_per_array > 0, "[device] split_k": device.split_k,
               "[energy]": bool(device.energy_table or device.energy_figures)}
-    unread = [(key, why) for key, why in _UNREAD[device.gemm] if stated[key]]
+    cfg = Path(file).suffix.lower() == ".cfg"  # its SRAM is SCALE-Sim's three keys, which its format requires
+    unread = [(_CFG_KEYS.get(key, key) if cfg else key, why) for key, why in _UNREAD[device.gemm] if stated[key]]
     if not unread:
         return None
-    keys = "; ".join(f"{key} ({why})" for key, why in unread)
-    return (f"{file} is a gemm = \"{device.gemm}\" device: {'these keys are' if len(unread) > 1 else 'this key is'} "
-            f"not read: {keys}")
+    many = len(unread) > 1 or "," in unread[0][0]
+    return (f"{file} is a gemm = \"{device.gemm}\" device: {'these keys are' if many else 'this key is'} not read: "
+            + "; ".join(f"{key} ({why})" for key, why in unread))
 
 
 def config_unread_keys_note(config: str | Path, *, name: str | None = None) -> str | None:
-    """:func:`unread_keys_note` of an array command's ``--config`` (``cost``, ``energy``, an array sweep's
-    ``.cfg``), so that every reader of a device file says it. None for a plain SCALE-Sim ``.cfg`` and for a
-    device ``.cfg`` that train refuses: an array command reads such a file's arrays without train's required
-    keys, and only train's reading gives a device to judge. ``name``: the file as the user named it (default
-    ``config``)."""
+    """:func:`unread_keys_note` of an array command's ``--config`` (``cost``, ``energy``, an array sweep's ``.cfg``), so
+    every reader of a device file says it; None for a plain ``.cfg`` and for a device ``.cfg`` train refuses (only
+    train's reading gives a device to judge). ``name``: the file as the user named it (default ``config``)."""
     try:
         device = load_device(config)
     except InputError:

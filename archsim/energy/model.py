@@ -38,7 +38,7 @@ import numpy as np
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
-from archsim.array.costing import check_engine, op_cycles
+from archsim.array.costing import check_engine, cycle_results, op_cycles
 from archsim.console import setting
 from archsim.energy.table import AccessEnergies, access_energies
 from archsim.errors import InputError
@@ -76,12 +76,9 @@ def gemm_counts(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig,
     m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
     cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow, ofmap_count="true")
     if engine == "cycle":
-        from archsim.array.cycle import simulate_cached  # numba loads only for the cycle engine
-
-        shapes, inverse = np.unique(np.stack([m, k, n], axis=1), axis=0, return_inverse=True)
-        traffic = np.array([[r.ifmap_dram_reads, r.filter_dram_reads, r.ofmap_dram_writes]
-                            for r in (simulate_cached(a, b, c, array) for a, b, c in shapes.tolist())],
-                           dtype=np.int64).reshape(-1, 3)[inverse.reshape(-1)]
+        results, index = cycle_results(m, k, n, array)  # the cost's loop and bar: numba loads only for it
+        traffic = np.array([[r.ifmap_dram_reads, r.filter_dram_reads, r.ofmap_dram_writes] for r in results],
+                           dtype=np.int64).reshape(-1, 3)[index]
         ifmap_dram, filter_dram, ofmap_dram = traffic.T
     else:
         ifmap_dram, filter_dram, ofmap_dram = m * k, k * n, m * n

@@ -309,7 +309,7 @@ def read_cfg_energy(path: str | Path, *, leakage: bool = True) -> CfgEnergy:
     try:
         parser.read_string(text, source=file)
     except configparser.Error as exc:
-        raise cfg_syntax_error(exc, file) from None
+        raise cfg_syntax_error(exc, file, text) from None
     section = dict(parser["energy"]) if parser.has_section("energy") else {}
     try:
         for key, value in section.items():  # a TOML habit, table = "name": the quotes would be read as the name's

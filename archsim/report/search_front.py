@@ -14,6 +14,7 @@ from archsim.report.style import table_number
 
 AXIS = {"time": ("peak_memory_gib", "memory per GPU (GiB)"), "cost": ("cost_usd", "cost per iteration (USD)"),
         "energy": ("energy_j", "energy per iteration (J, {basis})")}
+HOVER_UNIT = {"time": "GiB per GPU", "cost": "USD", "energy": "J"}  # a point's y value in its hover, as the axis says
 BOARD_POWER = "GPUs at board power"  # how energy_j is found on catalog GPUs and tile devices
 COLUMNS = ["gpus", "tp", "cp", "cp_comm", "pp", "dp", "micro_batch", "recompute", "schedule", "interleave", "sequence_parallel",
            "stage_layers", "iteration_seconds", "peak_memory_gib", "cost_usd", "energy_j", "uneven_gain", "mfu",
@@ -61,7 +62,8 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
             marker={"size": 9 if mode == "markers" else 7, "symbol": "circle-open" if mode == "markers" else "circle",
                     "color": [r["gpus"] for r in part], "colorscale": "Viridis", **scale,
                     "showscale": mode != "markers", "colorbar": {"title": "GPUs", "tickvals": counts}},
-            hovertemplate="%{text}<br>%{x:.4g} s, %{y:.4g}<br>%{customdata[0]} GPUs: %{customdata[1]:.4g} model, "
+            hovertemplate=f"%{{text}}<br>%{{x:.4g}} s, %{{y:.4g}} {HOVER_UNIT[objective]}<br>"
+                          "%{customdata[0]} GPUs: %{customdata[1]:.4g} model, "
                           "%{customdata[2]:.4g} hardware TFLOP/s per GPU (recompute counted)<br>"
                           "%{customdata[3]:.4g} tokens/s<extra></extra>"))
     fig.update_layout(xaxis_title="iteration (s)", yaxis_title=title, height=520,

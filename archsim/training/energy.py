@@ -8,13 +8,13 @@
   ``vector_elements``, at the table's DRAM energy per word), and a fused kernel's exponentials, FP32 lane
   operations and integer instructions (FlashAttention's softmax and dropout mask, at the table's ``[fused]``
   figures: :func:`~archsim.energy.model.nonmatmul_picojoules`; until 2026-12-04 none: a dropout mask added time
-  and no energy) — summed over every op every device runs
-  in the iteration (the op list the iteration is timed on, its attention's included): per micro-batch the layer ops × layers, the embedding and the head, the forward
-  again under full recompute, × micro-batches × TP × DP; then each device's optimizer step, its
-  bytes per parameter (:mod:`archsim.training.iteration`) at the DRAM energy. The default table has no
-  leakage: a device file's ``[device] static_watts`` (W per chip, default 0) adds static_watts × chips ×
-  iteration seconds (:func:`static_joules`, the one formula: ``archsim sweep``'s device points are priced
-  here too), so idle pipeline time costs energy. Not counted: the collectives' links, the host.
+  and no energy) — summed over every op every device runs in the iteration (the op list the iteration is timed on,
+  its attention's included): per micro-batch the layer ops × layers, the embedding and the head, the forward again
+  under full recompute, × micro-batches × TP × DP; then each device's optimizer step, its bytes per parameter
+  (:mod:`archsim.training.iteration`) at the DRAM energy. The default table has no leakage: a device file's
+  ``[device] static_watts`` (W per chip, default 0) adds static_watts × chips × iteration seconds
+  (:func:`static_joules`, the one formula: ``archsim sweep``'s device points are priced here too), so idle pipeline
+  time costs energy. Not counted: the collectives' links, the host.
 * **Catalog GPUs** (and device files timed by tiles): board power × time, every GPU at its board
   power for the whole iteration (:func:`archsim.training.rates.watts`; an upper bound).
 
@@ -67,10 +67,9 @@ def _units_array(device: Device, units, element_bytes: int) -> ArrayConfig:
 
 def device_file_array(path: str | Path, element_bytes: int = 1) -> tuple[Device, ArrayConfig]:
     """(device, array): the array ``archsim energy --config chip.toml`` prices: the device file's one array kind
-    (:func:`~archsim.devices.device_file.load_device`, the reader train's is), its shape, dataflow, clock and three
-    operand SRAMs (KiB) as :func:`device_array` gives train's energy model them, at ``element_bytes`` (bytes per word).
-    Its ``[energy]`` is read beside it as a ``.cfg``'s is (:func:`~archsim.energy.table.energies_for`). Refused in one
-    line: a tile-timed device (no array the energy model prices) and one of arrays and fp32 lanes (two kinds)."""
+    (:func:`~archsim.devices.device_file.load_device`, train's reader), its shape, dataflow, clock and three operand
+    SRAMs (KiB) as :func:`device_array` gives train's energy model them, at ``element_bytes`` (bytes per word); its
+    ``[energy]`` read beside it as a ``.cfg``'s is. Refused in one line: a tile-timed device and one of two kinds."""
     from archsim.devices.device_file import load_device
 
     device, file = load_device(path), str(path)
@@ -93,10 +92,9 @@ LEAKAGE_ON_DEVICE = ("train and search price a device file's static power as [de
 
 def load_priced_device(path: str | Path) -> Device:
     """The device a device file describes (:func:`~archsim.devices.device_file.load_device`) with its ``[energy]``
-    section (table and per-event figures; a ``.cfg``'s or a TOML's, one reader:
-    :func:`~archsim.energy.table.read_cfg_energy`) read as ``archsim energy --config`` reads a ``.cfg``'s, so that
-    train, search and device sweeps price the figures the file states; its leakage is refused
-    (:data:`LEAKAGE_ON_DEVICE`). Read here, not in ``devices/``, which the energy model's tables stay out of."""
+    section (table and per-event figures, a ``.cfg``'s or a TOML's: :func:`~archsim.energy.table.read_cfg_energy`)
+    read as ``archsim energy --config`` reads a ``.cfg``'s, so that train, search and device sweeps price the figures
+    the file states; its leakage is refused (:data:`LEAKAGE_ON_DEVICE`). Read here: ``devices/`` stays out of tables."""
     from dataclasses import replace
 
     from archsim.devices.device_file import load_device
@@ -124,8 +122,39 @@ def device_energies(device: Device, array: ArrayConfig):
 
 
 def _source(device: Device) -> str:
-    """``energy_source`` of an array device: which figures priced it."""
-    return FILE_SOURCE if device.energy_table or device.energy_figures else MODEL_SOURCE
+    """``energy_source`` of an array device: which figures priced it, and its static power where it states one."""
+    return (FILE_SOURCE if device.energy_table or device.energy_figures else MODEL_SOURCE) + (
+        STATIC_SOURCE if device.static_watts else "")
+
+
+def _source_text(sources: dict[str, list[str]]) -> str:
+    """``energy_source`` of the ways ``sources`` maps to the devices each priced: the one way, or each device's."""
+    return next(iter(sources)) if len(sources) == 1 else "; ".join(
+        f"{', '.join(names)}: {way}" for way, names in sources.items())
+
+
+def energy_sources(cluster, counts) -> str:
+    """``archsim search``'s ``energy_source``: how ``energy_j`` is found on the first ``n`` GPUs for each ``n`` in
+    ``counts``, in train's words; where counts differ in it, each after its counts (``8 GPUs: … | 16 GPUs: …``)."""
+    texts: dict[str, list[int]] = {}
+    for n in sorted(set(counts)):
+        texts.setdefault(_count_source(cluster, n), []).append(n)
+    return next(iter(texts)) if len(texts) == 1 else " | ".join(
+        f"{', '.join(map(str, ns))} GPUs: {text}" for text, ns in texts.items())
+
+
+def _count_source(cluster, n: int) -> str:
+    """:func:`energy_sources` of one count of GPUs: as :func:`iteration_energy` words it."""
+    sources: dict[str, list[str]] = {}
+    for device in array_devices(cluster, n):
+        sources.setdefault(_source(device), []).append(device.name)
+    if boards := _boards(cluster, n):
+        try:
+            board_watts(cluster, n)
+        except InputError as exc:
+            return f"none: {exc.message}"
+        sources[BOARD_SOURCE] = [device.name for device in boards]
+    return _source_text(sources)
 
 
 def _used(cluster, gpus: int) -> tuple[Device, ...]:
@@ -287,11 +316,9 @@ def unpriced_static_note(cluster, counts) -> str | None:
 
 
 def mixed_basis_note(cluster, counts) -> str | None:
-    """The note ``archsim search --objective energy`` prints when its GPU ``counts`` find ``energy_j`` in more than
-    one way (:func:`iteration_energy`): a cluster mixing an array device with other GPUs prices the chip's own
-    layouts by the energy model, the GPUs' at board power × time and those spanning both by the two summed, figures
-    not comparable (the model's 45 nm joules against a board's watts), so one ranking and one Pareto front over
-    them mislead. None otherwise."""
+    """The note ``archsim search --objective energy`` prints when its GPU ``counts`` find ``energy_j`` in more than one
+    way (:func:`iteration_energy`: the energy model's 45 nm joules on array devices, board power × time on GPUs, the
+    two summed on layouts spanning both): figures not comparable, so one ranking over them misleads. None otherwise."""
     bases: dict[str, list[int]] = {}
     for n in sorted(set(counts)):
         arrays, boards = array_devices(cluster, n), _boards(cluster, n)
@@ -335,7 +362,7 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
         parts = [total + part for total, part in zip(parts, joules, strict=True)]
         dynamic += sum(joules)
         static += static_joules(device, len(own) * par.tp * par.replicas, seconds)
-        sources.setdefault(_source(device) + (STATIC_SOURCE if device.static_watts else ""), []).append(device.name)
+        sources.setdefault(_source(device), []).append(device.name)
     boards = [device.name for device in ranks if device.gemm != "arrays"]
     board = 0.0
     if boards:
@@ -344,8 +371,7 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
         except InputError as exc:
             return {"energy_j": None, "energy_source": f"none: {exc.message}"}
         sources[BOARD_SOURCE] = boards
-    source = next(iter(sources)) if len(sources) == 1 else "; ".join(
-        f"{', '.join(names)}: {way}" for way, names in sources.items())
+    source = _source_text(sources)
     if boards:
         return {"energy_j": dynamic + static + board, "energy_source": source}
     breakdown = dict(zip(ENERGY_PARTS, parts, strict=True)) | {"leakage": parts[-1] + static}

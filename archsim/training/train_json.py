@@ -249,7 +249,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
                     distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",),
                     fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch", eps=None,
-                    etps=None, fp8: str | None = None, fp8_param_gather: bool = False) -> dict:
+                    etps=None, fp8: str | None = None, fp8_param_gather: bool = False, energy_source: str = "") -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
@@ -280,6 +280,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             # several counts as the flag lists them; one an integer, as the cluster's own count is
             "gpus": ",".join(map(str, gpus)) if gpus and len(gpus) > 1 else gpus[0] if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
+            "energy_source": energy_source,  # what the rows' energy_j holds (training.energy.energy_sources)
             "cp": ",".join(map(str, cps)) if len(cps) > 1 else cps[0],
             "cp_comm": ",".join(cp_comms),
             **({"ep": ",".join(map(str, expert_degrees(config, eps)))} if config.moe else {}),
