@@ -55,9 +55,9 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
                 overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
                 mtp_layers: int | str | None = None) -> SweepResult:
     """Every point of a grid of iterations predicted as ``archsim train MODEL --sweep KEY=V1,V2,… …`` predicts it.
-    ``sweep``: the axes, a mapping of each KEY to its values (``{"tp": [1, 2], "micro_batch": "1,2,4"}``) or the
-    flag's texts (``["tp=1,2", "micro_batch=1,2,4"]``, or one), read by the flag's one reader with its checks and
-    messages; KEY one of :data:`archsim.training.sweep.AXES`. The other keywords are :func:`archsim.train`'s, the
+    ``sweep``: the axes, a mapping of each KEY to its values (``{"tp": [1, 2], "micro_batch": "1,2,4"}``; a ``range``
+    or a numpy array too, a whole float as its count) or the flag's texts (``["tp=1,2", "micro_batch=1,2,4"]``, or
+    one), read by the flag's one reader with its checks and messages; KEY one of :data:`archsim.training.sweep.AXES`. The other keywords are :func:`archsim.train`'s, the
     point each axis starts from, with its names and defaults, except that ``stage_layers``, ``balance`` other than
     ``"even"``, ``placement="planned"`` and ``implementation="pytorch-eager"`` are refused as ``--sweep`` refuses
     their flags (each point runs Megatron's even split, in one server order). A point that cannot run is its row

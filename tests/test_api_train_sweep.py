@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 from api_parity_helpers import MODEL, NODE, as_flag, cli_error, same_json
 from test_docs import ROOT
@@ -28,7 +29,8 @@ def _at_root(monkeypatch):
 
 
 @pytest.mark.parametrize("sweep", [{"tp": [1, 2], "micro_batch": [1, 2]}, ["tp=1,2", "micro_batch=1,2"],
-                                   {"tp": "1,2", "micro-batch": (1, 2)}])
+                                   {"tp": "1,2", "micro-batch": (1, 2)},
+                                   {"tp": range(1, 3), "micro_batch": np.array([1.0, 2.0])}])  # a float column's counts
 def test_a_2x2_grid_is_the_commands_json(sweep, capsys):
     argv = ["train", MODEL, "--cluster", NODE, "--global-batch", "16", "--pp", "2", *GRID]
     result, printed = same_json(argv, archsim.train_sweep,
@@ -36,6 +38,14 @@ def test_a_2x2_grid_is_the_commands_json(sweep, capsys):
     assert [(row["tp"], row["micro_batch"]) for row in printed["rows"]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
     assert all(row["error"] == "" for row in printed["rows"]) and len(result) == 4
     assert result.table.to_dict(orient="records") == result.to_dict()["rows"]
+
+
+def test_a_switch_axis_takes_pythons_and_numpys_bools_as_the_flags_words(capsys):
+    argv = ["train", MODEL, "--cluster", NODE, "--global-batch", "16", "--tp", "2", "--sweep",
+            "sequence_parallel=true,false"]
+    _, printed = same_json(argv, archsim.train_sweep, {"model": MODEL, "cluster": NODE, "global_batch": 16, "tp": 2,
+                                                       "sweep": {"sequence_parallel": [np.True_, False]}}, capsys)
+    assert [row["sequence_parallel"] for row in printed["rows"]] == [True, False]
 
 
 def test_each_row_is_the_iteration_train_times_at_its_point():

@@ -44,14 +44,23 @@ def sweep_axes(given: str | Sequence[str] | Mapping[str, object]) -> list[tuple[
 
 
 def _values_text(values: object) -> str:
-    """An axis's values as ``--sweep``'s comma text: a text as is, a bool as ``true``/``false``, a list joined."""
+    """An axis's values as ``--sweep``'s comma text: a text as is, any other iterable (a list, a ``range``, a numpy
+    array) joined, a bool (numpy's too) as ``true``/``false``, a whole float (``8.0``, a pandas float column's
+    count) as its integer, as every count keyword reads one."""
+    import numbers
+
     if isinstance(values, str):
         return values
-    if isinstance(values, (list, tuple)):
-        return ",".join(_values_text(value) for value in values)
-    if isinstance(values, bool):
-        return "true" if values else "false"
-    return str(values)
+    if str(values) in ("True", "False"):  # Python's bool or numpy's (np.True_, a pandas bool column's)
+        return str(values).lower()
+    if isinstance(values, numbers.Real) and not isinstance(values, numbers.Integral) and float(values).is_integer():
+        return str(int(float(values)))
+    if isinstance(values, numbers.Number):
+        return str(values)
+    try:
+        return ",".join(_values_text(value) for value in values)  # type: ignore[attr-defined]
+    except TypeError:  # not iterable: as it prints
+        return str(values)
 
 
 def sweep_base(*, tp: int, pp: int, dp: int, global_batch: int, micro_batch: int, recompute: str,
