@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import sweep_cache as sweep_cache
     from archsim.api import train as train
     from archsim.api import train_runs as train_runs
+    from archsim.api import train_sweep as train_sweep
     from archsim.api import validate_gpu as validate_gpu
     from archsim.api import write_report as write_report
     from archsim.array.analytic import gemm_cost as gemm_cost
@@ -80,6 +81,7 @@ _EXPORTS = {
     "train": "archsim.api:train",
     "search": "archsim.api:search",
     "train_runs": "archsim.api:train_runs",
+    "train_sweep": "archsim.api:train_sweep",
     "validate_gpu": "archsim.api:validate_gpu",
     "gemm_cost": "archsim.array.analytic:gemm_cost",
     "read_scalesim_cfg": "archsim.array.config:read_scalesim_cfg",

@@ -23,6 +23,8 @@ COUNTS = {  # job → its keywords that take a count (or a number) a flag reads 
     "train": ("global_batch", "tp", "pp", "dp", "micro_batch", "seq", "interleave", "max_ops", "cp", "ep", "etp",
               "moe_expert_capacity_factor", "moe_load_imbalance", "cp_hierarchy"),  # cp, ep, etp: int until 2026-12-03
     "train_runs": ("seq", "max_ops", "mtp_layers"),
+    "train_sweep": ("global_batch", "tp", "pp", "dp", "micro_batch", "seq", "interleave", "max_ops", "cp", "ep", "etp",
+                    "moe_expert_capacity_factor", "moe_load_imbalance", "cp_hierarchy", "mtp_layers"),
     "search": ("global_batch", "gpus", "seq", "top", "chunks", "max_micro_batch", "refine", "max_ops", "cp", "ep", "etp",
                "moe_load_imbalance"),
     "cost": ("batch", "element_bytes", "bandwidth", "clock_ghz"),

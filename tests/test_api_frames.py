@@ -73,6 +73,11 @@ CASES = {
     # train_runs returned plain dicts, no to_frame, before 2026-12-03
     "train --runs": (["train", MODEL, "--cluster", NODE, "--runs", RUNS, "--attention", "standard"],
                      archsim.train_runs, (MODEL,), {"runs": RUNS, "cluster": NODE, "attention": "standard"}),
+    # a grid with a point that cannot run (TP 3 of 16 heads): its empty cells as the CSV's; no function before 2026-12-05
+    "train --sweep": (["train", MODEL, "--cluster", NODE, "--global-batch", "16", "--sweep", "tp=1,3",
+                       "--sweep", "micro_batch=1,2"],
+                      archsim.train_sweep, (MODEL,), {"cluster": NODE, "global_batch": 16,
+                                                      "sweep": {"tp": [1, 3], "micro_batch": [1, 2]}}),
 }
 
 

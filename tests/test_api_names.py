@@ -126,7 +126,7 @@ def test_dir_lists_the_public_names_only(package):
 
 def test_dir_keeps_every_documented_name():
     documented = {"load_network", "array_config", "cost", "profile", "pipeline", "simulate", "run_sweep",
-                  "write_report", "train", "search", "train_runs", "gemm_cost", "read_scalesim_cfg", "ArrayConfig",
+                  "write_report", "train", "search", "train_runs", "train_sweep", "gemm_cost", "read_scalesim_cfg", "ArrayConfig",
                   "Layer", "Network", "InputError", "__version__"}
     assert documented <= set(dir(archsim))
     assert {"annotations", "lazy", "lazy_exports"}.isdisjoint(dir(archsim))

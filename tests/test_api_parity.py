@@ -38,7 +38,7 @@ CLI_ONLY = {
 # Options of ``archsim train`` that run another job than one iteration, each its own library function.
 OTHER_JOBS = {
     "runs": "every row of a runs file, one row each: archsim.train_runs",
-    "sweep": "a grid of iterations, one row per point: archsim.training.sweep.sweep",
+    "sweep": "a grid of iterations, one row per point: archsim.train_sweep",
 }
 EXCLUDED = {"cost": CLI_ONLY, "train": {**CLI_ONLY, **OTHER_JOBS}, "search": CLI_ONLY, "gemm": CLI_ONLY,
             "sparse": CLI_ONLY, "plan": CLI_ONLY, "energy": CLI_ONLY, "validate-gpu": CLI_ONLY,
@@ -74,6 +74,15 @@ def test_every_option_is_a_keyword_of_the_same_name_or_listed(command):
     assert not missing, f"archsim.{command} lacks {missing}"
 
 
+def test_train_sweep_takes_every_option_of_train_but_the_outputs_and_runs():
+    """``archsim.train_sweep`` is ``archsim train --sweep``: every other flag of train is one of its keywords (the point
+    each axis starts from), so a flag added to train without it fails here; ``sweep`` is its own."""
+    accepted = set(inspect.signature(archsim.train_sweep).parameters)
+    missing = [name for name in keywords("train") if name not in accepted and name not in {**CLI_ONLY, "runs": ""}]
+    assert not missing, f"archsim.train_sweep lacks {missing}"
+    assert "sweep" in accepted and "runs" not in accepted
+
+
 def test_a_renamed_dest_is_checked_under_the_flags_name():
     assert "bandwidth" in keywords("cost") and "dram_bandwidth" not in keywords("cost")
 
@@ -103,6 +112,7 @@ def test_api_examples_show_the_new_keywords():
     assert any("archsim.search(" in b and 'gpus="' in b for b in blocks)
     assert any("archsim.cluster_jobs(" in b and "compare=" in b for b in blocks)
     assert any("archsim.bppsa_rnn(" in b and "archsim.bppsa_pruned_vgg11(" in b for b in blocks)
+    assert any("archsim.train_sweep(" in b and "sweep=" in b for b in blocks)
     # "Results as DataFrames": to_frame() of each kind of result that holds a command's CSV rows
     assert any(all(f"{job}(" in b for job in ("archsim.cost", "archsim.gemm", "archsim.plan", "archsim.train",
                                                "archsim.search")) and b.count(".to_frame()") >= 5 for b in blocks)

@@ -133,7 +133,7 @@ def test_another_jobs_flag_says_whose_it_is(tmp_path, capsys, command, flag, tol
 
 @pytest.mark.parametrize("job, keyword, told", [
     ("search", "runs", "archsim.train_runs(model, runs=…, cluster=…)"), ("train", "runs", "archsim.train_runs("),
-    ("train", "sweep", "archsim.training.sweep.sweep"), ("train", "top", "top is archsim.search's"),
+    ("train", "sweep", "archsim.train_sweep(model, sweep="), ("train", "top", "top is archsim.search's"),
     ("train", "format", "to_dict() is the --format json document")])
 def test_a_keyword_of_another_job_or_of_the_commands_output_says_what_to_call(tmp_path, job, keyword, told):
     """`archsim.search(runs=…)` was told "did you mean 'chunks'?", `archsim.train(runs=…)` only that the keyword is

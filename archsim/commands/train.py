@@ -201,6 +201,11 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
     dtype_given = args.dtype is not None
+    typed = args  # the flags as given: --attention unset is not given, though the implementation's is used
+
+    def given(_: argparse.Namespace, flags) -> list[str]:
+        return _given(typed, flags)
+
     args = argparse.Namespace(**{**vars(args), "dtype": args.dtype or DEFAULT_DTYPE,
                                  "attention": args.attention or IMPLEMENTATION_ATTENTION[args.implementation]})
     if args.stage_layers and args.balance == "planned":  # flag combinations: checked before the model is read
@@ -216,13 +221,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")
     if args.runs:  # each row its own capacity (its columns): the flags refused there
-        return run_train_runs(args, config, dtype_given, _given)
+        return run_train_runs(args, config, dtype_given, given)
     config = with_load_imbalance(with_capacity(config, args.moe_expert_capacity_factor,
                                                args.moe_pad_expert_input_to_capacity), args.moe_load_imbalance)
     if args.global_batch is None:
         raise InputError("--global-batch is required (unless --runs)", field="global-batch")
     if args.sweep:
-        return run_train_sweep(args, config, dtype_given, _given)
+        return run_train_sweep(args, config, dtype_given, given)
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
                       args.sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers, layers=config.layers, pp=args.pp, interleave=args.interleave,

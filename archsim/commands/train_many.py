@@ -11,7 +11,6 @@ from typing import cast
 
 from archsim.commands.common import emit, note_default_seq, note_unread_cluster_keys
 from archsim.console import note, warn
-from archsim.fits import tp_span_points_warnings
 
 # train's reading of which of these (flag, argparse dest) pairs were given other than their default
 Given = Callable[[argparse.Namespace, Sequence[tuple[str, str]]], list[str]]
@@ -23,50 +22,27 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     reading of which flags were given, to note those the sweep replaces)."""
     import pandas as pd
 
-    from archsim.errors import InputError
     from archsim.outputs import render
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.moe_ops import padding_note
-    from archsim.training.placement import parse_placement
-    from archsim.training.sweep import check_sweep_size, parse_axis, sweep
+    from archsim.training.sweep import check_sweep_size
+    from archsim.training.sweep_run import run_grid, sweep_axes, sweep_base, swept_note
     from archsim.workload.model_files import config_dtype_note
 
-    axes = [parse_axis(text) for text in args.sweep]
+    axes = sweep_axes(args.sweep)
     swept = given(args, [(f"--{key.replace('_', '-')}", key) for key, _ in axes])  # a flag the sweep replaces
-    base = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "global_batch": args.global_batch,
-            "micro_batch": args.micro_batch, "recompute": args.recompute,
-            "sequence_parallel": args.sequence_parallel, "interleave": args.interleave, "schedule": args.schedule,
-            "attention": args.attention, "dp_overlap": args.dp_overlap,
-            **({"grad_accumulation": args.grad_accumulation} if args.grad_accumulation else {}),
-            **({"distributed_optimizer": True} if args.distributed_optimizer else {}),
-            **({"fsdp": True} if args.fsdp else {}),
-            **({"fsdp_reshard": args.fsdp_reshard} if args.fsdp_reshard != "after-forward" else {}),
-            **({"fsdp_grad_sync": args.fsdp_grad_sync} if args.fsdp_grad_sync != "micro-batch" else {}),
-            **({"cp": args.cp} if args.cp > 1 else {}),  # --cp-comm's also for a swept cp (until 2026-12-05 no axis)
-            **({"cp_comm": args.cp_comm} if args.cp > 1 or args.cp_comm != "p2p" else {}),
-            **({"cp_hierarchy": cp_hierarchy(args)} if args.cp_hierarchy else {}),
-            **({"ep": args.ep} if args.ep > 1 else {}), **({"etp": args.etp} if args.etp is not None else {}),
-            **({"fp8": args.fp8} if args.fp8 else {}), **({"fp8_param_gather": True} if args.fp8_param_gather else {})}
+    base = sweep_base(tp=args.tp, pp=args.pp, dp=args.dp, global_batch=args.global_batch, micro_batch=args.micro_batch,
+                      recompute=args.recompute, sequence_parallel=args.sequence_parallel, interleave=args.interleave,
+                      schedule=args.schedule, attention=args.attention, dp_overlap=args.dp_overlap,
+                      grad_accumulation=args.grad_accumulation, distributed_optimizer=args.distributed_optimizer,
+                      fsdp=args.fsdp, fsdp_reshard=args.fsdp_reshard, fsdp_grad_sync=args.fsdp_grad_sync, cp=args.cp,
+                      cp_comm=args.cp_comm, cp_hierarchy=cp_hierarchy(args), ep=args.ep, etp=args.etp, fp8=args.fp8,
+                      fp8_param_gather=args.fp8_param_gather)
     check_sweep_size(base, axes, args.max_ops)
-    cluster = load_gpu_cluster(args.cluster, args.dtype)
-    placement = parse_placement(args.placement, cluster)
-    if placement == "planned":
-        raise InputError("--sweep runs each point in one server order: give --placement file or an order I,J,…",
-                         field="placement")
-    if isinstance(placement, tuple):
-        cluster = cluster.reordered(placement)
-    rows = sweep(config, cluster, base, axes)
-    if all(row["error"] for row in rows):  # a flag no point can run with (fp32 beside FlashAttention): as train
-        raise InputError(f"no point of the sweep can run; the first: {rows[0]['error']}", field="sweep")
-    sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
-    for key in ("tp_span", "cp_span"):  # train's warnings of a TP or an all-to-all CP group across servers, counted
-        spans = [(row.pop(key), (row["tp"], row["pp"], row["dp"], row.get("cp", 1))) for row in rows]
-        for line in tp_span_points_warnings(spans):  # over the points as --runs names its lines
-            warn(line)
-    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": args.dtype,
-            "points": len(rows),
-            "axes": ",".join(name for name, _ in axes),
-            "energy_source": "; ".join(source for source in sources if source) or "none"}
+    grid = run_grid(config, load_gpu_cluster(args.cluster, args.dtype), base, axes, args.placement)
+    rows, cluster = grid.rows, grid.cluster
+    for line in grid.warnings:
+        warn(line)
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     for text in (dtype_note, padding_note(config)):  # the capacity is every point's: noted once
@@ -74,10 +50,10 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
             note(text)
     note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
     if swept:
-        note(f"{', '.join(swept)} given beside --sweep over the same setting: every point takes the sweep's values")
+        note(swept_note(swept))
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
-    emit(render(pd.DataFrame(rows), args.format, meta=meta, precision=args.precision), args)
+    emit(render(pd.DataFrame(rows), args.format, meta=grid.meta, precision=args.precision), args)
     return 0
 
 

@@ -71,8 +71,8 @@ def _other_jobs(job: str) -> dict[str, str]:
     runs = route("is archsim train's: archsim train MODEL --cluster C.toml --runs RUNS.csv predicts each row of a runs file",
                  "is archsim train --runs': archsim.train_runs(model, runs=…, cluster=…) predicts each row of a runs file")
     sweep = route("is archsim train's: archsim train MODEL --cluster C.toml … --sweep KEY=V1,V2,… runs each point of a grid",
-                  "is archsim train --sweep's: archsim.training.sweep.sweep(config, cluster, base, axes) runs each point "
-                  "of a grid")
+                  "is archsim train --sweep's: archsim.train_sweep(model, sweep={KEY: [V1, V2, …]}, cluster=…, "
+                  "global_batch=…) runs each point of a grid")
     said = {"runs": runs, "sweep": sweep} if job == "search" or in_library() else {}  # archsim train has both flags
     if job == "train":  # search's ranking: train runs the one layout it is given
         said |= {setting(flag).lstrip("-"): f"is {named('search')}'s: {named('train')} runs the one layout its "

@@ -1,0 +1,138 @@
+"""``archsim train --sweep``'s run, made once for the command and ``archsim.train_sweep``: the axes read from their
+``KEY=V1,V2,…`` texts (:func:`sweep_axes`), the base layout every point starts from (:func:`sweep_base`), the grid run
+on the cluster into the rows and meta the command prints with the warnings it says of them (:func:`run_grid`), and
+the note on a setting given beside an axis over it (:func:`swept_note`). The points themselves are
+:mod:`archsim.training.sweep`'s."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from archsim.console import setting
+from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    from archsim.training.cluster import GpuCluster
+
+
+def sweep_axes(given: str | Sequence[str] | Mapping[str, object]) -> list[tuple[str, tuple]]:
+    """The axes of ``given``, each read by :func:`~archsim.training.sweep.parse_axis` as ``--sweep`` reads its text:
+    ``KEY=V1,V2,…`` texts (one, or a list of them, as the flag is given once per axis), or a mapping of each KEY to
+    its values (a list, or one comma text), written as that text first, so both spellings meet the one reader and
+    its messages. No axis at all is refused as the flag given no value is."""
+    from archsim.training.sweep import parse_axis
+    from archsim.value_parsers import NO_VALUES
+
+    if isinstance(given, Mapping):
+        texts = [f"{key}={_values_text(values)}" for key, values in given.items()]
+    elif isinstance(given, str):
+        texts = [given]
+    else:
+        try:
+            texts = list(given)
+        except TypeError:  # a number, None: no axis a flag could give
+            raise InputError(f"expected KEY=V1,V2,… texts or a mapping of each KEY to its values, got "
+                             f"{type(given).__name__}", field="sweep") from None
+    if not texts:
+        raise InputError(NO_VALUES, field="sweep")
+    for text in texts:
+        if not isinstance(text, str):
+            raise InputError(f"expected KEY=V1,V2,… texts, got {type(text).__name__} {text!r}", field="sweep")
+    return [parse_axis(text) for text in texts]
+
+
+def _values_text(values: object) -> str:
+    """An axis's values as ``--sweep``'s comma text: a text as is, any other iterable (a list, a ``range``, a numpy
+    array) joined, a bool (numpy's too) as ``true``/``false``, a whole float (``8.0``, a pandas float column's
+    count) as its integer, as every count keyword reads one."""
+    import numbers
+
+    if isinstance(values, str):
+        return values
+    if str(values) in ("True", "False"):  # Python's bool or numpy's (np.True_, a pandas bool column's)
+        return str(values).lower()
+    if isinstance(values, numbers.Real) and not isinstance(values, numbers.Integral) and float(values).is_integer():
+        return str(int(float(values)))
+    if isinstance(values, numbers.Number):
+        return str(values)
+    try:
+        return ",".join(_values_text(value) for value in values)  # type: ignore[attr-defined]
+    except TypeError:  # not iterable: as it prints
+        return str(values)
+
+
+def sweep_base(*, tp: int, pp: int, dp: int, global_batch: int, micro_batch: int, recompute: str,
+               sequence_parallel: bool, interleave: int, schedule: str, attention: str, dp_overlap: str,
+               grad_accumulation: str | None, distributed_optimizer: bool, fsdp: bool, fsdp_reshard: str,
+               fsdp_grad_sync: str, cp: int, cp_comm: str, cp_hierarchy: tuple[int, int] | None, ep: int,
+               etp: int | None, fp8: str | None, fp8_param_gather: bool) -> dict:
+    """Each point's settings before its axes replace some (Parallelism's keyword arguments), from train's flags or
+    keywords; a setting left at its default is left out, so a row's columns are the layout's and what was given."""
+    return {"tp": tp, "pp": pp, "dp": dp, "global_batch": global_batch, "micro_batch": micro_batch,
+            "recompute": recompute, "sequence_parallel": sequence_parallel, "interleave": interleave,
+            "schedule": schedule, "attention": attention, "dp_overlap": dp_overlap,
+            **({"grad_accumulation": grad_accumulation} if grad_accumulation else {}),
+            **({"distributed_optimizer": True} if distributed_optimizer else {}),
+            **({"fsdp": True} if fsdp else {}),
+            **({"fsdp_reshard": fsdp_reshard} if fsdp_reshard != "after-forward" else {}),
+            **({"fsdp_grad_sync": fsdp_grad_sync} if fsdp_grad_sync != "micro-batch" else {}),
+            **({"cp": cp} if cp > 1 else {}),  # cp_comm's also for a swept cp (until 2026-12-05 no axis)
+            **({"cp_comm": cp_comm} if cp > 1 or cp_comm != "p2p" else {}),
+            **({"cp_hierarchy": cp_hierarchy} if cp_hierarchy else {}),
+            **({"ep": ep} if ep > 1 else {}), **({"etp": etp} if etp is not None else {}),
+            **({"fp8": fp8} if fp8 else {}), **({"fp8_param_gather": True} if fp8_param_gather else {})}
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A sweep run: its ``rows`` (one per point, as :func:`~archsim.training.sweep.sweep` gives them less each one's
+    ``energy_source``, ``tp_span`` and ``cp_span``), the ``meta`` the command prints above them, the ``cluster`` they
+    ran on (in the server order asked for) and the ``warnings`` of a TP or an all-to-all CP group across servers,
+    one line per distinct line over the points."""
+
+    rows: list[dict]
+    meta: dict
+    cluster: GpuCluster
+    warnings: tuple[str, ...]
+
+
+def run_grid(config, cluster: GpuCluster, base: dict, axes: list[tuple[str, tuple]], placement: str) -> Grid:
+    """Every point of ``axes`` over ``base`` run on ``cluster`` in ``placement``'s server order (``file`` or an
+    order ``I,J,…``; ``planned`` is refused: each point runs in one order). A grid no point of which can run (fp32
+    beside FlashAttention) is refused with the first point's reason, as ``archsim train`` refuses that one point."""
+    from archsim.fits import tp_span_points_warnings
+    from archsim.training.placement import parse_placement
+    from archsim.training.sweep import sweep
+
+    order = parse_placement(placement, cluster)
+    if order == "planned":
+        raise InputError(f"{setting('sweep')} runs each point in one server order: give {setting('placement', 'file')} "
+                         "or an order I,J,…", field="placement")
+    if isinstance(order, tuple):
+        cluster = cluster.reordered(order)
+    rows = sweep(config, cluster, base, axes)
+    if all(row["error"] for row in rows):  # a setting no point can run with (fp32 beside FlashAttention): as train
+        raise InputError(f"no point of the sweep can run; the first: {rows[0]['error']}", field="sweep")
+    sources = dict.fromkeys(row.pop("energy_source") for row in rows)  # one per cluster, kept once in the meta
+    warnings: list[str] = []
+    for key in ("tp_span", "cp_span"):  # train's warnings of a TP or an all-to-all CP group across servers, counted
+        spans = [(row.pop(key), (row["tp"], row["pp"], row["dp"], row.get("cp", 1))) for row in rows]
+        warnings += tp_span_points_warnings(spans)  # over the points as --runs names its lines
+    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": cluster.dtype,
+            "points": len(rows), "axes": ",".join(name for name, _ in axes),
+            "energy_source": "; ".join(source for source in sources if source) or "none"}
+    return Grid(rows, meta, cluster, tuple(warnings))
+
+
+def swept_note(swept: Sequence[str]) -> str:
+    """The note on settings given beside the sweep over the same setting (``swept``, as the caller spells them:
+    ``--tp``, ``tp``); '' for none."""
+    if not swept:
+        return ""
+    return (f"{', '.join(swept)} given beside {setting('sweep')} over the same setting: every point takes the sweep's "
+            "values")
+
+
+__all__ = ["Grid", "run_grid", "sweep_axes", "sweep_base", "swept_note"]
