@@ -193,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         energy_line,
         table_host_note,
         table_parameters,
+        table_split,
         text_meta,
         train_document,
     )
@@ -259,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = text_meta(meta, result.breakdown, show)
         if args.format == "table":  # csv keeps the exact integer
-            meta = table_host_note(table_parameters(meta))
+            meta = table_split(table_host_note(table_parameters(meta)), document["meta"]["compute_split_seconds"])
     warning = rank_memory_warning(result, machines)
     if warning:
         warn(warning)

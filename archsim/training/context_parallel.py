@@ -151,8 +151,9 @@ def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, mach
         return mine if kind == "F" else mine[::-1]  # the backward's steps run in reverse
 
     f, b, rows = exchange(c, par, machine, steps("F", own), steps("D", own), steps("F", slow), steps("D", slow))
-    redo = layer.recompute + (f if par.recompute == "full" else 0.0)
-    return replace(layer, cp_forward=f, cp_backward=b, recompute=redo, ops=(*layer.ops, *rows),
+    again = f if par.recompute == "full" else 0.0
+    return replace(layer, cp_forward=f, cp_backward=b, recompute=layer.recompute + again,
+                   recompute_communication=layer.recompute_communication + again, ops=(*layer.ops, *rows),
                    gemms=(*layer.gemms, *((),) * len(rows)) if layer.gemms else ())
 
 

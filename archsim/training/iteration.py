@@ -49,11 +49,12 @@ import numpy as np
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collectives import collective_seconds, message_mib
 from archsim.console import setting
-from archsim.devices.kernel_ops import KernelFamilies, op_seconds
+from archsim.devices.kernel_ops import op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import TrainingOp
 from archsim.training.comm_sms import hidden_seconds, share_of, slowed_seconds
+from archsim.training.compute_classes import pass_families, piece_classes
 from archsim.training.context_parallel import rank_config, with_exchange
 from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
@@ -139,15 +140,9 @@ def recounted_op_seconds(work: Work, machine: Machine, counted: Work) -> np.ndar
     fit's per-kernel gap (``launch_s``) as many times in all as ``counted``'s ops of that pass: the fit
     stated it per op of Megatron's list, like ``host_s`` (:func:`piece_cost`). PyTorch's fp32 kernels
     (no gap inside a step: :func:`archsim.devices.kernel_ops.queued`) are unchanged by it."""
-    families = machine.kernels
-    passes = []
-    for mine, theirs in ((work.forward, counted.forward), (work.backward, counted.backward)):
-        share = len(theirs) / max(len(mine), 1)
-        scaled = KernelFamilies(replace(families.gemm, launch_s=families.gemm.launch_s * share),
-                                replace(families.memory_bound, launch_s=families.memory_bound.launch_s * share),
-                                families.pytorch)
-        passes.append(op_seconds(list(mine), machine.gpu, scaled, machine.dtype))
-    return np.concatenate(passes)
+    return np.concatenate([op_seconds(list(mine), machine.gpu, pass_families(machine.kernels, len(mine), len(theirs)),
+                                      machine.dtype)
+                           for mine, theirs in ((work.forward, counted.forward), (work.backward, counted.backward))])
 
 
 def host_issues(work: Work) -> tuple[int, int]:
@@ -208,7 +203,9 @@ def piece_cost(work: Work, par: Parallelism, machine: Machine, recompute: str,
     gemms = (*(op.gemms for op in ops), *((),) * (len(rows) - len(ops)))  # the collectives' rows run none
     return PieceCost(forward, delta, weight, redo, tp_f, tp_b, rows, ep_forward=ep_f, ep_backward=ep_b, gemms=gemms,
                      host_forward=forward - gpu_forward, host_backward=delta - gpu_delta, host_recompute=host_redo,
-                     slowed=tuple(float(t) for t in slowed))
+                     slowed=tuple(float(t) for t in slowed),
+                     classes=piece_classes(work, machine, counted, recompute, ATTENTION_CORE),
+                     recompute_communication=tp_f + ep_f if recompute == "full" else 0.0)
 
 
 def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.training.compute_classes import ClassSeconds
 from archsim.training.op_work import Collective, Work, gemm_ops, memory_op, vector_op
 from archsim.training.piece_cost import PieceCost
 from archsim.workload.layer_kinds import DENSE, LAYER, kind_configs
@@ -100,10 +101,12 @@ def summed(parts: list[PieceCost]) -> PieceCost:
     """One piece running ``parts`` one after the other: each figure summed, their rows in order."""
     first = parts[0]
     fields = ("forward", "backward_input", "backward_weight", "recompute", "tp_forward", "tp_backward", "cp_forward",
-              "cp_backward", "ep_forward", "ep_backward", "host_forward", "host_backward", "host_recompute")
+              "cp_backward", "ep_forward", "ep_backward", "host_forward", "host_backward", "host_recompute",
+              "recompute_communication")
     gemms = () if not all(p.gemms for p in parts) else tuple(g for p in parts for g in p.gemms)
     return replace(first, **{name: sum(getattr(p, name) for p in parts) for name in fields},
-                   ops=tuple(row for p in parts for row in p.ops), gemms=gemms)
+                   ops=tuple(row for p in parts for row in p.ops), gemms=gemms,
+                   classes=sum((p.classes for p in parts), ClassSeconds()))
 
 
 def with_mtp(c: TransformerConfig, pieces: dict[str, PieceCost], projection: PieceCost) -> dict[str, PieceCost]:

@@ -19,21 +19,7 @@ from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernel_ops import device_gemm_seconds, op_parts
 from archsim.lowering import TrainingOp
 from archsim.training.calibrate import ProbeRow
-
-
-@dataclass(frozen=True)
-class ClassSeconds:
-    """Seconds of an op list by class: ``gemm`` (compute or HBM roofline, launches excluded; fused
-    ops' whole body), ``memory`` (memory-bound bytes at achieved HBM bandwidth), ``launch`` (one
-    ``launch_s`` per kernel); their sum is :func:`~archsim.devices.kernel_ops.op_seconds`' sum."""
-
-    gemm: float
-    memory: float
-    launch: float
-
-    @property
-    def total(self) -> float:
-        return self.gemm + self.memory + self.launch
+from archsim.training.compute_classes import ClassSeconds, summed_classes
 
 
 def class_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: KernelConstants,
@@ -41,9 +27,7 @@ def class_seconds(ops: Sequence[TrainingOp], device: Device, efficiency: KernelC
     """``ops``' GPU time split into GEMM, memory-bound and launch seconds: the sums over ops of
     :func:`~archsim.devices.kernel_ops.op_parts` (``op_seconds``' own terms) at ``efficiency``, one
     ``efficiency.launch_s`` per kernel."""
-    parts = op_parts(ops, device, efficiency, precision)
-    return ClassSeconds(sum(parts.gemm.tolist(), 0.0), sum(parts.memory.tolist(), 0.0),
-                        int(parts.kernels.sum()) * efficiency.launch_s)
+    return summed_classes(op_parts(ops, device, efficiency, precision), efficiency.launch_s)
 
 
 @dataclass(frozen=True)
@@ -108,5 +92,5 @@ def memory_at_fractions(ops: Sequence[TrainingOp], fractions: dict[str, float], 
     return seconds, moved
 
 
-__all__ = ["ClassSeconds", "GemmMatch", "achieved_fraction", "class_seconds", "match_probe_gemms",
+__all__ = ["GemmMatch", "achieved_fraction", "class_seconds", "match_probe_gemms",
            "memory_at_fractions"]

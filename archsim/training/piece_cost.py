@@ -3,11 +3,12 @@ pipeline, the all-to-all overlap (:mod:`archsim.training.moe_overlap`) and the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from archsim.lowering import Gemm
 from archsim.training.comm_sms import share_of
+from archsim.training.compute_classes import ClassSeconds
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,10 @@ class PieceCost:
     host_backward: float = 0.0  # of backward_input
     host_recompute: float = 0.0  # of recompute
     slowed: tuple[float, ...] = ()  # the first len(slowed) rows' (its ops') seconds beside a collective (comm_sms.py)
+    # the GPU seconds of forward, backward_input, backward_weight and recompute by op class, host floor not in them
+    # (compute_classes.py): what archsim train's compute_split_seconds sums
+    classes: ClassSeconds = field(default_factory=ClassSeconds)
+    recompute_communication: float = 0.0  # of recompute: the collectives (CP's exchange too) a full one runs again
 
     @property
     def host_bound(self) -> float:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.devices.catalog import GIB
+from archsim.training.compute_classes import ClassSeconds
 from archsim.training.context_parallel import rank_config, received_bytes
 from archsim.training.eager_ops import eager_flash_output_bytes
 from archsim.training.fp8_scaling import scaling_seconds
@@ -21,7 +22,7 @@ from archsim.training.op_rows import op_row, piece_rows
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.piece_cost import PieceCost
 from archsim.training.pipeline_memory import memories
-from archsim.training.stages import host_bound_seconds
+from archsim.training.stages import host_bound_seconds, piece_runs
 from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
@@ -46,7 +47,8 @@ class TrainResult:
     parts of ``energy_j`` an array device's stated static power adds and the energy model's (None where it
     states none); ``energy_breakdown_j``: ``energy_j`` by part (J) on array devices alone, else None;
     ``host_bound_seconds``: the seconds of ``breakdown``'s compute and recompute that are the host issuing ops beyond
-    the GPU's work (0 when no pass is host-bound)."""
+    the GPU's work (0 when no pass is host-bound); ``compute_split_seconds``: ``breakdown``'s compute and recompute by
+    what they are (:func:`compute_split`)."""
 
     iteration_seconds: float
     memory: tuple[StageMemory, ...]
@@ -69,6 +71,8 @@ class TrainResult:
     # seconds of that rank's compute and recompute that are the host's issue time beyond the GPU's work (0: no pass
     # host-bound): a part of the breakdown's compute and recompute, not a category of its own (_breakdown)
     host_bound_seconds: float = 0.0
+    # those seconds of compute and recompute by what they are (compute_split): GPU classes, host floor, the rest
+    compute_split_seconds: dict[str, float] = field(default_factory=dict)
     # archsim train --format json's document, set by archsim.train (train_json.train_document): what
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
@@ -186,13 +190,30 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     backward = par.microbatches * sum(times.backward_input[j] + times.backward_weight[j] for j in mine)
     breakdown, host_bound = _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
                                        post[slowest], hidden[slowest])
+    split = compute_split(c, par, pieces, mine, breakdown["compute"] + breakdown["recompute"], host_bound)
     return TrainResult(float(max(finish)), tuple(mem), breakdown,
                        _op_rows(pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters, slowest)
                        + _iteration_rows(post[slowest]), run, post,
                        float(forward), float(backward),
                        parallelism=replace(par, grad_accumulation=accumulation(par, machines[0])),  # what ran
                        capacities=tuple(float(m.capacity) for m in machines), finishing_rank=slowest,
-                       host_bound_seconds=host_bound)
+                       host_bound_seconds=host_bound, compute_split_seconds=split)
+
+
+def compute_split(c, par, pieces, stages, whole: float, host: float) -> dict[str, float]:
+    """``whole`` seconds (a rank's compute and recompute over the iteration, ``_breakdown``'s) by what they are, its
+    ``stages``' pieces run as ``_breakdown`` runs them (:func:`~archsim.training.stages.piece_runs`): their ops' GPU
+    seconds by class (:mod:`archsim.training.compute_classes`: ``gemm``, ``memory_bound``, ``kernel_gaps`` — the
+    training fit's ``launch_s`` per kernel), ``host_floor`` (``host``: the host issuing ops beyond the GPU's work),
+    ``recompute_communication`` (the TP/EP collectives and CP's exchange a full recompute runs again with the forward)
+    and ``other``, what none of those holds: a split-K reduction kernel's launch (which the op classes do not count:
+    none in train's op lists, so 0 within round-off)."""
+    runs, m = piece_runs(c, par, stages), par.microbatches
+    classes = sum((pieces[name].classes.times(k) for name, k in runs.items()), ClassSeconds()).times(m)
+    again = m * sum(k * pieces[name].recompute_communication for name, k in runs.items())
+    other = whole - classes.gemm - classes.memory - classes.launch - host - again
+    return {"gemm": classes.gemm, "memory_bound": classes.memory, "kernel_gaps": classes.launch, "host_floor": host,
+            "recompute_communication": again, "other": other if abs(other) > 1e-12 * whole else 0.0}
 
 
 def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
@@ -279,4 +300,4 @@ def _iteration_rows(post: dict[str, float]) -> list[dict]:
     return [op_row("iteration", name, "-", seconds) for name, seconds in post.items()]
 
 
-__all__ = ["TrainResult", "train"]
+__all__ = ["TrainResult", "compute_split", "train"]

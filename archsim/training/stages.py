@@ -112,6 +112,22 @@ def one_f_one_b_seconds(times: StageProfile, microbatches: int) -> float:
     return float(f.sum() + b.sum() + (microbatches - 1) * (f + b).max() + 2 * times.path(p))
 
 
+def piece_runs(c: TransformerConfig, par: Parallelism, stages: Sequence[int]) -> dict[str, int]:
+    """How many times each model piece runs per micro-batch on one pipeline rank's (virtual) ``stages``: each layer
+    kind's layers, the embedding on the first stage and the head on the last. The multiplicities of the rank's
+    compute and recompute (:mod:`archsim.training.run`'s breakdown), for the sums of its parts below."""
+    chunks = par.pp * par.chunks
+    kinds = stage_kinds(c, layers_per_stage(c.layers, chunks, par.stage_layers))
+    runs: dict[str, int] = {}
+    for j in stages:
+        for kind, layers in kinds[j]:  # each layer its kind's piece
+            runs[kind] = runs.get(kind, 0) + layers
+        for piece, on in (("embedding", j == 0), ("head", j == chunks - 1)):
+            if on:
+                runs[piece] = runs.get(piece, 0) + 1
+    return runs
+
+
 def host_bound_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[str, PieceCost],
                        stages: Sequence[int]) -> float:
     """Seconds of one pipeline rank's compute and recompute over the iteration that are the host issuing ops beyond
@@ -119,17 +135,11 @@ def host_bound_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[str,
     (:class:`~archsim.training.piece_cost.PieceCost`'s ``host_*``, already in their F and I) × the micro-batches.
     One sum for ``archsim train``'s meta (:mod:`archsim.training.run`) and the search's rows
     (:mod:`archsim.training.search_cost`), so a row's figure is train's for its command."""
-    chunks = par.pp * par.chunks
-    kinds = stage_kinds(c, layers_per_stage(c.layers, chunks, par.stage_layers))
     host = 0.0
-    for j in stages:
-        for kind, layers in kinds[j]:  # each layer its kind's piece
-            host += layers * (pieces[kind].host_bound + pieces[kind].host_recompute)
-        for piece, on in ((pieces["embedding"], j == 0), (pieces["head"], j == chunks - 1)):
-            if on:
-                host += piece.host_bound + piece.host_recompute
+    for name, runs in piece_runs(c, par, stages).items():
+        host += runs * (pieces[name].host_bound + pieces[name].host_recompute)
     return host * par.microbatches
 
 
-__all__ = ["boundary_hops", "hop_bytes", "host_bound_seconds", "one_f_one_b_seconds", "rank_stage_times",
+__all__ = ["boundary_hops", "hop_bytes", "host_bound_seconds", "one_f_one_b_seconds", "piece_runs", "rank_stage_times",
            "stage_times"]

@@ -64,7 +64,9 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "energy_source": result.energy_source,
             "peak_tflops_per_gpu": peak / 1e12, **rates, "peak_memory_gib": result.peak_memory_gib,
             "memory_capacity_gib": result.memory_capacity_gib, "fits_memory": all(result.fits),
-            "breakdown_seconds": dict(result.breakdown), **network_meta(laid, config.tied_embeddings),
+            "breakdown_seconds": dict(result.breakdown),
+            "compute_split_seconds": dict(result.compute_split_seconds),  # of its compute and recompute (run.py)
+            **network_meta(laid, config.tied_embeddings),
             "memory_per_rank": memory,
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ROW_KEYS} for row in result.ops]
@@ -242,7 +244,33 @@ def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], s
     ``show`` (the CSV: ``repr``, full precision; the table: its digits); the per-rank lists are JSON's alone."""
     out = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(meta)
     out["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in breakdown.items())
-    return out
+    split = meta.get("compute_split_seconds")  # after the breakdown whose compute and recompute it splits
+    return out | ({"compute_split_seconds": ", ".join(f"{k}: {show(v)}" for k, v in split.items())} if split else {})
+
+
+SPLIT_NAMES = {"gemm": "gemm", "memory_bound": "memory-bound", "kernel_gaps": "kernel gaps", "host_floor": "host floor",
+               "recompute_communication": "recompute's communication", "other": "other"}
+
+
+def split_line(split: dict[str, float]) -> str | None:
+    """The table's line of ``compute_split_seconds``: compute and recompute's seconds, then each part's share of them
+    (``0.3 s — gemm 41%, memory-bound 22%, kernel gaps 21%, host floor 16%``; the recompute's communication and
+    ``other`` only where they are not 0); None
+    where there is no split or nothing to split."""
+    whole = sum(split.values())
+    if not split or not whole > 0:
+        return None
+    shares = ", ".join(f"{SPLIT_NAMES[k]} {100 * v / whole:.2g}%" for k, v in split.items()
+                       if v or k not in ("recompute_communication", "other"))
+    return f"{whole:.3g} s of compute and recompute — {shares}"
+
+
+def table_split(meta: dict, split: dict[str, float]) -> dict:
+    """``meta`` as the table prints it: its ``compute_split_seconds`` line the shares of :func:`split_line`."""
+    line = split_line(split)
+    if "compute_split_seconds" not in meta or line is None:
+        return meta
+    return meta | {"compute_split_seconds": line}
 
 
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
