@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.device_values import fraction, gbps0, link_efficiency
+from archsim.array.sram_sizes import sram_figure
 from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
@@ -102,15 +103,12 @@ def static_watts(value: object) -> float:
     return watts
 
 
-def _sram(value: object) -> float | tuple[int, int, int]:
-    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0 and at most three buffers of 2³¹ − 1 KiB,
-    split in three equal operand buffers) or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
+def _sram(value: object) -> int | tuple[int, int, int]:
+    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (whole KiB, :func:`sram_figure`'s rule, the
+    device sweep's too; at least 3 on an array device, checked once its ``gemm`` is known) split in three equal
+    operand buffers, or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
     if not isinstance(value, list):
-        kib = parse_float(value, high=MAX_FIGURE, what="a non-negative number")
-        if kib > 3 * INT32_MAX:  # a third of it is each operand buffer, an int32 of KiB as a .cfg's SramSzkB is
-            raise ValueError(f"expected at most {3 * INT32_MAX} KiB, three operand buffers of {INT32_MAX} KiB "
-                             f"(the most one takes), got {shown(value)}")
-        return kib
+        return sram_figure(value, priced=False)
     if len(value) != 3 or any(isinstance(kib, (bool, str)) for kib in value):
         raise ValueError(f"expected one number or three positive integers (ifmap, filter, ofmap KiB), got {value!r}")
     ifmap, filt, ofmap = (parse_int(kib, high=INT32_MAX, what="a positive integer") for kib in value)

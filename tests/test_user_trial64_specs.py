@@ -1,0 +1,68 @@
+"""User trial 64: an accelerator designer's slips in a device sweep spec, a device file and a SCALE-Sim ``.cfg``
+device, each held to the rule the docs state or to its sibling input's behaviour (docs/formats.md, "Device sweep
+spec" and "Device files"). Each test failed on the code before its fix (its docstring says how)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from device_files import device_message
+from test_robustness import write
+
+from archsim.devices.device_file import load_device
+from archsim.errors import InputError
+from archsim.sweep.spec import load_spec
+
+REPO = Path(__file__).resolve().parents[1]
+TPU_TOML = REPO / "configs" / "devices" / "tpu_v4_like.toml"  # 8 × 128 × 128, sram_kib_per_array = 4096
+BASE = '[sweep]\nmodel = "gpt2"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n'
+INT32_MAX = 2**31 - 1
+
+
+def _spec_error(tmp_path: Path, extra: str) -> InputError:
+    with pytest.raises(InputError) as caught:
+        load_spec(write(tmp_path / "s.toml", BASE + extra))
+    return caught.value
+
+
+# -- 2. and 3. one check of sram_kib_per_array: whole KiB, 3 at the least, for the device file and the spec -------
+
+def test_the_spec_states_the_least_sram_it_takes(tmp_path):
+    """Before the fix: ``expected a non-empty list of integers in 1…2147483647`` although 1 and 2 are refused. The
+    least is 3 KiB by the split rule (docs/formats.md: one figure in three operand buffers of whole KiB, 1 KiB each
+    at the least): 3 loads, 2 does not, and the list's error says 3."""
+    assert load_spec(write(tmp_path / "ok.toml", BASE + "sram_kib_per_array = [3]\n")).sram_kib_per_array == (3,)
+    assert "below the 3 KiB" in _spec_error(tmp_path, "sram_kib_per_array = [2]\n").message
+    for extra in ("sram_kib_per_array = []\n", "sram_kib_per_array = [-1]\n"):
+        error = _spec_error(tmp_path, extra)
+        assert error.where.field == "sram_kib_per_array" and "whole KiB in 3…" in error.message, error.message
+        assert "1…" not in error.message
+
+
+def test_a_fraction_of_a_kib_is_refused_by_both_readers_of_the_key(tmp_path):
+    """Before the fix: ``sram_kib_per_array = 2048.7`` loaded from a device file (priced as three 682 KiB buffers)
+    while the docs speak of whole KiB. Now the device file refuses it at its key, as the spec's axis does; a whole
+    number written as a float (2048.0) is 2048 KiB in both."""
+    text = TPU_TOML.read_text(encoding="utf-8")
+    chip = write(tmp_path / "chip.toml", text.replace("sram_kib_per_array = 4096", "sram_kib_per_array = 2048.7"))
+    message = device_message(chip)
+    assert "field 'memory.sram_kib_per_array'" in message and "whole KiB" in message and "2048.7" in message
+    error = _spec_error(tmp_path, "sram_kib_per_array = [2048.7]\n")
+    assert error.where.field == "sram_kib_per_array" and "whole KiB" in error.message
+    whole = write(tmp_path / "whole.toml", text.replace("sram_kib_per_array = 4096", "sram_kib_per_array = 2048.0"))
+    assert load_device(whole).sram_bytes_per_array == 2048 * 1024
+    assert load_spec(write(tmp_path / "w.toml", BASE + "sram_kib_per_array = [2048.0]\n")).sram_kib_per_array == (2048,)
+
+
+def test_the_largest_sram_is_the_same_for_both_readers(tmp_path):
+    """Before the fix the spec took at most 2³¹ − 1 KiB where the device file takes three buffers of that
+    (docs/formats.md: at most 6,442,450,941): a figure the file states could not be swept back to it."""
+    most = 3 * INT32_MAX
+    assert load_spec(write(tmp_path / "ok.toml", BASE + f"sram_kib_per_array = [{most}]\n")).sram_kib_per_array \
+        == (most,)
+    error = _spec_error(tmp_path, f"sram_kib_per_array = [{most + 1}]\n")
+    assert f"at most {most} KiB" in error.message
+    text = TPU_TOML.read_text(encoding="utf-8")
+    chip = write(tmp_path / "chip.toml", text.replace("sram_kib_per_array = 4096", f"sram_kib_per_array = {most + 1}"))
+    assert f"at most {most} KiB" in device_message(chip)
