@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from device_files import device_message
-from test_robustness import write
+from test_robustness import clean_error, write
 
 from archsim.devices.device_file import load_device
 from archsim.errors import InputError
@@ -24,6 +24,38 @@ def _spec_error(tmp_path: Path, extra: str) -> InputError:
     with pytest.raises(InputError) as caught:
         load_spec(write(tmp_path / "s.toml", BASE + extra))
     return caught.value
+
+
+# -- 1. a misspelt choice in a sweep spec is told the one it resembles, as train's flag is ----------------------
+
+@pytest.mark.parametrize(("key", "typo", "flag", "meant"), [
+    ("dtype", "bf17", "--dtype", "bf16"), ("recompute", "ful", "--recompute", "full"),
+    ("attention", "flsh", "--attention", "flash"),
+])
+def test_a_misspelt_device_spec_choice_is_told_what_train_tells(tmp_path, capsys, key, typo, flag, meant):
+    """Before the fix: ``unknown value 'bf17'; choose from fp32, fp16, bf16``, no guess, where train's flag of the
+    same name and every misspelt key of the spec get one. The reference is train's own refusal of the typo."""
+    told = clean_error(capsys, "train", "gpt2", "--gpu", "h100", "--global-batch", "1", flag, typo)
+    assert f"did you mean '{meant}'?" in told, told
+    error = _spec_error(tmp_path, f'{key} = "{typo}"\n')
+    assert error.where.field == key and f"(did you mean '{meant}'?)" in error.message, error.message
+
+
+def test_a_device_spec_value_like_no_choice_gets_no_guess(tmp_path):
+    """A name no choice resembles is refused with the list alone (passes on both codes: the hint is no blanket)."""
+    error = _spec_error(tmp_path, 'dtype = "zzz"\n')
+    assert "choose from fp32, fp16, bf16" in error.message and "did you mean" not in error.message
+
+
+@pytest.mark.parametrize(("line", "field", "meant"), [('mode = "exakt"\n', "mode", "exact"),
+                                                      ('engine = "cycel"\n', "engine", "cycle")])
+def test_a_misspelt_array_spec_choice_is_told_the_one_it_resembles(tmp_path, line, field, meant):
+    """The array sweep's two choices, the device spec's siblings: before the fix no guess."""
+    spec = write(tmp_path / "s.toml", '[sweep]\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\n'
+                                      'batches = [4]\nprocessors = [2]\nmethods = ["layerpipe"]\n' + line)
+    with pytest.raises(InputError) as caught:
+        load_spec(spec)
+    assert caught.value.where.field == field and f"(did you mean '{meant}'?)" in caught.value.message
 
 
 # -- 2. and 3. one check of sram_kib_per_array: whole KiB, 3 at the least, for the device file and the spec -------

@@ -245,7 +245,9 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     def choice(key: str, choices: tuple[str, ...], default: str) -> str:
         value = table.get(key, default)
         if value not in choices:
-            raise InputError(f"unknown value {shown(value)}; choose from {', '.join(choices)}", file=file, field=key)
+            hint = did_you_mean(value, choices) if isinstance(value, str) else ""  # dtype = "bf17": 'bf16'
+            raise InputError(f"unknown value {shown(value)}{hint}; choose from {', '.join(choices)}", file=file,
+                             field=key)
         return value
 
     model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
