@@ -16,6 +16,7 @@ from archsim.sweep.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 TPU_TOML = REPO / "configs" / "devices" / "tpu_v4_like.toml"  # 8 × 128 × 128, sram_kib_per_array = 4096
+CHIP_CFG = REPO / "configs" / "devices" / "scalesim_32x32_device.cfg"  # 16 × 32 × 32 ws arrays, 16 GiB
 BASE = '[sweep]\nmodel = "gpt2"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n'
 INT32_MAX = 2**31 - 1
 
@@ -98,3 +99,37 @@ def test_the_largest_sram_is_the_same_for_both_readers(tmp_path):
     text = TPU_TOML.read_text(encoding="utf-8")
     chip = write(tmp_path / "chip.toml", text.replace("sram_kib_per_array = 4096", f"sram_kib_per_array = {most + 1}"))
     assert f"at most {most} KiB" in device_message(chip)
+
+
+# -- 4. a .cfg device's own keys in any case, as configparser reads SCALE-Sim's --------------------------------
+
+def _cfg(tmp_path: Path, old: str, new: str) -> Path:
+    text = CHIP_CFG.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    return write(tmp_path / "chip.cfg", text.replace(old, new))
+
+
+def test_a_cfg_devices_key_in_capitals_is_the_key(tmp_path):
+    """Before the fix: ``HBM_GIB`` in ``[memory]`` was refused as unknown, while the same file's ``ArrayHeight``
+    is read in any case (configparser lowercases keys). The reference: the file spelt in lowercase."""
+    same = load_device(_cfg(tmp_path, "hbm_gib = 16", "HBM_GIB = 16"))
+    assert same == load_device(CHIP_CFG)
+    assert load_device(_cfg(tmp_path, "intra_gbps", "Intra_Gbps")) == load_device(CHIP_CFG)
+
+
+def test_a_cfg_key_twice_in_two_cases_is_one_key_given_twice(tmp_path):
+    """As SCALE-Sim's keys are: ``hbm_gib`` and ``HBM_GIB`` in one section are refused as one key written twice
+    (passes on both codes: before the fix the reader's duplicate check already ignored case)."""
+    message = device_message(_cfg(tmp_path, "hbm_gib = 16", "hbm_gib = 16\nHBM_GIB = 16"))
+    assert "given twice in [memory]" in message, message
+
+
+def test_a_bad_cfg_value_in_capitals_is_named_as_written_at_its_line(tmp_path):
+    """The key is named as the file spells it, at its line (configparser hands it on lowercased). Before the fix:
+    ``unknown key`` for the value's key, its value never checked."""
+    chip = _cfg(tmp_path, "hbm_gib = 16", "HBM_GIB = -1")
+    line = 1 + CHIP_CFG.read_text(encoding="utf-8").splitlines().index("hbm_gib = 16")
+    message = device_message(chip)
+    assert f"line {line}, field 'memory.HBM_GIB': expected a positive number" in message, message
+    unknown = device_message(_cfg(tmp_path, "hbm_gib = 16", "HBM_GIBS = 16"))
+    assert "field 'memory.HBM_GIBS'" in unknown and "did you mean 'hbm_gib'?" in unknown, unknown
