@@ -10,6 +10,7 @@ import pytest
 from device_files import device_message
 from test_robustness import clean_error, write
 
+from archsim.cli import main
 from archsim.devices.device_file import load_device
 from archsim.errors import InputError
 from archsim.sweep.spec import load_spec
@@ -17,6 +18,7 @@ from archsim.sweep.spec import load_spec
 REPO = Path(__file__).resolve().parents[1]
 TPU_TOML = REPO / "configs" / "devices" / "tpu_v4_like.toml"  # 8 × 128 × 128, sram_kib_per_array = 4096
 CHIP_CFG = REPO / "configs" / "devices" / "scalesim_32x32_device.cfg"  # 16 × 32 × 32 ws arrays, 16 GiB
+H100 = str(REPO / "configs" / "clusters" / "h100_1gpu.toml")
 BASE = '[sweep]\nmodel = "gpt2"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n'
 INT32_MAX = 2**31 - 1
 
@@ -133,3 +135,21 @@ def test_a_bad_cfg_value_in_capitals_is_named_as_written_at_its_line(tmp_path):
     assert f"line {line}, field 'memory.HBM_GIB': expected a positive number" in message, message
     unknown = device_message(_cfg(tmp_path, "hbm_gib = 16", "HBM_GIBS = 16"))
     assert "field 'memory.HBM_GIBS'" in unknown and "did you mean 'hbm_gib'?" in unknown, unknown
+
+
+# -- 5. train's link line says what the chip is ----------------------------------------------------------------
+
+def _links(capsys, *argv) -> list[str]:
+    assert main([str(a) for a in argv]) == 0
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith(("# intra_server",
+                                                                                      "# inter_server"))]
+
+
+def test_the_link_line_says_device_for_a_device_files_chip(tmp_path, capsys):
+    """Before the fix: ``100 GB/s per direction per GPU (fabric)`` for a systolic-array chip, where the does-not-fit
+    line says "per device" of it. A catalog GPU's line keeps "per GPU". The .cfg states intra_gbps = 100."""
+    cluster = write(tmp_path / "c.toml", f'[cluster]\nname = "c"\n\n[[servers]]\ngpus = 2\ndevice = "{CHIP_CFG}"\n')
+    lines = _links(capsys, "train", "gpt2", "--cluster", cluster, "--global-batch", "2", "--dp", "2")
+    assert lines[0] == "# intra_server: 100 GB/s per direction per device (fabric), NVLS off", lines
+    lines = _links(capsys, "train", "gpt2", "--cluster", H100, "--global-batch", "1")
+    assert lines[0].startswith("# intra_server: ") and lines[0].endswith(" per direction per GPU (nvlink), NVLS off")
