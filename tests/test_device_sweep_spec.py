@@ -228,7 +228,7 @@ BASE = 'model = "gpt2"\ndevice = "tpu_v4_like"\nchips = [4]\nglobal_batch = 16\n
     ('dtype = "fp8"\n', "dtype", "choose from"),
     ('attention = "sparse"\n', "attention", "choose from standard, flash"),
     ("micro_batch = 0\n", "micro_batch", "integers in 1…"),
-    ("sram_kib_per_array = [0]\n", "sram_kib_per_array", "integers in 1…"),
+    ("sram_kib_per_array = [0]\n", "sram_kib_per_array", "below the 3 KiB"),
     ("sram_kib_per_array = [96, 96]\n", "sram_kib_per_array", "given twice"),
     ('sram_kib_per_array = 96\n', "sram_kib_per_array", "expected a list, sram_kib_per_array = [96]"),
     ("static_watts = -1\n", "static_watts", "watts per chip"),

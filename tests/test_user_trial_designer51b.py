@@ -135,17 +135,18 @@ def _tpu(tmp_path: Path, sram: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("sram", ["0.5", "2"])
-def test_an_sram_below_three_kib_is_refused_naming_the_minimum(tmp_path, sram):
+@pytest.mark.parametrize(("sram", "says"), [("0.5", "expected whole KiB"),
+                                            ("2", "2 KiB is below the 3 KiB the energy model prices")])
+def test_an_sram_below_three_kib_is_refused_naming_the_minimum(tmp_path, sram, says):
     """Defect: 0.5 KiB and 2 KiB were both priced as three 1 KiB buffers (3 KiB), the warning calling a third
     of 0.5 KiB "1 KiB". Failed before the fix: loaded. Refused: one figure splits in three whole-KiB buffers, so
-    3 KiB (1, 1, 1) is the least priced as stated."""
+    3 KiB (1, 1, 1) is the least priced as stated; a fraction of a KiB is no whole-KiB figure at all."""
     from archsim.devices.device_file import load_device
 
     with pytest.raises(InputError) as caught:
         load_device(_tpu(tmp_path, sram))
     assert caught.value.where.field == "memory.sram_kib_per_array"
-    assert f"{sram} KiB is below the 3 KiB the energy model prices" in caught.value.message
+    assert says in caught.value.message, caught.value.message
 
 
 def test_three_kib_loads_as_three_one_kib_buffers(tmp_path):

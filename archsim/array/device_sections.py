@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.device_values import fraction, gbps0, link_efficiency
+from archsim.array.sram_sizes import sram_figure
 from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
@@ -102,15 +103,12 @@ def static_watts(value: object) -> float:
     return watts
 
 
-def _sram(value: object) -> float | tuple[int, int, int]:
-    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (≥ 0 and at most three buffers of 2³¹ − 1 KiB,
-    split in three equal operand buffers) or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
+def _sram(value: object) -> int | tuple[int, int, int]:
+    """``[memory] sram_kib_per_array``: KiB beside one array, one figure (whole KiB, :func:`sram_figure`'s rule, the
+    device sweep's too; at least 3 on an array device, checked once its ``gemm`` is known) split in three equal
+    operand buffers, or three positive integers, the ifmap, filter and ofmap SRAMs as a .cfg's SramSzkB keys state them."""
     if not isinstance(value, list):
-        kib = parse_float(value, high=MAX_FIGURE, what="a non-negative number")
-        if kib > 3 * INT32_MAX:  # a third of it is each operand buffer, an int32 of KiB as a .cfg's SramSzkB is
-            raise ValueError(f"expected at most {3 * INT32_MAX} KiB, three operand buffers of {INT32_MAX} KiB "
-                             f"(the most one takes), got {shown(value)}")
-        return kib
+        return sram_figure(value, priced=False)
     if len(value) != 3 or any(isinstance(kib, (bool, str)) for kib in value):
         raise ValueError(f"expected one number or three positive integers (ifmap, filter, ofmap KiB), got {value!r}")
     ifmap, filt, ofmap = (parse_int(kib, high=INT32_MAX, what="a positive integer") for kib in value)
@@ -263,14 +261,15 @@ def toml_sections(text: str, file: str, sections: tuple[str, ...]) -> dict[str, 
 
 def cfg_line(text: str, field: str) -> int | None:
     """The 1-based line of ``[section] key`` in a ``.cfg``'s ``text`` (``field``: ``section.key``, as this module's
-    errors name a key), found in that section only; None where it is not written (a missing key)."""
+    errors name a key), found in that section only, the key's case ignored as configparser ignores it; None where it
+    is not written (a missing key)."""
     section, _, key = field.partition(".")
     current = None
     for number, line in enumerate(text.splitlines(), start=1):
         header = re.match(r"\[(.+)\]", line)  # configparser's section header
         if header:
             current = header[1]
-        elif current == section and re.match(rf"\s*{re.escape(key)}\s*[:=]", line):
+        elif current == section and re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE):
             return number
     return None
 
@@ -287,12 +286,16 @@ def cfg_section_line(text: str, section: str) -> int | None:
 
 def cfg_located(exc: InputError, text: str) -> InputError:
     """``exc`` with the line of the ``.cfg`` key its field names (:func:`cfg_line`), where it names none: the
-    file's device keys are then located as its SCALE-Sim keys are (``FILE, line N, field 'memory.hbm_gbps'``)."""
+    file's device keys are then located as its SCALE-Sim keys are (``FILE, line N, field 'memory.hbm_gbps'``), the
+    key named as the file spells it (``memory.HBM_GIB``), which configparser handed on lowercased."""
     field = exc.where.field
     if exc.where.line is not None or not field or "." not in field:
         return exc
     line = cfg_line(text, field)
-    return exc if line is None else InputError(exc.message, file=exc.where.file, line=line, field=field)
+    if line is None:
+        return exc
+    written = re.split(r"[:=]", text.splitlines()[line - 1], maxsplit=1)[0].strip()  # configparser lowercased it
+    return InputError(exc.message, file=exc.where.file, line=line, field=f"{field.partition('.')[0]}.{written}")
 
 
 def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
@@ -319,8 +322,9 @@ def cfg_unquoted(value: str, file: str, field: str) -> None:
 
 def _cfg_device_sections(text: str, file: str,
                          required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
+    # configparser's own rule for keys, as SCALE-Sim's sections and a .cfg's [energy] are read: case ignored, so
+    # HBM_GIB is hbm_gib (and the two written in one section are one key twice); section names keep their case
     parser = configparser.ConfigParser(interpolation=None)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys keep their case
     try:
         parser.read_string(text, source=file)
     except (configparser.Error, UnicodeDecodeError) as exc:

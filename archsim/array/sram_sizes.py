@@ -8,6 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.validate import INT32_MAX, shown, shown_number
+from archsim.value_parsers import whole_number
+
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
 
@@ -29,6 +32,27 @@ def short_sram(kib_per_array: float) -> str | None:
         return None
     return (f"{kib_per_array:g} KiB is below the {MIN_SRAM_KIB} KiB the energy model prices: it splits the figure "
             f"in three operand buffers of whole KiB, 1 KiB each at the least; give {MIN_SRAM_KIB} or more")
+
+
+# KiB: the most one figure takes, three operand buffers of 2³¹ − 1 KiB (an int32 of KiB each, as a .cfg's SramSzkB)
+MAX_SRAM_KIB = 3 * INT32_MAX
+
+
+def sram_figure(value: object, priced: bool = True) -> int:
+    """One SRAM figure per array as written (a device file's ``[memory] sram_kib_per_array``, each value of a device
+    sweep's axis of it), whole KiB: the one check of both readers, so a figure one takes the other takes too.
+    ``priced``: the energy model prices it (an array device), so below :data:`MIN_SRAM_KIB` is refused
+    (:func:`short_sram`); a device file checks that once it knows the device's ``gemm``. ValueError in one line."""
+    kib = whole_number(value)  # 2048.0 is 2048 KiB; 2048.7 no whole-KiB buffers hold, refused
+    if isinstance(kib, bool) or not isinstance(kib, int) or kib < 0:
+        accepted = f"in {MIN_SRAM_KIB}…{MAX_SRAM_KIB}" if priced else "(a non-negative integer)"
+        raise ValueError(f"expected whole KiB {accepted}, got {shown_number(value)}")
+    if kib > MAX_SRAM_KIB:
+        raise ValueError(f"expected at most {MAX_SRAM_KIB} KiB, three operand buffers of {INT32_MAX} KiB "
+                         f"(the most one takes), got {shown(value)}")
+    if priced and (short := short_sram(kib)):
+        raise ValueError(short)
+    return kib
 
 
 # KiB of SRAM per array (256 MiB): above any chip's on-chip SRAM (Groq's ~230 MB, the whole chip's), and below

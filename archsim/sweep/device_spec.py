@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from archsim.array.device_sections import STATIC_ON_TILES, static_watts
-from archsim.array.sram_sizes import short_sram
+from archsim.array.sram_sizes import MAX_SRAM_KIB, MIN_SRAM_KIB, sram_figure
 from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
@@ -245,7 +245,9 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     def choice(key: str, choices: tuple[str, ...], default: str) -> str:
         value = table.get(key, default)
         if value not in choices:
-            raise InputError(f"unknown value {shown(value)}; choose from {', '.join(choices)}", file=file, field=key)
+            hint = did_you_mean(value, choices) if isinstance(value, str) else ""  # dtype = "bf17": 'bf16'
+            raise InputError(f"unknown value {shown(value)}{hint}; choose from {', '.join(choices)}", file=file,
+                             field=key)
         return value
 
     model_path = spec_file(table["model"], path.parent, file, "model", "transformers", MODEL_SUFFIXES)
@@ -283,12 +285,14 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
             raise InputError(f"SRAM per array is an array device's (gemm = \"arrays\"), whose energy model prices its "
                              f"accesses; this one has gemm = {device.gemm!r}, priced at board power × time",
                              file=file, field="sram_kib_per_array")
-        # whole KiB in the reader's range: above 256 MiB is warned as a device file's figure is (implausible_points,
-        # array.sram_sizes.sram_in_bytes), not refused, since the two readers of one key keep one rule
-        sram = axis("sram_kib_per_array", integer("sram_kib_per_array"), f"integers in 1…{INT32_MAX}")
-        for kib in sram:  # as a device file's figure is refused: priced as 3 KiB, not as stated
-            if short := short_sram(kib or 0):
-                raise InputError(short, file=file, field="sram_kib_per_array")
+        # a device file's rule for the key it replaces (sram_figure): whole KiB, at least the 3 the energy model
+        # prices; above 256 MiB is warned as a device file's figure is (implausible_points), not refused
+        def kib(x) -> int:
+            try:
+                return sram_figure(x)
+            except ValueError as exc:
+                raise InputError(str(exc), file=file, field="sram_kib_per_array") from None
+        sram = axis("sram_kib_per_array", kib, f"whole KiB in {MIN_SRAM_KIB}…{MAX_SRAM_KIB}")
     clocks = _clocks(table, device, file, axis)
     hbm: tuple[float | None, ...] = (None,)
     if "hbm_gbps" in table:

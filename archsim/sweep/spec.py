@@ -311,7 +311,8 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         raise InputError("expected at least one array (ROWSxCOLS or a .cfg), got []", file=file, field="arrays")
     mode = table.get("mode", "exact")
     if mode not in MODES:
-        raise InputError(f"unknown mode {shown(mode)}; choose paper or exact", file=file, field="mode")
+        hint = did_you_mean(mode, MODES) if isinstance(mode, str) else ""
+        raise InputError(f"unknown mode {shown(mode)}{hint}; choose paper or exact", file=file, field="mode")
     alpha = table.get("alpha", LAYERPIPE_ALPHA)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 1 < alpha <= MAX_ALPHA:
         raise InputError(f"alpha must be a number > 1 and <= {MAX_ALPHA:g}, as --alpha", file=file, field="alpha")
@@ -321,7 +322,9 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
                          field="split_axes")
     engine = table.get("engine", "analytic")
     if engine not in ENGINES:
-        raise InputError(f"unknown engine {shown(engine)}; choose one of {', '.join(ENGINES)}", file=file, field="engine")
+        hint = did_you_mean(engine, ENGINES) if isinstance(engine, str) else ""
+        raise InputError(f"unknown engine {shown(engine)}{hint}; choose one of {', '.join(ENGINES)}", file=file,
+                         field="engine")
     if "bandwidths" in table and engine != "cycle":  # as --bandwidth: the analytic engine has no memory stalls
         raise InputError('bandwidths is the cycle engine\'s DRAM words/cycle: add engine = "cycle" (analytic '
                          "cycles have no memory stalls, so every bandwidth gives the same rows)", file=file,

@@ -222,9 +222,11 @@ def _link_label(devices) -> str:
 
 
 def network_lines(meta: dict) -> dict[str, str]:
-    """:func:`network_meta`'s two entries as the table's and csv's one line each."""
+    """:func:`network_meta`'s two entries as the table's and csv's one line each, each figure per GPU on catalog
+    GPUs and per device where a server's chip is a device file's (``fabric``), which need be no GPU."""
     intra, inter = meta["intra_server"], meta["inter_server"]
-    lines = {"intra_server": f"{intra['gb_per_s_per_gpu']:.4g} GB/s per direction per GPU ({intra['link']}), "
+    unit = "device" if intra["link"] == "fabric" else "GPU"
+    lines = {"intra_server": f"{intra['gb_per_s_per_gpu']:.4g} GB/s per direction per {unit} ({intra['link']}), "
                              f"NVLS {'on' if intra['nvls'] else 'off'}"}
     if inter["gb_per_s_per_gpu"] is None:
         lines["inter_server"] = "none (one server)"
@@ -232,9 +234,9 @@ def network_lines(meta: dict) -> dict[str, str]:
     nics = "" if inter["nics_per_server"] is None else \
         f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × {inter['nic_gbps']:.4g} Gb/s " \
         "per server, " \
-        f"{inter['gpus_per_nic']} GPU{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
+        f"{inter['gpus_per_nic']} {unit}{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
     crossed = ", ".join(inter["crossed_by"]) or "no group"
-    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per GPU; crossed by {crossed}"
+    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per {unit}; crossed by {crossed}"
     return lines
 
 
