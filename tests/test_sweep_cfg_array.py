@@ -180,7 +180,8 @@ def test_a_cfg_arrays_notes_name_it_as_the_spec_does(tmp_path, capsys, unread_ke
 
     (tmp_path / "specs" / "cfgs").mkdir(parents=True)
     unread_key_chip.rename(tmp_path / "specs" / "cfgs" / "chip.cfg")
-    _spec(tmp_path / "specs", ["cfgs/chip.cfg"], processors="1", extra='engine = "cycle"')
+    # batch 1: the cycle engine steps every cycle (10 s for both runs at 16); the notes are what is checked
+    _spec(tmp_path / "specs", ["cfgs/chip.cfg"], batch=1, processors="1", extra='engine = "cycle"')
     monkeypatch.chdir(tmp_path)
     assert main(["sweep", "specs/spec.toml", "--out", "out", "--quiet"]) == 0
     notes = [line.removeprefix("archsim sweep: note: ") for line in capsys.readouterr().err.splitlines()

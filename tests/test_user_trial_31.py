@@ -220,7 +220,8 @@ def test_fsdp_search_on_mixed_gpus_names_the_one_type_gpus(capsys):
     stage held H100s and A100s and the search was empty, with a note naming --gpus 8. FSDP now runs inside each
     pipeline stage, so the types take their own stages: the search fills PP > 1 rows, FSDP's, with no empty note;
     --gpus 8 still fills the first server's H100s."""
-    base = ["search", str(GPT3_13), "--cluster", str(MIXED), "--global-batch", "48", "--fsdp"]
+    # 1F1B alone (2 s, not 6 s over every schedule): the stages' GPU types are what is checked, not the schedule
+    base = ["search", str(GPT3_13), "--cluster", str(MIXED), "--global-batch", "48", "--fsdp", "--schedule", "1f1b"]
     assert main([*base, "--format", "json", "--top", "3"]) == 0
     out = capsys.readouterr()
     rows = json.loads(out.out)["rows"]
