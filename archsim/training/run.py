@@ -242,26 +242,22 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
-    emb, head = pieces["embedding"], pieces["head"]
     compute = recompute = tp = cp = ep = accumulate = scaling = 0.0
     kinds = stage_kinds(c, counts)
     for j in stages:
         accumulate += per_microbatch_seconds(c, par, machine, counts[j], j == 0, j == chunks - 1,
                                              dict(kinds[j]).get(DENSE, 0))
         scaling += sum(scaling_seconds(c, par, machine, counts[j]))
-        for kind, layers in kinds[j]:  # each layer its kind's piece
-            layer = pieces[kind]
-            compute += layers * (layer.forward + layer.backward_input + layer.backward_weight)
-            recompute += layers * layer.recompute
-            tp += layers * (layer.tp_forward + layer.tp_backward)
-            cp += layers * (layer.cp_forward + layer.cp_backward)
-            ep += layers * (layer.ep_forward + layer.ep_backward)
-        for piece, on in ((emb, j == 0), (head, j == chunks - 1)):
-            if on:  # the head's MTP modules (mtp.py) recompute and run all-to-alls as the layers do
-                compute += piece.forward + piece.backward_input + piece.backward_weight
-                recompute += piece.recompute
-                tp += piece.tp_forward + piece.tp_backward
-                ep += piece.ep_forward + piece.ep_backward
+    # each piece as often as it runs on the rank (its layers, the first stage's embedding, the last's head: the head's
+    # MTP modules, mtp.py, recompute and run all-to-alls as the layers do) — the multiplicities the host floor's and
+    # the compute split's sums take too
+    for name, runs in piece_runs(c, par, stages).items():
+        piece = pieces[name]
+        compute += runs * (piece.forward + piece.backward_input + piece.backward_weight)
+        recompute += runs * piece.recompute
+        tp += runs * (piece.tp_forward + piece.tp_backward)
+        cp += runs * (piece.cp_forward + piece.cp_backward)
+        ep += runs * (piece.ep_forward + piece.ep_backward)
     compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
     scaling = scaling * m
     host = host_bound_seconds(c, par, pieces, stages)
