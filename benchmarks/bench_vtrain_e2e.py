@@ -7,9 +7,10 @@
 Reports the mean absolute percentage error (MAPE) on the held-out runs (the 12-, 20- and 24-layer
 models: nothing was fitted on them), on the fit runs and on all, labelled; the held-out MAPE of the host-bound
 runs (``host_bound_seconds`` over 10% of the prediction: they rest on the fitted host time per op) and of the
-others (:func:`host_split`); per parallelism; the
+others (:func:`host_share.host_split`); per parallelism; the
 worst 5% with their breakdown; where the time goes; how far the closed form used for fitting is from
-the event simulator. Writes reports/vtrain_e2e.html (predicted vs measured, coloured by parallelism)
+the event simulator. Writes reports/vtrain_e2e.html (predicted vs measured, coloured by parallelism),
+reports/vtrain_e2e_error.html (each held-out run's error against its host floor's share: host_share.py)
 and benchmarks/results/vtrain_e2e.json.
 
     python benchmarks/bench_vtrain_e2e.py --measured RUNS.csv --cluster configs/clusters/h200_1gpu.toml
@@ -18,8 +19,9 @@ checks the same model, unchanged, on any measured CSV of that format — e.g. th
 ``benchmarks/gpu_train_measure.py`` on a Hopper GPU, with their ``recompute`` and ``peak_memory_gib``
 columns — on a cluster whose GPU is the one that ran them: per run predicted vs measured iteration time
 and peak memory and their errors; MAPE overall, per recompute, per model and of the host-bound runs vs the
-others (:func:`host_bound`). Nothing is fitted on these
-runs. Writes benchmarks/results/gpu_train_<gpu-slug>.md and .csv (``--markdown`` / ``--csv`` elsewhere).
+others (:func:`host_share.host_bound`), each run's host share. Nothing is fitted on these
+runs. Writes benchmarks/results/gpu_train_<gpu-slug>.md and .csv (``--markdown`` / ``--csv`` elsewhere), and
+beside the .md its name with ``_error.html``: each run's error against its host floor's share (not committed).
 
     python benchmarks/bench_vtrain_e2e.py --measured RUNS.csv --cluster … --efficiency-probe PROBE.csv
 
@@ -42,6 +44,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from host_share import host_bound, host_share, host_split, write_error_figure
 
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.json_text import dumps
@@ -164,6 +169,12 @@ def main(argv=None) -> int:
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(dumps(summary, indent=1))
     _plot(rows, held, Path(args.html), summary)
+    held_rows = [{"hidden": r["run"].hidden, "layers": r["run"].layers, "recompute": r["run"].recompute,
+                  "global_batch": r["run"].global_batch, "micro_batch": r["run"].micro_batch,
+                  "predicted_ms": r["predicted_ms"], "host_bound_ms": r["host_bound_ms"], "error": r["error"]}
+                 for r, h in zip(rows, held) if h]
+    write_error_figure(held_rows, Path(args.html).with_name(f"{Path(args.html).stem}_error.html"),
+                       f"archsim train's error vs its host floor's share, {len(held_rows)} held-out A100 runs")
     return 0
 
 
@@ -248,7 +259,11 @@ def check_measured(csv_path: str, cluster_path: str, markdown: str | None, per_r
             r["probe_error"] = error
     summary = measured_markdown(rows, table.meta, name, cluster_path, csv_path, fit, probe_path, implementation)
     print(summary)
-    print(f"wrote {atomic_write_text(markdown or results / f'gpu_train_{gpu_slug}.md', summary)}", file=sys.stderr)
+    written = atomic_write_text(markdown or results / f"gpu_train_{gpu_slug}.md", summary)
+    print(f"wrote {written}", file=sys.stderr)
+    figure = write_error_figure(rows, written.with_name(f"{written.stem}_error.html"),
+                                f"archsim train's error vs its host floor's share, {len(rows)} runs on {name}")
+    print(f"wrote {figure}", file=sys.stderr)
     return 0
 
 
@@ -281,7 +296,7 @@ def measured_row(p: Prediction) -> dict:
             "micro_batch": r.micro_batch, "recompute": r.recompute, "measured_ms": r.milliseconds,
             "predicted_ms": p.milliseconds, "error": p.error, "measured_gib": r.peak_memory_gib,
             "predicted_gib": p.peak_memory_gib, "memory_error": p.memory_error,
-            "host_bound_ms": p.host_bound_seconds * 1e3}  # not a PER_RUN column: the summary's split reads it
+            "host_bound_ms": p.host_bound_seconds * 1e3}  # not a PER_RUN column: the split, host share, figure read it
 
 
 def _cell(value) -> str:
@@ -294,28 +309,6 @@ def _mape(rows: list[dict], key: str) -> str:
         return "–"
     signed = float(np.mean([r[key] for r in rows if r[key] is not None]))
     return f"{np.mean(errors):.1%} (signed {signed:+.1%}, max {max(errors):.1%}, {len(errors)} runs)"
-
-
-def host_bound(row: dict) -> bool:
-    """The prediction rests on the host floor: its ``host_bound_ms`` (archsim train's ``host_bound_seconds``, in
-    ms) is over :data:`~archsim.training.train_json.HOST_NOTE_SHARE` of ``predicted_ms``, where ``train``'s
-    table says so; the host time per op is a constant fitted on vTrain's A100 servers, so the error of such a row
-    says as much about that constant as about the GPU model."""
-    from archsim.training.train_json import HOST_NOTE_SHARE
-
-    return row["host_bound_ms"] > HOST_NOTE_SHARE * row["predicted_ms"]
-
-
-def host_split(rows: list[dict], key: str = "error") -> dict[str, dict]:
-    """``{"host_bound": …, "gpu_bound": …}``, each ``{"runs": n, "mape": …, "signed_mean": …}`` of the rows'
-    ``key`` (a signed error, predicted / measured − 1) on the rows :func:`host_bound` picks and on the others;
-    MAPE and signed mean None where a side has no row."""
-    out = {}
-    for name, side in (("host_bound", True), ("gpu_bound", False)):
-        errors = [r[key] for r in rows if host_bound(r) == side and r[key] is not None]
-        out[name] = {"runs": len(errors), "mape": float(np.mean(np.abs(errors))) if errors else None,
-                     "signed_mean": float(np.mean(errors)) if errors else None}
-    return out
 
 
 def _shown(path: str) -> str:
@@ -375,16 +368,19 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
     lines += ["", ("Host-bound: archsim's `host_bound_seconds` (the host issuing ops beyond the GPU's work, at the "
                    "A100-fitted host time per op) over "
                    f"{HOST_NOTE_SHARE:.0%} of the predicted iteration, as `archsim train`'s table notes it"
-                   + ("; the probe-fitted column's errors on the same runs." if probe else "."))]
+                   + ("; the probe-fitted column's errors on the same runs." if probe else ".")
+                   + " Host share, per run below: that time over the predicted iteration. The command above also writes, "
+                   "beside this file, its name with `_error.html` for `.md`: each run's error against its host share, "
+                   "coloured by recompute (not committed, as the project's HTML figures are not).")]
     extra = (" probe error |", " --- |") if probe else ("", "")
-    lines += ["", ("| model | recompute | B | b | measured ms | predicted ms | error | measured GiB | predicted GiB | "
-                   f"memory error |{extra[0]}"), f"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |{extra[1]}"]
+    lines += ["", ("| model | recompute | B | b | measured ms | predicted ms | error | host share | measured GiB | "
+                   f"predicted GiB | memory error |{extra[0]}"), "| --- " * 11 + f"|{extra[1]}"]
     for r in rows:
         memory = (f"{r['measured_gib']:.2f} | {r['predicted_gib']:.2f} | {r['memory_error']:+.1%}"
                   if r["measured_gib"] else f"– | {r['predicted_gib']:.2f} | –")
         tail = f" {r['probe_error']:+.1%} |" if probe else ""
         lines.append(f"| h{r['hidden']} L{r['layers']} | {r['recompute']} | {r['global_batch']} | {r['micro_batch']} | "
-                     f"{r['measured_ms']:.1f} | {r['predicted_ms']:.1f} | {r['error']:+.1%} | {memory} |{tail}")
+                     f"{r['measured_ms']:.1f} | {r['predicted_ms']:.1f} | {r['error']:+.1%} | {host_share(r):.1%} | {memory} |{tail}")
     return "\n".join(lines) + "\n"
 
 

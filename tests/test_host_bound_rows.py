@@ -105,3 +105,33 @@ def test_the_summary_states_the_split():
     assert ("| host-bound (host_bound_seconds > 10% of predicted) | 15.0% (signed -5.0%, max 20.0%, 2 runs) |"
             in text)
     assert "| GPU-bound (the others) | 17.5% (signed -12.5%, max 30.0%, 2 runs) |" in text
+
+
+def test_the_summarys_runs_show_their_host_share():
+    """Host share = host_bound_ms / predicted_ms, by hand: 20/100, 10/100, 6/50, 0/200."""
+    bench = load_benchmark("bench_vtrain_e2e")
+    text = bench.measured_markdown(HAND, {}, "NVIDIA H200", str(ROOT / "configs" / "clusters" / "h200_1gpu.toml"),
+                                   str(ROOT / "benchmarks" / "results" / "gpu_train_measured_h200.csv"))
+    head = next(line for line in text.splitlines() if line.startswith("| model |")).split(" | ")
+    runs = [line.split(" | ") for line in text.splitlines() if line.startswith("| h1024 L24 | full |")]  # per run
+    assert head[7] == "host share" and [cells[7] for cells in runs] == ["20.0%", "10.0%", "12.0%", "0.0%"]
+    assert [cells[6] for cells in runs] == ["+10.0%", "-30.0%", "-20.0%", "+5.0%"]  # the error beside it, unmoved
+
+
+# three hand-made runs: host shares 50%, 5% and 25%, errors +12%, −8% and −30%, two recompute settings
+THREE = [{**hand_row(80.0, 40.0, 0.12), "layers": 12}, {**hand_row(200.0, 10.0, -0.08), "recompute": "none"},
+         {**hand_row(40.0, 10.0, -0.30), "global_batch": 32, "micro_batch": 4}]
+
+
+def test_the_error_figure_plots_each_runs_host_share_against_its_error(tmp_path):
+    host_share = load_benchmark("host_share")
+    figure = host_share.error_figure(THREE, "three runs")
+    traces = {trace.name: trace for trace in figure.data}
+    assert sorted(traces) == ["recompute full", "recompute none"]  # one colour per recompute
+    full, none = traces["recompute full"], traces["recompute none"]
+    assert list(full.x) == pytest.approx([50.0, 25.0]) and list(full.y) == pytest.approx([12.0, -30.0])
+    assert list(none.x) == pytest.approx([5.0]) and list(none.y) == pytest.approx([-8.0])
+    assert list(full.text) == ["h1024 L12 recompute full B16 b1", "h1024 L24 recompute full B32 b4"]
+    path = host_share.write_error_figure(THREE, tmp_path / "e.html", "three runs")
+    html = path.read_text(encoding="utf-8")
+    assert "cdn.plot.ly" in html and len(html) < 50_000  # plotly.js from its CDN, not inlined (about 4.7 MB)
