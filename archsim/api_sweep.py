@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -32,22 +32,15 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
     (network, processors, pipedream) points skipped as PipeDream's straight pipeline cannot take them (more
     processors than the network has layer groups; results hold only what ran)."""
     from archsim.output_targets import check_folder
-    from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep import run_sweep as _run
     from archsim.sweep.device_spec import DeviceSweepSpec
 
     workers = positive_int(workers, "workers", high=1024, what="a worker count")  # --workers' range; 0 ran as one worker
     check_switch(progress, "progress")
     check_switch(force, "force")
-    if out is not None:
-        check_path(out, "out", "a folder path or None")
     if dask is not None:
         check_text(dask, "dask", "'local', a scheduler address (str) or None")
-    if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
-        check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
-    max_configs = positive_int(max_configs, "max-configs", high=2**53, what="a configuration count")
-    spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
-    folder = Path(out) if out is not None else Path("results") / spec.name
+    spec, folder, max_configs = _spec_and_folder(spec, out, max_configs)
     check_folder(folder)  # archsim sweep's check of its --out, so a file in the way is said alike
     from archsim.progress import shown
 
@@ -84,20 +77,28 @@ def sweep_cache(spec, *, out: str | Path | None = None, prune: bool = False, for
     :class:`~archsim.sweep.cache.CacheUse` the command prints: ``entries`` and ``bytes`` in all, the spec's ``units``,
     how many are cached (``used``, ``used_bytes``) and the entries it does not use (``unused``, ``unused_bytes``;
     after a prune, those deleted)."""
-    from archsim.sweep import SweepSpec, load_spec
     from archsim.sweep.cache import cache_use, prune_cache
-    from archsim.sweep.device_spec import DeviceSweepSpec
 
     check_switch(prune, "prune")
     check_switch(force, "force")
+    spec, folder, _ = _spec_and_folder(spec, out, max_configs)
+    return prune_cache(spec, folder, force=force) if prune else cache_use(spec, folder)
+
+
+def _spec_and_folder(spec, out, max_configs) -> tuple[Any, Path, int]:
+    """``spec`` read (a TOML path, or a spec as it is), its results folder (``out``, default ``results/<spec name>``)
+    and the configuration cap, checked as ``archsim sweep`` checks SPEC, ``--out`` and ``--max-configs``: one reading
+    for :func:`run_sweep` and :func:`sweep_cache`."""
+    from archsim.sweep import SweepSpec, load_spec
+    from archsim.sweep.device_spec import DeviceSweepSpec
+
     if out is not None:
         check_path(out, "out", "a folder path or None")
     if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
         check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
     max_configs = positive_int(max_configs, "max-configs", high=2**53, what="a configuration count")
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
-    folder = Path(out) if out is not None else Path("results") / spec.name
-    return prune_cache(spec, folder, force=force) if prune else cache_use(spec, folder)
+    return spec, Path(out) if out is not None else Path("results") / spec.name, max_configs
 
 
 @speaks_keywords
