@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from batch_doubling import doubling_markdown
 from host_share import host_bound, host_share, host_split, write_error_figure
 
 from archsim.devices.kernel_constants import KernelConstants
@@ -381,6 +382,7 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
         tail = f" {r['probe_error']:+.1%} |" if probe else ""
         lines.append(f"| h{r['hidden']} L{r['layers']} | {r['recompute']} | {r['global_batch']} | {r['micro_batch']} | "
                      f"{r['measured_ms']:.1f} | {r['predicted_ms']:.1f} | {r['error']:+.1%} | {host_share(r):.1%} | {memory} |{tail}")
+    lines += doubling_markdown(rows)
     return "\n".join(lines) + "\n"
 
 
