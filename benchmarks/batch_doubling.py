@@ -45,6 +45,12 @@ class DoublingPair:
         return (t2 - t1) / (m2 - m1)
 
     @property
+    def predicted_per_micro_batch_ms(self) -> float:
+        """x of the line through the two predictions: what a micro-batch adds in the model, free of fixed parts."""
+        (m1, m2), (p1, p2) = self.micro_batches, self.predicted_ms
+        return (p2 - p1) / (m2 - m1)
+
+    @property
     def fixed_ms(self) -> float:
         """c of T = m·x + c through both measured runs (negative where the pair grows more than twofold)."""
         return self.measured_ms[0] - self.micro_batches[0] * self.per_micro_batch_ms
@@ -99,12 +105,13 @@ def doubling_markdown(rows: list[dict]) -> list[str]:
               "micro-batches alike — archsim's, with any constants — gives T(2B) / T(B) between 1 and 2 (a fixed part "
               f"≥ 0). {outside} of the {len(pairs)} measured pairs fall outside; the least time MAPE such a model can "
               f"reach on all {len(rows)} runs is **{linear_floor(rows):.1%}** (each pair's least sum of its two "
-              "errors below, over the runs). Implied: the measured pair's T = m·x + c through both runs (m micro-batches)."), "",
+              "errors below, over the runs). Implied: the measured pair's T = m·x + c through both runs (m micro-batches); predicted x: the same "
+              "line through archsim's two predictions — a micro-batch's cost with every fixed part taken out."), "",
              "| model | recompute | b | B | T(B) ms | T(2B) ms | measured ratio | predicted ratio | implied x ms | "
-             "implied c ms | least error sum |", "| --- " * 11 + "|"]
+             "predicted x ms | implied c ms | least error sum |", "| --- " * 12 + "|"]
     for p in pairs:
         hidden, layers, _, _, recompute, b = p.cell
         lines.append(f"| h{hidden} L{layers} | {recompute} | {b} | {p.batch} | {p.measured_ms[0]:.1f} | "
                      f"{p.measured_ms[1]:.1f} | {p.measured_ratio:.3f} | {p.predicted_ratio:.3f} | "
-                     f"{p.per_micro_batch_ms:.2f} | {p.fixed_ms:.1f} | {p.floor:.1%} |")
+                     f"{p.per_micro_batch_ms:.2f} | {p.predicted_per_micro_batch_ms:.2f} | {p.fixed_ms:.1f} | {p.floor:.1%} |")
     return lines

@@ -45,6 +45,7 @@ def test_pairs_implied_line_and_floor():
     assert p.fixed_ms == pytest.approx(800 - 8 * 125)                # −200: grows more than twofold
     assert p.measured_ratio == pytest.approx(2.25)
     assert p.predicted_ratio == pytest.approx(1390 / 700)
+    assert p.predicted_per_micro_batch_ms == pytest.approx(690 / 8)   # (1390 − 700) / (16 − 8)
     # pair floor 1 − 2/2.25 = 1/9 over the 4 runs
     assert doubling.linear_floor(rows) == pytest.approx((1 / 9) / 4)
     text = "\n".join(doubling.doubling_markdown(rows))
