@@ -32,7 +32,7 @@ printed after the choice, not used for it.
 Each line also gives bench_search.py's acceptance (first choice within 5% of the measured best) under
 the variant's fitted constants.
 
-docs/training.md ("What changed, and what did not help") quotes the figures this prints.
+docs/accuracy.md ("What changed, and what did not help") quotes the figures this prints.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """η_gemm from large GEMMs timed alone, then the other three kernel constants on the vTrain runs: the
-two-step fit (docs/training.md, "η_gemm fitted on large GEMMs timed alone"), judged against a baseline.
+two-step fit (docs/accuracy.md, "η_gemm fitted on large GEMMs timed alone"), judged against a baseline.
 
     .venv/bin/python benchmarks/bench_gemm_rate.py [--joint] [--skip-acceptance] [--skip-checks]   # about 2 minutes
 
 The baseline is the stored constants (the two-step fit's since 2026-11-29), or with ``--joint`` the
 joint fit's that were stored before (gemm 0.911, memory 0.749, 33.3 µs, 69.4 µs: the "before" column
-of docs/training.md); step 1 takes every other constant from the baseline.
+of docs/accuracy.md); step 1 takes every other constant from the baseline.
 
 Step 1 (:mod:`archsim.validation.gemm_rate`): ``gemm`` alone on DeepBench's V100 fp16 GEMMs, the
 compute-bound ones (> 10 GFLOP, every dimension ≥ 512), each timed as ``validate-gpu`` times it, every

@@ -8,7 +8,7 @@ Llama 3 405B (configs/transformers/llama3_405b.toml) on 8,192 and 16,384 H100s o
 beside archsim's model TFLOP/s and MFU at V = 1, 2, 4 chunks per rank (not published) with Meta's stage split,
 no recompute, sequence parallelism, bf16, flash, the distributed optimizer for their FSDP, micro-batch 1 (not
 published); per-term breakdown, the 8,192 → 16,384 step, and the same without the pods' oversubscription
-(benchmarks/published_llama3.py; docs/training.md, "Llama 3 405B on 8,192 and 16,384 H100s"). Then Table 4's
+(benchmarks/published_llama3.py; docs/accuracy.md, "Llama 3 405B on 8,192 and 16,384 H100s"). Then Table 4's
 CP 16 row (sequence 131,072, TP 8 × CP 16 × PP 16 × DP 8 on 16,384 GPUs: 380 TFLOP/s per GPU, MFU 38%) beside
 archsim's prediction at V = 1, 2, 4 under --cp-comm p2p and all_gather (Llama 3's), set as the 8K rows, with
 what counting attention's causal half instead of the whole s² square would make of the figures

@@ -10,7 +10,7 @@
   ``examples/pretrain_gpt3_175B.sh`` for 128 nodes), plain 1F1B and interleaved with 2 and 3 chunks
   per rank (§5.1 runs interleave; the chunk count is not given). archsim's hardware TFLOP/s is the
   same formula (archsim.training.throughput). Then the published figures it can be checked against
-  and its prediction taken apart (benchmarks/published_gpt3.py, docs/training.md "Published large
+  and its prediction taken apart (benchmarks/published_gpt3.py, docs/accuracy.md "Published large
   runs"): Table 2's 175B runs (TP 8 × PP 12 at 384–1,536 GPUs), Table 1's rows, Korthikanti et al.
   2022's Table 4 (one layer of a 22B model, TP 8), cuBLASLt GEMMs measured on an A100, and the
   per-layer decomposition with what Megatron-LM of 2021 ran that archsim does not model. Each GPT-3

@@ -49,7 +49,7 @@ TP 2 cells where the error jumps, and candidate mechanisms tried as variants.
     column-parallel layer beside its weight-gradient GEMM; a kernel occupying the GPU for max(its work,
     the launch interval)), here under the two-step fit (η_gemm held) rather than the joint one.
 
-docs/training.md ("The search's misses, by cell") quotes what this prints.
+docs/accuracy.md ("The search's misses, by cell") quotes what this prints.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ GEMMs' tile/wave efficiency (their FLOPs at the fitted tensor rate over their ti
 1 means no wave tail), whether Megatron's fused softmax runs, and the host time per op the measured
 x implies (x / count). Then the pairs of cells with the same GEMM FLOPs and attention work per GPU.
 
-docs/training.md ("The worst 5%") quotes what this prints.
+docs/accuracy.md ("The worst 5%") quotes what this prints.
 """
 
 from __future__ import annotations

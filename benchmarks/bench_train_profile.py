@@ -2,7 +2,7 @@
 
 ``benchmarks/gpu_train_profile.py`` records, per training point of the plain-PyTorch GPT, every CUDA kernel's calls
 and GPU seconds in one iteration, the iteration's CUDA-event time and the kernels' sum (``busy``). Why: the Hopper
-check (docs/training.md) says archsim is too fast at small micro-batches with full recompute, and the profile says
+check (docs/accuracy.md) says archsim is too fast at small micro-batches with full recompute, and the profile says
 where the time goes. This sorts the kernels by name into archsim's op classes (:func:`kernel_class`), sets beside
 each class the seconds ``archsim train --implementation pytorch-eager`` gives the same class on
 ``configs/clusters/h200_1gpu.toml`` (its op bodies, :func:`archsim.devices.kernel_ops.op_parts`, launch excluded,

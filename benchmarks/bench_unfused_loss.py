@@ -1,6 +1,6 @@
 """Megatron's unfused fp32 LM-head loss (`benchmarks/unfused_loss.py`: 18 kernels forward,
 8 backward, 38 and 14 bytes per logit) in place of archsim's one fused op each way (22 and 8 bytes),
-judged on vTrain's 1,008 measured A100 iterations. Tried, not adopted (docs/training.md).
+judged on vTrain's 1,008 measured A100 iterations. Tried, not adopted (docs/accuracy.md).
 
     python benchmarks/bench_unfused_loss.py [--refit] [--checks]
 
@@ -8,7 +8,7 @@ For the shipped head and the unfused one, with the stored constants (and with ``
 constants refitted on the 16-layer runs by :func:`archsim.training.calibrate.fit_kernels`, as
 ``bench_vtrain_e2e.py --refit``, then every run predicted with them): fit and held-out MAPE, the
 held-out signed bias per TP degree, search's acceptance (first choice within 5% of each group's
-measured best), the TP 1 PP 4 12-layer cell, and the least squares of docs/training.md ("Measured
+measured best), the TP 1 PP 4 12-layer cell, and the least squares of docs/accuracy.md ("Measured
 cost per layer and micro-batch": time = m·L·x + m·y + c over each cell's PP 1 runs) for y, the cost
 per micro-batch outside the layers (ms), measured and predicted. ``--checks`` adds the Hopper
 iterations (both op lists) and GPT-3 175B's TFLOP/s per GPU at those constants.

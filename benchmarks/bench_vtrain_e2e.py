@@ -181,7 +181,7 @@ def main(argv=None) -> int:
 
 def tp_collective_gap(rows: list[dict]) -> None:
     """Each TP > 1 run's missing time (measured − predicted) over its TP all-reduces (6 per layer and
-    micro-batch under full recompute), median and IQR per TP and buffer size (docs/training.md, the
+    micro-batch under full recompute), median and IQR per TP and buffer size (docs/accuracy.md, the
     TP = 8 bias): a per-collective cost shows as a tight, size-ordered figure."""
     cells: dict[tuple[int, int], list[float]] = {}
     for r in rows:
@@ -331,7 +331,7 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
              f"complete: {meta.get('complete', '?')}, {meta.get('points', f'{len(rows)} points')}). "
              f"Predicted: `archsim train` on `{Path(cluster_path).name}` with the A100-fitted kernel constants "
              f"({fitted.A100_KERNELS}) scaled by the catalog's peaks (their held-out MAPE on the A100 runs: 6.6%, "
-             "docs/training.md); nothing fitted on these runs. Error = "
+             "docs/accuracy.md); nothing fitted on these runs. Error = "
              "predicted / measured − 1; MAPE = mean |error|. Memory: archsim's peak per GPU vs "
              "`torch.cuda.max_memory_allocated` (GiB). Regenerate: "
              f"`python benchmarks/bench_vtrain_e2e.py --measured {csv_path} --cluster {cluster_path}"

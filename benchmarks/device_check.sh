@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one-call GPU check (docs/training.md, "Hopper check"): run from the repository root on a machine
+# The one-call GPU check (docs/accuracy.md, "Hopper check"): run from the repository root on a machine
 # with one CUDA GPU and PyTorch, results into $OUT (at most 6 files), about 7 minutes:
 #
 #     OUT=/some/folder bash benchmarks/device_check.sh            # on the GPU machine

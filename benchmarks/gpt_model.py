@@ -1,6 +1,6 @@
 """The GPT the one-GPU measurements train (``gpu_train_measure.py``; the probe's host rows), in plain PyTorch:
 the model of the Megatron-DeepSpeed runs archsim's kernel efficiencies were fitted on (tests/data/e2e,
-docs/training.md):
+docs/accuracy.md):
 
 * token + learned position embedding (vocabulary 50,257 padded to 50,304 as Megatron pads it to a
   multiple of 128), embedding dropout; activations in Megatron's [sequence, batch, hidden] layout;

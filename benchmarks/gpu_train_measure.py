@@ -5,7 +5,7 @@
     python3 benchmarks/gpu_train_measure.py --out OUT.csv --dtype bf16 --attention flash --seq 2048   # tensor cores today
 
 Needs only PyTorch (and archsim's argument and file helpers). It trains, in plain PyTorch, the model of the
-Megatron-DeepSpeed runs archsim's kernel efficiencies were fitted on (tests/data/e2e, docs/training.md):
+Megatron-DeepSpeed runs archsim's kernel efficiencies were fitted on (tests/data/e2e, docs/accuracy.md):
 the GPT of ``gpt_model.py`` (Megatron's layer structure, padded vocabulary, dropout 0.1, tied LM head,
 fp32 cross-entropy), in fp16 with fp32 master weights and Adam and a dynamic loss scale as Megatron does it,
 not torch.autocast (``train_step.py``), or ``--dtype bf16`` without a loss scale; ``--attention flash``: SDPA's

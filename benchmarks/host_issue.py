@@ -3,7 +3,7 @@ its autograd nodes, not its kernels, and a checkpointed layer adds the host seco
 
 Not the model: ``archsim.training.iteration.piece_cost`` charges every backward kernel a host call and
 no checkpoint time. :func:`host_issue` swaps this variant in for ``benchmarks/bench_e2e_variants.py
---variant host-issue``, which refits the four A100 constants for it (docs/training.md, "What changed,
+--variant host-issue``, which refits the four A100 constants for it (docs/accuracy.md, "What changed,
 and what did not help", says why it was not adopted).
 
 PyTorch issues kernels asynchronously: between synchronization points the GPU runs what the host has

@@ -5,7 +5,7 @@ Nothing here is fitted: archsim's constants stay those of ``archsim/training/fit
 published figures are checks, and where a term is estimated from a cited mechanism the estimate uses
 archsim's own HBM model, not the published figure.
 
-Sources (docs/training.md, "Published large runs", says what each one shows):
+Sources (docs/accuracy.md, "Published large runs", says what each one shows):
 
 * Narayanan et al. 2021 (SC '21), Table 1: weak scaling, 1.7B–1T parameters (no 175B row); §5.1: "On
   n=1024 A100 GPUs using batch size 1536, we achieve X=140 teraFLOP/s per GPU" for GPT-3 175B, with no

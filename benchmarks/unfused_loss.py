@@ -1,7 +1,7 @@
 """Megatron's GPT loss as it runs: the fp32 cast of the logits and the vocabulary-parallel
 cross-entropy, one archsim op per CUDA kernel. Not in archsim's model (so it lives beside its benchmark): priced so in place of
 :func:`~archsim.training.layer_ops.head_work`'s one fused op each way, it made the A100 runs'
-held-out error worse (``benchmarks/bench_unfused_loss.py``; docs/training.md).
+held-out error worse (``benchmarks/bench_unfused_loss.py``; docs/accuracy.md).
 
 With ``fp16_lm_cross_entropy`` off (the default), ``post_language_model_processing`` (and the
 pipeline engine's ``CrossEntropy``) calls ``vocab_parallel_cross_entropy(output.float(), labels)``;

@@ -108,7 +108,7 @@ def test_the_profiler_runs_on_the_cpu(tmp_path):
 def test_archsims_parts_add_up_to_its_iteration_and_recompute_reissues_the_forward(bench):
     """archsim's classes, launches and host excess sum to the iteration its event simulation gives (two paths); full
     recompute issues each layer's 17 eager forward kernels again, the count the probe's profiler measured (4 × 17 more
-    launches on its 4-layer GPT, docs/training.md "Hopper check")."""
+    launches on its 4-layer GPT, docs/accuracy.md "Hopper check")."""
     full = next(m for m in bench.read_profile(PROFILE) if m.recompute == "full" and m.micro_batch == 1)
     p = bench.predict(full)
     assert sum(p.seconds.values()) + p.launch + p.host == pytest.approx(p.iteration, rel=1e-9)

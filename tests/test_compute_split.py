@@ -2,7 +2,7 @@
 
 References: the breakdown's own compute + recompute (the parts must add up to it, every part counted once); the
 kernels of a tiny GPT's op list counted by hand × the training fit's gap per kernel (vTrain's A100 fit, 32.4 µs,
-docs/training.md); a device file stating no launch (no gap at all); PyTorch's fp32 kernels, queued inside a step
+docs/accuracy.md); a device file stating no launch (no gap at all); PyTorch's fp32 kernels, queued inside a step
 (``kernel_ops.queued``: no gap); ``host_bound_seconds`` (the host floor is that figure, not another estimate of
 it); the printed rows' forward TP collectives (what a full recompute runs again); and iteration times recorded
 before the split existed (splitting reads the op times apart: no prediction may move).

@@ -131,7 +131,7 @@ def missing_paths(root: Path, page: Path) -> list[str]:
             if path not in ELSEWHERE and not (root / path).exists()]
 
 
-# A page's section or statement quoted by name elsewhere (`docs/training.md, "Hopper check"` in a docstring or a
+# A page's section or statement quoted by name elsewhere (`docs/accuracy.md, "Hopper check"` in a docstring or a
 # page): each must still be on that page, as a heading, a bold paragraph's lead or its words (a quote cut by "…" in
 # its parts, in order), so a renamed section or a reworded statement leaves no stale reference.
 QUOTE = re.compile(r"(?<![\w/.-])([\w/.-]+\.md)(?:'s)?,?\s+(?:section\s+)?[\"“]([^\"”]{3,200})[\"”]")

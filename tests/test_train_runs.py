@@ -48,7 +48,7 @@ def test_vtrain_csv_as_released_is_predicted_in_order_within_the_measured_error(
         assert row["measured_seconds"] == pytest.approx(float(ms) / 1e3)
         assert row["error"] == pytest.approx(row["predicted_seconds"] / row["measured_seconds"] - 1)
     errors = [abs(r["error"]) for r in rows]
-    # the measured iterations: archsim's whole-file MAPE is 6.6% (docs/training.md); none off by 30%
+    # the measured iterations: archsim's whole-file MAPE is 6.6% (docs/accuracy.md); none off by 30%
     assert sum(errors) / len(errors) < 0.10 and max(errors) < 0.30
 
 

@@ -39,7 +39,7 @@ def test_top3_holds_the_measured_best_in_80pct_of_groups(outcomes):
                    "FLOPs, attention and op count per GPU (TP 4 mb 2 h2048: 2.82 ms per layer and micro-batch against "
                    "3.45 at TP 2 mb 1), below archsim's host floor; neither the fused-softmax rule nor tile waves "
                    "separate them, and no mechanism that can be stated without a per-op profile does "
-                   "(docs/training.md, the worst 5%; benchmarks/bench_shard_cells.py)")
+                   "(docs/accuracy.md, the worst 5%; benchmarks/bench_shard_cells.py)")
 def test_first_choice_within_5pct_of_the_measured_best_in_90pct_of_groups(outcomes):
     assert fractions(outcomes)["first_within_5pct"] >= 0.9
 

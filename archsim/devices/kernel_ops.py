@@ -133,7 +133,7 @@ def kernel_families(device: Device, dtype: str, efficiency: KernelConstants,
     * anything else (fp16/bf16 on a catalog GPU, a device file): ``efficiency`` for every kernel — in
       eager PyTorch too, although its memory-bound kernels are PyTorch's: ``pytorch_memory_bound``
       times those with ``pytorch_constants`` instead, which was tried on the Hopper iterations and
-      not adopted (docs/training.md, "Hopper check": the class mechanism barely moves them; the
+      not adopted (docs/accuracy.md, "Hopper check": the class mechanism barely moves them; the
       NeuSight launch time removes a per-kernel gap the vTrain fit charges);
     * ``alone`` (kernels timed alone, back to back: a kernel benchmark, not a training step): every
       family as above, but each kernel's launch is ``pytorch_constants.launch_s`` (:func:`timed_alone`).

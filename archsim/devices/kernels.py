@@ -27,7 +27,7 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
     (a catalog board at its own watts); the SM's peak is the dtype's tensor peak.
     These choices are the ones the tensor-core constants were fitted with on vTrain's A100 runs; the
     SIMT path's split-K, epilogue and several tiles per SM, refitted there, do not lower the held-out
-    error (docs/training.md, "One GEMM model for every dtype").
+    error (docs/accuracy.md, "One GEMM model for every dtype").
 * **Power cap** (every GEMM path): the SMs together run at most ``TDP / energy per FLOP`` FLOP/s
   (:func:`sustained_flops`, split evenly over the SMs); the energies per FLOP and why they scale with
   process node and clock are :mod:`archsim.devices.kernel_constants`'s.
@@ -135,7 +135,7 @@ def tensor_path(cores: int, core_flops: float, clock_hz: float, l2_bytes_per_clo
     MACs per clock per SM × element bytes (``size``) / L2 bytes per clock per SM. ``core_flops``:
     one SM's peak FLOP/s at the dtype; ``clock_hz`` the clock those bytes per clock are counted at;
     ``sustained``: the power cap (:func:`sustained_flops`; inf: none). No split-K and C's write inside
-    the roofline: what the tensor-core constants were fitted with (docs/training.md, "Fitted constants")."""
+    the roofline: what the tensor-core constants were fitted with (docs/accuracy.md, "Fitted constants")."""
     needed = 0.0
     if l2_bytes_per_clock:
         needed = core_flops / (2 * clock_hz) * size / (l2_bytes_per_clock / cores)

@@ -51,7 +51,7 @@ model times (``TrainingOp.kernel``: layer norm on T × h, softmax on b·a·s × 
 on T × V). In fp16/bf16 they stream at the training fit like every other op
 (:func:`archsim.devices.kernel_ops.kernel_families`); the names let ``pytorch_memory_bound`` time them
 by their class at NeuSight's constants instead — tried on the Hopper iterations, not adopted
-(docs/training.md, "Hopper check").
+(docs/accuracy.md, "Hopper check").
 
 With ``attention = "flash"`` (:func:`eager_flash_core`) the layer calls PyTorch's
 ``F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)`` under its FLASH_ATTENTION backend

@@ -55,7 +55,7 @@ def kernels(gpu_name: str) -> KernelConstants:
     reductions (LayerNorm, softmax) 0.26–0.64 of HBM against 0.808, and full recompute costs
     1.6–1.9 ms per checkpointed layer more at micro-batch 1. No allowed data (vTrain's A100 runs,
     NeuSight's five GPUs, DeepBench's) fixes a Hopper constant for them — a host cost per
-    checkpointed layer fitted on the A100 runs comes out 0 — so none is added (docs/training.md)."""
+    checkpointed layer fitted on the A100 runs comes out 0 — so none is added (docs/accuracy.md)."""
     return A100_KERNELS
 
 

@@ -10,7 +10,7 @@ parameter, 12 in fp32, 10 in bf16, whose held gradient Megatron-LM keeps in fp32
 A pass is priced as its bytes at the machine's memory-bound rate and nothing more: no kernel gap per
 add kernel. The training fit's per-kernel gap (``launch_s``) and host time (``host_s``) are per op of
 Megatron's op list, not hardware launch times, and since 2026-11-29 a fit's per-op overheads are paid as
-often as Megatron's list has ops whatever list runs (docs/training.md, "Hopper check";
+often as Megatron's list has ops whatever list runs (docs/accuracy.md, "Hopper check";
 :func:`archsim.training.iteration.recounted_op_seconds`). The accumulation's add kernels are extra
 kernels of that kind, queued by autograd behind the weight gradients, so they pay no gap of their own.
 

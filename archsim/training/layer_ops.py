@@ -342,7 +342,7 @@ def head_work(c: TransformerConfig, micro_batch: int, tp: int = 1, sequence_para
     ``dtype`` (:func:`~archsim.training.kernel_bytes.cross_entropy_elements`: forward the cast to fp32
     unless training in it, a max, the exponentials and their sum; backward softmax − one-hot in place).
     Megatron runs it unfused (26 kernels, 38 and 14 bytes per logit in fp16: `benchmarks/unfused_loss.py`); priced that way, vTrain's held-out runs at the
-    stored constants came out worse (docs/training.md). The head is Megatron's ``ColumnParallelLinear``
+    stored constants came out worse (docs/accuracy.md). The head is Megatron's ``ColumnParallelLinear``
     (``GPTModel.output_layer``): without sequence parallelism its input's gradient is all-reduced backward
     (``allreduce_dgrad``); with it the final norm runs on the rank's T/t tokens, the input is all-gathered
     forward and its gradient reduce-scattered backward (``LinearWithGradAccumulationAndAsyncCommunication``),

@@ -76,7 +76,7 @@ def fit_gemm_rate(ratios: np.ndarray, gemms: np.ndarray, rows: np.ndarray | None
 def fit_on_deepbench(folder: Path, constants: KernelConstants) -> GemmRateFit:
     """η_gemm fitted on the compute-bound GEMMs of :data:`FIT_FILE` in ``folder`` (the repository's
     ``benchmarks/results``), every other constant ``constants``' (the stored tensor-core fit's): step 1
-    of the two-step kernel fit (docs/training.md)."""
+    of the two-step kernel fit (docs/accuracy.md)."""
     table = read_kernel_csv(folder / FIT_FILE)
     gemms = gemm_grid()
     return fit_gemm_rate(gemm_ratios(table, constants, gemms), gemms, compute_bound(table))
