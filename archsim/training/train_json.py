@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 # more timeline slots than this and the document leaves the timeline out (its size, not its content)
 MAX_TIMELINE_SLOTS = 20000
@@ -240,14 +240,24 @@ def network_lines(meta: dict) -> dict[str, str]:
     return lines
 
 
+def parts_text(parts: Mapping[str, float], show: Callable[[float], str]) -> str:
+    """A figure by part (a JSON object: ``breakdown_seconds``, ``compute_split_seconds``, ``energy_breakdown_j``) as
+    ``archsim train``'s CSV and table write it in one cell: ``part: value, …`` in the object's order, each value
+    written by ``show`` (the CSV: ``repr``, full precision, so a reader gets JSON's floats back)."""
+    return ", ".join(f"{k}: {show(v)}" for k, v in parts.items())
+
+
 def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], str]) -> dict:
     """``archsim train``'s meta as its table and its CSV print it: the single values, the network's two entries as
-    one line each (:func:`network_lines`) and ``breakdown`` (seconds by category) as one line, each second written by
+    one line each (:func:`network_lines`), ``breakdown`` (seconds by category), the compute split (seconds) and, on
+    array devices, ``energy_breakdown_j`` (joules) as one line each (:func:`parts_text`), each figure written by
     ``show`` (the CSV: ``repr``, full precision; the table: its digits); the per-rank lists are JSON's alone."""
     out = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(meta)
-    out["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in breakdown.items())
+    out["breakdown_seconds"] = parts_text(breakdown, show)
     split = meta.get("compute_split_seconds")  # after the breakdown whose compute and recompute it splits
-    return out | ({"compute_split_seconds": ", ".join(f"{k}: {show(v)}" for k, v in split.items())} if split else {})
+    energy = meta.get("energy_breakdown_j")  # last: a column only array devices' runs have
+    return (out | ({"compute_split_seconds": parts_text(split, show)} if split else {})
+            | ({"energy_breakdown_j": parts_text(energy, show)} if energy else {}))
 
 
 SPLIT_NAMES = {"gemm": "gemm", "memory_bound": "memory-bound", "kernel_gaps": "kernel gaps", "host_floor": "host floor",
