@@ -15,7 +15,7 @@ import json
 import pytest
 from benchmark_scripts import load_benchmark
 from test_docs import ROOT
-from test_host_bound import run_cli, train_json
+from train_cli import run_cli, train_json
 
 MEDIUM = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 A100_NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")

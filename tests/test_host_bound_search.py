@@ -13,7 +13,7 @@ import shlex
 
 import pytest
 from test_docs import ROOT
-from test_host_bound import run_cli
+from train_cli import run_cli
 
 MEDIUM = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 A100_NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")
