@@ -111,8 +111,8 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     units = milliseconds_note(out)
     if units:
         note(units)
-    rows = {"csv": csv_rows, "table": table_rows}.get(args.format, list)(document["rows"])  # as --sweep's
-    emit(render(Rows.of(rows), args.format, meta=document["meta"], precision=args.precision), args)
+    printed = {"csv": csv_rows, "table": table_rows}.get(args.format, list)(document["rows"])  # as --sweep's
+    emit(render(Rows.of(printed), args.format, meta=document["meta"], precision=args.precision), args)
     return 0
 
 
