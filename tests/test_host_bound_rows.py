@@ -42,13 +42,19 @@ def test_the_singles_include_a_host_bound_run_and_a_gpu_bound_one(singles):
     assert shares[0] > 0.1 and 0 < min(shares) < 0.1
 
 
-def test_runs_rows_carry_the_single_runs_host_bound_seconds(tmp_path, singles):
-    runs = tmp_path / "runs.csv"
+@pytest.fixture(scope="module")
+def printed_runs(tmp_path_factory) -> tuple[str, list[dict], list[dict[str, str]]]:
+    """A runs file of :data:`LAYOUTS` (its path), and ``train --runs``'s JSON rows and csv rows for it."""
+    runs = tmp_path_factory.mktemp("runs") / "runs.csv"
     runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n"
                     + "".join(",".join(map(str, layout)) + "\n" for layout in LAYOUTS), encoding="utf-8")
     args = ["train", MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--runs", str(runs)]
     rows = json.loads(run_cli([*args, "--format", "json"]))["rows"]
-    table = list(csv.DictReader(io.StringIO(run_cli([*args, "--format", "csv"]))))
+    return str(runs), rows, list(csv.DictReader(io.StringIO(run_cli([*args, "--format", "csv"]))))
+
+
+def test_runs_rows_carry_the_single_runs_host_bound_seconds(printed_runs, singles):
+    _, rows, table = printed_runs
     for row, line, meta in zip(rows, table, singles, strict=True):
         assert row["predicted_seconds"] == meta["iteration_seconds"]
         assert row["host_bound_seconds"] == meta["host_bound_seconds"]
@@ -76,18 +82,13 @@ def csv_parts(cell: str) -> dict[str, float]:
     return {name: float(value) for name, value in (item.split(": ") for item in cell.split(", "))}
 
 
-def test_runs_rows_carry_the_single_runs_compute_split(tmp_path, singles):
+def test_runs_rows_carry_the_single_runs_compute_split(printed_runs, singles):
     """Each runs row's ``compute_split_seconds`` is the object train's JSON meta has for its configuration alone, and
     its csv cell train's own csv cell for it, character for character (full precision: the floats read back equal);
     ``archsim.train_runs`` returns the same rows, its ``to_frame()`` the same cells."""
     import archsim
 
-    runs = tmp_path / "runs.csv"
-    runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n"
-                    + "".join(",".join(map(str, layout)) + "\n" for layout in LAYOUTS), encoding="utf-8")
-    args = ["train", MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--runs", str(runs)]
-    rows = json.loads(run_cli([*args, "--format", "json"]))["rows"]
-    table = list(csv.DictReader(io.StringIO(run_cli([*args, "--format", "csv"]))))
+    runs, rows, table = printed_runs
     for row, line, meta in zip(rows, table, singles, strict=True):
         assert list(meta["compute_split_seconds"]) == ["gemm", "memory_bound", "kernel_gaps", "host_floor",
                                                        "recompute_communication", "other"]
@@ -96,7 +97,7 @@ def test_runs_rows_carry_the_single_runs_compute_split(tmp_path, singles):
     single = ["train", MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--tp", "2", "--dp", "4",
               "--micro-batch", "1", "--global-batch", "32", "--recompute", "full", "--format", "csv"]
     assert table[0]["compute_split_seconds"] == next(csv.DictReader(io.StringIO(run_cli(single))))["compute_split_seconds"]
-    result = archsim.train_runs(MEDIUM, runs=str(runs), cluster=A100_NODE, attention="standard")
+    result = archsim.train_runs(MEDIUM, runs=runs, cluster=A100_NODE, attention="standard")
     assert [r["compute_split_seconds"] for r in result] == [meta["compute_split_seconds"] for meta in singles]
     assert result.to_frame()["compute_split_seconds"].tolist() == [line["compute_split_seconds"] for line in table]
 
