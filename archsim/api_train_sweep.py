@@ -6,7 +6,7 @@ a :class:`SweepResult`. Seconds, bytes, GiB and joules as the command prints the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from archsim.api_keywords import (
     check_choice,
@@ -26,12 +26,25 @@ from archsim.api_keywords import (
 from archsim.console import library_note
 from archsim.table_result import TableResult
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 class SweepResult(TableResult):
     """What :func:`train_sweep` returns: ``table``, one row per point of the grid (its GPUs, its settings, its
     seconds, rates, memory and joules, or the reason it cannot run in ``error``), the DataFrame ``archsim train
     --sweep`` prints; ``to_dict()``, the document its ``--format json`` prints (``meta``: the model, sequence,
     GPUs, dtype, points, axes, energy source); ``to_frame()``, its ``--format csv`` rows."""
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows ``archsim train --sweep --format csv`` prints, as a DataFrame: each point's columns (its compute
+        split one cell of text, :func:`~archsim.training.train_json.csv_rows`; ``table`` and ``to_dict()`` keep the
+        object), then the meta's single values as columns (imports pandas)."""
+        from archsim.outputs import csv_frame
+        from archsim.rows import Rows
+        from archsim.training.train_json import csv_rows
+
+        return csv_frame(Rows.of(csv_rows(self.document["rows"])), self.document["meta"])
 
     def _headline(self) -> str:
         meta = self.document["meta"]

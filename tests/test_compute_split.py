@@ -10,17 +10,16 @@ before the split existed (splitting reads the op times apart: no prediction may 
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import warnings
-from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 from test_docs import ROOT
+from train_cli import run_cli
+from train_cli import train_json as shared_train_json
 
 import archsim
-from archsim.cli import main
 
 LAUNCH_S = 32.4e-6  # the training fit's gap per kernel (vTrain's A100 runs, docs/training.md)
 PARTS = ("gemm", "memory_bound", "kernel_gaps", "host_floor", "recompute_communication", "other")
@@ -80,18 +79,10 @@ def run(case, tiny: str | None):
     return result
 
 
-def run_cli(args: list[str]) -> str:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(args)
-    assert code == 0, err.getvalue()
-    return out.getvalue()
-
-
 def train_json(args: list[str]) -> dict:
-    args = [str(CLUSTERS / f"{a}.toml") if a in {"h200_1gpu", "h100_1gpu", "a100_node", "a100_node_device_file"}
-            else a for a in args]
-    return json.loads(run_cli(["train", *args, "--format", "json"]))
+    """:func:`train_cli.train_json` with a shipped cluster's name for its file."""
+    return shared_train_json([str(CLUSTERS / f"{a}.toml") if a in {"h200_1gpu", "h100_1gpu", "a100_node",
+                                                                     "a100_node_device_file"} else a for a in args])
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

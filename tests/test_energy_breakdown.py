@@ -3,10 +3,13 @@ vector, nonmatmul, leakage). The references are independent of the breakdown's o
 (the parts must sum to it), and the energy model's linearity in every per-event figure (``archsim/energy/model.py``):
 a device file whose ``[energy]`` section zeroes a part's figures lowers ``energy_j`` by exactly that part, each
 run's total found by the code that priced it before the breakdown existed. Static power: the hand formula
-``static_watts`` × chips × seconds. Every test here failed before the key existed (no ``energy_breakdown_j``)."""
+``static_watts`` × chips × seconds. Every test here failed before the key existed (no ``energy_breakdown_j``); the
+csv's column (one ``part: J, …`` cell, as ``breakdown_seconds``) against the JSON's object, before it had none."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 from test_docs import ROOT
 from test_robustness import write
 
+import archsim
 from archsim.cli import main
 
 MODEL = str(ROOT / "configs" / "transformers" / "gpt2.json")
@@ -106,3 +110,34 @@ def test_the_table_ends_with_each_parts_share_of_the_json_breakdown(tmp_path, ca
 
 def test_a_catalog_gpus_table_has_no_energy_line(capsys):
     assert not any(line.startswith("energy:") for line in table_lines(capsys, ROOT / "configs" / "clusters" / "a100_node.toml"))
+
+
+def csv_rows(capsys, cluster_file: Path | str) -> list[dict[str, str]]:
+    argv = ["train", MODEL, "--cluster", str(cluster_file), "--dp", "4", "--global-batch", "4", "--format", "csv"]
+    capsys.readouterr()
+    assert main(argv) == 0
+    return list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+
+
+def test_the_csv_carries_the_json_parts_in_one_cell_each(tmp_path, capsys):
+    """As the csv writes ``breakdown_seconds`` and ``compute_split_seconds``: one ``part: J, …`` cell, the JSON's parts
+    in its order at full precision (the floats read back equal), summing to the csv's own ``energy_j``; the static
+    part too (25 W), the one part the default table leaves at 0. ``archsim.train``'s ``to_frame()`` has the same cell."""
+    path = cluster(tmp_path, "csv", device="static_watts = 25\n")
+    got = meta(capsys, path)
+    rows = csv_rows(capsys, path)
+    cells = {row["energy_breakdown_j"] for row in rows}
+    assert len(cells) == 1  # a meta figure: the same on every op row
+    cell = cells.pop()
+    parts = {name: float(value) for name, value in (item.split(": ") for item in cell.split(", "))}
+    assert list(parts) == PARTS
+    assert parts == got["energy_breakdown_j"]
+    assert parts["leakage"] > 0
+    assert sum(parts.values()) == pytest.approx(float(rows[0]["energy_j"]), rel=1e-12)
+    result, _ = archsim.train(MODEL, cluster=str(path), dp=4, global_batch=4)
+    assert result.to_frame()["energy_breakdown_j"].tolist() == [cell] * len(rows)
+
+
+def test_a_catalog_gpus_csv_has_no_breakdown_column(capsys):
+    rows = csv_rows(capsys, ROOT / "configs" / "clusters" / "a100_node.toml")
+    assert float(rows[0]["energy_j"]) > 0 and "energy_breakdown_j" not in rows[0]

@@ -14,17 +14,15 @@ iteration's excess is m × (L × the layer's + the embedding's + the head's).
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import replace
 from itertools import pairwise
 
 import pytest
 from test_docs import ROOT
+from train_cli import run_cli, train_json
 
 import archsim
-from archsim.cli import main
 from archsim.training.cluster_file import single_node
 from archsim.training.parallel import Parallelism
 from archsim.training.run import train
@@ -37,18 +35,6 @@ H200 = str(ROOT / "configs" / "clusters" / "h200_1gpu.toml")
 MEDIUM = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 TINY = {"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "n_positions": 32, "vocab_size": 1000,
         "n_inner": 256, "tie_word_embeddings": True}
-
-
-def run_cli(args: list[str]) -> str:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(args)
-    assert code == 0, err.getvalue()
-    return out.getvalue()
-
-
-def train_json(args: list[str]) -> dict:
-    return json.loads(run_cli(["train", *args, "--format", "json"]))
 
 
 def by_hand(rows: list[dict], layers: int, microbatches: int, recompute: str, host: float = HOST_S) -> float:

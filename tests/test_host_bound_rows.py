@@ -1,7 +1,8 @@
-"""``host_bound_seconds`` in ``train --runs`` and ``--sweep`` rows, and the benchmark's error split by it.
+"""``host_bound_seconds`` and ``compute_split_seconds`` in ``train --runs`` and ``--sweep`` rows, and the benchmark's
+error split by the first.
 
 A runs row and a sweep point are predicted by other code than one ``train`` iteration (runs_predict.py and sweep.py
-call the iteration model themselves, train_json.py builds the one run's meta): each row's figure must be the one
+call the iteration model themselves, train_json.py builds the one run's meta): each row's figures must be the ones
 ``archsim train --format json`` prints for the same configuration. The split (benchmarks/bench_vtrain_e2e.py) is
 checked on a hand-made table whose MAPEs are worked out by hand below.
 """
@@ -15,7 +16,7 @@ import json
 import pytest
 from benchmark_scripts import load_benchmark
 from test_docs import ROOT
-from test_host_bound import run_cli, train_json
+from train_cli import run_cli, train_json
 
 MEDIUM = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 A100_NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")
@@ -41,13 +42,19 @@ def test_the_singles_include_a_host_bound_run_and_a_gpu_bound_one(singles):
     assert shares[0] > 0.1 and 0 < min(shares) < 0.1
 
 
-def test_runs_rows_carry_the_single_runs_host_bound_seconds(tmp_path, singles):
-    runs = tmp_path / "runs.csv"
+@pytest.fixture(scope="module")
+def printed_runs(tmp_path_factory) -> tuple[str, list[dict], list[dict[str, str]]]:
+    """A runs file of :data:`LAYOUTS` (its path), and ``train --runs``'s JSON rows and csv rows for it."""
+    runs = tmp_path_factory.mktemp("runs") / "runs.csv"
     runs.write_text("tp,pp,dp,micro_batch,global_batch,recompute\n"
                     + "".join(",".join(map(str, layout)) + "\n" for layout in LAYOUTS), encoding="utf-8")
     args = ["train", MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--runs", str(runs)]
     rows = json.loads(run_cli([*args, "--format", "json"]))["rows"]
-    table = list(csv.DictReader(io.StringIO(run_cli([*args, "--format", "csv"]))))
+    return str(runs), rows, list(csv.DictReader(io.StringIO(run_cli([*args, "--format", "csv"]))))
+
+
+def test_runs_rows_carry_the_single_runs_host_bound_seconds(printed_runs, singles):
+    _, rows, table = printed_runs
     for row, line, meta in zip(rows, table, singles, strict=True):
         assert row["predicted_seconds"] == meta["iteration_seconds"]
         assert row["host_bound_seconds"] == meta["host_bound_seconds"]
@@ -68,6 +75,53 @@ def test_a_sweep_point_that_cannot_run_has_no_host_bound_figure():
     args = ["train", MEDIUM, "--cluster", A100_NODE, "--global-batch", "8", "--sweep", "tp=2,3", "--format", "json"]
     points = json.loads(run_cli(args))["rows"]
     assert points[1]["error"] and points[1]["host_bound_seconds"] is None and points[0]["host_bound_seconds"] >= 0
+
+
+def csv_parts(cell: str) -> dict[str, float]:
+    """A ``part: seconds, …`` cell (train's csv writes its meta's objects so) read back."""
+    return {name: float(value) for name, value in (item.split(": ") for item in cell.split(", "))}
+
+
+def test_runs_rows_carry_the_single_runs_compute_split(printed_runs, singles):
+    """Each runs row's ``compute_split_seconds`` is the object train's JSON meta has for its configuration alone, and
+    its csv cell train's own csv cell for it, character for character (full precision: the floats read back equal);
+    ``archsim.train_runs`` returns the same rows, its ``to_frame()`` the same cells."""
+    import archsim
+
+    runs, rows, table = printed_runs
+    for row, line, meta in zip(rows, table, singles, strict=True):
+        assert list(meta["compute_split_seconds"]) == ["gemm", "memory_bound", "kernel_gaps", "host_floor",
+                                                       "recompute_communication", "other"]
+        assert row["compute_split_seconds"] == meta["compute_split_seconds"]
+        assert csv_parts(line["compute_split_seconds"]) == meta["compute_split_seconds"]
+    single = ["train", MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--tp", "2", "--dp", "4",
+              "--micro-batch", "1", "--global-batch", "32", "--recompute", "full", "--format", "csv"]
+    assert table[0]["compute_split_seconds"] == next(csv.DictReader(io.StringIO(run_cli(single))))["compute_split_seconds"]
+    result = archsim.train_runs(MEDIUM, runs=runs, cluster=A100_NODE, attention="standard")
+    assert [r["compute_split_seconds"] for r in result] == [meta["compute_split_seconds"] for meta in singles]
+    assert result.to_frame()["compute_split_seconds"].tolist() == [line["compute_split_seconds"] for line in table]
+
+
+def test_sweep_points_carry_the_single_runs_compute_split(singles):
+    """TP 1 and 2 at micro-batch 1 and a TP 3 that cannot run (16 heads): the TP 2 point's object is train's for that
+    configuration; the TP 3 point has none (null in JSON, an empty csv cell); the table leaves the column out (six
+    parts a row), as it leaves none of the others."""
+    import archsim
+
+    args = ["train", MEDIUM, "--cluster", A100_NODE, "--attention", "standard", "--dp", "4", "--micro-batch", "1",
+            "--global-batch", "32", "--recompute", "full", "--sweep", "tp=2,3"]
+    points = json.loads(run_cli([*args, "--format", "json"]))["rows"]
+    assert points[0]["compute_split_seconds"] == singles[0]["compute_split_seconds"]
+    assert points[1]["error"] and points[1]["compute_split_seconds"] is None
+    table = list(csv.DictReader(io.StringIO(run_cli([*args, "--format", "csv"]))))
+    assert csv_parts(table[0]["compute_split_seconds"]) == singles[0]["compute_split_seconds"]
+    assert table[1]["compute_split_seconds"] == ""
+    text = run_cli(args)
+    assert "host_bound_seconds" in text and "compute_split_seconds" not in text
+    grid = archsim.train_sweep(MEDIUM, cluster=A100_NODE, attention="standard", dp=4, global_batch=32,
+                               recompute="full", sweep={"tp": [2, 3]})
+    assert grid.to_dict()["rows"][0]["compute_split_seconds"] == singles[0]["compute_split_seconds"]
+    assert grid.to_frame()["compute_split_seconds"].tolist()[0] == table[0]["compute_split_seconds"]
 
 
 def hand_row(predicted_ms: float, host_bound_ms: float, error: float) -> dict:

@@ -1,7 +1,8 @@
-"""``host_bound_seconds`` in ``archsim search`` rows, and the table's note when the first row rests on the host floor.
+"""``host_bound_seconds`` and ``compute_split_seconds`` in ``archsim search`` rows, and the table's note when the first
+row rests on the host floor.
 
 A search row is costed by other code than one ``train`` iteration (the coster's closed forms, the rows re-timed by the
-event simulator): each row's figure must be the one ``archsim train --format json`` prints when the row's own
+event simulator): each row's figures must be the ones ``archsim train --format json`` prints when the row's own
 ``command`` is replayed, on rows the event simulator timed (``--refine``, the default) and on closed-form rows
 (``--refine 0``) on one GPU type, where pipeline rank 0 ends the iteration as the closed form has it.
 """
@@ -13,7 +14,7 @@ import shlex
 
 import pytest
 from test_docs import ROOT
-from test_host_bound import run_cli
+from train_cli import run_cli
 
 MEDIUM = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 A100_NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")
@@ -91,3 +92,40 @@ def test_the_table_notes_a_first_row_resting_on_the_host_floor(small, rows):
                         "host CPU, a larger micro-batch or CUDA graphs shorten it")
     assert rows[0]["host_bound_seconds"] < 0.1 * rows[0]["iteration_seconds"]
     assert "host_bound:" not in run_cli(SEARCH)
+
+
+def test_rows_compute_splits_are_trains_for_their_commands(rows):
+    """The rows above (one stage partly host-bound, a two-stage pipeline, a GPU-bound one), each event-timed: the
+    object train's meta has for the row's command, to the bit; the parts sum to train's compute + recompute."""
+    partly = rows[0]
+    piped = next(r for r in rows if r["pp"] == 2 and r["host_bound_seconds"] > 0)
+    gpu_bound = next(r for r in rows if r["tp"] == 2 and r["micro_batch"] == 8)
+    for row in (partly, piped, gpu_bound):
+        meta = replayed(row)
+        assert row["timing"] == "event" and row["compute_split_seconds"] == meta["compute_split_seconds"]
+        breakdown = meta["breakdown_seconds"]
+        assert sum(row["compute_split_seconds"].values()) == pytest.approx(
+            breakdown["compute"] + breakdown["recompute"], rel=1e-12)
+    assert partly["compute_split_seconds"]["host_floor"] == partly["host_bound_seconds"] > 0
+
+
+def test_closed_form_rows_compute_splits_are_trains_on_one_gpu_type():
+    """``--refine 0``: rank 0's split by train's sums, the rank train's run ends on here: train's to the bit."""
+    closed = json.loads(run_cli([*SEARCH[:-1], "6", "--refine", "0", "--format", "json"]))["rows"]
+    piped = next(r for r in closed if r["pp"] == 2)
+    for row in (closed[0], piped):
+        assert row["timing"] == "closed-form"
+        assert row["compute_split_seconds"] == replayed(row)["compute_split_seconds"]
+
+
+def test_csv_rows_carry_the_split_in_one_cell_and_the_table_none(rows):
+    """As train's csv writes its meta's: ``part: seconds, …`` at full precision (the floats read back equal); the
+    table leaves it out (six parts a row)."""
+    import csv
+    import io
+
+    table = list(csv.DictReader(io.StringIO(run_cli([*SEARCH, "--format", "csv"]))))
+    parts = [{name: float(value) for name, value in (item.split(": ") for item in line["compute_split_seconds"].split(", "))}
+             for line in table]
+    assert parts == [row["compute_split_seconds"] for row in rows]
+    assert "compute_split_seconds" not in run_cli(SEARCH)

@@ -18,9 +18,9 @@ SMALL = {"global_batch": 32, "schedule": "1f1b", "max_micro_batch": 4, "sequence
 
 
 def _printed(row: dict) -> tuple:
-    """Every column but recompute and what is built from it (NaN equal to NaN)."""
-    return tuple(("nan" if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()
-                 if k not in ("recompute", "megatron_args", "command"))
+    """Every column but recompute and what is built from it (NaN equal to NaN; the compute split's parts as pairs)."""
+    return tuple(("nan" if isinstance(v, float) and math.isnan(v) else tuple(v.items()) if isinstance(v, dict) else v)
+                 for k, v in row.items() if k not in ("recompute", "megatron_args", "command"))
 
 
 def test_flash_rows_are_distinct_and_the_twins_are_counted():

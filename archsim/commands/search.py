@@ -147,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.search_result import rows_frame, text_meta
     from archsim.training.search_space import chunk_counts, cp_comm_rule
+    from archsim.training.train_json import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
@@ -192,8 +193,8 @@ def run(args: argparse.Namespace) -> int:
             meta = search_host_note(table_parameters(meta), rows, per_op)
         # the table: gpus only when several counts are compared (one count is the meta's gpus)
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
-        rows = [{k: v for k, v in row.items() if k not in hidden} for row in rows] \
-            if args.format == "table" else rows
+        rows = [{k: v for k, v in row.items() if k not in hidden} for row in table_rows(rows)] \
+            if args.format == "table" else csv_rows(rows)  # the compute split: one cell in csv, none in the table
     if why is not None and args.format == "table":  # the table says why where its rows would be: a reader of the
         # output alone saw only the columns' names (csv keeps its header, json its empty rows: their readers parse)
         text = render(pd.DataFrame(), "table", meta=meta, precision=args.precision).removesuffix("\n") + why + "\n"

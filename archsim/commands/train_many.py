@@ -27,6 +27,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     from archsim.training.moe_ops import padding_note
     from archsim.training.sweep import check_sweep_size
     from archsim.training.sweep_run import run_grid, sweep_axes, sweep_base, swept_note
+    from archsim.training.train_json import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note
 
     axes = sweep_axes(args.sweep)
@@ -53,6 +54,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
         note(swept_note(swept))
     if args.format == "table" and len({row["gpus"] for row in rows}) == 1:  # one count: the table leaves it out
         rows = [{k: v for k, v in row.items() if k != "gpus"} for row in rows]
+    rows = {"csv": csv_rows, "table": table_rows}.get(args.format, list)(rows)  # the compute split: JSON's object
     emit(render(pd.DataFrame(rows), args.format, meta=grid.meta, precision=args.precision), args)
     return 0
 
@@ -70,6 +72,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     from archsim.training.runs import model_note, one_chunk_rows_note, runs_to_run
     from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import runs_document
+    from archsim.training.train_json import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap, --grad-accumulation,
@@ -108,7 +111,8 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     units = milliseconds_note(out)
     if units:
         note(units)
-    emit(render(Rows.of(document["rows"]), args.format, meta=document["meta"], precision=args.precision), args)
+    printed = {"csv": csv_rows, "table": table_rows}.get(args.format, list)(document["rows"])  # as --sweep's
+    emit(render(Rows.of(printed), args.format, meta=document["meta"], precision=args.precision), args)
     return 0
 
 

@@ -22,7 +22,7 @@ from archsim.training.op_rows import op_row, piece_rows
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.piece_cost import PieceCost
 from archsim.training.pipeline_memory import memories
-from archsim.training.stages import host_bound_seconds, piece_runs
+from archsim.training.stages import compute_seconds, host_bound_seconds, piece_runs
 from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
@@ -242,7 +242,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
     stages = [j for j in range(chunks) if rank_of[j] == rank]
-    compute = recompute = tp = cp = ep = accumulate = scaling = 0.0
+    tp = cp = ep = accumulate = scaling = 0.0
     kinds = stage_kinds(c, counts)
     for j in stages:
         accumulate += per_microbatch_seconds(c, par, machine, counts[j], j == 0, j == chunks - 1,
@@ -250,15 +250,14 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
         scaling += sum(scaling_seconds(c, par, machine, counts[j]))
     # each piece as often as it runs on the rank (its layers, the first stage's embedding, the last's head: the head's
     # MTP modules, mtp.py, recompute and run all-to-alls as the layers do) — the multiplicities the host floor's and
-    # the compute split's sums take too
+    # the compute split's sums take too; compute and recompute by the sum the search's closed-form rows take
+    compute, recompute = compute_seconds(c, par, pieces, stages)
     for name, runs in piece_runs(c, par, stages).items():
         piece = pieces[name]
-        compute += runs * (piece.forward + piece.backward_input + piece.backward_weight)
-        recompute += runs * piece.recompute
         tp += runs * (piece.tp_forward + piece.tp_backward)
         cp += runs * (piece.cp_forward + piece.cp_backward)
         ep += runs * (piece.ep_forward + piece.ep_backward)
-    compute, recompute, tp, cp, ep, accumulate = compute * m, recompute * m, tp * m, cp * m, ep * m, accumulate * m
+    tp, cp, ep, accumulate = tp * m, cp * m, ep * m, accumulate * m
     scaling = scaling * m
     host = host_bound_seconds(c, par, pieces, stages)
     ep -= hidden

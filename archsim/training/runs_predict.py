@@ -79,7 +79,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                  tick: Callable[[], None] = lambda: None, file: str | Path | CsvText | None = None,
                  warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
     """Each row's predicted iteration (seconds) and the part of it that is the host issuing ops
-    (``host_bound_seconds``, as ``archsim train``'s meta), peak memory per GPU and its fullest rank's GPU's memory (GiB,
+    (``host_bound_seconds``, as ``archsim train``'s meta), its compute and recompute by what they are
+    (``compute_split_seconds``, train's meta's object: the same run's :func:`~archsim.training.run.compute_split`), peak memory per GPU and its fullest rank's GPU's memory (GiB,
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
     :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
@@ -134,6 +135,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                      else {}),
                   "predicted_seconds": result.iteration_seconds,
                   "host_bound_seconds": result.host_bound_seconds,  # train's: of its compute, the host issuing ops
+                  "compute_split_seconds": dict(result.compute_split_seconds),  # train's meta's: its compute by class
                   "peak_memory_gib": result.peak_memory_gib,
                   "memory_capacity_gib": result.memory_capacity_gib,
                   **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),

@@ -10,7 +10,13 @@ from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.moe_overlap import paired_hidden
 from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
 from archsim.training.search_space import V_SHAPED, Candidate, rank_chunks, rank_memories
-from archsim.training.stages import host_bound_seconds, one_f_one_b_seconds, rank_stage_times, stage_times
+from archsim.training.stages import (
+    compute_seconds,
+    host_bound_seconds,
+    one_f_one_b_seconds,
+    rank_stage_times,
+    stage_times,
+)
 from archsim.workload.transformer import TransformerConfig
 
 # the schedules a candidate is costed by closed form even short of 2p micro-batches (the others are event-timed
@@ -67,6 +73,7 @@ class Coster:
         self._seconds: dict = {}  # candidate → (seconds, timing): a planned split and its even one are timed
         # to keep the faster (search_fit.faster_split), then again for the row and its gain
         self._host: dict = {}  # an event-timed candidate → train's host_bound_seconds, from the same run
+        self._split: dict = {}  # an event-timed candidate → train's compute_split_seconds, from the same run
 
     def placed(self, k: Candidate):
         """The cluster with its servers in ``k``'s order."""
@@ -101,6 +108,7 @@ class Coster:
 
             result = train(self.c, par, machine, machines)
             self._host[k] = result.host_bound_seconds
+            self._split[k] = result.compute_split_seconds
             return result.iteration_seconds, "event"
         if machines:
             times = rank_stage_times(self.c, par, machines, [self.pieces_of(par, mc) for mc in machines])
@@ -132,6 +140,24 @@ class Coster:
         machines = cluster.rank_wise(par)
         pieces = self.pieces_of(par, machines[0] if machines else cluster.machine(par))
         return host_bound_seconds(self.c, par, pieces, rank_chunks(k.schedule, k.pp, par.chunks, 0))
+
+    def compute_split(self, k: Candidate) -> dict[str, float]:
+        """``k``'s compute and recompute seconds by what they are (``compute_split_seconds``): an event-timed
+        candidate's are train's; a closed form's, rank 0's (:meth:`host_seconds`' rank), by train's sums
+        (:func:`~archsim.training.stages.compute_seconds`, :func:`~archsim.training.run.compute_split`), an estimate
+        as the closed form is. Read for a row only, not while the search costs."""
+        from archsim.training.run import compute_split
+
+        self.seconds(k)  # event-timed or not, as its time
+        if k in self._split:
+            return dict(self._split[k])
+        par = k.parallelism(self.global_batch)
+        cluster = self.placed(k)
+        machines = cluster.rank_wise(par)
+        pieces = self.pieces_of(par, machines[0] if machines else cluster.machine(par))
+        stages = rank_chunks(k.schedule, k.pp, par.chunks, 0)
+        compute, recompute = compute_seconds(self.c, par, pieces, stages)
+        return compute_split(self.c, par, pieces, stages, compute + recompute, self.host_seconds(k))
 
 
 def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine) -> tuple[float, ...]:

@@ -61,12 +61,13 @@ class SearchResult:
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim search --format csv`` prints for this search, as a DataFrame, best first: each
-        configuration's columns (its ``command`` too), then the meta's single values as columns (the rejected
+        configuration's columns (its ``command`` too; its compute split one ``part: seconds, …`` cell), then the meta's single values as columns (the rejected
         counts as one ``reason: n, …`` cell; the Pareto front is the rows' ``pareto_optimal``) (imports pandas)."""
         from archsim.outputs import csv_frame
+        from archsim.training.train_json import csv_rows
 
         document = self.to_dict()
-        return csv_frame(rows_frame(document["rows"]), text_meta(document["meta"]))
+        return csv_frame(rows_frame(csv_rows(document["rows"])), text_meta(document["meta"]))
 
 
 def text_meta(meta: dict) -> dict:

@@ -36,8 +36,8 @@ class RowMaker:
         self.orders, self.value = orders, value  # the server orders a planned placement tries; the objective
         self.etp_column = etp_column and c.moe
         self.keep: dict[int, Candidate] = {}
-        self._event: dict[Candidate, tuple[float, float]] = {}  # candidate → the event simulator's seconds and
-        # host_bound_seconds (train's, of one run)
+        self._event: dict[Candidate, tuple[float, float, dict[str, float]]] = {}  # candidate → the event
+        # simulator's seconds, host_bound_seconds and compute_split_seconds (train's, of one run)
 
     def __call__(self, k: Candidate, seconds: float, memory: float, timing: str, event: bool = False) -> dict:
         """``event``: ``seconds`` are the event simulator's, so the gain is timed there too."""
@@ -60,6 +60,7 @@ class RowMaker:
                "stage_layers": ",".join(map(str, k.stage_layers)) if k.stage_layers else "",
                "iteration_seconds": seconds,
                "host_bound_seconds": self._event[k][1] if event else self.coster.host_seconds(k),  # as train's
+               "compute_split_seconds": dict(self._event[k][2]) if event else self.coster.compute_split(k),
                "peak_memory_gib": memory / 2**30,
                "mfu": rates.mfu, "tflops_per_gpu": rates.tflops_per_gpu,
                "hardware_tflops_per_gpu": rates.hardware_tflops_per_gpu,
@@ -108,7 +109,7 @@ class RowMaker:
             par = k.parallelism(self.global_batch)
             cluster = self.coster.placed(k)
             result = train(self.c, par, cluster.machine(par), cluster.rank_wise(par))
-            self._event[k] = result.iteration_seconds, result.host_bound_seconds
+            self._event[k] = result.iteration_seconds, result.host_bound_seconds, result.compute_split_seconds
         return self._event[k][0]
 
     def _memory(self, k: Candidate) -> float:

@@ -141,5 +141,19 @@ def host_bound_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[str,
     return host * par.microbatches
 
 
-__all__ = ["boundary_hops", "hop_bytes", "host_bound_seconds", "one_f_one_b_seconds", "piece_runs", "rank_stage_times",
-           "stage_times"]
+def compute_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[str, PieceCost],
+                    stages: Sequence[int]) -> tuple[float, float]:
+    """One pipeline rank's compute (its passes' F, I and W) and recompute seconds over the iteration: each of its
+    (virtual) ``stages``' pieces as often as it runs (:func:`piece_runs`) × the micro-batches. One sum for ``archsim
+    train``'s breakdown (:mod:`archsim.training.run`) and the search's closed-form rows' compute split
+    (:mod:`archsim.training.search_cost`), so a row's split is train's for its command."""
+    compute = recompute = 0.0
+    for name, runs in piece_runs(c, par, stages).items():
+        piece = pieces[name]
+        compute += runs * (piece.forward + piece.backward_input + piece.backward_weight)
+        recompute += runs * piece.recompute
+    return compute * par.microbatches, recompute * par.microbatches
+
+
+__all__ = ["boundary_hops", "compute_seconds", "hop_bytes", "host_bound_seconds", "one_f_one_b_seconds", "piece_runs",
+           "rank_stage_times", "stage_times"]

@@ -132,7 +132,8 @@ def check_sweep_size(base: dict, axes: list[tuple[str, tuple]], max_ops: int) ->
 
 def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[dict]:
     """One row per point: its GPUs (TP × PP × DP), its settings, iteration seconds and the part of them that is the
-    host issuing ops (``host_bound_seconds``, as ``archsim train``'s meta), MFU, TFLOP/s per GPU and tokens/s
+    host issuing ops (``host_bound_seconds``, as ``archsim train``'s meta), its compute and recompute by what they are
+    (``compute_split_seconds``, train's meta's object), MFU, TFLOP/s per GPU and tokens/s
     (:mod:`archsim.training.throughput`), peak memory and the fullest rank's GPU's memory (GiB) and whether it fits,
     the iteration's energy (J, as ``archsim train`` prices it: :func:`~archsim.training.energy.iteration_energy`), or the
     reason it cannot run; ``energy_source``, ``tp_span`` and ``cp_span`` last, for the meta (how ``energy_j`` was found)
@@ -177,12 +178,13 @@ def _point(config, cluster, settings: dict, train) -> dict:
                            mean_peak(machines), par.attention)
         energy = iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory)
         row.update(iteration_seconds=result.iteration_seconds, host_bound_seconds=result.host_bound_seconds,
+                   compute_split_seconds=dict(result.compute_split_seconds),  # train's meta's (run.compute_split)
                    **asdict(rates), peak_memory_gib=result.peak_memory_gib,
                    memory_capacity_gib=result.memory_capacity_gib, fits_memory=fits, energy_j=energy["energy_j"],
                    error="", energy_source=energy["energy_source"], tp_span=tp_span_warning(cluster, par),
                    cp_span=cp_span_warning(cluster, par))
     except InputError as exc:
-        row.update(iteration_seconds=None, host_bound_seconds=None, **dict.fromkeys(RATES), peak_memory_gib=None, memory_capacity_gib=None,
+        row.update(iteration_seconds=None, host_bound_seconds=None, compute_split_seconds=None, **dict.fromkeys(RATES), peak_memory_gib=None, memory_capacity_gib=None,
                    fits_memory=None, energy_j=None, error=exc.message, energy_source=None, tp_span=None,
                    cp_span=None)
     return row

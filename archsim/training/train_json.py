@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 # more timeline slots than this and the document leaves the timeline out (its size, not its content)
 MAX_TIMELINE_SLOTS = 20000
@@ -240,14 +240,41 @@ def network_lines(meta: dict) -> dict[str, str]:
     return lines
 
 
+def parts_text(parts: Mapping[str, float], show: Callable[[float], str]) -> str:
+    """A figure by part (a JSON object: ``breakdown_seconds``, ``compute_split_seconds``, ``energy_breakdown_j``) as
+    ``archsim train``'s CSV and table write it in one cell: ``part: value, …`` in the object's order, each value
+    written by ``show`` (the CSV: ``repr``, full precision, so a reader gets JSON's floats back)."""
+    return ", ".join(f"{k}: {show(v)}" for k, v in parts.items())
+
+
+# a --runs row's and a --sweep point's figures by part (objects in JSON, train's meta's): one cell each in csv
+ROW_PARTS = ("compute_split_seconds",)
+
+
+def csv_rows(rows: list[dict]) -> list[dict]:
+    """``train --runs`` and ``--sweep`` rows as their csv writes them (and their results' ``to_frame()``): each of
+    :data:`ROW_PARTS` (an object in JSON, as train's meta has it) one ``part: seconds, …`` cell at full precision, as
+    train's csv writes its meta's (:func:`parts_text`); None (a point that cannot run) stays None, an empty cell."""
+    return [row | {k: parts_text(row[k], repr) for k in ROW_PARTS if row.get(k) is not None} for row in rows]
+
+
+def table_rows(rows: list[dict]) -> list[dict]:
+    """``train --runs`` and ``--sweep`` rows as their table prints them: without :data:`ROW_PARTS`, whose six parts'
+    line would be wider than the rest of a row (csv and JSON carry them; train's own table its shares' line)."""
+    return [{k: v for k, v in row.items() if k not in ROW_PARTS} for row in rows]
+
+
 def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], str]) -> dict:
     """``archsim train``'s meta as its table and its CSV print it: the single values, the network's two entries as
-    one line each (:func:`network_lines`) and ``breakdown`` (seconds by category) as one line, each second written by
+    one line each (:func:`network_lines`), ``breakdown`` (seconds by category), the compute split (seconds) and, on
+    array devices, ``energy_breakdown_j`` (joules) as one line each (:func:`parts_text`), each figure written by
     ``show`` (the CSV: ``repr``, full precision; the table: its digits); the per-rank lists are JSON's alone."""
     out = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(meta)
-    out["breakdown_seconds"] = ", ".join(f"{k}: {show(v)}" for k, v in breakdown.items())
+    out["breakdown_seconds"] = parts_text(breakdown, show)
     split = meta.get("compute_split_seconds")  # after the breakdown whose compute and recompute it splits
-    return out | ({"compute_split_seconds": ", ".join(f"{k}: {show(v)}" for k, v in split.items())} if split else {})
+    energy = meta.get("energy_breakdown_j")  # last: a column only array devices' runs have
+    return (out | ({"compute_split_seconds": parts_text(split, show)} if split else {})
+            | ({"energy_breakdown_j": parts_text(energy, show)} if energy else {}))
 
 
 SPLIT_NAMES = {"gemm": "gemm", "memory_bound": "memory-bound", "kernel_gaps": "kernel gaps", "host_floor": "host floor",
