@@ -1,0 +1,65 @@
+"""An LLM performance engineer reads where an iteration's time goes: ``archsim train``'s table, JSON and CSV, its
+``--sweep`` and ``--runs``, and the library's ``archsim.train``, ``train_sweep`` and ``train_runs``.
+
+Each test here failed on the code before its fix (the docstring says how). The references are outside the code: the
+cluster file's own memory cap (``usable_memory_gib``), the flags' documented defaults (docs/training.md, docs/api.md:
+``--implementation pytorch-eager`` runs standard attention on one GPU), the documented rule that the library's
+errors name keywords as Python spells them (docs/api.md, "The flags as keywords").
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+import archsim
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = str(ROOT / "configs/transformers/gpt_1024h_24l.json")
+CLUSTER = str(ROOT / "configs/clusters/a100_node.toml")
+
+
+def small_cluster(tmp_path: Path) -> str:
+    """One A100 server whose GPUs a job may use 6 GiB of: gpt_1024h_24l's 354 M parameters at 16 bytes each
+    (5.3 GiB of states) do not fit one GPU with activations, and fit at TP 2."""
+    path = tmp_path / "small.toml"
+    path.write_text('[cluster]\nname = "small"\ninter_server_gbps = 200\ninter_server_link = "per_gpu_pair"\n\n'
+                    '[[servers]]\ncount = 1\ngpus = 8\nintra_server_gbps = 4800\ngpu = "a100-80gb"\n'
+                    'usable_memory_gib = 6\n')
+    return str(path)
+
+
+def test_a_sweep_warns_of_points_that_do_not_fit_as_train_and_runs_do(tmp_path, capsys):
+    """Failed before: ``train --sweep tp=1,2`` printed the TP 1 point (over its GPU's memory, and with the better MFU)
+    with ``fits_memory False`` in the table and nothing on stderr, where ``train --tp 1`` alone and a ``--runs`` row
+    warn ``does not fit``; ``archsim.train_sweep`` issued no ``UserWarning`` either."""
+    cluster = small_cluster(tmp_path)
+    code = main(["train", MODEL, "--cluster", cluster, "--global-batch", "8", "--sweep", "tp=1,2", "--format", "json"])
+    captured = capsys.readouterr()
+    assert code == 0
+    rows = json.loads(captured.out)["rows"]
+    over = [row for row in rows if row["peak_memory_gib"] > 6.0]  # the file's cap: the reference
+    assert [row["tp"] for row in over] == [1] and not over[0]["fits_memory"]
+    lines = [line for line in captured.err.splitlines() if "does not fit" in line]
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("archsim train: warning: 1 of the sweep's 2 points (tp 1 × pp 1 × dp 1) does not fit")
+    assert "has 6.0 GiB" in lines[0], lines[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.train_sweep(MODEL, cluster=cluster, global_batch=8, sweep={"tp": [1, 2]})
+    said = [str(w.message) for w in caught if "does not fit" in str(w.message)]
+    assert len(said) == 1 and "1 of the sweep's 2 points (tp 1 × pp 1 × dp 1)" in said[0], said
+
+
+def test_a_sweep_whose_points_all_fit_says_nothing_of_memory(tmp_path, capsys):
+    """The warning's other side: at TP 2 and 4 every rank fits its 6 GiB, and no memory line is printed."""
+    cluster = small_cluster(tmp_path)
+    assert main(["train", MODEL, "--cluster", cluster, "--global-batch", "8", "--sweep", "tp=2,4",
+                 "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert all(row["fits_memory"] for row in json.loads(captured.out)["rows"])
+    assert "does not fit" not in captured.err
