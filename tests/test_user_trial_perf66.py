@@ -63,3 +63,19 @@ def test_a_sweep_whose_points_all_fit_says_nothing_of_memory(tmp_path, capsys):
     captured = capsys.readouterr()
     assert all(row["fits_memory"] for row in json.loads(captured.out)["rows"])
     assert "does not fit" not in captured.err
+
+
+@pytest.mark.parametrize("extra", [[], ["--dtype", "fp32"]])
+def test_plain_pytorch_at_cp_2_is_told_it_runs_one_gpu_not_to_give_flash_the_default(capsys, extra):
+    """Failed before: ``train --implementation pytorch-eager --cp 2`` was told ``CP 2 runs in TransformerEngine's
+    flash attention only, not --attention standard: give --attention flash (the default)`` — standard is
+    pytorch-eager's default (docs/training.md), and following the advice met the one-GPU refusal (in fp32, flash's
+    own). The one-GPU refusal, which TP 2 already met, comes first."""
+    code = main(["train", "gpt3_1.3b", "--cluster", CLUSTER, "--global-batch", "16", "--implementation",
+                 "pytorch-eager", "--cp", "2", *extra])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "field 'implementation'" in err and "one GPU" in err and "CP 2" in err, err
+    assert "(the default)" not in err.split("use --implementation")[0], err  # no default misnamed before the fix
+    with pytest.raises(archsim.InputError, match="field 'implementation'.*one GPU.*implementation='megatron'"):
+        archsim.train("gpt3_1.3b", cluster=CLUSTER, global_batch=16, cp=2, implementation="pytorch-eager")
