@@ -79,3 +79,18 @@ def test_plain_pytorch_at_cp_2_is_told_it_runs_one_gpu_not_to_give_flash_the_def
     assert "(the default)" not in err.split("use --implementation")[0], err  # no default misnamed before the fix
     with pytest.raises(archsim.InputError, match="field 'implementation'.*one GPU.*implementation='megatron'"):
         archsim.train("gpt3_1.3b", cluster=CLUSTER, global_batch=16, cp=2, implementation="pytorch-eager")
+
+
+def test_train_runs_over_max_ops_names_the_keyword_max_ops_as_the_library_spells_it(tmp_path, capsys):
+    """Failed before: ``archsim.train_runs(..., max_ops=10)`` said ``RUNS.csv, line 2, field 'max-ops': … give
+    max_ops=12`` — the flag's spelling in the field beside the keyword's in the advice, where docs/api.md says the
+    library's errors name each keyword as Python spells it (``field 'global_batch'``); the command keeps
+    ``field 'max-ops'``. Any row's schedule has more than one action, so a limit of 1 refuses the first row."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,1,1,8,16\n")
+    with pytest.raises(archsim.InputError) as caught:
+        archsim.train_runs(MODEL, cluster=CLUSTER, runs=str(runs), max_ops=1)
+    text = str(caught.value)
+    assert "line 2, field 'max_ops'" in text and "give max_ops=" in text, text
+    assert main(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs), "--max-ops", "1"]) == 2
+    assert "line 2, field 'max-ops'" in capsys.readouterr().err  # the command: its flag's spelling, as before
