@@ -94,3 +94,18 @@ def test_train_runs_over_max_ops_names_the_keyword_max_ops_as_the_library_spells
     assert "line 2, field 'max_ops'" in text and "give max_ops=" in text, text
     assert main(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs), "--max-ops", "1"]) == 2
     assert "line 2, field 'max-ops'" in capsys.readouterr().err  # the command: its flag's spelling, as before
+
+
+def test_search_given_implementation_names_train_not_placement(capsys):
+    """Failed before: ``archsim search … --implementation pytorch-eager`` was told ``did you mean '--placement'?``
+    and ``archsim.search(..., implementation=…)`` ``did you mean 'placement'?`` — a flag with nothing to do with it.
+    docs/training.md: ``search`` ranks Megatron's layouts only (it takes no ``--implementation``); docs/cli.md: a flag
+    of the sibling command says what this one takes instead."""
+    code = main(["search", "gpt3_1.3b", "--cluster", CLUSTER, "--global-batch", "16", "--implementation",
+                 "pytorch-eager"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--implementation is archsim train's" in err and "placement" not in err, err
+    with pytest.raises(archsim.InputError) as caught:
+        archsim.search("gpt3_1.3b", cluster=CLUSTER, global_batch=16, implementation="megatron")
+    text = str(caught.value).split("; archsim.search takes")[0]  # the hint, before the list of keywords it takes
+    assert "implementation is archsim.train's" in text and "placement" not in text, text
