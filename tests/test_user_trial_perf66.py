@@ -109,3 +109,16 @@ def test_search_given_implementation_names_train_not_placement(capsys):
         archsim.search("gpt3_1.3b", cluster=CLUSTER, global_batch=16, implementation="megatron")
     text = str(caught.value).split("; archsim.search takes")[0]  # the hint, before the list of keywords it takes
     assert "implementation is archsim.train's" in text and "placement" not in text, text
+
+
+@pytest.mark.parametrize("axis", ["tp", "micro_batch", "recompute"])
+def test_a_swept_axis_with_no_values_is_told_so_not_that_its_key_is_unknown(capsys, axis):
+    """Failed before: ``--sweep tp=`` (and ``archsim.train_sweep(sweep={"tp": []})``, an empty list from a notebook)
+    was told ``expected KEY=V1,V2,… with KEY one of tp, pp, dp, …, got 'tp='``: tp is one of them; what is missing
+    is its values."""
+    code = main(["train", MODEL, "--cluster", CLUSTER, "--global-batch", "16", "--sweep", f"{axis}="])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{axis}: no values" in err and "KEY one of" not in err, err
+    with pytest.raises(archsim.InputError, match=f"field 'sweep': {axis}: no values") as caught:
+        archsim.train_sweep(MODEL, cluster=CLUSTER, global_batch=16, sweep={axis: []})
+    assert "KEY one of" not in str(caught.value)

@@ -77,7 +77,9 @@ def parse_axis(text: str) -> tuple[str, tuple]:
     the flag KEY names (an empty value, a repeated one, or one its flag refuses is an InputError)."""
     key, sep, values = text.partition("=")
     key = key.strip().replace("-", "_")
-    if not sep or key not in AXES or not values.strip():
+    if sep and key in AXES and not values.strip():  # a known axis with nothing to sweep: not told its KEY is unknown
+        raise InputError(f"{key}: no values after {shown(text)}: give at least one, {key}=V1,V2,…", field="sweep")
+    if not sep or key not in AXES:
         hint = did_you_mean(key, AXES) if key not in AXES else ""  # micro_bacth: the axis it resembles
         raise InputError(f"expected KEY=V1,V2,… with KEY one of {', '.join(AXES)}, got {shown(text)}{hint}",
                          field="sweep")
