@@ -122,3 +122,25 @@ def test_a_swept_axis_with_no_values_is_told_so_not_that_its_key_is_unknown(caps
     with pytest.raises(archsim.InputError, match=f"field 'sweep': {axis}: no values") as caught:
         archsim.train_sweep(MODEL, cluster=CLUSTER, global_batch=16, sweep={axis: []})
     assert "KEY one of" not in str(caught.value)
+
+
+def test_runs_rows_carry_mfu_tflops_and_tokens_per_second_as_sweep_points_do(tmp_path):
+    """Failed before: a ``--runs`` row had ``predicted_seconds`` but no ``mfu``, ``tflops_per_gpu``,
+    ``hardware_tflops_per_gpu`` or ``tokens_per_second``, the figures ``train``, its ``--sweep`` and ``search`` rows
+    give and a measured Megatron-LM log is compared by. References: Narayanan et al. 2021's model FLOPs of a GPT,
+    72·B·s·l·h²(1 + s/6h + V/12lh) (archsim counts the norms' and biases' parameters too: within 0.2%), the A100's
+    dense fp16 peak of 312 TFLOP/s (NVIDIA's datasheet) and tokens/s = global batch × sequence / seconds."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch,measured_seconds\n1,1,2,2,8,0.184\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = archsim.train_runs(MODEL, cluster=CLUSTER, runs=str(runs), attention="standard")[0]
+    b, s, layers, h, vocab, gpus = 8, 1024, 24, 1024, 50257, 2
+    flops = 72 * b * s * layers * h**2 * (1 + s / (6 * h) + vocab / (12 * layers * h))
+    seconds = row["predicted_seconds"]
+    assert row["tflops_per_gpu"] == pytest.approx(flops / seconds / gpus / 1e12, rel=2e-3)
+    assert row["mfu"] == pytest.approx(row["tflops_per_gpu"] / 312, rel=1e-9)
+    assert row["hardware_tflops_per_gpu"] > row["tflops_per_gpu"]  # full recompute runs the forward again
+    assert row["tokens_per_second"] == pytest.approx(b * s / seconds, rel=1e-12)
+    frame = archsim.train_runs(MODEL, cluster=CLUSTER, runs=str(runs), attention="standard").to_frame()
+    assert frame.columns.tolist().index("mfu") == frame.columns.tolist().index("host_bound_seconds") + 1

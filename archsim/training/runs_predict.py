@@ -11,7 +11,7 @@ rows (vTrain's 1,008 rows need 127 distinct ones).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,7 +79,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                  tick: Callable[[], None] = lambda: None, file: str | Path | CsvText | None = None,
                  warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
     """Each row's predicted iteration (seconds) and the part of it that is the host issuing ops
-    (``host_bound_seconds``, as ``archsim train``'s meta), peak memory per GPU and its fullest rank's GPU's memory (GiB,
+    (``host_bound_seconds``, as ``archsim train``'s meta), its MFU, model and hardware TFLOP/s per GPU and tokens/s
+    (:func:`~archsim.training.throughput.throughput`, as ``archsim train`` and its ``--sweep`` give them), peak memory per GPU and its fullest rank's GPU's memory (GiB,
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
     :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
@@ -90,6 +91,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
     from archsim.training.energy import iteration_energy
     from archsim.training.run import train
+    from archsim.training.throughput import mean_peak, throughput
 
     sharded = any(row.par.distributed_optimizer for row in rows)  # the column only where a row sets it: as before
     full = any(row.par.fsdp for row in rows)
@@ -134,6 +136,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                      else {}),
                   "predicted_seconds": result.iteration_seconds,
                   "host_bound_seconds": result.host_bound_seconds,  # train's: of its compute, the host issuing ops
+                  **asdict(throughput(config, p.global_batch, p.recompute, result.iteration_seconds, p.gpus,
+                                      mean_peak(machines), p.attention)),  # train's MFU, TFLOP/s and tokens/s, as --sweep
                   "peak_memory_gib": result.peak_memory_gib,
                   "memory_capacity_gib": result.memory_capacity_gib,
                   **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),
