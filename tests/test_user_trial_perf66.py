@@ -144,3 +144,21 @@ def test_runs_rows_carry_mfu_tflops_and_tokens_per_second_as_sweep_points_do(tmp
     assert row["tokens_per_second"] == pytest.approx(b * s / seconds, rel=1e-12)
     frame = archsim.train_runs(MODEL, cluster=CLUSTER, runs=str(runs), attention="standard").to_frame()
     assert frame.columns.tolist().index("mfu") == frame.columns.tolist().index("host_bound_seconds") + 1
+
+
+def test_a_json_document_whose_timeline_is_left_out_says_so(monkeypatch, capsys):
+    """Failed before: a run of more pipeline actions than the JSON keeps (20,000) printed ``"timeline": []`` and
+    nothing else, which reads as a run without one; now a note names the count and the outputs that write it. The
+    limit is lowered here to keep the test cheap: PP 2 × 8 micro-batches × (F, B) = 32 actions, counted by hand."""
+    from archsim.training import train_json
+
+    monkeypatch.setattr(train_json, "MAX_TIMELINE_SLOTS", 31)
+    args = ["train", MODEL, "--cluster", CLUSTER, "--pp", "2", "--global-batch", "8", "--format", "json"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["meta"]["timeline"] == []
+    assert "note: the JSON's timeline is left out: 32 pipeline actions, over 31; --chrome-trace" in captured.err
+    monkeypatch.setattr(train_json, "MAX_TIMELINE_SLOTS", 32)  # all 32 kept: no note
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)["meta"]["timeline"]) == 32 and "timeline is left out" not in captured.err

@@ -195,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         table_parameters,
         table_split,
         text_meta,
+        timeline_note,
         train_document,
     )
     from archsim.training.train_layout import lay_out
@@ -266,7 +267,9 @@ def run(args: argparse.Namespace) -> int:
         warn(warning)
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par), padding_note(config)):
+    left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
+    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par), padding_note(config),
+                 left_out):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line

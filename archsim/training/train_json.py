@@ -5,8 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from archsim.console import setting
+
 # more timeline slots than this and the document leaves the timeline out (its size, not its content)
 MAX_TIMELINE_SLOTS = 20000
+
+
+def timeline_note(slots: int) -> str | None:
+    """The line saying a JSON document's ``timeline`` is left out (``slots`` pipeline actions, over
+    :data:`MAX_TIMELINE_SLOTS`), and which outputs write it; None when the document holds it. An empty list alone
+    read as a run with no timeline."""
+    if slots <= MAX_TIMELINE_SLOTS:
+        return None
+    return (f"the JSON's timeline is left out: {slots:,} pipeline actions, over {MAX_TIMELINE_SLOTS:,}; "
+            f"{setting('chrome-trace', placeholder='OUT.json')} or {setting('schedule-csv', placeholder='OUT.csv')} "
+            "writes it")
 
 
 def train_document(result, config, laid, implementation: str) -> dict:
