@@ -162,3 +162,23 @@ def test_a_json_document_whose_timeline_is_left_out_says_so(monkeypatch, capsys)
     assert main(args) == 0
     captured = capsys.readouterr()
     assert len(json.loads(captured.out)["meta"]["timeline"]) == 32 and "timeline is left out" not in captured.err
+
+
+def test_the_tables_host_and_split_lines_follow_precision_as_its_other_figures_do(capsys):
+    """Failed before: ``train --precision 6`` printed ``iteration_seconds`` and the breakdown to 6 digits but the
+    ``host_bound`` and ``compute_split_seconds`` lines to 3 (``0.882 s of 2.47 s``, ``2.44 s of compute and
+    recompute``), where ``--precision`` is the table's significant digits (docs/cli.md). Without the flag both lines
+    keep their 3 digits (docs/training.md quotes them). The references are the JSON's full-precision figures: the
+    split sums to the breakdown's compute and recompute, and ``host_bound_seconds`` of ``iteration_seconds``."""
+    args = ["train", MODEL, "--cluster", str(ROOT / "configs/clusters/h200_1gpu.toml"), "--global-batch", "32",
+            "--micro-batch", "1", "--implementation", "pytorch-eager", "--dtype", "fp16"]
+    assert main([*args, "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    whole = meta["breakdown_seconds"]["compute"] + meta["breakdown_seconds"]["recompute"]
+    host, total = meta["host_bound_seconds"], meta["iteration_seconds"]
+    assert host > 0.1 * total  # the host line is printed
+    for digits, shown in ((None, 3), (6, 6)):
+        assert main([*args, *(["--precision", str(digits)] if digits else [])]) == 0
+        lines = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("#")}
+        assert lines["# compute_split_seconds"].startswith(f"# compute_split_seconds: {whole:.{shown}g} s of "), lines
+        assert lines["# host_bound"].startswith(f"# host_bound: {host:.{shown}g} s of {total:.{shown}g} s is "), lines

@@ -261,7 +261,8 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = text_meta(meta, result.breakdown, show)
         if args.format == "table":  # csv keeps the exact integer
-            meta = table_split(table_host_note(table_parameters(meta)), document["meta"]["compute_split_seconds"])
+            meta = table_split(table_host_note(table_parameters(meta), args.precision or 3),  # --precision's digits
+                               document["meta"]["compute_split_seconds"], args.precision)  # as the lines above
     warning = rank_memory_warning(result, machines)
     if warning:
         warn(warning)
