@@ -182,3 +182,21 @@ def test_the_tables_host_and_split_lines_follow_precision_as_its_other_figures_d
         lines = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("#")}
         assert lines["# compute_split_seconds"].startswith(f"# compute_split_seconds: {whole:.{shown}g} s of "), lines
         assert lines["# host_bound"].startswith(f"# host_bound: {host:.{shown}g} s of {total:.{shown}g} s is "), lines
+
+
+@pytest.mark.parametrize(("extra", "seq"), [([], 2048), (["--seq", "1024"], 1024)])  # the config's; the flag's
+def test_runs_output_names_the_sequence_length_its_rows_ran(tmp_path, capsys, extra, seq):
+    """Failed before: ``train --runs`` printed no sequence length anywhere (``train``'s and ``--sweep``'s meta name
+    it), so a row's time and tokens/s could not be read without knowing what MODEL's config or ``--seq`` said.
+    gpt3_1.3b's config says 2048 tokens (configs/transformers/gpt3_1.3b.toml)."""
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n1,1,8,2,64\n")
+    assert main(["train", "gpt3_1.3b", "--cluster", CLUSTER, "--runs", str(runs), "--format", "json", *extra]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["meta"]["seq"] == seq
+    row = document["rows"][0]
+    assert row["tokens_per_second"] == pytest.approx(64 * seq / row["predicted_seconds"], rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = archsim.train_runs("gpt3_1.3b", cluster=CLUSTER, runs=str(runs), **({"seq": seq} if extra else {}))
+    assert result.to_dict()["meta"]["seq"] == seq and result[0]["seq"] == seq

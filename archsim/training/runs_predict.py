@@ -78,7 +78,7 @@ def row_check(base: TransformerConfig, cluster: GpuCluster,
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
                  tick: Callable[[], None] = lambda: None, file: str | Path | CsvText | None = None,
                  warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
-    """Each row's predicted iteration (seconds) and the part of it that is the host issuing ops
+    """Each row's sequence length (MODEL's, ``--seq`` or a vTrain row's own), its predicted iteration (seconds) and the part of it that is the host issuing ops
     (``host_bound_seconds``, as ``archsim train``'s meta), its MFU, model and hardware TFLOP/s per GPU and tokens/s
     (:func:`~archsim.training.throughput.throughput`, as ``archsim train`` and its ``--sweep`` give them), peak memory per GPU and its fullest rank's GPU's memory (GiB,
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
@@ -119,7 +119,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
             if text:
                 warn(row.line, text)
         p = row.par
-        record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp,
+        record = {"line": row.line, "model": config.name, "seq": config.seq, "gpus": p.gpus, "tp": p.tp,
                   **({"cp": p.cp, "cp_comm": p.cp_comm} if split else {}),
                   **({"cp_hierarchy": " ".join(map(str, p.cp_hierarchy or ()))} if any(r.par.cp_hierarchy for r in rows) else {}), **({"ep": p.ep} if any(r.par.ep > 1 for r in rows) else {}), **({"etp": p.expert_tp} if any(r.par.etp is not None for r in rows) else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.chunks,
