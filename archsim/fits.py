@@ -68,6 +68,25 @@ def tp_span_points_warnings(spans: Sequence[tuple[str | None, tuple[int, ...]]])
     return tuple(lines)
 
 
+def unfit_points_warning(points: Sequence[tuple[str | None, tuple[int, ...]]]) -> str | None:
+    """:func:`rank_memory_warning` for a ``train --sweep``, as ``train`` and ``--runs`` warn of a layout over its memory:
+    ``points`` holds each point's line (None: it fits, or did not run) and layout (tp, pp, dp, and cp where above 1);
+    one line saying how many of the sweep's points do not fit and their layouts, with the first one's line, or None when
+    every point that ran fits (its ``fits_memory`` column alone was easy to miss beside a point's better MFU)."""
+    over = [(text, layout) for text, layout in points if text]
+    if not over:
+        return None
+    one = len(over) == 1
+    subject = ("the sweep's one point" if len(points) == 1 else f"all {len(over)} points of the sweep"
+               if len(over) == len(points) else f"{len(over)} of the sweep's {len(points)} points")
+    distinct = list(dict.fromkeys(layout for _, layout in over))
+    named = ", ".join(_layout_words(*layout) for layout in distinct[:3])
+    more = f" and {len(distinct) - 3} more" if len(distinct) > 3 else ""
+    first = over[0][0].removeprefix("does not fit: ")
+    return (f"{subject} ({named}{more}) {'does' if one else 'do'} not fit in memory (fits_memory false on "
+            f"{'its row' if one else 'their rows'}){'' if one else '; the first'}: {first}")
+
+
 def _layout_words(tp: int, pp: int, dp: int, cp: int = 1) -> str:
     """``tp 2 × cp 8 × pp 1 × dp 1``: a sweep point's layout in a warning (cp named where above 1)."""
     return f"tp {tp} × " + (f"cp {cp} × " if cp > 1 else "") + f"pp {pp} × dp {dp}"

@@ -166,8 +166,8 @@ def test_an_empty_search_frame_is_the_commands_header(capsys, monkeypatch):
 
 
 def test_train_runs_is_still_the_list_of_dicts_it_was(capsys, monkeypatch):
-    """Backward compatible: the result is a list of the rows, each with its ``energy_source`` (the CSV says it once,
-    in the meta), ``json.dumps`` takes it, and ``to_dict()`` is the command's ``--format json`` document."""
+    """Backward compatible: the result is a list of the rows, each with its ``energy_source`` and ``seq`` (the CSV
+    says each once, in the meta), ``json.dumps`` takes it, and ``to_dict()`` is the command's ``--format json`` document."""
     import json
 
     monkeypatch.chdir(ROOT)
@@ -179,7 +179,8 @@ def test_train_runs_is_still_the_list_of_dicts_it_was(capsys, monkeypatch):
         warnings.simplefilter("ignore")
         rows = archsim.train_runs(MODEL, runs=RUNS, cluster=NODE, attention="standard")
     assert isinstance(rows, list) and json.loads(json.dumps(rows)) == rows
-    assert [{k: v for k, v in row.items() if k != "energy_source"} for row in rows] == printed["rows"]
+    assert [{k: v for k, v in row.items() if k not in ("energy_source", "seq")} for row in rows] == printed["rows"]
     assert {row["energy_source"] for row in rows} == {printed["meta"]["energy_source"]}
+    assert {row["seq"] for row in rows} == {printed["meta"]["seq"]}  # one sequence length: said once, as the source
     assert rows.to_dict() == printed  # no NaN in these rows' JSON: equal as read back
     assert len(rows.to_frame()) == len(rows) == printed["meta"]["runs"] == 18  # the file's 18 rows, counted by hand

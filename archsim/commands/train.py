@@ -195,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         table_parameters,
         table_split,
         text_meta,
+        timeline_note,
         train_document,
     )
     from archsim.training.train_layout import lay_out
@@ -260,14 +261,17 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = text_meta(meta, result.breakdown, show)
         if args.format == "table":  # csv keeps the exact integer; the energy's parts are the line under the rows
-            meta = table_split(table_host_note(table_parameters(meta)), document["meta"]["compute_split_seconds"])
+            meta = table_split(table_host_note(table_parameters(meta), args.precision or 3),  # --precision's digits
+                               document["meta"]["compute_split_seconds"], args.precision)  # as the lines above
             meta.pop("energy_breakdown_j", None)
     warning = rank_memory_warning(result, machines)
     if warning:
         warn(warning)
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par), padding_note(config)):
+    left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
+    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par), padding_note(config),
+                 left_out):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line

@@ -74,6 +74,10 @@ def _other_jobs(job: str) -> dict[str, str]:
                   "is archsim train --sweep's: archsim.train_sweep(model, sweep={KEY: [V1, V2, …]}, cluster=…, "
                   "global_batch=…) runs each point of a grid")
     said = {"runs": runs, "sweep": sweep} if job == "search" or in_library() else {}  # archsim train has both flags
+    if job == "search":  # train's op list: search ranks Megatron-LM's (--implementation was "did you mean '--placement'?")
+        said[setting("implementation").lstrip("-")] = (
+            f"is {named('train')}'s: {named('search')} ranks Megatron-LM's layouts only (its op list); "
+            f"{named('train')} with {setting('implementation', 'pytorch-eager')} times plain PyTorch on one GPU")
     if job == "train":  # search's ranking: train runs the one layout it is given
         said |= {setting(flag).lstrip("-"): f"is {named('search')}'s: {named('train')} runs the one layout its "
                                             f"{route('flags', 'keywords')} give; {named('search')} ranks every layout"

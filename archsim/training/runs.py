@@ -269,6 +269,7 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
     (file, line, field) before any row runs, the first bad row in the file's order (``check``, with the command's
     settings: :func:`~archsim.training.runs_predict.row_check`); ``seq_given``: a sequence length was given, which
     vTrain's rows, each with its own, refuse."""
+    from archsim.console import field_name
     from archsim.validate import check_job_size
 
     def with_flags(row: RunRow) -> RunRow:
@@ -287,8 +288,9 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
     for row in rows:  # each row is one iteration: its line named, the flag that lets it run kept
         try:
             check_job_size(row.par.schedule_actions, max_ops)
-        except InputError as exc:
-            raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
+        except InputError as exc:  # the setting as the caller spells it (max_ops from the library): no column's
+            raise InputError(exc.message, file=str(path), line=row.line,
+                             field=None if exc.where.field is None else field_name(exc.where.field)) from None
     return rows
 
 

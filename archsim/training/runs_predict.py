@@ -11,7 +11,7 @@ rows (vTrain's 1,008 rows need 127 distinct ones).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,9 +78,10 @@ def row_check(base: TransformerConfig, cluster: GpuCluster,
 def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRow, ...],
                  tick: Callable[[], None] = lambda: None, file: str | Path | CsvText | None = None,
                  warn: Callable[[int, str], None] = lambda line, text: None) -> list[dict]:
-    """Each row's predicted iteration (seconds) and the part of it that is the host issuing ops
+    """Each row's sequence length (MODEL's, ``--seq`` or a vTrain row's own), its predicted iteration (seconds) and the part of it that is the host issuing ops
     (``host_bound_seconds``, as ``archsim train``'s meta), its compute and recompute by what they are
-    (``compute_split_seconds``, train's meta's object: the same run's :func:`~archsim.training.run.compute_split`), peak memory per GPU and its fullest rank's GPU's memory (GiB,
+    (``compute_split_seconds``, train's meta's object: the same run's :func:`~archsim.training.run.compute_split`), its MFU, model and hardware TFLOP/s per GPU and tokens/s
+    (:func:`~archsim.training.throughput.throughput`, as ``archsim train`` and its ``--sweep`` give them), peak memory per GPU and its fullest rank's GPU's memory (GiB,
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
     :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
@@ -91,6 +92,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
     from archsim.training.energy import iteration_energy
     from archsim.training.run import train
+    from archsim.training.throughput import mean_peak, throughput
 
     sharded = any(row.par.distributed_optimizer for row in rows)  # the column only where a row sets it: as before
     full = any(row.par.fsdp for row in rows)
@@ -118,7 +120,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
             if text:
                 warn(row.line, text)
         p = row.par
-        record = {"line": row.line, "model": config.name, "gpus": p.gpus, "tp": p.tp,
+        record = {"line": row.line, "model": config.name, "seq": config.seq, "gpus": p.gpus, "tp": p.tp,
                   **({"cp": p.cp, "cp_comm": p.cp_comm} if split else {}),
                   **({"cp_hierarchy": " ".join(map(str, p.cp_hierarchy or ()))} if any(r.par.cp_hierarchy for r in rows) else {}), **({"ep": p.ep} if any(r.par.ep > 1 for r in rows) else {}), **({"etp": p.expert_tp} if any(r.par.etp is not None for r in rows) else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.chunks,
@@ -136,6 +138,8 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   "predicted_seconds": result.iteration_seconds,
                   "host_bound_seconds": result.host_bound_seconds,  # train's: of its compute, the host issuing ops
                   "compute_split_seconds": dict(result.compute_split_seconds),  # train's meta's: its compute by class
+                  **asdict(throughput(config, p.global_batch, p.recompute, result.iteration_seconds, p.gpus,
+                                      mean_peak(machines), p.attention)),  # train's MFU, TFLOP/s and tokens/s, as --sweep
                   "peak_memory_gib": result.peak_memory_gib,
                   "memory_capacity_gib": result.memory_capacity_gib,
                   **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),

@@ -77,7 +77,9 @@ def parse_axis(text: str) -> tuple[str, tuple]:
     the flag KEY names (an empty value, a repeated one, or one its flag refuses is an InputError)."""
     key, sep, values = text.partition("=")
     key = key.strip().replace("-", "_")
-    if not sep or key not in AXES or not values.strip():
+    if sep and key in AXES and not values.strip():  # a known axis with nothing to sweep: not told its KEY is unknown
+        raise InputError(f"{key}: no values after {shown(text)}: give at least one, {key}=V1,V2,…", field="sweep")
+    if not sep or key not in AXES:
         hint = did_you_mean(key, AXES) if key not in AXES else ""  # micro_bacth: the axis it resembles
         raise InputError(f"expected KEY=V1,V2,… with KEY one of {', '.join(AXES)}, got {shown(text)}{hint}",
                          field="sweep")
@@ -136,8 +138,9 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
     (``compute_split_seconds``, train's meta's object), MFU, TFLOP/s per GPU and tokens/s
     (:mod:`archsim.training.throughput`), peak memory and the fullest rank's GPU's memory (GiB) and whether it fits,
     the iteration's energy (J, as ``archsim train`` prices it: :func:`~archsim.training.energy.iteration_energy`), or the
-    reason it cannot run; ``energy_source``, ``tp_span`` and ``cp_span`` last, for the meta (how ``energy_j`` was found)
-    and the warnings (a TP group, or an all-to-all CP group, across servers, as ``archsim train`` warns of them)."""
+    reason it cannot run; ``energy_source``, ``tp_span``, ``cp_span`` and ``fit`` last, for the meta (how ``energy_j`` was
+    found) and the warnings (a TP group, or an all-to-all CP group, across servers, a rank over its memory, as
+    ``archsim train`` warns of them)."""
     from archsim.progress import progress
     from archsim.training.run import train
 
@@ -151,10 +154,11 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
 
 
 def _point(config, cluster, settings: dict, train) -> dict:
-    """One point's row (its GPUs, TP × PP × DP, its settings and result, or why it cannot run); ``tp_span`` and
-    ``cp_span`` last, for the command's warnings (:func:`~archsim.fits.tp_span_warning`: a TP group across servers,
-    :func:`~archsim.fits.cp_span_warning`: an all-to-all CP group across servers; or None)."""
-    from archsim.fits import cp_span_warning, tp_span_warning
+    """One point's row (its GPUs, TP × PP × DP, its settings and result, or why it cannot run); ``tp_span``,
+    ``cp_span`` and ``fit`` last, for the command's warnings (:func:`~archsim.fits.tp_span_warning`: a TP group across
+    servers, :func:`~archsim.fits.cp_span_warning`: an all-to-all CP group across servers,
+    :func:`~archsim.fits.rank_memory_warning`: a rank over its GPU's memory; or None)."""
+    from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
 
     row = {"gpus": settings["tp"] * settings.get("cp", 1) * settings["pp"] * settings["dp"], **settings}
     if "fp8" in row:  # a point without it names it as the axis does
@@ -182,11 +186,11 @@ def _point(config, cluster, settings: dict, train) -> dict:
                    **asdict(rates), peak_memory_gib=result.peak_memory_gib,
                    memory_capacity_gib=result.memory_capacity_gib, fits_memory=fits, energy_j=energy["energy_j"],
                    error="", energy_source=energy["energy_source"], tp_span=tp_span_warning(cluster, par),
-                   cp_span=cp_span_warning(cluster, par))
+                   cp_span=cp_span_warning(cluster, par), fit=rank_memory_warning(result, machines))
     except InputError as exc:
         row.update(iteration_seconds=None, host_bound_seconds=None, compute_split_seconds=None, **dict.fromkeys(RATES), peak_memory_gib=None, memory_capacity_gib=None,
                    fits_memory=None, energy_j=None, error=exc.message, energy_source=None, tp_span=None,
-                   cp_span=None)
+                   cp_span=None, fit=None)
     return row
 
 

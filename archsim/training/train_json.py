@@ -5,8 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from archsim.console import setting
+
 # more timeline slots than this and the document leaves the timeline out (its size, not its content)
 MAX_TIMELINE_SLOTS = 20000
+
+
+def timeline_note(slots: int) -> str | None:
+    """The line saying a JSON document's ``timeline`` is left out (``slots`` pipeline actions, over
+    :data:`MAX_TIMELINE_SLOTS`), and which outputs write it; None when the document holds it. An empty list alone
+    read as a run with no timeline."""
+    if slots <= MAX_TIMELINE_SLOTS:
+        return None
+    return (f"the JSON's timeline is left out: {slots:,} pipeline actions, over {MAX_TIMELINE_SLOTS:,}; "
+            f"{setting('chrome-trace', placeholder='OUT.json')} or {setting('schedule-csv', placeholder='OUT.csv')} "
+            "writes it")
 
 
 def train_document(result, config, laid, implementation: str) -> dict:
@@ -117,26 +130,27 @@ def energy_line(meta: dict) -> str | None:
 HOST_NOTE_SHARE = 0.1  # the table says what the host floor sets above this share of the iteration
 
 
-def host_note(host: float, total: float, per_op: tuple[float, ...]) -> str | None:
+def host_note(host: float, total: float, per_op: tuple[float, ...], digits: int = 3) -> str | None:
     """The line saying ``host`` of ``total`` seconds is the host issuing ops beyond the GPU's work (``0.882 s of 2.47 s
     is …``), when it is more than :data:`HOST_NOTE_SHARE` of them, else None: that part rests on a per-op host time
     (``per_op``: each GPU type's, seconds) fitted on other machines, and a larger micro-batch shortens it (more work per
-    op), CUDA graphs too (one launch for many ops, which archsim does not model)."""
+    op), CUDA graphs too (one launch for many ops, which archsim does not model); ``digits``: the seconds' significant
+    digits (``train --precision``)."""
     from archsim.training.fitted import A100_KERNELS
 
     if not host > HOST_NOTE_SHARE * total:
         return None
     each = "–".join(f"{s * 1e6:.3g}" for s in sorted(set(per_op)))
     source = "vTrain's A100 fit" if set(per_op) == {A100_KERNELS.host_s} else "the device file's host_s"
-    return (f"{host:.3g} s of {total:.3g} s is the host issuing ops ({each} µs per op, {source}) beyond "
+    return (f"{host:.{digits}g} s of {total:.{digits}g} s is the host issuing ops ({each} µs per op, {source}) beyond "
             "the GPU's work: a faster host CPU, a larger micro-batch or CUDA graphs shorten it")
 
 
-def table_host_note(meta: dict) -> dict:
+def table_host_note(meta: dict, digits: int = 3) -> dict:
     """``meta`` with a ``host_bound`` line after ``host_seconds_per_op`` when more than :data:`HOST_NOTE_SHARE` of
-    the iteration is the host issuing ops beyond the GPU's work (:func:`host_note`), as the table prints it;
-    unchanged otherwise."""
-    line = host_note(meta["host_bound_seconds"], meta["iteration_seconds"], (meta["host_seconds_per_op"],))
+    the iteration is the host issuing ops beyond the GPU's work (:func:`host_note`, its seconds to ``digits``), as the
+    table prints it; unchanged otherwise."""
+    line = host_note(meta["host_bound_seconds"], meta["iteration_seconds"], (meta["host_seconds_per_op"],), digits)
     if line is None:
         return meta
     out: dict = {}
@@ -281,22 +295,24 @@ SPLIT_NAMES = {"gemm": "gemm", "memory_bound": "memory-bound", "kernel_gaps": "k
                "recompute_communication": "recompute's communication", "other": "other"}
 
 
-def split_line(split: dict[str, float]) -> str | None:
+def split_line(split: dict[str, float], digits: int | None = None) -> str | None:
     """The table's line of ``compute_split_seconds``: compute and recompute's seconds, then each part's share of them
     (``0.3 s — gemm 41%, memory-bound 22%, kernel gaps 21%, host floor 16%``; the recompute's communication and
     ``other`` only where they are not 0); None
-    where there is no split or nothing to split."""
+    where there is no split or nothing to split. ``digits`` (``train --precision``): the seconds' and the shares'
+    significant digits; None: 3 and 2."""
     whole = sum(split.values())
     if not split or not whole > 0:
         return None
-    shares = ", ".join(f"{SPLIT_NAMES[k]} {100 * v / whole:.2g}%" for k, v in split.items()
+    seconds, share = (3, 2) if digits is None else (digits, digits)
+    shares = ", ".join(f"{SPLIT_NAMES[k]} {100 * v / whole:.{share}g}%" for k, v in split.items()
                        if v or k not in ("recompute_communication", "other"))
-    return f"{whole:.3g} s of compute and recompute — {shares}"
+    return f"{whole:.{seconds}g} s of compute and recompute — {shares}"
 
 
-def table_split(meta: dict, split: dict[str, float]) -> dict:
+def table_split(meta: dict, split: dict[str, float], digits: int | None = None) -> dict:
     """``meta`` as the table prints it: its ``compute_split_seconds`` line the shares of :func:`split_line`."""
-    line = split_line(split)
+    line = split_line(split, digits)
     if "compute_split_seconds" not in meta or line is None:
         return meta
     return meta | {"compute_split_seconds": line}

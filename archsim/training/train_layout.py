@@ -42,6 +42,10 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
     (without ``par.stage_layers``); ``max_ops``: refuse a planned placement whose iterations add up to
     more schedule actions (None: no limit; the one iteration's own check is the caller's, before the
     cluster is built)."""
+    if implementation != "megatron" and par.cp > 1:  # plain PyTorch runs one GPU: said before CP's own refusal,
+        from archsim.training.eager_ops import check_one_gpu  # which told it to give --attention flash, "the default"
+
+        check_one_gpu(par)  # (pytorch-eager's is standard, and no attention runs it at CP 2)
     if par.gpus > cluster.gpus:  # named by train's flags (the cluster's own check says TP × PP × DP, field gpus)
         tp, pp, dp, cp = (setting(name) for name in ("tp", "pp", "dp", "cp"))  # --tp, or tp from Python
         with_cp = (f" × {cp}", f" × {par.cp}") if par.cp > 1 else ("", "")
