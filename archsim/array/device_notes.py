@@ -13,13 +13,14 @@ from archsim.console import setting
 
 def _device_file(config: str | Path) -> tuple[dict[str, dict[str, Any]], int] | None:
     """A ``--config`` device file's checked sections and its array count, for the notes below: a ``.cfg``'s
-    (:func:`cfg_device_sections`) or a device TOML's (:func:`toml_sections`, ``[compute] arrays``); None for a plain
-    SCALE-Sim file."""
+    (:func:`cfg_device_sections`) or a device TOML's (:func:`toml_sections`, ``[compute] arrays``, and its
+    ``[memory]``, whose ``hbm_gib`` :func:`device_capacity_note` names as a ``.cfg``'s); None for a plain SCALE-Sim
+    file."""
     from archsim.validate import read_text
 
     text, file = read_text(config, "config file", encoding="utf-8-sig"), str(config)
     if is_device_toml(config):
-        values = toml_sections(text, file, ("device", "compute"))
+        values = toml_sections(text, file, ("device", "compute", "memory"))
         return None if values is None else (values, values.get("compute", {}).get("arrays", 1))
     checked = cfg_device_sections(text, file, required=False)
     return None if checked is None else (checked[0], checked[1])
@@ -71,7 +72,7 @@ def device_static_note(config: str | Path) -> str | None:
 
 
 def device_capacity_note(config: str | Path) -> str | None:
-    """What ``pipeline --memory`` says of a ``--config`` device ``.cfg`` stating ``[memory] hbm_gib`` when no
+    """What ``pipeline --memory`` says of a ``--config`` device file (a ``.cfg`` or a device TOML) stating ``[memory] hbm_gib`` when no
     ``--capacity-gb`` is given: its memory check reads that flag alone (GB, 10⁹ bytes), so the value that checks the
     file's GiB is named. None for a plain SCALE-Sim file or one stating none."""
     checked = _device_file(config)

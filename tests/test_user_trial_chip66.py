@@ -1,0 +1,59 @@
+"""A user trial: an accelerator architect writes their own systolic-array chip from the docs alone (a device TOML
+and a SCALE-Sim ``.cfg`` with archsim's sections) and runs it through cost, energy, gemm, pipeline, train, search
+and a device sweep. Each test here failed before its fix; the references are the documented rule or a hand count,
+never a figure copied from the code's own output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archsim.cli import main
+
+# the architect's chip: 4 weight-stationary 128 × 128 arrays at 1 GHz, 16 GiB of HBM at 1 TB/s, 20 W of leakage
+CHIP_TOML = """[device]
+name = "mychip"
+static_watts = 20
+
+[compute]
+arrays = 4
+rows = 128
+cols = 128
+dataflow = "ws"
+clock_mhz = 1000
+
+[memory]
+hbm_gib = 16
+hbm_gbps = 1000
+sram_kib_per_array = 2048
+
+[links]
+intra_gbps = 200
+links = 4
+"""
+
+
+def chip(tmp_path: Path, text: str = CHIP_TOML, name: str = "mychip.toml") -> Path:
+    """The chip's device file in ``tmp_path``; its path."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def err_lines(capsys) -> list[str]:
+    """What the last command printed on stderr, line by line."""
+    return capsys.readouterr().err.splitlines()
+
+
+def test_pipeline_memory_on_a_device_toml_names_the_capacity_its_hbm_gib_needs(capsys, tmp_path):
+    """Defect: `pipeline --memory --config mychip.toml` said nothing of the file's `hbm_gib = 16`, which it never
+    checks, where the same chip as a `.cfg` got the note naming `--capacity-gb` (docs/own-model.md: "pipeline --memory
+    without --capacity-gb says so in a note naming the GB to give"). 16 GiB = 16 · 2³⁰ bytes = 17.179869184 GB."""
+    path = chip(tmp_path)
+    flags = ["pipeline", "layerpipe_sample", "--config", str(path), "--method", "pipedream", "--processors", "2",
+             "--microbatches", "2", "--memory", "--format", "json"]
+    assert main(flags) == 0
+    assert (f"archsim pipeline: note: {path} states [memory] hbm_gib = 16: pipeline checks memory against "
+            "--capacity-gb alone (GB, 10⁹ bytes), so no processor was checked against it: add --capacity-gb "
+            "17.179869184 to check each processor against 16 GiB") in err_lines(capsys)
+    assert main([*flags, "--capacity-gb", "17.179869184"]) == 0
+    assert not any("capacity-gb alone" in line for line in err_lines(capsys))
