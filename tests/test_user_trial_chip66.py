@@ -57,3 +57,26 @@ def test_pipeline_memory_on_a_device_toml_names_the_capacity_its_hbm_gib_needs(c
             "17.179869184 to check each processor against 16 GiB") in err_lines(capsys)
     assert main([*flags, "--capacity-gb", "17.179869184"]) == 0
     assert not any("capacity-gb alone" in line for line in err_lines(capsys))
+
+
+ZERO_ENERGY = "\n[energy]\n" + "".join(f"{key} = 0\n" for key in (
+    "mac_pj", "vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
+    "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj", "lane_pj", "exp_pj", "int_pj",
+    "int_mult_pj"))
+
+
+def cluster(tmp_path: Path, device: Path, gpus: int = 4) -> Path:
+    """A one-server cluster of ``gpus`` of the chip ``device``; its path."""
+    path = tmp_path / "cluster.toml"
+    path.write_text(f'[cluster]\n\n[[servers]]\ngpus = {gpus}\ndevice = "{device.name}"\n', encoding="utf-8")
+    return path
+
+
+def test_the_energy_line_says_a_whole_share_as_100_percent_not_1e02(capsys, tmp_path):
+    """Defect: a part holding all of `energy_j` (every per-event figure 0, only `static_watts` left) was printed
+    `leakage 1e+02%` (`.2g` of 100). The documented line gives each nonzero part's share: here leakage, 100%."""
+    device = chip(tmp_path, CHIP_TOML + ZERO_ENERGY)
+    assert main(["train", "gpt2", "--cluster", str(cluster(tmp_path, device)), "--dp", "4", "--global-batch",
+                 "4"]) == 0
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("energy: ") and line.endswith(" J — leakage 100%"), line
