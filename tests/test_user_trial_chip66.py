@@ -80,3 +80,18 @@ def test_the_energy_line_says_a_whole_share_as_100_percent_not_1e02(capsys, tmp_
                  "4"]) == 0
     line = capsys.readouterr().out.splitlines()[-1]
     assert line.startswith("energy: ") and line.endswith(" J — leakage 100%"), line
+
+
+def test_a_sweeps_sram_axis_value_is_warned_as_the_specs_axis_not_the_device_files_key(capsys, tmp_path):
+    """Defect: a device sweep's `sram_kib_per_array = [6]` (6 KiB meant as MiB) was warned as `6 KiB of SRAM beside
+    each array ([memory] sram_kib_per_array; …)`, sending the architect to the device file, which states 2048 and
+    is right; an `hbm_gbps` axis value is already named as `(the spec's hbm_gbps axis)`. A 6 KiB SRAM is three
+    2 KiB buffers, below one fold of a 128 × 128 array at 2 bytes (32 KiB): warned, named as the spec's axis."""
+    chip(tmp_path)
+    spec = tmp_path / "sram.toml"
+    spec.write_text('[sweep]\nmodel = "gpt2"\ndevice = "mychip.toml"\nsram_kib_per_array = [6]\nchips = [1]\n'
+                    'global_batch = 1\nseq = 64\nattention = "standard"\n', encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "results")]) == 0
+    said = [line for line in err_lines(capsys) if "KiB of SRAM beside each array" in line]
+    assert len(said) == 1 and said[0].startswith(
+        "archsim sweep: warning: mychip: 6 KiB of SRAM beside each array (the spec's sram_kib_per_array axis): "), said

@@ -236,6 +236,10 @@ def _bandwidth_hint(exc: InputError, text: str, clock: float | None) -> InputErr
                       f"reads: write hbm_gbps = {gbps:g}", file=exc.where.file, field=exc.where.field, missing=True)
 
 
+# where a device file states its SRAM per array, as implausible_figures names it (a device sweep's axis renames it)
+SRAM_FILE_KEYS = "[memory] sram_kib_per_array; a .cfg's three SramSzkB together"
+
+
 def implausible_figures(device: Device) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
     bandwidth (GB/s; per FLOP of its peak, :mod:`archsim.devices.device_figures`, as is static power) and capacity (GiB), the in-server link (GB/s per direction, and a link's share of it where the
@@ -263,8 +267,7 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     if device.gemm == "arrays" and device.sram_bytes_per_array > 0:
         kib, arrays = device.sram_bytes_per_array / 1024, device.arrays
         fold_kib = arrays.rows * arrays.cols * DEVICE_WORD_BYTES / 1024
-        sram = f"{device.name}: {kib:.12g} KiB of SRAM beside each array ([memory] sram_kib_per_array; a .cfg's " \
-               "three SramSzkB together)"
+        sram = f"{device.name}: {kib:.12g} KiB of SRAM beside each array ({SRAM_FILE_KEYS})"
         smallest = min(device.operand_buffers_kib)  # the buffer the energy model prices, each stated one's own
         if smallest < fold_kib:
             lines.append(_short_buffer_line(device, sram, kib, smallest, fold_kib))
@@ -396,5 +399,5 @@ def load_device(path: str | Path) -> Device:
     raise InputError("a device file is a .toml or a SCALE-Sim .cfg", file=str(path))
 
 
-__all__ = ["config_unread_keys_note", "devices_implausible_figures", "implausible_figures", "load_device",
+__all__ = ["SRAM_FILE_KEYS", "config_unread_keys_note", "devices_implausible_figures", "implausible_figures", "load_device",
            "unread_keys_note"]
