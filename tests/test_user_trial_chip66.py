@@ -95,3 +95,31 @@ def test_a_sweeps_sram_axis_value_is_warned_as_the_specs_axis_not_the_device_fil
     said = [line for line in err_lines(capsys) if "KiB of SRAM beside each array" in line]
     assert len(said) == 1 and said[0].startswith(
         "archsim sweep: warning: mychip: 6 KiB of SRAM beside each array (the spec's sram_kib_per_array axis): "), said
+
+
+def written_figure(line: str, key: str) -> float | None:
+    """The figure a warning line tells the user to write for ``key`` (``write KEY = N``), or None where it names none."""
+    import re
+
+    found = re.search(rf"write {key} = ([0-9.e+-]+)", line)
+    return None if found is None else float(found[1])
+
+
+def test_a_bandwidth_slip_warning_never_names_a_figure_that_is_itself_no_chips(tmp_path):
+    """Defect: `hbm_gbps = 1e-12` was told "if it is in TB/s, write hbm_gbps = 1e-09", and `1e15` "write 1e+12": each
+    a figure the same warning calls no chip's (docs/formats.md: hbm_gbps outside 10 … 20,000 GB/s, intra_gbps outside
+    1 … 10,000 GB/s per direction). A slip that explains the figure is still named (1.6 TB/s: write 1600)."""
+    from archsim.devices.device_file import implausible_figures, load_device
+
+    bounds = {"hbm_gbps": (10, 20_000), "intra_gbps": (1, 10_000)}
+    cases = [("hbm_gbps = 1000", "hbm_gbps = 1e-12", "hbm_gbps"), ("hbm_gbps = 1000", "hbm_gbps = 1e15", "hbm_gbps"),
+             ("intra_gbps = 200", "intra_gbps = 1e-12", "intra_gbps"),
+             ("intra_gbps = 200", "intra_gbps = 1e9", "intra_gbps")]
+    for old, new, key in cases:
+        lines = [line for line in implausible_figures(load_device(chip(tmp_path, CHIP_TOML.replace(old, new))))
+                 if f"] {key} = " in line]
+        assert len(lines) == 1, (new, lines)
+        figure = written_figure(lines[0], key)
+        assert figure is None or bounds[key][0] <= figure <= bounds[key][1], lines[0]
+    lines = implausible_figures(load_device(chip(tmp_path, CHIP_TOML.replace("hbm_gbps = 1000", "hbm_gbps = 1.6"))))
+    assert [written_figure(line, "hbm_gbps") for line in lines] == [1600]

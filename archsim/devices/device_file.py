@@ -289,15 +289,21 @@ def _hbm_gib_fix(gib: float) -> str:
 
 
 def _gbps_slip(name: str, section: str, key: str, gbps: float, bounds: tuple[float, float], what: str) -> list[str]:
-    """The warning for a bandwidth in GB/s outside ``bounds`` (a TB/s or MB/s slip), or none."""
+    """The warning for a bandwidth in GB/s outside ``bounds`` (a TB/s or MB/s slip), or none. The figure to write
+    is named only where it lies within ``bounds`` (1e-12 GB/s read as TB/s is still no chip's): else the line
+    says that no such slip explains it."""
     low, high = bounds
     per = " per direction" if section == "links" else ""
+
+    def fix(unit: str, figure: float) -> str:
+        return (f"if it is in {unit}, write {key} = {figure:g}" if low <= figure <= high else
+                f"no TB/s or MB/s slip explains it: check the figure, GB/s{per}")
     if gbps < low:
         return [(f"{name}: [{section}] {key} = {gbps:g} GB/s is below any chip's {what} "
-                 f"(≥ {low:g} GB/s{per}): if it is in TB/s, write {key} = {gbps * 1000:g}")]
+                 f"(≥ {low:g} GB/s{per}): {fix('TB/s', gbps * 1000)}")]
     if gbps > high:
         return [(f"{name}: [{section}] {key} = {gbps:g} GB/s is above any chip's {what} "
-                 f"(≤ {high:g} GB/s{per}): if it is in MB/s, write {key} = {gbps / 1000:g}")]
+                 f"(≤ {high:g} GB/s{per}): {fix('MB/s', gbps / 1000)}")]
     return []
 
 
