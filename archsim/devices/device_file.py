@@ -31,6 +31,7 @@ from archsim.array.device_sections import (
 from archsim.array.device_values import comm_sms, link_seconds
 from archsim.array.sram_sizes import (
     MAX_PLAUSIBLE_SRAM_KIB,
+    MIN_SRAM_KIB,
     cfg_sram_fix,
     cfg_sram_keys,
     cfg_sram_slip,
@@ -99,10 +100,11 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
         sram_keys = tuple(zip(TOML_SRAM_KEYS, mem["sram_kib_per_array"], strict=True))
     sram_bytes = sum(kib for _, kib in sram_keys) * 1024.0 if sram_keys else None
     gemm = dev.get("gemm", "arrays")  # one of GEMM_MODELS: checked_sections checked it
-    if gemm == "arrays" and sram_bytes is None and not mem.get("sram_kib_per_array"):
+    if gemm == "arrays" and sram_bytes is None and "sram_kib_per_array" not in mem:
         # the energy model splits it in three operand buffers: unstated, it priced them as 1 KiB SRAMs
-        raise InputError("a gemm = \"arrays\" device needs its SRAM beside each array, KiB (> 0): the energy "
-                         "model's operand buffers", file=file, field="memory.sram_kib_per_array")
+        raise InputError(f"missing key in [memory] (sram_kib_per_array = KiB of SRAM beside each array, {MIN_SRAM_KIB} "
+                         "or more): a gemm = \"arrays\" device's energy model prices its operand buffers", file=file,
+                         field="memory.sram_kib_per_array", missing=True)
     if gemm == "arrays" and sram_bytes is None and (short := short_sram(mem["sram_kib_per_array"])):
         raise InputError(short, file=file, field="memory.sram_kib_per_array")  # priced as 3 KiB, said as 0.5
     if dev.get("split_k") and gemm != "arrays":
