@@ -97,6 +97,20 @@ def test_a_sweeps_sram_axis_value_is_warned_as_the_specs_axis_not_the_device_fil
         "archsim sweep: warning: mychip: 6 KiB of SRAM beside each array (the spec's sram_kib_per_array axis): "), said
 
 
+def test_a_sweeps_sram_column_holds_the_whole_kib_the_spec_states(tmp_path):
+    """Defect: results.csv wrote `sram_kib_per_array` as 512.0 and 2048.0, a float of a key the spec and the device
+    file take in whole KiB only (2048.5 is refused); the column now reads as the spec wrote it."""
+    import csv
+
+    chip(tmp_path)
+    spec = tmp_path / "sram.toml"
+    spec.write_text('[sweep]\nmodel = "gpt2"\ndevice = "mychip.toml"\nsram_kib_per_array = [512, 2048]\nchips = [1]\n'
+                    'global_batch = 1\nseq = 64\nattention = "standard"\n', encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "results"), "--quiet"]) == 0
+    with open(tmp_path / "results" / "results.csv", encoding="utf-8", newline="") as file:
+        assert [row["sram_kib_per_array"] for row in csv.DictReader(file)] == ["512", "2048"]
+
+
 def written_figure(line: str, key: str) -> float | None:
     """The figure a warning line tells the user to write for ``key`` (``write KEY = N``), or None where it names none."""
     import re

@@ -189,7 +189,8 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                           pp=point.pp or 1, dp=point.dp, micro_batch=setup.micro_batch, recompute=setup.recompute,
                           attention=setup.attention)
     arrays = device.arrays
-    sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: device.sram_bytes_per_array / 1024}
+    # whole KiB, as the spec states them (KiB of a float, 512.0, until 2026-12-05)
+    sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: int(point.sram_kib_per_array)}
     clock = {} if point.clock_ghz is None else {CLOCK_COLUMN: arrays.clock_hz / 1e9}
     layout = {} if point.tp is None and point.pp is None else dict(zip(LAYOUT_COLUMNS, (point.tp or 1, point.pp or 1,
                                                                                          point.dp), strict=True))
