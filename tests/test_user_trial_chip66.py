@@ -153,3 +153,20 @@ def test_an_sram_of_0_kib_is_refused_naming_the_3_kib_minimum_as_1_kib_is(capsys
     line, = err_lines(capsys)
     assert "field 'memory.sram_kib_per_array': missing key in [memory] (sram_kib_per_array = KiB" in line, line
     assert "3 or more" in line, line
+
+
+def test_energy_and_cost_name_the_device_files_energy_figures_beside_the_table(capsys, tmp_path):
+    """Defect: `energy --config mychip.toml` (and `cost --energy`) priced each MAC at the file's `[energy] mac_pj =
+    0.3` but said only `energy_table: horowitz45`, so the joules read as the 45 nm table's alone, where train's
+    `energy_source` names the device file's [energy]. The meta now states the figures it priced over the table."""
+    import json
+
+    path = chip(tmp_path, CHIP_TOML + "\n[energy]\nmac_pj = 0.3\n")
+    for argv in (["energy", "layerpipe_sample", "--config", str(path)],
+                 ["cost", "layerpipe_sample", "--config", str(path), "--energy"]):
+        assert main([*argv, "--format", "json"]) == 0
+        meta = json.loads(capsys.readouterr().out)["meta"]
+        assert (meta["energy_table"], meta["energy_figures"]) == ("horowitz45", "mac_pj=0.3"), argv
+    assert main(["energy", "layerpipe_sample", "--config", str(chip(tmp_path, name="plain.toml")), "--format",
+                 "json"]) == 0
+    assert "energy_figures" not in json.loads(capsys.readouterr().out)["meta"]
