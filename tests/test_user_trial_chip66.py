@@ -170,3 +170,33 @@ def test_energy_and_cost_name_the_device_files_energy_figures_beside_the_table(c
     assert main(["energy", "layerpipe_sample", "--config", str(chip(tmp_path, name="plain.toml")), "--format",
                  "json"]) == 0
     assert "energy_figures" not in json.loads(capsys.readouterr().out)["meta"]
+
+
+def test_the_api_reference_names_the_reader_that_keeps_a_device_files_energy_figures(capsys, tmp_path):
+    """Defect: docs/api.md's "Training devices" offers `load_device` to read a device file and change it with
+    `dataclasses.replace`; a cluster built on that device trained at the default table's joules, the file's
+    `[energy] mac_pj = 0.3` dropped without a word. The page now names `load_priced_device`, which keeps it: its
+    device, put back in the cluster unchanged, trains to the joules `archsim train` gives the file."""
+    import dataclasses
+    import re
+
+    import archsim
+    from archsim.devices.device_file import load_device
+    from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.energy import load_priced_device
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    section = text.split("## Training devices", 1)[1].split("\n## ", 1)[0]
+    assert "::: archsim.training.energy.load_priced_device" in section
+    assert re.search(r"`load_device` reads the chip without its `\[energy\]` section", section)
+    device = chip(tmp_path, CHIP_TOML + "\n[energy]\nmac_pj = 0.3\n")
+    loaded = load_gpu_cluster(cluster(tmp_path, device))
+
+    def joules(chip_device) -> tuple[float, str]:
+        changed = dataclasses.replace(loaded, gpu=chip_device, servers=(chip_device,))
+        result, _ = archsim.train("gpt2", cluster=changed, dp=4, global_batch=4, seq=64)
+        return result.energy_j, result.energy_source
+
+    file_run, _ = archsim.train("gpt2", cluster=str(tmp_path / "cluster.toml"), dp=4, global_batch=4, seq=64)
+    assert joules(load_priced_device(device)) == (file_run.energy_j, file_run.energy_source)
+    assert "default table" in joules(load_device(device))[1]

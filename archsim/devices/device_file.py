@@ -397,7 +397,9 @@ def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:
 
 
 def load_device(path: str | Path) -> Device:
-    """The device a ``.toml`` or SCALE-Sim ``.cfg`` device file describes."""
+    """The device a ``.toml`` or SCALE-Sim ``.cfg`` device file describes, without its ``[energy]`` section (the
+    energy model's figures, read apart: :func:`archsim.training.energy.load_priced_device` reads the chip with them,
+    as ``train`` and ``search`` do)."""
     check_file_ending(path, "device file")  # before Path drops a trailing "/"
     path = Path(path)
     if path.suffix.lower() == ".cfg":
