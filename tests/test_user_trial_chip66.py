@@ -200,3 +200,19 @@ def test_the_api_reference_names_the_reader_that_keeps_a_device_files_energy_fig
     file_run, _ = archsim.train("gpt2", cluster=str(tmp_path / "cluster.toml"), dp=4, global_batch=4, seq=64)
     assert joules(load_priced_device(device)) == (file_run.energy_j, file_run.energy_source)
     assert "default table" in joules(load_device(device))[1]
+
+
+def test_pipeline_on_a_chip_of_4_arrays_is_not_told_it_costs_one_of_them(capsys, tmp_path):
+    """Defect: `pipeline --config mychip.toml` partitions over the file's 4 arrays (docs/formats.md: `pipeline` and
+    `schedule` "over the file's arrays as their default --processors"; its meta says `processors: 4`) but noted
+    "this costs one of them", which read as one array for the whole network. The note now says each op runs on one
+    array, one a processor."""
+    path = chip(tmp_path)
+    assert main(["pipeline", "layerpipe_sample", "--config", str(path), "--method", "pipedream", "--format",
+                 "json"]) == 0
+    captured = capsys.readouterr()
+    import json
+
+    assert json.loads(captured.out)["meta"]["processors"] == 4
+    note, = [line for line in captured.err.splitlines() if "is a device of 4 arrays" in line]
+    assert "this costs one of them" not in note and "one array a processor" in note, note

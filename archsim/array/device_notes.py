@@ -48,15 +48,16 @@ def device_dtype_note(config: str | Path) -> str | None:
 
 
 def device_arrays_note(config: str | Path, *, name: str | None = None) -> str | None:
-    """What an array command says of a ``--config`` that is a device file of several arrays (it costs one of
-    them, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.
+    """What an array command says of a ``--config`` that is a device file of several arrays (it costs each op on
+    one of them, pipeline and schedule one a processor, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.
     ``name``: the file as the user named it (default ``config``). None for a plain SCALE-Sim file or a device of
     one array."""
     checked = _device_file(config)
     if checked is None or checked[1] <= 1:
         return None
-    return (f"{config if name is None else name} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
-            f"GEMM's folds over all {checked[1]}, as cost's chip_seconds columns do)")
+    return (f"{config if name is None else name} is a device of {checked[1]} arrays; this costs each op on one of them "
+            f"(pipeline and schedule: one array a processor; train and search deal each GEMM's folds over all "
+            f"{checked[1]}, as cost's chip_seconds columns do)")
 
 
 def device_static_note(config: str | Path) -> str | None:
