@@ -216,3 +216,12 @@ def test_pipeline_on_a_chip_of_4_arrays_is_not_told_it_costs_one_of_them(capsys,
     assert json.loads(captured.out)["meta"]["processors"] == 4
     note, = [line for line in captured.err.splitlines() if "is a device of 4 arrays" in line]
     assert "this costs one of them" not in note and "one array a processor" in note, note
+
+
+def test_a_second_sweep_axis_given_without_its_own_flag_is_told_to_repeat_it(capsys, tmp_path):
+    """Defect: `train … --sweep tp=1,2 dp=4,8` (two axes after one flag) was refused as "unrecognized arguments:
+    dp=4,8" with no word of why; `train --help` says of --sweep "repeat for a grid". The line now says so."""
+    path = cluster(tmp_path, chip(tmp_path), gpus=8)
+    assert main(["train", "gpt2", "--cluster", str(path), "--global-batch", "16", "--sweep", "tp=1,2", "dp=4,8"]) == 2
+    assert err_lines(capsys) == ["archsim train: error: unrecognized arguments: dp=4,8 (each entry takes its own "
+                                 "--sweep: --sweep dp=4,8)"]
