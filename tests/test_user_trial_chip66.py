@@ -223,5 +223,5 @@ def test_a_second_sweep_axis_given_without_its_own_flag_is_told_to_repeat_it(cap
     dp=4,8" with no word of why; `train --help` says of --sweep "repeat for a grid". The line now says so."""
     path = cluster(tmp_path, chip(tmp_path), gpus=8)
     assert main(["train", "gpt2", "--cluster", str(path), "--global-batch", "16", "--sweep", "tp=1,2", "dp=4,8"]) == 2
-    assert err_lines(capsys) == ["archsim train: error: unrecognized arguments: dp=4,8 (each entry takes its own "
-                                 "--sweep: --sweep dp=4,8)"]
+    assert err_lines(capsys) == [("archsim train: error: unrecognized arguments: dp=4,8 (each entry takes its own "
+                                  "--sweep: --sweep dp=4,8)")]
