@@ -225,3 +225,16 @@ def test_a_second_sweep_axis_given_without_its_own_flag_is_told_to_repeat_it(cap
     assert main(["train", "gpt2", "--cluster", str(path), "--global-batch", "16", "--sweep", "tp=1,2", "dp=4,8"]) == 2
     assert err_lines(capsys) == [("archsim train: error: unrecognized arguments: dp=4,8 (each entry takes its own "
                                   "--sweep: --sweep dp=4,8)")]
+
+
+def test_cost_on_a_tile_timed_or_two_kind_chip_is_refused_in_words_that_fit_cost(capsys, tmp_path):
+    """Defect: `cost --config chip.toml` of a `gemm = "tiles"` chip (or one with `[compute] lanes` beside its arrays)
+    was refused with "…; energy prices a gemm = "arrays" device" (or "energy prices one array"), naming a command
+    the user did not run: the array commands share the reader. The line now names the commands it holds for."""
+    tiles = chip(tmp_path, CHIP_TOML.replace("static_watts = 20\n", 'gemm = "tiles"\n'), name="tiles.toml")
+    lanes = chip(tmp_path, CHIP_TOML.replace("clock_mhz = 1000\n", "clock_mhz = 1000\nlanes = 64\n"), name="lanes.toml")
+    for path, field in ((tiles, "device.gemm"), (lanes, "compute.lanes")):
+        assert main(["cost", "layerpipe_sample", "--config", str(path)]) == 2
+        line, = err_lines(capsys)
+        assert line.startswith(f"archsim cost: error: {path}, field '{field}': "), line
+        assert "energy prices" not in line and "the array commands (cost, energy, gemm, pipeline, schedule)" in line
