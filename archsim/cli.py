@@ -180,7 +180,17 @@ def _flag_hint(parser: argparse.ArgumentParser, message: str) -> str:
              for i, w in enumerate(words) if w.startswith("--")}  # each flag's value: a layout hint quotes it
     hints = (f" (--{name} {with_layout(elsewhere[name], value)})" if name in elsewhere else
              did_you_mean(name, flags, "--") if len(name) > 3 else "" for name, value in given.items())
-    return next((hint for hint in hints if hint), "")
+    return next((hint for hint in hints if hint), "") or _repeat_hint(parser, words)
+
+
+def _repeat_hint(parser: argparse.ArgumentParser, words: list[str]) -> str:
+    """For an unrecognized ``KEY=VALUE`` word where ``parser`` has a repeated ``KEY=…`` flag (``train --sweep``,
+    ``--dim``), that each entry takes its own flag: ``--sweep tp=1,2 dp=4,8`` leaves ``dp=4,8`` unread, told
+    `` (each entry takes its own --sweep: --sweep dp=4,8)``; "" for none."""
+    word = next((w for w in words if "=" in w and not w.startswith("-")), None)
+    flag = next((action.option_strings[-1] for action in parser._actions if isinstance(action, argparse._AppendAction)
+                 and "=" in str(action.metavar or "")), None)
+    return "" if word is None or flag is None else f" (each entry takes its own {flag}: {flag} {word})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

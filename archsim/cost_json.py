@@ -35,7 +35,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
-    from archsim.energy.table import energies_for, table_for
+    from archsim.energy.table import energies_for, figures_meta, table_for
     from archsim.lowering import lower_network
     from archsim.rows import Rows
     from archsim.seconds import add_seconds
@@ -60,6 +60,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         table = table_for(energy_table, config)
     if array.element_bytes in table.mac_um2:  # area needs the table's figures at this width
         meta.update(array_area(array, table).as_dict(), energy_table=table.name)
+    if energy:  # the figures the file's [energy] states over that table, which priced the rows' pJ
+        meta.update(figures_meta(config))
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
     if chip is not None:

@@ -78,7 +78,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
     from archsim.energy.model import iteration_energy_rows
-    from archsim.energy.table import energies_for
+    from archsim.energy.table import energies_for, figures_meta
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
@@ -86,6 +86,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": batch, "microbatches": microbatches, "mode": mode, "engine": engine,
         "dtype": dtype_meta(dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
+        **figures_meta(config),
         "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
         **_memory_meta(array, engine), **array_area(array, table).as_dict(),
     }

@@ -13,13 +13,14 @@ from archsim.console import setting
 
 def _device_file(config: str | Path) -> tuple[dict[str, dict[str, Any]], int] | None:
     """A ``--config`` device file's checked sections and its array count, for the notes below: a ``.cfg``'s
-    (:func:`cfg_device_sections`) or a device TOML's (:func:`toml_sections`, ``[compute] arrays``); None for a plain
-    SCALE-Sim file."""
+    (:func:`cfg_device_sections`) or a device TOML's (:func:`toml_sections`, ``[compute] arrays``, and its
+    ``[memory]``, whose ``hbm_gib`` :func:`device_capacity_note` names as a ``.cfg``'s); None for a plain SCALE-Sim
+    file."""
     from archsim.validate import read_text
 
     text, file = read_text(config, "config file", encoding="utf-8-sig"), str(config)
     if is_device_toml(config):
-        values = toml_sections(text, file, ("device", "compute"))
+        values = toml_sections(text, file, ("device", "compute", "memory"))
         return None if values is None else (values, values.get("compute", {}).get("arrays", 1))
     checked = cfg_device_sections(text, file, required=False)
     return None if checked is None else (checked[0], checked[1])
@@ -47,15 +48,16 @@ def device_dtype_note(config: str | Path) -> str | None:
 
 
 def device_arrays_note(config: str | Path, *, name: str | None = None) -> str | None:
-    """What an array command says of a ``--config`` that is a device file of several arrays (it costs one of
-    them, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.
+    """What an array command says of a ``--config`` that is a device file of several arrays (it costs each op on
+    one of them, pipeline and schedule one a processor, where train deals each GEMM over all): ``archsim cost``'s stderr note, ``archsim.cost``'s warning.
     ``name``: the file as the user named it (default ``config``). None for a plain SCALE-Sim file or a device of
     one array."""
     checked = _device_file(config)
     if checked is None or checked[1] <= 1:
         return None
-    return (f"{config if name is None else name} is a device of {checked[1]} arrays; this costs one of them (train and search deal each "
-            f"GEMM's folds over all {checked[1]}, as cost's chip_seconds columns do)")
+    return (f"{config if name is None else name} is a device of {checked[1]} arrays; this costs each op on one of them "
+            f"(pipeline and schedule: one array a processor; train and search deal each GEMM's folds over all "
+            f"{checked[1]}, as cost's chip_seconds columns do)")
 
 
 def device_static_note(config: str | Path) -> str | None:
@@ -71,7 +73,7 @@ def device_static_note(config: str | Path) -> str | None:
 
 
 def device_capacity_note(config: str | Path) -> str | None:
-    """What ``pipeline --memory`` says of a ``--config`` device ``.cfg`` stating ``[memory] hbm_gib`` when no
+    """What ``pipeline --memory`` says of a ``--config`` device file (a ``.cfg`` or a device TOML) stating ``[memory] hbm_gib`` when no
     ``--capacity-gb`` is given: its memory check reads that flag alone (GB, 10⁹ bytes), so the value that checks the
     file's GiB is named. None for a plain SCALE-Sim file or one stating none."""
     checked = _device_file(config)

@@ -31,6 +31,7 @@ from archsim.array.device_sections import (
 from archsim.array.device_values import comm_sms, link_seconds
 from archsim.array.sram_sizes import (
     MAX_PLAUSIBLE_SRAM_KIB,
+    MIN_SRAM_KIB,
     cfg_sram_fix,
     cfg_sram_keys,
     cfg_sram_slip,
@@ -99,10 +100,11 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
         sram_keys = tuple(zip(TOML_SRAM_KEYS, mem["sram_kib_per_array"], strict=True))
     sram_bytes = sum(kib for _, kib in sram_keys) * 1024.0 if sram_keys else None
     gemm = dev.get("gemm", "arrays")  # one of GEMM_MODELS: checked_sections checked it
-    if gemm == "arrays" and sram_bytes is None and not mem.get("sram_kib_per_array"):
+    if gemm == "arrays" and sram_bytes is None and "sram_kib_per_array" not in mem:
         # the energy model splits it in three operand buffers: unstated, it priced them as 1 KiB SRAMs
-        raise InputError("a gemm = \"arrays\" device needs its SRAM beside each array, KiB (> 0): the energy "
-                         "model's operand buffers", file=file, field="memory.sram_kib_per_array")
+        raise InputError(f"missing key in [memory] (sram_kib_per_array = KiB of SRAM beside each array, {MIN_SRAM_KIB} "
+                         "or more): a gemm = \"arrays\" device's energy model prices its operand buffers", file=file,
+                         field="memory.sram_kib_per_array", missing=True)
     if gemm == "arrays" and sram_bytes is None and (short := short_sram(mem["sram_kib_per_array"])):
         raise InputError(short, file=file, field="memory.sram_kib_per_array")  # priced as 3 KiB, said as 0.5
     if dev.get("split_k") and gemm != "arrays":
@@ -236,6 +238,10 @@ def _bandwidth_hint(exc: InputError, text: str, clock: float | None) -> InputErr
                       f"reads: write hbm_gbps = {gbps:g}", file=exc.where.file, field=exc.where.field, missing=True)
 
 
+# where a device file states its SRAM per array, as implausible_figures names it (a device sweep's axis renames it)
+SRAM_FILE_KEYS = "[memory] sram_kib_per_array; a .cfg's three SramSzkB together"
+
+
 def implausible_figures(device: Device) -> tuple[str, ...]:
     """Warnings, one line each, for a device file's figures outside what chips have (a unit slipped): HBM
     bandwidth (GB/s; per FLOP of its peak, :mod:`archsim.devices.device_figures`, as is static power) and capacity (GiB), the in-server link (GB/s per direction, and a link's share of it where the
@@ -263,8 +269,7 @@ def implausible_figures(device: Device) -> tuple[str, ...]:
     if device.gemm == "arrays" and device.sram_bytes_per_array > 0:
         kib, arrays = device.sram_bytes_per_array / 1024, device.arrays
         fold_kib = arrays.rows * arrays.cols * DEVICE_WORD_BYTES / 1024
-        sram = f"{device.name}: {kib:.12g} KiB of SRAM beside each array ([memory] sram_kib_per_array; a .cfg's " \
-               "three SramSzkB together)"
+        sram = f"{device.name}: {kib:.12g} KiB of SRAM beside each array ({SRAM_FILE_KEYS})"
         smallest = min(device.operand_buffers_kib)  # the buffer the energy model prices, each stated one's own
         if smallest < fold_kib:
             lines.append(_short_buffer_line(device, sram, kib, smallest, fold_kib))
@@ -286,15 +291,21 @@ def _hbm_gib_fix(gib: float) -> str:
 
 
 def _gbps_slip(name: str, section: str, key: str, gbps: float, bounds: tuple[float, float], what: str) -> list[str]:
-    """The warning for a bandwidth in GB/s outside ``bounds`` (a TB/s or MB/s slip), or none."""
+    """The warning for a bandwidth in GB/s outside ``bounds`` (a TB/s or MB/s slip), or none. The figure to write
+    is named only where it lies within ``bounds`` (1e-12 GB/s read as TB/s is still no chip's): else the line
+    says that no such slip explains it."""
     low, high = bounds
     per = " per direction" if section == "links" else ""
+
+    def fix(unit: str, figure: float) -> str:
+        return (f"if it is in {unit}, write {key} = {figure:g}" if low <= figure <= high else
+                f"no TB/s or MB/s slip explains it: check the figure, GB/s{per}")
     if gbps < low:
         return [(f"{name}: [{section}] {key} = {gbps:g} GB/s is below any chip's {what} "
-                 f"(≥ {low:g} GB/s{per}): if it is in TB/s, write {key} = {gbps * 1000:g}")]
+                 f"(≥ {low:g} GB/s{per}): {fix('TB/s', gbps * 1000)}")]
     if gbps > high:
         return [(f"{name}: [{section}] {key} = {gbps:g} GB/s is above any chip's {what} "
-                 f"(≤ {high:g} GB/s{per}): if it is in MB/s, write {key} = {gbps / 1000:g}")]
+                 f"(≤ {high:g} GB/s{per}): {fix('MB/s', gbps / 1000)}")]
     return []
 
 
@@ -386,7 +397,9 @@ def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:
 
 
 def load_device(path: str | Path) -> Device:
-    """The device a ``.toml`` or SCALE-Sim ``.cfg`` device file describes."""
+    """The device a ``.toml`` or SCALE-Sim ``.cfg`` device file describes, without its ``[energy]`` section (the
+    energy model's figures, read apart: :func:`archsim.training.energy.load_priced_device` reads the chip with them,
+    as ``train`` and ``search`` do)."""
     check_file_ending(path, "device file")  # before Path drops a trailing "/"
     path = Path(path)
     if path.suffix.lower() == ".cfg":
@@ -396,5 +409,5 @@ def load_device(path: str | Path) -> Device:
     raise InputError("a device file is a .toml or a SCALE-Sim .cfg", file=str(path))
 
 
-__all__ = ["config_unread_keys_note", "devices_implausible_figures", "implausible_figures", "load_device",
+__all__ = ["SRAM_FILE_KEYS", "config_unread_keys_note", "devices_implausible_figures", "implausible_figures", "load_device",
            "unread_keys_note"]

@@ -76,7 +76,7 @@ def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
     """The device figures of ``spec``'s points that no chip has (a unit slipped: an ``hbm_gbps`` axis value in
     TB/s, the file's SRAM in MiB written as KiB), each line once: what ``archsim train`` warns of on the
     device file written with a point's fields (:func:`archsim.devices.device_file.implausible_figures`)."""
-    from archsim.devices.device_file import devices_implausible_figures, load_device
+    from archsim.devices.device_file import SRAM_FILE_KEYS, devices_implausible_figures, load_device
 
     device = load_device(spec.setup.device_path)
     lines = devices_implausible_figures(dict.fromkeys(
@@ -85,6 +85,10 @@ def implausible_points(spec: DeviceSweepSpec) -> tuple[str, ...]:
     for gbps in dict.fromkeys(g for g in spec.hbm_gbps if g is not None):  # a figure the spec gave, not the file
         said = f"[memory] hbm_gbps = {gbps:g} GB/s "
         lines = tuple(line.replace(said, f"{said[:-1]} (the spec's hbm_gbps axis) ") for line in lines)
+    for kib in dict.fromkeys(k for k in spec.sram_kib_per_array if k is not None):  # the spec's, as hbm_gbps's
+        said = f" {kib:.12g} KiB of SRAM beside each array ({SRAM_FILE_KEYS})"
+        lines = tuple(line.replace(said, f" {kib:.12g} KiB of SRAM beside each array (the spec's sram_kib_per_array "
+                                         "axis)") for line in lines)
     return lines
 
 
@@ -185,7 +189,8 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
                           pp=point.pp or 1, dp=point.dp, micro_batch=setup.micro_batch, recompute=setup.recompute,
                           attention=setup.attention)
     arrays = device.arrays
-    sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: device.sram_bytes_per_array / 1024}
+    # whole KiB, as the spec states them (KiB of a float, 512.0, until 2026-12-05)
+    sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: int(point.sram_kib_per_array)}
     clock = {} if point.clock_ghz is None else {CLOCK_COLUMN: arrays.clock_hz / 1e9}
     layout = {} if point.tp is None and point.pp is None else dict(zip(LAYOUT_COLUMNS, (point.tp or 1, point.pp or 1,
                                                                                          point.dp), strict=True))

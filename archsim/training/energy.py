@@ -75,13 +75,15 @@ def device_file_array(path: str | Path, element_bytes: int = 1) -> tuple[Device,
     device, file = load_device(path), str(path)
     if device.gemm != "arrays":
         raise InputError(f'its GEMMs are timed as tiles (gemm = "{device.gemm}"): no array the energy model prices '
-                         "(train prices such a chip at board power × time); energy prices a gemm = \"arrays\" device",
+                         "(train prices such a chip at board power × time); the array commands (cost, energy, gemm, "
+                         "pipeline, schedule) cost and price a gemm = \"arrays\" device's array",
                          file=file, field="device.gemm")
     if device.lanes is not None:
         arrays, lanes = device.arrays, device.lanes
         raise InputError(f"two array kinds ({arrays.count} {arrays.rows} × {arrays.cols} arrays and {lanes.count} "
-                         f"{lanes.rows} × {lanes.cols} fp32 lanes): energy prices one array, so give it a file of "
-                         "one kind (train prices fp32 GEMMs on the lanes, the rest on the arrays)", file=file,
+                         f"{lanes.rows} × {lanes.cols} fp32 lanes): the array commands (cost, energy, gemm, pipeline, "
+                         "schedule) cost and price one array kind, so give them a file of one kind (train prices fp32 "
+                         "GEMMs on the lanes, the rest on the arrays)", file=file,
                          field="compute.lanes")
     return device, _units_array(device, device.arrays, element_bytes)
 

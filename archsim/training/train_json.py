@@ -124,7 +124,13 @@ def energy_line(meta: dict) -> str | None:
     if not parts or not meta["energy_j"]:
         return None
     shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
-    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {100 * share:.2g}%" for share, name in shares)
+    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {percent(share)}%" for share, name in shares)
+
+
+def percent(share: float) -> str:
+    """A share (0–1) as the energy line's percentage: two significant figures, but a whole number from 10% up, so
+    that 99.6% reads 100, not ``.2g``'s 1e+02."""
+    return f"{100 * share:.0f}" if 100 * share >= 9.95 else f"{100 * share:.2g}"
 
 
 HOST_NOTE_SHARE = 0.1  # the table says what the host floor sets above this share of the iteration
