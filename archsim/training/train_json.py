@@ -247,19 +247,20 @@ def parts_text(parts: Mapping[str, float], show: Callable[[float], str]) -> str:
     return ", ".join(f"{k}: {show(v)}" for k, v in parts.items())
 
 
-# a --runs row's and a --sweep point's figures by part (objects in JSON, train's meta's): one cell each in csv
-ROW_PARTS = ("compute_split_seconds",)
+# a --runs row's and a --sweep point's figures by part (objects in JSON, train's meta's): one cell each in csv; a
+# --runs row on array devices has its energy's parts too (iteration_energy)
+ROW_PARTS = ("compute_split_seconds", "energy_breakdown_j")
 
 
 def csv_rows(rows: list[dict]) -> list[dict]:
     """``train --runs`` and ``--sweep`` rows as their csv writes them (and their results' ``to_frame()``): each of
-    :data:`ROW_PARTS` (an object in JSON, as train's meta has it) one ``part: seconds, …`` cell at full precision, as
+    :data:`ROW_PARTS` (an object in JSON, as train's meta has it) one ``part: value, …`` cell at full precision, as
     train's csv writes its meta's (:func:`parts_text`); None (a point that cannot run) stays None, an empty cell."""
     return [row | {k: parts_text(row[k], repr) for k in ROW_PARTS if row.get(k) is not None} for row in rows]
 
 
 def table_rows(rows: list[dict]) -> list[dict]:
-    """``train --runs`` and ``--sweep`` rows as their table prints them: without :data:`ROW_PARTS`, whose six parts'
+    """``train --runs`` and ``--sweep`` rows as their table prints them: without :data:`ROW_PARTS`, whose parts
     line would be wider than the rest of a row (csv and JSON carry them; train's own table its shares' line)."""
     return [{k: v for k, v in row.items() if k not in ROW_PARTS} for row in rows]
 
