@@ -111,7 +111,15 @@ def energy_line(meta: dict) -> str | None:
     if not parts or not meta["energy_j"]:
         return None
     shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
-    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {100 * share:.2g}%" for share, name in shares)
+    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {percent(share)}" for share, name in shares)
+
+
+def percent(share: float) -> str:
+    """``share`` (a fraction of a whole) as the table's lines of parts write it: a percentage to 2 significant
+    figures, written out (99.7% is "100%", never ``:.2g``'s "1e+02%"; a millionth "0.0001%")."""
+    import numpy as np
+
+    return f"{np.format_float_positional(float(f'{100 * share:.2g}'), trim='-')}%"
 
 
 HOST_NOTE_SHARE = 0.1  # the table says what the host floor sets above this share of the iteration
@@ -290,7 +298,7 @@ def split_line(split: dict[str, float]) -> str | None:
     whole = sum(split.values())
     if not split or not whole > 0:
         return None
-    shares = ", ".join(f"{SPLIT_NAMES[k]} {100 * v / whole:.2g}%" for k, v in split.items()
+    shares = ", ".join(f"{SPLIT_NAMES[k]} {percent(v / whole)}" for k, v in split.items()
                        if v or k not in ("recompute_communication", "other"))
     return f"{whole:.3g} s of compute and recompute — {shares}"
 
