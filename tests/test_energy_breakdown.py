@@ -161,6 +161,8 @@ def test_a_runs_rows_breakdown_is_one_part_cell_in_csv_and_no_table_column(tmp_p
     row = next(csv.DictReader(io.StringIO(runs_output(capsys, tmp_path, "csv"))))
     cell = {name: float(value) for name, value in (item.split(": ") for item in row["energy_breakdown_j"].split(", "))}
     assert cell == parts
+    frame = archsim.train_runs(MODEL, runs=str(tmp_path / "runs.csv"), cluster=str(tmp_path / "runs_cluster.toml")).to_frame()
+    assert frame["energy_breakdown_j"].tolist() == [row["energy_breakdown_j"]]  # the library's csv rows, the same cell
     header = next(line for line in runs_output(capsys, tmp_path, "table").splitlines() if not line.startswith("#"))
     assert "energy_j" in header.split() and "energy_breakdown_j" not in header.split()
 
