@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TypeVar
+from typing import TypeVar, cast
 
 F = TypeVar("F", bound=Callable)
 
@@ -292,6 +293,50 @@ def named(given: str | Path | None, value: object, placeholder: str) -> str:
     if given is not None:
         return str(given)
     return str(value) if isinstance(value, (str, Path)) else placeholder
+
+
+@dataclass(frozen=True)
+class TrainNumbers:
+    """``archsim.train``'s and ``archsim.train_sweep``'s counts and numbers, read as ``archsim train``'s flags read
+    them (:func:`train_numbers`): the layout's counts, ``etp`` (None: TP), ``cp_hierarchy`` (a2a+p2p's (A, P), None
+    without), ``seq`` (tokens, None: the model's), the experts' ``capacity`` factor and load ``imbalance`` (None:
+    dropless, uniform) and ``mtp`` (MTP modules, None: the model's own)."""
+
+    tp: int
+    pp: int
+    dp: int
+    global_batch: int
+    micro_batch: int
+    interleave: int
+    cp: int
+    ep: int
+    etp: int | None
+    cp_hierarchy: tuple[int, int] | None
+    seq: int | None
+    capacity: float | None
+    imbalance: float | None
+    mtp: int | None
+
+
+def train_numbers(*, tp, pp, dp, global_batch, micro_batch, interleave, cp, ep, etp, cp_hierarchy, seq,
+                  moe_expert_capacity_factor, moe_load_imbalance, mtp_layers) -> TrainNumbers:
+    """The keywords :class:`TrainNumbers` holds, each checked in one line naming its flag (``"2"`` and ``2.0`` read as
+    2, as the flags read them): the one reading of :func:`archsim.train` and :func:`archsim.train_sweep`, so the two
+    cannot come to take a keyword differently."""
+    tp, pp, dp, global_batch, micro_batch, interleave, cp, ep = (
+        positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
+                                                     (micro_batch, "micro-batch"), (interleave, "interleave"), (cp, "cp"),
+                                                     (ep, "ep")))
+    etp = None if etp is None else positive_int(etp, "etp")
+    hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
+        positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
+    seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
+    capacity = None if moe_expert_capacity_factor is None else \
+        positive_float(moe_expert_capacity_factor, "moe-expert-capacity-factor")
+    imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
+    mtp = None if mtp_layers is None else positive_int(mtp_layers, "mtp-layers", low=0)
+    return TrainNumbers(tp, pp, dp, global_batch, micro_batch, interleave, cp, ep, etp, hierarchy, seq, capacity,
+                        imbalance, mtp)
 
 
 def transformer(model, seq: int | str | None):

@@ -13,13 +13,10 @@ from archsim.api_keywords import (
     check_switch,
     check_text,
     gpu_cluster,
-    listed,
-    positive_float,
     positive_int,
-    ratio,
-    seq_keyword,
     seq_note,
     speaks_keywords,
+    train_numbers,
     transformer,
     unread_note,
 )
@@ -124,18 +121,10 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
                          (overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm"),
                          (moe_shared_expert_overlap, "moe_shared_expert_overlap")):
         check_switch(switch, name)
-    tp, pp, dp, global_batch, micro_batch, interleave, cp, ep = (
-        positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
-                                                     (micro_batch, "micro-batch"), (interleave, "interleave"), (cp, "cp"),
-                                                     (ep, "ep")))
-    etp = None if etp is None else positive_int(etp, "etp")
-    hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
-        positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
-    seq = None if seq is None else seq_keyword(seq)
-    capacity = None if moe_expert_capacity_factor is None else \
-        positive_float(moe_expert_capacity_factor, "moe-expert-capacity-factor")
-    imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
-    mtp = None if mtp_layers is None else positive_int(mtp_layers, "mtp-layers", low=0)
+    n = train_numbers(tp=tp, pp=pp, dp=dp, global_batch=global_batch, micro_batch=micro_batch, interleave=interleave,
+                      cp=cp, ep=ep, etp=etp, cp_hierarchy=cp_hierarchy, seq=seq,
+                      moe_expert_capacity_factor=moe_expert_capacity_factor, moe_load_imbalance=moe_load_imbalance,
+                      mtp_layers=mtp_layers)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     apart = [setting(name) for name, default in (("stage_layers", None), ("balance", "even")) if given[name] != default]
     if apart:  # as train --sweep refuses their flags
@@ -145,23 +134,23 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
         raise InputError(f"{setting('implementation', implementation)} times one iteration: not with "
                          f"{setting('sweep')}", field="implementation")
     axes = sweep_axes(sweep)
-    base = sweep_base(tp=tp, pp=pp, dp=dp, global_batch=global_batch, micro_batch=micro_batch, recompute=recompute,
-                      sequence_parallel=sequence_parallel, interleave=interleave, schedule=schedule,
+    base = sweep_base(tp=n.tp, pp=n.pp, dp=n.dp, global_batch=n.global_batch, micro_batch=n.micro_batch,
+                      recompute=recompute, sequence_parallel=sequence_parallel, interleave=n.interleave, schedule=schedule,
                       attention=IMPLEMENTATION_ATTENTION[implementation] if attention is None else attention,
                       dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                       distributed_optimizer=distributed_optimizer, fsdp=fsdp, fsdp_reshard=fsdp_reshard,
-                      fsdp_grad_sync=fsdp_grad_sync, cp=cp, cp_comm=cp_comm, cp_hierarchy=hierarchy, ep=ep, etp=etp,
-                      fp8=fp8, fp8_param_gather=fp8_param_gather)
-    config = with_load_imbalance(with_capacity(with_overlap(with_mtp_layers(transformer(model, seq), mtp),
+                      fsdp_grad_sync=fsdp_grad_sync, cp=n.cp, cp_comm=cp_comm, cp_hierarchy=n.cp_hierarchy, ep=n.ep,
+                      etp=n.etp, fp8=fp8, fp8_param_gather=fp8_param_gather)
+    config = with_load_imbalance(with_capacity(with_overlap(with_mtp_layers(transformer(model, n.seq), n.mtp),
                                                             overlap_moe_expert_parallel_comm, moe_shared_expert_overlap),
-                                               capacity, moe_pad_expert_input_to_capacity), imbalance)
+                                               n.capacity, moe_pad_expert_input_to_capacity), n.imbalance)
     check_sweep_size(base, axes, limit)
     grid = run_grid(config, gpu_cluster(cluster, dtype), base, axes, placement)
     defaults = {"global_batch": object(), **_DEFAULTS}  # global_batch is required: always given, as --global-batch
     swept = [setting(key) for key, _ in axes if given[key] != defaults[key]]
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, grid.cluster.dtype)
-    for note in (*grid.warnings, seq_note(model, config, seq), unread_note(model), dtype_note, padding_note(config),
+    for note in (*grid.warnings, seq_note(model, config, n.seq), unread_note(model), dtype_note, padding_note(config),
                  *grid.cluster.warnings, *cluster_notes(grid.cluster, "train", points=grid.rows), swept_note(swept)):
         if note:  # the lines archsim train --sweep prints on stderr, in its order
             library_note(note, stacklevel=3)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from archsim.api_keywords import (
     check_choice,
@@ -19,12 +19,12 @@ from archsim.api_keywords import (
     int_or_word,
     listed,
     named,
-    positive_float,
     positive_int,
     ratio,
     seq_keyword,
     seq_note,
     speaks_keywords,
+    train_numbers,
     transformer,
     unread_note,
 )
@@ -114,31 +114,24 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     check_switch(fp8_param_gather, "fp8_param_gather")
     check_switch(overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm")
     check_switch(moe_shared_expert_overlap, "moe_shared_expert_overlap")
-    # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
-    tp, pp, dp, global_batch, micro_batch, interleave, cp, ep = (
-        positive_int(value, name) for value, name in ((tp, "tp"), (pp, "pp"), (dp, "dp"), (global_batch, "global-batch"),
-                                                     (micro_batch, "micro-batch"), (interleave, "interleave"), (cp, "cp"),
-                                                     (ep, "ep")))
-    etp = None if etp is None else positive_int(etp, "etp")
     check_choice(cp_comm, CP_COMMS, "cp-comm")
-    hierarchy = None if cp_hierarchy is None else cast("tuple[int, int]", tuple(  # two: Parallelism checks the count
-        positive_int(n, "cp-hierarchy") for n in listed(cp_hierarchy, "cp-hierarchy", single=True)))
-    seq = None if seq is None else seq_keyword(seq)  # "2048" is 2048 to the notes and the document too
     check_switch(moe_pad_expert_input_to_capacity, "moe_pad_expert_input_to_capacity")
-    capacity = None if moe_expert_capacity_factor is None else \
-        positive_float(moe_expert_capacity_factor, "moe-expert-capacity-factor")
-    imbalance = None if moe_load_imbalance is None else ratio(moe_load_imbalance, "moe-load-imbalance")
-    mtp = None if mtp_layers is None else positive_int(mtp_layers, "mtp-layers", low=0)
-    config = with_overlap(with_load_imbalance(with_capacity(with_mtp_layers(transformer(model, seq), mtp), capacity,
-                                                            moe_pad_expert_input_to_capacity), imbalance),
+    # the counts read as their flags read them, "2" too (search's top="2" is 2): the API's one rule
+    n = train_numbers(tp=tp, pp=pp, dp=dp, global_batch=global_batch, micro_batch=micro_batch, interleave=interleave,
+                      cp=cp, ep=ep, etp=etp, cp_hierarchy=cp_hierarchy, seq=seq,
+                      moe_expert_capacity_factor=moe_expert_capacity_factor, moe_load_imbalance=moe_load_imbalance,
+                      mtp_layers=mtp_layers)
+    config = with_overlap(with_load_imbalance(with_capacity(with_mtp_layers(transformer(model, n.seq), n.mtp),
+                                                            n.capacity, moe_pad_expert_input_to_capacity), n.imbalance),
                           overlap_moe_expert_parallel_comm, moe_shared_expert_overlap)
-    split = parse_stage_layers(stage_layers, layers=config.layers, pp=pp, interleave=interleave, schedule=schedule,
+    split = parse_stage_layers(stage_layers, layers=config.layers, pp=n.pp, interleave=n.interleave, schedule=schedule,
                                mtp=config.mtp_layers) \
         if isinstance(stage_layers, str) else \
-        None if stage_layers is None else [positive_int(n, "stage-layers") for n in listed(stage_layers, "stage-layers", single=True)]
-    par = Parallelism(tp, pp, dp, global_batch, micro_batch, recompute, sequence_parallel, interleave, schedule,
-                      tuple(split) if split else None, attention, dp_overlap, grad_accumulation, distributed_optimizer,
-                      fsdp, cp, cp_comm, fsdp_reshard, fsdp_grad_sync, hierarchy, ep, etp, fp8, fp8_param_gather)
+        None if stage_layers is None else [positive_int(k, "stage-layers") for k in listed(stage_layers, "stage-layers", single=True)]
+    par = Parallelism(n.tp, n.pp, n.dp, n.global_batch, n.micro_batch, recompute, sequence_parallel, n.interleave,
+                      schedule, tuple(split) if split else None, attention, dp_overlap, grad_accumulation,
+                      distributed_optimizer, fsdp, n.cp, cp_comm, fsdp_reshard, fsdp_grad_sync, n.cp_hierarchy, n.ep,
+                      n.etp, fp8, fp8_param_gather)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops")
     check_job_size(par.schedule_actions, limit)  # before the cluster's matrices are built
     laid = lay_out(config, gpu_cluster(cluster, dtype), par, placement=placement, balance=balance,
@@ -151,12 +144,12 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         config_dtype_note(config, laid.cluster.dtype)
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
-                    rank_memory_warning(result, machines), seq_note(model, config, seq), unread_note(model), dtype_note,
+                    rank_memory_warning(result, machines), seq_note(model, config, n.seq), unread_note(model), dtype_note,
                     one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par), padding_note(config),
                     *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             library_note(warning, stacklevel=3)
-    return result, throughput(config, global_batch, recompute, result.iteration_seconds, laid.par.gpus,
+    return result, throughput(config, n.global_batch, recompute, result.iteration_seconds, laid.par.gpus,
                               mean_peak(machines), attention)
 
 

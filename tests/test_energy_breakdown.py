@@ -141,3 +141,39 @@ def test_the_csv_carries_the_json_parts_in_one_cell_each(tmp_path, capsys):
 def test_a_catalog_gpus_csv_has_no_breakdown_column(capsys):
     rows = csv_rows(capsys, ROOT / "configs" / "clusters" / "a100_node.toml")
     assert float(rows[0]["energy_j"]) > 0 and "energy_breakdown_j" not in rows[0]
+
+
+def runs_output(capsys, tmp_path: Path, form: str) -> str:
+    """``archsim train --runs`` of one row on the :data:`CHIPS`-chip array cluster, printed as ``form``."""
+    runs = write(tmp_path / "runs.csv", f"gpus,tp,pp,dp,micro_batch,global_batch\n{CHIPS},1,1,{CHIPS},1,{CHIPS}\n")
+    argv = ["train", MODEL, "--runs", str(runs), "--cluster", str(cluster(tmp_path, "runs")), "--format", form]
+    capsys.readouterr()
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+def test_a_runs_rows_breakdown_is_one_part_cell_in_csv_and_no_table_column(tmp_path, capsys):
+    """A --runs row on array devices carries ``energy_breakdown_j`` (an object in JSON): its csv cell is the
+    ``part: J, …`` text train's csv writes, the JSON's parts at full precision, not a Python dict's repr; the table
+    leaves the object out as it leaves the compute split out (a row's line would be a dict's text)."""
+    parts = json.loads(runs_output(capsys, tmp_path, "json"))["rows"][0]["energy_breakdown_j"]
+    assert list(parts) == PARTS
+    row = next(csv.DictReader(io.StringIO(runs_output(capsys, tmp_path, "csv"))))
+    cell = {name: float(value) for name, value in (item.split(": ") for item in row["energy_breakdown_j"].split(", "))}
+    assert cell == parts
+    frame = archsim.train_runs(MODEL, runs=str(tmp_path / "runs.csv"), cluster=str(tmp_path / "runs_cluster.toml")).to_frame()
+    assert frame["energy_breakdown_j"].tolist() == [row["energy_breakdown_j"]]  # the library's csv rows, the same cell
+    header = next(line for line in runs_output(capsys, tmp_path, "table").splitlines() if not line.startswith("#"))
+    assert "energy_j" in header.split() and "energy_breakdown_j" not in header.split()
+
+
+def test_a_share_near_the_whole_is_written_as_a_percentage_not_in_e_notation():
+    """Shares are 2 significant figures written out: 99.7% is "100%" (``:.2g`` wrote "1e+02%"), a millionth of the
+    whole "0.0001%" (it wrote "1e-04%"), as a reader of a percentage reads them (hand-rounded references)."""
+    from archsim.training.train_json import energy_line, split_line
+
+    line = energy_line({"energy_j": 10.0, "energy_breakdown_j": {"mac": 9.97, "dram": 0.03, "vector": 1e-5}})
+    assert line == "energy: 10 J — mac 100%, dram 0.3%, vector 0.0001%"
+    split = {"gemm": 0.997, "memory_bound": 0.003, "kernel_gaps": 0.0, "host_floor": 0.0,
+             "recompute_communication": 0.0, "other": 0.0}
+    assert split_line(split) == "1 s of compute and recompute — gemm 100%, memory-bound 0.3%, kernel gaps 0%, host floor 0%"

@@ -376,7 +376,8 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
     source = _source_text(sources)
     if boards:
         return {"energy_j": dynamic + static + board, "energy_source": source}
-    breakdown = dict(zip(ENERGY_PARTS, parts, strict=True)) | {"leakage": parts[-1] + static}
+    breakdown = dict(zip(ENERGY_PARTS, parts, strict=True))
+    breakdown["leakage"] += static  # the stated static power, beside the energy model's own leakage
     if not any(device.static_watts for device in ranks):
         return {"energy_j": dynamic + static, "energy_source": source, "energy_breakdown_j": breakdown}
     return {"energy_j": dynamic + static, "energy_source": source, "energy_dynamic_j": dynamic,

@@ -188,8 +188,9 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     mine = [j for j in range(order.stages) if rank_of[j] == slowest]
     forward = par.microbatches * sum(times.forward[j] for j in mine)
     backward = par.microbatches * sum(times.backward_input[j] + times.backward_weight[j] for j in mine)
-    breakdown, host_bound = _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest,
-                                       post[slowest], hidden[slowest])
+    breakdown = _breakdown(c, par, machines[slowest], pieces, order.rank_of_stage(), run, slowest, post[slowest],
+                           hidden[slowest])
+    host_bound = host_bound_seconds(c, par, pieces, mine)  # the sum the search's rows take too
     split = compute_split(c, par, pieces, mine, breakdown["compute"] + breakdown["recompute"], host_bound)
     return TrainResult(float(max(finish)), tuple(mem), breakdown,
                        _op_rows(pieces) + _sharding_rows(c, par, machines[slowest], mem[slowest].parameters, slowest)
@@ -226,7 +227,7 @@ def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
     return [tuple(float(ends[r] - last[j]) for j in range(order.stages) if rank_of[j] == r) for r in range(len(ends))]
 
 
-def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) -> tuple[dict[str, float], float]:
+def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) -> dict[str, float]:
     """The slowest rank's iteration by category (seconds): its compute, recompute, TP collectives, CP's
     exchange and the EP all-to-alls (each only where that axis is > 1), the
     unfused gradient accumulation's passes (its m − 1, :mod:`archsim.training.grad_accumulation`), fp8's amax
@@ -235,9 +236,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
     distributed optimizer's reduce-scatter and all-gather), FSDP's exposed collectives (with ``par.fsdp``),
     embedding all-reduce, optimizer. ``hidden``: the EP all-to-all seconds the rank's paired steps hide
     (:func:`~archsim.training.moe_overlap.paired_hidden`, already off its actions in the timeline), off its EP
-    time, so that the categories add up to the timeline's makespan. Beside it, the seconds of compute and recompute
-    that are host issue time beyond the GPU's work (:func:`~archsim.training.stages.host_bound_seconds`, the sum the
-    search's rows take too)."""
+    time, so that the categories add up to the timeline's makespan."""
     m = par.microbatches
     chunks = par.pp * par.chunks
     counts = layers_per_stage(c.layers, chunks, par.stage_layers)
@@ -259,7 +258,6 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
         ep += runs * (piece.ep_forward + piece.ep_backward)
     tp, cp, ep, accumulate = tp * m, cp * m, ep * m, accumulate * m
     scaling = scaling * m
-    host = host_bound_seconds(c, par, pieces, stages)
     ep -= hidden
     span = float(run.timeline.makespan)
     wait = span - compute - recompute - tp - cp - ep - accumulate - scaling
@@ -272,7 +270,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
             # optimizer's reduce-scatter and all-gather, or the all-reduce
             **({"fsdp_exposed_communication": post["fsdp_exposed_communication"]} if par.fsdp else {}),
             "embedding_allreduce": post["embedding_allreduce"],
-            "optimizer": post["optimizer"], **({"fp8_weight_cast": post["fp8_weight_cast"]} if par.fp8 else {})}, host
+            "optimizer": post["optimizer"], **({"fp8_weight_cast": post["fp8_weight_cast"]} if par.fp8 else {})}
 
 
 def _op_rows(pieces: dict[str, PieceCost]) -> list[dict]:

@@ -72,8 +72,8 @@ class Coster:
         self._placed: dict = {}
         self._seconds: dict = {}  # candidate → (seconds, timing): a planned split and its even one are timed
         # to keep the faster (search_fit.faster_split), then again for the row and its gain
-        self._host: dict = {}  # an event-timed candidate → train's host_bound_seconds, from the same run
-        self._split: dict = {}  # an event-timed candidate → train's compute_split_seconds, from the same run
+        self._event: dict = {}  # an event-timed candidate → train's (host_bound_seconds, compute_split_seconds),
+        # from the run that timed it
 
     def placed(self, k: Candidate):
         """The cluster with its servers in ``k``'s order."""
@@ -107,8 +107,7 @@ class Coster:
             from archsim.training.run import train
 
             result = train(self.c, par, machine, machines)
-            self._host[k] = result.host_bound_seconds
-            self._split[k] = result.compute_split_seconds
+            self._event[k] = result.host_bound_seconds, result.compute_split_seconds
             return result.iteration_seconds, "event"
         if machines:
             times = rank_stage_times(self.c, par, machines, [self.pieces_of(par, mc) for mc in machines])
@@ -133,13 +132,10 @@ class Coster:
         ends its span (:func:`pipeline_seconds`), by the same sum (:func:`~archsim.training.stages.host_bound_seconds`),
         an estimate as the closed form is. Read for a row only (microseconds), not while the search costs."""
         self.seconds(k)  # event-timed or not, as its time
-        if k in self._host:
-            return self._host[k]
-        par = k.parallelism(self.global_batch)
-        cluster = self.placed(k)
-        machines = cluster.rank_wise(par)
-        pieces = self.pieces_of(par, machines[0] if machines else cluster.machine(par))
-        return host_bound_seconds(self.c, par, pieces, rank_chunks(k.schedule, k.pp, par.chunks, 0))
+        if k in self._event:
+            return self._event[k][0]
+        par, pieces, stages = self._first_rank(k)
+        return host_bound_seconds(self.c, par, pieces, stages)
 
     def compute_split(self, k: Candidate) -> dict[str, float]:
         """``k``'s compute and recompute seconds by what they are (``compute_split_seconds``): an event-timed
@@ -149,15 +145,22 @@ class Coster:
         from archsim.training.run import compute_split
 
         self.seconds(k)  # event-timed or not, as its time
-        if k in self._split:
-            return dict(self._split[k])
+        if k in self._event:
+            return dict(self._event[k][1])
+        par, pieces, stages = self._first_rank(k)
+        compute, recompute = compute_seconds(self.c, par, pieces, stages)
+        return compute_split(self.c, par, pieces, stages, compute + recompute,
+                             host_bound_seconds(self.c, par, pieces, stages))
+
+    def _first_rank(self, k: Candidate):
+        """(par, pieces, stages) of ``k``'s pipeline rank 0 as its closed form costs it: its layout, its GPU's pieces
+        (its own on a cluster of mixed GPUs) and its (virtual) stages — the one reading of :meth:`host_seconds` and
+        :meth:`compute_split`."""
         par = k.parallelism(self.global_batch)
         cluster = self.placed(k)
         machines = cluster.rank_wise(par)
         pieces = self.pieces_of(par, machines[0] if machines else cluster.machine(par))
-        stages = rank_chunks(k.schedule, k.pp, par.chunks, 0)
-        compute, recompute = compute_seconds(self.c, par, pieces, stages)
-        return compute_split(self.c, par, pieces, stages, compute + recompute, self.host_seconds(k))
+        return par, pieces, rank_chunks(k.schedule, k.pp, par.chunks, 0)
 
 
 def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine) -> tuple[float, ...]:

@@ -124,13 +124,15 @@ def energy_line(meta: dict) -> str | None:
     if not parts or not meta["energy_j"]:
         return None
     shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
-    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {percent(share)}%" for share, name in shares)
+    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {percent(share)}" for share, name in shares)
 
 
-def percent(share: float) -> str:
-    """A share (0–1) as the energy line's percentage: two significant figures, but a whole number from 10% up, so
-    that 99.6% reads 100, not ``.2g``'s 1e+02."""
-    return f"{100 * share:.0f}" if 100 * share >= 9.95 else f"{100 * share:.2g}"
+def percent(share: float, digits: int = 2) -> str:
+    """``share`` (a fraction of a whole) as the table's lines of parts write it: a percentage to ``digits``
+    significant figures, written out (99.7% is "100%", never ``:.2g``'s "1e+02%"; a millionth "0.0001%")."""
+    import numpy as np
+
+    return f"{np.format_float_positional(float(f'{100 * share:.{digits}g}'), trim='-')}%"
 
 
 HOST_NOTE_SHARE = 0.1  # the table says what the host floor sets above this share of the iteration
@@ -267,19 +269,20 @@ def parts_text(parts: Mapping[str, float], show: Callable[[float], str]) -> str:
     return ", ".join(f"{k}: {show(v)}" for k, v in parts.items())
 
 
-# a --runs row's and a --sweep point's figures by part (objects in JSON, train's meta's): one cell each in csv
-ROW_PARTS = ("compute_split_seconds",)
+# a --runs row's and a --sweep point's figures by part (objects in JSON, train's meta's): one cell each in csv; a
+# --runs row on array devices has its energy's parts too (iteration_energy)
+ROW_PARTS = ("compute_split_seconds", "energy_breakdown_j")
 
 
 def csv_rows(rows: list[dict]) -> list[dict]:
     """``train --runs`` and ``--sweep`` rows as their csv writes them (and their results' ``to_frame()``): each of
-    :data:`ROW_PARTS` (an object in JSON, as train's meta has it) one ``part: seconds, …`` cell at full precision, as
+    :data:`ROW_PARTS` (an object in JSON, as train's meta has it) one ``part: value, …`` cell at full precision, as
     train's csv writes its meta's (:func:`parts_text`); None (a point that cannot run) stays None, an empty cell."""
     return [row | {k: parts_text(row[k], repr) for k in ROW_PARTS if row.get(k) is not None} for row in rows]
 
 
 def table_rows(rows: list[dict]) -> list[dict]:
-    """``train --runs`` and ``--sweep`` rows as their table prints them: without :data:`ROW_PARTS`, whose six parts'
+    """``train --runs`` and ``--sweep`` rows as their table prints them: without :data:`ROW_PARTS`, whose parts
     line would be wider than the rest of a row (csv and JSON carry them; train's own table its shares' line)."""
     return [{k: v for k, v in row.items() if k not in ROW_PARTS} for row in rows]
 
@@ -311,7 +314,7 @@ def split_line(split: dict[str, float], digits: int | None = None) -> str | None
     if not split or not whole > 0:
         return None
     seconds, share = (3, 2) if digits is None else (digits, digits)
-    shares = ", ".join(f"{SPLIT_NAMES[k]} {100 * v / whole:.{share}g}%" for k, v in split.items()
+    shares = ", ".join(f"{SPLIT_NAMES[k]} {percent(v / whole, share)}" for k, v in split.items()
                        if v or k not in ("recompute_communication", "other"))
     return f"{whole:.{seconds}g} s of compute and recompute — {shares}"
 
