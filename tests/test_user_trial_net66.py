@@ -87,3 +87,36 @@ def test_bench_collectives_keeps_a_small_buffers_figure(bench, capsys):
     lines = capsys.readouterr().out.splitlines()[1:]
     printed = [float(line.split(":")[1]) for line in lines]
     assert printed == [pytest.approx(server, rel=1e-2), pytest.approx(whole, rel=1e-2)]
+
+
+LEAVES = ('[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\nservers_per_leaf = {per_leaf}\n'
+          'oversubscription = 4\n[[servers]]\ncount = {servers}\ngpus = 8\ngpu = "h100"\n')
+
+
+def test_train_states_the_oversubscribed_share_it_priced(tmp_path):
+    """Two servers under two leaves of a 4× oversubscribed fabric: the DP all-reduce runs at a quarter of the
+    NICs' share, yet train's inter_server said only "50 GB/s per GPU; crossed by dp", the figure it did not
+    use. By hand: 400 Gb/s per GPU's NIC = 50 GB/s, over 4 = 12.5 GB/s across the uplinks."""
+    path = _write(tmp_path, LEAVES.format(per_leaf=1, servers=2))
+    result, _ = archsim.train(MODEL, cluster=path, tp=8, pp=1, dp=2, global_batch=16)
+    inter = result.to_dict()["meta"]["inter_server"]
+    assert inter["gb_per_s_per_gpu"] == 50 and inter["oversubscription"] == 4
+    assert inter["leaves_crossed_by"] == ["dp"]
+    from archsim.training.train_json import network_lines
+
+    line = network_lines(result.to_dict()["meta"])["inter_server"]
+    assert "50 GB/s per GPU, 12.5 across leaves (uplinks 4× oversubscribed)" in line
+    assert line.endswith("crossed by dp (across leaves: dp)")
+
+
+def test_train_names_only_the_groups_that_cross_leaves(tmp_path):
+    """Four servers, two per leaf: TP 8 · DP 2 · PP 2 puts each pipeline rank on one leaf's two servers (GPUs
+    0–15, 16–31), so its DP all-reduce crosses servers but no uplink, and only the pipeline hop crosses leaves."""
+    path = _write(tmp_path, LEAVES.format(per_leaf=2, servers=4))
+    result, _ = archsim.train(MODEL, cluster=path, tp=8, pp=2, dp=2, global_batch=16)
+    inter = result.to_dict()["meta"]["inter_server"]
+    assert set(inter["crossed_by"]) >= {"dp", "pp"}
+    assert "pp" in inter["leaves_crossed_by"] and "dp" not in inter["leaves_crossed_by"]
+    with pytest.warns(UserWarning, match="uses 16 of the cluster's 32 GPUs"):
+        one_leaf, _ = archsim.train(MODEL, cluster=path, tp=8, pp=1, dp=2, global_batch=16)  # servers 0 and 1
+    assert "oversubscription" not in one_leaf.to_dict()["meta"]["inter_server"]  # nothing crosses: as before
