@@ -120,3 +120,29 @@ def test_train_names_only_the_groups_that_cross_leaves(tmp_path):
     with pytest.warns(UserWarning, match="uses 16 of the cluster's 32 GPUs"):
         one_leaf, _ = archsim.train(MODEL, cluster=path, tp=8, pp=1, dp=2, global_batch=16)  # servers 0 and 1
     assert "oversubscription" not in one_leaf.to_dict()["meta"]["inter_server"]  # nothing crosses: as before
+
+
+@pytest.mark.parametrize(("table", "key", "value", "home", "misled"), [
+    ("cluster", "nic_gbps", "400", "[network]", None),
+    ("cluster", "oversubscription", "2", "[network]", None),
+    ("servers", "nvls", "true", "[network]", None),
+    ("servers", "inter_server_gbps", "400", "[cluster]", None),
+    ("network", "inter_server_link", '"shared"', "[cluster]", "nics_per_server"),
+    ("network", "gpu", '"h100"', "[[servers]]", None)])
+def test_a_key_in_the_wrong_table_is_told_its_table(tmp_path, table, key, value, home, misled):
+    """A key of the cluster file written under another of its tables was told only "unknown key" (nic_gbps or
+    oversubscription under [cluster], nvls under [[servers]]), or the nearest name of the wrong table:
+    inter_server_link under [network] was told "did you mean 'nics_per_server'?". The tables' keys are
+    docs/formats.md's "Cluster (TOML)" lists."""
+    parts = {"cluster": ["inter_server_gbps = 400"], "servers": ["count = 2", "gpus = 8", 'gpu = "h100"'],
+             "network": ["nics_per_server = 8", "nic_gbps = 400"]}
+    parts[table].append(f"{key} = {value}")
+    text = (f"[cluster]\n{chr(10).join(parts['cluster'])}\n[network]\n{chr(10).join(parts['network'])}\n"
+            f"[[servers]]\n{chr(10).join(parts['servers'])}\n")
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError) as caught:
+        archsim.train(MODEL, cluster=path, tp=8, pp=1, dp=2, global_batch=16)
+    assert caught.value.where.field.endswith(key)
+    assert f"({key!r} is a key of {home}: write it there)" in caught.value.message
+    if misled:
+        assert misled not in caught.value.message.split(";")[0]
