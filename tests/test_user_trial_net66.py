@@ -146,3 +146,42 @@ def test_a_key_in_the_wrong_table_is_told_its_table(tmp_path, table, key, value,
     assert f"({key!r} is a key of {home}: write it there)" in caught.value.message
     if misled:
         assert misled not in caught.value.message.split(";")[0]
+
+
+MIXED_DOMAIN = ('[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\n{domain}'
+                '[[servers]]\ncount = 2\ngpus = 8\ngpu = "a100-80gb"\n[[servers]]\ncount = 2\ngpus = 8\ngpu = "h100"\n')
+
+
+def test_an_nvlink_domain_on_mixed_servers_is_noted_as_unread(tmp_path):
+    """docs/training.md: "on mixed servers the domain is not read" — and docs/formats.md: a key a command does not
+    use is said on stderr. nvlink_domain = 16 over two A100 and two H100 servers changed no figure (checked here
+    against the same file without the key) and was not said; a search and a train now note it."""
+    with_domain = _write(tmp_path, MIXED_DOMAIN.format(domain="nvlink_domain = 16\n"), "domain.toml")
+    without = _write(tmp_path, MIXED_DOMAIN.format(domain=""), "plain.toml")
+    from archsim.console import notes_kept
+
+    with notes_kept() as kept:
+        result, _ = archsim.train(MODEL, cluster=with_domain, tp=16, pp=1, dp=1, global_batch=16)
+    with notes_kept() as plain_notes:
+        plain, _ = archsim.train(MODEL, cluster=without, tp=16, pp=1, dp=1, global_batch=16)
+    assert result.iteration_seconds == plain.iteration_seconds  # the key changed nothing
+    assert result.to_dict()["meta"]["inter_server"]["crossed_by"] == ["tp"]
+    noted = [note for note in kept if note.startswith("nvlink_domain = 16 is not read")]
+    assert len(noted) == 1 and "[network]'s NICs" in noted[0]
+    assert not any("nvlink_domain" in note for note in plain_notes)
+    with notes_kept() as searched:
+        archsim.search(MODEL, cluster=with_domain, global_batch=16, gpus=16, top=1, max_micro_batch=1,
+                       schedule="1f1b", recompute="full")
+    assert any(note.startswith("nvlink_domain = 16 is not read") for note in searched)
+
+
+def test_an_nvlink_domain_on_servers_of_one_kind_is_not_noted(tmp_path):
+    """The same domain over four H100 servers is read (TP 16 runs on NVLink, crossing nothing): no such note."""
+    path = _write(tmp_path, '[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\nnvlink_domain = 16\n'
+                            '[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100"\n')
+    from archsim.console import notes_kept
+
+    with notes_kept() as kept:
+        result, _ = archsim.train(MODEL, cluster=path, tp=16, pp=1, dp=1, global_batch=16)
+    assert result.to_dict()["meta"]["inter_server"]["crossed_by"] == []
+    assert not any(note.startswith("nvlink_domain") for note in kept)

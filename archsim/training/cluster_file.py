@@ -285,12 +285,25 @@ def cluster_notes(cluster: GpuCluster, job: str, par: Parallelism | None = None,
     notes = [idle_gpus_note(cluster, par)] if par is not None and par.gpus < cluster.gpus else []
     notes += idle_points_notes(cluster, points)
     notes += cluster.unread
+    notes += mixed_domain_notes(cluster)
     if job == "train" and any(price is not None for price in cluster.prices):
         notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
     if any(w is not None and cluster.gpu_at(start).gemm == "arrays" for w, start in zip(cluster.watts, cluster.starts)):
         notes.append(f"gpu_watts is not read by {job} on an array device (gemm = \"arrays\"): its energy_j is "
                      "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
     return (*notes, *fp32_on_arrays_notes(cluster))
+
+
+def mixed_domain_notes(cluster: GpuCluster) -> list[str]:
+    """The note that an ``nvlink_domain`` over servers is not read on a cluster of several server kinds (GPU, GPU
+    count or in-server link: :attr:`GpuCluster.heterogeneous`), whose pairs of two servers train and search price
+    over the NICs (:meth:`GpuCluster.one_domain`); none elsewhere."""
+    net = cluster.network
+    if net is None or not cluster.heterogeneous or net.nvlink_domain <= max(cluster.sizes, default=cluster.gpus):
+        return []
+    return [f"nvlink_domain = {net.nvlink_domain} is not read: the servers differ in GPU, GPU count or "
+            "intra_server_gbps, and an NVLink domain joins servers of one kind, so every transfer between two servers "
+            "crosses [network]'s NICs (docs/training.md, Beyond one server)"]
 
 
 def idle_gpus_note(cluster: GpuCluster, par: Parallelism) -> str:
