@@ -185,3 +185,23 @@ def test_an_nvlink_domain_on_servers_of_one_kind_is_not_noted(tmp_path):
         result, _ = archsim.train(MODEL, cluster=path, tp=16, pp=1, dp=1, global_batch=16)
     assert result.to_dict()["meta"]["inter_server"]["crossed_by"] == []
     assert not any(note.startswith("nvlink_domain") for note in kept)
+
+
+def test_an_empty_search_names_the_files_usable_memory(tmp_path):
+    """usable_memory_gib = 0.5 on H100s left no configuration, and the note advised "more GPUs or GPUs with more
+    memory" alone: the H100's 79.2 GiB were not what ran out, the file's own reservation was (train says
+    "its NVIDIA H100 SXM5 80GB (usable_memory_gib) has 0.5 GiB")."""
+    from archsim.console import notes_kept
+
+    text = '[cluster]\ninter_server_gbps = 400\n[[servers]]\ncount = 2\ngpus = 8\ngpu = "h100"\n{usable}'
+    tight = _write(tmp_path, text.format(usable="usable_memory_gib = 0.5\n"), "tight.toml")
+    with notes_kept() as kept:
+        found = archsim.search(MODEL, cluster=tight, global_batch=16, gpus=16, schedule="1f1b", max_micro_batch=1)
+    assert not found.rows
+    note = next(note for note in kept if note.startswith("no configuration on 16 GPUs fits"))
+    assert "usable_memory_gib" in note and "0.5 of the NVIDIA H100 SXM5 80GB's 79.2 GiB" in note
+    big = "configs/transformers/gpt3_175b.toml"  # out of memory on the board's own 79.2 GiB: no such words
+    with notes_kept() as kept:
+        archsim.search(big, cluster=f"{ROOT_CLUSTERS}/h100_2_servers.toml", global_batch=16, schedule="1f1b",
+                       max_micro_batch=1)
+    assert not any("usable_memory_gib" in note for note in kept)
