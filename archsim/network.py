@@ -243,11 +243,15 @@ def network_notes(table: dict, network: Network, servers: int, gpus: int = 0) ->
     if "switch_tiers" in table and network.switch_tiers != DEFAULT_SWITCH_TIERS:
         notes.append(f"switch_tiers = {network.switch_tiers} is not read: the latency of switch "
                      "hops is not modelled (docs/training.md, Beyond one server)")
-    if network.oversubscription > 1 and not 0 < network.servers_per_leaf < servers:
+    if network.oversubscription > 1 and servers == 1:  # nothing to split: no servers_per_leaf would change it
+        notes.append(f"oversubscription = {network.oversubscription:g} changes nothing: the cluster is one server, "
+                     "so no group crosses an uplink")
+    elif network.oversubscription > 1 and not 0 < network.servers_per_leaf < servers:
         leaf = "no servers_per_leaf" if not network.servers_per_leaf else \
             f"servers_per_leaf = {network.servers_per_leaf} of {servers} servers"
         notes.append(f"oversubscription = {network.oversubscription:g} changes nothing: every server sits under "
-                     f"one leaf ({leaf}), so no group crosses an uplink; give servers_per_leaf to split them")
+                     f"one leaf ({leaf}), so no group crosses an uplink; give servers_per_leaf below {servers} to "
+                     "split them")
     return tuple(notes)
 
 

@@ -205,3 +205,21 @@ def test_an_empty_search_names_the_files_usable_memory(tmp_path):
         archsim.search(big, cluster=f"{ROOT_CLUSTERS}/h100_2_servers.toml", global_batch=16, schedule="1f1b",
                        max_micro_batch=1)
     assert not any("usable_memory_gib" in note for note in kept)
+
+
+@pytest.mark.parametrize(("servers", "per_leaf", "advice", "wrong"), [
+    (1, 1, "the cluster is one server, so no group crosses an uplink", "give servers_per_leaf"),
+    (2, 2, "give servers_per_leaf below 2 to split them", "give servers_per_leaf to split them")])
+def test_an_unused_oversubscription_gets_advice_that_can_help(tmp_path, servers, per_leaf, advice, wrong):
+    """The note on an oversubscription no group crosses told a one-server cluster, whose servers_per_leaf = 1 was
+    given, to "give servers_per_leaf to split them" (one server splits into nothing), and two servers under a leaf
+    of 2 the same, though the key was given: the value that splits them is below the server count."""
+    from archsim.console import notes_kept
+
+    path = _write(tmp_path, '[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\n'
+                            f'servers_per_leaf = {per_leaf}\noversubscription = 2\n'
+                            f'[[servers]]\ncount = {servers}\ngpus = 8\ngpu = "h100"\n')
+    with notes_kept() as kept:
+        archsim.train(MODEL, cluster=path, tp=8, pp=1, dp=servers, global_batch=16)
+    note = next(note for note in kept if note.startswith("oversubscription = 2 changes nothing"))
+    assert advice in note and wrong not in note
