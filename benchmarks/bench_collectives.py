@@ -54,11 +54,13 @@ def cluster_bus_bandwidths(path: str | Path, nbytes: float) -> tuple[float | Non
 
 def whole_cluster_problem(cluster) -> str | None:
     """Why ``archsim train`` would refuse a TP group of all the cluster's GPUs (servers of different sizes, or
-    of different GPU types: :data:`archsim.training.cluster.LAYOUT_ERRORS`), None where it runs one."""
-    from archsim.training.cluster import LAYOUT_ERRORS
-
-    problem = cluster.problem(Parallelism(tp=cluster.gpus))
-    return None if problem is None else LAYOUT_ERRORS[problem]
+    of different GPU types), in train's words (:meth:`archsim.training.cluster.GpuCluster.laid_out`); None where
+    it runs one."""
+    try:
+        cluster.laid_out(Parallelism(tp=cluster.gpus))
+    except InputError as refused:
+        return refused.message
+    return None
 
 
 def _user_cluster(path: str, nbytes: int) -> None:

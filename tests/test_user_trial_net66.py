@@ -223,3 +223,16 @@ def test_an_unused_oversubscription_gets_advice_that_can_help(tmp_path, servers,
         archsim.train(MODEL, cluster=path, tp=8, pp=1, dp=servers, global_batch=16)
     note = next(note for note in kept if note.startswith("oversubscription = 2 changes nothing"))
     assert advice in note and wrong not in note
+
+
+def test_tp_over_whole_servers_of_different_sizes_is_told_so():
+    """TP 16 on mixed_counts_h100_a100.toml (servers of 8, 4 and 4 GPUs: its comment says TP16 is refused for
+    them) was told "a TP group holds part of a server and part of another ... or is a multiple of them": it holds
+    each server whole, and 16 is a multiple of 8 and of 4. The refusal now names the servers' sizes."""
+    with pytest.raises(InputError) as refused:
+        archsim.train(MODEL, cluster=f"{ROOT_CLUSTERS}/mixed_counts_h100_a100.toml", tp=16, pp=1, dp=1,
+                      global_batch=16)
+    message = refused.value.message
+    assert refused.value.where.field == "tp"
+    assert "whole servers of different sizes (8 + 4 + 4 GPUs)" in message
+    assert "part of a server" not in message
