@@ -105,7 +105,7 @@ def test_train_states_the_oversubscribed_share_it_priced(tmp_path):
     from archsim.training.train_json import network_lines
 
     line = network_lines(result.to_dict()["meta"])["inter_server"]
-    assert "50 GB/s per GPU, 12.5 across leaves (uplinks 4× oversubscribed)" in line
+    assert "50 GB/s per direction per GPU, 12.5 across leaves (uplinks 4× oversubscribed)" in line
     assert line.endswith("crossed by dp (across leaves: dp)")
 
 
@@ -236,3 +236,16 @@ def test_tp_over_whole_servers_of_different_sizes_is_told_so():
     assert refused.value.where.field == "tp"
     assert "whole servers of different sizes (8 + 4 + 4 GPUs)" in message
     assert "part of a server" not in message
+
+
+def test_both_link_lines_state_the_direction(capsys):
+    """train's intra_server line said "450 GB/s per direction per GPU" and the inter_server line beside it "50 GB/s
+    per GPU": one figure per direction, the other read as either. A 400 Gb/s NIC per GPU (h100_2_servers.toml) is
+    400 / 8 = 50 GB/s each way, and an H100's NVLink 900 GB/s both ways is 450 each."""
+    from archsim.cli import main
+
+    assert main(["train", MODEL, "--cluster", f"{ROOT_CLUSTERS}/h100_2_servers.toml", "--tp", "8", "--dp", "2",
+                 "--global-batch", "16"]) == 0
+    lines = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("# ")}
+    assert "450 GB/s per direction per GPU" in lines["# intra_server"]
+    assert "1 GPU per NIC: 50 GB/s per direction per GPU; crossed by dp" in lines["# inter_server"]

@@ -266,7 +266,7 @@ def network_lines(meta: dict) -> dict[str, str]:
         over = inter["oversubscription"]
         leaves = f", {inter['gb_per_s_per_gpu'] / over:.4g} across leaves (uplinks {over:g}× oversubscribed)"
         crossed += f" (across leaves: {', '.join(inter['leaves_crossed_by']) or 'no group'})"
-    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per {unit}{leaves}; crossed by {crossed}"
+    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
     return lines
 
 
