@@ -249,3 +249,26 @@ def test_both_link_lines_state_the_direction(capsys):
     lines = {line.split(":")[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("# ")}
     assert "450 GB/s per direction per GPU" in lines["# intra_server"]
     assert "1 GPU per NIC: 50 GB/s per direction per GPU; crossed by dp" in lines["# inter_server"]
+
+
+@pytest.mark.parametrize(("watts", "said"), [
+    (0.7, "gpu_watts = 0.7 is 1/1,000 of the NVIDIA H100 SXM5 80GB's 700 W board power"),
+    (700000, "gpu_watts = 700000 is 1,000× the NVIDIA H100 SXM5 80GB's 700 W board power"),
+    (650, None), (350, None)])
+def test_a_gpu_power_in_the_wrong_unit_is_warned(tmp_path, watts, said):
+    """gpu_watts = 0.7 (an H100's 700 W written in kW) ran the energy objective and energy_j 1000× low without a
+    word, as a NIC speed in Mb/s once did. An H100 SXM's board power is 700 W (docs/search.md, Objectives): a
+    figure ten times above or below it is warned, with the figure to write where it is 1000× off; a measured
+    draw below the board's (350 W) is not."""
+    from archsim.console import notes_kept
+
+    path = _write(tmp_path, '[cluster]\ninter_server_gbps = 400\n[[servers]]\ncount = 2\ngpus = 8\ngpu = "h100"\n'
+                            f'gpu_watts = {watts}\n')
+    with notes_kept() as kept:
+        result, _ = archsim.train(MODEL, cluster=path, tp=8, pp=1, dp=2, global_batch=16)
+    assert result.energy_j == pytest.approx(16 * watts * result.iteration_seconds, rel=1e-9)  # run as given
+    warned = [note for note in kept if note.startswith("gpu_watts")]
+    if said is None:
+        assert not warned
+    else:
+        assert len(warned) == 1 and said in warned[0] and "write gpu_watts = 700" in warned[0]
