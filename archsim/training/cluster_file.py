@@ -325,9 +325,9 @@ def mixed_domain_notes(cluster: GpuCluster) -> list[str]:
     net = cluster.network
     if net is None or not cluster.heterogeneous or net.nvlink_domain <= max(cluster.sizes, default=cluster.gpus):
         return []
-    return [f"nvlink_domain = {net.nvlink_domain} is not read: the servers differ in GPU, GPU count or "
-            "intra_server_gbps, and an NVLink domain joins servers of one kind, so every transfer between two servers "
-            "crosses [network]'s NICs (docs/training.md, Beyond one server)"]
+    return [(f"nvlink_domain = {net.nvlink_domain} is not read: the servers differ in GPU, GPU count or "
+             "intra_server_gbps, and an NVLink domain joins servers of one kind, so every transfer between two servers "
+             "crosses [network]'s NICs (docs/training.md, Beyond one server)")]
 
 
 def idle_gpus_note(cluster: GpuCluster, par: Parallelism) -> str:
