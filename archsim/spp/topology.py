@@ -48,7 +48,7 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.links import MAX_GBPS, MIN_GBPS, check_nvls, fabric_bytes_per_s, is_gbps, nic_share
-from archsim.network import Network, read_network
+from archsim.network import NETWORK_KEYS, Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
 from archsim.toml_errors import table_line
@@ -73,6 +73,7 @@ SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catal
 SERVER_KEY_ALIASES = {**dict.fromkeys(("gpu_count", "num_gpus", "n_gpus", "gpus_per_server", "gpus_per_node"), "gpus"),
                       **dict.fromkeys(("servers", "nodes", "num_servers", "num_nodes", "server_count"), "count")}
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
+MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
 
 
 def key_hint(key: str, here: str, keys: set[str]) -> str:
@@ -80,13 +81,10 @@ def key_hint(key: str, here: str, keys: set[str]) -> str:
     ``[network]``): where it is another of the three tables' key, that table (``nic_gbps`` in ``[cluster]`` is
     ``[network]``'s, where a near name of ``here``'s would mislead: ``inter_server_link`` in ``[network]`` is not
     ``nics_per_server``), else the nearest of ``keys``."""
-    from archsim.network import NETWORK_KEYS
-
     for table, known in (("[cluster]", CLUSTER_KEYS), ("[[servers]]", SERVER_KEYS), ("[network]", NETWORK_KEYS)):
         if table != here and key in known:
             return f" ({key!r} is a key of {table}: write it there)"
     return did_you_mean(key, keys)
-MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
 
 
 @dataclass(frozen=True)
