@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps, nic_share
-from archsim.validate import did_you_mean, shown, shown_boolean, shown_number
+from archsim.validate import shown, shown_boolean, shown_number
 
 DEFAULT_SWITCH_TIERS = 2  # leaf–spine: what a [network] table that states none has
 NETWORK_KEYS = {"nics_per_server", "nic_gbps", "gpus_per_nic", "nvlink_domain", "switch_tiers", "servers_per_leaf",
@@ -143,7 +143,9 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
         raise InputError("expected a table: write [network] above its keys", file=file, field="network")
     unknown = sorted(set(table) - NETWORK_KEYS)
     if unknown:
-        raise InputError(f"unknown key in [network]{did_you_mean(unknown[0], NETWORK_KEYS)}; keys are "
+        from archsim.spp.topology import key_hint  # the cluster file's other tables' keys (it imports this module)
+
+        raise InputError(f"unknown key in [network]{key_hint(unknown[0], '[network]', NETWORK_KEYS)}; keys are "
                          f"{', '.join(sorted(NETWORK_KEYS))}", file=file, field=unknown[0])
     nics = _positive(table, "nics_per_server", None, file)
     gbps = _positive(table, "nic_gbps", None, file, float)
@@ -241,11 +243,15 @@ def network_notes(table: dict, network: Network, servers: int, gpus: int = 0) ->
     if "switch_tiers" in table and network.switch_tiers != DEFAULT_SWITCH_TIERS:
         notes.append(f"switch_tiers = {network.switch_tiers} is not read: the latency of switch "
                      "hops is not modelled (docs/training.md, Beyond one server)")
-    if network.oversubscription > 1 and not 0 < network.servers_per_leaf < servers:
+    if network.oversubscription > 1 and servers == 1:  # nothing to split: no servers_per_leaf would change it
+        notes.append(f"oversubscription = {network.oversubscription:g} changes nothing: the cluster is one server, "
+                     "so no group crosses an uplink")
+    elif network.oversubscription > 1 and not 0 < network.servers_per_leaf < servers:
         leaf = "no servers_per_leaf" if not network.servers_per_leaf else \
             f"servers_per_leaf = {network.servers_per_leaf} of {servers} servers"
         notes.append(f"oversubscription = {network.oversubscription:g} changes nothing: every server sits under "
-                     f"one leaf ({leaf}), so no group crosses an uplink; give servers_per_leaf to split them")
+                     f"one leaf ({leaf}), so no group crosses an uplink; give servers_per_leaf below {servers} to "
+                     "split them")
     return tuple(notes)
 
 

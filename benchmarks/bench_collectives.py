@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from archsim import links
 from archsim.devices.gpu_lookup import gpu
+from archsim.errors import InputError
 from archsim.training import fitted
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.nccl_cited import bus_gbytes_per_s, predicted_bus_gbytes_per_s, read_cited
@@ -36,15 +37,30 @@ from archsim.training.parallel import Parallelism
 TABLES = ROOT / "tests" / "data" / "e2e" / "nccl_allreduce"
 
 
-def cluster_bus_bandwidths(path: str | Path, nbytes: float) -> tuple[float, float]:
+def cluster_bus_bandwidths(path: str | Path, nbytes: float) -> tuple[float | None, float | None]:
     """All-reduce bus bandwidth (GB/s) of ``nbytes`` over the first server's GPUs and over every GPU of the
-    cluster file ``path``, each as one group on the links train prices a TP group of that size on."""
+    cluster file ``path``, each as one group on the links train prices a TP group of that size on; None where
+    there is no such all-reduce: one GPU (nothing to reduce with), or a group of the whole cluster that train
+    refuses (:func:`whole_cluster_problem`)."""
     cluster = load_gpu_cluster(path)
 
-    def over(n: int) -> float:
+    def over(n: int) -> float | None:
+        if n < 2:
+            return None
         return bus_gbytes_per_s("all-reduce", nbytes, n, cluster.machine(Parallelism(tp=n)).links.tp)
 
-    return over(cluster.starts[1]), over(cluster.gpus)
+    return over(cluster.starts[1]), None if whole_cluster_problem(cluster) else over(cluster.gpus)
+
+
+def whole_cluster_problem(cluster) -> str | None:
+    """Why ``archsim train`` would refuse a TP group of all the cluster's GPUs (servers of different sizes, or
+    of different GPU types), in train's words (:meth:`archsim.training.cluster.GpuCluster.laid_out`); None where
+    it runs one."""
+    try:
+        cluster.laid_out(Parallelism(tp=cluster.gpus))
+    except InputError as refused:
+        return refused.message
+    return None
 
 
 def _user_cluster(path: str, nbytes: int) -> None:
@@ -52,20 +68,47 @@ def _user_cluster(path: str, nbytes: int) -> None:
     server, whole = cluster_bus_bandwidths(path, nbytes)
     size = f"{nbytes / 2**30:g} GiB" if nbytes >= 2**30 else f"{nbytes:,} bytes"
     servers = len(cluster.starts) - 1
+
+    def gpus(n: int) -> str:
+        return f"{n} GPU{'s' if n > 1 else ''}"
+
+    def figure(value: float | None, n: int) -> str:
+        if value is not None:  # a small buffer's latency-bound figure keeps 3 digits, not 0.0
+            return f"{value:6.1f}" if value >= 1 else f"{value:6.3g}"
+        if n < 2:
+            return "   no all-reduce on one GPU"
+        return f"   not priced: archsim train refuses a TP group of {n} GPUs here ({whole_cluster_problem(cluster)})"
+
     print(f"{path}: all-reduce of {size}, bus bandwidth as archsim prices it, GB/s")
-    print(f"  {cluster.starts[1]} GPUs (1 server): {server:6.1f}")
-    print(f"  {cluster.gpus} GPUs ({servers} server{'s' if servers > 1 else ''}): {whole:6.1f}")
+    print(f"  {gpus(cluster.starts[1])} (1 server): {figure(server, cluster.starts[1])}")
+    if servers > 1:  # one server: its line is the whole cluster's
+        print(f"  {gpus(cluster.gpus)} ({servers} servers): {figure(whole, cluster.gpus)}")
     for warning in cluster.warnings:  # a link's unit that slipped, as train and search warn of it
         print(f"bench_collectives: warning: {warning}", file=sys.stderr)
+
+
+def _positive_bytes(text: str) -> int:
+    """``--bytes``: a whole number of bytes above 0 (an all-reduce of none has no bandwidth)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes above 0, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes above 0, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cluster", help="price this cluster file's all-reduces instead of the shipped tables")
-    parser.add_argument("--bytes", type=int, default=2**30, help="buffer size with --cluster (default 1 GiB)")
+    parser.add_argument("--bytes", type=_positive_bytes, default=2**30, help="buffer size with --cluster (default 1 GiB)")
     args = parser.parse_args(argv)
     if args.cluster:
-        _user_cluster(args.cluster, args.bytes)
+        try:
+            _user_cluster(args.cluster, args.bytes)
+        except InputError as error:  # a cluster file archsim refuses: its one line, as train's, not a traceback
+            print(f"bench_collectives: error: {error}", file=sys.stderr)
+            return 2
         return 0
     print("nccl-tests all-reduce, one server (sizes ≥ 16 MB): GPUs, fitted?, mean |error|, max |error|")
     for name in ("a100", "v100"):

@@ -72,7 +72,7 @@ def test_train_names_the_network_of_a_network_table(tmp_path, capsys):
     assert main(["train", MODEL, "--cluster", cluster, *flags]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("# intra_server", "# inter_server"))]
     assert lines == ["# intra_server: 300 GB/s per direction per GPU (nvlink), NVLS off",
-                     "# inter_server: 4 NICs × 200 Gb/s per server, 2 GPUs per NIC: 12.5 GB/s per GPU; crossed by dp"]
+                     "# inter_server: 4 NICs × 200 Gb/s per server, 2 GPUs per NIC: 12.5 GB/s per direction per GPU; crossed by dp"]
 
 
 def test_train_names_the_network_of_the_older_keys_and_the_catalog(tmp_path, capsys):

@@ -48,7 +48,7 @@ import numpy as np
 
 from archsim.errors import InputError
 from archsim.links import MAX_GBPS, MIN_GBPS, check_nvls, fabric_bytes_per_s, is_gbps, nic_share
-from archsim.network import Network, read_network
+from archsim.network import NETWORK_KEYS, Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
 from archsim.toml_errors import table_line
@@ -74,6 +74,17 @@ SERVER_KEY_ALIASES = {**dict.fromkeys(("gpu_count", "num_gpus", "n_gpus", "gpus_
                       **dict.fromkeys(("servers", "nodes", "num_servers", "num_nodes", "server_count"), "count")}
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
 MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
+
+
+def key_hint(key: str, here: str, keys: set[str]) -> str:
+    """The hint of an unknown ``key`` in the cluster file's table ``here`` (``[cluster]``, ``[[servers]]`` or
+    ``[network]``): where it is another of the three tables' key, that table (``nic_gbps`` in ``[cluster]`` is
+    ``[network]``'s, where a near name of ``here``'s would mislead: ``inter_server_link`` in ``[network]`` is not
+    ``nics_per_server``), else the nearest of ``keys``."""
+    for table, known in (("[cluster]", CLUSTER_KEYS), ("[[servers]]", SERVER_KEYS), ("[network]", NETWORK_KEYS)):
+        if table != here and key in known:
+            return f" ({key!r} is a key of {table}: write it there)"
+    return did_you_mean(key, keys)
 
 
 @dataclass(frozen=True)
@@ -279,7 +290,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError("expected [[servers]] tables", file=file, field="servers")
     unknown = sorted(set(cluster) - CLUSTER_KEYS)
     if unknown:
-        raise InputError(f"unknown key in [cluster]{did_you_mean(unknown[0], CLUSTER_KEYS)}; keys are "
+        raise InputError(f"unknown key in [cluster]{key_hint(unknown[0], '[cluster]', CLUSTER_KEYS)}; keys are "
                          f"{', '.join(sorted(CLUSTER_KEYS))}", file=file, field=unknown[0])
     if seed is None:
         seed = cluster.get("seed", 0)
@@ -294,7 +305,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
             meant = SERVER_KEY_ALIASES.get(unknown[0].lower())
-            hint = f" (did you mean {meant!r}?)" if meant else did_you_mean(unknown[0], SERVER_KEYS)
+            hint = f" (did you mean {meant!r}?)" if meant else key_hint(unknown[0], '[[servers]]', SERVER_KEYS)
             raise InputError(f"unknown key in [[servers]]{hint}; keys are "
                              f"{', '.join(sorted(SERVER_KEYS))}", file=file, field=f"servers[{table + 1}].{unknown[0]}")
         count, gpus = group.get("count", 1), group.get("gpus")

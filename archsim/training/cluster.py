@@ -261,8 +261,26 @@ class GpuCluster:
         problem = self.problem(par)
         machines = None if problem else self.rank_machines(par)
         if machines is None:
-            raise InputError(LAYOUT_ERRORS[problem or "stage-mixes-gpu-types"], field="tp")
+            sizes = self.straddled_sizes(par) if problem == "tp-straddles-servers" else None
+            raise InputError(LAYOUT_ERRORS[problem or "stage-mixes-gpu-types"] if sizes is None else
+                             f"a TP group of {par.tp} GPUs spans whole servers of different sizes "
+                             f"({' + '.join(map(str, sizes))} GPUs), and a collective over servers runs as many GPUs "
+                             "in each: choose a TP that divides a server's GPUs or spans servers of one size",
+                             field="tp")
         return machines
+
+    def straddled_sizes(self, par: Parallelism) -> tuple[int, ...] | None:
+        """The GPU counts of the servers the first TP group over servers of different sizes spans, where it holds
+        each of them whole (TP 16 on servers of 8, 4 and 4 GPUs); None where no group does (a group that holds part
+        of a server is the other way to straddle servers)."""
+        for start in range(0, par.gpus, par.tp):
+            first, last = self.server_of(start), self.server_of(start + par.tp - 1)
+            if first == last or self.starts[first] != start or self.starts[last + 1] != start + par.tp:
+                continue
+            sizes = tuple(self.starts[s + 1] - self.starts[s] for s in range(first, last + 1))
+            if len(set(sizes)) > 1:
+                return sizes
+        return None
 
     @cached_property
     def _machines(self) -> dict[tuple, tuple[Machine, ...] | None]:

@@ -169,9 +169,33 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     # the topology's network (a drawn inter_server_gbps range has none: read_network refuses it)
     network = layout.network or read_network(spec, per_server, file, default_gbps=nic)
     warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
+    warnings += tuple(dict.fromkeys(line for group, device in zip(servers, tables, strict=True)
+                                    if (line := watts_warning(group.get("gpu_watts"), device))))
     return GpuCluster(len(layout.servers), kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
                       layout.fabrics, unread, warnings, tuple(sorted(usable.items())),
                       _comm_sms(spec["cluster"].get("comm_sms"), kinds, file), file_layout=layout)
+
+
+WATTS_RATIO = 10  # a stated gpu_watts this many times above or below the board's power is no GPU's draw
+
+
+def watts_warning(watts: float | None, device: Device) -> str:
+    """The warning (one line; empty where none) on a ``[[servers]]`` ``gpu_watts`` more than :data:`WATTS_RATIO`
+    times above or below its GPU's board power (a GPU under load draws about its board power or less, never ten
+    times it): the energy objective and ``energy_j`` read it as given, so a figure in kW or mW gives joules 1000×
+    off. Where the ratio is near 1000 the unit is named with the figure to write. None on a chip without a board
+    power (a device file that states none) or an array device (gemm = "arrays"), whose energy is the energy model's
+    and which is told it does not read the key."""
+    board = device.board_watts
+    if watts is None or not board or device.gemm == "arrays" or board / WATTS_RATIO <= watts <= board * WATTS_RATIO:
+        return ""
+    ratio = watts / board
+    unit = (f"; if that is kW, write gpu_watts = {watts * 1000:g}" if ratio < 1 / 200 else
+            f"; if that is mW, write gpu_watts = {watts / 1000:g}" if ratio > 200 else "")
+    factor = ratio if ratio > 1 else 1 / ratio  # above 10 either way: a whole number reads best (1,000, not 1e+03)
+    times = f"{factor:,.0f}×" if ratio > 1 else f"1/{factor:,.0f} of"
+    return (f"gpu_watts = {watts:g} is {times} the {device.name}'s {board:g} W board power: energy_j and the energy "
+            f"objective run at it as given{unit}")
 
 
 def _comm_sms(value: object, devices: Sequence[Device], file: str) -> int | None:
@@ -285,12 +309,25 @@ def cluster_notes(cluster: GpuCluster, job: str, par: Parallelism | None = None,
     notes = [idle_gpus_note(cluster, par)] if par is not None and par.gpus < cluster.gpus else []
     notes += idle_points_notes(cluster, points)
     notes += cluster.unread
+    notes += mixed_domain_notes(cluster)
     if job == "train" and any(price is not None for price in cluster.prices):
         notes.append("price_per_gpu_hour is not read by train: it prices archsim search's cost objective")
     if any(w is not None and cluster.gpu_at(start).gemm == "arrays" for w, start in zip(cluster.watts, cluster.starts)):
         notes.append(f"gpu_watts is not read by {job} on an array device (gemm = \"arrays\"): its energy_j is "
                      "the energy model's on the ops' accesses, not board power × time (docs/training.md, Accelerators)")
     return (*notes, *fp32_on_arrays_notes(cluster))
+
+
+def mixed_domain_notes(cluster: GpuCluster) -> list[str]:
+    """The note that an ``nvlink_domain`` over servers is not read on a cluster of several server kinds (GPU, GPU
+    count or in-server link: :attr:`GpuCluster.heterogeneous`), whose pairs of two servers train and search price
+    over the NICs (:meth:`GpuCluster.one_domain`); none elsewhere."""
+    net = cluster.network
+    if net is None or not cluster.heterogeneous or net.nvlink_domain <= max(cluster.sizes, default=cluster.gpus):
+        return []
+    return [(f"nvlink_domain = {net.nvlink_domain} is not read: the servers differ in GPU, GPU count or "
+             "intra_server_gbps, and an NVLink domain joins servers of one kind, so every transfer between two servers "
+             "crosses [network]'s NICs (docs/training.md, Beyond one server)")]
 
 
 def idle_gpus_note(cluster: GpuCluster, par: Parallelism) -> str:

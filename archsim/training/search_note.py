@@ -53,7 +53,8 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
             f"{switch_on('distributed-optimizer')} (the optimizer states sharded over DP) fits "
             f"{sharded.configurations:,} of them, the smallest at {sharded.smallest_bytes / 2**30:.1f} GiB a GPU; or ")
         return (f"no configuration on {named} fits: the {rejected['out-of-memory']:,} that pass the rules are "
-                f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory{planned}")
+                f"all out of memory; {sharding}give more GPUs ({more}) or GPUs with more memory"
+                f"{reserved_memory(cluster)}{planned}")
     reasons = ", ".join(f"{r}: {n:,}" for r, n in sorted(rejected.items(), key=lambda t: -t[1]))
     answering = {flag for reason, flags in REASON_FLAGS.items() if rejected.get(reason) for flag in flags}
     others = [name for name in ("ep", "etp", "cp", "cp-comm") if name in answering]  # other values are a fix
@@ -62,6 +63,17 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
                if rejected.get("ep-divides-experts") else "")
     return (f"no configuration on {named}: every one broke a rule its flags leave ({reasons}); give more "
             f"{flags} or {setting('max-micro-batch')} values{divides}{planned}")
+
+
+def reserved_memory(cluster) -> str:
+    """The out-of-memory note's words on the cluster file's own ``usable_memory_gib`` (GiB a job may allocate on a
+    GPU), where it holds a GPU below its board's memory: the file, not the GPUs, may be what leaves no room."""
+    boards = {device.name: device.memory_bytes for device in (*cluster.servers, cluster.gpu)}
+    below = [(name, usable, boards[name]) for name, usable in cluster.usable if usable < boards.get(name, 0)]
+    if not below:
+        return ""
+    stated = ", ".join(f"{usable / 2**30:g} of the {name}'s {board / 2**30:.1f} GiB" for name, usable, board in below)
+    return f", or a larger usable_memory_gib in the cluster file's [[servers]] (it allows {stated})"
 
 
 def nearest_passing(counts, most: int, passes) -> list[int]:
@@ -76,4 +88,4 @@ def nearest_passing(counts, most: int, passes) -> list[int]:
     return [1]
 
 
-__all__ = ["EP_REASONS", "REASON_FLAGS", "empty_search_note", "nearest_passing"]
+__all__ = ["EP_REASONS", "REASON_FLAGS", "empty_search_note", "nearest_passing", "reserved_memory"]

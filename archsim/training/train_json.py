@@ -229,8 +229,33 @@ def network_meta(laid, tied: bool = False) -> dict:
     inter = {"nics_per_server": None if net is None else net.nics_per_server,
              "nic_gbps": None if net is None else net.nic_gbps,
              "gpus_per_nic": None if net is None else net.gpus_per_nic,
-             "gb_per_s_per_gpu": cluster.inter_server_bytes_per_s / 1e9, "crossed_by": crossed}
+             "gb_per_s_per_gpu": cluster.inter_server_bytes_per_s / 1e9, "crossed_by": crossed,
+             **_leaves_meta(laid, crossed)}
     return {"intra_server": intra, "inter_server": inter}
+
+
+def _leaves_meta(laid, crossed: list[str]) -> dict:
+    """Where the run's servers sit under several leaves of an oversubscribed fabric: ``oversubscription`` and
+    ``leaves_crossed_by``, the groups of ``crossed`` some of whose collectives or hops cross an uplink (their share
+    of the NICs divided by it), found as the groups whose links differ from those of the same layout on the fabric
+    without oversubscription; nothing otherwise (the meta then as before)."""
+    from dataclasses import replace
+
+    cluster, par = laid.cluster, laid.par
+    net = cluster.network
+    if net is None or net.oversubscription == 1 or not net.servers_per_leaf:
+        return {}
+    used = range(cluster.server_of(0), cluster.server_of(par.gpus - 1) + 1)
+    if len({s // net.servers_per_leaf for s in used}) < 2:
+        return {}
+    flat = replace(cluster, network=replace(net, oversubscription=1.0)).rank_machines(par) or ()
+    over = cluster.rank_machines(par) or ()
+
+    def links(machine, name: str) -> tuple:
+        return (getattr(machine.links, name), *(machine.links.pp_hops if name == "pp" else ()))
+
+    leaves = [name for name in crossed if any(links(a, name) != links(b, name) for a, b in zip(over, flat, strict=True))]
+    return {"oversubscription": net.oversubscription, "leaves_crossed_by": leaves}
 
 
 def _link_label(devices) -> str:
@@ -258,7 +283,12 @@ def network_lines(meta: dict) -> dict[str, str]:
         "per server, " \
         f"{inter['gpus_per_nic']} {unit}{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
     crossed = ", ".join(inter["crossed_by"]) or "no group"
-    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per {unit}; crossed by {crossed}"
+    leaves = ""
+    if "oversubscription" in inter:  # servers under several leaves of an oversubscribed fabric
+        over = inter["oversubscription"]
+        leaves = f", {inter['gb_per_s_per_gpu'] / over:.4g} across leaves (uplinks {over:g}× oversubscribed)"
+        crossed += f" (across leaves: {', '.join(inter['leaves_crossed_by']) or 'no group'})"
+    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
     return lines
 
 
