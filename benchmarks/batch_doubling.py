@@ -107,8 +107,8 @@ def doubling_markdown(rows: list[dict]) -> list[str]:
               f"reach on all {len(rows)} runs is **{linear_floor(rows):.1%}** (each pair's least sum of its two "
               "errors below, over the runs). Implied: the measured pair's T = m·x + c through both runs (m micro-batches); predicted x: the same "
               "line through archsim's two predictions — a micro-batch's cost with every fixed part taken out."), "",
-             "| model | recompute | b | B | T(B) ms | T(2B) ms | measured ratio | predicted ratio | implied x ms | "
-             "predicted x ms | implied c ms | least error sum |", "| --- " * 12 + "|"]
+             ("| model | recompute | b | B | T(B) ms | T(2B) ms | measured ratio | predicted ratio | implied x ms | "
+              "predicted x ms | implied c ms | least error sum |"), "| --- " * 12 + "|"]
     for p in pairs:
         hidden, layers, _, _, recompute, b = p.cell
         lines.append(f"| h{hidden} L{layers} | {recompute} | {b} | {p.batch} | {p.measured_ms[0]:.1f} | "
