@@ -2,7 +2,6 @@
 (T = m·x + c, x, c ≥ 0) must leave where a cell measured at B and 2B grows by more than 2× or shrinks."""
 
 import pytest
-
 from benchmark_scripts import load_benchmark
 
 doubling = load_benchmark("batch_doubling")
