@@ -137,4 +137,13 @@ def swept_note(swept: Sequence[str]) -> str:
             "values")
 
 
-__all__ = ["Grid", "run_grid", "sweep_axes", "sweep_base", "swept_note"]
+def selective_flash_points_note(rows: Sequence[Mapping]) -> str:
+    """:func:`~archsim.training.parallel.selective_flash_note` once for a sweep, with how many of its points (those
+    that ran, ``rows`` as :func:`run_grid` gives them) run selective recompute beside FlashAttention; '' when none."""
+    from archsim.training.parallel import selective_flash_count_note
+
+    return selective_flash_count_note([("none", "") if row["error"] else (row["recompute"], row["attention"])
+                                       for row in rows], "points")
+
+
+__all__ = ["Grid", "run_grid", "selective_flash_points_note", "sweep_axes", "sweep_base", "swept_note"]
