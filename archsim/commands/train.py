@@ -160,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
                              "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, ep, etp, fp8: hybrid, e4m3 or none, "
-                             "fp8_param_gather, moe_load_imbalance); repeat "
+                             "fp8_param_gather, moe_load_imbalance, seq: each point's --seq); repeat "
                              "for a grid: one row per point (Megatron's even split, no timeline) instead of one "
                              "iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",

@@ -26,7 +26,14 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.moe_ops import padding_note
     from archsim.training.sweep import check_sweep_size
-    from archsim.training.sweep_run import run_grid, selective_flash_points_note, sweep_axes, sweep_base, swept_note
+    from archsim.training.sweep_run import (
+        noted_seq,
+        run_grid,
+        selective_flash_points_note,
+        sweep_axes,
+        sweep_base,
+        swept_note,
+    )
     from archsim.training.train_json import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note
 
@@ -44,7 +51,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
     rows, cluster = grid.rows, grid.cluster
     for line in grid.warnings:
         warn(line)
-    note_default_seq(config, args.model, args.seq)
+    note_default_seq(config, args.model, noted_seq(axes, args.seq))  # a seq axis sets every point's
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     for text in (dtype_note, padding_note(config), selective_flash_points_note(rows)):  # every point's: noted once
         if text:

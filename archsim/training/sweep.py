@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 
 from archsim.choices.training import (
     ATTENTIONS,
@@ -25,7 +25,7 @@ from archsim.training.moe_ops import with_load_imbalance
 from archsim.training.parallel import Parallelism, check_tp_split, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
 from archsim.validate import check_job_size, did_you_mean, shown
-from archsim.value_parsers import comma_items, not_a_choice, parse_boolean, parse_int, parse_ratio
+from archsim.value_parsers import comma_items, not_a_choice, parse_boolean, parse_int, parse_ratio, parse_seq
 
 
 def _count(text: str) -> int:
@@ -63,8 +63,12 @@ AXES: dict[str, Callable[[str], object]] = {
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
     "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
     "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS),
-    "cp": _count, "cp_comm": _one_of(CP_COMMS), "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio}
-MODEL_AXES = ("moe_load_imbalance",)  # axes that set the model's training (TransformerConfig), not Parallelism
+    "cp": _count, "cp_comm": _one_of(CP_COMMS), "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio,
+    "seq": parse_seq}
+# axes that set the model's training (TransformerConfig), not Parallelism: each point's config is MODEL's with the
+# value, as the flag sets it (seq: --seq's load_transformer, a field replaced and checked against a learned position
+# table; the imbalance: with_load_imbalance)
+MODEL_AXES = ("moe_load_imbalance", "seq")
 
 
 def _layout(settings: dict) -> dict:
@@ -168,6 +172,8 @@ def _point(config, cluster, settings: dict, train) -> dict:
                                     settings.get("interleave", Parallelism.interleave))
     try:
         par = Parallelism(**_layout(settings))
+        if "seq" in settings:  # a model axis: the point's sequence (a learned position table's length refuses more)
+            config = replace(config, seq=settings["seq"])
         if "moe_load_imbalance" in settings:  # a model axis: the point's config (refused on a dense model)
             config = with_load_imbalance(config, settings["moe_load_imbalance"])
         row["schedule"] = par.schedule_name  # what ran: a torch class name's order, a V schedule's two chunks
