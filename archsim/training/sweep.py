@@ -154,7 +154,31 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
         for settings in grid:
             rows.append(_point(config, cluster, settings, train))
             bar.update(1)
-    return rows
+    return _parts_everywhere(rows)
+
+
+def _parts(energy: dict) -> dict:
+    """A point's ``energy_breakdown_j`` (train's meta's: ``energy_j`` by part, J) where its energy has one (array
+    devices alone), else nothing."""
+    parts = energy.get("energy_breakdown_j")
+    return {"energy_breakdown_j": dict(parts)} if parts else {}
+
+
+def _parts_everywhere(rows: list[dict]) -> list[dict]:
+    """``rows`` with ``energy_breakdown_j`` right after ``energy_j`` on every row (None where a point did not run)
+    when any point has it, so a table or CSV whose first point failed keeps the column in its place."""
+    if not any("energy_breakdown_j" in row for row in rows):
+        return rows
+    out = []
+    for row in rows:
+        placed: dict = {}
+        for key, value in row.items():
+            if key != "energy_breakdown_j":
+                placed[key] = value
+            if key == "energy_j":
+                placed["energy_breakdown_j"] = row.get("energy_breakdown_j")
+        out.append(placed)
+    return out
 
 
 def _point(config, cluster, settings: dict, train) -> dict:
@@ -191,7 +215,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
                    compute_split_seconds=dict(result.compute_split_seconds),  # train's meta's (run.compute_split)
                    **asdict(rates), peak_memory_gib=result.peak_memory_gib,
                    memory_capacity_gib=result.memory_capacity_gib, fits_memory=fits, energy_j=energy["energy_j"],
-                   error="", energy_source=energy["energy_source"], tp_span=tp_span_warning(cluster, par),
+                   **_parts(energy), error="", energy_source=energy["energy_source"], tp_span=tp_span_warning(cluster, par),
                    cp_span=cp_span_warning(cluster, par), fit=rank_memory_warning(result, machines))
     except InputError as exc:
         row.update(iteration_seconds=None, host_bound_seconds=None, compute_split_seconds=None, **dict.fromkeys(RATES), peak_memory_gib=None, memory_capacity_gib=None,
