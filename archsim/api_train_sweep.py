@@ -97,7 +97,14 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.sweep import check_sweep_size
-    from archsim.training.sweep_run import run_grid, sweep_axes, sweep_base, swept_note
+    from archsim.training.sweep_run import (
+        noted_seq,
+        run_grid,
+        selective_flash_points_note,
+        sweep_axes,
+        sweep_base,
+        swept_note,
+    )
     from archsim.validate import DEFAULT_MAX_OPS
     from archsim.workload.model_files import config_dtype_note
 
@@ -150,8 +157,9 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
     swept = [setting(key) for key, _ in axes if given[key] != defaults[key]]
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, grid.cluster.dtype)
-    for note in (*grid.warnings, seq_note(model, config, n.seq), unread_note(model), dtype_note, padding_note(config),
-                 *grid.cluster.warnings, *cluster_notes(grid.cluster, "train", points=grid.rows), swept_note(swept)):
+    for note in (*grid.warnings, seq_note(model, config, noted_seq(axes, n.seq)), unread_note(model), dtype_note,
+                 padding_note(config), selective_flash_points_note(grid.rows), *grid.cluster.warnings,
+                 *cluster_notes(grid.cluster, "train", points=grid.rows), swept_note(swept)):
         if note:  # the lines archsim train --sweep prints on stderr, in its order
             library_note(note, stacklevel=3)
     import pandas as pd

@@ -96,7 +96,13 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
-    from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
+    from archsim.training.parallel import (
+        Parallelism,
+        cp_comm_note,
+        one_chunk_note,
+        selective_flash_note,
+        unsharded_note,
+    )
     from archsim.training.run import train as _train
     from archsim.training.stage_layout import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput
@@ -145,7 +151,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), seq_note(model, config, n.seq), unread_note(model), dtype_note,
-                    one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par), padding_note(config),
+                    one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par),
+                    selective_flash_note(laid.par.recompute, laid.par.attention), padding_note(config),
                     *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             library_note(warning, stacklevel=3)
@@ -193,6 +200,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         model_note,
         one_chunk_rows_note,
         runs_to_run,
+        selective_flash_rows_note,
     )
     from archsim.training.runs_predict import (
         milliseconds_note,
@@ -230,7 +238,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
-    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), *model_notes,
+    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), selective_flash_rows_note(rows),
+                 *model_notes,
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:
             library_note(note, stacklevel=3)

@@ -87,9 +87,10 @@ def test_a_misspelt_train_schedule_is_told_the_one_it_resembles(capsys):
 
 
 def test_a_sweep_key_unlike_every_axis_gets_no_hint(capsys):
-    """The hint can fail: ``seq`` (not an axis: a sweep runs one sequence length) resembles none."""
-    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--global-batch", "8", "--sweep", "seq=1024,2048"])
-    assert "got 'seq=1024,2048'" in err and "did you mean" not in err, err
+    """The hint can fail: ``hidden`` (not an axis: a sweep runs one model's width; ``seq`` is an axis since
+    2026-12-05) resembles none."""
+    err = _error(capsys, ["train", MODEL, "--cluster", CLUSTER, "--global-batch", "8", "--sweep", "hidden=1024,2048"])
+    assert "got 'hidden=1024,2048'" in err and "did you mean" not in err, err
 
 
 def _table_utilization(capsys, digits: str) -> tuple[int, str, str]:

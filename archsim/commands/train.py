@@ -102,7 +102,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seq", type=seq_flag, default=None,
                         help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
     parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation: none (keep every activation), selective (recompute the attention "
-                             "core) or full (keep each layer's input, recompute the layer)")
+                             "core's s² part: with --attention flash nothing, as none, a note says) or full (keep "
+                             "each layer's input, recompute the layer)")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
     parser.add_argument("--attention", default=None, choices=ATTENTIONS,
                         help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "
@@ -112,7 +113,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "docs/training.md")
     parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,
                         help="DP gradient all-reduce: after the backward (none: vTrain's runs) or in Megatron's "
-                             "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce)")
+                             "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce; megatron only, "
+                             "refused with --implementation pytorch-eager, one GPU with no DP all-reduce)")
     parser.add_argument("--distributed-optimizer", action="store_true",
                         help="Megatron-LM's --use-distributed-optimizer (ZeRO-1): fp32 main weights, Adam's moments "
                              "and the fp32 gradient copy sharded over DP; gradients reduce-scattered and parameters "
@@ -158,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
                              "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, ep, etp, fp8: hybrid, e4m3 or none, "
-                             "fp8_param_gather, moe_load_imbalance); repeat "
+                             "fp8_param_gather, moe_load_imbalance, seq: each point's --seq); repeat "
                              "for a grid: one row per point (Megatron's even split, no timeline) instead of one "
                              "iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
@@ -186,7 +188,13 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.op_rows import SHAPE_KEYS
-    from archsim.training.parallel import Parallelism, cp_comm_note, one_chunk_note, unsharded_note
+    from archsim.training.parallel import (
+        Parallelism,
+        cp_comm_note,
+        one_chunk_note,
+        selective_flash_note,
+        unsharded_note,
+    )
     from archsim.training.run import train
     from archsim.training.stage_layout import parse_stage_layers
     from archsim.training.train_json import (
@@ -270,8 +278,8 @@ def run(args: argparse.Namespace) -> int:
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
-    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par), padding_note(config),
-                 left_out):
+    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par),
+                 selective_flash_note(par.recompute, par.attention), padding_note(config), left_out):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line

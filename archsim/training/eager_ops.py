@@ -281,6 +281,19 @@ def check_sharding(implementation: str, distributed_optimizer: bool, fsdp: bool)
                          f"(plain PyTorch's loop, unwrapped; on one GPU FSDP shards nothing): drop it", field="fsdp")
 
 
-__all__ = ["EAGER_OPTIMIZER_BYTES", "EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "check_eager", "check_eager_attention",
-           "check_sharding", "eager_block_work", "eager_embedding_work", "eager_flash_core", "eager_flash_output_bytes", "eager_head_work",
+def check_dp_overlap(implementation: str, dp_overlap: str) -> None:
+    """Refuse ``bucketed`` beside ``pytorch-eager`` in one line: it is Megatron-LM's ``--overlap-grad-reduce``, its
+    buckets of max(40·10⁶, 10⁶·DP) parameters (:mod:`archsim.training.dp_overlap`), and the plain-PyTorch loop is one
+    GPU's (DP 1, :func:`check_one_gpu`), with no DP all-reduce to bucket or overlap — PyTorch DDP's own buckets
+    (25 MiB, overlapped with the backward by default) are not modelled. Accepted, it would change nothing: a flag that
+    looks honoured and is not."""
+    if implementation == "pytorch-eager" and dp_overlap != "none":
+        raise InputError(f"{setting('dp-overlap', dp_overlap)} is Megatron-LM's --overlap-grad-reduce (its buckets of "
+                         f"the DP all-reduce): not with {setting('implementation', 'pytorch-eager')}, which runs one GPU "
+                         "(DP 1) with no DP all-reduce to overlap (PyTorch DDP's buckets are not modelled)",
+                         field="dp-overlap")
+
+
+__all__ = ["EAGER_OPTIMIZER_BYTES", "EAGER_OPTIMIZER_BYTES_PER_PARAMETER", "check_dp_overlap", "check_eager",
+           "check_eager_attention", "check_sharding", "eager_block_work", "eager_embedding_work", "eager_flash_core", "eager_flash_output_bytes", "eager_head_work",
            "eager_optimizer_bytes"]

@@ -58,6 +58,7 @@ from archsim.training.compute_classes import pass_families, piece_classes
 from archsim.training.context_parallel import rank_config, with_exchange
 from archsim.training.dp_sharding import dp_sync
 from archsim.training.eager_ops import (
+    check_dp_overlap,
     check_eager,
     check_one_gpu,
     check_sharding,
@@ -226,6 +227,7 @@ def model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> di
     if machine.implementation == "pytorch-eager":
         check_one_gpu(par)  # before PP and DP are reset below
         check_sharding(machine.implementation, par.distributed_optimizer, par.fsdp)
+        check_dp_overlap(machine.implementation, par.dp_overlap)
     dp = par.ep * (1 if par.etp is None else par.etp)  # a layout that holds the expert groups (ETP·EP | TP·DP)
     same = replace(par, pp=1, dp=dp, global_batch=par.micro_batch * dp, interleave=1, schedule="1f1b", stage_layers=None,
                    dp_overlap="none", grad_accumulation=None, distributed_optimizer=False, fsdp=False,

@@ -78,6 +78,30 @@ def cp_comm_note(par: Parallelism) -> str:
             f"without it; give {setting('cp', placeholder='N')} (N ≥ 2) to split the sequence")
 
 
+def selective_flash_note(recompute: str, attention: str, count: str = "", column: str | None = None) -> str:
+    """The note that selective recompute ran beside FlashAttention ('' otherwise): selective reruns only the
+    attention core's s² part (scores, softmax, dropout), which FlashAttention never stores — its backward recomputes
+    the scores itself —, so nothing is left to rerun and the figures are exactly ``recompute none``'s (memory and
+    time; :mod:`archsim.training.layer_activations`), which a user would otherwise read as the setting ignored.
+    ``train`` prints it, ``archsim.train`` warns it, naming the settings as the caller spells them; ``count``: how
+    many of a sweep's points or a runs file's rows it holds for (``"3 of the 6 points: "``), said once for them all;
+    ``column``: a runs file's column that sets the recompute instead of the flag."""
+    if recompute != "selective" or attention != "flash":
+        return ""
+    selective, none = (f"{column} selective", f"{column} none") if column else (setting("recompute", "selective"),
+                                                                               setting("recompute", "none"))
+    return (f"{count}{selective} with {setting('attention', 'flash')} recomputes nothing: selective reruns the "
+            "attention core's s² scores, which FlashAttention never stores (its backward recomputes them itself), so "
+            f"the figures are {none}'s")
+
+
+def selective_flash_count_note(settings: list[tuple[str, str]], what: str, column: str | None = None) -> str:
+    """:func:`selective_flash_note` once for many iterations (``settings``: each one's (recompute, attention); ``what``:
+    their name, ``points`` or ``rows``; ``column`` as that function's), with how many it holds for; '' when none."""
+    held = sum(1 for recompute, attention in settings if selective_flash_note(recompute, attention))
+    return selective_flash_note("selective", "flash", f"{held} of the {len(settings)} {what}: ", column) if held else ""
+
+
 def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
     """The note that an interleaved schedule ran with one model chunk per rank ('' otherwise): ``--interleave``
     defaults to 1, and ``interleaved-1f1b`` then runs Megatron's interleaved warm-up over single chunks (up to
@@ -397,4 +421,4 @@ def check_fits(c: TransformerConfig, par: Parallelism, uneven: bool = True) -> N
 
 __all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "cp_comm_note",
            "layers_per_stage", "one_chunk_note", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
-           "tp_straddles", "unsharded_note"]
+           "selective_flash_count_note", "selective_flash_note", "tp_straddles", "unsharded_note"]

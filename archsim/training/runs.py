@@ -323,5 +323,13 @@ def one_chunk_rows_note(rows: tuple[RunRow, ...]) -> str:
     return f"{len(notes)} of the {len(rows)} rows: {notes[0]}" if notes else ""
 
 
+def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
+    """:func:`~archsim.training.parallel.selective_flash_note` once for a runs file, with how many of its rows it
+    holds for (``recompute`` selective beside the command's FlashAttention); '' when none."""
+    from archsim.training.parallel import selective_flash_count_note
+
+    return selective_flash_count_note([(row.par.recompute, row.par.attention) for row in rows], "rows", "recompute")
+
+
 __all__ = ["OPTIONAL", "REQUIRED", "RunRow", "column_for", "frame_text", "model_note", "one_chunk_rows_note", "read_runs",
-           "runs_to_run"]
+           "runs_to_run", "selective_flash_rows_note"]

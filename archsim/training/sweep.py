@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 
 from archsim.choices.training import (
     ATTENTIONS,
@@ -25,7 +25,7 @@ from archsim.training.moe_ops import with_load_imbalance
 from archsim.training.parallel import Parallelism, check_tp_split, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
 from archsim.validate import check_job_size, did_you_mean, shown
-from archsim.value_parsers import comma_items, not_a_choice, parse_boolean, parse_int, parse_ratio
+from archsim.value_parsers import comma_items, not_a_choice, parse_boolean, parse_int, parse_ratio, parse_seq
 
 
 def _count(text: str) -> int:
@@ -63,8 +63,12 @@ AXES: dict[str, Callable[[str], object]] = {
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
     "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
     "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS),
-    "cp": _count, "cp_comm": _one_of(CP_COMMS), "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio}
-MODEL_AXES = ("moe_load_imbalance",)  # axes that set the model's training (TransformerConfig), not Parallelism
+    "cp": _count, "cp_comm": _one_of(CP_COMMS), "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio,
+    "seq": parse_seq}
+# axes that set the model's training (TransformerConfig), not Parallelism: each point's config is MODEL's with the
+# value, as the flag sets it (seq: --seq's load_transformer, a field replaced and checked against a learned position
+# table; the imbalance: with_load_imbalance)
+MODEL_AXES = ("moe_load_imbalance", "seq")
 
 
 def _layout(settings: dict) -> dict:
@@ -150,7 +154,31 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
         for settings in grid:
             rows.append(_point(config, cluster, settings, train))
             bar.update(1)
-    return rows
+    return _parts_everywhere(rows)
+
+
+def _parts(energy: dict) -> dict:
+    """A point's ``energy_breakdown_j`` (train's meta's: ``energy_j`` by part, J) where its energy has one (array
+    devices alone), else nothing."""
+    parts = energy.get("energy_breakdown_j")
+    return {"energy_breakdown_j": dict(parts)} if parts else {}
+
+
+def _parts_everywhere(rows: list[dict]) -> list[dict]:
+    """``rows`` with ``energy_breakdown_j`` right after ``energy_j`` on every row (None where a point did not run)
+    when any point has it, so a table or CSV whose first point failed keeps the column in its place."""
+    if not any("energy_breakdown_j" in row for row in rows):
+        return rows
+    out = []
+    for row in rows:
+        placed: dict = {}
+        for key, value in row.items():
+            if key != "energy_breakdown_j":
+                placed[key] = value
+            if key == "energy_j":
+                placed["energy_breakdown_j"] = row.get("energy_breakdown_j")
+        out.append(placed)
+    return out
 
 
 def _point(config, cluster, settings: dict, train) -> dict:
@@ -168,6 +196,8 @@ def _point(config, cluster, settings: dict, train) -> dict:
                                     settings.get("interleave", Parallelism.interleave))
     try:
         par = Parallelism(**_layout(settings))
+        if "seq" in settings:  # a model axis: the point's sequence (a learned position table's length refuses more)
+            config = replace(config, seq=settings["seq"])
         if "moe_load_imbalance" in settings:  # a model axis: the point's config (refused on a dense model)
             config = with_load_imbalance(config, settings["moe_load_imbalance"])
         row["schedule"] = par.schedule_name  # what ran: a torch class name's order, a V schedule's two chunks
@@ -185,7 +215,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
                    compute_split_seconds=dict(result.compute_split_seconds),  # train's meta's (run.compute_split)
                    **asdict(rates), peak_memory_gib=result.peak_memory_gib,
                    memory_capacity_gib=result.memory_capacity_gib, fits_memory=fits, energy_j=energy["energy_j"],
-                   error="", energy_source=energy["energy_source"], tp_span=tp_span_warning(cluster, par),
+                   **_parts(energy), error="", energy_source=energy["energy_source"], tp_span=tp_span_warning(cluster, par),
                    cp_span=cp_span_warning(cluster, par), fit=rank_memory_warning(result, machines))
     except InputError as exc:
         row.update(iteration_seconds=None, host_bound_seconds=None, compute_split_seconds=None, **dict.fromkeys(RATES), peak_memory_gib=None, memory_capacity_gib=None,

@@ -122,7 +122,9 @@ def run_grid(config, cluster: GpuCluster, base: dict, axes: list[tuple[str, tupl
         warnings += tp_span_points_warnings(spans)  # over the points as --runs names its lines
     unfit = unfit_points_warning([(row.pop("fit"), (row["tp"], row["pp"], row["dp"], row.get("cp", 1))) for row in rows])
     warnings += [unfit] if unfit else []  # train's "does not fit", once for the points it holds for
-    meta = {"model": config.name, "seq": config.seq, "gpu": cluster.gpu_names, "dtype": cluster.dtype,
+    swept_seq = any(name == "seq" for name, _ in axes)  # each row its own: the meta's one length would mislead
+    meta = {"model": config.name, **({} if swept_seq else {"seq": config.seq}), "gpu": cluster.gpu_names,
+            "dtype": cluster.dtype,
             "points": len(rows), "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
     return Grid(rows, meta, cluster, tuple(warnings))
@@ -137,4 +139,21 @@ def swept_note(swept: Sequence[str]) -> str:
             "values")
 
 
-__all__ = ["Grid", "run_grid", "sweep_axes", "sweep_base", "swept_note"]
+def noted_seq(axes: list[tuple[str, tuple]], seq: int | None) -> int | None:
+    """The sequence length the note on a rotary config's sequence reads (:func:`~archsim.workload.model_files.
+    default_seq_note`): a ``seq`` axis's longest (said where past the config's context; never "defaulted", as the axis
+    sets every point's), else ``seq`` as given (None: the config's own, defaulted)."""
+    swept = [values for name, values in axes if name == "seq"]
+    return max(swept[0]) if swept else seq
+
+
+def selective_flash_points_note(rows: Sequence[Mapping]) -> str:
+    """:func:`~archsim.training.parallel.selective_flash_note` once for a sweep, with how many of its points (those
+    that ran, ``rows`` as :func:`run_grid` gives them) run selective recompute beside FlashAttention; '' when none."""
+    from archsim.training.parallel import selective_flash_count_note
+
+    return selective_flash_count_note([("none", "") if row["error"] else (row["recompute"], row["attention"])
+                                       for row in rows], "points")
+
+
+__all__ = ["Grid", "noted_seq", "run_grid", "selective_flash_points_note", "sweep_axes", "sweep_base", "swept_note"]

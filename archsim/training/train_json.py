@@ -299,8 +299,8 @@ def parts_text(parts: Mapping[str, float], show: Callable[[float], str]) -> str:
     return ", ".join(f"{k}: {show(v)}" for k, v in parts.items())
 
 
-# a --runs row's and a --sweep point's figures by part (objects in JSON, train's meta's): one cell each in csv; a
-# --runs row on array devices has its energy's parts too (iteration_energy)
+# a --runs row's and a --sweep point's figures by part (objects in JSON, train's meta's): one cell each in csv; the
+# energy's parts on array devices alone (until 2026-12-05 a --runs csv wrote the object's Python text, no sweep had it)
 ROW_PARTS = ("compute_split_seconds", "energy_breakdown_j")
 
 
