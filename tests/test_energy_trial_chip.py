@@ -5,6 +5,7 @@ lanes. Each reference is a hand count (words × pJ per word, MACs × pJ per MAC)
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from device_files import trial_array_chip_toml, write_file
@@ -32,3 +33,55 @@ def test_energy_times_a_chip_of_4_arrays_as_costs_chip_seconds(capsys, tmp_path,
     assert meta["iteration_seconds"] < total["cycles"] / 1e9 / 2  # not one array's: 4 arrays share the folds
     assert meta["average_power_w"] == pytest.approx(total["energy_pj"] * 1e-12 / chip, rel=1e-12)
     assert meta["chip_arrays"] == 4
+
+
+def _gemm_parts(tmp_path, fp8: bool, mac_pj: object = None) -> dict[str, float]:
+    """Picojoules by part of one 128 × 128 × 128 GEMM (one fold of the chip's 128 × 128 ws array) in bf16 training
+    with its operands fp8 (``fp8``) or bf16, on the trial's chip stating ``mac_pj`` (None: the default table's)."""
+    from archsim.lowering import Gemm, TrainingOp
+    from archsim.training.energy import (
+        ENERGY_PARTS,
+        _ops_parts,
+        device_array,
+        device_energies,
+        device_fp8_energies,
+        load_priced_device,
+    )
+
+    device = load_priced_device(write_file(tmp_path, "mychip.toml", trial_array_chip_toml(mac_pj=mac_pj)))
+    array = device_array(device, "bf16")
+    energies = device_energies(device, array)
+    op = TrainingOp("linear", "F", (Gemm(128, 128, 128),), gemm_dtype="fp8" if fp8 else "")
+    low = device_fp8_energies(device, array, energies)
+    return dict(zip(ENERGY_PARTS, _ops_parts([op], array, energies, low), strict=True))
+
+
+WORDS = 128 * 128  # each operand's and the result's words: one fold reads A and B once, writes and reads out once
+MACS = 128 ** 3
+# Horowitz ISSCC 2014 (configs/energy/horowitz45.toml): a 64-bit access of the 682 KiB operand SRAM (2048 KiB / 3),
+# log-log between 20 pJ at 32 KiB and 100 pJ at 1 MiB; DRAM 20.3125 pJ a bit
+SRAM_BIT = 20 * (682 / 32) ** (math.log(5) / math.log(32)) / 64
+DRAM_BIT = 20.3125
+
+
+def test_an_fp8_gemm_reads_8_bit_operands_and_multiplies_at_an_fp8_mac(tmp_path):
+    """Defect: under `train --fp8` a linear layer's GEMMs were priced as 16-bit operands, SRAM, DRAM and MAC alike,
+    so fp8 cost the casts' energy and saved none. Now A and B are 8-bit words (SRAM reads and writes, DRAM reads),
+    the result stays bf16 (Transformer Engine writes the higher precision), and the MAC is an 8-bit multiply
+    accumulated in fp32: 0.2 + 0.1 (the table's int8 MAC) − 0.1 (its int32 add) + 0.9 (an fp32 add) = 1.1 pJ."""
+    fp8, bf16 = _gemm_parts(tmp_path, True), _gemm_parts(tmp_path, False)
+    # ifmap and filter: a read and a fill write each; the result: a write and a read
+    assert bf16["sram"] == pytest.approx(WORDS * 6 * 16 * SRAM_BIT, rel=1e-9)
+    assert fp8["sram"] == pytest.approx(WORDS * (4 * 8 + 2 * 16) * SRAM_BIT, rel=1e-9)
+    assert bf16["dram"] == pytest.approx(WORDS * 3 * 16 * DRAM_BIT, rel=1e-12)
+    assert fp8["dram"] == pytest.approx(WORDS * (2 * 8 + 16) * DRAM_BIT, rel=1e-12)
+    assert (fp8["mac"], bf16["mac"]) == (pytest.approx(MACS * 1.1), pytest.approx(MACS * 2.0))
+    assert fp8["register"] == bf16["register"]  # partial sums among them: not narrowed
+
+
+def test_a_device_files_mac_pj_is_its_fp8_macs_figure_too(tmp_path):
+    """The trial's chip states `[energy] mac_pj = 0.3`: the chip's own MAC figure, at every width (no rule scales a
+    stated figure), so its fp8 GEMMs' MAC joules are bf16's while their operand words are 8-bit."""
+    fp8, bf16 = _gemm_parts(tmp_path, True, 0.3), _gemm_parts(tmp_path, False, 0.3)
+    assert fp8["mac"] == bf16["mac"] == pytest.approx(MACS * 0.3)
+    assert fp8["sram"] == pytest.approx(WORDS * (4 * 8 + 2 * 16) * SRAM_BIT, rel=1e-9)
