@@ -85,3 +85,24 @@ def test_a_device_files_mac_pj_is_its_fp8_macs_figure_too(tmp_path):
     fp8, bf16 = _gemm_parts(tmp_path, True, 0.3), _gemm_parts(tmp_path, False, 0.3)
     assert fp8["mac"] == bf16["mac"] == pytest.approx(MACS * 0.3)
     assert fp8["sram"] == pytest.approx(WORDS * (4 * 8 + 2 * 16) * SRAM_BIT, rel=1e-9)
+
+
+@pytest.mark.parametrize(("lanes", "rows", "cols"), [(4096, None, None), (64, 8, 8)])
+def test_fp32_gemms_on_lanes_read_operands_as_the_lanes_tile_reuses_them(tmp_path, lanes, rows, cols):
+    """The trial's fp32 GEMMs on `lanes = 4096` read both operands from SRAM every MAC. That is the tile the file
+    states: lanes are `lanes` output-stationary arrays of `lane_rows` × `lane_cols` (default 1 × 1), which the time
+    model folds GEMMs over and the energy model prices, one object (`Device.gemm_units`). An r × c tile reads A once
+    per c columns and B once per r rows: a 64³ GEMM reads M·K·⌈N/c⌉ + K·N·⌈M/r⌉ words, fills M·K + K·N from DRAM,
+    writes and reads back M·N results; on 8 × 8 tiles that is 81,920 32-bit words, on single lanes 540,672."""
+    from archsim.lowering import Gemm, TrainingOp
+    from archsim.training.energy import ENERGY_PARTS, _ops_parts, device_array, device_energies, load_priced_device
+
+    text = trial_array_chip_toml(lanes=lanes, lane_rows=rows, lane_cols=cols)
+    device = load_priced_device(write_file(tmp_path, "lanes.toml", text))
+    array = device_array(device, "fp32")
+    assert (array.rows, array.cols, array.dataflow) == (rows or 1, cols or 1, "os")
+    parts = dict(zip(ENERGY_PARTS, _ops_parts([TrainingOp("linear", "F", (Gemm(64, 64, 64),))], array,
+                                              device_energies(device, array)), strict=True))
+    r, c = rows or 1, cols or 1
+    words = 64 * 64 * math.ceil(64 / c) + 64 * 64 * math.ceil(64 / r) + 2 * 64 * 64 + 2 * 64 * 64
+    assert parts["sram"] == pytest.approx(words * 32 * SRAM_BIT, rel=1e-9)
