@@ -4,7 +4,8 @@
   energy model (:mod:`archsim.energy.model`; the default table, or a device file's ``[energy]`` table
   and figures: :func:`device_energies`) on the ops' accesses — each op's MACs,
   register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
-  (its shape, dataflow and SRAM), and the HBM words its memory-bound part reads and writes (its
+  (its shape, dataflow and SRAM; ``train --fp8``'s fp8 GEMMs with 8-bit operand words and an fp8 MAC:
+  :func:`device_fp8_energies`), and the HBM words its memory-bound part reads and writes (its
   ``vector_elements``, at the table's DRAM energy per word), and a fused kernel's exponentials, FP32 lane
   operations and integer instructions (FlashAttention's softmax and dropout mask, at the table's ``[fused]``
   figures: :func:`~archsim.energy.model.nonmatmul_picojoules`; until 2026-12-04 none: a dropout mask added time
