@@ -94,10 +94,35 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         meta["clock_ghz"] = array.clock_hz / 1e9
         total = rows[-1]  # the TOTAL row
         seconds = float(total["cycles"]) / array.clock_hz
+        chip = _chip_seconds(network, array, batch=batch, microbatches=microbatches, mode=mode, dtype=dtype,
+                             config=config)
+        if chip is not None:  # a device file of several arrays: the chip's time, as cost's chip_seconds
+            seconds, chip_items = chip
+            meta.update(chip_items)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config else ""
     return rows, meta, static or ""
+
+
+def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode,
+                  dtype: str | None, config: str | Path | None) -> tuple[float, dict[str, object]] | None:
+    """(seconds, meta) of the iteration on the whole chip where ``config`` is a device file of several arrays:
+    ``cost``'s ``chip_seconds`` of the batch / M micro-batch (:func:`~archsim.chip_time.layer_chip_seconds`, the
+    op timing train uses) × M, and what it was timed on (:func:`~archsim.chip_time.chip_meta`); None otherwise (one
+    array's cycles are then the chip's time). The energy is the same on one array or many: the chip runs the same
+    accesses, so only the seconds (and the watts over them) are the chip's."""
+    from archsim.array.options import dtype_meta
+    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds
+    from archsim.choices.devices import SCALESIM_DTYPE
+    from archsim.lowering import lower_network
+
+    chip = chip_of(config, array)
+    if chip is None:
+        return None
+    lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
+    timed = layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
+    return sum(row["chip_seconds"] for row in timed) * microbatches, chip_meta(chip)
 
 
 def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:

@@ -69,3 +69,18 @@ def device_error(path):
 def device_message(path) -> str:
     """:func:`device_error`'s one-line message."""
     return str(device_error(path))
+
+
+def trial_array_chip_toml(*, lanes: int | None = None, lane_rows: int | None = None, lane_cols: int | None = None,
+                          mac_pj: object = 0.3) -> str:
+    """An accelerator architect's chip (the energy trial's): 4 weight-stationary 128 × 128 arrays at 1 GHz, 2 MiB of
+    SRAM per array, 16 GiB of HBM at 1000 GB/s, 20 W static, an fp8 peak at the arrays' rate (2 · 4 · 128² · 1 GHz =
+    131.072 TFLOP/s, so ``train --fp8`` runs), ``[energy] mac_pj`` (None: none stated); with ``lanes``, fp32 lanes of
+    ``lane_rows`` × ``lane_cols`` beside the arrays."""
+    text = device_toml(name="mychip", arrays=4, rows=128, cols=128, dataflow="ws", clock_mhz=1000, sram_kib=2048,
+                       hbm_gib=16, hbm_gbps=1000, intra_gbps=200, links=4)
+    text = text.replace('name = "mychip"\n', 'name = "mychip"\nstatic_watts = 20\n')
+    if lanes is not None:
+        text = text.replace("clock_mhz = 1000\n", "clock_mhz = 1000\n" + _line("lanes", lanes)
+                            + _line("lane_rows", lane_rows) + _line("lane_cols", lane_cols))
+    return text + "\n[compute.peak_tflops]\nfp8 = 131.072\n" + ("" if mac_pj is None else f"\n[energy]\nmac_pj = {mac_pj}\n")

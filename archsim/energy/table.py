@@ -266,6 +266,38 @@ def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
     return with_overrides(energies, overrides or {})
 
 
+OPERAND_FIGURES = ("ifmap_read_pj", "filter_read_pj", "ifmap_write_pj", "filter_write_pj", "dram_read_pj")
+
+
+def fp8_mac_pj(table: EnergyTable) -> float | None:
+    """One fp8 GEMM MAC (pJ): an 8-bit multiply accumulated in fp32, Transformer Engine's GEMM (fp8 operands, an fp32
+    accumulator): the table's 1-byte MAC (8-bit multiply + 32-bit integer add) with its accumulating add at fp32 —
+    less the 32-bit integer add (``[fused] int_pj``), plus the 32-bit FP add (``[vector] "4"``), each of the default
+    table a Horowitz ISSCC 2014 figure: 0.3 − 0.1 + 0.9 = 1.1 pJ. The 8-bit integer multiplier stands for the fp8 one
+    (an e4m3 or e5m2 significand product is 4 × 4 or 3 × 3 bits and an exponent add, no more than 8 × 8 bits: an
+    upper figure; the source gives no fp8 one). None where the table has no 1-byte MAC or 4-byte vector figure."""
+    if 1 not in table.mac_pj or 4 not in table.vector_pj:
+        return None
+    int_add_pj = table.fused[FUSED_KEYS.index("int_pj")]
+    return max(table.mac_pj[1] - int_add_pj, 0.0) + table.vector_pj[4]
+
+
+def fp8_gemm_energies(energies: AccessEnergies, element_bytes: int, table: EnergyTable,
+                      overrides: Mapping[str, float] | None = None) -> AccessEnergies | None:
+    """Per-event energies of a GEMM whose operands A and B are fp8 (1 byte) and whose result is ``energies``' word of
+    ``element_bytes`` (Transformer Engine writes the higher precision): the operands' SRAM reads and writes and DRAM
+    reads at 8 bits — the word's figure × 1 / ``element_bytes``, the model's own rule (an SRAM or DRAM word costs
+    its bits: :func:`access_energies`) — and the MAC at :func:`fp8_mac_pj`, unless ``overrides`` (a device file's
+    ``[energy]``, pJ) states ``mac_pj``, the chip's own figure then at every width; the result's SRAM and DRAM
+    words, the array's register moves (partial sums among them) and the vector unit stay at ``element_bytes``.
+    None where the table has no fp8 MAC figure (:func:`fp8_mac_pj`)."""
+    mac = (overrides or {}).get("mac_pj", fp8_mac_pj(table))
+    if mac is None:
+        return None
+    scaled = {name: getattr(energies, name) / element_bytes for name in OPERAND_FIGURES}
+    return replace(energies, mac_pj=float(mac), **scaled)
+
+
 def with_overrides(energies: AccessEnergies, overrides: Mapping[str, float | str],
                    file: str | None = None) -> AccessEnergies:
     """``energies`` with the named figures replaced; an unknown name is an error naming it."""

@@ -4,7 +4,8 @@
   energy model (:mod:`archsim.energy.model`; the default table, or a device file's ``[energy]`` table
   and figures: :func:`device_energies`) on the ops' accesses — each op's MACs,
   register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
-  (its shape, dataflow and SRAM), and the HBM words its memory-bound part reads and writes (its
+  (its shape, dataflow and SRAM; ``train --fp8``'s fp8 GEMMs with 8-bit operand words and an fp8 MAC:
+  :func:`device_fp8_energies`), and the HBM words its memory-bound part reads and writes (its
   ``vector_elements``, at the table's DRAM energy per word), and a fused kernel's exponentials, FP32 lane
   operations and integer instructions (FlashAttention's softmax and dropout mask, at the table's ``[fused]``
   figures: :func:`~archsim.energy.model.nonmatmul_picojoules`; until 2026-12-04 none: a dropout mask added time
@@ -123,6 +124,16 @@ def device_energies(device: Device, array: ArrayConfig):
     return access_energies(array, table, dict(device.energy_figures))
 
 
+def device_fp8_energies(device: Device, array: ArrayConfig, energies):
+    """Per-event energies (pJ) of an fp8 GEMM on ``array``, one of ``device``'s (``energies``: its training dtype's,
+    :func:`device_energies`): its operands A and B at 8 bits, its MAC an fp8 one, the rest the training dtype's
+    (:func:`~archsim.energy.table.fp8_gemm_energies`); ``energies`` itself where the table has no fp8 MAC figure."""
+    from archsim.energy.table import cfg_table, fp8_gemm_energies, load_table
+
+    table = cfg_table(device.energy_table) if device.energy_table else load_table()
+    return fp8_gemm_energies(energies, array.element_bytes, table, dict(device.energy_figures)) or energies
+
+
 def _source(device: Device) -> str:
     """``energy_source`` of an array device: which figures priced it, and its static power where it states one."""
     return (FILE_SOURCE if device.energy_table or device.energy_figures else MODEL_SOURCE) + (
@@ -216,15 +227,22 @@ def _grouped_columns() -> dict[str, tuple[str, ...]]:
 
 
 
-def _ops_parts(ops, array: ArrayConfig, energies) -> tuple[float, ...]:
-    """Picojoules of ``ops`` by :data:`ENERGY_PARTS`: the energy model's per-op columns summed part by part, the
+def _ops_parts(ops, array: ArrayConfig, energies, fp8_energies=None) -> tuple[float, ...]:
+    """Picojoules of ``ops`` by :data:`ENERGY_PARTS`: the energy model's per-op columns summed part by part (an op
+    whose GEMMs take fp8 operands, ``gemm_dtype`` fp8, at ``fp8_energies``: :func:`device_fp8_energies`), the
     memory-bound ops' HBM words (their ``vector_elements``, at the DRAM read figure) under dram, their fused kernels'
     non-matmul work under nonmatmul."""
+    from archsim.choices.devices import FP8
     from archsim.energy.model import nonmatmul_picojoules, op_energy_columns
 
-    columns = op_energy_columns(ops, array, energies) if ops else {}
-    part = {name: sum(float(columns[column].sum()) for column in names) if ops else 0.0
-            for name, names in _grouped_columns().items()}
+    part = dict.fromkeys(_grouped_columns(), 0.0)
+    fp8 = fp8_energies is not None
+    low = [op for op in ops if fp8 and op.gemm_dtype == FP8]
+    for group, figures in (([op for op in ops if not (fp8 and op.gemm_dtype == FP8)], energies), (low, fp8_energies)):
+        if group:
+            columns = op_energy_columns(group, array, figures)
+            for name, names in _grouped_columns().items():
+                part[name] += sum(float(columns[column].sum()) for column in names)
     part["dram"] += sum(op.vector_elements for op in ops) * energies.dram_read_pj
     part["nonmatmul"] = nonmatmul_picojoules(ops, energies)
     return tuple(part[name] for name in ENERGY_PARTS)
@@ -239,7 +257,7 @@ def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_paral
     (module docstring), of one layer, the embedding and the head of the op list the iteration is timed on
     (``implementation`` in ``dtype``: :func:`~archsim.training.iteration.piece_works`), a layer's forward again
     under full recompute (``fp8``: the list's linear GEMMs and quantize kernels under it, the GEMMs' accesses
-    priced at the array's word as the training dtype's). Cached: a search prices many configurations that share
+    priced with their operands at 8 bits and an fp8 MAC: :func:`device_fp8_energies`). Cached: a search prices many configurations that share
     these."""
     from archsim.training.iteration import piece_works
 
@@ -249,12 +267,13 @@ def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_paral
     pieces = (*lists, *([projection_work(c, micro_batch, tp, sequence_parallel)] if c.mtp_layers else []))
     array = device_array(device, dtype)
     energies = device_energies(device, array)
+    low = device_fp8_energies(device, array, energies) if fp8 else None
     out = []
     for index, work in enumerate(pieces):
         ops = [*work.forward, *work.backward]
         if index in (0, 3) and recompute == "full":
             ops += list(work.forward)
-        out.append(_ops_parts(ops, array, energies))
+        out.append(_ops_parts(ops, array, energies, low))
     return tuple(out)
 
 
@@ -399,5 +418,5 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
 
 
 __all__ = ["BOARD_SOURCE", "ENERGY_PARTS", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_devices",
-           "array_iteration_joules", "array_iteration_parts", "board_watts", "device_array", "device_energies", "device_file_array", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
+           "array_iteration_joules", "array_iteration_parts", "board_watts", "device_array", "device_energies", "device_file_array", "device_fp8_energies", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
            "priced", "static_joules", "unpriced_static_note"]
