@@ -300,22 +300,21 @@ def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], s
             | ({"energy_breakdown_j": parts_text(energy, show)} if energy else {}))
 
 
-SPLIT_NAMES = {"gemm": "gemm", "memory_bound": "memory-bound", "kernel_gaps": "kernel gaps", "host_floor": "host floor",
-               "recompute_communication": "recompute's communication", "other": "other"}
-
-
 def split_line(split: dict[str, float], digits: int | None = None) -> str | None:
     """The table's line of ``compute_split_seconds``: compute and recompute's seconds, then each part's share of them
     (``0.3 s — gemm 41%, memory-bound 22%, kernel gaps 21%, host floor 16%``; the recompute's communication and
     ``other`` only where they are not 0); None
     where there is no split or nothing to split. ``digits`` (``train --precision``): the seconds' and the shares'
-    significant digits; None: 3 and 2."""
+    significant digits; None: 3 and 2. The parts' names and order are :data:`~archsim.training.run.SPLIT_PARTS`, the
+    list :func:`~archsim.training.run.compute_split` keys its seconds by."""
+    from archsim.training.run import SPLIT_PARTS
+
     whole = sum(split.values())
     if not split or not whole > 0:
         return None
     seconds, share = (3, 2) if digits is None else (digits, digits)
-    shares = ", ".join(f"{SPLIT_NAMES[k]} {percent(v / whole, share)}" for k, v in split.items()
-                       if v or k not in ("recompute_communication", "other"))
+    shares = ", ".join(f"{part.label} {percent(split[part.key] / whole, share)}" for part in SPLIT_PARTS
+                       if split[part.key] or part.shown_at_zero)
     return f"{whole:.{seconds}g} s of compute and recompute — {shares}"
 
 
