@@ -188,8 +188,9 @@ def run(args: argparse.Namespace) -> int:
             from archsim.training.parallel import Parallelism
             from archsim.training.train_json import search_host_note, table_parameters
 
-            # each GPU type's host seconds per op, as a one-GPU machine of it is built (the rows' ranks' own)
-            per_op = tuple(cluster.machine(Parallelism(), gpu).efficiency.host_s for gpu in {*cluster.servers, cluster.gpu})
+            # each GPU type's host seconds per op and their source, as a one-GPU machine of it is built
+            per_op = tuple((m.efficiency.host_s, m.host_source) for m in (cluster.machine(Parallelism(), gpu)
+                                                                            for gpu in {*cluster.servers, cluster.gpu}))
             meta = search_host_note(table_parameters(meta), rows, per_op)
         # the table: gpus only when several counts are compared (one count is the meta's gpus)
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
