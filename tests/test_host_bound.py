@@ -135,6 +135,21 @@ def test_a_device_files_host_s_is_the_one_reported(tmp_path, tiny):
     assert figures["2e-4"] > figures["69.4e-6"] > 0
 
 
+@pytest.mark.parametrize(("precision", "shown"), [(None, "69.4"), ("6", "69.4321")])
+def test_the_notes_host_time_per_op_follows_precision(tmp_path, tiny, precision, shown):
+    """Failed before: ``--precision 6`` printed the note's seconds to 6 digits but its µs per op to 3. A device file
+    stating ``host_s = 69.4321e-6``: 69.4321 µs at 6 digits, 69.4 at the default 3 (the file's figure, rounded by
+    hand)."""
+    device = (ROOT / "configs" / "devices" / "a100_80gb_as_arrays.toml").read_text(encoding="utf-8")
+    (tmp_path / "chip.toml").write_text(device.replace("host_s = 69.4e-6\n", "host_s = 69.4321e-6\n"), encoding="utf-8")
+    (tmp_path / "one.toml").write_text('[cluster]\nname = "one"\n\n[[servers]]\ncount = 1\ngpus = 1\n'
+                                       'intra_server_gbps = 4800\ndevice = "chip.toml"\n', encoding="utf-8")
+    table = run_cli(["train", tiny, "--cluster", str(tmp_path / "one.toml"), "--global-batch", "4", "--recompute",
+                     "none", "--attention", "standard", *(["--precision", precision] if precision else [])])
+    [line] = [text for text in table.splitlines() if text.startswith("# host_bound: ")]
+    assert f"is the host issuing ops ({shown} µs per op, the device file's host_s) beyond" in line, line
+
+
 def test_the_table_says_nothing_where_the_host_is_under_a_tenth():
     """The medium GPT at micro-batch 8 on an H200: the host-bound part is a few hundred µs of 0.30 s."""
     args = [MEDIUM, "--cluster", H200, "--global-batch", "32", "--micro-batch", "8", "--dtype", "fp16"]

@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
     text = render(frame, args.format, meta=meta, precision=args.precision)
-    energy = energy_line(document["meta"]) if args.format == "table" else None  # JSON and csv have the parts
+    energy = energy_line(document["meta"], args.precision) if args.format == "table" else None  # JSON and csv have the parts
     emit(text + (f"{energy}\n" if energy else ""), args)
     write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
                            unit="seconds",

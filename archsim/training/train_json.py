@@ -116,15 +116,19 @@ def static_split(result) -> dict[str, float]:
     return {"energy_dynamic_j": result.energy_dynamic_j, "energy_static_j": result.energy_static_j}
 
 
-def energy_line(meta: dict) -> str | None:
+def energy_line(meta: dict, digits: int | None = None) -> str | None:
     """The line under ``archsim train``'s table saying where an array device's joules go: ``energy_j`` and each
     nonzero part of ``energy_breakdown_j`` as its share, the largest first (``energy: 1616 J — mac 46%, dram 31%,
-    …``); None where the meta has no breakdown (catalog GPUs, priced at board power × time)."""
+    …``); None where the meta has no breakdown (catalog GPUs, priced at board power × time). ``digits``
+    (``train --precision``, as the table's other figures): the joules' and the shares' significant digits; None: 4
+    and 2."""
     parts = meta.get("energy_breakdown_j")
     if not parts or not meta["energy_j"]:
         return None
+    joules, share_digits = (4, 2) if digits is None else (digits, digits)
     shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
-    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {percent(share)}" for share, name in shares)
+    return (f"energy: {meta['energy_j']:.{joules}g} J — "
+            + ", ".join(f"{name} {percent(share, share_digits)}" for share, name in shares))
 
 
 def percent(share: float, digits: int = 2) -> str:
@@ -144,13 +148,14 @@ def host_note(host: float, total: float, per_op: Iterable[tuple[float, str]], di
     (``per_op``: (seconds, where they came from: :attr:`~archsim.training.machine.Machine.host_source`) of each of the
     run's machines) fitted on other machines or stated by a device file, and a larger micro-batch shortens it (more work
     per op), CUDA graphs too (one launch for many ops, which archsim does not model); each source is named beside its
-    own figures (a range where several); ``digits``: the seconds' significant digits (``train --precision``)."""
+    own figures (a range where several); ``digits``: the seconds' and the microseconds' significant digits
+    (``train --precision``; 3 without it)."""
     if not host > HOST_NOTE_SHARE * total:
         return None
     by_source: dict[str, set[float]] = {}
     for seconds, source in per_op:
         by_source.setdefault(source, set()).add(seconds)
-    each = "; ".join(f"{'–'.join(f'{s * 1e6:.3g}' for s in sorted(values))} µs per op, {source}"
+    each = "; ".join(f"{'–'.join(f'{s * 1e6:.{digits}g}' for s in sorted(values))} µs per op, {source}"
                      for source, values in sorted(by_source.items(), key=lambda item: (min(item[1]), item[0])))
     return (f"{host:.{digits}g} s of {total:.{digits}g} s is the host issuing ops ({each}) beyond "
             "the GPU's work: a faster host CPU, a larger micro-batch or CUDA graphs shorten it")
