@@ -163,6 +163,21 @@ def test_the_table_says_each_parts_share(tiny):
     assert "gemm: " in csv.splitlines()[1]  # the seconds, one line, as breakdown_seconds
 
 
+def test_every_part_the_split_returns_has_the_tables_name_and_every_name_a_part(tiny):
+    """Failed before: the split's keys were written twice, in ``compute_split``'s dict and the table's names (a key
+    added to the one only made the table raise KeyError). Now one list (``SPLIT_PARTS``) keys both: a run's keys are
+    the documented six in order (PARTS above), and six parts of 1 s each make the table name each once, in that
+    order: 6 s, each 1/6 = 17% to two digits (names as docs/training.md writes them)."""
+    from archsim.training.run import SPLIT_PARTS
+    from archsim.training.train_json import split_line
+
+    split = run(CASES["pp2"], tiny).compute_split_seconds
+    assert list(split) == [part.key for part in SPLIT_PARTS] == list(PARTS)
+    assert split_line(dict.fromkeys(split, 1.0)) == (
+        "6 s of compute and recompute — gemm 17%, memory-bound 17%, kernel gaps 17%, host floor 17%, "
+        "recompute's communication 17%, other 17%")
+
+
 # iteration_seconds of archsim train before the compute split was added (one run each, recorded): reading the ops'
 # times apart must leave every prediction where it was
 BEFORE = {

@@ -177,3 +177,23 @@ def test_a_share_near_the_whole_is_written_as_a_percentage_not_in_e_notation():
     split = {"gemm": 0.997, "memory_bound": 0.003, "kernel_gaps": 0.0, "host_floor": 0.0,
              "recompute_communication": 0.0, "other": 0.0}
     assert split_line(split) == "1 s of compute and recompute — gemm 100%, memory-bound 0.3%, kernel gaps 0%, host floor 0%"
+
+
+@pytest.mark.parametrize(("precision", "joules", "share"), [(None, 4, 2), ("6", 6, 6)])
+def test_the_energy_line_follows_precision_as_the_tables_other_figures(tmp_path, capsys, precision, joules, share):
+    """Failed before: ``--precision 6`` printed the table's figures to 6 significant digits but the energy line's
+    joules to 4 and its shares to 2. Without the flag the line keeps 4 and 2 (docs/training.md quotes one). The
+    references are the JSON's full-precision ``energy_j`` and parts, each share part / ``energy_j`` × 100, within
+    the rounding of that many digits (half a unit in the last place)."""
+    path = cluster(tmp_path, "plain")
+    got = meta(capsys, path)
+    assert main(["train", MODEL, "--cluster", str(path), "--dp", "4", "--global-batch", "4",
+                 *(["--precision", precision] if precision else [])]) == 0
+    line = next(text for text in capsys.readouterr().out.splitlines() if text.startswith("energy: "))
+    assert line.startswith(f"energy: {got['energy_j']:.{joules}g} J — ")
+    shown = dict(item.split(" ") for item in line.split(" — ")[1].split(", "))
+    nonzero = {name: value for name, value in got["energy_breakdown_j"].items() if value}
+    assert set(shown) == set(nonzero)
+    for name, value in nonzero.items():
+        assert float(shown[name].removesuffix("%")) == pytest.approx(100 * value / got["energy_j"],
+                                                                     rel=0.5 * 10 ** (1 - share) * (1 + 1e-9))

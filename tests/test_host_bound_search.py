@@ -129,3 +129,55 @@ def test_csv_rows_carry_the_split_in_one_cell_and_the_table_none(rows):
              for line in table]
     assert parts == [row["compute_split_seconds"] for row in rows]
     assert "compute_split_seconds" not in run_cli(SEARCH)
+
+
+TINY = {"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "n_positions": 32, "vocab_size": 1000,
+        "n_inner": 256, "tie_word_embeddings": True}
+CATALOG_AND_FILE = """[cluster]
+name = "catalog_and_file"
+inter_server_gbps = 200
+inter_server_link = "per_gpu_pair"
+
+[[servers]]
+count = 1
+gpus = 1
+intra_server_gbps = 4800
+gpu = "a100-80gb"
+
+[[servers]]
+count = 1
+gpus = 1
+intra_server_gbps = 4800
+device = "chip.toml"
+"""
+
+
+@pytest.fixture(scope="module")
+def catalog_and_file(tmp_path_factory) -> list[str]:
+    """A tiny GPT's search on a catalog A100 (host time per op: vTrain's fit, 69.4 µs) then a device file's chip
+    stating ``host_s = 2e-4`` (the shipped A100-as-arrays file, renamed, its host_s raised), micro-batches short
+    enough that the host sets the first row's passes."""
+    folder = tmp_path_factory.mktemp("catalog_and_file")
+    device = (ROOT / "configs" / "devices" / "a100_80gb_as_arrays.toml").read_text(encoding="utf-8")
+    assert "host_s = 69.4e-6\n" in device and 'name = "NVIDIA A100 SXM4 80GB"\n' in device
+    (folder / "chip.toml").write_text(device.replace("host_s = 69.4e-6\n", "host_s = 2e-4\n").replace(
+        'name = "NVIDIA A100 SXM4 80GB"\n', 'name = "A100 as arrays, slow host"\n'), encoding="utf-8")
+    (folder / "cluster.toml").write_text(CATALOG_AND_FILE, encoding="utf-8")
+    (folder / "tiny.json").write_text(json.dumps(TINY), encoding="utf-8")
+    return ["search", str(folder / "tiny.json"), "--cluster", str(folder / "cluster.toml"), "--global-batch", "4",
+            "--top", "1"]
+
+
+@pytest.mark.parametrize(("gpus", "pp", "per_op"), [
+    ("1", 1, "69.4 µs per op, vTrain's A100 fit"),
+    ("2", 2, "69.4 µs per op, vTrain's A100 fit; 200 µs per op, the device file's host_s")])
+def test_the_note_names_the_first_rows_own_gpus_each_beside_its_source(catalog_and_file, gpus, pp, per_op):
+    """Failed before: the note took every GPU type of the cluster, and labelled the whole range by comparing values
+    ("69.4–200 µs per op, the device file's host_s" under a first row on the catalog A100 alone). Now ``--gpus 1``:
+    the row's one A100, vTrain's fit; ``--gpus 2``: PP 2 (TP and DP groups may not mix GPU types), a rank on each
+    GPU, each figure beside where it came from (the cluster's and the file's figures, set above)."""
+    args = [*catalog_and_file, "--gpus", gpus]
+    row = json.loads(run_cli([*args, "--format", "json"]))["rows"][0]
+    assert row["pp"] == pp and row["host_bound_seconds"] > 0.1 * row["iteration_seconds"]  # the note is printed
+    noted = [line for line in run_cli(args).splitlines() if line.startswith("# host_bound:")]
+    assert len(noted) == 1 and f"is the host issuing ops ({per_op}) beyond the GPU's work" in noted[0], noted

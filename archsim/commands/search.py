@@ -185,12 +185,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "json":
         meta = text_meta(meta)
         if args.format == "table":  # csv: the rows' pareto_optimal; the table ends with the front's block
-            from archsim.training.parallel import Parallelism
             from archsim.training.train_json import search_host_note, table_parameters
 
-            # each GPU type's host seconds per op, as a one-GPU machine of it is built (the rows' ranks' own)
-            per_op = tuple(cluster.machine(Parallelism(), gpu).efficiency.host_s for gpu in {*cluster.servers, cluster.gpu})
-            meta = search_host_note(table_parameters(meta), rows, per_op)
+            meta = search_host_note(table_parameters(meta), rows, _host_times(args, cluster, result.rows))
         # the table: gpus only when several counts are compared (one count is the meta's gpus)
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
         rows = [{k: v for k, v in row.items() if k not in hidden} for row in table_rows(rows)] \
@@ -264,14 +261,19 @@ def _levels(cell: str | None) -> tuple[int, int] | None:
     return a, p
 
 
-def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
-    """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
-    torch.distributed.pipelining schedule CSV."""
-    from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, iteration_title, write_timeline_outputs
-    from archsim.training.parallel import Parallelism
-    from archsim.training.run import train
+def _host_times(args: argparse.Namespace, cluster, rows: list[dict]) -> tuple[tuple[float, str], ...]:
+    """(host seconds per op, where they came from) of each pipeline rank's machine of the first row (its own GPUs,
+    not every GPU type of the cluster), what its ``host_bound_seconds`` rest on; none without rows."""
+    if not rows:
+        return ()
+    par, placed = _first_row_layout(args, cluster, rows[0])
+    return tuple((m.efficiency.host_s, m.host_source) for m in placed.laid_out(par))
 
-    r = rows[0]  # run() refused the timelines of an empty search
+
+def _first_row_layout(args: argparse.Namespace, cluster, r: dict):
+    """(Parallelism, cluster in the row's server order) of search row ``r``, as archsim train runs it."""
+    from archsim.training.parallel import Parallelism
+
     split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
     par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
@@ -282,6 +284,16 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
                       fp8_param_gather=r.get("fp8_param_gather", False))
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
+    return par, cluster
+
+
+def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
+    """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
+    torch.distributed.pipelining schedule CSV."""
+    from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, iteration_title, write_timeline_outputs
+    from archsim.training.run import train
+
+    par, cluster = _first_row_layout(args, cluster, rows[0])  # run() refused the timelines of an empty search
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))
     write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
                            unit="seconds",

@@ -269,8 +269,9 @@ def run(args: argparse.Namespace) -> int:
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
         meta = text_meta(meta, result.breakdown, show)
         if args.format == "table":  # csv keeps the exact integer; the energy's parts are the line under the rows
-            meta = table_split(table_host_note(table_parameters(meta), args.precision or 3),  # --precision's digits
-                               document["meta"]["compute_split_seconds"], args.precision)  # as the lines above
+            host_source = machines[result.finishing_rank].host_source  # where its host_seconds_per_op came from
+            meta = table_split(table_host_note(table_parameters(meta), host_source, args.precision or 3),  # --precision's
+                               document["meta"]["compute_split_seconds"], args.precision)  # digits, as above
             meta.pop("energy_breakdown_j", None)
     warning = rank_memory_warning(result, machines)
     if warning:
@@ -284,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
     text = render(frame, args.format, meta=meta, precision=args.precision)
-    energy = energy_line(document["meta"]) if args.format == "table" else None  # JSON and csv have the parts
+    energy = energy_line(document["meta"], args.precision) if args.format == "table" else None  # JSON and csv have the parts
     emit(text + (f"{energy}\n" if energy else ""), args)
     write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
                            unit="seconds",

@@ -35,6 +35,10 @@ class Links:
     etp: LinkClass | Spanning | None = None  # the expert-tensor-parallel group's (None: ETP = TP, the TP group's)
 
 
+HOST_FROM_FIT = "vTrain's A100 fit"  # Machine.host_source of a catalog GPU
+HOST_FROM_FILE = "the device file's host_s"  # and of a device file's device
+
+
 @dataclass(frozen=True)
 class Machine:
     """A device (a catalog GPU or a device file, :mod:`archsim.devices.device`), its kernel constants,
@@ -78,6 +82,15 @@ class Machine:
         return kernel_families(self.gpu, self.dtype, self.efficiency, self.pytorch_constants)
 
     @property
+    def host_source(self) -> str:
+        """Where ``efficiency.host_s`` (the host's seconds per op) came from, as the host-bound note names it: the
+        device file's ``[compute] host_s`` where the device states its own constants (``Device.efficiency``, which a
+        rank's machine takes, :func:`~archsim.training.group_links.rank_machine`), else vTrain's A100 fit (a catalog
+        GPU's, :func:`archsim.training.fitted.kernels`). Read from the device, never from the value: a file may state
+        the fit's own 69.4 µs."""
+        return HOST_FROM_FILE if self.gpu.efficiency is not None else HOST_FROM_FIT
+
+    @property
     def scale(self) -> float:
         """Bytes per element over fp16's 2: what the op lists' fp16 byte counts are multiplied by."""
         return ELEMENT_BYTES[self.dtype] / 2
@@ -92,4 +105,4 @@ class Machine:
                              field="implementation")
 
 
-__all__ = ["Links", "Machine"]
+__all__ = ["HOST_FROM_FILE", "HOST_FROM_FIT", "Links", "Machine"]

@@ -201,6 +201,23 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
                        host_bound_seconds=host_bound, compute_split_seconds=split)
 
 
+@dataclass(frozen=True)
+class SplitPart:
+    """One part of :func:`compute_split`'s seconds: its key (``compute_split_seconds``' in JSON and csv), its name in
+    train's table line (:func:`archsim.training.train_json.split_line`) and whether that line names it at 0."""
+
+    key: str
+    label: str
+    shown_at_zero: bool = True
+
+
+# compute_split's parts in its order: the one list of their keys and names, so a part added here has its name
+SPLIT_PARTS = (SplitPart("gemm", "gemm"), SplitPart("memory_bound", "memory-bound"),
+               SplitPart("kernel_gaps", "kernel gaps"), SplitPart("host_floor", "host floor"),
+               SplitPart("recompute_communication", "recompute's communication", shown_at_zero=False),
+               SplitPart("other", "other", shown_at_zero=False))
+
+
 def compute_split(c, par, pieces, stages, whole: float, host: float) -> dict[str, float]:
     """``whole`` seconds (a rank's compute and recompute over the iteration, ``_breakdown``'s) by what they are, its
     ``stages``' pieces run as ``_breakdown`` runs them (:func:`~archsim.training.stages.piece_runs`): their ops' GPU
@@ -213,8 +230,8 @@ def compute_split(c, par, pieces, stages, whole: float, host: float) -> dict[str
     classes = sum((pieces[name].classes.times(k) for name, k in runs.items()), ClassSeconds()).times(m)
     again = m * sum(k * pieces[name].recompute_communication for name, k in runs.items())
     other = whole - classes.gemm - classes.memory - classes.launch - host - again
-    return {"gemm": classes.gemm, "memory_bound": classes.memory, "kernel_gaps": classes.launch, "host_floor": host,
-            "recompute_communication": again, "other": other if abs(other) > 1e-12 * whole else 0.0}
+    seconds = (classes.gemm, classes.memory, classes.launch, host, again, other if abs(other) > 1e-12 * whole else 0.0)
+    return {part.key: value for part, value in zip(SPLIT_PARTS, seconds, strict=True)}  # keyed by SPLIT_PARTS alone
 
 
 def _drains(order, slots, ends, rank_of) -> list[tuple[float, ...]]:
@@ -293,4 +310,4 @@ def _iteration_rows(post: dict[str, float]) -> list[dict]:
     return [op_row("iteration", name, "-", seconds) for name, seconds in post.items()]
 
 
-__all__ = ["TrainResult", "compute_split", "train"]
+__all__ = ["SPLIT_PARTS", "SplitPart", "TrainResult", "compute_split", "train"]

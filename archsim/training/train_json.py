@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from archsim.console import setting
 
@@ -116,15 +116,19 @@ def static_split(result) -> dict[str, float]:
     return {"energy_dynamic_j": result.energy_dynamic_j, "energy_static_j": result.energy_static_j}
 
 
-def energy_line(meta: dict) -> str | None:
+def energy_line(meta: dict, digits: int | None = None) -> str | None:
     """The line under ``archsim train``'s table saying where an array device's joules go: ``energy_j`` and each
     nonzero part of ``energy_breakdown_j`` as its share, the largest first (``energy: 1616 J — mac 46%, dram 31%,
-    …``); None where the meta has no breakdown (catalog GPUs, priced at board power × time)."""
+    …``); None where the meta has no breakdown (catalog GPUs, priced at board power × time). ``digits``
+    (``train --precision``, as the table's other figures): the joules' and the shares' significant digits; None: 4
+    and 2."""
     parts = meta.get("energy_breakdown_j")
     if not parts or not meta["energy_j"]:
         return None
+    joules, share_digits = (4, 2) if digits is None else (digits, digits)
     shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
-    return f"energy: {meta['energy_j']:.4g} J — " + ", ".join(f"{name} {percent(share)}" for share, name in shares)
+    return (f"energy: {meta['energy_j']:.{joules}g} J — "
+            + ", ".join(f"{name} {percent(share, share_digits)}" for share, name in shares))
 
 
 def percent(share: float, digits: int = 2) -> str:
@@ -138,27 +142,32 @@ def percent(share: float, digits: int = 2) -> str:
 HOST_NOTE_SHARE = 0.1  # the table says what the host floor sets above this share of the iteration
 
 
-def host_note(host: float, total: float, per_op: tuple[float, ...], digits: int = 3) -> str | None:
+def host_note(host: float, total: float, per_op: Iterable[tuple[float, str]], digits: int = 3) -> str | None:
     """The line saying ``host`` of ``total`` seconds is the host issuing ops beyond the GPU's work (``0.882 s of 2.47 s
     is …``), when it is more than :data:`HOST_NOTE_SHARE` of them, else None: that part rests on a per-op host time
-    (``per_op``: each GPU type's, seconds) fitted on other machines, and a larger micro-batch shortens it (more work per
-    op), CUDA graphs too (one launch for many ops, which archsim does not model); ``digits``: the seconds' significant
-    digits (``train --precision``)."""
-    from archsim.training.fitted import A100_KERNELS
-
+    (``per_op``: (seconds, where they came from: :attr:`~archsim.training.machine.Machine.host_source`) of each of the
+    run's machines) fitted on other machines or stated by a device file, and a larger micro-batch shortens it (more work
+    per op), CUDA graphs too (one launch for many ops, which archsim does not model); each source is named beside its
+    own figures (a range where several); ``digits``: the seconds' and the microseconds' significant digits
+    (``train --precision``; 3 without it)."""
     if not host > HOST_NOTE_SHARE * total:
         return None
-    each = "–".join(f"{s * 1e6:.3g}" for s in sorted(set(per_op)))
-    source = "vTrain's A100 fit" if set(per_op) == {A100_KERNELS.host_s} else "the device file's host_s"
-    return (f"{host:.{digits}g} s of {total:.{digits}g} s is the host issuing ops ({each} µs per op, {source}) beyond "
+    by_source: dict[str, set[float]] = {}
+    for seconds, source in per_op:
+        by_source.setdefault(source, set()).add(seconds)
+    each = "; ".join(f"{'–'.join(f'{s * 1e6:.{digits}g}' for s in sorted(values))} µs per op, {source}"
+                     for source, values in sorted(by_source.items(), key=lambda item: (min(item[1]), item[0])))
+    return (f"{host:.{digits}g} s of {total:.{digits}g} s is the host issuing ops ({each}) beyond "
             "the GPU's work: a faster host CPU, a larger micro-batch or CUDA graphs shorten it")
 
 
-def table_host_note(meta: dict, digits: int = 3) -> dict:
+def table_host_note(meta: dict, source: str, digits: int = 3) -> dict:
     """``meta`` with a ``host_bound`` line after ``host_seconds_per_op`` when more than :data:`HOST_NOTE_SHARE` of
-    the iteration is the host issuing ops beyond the GPU's work (:func:`host_note`, its seconds to ``digits``), as the
-    table prints it; unchanged otherwise."""
-    line = host_note(meta["host_bound_seconds"], meta["iteration_seconds"], (meta["host_seconds_per_op"],), digits)
+    the iteration is the host issuing ops beyond the GPU's work (:func:`host_note`, its figures to ``digits``), as the
+    table prints it; ``source``: where ``host_seconds_per_op`` came from (the finishing rank's machine's
+    :attr:`~archsim.training.machine.Machine.host_source`); unchanged otherwise."""
+    line = host_note(meta["host_bound_seconds"], meta["iteration_seconds"], ((meta["host_seconds_per_op"], source),),
+                     digits)
     if line is None:
         return meta
     out: dict = {}
@@ -169,11 +178,11 @@ def table_host_note(meta: dict, digits: int = 3) -> dict:
     return out
 
 
-def search_host_note(meta: dict, rows: list[dict], per_op: tuple[float, ...]) -> dict:
+def search_host_note(meta: dict, rows: list[dict], per_op: Iterable[tuple[float, str]]) -> dict:
     """``archsim search``'s table meta with a ``host_bound`` line last when the first row's ``host_bound_seconds`` are
-    more than :data:`HOST_NOTE_SHARE` of its iteration (:func:`host_note`; ``per_op``: the cluster's GPU types'
-    host seconds per op): its rank rests on the host floor, a constant fitted on vTrain's A100 servers, on which
-    small micro-batches win or lose; unchanged otherwise."""
+    more than :data:`HOST_NOTE_SHARE` of its iteration (:func:`host_note`; ``per_op``: (host seconds per op, their
+    source) of the first row's own machines, the GPUs it runs on): its rank rests on the host floor, a per-op constant
+    (a fit on other machines, or a device file's), on which small micro-batches win or lose; unchanged otherwise."""
     line = host_note(rows[0]["host_bound_seconds"], rows[0]["iteration_seconds"], per_op) if rows else None
     return meta if line is None else {**meta, "host_bound": f"the first row's rank rests on the host floor: {line}"}
 
@@ -330,22 +339,21 @@ def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], s
             | ({"energy_breakdown_j": parts_text(energy, show)} if energy else {}))
 
 
-SPLIT_NAMES = {"gemm": "gemm", "memory_bound": "memory-bound", "kernel_gaps": "kernel gaps", "host_floor": "host floor",
-               "recompute_communication": "recompute's communication", "other": "other"}
-
-
 def split_line(split: dict[str, float], digits: int | None = None) -> str | None:
     """The table's line of ``compute_split_seconds``: compute and recompute's seconds, then each part's share of them
     (``0.3 s — gemm 41%, memory-bound 22%, kernel gaps 21%, host floor 16%``; the recompute's communication and
     ``other`` only where they are not 0); None
     where there is no split or nothing to split. ``digits`` (``train --precision``): the seconds' and the shares'
-    significant digits; None: 3 and 2."""
+    significant digits; None: 3 and 2. The parts' names and order are :data:`~archsim.training.run.SPLIT_PARTS`, the
+    list :func:`~archsim.training.run.compute_split` keys its seconds by."""
+    from archsim.training.run import SPLIT_PARTS
+
     whole = sum(split.values())
     if not split or not whole > 0:
         return None
     seconds, share = (3, 2) if digits is None else (digits, digits)
-    shares = ", ".join(f"{SPLIT_NAMES[k]} {percent(v / whole, share)}" for k, v in split.items()
-                       if v or k not in ("recompute_communication", "other"))
+    shares = ", ".join(f"{part.label} {percent(split[part.key] / whole, share)}" for part in SPLIT_PARTS
+                       if split[part.key] or part.shown_at_zero)
     return f"{whole:.{seconds}g} s of compute and recompute — {shares}"
 
 
