@@ -75,7 +75,8 @@ class Network:
 
     def group_bytes_per_s(self, per_server: int, gpus_per_server: int, servers: tuple[int, ...] = (),
                           local: tuple[int, ...] = ()) -> float:
-        """What a group with ``per_server`` GPUs in each of its ``servers`` (indices) moves between servers
+        """What a group with ``per_server`` GPUs in each of its ``servers`` (the file's indices, which set their leaves,
+        whatever order a placement lays them out in) moves between servers
         (bytes/s): those GPUs' share of the NICs, over the oversubscription when they sit under
         different leaves. On NICs of unequal GPU counts each of the group's ``local`` GPUs (indices in a
         server) gets its own NIC's share: a group filling the server moves all its NICs' bandwidth, one GPU

@@ -106,10 +106,12 @@ def test_a_reordered_cluster_holds_the_topology_of_its_file_written_in_that_orde
     assert np.array_equal(placed.topology.capacity, fresh.topology.capacity)
 
 
-def test_a_reordered_cluster_under_oversubscribed_leaves_prices_its_pairs_at_their_new_leaves(tmp_path):
+def test_a_reordered_cluster_under_oversubscribed_leaves_keeps_each_server_under_its_own_leaf(tmp_path):
     """4 servers of 4 A100s (intra 4800 Gbit/s: 300 GB/s), one 200 Gbit/s NIC per GPU (25 GB/s), 2 servers per leaf,
-    2:1 oversubscribed: servers placed 0, 2, 1, 3 put old servers 0 and 2 under leaf 0, their pair at the whole NIC
-    (25 GB/s), old servers 0 and 1 under two leaves (12.5 GB/s), as train's groups are priced on the new indices."""
+    2:1 oversubscribed: placed 0, 2, 1, 3, file servers 0 and 2 (now first and second) still sit under leaves 0 and 1,
+    their pair at half the NIC (12.5 GB/s), file servers 0 and 1 (now first and third) under leaf 0, at the whole NIC
+    (25 GB/s); train's two-GPU groups on the placed cluster get the same shares. A placement reorders the servers, it
+    does not rewire them (these pairs were priced at their new indices' leaves before)."""
     path = tmp_path / "leaves.toml"
     path.write_text('[cluster]\nname = "leaves"\n[network]\nnics_per_server = 4\nnic_gbps = 200\n'
                     'servers_per_leaf = 2\noversubscription = 2.0\n'
@@ -118,7 +120,10 @@ def test_a_reordered_cluster_under_oversubscribed_leaves_prices_its_pairs_at_the
     assert cluster.topology.bandwidth[0, 4] == 25e9 and cluster.topology.bandwidth[0, 8] == 12.5e9
     placed = cluster.reordered((0, 2, 1, 3)).topology
     assert placed.servers == (0,) * 4 + (1,) * 4 + (2,) * 4 + (3,) * 4
-    assert placed.bandwidth[0, 4] == 25e9 and placed.bandwidth[0, 8] == 12.5e9 and placed.bandwidth[0, 1] == 300e9
+    assert placed.bandwidth[0, 4] == 12.5e9 and placed.bandwidth[0, 8] == 25e9 and placed.bandwidth[0, 1] == 300e9
+    trained = cluster.reordered((0, 2, 1, 3))
+    assert [group_link(trained, trained.gpu, range(0, b + 1, b), hop=True).inter.bandwidth for b in (4, 8)] == \
+        [12.5e9, 25e9]
 
 
 def test_a_pair_across_servers_of_one_nvlink_domain_plans_at_trains_nvlink(tmp_path):

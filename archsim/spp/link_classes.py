@@ -137,8 +137,8 @@ def board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | Non
                 bandwidth[first + a, first + b] = bandwidth[first + b, first + a] = pair
 
 
-def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray,
-                  fabric: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray, fabric: float | None = None,
+                  file_servers: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each GPU pair's bandwidth (bytes/s, one direction), its min-cut capacity and each GPU's NIC's GPUs, on the
     :class:`~archsim.network.Network` train prices its groups over (:func:`archsim.network.read_network`, the same
     object :class:`~archsim.training.cluster.GpuCluster` holds): a pair in a server keeps ``inside``'s entry (its
@@ -148,7 +148,9 @@ def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray,
     pair's link, so each pair's capacity is its bandwidth / (k_a·k_b). ``where``: each GPU's server, in order.
     Without a ``[network]`` table the network is ``inter_server_gbps``'s: ``"shared"`` one NIC per server,
     ``"per_gpu_pair"`` one NIC per GPU (:mod:`archsim.network`). ``fabric`` (:func:`domain_fabric`): a pair of two
-    servers of one NVLink domain runs on it, as train's group of the two does, its capacity the link itself."""
+    servers of one NVLink domain runs on it, as train's group of the two does, its capacity the link itself.
+    ``file_servers``: each GPU's server as the file numbers it where ``where`` is a server order of its own (a
+    placement's): a leaf holds the file's servers (None: ``where``'s are)."""
     gpus = np.bincount(where)
     local = np.arange(len(where)) - np.searchsorted(where, where)  # each GPU's index in its server (servers in order)
     rail = local // network.gpus_per_nic
@@ -156,7 +158,7 @@ def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray,
     nic = network.nic_gbps * 1e9 / 8
     inter = np.broadcast_to(nic_share(nic, on_nic[:, None], alone=True), inside.shape).astype(float)  # one send
     if network.servers_per_leaf:
-        leaf = where // network.servers_per_leaf
+        leaf = (where if file_servers is None else file_servers) // network.servers_per_leaf
         inter[leaf[:, None] != leaf[None, :]] /= network.oversubscription
     same = where[:, None] == where[None, :]
     links = np.where(same, inside, inter)

@@ -127,7 +127,8 @@ class Topology:
     def reordered(self, order: tuple[int, ...]) -> Topology:
         """This cluster with its servers in ``order`` (indices of its servers), its GPUs numbered anew in that order:
         a pair in a server keeps its link, a pair between servers is priced anew on :attr:`network` (a leaf holds the
-        servers of its new indices, as :meth:`archsim.training.cluster.GpuCluster.reordered` prices them)."""
+        servers it held before, their indices here: an order moves servers in the numbering, not under other
+        leaves, as :meth:`archsim.training.cluster.GpuCluster.reordered` prices them)."""
         if self.network is None or self.links is not None or self.device_types is not None:
             raise InputError("only a cluster file's topology with one network and paper links is reordered",
                              field="placement")
@@ -135,7 +136,7 @@ class Topology:
         gpus = np.concatenate([np.flatnonzero(where == s) for s in order])
         placed = np.repeat(np.arange(len(order)), np.bincount(where)[list(order)])
         bandwidth, capacity, _ = network_pairs(self.network, placed, self.bandwidth[np.ix_(gpus, gpus)],
-                                               self.domain_fabric)
+                                               self.domain_fabric, np.array(order)[placed])
         return replace(self, servers=tuple(placed.tolist()), bandwidth=bandwidth, capacity=capacity,
                        fabrics=tuple(self.fabrics[s] for s in order) if self.fabrics else ())
 

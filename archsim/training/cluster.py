@@ -129,6 +129,11 @@ class GpuCluster:
     def server_of(self, index: int) -> int:
         return bisect_right(self.starts, index) - 1
 
+    def file_server(self, server: int) -> int:
+        """The cluster file's index of the server at ``server`` in this order (:meth:`reordered`): what sets its
+        leaf (``servers_per_leaf`` counts the file's servers, which ``--placement`` reorders, not rewires)."""
+        return self.order[server] if self.order else server
+
     def gpu_at(self, index: int) -> Device:
         return self.servers[self.server_of(index)] if self.servers else self.gpu
 

@@ -47,6 +47,7 @@ class Layout(Protocol):
     @property
     def starts(self) -> tuple[int, ...]: ...
     def server_of(self, index: int) -> int: ...
+    def file_server(self, server: int) -> int: ...
     def fabric(self, server: int) -> float | None: ...
     def check_gpus(self, par: Parallelism) -> None: ...
     def one_domain(self, first: int, last: int) -> bool: ...
@@ -78,7 +79,8 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
         per_gpu = cluster.inter_server_bytes_per_s
         bandwidth = per_gpu if hop else per_gpu * len(local)
     else:
-        servers = tuple(sorted({cluster.server_of(i) for i in members}))  # a hop: one GPU's share
+        # the group's servers as the file numbers them, whose leaves they sit under (a hop: one GPU's share)
+        servers = tuple(sorted({cluster.file_server(cluster.server_of(i)) for i in members}))
         bandwidth = net.group_bytes_per_s(1 if hop else len(local), cluster.gpus_per_server, servers,
                                           local[:1] if hop else local)
     # on a mixed cluster every spanned server's own GPUs and fabric: the slowest bounds the ring
@@ -224,7 +226,7 @@ def _crossing(cluster: Layout, members: range) -> tuple[bool, bool]:
         not cluster.one_domain(members[0], members[-1])
     net = cluster.network
     leaves = over and net is not None and leaves_oversubscribed(cluster) and \
-        len({cluster.server_of(i) // net.servers_per_leaf for i in members}) > 1
+        len({cluster.file_server(cluster.server_of(i)) // net.servers_per_leaf for i in members}) > 1
     return over, leaves
 
 
