@@ -1,5 +1,5 @@
 """What grows from 64 to 512 GPUs in archsim's model, on vTrain's cluster (configs/clusters/vtrain_a100.toml:
-servers of 8 A100s, 8 × 100 Gb/s NICs each): the figures docs/training.md ("What grows at 512 GPUs")
+servers of 8 A100s, 8 × 100 Gb/s NICs each): the figures docs/accuracy.md ("What grows at 512 GPUs")
 quotes.
 
     .venv/bin/python benchmarks/bench_scale_mechanisms.py
