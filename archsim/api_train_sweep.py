@@ -35,11 +35,11 @@ class SweepResult(TableResult):
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim train --sweep --format csv`` prints, as a DataFrame: each point's columns (its compute
-        split one cell of text, :func:`~archsim.training.train_json.csv_rows`; ``table`` and ``to_dict()`` keep the
+        split one cell of text, :func:`~archsim.training.table_lines.csv_rows`; ``table`` and ``to_dict()`` keep the
         object), then the meta's single values as columns (imports pandas)."""
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
-        from archsim.training.train_json import csv_rows
+        from archsim.training.table_lines import csv_rows
 
         return csv_frame(Rows.of(csv_rows(self.document["rows"])), self.document["meta"])
 

@@ -322,7 +322,7 @@ def measured_markdown(rows: list[dict], meta: dict[str, str], gpu_name: str, clu
                       fit=None, probe_path: str | None = None, implementation: str = "megatron") -> str:
     """The summary: MAPE of time and memory overall, per recompute and per model, then every run; with a
     probe ``fit``, the time MAPE with its constants beside the A100-scaled one."""
-    from archsim.training.train_json import HOST_NOTE_SHARE
+    from archsim.training.table_lines import HOST_NOTE_SHARE
 
     csv_path, cluster_path = _shown(csv_path), _shown(cluster_path)
     probe = fit is not None

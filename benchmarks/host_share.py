@@ -21,9 +21,9 @@ def host_share(row: dict) -> float:
 
 def host_bound(row: dict) -> bool:
     """The prediction rests on the host floor: its :func:`host_share` is over
-    :data:`~archsim.training.train_json.HOST_NOTE_SHARE`, where ``train``'s table says so; the error of such a row
+    :data:`~archsim.training.table_lines.HOST_NOTE_SHARE`, where ``train``'s table says so; the error of such a row
     says as much about the A100-fitted host time per op as about the GPU model."""
-    from archsim.training.train_json import HOST_NOTE_SHARE
+    from archsim.training.table_lines import HOST_NOTE_SHARE
 
     return row["host_bound_ms"] > HOST_NOTE_SHARE * row["predicted_ms"]
 

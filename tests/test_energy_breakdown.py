@@ -170,7 +170,7 @@ def test_a_runs_rows_breakdown_is_one_part_cell_in_csv_and_no_table_column(tmp_p
 def test_a_share_near_the_whole_is_written_as_a_percentage_not_in_e_notation():
     """Shares are 2 significant figures written out: 99.7% is "100%" (``:.2g`` wrote "1e+02%"), a millionth of the
     whole "0.0001%" (it wrote "1e-04%"), as a reader of a percentage reads them (hand-rounded references)."""
-    from archsim.training.train_json import energy_line, split_line
+    from archsim.training.table_lines import energy_line, split_line
 
     line = energy_line({"energy_j": 10.0, "energy_breakdown_j": {"mac": 9.97, "dram": 0.03, "vector": 1e-5}})
     assert line == "energy: 10 J — mac 100%, dram 0.3%, vector 0.0001%"

@@ -102,7 +102,7 @@ def test_train_states_the_oversubscribed_share_it_priced(tmp_path):
     inter = result.to_dict()["meta"]["inter_server"]
     assert inter["gb_per_s_per_gpu"] == 50 and inter["oversubscription"] == 4
     assert inter["leaves_crossed_by"] == ["dp"]
-    from archsim.training.train_json import network_lines
+    from archsim.training.table_lines import network_lines
 
     line = network_lines(result.to_dict()["meta"])["inter_server"]
     assert "50 GB/s per direction per GPU, 12.5 across leaves (uplinks 4× oversubscribed)" in line

@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.search_result import rows_frame, text_meta
     from archsim.training.search_space import chunk_counts, cp_comm_rule
-    from archsim.training.train_json import csv_rows, table_rows
+    from archsim.training.table_lines import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format != "json":
         meta = text_meta(meta)
         if args.format == "table":  # csv: the rows' pareto_optimal; the table ends with the front's block
-            from archsim.training.train_json import search_host_note, table_parameters
+            from archsim.training.table_lines import search_host_note, table_parameters
 
             meta = search_host_note(table_parameters(meta), rows, _host_times(args, cluster, result.rows))
         # the table: gpus only when several counts are compared (one count is the meta's gpus)

@@ -197,15 +197,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from archsim.training.run import train
     from archsim.training.stage_layout import parse_stage_layers
-    from archsim.training.train_json import (
-        energy_line,
-        table_host_note,
-        table_parameters,
-        table_split,
-        text_meta,
-        timeline_note,
-        train_document,
-    )
+    from archsim.training.table_lines import energy_line, table_host_note, table_parameters, table_split, text_meta
+    from archsim.training.train_json import timeline_note, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
     from archsim.workload.model_files import config_dtype_note, load_transformer

@@ -34,7 +34,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
         sweep_base,
         swept_note,
     )
-    from archsim.training.train_json import csv_rows, table_rows
+    from archsim.training.table_lines import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note
 
     axes = sweep_axes(args.sweep)
@@ -79,7 +79,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     from archsim.training.runs import model_note, one_chunk_rows_note, runs_to_run, selective_flash_rows_note
     from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import runs_document
-    from archsim.training.train_json import csv_rows, table_rows
+    from archsim.training.table_lines import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap, --grad-accumulation,

@@ -112,7 +112,7 @@ class TrainResult:
         network as the CSV's one line each) (imports pandas)."""
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
-        from archsim.training.train_json import text_meta
+        from archsim.training.table_lines import text_meta
 
         document = self.to_dict()
         return csv_frame(Rows.of(document["rows"]), text_meta(document["meta"], self.breakdown, repr))
@@ -204,7 +204,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
 @dataclass(frozen=True)
 class SplitPart:
     """One part of :func:`compute_split`'s seconds: its key (``compute_split_seconds``' in JSON and csv), its name in
-    train's table line (:func:`archsim.training.train_json.split_line`) and whether that line names it at 0."""
+    train's table line (:func:`archsim.training.table_lines.split_line`) and whether that line names it at 0."""
 
     key: str
     label: str

@@ -78,10 +78,10 @@ class RunsResult(list):
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim train MODEL --runs RUNS.csv --format csv`` prints, as a DataFrame: each row's columns,
         then the meta's single values as columns (:func:`archsim.outputs.csv_frame`; the compute split one cell of text,
-        :func:`~archsim.training.train_json.csv_rows`; imports pandas)."""
+        :func:`~archsim.training.table_lines.csv_rows`; imports pandas)."""
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
-        from archsim.training.train_json import csv_rows
+        from archsim.training.table_lines import csv_rows
 
         return csv_frame(Rows.of(csv_rows(self._document["rows"])), self._document["meta"])
 

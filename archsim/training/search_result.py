@@ -64,7 +64,7 @@ class SearchResult:
         configuration's columns (its ``command`` too; its compute split one ``part: seconds, …`` cell), then the meta's single values as columns (the rejected
         counts as one ``reason: n, …`` cell; the Pareto front is the rows' ``pareto_optimal``) (imports pandas)."""
         from archsim.outputs import csv_frame
-        from archsim.training.train_json import csv_rows
+        from archsim.training.table_lines import csv_rows
 
         document = self.to_dict()
         return csv_frame(rows_frame(csv_rows(document["rows"])), text_meta(document["meta"]))

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-
 from archsim.console import setting
 
 # more timeline slots than this and the document leaves the timeline out (its size, not its content)
@@ -116,95 +114,12 @@ def static_split(result) -> dict[str, float]:
     return {"energy_dynamic_j": result.energy_dynamic_j, "energy_static_j": result.energy_static_j}
 
 
-def energy_line(meta: dict, digits: int | None = None) -> str | None:
-    """The line under ``archsim train``'s table saying where an array device's joules go: ``energy_j`` and each
-    nonzero part of ``energy_breakdown_j`` as its share, the largest first (``energy: 1616 J — mac 46%, dram 31%,
-    …``); None where the meta has no breakdown (catalog GPUs, priced at board power × time). ``digits``
-    (``train --precision``, as the table's other figures): the joules' and the shares' significant digits; None: 4
-    and 2."""
-    parts = meta.get("energy_breakdown_j")
-    if not parts or not meta["energy_j"]:
-        return None
-    joules, share_digits = (4, 2) if digits is None else (digits, digits)
-    shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
-    return (f"energy: {meta['energy_j']:.{joules}g} J — "
-            + ", ".join(f"{name} {percent(share, share_digits)}" for share, name in shares))
-
-
-def percent(share: float, digits: int = 2) -> str:
-    """``share`` (a fraction of a whole) as the table's lines of parts write it: a percentage to ``digits``
-    significant figures, written out (99.7% is "100%", never ``:.2g``'s "1e+02%"; a millionth "0.0001%")."""
-    import numpy as np
-
-    return f"{np.format_float_positional(float(f'{100 * share:.{digits}g}'), trim='-')}%"
-
-
-HOST_NOTE_SHARE = 0.1  # the table says what the host floor sets above this share of the iteration
-
-
-def host_note(host: float, total: float, per_op: Iterable[tuple[float, str]], digits: int = 3) -> str | None:
-    """The line saying ``host`` of ``total`` seconds is the host issuing ops beyond the GPU's work (``0.882 s of 2.47 s
-    is …``), when it is more than :data:`HOST_NOTE_SHARE` of them, else None: that part rests on a per-op host time
-    (``per_op``: (seconds, where they came from: :attr:`~archsim.training.machine.Machine.host_source`) of each of the
-    run's machines) fitted on other machines or stated by a device file, and a larger micro-batch shortens it (more work
-    per op), CUDA graphs too (one launch for many ops, which archsim does not model); each source is named beside its
-    own figures (a range where several); ``digits``: the seconds' and the microseconds' significant digits
-    (``train --precision``; 3 without it)."""
-    if not host > HOST_NOTE_SHARE * total:
-        return None
-    by_source: dict[str, set[float]] = {}
-    for seconds, source in per_op:
-        by_source.setdefault(source, set()).add(seconds)
-    each = "; ".join(f"{'–'.join(f'{s * 1e6:.{digits}g}' for s in sorted(values))} µs per op, {source}"
-                     for source, values in sorted(by_source.items(), key=lambda item: (min(item[1]), item[0])))
-    return (f"{host:.{digits}g} s of {total:.{digits}g} s is the host issuing ops ({each}) beyond "
-            "the GPU's work: a faster host CPU, a larger micro-batch or CUDA graphs shorten it")
-
-
-def table_host_note(meta: dict, source: str, digits: int = 3) -> dict:
-    """``meta`` with a ``host_bound`` line after ``host_seconds_per_op`` when more than :data:`HOST_NOTE_SHARE` of
-    the iteration is the host issuing ops beyond the GPU's work (:func:`host_note`, its figures to ``digits``), as the
-    table prints it; ``source``: where ``host_seconds_per_op`` came from (the finishing rank's machine's
-    :attr:`~archsim.training.machine.Machine.host_source`); unchanged otherwise."""
-    line = host_note(meta["host_bound_seconds"], meta["iteration_seconds"], ((meta["host_seconds_per_op"], source),),
-                     digits)
-    if line is None:
-        return meta
-    out: dict = {}
-    for key, value in meta.items():
-        out[key] = value
-        if key == "host_seconds_per_op":
-            out["host_bound"] = line
-    return out
-
-
-def search_host_note(meta: dict, rows: list[dict], per_op: Iterable[tuple[float, str]]) -> dict:
-    """``archsim search``'s table meta with a ``host_bound`` line last when the first row's ``host_bound_seconds`` are
-    more than :data:`HOST_NOTE_SHARE` of its iteration (:func:`host_note`; ``per_op``: (host seconds per op, their
-    source) of the first row's own machines, the GPUs it runs on): its rank rests on the host floor, a per-op constant
-    (a fit on other machines, or a device file's), on which small micro-batches win or lose; unchanged otherwise."""
-    line = host_note(rows[0]["host_bound_seconds"], rows[0]["iteration_seconds"], per_op) if rows else None
-    return meta if line is None else {**meta, "host_bound": f"the first row's rank rests on the host floor: {line}"}
-
-
-def parameters_line(count: int) -> str:
-    """The table's one line of a parameter count: billions (millions under 10⁹) to 3 significant
-    figures, then the exact count ("8.03 B (8,030,261,248)", "124 M (124,439,808)")."""
-    scale, unit = (1e9, "B") if count >= 1e9 else (1e6, "M")
-    return f"{count / scale:.3g} {unit} ({count:,})"
-
-
 def parameter_meta(config) -> dict:
     """The meta's ``parameters`` (the model's total) and, for a mixture of experts, ``active_parameters``: those one
     token runs through (each MoE layer's experts cut to the ones it is routed to), the figure model cards quote
     beside the total (Mixtral 8x7B: 12.9 B of 46.7 B)."""
     total, active = config.parameter_count, config.active_parameter_count
     return {"parameters": total, **({"active_parameters": active} if active != total else {})}
-
-
-def table_parameters(meta: dict) -> dict:
-    """``meta`` with its parameter counts as the table prints them (:func:`parameters_line`)."""
-    return meta | {k: parameters_line(meta[k]) for k in ("parameters", "active_parameters") if k in meta}
 
 
 def network_meta(laid, tied: bool = False) -> dict:
@@ -275,94 +190,6 @@ def _link_label(devices) -> str:
     if not all(d.nvlink_bytes_per_s for d in devices):
         return "pcie"
     return "nvlink" if all(chip_of(d) is not None for d in devices) else "fabric"
-
-
-def network_lines(meta: dict) -> dict[str, str]:
-    """:func:`network_meta`'s two entries as the table's and csv's one line each, each figure per GPU on catalog
-    GPUs and per device where a server's chip is a device file's (``fabric``), which need be no GPU."""
-    intra, inter = meta["intra_server"], meta["inter_server"]
-    unit = "device" if intra["link"] == "fabric" else "GPU"
-    lines = {"intra_server": f"{intra['gb_per_s_per_gpu']:.4g} GB/s per direction per {unit} ({intra['link']}), "
-                             f"NVLS {'on' if intra['nvls'] else 'off'}"}
-    if inter["gb_per_s_per_gpu"] is None:
-        lines["inter_server"] = "none (one server)"
-        return lines
-    nics = "" if inter["nics_per_server"] is None else \
-        f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × {inter['nic_gbps']:.4g} Gb/s " \
-        "per server, " \
-        f"{inter['gpus_per_nic']} {unit}{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
-    crossed = ", ".join(inter["crossed_by"]) or "no group"
-    leaves = ""
-    if "oversubscription" in inter:  # servers under several leaves of an oversubscribed fabric
-        over = inter["oversubscription"]
-        leaves = f", {inter['gb_per_s_per_gpu'] / over:.4g} across leaves (uplinks {over:g}× oversubscribed)"
-        crossed += f" (across leaves: {', '.join(inter['leaves_crossed_by']) or 'no group'})"
-    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
-    return lines
-
-
-def parts_text(parts: Mapping[str, float], show: Callable[[float], str]) -> str:
-    """A figure by part (a JSON object: ``breakdown_seconds``, ``compute_split_seconds``, ``energy_breakdown_j``) as
-    ``archsim train``'s CSV and table write it in one cell: ``part: value, …`` in the object's order, each value
-    written by ``show`` (the CSV: ``repr``, full precision, so a reader gets JSON's floats back)."""
-    return ", ".join(f"{k}: {show(v)}" for k, v in parts.items())
-
-
-# a --runs row's and a --sweep point's figures by part (objects in JSON, train's meta's): one cell each in csv; the
-# energy's parts on array devices alone (until 2026-12-05 a --runs csv wrote the object's Python text, no sweep had it)
-ROW_PARTS = ("compute_split_seconds", "energy_breakdown_j")
-
-
-def csv_rows(rows: list[dict]) -> list[dict]:
-    """``train --runs`` and ``--sweep`` rows as their csv writes them (and their results' ``to_frame()``): each of
-    :data:`ROW_PARTS` (an object in JSON, as train's meta has it) one ``part: value, …`` cell at full precision, as
-    train's csv writes its meta's (:func:`parts_text`); None (a point that cannot run) stays None, an empty cell."""
-    return [row | {k: parts_text(row[k], repr) for k in ROW_PARTS if row.get(k) is not None} for row in rows]
-
-
-def table_rows(rows: list[dict]) -> list[dict]:
-    """``train --runs`` and ``--sweep`` rows as their table prints them: without :data:`ROW_PARTS`, whose parts
-    line would be wider than the rest of a row (csv and JSON carry them; train's own table its shares' line)."""
-    return [{k: v for k, v in row.items() if k not in ROW_PARTS} for row in rows]
-
-
-def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], str]) -> dict:
-    """``archsim train``'s meta as its table and its CSV print it: the single values, the network's two entries as
-    one line each (:func:`network_lines`), ``breakdown`` (seconds by category), the compute split (seconds) and, on
-    array devices, ``energy_breakdown_j`` (joules) as one line each (:func:`parts_text`), each figure written by
-    ``show`` (the CSV: ``repr``, full precision; the table: its digits); the per-rank lists are JSON's alone."""
-    out = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(meta)
-    out["breakdown_seconds"] = parts_text(breakdown, show)
-    split = meta.get("compute_split_seconds")  # after the breakdown whose compute and recompute it splits
-    energy = meta.get("energy_breakdown_j")  # last: a column only array devices' runs have
-    return (out | ({"compute_split_seconds": parts_text(split, show)} if split else {})
-            | ({"energy_breakdown_j": parts_text(energy, show)} if energy else {}))
-
-
-def split_line(split: dict[str, float], digits: int | None = None) -> str | None:
-    """The table's line of ``compute_split_seconds``: compute and recompute's seconds, then each part's share of them
-    (``0.3 s — gemm 41%, memory-bound 22%, kernel gaps 21%, host floor 16%``; the recompute's communication and
-    ``other`` only where they are not 0); None
-    where there is no split or nothing to split. ``digits`` (``train --precision``): the seconds' and the shares'
-    significant digits; None: 3 and 2. The parts' names and order are :data:`~archsim.training.run.SPLIT_PARTS`, the
-    list :func:`~archsim.training.run.compute_split` keys its seconds by."""
-    from archsim.training.run import SPLIT_PARTS
-
-    whole = sum(split.values())
-    if not split or not whole > 0:
-        return None
-    seconds, share = (3, 2) if digits is None else (digits, digits)
-    shares = ", ".join(f"{part.label} {percent(split[part.key] / whole, share)}" for part in SPLIT_PARTS
-                       if split[part.key] or part.shown_at_zero)
-    return f"{whole:.{seconds}g} s of compute and recompute — {shares}"
-
-
-def table_split(meta: dict, split: dict[str, float], digits: int | None = None) -> dict:
-    """``meta`` as the table prints it: its ``compute_split_seconds`` line the shares of :func:`split_line`."""
-    line = split_line(split, digits)
-    if "compute_split_seconds" not in meta or line is None:
-        return meta
-    return meta | {"compute_split_seconds": line}
 
 
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
