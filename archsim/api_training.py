@@ -81,8 +81,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, its note that an
     interleaved ``schedule`` ran with one model chunk per rank (``interleave`` 1:
-    :func:`archsim.training.parallel.one_chunk_note`), its note that ``cp_comm`` was named at ``cp`` 1
-    (:func:`archsim.training.parallel.cp_comm_note`), its note that padding to a capacity factor above E/k pads each
+    :func:`archsim.training.layout_notes.one_chunk_note`), its note that ``cp_comm`` was named at ``cp`` 1
+    (:func:`archsim.training.layout_notes.cp_comm_note`), its note that padding to a capacity factor above E/k pads each
     expert beyond the tokens routed (:func:`archsim.training.moe_ops.padding_note`), and each of the
     cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
     :func:`archsim.training.cluster_file.cluster_notes`)."""
@@ -93,16 +93,11 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
+    from archsim.training.layout_notes import cp_comm_note, one_chunk_note, selective_flash_note, unsharded_note
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
-    from archsim.training.parallel import (
-        Parallelism,
-        cp_comm_note,
-        one_chunk_note,
-        selective_flash_note,
-        unsharded_note,
-    )
+    from archsim.training.parallel import Parallelism
     from archsim.training.run import train as _train
     from archsim.training.stage_layout import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput

@@ -184,17 +184,12 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
+    from archsim.training.layout_notes import cp_comm_note, one_chunk_note, selective_flash_note, unsharded_note
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.op_rows import SHAPE_KEYS
-    from archsim.training.parallel import (
-        Parallelism,
-        cp_comm_note,
-        one_chunk_note,
-        selective_flash_note,
-        unsharded_note,
-    )
+    from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.training.stage_layout import parse_stage_layers
     from archsim.training.table_lines import energy_line, table_host_note, table_parameters, table_split, text_meta

@@ -53,74 +53,6 @@ def interleave_flag(schedule: str, chunks: int) -> int:
     return 1 if schedule in V_SCHEDULES else chunks
 
 
-def unsharded_note(par: Parallelism) -> str:
-    """The note that a state sharding ran at DP 1 ('' otherwise): one data-parallel rank shards nothing, so the
-    distributed optimizer's figures are those without it, and FSDP's states are its 16 bytes per parameter plus
-    the units in flight, whole on the one rank, with no collective. Accepted, as Megatron-LM and PyTorch run them
-    (docs/training.md); ``train`` prints it, ``archsim.train`` warns it, naming the switch as its caller does."""
-    from archsim.console import switch_on
-
-    if par.replicas > 1 or not (par.distributed_optimizer or par.fsdp):  # CP's ranks share the shards too
-        return ""
-    if par.fsdp:
-        return (f"{switch_on('fsdp')} with {setting('dp', 1)} shards nothing: each GPU keeps FSDP's 16 bytes per "
-                "parameter whole, plus the units in flight, and no collective runs")
-    return (f"{switch_on('distributed-optimizer')} with {setting('dp', 1)} shards nothing: the figures are those "
-            "without it")
-
-
-def cp_comm_note(par: Parallelism) -> str:
-    """The note that a K/V exchange was named at CP 1 ('' otherwise): ``--cp-comm`` prices CP's exchange, and
-    CP 1 exchanges nothing, so the run is the one without it; ``train`` prints it, ``archsim.train`` warns it."""
-    if par.cp > 1 or par.cp_comm == "p2p":
-        return ""
-    return (f"{setting('cp-comm', par.cp_comm)} with {setting('cp', 1)} exchanges nothing: the figures are those "
-            f"without it; give {setting('cp', placeholder='N')} (N ≥ 2) to split the sequence")
-
-
-def selective_flash_note(recompute: str, attention: str, count: str = "", column: str | None = None) -> str:
-    """The note that selective recompute ran beside FlashAttention ('' otherwise): selective reruns only the
-    attention core's s² part (scores, softmax, dropout), which FlashAttention never stores — its backward recomputes
-    the scores itself —, so nothing is left to rerun and the figures are exactly ``recompute none``'s (memory and
-    time; :mod:`archsim.training.layer_activations`), which a user would otherwise read as the setting ignored.
-    ``train`` prints it, ``archsim.train`` warns it, naming the settings as the caller spells them; ``count``: how
-    many of a sweep's points or a runs file's rows it holds for (``"3 of the 6 points: "``), said once for them all;
-    ``column``: a runs file's column that sets the recompute instead of the flag."""
-    if recompute != "selective" or attention != "flash":
-        return ""
-    selective, none = (f"{column} selective", f"{column} none") if column else (setting("recompute", "selective"),
-                                                                               setting("recompute", "none"))
-    return (f"{count}{selective} with {setting('attention', 'flash')} recomputes nothing: selective reruns the "
-            "attention core's s² scores, which FlashAttention never stores (its backward recomputes them itself), so "
-            f"the figures are {none}'s")
-
-
-def selective_flash_count_note(settings: list[tuple[str, str]], what: str, column: str | None = None) -> str:
-    """:func:`selective_flash_note` once for many iterations (``settings``: each one's (recompute, attention); ``what``:
-    their name, ``points`` or ``rows``; ``column`` as that function's), with how many it holds for; '' when none."""
-    held = sum(1 for recompute, attention in settings if selective_flash_note(recompute, attention))
-    return selective_flash_note("selective", "flash", f"{held} of the {len(settings)} {what}: ", column) if held else ""
-
-
-def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
-    """The note that an interleaved schedule ran with one model chunk per rank ('' otherwise): ``--interleave``
-    defaults to 1, and ``interleaved-1f1b`` then runs Megatron's interleaved warm-up over single chunks (up to
-    2·PP − 1 micro-batches in flight on rank 0 where 1F1B holds PP, for 1F1B's bubble), ``interleaved-zb``
-    ZB-H1's order and ``looped-bfs`` every forward before any backward: none interleaves anything, which a
-    user naming the schedule rarely meant. ``train`` prints it, ``archsim.train`` warns it, each naming the
-    settings as its caller spells them (:func:`archsim.console.setting`: ``--interleave 1``, ``interleave=1``);
-    ``column``: a runs file's column that sets the chunks instead (:func:`archsim.training.runs.one_chunk_rows_note`)."""
-    from archsim.console import setting
-
-    if par.interleave > 1 or par.schedule not in CHUNKED_SCHEDULES or par.schedule == "1f1b":
-        return ""
-    one, more = (f"{column} 1", f"{column} V") if column else (setting("interleave", 1),
-                                                               setting("interleave", placeholder="V"))
-    return (f"{setting('schedule', par.schedule)} ran with one model chunk per pipeline rank ({one}): it "
-            "interleaves nothing (interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory); "
-            f"{more} gives each rank V chunks")
-
-
 def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
     """The first :data:`SCHEDULE_RULES` reason the order ``schedule`` (a :func:`schedule_name`) breaks on
     ``pp`` pipeline ranks with ``microbatches`` micro-batches per pipeline, or None: the one rule
@@ -419,6 +351,5 @@ def check_fits(c: TransformerConfig, par: Parallelism, uneven: bool = True) -> N
         raise InputError(problem, field="cp-hierarchy" if heads else "cp")
 
 
-__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "cp_comm_note",
-           "layers_per_stage", "one_chunk_note", "padded_vocab", "rank_of_stages", "schedule_name", "schedule_rejection",
-           "selective_flash_count_note", "selective_flash_note", "tp_straddles", "unsharded_note"]
+__all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "layers_per_stage", "padded_vocab",
+           "rank_of_stages", "schedule_name", "schedule_rejection", "tp_straddles"]

@@ -315,18 +315,18 @@ def model_note(path: str | Path | CsvText, model: str) -> str:
 
 
 def one_chunk_rows_note(rows: tuple[RunRow, ...]) -> str:
-    """:func:`~archsim.training.parallel.one_chunk_note` once for a runs file, with how many of its rows it
+    """:func:`~archsim.training.layout_notes.one_chunk_note` once for a runs file, with how many of its rows it
     applies to (those whose ``interleave`` is 1, as a row without the column has it); '' when none."""
-    from archsim.training.parallel import one_chunk_note
+    from archsim.training.layout_notes import one_chunk_note
 
     notes = [note for note in (one_chunk_note(row.par, "interleave") for row in rows) if note]
     return f"{len(notes)} of the {len(rows)} rows: {notes[0]}" if notes else ""
 
 
 def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
-    """:func:`~archsim.training.parallel.selective_flash_note` once for a runs file, with how many of its rows it
+    """:func:`~archsim.training.layout_notes.selective_flash_note` once for a runs file, with how many of its rows it
     holds for (``recompute`` selective beside the command's FlashAttention); '' when none."""
-    from archsim.training.parallel import selective_flash_count_note
+    from archsim.training.layout_notes import selective_flash_count_note
 
     return selective_flash_count_note([(row.par.recompute, row.par.attention) for row in rows], "rows", "recompute")
 

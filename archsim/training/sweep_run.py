@@ -148,9 +148,9 @@ def noted_seq(axes: list[tuple[str, tuple]], seq: int | None) -> int | None:
 
 
 def selective_flash_points_note(rows: Sequence[Mapping]) -> str:
-    """:func:`~archsim.training.parallel.selective_flash_note` once for a sweep, with how many of its points (those
+    """:func:`~archsim.training.layout_notes.selective_flash_note` once for a sweep, with how many of its points (those
     that ran, ``rows`` as :func:`run_grid` gives them) run selective recompute beside FlashAttention; '' when none."""
-    from archsim.training.parallel import selective_flash_count_note
+    from archsim.training.layout_notes import selective_flash_count_note
 
     return selective_flash_count_note([("none", "") if row["error"] else (row["recompute"], row["attention"])
                                        for row in rows], "points")
