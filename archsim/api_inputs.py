@@ -205,9 +205,9 @@ def warn_file_batch(network: Network, batch: int) -> None:
 
 def unread_keys_notes(config: str | Path | None) -> list[str]:
     """The note an array command says on stderr of a ``config`` device file stating keys its kind does not read
-    (:func:`archsim.devices.device_file.config_unread_keys_note`), for the jobs whose other notes are their own
+    (:func:`archsim.devices.unread_keys.config_unread_keys_note`), for the jobs whose other notes are their own
     (``gemm``, ``profile``, ``plan``, ``bppsa_rnn``); empty without one."""
-    from archsim.devices.device_file import config_unread_keys_note
+    from archsim.devices.unread_keys import config_unread_keys_note
 
     text = None if config is None else config_unread_keys_note(config)
     return [text] if text else []

@@ -111,7 +111,7 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
         settings["dtype"] = device_toml_dtype(settings.get("config"), settings["dtype"], settings.get("element_bytes"))
     done = run_schedule(**settings, speak=_warn, read_device=device_toml_notes)  # a device TOML read as cost's
     if settings.get("config") and not is_device_toml(settings["config"]):  # the reader said a TOML's notes
-        from archsim.devices.device_file import config_unread_keys_note
+        from archsim.devices.unread_keys import config_unread_keys_note
 
         _warn("note", config_unread_keys_note(settings["config"]))
     if done.used is not None:

@@ -37,7 +37,8 @@ def device_toml_array(config: str | Path, array: str | None, dataflow: str | Non
     clock are the caller's to set."""
     from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.options import array_size_warning, array_source, reshaped
-    from archsim.devices.device_file import implausible_figures, unread_keys_note
+    from archsim.devices.device_file import implausible_figures
+    from archsim.devices.unread_keys import unread_keys_note
     from archsim.training.energy import device_file_array
 
     device, found = device_file_array(str(config), 1 if width is None else width)

@@ -199,9 +199,9 @@ def note_device_arrays(config: str, dtype_given: bool = True) -> None:
 
 def note_unread_keys(config: str) -> None:
     """Say on stderr, after the run, which keys ``--config`` (an array device file) states that its kind does not
-    read (:func:`archsim.devices.device_file.config_unread_keys_note`): every command reading such a file says it
+    read (:func:`archsim.devices.unread_keys.config_unread_keys_note`): every command reading such a file says it
     once, here, as ``array/`` and ``policies/`` may not read devices."""
-    from archsim.devices.device_file import config_unread_keys_note
+    from archsim.devices.unread_keys import config_unread_keys_note
 
     text = config_unread_keys_note(config)
     if text:

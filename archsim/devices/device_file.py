@@ -353,44 +353,6 @@ def _pe_lines(device: Device, shape_named: bool) -> tuple[str, ...]:
 
 
 # the keys a device file may state that its kind of device (gemm) is not priced by, and why
-_UNREAD = {"arrays": (("[device] board_watts", "its energy is the energy model's, not board power × time"),
-                      ("[memory] l2_bytes_per_clock", "only gemm = \"tiles\" caps its tiles by the L2's read rate")),
-           "tiles": (("[memory] sram_kib_per_array", "its energy is board power × time, which no SRAM changes"),
-                     ("[device] split_k", "only gemm = \"arrays\" splits a GEMM over its arrays"),
-                     ("[energy]", "its energy is board power × time, not the energy model's"))}
-_CFG_KEYS = {"[memory] sram_kib_per_array": "[architecture_presets] IfmapSramSzkB, FilterSramSzkB, OfmapSramSzkB"}
-
-
-def unread_keys_note(device: Device, file: str) -> str | None:
-    """The note that ``file``, a device file, states keys its kind does not read (:data:`_UNREAD`), naming each and
-    why, so a figure written to change a result is not silently dropped; None for a catalog GPU or a file stating
-    none. A note, not a refusal: one file may serve both kinds (switching ``gemm``)."""
-    if device.catalog is not None:
-        return None
-    stated = {"[device] board_watts": device.board_watts is not None,
-              "[memory] l2_bytes_per_clock": bool(device.l2_bytes_per_clock),
-              "[memory] sram_kib_per_array": device.sram_bytes_per_array > 0, "[device] split_k": device.split_k,
-              "[energy]": bool(device.energy_table or device.energy_figures)}
-    cfg = Path(file).suffix.lower() == ".cfg"  # its SRAM is SCALE-Sim's three keys, which its format requires
-    unread = [(_CFG_KEYS.get(key, key) if cfg else key, why) for key, why in _UNREAD[device.gemm] if stated[key]]
-    if not unread:
-        return None
-    many = len(unread) > 1 or "," in unread[0][0]
-    return (f"{file} is a gemm = \"{device.gemm}\" device: {'these keys are' if many else 'this key is'} not read: "
-            + "; ".join(f"{key} ({why})" for key, why in unread))
-
-
-def config_unread_keys_note(config: str | Path, *, name: str | None = None) -> str | None:
-    """:func:`unread_keys_note` of an array command's ``--config`` (``cost``, ``energy``, an array sweep's ``.cfg``), so
-    every reader of a device file says it; None for a plain ``.cfg`` and for a device ``.cfg`` train refuses (only
-    train's reading gives a device to judge). ``name``: the file as the user named it (default ``config``)."""
-    try:
-        device = load_device(config)
-    except InputError:
-        return None
-    return unread_keys_note(device, str(config) if name is None else name)
-
-
 def devices_implausible_figures(devices: Iterable[Device]) -> tuple[str, ...]:
     """:func:`implausible_figures` of several devices (a cluster's servers'), each line once."""
     return tuple(dict.fromkeys(line for device in devices for line in implausible_figures(device)))
@@ -409,5 +371,4 @@ def load_device(path: str | Path) -> Device:
     raise InputError("a device file is a .toml or a SCALE-Sim .cfg", file=str(path))
 
 
-__all__ = ["SRAM_FILE_KEYS", "config_unread_keys_note", "devices_implausible_figures", "implausible_figures", "load_device",
-           "unread_keys_note"]
+__all__ = ["SRAM_FILE_KEYS", "devices_implausible_figures", "implausible_figures", "load_device"]

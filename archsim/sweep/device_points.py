@@ -96,8 +96,9 @@ def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
     """The lines ``archsim sweep`` warns on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings,
     one list for both: each ``array_sides`` side that leaves PEs unused, then each implausible figure, then a
     spec's ``static_watts`` overriding the device file's, then the keys the file states that an array device does
-    not read (:func:`archsim.devices.device_file.unread_keys_note`, train's note)."""
-    from archsim.devices.device_file import load_device, unread_keys_note
+    not read (:func:`archsim.devices.unread_keys.unread_keys_note`, train's note)."""
+    from archsim.devices.device_file import load_device
+    from archsim.devices.unread_keys import unread_keys_note
     from archsim.sweep.device_spec import unused_pe_lines
 
     device = load_device(spec.setup.device_path)

@@ -103,12 +103,12 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim sweep`` says on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings of a spec's
     ``.cfg`` arrays, once per file: a device of several arrays is swept as one array, as ``archsim cost --config``
     costs it and says (:func:`archsim.array.device_notes.device_arrays_note`); keys an array device does not read
-    (:func:`archsim.devices.device_file.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
+    (:func:`archsim.devices.unread_keys.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
     ``[memory] hbm_gbps`` it does not read, as ``cost --engine cycle`` says (:func:`archsim.array.options.hbm_unread_note`,
     in words of the spec's first element size). Each file is named as the spec names it (:func:`.spec.spec_named`)."""
     from archsim.array.device_notes import device_arrays_note
     from archsim.array.options import hbm_unread_note
-    from archsim.devices.device_file import config_unread_keys_note
+    from archsim.devices.unread_keys import config_unread_keys_note
     from archsim.sweep.spec import spec_named
 
     files = {array.path: array.array for array in spec.arrays if isinstance(array, ArrayFile)}

@@ -267,7 +267,8 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
     each ``[[servers]]`` table's device (None: it names none, nothing to judge its figures by); ``network``: the
     network as read (None: plan's drawn ``[low, high]`` range, no one NIC figure); ``servers``: the server count.
     A drawn in-server range is not judged either."""
-    from archsim.devices.device_file import implausible_figures, unread_keys_note
+    from archsim.devices.device_file import implausible_figures
+    from archsim.devices.unread_keys import unread_keys_note
 
     overridden: list[str] = []  # notes: a device file's link that the cluster's in-server figure replaces
     slipped: list[str] = []  # warnings: an in-server figure that is the GPU's own in another unit
