@@ -96,3 +96,13 @@ def test_a_placed_topology_keeps_each_server_in_its_domain(cluster):
     for a, b in ((0, 8), (0, 16), (8, 24), (16, 24)):
         link = group_link(placed, placed.gpu, range(a, b + 1, b - a), hop=True)
         assert (link.inter if isinstance(link, Spanning) else link).bandwidth == topology.bandwidth[a, b]
+
+
+def test_a_reordered_cluster_of_identical_servers_is_not_the_file_order(cluster):
+    """Its servers are the file's kind in another order, and the order sets their domains (the split prices apart
+    above): the records differ, so nothing keyed on a cluster can hand one the other's figures; the same order
+    twice is the same cluster."""
+    loaded = load_gpu_cluster(cluster)
+    assert loaded.reordered(SPLIT) != loaded and loaded.reordered(SPLIT) == loaded.reordered(SPLIT)
+    assert loaded.reordered((1, 0, 3, 2)) != loaded.reordered(SPLIT)
+    assert hash(loaded.reordered(SPLIT)) == hash(loaded.reordered(SPLIT))

@@ -65,7 +65,9 @@ class GpuCluster:
     comm_sms: int | None = None  # SMs an overlapped collective holds on each GPU: [cluster] comm_sms (None: each GPU's own)
     # the file as read, its GPU pairs not priced (servers in the file's order; None: a cluster made here, single_node)
     file_layout: ClusterLayout | None = field(default=None, compare=False, repr=False)
-    order: tuple[int, ...] = field(default=(), compare=False, repr=False)  # file's servers in this order (reordered)
+    # the file's servers in this order (reordered; empty: the file's). Compared: it sets each server's leaf and NVLink
+    # domain (file_server), so a reordered cluster of identical servers is another cluster, and prices apart
+    order: tuple[int, ...] = field(default=(), repr=False)
 
     @cached_property
     def file_topology(self) -> Topology | None:
