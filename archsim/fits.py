@@ -42,7 +42,7 @@ def cp_span_warning(cluster, par) -> str | None:
     for start in range(0, par.gpus, par.tp * par.cp):  # Megatron's order tp-cp-dp-pp: GPU t of CP TP groups
         for first in (f + j * a * par.tp for f in range(start, start + par.tp) for j in range(par.cp // a)):
             last = first + par.tp * (a - 1)
-            if not cluster.one_domain(first, last):
+            if not cluster.one_domain(first, last, par.tp):
                 most = max(most, cluster.server_of(last) - cluster.server_of(first) + 1)
     group = "a CP group" if par.cp_exchange == "a2a" else f"an all-to-all group of a2a+p2p (A = {a})"
     return f"{group} spans {most} servers: its all-to-alls (a2a) cross the network" if most > 1 else None

@@ -47,11 +47,14 @@ class Network:
     nvls: bool = False
 
     def one_domain(self, first, last, gpus_per_server: int):
-        """Whether GPUs ``first`` and ``last`` (indices, or arrays of them, on servers of ``gpus_per_server`` GPUs)
-        sit in one NVLink domain that spans servers (``nvlink_domain`` above a server's GPUs): their transfers run
-        on NVLink, not the NICs. Train's groups (:meth:`archsim.training.cluster.GpuCluster.one_domain`) and plan's
-        pairs (:func:`archsim.spp.link_classes.domain_pairs`) ask this one rule."""
-        return (self.nvlink_domain > gpus_per_server) & (first // self.nvlink_domain == last // self.nvlink_domain)
+        """Whether servers ``first`` and ``last`` (the cluster file's indices, ``count`` expanded, or arrays of them;
+        servers of ``gpus_per_server`` GPUs) sit in one NVLink domain that spans servers (``nvlink_domain`` above a
+        server's GPUs): their transfers run on NVLink, not the NICs. A domain holds the file's servers, nvlink_domain
+        / gpus_per_server consecutive ones, whatever order ``--placement`` lays them out in. Train's groups
+        (:meth:`archsim.training.cluster.GpuCluster.one_domain`) and plan's pairs
+        (:func:`archsim.spp.link_classes.domain_pairs`) ask this one rule."""
+        servers = self.nvlink_domain // gpus_per_server  # a domain's servers (a multiple: read_network)
+        return (self.nvlink_domain > gpus_per_server) & (first // max(servers, 1) == last // max(servers, 1))
 
     @property
     def server_bytes_per_s(self) -> float:

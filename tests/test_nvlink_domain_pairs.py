@@ -48,14 +48,16 @@ def test_two_servers_of_one_domain_plan_every_pair_at_nvlink(tmp_path):
 def test_four_servers_in_two_domains_cross_the_nics_between_domains(tmp_path):
     """4 × 8 in domains of 16: GPUs 0 and 8 (domain 0) at NVLink, 0 and 16 (domains 0 and 1) at one NIC, 25 GB/s,
     capacity 25e9 / (1 · 1) (one GPU per NIC); GPUs 16 and 31 (domain 1) at NVLink. A reordered cluster (servers 2,
-    0, 1, 3) groups its domains by the new indices, as train's groups do."""
+    0, 1, 3) keeps each server in its domain, as train's groups do: its first two places (file servers 2 and 0) sit in
+    domains 1 and 0, its middle two (0 and 1) in domain 0, its outer two (2 and 3) in domain 1."""
     path = _file(tmp_path, 4, 16)
     planned = read_plan_cluster(path, None)[0]
     assert planned.bandwidth[0, 8] == planned.bandwidth[16, 31] == NVLINK
     assert planned.bandwidth[0, 16] == planned.bandwidth[15, 16] == planned.capacity[0, 16] == NIC
     placed = load_gpu_cluster(path).reordered((2, 0, 1, 3))
-    assert placed.topology.bandwidth[0, 8] == NVLINK and placed.topology.bandwidth[8, 16] == NIC
-    assert group_link(placed, placed.gpu, range(8, 17, 8), hop=True).inter.bandwidth == NIC
+    assert placed.topology.bandwidth[0, 8] == NIC and placed.topology.bandwidth[8, 16] == NVLINK
+    assert placed.topology.bandwidth[0, 24] == NVLINK
+    assert group_link(placed, placed.gpu, range(0, 9, 8), hop=True).inter.bandwidth == NIC
 
 
 def test_a_domain_over_servers_of_two_chips_stays_on_the_nics(tmp_path):

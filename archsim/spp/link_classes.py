@@ -99,14 +99,16 @@ def domain_fabric(network: Network | None, where: np.ndarray, intra: list[float]
     return intra[0]
 
 
-def domain_pairs(network: Network | None, where: np.ndarray, fabric: float | None) -> np.ndarray | None:
+def domain_pairs(network: Network | None, where: np.ndarray, fabric: float | None,
+                 file_servers: np.ndarray | None = None) -> np.ndarray | None:
     """(V, V) booleans: the GPU pairs of two servers in one NVLink domain (:meth:`archsim.network.Network.
-    one_domain`, the rule train's groups read, on GPU indices), where :func:`domain_fabric` found one (``fabric``
-    not None); else None."""
+    one_domain`, the rule train's groups read, on the file's servers), where :func:`domain_fabric` found one
+    (``fabric`` not None); else None. ``file_servers``: each GPU's server as the file numbers it where ``where`` is
+    a placement's order (a domain holds the file's servers; None: ``where``'s are)."""
     if network is None or fabric is None:
         return None
-    gpus = np.arange(len(where))
-    return (where[:, None] != where[None, :]) & network.one_domain(gpus[:, None], gpus[None, :],
+    servers = where if file_servers is None else file_servers
+    return (where[:, None] != where[None, :]) & network.one_domain(servers[:, None], servers[None, :],
                                                                    int(np.bincount(where).max()))
 
 
@@ -150,7 +152,7 @@ def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray, fabri
     ``"per_gpu_pair"`` one NIC per GPU (:mod:`archsim.network`). ``fabric`` (:func:`domain_fabric`): a pair of two
     servers of one NVLink domain runs on it, as train's group of the two does, its capacity the link itself.
     ``file_servers``: each GPU's server as the file numbers it where ``where`` is a server order of its own (a
-    placement's): a leaf holds the file's servers (None: ``where``'s are)."""
+    placement's): a leaf and an NVLink domain hold the file's servers (None: ``where``'s are)."""
     gpus = np.bincount(where)
     local = np.arange(len(where)) - np.searchsorted(where, where)  # each GPU's index in its server (servers in order)
     rail = local // network.gpus_per_nic
@@ -162,7 +164,7 @@ def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray, fabri
         inter[leaf[:, None] != leaf[None, :]] /= network.oversubscription
     same = where[:, None] == where[None, :]
     links = np.where(same, inside, inter)
-    domain = domain_pairs(network, where, fabric)
+    domain = domain_pairs(network, where, fabric, file_servers)
     if domain is not None:
         links[domain], same = fabric, same | domain
     np.fill_diagonal(links, 0.0)

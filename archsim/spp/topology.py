@@ -126,9 +126,10 @@ class Topology:
 
     def reordered(self, order: tuple[int, ...]) -> Topology:
         """This cluster with its servers in ``order`` (indices of its servers), its GPUs numbered anew in that order:
-        a pair in a server keeps its link, a pair between servers is priced anew on :attr:`network` (a leaf holds the
-        servers it held before, their indices here: an order moves servers in the numbering, not under other
-        leaves, as :meth:`archsim.training.cluster.GpuCluster.reordered` prices them)."""
+        a pair in a server keeps its link, a pair between servers is priced anew on :attr:`network` (a leaf and an
+        NVLink domain hold the servers they held before, their indices here: an order moves servers in the
+        numbering, not under other leaves or into other domains, as :meth:`archsim.training.cluster.GpuCluster.
+        reordered` prices them)."""
         if self.network is None or self.links is not None or self.device_types is not None:
             raise InputError("only a cluster file's topology with one network and paper links is reordered",
                              field="placement")

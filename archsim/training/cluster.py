@@ -65,7 +65,9 @@ class GpuCluster:
     comm_sms: int | None = None  # SMs an overlapped collective holds on each GPU: [cluster] comm_sms (None: each GPU's own)
     # the file as read, its GPU pairs not priced (servers in the file's order; None: a cluster made here, single_node)
     file_layout: ClusterLayout | None = field(default=None, compare=False, repr=False)
-    order: tuple[int, ...] = field(default=(), compare=False, repr=False)  # file's servers in this order (reordered)
+    # the file's servers in this order (reordered; empty: the file's). Compared: it sets each server's leaf and NVLink
+    # domain (file_server), so a reordered cluster of identical servers is another cluster, and prices apart
+    order: tuple[int, ...] = field(default=(), repr=False)
 
     @cached_property
     def file_topology(self) -> Topology | None:
@@ -131,7 +133,8 @@ class GpuCluster:
 
     def file_server(self, server: int) -> int:
         """The cluster file's index of the server at ``server`` in this order (:meth:`reordered`): what sets its
-        leaf (``servers_per_leaf`` counts the file's servers, which ``--placement`` reorders, not rewires)."""
+        leaf and its NVLink domain (``servers_per_leaf`` and ``nvlink_domain`` count the file's servers, which
+        ``--placement`` reorders, not rewires)."""
         return self.order[server] if self.order else server
 
     def gpu_at(self, index: int) -> Device:
@@ -158,11 +161,17 @@ class GpuCluster:
         if par.gpus > self.gpus:
             raise InputError(f"TP × PP × DP = {par.gpus} GPUs, the cluster has {self.gpus}", field="gpus")
 
-    def one_domain(self, first: int, last: int) -> bool:
-        """Whether GPUs ``first`` … ``last`` of several servers sit in one NVLink domain (``nvlink_domain``):
-        their group runs on NVLink, not over the network."""
-        net = self.network
-        return net is not None and not self.heterogeneous and bool(net.one_domain(first, last, self.gpus_per_server))
+    def one_domain(self, first: int, last: int, step: int = 1) -> bool:
+        """Whether GPUs ``first``, ``first + step`` … ``last`` (a group, in this order's numbering) sit in one NVLink
+        domain (``nvlink_domain``): their group runs on NVLink, not over the network. A domain holds the file's
+        servers (:meth:`file_server`), so under a placement each GPU's server is looked up, not its index: servers
+        placed side by side may sit in two domains, and two placed apart in one."""
+        net, size = self.network, self.gpus_per_server
+        if net is None or self.heterogeneous or net.nvlink_domain <= size:
+            return False
+        servers = {self.file_server(self.server_of(i)) for i in range(first, last + 1, step)}
+        head = next(iter(servers))
+        return all(bool(net.one_domain(head, s, size)) for s in servers)
 
     def wired(self, device: Device, server: int) -> bool:
         """Whether ``server``'s GPUs are wired to each other directly, without an NVSwitch (a DGX-1 of

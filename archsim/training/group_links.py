@@ -50,7 +50,7 @@ class Layout(Protocol):
     def file_server(self, server: int) -> int: ...
     def fabric(self, server: int) -> float | None: ...
     def check_gpus(self, par: Parallelism) -> None: ...
-    def one_domain(self, first: int, last: int) -> bool: ...
+    def one_domain(self, first: int, last: int, step: int = 1) -> bool: ...
     def capacity(self, device: Device) -> float: ...
     def wired(self, device: Device, server: int) -> bool: ...
 
@@ -72,7 +72,7 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
         first = cluster.starts[server]
         link = links.nvlink_group(device, tuple(i - first for i in members), cluster.fabric(server))
         return replace(link, nvls=True) if links.switch_reduces(device, net is not None and net.nvls) else link
-    if net is not None and cluster.one_domain(members[0], members[-1]):
+    if net is not None and cluster.one_domain(members[0], members[-1], members.step):
         return links.server_link(device, (0,), cluster.fabric(server), net.nvls)
     local = tuple(i - cluster.starts[server] for i in members if cluster.server_of(i) == server)
     if net is None:
@@ -223,7 +223,7 @@ def _crossing(cluster: Layout, members: range) -> tuple[bool, bool]:
     """Whether a group's GPUs cross servers over the network, and whether they sit under different leaves
     of an oversubscribed fabric (:func:`_slowest`'s order: False before True)."""
     over = cluster.server_of(members[0]) != cluster.server_of(members[-1]) and \
-        not cluster.one_domain(members[0], members[-1])
+        not cluster.one_domain(members[0], members[-1], members.step)
     net = cluster.network
     leaves = over and net is not None and leaves_oversubscribed(cluster) and \
         len({cluster.file_server(cluster.server_of(i)) // net.servers_per_leaf for i in members}) > 1
