@@ -47,9 +47,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.errors import InputError
-from archsim.links import MAX_GBPS, MIN_GBPS, check_nvls, fabric_bytes_per_s, is_gbps, nic_share
+from archsim.links import check_nvls, fabric_bytes_per_s, is_gbps, nic_share
 from archsim.network import NETWORK_KEYS, Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
+from archsim.spp.cluster_figures import Draws, check_figure, figure, gbps
 from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
 from archsim.toml_errors import table_line
 from archsim.validate import SEED_MAX, check_name, did_you_mean, shown, shown_number
@@ -187,48 +188,6 @@ def _flat(processors: int, bandwidth: float | None, name: str, memory_bytes: flo
     return Topology(name, (0,) * processors, links, None, memory_bytes)
 
 
-class _Draws:
-    """``numpy.random.default_rng(seed)``, made at its first draw: a cluster without [low, high]
-    ranges never imports numpy.random (≈ 0.03 s); one with them draws the same numbers."""
-
-    def __init__(self, seed: int) -> None:
-        self.seed = seed
-        self._rng: np.random.Generator | None = None
-
-    @property
-    def drew(self) -> bool:
-        """Whether any figure was drawn: a ``--seed`` with nothing to draw is said to be unread."""
-        return self._rng is not None
-
-    def uniform(self, low: float, high: float) -> float:
-        if self._rng is None:
-            self._rng = np.random.default_rng(self.seed)
-        return self._rng.uniform(low, high)
-
-
-def _figure(value, field: str, file: str, rng: _Draws) -> float:
-    """A stated Gbit/s figure: the number, or a draw from its [low, high] range (:func:`_check_figure`)."""
-    _check_figure(value, field, file)
-    return float(value) if is_gbps(value) else float(rng.uniform(value[0], value[1]))
-
-
-def _check_figure(value, field: str, file: str) -> None:
-    """Refuse a Gbit/s figure that is neither a number in [MIN_GBPS, MAX_GBPS] (:func:`archsim.links.is_gbps`) nor a
-    [low, high] range of them, low first: the one rule of a cluster file's link figures, drawn or not."""
-    if is_gbps(value) or (isinstance(value, list) and len(value) == 2 and all(map(is_gbps, value))
-                          and value[0] <= value[1]):
-        return
-    reversed_range = isinstance(value, list) and len(value) == 2 and all(map(is_gbps, value))  # high first
-    raise InputError(f"a [low, high] range goes low first: got low {value[0]:g} above high {value[1]:g}"
-                     if reversed_range else f"expected a number in [{MIN_GBPS:g}, {MAX_GBPS:g}] or a [low, high] "
-                     f"range of them, got {shown_number(value)}", file=file, field=field)
-
-
-def _gbps(value, field: str, file: str, rng: _Draws) -> float:
-    """A link stated per direction (``inter_server_gbps``, a NIC's speed), bytes/s."""
-    return _figure(value, field, file, rng) * 1e9 / 8
-
-
 @dataclass(frozen=True, eq=False)
 class ClusterLayout:
     """A cluster document read and checked, its GPU pairs not yet priced (:func:`pair_topology` prices them): each
@@ -298,7 +257,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         seed = cluster.get("seed", 0)
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
             raise InputError(f"expected an integer in 0…{SEED_MAX}, got {shown(seed)}", file=file, field="seed")
-    rng = _Draws(seed)
+    rng = Draws(seed)
     servers: list[int] = []
     intra: list[float] = []
     boards: list[str | None] = []  # each server's catalog GPU, where it names one (its in-server pairs' links)
@@ -320,7 +279,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         if len(servers) + count * gpus > max_devices:
             raise InputError(f"more than {max_devices} GPUs in all", file=file, field=f"servers[{table + 1}].count")
         for _ in range(count):
-            intra.append(fabric_bytes_per_s(_figure(group["intra_server_gbps"], f"servers[{table + 1}].intra_server_gbps",
+            intra.append(fabric_bytes_per_s(figure(group["intra_server_gbps"], f"servers[{table + 1}].intra_server_gbps",
                                                     file, rng))
                          if "intra_server_gbps" in group else
                          server_fabric(group, devices[table] if table < len(devices) else None, file))
@@ -332,7 +291,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     n_servers = len(intra)
     between = cluster.get("inter_server_gbps")
     if between is not None:  # checked where it is not read too (one server, or a [network] table's NICs)
-        _check_figure(between, "inter_server_gbps", file)
+        check_figure(between, "inter_server_gbps", file)
     if between is None and default_gbps and "network" not in spec:
         between = default_gbps
     if between is None and n_servers > 1 and not network_links and "network" not in spec:
@@ -345,7 +304,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         pairs = np.zeros((n_servers, n_servers))
         for a in range(n_servers):
             for b in range(a + 1, n_servers):
-                pairs[a, b] = pairs[b, a] = _gbps(between, "inter_server_gbps", file, rng)
+                pairs[a, b] = pairs[b, a] = gbps(between, "inter_server_gbps", file, rng)
     link = cluster.get("inter_server_link", "shared")
     if link not in INTER_SERVER_LINKS:
         raise InputError(f"expected one of {', '.join(INTER_SERVER_LINKS)}, got {shown(link)}", file=file,
