@@ -168,7 +168,7 @@ def test_every_part_the_split_returns_has_the_tables_name_and_every_name_a_part(
     added to the one only made the table raise KeyError). Now one list (``SPLIT_PARTS``) keys both: a run's keys are
     the documented six in order (PARTS above), and six parts of 1 s each make the table name each once, in that
     order: 6 s, each 1/6 = 17% to two digits (names as docs/training.md writes them)."""
-    from archsim.training.run import SPLIT_PARTS
+    from archsim.training.compute_classes import SPLIT_PARTS
     from archsim.training.table_lines import split_line
 
     split = run(CASES["pp2"], tiny).compute_split_seconds

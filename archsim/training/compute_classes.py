@@ -84,4 +84,21 @@ def piece_classes(work: Work, machine: Machine, counted: Work | None, recompute:
     return out
 
 
-__all__ = ["ClassSeconds", "pass_families", "piece_classes", "summed_classes"]
+@dataclass(frozen=True)
+class SplitPart:
+    """One part of :func:`~archsim.training.run.compute_split`'s seconds: its key (``compute_split_seconds``' in JSON and csv), its name in
+    train's table line (:func:`archsim.training.table_lines.split_line`) and whether that line names it at 0."""
+
+    key: str
+    label: str
+    shown_at_zero: bool = True
+
+
+# run.compute_split's parts in its order: the one list of their keys and names, so a part added here has its name
+SPLIT_PARTS = (SplitPart("gemm", "gemm"), SplitPart("memory_bound", "memory-bound"),
+               SplitPart("kernel_gaps", "kernel gaps"), SplitPart("host_floor", "host floor"),
+               SplitPart("recompute_communication", "recompute's communication", shown_at_zero=False),
+               SplitPart("other", "other", shown_at_zero=False))
+
+
+__all__ = ["SPLIT_PARTS", "ClassSeconds", "SplitPart", "pass_families", "piece_classes", "summed_classes"]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from archsim.devices.catalog import GIB
-from archsim.training.compute_classes import ClassSeconds
+from archsim.training.compute_classes import SPLIT_PARTS, ClassSeconds
 from archsim.training.context_parallel import rank_config, received_bytes
 from archsim.training.eager_ops import eager_flash_output_bytes
 from archsim.training.fp8_scaling import scaling_seconds
@@ -201,23 +201,6 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
                        host_bound_seconds=host_bound, compute_split_seconds=split)
 
 
-@dataclass(frozen=True)
-class SplitPart:
-    """One part of :func:`compute_split`'s seconds: its key (``compute_split_seconds``' in JSON and csv), its name in
-    train's table line (:func:`archsim.training.table_lines.split_line`) and whether that line names it at 0."""
-
-    key: str
-    label: str
-    shown_at_zero: bool = True
-
-
-# compute_split's parts in its order: the one list of their keys and names, so a part added here has its name
-SPLIT_PARTS = (SplitPart("gemm", "gemm"), SplitPart("memory_bound", "memory-bound"),
-               SplitPart("kernel_gaps", "kernel gaps"), SplitPart("host_floor", "host floor"),
-               SplitPart("recompute_communication", "recompute's communication", shown_at_zero=False),
-               SplitPart("other", "other", shown_at_zero=False))
-
-
 def compute_split(c, par, pieces, stages, whole: float, host: float) -> dict[str, float]:
     """``whole`` seconds (a rank's compute and recompute over the iteration, ``_breakdown``'s) by what they are, its
     ``stages``' pieces run as ``_breakdown`` runs them (:func:`~archsim.training.stages.piece_runs`): their ops' GPU
@@ -310,4 +293,4 @@ def _iteration_rows(post: dict[str, float]) -> list[dict]:
     return [op_row("iteration", name, "-", seconds) for name, seconds in post.items()]
 
 
-__all__ = ["SPLIT_PARTS", "SplitPart", "TrainResult", "compute_split", "train"]
+__all__ = ["TrainResult", "compute_split", "train"]

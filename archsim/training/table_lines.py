@@ -157,9 +157,9 @@ def split_line(split: dict[str, float], digits: int | None = None) -> str | None
     (``0.3 s — gemm 41%, memory-bound 22%, kernel gaps 21%, host floor 16%``; the recompute's communication and
     ``other`` only where they are not 0); None
     where there is no split or nothing to split. ``digits`` (``train --precision``): the seconds' and the shares'
-    significant digits; None: 3 and 2. The parts' names and order are :data:`~archsim.training.run.SPLIT_PARTS`, the
+    significant digits; None: 3 and 2. The parts' names and order are :data:`~archsim.training.compute_classes.SPLIT_PARTS`, the
     list :func:`~archsim.training.run.compute_split` keys its seconds by."""
-    from archsim.training.run import SPLIT_PARTS
+    from archsim.training.compute_classes import SPLIT_PARTS
 
     whole = sum(split.values())
     if not split or not whole > 0:
