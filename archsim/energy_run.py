@@ -127,18 +127,16 @@ def static_power_mw(energies, array: ArrayConfig) -> float:
 def _chip_priced(rows: list[dict], kind_seconds: dict[str, float], device, array_leakage_mw: float) -> list[dict]:
     """``rows`` (F, G, D, then TOTAL) priced on the chip: each with its kind's ``chip_seconds`` after ``cycles``
     and its ``leakage_pj`` the chip's static power × those seconds (:func:`~archsim.training.energy.static_joules`,
-    train's formula: ``static_watts`` plus every array's leakage), ``energy_pj`` its parts again; TOTAL their sums."""
-    from archsim.energy.model import PARTS
+    train's formula: ``static_watts`` plus every array's leakage) in ``energy_pj`` for the model's own; TOTAL their
+    sums."""
     from archsim.training.energy import static_joules
 
     priced = []
     for row in rows[:-1]:
         chip_seconds = kind_seconds.get(row["op"], 0.0)
         leakage = static_joules(device, 1, chip_seconds, array_leakage_mw) * 1e12
-        energy = row[next(iter(PARTS))]
-        for column in list(PARTS)[1:]:  # part by part, in the model's order, then the leakage
-            energy = energy + row[column]
-        priced.append(_after_cycles({**row, "leakage_pj": leakage, "energy_pj": energy + leakage}, chip_seconds))
+        energy = row["energy_pj"] - row["leakage_pj"] + leakage  # the model's dynamic sum, to the last bit
+        priced.append(_after_cycles({**row, "leakage_pj": leakage, "energy_pj": energy}, chip_seconds))
     total = dict(rows[-1])
     for name in ("leakage_pj", "energy_pj"):
         total[name] = sum(float(row[name]) for row in priced)
