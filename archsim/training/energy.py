@@ -427,5 +427,5 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
 
 
 __all__ = ["BOARD_SOURCE", "ENERGY_PARTS", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_devices",
-           "array_iteration_joules", "array_iteration_parts", "board_watts", "device_array", "device_energies", "device_file_array", "device_fp8_energies", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
-           "priced", "chip_static_watts", "static_joules", "unpriced_static_note"]
+           "array_iteration_joules", "array_iteration_parts", "board_watts", "chip_static_watts", "device_array", "device_energies", "device_file_array", "device_fp8_energies", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
+           "priced", "static_joules", "unpriced_static_note"]
