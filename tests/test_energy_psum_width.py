@@ -1,6 +1,6 @@
 """Register energy of partial sums at the accumulator's width. A systolic array multiplying 16-bit (or 8-bit) operands
-accumulates in fp32 (or int32): a TPU's MXU sums bf16 products in fp32 (Jouppi et al., ISCA 2023; docs/citations.md),
-and the table's own 2-byte MAC is "fp16 × fp16 accumulated in fp32". So the partial sums a weight- or
+accumulates in fp32 (or int32): the table's own MACs are "fp16 × fp16 accumulated in fp32" and "int8 × int8
+accumulated in int32" (configs/energy/horowitz45.toml [mac]), as bf16 MXUs sum in fp32. So the partial sums a weight- or
 input-stationary array passes down (one a MAC) and the outputs an output-stationary one drains (M·N) cost 32 bits of
 register each, the operand words their own width. References: hand counts of register words × bits × 0.009 pJ/bit
 (Aladdin's register, configs/energy/horowitz45.toml)."""

@@ -247,9 +247,10 @@ ACCUMULATOR_BITS = 32  # int8 products accumulate in int32, 16-bit floats' in fp
 
 
 def accumulator_bits(element_bytes: int) -> int:
-    """Bits of a systolic array's partial sums for operands of ``element_bytes``: 32 for 1-, 2- and 4-byte words (int8
-    × int8 accumulated in int32; fp16/bf16 products in fp32, as a TPU's MXU accumulates bf16 in fp32, Jouppi et al.
-    ISCA 2023, and as the table's 2-byte MAC states; fp32 in fp32), the operand's own where wider."""
+    """Bits of a systolic array's partial sums for operands of ``element_bytes``: 32 for 1-, 2- and 4-byte words, the
+    width of the accumulating adder the table's MAC already prices (``configs/energy/horowitz45.toml`` ``[mac]``: int8 ×
+    int8 + a 32-bit integer add, fp16 × fp16 + a 32-bit FP add, fp32 + fp32; bf16 MXUs likewise sum in fp32), so the
+    register a partial sum passes through is as wide as the adder that wrote it; the operand's own where wider."""
     return max(ACCUMULATOR_BITS, 8 * element_bytes)
 
 
