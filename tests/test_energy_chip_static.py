@@ -61,3 +61,15 @@ def test_the_static_note_is_said_only_where_static_watts_is_unread(capsys, tmp_p
     """The note that energy leaves static_watts unread is gone where the chip is priced with it."""
     assert main(["energy", "layerpipe_sample", "--config", _chip(tmp_path), "--batch", "8"]) == 0
     assert "static_watts" not in capsys.readouterr().err
+
+
+def test_energy_and_train_charge_the_chip_the_same_static_watts(capsys, tmp_path):
+    """One formula (`static_joules`): the watts energy's leakage_pj spends over its chip seconds are the watts train's
+    energy_static_j spends per chip over its iteration, the file's 20 W."""
+    path = _chip(tmp_path)
+    cluster = write_file(tmp_path, "c.toml", '[cluster]\n\n[[servers]]\ngpus = 1\ndevice = "mychip.toml"\n')
+    energy = _json(capsys, ["energy", "layerpipe_sample", "--config", path, "--batch", "8"])
+    train = _json(capsys, ["train", "gpt2", "--cluster", str(cluster), "--global-batch", "1", "--seq", "64"])["meta"]
+    energy_watts = energy["rows"][-1]["leakage_pj"] * 1e-12 / energy["meta"]["iteration_seconds"]
+    assert energy_watts == pytest.approx(train["energy_static_j"] / train["iteration_seconds"], rel=1e-12)
+    assert energy_watts == pytest.approx(20, rel=1e-12)
