@@ -12,6 +12,7 @@ from archsim.console import say_after_run
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
+    from archsim.devices.device import Device
     from archsim.lowering import Mode
     from archsim.workload.layer import Network
 
@@ -73,8 +74,9 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
                     dtype: str | None, energy_table: str | Path | None, config: str | Path | None
                     ) -> tuple[list[dict], dict, str]:
     """(rows, meta, static note): the per-part rows ``archsim energy`` prints (TOTAL last), its meta (what was
-    priced, the table, the array's area; seconds and average watts at a clock) and the note on a device file's
-    static power, which train and search read and energy does not ('' where none)."""
+    priced, the table, the area; seconds and average watts at a clock) and the note on a device file's static
+    power where it is left unread ('' where none). On a device file of several arrays the chip is priced
+    (:func:`_chip_priced`): its seconds, its static energy and its area; ``cycles`` stay one array's."""
     from archsim.array.device_notes import device_static_note
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
@@ -83,36 +85,82 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
+    area = array_area(array, table).as_dict()
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": batch, "microbatches": microbatches, "mode": mode, "engine": engine,
         "dtype": dtype_meta(dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
         **figures_meta(config),
         "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
-        **_memory_meta(array, engine), **array_area(array, table).as_dict(),
+        **_memory_meta(array, engine), **area,
     }
+    chip = None
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-        total = rows[-1]  # the TOTAL row
-        seconds = float(total["cycles"]) / array.clock_hz
+        seconds = float(rows[-1]["cycles"]) / array.clock_hz
         chip = _chip_seconds(network, array, batch=batch, microbatches=microbatches, mode=mode, dtype=dtype,
                              config=config)
-        if chip is not None:  # a device file of several arrays: the chip's time, as cost's chip_seconds
-            seconds, chip_items = chip
-            meta.update(chip_items)
+        if chip is not None:  # a device file of several arrays: the chip's time, static energy and area
+            kind_seconds, chip_items, device = chip
+            rows = _chip_priced(rows, kind_seconds, device, static_power_mw(energies, array))
+            seconds = float(rows[-1]["chip_seconds"])
+            count = device.arrays.count
+            meta.update({name: value * count for name, value in area.items()}, array_area_mm2=area["area_mm2"],
+                        per_array=PER_ARRAY, **chip_items)
         meta["iteration_seconds"] = seconds
-        meta["average_power_w"] = float(total["energy_pj"]) * 1e-12 / seconds
-    static = device_static_note(str(config)) if config else ""
+        meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
+    static = device_static_note(str(config)) if config and chip is None else ""
     return rows, meta, static or ""
 
 
+PER_ARRAY = ("cycles: one array's (SCALE-Sim's count); the counts and dynamic joules: the iteration's, the same on one "
+             "array or all; chip_seconds, leakage_pj (the chip's static_watts plus every array's leakage, over "
+             "chip_seconds, train's formula) and the areas: the chip's; array_area_mm2: one array's")
+
+
+def static_power_mw(energies, array: ArrayConfig) -> float:
+    """One array's leakage with its SRAMs (mW): :func:`archsim.energy.model.static_power_mw`."""
+    from archsim.energy.model import static_power_mw as of_array
+
+    return of_array(energies, array)
+
+
+def _chip_priced(rows: list[dict], kind_seconds: dict[str, float], device, array_leakage_mw: float) -> list[dict]:
+    """``rows`` (F, G, D, then TOTAL) priced on the chip: each with its kind's ``chip_seconds`` after ``cycles``
+    and its ``leakage_pj`` the chip's static power × those seconds (:func:`~archsim.training.energy.static_joules`,
+    train's formula: ``static_watts`` plus every array's leakage) in ``energy_pj`` for the model's own; TOTAL their
+    sums."""
+    from archsim.training.energy import static_joules
+
+    priced = []
+    for row in rows[:-1]:
+        chip_seconds = kind_seconds.get(row["op"], 0.0)
+        leakage = static_joules(device, 1, chip_seconds, array_leakage_mw) * 1e12
+        energy = row["energy_pj"] - row["leakage_pj"] + leakage  # the model's dynamic sum, to the last bit
+        priced.append(_after_cycles({**row, "leakage_pj": leakage, "energy_pj": energy}, chip_seconds))
+    total = dict(rows[-1])
+    for name in ("leakage_pj", "energy_pj"):
+        total[name] = sum(float(row[name]) for row in priced)
+    return [*priced, _after_cycles(total, sum(kind_seconds.get(row["op"], 0.0) for row in rows[:-1]))]
+
+
+def _after_cycles(row: dict, chip_seconds: float) -> dict:
+    """``row`` with ``chip_seconds`` (s) placed after its ``cycles``."""
+    out: dict = {}
+    for name, value in row.items():
+        out[name] = value
+        if name == "cycles":
+            out["chip_seconds"] = chip_seconds
+    return out
+
+
 def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode,
-                  dtype: str | None, config: str | Path | None) -> tuple[float, dict[str, object]] | None:
-    """(seconds, meta) of the iteration on the whole chip where ``config`` is a device file of several arrays:
-    ``cost``'s ``chip_seconds`` of the batch / M micro-batch (:func:`~archsim.chip_time.layer_chip_seconds`, the
-    op timing train uses) × M, and what it was timed on (:func:`~archsim.chip_time.chip_meta`); None otherwise (one
-    array's cycles are then the chip's time). The energy is the same on one array or many: the chip runs the same
-    accesses, so only the seconds (and the watts over them) are the chip's."""
+                  dtype: str | None, config: str | Path | None) -> tuple[dict[str, float], dict[str, object], Device] | None:
+    """(seconds by op kind, meta, chip) of the iteration on the whole chip where ``config`` is a device file of several
+    arrays: ``cost``'s ``F/G/D_chip_seconds`` of the batch / M micro-batch
+    (:func:`~archsim.chip_time.layer_chip_seconds`, the op timing train uses) summed over the layers × M, what it was
+    timed on (:func:`~archsim.chip_time.chip_meta`) and the chip; None otherwise (one array's cycles are then the
+    chip's time). The dynamic energy is the same on one array or many: the chip runs the same accesses."""
     from archsim.array.options import dtype_meta
     from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds
     from archsim.choices.devices import SCALESIM_DTYPE
@@ -123,7 +171,8 @@ def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatc
         return None
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
     timed = layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
-    return sum(row["chip_seconds"] for row in timed) * microbatches, chip_meta(chip)
+    kinds = {kind: sum(row[f"{kind}_chip_seconds"] for row in timed) * microbatches for kind in ("F", "G", "D")}
+    return kinds, chip_meta(chip), chip
 
 
 def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:

@@ -61,7 +61,7 @@ intra_gbps = 100
 {energy}"""
 
 # every [energy] figure but mac_pj: set to 0, a total is MACs × mac_pj
-ENERGY_ZEROS = ("vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
+ENERGY_ZEROS = ("vector_pj", "register_pj", "psum_register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
                 "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj", "lane_pj", "exp_pj", "int_pj",
                 "int_mult_pj")
 

@@ -45,6 +45,8 @@ COMMANDS: dict[str, list[str]] = {
     "cost --config chip.toml": ["cost", "layerpipe_sample", "--config", str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")],
     "energy": ["energy", "layerpipe_sample"],
     "energy (clock)": ["energy", "layerpipe_sample", "--clock-ghz", "1"],
+    "energy --config chip.toml": ["energy", "layerpipe_sample", "--config",  # per_array, array_area_mm2
+                                  str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")],
     "energy --config with [energy]": ["energy", "layerpipe_sample", "--config",
                                       str(ROOT / "tests" / "data" / "energy_figures_32x32.cfg")],
     "gemm": ["gemm", "--m", "64", "--k", "64", "--n", "64"],

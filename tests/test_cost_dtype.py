@@ -143,9 +143,14 @@ def test_energy_memory_parts_scale_with_the_width_and_macs_take_the_tables_figur
         assert total["mac_pj"] == pytest.approx(macs * table["mac"][str(width)]["pj"])
     memory = [name for name in int8["rows"][-1] if "sram" in name and name.endswith("_pj")]
     assert len(memory) == 6
-    for name in (*memory, "register_pj"):  # the same word counts, each word twice the bits
+    for name in memory:  # the same word counts, each word twice the bits
         assert fp16["rows"][-1][name] == pytest.approx(2 * int8["rows"][-1][name]), name
         assert int8["rows"][-1][name] > 0
+    for document, width in ((int8, 1), (fp16, 2)):  # operand words at their bits, partial sums at the 32-bit
+        total = document["rows"][-1]  # accumulator's (int8 in int32, fp16 in fp32), whatever the width
+        operands = total["register_words"] - total["psum_register_words"]
+        assert total["psum_register_words"] == macs  # ws: one partial sum a MAC
+        assert total["register_pj"] == pytest.approx((operands * 8 * width + macs * 32) * table["register"]["pj_per_bit"])
 
 
 def test_api_cost_to_dict_is_the_cli_json(capsys):

@@ -2,6 +2,7 @@
 wrong input says (one line, located as the file's SCALE-Sim keys are), and what the docs say plan takes.
 Each test failed on the code before its fix (say so where it was added)."""
 
+import json
 import re
 from pathlib import Path
 
@@ -149,19 +150,27 @@ def test_a_cfg_syntax_error_says_what_and_where(tmp_path, capsys, edit, line, sa
         assert f"mychip.cfg, line {line}" in err and says in err and "Error" not in err, err
 
 
-def test_energy_says_it_does_not_read_the_chips_static_watts(tmp_path, capsys):
+def test_energy_prices_the_chips_static_watts_or_says_it_does_not_read_them(tmp_path, capsys):
     """``archsim energy --config mychip.cfg`` on a chip stating ``[device] static_watts = 20`` printed
     ``leakage_pj`` 0 and an average power with no word that the file's static power went unread (train and
-    search add it: 20 W × chips × seconds). Now one note names the figure and where it counts; a chip without
-    it gets no such note. Failed before the fix."""
+    search add it: 20 W × chips × seconds); a note then named it. Since 2026-12-05 a chip of several arrays (32
+    here) is priced with it over the chip's seconds, as train prices it, so no note; a chip of one array is still
+    priced as one array, the figure named as unread; a chip without it gets no such note."""
     path = tmp_path / "mychip.cfg"
     path.write_text(CHIP)
+    assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    seconds = document["meta"]["iteration_seconds"]
+    assert document["rows"][-1]["leakage_pj"] == pytest.approx(20 * seconds * 1e12, rel=1e-12)
+    assert "static_watts" not in err
+    path.write_text(CHIP.replace("arrays = 32\n", "arrays = 1\n"))
     assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16", "--format", "json"]) == 0
     out, err = capsys.readouterr()
     assert '"leakage_pj": 0' in out.replace(".0,", ",")  # the energy table's leakage: none
     (line,) = [text for text in err.splitlines() if "static_watts" in text]
     assert line.startswith("archsim energy: note: ") and "20 W per chip" in line and "train and search" in line
-    path.write_text(CHIP.replace("static_watts = 20\n", ""))
+    path.write_text(CHIP.replace("static_watts = 20\n", "").replace("arrays = 32\n", "arrays = 1\n"))
     assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16"]) == 0
     assert "static_watts" not in capsys.readouterr().err
 

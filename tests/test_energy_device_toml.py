@@ -52,12 +52,14 @@ def notes(stderr: str) -> str:
 def test_energy_on_a_device_toml_is_its_macs_times_its_mac_pj(mac_pj, tmp_path, capsys):
     """Reference, by hand: batch 2 through fc1 (8 → 4) and fc2 (4 → 2) is F = 2·8·4 + 2·4·2 = 80 MACs, the weight
     gradients G the same 80, the data gradient D of fc2 alone (fc1's input needs none) 2·4·2 = 16: 176 MACs ×
-    the TOML's mac_pj, every other figure (leakage too) zero."""
+    the TOML's mac_pj, every other per-event figure (leakage too) zero; plus the chip's 3 W of static_watts over its
+    seconds, which energy prices on a device of several arrays as train does (since 2026-12-05)."""
     energy = {"mac_pj": mac_pj, **dict.fromkeys(ZEROS, 0)}
     result = _energy_json(tmp_path, capsys, "chip.toml", CHIP_TOML.format(lanes="", energy=energy_body(energy, True)))
     total = result["rows"][-1]
     assert total["macs"] == 176
-    assert total["energy_pj"] == pytest.approx(176 * mac_pj, rel=1e-12)
+    assert total["leakage_pj"] == pytest.approx(3 * result["meta"]["iteration_seconds"] * 1e12, rel=1e-12)
+    assert total["energy_pj"] - total["leakage_pj"] == pytest.approx(176 * mac_pj, rel=1e-9)
 
 
 @pytest.mark.parametrize("energy", [{"mac_pj": 0.7, "dram_read_pj": 30.0, "ifmap_read_pj": 1.5},
@@ -74,7 +76,8 @@ def test_a_device_toml_and_cfg_of_one_chip_give_one_energy_table(energy, flags, 
     assert cfg[0] == toml[0] == 0, cfg[2] + toml[2]
     assert json.loads(toml[1]) == json.loads(cfg[1])
     assert notes(toml[2]).replace("chip.toml", "chip.cfg") == notes(cfg[2])
-    assert "device of 8 arrays" in toml[2] and "static_watts = 3 W" in toml[2]
+    assert "device of 8 arrays" in toml[2]
+    assert "static_watts" not in toml[2]  # priced now over the chip's seconds (test_energy_chip_static.py), unnoted
     assert "add --dtype fp16" not in toml[2]  # it prices what train charges
 
 
@@ -146,7 +149,11 @@ def test_a_shipped_device_toml_prices_as_its_flags_by_hand(command, capsys):
     captured = capsys.readouterr()
     read = json.loads(captured.out)
     assert [{k: row[k] for k in by_flags["rows"][0]} for row in read["rows"]] == by_flags["rows"]  # + the chip's
-    chip_time = ("iteration_seconds", "average_power_w")  # energy's: the file's 8 arrays' (test_energy_trial_chip.py)
+    # energy's: the file's 8 arrays' time and area (test_energy_trial_chip.py, test_energy_chip_static.py)
+    chip_time = ("iteration_seconds", "average_power_w", "pe_array_mm2", "sram_mm2", "area_mm2", "array_area_mm2",
+                 "per_array")
     assert {k: v for k, v in read["meta"].items() if not k.startswith("chip_") and k not in chip_time} == {
         k: v for k, v in by_flags["meta"].items() if k not in chip_time}
+    if command == "energy":  # all 8 arrays' PEs and SRAMs
+        assert read["meta"]["area_mm2"] == pytest.approx(8 * by_flags["meta"]["area_mm2"], rel=1e-12)
     assert "device of 8 arrays" in captured.err

@@ -256,6 +256,8 @@ def test_energy_counts_compressed_weights_and_metadata(case):
     assert forward.filter_sram_reads == reference.filter_sram_reads + reference.metadata_storage
     assert forward.ifmap_sram_reads == reference.ifmap_sram_reads
     assert forward.macs == t * reference.kept_weights
+    # partial sums at the accumulator's width: one a kept MAC (ws, is), or the T·M outputs drained (os)
+    assert forward.psum_register_words == (t * m if dataflow == "os" else t * reference.kept_weights)
 
 
 # USER bandwidth mode: layers whose im2col repeats no ifmap word (GEMMs, 1×1 convs), 1 KiB SRAMs so they stall

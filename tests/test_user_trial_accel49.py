@@ -28,8 +28,8 @@ def chip_cfg_text(gib: float = 8) -> str:
 
 # every per-event figure 0 but a MAC's 1 pJ: the energy model's joules are then the MACs, which can be counted
 MAC_ONLY = "\n[energy]\nmac_pj = 1\n" + "".join(
-    f"{key} = 0\n" for key in ("register_pj", "vector_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj",
-                               "ifmap_write_pj", "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj",
+    f"{key} = 0\n" for key in ("register_pj", "psum_register_pj", "vector_pj", "ifmap_read_pj", "filter_read_pj",
+                               "ofmap_read_pj", "ifmap_write_pj", "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj",
                                "lane_pj", "exp_pj", "int_pj", "int_mult_pj"))
 
 TINY = """[transformer]

@@ -60,7 +60,7 @@ def test_pipeline_memory_on_a_device_toml_names_the_capacity_its_hbm_gib_needs(c
 
 
 ZERO_ENERGY = "\n[energy]\n" + "".join(f"{key} = 0\n" for key in (
-    "mac_pj", "vector_pj", "register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
+    "mac_pj", "vector_pj", "register_pj", "psum_register_pj", "ifmap_read_pj", "filter_read_pj", "ofmap_read_pj", "ifmap_write_pj",
     "filter_write_pj", "ofmap_write_pj", "dram_read_pj", "dram_write_pj", "lane_pj", "exp_pj", "int_pj",
     "int_mult_pj"))
 

@@ -61,9 +61,11 @@ def device_arrays_note(config: str | Path, *, name: str | None = None) -> str | 
 
 
 def device_static_note(config: str | Path) -> str | None:
-    """What ``archsim energy`` says of a ``--config`` device file that states ``[device] static_watts`` (W per chip):
-    train and search add it over the iteration, energy prices one array's dynamic joules and the energy table's
-    leakage, so the figure is named as unread here. None for a plain SCALE-Sim file or one stating none."""
+    """What ``archsim energy`` says of a ``--config`` device file that states ``[device] static_watts`` (W per chip)
+    where it does not price the chip (a device of one array, or a ``.cfg`` train refuses: a device of several arrays
+    it prices with it, :func:`archsim.energy_run.energy_document`): train and search add it over the iteration,
+    energy prices one array's dynamic joules and the energy table's leakage, so the figure is named as unread
+    here. None for a plain SCALE-Sim file or one stating none."""
     checked = _device_file(config)
     watts = 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
     if not watts:

@@ -8,7 +8,10 @@ multiplies, so energy is linear in every count by construction. Per GEMM out[M×
   through a pipeline register (ws: the ifmap word right, the partial sum down; os: ifmap right and
   filter down; is: filter and partial sum), and every word of the stationary operand passes one
   register on its way in (ws: K·N filter words; is: M·K ifmap words) or out (os: M·N outputs):
-  2·MACs + stationary words.
+  2·MACs + stationary words. ``psum_register_words``: those of them that are partial sums (ws and is: one a
+  MAC; os: the M·N accumulated outputs drained), priced at the accumulator's width (32 bits: int8 accumulates in
+  int32, fp16/bf16 in fp32 — :func:`~archsim.energy.table.accumulator_bits`), the rest at the operand's
+  (until 2026-12-05 every register word at the operand's width).
 * SRAM reads and writes per operand. Reads into the array are SCALE-Sim's demand counts
   (:func:`~archsim.array.analytic.gemm_cost`, with the true M·N ofmap count for os). The ofmap SRAM
   is read back to accumulate every partial sum written before the last reduction fold (writes − M·N)
@@ -49,10 +52,11 @@ from archsim.workload.layer import Network
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used (``archsim cost`` needs none of it)
 
-COUNTS = ("macs", "register_words", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_reads",
+COUNTS = ("macs", "register_words", "psum_register_words", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_reads",
           "ifmap_sram_writes", "filter_sram_writes", "ofmap_sram_writes", "ifmap_dram_reads", "filter_dram_reads",
           "ofmap_dram_writes", "vector_elements")
-# energy column → (per-event figure of AccessEnergies, counts it multiplies)
+# energy column → (per-event figure of AccessEnergies, counts it multiplies); register_pj: its operand words at
+# register_pj, its partial sums (psum_register_words, a part of register_words) at psum_register_pj (energy_columns)
 PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "mac_pj": ("mac_pj", ("macs",)),
     "register_pj": ("register_pj", ("register_words",)),
@@ -86,6 +90,7 @@ def gemm_counts(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig,
     return {
         "macs": cost.macs,
         "register_words": 2 * cost.macs + stationary,
+        "psum_register_words": np.asarray(m * n if array.dataflow == "os" else cost.macs),
         "ifmap_sram_reads": cost.ifmap_sram_reads,
         "filter_sram_reads": cost.filter_sram_reads,
         "ofmap_sram_reads": cost.ofmap_sram_writes - m * n + ofmap_dram,
@@ -146,6 +151,9 @@ def energy_columns(counts: Mapping[str, Any], energies: AccessEnergies, array: A
     for column, (figure, names) in PARTS.items():
         events = sum(np.asarray(counts[name], dtype=np.float64) for name in names)
         out[column] = events * getattr(energies, figure)
+    psums = np.asarray(counts["psum_register_words"], dtype=np.float64)
+    out["register_pj"] = (np.asarray(counts["register_words"], dtype=np.float64) - psums) * energies.register_pj \
+        + psums * energies.psum_register_pj
     static_mw = static_power_mw(energies, array)
     if static_mw > 0 and array.clock_hz is None:
         raise InputError(f"leakage needs the array's clock ({setting('clock-ghz')} or [archsim] ClockGHz)", field="clock-ghz")

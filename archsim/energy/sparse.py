@@ -54,9 +54,12 @@ def sparse_layer_counts(lowered: LoweredLayer, array: ArrayConfig, ratio: tuple[
     cost = sparse_layer_cost(t, k, filters, array.rows, array.cols, array.dataflow, ratio, sparsity)
     forward = _gemm_rows("F", (Gemm(t, cost.filter_rows, filters),), array)
     kept = cost.kept_weights
-    # register words are 2·MACs + the stationary operand's words: only the MAC term changes
+    # register words are 2·MACs + the stationary operand's words: only the MAC term changes, and with it the
+    # partial sums' (one a MAC but on os, whose M·N drained outputs stay)
+    fewer = t * kept - forward["macs"]
     forward.update(cycles=cost.cycles, macs=float(t * kept),
-                   register_words=forward["register_words"] + 2 * (t * kept - forward["macs"]),
+                   register_words=forward["register_words"] + 2 * fewer,
+                   psum_register_words=forward["psum_register_words"] + (fewer if array.dataflow != "os" else 0),
                    ifmap_sram_reads=cost.ifmap_sram_reads,
                    filter_sram_reads=cost.filter_sram_reads + cost.metadata_storage,
                    filter_dram_reads=cost.new_storage, filter_sram_writes=cost.new_storage)

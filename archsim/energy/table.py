@@ -97,7 +97,8 @@ class AccessEnergies:
     table: str
     mac_pj: float
     vector_pj: float
-    register_pj: float
+    register_pj: float  # an operand word's move through a PE register, at the element width
+    psum_register_pj: float  # a partial sum's, at the accumulator's width (:func:`accumulator_bits`)
     ifmap_read_pj: float
     filter_read_pj: float
     ofmap_read_pj: float
@@ -242,6 +243,17 @@ def _fused(section: dict, file: str) -> tuple[float, ...]:
     return tuple(_number(section[key], f"fused.{key}", file) if key in section else shipped[key] for key in FUSED_KEYS)
 
 
+ACCUMULATOR_BITS = 32  # int8 products accumulate in int32, 16-bit floats' in fp32 (module accumulator_bits)
+
+
+def accumulator_bits(element_bytes: int) -> int:
+    """Bits of a systolic array's partial sums for operands of ``element_bytes``: 32 for 1-, 2- and 4-byte words, the
+    width of the accumulating adder the table's MAC already prices (``configs/energy/horowitz45.toml`` ``[mac]``: int8 ×
+    int8 + a 32-bit integer add, fp16 × fp16 + a 32-bit FP add, fp32 + fp32; bf16 MXUs likewise sum in fp32), so the
+    register a partial sum passes through is as wide as the adder that wrote it; the operand's own where wider."""
+    return max(ACCUMULATOR_BITS, 8 * element_bytes)
+
+
 def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
                     overrides: dict[str, float] | None = None) -> AccessEnergies:
     """Per-event energies of ``array`` from ``table`` (default :data:`DEFAULT_TABLE`), then ``overrides``."""
@@ -256,6 +268,7 @@ def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
     lane_pj, exp_lane_ops, int_pj, int_mult_pj = table.fused
     energies = AccessEnergies(
         table=table.name, mac_pj=mac_pj, vector_pj=vector_pj, register_pj=table.register_pj_per_bit * bits,
+        psum_register_pj=table.register_pj_per_bit * accumulator_bits(array.element_bytes),
         ifmap_read_pj=reads[0], filter_read_pj=reads[1], ofmap_read_pj=reads[2],
         ifmap_write_pj=reads[0] * table.sram_write_factor, filter_write_pj=reads[1] * table.sram_write_factor,
         ofmap_write_pj=reads[2] * table.sram_write_factor,
@@ -266,7 +279,8 @@ def access_energies(array: ArrayConfig, table: EnergyTable | None = None,
     return with_overrides(energies, overrides or {})
 
 
-OPERAND_FIGURES = ("ifmap_read_pj", "filter_read_pj", "ifmap_write_pj", "filter_write_pj", "dram_read_pj")
+OPERAND_FIGURES = ("register_pj", "ifmap_read_pj", "filter_read_pj", "ifmap_write_pj", "filter_write_pj",
+                   "dram_read_pj")
 
 
 def fp8_mac_pj(table: EnergyTable) -> float | None:
@@ -285,12 +299,13 @@ def fp8_mac_pj(table: EnergyTable) -> float | None:
 def fp8_gemm_energies(energies: AccessEnergies, element_bytes: int, table: EnergyTable,
                       overrides: Mapping[str, float] | None = None) -> AccessEnergies | None:
     """Per-event energies of a GEMM whose operands A and B are fp8 (1 byte) and whose result is ``energies``' word of
-    ``element_bytes`` (Transformer Engine writes the higher precision): the operands' SRAM reads and writes and DRAM
-    reads at 8 bits — the word's figure × 1 / ``element_bytes``, the model's own rule (an SRAM or DRAM word costs
-    its bits: :func:`access_energies`) — and the MAC at :func:`fp8_mac_pj`, unless ``overrides`` (a device file's
-    ``[energy]``, pJ) states ``mac_pj``, the chip's own figure then at every width; the result's SRAM and DRAM
-    words, the array's register moves (partial sums among them) and the vector unit stay at ``element_bytes``.
-    None where the table has no fp8 MAC figure (:func:`fp8_mac_pj`)."""
+    ``element_bytes`` (Transformer Engine writes the higher precision): the operands' register moves, SRAM reads and
+    writes and DRAM reads at 8 bits — the word's figure × 1 / ``element_bytes``, the model's own rule (a register,
+    SRAM or DRAM word costs its bits: :func:`access_energies`) — and the MAC at :func:`fp8_mac_pj`, unless
+    ``overrides`` (a device file's ``[energy]``, pJ) states ``mac_pj``, the chip's own figure then at every width;
+    the partial sums' register moves stay at the fp32 accumulator's width (``psum_register_pj``), the result's SRAM
+    and DRAM words and the vector unit at ``element_bytes``. None where the table has no fp8 MAC figure
+    (:func:`fp8_mac_pj`)."""
     mac = (overrides or {}).get("mac_pj", fp8_mac_pj(table))
     if mac is None:
         return None

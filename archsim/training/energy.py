@@ -320,9 +320,18 @@ def array_iteration_joules(c: TransformerConfig, par: Parallelism, device: Devic
     return sum(array_iteration_parts(c, par, device, dtype, implementation, parameters, ranks))
 
 
-def static_joules(device: Device, gpus: int, seconds: float) -> float:
-    """Joules an array device's chips leak over one iteration: ``static_watts`` (W per chip) × ``gpus`` × ``seconds``."""
-    return device.static_watts * gpus * seconds
+def chip_static_watts(device: Device, array_leakage_mw: float = 0.0) -> float:
+    """Static power of one of ``device``'s chips (W): its ``static_watts`` plus each of its arrays' own leakage
+    (``array_leakage_mw``, mW per array with its SRAMs: :func:`~archsim.energy.model.static_power_mw`; train and
+    search refuse leakage figures on a device file, so theirs is 0) × its arrays."""
+    return device.static_watts + device.arrays.count * array_leakage_mw * 1e-3
+
+
+def static_joules(device: Device, gpus: int, seconds: float, array_leakage_mw: float = 0.0) -> float:
+    """Joules an array device's chips leak over one iteration: :func:`chip_static_watts` (W per chip) × ``gpus`` ×
+    ``seconds``. The one formula: ``train``, ``search``, device sweeps and ``archsim energy`` on a device file of
+    several arrays (over the chip's seconds) price static energy here."""
+    return chip_static_watts(device, array_leakage_mw) * gpus * seconds
 
 
 def unpriced_static_note(cluster, counts) -> str | None:
@@ -418,5 +427,5 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
 
 
 __all__ = ["BOARD_SOURCE", "ENERGY_PARTS", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_devices",
-           "array_iteration_joules", "array_iteration_parts", "board_watts", "device_array", "device_energies", "device_file_array", "device_fp8_energies", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
+           "array_iteration_joules", "array_iteration_parts", "board_watts", "chip_static_watts", "device_array", "device_energies", "device_file_array", "device_fp8_energies", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
            "priced", "static_joules", "unpriced_static_note"]

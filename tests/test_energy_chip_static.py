@@ -1,0 +1,75 @@
+"""`archsim energy --config` on a device file of several arrays prices the chip: its static energy is the chip's
+static power (`[device] static_watts` plus every array's leakage with its SRAMs) × the chip's seconds, train's formula
+(`static_joules`), and its area is all arrays'; `cycles` stay one array's and the meta says so. References: hand
+counts from the file's figures and the default table (configs/energy/horowitz45.toml), and cost's `chip_seconds`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from device_files import trial_array_chip_toml, write_file
+
+from archsim.cli import main
+
+PES, ARRAYS, KIB = 128 * 128, 4, 3 * 682  # the trial chip: 4 arrays of 128², 2048 KiB each as three 682 KiB buffers
+
+
+def _json(capsys, flags: list[str]) -> dict:
+    assert main([*flags, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _chip(tmp_path, leakage: str = "") -> str:
+    text = trial_array_chip_toml(mac_pj=None) + (f"\n[energy]\n{leakage}" if leakage else "")
+    return str(write_file(tmp_path, "mychip.toml", text))
+
+
+@pytest.mark.parametrize("leakage", ["", "pe_leakage_mw = 0.01\nsram_leakage_mw_per_kib = 0.1\n"])
+def test_static_energy_is_the_chips_power_over_the_chips_seconds(capsys, tmp_path, leakage):
+    """Defect: energy gave the chip's seconds but priced one array's leakage over one array's cycles and left the
+    file's static_watts unread. Now 20 W (+ 4 arrays × (0.01 mW × 16,384 PEs + 0.1 mW × 2046 KiB)) × chip seconds."""
+    path = _chip(tmp_path, leakage)
+    energy = _json(capsys, ["energy", "layerpipe_sample", "--config", path, "--batch", "8"])
+    cost = _json(capsys, ["cost", "layerpipe_sample", "--config", path, "--batch", "8"])
+    watts = 20 + (ARRAYS * (0.01 * PES + 0.1 * KIB) / 1000 if leakage else 0)
+    meta, rows = energy["meta"], energy["rows"]
+    chip = cost["rows"][-1]
+    for row in rows[:-1]:
+        seconds = sum(r[f"{row['op']}_chip_seconds"] for r in cost["rows"][:-1])
+        assert row["chip_seconds"] == pytest.approx(seconds, rel=1e-12)
+        assert row["leakage_pj"] == pytest.approx(watts * seconds * 1e12, rel=1e-12)
+    total = rows[-1]
+    assert total["leakage_pj"] == pytest.approx(watts * chip["chip_seconds"] * 1e12, rel=1e-12)
+    assert meta["iteration_seconds"] == pytest.approx(chip["chip_seconds"], rel=1e-12)
+    assert total["energy_pj"] == pytest.approx(sum(r["energy_pj"] for r in rows[:-1]), rel=1e-12)
+    assert total["cycles"] == chip["total_cycles"]  # one array's, as cost's
+    assert "cycles: one array's" in meta["per_array"]
+
+
+def test_area_is_all_arrays(capsys, tmp_path):
+    """A PE: the bf16 MAC 5824 µm² + 3 registers × 16 bits × 5.98 µm²; an SRAM bit 0.346 µm² / 0.7; × 4 arrays."""
+    meta = _json(capsys, ["energy", "layerpipe_sample", "--config", _chip(tmp_path), "--batch", "8"])["meta"]
+    pe_mm2 = PES * (5824 + 3 * 16 * 5.98) / 1e6
+    sram_mm2 = KIB * 1024 * 8 * 0.346 / 0.7 / 1e6
+    assert meta["array_area_mm2"] == pytest.approx(pe_mm2 + sram_mm2, rel=1e-12)
+    assert meta["pe_array_mm2"] == pytest.approx(ARRAYS * pe_mm2, rel=1e-12)
+    assert meta["area_mm2"] == pytest.approx(ARRAYS * (pe_mm2 + sram_mm2), rel=1e-12)
+
+
+def test_the_static_note_is_said_only_where_static_watts_is_unread(capsys, tmp_path):
+    """The note that energy leaves static_watts unread is gone where the chip is priced with it."""
+    assert main(["energy", "layerpipe_sample", "--config", _chip(tmp_path), "--batch", "8"]) == 0
+    assert "static_watts" not in capsys.readouterr().err
+
+
+def test_energy_and_train_charge_the_chip_the_same_static_watts(capsys, tmp_path):
+    """One formula (`static_joules`): the watts energy's leakage_pj spends over its chip seconds are the watts train's
+    energy_static_j spends per chip over its iteration, the file's 20 W."""
+    path = _chip(tmp_path)
+    cluster = write_file(tmp_path, "c.toml", '[cluster]\n\n[[servers]]\ngpus = 1\ndevice = "mychip.toml"\n')
+    energy = _json(capsys, ["energy", "layerpipe_sample", "--config", path, "--batch", "8"])
+    train = _json(capsys, ["train", "gpt2", "--cluster", str(cluster), "--global-batch", "1", "--seq", "64"])["meta"]
+    energy_watts = energy["rows"][-1]["leakage_pj"] * 1e-12 / energy["meta"]["iteration_seconds"]
+    assert energy_watts == pytest.approx(train["energy_static_j"] / train["iteration_seconds"], rel=1e-12)
+    assert energy_watts == pytest.approx(20, rel=1e-12)
