@@ -35,7 +35,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
-    from archsim.energy.table import energies_for, figures_meta, table_for
+    from archsim.energy.file_energy import energies_for, figures_meta, table_for
     from archsim.lowering import lower_network
     from archsim.rows import Rows
     from archsim.seconds import add_seconds

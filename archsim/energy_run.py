@@ -80,8 +80,8 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     from archsim.array.device_notes import device_static_note
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
+    from archsim.energy.file_energy import energies_for, figures_meta
     from archsim.energy.model import iteration_energy_rows
-    from archsim.energy.table import energies_for, figures_meta
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)

@@ -1,5 +1,5 @@
 """A device TOML's ``[energy]`` section: the same keys as a SCALE-Sim ``.cfg`` device file's, read by the same
-reader (:func:`archsim.energy.table.read_cfg_energy`), so the two forms of one chip price one iteration alike.
+reader (:func:`archsim.energy.file_energy.read_cfg_energy`), so the two forms of one chip price one iteration alike.
 
 Failed before the fix: a device TOML with ``[energy]`` was refused (``unknown section [energy]``), its chip's pJ
 figures reachable only through a ``.cfg``."""

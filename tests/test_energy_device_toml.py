@@ -1,6 +1,6 @@
 """``archsim energy NETWORK --config chip.toml``: a device TOML's arrays, SRAM sizes and ``[energy]`` section priced
 through the readers ``train`` prices it with (:func:`archsim.devices.device_file.load_device`,
-:func:`archsim.energy.table.read_cfg_energy`), so a TOML and a ``.cfg`` stating one chip give one ``energy`` table.
+:func:`archsim.energy.file_energy.read_cfg_energy`), so a TOML and a ``.cfg`` stating one chip give one ``energy`` table.
 
 Failed before the fix: every test here but the refusals' wording — ``energy --config chip.toml`` was refused
 ("a TOML file: --config reads a SCALE-Sim .cfg"), its ``[energy]`` figures reachable only through a ``.cfg``."""

@@ -113,7 +113,7 @@ def test_a_cfg_energy_figure_names_its_line(tmp_path, figure, says):
     """A .cfg device file's bad ``[energy]`` figure is named as ``energy.KEY`` at its line, as the same file's
     ``[memory]`` keys and a device TOML's ``[energy]`` keys are. Before the fix it said ``FILE, field 'mac_pj'``: no
     line, and no section."""
-    from archsim.energy.table import read_cfg_energy
+    from archsim.energy.file_energy import read_cfg_energy
 
     path = write_file(tmp_path, "chip.cfg", f"{CHIP_CFG}\n[energy]\n{figure}\n")
     with pytest.raises(InputError) as caught:
@@ -253,7 +253,7 @@ def test_a_cfg_energy_value_in_quotes_is_refused(tmp_path):
     """``[energy] table = "horowitz45"`` in a .cfg (a device TOML's spelling) is refused at its line saying to drop the
     quotes, as the .cfg's device sections' values are. Before the fix it was ``unknown energy table
     '"horowitz45"'``, the quotes read as part of the name."""
-    from archsim.energy.table import read_cfg_energy
+    from archsim.energy.file_energy import read_cfg_energy
 
     path = write_file(tmp_path, "chip.cfg", f'{CHIP_CFG}\n[energy]\ntable = "horowitz45"\n')
     with pytest.raises(InputError) as caught:

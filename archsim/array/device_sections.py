@@ -205,7 +205,7 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     """Each known section's checked values; unknown sections or keys and missing ones refused.
     ``read_apart``: keys a section also takes that the caller read already (named in the error too);
     ``typed``: a TOML's values (a number in quotes refused), not a .cfg's text; ``apart``: sections another reader
-    checks (a device TOML's ``[energy]``, :func:`archsim.energy.table.read_cfg_energy`), skipped here."""
+    checks (a device TOML's ``[energy]``, :func:`archsim.energy.file_energy.read_cfg_energy`), skipped here."""
     cluster = [table for table in ("cluster", "servers") if table in spec]
     if typed and cluster and "device" not in spec:  # a cluster file given where its device file goes
         raise InputError("this is a cluster file, not a device file: give the device file its [[servers]] name "

@@ -3,6 +3,7 @@
 (:mod:`.area`)."""
 
 from archsim.energy.area import Area, array_area
+from archsim.energy.file_energy import read_cfg_energy
 from archsim.energy.model import (
                                   COUNTS,
                                   ENERGY_COLUMNS,
@@ -13,15 +14,7 @@ from archsim.energy.model import (
                                   op_counts,
                                   op_energy,
 )
-from archsim.energy.table import (
-                                  DEFAULT_TABLE,
-                                  AccessEnergies,
-                                  EnergyTable,
-                                  access_energies,
-                                  load_table,
-                                  read_cfg_energy,
-                                  with_overrides,
-)
+from archsim.energy.table import DEFAULT_TABLE, AccessEnergies, EnergyTable, access_energies, load_table, with_overrides
 
 __all__ = [
                                   "COUNTS",

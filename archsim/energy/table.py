@@ -4,12 +4,12 @@ A table (``configs/energy/*.toml``, shipped as ``archsim.configs``) gives per-op
 and areas with their published sources. :func:`access_energies` turns it into the flat per-event
 figures one :class:`~archsim.array.config.ArrayConfig` costs with — MAC and register energy at its
 element width, SRAM access energy at each operand's capacity — and a ``.cfg``'s ``[energy]``
-section (or a device TOML's) can override any of those figures by name (:func:`read_cfg_energy`).
+section (or a device TOML's) can override any of those figures by name
+(:func:`archsim.energy.file_energy.read_cfg_energy`).
 """
 
 from __future__ import annotations
 
-import configparser
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -17,14 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.config import ArrayConfig
-from archsim.array.device_sections import is_device_toml
 from archsim.errors import InputError
-from archsim.toml_errors import locate, located, parse_toml
+from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
     MAX_FIGURE,
-    cfg_syntax_error,
     check_name,
-    did_you_mean,
     is_file,
     read_text,
     resolve_name,
@@ -119,7 +116,7 @@ OVERRIDABLE = tuple(f.name for f in fields(AccessEnergies) if f.name != "table")
 LEAKAGE_FIGURES = ("pe_leakage_mw", "sram_leakage_mw_per_kib")  # mW, of OVERRIDABLE: what train and search refuse
 
 
-def _number(value: object, where: str, file: str) -> float:
+def figure_number(value: object, where: str, file: str) -> float:
     """A table figure (pJ, µm², mW, KiB): a finite number, 0 or at least 10⁻¹² (no subnormals), non-negative, and at
     most :data:`~archsim.validate.MAX_FIGURE`, so that a count below 2⁵³ times it stays a finite energy."""
     try:
@@ -150,7 +147,7 @@ def _widths(section: object, key: str, file: str) -> dict[int, float]:
     out = {}
     for width, value in section.items():
         try:
-            out[parse_int(width, low=1, high=64, what="element bytes")] = _number(value, f"{key}.{width}", file)
+            out[parse_int(width, low=1, high=64, what="element bytes")] = figure_number(value, f"{key}.{width}", file)
         except ValueError as exc:
             raise InputError(f"{exc} as a key", file=file, field=f"{key}.{shown(width, 20)}") from None
     return out
@@ -198,8 +195,8 @@ def _table(data: dict, file: str) -> EnergyTable:
     try:
         mac = data["mac"]
         sram, register, leakage = data["sram"], data["register"], data.get("leakage", {})
-        capacity = tuple(_number(x, "sram.capacity_kib", file) for x in sram["capacity_kib"])
-        read = tuple(_number(x, "sram.read_pj", file) for x in sram["read_pj"])
+        capacity = tuple(figure_number(x, "sram.capacity_kib", file) for x in sram["capacity_kib"])
+        read = tuple(figure_number(x, "sram.read_pj", file) for x in sram["read_pj"])
         if not capacity or len(capacity) != len(read) or list(capacity) != sorted(set(capacity)) or min(capacity) <= 0 \
                 or min(read) <= 0:
             raise InputError("capacity_kib and read_pj need equal lengths, increasing positive capacities and "
@@ -213,17 +210,17 @@ def _table(data: dict, file: str) -> EnergyTable:
             mac_pj=_widths({w: v["pj"] for w, v in mac.items()}, "mac", file),
             mac_um2=_widths({w: v["um2"] for w, v in mac.items()}, "mac", file),
             vector_pj=_widths(data["vector"], "vector", file),
-            register_pj_per_bit=_number(register["pj_per_bit"], "register.pj_per_bit", file),
-            register_um2_per_bit=_number(register["um2_per_bit"], "register.um2_per_bit", file),
+            register_pj_per_bit=figure_number(register["pj_per_bit"], "register.pj_per_bit", file),
+            register_um2_per_bit=figure_number(register["um2_per_bit"], "register.um2_per_bit", file),
             registers_per_pe=_count(register["per_pe"], "register.per_pe", file),
             sram_access_bits=_count(sram["access_bits"], "sram.access_bits", file) or 64,
             sram_capacity_kib=capacity, sram_read_pj=read,
-            sram_write_factor=_number(sram["write_factor"], "sram.write_factor", file),
-            sram_cell_um2=_number(sram["cell_um2"], "sram.cell_um2", file),
-            sram_area_efficiency=_number(sram["area_efficiency"], "sram.area_efficiency", file) or 1.0,
-            dram_pj_per_bit=_number(data["dram"]["pj_per_bit"], "dram.pj_per_bit", file),
-            pe_leakage_mw=_number(leakage.get("pe_mw", 0.0), "leakage.pe_mw", file),
-            sram_leakage_mw_per_kib=_number(leakage.get("sram_mw_per_kib", 0.0), "leakage.sram_mw_per_kib", file),
+            sram_write_factor=figure_number(sram["write_factor"], "sram.write_factor", file),
+            sram_cell_um2=figure_number(sram["cell_um2"], "sram.cell_um2", file),
+            sram_area_efficiency=figure_number(sram["area_efficiency"], "sram.area_efficiency", file) or 1.0,
+            dram_pj_per_bit=figure_number(data["dram"]["pj_per_bit"], "dram.pj_per_bit", file),
+            pe_leakage_mw=figure_number(leakage.get("pe_mw", 0.0), "leakage.pe_mw", file),
+            sram_leakage_mw_per_kib=figure_number(leakage.get("sram_mw_per_kib", 0.0), "leakage.sram_mw_per_kib", file),
             fused=_fused(data.get("fused", {}), file),
         )
     except KeyError as exc:
@@ -238,9 +235,9 @@ def _fused(section: dict, file: str) -> tuple[float, ...]:
     if not isinstance(section, dict):
         raise InputError("expected a table of figures", file=file, field="fused")
     if set(FUSED_KEYS) <= set(section):
-        return tuple(_number(section[key], f"fused.{key}", file) for key in FUSED_KEYS)
+        return tuple(figure_number(section[key], f"fused.{key}", file) for key in FUSED_KEYS)
     shipped = dict(zip(FUSED_KEYS, load_table(DEFAULT_TABLE).fused, strict=True))  # the shipped table states all
-    return tuple(_number(section[key], f"fused.{key}", file) if key in section else shipped[key] for key in FUSED_KEYS)
+    return tuple(figure_number(section[key], f"fused.{key}", file) if key in section else shipped[key] for key in FUSED_KEYS)
 
 
 ACCUMULATOR_BITS = 32  # int8 products accumulate in int32, 16-bit floats' in fp32 (module accumulator_bits)
@@ -319,130 +316,6 @@ def with_overrides(energies: AccessEnergies, overrides: Mapping[str, float | str
     for key, value in overrides.items():
         if key not in OVERRIDABLE:
             raise InputError(f"unknown energy figure; choose from {', '.join(OVERRIDABLE)}", file=file, field=key)
-        _number(value, key, file or "")
+        figure_number(value, key, file or "")
     figures: dict[str, Any] = {k: float(v) for k, v in overrides.items()}  # AccessEnergies' float fields
     return replace(energies, **figures)
-
-
-@dataclass(frozen=True)
-class CfgEnergy:
-    """A ``.cfg``'s ``[energy]`` section: the table to use (None: default) and figure overrides."""
-
-    table: str | None
-    overrides: dict[str, float]
-
-
-def read_cfg_energy(path: str | Path, *, leakage: bool = True) -> CfgEnergy:
-    """The optional ``[energy]`` section of a SCALE-Sim ``.cfg`` (SCALE-Sim never reads it) or of a device TOML:
-    ``table = NAME|PATH.toml`` (a path relative to the file) and any of :data:`OVERRIDABLE` (pJ; leakage mW).
-    One reader of both forms (:func:`energy_section`), so the two state a chip's energy in the same record.
-    ``leakage``: whether the caller prices the leakage figures (train and search refuse them), so that an unknown
-    key's error lists only the keys the caller takes."""
-    file = str(path)
-    if is_device_toml(path):  # a device TOML: its values typed, a key's error naming its line
-        document = parse_toml(read_text(path, "device file"), file)
-        section = document.get("energy", {})
-        if not isinstance(section, dict):
-            raise InputError("[energy] must be a table", file=file)
-        with located(document, file):
-            try:
-                return energy_section(section, path, typed=True, leakage=leakage)
-            except InputError as exc:  # the key as the TOML nests it, for its line
-                raise exc.at(file=exc.where.file, field=f"energy.{exc.where.field}") if exc.where.field else exc from None
-    from archsim.array.device_sections import cfg_located, cfg_unquoted
-
-    parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
-    text = read_text(path, "config file", encoding="utf-8-sig")
-    try:
-        parser.read_string(text, source=file)
-    except configparser.Error as exc:
-        raise cfg_syntax_error(exc, file, text) from None
-    section = dict(parser["energy"]) if parser.has_section("energy") else {}
-    try:
-        for key, value in section.items():  # a TOML habit, table = "name": the quotes would be read as the name's
-            cfg_unquoted(value, file, key)
-        return energy_section(section, path, leakage=leakage)
-    except InputError as exc:  # the key as [energy]'s, at its line, as the .cfg's device keys are named
-        if not exc.where.field or exc.where.file != file:
-            raise
-        raise cfg_located(exc.at(file=file, field=f"energy.{exc.where.field}"), text) from None
-
-
-def energy_key_error(message: str, path: str | Path, key: str) -> InputError:
-    """An error of the ``[energy]`` key ``key`` of the device file ``path`` (a TOML or a ``.cfg``) found once the
-    section is read (train's refusal of a leakage figure), at the key's line as :func:`read_cfg_energy`'s own
-    errors give it (``FILE, line N, field 'energy.KEY'``)."""
-    file = str(path)
-    exc = InputError(message, file=file, field=f"energy.{key}")
-    if is_device_toml(path):
-        return locate(exc, parse_toml(read_text(path, "device file"), file), file)
-    from archsim.array.device_sections import cfg_located
-
-    return cfg_located(exc, read_text(path, "config file", encoding="utf-8-sig"))
-
-
-def energy_section(section: Mapping[str, object], path: str | Path, typed: bool = False,
-                   leakage: bool = True) -> CfgEnergy:
-    """A file's ``[energy]`` keys (:func:`read_cfg_energy`) checked: ``table`` a shipped name or a ``.toml`` beside
-    the file (never the working folder's), the rest :data:`OVERRIDABLE` figures. ``typed``: a TOML's values, where a
-    number takes no quotes and the table is text (a .cfg's values are all text); ``leakage``: whether an unknown
-    key's error lists the leakage figures (:func:`read_cfg_energy`)."""
-    file = str(path)
-    taken = ("table", *(key for key in OVERRIDABLE if leakage or key not in LEAKAGE_FIGURES))
-    for key in section:
-        if key not in taken and key not in LEAKAGE_FIGURES:  # a leakage figure: the caller's to refuse, saying why
-            raise InputError(f"unknown energy figure{did_you_mean(key, taken)}; choose from {', '.join(taken)}",
-                             file=file, field=key)
-    table, overrides = None, dict[str, float | str]()
-    for key, raw in section.items():
-        if key == "table":  # a path is the file's neighbour, a name a shipped table: never the working folder's
-            if not isinstance(raw, str):
-                raise InputError(f"expected a table's name or a .toml path, got {shown(raw)}", file=file,
-                                 field="table")
-            value = raw.strip()
-            if not value.endswith(".toml"):  # a name: refused here, as the file's key, not later as a flag's
-                try:
-                    shipped_table(value, field="table")
-                except InputError as exc:
-                    raise exc.at(file=file, field="table") from None
-            table = str(Path(path).parent / value) if value.endswith(".toml") else value
-            continue
-        if typed and key in OVERRIDABLE and isinstance(raw, (str, bool)):  # as a device TOML refuses a quoted number
-            raise InputError(f"expected a number, got {shown(raw)}", file=file, field=key)
-        overrides[key] = _number(raw, key, file) if key in OVERRIDABLE else str(raw)
-    with_overrides(_ZERO, overrides, file)  # validate names and values here, with the file named
-    return CfgEnergy(table, {key: float(value) for key, value in overrides.items()})
-
-
-_ZERO = AccessEnergies("", *([0.0] * len(OVERRIDABLE)))
-
-
-def table_for(name: str | Path | None = None, config: str | Path | None = None) -> EnergyTable:
-    """The table ``--energy-table`` names, else a ``--config`` .cfg's ``[energy]`` table, else the default."""
-    cfg = read_cfg_energy(config) if config else None
-    if name:
-        return load_table(name)
-    return cfg_table(cfg.table) if cfg and cfg.table else load_table()
-
-
-def cfg_table(table: str) -> EnergyTable:
-    """A ``.cfg``'s ``[energy] table`` as :func:`read_cfg_energy` gives it: a path beside the .cfg, or a shipped
-    table's name (never a file of the working folder, docs/security.md)."""
-    return load_table(table, shipped_only=not table.endswith(".toml"))
-
-
-def figures_meta(config: str | Path | None) -> dict[str, str]:
-    """``energy_figures``: the per-event figures (pJ; leakage mW) a ``--config`` file's ``[energy]`` states over its
-    table, ``KEY=VALUE`` joined by ``, `` (``mac_pj=0.3``), so that ``energy_table`` is not read as the table alone;
-    empty where the file states none (or no file is given)."""
-    overrides = read_cfg_energy(config).overrides if config else {}
-    return {"energy_figures": ", ".join(f"{key}={value:g}" for key, value in overrides.items())} if overrides else {}
-
-
-def energies_for(array: ArrayConfig, name: str | Path | None = None,
-                 config: str | Path | None = None) -> tuple[EnergyTable, AccessEnergies]:
-    """(table, per-event energies in pJ) for ``array``: :func:`table_for`, then the .cfg's ``[energy]``
-    figure overrides — what ``archsim cost --energy`` and ``archsim energy`` price with."""
-    cfg = read_cfg_energy(config) if config else None
-    table = table_for(name, config)
-    return table, access_energies(array, table, cfg.overrides if cfg else None)

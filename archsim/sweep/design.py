@@ -21,8 +21,8 @@ from pathlib import Path
 from archsim.array.config import ArrayConfig
 from archsim.array.options import with_memory
 from archsim.energy import access_energies, array_area, iteration_energy, load_table
+from archsim.energy.file_energy import cfg_table
 from archsim.energy.model import static_power_mw
-from archsim.energy.table import cfg_table
 from archsim.errors import InputError
 from archsim.partition import build_profile
 from archsim.partition.pipedream import layer_groups

@@ -54,13 +54,13 @@ def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayF
         except InputError as exc:
             raise exc.at(file=file, field="arrays") from None
     from archsim.array.options import array_from_flags
-    from archsim.energy.table import read_cfg_energy
+    from archsim.energy.file_energy import read_cfg_energy
 
     path = resolve_array_file(text, spec_dir, file)
     array = array_from_flags(config=path)
     energy = read_cfg_energy(path)
     if energy.table is not None:  # a shipped name or a file beside the .cfg: checked before anything is written
-        from archsim.energy.table import cfg_table
+        from archsim.energy.file_energy import cfg_table
 
         cfg_table(energy.table)
     return ArrayFile(str(path), array, _axes_set(path, array), energy.table, tuple(sorted(energy.overrides.items())))

@@ -95,13 +95,14 @@ LEAKAGE_ON_DEVICE = ("train and search price a device file's static power as [de
 
 def load_priced_device(path: str | Path) -> Device:
     """The device a device file describes (:func:`~archsim.devices.device_file.load_device`) with its ``[energy]``
-    section (table and per-event figures, a ``.cfg``'s or a TOML's: :func:`~archsim.energy.table.read_cfg_energy`)
+    section (table and per-event figures, a ``.cfg``'s or a TOML's: :func:`~archsim.energy.file_energy.read_cfg_energy`)
     read as ``archsim energy --config`` reads a ``.cfg``'s, so that train, search and device sweeps price the figures
     the file states; its leakage is refused (:data:`LEAKAGE_ON_DEVICE`). Read here: ``devices/`` stays out of tables."""
     from dataclasses import replace
 
     from archsim.devices.device_file import load_device
-    from archsim.energy.table import LEAKAGE_FIGURES, cfg_table, energy_key_error, read_cfg_energy
+    from archsim.energy.file_energy import cfg_table, energy_key_error, read_cfg_energy
+    from archsim.energy.table import LEAKAGE_FIGURES
 
     device = load_device(path)
     cfg = read_cfg_energy(path, leakage=False)
@@ -118,7 +119,8 @@ def load_priced_device(path: str | Path) -> Device:
 def device_energies(device: Device, array: ArrayConfig):
     """Per-event energies (pJ) of ``array``, one of ``device``'s: its device file's ``[energy]`` table and
     figures where it states them (as ``archsim energy --config`` prices that file), else the default table's."""
-    from archsim.energy.table import access_energies, cfg_table
+    from archsim.energy.file_energy import cfg_table
+    from archsim.energy.table import access_energies
 
     table = cfg_table(device.energy_table) if device.energy_table else None
     return access_energies(array, table, dict(device.energy_figures))
@@ -128,7 +130,8 @@ def device_fp8_energies(device: Device, array: ArrayConfig, energies):
     """Per-event energies (pJ) of an fp8 GEMM on ``array``, one of ``device``'s (``energies``: its training dtype's,
     :func:`device_energies`): its operands A and B at 8 bits, its MAC an fp8 one, the rest the training dtype's
     (:func:`~archsim.energy.table.fp8_gemm_energies`); ``energies`` itself where the table has no fp8 MAC figure."""
-    from archsim.energy.table import cfg_table, fp8_gemm_energies, load_table
+    from archsim.energy.file_energy import cfg_table
+    from archsim.energy.table import fp8_gemm_energies, load_table
 
     table = cfg_table(device.energy_table) if device.energy_table else load_table()
     return fp8_gemm_energies(energies, array.element_bytes, table, dict(device.energy_figures)) or energies
