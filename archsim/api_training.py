@@ -383,7 +383,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
 
         library_note(empty_search_note(config, on, global_batch, counts or [on.gpus], result.rejected, balance,
                                        result.sharded_fits), stacklevel=3)
-    from archsim.training.energy import energy_sources
+    from archsim.training.energy_sources import energy_sources
 
     document = search_document(
         result, config, on, model=named(model_file, model, "MODEL.json"),

@@ -12,7 +12,7 @@ from test_docs import ROOT
 
 import archsim
 from archsim.cli import main
-from archsim.training.energy import BOARD_SOURCE, MODEL_SOURCE
+from archsim.training.energy_sources import BOARD_SOURCE, MODEL_SOURCE
 
 MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 A100_NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")

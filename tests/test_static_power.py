@@ -198,7 +198,7 @@ def test_the_energy_axis_title_names_static_power_where_the_chip_states_it(tmp_p
     """The search front's energy-axis title says how energy_j was found: on a chip stating static power it
     names that part beside the energy model (it read "energy model on the ops" alone before)."""
     from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.energy import energy_basis
+    from archsim.training.energy_sources import energy_basis
 
     bare = load_gpu_cluster(chip(tmp_path, None, "bare"))
     leaky = load_gpu_cluster(chip(tmp_path, 25, "leaky"))

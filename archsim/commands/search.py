@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     if why is not None:
         note(why)
     if args.objective == "energy":
-        from archsim.training.energy import mixed_basis_note, unpriced_static_note
+        from archsim.training.energy_sources import mixed_basis_note, unpriced_static_note
 
         static = unpriced_static_note(cluster, args.gpus or [cluster.gpus])
         if static is not None:
@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     emit(text, args)
     if args.pareto_html:
         from archsim.report.search_front import write_front_page  # plotly: only when a page is asked for
-        from archsim.training.energy import energy_basis
+        from archsim.training.energy_sources import energy_basis
 
         page = write_front_page(args.pareto_html, f"archsim search: {config.name}, global batch {args.global_batch}",
                                 result.pareto, result.rows, args.objective,

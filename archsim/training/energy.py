@@ -36,20 +36,14 @@ from archsim.choices.devices import ELEMENT_BYTES
 from archsim.devices.device import Device
 from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS
+from archsim.training.energy_sources import BOARD_SOURCE, board_watts, device_source, sources_text
 from archsim.training.mtp import mtp_config, projection_work
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
-from archsim.training.rates import watts
 from archsim.workload.layer_kinds import held_kinds, kind_configs
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
     from archsim.training.run import TrainResult
-
-MODEL_SOURCE = "energy model on the ops' accesses (archsim.energy, default table)"
-FILE_SOURCE = "energy model on the ops' accesses (archsim.energy, the device file's [energy])"
-STATIC_SOURCE = " + static_watts × chips × iteration time"  # after MODEL_SOURCE where the device states static power
-BOARD_SOURCE = "board power × iteration time"
-
 
 def device_array(device: Device, dtype: str) -> ArrayConfig:
     """One of ``device``'s GEMM arrays as the energy model's :class:`ArrayConfig`: its three operand SRAMs at
@@ -135,78 +129,6 @@ def device_fp8_energies(device: Device, array: ArrayConfig, energies):
 
     table = cfg_table(device.energy_table) if device.energy_table else load_table()
     return fp8_gemm_energies(energies, array.element_bytes, table, dict(device.energy_figures)) or energies
-
-
-def _source(device: Device) -> str:
-    """``energy_source`` of an array device: which figures priced it, and its static power where it states one."""
-    return (FILE_SOURCE if device.energy_table or device.energy_figures else MODEL_SOURCE) + (
-        STATIC_SOURCE if device.static_watts else "")
-
-
-def _source_text(sources: dict[str, list[str]]) -> str:
-    """``energy_source`` of the ways ``sources`` maps to the devices each priced: the one way, or each device's."""
-    return next(iter(sources)) if len(sources) == 1 else "; ".join(
-        f"{', '.join(names)}: {way}" for way, names in sources.items())
-
-
-def energy_sources(cluster, counts) -> str:
-    """``archsim search``'s ``energy_source``: how ``energy_j`` is found on the first ``n`` GPUs for each ``n`` in
-    ``counts``, in train's words; where counts differ in it, each after its counts (``8 GPUs: … | 16 GPUs: …``)."""
-    texts: dict[str, list[int]] = {}
-    for n in sorted(set(counts)):
-        texts.setdefault(_count_source(cluster, n), []).append(n)
-    return next(iter(texts)) if len(texts) == 1 else " | ".join(
-        f"{', '.join(map(str, ns))} GPUs: {text}" for text, ns in texts.items())
-
-
-def _count_source(cluster, n: int) -> str:
-    """:func:`energy_sources` of one count of GPUs: as :func:`iteration_energy` words it."""
-    sources: dict[str, list[str]] = {}
-    for device in array_devices(cluster, n):
-        sources.setdefault(_source(device), []).append(device.name)
-    if boards := _boards(cluster, n):
-        try:
-            board_watts(cluster, n)
-        except InputError as exc:
-            return f"none: {exc.message}"
-        sources[BOARD_SOURCE] = [device.name for device in boards]
-    return _source_text(sources)
-
-
-def _used(cluster, gpus: int) -> tuple[Device, ...]:
-    """Each device type among the first ``gpus`` GPUs of ``cluster``, in GPU order."""
-    return tuple({cluster.gpu_at(start).name: cluster.gpu_at(start) for start in cluster.starts[:-1]
-                  if start < gpus}.values())
-
-
-def array_devices(cluster, gpus: int) -> tuple[Device, ...]:
-    """The array devices (``gemm = "arrays"``) among the first ``gpus`` GPUs of ``cluster``: those the energy
-    model prices (module docstring); the others are priced at board power (:func:`board_watts`)."""
-    return tuple(device for device in _used(cluster, gpus) if device.gemm == "arrays")
-
-
-def board_watts(cluster, gpus: int) -> float:
-    """Watts at board power of the first ``gpus`` GPUs that are not array devices (0 where all are); a one-line
-    :class:`InputError` naming the device and ``gpu_watts`` where one has no figure."""
-    return watts(cluster, gpus, counted=lambda device: device.gemm != "arrays")
-
-
-def energy_basis(cluster, counts) -> str:
-    """How ``energy_j`` is found for configurations of these GPU ``counts``, in a few words for an axis title:
-    the energy model's joules on array devices, board power × time on the other GPUs (:func:`iteration_energy`)."""
-    bases = {" + ".join([*sorted({_array_basis(device) for device in array_devices(cluster, n)}),
-                         *(["GPUs at board power"] if _boards(cluster, n) else [])]) for n in counts}
-    return "; ".join(sorted(bases)) or "GPUs at board power"
-
-
-def _boards(cluster, gpus: int) -> tuple[Device, ...]:
-    """The devices among the first ``gpus`` GPUs priced at board power × time (catalog GPUs, tile devices)."""
-    return tuple(device for device in _used(cluster, gpus) if device.gemm != "arrays")
-
-
-def _array_basis(device: Device) -> str:
-    """The energy basis of an array device: the energy model's joules, plus its stated static power."""
-    return "energy model on the ops + static power" if device.static_watts else "energy model on the ops"
 
 
 # energy_breakdown_j's parts, in the meta's order, and the energy model's per-op columns each sums
@@ -337,35 +259,6 @@ def static_joules(device: Device, gpus: int, seconds: float, array_leakage_mw: f
     return chip_static_watts(device, array_leakage_mw) * gpus * seconds
 
 
-def unpriced_static_note(cluster, counts) -> str | None:
-    """The note ``archsim search --objective energy`` prints when an array device among these GPU ``counts``
-    states no static power: its energy is the dynamic joules alone, so idle pipeline time costs nothing."""
-    devices = {device.name: device for n in counts for device in array_devices(cluster, n)}
-    bare = sorted(name for name, device in devices.items() if not device.static_watts)
-    if not bare:
-        return None
-    return (f"{', '.join(bare)} states no static power, so energy_j counts dynamic joules only and idle pipeline "
-            "time costs nothing: state the chip's leakage as [device] static_watts (W per chip) in its device file")
-
-
-def mixed_basis_note(cluster, counts) -> str | None:
-    """The note ``archsim search --objective energy`` prints when its GPU ``counts`` find ``energy_j`` in more than one
-    way (:func:`iteration_energy`: the energy model's 45 nm joules on array devices, board power × time on GPUs, the
-    two summed on layouts spanning both): figures not comparable, so one ranking over them misleads. None otherwise."""
-    bases: dict[str, list[int]] = {}
-    for n in sorted(set(counts)):
-        arrays, boards = array_devices(cluster, n), _boards(cluster, n)
-        basis = ("the energy model's on the array devices plus board power × time on the others" if arrays and boards
-                 else "the energy model's" if arrays else "board power × time")
-        bases.setdefault(basis, []).append(n)
-    if len(bases) < 2:
-        return None
-    ways = "; ".join(f"{', '.join(map(str, ns))} GPUs: {basis}" for basis, ns in bases.items())
-    count = "two" if len(bases) == 2 else "three"
-    return (f"energy_j is found {count} ways here ({ways}): they are not comparable, so compare energy among "
-            "configurations of one way (--gpus)")
-
-
 def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
                      implementation: str = "megatron", memory=()) -> dict[str, float | str | dict[str, float] | None]:
     """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``, laid out
@@ -395,7 +288,7 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
         parts = [total + part for total, part in zip(parts, joules, strict=True)]
         dynamic += sum(joules)
         static += static_joules(device, len(own) * par.tp * par.replicas, seconds)
-        sources.setdefault(_source(device), []).append(device.name)
+        sources.setdefault(device_source(device), []).append(device.name)
     boards = [device.name for device in ranks if device.gemm != "arrays"]
     board = 0.0
     if boards:
@@ -404,7 +297,7 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
         except InputError as exc:
             return {"energy_j": None, "energy_source": f"none: {exc.message}"}
         sources[BOARD_SOURCE] = boards
-    source = _source_text(sources)
+    source = sources_text(sources)
     if boards:
         return {"energy_j": dynamic + static + board, "energy_source": source}
     breakdown = dict(zip(ENERGY_PARTS, parts, strict=True))
@@ -429,6 +322,6 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
                    energy_breakdown_j=cast("dict[str, float] | None", energy.get("energy_breakdown_j")))
 
 
-__all__ = ["BOARD_SOURCE", "ENERGY_PARTS", "FILE_SOURCE", "LEAKAGE_ON_DEVICE", "MODEL_SOURCE", "array_devices",
-           "array_iteration_joules", "array_iteration_parts", "board_watts", "chip_static_watts", "device_array", "device_energies", "device_file_array", "device_fp8_energies", "energy_basis", "iteration_energy", "load_priced_device", "mixed_basis_note",
-           "priced", "static_joules", "unpriced_static_note"]
+__all__ = ["ENERGY_PARTS", "LEAKAGE_ON_DEVICE", "array_iteration_joules", "array_iteration_parts", "chip_static_watts",
+           "device_array", "device_energies", "device_file_array", "device_fp8_energies", "iteration_energy",
+           "load_priced_device", "priced", "static_joules"]

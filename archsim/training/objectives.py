@@ -21,7 +21,8 @@ from __future__ import annotations
 from typing import cast
 
 from archsim.errors import InputError
-from archsim.training.energy import array_devices, board_watts, iteration_energy
+from archsim.training.energy import iteration_energy
+from archsim.training.energy_sources import array_devices, board_watts
 from archsim.training.rates import dollars_per_hour, watts
 from archsim.training.search_space import Candidate, rank_memories
 from archsim.workload.transformer import TransformerConfig

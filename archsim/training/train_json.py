@@ -227,7 +227,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             # several counts as the flag lists them; one an integer, as the cluster's own count is
             "gpus": ",".join(map(str, gpus)) if gpus and len(gpus) > 1 else gpus[0] if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
-            "energy_source": energy_source,  # what the rows' energy_j holds (training.energy.energy_sources)
+            "energy_source": energy_source,  # what the rows' energy_j holds (training.energy_sources.energy_sources)
             "cp": ",".join(map(str, cps)) if len(cps) > 1 else cps[0],
             "cp_comm": ",".join(cp_comms),
             **({"ep": ",".join(map(str, expert_degrees(config, eps)))} if config.moe else {}),
