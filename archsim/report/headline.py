@@ -55,6 +55,16 @@ def _where(ratio: pd.Series, runner: str) -> str:
     return f"; over {esc(runner)} its lead is largest " + ", ".join(phrases) if phrases else ""
 
 
+def _best_at(table: pd.DataFrame, best: tuple) -> str:
+    """Where a method's best speedup is: array, batch and processors, and each other axis that varies in
+    ``table`` (a dataflow, an SRAM size, …), so that the configuration named is one the sweep ran."""
+    where = dict(zip(table.index.names, best, strict=True))
+    varies = {name for name in table.index.names if table.index.get_level_values(name).nunique() > 1}
+    array = f"{where['array']} {where['dataflow']}" if "dataflow" in varies else f"{where['array']}"
+    extra = [f"{name}={where[name]}" for name in table.index.names[7:] if name in varies]
+    return ", ".join([array, f"batch {where['batch']}", f"{where['processors']} processors", *extra])
+
+
 def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ()) -> str:
     """One setting's sentence and table: wins per method, median speedup, and the leader's ratio to each other.
     The methods are ranked (most wins, then highest median: the leader first, as its ratio column reads); a tie
@@ -72,7 +82,7 @@ def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ())
         best = table[method].idxmax()
         rows.append({"method": method, f"fastest in (of {total})": int(won.get(method, 0)),
                      "median speedup (×)": table[method].median(), "best speedup (×)": table[method].max(),
-                     "best at": f"{best[3]}, batch {best[5]}, {best[6]} processors",
+                     "best at": _best_at(table, best),
                      f"{lead} ÷ this method: median (×)": ratio.median() if method != lead else float("nan"),
                      "range (×)": f"{table_number(ratio.min(), 3)}–{table_number(ratio.max(), 3)}"
                      if method != lead else ""})
@@ -107,8 +117,9 @@ def headline(results: pd.DataFrame, networks: Sequence[str] = (), methods: Seque
     axes = [words for column, words in DESIGN_AXIS_WORDS.items()
             if column in results.columns and results[column].nunique(dropna=False) > 1]
     also = f"; each of its {', '.join(axes)} a configuration of its own" if axes else ""
-    return ("<p>Speedup: one processor's cycles over the pipeline's iteration cycles, per configuration (array, "
-            f"batch, processor count{esc(also)}); a ratio of two methods' speedups is the inverse ratio of their "
+    dataflow = ", dataflow" if results["dataflow"].nunique(dropna=False) > 1 else ""
+    return ("<p>Speedup: one processor's cycles over the pipeline's iteration cycles, per configuration (array"
+            f"{dataflow}, batch, processor count{esc(also)}); a ratio of two methods' speedups is the inverse ratio of their "
             "iteration cycles.</p>" + "".join(blocks))
 
 

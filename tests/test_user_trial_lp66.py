@@ -1,0 +1,40 @@
+"""Defects a researcher reproducing LayerPipe with archsim met: each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pandas as pd
+
+from archsim.report.headline import headline
+
+
+def _text(markup: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", markup))
+
+
+def _dataflow_rows() -> pd.DataFrame:
+    """One network, one array and batch, two processor counts, two dataflows: by hand, method a's best speedup
+    (5.0) is on the os dataflow at 4 processors, b's (3.0) on ws at 4 processors."""
+    speedups = {("ws", 2): {"a": 1.5, "b": 1.4}, ("ws", 4): {"a": 2.0, "b": 3.0},
+                ("os", 2): {"a": 1.8, "b": 1.2}, ("os", 4): {"a": 5.0, "b": 2.5}}
+    return pd.DataFrame([{"network": "net", "only": "conv", "mode": "paper", "rows": 32, "cols": 32,
+                          "dataflow": dataflow, "batch": 16, "processors": procs, "method": method,
+                          "speedup": value}
+                         for (dataflow, procs), by in speedups.items() for method, value in by.items()])
+
+
+def test_headline_best_at_names_the_dataflow_when_the_sweep_varies_it() -> None:
+    """'best at 32x32, batch 16, 4 processors' named two configurations (ws and os) of different speedups."""
+    page = _text(headline(_dataflow_rows()))
+    assert "32x32 os, batch 16, 4 processors" in page
+    assert "32x32 ws, batch 16, 4 processors" in page
+    assert "per configuration (array, dataflow, batch, processor count" in page
+
+
+def test_headline_best_at_stays_short_for_one_dataflow() -> None:
+    one = _dataflow_rows().query("dataflow == 'ws'")
+    page = _text(headline(one))
+    assert "32x32, batch 16, 4 processors" in page and " ws," not in page
+    assert "per configuration (array, batch, processor count)" in page
