@@ -38,3 +38,17 @@ def test_headline_best_at_stays_short_for_one_dataflow() -> None:
     page = _text(headline(one))
     assert "32x32, batch 16, 4 processors" in page and " ws," not in page
     assert "per configuration (array, batch, processor count)" in page
+
+
+def test_report_on_a_header_only_results_csv_is_one_line_not_a_traceback(tmp_path, capsys) -> None:
+    """A results.csv holding its header alone (rows deleted by hand) raised IndexError deep in the page."""
+    from archsim.cli import main
+    from archsim.sweep.results import RESULT_COLUMNS
+
+    folder = tmp_path / "res"
+    folder.mkdir()
+    (folder / "results.csv").write_text(",".join(RESULT_COLUMNS) + "\n", encoding="utf-8")
+    assert main(["report", str(folder), "--out", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "results.csv, line 2: no result rows" in err[0] and "archsim sweep" in err[0]
+    assert not (tmp_path / "r.html").exists()

@@ -114,6 +114,8 @@ def read_results(folder: Path) -> pd.DataFrame:
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError("missing column", file=str(path), line=1, field=missing[0], missing=True)
+    if frame.empty:  # a header alone: no figure or headline to draw (a sweep never writes one)
+        raise InputError(f"no result rows, only the header: rerun `{spec_command(folder)}`", file=str(path), line=2)
     check_cells(text, frame, path, [c for c in RESULT_COLUMNS if c in NUMERIC_RESULT_COLUMNS])
     return frame
 
