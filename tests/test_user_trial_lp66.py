@@ -52,3 +52,28 @@ def test_report_on_a_header_only_results_csv_is_one_line_not_a_traceback(tmp_pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "results.csv, line 2: no result rows" in err[0] and "archsim sweep" in err[0]
     assert not (tmp_path / "r.html").exists()
+
+
+def test_skipped_pipedream_counts_are_written_as_a_range_not_one_by_one() -> None:
+    """A sweep of 1…1000 processors with PipeDream on a 13-layer-group network noted 987 numbers in one line."""
+    from archsim.sweep.pipedream_points import skipped_line
+
+    processors = list(range(1, 1001))
+    record = {"networks": ["vgg16"], "processors": processors, "methods": ["pipedream"], "arrays": [[32, 32]],
+              "batches": [16], "skipped_points": [{"network": "vgg16", "processors": p, "method": "pipedream",
+                                                   "layer_groups": 13} for p in range(14, 1001)]}
+    line = skipped_line(record)
+    assert line is not None and "so it takes 1–13 processors, not 14–1000;" in line
+    assert "skipped 987 of 1,000 " in line and len(line) < 400
+
+
+def test_pipedream_only_refusal_writes_runs_as_ranges_and_keeps_short_lists() -> None:
+    import pytest
+
+    from archsim.errors import InputError
+    from archsim.sweep.pipedream_points import check_left
+
+    with pytest.raises(InputError, match=r"not 20–30, 40 processors, and no point"):
+        check_left({"vgg16": 13}, [*range(20, 31), 40], ["pipedream"])
+    with pytest.raises(InputError, match=r"not 20, 21 processors, and no point"):
+        check_left({"vgg16": 13}, [20, 21], ["pipedream"])
