@@ -77,3 +77,17 @@ def test_pipedream_only_refusal_writes_runs_as_ranges_and_keeps_short_lists() ->
         check_left({"vgg16": 13}, [*range(20, 31), 40], ["pipedream"])
     with pytest.raises(InputError, match=r"not 20, 21 processors, and no point"):
         check_left({"vgg16": 13}, [20, 21], ["pipedream"])
+
+
+def test_one_processor_is_written_singular_in_the_headline_and_the_gantt_heading(tmp_path) -> None:
+    """'best at 32x32, batch 4, 1 processors' and 'LayerPipe schedule on 1 processors' on a sweep of P = 1."""
+    from archsim.cli import main
+
+    spec = tmp_path / "one.toml"
+    spec.write_text('[sweep]\nname = "one"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\nbatches = [4]\n'
+                    'processors = [1]\nmethods = ["layerpipe", "gpipe"]\n', encoding="utf-8")
+    page = tmp_path / "one.html"
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "res"), "--quiet", "--report", str(page)]) == 0
+    text = _text(page.read_text(encoding="utf-8"))
+    assert "1 processors" not in text
+    assert "32x32, batch 4, 1 processor " in text and "LayerPipe schedule on 1 processor," in text

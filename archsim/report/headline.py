@@ -62,7 +62,7 @@ def _best_at(table: pd.DataFrame, best: tuple) -> str:
     varies = {name for name in table.index.names if table.index.get_level_values(name).nunique() > 1}
     array = f"{where['array']} {where['dataflow']}" if "dataflow" in varies else f"{where['array']}"
     extra = [f"{name}={where[name]}" for name in table.index.names[7:] if name in varies]
-    return ", ".join([array, f"batch {where['batch']}", f"{where['processors']} processors", *extra])
+    return ", ".join([array, f"batch {where['batch']}", f"{where['processors']} processor{'' if where['processors'] == 1 else 's'}", *extra])
 
 
 def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ()) -> str:

@@ -139,7 +139,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
     which = " (the sweep's median)" if median else ""
-    title = (f"{network.name}: LayerPipe schedule on {processors} processors{which}, {len(plan.stages)} "
+    title = (f"{network.name}: LayerPipe schedule on {processors} {'processor' if processors == 1 else 'processors'}{which}, {len(plan.stages)} "
              f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
              f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {table_number(timeline.makespan)} cycles")
     command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe {_array_flags(first)}"
