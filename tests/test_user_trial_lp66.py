@@ -103,3 +103,26 @@ def test_headline_says_how_many_configurations_a_skipped_method_ran() -> None:
     assert "of the 3, b ran 2 (" in page
     full = _text(headline(frame[frame.processors < 8]))
     assert " ran " not in full
+
+
+def test_layerpipe_vs_pipedream_table_keeps_the_counts_pipedream_skipped(tmp_path) -> None:
+    """summary.csv gives LayerPipe's row at 5 processors on a 4-layer-group network, with its improvement (≤P)
+    over PipeDream's best at 1–4; the report's table dropped the row. Expected from results.csv by brute force:
+    each configuration's best speedup at ≤ P, averaged, and the ratio of the two."""
+    from archsim.cli import main
+    from archsim.report.sweep_report import table_iv
+
+    spec = tmp_path / "skip.toml"
+    spec.write_text('[sweep]\nname = "skip"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\nbatches = [4, 8]\n'
+                    'processors = [3, 4, 5]\nmethods = ["layerpipe", "pipedream"]\n', encoding="utf-8")
+    out = tmp_path / "res"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet"]) == 0
+    results = pd.read_csv(out / "results.csv")
+    assert set(results[results.method == "pipedream"].processors) == {3, 4}
+    best = {m: results[results.method == m].groupby("batch").speedup.max().mean() for m in ("layerpipe", "pipedream")}
+    table = table_iv(pd.read_csv(out / "summary.csv"), "layerpipe_sample").set_index("processors")
+    assert list(table.index) == [3, 4, 5]
+    row = table.loc[5]
+    assert pd.isna(row["PipeDream"]) and pd.isna(row["improvement %"])
+    assert abs(row["PipeDream (≤P)"] - best["pipedream"]) < 1e-9
+    assert abs(row["improvement (≤P) %"] - (best["layerpipe"] / best["pipedream"] - 1) * 100) < 1e-9
