@@ -126,3 +126,14 @@ def test_layerpipe_vs_pipedream_table_keeps_the_counts_pipedream_skipped(tmp_pat
     assert pd.isna(row["PipeDream"]) and pd.isna(row["improvement %"])
     assert abs(row["PipeDream (≤P)"] - best["pipedream"]) < 1e-9
     assert abs(row["improvement (≤P) %"] - (best["layerpipe"] / best["pipedream"] - 1) * 100) < 1e-9
+
+
+def test_headline_of_all_ties_names_no_winner() -> None:
+    """Every configuration tied (one layer: nothing to pipeline): the page said 'a is fastest in 0 of 2
+    configurations, 2 tied', a bold winner that won nothing."""
+    frame = pd.DataFrame([{"network": "net", "only": "conv", "mode": "exact", "rows": 32, "cols": 32,
+                           "dataflow": "ws", "batch": 16, "processors": p, "method": m, "speedup": 1.0}
+                          for p in (2, 3) for m in ("a", "b")])
+    page = _text(headline(frame))
+    assert "fastest in 0" not in page
+    assert "no method is fastest in any configuration: all 2 are tied" in page

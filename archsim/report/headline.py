@@ -89,9 +89,13 @@ def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ())
     others = [m for m in methods if m != lead]
     ties = f", {int(won['tie'])} tied" if "tie" in won else ""
     sentence = f"<b>{esc(lead)}</b> is fastest in {int(won.get(lead, 0))} of {total} configurations{ties}"
+    subject = "its"
+    if others and int(won.get(lead, 0)) == 0:  # every configuration a tie: "x is fastest in 0 of N" named a winner
+        sentence = f"no method is fastest in any configuration: all {total} are tied"
+        subject = f"<b>{esc(lead)}</b>'s"
     if others:
         runner = others[0]
-        sentence += ("; its speedup is a median " + ", ".join(
+        sentence += (f"; {subject} speedup is a median " + ", ".join(
             f"{table_number(ratios[m].median(), 3)}× {esc(m)}'s" for m in others) + _where(ratios[runner], runner))
     partial = [f"{esc(m)} ran {int(table[m].notna().sum())}" for m in methods if table[m].notna().sum() < total]
     if partial:  # a skipped point (PipeDream above its layer groups): medians over fewer configurations
