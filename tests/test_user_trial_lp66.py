@@ -137,3 +137,28 @@ def test_headline_of_all_ties_names_no_winner() -> None:
     page = _text(headline(frame))
     assert "fastest in 0" not in page
     assert "no method is fastest in any configuration: all 2 are tied" in page
+
+
+def test_regenerate_commands_quote_paths_with_spaces(tmp_path, monkeypatch) -> None:
+    """A network file, spec and folders whose names hold a space gave 'archsim cost /x/my net.csv …': pasted
+    into a shell, two words. Each command, split as a shell splits it, names the paths whole."""
+    import shlex
+    import shutil
+    from pathlib import Path
+
+    from archsim.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    layers = Path(__file__).resolve().parent.parent / "layers" / "layerpipe_sample.csv"
+    shutil.copy(layers, tmp_path / "my net.csv")
+    (tmp_path / "sp ace.toml").write_text('[sweep]\nname = "sp"\nnetworks = ["my net.csv"]\narrays = ["32x32"]\n'
+                                          'batches = [4]\nprocessors = [2]\nmethods = ["layerpipe", "gpipe"]\n',
+                                          encoding="utf-8")
+    assert main(["sweep", "sp ace.toml", "--out", "r sp", "--quiet", "--report", "r sp.html"]) == 0
+    page = (tmp_path / "r sp.html").read_text(encoding="utf-8")
+    commands = {html.unescape(c) for c in re.findall(r"Regenerate: <code>(.*?)</code>", page)}
+    words = [shlex.split(c) for part in commands for c in part.split(" && ")]
+    assert ["archsim", "report", "r sp", "--out", "r sp.html"] in words
+    assert ["archsim", "sweep", "sp ace.toml", "--out", "r sp"] in words
+    named = {w[2] for w in words if w[1] in ("cost", "pipeline")}
+    assert named == {str(tmp_path / "my net.csv")}

@@ -14,7 +14,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from archsim.output_files import write_output
-from archsim.report.html_page import TABLE_STYLE, Figures, document, esc, section
+from archsim.report.html_page import TABLE_STYLE, Figures, document, esc, section, shell_word
 from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import (
     LAYERPIPE_TABLE_IV,
@@ -368,7 +368,7 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     figure = Figures()
 
     modes = ", ".join(sorted(results["mode"].unique()))
-    report_cmd = f"archsim report {results_path} --out {out}"
+    report_cmd = f"archsim report {shell_word(results_path)} --out {shell_word(out)}"
     order = network_order(results, networks)
     methods = method_order(results, methods)
     glance = headline(results, order, methods)
