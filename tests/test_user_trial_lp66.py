@@ -162,3 +162,19 @@ def test_regenerate_commands_quote_paths_with_spaces(tmp_path, monkeypatch) -> N
     assert ["archsim", "sweep", "sp ace.toml", "--out", "r sp"] in words
     named = {w[2] for w in words if w[1] in ("cost", "pipeline")}
     assert named == {str(tmp_path / "my net.csv")}
+
+
+def test_bppsa_seq_len_zero_is_told_the_range_that_runs(capsys) -> None:
+    """--seq-len 0 said 'a positive integer in 1…', and 1 was then refused as 'at least 2': both now name 2."""
+    import pytest
+
+    import archsim
+    from archsim.cli import main
+    from archsim.errors import InputError
+
+    for value in ("0", "-3"):
+        assert main(["bppsa", "rnn", "--seq-len", value, "--processors", "64"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--seq-len: T must be at least 2" in err[0] and f"got '{value}'" in err[0]
+    with pytest.raises(InputError, match="must be at least 2"):
+        archsim.bppsa_rnn(seq_len=0, processors=[64])
