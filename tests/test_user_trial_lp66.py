@@ -178,3 +178,10 @@ def test_bppsa_seq_len_zero_is_told_the_range_that_runs(capsys) -> None:
         assert len(err) == 1 and "--seq-len: T must be at least 2" in err[0] and f"got '{value}'" in err[0]
     with pytest.raises(InputError, match="must be at least 2"):
         archsim.bppsa_rnn(seq_len=0, processors=[64])
+
+
+def test_headline_says_the_dataflow_where_the_lead_is_largest() -> None:
+    """By hand on _dataflow_rows: a ÷ b is 1.5/1.4, 2.0/3.0 on ws (median 0.869) and 1.8/1.2, 5.0/2.5 on os
+    (median 1.75): the lead is largest with the os dataflow."""
+    page = _text(headline(_dataflow_rows()))
+    assert "with the os dataflow (median 1.75×)" in page

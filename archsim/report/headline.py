@@ -16,7 +16,8 @@ from archsim.report.html_page import table as html_table
 from archsim.report.style import DESIGN_AXIS_WORDS, table_number
 
 # Where a lead is reported: the sweep axis, its words, how a value is written.
-WHERE = (("array", "on {} arrays"), ("batch", "at batch {}"), ("processors", "on {} processors"))
+WHERE = (("array", "on {} arrays"), ("dataflow", "with the {} dataflow"), ("batch", "at batch {}"),
+         ("processors", "on {} processors"))  # an axis of one value says nothing: left out
 
 
 def configuration_key(results: pd.DataFrame) -> list[str]:
