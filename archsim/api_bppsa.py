@@ -35,7 +35,10 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     from archsim.bppsa_run import rnn_study
     from archsim.errors import InputError
 
-    lengths = [positive_int(value, "seq-len") for value in listed(seq_len, "seq-len")]
+    given = listed(seq_len, "seq-len")
+    if any(isinstance(v, int | str) and str(v).strip().lstrip("+-").isdigit() and int(v) < 2 for v in given):
+        raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")  # 0 too: valid T starts at 2
+    lengths = [positive_int(value, "seq-len") for value in given]
     if 1 in lengths:
         raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")
     counts = [positive_int(value, "processors") for value in listed(processors, "processors")]

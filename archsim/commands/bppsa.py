@@ -39,10 +39,9 @@ def _seq_len(text: str) -> int:
     """argparse type: a sequence length T ≥ 2 (T = 1 has no backward step to speed up)."""
     from archsim.bppsa.rnn_cost import ONE_STEP
 
-    length = positive_int(text)
-    if length == 1:
+    if text.strip().lstrip("+-").isdigit() and int(text) < 2:  # 0 and below too: valid T starts at 2, not 1
         raise argparse.ArgumentTypeError(f"T {ONE_STEP}, got {text!r}")
-    return length
+    return positive_int(text)
 
 
 def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from archsim.console import note, warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import check_target, folder_flag, output_flag
+from archsim.report.html_page import shell_word
 from archsim.validate import MAX_CONFIGS
 from archsim.value_parsers import int_flag
 
@@ -78,7 +79,7 @@ def run_sweep_command(args: argparse.Namespace) -> int:
             if line:
                 note(line)
     if args.report is not None:
-        path = write_report(out, target, spec_command=f"archsim sweep {args.spec} --out {out}",
+        path = write_report(out, target, spec_command=f"archsim sweep {shell_word(args.spec)} --out {shell_word(out)}",
                             own_networks=spec.networks)
         note_written(f"wrote {path}")  # as every command announces a file
     return 0

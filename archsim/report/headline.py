@@ -16,7 +16,8 @@ from archsim.report.html_page import table as html_table
 from archsim.report.style import DESIGN_AXIS_WORDS, table_number
 
 # Where a lead is reported: the sweep axis, its words, how a value is written.
-WHERE = (("array", "on {} arrays"), ("batch", "at batch {}"), ("processors", "on {} processors"))
+WHERE = (("array", "on {} arrays"), ("dataflow", "with the {} dataflow"), ("batch", "at batch {}"),
+         ("processors", "on {} processors"))  # an axis of one value says nothing: left out
 
 
 def configuration_key(results: pd.DataFrame) -> list[str]:
@@ -55,6 +56,16 @@ def _where(ratio: pd.Series, runner: str) -> str:
     return f"; over {esc(runner)} its lead is largest " + ", ".join(phrases) if phrases else ""
 
 
+def _best_at(table: pd.DataFrame, best: tuple) -> str:
+    """Where a method's best speedup is: array, batch and processors, and each other axis that varies in
+    ``table`` (a dataflow, an SRAM size, …), so that the configuration named is one the sweep ran."""
+    where = dict(zip(table.index.names, best, strict=True))
+    varies = {name for name in table.index.names if table.index.get_level_values(name).nunique() > 1}
+    array = f"{where['array']} {where['dataflow']}" if "dataflow" in varies else f"{where['array']}"
+    extra = [f"{name}={where[name]}" for name in table.index.names[7:] if name in varies]
+    return ", ".join([array, f"batch {where['batch']}", f"{where['processors']} processor{'' if where['processors'] == 1 else 's'}", *extra])
+
+
 def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ()) -> str:
     """One setting's sentence and table: wins per method, median speedup, and the leader's ratio to each other.
     The methods are ranked (most wins, then highest median: the leader first, as its ratio column reads); a tie
@@ -72,17 +83,25 @@ def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ())
         best = table[method].idxmax()
         rows.append({"method": method, f"fastest in (of {total})": int(won.get(method, 0)),
                      "median speedup (×)": table[method].median(), "best speedup (×)": table[method].max(),
-                     "best at": f"{best[3]}, batch {best[5]}, {best[6]} processors",
+                     "best at": _best_at(table, best),
                      f"{lead} ÷ this method: median (×)": ratio.median() if method != lead else float("nan"),
                      "range (×)": f"{table_number(ratio.min(), 3)}–{table_number(ratio.max(), 3)}"
                      if method != lead else ""})
     others = [m for m in methods if m != lead]
     ties = f", {int(won['tie'])} tied" if "tie" in won else ""
     sentence = f"<b>{esc(lead)}</b> is fastest in {int(won.get(lead, 0))} of {total} configurations{ties}"
+    subject = "its"
+    if others and int(won.get(lead, 0)) == 0:  # every configuration a tie: "x is fastest in 0 of N" named a winner
+        sentence = f"no method is fastest in any configuration: all {total} are tied"
+        subject = f"<b>{esc(lead)}</b>'s"
     if others:
         runner = others[0]
-        sentence += ("; its speedup is a median " + ", ".join(
+        sentence += (f"; {subject} speedup is a median " + ", ".join(
             f"{table_number(ratios[m].median(), 3)}× {esc(m)}'s" for m in others) + _where(ratios[runner], runner))
+    partial = [f"{esc(m)} ran {int(table[m].notna().sum())}" for m in methods if table[m].notna().sum() < total]
+    if partial:  # a skipped point (PipeDream above its layer groups): medians over fewer configurations
+        sentence += (f"; of the {total}, {', '.join(partial)} (each method's median and best are over those it "
+                     "ran, its ratios over those both ran)")
     body = html_table(pd.DataFrame(rows), lambda x: table_number(x, 3), na_rep="—")
     return f"<h3>{esc(title)}</h3><p>{sentence}.</p>{body}"
 
@@ -107,8 +126,9 @@ def headline(results: pd.DataFrame, networks: Sequence[str] = (), methods: Seque
     axes = [words for column, words in DESIGN_AXIS_WORDS.items()
             if column in results.columns and results[column].nunique(dropna=False) > 1]
     also = f"; each of its {', '.join(axes)} a configuration of its own" if axes else ""
-    return ("<p>Speedup: one processor's cycles over the pipeline's iteration cycles, per configuration (array, "
-            f"batch, processor count{esc(also)}); a ratio of two methods' speedups is the inverse ratio of their "
+    dataflow = ", dataflow" if results["dataflow"].nunique(dropna=False) > 1 else ""
+    return ("<p>Speedup: one processor's cycles over the pipeline's iteration cycles, per configuration (array"
+            f"{dataflow}, batch, processor count{esc(also)}); a ratio of two methods' speedups is the inverse ratio of their "
             "iteration cycles.</p>" + "".join(blocks))
 
 

@@ -145,3 +145,11 @@ def document(title: str, parts: Iterable[str], *, heading: str | None = None, in
 def write_document(path: str | Path, title: str, parts: Iterable[str], **options) -> Path:
     """:func:`document`, written atomically."""
     return write_output(path, document(title, parts, **options))
+
+
+def shell_word(value: object) -> str:
+    """``value`` (a path, a name) as one shell word, quoted where it holds a space or a shell character, so a
+    page's "Regenerate" command runs as shown; a plain name is left as it is."""
+    import shlex
+
+    return shlex.quote(str(value))

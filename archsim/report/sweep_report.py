@@ -14,7 +14,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 from archsim.output_files import write_output
-from archsim.report.html_page import TABLE_STYLE, Figures, document, esc, section
+from archsim.report.html_page import TABLE_STYLE, Figures, document, esc, section, shell_word
 from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import (
     LAYERPIPE_TABLE_IV,
@@ -230,11 +230,17 @@ def table_iv(summary: pd.DataFrame, network: str, results: pd.DataFrame | None =
     pd_ = data[data.method == "pipedream"].set_index("processors")
     rows = []
     paper_setting = is_table_iv_setting(data, network, results, engine)
-    for p in sorted(set(lp.index) & set(pd_.index)):
+    for p in sorted(lp.index) if not pd_.empty else []:
+        taken = [q for q in pd_.index if q <= p]  # PipeDream skipped above its layer groups: its best below
+        if not taken:
+            continue
+        ran = p in pd_.index
+        pd_at = pd_.speedup[p] if ran else float("nan")
+        pd_upto = pd_.speedup_upto[max(taken)]
         row = {"processors": p, "LayerPipe": lp.speedup[p], "LayerPipe (≤P)": lp.speedup_upto[p],
-               "PipeDream": pd_.speedup[p], "PipeDream (≤P)": pd_.speedup_upto[p],
-               "improvement %": improvement_pct(lp.speedup[p], pd_.speedup[p]),
-               "improvement (≤P) %": improvement_pct(lp.speedup_upto[p], pd_.speedup_upto[p]),
+               "PipeDream": pd_at, "PipeDream (≤P)": pd_upto,
+               "improvement %": improvement_pct(lp.speedup[p], pd_at) if ran else float("nan"),
+               "improvement (≤P) %": improvement_pct(lp.speedup_upto[p], pd_upto),
                "comm overhead KiB": lp.additional_comm_bytes[p] / 1024}
         if paper_setting and p in LAYERPIPE_TABLE_IV:
             paper = LAYERPIPE_TABLE_IV[p]
@@ -362,7 +368,7 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     figure = Figures()
 
     modes = ", ".join(sorted(results["mode"].unique()))
-    report_cmd = f"archsim report {results_path} --out {out}"
+    report_cmd = f"archsim report {shell_word(results_path)} --out {shell_word(out)}"
     order = network_order(results, networks)
     methods = method_order(results, methods)
     glance = headline(results, order, methods)
@@ -375,11 +381,14 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
         if not table.empty:
             paper_setting = is_table_iv_setting(summary[summary.network == network], network, results, engine)
             grid = not paper_setting and is_table_iv_setting(summary[summary.network == network], network, results)
-            notes = UPTO_NOTE + (TABLE_IV_NOTES.format(layerpipe=layerpipe_note(table)) if paper_setting else "")
+            skipped_note = ("<p>—: PipeDream did not run at that count (more processors than layer groups); its "
+                            "(≤P) column is its best at the counts it took, as summary.csv's "
+                            "improvement_upto_vs_pipedream_pct.</p>" if table["PipeDream"].isna().any() else "")
+            notes = UPTO_NOTE + skipped_note + (TABLE_IV_NOTES.format(layerpipe=layerpipe_note(table)) if paper_setting else "")
             notes += CYCLE_NOTE if grid else ""
             paper = " (LayerPipe's Table IV)" if paper_setting else ""
             parts.append(_section(f"{network}: LayerPipe vs PipeDream{paper}",
-                                  html_table(table, lambda x: table_number(x, 3)) + notes,
+                                  html_table(table, lambda x: table_number(x, 3), na_rep="—") + notes,
                                   report_cmd, modes))
         for by in ("array", "batch"):
             parts.append(_section(f"{network}: distribution over {by} size",

@@ -55,10 +55,10 @@ def skipped_line(record: dict) -> str | None:
     for entry in skipped:
         name = Path(str(entry.get("network"))).stem
         networks.setdefault(name, (entry.get("layer_groups"), []))[1].append(entry.get("processors"))
-    said = "; ".join(f"{name} has {_groups(count)}, so it takes {_counts(count)}, not {', '.join(map(str, counts))}"
+    said = "; ".join(f"{name} has {_groups(count)}, so it takes {_counts(count)}, not {_spans(counts)}"
                      if isinstance(count, int) else name for name, (count, counts) in networks.items())
     rows = skipped_rows(record)
-    return (f"skipped {len(skipped)} of {points} (network, processors, method) points ({rows:,} of "
+    return (f"skipped {len(skipped):,} of {points:,} (network, processors, method) points ({rows:,} of "
             f"{points * rows // len(skipped):,} configurations) that pipedream cannot take: its {WHY}, and {said}; "
             "results.csv holds the rest")
 
@@ -94,9 +94,22 @@ def _counts(count: int) -> str:
     return "1 processor" if count == 1 else f"1–{count} processors"
 
 
+def _spans(values: Sequence[object]) -> str:
+    """``values`` in their order, a run of three or more consecutive integers written as its ends ("14–1000"):
+    a spec of 1…1000 processors otherwise printed a line of 987 numbers."""
+    runs: list[list[object]] = []
+    for value in values:
+        last = runs[-1][-1] if runs else None
+        if isinstance(value, int) and isinstance(last, int) and value == last + 1:
+            runs[-1].append(value)
+        else:
+            runs.append([value])
+    return ", ".join(f"{run[0]}–{run[-1]}" if len(run) >= 3 else ", ".join(map(str, run)) for run in runs)
+
+
 def _listed(processors: Sequence[object]) -> str:
     counts = list(processors)
-    return f"{', '.join(map(str, counts))} processor{'' if counts == [1] else 's'}"
+    return f"{_spans(counts)} processor{'' if counts == [1] else 's'}"
 
 
 __all__ = ["KEY", "WHY", "check_left", "skipped_line", "skipped_points", "skipped_rows", "unit_skipped"]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.errors import InputError
+from archsim.report.html_page import shell_word
 from archsim.sweep.results_check import check_cells, check_spec_rows
 from archsim.validate import check_file_ending, exists
 
@@ -42,8 +43,8 @@ def spec_command(folder: Path) -> str:
         record = parse_json(read_text(spec, "the folder's spec.json"), str(spec))
         source = record.get("source") if isinstance(record, dict) else None
         if isinstance(source, str) and source:
-            return f"archsim sweep {Path(source).name if not exists(source) else source} --out {folder}"
-    return f"archsim sweep SPEC --out {folder}"
+            return f"archsim sweep {shell_word(Path(source).name if not exists(source) else source)} --out {shell_word(folder)}"
+    return f"archsim sweep SPEC --out {shell_word(folder)}"
 
 
 NUMERIC_RESULT_COLUMNS = ("rows", "cols", "batch", "processors", "stages", "single_processor_cycles", "iteration_cycles",
@@ -114,6 +115,8 @@ def read_results(folder: Path) -> pd.DataFrame:
     missing = [c for c in RESULT_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError("missing column", file=str(path), line=1, field=missing[0], missing=True)
+    if frame.empty:  # a header alone: no figure or headline to draw (a sweep never writes one)
+        raise InputError(f"no result rows, only the header: rerun `{spec_command(folder)}`", file=str(path), line=2)
     check_cells(text, frame, path, [c for c in RESULT_COLUMNS if c in NUMERIC_RESULT_COLUMNS])
     return frame
 

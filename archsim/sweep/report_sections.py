@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA
 from archsim.lowering import SPLIT_AXES
+from archsim.report.html_page import shell_word
 from archsim.sweep.report import array_path, report_network, sweep_array
 
 if TYPE_CHECKING:  # pandas and plotly load when a report is written
@@ -82,7 +83,7 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
     costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
     title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
              f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
-    command = (f"archsim cost {first.network} {_array_flags(first)} --dataflow {first.dataflow} "
+    command = (f"archsim cost {shell_word(first.network)} {_array_flags(first)} --dataflow {first.dataflow} "
                f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
                                                                   if first["only"] != "all" else "") + memory)
     axes = record.get("split_axes")  # the spec's δ split axes (spec.json holds them as a list)
@@ -94,7 +95,7 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
 def _array_flags(first) -> str:
     """``cost``'s and ``pipeline``'s flags for ``first``'s array: ``--config`` its .cfg, else ``--array ROWSxCOLS``."""
     path = array_path(first)
-    return f"--config {path}" if path else f"--array {first.rows}x{first.cols}"
+    return f"--config {shell_word(path)}" if path else f"--array {first.rows}x{first.cols}"
 
 
 def _check_unchanged(row) -> None:
@@ -139,10 +140,10 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
     which = " (the sweep's median)" if median else ""
-    title = (f"{network.name}: LayerPipe schedule on {processors} processors{which}, {len(plan.stages)} "
+    title = (f"{network.name}: LayerPipe schedule on {processors} {'processor' if processors == 1 else 'processors'}{which}, {len(plan.stages)} "
              f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
              f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {table_number(timeline.makespan)} cycles")
-    command = (f"archsim pipeline {first.network} --processors {processors} --method layerpipe {_array_flags(first)}"
+    command = (f"archsim pipeline {shell_word(first.network)} --processors {processors} --method layerpipe {_array_flags(first)}"
                f" --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
                + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
