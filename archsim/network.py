@@ -19,15 +19,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from archsim.cluster_keys import NETWORK_KEYS, key_hint
 from archsim.errors import InputError
 from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps, nic_share
 from archsim.validate import shown, shown_boolean, shown_number
 
 DEFAULT_SWITCH_TIERS = 2  # leaf–spine: what a [network] table that states none has
-NETWORK_KEYS = {"nics_per_server", "nic_gbps", "gpus_per_nic", "nvlink_domain", "switch_tiers", "servers_per_leaf",
-                "oversubscription", "nvls"}
-
-
 @dataclass(frozen=True)
 class Network:
     """nics_per_server × nic_gbps (Gbit/s each, one direction); gpus_per_nic: GPUs sharing one NIC
@@ -147,7 +144,6 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
         raise InputError("expected a table: write [network] above its keys", file=file, field="network")
     unknown = sorted(set(table) - NETWORK_KEYS)
     if unknown:
-        from archsim.spp.topology import key_hint  # the cluster file's other tables' keys (it imports this module)
 
         raise InputError(f"unknown key in [network]{key_hint(unknown[0], '[network]', NETWORK_KEYS)}; keys are "
                          f"{', '.join(sorted(NETWORK_KEYS))}", file=file, field=unknown[0])
@@ -275,5 +271,5 @@ def network_lines(spec: dict, network: Network | None, servers: int) -> tuple[tu
     return network_warnings(spec, network), notes
 
 
-__all__ = ["DEFAULT_SWITCH_TIERS", "NETWORK_KEYS", "NIC_GBPS_SOLD", "Network", "network_lines", "network_notes",
+__all__ = ["DEFAULT_SWITCH_TIERS", "NIC_GBPS_SOLD", "Network", "network_lines", "network_notes",
            "network_warnings", "nic_speed_warning", "read_network", "superseded_notes"]

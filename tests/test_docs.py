@@ -257,8 +257,7 @@ def table_keys(page: str, heading: str) -> list[list[str]]:
 def test_format_tables_list_exactly_the_keys_the_code_checks():
     from archsim.cluster.profile_csv import COLUMNS as PROFILE_COLUMNS
     from archsim.cluster.trace import COLUMNS as TIRESIAS_COLUMNS
-    from archsim.network import NETWORK_KEYS
-    from archsim.spp.topology import CLUSTER_KEYS, SERVER_KEYS
+    from archsim.cluster_keys import CLUSTER_KEYS, NETWORK_KEYS, SERVER_KEYS
     from archsim.sweep.spec import KEYS, REQUIRED
     from archsim.workload.csv_loader import OPTIONAL, POSITIONAL
 

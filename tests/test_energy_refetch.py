@@ -100,7 +100,8 @@ def _tiny_resnet_by_hand(sram: float) -> float:
     G (144, 8192, 16), D (8192, 144, 16) (stride 1); fc (16·16·16 → 10) F (8, 4096, 10), G (4096, 8, 10),
     D (8, 10, 4096). Each in SCALE-Sim's ws mapping (B stationary; A streamed once per column fold; a
     partial sum written, then read back, once per row fold; A and B filled once): MAC 0.3 pJ, registers
-    2 per MAC + B's load at 8 × 0.009 pJ, DRAM m·k + k·n + m·n words at 1300 / 64 × 8 pJ. Vector unit
+    2 per MAC + B's load, one of each MAC's a partial sum at the int32 accumulator's 32 × 0.009 pJ (since
+    2026-12-05), the rest at 8 × 0.009 pJ, DRAM m·k + k·n + m·n words at 1300 / 64 × 8 pJ. Vector unit
     (0.03 pJ an element), F and D alike: add, one per input element per input (8·32·32·16 · 2); pool, each
     output's 2 × 2 window (8·16·16·16 · 4)."""
     gemms = [(8192, 27, 16), (27, 8192, 16)] + [(8192, 144, 16), (144, 8192, 16), (8192, 144, 16)] * 2 \
@@ -108,7 +109,7 @@ def _tiny_resnet_by_hand(sram: float) -> float:
     total = 0.0
     for m, k, n in gemms:
         macs, ifmap_reads, ofmap_writes = m * k * n, m * k * -(-n // 256), m * n * -(-k // 256)
-        total += (macs * 0.3 + (2 * macs + k * n) * 8 * 0.009
+        total += (macs * 0.3 + (macs + k * n) * 8 * 0.009 + macs * 32 * 0.009
                   + (ifmap_reads + k * n + 2 * ofmap_writes + m * k + k * n) * sram
                   + (m * k + k * n + m * n) * 1300 / 64 * 8)
     vector = 2 * (8 * 32 * 32 * 16 * 2 + 8 * 16 * 16 * 16 * 4)

@@ -41,11 +41,11 @@ def _gemm_parts(tmp_path, fp8: bool, mac_pj: object = None) -> dict[str, float]:
     from archsim.lowering import Gemm, TrainingOp
     from archsim.training.energy import (
         ENERGY_PARTS,
-        _ops_parts,
         device_array,
         device_energies,
         device_fp8_energies,
         load_priced_device,
+        ops_energy_parts,
     )
 
     device = load_priced_device(write_file(tmp_path, "mychip.toml", trial_array_chip_toml(mac_pj=mac_pj)))
@@ -53,7 +53,7 @@ def _gemm_parts(tmp_path, fp8: bool, mac_pj: object = None) -> dict[str, float]:
     energies = device_energies(device, array)
     op = TrainingOp("linear", "F", (Gemm(128, 128, 128),), gemm_dtype="fp8" if fp8 else "")
     low = device_fp8_energies(device, array, energies)
-    return dict(zip(ENERGY_PARTS, _ops_parts([op], array, energies, low), strict=True))
+    return dict(zip(ENERGY_PARTS, ops_energy_parts([op], array, energies, low), strict=True))
 
 
 WORDS = 128 * 128  # each operand's and the result's words: one fold reads A and B once, writes and reads out once
@@ -98,13 +98,19 @@ def test_fp32_gemms_on_lanes_read_operands_as_the_lanes_tile_reuses_them(tmp_pat
     per c columns and B once per r rows: a 64³ GEMM reads M·K·⌈N/c⌉ + K·N·⌈M/r⌉ words, fills M·K + K·N from DRAM,
     writes and reads back M·N results; on 8 × 8 tiles that is 81,920 32-bit words, on single lanes 540,672."""
     from archsim.lowering import Gemm, TrainingOp
-    from archsim.training.energy import ENERGY_PARTS, _ops_parts, device_array, device_energies, load_priced_device
+    from archsim.training.energy import (
+        ENERGY_PARTS,
+        device_array,
+        device_energies,
+        load_priced_device,
+        ops_energy_parts,
+    )
 
     text = trial_array_chip_toml(lanes=lanes, lane_rows=rows, lane_cols=cols)
     device = load_priced_device(write_file(tmp_path, "lanes.toml", text))
     array = device_array(device, "fp32")
     assert (array.rows, array.cols, array.dataflow) == (rows or 1, cols or 1, "os")
-    parts = dict(zip(ENERGY_PARTS, _ops_parts([TrainingOp("linear", "F", (Gemm(64, 64, 64),))], array,
+    parts = dict(zip(ENERGY_PARTS, ops_energy_parts([TrainingOp("linear", "F", (Gemm(64, 64, 64),))], array,
                                               device_energies(device, array)), strict=True))
     r, c = rows or 1, cols or 1
     words = 64 * 64 * math.ceil(64 / c) + 64 * 64 * math.ceil(64 / r) + 2 * 64 * 64 + 2 * 64 * 64

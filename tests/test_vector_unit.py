@@ -86,9 +86,11 @@ def test_a_file_without_it_keeps_its_figures(capsys, tmp_path):
 @pytest.mark.long
 def test_the_documented_figures_before_the_vector_unit(capsys, tmp_path, monkeypatch):
     """GPT-3 1.3B on 16 chips, DP 16, bf16 (docs/training.md until 2026-12-03): 3.592 s, 1.86e+04 J, 25.84 GiB,
-    when a device file's links ran NVIDIA's NCCL fit (``efficiency = "nccl"`` since 2026-12-04) and attention
-    dropout's mask was not priced (``flash_blocks.dropout_int_ops`` since 2026-12-04, set to none here)."""
-    nccl = WITHOUT.replace("[links]\n", '[links]\nefficiency = "nccl"\n')
+    when a device file's links ran NVIDIA's NCCL fit (``efficiency = "nccl"`` since 2026-12-04), attention
+    dropout's mask was not priced (``flash_blocks.dropout_int_ops`` since 2026-12-04, set to none here) and partial
+    sums moved at the operands' 16 bits (at the 32-bit accumulator's since 2026-12-05: ``[energy] psum_register_pj``
+    set to the default table's 16-bit register word here, 0.009 pJ per bit × 16)."""
+    nccl = WITHOUT.replace("[links]\n", '[links]\nefficiency = "nccl"\n') + "[energy]\npsum_register_pj = 0.144\n"
     assert nccl != WITHOUT
     monkeypatch.setattr(flash_blocks, "dropout_int_ops", lambda elements, backward: 0)
     clear_model_cache()

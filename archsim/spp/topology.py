@@ -46,9 +46,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archsim.cluster_keys import CLUSTER_KEYS, SERVER_KEYS, key_hint
 from archsim.errors import InputError
 from archsim.links import check_nvls, fabric_bytes_per_s, is_gbps, nic_share
-from archsim.network import NETWORK_KEYS, Network, read_network
+from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.cluster_figures import Draws, check_figure, figure, gbps
 from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
@@ -62,30 +63,14 @@ if TYPE_CHECKING:
 
 CLUSTER_TABLES = ("a cluster file has one [cluster] table, one or more [[servers]] tables and optionally one [network] "
                   "table (the NICs between servers)")
-CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_memory_gb",
-                "comm_sms"}  # the SMs an overlapped collective holds: train and search (training/comm_sms.py)
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 LINK_MODELS = ("paper", "exact")  # how plan prices a transfer (build_topology's ``links``; plan --links)
-SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catalog name / a device file: archsim train
-               "price_per_gpu_hour", "gpu_watts",  # the search's cost and energy objectives
-               "usable_memory_gib"}  # the memory train and search let a job allocate (training/cluster_file.py)
 # other tools' names for a server's GPU count and the server count, which difflib matches to the wrong key
 # (gpu_count is nearer count, the servers, than gpus): the hint names the key meant
 SERVER_KEY_ALIASES = {**dict.fromkeys(("gpu_count", "num_gpus", "n_gpus", "gpus_per_server", "gpus_per_node"), "gpus"),
                       **dict.fromkeys(("servers", "nodes", "num_servers", "num_nodes", "server_count"), "count")}
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
 MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
-
-
-def key_hint(key: str, here: str, keys: set[str]) -> str:
-    """The hint of an unknown ``key`` in the cluster file's table ``here`` (``[cluster]``, ``[[servers]]`` or
-    ``[network]``): where it is another of the three tables' key, that table (``nic_gbps`` in ``[cluster]`` is
-    ``[network]``'s, where a near name of ``here``'s would mislead: ``inter_server_link`` in ``[network]`` is not
-    ``nics_per_server``), else the nearest of ``keys``."""
-    for table, known in (("[cluster]", CLUSTER_KEYS), ("[[servers]]", SERVER_KEYS), ("[network]", NETWORK_KEYS)):
-        if table != here and key in known:
-            return f" ({key!r} is a key of {table}: write it there)"
-    return did_you_mean(key, keys)
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ def _grouped_columns() -> dict[str, tuple[str, ...]]:
 
 
 
-def _ops_parts(ops, array: ArrayConfig, energies, fp8_energies=None) -> tuple[float, ...]:
+def ops_energy_parts(ops, array: ArrayConfig, energies, fp8_energies=None) -> tuple[float, ...]:
     """Picojoules of ``ops`` by :data:`ENERGY_PARTS`: the energy model's per-op columns summed part by part (an op
     whose GEMMs take fp8 operands, ``gemm_dtype`` fp8, at ``fp8_energies``: :func:`device_fp8_energies`), the
     memory-bound ops' HBM words (their ``vector_elements``, at the DRAM read figure) under dram, their fused kernels'
@@ -178,7 +178,7 @@ def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_paral
                  recompute: str, device: Device, dtype: str, implementation: str, cp: int = 1,
                  cp_comm: str = "p2p", cp_hierarchy: tuple[int, int] | None = None, ep: int = 1,
                  etp: int | None = None, fp8: str | None = None) -> tuple[tuple[float, ...], ...]:
-    """Picojoules by :data:`ENERGY_PARTS` (:func:`_ops_parts`) of one micro-batch on one device of a TP group
+    """Picojoules by :data:`ENERGY_PARTS` (:func:`ops_energy_parts`) of one micro-batch on one device of a TP group
     (module docstring), of one layer, the embedding and the head of the op list the iteration is timed on
     (``implementation`` in ``dtype``: :func:`~archsim.training.iteration.piece_works`), a layer's forward again
     under full recompute (``fp8``: the list's linear GEMMs and quantize kernels under it, the GEMMs' accesses
@@ -198,7 +198,7 @@ def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_paral
         ops = [*work.forward, *work.backward]
         if index in (0, 3) and recompute == "full":
             ops += list(work.forward)
-        out.append(_ops_parts(ops, array, energies, low))
+        out.append(ops_energy_parts(ops, array, energies, low))
     return tuple(out)
 
 
@@ -322,6 +322,19 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
                    energy_breakdown_j=cast("dict[str, float] | None", energy.get("energy_breakdown_j")))
 
 
-__all__ = ["ENERGY_PARTS", "LEAKAGE_ON_DEVICE", "array_iteration_joules", "array_iteration_parts", "chip_static_watts",
-           "device_array", "device_energies", "device_file_array", "device_fp8_energies", "iteration_energy",
-           "load_priced_device", "priced", "static_joules"]
+__all__ = [
+    "ENERGY_PARTS",
+    "LEAKAGE_ON_DEVICE",
+    "array_iteration_joules",
+    "array_iteration_parts",
+    "chip_static_watts",
+    "device_array",
+    "device_energies",
+    "device_file_array",
+    "device_fp8_energies",
+    "iteration_energy",
+    "load_priced_device",
+    "ops_energy_parts",
+    "priced",
+    "static_joules",
+]
