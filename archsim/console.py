@@ -64,6 +64,14 @@ def setting(name: str, value: object = None, *, placeholder: str | None = None) 
     return f"--{name.replace('_', '-')}" + (f" {shown}" if shown else "")
 
 
+def shell_word(value: object) -> str:
+    """``value`` (a path, a name) as one shell word, quoted where it holds a space or a shell character, so a
+    page's "Regenerate" command runs as shown; a plain name is left as it is."""
+    import shlex
+
+    return shlex.quote(str(value))
+
+
 def switch_on(name: str) -> str:
     """A switch turned on as the caller spells it: ``--distributed-optimizer`` from a command,
     ``distributed_optimizer=True`` from the library (:func:`as_keywords`)."""

@@ -99,7 +99,7 @@ def test_paper_columns_only_over_table_ivs_grid(arrays, batches, dataflows, pape
 def test_layerpipe_note_signs_and_names_the_farthest_count():
     """The note's gap is archsim's speedup over the paper's − 1, signed: 1.93·0.9 at 2 processors is −10.0%,
     2.75·1.05 at 3 is +5.0%, so the farthest is 2; no count of 11 or 12, no saturation sentence."""
-    from archsim.report.sweep_report import layerpipe_note
+    from archsim.report.table_iv_notes import layerpipe_note
 
     table = pd.DataFrame({"processors": [2, 3], "LayerPipe": [1.93 * 0.9, 2.75 * 1.05],
                           "paper LayerPipe": [1.93, 2.75]})

@@ -6,11 +6,10 @@ import argparse
 from pathlib import Path
 
 from archsim.commands import Command
-from archsim.console import note, warn
+from archsim.console import note, shell_word, warn
 from archsim.errors import InputError
 from archsim.output_files import note_written
 from archsim.output_targets import check_target, folder_flag, output_flag
-from archsim.report.html_page import shell_word
 from archsim.validate import MAX_CONFIGS
 from archsim.value_parsers import int_flag
 

@@ -147,9 +147,3 @@ def write_document(path: str | Path, title: str, parts: Iterable[str], **options
     return write_output(path, document(title, parts, **options))
 
 
-def shell_word(value: object) -> str:
-    """``value`` (a path, a name) as one shell word, quoted where it holds a space or a shell character, so a
-    page's "Regenerate" command runs as shown; a plain name is left as it is."""
-    import shlex
-
-    return shlex.quote(str(value))

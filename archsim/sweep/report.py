@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.console import shell_word
 from archsim.errors import InputError
-from archsim.report.html_page import shell_word
 from archsim.sweep.results_check import check_cells, check_spec_rows
 from archsim.validate import check_file_ending, exists
 

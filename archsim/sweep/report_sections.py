@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.choices.partitions import LAYERPIPE_ALPHA
+from archsim.console import shell_word
 from archsim.lowering import SPLIT_AXES
-from archsim.report.html_page import shell_word
 from archsim.sweep.report import array_path, report_network, sweep_array
 
 if TYPE_CHECKING:  # pandas and plotly load when a report is written
