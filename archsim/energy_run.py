@@ -146,12 +146,9 @@ def _chip_priced(rows: list[dict], kind_seconds: dict[str, float], device, array
 
 def _after_cycles(row: dict, chip_seconds: float) -> dict:
     """``row`` with ``chip_seconds`` (s) placed after its ``cycles``."""
-    out: dict = {}
-    for name, value in row.items():
-        out[name] = value
-        if name == "cycles":
-            out["chip_seconds"] = chip_seconds
-    return out
+    from archsim.training.table_lines import inserted_after
+
+    return inserted_after(row, "cycles", "chip_seconds", chip_seconds)
 
 
 def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode,

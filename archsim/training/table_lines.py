@@ -59,13 +59,17 @@ def table_host_note(meta: dict, source: str, digits: int = 3) -> dict:
     :attr:`~archsim.training.machine.Machine.host_source`); unchanged otherwise."""
     line = host_note(meta["host_bound_seconds"], meta["iteration_seconds"], ((meta["host_seconds_per_op"], source),),
                      digits)
-    if line is None:
-        return meta
+    return meta if line is None else inserted_after(meta, "host_seconds_per_op", "host_bound", line)
+
+
+def inserted_after(mapping: Mapping, key: str, new_key: str, value: object) -> dict:
+    """``mapping`` with ``new_key`` set to ``value`` right after ``key`` (a row's or a meta's columns in the order a
+    table prints them); unchanged, but copied, where ``key`` is absent."""
     out: dict = {}
-    for key, value in meta.items():
-        out[key] = value
-        if key == "host_seconds_per_op":
-            out["host_bound"] = line
+    for name, held in mapping.items():
+        out[name] = held
+        if name == key:
+            out[new_key] = value
     return out
 
 
