@@ -43,14 +43,17 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     lowered = lower_network(network, batch, mode, array.element_bytes)
     rows = layer_cost_rows(lowered, array, engine)
     table = None
+    chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
+    timed = None if chip is None else layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE,
+                                                         array.element_bytes)
     if energy:
         from archsim.energy.model import with_layer_energy
+        from archsim.energy_run import chip_layer_energy
 
         table, energies = energies_for(array, energy_table, config)
-        rows = with_layer_energy(rows, lowered, array, energies, engine)
-    chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
-    if chip is not None:
-        timed = layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
+        rows = with_layer_energy(rows, lowered, array, energies, engine) if chip is None or timed is None else \
+            chip_layer_energy(rows, lowered, array, energies, engine, timed, chip)  # the chip's leakage, as energy's
+    if timed is not None:
         rows = [{**row, **seconds} for row, seconds in zip(rows, timed, strict=True)]
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": batch,
@@ -65,7 +68,9 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
     if chip is not None:
-        meta.update(chip_meta(chip))
+        from archsim.energy_run import CHIP_LEAKAGE
+
+        meta.update(chip_meta(chip), **({"energy_leakage": CHIP_LEAKAGE} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
     return rows, {"meta": meta, "rows": records}

@@ -130,18 +130,50 @@ def _chip_priced(rows: list[dict], kind_seconds: dict[str, float], device, array
     and its ``leakage_pj`` the chip's static power × those seconds (:func:`~archsim.training.energy.static_joules`,
     train's formula: ``static_watts`` plus every array's leakage) in ``energy_pj`` for the model's own; TOTAL their
     sums."""
-    from archsim.training.energy import static_joules
-
     priced = []
     for row in rows[:-1]:
         chip_seconds = kind_seconds.get(row["op"], 0.0)
-        leakage = static_joules(device, 1, chip_seconds, array_leakage_mw) * 1e12
-        energy = row["energy_pj"] - row["leakage_pj"] + leakage  # the model's dynamic sum, to the last bit
+        leakage, energy = chip_priced_pj(row["energy_pj"], row["leakage_pj"], chip_seconds, device, array_leakage_mw)
         priced.append(_after_cycles({**row, "leakage_pj": leakage, "energy_pj": energy}, chip_seconds))
     total = dict(rows[-1])
     for name in ("leakage_pj", "energy_pj"):
         total[name] = sum(float(row[name]) for row in priced)
     return [*priced, _after_cycles(total, sum(kind_seconds.get(row["op"], 0.0) for row in rows[:-1]))]
+
+
+def chip_priced_pj(energy_pj: float, leakage_pj: float, chip_seconds: float, device: Device,
+                   array_leakage_mw: float) -> tuple[float, float]:
+    """(leakage, energy) in pJ of work the energy model priced on one array (``energy_pj``, of which ``leakage_pj``
+    is one array's leakage over one array's cycles) priced on ``device``, a chip of several arrays: its leakage the
+    chip's static power × ``chip_seconds`` (:func:`~archsim.training.energy.static_joules`, train's formula:
+    ``static_watts`` plus every array's ``array_leakage_mw``), its dynamic part as priced (the same accesses run on
+    one array or all). The one repricing of ``energy`` on a chip and of ``cost --energy``'s layers there."""
+    from archsim.training.energy import static_joules
+
+    leakage = static_joules(device, 1, chip_seconds, array_leakage_mw) * 1e12
+    return leakage, energy_pj - leakage_pj + leakage  # the model's dynamic sum, to the last bit
+
+
+def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, engine: str,
+                      timed: list[dict[str, float]], device: Device) -> list[dict]:
+    """``rows`` (``cost``'s per-layer rows of ``lowered``) each with its layer's F/G/D energy and total (pJ) as
+    :func:`~archsim.energy.model.with_layer_energy` gives them, each kind's leakage the chip's over that kind's
+    seconds in ``timed`` (:func:`~archsim.chip_time.layer_chip_seconds`; :func:`chip_priced_pj`): ``cost --energy``
+    on a device file of several arrays, priced as ``energy`` prices it."""
+    from archsim.energy.model import layer_kind_energy
+
+    leakage_mw = static_power_mw(energies, array)
+    priced = []
+    for row, kinds, seconds in zip(rows, layer_kind_energy(lowered, array, energies, engine), timed, strict=True):
+        energy = {f"{kind}_energy_pj": chip_priced_pj(pj, leak, seconds[f"{kind}_chip_seconds"], device, leakage_mw)[1]
+                  for kind, (pj, leak) in kinds.items()}
+        priced.append({**row, **energy, "energy_pj": sum(energy.values())})
+    return priced
+
+
+CHIP_LEAKAGE = ("F/G/D_energy_pj: the layer's dynamic energy (the same on one array or all) plus the chip's static "
+                "power (static_watts plus every array's leakage) over its F/G/D_chip_seconds, train's formula, as "
+                "energy prices the chip; cycles, seconds and the areas: one array's")
 
 
 def _after_cycles(row: dict, chip_seconds: float) -> dict:
@@ -182,4 +214,4 @@ def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:
     return memory if engine == "cycle" else {"sram_kb": memory["sram_kb"]}
 
 
-__all__ = ["device_toml_array", "device_toml_dtype", "device_toml_notes", "energy_document"]
+__all__ = ["CHIP_LEAKAGE", "chip_layer_energy", "chip_priced_pj", "device_toml_array", "device_toml_dtype", "device_toml_notes", "energy_document"]

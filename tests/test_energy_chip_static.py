@@ -73,3 +73,32 @@ def test_energy_and_train_charge_the_chip_the_same_static_watts(capsys, tmp_path
     energy_watts = energy["rows"][-1]["leakage_pj"] * 1e-12 / energy["meta"]["iteration_seconds"]
     assert energy_watts == pytest.approx(train["energy_static_j"] / train["iteration_seconds"], rel=1e-12)
     assert energy_watts == pytest.approx(20, rel=1e-12)
+
+
+def _chip_of(tmp_path, name: str, arrays: int, static: int, energy: str) -> str:
+    """The trial chip with ``arrays`` arrays, ``static`` W of static_watts and ``energy`` as its [energy] keys."""
+    text = trial_array_chip_toml(mac_pj=None).replace("arrays = 4\n", f"arrays = {arrays}\n")
+    text = text.replace("fp8 = 131.072\n", f"fp8 = {arrays * 32.768}\n")  # 2 · arrays · 128² · 1 GHz
+    text = text.replace("static_watts = 20\n", f"static_watts = {static}\n")
+    return str(write_file(tmp_path, name, text + (f"\n[energy]\n{energy}" if energy else "")))
+
+
+@pytest.mark.parametrize(("arrays", "static"), [(2, 0), (4, 20)])
+def test_cost_energy_prices_the_chips_static_power_over_its_seconds(capsys, tmp_path, arrays, static):
+    """Defect: cost --energy on a device of several arrays priced one array's leakage over one array's cycles and
+    left static_watts unread. Now each layer's F/G/D pJ is its dynamic pJ (the same file without leakage or static
+    power) + (static_watts + arrays × (0.01 mW × 16,384 PEs + 0.1 mW × 2046 KiB)) × that kind's chip seconds, and
+    the TOTAL is energy's."""
+    leaky = _chip_of(tmp_path, "leaky.toml", arrays, static, "pe_leakage_mw = 0.01\nsram_leakage_mw_per_kib = 0.1\n")
+    bare = _chip_of(tmp_path, "bare.toml", arrays, 0, "")
+    flags = ["layerpipe_sample", "--batch", "8"]
+    priced = _json(capsys, ["cost", *flags, "--config", leaky, "--energy"])
+    dynamic = _json(capsys, ["cost", *flags, "--config", bare, "--energy"])["rows"]
+    watts = static + arrays * (0.01 * PES + 0.1 * KIB) / 1000  # W: mW / 1000
+    for row, own in zip(priced["rows"], dynamic, strict=True):
+        for kind in "FGD":
+            joules = watts * row[f"{kind}_chip_seconds"]
+            assert row[f"{kind}_energy_pj"] == pytest.approx(own[f"{kind}_energy_pj"] + joules * 1e12, rel=1e-12)
+    energy = _json(capsys, ["energy", *flags, "--config", leaky])
+    assert priced["rows"][-1]["energy_pj"] == pytest.approx(energy["rows"][-1]["energy_pj"], rel=1e-12)
+    assert "static_watts plus every array's leakage" in priced["meta"]["energy_leakage"]

@@ -195,18 +195,29 @@ def layer_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: 
 def layer_energy_rows(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: AccessEnergies | None = None,
                       engine: str = "analytic") -> list[dict]:
     """:func:`layer_energy`'s rows as plain records, without pandas."""
+    return [{"layer": item.layer.name, **{f"{kind}_energy_pj": energy for kind, (energy, _) in kinds.items()},
+             "energy_pj": sum(energy for energy, _ in kinds.values())}
+            for item, kinds in zip(lowered, layer_kind_energy(lowered, array, energies, engine), strict=True)]
+
+
+def layer_kind_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: AccessEnergies | None = None,
+                      engine: str = "analytic") -> list[dict[str, tuple[float, float]]]:
+    """Per layer, per op kind (F, G, D: a split δ's D1 + D2 under D), (energy, its leakage) in pJ, the leakage one
+    array's over the ops' cycles: what a caller pricing the chip's static power instead replaces
+    (:func:`archsim.energy_run.chip_priced_pj`)."""
     ops = [op for item in lowered for op in item.ops]
-    per_op = op_energy_columns(ops, array, energies, engine)["energy_pj"].tolist()
-    rows = []
+    columns = op_energy_columns(ops, array, energies, engine)
+    per_op, leakage = columns["energy_pj"].tolist(), columns["leakage_pj"].tolist()
+    layers = []
     position = 0
     for item in lowered:
-        energy = {"F": 0.0, "G": 0.0, "D": 0.0}  # a split δ's D1 + D2 under D
+        kinds = {"F": [0.0, 0.0], "G": [0.0, 0.0], "D": [0.0, 0.0]}
         for op in item.ops:
-            energy[op.kind[0]] += float(per_op[position])
+            kinds[op.kind[0]][0] += float(per_op[position])
+            kinds[op.kind[0]][1] += float(leakage[position])
             position += 1
-        rows.append({"layer": item.layer.name, "F_energy_pj": energy["F"], "G_energy_pj": energy["G"],
-                     "D_energy_pj": energy["D"], "energy_pj": energy["F"] + energy["G"] + energy["D"]})
-    return rows
+        layers.append({kind: (energy, leak) for kind, (energy, leak) in kinds.items()})
+    return layers
 
 
 def with_layer_energy(rows: Sequence[dict], lowered: Sequence[LoweredLayer], array: ArrayConfig,
