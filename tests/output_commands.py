@@ -43,6 +43,8 @@ global_batch = 1
 COMMANDS: dict[str, list[str]] = {
     "cost": ["cost", "layerpipe_sample"],
     "cost --config chip.toml": ["cost", "layerpipe_sample", "--config", str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")],
+    "cost --energy --config chip.toml": ["cost", "layerpipe_sample", "--energy", "--config",  # energy_leakage
+                                         str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")],
     "energy": ["energy", "layerpipe_sample"],
     "energy (clock)": ["energy", "layerpipe_sample", "--clock-ghz", "1"],
     "energy --config chip.toml": ["energy", "layerpipe_sample", "--config",  # per_array, array_area_mm2
