@@ -48,9 +48,10 @@ def test_static_energy_is_the_chips_power_over_the_chips_seconds(capsys, tmp_pat
 
 
 def test_area_is_all_arrays(capsys, tmp_path):
-    """A PE: the bf16 MAC 5824 µm² + 3 registers × 16 bits × 5.98 µm²; an SRAM bit 0.346 µm² / 0.7; × 4 arrays."""
+    """A PE: the bf16 MAC 5824 µm² + 2 operand registers × 16 bits + the 32-bit accumulator's, × 5.98 µm² a bit; an
+    SRAM bit 0.346 µm² / 0.7; × 4 arrays."""
     meta = _json(capsys, ["energy", "layerpipe_sample", "--config", _chip(tmp_path), "--batch", "8"])["meta"]
-    pe_mm2 = PES * (5824 + 3 * 16 * 5.98) / 1e6
+    pe_mm2 = PES * (5824 + (2 * 16 + 32) * 5.98) / 1e6
     sram_mm2 = KIB * 1024 * 8 * 0.346 / 0.7 / 1e6
     assert meta["array_area_mm2"] == pytest.approx(pe_mm2 + sram_mm2, rel=1e-12)
     assert meta["pe_array_mm2"] == pytest.approx(ARRAYS * pe_mm2, rel=1e-12)

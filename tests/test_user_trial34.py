@@ -37,8 +37,8 @@ def warnings_of(capsys, *argv: str) -> list[str]:
                                      ["gemm", "--m", "8", "--k", "8", "--n", "8"],
                                      ["schedule", "ffnn8", "--policy", "1f1b", "--processors", "2"]])
 def test_a_huge_array_is_warned_not_costed_silently(capsys, command):
-    """Before the fix `--array 100000x100000` (10^10 PEs: 5.6 m² of int8 PEs at the energy table's 419 + 3 · 8 ·
-    5.98 = 562.5 µm² each) printed its table with nothing on stderr."""
+    """Before the fix `--array 100000x100000` (10^10 PEs: 7.1 m² of int8 PEs at the energy table's 419 + (2 · 8 +
+    32) · 5.98 = 706.0 µm² each) printed its table with nothing on stderr."""
     lines = warnings_of(capsys, *command, "--array", "100000x100000")
     prefix = f"archsim {command[0]}: warning: --array 100000x100000: a 100000 × 100000 array is 10,000,000,000 PEs"
     assert len(lines) == 1 and lines[0].startswith(prefix), lines

@@ -45,8 +45,8 @@ def reshaped(found: ArrayConfig, array: str | None = None, dataflow: str | None 
 
 
 # PEs in one array: 1024 × 1024, 16 times the largest systolic array built as one, the TPU v1's 256 × 256 MACs
-# (Jouppi et al., ISCA 2017). A larger array is most likely a slipped digit (100000x100000: 10^10 PEs, 5.6 m² of
-# int8 PEs by the energy table's 562.5 µm² each), costed as given but warned.
+# (Jouppi et al., ISCA 2017). A larger array is most likely a slipped digit (100000x100000: 10^10 PEs, 7.1 m² of
+# int8 PEs by the energy table's 706.0 µm² each), costed as given but warned.
 MAX_PLAUSIBLE_PES = 2**20
 # The limit as the warnings state it, in parentheses after "above any chip's one array".
 PES_LIMIT = f"≤ {MAX_PLAUSIBLE_PES:,}: 1024 × 1024, 16 times the TPU v1's 256 × 256"
