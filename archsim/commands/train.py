@@ -255,11 +255,12 @@ def run(args: argparse.Namespace) -> int:
 
         digits = "{:.4g}" if args.precision is None else f"{{:.{args.precision}g}}"
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
-        meta = text_meta(meta, result.breakdown, show)
+        meta = text_meta(meta, result.breakdown, show, args.precision if args.format == "table" else None)
         if args.format == "table":  # csv keeps the exact integer; the energy's parts are the line under the rows
             host_source = machines[result.finishing_rank].host_source  # where its host_seconds_per_op came from
-            meta = table_split(table_host_note(table_parameters(meta), host_source, args.precision or 3),  # --precision's
-                               document["meta"]["compute_split_seconds"], args.precision)  # digits, as above
+            meta = table_split(table_host_note(table_parameters(meta, args.precision), host_source,
+                                               args.precision or 3),  # --precision's digits, as above
+                               document["meta"]["compute_split_seconds"], args.precision)
             meta.pop("energy_breakdown_j", None)
     warning = rank_memory_warning(result, machines)
     if warning:
