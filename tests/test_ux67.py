@@ -97,3 +97,33 @@ def test_search_precision_reaches_the_same_lines(tmp_path, capsys):
     assert lines["intra_server"].startswith("437.5 GB/s") and lines["parameters"] == "1.31572 B (1,315,723,264)"
     assert "41.625 GB/s" in lines["inter_server"]
 
+
+# 3. the sweep report says what its configurations are counted over: each method's run in the intro, the
+# configurations the methods share in each network's headline
+
+
+def test_the_sweep_report_says_what_each_count_of_configurations_counts():
+    """Failed before: the intro said "12 configurations" (rows: each method's run counted) and the headline "fastest in
+    2 of 2 configurations" (each counted once for all methods), the same word for two counts. By hand: 2 networks ×
+    2 processor counts × 3 methods = 12 rows; per network and method 2 configurations, a fastest in both."""
+    import html
+    import re
+
+    import pandas as pd
+
+    from archsim.report.headline import headline
+    from archsim.report.sweep_report import model_intro
+
+    results = pd.DataFrame([{"network": net, "only": "all", "mode": "exact", "rows": 32, "cols": 32, "dataflow": "ws",
+                             "batch": 8, "processors": p, "method": m, "speedup": speed}
+                            for net in ("n1", "n2") for p in (2, 3)
+                            for m, speed in (("a", 3.0), ("b", 2.0), ("c", 1.0))])
+    def text(markup: str) -> str:
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", "", markup)).split())
+
+    intro = text(model_intro(results, "out/results.csv", None))
+    assert intro.startswith("12 configurations over 2 networks and 3 methods from out/results.csv: n1, n2; a, b, c.")
+    shown = text(headline(results))
+    assert shown.count("a is fastest in 2 of 2 configurations per method") == 2  # one block per network
+    one = text(model_intro(results[(results.network == "n1") & (results.method == "a")], "r.csv", None))
+    assert one.startswith("2 configurations over 1 network and 1 method from r.csv: n1; a.")
