@@ -268,8 +268,11 @@ def run(args: argparse.Namespace) -> int:
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
+    from archsim.training.placement import orders_note
+
     for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par),
-                 selective_flash_note(par.recompute, par.attention), padding_note(config), left_out):
+                 selective_flash_note(par.recompute, par.attention), padding_note(config), left_out,
+                 orders_note(cluster) if args.placement == "planned" else None):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line
