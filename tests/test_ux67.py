@@ -205,3 +205,15 @@ def test_leaves_that_pass_the_cap_are_tried_by_kind_and_said(tmp_path, capsys):
         archsim.train(str(model), cluster=argv[3], pp=2, global_batch=8, placement="planned")
     said = [str(w.message) for w in caught if "63,063,000" in str(w.message)]
     assert len(said) == 1 and said[0].startswith("placement='planned' tried 1 server order,")
+
+
+def test_a_search_too_large_for_its_planned_orders_names_the_placement(tmp_path, capsys):
+    """Eight alike servers four per leaf: 8!/(4!·4!) = 70 planned orders (one before), so the default grid times 70
+    passes the search's cap; the refusal names ``--placement`` (its flags alone could not tell what grew it)."""
+    cluster = tmp_path / "eight.toml"
+    cluster.write_text('[cluster]\nname = "eight"\n[network]\nnics_per_server = 8\nnic_gbps = 400\n'
+                       'servers_per_leaf = 4\noversubscription = 2\n[[servers]]\ncount = 8\ngpus = 8\ngpu = "h100"\n')
+    assert main(["search", MODEL, "--cluster", str(cluster), "--global-batch", "64", "--placement", "planned"]) == 2
+    err = capsys.readouterr().err
+    assert "server orders)" in err and err.rstrip().endswith(
+        "or one server order (--placement file or I,J,…) where --placement planned tries 70"), err
