@@ -98,6 +98,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.parallel import Parallelism
+    from archsim.training.placement import orders_note
     from archsim.training.run import train as _train
     from archsim.training.stage_layout import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput
@@ -148,6 +149,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
                     rank_memory_warning(result, machines), seq_note(model, config, n.seq), unread_note(model), dtype_note,
                     one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par),
                     selective_flash_note(laid.par.recompute, laid.par.attention), padding_note(config),
+                    orders_note(laid.cluster) if placement == "planned" else "",
                     *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             library_note(warning, stacklevel=3)
@@ -307,6 +309,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
+    from archsim.training.placement import orders_note
     from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
@@ -374,7 +377,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
-                 *cluster_notes(on, "search")):
+                 orders_note(on) if placement == "planned" else "", *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             library_note(note, stacklevel=3)

@@ -123,7 +123,8 @@ def test_the_search_meta_says_the_distributed_optimizer_was_on(capsys):
     before = json.loads(capsys.readouterr().out)["meta"]
     assert list(before) == ["model", "parameters", "seq", "gpu", "dtype", "gpus", "global_batch", "objective",
                             "balance", "energy_source", "cp", "cp_comm", "enumerated", "costed", "rejected",
-                            "identical_rows_dropped", "uneven_gain_first_row", "uneven_gain_max", "pareto"]
+                            "identical_rows_dropped", "uneven_gain_first_row", "uneven_gain_max", "intra_server",
+                            "inter_server", "pareto"]  # the network's two entries since 2026-12-05, as train's
     assert main([*argv, "--distributed-optimizer", "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["meta"]["distributed_optimizer"] is True

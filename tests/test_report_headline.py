@@ -44,7 +44,7 @@ def columns(markup: str) -> dict[str, list[str]]:
 def test_headline_counts_wins_and_states_the_leaders_ratio_and_where_it_is_largest():
     shown = " ".join(text(headline(SMALL)).split())
     assert "net (conv layers, paper mode)" in shown
-    assert "a is fastest in 3 of 4 configurations" in shown
+    assert "a is fastest in 3 of 4 configurations per method" in shown
     assert "a median 1.35× b's, 2.5× c's" in shown
     assert ("over b its lead is largest on 32x32 arrays (median 1.75×), at batch 8 (median 1.6×), "
             "on 4 processors (median 1.35×)") in shown
@@ -62,7 +62,7 @@ def test_headline_counts_wins_and_states_the_leaders_ratio_and_where_it_is_large
 def test_a_tie_is_no_ones_win_and_one_method_gets_no_headline():
     tied = rows({(32, 8, 2): {"a": 2.0, "b": 2.0}, (32, 8, 3): {"a": 3.0, "b": 2.0}})
     shown = " ".join(text(headline(tied)).split())
-    assert "a is fastest in 1 of 2 configurations, 1 tied" in shown
+    assert "a is fastest in 1 of 2 configurations per method, 1 tied" in shown
     assert headline(SMALL[SMALL.method == "a"]) == ""
 
 
@@ -131,4 +131,4 @@ def test_a_design_sweeps_axes_are_configurations_of_their_own():
                           rows=[32] * 6 + [64] * 6, cols=[32] * 6 + [64] * 6)
     shown = " ".join(text(headline(design)).split())
     assert "processor count; each of its SRAM sizes a configuration of its own" in shown
-    assert "a is fastest in 3 of 4 configurations" in shown and "a median 1.35× b's" in shown
+    assert "a is fastest in 3 of 4 configurations per method" in shown and "a median 1.35× b's" in shown

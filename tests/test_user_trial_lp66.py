@@ -136,7 +136,7 @@ def test_headline_of_all_ties_names_no_winner() -> None:
                           for p in (2, 3) for m in ("a", "b")])
     page = _text(headline(frame))
     assert "fastest in 0" not in page
-    assert "no method is fastest in any configuration: all 2 are tied" in page
+    assert "no method is fastest in any configuration: all 2 per method are tied" in page
 
 
 def test_regenerate_commands_quote_paths_with_spaces(tmp_path, monkeypatch) -> None:

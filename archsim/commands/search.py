@@ -183,11 +183,11 @@ def run(args: argparse.Namespace) -> int:
     document = result.to_dict()  # built once, by archsim.search, naming the files as given
     meta, rows = document["meta"], document["rows"]
     if args.format != "json":
-        meta = text_meta(meta)
+        meta = text_meta(meta, args.precision if args.format == "table" else None)
         if args.format == "table":  # csv: the rows' pareto_optimal; the table ends with the front's block
             from archsim.training.table_lines import search_host_note, table_parameters
 
-            meta = search_host_note(table_parameters(meta), rows, _host_times(args, cluster, result.rows))
+            meta = search_host_note(table_parameters(meta, args.precision), rows, _host_times(args, cluster, result.rows))
         # the table: gpus only when several counts are compared (one count is the meta's gpus)
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
         rows = [{k: v for k, v in row.items() if k not in hidden} for row in table_rows(rows)] \
@@ -204,6 +204,12 @@ def run(args: argparse.Namespace) -> int:
     if dtype_note:  # as train's: the checkpoint's precision is not the one priced
         note(dtype_note)
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
+    if args.placement == "planned":
+        from archsim.training.placement import orders_note
+
+        tried = orders_note(cluster)  # each kind's servers in the file's order: leaves told apart pass the cap
+        if tried:
+            note(tried)
     if why is not None:
         note(why)
     if args.objective == "energy":
@@ -253,38 +259,15 @@ def _front_block(front: list[dict], objective: str) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
-def _levels(cell: str | None) -> tuple[int, int] | None:
-    """A row's ``cp_hierarchy`` ("4 2", a2a+p2p's A P) as Parallelism takes it (None: not a2a+p2p)."""
-    if not cell:
-        return None
-    a, p = (int(n) for n in cell.split())
-    return a, p
-
-
 def _host_times(args: argparse.Namespace, cluster, rows: list[dict]) -> tuple[tuple[float, str], ...]:
     """(host seconds per op, where they came from) of each pipeline rank's machine of the first row (its own GPUs,
     not every GPU type of the cluster), what its ``host_bound_seconds`` rest on; none without rows."""
     if not rows:
         return ()
-    par, placed = _first_row_layout(args, cluster, rows[0])
+    from archsim.training.search_rows import row_layout
+
+    par, placed = row_layout(cluster, args.global_batch, rows[0])
     return tuple((m.efficiency.host_s, m.host_source) for m in placed.laid_out(par))
-
-
-def _first_row_layout(args: argparse.Namespace, cluster, r: dict):
-    """(Parallelism, cluster in the row's server order) of search row ``r``, as archsim train runs it."""
-    from archsim.training.parallel import Parallelism
-
-    split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
-    par = Parallelism(r["tp"], r["pp"], r["dp"], args.global_batch, r["micro_batch"], r["recompute"],
-                      r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
-                      r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
-                      r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
-                      r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")), ep=r.get("ep", 1),
-                      etp=None if r.get("etp", r["tp"]) == r["tp"] else r["etp"], fp8=r.get("fp8"),
-                      fp8_param_gather=r.get("fp8_param_gather", False))
-    if r.get("placement"):
-        cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
-    return par, cluster
 
 
 def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
@@ -292,8 +275,9 @@ def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[d
     torch.distributed.pipelining schedule CSV."""
     from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, iteration_title, write_timeline_outputs
     from archsim.training.run import train
+    from archsim.training.search_rows import row_layout
 
-    par, cluster = _first_row_layout(args, cluster, rows[0])  # run() refused the timelines of an empty search
+    par, cluster = row_layout(cluster, args.global_batch, rows[0])  # run() refused the timelines of an empty search
     result = train(config, par, cluster.machine(par), cluster.rank_wise(par))
     write_timeline_outputs(args, result.timeline, iteration_title(config.name, par),
                            unit="seconds",

@@ -255,11 +255,12 @@ def run(args: argparse.Namespace) -> int:
 
         digits = "{:.4g}" if args.precision is None else f"{{:.{args.precision}g}}"
         show = (lambda v: format_number(v, digits)) if args.format == "table" else repr  # csv: full precision
-        meta = text_meta(meta, result.breakdown, show)
+        meta = text_meta(meta, result.breakdown, show, args.precision if args.format == "table" else None)
         if args.format == "table":  # csv keeps the exact integer; the energy's parts are the line under the rows
             host_source = machines[result.finishing_rank].host_source  # where its host_seconds_per_op came from
-            meta = table_split(table_host_note(table_parameters(meta), host_source, args.precision or 3),  # --precision's
-                               document["meta"]["compute_split_seconds"], args.precision)  # digits, as above
+            meta = table_split(table_host_note(table_parameters(meta, args.precision), host_source,
+                                               args.precision or 3),  # --precision's digits, as above
+                               document["meta"]["compute_split_seconds"], args.precision)
             meta.pop("energy_breakdown_j", None)
     warning = rank_memory_warning(result, machines)
     if warning:
@@ -267,8 +268,11 @@ def run(args: argparse.Namespace) -> int:
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
+    from archsim.training.placement import orders_note
+
     for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par),
-                 selective_flash_note(par.recompute, par.attention), padding_note(config), left_out):
+                 selective_flash_note(par.recompute, par.attention), padding_note(config), left_out,
+                 orders_note(cluster) if args.placement == "planned" else None):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line

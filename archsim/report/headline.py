@@ -89,10 +89,11 @@ def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ())
                      if method != lead else ""})
     others = [m for m in methods if m != lead]
     ties = f", {int(won['tie'])} tied" if "tie" in won else ""
-    sentence = f"<b>{esc(lead)}</b> is fastest in {int(won.get(lead, 0))} of {total} configurations{ties}"
+    # per method: a configuration here is one the methods share, where the intro counts each method's run of it
+    sentence = f"<b>{esc(lead)}</b> is fastest in {int(won.get(lead, 0))} of {total} configurations per method{ties}"
     subject = "its"
     if others and int(won.get(lead, 0)) == 0:  # every configuration a tie: "x is fastest in 0 of N" named a winner
-        sentence = f"no method is fastest in any configuration: all {total} are tied"
+        sentence = f"no method is fastest in any configuration: all {total} per method are tied"
         subject = f"<b>{esc(lead)}</b>'s"
     if others:
         runner = others[0]

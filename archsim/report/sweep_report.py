@@ -290,9 +290,11 @@ def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, or
     model = "; ".join(esc(MODE_WORDS.get(m, f"{m} mode")) for m in modes)
     if engine is not None:
         model += f"; {esc(ENGINE_WORDS.get(engine, f'the {engine} engine'))}"
-    networks = ", ".join(esc(n) for n in network_order(results, order))
-    listed = ", ".join(esc(m) for m in method_order(results, methods))
-    return (f"<p>{len(results)} configurations from <code>{esc(results_path)}</code>: {networks}; {listed}. "
+    names, kinds = network_order(results, order), method_order(results, methods)
+    networks, listed = ", ".join(esc(n) for n in names), ", ".join(esc(m) for m in kinds)
+    # results.csv's rows, each method's run counted (the headline counts a network's configurations per method)
+    over = f"over {len(names)} network{'s' * (len(names) != 1)} and {len(kinds)} method{'s' * (len(kinds) != 1)}"
+    return (f"<p>{len(results)} configurations {over} from <code>{esc(results_path)}</code>: {networks}; {listed}. "
             f"Model: {model}. Cycles are array clock cycles; speedup is one processor's cycles over the pipeline's "
             "iteration cycles. The modes and engines: docs/concepts.md (\"Lowering: paper and exact modes\", "
             "\"Sweeps and reports\"); the paper's numbers: docs/papers/layerpipe.md."

@@ -5,10 +5,11 @@ GPUs are numbered server by server and a pipeline rank takes the next TP × DP o
 order), so an order of the servers fixes each rank's GPU type, links and memory. ``file`` keeps the
 cluster file's order; ``I,J,…`` gives one (indices of the file's servers, from 0, ``count``
 expanded); ``planned`` tries every distinct order (servers of the same GPU, GPU count, price and power
-are interchangeable) and keeps the best for each configuration, together with its stage split when
-the layers are planned too. Orders that lay a configuration out alike — every rank on the same
-machine and the same servers used — are tried once (:func:`layouts`). A brute force: refused above
-:data:`MAX_ORDERS` distinct orders.
+are interchangeable, and under an oversubscribed fabric only within their leaf: :func:`server_classes`) and keeps
+the best for each configuration, together with its stage split when the layers are planned too. Orders that lay a
+configuration out alike — every rank on the same machine and the same servers used — are tried once
+(:func:`layouts`). A brute force: refused above :data:`MAX_ORDERS` distinct orders of the servers' kinds; where
+telling leaves apart passes it, the kinds' orders are tried and :func:`orders_note` says so.
 """
 
 from __future__ import annotations
@@ -35,24 +36,68 @@ def _kind(cluster, server: int) -> tuple:
             pick(cluster.watts))
 
 
+def _leaf(cluster, server: int) -> int | None:
+    """The leaf of the server at ``server`` where the fabric's uplinks are oversubscribed (a group over two leaves
+    gets less of its NICs: :meth:`~archsim.network.Network.group_bytes_per_s`), else None. Leaves hold the file's
+    servers (:meth:`~archsim.training.cluster.GpuCluster.file_server`), which an order moves, not rewires."""
+    net = cluster.network
+    if net is None or net.oversubscription == 1 or not net.servers_per_leaf:
+        return None
+    return cluster.file_server(server) // net.servers_per_leaf
+
+
+def _multinomial(classes: list) -> int:
+    """How many distinct orders of items of these ``classes`` there are (items of one class interchangeable)."""
+    counts: dict = {}
+    for c in classes:
+        counts[c] = counts.get(c, 0) + 1
+    return factorial(len(classes)) // prod(factorial(n) for n in counts.values())
+
+
+def _kinds_and_leaves(cluster) -> tuple[list[tuple], list[tuple]]:
+    """Each server's kind (:func:`_kind`), and its kind with its leaf (:func:`_leaf`)."""
+    kinds = [_kind(cluster, s) for s in range(len(cluster.starts) - 1)]
+    return kinds, [(kind, _leaf(cluster, s)) for s, kind in enumerate(kinds)]
+
+
+def server_classes(cluster) -> list[tuple]:
+    """Each server's class, servers of one class interchangeable in an order: its kind and, under an oversubscribed
+    fabric, its leaf (two alike servers under different leaves lay groups and hops over the spine differently), unless
+    telling the leaves apart gives more than :data:`MAX_ORDERS` orders: then the kind alone, each kind's servers in
+    the file's order (:func:`orders_note` says so)."""
+    kinds, leaves = _kinds_and_leaves(cluster)
+    return leaves if _multinomial(leaves) <= MAX_ORDERS else kinds
+
+
 def order_count(cluster) -> int:
-    """How many distinct server orders there are (a multinomial over the servers' kinds)."""
-    servers = len(cluster.starts) - 1
-    counts: dict[tuple, int] = {}
-    for s in range(servers):
-        counts[_kind(cluster, s)] = counts.get(_kind(cluster, s), 0) + 1
-    return factorial(servers) // prod(factorial(n) for n in counts.values())
+    """How many distinct server orders ``planned`` tries (a multinomial over :func:`server_classes`)."""
+    return _multinomial(server_classes(cluster))
+
+
+def orders_note(cluster) -> str | None:
+    """The line saying ``planned`` tried each kind's servers in the file's order where telling their leaves apart
+    would give more than :data:`MAX_ORDERS` orders; None where it told them apart (or nothing to tell)."""
+    kinds, leaves = _kinds_and_leaves(cluster)
+    apart, tried = _multinomial(leaves), _multinomial(kinds)
+    if apart <= MAX_ORDERS or tried > MAX_ORDERS:  # all tried, or refused (server_orders)
+        return None
+    many = f"{apart:,}" if apart < 10**12 else f"about 10^{len(str(apart)) - 1}"  # 2,048 servers: 4,000 digits
+    return (f"{setting('placement', 'planned')} tried {tried:,} server order{'s' * (tried != 1)}, each kind's servers "
+            f"kept in the file's order: telling apart the leaves of the oversubscribed fabric would give {many} "
+            f"orders (more than {MAX_ORDERS:,}); give an order with {setting('placement', placeholder='I,J,…')} to "
+            "place servers across leaves")
 
 
 def server_orders(cluster) -> list[tuple[int, ...]]:
-    """Every distinct order of the servers (file order first), or an input error above :data:`MAX_ORDERS`."""
+    """Every distinct order of the servers (file order first) by :func:`server_classes`, or an input error above
+    :data:`MAX_ORDERS`."""
     count = order_count(cluster)
     if count > MAX_ORDERS:
         raise InputError(f"{setting('placement', 'planned')} tries every distinct server order: this cluster has "
                          f"{count:,} (more than {MAX_ORDERS:,}); give one with {setting('placement', placeholder='I,J,…')} "
                          "or use fewer server kinds",
                          field="placement")
-    kinds = [_kind(cluster, s) for s in range(len(cluster.starts) - 1)]
+    kinds = server_classes(cluster)
     out: list[tuple[int, ...]] = []
 
     def extend(prefix: list[int], left: list[int]) -> None:
@@ -111,4 +156,5 @@ def order_text(order: tuple[int, ...] | None) -> str:
     return "" if order is None else ",".join(map(str, order))
 
 
-__all__ = ["MAX_ORDERS", "layouts", "order_count", "order_text", "parse_placement", "server_orders"]
+__all__ = ["MAX_ORDERS", "layouts", "order_count", "order_text", "orders_note", "parse_placement", "server_classes",
+           "server_orders"]

@@ -18,18 +18,21 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
     planned placement tries), naming the flags that size it."""
     size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps, cp_comms, eps,
                            etps)
-    if placement == "planned":
-        size *= min(order_count(cluster), MAX_ORDERS + 1)
+    orders = min(order_count(cluster), MAX_ORDERS + 1) if placement == "planned" else 1
+    size *= orders
     if size > MAX_CANDIDATES:
         sizes = {"max-micro-batch": len(micro_batches), "gpus": len(counts), "chunks": len(chunks),
-                 "schedule": len(schedules), "cp": len(cps) * len(cp_comms), "ep": len(eps), "etp": len(etps)}
+                 "schedule": len(schedules), "cp": len(cps) * len(cp_comms), "ep": len(eps), "etp": len(etps),
+                 "placement": orders}
         field = max(sizes, key=sizes.__getitem__)  # the flag that grows it most (ties: the first named)
         fewer = ", ".join(setting(flag) for flag in ("gpus", "schedule", "chunks", "cp", "cp-comm", "ep"))
         raise InputError(f"this search would enumerate {size:,} configurations (GPU counts × TP·PP·DP × micro-batches "
                          f"× recompute × schedules and chunks × sequence parallelism × CP and its exchanges × EP × ETP"
                          f"{' × server orders' if placement == 'planned' else ''}), above the limit of "
                          f"{MAX_CANDIDATES:,}; lower {setting('max-micro-batch')}, or give fewer {fewer} or "
-                         f"{setting('etp')}", field=field)
+                         f"{setting('etp')}"
+                         + (f", or one server order ({setting('placement', 'file')} or I,J,…) where "
+                            f"{setting('placement', 'planned')} tries {orders:,}" if orders > 1 else ""), field=field)
     check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks, cp=cps, ep=eps,
                    **{"cp-comm": cp_comms})
 

@@ -70,11 +70,15 @@ class SearchResult:
         return csv_frame(rows_frame(csv_rows(document["rows"])), text_meta(document["meta"]))
 
 
-def text_meta(meta: dict) -> dict:
+def text_meta(meta: dict, digits: int | None = None) -> dict:
     """``archsim search``'s meta as its table and CSV print it: a count per reason (``rejected``) as one
     ``reason: n, …`` line, the Pareto front left out (the CSV's rows say ``pareto_optimal``; the table ends with
-    the front's own block)."""
-    return {k: (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
+    the front's own block); the network's two entries as one line each, as train's table and CSV print them
+    (:func:`~archsim.training.table_lines.network_lines`, to ``digits``: the table's ``--precision``)."""
+    from archsim.training.table_lines import network_lines
+
+    links = network_lines(meta, digits) if "intra_server" in meta else {}
+    return {k: links[k] if k in links else (", ".join(f"{r}: {n}" for r, n in v.items()) if isinstance(v, dict) else v)
             for k, v in meta.items() if k != "pareto"}
 
 

@@ -215,5 +215,31 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
+def _levels(cell: str | None) -> tuple[int, int] | None:
+    """A row's ``cp_hierarchy`` ("4 2", a2a+p2p's A P) as Parallelism takes it (None: not a2a+p2p)."""
+    if not cell:
+        return None
+    a, p = (int(n) for n in cell.split())
+    return a, p
+
+
+def row_layout(cluster, global_batch: int, r: dict):
+    """(Parallelism, cluster in the row's server order) of search row ``r``, as ``archsim train`` runs its
+    ``command``: what the first row's host times, timelines and the meta's network links are read on."""
+    from archsim.training.parallel import Parallelism
+
+    split = tuple(int(n) for n in r["stage_layers"].split(",")) if r["stage_layers"] else None
+    par = Parallelism(r["tp"], r["pp"], r["dp"], global_batch, r["micro_batch"], r["recompute"],
+                      r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
+                      r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
+                      r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
+                      r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")), ep=r.get("ep", 1),
+                      etp=None if r.get("etp", r["tp"]) == r["tp"] else r["etp"], fp8=r.get("fp8"),
+                      fp8_param_gather=r.get("fp8_param_gather", False))
+    if r.get("placement"):
+        cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
+    return par, cluster
+
+
 __all__ = ["megatron_args", "megatron_model_args", "moe_layer_pattern", "overlap_flags", "pareto_front",
-           "train_command"]
+           "row_layout", "train_command"]

@@ -82,39 +82,41 @@ def search_host_note(meta: dict, rows: list[dict], per_op: Iterable[tuple[float,
     return meta if line is None else {**meta, "host_bound": f"the first row's rank rests on the host floor: {line}"}
 
 
-def parameters_line(count: int) -> str:
-    """The table's one line of a parameter count: billions (millions under 10⁹) to 3 significant
-    figures, then the exact count ("8.03 B (8,030,261,248)", "124 M (124,439,808)")."""
+def parameters_line(count: int, digits: int | None = None) -> str:
+    """The table's one line of a parameter count: billions (millions under 10⁹) to ``digits`` significant
+    figures (``--precision``; None: 3), then the exact count ("8.03 B (8,030,261,248)", "124 M (124,439,808)")."""
     scale, unit = (1e9, "B") if count >= 1e9 else (1e6, "M")
-    return f"{count / scale:.3g} {unit} ({count:,})"
+    return f"{count / scale:.{3 if digits is None else digits}g} {unit} ({count:,})"
 
 
-def table_parameters(meta: dict) -> dict:
-    """``meta`` with its parameter counts as the table prints them (:func:`parameters_line`)."""
-    return meta | {k: parameters_line(meta[k]) for k in ("parameters", "active_parameters") if k in meta}
+def table_parameters(meta: dict, digits: int | None = None) -> dict:
+    """``meta`` with its parameter counts as the table prints them (:func:`parameters_line`, to ``digits``)."""
+    return meta | {k: parameters_line(meta[k], digits) for k in ("parameters", "active_parameters") if k in meta}
 
 
-def network_lines(meta: dict) -> dict[str, str]:
+def network_lines(meta: dict, digits: int | None = None) -> dict[str, str]:
     """:func:`network_meta`'s two entries as the table's and csv's one line each, each figure per GPU on catalog
-    GPUs and per device where a server's chip is a device file's (``fabric``), which need be no GPU."""
+    GPUs and per device where a server's chip is a device file's (``fabric``), which need be no GPU; its figures
+    (GB/s, Gb/s) to ``digits`` significant digits (the table's ``--precision``; None: 4, as csv's)."""
     intra, inter = meta["intra_server"], meta["inter_server"]
     unit = "device" if intra["link"] == "fabric" else "GPU"
-    lines = {"intra_server": f"{intra['gb_per_s_per_gpu']:.4g} GB/s per direction per {unit} ({intra['link']}), "
+    g = f".{4 if digits is None else digits}g"
+    lines = {"intra_server": f"{intra['gb_per_s_per_gpu']:{g}} GB/s per direction per {unit} ({intra['link']}), "
                              f"NVLS {'on' if intra['nvls'] else 'off'}"}
     if inter["gb_per_s_per_gpu"] is None:
         lines["inter_server"] = "none (one server)"
         return lines
     nics = "" if inter["nics_per_server"] is None else \
-        f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × {inter['nic_gbps']:.4g} Gb/s " \
+        f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × {inter['nic_gbps']:{g}} Gb/s " \
         "per server, " \
         f"{inter['gpus_per_nic']} {unit}{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
     crossed = ", ".join(inter["crossed_by"]) or "no group"
     leaves = ""
     if "oversubscription" in inter:  # servers under several leaves of an oversubscribed fabric
         over = inter["oversubscription"]
-        leaves = f", {inter['gb_per_s_per_gpu'] / over:.4g} across leaves (uplinks {over:g}× oversubscribed)"
+        leaves = f", {inter['gb_per_s_per_gpu'] / over:{g}} across leaves (uplinks {over:g}× oversubscribed)"
         crossed += f" (across leaves: {', '.join(inter['leaves_crossed_by']) or 'no group'})"
-    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:.4g} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
+    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:{g}} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
     return lines
 
 
@@ -143,12 +145,12 @@ def table_rows(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in row.items() if k not in ROW_PARTS} for row in rows]
 
 
-def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], str]) -> dict:
+def text_meta(meta: dict, breakdown: dict[str, float], show: Callable[[float], str], digits: int | None = None) -> dict:
     """``archsim train``'s meta as its table and its CSV print it: the single values, the network's two entries as
-    one line each (:func:`network_lines`), ``breakdown`` (seconds by category), the compute split (seconds) and, on
+    one line each (:func:`network_lines`, to ``digits``: the table's ``--precision``), ``breakdown`` (seconds by category), the compute split (seconds) and, on
     array devices, ``energy_breakdown_j`` (joules) as one line each (:func:`parts_text`), each figure written by
     ``show`` (the CSV: ``repr``, full precision; the table: its digits); the per-rank lists are JSON's alone."""
-    out = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(meta)
+    out = {k: v for k, v in meta.items() if not isinstance(v, (list, dict))} | network_lines(meta, digits)
     out["breakdown_seconds"] = parts_text(breakdown, show)
     split = meta.get("compute_split_seconds")  # after the breakdown whose compute and recompute it splits
     energy = meta.get("energy_breakdown_j")  # last: a column only array devices' runs have

@@ -77,7 +77,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "memory_capacity_gib": result.memory_capacity_gib, "fits_memory": all(result.fits),
             "breakdown_seconds": dict(result.breakdown),
             "compute_split_seconds": dict(result.compute_split_seconds),  # of its compute and recompute (run.py)
-            **network_meta(laid, config.tied_embeddings),
+            **network_meta(laid.cluster, laid.par, laid.machines, config.tied_embeddings),
             "memory_per_rank": memory,
             "after_backward_seconds": [dict(p) for p in result.post], "timeline": timeline}
     rows = [{k: row[k] for k in ROW_KEYS} for row in result.ops]
@@ -122,8 +122,9 @@ def parameter_meta(config) -> dict:
     return {"parameters": total, **({"active_parameters": active} if active != total else {})}
 
 
-def network_meta(laid, tied: bool = False) -> dict:
-    """The links ``laid``'s iteration was priced on, as the cluster file (or the catalog GPU) gave them:
+def network_meta(cluster, par, machines, tied: bool = False) -> dict:
+    """The links ``par``'s iteration on ``cluster`` (in its server order) and ``machines`` (each pipeline rank's) was
+    priced on, as the cluster file (or the catalog GPU) gave them:
     ``intra_server`` — the in-server link (``nvlink`` or ``pcie``; ``fabric``: a device file's chip-to-chip link), GB/s (10⁹ bytes/s) per direction per
     GPU (the slowest of the servers the run uses), whether NVLS reduces in the switch — and
     ``inter_server`` — NICs per server, Gb/s each, GPUs sharing a NIC, one GPU's share (GB/s, every GPU
@@ -134,7 +135,6 @@ def network_meta(laid, tied: bool = False) -> dict:
     from archsim.collectives import Spanning
     from archsim.links import switch_reduces
 
-    cluster, par, machines = laid.cluster, laid.par, laid.machines
     used = range(cluster.server_of(0), cluster.server_of(par.gpus - 1) + 1)
     devices = [cluster.servers[s] if cluster.servers else cluster.gpu for s in used]
     fabric = min(d.fabric_bytes_per_s if cluster.fabric(s) is None else cluster.fabric(s)
@@ -154,18 +154,17 @@ def network_meta(laid, tied: bool = False) -> dict:
              "nic_gbps": None if net is None else net.nic_gbps,
              "gpus_per_nic": None if net is None else net.gpus_per_nic,
              "gb_per_s_per_gpu": cluster.inter_server_bytes_per_s / 1e9, "crossed_by": crossed,
-             **_leaves_meta(laid, crossed)}
+             **_leaves_meta(cluster, par, crossed)}
     return {"intra_server": intra, "inter_server": inter}
 
 
-def _leaves_meta(laid, crossed: list[str]) -> dict:
+def _leaves_meta(cluster, par, crossed: list[str]) -> dict:
     """Where the run's servers sit under several leaves of an oversubscribed fabric: ``oversubscription`` and
     ``leaves_crossed_by``, the groups of ``crossed`` some of whose collectives or hops cross an uplink (their share
     of the NICs divided by it), found as the groups whose links differ from those of the same layout on the fabric
     without oversubscription; nothing otherwise (the meta then as before)."""
     from dataclasses import replace
 
-    cluster, par = laid.cluster, laid.par
     net = cluster.network
     if net is None or net.oversubscription == 1 or not net.servers_per_leaf:
         return {}
@@ -180,6 +179,18 @@ def _leaves_meta(laid, crossed: list[str]) -> dict:
 
     leaves = [name for name in crossed if any(links(a, name) != links(b, name) for a, b in zip(over, flat, strict=True))]
     return {"oversubscription": net.oversubscription, "leaves_crossed_by": leaves}
+
+
+def first_row_network(cluster, global_batch: int, rows: list[dict], tied: bool = False) -> dict:
+    """A search's meta's ``intra_server`` and ``inter_server``: :func:`network_meta` of its first row laid out as
+    ``archsim train`` runs that row's ``command`` (its GPUs, server order and groups), so the same two entries as
+    train's meta, figures and all; nothing without rows (no layout to price)."""
+    from archsim.training.search_rows import row_layout
+
+    if not rows:
+        return {}
+    par, placed = row_layout(cluster, global_batch, rows[0])
+    return network_meta(placed, par, placed.laid_out(par), tied)
 
 
 def _link_label(devices) -> str:
@@ -247,6 +258,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             **({"placement": placement,
                 "placement_gain_first_row": result.rows[0]["placement_gain"] if result.rows else none}
                if placement == "planned" else {}),
+            **first_row_network(cluster, global_batch, result.rows, config.tied_embeddings),
             # each with its train line too: a front's configuration below --top is no row to copy it from
             "pareto": [{**{k: v for k, v in row.items() if k != "megatron_args"}, "command": command(row)}
                        for row in result.pareto]}
