@@ -62,7 +62,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if table is None:
         table = table_for(energy_table, config)
     if array.element_bytes in table.mac_um2:  # area needs the table's figures at this width
-        meta.update(array_area(array, table).as_dict(), energy_table=table.name)
+        area = array_area(array, table)  # on a chip of several arrays all its arrays' and one's, as energy's
+        meta.update(area.as_dict() if chip is None else area.chip_dict(chip.arrays.count), energy_table=table.name)
     if energy:  # the figures the file's [energy] states over that table, which priced the rows' pJ
         meta.update(figures_meta(config))
     if array.clock_hz is not None:
@@ -70,10 +71,15 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if chip is not None:
         from archsim.energy_run import CHIP_LEAKAGE
 
-        meta.update(chip_meta(chip), **({"energy_leakage": CHIP_LEAKAGE} if energy else {}))
+        meta.update(chip_meta(chip), per_array=PER_ARRAY, **({"energy_leakage": CHIP_LEAKAGE} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
     return rows, {"meta": meta, "rows": records}
+
+
+PER_ARRAY = ("cycles, their seconds and utilizations: one array's (SCALE-Sim's count); the bytes: the layer's, the "
+             "same on one array or all; F/G/D_chip_seconds, the areas (pe_array_mm2, sram_mm2, area_mm2) and, with "
+             "--energy, F/G/D_energy_pj's static power (energy_leakage): the chip's; array_area_mm2: one array's")
 
 
 def total_row(rows: list[dict]) -> dict:
@@ -111,4 +117,4 @@ class CostResult(TableResult):
         return f", total {total['total_cycles']} cycles{seconds}"
 
 
-__all__ = ["CostResult", "cost_document", "total_row"]
+__all__ = ["PER_ARRAY", "CostResult", "cost_document", "total_row"]

@@ -103,3 +103,30 @@ def test_cost_energy_prices_the_chips_static_power_over_its_seconds(capsys, tmp_
     energy = _json(capsys, ["energy", *flags, "--config", leaky])
     assert priced["rows"][-1]["energy_pj"] == pytest.approx(energy["rows"][-1]["energy_pj"], rel=1e-12)
     assert "static_watts plus every array's leakage" in priced["meta"]["energy_leakage"]
+
+
+def test_cost_names_the_chips_area_as_energy_does(capsys, tmp_path):
+    """Defect: cost on a device of several arrays gave one array's pe_array_mm2, sram_mm2 and area_mm2 where energy
+    gave the chip's and array_area_mm2, one name two figures. Now cost's are the hand count's (test_area_is_all_arrays)
+    × 4 arrays too, with array_area_mm2 one array's, energy's keys and values, with or without --energy."""
+    path = _chip(tmp_path)
+    pe_mm2 = PES * (5824 + (2 * 16 + 32) * 5.98) / 1e6
+    sram_mm2 = KIB * 1024 * 8 * 0.346 / 0.7 / 1e6
+    hand = {"pe_array_mm2": ARRAYS * pe_mm2, "sram_mm2": ARRAYS * sram_mm2, "area_mm2": ARRAYS * (pe_mm2 + sram_mm2),
+            "array_area_mm2": pe_mm2 + sram_mm2}
+    energy = _json(capsys, ["energy", "layerpipe_sample", "--config", path, "--batch", "8"])["meta"]
+    for extra in ([], ["--energy"]):
+        meta = _json(capsys, ["cost", "layerpipe_sample", "--config", path, "--batch", "8", *extra])["meta"]
+        assert {name: meta[name] for name in hand} == pytest.approx(hand, rel=1e-12)
+        assert {name: meta[name] for name in hand} == {name: energy[name] for name in hand}
+        assert "the areas (pe_array_mm2, sram_mm2, area_mm2)" in meta["per_array"]
+        assert "array_area_mm2: one array's" in meta["per_array"]
+
+
+def test_cost_on_one_array_names_no_chip_area(capsys, tmp_path):
+    """A device of one array: its areas are the array's, with no array_area_mm2 or per_array (energy's too)."""
+    path = _chip_of(tmp_path, "one.toml", 1, 20, "")
+    for command in (["cost"], ["energy"]):
+        meta = _json(capsys, [*command, "layerpipe_sample", "--config", path, "--batch", "8"])["meta"]
+        assert "array_area_mm2" not in meta and "per_array" not in meta
+        assert meta["pe_array_mm2"] == pytest.approx(PES * (5824 + (2 * 16 + 32) * 5.98) / 1e6, rel=1e-12)
