@@ -80,6 +80,27 @@ def device_static_note(config: str | Path, command: str = "energy") -> str | Non
             f"iteration seconds; {_LEAKAGE_OF[command]}, not it")
 
 
+def sweep_unused_device_note(config: str | Path, *, name: str | None = None) -> str | None:
+    """What a design sweep (an array sweep pricing energy and area) says of a ``.cfg`` array entry that is a device
+    file stating several ``[device] arrays`` or a ``static_watts``: the sweep's processors are one array each (P
+    processors of the file's array: its ``leakage_pj`` P × one array's leakage from the energy table, its
+    ``area_mm2`` P arrays'), so the file's array count and static power (W per chip) price nothing there; train,
+    search and a device sweep price the chip with them. ``name``: the file as the spec names it (default
+    ``config``). None for a plain SCALE-Sim file, or a device of one array stating no static power."""
+    checked = _device_file(config)
+    if checked is None:
+        return None
+    watts = checked[0].get("device", {}).get("static_watts", 0.0)
+    stated = [*([f"arrays = {checked[1]}"] if checked[1] > 1 else []),
+              *([f"static_watts = {watts:g} W"] if watts else [])]
+    if not stated:
+        return None
+    return (f"{config if name is None else name} states [device] {' and '.join(stated)}: the array sweep uses "
+            f"{'neither' if len(stated) == 2 else 'it'}: each of its processors is one array of the file's (leakage_pj: "
+            "the processors × one array's leakage from the energy table; area_mm2: the processors' arrays'), not the "
+            "file's chip, which train, search and a device sweep price")
+
+
 def device_capacity_note(config: str | Path) -> str | None:
     """What ``pipeline --memory`` says of a ``--config`` device file (a ``.cfg`` or a device TOML) stating ``[memory] hbm_gib`` when no
     ``--capacity-gb`` is given: its memory check reads that flag alone (GB, 10⁹ bytes), so the value that checks the
