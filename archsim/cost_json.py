@@ -28,7 +28,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     else ``config``'s ``[energy]`` table, else the default), and ``{"meta": …, "rows": […]}`` as ``archsim
     cost --format json`` prints it (before NaN becomes null): those rows, a TOTAL row, seconds beside cycles at
     the array's clock; where ``config`` is a device file of several arrays, each layer's F, G and δ seconds on the
-    whole chip too (:mod:`archsim.chip_time`). ``dtype`` is the ``--dtype`` given (None: the meta names the
+    whole chip too (:mod:`archsim.chip_time`) and the meta's areas the chip's, as ``energy`` names them
+    (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
     width's own). The note: with ``energy``, a device file's ``static_watts`` left unread where ``energy`` leaves
     it unread too (a device of one array: one array priced, as ``energy`` prices it, so the TOTAL stays energy's;
     :func:`~archsim.array.device_notes.device_static_note`), else None."""
