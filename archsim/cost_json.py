@@ -22,14 +22,17 @@ if TYPE_CHECKING:
 
 def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mode, engine: str, geometry: str,
                   dtype: str | None = None, energy: bool = False, energy_table: str | Path | None = None,
-                  config: str | Path | None = None) -> tuple[list[dict], dict]:
-    """(per-layer rows, document): :func:`~archsim.array.costing.layer_cost_rows` of ``network`` lowered at
+                  config: str | Path | None = None) -> tuple[list[dict], dict, str | None]:
+    """(per-layer rows, document, static note): :func:`~archsim.array.costing.layer_cost_rows` of ``network`` lowered at
     ``batch`` in ``mode`` on ``array`` (``energy``: with each layer's F/G/D pJ, priced by ``energy_table``,
     else ``config``'s ``[energy]`` table, else the default), and ``{"meta": …, "rows": […]}`` as ``archsim
     cost --format json`` prints it (before NaN becomes null): those rows, a TOTAL row, seconds beside cycles at
     the array's clock; where ``config`` is a device file of several arrays, each layer's F, G and δ seconds on the
-    whole chip too (:mod:`archsim.chip_time`). ``dtype`` is the ``--dtype`` given (None: the meta names the
-    width's own)."""
+    whole chip too (:mod:`archsim.chip_time`) and the meta's areas the chip's, as ``energy`` names them
+    (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
+    width's own). The note: with ``energy``, a device file's ``static_watts`` left unread where ``energy`` leaves
+    it unread too (a device of one array: one array priced, as ``energy`` prices it, so the TOTAL stays energy's;
+    :func:`~archsim.array.device_notes.device_static_note`), else None."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
     from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds
@@ -62,7 +65,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if table is None:
         table = table_for(energy_table, config)
     if array.element_bytes in table.mac_um2:  # area needs the table's figures at this width
-        meta.update(array_area(array, table).as_dict(), energy_table=table.name)
+        area = array_area(array, table)  # on a chip of several arrays all its arrays' and one's, as energy's
+        meta.update(area.as_dict() if chip is None else area.chip_dict(chip.arrays.count), energy_table=table.name)
     if energy:  # the figures the file's [energy] states over that table, which priced the rows' pJ
         meta.update(figures_meta(config))
     if array.clock_hz is not None:
@@ -70,10 +74,20 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if chip is not None:
         from archsim.energy_run import CHIP_LEAKAGE
 
-        meta.update(chip_meta(chip), **({"energy_leakage": CHIP_LEAKAGE} if energy else {}))
+        meta.update(chip_meta(chip), per_array=PER_ARRAY, **({"energy_leakage": CHIP_LEAKAGE} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
-    return rows, {"meta": meta, "rows": records}
+    static = None
+    if energy and config is not None and chip is None:
+        from archsim.array.device_notes import device_static_note
+
+        static = device_static_note(config, "cost")
+    return rows, {"meta": meta, "rows": records}, static
+
+
+PER_ARRAY = ("cycles, their seconds and utilizations: one array's (SCALE-Sim's count); the bytes: the layer's, the "
+             "same on one array or all; F/G/D_chip_seconds, the areas (pe_array_mm2, sram_mm2, area_mm2) and, with "
+             "--energy, F/G/D_energy_pj's static power (energy_leakage): the chip's; array_area_mm2: one array's")
 
 
 def total_row(rows: list[dict]) -> dict:
@@ -111,4 +125,4 @@ class CostResult(TableResult):
         return f", total {total['total_cycles']} cycles{seconds}"
 
 
-__all__ = ["CostResult", "cost_document", "total_row"]
+__all__ = ["PER_ARRAY", "CostResult", "cost_document", "total_row"]

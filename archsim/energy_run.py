@@ -85,7 +85,8 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
-    area = array_area(array, table).as_dict()
+    area_of = array_area(array, table)
+    area = area_of.as_dict()
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": batch, "microbatches": microbatches, "mode": mode, "engine": engine,
@@ -104,9 +105,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
             kind_seconds, chip_items, device = chip
             rows = _chip_priced(rows, kind_seconds, device, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
-            count = device.arrays.count
-            meta.update({name: value * count for name, value in area.items()}, array_area_mm2=area["area_mm2"],
-                        per_array=PER_ARRAY, **chip_items)
+            meta.update(area_of.chip_dict(device.arrays.count), per_array=PER_ARRAY, **chip_items)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config and chip is None else ""
@@ -173,7 +172,7 @@ def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, e
 
 CHIP_LEAKAGE = ("F/G/D_energy_pj: the layer's dynamic energy (the same on one array or all) plus the chip's static "
                 "power (static_watts plus every array's leakage) over its F/G/D_chip_seconds, train's formula, as "
-                "energy prices the chip; cycles, seconds and the areas: one array's")
+                "energy prices the chip")
 
 
 def _after_cycles(row: dict, chip_seconds: float) -> dict:

@@ -103,3 +103,65 @@ def test_cost_energy_prices_the_chips_static_power_over_its_seconds(capsys, tmp_
     energy = _json(capsys, ["energy", *flags, "--config", leaky])
     assert priced["rows"][-1]["energy_pj"] == pytest.approx(energy["rows"][-1]["energy_pj"], rel=1e-12)
     assert "static_watts plus every array's leakage" in priced["meta"]["energy_leakage"]
+
+
+def test_cost_names_the_chips_area_as_energy_does(capsys, tmp_path):
+    """Defect: cost on a device of several arrays gave one array's pe_array_mm2, sram_mm2 and area_mm2 where energy
+    gave the chip's and array_area_mm2, one name two figures. Now cost's are the hand count's (test_area_is_all_arrays)
+    × 4 arrays too, with array_area_mm2 one array's, energy's keys and values, with or without --energy."""
+    path = _chip(tmp_path)
+    pe_mm2 = PES * (5824 + (2 * 16 + 32) * 5.98) / 1e6
+    sram_mm2 = KIB * 1024 * 8 * 0.346 / 0.7 / 1e6
+    hand = {"pe_array_mm2": ARRAYS * pe_mm2, "sram_mm2": ARRAYS * sram_mm2, "area_mm2": ARRAYS * (pe_mm2 + sram_mm2),
+            "array_area_mm2": pe_mm2 + sram_mm2}
+    energy = _json(capsys, ["energy", "layerpipe_sample", "--config", path, "--batch", "8"])["meta"]
+    for extra in ([], ["--energy"]):
+        meta = _json(capsys, ["cost", "layerpipe_sample", "--config", path, "--batch", "8", *extra])["meta"]
+        assert {name: meta[name] for name in hand} == pytest.approx(hand, rel=1e-12)
+        assert {name: meta[name] for name in hand} == {name: energy[name] for name in hand}
+        assert "the areas (pe_array_mm2, sram_mm2, area_mm2)" in meta["per_array"]
+        assert "array_area_mm2: one array's" in meta["per_array"]
+
+
+def test_cost_on_one_array_names_no_chip_area(capsys, tmp_path):
+    """A device of one array: its areas are the array's, with no array_area_mm2 or per_array (energy's too)."""
+    path = _chip_of(tmp_path, "one.toml", 1, 20, "")
+    for command in (["cost"], ["energy"]):
+        meta = _json(capsys, [*command, "layerpipe_sample", "--config", path, "--batch", "8"])["meta"]
+        assert "array_area_mm2" not in meta and "per_array" not in meta
+        assert meta["pe_array_mm2"] == pytest.approx(PES * (5824 + (2 * 16 + 32) * 5.98) / 1e6, rel=1e-12)
+
+
+def test_cost_energy_on_one_array_says_static_watts_is_unread_as_energy_does(capsys, tmp_path):
+    """Defect: cost --energy on a device of one array stating static_watts = 20 left it unread without a word, where
+    energy names it in a note. Both price that chip as one array (its layers sum to energy's), so cost now says the
+    same note: each kind's pJ is the dynamic pJ (the file without leakage) + (0.01 mW × 16,384 PEs + 0.1 mW × 2046
+    KiB) × that kind's cycles at 1 GHz (1 mW over 1 ns is 1 pJ), no 20 W in it."""
+    import warnings
+
+    import archsim
+
+    leaky = _chip_of(tmp_path, "leaky.toml", 1, 20, "pe_leakage_mw = 0.01\nsram_leakage_mw_per_kib = 0.1\n")
+    bare = _chip_of(tmp_path, "bare.toml", 1, 0, "")
+    flags = ["layerpipe_sample", "--batch", "8"]
+    assert main(["cost", *flags, "--config", leaky, "--energy", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    priced = json.loads(out)["rows"]
+    dynamic = _json(capsys, ["cost", *flags, "--config", bare, "--energy"])["rows"]
+    for row, own in zip(priced, dynamic, strict=True):
+        for kind in "FGD":
+            leakage = (0.01 * PES + 0.1 * KIB) * row[f"{kind}_cycles"]
+            assert row[f"{kind}_energy_pj"] == pytest.approx(own[f"{kind}_energy_pj"] + leakage, rel=1e-12)
+    (line,) = [text for text in err.splitlines() if "static_watts" in text]
+    assert line == (f"archsim cost: note: {leaky} states [device] static_watts = 20 W per chip: train and search add "
+                    "it × chips × iteration seconds; cost --energy prices one array, its F/G/D_energy_pj's leakage the "
+                    "energy table's, not it")
+    energy = _json(capsys, ["energy", *flags, "--config", leaky])
+    assert priced[-1]["energy_pj"] == pytest.approx(energy["rows"][-1]["energy_pj"], rel=1e-12)
+    assert main(["cost", *flags, "--config", leaky]) == 0  # no energy priced: nothing to say
+    assert "static_watts" not in capsys.readouterr().err
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.cost("layerpipe_sample", batch=8, config=leaky, energy=True)
+    assert [str(w.message) for w in caught if "static_watts" in str(w.message)] == [line.removeprefix(
+        "archsim cost: note: ")]

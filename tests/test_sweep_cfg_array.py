@@ -194,3 +194,43 @@ def test_a_cfg_arrays_notes_name_it_as_the_spec_does(tmp_path, capsys, unread_ke
         warnings.simplefilter("always")
         archsim.run_sweep("specs/spec.toml", out="api")
     assert [str(w.message) for w in caught if "chip.cfg" in str(w.message)] == said
+
+
+@pytest.mark.parametrize(("arrays", "watts", "stated"), [
+    (4, 20, "arrays = 4 and static_watts = 20 W: the array sweep uses neither"),
+    (1, 20, "static_watts = 20 W: the array sweep uses it"),  # one array: its static power alone is unused
+    (4, None, "arrays = 4: the array sweep uses it"),
+])
+def test_a_cfg_devices_arrays_and_static_watts_are_said_unused_by_the_array_sweep(tmp_path, capsys, chip_cfg,
+                                                                                  arrays, watts, stated):
+    """Defect: an array sweep of a ``.cfg`` device of 4 arrays stating ``static_watts = 20`` priced each processor as
+    one array (leakage: the processors × one array's, area the processors' arrays) and read neither figure, without a
+    word. The numbers stay (each row the plain SCALE-Sim file's of the same array, the rule one array a processor);
+    one note, on stderr and as a UserWarning, says the file's array count and static power are unused and why."""
+    import warnings
+
+    import archsim
+
+    text = chip_cfg(arrays=arrays, hbm_gbps=400, run_name="mychip", device_name="mychip_cfg", static_watts=watts)
+    (tmp_path / "chip.cfg").write_text(text)
+    (tmp_path / "plain.cfg").write_text(text[:text.index("[device]")])  # SCALE-Sim's sections alone: one array
+    spec = _spec(tmp_path, ["chip.cfg", "plain.cfg"], processors="1, 2", extra="element_bytes = [1]")  # a design sweep
+    assert main(["sweep", spec, "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "the array sweep uses" in line]
+    assert line.startswith(f"archsim sweep: note: chip.cfg states [device] {stated}: each of its processors is one "
+                           "array of the file's"), line
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "out" / "results.csv").read_text())))
+    priced = ("iteration_cycles", "energy_pj", "leakage_pj", "area_mm2")
+    by_file = {(Path(row["array_path"]).name, row["processors"]): {name: row[name] for name in priced}
+               for row in rows}
+    for processors in ("1", "2"):
+        assert by_file[("chip.cfg", processors)] == by_file[("plain.cfg", processors)]
+    assert float(by_file[("chip.cfg", "2")]["area_mm2"]) == pytest.approx(2 * float(by_file[("chip.cfg", "1")]["area_mm2"]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.run_sweep(spec, out=tmp_path / "api")
+    assert [str(w.message) for w in caught if "the array sweep uses" in str(w.message)] == [
+        line.removeprefix("archsim sweep: note: ")]
+    _spec(tmp_path, ["chip.cfg"], processors="1")  # a plain sweep prices no energy or area: nothing to say of them
+    assert main(["sweep", spec, "--out", str(tmp_path / "plain"), "--quiet"]) == 0
+    assert "the array sweep uses" not in capsys.readouterr().err

@@ -60,18 +60,45 @@ def device_arrays_note(config: str | Path, *, name: str | None = None) -> str | 
             f"{checked[1]}, as cost's chip_seconds columns do)")
 
 
-def device_static_note(config: str | Path) -> str | None:
-    """What ``archsim energy`` says of a ``--config`` device file that states ``[device] static_watts`` (W per chip)
-    where it does not price the chip (a device of one array, or a ``.cfg`` train refuses: a device of several arrays
-    it prices with it, :func:`archsim.energy_run.energy_document`): train and search add it over the iteration,
-    energy prices one array's dynamic joules and the energy table's leakage, so the figure is named as unread
-    here. None for a plain SCALE-Sim file or one stating none."""
+# what each command that prices energy names as one array's leakage where it leaves static_watts unread
+_LEAKAGE_OF = {"energy": "energy prices one array, its leakage_pj the energy table's leakage",
+               "cost": "cost --energy prices one array, its F/G/D_energy_pj's leakage the energy table's"}
+
+
+def device_static_note(config: str | Path, command: str = "energy") -> str | None:
+    """What ``archsim energy`` (and ``archsim cost --energy``, ``command="cost"``) says of a ``--config`` device file
+    that states ``[device] static_watts`` (W per chip) where it does not price the chip (a device of one array, or a
+    ``.cfg`` train refuses: a device of several arrays it prices with it, :func:`archsim.energy_run.energy_document`):
+    train and search add it over the iteration, energy prices one array's dynamic joules and the energy table's
+    leakage (cost's layers sum to energy's), so the figure is named as unread here. None for a plain SCALE-Sim file
+    or one stating none."""
     checked = _device_file(config)
     watts = 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
     if not watts:
         return None
     return (f"{config} states [device] static_watts = {watts:g} W per chip: train and search add it × chips × "
-            "iteration seconds; energy prices one array, its leakage_pj the energy table's leakage, not it")
+            f"iteration seconds; {_LEAKAGE_OF[command]}, not it")
+
+
+def sweep_unused_device_note(config: str | Path, *, name: str | None = None) -> str | None:
+    """What a design sweep (an array sweep pricing energy and area) says of a ``.cfg`` array entry that is a device
+    file stating several ``[device] arrays`` or a ``static_watts``: the sweep's processors are one array each (P
+    processors of the file's array: its ``leakage_pj`` P × one array's leakage from the energy table, its
+    ``area_mm2`` P arrays'), so the file's array count and static power (W per chip) price nothing there; train,
+    search and a device sweep price the chip with them. ``name``: the file as the spec names it (default
+    ``config``). None for a plain SCALE-Sim file, or a device of one array stating no static power."""
+    checked = _device_file(config)
+    if checked is None:
+        return None
+    watts = checked[0].get("device", {}).get("static_watts", 0.0)
+    stated = [*([f"arrays = {checked[1]}"] if checked[1] > 1 else []),
+              *([f"static_watts = {watts:g} W"] if watts else [])]
+    if not stated:
+        return None
+    return (f"{config if name is None else name} states [device] {' and '.join(stated)}: the array sweep uses "
+            f"{'neither' if len(stated) == 2 else 'it'}: each of its processors is one array of the file's (leakage_pj: "
+            "the processors × one array's leakage from the energy table; area_mm2: the processors' arrays'), not the "
+            "file's chip, which train, search and a device sweep price")
 
 
 def device_capacity_note(config: str | Path) -> str | None:

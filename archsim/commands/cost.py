@@ -46,10 +46,14 @@ def run(args: argparse.Namespace) -> int:
     args.dtype = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     network = network_from_args(args, args.geometry)
     array = config_array(args)
-    _, document = cost_document(network, array, batch=args.batch, mode=args.mode, engine=args.engine,
+    _, document, static = cost_document(network, array, batch=args.batch, mode=args.mode, engine=args.engine,
                                 geometry=args.geometry, dtype=args.dtype, energy=args.energy,
                                 energy_table=args.energy_table, config=args.config)
     emit(render(Rows.of(document["rows"]), args.format, precision=args.precision, meta=document["meta"]), args)
+    if static:  # a one-array chip's static power is train's and search's, unread here as energy leaves it
+        from archsim.console import say_after_run
+
+        say_after_run("note", static)
     return 0
 
 

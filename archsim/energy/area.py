@@ -37,6 +37,12 @@ class Area:
     def as_dict(self) -> dict[str, float]:
         return {"pe_array_mm2": self.pe_array_mm2, "sram_mm2": self.sram_mm2, "area_mm2": self.total_mm2}
 
+    def chip_dict(self, arrays: int) -> dict[str, float]:
+        """:meth:`as_dict` of a chip of ``arrays`` such arrays (each area × ``arrays``, mm²) and ``array_area_mm2``,
+        one array's ``area_mm2``: the area keys ``energy`` and ``cost`` print on a device file of several arrays,
+        one helper so that the two name the same areas alike."""
+        return {**{name: value * arrays for name, value in self.as_dict().items()}, "array_area_mm2": self.total_mm2}
+
 
 def pe_um2(table: EnergyTable, element_bytes: int) -> float:
     """µm² of one PE with operands of ``element_bytes``: ``table``'s MAC at that width (multiplier + accumulating adder)

@@ -102,11 +102,13 @@ def check_cfg_axes(table: dict, texts: tuple[str, ...], arrays: list[tuple[int, 
 def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     """What ``archsim sweep`` says on stderr and :func:`archsim.api.run_sweep` warns as UserWarnings of a spec's
     ``.cfg`` arrays, once per file: a device of several arrays is swept as one array, as ``archsim cost --config``
-    costs it and says (:func:`archsim.array.device_notes.device_arrays_note`); keys an array device does not read
+    costs it and says (:func:`archsim.array.device_notes.device_arrays_note`); its array count and static power,
+    which price nothing in a design sweep's energy and area: one array a processor
+    (:func:`~archsim.array.device_notes.sweep_unused_device_note`, the sweep's numbers as they are); keys an array device does not read
     (:func:`archsim.devices.unread_keys.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
     ``[memory] hbm_gbps`` it does not read, as ``cost --engine cycle`` says (:func:`archsim.array.options.hbm_unread_note`,
     in words of the spec's first element size). Each file is named as the spec names it (:func:`.spec.spec_named`)."""
-    from archsim.array.device_notes import device_arrays_note
+    from archsim.array.device_notes import device_arrays_note, sweep_unused_device_note
     from archsim.array.options import hbm_unread_note
     from archsim.devices.unread_keys import config_unread_keys_note
     from archsim.sweep.spec import spec_named
@@ -114,7 +116,8 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     files = {array.path: array.array for array in spec.arrays if isinstance(array, ArrayFile)}
     unread = spec.engine == "cycle" and not spec.bandwidths_given
     return tuple(note for path, array in files.items() for name in (spec_named(spec.source, path),) for note in (
-        device_arrays_note(path, name=name), config_unread_keys_note(path, name=name),
+        device_arrays_note(path, name=name), sweep_unused_device_note(path, name=name) if spec.designs else None,
+        config_unread_keys_note(path, name=name),
         hbm_unread_note(path, spec.designs[0].element_bytes if spec.designs else array.element_bytes, "bandwidths",
                         spec_key=True, name=name) if unread else None) if note)
 
