@@ -106,13 +106,16 @@ def layer_profile(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from archsim.commands.common import phases, print_cluster_lines
-    from archsim.console import say
+    from archsim.console import say_after_run
     from archsim.outputs import render
     from archsim.plan_run import run_plan
     from archsim.rows import Rows
 
     drawn = bool(args.gantt or args.trace or args.schedule_csv)
-    done = run_plan(args, loader=_network, array_of=array_from_args, speak=say, drawn=drawn, phases=phases)
+    # the run's notes (servers' devices set aside, --max-stages above the plans) after it, as the cluster file's:
+    # a refused run prints its error line alone (docs/cli.md)
+    done = run_plan(args, loader=_network, array_of=array_from_args, speak=say_after_run, drawn=drawn,
+                    phases=phases)
     meta = done.meta
     if meta.get("method") == "pipedream" and args.format != "json":  # its tables of levels: JSON's alone
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
