@@ -136,8 +136,9 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     policy = "all" if args.compare else args.policy
     cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
     if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
-        speak("note", f"--gpus-per-machine {args.gpus_per_machine} is more than --gpus {args.gpus}: the "
-                              f"cluster is one machine of {args.gpus} GPUs (gpus_per_machine {args.gpus} in the output)")
+        speak("note", f"{setting('gpus-per-machine', args.gpus_per_machine)} is more than "
+                      f"{setting('gpus', args.gpus)}: the cluster is one machine of {args.gpus} GPUs "
+                      f"(gpus_per_machine {args.gpus} in the output)")
     config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
                        unit_s=args.unit_seconds, max_pack=args.max_pack)
     catalog = paper_catalog()
@@ -161,9 +162,9 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                 too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
                 if synthetic and too_wide:  # a trace the user never wrote: say which flag to change
                     raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
-                                     f"1 to 16 workers) and the cluster has {cluster.devices} devices: give --gpus "
-                                     f"{widest} or more", field="gpus") from None
-                hint = f": give --gpus {widest} or more" if too_wide else ""  # the trace's widest job, not just this one
+                                     f"1 to 16 workers) and the cluster has {cluster.devices} devices: give "
+                                     f"{setting('gpus', widest)} or more", field="gpus") from None
+                hint = f": give {setting('gpus', widest)} or more" if too_wide else ""  # the trace's widest job, not just this one
                 raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:

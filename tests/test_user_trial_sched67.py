@@ -72,3 +72,39 @@ def test_a_refused_plan_from_python_warns_nothing_before_its_error(tmp_path) -> 
         warnings.simplefilter("always")
         archsim.plan("ffnn8", cluster=cluster, array="32x32", microbatches=2, baselines="none")
     assert sum("as array asked" in str(w.message) for w in caught) == 1
+
+# five jobs of a user's own: d needs all 8 GPUs of the two 4-GPU machines the researcher has
+JOBS = """job_id,num_gpu,submit_time,iterations,model_name,duration,interval
+a,4,0,0,resnet50,600,0
+b,2,10,0,vgg16,300,0
+c,1,20,500,resnet18,0,0
+d,8,30,0,googlenet,1200,0
+e,2,100,0,ResNet-101,200,0
+"""
+
+
+def _jobs(tmp_path) -> str:
+    path = tmp_path / "jobs.csv"
+    path.write_text(JOBS)
+    return str(path)
+
+
+def test_a_job_wider_than_the_cluster_names_the_keyword_from_python(tmp_path, capsys) -> None:
+    """archsim.cluster_jobs told a caller of Python to "give --gpus 8", a flag the library has no use for; the
+    command keeps its flag. The widest job (d, 8 workers) sets the count either way."""
+    jobs = _jobs(tmp_path)
+    with pytest.raises(InputError, match=r"give gpus=8 or more") as refused:
+        archsim.cluster_jobs(trace=jobs, gpus=4)
+    assert "--gpus" not in str(refused.value)
+    assert main(["cluster", "--trace", jobs, "--gpus", "4"]) == 2
+    assert "give --gpus 8 or more" in capsys.readouterr().err
+
+
+def test_more_gpus_per_machine_than_gpus_is_noted_as_the_caller_wrote_it(tmp_path) -> None:
+    """The note that the cluster is one machine named `--gpus-per-machine 16` and `--gpus 8` in Python too."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.cluster_jobs(trace=_jobs(tmp_path), gpus=8, gpus_per_machine=16)
+    texts = [str(w.message) for w in caught if "one machine" in str(w.message)]
+    assert texts == ["gpus_per_machine=16 is more than gpus=8: the cluster is one machine of 8 GPUs "
+                     "(gpus_per_machine 8 in the output)"], texts
