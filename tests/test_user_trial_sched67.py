@@ -5,7 +5,9 @@ them."""
 
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +110,16 @@ def test_more_gpus_per_machine_than_gpus_is_noted_as_the_caller_wrote_it(tmp_pat
     texts = [str(w.message) for w in caught if "one machine" in str(w.message)]
     assert texts == ["gpus_per_machine=16 is more than gpus=8: the cluster is one machine of 8 GPUs "
                      "(gpus_per_machine 8 in the output)"], texts
+
+
+def test_plan_help_states_the_dtype_a_gpu_cluster_is_priced_in(capsys) -> None:
+    """`plan --help` said int8 was --dtype's default, the array's; on a cluster whose servers name a GPU plan prices
+    fp16 (docs/formats.md, which device prices plan's layers), as its output's priced_on_model says. The help now
+    states both, and the run is the reference for the device's."""
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default on an array; fp16 on the device a cluster's servers name" in text
+    cluster = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "h100_1gpu.toml"
+    assert main(["plan", "ffnn8", "--cluster", str(cluster), "--microbatches", "1", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["meta"]["priced_on_model"].endswith(", fp16")

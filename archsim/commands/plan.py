@@ -20,6 +20,7 @@ from archsim.commands.timeline_outputs import add_timeline_outputs, write_timeli
 from archsim.modes import MODES
 from archsim.plan_flags import (  # the flags, once for this command and archsim.plan
     BASELINE_CONFIGS,
+    DEFAULT_DTYPE,
     DEFAULT_MICRO_BATCH,
     LINK_MODELS,
     METHODS,
@@ -67,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 "cluster's gpu_memory_gb, default 16)")
     pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
-    add_array_arguments(parser)
+    add_array_arguments(parser, device_dtype=DEFAULT_DTYPE)  # on the servers' GPU: train's fp16, not int8
     parser.add_argument("--micro-batch", type=positive_int, default=None,
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
