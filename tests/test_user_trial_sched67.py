@@ -123,3 +123,17 @@ def test_plan_help_states_the_dtype_a_gpu_cluster_is_priced_in(capsys) -> None:
     cluster = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "h100_1gpu.toml"
     assert main(["plan", "ffnn8", "--cluster", str(cluster), "--microbatches", "1", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["meta"]["priced_on_model"].endswith(", fp16")
+
+
+@pytest.mark.parametrize("policy", ["jigsaw", "gandiva", "tiresias"])
+def test_a_job_submitted_at_zero_starts_at_zero_not_minus_zero(tmp_path, policy) -> None:
+    """Job a, submitted at 0 s on an idle cluster, starts at once: its start_s printed as -0.000000 (the interval
+    boundary was ceil(0/60 − 10⁻⁹) × 60, a negative zero)."""
+    import math
+
+    from archsim.cluster import JobCluster, SimConfig, load_tiresias_csv, simulate_trace
+
+    result = simulate_trace(load_tiresias_csv(_jobs(tmp_path)), JobCluster.uniform(8, 4), policy,
+                            SimConfig(interval_s=60))
+    start = float(result.jobs.set_index("job_id").loc["a", "start_s"])
+    assert start == 0 and math.copysign(1.0, start) == 1.0 and str(start) == "0.0"
