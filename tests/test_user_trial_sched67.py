@@ -137,3 +137,25 @@ def test_a_job_submitted_at_zero_starts_at_zero_not_minus_zero(tmp_path, policy)
                             SimConfig(interval_s=60))
     start = float(result.jobs.set_index("job_id").loc["a", "start_s"])
     assert start == 0 and math.copysign(1.0, start) == 1.0 and str(start) == "0.0"
+
+
+def test_comparing_policies_on_a_trace_file_prints_no_column_of_nan(tmp_path, capsys) -> None:
+    """A trace file is one run per policy: the table printed every spread (`makespan_seconds_std`, …) as a column of
+    nan. The table keeps the figures and drops a spread no run has; csv still writes every column, empty there."""
+    jobs = _jobs(tmp_path)
+    assert main(["cluster", "--trace", jobs, "--gpus", "8", "--gpus-per-machine", "4", "--policy", "all"]) == 0
+    table = capsys.readouterr().out
+    header = next(line for line in table.splitlines() if not line.startswith("#")).split()
+    assert "nan" not in table.split() and not any(name.endswith("_std") for name in header), table
+    assert {"makespan_seconds_mean", "jct_mean_seconds_mean", "jigsaw_gain_makespan_pct_mean"} <= set(header)
+    assert main(["cluster", "--trace", jobs, "--gpus", "8", "--gpus-per-machine", "4", "--policy", "all",
+                 "--format", "csv"]) == 0
+    columns = next(line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")).split(",")
+    assert "makespan_seconds_std" in columns
+
+
+def test_comparing_policies_over_seeds_still_prints_their_spread(capsys) -> None:
+    """Over two seeds the spread is a figure: the table keeps it."""
+    assert main(["cluster", "--compare", "--seeds", "2", "--jobs", "12", "--gpus", "16"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")).split()
+    assert "makespan_seconds_std" in header and "jct_mean_seconds_std" in header

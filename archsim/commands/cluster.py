@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     frame = done.rows
     if done.per_seed is not None and args.format == "table":  # the means and spreads that fit a terminal
         keep = [c for c in frame.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
-                and "median" not in c and "p95_seconds_std" not in c]
+                and "median" not in c and "p95_seconds_std" not in c
+                and not (c.endswith("_std") and frame[c].isna().all())]  # one run (a trace file): no spread, no nan
         frame = frame[["policy", "runs", *keep]]
     emit(render(frame, args.format, precision=args.precision, meta=done.meta), args)
     if done.wrote:
