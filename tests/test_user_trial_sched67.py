@@ -159,3 +159,68 @@ def test_comparing_policies_over_seeds_still_prints_their_spread(capsys) -> None
     assert main(["cluster", "--compare", "--seeds", "2", "--jobs", "12", "--gpus", "16"]) == 0
     header = next(line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")).split()
     assert "makespan_seconds_std" in header and "jct_mean_seconds_std" in header
+
+
+# the SPB paper's Table 2 (V100, batch 128): forward + backward ms per iteration, the catalog's full iteration
+RESNET18_S, RESNET101_S = (9.19 + 21.49) / 1000, (60.51 + 135.14) / 1000
+
+
+def test_job_times_give_each_jobs_start_end_and_jct(tmp_path, capsys) -> None:
+    """A researcher scheduling a job file of their own could read only the run's summary (makespan, mean JCT): which
+    job waited, and for how long, was not printed anywhere. `--job-times` writes a row per job and policy. Checked by
+    hand under Tiresias: at 60 s (the first boundary after c's and b's arrival) a holds 4 of the 8 GPUs, b takes 2
+    and c 1 — c runs its 500 iterations of Table 2's ResNet-18 at once; e (200 s of ResNet-101 → 1,022 whole
+    iterations) arrives at 100 s and runs from the 120 s boundary on the 2 GPUs b and c left; d, 8 workers, waits
+    for a to end."""
+    import csv
+
+    out = tmp_path / "times.csv"
+    assert main(["cluster", "--trace", _jobs(tmp_path), "--gpus", "8", "--gpus-per-machine", "4", "--policy", "all",
+                 "--job-times", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().err
+    rows = list(csv.DictReader(out.open()))
+    assert [row["policy"] for row in rows] == ["jigsaw"] * 5 + ["gandiva"] * 5 + ["tiresias"] * 5
+    assert [row["job_id"] for row in rows[:5]] == ["a", "b", "c", "d", "e"] and {row["seed"] for row in rows} == {""}
+    tiresias = {row["job_id"]: row for row in rows if row["policy"] == "tiresias"}
+    c, e, d, a = tiresias["c"], tiresias["e"], tiresias["d"], tiresias["a"]
+    assert (c["model_name"], int(c["num_gpu"]), int(c["iterations"])) == ("resnet18", 1, 500)
+    assert float(c["start_seconds"]) == 60.0
+    assert float(c["end_seconds"]) == pytest.approx(60 + 500 * RESNET18_S, rel=1e-9)
+    assert float(c["jct_seconds"]) == pytest.approx(40 + 500 * RESNET18_S, rel=1e-9)
+    assert int(e["iterations"]) == round(200 / RESNET101_S) == 1022
+    assert float(e["start_seconds"]) == 120.0
+    assert float(e["end_seconds"]) == pytest.approx(120 + 1022 * RESNET101_S, rel=1e-9)
+    assert float(d["start_seconds"]) == pytest.approx(float(a["end_seconds"]), rel=1e-12)
+    assert all(int(row["migrations"]) == 0 for row in rows if row["policy"] != "jigsaw")  # gangs never move
+    for row in rows:  # JCT is end − submit, and no job ends before it starts
+        assert float(row["jct_seconds"]) == pytest.approx(float(row["end_seconds"]) - float(row["submit_seconds"]))
+        assert float(row["submit_seconds"]) <= float(row["start_seconds"]) <= float(row["end_seconds"])
+
+
+def test_job_times_mean_is_the_summarys_mean_jct(tmp_path) -> None:
+    """The per-job rows are the jobs the summary averages: their JCTs' mean is its jct_mean_seconds, per policy,
+    through the library's keyword as well; the synthetic trace's rows name their seed."""
+    import csv
+
+    out = tmp_path / "times.csv"
+    summary = archsim.cluster_jobs(compare=True, seeds=2, jobs=12, gpus=16, job_times=out)
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 3 * 2 * 12 and {row["seed"] for row in rows} == {"0", "1"}
+    for policy, mean in zip(summary.table["policy"], summary.table["jct_mean_seconds_mean"], strict=True):
+        per_seed = [[float(r["jct_seconds"]) for r in rows if r["policy"] == policy and r["seed"] == seed]
+                    for seed in ("0", "1")]
+        assert sum(sum(jcts) / len(jcts) for jcts in per_seed) / 2 == pytest.approx(mean, rel=1e-12)
+
+
+@pytest.mark.parametrize("where", ["folder", "trace", "report"])
+def test_job_times_refused_before_any_work(tmp_path, capsys, where) -> None:
+    """A folder, the trace itself, or the report's own file: one line, exit 2, nothing written."""
+    jobs = _jobs(tmp_path)
+    target = {"folder": str(tmp_path), "trace": jobs, "report": str(tmp_path / "both.csv")}[where]
+    extra = ["--report", target] if where == "report" else []
+    assert main(["cluster", "--trace", jobs, "--gpus", "8", "--job-times", target, *extra]) == 2
+    err = capsys.readouterr().err.splitlines()
+    why = {"folder": "a folder", "trace": "names this run's input", "report": "named by two output flags"}[where]
+    assert len(err) == 1 and err[0].startswith("archsim cluster: error:") and why in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["jobs.csv"]
+    assert (tmp_path / "jobs.csv").read_text() == JOBS
