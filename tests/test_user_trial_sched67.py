@@ -224,3 +224,40 @@ def test_job_times_refused_before_any_work(tmp_path, capsys, where) -> None:
     assert len(err) == 1 and err[0].startswith("archsim cluster: error:") and why in err[0], err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["jobs.csv"]
     assert (tmp_path / "jobs.csv").read_text() == JOBS
+
+
+# three servers of different in-server links, listed fast, slow, fast: 4 GPUs on NVLink (2,400 Gb/s), 2 on a PCIe
+# bus (64 Gb/s), 4 on NVLink, 30 Gb/s between servers
+LINKS = """[cluster]
+name = "mixedlinks"
+inter_server_gbps = 30
+
+[[servers]]
+gpus = 4
+intra_server_gbps = 2400
+
+[[servers]]
+gpus = 2
+intra_server_gbps = 64
+
+[[servers]]
+gpus = 4
+intra_server_gbps = 2400
+"""
+
+
+def test_a_plan_says_which_server_each_gpu_is_on(tmp_path, capsys) -> None:
+    """RDO reorders the GPUs (device_order) and a stage lists its GPUs, but nothing said which GPUs were the slow
+    server's: `servers` lists each server's GPUs in the file's order, here 4, 2 and 4 of them."""
+    cluster = tmp_path / "links.toml"
+    cluster.write_text(LINKS)
+    assert main(["plan", "ffnn8", "--cluster", str(cluster), "--microbatches", "4", "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["servers"] == "g0-g3; g4-g5; g6-g9"
+    assert sorted(meta["device_order"].split(), key=lambda g: int(g[1:])) == [f"g{n}" for n in range(10)]
+
+
+def test_server_gpus_names_a_lone_gpu_alone() -> None:
+    from archsim.plan_spp import server_gpus
+
+    assert server_gpus((0, 1, 1, 2)) == "g0; g1-g2; g3"
