@@ -261,3 +261,17 @@ def test_server_gpus_names_a_lone_gpu_alone() -> None:
     from archsim.plan_spp import server_gpus
 
     assert server_gpus((0, 1, 1, 2)) == "g0; g1-g2; g3"
+
+
+@pytest.mark.parametrize(("gpu", "figure", "fabric"), [("v100-pcie-32gb", 16, "PCIe"), ("h100-80gb-sxm", 450, "NVLink")])
+def test_an_in_server_figure_in_gb_per_s_names_the_cards_own_link(tmp_path, capsys, gpu, figure, fabric) -> None:
+    """intra_server_gbps = 16 on V100 PCIe servers (its PCIe 3.0 ×16 bus, 16 GB/s a direction, written as GB/s) was
+    warned as "the V100 PCIe's NVLink": the card has none. An H100's 450 (GB/s a direction) is its NVLink."""
+    cluster = tmp_path / "c.toml"
+    cluster.write_text(f'[cluster]\ninter_server_gbps = 100\n\n[[servers]]\ncount = 2\ngpus = 2\ngpu = "{gpu}"\n'
+                       f"intra_server_gbps = {figure}\n")
+    assert main(["plan", "ffnn8", "--cluster", str(cluster), "--microbatches", "2", "--dtype", "fp32",
+                 "--baselines", "none"]) == 0
+    warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warning) == 1 and f"'s {fabric} in GB/s per direction" in warning[0], warning
+    assert ("NVLink" in warning[0]) == (fabric == "NVLink")
