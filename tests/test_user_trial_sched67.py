@@ -275,3 +275,20 @@ def test_an_in_server_figure_in_gb_per_s_names_the_cards_own_link(tmp_path, caps
     warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert len(warning) == 1 and f"'s {fabric} in GB/s per direction" in warning[0], warning
     assert ("NVLink" in warning[0]) == (fabric == "NVLink")
+
+
+def test_an_spp_plans_repr_shows_its_makespan(capsys) -> None:
+    """docs/api.md's plan_on_cluster example printed as `Partition(…, max_stage_cost=0.00451 seconds)`: the slowest
+    stage's time, not the 17.45 ms iteration `archsim plan` prints for the same plan. Its repr now states the
+    makespan beside it, equal to the command's."""
+    from archsim.planners import plan_on_cluster
+    from archsim.spp.topology import load_topology_file
+
+    cluster = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "testbed_1080ti.toml"
+    seconds = archsim.profile("vgg16", only="conv", array="128x128", batch=4, clock_ghz=1.0)
+    plan = plan_on_cluster(seconds, load_topology_file(cluster), "spp", 8)
+    assert main(["plan", "vgg16", "--only", "conv", "--array", "128x128", "--cluster", str(cluster),
+                 "--microbatches", "8", "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)["meta"]["makespan_seconds"]
+    assert f"makespan={printed:g} seconds)" in repr(plan), repr(plan)
+    assert "makespan" not in repr(archsim.pipeline(seconds, processors=2, method="pipedream"))  # no schedule: none
