@@ -66,11 +66,11 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
         (interval, "interval"), (gamma_ns_per_byte, "gamma-ns-per-byte")))
     unit_seconds = None if unit_seconds is None else _bounded(unit_seconds, "unit-seconds")  # None: the policy's default
     max_pack = None if max_pack is None else positive_int(max_pack, "max-pack")
-    outputs = [(name, str(value)) for name, value in (("report", report), ("job_times", job_times))
+    outputs: list[tuple[str, str | None]] = [(name, str(value)) for name, value in (("report", report), ("job_times", job_times))
                if value is not None]
     for name, value in outputs:
         check_path(value, name, "an output path")
-        check_target(value)
+        check_target(str(value))
     outputs_apart(outputs, [("trace", str(trace))])  # cluster's check: not over the trace
     distinct_outputs(outputs)  # nor one file for both
     settings = SimpleNamespace(trace=str(trace), gpus=gpus, gpus_per_machine=gpus_per_machine,
