@@ -292,3 +292,21 @@ def test_an_spp_plans_repr_shows_its_makespan(capsys) -> None:
     printed = json.loads(capsys.readouterr().out)["meta"]["makespan_seconds"]
     assert f"makespan={printed:g} seconds)" in repr(plan), repr(plan)
     assert "makespan" not in repr(archsim.pipeline(seconds, processors=2, method="pipedream"))  # no schedule: none
+
+
+def test_a_refused_schedule_prints_its_error_line_alone(capsys) -> None:
+    """`schedule --config` on a device file of 8 arrays notes that each op runs on one of them; with 12 processors
+    for 8 layers the run is refused, and the note came first: two lines for one error (docs/cli.md: a refused run
+    prints its error line alone). The library raised it after a UserWarning the same way."""
+    device = str(Path(__file__).resolve().parents[1] / "configs" / "devices" / "tpu_v4_like.toml")
+    assert main(["schedule", "ffnn8", "--policy", "1f1b", "--processors", "12", "--microbatches", "4",
+                 "--config", device]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("archsim schedule: error: field 'processors'"), err
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(InputError, match="at most 8 processors"):
+            archsim.schedule("ffnn8", policy="1f1b", processors=12, microbatches=4, config=device)
+    assert [str(w.message) for w in caught] == []
+    assert main(["schedule", "ffnn8", "--policy", "1f1b", "--microbatches", "4", "--config", device]) == 0
+    assert "is a device of 8 arrays" in capsys.readouterr().err  # held, not dropped, when the run succeeds
