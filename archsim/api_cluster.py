@@ -37,19 +37,19 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
                  seed: int | str | None = None, seeds: int | str | None = None, jobs: int | str | None = None,
                  interval: float | str = 60.0, gamma_ns_per_byte: float | str = 0.8,
                  unit_seconds: float | str | None = None, max_pack: int | str | None = None,
-                 report: str | Path | None = None) -> TableResult:
+                 report: str | Path | None = None, job_times: str | Path | None = None) -> TableResult:
     """SPB + Jigsaw against the gang schedulers on a job ``trace`` (a Tiresias CSV, or ``"synthetic"``: §4.2's
     workload of ``jobs`` jobs drawn from ``seed``) on ``gpus`` devices, ``gpus_per_machine`` to a machine, of
     ``device_memory_gb`` GiB, as ``archsim cluster`` runs it, its flags as keywords of the same names: ``policy``
     jigsaw, gandiva, tiresias, … or ``all`` (``compare=True``), which compares the three over ``seeds`` seeds;
     ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` (Jigsaw's) and ``max_pack`` (Gandiva's) as their flags; ``report`` writes
-    the HTML page. Returns a :class:`~archsim.table_result.TableResult`: one row per run (``all``: the statistics
+    the HTML page, ``job_times`` each job's times as CSV (``--job-times``). Returns a :class:`~archsim.table_result.TableResult`: one row per run (``all``: the statistics
     over seeds per policy, every column of ``--format json``'s), ``.meta`` and ``to_dict()``, the command's JSON.
     The notes the command prints on stderr warn (UserWarning)."""
     from archsim.choices.cluster import POLICIES
     from archsim.cluster_run import run_cluster
     from archsim.output_inputs import outputs_apart
-    from archsim.output_targets import check_target
+    from archsim.output_targets import check_target, distinct_outputs
     from archsim.rows import Rows
     from archsim.validate import MAX_PROCESSORS, SEED_MAX
 
@@ -66,15 +66,19 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
         (interval, "interval"), (gamma_ns_per_byte, "gamma-ns-per-byte")))
     unit_seconds = None if unit_seconds is None else _bounded(unit_seconds, "unit-seconds")  # None: the policy's default
     max_pack = None if max_pack is None else positive_int(max_pack, "max-pack")
-    if report is not None:
-        check_path(report, "report", "an output path")
-        check_target(str(report))
-        outputs_apart([("report", str(report))], [("trace", str(trace))])  # cluster's check: not over the trace
+    outputs: list[tuple[str, str | None]] = [(name, str(value)) for name, value in (("report", report), ("job_times", job_times))
+               if value is not None]
+    for name, value in outputs:
+        check_path(value, name, "an output path")
+        check_target(str(value))
+    outputs_apart(outputs, [("trace", str(trace))])  # cluster's check: not over the trace
+    distinct_outputs(outputs)  # nor one file for both
     settings = SimpleNamespace(trace=str(trace), gpus=gpus, gpus_per_machine=gpus_per_machine,
                                device_memory_gb=device_memory_gb, policy=policy, compare=compare, seed=seed,
                                seeds=seeds, jobs=jobs, interval=interval, gamma_ns_per_byte=gamma_ns_per_byte,
                                unit_seconds=unit_seconds, max_pack=max_pack,
-                               report=None if report is None else str(report))
+                               report=None if report is None else str(report),
+                               job_times=None if job_times is None else str(job_times))
     done = run_cluster(settings, speak=_warn)
     return TableResult.of(done.rows.frame() if isinstance(done.rows, Rows) else done.rows, done.meta)
 

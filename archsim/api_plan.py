@@ -139,7 +139,10 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: in
         built.append(build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes))
         return built[-1]
 
-    done = run_plan(settings, loader=loader, array_of=array_of, speak=_warn)
+    said: list[tuple[str, str]] = []  # the run's notes, warned once it succeeds: a refused run raises its error alone
+    done = run_plan(settings, loader=loader, array_of=array_of, speak=lambda kind, text: said.append((kind, text)))
+    for kind, text in said:
+        _warn(kind, text)
     for line in (*done.warnings, *done.notes):  # the cluster file's lines, said after the run as the command's
         _warn("note", line)
     for note in unread_keys_notes(config) if built else ():  # as archsim plan says it of its --config

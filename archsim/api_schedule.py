@@ -109,7 +109,11 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
 
     if "dtype" in settings:  # a device TOML's default: train's, as cost's (one rule)
         settings["dtype"] = device_toml_dtype(settings.get("config"), settings["dtype"], settings.get("element_bytes"))
-    done = run_schedule(**settings, speak=_warn, read_device=device_toml_notes)  # a device TOML read as cost's
+    said: list[tuple[str, str]] = []  # the run's notes, warned once it succeeds: a refused run raises its error alone
+    done = run_schedule(**settings, speak=lambda kind, text: said.append((kind, text)),
+                        read_device=device_toml_notes)  # a device TOML read as cost's
+    for kind, text in said:
+        _warn(kind, text)
     if settings.get("config") and not is_device_toml(settings["config"]):  # the reader said a TOML's notes
         from archsim.devices.unread_keys import config_unread_keys_note
 

@@ -35,6 +35,26 @@ class ClusterRun:
     meta: dict
     per_seed: Any = field(default=None, repr=False)
     wrote: str | None = None
+    wrote_job_times: str | None = None  # --job-times' path, written after the report
+
+
+# --job-times' columns: each job of each run, in the trace's order (seconds from the trace's start)
+JOB_TIME_COLUMNS = ("policy", "seed", "job_id", "model_name", "num_gpu", "iterations", "submit_seconds",
+                    "start_seconds", "end_seconds", "jct_seconds", "migrations")
+
+
+def job_time_rows(result: Any, jobs: Any, seed: int | None) -> list[dict]:
+    """One run's jobs as :data:`JOB_TIME_COLUMNS` rows (``seed``: None on a trace file, which draws none): when each
+    was submitted, first ran and finished, its completion time (finish − submit) and its workers' moves to another
+    device, from the simulation's per-job columns (``result``, a :class:`~archsim.cluster.jobs.SimResult`)."""
+    models = {job.job_id: job.model for job in jobs}
+    columns = {name: result.column(name) for name in ("job_id", "workers", "iterations", "submit_s", "start_s",
+                                                      "end_s", "jct_s", "migrations")}
+    return [{"policy": result.policy, "seed": "" if seed is None else seed, "job_id": str(job_id),
+             "model_name": models[str(job_id)], "num_gpu": int(workers), "iterations": int(iterations),
+             "submit_seconds": float(submit), "start_seconds": float(start), "end_seconds": float(end),
+             "jct_seconds": float(jct), "migrations": int(moves)}
+            for job_id, workers, iterations, submit, start, end, jct, moves in zip(*columns.values(), strict=True)]
 
 
 def granularity_note(args: Any, stats: Any) -> str:
@@ -136,8 +156,9 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     policy = "all" if args.compare else args.policy
     cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
     if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
-        speak("note", f"--gpus-per-machine {args.gpus_per_machine} is more than --gpus {args.gpus}: the "
-                              f"cluster is one machine of {args.gpus} GPUs (gpus_per_machine {args.gpus} in the output)")
+        speak("note", f"{setting('gpus-per-machine', args.gpus_per_machine)} is more than "
+                      f"{setting('gpus', args.gpus)}: the cluster is one machine of {args.gpus} GPUs "
+                      f"(gpus_per_machine {args.gpus} in the output)")
     config = SimConfig(interval_s=args.interval, gamma_s_per_byte=args.gamma_ns_per_byte * 1e-9,
                        unit_s=args.unit_seconds, max_pack=args.max_pack)
     catalog = paper_catalog()
@@ -149,6 +170,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     for text in kept:
         speak("note", text)
     per_run, shown = [], []
+    job_times: list[dict] = []  # --job-times' rows, every run's
     jobs_per_run = args.jobs if synthetic else len(file_trace or ())
     # jobs finished, summed over the runs: a bar that moves while one long simulation runs
     with progress(len(seeds) * len(policies) * jobs_per_run, "cluster", "job") as bar:
@@ -161,15 +183,17 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                 too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
                 if synthetic and too_wide:  # a trace the user never wrote: say which flag to change
                     raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
-                                     f"1 to 16 workers) and the cluster has {cluster.devices} devices: give --gpus "
-                                     f"{widest} or more", field="gpus") from None
-                hint = f": give --gpus {widest} or more" if too_wide else ""  # the trace's widest job, not just this one
+                                     f"1 to 16 workers) and the cluster has {cluster.devices} devices: give "
+                                     f"{setting('gpus', widest)} or more", field="gpus") from None
+                hint = f": give {setting('gpus', widest)} or more" if too_wide else ""  # the trace's widest job, not just this one
                 raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
                 finished = np.zeros(2, np.int64)  # jobs done; a stop flag polled() sets on Ctrl-C
                 result = polled(partial(simulate, jobs, cluster, name, config, finished), finished, bar)
                 per_run.append({**summarize(result), "seed": seed})
+                if getattr(args, "job_times", None):
+                    job_times += job_time_rows(result, jobs, seed if synthetic else None)
                 if seed == seeds[0]:
                     shown.append(result)
                 bar.update(len(jobs) - int(finished[0]))  # what the last poll missed
@@ -200,8 +224,14 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
         wrote = str(write_cluster_report(args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
                                          summary=rows.frame() if isinstance(rows, Rows) else rows, per_seed=per_seed,
                                          notes=notes))
-    return ClusterRun(rows, meta, per_seed, wrote)
+    wrote_job_times = None
+    if getattr(args, "job_times", None):
+        from archsim.output_files import write_output
+        from archsim.outputs import render
+
+        wrote_job_times = str(write_output(args.job_times, render(Rows.of(job_times), "csv")))
+    return ClusterRun(rows, meta, per_seed, wrote, wrote_job_times)
 
 
-__all__ = ["DEFAULT_JOBS", "DEFAULT_SEED", "DEFAULT_SEEDS", "MAX_ROUNDS", "ClusterRun", "check_flags",
-           "granularity_note", "run_cluster"]
+__all__ = ["DEFAULT_JOBS", "DEFAULT_SEED", "DEFAULT_SEEDS", "JOB_TIME_COLUMNS", "MAX_ROUNDS", "ClusterRun",
+           "check_flags", "granularity_note", "job_time_rows", "run_cluster"]

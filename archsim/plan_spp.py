@@ -20,6 +20,19 @@ def stage_rows_caption(rows: list[dict]) -> str:
             "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
 
 
+def server_gpus(servers: tuple[int, ...]) -> str:
+    """Each server's GPUs in the cluster file's order (``count`` expanded), ``g0-g3; g4-g5; g6-g9``, from each GPU's
+    server index: what ``device_order`` and a stage's ``devices`` need beside them to say which server, of which
+    in-server link, a stage runs on."""
+    runs: list[list[int]] = []
+    for gpu, server in enumerate(servers):
+        if runs and servers[runs[-1][0]] == server:
+            runs[-1].append(gpu)
+        else:
+            runs.append([gpu])
+    return "; ".join(f"g{run[0]}" if len(run) == 1 else f"g{run[0]}-g{run[-1]}" for run in runs)
+
+
 def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
     """Why no plan exists: every GPU holds a stage or a replica, and with each replica taking whole samples a stage
     has at most m (``samples``) replicas, so ``stages`` stages reach at most stages × m of the ``devices`` GPUs."""
@@ -94,7 +107,8 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
             "stage_counts": "; ".join(f"{s}:{seconds(t)}s" for s, _, t in result.by_stage_count),
             "baselines_seconds": "; ".join(f"{m}:{seconds(t)}" for m, t in others.items()), **config,
-            "device_order": " ".join(f"g{x}" for x in result.order), **priced_on}
+            "device_order": " ".join(f"g{x}" for x in result.order), "servers": server_gpus(topology.servers),
+            **priced_on}
     from archsim.sim.timeline import Timeline
 
     assert isinstance(result.timeline, Timeline), type(result.timeline)  # SPP's PE schedule, simulated
@@ -102,4 +116,4 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
                    stage_rows_caption(rows), unit=profile.unit)
 
 
-__all__ = ["run_spp", "stage_rows_caption"]
+__all__ = ["run_spp", "server_gpus", "stage_rows_caption"]

@@ -123,7 +123,8 @@ class SimConfig:
     def admit_time(self, submit_s: float) -> float:
         if self.interval_s == 0:
             return submit_s
-        return float(np.ceil(submit_s / self.interval_s - 1e-9) * self.interval_s)
+        # + 0.0: ceil(-1e-9) is -0.0, so a job submitted at 0 was admitted, and started, at "-0.0" s
+        return float(np.ceil(submit_s / self.interval_s - 1e-9) * self.interval_s) + 0.0
 
 
 @dataclass(frozen=True, eq=False)

@@ -46,6 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-pack", type=positive_int, default=None,
                         help=f"Gandiva jobs per device (default {DEFAULT_MAX_PACK}; gandiva and all only)")
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML report (plotly)")
+    parser.add_argument("--job-times", type=output_flag, default=None, metavar="OUT.csv",
+                        help="write each job's times as CSV, a row per job of every run: policy, seed, job_id, "
+                             "model_name, num_gpu, iterations, submit_seconds, start_seconds (its first task), "
+                             "end_seconds, jct_seconds (end − submit), migrations (docs/formats.md)")
     add_output_arguments(parser)
 
 
@@ -57,11 +61,13 @@ def run(args: argparse.Namespace) -> int:
     frame = done.rows
     if done.per_seed is not None and args.format == "table":  # the means and spreads that fit a terminal
         keep = [c for c in frame.columns if c.endswith(("_mean", "_std")) and not c.startswith("migrations")
-                and "median" not in c and "p95_seconds_std" not in c]
+                and "median" not in c and "p95_seconds_std" not in c
+                and not (c.endswith("_std") and frame[c].isna().all())]  # one run (a trace file): no spread, no nan
         frame = frame[["policy", "runs", *keep]]
     emit(render(frame, args.format, precision=args.precision, meta=done.meta), args)
-    if done.wrote:
-        note_written(f"wrote {done.wrote}")
+    for wrote in (done.wrote, done.wrote_job_times):  # the order the run writes them
+        if wrote:
+            note_written(f"wrote {wrote}")
     return 0
 
 

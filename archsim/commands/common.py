@@ -74,10 +74,13 @@ def with_clock(array: ArrayConfig, args: argparse.Namespace) -> ArrayConfig:
     return options.with_clock(array, args.clock_ghz)
 
 
-def add_array_arguments(parser: argparse.ArgumentParser, device_toml: bool = False) -> None:
+def add_array_arguments(parser: argparse.ArgumentParser, device_toml: bool = False,
+                        device_dtype: str | None = None) -> None:
     """The array flags, the element width among them as ``--dtype`` (train's names) or ``--element-bytes``
     (any width): one set for every array command, so each reads a width the same way. ``device_toml``: the
-    command's ``--config`` takes a device TOML too (``energy``), and its help says so."""
+    command's ``--config`` takes a device TOML too (``energy``), and its help says so. ``device_dtype``: the
+    command also prices on a device its input names (``plan`` on a cluster's servers' GPU), in this dtype unless
+    ``--dtype`` is given, and its help says so."""
     parser.add_argument("--array", default=None, help="systolic array ROWSxCOLS (default: 32x32)")
     parser.add_argument("--dataflow", default=None, choices=("ws", "os", "is"),
                         help="dataflow (default: ws, or the config file's)")
@@ -85,16 +88,20 @@ def add_array_arguments(parser: argparse.ArgumentParser, device_toml: bool = Fal
             "reads them)") if device_toml else ""
     parser.add_argument("--config", default=None, metavar="FILE.cfg|FILE.toml" if device_toml else "FILE.cfg",
                         help=f"SCALE-Sim .cfg file for the array{toml} (overrides --array unless given too)")
-    add_width_arguments(parser)
+    add_width_arguments(parser, device_dtype)
 
 
-def add_width_arguments(parser: argparse.ArgumentParser) -> None:
+def add_width_arguments(parser: argparse.ArgumentParser, device_dtype: str | None = None) -> None:
     """``--dtype`` (train's names and SCALE-Sim's 1-byte word: :data:`~archsim.choices.devices.ARRAY_DTYPES`) and
     ``--element-bytes`` (any width): the one definition of the element width ``cost``, ``energy``, ``gemm`` and the
-    other array commands take (read by :func:`archsim.array.options.element_width`)."""
+    other array commands take (read by :func:`archsim.array.options.element_width`). ``device_dtype``: the default
+    on a device the command's input names, where that is not the array's (:func:`add_array_arguments`)."""
+    on_device = "" if device_dtype is None else (
+        f" on an array; {device_dtype} on the device a cluster's servers name, which takes fp16, bf16 or fp32, "
+        "stated in priced_on_model")
     parser.add_argument("--dtype", default=None, choices=ARRAY_DTYPES,
                         help=f"element type, by archsim train's --dtype names: {SCALESIM_DTYPE} (1-byte words as "
-                             "SCALE-Sim counts them; default), fp16 or bf16 (2 bytes), fp32 (4); bytes per element "
+                             f"SCALE-Sim counts them; default{on_device}), fp16 or bf16 (2 bytes), fp32 (4); bytes per element "
                              "of the tensors and of the DRAM and SRAM traffic (the cycle engine's SRAMs hold KiB / "
                              "that many words), and every per-word energy where one is priced (the energy table's "
                              "figures at that width); stated as dtype and element_bytes in the output")

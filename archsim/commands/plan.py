@@ -20,6 +20,7 @@ from archsim.commands.timeline_outputs import add_timeline_outputs, write_timeli
 from archsim.modes import MODES
 from archsim.plan_flags import (  # the flags, once for this command and archsim.plan
     BASELINE_CONFIGS,
+    DEFAULT_DTYPE,
     DEFAULT_MICRO_BATCH,
     LINK_MODELS,
     METHODS,
@@ -67,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 "cluster's gpu_memory_gb, default 16)")
     pipedream.add_argument("--straight-pipeline", action="store_true", help="no stage replication")
     pipedream.add_argument("--use-fewer-machines", action="store_true", help="a plan may leave machines idle")
-    add_array_arguments(parser)
+    add_array_arguments(parser, device_dtype=DEFAULT_DTYPE)  # on the servers' GPU: train's fp16, not int8
     parser.add_argument("--micro-batch", type=positive_int, default=None,
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
@@ -106,13 +107,16 @@ def layer_profile(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from archsim.commands.common import phases, print_cluster_lines
-    from archsim.console import say
+    from archsim.console import say_after_run
     from archsim.outputs import render
     from archsim.plan_run import run_plan
     from archsim.rows import Rows
 
     drawn = bool(args.gantt or args.trace or args.schedule_csv)
-    done = run_plan(args, loader=_network, array_of=array_from_args, speak=say, drawn=drawn, phases=phases)
+    # the run's notes (servers' devices set aside, --max-stages above the plans) after it, as the cluster file's:
+    # a refused run prints its error line alone (docs/cli.md)
+    done = run_plan(args, loader=_network, array_of=array_from_args, speak=say_after_run, drawn=drawn,
+                    phases=phases)
     meta = done.meta
     if meta.get("method") == "pipedream" and args.format != "json":  # its tables of levels: JSON's alone
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}

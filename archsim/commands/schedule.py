@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.array.device_sections import is_device_toml
-    from archsim.console import note, say
+    from archsim.console import note, say_after_run
     from archsim.energy_run import device_toml_dtype, device_toml_notes
     from archsim.outputs import render
     from archsim.policies.schedule_run import TIMELINE_OUTPUTS, run_schedule
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     settings = {name: value for name, value in vars(args).items() if name in SETTINGS}
     settings["dtype"] = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     drawn = tuple(flag for flag, value in zip(TIMELINE_OUTPUTS, (args.gantt, args.trace, args.schedule_csv)) if value)
-    done = run_schedule(**settings, reverse_k=args.k, drawn=drawn, phases=phases, speak=say,
+    # the run's notes (a device file's arrays, its keys) after it: a refused run prints its error alone (docs/cli.md)
+    done = run_schedule(**settings, reverse_k=args.k, drawn=drawn, phases=phases, speak=say_after_run,
                         read_device=device_toml_notes,  # a device TOML read as cost reads it, its notes said there
                         loader=lambda name, filled: network_from_args(argparse.Namespace(**{**vars(filled), "network": name})))
     if args.config and not is_device_toml(args.config):  # read only with the array's costs; policies/ reads no device

@@ -87,8 +87,10 @@ class Partition:
     def __repr__(self) -> str:
         """One line, not every placed op (a notebook shows a cell's value by its repr): ``.stages`` has them."""
         ops = sum(len(stage.ops) for stage in self.stages)
+        # a planner that schedules (SPP, its baselines) has the iteration's time: the figure its command prints
+        makespan = "" if self.makespan is None else f", makespan={self.makespan:g} {self.unit}"
         return (f"Partition(method={self.method!r}, {len(self.stages)} stages on {self.processors} processors, "
-                f"{ops} ops, max_stage_cost={self.max_stage_cost:g} {self.unit})")
+                f"{ops} ops, max_stage_cost={self.max_stage_cost:g} {self.unit}{makespan})")
 
     @property
     def processors(self) -> int:

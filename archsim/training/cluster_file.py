@@ -88,9 +88,10 @@ def _intra_unit_warning(intra: float, device: Device, file: str | None = None) -
     the figure is the board's exactly 8 or 16 times too small (a what-if bandwidth other than that is read quietly).
     ``file``: the server's device file, whose link is its ``[links] intra_gbps`` (NVLink, ICI or another fabric:
     the file does not say), named so, and whose own figure may be the slip instead (Gbit/s written where the key
-    takes GB/s per direction); None for a catalog GPU, whose link is its NVLink."""
+    takes GB/s per direction); None for a catalog GPU, whose link is its NVLink (its PCIe bus on a card without)."""
     own = device.fabric_bytes_per_s * 8 * 2 / 1e9  # the board's figure as the key takes it, Gbit/s both directions
-    link = f"the {device.name}'s NVLink" if file is None else f"{file}'s [links] intra_gbps"
+    fabric = "NVLink" if device.nvlink_bytes_per_s else "PCIe"  # a PCIe card's in-server link is its bus
+    link = f"the {device.name}'s {fabric}" if file is None else f"{file}'s [links] intra_gbps"
     # the two keys' units side by side; beside a device file either figure may be the slip (the device file's in
     # Gbit/s gives the same ratio), so both fixes are named, the cluster's first
     units = "" if file is None else ", the device file's intra_gbps GB/s per direction"
