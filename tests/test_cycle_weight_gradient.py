@@ -89,3 +89,71 @@ def test_cycle_engine_equals_scalesim_in_either_operand_order(row: dict) -> None
                            sram_words=(1024 * row["sram_kib"],) * 3, bandwidth=(row["bandwidth"],) * 3)
     assert [getattr(result, name) for name in FIGURES] == [row[name] for name in FIGURES]
 
+
+# -- what the user sees while it runs: the progress bar at once, and the refetch named ---------------------------
+
+def _topology(tmp_path: Path, side: int) -> str:
+    path = tmp_path / "conv1_1.csv"
+    path.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, "
+                    f"Padding,\nconv1_1, {side}, {side}, 3, 3, 3, 64, 1, 1,\n")
+    return str(path)
+
+
+@pytest.mark.long
+def test_cost_notes_scalesims_refetch_of_the_weight_gradient(tmp_path: Path, capsys) -> None:
+    """SCALE-Sim reads B (δ, 784 × 64 = 50,176 words) 2,460,000 words' worth from DRAM at 4 KiB: 49 times, and
+    stalls 241,114 of G's 247,163 cycles (97.6%); with SRAMs that hold every operand nothing is said."""
+    from archsim.cli import main
+
+    csv_path = _topology(tmp_path, 28)
+    assert main(["cost", csv_path, "--batch", "1", "--engine", "cycle", "--sram-kb", "4", "--format", "csv"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    row = _recorded(27, 784, 64, "ws")
+    assert row["filter_dram_reads"] // (784 * 64) == 49 and round(100 * row["stall_cycles"] / row["cycles"], 1) == 97.6
+    assert len(err) == 1
+    assert err[0].startswith("archsim cost: note: conv1_1's G (a 27x784x64 GEMM) reads its B operand, 50,176 words "
+                             "through an SRAM half of 2,048, 49 times over from DRAM and stalls 97.6% of its 247,163 "
+                             "cycles")
+    assert main(["cost", csv_path, "--batch", "1", "--engine", "cycle", "--sram-kb", "1024", "--format", "csv"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+class _Bar:
+    """A stand-in progress bar recording how it was asked for and what it was told."""
+
+    def __init__(self, calls: list, **options) -> None:
+        self.calls = calls
+        calls.append(("open", options.get("delay")))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
+        self.calls.append(("postfix", text))
+
+    def update(self, n: float = 1) -> None:
+        self.calls.append(("update", n))
+
+
+@pytest.mark.parametrize("k, delay", [(50_000, 0.0), (500, 1.0)])
+def test_long_cycle_engine_runs_draw_their_bar_at_once_naming_the_gemm(monkeypatch, k: int, delay: float) -> None:
+    """A bar with a delay is drawn only at an update past it, and one GEMM is one update: a single GEMM of
+    minutes ran with nothing shown. Where the run is a second or more of stepping (≥ 1.2 M stall-free cycles:
+    in ws ⌈50,000/32⌉ = 1,563 row folds × 2 column folds of 2·32 + 32 + 1,000 − 2 = 1,094 cycles ≈ 3.4 M) the bar
+    has no delay, and it names the GEMM under way before stepping it; a short run (16 row folds: 35,008 cycles)
+    keeps the one-second delay."""
+    import numpy as np
+
+    import archsim.progress
+    from archsim.array import cycle
+    from archsim.array.costing import cycle_results
+
+    calls: list = []
+    monkeypatch.setattr(archsim.progress, "progress", lambda total, desc, unit, **options: _Bar(calls, **options))
+    monkeypatch.setattr(cycle, "simulate_cached", lambda m, k, n, array: calls.append(("step", (m, k, n))))
+    cycle_results(np.array([1000]), np.array([k]), np.array([64]), ArrayConfig(32, 32, "ws"))
+    assert calls[0] == ("open", delay)
+    assert calls[1:3] == [("postfix", f"1000x{k}x64"), ("step", (1000, k, 64))]
