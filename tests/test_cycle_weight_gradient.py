@@ -90,6 +90,22 @@ def test_cycle_engine_equals_scalesim_in_either_operand_order(row: dict) -> None
     assert [getattr(result, name) for name in FIGURES] == [row[name] for name in FIGURES]
 
 
+
+def test_layerpipes_table_ii_g_is_archsims_operand_order_not_its_transpose() -> None:
+    """Which order is the natural one: LayerPipe's Table II (its printed BP_G, 32 × 32 ws, batch 32) is within 2%
+    of the stall-free cycles of archsim's G GEMMs and 40% or more off their transposes (M × N·E·F × R·S·C)."""
+    from test_table2 import TABLE_II
+
+    from archsim.workload import load_network
+
+    network = load_network("layerpipe_sample")
+    for layer in network.layers:
+        (g,) = lower_layer(layer, batch=32, mode="paper").required_op("G").gemms
+        paper = TABLE_II[layer.name][1]
+        ours = gemm_cost(g.m, g.k, g.n, 32, 32, "ws").scalar("cycles")
+        transposed = gemm_cost(g.n, g.k, g.m, 32, 32, "ws").scalar("cycles")
+        assert abs(ours - paper) / paper <= 0.02 and abs(transposed - paper) / paper >= 0.4, layer.name
+
 # -- what the user sees while it runs: the progress bar at once, and the refetch named ---------------------------
 
 def _topology(tmp_path: Path, side: int) -> str:
