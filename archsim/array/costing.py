@@ -90,11 +90,11 @@ def refetch_note(ops: Sequence[TrainingOp], array: ArrayConfig) -> str | None:
                 times = reads / words
                 if times >= REFETCH_NOTED and (worst is None or times > worst[0]):
                     half = -(-sram_words(array)[sram] // 2)
-                    worst = (times, f"{op.layer}'s {op.kind} (a {g.m}x{g.k}x{g.n} GEMM) reads its {operand} "
-                                    f"operand, {words:,} words through an SRAM half of {half:,}, {times:,.0f} times "
-                                    f"over from DRAM and stalls {stalls / cycles:.1%} of its {cycles:,} cycles: "
-                                    "SCALE-Sim's refetch, counted as SCALE-Sim counts it (docs/concepts.md, "
-                                    "\"A larger array can be slower\")")
+                    text = (f"{op.layer}'s {op.kind} (a {g.m}x{g.k}x{g.n} GEMM) reads its {operand} operand, "
+                            f"{words:,} words through an SRAM half of {half:,}, {times:,.0f} times over from DRAM "
+                            f"and stalls {stalls / cycles:.1%} of its {cycles:,} cycles: SCALE-Sim's refetch, "
+                            "counted as SCALE-Sim counts it (docs/concepts.md, \"A larger array can be slower\")")
+                    worst = (times, text)
     return None if worst is None else worst[1]
 
 
