@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
 CYCLE_COLUMNS = ("stall_cycles", "dram_read_bytes", "dram_write_bytes")
+STEPS_PER_SECOND = 1_200_000  # stall-free cycles the cycle engine steps a second, about (archsim.array.cycle.MAX_STEPS)
+REFETCH_NOTED = 10  # an operand read from DRAM this many times its words or more, in an op mostly stalled, is noted
 
 
 def _check_total(per_gemm: np.ndarray, count: np.ndarray, vector: np.ndarray, what: str) -> None:
@@ -56,11 +58,44 @@ def cycle_results(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfi
     results = []
     # The simulation steps through every cycle: the analytic (stall-free) cycles measure its work.
     work = gemm_cost(shapes[:, 0], shapes[:, 1], shapes[:, 2], array.rows, array.cols, array.dataflow).cycles.tolist()
-    with progress(int(sum(work)), "cycle engine", "cycle", delay=1.0, unit_scale=True) as bar:
+    # A bar with a delay is drawn only at an update past it, so one long GEMM would run unseen: draw it at once
+    # where the whole run is a second or more of stepping, naming the GEMM under way.
+    delay = 0.0 if sum(work) >= STEPS_PER_SECOND else 1.0
+    with progress(int(sum(work)), "cycle engine", "cycle", delay=delay, unit_scale=True) as bar:
         for row, (a, b, c) in enumerate(shapes.tolist()):
+            bar.set_postfix_str(f"{a}x{b}x{c}")
             results.append(simulate_cached(a, b, c, array))
             bar.update(work[row])
     return results, inverse.reshape(-1)
+
+
+def refetch_note(ops: Sequence[TrainingOp], array: ArrayConfig) -> str | None:
+    """One line naming the op whose operand the cycle engine re-reads from DRAM most (its reads ÷ its words, as
+    SCALE-Sim counts them: pads and wrapped prefetch windows included), where that is :data:`REFETCH_NOTED` times
+    or more and stalls are most of the op's cycles; None otherwise. Why: such a run can take minutes and give
+    cycles far above the analytic ones, which is SCALE-Sim's memory model, not an error. Each GEMM's result is
+    the cached one the costing stepped (:func:`~archsim.array.cycle.simulate_cached`)."""
+    from archsim.array.cycle import simulate_cached, sram_words
+
+    worst: tuple[float, str] | None = None
+    for op in ops:
+        results = [(g, simulate_cached(g.m, g.k, g.n, array)) for g in op.gemms]
+        cycles = sum(r.cycles * g.count for g, r in results)
+        stalls = sum(r.stall_cycles * g.count for g, r in results)
+        if not results or 2 * stalls < cycles:
+            continue
+        for g, r in results:
+            for operand, reads, words, sram in (("A", r.ifmap_dram_reads, g.m * g.k, 0),
+                                                ("B", r.filter_dram_reads, g.k * g.n, 1)):
+                times = reads / words
+                if times >= REFETCH_NOTED and (worst is None or times > worst[0]):
+                    half = -(-sram_words(array)[sram] // 2)
+                    text = (f"{op.layer}'s {op.kind} (a {g.m}x{g.k}x{g.n} GEMM) reads its {operand} operand, "
+                            f"{words:,} words through an SRAM half of {half:,}, {times:,.0f} times over from DRAM "
+                            f"and stalls {stalls / cycles:.1%} of its {cycles:,} cycles: SCALE-Sim's refetch, "
+                            "counted as SCALE-Sim counts it (docs/concepts.md, \"A larger array can be slower\")")
+                    worst = (times, text)
+    return None if worst is None else worst[1]
 
 
 def _cycle_figures(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig) -> np.ndarray:

@@ -54,7 +54,21 @@ def run(args: argparse.Namespace) -> int:
         from archsim.console import say_after_run
 
         say_after_run("note", static)
+    if args.engine == "cycle":
+        _note_refetch(network, array, args)
     return 0
+
+
+def _note_refetch(network, array, args: argparse.Namespace) -> None:
+    """Say on stderr which op SCALE-Sim's refetch slows most, where an operand far outgrows its SRAM."""
+    from archsim.array.costing import refetch_note
+    from archsim.console import say_after_run
+    from archsim.lowering import lower_network
+
+    ops = [op for item in lower_network(network, args.batch, args.mode, array.element_bytes) for op in item.ops]
+    text = refetch_note(ops, array)
+    if text:
+        say_after_run("note", text)
 
 
 COMMAND = Command("cost", "per-layer F/G/D cycles, utilization and bytes of a network", add_arguments, run)
