@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.bppsa.backprop import RNNCell, rnn_states
+from archsim.bppsa.plain_bp import RNNCell, rnn_states
 from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, output_shape
 
 if TYPE_CHECKING:
@@ -142,6 +142,6 @@ def scan_input(layers, activations, grad_output: np.ndarray, *, prune_zeros: boo
 
 def rnn_scan_input(cell: RNNCell, hs: np.ndarray, grad_last: np.ndarray) -> list:
     """``[∇h_{T−1}, J_{T−1}ᵀ, …, J_0ᵀ]`` with J_t = ∂h_t/∂h_{t−1} (h_{−1} is the initial state); shapes as
-    :func:`~archsim.bppsa.backprop.rnn_states` checks them."""
+    :func:`~archsim.bppsa.plain_bp.rnn_states` checks them."""
     hs, grad_last = rnn_states(cell, hs, grad_last)
     return [grad_last, *(rnn_jacobian_t(cell, hs[t]) for t in range(len(hs) - 1, -1, -1))]
