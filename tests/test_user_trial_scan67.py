@@ -45,3 +45,51 @@ def test_api_sparsity_out_of_range_is_the_commands_line(sparsity):
         archsim.bppsa_pruned_vgg11(sparsity=sparsity, width_divisor=64)
     text = str(caught.value)
     assert text == f"field 'sparsity': must be in [0, 1), got {float(sparsity)!r}", text
+
+
+def _small_cnn():
+    import numpy as np
+
+    from archsim.bppsa import Conv2d, Linear, MaxPool2d, ReLU, forward_chain
+
+    rng = np.random.default_rng(3)
+    layers = [Conv2d(rng.standard_normal((2, 1, 3, 3)), padding=(1, 1)), ReLU(), MaxPool2d((2, 2), (2, 2)),
+              Linear(rng.standard_normal((3, 2 * 2 * 2)))]
+    return layers, forward_chain(layers, rng.standard_normal((1, 4, 4)))
+
+
+@pytest.mark.parametrize("route", ["scan_input", "backprop"])
+def test_a_gradient_of_the_wrong_size_is_one_line(route):
+    """The last layer's output has 3 values; a gradient of 5 died in scipy's matmul (``dimension mismatch with
+    signature (n,k=…)``) inside the scan, or in numpy's reshape inside the reference BP."""
+    import numpy as np
+
+    import archsim.bppsa as bppsa
+
+    layers, acts = _small_cnn()
+    with pytest.raises(InputError, match=r"field 'grad_output': expected the gradient of the last layer's output, "
+                                         r"3 values \(shape \(3, 1, 1\)\), got 5"):
+        getattr(bppsa, route)(layers, acts, np.ones(5))
+
+
+def test_too_few_activations_is_one_line():
+    """One activation for four layers was an IndexError from the list."""
+    import numpy as np
+
+    from archsim.bppsa import scan_input
+
+    layers, acts = _small_cnn()
+    with pytest.raises(InputError, match=r"field 'activations': expected forward_chain's 5 activations \(or the 4 "
+                                         r"layers' inputs\) for 4 layers, got 1"):
+        scan_input(layers, acts[:1], np.ones(3))
+
+
+def test_a_sample_that_is_not_chw_is_one_line():
+    """A 2-D image was numpy's ``not enough values to unpack (expected 3, got 2)``."""
+    import numpy as np
+
+    from archsim.bppsa import Conv2d, forward_chain
+
+    with pytest.raises(InputError, match=r"field 'x0': expected one sample as a channels × height × width array, "
+                                         r"got shape \(8, 8\)"):
+        forward_chain([Conv2d(np.ones((2, 1, 3, 3)))], np.ones((8, 8)))
