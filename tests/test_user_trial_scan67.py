@@ -93,3 +93,19 @@ def test_a_sample_that_is_not_chw_is_one_line():
     with pytest.raises(InputError, match=r"field 'x0': expected one sample as a channels × height × width array, "
                                          r"got shape \(8, 8\)"):
         forward_chain([Conv2d(np.ones((2, 1, 3, 3)))], np.ones((8, 8)))
+
+
+def test_the_api_pages_own_chain_example_runs(capsys):
+    """docs/api.md's BPPSA example on a chain of one's own: the scan's gradients equal the reference BP's and
+    Algorithm 1 takes 2⌈log₂(n + 1)⌉ − 1 = 5 levels for n = 7 (the paper's step count, by hand); ``scan_flops``, which
+    counts a chain's steps, was not exported (only ``archsim.bppsa.vgg`` had it)."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
+    [example] = [body for body in re.findall(r"^```python\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
+                 if "scan_flops" in body]
+    exec(compile(example, "docs/api.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "5"
+    assert printed[2].split()[:3] == ["0", "bppsa", "5"] and printed[3].split()[:3] == ["1", "bp", "7"]

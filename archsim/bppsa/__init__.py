@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the names, for type checkers and the API docs
     from archsim.bppsa.scan import IDENTITY, ScanRun, blelloch_scan, diamond, linear_scan
     from archsim.bppsa.sparse_cost import count_flops
     from archsim.bppsa.steps import blelloch_level_count, level_census, per_worker_memory, steps_with_workers
-    from archsim.bppsa.vgg import critical_path, vgg11_conv_stack, vgg_flops
+    from archsim.bppsa.vgg import critical_path, scan_flops, vgg11_conv_stack, vgg_flops
 
 # public name -> the module defining it
 _EXPORTS = {
@@ -49,6 +49,7 @@ _EXPORTS = {
     "rnn_forward": "archsim.bppsa.plain_bp",
     "rnn_scan_input": "archsim.bppsa.jacobians",
     "rnn_study": "archsim.bppsa.rnn_cost",
+    "scan_flops": "archsim.bppsa.vgg",
     "scan_input": "archsim.bppsa.jacobians",
     "steps_with_workers": "archsim.bppsa.steps",
     "transposed_jacobian": "archsim.bppsa.jacobians",
@@ -60,8 +61,8 @@ _EXPORTS = {
 __all__ = [
     "IDENTITY", "Conv2d", "Linear", "MaxPool2d", "RNNCell", "ReLU", "ScanRun", "backprop", "blelloch_level_count",
     "blelloch_scan", "count_flops", "critical_path", "diamond", "forward_chain", "level_census", "linear_scan",
-    "per_worker_memory", "rnn_backprop", "rnn_backward", "rnn_forward", "rnn_scan_input", "rnn_study", "scan_input",
-    "steps_with_workers", "transposed_jacobian", "vgg11_conv_stack", "vgg_flops", "weight_gradient",
+    "per_worker_memory", "rnn_backprop", "rnn_backward", "rnn_forward", "rnn_scan_input", "rnn_study", "scan_flops",
+    "scan_input", "steps_with_workers", "transposed_jacobian", "vgg11_conv_stack", "vgg_flops", "weight_gradient",
 ]
 
 
