@@ -109,3 +109,45 @@ def test_the_api_pages_own_chain_example_runs(capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "5"
     assert printed[2].split()[:3] == ["0", "bppsa", "5"] and printed[3].split()[:3] == ["1", "bp", "7"]
+
+
+def _page_text(path) -> str:
+    """A page less what differs between two writes of it: plotly's random element ids."""
+    import re
+
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "ID",
+                  path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(("flags", "function", "keywords"), [
+    (["rnn", "--seq-len", "10,30", "--processors", "64", "--dtype", "fp16"], "bppsa_rnn",
+     {"seq_len": "10,30", "processors": 64, "dtype": "fp16"}),
+    (["pruned-vgg11", "--width-divisor", "64", "--compare-levels", "1"], "bppsa_pruned_vgg11",
+     {"width_divisor": 64, "compare_levels": "1"})])
+def test_the_bppsa_functions_write_the_commands_page(flags, function, keywords, tmp_path, monkeypatch, capsys):
+    """``archsim.cluster_jobs(report=…)`` wrote its page; ``archsim.bppsa_rnn(report=…)`` and ``bppsa_pruned_vgg11``
+    were refused ("unknown keyword"), the page only the command's. Now the function writes the command's page,
+    byte for byte but plotly's ids, its regenerating command line included."""
+    import archsim
+    from archsim import cli
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bppsa", *flags, "--report", "page.html"]) == 0
+    command_page = _page_text(tmp_path / "page.html")
+    (tmp_path / "page.html").unlink()
+    getattr(archsim, function)(**keywords, report="page.html")
+    assert _page_text(tmp_path / "page.html") == command_page
+    assert f"archsim bppsa {flags[0]} " in command_page
+
+
+@pytest.mark.parametrize("function", ["bppsa_rnn", "bppsa_pruned_vgg11"])
+def test_a_bppsa_page_at_a_folder_is_one_line_before_the_study(function, tmp_path, monkeypatch):
+    """A folder as ``report`` is refused as ``--report`` refuses it, before the study runs (nothing written)."""
+    import archsim
+
+    monkeypatch.setattr("archsim.bppsa_run.rnn_study", lambda *a, **k: pytest.fail("the study ran"))
+    monkeypatch.setattr("archsim.bppsa_run.vgg_study", lambda *a, **k: pytest.fail("the study ran"))
+    with pytest.raises(InputError, match=r"cannot write here \(a folder\): give a file name$"):
+        getattr(archsim, function)(report=tmp_path)
+    assert list(tmp_path.iterdir()) == []
