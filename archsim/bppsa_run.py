@@ -115,30 +115,26 @@ def rnn_page(report: str, done: StudyRun, *, seq_lens: list[int], processors: li
              array: ArrayConfig, dtype: str | None) -> Path:
     """``bppsa rnn --report``'s page of ``done`` at ``report``, for the command and ``archsim.bppsa_rnn(report=…)``
     alike, with the command line that regenerates it; returns the path written."""
-    from archsim.bppsa.report import rnn_sections  # plotly: only when a page is asked for
-    from archsim.report.page import write_page
+    from archsim.bppsa.report import write_rnn_page  # plotly: only when a page is asked for
 
     command = (f"archsim bppsa rnn --seq-len {','.join(map(str, seq_lens))} --hidden {hidden} --batch {batch} "
                f"--processors {','.join(map(str, processors))} --array {array.rows}x{array.cols} "
                f"--dataflow {array.dataflow}{width_flag(dtype, array)} --report {report}")
-    return write_page(report, "BPPSA: tanh RNN backward pass on systolic arrays",
-                      rnn_sections(done.table.frame(), command, done.meta["array"]))
+    return write_rnn_page(report, done.table.frame(), command, done.meta["array"])
 
 
 def vgg_page(report: str, done: StudyRun, *, compare_levels: list, width_divisor: int) -> Path:
     """``bppsa pruned-vgg11 --report``'s page of ``done`` at ``report`` (``compare_levels`` as given), for the command
     and ``archsim.bppsa_pruned_vgg11(report=…)`` alike, with the command line that regenerates it (the other settings
     read from the study's meta); returns the path written."""
-    from archsim.bppsa.report import vgg_sections  # plotly: only when a page is asked for
-    from archsim.report.page import write_page
+    from archsim.bppsa.report import write_vgg_page  # plotly: only when a page is asked for
 
     meta, divisor = done.meta, width_divisor
     sparsity = meta["sparsity"]
     command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {meta['seed']} --zeros {meta['zeros']} "
                f"--up-levels {meta['up_levels']} --compare-levels {','.join(map(str, compare_levels))} "
                f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {report}")
-    return write_page(report, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",
-                      vgg_sections(done.table.rename(columns={"product": "kind"}), done.summary, command))
+    return write_vgg_page(report, done.table.rename(columns={"product": "kind"}), done.summary, sparsity, command)
 
 
 def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None) -> int | None:
