@@ -151,3 +151,18 @@ def test_a_bppsa_page_at_a_folder_is_one_line_before_the_study(function, tmp_pat
     with pytest.raises(InputError, match=r"cannot write here \(a folder\): give a file name$"):
         getattr(archsim, function)(report=tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_vgg11_levels_as_the_paper_page_counts_them():
+    """docs/papers/bppsa.md reads Fig. 3's rows: for n = 21 (22 elements), K = ⌈log₂ 22⌉ = 5, so Algorithm 1's lines
+    1 and 8 give up-sweep d = 0…K−2 (4 levels) and down-sweep d = K−1…0 (5); the depth-2 hybrid: 2 up-sweep levels,
+    a linear scan over the ⌈22 / 4⌉ = 6 block roots (5 steps), down-sweep d = 1, 0. Hand counts from the printed
+    algorithm, against the scan's recorded levels (the page's first statement of them)."""
+    from archsim.bppsa import blelloch_scan
+
+    full = blelloch_scan(list(range(22)), op=lambda a, b: a).levels
+    assert [phase for phase, _ in full] == ["up"] * 4 + ["down"] * 5
+    assert [d for _, d in full] == [0, 1, 2, 3, 4, 3, 2, 1, 0]
+    hybrid = blelloch_scan(list(range(22)), up_levels=2, op=lambda a, b: a).levels
+    assert [phase for phase, _ in hybrid] == ["up"] * 2 + ["linear"] * 5 + ["down"] * 2
+    assert [d for phase, d in hybrid if phase == "down"] == [1, 0]
