@@ -233,6 +233,24 @@ def check_blank(kwargs: dict, flags: set[str]) -> None:
             raise InputError(EMPTY_VALUE, field=name.replace("_", "-"))
 
 
+def command_outputs() -> dict[str, str]:
+    """What a command prints or writes and its function hands back as an object instead: each output flag's keyword
+    with the way to that output from the result (``archsim.cost(format="json")``, ``archsim.schedule(gantt=…)`` were
+    told only "unknown keyword"; train's and search's own words, :func:`~archsim.training.job_settings.elsewhere`,
+    come first)."""
+    printed = ("is how the command prints: the function returns the result it prints from, whose to_frame() is its "
+               "rows (to_dict(), where it has one, the --format json document)")
+    timeline = "the result's .timeline (a plan's: archsim.simulate(plan, profile, microbatches=M))"
+    return {"format": printed, "precision": printed, "out": printed,
+            "gantt": f"is the command's output: archsim.report.gantt.write_gantt(TIMELINE, PATH) writes it from "
+                     f"{timeline}",
+            "chrome_trace": f"is the command's output: archsim.report.export.write_chrome_trace(TIMELINE, PATH) writes "
+                            f"it from {timeline}",
+            "schedule_csv": f"is the command's output: archsim.report.export.write_pipeline_schedule_csv(TIMELINE, "
+                            f"PATH) writes it from {timeline}",
+            "dfg": "is the command's output: archsim.pipeline_dfg(plan, profile, out=PATH) writes it"}
+
+
 def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> None:
     """Keywords a function gathers in ``**options``: one not in ``valid`` is refused in one line naming it and
     the nearest valid one, not a TypeError from the function it reached; another training job's layout keyword
@@ -243,7 +261,7 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
     from archsim.validate import did_you_mean
 
     with as_keywords():  # called before the job speaks its keywords: the hint names them so
-        hints = elsewhere(what.removeprefix("archsim."))
+        hints = {**command_outputs(), **elsewhere(what.removeprefix("archsim."))}
     for name in sorted(set(given) - set(valid)):  # a near one only: gpus is no misspelt max_ops
         value = given.get(name) if isinstance(given, dict) else None  # a layout the hint quotes back
         hint = f" ({name} {with_layout(hints[name], value if isinstance(value, str) else None)})" if name in hints \

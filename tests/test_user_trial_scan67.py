@@ -166,3 +166,30 @@ def test_vgg11_levels_as_the_paper_page_counts_them():
     hybrid = blelloch_scan(list(range(22)), up_levels=2, op=lambda a, b: a).levels
     assert [phase for phase, _ in hybrid] == ["up"] * 2 + ["linear"] * 5 + ["down"] * 2
     assert [d for phase, d in hybrid if phase == "down"] == [1, 0]
+
+
+@pytest.mark.parametrize(("call", "keyword", "advice"), [
+    (lambda a: a.cost("ffnn8", format="json"), "format", "to_dict()"),
+    (lambda a: a.cost("ffnn8", out="costs.txt"), "out", "to_frame()"),
+    (lambda a: a.schedule("ffnn8", policy="gpipe", processors=2, unit_costs=True, gantt="g.html"), "gantt",
+     "archsim.report.gantt.write_gantt(TIMELINE, PATH)"),
+    (lambda a: a.schedule("ffnn8", policy="gpipe", processors=2, unit_costs=True, chrome_trace="t.json"),
+     "chrome_trace", "archsim.report.export.write_chrome_trace(TIMELINE, PATH)"),
+    (lambda a: a.pipeline(a.profile("ffnn8"), processors=2, method="layerpipe", dfg="d.json"), "dfg",
+     "archsim.pipeline_dfg(plan, profile, out=PATH)"),
+    (lambda a: a.pipeline(a.profile("ffnn8"), processors=2, method="layerpipe", gantt="g.html"), "gantt",
+     "archsim.simulate(plan, profile, microbatches=M)"),
+    (lambda a: a.bppsa_rnn(precision=3), "precision", "to_frame()"),
+])
+def test_a_commands_output_keyword_says_how_to_get_it_from_the_result(call, keyword, advice, tmp_path, monkeypatch):
+    """docs/api.md: a keyword no function takes is refused with "a command's output with what writes it from the
+    result"; only train and search said so, the other jobs (cost, schedule, pipeline, the studies) only "unknown
+    keyword" beside their keyword list, though a user brings --format, --out and --gantt from the command line."""
+    import archsim
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as refused:
+        call(archsim)
+    text = str(refused.value)
+    assert text.startswith(f"field '{keyword}': unknown keyword ({keyword} is ") and advice in text, text
+    assert "\n" not in text and list(tmp_path.iterdir()) == []
