@@ -193,3 +193,17 @@ def test_a_commands_output_keyword_says_how_to_get_it_from_the_result(call, keyw
     text = str(refused.value)
     assert text.startswith(f"field '{keyword}': unknown keyword ({keyword} is ") and advice in text, text
     assert "\n" not in text and list(tmp_path.iterdir()) == []
+
+
+def test_pruned_vgg11_bp_steps_are_the_linear_scans_with_one_move():
+    """docs/papers/bppsa.md: BP's 21 steps on VGG-11's n = 21 operators (8 convolutions and 8 ReLUs, 5 poolings) are
+    the linear scan's ◇, the first a move past the identity with no FLOPs, so 20 multiply; ``bppsa rnn`` counts
+    T − 1 multiplies (hand counts from Eq. 5's n + 1 elements)."""
+    import archsim
+
+    vgg = archsim.bppsa_pruned_vgg11(width_divisor=64, compare_levels="2")
+    bp = vgg.table[vgg.table.method == "bp"]
+    assert vgg.meta["bp_steps"] == len(bp) == 8 + 8 + 5
+    assert list(bp["product"])[0] == "id" and int(bp.flops.iloc[0]) == 0 and int((bp.flops > 0).sum()) == 20
+    rnn = archsim.bppsa_rnn(seq_len=10, processors=64)
+    assert rnn["bp_steps"].tolist() == [10 - 1]
