@@ -233,11 +233,12 @@ def check_blank(kwargs: dict, flags: set[str]) -> None:
             raise InputError(EMPTY_VALUE, field=name.replace("_", "-"))
 
 
-def command_outputs() -> dict[str, str]:
+def command_outputs(what: str) -> dict[str, str]:
     """What a command prints or writes and its function hands back as an object instead: each output flag's keyword
     with the way to that output from the result (``archsim.cost(format="json")``, ``archsim.schedule(gantt=…)`` were
     told only "unknown keyword"; train's and search's own words, :func:`~archsim.training.job_settings.elsewhere`,
-    come first)."""
+    come first); for ``archsim.pipeline`` (``what`` "pipeline with method=…") also what ``archsim pipeline`` runs
+    after the plan: its simulation (``--microbatches``, ``--schedule``) and its memory (``--memory``)."""
     printed = ("is how the command prints: the function returns the result it prints from, whose to_frame() is its "
                "rows (to_dict(), where it has one, the --format json document)")
     timeline = "the result's .timeline (a plan's: archsim.simulate(plan, profile, microbatches=M))"
@@ -248,7 +249,15 @@ def command_outputs() -> dict[str, str]:
                             f"it from {timeline}",
             "schedule_csv": f"is the command's output: archsim.report.export.write_pipeline_schedule_csv(TIMELINE, "
                             f"PATH) writes it from {timeline}",
-            "dfg": "is the command's output: archsim.pipeline_dfg(plan, profile, out=PATH) writes it"}
+            "dfg": "is the command's output: archsim.pipeline_dfg(plan, profile, out=PATH) writes it",
+            **({} if not what.startswith("pipeline") else {
+                name: f"is archsim pipeline's run of the plan: archsim.{job}(plan, profile, microbatches=M{extra}) {does}"
+                for name, job, extra, does in (
+                    ("microbatches", "simulate", "", "simulates it"),
+                    ("schedule", "simulate", ", schedule=…", "simulates it"),
+                    ("memory", "pipeline_memory", "", "gives its memory per processor"),
+                    ("optimizer", "pipeline_memory", ", optimizer=…", "gives its memory per processor"),
+                    ("capacity_gb", "pipeline_memory", ", capacity_gb=…", "gives its memory per processor"))})}
 
 
 def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> None:
@@ -261,7 +270,7 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
     from archsim.validate import did_you_mean
 
     with as_keywords():  # called before the job speaks its keywords: the hint names them so
-        hints = {**command_outputs(), **elsewhere(what.removeprefix("archsim."))}
+        hints = {**command_outputs(what), **elsewhere(what.removeprefix("archsim."))}
     for name in sorted(set(given) - set(valid)):  # a near one only: gpus is no misspelt max_ops
         value = given.get(name) if isinstance(given, dict) else None  # a layout the hint quotes back
         hint = f" ({name} {with_layout(hints[name], value if isinstance(value, str) else None)})" if name in hints \

@@ -180,11 +180,16 @@ def test_vgg11_levels_as_the_paper_page_counts_them():
     (lambda a: a.pipeline(a.profile("ffnn8"), processors=2, method="layerpipe", gantt="g.html"), "gantt",
      "archsim.simulate(plan, profile, microbatches=M)"),
     (lambda a: a.bppsa_rnn(precision=3), "precision", "to_frame()"),
+    (lambda a: a.pipeline(a.profile("ffnn8"), processors=2, method="layerpipe", microbatches=4), "microbatches",
+     "archsim.simulate(plan, profile, microbatches=M)"),
+    (lambda a: a.pipeline(a.profile("ffnn8"), processors=2, method="pipedream", memory=True), "memory",
+     "archsim.pipeline_memory(plan, profile, microbatches=M)"),
 ])
 def test_a_commands_output_keyword_says_how_to_get_it_from_the_result(call, keyword, advice, tmp_path, monkeypatch):
     """docs/api.md: a keyword no function takes is refused with "a command's output with what writes it from the
     result"; only train and search said so, the other jobs (cost, schedule, pipeline, the studies) only "unknown
-    keyword" beside their keyword list, though a user brings --format, --out and --gantt from the command line."""
+    keyword" beside their keyword list, though a user brings --format, --out and --gantt from the command line, and
+    archsim pipeline's --microbatches and --memory, which run the plan after it is made."""
     import archsim
 
     monkeypatch.chdir(tmp_path)
