@@ -212,3 +212,22 @@ def test_pruned_vgg11_bp_steps_are_the_linear_scans_with_one_move():
     assert list(bp["product"])[0] == "id" and int(bp.flops.iloc[0]) == 0 and int((bp.flops > 0).sum()) == 20
     rnn = archsim.bppsa_rnn(seq_len=10, processors=64)
     assert rnn["bp_steps"].tolist() == [10 - 1]
+
+
+def test_a_branching_networks_table_says_why_it_has_no_weight_versions(capsys, monkeypatch):
+    """``archsim pipeline`` printed ``weight_versions`` for a chain and dropped the column for a network with a
+    residual add (an ONNX ResNet block, docs/examples/tiny_resnet.csv) without a word; it now says why, naming the
+    first layer that reads two inputs (``add``: conv_b;stem, by reading the file)."""
+    from pathlib import Path
+
+    from archsim import cli
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    assert cli.main(["pipeline", "docs/examples/tiny_resnet.csv", "--processors", "2", "--method", "pipedream"]) == 0
+    out, err = capsys.readouterr()
+    assert "weight_versions" not in out
+    assert ("archsim pipeline: note: the network branches (add reads 2 inputs): PipeDream's stash depth, S − s + 1 "
+            "versions for the s-th of S stages, is a chain's, so the table states no weight_versions") in err
+    assert cli.main(["pipeline", "ffnn8", "--processors", "2", "--method", "pipedream"]) == 0
+    out, err = capsys.readouterr()
+    assert "weight_versions" in out and "branches" not in err
