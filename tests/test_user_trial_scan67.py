@@ -231,3 +231,22 @@ def test_a_branching_networks_table_says_why_it_has_no_weight_versions(capsys, m
     assert cli.main(["pipeline", "ffnn8", "--processors", "2", "--method", "pipedream"]) == 0
     out, err = capsys.readouterr()
     assert "weight_versions" in out and "branches" not in err
+
+
+def test_a_sweeps_network_with_a_typo_is_named_once(tmp_path, capsys):
+    """A spec's network file with a misspelt layer type: the error named the resolved path twice
+    (``network '/…/net.csv': /…/net.csv, line 3, field 'Type': …``); now once, as the spec names it."""
+    from archsim import cli
+
+    (tmp_path / "nets").mkdir()
+    (tmp_path / "nets" / "net.csv").write_text(
+        "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, "
+        "Type,\nc1, 8, 8, 3, 3, 3, 4, 1, 1, conv,\nc2, 8, 8, 3, 3, 4, 4, 1, 1, cnov,\n")
+    (tmp_path / "s.toml").write_text('[sweep]\nname = "s"\nnetworks = ["nets/net.csv"]\narrays = ["32x32"]\n'
+                                     'batches = [8]\nprocessors = [2]\nmethods = ["layerpipe"]\n')
+    assert cli.main(["sweep", str(tmp_path / "s.toml"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"archsim sweep: error: {tmp_path / 's.toml'}, line 3, field 'networks': network nets/net.csv, "
+                   "line 3, field 'Type': unknown layer type 'cnov'; choose one of conv, fc, matmul, pool, "
+                   "elementwise, batchnorm, deconv"), err
+    assert not (tmp_path / "out").exists()
