@@ -250,3 +250,28 @@ def test_a_sweeps_network_with_a_typo_is_named_once(tmp_path, capsys):
                    "line 3, field 'Type': unknown layer type 'cnov'; choose one of conv, fc, matmul, pool, "
                    "elementwise, batchnorm, deconv"), err
     assert not (tmp_path / "out").exists()
+
+
+def _busy_overlap(frame) -> float:
+    """Units during which both devices run an op (unit costs: ops are whole units)."""
+    spans = {device: {t for _, op in part.iterrows() for t in range(int(op.start), int(op.end))}
+             for device, part in frame.groupby("processor")}
+    first, second = spans.values()
+    return float(len(first & second))
+
+
+def test_fig5_which_ops_move_and_what_the_overlap_gains():
+    """Fig. 5 (a) → (b), as docs/papers/ooo-backprop.md states it: without fast-forwarding only one device works at a
+    time; with it device 2's four δ run before its four G's and device 1's D4, D3, D2, G4 run beside those G's —
+    4 units of overlap, the paper's 23 → 19 (hand count: 8 F + 8 G + 7 D = 23 units of work)."""
+    import archsim
+
+    mp = archsim.schedule("ffnn8", policy="mp", processors=2, unit_costs=True)
+    assert _busy_overlap(mp.timeline.to_frame()) == 0 and mp.makespan == 8 + 8 + 7
+    ff = archsim.schedule("ffnn8", policy="ooo-pipe1", processors=2, unit_costs=True).timeline.to_frame()
+    second = ff[ff.processor == "d2"].sort_values("start")
+    assert list(second.op.str.split(":").str[0]) == ["F5", "F6", "F7", "F8", "D8", "D7", "D6", "D5",
+                                                     "G8", "G7", "G6", "G5"]
+    beside = ff[(ff.processor == "d1") & (ff.start >= 12) & (ff.end <= 16)].sort_values("start")
+    assert list(beside.op.str.split(":").str[0]) == ["D4", "D3", "D2", "G4"]
+    assert _busy_overlap(ff) == 4 and ff.end.max() == 23 - 4
