@@ -6,6 +6,7 @@ array clock cycles, FLOPs counted. Re-exported by :mod:`archsim.api`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,14 +26,15 @@ def _warn(text: str) -> None:
 def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidden: int | str = 20,
               batch: int | str = 16, processors: str | int | Sequence[int | str] = "64,256,1024",
               array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
-              dtype: str | None = None, element_bytes: int | str | None = None) -> TableResult:
+              dtype: str | None = None, element_bytes: int | str | None = None,
+              report: str | Path | None = None) -> TableResult:
     """BPPSA's Fig. 8 as ``archsim bppsa rnn`` models it: a tanh RNN's backward pass (hidden size ``hidden``,
     ``batch`` samples) over each sequence length in ``seq_len`` (T ≥ 2) on each processor count in ``processors``,
-    BP against the parallel scan on systolic arrays (the array keywords as :func:`archsim.array_config`). Returns a
-    :class:`~archsim.table_result.TableResult` (``.table``: the rows the command prints; ``.meta``; ``to_dict()``:
-    its ``--format json`` document)."""
+    BP against the parallel scan on systolic arrays (the array keywords as :func:`archsim.array_config`); ``report``
+    writes the command's HTML page there. Returns a :class:`~archsim.table_result.TableResult` (``.table``: the rows
+    the command prints; ``.meta``; ``to_dict()``: its ``--format json`` document)."""
     from archsim.bppsa.rnn_cost import ONE_STEP
-    from archsim.bppsa_run import rnn_study
+    from archsim.bppsa_run import rnn_page, rnn_study
     from archsim.errors import InputError
 
     given = listed(seq_len, "seq-len")
@@ -44,45 +46,67 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     counts = [positive_int(value, "processors") for value in listed(processors, "processors")]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
     chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
-    done = rnn_study(each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn), hidden=hidden, batch=batch,
-                     array=chosen, dtype=dtype)
+    page = _page_path(report)
+    lengths, counts = each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn)
+    done = rnn_study(lengths, counts, hidden=hidden, batch=batch, array=chosen, dtype=dtype)
     for note in unread_keys_notes(config):  # as archsim bppsa rnn says it of its --config
         library_note(note, stacklevel=3)
+    if page is not None:
+        rnn_page(page, done, seq_lens=lengths, processors=counts, hidden=hidden, batch=batch, array=chosen, dtype=dtype)
     return TableResult.of(done.table.frame(), done.meta)
+
+
+def _page_path(report: str | Path | None) -> str | None:
+    """``report`` as the command's ``--report`` takes it, checked before the study runs (a folder, a path no file can
+    be written at: one line, nothing computed or written)."""
+    from archsim.api_keywords import check_path
+    from archsim.output_targets import check_target
+
+    if report is None:
+        return None
+    check_path(report, "report", "an output path")
+    check_target(str(report))
+    return str(report)
 
 
 @speaks_keywords
 def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_levels: int | str = "2",
                        compare_levels: str | int | Sequence[int | str] = "0,1,2", width_divisor: int | str = 1,
-                       zeros: str = "pattern", max_mflops: int | str | None = None) -> TableResult:
+                       zeros: str = "pattern", max_mflops: int | str | None = None,
+                       report: str | Path | None = None) -> TableResult:
     """BPPSA's Fig. 10 as ``archsim bppsa pruned-vgg11`` counts it: the FLOPs of every scan step of a VGG-11
     pruned to ``sparsity`` (``seed``: the pruning's and the input's), up-swept ``up_levels`` deep (``"full"``:
     Algorithm 1), against BP; ``compare_levels`` are the depths the meta's ``*_by_up_levels`` compare; ``width_divisor``
-    narrows every layer; ``zeros`` and ``max_mflops`` as their flags (None: its default). Returns a
+    narrows every layer; ``zeros`` and ``max_mflops`` as their flags (None: its default); ``report`` writes the
+    command's HTML page there. Returns a
     :class:`~archsim.table_result.TableResult` (``.table``: the steps the command prints; ``.meta``: the critical
     paths' FLOPs; ``to_dict()``: its ``--format json`` document)."""
     from archsim.bppsa.vgg import check_sparsity, check_width_divisor
     from archsim.bppsa_run import up_levels as depth_of
-    from archsim.bppsa_run import vgg_study
+    from archsim.bppsa_run import vgg_page, vgg_study
     from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
     from archsim.errors import InputError
     from archsim.validate import SEED_MAX
     from archsim.value_parsers import parse_float
 
     try:
-        fraction = parse_float(sparsity, low=0.0, high=1.0, what="a sparsity in [0, 1)")
+        fraction = parse_float(sparsity, low=-math.inf, what="a sparsity in [0, 1)")  # the range: check_sparsity's line
     except ValueError as exc:
         raise InputError(str(exc), field="sparsity") from None
     fraction = check_sparsity(fraction)
     seed = positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     depth = depth_of(str(up_levels).strip(), field="up_levels")
-    compare = sorted({0, *each_once([depth_of(str(x).strip(), full=False, field="compare_levels") or 0
-                                     for x in listed(compare_levels, "compare_levels")], "compare-levels", _warn)})
+    given = [depth_of(str(x).strip(), full=False, field="compare_levels") or 0
+             for x in listed(compare_levels, "compare_levels")]
+    compare = sorted({0, *each_once(given, "compare-levels", _warn)})
     divisor = check_width_divisor(positive_int(width_divisor, "width-divisor"), "width-divisor")
     check_choice(zeros, ZEROS, "zeros")
     limit = DEFAULT_MAX_SCAN_MFLOPS if max_mflops is None else positive_int(max_mflops, "max-mflops")
+    page = _page_path(report)
     done = vgg_study(sparsity=fraction, seed=seed, up_levels=depth, compare=compare, width_divisor=divisor,
                      zeros=zeros, max_mflops=limit)
+    if page is not None:
+        vgg_page(page, done, compare_levels=given, width_divisor=divisor)
     return TableResult.of(done.table, done.meta)
 
 

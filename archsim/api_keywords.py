@@ -239,11 +239,12 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
     (``archsim.search(tp=2)``) with what to give instead (:func:`~archsim.training.job_settings.elsewhere`), not a word it resembles (``top``)."""
     from archsim.console import as_keywords
     from archsim.errors import InputError
+    from archsim.output_hints import command_outputs
     from archsim.training.job_settings import elsewhere, with_layout
     from archsim.validate import did_you_mean
 
     with as_keywords():  # called before the job speaks its keywords: the hint names them so
-        hints = elsewhere(what.removeprefix("archsim."))
+        hints = {**command_outputs(what), **elsewhere(what.removeprefix("archsim."))}
     for name in sorted(set(given) - set(valid)):  # a near one only: gpus is no misspelt max_ops
         value = given.get(name) if isinstance(given, dict) else None  # a layout the hint quotes back
         hint = f" ({name} {with_layout(hints[name], value if isinstance(value, str) else None)})" if name in hints \

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.errors import InputError
@@ -101,6 +102,39 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
         meta[f"{column}_by_up_levels"] = "; ".join(f"{d}:{int(v)}" for d, v in zip(summary.up_levels, summary[column]))
     # a step's `kind` is printed as `product`: `kind` and `type` name a layer's kind elsewhere
     return StudyRun(frame.rename(columns={"kind": "product"}), meta, summary)
+
+
+def width_flag(dtype: str | None, array: ArrayConfig) -> str:
+    """The width flag that reproduces a run on its page's command line ("" at the default 1 byte)."""
+    if dtype is not None:
+        return f" --dtype {dtype}"
+    return f" --element-bytes {array.element_bytes}" if array.element_bytes != 1 else ""
+
+
+def rnn_page(report: str, done: StudyRun, *, seq_lens: list[int], processors: list[int], hidden: int, batch: int,
+             array: ArrayConfig, dtype: str | None) -> Path:
+    """``bppsa rnn --report``'s page of ``done`` at ``report``, for the command and ``archsim.bppsa_rnn(report=…)``
+    alike, with the command line that regenerates it; returns the path written."""
+    from archsim.bppsa.report import write_rnn_page  # plotly: only when a page is asked for
+
+    command = (f"archsim bppsa rnn --seq-len {','.join(map(str, seq_lens))} --hidden {hidden} --batch {batch} "
+               f"--processors {','.join(map(str, processors))} --array {array.rows}x{array.cols} "
+               f"--dataflow {array.dataflow}{width_flag(dtype, array)} --report {report}")
+    return write_rnn_page(report, done.table.frame(), command, done.meta["array"])
+
+
+def vgg_page(report: str, done: StudyRun, *, compare_levels: list, width_divisor: int) -> Path:
+    """``bppsa pruned-vgg11 --report``'s page of ``done`` at ``report`` (``compare_levels`` as given), for the command
+    and ``archsim.bppsa_pruned_vgg11(report=…)`` alike, with the command line that regenerates it (the other settings
+    read from the study's meta); returns the path written."""
+    from archsim.bppsa.report import write_vgg_page  # plotly: only when a page is asked for
+
+    meta, divisor = done.meta, width_divisor
+    sparsity = meta["sparsity"]
+    command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {meta['seed']} --zeros {meta['zeros']} "
+               f"--up-levels {meta['up_levels']} --compare-levels {','.join(map(str, compare_levels))} "
+               f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {report}")
+    return write_vgg_page(report, done.table.rename(columns={"product": "kind"}), done.summary, sparsity, command)
 
 
 def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None) -> int | None:

@@ -1,7 +1,7 @@
 """BPPSA numerics: the scan of transposed Jacobians reproduces plain numpy back-propagation (§3.1–3.5).
 
 References are independent of the code under test: BP is written as vector-Jacobian products
-(:mod:`archsim.bppsa.backprop`), Jacobians are also built column by column from the forward pass
+(:mod:`archsim.bppsa.plain_bp`), Jacobians are also built column by column from the forward pass
 or by finite differences, and nonzero counts are compared with Table 1's printed examples.
 """
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archsim.bppsa.backprop import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
+from archsim.bppsa.plain_bp import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
 from archsim.bppsa.jacobians import rnn_jacobian_t, rnn_scan_input, scan_input, transposed_jacobian
 from archsim.bppsa.layers import Conv2d, Linear, MaxPool2d, ReLU, forward, forward_chain, output_shape
 from archsim.bppsa.scan import IDENTITY, blelloch_scan, ceil_log2, linear_scan

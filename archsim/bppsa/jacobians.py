@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.bppsa.backprop import RNNCell, rnn_states
-from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, output_shape
+from archsim.bppsa.plain_bp import RNNCell, rnn_states
+from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, chain_gradient, output_shape
 
 if TYPE_CHECKING:
     import scipy.sparse as sp  # annotations only: loaded where used
@@ -135,13 +135,14 @@ def transposed_jacobian(layer: Layer, x_in: np.ndarray, *, prune_zeros: bool = T
 
 def scan_input(layers, activations, grad_output: np.ndarray, *, prune_zeros: bool = True) -> list:
     """Equation 5's array ``[∇x_n l, J_nᵀ, J_{n−1}ᵀ, …, J_1ᵀ]`` (gradient as a flat vector)."""
+    grad = chain_gradient(layers, activations, grad_output)
     jacobians = [transposed_jacobian(layer, activations[i], prune_zeros=prune_zeros)
                  for i, layer in enumerate(layers)]
-    return [np.asarray(grad_output, dtype=float).reshape(-1), *reversed(jacobians)]
+    return [grad, *reversed(jacobians)]
 
 
 def rnn_scan_input(cell: RNNCell, hs: np.ndarray, grad_last: np.ndarray) -> list:
     """``[∇h_{T−1}, J_{T−1}ᵀ, …, J_0ᵀ]`` with J_t = ∂h_t/∂h_{t−1} (h_{−1} is the initial state); shapes as
-    :func:`~archsim.bppsa.backprop.rnn_states` checks them."""
+    :func:`~archsim.bppsa.plain_bp.rnn_states` checks them."""
     hs, grad_last = rnn_states(cell, hs, grad_last)
     return [grad_last, *(rnn_jacobian_t(cell, hs[t]) for t in range(len(hs) - 1, -1, -1))]

@@ -112,8 +112,27 @@ def forward(layer: Layer, x: np.ndarray) -> np.ndarray:
 
 
 def forward_chain(layers: tuple[Layer, ...] | list[Layer], x0: np.ndarray) -> list[np.ndarray]:
-    """All activations ``[x_0, x_1, …, x_n]`` of the chain (Eq. 1)."""
+    """All activations ``[x_0, x_1, …, x_n]`` of the chain (Eq. 1); ``x0`` is one CHW sample (a 3-D array)."""
     activations = [np.asarray(x0, dtype=float)]
+    if activations[0].ndim != 3:
+        raise InputError(f"expected one sample as a channels × height × width array, got shape "
+                         f"{activations[0].shape}; a vector of n features is x.reshape(n, 1, 1)", field="x0")
     for layer in layers:
         activations.append(forward(layer, activations[-1]))
     return activations
+
+
+def chain_gradient(layers, activations, grad_output) -> np.ndarray:
+    """``grad_output`` (∇x_n l) as a flat float vector, once ``activations`` are the chain's (:func:`forward_chain`'s
+    n + 1, or the n layers' inputs) and the gradient has x_n's size; anything else refused in one line (numpy's
+    matmul or an index error, otherwise, deep in the scan). Read by the scan's input and by the reference BP."""
+    n, given = len(layers), len(activations)
+    if n == 0 or given not in (n, n + 1):
+        raise InputError(f"expected forward_chain's {n + 1} activations (or the {n} layers' inputs) for {n} layers, "
+                         f"got {given}", field="activations")
+    x_n = output_shape(layers[-1], np.shape(activations[n - 1]))
+    grad = np.asarray(grad_output, dtype=float).reshape(-1)
+    if grad.size != int(np.prod(x_n)):
+        raise InputError(f"expected the gradient of the last layer's output, {int(np.prod(x_n))} values (shape "
+                         f"{x_n}), got {grad.size}", field="grad_output")
+    return grad

@@ -6,11 +6,12 @@ Each figure's caption gives the command that regenerates it and what the model a
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from archsim.report.page import Section
+from archsim.report.page import Section, write_page
 
 
 def _caption(command: str, what: str, assumes: str) -> str:
@@ -99,3 +100,15 @@ def vgg_sections(frame: pd.DataFrame, summary: pd.DataFrame, command: str) -> li
                            VGG_ASSUMES)),
         (frame, _caption(command, "Every step.", VGG_ASSUMES)),
     ]
+
+
+def write_rnn_page(path: str, frame: pd.DataFrame, command: str, array: str) -> Path:
+    """``bppsa rnn``'s page of ``frame`` (its rows) at ``path``; returns the path written."""
+    return write_page(path, "BPPSA: tanh RNN backward pass on systolic arrays", rnn_sections(frame, command, array))
+
+
+def write_vgg_page(path: str, frame: pd.DataFrame, summary: pd.DataFrame, sparsity: float, command: str) -> Path:
+    """``bppsa pruned-vgg11``'s page of ``frame`` (its steps, ``kind`` per product) and ``summary`` at ``path``;
+    returns the path written."""
+    return write_page(path, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",
+                      vgg_sections(frame, summary, command))

@@ -138,7 +138,7 @@ def scan_steps(up_levels: int | None) -> int:
 
 def scan_flops(elements: list, up_levels: int | None = 2, on_step=None, on_part=None) -> pd.DataFrame:
     """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP on ``elements``
-    (:func:`vgg_elements`); ``on_step()``, if given, is called after each ◇, ``on_part(f)`` within a long
+    (:func:`vgg_elements`, or any chain's :func:`~archsim.bppsa.jacobians.scan_input`); ``on_step()``, if given, is called after each ◇, ``on_part(f)`` within a long
     product (:func:`~archsim.bppsa.sparse_cost.product_flops`): progress.
 
     ``critical`` marks, per sequential step, the largest operation — the one on the critical path

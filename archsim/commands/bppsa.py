@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.bppsa_run import PAPER_SEQ_LENS, each_once, up_levels
+from archsim.bppsa_run import PAPER_SEQ_LENS, each_once, rnn_page, up_levels, vgg_page
 from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -65,26 +65,12 @@ def run_rnn(args: argparse.Namespace) -> int:
     array = array_from_args(args)
     seq_lens, processors = each_once(args.seq_len, "seq-len", warn), each_once(args.processors, "processors", warn)
     done = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array, dtype=args.dtype)
-    rows, shape = done.table, done.meta["array"]
-    emit(render(rows, args.format, precision=args.precision, meta=done.meta), args)
+    emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     if args.report:
-        command = (f"archsim bppsa rnn --seq-len {','.join(map(str, seq_lens))} --hidden {hidden} --batch {batch} "
-                                      f"--processors {','.join(map(str, processors))} --array {array.rows}x{array.cols} "
-                                      f"--dataflow {array.dataflow}{_width_flag(args, array)} --report {args.report}")
-        from archsim.bppsa.report import rnn_sections  # plotly: only when a page is asked for
-        from archsim.report.page import write_page
-
-        path = write_page(args.report, "BPPSA: tanh RNN backward pass on systolic arrays",
-                          rnn_sections(rows.frame(), command, shape))
+        path = rnn_page(args.report, done, seq_lens=seq_lens, processors=processors, hidden=hidden, batch=batch,
+                        array=array, dtype=args.dtype)
         note_written(f"wrote {path}")
     return 0
-
-
-def _width_flag(args: argparse.Namespace, array) -> str:
-    """The width flag that reproduces the run on the report's command line ("" at the default 1 byte)."""
-    if args.dtype is not None:
-        return f" --dtype {args.dtype}"
-    return f" --element-bytes {array.element_bytes}" if array.element_bytes != 1 else ""
 
 
 def _width_divisor(text: str) -> int:
@@ -124,23 +110,14 @@ def run_vgg(args: argparse.Namespace) -> int:
     from archsim.outputs import render
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
-    depth = "full" if up_levels is None else up_levels  # as given, a number where it is one
     divisor = args.width_divisor
     compare = sorted({0, *each_once([_depth(x, "--compare-levels") for x in args.compare_levels], "compare-levels",
                                     warn)})
     done = vgg_study(sparsity=sparsity, seed=args.seed, up_levels=up_levels, compare=compare, width_divisor=divisor,
                      zeros=args.zeros, max_mflops=args.max_mflops)
-    frame, summary = done.table.rename(columns={"product": "kind"}), done.summary  # the page reads kind
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     if args.report:
-        command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {args.seed} --zeros {args.zeros} "
-                                      f"--up-levels {depth} --compare-levels {','.join(map(str, args.compare_levels))} "
-                                      f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {args.report}")
-        from archsim.bppsa.report import vgg_sections  # plotly: only when a page is asked for
-        from archsim.report.page import write_page
-
-        path = write_page(args.report, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",
-                          vgg_sections(frame, summary, command))
+        path = vgg_page(args.report, done, compare_levels=args.compare_levels, width_divisor=divisor)
         note_written(f"wrote {path}")
     return 0
 

@@ -225,7 +225,18 @@ def run(args: argparse.Namespace) -> int:
              "action order the forward after its backward, waits for the δ parts it lends): the weight versions "
              "they hold are bounded by that window but depend on the timing, so the table states no "
              "weight_versions (--memory --microbatches M does; see docs/concepts.md)")
+    elif stash is None and "weight_versions" not in records[0]:
+        note(branching_versions_note(network))
     return 0
+
+
+def branching_versions_note(network) -> str:
+    """Why a branching network's table has no ``weight_versions`` column, where a chain's has one: the stash depth
+    S − s + 1 is a chain's (:func:`stash_depths`); the column came and went with the network and nothing said why."""
+    first = next(layer for layer in network.layers if len(layer.inputs) != 1)
+    return (f"the network branches ({first.name} reads {len(first.inputs)} inputs): PipeDream's stash depth, "
+            "S − s + 1 versions for the s-th of S stages, is a chain's, so the table states no weight_versions "
+            "(--memory --microbatches M simulates them)")
 
 
 def write_dfg(path: str, plan, profile, meta: dict[str, object]) -> None:

@@ -69,10 +69,20 @@ def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
         try:
             layers = loaded_network(network, network_sha256(network)).layers
         except InputError as exc:
-            inner = str(exc) if exc.where.file else exc.message  # the network file's row and column, when known
-            raise spec_key_error(f"network {network!r}: {inner}", spec.source, "networks") from None
+            raise spec_key_error(network_error(spec.source, network, exc), spec.source, "networks") from None
         digests[network] = hashlib.sha256(repr(layers).encode()).hexdigest()
     return digests
+
+
+def network_error(source: str | None, network: str, exc: InputError) -> str:
+    """A network that does not load, named once as the spec names it, with the file's row and column where the
+    reader found them (``network net.csv, line 3, field 'Type': …``; the resolved path was said twice,
+    ``network '/…/net.csv': /…/net.csv, line 3, …``)."""
+    shown = spec_named(source, network)
+    if exc.where.file is None:
+        return f"network {shown!r}: {exc.message}"
+    where = replace(exc.where, file=shown) if Path(exc.where.file) == Path(network) else exc.where
+    return f"network {where}: {exc.message}"
 
 
 def spec_key_error(message: str, source: str | None, field: str) -> InputError:

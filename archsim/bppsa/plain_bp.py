@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, output_shape
+from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, chain_gradient, output_shape
 from archsim.errors import InputError
 
 
@@ -53,7 +53,7 @@ def backprop(layers: list[Layer] | tuple[Layer, ...], activations: list[np.ndarr
 
     ∇x_0 (the network input) is not needed for training and the exclusive scan does not produce it.
     """
-    grads = [np.asarray(grad_output, dtype=float).reshape(-1)]
+    grads = [chain_gradient(layers, activations, grad_output)]
     for i in range(len(layers) - 1, 0, -1):
         grads.append(backward(layers[i], activations[i], grads[-1]).reshape(-1))
     return grads
