@@ -47,6 +47,37 @@ def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
     return replace(device, arrays=arrays)
 
 
+def one_array_chip(config: str | Path | None) -> Device | None:
+    """The chip ``config`` states where it is a device file of one array that ``train`` reads
+    (:func:`~archsim.devices.device_file.load_device`) stating ``[device] static_watts``: a chip of that one array,
+    whose static power ``energy`` and ``cost --energy`` price over the array's own seconds (its cycles at its clock,
+    one array's time the chip's) by the formula a chip of several arrays is priced by
+    (:func:`archsim.energy_run.chip_priced_pj`). None for no file, a plain SCALE-Sim ``.cfg``, a device of several
+    arrays (:func:`chip_of`), one stating no static power (its leakage the energy table's alone, the model's own:
+    nothing to reprice) and a ``.cfg`` device file ``train`` refuses."""
+    from archsim.array.device_notes import device_array_count
+    from archsim.array.device_sections import is_device_toml
+    from archsim.devices.device_file import load_device
+    from archsim.errors import InputError
+
+    if config is None or device_array_count(config) != 1:
+        return None
+    try:
+        device = load_device(config)
+    except InputError:
+        if is_device_toml(config):  # read by the same reader already: never here
+            raise
+        return None
+    return device if device.static_watts > 0 else None
+
+
+def one_array_seconds(rows: Sequence[dict], clock_hz: float) -> list[dict[str, float]]:
+    """Each of ``cost``'s rows' F, G and δ seconds on a chip of one array (:func:`one_array_chip`): its
+    ``F/G/D_cycles`` at ``clock_hz`` (Hz), keyed as :func:`layer_chip_seconds`' columns."""
+    return [{f"{kind}_chip_seconds": float(row[f"{kind}_cycles"]) / clock_hz for kind in ("F", "G", "D")}
+            for row in rows]
+
+
 def layer_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, dtype: str,
                        element_bytes: int) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds on ``chip`` and their sum (:data:`CHIP_COLUMNS`), its elements
@@ -81,4 +112,4 @@ def chip_meta(chip: Device) -> dict[str, object]:
                "ops × host_s)" if host else "")}
 
 
-__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "layer_chip_seconds"]
+__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "layer_chip_seconds", "one_array_chip", "one_array_seconds"]

@@ -30,12 +30,14 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     the array's clock; where ``config`` is a device file of several arrays, each layer's F, G and δ seconds on the
     whole chip too (:mod:`archsim.chip_time`) and the meta's areas the chip's, as ``energy`` names them
     (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
-    width's own). The note: with ``energy``, a device file's ``static_watts`` left unread where ``energy`` leaves
-    it unread too (a device of one array: one array priced, as ``energy`` prices it, so the TOTAL stays energy's;
+    width's own). With ``energy`` on a device file of one array stating ``static_watts`` each layer's F/G/D pJ
+    prices that chip's static power over the array's F/G/D cycles at its clock, as ``energy`` prices it
+    (:func:`~archsim.chip_time.one_array_chip`), so the TOTAL stays energy's. The note: with ``energy``, a device
+    file's ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg`` train refuses:
     :func:`~archsim.array.device_notes.device_static_note`), else None."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
-    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds
+    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds, one_array_chip, one_array_seconds
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta, table_for
@@ -49,13 +51,19 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
     timed = None if chip is None else layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE,
                                                          array.element_bytes)
+    one = one_array_chip(config) if energy and chip is None else None  # a chip of one array stating static_watts
     if energy:
         from archsim.energy.model import with_layer_energy
         from archsim.energy_run import chip_layer_energy
 
         table, energies = energies_for(array, energy_table, config)
-        rows = with_layer_energy(rows, lowered, array, energies, engine) if chip is None or timed is None else \
-            chip_layer_energy(rows, lowered, array, energies, engine, timed, chip)  # the chip's leakage, as energy's
+        if chip is not None and timed is not None:  # the chip's leakage, as energy's
+            rows = chip_layer_energy(rows, lowered, array, energies, engine, timed, chip)
+        elif one is not None:  # the one array's chip: its static power over the array's seconds, as energy's
+            clock = array.clock_hz or one.arrays.clock_hz
+            rows = chip_layer_energy(rows, lowered, array, energies, engine, one_array_seconds(rows, clock), one)
+        else:
+            rows = with_layer_energy(rows, lowered, array, energies, engine)
     if timed is not None:
         rows = [{**row, **seconds} for row, seconds in zip(rows, timed, strict=True)]
     meta: dict[str, object] = {
@@ -75,6 +83,10 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         from archsim.energy_run import CHIP_LEAKAGE
 
         meta.update(chip_meta(chip), per_array=PER_ARRAY, **({"energy_leakage": CHIP_LEAKAGE} if energy else {}))
+    if one is not None:
+        from archsim.energy_run import ONE_ARRAY_LEAKAGE
+
+        meta["energy_leakage"] = ONE_ARRAY_LEAKAGE
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
     static = None

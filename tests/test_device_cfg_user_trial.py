@@ -154,8 +154,10 @@ def test_energy_prices_the_chips_static_watts_or_says_it_does_not_read_them(tmp_
     """``archsim energy --config mychip.cfg`` on a chip stating ``[device] static_watts = 20`` printed
     ``leakage_pj`` 0 and an average power with no word that the file's static power went unread (train and
     search add it: 20 W × chips × seconds); a note then named it. Since 2026-12-05 a chip of several arrays (32
-    here) is priced with it over the chip's seconds, as train prices it, so no note; a chip of one array is still
-    priced as one array, the figure named as unread; a chip without it gets no such note."""
+    here) is priced with it over the chip's seconds, as train prices it, and a chip of one array too, over that
+    array's cycles at 0.8 GHz (until 2026-12-05 priced as one array, the figure named as unread): no note. Only a
+    ``.cfg`` train refuses (here: without ``[memory]``) still leaves it unread, the note saying train's reason; a
+    chip without it gets no such note."""
     path = tmp_path / "mychip.cfg"
     path.write_text(CHIP)
     assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16", "--format", "json"]) == 0
@@ -167,9 +169,18 @@ def test_energy_prices_the_chips_static_watts_or_says_it_does_not_read_them(tmp_
     path.write_text(CHIP.replace("arrays = 32\n", "arrays = 1\n"))
     assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16", "--format", "json"]) == 0
     out, err = capsys.readouterr()
+    total = json.loads(out)["rows"][-1]
+    assert total["leakage_pj"] == pytest.approx(20 * total["cycles"] / 0.8e9 * 1e12, rel=1e-12)  # no table leakage
+    assert "static_watts" not in err
+    memory = "[memory]\nhbm_gib = 32\nhbm_gbps = 640\n"
+    assert memory in CHIP
+    path.write_text(CHIP.replace("arrays = 32\n", "arrays = 1\n").replace(memory, ""))
+    assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
     assert '"leakage_pj": 0' in out.replace(".0,", ",")  # the energy table's leakage: none
     (line,) = [text for text in err.splitlines() if "static_watts" in text]
-    assert line.startswith("archsim energy: note: ") and "20 W per chip" in line and "train and search" in line
+    assert line.startswith(f"archsim energy: note: {path} states [device] static_watts = 20 W per chip, unread: "
+                           "train refuses the file (a .cfg device file needs [memory]"), line
     path.write_text(CHIP.replace("static_watts = 20\n", "").replace("arrays = 32\n", "arrays = 1\n"))
     assert main(["energy", "ffnn8", "--config", str(path), "--dtype", "fp16"]) == 0
     assert "static_watts" not in capsys.readouterr().err

@@ -132,36 +132,72 @@ def test_cost_on_one_array_names_no_chip_area(capsys, tmp_path):
         assert meta["pe_array_mm2"] == pytest.approx(PES * (5824 + (2 * 16 + 32) * 5.98) / 1e6, rel=1e-12)
 
 
-def test_cost_energy_on_one_array_says_static_watts_is_unread_as_energy_does(capsys, tmp_path):
-    """Defect: cost --energy on a device of one array stating static_watts = 20 left it unread without a word, where
-    energy names it in a note. Both price that chip as one array (its layers sum to energy's), so cost now says the
-    same note: each kind's pJ is the dynamic pJ (the file without leakage) + (0.01 mW × 16,384 PEs + 0.1 mW × 2046
-    KiB) × that kind's cycles at 1 GHz (1 mW over 1 ns is 1 pJ), no 20 W in it."""
+LEAKY = "pe_leakage_mw = 0.01\nsram_leakage_mw_per_kib = 0.1\n"
+ONE_WATTS = 20 + (0.01 * PES + 0.1 * KIB) / 1000  # W: static_watts + one array's leakage (mW / 1000)
+
+
+def test_energy_on_one_array_prices_static_watts_over_its_seconds(capsys, tmp_path):
+    """Defect: energy on a device of one array stating static_watts = 20 left it unread (a note said so) where train
+    adds it, and a device of several arrays is priced with it. Now that array is the chip: each row's leakage_pj is
+    (20 W + 0.01 mW × 16,384 PEs + 0.1 mW × 2046 KiB) × its cycles at 1 GHz (1 W over 1 ns is 1,000 pJ), its
+    energy_pj the same file's dynamic pJ (without leakage or static power) plus that, and no note."""
+    flags = ["energy", "layerpipe_sample", "--batch", "8"]
+    leaky = _chip_of(tmp_path, "leaky.toml", 1, 20, LEAKY)
+    assert main([*flags, "--config", leaky, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    priced = json.loads(out)
+    dynamic = _json(capsys, [*flags, "--config", _chip_of(tmp_path, "bare.toml", 1, 0, "")])["rows"]
+    for row, own in zip(priced["rows"], dynamic, strict=True):
+        assert own["leakage_pj"] == 0
+        assert row["leakage_pj"] == pytest.approx(ONE_WATTS * row["cycles"] * 1000, rel=1e-12)
+        assert row["energy_pj"] == pytest.approx(own["energy_pj"] + ONE_WATTS * row["cycles"] * 1000, rel=1e-12)
+    total = priced["rows"][-1]
+    assert priced["meta"]["iteration_seconds"] == pytest.approx(total["cycles"] / 1e9, rel=1e-12)
+    assert priced["meta"]["average_power_w"] == pytest.approx(total["energy_pj"] / total["cycles"] / 1000, rel=1e-12)
+    assert "chip_seconds" not in total and "per_array" not in priced["meta"]  # one array's seconds are the chip's
+    assert "static_watts" not in err
+
+
+def test_cost_energy_on_one_array_prices_static_watts_as_energy_does(capsys, tmp_path):
+    """Defect: cost --energy on a device of one array stating static_watts = 20 priced one array's leakage alone
+    (a note said static_watts was unread). Now each kind's pJ is the dynamic pJ (the file without leakage or static
+    power) + (20 W + 0.01 mW × 16,384 PEs + 0.1 mW × 2046 KiB) × that kind's cycles at 1 GHz, the TOTAL energy's,
+    energy_leakage says so, and neither the command nor archsim.cost says a word of static_watts."""
     import warnings
 
     import archsim
 
-    leaky = _chip_of(tmp_path, "leaky.toml", 1, 20, "pe_leakage_mw = 0.01\nsram_leakage_mw_per_kib = 0.1\n")
+    leaky = _chip_of(tmp_path, "leaky.toml", 1, 20, LEAKY)
     bare = _chip_of(tmp_path, "bare.toml", 1, 0, "")
     flags = ["layerpipe_sample", "--batch", "8"]
     assert main(["cost", *flags, "--config", leaky, "--energy", "--format", "json"]) == 0
     out, err = capsys.readouterr()
-    priced = json.loads(out)["rows"]
-    dynamic = _json(capsys, ["cost", *flags, "--config", bare, "--energy"])["rows"]
-    for row, own in zip(priced, dynamic, strict=True):
+    priced = json.loads(out)
+    dynamic = _json(capsys, ["cost", *flags, "--config", bare, "--energy"])
+    for row, own in zip(priced["rows"], dynamic["rows"], strict=True):
         for kind in "FGD":
-            leakage = (0.01 * PES + 0.1 * KIB) * row[f"{kind}_cycles"]
-            assert row[f"{kind}_energy_pj"] == pytest.approx(own[f"{kind}_energy_pj"] + leakage, rel=1e-12)
-    (line,) = [text for text in err.splitlines() if "static_watts" in text]
-    assert line == (f"archsim cost: note: {leaky} states [device] static_watts = 20 W per chip: train and search add "
-                    "it × chips × iteration seconds; cost --energy prices one array, its F/G/D_energy_pj's leakage the "
-                    "energy table's, not it")
+            joules_pj = ONE_WATTS * row[f"{kind}_cycles"] * 1000
+            assert row[f"{kind}_energy_pj"] == pytest.approx(own[f"{kind}_energy_pj"] + joules_pj, rel=1e-12)
+    assert "static_watts" not in err
+    assert "static_watts plus its one array's leakage" in priced["meta"]["energy_leakage"]
+    assert "energy_leakage" not in dynamic["meta"]  # no static power: the model's leakage alone, as it was
     energy = _json(capsys, ["energy", *flags, "--config", leaky])
-    assert priced[-1]["energy_pj"] == pytest.approx(energy["rows"][-1]["energy_pj"], rel=1e-12)
-    assert main(["cost", *flags, "--config", leaky]) == 0  # no energy priced: nothing to say
-    assert "static_watts" not in capsys.readouterr().err
+    assert priced["rows"][-1]["energy_pj"] == pytest.approx(energy["rows"][-1]["energy_pj"], rel=1e-12)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        archsim.cost("layerpipe_sample", batch=8, config=leaky, energy=True)
-    assert [str(w.message) for w in caught if "static_watts" in str(w.message)] == [line.removeprefix(
-        "archsim cost: note: ")]
+        result = archsim.cost("layerpipe_sample", batch=8, config=leaky, energy=True)
+    assert not [w for w in caught if "static_watts" in str(w.message)]
+    assert result.to_dict()["rows"][-1]["energy_pj"] == priced["rows"][-1]["energy_pj"]
+
+
+def test_energy_and_train_charge_a_one_array_chip_the_same_static_watts(capsys, tmp_path):
+    """One formula on a chip of one array too: energy's leakage_pj over its seconds (the array's cycles at 1 GHz)
+    spends the watts train's energy_static_j spends per chip over its iteration, the file's 20 W (train refuses
+    leakage figures on a device file, so none here), and energy_static_j is 20 W × train's seconds."""
+    path = _chip_of(tmp_path, "mychip.toml", 1, 20, "")
+    cluster = write_file(tmp_path, "c.toml", '[cluster]\n\n[[servers]]\ngpus = 1\ndevice = "mychip.toml"\n')
+    energy = _json(capsys, ["energy", "layerpipe_sample", "--config", path, "--batch", "8"])
+    train = _json(capsys, ["train", "gpt2", "--cluster", str(cluster), "--global-batch", "1", "--seq", "64"])["meta"]
+    seconds = energy["rows"][-1]["cycles"] / 1e9
+    assert energy["rows"][-1]["leakage_pj"] == pytest.approx(20 * seconds * 1e12, rel=1e-12)
+    assert train["energy_static_j"] == pytest.approx(20 * train["iteration_seconds"], rel=1e-12)

@@ -67,17 +67,23 @@ _LEAKAGE_OF = {"energy": "energy prices one array, its leakage_pj the energy tab
 
 def device_static_note(config: str | Path, command: str = "energy") -> str | None:
     """What ``archsim energy`` (and ``archsim cost --energy``, ``command="cost"``) says of a ``--config`` device file
-    that states ``[device] static_watts`` (W per chip) where it does not price the chip (a device of one array, or a
-    ``.cfg`` train refuses: a device of several arrays it prices with it, :func:`archsim.energy_run.energy_document`):
-    train and search add it over the iteration, energy prices one array's dynamic joules and the energy table's
-    leakage (cost's layers sum to energy's), so the figure is named as unread here. None for a plain SCALE-Sim file
-    or one stating none."""
+    that states ``[device] static_watts`` (W per chip) where ``train`` refuses the file (a ``.cfg`` without
+    ``[memory]`` or a clock): no chip is read, so one array is priced with the energy table's leakage and the figure
+    is named as unread, with train's reason. None for a plain SCALE-Sim file, one stating none, and one ``train``
+    reads: its chip, of one array or several, is priced with it (:func:`archsim.energy_run.energy_document`)."""
+    from archsim.devices.device_file import load_device
+    from archsim.errors import InputError
+
     checked = _device_file(config)
     watts = 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
     if not watts:
         return None
-    return (f"{config} states [device] static_watts = {watts:g} W per chip: train and search add it × chips × "
-            f"iteration seconds; {_LEAKAGE_OF[command]}, not it")
+    try:
+        load_device(config)
+    except InputError as exc:
+        return (f"{config} states [device] static_watts = {watts:g} W per chip, unread: train refuses the file "
+                f"({exc.message}); {_LEAKAGE_OF[command]}")
+    return None
 
 
 def sweep_unused_device_note(config: str | Path, *, name: str | None = None) -> str | None:
