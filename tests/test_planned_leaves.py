@@ -1,14 +1,17 @@
 """``--placement planned`` across the leaves of an oversubscribed fabric: orders that only swap whole leaves of alike
-servers are tried once."""
+servers are tried once, and a search whose grid times the leaves' orders passes its cap runs on the kinds' orders (as
+it did before leaves were told apart) and says so, where it was refused."""
 
 from __future__ import annotations
 
 import itertools
+import json
 from math import factorial
 
 import pytest
-from test_ux67 import TINY, _leafy
+from test_ux67 import MODEL, TINY, _leafy
 
+from archsim.cli import main
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.placement import leaf_order_counts, order_count, orders_note, server_orders
 
@@ -84,3 +87,53 @@ def test_the_best_of_the_orders_left_is_the_best_of_all(tmp_path, capsys):
     planned = _train_meta([*argv, "--placement", "planned"], capsys)
     assert planned["iteration_seconds"] == min(min(t) for t in by_twins.values())
 
+
+TEN = ["--global-batch", "20", "--top", "1", "--refine", "0", "--schedule", "1f1b,gpipe", "--max-micro-batch", "4",
+       "--sequence-parallel", "both"]
+
+
+def test_a_search_whose_leaf_orders_pass_the_cap_runs_on_the_kinds_orders_and_says_so(tmp_path, capsys):
+    """Failed before (refused): ten alike one-GPU servers, leaves of 4, 4 and 2 at 2:1 give 10!/(4!·4!·2!) = 3,150
+    orders, 1,575 with the two alike leaves swapped once; the grid (TP·PP·DP of 10: 9 × 4 micro-batches × 3 recomputes
+    × 2 schedules × 2 = 432) times 1,575 passes the cap of 500,000, times the kind's one order not: the search runs on
+    that order (its rows the file order's) with one note naming both counts and the flag to narrow it."""
+    model = tmp_path / "tiny.toml"
+    model.write_text(TINY)
+    path = _leafy(tmp_path, (H,) * 10, per_leaf=4, gpus=1)
+    argv = ["search", str(model), "--cluster", path, *TEN, "--format", "json"]
+    assert main([*argv, "--placement", "planned"]) == 0
+    out, err = capsys.readouterr()
+    said = [line for line in err.splitlines() if "1,575" in line]
+    assert len(said) == 1 and "tried 1 server order," in said[0], err
+    assert "432 configurations × 1,575 = 680,400, above its limit of 500,000" in said[0]
+    assert "to 317 configurations or fewer (lower --max-micro-batch)" in said[0]  # 500,000 // 1,575
+    planned = json.loads(out)["rows"]
+    assert main([*argv, "--placement", "file"]) == 0
+    out, err = capsys.readouterr()
+    assert "1,575" not in err
+    filed = json.loads(out)["rows"]
+    assert [r["iteration_seconds"] for r in planned] == [r["iteration_seconds"] for r in filed]
+    assert planned[0]["placement"] == ",".join(map(str, range(10)))
+    # train tries the 1,575 orders of one layout: no note
+    assert order_count(load_gpu_cluster(path)) == 1575 and orders_note(load_gpu_cluster(path)) is None
+    import archsim  # the library says it once, as a UserWarning, in its keywords
+
+    with pytest.warns(UserWarning) as caught:
+        archsim.search(str(model), cluster=path, global_batch=20, top=1, refine=0, schedule=["1f1b", "gpipe"],
+                       max_micro_batch=4, sequence_parallel="both", placement="planned")
+    said = [str(w.message) for w in caught if "1,575" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith("placement='planned' tried 1 server order,")
+    assert "(lower max_micro_batch)" in said[0]
+
+
+@pytest.mark.long
+def test_the_eight_server_search_runs_again(tmp_path, capsys):
+    """``archsim search gpt3_1.3b.toml --global-batch 64 --placement planned`` on eight alike H100 servers four per
+    leaf at 2:1 ran before the leaves were told apart (one order) and was then refused (70 orders × 16,128
+    configurations); 35 orders still pass the cap, so it runs on the one order and says so (about 6 s)."""
+    cluster = tmp_path / "eight.toml"
+    cluster.write_text('[cluster]\nname = "eight"\n[network]\nnics_per_server = 8\nnic_gbps = 400\n'
+                       'servers_per_leaf = 4\noversubscription = 2\n[[servers]]\ncount = 8\ngpus = 8\ngpu = "h100"\n')
+    assert main(["search", MODEL, "--cluster", str(cluster), "--global-batch", "64", "--placement", "planned"]) == 0
+    err = capsys.readouterr().err
+    assert "would give 35 orders, the search's 16,128 configurations × 35 = 564,480" in err, err
