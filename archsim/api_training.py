@@ -309,7 +309,6 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
-    from archsim.training.placement import orders_note
     from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
@@ -377,7 +376,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
-                 orders_note(on) if placement == "planned" else "", *cluster_notes(on, "search")):
+                 result.orders_note, *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             library_note(note, stacklevel=3)

@@ -174,12 +174,13 @@ def test_planned_placement_is_the_best_of_all_24_orders_under_oversubscribed_lea
 
 def test_the_orders_counted_by_kind_and_leaf_and_the_file_order_first(tmp_path):
     """By hand: four servers of one kind under two leaves give 4!/(2!·2!) = 6 orders, of two kinds alternating over
-    the leaves (each server its own class) 4! = 24; without oversubscription the leaves are no class: 1 and
-    4!/(2!·2!) = 6, as before."""
+    the leaves (each server its own class) 4! = 24, each halved as the two leaves hold alike servers (an order and the
+    one that swaps the leaves whole lay groups out alike: 3 and 12); without oversubscription the leaves are no class:
+    1 and 4!/(2!·2!) = 6, as before."""
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.placement import order_count, orders_note, server_orders
 
-    for kinds, over, count in ((("h100",) * 4, 2, 6), (("h100", "a100-80gb") * 2, 2, 24), (("h100",) * 4, 1, 1),
+    for kinds, over, count in ((("h100",) * 4, 2, 3), (("h100", "a100-80gb") * 2, 2, 12), (("h100",) * 4, 1, 1),
                                (("h100", "a100-80gb") * 2, 1, 6)):
         cluster = load_gpu_cluster(_leafy(tmp_path, kinds, over))
         orders = server_orders(cluster)
@@ -188,7 +189,8 @@ def test_the_orders_counted_by_kind_and_leaf_and_the_file_order_first(tmp_path):
 
 
 def test_leaves_that_pass_the_cap_are_tried_by_kind_and_said(tmp_path, capsys):
-    """Sixteen alike servers, four per leaf: told apart by leaf 16!/(4!)⁴ = 63,063,000 orders, above the cap of 5,040,
+    """Sixteen alike servers, four per leaf: told apart by leaf 16!/(4!)⁴ = 63,063,000 orders, 2,627,625 once the 4!
+    swaps of the four alike leaves are counted once, above the cap of 5,040,
     so the one order of one kind is tried, as before, and one note on stderr says so (it said nothing)."""
     model = tmp_path / "tiny.toml"
     model.write_text(TINY)
@@ -196,24 +198,25 @@ def test_leaves_that_pass_the_cap_are_tried_by_kind_and_said(tmp_path, capsys):
             "--pp", "2", "--dp", "1", "--global-batch", "8", "--placement", "planned"]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    said = [line for line in err.splitlines() if "63,063,000" in line]
+    said = [line for line in err.splitlines() if "2,627,625" in line]
     assert len(said) == 1 and "tried 1 server order," in said[0] and "more than 5,040" in said[0], err
     assert main([*argv[:-1], "file"]) == 0
-    assert "63,063,000" not in capsys.readouterr().err
+    assert "2,627,625" not in capsys.readouterr().err
     import archsim  # the library says it as a UserWarning, in its keywords
     with pytest.warns(UserWarning) as caught:
         archsim.train(str(model), cluster=argv[3], pp=2, global_batch=8, placement="planned")
-    said = [str(w.message) for w in caught if "63,063,000" in str(w.message)]
+    said = [str(w.message) for w in caught if "2,627,625" in str(w.message)]
     assert len(said) == 1 and said[0].startswith("placement='planned' tried 1 server order,")
 
 
 def test_a_search_too_large_for_its_planned_orders_names_the_placement(tmp_path, capsys):
-    """Eight alike servers four per leaf: 8!/(4!·4!) = 70 planned orders (one before), so the default grid times 70
-    passes the search's cap; the refusal names ``--placement`` (its flags alone could not tell what grew it)."""
-    cluster = tmp_path / "eight.toml"
-    cluster.write_text('[cluster]\nname = "eight"\n[network]\nnics_per_server = 8\nnic_gbps = 400\n'
-                       'servers_per_leaf = 4\noversubscription = 2\n[[servers]]\ncount = 8\ngpus = 8\ngpu = "h100"\n')
+    """Four H100 and four A100 servers: 8!/(4!·4!) = 70 orders of their kinds, so the default grid (16,128
+    configurations) times 70 passes the search's cap; the refusal names ``--placement`` (its flags alone could not tell
+    what grew it). (Eight alike servers four per leaf run instead, on their kind's one order: test_planned_leaves.py.)"""
+    cluster = tmp_path / "mixed.toml"
+    cluster.write_text('[cluster]\nname = "mixed"\ninter_server_gbps = 400\n[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100"\n'
+                       '[[servers]]\ncount = 4\ngpus = 8\ngpu = "a100-80gb"\n')
     assert main(["search", MODEL, "--cluster", str(cluster), "--global-batch", "64", "--placement", "planned"]) == 2
     err = capsys.readouterr().err
-    assert "server orders)" in err and err.rstrip().endswith(
+    assert "1,128,960 configurations" in err and "server orders)" in err and err.rstrip().endswith(
         "or one server order (--placement file or I,J,…) where --placement planned tries 70"), err

@@ -204,12 +204,8 @@ def run(args: argparse.Namespace) -> int:
     if dtype_note:  # as train's: the checkpoint's precision is not the one priced
         note(dtype_note)
     note_unread_cluster_keys(cluster, "search")  # the search done: notes never precede an error line
-    if args.placement == "planned":
-        from archsim.training.placement import orders_note
-
-        tried = orders_note(cluster)  # each kind's servers in the file's order: leaves told apart pass the cap
-        if tried:
-            note(tried)
+    if result.orders_note:  # each kind's servers in the file's order: leaves told apart pass a cap
+        note(result.orders_note)
     if why is not None:
         note(why)
     if args.objective == "energy":

@@ -8,8 +8,10 @@ expanded); ``planned`` tries every distinct order (servers of the same GPU, GPU 
 are interchangeable, and under an oversubscribed fabric only within their leaf: :func:`server_classes`) and keeps
 the best for each configuration, together with its stage split when the layers are planned too. Orders that lay a
 configuration out alike — every rank on the same machine and the same servers used — are tried once
-(:func:`layouts`). A brute force: refused above :data:`MAX_ORDERS` distinct orders of the servers' kinds; where
-telling leaves apart passes it, the kinds' orders are tried and :func:`orders_note` says so.
+(:func:`layouts`), and so are orders that only swap whole leaves of alike servers, left out before any is laid out
+(:func:`server_orders`). A brute force: refused above :data:`MAX_ORDERS` distinct orders of the servers' kinds; where
+telling leaves apart passes it (or, in a search, passes the configurations' cap with the grid), the kinds' orders are
+tried and a note says so (:func:`orders_note`).
 """
 
 from __future__ import annotations
@@ -54,63 +56,103 @@ def _multinomial(classes: list) -> int:
     return factorial(len(classes)) // prod(factorial(n) for n in counts.values())
 
 
+def _alike_leaves(classes: list[tuple]) -> dict:
+    """Each leaf of ``classes`` ((kind, leaf) pairs; leaf None: not told apart) → the leaf before it (lower index) that
+    holds the same kinds of servers, or None for the first of those. Two such leaves have alike servers and alike links
+    (the fabric asks only whether a group's servers share a leaf), so orders that swap them whole price the same."""
+    held: dict = {}
+    for kind, leaf in classes:
+        if leaf is not None:
+            held.setdefault(leaf, []).append(kind)
+    last: dict = {}
+    before: dict = {}
+    for leaf in sorted(held):
+        key = tuple(sorted(held[leaf], key=repr))  # the leaf's kinds, whatever their servers' order
+        before[leaf] = last.get(key)
+        last[key] = leaf
+    return before
+
+
+def _distinct_orders(classes: list[tuple]) -> int:
+    """How many orders of ``classes`` differ other than by swapping alike leaves whole (:func:`_alike_leaves`): the
+    multinomial over the classes, over k! for each k alike leaves (every leaf appears in an order, so each swap gives
+    another order of the classes and each order has k! swapped twins)."""
+    runs: dict = {}  # the first leaf of each set of alike ones → how many
+    for leaf, before in _alike_leaves(classes).items():
+        runs[leaf] = 1 if before is None else runs.pop(before) + 1
+    return _multinomial(classes) // prod(factorial(n) for n in runs.values())
+
+
 def _kinds_and_leaves(cluster) -> tuple[list[tuple], list[tuple]]:
-    """Each server's kind (:func:`_kind`), and its kind with its leaf (:func:`_leaf`)."""
+    """Each server's kind (:func:`_kind`) with no leaf (None), and its kind with its leaf (:func:`_leaf`)."""
     kinds = [_kind(cluster, s) for s in range(len(cluster.starts) - 1)]
-    return kinds, [(kind, _leaf(cluster, s)) for s, kind in enumerate(kinds)]
+    return [(kind, None) for kind in kinds], [(kind, _leaf(cluster, s)) for s, kind in enumerate(kinds)]
 
 
-def server_classes(cluster) -> list[tuple]:
-    """Each server's class, servers of one class interchangeable in an order: its kind and, under an oversubscribed
-    fabric, its leaf (two alike servers under different leaves lay groups and hops over the spine differently), unless
-    telling the leaves apart gives more than :data:`MAX_ORDERS` orders: then the kind alone, each kind's servers in
-    the file's order (:func:`orders_note` says so)."""
+def server_classes(cluster, most: int = MAX_ORDERS) -> list[tuple]:
+    """Each server's class, servers of one class interchangeable in an order: (its kind, its leaf) under an
+    oversubscribed fabric (two alike servers under different leaves lay groups and hops over the spine differently),
+    unless telling the leaves apart gives more than ``most`` orders (:func:`_distinct_orders`; the search's grid may
+    allow fewer than :data:`MAX_ORDERS`): then (its kind, None), each kind's servers in the file's order
+    (:func:`orders_note` says so)."""
     kinds, leaves = _kinds_and_leaves(cluster)
-    return leaves if _multinomial(leaves) <= MAX_ORDERS else kinds
+    return leaves if _distinct_orders(leaves) <= most else kinds
 
 
-def order_count(cluster) -> int:
-    """How many distinct server orders ``planned`` tries (a multinomial over :func:`server_classes`)."""
-    return _multinomial(server_classes(cluster))
+def order_count(cluster, most: int = MAX_ORDERS) -> int:
+    """How many distinct server orders ``planned`` tries (:func:`server_classes`, alike leaves swapped whole counted
+    once: :func:`_distinct_orders`)."""
+    return _distinct_orders(server_classes(cluster, most))
+
+
+def leaf_order_counts(cluster) -> tuple[int, int]:
+    """(the distinct orders of the servers' kinds, of their kinds and leaves): the orders ``planned`` tries without
+    and with telling leaves apart (:func:`_distinct_orders`)."""
+    kinds, leaves = _kinds_and_leaves(cluster)
+    return _distinct_orders(kinds), _distinct_orders(leaves)
 
 
 def orders_note(cluster) -> str | None:
     """The line saying ``planned`` tried each kind's servers in the file's order where telling their leaves apart
-    would give more than :data:`MAX_ORDERS` orders; None where it told them apart (or nothing to tell)."""
-    kinds, leaves = _kinds_and_leaves(cluster)
-    apart, tried = _multinomial(leaves), _multinomial(kinds)
+    would give more than :data:`MAX_ORDERS` orders; None where it told them apart (or nothing to tell). The search's
+    own note, where its grid times the leaves' orders passes its cap: :func:`archsim.training.search_limits.check_search_size`."""
+    tried, apart = leaf_order_counts(cluster)
     if apart <= MAX_ORDERS or tried > MAX_ORDERS:  # all tried, or refused (server_orders)
         return None
     many = f"{apart:,}" if apart < 10**12 else f"about 10^{len(str(apart)) - 1}"  # 2,048 servers: 4,000 digits
     return (f"{setting('placement', 'planned')} tried {tried:,} server order{'s' * (tried != 1)}, each kind's servers "
-            f"kept in the file's order: telling apart the leaves of the oversubscribed fabric would give {many} "
-            f"orders (more than {MAX_ORDERS:,}); give an order with {setting('placement', placeholder='I,J,…')} to "
-            "place servers across leaves")
+            f"kept in the file's order: telling apart the leaves of the oversubscribed fabric would give "
+            f"{many} orders (more than {MAX_ORDERS:,}); give an order with "
+            f"{setting('placement', placeholder='I,J,…')} to place servers across leaves")
 
 
-def server_orders(cluster) -> list[tuple[int, ...]]:
-    """Every distinct order of the servers (file order first) by :func:`server_classes`, or an input error above
-    :data:`MAX_ORDERS`."""
-    count = order_count(cluster)
+def server_orders(cluster, most: int = MAX_ORDERS) -> list[tuple[int, ...]]:
+    """Every distinct order of the servers (file order first) by :func:`server_classes`, one of each set that differ
+    only by swapping alike leaves whole (their leaves first met in the file's order: :func:`_alike_leaves`), or an
+    input error above :data:`MAX_ORDERS`. Those twins are left out here, before any is laid out."""
+    count = order_count(cluster, most)
     if count > MAX_ORDERS:
         raise InputError(f"{setting('placement', 'planned')} tries every distinct server order: this cluster has "
                          f"{count:,} (more than {MAX_ORDERS:,}); give one with {setting('placement', placeholder='I,J,…')} "
                          "or use fewer server kinds",
                          field="placement")
-    kinds = server_classes(cluster)
+    classes = server_classes(cluster, most)
+    before = _alike_leaves(classes)
     out: list[tuple[int, ...]] = []
 
-    def extend(prefix: list[int], left: list[int]) -> None:
+    def extend(prefix: list[int], left: list[int], met: frozenset) -> None:
         if not left:
             out.append(tuple(prefix))
             return
         seen = set()
         for k, server in enumerate(left):
-            if kinds[server] not in seen:  # the first unused server of each kind: no duplicate orders
-                seen.add(kinds[server])
-                extend([*prefix, server], left[:k] + left[k + 1:])
+            leaf = classes[server][1]
+            if classes[server] in seen or (leaf not in met and before.get(leaf) not in met | {None}):
+                continue  # a duplicate, or a leaf met before an alike one of lower index: a swapped twin
+            seen.add(classes[server])  # the first unused server of each class: no duplicate orders
+            extend([*prefix, server], left[:k] + left[k + 1:], met | {leaf})
 
-    extend([], list(range(len(kinds))))
+    extend([], list(range(len(classes))), frozenset())
     return out
 
 
@@ -156,5 +198,5 @@ def order_text(order: tuple[int, ...] | None) -> str:
     return "" if order is None else ",".join(map(str, order))
 
 
-__all__ = ["MAX_ORDERS", "layouts", "order_count", "order_text", "orders_note", "parse_placement", "server_classes",
-           "server_orders"]
+__all__ = ["MAX_ORDERS", "layouts", "leaf_order_counts", "order_count", "order_text", "orders_note",
+           "parse_placement", "server_classes", "server_orders"]

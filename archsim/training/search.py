@@ -36,7 +36,7 @@ from archsim.training.fp8_ops import check_fp8
 from archsim.training.moe_overlap import check_config
 from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.parallel import Parallelism
-from archsim.training.placement import layouts, server_orders
+from archsim.training.placement import MAX_ORDERS, layouts, order_count, orders_note, server_orders
 from archsim.training.search_cost import Coster, objective_value
 from archsim.training.search_experts import expert_degrees, expert_tp_degrees
 from archsim.training.search_fit import fit_candidate
@@ -75,7 +75,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
     schedules; then PP × chunks need not divide the layers); ``placement``: ``file`` (the servers in
     the file's order) or ``planned`` (each candidate on its best server order,
-    :mod:`archsim.training.placement`); ``only(candidate)``: an extra filter (e.g. the configurations a
+    :mod:`archsim.training.placement`; the result's ``orders_note`` says where each kind's servers kept the file's
+    order: :func:`~archsim.training.search_limits.check_search_size`); ``only(candidate)``: an extra filter (e.g. the configurations a
     measurement covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how
     much faster the planned split is than the even one, ``placement_gain`` the planned order than the
     file's, as fractions of the latter's time. ``max_actions``: refuse (before simulating) a re-timing
@@ -112,8 +113,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
     cp_divides_rule(cps, counts)
-    check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, placement, cps,
-                      cp_comms, eps, etps)
+    planned = check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
+                                placement, cps, cp_comms, eps, etps)
     for n in counts:
         check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
@@ -122,8 +123,9 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
                                 fsdp_grad_sync, eps, etps, fp8, fp8_param_gather)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
-        check_planning_work(c, cluster, global_batch, grid, placement)
-    orders = server_orders(cluster) if placement == "planned" else None
+        check_planning_work(c, cluster, global_batch, grid,
+                            min(order_count(cluster, planned.most), MAX_ORDERS + 1) if placement == "planned" else 1)
+    orders = server_orders(cluster, planned.most) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp, cp, ep, etp) → the distinct layouts of the server orders (each group's links)
     rejected: Counter = Counter()
     coster = Coster(c, cluster, global_batch)
@@ -204,7 +206,9 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     for row in rows:  # the rows' own times decide it, as they do the front's
         row["pareto_optimal"] = make.keep[id(row)] in on_front
     dropped = identical_rows_dropped(first, retimed, rows, twins)
-    return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, dropped, sharded)
+    said = (planned.note or orders_note(cluster)) if placement == "planned" else None
+    return SearchResult(rows, {r: rejected[r] for r in order}, len(grid), len(costed), front, dropped, sharded,
+                        orders_note=said)
 
 
 __all__ = ["search"]

@@ -4,26 +4,50 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.placement import MAX_ORDERS, order_count
+from archsim.training.placement import MAX_ORDERS, leaf_order_counts, order_count
 from archsim.training.search_fit import planner_refuses
 from archsim.training.search_space import MAX_CANDIDATES, Candidate, candidate_count, check_distinct, rejection
 from archsim.workload.transformer import TransformerConfig
 
 
+@dataclass(frozen=True)
+class PlannedOrders:
+    """The server orders a search's ``--placement planned`` may try: ``most`` (:data:`MAX_ORDERS`, or fewer where the
+    grid times the leaves' orders would pass :data:`MAX_CANDIDATES`: :func:`archsim.training.placement.server_classes`),
+    and the ``note`` that says each kind's servers kept the file's order for that (None where they did not)."""
+
+    most: int = MAX_ORDERS
+    note: str | None = None
+
+
+def _sizes(counts, micro_batches, schedules, chunks, cps, cp_comms, eps, etps) -> dict[str, int]:
+    """How much each flag grows a grid (the values it takes), in the order a refusal names them."""
+    return {"max-micro-batch": len(micro_batches), "gpus": len(counts), "chunks": len(chunks),
+            "schedule": len(schedules), "cp": len(cps) * len(cp_comms), "ep": len(eps), "etp": len(etps)}
+
+
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
-                      placement: str = "file", cps=(1,), cp_comms=("p2p",), eps=(1,), etps=(None,)) -> None:
+                      placement: str = "file", cps=(1,), cp_comms=("p2p",), eps=(1,), etps=(None,)) -> PlannedOrders:
     """Refuse, before any candidate is built, a grid above :data:`MAX_CANDIDATES` (× the server orders a
-    planned placement tries), naming the flags that size it."""
-    size = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps, cp_comms, eps,
+    planned placement tries), naming the flags that size it. Where telling apart the leaves of an oversubscribed fabric
+    would pass it and the kinds' orders would not, those are tried (as before the leaves were told apart, so a search
+    that ran still runs), said by the result's note."""
+    base = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps, cp_comms, eps,
                            etps)
-    orders = min(order_count(cluster), MAX_ORDERS + 1) if placement == "planned" else 1
-    size *= orders
+    sizes = _sizes(counts, micro_batches, schedules, chunks, cps, cp_comms, eps, etps)
+    planned = PlannedOrders()
+    if placement == "planned":
+        tried, apart = leaf_order_counts(cluster)
+        if tried < apart <= MAX_ORDERS and base * apart > MAX_CANDIDATES >= base * tried:
+            planned = PlannedOrders(tried, _grid_note(tried, apart, base, sizes))
+    orders = min(order_count(cluster, planned.most), MAX_ORDERS + 1) if placement == "planned" else 1
+    size = base * orders
     if size > MAX_CANDIDATES:
-        sizes = {"max-micro-batch": len(micro_batches), "gpus": len(counts), "chunks": len(chunks),
-                 "schedule": len(schedules), "cp": len(cps) * len(cp_comms), "ep": len(eps), "etp": len(etps),
-                 "placement": orders}
+        sizes["placement"] = orders
         field = max(sizes, key=sizes.__getitem__)  # the flag that grows it most (ties: the first named)
         fewer = ", ".join(setting(flag) for flag in ("gpus", "schedule", "chunks", "cp", "cp-comm", "ep"))
         raise InputError(f"this search would enumerate {size:,} configurations (GPU counts × TP·PP·DP × micro-batches "
@@ -35,6 +59,22 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
                             f"{setting('placement', 'planned')} tries {orders:,}" if orders > 1 else ""), field=field)
     check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks, cp=cps, ep=eps,
                    **{"cp-comm": cp_comms})
+    return planned
+
+
+def _grid_note(tried: int, apart: int, base: int, sizes: dict[str, int]) -> str:
+    """The note of a search that tried the ``tried`` orders of the servers' kinds because the ``apart`` orders of their
+    kinds and leaves times its grid of ``base`` configurations passed :data:`MAX_CANDIDATES`, naming the flag that grows
+    the grid most (``sizes``: :func:`_sizes`) to narrow it by."""
+    flag = max(sizes, key=sizes.__getitem__)  # ties: the first named
+    narrow = "" if sizes[flag] < 2 else \
+        f" (lower {setting(flag)})" if flag == "max-micro-batch" else f" (give fewer {setting(flag)})"
+    return (f"{setting('placement', 'planned')} tried {tried:,} server order{'s' * (tried != 1)}, each kind's servers "
+            f"kept in the file's order: telling apart the leaves of the oversubscribed fabric would give "
+            f"{apart:,} orders, the search's {base:,} configurations × {apart:,} = {base * apart:,}, above "
+            f"its limit of {MAX_CANDIDATES:,}; narrow the search to {MAX_CANDIDATES // apart:,} configurations or fewer"
+            f"{narrow} or give an order with {setting('placement', placeholder='I,J,…')} to place servers across "
+            "leaves")
 
 
 # The planner's work a search may do under --balance planned, in table cells (PP × (layers + 3)² per split
@@ -46,16 +86,15 @@ CACHED_ROW_CELLS = 20_000
 
 
 def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: list[Candidate],
-                        placement: str = "file",
-                        hint: str | None = None) -> None:
+                        orders: int = 1, hint: str | None = None) -> None:
     """Refuse, before any split is planned, a ``--balance planned`` search whose splits (one per candidate
-    that passes the rules and has several stages, × the server orders a planned placement tries) fill more
-    than :data:`MAX_PLANNING_CELLS` weighted cells."""
+    that passes the rules and has several stages, × ``orders``: the server orders a planned placement tries) fill
+    more than :data:`MAX_PLANNING_CELLS` weighted cells."""
     row = (c.layers + 3) ** 2
     weight = 1 if row <= CACHED_ROW_CELLS else 12
     stages = sum(k.pp for k in grid if k.plannable and rejection(c, k, global_batch, cluster.gpus_per_server, True) is None
                  and not planner_refuses(c, k.parallelism(global_batch)))  # those take a fixed split, unplanned
-    cells = stages * row * weight * (min(order_count(cluster), MAX_ORDERS + 1) if placement == "planned" else 1)
+    cells = stages * row * weight * orders
     if cells > MAX_PLANNING_CELLS:  # hint None: the search's grid, named as the caller spells its settings
         hint = hint or f"a smaller grid ({', '.join(map(setting, ('gpus', 'max-micro-batch', 'schedule', 'chunks')))})"
         raise InputError(f"{setting('balance', 'planned')} would plan splits filling about {cells:,} table cells "
@@ -63,4 +102,4 @@ def check_planning_work(c: TransformerConfig, cluster, global_batch: int, grid: 
                          f"{setting('balance', 'even')}, or {hint}", field="balance")
 
 
-__all__ = ["MAX_PLANNING_CELLS", "check_planning_work", "check_search_size"]
+__all__ = ["MAX_PLANNING_CELLS", "PlannedOrders", "check_planning_work", "check_search_size"]

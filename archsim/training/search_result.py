@@ -36,6 +36,8 @@ class SearchResult:
     #                                  (flash: selective prices as none)
     # where every configuration was out of memory without the distributed optimizer and it fits some: how many
     sharded_fits: ShardedFits | None = None
+    # --placement planned's note where each kind's servers kept the file's order (leaves told apart would pass a cap)
+    orders_note: str | None = None
     # archsim search --format json's document, set by archsim.search (train_json.search_document): what
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)

@@ -7,6 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 
+def figure(value: float, digits: int) -> str:
+    """A figure in one of the table's lines as the table's cells write it (:func:`archsim.outputs.format_number`):
+    ``digits`` significant digits, but to the unit where those would take a positive exponent (``--precision 2``:
+    443 J, not ``4.4e+02``), so a line and the cells under the same ``--precision`` read alike."""
+    from archsim.outputs import format_number
+
+    return format_number(value, f"{{:.{digits}g}}")
+
+
 def energy_line(meta: dict, digits: int | None = None) -> str | None:
     """The line under ``archsim train``'s table saying where an array device's joules go: ``energy_j`` and each
     nonzero part of ``energy_breakdown_j`` as its share, the largest first (``energy: 1616 J — mac 46%, dram 31%,
@@ -18,7 +27,7 @@ def energy_line(meta: dict, digits: int | None = None) -> str | None:
         return None
     joules, share_digits = (4, 2) if digits is None else (digits, digits)
     shares = sorted(((value / meta["energy_j"], name) for name, value in parts.items() if value), reverse=True)
-    return (f"energy: {meta['energy_j']:.{joules}g} J — "
+    return (f"energy: {figure(meta['energy_j'], joules)} J — "
             + ", ".join(f"{name} {percent(share, share_digits)}" for share, name in shares))
 
 
@@ -46,9 +55,9 @@ def host_note(host: float, total: float, per_op: Iterable[tuple[float, str]], di
     by_source: dict[str, set[float]] = {}
     for seconds, source in per_op:
         by_source.setdefault(source, set()).add(seconds)
-    each = "; ".join(f"{'–'.join(f'{s * 1e6:.{digits}g}' for s in sorted(values))} µs per op, {source}"
+    each = "; ".join(f"{'–'.join(figure(s * 1e6, digits) for s in sorted(values))} µs per op, {source}"
                      for source, values in sorted(by_source.items(), key=lambda item: (min(item[1]), item[0])))
-    return (f"{host:.{digits}g} s of {total:.{digits}g} s is the host issuing ops ({each}) beyond "
+    return (f"{figure(host, digits)} s of {figure(total, digits)} s is the host issuing ops ({each}) beyond "
             "the GPU's work: a faster host CPU, a larger micro-batch or CUDA graphs shorten it")
 
 
@@ -86,7 +95,7 @@ def parameters_line(count: int, digits: int | None = None) -> str:
     """The table's one line of a parameter count: billions (millions under 10⁹) to ``digits`` significant
     figures (``--precision``; None: 3), then the exact count ("8.03 B (8,030,261,248)", "124 M (124,439,808)")."""
     scale, unit = (1e9, "B") if count >= 1e9 else (1e6, "M")
-    return f"{count / scale:.{3 if digits is None else digits}g} {unit} ({count:,})"
+    return f"{figure(count / scale, 3 if digits is None else digits)} {unit} ({count:,})"
 
 
 def table_parameters(meta: dict, digits: int | None = None) -> dict:
@@ -100,23 +109,23 @@ def network_lines(meta: dict, digits: int | None = None) -> dict[str, str]:
     (GB/s, Gb/s) to ``digits`` significant digits (the table's ``--precision``; None: 4, as csv's)."""
     intra, inter = meta["intra_server"], meta["inter_server"]
     unit = "device" if intra["link"] == "fabric" else "GPU"
-    g = f".{4 if digits is None else digits}g"
-    lines = {"intra_server": f"{intra['gb_per_s_per_gpu']:{g}} GB/s per direction per {unit} ({intra['link']}), "
+    d = 4 if digits is None else digits
+    lines = {"intra_server": f"{figure(intra['gb_per_s_per_gpu'], d)} GB/s per direction per {unit} ({intra['link']}), "
                              f"NVLS {'on' if intra['nvls'] else 'off'}"}
     if inter["gb_per_s_per_gpu"] is None:
         lines["inter_server"] = "none (one server)"
         return lines
     nics = "" if inter["nics_per_server"] is None else \
-        f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × {inter['nic_gbps']:{g}} Gb/s " \
+        f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × {figure(inter['nic_gbps'], d)} Gb/s " \
         "per server, " \
         f"{inter['gpus_per_nic']} {unit}{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
     crossed = ", ".join(inter["crossed_by"]) or "no group"
     leaves = ""
     if "oversubscription" in inter:  # servers under several leaves of an oversubscribed fabric
         over = inter["oversubscription"]
-        leaves = f", {inter['gb_per_s_per_gpu'] / over:{g}} across leaves (uplinks {over:g}× oversubscribed)"
+        leaves = f", {figure(inter['gb_per_s_per_gpu'] / over, d)} across leaves (uplinks {over:g}× oversubscribed)"
         crossed += f" (across leaves: {', '.join(inter['leaves_crossed_by']) or 'no group'})"
-    lines["inter_server"] = f"{nics}{inter['gb_per_s_per_gpu']:{g}} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
+    lines["inter_server"] = f"{nics}{figure(inter['gb_per_s_per_gpu'], d)} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
     return lines
 
 
@@ -173,7 +182,7 @@ def split_line(split: dict[str, float], digits: int | None = None) -> str | None
     seconds, share = (3, 2) if digits is None else (digits, digits)
     shares = ", ".join(f"{part.label} {percent(split[part.key] / whole, share)}" for part in SPLIT_PARTS
                        if split[part.key] or part.shown_at_zero)
-    return f"{whole:.{seconds}g} s of compute and recompute — {shares}"
+    return f"{figure(whole, seconds)} s of compute and recompute — {shares}"
 
 
 def table_split(meta: dict, split: dict[str, float], digits: int | None = None) -> dict:
