@@ -1,0 +1,77 @@
+"""A user trial of `archsim plan` and `archsim cluster`: plan's JSON gives its stage counts' and baselines' makespans
+as numbers (they were lines of text a JSON reader had to split), a plan priced on the servers' GPU states its
+``dtype`` as an array run does, and ``archsim.cluster_jobs`` writes its report and job times as one set, as the
+command does."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import archsim
+from archsim.cli import main
+
+CLUSTERS = Path(__file__).resolve().parents[1] / "configs" / "clusters"
+# layerpipe_sample's 4 layers on testbed_1080ti's 4 servers × 2 GPUs, up to 2 stages: a search of 2,048 PRM steps
+PLAN = ["plan", "layerpipe_sample", "--cluster", str(CLUSTERS / "testbed_1080ti.toml"), "--microbatches", "4",
+        "--max-stages", "2"]
+
+
+def _out(capsys, argv: list[str]) -> str:
+    assert main(argv) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+def _table_line(table: str, key: str) -> str:
+    """The text after ``# key: `` in a table's header."""
+    return next(line.split(": ", 1)[1] for line in table.splitlines() if line.startswith(f"# {key}: "))
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    """``a:1; b:2`` as [("a", "1"), ("b", "2")]."""
+    return [tuple(item.split(":")) for item in text.split("; ")]  # type: ignore[misc]
+
+
+def test_plan_json_gives_stage_counts_and_baselines_as_numbers_the_table_shows(capsys):
+    """Failed before: JSON's ``stage_counts`` and ``baselines_seconds`` were ``1:0.00234s; 2:0.00277s`` text. Now
+    numbers: a stage count an int, each makespan a float, one per stage count SPP tried (1 and 2 here) and one per
+    baseline archsim runs (dp, gpipe, pipedream-prm, hetpipe); the table's line shows them to 4 significant digits,
+    csv's at full precision, and the plan's own makespan is the fastest stage count's."""
+    doc = json.loads(_out(capsys, [*PLAN, "--format", "json"]))
+    counts, baselines = doc["meta"]["stage_counts"], doc["meta"]["baselines_seconds"]
+    assert [c["stages"] for c in counts] == [1, 2]
+    assert all(type(c["stages"]) is int and type(c["makespan_seconds"]) is float for c in counts)
+    assert list(baselines) == ["dp", "gpipe", "pipedream-prm", "hetpipe"]
+    assert all(type(t) is float and t > 0 for t in baselines.values())
+    assert min(c["makespan_seconds"] for c in counts) == doc["meta"]["makespan_seconds"]
+
+    table = _out(capsys, PLAN)
+    assert _pairs(_table_line(table, "stage_counts")) == [
+        (str(c["stages"]), f"{c['makespan_seconds']:.4g}s") for c in counts]
+    assert _pairs(_table_line(table, "baselines_seconds")) == [(m, f"{t:.4g}") for m, t in baselines.items()]
+
+    row = next(csv.DictReader(io.StringIO(_out(capsys, [*PLAN, "--format", "csv"]))))
+    assert [(int(n), float(t.removesuffix("s"))) for n, t in _pairs(row["stage_counts"])] == [
+        (c["stages"], c["makespan_seconds"]) for c in counts]
+    assert {m: float(t) for m, t in _pairs(row["baselines_seconds"])} == baselines
+
+
+def test_plan_result_meta_is_the_json_and_its_frame_the_csv(capsys):
+    """``archsim.plan``'s ``.meta`` and ``to_dict()`` carry the same numbers as the command's JSON, and ``to_frame()``
+    the csv's one-line cells (csv_frame alone would drop a list and an object: no cell to go in)."""
+    doc = json.loads(_out(capsys, [*PLAN, "--format", "json"]))
+    result = archsim.plan("layerpipe_sample", cluster=CLUSTERS / "testbed_1080ti.toml", microbatches=4, max_stages=2)
+    for key in ("stage_counts", "baselines_seconds"):
+        assert result.meta[key] == result.to_dict()["meta"][key] == doc["meta"][key]
+    frame = result.to_frame()
+    row = next(csv.DictReader(io.StringIO(_out(capsys, [*PLAN, "--format", "csv"]))))
+    assert frame["stage_counts"][0] == row["stage_counts"] and frame["baselines_seconds"][0] == row["baselines_seconds"]
+
+
+def test_plan_without_baselines_gives_an_empty_object(capsys):
+    """``--baselines none``: no baseline, ``{}`` in JSON; the table's line stays empty, as before."""
+    argv = [*PLAN, "--baselines", "none"]
+    assert json.loads(_out(capsys, [*argv, "--format", "json"]))["meta"]["baselines_seconds"] == {}
+    assert "# baselines_seconds: \n" in _out(capsys, argv)
