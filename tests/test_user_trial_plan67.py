@@ -10,6 +10,8 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 import archsim
 from archsim.cli import main
 
@@ -75,3 +77,22 @@ def test_plan_without_baselines_gives_an_empty_object(capsys):
     argv = [*PLAN, "--baselines", "none"]
     assert json.loads(_out(capsys, [*argv, "--format", "json"]))["meta"]["baselines_seconds"] == {}
     assert "# baselines_seconds: \n" in _out(capsys, argv)
+
+
+@pytest.mark.parametrize(("cluster", "flags", "dtype"), [
+    ("testbed_v100_gpu.toml", [], "fp16"),  # train's default
+    ("a100_node.toml", ["--dtype", "bf16"], "bf16"),
+    ("testbed_1080ti_gpu.toml", ["--dtype", "fp32"], "fp32"),  # a card of no FP16 peak
+])
+def test_a_plan_priced_on_the_servers_gpu_states_its_dtype(capsys, cluster, flags, dtype):
+    """Failed before: an array run's meta has ``dtype`` (the element type priced), a plan priced on the servers' GPU
+    had none (only ``priced_on_model``'s tail said it). Now the same key: ``--dtype``, default fp16; for every method
+    (SPP, a baseline, PipeDream's optimizer), as each states what priced its layers."""
+    for method in ("spp", "gpipe", "pipedream"):
+        argv = ["plan", "layerpipe_sample", "--cluster", str(CLUSTERS / cluster), "--microbatches", "4",
+                "--method", method, *flags, "--format", "json"]
+        if method != "pipedream":
+            argv += ["--max-stages", "2"]
+        meta = json.loads(_out(capsys, argv))["meta"]
+        assert meta["dtype"] == dtype, (method, meta)
+        assert meta["priced_on"].startswith("NVIDIA") and "element_bytes" not in meta
