@@ -96,3 +96,34 @@ def test_a_plan_priced_on_the_servers_gpu_states_its_dtype(capsys, cluster, flag
         meta = json.loads(_out(capsys, argv))["meta"]
         assert meta["dtype"] == dtype, (method, meta)
         assert meta["priced_on"].startswith("NVIDIA") and "element_bytes" not in meta
+
+
+def test_cluster_jobs_replaces_neither_output_when_the_second_fails(tmp_path, monkeypatch):
+    """Failed before: ``archsim.cluster_jobs(report=…, job_times=…)`` wrote the report, then the job times, each on
+    its own, so a full disk at the job times left the report replaced and the job times old (the command writes
+    them as one set). The job times' write fails here (ENOSPC, as a full disk says it): the error is raised, both
+    files keep their old text and no temp file is left beside them; the same call without the failure replaces
+    both."""
+    import errno
+
+    from archsim.errors import InputError
+    from archsim.output_files import write_temp
+
+    report, times = tmp_path / "report.html", tmp_path / "times.csv"
+    report.write_text("old report")
+    times.write_text("old times")
+
+    def full_at_the_job_times(path, text):
+        if Path(path).name == times.name:
+            raise InputError(f"{path}: {errno.errorcode[errno.ENOSPC]}: no space left on device")
+        return write_temp(path, text)
+
+    monkeypatch.setattr("archsim.output_files.write_temp", full_at_the_job_times)
+    with pytest.raises(InputError, match="no space left"):
+        archsim.cluster_jobs(jobs=4, gpus=8, report=report, job_times=times)
+    assert (report.read_text(), times.read_text()) == ("old report", "old times")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "times.csv"]
+
+    monkeypatch.undo()
+    archsim.cluster_jobs(jobs=4, gpus=8, report=report, job_times=times)
+    assert report.read_text().startswith("<!") and times.read_text().startswith("policy,seed,job_id,")
