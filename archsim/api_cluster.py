@@ -43,7 +43,8 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
     ``device_memory_gb`` GiB, as ``archsim cluster`` runs it, its flags as keywords of the same names: ``policy``
     jigsaw, gandiva, tiresias, … or ``all`` (``compare=True``), which compares the three over ``seeds`` seeds;
     ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` (Jigsaw's) and ``max_pack`` (Gandiva's) as their flags; ``report`` writes
-    the HTML page, ``job_times`` each job's times as CSV (``--job-times``). Returns a :class:`~archsim.table_result.TableResult`: one row per run (``all``: the statistics
+    the HTML page, ``job_times`` each job's times as CSV (``--job-times``), both written once the run is done, or
+    neither where one fails (the command's one set of outputs). Returns a :class:`~archsim.table_result.TableResult`: one row per run (``all``: the statistics
     over seeds per policy, every column of ``--format json``'s), ``.meta`` and ``to_dict()``, the command's JSON.
     The notes the command prints on stderr warn (UserWarning)."""
     from archsim.choices.cluster import POLICIES
@@ -79,7 +80,10 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
                                unit_seconds=unit_seconds, max_pack=max_pack,
                                report=None if report is None else str(report),
                                job_times=None if job_times is None else str(job_times))
-    done = run_cluster(settings, speak=_warn)
+    from archsim.output_files import output_set
+
+    with output_set():  # the report and the job times as one set, as the command writes them: a failure replaces neither
+        done = run_cluster(settings, speak=_warn)
     return TableResult.of(done.rows.frame() if isinstance(done.rows, Rows) else done.rows, done.meta)
 
 

@@ -19,6 +19,8 @@ from archsim.table_result import TableResult
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from archsim.array.config import ArrayConfig
     from archsim.sim.timeline import Timeline
 
@@ -27,10 +29,20 @@ if TYPE_CHECKING:
 class PlanResult(TableResult):
     """What :func:`archsim.plan` returns: ``table``, the rows ``archsim plan`` prints (SPP's stages; PipeDream's
     stages; a baseline's one row of makespans), ``meta`` and ``to_dict()``, its ``--format json`` document
-    (``makespan_seconds``, ``baselines_seconds``, …), and ``timeline``: SPP's simulated iteration (the one
+    (``makespan_seconds``, ``stage_counts`` and ``baselines_seconds`` as numbers, …), ``to_frame()``, its
+    ``--format csv`` rows (those two as one line of text each), and ``timeline``: SPP's simulated iteration (the one
     ``--gantt`` draws; None for PipeDream's plan and a baseline, which the command times without one)."""
 
     timeline: Timeline | None = field(default=None, repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The rows ``archsim plan --format csv`` prints for the same keywords: the document's rows, then each single
+        meta value as a column, SPP's ``stage_counts`` and ``baselines_seconds`` as csv's one line each."""
+        from archsim.outputs import csv_frame
+        from archsim.plan_spp import flat_meta
+        from archsim.rows import Rows
+
+        return csv_frame(Rows.of(self.document["rows"]), flat_meta(self.document["meta"], table=False))
 
     def _headline(self) -> str:
         """The method and the makespan the command prints: SPP's, PipeDream's simulated one, a baseline's row."""

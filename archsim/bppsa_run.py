@@ -96,8 +96,8 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
             "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
             "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
             "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
-    # each compared depth (0: the linear scan, BP's steps) as depth:value, as plan's stage_counts: the summary the
-    # page draws, printed too (it was computed for every --compare-levels depth and shown on the page alone)
+    # each compared depth (0: the linear scan, BP's steps) as depth:value, as plan's table writes stage_counts: the
+    # summary the page draws, printed too (it was computed for every --compare-levels depth and shown on the page alone)
     for column in ("steps", "critical_path_flops", "work_flops"):
         meta[f"{column}_by_up_levels"] = "; ".join(f"{d}:{int(v)}" for d, v in zip(summary.up_levels, summary[column]))
     # a step's `kind` is printed as `product`: `kind` and `type` name a layer's kind elsewhere

@@ -82,7 +82,8 @@ def _network(args: Any, loader: Callable[[Any], Network], speak: Speak):
 
 
 def _priced_on(machine) -> dict[str, str]:
-    """Meta keys naming the device that priced the layers and how its GEMMs run (arrays or GPU tiles)."""
+    """Meta keys naming the device that priced the layers, how its GEMMs run (arrays or GPU tiles), and ``dtype``,
+    the element type priced (``--dtype``, default train's fp16), the key an array run states it under."""
     device = machine.gpu
     if device.gemm == "arrays":
         units = device.arrays
@@ -90,7 +91,7 @@ def _priced_on(machine) -> dict[str, str]:
                f"at {units.clock_hz / 1e9:g} GHz")
     else:
         how = f"tiles on {device.sms} SMs at {device.clock_hz / 1e9:g} GHz"
-    return {"priced_on": device.name, "priced_on_model": f"{how}, {machine.dtype}"}
+    return {"priced_on": device.name, "priced_on_model": f"{how}, {machine.dtype}", "dtype": machine.dtype}
 
 
 __all__ = ["layer_profile"]

@@ -100,13 +100,10 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
         return PlanRun([row], {"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches,
                                **config, **priced_on})
 
-    def seconds(t: float) -> str:  # the table's digits; csv and json keep full precision, as their numbers do
-        return f"{float(t):.4g}" if getattr(args, "format", "json") == "table" else repr(float(t))
-
     meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
-            "stage_counts": "; ".join(f"{s}:{seconds(t)}s" for s, _, t in result.by_stage_count),
-            "baselines_seconds": "; ".join(f"{m}:{seconds(t)}" for m, t in others.items()), **config,
+            "stage_counts": [{"stages": int(s), "makespan_seconds": float(t)} for s, _, t in result.by_stage_count],
+            "baselines_seconds": {m: float(t) for m, t in others.items()}, **config,
             "device_order": " ".join(f"g{x}" for x in result.order), "servers": server_gpus(topology.servers),
             **priced_on}
     from archsim.sim.timeline import Timeline
@@ -116,4 +113,21 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
                    stage_rows_caption(rows), unit=profile.unit)
 
 
-__all__ = ["run_spp", "server_gpus", "stage_rows_caption"]
+def flat_meta(meta: dict, *, table: bool) -> dict:
+    """``meta`` as csv and the table print it: SPP's ``stage_counts`` (JSON: a list of ``{"stages",
+    "makespan_seconds"}``) as one ``stages:makespans; …`` line and ``baselines_seconds`` (JSON: method → seconds)
+    as one ``method:makespan; …`` line, the table's figures to 4 significant digits, csv's at full precision (as its
+    numbers are). Why: a csv cell and a ``# name:`` line hold one value, where a JSON reader wants the numbers."""
+    def seconds(t: float) -> str:
+        return f"{t:.4g}" if table else repr(t)
+
+    out = dict(meta)
+    if isinstance(meta.get("stage_counts"), list):
+        out["stage_counts"] = "; ".join(f"{c['stages']}:{seconds(c['makespan_seconds'])}s"
+                                        for c in meta["stage_counts"])
+    if isinstance(meta.get("baselines_seconds"), dict):
+        out["baselines_seconds"] = "; ".join(f"{m}:{seconds(t)}" for m, t in meta["baselines_seconds"].items())
+    return out
+
+
+__all__ = ["flat_meta", "run_spp", "server_gpus", "stage_rows_caption"]

@@ -43,8 +43,8 @@ def test_plan_without_baselines_runs_spps_search_alone_with_the_same_plan(capsys
     both = _json([*PLAN, "--max-search-steps", "8192"], capsys)
     assert alone["rows"] == both["rows"]
     assert {k: alone["meta"][k] for k in SPP_KEYS} == {k: both["meta"][k] for k in SPP_KEYS}
-    assert len(both["meta"]["baselines_seconds"].split("; ")) == 4
-    assert alone["meta"]["baselines_seconds"] == "" and alone["meta"]["baselines"] == "none"
+    assert len(both["meta"]["baselines_seconds"]) == 4
+    assert alone["meta"]["baselines_seconds"] == {} and alone["meta"]["baselines"] == "none"
     assert set(alone["meta"]) == set(both["meta"]) | {"baselines"}  # the default's keys, as --baselines paper
     over = _said([*PLAN, "--max-search-steps", "2047", "--baselines", "none"], capsys)  # SPP alone is over
     assert over.endswith("about 2,048 steps (≈1.84e-06 s) and 2.84e-05 GB of tables, above the limit of 2,047 "
@@ -99,9 +99,9 @@ def test_resnet50_on_spp_sim_plans_without_baselines(capsys):
     """Failed before: refused (above). With --baselines none SPP's search runs alone (≈ 14 s): its plan is its
     fastest stage count, and no baseline is priced."""
     meta = _json([*RESNET, "--baselines", "none"], capsys)["meta"]
-    counts = dict(pair.split(":") for pair in meta["stage_counts"].split("; "))
-    assert len(counts) == 32 and meta["baselines_seconds"] == ""
-    assert float(min(counts.values(), key=lambda t: float(t[:-1]))[:-1]) == meta["makespan_seconds"]  # json: full digits
+    counts = {c["stages"]: c["makespan_seconds"] for c in meta["stage_counts"]}
+    assert len(counts) == 32 and meta["baselines_seconds"] == {}
+    assert min(counts.values()) == meta["makespan_seconds"]  # json: full digits
 
 
 # 2. train --balance planned: the chosen split's iteration, simulated to choose it, is not simulated again

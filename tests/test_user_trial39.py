@@ -196,8 +196,8 @@ def test_plan_json_keeps_the_baselines_and_stage_counts_full_precision(tmp_path,
             "--micro-batch", "4"]
     assert main(argv + ["--format", "json"]) == 0
     meta = json.loads(capsys.readouterr().out)["meta"]
-    baselines = {m: float(t) for m, t in (pair.split(":") for pair in meta["baselines_seconds"].split("; "))}
-    counts = {int(n): float(t.rstrip("s")) for n, t in (pair.split(":") for pair in meta["stage_counts"].split("; "))}
+    baselines = meta["baselines_seconds"]
+    counts = {c["stages"]: c["makespan_seconds"] for c in meta["stage_counts"]}
     profile = archsim.profile("vgg16", only="conv", array="128x128", batch=4, clock_ghz=1.0)
     topology = load_topology_file(cluster)
     for method in ("dp", "gpipe", "hetpipe"):

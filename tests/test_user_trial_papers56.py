@@ -18,7 +18,7 @@ def _json(capsys, argv: list[str]) -> dict:
 
 
 def _by_depth(text: str) -> dict[int, int]:
-    """``0:21; 1:12`` (the meta's depth:value list, as plan's ``stage_counts``) as {0: 21, 1: 12}."""
+    """``0:21; 1:12`` (the meta's depth:value list, as plan's table writes ``stage_counts``) as {0: 21, 1: 12}."""
     return {int(depth): int(value) for depth, value in (item.split(":") for item in text.split("; "))}
 
 
