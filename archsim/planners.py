@@ -102,7 +102,7 @@ def _baseline(method: str) -> Callable[..., Partition]:
 
 PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
     Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism",
-            partition=_layerpipe, options=("alpha", "axes", "coster", "max_rounds", "search")),
+            partition=_layerpipe, options=("alpha", "axes", "borrow", "coster", "max_rounds", "search")),
     Planner("pipedream", "PipeDream's optimizer over the cluster's levels (one server: one level; on a cluster: "
                          "its plan on consecutive GPUs, SPP's synchronous PE schedule)",
             partition=_pipedream, options=("options", "replication", "use_fewer_machines"),

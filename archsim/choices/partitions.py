@@ -4,6 +4,9 @@ from __future__ import annotations
 
 MAX_ALPHA = 1e6  # Algorithm 1's largest relaxation factor: beyond it the first target is the whole network
 LAYERPIPE_ALPHA = 1.001  # LayerPipe's Algorithm 1: the factor its per-processor target grows by per relaxation
+# Which δ moves Algorithm 1's plan keeps (--borrow): paper, every move the printed walk makes (default); gainful,
+# a moved δ goes back to its layer's processor wherever that does not raise the iteration (docs/concepts.md).
+LAYERPIPE_BORROW = ("paper", "gainful")
 # (the micro-batch schedules of a partition, PARTITION_SCHEDULES, are archsim/choices/schedules.py's, with every other)
 # The schedules that flush between iterations: every processor keeps one weight version (no stash).
 FLUSHED_SCHEDULES = ("gpipe", "gpipe-newest-first")

@@ -8,6 +8,7 @@ from typing import Any
 from archsim.choices.partitions import (
     FLUSHED_SCHEDULES,
     LAYERPIPE_ALPHA,
+    LAYERPIPE_BORROW,
     MAX_ALPHA,
     METHOD_SCHEDULES,
 )
@@ -51,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"δ split axes LayerPipe may use (default {','.join(SPLIT_AXES)})")
     parser.add_argument("--alpha", type=float_flag(1.0, MAX_ALPHA, low_open=True, what="a relaxation factor"), default=None,
                         help=f"LayerPipe target relaxation factor (default: {LAYERPIPE_ALPHA})")
+    parser.add_argument("--borrow", default=None, choices=LAYERPIPE_BORROW,
+                        help="which δ moves LayerPipe's plan keeps: paper (every one Algorithm 1 makes; default) or "
+                             "gainful (a moved δ goes back to its layer's processor where the iteration does not grow)")
     parser.add_argument("--microbatches", type=positive_int, default=None,
                         help="also simulate M micro-batches of --batch samples each and report the makespan")
     parser.add_argument("--schedule", default=None, choices=PARTITION_SCHEDULES,
@@ -94,7 +98,8 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.schedule is not None and not args.microbatches:
         raise InputError("--schedule orders the simulated micro-batches: give it with --microbatches",
                          field="microbatches")
-    given = [flag for flag, value in (("--alpha", args.alpha), ("--split-axes", args.split_axes)) if value is not None]
+    given = [flag for flag, value in (("--alpha", args.alpha), ("--split-axes", args.split_axes),
+                                      ("--borrow", args.borrow)) if value is not None]
     if given and args.method != "layerpipe":
         raise InputError(f"{given[0]} tunes LayerPipe's Algorithm 1: give it with --method layerpipe", field="method")
     if args.dfg and args.method != "layerpipe":
@@ -121,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     options: dict[str, Any] = {}  # the partitioner's keywords
     if args.method == "layerpipe":
-        options = {"alpha": LAYERPIPE_ALPHA if args.alpha is None else args.alpha, "axes": split_axes(args.split_axes)}
+        options = {"alpha": LAYERPIPE_ALPHA if args.alpha is None else args.alpha, "axes": split_axes(args.split_axes),
+                   "borrow": args.borrow or LAYERPIPE_BORROW[0]}
     network = network_from_args(args)
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)
@@ -144,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
     if plan.method == "pipedream":  # which of the optimizer's settings LayerPipe's comparison uses
         meta["settings"] = "; ".join(plan.notes)
     elif plan.method == "layerpipe":  # the defaults that decide Algorithm 1's plan, said rather than implied
-        meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}"
+        meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}" + (
+            f"; borrow {options['borrow']}" if options["borrow"] != LAYERPIPE_BORROW[0] else "")
     if args.dfg:
         write_dfg(args.dfg, plan, profile, dict(meta))
     from archsim.partition.profile import unstashed_layers

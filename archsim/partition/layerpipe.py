@@ -38,7 +38,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA, MAX_ALPHA
+from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES, SplitAxis, split_axes
 from archsim.partition.coster import DeltaCoster
@@ -90,8 +90,11 @@ def _best_split(coster: DeltaCoster, index: int, budget: float, axes) -> tuple[f
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: DeltaCoster | None = None,
                         alpha: float = LAYERPIPE_ALPHA, max_rounds: int = 100_000, axes=SPLIT_AXES,
-                        search: str = "gallop") -> Partition:
+                        search: str = "gallop", borrow: str = "paper") -> Partition:
     """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``.
+
+    ``borrow="paper"`` (default) keeps every δ move the walk makes; ``"gainful"`` then sends a moved δ
+    back whole to its layer's processor wherever that does not raise the iteration (:func:`keep_gainful`).
 
     ``coster`` costs δ splits; None: the array model's coster of the profile's own lowered layers
     (:meth:`DeltaCoster.of`), and no splits for a profile without them (costs in seconds).
@@ -107,6 +110,8 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
         raise InputError(f"alpha must be > 1 and <= {MAX_ALPHA:g}, got {alpha}", field="alpha")
     if search not in ("gallop", "linear"):
         raise InputError(f"unknown search {search!r}; choose gallop or linear", field="search")
+    if borrow not in LAYERPIPE_BORROW:
+        raise InputError(f"unknown borrow {borrow!r}; choose {' or '.join(LAYERPIPE_BORROW)}", field="borrow")
     axes = split_axes(axes)  # "channels,rows" as --split-axes gives it, or names
     if coster is None:
         coster = DeltaCoster.of(profile)
@@ -136,7 +141,18 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
         rounds = high
     target = base * alpha**rounds
     notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
-    return to_partition(profile, coster, walk(profile, coster, target, axes)[0], notes)
+    placed = walk(profile, coster, target, axes)[0]
+    plan = to_partition(profile, coster, placed, notes)
+    if borrow == "paper":
+        return plan
+    kept, returned = keep_gainful(profile, placed)
+    if not returned:
+        return plan
+    gainful = to_partition(profile, coster, kept, notes + (
+        f"borrow gainful: the δ of {', '.join(profile.names[k] for k in returned)} back on its layer's processor",))
+    # the loads compared in keep_gainful are the stages' op sums; a plan whose stage totals round otherwise
+    # (costs in seconds) must still never be slower than the paper's
+    return gainful if gainful.max_stage_cost <= plan.max_stage_cost else plan
 
 
 @per_profile
@@ -195,6 +211,53 @@ def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes,
         return [], count
     procs = [ops for ops in procs if ops]
     return procs, len(procs)
+
+
+def keep_gainful(profile: LayerProfile, placed: list[list[_Placed]]) -> tuple[list[list[_Placed]], tuple[int, ...]]:
+    """``placed`` (as :func:`walk` returns it) with moved δs sent back whole to their layer's processor
+    where that leaves the slowest processor's load (the iteration, in the profile's unit) no higher, and
+    the indices of the layers whose δ went back.
+
+    Algorithm 1 places a δ (lines 15–17) before it knows whether the layer's fixed part fits (line 26);
+    when the fixed part then opens the next processor, the δ stays behind, borrowed, whether or not the
+    move shortens the slowest processor. Here the lending processors are visited in forward order
+    (the first layers' first); each one's moved δs go home together, or else one by one, each kept only
+    if the largest load does not grow. A δ split in two (δ′, δ″) goes home as the whole δ. Guarantees:
+    the layers' processors (so the mandatory traffic) are the walk's; the iteration is at most the
+    walk's, and at most that of the walk's layer split with every δ at home (borrowing only runs from a
+    processor to the next, so the forward visit can always send everything home until the iteration
+    is that low); the additional traffic never grows (a layer with its whole δ at home adds none).
+    A processor left with nothing is dropped."""
+    procs = [list(ops) for ops in placed]
+    home = {op[0]: p for p, ops in enumerate(procs) for op in ops if op[2] == "F"}
+    delta = _layer_costs(profile)[2]
+    lent: dict[int, set[int]] = {}
+    for p, ops in enumerate(procs):
+        for op in ops:
+            if op[1] >= 2 and home[op[0]] != p:
+                lent.setdefault(home[op[0]], set()).add(op[0])
+
+    def peak(trial: list[list[_Placed]]) -> float:
+        return max(math.fsum(op[3] for op in ops) for ops in trial)
+
+    def sent_home(trial: list[list[_Placed]], layers: set[int]) -> list[list[_Placed]]:
+        out = [[op for op in ops if not (op[1] >= 2 and op[0] in layers)] for ops in trial]
+        for k in layers:
+            out[home[k]].append((k, 2, "D", delta[k], None, 0))
+        return out
+
+    returned: list[int] = []
+    for lender in sorted(lent, reverse=True):  # the walk's last processor holds the first layers
+        layers = sorted(lent[lender])
+        for group in [set(layers)] + ([{k} for k in layers] if len(layers) > 1 else []):
+            if group <= set(returned):
+                continue
+            trial = sent_home(procs, group)
+            if peak(trial) <= peak(procs):
+                procs, returned = trial, returned + sorted(group - set(returned))
+                if set(layers) <= set(returned):
+                    break
+    return [ops for ops in procs if ops], tuple(sorted(returned))
 
 
 # An op as the walk places it: (layer index, rank in a stage's order F G D D1 D2, kind, cycles, split
