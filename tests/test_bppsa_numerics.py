@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from archsim.bppsa.plain_bp import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
 from archsim.bppsa.jacobians import rnn_jacobian_t, rnn_scan_input, scan_input, transposed_jacobian
 from archsim.bppsa.layers import Conv2d, Linear, MaxPool2d, ReLU, forward, forward_chain, output_shape
+from archsim.bppsa.plain_bp import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
 from archsim.bppsa.scan import IDENTITY, blelloch_scan, ceil_log2, linear_scan
 from archsim.bppsa.sparsity import (
     conv_nnz,

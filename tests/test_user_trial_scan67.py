@@ -64,7 +64,7 @@ def test_a_gradient_of_the_wrong_size_is_one_line(route):
     signature (n,k=…)``) inside the scan, or in numpy's reshape inside the reference BP."""
     import numpy as np
 
-    import archsim.bppsa as bppsa
+    from archsim import bppsa
 
     layers, acts = _small_cnn()
     with pytest.raises(InputError, match=r"field 'grad_output': expected the gradient of the last layer's output, "
@@ -105,7 +105,7 @@ def test_the_api_pages_own_chain_example_runs(capsys):
     page = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text(encoding="utf-8")
     [example] = [body for body in re.findall(r"^```python\n(.*?)^```", page, re.DOTALL | re.MULTILINE)
                  if "scan_flops" in body]
-    exec(compile(example, "docs/api.md", "exec"), {})
+    exec(compile(example, "docs/api.md", "exec"), {})  # noqa: S102 - the documented example, run as a reader would
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "5"
     assert printed[2].split()[:3] == ["0", "bppsa", "5"] and printed[3].split()[:3] == ["1", "bp", "7"]
@@ -209,7 +209,7 @@ def test_pruned_vgg11_bp_steps_are_the_linear_scans_with_one_move():
     vgg = archsim.bppsa_pruned_vgg11(width_divisor=64, compare_levels="2")
     bp = vgg.table[vgg.table.method == "bp"]
     assert vgg.meta["bp_steps"] == len(bp) == 8 + 8 + 5
-    assert list(bp["product"])[0] == "id" and int(bp.flops.iloc[0]) == 0 and int((bp.flops > 0).sum()) == 20
+    assert next(iter(bp["product"])) == "id" and int(bp.flops.iloc[0]) == 0 and int((bp.flops > 0).sum()) == 20
     rnn = archsim.bppsa_rnn(seq_len=10, processors=64)
     assert rnn["bp_steps"].tolist() == [10 - 1]
 

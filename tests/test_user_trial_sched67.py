@@ -108,8 +108,8 @@ def test_more_gpus_per_machine_than_gpus_is_noted_as_the_caller_wrote_it(tmp_pat
         warnings.simplefilter("always")
         archsim.cluster_jobs(trace=_jobs(tmp_path), gpus=8, gpus_per_machine=16)
     texts = [str(w.message) for w in caught if "one machine" in str(w.message)]
-    assert texts == ["gpus_per_machine=16 is more than gpus=8: the cluster is one machine of 8 GPUs "
-                     "(gpus_per_machine 8 in the output)"], texts
+    assert texts == [("gpus_per_machine=16 is more than gpus=8: the cluster is one machine of 8 GPUs "
+                     "(gpus_per_machine 8 in the output)")], texts
 
 
 def test_plan_help_states_the_dtype_a_gpu_cluster_is_priced_in(capsys) -> None:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from archsim.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers and the API docs
-    from archsim.bppsa.plain_bp import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
     from archsim.bppsa.jacobians import rnn_scan_input, scan_input, transposed_jacobian
     from archsim.bppsa.layers import Conv2d, Linear, MaxPool2d, ReLU, forward_chain
+    from archsim.bppsa.plain_bp import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
     from archsim.bppsa.rnn_cost import rnn_backward, rnn_study
     from archsim.bppsa.scan import IDENTITY, ScanRun, blelloch_scan, diamond, linear_scan
     from archsim.bppsa.sparse_cost import count_flops

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.bppsa.plain_bp import RNNCell, rnn_states
 from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, chain_gradient, output_shape
+from archsim.bppsa.plain_bp import RNNCell, rnn_states
 
 if TYPE_CHECKING:
     import scipy.sparse as sp  # annotations only: loaded where used
