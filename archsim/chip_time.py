@@ -1,5 +1,6 @@
 """A chip's time for each layer's F, G and δ in ``archsim cost``: where ``--config`` is a device file of several
-arrays, the network's lowered ops timed on the whole chip by the op timing ``train`` uses for device files
+arrays (with ``--energy``, or in ``archsim energy``, one of one array stating ``static_watts`` too), the network's
+lowered ops timed on the whole chip by the op timing ``train`` uses for device files
 (:func:`archsim.devices.kernel_ops.op_seconds`: each GEMM's folds dealt to the arrays in ⌈folds · count / arrays⌉
 waves of one fold's cycles at the arrays' clock, against its operands' and result's HBM bytes at the file's
 bandwidth, whichever is longer — :mod:`archsim.devices.array_waves` — plus a memory-bound op's elements streamed at
@@ -30,12 +31,35 @@ def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
     array (cost's columns are then its time) and a ``.cfg`` device file ``train`` refuses (without ``[memory]``:
     no HBM bandwidth to time it by; ``cost`` reads its array all the same)."""
     from archsim.array.device_notes import device_arrays_note
+
+    if config is None or device_arrays_note(config) is None:  # no device file, or one of one array
+        return None
+    return _read_chip(config, array)
+
+
+def one_array_chip(config: str | Path | None, array: ArrayConfig) -> Device | None:
+    """The chip ``config`` states where it is a device file of one array that ``train`` reads stating ``[device]
+    static_watts``, its array of ``array``'s shape, dataflow and clock as :func:`chip_of` gives a chip of several:
+    ``energy`` and ``cost --energy`` price its static power over its seconds by train's op timing
+    (:func:`layer_chip_seconds`) as they price a chip of several arrays
+    (:func:`archsim.energy_run.chip_priced_pj`). None for no file, a plain SCALE-Sim ``.cfg``, a device of several
+    arrays (:func:`chip_of`), one stating no static power (its leakage the energy table's alone, over the array's
+    cycles, the model's own: nothing to reprice) and a ``.cfg`` device file ``train`` refuses."""
+    from archsim.array.device_notes import device_array_count
+
+    if config is None or device_array_count(config) != 1:
+        return None
+    chip = _read_chip(config, array)
+    return chip if chip is not None and chip.static_watts > 0 else None
+
+
+def _read_chip(config: str | Path, array: ArrayConfig) -> Device | None:
+    """The device file ``config`` as ``train`` reads it, its arrays reshaped to ``array`` (its clock where it has
+    one); None for a ``.cfg`` device file ``train`` refuses."""
     from archsim.array.device_sections import is_device_toml
     from archsim.devices.device_file import load_device
     from archsim.errors import InputError
 
-    if config is None or device_arrays_note(config) is None:  # no device file, or one of one array
-        return None
     try:
         device = load_device(config)
     except InputError:
@@ -45,37 +69,6 @@ def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
     arrays = replace(device.arrays, rows=array.rows, cols=array.cols, dataflow=array.dataflow,
                      clock_hz=array.clock_hz or device.arrays.clock_hz)
     return replace(device, arrays=arrays)
-
-
-def one_array_chip(config: str | Path | None) -> Device | None:
-    """The chip ``config`` states where it is a device file of one array that ``train`` reads
-    (:func:`~archsim.devices.device_file.load_device`) stating ``[device] static_watts``: a chip of that one array,
-    whose static power ``energy`` and ``cost --energy`` price over the array's own seconds (its cycles at its clock,
-    one array's time the chip's) by the formula a chip of several arrays is priced by
-    (:func:`archsim.energy_run.chip_priced_pj`). None for no file, a plain SCALE-Sim ``.cfg``, a device of several
-    arrays (:func:`chip_of`), one stating no static power (its leakage the energy table's alone, the model's own:
-    nothing to reprice) and a ``.cfg`` device file ``train`` refuses."""
-    from archsim.array.device_notes import device_array_count
-    from archsim.array.device_sections import is_device_toml
-    from archsim.devices.device_file import load_device
-    from archsim.errors import InputError
-
-    if config is None or device_array_count(config) != 1:
-        return None
-    try:
-        device = load_device(config)
-    except InputError:
-        if is_device_toml(config):  # read by the same reader already: never here
-            raise
-        return None
-    return device if device.static_watts > 0 else None
-
-
-def one_array_seconds(rows: Sequence[dict], clock_hz: float) -> list[dict[str, float]]:
-    """Each of ``cost``'s rows' F, G and δ seconds on a chip of one array (:func:`one_array_chip`): its
-    ``F/G/D_cycles`` at ``clock_hz`` (Hz), keyed as :func:`layer_chip_seconds`' columns."""
-    return [{f"{kind}_chip_seconds": float(row[f"{kind}_cycles"]) / clock_hz for kind in ("F", "G", "D")}
-            for row in rows]
 
 
 def layer_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, dtype: str,
@@ -112,4 +105,4 @@ def chip_meta(chip: Device) -> dict[str, object]:
                "ops × host_s)" if host else "")}
 
 
-__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "layer_chip_seconds", "one_array_chip", "one_array_seconds"]
+__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "layer_chip_seconds", "one_array_chip"]

@@ -30,14 +30,14 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     the array's clock; where ``config`` is a device file of several arrays, each layer's F, G and δ seconds on the
     whole chip too (:mod:`archsim.chip_time`) and the meta's areas the chip's, as ``energy`` names them
     (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
-    width's own). With ``energy`` on a device file of one array stating ``static_watts`` each layer's F/G/D pJ
-    prices that chip's static power over the array's F/G/D cycles at its clock, as ``energy`` prices it
-    (:func:`~archsim.chip_time.one_array_chip`), so the TOTAL stays energy's. The note: with ``energy``, a device
-    file's ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg`` train refuses:
-    :func:`~archsim.array.device_notes.device_static_note`), else None."""
+    width's own). With ``energy`` on a device file of one array stating ``static_watts`` that array is a chip too
+    (:func:`~archsim.chip_time.one_array_chip`): its F/G/D chip seconds by the same op timing, train's, and each
+    layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The note:
+    with ``energy``, a device file's ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg``
+    train refuses: :func:`~archsim.array.device_notes.device_static_note`), else None."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
-    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds, one_array_chip, one_array_seconds
+    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds, one_array_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta, table_for
@@ -49,19 +49,17 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     rows = layer_cost_rows(lowered, array, engine)
     table = None
     chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
-    timed = None if chip is None else layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE,
-                                                         array.element_bytes)
-    one = one_array_chip(config) if energy and chip is None else None  # a chip of one array stating static_watts
+    one = one_array_chip(config, array) if energy and chip is None else None  # of one array stating static_watts
+    timed_on = chip or one
+    timed = None if timed_on is None else layer_chip_seconds(lowered, timed_on, dtype_meta(dtype, array)
+                                                             or SCALESIM_DTYPE, array.element_bytes)
     if energy:
         from archsim.energy.model import with_layer_energy
         from archsim.energy_run import chip_layer_energy
 
         table, energies = energies_for(array, energy_table, config)
-        if chip is not None and timed is not None:  # the chip's leakage, as energy's
-            rows = chip_layer_energy(rows, lowered, array, energies, engine, timed, chip)
-        elif one is not None:  # the one array's chip: its static power over the array's seconds, as energy's
-            clock = array.clock_hz or one.arrays.clock_hz
-            rows = chip_layer_energy(rows, lowered, array, energies, engine, one_array_seconds(rows, clock), one)
+        if timed_on is not None and timed is not None:  # the chip's leakage over its seconds, as energy's
+            rows = chip_layer_energy(rows, lowered, array, energies, engine, timed, timed_on)
         else:
             rows = with_layer_energy(rows, lowered, array, energies, engine)
     if timed is not None:
@@ -86,7 +84,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if one is not None:
         from archsim.energy_run import ONE_ARRAY_LEAKAGE
 
-        meta["energy_leakage"] = ONE_ARRAY_LEAKAGE
+        meta.update(chip_meta(one), energy_leakage=ONE_ARRAY_LEAKAGE)
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
     static = None

@@ -76,9 +76,9 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     """(rows, meta, static note): the per-part rows ``archsim energy`` prints (TOTAL last), its meta (what was
     priced, the table, the area; seconds and average watts at a clock) and the note on a device file's static
     power where it is left unread (a ``.cfg`` train refuses; '' where none). On a device file of several arrays the
-    chip is priced (:func:`_chip_priced`): its seconds, its static energy and its area; ``cycles`` stay one
-    array's. On one of one array stating ``static_watts`` that array is the chip: its static energy is priced by
-    the same formula over the array's seconds (cycles at the clock), the rest as it was."""
+    chip is priced (:func:`_chip_priced`): its seconds (train's op timing), its static energy and its area;
+    ``cycles`` stay one array's. On one of one array stating ``static_watts`` that array is the chip, priced alike
+    over the same op timing's seconds (one rule: train's), its area the array's."""
     from archsim.array.device_notes import device_static_note
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
@@ -103,18 +103,13 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         seconds = float(rows[-1]["cycles"]) / array.clock_hz
         chip = _chip_seconds(network, array, batch=batch, microbatches=microbatches, mode=mode, dtype=dtype,
                              config=config)
-        if chip is not None:  # a device file of several arrays: the chip's time, static energy and area
+        if chip is not None:  # a device file train reads: the chip's time and static energy (of several: its area)
             kind_seconds, chip_items, device = chip
             rows = _chip_priced(rows, kind_seconds, device, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
-            meta.update(area_of.chip_dict(device.arrays.count), per_array=PER_ARRAY, **chip_items)
-        else:
-            from archsim.chip_time import one_array_chip
-
-            one = one_array_chip(config)
-            if one is not None:  # a chip of one array: its static power over that array's seconds
-                kind_seconds = {row["op"]: float(row["cycles"]) / array.clock_hz for row in rows[:-1]}
-                rows = _static_priced(rows, kind_seconds, one, static_power_mw(energies, array))
+            several = {} if device.arrays.count == 1 else {**area_of.chip_dict(device.arrays.count),
+                                                           "per_array": PER_ARRAY}
+            meta.update(several, **chip_items)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config and chip is None else ""
@@ -134,37 +129,29 @@ def static_power_mw(energies, array: ArrayConfig) -> float:
 
 
 def _chip_priced(rows: list[dict], kind_seconds: dict[str, float], device, array_leakage_mw: float) -> list[dict]:
-    """``rows`` (F, G, D, then TOTAL) priced on a chip of several arrays (:func:`_static_priced`), each with its
-    kind's ``chip_seconds`` after ``cycles``, TOTAL with their sum."""
-    seconds = [kind_seconds.get(row["op"], 0.0) for row in rows[:-1]]
-    priced = _static_priced(rows, kind_seconds, device, array_leakage_mw)
-    return [_after_cycles(row, chip) for row, chip in zip(priced, [*seconds, sum(seconds)], strict=True)]
-
-
-def _static_priced(rows: list[dict], kind_seconds: dict[str, float], device, array_leakage_mw: float) -> list[dict]:
-    """``rows`` (F, G, D, then TOTAL) with each kind's ``leakage_pj`` the chip's static power × its seconds in
-    ``kind_seconds`` (:func:`chip_priced_pj`, train's formula: ``static_watts`` plus every array's leakage) in
-    ``energy_pj`` for the model's own; TOTAL their sums. A chip of several arrays (its seconds the chip's) or of one
-    (the array's cycles at its clock) alike."""
+    """``rows`` (F, G, D, then TOTAL) priced on the chip (of several arrays, or of one stating ``static_watts``): each
+    with its kind's ``chip_seconds`` after ``cycles`` and its ``leakage_pj`` the chip's static power × those seconds
+    (:func:`chip_priced_pj`, train's formula: ``static_watts`` plus every array's leakage) in ``energy_pj`` for the
+    model's own; TOTAL their sums."""
     priced = []
     for row in rows[:-1]:
-        leakage, energy = chip_priced_pj(row["energy_pj"], row["leakage_pj"], kind_seconds.get(row["op"], 0.0),
-                                         device, array_leakage_mw)
-        priced.append({**row, "leakage_pj": leakage, "energy_pj": energy})
+        chip_seconds = kind_seconds.get(row["op"], 0.0)
+        leakage, energy = chip_priced_pj(row["energy_pj"], row["leakage_pj"], chip_seconds, device, array_leakage_mw)
+        priced.append(_after_cycles({**row, "leakage_pj": leakage, "energy_pj": energy}, chip_seconds))
     total = dict(rows[-1])
     for name in ("leakage_pj", "energy_pj"):
         total[name] = sum(float(row[name]) for row in priced)
-    return [*priced, total]
+    return [*priced, _after_cycles(total, sum(kind_seconds.get(row["op"], 0.0) for row in rows[:-1]))]
 
 
 def chip_priced_pj(energy_pj: float, leakage_pj: float, chip_seconds: float, device: Device,
                    array_leakage_mw: float) -> tuple[float, float]:
     """(leakage, energy) in pJ of work the energy model priced on one array (``energy_pj``, of which ``leakage_pj``
-    is one array's leakage over one array's cycles) priced on ``device``, a chip of several arrays (or of one stating
-    ``static_watts``, ``chip_seconds`` then the array's): its leakage the chip's static power × ``chip_seconds``
-    (:func:`~archsim.training.energy.static_joules`, train's formula: ``static_watts`` plus every array's
-    ``array_leakage_mw``), its dynamic part as priced (the same accesses run on one array or all). The one repricing
-    of ``energy`` on a chip and of ``cost --energy``'s layers there."""
+    is one array's leakage over one array's cycles) priced on ``device``, a chip of several arrays or of one stating
+    ``static_watts`` (``chip_seconds`` train's op timing on it either way): its leakage the chip's static power ×
+    ``chip_seconds`` (:func:`~archsim.training.energy.static_joules`, train's formula: ``static_watts`` plus every
+    array's ``array_leakage_mw``), its dynamic part as priced (the same accesses run on one array or all). The one
+    repricing of ``energy`` on a chip and of ``cost --energy``'s layers there."""
     from archsim.training.energy import static_joules
 
     leakage = static_joules(device, 1, chip_seconds, array_leakage_mw) * 1e12
@@ -175,9 +162,9 @@ def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, e
                       timed: list[dict[str, float]], device: Device) -> list[dict]:
     """``rows`` (``cost``'s per-layer rows of ``lowered``) each with its layer's F/G/D energy and total (pJ) as
     :func:`~archsim.energy.model.with_layer_energy` gives them, each kind's leakage the chip's over that kind's
-    seconds in ``timed`` (:func:`~archsim.chip_time.layer_chip_seconds`, or on a chip of one array
-    :func:`~archsim.chip_time.one_array_seconds`; :func:`chip_priced_pj`): ``cost --energy`` on a device file of
-    several arrays, or of one stating ``static_watts``, priced as ``energy`` prices it."""
+    seconds in ``timed`` (:func:`~archsim.chip_time.layer_chip_seconds`, on a chip of one array as of several;
+    :func:`chip_priced_pj`): ``cost --energy`` on a device file of several arrays, or of one stating
+    ``static_watts``, priced as ``energy`` prices it."""
     from archsim.energy.model import layer_kind_energy
 
     leakage_mw = static_power_mw(energies, array)
@@ -193,8 +180,8 @@ CHIP_LEAKAGE = ("F/G/D_energy_pj: the layer's dynamic energy (the same on one ar
                 "power (static_watts plus every array's leakage) over its F/G/D_chip_seconds, train's formula, as "
                 "energy prices the chip")
 ONE_ARRAY_LEAKAGE = ("F/G/D_energy_pj: the layer's dynamic energy plus the chip's static power (static_watts plus "
-                     "its one array's leakage) over the array's F/G/D_cycles at its clock, train's formula, as "
-                     "energy prices the chip")
+                     "its one array's leakage) over its F/G/D_chip_seconds, train's formula, as energy prices the "
+                     "chip")
 
 
 def _after_cycles(row: dict, chip_seconds: float) -> dict:
@@ -206,17 +193,18 @@ def _after_cycles(row: dict, chip_seconds: float) -> dict:
 
 def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode,
                   dtype: str | None, config: str | Path | None) -> tuple[dict[str, float], dict[str, object], Device] | None:
-    """(seconds by op kind, meta, chip) of the iteration on the whole chip where ``config`` is a device file of several
-    arrays: ``cost``'s ``F/G/D_chip_seconds`` of the batch / M micro-batch
+    """(seconds by op kind, meta, chip) of the iteration on the chip where ``config`` is a device file train reads
+    of several arrays (:func:`~archsim.chip_time.chip_of`) or of one stating ``static_watts``
+    (:func:`~archsim.chip_time.one_array_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M micro-batch
     (:func:`~archsim.chip_time.layer_chip_seconds`, the op timing train uses) summed over the layers × M, what it was
     timed on (:func:`~archsim.chip_time.chip_meta`) and the chip; None otherwise (one array's cycles are then the
     chip's time). The dynamic energy is the same on one array or many: the chip runs the same accesses."""
     from archsim.array.options import dtype_meta
-    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds
+    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds, one_array_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.lowering import lower_network
 
-    chip = chip_of(config, array)
+    chip = chip_of(config, array) or one_array_chip(config, array)
     if chip is None:
         return None
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)

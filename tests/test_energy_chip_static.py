@@ -6,6 +6,7 @@ counts from the file's figures and the default table (configs/energy/horowitz45.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from device_files import trial_array_chip_toml, write_file
@@ -154,7 +155,9 @@ def test_energy_on_one_array_prices_static_watts_over_its_seconds(capsys, tmp_pa
     total = priced["rows"][-1]
     assert priced["meta"]["iteration_seconds"] == pytest.approx(total["cycles"] / 1e9, rel=1e-12)
     assert priced["meta"]["average_power_w"] == pytest.approx(total["energy_pj"] / total["cycles"] / 1000, rel=1e-12)
-    assert "chip_seconds" not in total and "per_array" not in priced["meta"]  # one array's seconds are the chip's
+    for row in priced["rows"]:  # compute-bound: train's op timing on one array is its SCALE-Sim cycles at 1 GHz
+        assert row["chip_seconds"] == pytest.approx(row["cycles"] / 1e9, rel=1e-12)
+    assert priced["meta"]["chip_arrays"] == 1 and "per_array" not in priced["meta"]  # the areas: the array's
     assert "static_watts" not in err
 
 
@@ -201,3 +204,64 @@ def test_energy_and_train_charge_a_one_array_chip_the_same_static_watts(capsys, 
     seconds = energy["rows"][-1]["cycles"] / 1e9
     assert energy["rows"][-1]["leakage_pj"] == pytest.approx(20 * seconds * 1e12, rel=1e-12)
     assert train["energy_static_j"] == pytest.approx(20 * train["iteration_seconds"], rel=1e-12)
+
+
+FC = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, "
+      "Type,\nfc1, 1, 1, 1, 1, 256, 512, 1, 0, fc,\nfc2, 1, 1, 1, 1, 512, 128, 1, 0, fc,\n")
+# HBM seconds of each fc's GEMMs at 10 GB/s, fp16: (m·k + k·n + m·n) elements × 2 bytes for any order of its
+# three sizes, batch 8: fc1 (8, 256, 512), fc2 (8, 512, 128); F and G each GEMM of both, δ fc2's alone (fc1 has none)
+FC1_S = (8 * 256 + 256 * 512 + 8 * 512) * 2 / 10e9  # 2.74432e-5 s
+FC2_S = (8 * 512 + 512 * 128 + 8 * 128) * 2 / 10e9  # 1.41312e-5 s
+FC_HAND = {"F": FC1_S + FC2_S, "G": FC1_S + FC2_S, "D": FC2_S}
+
+
+
+def _slow_chip(tmp_path, static: int) -> str:
+    """The trial chip of one array at 10 GB/s of HBM, ``static`` W of static_watts, with leakage figures where it
+    states static power (none: the dynamic pJ alone)."""
+    path = Path(_chip_of(tmp_path, f"slow{static}.toml", 1, static, LEAKY if static else ""))
+    assert "hbm_gbps = 1000\n" in path.read_text()
+    path.write_text(path.read_text().replace("hbm_gbps = 1000\n", "hbm_gbps = 10\n"))
+    return str(path)
+
+
+def test_energy_on_one_array_prices_static_watts_over_trains_seconds_where_hbm_bound(capsys, tmp_path):
+    """Defect: on a device of one array energy priced static_watts over the array's cycles at its clock, where train
+    (and energy on a chip of several arrays) takes the op timing's seconds: each GEMM no faster than its operands'
+    and result's HBM bytes at the file's bandwidth. Two fc layers at 10 GB/s are HBM-bound (9,681 cycles, 9.7 µs of
+    compute, against 97.3 µs of HBM): each kind's chip_seconds and leakage_pj are the hand count's (FC_HAND), the
+    iteration's seconds their sum, and the dynamic pJ as the same file without static power prices it."""
+    network = str(write_file(tmp_path, "fc.csv", FC))
+    flags = ["energy", network, "--batch", "8"]
+    priced = _json(capsys, [*flags, "--config", _slow_chip(tmp_path, 20)])
+    dynamic = _json(capsys, [*flags, "--config", _slow_chip(tmp_path, 0)])["rows"]
+    for row, own in zip(priced["rows"][:-1], dynamic[:-1], strict=True):
+        seconds = FC_HAND[row["op"]]
+        assert row["cycles"] / 1e9 < seconds / 4  # HBM-bound: the array's cycles alone would price a fifth of it
+        assert row["leakage_pj"] == pytest.approx(ONE_WATTS * seconds * 1e12, rel=1e-12)
+        assert row["chip_seconds"] == pytest.approx(seconds, rel=1e-12)
+        assert own["leakage_pj"] == 0
+        assert row["energy_pj"] == pytest.approx(own["energy_pj"] + row["leakage_pj"], rel=1e-12)
+    assert priced["meta"]["iteration_seconds"] == pytest.approx(sum(FC_HAND.values()), rel=1e-12)
+    assert priced["rows"][-1]["leakage_pj"] == pytest.approx(ONE_WATTS * sum(FC_HAND.values()) * 1e12, rel=1e-12)
+
+
+def test_cost_energy_on_one_array_prices_each_layer_over_trains_seconds_where_hbm_bound(capsys, tmp_path):
+    """cost --energy on the same file: each layer's F/G/D_chip_seconds the hand count's HBM seconds (fc1 F and G
+    FC1_S, no δ; fc2 FC2_S each), its F/G/D_energy_pj the dynamic pJ + the chip's watts over them, the TOTAL
+    energy's; without --energy, cost's columns are as on the file without static power (no chip columns)."""
+    network = str(write_file(tmp_path, "fc.csv", FC))
+    flags = ["cost", network, "--batch", "8", "--config"]
+    priced = _json(capsys, [*flags, _slow_chip(tmp_path, 20), "--energy"])
+    dynamic = _json(capsys, [*flags, _slow_chip(tmp_path, 0), "--energy"])["rows"]
+    hand = [{"F": FC1_S, "G": FC1_S, "D": 0.0}, {"F": FC2_S, "G": FC2_S, "D": FC2_S}]
+    for row, own, seconds in zip(priced["rows"][:-1], dynamic[:-1], hand, strict=True):
+        for kind in "FGD":
+            assert row[f"{kind}_chip_seconds"] == pytest.approx(seconds[kind], rel=1e-12)
+            joules_pj = ONE_WATTS * seconds[kind] * 1e12
+            assert row[f"{kind}_energy_pj"] == pytest.approx(own[f"{kind}_energy_pj"] + joules_pj, rel=1e-12)
+    energy = _json(capsys, ["energy", network, "--batch", "8", "--config", _slow_chip(tmp_path, 20)])
+    assert priced["rows"][-1]["energy_pj"] == pytest.approx(energy["rows"][-1]["energy_pj"], rel=1e-12)
+    plain = _json(capsys, [*flags, _slow_chip(tmp_path, 20)])
+    assert plain["rows"] == _json(capsys, [*flags, _slow_chip(tmp_path, 0)])["rows"]  # cycles and bytes alone
+    assert "F_chip_seconds" not in plain["rows"][0] and "chip_name" not in plain["meta"]
