@@ -62,3 +62,68 @@ def test_validate_gpu_replaces_neither_output_when_the_second_fails(tmp_path, mo
     monkeypatch.undo()
     archsim.validate_gpu(csv=measured, report=report, markdown=markdown)
     assert report.read_text().startswith("<!") and markdown.read_text().startswith("#")
+
+
+# --- bppsa pruned-vgg11's figures per up-sweep depth: numbers in JSON ------------------------------------------------
+
+VGG = ["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "1"]
+BY_DEPTH = ("steps", "critical_path_flops", "work_flops")
+
+
+def test_bppsa_by_up_levels_are_json_numbers_the_table_and_csv_show_as_one_line(capsys):
+    """Failed before: JSON's ``steps_by_up_levels`` (and the two FLOPs entries) were ``0:21; 1:12`` text a JSON reader
+    had to split. Now a list of ``{"up_levels": depth, column: value}``, fewest levels first, as plan's
+    ``stage_counts``: depths 0 (always: the linear scan) and 1 (``--compare-levels 1``); by hand 21 operators scan in
+    21 linear steps, and at depth 1 in 1 up + 10 linear (11 pairs) + 1 down = 12; depth 0's critical path and work
+    are BP's (one step after another). The table's line and csv's cell are those numbers as ``depth:value; …``."""
+    import csv
+    import io
+
+    meta = json.loads(_out(capsys, [*VGG, "--format", "json"]))["meta"]
+    for column in BY_DEPTH:
+        records = meta[f"{column}_by_up_levels"]
+        assert [list(r) for r in records] == [["up_levels", column]] * 2, records
+        assert [r["up_levels"] for r in records] == [0, 1]
+        assert all(type(r[column]) is int for r in records)
+    assert [r["steps"] for r in meta["steps_by_up_levels"]] == [21, 12]
+    assert meta["critical_path_flops_by_up_levels"][0]["critical_path_flops"] == meta["bp_critical_path_flops"]
+    assert meta["work_flops_by_up_levels"][0]["work_flops"] == meta["bp_critical_path_flops"]
+
+    table = _out(capsys, VGG)
+    row = next(csv.DictReader(io.StringIO(_out(capsys, [*VGG, "--format", "csv"]))))
+    for column in BY_DEPTH:
+        line = "; ".join(f"{r['up_levels']}:{r[column]}" for r in meta[f"{column}_by_up_levels"])
+        assert _table_line(table, f"{column}_by_up_levels") == line == row[f"{column}_by_up_levels"]
+
+
+def test_bppsa_pruned_vgg11_api_meta_is_the_json(capsys):
+    """``archsim.bppsa_pruned_vgg11``'s ``.meta`` carries the command's numbers, not its table's text."""
+    doc = json.loads(_out(capsys, [*VGG, "--format", "json"]))
+    meta = archsim.bppsa_pruned_vgg11(width_divisor=16, compare_levels="1").meta
+    for column in BY_DEPTH:
+        assert meta[f"{column}_by_up_levels"] == doc["meta"][f"{column}_by_up_levels"]
+    assert meta["steps_by_up_levels"] == [{"up_levels": 0, "steps": 21}, {"up_levels": 1, "steps": 12}]
+
+
+# --- the table's lines follow --precision ---------------------------------------------------------------------------
+
+CLUSTERS = ROOT / "configs" / "clusters"
+# layerpipe_sample's 4 layers on testbed_1080ti's 4 servers × 2 GPUs, up to 2 stages: a search of 2,048 PRM steps
+PLAN = ["plan", "layerpipe_sample", "--cluster", str(CLUSTERS / "testbed_1080ti.toml"), "--microbatches", "4",
+        "--max-stages", "2"]
+
+
+def test_plan_table_lines_follow_precision(capsys):
+    """Failed before: ``stage_counts``' and ``baselines_seconds``' lines were written to 4 significant digits whatever
+    ``--precision`` said (the makespan line above them followed it). With ``--precision 2`` each makespan is written
+    to 2 significant digits (these are all under 1 s, where ``{:.2g}`` writes no exponent), as the makespan line."""
+    meta = json.loads(_out(capsys, [*PLAN, "--format", "json"]))["meta"]
+    table = _out(capsys, [*PLAN, "--precision", "2"])
+    counts = "; ".join(f"{c['stages']}:{c['makespan_seconds']:.2g}s" for c in meta["stage_counts"])
+    baselines = "; ".join(f"{m}:{t:.2g}" for m, t in meta["baselines_seconds"].items())
+    assert all(t < 1 for t in meta["baselines_seconds"].values())
+    assert _table_line(table, "stage_counts") == counts
+    assert _table_line(table, "baselines_seconds") == baselines
+    assert _table_line(table, "makespan_seconds") == f"{meta['makespan_seconds']:.2g}"
+    assert counts != "; ".join(f"{c['stages']}:{c['makespan_seconds']:.4g}s" for c in meta["stage_counts"])
+
