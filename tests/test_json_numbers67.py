@@ -127,3 +127,24 @@ def test_plan_table_lines_follow_precision(capsys):
     assert _table_line(table, "makespan_seconds") == f"{meta['makespan_seconds']:.2g}"
     assert counts != "; ".join(f"{c['stages']}:{c['makespan_seconds']:.4g}s" for c in meta["stage_counts"])
 
+
+MEDIUM = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
+# 8 A100s, micro-batch 1: short passes, whose host issue time sets the first row (over the note's 10% mark)
+HOST_BOUND = ["search", MEDIUM, "--cluster", str(CLUSTERS / "a100_node.toml"), "--global-batch", "32",
+              "--attention", "standard", "--recompute", "none", "--schedule", "1f1b", "--max-micro-batch", "1",
+              "--top", "3"]
+
+
+@pytest.mark.parametrize("digits", [2, 5])
+def test_search_host_bound_line_follows_precision(capsys, digits):
+    """Failed before: search's ``host_bound`` line wrote its seconds and µs to 3 significant digits whatever
+    ``--precision`` said (train's line follows it). With ``--precision 2`` and ``5``, the first row's host and
+    iteration seconds are written to that many digits (seconds under 1: no exponent), and the per-op time of
+    vTrain's A100 fit, 69.4 µs, as 69 µs and 69.4 µs (its third digit is its last: 69.4e-6 s, as tests/
+    test_host_bound_search.py prints it)."""
+    row = json.loads(_out(capsys, [*HOST_BOUND, "--format", "json"]))["rows"][0]
+    host, total = row["host_bound_seconds"], row["iteration_seconds"]
+    line = _table_line(_out(capsys, [*HOST_BOUND, "--precision", str(digits)]), "host_bound")
+    per_op = "69" if digits == 2 else "69.4"
+    assert line.startswith(f"the first row's rank rests on the host floor: {host:.{digits}g} s of {total:.{digits}g} s "
+                           f"is the host issuing ops ({per_op} µs per op, vTrain's A100 fit)"), line
