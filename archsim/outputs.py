@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,16 +20,27 @@ if TYPE_CHECKING:
 
 
 atomic_write_text = write_output  # the older name, which the benchmark scripts call
-__all__ = ["PAIRS", "atomic_write_text", "csv_frame", "csv_number", "flat_meta", "format_number", "meta_columns",
-           "render", "with_meta_columns",]
+__all__ = ["PAIRS", "PairLine", "atomic_write_text", "csv_frame", "csv_number", "flat_meta", "format_number",
+           "meta_columns", "render", "with_meta_columns",]
+
+
+@dataclass(frozen=True)
+class PairLine:
+    """How csv and the table write one of :data:`PAIRS` in one line: ``key{link}value{unit}``, joined by ``sep``."""
+
+    unit: str = ""
+    link: str = ":"
+    sep: str = "; "
+
 
 # JSON meta entries of numbers by a key that csv and the table write as one ``key:value; …`` line (a csv cell and a
-# ``# name:`` line hold one value, where a JSON reader wants the numbers): name → the unit written after each value.
-# A list of records (plan's ``stage_counts``: ``{"stages": 2, "makespan_seconds": 0.14}``; ``bppsa pruned-vgg11``'s
-# ``*_by_up_levels``: ``{"up_levels": 1, "steps": 12}``) pairs each record's first field with its second; an object
-# (plan's ``baselines_seconds``: method → seconds) each name with its value.
-PAIRS = {"stage_counts": "s", "baselines_seconds": "", "steps_by_up_levels": "",
-         "critical_path_flops_by_up_levels": "", "work_flops_by_up_levels": ""}
+# ``# name:`` line hold one value, where a JSON reader wants the numbers). A list of records (plan's
+# ``stage_counts``: ``{"stages": 2, "makespan_seconds": 0.14}``; ``bppsa pruned-vgg11``'s ``*_by_up_levels``:
+# ``{"up_levels": 1, "steps": 12}``) pairs each record's first field with its second; an object (plan's
+# ``baselines_seconds``: method → seconds; ``energy_figures``: key → pJ) each name with its value.
+PAIRS = {"stage_counts": PairLine(unit="s"), "baselines_seconds": PairLine(), "steps_by_up_levels": PairLine(),
+         "critical_path_flops_by_up_levels": PairLine(), "work_flops_by_up_levels": PairLine(),
+         "energy_figures": PairLine(link="=", sep=", ")}
 
 
 def _plain(value: object) -> object:
@@ -68,17 +80,19 @@ def csv_number(value: object) -> str:
 
 
 def flat_meta(meta: Mapping[str, object] | None, show: Callable[[object], str] = csv_number) -> dict:
-    """``meta`` with each of :data:`PAIRS` (JSON's numbers by a key) as one ``key:value; …`` line, each value
-    written by ``show`` (csv: :func:`csv_number`, full precision; the table: :func:`format_number` to its digits,
+    """``meta`` with each of :data:`PAIRS` (JSON's numbers by a key) as one ``key:value; …`` line (its
+    :class:`PairLine`), each value written by ``show`` (csv: :func:`csv_number`, full precision; the table: :func:`format_number` to its digits,
     ``--precision``) and followed by its unit; every other entry as is."""
     out = dict(meta or {})
-    for name, unit in PAIRS.items():
+    for name, line in PAIRS.items():
         value = out.get(name)
         if isinstance(value, dict):
-            out[name] = "; ".join(f"{key}:{show(number)}{unit}" for key, number in value.items())
+            pairs = list(value.items())
         elif isinstance(value, list) and all(isinstance(record, dict) for record in value):
-            out[name] = "; ".join(f"{key}:{show(number)}{unit}"
-                                  for key, number in (list(record.values())[:2] for record in value))
+            pairs = [tuple(list(record.values())[:2]) for record in value]
+        else:
+            continue
+        out[name] = line.sep.join(f"{key}{line.link}{show(number)}{line.unit}" for key, number in pairs)
     return out
 
 

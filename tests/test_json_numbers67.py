@@ -148,3 +148,25 @@ def test_search_host_bound_line_follows_precision(capsys, digits):
     per_op = "69" if digits == 2 else "69.4"
     assert line.startswith(f"the first row's rank rests on the host floor: {host:.{digits}g} s of {total:.{digits}g} s "
                            f"is the host issuing ops ({per_op} µs per op, vTrain's A100 fit)"), line
+
+
+# --- energy_figures: numbers in JSON -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", [["energy", "layerpipe_sample"], ["cost", "layerpipe_sample", "--energy"]])
+def test_energy_figures_are_json_numbers_the_table_and_csv_show_as_one_line(tmp_path, capsys, command):
+    """Failed before: JSON's ``energy_figures`` was ``mac_pj=0.5, register_pj=0.0625`` text. Now an object of the
+    ``[energy]`` section's figures as written in the file (pJ), in its order; csv's cell and the table's line keep
+    the ``KEY=VALUE, …`` text, each figure as the file states it (both exact in binary: no digits lost either way)."""
+    import csv
+    import io
+
+    config = tmp_path / "two.cfg"
+    config.write_text((ROOT / "tests" / "data" / "energy_figures_32x32.cfg").read_text(encoding="utf-8")
+                      + "register_pj = 0.0625\n", encoding="utf-8")
+    argv = [*command, "--config", str(config)]
+    meta = json.loads(_out(capsys, [*argv, "--format", "json"]))["meta"]
+    assert meta["energy_figures"] == {"mac_pj": 0.5, "register_pj": 0.0625}
+    assert all(type(v) is float for v in meta["energy_figures"].values())
+    assert _table_line(_out(capsys, argv), "energy_figures") == "mac_pj=0.5, register_pj=0.0625"
+    row = next(csv.DictReader(io.StringIO(_out(capsys, [*argv, "--format", "csv"]))))
+    assert row["energy_figures"] == "mac_pj=0.5, register_pj=0.0625"
