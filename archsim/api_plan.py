@@ -19,8 +19,6 @@ from archsim.table_result import TableResult
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from archsim.array.config import ArrayConfig
     from archsim.sim.timeline import Timeline
 
@@ -34,15 +32,6 @@ class PlanResult(TableResult):
     ``--gantt`` draws; None for PipeDream's plan and a baseline, which the command times without one)."""
 
     timeline: Timeline | None = field(default=None, repr=False)
-
-    def to_frame(self) -> pd.DataFrame:
-        """The rows ``archsim plan --format csv`` prints for the same keywords: the document's rows, then each single
-        meta value as a column, SPP's ``stage_counts`` and ``baselines_seconds`` as csv's one line each."""
-        from archsim.outputs import csv_frame
-        from archsim.plan_spp import flat_meta
-        from archsim.rows import Rows
-
-        return csv_frame(Rows.of(self.document["rows"]), flat_meta(self.document["meta"], table=False))
 
     def _headline(self) -> str:
         """The method and the makespan the command prints: SPP's, PipeDream's simulated one, a baseline's row."""

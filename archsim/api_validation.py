@@ -41,7 +41,8 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
     ``tensor_cores_per_sm``, ``mma``, ``clock_mhz`` (MHz), ``memory_gbps`` (GB/s), ``dataflow``, ``no_split_k``,
     ``mode`` override the GPU table's) or NeuSight's kernel CSVs (each row timed by the kernel time model in
     ``dtype``, default fp32); ``show`` the table (default as ``--format json``'s: stats, NeuSight's kernels);
-    ``report`` and ``markdown`` write the HTML report and the Markdown summary. Returns a
+    ``report`` and ``markdown`` write the HTML report and the Markdown summary, both once the study is done, or
+    neither where one fails (the command's one set of outputs). Returns a
     :class:`~archsim.table_result.TableResult` (``.table``, ``.meta``, ``to_dict()``: the command's JSON). The
     notes the command prints on stderr warn (UserWarning)."""
     from archsim.array.config import DATAFLOWS
@@ -87,7 +88,10 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
                                memory_gbps=memory_gbps, dataflow=dataflow, no_split_k=no_split_k, mode=mode,
                                dtype=dtype, show=show, report=None if report is None else str(report),
                                markdown=None if markdown is None else str(markdown))
-    done = run_validate_gpu(settings, speak=_warn)
+    from archsim.output_files import output_set
+
+    with output_set():  # the report and the Markdown as one set, as the command writes them: a failure replaces neither
+        done = run_validate_gpu(settings, speak=_warn)
     return TableResult.of(done.table, done.meta)
 
 

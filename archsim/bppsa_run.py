@@ -96,10 +96,12 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
             "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
             "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
             "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
-    # each compared depth (0: the linear scan, BP's steps) as depth:value, as plan's table writes stage_counts: the
-    # summary the page draws, printed too (it was computed for every --compare-levels depth and shown on the page alone)
+    # each compared depth (0: the linear scan, BP's steps) as a list of {"up_levels", column}, as plan's stage_counts:
+    # the summary the page draws, printed too (it was computed for every --compare-levels depth and shown on the page
+    # alone); csv and the table write each as one depth:value line (archsim.outputs.PAIRS)
     for column in ("steps", "critical_path_flops", "work_flops"):
-        meta[f"{column}_by_up_levels"] = "; ".join(f"{d}:{int(v)}" for d, v in zip(summary.up_levels, summary[column]))
+        meta[f"{column}_by_up_levels"] = [{"up_levels": int(d), column: int(v)}
+                                          for d, v in zip(summary.up_levels, summary[column])]
     # a step's `kind` is printed as `product`: `kind` and `type` name a layer's kind elsewhere
     return StudyRun(frame.rename(columns={"kind": "product"}), meta, summary)
 

@@ -113,21 +113,4 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
                    stage_rows_caption(rows), unit=profile.unit)
 
 
-def flat_meta(meta: dict, *, table: bool) -> dict:
-    """``meta`` as csv and the table print it: SPP's ``stage_counts`` (JSON: a list of ``{"stages",
-    "makespan_seconds"}``) as one ``stages:makespans; …`` line and ``baselines_seconds`` (JSON: method → seconds)
-    as one ``method:makespan; …`` line, the table's figures to 4 significant digits, csv's at full precision (as its
-    numbers are). Why: a csv cell and a ``# name:`` line hold one value, where a JSON reader wants the numbers."""
-    def seconds(t: float) -> str:
-        return f"{t:.4g}" if table else repr(t)
-
-    out = dict(meta)
-    if isinstance(meta.get("stage_counts"), list):
-        out["stage_counts"] = "; ".join(f"{c['stages']}:{seconds(c['makespan_seconds'])}s"
-                                        for c in meta["stage_counts"])
-    if isinstance(meta.get("baselines_seconds"), dict):
-        out["baselines_seconds"] = "; ".join(f"{m}:{seconds(t)}" for m, t in meta["baselines_seconds"].items())
-    return out
-
-
-__all__ = ["flat_meta", "run_spp", "server_gpus", "stage_rows_caption"]
+__all__ = ["run_spp", "server_gpus", "stage_rows_caption"]

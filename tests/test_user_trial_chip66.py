@@ -166,7 +166,7 @@ def test_energy_and_cost_name_the_device_files_energy_figures_beside_the_table(c
                  ["cost", "layerpipe_sample", "--config", str(path), "--energy"]):
         assert main([*argv, "--format", "json"]) == 0
         meta = json.loads(capsys.readouterr().out)["meta"]
-        assert (meta["energy_table"], meta["energy_figures"]) == ("horowitz45", "mac_pj=0.3"), argv
+        assert (meta["energy_table"], meta["energy_figures"]) == ("horowitz45", {"mac_pj": 0.3}), argv
     assert main(["energy", "layerpipe_sample", "--config", str(chip(tmp_path, name="plain.toml")), "--format",
                  "json"]) == 0
     assert "energy_figures" not in json.loads(capsys.readouterr().out)["meta"]

@@ -17,9 +17,9 @@ def _json(capsys, argv: list[str]) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def _by_depth(text: str) -> dict[int, int]:
-    """``0:21; 1:12`` (the meta's depth:value list, as plan's table writes ``stage_counts``) as {0: 21, 1: 12}."""
-    return {int(depth): int(value) for depth, value in (item.split(":") for item in text.split("; "))}
+def _by_depth(records: list[dict]) -> dict[int, int]:
+    """``[{"up_levels": 0, "steps": 21}, …]`` (the meta's numbers by depth, as plan's ``stage_counts``) as {0: 21, …}."""
+    return {record["up_levels"]: value for record in records for key, value in record.items() if key != "up_levels"}
 
 
 def test_bppsa_pruned_vgg11_prints_the_depths_compare_levels_asks_for(capsys):

@@ -120,10 +120,6 @@ def run(args: argparse.Namespace) -> int:
     meta = done.meta
     if meta.get("method") == "pipedream" and args.format != "json":  # its tables of levels: JSON's alone
         meta = {k: v for k, v in meta.items() if k not in ("levels", "time_per_stage_by_machines")}
-    if args.format != "json":  # SPP's stage counts and baselines: numbers in JSON, one line of text here
-        from archsim.plan_spp import flat_meta
-
-        meta = flat_meta(meta, table=args.format == "table")
     if done.timeline is not None:  # SPP's always; PipeDream's where drawn (it writes only what was asked)
         write_timeline_outputs(args, done.timeline, done.title, unit=done.unit, rows_title=done.rows_title,
                                caption=done.caption)

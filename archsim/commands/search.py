@@ -187,7 +187,8 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "table":  # csv: the rows' pareto_optimal; the table ends with the front's block
             from archsim.training.table_lines import search_host_note, table_parameters
 
-            meta = search_host_note(table_parameters(meta, args.precision), rows, _host_times(args, cluster, result.rows))
+            meta = search_host_note(table_parameters(meta, args.precision), rows, _host_times(args, cluster, result.rows),
+                                    args.precision or 3)  # --precision's digits, as train's line
         # the table: gpus only when several counts are compared (one count is the meta's gpus)
         hidden = ("megatron_args", "command") + (() if args.gpus and len(args.gpus) > 1 else ("gpus",))
         rows = [{k: v for k, v in row.items() if k not in hidden} for row in table_rows(rows)] \

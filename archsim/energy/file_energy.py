@@ -133,12 +133,13 @@ def cfg_table(table: str) -> EnergyTable:
     return load_table(table, shipped_only=not table.endswith(".toml"))
 
 
-def figures_meta(config: str | Path | None) -> dict[str, str]:
+def figures_meta(config: str | Path | None) -> dict[str, dict[str, float]]:
     """``energy_figures``: the per-event figures (pJ; leakage mW) a ``--config`` file's ``[energy]`` states over its
-    table, ``KEY=VALUE`` joined by ``, `` (``mac_pj=0.3``), so that ``energy_table`` is not read as the table alone;
-    empty where the file states none (or no file is given)."""
+    table, key → figure (``{"mac_pj": 0.3}``; csv and the table write ``mac_pj=0.3, …``:
+    :data:`archsim.outputs.PAIRS`), so that ``energy_table`` is not read as the table alone; empty where the file
+    states none (or no file is given)."""
     overrides = read_cfg_energy(config).overrides if config else {}
-    return {"energy_figures": ", ".join(f"{key}={value:g}" for key, value in overrides.items())} if overrides else {}
+    return {"energy_figures": {key: float(value) for key, value in overrides.items()}} if overrides else {}
 
 
 def energies_for(array: ArrayConfig, name: str | Path | None = None,

@@ -82,12 +82,13 @@ def inserted_after(mapping: Mapping, key: str, new_key: str, value: object) -> d
     return out
 
 
-def search_host_note(meta: dict, rows: list[dict], per_op: Iterable[tuple[float, str]]) -> dict:
+def search_host_note(meta: dict, rows: list[dict], per_op: Iterable[tuple[float, str]], digits: int = 3) -> dict:
     """``archsim search``'s table meta with a ``host_bound`` line last when the first row's ``host_bound_seconds`` are
-    more than :data:`HOST_NOTE_SHARE` of its iteration (:func:`host_note`; ``per_op``: (host seconds per op, their
-    source) of the first row's own machines, the GPUs it runs on): its rank rests on the host floor, a per-op constant
-    (a fit on other machines, or a device file's), on which small micro-batches win or lose; unchanged otherwise."""
-    line = host_note(rows[0]["host_bound_seconds"], rows[0]["iteration_seconds"], per_op) if rows else None
+    more than :data:`HOST_NOTE_SHARE` of its iteration (:func:`host_note`, its figures to ``digits``: ``search
+    --precision``, 3 without it, as train's line; ``per_op``: (host seconds per op, their source) of the first row's
+    own machines, the GPUs it runs on): its rank rests on the host floor, a per-op constant (a fit on other machines,
+    or a device file's), on which small micro-batches win or lose; unchanged otherwise."""
+    line = host_note(rows[0]["host_bound_seconds"], rows[0]["iteration_seconds"], per_op, digits) if rows else None
     return meta if line is None else {**meta, "host_bound": f"the first row's rank rests on the host floor: {line}"}
 
 
