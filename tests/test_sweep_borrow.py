@@ -65,8 +65,8 @@ def test_borrow_is_read_as_a_list_and_counts_layerpipe_rows_once_per_value(tmp_p
 
 
 @pytest.mark.parametrize("extra, methods, said", [
-    ('borrow = ["gainful"]\n', '["pipedream"]', "borrow tunes LayerPipe's Algorithm 1, which none of methods "
-                                                "(pipedream) runs: list layerpipe in methods, or drop borrow"),
+    ('borrow = ["gainful"]\n', '["pipedream"]', ("borrow tunes LayerPipe's Algorithm 1, which none of methods "
+                                                 "(pipedream) runs: list layerpipe in methods, or drop borrow")),
     ('borrow = ["paper"]\n', '["pipedream", "gpipe"]', "list layerpipe in methods"),  # stated even at the default
     ('borrow = ["best"]\n', '["layerpipe"]', "unknown value 'best'; choose from paper, gainful"),
     ("borrow = []\n", '["layerpipe"]', "expected at least one of paper, gainful"),
@@ -197,3 +197,23 @@ def test_the_report_page_has_the_gainful_series(swept, tmp_path):
     assert re.search(r"<b>layerpipe \(gainful\)</b> is fastest|layerpipe \(gainful\)</td>", page)  # the headline
     # the spec lists paper first: the Gantt is the printed walk's, its command without --borrow
     assert "LayerPipe schedule on 2 processors" in page and "--borrow" not in page
+
+
+def test_the_report_schedule_of_a_spec_listing_gainful_first_is_the_gainful_plan():
+    """The report's LayerPipe schedule is drawn at the spec's first borrow value; gainful says so in its title and
+    command (``pipeline --borrow gainful`` redraws it), and its makespan is that of conv1 | conv2–conv4 (no δ″ of
+    conv1 left on the bottleneck), lower than the printed walk's."""
+    from archsim.array.config import ArrayConfig
+    from archsim.sweep.report_sections import _gantt_section
+    from archsim.workload.shipped import load_shipped
+
+    network, array = load_shipped("layerpipe_sample"), ArrayConfig(32, 32, "ws")
+    first = pd.Series({"network": "layerpipe_sample", "rows": 32, "cols": 32, "dataflow": "ws", "batch": 32,
+                       "mode": "paper", "only": "all"})
+    titles, commands, spans = {}, {}, {}
+    for borrow in ("paper", "gainful"):
+        titles[borrow], _, commands[borrow] = _gantt_section(network, array, first, 2, borrow=borrow)
+        spans[borrow] = float(re.search(r"makespan ([\d,]+) cycles", titles[borrow]).group(1).replace(",", ""))
+    assert "LayerPipe (borrow gainful) schedule" in titles["gainful"] and "--borrow gainful" in commands["gainful"]
+    assert "borrow" not in titles["paper"] + commands["paper"]
+    assert spans["gainful"] < spans["paper"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from archsim.errors import InputError
 from archsim.partition import build_profile
@@ -58,7 +59,7 @@ def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
             for method, borrow in runs if (plan := plans[method, borrow].get(processors)) is not None]
 
 
-def run_options(unit: Unit, method: str, borrow: str | None) -> dict[str, object]:
+def run_options(unit: Unit, method: str, borrow: str | None) -> dict[str, Any]:
     """The partitioner's keywords of one of ``unit``'s runs (:func:`~archsim.sweep.spec.method_runs`): LayerPipe's
     alpha, δ split axes and ``borrow``; none for another method."""
     if method != "layerpipe":
