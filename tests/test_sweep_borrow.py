@@ -217,3 +217,16 @@ def test_the_report_schedule_of_a_spec_listing_gainful_first_is_the_gainful_plan
     assert "LayerPipe (borrow gainful) schedule" in titles["gainful"] and "--borrow gainful" in commands["gainful"]
     assert "borrow" not in titles["paper"] + commands["paper"]
     assert spans["gainful"] < spans["paper"]
+
+
+@pytest.mark.parametrize("borrow, said", [((), "expected a value"), (("best",), "unknown value 'best'"),
+                                          (("paper", "paper"), "expected each value once")])
+def test_a_hand_built_spec_of_a_bad_borrow_is_refused_before_anything_is_written(tmp_path, borrow, said):
+    from dataclasses import replace
+
+    from archsim.sweep.runner import run_sweep
+
+    spec = replace(load_spec(_spec(tmp_path, "", '["layerpipe"]')), borrow=borrow)
+    with pytest.raises(InputError, match=f"{said}: borrow takes paper and gainful, each once") as caught:
+        run_sweep(spec, tmp_path / "out", progress=False)
+    assert caught.value.where.field == "borrow" and not (tmp_path / "out").exists()
