@@ -28,7 +28,8 @@ from archsim.report.style import DESIGN_AXIS_WORDS, KIND_COLORS, KIND_LABELS, ta
 from archsim.report.table_iv_notes import CYCLE_NOTE, TABLE_IV_NOTES, UPTO_NOTE, layerpipe_note
 
 _Style = TypeVar("_Style")  # a line's dash or a box's fill
-METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2"}
+METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2",
+                 "layerpipe (gainful)": "#F58518"}  # LayerPipe's --borrow gainful rows (archsim.sweep.report)
 # Axis titles with their units: speedup is single-processor cycles / iteration cycles.
 SPEEDUP_AXIS = "speedup (× one processor)"
 # Every speedup axis starts at 0 (plotly's "tozero"), whatever the data's least value: speedup is a ratio, so on a

@@ -22,7 +22,7 @@ from archsim.output_targets import check_entry
 from archsim.output_temps import remove_orphans
 from archsim.sweep.device_spec import DevicePoint, DeviceSweepSpec
 from archsim.sweep.folder import check_owner, holding
-from archsim.sweep.spec import SweepSpec, Unit
+from archsim.sweep.spec import DEFAULT_BORROW, SweepSpec, Unit
 
 CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
 ENTRY = re.compile(r"[0-9a-f]{40}\.json")  # a cache entry's name (:func:`cache_file`): nothing else is pruned
@@ -39,6 +39,8 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
         del fields["array_file"]["energy_table"], fields["array_file"]["energy_figures"]  # no [energy]: names as before
     if fields.get("split_axes") == SPLIT_AXES:  # every δ split axis, the default: names as before the key
         del fields["split_axes"]
+    if fields.get("borrow") == DEFAULT_BORROW:  # the printed walk alone, the default: names as before the key
+        del fields["borrow"]
     if isinstance(unit, DevicePoint):  # a clock, TP or PP not swept: names as before those axes
         for key in ("clock_ghz", "tp", "pp"):
             if fields[key] is None:

@@ -37,6 +37,9 @@ DESIGN_COLUMNS = ["sram_kb", "bandwidth_words_per_cycle", "element_bytes", "micr
 def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     """All (processors, method, clock) rows of a design unit; ``base_row(processors, method, plan,
     single, cycles)`` gives the plain sweep's columns."""
+    from archsim.sweep.spec import method_runs
+    from archsim.sweep.units import run_options
+
     design = unit.design
     array = design_array(unit)
     table, figures, table_name = _energy_of(unit)
@@ -58,17 +61,16 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
     rows = []
     groups = layer_groups(profile) if "pipedream" in unit.methods else 0  # more processors: skipped (pipedream_points)
     for processors in unit.processors:
-        for method in unit.methods:
+        for method, borrow in method_runs(unit.methods, unit.borrow):
             if method == "pipedream" and processors > groups:
                 continue
-            options = {"alpha": unit.alpha, "axes": unit.split_axes} if method == "layerpipe" else {}
-            plan = partition(profile, processors, method, **options)
+            plan = partition(profile, processors, method, **run_options(unit, method, borrow))
             cycles = m * plan.max_stage_cost
             for clock in clocks:
                 seconds = cycles / (clock * 1e9) if clock else float("nan")
                 leakage = static_power_mw(energies, array) * plan.processors * seconds * 1e9 if clock else 0.0
                 rows.append({
-                    **base_row(processors, method, plan, single, cycles),
+                    **base_row(processors, method, plan, single, cycles, borrow),
                     "sram_kb": sram_kb, "bandwidth_words_per_cycle": bandwidth, "element_bytes": design.element_bytes,
                     "microbatches": m, "energy_table": Path(table_name).stem,
                     "clock_ghz": clock if clock else float("nan"), "iteration_seconds": seconds,

@@ -183,14 +183,45 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     from archsim.sweep import summarize
     from archsim.sweep.pipedream_points import skipped_line
     from archsim.sweep.report_sections import network_sections, spec_methods, spec_networks
+    from archsim.sweep.results_check import recorded_borrow
 
+    results = borrow_series(results)  # LayerPipe's gainful rows: a method of their own on the page
     order = network_order(results, spec_networks(record))
     sections = network_sections(results, order, folder, own_networks, record,
                                 f"{spec_command} && archsim report {folder} --out {target}")
     engine = record.get("engine", "analytic")
     return build_report(results, summarize(results), results_path=str(folder), out=target, spec_command=spec_command,
                         engine=engine if isinstance(engine, str) else None, networks=order,
-                        network_sections=sections, methods=spec_methods(record), skipped=skipped_line(record))
+                        network_sections=sections, methods=series_methods(spec_methods(record), recorded_borrow(record)),
+                        skipped=skipped_line(record))
+
+
+def borrow_label(borrow: str) -> str:
+    """The method a report names LayerPipe's rows of ``borrow`` by: ``layerpipe`` for the printed walk (the
+    default, named as ever), ``layerpipe (gainful)`` for ``--borrow gainful``."""
+    from archsim.sweep.spec import DEFAULT_BORROW
+
+    return "layerpipe" if borrow == DEFAULT_BORROW[0] else f"layerpipe ({borrow})"
+
+
+def borrow_series(results: pd.DataFrame) -> pd.DataFrame:
+    """``results`` with each LayerPipe row of a ``borrow`` sweep under :func:`borrow_label`'s method, so that its
+    figures, tables and headline draw ``layerpipe (gainful)`` as a series of its own beside ``layerpipe``;
+    a results.csv without the column (every sweep without the key) as it is."""
+    from archsim.sweep.spec import BORROW_COLUMN
+
+    if BORROW_COLUMN not in results.columns:
+        return results
+    gainful = (results["method"] == "layerpipe") & results[BORROW_COLUMN].notna()
+    return results.assign(method=results["method"].where(
+        ~gainful, results[BORROW_COLUMN].map(lambda b: borrow_label(str(b)))))
+
+
+def series_methods(methods: tuple[str, ...], borrow: tuple[str, ...]) -> tuple[str, ...]:
+    """The spec's ``methods`` in the page's order with LayerPipe as each ``borrow`` value's series
+    (:func:`borrow_label`) in the spec's order of ``borrow``, where layerpipe is listed."""
+    return tuple(label for method in methods
+                 for label in ([borrow_label(b) for b in borrow] if method == "layerpipe" else [method]))
 
 
 def spec_record(folder: Path) -> dict:

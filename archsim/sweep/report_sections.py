@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA
+from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW
 from archsim.console import shell_word
 from archsim.lowering import SPLIT_AXES
 from archsim.sweep.report import array_path, report_network, sweep_array
+from archsim.sweep.results_check import recorded_borrow
 
 if TYPE_CHECKING:  # pandas and plotly load when a report is written
     import pandas as pd
@@ -88,8 +89,11 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
                                                                   if first["only"] != "all" else "") + memory)
     axes = record.get("split_axes")  # the spec's δ split axes (spec.json holds them as a list)
     axes = tuple(axes) if isinstance(axes, list) and axes and set(axes) <= set(SPLIT_AXES) else SPLIT_AXES
+    borrow = recorded_borrow(record)[0]  # the spec's first borrow value (the printed walk where it runs that first)
+    borrow = borrow if borrow in LAYERPIPE_BORROW else LAYERPIPE_BORROW[0]
     return [(title, layer_breakdown_figure(costs), command),
-            _gantt_section(network, array, first, processors, engine, memory, alpha, median=median, axes=axes)]
+            _gantt_section(network, array, first, processors, engine, memory, alpha, median=median, axes=axes,
+                           borrow=borrow)]
 
 
 def _array_flags(first) -> str:
@@ -121,12 +125,13 @@ def _design_sections(results: pd.DataFrame, network: str, command: str) -> list[
 
 def _gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
                    alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8, *, median: bool = False,
-                   axes: tuple[str, ...] = SPLIT_AXES) -> Section:
+                   axes: tuple[str, ...] = SPLIT_AXES, borrow: str = LAYERPIPE_BORROW[0]) -> Section:
     """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator.
     ``median``: ``processors`` is the median of the sweep's counts, which the title says. The title names
     the stages the plan uses too: LayerPipe's plan may use fewer stages than it is given processors, and a
     chart of 7 stages titled only "8 processors" reads as one missing. The title is the section's heading
-    alone (in the figure too it wrapped onto a second line above the legend)."""
+    alone (in the figure too it wrapped onto a second line above the legend). ``borrow``: LayerPipe's --borrow,
+    said in the title and command only where it is not the printed walk's."""
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.planners import partition
@@ -136,11 +141,12 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     from archsim.sim.timeline import Timeline
 
     profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
-    plan = partition(profile, processors, "layerpipe", alpha=alpha, axes=axes)
+    plan = partition(profile, processors, "layerpipe", alpha=alpha, axes=axes, borrow=borrow)
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
     which = " (the sweep's median)" if median else ""
-    title = (f"{network.name}: LayerPipe schedule on {processors} {'processor' if processors == 1 else 'processors'}{which}, {len(plan.stages)} "
+    gainful = borrow != LAYERPIPE_BORROW[0]
+    title = (f"{network.name}: LayerPipe{f' (borrow {borrow})' if gainful else ''} schedule on {processors} {'processor' if processors == 1 else 'processors'}{which}, {len(plan.stages)} "
              f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
              f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {table_number(timeline.makespan)} cycles")
     command = (f"archsim pipeline {shell_word(first.network)} --processors {processors} --method layerpipe {_array_flags(first)}"
@@ -148,6 +154,7 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
                + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
                + (f" --split-axes {','.join(axes)}" if axes != SPLIT_AXES else "")
+               + (f" --borrow {borrow}" if gainful else "")
                + f" --microbatches {microbatches} --gantt gantt.html")
     return title, gantt_figure(timeline.to_frame(), borrowed=plan.borrowed_ops), command
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES
-from archsim.sweep.spec import SETTING_COLUMNS
+from archsim.sweep.spec import BORROW_COLUMN, DEFAULT_BORROW, SETTING_COLUMNS
 from archsim.validate import parse_json, read_text
 
 RESULT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "processors", "method",
@@ -35,11 +35,22 @@ def layerpipe_settings(method: str, alpha: float, axes: Iterable[str]) -> dict[s
     return {"alpha": float(alpha), "split_axes": "+".join(axes)}
 
 
-def written_columns(columns: Iterable[str]) -> list[str]:
-    """``columns`` with :data:`SETTING_COLUMNS` right after ``method``: their order in results.csv and summary.csv."""
-    columns = [c for c in columns if c not in SETTING_COLUMNS]
+def borrow_cell(swept: tuple[str, ...], borrow: str | None) -> dict[str, object]:
+    """A row's ``borrow`` cell where the sweep runs LayerPipe's δ moves other than as printed alone (``swept``,
+    the spec's ``borrow``): the value its LayerPipe plan used, NaN (empty) on another method's row; no cell
+    at the default, so such a sweep writes the files it wrote before the key."""
+    if swept == DEFAULT_BORROW:
+        return {}
+    return {BORROW_COLUMN: borrow if borrow is not None else math.nan}
+
+
+def written_columns(columns: Iterable[str], borrow: bool = False) -> list[str]:
+    """``columns`` with :data:`SETTING_COLUMNS` right after ``method`` (and ``borrow`` after them where ``borrow``:
+    a sweep that runs it, :func:`borrow_cell`): their order in results.csv and summary.csv."""
+    settings = SETTING_COLUMNS + ([BORROW_COLUMN] if borrow else [])
+    columns = [c for c in columns if c not in settings]
     at = columns.index("method") + 1
-    return columns[:at] + SETTING_COLUMNS + columns[at:]
+    return columns[:at] + settings + columns[at:]
 
 
 def current_names(names: Iterable[str]) -> dict[str, str]:
@@ -85,9 +96,12 @@ def results_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
     present = set().union(*rows)
     design = [c for c in DESIGN_COLUMNS if c in present]
     array = [ARRAY_COLUMN] if ARRAY_COLUMN in present else []  # two .cfg files of one shape are two arrays
-    frame = pd.DataFrame(rows, columns=written_columns(RESULT_COLUMNS) + PROVENANCE_COLUMNS + array + design)
+    columns = written_columns(RESULT_COLUMNS, BORROW_COLUMN in present) + PROVENANCE_COLUMNS + array + design
+    frame = pd.DataFrame(rows, columns=columns)
+    # a configuration's two LayerPipe rows (paper, gainful) keep the spec's order: the rows come in units' order,
+    # each unit's in method_runs', never in order of completion, and the sort is stable
     return frame.sort_values(SORT_COLUMNS + array + design[:6], kind="stable").reset_index(drop=True)
 
 
-__all__ = ["ARRAY_COLUMN", "PROVENANCE_COLUMNS", "RENAMED_COLUMNS", "RESULT_COLUMNS", "SORT_COLUMNS", "cached_rows",
-           "current_names", "layerpipe_settings", "results_frame", "written_columns"]
+__all__ = ["ARRAY_COLUMN", "PROVENANCE_COLUMNS", "RENAMED_COLUMNS", "RESULT_COLUMNS", "SORT_COLUMNS", "borrow_cell",
+           "cached_rows", "current_names", "layerpipe_settings", "results_frame", "written_columns"]

@@ -50,6 +50,7 @@ def check_spec_rows(results: pd.DataFrame, record: dict, path: Path, command: st
     record, or an older version's, is not compared. The points PipeDream skipped (spec.json's ``skipped_points``)
     have no rows."""
     from archsim.sweep.pipedream_points import skipped_rows
+    from archsim.sweep.spec import method_runs
 
     lists: list[list] = [value for key in ("networks", "arrays", "batches", "processors", "methods")
                          if isinstance(value := record.get(key), list) and value]
@@ -67,12 +68,43 @@ def check_spec_rows(results: pd.DataFrame, record: dict, path: Path, command: st
                              f"(the spec last run here): these rows are another run's; {rerun}", file=str(path),
                              line=int(stray[0]) + 2, field=column)
     _check_settings(results, record, path, rerun)
+    borrow = recorded_borrow(record)
+    _check_borrow(results, borrow, path, rerun)
+    runs = len(method_runs(tuple(map(str, methods)), borrow))  # LayerPipe's rows once per borrow value
     clocks = len(designs[0].get("clocks_ghz") or []) if designs and isinstance(designs[0], dict) else 0
     expected = (len(networks) * len(arrays) * max(1, len(dataflows)) * len(batches) * max(1, len(designs))
-                * len(processors) * len(methods) * max(1, clocks)) - skipped_rows(record)  # PipeDream's, not run
+                * len(processors) * runs * max(1, clocks)) - skipped_rows(record)  # PipeDream's, not run
     if len(results) != expected:
         raise InputError(f"{len(results):,} rows, where the folder's spec.json gives {expected:,} configurations "
                          f"(rows deleted, or another run's?); {rerun}", file=str(path))
+
+
+def recorded_borrow(record: dict) -> tuple[str, ...]:
+    """The LayerPipe ``borrow`` values a folder's spec.json records (a spec without the key records none: the
+    printed walk alone, :data:`~archsim.sweep.spec.DEFAULT_BORROW`)."""
+    from archsim.sweep.spec import DEFAULT_BORROW
+
+    borrow = record.get("borrow")
+    return tuple(map(str, borrow)) if isinstance(borrow, list) and borrow else DEFAULT_BORROW
+
+
+def _check_borrow(results: pd.DataFrame, borrow: tuple[str, ...], path: Path, rerun: str) -> None:
+    """Refuse a ``borrow`` column that spec.json's ``borrow`` does not give: one where it records the printed walk
+    alone (no column then), or a LayerPipe row's value off its list."""
+    from archsim.sweep.spec import BORROW_COLUMN, DEFAULT_BORROW
+
+    if BORROW_COLUMN not in results.columns:
+        if borrow != DEFAULT_BORROW:
+            raise InputError(f"no {BORROW_COLUMN} column, where the folder's spec.json runs borrow "
+                             f"{', '.join(borrow)}: these rows are another run's; {rerun}", file=str(path), line=1,
+                             field=BORROW_COLUMN)
+        return
+    layerpipe = results[results["method"] == "layerpipe"]
+    stray = layerpipe.index[~layerpipe[BORROW_COLUMN].isin(borrow)] if borrow != DEFAULT_BORROW else results.index
+    if len(stray):
+        raise InputError(f"layerpipe's {BORROW_COLUMN} {results.at[stray[0], BORROW_COLUMN]!r} is not on the folder's "
+                         f"spec.json's borrow ({', '.join(borrow)}): these rows are another run's; {rerun}",
+                         file=str(path), line=int(stray[0]) + 2, field=BORROW_COLUMN)
 
 
 def _check_settings(results: pd.DataFrame, record: dict, path: Path, rerun: str) -> None:

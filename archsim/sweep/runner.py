@@ -35,7 +35,7 @@ from archsim.sweep.networks import network_digests
 from archsim.sweep.pipedream_points import KEY as SKIPPED
 from archsim.sweep.pipedream_points import unit_skipped
 from archsim.sweep.results import cached_rows, results_frame
-from archsim.sweep.spec import SweepSpec, Unit, check_size
+from archsim.sweep.spec import DEFAULT_BORROW, SweepSpec, Unit, check_size
 from archsim.sweep.summary import summarize
 from archsim.sweep.units import check_processor_counts
 from archsim.validate import MAX_CONFIGS
@@ -55,6 +55,7 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
     skipped = check_processor_counts(units, spec.source)  # PipeDream's points a network is too short for
     if isinstance(spec, SweepSpec):  # a hand-built spec's split axes, read as the spec file's (none twice)
         split_axes(spec.split_axes)
+        check_borrow(spec.borrow)
     if dask:
         from archsim.sweep.dask_address import check_dask_address
 
@@ -72,10 +73,30 @@ def run_sweep(spec: SweepSpec | DeviceSweepSpec, out: str | Path, *, workers: in
     with output_set():  # the lock is left once the results are in place (with the run's report, in the CLI)
         hold_until_written(holding(out, spec.source, spec.name))
         check_owner(out, spec.source, force=force)
-        record = dumps({**asdict(spec), "source_path": str(Path(spec.source).resolve()),
+        record = dumps({**_recorded(spec), "source_path": str(Path(spec.source).resolve()),
                         **({SKIPPED: skipped} if isinstance(spec, SweepSpec) else {})}, indent=2, default=list)
         write_output(out / "spec.json", record, at_once=True, within=out)  # the folder is this spec's from now on
         return _run_locked(spec, out, units, digests, workers, dask, progress, skipped)
+
+
+def check_borrow(borrow: tuple[str, ...]) -> None:
+    """Refuse a hand-built spec's ``borrow`` the spec file's key would refuse (none, one off ``--borrow``'s values,
+    one twice) before anything is written, rather than in a worker once the folder is this spec's."""
+    from archsim.choices.partitions import LAYERPIPE_BORROW
+
+    bad = [b for b in borrow if b not in LAYERPIPE_BORROW]
+    if not borrow or bad or len(set(borrow)) < len(borrow):
+        said = f"unknown value {bad[0]!r}" if bad else "expected each value once" if borrow else "expected a value"
+        raise InputError(f"{said}: borrow takes {' and '.join(LAYERPIPE_BORROW)}, each once", field="borrow")
+
+
+def _recorded(spec: SweepSpec | DeviceSweepSpec) -> dict[str, object]:
+    """``spec``'s fields as spec.json records them: ``borrow`` only where the spec runs other than the printed
+    walk alone (a spec without the key records what it recorded before the key)."""
+    fields = asdict(spec)
+    if fields.get("borrow") == DEFAULT_BORROW:
+        del fields["borrow"]
+    return fields
 
 
 def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, workers: int, dask: str | None,

@@ -15,6 +15,7 @@ Keys are checked exactly — an unknown key is an error naming it, never silentl
     mode = "paper"                  # or "exact"
     alpha = 1.001                   # LayerPipe's relaxation factor, as --alpha (with layerpipe in methods)
     split_axes = ["channels"]       # optional: the δ split axes LayerPipe may use, as --split-axes (default all three)
+    borrow = ["paper", "gainful"]   # optional: LayerPipe's δ moves kept, as --borrow; each value its own rows
     engine = "analytic"             # or "cycle": memory-aware (compute + SCALE-Sim stall cycles)
 
 Design-space axes (optional; any of them makes it a design sweep whose rows add time, energy per
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
-from archsim.choices.partitions import LAYERPIPE_ALPHA, MAX_ALPHA
+from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
@@ -78,11 +79,22 @@ def check_size(configs: int, max_configs: int, file: str | None) -> None:
 
 DESIGN_KEYS = {"sram_kb", "bandwidths", "clocks_ghz", "element_bytes", "dtypes", "microbatches", "energy_tables"}
 KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha",
-        "split_axes", "engine"} | DESIGN_KEYS
+        "split_axes", "borrow", "engine"} | DESIGN_KEYS
 REQUIRED = {"networks", "arrays", "batches", "processors", "methods"}
 # The keys that tune LayerPipe's Algorithm 1, as results.csv and summary.csv name them after ``method`` (alpha; the δ
 # split axes joined by "+", as ``only``'s kinds are): empty on another method's rows, which read neither
 SETTING_COLUMNS = ["alpha", "split_axes"]
+# LayerPipe's --borrow values a spec's ``borrow`` key runs: each one LayerPipe rows of its own, told apart by a
+# ``borrow`` column (after ``split_axes``) only where the spec runs other than the printed algorithm's alone, so a
+# spec without the key writes the files (and cache entries) it wrote before the key
+BORROW_COLUMN = "borrow"
+DEFAULT_BORROW = (LAYERPIPE_BORROW[0],)
+
+
+def method_runs(methods: tuple[str, ...], borrow: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
+    """(method, borrow) of each row one configuration (processor count, clock) gives, in the spec's order: LayerPipe
+    once per ``borrow`` value, any other method once (None: it reads no borrow)."""
+    return tuple((m, b) for m in methods for b in (borrow if m == "layerpipe" else (None,)))
 
 
 @dataclass(frozen=True)
@@ -104,6 +116,7 @@ class Unit:
     design: Design | None = None  # None: a plain sweep (cycles and speedups only)
     array_file: ArrayFile | None = None  # None: rows × cols at ArrayConfig's defaults (a "ROWSxCOLS" entry)
     split_axes: tuple[str, ...] = SPLIT_AXES  # LayerPipe's δ split axes (--split-axes' names)
+    borrow: tuple[str, ...] = DEFAULT_BORROW  # LayerPipe's --borrow values, each its own rows (:func:`method_runs`)
 
     @property
     def array(self) -> ArrayConfig:
@@ -118,7 +131,7 @@ class Unit:
         counts them); results.csv has one row each but those of PipeDream's skipped points
         (:func:`archsim.sweep.pipedream_points.unit_skipped`), which the runner subtracts."""
         clocks = max(1, len(self.design.clocks_ghz)) if self.design is not None else 1
-        return len(self.processors) * len(self.methods) * clocks
+        return len(self.processors) * len(method_runs(self.methods, self.borrow)) * clocks
 
     @property
     def key(self) -> str:
@@ -128,9 +141,10 @@ class Unit:
         design = "" if self.design is None else f"_{self.design.key}"
         array = "" if self.array_file is None else f"_{Path(self.array_file.path).stem}"
         axes = "" if self.split_axes == SPLIT_AXES else f"_x{'-'.join(self.split_axes)}"  # every axis: keys as before
+        borrow = "" if self.borrow == DEFAULT_BORROW else f"_b{'-'.join(self.borrow)}"  # the printed walk: as before
         return (f"{Path(self.network).stem}{content}_{only}_{self.rows}x{self.cols}_{self.dataflow}_b{self.batch}"
                 f"_{self.mode}_p{'-'.join(map(str, self.processors))}_{'-'.join(self.methods)}_a{self.alpha:g}{engine}"
-                f"{design}{array}{axes}")
+                f"{design}{array}{axes}{borrow}")
 
 
 @dataclass(frozen=True)
@@ -170,12 +184,13 @@ class SweepSpec:
     split_axes: tuple[str, ...] = SPLIT_AXES
     designs: tuple[Design, ...] = ()  # empty: a plain sweep
     bandwidths_given: bool = False  # the spec states bandwidths (else 10 words/cycle, SCALE-Sim's default)
+    borrow: tuple[str, ...] = DEFAULT_BORROW  # LayerPipe's --borrow values (the spec's ``borrow``)
 
     def units(self) -> list[Unit]:
         digests = {network: network_sha256(network) for network in self.networks}
         return [Unit(network, self.only, *_shape(array), dataflow, batch, self.mode, self.processors, self.methods,
                      self.alpha, self.engine, digests[network], design,
-                     array if isinstance(array, ArrayFile) else None, self.split_axes)
+                     array if isinstance(array, ArrayFile) else None, self.split_axes, self.borrow)
                 for network, array in product(self.networks, self.arrays)
                 for dataflow, batch, design in product(self.dataflows or (_dataflow(array),), self.batches,
                                                        self.designs or (None,))]
@@ -185,7 +200,8 @@ class SweepSpec:
         """Configurations (rows of results.csv), counted without listing the units."""
         clocks = max(1, len(self.designs[0].clocks_ghz)) if self.designs else 1
         units = len(self.networks) * len(self.arrays) * max(1, len(self.dataflows)) * len(self.batches)
-        return units * max(1, len(self.designs)) * len(self.processors) * len(self.methods) * clocks
+        runs = len(method_runs(self.methods, self.borrow))
+        return units * max(1, len(self.designs)) * len(self.processors) * runs * clocks
 
 
 def _shape(array: tuple[int, int] | ArrayFile) -> tuple[int, int]:
@@ -333,10 +349,14 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
     if not methods:
         raise InputError(f"expected at least one method of {', '.join(PARTITIONERS)}, got []", file=file,
                          field="methods")
-    for key in SETTING_COLUMNS:  # as pipeline refuses --alpha, --split-axes beside another method
+    for key in (*SETTING_COLUMNS, "borrow"):  # as pipeline refuses --alpha, --split-axes, --borrow beside another method
         if key in table and "layerpipe" not in methods:  # it would change no row: refused, as plan refuses a setting
             raise InputError(f"{key} tunes LayerPipe's Algorithm 1, which none of methods ({', '.join(methods)}) "
                              f"runs: list layerpipe in methods, or drop {key}", file=file, field=key)
+    borrow = strings("borrow", LAYERPIPE_BORROW) if "borrow" in table else DEFAULT_BORROW
+    if not borrow:
+        raise InputError(f"expected at least one of {', '.join(LAYERPIPE_BORROW)}, as --borrow, got []", file=file,
+                         field="borrow")
     designs: tuple[Design, ...] = ()
     if DESIGN_KEYS & set(table):
         check_cfg_axes(table, array_texts, arrays, file)
@@ -357,7 +377,8 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         axes = (len(positives("sram_kb")) if "sram_kb" in table else 1, len(positives("bandwidths"))
                 if "bandwidths" in table else 1, len(widths), len(micro), len(tables), max(1, len(clocks)))
         check_size(len(resolved) * len(arrays) * max(1, len(strings("dataflows", ("ws", "os", "is")))) * len(batches)
-                   * len(positives("processors", MAX_PROCESSORS)) * len(methods) * math.prod(axes), max_configs, file)
+                   * len(positives("processors", MAX_PROCESSORS)) * len(method_runs(methods, borrow)) * math.prod(axes),
+                   max_configs, file)
         designs = tuple(Design(s, bw, e, m, t, clocks, name) for s, bw, (e, name), m, t in
                         product(positives("sram_kb") if "sram_kb" in table else (64,),
                                 positives("bandwidths") if "bandwidths" in table else (10,), widths, micro, tables))
@@ -365,7 +386,8 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         name=check_name(table.get("name", path.stem), "name", file=file), networks=resolved, only=strings("only", LAYER_KINDS),
         arrays=tuple(arrays), dataflows=strings("dataflows", ("ws", "os", "is")),
         batches=positives("batches"), processors=positives("processors", MAX_PROCESSORS), methods=methods, mode=mode,
-        alpha=float(alpha), engine=engine, source=file, split_axes=delta_axes, bandwidths_given="bandwidths" in table)
+        alpha=float(alpha), engine=engine, source=file, split_axes=delta_axes, bandwidths_given="bandwidths" in table,
+        borrow=borrow)
 
 
 def _widths(table: dict, strings, positives, file: str) -> tuple[tuple[int, str | None], ...]:

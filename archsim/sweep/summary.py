@@ -6,7 +6,7 @@ import pandas as pd
 
 from archsim.report.paper_tables import improvement_pct
 from archsim.report.style import DESIGN_AXIS_WORDS
-from archsim.sweep.spec import SETTING_COLUMNS
+from archsim.sweep.spec import BORROW_COLUMN, SETTING_COLUMNS
 
 # A design sweep's own axes (archsim.sweep.design's columns that set a design, not its results): part of
 # what one configuration is, so "best with at most P processors" never mixes two designs.
@@ -24,8 +24,11 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     plan dips is not read as a loss a planner would accept.
     """
     # LayerPipe's settings key its rows too (a results.csv from before they were columns has none: keyed as then)
-    keys = ["network", "only", "mode", "processors", "method"] + [c for c in SETTING_COLUMNS if c in results.columns]
+    # (and a sweep of LayerPipe's borrow values, :func:`archsim.sweep.results.borrow_cell`, by its borrow column)
+    settings = [c for c in [*SETTING_COLUMNS, BORROW_COLUMN] if c in results.columns]
+    keys = ["network", "only", "mode", "processors", "method"] + settings
     config = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", "method"]
+    config += [BORROW_COLUMN] if BORROW_COLUMN in results.columns else []  # one borrow's best, never the other's
     config += [axis for axis in DESIGN_AXES if axis in results.columns]
     config += ["array_path"] if "array_path" in results.columns else []  # a .cfg's array: one of its shape's
     results = results.sort_values(config + ["processors"]).copy()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from archsim.errors import InputError
 from archsim.partition import build_profile
@@ -14,8 +15,8 @@ from archsim.sweep.device_points import point_rows
 from archsim.sweep.device_spec import DevicePoint
 from archsim.sweep.networks import spec_key_error, unit_lowering, unit_network
 from archsim.sweep.pipedream_points import check_left, skipped_points
-from archsim.sweep.results import ARRAY_COLUMN, layerpipe_settings
-from archsim.sweep.spec import Unit
+from archsim.sweep.results import ARRAY_COLUMN, borrow_cell, layerpipe_settings
+from archsim.sweep.spec import DEFAULT_BORROW, Unit, method_runs
 
 
 def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
@@ -25,11 +26,13 @@ def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
         return point_rows(unit)
     network = unit_network(unit.network, unit.network_sha256, unit.only)
 
-    def base_row(processors: int, method: str, plan, single: float, cycles: float) -> dict[str, object]:
+    def base_row(processors: int, method: str, plan, single: float, cycles: float,
+                 borrow: str | None = None) -> dict[str, object]:
         return {
             "network": Path(unit.network).stem, "only": "+".join(unit.only) or "all", "rows": unit.rows,
             "cols": unit.cols, "dataflow": unit.dataflow, "batch": unit.batch, "mode": unit.mode,
             "processors": processors, "method": method, **layerpipe_settings(method, unit.alpha, unit.split_axes),
+            **borrow_cell(unit.borrow, borrow),
             "stages": len(plan.stages),
             "single_processor_cycles": single, "iteration_cycles": cycles,
             "speedup": single / cycles, "mandatory_comm_bytes": plan.mandatory_bytes,
@@ -47,13 +50,21 @@ def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
                             lowered=unit_lowering(unit.network, unit.network_sha256, unit.only, unit.batch,
                                                   unit.mode, array.element_bytes))
     single = float(profile.total.sum())
-    options = {method: {"alpha": unit.alpha, "axes": unit.split_axes} if method == "layerpipe" else {} for method in unit.methods}
+    runs = method_runs(unit.methods, unit.borrow)
     groups = layer_groups(profile) if "pipedream" in unit.methods else 0  # more processors: skipped (pipedream_points)
     counts = {m: tuple(p for p in unit.processors if m != "pipedream" or p <= groups) for m in unit.methods}
-    plans = {m: dict(zip(counts[m], partitions(profile, counts[m], m, **options[m]) if counts[m] else [], strict=True))
-             for m in unit.methods}
-    return [base_row(processors, method, plan, single, plan.max_stage_cost) for processors in unit.processors
-            for method in unit.methods if (plan := plans[method].get(processors)) is not None]
+    plans = {(m, b): dict(zip(counts[m], partitions(profile, counts[m], m, **run_options(unit, m, b)) if counts[m]
+                              else [], strict=True)) for m, b in runs}
+    return [base_row(processors, method, plan, single, plan.max_stage_cost, borrow) for processors in unit.processors
+            for method, borrow in runs if (plan := plans[method, borrow].get(processors)) is not None]
+
+
+def run_options(unit: Unit, method: str, borrow: str | None) -> dict[str, Any]:
+    """The partitioner's keywords of one of ``unit``'s runs (:func:`~archsim.sweep.spec.method_runs`): LayerPipe's
+    alpha, δ split axes and ``borrow``; none for another method."""
+    if method != "layerpipe":
+        return {}
+    return {"alpha": unit.alpha, "axes": unit.split_axes, "borrow": borrow or DEFAULT_BORROW[0]}
 
 
 def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | None) -> list[dict[str, object]]:
@@ -78,4 +89,4 @@ def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | No
     return skipped_points(groups, plain[0].processors)
 
 
-__all__ = ["check_processor_counts", "compute_unit"]
+__all__ = ["check_processor_counts", "compute_unit", "run_options"]
