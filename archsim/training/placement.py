@@ -120,10 +120,19 @@ def orders_note(cluster) -> str | None:
     if apart <= MAX_ORDERS or tried > MAX_ORDERS:  # all tried, or refused (server_orders)
         return None
     many = f"{apart:,}" if apart < 10**12 else f"about 10^{len(str(apart)) - 1}"  # 2,048 servers: 4,000 digits
+    return kinds_kept_note(tried, many, f" (more than {MAX_ORDERS:,})")
+
+
+def kinds_kept_note(tried: int, apart: str, why: str, remedy: str = "") -> str:
+    """The one wording of a ``planned`` placement that tried the ``tried`` orders of the servers' kinds, each kind's
+    servers in the file's order, because telling the leaves apart gives ``apart`` orders (the count as written), too
+    many by ``why``; ``remedy``, what else narrows it, comes before the order to give. Said by :func:`orders_note`
+    (above :data:`MAX_ORDERS`) and by a search whose grid times them passes its cap
+    (:func:`archsim.training.search_limits.check_search_size`)."""
     return (f"{setting('placement', 'planned')} tried {tried:,} server order{'s' * (tried != 1)}, each kind's servers "
             f"kept in the file's order: telling apart the leaves of the oversubscribed fabric would give "
-            f"{many} orders (more than {MAX_ORDERS:,}); give an order with "
-            f"{setting('placement', placeholder='I,J,…')} to place servers across leaves")
+            f"{apart} orders{why}; {remedy}give an order with {setting('placement', placeholder='I,J,…')} to place "
+            "servers across leaves")
 
 
 def server_orders(cluster, most: int = MAX_ORDERS) -> list[tuple[int, ...]]:
@@ -198,5 +207,5 @@ def order_text(order: tuple[int, ...] | None) -> str:
     return "" if order is None else ",".join(map(str, order))
 
 
-__all__ = ["MAX_ORDERS", "layouts", "leaf_order_counts", "order_count", "order_text", "orders_note",
-           "parse_placement", "server_classes", "server_orders"]
+__all__ = ["MAX_ORDERS", "kinds_kept_note", "layouts", "leaf_order_counts", "order_count", "order_text",
+           "orders_note", "parse_placement", "server_classes", "server_orders"]
