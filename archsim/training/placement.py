@@ -42,10 +42,7 @@ def _leaf(cluster, server: int) -> int | None:
     """The leaf of the server at ``server`` where the fabric's uplinks are oversubscribed (a group over two leaves
     gets less of its NICs: :meth:`~archsim.network.Network.group_bytes_per_s`), else None. Leaves hold the file's
     servers (:meth:`~archsim.training.cluster.GpuCluster.file_server`), which an order moves, not rewires."""
-    net = cluster.network
-    if net is None or net.oversubscription == 1 or not net.servers_per_leaf:
-        return None
-    return cluster.file_server(server) // net.servers_per_leaf
+    return None if cluster.network is None else cluster.network.leaf(cluster.file_server(server))
 
 
 def _multinomial(classes: list) -> int:
