@@ -49,21 +49,21 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     rows = layer_cost_rows(lowered, array, engine)
     table = None
     chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
-    one = one_array_chip(config, array) if energy and chip is None else None  # of one array stating static_watts
-    timed_on = chip or one
-    timed = None if timed_on is None else layer_chip_seconds(lowered, timed_on, dtype_meta(dtype, array)
-                                                             or SCALESIM_DTYPE, array.element_bytes)
+    # with --energy, one of one array stating static_watts is timed too: its static power is priced over that time
+    timed_chip = chip or (one_array_chip(config, array) if energy else None)
+    chip_seconds = None if timed_chip is None else layer_chip_seconds(lowered, timed_chip, dtype_meta(dtype, array)
+                                                                      or SCALESIM_DTYPE, array.element_bytes)
     if energy:
         from archsim.energy.model import with_layer_energy
         from archsim.energy_run import chip_layer_energy
 
         table, energies = energies_for(array, energy_table, config)
-        if timed_on is not None and timed is not None:  # the chip's leakage over its seconds, as energy's
-            rows = chip_layer_energy(rows, lowered, array, energies, engine, timed, timed_on)
+        if timed_chip is not None and chip_seconds is not None:  # the chip's leakage over its seconds, as energy's
+            rows = chip_layer_energy(rows, lowered, array, energies, engine, chip_seconds, timed_chip)
         else:
             rows = with_layer_energy(rows, lowered, array, energies, engine)
-    if timed is not None:
-        rows = [{**row, **seconds} for row, seconds in zip(rows, timed, strict=True)]
+    if chip_seconds is not None:
+        rows = [{**row, **seconds} for row, seconds in zip(rows, chip_seconds, strict=True)]
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": batch,
         "mode": mode, "engine": engine, "geometry": geometry, "dtype": dtype_meta(dtype, array),
@@ -77,14 +77,9 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         meta.update(figures_meta(config))
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-    if chip is not None:
-        from archsim.energy_run import CHIP_LEAKAGE
-
-        meta.update(chip_meta(chip), per_array=PER_ARRAY, **({"energy_leakage": CHIP_LEAKAGE} if energy else {}))
-    if one is not None:
-        from archsim.energy_run import ONE_ARRAY_LEAKAGE
-
-        meta.update(chip_meta(one), energy_leakage=ONE_ARRAY_LEAKAGE)
+    if timed_chip is not None:
+        meta.update(chip_meta(timed_chip), **({"per_array": PER_ARRAY} if chip is not None else {}),
+                    **({"energy_leakage": energy_leakage(several=chip is not None)} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
     static = None
@@ -93,6 +88,14 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
 
         static = device_static_note(config, "cost")
     return rows, {"meta": meta, "rows": records}, static
+
+
+def energy_leakage(*, several: bool) -> str:
+    """The meta's ``energy_leakage``: what F/G/D_energy_pj hold on a chip whose static power ``cost --energy`` prices
+    over its chip seconds, of ``several`` arrays or of one stating ``static_watts`` (one wording for both)."""
+    same, whose = (" (the same on one array or all)", "every array's") if several else ("", "its one array's")
+    return (f"F/G/D_energy_pj: the layer's dynamic energy{same} plus the chip's static power (static_watts plus "
+            f"{whose} leakage) over its F/G/D_chip_seconds, train's formula, as energy prices the chip")
 
 
 PER_ARRAY = ("cycles, their seconds and utilizations: one array's (SCALE-Sim's count); the bytes: the layer's, the "
@@ -135,4 +138,4 @@ class CostResult(TableResult):
         return f", total {total['total_cycles']} cycles{seconds}"
 
 
-__all__ = ["PER_ARRAY", "CostResult", "cost_document", "total_row"]
+__all__ = ["PER_ARRAY", "CostResult", "cost_document", "energy_leakage", "total_row"]

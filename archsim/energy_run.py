@@ -87,15 +87,14 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
-    area_of = array_area(array, table)
-    area = area_of.as_dict()
+    area = array_area(array, table)
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": batch, "microbatches": microbatches, "mode": mode, "engine": engine,
         "dtype": dtype_meta(dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
         **figures_meta(config),
         "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
-        **_memory_meta(array, engine), **area,
+        **_memory_meta(array, engine), **area.as_dict(),
     }
     chip = None
     if array.clock_hz is not None:
@@ -107,7 +106,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
             kind_seconds, chip_items, device = chip
             rows = _chip_priced(rows, kind_seconds, device, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
-            several = {} if device.arrays.count == 1 else {**area_of.chip_dict(device.arrays.count),
+            several = {} if device.arrays.count == 1 else {**area.chip_dict(device.arrays.count),
                                                            "per_array": PER_ARRAY}
             meta.update(several, **chip_items)
         meta["iteration_seconds"] = seconds
@@ -176,14 +175,6 @@ def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, e
     return priced
 
 
-CHIP_LEAKAGE = ("F/G/D_energy_pj: the layer's dynamic energy (the same on one array or all) plus the chip's static "
-                "power (static_watts plus every array's leakage) over its F/G/D_chip_seconds, train's formula, as "
-                "energy prices the chip")
-ONE_ARRAY_LEAKAGE = ("F/G/D_energy_pj: the layer's dynamic energy plus the chip's static power (static_watts plus "
-                     "its one array's leakage) over its F/G/D_chip_seconds, train's formula, as energy prices the "
-                     "chip")
-
-
 def _after_cycles(row: dict, chip_seconds: float) -> dict:
     """``row`` with ``chip_seconds`` (s) placed after its ``cycles``."""
     from archsim.training.table_lines import inserted_after
@@ -223,4 +214,5 @@ def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:
     return memory if engine == "cycle" else {"sram_kb": memory["sram_kb"]}
 
 
-__all__ = ["CHIP_LEAKAGE", "ONE_ARRAY_LEAKAGE", "chip_layer_energy", "chip_priced_pj", "device_toml_array", "device_toml_dtype", "device_toml_notes", "energy_document"]
+__all__ = ["chip_layer_energy", "chip_priced_pj", "device_toml_array", "device_toml_dtype", "device_toml_notes",
+           "energy_document"]
