@@ -102,6 +102,13 @@ def order_count(cluster, most: int = MAX_ORDERS) -> int:
     return _distinct_orders(server_classes(cluster, most))
 
 
+def capped_order_count(cluster, most: int = MAX_ORDERS) -> int:
+    """The server orders a size cap multiplies a planned placement's work by: :func:`order_count`, at most one past
+    :data:`MAX_ORDERS` (more are refused by :func:`server_orders` whatever the count, so a huge multinomial never
+    reaches a product)."""
+    return min(order_count(cluster, most), MAX_ORDERS + 1)
+
+
 def leaf_order_counts(cluster) -> tuple[int, int]:
     """(the distinct orders of the servers' kinds, of their kinds and leaves): the orders ``planned`` tries without
     and with telling leaves apart (:func:`_distinct_orders`)."""
@@ -204,5 +211,5 @@ def order_text(order: tuple[int, ...] | None) -> str:
     return "" if order is None else ",".join(map(str, order))
 
 
-__all__ = ["MAX_ORDERS", "kinds_kept_note", "layouts", "leaf_order_counts", "order_count", "order_text",
-           "orders_note", "parse_placement", "server_classes", "server_orders"]
+__all__ = ["MAX_ORDERS", "capped_order_count", "kinds_kept_note", "layouts", "leaf_order_counts", "order_count",
+           "order_text", "orders_note", "parse_placement", "server_classes", "server_orders"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.placement import MAX_ORDERS, kinds_kept_note, leaf_order_counts, order_count
+from archsim.training.placement import MAX_ORDERS, capped_order_count, kinds_kept_note, leaf_order_counts
 from archsim.training.search_fit import planner_refuses
 from archsim.training.search_space import MAX_CANDIDATES, Candidate, candidate_count, check_distinct, rejection
 from archsim.workload.transformer import TransformerConfig
@@ -44,7 +44,7 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
         tried, apart = leaf_order_counts(cluster)
         if tried < apart <= MAX_ORDERS and base * apart > MAX_CANDIDATES >= base * tried:
             planned = PlannedOrders(tried, _grid_note(tried, apart, base, sizes))
-    orders = min(order_count(cluster, planned.most), MAX_ORDERS + 1) if placement == "planned" else 1
+    orders = capped_order_count(cluster, planned.most) if placement == "planned" else 1
     size = base * orders
     if size > MAX_CANDIDATES:
         sizes["placement"] = orders
