@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mode, engine: str, geometry: str,
                   dtype: str | None = None, energy: bool = False, energy_table: str | Path | None = None,
-                  config: str | Path | None = None) -> tuple[list[dict], dict, str | None]:
-    """(per-layer rows, document, static note): :func:`~archsim.array.costing.layer_cost_rows` of ``network`` lowered at
+                  config: str | Path | None = None) -> tuple[list[dict], dict, tuple[str, ...]]:
+    """(per-layer rows, document, notes): :func:`~archsim.array.costing.layer_cost_rows` of ``network`` lowered at
     ``batch`` in ``mode`` on ``array`` (``energy``: with each layer's F/G/D pJ, priced by ``energy_table``,
     else ``config``'s ``[energy]`` table, else the default), and ``{"meta": …, "rows": […]}`` as ``archsim
     cost --format json`` prints it (before NaN becomes null): those rows, a TOTAL row, seconds beside cycles at
@@ -32,9 +32,11 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
     width's own). With ``energy`` on a device file of one array stating ``static_watts`` that array is a chip too
     (:func:`~archsim.chip_time.one_array_chip`): its F/G/D chip seconds by the same op timing, train's, and each
-    layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The note:
-    with ``energy``, a device file's ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg``
-    train refuses: :func:`~archsim.array.device_notes.device_static_note`), else None."""
+    layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The notes,
+    what ``archsim cost`` says after its table and ``archsim.cost`` warns: with ``energy``, a device file's
+    ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg`` train refuses:
+    :func:`~archsim.array.device_notes.device_static_note`); on the cycle engine, the op SCALE-Sim's refetch slows
+    most (:func:`~archsim.array.costing.refetch_note`)."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
     from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds, one_array_chip
@@ -87,7 +89,12 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         from archsim.array.device_notes import device_static_note
 
         static = device_static_note(config, "cost")
-    return rows, {"meta": meta, "rows": records}, static
+    refetch = None
+    if engine == "cycle":  # where an operand far outgrows its SRAM: SCALE-Sim's refetch, named
+        from archsim.array.costing import refetch_note
+
+        refetch = refetch_note([op for item in lowered for op in item.ops], array)
+    return rows, {"meta": meta, "rows": records}, tuple(note for note in (static, refetch) if note)
 
 
 def energy_leakage(*, several: bool) -> str:
