@@ -106,9 +106,9 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
             kind_seconds, chip_items, device = chip
             rows = _chip_priced(rows, kind_seconds, device, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
-            several = {} if device.arrays.count == 1 else {**area.chip_dict(device.arrays.count),
-                                                           "per_array": PER_ARRAY}
-            meta.update(several, **chip_items)
+            chip_areas = {} if device.arrays.count == 1 else {**area.chip_dict(device.arrays.count),
+                                                               "per_array": PER_ARRAY}
+            meta.update(chip_areas, **chip_items)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config and chip is None else ""
