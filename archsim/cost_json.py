@@ -35,7 +35,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The notes,
     what ``archsim cost`` says after its table and ``archsim.cost`` warns: with ``energy``, a device file's
     ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg`` train refuses:
-    :func:`~archsim.array.device_notes.device_static_note`); on the cycle engine, the op SCALE-Sim's refetch slows
+    :func:`~archsim.energy_run.device_static_note`); on the cycle engine, the op SCALE-Sim's refetch slows
     most (:func:`~archsim.array.costing.refetch_note`)."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
@@ -86,7 +86,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
     static = None
     if energy and config is not None and chip is None:
-        from archsim.array.device_notes import device_static_note
+        from archsim.energy_run import device_static_note
 
         static = device_static_note(config, "cost")
     refetch = None
