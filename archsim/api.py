@@ -100,11 +100,11 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     warn_file_batch(layers, batch)
     for note in notes:  # what archsim cost prints on stderr
         library_note(note, stacklevel=3)
-    rows, document, static = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
-                                           geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,
-                                           config=config)
-    if static:  # what archsim cost --energy notes after its table
-        library_note(static, stacklevel=3)
+    rows, document, after = cost_document(layers, chosen, batch=batch, mode=check_mode(mode), engine=engine,
+                                          geometry=geometry, dtype=dtype, energy=energy, energy_table=energy_table,
+                                          config=config)
+    for note in after:  # what archsim cost notes after its table
+        library_note(note, stacklevel=3)
     return CostResult(add_seconds(cost_frame(rows, engine), chosen.clock_hz), document)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from archsim.api_inputs import build_array, load_network, unread_keys_notes
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords, user_stacklevel
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
-from archsim.console import library_note
+from archsim.console import library_note, said_after
 from archsim.table_result import TableResult
 from archsim.workload.layer import Network
 
@@ -140,10 +140,8 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: in
         built.append(build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes))
         return built[-1]
 
-    said: list[tuple[str, str]] = []  # the run's notes, warned once it succeeds: a refused run raises its error alone
-    done = run_plan(settings, loader=loader, array_of=array_of, speak=lambda kind, text: said.append((kind, text)))
-    for kind, text in said:
-        _warn(kind, text)
+    # the run's notes, warned once it succeeds: a refused run raises its error alone
+    done = said_after(lambda hold: run_plan(settings, loader=loader, array_of=array_of, speak=hold), _warn)
     for line in (*done.warnings, *done.notes):  # the cluster file's lines, said after the run as the command's
         _warn("note", line)
     for note in unread_keys_notes(config) if built else ():  # as archsim plan says it of its --config

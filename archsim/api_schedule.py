@@ -21,7 +21,7 @@ from archsim.api_keywords import (
     speaks_keywords,
     user_stacklevel,
 )
-from archsim.console import library_note
+from archsim.console import library_note, said_after
 from archsim.validate import flag_text
 
 if TYPE_CHECKING:
@@ -109,11 +109,8 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
 
     if "dtype" in settings:  # a device TOML's default: train's, as cost's (one rule)
         settings["dtype"] = device_toml_dtype(settings.get("config"), settings["dtype"], settings.get("element_bytes"))
-    said: list[tuple[str, str]] = []  # the run's notes, warned once it succeeds: a refused run raises its error alone
-    done = run_schedule(**settings, speak=lambda kind, text: said.append((kind, text)),
-                        read_device=device_toml_notes)  # a device TOML read as cost's
-    for kind, text in said:
-        _warn(kind, text)
+    # the run's notes, warned once it succeeds: a refused run raises its error alone; a device TOML read as cost's
+    done = said_after(lambda hold: run_schedule(**settings, speak=hold, read_device=device_toml_notes), _warn)
     if settings.get("config") and not is_device_toml(settings["config"]):  # the reader said a TOML's notes
         from archsim.devices.unread_keys import config_unread_keys_note
 

@@ -170,7 +170,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     for text in kept:
         speak("note", text)
     per_run, shown = [], []
-    job_times: list[dict] = []  # --job-times' rows, every run's
+    job_rows: list[dict] = []  # --job-times' rows, every run's
     jobs_per_run = args.jobs if synthetic else len(file_trace or ())
     # jobs finished, summed over the runs: a bar that moves while one long simulation runs
     with progress(len(seeds) * len(policies) * jobs_per_run, "cluster", "job") as bar:
@@ -193,7 +193,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                 result = polled(partial(simulate, jobs, cluster, name, config, finished), finished, bar)
                 per_run.append({**summarize(result), "seed": seed})
                 if getattr(args, "job_times", None):
-                    job_times += job_time_rows(result, jobs, seed if synthetic else None)
+                    job_rows += job_time_rows(result, jobs, seed if synthetic else None)
                 if seed == seeds[0]:
                     shown.append(result)
                 bar.update(len(jobs) - int(finished[0]))  # what the last poll missed
@@ -229,7 +229,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
         from archsim.output_files import write_output
         from archsim.outputs import render
 
-        wrote_job_times = str(write_output(args.job_times, render(Rows.of(job_times), "csv")))
+        wrote_job_times = str(write_output(args.job_times, render(Rows.of(job_rows), "csv")))
     return ClusterRun(rows, meta, per_seed, wrote, wrote_job_times)
 
 

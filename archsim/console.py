@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TypeVar
 
 PROGRAM = "archsim"
 _SPEAKER: ContextVar[str] = ContextVar("archsim_speaker", default=PROGRAM)
@@ -22,6 +23,7 @@ _KEPT: ContextVar[list[str] | None] = ContextVar("archsim_kept", default=None)
 _LIVE: dict[int, object] = {}  # id(stream) → a stream a status line (:func:`status`) is drawn on now
 _WRITING = threading.Lock()  # a ticker's thread and the command's lines write one stream
 ERASE = "\r\x1b[K"  # back to the line's start, then clear it
+Run = TypeVar("Run")  # what a run returns (said_after)
 
 
 def prefix() -> str:
@@ -189,6 +191,17 @@ def after_the_run() -> Iterator[None]:
         _HELD.reset(token)
     for kind, text in lines:
         say(kind, text)
+
+
+def said_after(run: Callable[[Callable[[str, str], None]], Run], speak: Callable[[str, str], None]) -> Run:
+    """``run(hold)``'s result, what it said through ``hold`` (kind, text) passed to ``speak`` once it returned: a run
+    that raises is its error alone, as :func:`after_the_run` keeps a command's (for a library job, whose ``speak``
+    warns)."""
+    held: list[tuple[str, str]] = []
+    done = run(lambda kind, text: held.append((kind, text)))
+    for kind, text in held:
+        speak(kind, text)
+    return done
 
 
 def say_after_run(kind: str, text: str) -> None:

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mode, engine: str, geometry: str,
                   dtype: str | None = None, energy: bool = False, energy_table: str | Path | None = None,
-                  config: str | Path | None = None) -> tuple[list[dict], dict, str | None]:
-    """(per-layer rows, document, static note): :func:`~archsim.array.costing.layer_cost_rows` of ``network`` lowered at
+                  config: str | Path | None = None) -> tuple[list[dict], dict, tuple[str, ...]]:
+    """(per-layer rows, document, notes): :func:`~archsim.array.costing.layer_cost_rows` of ``network`` lowered at
     ``batch`` in ``mode`` on ``array`` (``energy``: with each layer's F/G/D pJ, priced by ``energy_table``,
     else ``config``'s ``[energy]`` table, else the default), and ``{"meta": …, "rows": […]}`` as ``archsim
     cost --format json`` prints it (before NaN becomes null): those rows, a TOTAL row, seconds beside cycles at
@@ -32,9 +32,11 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
     width's own). With ``energy`` on a device file of one array stating ``static_watts`` that array is a chip too
     (:func:`~archsim.chip_time.one_array_chip`): its F/G/D chip seconds by the same op timing, train's, and each
-    layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The note:
-    with ``energy``, a device file's ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg``
-    train refuses: :func:`~archsim.array.device_notes.device_static_note`), else None."""
+    layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The notes,
+    what ``archsim cost`` says after its table and ``archsim.cost`` warns: with ``energy``, a device file's
+    ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg`` train refuses:
+    :func:`~archsim.energy_run.device_static_note`); on the cycle engine, the op SCALE-Sim's refetch slows
+    most (:func:`~archsim.array.costing.refetch_note`)."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
     from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds, one_array_chip
@@ -49,21 +51,21 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     rows = layer_cost_rows(lowered, array, engine)
     table = None
     chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
-    one = one_array_chip(config, array) if energy and chip is None else None  # of one array stating static_watts
-    timed_on = chip or one
-    timed = None if timed_on is None else layer_chip_seconds(lowered, timed_on, dtype_meta(dtype, array)
-                                                             or SCALESIM_DTYPE, array.element_bytes)
+    # with --energy, one of one array stating static_watts is timed too: its static power is priced over that time
+    timed_chip = chip or (one_array_chip(config, array) if energy else None)
+    chip_seconds = None if timed_chip is None else layer_chip_seconds(lowered, timed_chip, dtype_meta(dtype, array)
+                                                                      or SCALESIM_DTYPE, array.element_bytes)
     if energy:
         from archsim.energy.model import with_layer_energy
         from archsim.energy_run import chip_layer_energy
 
         table, energies = energies_for(array, energy_table, config)
-        if timed_on is not None and timed is not None:  # the chip's leakage over its seconds, as energy's
-            rows = chip_layer_energy(rows, lowered, array, energies, engine, timed, timed_on)
+        if timed_chip is not None and chip_seconds is not None:  # the chip's leakage over its seconds, as energy's
+            rows = chip_layer_energy(rows, lowered, array, energies, engine, chip_seconds, timed_chip)
         else:
             rows = with_layer_energy(rows, lowered, array, energies, engine)
-    if timed is not None:
-        rows = [{**row, **seconds} for row, seconds in zip(rows, timed, strict=True)]
+    if chip_seconds is not None:
+        rows = [{**row, **seconds} for row, seconds in zip(rows, chip_seconds, strict=True)]
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": batch,
         "mode": mode, "engine": engine, "geometry": geometry, "dtype": dtype_meta(dtype, array),
@@ -77,22 +79,30 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         meta.update(figures_meta(config))
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-    if chip is not None:
-        from archsim.energy_run import CHIP_LEAKAGE
-
-        meta.update(chip_meta(chip), per_array=PER_ARRAY, **({"energy_leakage": CHIP_LEAKAGE} if energy else {}))
-    if one is not None:
-        from archsim.energy_run import ONE_ARRAY_LEAKAGE
-
-        meta.update(chip_meta(one), energy_leakage=ONE_ARRAY_LEAKAGE)
+    if timed_chip is not None:
+        meta.update(chip_meta(timed_chip), **({"per_array": PER_ARRAY} if chip is not None else {}),
+                    **({"energy_leakage": energy_leakage(several=chip is not None)} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
     static = None
     if energy and config is not None and chip is None:
-        from archsim.array.device_notes import device_static_note
+        from archsim.energy_run import device_static_note
 
         static = device_static_note(config, "cost")
-    return rows, {"meta": meta, "rows": records}, static
+    refetch = None
+    if engine == "cycle":  # where an operand far outgrows its SRAM: SCALE-Sim's refetch, named
+        from archsim.array.costing import refetch_note
+
+        refetch = refetch_note([op for item in lowered for op in item.ops], array)
+    return rows, {"meta": meta, "rows": records}, tuple(note for note in (static, refetch) if note)
+
+
+def energy_leakage(*, several: bool) -> str:
+    """The meta's ``energy_leakage``: what F/G/D_energy_pj hold on a chip whose static power ``cost --energy`` prices
+    over its chip seconds, of ``several`` arrays or of one stating ``static_watts`` (one wording for both)."""
+    same, whose = (" (the same on one array or all)", "every array's") if several else ("", "its one array's")
+    return (f"F/G/D_energy_pj: the layer's dynamic energy{same} plus the chip's static power (static_watts plus "
+            f"{whose} leakage) over its F/G/D_chip_seconds, train's formula, as energy prices the chip")
 
 
 PER_ARRAY = ("cycles, their seconds and utilizations: one array's (SCALE-Sim's count); the bytes: the layer's, the "
@@ -135,4 +145,4 @@ class CostResult(TableResult):
         return f", total {total['total_cycles']} cycles{seconds}"
 
 
-__all__ = ["PER_ARRAY", "CostResult", "cost_document", "total_row"]
+__all__ = ["PER_ARRAY", "CostResult", "cost_document", "energy_leakage", "total_row"]

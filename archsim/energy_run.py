@@ -79,7 +79,6 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     chip is priced (:func:`_chip_priced`): its seconds (train's op timing), its static energy and its area;
     ``cycles`` stay one array's. On one of one array stating ``static_watts`` that array is the chip, priced alike
     over the same op timing's seconds (one rule: train's), its area the array's."""
-    from archsim.array.device_notes import device_static_note
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta
@@ -87,15 +86,14 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
-    area_of = array_area(array, table)
-    area = area_of.as_dict()
+    area = array_area(array, table)
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": batch, "microbatches": microbatches, "mode": mode, "engine": engine,
         "dtype": dtype_meta(dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
         **figures_meta(config),
         "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
-        **_memory_meta(array, engine), **area,
+        **_memory_meta(array, engine), **area.as_dict(),
     }
     chip = None
     if array.clock_hz is not None:
@@ -107,9 +105,9 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
             kind_seconds, chip_items, device = chip
             rows = _chip_priced(rows, kind_seconds, device, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
-            several = {} if device.arrays.count == 1 else {**area_of.chip_dict(device.arrays.count),
-                                                           "per_array": PER_ARRAY}
-            meta.update(several, **chip_items)
+            chip_areas = {} if device.arrays.count == 1 else {**area.chip_dict(device.arrays.count),
+                                                               "per_array": PER_ARRAY}
+            meta.update(chip_areas, **chip_items)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config and chip is None else ""
@@ -119,6 +117,32 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
 PER_ARRAY = ("cycles: one array's (SCALE-Sim's count); the counts and dynamic joules: the iteration's, the same on one "
              "array or all; chip_seconds, leakage_pj (the chip's static_watts plus every array's leakage, over "
              "chip_seconds, train's formula) and the areas: the chip's; array_area_mm2: one array's")
+
+
+# what each command that prices energy names as one array's leakage where it leaves static_watts unread
+_LEAKAGE_OF = {"energy": "energy prices one array, its leakage_pj the energy table's leakage",
+               "cost": "cost --energy prices one array, its F/G/D_energy_pj's leakage the energy table's"}
+
+
+def device_static_note(config: str | Path, command: str = "energy") -> str | None:
+    """What ``archsim energy`` (and ``archsim cost --energy``, ``command="cost"``) says of a ``--config`` device file
+    that states ``[device] static_watts`` (W per chip) where ``train`` refuses the file (a ``.cfg`` without
+    ``[memory]`` or a clock): no chip is read, so one array is priced with the energy table's leakage and the figure
+    is named as unread, with train's reason. None for a plain SCALE-Sim file, one stating none, and one ``train``
+    reads: its chip, of one array or several, is priced with it (:func:`energy_document`)."""
+    from archsim.array.device_notes import device_static_watts
+    from archsim.devices.device_file import load_device
+    from archsim.errors import InputError
+
+    watts = device_static_watts(config)
+    if not watts:
+        return None
+    try:
+        load_device(config)
+    except InputError as exc:
+        return (f"{config} states [device] static_watts = {watts:g} W per chip, unread: train refuses the file "
+                f"({exc.message}); {_LEAKAGE_OF[command]}")
+    return None
 
 
 def static_power_mw(energies, array: ArrayConfig) -> float:
@@ -176,14 +200,6 @@ def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, e
     return priced
 
 
-CHIP_LEAKAGE = ("F/G/D_energy_pj: the layer's dynamic energy (the same on one array or all) plus the chip's static "
-                "power (static_watts plus every array's leakage) over its F/G/D_chip_seconds, train's formula, as "
-                "energy prices the chip")
-ONE_ARRAY_LEAKAGE = ("F/G/D_energy_pj: the layer's dynamic energy plus the chip's static power (static_watts plus "
-                     "its one array's leakage) over its F/G/D_chip_seconds, train's formula, as energy prices the "
-                     "chip")
-
-
 def _after_cycles(row: dict, chip_seconds: float) -> dict:
     """``row`` with ``chip_seconds`` (s) placed after its ``cycles``."""
     from archsim.training.table_lines import inserted_after
@@ -223,4 +239,5 @@ def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:
     return memory if engine == "cycle" else {"sram_kb": memory["sram_kb"]}
 
 
-__all__ = ["CHIP_LEAKAGE", "ONE_ARRAY_LEAKAGE", "chip_layer_energy", "chip_priced_pj", "device_toml_array", "device_toml_dtype", "device_toml_notes", "energy_document"]
+__all__ = ["chip_layer_energy", "chip_priced_pj", "device_static_note", "device_toml_array", "device_toml_dtype",
+           "device_toml_notes", "energy_document"]

@@ -87,9 +87,18 @@ class Network:
                                                self.gpus_per_nic), alone=False) for g in local)
         else:
             bandwidth = per_server * self.gpu_bytes_per_s(gpus_per_server)
-        if self.servers_per_leaf and len({s // self.servers_per_leaf for s in servers}) > 1:
+        if len({self.leaf(s) for s in servers}) > 1:
             bandwidth /= self.oversubscription
         return bandwidth
+
+    def leaf(self, server: int) -> int | None:
+        """The leaf group of the cluster file's server ``server`` (its index, ``count`` expanded: leaves hold the
+        file's servers, whatever order a placement lays them out in) where the uplinks above the leaves are
+        oversubscribed, else None: only there do two servers' leaves change a group's links. The one rule of
+        :meth:`group_bytes_per_s`, ``--placement planned``'s classes and train's ``leaves_crossed_by``."""
+        if self.oversubscription == 1 or not self.servers_per_leaf:
+            return None
+        return server // self.servers_per_leaf
 
 
 def _positive(table: dict, key: str, default, file: str, kind=int):

@@ -60,30 +60,12 @@ def device_arrays_note(config: str | Path, *, name: str | None = None) -> str | 
             f"{checked[1]}, as cost's chip_seconds columns do)")
 
 
-# what each command that prices energy names as one array's leakage where it leaves static_watts unread
-_LEAKAGE_OF = {"energy": "energy prices one array, its leakage_pj the energy table's leakage",
-               "cost": "cost --energy prices one array, its F/G/D_energy_pj's leakage the energy table's"}
-
-
-def device_static_note(config: str | Path, command: str = "energy") -> str | None:
-    """What ``archsim energy`` (and ``archsim cost --energy``, ``command="cost"``) says of a ``--config`` device file
-    that states ``[device] static_watts`` (W per chip) where ``train`` refuses the file (a ``.cfg`` without
-    ``[memory]`` or a clock): no chip is read, so one array is priced with the energy table's leakage and the figure
-    is named as unread, with train's reason. None for a plain SCALE-Sim file, one stating none, and one ``train``
-    reads: its chip, of one array or several, is priced with it (:func:`archsim.energy_run.energy_document`)."""
-    from archsim.devices.device_file import load_device
-    from archsim.errors import InputError
-
+def device_static_watts(config: str | Path) -> float:
+    """The ``[device] static_watts`` (W per chip) a ``--config`` device file states, read as text (whether ``train``
+    reads the file is :func:`archsim.energy_run.device_static_note`'s question: the devices package is a later
+    stage); 0 for a plain SCALE-Sim file or one stating none."""
     checked = _device_file(config)
-    watts = 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
-    if not watts:
-        return None
-    try:
-        load_device(config)
-    except InputError as exc:
-        return (f"{config} states [device] static_watts = {watts:g} W per chip, unread: train refuses the file "
-                f"({exc.message}); {_LEAKAGE_OF[command]}")
-    return None
+    return 0.0 if checked is None else checked[0].get("device", {}).get("static_watts", 0.0)
 
 
 def sweep_unused_device_note(config: str | Path, *, name: str | None = None) -> str | None:

@@ -46,29 +46,15 @@ def run(args: argparse.Namespace) -> int:
     args.dtype = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     network = network_from_args(args, args.geometry)
     array = config_array(args)
-    _, document, static = cost_document(network, array, batch=args.batch, mode=args.mode, engine=args.engine,
-                                geometry=args.geometry, dtype=args.dtype, energy=args.energy,
-                                energy_table=args.energy_table, config=args.config)
+    _, document, notes = cost_document(network, array, batch=args.batch, mode=args.mode, engine=args.engine,
+                                       geometry=args.geometry, dtype=args.dtype, energy=args.energy,
+                                       energy_table=args.energy_table, config=args.config)
     emit(render(Rows.of(document["rows"]), args.format, precision=args.precision, meta=document["meta"]), args)
-    if static:  # a one-array chip's static power is train's and search's, unread here as energy leaves it
-        from archsim.console import say_after_run
-
-        say_after_run("note", static)
-    if args.engine == "cycle":
-        _note_refetch(network, array, args)
-    return 0
-
-
-def _note_refetch(network, array, args: argparse.Namespace) -> None:
-    """Say on stderr which op SCALE-Sim's refetch slows most, where an operand far outgrows its SRAM."""
-    from archsim.array.costing import refetch_note
     from archsim.console import say_after_run
-    from archsim.lowering import lower_network
 
-    ops = [op for item in lower_network(network, args.batch, args.mode, array.element_bytes) for op in item.ops]
-    text = refetch_note(ops, array)
-    if text:
+    for text in notes:  # static_watts unread as energy leaves it; SCALE-Sim's refetch on the cycle engine
         say_after_run("note", text)
+    return 0
 
 
 COMMAND = Command("cost", "per-layer F/G/D cycles, utilization and bytes of a network", add_arguments, run)

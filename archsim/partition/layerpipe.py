@@ -90,7 +90,7 @@ def _best_split(coster: DeltaCoster, index: int, budget: float, axes) -> tuple[f
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: DeltaCoster | None = None,
                         alpha: float = LAYERPIPE_ALPHA, max_rounds: int = 100_000, axes=SPLIT_AXES,
-                        search: str = "gallop", borrow: str = "paper") -> Partition:
+                        search: str = "gallop", borrow: str = LAYERPIPE_BORROW[0]) -> Partition:
     """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``.
 
     ``borrow="paper"`` (default) keeps every δ move the walk makes; ``"gainful"`` then sends a moved δ

@@ -42,10 +42,7 @@ def _leaf(cluster, server: int) -> int | None:
     """The leaf of the server at ``server`` where the fabric's uplinks are oversubscribed (a group over two leaves
     gets less of its NICs: :meth:`~archsim.network.Network.group_bytes_per_s`), else None. Leaves hold the file's
     servers (:meth:`~archsim.training.cluster.GpuCluster.file_server`), which an order moves, not rewires."""
-    net = cluster.network
-    if net is None or net.oversubscription == 1 or not net.servers_per_leaf:
-        return None
-    return cluster.file_server(server) // net.servers_per_leaf
+    return None if cluster.network is None else cluster.network.leaf(cluster.file_server(server))
 
 
 def _multinomial(classes: list) -> int:
@@ -105,6 +102,13 @@ def order_count(cluster, most: int = MAX_ORDERS) -> int:
     return _distinct_orders(server_classes(cluster, most))
 
 
+def capped_order_count(cluster, most: int = MAX_ORDERS) -> int:
+    """The server orders a size cap multiplies a planned placement's work by: :func:`order_count`, at most one past
+    :data:`MAX_ORDERS` (more are refused by :func:`server_orders` whatever the count, so a huge multinomial never
+    reaches a product)."""
+    return min(order_count(cluster, most), MAX_ORDERS + 1)
+
+
 def leaf_order_counts(cluster) -> tuple[int, int]:
     """(the distinct orders of the servers' kinds, of their kinds and leaves): the orders ``planned`` tries without
     and with telling leaves apart (:func:`_distinct_orders`)."""
@@ -120,10 +124,19 @@ def orders_note(cluster) -> str | None:
     if apart <= MAX_ORDERS or tried > MAX_ORDERS:  # all tried, or refused (server_orders)
         return None
     many = f"{apart:,}" if apart < 10**12 else f"about 10^{len(str(apart)) - 1}"  # 2,048 servers: 4,000 digits
+    return kinds_kept_note(tried, many, f" (more than {MAX_ORDERS:,})")
+
+
+def kinds_kept_note(tried: int, apart: str, why: str, remedy: str = "") -> str:
+    """The one wording of a ``planned`` placement that tried the ``tried`` orders of the servers' kinds, each kind's
+    servers in the file's order, because telling the leaves apart gives ``apart`` orders (the count as written), too
+    many by ``why``; ``remedy``, what else narrows it, comes before the order to give. Said by :func:`orders_note`
+    (above :data:`MAX_ORDERS`) and by a search whose grid times them passes its cap
+    (:func:`archsim.training.search_limits.check_search_size`)."""
     return (f"{setting('placement', 'planned')} tried {tried:,} server order{'s' * (tried != 1)}, each kind's servers "
             f"kept in the file's order: telling apart the leaves of the oversubscribed fabric would give "
-            f"{many} orders (more than {MAX_ORDERS:,}); give an order with "
-            f"{setting('placement', placeholder='I,J,…')} to place servers across leaves")
+            f"{apart} orders{why}; {remedy}give an order with {setting('placement', placeholder='I,J,…')} to place "
+            "servers across leaves")
 
 
 def server_orders(cluster, most: int = MAX_ORDERS) -> list[tuple[int, ...]]:
@@ -198,5 +211,5 @@ def order_text(order: tuple[int, ...] | None) -> str:
     return "" if order is None else ",".join(map(str, order))
 
 
-__all__ = ["MAX_ORDERS", "layouts", "leaf_order_counts", "order_count", "order_text", "orders_note",
-           "parse_placement", "server_classes", "server_orders"]
+__all__ = ["MAX_ORDERS", "capped_order_count", "kinds_kept_note", "layouts", "leaf_order_counts", "order_count",
+           "order_text", "orders_note", "parse_placement", "server_classes", "server_orders"]

@@ -36,7 +36,7 @@ from archsim.training.fp8_ops import check_fp8
 from archsim.training.moe_overlap import check_config
 from archsim.training.objectives import OBJECTIVE_COLUMN, check_objective_figures
 from archsim.training.parallel import Parallelism
-from archsim.training.placement import MAX_ORDERS, layouts, order_count, orders_note, server_orders
+from archsim.training.placement import capped_order_count, layouts, orders_note, server_orders
 from archsim.training.search_cost import Coster, objective_value
 from archsim.training.search_experts import expert_degrees, expert_tp_degrees
 from archsim.training.search_fit import fit_candidate
@@ -124,7 +124,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid,
-                            min(order_count(cluster, planned.most), MAX_ORDERS + 1) if placement == "planned" else 1)
+                            capped_order_count(cluster, planned.most) if placement == "planned" else 1)
     orders = server_orders(cluster, planned.most) if placement == "planned" else None
     placed: dict = {}  # (tp, pp, dp, cp, ep, etp) → the distinct layouts of the server orders (each group's links)
     rejected: Counter = Counter()

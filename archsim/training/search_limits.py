@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.training.placement import MAX_ORDERS, leaf_order_counts, order_count
+from archsim.training.placement import MAX_ORDERS, capped_order_count, kinds_kept_note, leaf_order_counts
 from archsim.training.search_fit import planner_refuses
 from archsim.training.search_space import MAX_CANDIDATES, Candidate, candidate_count, check_distinct, rejection
 from archsim.workload.transformer import TransformerConfig
@@ -44,7 +44,7 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
         tried, apart = leaf_order_counts(cluster)
         if tried < apart <= MAX_ORDERS and base * apart > MAX_CANDIDATES >= base * tried:
             planned = PlannedOrders(tried, _grid_note(tried, apart, base, sizes))
-    orders = min(order_count(cluster, planned.most), MAX_ORDERS + 1) if placement == "planned" else 1
+    orders = capped_order_count(cluster, planned.most) if placement == "planned" else 1
     size = base * orders
     if size > MAX_CANDIDATES:
         sizes["placement"] = orders
@@ -69,12 +69,9 @@ def _grid_note(tried: int, apart: int, base: int, sizes: dict[str, int]) -> str:
     flag = max(sizes, key=sizes.__getitem__)  # ties: the first named
     narrow = "" if sizes[flag] < 2 else \
         f" (lower {setting(flag)})" if flag == "max-micro-batch" else f" (give fewer {setting(flag)})"
-    return (f"{setting('placement', 'planned')} tried {tried:,} server order{'s' * (tried != 1)}, each kind's servers "
-            f"kept in the file's order: telling apart the leaves of the oversubscribed fabric would give "
-            f"{apart:,} orders, the search's {base:,} configurations × {apart:,} = {base * apart:,}, above "
-            f"its limit of {MAX_CANDIDATES:,}; narrow the search to {MAX_CANDIDATES // apart:,} configurations or fewer"
-            f"{narrow} or give an order with {setting('placement', placeholder='I,J,…')} to place servers across "
-            "leaves")
+    return kinds_kept_note(tried, f"{apart:,}", f", the search's {base:,} configurations × {apart:,} = "
+                           f"{base * apart:,}, above its limit of {MAX_CANDIDATES:,}",
+                           f"narrow the search to {MAX_CANDIDATES // apart:,} configurations or fewer{narrow} or ")
 
 
 # The planner's work a search may do under --balance planned, in table cells (PP × (layers + 3)² per split

@@ -215,7 +215,7 @@ def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype:
     return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
 
 
-def _levels(cell: str | None) -> tuple[int, int] | None:
+def _cp_levels(cell: str | None) -> tuple[int, int] | None:
     """A row's ``cp_hierarchy`` ("4 2", a2a+p2p's A P) as Parallelism takes it (None: not a2a+p2p)."""
     if not cell:
         return None
@@ -233,7 +233,7 @@ def row_layout(cluster, global_batch: int, r: dict):
                       r["sequence_parallel"], r["interleave"], r["schedule"], split, r["attention"], r["dp_overlap"],
                       r["grad_accumulation"], r.get("distributed_optimizer", False), r.get("fsdp", False),
                       r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
-                      r.get("fsdp_grad_sync") or "micro-batch", _levels(r.get("cp_hierarchy")), ep=r.get("ep", 1),
+                      r.get("fsdp_grad_sync") or "micro-batch", _cp_levels(r.get("cp_hierarchy")), ep=r.get("ep", 1),
                       etp=None if r.get("etp", r["tp"]) == r["tp"] else r["etp"], fp8=r.get("fp8"),
                       fp8_param_gather=r.get("fp8_param_gather", False))
     if r.get("placement"):

@@ -166,10 +166,8 @@ def _leaves_meta(cluster, par, crossed: list[str]) -> dict:
     from dataclasses import replace
 
     net = cluster.network
-    if net is None or net.oversubscription == 1 or not net.servers_per_leaf:
-        return {}
     used = range(cluster.server_of(0), cluster.server_of(par.gpus - 1) + 1)
-    if len({cluster.file_server(s) // net.servers_per_leaf for s in used}) < 2:  # leaves hold the file's servers
+    if net is None or len({net.leaf(cluster.file_server(s)) for s in used}) < 2:  # leaves hold the file's servers
         return {}
     flat = replace(cluster, network=replace(net, oversubscription=1.0)).rank_machines(par) or ()
     over = cluster.rank_machines(par) or ()

@@ -14,7 +14,7 @@ from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS, GpuCluster
 from archsim.training.machine import Machine
 from archsim.training.parallel import Parallelism, check_tp_split, layers_per_stage
-from archsim.training.placement import MAX_ORDERS, layouts, order_count, parse_placement, server_orders
+from archsim.training.placement import capped_order_count, layouts, parse_placement, server_orders
 from archsim.training.run import TrainResult, train
 from archsim.training.stage_split import planned_split, refuse_planned_fp32, stage_layer_counts
 from archsim.validate import check_job_size
@@ -56,7 +56,7 @@ def lay_out(config, cluster: GpuCluster, par: Parallelism, *, placement: str = "
     if isinstance(order, tuple):
         cluster = cluster.reordered(order)
     if order == "planned":  # one iteration (and one planned split) per distinct server order
-        orders = min(order_count(cluster), MAX_ORDERS + 1)
+        orders = capped_order_count(cluster)
         if max_ops is not None:
             check_job_size(par.schedule_actions * orders, max_ops)
         if balance == "planned" and par.stage_layers is None and par.pp > 1:
