@@ -265,3 +265,38 @@ def test_cost_energy_on_one_array_prices_each_layer_over_trains_seconds_where_hb
     plain = _json(capsys, [*flags, _slow_chip(tmp_path, 20)])
     assert plain["rows"] == _json(capsys, [*flags, _slow_chip(tmp_path, 0)])["rows"]  # cycles and bytes alone
     assert "F_chip_seconds" not in plain["rows"][0] and "chip_name" not in plain["meta"]
+
+
+# one fc GEMM of 8 × 1024 × 1024 (fp16): its 1 M-word weight overflows a 682 KiB operand buffer, so the cycle engine
+# refetches it from DRAM and stalls; its compulsory bytes, (8·1024 + 1024·1024 + 8·1024) × 2 B = 2,129,920 B, take
+# 2.1 µs at the file's 1000 GB/s, under its compute (train's op timing: compute-bound)
+BIG_FC = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, "
+          "Type,\nfc1, 1, 1, 1, 1, 1024, 1024, 1, 0, fc,\n")
+BIG_FC_HBM_S = (8 * 1024 + 1024 * 1024 + 8 * 1024) * 2 / 1000e9
+
+
+@pytest.mark.long
+def test_cost_energy_under_the_cycle_engine_prices_static_watts_over_trains_seconds(capsys, tmp_path):
+    """The rule under --engine cycle (docs/formats.md's energy_leakage): the chip's static power is priced over
+    train's op timing (F/G/D_chip_seconds), not over the cycle engine's stall-inclusive cycles, because that engine
+    does not read the device file's hbm_gbps: it runs at SCALE-Sim's default 10 words/cycle per operand (20 GB/s of
+    fp16 at 1 GHz, 1/50 of the file's 1000 GB/s), and a note says so. Each kind's pJ is the cycle engine's dynamic pJ
+    (the file without static power) + (20 W + the array's leakage) × that kind's chip seconds, which are the analytic
+    engine's cycles at 1 GHz (compute-bound), while the cycle engine's own cycles are longer (F's many times over)."""
+    network = str(write_file(tmp_path, "fc.csv", BIG_FC))
+    flags = ["cost", network, "--batch", "8", "--energy", "--config"]
+    leaky = _chip_of(tmp_path, "leaky.toml", 1, 20, LEAKY)
+    assert main([*flags, leaky, "--engine", "cycle", "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    (row, _total) = json.loads(out)["rows"]
+    assert "does not read" in err and "10 words/cycle per operand, SCALE-Sim's default" in err
+    (own, _) = _json(capsys, [*flags, _chip_of(tmp_path, "bare.toml", 1, 0, ""), "--engine", "cycle"])["rows"]
+    (analytic, _) = _json(capsys, [*flags, leaky])["rows"]
+    assert row["stall_cycles"] > 0 and row["F_cycles"] > 50 * analytic["F_cycles"]
+    for kind in "FG":
+        seconds = analytic[f"{kind}_cycles"] / 1e9
+        assert seconds > BIG_FC_HBM_S  # compute-bound at the file's HBM rate
+        assert row[f"{kind}_chip_seconds"] == pytest.approx(seconds, rel=1e-12)
+        assert row[f"{kind}_cycles"] / 1e9 > seconds  # the engine's stalls at its own DRAM rate
+        joules_pj = ONE_WATTS * seconds * 1e12
+        assert row[f"{kind}_energy_pj"] == pytest.approx(own[f"{kind}_energy_pj"] + joules_pj, rel=1e-12)

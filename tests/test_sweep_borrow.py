@@ -230,3 +230,53 @@ def test_a_hand_built_spec_of_a_bad_borrow_is_refused_before_anything_is_written
     with pytest.raises(InputError, match=f"{said}: borrow takes paper and gainful, each once") as caught:
         run_sweep(spec, tmp_path / "out", progress=False)
     assert caught.value.where.field == "borrow" and not (tmp_path / "out").exists()
+
+
+def test_summary_keeps_the_spec_order_of_borrow(swept):
+    """summary.csv lists LayerPipe's rows in the spec's order of borrow, as results.csv does (paper before
+    gainful here), not sorted by name; a results.csv listing gainful first summarizes gainful first."""
+    from archsim.sweep import summarize
+
+    _, rows = _rows(swept / "summary.csv")
+    assert [(r["method"], r["borrow"]) for r in rows] == [("layerpipe", "paper"), ("layerpipe", "gainful"),
+                                                          ("pipedream", "")]
+    frame = pd.read_csv(swept / "results.csv").iloc[[1, 0, 2]]  # as a spec of borrow = ["gainful", "paper"] writes
+    summary = summarize(frame)
+    assert list(zip(summary["method"], summary["borrow"].fillna(""), strict=True)) == \
+        [("layerpipe", "gainful"), ("layerpipe", "paper"), ("pipedream", "")]
+
+
+def test_each_layerpipe_series_is_compared_with_pipedream(swept):
+    """The report's LayerPipe-vs-PipeDream table for each LayerPipe series the sweep has, its columns named by it:
+    a sweep of borrow = ["gainful"] alone gets one (its rows are not ``layerpipe``), with the hand count's speedup
+    (conv2–conv4 on the bottleneck, PipeDream's split: 0% improvement); both values give two; only the printed
+    walk's is Table IV's (no paper columns on the gainful one)."""
+    from archsim.report.sweep_report import layerpipe_series, table_iv
+    from archsim.sweep import summarize
+
+    frame = borrow_series(pd.read_csv(swept / "results.csv"))
+    single = float(frame["single_processor_cycles"].iloc[0])
+    gainful_only = frame[frame["borrow"].fillna("") != "paper"]
+    summary = summarize(gainful_only)
+    assert layerpipe_series(summary) == ["layerpipe (gainful)"]
+    table = table_iv(summary, "layerpipe_sample", gainful_only, "analytic", "layerpipe (gainful)")
+    assert list(table.columns[:3]) == ["processors", "LayerPipe (gainful)", "LayerPipe (gainful) (≤P)"]
+    (row,) = table.to_dict("records")
+    assert row["LayerPipe (gainful)"] == pytest.approx(single / CONV2_TO_4) == pytest.approx(row["PipeDream"])
+    assert row["improvement %"] == pytest.approx(0) and row["comm overhead KiB"] == 0
+    summary = summarize(frame)
+    assert layerpipe_series(summary, ("pipedream", "layerpipe (gainful)", "layerpipe")) == \
+        ["layerpipe (gainful)", "layerpipe"]
+    paper = table_iv(summary, "layerpipe_sample", frame, "analytic")
+    assert paper.iloc[0]["LayerPipe"] == pytest.approx(single / (CONV2_TO_4 + CONV1_DELTA_PART))
+    assert paper.iloc[0]["improvement %"] < 0  # the printed walk trails PipeDream here (its δ″ of conv1)
+
+
+@pytest.mark.long
+def test_the_report_of_gainful_alone_has_its_table(tmp_path):
+    out, page = tmp_path / "out", tmp_path / "r.html"
+    assert main(["sweep", str(_spec(tmp_path, 'borrow = ["gainful"]\n')), "--out", str(out), "--quiet"]) == 0
+    assert main(["report", str(out), "--out", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert "layerpipe_sample: LayerPipe (gainful) vs PipeDream</h2>" in text
+    assert "<th>LayerPipe (gainful)</th>" in text and "layerpipe_sample: LayerPipe vs PipeDream" not in text

@@ -224,15 +224,30 @@ def _faded(color: str | None, opacity: float) -> str | None:
     return f"rgba({red},{green},{blue},{opacity})"
 
 
+def layerpipe_series(summary: pd.DataFrame, methods: Sequence[str] = ()) -> list[str]:
+    """The LayerPipe series a summary holds, in :func:`method_order`'s order: ``layerpipe`` (the printed walk) and
+    each ``layerpipe (<borrow>)`` a sweep of LayerPipe's borrow values draws as a method of its own
+    (archsim.sweep.report's ``borrow_label``), each compared with PipeDream in a table of its own."""
+    return [m for m in method_order(summary, methods) if m == "layerpipe" or m.startswith("layerpipe (")]
+
+
+def series_name(series: str) -> str:
+    """A LayerPipe series' name in a table's columns and title: ``LayerPipe``, ``LayerPipe (gainful)``."""
+    return "LayerPipe" + series.removeprefix("layerpipe")
+
+
 def table_iv(summary: pd.DataFrame, network: str, results: pd.DataFrame | None = None,
-             engine: str | None = None) -> pd.DataFrame:
+             engine: str | None = None, series: str = "layerpipe") -> pd.DataFrame:
     """LayerPipe against PipeDream per processor count, with the paper's columns where the rows are Table IV's
-    experiment (:func:`is_table_iv_setting`; ``results``: the sweep's rows, None: judged on the summary alone)."""
+    experiment (:func:`is_table_iv_setting`; ``results``: the sweep's rows, None: judged on the summary alone).
+    ``series``: which LayerPipe series (:func:`layerpipe_series`), named in its columns; only the printed walk's,
+    ``layerpipe``, is Table IV's algorithm and takes the paper's columns."""
     data = summary[summary.network == network]
-    lp = data[data.method == "layerpipe"].set_index("processors")
+    lp = data[data.method == series].set_index("processors")
     pd_ = data[data.method == "pipedream"].set_index("processors")
     rows = []
-    paper_setting = is_table_iv_setting(data, network, results, engine)
+    paper_setting = series == "layerpipe" and is_table_iv_setting(data, network, results, engine)
+    name = series_name(series)
     for p in sorted(lp.index) if not pd_.empty else []:
         taken = [q for q in pd_.index if q <= p]  # PipeDream skipped above its layer groups: its best below
         if not taken:
@@ -240,7 +255,7 @@ def table_iv(summary: pd.DataFrame, network: str, results: pd.DataFrame | None =
         ran = p in pd_.index
         pd_at = pd_.speedup[p] if ran else float("nan")
         pd_upto = pd_.speedup_upto[max(taken)]
-        row = {"processors": p, "LayerPipe": lp.speedup[p], "LayerPipe (≤P)": lp.speedup_upto[p],
+        row = {"processors": p, name: lp.speedup[p], f"{name} (≤P)": lp.speedup_upto[p],
                "PipeDream": pd_at, "PipeDream (≤P)": pd_upto,
                "improvement %": improvement_pct(lp.speedup[p], pd_at) if ran else float("nan"),
                "improvement (≤P) %": improvement_pct(lp.speedup_upto[p], pd_upto),
@@ -329,17 +344,20 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     for network in order:
         parts.append(_section(f"{network}: speedup vs processors", figure(speedup_figure(summary, network, results, methods, engine)),
                               f"{spec_command} && {report_cmd}", modes))
-        table = table_iv(summary, network, results, engine)
-        if not table.empty:
-            paper_setting = is_table_iv_setting(summary[summary.network == network], network, results, engine)
-            grid = not paper_setting and is_table_iv_setting(summary[summary.network == network], network, results)
+        for series in layerpipe_series(summary, methods):
+            table = table_iv(summary, network, results, engine, series)
+            if table.empty:
+                continue
+            printed = series == "layerpipe"  # the printed walk: Table IV's algorithm, the paper's columns beside it
+            paper_setting = printed and is_table_iv_setting(summary[summary.network == network], network, results, engine)
+            grid = printed and not paper_setting and is_table_iv_setting(summary[summary.network == network], network, results)
             skipped_note = ("<p>—: PipeDream did not run at that count (more processors than layer groups); its "
                             "(≤P) column is its best at the counts it took, as summary.csv's "
                             "improvement_upto_vs_pipedream_pct.</p>" if table["PipeDream"].isna().any() else "")
             notes = UPTO_NOTE + skipped_note + (TABLE_IV_NOTES.format(layerpipe=layerpipe_note(table)) if paper_setting else "")
             notes += CYCLE_NOTE if grid else ""
             paper = " (LayerPipe's Table IV)" if paper_setting else ""
-            parts.append(_section(f"{network}: LayerPipe vs PipeDream{paper}",
+            parts.append(_section(f"{network}: {series_name(series)} vs PipeDream{paper}",
                                   html_table(table, lambda x: table_number(x, 3), na_rep="—") + notes,
                                   report_cmd, modes))
         for by in ("array", "batch"):

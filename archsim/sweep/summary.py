@@ -31,7 +31,11 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     config += [BORROW_COLUMN] if BORROW_COLUMN in results.columns else []  # one borrow's best, never the other's
     config += [axis for axis in DESIGN_AXES if axis in results.columns]
     config += ["array_path"] if "array_path" in results.columns else []  # a .cfg's array: one of its shape's
+    rank = borrow_rank(results[BORROW_COLUMN]) if BORROW_COLUMN in results.columns else None  # before sorting
     results = results.sort_values(config + ["processors"]).copy()
+    if rank is not None:  # LayerPipe's rows in the spec's order of borrow, as results.csv's
+        results["borrow_rank"] = rank
+        keys.insert(keys.index(BORROW_COLUMN), "borrow_rank")
     # A planner may leave processors idle: the best speedup with at most P processors (of one design; an
     # axis a design leaves unset, a clock, is NaN and must not drop its rows).
     results["speedup_upto"] = results.groupby(config, dropna=False)["speedup"].cummax()
@@ -40,13 +44,21 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
                     speedup_upto=("speedup_upto", "mean"),
                     additional_comm_bytes=("additional_comm_bytes", "mean"),
                     mandatory_comm_bytes=("mandatory_comm_bytes", "mean"), configs=("speedup", "size"))
-               .reset_index())
+               .reset_index().drop(columns="borrow_rank", errors="ignore"))
     at = ["network", "only", "mode", "processors"]
     baseline = summary[summary.method == "pipedream"].set_index(at)[["speedup", "speedup_upto"]]
     joined = summary.join(baseline.add_prefix("pipedream_"), on=at)
     summary["improvement_vs_pipedream_pct"] = improvement_pct(joined["speedup"], joined["pipedream_speedup"])
     summary["improvement_upto_vs_pipedream_pct"] = improvement_pct(joined["speedup_upto"], _upto_baseline(summary))
     return summary
+
+
+def borrow_rank(borrow: pd.Series) -> pd.Series:
+    """Each row's place in the order its ``borrow`` value first appears (results.csv's: the spec's order of
+    ``borrow``), NaN where empty (another method's row): the sort key that keeps summary.csv in that order, where
+    sorting the values themselves would put gainful before paper."""
+    order = {value: place for place, value in enumerate(borrow.dropna().unique())}
+    return borrow.map(order)
 
 
 def _upto_baseline(summary: pd.DataFrame) -> pd.Series:
