@@ -129,13 +129,12 @@ def bppsa_network(network: str | Path | Network, *, batch: int | str = 1, up_lev
     sequential scan step, its FLOPs; ``.meta``: BP's steps and FLOPs against the scan's and the gradient check
     ``gradient_max_abs_diff``; ``to_dict()``: its ``--format json`` document)."""
     from archsim.api_inputs import load_network, warn_file_batch
-    from archsim.bppsa_run import network_page, network_study
-    from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS
+    from archsim.bppsa_run import NETWORK_MAX_MFLOPS, network_page, network_study
     from archsim.validate import SEED_MAX
 
     batch = positive_int(batch, "batch")
     seed = positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
-    limit = DEFAULT_MAX_SCAN_MFLOPS if max_mflops is None else positive_int(max_mflops, "max-mflops")
+    limit = NETWORK_MAX_MFLOPS if max_mflops is None else positive_int(max_mflops, "max-mflops")
     page = _page_path(report)
     chain = load_network(network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
                          dim=dim)

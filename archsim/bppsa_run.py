@@ -164,8 +164,8 @@ def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, fie
         raise refused(str(exc)) from None
 
 
-NETWORK_ENTRIES_WORK = ("holds about {:,} M stored Jacobian entries over its batch (BP's FLOPs are about twice "
-                        "that; the scan's more)")
+NETWORK_MAX_MFLOPS = 10_000  # bppsa network's default --max-mflops: about a minute of counting and checking
+MAX_STORED_ENTRIES = 40_000_000  # a chain's Jacobians, or one product, per sample: 30 M built in 2.2 GB (measured)
 
 
 def network_study(network: Network, *, batch: int, depth_text: object, seed: int, max_mflops: int,
@@ -173,11 +173,12 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
     """``bppsa network``'s rows, one per sequential step of the scan (its ◇ count, the FLOPs of all of them, of
     the largest: the critical path's, and dense), and meta: BP's steps and FLOPs against the scan's, and the
     gradient check, max |scan − BP| over every ∇x_i of one random input (``seed``: the weights' and the
-    input's). ``depth_text``: the up-sweep depth or ``"full"`` as the flag gives it (``field``: the API's keyword name in
-    its error). FLOPs are per mini-batch: a batch is ``batch`` independent chains (a block-diagonal Jacobian), so
-    every step's FLOPs are one sample's times ``batch`` and its step count one sample's. Refused above
-    ``max_mflops`` million FLOPs: before any Jacobian is built from the geometry, and before any product that
-    would pass it."""
+    input's). ``depth_text``: the up-sweep depth or ``"full"`` as the flag gives it (``field``: the API's keyword
+    name in its error). FLOPs are per mini-batch: a batch is ``batch`` independent chains (a block-diagonal
+    Jacobian), so every step's FLOPs are one sample's times ``batch`` and its step count one sample's. Refused
+    above ``max_mflops`` million FLOPs (BP's, about twice the Jacobians' entries, before any Jacobian is built;
+    the scan's before any product that would pass it), and above MAX_STORED_ENTRIES stored entries per sample
+    (the Jacobians together, or one product's bound: its multiplies), whatever the limit."""
     import numpy as np
     import pandas as pd
 
@@ -189,13 +190,23 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
     from archsim.bppsa.vgg import critical_path, scan_flops
     from archsim.validate import check_job_size
 
+    network_chain(network, None)  # a kind without a Jacobian, a join: refused before the size
+    entries = jacobian_entries(network)
+    if entries > MAX_STORED_ENTRIES:
+        raise InputError(f"{network.name}'s transposed Jacobians hold up to {entries / 1e6:,.0f} M entries per "
+                         f"sample, above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about 3 GB) archsim builds: "
+                         "a smaller input or fewer channels fits")
+    check_job_size(math.ceil(2 * entries * batch / 1e6), max_mflops, "--max-mflops",
+                   "counts about {:,} M FLOPs in BP alone (twice its Jacobians' entries, times the batch)")
     layers, in_shape = network_chain(network, seed)
     depth = up_levels(str(depth_text).strip(), full=True, field=field, operators=(repr(network.name), len(layers)))
-    check_job_size(math.ceil(jacobian_entries(layers, in_shape) * batch / 1e6), max_mflops, "--max-mflops",
-                   NETWORK_ENTRIES_WORK)
     spent = [0]
 
-    def budget(multiplies: int) -> None:  # a product's FLOPs are at most twice its multiplies
+    def budget(multiplies: int) -> None:  # a product's FLOPs are at most twice its multiplies, its entries at most
+        if multiplies > MAX_STORED_ENTRIES:
+            raise InputError(f"a product of {network.name}'s scan would hold up to {multiplies / 1e6:,.0f} M "
+                             f"entries per sample, above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about 3 GB) "
+                             "archsim builds: a shallower --up-levels (0: BP's own products) or a smaller network fits")
         spent[0] += 2 * multiplies * batch
         check_job_size(math.ceil(spent[0] / 1e6), max_mflops, "--max-mflops",
                        "counts over {:,} M FLOPs in its scans (stopped before the product that passes the limit)")

@@ -86,11 +86,24 @@ def test_a_kind_without_a_jacobian_is_refused_in_one_line(tmp_path, capsys, row,
         archsim.bppsa_network(path)
 
 
-def test_a_join_and_a_depth_past_the_chain_are_refused(capsys):
+def test_a_join_a_depth_past_the_chain_and_a_size_past_the_limits_are_refused(capsys):
+    """Each refused in a fraction of a second, before a Jacobian is built. layerpipe_sample's conv Jacobians hold
+    112·112·32·3·25 + 56·56·64·32·25 + 28·28·128·64·9 + 28·28·128·128·9 = 364,077,056 entries; ffnn8's eight
+    1024 × 1024 layers 8,388,608, BP about twice that: 17 M FLOPs."""
     assert "layer 'add' (elementwise) joins 2 inputs" in clean_error(
         capsys, "bppsa", "network", ROOT / "docs" / "examples" / "tiny_resnet.csv")
     assert "is 7 operators" in clean_error(capsys, "bppsa", "network", CHAIN, "--up-levels", "3")  # ⌈log₂ 8⌉ − 1 = 2
-    assert "--max-mflops" in clean_error(capsys, "bppsa", "network", "layerpipe_sample", "--max-mflops", "1")
+    assert "up to 364 M entries per sample" in clean_error(capsys, "bppsa", "network", "layerpipe_sample")
+    assert "about 17 M FLOPs in BP alone" in clean_error(capsys, "bppsa", "network", "ffnn8", "--max-mflops", "16")
+
+
+def test_a_scan_past_the_limits_stops_before_the_product(capsys):
+    """ffnn8's up-sweep multiplies two dense 1024 × 1024 Jacobians: 1024³ = 1,074 M multiplies, refused before the
+    product is formed; the example chain's scan counts 639,824 FLOPs per sample (the command's default run), so a
+    batch of 2 passes 1 M in its scans while BP's estimate stays under it."""
+    assert "up to 1,074 M entries per sample" in clean_error(capsys, "bppsa", "network", "ffnn8")
+    line = clean_error(capsys, "bppsa", "network", CHAIN, "--batch", "2", "--max-mflops", "1")
+    assert "in its scans" in line and "above the limit of 1" in line
 
 
 def test_output_paths_are_checked_before_the_study(tmp_path, capsys):

@@ -29,22 +29,29 @@ def _refused(row: NetworkLayer, why: str) -> InputError:
     return InputError(f"layer {row.name!r} ({row.kind}) {why}; BPPSA's Jacobians cover {SUPPORTED} in a chain")
 
 
-def _operator(row: NetworkLayer, rng: np.random.Generator) -> Layer:
+def _weight(shape: tuple[int, ...], fan_in: int, rng: np.random.Generator | None) -> np.ndarray:
+    """He-initialized weights from ``rng``; without one a zero view of the shape, no memory (a check of the chain)."""
+    if rng is None:
+        return np.broadcast_to(np.float64(0.0), shape)
+    return rng.standard_normal(shape) * np.sqrt(2 / fan_in)
+
+
+def _operator(row: NetworkLayer, rng: np.random.Generator | None) -> Layer:
     """One row's operator; conv and fc weights He-initialized from ``rng`` (no bias: it adds no Jacobian term)."""
     if row.repeat != 1:
         raise _refused(row, f"repeats {row.repeat} instances per sample")
     if row.kind == "conv":
         if row.groups != 1 or row.dilation != 1:
             raise _refused(row, "is grouped or dilated")
-        fan_in = row.channels * row.filter_h * row.filter_w
-        weight = rng.standard_normal((row.filters, row.channels, row.filter_h, row.filter_w)) * np.sqrt(2 / fan_in)
+        weight = _weight((row.filters, row.channels, row.filter_h, row.filter_w),
+                         row.channels * row.filter_h * row.filter_w, rng)
         return Conv2d(weight, (row.stride, row.stride), (row.padding, row.padding))
     if row.kind == "fc":
         one_by_one = (row.filter_h, row.filter_w) == (1, 1)
         inputs = row.channels if one_by_one else row.channels * row.ifmap_h * row.ifmap_w
-        weight = rng.standard_normal((row.filters, inputs)) * np.sqrt(2 / inputs)
         if one_by_one and (row.ifmap_h, row.ifmap_w) != (1, 1):  # position-wise: the same 1×1 at every position
-            return Conv2d(weight.reshape(row.filters, row.channels, 1, 1))
+            return Conv2d(_weight((row.filters, row.channels, 1, 1), inputs, rng))
+        weight = _weight((row.filters, inputs), inputs, rng)
         return Linear(weight)
     if row.kind == "pool":
         if row.filters != row.channels:
@@ -57,14 +64,15 @@ def _operator(row: NetworkLayer, rng: np.random.Generator) -> Layer:
     raise _refused(row, "has no BPPSA Jacobian")
 
 
-def network_chain(network: Network, seed: int) -> tuple[tuple[Layer, ...], tuple[int, int, int]]:
-    """``network``'s operators in order and the CHW shape of one input sample; weights seeded by ``seed``.
+def network_chain(network: Network, seed: int | None) -> tuple[tuple[Layer, ...], tuple[int, int, int]]:
+    """``network``'s operators in order and the CHW shape of one input sample; weights seeded by ``seed`` (None:
+    zero views that take no memory, to check the chain before its size).
     Refuses (one line, naming the layer) a kind without a Jacobian, a join, and a layer whose input is not the
     previous layer's output (another producer, or another shape)."""
     rows = network.layers
     if not rows:
         raise InputError("the network has no layers")
-    rng = np.random.default_rng(seed)
+    rng = None if seed is None else np.random.default_rng(seed)
     first = rows[0]
     shape = (first.channels, first.ifmap_h, first.ifmap_w)
     operators: list[Layer] = []
@@ -85,21 +93,19 @@ def network_chain(network: Network, seed: int) -> tuple[tuple[Layer, ...], tuple
     return tuple(operators), (first.channels, first.ifmap_h, first.ifmap_w)
 
 
-def jacobian_entries(layers: tuple[Layer, ...], in_shape: tuple[int, int, int]) -> int:
-    """An upper bound on the stored entries of the chain's transposed Jacobians, from the geometry alone (no
-    Jacobian built): conv out·c_i·h_f·w_f, linear in·out, ReLU its size, pooling out·window. BP's FLOPs are
-    about twice this; a study is refused above its limit before anything is built."""
-    total, shape = 0, in_shape
-    for layer in layers:
-        out = output_shape(layer, shape)
-        size = int(np.prod(out))
-        if isinstance(layer, Conv2d):
-            total += size * int(np.prod(layer.weight.shape[1:]))
-        elif isinstance(layer, Linear):
-            total += int(layer.weight.size)
-        elif isinstance(layer, MaxPool2d):
-            total += size * layer.kernel[0] * layer.kernel[1]
-        else:
-            total += size
-        shape = out
+def jacobian_entries(network: Network) -> int:
+    """An upper bound on the stored entries of the chain's transposed Jacobians per sample, from the rows' geometry
+    alone (no weight drawn, no Jacobian built): conv out·c_i·h_f·w_f, fc in·out, pooling out·window, ReLU its size
+    (a kind without a Jacobian counts 0: :func:`network_chain` refuses it). BP's FLOPs are about twice this."""
+    total = 0
+    for row in network.layers:
+        out = row.ofmap_h * row.ofmap_w * row.filters
+        if row.kind == "conv":
+            total += out * row.channels * row.filter_h * row.filter_w
+        elif row.kind == "fc":
+            total += out * row.channels * row.filter_h * row.filter_w  # 1×1 per position, or the whole input
+        elif row.kind == "pool":
+            total += out * row.filter_h * row.filter_w
+        elif row.kind == "elementwise":
+            total += row.input_elements
     return total

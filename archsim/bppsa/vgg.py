@@ -147,8 +147,9 @@ def scan_flops(elements: list, up_levels: int | None = 2, on_step=None, on_part=
     """
     import pandas as pd  # here: `bppsa rnn` loads this module and renders without pandas
 
-    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels, on_step=on_step, on_part=on_part))
-                         + _rows("bp", count_flops(elements, method="bp", on_step=on_step, on_part=on_part)))
+    counted = {"on_step": on_step, "on_part": on_part, "budget": budget}
+    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels, **counted))
+                         + _rows("bp", count_flops(elements, method="bp", **counted)))
     frame["critical"] = frame.index.isin(frame.groupby(["method", "seq_step"]).flops.idxmax())
     return frame
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.bppsa_run import PAPER_SEQ_LENS, each_once, rnn_page, up_levels, vgg_page
+from archsim.bppsa_run import NETWORK_MAX_MFLOPS, PAPER_SEQ_LENS, each_once, rnn_page, up_levels, vgg_page
 from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -134,9 +134,9 @@ def add_network_study_arguments(parser: argparse.ArgumentParser) -> None:
                         help="up-sweep levels before the linear part (default 'full': Algorithm 1; 0: the linear "
                              "scan, BP's steps)")
     parser.add_argument("--seed", type=seed_flag, default=0, help="weights' and input's seed (default 0)")
-    parser.add_argument("--max-mflops", type=positive_int, default=DEFAULT_MAX_SCAN_MFLOPS, metavar="N",
-                        help=f"refuse a network whose Jacobians or scans pass N million FLOPs (default "
-                             f"{DEFAULT_MAX_SCAN_MFLOPS:,})")
+    parser.add_argument("--max-mflops", type=positive_int, default=NETWORK_MAX_MFLOPS, metavar="N",
+                        help=f"refuse a network whose BP or scan counts more than N million FLOPs (default "
+                             f"{NETWORK_MAX_MFLOPS:,}: about a minute)")
     add_output_arguments(parser)
     parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML study page")
 
