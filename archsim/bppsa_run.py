@@ -222,7 +222,7 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
     frame[["flops", "dense_flops"]] *= batch
     ours = frame[frame.method == "bppsa"]
     rows = pd.DataFrame([{"step": int(step), "phase": part.phase.iloc[0], "level": int(part.level.iloc[0]),
-                          "ops": len(part), "flops": int(part.flops.sum()), "critical_flops": int(part.flops.max()),
+                          "operations": len(part), "flops": int(part.flops.sum()), "critical_flops": int(part.flops.max()),
                           "dense_flops": int(part.dense_flops.sum())}
                          for step, part in ours.groupby("seq_step", sort=True)])
     totals = critical_path(frame).set_index("method")

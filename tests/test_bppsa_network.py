@@ -42,7 +42,7 @@ def test_a_tiny_chain_counted_by_hand(tmp_path, capsys):
     meta, rows = done["meta"], done["rows"]
     assert (meta["scan_steps"], meta["bp_steps"], len(rows)) == (5, 4, 5)
     assert [(r["phase"], r["level"]) for r in rows] == [("up", 0), ("up", 1), ("down", 2), ("down", 1), ("down", 0)]
-    assert (rows[0]["ops"], rows[0]["flops"], rows[0]["critical_flops"]) == (2, 144, 80)
+    assert (rows[0]["operations"], rows[0]["flops"], rows[0]["critical_flops"]) == (2, 144, 80)
     assert meta["gradient_max_abs_diff"] < 1e-12
     linear = _json(capsys, path, "--up-levels", "0")  # depth 0: the linear scan, BP's own steps
     assert linear["meta"]["scan_steps"] == linear["meta"]["bp_steps"] == 4
@@ -113,4 +113,18 @@ def test_output_paths_are_checked_before_the_study(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == []
     out, page = tmp_path / "steps.csv", tmp_path / "steps.html"
     assert main(["bppsa", "network", CHAIN, "--format", "csv", "--out", str(out), "--report", str(page)]) == 0
-    assert out.read_text(encoding="utf-8").startswith("step,phase,level,ops,flops") and page.stat().st_size > 0
+    assert out.read_text(encoding="utf-8").startswith("step,phase,level,operations,flops") and page.stat().st_size > 0
+
+
+def test_its_help_imports_no_heavy_package():
+    """``archsim bppsa network --help`` stays light, as every command's (tests/test_help_imports.py)."""
+    import subprocess
+    import sys
+
+    from test_help_imports import HEAVY
+
+    code = ("import sys\nfrom archsim.cli import main\ntry:\n    main(['bppsa', 'network', '--help'])\n"
+            "except SystemExit as stop:\n    assert stop.code == 0, stop.code\n"
+            f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.splitlines()[-1] == "LOADED []" and "archsim bppsa network" in done.stdout
