@@ -25,6 +25,7 @@ from archsim.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) is a CostResult, not Any); "x as x" re-exports
     from archsim.api import array_config as array_config
+    from archsim.api import bppsa_network as bppsa_network
     from archsim.api import bppsa_pruned_vgg11 as bppsa_pruned_vgg11
     from archsim.api import bppsa_rnn as bppsa_rnn
     from archsim.api import cluster_jobs as cluster_jobs
@@ -65,6 +66,7 @@ _EXPORTS = {
     "cluster_jobs": "archsim.api:cluster_jobs",
     "bppsa_rnn": "archsim.api:bppsa_rnn",
     "bppsa_pruned_vgg11": "archsim.api:bppsa_pruned_vgg11",
+    "bppsa_network": "archsim.api:bppsa_network",
     "gemm": "archsim.api:gemm",
     "iteration_energy": "archsim.api:iteration_energy",
     "sparse": "archsim.api:sparse",

@@ -1,5 +1,5 @@
-"""The face's BPPSA studies: ``archsim.bppsa_rnn`` and ``archsim.bppsa_pruned_vgg11``, ``archsim bppsa rnn``'s and
-``archsim bppsa pruned-vgg11``'s flags as keywords of the same names (``archsim.bppsa`` is the package, hence the
+"""The face's BPPSA studies: ``archsim.bppsa_rnn``, ``archsim.bppsa_pruned_vgg11`` and ``archsim.bppsa_network``,
+``archsim bppsa rnn``'s, ``archsim bppsa pruned-vgg11``'s and ``archsim bppsa network``'s flags as keywords of the same names (``archsim.bppsa`` is the package, hence the
 names), run by the command's own :mod:`archsim.bppsa_run`; nothing here computes a number of its own. Cycles are
 array clock cycles, FLOPs counted. Re-exported by :mod:`archsim.api`.
 """
@@ -7,14 +7,18 @@ array clock cycles, FLOPs counted. Re-exported by :mod:`archsim.api`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from archsim.api_inputs import build_array, unread_keys_notes
 from archsim.api_keywords import check_choice, listed, positive_int, speaks_keywords
 from archsim.bppsa_run import PAPER_SEQ_LENS, each_once
 from archsim.console import library_note
 from archsim.table_result import TableResult
+
+if TYPE_CHECKING:
+    from archsim.workload.layer import Network
 
 
 def _warn(text: str) -> None:
@@ -110,4 +114,35 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
     return TableResult.of(done.table, done.meta)
 
 
-__all__ = ["bppsa_pruned_vgg11", "bppsa_rnn"]
+@speaks_keywords
+def bppsa_network(network: str | Path | Network, *, batch: int | str = 1, up_levels: int | str = "full",
+                  seed: int | str = 0, max_mflops: int | str | None = None, report: str | Path | None = None,
+                  only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
+                  input_shape: str | None = None,
+                  dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> TableResult:
+    """BPPSA on a network of your own as ``archsim bppsa network`` runs it: ``network`` (a shipped name, a layers
+    CSV, an ONNX file… or a :class:`~archsim.workload.layer.Network`; the network keywords as
+    :func:`archsim.load_network`) read as a chain of conv, fc, pool (max) and ReLU operators with weights and one
+    input drawn from ``seed``; scanned ``up_levels`` deep (``"full"``: Algorithm 1; 0: the linear scan) for a
+    mini-batch of ``batch`` independent chains; ``max_mflops`` as its flag (None: its default); ``report`` writes
+    the command's HTML page there. Returns a :class:`~archsim.table_result.TableResult` (``.table``: one row per
+    sequential scan step, its FLOPs; ``.meta``: BP's steps and FLOPs against the scan's and the gradient check
+    ``gradient_max_abs_diff``; ``to_dict()``: its ``--format json`` document)."""
+    from archsim.api_inputs import load_network, warn_file_batch
+    from archsim.bppsa_run import NETWORK_MAX_MFLOPS, network_page, network_study
+    from archsim.validate import SEED_MAX
+
+    batch = positive_int(batch, "batch")
+    seed = positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
+    limit = NETWORK_MAX_MFLOPS if max_mflops is None else positive_int(max_mflops, "max-mflops")
+    page = _page_path(report)
+    chain = load_network(network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
+                         dim=dim)
+    warn_file_batch(chain, batch)
+    done = network_study(chain, batch=batch, depth_text=up_levels, seed=seed, max_mflops=limit, field="up_levels")
+    if page is not None:
+        network_page(page, done, network=str(network) if not hasattr(network, "layers") else chain.name)
+    return TableResult.of(done.table, done.meta)
+
+
+__all__ = ["bppsa_network", "bppsa_pruned_vgg11", "bppsa_rnn"]

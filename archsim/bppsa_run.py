@@ -15,6 +15,7 @@ from archsim.errors import InputError
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
+    from archsim.workload.layer import Network
 
 PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 
@@ -139,9 +140,11 @@ def vgg_page(report: str, done: StudyRun, *, compare_levels: list, width_divisor
     return write_vgg_page(report, done.table.rename(columns={"product": "kind"}), done.summary, sparsity, command)
 
 
-def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None) -> int | None:
+def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None,
+              operators: tuple[str, int] | None = None) -> int | None:
     """An up-sweep depth (None: ``full``, Algorithm 1, where ``full``), checked before any Jacobian is built; an
-    error names ``flag`` (the command's), or ``field`` where given (the keyword, as the API's other errors do)."""
+    error names ``flag`` (the command's), or ``field`` where given (the keyword, as the API's other errors do).
+    ``operators``: the (name, n) of the chain scanned (default VGG-11's 21), which bounds the depth."""
     from archsim.bppsa.scan import max_up_levels
     from archsim.bppsa.vgg import VGG11_OPERATORS
     from archsim.value_parsers import parse_int
@@ -149,17 +152,101 @@ def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, fie
     def refused(message: str) -> InputError:
         return InputError(message, field=field) if field else InputError(f"{flag}: {message}")
 
-    top = max_up_levels(VGG11_OPERATORS)
+    name, n = operators or ("VGG-11", VGG11_OPERATORS)
+    top = max_up_levels(n)
     if text == "full":
         if full:
             return None
         algorithm = "up_levels='full'" if field else "--up-levels full"
         raise refused(f"takes depths in 0…{top} (Algorithm 1 is {algorithm}), got 'full'")
-    what = f"an up-sweep depth (VGG-11 is {VGG11_OPERATORS} operators)" + (" or 'full'" if full else "")
+    what = f"an up-sweep depth ({name} is {n} operators)" + (" or 'full'" if full else "")
     try:
         return parse_int(text, low=0, high=top, what=what)
     except ValueError as exc:
         raise refused(str(exc)) from None
 
 
-__all__ = ["PAPER_SEQ_LENS", "StudyRun", "rnn_study", "up_levels", "vgg_study"]
+NETWORK_MAX_MFLOPS = 10_000  # bppsa network's default --max-mflops: about a minute of counting and checking
+MAX_STORED_ENTRIES = 40_000_000  # a chain's Jacobians, or one product, per sample: 30 M built in 2.2 GB (measured)
+
+
+def network_study(network: Network, *, batch: int, depth_text: object, seed: int, max_mflops: int,
+                  field: str | None = None) -> StudyRun:
+    """``bppsa network``'s rows, one per sequential step of the scan (its ◇ count, the FLOPs of all of them, of
+    the largest: the critical path's, and dense), and meta: BP's steps and FLOPs against the scan's, and the
+    gradient check, max |scan − BP| over every ∇x_i of one random input (``seed``: the weights' and the
+    input's). ``depth_text``: the up-sweep depth or ``"full"`` as the flag gives it (``field``: the API's keyword
+    name in its error). FLOPs are per mini-batch: a batch is ``batch`` independent chains (a block-diagonal
+    Jacobian), so every step's FLOPs are one sample's times ``batch`` and its step count one sample's. Refused
+    above ``max_mflops`` million FLOPs (BP's, about twice the Jacobians' entries, before any Jacobian is built;
+    the scan's before any product that would pass it), and above MAX_STORED_ENTRIES stored entries per sample
+    (the Jacobians together, or one product's bound: its multiplies), whatever the limit."""
+    import numpy as np
+    import pandas as pd
+
+    from archsim.bppsa.chain import jacobian_entries, network_chain
+    from archsim.bppsa.jacobians import scan_input
+    from archsim.bppsa.layers import forward_chain
+    from archsim.bppsa.plain_bp import backprop
+    from archsim.bppsa.scan import blelloch_scan
+    from archsim.bppsa.vgg import critical_path, scan_flops
+    from archsim.validate import check_job_size
+
+    network_chain(network, None)  # a kind without a Jacobian, a join: refused before the size
+    entries = jacobian_entries(network)
+    if entries > MAX_STORED_ENTRIES:
+        raise InputError(f"{network.name}'s transposed Jacobians hold up to {entries / 1e6:,.0f} M entries per "
+                         f"sample, above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about 3 GB) archsim builds: "
+                         "a smaller input or fewer channels fits")
+    check_job_size(math.ceil(2 * entries * batch / 1e6), max_mflops, "--max-mflops",
+                   "counts about {:,} M FLOPs in BP alone (twice its Jacobians' entries, times the batch)")
+    layers, in_shape = network_chain(network, seed)
+    depth = up_levels(str(depth_text).strip(), full=True, field=field, operators=(repr(network.name), len(layers)))
+    spent = [0]
+
+    def budget(multiplies: int) -> None:  # a product's FLOPs are at most twice its multiplies, its entries at most
+        if multiplies > MAX_STORED_ENTRIES:
+            raise InputError(f"a product of {network.name}'s scan would hold up to {multiplies / 1e6:,.0f} M "
+                             f"entries per sample, above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about 3 GB) "
+                             "archsim builds: a shallower --up-levels (0: BP's own products) or a smaller network fits")
+        spent[0] += 2 * multiplies * batch
+        check_job_size(math.ceil(spent[0] / 1e6), max_mflops, "--max-mflops",
+                       "counts over {:,} M FLOPs in its scans (stopped before the product that passes the limit)")
+
+    rng = np.random.default_rng(seed + 1)
+    activations = forward_chain(layers, rng.standard_normal(in_shape))
+    grad = rng.standard_normal(activations[-1].size)
+    elements = scan_input(layers, activations, grad)
+    frame = scan_flops(elements, depth, budget=budget)  # patterns first: the budget is checked before any product
+    scanned = blelloch_scan(elements, up_levels=depth).gradients()
+    error = max(float(np.max(np.abs(np.ravel(a) - b))) for a, b in zip(scanned, backprop(layers, activations, grad),
+                                                                         strict=True))
+    frame[["flops", "dense_flops"]] *= batch
+    ours = frame[frame.method == "bppsa"]
+    rows = pd.DataFrame([{"step": int(step), "phase": part.phase.iloc[0], "level": int(part.level.iloc[0]),
+                          "operations": len(part), "flops": int(part.flops.sum()), "critical_flops": int(part.flops.max()),
+                          "dense_flops": int(part.dense_flops.sum())}
+                         for step, part in ours.groupby("seq_step", sort=True)])
+    totals = critical_path(frame).set_index("method")
+    meta = {"study": "bppsa network", "network": network.name, "operators": len(layers), "batch": batch,
+            "seed": seed, "up_levels": "full" if depth is None else depth,
+            "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
+            "scan_work_flops": int(totals.work_flops["bppsa"]), "bp_work_flops": int(totals.work_flops["bp"]),
+            "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
+            "bp_critical_path_flops": int(totals.critical_path_flops["bp"]),
+            "gradient_max_abs_diff": error}
+    return StudyRun(rows, meta, frame)
+
+
+def network_page(report: str, done: StudyRun, *, network: str) -> Path:
+    """``bppsa network --report``'s page of ``done`` at ``report``, for the command and ``archsim.bppsa_network``
+    alike, with the command line that regenerates it (``network`` as given); returns the path written."""
+    from archsim.bppsa.report import write_network_page  # plotly: only when a page is asked for
+
+    meta = done.meta
+    command = (f"archsim bppsa network {network} --batch {meta['batch']} --up-levels {meta['up_levels']} "
+               f"--seed {meta['seed']} --report {report}")
+    return write_network_page(report, done.summary, done.table, meta["network"], command)
+
+
+__all__ = ["PAPER_SEQ_LENS", "StudyRun", "network_study", "rnn_study", "up_levels", "vgg_study"]

@@ -45,7 +45,7 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
     ("plan", "archsim.commands.plan:COMMAND",
      "pipeline planning over a cluster: SPP, PipeDream's optimizer, baselines"),
     ("bppsa", "archsim.commands.bppsa:COMMAND",
-     "back-propagation as a parallel scan: RNN speedup and pruned VGG-11 FLOPs"),
+     "back-propagation as a parallel scan: RNN speedup, pruned VGG-11 and your network's FLOPs"),
     ("cluster", "archsim.commands.cluster:COMMAND",
      "SPB + Jigsaw vs Gandiva and Tiresias on a job trace: makespan, JCT, utilization"),
     ("sweep", "archsim.commands.sweep:SWEEP", "run a sweep spec (array × batch × processors × method, or a device file's fields) with caching"),

@@ -71,6 +71,7 @@ COMMANDS: dict[str, list[str]] = {
                                  "--replication", "exact", "--baselines", "none"],
     "bppsa rnn": ["bppsa", "rnn"],
     "bppsa pruned-vgg11": ["bppsa", "pruned-vgg11", "--width-divisor", "16", "--compare-levels", "0,1"],
+    "bppsa network": ["bppsa", "network", str(ROOT / "docs" / "examples" / "bppsa_chain.csv")],
     "sparse": [*SPARSE, "--energy"],
     "sparse --processors": [*SPARSE, "--processors", "2"],
     "train": ["train", MODEL, "--cluster", GPU_CLUSTER, "--tp", "4", "--pp", "2", "--global-batch", "4",

@@ -42,6 +42,7 @@ COUNTS = {  # job → its keywords that take a count (or a number) a flag reads 
     "validate_gpu": ("sm_count", "tensor_cores_per_sm", "clock_mhz", "memory_gbps"),
     "bppsa_rnn": ("hidden", "batch", "element_bytes"),
     "bppsa_pruned_vgg11": ("sparsity", "seed", "width_divisor", "max_mflops"),
+    "bppsa_network": ("batch", "seed", "max_mflops"),
     "cluster_jobs": ("gpus", "gpus_per_machine", "device_memory_gb", "seed", "seeds", "jobs", "interval",
                      "gamma_ns_per_byte", "unit_seconds", "max_pack"),
 }

@@ -57,6 +57,8 @@ CASES = {
                   archsim.bppsa_rnn, (), {"seq_len": [10, 30], "processors": [64, 256]}),
     "bppsa pruned-vgg11": (["bppsa", "pruned-vgg11", "--width-divisor", "16"],
                            archsim.bppsa_pruned_vgg11, (), {"width_divisor": 16}),
+    "bppsa network": (["bppsa", "network", "docs/examples/bppsa_chain.csv", "--up-levels", "1"],
+                      archsim.bppsa_network, ("docs/examples/bppsa_chain.csv",), {"up_levels": 1}),
     "search": (["search", MODEL, "--cluster", NODE, "--global-batch", "16", "--top", "3", "--schedule", "1f1b",
                 "--max-micro-batch", "2"],
                archsim.search, (MODEL,),

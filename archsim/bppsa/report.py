@@ -112,3 +112,31 @@ def write_vgg_page(path: str, frame: pd.DataFrame, summary: pd.DataFrame, sparsi
     returns the path written."""
     return write_page(path, f"BPPSA: pruned VGG-11 ({sparsity:.0%} pruned), FLOPs per step",
                       vgg_sections(frame, summary, command))
+
+
+NETWORK_ASSUMES = ("the network's rows as a chain of conv, fc (linear), pool (max pooling) and one-input elementwise "
+                   "(ReLU) operators, conv and fc weights He-initialized from the seed, no bias; one random input "
+                   "from the seed; transposed Jacobians in CSR with their input-independent pattern (ReLU diagonal, "
+                   "whole pooling windows); FLOPs = multiplies + adds counted from the patterns, dense = r·c·(2k−1), "
+                   "times the batch (B independent chains); critical = the largest operation of each sequential "
+                   "step, one worker per operation.")
+
+
+def network_sections(frame: pd.DataFrame, rows: pd.DataFrame, command: str) -> list[Section]:
+    """The critical path's FLOPs per sequential step, BPPSA's against BP's, and the scan's steps."""
+    steps = go.Figure()
+    for method, part in frame[frame.critical].groupby("method", sort=False):
+        steps.add_trace(go.Bar(x=part.seq_step, y=part.flops, name=f"{method}: critical-path FLOPs per step"))
+    steps.update_layout(title="Critical path: FLOPs of each sequential step", xaxis_title="sequential step",
+                        yaxis_title="FLOPs", barmode="group")
+    return [
+        (steps, _caption(command, "BPPSA has fewer sequential steps; whether its critical path is cheaper "
+                         "depends on the fill-in of the up-sweep's matrix products.", NETWORK_ASSUMES)),
+        (rows, _caption(command, "Every sequential step of the scan.", NETWORK_ASSUMES)),
+    ]
+
+
+def write_network_page(path: str, frame: pd.DataFrame, rows: pd.DataFrame, network: str, command: str) -> Path:
+    """``bppsa network``'s page: ``frame`` (every ◇ of both methods, as :func:`~archsim.bppsa.vgg.scan_flops`) and
+    ``rows`` (the scan's steps) at ``path``; returns the path written."""
+    return write_page(path, f"BPPSA: {network}, FLOPs per scan step", network_sections(frame, rows, command))

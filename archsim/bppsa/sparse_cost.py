@@ -107,20 +107,34 @@ def _in_row_blocks(x: sp.csr_array, y: sp.csr_array, multiplies: int, on_part: C
     return sp.csr_array((np.ones(stored, np.float32), index, indptr), shape=(x.shape[0], y.shape[1]))
 
 
+def product_multiplies(x: Pattern, y: Pattern) -> int:
+    """The multiplies of X·Y (:func:`product_flops`'s count) before the product is formed: a budget's check."""
+    assert x.matrix is not None, "X is a matrix"
+    if y.matrix is None:
+        return int(x.matrix.nnz)
+    col_nnz = np.bincount(x.matrix.indices, minlength=x.matrix.shape[1]).astype(np.int64)
+    return int(col_nnz @ np.diff(y.matrix.indptr).astype(np.int64))
+
+
 class FlopCounter:
     """A ◇ on patterns that logs (sparse, dense) FLOPs per call, in call order; ``on_step()``, if given, is
-    called after each, and ``on_part(f)`` within a product (:func:`product_flops`): a progress bar's."""
+    called after each, and ``on_part(f)`` within a product (:func:`product_flops`): a progress bar's.
+    ``budget(multiplies)``, if given, is called before each product with the multiplies it will take (it may
+    raise: a run stopped before a product too large to form)."""
 
     def __init__(self, on_step: Callable[[], object] | None = None,
-                 on_part: Callable[[float], object] | None = None) -> None:
+                 on_part: Callable[[float], object] | None = None,
+                 budget: Callable[[int], object] | None = None) -> None:
         self.log: list[tuple[int, int]] = []
-        self.on_step, self.on_part = on_step, on_part
+        self.on_step, self.on_part, self.budget = on_step, on_part, budget
 
     def __call__(self, a, b):
         if a is IDENTITY or b is IDENTITY:
             self.log.append((0, 0))
             out = b if a is IDENTITY else a
         else:
+            if self.budget is not None:
+                self.budget(product_multiplies(b, a))
             flops, dense, out = product_flops(b, a, self.on_part)  # A ◇ B = B·A
             self.log.append((flops, dense))
         if self.on_step is not None:
@@ -139,11 +153,13 @@ class CountedStep:
 
 def count_flops(elements: Sequence, *, method: str = "bppsa", up_levels: int | None = None,
                 on_step: Callable[[], object] | None = None,
-                on_part: Callable[[float], object] | None = None) -> tuple[CountedStep, ...]:
+                on_part: Callable[[float], object] | None = None,
+                budget: Callable[[int], object] | None = None) -> tuple[CountedStep, ...]:
     """Run the scan (``bppsa``: :func:`blelloch_scan`; ``bp``: :func:`linear_scan`) on patterns, counting FLOPs;
     ``on_step()`` is called after each ◇ (:func:`archsim.bppsa.steps.level_census` counts them beforehand),
-    ``on_part(f)`` within a long product (:func:`product_flops`)."""
-    counter = FlopCounter(on_step, on_part)
+    ``on_part(f)`` within a long product (:func:`product_flops`), ``budget(multiplies)`` before each product
+    (:class:`FlopCounter`)."""
+    counter = FlopCounter(on_step, on_part, budget)
     patterns = [pattern_of(e) for e in elements]
     run: ScanRun = (linear_scan(patterns, op=counter) if method == "bp"
                     else blelloch_scan(patterns, op=counter, up_levels=up_levels))

@@ -136,18 +136,20 @@ def scan_steps(up_levels: int | None) -> int:
         work(linear_census(VGG11_OPERATORS)).values())
 
 
-def scan_flops(elements: list, up_levels: int | None = 2, on_step=None, on_part=None) -> pd.DataFrame:
+def scan_flops(elements: list, up_levels: int | None = 2, on_step=None, on_part=None, budget=None) -> pd.DataFrame:
     """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP on ``elements``
     (:func:`vgg_elements`, or any chain's :func:`~archsim.bppsa.jacobians.scan_input`); ``on_step()``, if given, is called after each ◇, ``on_part(f)`` within a long
-    product (:func:`~archsim.bppsa.sparse_cost.product_flops`): progress.
+    product (:func:`~archsim.bppsa.sparse_cost.product_flops`): progress; ``budget(multiplies)`` before each
+    product (it may raise: :class:`~archsim.bppsa.sparse_cost.FlopCounter`).
 
     ``critical`` marks, per sequential step, the largest operation — the one on the critical path
     when every operation of a level has its own worker (n = 21 ≪ p, as in Fig. 10).
     """
     import pandas as pd  # here: `bppsa rnn` loads this module and renders without pandas
 
-    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels, on_step=on_step, on_part=on_part))
-                         + _rows("bp", count_flops(elements, method="bp", on_step=on_step, on_part=on_part)))
+    counted = {"on_step": on_step, "on_part": on_part, "budget": budget}
+    frame = pd.DataFrame(_rows("bppsa", count_flops(elements, up_levels=up_levels, **counted))
+                         + _rows("bp", count_flops(elements, method="bp", **counted)))
     frame["critical"] = frame.index.isin(frame.groupby(["method", "seq_step"]).flops.idxmax())
     return frame
 

@@ -1,14 +1,16 @@
 """``archsim bppsa``: back-propagation as a parallel scan — the RNN study and the pruned VGG-11 study.
 
 ``archsim bppsa rnn`` models Fig. 8 (backward-pass speedup as T and p vary) on systolic arrays;
-``archsim bppsa pruned-vgg11`` counts Fig. 10's FLOPs per scan step from CSR sparsity patterns.
+``archsim bppsa pruned-vgg11`` counts Fig. 10's FLOPs per scan step from CSR sparsity patterns;
+``archsim bppsa network NETWORK`` counts them for a network of the user's own (a chain of conv, fc, pool and
+ReLU layers) and checks the scan's gradients against plain BP.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from archsim.bppsa_run import PAPER_SEQ_LENS, each_once, rnn_page, up_levels, vgg_page
+from archsim.bppsa_run import NETWORK_MAX_MFLOPS, PAPER_SEQ_LENS, each_once, rnn_page, up_levels, vgg_page
 from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -122,8 +124,40 @@ def run_vgg(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_network_study_arguments(parser: argparse.ArgumentParser) -> None:
+    from archsim.commands.network_args import add_network_arguments
+
+    add_network_arguments(parser)
+    parser.add_argument("--batch", type=positive_int, default=1,
+                        help="mini-batch size B: B independent chains, B times the FLOPs (default 1)")
+    parser.add_argument("--up-levels", default="full",
+                        help="up-sweep levels before the linear part (default 'full': Algorithm 1; 0: the linear "
+                             "scan, BP's steps)")
+    parser.add_argument("--seed", type=seed_flag, default=0, help="weights' and input's seed (default 0)")
+    parser.add_argument("--max-mflops", type=positive_int, default=NETWORK_MAX_MFLOPS, metavar="N",
+                        help=f"refuse a network whose BP or scan counts more than N million FLOPs (default "
+                             f"{NETWORK_MAX_MFLOPS:,}: about a minute)")
+    add_output_arguments(parser)
+    parser.add_argument("--report", type=output_flag, default=None, metavar="OUT.html", help="write the HTML study page")
+
+
+def run_network(args: argparse.Namespace) -> int:
+    from archsim.bppsa_run import network_page, network_study
+    from archsim.commands.network_args import network_from_args
+    from archsim.outputs import render
+
+    network = network_from_args(args)
+    done = network_study(network, batch=args.batch, depth_text=args.up_levels, seed=args.seed,
+                         max_mflops=args.max_mflops)
+    emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
+    if args.report:
+        path = network_page(args.report, done, network=args.network)
+        note_written(f"wrote {path}")
+    return 0
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="study", metavar="STUDY", help="rnn or pruned-vgg11")
+    sub = parser.add_subparsers(dest="study", metavar="STUDY", help="rnn, pruned-vgg11 or network")
     sub.required = True
     rnn = sub.add_parser("rnn", help="RNN backward-pass speedup as T and p vary (Fig. 8)")
     add_rnn_arguments(rnn)
@@ -131,11 +165,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     vgg = sub.add_parser("pruned-vgg11", help="FLOPs per scan step of a pruned VGG-11 (Fig. 10)")
     add_vgg_arguments(vgg)
     vgg.set_defaults(_study=run_vgg)
+    own = sub.add_parser("network", help="FLOPs per scan step of your own network, checked against BP")
+    add_network_study_arguments(own)
+    own.set_defaults(_study=run_network)
 
 
 def run(args: argparse.Namespace) -> int:
     return args._study(args)
 
 
-COMMAND = Command("bppsa", "back-propagation as a parallel scan: RNN speedup and pruned VGG-11 FLOPs",
+COMMAND = Command("bppsa", "back-propagation as a parallel scan: RNN speedup, pruned VGG-11 and your network's FLOPs",
                   add_arguments, run)

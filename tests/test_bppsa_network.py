@@ -1,0 +1,130 @@
+"""``archsim bppsa network NETWORK``: BPPSA on a network of the user's own (until 2026-12-05 only from Python, the
+command ran the paper's two networks alone). The counts are by hand from Algorithm 1 and sparse_cost's rules, the
+command against ``archsim.bppsa_network`` (one study) and against the library parts docs/api.md's example runs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from api_parity_helpers import same_json
+from test_docs import ROOT
+from test_robustness import clean_error
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+
+CHAIN = str(ROOT / "docs" / "examples" / "bppsa_chain.csv")
+HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, "
+          "Padding, Type, Inputs,\n")
+# n = 4 operators: conv 1→2 channels (3×3, padding 1) on 4×4, ReLU, 2×2 max-pool stride 2, fc 2·2·2 = 8 → 3
+TINY = HEADER + ("conv, 4, 4, 3, 3, 1, 2, 1, 1, conv, input,\nrelu, 4, 4, 1, 1, 2, 2, 1, 0, elementwise, conv,\n"
+                 "pool, 4, 4, 2, 2, 2, 2, 2, 0, pool, relu,\nfc, 2, 2, 2, 2, 2, 3, 1, 0, fc, pool,\n")
+
+
+def _json(capsys, *argv) -> dict:
+    capsys.readouterr()
+    assert main(["bppsa", "network", *map(str, argv), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_tiny_chain_counted_by_hand(tmp_path, capsys):
+    """Eq. 5's array is n + 1 = 5 elements [g, J_fcᵀ, J_poolᵀ, J_reluᵀ, J_convᵀ]: K = ⌈log₂ 5⌉ = 3, Algorithm 1 runs
+    up-sweep levels 0 and 1, then down-sweep levels 2, 1, 0: 5 steps; BP 4 (one per operator). Up level 0 is
+    a[1] = J_fcᵀ·g (8×3 dense times a 3-vector: 24 multiplies, 24 − 8 adds = 40 FLOPs) and a[3] = J_reluᵀ·J_poolᵀ
+    (a 32-entry diagonal times 32×8 with one entry per row: 32 multiplies, 32 entries, no add = 32 FLOPs): 72 per
+    sample, 144 for a batch of 2, the critical op 80."""
+    path = tmp_path / "tiny.csv"
+    path.write_text(TINY, encoding="utf-8")
+    done = _json(capsys, path, "--batch", "2")
+    meta, rows = done["meta"], done["rows"]
+    assert (meta["scan_steps"], meta["bp_steps"], len(rows)) == (5, 4, 5)
+    assert [(r["phase"], r["level"]) for r in rows] == [("up", 0), ("up", 1), ("down", 2), ("down", 1), ("down", 0)]
+    assert (rows[0]["operations"], rows[0]["flops"], rows[0]["critical_flops"]) == (2, 144, 80)
+    assert meta["gradient_max_abs_diff"] < 1e-12
+    linear = _json(capsys, path, "--up-levels", "0")  # depth 0: the linear scan, BP's own steps
+    assert linear["meta"]["scan_steps"] == linear["meta"]["bp_steps"] == 4
+
+
+def test_the_command_is_the_api(capsys):
+    same_json(["bppsa", "network", CHAIN, "--up-levels", "1", "--batch", "3", "--seed", "2"], archsim.bppsa_network,
+              {"network": CHAIN, "up_levels": 1, "batch": 3, "seed": 2}, capsys)
+
+
+def test_the_command_counts_what_the_docs_example_counts(capsys):
+    """docs/api.md's chain built by hand from the library's parts (the CSV is the same geometry): the same steps and
+    FLOPs, which depend on the layers' patterns alone, not on the weights drawn."""
+    from archsim.bppsa import Conv2d, Linear, MaxPool2d, ReLU, critical_path, forward_chain, scan_flops, scan_input
+
+    rng = np.random.default_rng(5)
+    layers = [Conv2d(rng.standard_normal((4, 3, 3, 3)), padding=(1, 1)), ReLU(), MaxPool2d((2, 2), (2, 2)),
+              Conv2d(rng.standard_normal((8, 4, 3, 3)), padding=(1, 1)), ReLU(), MaxPool2d((2, 2), (2, 2)),
+              Linear(rng.standard_normal((10, 8 * 2 * 2)))]
+    activations = forward_chain(layers, rng.standard_normal((3, 8, 8)))
+    totals = critical_path(scan_flops(scan_input(layers, activations, rng.standard_normal(10)), up_levels=1))
+    meta = _json(capsys, CHAIN, "--up-levels", "1")["meta"]
+    by = totals.set_index("method")
+    assert (meta["scan_steps"], meta["scan_critical_path_flops"], meta["scan_work_flops"]) == (
+        by.steps["bppsa"], by.critical_path_flops["bppsa"], by.work_flops["bppsa"])
+    assert (meta["bp_steps"], meta["bp_critical_path_flops"]) == (by.steps["bp"], by.critical_path_flops["bp"])
+
+
+@pytest.mark.parametrize(("row", "named"), [
+    ("bn, 2, 2, 1, 1, 2, 2, 1, 0, batchnorm, pool,", "layer 'bn' (batchnorm)"),
+    ("up, 2, 2, 2, 2, 2, 2, 2, 0, deconv, pool,", "layer 'up' (deconv)"),
+    ("gconv, 2, 2, 1, 1, 2, 2, 1, 0, conv, pool,\ngconv2, 2, 2, 1, 1, 2, 2, 1, 0, conv, pool,",
+     "layer 'gconv2' (conv) reads pool"),
+])
+def test_a_kind_without_a_jacobian_is_refused_in_one_line(tmp_path, capsys, row, named):
+    path = tmp_path / "bad.csv"
+    path.write_text(HEADER + "\n".join(TINY.splitlines()[1:4]) + "\n" + row + "\n", encoding="utf-8")
+    line = clean_error(capsys, "bppsa", "network", path)
+    assert named in line and "BPPSA's Jacobians cover" in line
+    with pytest.raises(InputError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        archsim.bppsa_network(path)
+
+
+def test_a_join_a_depth_past_the_chain_and_a_size_past_the_limits_are_refused(capsys):
+    """Each refused in a fraction of a second, before a Jacobian is built. layerpipe_sample's conv Jacobians hold
+    112·112·32·3·25 + 56·56·64·32·25 + 28·28·128·64·9 + 28·28·128·128·9 = 364,077,056 entries; ffnn8's eight
+    1024 × 1024 layers 8,388,608, BP about twice that: 17 M FLOPs."""
+    assert "layer 'add' (elementwise) joins 2 inputs" in clean_error(
+        capsys, "bppsa", "network", ROOT / "docs" / "examples" / "tiny_resnet.csv")
+    assert "is 7 operators" in clean_error(capsys, "bppsa", "network", CHAIN, "--up-levels", "3")  # ⌈log₂ 8⌉ − 1 = 2
+    assert "up to 364 M entries per sample" in clean_error(capsys, "bppsa", "network", "layerpipe_sample")
+    assert "about 17 M FLOPs in BP alone" in clean_error(capsys, "bppsa", "network", "ffnn8", "--max-mflops", "16")
+
+
+def test_a_scan_past_the_limits_stops_before_the_product(capsys):
+    """ffnn8's up-sweep multiplies two dense 1024 × 1024 Jacobians: 1024³ = 1,074 M multiplies, refused before the
+    product is formed; the example chain's scan counts 639,824 FLOPs per sample (the command's default run), so a
+    batch of 2 passes 1 M in its scans while BP's estimate stays under it."""
+    assert "up to 1,074 M entries per sample" in clean_error(capsys, "bppsa", "network", "ffnn8")
+    line = clean_error(capsys, "bppsa", "network", CHAIN, "--batch", "2", "--max-mflops", "1")
+    assert "in its scans" in line and "above the limit of 1" in line
+
+
+def test_output_paths_are_checked_before_the_study(tmp_path, capsys):
+    """A folder for --out or --report: one line, nothing written; a file: the rows and the page written."""
+    assert "folder" in clean_error(capsys, "bppsa", "network", CHAIN, "--out", tmp_path).lower()
+    assert "folder" in clean_error(capsys, "bppsa", "network", CHAIN, "--report", tmp_path).lower()
+    assert list(tmp_path.iterdir()) == []
+    out, page = tmp_path / "steps.csv", tmp_path / "steps.html"
+    assert main(["bppsa", "network", CHAIN, "--format", "csv", "--out", str(out), "--report", str(page)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("step,phase,level,operations,flops") and page.stat().st_size > 0
+
+
+def test_its_help_imports_no_heavy_package():
+    """``archsim bppsa network --help`` stays light, as every command's (tests/test_help_imports.py)."""
+    import subprocess
+    import sys
+
+    from test_help_imports import HEAVY
+
+    code = ("import sys\nfrom archsim.cli import main\ntry:\n    main(['bppsa', 'network', '--help'])\n"
+            "except SystemExit as stop:\n    assert stop.code == 0, stop.code\n"
+            f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.splitlines()[-1] == "LOADED []" and "archsim bppsa network" in done.stdout
