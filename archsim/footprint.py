@@ -177,7 +177,10 @@ def partition_footprint(plan: Partition, profile: LayerProfile, timeline: Timeli
 def lent_slice_bytes(op: PlacedOp, profile: LayerProfile) -> int:
     """Bytes of its layer's weights a borrowed δ part reads: what it receives (``extra_bytes``) less, for a
     piece split along δ's reduction, the partial sums of all of δ it sends back (a result in transit, not
-    a weight; :func:`archsim.lowering.delta_split.split_delta`)."""
+    a weight; :func:`archsim.lowering.delta_split.split_delta`); none for a non-GEMM layer's δ, whose
+    received bytes (``exact`` mode) are saved activations of its micro-batch, not weights."""
+    if op.split_axis is None and profile.lowered and not profile.lowered[profile.names.index(op.layer)].layer.is_gemm:
+        return 0
     if op.split_axis != "reduction":
         return op.extra_bytes
     return op.extra_bytes - borrowed_delta_bytes(profile)[profile.names.index(op.layer)][0]

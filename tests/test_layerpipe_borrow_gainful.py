@@ -80,6 +80,9 @@ def test_small_cnn_three_processors_no_pointless_move():
     assert loads(gainful) == [sum(cost[n] for n in part) for part in (first, middle, last)] == [14492, 28081, 28796]
     assert gainful.max_stage_cost == paper.max_stage_cost == 28796
     assert gainful.additional_bytes == 0 and gainful.mandatory_bytes == paper.mandatory_bytes
+    # the borrowed /Relu δ (exact mode, the default): its mask in and its result back to /bn, beside it on the
+    # first processor, each 32 · 8 · 8 · 8 one-byte elements
+    assert paper.additional_bytes == 2 * 32 * 8 * 8 * 8
     assert "/Relu" in gainful.notes[-1]
     # PipeDream's best split of whole layers is the same 28796 (its own plan, the same three groups)
     assert archsim.pipeline(profile, processors=3, method="pipedream").max_stage_cost == 28796

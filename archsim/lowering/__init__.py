@@ -12,6 +12,7 @@ from archsim.lowering.delta_split import (
     split_d2_bytes,
     split_delta,
     split_row_gemms,
+    vector_delta_bytes,
     whole_delta_bytes,
 )
 from archsim.lowering.lower import delta_phases, lower_layer, lower_network
@@ -21,4 +22,4 @@ from archsim.modes import MODES, Mode
 __all__ = ["MODES", "SPLIT_AXES", "DeltaSplit", "Gemm", "LayerTensors", "LoweredLayer", "Mode", "OpKind", "SplitAxis",
            "TrainingOp", "check_mode", "delta_phases", "delta_split_units", "lower_layer", "lower_network",
            "split_axes", "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms",
-           "whole_delta_bytes"]
+           "vector_delta_bytes", "whole_delta_bytes"]

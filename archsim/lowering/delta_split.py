@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from archsim.errors import InputError
-from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp
+from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp, check_mode
 from archsim.value_parsers import NO_VALUE, comma_items
 from archsim.workload.layer import Layer
 
@@ -101,14 +101,44 @@ def split_d1_bytes(lowered: LoweredLayer, part: int, axis: SplitAxis, element_by
     return _piece_bytes(lowered, axis, total - part, total, element_bytes, moved=True)
 
 
-def whole_delta_bytes(lowered: LoweredLayer, element_bytes: int = 1) -> tuple[int, int]:
+def whole_delta_bytes(lowered: LoweredLayer, element_bytes: int = 1, mode: str = "paper") -> tuple[int, int]:
     """(out_bytes, extra_bytes) of the layer's whole δ run away from its weights (LayerPipe's
     borrowed δ): the piece bytes of a rows split that moves every row — all of δ's output and all
-    the weights; (0, 0) for a layer without a δ op."""
+    the weights; (0, 0) for a layer without a δ op. A δ without GEMMs (elementwise, pool,
+    batch-norm) moves nothing in ``paper`` mode, as LayerPipe counts only conv/fc δs, and in
+    ``exact`` mode its result and the saved tensors it reads (:func:`vector_delta_bytes`)."""
     total = delta_split_units(lowered, "rows")
     if total == 0:
-        return 0, 0
+        return vector_delta_bytes(lowered, element_bytes) if check_mode(mode) == "exact" else (0, 0)
     return _piece_bytes(lowered, "rows", total, total, element_bytes, moved=True)
+
+
+def vector_delta_bytes(lowered: LoweredLayer, element_bytes: int = 1) -> tuple[int, int]:
+    """(out_bytes, extra_bytes) of a non-GEMM layer's whole δ run on another processor, by the rule
+    a conv's borrowed δ follows: its result (δ of the layer's input) and what it reads that sits
+    with the layer's forward, every element at ``element_bytes``; δ of its output is made where it
+    runs. Received, per kind (per sample, times the batch):
+
+    * elementwise with one input (ReLU, any activation): the saved input (for ReLU the mask
+      1[x > 0]), one element per input element; with several inputs (add) nothing: δ passes through;
+    * pool: the window position each output took (max pooling's argmax), one per output element;
+    * batchnorm: x̂, one per input element, and γ and 1/σ, one per channel each; the two reductions
+      Σδ and Σδ·x̂ are the δ's own passes (its lowering's three), so nothing more.
+
+    (0, 0) for a GEMM layer (its bytes are :func:`whole_delta_bytes`') or one without a δ op."""
+    layer, delta = lowered.layer, lowered.op("D")
+    if delta is None or layer.is_gemm:
+        return 0, 0
+    tensors = lowered.tensors
+    if layer.kind == "pool":
+        saved = tensors.activation_bytes
+    elif layer.kind == "batchnorm":
+        saved = tensors.delta_bytes + 2 * layer.channels * element_bytes
+    elif layer.kind == "elementwise" and len(layer.inputs) == 1:
+        saved = tensors.delta_bytes
+    else:
+        saved = 0
+    return delta.out_bytes, saved
 
 
 def _piece_bytes(lowered: LoweredLayer, axis: str, units: int, total: int, element_bytes: int,

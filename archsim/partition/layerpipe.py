@@ -27,7 +27,9 @@ borrowed (a stranded δ′ and its δ″, on two processors), one piece's partia
 δ′'s processor) and the sum is a borrowed δ's result (sent back only to a producer sitting with
 the layer); on one processor, none cross. A whole δ
 borrowed by the next processor receives its layer's weights likewise, and its result's bytes come from
-the same lowering (:func:`borrowed_delta_bytes`).
+the same lowering (:func:`borrowed_delta_bytes`). A δ without GEMMs (elementwise, pool, batch-norm) moves
+nothing in ``paper`` mode, as LayerPipe counts only conv/fc δs; in ``exact`` mode the same rule counts its
+result and the saved tensors it reads (:func:`archsim.lowering.vector_delta_bytes`).
 """
 
 from __future__ import annotations
