@@ -122,8 +122,8 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
     if isinstance(sweep, dict):
         from archsim.choices.devices import DEVICE_SUFFIXES
         from archsim.sweep.device_files import spec_file
-        from archsim.sweep.spec import resolve_network
         from archsim.sweep.spec_arrays import ARRAY_SUFFIX, resolve_array_file
+        from archsim.sweep.spec_files import resolve_network
         from archsim.workload.model_files import MODEL_SUFFIXES
 
         keys = (("model", "transformers", MODEL_SUFFIXES), ("device", "devices", DEVICE_SUFFIXES))

@@ -14,7 +14,8 @@ MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 GPU_CLUSTER = str(ROOT / "configs" / "clusters" / "a100_node.toml")
 SPARSE = ["sparse", str(ROOT / "docs" / "examples" / "pruned_convs.csv"),
           "--config", str(ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg")]
-# a design sweep (a clock axis) small enough to run in a second: results.csv's and summary.csv's names
+# a design sweep (a clock axis) small enough to run in a second: results.csv's and summary.csv's names (its
+# borrow axis prints the borrow column)
 SWEEP_SPEC = """[sweep]
 name = "columns"
 networks = ["layerpipe_sample"]
@@ -22,6 +23,7 @@ arrays = ["16x16"]
 batches = [16]
 processors = [2]
 methods = ["layerpipe"]
+borrow = ["paper", "gainful"]
 clocks_ghz = [1.0]
 """
 

@@ -2,7 +2,7 @@
 whichever process runs it), and its row records the SHA-256 taken when the spec was read. An edit between two
 points was costed unchecked, in-process, in a ``--workers`` pool and on ``--dask`` alike: the later points' rows
 the edited file's figures under the first file's hash, and cached so. Now the run stops with one line naming the
-file, as an array sweep's network does (``spec.check_unchanged``). Failed before: each sweep here exited 0."""
+file, as an array sweep's network does (``spec_files.check_unchanged``). Failed before: each sweep here exited 0."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from test_robustness import clean_error
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.sweep.spec import check_unchanged, network_sha256
+from archsim.sweep.spec_files import check_unchanged, network_sha256
 from archsim.training.runs import read_runs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import pytest
 
 from archsim.errors import InputError
 from archsim.sweep import load_spec, networks, run_sweep, runner
-from archsim.sweep.spec import network_sha256
+from archsim.sweep.spec_files import network_sha256
 
 HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
 NETWORK = HEADER + "c1, 8, 8, 3, 3, 3, 4, 1,\nc2, 6, 6, 3, 3, 4, 8, 1,\nc3, 6, 6, 3, 3, 8, 8, 1,\n"

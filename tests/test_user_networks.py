@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from archsim.cli import main
-from archsim.sweep.spec import network_sha256
+from archsim.sweep.spec_files import network_sha256
 from tests.onnx_models import mixed_cnn
 from tests.test_report import CHROMIUM, FLAGS
 

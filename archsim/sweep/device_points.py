@@ -162,11 +162,11 @@ def in_server_gbps(device: Device) -> float:
 def point_rows(point: DevicePoint) -> list[dict[str, object]]:
     """The one row of ``point`` (module docstring). Pure: safe on any worker. Each point reads its model and device
     files again, on whichever process runs it, so each is checked once parsed to be still the one the spec hashed
-    (:func:`~archsim.sweep.spec.check_unchanged`): an edit mid-run stops the sweep naming the file, never costing a
+    (:func:`~archsim.sweep.spec_files.check_unchanged`): an edit mid-run stops the sweep naming the file, never costing a
     point on the edited file under the row's (and cache entry's) first SHA-256."""
     from archsim.api import train
     from archsim.console import notes_kept
-    from archsim.sweep.spec import check_unchanged
+    from archsim.sweep.spec_files import check_unchanged
     from archsim.training.cluster_file import gpu_cluster
     from archsim.training.energy import load_priced_device
     from archsim.workload.model_files import load_transformer

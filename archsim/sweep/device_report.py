@@ -20,7 +20,7 @@ def _check_device_files(first, record: dict) -> None:
     ``device_sha256``), found where the folder's spec.json says the sweep read them."""
     import os
 
-    from archsim.sweep.spec import check_unchanged
+    from archsim.sweep.spec_files import check_unchanged
 
     found = record.get("setup")
     setup = found if isinstance(found, dict) else {}

@@ -12,7 +12,8 @@ from pathlib import Path
 from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, lower_network
 from archsim.sweep.device_spec import DeviceSweepSpec
-from archsim.sweep.spec import SweepSpec, check_unchanged, network_sha256, spec_named
+from archsim.sweep.spec import SweepSpec
+from archsim.sweep.spec_files import check_unchanged, network_sha256, spec_named
 from archsim.toml_errors import locate, parse_toml
 from archsim.validate import read_text
 from archsim.workload import load_network

@@ -104,7 +104,7 @@ def _array_flags(first) -> str:
 
 def _check_unchanged(row) -> None:
     """The network file must still be the one the results were computed from (its SHA-256)."""
-    from archsim.sweep.spec import check_unchanged
+    from archsim.sweep.spec_files import check_unchanged
 
     recorded, path = row.get("network_sha256"), row.get("network_path")
     if isinstance(recorded, str):

@@ -49,6 +49,7 @@ from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
+from archsim.sweep.spec_files import network_sha256, resolve_network
 from archsim.sweep.spec_lists import SET_REPEAT, clock_list, once, positive_list, string_list
 from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
@@ -57,12 +58,9 @@ from archsim.validate import (
     MAX_PROCESSORS,
     check_name,
     did_you_mean,
-    is_file,
-    read_bytes,
     read_text,
     resolve_name,
     shown,
-    spec_folder_file,
 )
 from archsim.workload.layer import LAYER_KINDS
 
@@ -213,28 +211,6 @@ def _dataflow(array: tuple[int, int] | ArrayFile) -> str:
     return array.array.dataflow if isinstance(array, ArrayFile) else "ws"
 
 
-NETWORK_SUFFIXES = (".csv", ".onnx", ".json", ".toml")
-def resolve_network(name: str, spec_dir: Path, file: str) -> str:
-    """A spec's network: a file inside the spec's folder (absolute path returned), else a shipped
-    name. A spec is shared between people, so its paths stay inside its folder: an absolute path,
-    ``..`` or a symlink out of the folder is refused, and so is a name that looks like a file but
-    is none there."""
-    looks_like_file = Path(name).suffix.lower() in NETWORK_SUFFIXES or "/" in name or "\\" in name
-    if looks_like_file or is_file(spec_dir / name):
-        try:  # the line names the spec, as an array file's does
-            candidate = resolve_name(spec_dir, name, "", "network file", field="networks")
-            return str(spec_folder_file(candidate, name, "network file"))
-        except InputError as exc:
-            raise exc.at(file=file, field="networks") from None
-    from archsim.workload.shipped import shipped_key
-
-    try:
-        shipped_key(name, missing="no file in the spec's folder, and no")
-    except InputError as exc:
-        raise exc.at(file=file, field="networks") from None
-    return name
-
-
 def _shipped_table_name(name: str, file: str) -> str:
     """A spec's energy table that is not a ``.toml`` file: a shipped table's name, never a path."""
     from archsim.energy.table import shipped_table
@@ -244,32 +220,6 @@ def _shipped_table_name(name: str, file: str) -> str:
     except InputError as exc:
         raise exc.at(file=file, field="energy_tables") from None
     return name
-
-
-def spec_named(source: str | None, path: str) -> str:
-    """A file a spec names (a network or a ``.cfg`` array, resolved inside the spec's folder ``source`` is in), as
-    the spec names it: relative to that folder; anything else (a shipped name) as it is."""
-    folder = Path(source).parent.resolve() if source else None
-    return str(Path(path).relative_to(folder)) if folder and Path(path).is_relative_to(folder) else path
-
-
-def network_sha256(network: str, what: str = "network") -> str:
-    """SHA-256 of a ``what`` (network, model, device) file's bytes (empty for a shipped name)."""
-    path = Path(network)
-    if not path.is_absolute() or not is_file(path):  # a shipped name: never a file of the working folder
-        return ""
-    import hashlib
-
-    return hashlib.sha256(read_bytes(path, f"{what} file")).hexdigest()
-
-
-def check_unchanged(path: str, sha256: str, since: str, what: str = "network") -> None:
-    """Refuse a ``what`` file (network, model, device) whose bytes are no longer those of SHA-256 ``sha256`` (or that
-    is gone): results say they costed that file (column ``WHAT_sha256``). ``since``: when it was hashed (``since the
-    sweep ran``). A shipped name (no hash) passes."""
-    if sha256 and network_sha256(path, what) != sha256:
-        raise InputError(f"the {what} file changed {since} (SHA-256 differs, or it is gone); rerun the sweep",
-                         file=path, field=f"{what}_sha256")
 
 
 def load_spec(path: str | Path, *, max_configs: int = MAX_CONFIGS) -> SweepSpec | DeviceSweepSpec:

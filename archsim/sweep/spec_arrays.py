@@ -107,11 +107,11 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     (:func:`~archsim.array.device_notes.sweep_unused_device_note`, the sweep's numbers as they are); keys an array device does not read
     (:func:`archsim.devices.unread_keys.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
     ``[memory] hbm_gbps`` it does not read, as ``cost --engine cycle`` says (:func:`archsim.array.options.hbm_unread_note`,
-    in words of the spec's first element size). Each file is named as the spec names it (:func:`.spec.spec_named`)."""
+    in words of the spec's first element size). Each file is named as the spec names it (:func:`.spec_files.spec_named`)."""
     from archsim.array.device_notes import device_arrays_note, sweep_unused_device_note
     from archsim.array.options import hbm_unread_note
     from archsim.devices.unread_keys import config_unread_keys_note
-    from archsim.sweep.spec import spec_named
+    from archsim.sweep.spec_files import spec_named
 
     files = {array.path: array.array for array in spec.arrays if isinstance(array, ArrayFile)}
     unread = spec.engine == "cycle" and not spec.bandwidths_given
@@ -129,7 +129,7 @@ def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:
     :func:`archsim.array.sram_sizes.sram_in_bytes`: the three buffers together), naming the spec's entries."""
     from archsim.array.options import array_size_warning
     from archsim.array.sram_sizes import sram_in_bytes
-    from archsim.sweep.spec import spec_named
+    from archsim.sweep.spec_files import spec_named
 
     lines = []
     for array in dict.fromkeys(spec.arrays):
