@@ -55,6 +55,10 @@ def test_a_device_tomls_hbm_gbps_is_the_cycle_engines_dram_rate(tmp_path, capsys
     row, meta, err = _row(capsys, "--config", str(chip), "--dtype", "fp32")  # 12 ÷ (4 × 2) = 1.5: 2 whole
     assert row["stall_cycles"] == simulate_gemm(64, 64, 64, 8, 8, "ws", sram_words=(256, 256, 256),
                                                 bandwidth=(2, 2, 2)).stall_cycles
+    chip.write_text(TINY_CHIP.replace("hbm_gbps = 12", "hbm_gbps = 20"))  # 20 ÷ (2 × 2) = 5 … fp32: 2.5, a half up: 3
+    row, meta, err = _row(capsys, "--config", str(chip), "--dtype", "fp32")
+    assert meta["bandwidth_words_per_cycle"] == 3
+    chip.write_text(TINY_CHIP)
     row, meta, err = _row(capsys, "--config", str(chip), "--bandwidth", "5")  # the flag wins, nothing said
     assert row["stall_cycles"] == _stalls(5) and meta["bandwidth_words_per_cycle"] == 5
     assert "hbm_gbps" not in err

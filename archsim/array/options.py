@@ -9,6 +9,7 @@ its flag. Bandwidths are DRAM words per cycle per operand, SRAM sizes KiB, the c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -220,7 +221,8 @@ def calc_mode_note(config: str | Path) -> str | None:
 def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float, float] | None:
     """(words/cycle, GB/s, GHz): the DRAM rate a ``--config`` device file states as ``[memory] hbm_gbps`` at its own
     clock (a TOML's ``[compute] clock_mhz``, a ``.cfg``'s ``[archsim] ClockGHz``), in words of ``element_bytes``:
-    round(hbm_gbps / (element_bytes × GHz)), at least 1. None for a plain SCALE-Sim file, one stating
+    hbm_gbps / (element_bytes × GHz) to the nearest whole
+    number (a half up), at least 1. None for a plain SCALE-Sim file, one stating
     ``Bandwidth`` (checked against ``hbm_gbps`` on reading: that rate is the file's) or one without a clock.
 
     The rule is per operand: SCALE-Sim's ``Bandwidth`` is each buffer's own DRAM port, not a share (USER mode
@@ -250,7 +252,7 @@ def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float
         ghz = None if clock is None or parser.has_option("architecture_presets", "Bandwidth") else float(clock)
     if not hbm or ghz is None:
         return None
-    return max(1, round(hbm / (element_bytes * ghz))), float(hbm), ghz
+    return max(1, math.floor(hbm / (element_bytes * ghz) + 0.5)), float(hbm), ghz  # a half up, not to even
 
 
 def with_device_bandwidth(array: ArrayConfig, config: str | Path | None, element_bytes: int, flag: str = "bandwidth",
