@@ -143,6 +143,13 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     else:
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+        file = cfg_as_config(array, config)[1]
+        if file is not None and engine == "cycle" and bandwidth is None:  # the file's hbm_gbps, as cost reads it
+            from archsim.array.options import element_width, with_device_bandwidth
+
+            width = element_width(dtype, None if element_bytes is None else positive_int(element_bytes, "element-bytes"))
+            chosen, rate = with_device_bandwidth(chosen, file, width or 1)
+            toml_notes = [*unread_keys_notes(file), *([rate] if rate else [])]
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     unused = sram_unused_warning(sram_kb, engine, "a profile's analytic layer cycles")
     if unused:

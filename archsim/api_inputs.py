@@ -138,21 +138,19 @@ def check_config(config: object) -> None:
         check_path(config, "config", "a .cfg or device TOML path (str or Path)")
 
 
-def config_notes(config: str | Path | None, dtype: str | None, element_bytes: object, engine: str = "analytic",
-                 bandwidth: object = None) -> list[str]:
+def config_notes(config: str | Path | None, dtype: str | None, element_bytes: object,
+                 rate: str | None = None) -> list[str]:
     """What an array command says on stderr of its ``--config`` .cfg: a device file of several arrays costs one; one
-    priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes; under
-    the ``cycle`` engine without ``bandwidth``, a ``[memory] hbm_gbps`` it does not read."""
+    priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes; then
+    ``rate``, the cycle engine's note of the DRAM rate the file's ``[memory] hbm_gbps`` set
+    (:func:`archsim.array.options.with_device_bandwidth`), where one was."""
     from archsim.array.device_notes import device_arrays_note, device_dtype_note
-    from archsim.array.options import element_width, hbm_unread_note
     from archsim.array.sram_sizes import cfg_sram_warning
 
     if config is None:
         return []
-    width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked by the caller
-    unread = hbm_unread_note(config, width or 1) if engine == "cycle" and bandwidth is None else None
     notes = [device_arrays_note(config), None if dtype or element_bytes else device_dtype_note(config),
-             *unread_keys_notes(config), cfg_sram_warning(config), unread]
+             *unread_keys_notes(config), cfg_sram_warning(config), rate]
     return [note for note in notes if note]
 
 
@@ -167,7 +165,7 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
     from dataclasses import replace
 
     from archsim.array.device_sections import is_device_toml
-    from archsim.array.options import element_width, sram_kb_warning, with_memory
+    from archsim.array.options import element_width, sram_kb_warning, with_device_bandwidth, with_memory
     from archsim.choices.devices import ARRAY_DTYPES
     from archsim.energy_run import device_toml_notes
 
@@ -175,7 +173,11 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
         array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
-        return chosen, config_notes(config, dtype, element_bytes, engine, bandwidth)
+        rate = None
+        if config is not None and engine == "cycle" and bandwidth is None:  # the file's GB/s, its own clock's words
+            width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked above
+            chosen, rate = with_device_bandwidth(chosen, config, width or 1)
+        return chosen, config_notes(config, dtype, element_bytes, rate)
     assert config is not None  # a device TOML, by is_device_toml
     if dtype is not None:
         check_choice(dtype, ARRAY_DTYPES, "dtype")

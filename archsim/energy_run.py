@@ -59,15 +59,18 @@ def device_toml_array(config: str | Path, array: str | None, dataflow: str | Non
 def device_toml_notes(config: str | Path, array: str | None, dataflow: str | None, width: int | None, *,
                       engine: str | None, bandwidth: object, flag: str) -> tuple[ArrayConfig, list[tuple[str, str]]]:
     """(array, notes): a device TOML's array read by :func:`device_toml_array` and, as (kind, text) in the order
-    said, its warnings and notes, then under the ``cycle`` engine run without ``flag`` (``bandwidth`` None) the
-    ``[memory] hbm_gbps`` that engine does not read (:func:`~archsim.array.options.hbm_unread_note`). The one
+    said, its warnings and notes; under the ``cycle`` engine run without ``flag`` (``bandwidth`` None) the array is at
+    the DRAM rate ``[memory] hbm_gbps`` states, with the note saying so
+    (:func:`~archsim.array.options.with_device_bandwidth`). The one
     reading ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` take; each caller says the notes its way."""
-    from archsim.array.options import hbm_unread_note
+    from archsim.array.options import with_device_bandwidth
 
     notes: list[tuple[str, str]] = []
     shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: notes.append((kind, text)))
-    unread = hbm_unread_note(config, width or 1, flag) if engine == "cycle" and bandwidth is None else None
-    return shaped, [*notes, *([("note", unread)] if unread else [])]
+    rate = None
+    if engine == "cycle" and bandwidth is None:  # the flag wins; the analytic engine reads no bandwidth
+        shaped, rate = with_device_bandwidth(shaped, config, width or 1, flag)
+    return shaped, [*notes, *([("note", rate)] if rate else [])]
 
 
 def energy_document(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,

@@ -22,6 +22,9 @@ CHIP = device_toml(name="MyChip", arrays=8, arrays_per_core=2, rows=64, cols=64,
                    sram_kib=3072, hbm_gib=96, hbm_gbps=2000, intra_gbps=400, links=4)
 # the same array by hand, as the old refusal named it
 BY_HAND = ["--array", "64x64", "--dataflow", "ws", "--clock-ghz", "1.2", "--sram-kb", "1024,1024,1024"]
+# and its DRAM under the cycle engine, the file's hbm_gbps per operand: 2000 GB/s ÷ (2 B × 1.2 GHz) = 833.3, 833
+# words/cycle (docs/formats.md, "Memory bandwidth, stated once")
+HBM_WORDS = 833
 
 
 def _json(capsys, argv: list[str]) -> tuple[dict, str]:
@@ -58,7 +61,7 @@ def test_gemm_on_a_device_toml_is_its_array_by_hand(tmp_path, capsys):
     chip = tmp_path / "chip.toml"
     chip.write_text(CHIP, encoding="utf-8")
     shape = ["gemm", "--m", "300", "--k", "200", "--n", "100", "--engine", "cycle", "--format", "json"]
-    by_hand, _ = _json(capsys, [*shape, *BY_HAND, "--dtype", "fp16"])
+    by_hand, _ = _json(capsys, [*shape, *BY_HAND, "--dtype", "fp16", "--bandwidth", str(HBM_WORDS)])
     read, err = _json(capsys, [*shape, "--config", str(chip)])
     assert read == by_hand  # the TOML's default: train's fp16
     assert "device of 8 arrays" in err
@@ -117,7 +120,7 @@ def test_schedule_on_a_device_toml_is_its_arrays_by_hand(tmp_path, capsys):
     # batch 1: the cycle engine steps every cycle (27 s at the default batch 32); the reading is what is checked
     run = ["schedule", "layerpipe_sample", "--policy", "gpipe", "--microbatches", "4", "--engine", "cycle",
            "--batch", "1", "--format", "json"]
-    by_hand, _ = _json(capsys, [*run, *BY_HAND, *ARRAYS, "--dtype", "fp16"])
+    by_hand, _ = _json(capsys, [*run, *BY_HAND, *ARRAYS, "--dtype", "fp16", "--dram-bandwidth", str(HBM_WORDS)])
     read, err = _json(capsys, [*run, "--config", str(chip)])
     assert read == by_hand and read["rows"][0]["processors"] == 8
     assert "device of 8 arrays" in err and "add --dtype fp16" not in err
@@ -135,7 +138,8 @@ def _cycle_profiles(tmp_path) -> tuple:
     chip.write_text(CHIP, encoding="utf-8")
     with pytest.warns(UserWarning, match="device of 8 arrays"):
         profile = archsim.profile("layerpipe_sample", config=chip, dtype="fp16", engine="cycle", batch=1)
-    return profile, archsim.profile("layerpipe_sample", **{**HAND, "clock_ghz": None}, engine="cycle")
+    return profile, archsim.profile("layerpipe_sample", **{**HAND, "clock_ghz": None}, engine="cycle",
+                                    bandwidth=HBM_WORDS)
 
 
 # LayerPipe re-costs every split it tries on the cycle engine, and the fewer-processors note partitions on 1 … 7
@@ -159,7 +163,7 @@ def test_the_library_profiles_and_schedules_on_a_device_toml_as_by_hand(tmp_path
         read = archsim.schedule("layerpipe_sample", policy="gpipe", microbatches=4, config=chip, dtype="fp16",
                                 engine="cycle", batch=1)
     assert read.to_dict() == archsim.schedule("layerpipe_sample", policy="gpipe", microbatches=4, processors=8,
-                                              engine="cycle", **HAND).to_dict()
+                                              engine="cycle", dram_bandwidth=HBM_WORDS, **HAND).to_dict()
 
 
 def test_plan_refuses_a_device_toml_in_one_line_naming_the_cluster_files_device(tmp_path, capsys):

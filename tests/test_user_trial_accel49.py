@@ -265,33 +265,42 @@ def test_trains_gemm_rows_are_the_chips_waves_by_hand(capsys, tmp_path):
         assert rows[key] == pytest.approx(value, rel=1e-12), key
 
 
-def test_the_cycle_engine_names_the_bandwidth_a_device_cfgs_hbm_gbps_needs(capsys, tmp_path):
+def test_the_cycle_engine_runs_a_device_cfgs_hbm_gbps_and_says_so(capsys, tmp_path):
     """Defect: `cost --engine cycle --config myacc.cfg` (hbm_gbps = 300, no SCALE-Sim Bandwidth) ran the DRAM at the
-    default 10 words/cycle — 16 GB/s of fp16 words at 0.8 GHz, 19× below the file's figure — and said nothing beyond a
-    header line. Now a note says the key is not read and names the words/cycle: 300 GB/s ÷ (2 B × 0.8 GHz) = 187.5,
-    188 whole (300.8 GB/s, within the 1% the file's own Bandwidth must keep); in int8's 1-byte words 375 (300 GB/s)."""
+    default 10 words/cycle — 16 GB/s of fp16 words at 0.8 GHz, 19× below the file's figure. Now the file's rate is the
+    engine's, every operand buffer's, and a note says so: 300 GB/s ÷ (2 B × 0.8 GHz) = 187.5, 188 whole (300.8 GB/s,
+    within the 1% the file's own Bandwidth must keep); in int8's 1-byte words 375 (300 GB/s)."""
     import warnings
 
     import archsim
 
     _chip(tmp_path, suffix="cfg")
     cfg = tmp_path / "myacc.cfg"
-    line = (f"{cfg} states [memory] hbm_gbps = 300 GB/s, which the cycle engine does not read (train and search do): "
-            "it ran at 10 words/cycle per operand, SCALE-Sim's default (16 GB/s of 2-byte words at 0.8 GHz); ")
-    assert main(["cost", "ffnn8", "--config", str(cfg), "--dtype", "fp16", "--batch", "1", "--engine", "cycle"]) == 0
-    assert f"archsim cost: note: {line}--bandwidth 188 is 300.8 GB/s" in capsys.readouterr().err.splitlines()
+
+    def line(words: int, width: int, gbps: str, flag: str) -> str:
+        return (f"{cfg}: the cycle engine ran at {words} words/cycle per operand buffer, [memory] hbm_gbps = 300 GB/s "
+                f"in {width}-byte words at the file's 0.8 GHz ({gbps} GB/s; each of ifmap, filter and ofmap at the "
+                f"chip's whole rate, as SCALE-Sim's Bandwidth is per buffer); {flag} overrides it")
+
+    fp16 = line(188, 2, "300.8", "--bandwidth WORDS")
+    assert main(["cost", "ffnn8", "--config", str(cfg), "--dtype", "fp16", "--batch", "1", "--engine", "cycle",
+                 "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert f"archsim cost: note: {fp16}" in err.splitlines()
+    assert json.loads(out)["meta"]["bandwidth_words_per_cycle"] == 188
     assert main(["schedule", "ffnn8", "--config", str(cfg), "--dtype", "fp16", "--engine", "cycle", "--policy", "gpipe",
                  "--processors", "2", "--microbatches", "2"]) == 0
-    assert f"archsim schedule: note: {line}--dram-bandwidth 188 is 300.8 GB/s" in capsys.readouterr().err.splitlines()
+    assert (f"archsim schedule: note: {line(188, 2, '300.8', '--dram-bandwidth WORDS')}"
+            in capsys.readouterr().err.splitlines())
     assert main(["gemm", "--m", "64", "--k", "64", "--n", "64", "--config", str(cfg), "--engine", "cycle"]) == 0
-    assert "--bandwidth 375 is 300 GB/s" in capsys.readouterr().err
+    assert f"archsim gemm: note: {line(375, 1, '300', '--bandwidth WORDS')}" in capsys.readouterr().err.splitlines()
     assert main(["cost", "ffnn8", "--config", str(cfg), "--dtype", "fp16", "--batch", "1", "--engine", "cycle",
                  "--bandwidth", "188"]) == 0
-    assert "hbm_gbps" not in capsys.readouterr().err  # given: nothing unread
+    assert "hbm_gbps" not in capsys.readouterr().err  # given: the flag's rate, nothing to say
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         archsim.cost("ffnn8", config=cfg, engine="cycle", dtype="fp16", batch=1)
-    assert f"{line}bandwidth=188 is 300.8 GB/s" in [str(w.message) for w in said]
+    assert line(188, 2, "300.8", "bandwidth=WORDS") in [str(w.message) for w in said]
 
 
 def test_plan_prices_a_network_on_the_chip_as_counted_by_hand(capsys, tmp_path):

@@ -123,13 +123,15 @@ def test_energy_under_the_analytic_engine_says_no_dram_bandwidth_it_did_not_use(
     """``archsim energy ffnn8 --config mychip.toml`` printed ``bandwidth_words_per_cycle: 10`` beside ``dram_counts:
     compulsory``: a figure the analytic engine never reads (its DRAM words are each operand once), and 10 words/cycle
     where the chip states 800 GB/s (400 two-byte words at 1 GHz). The meta now states the SRAM sizes it priced and,
-    only under the cycle engine, the bandwidth its stalls ran at."""
+    only under the cycle engine, the bandwidth its stalls ran at: since 2026-12-05 the chip's, 800 GB/s ÷ (2 B × 1 GHz)
+    = 400 words/cycle per operand (docs/formats.md, "Memory bandwidth, stated once")."""
     chip = write(tmp_path / "mychip.toml", CHIP)
     for engine, said in (("analytic", False), ("cycle", True)):
         assert main(["energy", "ffnn8", "--config", str(chip), "--dtype", "fp16", "--engine", engine]) == 0
         out = capsys.readouterr().out
         assert "# sram_kb: 341,341,341" in out  # 1024 KiB in three whole-KiB buffers: priced under either engine
-        assert ("# bandwidth_words_per_cycle: 10" in out) is said, out[:600]
+        assert ("# bandwidth_words_per_cycle" in out) is said, out[:600]
+        assert ("# bandwidth_words_per_cycle: 400\n" in out) is said, out[:600]
 
 
 @pytest.mark.parametrize("command", ["train", "search"])

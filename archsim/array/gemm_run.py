@@ -153,9 +153,9 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         check_bandwidth_engine,
         dtype_meta,
         element_width,
-        hbm_unread_note,
         sram_kb_warning,
         sram_unused_warning,
+        with_device_bandwidth,
     )
     from archsim.array.sram_sizes import cfg_sram_warning
 
@@ -175,8 +175,9 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     else:
         base = toml_array or (read_scalesim_cfg(config) if config else ArrayConfig())
     if config:  # a device file's arrays, its unread GB/s, and SRAMs that look like bytes, said once the run has succeeded
-        unread = hbm_unread_note(config, base.element_bytes, bandwidth_flag.lstrip("-")) if (
-            engine == "cycle" and dram_bandwidth is None and layout is None and not toml_array) else None
+        unread = None  # the file's GB/s as the DRAM rate, said (a device TOML's: its reader's)
+        if engine == "cycle" and dram_bandwidth is None and layout is None and not toml_array:
+            base, unread = with_device_bandwidth(base, config, width or 1, bandwidth_flag.lstrip("-"))
         said = () if toml_array else (  # a device TOML's notes are its reader's, said by the caller
             ("note", device_arrays_note(config)), ("note", None if width else device_dtype_note(config)),
             ("note", unread), ("warning", cfg_sram_warning(config)))

@@ -9,6 +9,7 @@ its flag. Bandwidths are DRAM words per cycle per operand, SRAM sizes KiB, the c
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -217,14 +218,19 @@ def calc_mode_note(config: str | Path) -> str | None:
             "USER to compare stalls with SCALE-Sim, or cost without the cycle engine for CALC's stall-free cycles")
 
 
-def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwidth", *,
-                    spec_key: bool = False, name: str | None = None) -> str | None:
-    """What the cycle engine says, run without ``flag`` (its DRAM words/cycle, named as the caller spells it), of a ``--config`` device ``.cfg`` that
-    states ``[memory] hbm_gbps`` but no SCALE-Sim ``Bandwidth``: the engine reads words/cycle alone, so it ran at
-    SCALE-Sim's default; the flag's value nearest the file's GB/s, in words of ``element_bytes`` at its clock, is
-    named. None for a plain SCALE-Sim file, one stating ``Bandwidth`` (checked against ``hbm_gbps`` on reading) or
-    one without a clock. ``spec_key``: ``flag`` is a sweep spec's list key, named as ``bandwidths = [N]``; ``name``: the
-    file as the user named it (default ``config``)."""
+def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float, float] | None:
+    """(words/cycle, GB/s, GHz): the DRAM rate a ``--config`` device file states as ``[memory] hbm_gbps`` at its own
+    clock (a TOML's ``[compute] clock_mhz``, a ``.cfg``'s ``[archsim] ClockGHz``), in words of ``element_bytes``:
+    hbm_gbps / (element_bytes × GHz) to the nearest whole
+    number (a half up), at least 1. None for a plain SCALE-Sim file, one stating
+    ``Bandwidth`` (checked against ``hbm_gbps`` on reading: that rate is the file's) or one without a clock.
+
+    The rule is per operand: SCALE-Sim's ``Bandwidth`` is each buffer's own DRAM port, not a share (USER mode
+    passes it as ``ifmap_backing_buf_bw``, ``filter_backing_buf_bw`` and ``ofmap_backing_buf_bw`` alike, in
+    ``scalesim/single_layer_sim.py`` to ``memory/double_buffered_scratchpad_mem.py``'s ``set_params``), and a
+    ``.cfg`` device file's ``Bandwidth`` already must equal its ``hbm_gbps`` (:func:`~archsim.array.device_sections.
+    check_bandwidth_once`): so each of the ifmap, filter and ofmap buffers reads (or writes) at the chip's whole
+    rate, the chip's total not divided among them (three buffers streaming at once draw up to 3 × hbm_gbps)."""
     import configparser
 
     from archsim.array.device_sections import cfg_device_sections
@@ -246,7 +252,38 @@ def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwid
         ghz = None if clock is None or parser.has_option("architecture_presets", "Bandwidth") else float(clock)
     if not hbm or ghz is None:
         return None
-    words, default = max(1, round(hbm / (element_bytes * ghz))), ArrayConfig().bandwidth[0]
+    return max(1, math.floor(hbm / (element_bytes * ghz) + 0.5)), float(hbm), ghz  # a half up, not to even
+
+
+def with_device_bandwidth(array: ArrayConfig, config: str | Path | None, element_bytes: int, flag: str = "bandwidth",
+                          *, name: str | None = None) -> tuple[ArrayConfig, str | None]:
+    """(array, note): ``array`` at the DRAM words/cycle its ``--config`` device file's ``[memory] hbm_gbps`` states
+    (:func:`device_dram_rate`, every operand), and the note the cycle engine says of it, naming ``flag`` (its DRAM
+    words/cycle, as the caller spells it) that overrides it; ``array`` and None where the file states no such rate.
+    Callers run it only under the cycle engine with ``flag`` not given: the flag wins, the analytic engine reads
+    no bandwidth."""
+    rate = None if config is None else device_dram_rate(config, element_bytes)
+    if rate is None:
+        return array, None
+    words, hbm, ghz = rate
+    return with_memory(array, bandwidth=words), (
+        f"{config if name is None else name}: the cycle engine ran at {words} words/cycle per operand buffer, "
+        f"[memory] hbm_gbps = {hbm:g} GB/s in {element_bytes}-byte words at the file's {ghz:g} GHz "
+        f"({words * element_bytes * ghz:g} GB/s; each of ifmap, filter and ofmap at the chip's whole rate, as "
+        f"SCALE-Sim's Bandwidth is per buffer); {setting(flag, placeholder='WORDS')} overrides it")
+
+
+def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwidth", *,
+                    spec_key: bool = False, name: str | None = None) -> str | None:
+    """What a design sweep's cycle engine says, run without ``flag`` (its DRAM words/cycle, named as the caller
+    spells it), of a device ``.cfg`` that states ``[memory] hbm_gbps`` but no SCALE-Sim ``Bandwidth``: a sweep's
+    designs state their own rate, so it ran at SCALE-Sim's default; the flag's value nearest the file's GB/s
+    (:func:`device_dram_rate`) is named. None where the file states no such rate. ``spec_key``: ``flag`` is a sweep
+    spec's list key, named as ``bandwidths = [N]``; ``name``: the file as the user named it (default ``config``)."""
+    rate = device_dram_rate(config, element_bytes)
+    if rate is None:
+        return None
+    (words, hbm, ghz), default = rate, ArrayConfig().bandwidth[0]
     named = f"{flag} = [{words}]" if spec_key else setting(flag, words)
     return (f"{config if name is None else name} states [memory] hbm_gbps = {hbm:g} GB/s, which the cycle engine does not read (train and "
             f"search do): it ran at {default} words/cycle per operand, SCALE-Sim's default ({default * element_bytes * ghz:g} "

@@ -112,21 +112,26 @@ def add_width_arguments(parser: argparse.ArgumentParser, device_dtype: str | Non
 def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     """--config, --array, --dataflow and --element-bytes or --dtype (:func:`archsim.array.options.array_from_flags`,
     :func:`~archsim.array.options.element_width`); ``note``: say on stderr when --config is a device file of
-    several arrays, of which one is costed, and when the cycle engine runs a CALC-mode file."""
+    several arrays, of which one is costed, and when the cycle engine runs a CALC-mode file. Under the cycle engine
+    without the bandwidth flag, a device file's ``[memory] hbm_gbps`` is the DRAM rate
+    (:func:`archsim.array.options.with_device_bandwidth`), said in a note."""
     from archsim.array.options import array_from_flags, element_width
 
     width = element_width(args.dtype, args.element_bytes)
     array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
     warn_array_size(array.rows, array.cols, args.array, args.config)
+    rate = None
+    if args.config and getattr(args, "engine", None) == "cycle" and args.dram_bandwidth is None:
+        from archsim.array.options import with_device_bandwidth
+
+        array, rate = with_device_bandwidth(array, args.config, width or 1, args.bandwidth_flag.lstrip("-"))  # the file's GB/s
     if note and args.config:
         note_device_arrays(args.config, dtype_given=width is not None)
         if getattr(args, "engine", None) == "cycle":
-            from archsim.array.options import calc_mode_note, hbm_unread_note
+            from archsim.array.options import calc_mode_note
 
             calc = calc_mode_note(args.config)  # its stalls are not SCALE-Sim's for that file
-            unread = None if args.dram_bandwidth is not None else hbm_unread_note(
-                args.config, width or 1, args.bandwidth_flag.lstrip("-"))  # the file's GB/s, which the engine does not read
-            for text in (calc, unread):
+            for text in (calc, rate):
                 if text:
                     say_after_run("note", text)
     return array

@@ -49,12 +49,14 @@ def run_array(args: SimpleNamespace, speak=None):
     huge = array_size_warning(array.rows, array.cols, array_source(args.array, args.config))
     if speak is not None and huge:  # as every array command warns it (commands.common.warn_array_size)
         speak("warning", huge)
+    unread = None  # the file's GB/s as the cycle engine's DRAM rate, as every array command reads it
+    if args.config and getattr(args, "engine", None) == "cycle" and getattr(args, "dram_bandwidth", None) is None:
+        from archsim.array.options import with_device_bandwidth
+
+        array, unread = with_device_bandwidth(array, args.config, width or 1, "dram-bandwidth")
     if speak is not None and args.config:  # as every array command says it (commands.common.note_device_arrays)
         from archsim.array.device_notes import device_arrays_note, device_dtype_note
-        from archsim.array.options import hbm_unread_note
 
-        unread = hbm_unread_note(args.config, width or 1, "dram-bandwidth") if (
-            getattr(args, "engine", None) == "cycle" and getattr(args, "dram_bandwidth", None) is None) else None
         for text in (device_arrays_note(args.config), None if width is not None else device_dtype_note(args.config),
                      unread):
             if text:

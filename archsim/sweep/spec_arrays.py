@@ -106,7 +106,7 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     which price nothing in a design sweep's energy and area: one array a processor
     (:func:`~archsim.array.device_notes.sweep_unused_device_note`, the sweep's numbers as they are); keys an array device does not read
     (:func:`archsim.devices.unread_keys.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
-    ``[memory] hbm_gbps`` it does not read, as ``cost --engine cycle`` says (:func:`archsim.array.options.hbm_unread_note`,
+    ``[memory] hbm_gbps`` it does not read (a sweep's designs state their rate; ``cost --engine cycle`` reads it) (:func:`archsim.array.options.hbm_unread_note`,
     in words of the spec's first element size). Each file is named as the spec names it (:func:`.spec_files.spec_named`)."""
     from archsim.array.device_notes import device_arrays_note, sweep_unused_device_note
     from archsim.array.options import hbm_unread_note
