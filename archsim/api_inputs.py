@@ -59,12 +59,21 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     words/cycle), ``sram_kb`` (KiB, one or ifmap,filter,ofmap) and ``clock_ghz`` as ``--config``,
     ``--dataflow``, ``--dtype``, ``--element-bytes``, ``--bandwidth``, ``--sram-kb`` and ``--clock-ghz``;
     ``sram_kb`` sizes that look like bytes warn (UserWarning) as ``--sram-kb``'s do on stderr, and a device file's
-    keys its kind does not read as the array commands note them (:func:`unread_keys_notes`)."""
+    keys its kind does not read as the array commands note them (:func:`unread_keys_notes`). A device ``.cfg``
+    stating ``[memory] hbm_gbps`` and no ``Bandwidth``, without ``bandwidth``, gives the array the DRAM words/cycle
+    that file's cycle engine runs at (:func:`archsim.array.options.with_device_bandwidth`, in words of the
+    ``dtype``/``element_bytes`` given here), so the config costs under ``engine="cycle"`` as ``config=`` does; the
+    analytic engine reads no bandwidth."""
+    from archsim.array.options import element_width, with_device_bandwidth
     from archsim.console import library_note
 
     built = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                         bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
-    for note in unread_keys_notes(cfg_as_config(array, config)[1]):
+    file = cfg_as_config(array, config)[1]
+    if file is not None and bandwidth is None:  # the file's GB/s in its own clock's words, as the commands read it
+        width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked above
+        built = with_device_bandwidth(built, file, width or 1)[0]
+    for note in unread_keys_notes(file):
         library_note(note, stacklevel=user_stacklevel())
     return built
 

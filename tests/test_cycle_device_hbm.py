@@ -88,3 +88,114 @@ def test_a_plain_scalesim_cfg_keeps_scalesims_default(capsys):
     assert row["stall_cycles"] == simulate_gemm(64, 64, 64, 32, 32, "ws", sram_words=(64 * 1024,) * 3,
                                                 bandwidth=(10, 10, 10)).stall_cycles
     assert "words/cycle" not in err
+
+
+# The same chip as a SCALE-Sim .cfg device file: 8 × 8 ws, 1 KiB per operand buffer, 2 GHz, 12 GB/s, no Bandwidth.
+TINY_CFG = """[general]
+run_name = tiny
+[architecture_presets]
+ArrayHeight : 8
+ArrayWidth : 8
+IfmapSramSzkB : 1
+FilterSramSzkB : 1
+OfmapSramSzkB : 1
+Dataflow : ws
+[archsim]
+ClockGHz = 2.0
+[device]
+name = tiny
+arrays = 1
+[memory]
+hbm_gib = 1
+hbm_gbps = 12
+[links]
+intra_gbps = 10
+"""
+FC64 = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+        "fc1, 1, 1, 1, 1, 64, 64, 1,\n")
+
+
+def test_array_config_of_a_device_cfg_costs_as_config_does(tmp_path):
+    """Failed before: array_config kept SCALE-Sim's 10 words/cycle, so cost(array=array_config(config=f)) under the
+    cycle engine ran at 10 where cost(config=f) ran at the file's rate. By hand: 12 GB/s ÷ (2 B × 2 GHz) = 3 (fp16),
+    ÷ (1 B × 2 GHz) = 6 (int8), ÷ (4 B × 2 GHz) = 1.5, a half up: 2 (fp32)."""
+    import warnings
+
+    import archsim
+
+    chip = tmp_path / "tiny.cfg"
+    chip.write_text(TINY_CFG)
+    net = tmp_path / "fc.csv"
+    net.write_text(FC64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the keys a device .cfg states that an array does not read
+        for dtype, words in (("fp16", 3), ("int8", 6), ("fp32", 2)):
+            array = archsim.array_config(config=chip, dtype=dtype)
+            assert array.bandwidth == (words,) and array.read_bandwidth is None
+            given = archsim.cost(str(net), array=array, engine="cycle", batch=64).to_dict()
+            named = archsim.cost(str(net), config=str(chip), dtype=dtype, engine="cycle", batch=64).to_dict()
+            assert given["rows"] == named["rows"]
+        forward = simulate_gemm(64, 64, 64, 8, 8, "ws", sram_words=(512, 512, 512), bandwidth=(3, 3, 3))
+        fp16 = archsim.cost(str(net), array=archsim.array_config(config=chip, dtype="fp16"), engine="cycle", batch=64)
+        assert fp16.to_dict()["rows"][0]["F_cycles"] == forward.cycles  # 20,887 (at 10 words: 6,565)
+        assert archsim.array_config(config=chip, bandwidth=5).bandwidth == (5,)  # the keyword wins
+        assert archsim.array_config(chip).bandwidth == (6,)  # a .cfg path as the array: int8, 12 ÷ (1 × 2)
+
+
+def test_array_config_changes_no_analytic_figure_and_no_plain_cfg(tmp_path):
+    """The analytic engine reads no bandwidth: the device rate moves none of its figures; a plain SCALE-Sim .cfg
+    (no [memory]) keeps its 10 words/cycle, as SCALE-Sim runs it."""
+    import warnings
+    from dataclasses import replace
+
+    import archsim
+
+    chip = tmp_path / "tiny.cfg"
+    chip.write_text(TINY_CFG)
+    net = tmp_path / "fc.csv"
+    net.write_text(FC64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        array = archsim.array_config(config=chip, dtype="fp16")
+        scalesim = replace(array, bandwidth=(10,), user_bandwidth=False)  # what array_config gave before
+        assert array != scalesim
+        for job in (archsim.cost, archsim.iteration_energy):
+            assert job(str(net), array=array, batch=64).to_dict() == job(str(net), array=scalesim, batch=64).to_dict()
+        plain = archsim.array_config(config="configs/arrays/scalesim_32x32_ws.cfg")
+    assert plain.bandwidth == (10,) and not plain.user_bandwidth
+
+
+SPARSE_CFG = TINY_CFG.replace("[archsim]", """[sparsity]
+SparsitySupport : true
+SparseRep : ellpack_block
+OptimizedMapping : false
+BlockSize : 4
+RandomNumberGeneratorSeed : 40
+[archsim]""")
+SPARSE_FC = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, "
+             "Sparsity,\nfc1, 1, 1, 1, 1, 64, 64, 1, 2:4,\n")
+
+
+def _sparse(tmp_path, capsys, cfg: str) -> dict:
+    (tmp_path / "sparse.cfg").write_text(cfg)
+    (tmp_path / "pruned.csv").write_text(SPARSE_FC)
+    assert main(["sparse", str(tmp_path / "pruned.csv"), "--config", str(tmp_path / "sparse.cfg"), "--batch", "64",
+                 "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_sparse_on_a_device_cfg_is_compute_only_without_bandwidth(tmp_path, capsys):
+    """sparse runs the cycle engine only in SCALE-Sim's USER mode, which needs Bandwidth: there the file's rate is its
+    Bandwidth (checked against hbm_gbps), so the hbm_gbps rule never applies. A device .cfg stating hbm_gbps and no
+    Bandwidth is CALC: SCALE-Sim's stall-free compute report, no DRAM columns, hbm_gbps changing nothing."""
+    calc = _sparse(tmp_path, capsys, SPARSE_CFG)
+    assert calc["meta"]["stalls"].startswith("none: CALC")
+    assert not {"F_stall_cycles", "F_total_cycles", "ifmap_dram_reads"} & set(calc["rows"][0])
+    assert calc["rows"] == _sparse(tmp_path, capsys, SPARSE_CFG.replace("hbm_gbps = 12", "hbm_gbps = 1200"))["rows"]
+    # USER mode, Bandwidth 3 = 12 GB/s ÷ (2 B × 2 GHz): the condensed 64 × 32 × 64 GEMM at 3 words, 1024-word SRAMs
+    user = _sparse(tmp_path, capsys, SPARSE_CFG.replace("Dataflow : ws", "Dataflow : ws\nBandwidth : 3").replace(
+        "[archsim]", "[run_presets]\nInterfaceBandwidth : USER\n[archsim]"))
+    run = simulate_gemm(64, 32, 64, 8, 8, "ws", sram_words=(1024,) * 3, bandwidth=(3, 3, 3))
+    assert run.stall_cycles != simulate_gemm(64, 32, 64, 8, 8, "ws", sram_words=(1024,) * 3,
+                                             bandwidth=(10, 10, 10)).stall_cycles
+    assert user["rows"][0]["F_stall_cycles"] == run.stall_cycles and user["rows"][0]["F_total_cycles"] == run.cycles
