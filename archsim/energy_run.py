@@ -109,7 +109,8 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
             rows = _chip_priced(rows, chip.kind_seconds, chip.chip, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
             count = chip.chip.arrays.count
-            chip_areas = {} if count == 1 else {**area.chip_dict(count), "per_array": PER_ARRAY}
+            chip_areas = {} if count == 1 else {**area.chip_dict(count),
+                                                "per_array": ENERGY_ARRAY_OR_CHIP_FIGURES}
             meta.update(chip_areas, **chip.meta)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
@@ -117,9 +118,11 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     return rows, meta, static or ""
 
 
-PER_ARRAY = ("cycles: one array's (SCALE-Sim's count); the counts and dynamic joules: the iteration's, the same on one "
-             "array or all; chip_seconds, leakage_pj (the chip's static_watts plus every array's leakage, over "
-             "chip_seconds, train's formula) and the areas: the chip's; array_area_mm2: one array's")
+# the meta's per_array on a chip of several arrays: which of energy's figures are one array's and which the chip's
+ENERGY_ARRAY_OR_CHIP_FIGURES = (
+    "cycles: one array's (SCALE-Sim's count); the counts and dynamic joules: the iteration's, the same on one array "
+    "or all; chip_seconds, leakage_pj (the chip's static_watts plus every array's leakage, over chip_seconds, "
+    "train's formula) and the areas: the chip's; array_area_mm2: one array's")
 
 
 # what each command that prices energy names as one array's leakage where it leaves static_watts unread
