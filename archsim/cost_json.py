@@ -80,7 +80,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
     if timed_chip is not None:
-        meta.update(chip_meta(timed_chip), **({"per_array": PER_ARRAY} if chip is not None else {}),
+        meta.update(chip_meta(timed_chip),
+                    **({"per_array": COST_ARRAY_OR_CHIP_FIGURES} if chip is not None else {}),
                     **({"energy_leakage": energy_leakage(several=chip is not None)} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
     records = list(printed.records) if isinstance(printed, Rows) else printed.to_dict(orient="records")
@@ -105,9 +106,11 @@ def energy_leakage(*, several: bool) -> str:
             f"{whose} leakage) over its F/G/D_chip_seconds, train's formula, as energy prices the chip")
 
 
-PER_ARRAY = ("cycles, their seconds and utilizations: one array's (SCALE-Sim's count); the bytes: the layer's, the "
-             "same on one array or all; F/G/D_chip_seconds, the areas (pe_array_mm2, sram_mm2, area_mm2) and, with "
-             "--energy, F/G/D_energy_pj's static power (energy_leakage): the chip's; array_area_mm2: one array's")
+# the meta's per_array on a chip of several arrays: which of cost's figures are one array's and which the chip's
+COST_ARRAY_OR_CHIP_FIGURES = (
+    "cycles, their seconds and utilizations: one array's (SCALE-Sim's count); the bytes: the layer's, the same on one "
+    "array or all; F/G/D_chip_seconds, the areas (pe_array_mm2, sram_mm2, area_mm2) and, with --energy, "
+    "F/G/D_energy_pj's static power (energy_leakage): the chip's; array_area_mm2: one array's")
 
 
 def total_row(rows: list[dict]) -> dict:
@@ -145,4 +148,4 @@ class CostResult(TableResult):
         return f", total {total['total_cycles']} cycles{seconds}"
 
 
-__all__ = ["PER_ARRAY", "CostResult", "cost_document", "energy_leakage", "total_row"]
+__all__ = ["COST_ARRAY_OR_CHIP_FIGURES", "CostResult", "cost_document", "energy_leakage", "total_row"]

@@ -5,6 +5,7 @@ array's area. Energies pJ, areas mm², cycles array clock cycles, seconds and wa
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,21 +106,23 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         chip = _chip_seconds(network, array, batch=batch, microbatches=microbatches, mode=mode, dtype=dtype,
                              config=config)
         if chip is not None:  # a device file train reads: the chip's time and static energy (of several: its area)
-            kind_seconds, chip_items, device = chip
-            rows = _chip_priced(rows, kind_seconds, device, static_power_mw(energies, array))
+            rows = _chip_priced(rows, chip.kind_seconds, chip.chip, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
-            chip_areas = {} if device.arrays.count == 1 else {**area.chip_dict(device.arrays.count),
-                                                               "per_array": PER_ARRAY}
-            meta.update(chip_areas, **chip_items)
+            count = chip.chip.arrays.count
+            chip_areas = {} if count == 1 else {**area.chip_dict(count),
+                                                "per_array": ENERGY_ARRAY_OR_CHIP_FIGURES}
+            meta.update(chip_areas, **chip.meta)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config and chip is None else ""
     return rows, meta, static or ""
 
 
-PER_ARRAY = ("cycles: one array's (SCALE-Sim's count); the counts and dynamic joules: the iteration's, the same on one "
-             "array or all; chip_seconds, leakage_pj (the chip's static_watts plus every array's leakage, over "
-             "chip_seconds, train's formula) and the areas: the chip's; array_area_mm2: one array's")
+# the meta's per_array on a chip of several arrays: which of energy's figures are one array's and which the chip's
+ENERGY_ARRAY_OR_CHIP_FIGURES = (
+    "cycles: one array's (SCALE-Sim's count); the counts and dynamic joules: the iteration's, the same on one array "
+    "or all; chip_seconds, leakage_pj (the chip's static_watts plus every array's leakage, over chip_seconds, "
+    "train's formula) and the areas: the chip's; array_area_mm2: one array's")
 
 
 # what each command that prices energy names as one array's leakage where it leaves static_watts unread
@@ -186,17 +189,19 @@ def chip_priced_pj(energy_pj: float, leakage_pj: float, chip_seconds: float, dev
 
 
 def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, engine: str,
-                      timed: list[dict[str, float]], device: Device) -> list[dict]:
+                      layer_seconds: list[dict[str, float]], device: Device) -> list[dict]:
     """``rows`` (``cost``'s per-layer rows of ``lowered``) each with its layer's F/G/D energy and total (pJ) as
     :func:`~archsim.energy.model.with_layer_energy` gives them, each kind's leakage the chip's over that kind's
-    seconds in ``timed`` (:func:`~archsim.chip_time.layer_chip_seconds`, on a chip of one array as of several;
-    :func:`chip_priced_pj`): ``cost --energy`` on a device file of several arrays, or of one stating
-    ``static_watts``, priced as ``energy`` prices it."""
+    seconds in ``layer_seconds`` (each layer's ``F/G/D_chip_seconds``, s:
+    :func:`~archsim.chip_time.layer_chip_seconds`, on a chip of one array as of several; :func:`chip_priced_pj`):
+    ``cost --energy`` on a device file of several arrays, or of one stating ``static_watts``, priced as ``energy``
+    prices it."""
     from archsim.energy.model import layer_kind_energy
 
     leakage_mw = static_power_mw(energies, array)
     priced = []
-    for row, kinds, seconds in zip(rows, layer_kind_energy(lowered, array, energies, engine), timed, strict=True):
+    for row, kinds, seconds in zip(rows, layer_kind_energy(lowered, array, energies, engine), layer_seconds,
+                                    strict=True):
         energy = {f"{kind}_energy_pj": chip_priced_pj(pj, leak, seconds[f"{kind}_chip_seconds"], device, leakage_mw)[1]
                   for kind, (pj, leak) in kinds.items()}
         priced.append({**row, **energy, "energy_pj": sum(energy.values())})
@@ -210,9 +215,19 @@ def _after_cycles(row: dict, chip_seconds: float) -> dict:
     return inserted_after(row, "cycles", "chip_seconds", chip_seconds)
 
 
+@dataclass(frozen=True)
+class ChipIteration:
+    """One training iteration timed on a chip (a device file train reads): what ``energy`` prices its static power
+    over and names in its meta."""
+
+    kind_seconds: dict[str, float]  # s by op kind ("F", "G", "D") on the whole chip, over the layers × micro-batches
+    meta: dict[str, object]  # what it was timed on (chip_meta: name, arrays, clock GHz, HBM GB/s, the timing's rule)
+    chip: Device  # the chip timed
+
+
 def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode,
-                  dtype: str | None, config: str | Path | None) -> tuple[dict[str, float], dict[str, object], Device] | None:
-    """(seconds by op kind, meta, chip) of the iteration on the chip where ``config`` is a device file train reads
+                  dtype: str | None, config: str | Path | None) -> ChipIteration | None:
+    """The iteration on the chip where ``config`` is a device file train reads
     of several arrays (:func:`~archsim.chip_time.chip_of`) or of one stating ``static_watts``
     (:func:`~archsim.chip_time.one_array_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M micro-batch
     (:func:`~archsim.chip_time.layer_chip_seconds`, the op timing train uses) summed over the layers × M, what it was
@@ -229,7 +244,7 @@ def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatc
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
     timed = layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
     kinds = {kind: sum(row[f"{kind}_chip_seconds"] for row in timed) * microbatches for kind in ("F", "G", "D")}
-    return kinds, chip_meta(chip), chip
+    return ChipIteration(kinds, chip_meta(chip), chip)
 
 
 def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:

@@ -24,12 +24,9 @@ def server_gpus(servers: tuple[int, ...]) -> str:
     """Each server's GPUs in the cluster file's order (``count`` expanded), ``g0-g3; g4-g5; g6-g9``, from each GPU's
     server index: what ``device_order`` and a stage's ``devices`` need beside them to say which server, of which
     in-server link, a stage runs on."""
-    runs: list[list[int]] = []
-    for gpu, server in enumerate(servers):
-        if runs and servers[runs[-1][0]] == server:
-            runs[-1].append(gpu)
-        else:
-            runs.append([gpu])
+    from archsim.spp.profiles import equal_runs
+
+    runs = equal_runs(servers)
     return "; ".join(f"g{run[0]}" if len(run) == 1 else f"g{run[0]}-g{run[-1]}" for run in runs)
 
 

@@ -118,3 +118,20 @@ COMMANDS: dict[str, list[str]] = {
                                 "--show", show]
        for show, name in (("stats", "ln.csv"), ("kernels", "bmm.csv"), ("kernels", "elem.csv"))},
 }
+
+
+def full_disk_at(monkeypatch, name: str) -> None:
+    """archsim's one temp-file writer (``archsim.output_files.write_temp``) failing at the file called ``name`` as a
+    full disk says it (ENOSPC), every other file written as before: how a test shows a set of outputs replaced as one
+    (the first written, the second failing, neither replaced)."""
+    import errno
+
+    from archsim.errors import InputError
+    from archsim.output_files import write_temp
+
+    def full_at_name(path, text):
+        if Path(path).name == name:
+            raise InputError(f"{path}: {errno.errorcode[errno.ENOSPC]}: no space left on device")
+        return write_temp(path, text)
+
+    monkeypatch.setattr("archsim.output_files.write_temp", full_at_name)

@@ -35,12 +35,9 @@ def test_validate_gpu_replaces_neither_output_when_the_second_fails(tmp_path, mo
     own, so a full disk at the Markdown left the report replaced and the Markdown old (the command writes them as one
     set). The Markdown's write fails here (ENOSPC): the error is raised, both files keep their old text and no temp
     file is left beside them; the same call without the failure replaces both."""
-    import errno
-
-    from output_commands import GPU_CSV
+    from output_commands import GPU_CSV, full_disk_at
 
     from archsim.errors import InputError
-    from archsim.output_files import write_temp
 
     measured = tmp_path / "k.csv"
     shutil.copy(GPU_CSV, measured)
@@ -48,12 +45,7 @@ def test_validate_gpu_replaces_neither_output_when_the_second_fails(tmp_path, mo
     report.write_text("old report")
     markdown.write_text("old markdown")
 
-    def full_at_the_markdown(path, text):
-        if Path(path).name == markdown.name:
-            raise InputError(f"{path}: {errno.errorcode[errno.ENOSPC]}: no space left on device")
-        return write_temp(path, text)
-
-    monkeypatch.setattr("archsim.output_files.write_temp", full_at_the_markdown)
+    full_disk_at(monkeypatch, markdown.name)
     with pytest.raises(InputError, match="no space left"):
         archsim.validate_gpu(csv=measured, report=report, markdown=markdown)
     assert (report.read_text(), markdown.read_text()) == ("old report", "old markdown")

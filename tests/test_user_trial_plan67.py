@@ -104,21 +104,15 @@ def test_cluster_jobs_replaces_neither_output_when_the_second_fails(tmp_path, mo
     them as one set). The job times' write fails here (ENOSPC, as a full disk says it): the error is raised, both
     files keep their old text and no temp file is left beside them; the same call without the failure replaces
     both."""
-    import errno
+    from output_commands import full_disk_at
 
     from archsim.errors import InputError
-    from archsim.output_files import write_temp
 
     report, times = tmp_path / "report.html", tmp_path / "times.csv"
     report.write_text("old report")
     times.write_text("old times")
 
-    def full_at_the_job_times(path, text):
-        if Path(path).name == times.name:
-            raise InputError(f"{path}: {errno.errorcode[errno.ENOSPC]}: no space left on device")
-        return write_temp(path, text)
-
-    monkeypatch.setattr("archsim.output_files.write_temp", full_at_the_job_times)
+    full_disk_at(monkeypatch, times.name)
     with pytest.raises(InputError, match="no space left"):
         archsim.cluster_jobs(jobs=4, gpus=8, report=report, job_times=times)
     assert (report.read_text(), times.read_text()) == ("old report", "old times")

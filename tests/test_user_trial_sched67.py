@@ -310,3 +310,12 @@ def test_a_refused_schedule_prints_its_error_line_alone(capsys) -> None:
     assert [str(w.message) for w in caught] == []
     assert main(["schedule", "ffnn8", "--policy", "1f1b", "--microbatches", "4", "--config", device]) == 0
     assert "is a device of 8 arrays" in capsys.readouterr().err  # held, not dropped, when the run succeeds
+
+
+def test_equal_runs_keeps_a_key_that_comes_back_a_run_of_its_own() -> None:
+    """Runs are of consecutive keys only: a server index (or a layer's block) met again later starts a new run."""
+    from archsim.spp.profiles import equal_runs
+
+    assert equal_runs(["a", "a", "b", "a"]) == [[0, 1], [2], [3]]
+    assert equal_runs((7,)) == [[0]]
+    assert equal_runs(()) == []

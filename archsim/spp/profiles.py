@@ -6,12 +6,25 @@ both give the one :class:`~archsim.partition.profile.LayerProfile`.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from archsim.lowering import Mode
 from archsim.partition.profile import LayerProfile, build_profile, profile_from_costs, profile_of_lowered
+
+
+def equal_runs(keys: Sequence[Hashable]) -> list[list[int]]:
+    """The positions of ``keys`` in runs of consecutive equal keys, in order (``a a b a`` → ``[[0, 1], [2], [3]]``):
+    the layers one block merges into one node of a chain, the GPUs one server holds in a cluster file's order."""
+    runs: list[list[int]] = []
+    for index, key in enumerate(keys):
+        if runs and keys[runs[-1][0]] == key:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return runs
 
 
 def profile_from_network(network, array, batch: int, mode: Mode = "exact", group=None) -> LayerProfile:
@@ -26,12 +39,7 @@ def profile_from_network(network, array, batch: int, mode: Mode = "exact", group
         return replace(p, forward=p.forward * seconds, weight_grad=p.weight_grad * seconds,
                        delta=p.delta * seconds, unit="seconds")
     keys = [group(n) for n in p.names]
-    blocks: list[list[int]] = []
-    for index, key in enumerate(keys):
-        if blocks and keys[blocks[-1][0]] == key:
-            blocks[-1].append(index)
-        else:
-            blocks.append([index])
+    blocks = equal_runs(keys)
     total = lambda values, block: float(np.sum(values[block]))
     activation = [int(p.activation_bytes[b[-1]]) for b in blocks]
     return profile_from_costs(
@@ -60,4 +68,4 @@ def profile_on_machine(network, machine, batch: int, mode: Mode = "exact") -> La
     return profile_of_lowered(lowered, seconds, mode=mode, batch=batch, unit="seconds")
 
 
-__all__ = ["profile_from_network", "profile_on_machine"]
+__all__ = ["equal_runs", "profile_from_network", "profile_on_machine"]

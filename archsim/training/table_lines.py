@@ -110,23 +110,27 @@ def network_lines(meta: dict, digits: int | None = None) -> dict[str, str]:
     (GB/s, Gb/s) to ``digits`` significant digits (the table's ``--precision``; None: 4, as csv's)."""
     intra, inter = meta["intra_server"], meta["inter_server"]
     unit = "device" if intra["link"] == "fabric" else "GPU"
-    d = 4 if digits is None else digits
-    lines = {"intra_server": f"{figure(intra['gb_per_s_per_gpu'], d)} GB/s per direction per {unit} ({intra['link']}), "
+    significant = 4 if digits is None else digits  # the figures' significant digits
+    intra_gb = figure(intra["gb_per_s_per_gpu"], significant)
+    lines = {"intra_server": f"{intra_gb} GB/s per direction per {unit} ({intra['link']}), "
                              f"NVLS {'on' if intra['nvls'] else 'off'}"}
     if inter["gb_per_s_per_gpu"] is None:
         lines["inter_server"] = "none (one server)"
         return lines
     nics = "" if inter["nics_per_server"] is None else \
-        f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × {figure(inter['nic_gbps'], d)} Gb/s " \
+        f"{inter['nics_per_server']} NIC{'s' if inter['nics_per_server'] > 1 else ''} × " \
+        f"{figure(inter['nic_gbps'], significant)} Gb/s " \
         "per server, " \
         f"{inter['gpus_per_nic']} {unit}{'s' if inter['gpus_per_nic'] > 1 else ''} per NIC: "
     crossed = ", ".join(inter["crossed_by"]) or "no group"
     leaves = ""
     if "oversubscription" in inter:  # servers under several leaves of an oversubscribed fabric
         over = inter["oversubscription"]
-        leaves = f", {figure(inter['gb_per_s_per_gpu'] / over, d)} across leaves (uplinks {over:g}× oversubscribed)"
+        across = figure(inter["gb_per_s_per_gpu"] / over, significant)
+        leaves = f", {across} across leaves (uplinks {over:g}× oversubscribed)"
         crossed += f" (across leaves: {', '.join(inter['leaves_crossed_by']) or 'no group'})"
-    lines["inter_server"] = f"{nics}{figure(inter['gb_per_s_per_gpu'], d)} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
+    inter_gb = figure(inter["gb_per_s_per_gpu"], significant)
+    lines["inter_server"] = f"{nics}{inter_gb} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
     return lines
 
 
