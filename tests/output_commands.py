@@ -14,8 +14,7 @@ MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")
 GPU_CLUSTER = str(ROOT / "configs" / "clusters" / "a100_node.toml")
 SPARSE = ["sparse", str(ROOT / "docs" / "examples" / "pruned_convs.csv"),
           "--config", str(ROOT / "configs" / "arrays" / "scalesim_sparsity_128x128_ws.cfg")]
-# a design sweep (a clock axis) small enough to run in a second: results.csv's and summary.csv's names (its
-# borrow axis prints the borrow column)
+# a design sweep (a clock axis) small enough to run in a second: results.csv's and summary.csv's names
 SWEEP_SPEC = """[sweep]
 name = "columns"
 networks = ["layerpipe_sample"]
@@ -23,12 +22,13 @@ arrays = ["16x16"]
 batches = [16]
 processors = [2]
 methods = ["layerpipe"]
-borrow = ["paper", "gainful"]
 clocks_ghz = [1.0]
 """
 
-# a plain sweep on a SCALE-Sim .cfg (written beside the spec as columns.cfg): its array_path column
+# a plain sweep on a SCALE-Sim .cfg (written beside the spec as columns.cfg): its array_path column, and (its borrow
+# axis) the borrow column
 CFG_SWEEP_SPEC = (SWEEP_SPEC.replace('name = "columns"', 'name = "cfg_columns"')
+                  .replace('methods = ["layerpipe"]\n', 'methods = ["layerpipe"]\nborrow = ["paper", "gainful"]\n')
                   .replace('arrays = ["16x16"]', 'arrays = ["columns.cfg"]').replace("clocks_ghz = [1.0]\n", ""))
 
 # a device sweep of one point (GPT-2 on one TPU-v4-like chip, its SRAM axis given): its results.csv's names

@@ -295,7 +295,8 @@ def test_the_cycle_engine_shows_its_progress_on_a_terminal_only(monkeypatch, cap
     immediate = bars.progress
     at_once = {"delay": 0.0, "mininterval": 0.0, "miniters": 1}  # draw every update, from the start
     monkeypatch.setattr(bars, "progress", lambda *args, **kwargs: immediate(*args, **{**kwargs, **at_once}))
-    argv = ["cost", "layerpipe_sample", "--engine", "cycle", "--batch", "1"]
+    # SRAMs that hold conv1's operands: no refetch note on stderr, which must carry nothing but the bar
+    argv = ["cost", "layerpipe_sample", "--engine", "cycle", "--batch", "1", "--sram-kb", "1024"]
     main(argv)  # on a fresh install the first run also says, once, that numba is compiling the engine
     capsys.readouterr()
     shown = _piped_then_on_a_terminal(argv, monkeypatch, capsys)

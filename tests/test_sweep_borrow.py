@@ -204,7 +204,7 @@ def test_the_report_schedule_of_a_spec_listing_gainful_first_is_the_gainful_plan
     command (``pipeline --borrow gainful`` redraws it), and its makespan is that of conv1 | conv2–conv4 (no δ″ of
     conv1 left on the bottleneck), lower than the printed walk's."""
     from archsim.array.config import ArrayConfig
-    from archsim.sweep.report_sections import _gantt_section
+    from archsim.sweep.report_sections import gantt_section
     from archsim.workload.shipped import load_shipped
 
     network, array = load_shipped("layerpipe_sample"), ArrayConfig(32, 32, "ws")
@@ -212,7 +212,7 @@ def test_the_report_schedule_of_a_spec_listing_gainful_first_is_the_gainful_plan
                        "mode": "paper", "only": "all"})
     titles, commands, spans = {}, {}, {}
     for borrow in ("paper", "gainful"):
-        titles[borrow], _, commands[borrow] = _gantt_section(network, array, first, 2, borrow=borrow)
+        titles[borrow], _, commands[borrow] = gantt_section(network, array, first, 2, borrow=borrow)
         spans[borrow] = float(re.search(r"makespan ([\d,]+) cycles", titles[borrow]).group(1).replace(",", ""))
     assert "LayerPipe (borrow gainful) schedule" in titles["gainful"] and "--borrow gainful" in commands["gainful"]
     assert "borrow" not in titles["paper"] + commands["paper"]

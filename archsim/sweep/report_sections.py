@@ -92,7 +92,7 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
     borrow = recorded_borrow(record)[0]  # the spec's first borrow value (the printed walk where it runs that first)
     borrow = borrow if borrow in LAYERPIPE_BORROW else LAYERPIPE_BORROW[0]
     return [(title, layer_breakdown_figure(costs), command),
-            _gantt_section(network, array, first, processors, engine, memory, alpha, median=median, axes=axes,
+            gantt_section(network, array, first, processors, engine, memory, alpha, median=median, axes=axes,
                            borrow=borrow)]
 
 
@@ -123,7 +123,7 @@ def _design_sections(results: pd.DataFrame, network: str, command: str) -> list[
             (f"{network}: the {len(table)} Pareto-optimal designs", html_table(table, lambda x: f"{x:.4g}"), command)]
 
 
-def _gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
+def gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
                    alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8, *, median: bool = False,
                    axes: tuple[str, ...] = SPLIT_AXES, borrow: str = LAYERPIPE_BORROW[0]) -> Section:
     """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator.
@@ -159,4 +159,4 @@ def _gantt_section(network, array, first, processors: int, engine: str = "analyt
     return title, gantt_figure(timeline.to_frame(), borrowed=plan.borrowed_ops), command
 
 
-__all__ = ["network_sections", "spec_methods", "spec_networks"]
+__all__ = ["gantt_section", "network_sections", "spec_methods", "spec_networks"]
