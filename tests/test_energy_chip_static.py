@@ -278,25 +278,25 @@ BIG_FC_HBM_S = (8 * 1024 + 1024 * 1024 + 8 * 1024) * 2 / 1000e9
 @pytest.mark.long
 def test_cost_energy_under_the_cycle_engine_prices_static_watts_over_trains_seconds(capsys, tmp_path):
     """The rule under --engine cycle (docs/formats.md's energy_leakage): the chip's static power is priced over
-    train's op timing (F/G/D_chip_seconds), not over the cycle engine's stall-inclusive cycles, because that engine
-    does not read the device file's hbm_gbps: it runs at SCALE-Sim's default 10 words/cycle per operand (20 GB/s of
-    fp16 at 1 GHz, 1/50 of the file's 1000 GB/s), and a note says so. Each kind's pJ is the cycle engine's dynamic pJ
-    (the file without static power) + (20 W + the array's leakage) × that kind's chip seconds, which are the analytic
-    engine's cycles at 1 GHz (compute-bound), while the cycle engine's own cycles are longer (F's many times over)."""
+    train's op timing (F/G/D_chip_seconds), not over the cycle engine's stall-inclusive cycles. The engine runs at the
+    file's hbm_gbps per operand buffer (1000 GB/s of 2-byte words at 1 GHz: 500 words/cycle, the note says so) but
+    with SCALE-Sim's refetches, so its stalls are not train's roofline. Each kind's pJ is the cycle engine's dynamic
+    pJ (the file without static power) + (20 W + the array's leakage) × that kind's chip seconds, which are the
+    analytic engine's cycles at 1 GHz (compute-bound), while the cycle engine's own cycles are longer."""
     network = str(write_file(tmp_path, "fc.csv", BIG_FC))
     flags = ["cost", network, "--batch", "8", "--energy", "--config"]
     leaky = _chip_of(tmp_path, "leaky.toml", 1, 20, LEAKY)
     assert main([*flags, leaky, "--engine", "cycle", "--format", "json"]) == 0
     out, err = capsys.readouterr()
     (row, _total) = json.loads(out)["rows"]
-    assert "does not read" in err and "10 words/cycle per operand, SCALE-Sim's default" in err
+    assert "the cycle engine ran at 500 words/cycle per operand buffer" in err
     (own, _) = _json(capsys, [*flags, _chip_of(tmp_path, "bare.toml", 1, 0, ""), "--engine", "cycle"])["rows"]
     (analytic, _) = _json(capsys, [*flags, leaky])["rows"]
-    assert row["stall_cycles"] > 0 and row["F_cycles"] > 50 * analytic["F_cycles"]
+    assert row["stall_cycles"] > 0 and row["F_cycles"] > analytic["F_cycles"]
     for kind in "FG":
         seconds = analytic[f"{kind}_cycles"] / 1e9
         assert seconds > BIG_FC_HBM_S  # compute-bound at the file's HBM rate
         assert row[f"{kind}_chip_seconds"] == pytest.approx(seconds, rel=1e-12)
-        assert row[f"{kind}_cycles"] / 1e9 > seconds  # the engine's stalls at its own DRAM rate
+        assert row[f"{kind}_cycles"] / 1e9 >= seconds  # the engine adds its stalls (F's above), never less
         joules_pj = ONE_WATTS * seconds * 1e12
         assert row[f"{kind}_energy_pj"] == pytest.approx(own[f"{kind}_energy_pj"] + joules_pj, rel=1e-12)
