@@ -69,7 +69,7 @@ def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", 
                          field="axis")
     if axis == "rows":
         return _split_rows(lowered, part, element_bytes)
-    total = layer.channels if axis == "channels" else layer.filters
+    total = delta_split_units(lowered, axis)
     if not 0 <= part <= total:
         raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
 
@@ -170,7 +170,9 @@ def _resize(gemm: Gemm, layer: Layer, units: int, axis: str) -> Gemm:
 
 
 def delta_split_units(lowered: LoweredLayer, axis: SplitAxis) -> int:
-    """How many units a δ split along ``axis`` can hand out (the ``total`` of :func:`split_delta`)."""
+    """How many units a δ split along ``axis`` can hand out (the ``total`` of :func:`split_delta`, which reads it,
+    as the byte counts and the coster do): δ's output channels, the layer's output channels along its reduction,
+    or its GEMM rows; 0 for a grouped conv along any axis but rows, and rows of a layer without a δ op."""
     layer = lowered.layer
     if layer.groups > 1 and axis != "rows":
         return 0
@@ -209,7 +211,7 @@ def _split_rows(lowered: LoweredLayer, part: int, element_bytes: int) -> DeltaSp
     """D2 takes the first ``part`` GEMM rows (in GEMM order), D1 the rest; rows split exactly."""
     delta = lowered.op("D")
     assert delta is not None
-    total = sum(g.m * g.count for g in delta.gemms)
+    total = delta_split_units(lowered, "rows")
     if not 0 <= part <= total:
         raise InputError(f"split part must be within 0..{total}, got {part}", field="part")
     first, rest = split_row_gemms(delta.gemms, part)
