@@ -66,16 +66,15 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     from archsim.progress import progress
     from archsim.validate import check_job_size
 
+    depths = [up_levels, *(levels for levels in compare if levels != up_levels)]  # the depths scanned, each once
     # before any Jacobian is built: the scans' work grows with the square of the unpruned fraction
-    mflops = math.ceil(scan_work_estimate(sparsity, width_divisor,
-                                          [up_levels, *(x for x in compare if x != up_levels)]) / 1e6)
+    mflops = math.ceil(scan_work_estimate(sparsity, width_divisor, depths) / 1e6)
     check_job_size(mflops, max_mflops, "--max-mflops",
                    "counts about {:,} M FLOPs in its scans (estimated from " + setting("sparsity") + ", "
                    + setting("width-divisor") + " and the up-sweep depths)")
     # the bar counts every scan's ◇ steps, a long product's share done beside it: a depth-2 up-sweep's products of
     # denser convolutions can take minutes (a bar over whole scans sat at 0 meanwhile); the elements are built
     # once, every depth scanning the same
-    depths = [up_levels, *(levels for levels in compare if levels != up_levels)]
     with progress(sum(map(scan_steps, depths)), "pruned VGG-11", "step") as bar:
         bar.set_postfix_str("Jacobians")
         elements = vgg_elements(sparsity=sparsity, seed=seed, width_divisor=width_divisor, zeros=zeros)
