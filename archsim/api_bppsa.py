@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from archsim.api_inputs import build_array, unread_keys_notes
 from archsim.api_keywords import check_choice, listed, positive_int, speaks_keywords
-from archsim.bppsa_run import PAPER_SEQ_LENS, each_once
+from archsim.bppsa_run import PAPER_SEQ_LENS, without_repeats
 from archsim.console import library_note
 from archsim.table_result import TableResult
 
@@ -51,7 +51,7 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
     chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
     page = _page_path(report)
-    lengths, counts = each_once(lengths, "seq-len", _warn), each_once(counts, "processors", _warn)
+    lengths, counts = without_repeats(lengths, "seq-len", _warn), without_repeats(counts, "processors", _warn)
     done = rnn_study(lengths, counts, hidden=hidden, batch=batch, array=chosen, dtype=dtype)
     for note in unread_keys_notes(config):  # as archsim bppsa rnn says it of its --config
         library_note(note, stacklevel=3)
@@ -102,7 +102,7 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
     depth = depth_of(str(up_levels).strip(), field="up_levels")
     given = [depth_of(str(x).strip(), full=False, field="compare_levels") or 0
              for x in listed(compare_levels, "compare_levels")]
-    compare = sorted({0, *each_once(given, "compare-levels", _warn)})
+    compare = sorted({0, *without_repeats(given, "compare-levels", _warn)})
     divisor = check_width_divisor(positive_int(width_divisor, "width-divisor"), "width-divisor")
     check_choice(zeros, ZEROS, "zeros")
     limit = DEFAULT_MAX_SCAN_MFLOPS if max_mflops is None else positive_int(max_mflops, "max-mflops")

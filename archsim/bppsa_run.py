@@ -30,7 +30,7 @@ class StudyRun:
     summary: Any = field(default=None, repr=False)
 
 
-def each_once(values: list[int], field: str, speak: Callable[[str], None]) -> list[int]:
+def without_repeats(values: list[int], field: str, speak: Callable[[str], None]) -> list[int]:
     """A list setting's values each once, in order: a repeat would print the same row again; the repeated values
     said in one line naming ``field`` as the caller spells it (``--seq-len`` from the command, ``seq_len`` from
     Python), through ``speak`` (the command's stderr warning, the API's UserWarning)."""

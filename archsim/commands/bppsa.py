@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.bppsa_run import NETWORK_MAX_MFLOPS, PAPER_SEQ_LENS, each_once, rnn_page, up_levels, vgg_page
+from archsim.bppsa_run import NETWORK_MAX_MFLOPS, PAPER_SEQ_LENS, rnn_page, up_levels, vgg_page, without_repeats
 from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -65,7 +65,8 @@ def run_rnn(args: argparse.Namespace) -> int:
 
     hidden, batch = args.hidden, args.batch
     array = array_from_args(args)
-    seq_lens, processors = each_once(args.seq_len, "seq-len", warn), each_once(args.processors, "processors", warn)
+    seq_lens = without_repeats(args.seq_len, "seq-len", warn)
+    processors = without_repeats(args.processors, "processors", warn)
     done = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array, dtype=args.dtype)
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     if args.report:
@@ -113,8 +114,8 @@ def run_vgg(args: argparse.Namespace) -> int:
 
     sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
     divisor = args.width_divisor
-    compare = sorted({0, *each_once([_depth(x, "--compare-levels") for x in args.compare_levels], "compare-levels",
-                                    warn)})
+    depths = [_depth(x, "--compare-levels") for x in args.compare_levels]
+    compare = sorted({0, *without_repeats(depths, "compare-levels", warn)})
     done = vgg_study(sparsity=sparsity, seed=args.seed, up_levels=up_levels, compare=compare, width_divisor=divisor,
                      zeros=args.zeros, max_mflops=args.max_mflops)
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
