@@ -86,8 +86,7 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
     :class:`~archsim.table_result.TableResult` (``.table``: the steps the command prints; ``.meta``: the critical
     paths' FLOPs; ``to_dict()``: its ``--format json`` document)."""
     from archsim.bppsa.vgg import check_sparsity, check_width_divisor
-    from archsim.bppsa_run import up_levels as depth_of
-    from archsim.bppsa_run import vgg_page, vgg_study
+    from archsim.bppsa_run import parse_up_levels, vgg_page, vgg_study
     from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
     from archsim.errors import InputError
     from archsim.validate import SEED_MAX
@@ -99,8 +98,8 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
         raise InputError(str(exc), field="sparsity") from None
     fraction = check_sparsity(fraction)
     seed = positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
-    depth = depth_of(str(up_levels).strip(), field="up_levels")
-    given = [depth_of(str(x).strip(), full=False, field="compare_levels") or 0
+    depth = parse_up_levels(str(up_levels).strip(), field="up_levels")
+    given = [parse_up_levels(str(x).strip(), full=False, field="compare_levels") or 0
              for x in listed(compare_levels, "compare_levels")]
     compare = sorted({0, *without_repeats(given, "compare-levels", _warn)})
     divisor = check_width_divisor(positive_int(width_divisor, "width-divisor"), "width-divisor")

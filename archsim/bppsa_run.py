@@ -139,7 +139,7 @@ def vgg_page(report: str, done: StudyRun, *, compare_levels: list, width_divisor
     return write_vgg_page(report, done.table.rename(columns={"product": "kind"}), done.summary, sparsity, command)
 
 
-def up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None,
+def parse_up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None,
               operators: tuple[str, int] | None = None) -> int | None:
     """An up-sweep depth (None: ``full``, Algorithm 1, where ``full``), checked before any Jacobian is built; an
     error names ``flag`` (the command's), or ``field`` where given (the keyword, as the API's other errors do).
@@ -200,7 +200,8 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
     check_job_size(math.ceil(2 * entries * batch / 1e6), max_mflops, "--max-mflops",
                    "counts about {:,} M FLOPs in BP alone (twice its Jacobians' entries, times the batch)")
     layers, in_shape = network_chain(network, seed)
-    depth = up_levels(str(depth_text).strip(), full=True, field=field, operators=(repr(network.name), len(layers)))
+    depth = parse_up_levels(str(depth_text).strip(), full=True, field=field,
+                            operators=(repr(network.name), len(layers)))
     spent = [0]
 
     def budget(multiplies: int) -> None:  # a product's FLOPs are at most twice its multiplies, its entries at most
@@ -248,4 +249,4 @@ def network_page(report: str, done: StudyRun, *, network: str) -> Path:
     return write_network_page(report, done.summary, done.table, meta["network"], command)
 
 
-__all__ = ["PAPER_SEQ_LENS", "StudyRun", "network_study", "rnn_study", "up_levels", "vgg_study"]
+__all__ = ["PAPER_SEQ_LENS", "StudyRun", "network_study", "parse_up_levels", "rnn_study", "vgg_study"]

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import argparse
 
-from archsim.bppsa_run import NETWORK_MAX_MFLOPS, PAPER_SEQ_LENS, rnn_page, up_levels, vgg_page, without_repeats
+from archsim.bppsa_run import (
+    NETWORK_MAX_MFLOPS,
+    PAPER_SEQ_LENS,
+    parse_up_levels,
+    rnn_page,
+    vgg_page,
+    without_repeats,
+)
 from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
@@ -27,12 +34,10 @@ from archsim.output_files import note_written
 from archsim.output_targets import output_flag
 from archsim.value_parsers import seed_flag
 
-_up_levels = up_levels  # the command's name for bppsa_run's check
-
 
 def _depth(text: str, flag: str) -> int:
-    """A whole up-sweep depth (no 'full'): :func:`_up_levels` that never returns None."""
-    depth = _up_levels(text, flag, full=False)
+    """A whole up-sweep depth (no 'full'): :func:`~archsim.bppsa_run.parse_up_levels` that never returns None."""
+    depth = parse_up_levels(text, flag, full=False)
     assert depth is not None, "full=False refuses 'full'"
     return depth
 
@@ -112,7 +117,7 @@ def run_vgg(args: argparse.Namespace) -> int:
     from archsim.bppsa_run import vgg_study
     from archsim.outputs import render
 
-    sparsity, up_levels = check_sparsity(args.sparsity), _up_levels(args.up_levels)
+    sparsity, up_levels = check_sparsity(args.sparsity), parse_up_levels(args.up_levels)
     divisor = args.width_divisor
     depths = [_depth(x, "--compare-levels") for x in args.compare_levels]
     compare = sorted({0, *without_repeats(depths, "compare-levels", warn)})
