@@ -1,7 +1,8 @@
 """The face's BPPSA studies: ``archsim.bppsa_rnn``, ``archsim.bppsa_pruned_vgg11`` and ``archsim.bppsa_network``,
-``archsim bppsa rnn``'s, ``archsim bppsa pruned-vgg11``'s and ``archsim bppsa network``'s flags as keywords of the same names (``archsim.bppsa`` is the package, hence the
-names), run by the command's own :mod:`archsim.bppsa_run`; nothing here computes a number of its own. Cycles are
-array clock cycles, FLOPs counted. Re-exported by :mod:`archsim.api`.
+``archsim bppsa rnn``'s, ``archsim bppsa pruned-vgg11``'s and ``archsim bppsa network``'s flags as keywords of the
+same names (``archsim.bppsa`` is the package, hence the names), run by the command's own :mod:`archsim.bppsa_run`;
+nothing here computes a number of its own. Cycles are array clock cycles, FLOPs counted. Re-exported by
+:mod:`archsim.api`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""``bppsa``'s two studies from their flags' values, once for the command and ``archsim.bppsa_rnn`` /
-``archsim.bppsa_pruned_vgg11``: the RNN rows (Fig. 8) and the pruned VGG-11's FLOPs per scan step (Fig. 10), each
-with the meta the command prints. The array is built by the caller (the command's flags, or
+"""``bppsa``'s three studies from their flags' values, once for the command and ``archsim.bppsa_rnn`` /
+``archsim.bppsa_pruned_vgg11`` / ``archsim.bppsa_network``: the RNN rows (Fig. 8), the pruned VGG-11's FLOPs per scan
+step (Fig. 10) and a network's own chain scanned step by step and checked against BP, each with the meta the command
+prints and its page. The RNN's array is built by the caller (the command's flags, or
 :func:`archsim.api_inputs.array_config`); FLOPs are counted, cycles are array clock cycles."""
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ PAPER_SEQ_LENS = "10,30,100,300,1000,3000,10000,30000"  # §4.1, Table 4
 
 @dataclass(frozen=True)
 class StudyRun:
-    """One study: the ``table`` the command prints, its ``meta`` and, for the pruned VGG-11, the ``summary`` per
-    up-sweep depth its page draws (None for the RNN)."""
+    """One study: the ``table`` the command prints, its ``meta`` and the ``page_frame`` its page draws beside the
+    table: the pruned VGG-11's summary per up-sweep depth, a network's every ◇ of the scan and of BP (None for the
+    RNN, whose page draws its table)."""
 
-    table: Any  # Rows (the RNN's) or a DataFrame (the pruned VGG-11's steps)
+    table: Any  # Rows (the RNN's) or a DataFrame (the pruned VGG-11's steps, a network's sequential steps)
     meta: dict
-    summary: Any = field(default=None, repr=False)
+    page_frame: Any = field(default=None, repr=False)
 
 
 def without_repeats(values: list[int], field: str, speak: Callable[[str], None]) -> list[int]:
@@ -136,7 +138,7 @@ def vgg_page(report: str, done: StudyRun, *, compare_levels: list, width_divisor
     command = (f"archsim bppsa pruned-vgg11 --sparsity {sparsity} --seed {meta['seed']} --zeros {meta['zeros']} "
                f"--up-levels {meta['up_levels']} --compare-levels {','.join(map(str, compare_levels))} "
                f"{f'--width-divisor {divisor} ' if divisor != 1 else ''}--report {report}")
-    return write_vgg_page(report, done.table.rename(columns={"product": "kind"}), done.summary, sparsity, command)
+    return write_vgg_page(report, done.table.rename(columns={"product": "kind"}), done.page_frame, sparsity, command)
 
 
 def parse_up_levels(text: object, flag: str = "--up-levels", *, full: bool = True, field: str | None = None,
@@ -246,7 +248,7 @@ def network_page(report: str, done: StudyRun, *, network: str) -> Path:
     meta = done.meta
     command = (f"archsim bppsa network {network} --batch {meta['batch']} --up-levels {meta['up_levels']} "
                f"--seed {meta['seed']} --report {report}")
-    return write_network_page(report, done.summary, done.table, meta["network"], command)
+    return write_network_page(report, done.page_frame, done.table, meta["network"], command)
 
 
 __all__ = ["PAPER_SEQ_LENS", "StudyRun", "network_study", "parse_up_levels", "rnn_study", "vgg_study"]
