@@ -92,12 +92,9 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
     import pandas as pd  # the pruned-VGG study's tables are DataFrames
 
     summary = pd.concat(summaries, ignore_index=True)[["up_levels", "steps", "critical_path_flops", "work_flops"]]
-    totals = critical_path(frame).set_index("method")
-    meta = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": seed,
-            "up_levels": "full" if up_levels is None else up_levels, "zeros": zeros,
-            "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
-            "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
-            "bp_critical_path_flops": int(totals.critical_path_flops["bp"])}
+    meta: dict[str, object] = {"study": "bppsa pruned-vgg11", "sparsity": sparsity, "seed": seed,
+                               "up_levels": "full" if up_levels is None else up_levels, "zeros": zeros,
+                               **_scan_against_bp(frame, ("steps", "critical_path_flops"))}
     # each compared depth (0: the linear scan, BP's steps) as a list of {"up_levels", column}, as plan's stage_counts:
     # the summary the page draws, printed too (it was computed for every --compare-levels depth and shown on the page
     # alone); csv and the table write each as one depth:value line (archsim.outputs.PAIRS)
@@ -106,6 +103,17 @@ def vgg_study(*, sparsity: float, seed: int, up_levels: int | None, compare: lis
                                           for d, v in zip(summary.up_levels, summary[column])]
     # a step's `kind` is printed as `product`: `kind` and `type` name a layer's kind elsewhere
     return StudyRun(frame.rename(columns={"kind": "product"}), meta, summary)
+
+
+def _scan_against_bp(frame: Any, columns: tuple[str, ...]) -> dict[str, int]:
+    """The meta's scan-against-BP figures of a scan's ◇ ``frame`` (as :func:`~archsim.bppsa.vgg.scan_flops`): each
+    of :func:`~archsim.bppsa.vgg.critical_path`'s ``columns`` (steps, FLOPs) as ``scan_<column>`` then
+    ``bp_<column>``, for the pruned VGG-11 and a network alike."""
+    from archsim.bppsa.vgg import critical_path
+
+    totals = critical_path(frame).set_index("method")
+    return {f"{who}_{column}": int(totals[column][method])
+            for column in columns for who, method in (("scan", "bppsa"), ("bp", "bp"))}
 
 
 def width_flag(dtype: str | None, array: ArrayConfig) -> str:
@@ -190,7 +198,7 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
     from archsim.bppsa.layers import forward_chain
     from archsim.bppsa.plain_bp import backprop
     from archsim.bppsa.scan import blelloch_scan
-    from archsim.bppsa.vgg import critical_path, scan_flops
+    from archsim.bppsa.vgg import scan_flops
     from archsim.validate import check_job_size
 
     network_chain(network, None)  # a kind without a Jacobian, a join: refused before the size
@@ -229,14 +237,9 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
                           "operations": len(part), "flops": int(part.flops.sum()), "critical_flops": int(part.flops.max()),
                           "dense_flops": int(part.dense_flops.sum())}
                          for step, part in ours.groupby("seq_step", sort=True)])
-    totals = critical_path(frame).set_index("method")
     meta = {"study": "bppsa network", "network": network.name, "operators": len(layers), "batch": batch,
             "seed": seed, "up_levels": "full" if depth is None else depth,
-            "scan_steps": int(totals.steps["bppsa"]), "bp_steps": int(totals.steps["bp"]),
-            "scan_work_flops": int(totals.work_flops["bppsa"]), "bp_work_flops": int(totals.work_flops["bp"]),
-            "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
-            "bp_critical_path_flops": int(totals.critical_path_flops["bp"]),
-            "gradient_max_abs_diff": error}
+            **_scan_against_bp(frame, ("steps", "work_flops", "critical_path_flops")), "gradient_max_abs_diff": error}
     return StudyRun(rows, meta, frame)
 
 
