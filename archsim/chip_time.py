@@ -8,7 +8,8 @@ that bandwidth, the file's ``gemm_efficiency``, ``memory_efficiency`` and ``laun
 
 Cost's other columns price one array (SCALE-Sim's count); these price the chip the file states, its arrays of the
 shape, dataflow and clock that array was costed at (``--array``, ``--dataflow`` and ``--clock-ghz`` override the
-file's for both). Seconds."""
+file's for both). Under the ``cycle`` engine a chip of one array (``--energy``) is timed by that engine's own
+cycles instead (:func:`priced_chip_seconds`, the one rule). Seconds."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
 def one_array_chip(config: str | Path | None, array: ArrayConfig) -> Device | None:
     """The chip ``config`` states where it is a device file of one array that ``train`` reads stating ``[device]
     static_watts``, its array of ``array``'s shape, dataflow and clock as :func:`chip_of` gives a chip of several:
-    ``energy`` and ``cost --energy`` price its static power over its seconds by train's op timing
-    (:func:`layer_chip_seconds`) as they price a chip of several arrays
+    ``energy`` and ``cost --energy`` price its static power over its seconds (:func:`priced_chip_seconds`: train's
+    op timing, under the ``cycle`` engine that engine's cycles) as they price a chip of several arrays
     (:func:`archsim.energy_run.chip_priced_pj`). None for no file, a plain SCALE-Sim ``.cfg``, a device of several
     arrays (:func:`chip_of`), one stating no static power (its leakage the energy table's alone, over the array's
     cycles, the model's own: nothing to reprice) and a ``.cfg`` device file ``train`` refuses."""
@@ -91,18 +92,66 @@ def layer_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, dtype: str
     return rows
 
 
-def chip_meta(chip: Device) -> dict[str, object]:
-    """What the chip columns were timed on: its name, arrays and their shape, clock (GHz) and HBM (GB/s), and how;
-    a file's ``[compute] host_s`` named as left out: train floors a pass (a layer's forward, its backward) at the ops
-    it issues × host_s, a floor over Megatron's op list that a layer's own columns have no pass to apply to."""
+def times_by_cycle_engine(chip: Device, engine: str) -> bool:
+    """Whether ``chip``'s seconds are the cycle engine's own (:func:`priced_chip_seconds`): a chip of one array
+    under the ``cycle`` engine."""
+    return engine == "cycle" and chip.arrays.count == 1
+
+
+def priced_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, array: ArrayConfig, engine: str, dtype: str,
+                        element_bytes: int) -> list[dict[str, float]]:
+    """Each layer's F, G and δ seconds on ``chip`` and their sum (:data:`CHIP_COLUMNS`), the time ``energy`` and
+    ``cost --energy`` price the chip's static power over and name as its seconds. The one rule: train's op timing
+    (:func:`layer_chip_seconds`), except on a chip of one array under the ``cycle`` engine, where they are the
+    cycle engine's own cycles of each op (stalls at its DRAM rate included, ``array`` as that engine ran it) at the
+    chip's clock (:func:`engine_chip_seconds`), so the leakage is spent over the time the engine's dynamic energy
+    and DRAM counts took. On several arrays the cycle engine has no cheap analogue of train's spread of an op
+    over them (one array's share of the folds or of the streamed rows, each array stalling on its share of the
+    chip's DRAM rate): train's op timing stays, under either engine."""
+    if times_by_cycle_engine(chip, engine):
+        return engine_chip_seconds(lowered, array, chip.arrays.clock_hz)
+    return layer_chip_seconds(lowered, chip, dtype, element_bytes)
+
+
+def engine_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, clock_hz: float) -> list[dict[str, float]]:
+    """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`): the cycle engine's cycles of its ops on ``array``
+    (cost's ``F/G/D_cycles``: SCALE-Sim's count, stalls and the vector unit's cycles included) ÷ ``clock_hz``."""
+    from archsim.array.costing import op_cycles
+
+    ops = [op for item in lowered for op in item.ops]
+    cycles = op_cycles(ops, array, "cycle").tolist() if ops else []
+    rows, position = [], 0
+    for item in lowered:
+        kinds = {"F": 0, "G": 0, "D": 0}
+        for op in item.ops:
+            kinds[op.kind[0]] += int(cycles[position])
+            position += 1
+        row = {f"{kind}_chip_seconds": count / clock_hz for kind, count in kinds.items()}
+        row["chip_seconds"] = row["F_chip_seconds"] + row["G_chip_seconds"] + row["D_chip_seconds"]
+        rows.append(row)
+    return rows
+
+
+def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
+    """What the chip columns were timed on: its name, arrays and their shape, clock (GHz) and HBM (GB/s), and how
+    (:func:`priced_chip_seconds`'s rule under ``engine``); a file's ``[compute] host_s`` named as left out: train
+    floors a pass (a layer's forward, its backward) at the ops it issues × host_s, a floor over Megatron's op list
+    that a layer's own columns have no pass to apply to."""
     arrays = chip.arrays
     assert chip.efficiency is not None  # a device file states its own (no host time unstated)
     host = chip.efficiency.host_s
+    if times_by_cycle_engine(chip, engine):
+        by = "the cycle engine's cycles of each op (its stalls at its DRAM rate included) at the chip's clock"
+    else:
+        by = "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes" + (
+            " (under the cycle engine too: it has no run of one array's share of an op on several arrays)"
+            if engine == "cycle" else "")
     return {"chip_name": chip.name, "chip_arrays": arrays.count, "chip_array": f"{arrays.rows}x{arrays.cols}",
             "chip_clock_ghz": arrays.clock_hz / 1e9, "chip_hbm_gbps": chip.hbm_bytes_per_s / 1e9,
-            "chip_seconds_by": "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes"
+            "chip_seconds_by": by
             + (f"; the device's time alone, without [compute] host_s = {host:g} s (train's floor on a pass: its "
                "ops × host_s)" if host else "")}
 
 
-__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "layer_chip_seconds", "one_array_chip"]
+__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "engine_chip_seconds", "layer_chip_seconds", "one_array_chip",
+           "priced_chip_seconds", "times_by_cycle_engine"]

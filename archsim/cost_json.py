@@ -31,7 +31,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     whole chip too (:mod:`archsim.chip_time`) and the meta's areas the chip's, as ``energy`` names them
     (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
     width's own). With ``energy`` on a device file of one array stating ``static_watts`` that array is a chip too
-    (:func:`~archsim.chip_time.one_array_chip`): its F/G/D chip seconds by the same op timing, train's, and each
+    (:func:`~archsim.chip_time.one_array_chip`): its F/G/D chip seconds by the same op timing, train's (under the
+    cycle engine that engine's cycles: :func:`~archsim.chip_time.priced_chip_seconds`), and each
     layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The notes,
     what ``archsim cost`` says after its table and ``archsim.cost`` warns: with ``energy``, a device file's
     ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg`` train refuses:
@@ -39,7 +40,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     most (:func:`~archsim.array.costing.refetch_note`)."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
-    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds, one_array_chip
+    from archsim.chip_time import chip_meta, chip_of, one_array_chip, priced_chip_seconds
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta, table_for
@@ -53,8 +54,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
     # with --energy, one of one array stating static_watts is timed too: its static power is priced over that time
     timed_chip = chip or (one_array_chip(config, array) if energy else None)
-    chip_seconds = None if timed_chip is None else layer_chip_seconds(lowered, timed_chip, dtype_meta(dtype, array)
-                                                                      or SCALESIM_DTYPE, array.element_bytes)
+    chip_seconds = None if timed_chip is None else priced_chip_seconds(
+        lowered, timed_chip, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
     if energy:
         from archsim.energy.model import with_layer_energy
         from archsim.energy_run import chip_layer_energy
@@ -80,7 +81,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
     if timed_chip is not None:
-        meta.update(chip_meta(timed_chip),
+        meta.update(chip_meta(timed_chip, engine),
                     **({"per_array": COST_ARRAY_OR_CHIP_FIGURES} if chip is not None else {}),
                     **({"energy_leakage": energy_leakage(several=chip is not None)} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)

@@ -82,7 +82,8 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     power where it is left unread (a ``.cfg`` train refuses; '' where none). On a device file of several arrays the
     chip is priced (:func:`_chip_priced`): its seconds (train's op timing), its static energy and its area;
     ``cycles`` stay one array's. On one of one array stating ``static_watts`` that array is the chip, priced alike
-    over the same op timing's seconds (one rule: train's), its area the array's."""
+    over the same op timing's seconds (train's), under the ``cycle`` engine over that engine's own cycles at the
+    clock (one rule: :func:`~archsim.chip_time.priced_chip_seconds`), its area the array's."""
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta
@@ -103,8 +104,8 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
         seconds = float(rows[-1]["cycles"]) / array.clock_hz
-        chip = _chip_seconds(network, array, batch=batch, microbatches=microbatches, mode=mode, dtype=dtype,
-                             config=config)
+        chip = _chip_seconds(network, array, batch=batch, microbatches=microbatches, mode=mode, engine=engine,
+                             dtype=dtype, config=config)
         if chip is not None:  # a device file train reads: the chip's time and static energy (of several: its area)
             rows = _chip_priced(rows, chip.kind_seconds, chip.chip, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
@@ -178,7 +179,8 @@ def chip_priced_pj(energy_pj: float, leakage_pj: float, chip_seconds: float, dev
                    array_leakage_mw: float) -> tuple[float, float]:
     """(leakage, energy) in pJ of work the energy model priced on one array (``energy_pj``, of which ``leakage_pj``
     is one array's leakage over one array's cycles) priced on ``device``, a chip of several arrays or of one stating
-    ``static_watts`` (``chip_seconds`` train's op timing on it either way): its leakage the chip's static power ×
+    ``static_watts`` (``chip_seconds`` its time by :func:`~archsim.chip_time.priced_chip_seconds`): its leakage the
+    chip's static power ×
     ``chip_seconds`` (:func:`~archsim.training.energy.static_joules`, train's formula: ``static_watts`` plus every
     array's ``array_leakage_mw``), its dynamic part as priced (the same accesses run on one array or all). The one
     repricing of ``energy`` on a chip and of ``cost --energy``'s layers there."""
@@ -193,7 +195,7 @@ def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, e
     """``rows`` (``cost``'s per-layer rows of ``lowered``) each with its layer's F/G/D energy and total (pJ) as
     :func:`~archsim.energy.model.with_layer_energy` gives them, each kind's leakage the chip's over that kind's
     seconds in ``layer_seconds`` (each layer's ``F/G/D_chip_seconds``, s:
-    :func:`~archsim.chip_time.layer_chip_seconds`, on a chip of one array as of several; :func:`chip_priced_pj`):
+    :func:`~archsim.chip_time.priced_chip_seconds`, on a chip of one array as of several; :func:`chip_priced_pj`):
     ``cost --energy`` on a device file of several arrays, or of one stating ``static_watts``, priced as ``energy``
     prices it."""
     from archsim.energy.model import layer_kind_energy
@@ -225,16 +227,17 @@ class ChipIteration:
     chip: Device  # the chip timed
 
 
-def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode,
+def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
                   dtype: str | None, config: str | Path | None) -> ChipIteration | None:
     """The iteration on the chip where ``config`` is a device file train reads
     of several arrays (:func:`~archsim.chip_time.chip_of`) or of one stating ``static_watts``
     (:func:`~archsim.chip_time.one_array_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M micro-batch
-    (:func:`~archsim.chip_time.layer_chip_seconds`, the op timing train uses) summed over the layers × M, what it was
-    timed on (:func:`~archsim.chip_time.chip_meta`) and the chip; None otherwise (one array's cycles are then the
-    chip's time). The dynamic energy is the same on one array or many: the chip runs the same accesses."""
+    (:func:`~archsim.chip_time.priced_chip_seconds`: the op timing train uses; on one array under the cycle engine
+    that engine's own cycles at the clock) summed over the layers × M, what it was timed on
+    (:func:`~archsim.chip_time.chip_meta`) and the chip; None otherwise (one array's cycles are then the chip's
+    time). The dynamic energy is the same on one array or many: the chip runs the same accesses."""
     from archsim.array.options import dtype_meta
-    from archsim.chip_time import chip_meta, chip_of, layer_chip_seconds, one_array_chip
+    from archsim.chip_time import chip_meta, chip_of, one_array_chip, priced_chip_seconds
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.lowering import lower_network
 
@@ -242,9 +245,10 @@ def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatc
     if chip is None:
         return None
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
-    timed = layer_chip_seconds(lowered, chip, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
+    timed = priced_chip_seconds(lowered, chip, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE,
+                                array.element_bytes)
     kinds = {kind: sum(row[f"{kind}_chip_seconds"] for row in timed) * microbatches for kind in ("F", "G", "D")}
-    return ChipIteration(kinds, chip_meta(chip), chip)
+    return ChipIteration(kinds, chip_meta(chip, engine), chip)
 
 
 def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:

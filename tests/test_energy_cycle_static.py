@@ -1,0 +1,124 @@
+"""Under ``--engine cycle`` a chip of one array stating ``[device] static_watts`` has its static energy priced over
+the cycle engine's own time (archsim.chip_time.priced_chip_seconds): each kind's seconds are the engine's cycles of
+it at the clock, and leakage_pj is (static_watts + the array's leakage) × them, so a run that stalls on DRAM pays the
+leakage of the time it stalls. A chip of several arrays keeps train's op timing under either engine.
+
+References: the documented formula with the file's figures, over the cycles the engine itself reports (energy's
+``cycles``, cost's ``F/G/D_cycles``), and hand counts of train's HBM-bound seconds for the analytic rule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from device_files import trial_array_chip_toml, write_file
+
+from archsim.cli import main
+
+PES = 128 * 128
+KIB = 3 * 64  # 192 KiB of SRAM beside the array: three 64 KiB operand buffers
+LEAKY = "pe_leakage_mw = 0.01\nsram_leakage_mw_per_kib = 0.1\n"
+WATTS = 20 + (0.01 * PES + 0.1 * KIB) / 1000  # W: static_watts + the array's leakage (mW / 1000)
+CLOCK_HZ = 1e9
+
+# fc1's weight (256 × 512 fp16, 256 KiB) and fc2's (512 × 128, 128 KiB) overflow a 64 KiB buffer: at 10 GB/s
+# (5 words/cycle) the cycle engine refetches them and stalls
+FC = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, "
+      "Type,\nfc1, 1, 1, 1, 1, 256, 512, 1, 0, fc,\nfc2, 1, 1, 1, 1, 512, 128, 1, 0, fc,\n")
+# train's op timing of the same GEMMs on that chip: HBM-bound, (m·k + k·n + m·n) elements × 2 bytes at 10 GB/s
+FC1_S = (8 * 256 + 256 * 512 + 8 * 512) * 2 / 10e9
+FC2_S = (8 * 512 + 512 * 128 + 8 * 128) * 2 / 10e9
+TRAIN_S = {"F": FC1_S + FC2_S, "G": FC1_S + FC2_S, "D": FC2_S}
+
+
+def _json(capsys, flags: list[str]) -> dict:
+    assert main([*flags, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _chip(tmp_path, name: str, *, arrays: int = 1, static: int = 20, energy: str = LEAKY) -> str:
+    """The trial chip with ``arrays`` arrays of 128², 192 KiB of SRAM each, 10 GB/s of HBM, ``static`` W."""
+    text = trial_array_chip_toml(mac_pj=None).replace("arrays = 4\n", f"arrays = {arrays}\n")
+    for old, new in (("fp8 = 131.072\n", f"fp8 = {arrays * 32.768}\n"), ("static_watts = 20\n", f"static_watts = {static}\n"),
+                     ("hbm_gbps = 1000\n", "hbm_gbps = 10\n"), ("sram_kib_per_array = 2048\n", "sram_kib_per_array = 192\n")):
+        assert old in text
+        text = text.replace(old, new)
+    return str(write_file(tmp_path, name, text + (f"\n[energy]\n{energy}" if energy else "")))
+
+
+@pytest.fixture
+def network(tmp_path) -> str:
+    return str(write_file(tmp_path, "fc.csv", FC))
+
+
+@pytest.mark.parametrize("microbatches", [1, 2])
+def test_energy_prices_static_power_over_the_cycle_engines_cycles(capsys, tmp_path, network, microbatches):
+    """Defect: under --engine cycle energy priced the chip's leakage over train's seconds while its dynamic energy
+    and DRAM counts were the cycle engine's, which stalls here. Now each kind's chip_seconds is its cycles at 1 GHz,
+    leakage_pj (20 W + 0.01 mW × 16,384 PEs + 0.1 mW × 192 KiB) × them, energy_pj the dynamic pJ (the file without
+    static power or leakage) plus that, and the meta's seconds and watts the TOTAL's."""
+    flags = ["energy", network, "--batch", "8", "--microbatches", str(microbatches), "--engine", "cycle", "--config"]
+    priced = _json(capsys, [*flags, _chip(tmp_path, "leaky.toml")])
+    dynamic = _json(capsys, [*flags, _chip(tmp_path, "bare.toml", static=0, energy="")])["rows"]
+    for row, own in zip(priced["rows"], dynamic, strict=True):
+        seconds = row["cycles"] / CLOCK_HZ
+        assert row["cycles"] == own["cycles"] and own["leakage_pj"] == 0
+        assert row["chip_seconds"] == pytest.approx(seconds, rel=1e-12)
+        assert row["leakage_pj"] == pytest.approx(WATTS * seconds * 1e12, rel=1e-12)
+        assert row["energy_pj"] == pytest.approx(own["energy_pj"] + WATTS * seconds * 1e12, rel=1e-12)
+    total, meta = priced["rows"][-1], priced["meta"]
+    assert meta["iteration_seconds"] == pytest.approx(total["cycles"] / CLOCK_HZ, rel=1e-12)
+    assert meta["average_power_w"] == pytest.approx(total["energy_pj"] * 1e-12 / meta["iteration_seconds"], rel=1e-12)
+    assert "cycle engine's cycles" in meta["chip_seconds_by"]
+
+
+def test_the_cycle_engines_leakage_differs_from_train_seconds(capsys, tmp_path, network):
+    """The engine stalls (cost's stall_cycles) and takes more than 3× train's HBM-bound seconds (TRAIN_S, the hand
+    count), which the analytic engine still prices the leakage over: the two leakages differ by that much."""
+    path = _chip(tmp_path, "leaky.toml")
+    flags = ["energy", network, "--batch", "8", "--config", path]
+    cycle = _json(capsys, [*flags, "--engine", "cycle"])["rows"]
+    analytic = _json(capsys, flags)["rows"]
+    stalls = _json(capsys, ["cost", network, "--batch", "8", "--engine", "cycle", "--config", path])["rows"][-1]
+    assert stalls["stall_cycles"] > 0
+    for row in analytic[:-1]:
+        assert row["chip_seconds"] == pytest.approx(TRAIN_S[row["op"]], rel=1e-12)
+        assert row["leakage_pj"] == pytest.approx(WATTS * TRAIN_S[row["op"]] * 1e12, rel=1e-12)
+    train_seconds = sum(TRAIN_S.values())
+    assert cycle[-1]["cycles"] / CLOCK_HZ > 3 * train_seconds
+    assert cycle[-1]["leakage_pj"] == pytest.approx(WATTS * cycle[-1]["cycles"] / CLOCK_HZ * 1e12, rel=1e-12)
+    assert cycle[-1]["leakage_pj"] > 3 * analytic[-1]["leakage_pj"]
+
+
+def test_cost_energy_prices_each_layer_over_the_cycle_engines_cycles(capsys, tmp_path, network):
+    """cost --energy --engine cycle on the same chip: each layer's F/G/D_chip_seconds are its F/G/D_cycles at 1 GHz,
+    its F/G/D_energy_pj the dynamic pJ + the chip's watts over them, and the TOTAL energy's (one rule)."""
+    leaky = _chip(tmp_path, "leaky.toml")
+    flags = ["cost", network, "--batch", "8", "--energy", "--engine", "cycle", "--config"]
+    priced = _json(capsys, [*flags, leaky])
+    dynamic = _json(capsys, [*flags, _chip(tmp_path, "bare.toml", static=0, energy="")])["rows"]
+    assert priced["rows"][-1]["stall_cycles"] > 0
+    for row, own in zip(priced["rows"], dynamic, strict=True):
+        for kind in "FGD":
+            seconds = row[f"{kind}_cycles"] / CLOCK_HZ
+            assert row[f"{kind}_chip_seconds"] == pytest.approx(seconds, rel=1e-12)
+            assert row[f"{kind}_energy_pj"] == pytest.approx(own[f"{kind}_energy_pj"] + WATTS * seconds * 1e12,
+                                                            rel=1e-12)
+    energy = _json(capsys, ["energy", network, "--batch", "8", "--engine", "cycle", "--config", leaky])
+    assert priced["rows"][-1]["energy_pj"] == pytest.approx(energy["rows"][-1]["energy_pj"], rel=1e-12)
+    assert "cycle engine's cycles" in priced["meta"]["chip_seconds_by"]
+
+
+def test_a_chip_of_several_arrays_keeps_trains_seconds_under_the_cycle_engine(capsys, tmp_path, network):
+    """Four arrays: no cycle-engine run of one array's share, so the chip's seconds are train's op timing under
+    --engine cycle as under the analytic engine (the same F/G/D_chip_seconds), and the meta says so."""
+    path = _chip(tmp_path, "four.toml", arrays=4)
+    flags = ["cost", network, "--batch", "8", "--energy", "--config", path]
+    cycle = _json(capsys, [*flags, "--engine", "cycle"])
+    analytic = _json(capsys, flags)
+    for row, plain in zip(cycle["rows"], analytic["rows"], strict=True):
+        for kind in "FGD":
+            assert row[f"{kind}_chip_seconds"] == plain[f"{kind}_chip_seconds"]
+    assert cycle["meta"]["chip_seconds_by"].startswith("train's op timing")
+    assert "under the cycle engine too" in cycle["meta"]["chip_seconds_by"]
+    assert "cycle engine" not in analytic["meta"]["chip_seconds_by"]
