@@ -128,3 +128,57 @@ def test_its_help_imports_no_heavy_package():
             f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.splitlines()[-1] == "LOADED []" and "archsim bppsa network" in done.stdout
+
+
+# SCALE-Sim's topology form folds a conv's padding into its IFMAP size (no Padding column): conv2 declares conv1's
+# 4×4 output plus a border of 1, conv3 the 4×4 plus 2 around a 5×5 filter. PADDED states the same chain's padding.
+SCALESIM = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+FOLDED = SCALESIM + "conv1, 6, 6, 3, 3, 1, 2, 1,\nconv2, 6, 6, 3, 3, 2, 2, 1,\nconv3, 8, 8, 5, 5, 2, 3, 2,\n"
+PADDED = HEADER + ("conv1, 6, 6, 3, 3, 1, 2, 1, 0, conv, input,\nconv2, 4, 4, 3, 3, 2, 2, 1, 1, conv, conv1,\n"
+                   "conv3, 4, 4, 5, 5, 2, 3, 2, 2, conv, conv2,\n")
+
+
+def test_a_padding_folded_into_the_input_is_read_as_the_conv_s_padding(tmp_path, capsys):
+    """Refused until 2026-12-05 (conv2 'reads a 6x6x2 input, but conv1 gives 4x4x2'). The folded chain is the padded
+    one: the same steps and FLOPs (they depend on each Jacobian's pattern, so on the padding), the same weights
+    and input from the seed, so the same gradient check, and the scan's gradients equal plain BP's."""
+    folded, padded = tmp_path / "folded.csv", tmp_path / "padded.csv"
+    folded.write_text(FOLDED, encoding="utf-8")
+    padded.write_text(PADDED, encoding="utf-8")
+    ours, reference = _json(capsys, folded), _json(capsys, padded)
+    assert ours["meta"]["gradient_max_abs_diff"] < 1e-12
+    assert ours["rows"] == reference["rows"]
+    assert {k: v for k, v in ours["meta"].items() if k != "network"} == {
+        k: v for k, v in reference["meta"].items() if k != "network"}
+    # n = 3: conv3's output is 3·((4 + 4 − 5)//2 + 1)² = 12 values; Algorithm 1 on n + 1 = 4 elements: 3 steps
+    assert (ours["meta"]["operators"], ours["meta"]["scan_steps"], ours["meta"]["bp_steps"]) == (3, 3, 3)
+
+
+@pytest.mark.parametrize(("conv2", "why"), [
+    ("conv2, 5, 6, 3, 3, 2, 2, 1,", "odd border"),  # 4 + 1 rows: one side only
+    ("conv2, 10, 10, 3, 3, 2, 2, 1,", "whole window on zeros"),  # a border of 3 around a 3×3 filter
+])
+def test_a_folded_border_that_cannot_be_read_so_is_refused_in_one_line(tmp_path, capsys, conv2, why):
+    path = tmp_path / "odd.csv"
+    path.write_text(SCALESIM + f"conv1, 6, 6, 3, 3, 1, 2, 1,\n{conv2}\n", encoding="utf-8")
+    line = clean_error(capsys, "bppsa", "network", path)
+    assert "layer 'conv2' (conv) reads a" in line and "'conv1' gives 4x4x2" in line and why in line
+
+
+def test_a_folded_border_beside_a_stated_padding_is_refused(tmp_path, capsys):
+    path = tmp_path / "both.csv"
+    path.write_text(HEADER + "conv1, 6, 6, 3, 3, 1, 2, 1, 0, conv,,\nconv2, 6, 6, 3, 3, 2, 2, 1, 1, conv,,\n",
+                    encoding="utf-8")
+    line = clean_error(capsys, "bppsa", "network", path, "--shapes", "off")
+    assert "beside Padding 1" in line and "'conv1' gives 4x4x2" in line
+
+
+def test_a_folded_border_is_read_per_axis():
+    """A 4×4×2 output read as 8×6: 2 rows and 1 column of zeros each side (the Conv2d's (h, w) padding)."""
+    from archsim.bppsa.chain import folded_border
+    from archsim.workload.layer import Layer
+
+    row = Layer(name="c", kind="conv", ifmap_h=8, ifmap_w=6, filter_h=3, filter_w=3, channels=2, filters=1, stride=1)
+    assert folded_border(row, (2, 4, 4)) == (2, 1)
+    assert folded_border(row, (3, 4, 4)) is None  # other channels: not this output
+    assert folded_border(row, (2, 8, 6)) is None  # no border: read as declared
