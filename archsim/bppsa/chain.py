@@ -112,7 +112,7 @@ def network_chain(network: Network, seed: int | None) -> tuple[tuple[Layer, ...]
         given = (row.channels, row.ifmap_h, row.ifmap_w)
         whole = isinstance(operator, Linear) and row.channels * row.ifmap_h * row.ifmap_w == int(np.prod(shape))
         border = folded_border(row, shape) if k and isinstance(operator, Conv2d) else None
-        if border is not None:  # the zero border the row folds into its input becomes the conv's own padding
+        if border is not None and isinstance(operator, Conv2d):  # the folded zero border: the conv's own padding
             operator = replace(operator, padding=border)
         elif k and given != shape and not whole:
             raise _refused(row, f"reads a {given[1]}x{given[2]}x{given[0]} input, but {rows[k - 1].name!r} gives "
