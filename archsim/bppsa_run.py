@@ -201,9 +201,9 @@ def _past_the_flop_limit(counted: int, limit: int, dense: int) -> InputError:
 def network_study(network: Network, *, batch: int, depth_text: object, seed: int, max_mflops: int,
                   field: str | None = None) -> StudyRun:
     """``bppsa network``'s rows, one per sequential step of the scan (its ◇ count, the FLOPs of all of them, of
-    the largest: the critical path's, and dense), and meta: BP's steps and FLOPs against the scan's, and the
+    the largest: the critical path's, and dense), and meta: BP's steps and FLOPs against the scan's, the
     gradient check, max |scan − BP| over every ∇x_i of one random input (``seed``: the weights' and the
-    input's). ``depth_text``: the up-sweep depth or ``"full"`` as the flag gives it (``field``: the API's keyword
+    input's), and each operator's Jacobian density (:func:`jacobian_density`). ``depth_text``: the up-sweep depth or ``"full"`` as the flag gives it (``field``: the API's keyword
     name in its error). FLOPs are per mini-batch: a batch is ``batch`` independent chains (a block-diagonal
     Jacobian), so every step's FLOPs are one sample's times ``batch`` and its step count one sample's. Refused
     above ``max_mflops`` million FLOPs (BP's, about twice the Jacobians' entries, before any Jacobian is built;
@@ -263,8 +263,17 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
             "scan_work_flops": int(totals.work_flops["bppsa"]), "bp_work_flops": int(totals.work_flops["bp"]),
             "scan_critical_path_flops": int(totals.critical_path_flops["bppsa"]),
             "bp_critical_path_flops": int(totals.critical_path_flops["bp"]),
-            "gradient_max_abs_diff": error}
+            "gradient_max_abs_diff": error,
+            "jacobian_density": jacobian_density([row.name for row in network.layers], elements[1:])}
     return StudyRun(rows, meta, frame)
+
+
+def jacobian_density(names: list[str], transposed: list) -> dict[str, float]:
+    """Each operator's stored fraction of its transposed Jacobian, nnz / (rows·cols): 1 − Table 1's sparsity of
+    guaranteed zeros (a ReLU's or a pooling window's zeros that depend on the input are stored: pattern, §3.3).
+    ``transposed`` in the scan's order, J_nᵀ … J_1ᵀ; ``names`` in the chain's, first operator first."""
+    return {name: matrix.nnz / (matrix.shape[0] * matrix.shape[1])
+            for name, matrix in zip(names, reversed(transposed), strict=True)}
 
 
 def network_page(report: str, done: StudyRun, *, network: str) -> Path:

@@ -237,3 +237,15 @@ def test_a_folded_border_is_read_per_axis():
     assert folded_border(row, (2, 4, 4)) == (2, 1)
     assert folded_border(row, (3, 4, 4)) is None  # other channels: not this output
     assert folded_border(row, (2, 8, 6)) is None  # no border: read as declared
+
+
+def test_each_operator_s_jacobian_density_is_table_1_s(tmp_path, capsys):
+    """TINY by hand (§3.3): the conv's Jᵀ is 16 × 32 and stores c_i·c_o·V_h·V_w = 1·2·10·10 = 200 (V = 3·4 − 2 taps
+    in bounds per axis); ReLU's its diagonal, 1 of 32; the 2×2 pooling's every input once, 32 of 32 × 8, Table 1's
+    h_f·w_f / (c·h·w) = 4/32 exactly; the fc is dense. Printed in the table as one name:value line."""
+    path = tmp_path / "tiny.csv"
+    path.write_text(TINY, encoding="utf-8")
+    density = _json(capsys, path)["meta"]["jacobian_density"]
+    assert density == {"conv": 200 / 512, "relu": 1 / 32, "pool": 4 / 32, "fc": 1.0}
+    assert main(["bppsa", "network", str(path)]) == 0
+    assert "# jacobian_density: conv:0.3906; relu:0.03125; pool:0.125; fc:1" in capsys.readouterr().out.splitlines()
