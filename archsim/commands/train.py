@@ -168,7 +168,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "global_batch and optionally recompute, sequence_parallel, interleave, distributed_optimizer, "
                              "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, fp8, "
                              "fp8_param_gather, moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, "
-                             "moe_load_imbalance, gpus, measured_seconds; or vTrain's released CSV as it is): one row "
+                             "moe_load_imbalance, schedule (else --schedule), gpus, measured_seconds; or vTrain's "
+                             "released CSV as it is): one row "
                              "each, in input order, with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)

@@ -1,0 +1,64 @@
+"""What an LLM training engineer's trial of ``train``, ``search`` and ``train --runs`` on four H100 servers found."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import archsim
+from archsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")
+# a small Llama (GQA, SwiGLU): 8 layers split over 2 stages, 4 chunks of 2 layers under zb-v or interleave 2
+SMALL_LLAMA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 8,
+               "num_key_value_heads": 2, "num_hidden_layers": 8, "vocab_size": 1000, "max_position_embeddings": 256,
+               "tie_word_embeddings": False}
+HEADER = "tp,pp,dp,micro_batch,global_batch,recompute,sequence_parallel,interleave,schedule,measured_seconds"
+
+
+def _model(tmp_path) -> str:
+    path = tmp_path / "small_llama" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(SMALL_LLAMA))
+    return str(path)
+
+
+def _runs(tmp_path, *rows: str) -> str:
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join((HEADER, *rows)) + "\n")
+    return str(path)
+
+
+def test_a_runs_row_names_its_own_schedule_and_runs_as_train_with_that_schedule(tmp_path, capsys):
+    """A search row's layout (zb-v, interleaved-zb) could not be written in a runs file: the ``schedule`` column was
+    refused, so one file could not hold rows of different schedules. Each row now runs its own, the one without a
+    cell the command's --schedule, each predicted as ``archsim train`` with that schedule predicts it."""
+    model = _model(tmp_path)
+    runs = _runs(tmp_path, "2,2,4,1,16,none,true,2,ZB-V,", "2,2,4,1,16,none,true,2,interleaved-zb,",
+                 "2,2,4,1,16,none,true,1,,", "2,2,4,1,16,none,true,1,zb-h1,")
+    assert main(["train", model, "--cluster", CLUSTER, "--seq", "128", "--runs", runs, "--schedule", "gpipe",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [row["schedule"] for row in rows] == ["zb-v", "interleaved-zb", "gpipe", "zb-h1"]
+    for row, schedule, chunks in zip(rows, ("zb-v", "interleaved-zb", "gpipe", "zb-h1"), (2, 2, 1, 1)):
+        alone, _ = archsim.train(model, cluster=CLUSTER, seq=128, tp=2, pp=2, dp=4, global_batch=16, recompute="none",
+                                 sequence_parallel=True, interleave=chunks, schedule=schedule)
+        assert row["interleave"] == chunks
+        assert row["predicted_seconds"] == pytest.approx(alone.iteration_seconds, rel=1e-12)
+        assert row["peak_memory_gib"] == pytest.approx(alone.peak_memory_gib, rel=1e-12)
+    # the schedules differ, so the rows do: the column is read, not passed over
+    assert len({row["predicted_seconds"] for row in rows}) == 4
+
+
+def test_a_runs_row_s_schedule_is_checked_at_its_line(tmp_path, capsys):
+    model = _model(tmp_path)
+    assert main(["train", model, "--cluster", CLUSTER, "--seq", "128", "--runs",
+                 _runs(tmp_path, "2,2,4,1,16,none,true,1,1f1b,", "2,2,4,1,16,none,true,1,zb-h3,")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 3, field 'schedule'" in err and "did you mean 'zb-h2'?" in err
+    # a schedule of one chunk per rank beside two chunks: train's refusal, at the row's line
+    assert main(["train", model, "--cluster", CLUSTER, "--seq", "128", "--runs",
+                 _runs(tmp_path, "2,2,4,1,16,none,true,2,zb-h1,")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "line 2" in err and "zb-h1" in err
