@@ -62,3 +62,21 @@ def test_a_runs_row_s_schedule_is_checked_at_its_line(tmp_path, capsys):
                  _runs(tmp_path, "2,2,4,1,16,none,true,2,zb-h1,")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "line 2" in err and "zb-h1" in err
+
+
+def test_a_pipeline_of_fewer_micro_batches_than_stages_is_noted(tmp_path, capsys):
+    """``--global-batch 8`` at DP 4 gives 2 micro-batches to a PP 4 pipeline: it never fills (MFU 0.16 on the
+    trial's Llama 8B) and nothing said why. One note names the count, how it comes about and what fills it; a
+    pipeline of as many micro-batches as stages (8 at DP 1) gets none, nor does PP 1."""
+    model = _model(tmp_path)
+    base = ["train", model, "--cluster", CLUSTER, "--seq", "128", "--tp", "2", "--global-batch", "8"]
+    assert main([*base, "--pp", "4", "--dp", "2", "--micro-batch", "2"]) == 0
+    err = capsys.readouterr().err
+    # 8 ÷ (2 × 2) = 2 micro-batches for 4 stages (hand count)
+    assert err.count("\n") == 1 and "2 micro-batches per pipeline" in err and "8 ÷ (2 × 2)" in err
+    assert "--pp 4" in err and "--global-batch" in err
+    for layout in (["--pp", "4", "--dp", "2", "--micro-batch", "1"], ["--pp", "1", "--dp", "8", "--micro-batch", "1"]):
+        assert main([*base, *layout]) == 0  # 4 micro-batches for 4 stages; no pipeline
+        assert "micro-batch" not in capsys.readouterr().err
+    with pytest.warns(UserWarning, match=r"1 micro-batch per pipeline .* for pp=2"):
+        archsim.train(model, cluster=CLUSTER, seq=128, tp=2, pp=2, dp=4, global_batch=4, micro_batch=1)
