@@ -80,3 +80,22 @@ def test_a_pipeline_of_fewer_micro_batches_than_stages_is_noted(tmp_path, capsys
         assert "micro-batch" not in capsys.readouterr().err
     with pytest.warns(UserWarning, match=r"1 micro-batch per pipeline .* for pp=2"):
         archsim.train(model, cluster=CLUSTER, seq=128, tp=2, pp=2, dp=4, global_batch=4, micro_batch=1)
+
+
+@pytest.mark.parametrize("argv, values", [
+    (["search", "M", "--cluster", "C.toml", "--global-batch", "8", "--sequence-parallel"], "both, on, off"),
+    (["train", "M", "--cluster", "C.toml", "--recompute"], "none, selective, full"),
+    (["search", "M", "--cluster", "C.toml", "--global-batch", "8", "--recompute"], "none, selective, full"),
+    (["cost", "vgg16", "--dataflow"], "ws, os, is"),
+])
+def test_a_flag_of_a_few_values_given_none_names_them(argv, values, capsys):
+    """train's ``--sequence-parallel`` is a switch, search's takes both, on or off: brought to search alone it was told
+    only ``expected one argument``. A flag of a few values given none now names them, as a wrong value is told."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith(f"one argument (one of {values})")
+
+
+def test_a_flag_of_any_value_given_none_is_told_as_before(capsys):
+    assert main(["train", "M", "--cluster", "C.toml", "--tp"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("argument --tp: expected one argument")
