@@ -99,3 +99,26 @@ def test_a_flag_of_a_few_values_given_none_names_them(argv, values, capsys):
 def test_a_flag_of_any_value_given_none_is_told_as_before(capsys):
     assert main(["train", "M", "--cluster", "C.toml", "--tp"]) == 2
     assert capsys.readouterr().err.rstrip().endswith("argument --tp: expected one argument")
+
+
+def test_an_empty_search_names_balance_planned_where_uneven_stages_give_a_split(tmp_path, capsys):
+    """``search --gpus 24`` on four H100 servers (Llama 8B's 32 layers, batch 256) said no split of 24 GPUs has PP
+    dividing the layers and named 16 or 32 GPUs, while ``--balance planned`` ranks 707 configurations on 24 (TP 1 ×
+    PP 6 × DP 4 first). Here: 12 GPUs, 8 layers, batch 8 — DP must divide 8 and TP the 2 key/value heads, so every
+    split of 12 has PP 3, 6 or 12, none dividing 8 (hand count); PP 3 over uneven stages runs."""
+    model = _model(tmp_path)
+    argv = ["search", model, "--cluster", CLUSTER, "--seq", "128", "--global-batch", "8", "--gpus", "12",
+            "--schedule", "1f1b", "--recompute", "none", "--sequence-parallel", "off", "--max-micro-batch", "1",
+            "--top", "1", "--refine", "0", "--format", "json"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "no configuration on 12 GPUs" in err and "or --balance planned, whose uneven stages" in err
+    assert main([*argv, "--balance", "planned"]) == 0  # the advice holds: a split ranks
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and rows[0]["pp"] in (3, 6) and 8 % rows[0]["pp"]
+    # 9 GPUs: PP 9 has more stages than the 8 layers, DP 3 or 9 does not divide 8 (hand count): no uneven split either
+    nine = [*argv[:argv.index("--gpus") + 1], "9", *argv[argv.index("--gpus") + 2:]]
+    assert main(nine) == 0
+    err = capsys.readouterr().err
+    assert "no configuration on 9 GPUs" in err
+    assert "--balance planned" not in err
