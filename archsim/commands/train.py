@@ -185,8 +185,13 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import (cp_comm_note, few_microbatches_note, one_chunk_note,
-                                                selective_flash_note, unsharded_note)
+    from archsim.training.layout_notes import (
+        cp_comm_note,
+        few_microbatches_note,
+        one_chunk_note,
+        selective_flash_note,
+        unsharded_note,
+    )
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers

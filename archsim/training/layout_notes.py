@@ -88,10 +88,12 @@ def few_microbatches_note(par: Parallelism) -> str:
     1F1B runs it; ``train`` prints it, ``archsim.train`` warns it, naming the settings as its caller does."""
     if par.pp == 1 or par.microbatches >= par.pp:
         return ""
+    split = f"{par.global_batch} ÷ ({par.micro_batch} × {par.dp})"
     return (f"{par.microbatches} micro-batch{'es' if par.microbatches > 1 else ''} per pipeline (global batch ÷ "
-            f"(micro-batch × DP) = {par.global_batch} ÷ ({par.micro_batch} × {par.dp})) for {setting('pp', par.pp)}: "
+            f"(micro-batch × DP) = {split}) for {setting('pp', par.pp)}: "
             "fewer than the stages, so the pipeline never fills and each rank idles while the others run; a larger "
             f"{setting('global-batch')} or a smaller {setting('micro-batch')} fills it")
 
 
-__all__ = ["cp_comm_note", "few_microbatches_note", "one_chunk_note", "selective_flash_count_note", "selective_flash_note", "unsharded_note"]
+__all__ = ["cp_comm_note", "few_microbatches_note", "one_chunk_note", "selective_flash_count_note",
+           "selective_flash_note", "unsharded_note"]
