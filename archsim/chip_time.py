@@ -105,4 +105,24 @@ def chip_meta(chip: Device) -> dict[str, object]:
                "ops × host_s)" if host else "")}
 
 
-__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "layer_chip_seconds", "one_array_chip"]
+def cycle_stall_note(config: str | Path, cycles: float, chip: Device, chip_seconds: float,
+                     priced: str | None) -> str | None:
+    """What ``cost`` and ``energy`` say under ``--engine cycle`` where the chip's seconds (train's op timing,
+    :func:`layer_chip_seconds`) are shorter than the cycle engine lets one array run: its ``cycles`` (the
+    iteration's, stalls included, on one array) at the clock, dealt over the chip's arrays, exceed
+    ``chip_seconds``. The two sit side by side in the output, and the chip's seconds (and ``priced``, the figures
+    priced over them, where any) never see the cycle engine's stalls, so the gap is named; None where the chip's
+    seconds are no shorter."""
+    arrays = chip.arrays
+    one_array = cycles / arrays.clock_hz
+    if one_array / arrays.count <= chip_seconds * (1 + 1e-9):
+        return None
+    dealt = f", {one_array / arrays.count:.4g} s dealt over its {arrays.count} arrays" if arrays.count > 1 else ""
+    return (f"{config}: the cycle engine's {cycles:,.0f} cycles, stalls included, are {one_array:.4g} s on one array "
+            f"at {arrays.clock_hz / 1e9:g} GHz{dealt}, longer than the chip's {chip_seconds:.4g} s of chip_seconds: "
+            f"those are train's op timing (each GEMM's folds in waves over the arrays against its HBM bytes at "
+            f"{chip.hbm_bytes_per_s / 1e9:g} GB/s), which the cycle engine's stalls do not change"
+            + (f"; nor what is priced over them, {priced}" if priced else ""))
+
+
+__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "cycle_stall_note", "layer_chip_seconds", "one_array_chip"]
