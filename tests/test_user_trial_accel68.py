@@ -109,3 +109,49 @@ def test_the_note_is_left_out_where_the_chip_is_no_faster_than_the_stalled_array
     assert main(["energy", "docs/examples/tiny_resnet.csv", "--config", str(tmp_path / "chip.toml"), "--batch", "2",
                  "--engine", "cycle"]) == 0
     assert "stalls included" not in capsys.readouterr().err
+
+
+def test_gemm_on_a_device_file_gives_the_chips_seconds_as_cost_and_train_do(tmp_path, capsys):
+    """Failed before: ``archsim gemm --config CHIP`` on the chip of four 64 × 64 arrays gave one array's 699,263 cycles
+    (0.699 ms) and no chip figure, where ``cost`` prints ``chip_seconds`` and ``train`` times GPT-2's fc1 forward, the
+    same 1024 × 768 × 3072 GEMM, at 0.175 ms. Hand count (SCALE-Sim's ws): a fold of 64 × 64 weights streams M = 1024
+    rows in 2·64 + 64 + 1024 − 2 = 1214 cycles; ⌈768/64⌉ · ⌈3072/64⌉ = 576 folds, 576 · 1214 − 1 = 699,263 cycles on one
+    array (SCALE-Sim counts the last cycle's index), 144 waves over four arrays, 144 · 1214 − 1 = 174,815 cycles at
+    1 GHz; its 12,582,912 bytes of operands and result take 21 µs at 600 GB/s, so the arrays bind."""
+    import json
+
+    from archsim.cli import main
+
+    (tmp_path / "chip.toml").write_text(CHIP)
+    assert main(["gemm", "--config", str(tmp_path / "chip.toml"), "--m", "1024", "--k", "768", "--n", "3072",
+                 "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    [row] = document["rows"]
+    assert row["cycles"] == 576 * 1214 - 1
+    assert row["chip_seconds"] == pytest.approx((144 * 1214 - 1) / 1e9, rel=1e-12)
+    assert document["meta"]["chip_arrays"] == 4 and "chip_seconds" in document["meta"]["per_array"]
+
+
+def test_gemm_on_a_plain_array_has_no_chip_column(capsys):
+    """A plain SCALE-Sim ``.cfg`` (no chip) prints gemm's columns as before."""
+    import json
+
+    from archsim.cli import main
+
+    assert main(["gemm", "--config", "configs/arrays/scalesim_32x32_ws.cfg", "--m", "64", "--k", "64", "--n", "64",
+                 "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert "chip_seconds" not in document["rows"][0] and "chip_name" not in document["meta"]
+
+
+def test_gemm_names_the_chip_seconds_its_stalls_do_not_reach(tmp_path, capsys):
+    """gemm's chip_seconds (above) sit beside the cycle engine's stalled cycles as cost's do, and are named alike: an
+    8 × 2048 × 1000 GEMM (ResNet-50's fc at batch 8) streams 2,048,000 weights through a 1 MiB filter buffer at
+    60 GB/s, one array's cycles far past the chip's seconds."""
+    from archsim.cli import main
+
+    chip = tmp_path / "slow.toml"
+    chip.write_text(CHIP.replace("hbm_gbps = 600", "hbm_gbps = 60"))
+    assert main(["gemm", "--config", str(chip), "--m", "8", "--k", "2048", "--n", "1000", "--engine", "cycle"]) == 0
+    err = capsys.readouterr().err
+    assert sum("stalls included" in line and "dealt over its 4 arrays" in line for line in err.splitlines()) == 1, err
