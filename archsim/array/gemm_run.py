@@ -247,9 +247,9 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         shapes_of = frame[list(SHAPE_COLUMNS)].itertuples(index=False, name=None)
         timed["chip_seconds"] = gemm_chip_seconds(list(shapes_of), chip, dtype_meta(dtype, base) or SCALESIM_DTYPE,
                                                   base.element_bytes)
-        said = {name: value for name, value in chip_meta(chip).items() if not (shapes and name == "chip_array")}
-        meta.update(said, per_array=GEMM_ARRAY_OR_CHIP_FIGURES)  # a shapes file's rows name their own arrays
-        if engine == "cycle":  # the chip's seconds beside stalled cycles they never see, as cost says it
+        named = {name: value for name, value in chip_meta(chip).items() if not (shapes and name == "chip_array")}
+        meta.update(named, per_array=GEMM_ARRAY_OR_CHIP_FIGURES)  # a shapes file's rows name their own arrays
+        if engine == "cycle" and config:  # the chip's seconds beside stalled cycles they never see, as cost says it
             stalls = cycle_stall_note(config, float(result["total_cycles"].sum()), chip,
                                       float(timed["chip_seconds"].sum()), None)
             if stalls:
