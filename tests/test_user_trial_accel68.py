@@ -155,3 +155,40 @@ def test_gemm_names_the_chip_seconds_its_stalls_do_not_reach(tmp_path, capsys):
     assert main(["gemm", "--config", str(chip), "--m", "8", "--k", "2048", "--n", "1000", "--engine", "cycle"]) == 0
     err = capsys.readouterr().err
     assert sum("stalls included" in line and "dealt over its 4 arrays" in line for line in err.splitlines()) == 1, err
+
+
+# horowitz45 (configs/energy/horowitz45.toml): a bf16 PE is its 2-byte MAC, 5824 µm², and three 16-bit registers, two
+# operand words and the 32-bit partial sum, at 5.98 µm² a bit; an SRAM bit is a 0.346 µm² cell at 70% array efficiency
+PE_UM2 = 5824 + (2 * 16 + 32) * 5.98
+SRAM_UM2_PER_KIB = 1024 * 8 * 0.346 / 0.7
+
+
+@pytest.mark.long
+def test_a_device_sweep_gives_each_designs_chip_area(tmp_path, capsys):
+    """Failed before: a device sweep's results.csv and report had seconds and joules but no area, where an array
+    sweep's rows carry ``area_mm2`` and ``cost --config CHIP`` prints the chip's 201.2 mm²: a designer sweeping SRAM
+    per array saw only that smaller SRAM spends fewer joules. Hand count at the same PE budget (16,384 PEs):
+    4 × 64 × 64 with 6 MiB beside each array, 16,384 · 6206.72 µm² + 4 · 6144 KiB of SRAM = 101.69 + 99.51 mm²;
+    1 × 128 × 128 with 96 KiB, 101.69 + 0.39 mm²."""
+    import csv
+
+    from archsim.cli import main
+
+    (tmp_path / "chip.toml").write_text(CHIP)
+    spec = tmp_path / "spec.toml"
+    spec.write_text('[sweep]\nname = "area"\nmodel = "gpt2"\ndevice = "chip.toml"\n'
+                    'array_shapes = ["4x64x64", "1x128x128"]\nsram_kib_per_array = [6144, 96]\nchips = [1]\n'
+                    'global_batch = 1\ndtype = "bf16"\n')
+    out = tmp_path / "out"
+    assert main(["sweep", str(spec), "--out", str(out), "--quiet", "--report", str(tmp_path / "area.html")]) == 0
+    capsys.readouterr()
+    with (out / "results.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    header = list(rows[0])
+    assert header.index("area_mm2") == header.index("energy_j") + 1
+    area = {(row["arrays"], int(row["sram_kib_per_array"])): float(row["area_mm2"]) for row in rows}
+    pes = 16384 * PE_UM2 / 1e6
+    assert area["4x64x64", 6144] == pytest.approx(pes + 4 * 6144 * SRAM_UM2_PER_KIB / 1e6, rel=1e-9)
+    assert area["1x128x128", 96] == pytest.approx(pes + 96 * SRAM_UM2_PER_KIB / 1e6, rel=1e-9)
+    assert area["4x64x64", 6144] == pytest.approx(201.2, abs=0.05)  # cost --config's area_mm2 for the file
+    assert "<th>area_mm2</th>" in (tmp_path / "area.html").read_text(encoding="utf-8")
