@@ -231,7 +231,7 @@ def keep_gainful(profile: LayerProfile, placed: list[list[_Placed]]) -> tuple[li
     is that low); the additional traffic never grows (a layer with its whole δ at home adds none).
     A processor left with nothing is dropped."""
     procs = [list(ops) for ops in placed]
-    home = {op[0]: p for p, ops in enumerate(procs) for op in ops if op[2] == "F"}
+    home = layer_processors(procs)
     delta = _layer_costs(profile)[2]
     lent: dict[int, set[int]] = {}
     for p, ops in enumerate(procs):
@@ -267,6 +267,12 @@ def keep_gainful(profile: LayerProfile, placed: list[list[_Placed]]) -> tuple[li
 _Placed = tuple[int, int, str, float, "SplitAxis | None", int]
 
 
+def layer_processors(placed: list[list[_Placed]]) -> dict[int, int]:
+    """Layer index → its processor, as a position in ``placed``: the one holding its fixed part (F, G, its
+    weights), wherever its δ runs. The one map :func:`keep_gainful` and :func:`to_partition` read."""
+    return {op[0]: p for p, ops in enumerate(placed) for op in ops if op[2] == "F"}
+
+
 def to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list[list[_Placed]],
                  notes) -> Partition:
     """The Partition of ``placed`` (ops per processor as :func:`walk` returns them, processor 0 holding the
@@ -274,11 +280,7 @@ def to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list
     from the walk so the traffic count can be checked on placements the walk itself never makes."""
     forward_order = list(reversed(placed))
     names = profile.names
-    home: dict[str, int] = {}  # layer → processor of its fixed part
-    for proc, ops in enumerate(forward_order):
-        for item in ops:
-            if item[2] == "F":
-                home[names[item[0]]] = proc
+    home = {names[k]: proc for k, proc in layer_processors(forward_order).items()}  # layer name → processor
     index = {name: k for k, name in enumerate(names)}
     layers_of: list[list[str]] = [[] for _ in forward_order]
     for name in names:
