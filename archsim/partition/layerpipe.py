@@ -40,7 +40,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
+from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES, SplitAxis, split_axes
 from archsim.partition.coster import DeltaCoster
@@ -92,7 +92,7 @@ def _best_split(coster: DeltaCoster, index: int, budget: float, axes) -> tuple[f
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: DeltaCoster | None = None,
                         alpha: float = LAYERPIPE_ALPHA, max_rounds: int = 100_000, axes=SPLIT_AXES,
-                        search: str = "gallop", borrow: str = LAYERPIPE_BORROW[0]) -> Partition:
+                        search: str = "gallop", borrow: str = BORROW_PAPER) -> Partition:
     """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``.
 
     ``borrow="paper"`` (default) keeps every δ move the walk makes; ``"gainful"`` then sends a moved δ
@@ -145,7 +145,7 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
     notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
     placed = walk(profile, coster, target, axes)[0]
     plan = to_partition(profile, coster, placed, notes)
-    if borrow == "paper":
+    if borrow == BORROW_PAPER:
         return plan
     kept, returned = keep_gainful(profile, placed)
     if not returned:
