@@ -165,6 +165,19 @@ def _layer_costs(profile: LayerProfile) -> tuple[list[float], list[float], list[
                  for x in (profile.forward, profile.weight_grad, profile.delta, profile.fixed))
 
 
+class OpRank:
+    """An op's place in a stage's order, as the walk's tuples carry it: its layer's fixed part (F, G), then its
+    δ, whole (D) or split (D1, D2). From D on (rank ≥ OpRank.D) an op is a δ, the part Algorithm 1 may move.
+    Plain ints, not an IntEnum, which made a partition ~30% slower (its tuples are sorted and compared)."""
+
+    F, G, D, D1, D2 = range(5)
+
+
+# An op as the walk places it: (layer index, OpRank, kind, cycles, split axis, split part); to_partition
+# makes PlacedOps of them once the processors are known.
+_Placed = tuple[int, int, str, float, "SplitAxis | None", int]
+
+
 def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes, place: bool = True,
          limit: int | None = None) -> tuple[list[list[_Placed]], int]:
     """One pass of step 3: returns ops per processor (processor 0 holds the last layers) and their
@@ -180,7 +193,7 @@ def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes,
         if flex > 0:
             if flex < idle:
                 if place:
-                    procs[-1].append((index, 2, "D", flex, None, 0))
+                    procs[-1].append((index, OpRank.D, "D", flex, None, 0))
                 used = True
                 idle -= flex
             else:
@@ -188,13 +201,13 @@ def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes,
                 if split is not None:
                     d1, d2, axis, part = split
                     if place:
-                        procs[-1].append((index, 4, "D2", d2, axis, part))
-                        procs.append([(index, 3, "D1", d1, axis, part)])
+                        procs[-1].append((index, OpRank.D2, "D2", d2, axis, part))
+                        procs.append([(index, OpRank.D1, "D1", d1, axis, part)])
                     count += 1  # δ″ fills the current processor, δ′ opens the next
                     idle = target - d1
                 else:
                     if place:
-                        procs.append([(index, 2, "D", flex, None, 0)])
+                        procs.append([(index, OpRank.D, "D", flex, None, 0)])
                     count += 1 if used else 0  # an empty processor is dropped at the end
                     idle = target - flex
                 used = True
@@ -206,7 +219,8 @@ def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes,
             if count > stop:
                 break
         if place:
-            procs[-1] += ((index, 0, "F", forward[index], None, 0), (index, 1, "G", weight_grad[index], None, 0))
+            procs[-1] += ((index, OpRank.F, "F", forward[index], None, 0),
+                          (index, OpRank.G, "G", weight_grad[index], None, 0))
         used = True
         idle -= fixed
     if not place:
@@ -236,16 +250,16 @@ def keep_gainful(profile: LayerProfile, placed: list[list[_Placed]]) -> tuple[li
     lent: dict[int, set[int]] = {}
     for p, ops in enumerate(procs):
         for op in ops:
-            if op[1] >= 2 and home[op[0]] != p:
+            if op[1] >= OpRank.D and home[op[0]] != p:
                 lent.setdefault(home[op[0]], set()).add(op[0])
 
     def peak(trial: list[list[_Placed]]) -> float:
         return max(math.fsum(op[3] for op in ops) for ops in trial)
 
     def sent_home(trial: list[list[_Placed]], layers: set[int]) -> list[list[_Placed]]:
-        out = [[op for op in ops if not (op[1] >= 2 and op[0] in layers)] for ops in trial]
+        out = [[op for op in ops if not (op[1] >= OpRank.D and op[0] in layers)] for ops in trial]
         for k in layers:
-            out[home[k]].append((k, 2, "D", delta[k], None, 0))
+            out[home[k]].append((k, OpRank.D, "D", delta[k], None, 0))
         return out
 
     returned: list[int] = []
@@ -260,11 +274,6 @@ def keep_gainful(profile: LayerProfile, placed: list[list[_Placed]]) -> tuple[li
                 if set(layers) <= set(returned):
                     break
     return [ops for ops in procs if ops], tuple(sorted(returned))
-
-
-# An op as the walk places it: (layer index, rank in a stage's order F G D D1 D2, kind, cycles, split
-# axis, split part); to_partition makes PlacedOps of them once the processors are known.
-_Placed = tuple[int, int, str, float, "SplitAxis | None", int]
 
 
 def layer_processors(placed: list[list[_Placed]]) -> dict[int, int]:
@@ -292,10 +301,10 @@ def to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list
         marked = []
         for k, rank, kind, cycles, axis, part in sorted(ops, key=itemgetter(0, 1)):
             name = names[k]
-            if rank < 2:  # F, G
+            if rank < OpRank.D:  # F, G
                 marked.append(unsplit[k][rank])
             elif kind == "D":
-                marked.append(borrowed_delta[k] if home[name] != proc else unsplit[k][2])
+                marked.append(borrowed_delta[k] if home[name] != proc else unsplit[k][OpRank.D])
             else:  # D1, D2: borrowed off the processor of the layer's fixed part (D1 when stranded)
                 borrowed = home[name] != proc
                 extra = _split_bytes(coster, k, kind, axis, part)[1] if borrowed else 0
