@@ -1,0 +1,68 @@
+"""An elementwise layer names its operator (``Layer.operator``, the lowercase ONNX op type): the ONNX importer
+states it, a topology CSV may (``Operator``), and two readers use it. Until 2026-12-05 every elementwise row was
+anonymous: ``bppsa network`` read an ONNX Sigmoid or Tanh as ReLU (a wrong gradient, checked against a wrong
+reference), and LayerPipe's exact bytes of a borrowed elementwise product's δ counted it as an add (nothing
+received), where δ of each operand is δ times the other. References: finite differences of the operators'
+textbook forward (not archsim's), and bytes counted by hand."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+from onnx import helper
+
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.workload import load_onnx, load_topology
+from tests.onnx_models import model, value, weight
+
+HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, "
+          "Padding, Type, Inputs,")
+
+
+def _activations(tmp_path, *ops: str) -> str:
+    """Conv (1 → 2 channels, 3×3, padding 1) on a 4×4 input, ``ops[0]``, 2×2 max pool stride 2, ``ops[1]``,
+    Flatten, Gemm 8 → 3: a chain of n = 5 operators, saved as an ONNX file."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node(ops[0], ["c"], ["a"], name="act1"),
+             helper.make_node("MaxPool", ["a"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node(ops[1], ["p"], ["b"], name="act2"),
+             helper.make_node("Flatten", ["b"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wfc"], ["y"], name="fc", transB=1)]
+    path = tmp_path / f"{'_'.join(ops).lower()}.onnx"
+    onnx.save(model(nodes, [value("x", ["N", 1, 4, 4])], [value("y", ["N", 3])],
+                    [weight("w", 2, 1, 3, 3), weight("wfc", 3, 8)]), path)
+    return str(path)
+
+
+def test_the_importer_names_each_elementwise_operator_and_a_csv_keeps_it(tmp_path, capsys):
+    path = _activations(tmp_path, "Sigmoid", "Tanh")
+    network = load_onnx(path)
+    assert {layer.name: layer.operator for layer in network.layers} == {
+        "conv": None, "act1": "sigmoid", "pool": None, "act2": "tanh", "fc": None}
+    out = tmp_path / "net.csv"
+    assert main(["import", path, "--out", str(out)]) == 0
+    capsys.readouterr()
+    text = out.read_text(encoding="utf-8")
+    assert text.splitlines()[0].endswith(" Operator,") and "elementwise, conv, 0, 1, sigmoid," in text
+    assert load_topology(out).layers == network.layers  # the operator is part of a layer's equality
+
+
+def test_a_csv_operator_is_read_in_any_case_and_left_unknown_when_empty(tmp_path):
+    path = tmp_path / "ops.csv"
+    path.write_text(HEADER + " Operator,\nc, 4, 4, 1, 1, 2, 2, 1, 0, conv, input,\n"
+                    "s, 4, 4, 1, 1, 2, 2, 1, 0, elementwise, c, Sigmoid\nr, 4, 4, 1, 1, 2, 2, 1, 0, elementwise, s,\n",
+                    encoding="utf-8")
+    assert [layer.operator for layer in load_topology(path).layers] == [None, "sigmoid", None]
+
+
+@pytest.mark.parametrize(("row", "why"), [
+    ("c, 4, 4, 1, 1, 2, 2, 1, 0, conv, input, relu", "'c' is conv"),
+    ("e, 4, 4, 1, 1, 2, 2, 1, 0, elementwise, input, leaky relu", "lowercase ONNX op type"),
+])
+def test_a_wrong_operator_is_refused_naming_the_column(tmp_path, row, why):
+    path = tmp_path / "bad.csv"
+    path.write_text(HEADER + " Operator,\n" + row + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=why) as caught:
+        load_topology(path)
+    assert caught.value.where.field == "Operator" and caught.value.where.line == 2
