@@ -7,9 +7,13 @@ textbook forward (not archsim's), and bytes counted by hand."""
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import onnx
 import pytest
 from onnx import helper
+from test_robustness import clean_error
 
 from archsim.cli import main
 from archsim.errors import InputError
@@ -66,3 +70,54 @@ def test_a_wrong_operator_is_refused_naming_the_column(tmp_path, row, why):
     with pytest.raises(InputError, match=why) as caught:
         load_topology(path)
     assert caught.value.where.field == "Operator" and caught.value.where.line == 2
+
+
+def _finite_difference(f, x: np.ndarray, weights: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """∇ of weights·f(x) by central differences, one element of x at a time."""
+    grad = np.zeros(x.size)
+    for i in range(x.size):
+        step = np.zeros(x.size)
+        step[i] = h
+        grad[i] = (weights @ f(x + step.reshape(x.shape)) - weights @ f(x - step.reshape(x.shape))) / (2 * h)
+    return grad
+
+
+@pytest.mark.parametrize("ops", [("Sigmoid", "Tanh"), ("Tanh", "Sigmoid")])
+def test_bppsa_scans_sigmoid_and_tanh_as_themselves(tmp_path, capsys, ops):
+    """∇x_1 (the conv's output) from the scan equals central differences through the textbook σ(x) = 1/(1 + e^−x)
+    and tanh, written here, around the chain's own pool and fc; read as ReLU (before) it does not. The command's
+    own check (scan against plain BP) holds, and each activation's Jacobian stores its diagonal: 32 of 32 × 32
+    after the conv, 8 of 8 × 8 after the pool."""
+    from archsim.bppsa.chain import network_chain
+    from archsim.bppsa.jacobians import scan_input
+    from archsim.bppsa.layers import ReLU, forward, forward_chain
+    from archsim.bppsa.plain_bp import backprop
+    from archsim.bppsa.scan import blelloch_scan
+
+    path = _activations(tmp_path, *ops)
+    layers, shape = network_chain(load_onnx(path), seed=3)
+    textbook = {"Sigmoid": lambda x: 1 / (1 + np.exp(-x)), "Tanh": np.tanh}
+    rng = np.random.default_rng(4)
+    activations = forward_chain(layers, rng.standard_normal(shape))
+    grad = rng.standard_normal(3)
+    scanned = blelloch_scan(scan_input(layers, activations, grad)).gradients()
+
+    def tail(x):  # x_1 → x_5 with the textbook activations
+        return forward(layers[4], textbook[ops[1]](forward(layers[2], textbook[ops[0]](x)))).reshape(-1)
+
+    reference = _finite_difference(tail, activations[1], grad)
+    assert np.max(np.abs(np.ravel(scanned[-1]) - reference)) < 1e-8
+    as_relu = [ReLU() if k in (1, 3) else layer for k, layer in enumerate(layers)]
+    relu_grad = backprop(as_relu, forward_chain(as_relu, activations[0]), grad)[-1]
+    assert np.max(np.abs(relu_grad - reference)) > 1e-3
+    capsys.readouterr()
+    assert main(["bppsa", "network", path, "--format", "json"]) == 0
+    meta = json.loads(capsys.readouterr().out)["meta"]
+    assert meta["gradient_max_abs_diff"] < 1e-12
+    assert (meta["jacobian_density"]["act1"], meta["jacobian_density"]["act2"]) == (1 / 32, 1 / 8)
+
+
+def test_bppsa_refuses_an_operator_without_a_jacobian_naming_it(tmp_path, capsys):
+    path = _activations(tmp_path, "Softplus", "Tanh")
+    assert "layer 'act1' (elementwise) is softplus, which has no BPPSA Jacobian" in clean_error(
+        capsys, "bppsa", "network", path)
