@@ -17,7 +17,8 @@ from test_robustness import clean_error
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.workload import load_onnx, load_topology
+from archsim.lowering import lower_layer, whole_delta_bytes
+from archsim.workload import Layer, load_onnx, load_topology
 from tests.onnx_models import model, value, weight
 
 HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, "
@@ -121,3 +122,31 @@ def test_bppsa_refuses_an_operator_without_a_jacobian_naming_it(tmp_path, capsys
     path = _activations(tmp_path, "Softplus", "Tanh")
     assert "layer 'act1' (elementwise) is softplus, which has no BPPSA Jacobian" in clean_error(
         capsys, "bppsa", "network", path)
+
+
+# SiLU as exported: x·σ(x) on a 6 × 6 × 3 conv output, a Mul of two activations (the conv and the sigmoid)
+BATCH, EB = 4, 2
+
+
+def _silu(tmp_path) -> str:
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"], name="sig"),
+             helper.make_node("Mul", ["c", "s"], ["y"], name="mul")]
+    path = tmp_path / "silu.onnx"
+    onnx.save(model(nodes, [value("x", ["N", 3, 6, 6])], [value("y", ["N", 3, 6, 6])], [weight("w", 3, 3, 3, 3)]),
+              path)
+    return str(path)
+
+
+def test_a_borrowed_elementwise_product_s_delta_receives_both_operands(tmp_path):
+    """δ_c = δ·s and δ_s = δ·c: run away from the layer, the δ receives both 6 × 6 × 3 operands, 108 elements a
+    sample each, 2 · 4 · 108 · 2 = 1,728 bytes for a batch of 4 at 2 bytes, and sends back δ of its input, 864
+    (until 2026-12-05 it received nothing, as an add). Paper mode counts no vector δ, as LayerPipe."""
+    mul = load_onnx(_silu(tmp_path)).layer("mul")
+    assert (mul.operator, mul.inputs) == ("mul", ("conv", "sig"))
+    assert whole_delta_bytes(lower_layer(mul, BATCH, "exact", EB), EB, "exact") == (864, 1_728)
+    assert whole_delta_bytes(lower_layer(mul, BATCH, "paper", EB), EB, "paper") == (0, 0)
+    for operator in ("add", "sub", None):
+        other = Layer(name="o", kind="elementwise", ifmap_h=6, ifmap_w=6, filter_h=1, filter_w=1, channels=3,
+                      filters=3, inputs=("conv", "sig"), operator=operator)
+        assert whole_delta_bytes(lower_layer(other, BATCH, "exact", EB), EB, "exact") == (864, 0)
