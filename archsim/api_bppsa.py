@@ -122,7 +122,8 @@ def bppsa_network(network: str | Path | Network, *, batch: int | str = 1, up_lev
                   dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> TableResult:
     """BPPSA on a network of your own as ``archsim bppsa network`` runs it: ``network`` (a shipped name, a layers
     CSV, an ONNX file… or a :class:`~archsim.workload.layer.Network`; the network keywords as
-    :func:`archsim.load_network`) read as a chain of conv, fc, pool (max) and ReLU operators with weights and one
+    :func:`archsim.load_network`) read as a chain of conv, fc, pool (max) and elementwise (ReLU, sigmoid, tanh: a row's
+    operator, ReLU where it names none) operators with weights and one
     input drawn from ``seed``; scanned ``up_levels`` deep (``"full"``: Algorithm 1; 0: the linear scan) for a
     mini-batch of ``batch`` independent chains; ``max_mflops`` as its flag (None: its default); ``report`` writes
     the command's HTML page there. Returns a :class:`~archsim.table_result.TableResult` (``.table``: one row per

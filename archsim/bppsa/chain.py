@@ -5,7 +5,9 @@ An archsim layer row states a geometry, not an operator's values or its nonlinea
 the operators :mod:`archsim.bppsa.jacobians` has Jacobians for: ``conv`` (groups 1, dilation 1) → Conv2d;
 ``fc`` → Linear (a 1×1 or whole-input filter; a 1×1 over a map of several positions is the same 1×1 Conv2d);
 ``pool`` → MaxPool2d (a row does not say max or average: max is the kind BPPSA's Jacobians cover); an
-``elementwise`` row with one input → ReLU. Any other kind, a join (several inputs) or a layer that does not read
+``elementwise`` row with one input → its operator (``Layer.operator``, the ONNX importer's or a CSV's
+``Operator``): ``relu`` → ReLU, ``sigmoid`` → Sigmoid, ``tanh`` → Tanh, any other refused naming it; a row that
+states none (a CSV without the column, a shipped network) → ReLU, as before operators were read. Any other kind, a join (several inputs) or a layer that does not read
 the previous layer's output whole is refused in one line naming the layer. A conv row whose input is the previous
 output plus a zero border (SCALE-Sim's topologies fold padding into the IFMAP size) reads it as its padding
 (:func:`folded_border`); the first row's input is taken as declared, border and all.
@@ -18,14 +20,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, output_shape
+from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, Sigmoid, Tanh, output_shape
 from archsim.errors import InputError
 
 if TYPE_CHECKING:
     from archsim.workload.layer import Layer as NetworkLayer
     from archsim.workload.layer import Network
 
-SUPPORTED = "conv, fc, pool (as max pooling) and one-input elementwise (as ReLU)"
+SUPPORTED = ("conv, fc, pool (as max pooling) and one-input elementwise (relu, sigmoid, tanh; one that names no "
+             "operator as ReLU)")
+ELEMENTWISE: dict[str | None, type[ReLU | Sigmoid | Tanh]] = {None: ReLU, "relu": ReLU, "sigmoid": Sigmoid,
+                                                              "tanh": Tanh}
+"""An elementwise row's operator (``Layer.operator``) → the operator class whose Jacobian the chain builds; None,
+a row that does not say, is read as ReLU (as every elementwise row was before rows stated an operator)."""
 
 
 def _refused(row: NetworkLayer, why: str) -> InputError:
@@ -63,7 +70,9 @@ def _operator(row: NetworkLayer, rng: np.random.Generator | None) -> Layer:
     if row.kind == "elementwise":
         if len(row.inputs) != 1:
             raise _refused(row, f"joins {len(row.inputs)} inputs ({', '.join(row.inputs)})")
-        return ReLU()
+        if row.operator not in ELEMENTWISE:
+            raise _refused(row, f"is {row.operator}, which has no BPPSA Jacobian here")
+        return ELEMENTWISE[row.operator]()
     raise _refused(row, "has no BPPSA Jacobian")
 
 
@@ -127,7 +136,8 @@ def network_chain(network: Network, seed: int | None) -> tuple[tuple[Layer, ...]
 
 def jacobian_entries(network: Network) -> int:
     """An upper bound on the stored entries of the chain's transposed Jacobians per sample, from the rows' geometry
-    alone (no weight drawn, no Jacobian built): conv out·c_i·h_f·w_f, fc in·out, pooling out·window, ReLU its size
+    alone (no weight drawn, no Jacobian built): conv out·c_i·h_f·w_f, fc in·out, pooling out·window, an
+    elementwise operator (a diagonal) its size
     (a kind without a Jacobian counts 0: :func:`network_chain` refuses it). BP's FLOPs are about twice this."""
     total = 0
     for row in network.layers:

@@ -16,7 +16,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, chain_gradient, output_shape
+from archsim.bppsa.layers import (
+    Conv2d,
+    Layer,
+    Linear,
+    MaxPool2d,
+    ReLU,
+    Sigmoid,
+    Tanh,
+    chain_gradient,
+    forward,
+    output_shape,
+)
 from archsim.bppsa.plain_bp import RNNCell, rnn_states
 
 if TYPE_CHECKING:
@@ -79,6 +90,16 @@ def relu_jacobian_t(x_in: np.ndarray) -> sp.csr_array:
     return sp.csr_array((values, np.arange(d), np.arange(d + 1)), shape=(d, d))
 
 
+def diagonal_jacobian_t(derivative: np.ndarray) -> sp.csr_array:
+    """Jᵀ of an elementwise operator: its derivative at each input element on the diagonal, every one stored
+    (a zero that depends on the input is pattern, as ReLU's), so nnz is the input's size."""
+    import scipy.sparse as sp
+
+    d = derivative.size
+    return sp.csr_array((np.asarray(derivative, dtype=float).reshape(-1), np.arange(d), np.arange(d + 1)),
+                        shape=(d, d))
+
+
 def maxpool_jacobian_t(layer: MaxPool2d, x_in: np.ndarray) -> sp.csr_array:
     """Every in-bounds (window element, output) pair; 1 at the window's first maximum, 0 elsewhere.
 
@@ -126,6 +147,11 @@ def transposed_jacobian(layer: Layer, x_in: np.ndarray, *, prune_zeros: bool = T
         return conv_jacobian_t(layer, x_in.shape, prune_zeros=prune_zeros)
     if isinstance(layer, ReLU):
         return relu_jacobian_t(x_in)
+    if isinstance(layer, Sigmoid):  # σ′ = σ·(1 − σ)
+        y = forward(layer, x_in)
+        return diagonal_jacobian_t(y * (1.0 - y))
+    if isinstance(layer, Tanh):  # tanh′ = 1 − tanh²
+        return diagonal_jacobian_t(1.0 - np.tanh(x_in) ** 2)
     if isinstance(layer, MaxPool2d):
         return maxpool_jacobian_t(layer, x_in)
     if isinstance(layer, Linear):

@@ -33,6 +33,20 @@ class ReLU:
 
 
 @dataclass(frozen=True)
+class Sigmoid:
+    """1 / (1 + e^−x), elementwise."""
+
+
+@dataclass(frozen=True)
+class Tanh:
+    """tanh x, elementwise."""
+
+
+Elementwise = ReLU | Sigmoid | Tanh
+"""The elementwise operators: each keeps its input's shape, its Jacobian a diagonal."""
+
+
+@dataclass(frozen=True)
 class MaxPool2d:
     """Max over h_f × w_f windows; padding counts as −∞; ties go to the first maximum (row-major)."""
 
@@ -48,7 +62,7 @@ class Linear:
     weight: np.ndarray
 
 
-Layer = Conv2d | ReLU | MaxPool2d | Linear
+Layer = Conv2d | ReLU | Sigmoid | Tanh | MaxPool2d | Linear
 
 
 def _window_out(size: int, kernel: int, stride: int, pad: int, field: str) -> int:
@@ -69,7 +83,7 @@ def output_shape(layer: Layer, shape: Shape) -> Shape:
             raise InputError(f"conv expects {c_i} input channels, got {c}", field="weight")
         return (c_o, _window_out(h, h_f, layer.stride[0], layer.padding[0], "kernel"),
                 _window_out(w, w_f, layer.stride[1], layer.padding[1], "kernel"))
-    if isinstance(layer, ReLU):
+    if isinstance(layer, Elementwise):
         return shape
     if isinstance(layer, MaxPool2d):
         (h_f, w_f), (s_h, s_w), (p_h, p_w) = layer.kernel, layer.stride, layer.padding
@@ -103,6 +117,10 @@ def forward(layer: Layer, x: np.ndarray) -> np.ndarray:
         return out
     if isinstance(layer, ReLU):
         return np.maximum(x, 0.0)
+    if isinstance(layer, Sigmoid):
+        return 0.5 * (1.0 + np.tanh(0.5 * x))  # σ(x) exactly, with no overflow of e^−x for a large negative x
+    if isinstance(layer, Tanh):
+        return np.tanh(x)
     if isinstance(layer, MaxPool2d):
         (p_h, p_w), (h_f, w_f) = layer.padding, layer.kernel
         xp = np.pad(x, ((0, 0), (p_h, p_h), (p_w, p_w)), constant_values=-np.inf)

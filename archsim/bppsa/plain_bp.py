@@ -1,8 +1,8 @@
 """Plain reverse-mode back-propagation in numpy — the reference BPPSA must reproduce (§2.1, Eq. 3).
 
-Written as ordinary vector-Jacobian products (transposed convolution, ReLU mask, max-pool
-routing, Wᵀg) with loops over kernel offsets and windows, never through a Jacobian matrix, so it is
-an independent check on :mod:`archsim.bppsa.jacobians` and the scan. Also the tanh RNN cell
+Written as ordinary vector-Jacobian products (transposed convolution, ReLU mask, sigmoid's and tanh's
+derivatives, max-pool routing, Wᵀg) with loops over kernel offsets and windows, never through a Jacobian
+matrix, so it is an independent check on :mod:`archsim.bppsa.jacobians` and the scan. Also the tanh RNN cell
 (Eq. 9) forward and back-propagation through time.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, chain_gradient, output_shape
+from archsim.bppsa.layers import Conv2d, Layer, Linear, MaxPool2d, ReLU, Sigmoid, Tanh, chain_gradient, output_shape
 from archsim.errors import InputError
 
 
@@ -33,6 +33,10 @@ def backward(layer: Layer, x_in: np.ndarray, grad_out: np.ndarray) -> np.ndarray
         return gp[:, p_h: p_h + h, p_w: p_w + w]
     if isinstance(layer, ReLU):
         return np.where(x_in > 0, g, 0.0)
+    if isinstance(layer, (Sigmoid, Tanh)):  # from e = e^−|x| (never overflows), not from the forward's value
+        e = np.exp(-np.abs(x_in))
+        # σ′(x) = e^−x / (1 + e^−x)², even in x; tanh′(x) = sech² x = (2e^−|x| / (1 + e^−2|x|))²
+        return g * (e / (1.0 + e) ** 2 if isinstance(layer, Sigmoid) else (2.0 * e / (1.0 + e * e)) ** 2)
     if isinstance(layer, MaxPool2d):
         (p_h, p_w), (h_f, w_f), (s_h, s_w) = layer.padding, layer.kernel, layer.stride
         xp = np.pad(x_in, ((0, 0), (p_h, p_h), (p_w, p_w)), constant_values=-np.inf)

@@ -115,9 +115,9 @@ def write_vgg_page(path: str, frame: pd.DataFrame, summary: pd.DataFrame, sparsi
 
 
 NETWORK_ASSUMES = ("the network's rows as a chain of conv, fc (linear), pool (max pooling) and one-input elementwise "
-                   "(ReLU) operators, conv and fc weights He-initialized from the seed, no bias; one random input "
-                   "from the seed; transposed Jacobians in CSR with their input-independent pattern (ReLU diagonal, "
-                   "whole pooling windows); FLOPs = multiplies + adds counted from the patterns, dense = r·c·(2k−1), "
+                   "(ReLU, sigmoid or tanh; ReLU where a row names none) operators, conv and fc weights He-initialized from the seed, no bias; one random input "
+                   "from the seed; transposed Jacobians in CSR with their input-independent pattern (an elementwise "
+                   "operator's diagonal, whole pooling windows); FLOPs = multiplies + adds counted from the patterns, dense = r·c·(2k−1), "
                    "times the batch (B independent chains); critical = the largest operation of each sequential "
                    "step, one worker per operation.")
 

@@ -3,7 +3,7 @@
 ``archsim bppsa rnn`` models Fig. 8 (backward-pass speedup as T and p vary) on systolic arrays;
 ``archsim bppsa pruned-vgg11`` counts Fig. 10's FLOPs per scan step from CSR sparsity patterns;
 ``archsim bppsa network NETWORK`` counts them for a network of the user's own (a chain of conv, fc, pool and
-ReLU layers) and checks the scan's gradients against plain BP.
+ReLU, sigmoid or tanh layers) and checks the scan's gradients against plain BP.
 """
 
 from __future__ import annotations

@@ -124,7 +124,10 @@ def vector_delta_bytes(lowered: LoweredLayer, element_bytes: int = 1) -> tuple[i
     runs. Received, per kind (per sample, times the batch):
 
     * elementwise with one input (ReLU, any activation): the saved input (for ReLU the mask
-      1[x > 0]), one element per input element; with several inputs (add) nothing: δ passes through;
+      1[x > 0]), one element per input element; with several inputs whose operator is ``mul`` (a gate, SiLU's
+      x·σ(x)) every operand, one element per input element per input (δ of each is δ times the others); with
+      several inputs of another operator or none stated (add, sub, a CSV row without ``Operator``) nothing: δ
+      passes through (div, max, where … are read so too, not yet modelled);
     * pool: the window position each output took (max pooling's argmax), one per output element;
     * batchnorm: x̂, one per input element, and γ and 1/σ, one per channel each; the two reductions
       Σδ and Σδ·x̂ are the δ's own passes (its lowering's three), so nothing more.
@@ -140,6 +143,8 @@ def vector_delta_bytes(lowered: LoweredLayer, element_bytes: int = 1) -> tuple[i
         saved = tensors.delta_bytes + 2 * layer.channels * element_bytes
     elif layer.kind == "elementwise" and len(layer.inputs) == 1:
         saved = tensors.delta_bytes
+    elif layer.kind == "elementwise" and layer.operator == "mul":
+        saved = len(layer.inputs) * tensors.delta_bytes
     else:
         saved = 0
     return delta.out_bytes, saved

@@ -149,15 +149,18 @@ def rnn_cell(hidden: int = 20, inputs: int = 20) -> Network:
 
 def to_csv(network: Network) -> str:
     """Write a network in archsim's topology CSV (a SCALE-Sim superset); a producer a layer reads one part of is
-    written as that part (``qkv#1/3``, :class:`~archsim.workload.layer.PartRead`)."""
+    written as that part (``qkv#1/3``, :class:`~archsim.workload.layer.PartRead`). ``Groups, Dilation`` only where
+    a layer is grouped or dilated, ``Operator`` only where an elementwise row states one (an ONNX import's)."""
     grouped = any(layer.groups > 1 or layer.dilation > 1 for layer in network.layers)
+    stated = any(layer.operator for layer in network.layers)
     entries = {(part.layer, part.producer): part.entry for part in network.part_reads}
-    lines = [HEADER + (" Groups, Dilation," if grouped else "")]
+    lines = [HEADER + (" Groups, Dilation," if grouped else "") + (" Operator," if stated else "")]
     for layer in network.layers:
         fields = [layer.name, layer.ifmap_h, layer.ifmap_w, layer.filter_h, layer.filter_w, layer.channels,
                   layer.filters, layer.stride, layer.padding, layer.kind,
                   ";".join(entries.get((layer.name, name), name) for name in layer.inputs),
-                  int(layer.bias), layer.repeat] + ([layer.groups, layer.dilation] if grouped else [])
+                  int(layer.bias), layer.repeat] + ([layer.groups, layer.dilation] if grouped else []) + (
+                  [layer.operator] if layer.operator else [])  # the last column: a row without one leaves it out
         lines.append(", ".join(str(x) for x in fields) + ",")
     return "\n".join(lines) + "\n"
 

@@ -12,7 +12,8 @@ batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default
 or the network input for the first row; ``input`` names the network input; ``NAME#K/N`` names the K-th of N
 equal parts of NAME's output channels, as q of a fused QKV projection is ``qkv#1/3``: :func:`_inputs`), ``Bias`` (0/1),
 ``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
-depthwise convolution), ``Dilation`` (spacing of a conv's filter taps). A row may leave its last
+depthwise convolution), ``Dilation`` (spacing of a conv's filter taps), ``Operator`` (an elementwise row's
+operator as its ONNX op type, ``sigmoid``, any case; empty: unknown, read as before it was stated). A row may leave its last
 optional columns out (their defaults); a short row that is refused says it is short (:func:`_short_row`). A SCALE-Sim sparsity column
 (header containing ``sparsity``) is skipped here (SCALE-Sim uses it only with ``SparsitySupport``
 on; ``archsim sparse`` reads it with :mod:`archsim.array.sparse_input`), and so is an empty
@@ -53,10 +54,10 @@ POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Fil
               "Channels", "Num Filter", "Strides")
 _FIELD_OF = dict(zip(POSITIONAL[1:], ("ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels",
                                        "filters", "stride")))
-OPTIONAL = ("Padding", "Type", "Inputs", "Bias", "Repeat", "Groups", "Dilation")
+OPTIONAL = ("Padding", "Type", "Inputs", "Bias", "Repeat", "Groups", "Dilation", "Operator")
 _ATTR_FIELD = {v: k for k, v in _FIELD_OF.items()} | {"padding": "Padding", "repeat": "Repeat",
                                                      "kind": "Type", "inputs": "Inputs", "groups": "Groups",
-                                                     "dilation": "Dilation"}
+                                                     "dilation": "Dilation", "operator": "Operator"}
 
 
 def _norm(name: str) -> str:
@@ -147,6 +148,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
             values["repeat"] = _integer(named.get("Repeat") or "1", source, line, "Repeat")
             values["groups"] = _integer(named.get("Groups") or "1", source, line, "Groups")
             values["dilation"] = _integer(named.get("Dilation") or "1", source, line, "Dilation")
+            values["operator"] = named.get("Operator", "").lower() or None  # checked by Layer
             bias = (named.get("Bias") or "0").lower()
             if bias not in ("0", "1", "true", "false", "yes", "no"):
                 raise InputError(f"expected 0 or 1, got {named.get('Bias')!r}", file=source, line=line, field="Bias")

@@ -7,6 +7,7 @@ whose ``inputs`` form a DAG; the order is a valid topological order (checked by 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -23,6 +24,10 @@ _KIND_ALIASES = {"linear": "fc", "fullyconnected": "fc", "gemm": "matmul", "bn":
                  "convtranspose": "deconv", "transposedconv": "deconv", "convtranspose2d": "deconv"}
 KIND_SPELLINGS: frozenset[str] = frozenset(LAYER_KINDS) | frozenset(_KIND_ALIASES)
 """Every layer-type spelling the loaders accept, normalised as :func:`canonical_kind` normalises."""
+
+
+_OPERATOR = re.compile(r"[a-z][a-z0-9_]{0,63}")
+"""An elementwise operator's spelling: a lowercase ONNX op type (``leakyrelu``), safe in a CSV field."""
 
 
 def flattening_conv_note(layer: Layer) -> str | None:
@@ -68,6 +73,10 @@ class Layer:
     channels/groups inputs and filters/groups outputs; depthwise is groups = channels.
     dilation: spacing of the filter taps (conv only); the filter spans dilation·(R − 1) + 1
     input pixels but still has R taps.
+    operator: which operator an ``elementwise`` row is, as its lowercase ONNX op type (``relu``, ``sigmoid``,
+    ``mul`` …): the ONNX importer states it, a topology CSV may in its ``Operator`` column; None (every other
+    kind, and a row that does not say) is unknown, read as before it was stated: BPPSA's chain takes it as ReLU,
+    LayerPipe's exact δ bytes by its input count alone. No cost of a layer's own ops reads it.
     """
 
     name: str
@@ -86,6 +95,7 @@ class Layer:
     geometry: str = field(default="archsim", compare=False)
     groups: int = 1
     dilation: int = 1
+    operator: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.inputs, tuple):  # one name is a tuple of one, not its characters; a list a tuple
@@ -140,6 +150,13 @@ class Layer:
                              field="Num Filter")
         if not self.inputs:
             raise InputError("a layer needs at least one input", field="Inputs")
+        if self.operator is not None:
+            if not isinstance(self.operator, str) or not _OPERATOR.fullmatch(self.operator):
+                raise InputError(f"an operator is a lowercase ONNX op type (relu, sigmoid, mul …), got "
+                                 f"{one_line(repr(self.operator), 40)}", field="operator")
+            if self.kind != "elementwise":
+                raise InputError(f"an operator names an elementwise row's operator; {self.name!r} is {self.kind}",
+                                 field="operator")
 
     # -- output geometry -------------------------------------------------------------------
     @property

@@ -14,7 +14,7 @@ consumers read its producers) and listed in ``Network.notes``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from pathlib import Path
 from types import ModuleType
@@ -292,10 +292,11 @@ class _Importer:
         if op in ops.REDUCTIONS:
             x, rank = self._shape(node, name, node.input[0]), len(self.shapes[node.input[0]])
             axes = ops.reduced_axes(node, attrs, name, self.values, rank)
-            return ops.reduction(x, ops.kept_dims(x, out) if axes is None else ops.kept_shape(x, rank, axes), common)
+            layer = ops.reduction(x, ops.kept_dims(x, out) if axes is None else ops.kept_shape(x, rank, axes), common)
+            return replace(layer, operator=op.lower()) if layer.kind == "elementwise" else layer
         h, w, c = ops.hwc(out)
         return Layer(kind="elementwise", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
-                     **common)
+                     operator=op.lower(), **common)
 
     def _conv(self, node, name: str, attrs: dict, common: dict, out: tuple[int, ...]) -> Layer:
         x = self._shape(node, name, node.input[0])

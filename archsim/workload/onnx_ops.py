@@ -24,7 +24,8 @@ Mapping (``KIND_OF``; documented costs, nothing is free by accident):
   ``GroupNormalization`` → batchnorm (γ, β per normalised channel; LayerNorm's channel is the
   normalised extent).
 * Activations, arithmetic, ``Softmax`` and ``Resize`` → elementwise (one op per element of the
-  output per activation operand).
+  output per activation operand), the node's op type in lower case its ``operator`` (``Sigmoid`` →
+  ``sigmoid``: what BPPSA's chain and LayerPipe's exact δ bytes read; no cost of its own ops does).
 * Reductions (``ReduceMean`` … ``ArgMax``) over tokens, map positions or features — each of H, W
   and C whole or reduced to 1 — → pool, a global pooling whose window is the reduced extent
   (``x.mean(dim=1)`` over S tokens of D: S×1 map, window S×1, output 1×1×D; ``x.mean(-1)``, a
@@ -33,7 +34,8 @@ Mapping (``KIND_OF``; documented costs, nothing is free by accident):
   reduced axes are the node's own ``axes`` / ``axis``, ``keepdims`` and ``noop_with_empty_axes``
   (:func:`reduced_axes`); they are guessed from the extents only where the graph computes them. A
   reduction pooling cannot state (over part of a rank ≥ 4 tensor's H) stays an elementwise row of
-  its input's size: the same F and D, but the row gives its input's shape, not its output's.
+  its input's size: the same F and D, but the row gives its input's shape, not its output's (its operator
+  the reduction's op type, ``reducemean``).
 * Layout and routing — ``Reshape``, ``Flatten``, ``Transpose``, ``Squeeze``, ``Unsqueeze``,
   ``Concat``, ``Split``, ``Slice``, ``Gather``, ``Expand``, ``Pad``, ``Identity``, ``Dropout``,
   ``Cast`` — cost nothing: archsim models no data movement inside a processor. Their consumers
