@@ -69,8 +69,10 @@ def test_the_reports_commands_name_the_rate_each_row_ran_at(tmp_path):
     record = spec_record(tmp_path / "res")
     for _, row in rows.iterrows():
         array, engine, flags = sweep_array(record, row)
-        words = HAND_WORDS[int(row.element_bytes)]
-        assert (engine, flags, array.bandwidth) == ("cycle", f" --engine cycle --bandwidth {words}", (words,))
+        width = int(row.element_bytes)
+        words, named = HAND_WORDS[width], f" --element-bytes {width}" if width != 1 else ""  # cost's default: 1
+        assert (engine, flags, array.bandwidth) == ("cycle", f" --engine cycle --bandwidth {words}{named}", (words,))
+        assert array.element_bytes == width  # the row's words: 3 of 2 bytes, not 3 of cost's default 1
 
 
 def test_a_plain_sweep_runs_the_files_rate(tmp_path):
