@@ -25,13 +25,13 @@ LAYER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Ch
          "fc1, 1, 1, 1, 1, 128, 64, 1,\n")
 
 
-def _sweep(folder, extra: str = "") -> pd.DataFrame:
-    """The cycle-engine sweep of the slow chip's .cfg over the one layer at batch 4 on one processor, run by the
-    CLI into ``folder/res``; its results."""
+def _sweep(folder, extra: str = "", arrays: str = '"slow.cfg"') -> pd.DataFrame:
+    """The cycle-engine sweep of the slow chip's .cfg (or the spec's ``arrays``) over the one layer at batch 4 on
+    one processor, run by the CLI into ``folder/res``; its results."""
     (folder / "slow.cfg").write_text(SLOW)
     (folder / "fc.csv").write_text(LAYER)
     spec = folder / "spec.toml"
-    spec.write_text('[sweep]\nname = "rate"\nnetworks = ["fc.csv"]\narrays = ["slow.cfg"]\nbatches = [4]\n'
+    spec.write_text(f'[sweep]\nname = "rate"\nnetworks = ["fc.csv"]\narrays = [{arrays}]\nbatches = [4]\n'
                     f'processors = [1]\nmethods = ["gpipe"]\nengine = "cycle"\n{extra}')
     assert main(["sweep", str(spec), "--out", str(folder / "res"), "--quiet"]) == 0
     return pd.read_csv(folder / "res" / "results.csv")
@@ -62,6 +62,24 @@ def test_a_design_sweep_runs_the_files_rate_in_each_width(tmp_path, capsys):
     assert record["arrays"][0]["array"]["dram_rate"] == [4.0, 0.8]
 
 
+@pytest.mark.parametrize("arrays, words", [
+    (["slow.cfg"], {1: HAND_WORDS[1], 2: HAND_WORDS[2]}),  # the file's rate in each design's words, not 10
+    (["16x16"], {1: 10, 2: 10}),  # a shape runs at the design's own bandwidth (the default 10): as before
+    (["slow.cfg", "16x16"], {1: None, 2: None})])  # 5 or 3 on the file, 10 on the shape: no one figure
+def test_spec_json_records_the_words_each_designs_rows_ran_at(tmp_path, arrays, words):
+    """spec.json's ``designs[].bandwidth`` is the DRAM words/cycle the design's rows ran at (each of its rows'
+    ``bandwidth_words_per_cycle``); before, 10 (the axis' default) on a .cfg whose rate came from the file."""
+    from archsim.sweep.report import spec_record
+
+    listed = ", ".join(f'"{a}"' for a in arrays)
+    rows = _sweep(tmp_path, "element_bytes = [1, 2]\n", listed)
+    designs = spec_record(tmp_path / "res")["designs"]
+    assert {design["element_bytes"]: design["bandwidth"] for design in designs} == words
+    for width, recorded in words.items():
+        ran = set(rows[rows.element_bytes == width]["bandwidth_words_per_cycle"])
+        assert ran == {recorded} if recorded is not None else len(ran) == 2
+
+
 def test_the_reports_commands_name_the_rate_each_row_ran_at(tmp_path):
     from archsim.sweep.report import spec_record, sweep_array
 
@@ -69,8 +87,10 @@ def test_the_reports_commands_name_the_rate_each_row_ran_at(tmp_path):
     record = spec_record(tmp_path / "res")
     for _, row in rows.iterrows():
         array, engine, flags = sweep_array(record, row)
-        words = HAND_WORDS[int(row.element_bytes)]
-        assert (engine, flags, array.bandwidth) == ("cycle", f" --engine cycle --bandwidth {words}", (words,))
+        width = int(row.element_bytes)
+        words, named = HAND_WORDS[width], f" --element-bytes {width}" if width != 1 else ""  # cost's default: 1
+        assert (engine, flags, array.bandwidth) == ("cycle", f" --engine cycle --bandwidth {words}{named}", (words,))
+        assert array.element_bytes == width  # the row's words: 3 of 2 bytes, not 3 of cost's default 1
 
 
 def test_a_plain_sweep_runs_the_files_rate(tmp_path):

@@ -15,6 +15,7 @@ DRAM bandwidth, element size, micro-batches, energy table; clocks only rescale t
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from archsim.errors import InputError
 from archsim.partition import build_profile
 from archsim.partition.pipedream import layer_groups
 from archsim.planners import partition
+from archsim.sweep.spec_arrays import ArrayFile
 from archsim.workload.layer import Network
 
 DESIGN_COLUMNS = ["sram_kb", "bandwidth_words_per_cycle", "element_bytes", "microbatches", "energy_table", "clock_ghz",
@@ -100,15 +102,28 @@ def design_array(unit) -> ArrayConfig:
     ``[memory] hbm_gbps`` in the design's words (:func:`archsim.sweep.spec_arrays.at_device_rate`); the spec's
     reader refused any axis that would override what the file states
     (:func:`archsim.sweep.spec_arrays.check_cfg_axes`)."""
-    design = unit.design
-    if unit.array_file is None:
-        return ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow, ifmap_sram_kb=design.sram_kb,
+    return _array_at(unit.design, unit.array_file or (unit.rows, unit.cols), unit.dataflow)
+
+
+def _array_at(design, entry: tuple[int, int] | ArrayFile, dataflow: str) -> ArrayConfig:
+    """:func:`design_array` of a spec's ``arrays`` entry (a ROWSxCOLS shape or a .cfg's array) at ``dataflow``."""
+    if not isinstance(entry, ArrayFile):
+        return ArrayConfig(rows=entry[0], cols=entry[1], dataflow=dataflow, ifmap_sram_kb=design.sram_kb,
                            filter_sram_kb=design.sram_kb, ofmap_sram_kb=design.sram_kb, bandwidth=(design.bandwidth,),
                            user_bandwidth=True, element_bytes=design.element_bytes)
-    array = replace(unit.array, element_bytes=design.element_bytes)  # a device rate's words follow the width
-    if "bandwidths" in unit.array_file.sets or array.dram_rate is not None or array.bandwidth == (design.bandwidth,):
+    array = replace(entry.array, dataflow=dataflow, element_bytes=design.element_bytes)  # a rate's words follow it
+    if "bandwidths" in entry.sets or array.dram_rate is not None or array.bandwidth == (design.bandwidth,):
         return array  # the file's bandwidth or hbm_gbps rate, or the reader's default 10 that no axis changed
     return with_memory(array, bandwidth=design.bandwidth)
+
+
+def design_words(design, arrays: tuple[tuple[int, int] | ArrayFile, ...]) -> int | None:
+    """The DRAM words/cycle per operand ``design``'s rows ran at on a spec's ``arrays`` (their
+    ``bandwidth_words_per_cycle``), what spec.json records as the design's ``bandwidth``: the design's own on a
+    ROWSxCOLS shape, a .cfg's ``Bandwidth`` or its ``hbm_gbps`` rate in the design's words where the file sets it;
+    None where the arrays ran at different rates, or a .cfg reads at rates of its own per operand."""
+    words = [_memory_columns(_array_at(design, entry, "ws"))[1] for entry in arrays]
+    return int(words[0]) if words and not any(map(math.isnan, words)) and len(set(words)) == 1 else None
 
 
 def _memory_columns(array: ArrayConfig) -> tuple[float, float]:

@@ -242,6 +242,38 @@ def array_path(first) -> str | None:
 
 
 def sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
+    """The array, engine and flags the sweep costed ``first`` on: :func:`_memory_array`'s, at the design row's
+    element size (:func:`row_width`; its flag after the memory flags), so a 2-byte row is re-costed, and its
+    command reproduces it, in 2-byte words rather than ``cost``'s default 1-byte ones."""
+    array, engine, flags = _memory_array(record, first)
+    width, flag = row_width(first)
+    return (replace(array, element_bytes=width), engine, flags + flag) if flag else (array, engine, flags)
+
+
+def row_width(first) -> tuple[int, str]:
+    """(bytes per element, the flag of ``cost`` and ``pipeline`` that sets it) a design row ran at: ``--dtype
+    NAME`` for a ``dtypes`` sweep's row, else ``--element-bytes N``; (1, "") for a 1-byte row or a plain sweep's
+    (no ``element_bytes`` column), the commands' default width."""
+    from archsim.validate import is_nan
+
+    width = first.get("element_bytes")
+    if width is None or is_nan(width) or int(width) == 1:
+        return 1, ""
+    dtype = first.get("dtype")
+    named = isinstance(dtype, str) and dtype
+    return int(width), f" --dtype {shell_word(dtype)}" if named else f" --element-bytes {int(width)}"
+
+
+def row_microbatches(first) -> int:
+    """The micro-batches M a design row split its batch into (each of batch / M samples: its profile, and M of
+    them its iteration), 1 for a plain sweep's row (no ``microbatches`` column)."""
+    from archsim.validate import is_nan
+
+    count = first.get("microbatches")
+    return 1 if count is None or is_nan(count) else int(count)
+
+
+def _memory_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
     """The array, engine and memory flags the sweep costed ``first`` on: its spec's engine and, in a
     design sweep, the row's SRAM and DRAM bandwidth (else the sweep's defaults). A .cfg's array (a row with
     an ``array_path``) under the cycle engine is the one spec.json recorded when the sweep read the file (its

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW
 from archsim.console import shell_word
 from archsim.lowering import SPLIT_AXES
-from archsim.sweep.report import array_path, report_network, sweep_array
+from archsim.sweep.report import array_path, report_network, row_microbatches, sweep_array
 from archsim.sweep.results_check import recorded_borrow
 
 if TYPE_CHECKING:  # pandas and plotly load when a report is written
@@ -81,12 +81,12 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
     if first["only"] != "all":
         network = network.only(*str(first["only"]).split("+"))
     array, engine, memory = sweep_array(record, first)
-    costs = cost_network(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
-    title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}, "
-             f"batch {first.batch}{', memory-aware' if engine == 'cycle' else ''})")
+    costs = cost_network(network, array, _micro_batch(first), check_mode(str(first["mode"])), engine)
+    title = (f"{network.name}: per-layer F/G/D cycles ({first.rows}x{first.cols} {first.dataflow}{_width(array)}, "
+             f"{_batch_words(first)}{', memory-aware' if engine == 'cycle' else ''})")
     command = (f"archsim cost {shell_word(first.network)} {_array_flags(first)} --dataflow {first.dataflow} "
-               f"--batch {first.batch} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
-                                                                  if first["only"] != "all" else "") + memory)
+               f"--batch {_micro_batch(first)} --mode {first['mode']}" + (f" --only {first['only'].replace('+', ',')}"
+                                                                          if first["only"] != "all" else "") + memory)
     axes = record.get("split_axes")  # the spec's δ split axes (spec.json holds them as a list)
     axes = tuple(axes) if isinstance(axes, list) and axes and set(axes) <= set(SPLIT_AXES) else SPLIT_AXES
     borrow = recorded_borrow(record)[0]  # the spec's first borrow value (the printed walk where it runs that first)
@@ -94,6 +94,24 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
     return [(title, layer_breakdown_figure(costs), command),
             gantt_section(network, array, first, processors, engine, memory, alpha, median=median, axes=axes,
                            borrow=borrow)]
+
+
+def _micro_batch(first) -> int:
+    """The samples one micro-batch of ``first``'s design holds (batch / M, what its rows' profile costs; the whole
+    batch in a plain sweep): the ``--batch`` of the commands that re-cost it."""
+    return int(first.batch) // row_microbatches(first)
+
+
+def _batch_words(first) -> str:
+    """``first``'s batch as a title says it: ``batch 4``, or a design's ``batch 2 (one of 2 micro-batches of 4)``."""
+    count = row_microbatches(first)
+    return f"batch {first.batch}" if count == 1 else \
+        f"batch {_micro_batch(first)} (one of {count} micro-batches of {first.batch})"
+
+
+def _width(array) -> str:
+    """The element size a title names beside the array: none for 1-byte words (the commands' default)."""
+    return "" if array.element_bytes == 1 else f", {array.element_bytes}-byte elements"
 
 
 def _array_flags(first) -> str:
@@ -124,9 +142,11 @@ def _design_sections(results: pd.DataFrame, network: str, command: str) -> list[
 
 
 def gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
-                   alpha: float = LAYERPIPE_ALPHA, microbatches: int = 8, *, median: bool = False,
+                   alpha: float = LAYERPIPE_ALPHA, microbatches: int | None = None, *, median: bool = False,
                    axes: tuple[str, ...] = SPLIT_AXES, borrow: str = LAYERPIPE_BORROW[0]) -> Section:
-    """LayerPipe's schedule of one configuration: 8 micro-batches, δ-first policy, in the simulator.
+    """LayerPipe's schedule of one configuration, δ-first policy, in the simulator: ``microbatches`` of it, by
+    default a design row's own M micro-batches of batch / M (its iteration) where it splits its batch, else 8 of
+    the whole batch (a plain sweep's row: a pipeline's steady state, which one micro-batch would not show).
     ``median``: ``processors`` is the median of the sweep's counts, which the title says. The title names
     the stages the plan uses too: LayerPipe's plan may use fewer stages than it is given processors, and a
     chart of 7 stages titled only "8 processors" reads as one missing. The title is the section's heading
@@ -140,7 +160,9 @@ def gantt_section(network, array, first, processors: int, engine: str = "analyti
     from archsim.report.style import table_number
     from archsim.sim.timeline import Timeline
 
-    profile = build_profile(network, array, int(first.batch), check_mode(str(first["mode"])), engine)
+    split = row_microbatches(first)
+    microbatches = microbatches or (split if split > 1 else 8)
+    profile = build_profile(network, array, _micro_batch(first), check_mode(str(first["mode"])), engine)
     plan = partition(profile, processors, "layerpipe", alpha=alpha, axes=axes, borrow=borrow)
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
@@ -148,9 +170,11 @@ def gantt_section(network, array, first, processors: int, engine: str = "analyti
     gainful = borrow != LAYERPIPE_BORROW[0]
     title = (f"{network.name}: LayerPipe{f' (borrow {borrow})' if gainful else ''} schedule on {processors} {'processor' if processors == 1 else 'processors'}{which}, {len(plan.stages)} "
              f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
-             f"({first.rows}x{first.cols} {first.dataflow}, batch {first.batch}); makespan {table_number(timeline.makespan)} cycles")
+             f"({first.rows}x{first.cols} {first.dataflow}{_width(array)}, batch {_micro_batch(first)}"
+             f"{f' each, the design splitting batch {first.batch} in {split}' if split > 1 else ''}); makespan "
+             f"{table_number(timeline.makespan)} cycles")
     command = (f"archsim pipeline {shell_word(first.network)} --processors {processors} --method layerpipe {_array_flags(first)}"
-               f" --dataflow {first.dataflow} --batch {first.batch} --mode {first['mode']}"
+               f" --dataflow {first.dataflow} --batch {_micro_batch(first)} --mode {first['mode']}"
                + (f" --only {first['only'].replace('+', ',')}" if first["only"] != "all" else "")
                + memory + (f" --alpha {alpha!r}" if alpha != LAYERPIPE_ALPHA else "")
                + (f" --split-axes {','.join(axes)}" if axes != SPLIT_AXES else "")

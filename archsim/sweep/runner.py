@@ -96,6 +96,11 @@ def _recorded(spec: SweepSpec | DeviceSweepSpec) -> dict[str, object]:
     fields = asdict(spec)
     if fields.get("borrow") == DEFAULT_BORROW:
         del fields["borrow"]
+    if isinstance(spec, SweepSpec) and spec.designs:  # the words that ran: a .cfg's own, not the unused default 10
+        from archsim.sweep.design import design_words
+
+        for design, record in zip(spec.designs, fields["designs"]):
+            record["bandwidth"] = design_words(design, spec.arrays)
     return fields
 
 
