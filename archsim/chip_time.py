@@ -8,8 +8,11 @@ that bandwidth, the file's ``gemm_efficiency``, ``memory_efficiency`` and ``laun
 
 Cost's other columns price one array (SCALE-Sim's count); these price the chip the file states, its arrays of the
 shape, dataflow and clock that array was costed at (``--array``, ``--dataflow`` and ``--clock-ghz`` override the
-file's for both). Under the ``cycle`` engine a chip of one array (``--energy``) is timed by that engine's own
-cycles instead (:func:`priced_chip_seconds`, the one rule). Seconds."""
+file's for both). Under the ``cycle`` engine the chip is timed by that engine's own cycles instead
+(:func:`priced_chip_seconds`, the one rule): a chip of one array (``--energy``) by its cycles of each op, one of
+several by the busiest array's share of each GEMM's folds, dealt as train deals them and stepped at the chip's
+``hbm_gbps`` ÷ the arrays running at once (:mod:`archsim.chip_cycles`), so the stalls of arrays sharing one HBM
+show. Seconds."""
 
 from __future__ import annotations
 
@@ -93,23 +96,24 @@ def layer_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, dtype: str
 
 
 def times_by_cycle_engine(chip: Device, engine: str) -> bool:
-    """Whether ``chip``'s seconds are the cycle engine's own (:func:`priced_chip_seconds`): a chip of one array
-    under the ``cycle`` engine."""
-    return engine == "cycle" and chip.arrays.count == 1
+    """Whether ``chip``'s seconds are the cycle engine's own (:func:`priced_chip_seconds`): under the ``cycle``
+    engine, on a chip of one array or several."""
+    return engine == "cycle"
 
 
 def priced_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, array: ArrayConfig, engine: str, dtype: str,
                         element_bytes: int) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds on ``chip`` and their sum (:data:`CHIP_COLUMNS`), the time ``energy`` and
     ``cost --energy`` price the chip's static power over and name as its seconds. The one rule: train's op timing
-    (:func:`layer_chip_seconds`), except on a chip of one array under the ``cycle`` engine, where they are the
-    cycle engine's own cycles of each op (stalls at its DRAM rate included, ``array`` as that engine ran it) at the
-    chip's clock (:func:`engine_chip_seconds`), so the leakage is spent over the time the engine's dynamic energy
-    and DRAM counts took. On several arrays the cycle engine has no cheap analogue of train's spread of an op
-    over them (one array's share of the folds or of the streamed rows, each array stalling on its share of the
-    chip's DRAM rate): train's op timing stays, under either engine."""
+    (:func:`layer_chip_seconds`) under the analytic engine; under the ``cycle`` engine the cycle engine's own cycles
+    at the chip's clock, so the leakage is spent over the time the engine's dynamic energy and DRAM counts took: on
+    a chip of one array each op's cycles (stalls at its DRAM rate included, ``array`` as that engine ran it:
+    :func:`engine_chip_seconds`), on several the busiest array's share of each GEMM's folds, dealt as train deals
+    them, stepped at its share of the chip's ``hbm_gbps`` (:func:`shared_chip_seconds`)."""
     if times_by_cycle_engine(chip, engine):
-        return engine_chip_seconds(lowered, array, chip.arrays.clock_hz)
+        if chip.arrays.count == 1:
+            return engine_chip_seconds(lowered, array, chip.arrays.clock_hz)
+        return shared_chip_seconds(lowered, array, chip)
     return layer_chip_seconds(lowered, chip, dtype, element_bytes)
 
 
@@ -119,7 +123,23 @@ def engine_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, clo
     from archsim.array.costing import op_cycles
 
     ops = [op for item in lowered for op in item.ops]
-    cycles = op_cycles(ops, array, "cycle").tolist() if ops else []
+    return _kind_seconds(lowered, op_cycles(ops, array, "cycle").tolist() if ops else [], clock_hz)
+
+
+def shared_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, chip: Device) -> list[dict[str, float]]:
+    """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`) on ``chip``'s several arrays under the cycle engine:
+    its ops' cycles by :func:`archsim.chip_cycles.chip_op_cycles` (the busiest array's share of each GEMM's folds,
+    dealt as train deals them, stepped at hbm_gbps ÷ the arrays running at once; a vector op as on one array) ÷
+    the chip's clock."""
+    from archsim.chip_cycles import chip_op_cycles
+
+    ops = [op for item in lowered for op in item.ops]
+    return _kind_seconds(lowered, chip_op_cycles(ops, array, chip).tolist() if ops else [], chip.arrays.clock_hz)
+
+
+def _kind_seconds(lowered: Sequence[LoweredLayer], cycles: Sequence[int], clock_hz: float) -> list[dict[str, float]]:
+    """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`): ``cycles``, one per op in order, summed by kind
+    ÷ ``clock_hz``."""
     rows, position = [], 0
     for item in lowered:
         kinds = {"F": 0, "G": 0, "D": 0}
@@ -158,12 +178,14 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
     arrays = chip.arrays
     assert chip.efficiency is not None  # a device file states its own (no host time unstated)
     host = chip.efficiency.host_s
-    if times_by_cycle_engine(chip, engine):
+    if times_by_cycle_engine(chip, engine) and arrays.count == 1:
         by = "the cycle engine's cycles of each op (its stalls at its DRAM rate included) at the chip's clock"
+    elif times_by_cycle_engine(chip, engine):
+        by = ("the cycle engine's cycles of the busiest array's share of each GEMM's folds, dealt in waves over the "
+              "arrays as train deals them, its stalls at hbm_gbps ÷ the arrays running at once on each operand buffer "
+              "(a vector op's elements ÷ the array's columns), at the chip's clock")
     else:
-        by = "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes" + (
-            " (under the cycle engine too: it has no run of one array's share of an op on several arrays)"
-            if engine == "cycle" else "")
+        by = "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes"
     return {"chip_name": chip.name, "chip_arrays": arrays.count, "chip_array": f"{arrays.rows}x{arrays.cols}",
             "chip_clock_ghz": arrays.clock_hz / 1e9, "chip_hbm_gbps": chip.hbm_bytes_per_s / 1e9,
             "chip_seconds_by": by
@@ -179,8 +201,9 @@ count of one cycle less per GEMM run (~10⁻⁴ of ffnn8's 8 fc layers over 8 ar
 
 def cycle_stall_note(config: str | Path, cycles: float, chip: Device, chip_seconds: float,
                      priced: str | None) -> str | None:
-    """What ``cost`` and ``energy`` say under ``--engine cycle`` where the chip's seconds (train's op timing,
-    :func:`layer_chip_seconds`, where :func:`priced_chip_seconds` does not take the engine's own) are shorter than the cycle engine lets one array run: its ``cycles`` (the
+    """What ``gemm`` says under ``--engine cycle`` where the chip's seconds (train's op timing,
+    :func:`layer_chip_seconds`; ``cost`` and ``energy`` time the chip by the engine itself there,
+    :func:`priced_chip_seconds`) are shorter than the cycle engine lets one array run: its ``cycles`` (the
     iteration's, stalls included, on one array) at the clock, dealt over the chip's arrays, exceed
     ``chip_seconds`` by more than :data:`STALL_MARGIN`. The two sit side by side in the output, and the chip's seconds
     (and ``priced``, the figures priced over them, where any) never see the cycle engine's stalls, so the gap is
@@ -198,4 +221,4 @@ def cycle_stall_note(config: str | Path, cycles: float, chip: Device, chip_secon
 
 
 __all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "cycle_stall_note", "engine_chip_seconds", "gemm_chip_seconds",
-           "layer_chip_seconds", "one_array_chip", "priced_chip_seconds", "times_by_cycle_engine"]
+           "layer_chip_seconds", "one_array_chip", "priced_chip_seconds", "shared_chip_seconds", "times_by_cycle_engine"]

@@ -79,12 +79,11 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
                     ) -> tuple[list[dict], dict, tuple[str, ...]]:
     """(rows, meta, notes): the per-part rows ``archsim energy`` prints (TOTAL last), its meta (what was
     priced, the table, the area; seconds and average watts at a clock) and its notes: on a device file's static
-    power where it is left unread (a ``.cfg`` train refuses), and under the cycle engine on a chip's seconds shorter
-    than the engine's stalled cycles allow (:func:`~archsim.chip_time.cycle_stall_note`). On a device file of several arrays the
-    chip is priced (:func:`_chip_priced`): its seconds (train's op timing), its static energy and its area;
-    ``cycles`` stay one array's. On one of one array stating ``static_watts`` that array is the chip, priced alike
-    over the same op timing's seconds (train's), under the ``cycle`` engine over that engine's own cycles at the
-    clock (one rule: :func:`~archsim.chip_time.priced_chip_seconds`), its area the array's."""
+    power where it is left unread (a ``.cfg`` train refuses). On a device file of several arrays the chip is priced
+    (:func:`_chip_priced`): its seconds, its static energy and its area; ``cycles`` stay one array's. On one of one
+    array stating ``static_watts`` that array is the chip, priced alike, its area the array's. The chip's seconds
+    are train's op timing, under the ``cycle`` engine that engine's own cycles at the clock (one rule:
+    :func:`~archsim.chip_time.priced_chip_seconds`)."""
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta
@@ -117,13 +116,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config and chip is None else None
-    stalls = None
-    if chip is not None and engine == "cycle" and config is not None:  # the chip's seconds beside cycles they never see
-        from archsim.chip_time import cycle_stall_note
-
-        stalls = cycle_stall_note(config, float(rows[-1]["cycles"]), chip.chip, float(rows[-1]["chip_seconds"]),
-                                  "iteration_seconds, leakage_pj and average_power_w")
-    return rows, meta, tuple(note for note in (static, stalls) if note)
+    return rows, meta, tuple(note for note in (static,) if note)
 
 
 # the meta's per_array on a chip of several arrays: which of energy's figures are one array's and which the chip's

@@ -79,11 +79,39 @@ SPLIT_AXIS = {"ws": 0, "is": 2, "os": 1}
 """The dimension of (m, k, n) a GEMM's split cuts, per dataflow: its streamed one (module docstring)."""
 
 
+@dataclass(frozen=True)
+class GemmDeal:
+    """How :func:`array_gemm_cycles` deals ``parts`` GEMMs of one shape over the arrays, per GEMM: the
+    s · parts (sub-)GEMMs dealt, each ``sub`` = (m, k, n) (the GEMM's own shape where s = 1) of ``folds`` folds;
+    ``waves`` the folds the busiest array runs, of those sub-GEMMs; ``adds`` the cycles adding a split
+    reduction's partial outputs (os split-K; 0 otherwise); ``dealt`` the folds dealt in all (s · folds · parts).
+    Elapsed cycles = waves · one sub-GEMM fold's cycles + adds. Why: the chip's cycle-engine timing
+    (:mod:`archsim.chip_cycles`) simulates the busiest array's share of the same deal. Folds and cycles."""
+
+    sub: tuple[np.ndarray, np.ndarray, np.ndarray]
+    folds: np.ndarray
+    waves: np.ndarray
+    adds: np.ndarray
+    dealt: np.ndarray
+
+
 def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, parts: npt.ArrayLike,
                       units: Arrays, split_k: bool = False) -> ArrayCycles:
     """Elapsed cycles, busy array-cycles and split s of ``parts`` GEMMs of shape (m, k, n) dealt
     together over ``units`` (module docstring: ws and is split their streamed dimension where folds
     leave arrays idle; os its reduction only with ``split_k``). Integer arrays broadcast; units: cycles."""
+    return _dealt(m, k, n, parts, units, split_k)[0]
+
+
+def gemm_deal(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, parts: npt.ArrayLike,
+              units: Arrays, split_k: bool = False) -> GemmDeal:
+    """The deal behind :func:`array_gemm_cycles` of the same arguments (:class:`GemmDeal`): one rule."""
+    return _dealt(m, k, n, parts, units, split_k)[1]
+
+
+def _dealt(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, parts: npt.ArrayLike,
+           units: Arrays, split_k: bool) -> tuple[ArrayCycles, GemmDeal]:
+    """(:func:`array_gemm_cycles`, :func:`gemm_deal`): the deal, computed once for both."""
     P = units.count
     m, k, n, parts = np.broadcast_arrays(*(np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (m, k, n, parts)))
     whole = gemm_cost(m, k, n, units.rows, units.cols, units.dataflow)
@@ -94,6 +122,9 @@ def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, part
     busy = (whole.cycles + 1) * parts
     split = np.ones_like(cycles)
     runs = -(-waves // whole.folds)  # the busiest array's folds in whole GEMMs (module docstring)
+    sub_shape = [m.copy(), k.copy(), n.copy()]
+    sub_folds, adds = whole.folds.copy(), np.zeros_like(cycles)
+    dealt_waves = waves.copy()
     splits = split_k or units.dataflow != "os"
     todo = np.flatnonzero(folds < P) if splits else np.array([], dtype=int)
     if todo.size:
@@ -116,7 +147,12 @@ def array_gemm_cycles(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, part
         split[todo] = best + 1
         busy[todo] = (best + 1) * (part.cycles[rows, best] + 1) * pp[:, 0] + -(-merged // units.cols)
         runs[todo] = -(-part_waves[rows, best] // part.folds[rows, best])
-    return ArrayCycles(cycles, busy, split, runs)
+        sub_shape[axis][todo] = -(-dims[axis][:, 0] // (best + 1))
+        sub_folds[todo] = part.folds[rows, best]
+        adds[todo] = -(-merged // (P * units.cols))
+        dealt_waves[todo] = part_waves[rows, best]
+    deal = GemmDeal((sub_shape[0], sub_shape[1], sub_shape[2]), sub_folds, dealt_waves, adds, sub_folds * split * parts)
+    return ArrayCycles(cycles, busy, split, runs), deal
 
 
 def op_array_cycles(ops: Sequence[TrainingOp], units: Arrays, split_k: bool = False) -> ArrayCycles:
@@ -145,4 +181,5 @@ def two_stream_cycles(a: npt.ArrayLike, b: npt.ArrayLike, busy_a: npt.ArrayLike,
     return np.maximum(np.maximum(a, b), -(-(busy_a + busy_b) // count) - 1)
 
 
-__all__ = ["SPLIT_AXIS", "ArrayCycles", "array_gemm_cycles", "indexed_cycles", "op_array_cycles", "two_stream_cycles"]
+__all__ = ["SPLIT_AXIS", "ArrayCycles", "GemmDeal", "array_gemm_cycles", "gemm_deal", "indexed_cycles", "op_array_cycles",
+           "two_stream_cycles"]
