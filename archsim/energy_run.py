@@ -28,7 +28,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta
-    from archsim.energy.model import iteration_energy_rows
+    from archsim.energy.model import iteration_energy_rows, static_power_mw
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
@@ -93,13 +93,6 @@ def device_static_note(config: str | Path, command: str = "energy") -> str | Non
     return None
 
 
-def static_power_mw(energies, array: ArrayConfig) -> float:
-    """One array's leakage with its SRAMs (mW): :func:`archsim.energy.model.static_power_mw`."""
-    from archsim.energy.model import static_power_mw as of_array
-
-    return of_array(energies, array)
-
-
 def _chip_priced(rows: list[dict], kind_seconds: dict[str, float], device, array_leakage_mw: float) -> list[dict]:
     """``rows`` (F, G, D, then TOTAL) priced on the chip (of several arrays, or of one stating ``static_watts``): each
     with its kind's ``chip_seconds`` after ``cycles`` and its ``leakage_pj`` the chip's static power × those seconds
@@ -139,7 +132,7 @@ def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, e
     :func:`~archsim.chip_time.priced_chip_seconds`, on a chip of one array as of several; :func:`chip_priced_pj`):
     ``cost --energy`` on a device file of several arrays, or of one stating ``static_watts``, priced as ``energy``
     prices it."""
-    from archsim.energy.model import layer_kind_energy
+    from archsim.energy.model import layer_kind_energy, static_power_mw
 
     leakage_mw = static_power_mw(energies, array)
     priced = []

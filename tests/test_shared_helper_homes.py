@@ -14,6 +14,8 @@ HOMES = {
     "device_toml_dtype": "archsim.device_toml",
     "device_toml_array": "archsim.device_toml",
     "device_toml_notes": "archsim.device_toml",
+    # one array's leakage with its SRAMs (mW), which energy and cost --energy add to a chip's static_watts
+    "static_power_mw": "archsim.energy.model",
 }
 
 
