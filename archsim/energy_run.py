@@ -41,22 +41,22 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
         **_memory_meta(array, engine), **area.as_dict(),
     }
-    chip = None
+    iteration = None
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
         seconds = float(rows[-1]["cycles"]) / array.clock_hz
-        chip = _chip_seconds(network, array, batch=batch, microbatches=microbatches, mode=mode, engine=engine,
-                             dtype=dtype, config=config)
-        if chip is not None:  # a device file train reads: the chip's time and static energy (of several: its area)
-            rows = _chip_priced(rows, chip.kind_seconds, chip.chip, static_power_mw(energies, array))
+        iteration = _chip_iteration(network, array, batch=batch, microbatches=microbatches, mode=mode, engine=engine,
+                                    dtype=dtype, config=config)
+        if iteration is not None:  # a device file train reads: the chip's time and static energy (of several: its area)
+            rows = _chip_priced(rows, iteration.kind_seconds, iteration.chip, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
-            count = chip.chip.arrays.count
+            count = iteration.chip.arrays.count
             chip_areas = {} if count == 1 else {**area.chip_dict(count),
                                                 "per_array": ENERGY_ARRAY_OR_CHIP_FIGURES}
-            meta.update(chip_areas, **chip.meta)
+            meta.update(chip_areas, **iteration.meta)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
-    static = device_static_note(str(config)) if config and chip is None else ""
+    static = device_static_note(str(config)) if config and iteration is None else ""
     return rows, meta, static or ""
 
 
@@ -161,8 +161,8 @@ class ChipIteration:
     chip: Device  # the chip timed
 
 
-def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
-                  dtype: str | None, config: str | Path | None) -> ChipIteration | None:
+def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
+                    dtype: str | None, config: str | Path | None) -> ChipIteration | None:
     """The iteration on the chip where ``config`` is a device file train reads
     of several arrays (:func:`~archsim.chip_time.chip_of`) or of one stating ``static_watts``
     (:func:`~archsim.chip_time.one_array_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M micro-batch
