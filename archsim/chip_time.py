@@ -54,6 +54,14 @@ def one_array_chip(config: str | Path | None, array: ArrayConfig) -> Device | No
     return chip if chip is not None and chip.static_watts > 0 else None
 
 
+def timed_chip(config: str | Path | None, array: ArrayConfig, *, static_power: bool) -> Device | None:
+    """The chip a run on ``config`` is timed on, its arrays of ``array``'s shape, dataflow and clock: a device file of
+    several arrays (:func:`chip_of`: ``cost``'s chip columns) and, where the run prices the chip's ``static_power``
+    over its seconds (``energy``, ``cost --energy``), one of one array stating ``static_watts``
+    (:func:`one_array_chip`); None otherwise. The one rule ``energy`` and ``cost`` take."""
+    return chip_of(config, array) or (one_array_chip(config, array) if static_power else None)
+
+
 def _read_chip(config: str | Path, array: ArrayConfig) -> Device | None:
     """The device file ``config`` as ``train`` reads it, its arrays reshaped to ``array`` (its clock where it has
     one); None for a ``.cfg`` device file ``train`` refuses."""
@@ -154,4 +162,4 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
 
 
 __all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "engine_chip_seconds", "layer_chip_seconds", "one_array_chip",
-           "priced_chip_seconds", "times_by_cycle_engine"]
+           "priced_chip_seconds", "timed_chip", "times_by_cycle_engine"]

@@ -163,19 +163,18 @@ class ChipIteration:
 
 def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
                     dtype: str | None, config: str | Path | None) -> ChipIteration | None:
-    """The iteration on the chip where ``config`` is a device file train reads
-    of several arrays (:func:`~archsim.chip_time.chip_of`) or of one stating ``static_watts``
-    (:func:`~archsim.chip_time.one_array_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M micro-batch
-    (:func:`~archsim.chip_time.priced_chip_seconds`: the op timing train uses; on one array under the cycle engine
-    that engine's own cycles at the clock) summed over the layers × M, what it was timed on
+    """The iteration on the chip where ``config`` is a device file train reads of several arrays or of one stating
+    ``static_watts`` (:func:`~archsim.chip_time.timed_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M
+    micro-batch (:func:`~archsim.chip_time.priced_chip_seconds`: the op timing train uses; on one array under the
+    cycle engine that engine's own cycles at the clock) summed over the layers × M, what it was timed on
     (:func:`~archsim.chip_time.chip_meta`) and the chip; None otherwise (one array's cycles are then the chip's
     time). The dynamic energy is the same on one array or many: the chip runs the same accesses."""
     from archsim.array.options import dtype_meta
-    from archsim.chip_time import chip_meta, chip_of, one_array_chip, priced_chip_seconds
+    from archsim.chip_time import chip_meta, priced_chip_seconds, timed_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.lowering import lower_network
 
-    chip = chip_of(config, array) or one_array_chip(config, array)
+    chip = timed_chip(config, array, static_power=True)
     if chip is None:
         return None
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)

@@ -1,7 +1,8 @@
 """One concept, one implementation (docs/architecture.md): each helper that ``cost``, ``energy`` and the other array
 commands share is defined in one module, the one its job names, and in no other under the same name (a
 pass-through of the same name, or a second function of that name returning another thing, is a second home).
-Every module's top-level ``def`` read with :mod:`ast` (tests/import_graph.py)."""
+A rule written once is applied in one module, its callers asking that module's function. Every module's top-level
+``def`` and call read with :mod:`ast` (tests/import_graph.py)."""
 
 import ast
 
@@ -23,13 +24,36 @@ def top_level_functions(tree: ast.Module) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
-@pytest.mark.parametrize("name", sorted(HOMES))
-def test_each_shared_helper_is_defined_in_its_one_home(name):
-    homes = [module for module, path in library() if name in top_level_functions(parsed(path))]
-    assert homes == [HOMES[name]]
+@pytest.mark.long  # reads every module (a few seconds)
+def test_each_shared_helper_is_defined_in_its_one_home():
+    homes = {name: [module for module, path in library() if name in top_level_functions(parsed(path))]
+             for name in HOMES}
+    assert homes == {name: [home] for name, home in HOMES.items()}
+
+
+# name → the one module that calls it: a rule written once, its callers asking the function that applies it
+CALLED_IN = {
+    # a chip of one array stating static_watts is timed where static power is priced: chip_time.timed_chip
+    "one_array_chip": "archsim.chip_time",
+}
+
+
+def called(tree: ast.Module) -> set[str]:
+    return {node.func.id if isinstance(node.func, ast.Name) else node.func.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))}
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_each_rule_is_applied_in_its_one_module():
+    callers = {name: [module for module, path in library() if name in called(parsed(path))] for name in CALLED_IN}
+    assert callers == {name: [home] for name, home in CALLED_IN.items()}
 
 
 def test_a_second_definition_is_found():
     """The scan sees a pass-through of the same name as a definition."""
     tree = ast.parse("def static_power_mw(energies, array):\n    return of_array(energies, array)\n")
     assert top_level_functions(tree) == {"static_power_mw"}
+
+
+def test_a_call_is_found_by_name_or_attribute():
+    assert called(ast.parse("x = a(b) or chip_time.one_array_chip(c, d)\n")) == {"a", "one_array_chip"}
