@@ -17,6 +17,11 @@ HOMES = {
     "device_toml_notes": "archsim.device_toml",
     # one array's leakage with its SRAMs (mW), which energy and cost --energy add to a chip's static_watts
     "static_power_mw": "archsim.energy.model",
+    # the chip a device file states: a catalog GPU's spec (devices) is not a --config file's chip of arrays (chip_time)
+    "chip_of": "archsim.devices.catalog",
+    "several_array_chip": "archsim.chip_time",
+    "one_array_chip": "archsim.chip_time",
+    "timed_chip": "archsim.chip_time",
 }
 
 
