@@ -175,10 +175,10 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     layers = load_network(network, only=only, shapes=shapes, unsupported=unsupported, input_shape=input_shape,
                           dim=dim)
     warn_file_batch(layers, batch)
-    rows, meta, static = energy_document(layers, chosen, batch=batch, microbatches=microbatches,
-                                         mode=check_mode(mode), engine=engine, dtype=dtype,
-                                         energy_table=energy_table, config=config)
-    for note in (*notes, static):
+    rows, meta, said = energy_document(layers, chosen, batch=batch, microbatches=microbatches,
+                                       mode=check_mode(mode), engine=engine, dtype=dtype,
+                                       energy_table=energy_table, config=config)
+    for note in (*notes, *said):
         if note:
             library_note(note, stacklevel=3)
     from archsim.rows import Rows

@@ -126,8 +126,9 @@ def bppsa_network(network: str | Path | Network, *, batch: int | str = 1, up_lev
     input drawn from ``seed``; scanned ``up_levels`` deep (``"full"``: Algorithm 1; 0: the linear scan) for a
     mini-batch of ``batch`` independent chains; ``max_mflops`` as its flag (None: its default); ``report`` writes
     the command's HTML page there. Returns a :class:`~archsim.table_result.TableResult` (``.table``: one row per
-    sequential scan step, its FLOPs; ``.meta``: BP's steps and FLOPs against the scan's and the gradient check
-    ``gradient_max_abs_diff``; ``to_dict()``: its ``--format json`` document)."""
+    sequential scan step, its FLOPs; ``.meta``: BP's steps and FLOPs against the scan's, the gradient check
+    ``gradient_max_abs_diff`` and each operator's ``jacobian_density``; ``to_dict()``: its ``--format json``
+    document)."""
     from archsim.api_inputs import load_network, warn_file_batch
     from archsim.bppsa_run import NETWORK_MAX_MFLOPS, network_page, network_study
     from archsim.validate import SEED_MAX

@@ -93,7 +93,13 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import cp_comm_note, one_chunk_note, selective_flash_note, unsharded_note
+    from archsim.training.layout_notes import (
+        cp_comm_note,
+        few_microbatches_note,
+        one_chunk_note,
+        selective_flash_note,
+        unsharded_note,
+    )
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -147,7 +153,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), seq_note(model, config, n.seq), unread_note(model), dtype_note,
-                    one_chunk_note(laid.par), unsharded_note(laid.par), cp_comm_note(laid.par),
+                    one_chunk_note(laid.par), few_microbatches_note(laid.par), unsharded_note(laid.par),
+                    cp_comm_note(laid.par),
                     selective_flash_note(laid.par.recompute, laid.par.attention), padding_note(config),
                     orders_note(laid.cluster) if placement == "planned" else "",
                     *cluster_notes(laid.cluster, "train", laid.par)):

@@ -177,19 +177,48 @@ def parse_up_levels(text: object, flag: str = "--up-levels", *, full: bool = Tru
 
 NETWORK_MAX_MFLOPS = 10_000  # bppsa network's default --max-mflops: about a minute of counting and checking
 MAX_STORED_ENTRIES = 40_000_000  # a chain's Jacobians, or one product, per sample: 30 M built in 2.2 GB (measured)
+BYTES_PER_ENTRY = 2.2e9 / 30e6  # what building one stored entry took, all of it (the measurement above), bytes
+
+
+def _too_many_entries(what: str, entries: int, fits: str) -> InputError:
+    """The one line refusing ``what`` of ``entries`` stored entries per sample: the figure it would need (GB at the
+    measured rate), the limit, and how far below it a run that ``fits`` must come."""
+    need = entries * BYTES_PER_ENTRY / 1e9
+    factor = entries / MAX_STORED_ENTRIES
+    return InputError(f"{what} up to {entries / 1e6:,.0f} M entries per sample, about {need:,.{0 if need >= 10 else 1}f} "
+                      f"GB to build (2.2 GB per 30 M measured), above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about "
+                      f"{MAX_STORED_ENTRIES * BYTES_PER_ENTRY / 1e9:.0f} GB) archsim builds: "
+                      f"{factor:,.{0 if factor >= 10 else 1}f}× fewer entries fit: {fits}")
+
+
+def _past_the_flop_limit(counted: int, limit: int, dense: int) -> InputError:
+    """The one line stopping a scan whose products passed ``limit`` M FLOPs after ``counted`` M: a product's FLOPs
+    are known only once its pattern is formed, so the whole count is named by its bound ``dense`` (every product
+    dense), which a limit of that size runs for certain (until 2026-12-05 the line offered ``counted``, which
+    the next product could pass again)."""
+    from archsim.console import setting
+    from archsim.validate import INT32_MAX
+
+    lift = (f"give {setting('max-mflops', dense)} to run it whole" if dense <= INT32_MAX
+            else f"give a larger {setting('max-mflops')} (up to {INT32_MAX:,}), a shallower {setting('up-levels')} "
+                 "or a smaller network")
+    return InputError(f"this job counts over {counted:,} M FLOPs in its scans (stopped before the product that passes "
+                      f"the limit) and at most {dense:,} M (every product dense), above the limit of {limit:,}; {lift}",
+                      field="max-mflops")
 
 
 def network_study(network: Network, *, batch: int, depth_text: object, seed: int, max_mflops: int,
                   field: str | None = None) -> StudyRun:
     """``bppsa network``'s rows, one per sequential step of the scan (its ◇ count, the FLOPs of all of them, of
-    the largest: the critical path's, and dense), and meta: BP's steps and FLOPs against the scan's, and the
+    the largest: the critical path's, and dense), and meta: BP's steps and FLOPs against the scan's, the
     gradient check, max |scan − BP| over every ∇x_i of one random input (``seed``: the weights' and the
-    input's). ``depth_text``: the up-sweep depth or ``"full"`` as the flag gives it (``field``: the API's keyword
+    input's), and each operator's Jacobian density (:func:`jacobian_density`). ``depth_text``: the up-sweep depth or ``"full"`` as the flag gives it (``field``: the API's keyword
     name in its error). FLOPs are per mini-batch: a batch is ``batch`` independent chains (a block-diagonal
     Jacobian), so every step's FLOPs are one sample's times ``batch`` and its step count one sample's. Refused
     above ``max_mflops`` million FLOPs (BP's, about twice the Jacobians' entries, before any Jacobian is built;
     the scan's before any product that would pass it), and above MAX_STORED_ENTRIES stored entries per sample
-    (the Jacobians together, or one product's bound: its multiplies), whatever the limit."""
+    (the Jacobians together, or one product's bound: the fewer of its multiplies and its rows × columns), whatever
+    the limit, the refusal naming the GB it would take at the measured BYTES_PER_ENTRY."""
     import numpy as np
     import pandas as pd
 
@@ -198,15 +227,15 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
     from archsim.bppsa.layers import forward_chain
     from archsim.bppsa.plain_bp import backprop
     from archsim.bppsa.scan import blelloch_scan
+    from archsim.bppsa.sparse_cost import dense_multiplies
     from archsim.bppsa.vgg import scan_flops
     from archsim.validate import check_job_size
 
     network_chain(network, None)  # a kind without a Jacobian, a join: refused before the size
     entries = jacobian_entries(network)
     if entries > MAX_STORED_ENTRIES:
-        raise InputError(f"{network.name}'s transposed Jacobians hold up to {entries / 1e6:,.0f} M entries per "
-                         f"sample, above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about 3 GB) archsim builds: "
-                         "a smaller input or fewer channels fits")
+        raise _too_many_entries(f"{network.name}'s transposed Jacobians hold", entries,
+                                "a smaller input or fewer channels")
     check_job_size(math.ceil(2 * entries * batch / 1e6), max_mflops, "--max-mflops",
                    "counts about {:,} M FLOPs in BP alone (twice its Jacobians' entries, times the batch)")
     layers, in_shape = network_chain(network, seed)
@@ -214,14 +243,14 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
                             operators=(repr(network.name), len(layers)))
     spent = [0]
 
-    def budget(multiplies: int) -> None:  # a product's FLOPs are at most twice its multiplies, its entries at most
-        if multiplies > MAX_STORED_ENTRIES:
-            raise InputError(f"a product of {network.name}'s scan would hold up to {multiplies / 1e6:,.0f} M "
-                             f"entries per sample, above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about 3 GB) "
-                             "archsim builds: a shallower --up-levels (0: BP's own products) or a smaller network fits")
+    def budget(multiplies: int, entries: int) -> None:  # a product's FLOPs are at most twice its multiplies
+        if entries > MAX_STORED_ENTRIES:
+            raise _too_many_entries(f"a product of {network.name}'s scan would hold", entries,
+                                    "a shallower --up-levels (0: BP's own products) or a smaller network")
         spent[0] += 2 * multiplies * batch
-        check_job_size(math.ceil(spent[0] / 1e6), max_mflops, "--max-mflops",
-                       "counts over {:,} M FLOPs in its scans (stopped before the product that passes the limit)")
+        if math.ceil(spent[0] / 1e6) > max_mflops:
+            raise _past_the_flop_limit(math.ceil(spent[0] / 1e6), max_mflops,
+                                       math.ceil(2 * dense_multiplies(elements, depth) * batch / 1e6))
 
     rng = np.random.default_rng(seed + 1)
     activations = forward_chain(layers, rng.standard_normal(in_shape))
@@ -239,8 +268,17 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
                          for step, part in ours.groupby("seq_step", sort=True)])
     meta = {"study": "bppsa network", "network": network.name, "operators": len(layers), "batch": batch,
             "seed": seed, "up_levels": "full" if depth is None else depth,
-            **_scan_against_bp(frame, ("steps", "work_flops", "critical_path_flops")), "gradient_max_abs_diff": error}
+            **_scan_against_bp(frame, ("steps", "work_flops", "critical_path_flops")), "gradient_max_abs_diff": error,
+            "jacobian_density": jacobian_density([row.name for row in network.layers], elements[1:])}
     return StudyRun(rows, meta, frame)
+
+
+def jacobian_density(names: list[str], transposed: list) -> dict[str, float]:
+    """Each operator's stored fraction of its transposed Jacobian, nnz / (rows·cols): 1 − Table 1's sparsity of
+    guaranteed zeros (a ReLU's or a pooling window's zeros that depend on the input are stored: pattern, §3.3).
+    ``transposed`` in the scan's order, J_nᵀ … J_1ᵀ; ``names`` in the chain's, first operator first."""
+    return {name: matrix.nnz / (matrix.shape[0] * matrix.shape[1])
+            for name, matrix in zip(names, reversed(transposed), strict=True)}
 
 
 def network_page(report: str, done: StudyRun, *, network: str) -> Path:

@@ -140,6 +140,24 @@ def engine_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, clo
     return rows
 
 
+def gemm_chip_seconds(shapes: Sequence[tuple[int, int, int, int, int, str]], chip: Device, dtype: str,
+                      element_bytes: int) -> list[float]:
+    """Seconds of each GEMM ``(m, k, n, rows, cols, dataflow)`` on the whole ``chip`` (``archsim gemm``'s
+    ``chip_seconds``), its arrays of that row's shape and dataflow: the op timing of :func:`layer_chip_seconds`, so
+    a GEMM ``gemm`` prices here is the seconds ``cost`` and ``train`` give it on the chip (its folds in waves over the
+    arrays against its operands' and result's HBM bytes at ``hbm_gbps``)."""
+    from archsim.devices.kernel_ops import op_seconds
+    from archsim.lowering import Gemm, TrainingOp
+
+    assert chip.efficiency is not None  # a device file states its own (1.0 and no launch unstated)
+    seconds = []
+    for m, k, n, rows, cols, dataflow in shapes:
+        shaped = replace(chip, arrays=replace(chip.arrays, rows=rows, cols=cols, dataflow=dataflow))
+        op = TrainingOp(layer="gemm", kind="F", gemms=(Gemm(m, k, n),))
+        seconds.append(float(op_seconds([op], shaped, chip.efficiency, dtype, element_bytes)[0]))
+    return seconds
+
+
 def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
     """What the chip columns were timed on: its name, arrays and their shape, clock (GHz) and HBM (GB/s), and how
     (:func:`priced_chip_seconds`'s rule under ``engine``); a file's ``[compute] host_s`` named as left out: train
@@ -161,5 +179,32 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
                "ops × host_s)" if host else "")}
 
 
-__all__ = ["CHIP_COLUMNS", "chip_meta", "engine_chip_seconds", "layer_chip_seconds", "one_array_chip",
-           "priced_chip_seconds", "several_array_chip", "timed_chip", "times_by_cycle_engine"]
+STALL_MARGIN = 0.01
+"""How far one array's stalled cycles, dealt over the chip's arrays, must outrun ``chip_seconds`` for
+:func:`cycle_stall_note` to speak: stall-free, the chip's waves are never shorter than that share but by SCALE-Sim's
+count of one cycle less per GEMM run (~10⁻⁴ of ffnn8's 8 fc layers over 8 arrays), so 1% is stalls, not counting."""
+
+
+def cycle_stall_note(config: str | Path, cycles: float, chip: Device, chip_seconds: float,
+                     priced: str | None) -> str | None:
+    """What ``cost`` and ``energy`` say under ``--engine cycle`` where the chip's seconds (train's op timing,
+    :func:`layer_chip_seconds`, where :func:`priced_chip_seconds` does not take the engine's own) are shorter than the cycle engine lets one array run: its ``cycles`` (the
+    iteration's, stalls included, on one array) at the clock, dealt over the chip's arrays, exceed
+    ``chip_seconds`` by more than :data:`STALL_MARGIN`. The two sit side by side in the output, and the chip's seconds
+    (and ``priced``, the figures priced over them, where any) never see the cycle engine's stalls, so the gap is
+    named; None where the chip's seconds are no shorter."""
+    arrays = chip.arrays
+    one_array = cycles / arrays.clock_hz
+    if one_array / arrays.count <= chip_seconds * (1 + STALL_MARGIN):
+        return None
+    dealt = f", {one_array / arrays.count:.4g} s dealt over its {arrays.count} arrays" if arrays.count > 1 else ""
+    return (f"{config}: the cycle engine's {cycles:,.0f} cycles, stalls included, are {one_array:.4g} s on one array "
+            f"at {arrays.clock_hz / 1e9:g} GHz{dealt}, longer than the chip's {chip_seconds:.4g} s of chip_seconds: "
+            f"those are train's op timing (each GEMM's folds in waves over the arrays against its HBM bytes at "
+            f"{chip.hbm_bytes_per_s / 1e9:g} GB/s), which the cycle engine's stalls do not change"
+            + (f"; nor what is priced over them, {priced}" if priced else ""))
+
+
+__all__ = ["CHIP_COLUMNS", "chip_meta", "cycle_stall_note", "engine_chip_seconds", "gemm_chip_seconds",
+           "layer_chip_seconds", "one_array_chip", "priced_chip_seconds", "several_array_chip", "timed_chip",
+           "times_by_cycle_engine"]

@@ -94,7 +94,16 @@ class Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+        raise UsageError(message + self._choices_hint(message))
+
+    def _choices_hint(self, message: str) -> str:
+        """For argparse's "expected one argument" (or "at least one") of a flag that takes one of a few values, those
+        values (`` (one of both, on, off)``), as a wrong value is told them: ``search --sequence-parallel`` alone,
+        train's switch brought to search, said only that a value was missing; "" for any other message."""
+        found = re.fullmatch(r"argument (--[\w-]+)(?:/\S+)?: expected (?:at least )?one argument", message)
+        action = self._option_string_actions.get(found.group(1)) if found else None
+        choices = None if action is None else action.choices
+        return f" (one of {', '.join(map(str, choices))})" if choices else ""
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]):
         """Every option's values as the user wrote them, before their type: an empty one (``--gantt ''``,

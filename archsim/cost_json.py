@@ -92,12 +92,18 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         from archsim.energy_run import device_static_note
 
         static = device_static_note(config, "cost")
-    refetch = None
+    refetch = stalls = None
     if engine == "cycle":  # where an operand far outgrows its SRAM: SCALE-Sim's refetch, named
         from archsim.array.costing import refetch_note
 
         refetch = refetch_note([op for item in lowered for op in item.ops], array)
-    return rows, {"meta": meta, "rows": records}, tuple(note for note in (static, refetch) if note)
+        if timed is not None and config is not None:  # the chip's seconds beside cycles they never see
+            from archsim.chip_time import cycle_stall_note
+
+            stalls = cycle_stall_note(config, sum(float(row["total_cycles"]) for row in rows), timed,
+                                      sum(float(row["chip_seconds"]) for row in rows),
+                                      "F/G/D_energy_pj's static power" if energy else None)
+    return rows, {"meta": meta, "rows": records}, tuple(note for note in (static, refetch, stalls) if note)
 
 
 def energy_leakage(*, several: bool) -> str:

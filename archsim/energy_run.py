@@ -17,10 +17,11 @@ if TYPE_CHECKING:
 
 def energy_document(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
                     dtype: str | None, energy_table: str | Path | None, config: str | Path | None
-                    ) -> tuple[list[dict], dict, str]:
-    """(rows, meta, static note): the per-part rows ``archsim energy`` prints (TOTAL last), its meta (what was
-    priced, the table, the area; seconds and average watts at a clock) and the note on a device file's static
-    power where it is left unread (a ``.cfg`` train refuses; '' where none). On a device file of several arrays the
+                    ) -> tuple[list[dict], dict, tuple[str, ...]]:
+    """(rows, meta, notes): the per-part rows ``archsim energy`` prints (TOTAL last), its meta (what was
+    priced, the table, the area; seconds and average watts at a clock) and its notes: on a device file's static
+    power where it is left unread (a ``.cfg`` train refuses), and under the cycle engine on a chip's seconds shorter
+    than the engine's stalled cycles allow (:func:`~archsim.chip_time.cycle_stall_note`). On a device file of several arrays the
     chip is priced (:func:`_chip_priced`): its seconds (train's op timing), its static energy and its area;
     ``cycles`` stay one array's. On one of one array stating ``static_watts`` that array is the chip, priced alike
     over the same op timing's seconds (train's), under the ``cycle`` engine over that engine's own cycles at the
@@ -56,8 +57,14 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
             meta.update(chip_areas, **iteration.meta)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
-    static = device_static_note(str(config)) if config and iteration is None else ""
-    return rows, meta, static or ""
+    static = device_static_note(str(config)) if config and iteration is None else None
+    stalls = None
+    if iteration is not None and engine == "cycle" and config is not None:  # chip seconds beside cycles they never see
+        from archsim.chip_time import cycle_stall_note
+
+        stalls = cycle_stall_note(config, float(rows[-1]["cycles"]), iteration.chip, float(rows[-1]["chip_seconds"]),
+                                  "iteration_seconds, leakage_pj and average_power_w")
+    return rows, meta, tuple(note for note in (static, stalls) if note)
 
 
 # the meta's per_array on a chip of several arrays: which of energy's figures are one array's and which the chip's

@@ -40,7 +40,7 @@ class PairLine:
 # ``baselines_seconds``: method → seconds; ``energy_figures``: key → pJ) each name with its value.
 PAIRS = {"stage_counts": PairLine(unit="s"), "baselines_seconds": PairLine(), "steps_by_up_levels": PairLine(),
          "critical_path_flops_by_up_levels": PairLine(), "work_flops_by_up_levels": PairLine(),
-         "energy_figures": PairLine(link="=", sep=", ")}
+         "energy_figures": PairLine(link="=", sep=", "), "jacobian_density": PairLine()}
 
 
 def _plain(value: object) -> object:

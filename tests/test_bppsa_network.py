@@ -93,17 +93,72 @@ def test_a_join_a_depth_past_the_chain_and_a_size_past_the_limits_are_refused(ca
     assert "layer 'add' (elementwise) joins 2 inputs" in clean_error(
         capsys, "bppsa", "network", ROOT / "docs" / "examples" / "tiny_resnet.csv")
     assert "is 7 operators" in clean_error(capsys, "bppsa", "network", CHAIN, "--up-levels", "3")  # ⌈log₂ 8⌉ − 1 = 2
-    assert "up to 364 M entries per sample" in clean_error(capsys, "bppsa", "network", "layerpipe_sample")
+    # the figure it would need at the measured 2.2 GB per 30 M entries: 364.08 M · 73.3 B = 26.7 GB, 364.08 / 40 = 9.1
+    line = clean_error(capsys, "bppsa", "network", "layerpipe_sample")
+    assert "up to 364 M entries per sample, about 27 GB to build" in line and "9.1× fewer entries fit" in line
     assert "about 17 M FLOPs in BP alone" in clean_error(capsys, "bppsa", "network", "ffnn8", "--max-mflops", "16")
 
 
-def test_a_scan_past_the_limits_stops_before_the_product(capsys):
-    """ffnn8's up-sweep multiplies two dense 1024 × 1024 Jacobians: 1024³ = 1,074 M multiplies, refused before the
-    product is formed; the example chain's scan counts 639,824 FLOPs per sample (the command's default run), so a
-    batch of 2 passes 1 M in its scans while BP's estimate stays under it."""
-    assert "up to 1,074 M entries per sample" in clean_error(capsys, "bppsa", "network", "ffnn8")
+# fc 64 → 8 → 64 → 2: Jacobians 512 + 512 + 128 = 1,152 entries; the up-sweep's J_1ᵀ·J_2ᵀ is (64×8)·(8×64): 32,768
+# multiplies, 64·64 = 4,096 entries
+FUNNEL = HEADER + ("fc1, 1, 1, 1, 1, 64, 8, 1, 0, fc, input,\nfc2, 1, 1, 1, 1, 8, 64, 1, 0, fc, fc1,\n"
+                   "fc3, 1, 1, 1, 1, 64, 2, 1, 0, fc, fc2,\n")
+
+
+@pytest.mark.parametrize(("limit", "refused"), [(4_095, True), (4_096, False)])
+def test_a_scan_product_is_limited_by_the_entries_it_holds_not_its_multiplies(tmp_path, capsys, monkeypatch, limit,
+                                                                              refused):
+    """Until 2026-12-05 a product's multiplies were taken as its entries: ffnn8's 1024 × 1024 up-sweep products
+    (1,074 M multiplies, 1 M entries, 8 MB) were refused as 'up to 1,074 M entries'. The limit scaled down to
+    FUNNEL's product: 4,096 entries fit a limit of 4,096 (its 32,768 multiplies refused it before), not 4,095."""
+    import archsim.bppsa_run
+
+    monkeypatch.setattr(archsim.bppsa_run, "MAX_STORED_ENTRIES", limit)
+    path = tmp_path / "funnel.csv"
+    path.write_text(FUNNEL, encoding="utf-8")
+    if refused:
+        assert "a product of funnel's scan would hold" in clean_error(capsys, "bppsa", "network", path)
+    else:
+        assert _json(capsys, path)["meta"]["gradient_max_abs_diff"] < 1e-12
+
+
+def test_a_product_s_entries_are_bounded_by_its_shape_and_its_multiplies():
+    """Two dense 8 × 8: 512 multiplies, 64 entries; two 8 × 8 diagonals: 8 multiplies, 8 entries; a matrix times a
+    vector: the rows."""
+    import scipy.sparse as sp
+
+    from archsim.bppsa.sparse_cost import pattern_of, product_entries_bound, product_multiplies
+
+    dense, diagonal, vector = pattern_of(np.ones((8, 8))), pattern_of(sp.eye(8)), pattern_of(np.ones(8))
+    assert (product_multiplies(dense, dense), product_entries_bound(dense, dense, 512)) == (512, 64)
+    assert (product_multiplies(diagonal, diagonal), product_entries_bound(diagonal, diagonal, 8)) == (8, 8)
+    assert product_entries_bound(pattern_of(np.ones((5, 8))), vector, 40) == 5
+
+
+def test_a_scan_past_the_flop_limit_stops_before_the_product(capsys):
+    """The example chain's scan counts 639,824 FLOPs per sample (the command's default run), so a batch of 2 passes
+    1 M in its scans while BP's estimate stays under it."""
     line = clean_error(capsys, "bppsa", "network", CHAIN, "--batch", "2", "--max-mflops", "1")
     assert "in its scans" in line and "above the limit of 1" in line
+
+
+def test_a_scan_stopped_at_the_flop_limit_names_a_limit_that_runs_it_whole(tmp_path, capsys):
+    """FUNNEL's products, all dense, by hand: Algorithm 1 (n = 3) forms J_3ᵀ·g (64×2 by 2: 128 multiplies),
+    J_1ᵀ·J_2ᵀ (64·8·64 = 32,768) and J_2ᵀ·(J_3ᵀ·g) (8·64 = 512); BP J_3ᵀ·g and J_2ᵀ·(J_3ᵀ·g) (640): 34,048 multiplies,
+    68,096 FLOPs counted per sample, 68.1 M for a batch of 1,000. Under --max-mflops 3 (BP's estimate, twice the
+    1,152 entries by 1,000, is 2.3 M) the scan stops before J_1ᵀ·J_2ᵀ passes it, at 65.8 M (until 2026-12-05 the
+    line offered that, 66, which the next product passes again); the bound, 69, runs it whole, and 68 does not."""
+    path = tmp_path / "funnel.csv"
+    path.write_text(FUNNEL, encoding="utf-8")
+    line = clean_error(capsys, "bppsa", "network", path, "--batch", "1000", "--max-mflops", "3")
+    assert "over 66 M FLOPs in its scans" in line and "at most 69 M (every product dense)" in line
+    assert "give --max-mflops 69 to run it whole" in line
+    assert "above the limit of 68" in clean_error(capsys, "bppsa", "network", path, "--batch", "1000",
+                                                  "--max-mflops", "68")
+    meta = _json(capsys, path, "--batch", "1000", "--max-mflops", "69")["meta"]
+    assert meta["scan_steps"] == 3 and meta["gradient_max_abs_diff"] < 1e-12
+    with pytest.raises(InputError, match=r"give max_mflops=69 to run it whole"):
+        archsim.bppsa_network(path, batch=1000, max_mflops=3)
 
 
 def test_output_paths_are_checked_before_the_study(tmp_path, capsys):
@@ -128,3 +183,69 @@ def test_its_help_imports_no_heavy_package():
             f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.splitlines()[-1] == "LOADED []" and "archsim bppsa network" in done.stdout
+
+
+# SCALE-Sim's topology form folds a conv's padding into its IFMAP size (no Padding column): conv2 declares conv1's
+# 4×4 output plus a border of 1, conv3 the 4×4 plus 2 around a 5×5 filter. PADDED states the same chain's padding.
+SCALESIM = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+FOLDED = SCALESIM + "conv1, 6, 6, 3, 3, 1, 2, 1,\nconv2, 6, 6, 3, 3, 2, 2, 1,\nconv3, 8, 8, 5, 5, 2, 3, 2,\n"
+PADDED = HEADER + ("conv1, 6, 6, 3, 3, 1, 2, 1, 0, conv, input,\nconv2, 4, 4, 3, 3, 2, 2, 1, 1, conv, conv1,\n"
+                   "conv3, 4, 4, 5, 5, 2, 3, 2, 2, conv, conv2,\n")
+
+
+def test_a_padding_folded_into_the_input_is_read_as_the_conv_s_padding(tmp_path, capsys):
+    """Refused until 2026-12-05 (conv2 'reads a 6x6x2 input, but conv1 gives 4x4x2'). The folded chain is the padded
+    one: the same steps and FLOPs (they depend on each Jacobian's pattern, so on the padding), the same weights
+    and input from the seed, so the same gradient check, and the scan's gradients equal plain BP's."""
+    folded, padded = tmp_path / "folded.csv", tmp_path / "padded.csv"
+    folded.write_text(FOLDED, encoding="utf-8")
+    padded.write_text(PADDED, encoding="utf-8")
+    ours, reference = _json(capsys, folded), _json(capsys, padded)
+    assert ours["meta"]["gradient_max_abs_diff"] < 1e-12
+    assert ours["rows"] == reference["rows"]
+    assert {k: v for k, v in ours["meta"].items() if k != "network"} == {
+        k: v for k, v in reference["meta"].items() if k != "network"}
+    # n = 3: conv3's output is 3·((4 + 4 − 5)//2 + 1)² = 12 values; Algorithm 1 on n + 1 = 4 elements: 3 steps
+    assert (ours["meta"]["operators"], ours["meta"]["scan_steps"], ours["meta"]["bp_steps"]) == (3, 3, 3)
+
+
+@pytest.mark.parametrize(("conv2", "why"), [
+    ("conv2, 5, 6, 3, 3, 2, 2, 1,", "odd border"),  # 4 + 1 rows: one side only
+    ("conv2, 10, 10, 3, 3, 2, 2, 1,", "whole window on zeros"),  # a border of 3 around a 3×3 filter
+])
+def test_a_folded_border_that_cannot_be_read_so_is_refused_in_one_line(tmp_path, capsys, conv2, why):
+    path = tmp_path / "odd.csv"
+    path.write_text(SCALESIM + f"conv1, 6, 6, 3, 3, 1, 2, 1,\n{conv2}\n", encoding="utf-8")
+    line = clean_error(capsys, "bppsa", "network", path)
+    assert "layer 'conv2' (conv) reads a" in line and "'conv1' gives 4x4x2" in line and why in line
+
+
+def test_a_folded_border_beside_a_stated_padding_is_refused(tmp_path, capsys):
+    path = tmp_path / "both.csv"
+    path.write_text(HEADER + "conv1, 6, 6, 3, 3, 1, 2, 1, 0, conv,,\nconv2, 6, 6, 3, 3, 2, 2, 1, 1, conv,,\n",
+                    encoding="utf-8")
+    line = clean_error(capsys, "bppsa", "network", path, "--shapes", "off")
+    assert "beside Padding 1" in line and "'conv1' gives 4x4x2" in line
+
+
+def test_a_folded_border_is_read_per_axis():
+    """A 4×4×2 output read as 8×6: 2 rows and 1 column of zeros each side (the Conv2d's (h, w) padding)."""
+    from archsim.bppsa.chain import folded_border
+    from archsim.workload.layer import Layer
+
+    row = Layer(name="c", kind="conv", ifmap_h=8, ifmap_w=6, filter_h=3, filter_w=3, channels=2, filters=1, stride=1)
+    assert folded_border(row, (2, 4, 4)) == (2, 1)
+    assert folded_border(row, (3, 4, 4)) is None  # other channels: not this output
+    assert folded_border(row, (2, 8, 6)) is None  # no border: read as declared
+
+
+def test_each_operator_s_jacobian_density_is_table_1_s(tmp_path, capsys):
+    """TINY by hand (§3.3): the conv's Jᵀ is 16 × 32 and stores c_i·c_o·V_h·V_w = 1·2·10·10 = 200 (V = 3·4 − 2 taps
+    in bounds per axis); ReLU's its diagonal, 1 of 32; the 2×2 pooling's every input once, 32 of 32 × 8, Table 1's
+    h_f·w_f / (c·h·w) = 4/32 exactly; the fc is dense. Printed in the table as one name:value line."""
+    path = tmp_path / "tiny.csv"
+    path.write_text(TINY, encoding="utf-8")
+    density = _json(capsys, path)["meta"]["jacobian_density"]
+    assert density == {"conv": 200 / 512, "relu": 1 / 32, "pool": 4 / 32, "fc": 1.0}
+    assert main(["bppsa", "network", str(path)]) == 0
+    assert "# jacobian_density: conv:0.3906; relu:0.03125; pool:0.125; fc:1" in capsys.readouterr().out.splitlines()

@@ -157,7 +157,7 @@ def test_array_config_changes_no_analytic_figure_and_no_plain_cfg(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         array = archsim.array_config(config=chip, dtype="fp16")
-        scalesim = replace(array, bandwidth=(10,), user_bandwidth=False)  # what array_config gave before
+        scalesim = replace(array, bandwidth=(10,), user_bandwidth=False, dram_rate=None)  # what array_config gave before
         assert array != scalesim
         for job in (archsim.cost, archsim.iteration_energy):
             assert job(str(net), array=array, batch=64).to_dict() == job(str(net), array=scalesim, batch=64).to_dict()

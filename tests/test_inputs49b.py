@@ -1,7 +1,8 @@
 """Values accepted and then silently unread or dropped (inputs 49b), each test failing on the code before its fix:
 ``plan --method pipedream`` ran with ``--baselines`` and ``--max-search-steps`` unread; ``bppsa_pruned_vgg11``
 dropped a repeated ``compare_levels`` entry without the warning ``seq_len`` gives; an array sweep of a device
-``.cfg`` on the cycle engine ran at the default bandwidth without the note ``cost --engine cycle`` gives; a cluster's
+``.cfg`` on the cycle engine ran at the default bandwidth without a word (it now runs at the file's rate, as
+``cost --engine cycle`` does, and says so); a cluster's
 ``nvlink_domain`` above its GPUs left the NICs (and their oversubscription) unread without a word. An ONNX second
 input's fixed first dimension keeps its reading, now documented (docs/own-model.md) and pinned here."""
 
@@ -82,7 +83,7 @@ def test_a_repeated_compare_level_is_warned_as_seq_len_is(capsys):
         "archsim bppsa pruned-vgg11: warning: --compare-levels repeats 1: each value runs once"]
 
 
-# 3. an array sweep of a device .cfg on the cycle engine without bandwidths: cost --engine cycle's note, once
+# 3. an array sweep of a device .cfg on the cycle engine without bandwidths: at the file's rate, said once
 
 
 TINY = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
@@ -102,33 +103,34 @@ def _cycle_spec(folder, extra: str = "") -> str:
     return str(spec)
 
 
-def _hbm_line(default_gbps: str, width: int, fix: str) -> str:
+def _rate_line(words: str) -> str:
     """The note, naming the .cfg as the spec's ``arrays`` entry does."""
-    return ("myacc.cfg states [memory] hbm_gbps = 300 GB/s, which the cycle engine does not read (train "
-            f"and search do): it ran at 10 words/cycle per operand, SCALE-Sim's default ({default_gbps} GB/s of "
-            f"{width}-byte words at 0.8 GHz); {fix}")
+    return (f"myacc.cfg: the cycle engine ran at {words}, [memory] hbm_gbps = 300 GB/s at the file's 0.8 GHz (each of "
+            "ifmap, filter and ofmap at the chip's whole rate, as SCALE-Sim's Bandwidth is per buffer); a spec's "
+            "bandwidths = [WORDS] overrides it")
 
 
-def test_a_cycle_sweep_of_a_device_cfg_says_its_hbm_gbps_is_unread(tmp_path, capsys):
+def test_a_cycle_sweep_of_a_device_cfg_says_the_rate_its_hbm_gbps_set(tmp_path, capsys):
     """Failed before: the sweep ran the file's DRAM at 10 words/cycle, 8 GB/s of 1-byte words at 0.8 GHz (10 × 1 B ×
-    0.8 GHz), 37.5× below its 300 GB/s, without a word. By hand: 300 GB/s ÷ (1 B × 0.8 GHz) = 375 words/cycle; in
-    2-byte words 187.5, 188 whole, 188 × 2 × 0.8 = 300.8 GB/s (10 words: 16 GB/s)."""
+    0.8 GHz), 37.5× below its 300 GB/s, without a word. It now runs at the file's rate, as cost --engine cycle does,
+    and says so once. By hand: 300 GB/s ÷ (1 B × 0.8 GHz) = 375 words/cycle; in 2-byte words 187.5, 188 whole,
+    188 × 2 × 0.8 = 300.8 GB/s."""
     spec = _cycle_spec(tmp_path)
     assert main(["sweep", spec, "--out", str(tmp_path / "res"), "--quiet"]) == 0
     err = capsys.readouterr().err.splitlines()
-    line = "archsim sweep: note: " + _hbm_line("8", 1, "bandwidths = [375] is 300 GB/s")
+    line = "archsim sweep: note: " + _rate_line("375 words/cycle per operand buffer in 1-byte words (300 GB/s)")
     assert err.count(line) == 1, err
     with pytest.warns(UserWarning) as said:
         archsim.run_sweep(spec, out=tmp_path / "api")
     assert [str(w.message) for w in said].count(line.removeprefix("archsim sweep: note: ")) == 1
-    # a design sweep of 2-byte words: the note in its words, and the rows at the 10 words/cycle it names
+    # a design sweep of 2-byte words: the note in its words, and the rows at the 188 words/cycle it names
     spec = _cycle_spec(tmp_path, "element_bytes = [2]\n")
     assert main(["sweep", spec, "--out", str(tmp_path / "res2"), "--quiet"]) == 0
-    assert capsys.readouterr().err.splitlines().count(
-        "archsim sweep: note: " + _hbm_line("16", 2, "bandwidths = [188] is 300.8 GB/s")) == 1
+    assert capsys.readouterr().err.splitlines().count("archsim sweep: note: " + _rate_line(
+        "188 words/cycle per operand buffer in 2-byte words (300.8 GB/s)")) == 1
     rows = (tmp_path / "res2" / "results.csv").read_text().splitlines()
     column = rows[0].split(",").index("bandwidth_words_per_cycle")
-    assert {row.split(",")[column] for row in rows[1:]} == {"10"}
+    assert {row.split(",")[column] for row in rows[1:]} == {"188"}
 
 
 def test_a_cycle_sweep_given_bandwidths_notes_nothing_unread(tmp_path, capsys):

@@ -101,6 +101,14 @@ def test_a_move_that_slows_the_plan_goes_home():
     assert gainful.max_stage_cost == 14 < paper.max_stage_cost
 
 
+def test_the_borrow_names_are_the_documented_ones_and_paper_is_the_default():
+    """``--borrow paper|gainful`` as docs/cli.md spells them, the default first; called without ``borrow`` the
+    partitioner keeps the paper's move on the chain above where the two differ (loads 10 and 15)."""
+    from archsim.choices.partitions import BORROW_GAINFUL, BORROW_PAPER, LAYERPIPE_BORROW
+
+    assert (BORROW_PAPER, BORROW_GAINFUL) == LAYERPIPE_BORROW == ("paper", "gainful")
+    assert loads(layerpipe_partition(chain([3, 3, 3, 4], [4, 4, 1, 3]), 2, alpha=1.1)) == [10, 15]
+
 def test_a_move_that_pays_is_kept():
     # F 1,1 and δ 0,2 on 2 processors: T_p = 2 walks l1's δ (2, not < 2) onto a processor of its own and the
     # fixed parts (1 + 1) onto the other: iteration 2. Home, l1's δ makes 4: the move pays, gainful keeps it.

@@ -298,3 +298,16 @@ def test_both_reduction_pieces_on_one_borrowing_stage_send_no_partial_sum():
     plan = to_partition(profile, coster, placed, ())
     assert plan.mandatory_bytes == 64 + 64
     assert plan.additional_bytes == 20 + 60 + 160  # both weight slices and the sum; no partial sum
+
+
+def test_a_layer_sits_where_its_fixed_part_is_not_where_its_delta_runs():
+    """The layer → processor map keep_gainful and to_partition both read, by hand on a walk's placement
+    (processor 0 holds the last layer): l1's δ″ on 0 and l0's borrowed δ on 1 move no layer."""
+    from archsim.partition.layerpipe import layer_processors
+
+    placed = [[(2, 0, "F", 1.0, None, 0), (2, 1, "G", 1.0, None, 0), (1, 4, "D2", 1.0, "channels", 3)],
+              [(1, 3, "D1", 1.0, "channels", 3), (1, 0, "F", 1.0, None, 0), (1, 1, "G", 1.0, None, 0),
+               (0, 2, "D", 1.0, None, 0)],
+              [(0, 0, "F", 1.0, None, 0), (0, 1, "G", 1.0, None, 0)]]
+    assert layer_processors(placed) == {2: 0, 1: 1, 0: 2}
+    assert layer_processors(list(reversed(placed))) == {2: 2, 1: 1, 0: 0}  # forward order, as to_partition reads

@@ -18,7 +18,7 @@ from archsim.array.config import ArrayConfig
 from archsim.lowering import SPLIT_AXES
 from archsim.partition import build_profile
 from archsim.partition.coster import DeltaCoster
-from archsim.partition.layerpipe import best_split, walk
+from archsim.partition.layerpipe import OpRank, best_split, walk
 from archsim.partition.split_search import AxisSplits, one_gemm, table_splits
 from archsim.workload import load_network
 
@@ -102,6 +102,17 @@ def test_counting_walk_equals_placing_walk(seed, scale):
         stopped = walk(profile, coster, target, ("channels", "reduction", "rows"), place=False, limit=limit)[1]
         assert (stopped <= limit) == (count <= limit)
 
+
+def test_the_walks_ranks_follow_a_stages_order_and_mark_its_deltas():
+    """Each op the walk places carries the OpRank of its kind; the ranks order a stage's ops F, G, D, D1, D2, and
+    from D on they are exactly the δ's ops, whole or split (the ops keep_gainful may send home)."""
+    assert sorted(("D2", "D", "G", "D1", "F"), key=lambda kind: getattr(OpRank, kind)) == ["F", "G", "D", "D1", "D2"]
+    profile = random_conv_profile(0)
+    placed, _ = walk(profile, DeltaCoster.of(profile), 0.3 * float(profile.total.max()), SPLIT_AXES)
+    ops = [op for stage in placed for op in stage]
+    assert {op[2] for op in ops} == {"F", "G", "D", "D1", "D2"}  # every kind occurs
+    for op in ops:
+        assert op[1] == getattr(OpRank, op[2]) and (op[1] >= OpRank.D) == (op[2] in ("D", "D1", "D2"))
 
 def test_cycle_engine_profiles_keep_the_binary_search():
     from archsim.workload import Layer, Network

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from archsim.array.analytic import gemm_cost
 from archsim.errors import InputError
-from archsim.lowering import Gemm, delta_phases, lower_layer, lower_network, split_delta
+from archsim.lowering import Gemm, delta_phases, lower_layer, lower_network, split_axes, split_delta
 from archsim.workload import Layer, load_network
 
 
@@ -130,6 +130,16 @@ def test_delta_split_parts_are_real_sub_gemms(axis):
     with pytest.raises(InputError):
         split_delta(low, total + 1, axis)
 
+
+def test_an_unknown_split_axis_reads_the_same_from_the_flag_and_split_delta():
+    """One check, one message: ``--split-axes``' reading and :func:`split_delta` refuse an axis LayerPipe has
+    not alike, naming it and the three it has (before, split_delta said "choose one of")."""
+    low = lower_layer(load_network("layerpipe_sample").layer("conv2"), batch=2, mode="paper")
+    with pytest.raises(InputError) as flag:
+        split_axes("channels,cols")
+    with pytest.raises(InputError) as call:
+        split_delta(low, 1, "cols")
+    assert flag.value.message == call.value.message == "unknown split axis 'cols'; choose from channels, reduction, rows"
 
 def test_split_cycles_are_not_a_linear_share():
     """A δ″ of 1 channel costs a whole fold pass: far more than 1/C of δ's cycles.

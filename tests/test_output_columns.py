@@ -32,7 +32,7 @@ NESTED = {"levels", "time_per_stage_by_machines", "memory_per_rank", "after_back
 FLATTENED = {"rejected", "breakdown_seconds", "compute_split_seconds", "intra_server",
              "inter_server", "energy_breakdown_j", "stage_counts", "baselines_seconds", "steps_by_up_levels",
              "critical_path_flops_by_up_levels",
-             "work_flops_by_up_levels", "energy_figures"}  # JSON's lists/objects that csv (and table) carry as one line of text
+             "work_flops_by_up_levels", "energy_figures", "jacobian_density"}  # JSON's lists/objects that csv (and table) carry as one line of text
 # One quantity, one name: each group lists today's name first, then names that must never be printed
 # (names it replaced — results.csv's old ones are still read, see test_results_old_names.py — or synonyms).
 SYNONYMS = (

@@ -137,7 +137,9 @@ def test_a_list_keyword_given_no_value_is_refused_as_the_flag_given_none(name, c
     (an empty answer and a note), ``schedule=[]`` every schedule."""
     argv, call = CALLS["search"]
     said = cli_error([*argv, f"--{name.replace('_', '-')}"], capsys)
+    said, _, choices = said.partition(" (one of ")  # a flag of a few values names them (recompute, schedule)
     assert said.endswith(f"argument --{name}: expected at least one argument")
+    assert bool(choices) == (name in ("recompute", "schedule"))
     with pytest.raises(archsim.InputError) as refused:
         call({name: []})
     assert str(refused.value) == f"field '{name}': expected at least one argument"

@@ -7,6 +7,7 @@ SCALE-Sim config loads unchanged; archsim adds the element size (bytes) and the 
 from __future__ import annotations
 
 import configparser
+import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -44,6 +45,11 @@ class ArrayConfig:
     element_bytes: bytes per tensor element (the LayerPipe paper uses 1).
     clock_hz: the array clock (Hz), to give seconds beside cycles; None when unknown (cycles only).
     A SCALE-Sim ``.cfg`` may carry it as ``[archsim] ClockGHz`` (SCALE-Sim ignores that section).
+    dram_rate: (GB/s, GHz) of a device file's ``[memory] hbm_gbps`` at its own clock, where that set ``bandwidth``
+    (the cycle engine run on the file without a bandwidth given), else None; ``bandwidth`` is then derived, every
+    operand's (:func:`dram_words` at ``element_bytes``), so an array re-made at another element size reads the
+    chip's GB/s in its new words, not the old width's. A bandwidth given in words
+    (:func:`archsim.array.options.with_memory`) clears it.
     """
 
     rows: int = 32
@@ -58,12 +64,15 @@ class ArrayConfig:
     element_bytes: int = 1
     clock_hz: float | None = None
     name: str = field(default="array", compare=False)
+    dram_rate: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb", "element_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= INT32_MAX:
                 raise InputError(f"must be an integer in 1…{INT32_MAX}, got {value!r}", field=name)
+        if self.dram_rate is not None:  # the words follow the element size (a width changed by replace() too)
+            self._derive_bandwidth(self.dram_rate)
         if self.dataflow not in DATAFLOWS:
             raise InputError(not_a_choice(self.dataflow, DATAFLOWS), field="dataflow")  # --dataflow's line
         if not self.bandwidth or any(not 0 < b <= INT32_MAX for b in self.bandwidth):
@@ -74,6 +83,17 @@ class ArrayConfig:
                              field="read_bandwidth")
         if self.clock_hz is not None and not (isinstance(self.clock_hz, (int, float)) and 0 < self.clock_hz < float("inf")):
             raise InputError(f"must be a positive number of Hz, got {self.clock_hz!r}", field="clock_hz")
+
+    def _derive_bandwidth(self, rate: object) -> None:
+        """Set ``bandwidth`` (every operand, USER mode) from ``dram_rate``, checked: two positive finite numbers."""
+        if not (isinstance(rate, tuple) and len(rate) == 2 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf") for x in rate)):
+            raise InputError(f"expected (GB/s, GHz), two positive numbers, got {rate!r}", field="dram_rate")
+        if self.read_bandwidth is not None:
+            raise InputError("a device's DRAM rate sets every operand's words/cycle: give no read_bandwidth beside it",
+                             field="read_bandwidth")
+        object.__setattr__(self, "bandwidth", (dram_words(rate[0], rate[1], self.element_bytes),))
+        object.__setattr__(self, "user_bandwidth", True)
 
     @property
     def pes(self) -> int:
@@ -92,6 +112,12 @@ class ArrayConfig:
 
     def with_shape(self, rows: int, cols: int) -> ArrayConfig:
         return replace(self, rows=rows, cols=cols)
+
+
+def dram_words(gbps: float, ghz: float, element_bytes: int) -> int:
+    """DRAM words/cycle of ``element_bytes`` each that ``gbps`` GB/s gives at ``ghz`` GHz: gbps / (element_bytes ×
+    ghz) to the nearest whole number, a half up (not to even), at least 1."""
+    return max(1, math.floor(gbps / (element_bytes * ghz) + 0.5))
 
 
 def _positive_int(value: object) -> bool:

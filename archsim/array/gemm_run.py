@@ -158,6 +158,8 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         with_device_bandwidth,
     )
     from archsim.array.sram_sizes import cfg_sram_warning
+    from archsim.chip_time import chip_meta, cycle_stall_note, gemm_chip_seconds, several_array_chip
+    from archsim.choices.devices import SCALESIM_DTYPE
 
     check_bandwidth_engine(dram_bandwidth, engine, bandwidth_flag)  # the analytic path never reads the memory flags
     width = element_width(dtype, element_bytes)
@@ -189,6 +191,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     if width is not None:
         base = replace(base, element_bytes=width)
     widths: dict[str, object] = {} if width is None else {"dtype": dtype_meta(dtype, base), "element_bytes": width}
+    chip = None if not config else several_array_chip(config, base)  # several arrays: the chip's seconds too
     if sram_kb is not None and engine != "cycle":
         with_memory(base, sram_kb=sram_kb)  # a malformed size is refused as under the cycle engine
         unused = sram_unused_warning(sram_kb, engine, "gemm's analytic cycles and SRAM reads")
@@ -213,7 +216,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         if huge:
             speak_after("warning", huge)
         shape = {"m": m, "k": k, "n": n, "rows": rows, "cols": cols, "dataflow": dataflow or base.dataflow}
-        if engine == "analytic" and base.clock_hz is None:  # one row, no frame: pandas stays unloaded
+        if engine == "analytic" and base.clock_hz is None and chip is None:  # one row, no frame: pandas stays unloaded
             return _one_gemm(shape, ofmap_count, engine, min_bandwidth, widths)
     import pandas as pd
 
@@ -239,7 +242,25 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     if width is not None:
         for name, values in traffic_bytes(result, width).items():
             result[name] = values
-    return GemmRun(add_seconds(result, base.clock_hz), meta)
+    timed = add_seconds(result, base.clock_hz)
+    if chip is not None:
+        shapes_of = frame[list(SHAPE_COLUMNS)].itertuples(index=False, name=None)
+        timed["chip_seconds"] = gemm_chip_seconds(list(shapes_of), chip, dtype_meta(dtype, base) or SCALESIM_DTYPE,
+                                                  base.element_bytes)
+        named = {name: value for name, value in chip_meta(chip).items() if not (shapes and name == "chip_array")}
+        meta.update(named, per_array=GEMM_ARRAY_OR_CHIP_FIGURES)  # a shapes file's rows name their own arrays
+        if engine == "cycle" and config:  # the chip's seconds beside stalled cycles they never see, as cost says it
+            stalls = cycle_stall_note(config, float(result["total_cycles"].sum()), chip,
+                                      float(timed["chip_seconds"].sum()), None)
+            if stalls:
+                speak_after("note", stalls)
+    return GemmRun(timed, meta)
+
+
+# the meta's per_array on a device file of several arrays: which of gemm's figures are one array's, which the chip's
+GEMM_ARRAY_OR_CHIP_FIGURES = (
+    "cycles, their seconds, folds and utilizations: one array's (SCALE-Sim's count); the SRAM and DRAM counts: the "
+    "GEMM's, the same on one array or all; chip_seconds: the chip's, train's op timing")
 
 
 def traffic_bytes(counts, width: int) -> dict[str, object]:

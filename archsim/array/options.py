@@ -9,13 +9,12 @@ its flag. Bandwidths are DRAM words per cycle per operand, SRAM sizes KiB, the c
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
+from archsim.array.config import ArrayConfig, dram_words, parse_array_shape, read_scalesim_cfg
 from archsim.array.device_sections import is_device_toml
 from archsim.array.sram_sizes import sram_in_bytes
 from archsim.choices.devices import ARRAY_DTYPES, ARRAY_ELEMENT_BYTES, SCALESIM_DTYPE
@@ -136,7 +135,8 @@ def with_memory(array: ArrayConfig, bandwidth: int | None = None,
             words = parse_int(bandwidth, low=1, high=INT32_MAX, what="a positive integer")
         except ValueError as exc:
             raise InputError(str(exc), field="bandwidth") from None
-        changes.update(bandwidth=(words,), read_bandwidth=None, user_bandwidth=True)  # all three operands
+        # all three operands, in words: a device rate the array carried no longer sets them
+        changes.update(bandwidth=(words,), read_bandwidth=None, user_bandwidth=True, dram_rate=None)
     if sram_kb is not None:
         sizes = _sram_sizes(sram_kb)
         changes.update(ifmap_sram_kb=sizes[0], filter_sram_kb=sizes[1], ofmap_sram_kb=sizes[2])
@@ -252,39 +252,58 @@ def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float
         ghz = None if clock is None or parser.has_option("architecture_presets", "Bandwidth") else float(clock)
     if not hbm or ghz is None:
         return None
-    return max(1, math.floor(hbm / (element_bytes * ghz) + 0.5)), float(hbm), ghz  # a half up, not to even
+    return dram_words(hbm, ghz, element_bytes), float(hbm), ghz  # a half up, not to even
 
 
 def with_device_bandwidth(array: ArrayConfig, config: str | Path | None, element_bytes: int, flag: str = "bandwidth",
                           *, name: str | None = None) -> tuple[ArrayConfig, str | None]:
-    """(array, note): ``array`` at the DRAM words/cycle its ``--config`` device file's ``[memory] hbm_gbps`` states
-    (:func:`device_dram_rate`, every operand), and the note the cycle engine says of it, naming ``flag`` (its DRAM
-    words/cycle, as the caller spells it) that overrides it; ``array`` and None where the file states no such rate.
-    Callers run it only under the cycle engine with ``flag`` not given: the flag wins, the analytic engine reads
-    no bandwidth."""
+    """(array, note): ``array`` in ``element_bytes``-byte words at the DRAM words/cycle its ``--config`` device file's
+    ``[memory] hbm_gbps`` states (:func:`device_dram_rate`, every operand), carried as the file's GB/s and clock
+    (:attr:`ArrayConfig.dram_rate`) so the words follow a later element size, and the note the cycle engine says of
+    it, naming ``flag`` (its DRAM words/cycle, as the caller spells it) that overrides it; ``array`` and None where the
+    file states no such rate. Callers run it only under the cycle engine with ``flag`` not given: the flag wins, the
+    analytic engine reads no bandwidth."""
     rate = None if config is None else device_dram_rate(config, element_bytes)
     if rate is None:
         return array, None
     words, hbm, ghz = rate
-    return with_memory(array, bandwidth=words), (
+    return replace(array, element_bytes=element_bytes, read_bandwidth=None, dram_rate=(hbm, ghz)), (
         f"{config if name is None else name}: the cycle engine ran at {words} words/cycle per operand buffer, "
         f"[memory] hbm_gbps = {hbm:g} GB/s in {element_bytes}-byte words at the file's {ghz:g} GHz "
-        f"({words * element_bytes * ghz:g} GB/s; each of ifmap, filter and ofmap at the chip's whole rate, as "
-        f"SCALE-Sim's Bandwidth is per buffer); {setting(flag, placeholder='WORDS')} overrides it")
+        f"({words * element_bytes * ghz:g} GB/s; {PER_BUFFER}); {setting(flag, placeholder='WORDS')} overrides it")
+
+
+# Why each operand buffer reads at the chip's whole GB/s (device_dram_rate's rule), as the notes say it.
+PER_BUFFER = "each of ifmap, filter and ofmap at the chip's whole rate, as SCALE-Sim's Bandwidth is per buffer"
+
+
+def sweep_rate_note(name: str, rate: tuple[float, float], widths: Sequence[int]) -> str:
+    """What a sweep's cycle engine says, run without a spec's ``bandwidths``, of the device ``.cfg`` ``name`` (as the
+    spec names it) whose ``[memory] hbm_gbps`` set its DRAM rate, ``rate`` (GB/s, GHz: :attr:`ArrayConfig.dram_rate`):
+    the words/cycle in each of the sweep's element sizes ``widths`` (bytes), as :func:`with_device_bandwidth` says it
+    for one."""
+    hbm, ghz = rate
+    said = [(width, dram_words(hbm, ghz, width)) for width in dict.fromkeys(widths)]
+    words = " and ".join(f"{count}{' words/cycle per operand buffer' if i == 0 else ''} in {width}-byte words "
+                         f"({count * width * ghz:g} GB/s)" for i, (width, count) in enumerate(said))
+    return (f"{name}: the cycle engine ran at {words}, [memory] hbm_gbps = {hbm:g} GB/s at the file's {ghz:g} GHz "
+            f"({PER_BUFFER}); a spec's bandwidths = [WORDS] overrides it")
 
 
 def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwidth", *,
                     spec_key: bool = False, name: str | None = None) -> str | None:
-    """What a design sweep's cycle engine says, run without ``flag`` (its DRAM words/cycle, named as the caller
-    spells it), of a device ``.cfg`` that states ``[memory] hbm_gbps`` but no SCALE-Sim ``Bandwidth``: a sweep's
-    designs state their own rate, so it ran at SCALE-Sim's default; the flag's value nearest the file's GB/s
-    (:func:`device_dram_rate`) is named. None where the file states no such rate. ``spec_key``: ``flag`` is a sweep
-    spec's list key, named as ``bandwidths = [N]``; ``name``: the file as the user named it (default ``config``)."""
+    """What a sweep's cycle engine says, run without ``flag`` (its DRAM words/cycle, named as the caller spells it),
+    of a device ``.cfg`` that states ``[memory] hbm_gbps`` but no SCALE-Sim ``Bandwidth`` on an array that does not
+    carry that rate (a :class:`~archsim.sweep.spec.SweepSpec` built by hand from the file's array: a spec file read
+    by :func:`~archsim.sweep.spec.load_spec` runs at the file's rate): it ran at the array's words/cycle, SCALE-Sim's
+    default; the flag's value nearest the file's GB/s (:func:`device_dram_rate`) is named. None where the file states
+    no such rate. ``spec_key``: ``flag`` is a sweep spec's list key, named as ``bandwidths = [N]``; ``name``: the file
+    as the user named it (default ``config``)."""
     rate = device_dram_rate(config, element_bytes)
     if rate is None:
         return None
     (words, hbm, ghz), default = rate, ArrayConfig().bandwidth[0]
     named = f"{flag} = [{words}]" if spec_key else setting(flag, words)
-    return (f"{config if name is None else name} states [memory] hbm_gbps = {hbm:g} GB/s, which the cycle engine does not read (train and "
-            f"search do): it ran at {default} words/cycle per operand, SCALE-Sim's default ({default * element_bytes * ghz:g} "
+    return (f"{config if name is None else name} states [memory] hbm_gbps = {hbm:g} GB/s, which the spec's array does not "
+            f"carry (a spec read from its file does, as cost --config reads it): it ran at {default} words/cycle per operand, SCALE-Sim's default ({default * element_bytes * ghz:g} "
             f"GB/s of {element_bytes}-byte words at {ghz:g} GHz); {named} is {words * element_bytes * ghz:g} GB/s")

@@ -6,11 +6,14 @@ the operators :mod:`archsim.bppsa.jacobians` has Jacobians for: ``conv`` (groups
 ``fc`` → Linear (a 1×1 or whole-input filter; a 1×1 over a map of several positions is the same 1×1 Conv2d);
 ``pool`` → MaxPool2d (a row does not say max or average: max is the kind BPPSA's Jacobians cover); an
 ``elementwise`` row with one input → ReLU. Any other kind, a join (several inputs) or a layer that does not read
-the previous layer's output whole is refused in one line naming the layer.
+the previous layer's output whole is refused in one line naming the layer. A conv row whose input is the previous
+output plus a zero border (SCALE-Sim's topologies fold padding into the IFMAP size) reads it as its padding
+(:func:`folded_border`); the first row's input is taken as declared, border and all.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -64,11 +67,37 @@ def _operator(row: NetworkLayer, rng: np.random.Generator | None) -> Layer:
     raise _refused(row, "has no BPPSA Jacobian")
 
 
+def folded_border(row: NetworkLayer, shape: tuple[int, int, int]) -> tuple[int, int] | None:
+    """The (rows, columns) of zeros a conv ``row`` folds into its declared input around the previous output of CHW
+    ``shape``, as SCALE-Sim topologies state padding (``conv2, 34, 34, 3, 3, …`` after a 32×32 output: 1 each
+    side), or None where the row does not read ``shape`` so. Read only where unambiguous: the same channels, no
+    Padding stated beside it, an even excess on each axis (a symmetric border) and a border narrower than the
+    filter (a wider one would put a whole window on zeros). Rows and columns are elements per side."""
+    excess = (row.ifmap_h - shape[1], row.ifmap_w - shape[2])
+    if row.channels != shape[0] or row.padding or excess == (0, 0) or min(excess) < 0 or any(e % 2 for e in excess):
+        return None
+    border = (excess[0] // 2, excess[1] // 2)
+    return border if border[0] < row.filter_h and border[1] < row.filter_w else None
+
+
+def _border_note(row: NetworkLayer, shape: tuple[int, int, int]) -> str:
+    """Why a larger conv input is not read as a folded zero border, where that is what it looks like."""
+    excess = (row.ifmap_h - shape[1], row.ifmap_w - shape[2])
+    if row.kind != "conv" or row.channels != shape[0] or min(excess) < 0 or excess == (0, 0):
+        return ""
+    if row.padding:
+        return f" (a border folded into the input beside Padding {row.padding}: give one or the other)"
+    if any(e % 2 for e in excess):
+        return " (an odd border: padding on one side only is not read from a folded input)"
+    return " (a folded border as wide as the filter would put a whole window on zeros)"
+
+
 def network_chain(network: Network, seed: int | None) -> tuple[tuple[Layer, ...], tuple[int, int, int]]:
     """``network``'s operators in order and the CHW shape of one input sample; weights seeded by ``seed`` (None:
     zero views that take no memory, to check the chain before its size).
     Refuses (one line, naming the layer) a kind without a Jacobian, a join, and a layer whose input is not the
-    previous layer's output (another producer, or another shape)."""
+    previous layer's output (another producer, or another shape: a conv's folded zero border is read as its
+    padding, :func:`folded_border`)."""
     rows = network.layers
     if not rows:
         raise InputError("the network has no layers")
@@ -82,9 +111,12 @@ def network_chain(network: Network, seed: int | None) -> tuple[tuple[Layer, ...]
             raise _refused(row, f"reads {', '.join(row.inputs)}, not the previous layer {rows[k - 1].name!r}")
         given = (row.channels, row.ifmap_h, row.ifmap_w)
         whole = isinstance(operator, Linear) and row.channels * row.ifmap_h * row.ifmap_w == int(np.prod(shape))
-        if k and given != shape and not whole:
+        border = folded_border(row, shape) if k and isinstance(operator, Conv2d) else None
+        if border is not None and isinstance(operator, Conv2d):  # the folded zero border: the conv's own padding
+            operator = replace(operator, padding=border)
+        elif k and given != shape and not whole:
             raise _refused(row, f"reads a {given[1]}x{given[2]}x{given[0]} input, but {rows[k - 1].name!r} gives "
-                                f"{shape[1]}x{shape[2]}x{shape[0]}")
+                                f"{shape[1]}x{shape[2]}x{shape[0]}{_border_note(row, shape)}")
         try:
             shape = output_shape(operator, shape)
         except InputError as exc:

@@ -116,15 +116,26 @@ def product_multiplies(x: Pattern, y: Pattern) -> int:
     return int(col_nnz @ np.diff(y.matrix.indptr).astype(np.int64))
 
 
+def product_entries_bound(x: Pattern, y: Pattern, multiplies: int) -> int:
+    """An upper bound on the entries X·Y stores, before it is formed: each entry takes at least one of its
+    ``multiplies``, and there are at most rows·cols of them (a vector: its rows). scipy sizes a product by its
+    entries, so this, not the multiplies, is what forming it holds (two dense 1024 × 1024 Jacobians: 1,074 M
+    multiplies, 1 M entries)."""
+    assert x.matrix is not None, "X is a matrix"
+    rows = x.matrix.shape[0]
+    return rows if y.matrix is None else min(multiplies, rows * y.matrix.shape[1])
+
+
 class FlopCounter:
     """A ◇ on patterns that logs (sparse, dense) FLOPs per call, in call order; ``on_step()``, if given, is
     called after each, and ``on_part(f)`` within a product (:func:`product_flops`): a progress bar's.
-    ``budget(multiplies)``, if given, is called before each product with the multiplies it will take (it may
-    raise: a run stopped before a product too large to form)."""
+    ``budget(multiplies, entries)``, if given, is called before each product with the multiplies it will take and
+    the bound on the entries it will hold (:func:`product_entries_bound`); it may raise: a run stopped before a
+    product too large to form."""
 
     def __init__(self, on_step: Callable[[], object] | None = None,
                  on_part: Callable[[float], object] | None = None,
-                 budget: Callable[[int], object] | None = None) -> None:
+                 budget: Callable[[int, int], object] | None = None) -> None:
         self.log: list[tuple[int, int]] = []
         self.on_step, self.on_part, self.budget = on_step, on_part, budget
 
@@ -134,12 +145,44 @@ class FlopCounter:
             out = b if a is IDENTITY else a
         else:
             if self.budget is not None:
-                self.budget(product_multiplies(b, a))
+                multiplies = product_multiplies(b, a)
+                self.budget(multiplies, product_entries_bound(b, a, multiplies))
             flops, dense, out = product_flops(b, a, self.on_part)  # A ◇ B = B·A
             self.log.append((flops, dense))
         if self.on_step is not None:
             self.on_step()
         return out
+
+
+@dataclass(frozen=True)
+class _Extent:
+    """A scan operand's shape alone: ``rows`` × ``cols``, or a vector of ``rows`` (``cols`` 0)."""
+
+    rows: int
+    cols: int
+
+    @property
+    def ndim(self) -> int:
+        return 1 if self.cols == 0 else 2
+
+
+def dense_multiplies(elements: Sequence, up_levels: int | None = None) -> int:
+    """The multiplies BPPSA's scan (``up_levels`` deep) and BP's together would take were every product dense,
+    from the operands' shapes alone (nothing formed): a bound on the sum of :func:`product_multiplies` over
+    :func:`count_flops`'s two runs, which only a product's stored entries can lower (r·k·c for (r×k)·(k×c), r·k
+    for a vector)."""
+    total = [0]
+
+    def op(a, b):  # A ◇ B = B·A, as FlopCounter
+        if a is IDENTITY or b is IDENTITY:
+            return b if a is IDENTITY else a
+        total[0] += b.rows * b.cols * max(a.cols, 1)
+        return _Extent(b.rows, a.cols)
+
+    extents = [_Extent(*np.shape(e)) if np.ndim(e) == 2 else _Extent(int(np.size(e)), 0) for e in elements]
+    blelloch_scan(extents, op=op, up_levels=up_levels)
+    linear_scan(extents, op=op)
+    return total[0]
 
 
 @dataclass(frozen=True)
@@ -154,11 +197,11 @@ class CountedStep:
 def count_flops(elements: Sequence, *, method: str = "bppsa", up_levels: int | None = None,
                 on_step: Callable[[], object] | None = None,
                 on_part: Callable[[float], object] | None = None,
-                budget: Callable[[int], object] | None = None) -> tuple[CountedStep, ...]:
+                budget: Callable[[int, int], object] | None = None) -> tuple[CountedStep, ...]:
     """Run the scan (``bppsa``: :func:`blelloch_scan`; ``bp``: :func:`linear_scan`) on patterns, counting FLOPs;
     ``on_step()`` is called after each ◇ (:func:`archsim.bppsa.steps.level_census` counts them beforehand),
-    ``on_part(f)`` within a long product (:func:`product_flops`), ``budget(multiplies)`` before each product
-    (:class:`FlopCounter`)."""
+    ``on_part(f)`` within a long product (:func:`product_flops`), ``budget(multiplies, entries)`` before each
+    product (:class:`FlopCounter`)."""
     counter = FlopCounter(on_step, on_part, budget)
     patterns = [pattern_of(e) for e in elements]
     run: ScanRun = (linear_scan(patterns, op=counter) if method == "bp"

@@ -139,8 +139,8 @@ def scan_steps(up_levels: int | None) -> int:
 def scan_flops(elements: list, up_levels: int | None = 2, on_step=None, on_part=None, budget=None) -> pd.DataFrame:
     """FLOPs of every step of BPPSA (hybrid with ``up_levels``; None = Algorithm 1) and of BP on ``elements``
     (:func:`vgg_elements`, or any chain's :func:`~archsim.bppsa.jacobians.scan_input`); ``on_step()``, if given, is called after each ◇, ``on_part(f)`` within a long
-    product (:func:`~archsim.bppsa.sparse_cost.product_flops`): progress; ``budget(multiplies)`` before each
-    product (it may raise: :class:`~archsim.bppsa.sparse_cost.FlopCounter`).
+    product (:func:`~archsim.bppsa.sparse_cost.product_flops`): progress; ``budget(multiplies, entries)`` before
+    each product (it may raise: :class:`~archsim.bppsa.sparse_cost.FlopCounter`).
 
     ``critical`` marks, per sequential step, the largest operation — the one on the critical path
     when every operation of a level has its own worker (n = 21 ≪ p, as in Fig. 10).

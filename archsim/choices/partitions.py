@@ -6,7 +6,8 @@ MAX_ALPHA = 1e6  # Algorithm 1's largest relaxation factor: beyond it the first 
 LAYERPIPE_ALPHA = 1.001  # LayerPipe's Algorithm 1: the factor its per-processor target grows by per relaxation
 # Which δ moves Algorithm 1's plan keeps (--borrow): paper, every move the printed walk makes (default); gainful,
 # a moved δ goes back to its layer's processor wherever that does not raise the iteration (docs/concepts.md).
-LAYERPIPE_BORROW = ("paper", "gainful")
+BORROW_PAPER, BORROW_GAINFUL = "paper", "gainful"
+LAYERPIPE_BORROW = (BORROW_PAPER, BORROW_GAINFUL)  # the default first
 # (the micro-batch schedules of a partition, PARTITION_SCHEDULES, are archsim/choices/schedules.py's, with every other)
 # The schedules that flush between iterations: every processor keeps one weight version (no stash).
 FLUSHED_SCHEDULES = ("gpipe", "gpipe-newest-first")

@@ -49,12 +49,12 @@ def run(args: argparse.Namespace) -> int:
     args.dtype = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     network = network_from_args(args)
     array = config_array(args)
-    rows, meta, static = energy_document(network, array, batch=args.batch, microbatches=args.microbatches,
+    rows, meta, notes = energy_document(network, array, batch=args.batch, microbatches=args.microbatches,
                                          mode=args.mode, engine=args.engine, dtype=args.dtype,
                                          energy_table=args.energy_table, config=args.config)
     emit(render(Rows.of(rows), args.format, precision=args.precision, meta=meta), args)
-    if static:  # a chip's static power is train's and search's, unread here
-        say_after_run("note", static)
+    for note in notes:  # a chip's static power unread here (train's and search's); its seconds beside the stalls
+        say_after_run("note", note)
     return 0
 
 

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from archsim.choices.partitions import (
+    BORROW_PAPER,
     FLUSHED_SCHEDULES,
     LAYERPIPE_ALPHA,
     LAYERPIPE_BORROW,
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {}  # the partitioner's keywords
     if args.method == "layerpipe":
         options = {"alpha": LAYERPIPE_ALPHA if args.alpha is None else args.alpha, "axes": split_axes(args.split_axes),
-                   "borrow": args.borrow or LAYERPIPE_BORROW[0]}
+                   "borrow": args.borrow or BORROW_PAPER}
     network = network_from_args(args)
     if args.microbatches:  # F, δ and G of every layer per micro-batch: a floor on the plan's ops, known now
         check_job_size(args.microbatches * 3 * len(network), args.max_ops)
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         meta["settings"] = "; ".join(plan.notes)
     elif plan.method == "layerpipe":  # the defaults that decide Algorithm 1's plan, said rather than implied
         meta["settings"] = f"Algorithm 1: alpha {options['alpha']:g}; δ split axes {','.join(options['axes'])}" + (
-            f"; borrow {options['borrow']}" if options["borrow"] != LAYERPIPE_BORROW[0] else "")
+            f"; borrow {options['borrow']}" if options["borrow"] != BORROW_PAPER else "")
     if args.dfg:
         write_dfg(args.dfg, plan, profile, dict(meta))
     from archsim.partition.profile import unstashed_layers

@@ -168,7 +168,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "global_batch and optionally recompute, sequence_parallel, interleave, distributed_optimizer, "
                              "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, fp8, "
                              "fp8_param_gather, moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, "
-                             "moe_load_imbalance, gpus, measured_seconds; or vTrain's released CSV as it is): one row "
+                             "moe_load_imbalance, schedule (else --schedule), gpus, measured_seconds; or vTrain's "
+                             "released CSV as it is): one row "
                              "each, in input order, with the error where measured")
     add_job_limit_argument(parser)
     add_timeline_outputs(parser)
@@ -184,7 +185,13 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import cp_comm_note, one_chunk_note, selective_flash_note, unsharded_note
+    from archsim.training.layout_notes import (
+        cp_comm_note,
+        few_microbatches_note,
+        one_chunk_note,
+        selective_flash_note,
+        unsharded_note,
+    )
     from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -270,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
     from archsim.training.placement import orders_note
 
-    for text in (dtype_note, one_chunk_note(par), unsharded_note(par), cp_comm_note(par),
+    for text in (dtype_note, one_chunk_note(par), few_microbatches_note(par), unsharded_note(par), cp_comm_note(par),
                  selective_flash_note(par.recompute, par.attention), padding_note(config), left_out,
                  orders_note(cluster) if args.placement == "planned" else None):
         if text:

@@ -27,13 +27,18 @@ def split_axes(value: str | Sequence[str] | None) -> tuple[str, ...]:
     axes = comma_items(value, "split-axes") if isinstance(value, str) else tuple(str(name).strip() for name in value)
     if not axes:  # split_axes=[]: no split at all, which --split-axes cannot say; refused as --split-axes alone is
         raise InputError(NO_VALUE, field="split-axes")
-    bad = [axis for axis in axes if axis not in SPLIT_AXES]
-    if bad:
-        raise InputError(f"unknown split axis {bad[0]!r}; choose from {', '.join(SPLIT_AXES)}", field="split-axes")
+    for axis in axes:
+        _check_axis(axis, "split-axes")
     twice = [axis for i, axis in enumerate(axes) if axis in axes[:i]]
     if twice:  # "channels,channels" planned as "channels": a typo for another axis went unseen
         raise InputError(f"{twice[0]!r} is listed twice: name each split axis once", field="split-axes")
     return axes
+
+
+def _check_axis(axis: str, field: str) -> None:
+    """Refuse an axis LayerPipe has not, in one message for ``--split-axes`` and :func:`split_delta` alike."""
+    if axis not in SPLIT_AXES:
+        raise InputError(f"unknown split axis {axis!r}; choose from {', '.join(SPLIT_AXES)}", field=field)
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,7 @@ def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", 
         raise InputError(f"layer {layer.name!r} has no δ op to split")
     if not layer.is_gemm or layer.kind == "matmul":
         raise InputError(f"δ of {layer.kind} layer {layer.name!r} is not split (only conv/fc δ is)")
-    if axis not in SPLIT_AXES:
-        raise InputError(f"unknown split axis {axis!r}; choose one of {', '.join(SPLIT_AXES)}", field="axis")
+    _check_axis(axis, "axis")
     if layer.groups > 1 and axis != "rows":
         raise InputError(f"δ of grouped conv {layer.name!r} splits by rows only (each group is its own GEMM)",
                          field="axis")

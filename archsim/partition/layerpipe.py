@@ -40,7 +40,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
+from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import SPLIT_AXES, SplitAxis, split_axes
 from archsim.partition.coster import DeltaCoster
@@ -92,7 +92,7 @@ def _best_split(coster: DeltaCoster, index: int, budget: float, axes) -> tuple[f
 
 def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: DeltaCoster | None = None,
                         alpha: float = LAYERPIPE_ALPHA, max_rounds: int = 100_000, axes=SPLIT_AXES,
-                        search: str = "gallop", borrow: str = LAYERPIPE_BORROW[0]) -> Partition:
+                        search: str = "gallop", borrow: str = BORROW_PAPER) -> Partition:
     """Run Algorithm 1 (with the two corrections in the module docstring) on ``processors``.
 
     ``borrow="paper"`` (default) keeps every δ move the walk makes; ``"gainful"`` then sends a moved δ
@@ -145,7 +145,7 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
     notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
     placed = walk(profile, coster, target, axes)[0]
     plan = to_partition(profile, coster, placed, notes)
-    if borrow == "paper":
+    if borrow == BORROW_PAPER:
         return plan
     kept, returned = keep_gainful(profile, placed)
     if not returned:
@@ -165,6 +165,19 @@ def _layer_costs(profile: LayerProfile) -> tuple[list[float], list[float], list[
                  for x in (profile.forward, profile.weight_grad, profile.delta, profile.fixed))
 
 
+class OpRank:
+    """An op's place in a stage's order, as the walk's tuples carry it: its layer's fixed part (F, G), then its
+    δ, whole (D) or split (D1, D2). From D on (rank ≥ OpRank.D) an op is a δ, the part Algorithm 1 may move.
+    Plain ints, not an IntEnum, which made a partition ~30% slower (its tuples are sorted and compared)."""
+
+    F, G, D, D1, D2 = range(5)
+
+
+# An op as the walk places it: (layer index, OpRank, kind, cycles, split axis, split part); to_partition
+# makes PlacedOps of them once the processors are known.
+_Placed = tuple[int, int, str, float, "SplitAxis | None", int]
+
+
 def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes, place: bool = True,
          limit: int | None = None) -> tuple[list[list[_Placed]], int]:
     """One pass of step 3: returns ops per processor (processor 0 holds the last layers) and their
@@ -180,7 +193,7 @@ def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes,
         if flex > 0:
             if flex < idle:
                 if place:
-                    procs[-1].append((index, 2, "D", flex, None, 0))
+                    procs[-1].append((index, OpRank.D, "D", flex, None, 0))
                 used = True
                 idle -= flex
             else:
@@ -188,13 +201,13 @@ def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes,
                 if split is not None:
                     d1, d2, axis, part = split
                     if place:
-                        procs[-1].append((index, 4, "D2", d2, axis, part))
-                        procs.append([(index, 3, "D1", d1, axis, part)])
+                        procs[-1].append((index, OpRank.D2, "D2", d2, axis, part))
+                        procs.append([(index, OpRank.D1, "D1", d1, axis, part)])
                     count += 1  # δ″ fills the current processor, δ′ opens the next
                     idle = target - d1
                 else:
                     if place:
-                        procs.append([(index, 2, "D", flex, None, 0)])
+                        procs.append([(index, OpRank.D, "D", flex, None, 0)])
                     count += 1 if used else 0  # an empty processor is dropped at the end
                     idle = target - flex
                 used = True
@@ -206,7 +219,8 @@ def walk(profile: LayerProfile, coster: DeltaCoster | None, target: float, axes,
             if count > stop:
                 break
         if place:
-            procs[-1] += ((index, 0, "F", forward[index], None, 0), (index, 1, "G", weight_grad[index], None, 0))
+            procs[-1] += ((index, OpRank.F, "F", forward[index], None, 0),
+                          (index, OpRank.G, "G", weight_grad[index], None, 0))
         used = True
         idle -= fixed
     if not place:
@@ -231,21 +245,21 @@ def keep_gainful(profile: LayerProfile, placed: list[list[_Placed]]) -> tuple[li
     is that low); the additional traffic never grows (a layer with its whole δ at home adds none).
     A processor left with nothing is dropped."""
     procs = [list(ops) for ops in placed]
-    home = {op[0]: p for p, ops in enumerate(procs) for op in ops if op[2] == "F"}
+    home = layer_processors(procs)
     delta = _layer_costs(profile)[2]
     lent: dict[int, set[int]] = {}
     for p, ops in enumerate(procs):
         for op in ops:
-            if op[1] >= 2 and home[op[0]] != p:
+            if op[1] >= OpRank.D and home[op[0]] != p:
                 lent.setdefault(home[op[0]], set()).add(op[0])
 
     def peak(trial: list[list[_Placed]]) -> float:
         return max(math.fsum(op[3] for op in ops) for ops in trial)
 
     def sent_home(trial: list[list[_Placed]], layers: set[int]) -> list[list[_Placed]]:
-        out = [[op for op in ops if not (op[1] >= 2 and op[0] in layers)] for ops in trial]
+        out = [[op for op in ops if not (op[1] >= OpRank.D and op[0] in layers)] for ops in trial]
         for k in layers:
-            out[home[k]].append((k, 2, "D", delta[k], None, 0))
+            out[home[k]].append((k, OpRank.D, "D", delta[k], None, 0))
         return out
 
     returned: list[int] = []
@@ -262,9 +276,10 @@ def keep_gainful(profile: LayerProfile, placed: list[list[_Placed]]) -> tuple[li
     return [ops for ops in procs if ops], tuple(sorted(returned))
 
 
-# An op as the walk places it: (layer index, rank in a stage's order F G D D1 D2, kind, cycles, split
-# axis, split part); to_partition makes PlacedOps of them once the processors are known.
-_Placed = tuple[int, int, str, float, "SplitAxis | None", int]
+def layer_processors(placed: list[list[_Placed]]) -> dict[int, int]:
+    """Layer index → its processor, as a position in ``placed``: the one holding its fixed part (F, G, its
+    weights), wherever its δ runs. The one map :func:`keep_gainful` and :func:`to_partition` read."""
+    return {op[0]: p for p, ops in enumerate(placed) for op in ops if op[2] == "F"}
 
 
 def to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list[list[_Placed]],
@@ -274,11 +289,7 @@ def to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list
     from the walk so the traffic count can be checked on placements the walk itself never makes."""
     forward_order = list(reversed(placed))
     names = profile.names
-    home: dict[str, int] = {}  # layer → processor of its fixed part
-    for proc, ops in enumerate(forward_order):
-        for item in ops:
-            if item[2] == "F":
-                home[names[item[0]]] = proc
+    home = {names[k]: proc for k, proc in layer_processors(forward_order).items()}  # layer name → processor
     index = {name: k for k, name in enumerate(names)}
     layers_of: list[list[str]] = [[] for _ in forward_order]
     for name in names:
@@ -290,10 +301,10 @@ def to_partition(profile: LayerProfile, coster: DeltaCoster | None, placed: list
         marked = []
         for k, rank, kind, cycles, axis, part in sorted(ops, key=itemgetter(0, 1)):
             name = names[k]
-            if rank < 2:  # F, G
+            if rank < OpRank.D:  # F, G
                 marked.append(unsplit[k][rank])
             elif kind == "D":
-                marked.append(borrowed_delta[k] if home[name] != proc else unsplit[k][2])
+                marked.append(borrowed_delta[k] if home[name] != proc else unsplit[k][OpRank.D])
             else:  # D1, D2: borrowed off the processor of the layer's fixed part (D1 when stranded)
                 borrowed = home[name] != proc
                 extra = _split_bytes(coster, k, kind, axis, part)[1] if borrowed else 0

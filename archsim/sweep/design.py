@@ -96,16 +96,18 @@ def _energy_of(unit):
 def design_array(unit) -> ArrayConfig:
     """The array a design unit is costed on: a ROWSxCOLS shape at the design's SRAM size and bandwidth, or a
     .cfg's array as ``archsim cost --config`` reads it, at the design's element size and, where the file
-    writes no ``Bandwidth``, the design's (as ``--bandwidth``); the spec's reader refused any axis that would
-    override what the file states (:func:`archsim.sweep.spec_arrays.check_cfg_axes`)."""
+    writes no ``Bandwidth``, the design's (as ``--bandwidth``), or under the cycle engine without ``bandwidths`` its
+    ``[memory] hbm_gbps`` in the design's words (:func:`archsim.sweep.spec_arrays.at_device_rate`); the spec's
+    reader refused any axis that would override what the file states
+    (:func:`archsim.sweep.spec_arrays.check_cfg_axes`)."""
     design = unit.design
     if unit.array_file is None:
         return ArrayConfig(rows=unit.rows, cols=unit.cols, dataflow=unit.dataflow, ifmap_sram_kb=design.sram_kb,
                            filter_sram_kb=design.sram_kb, ofmap_sram_kb=design.sram_kb, bandwidth=(design.bandwidth,),
                            user_bandwidth=True, element_bytes=design.element_bytes)
-    array = replace(unit.array, element_bytes=design.element_bytes)
-    if "bandwidths" in unit.array_file.sets or array.bandwidth == (design.bandwidth,):
-        return array  # the file's bandwidth, or the reader's default 10 that no axis changed
+    array = replace(unit.array, element_bytes=design.element_bytes)  # a device rate's words follow the width
+    if "bandwidths" in unit.array_file.sets or array.dram_rate is not None or array.bandwidth == (design.bandwidth,):
+        return array  # the file's bandwidth or hbm_gbps rate, or the reader's default 10 that no axis changed
     return with_memory(array, bandwidth=design.bandwidth)
 
 

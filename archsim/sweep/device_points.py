@@ -39,6 +39,7 @@ COLUMNS = ["model", "gpu", "arrays", "rows", "cols", "hbm_gbps", "gpus", "global
 SRAM_COLUMN = "sram_kib_per_array"  # after cols, only in a sweep of it: other sweeps' results.csv as before
 CLOCK_COLUMN = "clock_ghz"  # after SRAM, only in a sweep of clocks_ghz (the array sweep's name for a clock column)
 LAYOUT_COLUMNS = ["tp", "pp", "dp"]  # after gpus, only in a sweep of tp or pp (train's flags)
+AREA_COLUMN = "area_mm2"  # after energy_j, on a gemm = "arrays" device: the chip's arrays and SRAMs (not cached)
 
 
 def with_fields(device: Device, arrays: tuple[int, int, int] | None, hbm_gbps: float | None,
@@ -207,6 +208,46 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
              "device_sha256": setup.device_sha256}]
 
 
+def chip_area_mm2(device: Device, dtype: str) -> float | None:
+    """mm² of ``device``'s arrays with their SRAMs, ``cost --config``'s ``area_mm2`` for the chip: each array's PEs at
+    ``dtype``'s width and its three operand SRAMs (:func:`archsim.energy.area.array_area`, from the device file's
+    ``[energy]`` table where it names one, else the default), × the arrays; no vector unit, fp32 lanes, HBM or link
+    PHYs, so a lower bound on the die. None for a ``gemm = "tiles"`` device, which states no arrays' SRAM."""
+    from archsim.array.config import ArrayConfig
+    from archsim.choices.devices import ELEMENT_BYTES
+    from archsim.energy.area import array_area
+    from archsim.energy.file_energy import cfg_table
+
+    if device.gemm != "arrays":
+        return None
+    arrays = device.arrays
+    ifmap, filt, ofmap = device.operand_buffers_kib
+    array = ArrayConfig(rows=arrays.rows, cols=arrays.cols, dataflow=arrays.dataflow, ifmap_sram_kb=ifmap,
+                        filter_sram_kb=filt, ofmap_sram_kb=ofmap, element_bytes=ELEMENT_BYTES[dtype])
+    table = cfg_table(device.energy_table) if device.energy_table else None
+    return array_area(array, table).total_mm2 * arrays.count
+
+
+def with_area(points: list[DevicePoint], rows: list[dict]) -> list[dict]:
+    """``rows`` (one a point, in ``points``' order) each with its chip's area (:func:`chip_area_mm2`, at the spec's
+    dtype), computed here from the device file and the point's fields rather than cached: a results folder cached
+    before the column gets it too. ``rows`` as they are on a ``gemm = "tiles"`` device."""
+    from archsim.sweep.spec_files import check_unchanged
+    from archsim.training.energy import load_priced_device
+
+    if not points:
+        return rows
+    setup = points[0].setup
+    device = load_priced_device(setup.device_path)
+    check_unchanged(os.path.abspath(setup.device_path), setup.device_sha256, "after the sweep started", "device")
+    out = []
+    for point, row in zip(points, rows, strict=True):
+        area = chip_area_mm2(with_fields(device, point.arrays, point.hbm_gbps, point.sram_kib_per_array,
+                                         point.clock_ghz), point.setup.dtype)
+        out.append(row if area is None else {**row, AREA_COLUMN: area})
+    return out
+
+
 def with_front(rows: list[dict]) -> list[dict]:
     """``rows`` each with ``pareto_optimal``: fits memory and no fitting row beats it in both seconds and
     joules (equal rows do not beat each other)."""
@@ -222,22 +263,24 @@ def with_front(rows: list[dict]) -> list[dict]:
 
 def frame(rows: list[dict]) -> pd.DataFrame:
     """Rows as results.csv holds them (the spec's order: arrays, then SRAM, then clock, then bandwidth, then chips,
-    TP and PP), the front marked; the SRAM, clock and layout columns only where the spec sweeps them."""
+    TP and PP), the front marked; the SRAM, clock and layout columns only where the spec sweeps them, the area where
+    the rows have it (:func:`with_area`)."""
     import pandas as pd
 
     def present(names: list[str]) -> list[str]:
         return names if any(names[0] in r for r in rows) else []
 
-    at, gpus = COLUMNS.index("cols") + 1, COLUMNS.index("gpus") + 1
+    at, gpus, energy = COLUMNS.index("cols") + 1, COLUMNS.index("gpus") + 1, COLUMNS.index("energy_j") + 1
     columns = [*COLUMNS[:at], *present([SRAM_COLUMN]), *present([CLOCK_COLUMN]), *COLUMNS[at:gpus],
-               *present(LAYOUT_COLUMNS), *COLUMNS[gpus:]]
+               *present(LAYOUT_COLUMNS), *COLUMNS[gpus:energy], *present([AREA_COLUMN]), *COLUMNS[energy:]]
     return pd.DataFrame(with_front(rows), columns=columns)
 
 
 def sweep_rows(spec: DeviceSweepSpec) -> list[dict]:
     """Every point's row, computed here in order, the front marked (no folder, no cache: a benchmark's
     or a notebook's call; ``archsim sweep`` caches each point)."""
-    return with_front([row for point in spec.units() for row in point_rows(point)])
+    points = spec.units()
+    return with_front(with_area(points, [row for point in points for row in point_rows(point)]))
 
 
-__all__ = ["CLOCK_COLUMN", "COLUMNS", "LAYOUT_COLUMNS", "SRAM_COLUMN", "frame", "in_server_gbps", "point_rows", "spec_warnings", "sweep_rows", "with_fields", "with_front"]
+__all__ = ["AREA_COLUMN", "CLOCK_COLUMN", "COLUMNS", "LAYOUT_COLUMNS", "SRAM_COLUMN", "chip_area_mm2", "frame", "in_server_gbps", "point_rows", "spec_warnings", "sweep_rows", "with_area", "with_fields", "with_front"]

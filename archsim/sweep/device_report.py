@@ -48,7 +48,7 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     from archsim.report.html_page import esc
     from archsim.report.page import write_page
     from archsim.report.pareto import device_pareto_figure
-    from archsim.sweep.device_points import CLOCK_COLUMN, COLUMNS, LAYOUT_COLUMNS, SRAM_COLUMN
+    from archsim.sweep.device_points import AREA_COLUMN, CLOCK_COLUMN, COLUMNS, LAYOUT_COLUMNS, SRAM_COLUMN
 
     path = folder / "results.csv"
     text, results = read_results_csv(path)
@@ -56,15 +56,15 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     if missing or results.empty:
         raise InputError("missing column" if missing else "no rows", file=str(path), line=1,
                          field=missing[0] if missing else None, missing=bool(missing))
-    sram, clock = ([c] if c in results.columns else [] for c in (SRAM_COLUMN, CLOCK_COLUMN))
+    sram, clock, area = ([c] if c in results.columns else [] for c in (SRAM_COLUMN, CLOCK_COLUMN, AREA_COLUMN))
     layout = LAYOUT_COLUMNS if set(LAYOUT_COLUMNS) <= set(results.columns) else []
-    check_cells(text, results, path, [*DEVICE_NUMBERS, *sram, *clock, *layout],
+    check_cells(text, results, path, [*DEVICE_NUMBERS, *sram, *clock, *layout, *area],
                 flags=("fits_memory", "pareto_optimal"))
     record = spec_record(folder)
     check_device_rows(results, record, path, spec_command)
     _check_device_files(results.iloc[0], record)
     command = esc(f"{spec_command} && archsim report {folder} --out {target}")
-    rows = results[["arrays", *sram, *clock, "hbm_gbps", "gpus", *layout, "iteration_seconds", "energy_j",
+    rows = results[["arrays", *sram, *clock, "hbm_gbps", "gpus", *layout, "iteration_seconds", "energy_j", *area,
                     "peak_memory_gib", "fits_memory", "pareto_optimal"]]
     first = results.iloc[0]
     parallel = "TP × PP × DP over the chips" if layout else "data parallel over the chips"
@@ -72,7 +72,8 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
                   f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
                   f"attention, {parallel}, {_energy_words(first)}{_skipped(record)}{_empty_front(results)}")
     sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
-                (rows, f"All {len(results)} designs (seconds and joules per iteration; pareto: on the front)")]
+                (rows, f"All {len(results)} designs (seconds and joules per iteration"
+                       f"{'; area_mm2: one chip' + chr(39) + 's arrays and SRAMs' if area else ''}; pareto: on the front)")]
     return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
 
 

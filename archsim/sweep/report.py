@@ -280,12 +280,17 @@ def sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
 def _design_bandwidth(array: ArrayConfig, bandwidth) -> tuple[ArrayConfig, str, str]:
     """A .cfg's recorded array under the cycle engine at a design row's DRAM bandwidth where that differs from
     the file's: a ``bandwidths`` axis over a file that writes none (the only case a spec lets it differ), as
-    ``--bandwidth`` sets it beside ``--config``."""
+    ``--bandwidth`` sets it beside ``--config``. An array the sweep ran at its ``[memory] hbm_gbps`` rate
+    (:attr:`ArrayConfig.dram_rate`) names its words/cycle always: the row's (its design's element size), else the
+    recorded array's, so the command states the rate the sweep used rather than leave it to ``cost``'s reading."""
     from archsim.array.options import with_memory
     from archsim.validate import is_nan
 
-    if bandwidth is None or is_nan(bandwidth) or array.read_bandwidth is not None or \
-            array.bandwidth == (int(bandwidth),):
+    given = bandwidth is not None and not is_nan(bandwidth)
+    if array.dram_rate is not None:
+        words = int(bandwidth) if given else array.bandwidth[0]
+        return with_memory(array, bandwidth=words), "cycle", f" --engine cycle --bandwidth {words}"
+    if not given or array.read_bandwidth is not None or array.bandwidth == (int(bandwidth),):
         return array, "cycle", " --engine cycle"
     return with_memory(array, bandwidth=int(bandwidth)), "cycle", f" --engine cycle --bandwidth {int(bandwidth)}"
 

@@ -133,8 +133,9 @@ def _run_locked(spec: SweepSpec | DeviceSweepSpec, out: Path, units, digests, wo
     rows = [row for unit in units for row in (computed[unit] if unit in computed else cached_rows(files[unit]))]
     if isinstance(spec, DeviceSweepSpec):
         from archsim.sweep.device_points import frame as device_frame
+        from archsim.sweep.device_points import with_area
 
-        frame = device_frame(rows)
+        frame = device_frame(with_area(list(units), rows))
         write_output(out / "results.csv", frame.to_csv(index=False), within=out)
         return frame
     frame = results_frame(rows)

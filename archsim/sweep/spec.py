@@ -31,6 +31,9 @@ iteration and area — ``archsim.sweep.design``)::
 
 Beside a ``.cfg`` array a design sweep varies only what the file leaves unset: an axis that would override
 its SRAMs, ``Bandwidth`` or ``[archsim] ClockGHz`` is refused (:func:`archsim.sweep.spec_arrays.check_cfg_axes`).
+Under the cycle engine without ``bandwidths``, a device ``.cfg`` stating ``[memory] hbm_gbps`` (and no ``Bandwidth``)
+runs at that rate in each design's words, as ``archsim cost --config --engine cycle`` does
+(:func:`archsim.sweep.spec_arrays.at_device_rate`); elsewhere the default is 10 words/cycle.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
-from archsim.sweep.spec_arrays import ArrayFile, check_cfg_axes, read_array
+from archsim.sweep.spec_arrays import ArrayFile, at_device_rate, check_cfg_axes, read_array
 from archsim.sweep.spec_files import network_sha256, resolve_network
 from archsim.sweep.spec_lists import SET_REPEAT, clock_list, once, positive_list, string_list
 from archsim.toml_errors import located, parse_toml
@@ -181,7 +184,7 @@ class SweepSpec:
     source: str | None = None
     split_axes: tuple[str, ...] = SPLIT_AXES
     designs: tuple[Design, ...] = ()  # empty: a plain sweep
-    bandwidths_given: bool = False  # the spec states bandwidths (else 10 words/cycle, SCALE-Sim's default)
+    bandwidths_given: bool = False  # the spec states bandwidths (else a device .cfg's hbm_gbps rate, or 10 words/cycle)
     borrow: tuple[str, ...] = DEFAULT_BORROW  # LayerPipe's --borrow values (the spec's ``borrow``)
 
     def units(self) -> list[Unit]:
@@ -295,6 +298,8 @@ def _spec(document: dict, path: Path, file: str, max_configs: int) -> SweepSpec 
         raise InputError('bandwidths is the cycle engine\'s DRAM words/cycle: add engine = "cycle" (analytic '
                          "cycles have no memory stalls, so every bandwidth gives the same rows)", file=file,
                          field="bandwidths")
+    if engine == "cycle" and "bandwidths" not in table:  # a device .cfg's hbm_gbps, as cost --engine cycle reads it
+        arrays = [at_device_rate(array) if isinstance(array, ArrayFile) else array for array in arrays]
     methods = strings("methods", PARTITIONERS)
     if not methods:
         raise InputError(f"expected at least one method of {', '.join(PARTITIONERS)}, got []", file=file,

@@ -33,6 +33,19 @@ class ArrayFile:
 
 
 
+def at_device_rate(file: ArrayFile) -> ArrayFile:
+    """``file`` with its array at the DRAM rate its ``[memory] hbm_gbps`` states (no SCALE-Sim ``Bandwidth``), as
+    ``archsim cost --config FILE --engine cycle`` reads it (:func:`archsim.array.options.with_device_bandwidth`): the
+    words/cycle of the file's element size, carried as GB/s and clock so a design's element size re-derives them; as
+    it is where the file states none. For a cycle-engine spec without ``bandwidths`` (which wins, as ``--bandwidth``)."""
+    from dataclasses import replace
+
+    from archsim.array.options import with_device_bandwidth
+
+    array = with_device_bandwidth(file.array, file.path, file.array.element_bytes)[0]
+    return file if array is file.array else replace(file, array=array)
+
+
 ARRAY_SUFFIX = ".cfg"  # an arrays entry naming a SCALE-Sim config file, not a ROWSxCOLS shape
 
 
@@ -104,12 +117,13 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     ``.cfg`` arrays, once per file: a device of several arrays is swept as one array, as ``archsim cost --config``
     costs it and says (:func:`archsim.array.device_notes.device_arrays_note`); its array count and static power,
     which price nothing in a design sweep's energy and area: one array a processor
-    (:func:`~archsim.array.device_notes.sweep_unused_device_note`, the sweep's numbers as they are); keys an array device does not read
-    (:func:`archsim.devices.unread_keys.config_unread_keys_note`); and on the cycle engine without ``bandwidths``, a
-    ``[memory] hbm_gbps`` it does not read (a sweep's designs state their rate; ``cost --engine cycle`` reads it) (:func:`archsim.array.options.hbm_unread_note`,
-    in words of the spec's first element size). Each file is named as the spec names it (:func:`.spec_files.spec_named`)."""
+    (:func:`~archsim.array.device_notes.sweep_unused_device_note`, the sweep's numbers as they are); keys an array
+    device does not read (:func:`archsim.devices.unread_keys.config_unread_keys_note`); and on the cycle engine without
+    ``bandwidths``, the DRAM rate its ``[memory] hbm_gbps`` set in each of the spec's element sizes
+    (:func:`archsim.array.options.sweep_rate_note`), or, on an array that does not carry that rate (a spec built by
+    hand), that it ran at SCALE-Sim's default (:func:`archsim.array.options.hbm_unread_note`, in words of the spec's
+    first element size). Each file is named as the spec names it (:func:`.spec_files.spec_named`)."""
     from archsim.array.device_notes import device_arrays_note, sweep_unused_device_note
-    from archsim.array.options import hbm_unread_note
     from archsim.devices.unread_keys import config_unread_keys_note
     from archsim.sweep.spec_files import spec_named
 
@@ -117,9 +131,21 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     unread = spec.engine == "cycle" and not spec.bandwidths_given
     return tuple(note for path, array in files.items() for name in (spec_named(spec.source, path),) for note in (
         device_arrays_note(path, name=name), sweep_unused_device_note(path, name=name) if spec.designs else None,
-        config_unread_keys_note(path, name=name),
-        hbm_unread_note(path, spec.designs[0].element_bytes if spec.designs else array.element_bytes, "bandwidths",
-                        spec_key=True, name=name) if unread else None) if note)
+        config_unread_keys_note(path, name=name), _rate_note(spec, path, array, name) if unread else None) if note)
+
+
+def _rate_note(spec: SweepSpec, path: str, array: ArrayConfig, name: str) -> str | None:
+    """The cycle engine's note of a ``.cfg`` array's DRAM rate in a spec without ``bandwidths``
+    (:func:`array_file_notes`): the file's hbm_gbps in each design's words where the array carries it, else (a
+    hand-built spec's array at SCALE-Sim's default words) that the file's GB/s was not read."""
+    from archsim.array.options import hbm_unread_note, sweep_rate_note
+
+    widths = [design.element_bytes for design in spec.designs] or [array.element_bytes]
+    if array.dram_rate is not None:
+        return sweep_rate_note(name, array.dram_rate, widths)
+    if array.user_bandwidth or array.read_bandwidth is not None or array.bandwidth != ArrayConfig().bandwidth:
+        return None  # words of its own: no default to speak of
+    return hbm_unread_note(path, widths[0], "bandwidths", spec_key=True, name=name)
 
 
 def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:

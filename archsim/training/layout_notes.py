@@ -1,6 +1,6 @@
 """The notes ``train`` prints (and ``archsim.train`` warns) about a layout that runs but not as its settings
 suggest: a sharding at DP 1, a K/V exchange at CP 1, selective recompute beside FlashAttention, an interleaved
-schedule over one chunk."""
+schedule over one chunk, a pipeline given fewer micro-batches than stages."""
 
 from __future__ import annotations
 
@@ -80,4 +80,20 @@ def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
             f"{more} gives each rank V chunks")
 
 
-__all__ = ["cp_comm_note", "one_chunk_note", "selective_flash_count_note", "selective_flash_note", "unsharded_note"]
+def few_microbatches_note(par: Parallelism) -> str:
+    """The note that a pipeline runs fewer micro-batches than it has stages ('' otherwise): the last stage starts
+    its first forward after the PP − 1 before it, so with m < PP micro-batches the pipeline never fills, and under
+    1F1B and GPipe each rank idles (PP − 1) / (m + PP − 1) of the iteration, at least half; a small
+    ``--global-batch`` for its DP does it with nothing in the output but a low MFU. Accepted, as Megatron-LM's
+    1F1B runs it; ``train`` prints it, ``archsim.train`` warns it, naming the settings as its caller does."""
+    if par.pp == 1 or par.microbatches >= par.pp:
+        return ""
+    split = f"{par.global_batch} ÷ ({par.micro_batch} × {par.dp})"
+    return (f"{par.microbatches} micro-batch{'es' if par.microbatches > 1 else ''} per pipeline (global batch ÷ "
+            f"(micro-batch × DP) = {split}) for {setting('pp', par.pp)}: "
+            "fewer than the stages, so the pipeline never fills and each rank idles while the others run; a larger "
+            f"{setting('global-batch')} or a smaller {setting('micro-batch')} fills it")
+
+
+__all__ = ["cp_comm_note", "few_microbatches_note", "one_chunk_note", "selective_flash_count_note",
+           "selective_flash_note", "unsharded_note"]

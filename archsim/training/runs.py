@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from archsim.choices.schedules import TRAINING_SCHEDULES
 from archsim.choices.training import CP_COMMS, FP8_RECIPES, FSDP_GRAD_SYNCS, FSDP_RESHARDS
 from archsim.console import as_keywords, setting
 from archsim.csv_lines import check_row_length, choice_cell
@@ -46,15 +47,15 @@ from archsim.value_parsers import parse_boolean, parse_float, parse_ratio
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
 OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync",
             "cp", "cp_comm", "cp_hierarchy", "ep", "etp", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
-            "moe_load_imbalance", "fp8", "fp8_param_gather", "gpus", "measured_seconds")
+            "moe_load_imbalance", "fp8", "fp8_param_gather", "schedule", "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
 class RunRow:
     """One row: its line in the file, its parallelism, and where given the measured iteration (seconds),
     the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout), the experts' capacity
-    factor and padding (Megatron-Core's; None and False: dropless, MODEL's own) and the load imbalance (None:
-    uniform, MODEL's own)."""
+    factor and padding (Megatron-Core's; None and False: dropless, MODEL's own), the load imbalance (None:
+    uniform, MODEL's own) and the row's own pipeline schedule (its ``schedule`` column; None: the command's)."""
 
     line: int
     par: Parallelism
@@ -63,6 +64,7 @@ class RunRow:
     moe_expert_capacity_factor: float | None = None
     moe_pad_expert_input_to_capacity: bool = False
     moe_load_imbalance: float | None = None
+    schedule: str | None = None
 
 
 def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
@@ -224,13 +226,18 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
                                          field="fsdp_reshard", default="after-forward")
     fields["fsdp_grad_sync"] = choice_cell(cells.get("fsdp_grad_sync", ""), FSDP_GRAD_SYNCS, file=file, line=line,
                                            field="fsdp_grad_sync", default="micro-batch")
+    schedule = choice_cell(cells["schedule"], TRAINING_SCHEDULES, file=file, line=line, field="schedule") \
+        if cells.get("schedule") else None  # a search row's order, as its command's --schedule; empty: the command's
+    if schedule is not None:
+        fields["schedule"] = schedule  # checked with the row's layout (zb-v's two chunks, interleaved's micro-batches)
     par = _parallelism(fields, file, line)
     if cells.get("gpus") and _int(cells["gpus"], "gpus", file, line) != par.gpus:
         product = "TP × CP × PP × DP" if par.cp > 1 else "TP × PP × DP"
         raise InputError(f"gpus {cells['gpus']} ≠ {product} = {par.gpus}", file=file, line=line, field="gpus")
     measured = cells.get("measured_seconds")
     return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None,
-                  moe_expert_capacity_factor=factor, moe_pad_expert_input_to_capacity=pad, moe_load_imbalance=imbalance)
+                  moe_expert_capacity_factor=factor, moe_pad_expert_input_to_capacity=pad, moe_load_imbalance=imbalance,
+                  schedule=schedule)
 
 
 def _capacity_factor(cell: str, file: str, line: int) -> float | None:
@@ -264,7 +271,8 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
                 max_ops: int, seq_given: bool = False,
                 check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
     """The rows of a runs file as ``archsim train --runs`` runs them: each with the command's ``attention``,
-    ``dp_overlap``, ``grad_accumulation`` and ``schedule`` (its fp8 the row's own column; a row's :class:`Parallelism` has the
+    ``dp_overlap``, ``grad_accumulation`` and ``schedule`` (its fp8 the row's own column, and its schedule where its
+    ``schedule`` column names one; a row's :class:`Parallelism` has the
     library's defaults, not the command's), each row's schedule within ``max_ops`` actions. Refused
     (file, line, field) before any row runs, the first bad row in the file's order (``check``, with the command's
     settings: :func:`~archsim.training.runs_predict.row_check`); ``seq_given``: a sequence length was given, which
@@ -276,7 +284,8 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
         try:
             with as_keywords():  # the row's settings named as its columns (interleave 2, pp), not flags
                 return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
-                                                grad_accumulation=grad_accumulation, schedule=schedule))
+                                                grad_accumulation=grad_accumulation,
+                                                schedule=row.schedule or schedule))
         except InputError as exc:
             raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
 

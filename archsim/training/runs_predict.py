@@ -100,8 +100,9 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     uneven = any(row.moe_load_imbalance is not None for row in rows)  # the imbalance column only then
     split = any(row.par.cp > 1 for row in rows)  # the cp and cp_comm columns only where a row sets CP above 1
     # the order a row ran, where one differs from the command's --schedule (1f1b with interleave > 1 runs
-    # Megatron's interleaved 1F1B, as train's meta names it): the column only then, as the meta's alone misleads
-    renamed = any(row.par.schedule_name != row.par.schedule for row in rows)
+    # Megatron's interleaved 1F1B, as train's meta names it) or where a row names its own (its schedule column):
+    # the column only then, as the meta's alone misleads
+    renamed = any(row.par.schedule_name != row.par.schedule or row.schedule is not None for row in rows)
     check = row_check(base, cluster, file)
     for row in rows:  # every row checked before any runs (a bad last row is named at once)
         check(row)

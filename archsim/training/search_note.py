@@ -31,9 +31,9 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
     had a note of its own; each type now takes its own pipeline stages, as without FSDP.)"""
     uneven = balance == "planned"
 
-    def passes(tp: int, pp: int, dp: int) -> bool:  # the grid's most permissive candidate of this split
+    def passes(tp: int, pp: int, dp: int, stages_uneven: bool = uneven) -> bool:  # the grid's most permissive candidate
         k = Candidate(tp, pp, dp, 1, "none", "1f1b", 1, False)
-        return rejection(c, k, global_batch, cluster.gpus_per_server, uneven) is None
+        return rejection(c, k, global_batch, cluster.gpus_per_server, stages_uneven) is None
 
     named = ", ".join(f"{n:,}" for n in counts) + (" GPU" if list(counts) == [1] else " GPUs")
     unsplit = rejected.get("pp-divides-layers", 0) if not uneven else 0  # an uneven split would admit them
@@ -41,11 +41,15 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
                f"because PP × chunks does not divide the {c.layers} layers" if unsplit else "")
     if not any(passes(*split) for n in counts for split in factorizations(n)):
         near = nearest_passing(counts, cluster.gpus, lambda n: any(passes(*split) for split in factorizations(n)))
+        # an uneven split admits a PP that does not divide the layers: 24 GPUs' TP 8 × PP 3 for 32 layers
+        stages = not uneven and any(passes(*split, stages_uneven=True) for n in counts for split in factorizations(n))
         return (f"no configuration on {named}: no split of them into TP × PP × DP has DP dividing the global "
                 f"batch ({global_batch:,}) with TP dividing the heads ({c.heads}) and PP the layers ({c.layers}); "
                 f"give {setting('gpus', placeholder='N')} with such a split, e.g. "
                 f"{' or '.join(setting('gpus', n) for n in near)}, the count{'' if len(near) == 1 else 's'} nearest "
-                f"{named} (of the cluster's {cluster.gpus:,}) that {'has' if len(near) == 1 else 'have'} one")
+                f"{named} (of the cluster's {cluster.gpus:,}) that {'has' if len(near) == 1 else 'have'} one"
+                + (f"; or {setting('balance', 'planned')}, whose uneven stages give {named} a split with a PP that "
+                   f"does not divide the {c.layers} layers" if stages else ""))
     if rejected.get("out-of-memory"):  # memory is checked last: every configuration the rules left
         more = (f"{setting('gpus', placeholder='N')} up to the cluster's {cluster.gpus:,}, or a larger cluster" if max(counts) < cluster.gpus
                 else f"a cluster of more than its {cluster.gpus:,}")  # --gpus cannot go past the cluster's

@@ -66,9 +66,22 @@ def transformer_path(model: str | Path) -> Path:
     found = shipped_file("transformers", text, ("",) if path.suffix.lower() in MODEL_SUFFIXES else MODEL_SUFFIXES,
                          "transformer config", field="MODEL")
     if found is None:
-        raise InputError(f"{shown(text)}: no such file, and no shipped transformer of that name; shipped: "
-                         f"{', '.join(shipped_names('transformers', MODEL_SUFFIXES))}", field="MODEL")
+        raise InputError(f"{shown(text)}: no such file, and no shipped transformer of that name{_array_network(text)}; "
+                         f"shipped: {', '.join(shipped_names('transformers', MODEL_SUFFIXES))}", field="MODEL")
     return found
+
+
+def _array_network(name: str) -> str:
+    """Why a shipped network's name (``bert_large``, ``resnet50``: what ``cost`` and ``energy`` take) is no MODEL, for
+    the refusal of it: those are topology CSVs the array commands cost; ``train`` and ``search`` build a transformer
+    from its config (a BERT's Hugging Face ``config.json``), so a user who costed ``bert_large`` knows what to give."""
+    from archsim.workload.shipped import shipped_networks
+
+    if name not in shipped_networks():
+        return ""
+    return (f" ({name} is a shipped topology CSV for the array commands, cost, energy, pipeline and schedule, not a "
+            "transformer config: train and search take a Hugging Face config.json, a BERT's for BERT, or a "
+            "[transformer] TOML)")
 
 
 def load_transformer(path: str | Path, *, seq: int | None = None, seq_dim: bool = False) -> TransformerConfig:
