@@ -83,7 +83,7 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     from archsim.array.options import check_bandwidth_engine
     from archsim.console import library_note
     from archsim.cost_json import CostResult, cost_document
-    from archsim.energy_run import device_toml_dtype
+    from archsim.device_toml import device_toml_dtype
     from archsim.lowering import check_mode
     from archsim.seconds import add_seconds
 
@@ -127,7 +127,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     from archsim.array.device_sections import is_device_toml
     from archsim.array.options import check_bandwidth_engine, sram_unused_warning
     from archsim.console import library_note
-    from archsim.energy_run import device_toml_dtype
+    from archsim.device_toml import device_toml_dtype
     from archsim.lowering import check_mode
     from archsim.partition import build_profile
     from archsim.spp.profiles import profile_from_network

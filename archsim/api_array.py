@@ -57,7 +57,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     from archsim.array.gemm_run import BANK_RULES, OFMAP_COUNTS, run_gemm
     from archsim.array.options import element_width
     from archsim.choices.devices import ARRAY_DTYPES, ENGINES
-    from archsim.energy_run import device_toml_dtype, device_toml_notes
+    from archsim.device_toml import device_toml_dtype, device_toml_notes
 
     m, k, n = (None if value is None else positive_int(value, name) for value, name in ((m, "m"), (k, "k"), (n, "n")))
     if array is not None and not isinstance(array, str):
@@ -158,7 +158,8 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     warnings the command prints on stderr warn (UserWarning)."""
     from archsim.array.options import check_bandwidth_engine
     from archsim.choices.devices import ENGINES
-    from archsim.energy_run import device_toml_dtype, energy_document
+    from archsim.device_toml import device_toml_dtype
+    from archsim.energy_run import energy_document
     from archsim.lowering import check_mode
 
     check_choice(engine, ENGINES, "engine")

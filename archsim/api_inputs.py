@@ -169,14 +169,14 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
                     engine: str) -> tuple[ArrayConfig, list[str]]:
     """(array, notes): the array ``archsim cost`` and ``energy`` cost on and the notes and warnings they print on
     stderr of their ``--config`` (the caller warns them). A device TOML's one array kind is read by the reader the
-    commands read it with (:func:`archsim.energy_run.device_toml_notes`), sized and clocked by the array keywords;
+    commands read it with (:func:`archsim.device_toml.device_toml_notes`), sized and clocked by the array keywords;
     anything else as :func:`build_array` builds it, noted by :func:`config_notes`."""
     from dataclasses import replace
 
     from archsim.array.device_sections import is_device_toml
     from archsim.array.options import element_width, sram_kb_warning, with_device_bandwidth, with_memory
     from archsim.choices.devices import ARRAY_DTYPES
-    from archsim.energy_run import device_toml_notes
+    from archsim.device_toml import device_toml_notes
 
     if not is_device_toml(config):
         array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does

@@ -103,7 +103,7 @@ def schedule(network=None, *, policy: str | None = None, processors: int | str |
 
     settings = _on_profile(given) if isinstance(network, LayerProfile) else _checked(given)
     from archsim.array.device_sections import is_device_toml
-    from archsim.energy_run import device_toml_dtype, device_toml_notes
+    from archsim.device_toml import device_toml_dtype, device_toml_notes
     from archsim.planners import idle_line
     from archsim.policies.schedule_run import run_schedule
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 CHIP_COLUMNS = ("F_chip_seconds", "G_chip_seconds", "D_chip_seconds", "chip_seconds")
 
 
-def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
+def several_array_chip(config: str | Path | None, array: ArrayConfig) -> Device | None:
     """The chip ``config`` states as ``train`` reads it (:func:`~archsim.devices.device_file.load_device`), its
     arrays of ``array``'s shape, dataflow and clock; None for no file, a plain SCALE-Sim ``.cfg``, a device of one
     array (cost's columns are then its time) and a ``.cfg`` device file ``train`` refuses (without ``[memory]``:
@@ -43,18 +43,26 @@ def chip_of(config: str | Path | None, array: ArrayConfig) -> Device | None:
 
 def one_array_chip(config: str | Path | None, array: ArrayConfig) -> Device | None:
     """The chip ``config`` states where it is a device file of one array that ``train`` reads stating ``[device]
-    static_watts``, its array of ``array``'s shape, dataflow and clock as :func:`chip_of` gives a chip of several:
-    ``energy`` and ``cost --energy`` price its static power over its seconds (:func:`priced_chip_seconds`: train's
-    op timing, under the ``cycle`` engine that engine's cycles) as they price a chip of several arrays
+    static_watts``, its array of ``array``'s shape, dataflow and clock as :func:`several_array_chip` gives a chip of
+    several: ``energy`` and ``cost --energy`` price its static power over its seconds (:func:`priced_chip_seconds`:
+    train's op timing, under the ``cycle`` engine that engine's cycles) as they price a chip of several arrays
     (:func:`archsim.energy_run.chip_priced_pj`). None for no file, a plain SCALE-Sim ``.cfg``, a device of several
-    arrays (:func:`chip_of`), one stating no static power (its leakage the energy table's alone, over the array's
-    cycles, the model's own: nothing to reprice) and a ``.cfg`` device file ``train`` refuses."""
+    arrays (:func:`several_array_chip`), one stating no static power (its leakage the energy table's alone, over the
+    array's cycles, the model's own: nothing to reprice) and a ``.cfg`` device file ``train`` refuses."""
     from archsim.array.device_notes import device_array_count
 
     if config is None or device_array_count(config) != 1:
         return None
     chip = _read_chip(config, array)
     return chip if chip is not None and chip.static_watts > 0 else None
+
+
+def timed_chip(config: str | Path | None, array: ArrayConfig, *, static_power: bool) -> Device | None:
+    """The chip a run on ``config`` is timed on, its arrays of ``array``'s shape, dataflow and clock: a device file of
+    several arrays (:func:`several_array_chip`: ``cost``'s chip columns) and, where the run prices the chip's
+    ``static_power`` over its seconds (``energy``, ``cost --energy``), one of one array stating ``static_watts``
+    (:func:`one_array_chip`); None otherwise. The one rule ``energy`` and ``cost`` take."""
+    return several_array_chip(config, array) or (one_array_chip(config, array) if static_power else None)
 
 
 def _read_chip(config: str | Path, array: ArrayConfig) -> Device | None:
@@ -220,5 +228,6 @@ def cycle_stall_note(config: str | Path, cycles: float, chip: Device, chip_secon
             + (f"; nor what is priced over them, {priced}" if priced else ""))
 
 
-__all__ = ["CHIP_COLUMNS", "chip_meta", "chip_of", "cycle_stall_note", "engine_chip_seconds", "gemm_chip_seconds",
-           "layer_chip_seconds", "one_array_chip", "priced_chip_seconds", "shared_chip_seconds", "times_by_cycle_engine"]
+__all__ = ["CHIP_COLUMNS", "chip_meta", "cycle_stall_note", "engine_chip_seconds", "gemm_chip_seconds",
+           "layer_chip_seconds", "one_array_chip", "priced_chip_seconds", "several_array_chip", "shared_chip_seconds",
+           "timed_chip", "times_by_cycle_engine"]

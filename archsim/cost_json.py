@@ -31,7 +31,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     whole chip too (:mod:`archsim.chip_time`) and the meta's areas the chip's, as ``energy`` names them
     (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
     width's own). With ``energy`` on a device file of one array stating ``static_watts`` that array is a chip too
-    (:func:`~archsim.chip_time.one_array_chip`): its F/G/D chip seconds by the same op timing, train's (under the
+    (:func:`~archsim.chip_time.timed_chip`): its F/G/D chip seconds by the same op timing, train's (under the
     cycle engine that engine's cycles: :func:`~archsim.chip_time.priced_chip_seconds`), and each
     layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The notes,
     what ``archsim cost`` says after its table and ``archsim.cost`` warns: with ``energy``, a device file's
@@ -40,7 +40,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     most (:func:`~archsim.array.costing.refetch_note`)."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
-    from archsim.chip_time import chip_meta, chip_of, one_array_chip, priced_chip_seconds
+    from archsim.chip_time import chip_meta, priced_chip_seconds, timed_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta, table_for
@@ -51,18 +51,19 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     lowered = lower_network(network, batch, mode, array.element_bytes)
     rows = layer_cost_rows(lowered, array, engine)
     table = None
-    chip = chip_of(config, array)  # a device file of several arrays: each layer's time on the whole chip
-    # with --energy, one of one array stating static_watts is timed too: its static power is priced over that time
-    timed_chip = chip or (one_array_chip(config, array) if energy else None)
-    chip_seconds = None if timed_chip is None else priced_chip_seconds(
-        lowered, timed_chip, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
+    # a device file of several arrays: each layer's time on the whole chip; with --energy, one of one array stating
+    # static_watts is timed too: its static power is priced over that time
+    timed = timed_chip(config, array, static_power=energy)
+    chip = timed if timed is not None and timed.arrays.count > 1 else None  # of several arrays: the chip's areas
+    chip_seconds = None if timed is None else priced_chip_seconds(
+        lowered, timed, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
     if energy:
         from archsim.energy.model import with_layer_energy
         from archsim.energy_run import chip_layer_energy
 
         table, energies = energies_for(array, energy_table, config)
-        if timed_chip is not None and chip_seconds is not None:  # the chip's leakage over its seconds, as energy's
-            rows = chip_layer_energy(rows, lowered, array, energies, engine, chip_seconds, timed_chip)
+        if timed is not None and chip_seconds is not None:  # the chip's leakage over its seconds, as energy's
+            rows = chip_layer_energy(rows, lowered, array, energies, engine, chip_seconds, timed)
         else:
             rows = with_layer_energy(rows, lowered, array, energies, engine)
     if chip_seconds is not None:
@@ -80,8 +81,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         meta.update(figures_meta(config))
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-    if timed_chip is not None:
-        meta.update(chip_meta(timed_chip, engine),
+    if timed is not None:
+        meta.update(chip_meta(timed, engine),
                     **({"per_array": COST_ARRAY_OR_CHIP_FIGURES} if chip is not None else {}),
                     **({"energy_leakage": energy_leakage(several=chip is not None)} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)

@@ -4,74 +4,15 @@ array's area. Energies pJ, areas mm², cycles array clock cycles, seconds and wa
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-from archsim.console import say_after_run
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
     from archsim.devices.device import Device
     from archsim.lowering import Mode
     from archsim.workload.layer import Network
-
-
-def device_toml_dtype(config: str | Path | None, dtype: str | None, element_bytes: object) -> str | None:
-    """The dtype ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` (and ``archsim.cost``,
-    ``archsim.iteration_energy``, ``archsim.gemm``, ``archsim.profile``, ``archsim.schedule``) price: ``dtype`` (``--dtype``) as given; on a device TOML given neither it nor
-    ``element_bytes``, train's (:data:`~archsim.choices.devices.TRAIN_DTYPE`), so they and train price one file
-    alike (a device file states no dtype of its own; train's cluster names the run's); else None (SCALE-Sim's 1-byte
-    word, a ``.cfg``'s default). The one rule: every caller asks it before reading the file."""
-    from archsim.array.device_sections import is_device_toml
-    from archsim.choices.devices import TRAIN_DTYPE
-
-    return TRAIN_DTYPE if dtype is None and element_bytes is None and is_device_toml(config) else dtype
-
-
-def device_toml_array(config: str | Path, array: str | None, dataflow: str | None, width: int | None,
-                      speak_after: Callable[[str, str], None] = say_after_run) -> ArrayConfig:
-    """A device TOML's one array kind as train's energy model reads it
-    (:func:`~archsim.training.energy.device_file_array`) at ``width`` bytes (None: 1, with the note that train
-    prices the chip's dtype), reshaped by ``array`` and ``dataflow``, with the notes a ``.cfg`` device file gets
-    and the warnings train gives the file, said through ``speak_after`` (default: after the run). Its memory and
-    clock are the caller's to set."""
-    from archsim.array.device_notes import device_arrays_note, device_dtype_note
-    from archsim.array.options import array_size_warning, array_source, reshaped
-    from archsim.devices.device_file import implausible_figures
-    from archsim.devices.unread_keys import unread_keys_note
-    from archsim.training.energy import device_file_array
-
-    device, found = device_file_array(str(config), 1 if width is None else width)
-    shaped = reshaped(found, array, dataflow)
-    huge = array_size_warning(shaped.rows, shaped.cols, array_source(array, str(config)))
-    if huge:
-        speak_after("warning", huge)
-    for text in (device_arrays_note(str(config)), None if width is not None else device_dtype_note(str(config)),
-                 unread_keys_note(device, str(config))):
-        if text:
-            speak_after("note", text)
-    for line in implausible_figures(device):
-        speak_after("warning", line)
-    return shaped
-
-
-def device_toml_notes(config: str | Path, array: str | None, dataflow: str | None, width: int | None, *,
-                      engine: str | None, bandwidth: object, flag: str) -> tuple[ArrayConfig, list[tuple[str, str]]]:
-    """(array, notes): a device TOML's array read by :func:`device_toml_array` and, as (kind, text) in the order
-    said, its warnings and notes; under the ``cycle`` engine run without ``flag`` (``bandwidth`` None) the array is at
-    the DRAM rate ``[memory] hbm_gbps`` states, with the note saying so
-    (:func:`~archsim.array.options.with_device_bandwidth`). The one
-    reading ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` take; each caller says the notes its way."""
-    from archsim.array.options import with_device_bandwidth
-
-    notes: list[tuple[str, str]] = []
-    shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: notes.append((kind, text)))
-    rate = None
-    if engine == "cycle" and bandwidth is None:  # the flag wins; the analytic engine reads no bandwidth
-        shaped, rate = with_device_bandwidth(shaped, config, width or 1, flag)
-    return shaped, [*notes, *([("note", rate)] if rate else [])]
 
 
 def energy_document(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
@@ -87,7 +28,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     from archsim.array.options import dtype_meta
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta
-    from archsim.energy.model import iteration_energy_rows
+    from archsim.energy.model import iteration_energy_rows, static_power_mw
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
     rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
@@ -100,22 +41,22 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
         **_memory_meta(array, engine), **area.as_dict(),
     }
-    chip = None
+    iteration = None
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
         seconds = float(rows[-1]["cycles"]) / array.clock_hz
-        chip = _chip_seconds(network, array, batch=batch, microbatches=microbatches, mode=mode, engine=engine,
-                             dtype=dtype, config=config)
-        if chip is not None:  # a device file train reads: the chip's time and static energy (of several: its area)
-            rows = _chip_priced(rows, chip.kind_seconds, chip.chip, static_power_mw(energies, array))
+        iteration = _chip_iteration(network, array, batch=batch, microbatches=microbatches, mode=mode, engine=engine,
+                                    dtype=dtype, config=config)
+        if iteration is not None:  # a device file train reads: the chip's time and static energy (of several: its area)
+            rows = _chip_priced(rows, iteration.kind_seconds, iteration.chip, static_power_mw(energies, array))
             seconds = float(rows[-1]["chip_seconds"])
-            count = chip.chip.arrays.count
+            count = iteration.chip.arrays.count
             chip_areas = {} if count == 1 else {**area.chip_dict(count),
                                                 "per_array": ENERGY_ARRAY_OR_CHIP_FIGURES}
-            meta.update(chip_areas, **chip.meta)
+            meta.update(chip_areas, **iteration.meta)
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
-    static = device_static_note(str(config)) if config and chip is None else None
+    static = device_static_note(str(config)) if config and iteration is None else None
     return rows, meta, tuple(note for note in (static,) if note)
 
 
@@ -150,13 +91,6 @@ def device_static_note(config: str | Path, command: str = "energy") -> str | Non
         return (f"{config} states [device] static_watts = {watts:g} W per chip, unread: train refuses the file "
                 f"({exc.message}); {_LEAKAGE_OF[command]}")
     return None
-
-
-def static_power_mw(energies, array: ArrayConfig) -> float:
-    """One array's leakage with its SRAMs (mW): :func:`archsim.energy.model.static_power_mw`."""
-    from archsim.energy.model import static_power_mw as of_array
-
-    return of_array(energies, array)
 
 
 def _chip_priced(rows: list[dict], kind_seconds: dict[str, float], device, array_leakage_mw: float) -> list[dict]:
@@ -198,7 +132,7 @@ def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, e
     :func:`~archsim.chip_time.priced_chip_seconds`, on a chip of one array as of several; :func:`chip_priced_pj`):
     ``cost --energy`` on a device file of several arrays, or of one stating ``static_watts``, priced as ``energy``
     prices it."""
-    from archsim.energy.model import layer_kind_energy
+    from archsim.energy.model import layer_kind_energy, static_power_mw
 
     leakage_mw = static_power_mw(energies, array)
     priced = []
@@ -227,21 +161,20 @@ class ChipIteration:
     chip: Device  # the chip timed
 
 
-def _chip_seconds(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
-                  dtype: str | None, config: str | Path | None) -> ChipIteration | None:
-    """The iteration on the chip where ``config`` is a device file train reads
-    of several arrays (:func:`~archsim.chip_time.chip_of`) or of one stating ``static_watts``
-    (:func:`~archsim.chip_time.one_array_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M micro-batch
-    (:func:`~archsim.chip_time.priced_chip_seconds`: the op timing train uses; on one array under the cycle engine
-    that engine's own cycles at the clock) summed over the layers × M, what it was timed on
+def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
+                    dtype: str | None, config: str | Path | None) -> ChipIteration | None:
+    """The iteration on the chip where ``config`` is a device file train reads of several arrays or of one stating
+    ``static_watts`` (:func:`~archsim.chip_time.timed_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M
+    micro-batch (:func:`~archsim.chip_time.priced_chip_seconds`: the op timing train uses; on one array under the
+    cycle engine that engine's own cycles at the clock) summed over the layers × M, what it was timed on
     (:func:`~archsim.chip_time.chip_meta`) and the chip; None otherwise (one array's cycles are then the chip's
     time). The dynamic energy is the same on one array or many: the chip runs the same accesses."""
     from archsim.array.options import dtype_meta
-    from archsim.chip_time import chip_meta, chip_of, one_array_chip, priced_chip_seconds
+    from archsim.chip_time import chip_meta, priced_chip_seconds, timed_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.lowering import lower_network
 
-    chip = chip_of(config, array) or one_array_chip(config, array)
+    chip = timed_chip(config, array, static_power=True)
     if chip is None:
         return None
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
@@ -261,5 +194,4 @@ def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:
     return memory if engine == "cycle" else {"sram_kb": memory["sram_kb"]}
 
 
-__all__ = ["chip_layer_energy", "chip_priced_pj", "device_static_note", "device_toml_array", "device_toml_dtype",
-           "device_toml_notes", "energy_document"]
+__all__ = ["chip_layer_energy", "chip_priced_pj", "device_static_note", "energy_document"]

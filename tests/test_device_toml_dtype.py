@@ -1,7 +1,7 @@
 """One default dtype for a device TOML: ``cost`` (``--energy`` too), ``energy`` and ``gemm``, and ``archsim.cost``,
 ``archsim.iteration_energy`` and ``archsim.gemm``, price a device TOML given no ``--dtype`` (nor
 ``--element-bytes``) at train's fp16 (the file states no dtype; train charges the chip at fp16), from one rule
-(:func:`archsim.energy_run.device_toml_dtype`); a SCALE-Sim ``.cfg`` keeps SCALE-Sim's int8 word, and a given
+(:func:`archsim.device_toml.device_toml_dtype`); a SCALE-Sim ``.cfg`` keeps SCALE-Sim's int8 word, and a given
 ``--dtype`` wins.
 
 Failed before: ``energy`` priced the TOML at fp16 while ``cost --energy`` and ``gemm`` priced it at int8 (the

@@ -1,4 +1,4 @@
-"""One dtype rule for a device TOML (archsim.energy_run.device_toml_dtype) beyond cost, energy and gemm
+"""One dtype rule for a device TOML (archsim.device_toml.device_toml_dtype) beyond cost, energy and gemm
 (tests/test_device_toml_dtype.py): pipeline, schedule and archsim.profile price it at train's default, fp16 (2 bytes
 a word), without --dtype; a SCALE-Sim .cfg keeps its 1-byte word. Failed before: the three priced it at int8."""
 

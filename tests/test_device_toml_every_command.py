@@ -1,5 +1,5 @@
 """One device model, one reading: ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` read a device TOML given
-as ``--config`` through one reader (:func:`archsim.energy_run.device_toml_notes`, train's device reader beneath it),
+as ``--config`` through one reader (:func:`archsim.device_toml.device_toml_notes`, train's device reader beneath it),
 with the same notes on stderr (``pipeline`` and ``schedule`` on the file's arrays as processors); ``archsim.cost``,
 ``archsim.gemm``, ``archsim.profile`` and ``archsim.schedule`` likewise; ``plan`` refuses one, naming the cluster's
 ``device``.

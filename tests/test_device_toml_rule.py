@@ -24,7 +24,7 @@ def test_a_device_toml_is_told_by_its_suffix_in_any_case(path, toml):
 
 # the readers of a device file or of --config: none spells the suffix rule itself
 DEVICE_READERS = ["array/config.py", "array/device_notes.py", "array/sparse_network.py", "array/options.py",
-                  "array/gemm_run.py", "policies/schedule_array.py", "energy/table.py", "energy_run.py",
+                  "array/gemm_run.py", "policies/schedule_array.py", "energy/table.py", "energy_run.py", "device_toml.py",
                   "devices/device_file.py", "chip_time.py", "plan_flags.py", "api.py", "api_array.py",
                   "api_inputs.py", "api_schedule.py", "commands/common.py", "commands/gemm.py",
                   "commands/schedule.py"]

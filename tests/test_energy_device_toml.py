@@ -138,7 +138,7 @@ TPU_FLAGS = ["--array", "128x128", "--dataflow", "ws", "--clock-ghz", "1.05", "-
 @pytest.mark.parametrize("command", ["cost", "energy"])
 def test_a_shipped_device_toml_prices_as_its_flags_by_hand(command, capsys):
     """Peer reference: cost refused tpu_v4_like.toml and named the flags that state its array; cost and energy now
-    read the TOML through one reader (:func:`archsim.energy_run.device_toml_array`), and with no [energy] in the
+    read the TOML through one reader (:func:`archsim.device_toml.device_toml_array`), and with no [energy] in the
     file print the rows and meta those flags, written by hand, print."""
     from pathlib import Path
 

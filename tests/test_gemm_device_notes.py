@@ -1,5 +1,5 @@
 """``gemm --config chip.toml`` says the lines ``cost`` says of the same file, word for word, both read by one reader
-(:func:`archsim.energy_run.device_toml_notes`): the file's arrays and, under the cycle
+(:func:`archsim.device_toml.device_toml_notes`): the file's arrays and, under the cycle
 engine without ``--bandwidth``, the words/cycle the file's ``[memory] hbm_gbps`` set (until 2026-12-05 a note that
 the engine left it unread, naming the flag's value nearest the file's GB/s); ``archsim.gemm`` warns the same texts as
 ``archsim.cost``.

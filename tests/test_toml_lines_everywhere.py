@@ -34,7 +34,7 @@ def _line(text: str, start: str) -> int:
 ])
 def test_a_device_tomls_bad_value_given_as_config_names_its_line(tmp_path, capsys, old, new, field, says):
     """bppsa refuses a device TOML and names its array as flags; cost, energy, gemm, pipeline and schedule read it with
-    train's reader (:func:`archsim.energy_run.device_toml_array`): a bad value is that reader's error, at its line."""
+    train's reader (:func:`archsim.device_toml.device_toml_array`): a bad value is that reader's error, at its line."""
     text = TPU.replace(old, new)
     chip = tmp_path / "chip.toml"
     chip.write_text(text, encoding="utf-8")

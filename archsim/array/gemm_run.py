@@ -158,7 +158,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         with_device_bandwidth,
     )
     from archsim.array.sram_sizes import cfg_sram_warning
-    from archsim.chip_time import chip_meta, chip_of, cycle_stall_note, gemm_chip_seconds
+    from archsim.chip_time import chip_meta, cycle_stall_note, gemm_chip_seconds, several_array_chip
     from archsim.choices.devices import SCALESIM_DTYPE
 
     check_bandwidth_engine(dram_bandwidth, engine, bandwidth_flag)  # the analytic path never reads the memory flags
@@ -191,7 +191,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     if width is not None:
         base = replace(base, element_bytes=width)
     widths: dict[str, object] = {} if width is None else {"dtype": dtype_meta(dtype, base), "element_bytes": width}
-    chip = None if not config else chip_of(config, base)  # a device file of several arrays: the chip's seconds too
+    chip = None if not config else several_array_chip(config, base)  # several arrays: the chip's seconds too
     if sram_kb is not None and engine != "cycle":
         with_memory(base, sram_kb=sram_kb)  # a malformed size is refused as under the cycle engine
         unused = sram_unused_warning(sram_kb, engine, "gemm's analytic cycles and SRAM reads")

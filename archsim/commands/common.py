@@ -288,11 +288,11 @@ def costed_array(args: argparse.Namespace) -> ArrayConfig:
 def config_array(args: argparse.Namespace) -> ArrayConfig:
     """The array ``cost``, ``energy``, ``gemm`` and ``pipeline``'s commands cost on: a ``.cfg``'s or the flags'
     (:func:`costed_array`), or a device TOML's one array kind read by the one reader they share
-    (:func:`archsim.energy_run.device_toml_notes`: its notes said after the run), sized and clocked by the same
+    (:func:`archsim.device_toml.device_toml_notes`: its notes said after the run), sized and clocked by the same
     flags."""
     from archsim.array.device_sections import is_device_toml
     from archsim.array.options import element_width
-    from archsim.energy_run import device_toml_notes
+    from archsim.device_toml import device_toml_notes
 
     if not is_device_toml(args.config):
         return costed_array(args)

@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from archsim.cost_json import cost_document
-    from archsim.energy_run import device_toml_dtype
+    from archsim.device_toml import device_toml_dtype
     from archsim.outputs import render
     from archsim.rows import Rows
 

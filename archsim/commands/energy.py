@@ -41,7 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.energy_run import device_toml_dtype, energy_document
+    from archsim.device_toml import device_toml_dtype
+    from archsim.energy_run import energy_document
     from archsim.outputs import render
     from archsim.rows import Rows
 

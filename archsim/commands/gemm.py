@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.array.gemm_run import run_gemm
     from archsim.array.options import element_width
     from archsim.console import say_after_run
-    from archsim.energy_run import device_toml_dtype, device_toml_notes
+    from archsim.device_toml import device_toml_dtype, device_toml_notes
     from archsim.outputs import render
 
     toml = is_device_toml(args.config) and args.layout is None  # a --layout reads a .cfg's [layout]: refused there

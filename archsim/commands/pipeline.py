@@ -119,7 +119,7 @@ def check_flags(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from archsim.energy_run import device_toml_dtype
+    from archsim.device_toml import device_toml_dtype
     from archsim.outputs import render
     from archsim.partition import build_profile
     from archsim.rows import Rows

@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from archsim.array.device_sections import is_device_toml
     from archsim.console import note, say_after_run
-    from archsim.energy_run import device_toml_dtype, device_toml_notes
+    from archsim.device_toml import device_toml_dtype, device_toml_notes
     from archsim.outputs import render
     from archsim.policies.schedule_run import TIMELINE_OUTPUTS, run_schedule
     from archsim.rows import Rows

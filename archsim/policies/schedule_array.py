@@ -25,7 +25,7 @@ def run_array(args: SimpleNamespace, speak=None):
     (:func:`archsim.array.options.array_from_flags`), or an :class:`ArrayConfig` given as ``array`` with the
     dataflow and width given beside it; ``speak``: say when ``--config`` is a device file of several arrays. A
     device TOML is read by ``args.read_device`` (the caller's: ``cost``'s reading,
-    :func:`archsim.energy_run.device_toml_notes`, its notes said through ``speak``; policies/ reads no device);
+    :func:`archsim.device_toml.device_toml_notes`, its notes said through ``speak``; policies/ reads no device);
     without one it is refused as a ``.cfg`` reader refuses it."""
     from dataclasses import replace
 

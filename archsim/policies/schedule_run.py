@@ -52,7 +52,7 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
     keywords, its notes spoken); ``speak(kind, text)``: a note or warning (default: stderr); ``phases``: the
     progress bar over costs, build, simulate and validate (default none). ``network`` may be a LayerProfile: its costs as is.
     ``read_device``: the reader of a device TOML given as ``config`` (``cost``'s,
-    :func:`archsim.energy_run.device_toml_notes`; None: refused as a ``.cfg`` reader refuses it); with a device file as
+    :func:`archsim.device_toml.device_toml_notes`; None: refused as a ``.cfg`` reader refuses it); with a device file as
     ``config``, ``processors`` defaults to its arrays, one device each (multistream's one device aside)."""
     from archsim.console import say
     from archsim.partition.profile import LayerProfile

@@ -1,0 +1,64 @@
+"""One concept, one implementation (docs/architecture.md): each helper that ``cost``, ``energy`` and the other array
+commands share is defined in one module, the one its job names, and in no other under the same name (a
+pass-through of the same name, or a second function of that name returning another thing, is a second home).
+A rule written once is applied in one module, its callers asking that module's function. Every module's top-level
+``def`` and call read with :mod:`ast` (tests/import_graph.py)."""
+
+import ast
+
+import pytest
+from import_graph import library, parsed
+
+# name → the one module that defines it
+HOMES = {
+    # a device TOML given as --config, read once for cost, energy, gemm, pipeline and schedule
+    "device_toml_dtype": "archsim.device_toml",
+    "device_toml_array": "archsim.device_toml",
+    "device_toml_notes": "archsim.device_toml",
+    # one array's leakage with its SRAMs (mW), which energy and cost --energy add to a chip's static_watts
+    "static_power_mw": "archsim.energy.model",
+    # the chip a device file states: a catalog GPU's spec (devices) is not a --config file's chip of arrays (chip_time)
+    "chip_of": "archsim.devices.catalog",
+    "several_array_chip": "archsim.chip_time",
+    "one_array_chip": "archsim.chip_time",
+    "timed_chip": "archsim.chip_time",
+}
+
+
+def top_level_functions(tree: ast.Module) -> set[str]:
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_each_shared_helper_is_defined_in_its_one_home():
+    homes = {name: [module for module, path in library() if name in top_level_functions(parsed(path))]
+             for name in HOMES}
+    assert homes == {name: [home] for name, home in HOMES.items()}
+
+
+# name → the one module that calls it: a rule written once, its callers asking the function that applies it
+CALLED_IN = {
+    # a chip of one array stating static_watts is timed where static power is priced: chip_time.timed_chip
+    "one_array_chip": "archsim.chip_time",
+}
+
+
+def called(tree: ast.Module) -> set[str]:
+    return {node.func.id if isinstance(node.func, ast.Name) else node.func.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))}
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_each_rule_is_applied_in_its_one_module():
+    callers = {name: [module for module, path in library() if name in called(parsed(path))] for name in CALLED_IN}
+    assert callers == {name: [home] for name, home in CALLED_IN.items()}
+
+
+def test_a_second_definition_is_found():
+    """The scan sees a pass-through of the same name as a definition."""
+    tree = ast.parse("def static_power_mw(energies, array):\n    return of_array(energies, array)\n")
+    assert top_level_functions(tree) == {"static_power_mw"}
+
+
+def test_a_call_is_found_by_name_or_attribute():
+    assert called(ast.parse("x = a(b) or chip_time.one_array_chip(c, d)\n")) == {"a", "one_array_chip"}
