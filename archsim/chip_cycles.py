@@ -8,8 +8,9 @@ engine through cost's path (:func:`archsim.array.costing.cycle_results`: SCALE-S
 costed array's) at its share of the chip's DRAM rate: the file's ``hbm_gbps`` ÷ the arrays running at once, on each
 of its three operand buffers, in words per cycle at the chip's clock rounded as
 :func:`archsim.array.options.device_dram_rate` rounds the whole rate (:func:`share_words`). A GEMM's chip cycles
-are that array's (plus a split reduction's adds, as the deal counts them); a vector op's ⌈elements / cols⌉, as
-on one array (:func:`archsim.array.costing.op_cycles`). Cycles, each simulated GEMM in SCALE-Sim's count.
+are that array's (plus a split reduction's adds, as the deal counts them); a vector op's elements are dealt evenly
+to the arrays, the busiest stepping ⌈⌈elements / arrays⌉ / cols⌉ cycles (on one array ⌈elements / cols⌉, as
+:func:`archsim.array.costing.op_cycles` counts it). Cycles, each simulated GEMM in SCALE-Sim's count.
 
 The share (:func:`busiest_share`): of ``waves`` folds of the dealt (sub-)GEMMs, F folds each, ⌊waves / F⌋ whole
 ones, then the rest r of one more: q whole column folds (each with all its row folds: under ws and is the whole
@@ -20,10 +21,10 @@ each given an equal rate the whole GEMM long, a last partial wave's idle arrays 
 share is stepped alone (the others run as many folds or fewer, of the same shapes); a remainder's row folds of a
 ws or is reduction on two arrays add their partial sums for free, as the deal counts no adds for them; cost's
 ``--bandwidth`` sets the one array's columns, not the chip's rate (train reads ``hbm_gbps`` too); a device's fp32
-lanes are not used (the engine steps cost's array); a vector op runs on one array's lanes, as on one array, not
-spread over the arrays nor streamed at ``hbm_gbps`` as train streams it (on a CNN of many batch norms most of the
-chip's time). Each distinct share is stepped once per rate, beside cost's own steps of the whole GEMMs: ResNet-50 at
-batch 8 on the TPU-v4-like file runs about a tenth longer."""
+lanes are not used (the engine steps cost's array); a vector op's elements are not streamed at ``hbm_gbps`` as
+train streams them (its lanes' cycles alone, as the cycle engine counts one array's). Each distinct share is
+stepped once per rate, beside cost's own steps of the whole GEMMs: ResNet-50 at batch 8 on the TPU-v4-like file
+runs about a tenth longer."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def chip_op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, chip: Device) 
     """Each op's cycles on ``chip``'s arrays (int64; module docstring): its GEMMs one after another, each its
     ``count`` parts dealt together as train deals them, the busiest array's share stepped by the cycle engine on
     ``array`` (its shape, dataflow and SRAMs; the chip's arrays have its shape) at :func:`share_words`; plus its
-    vector elements ÷ the array's columns."""
+    vector elements dealt to the arrays, the busiest one's ÷ the array's columns."""
     from archsim.array.costing import cycle_results
     from archsim.array.options import with_memory
     from archsim.devices.array_waves import gemm_deal
@@ -107,7 +108,8 @@ def chip_op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, chip: Device) 
                 "the network's total chip cycles")
     cycles = np.zeros(len(ops), dtype=np.int64)
     np.add.at(cycles, owner, per_gemm)
-    return cycles + -(-vector // array.cols)
+    busiest = -(-vector // units.count)  # a vector op's elements dealt evenly: the busiest array's ⌈elements / arrays⌉
+    return cycles + -(-busiest // array.cols)
 
 
 __all__ = ["busiest_share", "chip_op_cycles", "share_words"]

@@ -137,7 +137,7 @@ def engine_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, clo
 def shared_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, chip: Device) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`) on ``chip``'s several arrays under the cycle engine:
     its ops' cycles by :func:`archsim.chip_cycles.chip_op_cycles` (the busiest array's share of each GEMM's folds,
-    dealt as train deals them, stepped at hbm_gbps ÷ the arrays running at once; a vector op as on one array) ÷
+    dealt as train deals them, stepped at hbm_gbps ÷ the arrays running at once; a vector op's elements dealt to the arrays) ÷
     the chip's clock."""
     from archsim.chip_cycles import chip_op_cycles
 
@@ -191,7 +191,7 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
     elif times_by_cycle_engine(chip, engine):
         by = ("the cycle engine's cycles of the busiest array's share of each GEMM's folds, dealt in waves over the "
               "arrays as train deals them, its stalls at hbm_gbps ÷ the arrays running at once on each operand buffer "
-              "(a vector op's elements ÷ the array's columns), at the chip's clock")
+              "(a vector op's elements dealt to the arrays, the busiest one's ÷ its columns), at the chip's clock")
     else:
         by = "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes"
     return {"chip_name": chip.name, "chip_arrays": arrays.count, "chip_array": f"{arrays.rows}x{arrays.cols}",

@@ -126,3 +126,16 @@ def test_the_deal_names_the_split_sub_gemm_and_the_busiest_arrays_folds():
     assert deal.dealt[0] == 4 and deal.adds[0] == 0
     two = gemm_deal(5, 24, 20, 3, Arrays(count=2, rows=8, cols=8, clock_hz=1e9, dataflow="ws"))
     assert [d[0] for d in two.sub] == [5, 24, 20] and (two.folds[0], two.waves[0], two.dealt[0]) == (9, 14, 27)
+
+
+def test_a_vector_ops_elements_are_dealt_to_the_arrays(capsys, tmp_path):
+    """A ReLU of 32 × 64 = 2,048 elements per batch of 32 (one input, elementwise) on 4 arrays of 8 columns: 512
+    elements each, ⌈512 / 8⌉ = 64 cycles on the busiest array, where one array steps ⌈2,048 / 8⌉ = 256 (cost's own
+    F_cycles). Until built so, the chip stepped every element on one array's lanes (256)."""
+    network = write_file(tmp_path, "relu.csv", FC + "relu1, 1, 1, 1, 1, 64, 64, 1, 0, elementwise,\n")
+    chip = _chip(tmp_path, 4, 256)
+    assert main(["cost", str(network), "--batch", "32", "--config", chip, "--engine", "cycle", "--dtype", "int8",
+                 "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][1]
+    assert row["F_cycles"] == 32 * 64 // 8
+    assert row["F_chip_seconds"] * 1e9 == pytest.approx(32 * 64 // 4 // 8, rel=1e-12)
