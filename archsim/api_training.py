@@ -316,7 +316,6 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
-    from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.training.train_json import search_document
@@ -344,7 +343,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         check_choice(name, SCHEDULES, "schedule")
     chunk_given = None if chunks is None else [positive_int(v, "chunks") for v in listed(chunks, "chunks")]
     max_micro_batch = positive_int(max_micro_batch, "max-micro-batch")
-    refine = default_refine(top) if refine is None else positive_int(refine, "refine", low=0)
+    refine = None if refine is None else positive_int(refine, "refine", low=0)  # None: search's default, 2 × top
     max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max-ops")
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(not_a_choice(dp_overlap, DP_OVERLAPS), field="dp-overlap")
