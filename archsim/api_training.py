@@ -89,7 +89,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, CP_COMMS, IMPLEMENTATION_ATTENTION, IMPLEMENTATIONS
-    from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
+    from archsim.fits import cp_span_warning, rank_headroom_note, rank_memory_warning, tp_span_warning
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
@@ -152,7 +152,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         config_dtype_note(config, laid.cluster.dtype)
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
-                    rank_memory_warning(result, machines), seq_note(model, config, n.seq), unread_note(model), dtype_note,
+                    rank_memory_warning(result, machines), rank_headroom_note(result, machines), seq_note(model, config, n.seq), unread_note(model), dtype_note,
                     one_chunk_note(laid.par), few_microbatches_note(laid.par), unsharded_note(laid.par),
                     cp_comm_note(laid.par),
                     selective_flash_note(laid.par.recompute, laid.par.attention), padding_note(config),
@@ -310,6 +310,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         PLACEMENTS,
     )
     from archsim.errors import InputError
+    from archsim.fits import rows_headroom_note
     from archsim.progress import shown
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -382,7 +383,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
-                 result.orders_note, *cluster_notes(on, "search")):
+                 result.orders_note, rows_headroom_note(result.rows, on), *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             library_note(note, stacklevel=3)
