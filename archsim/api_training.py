@@ -202,6 +202,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     from archsim.training.runs import (
         frame_text,
         model_note,
+        few_microbatches_rows_note,
         one_chunk_rows_note,
         runs_to_run,
         selective_flash_rows_note,
@@ -242,7 +243,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
-    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), selective_flash_rows_note(rows),
+    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), few_microbatches_rows_note(rows),
+                 selective_flash_rows_note(rows),
                  *model_notes,
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:

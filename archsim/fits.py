@@ -144,6 +144,22 @@ def unfit_points_warning(points: Sequence[tuple[str | None, tuple[int, ...]]]) -
             f"{'its row' if one else 'their rows'}){'' if one else '; the first'}: {first}")
 
 
+def points_note(points: Sequence[tuple[str | None, tuple[int, ...]]]) -> str | None:
+    """One note for a ``train --sweep``'s points of a per-point line whose figures differ (a short pipeline's
+    micro-batches): ``points`` holds each point's line (None: none, or it did not run) and layout (tp, pp, dp, and cp
+    where above 1); how many points it holds for and their layouts, counted as :func:`unfit_points_warning` counts
+    points out of memory, with the first one's line; None when none."""
+    held = [(text, layout) for text, layout in points if text]
+    if not held:
+        return None
+    subject = ("the sweep's one point" if len(points) == 1 else f"all {len(held)} points of the sweep"
+               if len(held) == len(points) else f"{len(held)} of the sweep's {len(points)} points")
+    distinct = list(dict.fromkeys(layout for _, layout in held))
+    named = ", ".join(_layout_words(*layout) for layout in distinct[:3])
+    more = f" and {len(distinct) - 3} more" if len(distinct) > 3 else ""
+    return f"{subject} ({named}{more}){'' if len(held) == 1 else '; the first'}: {held[0][0]}"
+
+
 def _layout_words(tp: int, pp: int, dp: int, cp: int = 1) -> str:
     """``tp 2 × cp 8 × pp 1 × dp 1``: a sweep point's layout in a warning (cp named where above 1)."""
     return f"tp {tp} × " + (f"cp {cp} × " if cp > 1 else "") + f"pp {pp} × dp {dp}"

@@ -141,3 +141,43 @@ def test_search_notes_its_shown_rows_that_fit_with_little_memory_to_spare(tmp_pa
     with pytest.warns(UserWarning, match="row 1 of the 4 shown uses"):
         archsim.search(str(model), cluster=ONE_GPU, global_batch=8, recompute="none", sequence_parallel="off",
                        refine=0, progress=False)
+
+
+RUNS_HEADER = "tp,pp,dp,micro_batch,global_batch"
+
+
+def test_runs_rows_of_fewer_micro_batches_than_stages_are_noted_once(tmp_path, capsys):
+    """train's note on a pipeline given fewer micro-batches than stages covered one iteration only: a runs file's
+    rows said nothing. Hand counts: line 2, 8 ÷ (2 × 2) = 2 micro-batches for PP 4; line 3, 8 ÷ (1 × 2) = 4 for PP 4
+    (none); line 4, 4 ÷ (1 × 4) = 1 for PP 2."""
+    model = _model(tmp_path)
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{RUNS_HEADER}\n2,4,2,2,8\n2,4,2,1,8\n2,2,4,1,4\n")
+    assert main(["train", model, "--cluster", CLUSTER, "--seq", "128", "--runs", str(runs)]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "micro-batch" in line]
+    assert notes == [notes[0]] and notes[0].startswith("archsim train: note: 2 of the 3 rows (lines 2, 4): 2 micro-")
+    assert "8 ÷ (2 × 2)) for pp 4:" in notes[0] and "a larger global_batch or a smaller micro_batch" in notes[0]
+    with pytest.warns(UserWarning, match=r"^2 of the 3 rows \(lines 2, 4\)"):
+        archsim.train_runs(model, runs=str(runs), cluster=CLUSTER, seq=128)
+    runs.write_text(f"{RUNS_HEADER}\n2,4,2,1,8\n")  # 4 micro-batches for 4 stages: no note
+    assert main(["train", model, "--cluster", CLUSTER, "--seq", "128", "--runs", str(runs)]) == 0
+    assert "micro-batch" not in capsys.readouterr().err
+
+
+def test_sweep_points_of_fewer_micro_batches_than_stages_are_noted_in_one_line(tmp_path, capsys):
+    """As --sweep counts its points out of memory: one line, how many points and their layouts, the first's figures.
+    Hand counts at global batch 8, TP 2 × PP 4 × DP 2: micro-batch 1 gives 4 (none), 2 gives 2, 4 gives 1."""
+    model = _model(tmp_path)
+    argv = ["train", model, "--cluster", CLUSTER, "--seq", "128", "--tp", "2", "--pp", "4", "--dp", "2",
+            "--global-batch", "8"]
+    assert main([*argv, "--sweep", "micro_batch=1,2,4"]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "micro-batch" in line]
+    assert len(notes) == 1 and notes[0].startswith(
+        "archsim train: note: 2 of the sweep's 3 points (tp 2 × pp 4 × dp 2); the first: 2 micro-batches per "
+        "pipeline (global batch ÷ (micro-batch × DP) = 8 ÷ (2 × 2)) for --pp 4:")
+    with pytest.warns(UserWarning, match=r"^2 of the sweep's 3 points .* for pp=4:"):
+        archsim.train_sweep(model, cluster=CLUSTER, seq=128, tp=2, pp=4, dp=2, global_batch=8,
+                            sweep={"micro_batch": [1, 2, 4]})
+    assert main([*argv, "--sweep", "micro_batch=1"]) == 0
+    assert "micro-batch" not in capsys.readouterr().err
+
