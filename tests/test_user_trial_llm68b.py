@@ -181,3 +181,46 @@ def test_sweep_points_of_fewer_micro_batches_than_stages_are_noted_in_one_line(t
     assert main([*argv, "--sweep", "micro_batch=1"]) == 0
     assert "micro-batch" not in capsys.readouterr().err
 
+
+@pytest.fixture(scope="module")
+def bench():
+    from tests.benchmark_scripts import load_benchmark
+
+    return load_benchmark("bench_collectives")
+
+
+@pytest.mark.parametrize(("given", "nbytes"), [("1e9", 10**9), ("4.5E8", 450_000_000), ("1000000000", 10**9)])
+def test_bench_collectives_takes_bytes_in_scientific_notation(bench, capsys, given, nbytes):
+    """``--bytes 1e9`` was refused as not a whole number of bytes: it is one, written as nccl-tests' sizes are."""
+    assert bench.main(["--cluster", CLUSTER, "--bytes", given]) == 0
+    assert capsys.readouterr().out.startswith(f"{CLUSTER}: all-reduce of {nbytes:,} bytes")
+
+
+@pytest.mark.parametrize("given", ["1.5", "1e-3", "inf", "nan", "1e9x"])
+def test_bench_collectives_still_refuses_a_fraction_of_a_byte(bench, capsys, given):
+    with pytest.raises(SystemExit) as stop:
+        bench.main(["--cluster", CLUSTER, "--bytes", given])
+    assert stop.value.code == 2
+    assert f"--bytes: expected a whole number of bytes above 0, got {given!r}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("servers", [2, 4])
+def test_bench_collectives_prints_the_dp_group_of_one_gpu_per_server(tmp_path, bench, capsys, servers):
+    """Beside one server's all-reduce and the whole cluster's, the DP group when TP fills a server: one GPU per
+    server, over the servers' NICs. Reference (DGX H100 datasheet, as the cluster file states): one 400 Gb/s NIC per
+    GPU is 50 GB/s per direction, so a 1 GiB ring all-reduce's bus bandwidth is just under 50 GB/s, far below
+    NVLink's inside a server."""
+    path = tmp_path / "h100.toml"
+    path.write_text(Path(CLUSTER).read_text().replace("count = 2", f"count = {servers}"))
+    rail = bench.rail_bus_bandwidth(path, 2**30)
+    assert 45 < rail < 50
+    assert bench.main(["--cluster", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert [line.split(":")[0].strip() for line in lines] == [
+        "8 GPUs (1 server)", f"{servers} GPUs (1 per server, DP's group when TP fills a server)",
+        f"{8 * servers} GPUs ({servers} servers)"]
+    assert float(lines[1].split(":")[1]) == pytest.approx(rail, abs=0.05)
+    one = Path(ROOT / "configs" / "clusters" / "a100_node.toml")  # one server: no group across servers
+    assert bench.rail_bus_bandwidth(one, 2**30) is None
+    assert bench.main(["--cluster", str(one)]) == 0
+    assert "per server" not in capsys.readouterr().out
