@@ -200,9 +200,9 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.runs import (
+        few_microbatches_rows_note,
         frame_text,
         model_note,
-        few_microbatches_rows_note,
         one_chunk_rows_note,
         runs_to_run,
         selective_flash_rows_note,
