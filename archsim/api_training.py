@@ -77,7 +77,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
-    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
+    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as are its note on a layout that fits
+    above 90% of a GPU's whole memory (:func:`archsim.fits.rank_headroom_note`) and a NIC speed outside
     every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, its note that an
     interleaved ``schedule`` ran with one model chunk per rank (``interleave`` 1:
@@ -295,8 +296,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     whose unit slipped, a rotary config's default sequence, its ``torch_dtype`` naming another dtype than the one
     priced (``dtype`` None, ``cluster`` a path: :func:`train`'s note) and each of the cluster file's notes
     (:func:`archsim.training.cluster_file.cluster_notes`) are a :class:`UserWarning`, the lines ``archsim
-    search`` prints on stderr; so is its note on an empty answer (no configuration costed: why, and what to
-    give instead)."""
+    search`` prints on stderr; so are its note on an empty answer (no configuration costed: why, and what to
+    give instead) and on rows shown above 90% of a GPU's whole memory (:func:`archsim.fits.rows_headroom_note`)."""
     from dataclasses import replace
 
     from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
