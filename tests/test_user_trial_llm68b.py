@@ -124,7 +124,7 @@ def test_search_notes_its_shown_rows_that_fit_with_little_memory_to_spare(tmp_pa
     model = tmp_path / "mid" / "config.json"
     model.parent.mkdir()
     model.write_text(json.dumps(MID_LLAMA))
-    argv = ["search", str(model), "--cluster", ONE_GPU, "--recompute", "none", "--sequence-parallel", "off",
+    argv = ["search", str(model), "--cluster", ONE_GPU, "--seq", "4096", "--recompute", "none", "--sequence-parallel", "off",
             "--refine", "0", "--format", "json"]
     for batch, top in (("8", "8"), ("8", "1"), ("4", "8")):
         assert main([*argv, "--global-batch", batch, "--top", top]) == 0
@@ -139,7 +139,7 @@ def test_search_notes_its_shown_rows_that_fit_with_little_memory_to_spare(tmp_pa
         said = "the row shown uses " if len(rows) == 1 else f"row 1 of the {len(rows)} shown uses "
         assert notes[0].startswith(f"archsim search: note: {said}{rows[0]['peak_memory_gib']:.2f} of the 79.20 GiB")
     with pytest.warns(UserWarning, match="row 1 of the 4 shown uses"):
-        archsim.search(str(model), cluster=ONE_GPU, global_batch=8, recompute="none", sequence_parallel="off",
+        archsim.search(str(model), cluster=ONE_GPU, seq=4096, global_batch=8, recompute="none", sequence_parallel="off",
                        refine=0, progress=False)
 
 
