@@ -153,7 +153,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         config_dtype_note(config, laid.cluster.dtype)
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
-                    rank_memory_warning(result, machines), rank_headroom_note(result, machines), seq_note(model, config, n.seq), unread_note(model), dtype_note,
+                    rank_memory_warning(result, machines), rank_headroom_note(result, machines),
+                    seq_note(model, config, n.seq), unread_note(model), dtype_note,
                     one_chunk_note(laid.par), few_microbatches_note(laid.par), unsharded_note(laid.par),
                     cp_comm_note(laid.par),
                     selective_flash_note(laid.par.recompute, laid.par.attention), padding_note(config),
@@ -244,8 +245,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
-    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), few_microbatches_rows_note(rows),
-                 selective_flash_rows_note(rows),
+    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows),
+                 few_microbatches_rows_note(rows), selective_flash_rows_note(rows),
                  *model_notes,
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:

@@ -28,8 +28,9 @@ HEADROOM_SHARE = 0.9
 
 def headroom_note(subject: str, needed: float, capacity: float, holder: str) -> str:
     """The note that ``subject`` fits but uses more than :data:`HEADROOM_SHARE` of a GPU's whole memory (bytes
-    ``needed`` of ``capacity``, the memory of ``holder``: "its NVIDIA H100 SXM5 80GB"): a real run also holds the CUDA context, NCCL's buffers and the allocator's
-    fragmentation, which archsim does not model (docs/training.md, "What the model assumes"), so it may not fit;
+    ``needed`` of ``capacity``, the memory of ``holder``: "its NVIDIA H100 SXM5 80GB"): a real run also holds the
+    CUDA context, NCCL's buffers and the allocator's fragmentation, which archsim does not model (docs/training.md,
+    "What the model assumes"), so it may not fit;
     the cluster file's ``usable_memory_gib`` states the memory a job can allocate, and the checks then use it.
     Said, never refused: ``fits_memory`` and the rankings are unchanged."""
     return (f"{subject} {needed / 2**30:.2f} of the {capacity / 2**30:.2f} GiB of {holder} "

@@ -112,8 +112,9 @@ def _user_cluster(path: str, nbytes: int) -> None:
     print(f"  {gpus(cluster.starts[1])} (1 server): {figure(server, cluster.starts[1])}")
     if servers > 1:  # one server: its line is the whole cluster's, and there is no group across servers
         rail = rail_bus_bandwidth(path, nbytes)
+        refused = f"TP {cluster.starts[1]} × DP {servers} here ({rail_problem(cluster)})"
         shown = (f"{rail:6.1f}" if rail >= 1 else f"{rail:6.3g}") if rail is not None else \
-            f"   not priced: archsim train refuses TP {cluster.starts[1]} × DP {servers} here ({rail_problem(cluster)})"
+            f"   not priced: archsim train refuses {refused}"
         print(f"  {gpus(servers)} (1 per server, DP's group when TP fills a server): {shown}")
         print(f"  {gpus(cluster.gpus)} ({servers} servers): {figure(whole, cluster.gpus)}")
     for warning in cluster.warnings:  # a link's unit that slipped, as train and search warn of it
@@ -142,7 +143,8 @@ def _positive_bytes(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cluster", help="price this cluster file's all-reduces instead of the shipped tables")
-    parser.add_argument("--bytes", type=_positive_bytes, default=2**30, help="buffer size with --cluster, bytes: an integer or 1e9 (default 1 GiB)")
+    parser.add_argument("--bytes", type=_positive_bytes, default=2**30,
+                        help="buffer size with --cluster, bytes: an integer or 1e9 (default 1 GiB)")
     args = parser.parse_args(argv)
     if args.cluster:
         try:

@@ -124,8 +124,8 @@ def test_search_notes_its_shown_rows_that_fit_with_little_memory_to_spare(tmp_pa
     model = tmp_path / "mid" / "config.json"
     model.parent.mkdir()
     model.write_text(json.dumps(MID_LLAMA))
-    argv = ["search", str(model), "--cluster", ONE_GPU, "--seq", "4096", "--recompute", "none", "--sequence-parallel", "off",
-            "--refine", "0", "--format", "json"]
+    argv = ["search", str(model), "--cluster", ONE_GPU, "--seq", "4096", "--recompute", "none",
+            "--sequence-parallel", "off", "--refine", "0", "--format", "json"]
     for batch, top in (("8", "8"), ("8", "1"), ("4", "8")):
         assert main([*argv, "--global-batch", batch, "--top", top]) == 0
         captured = capsys.readouterr()

@@ -102,9 +102,10 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     order: :func:`~archsim.training.search_limits.check_search_size`); ``only(candidate)``: an extra filter (e.g. the configurations a
     measurement covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how
     much faster the planned split is than the even one, ``placement_gain`` the planned order than the
-    file's, as fractions of the latter's time. ``refine``: how many of the best closed-form rows the event simulator re-times, None:
-    :func:`default_refine` (a refusal then names ``top``, :func:`refine_refusal`). ``max_actions``: refuse (before
-    simulating) a re-timing whose event simulations add up to more schedule actions (``--max-ops``); None: no limit. ``attention``:
+    file's, as fractions of the latter's time. ``refine``: how many of the best closed-form rows the event
+    simulator re-times, None: :func:`default_refine` (a refusal then names ``top``, :func:`refine_refusal`).
+    ``max_actions``: refuse (before simulating) a re-timing whose event simulations add up to more schedule actions
+    (``--max-ops``); None: no limit. ``attention``:
     every candidate's attention kernels (``standard`` or ``flash``), ``dp_overlap`` its DP all-reduce
     (``none`` or ``bucketed``, :class:`~archsim.training.parallel.Parallelism`), ``grad_accumulation``
     its gradient accumulation (``fused`` or ``unfused``, :mod:`archsim.training.grad_accumulation`),
