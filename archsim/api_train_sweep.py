@@ -158,7 +158,8 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, grid.cluster.dtype)
     for note in (*grid.warnings, seq_note(model, config, noted_seq(axes, n.seq)), unread_note(model), dtype_note,
-                 padding_note(config), selective_flash_points_note(grid.rows), *grid.cluster.warnings,
+                 padding_note(config), grid.short_pipelines, selective_flash_points_note(grid.rows),
+                 *grid.cluster.warnings,
                  *cluster_notes(grid.cluster, "train", points=grid.rows), swept_note(swept)):
         if note:  # the lines archsim train --sweep prints on stderr, in its order
             library_note(note, stacklevel=3)

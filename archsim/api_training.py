@@ -77,7 +77,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
     prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
-    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as is a NIC speed outside
+    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as are its note on a layout that fits
+    above 90% of a GPU's whole memory (:func:`archsim.fits.rank_headroom_note`) and a NIC speed outside
     every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
     is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, its note that an
     interleaved ``schedule`` ran with one model chunk per rank (``interleave`` 1:
@@ -89,7 +90,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, CP_COMMS, IMPLEMENTATION_ATTENTION, IMPLEMENTATIONS
-    from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
+    from archsim.fits import cp_span_warning, rank_headroom_note, rank_memory_warning, tp_span_warning
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
@@ -152,7 +153,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
         config_dtype_note(config, laid.cluster.dtype)
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
-                    rank_memory_warning(result, machines), seq_note(model, config, n.seq), unread_note(model), dtype_note,
+                    rank_memory_warning(result, machines), rank_headroom_note(result, machines),
+                    seq_note(model, config, n.seq), unread_note(model), dtype_note,
                     one_chunk_note(laid.par), few_microbatches_note(laid.par), unsharded_note(laid.par),
                     cp_comm_note(laid.par),
                     selective_flash_note(laid.par.recompute, laid.par.attention), padding_note(config),
@@ -200,6 +202,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.runs import (
+        few_microbatches_rows_note,
         frame_text,
         model_note,
         one_chunk_rows_note,
@@ -242,7 +245,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
-    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows), selective_flash_rows_note(rows),
+    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows),
+                 few_microbatches_rows_note(rows), selective_flash_rows_note(rows),
                  *model_notes,
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:
@@ -293,8 +297,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     whose unit slipped, a rotary config's default sequence, its ``torch_dtype`` naming another dtype than the one
     priced (``dtype`` None, ``cluster`` a path: :func:`train`'s note) and each of the cluster file's notes
     (:func:`archsim.training.cluster_file.cluster_notes`) are a :class:`UserWarning`, the lines ``archsim
-    search`` prints on stderr; so is its note on an empty answer (no configuration costed: why, and what to
-    give instead)."""
+    search`` prints on stderr; so are its note on an empty answer (no configuration costed: why, and what to
+    give instead) and on rows shown above 90% of a GPU's whole memory (:func:`archsim.fits.rows_headroom_note`)."""
     from dataclasses import replace
 
     from archsim.choices.schedules import TRAINING_SCHEDULES as SCHEDULES
@@ -310,13 +314,13 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         PLACEMENTS,
     )
     from archsim.errors import InputError
+    from archsim.fits import rows_headroom_note
     from archsim.progress import shown
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
-    from archsim.training.search import default_refine
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.training.train_json import search_document
@@ -344,7 +348,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         check_choice(name, SCHEDULES, "schedule")
     chunk_given = None if chunks is None else [positive_int(v, "chunks") for v in listed(chunks, "chunks")]
     max_micro_batch = positive_int(max_micro_batch, "max-micro-batch")
-    refine = default_refine(top) if refine is None else positive_int(refine, "refine", low=0)
+    refine = None if refine is None else positive_int(refine, "refine", low=0)  # None: search's default, 2 × top
     max_ops = MAX_REFINE_ACTIONS if max_ops is None else positive_int(max_ops, "max-ops")
     if dp_overlap not in DP_OVERLAPS:
         raise InputError(not_a_choice(dp_overlap, DP_OVERLAPS), field="dp-overlap")
@@ -383,7 +387,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
-                 result.orders_note, *cluster_notes(on, "search")):
+                 result.orders_note, rows_headroom_note(result.rows, on), *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             library_note(note, stacklevel=3)

@@ -20,6 +20,64 @@ def memory_warning(needs: Sequence[tuple[str, str, float, float]], plural: str, 
     return f"does not fit: {unit} needs {_gib(needed)} GiB{per}, its {holder} has {_gib(capacity)} GiB{others}"
 
 
+# The share of a GPU's memory above which a layout that fits is said to leave little headroom: docs/training.md's
+# example of the memory a job can allocate on an H100 is 72 of the 79.2 GiB CUDA gives a program (91%), the other
+# ~7 GiB for what archsim does not model — the CUDA context, NCCL's buffers, the caching allocator's fragmentation.
+HEADROOM_SHARE = 0.9
+
+
+def headroom_note(subject: str, needed: float, capacity: float, holder: str) -> str:
+    """The note that ``subject`` fits but uses more than :data:`HEADROOM_SHARE` of a GPU's whole memory (bytes
+    ``needed`` of ``capacity``, the memory of ``holder``: "its NVIDIA H100 SXM5 80GB"): a real run also holds the
+    CUDA context, NCCL's buffers and the allocator's fragmentation, which archsim does not model (docs/training.md,
+    "What the model assumes"), so it may not fit;
+    the cluster file's ``usable_memory_gib`` states the memory a job can allocate, and the checks then use it.
+    Said, never refused: ``fits_memory`` and the rankings are unchanged."""
+    return (f"{subject} {needed / 2**30:.2f} of the {capacity / 2**30:.2f} GiB of {holder} "
+            f"({100 * needed / capacity:.1f}%, above {100 * HEADROOM_SHARE:.0f}%): it fits states and activations, "
+            "but a real run also needs the CUDA context, NCCL's buffers and the allocator's fragmentation, which "
+            "archsim does not model; state the memory a job can allocate as the cluster file's [[servers]] "
+            "usable_memory_gib (e.g. 72 of an H100's 79.2) to check against it")
+
+
+def rank_headroom_note(result, machines) -> str | None:
+    """:func:`headroom_note` for a training iteration that fits: its fullest pipeline rank (states and activations
+    over its GPU's memory) among those on a GPU's whole memory, where above :data:`HEADROOM_SHARE`; None otherwise,
+    and for a rank whose cluster file states ``usable_memory_gib`` (its headroom is the user's already) or a layout
+    that does not fit (:func:`rank_memory_warning` says so)."""
+    if not all(result.fits):
+        return None
+    full = [(m.total / result.capacities[r], r) for r, m in enumerate(result.memory)
+            if not machines[r].memory_bytes and m.total > HEADROOM_SHARE * result.capacities[r]]
+    if not full:
+        return None
+    _, r = max(full)
+    return headroom_note(f"pipeline rank {r} uses", result.memory[r].total, result.capacities[r],
+                         f"its {machines[r].gpu.name}")
+
+
+def rows_headroom_note(rows: Sequence[dict], cluster) -> str | None:
+    """:func:`headroom_note` for a search's shown ``rows`` (each fits): how many use more than
+    :data:`HEADROOM_SHARE` of a GPU's memory, and the first's figures; None when none does or the cluster file
+    states ``usable_memory_gib`` (its headroom is the user's already). A mixed cluster's rows are compared with its
+    largest GPU's memory: a row above that share of it is above it on its own fullest GPU too (which holds its peak),
+    so the note is never wrong, though it may miss a row fullest on a smaller GPU."""
+    if cluster.usable:
+        return None
+    gpu = max({*cluster.servers, cluster.gpu}, key=lambda device: device.memory_bytes)
+    full = [row for row in rows if row["peak_memory_gib"] * 2**30 > HEADROOM_SHARE * gpu.memory_bytes]
+    if not full:
+        return None
+    first = next(i for i, row in enumerate(rows, 1) if row is full[0])
+    if len(full) > 1:
+        subject = (f"{len(full)} of the {len(rows)} rows shown use more than {100 * HEADROOM_SHARE:.0f}% of a GPU's "
+                   f"memory; the first, row {first}, uses")
+    else:
+        subject = f"row {first} of the {len(rows)} shown uses" if len(rows) > 1 else "the row shown uses"
+    holder = f"the cluster's largest GPU, the {gpu.name}" if cluster.heterogeneous else f"its {gpu.name}"
+    return headroom_note(subject, full[0]["peak_memory_gib"] * 2**30, gpu.memory_bytes, holder)
+
+
 def tp_span_warning(cluster, par) -> str | None:
     """One line when a TP group of ``par`` spans servers of ``cluster`` (a
     :class:`~archsim.training.cluster.GpuCluster`): it runs, but its all-reduces cross the NICs, which is
@@ -85,6 +143,22 @@ def unfit_points_warning(points: Sequence[tuple[str | None, tuple[int, ...]]]) -
     first = over[0][0].removeprefix("does not fit: ")
     return (f"{subject} ({named}{more}) {'does' if one else 'do'} not fit in memory (fits_memory false on "
             f"{'its row' if one else 'their rows'}){'' if one else '; the first'}: {first}")
+
+
+def points_note(points: Sequence[tuple[str | None, tuple[int, ...]]]) -> str | None:
+    """One note for a ``train --sweep``'s points of a per-point line whose figures differ (a short pipeline's
+    micro-batches): ``points`` holds each point's line (None: none, or it did not run) and layout (tp, pp, dp, and cp
+    where above 1); how many points it holds for and their layouts, counted as :func:`unfit_points_warning` counts
+    points out of memory, with the first one's line; None when none."""
+    held = [(text, layout) for text, layout in points if text]
+    if not held:
+        return None
+    subject = ("the sweep's one point" if len(points) == 1 else f"all {len(held)} points of the sweep"
+               if len(held) == len(points) else f"{len(held)} of the sweep's {len(points)} points")
+    distinct = list(dict.fromkeys(layout for _, layout in held))
+    named = ", ".join(_layout_words(*layout) for layout in distinct[:3])
+    more = f" and {len(distinct) - 3} more" if len(distinct) > 3 else ""
+    return f"{subject} ({named}{more}){'' if len(held) == 1 else '; the first'}: {held[0][0]}"
 
 
 def _layout_words(tp: int, pp: int, dp: int, cp: int = 1) -> str:

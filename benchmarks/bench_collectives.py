@@ -2,11 +2,12 @@
 multi-server and NVLS figures.
 
     .venv/bin/python benchmarks/bench_collectives.py
-    .venv/bin/python benchmarks/bench_collectives.py --cluster CLUSTER.toml [--bytes 1073741824]
+    .venv/bin/python benchmarks/bench_collectives.py --cluster CLUSTER.toml [--bytes 1e9]
 
-With ``--cluster``: your cluster instead — the all-reduce bus bandwidth of one server's GPUs and of the
-whole cluster's, each one group priced on the links archsim train gives a TP group of that size there
-(its [network] table's NICs, NVLS where it says so).
+With ``--cluster``: your cluster instead — the all-reduce bus bandwidth of one server's GPUs, of one GPU per
+server (DP's group when TP fills a server: one GPU per rail) and of the whole cluster's, each one group priced on
+the links archsim train gives a TP group of that size there, or that DP group (its [network] table's NICs, NVLS
+where it says so). ``--bytes`` takes scientific notation (``1e9``).
 
 Per table (tests/data/e2e/nccl_allreduce: all-reduce on 2–8 A100s and V100s of one server): the sizes
 from 16 MB, the mean and largest |error| of the modelled time and whether the GPU count was fitted
@@ -52,6 +53,34 @@ def cluster_bus_bandwidths(path: str | Path, nbytes: float) -> tuple[float | Non
     return over(cluster.starts[1]), None if whole_cluster_problem(cluster) else over(cluster.gpus)
 
 
+def rail_layout(cluster) -> Parallelism | None:
+    """The layout whose DP group is one GPU per server over every server (one GPU per rail): TP filling a server,
+    DP over the servers, what a model too large for one GPU runs on several servers; None on one server."""
+    servers = len(cluster.starts) - 1
+    return Parallelism(tp=cluster.starts[1], dp=servers, global_batch=servers) if servers > 1 else None
+
+
+def rail_bus_bandwidth(path: str | Path, nbytes: float) -> float | None:
+    """All-reduce bus bandwidth (GB/s) of ``nbytes`` over one GPU per server of the cluster file ``path``, on the
+    links archsim train prices a DP group on when TP fills a server (:func:`rail_layout`); None on one server, or
+    where train refuses that layout (:func:`rail_problem`)."""
+    cluster = load_gpu_cluster(path)
+    par = rail_layout(cluster)
+    if par is None or rail_problem(cluster):
+        return None
+    return bus_gbytes_per_s("all-reduce", nbytes, par.dp, cluster.machine(par).links.dp)
+
+
+def rail_problem(cluster) -> str | None:
+    """Why ``archsim train`` would refuse :func:`rail_layout` here (servers of different sizes or GPU types), in
+    its words; None where it runs it."""
+    try:
+        cluster.laid_out(rail_layout(cluster))
+    except InputError as refused:
+        return refused.message
+    return None
+
+
 def whole_cluster_problem(cluster) -> str | None:
     """Why ``archsim train`` would refuse a TP group of all the cluster's GPUs (servers of different sizes, or
     of different GPU types), in train's words (:meth:`archsim.training.cluster.GpuCluster.laid_out`); None where
@@ -81,27 +110,41 @@ def _user_cluster(path: str, nbytes: int) -> None:
 
     print(f"{path}: all-reduce of {size}, bus bandwidth as archsim prices it, GB/s")
     print(f"  {gpus(cluster.starts[1])} (1 server): {figure(server, cluster.starts[1])}")
-    if servers > 1:  # one server: its line is the whole cluster's
+    if servers > 1:  # one server: its line is the whole cluster's, and there is no group across servers
+        rail = rail_bus_bandwidth(path, nbytes)
+        refused = f"TP {cluster.starts[1]} × DP {servers} here ({rail_problem(cluster)})"
+        shown = (f"{rail:6.1f}" if rail >= 1 else f"{rail:6.3g}") if rail is not None else \
+            f"   not priced: archsim train refuses {refused}"
+        print(f"  {gpus(servers)} (1 per server, DP's group when TP fills a server): {shown}")
         print(f"  {gpus(cluster.gpus)} ({servers} servers): {figure(whole, cluster.gpus)}")
     for warning in cluster.warnings:  # a link's unit that slipped, as train and search warn of it
         print(f"bench_collectives: warning: {warning}", file=sys.stderr)
 
 
 def _positive_bytes(text: str) -> int:
-    """``--bytes``: a whole number of bytes above 0 (an all-reduce of none has no bandwidth)."""
+    """``--bytes``: a whole number of bytes above 0 (an all-reduce of none has no bandwidth), as an integer or in
+    scientific notation (``1e9``, ``4.5e8``: nccl-tests' sizes are written so), never a fraction of a byte."""
+    refused = argparse.ArgumentTypeError(f"expected a whole number of bytes above 0, got {text!r}")
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of bytes above 0, got {text!r}") from None
+        try:
+            number = float(text)
+        except ValueError:
+            raise refused from None
+        if not number.is_integer():  # 1.5, inf, nan: no whole number of bytes
+            raise refused from None
+        value = int(number)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of bytes above 0, got {text!r}")
+        raise refused
     return value
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cluster", help="price this cluster file's all-reduces instead of the shipped tables")
-    parser.add_argument("--bytes", type=_positive_bytes, default=2**30, help="buffer size with --cluster (default 1 GiB)")
+    parser.add_argument("--bytes", type=_positive_bytes, default=2**30,
+                        help="buffer size with --cluster, bytes: an integer or 1e9 (default 1 GiB)")
     args = parser.parse_args(argv)
     if args.cluster:
         try:

@@ -89,7 +89,7 @@ def test_search_refuses_a_re_timing_above_max_ops_before_simulating(capsys):
     """--top 1000 re-times 2,000 rows by default: 764 event simulations (46 s) on this grid before the cap."""
     err = refused(capsys, ["search", MODEL, "--cluster", CLUSTER, "--global-batch", "4096", "--top", "1000",
                            "--format", "json"])
-    assert "field 'refine'" in err and "--max-ops" in err
+    assert "field 'top'" in err and "--max-ops" in err  # --refine's default: the --top given is named
 
 
 def test_refine_estimate_bounds_the_simulated_actions(simulated_actions):

@@ -45,19 +45,20 @@ def test_a_repeated_search_value_is_refused_in_keywords_from_python(capsys):
 
 
 def test_a_search_over_max_ops_is_refused_in_keywords_from_python(capsys):
-    """Failed before: archsim.search(max_ops=1) was told "above --max-ops 1; lower --refine (or --top, …)"."""
+    """Failed before: archsim.search(max_ops=1) was told "above --max-ops 1; lower --refine (or --top, …)". The
+    re-timing is --refine's default here, so the refusal names --top (as given) and --refine 0."""
     argv = ["search", MODEL, "--cluster", NODE, "--global-batch", "8", "--gpus", "4", "--schedule", "zb-v",
             "--max-micro-batch", "1", "--recompute", "full", "--sequence-parallel", "off", "--max-ops", "1"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("archsim search: error: field 'refine': re-timing the best ")
-    assert err.endswith(" schedule actions, above --max-ops 1; lower --refine (by default 2 × --top, at least 20) "
-                        "or raise --max-ops")
+    assert err.startswith("archsim search: error: field 'top': re-timing the best ")
+    assert err.endswith(" schedule actions, above --max-ops 1 (--refine's default: 2 × --top 10, at least 20); give "
+                        "--refine 0 to keep the closed-form times, or a larger --max-ops N")
     said = _refused(lambda: archsim.search(MODEL, cluster=NODE, global_batch=8, gpus=4, schedule="zb-v",
                                            max_micro_batch=1, recompute="full", sequence_parallel="off", max_ops=1,
                                            progress=False))
-    assert said.endswith(" schedule actions, above max_ops=1; lower refine (by default 2 × top, at least 20) "
-                         "or raise max_ops"), said
+    assert said.endswith(" schedule actions, above max_ops=1 (refine's default: 2 × top=10, at least 20); give "
+                         "refine=0 to keep the closed-form times, or a larger max_ops=N"), said
 
 
 @pytest.mark.parametrize(("flags", "keywords", "flag_text", "keyword_text"), [

@@ -82,11 +82,12 @@ def test_bench_collectives_keeps_a_small_buffers_figure(bench, capsys):
     1000-byte all-reduce over 8 GPUs is well below 1 GB/s and above 0."""
     path = f"{ROOT_CLUSTERS}/h100_2_servers.toml"
     server, whole = bench.cluster_bus_bandwidths(path, 1000)
-    assert 0 < whole < server < 1
+    rail = bench.rail_bus_bandwidth(path, 1000)  # one GPU per server (since 2026-12-05): latency-bound too
+    assert 0 < whole < server < 1 and 0 < rail < 1
     assert bench.main(["--cluster", path, "--bytes", "1000"]) == 0
     lines = capsys.readouterr().out.splitlines()[1:]
     printed = [float(line.split(":")[1]) for line in lines]
-    assert printed == [pytest.approx(server, rel=1e-2), pytest.approx(whole, rel=1e-2)]
+    assert printed == [pytest.approx(server, rel=1e-2), pytest.approx(rail, rel=1e-2), pytest.approx(whole, rel=1e-2)]
 
 
 LEAVES = ('[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\nservers_per_leaf = {per_leaf}\n'

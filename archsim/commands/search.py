@@ -209,6 +209,11 @@ def run(args: argparse.Namespace) -> int:
         note(result.orders_note)
     if why is not None:
         note(why)
+    from archsim.fits import rows_headroom_note
+
+    headroom = rows_headroom_note(result.rows, cluster)  # rows shown that fit with little room for what is not modelled
+    if headroom:
+        note(headroom)
     if args.objective == "energy":
         from archsim.training.energy_sources import mixed_basis_note, unpriced_static_note
 

@@ -35,7 +35,7 @@ from archsim.commands.list_flag import ListFlag
 from archsim.commands.moe_flags import add_mtp_argument, add_overlap_arguments, add_routing_arguments
 from archsim.commands.timeline_outputs import add_timeline_outputs
 from archsim.console import note, warn
-from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
+from archsim.fits import cp_span_warning, rank_headroom_note, rank_memory_warning, tp_span_warning
 from archsim.training.job_settings import elsewhere
 from archsim.validate import SECONDS_PER_OP
 from archsim.value_parsers import seq_flag
@@ -272,6 +272,9 @@ def run(args: argparse.Namespace) -> int:
     warning = rank_memory_warning(result, machines)
     if warning:
         warn(warning)
+    headroom = rank_headroom_note(result, machines)  # fits, but with little room for what is not modelled
+    if headroom:
+        note(headroom)
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run

@@ -53,7 +53,8 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
         warn(line)
     note_default_seq(config, args.model, noted_seq(axes, args.seq))  # a seq axis sets every point's
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (dtype_note, padding_note(config), selective_flash_points_note(rows)):  # every point's: noted once
+    for text in (dtype_note, padding_note(config), grid.short_pipelines,
+                 selective_flash_points_note(rows)):  # every point's: noted once
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", points=rows)  # the run done: notes never precede an error line
@@ -76,7 +77,13 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     from archsim.progress import progress
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.runs import model_note, one_chunk_rows_note, runs_to_run, selective_flash_rows_note
+    from archsim.training.runs import (
+        few_microbatches_rows_note,
+        model_note,
+        one_chunk_rows_note,
+        runs_to_run,
+        selective_flash_rows_note,
+    )
     from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import runs_document
     from archsim.training.table_lines import csv_rows, table_rows
@@ -106,7 +113,8 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
                              dp_overlap=args.dp_overlap, schedule=args.schedule)
     for line in warned:
         warn(line)
-    for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows), selective_flash_rows_note(rows)):
+    for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows), few_microbatches_rows_note(rows),
+                 selective_flash_rows_note(rows)):
         if line:
             note(line)
     # as one iteration's notes; vTrain's rows set their own sequence length: no note on MODEL's (read_runs: ≥ 1 row)

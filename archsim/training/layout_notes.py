@@ -80,19 +80,23 @@ def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
             f"{more} gives each rank V chunks")
 
 
-def few_microbatches_note(par: Parallelism) -> str:
+def few_microbatches_note(par: Parallelism, columns: tuple[str, str, str] | None = None) -> str:
     """The note that a pipeline runs fewer micro-batches than it has stages ('' otherwise): the last stage starts
     its first forward after the PP − 1 before it, so with m < PP micro-batches the pipeline never fills, and under
     1F1B and GPipe each rank idles (PP − 1) / (m + PP − 1) of the iteration, at least half; a small
     ``--global-batch`` for its DP does it with nothing in the output but a low MFU. Accepted, as Megatron-LM's
-    1F1B runs it; ``train`` prints it, ``archsim.train`` warns it, naming the settings as its caller does."""
+    1F1B runs it; ``train`` prints it, ``archsim.train`` warns it, naming the settings as its caller does;
+    ``columns``: a runs file's columns of PP, the global batch and the micro-batch, named instead of the flags
+    (``pp 4``, ``global_batch``: :func:`archsim.training.runs.few_microbatches_rows_note`)."""
     if par.pp == 1 or par.microbatches >= par.pp:
         return ""
     split = f"{par.global_batch} ÷ ({par.micro_batch} × {par.dp})"
+    pp, batch, micro = (f"{columns[0]} {par.pp}", *columns[1:]) if columns else \
+        (setting("pp", par.pp), setting("global-batch"), setting("micro-batch"))
     return (f"{par.microbatches} micro-batch{'es' if par.microbatches > 1 else ''} per pipeline (global batch ÷ "
-            f"(micro-batch × DP) = {split}) for {setting('pp', par.pp)}: "
+            f"(micro-batch × DP) = {split}) for {pp}: "
             "fewer than the stages, so the pipeline never fills and each rank idles while the others run; a larger "
-            f"{setting('global-batch')} or a smaller {setting('micro-batch')} fills it")
+            f"{batch} or a smaller {micro} fills it")
 
 
 __all__ = ["cp_comm_note", "few_microbatches_note", "one_chunk_note", "selective_flash_count_note",

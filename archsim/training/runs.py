@@ -332,6 +332,21 @@ def one_chunk_rows_note(rows: tuple[RunRow, ...]) -> str:
     return f"{len(notes)} of the {len(rows)} rows: {notes[0]}" if notes else ""
 
 
+def few_microbatches_rows_note(rows: tuple[RunRow, ...]) -> str:
+    """:func:`~archsim.training.layout_notes.few_microbatches_note` once for a runs file, naming its columns: how many
+    of its rows run a pipeline of fewer micro-batches than stages, their lines (the first three) and the first's
+    figures; '' when none. vTrain's released CSV (rows of a model shape) names its own columns."""
+    from archsim.training.layout_notes import few_microbatches_note
+
+    columns = ("pipeline parallelism", "global batch", "micro batch") if rows and rows[0].shape is not None else \
+        ("pp", "global_batch", "micro_batch")
+    short = [(row.line, note) for row in rows if (note := few_microbatches_note(row.par, columns))]
+    if not short:
+        return ""
+    lines = ", ".join(str(line) for line, _ in short[:3]) + (f" and {len(short) - 3} more" if len(short) > 3 else "")
+    return f"{len(short)} of the {len(rows)} rows (line{'s' * (len(short) > 1)} {lines}): {short[0][1]}"
+
+
 def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
     """:func:`~archsim.training.layout_notes.selective_flash_note` once for a runs file, with how many of its rows it
     holds for (``recompute`` selective beside the command's FlashAttention); '' when none."""
@@ -340,5 +355,5 @@ def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
     return selective_flash_count_note([(row.par.recompute, row.par.attention) for row in rows], "rows", "recompute")
 
 
-__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "column_for", "frame_text", "model_note", "one_chunk_rows_note", "read_runs",
-           "runs_to_run", "selective_flash_rows_note"]
+__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "column_for", "few_microbatches_rows_note", "frame_text", "model_note",
+           "one_chunk_rows_note", "read_runs", "runs_to_run", "selective_flash_rows_note"]

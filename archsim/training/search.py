@@ -60,10 +60,33 @@ def default_refine(top: int) -> int:
     return max(2 * top, MIN_REFINE)
 
 
+def refine_refusal(actions: list[int], limit: int, top: int | None) -> tuple[str, str]:
+    """The refusal (message, field) of a re-timing whose event simulations add up to more schedule actions than
+    ``limit`` (``--max-ops``); ``actions``: each re-timed row's, best first (0: kept as it is); ``top``: the caller's
+    ``--top`` where ``--refine`` took its default (None: ``--refine`` given). Why: a default refusal named only
+    ``--refine``, a flag the caller never gave; it now names ``--top`` and the largest ``--refine`` within
+    ``limit`` (the leading rows whose actions fit), and a ``--top`` whose default fits where one does."""
+    fits, total = 0, 0
+    for count in actions:
+        if total + count > limit:
+            break
+        fits, total = fits + 1, total + count
+    head = (f"re-timing the best {len(actions):,} configurations simulates about {sum(actions):,} schedule actions, "
+            f"above {setting('max-ops', placeholder=f'{limit:,}')}")
+    if top is None:
+        return (f"{head}; lower {setting('refine')} (by default 2 × {setting('top')}, at least {MIN_REFINE}) or "
+                f"raise {setting('max-ops')}"), "refine"
+    smaller = f"{setting('top', placeholder=f'{fits // 2:,}')} or fewer, " if fits >= MIN_REFINE else ""
+    fewer = (f"{setting('refine', placeholder='N')} of at most {fits:,} to re-time only the best N (the rest keep "
+             "their closed-form times; 0: none)") if fits else f"{setting('refine', 0)} to keep the closed-form times"
+    return (f"{head} ({setting('refine')}'s default: 2 × {setting('top', top)}, at least {MIN_REFINE}); give "
+            f"{smaller}{fewer}, or a larger {setting('max-ops', placeholder='N')}"), "top"
+
+
 def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            micro_batches=range(1, 9), recomputes=("none", "selective", "full"),
            schedules=("1f1b", "interleaved-1f1b"), chunks=(2,), sequence_parallel=(False, True),
-           top: int = 10, refine: int = 0, only=None, progress_desc: str | None = None,
+           top: int = 10, refine: int | None = 0, only=None, progress_desc: str | None = None,
            balance: str = "even", objective: str = "time", placement: str = "file",
            attention: str = "standard", dp_overlap: str = "none", max_actions: int | None = None,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
@@ -79,8 +102,10 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     order: :func:`~archsim.training.search_limits.check_search_size`); ``only(candidate)``: an extra filter (e.g. the configurations a
     measurement covered), its rejections counted as ``filtered``. Each row's ``uneven_gain`` is how
     much faster the planned split is than the even one, ``placement_gain`` the planned order than the
-    file's, as fractions of the latter's time. ``max_actions``: refuse (before simulating) a re-timing
-    whose event simulations add up to more schedule actions (``--max-ops``); None: no limit. ``attention``:
+    file's, as fractions of the latter's time. ``refine``: how many of the best closed-form rows the event
+    simulator re-times, None: :func:`default_refine` (a refusal then names ``top``, :func:`refine_refusal`).
+    ``max_actions``: refuse (before simulating) a re-timing whose event simulations add up to more schedule actions
+    (``--max-ops``); None: no limit. ``attention``:
     every candidate's attention kernels (``standard`` or ``flash``), ``dp_overlap`` its DP all-reduce
     (``none`` or ``bucketed``, :class:`~archsim.training.parallel.Parallelism`), ``grad_accumulation``
     its gradient accumulation (``fused`` or ``unfused``, :mod:`archsim.training.grad_accumulation`),
@@ -177,6 +202,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
         sharded = ShardedFits(len(fits), min(fits)) if fits else None
     costed.sort(key=lambda t: (value(t), t[0]))  # ties (an array device's joules, alike at any time): faster first
     make = RowMaker(c, cluster, global_batch, coster, balance, orders, value, etp_column=etps != (None,))
+    refine_default = refine is None  # then a refusal names what the caller gave, --top
+    refine = default_refine(top) if refine is None else refine
     rows, picked, twins = distinct_rows(make, costed, max(top, refine), later())
     retimed: dict[int, dict] = {}  # index in costed → its row re-timed by the event simulator
     first = list(zip(picked, rows))  # each row's index in costed, before re-timing reorders them
@@ -185,12 +212,10 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
             return row["timing"] == "closed-form"
 
         if max_actions is not None:  # before any event simulation: their schedules' actions in all
-            work = sum(make.event_actions(row) for row in rows[:refine] if estimate(row))
-            if work > max_actions:
-                raise InputError(f"re-timing the best {min(refine, len(rows)):,} configurations simulates about "
-                                 f"{work:,} schedule actions, above {setting('max-ops', placeholder=f'{max_actions:,}')}; "
-                                 f"lower {setting('refine')} (by default 2 × {setting('top')}, at least {MIN_REFINE}) or "
-                                 f"raise {setting('max-ops')}", field="refine")
+            actions = [make.event_actions(row) if estimate(row) else 0 for row in rows[:refine]]
+            if sum(actions) > max_actions:
+                message, field = refine_refusal(actions, max_actions, top if refine_default else None)
+                raise InputError(message, field=field)
         with progress(min(refine, len(rows)), "re-time in the event simulator", "config", delay=1.0) as bar:
             timed = []
             for index, row in zip(picked, rows[:refine]):

@@ -185,8 +185,10 @@ def _point(config, cluster, settings: dict, train) -> dict:
     """One point's row (its GPUs, TP × PP × DP, its settings and result, or why it cannot run); ``tp_span``,
     ``cp_span`` and ``fit`` last, for the command's warnings (:func:`~archsim.fits.tp_span_warning`: a TP group across
     servers, :func:`~archsim.fits.cp_span_warning`: an all-to-all CP group across servers,
-    :func:`~archsim.fits.rank_memory_warning`: a rank over its GPU's memory; or None)."""
+    :func:`~archsim.fits.rank_memory_warning`: a rank over its GPU's memory; or None), and ``short``
+    (:func:`~archsim.training.layout_notes.few_microbatches_note`, or None)."""
     from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
+    from archsim.training.layout_notes import few_microbatches_note
 
     row = {"gpus": settings["tp"] * settings.get("cp", 1) * settings["pp"] * settings["dp"], **settings}
     if "fp8" in row:  # a point without it names it as the axis does
@@ -216,11 +218,12 @@ def _point(config, cluster, settings: dict, train) -> dict:
                    **asdict(rates), peak_memory_gib=result.peak_memory_gib,
                    memory_capacity_gib=result.memory_capacity_gib, fits_memory=fits, energy_j=energy["energy_j"],
                    **_parts(energy), error="", energy_source=energy["energy_source"], tp_span=tp_span_warning(cluster, par),
-                   cp_span=cp_span_warning(cluster, par), fit=rank_memory_warning(result, machines))
+                   cp_span=cp_span_warning(cluster, par), fit=rank_memory_warning(result, machines),
+                   short=few_microbatches_note(par) or None)
     except InputError as exc:
         row.update(iteration_seconds=None, host_bound_seconds=None, compute_split_seconds=None, **dict.fromkeys(RATES), peak_memory_gib=None, memory_capacity_gib=None,
                    fits_memory=None, energy_j=None, error=exc.message, energy_source=None, tp_span=None,
-                   cp_span=None, fit=None)
+                   cp_span=None, fit=None, short=None)
     return row
 
 

@@ -88,21 +88,24 @@ def sweep_base(*, tp: int, pp: int, dp: int, global_batch: int, micro_batch: int
 @dataclass(frozen=True)
 class Grid:
     """A sweep run: its ``rows`` (one per point, as :func:`~archsim.training.sweep.sweep` gives them less each one's
-    ``energy_source``, ``tp_span``, ``cp_span`` and ``fit``), the ``meta`` the command prints above them, the
+    ``energy_source``, ``tp_span``, ``cp_span``, ``fit`` and ``short``), the ``meta`` the command prints above them, the
     ``cluster`` they ran on (in the server order asked for) and the ``warnings`` of a TP or an all-to-all CP group
-    across servers, one line per distinct line over the points, and of points over their memory, one line."""
+    across servers, one line per distinct line over the points, and of points over their memory, one line;
+    ``short_pipelines``: the note on points whose pipeline gets fewer micro-batches than stages, one line counted as
+    the points over their memory are ('' for none: :func:`~archsim.fits.points_note`)."""
 
     rows: list[dict]
     meta: dict
     cluster: GpuCluster
     warnings: tuple[str, ...]
+    short_pipelines: str = ""
 
 
 def run_grid(config, cluster: GpuCluster, base: dict, axes: list[tuple[str, tuple]], placement: str) -> Grid:
     """Every point of ``axes`` over ``base`` run on ``cluster`` in ``placement``'s server order (``file`` or an
     order ``I,J,…``; ``planned`` is refused: each point runs in one order). A grid no point of which can run (fp32
     beside FlashAttention) is refused with the first point's reason, as ``archsim train`` refuses that one point."""
-    from archsim.fits import tp_span_points_warnings, unfit_points_warning
+    from archsim.fits import points_note, tp_span_points_warnings, unfit_points_warning
     from archsim.training.placement import parse_placement
     from archsim.training.sweep import sweep
 
@@ -122,12 +125,13 @@ def run_grid(config, cluster: GpuCluster, base: dict, axes: list[tuple[str, tupl
         warnings += tp_span_points_warnings(spans)  # over the points as --runs names its lines
     unfit = unfit_points_warning([(row.pop("fit"), (row["tp"], row["pp"], row["dp"], row.get("cp", 1))) for row in rows])
     warnings += [unfit] if unfit else []  # train's "does not fit", once for the points it holds for
+    short = points_note([(row.pop("short"), (row["tp"], row["pp"], row["dp"], row.get("cp", 1))) for row in rows])
     swept_seq = any(name == "seq" for name, _ in axes)  # each row its own: the meta's one length would mislead
     meta = {"model": config.name, **({} if swept_seq else {"seq": config.seq}), "gpu": cluster.gpu_names,
             "dtype": cluster.dtype,
             "points": len(rows), "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
-    return Grid(rows, meta, cluster, tuple(warnings))
+    return Grid(rows, meta, cluster, tuple(warnings), short or "")
 
 
 def swept_note(swept: Sequence[str]) -> str:
