@@ -94,18 +94,11 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import (
-        cp_comm_note,
-        few_microbatches_note,
-        one_chunk_note,
-        selective_flash_note,
-        unsharded_note,
-    )
-    from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
+    from archsim.training.layout_notes import layout_notes
+    from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.parallel import Parallelism
-    from archsim.training.placement import orders_note
     from archsim.training.run import train as _train
     from archsim.training.stage_layout import parse_stage_layers
     from archsim.training.throughput import mean_peak, throughput
@@ -155,10 +148,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), rank_headroom_note(result, machines),
                     seq_note(model, config, n.seq), unread_note(model), dtype_note,
-                    one_chunk_note(laid.par), few_microbatches_note(laid.par), unsharded_note(laid.par),
-                    cp_comm_note(laid.par),
-                    selective_flash_note(laid.par.recompute, laid.par.attention), padding_note(config),
-                    orders_note(laid.cluster) if placement == "planned" else "",
+                    *layout_notes(laid.par, config, laid.cluster, placement),
                     *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             library_note(warning, stacklevel=3)

@@ -185,14 +185,8 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import (
-        cp_comm_note,
-        few_microbatches_note,
-        one_chunk_note,
-        selective_flash_note,
-        unsharded_note,
-    )
-    from archsim.training.moe_ops import padding_note, with_capacity, with_load_imbalance
+    from archsim.training.layout_notes import layout_notes
+    from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.op_rows import SHAPE_KEYS
@@ -278,11 +272,7 @@ def run(args: argparse.Namespace) -> int:
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
-    from archsim.training.placement import orders_note
-
-    for text in (dtype_note, one_chunk_note(par), few_microbatches_note(par), unsharded_note(par), cp_comm_note(par),
-                 selective_flash_note(par.recompute, par.attention), padding_note(config), left_out,
-                 orders_note(cluster) if args.placement == "planned" else None):
+    for text in (dtype_note, *layout_notes(par, config, cluster, args.placement), left_out):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line

@@ -10,7 +10,9 @@ from archsim.console import setting
 from archsim.training.parallel import CHUNKED_SCHEDULES
 
 if TYPE_CHECKING:
+    from archsim.training.cluster import GpuCluster
     from archsim.training.parallel import Parallelism
+    from archsim.workload.transformer import TransformerConfig
 
 def unsharded_note(par: Parallelism) -> str:
     """The note that a state sharding ran at DP 1 ('' otherwise): one data-parallel rank shards nothing, so the
@@ -99,5 +101,17 @@ def few_microbatches_note(par: Parallelism, columns: tuple[str, str, str] | None
             f"{batch} or a smaller {micro} fills it")
 
 
-__all__ = ["cp_comm_note", "few_microbatches_note", "one_chunk_note", "selective_flash_count_note",
+def layout_notes(par: Parallelism, config: TransformerConfig, cluster: GpuCluster, placement: str) -> list[str]:
+    """Every note above that applies to one laid-out iteration, with MoE's padding note and a planned placement's
+    orders note, in the order ``train`` prints them and ``archsim.train`` warns them (one list for both)."""
+    from archsim.training.moe_ops import padding_note
+    from archsim.training.placement import orders_note
+
+    lines = (one_chunk_note(par), few_microbatches_note(par), unsharded_note(par), cp_comm_note(par),
+             selective_flash_note(par.recompute, par.attention), padding_note(config),
+             orders_note(cluster) if placement == "planned" else "")
+    return [line for line in lines if line]
+
+
+__all__ = ["cp_comm_note", "few_microbatches_note", "layout_notes", "one_chunk_note", "selective_flash_count_note",
            "selective_flash_note", "unsharded_note"]
