@@ -274,12 +274,12 @@ def pipeline_dfg(plan: Partition, profile: LayerProfile, *, out: str | Path | No
 @speaks_keywords
 def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int | str, schedule: str | None = None,
                     optimizer: str = "sgd", capacity_gb: float | str | None = None,
-                    max_ops: int | str | None = None) -> pd.DataFrame:
+                    max_ops: int | str | None = None, link_bandwidth: float | str | None = None) -> pd.DataFrame:
     """The bytes each processor holds while ``plan`` trains ``microbatches`` micro-batches, as ``archsim pipeline
     --microbatches M --memory`` states them: one row per processor (weights × the versions the simulated
     ``schedule`` keeps, gradients, ``optimizer`` state: ``sgd`` none, ``momentum`` 1×, ``adam`` 2× the weights,
     the peak of stashed activations, ``peak_memory_bytes``), from :func:`archsim.footprint.partition_footprint`.
-    ``schedule`` and ``max_ops`` as :func:`simulate`'s; ``capacity_gb`` (GB = 10⁹ bytes, ``--capacity-gb``): a
+    ``schedule``, ``max_ops`` and ``link_bandwidth`` as :func:`simulate`'s; ``capacity_gb`` (GB = 10⁹ bytes, ``--capacity-gb``): a
     processor over it warns (UserWarning) the line the command prints, and the frame still comes back."""
     from archsim.console import library_note, setting
     from archsim.fits import memory_warning
@@ -302,7 +302,8 @@ def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int
     _check_plan_of(plan, profile)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
     check_job_size(microbatches * sum(len(stage.ops) for stage in plan.stages), limit, "max_ops")
-    run = simulate_partition(plan, profile, microbatches, schedule)
+    link = None if link_bandwidth is None else positive_float(link_bandwidth, "link_bandwidth")
+    run = simulate_partition(plan, profile, microbatches, schedule, link)
     assert_valid(run.timeline.problem, run.timeline)
     memory = partition_footprint(plan, profile, run.timeline, run.schedule, optimizer)
     if capacity is not None:

@@ -116,3 +116,21 @@ def test_pipelines_link_flag_needs_micro_batches(capsys):
     assert main(["pipeline", *SAMPLE, "--link-bandwidth", "64"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--link-bandwidth" in err[0] and "--microbatches" in err[0]
+
+
+def test_the_library_prices_hops_as_the_commands_do():
+    """archsim.simulate(…, link_bandwidth=…) and archsim.schedule(…, link_bandwidth=…) take the flag's rule: one
+    micro-batch, int8, the hand count of test_one_hop_takes_its_bytes_over_the_link_unrounded; archsim.pipeline
+    points the keyword at simulate."""
+    import archsim
+    from archsim.errors import InputError
+
+    profile = archsim.profile("layerpipe_sample", array="64x64", batch=8)
+    plan = archsim.pipeline(profile, processors=4, method="pipedream")
+    free = archsim.simulate(plan, profile, microbatches=1, schedule="1f1b").makespan
+    linked = archsim.simulate(plan, profile, microbatches=1, schedule="1f1b", link_bandwidth="64").makespan
+    scheduled = archsim.schedule("layerpipe_sample", policy="1f1b", processors=4, microbatches=1, batch=8,
+                                 array="64x64", link_bandwidth=64).row["makespan"]
+    assert linked - free == 2 * BOUNDARY_ELEMENTS / 64 and scheduled == linked
+    with pytest.raises(InputError, match="archsim.simulate"):
+        archsim.pipeline(profile, processors=4, method="pipedream", link_bandwidth=64)
