@@ -34,6 +34,7 @@ from archsim.api_keywords import (
     check_path,
     check_switch,
     check_text,
+    positive_float,
     positive_int,
     speaks_keywords,
 )
@@ -221,14 +222,17 @@ def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
 
 @speaks_keywords
 def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int | str, schedule: str | None = None,
-             max_ops: int | str | None = None) -> Timeline:
+             max_ops: int | str | None = None, link_bandwidth: float | str | None = None) -> Timeline:
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
     variants ``gpipe-newest-first`` and ``1f1b-window``, or ``1f1b-delta-before-g`` (docs/concepts.md).
     ``max_ops`` (None: ``--max-ops``' default, 10⁶): a larger job (micro-batches × the plan's ops) is refused
     before anything is built, as ``archsim pipeline --microbatches`` refuses it. A plan made from another profile
-    (another network, or the same one on another array: its unit or a layer's forward cost differs) is refused."""
+    (another network, or the same one on another array: its unit or a layer's forward cost differs) is refused.
+    ``link_bandwidth`` (``--link-bandwidth``): bytes per profile unit (cycles) of the link each stage-to-stage hop
+    crosses, an activation or gradient of b bytes taking b / link_bandwidth (None: free hops, the command's default
+    without a device file; :mod:`archsim.policies.hop_link`)."""
     from archsim.policies.pipeline import simulate_partition
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 
@@ -238,7 +242,8 @@ def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int | str,
     _check_plan_of(plan, profile)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
     check_job_size(microbatches * sum(len(stage.ops) for stage in plan.stages), limit, "max_ops")
-    return simulate_partition(plan, profile, microbatches, schedule).timeline
+    link = None if link_bandwidth is None else positive_float(link_bandwidth, "link_bandwidth")
+    return simulate_partition(plan, profile, microbatches, schedule, link).timeline
 
 
 @speaks_keywords
@@ -269,12 +274,12 @@ def pipeline_dfg(plan: Partition, profile: LayerProfile, *, out: str | Path | No
 @speaks_keywords
 def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int | str, schedule: str | None = None,
                     optimizer: str = "sgd", capacity_gb: float | str | None = None,
-                    max_ops: int | str | None = None) -> pd.DataFrame:
+                    max_ops: int | str | None = None, link_bandwidth: float | str | None = None) -> pd.DataFrame:
     """The bytes each processor holds while ``plan`` trains ``microbatches`` micro-batches, as ``archsim pipeline
     --microbatches M --memory`` states them: one row per processor (weights × the versions the simulated
     ``schedule`` keeps, gradients, ``optimizer`` state: ``sgd`` none, ``momentum`` 1×, ``adam`` 2× the weights,
     the peak of stashed activations, ``peak_memory_bytes``), from :func:`archsim.footprint.partition_footprint`.
-    ``schedule`` and ``max_ops`` as :func:`simulate`'s; ``capacity_gb`` (GB = 10⁹ bytes, ``--capacity-gb``): a
+    ``schedule``, ``max_ops`` and ``link_bandwidth`` as :func:`simulate`'s; ``capacity_gb`` (GB = 10⁹ bytes, ``--capacity-gb``): a
     processor over it warns (UserWarning) the line the command prints, and the frame still comes back."""
     from archsim.console import library_note, setting
     from archsim.fits import memory_warning
@@ -297,7 +302,8 @@ def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int
     _check_plan_of(plan, profile)
     limit = DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max_ops")
     check_job_size(microbatches * sum(len(stage.ops) for stage in plan.stages), limit, "max_ops")
-    run = simulate_partition(plan, profile, microbatches, schedule)
+    link = None if link_bandwidth is None else positive_float(link_bandwidth, "link_bandwidth")
+    run = simulate_partition(plan, profile, microbatches, schedule, link)
     assert_valid(run.timeline.problem, run.timeline)
     memory = partition_footprint(plan, profile, run.timeline, run.schedule, optimizer)
     if capacity is not None:

@@ -10,7 +10,7 @@ def command_outputs(what: str) -> dict[str, str]:
     with the way to that output from the result (``archsim.cost(format="json")``, ``archsim.schedule(gantt=…)`` were
     told only "unknown keyword"; train's and search's own words, :func:`~archsim.training.job_settings.elsewhere`,
     come first); for ``archsim.pipeline`` (``what`` "pipeline with method=…") also what ``archsim pipeline`` runs
-    after the plan: its simulation (``--microbatches``, ``--schedule``) and its memory (``--memory``)."""
+    after the plan: its simulation (``--microbatches``, ``--schedule``, ``--link-bandwidth``) and its memory (``--memory``)."""
     printed = ("is how the command prints: the function returns the result it prints from, whose to_frame() is its "
                "rows (to_dict(), where it has one, the --format json document)")
     timeline = "the result's .timeline (a plan's: archsim.simulate(plan, profile, microbatches=M))"
@@ -27,6 +27,7 @@ def command_outputs(what: str) -> dict[str, str]:
                 for name, job, extra, does in (
                     ("microbatches", "simulate", "", "simulates it"),
                     ("schedule", "simulate", ", schedule=…", "simulates it"),
+                    ("link_bandwidth", "simulate", ", link_bandwidth=…", "simulates it"),
                     ("memory", "pipeline_memory", "", "gives its memory per processor"),
                     ("optimizer", "pipeline_memory", ", optimizer=…", "gives its memory per processor"),
                     ("capacity_gb", "pipeline_memory", ", capacity_gb=…", "gives its memory per processor"))})}

@@ -36,7 +36,7 @@ from archsim.output_targets import output_flag
 from archsim.planners import PARTITIONERS, fewer_processors_note, idle_processors_note, partition
 from archsim.seconds import add_seconds
 from archsim.validate import check_job_size
-from archsim.value_parsers import float_flag, processors_flag
+from archsim.value_parsers import float_flag, positive_float_flag, processors_flag
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "gpipe-newest-first and 1f1b-window (archsim's earlier list schedules), "
                              "1f1b-delta-before-g (1f1b with each layer's δ pieces before its G in a backward action) "
                              "(default: the method's own: layerpipe for layerpipe, gpipe for gpipe, 1f1b otherwise)")
+    parser.add_argument("--link-bandwidth", type=positive_float_flag, default=None, metavar="BYTES",
+                        help="with --microbatches: bytes per cycle of the link a stage-to-stage hop crosses, each "
+                             "activation and gradient taking bytes/BYTES cycles, as schedule's (default: a device "
+                             "file's [links] intra_gbps at its clock, else none: hops are free, LayerPipe's model)")
     parser.add_argument("--memory", action="store_true",
                         help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
                              "state, peak stashed activations of the simulated schedule)")
@@ -99,6 +103,9 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.schedule is not None and not args.microbatches:
         raise InputError("--schedule orders the simulated micro-batches: give it with --microbatches",
                          field="microbatches")
+    if args.link_bandwidth is not None and not args.microbatches:
+        raise InputError("--link-bandwidth prices the simulated micro-batches' hops between stages: give it with "
+                         "--microbatches", field="microbatches")
     given = [flag for flag, value in (("--alpha", args.alpha), ("--split-axes", args.split_axes),
                                       ("--borrow", args.borrow)) if value is not None]
     if given and args.method != "layerpipe":
@@ -167,11 +174,16 @@ def run(args: argparse.Namespace) -> int:
         for record, versions in zip(records, stash):
             record["weight_versions"] = versions
     if args.microbatches:
+        from archsim.policies.hop_link import hop_link
         from archsim.policies.pipeline import simulate_partition
 
         check_job_size(args.microbatches * sum(len(stage.ops) for stage in plan.stages), args.max_ops)
+        link = hop_link(args.link_bandwidth, args.config)  # schedule's rule: the flag, a device file's link, or none
+        if link.note:
+            say_after_run("note", link.note)
         with phases(f"pipeline {plan.method}", ("build", "simulate", "validate")) as phase:
-            result = simulate_partition(plan, profile, args.microbatches, args.schedule, phase=phase)
+            result = simulate_partition(plan, profile, args.microbatches, args.schedule, link.bytes_per_cycle,
+                                        phase=phase)
             phase("validate")
             timeline = validated(result.timeline)
         makespan = timeline.makespan
@@ -179,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
         if args.schedule is not None:  # a chosen schedule is stated; the method's own stays as it was printed
             meta["schedule"] = result.schedule
         meta["makespan"] = makespan
+        if link.bytes_per_cycle is not None:  # a link the flag or a device file stated: said, as schedule says it
+            meta["link_bytes_per_cycle"] = link.bytes_per_cycle
         utilization = timeline.utilization()
         for i, record in enumerate(records):
             record["utilization"] = utilization.get(f"p{i + 1}", 0.0)

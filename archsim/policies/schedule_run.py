@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
+from archsim.policies.hop_link import DEFAULT_SYNC_BYTES_PER_CYCLE, HopLink, hop_link, sync_bytes_per_cycle
 from archsim.policies.schedule_array import costs_meta, run_array, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
 from archsim.value_parsers import comma_items
@@ -25,7 +26,6 @@ if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule r
     from archsim.sim.timeline import Timeline
     from archsim.workload.layer import Network
 
-DEFAULT_LINK_BYTES_PER_CYCLE = 64.0  # a link in network mode when --link-bandwidth is not given
 TIMELINE_OUTPUTS = ("--gantt", "--chrome-trace", "--schedule-csv")  # what multistream, a row of totals, cannot draw
 
 
@@ -158,10 +158,12 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                 costs = collapse_profile(costs, groups)
             unit = "cycles"
         extra: dict = {}
+        link = _link(args, speak)
         if args.policy in DP_POLICIES:
-            problem, extra = _data_parallel(args, costs, network, phase, None if args.unit_costs else array.element_bytes)
+            problem, extra = _data_parallel(args, costs, network, phase, None if args.unit_costs else array.element_bytes,
+                                            sync_bytes_per_cycle(link))
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
-            stage_profile = _stage_profile(args, costs)
+            stage_profile = _stage_profile(args, costs, link.bytes_per_cycle)
             phase("build")
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
@@ -172,6 +174,8 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
             problem = _ooo_problem(args, costs, flush, first_delta, block_network_of(network.name))
         timeline, row = _simulated(args, problem, phase, flush, extra)
     meta = costs_meta(args, name, unit, None if args.unit_costs else array)
+    if link.bytes_per_cycle is not None:  # a link the flag or a device file stated: said, as pipeline says it
+        meta["link_bytes_per_cycle"] = link.bytes_per_cycle
     clock = None if args.unit_costs else with_clock_flag(run_array(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
@@ -264,9 +268,17 @@ def _op_count(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool
     return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
 
 
-def _link(args: SimpleNamespace) -> float:
-    """Bytes per cycle of a link in network mode (--link-bandwidth; 64 when not given)."""
-    return DEFAULT_LINK_BYTES_PER_CYCLE if args.link_bandwidth is None else args.link_bandwidth
+def _link(args: SimpleNamespace, speak: Callable[[str, str], None]) -> HopLink:
+    """The link a network run's policy reads (:func:`~archsim.policies.hop_link.hop_link`, pipeline's rule): the
+    published schedules' hops and data-parallel sync; a device file's rate said through ``speak``. The ``list-…``
+    variants and the out-of-order pipelines model no transfer, and unit costs none: no link (a device file's unread)."""
+    if args.unit_costs or args.policy not in DP_POLICIES + ZB_SCHEDULES:
+        return HopLink(None)
+    link = hop_link(args.link_bandwidth, args.config,
+                    crossing="data-parallel sync" if args.policy in DP_POLICIES else "stage-to-stage hops")
+    if link.note:
+        speak("note", link.note)
+    return link
 
 
 def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
@@ -293,10 +305,11 @@ def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
     return ScheduleRun(row, meta, None, None, "", "cycles")
 
 
-def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> StageProfile:
+def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | None = None) -> StageProfile:
     """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
-    --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only)."""
+    --comm, and in cycles a link of ``link`` bytes per cycle (None: hops take --comm's latency alone, as
+    ``pipeline``'s are free without a link; unit costs: latency only)."""
     from archsim.partition import pipedream_partition, profile_from_costs
     from archsim.policies.stage_profile import StageProfile
 
@@ -322,20 +335,21 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> StageProfile:
     # a stage sends the next stage its first layer's input activation (and gets its gradient back)
     send = [stash[names.index(nxt.layers[0])] for nxt in plan.stages[1:]] + [0]
     return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
-                        send_bytes=tuple(send), bandwidth=_link(args))
+                        send_bytes=tuple(send), bandwidth=link)
 
 
-def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, element_bytes: int | None):
+def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, element_bytes: int | None,
+                   link: float = DEFAULT_SYNC_BYTES_PER_CYCLE):
     """One device's iteration window under data parallelism over ``--processors`` workers (the
     search for k simulates candidate windows), and the chosen k; ``element_bytes`` (the array's width,
-    None with --unit-costs) sizes each layer's gradient sync in bytes."""
+    None with --unit-costs) sizes each layer's gradient sync in bytes, over a link of ``link`` bytes per cycle."""
     from archsim.policies import data_parallel as dp
 
     layers = len(costs)
     if args.unit_costs:  # one worker has no peer to synchronize with, as SyncModel prices it below
         sync = [args.comm_units if args.processors > 1 else 0.0] * layers
     else:
-        model = dp.SyncModel(workers=args.processors, bandwidth=_link(args), kind=args.sync)
+        model = dp.SyncModel(workers=args.processors, bandwidth=link, kind=args.sync)
         sync = [model.time(layer.weight_elements * (element_bytes or 1)) for layer in network.layers]
     f, d, g = list(costs.forward), list(costs.delta), list(costs.weight_grad)
 
