@@ -231,8 +231,8 @@ def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int | str,
     before anything is built, as ``archsim pipeline --microbatches`` refuses it. A plan made from another profile
     (another network, or the same one on another array: its unit or a layer's forward cost differs) is refused.
     ``link_bandwidth`` (``--link-bandwidth``): bytes per profile unit (cycles) of the link each stage-to-stage hop
-    crosses, an activation or gradient of b bytes taking b / link_bandwidth (None: free hops, the command's default
-    without a device file; :mod:`archsim.policies.hop_link`)."""
+    crosses, an activation or gradient of b bytes taking b / link_bandwidth (None: free hops, the command's default;
+    :mod:`archsim.policies.hop_link`)."""
     from archsim.policies.pipeline import simulate_partition
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size
 

@@ -1,6 +1,6 @@
 """``pipeline`` and ``schedule`` price a stage-to-stage hop by one rule (archsim/policies/hop_link.py): the same
-``--link-bandwidth`` (bytes per cycle), else a ``--config`` device file's ``[links] intra_gbps`` at its clock, else
-free hops. References are hand counts of layers/layerpipe_sample.csv's activations: conv1's output is 112 × 112 × 32,
+``--link-bandwidth`` (bytes per cycle), else free hops (a ``--config`` device file's chip-to-chip link is not the
+link between arrays of its one chip, which are these commands' processors). References are hand counts of layers/layerpipe_sample.csv's activations: conv1's output is 112 × 112 × 32,
 conv2's 56 × 56 × 64, conv3's 28 × 28 × 128 elements a sample; with one layer a stage (4 processors) each crosses
 one boundary forward, and its gradient, the same size, crosses it back."""
 
@@ -77,34 +77,21 @@ intra_gbps = {gbps}
 
 
 @pytest.mark.parametrize("command", [PIPELINE, SCHEDULE])
-def test_a_device_files_link_prices_the_hops_unless_the_flag_is_given(tmp_path, capsys, command):
-    """[links] intra_gbps = 128 GB/s at 1000 MHz is 128 bytes a cycle (docs/formats.md's GB/s = 10⁹ bytes/s): the
-    hops of one micro-batch add 2 × bytes / 128 (the file prices fp16, 2 bytes an element), with a note naming the
-    rate; --link-bandwidth wins over it, silently."""
+def test_a_device_files_chip_to_chip_link_does_not_price_hops_between_its_arrays(tmp_path, capsys, command):
+    """The processors are the chip's 4 arrays, which its [links] intra_gbps (between chips) does not join: the hops
+    stay free on the device file, as on the array flags, with no note; --link-bandwidth prices them, 2 × bytes / 64
+    (the file prices fp16, 2 bytes an element)."""
     chip = _device(tmp_path, 128, 1000)
     base = [arg for arg in command if arg not in ("--array", "64x64")] + ["--microbatches", "1", "--config", chip]
     free, _ = _makespan(capsys, [*PIPELINE, "--microbatches", "1", "--dtype", "fp16"])
     read, err = _makespan(capsys, base)
-    assert read - free == 2 * BOUNDARY_ELEMENTS * 2 / 128
-    assert "ran at 128 bytes/cycle" in err and "[links] intra_gbps = 128 GB/s" in err and "--link-bandwidth" in err
-    flagged, err = _makespan(capsys, [*base, "--link-bandwidth", "64"])
-    assert flagged - free == 2 * BOUNDARY_ELEMENTS * 2 / 64 and "intra_gbps" not in err
-
-
-def test_a_device_cfgs_link_is_read_at_its_clock(capsys):
-    """The shipped .cfg device states intra_gbps = 100 at ClockGHz = 1.0: 100 bytes a cycle (its 32 × 32 arrays,
-    int8)."""
-    cfg = "configs/devices/scalesim_32x32_device.cfg"
-    plain = ["pipeline", "layerpipe_sample", "--batch", "8", "--processors", "4", "--method", "pipedream",
-             "--schedule", "1f1b", "--format", "json", "--microbatches", "1", "--array", "32x32"]
-    free, _ = _makespan(capsys, plain)
-    read, err = _makespan(capsys, [*plain[:-2], "--config", cfg])
-    assert read - free == pytest.approx(2 * BOUNDARY_ELEMENTS / 100, abs=1e-6)
-    assert "ran at 100 bytes/cycle" in err
+    assert read == free and "intra_gbps" not in err
+    flagged, _ = _makespan(capsys, [*base, "--link-bandwidth", "64"])
+    assert flagged - free == 2 * BOUNDARY_ELEMENTS * 2 / 64
 
 
 def test_data_parallel_sync_keeps_its_64_bytes_a_cycle(capsys):
-    """A sync cannot be free: without the flag or a device file dp-* still runs at 64 B/cycle, as before."""
+    """A sync cannot be free: without the flag dp-* still runs at 64 B/cycle, as before."""
     dp = ["schedule", "layerpipe_sample", "--batch", "8", "--processors", "2", "--policy", "dp-wfbp", "--format", "json"]
     default, _ = _makespan(capsys, dp)
     given, _ = _makespan(capsys, [*dp, "--link-bandwidth", "64"])

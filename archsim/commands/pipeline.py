@@ -178,9 +178,7 @@ def run(args: argparse.Namespace) -> int:
         from archsim.policies.pipeline import simulate_partition
 
         check_job_size(args.microbatches * sum(len(stage.ops) for stage in plan.stages), args.max_ops)
-        link = hop_link(args.link_bandwidth, args.config)  # schedule's rule: the flag, a device file's link, or none
-        if link.note:
-            say_after_run("note", link.note)
+        link = hop_link(args.link_bandwidth)  # schedule's rule: the flag, or free hops
         with phases(f"pipeline {plan.method}", ("build", "simulate", "validate")) as phase:
             result = simulate_partition(plan, profile, args.microbatches, args.schedule, link.bytes_per_cycle,
                                         phase=phase)

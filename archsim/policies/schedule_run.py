@@ -158,7 +158,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                 costs = collapse_profile(costs, groups)
             unit = "cycles"
         extra: dict = {}
-        link = _link(args, speak)
+        link = _link(args)
         if args.policy in DP_POLICIES:
             problem, extra = _data_parallel(args, costs, network, phase, None if args.unit_costs else array.element_bytes,
                                             sync_bytes_per_cycle(link))
@@ -268,17 +268,13 @@ def _op_count(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool
     return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
 
 
-def _link(args: SimpleNamespace, speak: Callable[[str, str], None]) -> HopLink:
+def _link(args: SimpleNamespace) -> HopLink:
     """The link a network run's policy reads (:func:`~archsim.policies.hop_link.hop_link`, pipeline's rule): the
-    published schedules' hops and data-parallel sync; a device file's rate said through ``speak``. The ``list-…``
-    variants and the out-of-order pipelines model no transfer, and unit costs none: no link (a device file's unread)."""
+    published schedules' hops and data-parallel sync. The ``list-…`` variants and the out-of-order pipelines model no
+    transfer, and unit costs none: no link."""
     if args.unit_costs or args.policy not in DP_POLICIES + ZB_SCHEDULES:
         return HopLink(None)
-    link = hop_link(args.link_bandwidth, args.config,
-                    crossing="data-parallel sync" if args.policy in DP_POLICIES else "stage-to-stage hops")
-    if link.note:
-        speak("note", link.note)
-    return link
+    return hop_link(args.link_bandwidth)
 
 
 def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
