@@ -59,11 +59,17 @@ def width(frame: pd.DataFrame, bytes_unit: str = " B") -> pd.Series:
     return frame["element_bytes"].astype(str) + bytes_unit
 
 
+def _dram(frame: pd.DataFrame, words: str) -> pd.Series:
+    """Each row's DRAM words/cycle in ``words`` ("" where the row has none: the analytic engine reads no
+    bandwidth, so a label names none)."""
+    return frame["bandwidth_words_per_cycle"].map(lambda bw: "" if is_nan(bw) else words.format(f"{bw:g}"))
+
+
 def _label(frame: pd.DataFrame) -> pd.Series:
     return ("batch " + frame["batch"].astype(str) + ", "
             + frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
-            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, DRAM " + frame["bandwidth_words_per_cycle"].astype(str)
-            + " words/cycle"
+            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB"
+            + _dram(frame, ", DRAM {} words/cycle")
             + ", " + frame["clock_ghz"].map(lambda c: "no clock" if is_nan(c) else f"{c:g} GHz")
             + ", " + width(frame) + ", M=" + frame["microbatches"].astype(str)
             + ", P=" + frame["processors"].astype(str) + " " + frame["method"].astype(str)
@@ -140,7 +146,7 @@ def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
     front = data[data["pareto"]].sort_values(time_column(data))
     clock = front["clock_ghz"].map(lambda c: "" if is_nan(c) else f" {c:g}GHz")
     labels = ("b" + front["batch"].astype(str) + " " + front["rows"].astype(str) + "x" + front["cols"].astype(str)
-              + " " + front["dataflow"].astype(str) + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
+              + " " + front["dataflow"].astype(str) + " S" + front["sram_kb"].astype(str) + _dram(front, " bw{}")
               + clock + " " + width(front, "B") + " M" + front["microbatches"].astype(str)
               + " P" + front["processors"].astype(str) + " " + front["method"].astype(str)
               + " " + front["energy_table"].astype(str))
@@ -158,4 +164,6 @@ def front_table(results: pd.DataFrame, network: str) -> pd.DataFrame:
     columns = ["batch", "rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes",
                *(["dtype"] if "dtype" in data.columns else []), "microbatches", "processors", "method", "energy_table",
                time_column(data), "energy_pj", "area_mm2"]
+    if data["bandwidth_words_per_cycle"].isna().all():  # the analytic engine's rows: no DRAM figure to show
+        columns.remove("bandwidth_words_per_cycle")
     return data[data["pareto"]][columns].sort_values(columns[-3]).reset_index(drop=True)
