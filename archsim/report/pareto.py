@@ -100,7 +100,8 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
 
 
 def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
-    """A device sweep's seconds vs kJ per iteration, one marker per design, the front (its
+    """A device sweep's seconds vs joules per iteration (the unit of the page's table, ``energy_j``: a small model's
+    0.028 kJ read as 28 J beside it), one marker per design, the front (its
     ``pareto_optimal`` column) ringed and each of its points named beside it (arrays, HBM GB/s, chips and
     whatever else was swept; every point's full design on hover); a point that does not fit memory is drawn
     hollow and is never on the front."""
@@ -121,20 +122,20 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
               ("does not fit memory", ~fits, "circle-open", 8))
     for name, keep, symbol, size in groups:
         part = results[keep]
-        fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"] / 1e3, mode="markers",
+        fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"], mode="markers",
                                  text=label[keep], name=name, marker={"symbol": symbol, "size": size},
-                                 hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} kJ<extra></extra>"))
+                                 hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} J<extra></extra>"))
     for seconds, joules, text in zip(results.loc[front, "iteration_seconds"], results.loc[front, "energy_j"],
                                      short[front], strict=True):  # above the markers, on a pale ground
-        fig.add_annotation(x=seconds, y=joules / 1e3, text=text, showarrow=False, xanchor="left", xshift=8,
+        fig.add_annotation(x=seconds, y=joules, text=text, showarrow=False, xanchor="left", xshift=8,
                            font={"size": 10}, bgcolor="rgba(255,255,255,0.75)")
     line = results[front].sort_values("iteration_seconds")
-    fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"] / 1e3, mode="lines",
+    fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"], mode="lines",
                              name="front", hoverinfo="skip", line={"dash": "dot"}))
     first = results.iloc[0]
     fig.update_layout(title=f"{first['model']} on {first['gpu']}: time vs energy per iteration "
                             "(◆: not beaten in both by a design that fits memory)",
-                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)",
+                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (J)",
                       showlegend=True)  # Plotly's default hides it with one group drawn: hollow would go unnamed
     return fig
 
