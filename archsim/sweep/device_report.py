@@ -72,8 +72,8 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
                   f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
                   f"attention, {parallel}, {_energy_words(first)}{_skipped(record)}{_empty_front(results)}")
     sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
-                (rows, f"All {len(results)} designs (seconds and joules per iteration"
-                       f"{'; area_mm2: one chip' + chr(39) + 's arrays and SRAMs' if area else ''}; pareto: on the front)")]
+                (rows, (f"All {len(results)} designs (seconds and joules per iteration"
+                        f"{'; area_mm2: one chip' + chr(39) + 's arrays and SRAMs' if area else ''}; pareto: on the front)"))]
     return write_page(target, f"Device sweep: {first['model']} on {first['gpu']}", sections)
 
 
