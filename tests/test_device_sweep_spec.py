@@ -86,7 +86,7 @@ def test_a_device_sweep_gives_archsim_trains_figures(tmp_path, capsys):
     assert front == [fits and not b for (_, _, fits), b in zip(values, beaten)]
     assert any(front)
     page = html.read_text(encoding="utf-8")
-    assert "iteration time (s)" in page and "energy per iteration (kJ)" in page  # axes with their units
+    assert "iteration time (s)" in page and "energy per iteration (J)" in page  # axes in the table's units
     assert "2x256x256 arrays, HBM 2400 GB" in page  # a point's hover names its design
 
 

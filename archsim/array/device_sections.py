@@ -199,6 +199,21 @@ def _misplaced(key: str, read_apart: dict[str, tuple[str, ...]], cfg: bool) -> s
     return ""
 
 
+def _nearest_key(key: str, taken: tuple[str, ...], read_apart: dict[str, tuple[str, ...]], cfg: bool) -> tuple[str, str]:
+    """(`` (did you mean 'X'?)``, where X belongs) for an unknown key: X the key nearest ``key`` (difflib's closeness, as
+    :func:`~archsim.validate.did_you_mean`, case ignored) over every section's keys, not only its own section's
+    (``taken``): ``[compute] sram_kib`` is ``[memory] sram_kib_per_array``'s near miss, whose section the second part
+    names as :func:`_misplaced` names an exact key's ("" where X is the section's own); ("", "") where none is near."""
+    from difflib import get_close_matches
+
+    spelled = {k.lower(): k for k in (*taken, *(k for keys in (*_KEYS.values(), *read_apart.values()) for k in keys))}
+    nearest = get_close_matches(key.lower(), list(spelled), n=1, cutoff=0.6)
+    if not nearest:
+        return "", ""
+    name = spelled[nearest[0]]
+    return f" (did you mean {name!r}?)", "" if name in taken else _misplaced(name, read_apart, cfg)
+
+
 def checked_sections(spec: dict, file: str, required: tuple[str, ...],
                      read_apart: dict[str, tuple[str, ...]] | None = None,
                      typed: bool = True, apart: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
@@ -213,6 +228,9 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
     for section, value in spec.items():
         if not isinstance(value, dict) and typed:  # a key above the first header, not a section
             home = _misplaced(section, read_apart or {}, cfg=False)
+            if not home:  # a near miss of a section's key: the same hint, for the key meant
+                hint, where = _nearest_key(section, (), read_apart or {}, cfg=False)
+                home = f"; {hint.strip()[1:-1]} {where[2:]}" if hint else ""  # "; did you mean 'X'? X is a [s] key"
             raise InputError(f"a key before the first section header; a device file's keys belong in its sections "
                              f"{', '.join(f'[{s}]' for s in (*_KEYS, *apart))}{home}", file=file, field=section,
                              line=table_line(spec, section))
@@ -232,7 +250,10 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
             if key not in keys:
                 taken = (*keys, *(read_apart or {}).get(section, ()))
                 home = _misplaced(key, read_apart or {}, cfg=not typed)
-                raise InputError(f"unknown key{'' if home else did_you_mean(key, taken)}; [{section}] takes "
+                hint = ""
+                if not home:  # a typo of its own section's key, or a near miss of another's (named as an exact one)
+                    hint, home = _nearest_key(key, taken, read_apart or {}, cfg=not typed)
+                raise InputError(f"unknown key{hint}; [{section}] takes "
                                  f"{', '.join(taken)}{home}", file=file, field=f"{section}.{key}")
         for key, (_, needed) in keys.items():
             written = section in required or (section in _WHOLE_OPTIONAL and section in spec)

@@ -193,7 +193,14 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.parallel import Parallelism
     from archsim.training.run import train
     from archsim.training.stage_layout import parse_stage_layers
-    from archsim.training.table_lines import energy_line, table_host_note, table_parameters, table_split, text_meta
+    from archsim.training.table_lines import (
+        energy_line,
+        table_gradient_note,
+        table_host_note,
+        table_parameters,
+        table_split,
+        text_meta,
+    )
     from archsim.training.train_json import timeline_note, train_document
     from archsim.training.train_layout import lay_out
     from archsim.validate import check_job_size
@@ -259,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
         meta = text_meta(meta, result.breakdown, show, args.precision if args.format == "table" else None)
         if args.format == "table":  # csv keeps the exact integer; the energy's parts are the line under the rows
             host_source = machines[result.finishing_rank].host_source  # where its host_seconds_per_op came from
-            meta = table_split(table_host_note(table_parameters(meta, args.precision), host_source,
+            meta = table_split(table_host_note(table_gradient_note(table_parameters(meta, args.precision)), host_source,
                                                args.precision or 3),  # --precision's digits, as above
                                document["meta"]["compute_split_seconds"], args.precision)
             meta.pop("energy_breakdown_j", None)

@@ -59,11 +59,17 @@ def width(frame: pd.DataFrame, bytes_unit: str = " B") -> pd.Series:
     return frame["element_bytes"].astype(str) + bytes_unit
 
 
+def _dram(frame: pd.DataFrame, words: str) -> pd.Series:
+    """Each row's DRAM words/cycle in ``words`` ("" where the row has none: the analytic engine reads no
+    bandwidth, so a label names none)."""
+    return frame["bandwidth_words_per_cycle"].map(lambda bw: "" if is_nan(bw) else words.format(f"{bw:g}"))
+
+
 def _label(frame: pd.DataFrame) -> pd.Series:
     return ("batch " + frame["batch"].astype(str) + ", "
             + frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
-            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB, DRAM " + frame["bandwidth_words_per_cycle"].astype(str)
-            + " words/cycle"
+            + ", SRAM " + frame["sram_kb"].astype(str) + " KiB"
+            + _dram(frame, ", DRAM {} words/cycle")
             + ", " + frame["clock_ghz"].map(lambda c: "no clock" if is_nan(c) else f"{c:g} GHz")
             + ", " + width(frame) + ", M=" + frame["microbatches"].astype(str)
             + ", P=" + frame["processors"].astype(str) + " " + frame["method"].astype(str)
@@ -94,7 +100,8 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
 
 
 def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
-    """A device sweep's seconds vs kJ per iteration, one marker per design, the front (its
+    """A device sweep's seconds vs joules per iteration (the unit of the page's table, ``energy_j``: a small model's
+    0.028 kJ read as 28 J beside it), one marker per design, the front (its
     ``pareto_optimal`` column) ringed and each of its points named beside it (arrays, HBM GB/s, chips and
     whatever else was swept; every point's full design on hover); a point that does not fit memory is drawn
     hollow and is never on the front."""
@@ -115,20 +122,20 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
               ("does not fit memory", ~fits, "circle-open", 8))
     for name, keep, symbol, size in groups:
         part = results[keep]
-        fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"] / 1e3, mode="markers",
+        fig.add_trace(go.Scatter(x=part["iteration_seconds"], y=part["energy_j"], mode="markers",
                                  text=label[keep], name=name, marker={"symbol": symbol, "size": size},
-                                 hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} kJ<extra></extra>"))
+                                 hovertemplate="%{text}<br>time %{x:.4g} s<br>energy %{y:.4g} J<extra></extra>"))
     for seconds, joules, text in zip(results.loc[front, "iteration_seconds"], results.loc[front, "energy_j"],
                                      short[front], strict=True):  # above the markers, on a pale ground
-        fig.add_annotation(x=seconds, y=joules / 1e3, text=text, showarrow=False, xanchor="left", xshift=8,
+        fig.add_annotation(x=seconds, y=joules, text=text, showarrow=False, xanchor="left", xshift=8,
                            font={"size": 10}, bgcolor="rgba(255,255,255,0.75)")
     line = results[front].sort_values("iteration_seconds")
-    fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"] / 1e3, mode="lines",
+    fig.add_trace(go.Scatter(x=line["iteration_seconds"], y=line["energy_j"], mode="lines",
                              name="front", hoverinfo="skip", line={"dash": "dot"}))
     first = results.iloc[0]
     fig.update_layout(title=f"{first['model']} on {first['gpu']}: time vs energy per iteration "
                             "(◆: not beaten in both by a design that fits memory)",
-                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (kJ)",
+                      xaxis_title="iteration time (s)", yaxis_title="energy per iteration (J)",
                       showlegend=True)  # Plotly's default hides it with one group drawn: hollow would go unnamed
     return fig
 
@@ -140,7 +147,7 @@ def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
     front = data[data["pareto"]].sort_values(time_column(data))
     clock = front["clock_ghz"].map(lambda c: "" if is_nan(c) else f" {c:g}GHz")
     labels = ("b" + front["batch"].astype(str) + " " + front["rows"].astype(str) + "x" + front["cols"].astype(str)
-              + " " + front["dataflow"].astype(str) + " S" + front["sram_kb"].astype(str) + " bw" + front["bandwidth_words_per_cycle"].astype(str)
+              + " " + front["dataflow"].astype(str) + " S" + front["sram_kb"].astype(str) + _dram(front, " bw{}")
               + clock + " " + width(front, "B") + " M" + front["microbatches"].astype(str)
               + " P" + front["processors"].astype(str) + " " + front["method"].astype(str)
               + " " + front["energy_table"].astype(str))
@@ -158,4 +165,6 @@ def front_table(results: pd.DataFrame, network: str) -> pd.DataFrame:
     columns = ["batch", "rows", "cols", "dataflow", "sram_kb", "bandwidth_words_per_cycle", "clock_ghz", "element_bytes",
                *(["dtype"] if "dtype" in data.columns else []), "microbatches", "processors", "method", "energy_table",
                time_column(data), "energy_pj", "area_mm2"]
+    if data["bandwidth_words_per_cycle"].isna().all():  # the analytic engine's rows: no DRAM figure to show
+        columns.remove("bandwidth_words_per_cycle")
     return data[data["pareto"]][columns].sort_values(columns[-3]).reset_index(drop=True)

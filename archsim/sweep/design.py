@@ -60,6 +60,8 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
         raise InputError(f"energy table {table.name!r} has leakage: give clocks_ghz", field="clocks_ghz")
     single = m * float(profile.total.sum())
     sram_kb, bandwidth = _memory_columns(array)
+    if unit.engine != "cycle":  # analytic cycles read no DRAM bandwidth: no figure, as energy prints none
+        bandwidth = float("nan")
     rows = []
     groups = layer_groups(profile) if "pipedream" in unit.methods else 0  # more processors: skipped (pipedream_points)
     for processors in unit.processors:

@@ -25,6 +25,7 @@ SORT_COLUMNS = ["network", "only", "rows", "cols", "dataflow", "batch", "mode", 
 RENAMED_COLUMNS = {"single_cycles": "single_processor_cycles", "mandatory_bytes": "mandatory_comm_bytes",
                    "comm_overhead_bytes": "additional_comm_bytes", "cycles_per_iteration": "iteration_cycles",
                    "seconds_per_iteration": "iteration_seconds", "bandwidth": "bandwidth_words_per_cycle"}
+DESIGN_BANDWIDTH = "bandwidth_words_per_cycle"  # a design row's DRAM words/cycle: the cycle engine's alone
 
 
 def layerpipe_settings(method: str, alpha: float, axes: Iterable[str]) -> dict[str, object]:
@@ -70,7 +71,16 @@ def cached_rows(file: Path) -> list[dict[str, object]]:
     if not isinstance(rows, list):
         raise InputError("unreadable sweep cache file (no rows); delete it to recompute", file=str(file))
     unit = data.get("unit") if isinstance(data, dict) else None
-    return [_with_settings(_renamed(row), unit) if isinstance(row, dict) else row for row in rows]
+    return [_without_analytic_bandwidth(_with_settings(_renamed(row), unit), unit) if isinstance(row, dict) else row
+            for row in rows]
+
+
+def _without_analytic_bandwidth(row: dict[str, object], unit: object) -> dict[str, object]:
+    """An analytic design row's ``bandwidth_words_per_cycle`` as today's (NaN: that engine reads no DRAM bandwidth):
+    an entry written before 2026-12-05 holds the unused default 10, not recomputed."""
+    if DESIGN_BANDWIDTH not in row or not isinstance(unit, dict) or unit.get("engine", "analytic") == "cycle":
+        return row
+    return {**row, DESIGN_BANDWIDTH: math.nan}
 
 
 def _with_settings(row: dict[str, object], unit: object) -> dict[str, object]:

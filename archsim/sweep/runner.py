@@ -99,8 +99,8 @@ def _recorded(spec: SweepSpec | DeviceSweepSpec) -> dict[str, object]:
     if isinstance(spec, SweepSpec) and spec.designs:  # the words that ran: a .cfg's own, not the unused default 10
         from archsim.sweep.design import design_words
 
-        for design, record in zip(spec.designs, fields["designs"]):
-            record["bandwidth"] = design_words(design, spec.arrays)
+        for design, record in zip(spec.designs, fields["designs"]):  # analytic rows ran at none (empty cells)
+            record["bandwidth"] = design_words(design, spec.arrays) if spec.engine == "cycle" else None
     return fields
 
 

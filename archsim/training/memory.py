@@ -53,6 +53,15 @@ def gradient_bytes(dtype: str) -> int:
     return 4 if dtype == "bf16" else ELEMENT_BYTES[dtype]
 
 
+def gradient_dtype(dtype: str, implementation: str = "megatron") -> str:
+    """The element type the weight gradients are held and DP all-reduced in, what train's meta states as
+    ``gradient_dtype``: Megatron-LM's buffer (:func:`gradient_bytes`), ``fp32`` in bf16 and fp32 and ``fp16`` in fp16;
+    ``pytorch-eager``'s (one GPU, no all-reduce) the run's own dtype, copied to fp32 at the step (:func:`state_bytes`)."""
+    if implementation == "pytorch-eager":
+        return dtype
+    return "fp32" if gradient_bytes(dtype) == ELEMENT_BYTES["fp32"] else dtype
+
+
 def main_grad_copy_bytes(dtype: str) -> int:
     """Bytes per parameter of the fp32 gradient Megatron-LM's step copies out of a narrower buffer: 4 in fp16,
     0 in bf16 and fp32. ``Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads``
@@ -274,6 +283,6 @@ def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequen
 
 
 __all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "StageTerms",
-           "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes", "layer_parameters_per_gpu", "logit_bytes",
+           "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes", "gradient_dtype", "layer_parameters_per_gpu", "logit_bytes",
            "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters", "stage_terms",
            "state_bytes", "unsharded_state_bytes"]

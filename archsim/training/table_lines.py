@@ -71,6 +71,17 @@ def table_host_note(meta: dict, source: str, digits: int = 3) -> dict:
     return meta if line is None else inserted_after(meta, "host_seconds_per_op", "host_bound", line)
 
 
+def table_gradient_note(meta: dict) -> dict:
+    """``meta`` as the table prints it: a ``gradient_dtype`` wider than the run's ``dtype`` (bf16's fp32, as Megatron-LM
+    reduces it: docs/training.md, "Gradients in bf16") with why and what it costs, so twice fp16's DP all-reduce time
+    is said where it is assumed; unchanged otherwise (csv and JSON keep the bare name)."""
+    grad, dtype = meta.get("gradient_dtype"), meta.get("dtype")
+    if grad != "fp32" or dtype in (None, "fp32"):
+        return meta
+    return meta | {"gradient_dtype": f"fp32 (Megatron-LM keeps {dtype} runs' gradients in fp32: the DP all-reduce "
+                                     "moves 4 bytes per parameter)"}
+
+
 def inserted_after(mapping: Mapping, key: str, new_key: str, value: object) -> dict:
     """``mapping`` with ``new_key`` set to ``value`` right after ``key`` (a row's or a meta's columns in the order a
     table prints them); unchanged, but copied, where ``key`` is absent."""

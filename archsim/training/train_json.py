@@ -28,6 +28,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
     rows are the ops (piece, name, op, seconds, and a GEMM's m, n, k and count on one GPU:
     :mod:`archsim.training.op_rows`)."""
     from archsim.training.grad_accumulation import accumulation
+    from archsim.training.memory import gradient_dtype
     from archsim.training.op_rows import ROW_KEYS
     from archsim.training.placement import order_text
     from archsim.training.throughput import mean_peak, throughput
@@ -65,7 +66,8 @@ def train_document(result, config, laid, implementation: str) -> dict:
             **({"fsdp_grad_sync": par.fsdp_grad_sync} if par.fsdp_grad_sync != "micro-batch" else {}),
             "stage_layers": ",".join(map(str, par.stage_layers)) if par.stage_layers else "even",
             "placement": order_text(placement) if isinstance(placement, tuple) else "file",
-            "dtype": laid.cluster.dtype, **fp8_meta(par, machines, rates["mfu"]), "implementation": implementation,
+            "dtype": laid.cluster.dtype, "gradient_dtype": gradient_dtype(laid.cluster.dtype, implementation),
+            **fp8_meta(par, machines, rates["mfu"]), "implementation": implementation,
             "grad_accumulation": accumulation(par, machines[0]), "iteration_seconds": result.iteration_seconds,
             "forward_seconds": result.forward_seconds, "backward_seconds": result.backward_seconds,
             "host_bound_seconds": result.host_bound_seconds,  # of the breakdown's compute and recompute (run.py)
