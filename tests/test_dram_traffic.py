@@ -147,3 +147,16 @@ def test_random_gemms_equal_the_engine():
         got = gemm_dram_traffic(m, k, n, rows, cols, dataflow, sram_words=(words,) * 3, bandwidth=(bw,) * 3)
         assert (got.ifmap_reads, got.filter_reads) == (ifmap, filters), (m, k, n, rows, cols, dataflow, words, bw)
         assert 0 <= ofmap - got.ofmap_writes <= got.ofmap_slack
+
+
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+def test_chip_sized_arrays_equal_the_engine(dataflow):
+    """128 × 128 arrays with SRAMs of a TPU-like chip's operand buffer (1365 KiB of 2-byte words: lines of 6,989
+    words), 64 KiB and 16 KiB of bytes, a 571-word/cycle DRAM: reads equal the engine's, ofmap within bound."""
+    m, k, n = 512, 768, 1152
+    for kib, element_bytes in [(1365, 2), (64, 2), (16, 1)]:
+        array = ArrayConfig(rows=128, cols=128, dataflow=dataflow, ifmap_sram_kb=kib, filter_sram_kb=kib,
+                            ofmap_sram_kb=kib, element_bytes=element_bytes, bandwidth=(571,))
+        r, got = simulate_on(m, k, n, array), array_dram_traffic(m, k, n, array)
+        assert (got.ifmap_reads, got.filter_reads) == (r.ifmap_dram_reads, r.filter_dram_reads), kib
+        assert 0 <= r.ofmap_dram_writes - got.ofmap_writes <= got.ofmap_slack
