@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
-from archsim.policies.schedule_array import costs_meta, run_array, with_clock_flag, with_memory_flags
+from archsim.policies.schedule_array import costs_meta, run_array, unit_costs_scope, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
 from archsim.value_parsers import comma_items
 
@@ -199,7 +199,9 @@ def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
         problem = _ooo_problem(args, costs, flush, first_delta)
         timeline, row = _simulated(args, problem, phase, flush)
     unit = "units" if args.unit_costs else profile.unit
-    return ScheduleRun(row, {"unit": unit, "costs": "unit" if args.unit_costs else "profile"}, timeline, None,
+    meta = {"unit": unit, "costs": "unit", "unit_costs": unit_costs_scope(args.policy)} if args.unit_costs else \
+        {"unit": unit, "costs": "profile"}
+    return ScheduleRun(row, meta, timeline, None,
                        f"profile: {args.policy}, {args.processors} devices", unit, _used(args, len(costs)))
 
 
