@@ -158,20 +158,22 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                 costs = collapse_profile(costs, groups)
             unit = "cycles"
         extra: dict = {}
+        split: dict[str, str] = {}  # how the layers were dealt to the devices (data parallel: every layer on each)
         if args.policy in DP_POLICIES:
             problem, extra = _data_parallel(args, costs, network, phase, None if args.unit_costs else array.element_bytes)
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
-            stage_profile = _stage_profile(args, costs)
+            stage_profile, split = _stage_profile(args, costs)
             phase("build")
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
+            split = _ooo_allocation(args, len(costs))
             phase("build")
             # a first block's δ holds its inner ops' (needed for their G); its first op's is in it only
             # where the mode counts it (paper), so a block network always schedules it
             first_delta = (args.mode == "paper" or groups is not None) and not args.unit_costs
             problem = _ooo_problem(args, costs, flush, first_delta, block_network_of(network.name))
         timeline, row = _simulated(args, problem, phase, flush, extra)
-    meta = costs_meta(args, name, unit, None if args.unit_costs else array)
+    meta = {**costs_meta(args, name, unit, None if args.unit_costs else array), **split}
     clock = None if args.unit_costs else with_clock_flag(run_array(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
@@ -201,8 +203,27 @@ def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
     unit = "units" if args.unit_costs else profile.unit
     meta = {"unit": unit, "costs": "unit", "unit_costs": unit_costs_scope(args.policy)} if args.unit_costs else \
         {"unit": unit, "costs": "profile"}
+    meta.update(_ooo_allocation(args, len(costs)))
     return ScheduleRun(row, meta, timeline, None,
                        f"profile: {args.policy}, {args.processors} devices", unit, _used(args, len(costs)))
+
+
+def _allocation_meta(rule: str, counts: Sequence[int]) -> dict[str, str]:
+    """Meta saying how a run dealt a network's layers to its devices: the rule, and each device's layer count,
+    device 1 first (comma-separated), so two policies' rows are compared knowing whether their splits match."""
+    return {"allocation": rule, "layers_per_device": ",".join(str(count) for count in counts)}
+
+
+def _ooo_allocation(args: SimpleNamespace, layers: int) -> dict[str, str]:
+    """An out-of-order pipeline's allocation (:func:`archsim.partition.ooo_allocation.device_of`) as meta."""
+    from archsim.partition.ooo_allocation import device_of
+    from archsim.policies.ooo import ALLOCATION
+
+    allocation = ALLOCATION[args.policy]
+    where = [device_of(layer, layers, args.processors, allocation, args.group) for layer in range(layers)]
+    rule = (f"modulo: layer l (from 0) on device ⌊l/{args.group}⌋ mod P" if allocation == "modulo" else
+            "contiguous: ⌈L/P⌉ consecutive layers a device, by count, not cost (the paper's model parallelism)")
+    return _allocation_meta(rule, [where.count(device) for device in range(args.processors)])
 
 
 def _ooo_problem(args: SimpleNamespace, costs: LayerProfile, flush: bool, first_delta: bool, block: str | None = None):
@@ -295,16 +316,17 @@ def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
     return ScheduleRun(row, meta, None, None, "", "cycles")
 
 
-def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> StageProfile:
+def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> tuple[StageProfile, dict[str, str]]:
     """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
-    --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only)."""
+    --comm, and in cycles a link of --link-bandwidth bytes per cycle (unit costs: latency only); and the
+    split's meta (:func:`_allocation_meta`; none with unit costs, which price stages, not layers)."""
     from archsim.partition import pipedream_partition, profile_from_costs
     from archsim.policies.stage_profile import StageProfile
 
     if args.unit_costs:
         ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
-        return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
+        return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors), {}
     if args.processors > len(costs):  # said in schedule's terms: PipeDream's check speaks of pipeline's methods
         raise InputError(f"{setting('policy', args.policy)} runs one stage of whole layers on each processor "
                          f"(PipeDream's DP splits the chain): this network has {len(costs)} layer"
@@ -323,8 +345,10 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> StageProfile:
     activation = [sum(stash[names.index(n)] for n in stage.layers) for stage in plan.stages]
     # a stage sends the next stage its first layer's input activation (and gets its gradient back)
     send = [stash[names.index(nxt.layers[0])] for nxt in plan.stages[1:]] + [0]
+    split = _allocation_meta("PipeDream's DP over the layer chain: whole layers a device, balancing F + I + W",
+                             [len(stage.layers) for stage in plan.stages])
     return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
-                        send_bytes=tuple(send), bandwidth=_link(args))
+                        send_bytes=tuple(send), bandwidth=_link(args)), split
 
 
 def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, element_bytes: int | None):
