@@ -160,7 +160,8 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
         extra: dict = {}
         split: dict[str, str] = {}  # how the layers were dealt to the devices (data parallel: every layer on each)
         if args.policy in DP_POLICIES:
-            problem, extra = _data_parallel(args, costs, network, phase, None if args.unit_costs else array.element_bytes)
+            problem, extra, split = _data_parallel(args, costs, network, phase,
+                                                   None if args.unit_costs else array.element_bytes)
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
             stage_profile, split = _stage_profile(args, costs)
             phase("build")
@@ -353,7 +354,8 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile) -> tuple[StagePro
 
 def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, element_bytes: int | None):
     """One device's iteration window under data parallelism over ``--processors`` workers (the
-    search for k simulates candidate windows), and the chosen k; ``element_bytes`` (the array's width,
+    search for k simulates candidate windows), the chosen k, and the meta of the search (``k_search``: each k
+    it timed and its makespan, so its path and the makespan's shape in k are seen); ``element_bytes`` (the array's width,
     None with --unit-costs) sizes each layer's gradient sync in bytes."""
     from archsim.policies import data_parallel as dp
 
@@ -365,8 +367,12 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
         sync = [model.time(layer.weight_elements * (element_bytes or 1)) for layer in network.layers]
     f, d, g = list(costs.forward), list(costs.delta), list(costs.weight_grad)
 
+    tried: dict[int, float] = {}  # the search's windows, each k once
+
     def evaluate(k: int) -> float:
-        return dp.window_time(f, d, g, sync, dp.reverse_first_k_order(layers, k))
+        if k not in tried:
+            tried[k] = dp.window_time(f, d, g, sync, dp.reverse_first_k_order(layers, k))
+        return tried[k]
 
     k = 0
     phase("build")
@@ -381,4 +387,6 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
             if not 0 <= k <= layers:
                 raise InputError(f"layers to reverse must be within 0..{layers}, got {k}", field=field_name("reverse-k"))
     order, prioritized = dp.policy_order(args.policy, layers, k)
-    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized, names=costs.names), {"reversed_layers": k}
+    searched = {"k_search": ", ".join(f"{k}:{tried[k]:.10g}" for k in sorted(tried))} if tried else {}
+    return (dp.dp_problem(f, d, g, sync, order, prioritized=prioritized, names=costs.names), {"reversed_layers": k},
+            searched)
