@@ -105,3 +105,25 @@ def test_sync_models_by_hand():
     assert SyncModel(workers=4, bandwidth=10.0).time(400.0) == pytest.approx(2 * 3 * (400 / 4 / 10))
     assert SyncModel(workers=4, bandwidth=10.0, kind="ps").time(400.0) == pytest.approx(80.0)
     assert SyncModel(workers=1, bandwidth=10.0).time(400.0) == 0.0
+
+
+def test_k_search_takes_the_fewest_reversed_layers_among_equal_windows():
+    """Failed before: makespans equal but for float rounding (resnet50 on 16 workers at --link-bandwidth 0.07:
+    k = 0 gave 862299836.142857, k = 76 862299836.1428567) made the search report 76 reversed layers for no gain.
+    Here every k gives 100 but k = 70, 1e-12 faster by rounding: the search keeps k = 0; a real gain still wins."""
+    rounding = lambda k: 100.0 - (1e-12 if k == 70 else 0.0)
+    assert search_k(rounding, 100) == 0
+    gain = lambda k: 99.0 if k == 70 else 100.0  # 70 is on the first pass's grid (Δk = 10)
+    assert search_k(gain, 100) == 70
+    assert search_k(lambda k: 5.0, 10) == 0  # all equal: nothing reversed
+
+
+@pytest.mark.long
+def test_resnet50_search_reports_no_reversal_that_gains_nothing():
+    """The case above on the shipped network: k = 0 and the search's k time the same window (to 1e-9)."""
+    import archsim
+
+    run = lambda k: archsim.schedule("resnet50", policy="dp-reverse-k", processors=16, link_bandwidth=0.07, reverse_k=k)
+    found = run("auto")
+    assert found.row["reversed_layers"] == 0
+    assert found.makespan == pytest.approx(run(0).makespan, rel=1e-9)

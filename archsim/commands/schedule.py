@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="micro-batches per iteration, M micro-batches of --batch samples each (with 1, a pipeline "
                              "has no overlap to exploit; dp-* and multistream time one iteration: 1 only)")
-    parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1, no communication")
+    parser.add_argument("--unit-costs", action="store_true", help="F = D = G = 1 per layer (mp, gpipe, ooo-pipe1/2, dp-*: each sync takes --comm-units), or "
+                             "F = I = W = 1 per stage, whatever its layers (1f1b, zb-*, list-*, …); no communication")
     parser.add_argument("--flush", action=argparse.BooleanOptionalAction, default=None,
                         help="backward ops wait for every forward (default: on, except for ooo-pipe2 and mp)")
     parser.add_argument("--group", type=positive_int, default=None,

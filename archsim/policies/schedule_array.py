@@ -14,10 +14,21 @@ def costs_meta(args: SimpleNamespace, network: str, unit: str, array) -> dict[st
     from archsim.array.options import dtype_meta
 
     if array is None:
-        return {"network": network, "unit": unit, "costs": "unit"}
+        return {"network": network, "unit": unit, "costs": "unit", "unit_costs": unit_costs_scope(args.policy)}
     return {"network": network, "unit": unit, "costs": f"{args.mode} mode", "array": f"{array.rows}x{array.cols}",
             "dataflow": array.dataflow, "batch": args.batch,
             "dtype": dtype_meta(args.dtype, array), "element_bytes": array.element_bytes}
+
+
+def unit_costs_scope(policy: str) -> str:
+    """What ``--unit-costs`` prices under ``policy``: a layer (the out-of-order pipelines, data parallel), or a whole
+    stage (the published stage schedules and their list versions, whose stage profile it replaces), so two policies'
+    unit makespans on one network are told apart in the output."""
+    from archsim.choices.schedules import LIST_SCHEDULES, ZB_SCHEDULES
+
+    if policy in ZB_SCHEDULES + LIST_SCHEDULES:
+        return "F = I = W = 1 per stage, whatever its layers (peaks count micro-batches: M_B = 1)"
+    return "F = D = G = 1 per layer"
 
 
 def run_array(args: SimpleNamespace, speak=None):

@@ -16,7 +16,7 @@ from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES,
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.hop_link import DEFAULT_SYNC_BYTES_PER_CYCLE, HopLink, hop_link, sync_bytes_per_cycle
-from archsim.policies.schedule_array import costs_meta, run_array, with_clock_flag, with_memory_flags
+from archsim.policies.schedule_array import costs_meta, run_array, unit_costs_scope, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
 from archsim.value_parsers import comma_items
 
@@ -159,22 +159,25 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
             unit = "cycles"
         extra: dict = {}
         link = _link(args)
+        split: dict[str, str] = {}  # how the layers were dealt to the devices (data parallel: every layer on each)
         if args.policy in DP_POLICIES:
-            problem, extra = _data_parallel(args, costs, network, phase, None if args.unit_costs else array.element_bytes,
-                                            sync_bytes_per_cycle(link))
+            problem, extra, split = _data_parallel(args, costs, network, phase,
+                                                   None if args.unit_costs else array.element_bytes,
+                                                   sync_bytes_per_cycle(link))
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
-            stage_profile = _stage_profile(args, costs, link.bytes_per_cycle)
+            stage_profile, split = _stage_profile(args, costs, link.bytes_per_cycle)
             phase("build")
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
+            split = _ooo_allocation(args, len(costs))
             phase("build")
             # a first block's δ holds its inner ops' (needed for their G); its first op's is in it only
             # where the mode counts it (paper), so a block network always schedules it
             first_delta = (args.mode == "paper" or groups is not None) and not args.unit_costs
             problem = _ooo_problem(args, costs, flush, first_delta, block_network_of(network.name))
         timeline, row = _simulated(args, problem, phase, flush, extra)
-    meta = costs_meta(args, name, unit, None if args.unit_costs else array)
-    if link.bytes_per_cycle is not None:  # a link the flag or a device file stated: said, as pipeline says it
+    meta = {**costs_meta(args, name, unit, None if args.unit_costs else array), **split}
+    if link.bytes_per_cycle is not None:  # a link the flag stated: said, as pipeline says it
         meta["link_bytes_per_cycle"] = link.bytes_per_cycle
     clock = None if args.unit_costs else with_clock_flag(run_array(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
@@ -203,8 +206,29 @@ def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
         problem = _ooo_problem(args, costs, flush, first_delta)
         timeline, row = _simulated(args, problem, phase, flush)
     unit = "units" if args.unit_costs else profile.unit
-    return ScheduleRun(row, {"unit": unit, "costs": "unit" if args.unit_costs else "profile"}, timeline, None,
+    meta = {"unit": unit, "costs": "unit", "unit_costs": unit_costs_scope(args.policy)} if args.unit_costs else \
+        {"unit": unit, "costs": "profile"}
+    meta.update(_ooo_allocation(args, len(costs)))
+    return ScheduleRun(row, meta, timeline, None,
                        f"profile: {args.policy}, {args.processors} devices", unit, _used(args, len(costs)))
+
+
+def _allocation_meta(rule: str, counts: Sequence[int]) -> dict[str, str]:
+    """Meta saying how a run dealt a network's layers to its devices: the rule, and each device's layer count,
+    device 1 first (comma-separated), so two policies' rows are compared knowing whether their splits match."""
+    return {"allocation": rule, "layers_per_device": ",".join(str(count) for count in counts)}
+
+
+def _ooo_allocation(args: SimpleNamespace, layers: int) -> dict[str, str]:
+    """An out-of-order pipeline's allocation (:func:`archsim.partition.ooo_allocation.device_of`) as meta."""
+    from archsim.partition.ooo_allocation import device_of
+    from archsim.policies.ooo import ALLOCATION
+
+    allocation = ALLOCATION[args.policy]
+    where = [device_of(layer, layers, args.processors, allocation, args.group) for layer in range(layers)]
+    rule = (f"modulo: layer l (from 0) on device ⌊l/{args.group}⌋ mod P" if allocation == "modulo" else
+            "contiguous: ⌈L/P⌉ consecutive layers a device, by count, not cost (the paper's model parallelism)")
+    return _allocation_meta(rule, [where.count(device) for device in range(args.processors)])
 
 
 def _ooo_problem(args: SimpleNamespace, costs: LayerProfile, flush: bool, first_delta: bool, block: str | None = None):
@@ -301,17 +325,19 @@ def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
     return ScheduleRun(row, meta, None, None, "", "cycles")
 
 
-def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | None = None) -> StageProfile:
+def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | None = None
+                   ) -> tuple[StageProfile, dict[str, str]]:
     """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
     --comm, and in cycles a link of ``link`` bytes per cycle (None: hops take --comm's latency alone, as
-    ``pipeline``'s are free without a link; unit costs: latency only)."""
+    ``pipeline``'s are free without a link; unit costs: latency only); and the split's meta
+    (:func:`_allocation_meta`; none with unit costs, which price stages, not layers)."""
     from archsim.partition import pipedream_partition, profile_from_costs
     from archsim.policies.stage_profile import StageProfile
 
     if args.unit_costs:
         ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
-        return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors)
+        return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors), {}
     if args.processors > len(costs):  # said in schedule's terms: PipeDream's check speaks of pipeline's methods
         raise InputError(f"{setting('policy', args.policy)} runs one stage of whole layers on each processor "
                          f"(PipeDream's DP splits the chain): this network has {len(costs)} layer"
@@ -330,15 +356,18 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | Non
     activation = [sum(stash[names.index(n)] for n in stage.layers) for stage in plan.stages]
     # a stage sends the next stage its first layer's input activation (and gets its gradient back)
     send = [stash[names.index(nxt.layers[0])] for nxt in plan.stages[1:]] + [0]
+    split = _allocation_meta("PipeDream's DP over the layer chain: whole layers a device, balancing F + I + W",
+                             [len(stage.layers) for stage in plan.stages])
     return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
-                        send_bytes=tuple(send), bandwidth=link)
+                        send_bytes=tuple(send), bandwidth=link), split
 
 
 def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, element_bytes: int | None,
                    link: float = DEFAULT_SYNC_BYTES_PER_CYCLE):
     """One device's iteration window under data parallelism over ``--processors`` workers (the
-    search for k simulates candidate windows), and the chosen k; ``element_bytes`` (the array's width,
-    None with --unit-costs) sizes each layer's gradient sync in bytes, over a link of ``link`` bytes per cycle."""
+    search for k simulates candidate windows), the chosen k, and the meta of the search (``k_search``: each k
+    it timed and its makespan, so its path and the makespan's shape in k are seen); ``element_bytes`` (the array's
+    width, None with --unit-costs) sizes each layer's gradient sync in bytes, over a link of ``link`` bytes per cycle."""
     from archsim.policies import data_parallel as dp
 
     layers = len(costs)
@@ -349,8 +378,12 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
         sync = [model.time(layer.weight_elements * (element_bytes or 1)) for layer in network.layers]
     f, d, g = list(costs.forward), list(costs.delta), list(costs.weight_grad)
 
+    tried: dict[int, float] = {}  # the search's windows, each k once
+
     def evaluate(k: int) -> float:
-        return dp.window_time(f, d, g, sync, dp.reverse_first_k_order(layers, k))
+        if k not in tried:
+            tried[k] = dp.window_time(f, d, g, sync, dp.reverse_first_k_order(layers, k))
+        return tried[k]
 
     k = 0
     phase("build")
@@ -365,4 +398,6 @@ def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, e
             if not 0 <= k <= layers:
                 raise InputError(f"layers to reverse must be within 0..{layers}, got {k}", field=field_name("reverse-k"))
     order, prioritized = dp.policy_order(args.policy, layers, k)
-    return dp.dp_problem(f, d, g, sync, order, prioritized=prioritized, names=costs.names), {"reversed_layers": k}
+    searched = {"k_search": ", ".join(f"{k}:{tried[k]:.10g}" for k in sorted(tried))} if tried else {}
+    return (dp.dp_problem(f, d, g, sync, order, prioritized=prioritized, names=costs.names), {"reversed_layers": k},
+            searched)

@@ -68,7 +68,7 @@ def chrome_trace(timeline, unit: str | None = None) -> dict:
         pid = names.setdefault(str(data["processor"]), len(names) + 1)
         args = {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in data.items()
                 if k not in ("op", "processor", "stream", "start", "end") and not is_nan(v)}
-        events.append({"name": str(data["op"]), "cat": str(data.get("kind", "op")), "ph": "X",
+        events.append({"name": str(data["op"]), "cat": _category(data.get("kind")), "ph": "X",
                        "ts": float(data["start"]) * scale, "dur": float(data["end"] - data["start"]) * scale,
                        "pid": pid, "tid": int(data["stream"]), "args": args})
     ends = {link.name: (link.src, link.dst) for link in getattr(timeline.problem, "links", ())}
@@ -80,6 +80,11 @@ def chrome_trace(timeline, unit: str | None = None) -> dict:
     meta = [{"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}} for name, pid in names.items()]
     shown = "microseconds" if unit == "seconds" else f"{unit}, one written per microsecond"
     return {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": {"time_unit": shown}}
+
+
+def _category(kind) -> str:
+    """An op's trace category: its kind, or ``op`` where it has none (a flush barrier's tag is None, NaN in a frame)."""
+    return "op" if kind is None or is_nan(kind) else str(kind)
 
 
 def _link_name(link: str, ends: tuple[str, str] | None) -> str:

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from archsim.output_files import write_output
 from archsim.report.export import ops_frame, timeline_unit
 from archsim.report.style import KIND_COLORS, KIND_LABELS
+from archsim.validate import is_nan
 
 __all__ = ["BORROWED_LABEL", "gantt_figure", "write_gantt"]
 
@@ -43,7 +44,12 @@ def gantt_figure(frame, title: str = "", unit: str | None = None,
     else:
         data["row"] = data["processor"].astype(str)
         rows_title = rows_title or "processor"
-    kinds = data["kind"].astype(str) if "kind" in data.columns else pd.Series(["op"] * len(data), index=data.index)
+    if "kind" in data.columns:  # a barrier (a flush: no kind, no duration) draws nothing, and no "nan" legend entry
+        untagged = data["kind"].map(lambda kind: kind is None or is_nan(kind))
+        data = data[~(untagged & (data["end"] <= data["start"]))]
+        kinds = data["kind"].map(lambda kind: "op" if kind is None or is_nan(kind) else str(kind))
+    else:
+        kinds = pd.Series(["op"] * len(data), index=data.index)
     fig = go.Figure()
     hatched = _borrowed_rows(data, borrowed)
     for kind in sorted(kinds.unique(), key=lambda k: list(KIND_COLORS).index(k) if k in KIND_COLORS else 99):
