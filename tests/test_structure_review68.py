@@ -1,0 +1,39 @@
+"""One concept, one implementation: each rule below was written in more than one place, and the places had
+drifted apart. Each test fails on the code before its fix."""
+
+from __future__ import annotations
+
+import pytest
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+
+# The T ≥ 2 rule's line (docs/papers/bppsa.md: T = 1 has no dependent backward step), typed out, not read from the code.
+T_RULE = ("T must be at least 2: a 1-step sequence has no dependent backward step, so BP and the scan both take "
+          "0 cycles and there is no speedup to report")
+
+
+@pytest.mark.parametrize("value", [0, 0.0, 1, 1.0, -3, "0", "1", "-3"])
+def test_a_sequence_length_below_two_is_told_the_same_line_by_every_reader(value, capsys) -> None:
+    """``seq_len=0.0`` said 'expected a positive integer in 1…2147483647', where ``--seq-len 0`` and ``seq_len=0``
+    said T ≥ 2, and ``rnn_backward(1, …)`` said the rule without the value: one check now, one line."""
+    from archsim.bppsa.rnn_cost import rnn_backward
+
+    with pytest.raises(InputError) as keyword:
+        archsim.bppsa_rnn(seq_len=value, processors=[4])
+    assert keyword.value.message == f"{T_RULE}, got {value!r}"
+    if isinstance(value, str):
+        assert main(["bppsa", "rnn", "--seq-len", value, "--processors", "4"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].endswith(f"argument --seq-len: {T_RULE}, got {value!r}"), err
+    if type(value) is int:
+        with pytest.raises(InputError) as direct:
+            rnn_backward(value, 4)
+        assert direct.value.message == f"{T_RULE}, got {value!r}"
+
+
+def test_a_sequence_length_of_two_or_more_runs_as_written() -> None:
+    """The rule's edge: T = 2 runs, as ``2``, ``"2"`` and ``2.0`` (a pandas float column's whole number)."""
+    for value in (2, "2", 2.0):
+        assert archsim.bppsa_rnn(seq_len=value, processors=[4]).table["seq_len"].tolist() == [2]
