@@ -37,3 +37,20 @@ def test_a_sequence_length_of_two_or_more_runs_as_written() -> None:
     """The rule's edge: T = 2 runs, as ``2``, ``"2"`` and ``2.0`` (a pandas float column's whole number)."""
     for value in (2, "2", 2.0):
         assert archsim.bppsa_rnn(seq_len=value, processors=[4]).table["seq_len"].tolist() == [2]
+
+
+def test_each_rnn_study_function_is_named_for_what_it_returns() -> None:
+    """Two functions were named ``rnn_study``: the package's returned a DataFrame, the command's run a table with its
+    meta. The package's is ``rnn_frame`` now: the DataFrame of the same rows, one per (T, p), p outer."""
+    import pandas as pd
+
+    import archsim.bppsa
+    from archsim.array.config import ArrayConfig
+    from archsim.bppsa_run import StudyRun, rnn_study
+
+    frame = archsim.bppsa.rnn_frame([10, 30], [4], batch=16)
+    assert isinstance(frame, pd.DataFrame) and "rnn_study" not in archsim.bppsa.__all__
+    run = rnn_study([10, 30], [4], hidden=20, batch=16, array=ArrayConfig(), dtype=None)
+    assert isinstance(run, StudyRun)
+    assert frame[["seq_len", "processors"]].values.tolist() == [[10, 4], [30, 4]]
+    assert frame["speedup"].tolist() == [row["speedup"] for row in run.table.frame().to_dict("records")]

@@ -145,9 +145,10 @@ def rnn_records(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: i
     return [asdict(rnn_backward(t, p, hidden=hidden, batch=batch, array=array)) for p in processors for t in seq_lens]
 
 
-def rnn_study(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,
+def rnn_frame(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,
               array: ArrayConfig | None = None) -> pd.DataFrame:
-    """:func:`rnn_records` as a DataFrame (imports pandas)."""
+    """:func:`rnn_records` as a DataFrame (imports pandas); the command's run with its meta is
+    :func:`archsim.bppsa_run.rnn_study`."""
     import pandas as pd
 
     return pd.DataFrame(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))
