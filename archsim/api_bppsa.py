@@ -125,7 +125,8 @@ def bppsa_network(network: str | Path | Network, *, batch: int | str = 1, up_lev
     ``gradient_max_abs_diff`` and each operator's ``jacobian_density``; ``to_dict()``: its ``--format json``
     document)."""
     from archsim.api_inputs import load_network, warn_file_batch
-    from archsim.bppsa_run import NETWORK_MAX_MFLOPS, network_page, network_study
+    from archsim.bppsa_run import network_page, network_study
+    from archsim.choices.bppsa import NETWORK_MAX_MFLOPS
     from archsim.validate import SEED_MAX
 
     batch = positive_int(batch, "batch")

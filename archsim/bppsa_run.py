@@ -175,7 +175,6 @@ def parse_up_levels(text: object, flag: str = "--up-levels", *, full: bool = Tru
         raise refused(str(exc)) from None
 
 
-NETWORK_MAX_MFLOPS = 10_000  # bppsa network's default --max-mflops: about a minute of counting and checking
 MAX_STORED_ENTRIES = 40_000_000  # a chain's Jacobians, or one product, per sample: 30 M built in 2.2 GB (measured)
 BYTES_PER_ENTRY = 2.2e9 / 30e6  # what building one stored entry took, all of it (the measurement above), bytes
 

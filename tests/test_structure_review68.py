@@ -54,3 +54,33 @@ def test_each_rnn_study_function_is_named_for_what_it_returns() -> None:
     assert isinstance(run, StudyRun)
     assert frame[["seq_len", "processors"]].values.tolist() == [[10, 4], [30, 4]]
     assert frame["speedup"].tolist() == [row["speedup"] for row in run.table.frame().to_dict("records")]
+
+
+def _top_level_assigned(tree) -> set[str]:
+    import ast
+
+    return {target.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(target, ast.Name)}
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_bppsa_max_mflops_defaults_have_one_home() -> None:
+    """``pruned-vgg11 --max-mflops``'s default lived in choices/bppsa.py, ``network --max-mflops``'s in bppsa_run.py:
+    both are archsim.choices.bppsa's now, and no other module assigns a ``*MAX*MFLOPS`` name."""
+    from import_graph import library, parsed
+
+    homes = {module: sorted(name for name in _top_level_assigned(parsed(path)) if "MAX" in name and "MFLOPS" in name)
+             for module, path in library()}
+    assert {module: names for module, names in homes.items() if names} == {
+        "archsim.choices.bppsa": ["DEFAULT_MAX_SCAN_MFLOPS", "NETWORK_MAX_MFLOPS"]}
+
+
+def test_bppsa_max_mflops_defaults_are_the_documented_ones() -> None:
+    """docs/papers/bppsa.md: ``network --max-mflops`` defaults to 10,000 M, ``pruned-vgg11 --max-mflops`` to
+    100,000 M; the flags' defaults are those figures, read from the one home."""
+    from archsim.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["bppsa", "network", "any.csv"]).max_mflops == 10_000
+    assert parser.parse_args(["bppsa", "pruned-vgg11"]).max_mflops == 100_000

@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 
 from archsim.bppsa_run import (
-    NETWORK_MAX_MFLOPS,
     PAPER_SEQ_LENS,
     parse_up_levels,
     rnn_page,
     vgg_page,
     without_repeats,
 )
-from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
+from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, NETWORK_MAX_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
     add_array_arguments,
