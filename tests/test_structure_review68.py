@@ -84,3 +84,28 @@ def test_bppsa_max_mflops_defaults_are_the_documented_ones() -> None:
     parser = build_parser()
     assert parser.parse_args(["bppsa", "network", "any.csv"]).max_mflops == 10_000
     assert parser.parse_args(["bppsa", "pruned-vgg11"]).max_mflops == 100_000
+
+
+def test_a_spec_file_hash_is_named_for_any_file_it_hashes(tmp_path) -> None:
+    """``network_sha256`` also hashed a device sweep's model and device files (``check_unchanged``'s ``what``): it is
+    ``file_sha256_unless_shipped`` now. By hashlib on the bytes written; a shipped name hashes to ''."""
+    import hashlib
+
+    from archsim.sweep import spec_files
+
+    data = b"name,ifmap_h\nconv1,8\n"
+    path = tmp_path / "device.cfg"
+    path.write_bytes(data)
+    assert spec_files.file_sha256_unless_shipped(str(path), "device") == hashlib.sha256(data).hexdigest()
+    assert spec_files.file_sha256_unless_shipped("resnet50") == ""
+    assert not hasattr(spec_files, "network_sha256")
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_network_suffixes_is_one_concept() -> None:
+    """sweep/spec_files.py's ``NETWORK_SUFFIXES`` (a spec's entry that names a file) was another set than
+    workload/model_files.py's (the network files a MODEL flag refuses by kind): the sweep's is ``FILE_NAME_SUFFIXES``."""
+    from import_graph import library, parsed
+
+    assert [module for module, path in library() if "NETWORK_SUFFIXES" in _top_level_assigned(parsed(path))] == [
+        "archsim.workload.model_files"]

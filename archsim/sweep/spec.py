@@ -52,7 +52,7 @@ from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, at_device_rate, check_cfg_axes, read_array
-from archsim.sweep.spec_files import network_sha256, resolve_network
+from archsim.sweep.spec_files import file_sha256_unless_shipped, resolve_network
 from archsim.sweep.spec_lists import SET_REPEAT, clock_list, once, positive_list, string_list
 from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
@@ -188,7 +188,7 @@ class SweepSpec:
     borrow: tuple[str, ...] = DEFAULT_BORROW  # LayerPipe's --borrow values (the spec's ``borrow``)
 
     def units(self) -> list[Unit]:
-        digests = {network: network_sha256(network) for network in self.networks}
+        digests = {network: file_sha256_unless_shipped(network) for network in self.networks}
         return [Unit(network, self.only, *_shape(array), dataflow, batch, self.mode, self.processors, self.methods,
                      self.alpha, self.engine, digests[network], design,
                      array if isinstance(array, ArrayFile) else None, self.split_axes, self.borrow)
