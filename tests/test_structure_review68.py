@@ -109,3 +109,22 @@ def test_network_suffixes_is_one_concept() -> None:
 
     assert [module for module, path in library() if "NETWORK_SUFFIXES" in _top_level_assigned(parsed(path))] == [
         "archsim.workload.model_files"]
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_the_printed_walk_is_named_borrow_paper_everywhere() -> None:
+    """LayerPipe's default ``--borrow`` was spelt ``LAYERPIPE_BORROW[0]`` (report_sections), ``DEFAULT_BORROW[0]``
+    (report, units) and ``BORROW_PAPER`` (partition, pipeline): one name now, ``BORROW_PAPER``; no module indexes
+    either tuple for it."""
+    import ast
+
+    from import_graph import library, parsed
+
+    indexed = sorted(f"{module}: {node.value.id}[…]" for module, path in library() for node in ast.walk(parsed(path))
+                     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+                     and node.value.id in ("LAYERPIPE_BORROW", "DEFAULT_BORROW"))
+    assert indexed == []
+    from archsim.choices.partitions import BORROW_PAPER
+    from archsim.sweep.spec import DEFAULT_BORROW
+
+    assert DEFAULT_BORROW == (BORROW_PAPER,) == ("paper",)

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
-from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
+from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
@@ -89,7 +89,7 @@ SETTING_COLUMNS = ["alpha", "split_axes"]
 # ``borrow`` column (after ``split_axes``) only where the spec runs other than the printed algorithm's alone, so a
 # spec without the key writes the files (and cache entries) it wrote before the key
 BORROW_COLUMN = "borrow"
-DEFAULT_BORROW = (LAYERPIPE_BORROW[0],)
+DEFAULT_BORROW = (BORROW_PAPER,)  # the axis's default: the printed walk alone
 
 
 def method_runs(methods: tuple[str, ...], borrow: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
