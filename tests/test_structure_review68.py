@@ -128,3 +128,28 @@ def test_the_printed_walk_is_named_borrow_paper_everywhere() -> None:
     from archsim.sweep.spec import DEFAULT_BORROW
 
     assert DEFAULT_BORROW == (BORROW_PAPER,) == ("paper",)
+
+
+def _top_level_functions(tree) -> set[str]:
+    import ast
+
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_a_public_name_defined_twice_was_two_concepts_and_one_is_renamed() -> None:
+    """``check_capacity`` was a pipeline's bytes against a processor's memory (footprint) and a mixture of experts'
+    capacity settings (workload); ``compute_seconds`` a GEMM main loop's seconds on a GPU path (devices.kernels)
+    and one pipeline rank's compute and recompute seconds (training.stages); ``iteration_energy`` also a
+    transformer iteration priced on a cluster (training.energy). Each second concept has a name of its own now.
+    ``iteration_energy`` stays in two modules: ``archsim.iteration_energy``, the ``archsim energy`` face, runs
+    ``archsim.energy``'s model (one concept, the face and its model)."""
+    from import_graph import library, parsed
+
+    homes = {"check_capacity": ["archsim.footprint"], "check_moe_capacity": ["archsim.workload.config_checks"],
+             "compute_seconds": ["archsim.devices.kernels"], "rank_compute_seconds": ["archsim.training.stages"],
+             "cluster_iteration_energy": ["archsim.training.energy"],
+             "iteration_energy": ["archsim.api_array", "archsim.energy.model"]}
+    found = {name: [module for module, path in library() if name in _top_level_functions(parsed(path))]
+             for name in homes}
+    assert found == homes
