@@ -38,16 +38,10 @@ def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidd
     BP against the parallel scan on systolic arrays (the array keywords as :func:`archsim.array_config`); ``report``
     writes the command's HTML page there. Returns a :class:`~archsim.table_result.TableResult` (``.table``: the rows
     the command prints; ``.meta``; ``to_dict()``: its ``--format json`` document)."""
-    from archsim.bppsa.rnn_cost import ONE_STEP
+    from archsim.bppsa.rnn_cost import check_seq_len
     from archsim.bppsa_run import rnn_page, rnn_study
-    from archsim.errors import InputError
 
-    given = listed(seq_len, "seq-len")
-    if any(isinstance(v, int | str) and str(v).strip().lstrip("+-").isdigit() and int(v) < 2 for v in given):
-        raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")  # 0 too: valid T starts at 2
-    lengths = [positive_int(value, "seq-len") for value in given]
-    if 1 in lengths:
-        raise InputError(f"T {ONE_STEP}, got {seq_len!r}", field="seq-len")
+    lengths = [check_seq_len(value, "seq-len") for value in listed(seq_len, "seq-len")]
     counts = [positive_int(value, "processors") for value in listed(processors, "processors")]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
     chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
@@ -131,7 +125,8 @@ def bppsa_network(network: str | Path | Network, *, batch: int | str = 1, up_lev
     ``gradient_max_abs_diff`` and each operator's ``jacobian_density``; ``to_dict()``: its ``--format json``
     document)."""
     from archsim.api_inputs import load_network, warn_file_batch
-    from archsim.bppsa_run import NETWORK_MAX_MFLOPS, network_page, network_study
+    from archsim.bppsa_run import network_page, network_study
+    from archsim.choices.bppsa import NETWORK_MAX_MFLOPS
     from archsim.validate import SEED_MAX
 
     batch = positive_int(batch, "batch")

@@ -175,20 +175,22 @@ def parse_up_levels(text: object, flag: str = "--up-levels", *, full: bool = Tru
         raise refused(str(exc)) from None
 
 
-NETWORK_MAX_MFLOPS = 10_000  # bppsa network's default --max-mflops: about a minute of counting and checking
 MAX_STORED_ENTRIES = 40_000_000  # a chain's Jacobians, or one product, per sample: 30 M built in 2.2 GB (measured)
 BYTES_PER_ENTRY = 2.2e9 / 30e6  # what building one stored entry took, all of it (the measurement above), bytes
 
 
-def _too_many_entries(what: str, entries: int, fits: str) -> InputError:
-    """The one line refusing ``what`` of ``entries`` stored entries per sample: the figure it would need (GB at the
+def _check_stored_entries(what: str, entries: int, fits: str) -> None:
+    """The cap on ``entries`` stored entries per sample (:data:`MAX_STORED_ENTRIES`), for the chain's Jacobians and
+    each scan product alike: above it, the one line refusing ``what``, with the figure it would need (GB at the
     measured rate), the limit, and how far below it a run that ``fits`` must come."""
+    if entries <= MAX_STORED_ENTRIES:
+        return
     need = entries * BYTES_PER_ENTRY / 1e9
     factor = entries / MAX_STORED_ENTRIES
-    return InputError(f"{what} up to {entries / 1e6:,.0f} M entries per sample, about {need:,.{0 if need >= 10 else 1}f} "
-                      f"GB to build (2.2 GB per 30 M measured), above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about "
-                      f"{MAX_STORED_ENTRIES * BYTES_PER_ENTRY / 1e9:.0f} GB) archsim builds: "
-                      f"{factor:,.{0 if factor >= 10 else 1}f}× fewer entries fit: {fits}")
+    raise InputError(f"{what} up to {entries / 1e6:,.0f} M entries per sample, about {need:,.{0 if need >= 10 else 1}f} "
+                     f"GB to build (2.2 GB per 30 M measured), above the {MAX_STORED_ENTRIES / 1e6:,.0f} M (about "
+                     f"{MAX_STORED_ENTRIES * BYTES_PER_ENTRY / 1e9:.0f} GB) archsim builds: "
+                     f"{factor:,.{0 if factor >= 10 else 1}f}× fewer entries fit: {fits}")
 
 
 def _past_the_flop_limit(counted: int, limit: int, dense: int) -> InputError:
@@ -233,9 +235,7 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
 
     network_chain(network, None)  # a kind without a Jacobian, a join: refused before the size
     entries = jacobian_entries(network)
-    if entries > MAX_STORED_ENTRIES:
-        raise _too_many_entries(f"{network.name}'s transposed Jacobians hold", entries,
-                                "a smaller input or fewer channels")
+    _check_stored_entries(f"{network.name}'s transposed Jacobians hold", entries, "a smaller input or fewer channels")
     check_job_size(math.ceil(2 * entries * batch / 1e6), max_mflops, "--max-mflops",
                    "counts about {:,} M FLOPs in BP alone (twice its Jacobians' entries, times the batch)")
     layers, in_shape = network_chain(network, seed)
@@ -244,9 +244,8 @@ def network_study(network: Network, *, batch: int, depth_text: object, seed: int
     spent = [0]
 
     def budget(multiplies: int, entries: int) -> None:  # a product's FLOPs are at most twice its multiplies
-        if entries > MAX_STORED_ENTRIES:
-            raise _too_many_entries(f"a product of {network.name}'s scan would hold", entries,
-                                    "a shallower --up-levels (0: BP's own products) or a smaller network")
+        _check_stored_entries(f"a product of {network.name}'s scan would hold", entries,
+                              "a shallower --up-levels (0: BP's own products) or a smaller network")
         spent[0] += 2 * multiplies * batch
         if math.ceil(spent[0] / 1e6) > max_mflops:
             raise _past_the_flop_limit(math.ceil(spent[0] / 1e6), max_mflops,

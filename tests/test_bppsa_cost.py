@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from archsim import cli
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
-from archsim.bppsa.rnn_cost import product_cycles, rnn_backward, rnn_study
+from archsim.bppsa.rnn_cost import product_cycles, rnn_backward, rnn_frame
 from archsim.bppsa.scan import blelloch_scan, ceil_log2, linear_scan
 from archsim.bppsa.sparse_cost import Pattern, pattern_of, product_flops
 from archsim.bppsa.steps import (
@@ -113,7 +113,7 @@ def test_rnn_speedup_grows_with_t_then_plateaus_bounded_by_p():
     for p in (64, 256, 1024):
         limit = p * c.bp_step / (batch * (c.mm + c.mv))  # T → ∞: ≈ (B·T/p)(mm + mv) vs T·bp_step
         seq = [2**k for k in range(3, 18)]  # below T = 8 the log-depth overhead dominates (speedup ≈ 1)
-        speed = rnn_study(seq, [p], batch=batch, array=array).speedup.to_numpy()
+        speed = rnn_frame(seq, [p], batch=batch, array=array).speedup.to_numpy()
         knee = p // batch
         growing = speed[[t <= 4 * knee for t in seq]]
         assert np.all(np.diff(growing) > 0)  # monotone growth while T ≲ p/B
@@ -121,7 +121,7 @@ def test_rnn_speedup_grows_with_t_then_plateaus_bounded_by_p():
         tail = speed[[t >= 64 * knee for t in seq]]
         assert len(tail) >= 2 and np.all(tail <= limit) and np.all(tail >= 0.9 * limit)  # plateau
         assert np.all(np.diff(tail) >= 0) and tail[-1] - tail[0] < 0.1 * limit
-    by_p = rnn_study([30000], [16, 64, 256, 1024, 4096], batch=batch).speedup.to_numpy()
+    by_p = rnn_frame([30000], [16, 64, 256, 1024, 4096], batch=batch).speedup.to_numpy()
     assert np.all(np.diff(by_p) > 0)  # more workers per sample, more speedup (Fig. 8d–e)
 
 

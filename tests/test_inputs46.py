@@ -12,7 +12,7 @@ from test_robustness import clean_error
 
 from archsim.cli import main
 from archsim.errors import InputError
-from archsim.sweep.spec_files import check_unchanged, network_sha256
+from archsim.sweep.spec_files import check_unchanged, file_sha256_unless_shipped
 from archsim.training.runs import read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,7 +57,7 @@ def test_an_unreadable_file_is_named_as_its_kind(tmp_path, monkeypatch, what):
     with pytest.raises(InputError, match="cannot read network file"):
         check_unchanged(str(path), "0" * 64, "since the sweep ran")
     with pytest.raises(InputError, match="cannot read network file"):
-        network_sha256(str(path))
+        file_sha256_unless_shipped(str(path))
 
 
 DEVICE_SPEC = ('[sweep]\nname = "d"\nmodel = "model.json"\ndevice = "chip.toml"\nhbm_gbps = [600]\nchips = [4]\n'

@@ -64,7 +64,7 @@ def test_energy_strictly_grows_with_time_at_equal_dynamic_joules(tmp_path):
     """Property: with static power > 0 and the same layout (so the same dynamic joules), a longer iteration
     costs strictly more — by hand, 40 W × 4 chips = 160 J for each second more; with none, the time is free."""
     from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.energy import iteration_energy
+    from archsim.training.energy import cluster_iteration_energy
     from archsim.training.parallel import Parallelism
     from archsim.workload.model_files import load_transformer
 
@@ -72,7 +72,7 @@ def test_energy_strictly_grows_with_time_at_equal_dynamic_joules(tmp_path):
     par = Parallelism(1, 2, 2, 16, 2, "full", attention="standard")
     for watts, grows in ((40.0, True), (None, False)):
         cluster = load_gpu_cluster(str(chip(tmp_path, watts, f"c{watts}")), "bf16")
-        energies = [iteration_energy(config, par, cluster, s)["energy_j"] for s in (0.01, 0.02, 0.5, 3.0)]
+        energies = [cluster_iteration_energy(config, par, cluster, s)["energy_j"] for s in (0.01, 0.02, 0.5, 3.0)]
         if grows:
             assert all(a < b for a, b in itertools.pairwise(energies)), energies
             steps = [b - a for a, b in itertools.pairwise(energies)]

@@ -10,7 +10,7 @@ import pytest
 
 from archsim.errors import InputError
 from archsim.sweep import load_spec, networks, run_sweep, runner
-from archsim.sweep.spec_files import network_sha256
+from archsim.sweep.spec_files import file_sha256_unless_shipped
 
 HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
 NETWORK = HEADER + "c1, 8, 8, 3, 3, 3, 4, 1,\nc2, 6, 6, 3, 3, 4, 8, 1,\nc3, 6, 6, 3, 3, 8, 8, 1,\n"
@@ -40,7 +40,7 @@ def edit_once_the_sweep_has_read_it(monkeypatch, net) -> None:
 
 def test_a_network_read_again_after_an_edit_is_refused(folder):
     """The reader every process costs units with (a dask worker's first read of the file is this one)."""
-    original = network_sha256(str(folder / "net.csv"))
+    original = file_sha256_unless_shipped(str(folder / "net.csv"))
     (folder / "net.csv").write_text(EDITED)
     networks.loaded_network.cache_clear()
     networks.unit_network.cache_clear()

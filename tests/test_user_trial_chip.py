@@ -50,7 +50,7 @@ def test_gpu_watts_on_an_array_device_is_noted_as_unread(tmp_path, capsys):
     assert "gpu_watts" not in plain_err
     note = "note: gpu_watts is not read by train on an array device"
     assert watts_err.count(note) == 1
-    # search prices energy by the same function (iteration_energy) and notes by the same one as train
+    # search prices energy by the same function (cluster_iteration_energy) and notes by the same one as train
     note_unread_cluster_keys(load_gpu_cluster(_cluster(tmp_path, "gpu_watts = 5000\n")), "search")
     assert capsys.readouterr().err.count("note: gpu_watts is not read by search on an array device") == 1
 

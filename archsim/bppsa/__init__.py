@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the names, for type checkers and the API docs
     from archsim.bppsa.jacobians import rnn_scan_input, scan_input, transposed_jacobian
     from archsim.bppsa.layers import Conv2d, Linear, MaxPool2d, ReLU, forward_chain
     from archsim.bppsa.plain_bp import RNNCell, backprop, rnn_backprop, rnn_forward, weight_gradient
-    from archsim.bppsa.rnn_cost import rnn_backward, rnn_study
+    from archsim.bppsa.rnn_cost import rnn_backward, rnn_frame
     from archsim.bppsa.scan import IDENTITY, ScanRun, blelloch_scan, diamond, linear_scan
     from archsim.bppsa.sparse_cost import count_flops
     from archsim.bppsa.steps import blelloch_level_count, level_census, per_worker_memory, steps_with_workers
@@ -47,8 +47,8 @@ _EXPORTS = {
     "rnn_backprop": "archsim.bppsa.plain_bp",
     "rnn_backward": "archsim.bppsa.rnn_cost",
     "rnn_forward": "archsim.bppsa.plain_bp",
+    "rnn_frame": "archsim.bppsa.rnn_cost",
     "rnn_scan_input": "archsim.bppsa.jacobians",
-    "rnn_study": "archsim.bppsa.rnn_cost",
     "scan_flops": "archsim.bppsa.vgg",
     "scan_input": "archsim.bppsa.jacobians",
     "steps_with_workers": "archsim.bppsa.steps",
@@ -61,7 +61,7 @@ _EXPORTS = {
 __all__ = [
     "IDENTITY", "Conv2d", "Linear", "MaxPool2d", "RNNCell", "ReLU", "ScanRun", "backprop", "blelloch_level_count",
     "blelloch_scan", "count_flops", "critical_path", "diamond", "forward_chain", "level_census", "linear_scan",
-    "per_worker_memory", "rnn_backprop", "rnn_backward", "rnn_forward", "rnn_scan_input", "rnn_study", "scan_flops",
+    "per_worker_memory", "rnn_backprop", "rnn_backward", "rnn_forward", "rnn_frame", "rnn_scan_input", "scan_flops",
     "scan_input", "steps_with_workers", "transposed_jacobian", "vgg11_conv_stack", "vgg_flops", "weight_gradient",
 ]
 

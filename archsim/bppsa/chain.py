@@ -101,6 +101,11 @@ def _border_note(row: NetworkLayer, shape: tuple[int, int, int]) -> str:
     return " (a folded border as wide as the filter would put a whole window on zeros)"
 
 
+def _declared_input(row: NetworkLayer) -> tuple[int, int, int]:
+    """The CHW input a row declares: (channels, ifmap rows, ifmap columns)."""
+    return row.channels, row.ifmap_h, row.ifmap_w
+
+
 def network_chain(network: Network, seed: int | None) -> tuple[tuple[Layer, ...], tuple[int, int, int]]:
     """``network``'s operators in order and the CHW shape of one input sample; weights seeded by ``seed`` (None:
     zero views that take no memory, to check the chain before its size).
@@ -111,15 +116,14 @@ def network_chain(network: Network, seed: int | None) -> tuple[tuple[Layer, ...]
     if not rows:
         raise InputError("the network has no layers")
     rng = None if seed is None else np.random.default_rng(seed)
-    first = rows[0]
-    shape = (first.channels, first.ifmap_h, first.ifmap_w)
+    sample = shape = _declared_input(rows[0])  # the first row's input taken as declared, border and all
     operators: list[Layer] = []
     for k, row in enumerate(rows):
         operator = _operator(row, rng)
         if k and row.inputs != (rows[k - 1].name,):
             raise _refused(row, f"reads {', '.join(row.inputs)}, not the previous layer {rows[k - 1].name!r}")
-        given = (row.channels, row.ifmap_h, row.ifmap_w)
-        whole = isinstance(operator, Linear) and row.channels * row.ifmap_h * row.ifmap_w == int(np.prod(shape))
+        given = _declared_input(row)
+        whole = isinstance(operator, Linear) and int(np.prod(given)) == int(np.prod(shape))
         border = folded_border(row, shape) if k and isinstance(operator, Conv2d) else None
         if border is not None and isinstance(operator, Conv2d):  # the folded zero border: the conv's own padding
             operator = replace(operator, padding=border)
@@ -131,7 +135,7 @@ def network_chain(network: Network, seed: int | None) -> tuple[tuple[Layer, ...]
         except InputError as exc:
             raise _refused(row, exc.message) from None
         operators.append(operator)
-    return tuple(operators), (first.channels, first.ifmap_h, first.ifmap_w)
+    return tuple(operators), sample
 
 
 def jacobian_entries(network: Network) -> int:

@@ -32,7 +32,8 @@ from archsim.bppsa.steps import (
     work,
 )
 from archsim.errors import InputError
-from archsim.validate import check_exact
+from archsim.validate import INT32_MAX, check_exact
+from archsim.value_parsers import parse_int, whole_number
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,6 +41,23 @@ if TYPE_CHECKING:
 
 ONE_STEP = ("must be at least 2: a 1-step sequence has no dependent backward step, so BP and the scan both take "
             "0 cycles and there is no speedup to report")
+
+
+def check_seq_len(value: object, field: str = "seq_len") -> int:
+    """A sequence length T as ``--seq-len``, ``seq_len=`` and :func:`rnn_backward` take it: a whole number (``10``,
+    ``"10"``, ``10.0``) with T ≥ 2, else InputError naming ``field``. Every whole number below 2 is told
+    :data:`ONE_STEP` (0 and negatives too: valid T starts at 2, not 1); anything else the positive integer's line."""
+    number = whole_number(value)
+    try:
+        whole: int | None = parse_int(number, low=-INT32_MAX, what="a positive integer")
+    except ValueError:
+        whole = None  # not a whole number at all: the positive integer's line below
+    if whole is not None and whole < 2:
+        raise InputError(f"T {ONE_STEP}, got {value!r}", field=field)
+    try:
+        return parse_int(number, what="a positive integer")
+    except ValueError as exc:
+        raise InputError(str(exc), field=field) from None
 
 
 @dataclass(frozen=True)
@@ -99,9 +117,10 @@ def level_cycles(level: LevelCensus, copies: int, workers: int, cost: ProductCyc
 def rnn_backward(seq_len: int, processors: int, *, hidden: int = 20, batch: int = 1,
                  array: ArrayConfig | None = None) -> RnnBackward:
     """Backward pass of a length-T tanh RNN, BP vs BPPSA, on ``processors`` arrays."""
-    check_positive(seq_len=seq_len, processors=processors, hidden=hidden, batch=batch)
-    if seq_len < 2:
-        raise InputError(ONE_STEP, field="seq_len")
+    if not isinstance(seq_len, int) or isinstance(seq_len, bool):
+        check_positive(seq_len=seq_len)  # a float, a text or a bool: refused as the other sizes are
+    check_seq_len(seq_len)
+    check_positive(processors=processors, hidden=hidden, batch=batch)
     array = array or ArrayConfig()
     cost = product_cycles(hidden, batch, processors, array)
     census = level_census(seq_len)
@@ -126,9 +145,10 @@ def rnn_records(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: i
     return [asdict(rnn_backward(t, p, hidden=hidden, batch=batch, array=array)) for p in processors for t in seq_lens]
 
 
-def rnn_study(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,
+def rnn_frame(seq_lens: Iterable[int], processors: Iterable[int], *, hidden: int = 20, batch: int = 16,
               array: ArrayConfig | None = None) -> pd.DataFrame:
-    """:func:`rnn_records` as a DataFrame (imports pandas)."""
+    """:func:`rnn_records` as a DataFrame (imports pandas); the command's run with its meta is
+    :func:`archsim.bppsa_run.rnn_study`."""
     import pandas as pd
 
     return pd.DataFrame(rnn_records(seq_lens, processors, hidden=hidden, batch=batch, array=array))

@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 
 from archsim.bppsa_run import (
-    NETWORK_MAX_MFLOPS,
     PAPER_SEQ_LENS,
     parse_up_levels,
     rnn_page,
     vgg_page,
     without_repeats,
 )
-from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, ZEROS
+from archsim.choices.bppsa import DEFAULT_MAX_SCAN_MFLOPS, NETWORK_MAX_MFLOPS, ZEROS
 from archsim.commands import Command
 from archsim.commands.common import (
     add_array_arguments,
@@ -43,12 +42,13 @@ def _depth(text: str, flag: str) -> int:
 
 
 def _seq_len(text: str) -> int:
-    """argparse type: a sequence length T ≥ 2 (T = 1 has no backward step to speed up)."""
-    from archsim.bppsa.rnn_cost import ONE_STEP
+    """argparse type: :func:`~archsim.bppsa.rnn_cost.check_seq_len`'s T ≥ 2, refused as the flag's own error."""
+    from archsim.bppsa.rnn_cost import check_seq_len
 
-    if text.strip().lstrip("+-").isdigit() and int(text) < 2:  # 0 and below too: valid T starts at 2, not 1
-        raise argparse.ArgumentTypeError(f"T {ONE_STEP}, got {text!r}")
-    return positive_int(text)
+    try:
+        return check_seq_len(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def add_rnn_arguments(parser: argparse.ArgumentParser) -> None:

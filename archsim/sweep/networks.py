@@ -13,7 +13,7 @@ from archsim.errors import InputError
 from archsim.lowering import LoweredLayer, Mode, lower_network
 from archsim.sweep.device_spec import DeviceSweepSpec
 from archsim.sweep.spec import SweepSpec
-from archsim.sweep.spec_files import check_unchanged, network_sha256, spec_named
+from archsim.sweep.spec_files import check_unchanged, file_sha256_unless_shipped, spec_named
 from archsim.toml_errors import locate, parse_toml
 from archsim.validate import read_text
 from archsim.workload import load_network
@@ -36,7 +36,7 @@ def network_notes(spec: SweepSpec) -> tuple[str, ...]:
     for network in dict.fromkeys(spec.networks):
         if Path(network).is_absolute():
             shown = spec_named(spec.source, network)
-            loaded = loaded_network(network, network_sha256(network))
+            loaded = loaded_network(network, file_sha256_unless_shipped(network))
             batch = file_batch_note(replace(loaded, source=str(shown)), spec.batches)  # names the file as the spec
             lines += [f"{shown}: {note}" for note in loaded.notes] + ([batch] if batch else [])
     return tuple(lines)
@@ -68,7 +68,7 @@ def network_digests(spec: SweepSpec | DeviceSweepSpec) -> dict[str, str]:
     digests = {}
     for network in spec.networks:
         try:
-            layers = loaded_network(network, network_sha256(network)).layers
+            layers = loaded_network(network, file_sha256_unless_shipped(network)).layers
         except InputError as exc:
             raise spec_key_error(network_error(spec.source, network, exc), spec.source, "networks") from None
         digests[network] = hashlib.sha256(repr(layers).encode()).hexdigest()

@@ -199,9 +199,9 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
 def borrow_label(borrow: str) -> str:
     """The method a report names LayerPipe's rows of ``borrow`` by: ``layerpipe`` for the printed walk (the
     default, named as ever), ``layerpipe (gainful)`` for ``--borrow gainful``."""
-    from archsim.sweep.spec import DEFAULT_BORROW
+    from archsim.choices.partitions import BORROW_PAPER
 
-    return "layerpipe" if borrow == DEFAULT_BORROW[0] else f"layerpipe ({borrow})"
+    return "layerpipe" if borrow == BORROW_PAPER else f"layerpipe ({borrow})"
 
 
 def borrow_series(results: pd.DataFrame) -> pd.DataFrame:

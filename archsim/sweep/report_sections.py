@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW
+from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW
 from archsim.console import shell_word
 from archsim.lowering import SPLIT_AXES
 from archsim.sweep.report import array_path, report_network, row_microbatches, sweep_array
@@ -90,7 +90,7 @@ def _detail_sections(rows: pd.DataFrame, folder: Path, own_networks: tuple[str, 
     axes = record.get("split_axes")  # the spec's δ split axes (spec.json holds them as a list)
     axes = tuple(axes) if isinstance(axes, list) and axes and set(axes) <= set(SPLIT_AXES) else SPLIT_AXES
     borrow = recorded_borrow(record)[0]  # the spec's first borrow value (the printed walk where it runs that first)
-    borrow = borrow if borrow in LAYERPIPE_BORROW else LAYERPIPE_BORROW[0]
+    borrow = borrow if borrow in LAYERPIPE_BORROW else BORROW_PAPER
     return [(title, layer_breakdown_figure(costs), command),
             gantt_section(network, array, first, processors, engine, memory, alpha, median=median, axes=axes,
                            borrow=borrow)]
@@ -143,7 +143,7 @@ def _design_sections(results: pd.DataFrame, network: str, command: str) -> list[
 
 def gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
                    alpha: float = LAYERPIPE_ALPHA, microbatches: int | None = None, *, median: bool = False,
-                   axes: tuple[str, ...] = SPLIT_AXES, borrow: str = LAYERPIPE_BORROW[0]) -> Section:
+                   axes: tuple[str, ...] = SPLIT_AXES, borrow: str = BORROW_PAPER) -> Section:
     """LayerPipe's schedule of one configuration, δ-first policy, in the simulator: ``microbatches`` of it, by
     default a design row's own M micro-batches of batch / M (its iteration) where it splits its batch, else 8 of
     the whole batch (a plain sweep's row: a pipeline's steady state, which one micro-batch would not show).
@@ -167,7 +167,7 @@ def gantt_section(network, array, first, processors: int, engine: str = "analyti
     timeline = simulate_partition(plan, profile, microbatches, "layerpipe").timeline
     assert isinstance(timeline, Timeline)
     which = " (the sweep's median)" if median else ""
-    gainful = borrow != LAYERPIPE_BORROW[0]
+    gainful = borrow != BORROW_PAPER
     title = (f"{network.name}: LayerPipe{f' (borrow {borrow})' if gainful else ''} schedule on {processors} {'processor' if processors == 1 else 'processors'}{which}, {len(plan.stages)} "
              f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
              f"({first.rows}x{first.cols} {first.dataflow}{_width(array)}, batch {_micro_batch(first)}"

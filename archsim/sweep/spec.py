@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
-from archsim.choices.partitions import LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
+from archsim.choices.partitions import BORROW_PAPER, LAYERPIPE_ALPHA, LAYERPIPE_BORROW, MAX_ALPHA
 from archsim.errors import InputError
 from archsim.lowering import MODES, SPLIT_AXES, Mode
 from archsim.planners import PARTITIONERS
 from archsim.sweep.device_spec import spec_document
 from archsim.sweep.spec_arrays import ArrayFile, at_device_rate, check_cfg_axes, read_array
-from archsim.sweep.spec_files import network_sha256, resolve_network
+from archsim.sweep.spec_files import file_sha256_unless_shipped, resolve_network
 from archsim.sweep.spec_lists import SET_REPEAT, clock_list, once, positive_list, string_list
 from archsim.toml_errors import located, parse_toml
 from archsim.validate import (
@@ -89,7 +89,7 @@ SETTING_COLUMNS = ["alpha", "split_axes"]
 # ``borrow`` column (after ``split_axes``) only where the spec runs other than the printed algorithm's alone, so a
 # spec without the key writes the files (and cache entries) it wrote before the key
 BORROW_COLUMN = "borrow"
-DEFAULT_BORROW = (LAYERPIPE_BORROW[0],)
+DEFAULT_BORROW = (BORROW_PAPER,)  # the axis's default: the printed walk alone
 
 
 def method_runs(methods: tuple[str, ...], borrow: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
@@ -188,7 +188,7 @@ class SweepSpec:
     borrow: tuple[str, ...] = DEFAULT_BORROW  # LayerPipe's --borrow values (the spec's ``borrow``)
 
     def units(self) -> list[Unit]:
-        digests = {network: network_sha256(network) for network in self.networks}
+        digests = {network: file_sha256_unless_shipped(network) for network in self.networks}
         return [Unit(network, self.only, *_shape(array), dataflow, batch, self.mode, self.processors, self.methods,
                      self.alpha, self.engine, digests[network], design,
                      array if isinstance(array, ArrayFile) else None, self.split_axes, self.borrow)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from archsim.choices.partitions import BORROW_PAPER
 from archsim.errors import InputError
 from archsim.partition import build_profile
 from archsim.partition.pipedream import layer_groups
@@ -16,7 +17,7 @@ from archsim.sweep.device_spec import DevicePoint
 from archsim.sweep.networks import spec_key_error, unit_lowering, unit_network
 from archsim.sweep.pipedream_points import check_left, skipped_points
 from archsim.sweep.results import ARRAY_COLUMN, borrow_cell, layerpipe_settings
-from archsim.sweep.spec import DEFAULT_BORROW, Unit, method_runs
+from archsim.sweep.spec import Unit, method_runs
 
 
 def compute_unit(unit: Unit | DevicePoint) -> list[dict[str, object]]:
@@ -64,7 +65,7 @@ def run_options(unit: Unit, method: str, borrow: str | None) -> dict[str, Any]:
     alpha, δ split axes and ``borrow``; none for another method."""
     if method != "layerpipe":
         return {}
-    return {"alpha": unit.alpha, "axes": unit.split_axes, "borrow": borrow or DEFAULT_BORROW[0]}
+    return {"alpha": unit.alpha, "axes": unit.split_axes, "borrow": borrow or BORROW_PAPER}
 
 
 def check_processor_counts(units: Iterable[Unit | DevicePoint], source: str | None) -> list[dict[str, object]]:

@@ -259,9 +259,12 @@ def static_joules(device: Device, gpus: int, seconds: float, array_leakage_mw: f
     return chip_static_watts(device, array_leakage_mw) * gpus * seconds
 
 
-def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
-                     implementation: str = "megatron", memory=()) -> dict[str, float | str | dict[str, float] | None]:
-    """``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``, laid out
+def cluster_iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
+                             implementation: str = "megatron",
+                             memory=()) -> dict[str, float | str | dict[str, float] | None]:
+    """A transformer's training iteration priced on a cluster (not :func:`archsim.energy.iteration_energy`, one array
+    network's iteration by op kind, until 2026-12-05 its namesake):
+    ``energy_j`` (None when no figure is known) and ``energy_source`` of one iteration on ``cluster``, laid out
     as ``par`` (each pipeline rank on GPUs of one type): the sum over the devices used of each one's own (module
     docstring); ``memory``: each pipeline rank's :class:`~archsim.training.memory.StageMemory` (its parameters
     per device, for the optimizer step). ``archsim train`` and ``archsim search`` both price energy here.
@@ -310,12 +313,12 @@ def iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: f
 
 def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
            implementation: str = "megatron") -> TrainResult:
-    """``result`` with its iteration's ``energy_j`` and ``energy_source`` (:func:`iteration_energy` on the
+    """``result`` with its iteration's ``energy_j`` and ``energy_source`` (:func:`cluster_iteration_energy` on the
     laid-out ``par`` and ``cluster`` the iteration ran on): the one place ``archsim train`` and
     ``archsim.train`` price an iteration, so the two give the same figure."""
     from dataclasses import replace
 
-    energy = iteration_energy(c, par, cluster, result.iteration_seconds, implementation, memory=result.memory)
+    energy = cluster_iteration_energy(c, par, cluster, result.iteration_seconds, implementation, memory=result.memory)
     return replace(result, energy_j=cast("float | None", energy["energy_j"]), energy_source=str(energy["energy_source"]),
                    energy_static_j=cast("float | None", energy.get("energy_static_j")),
                    energy_dynamic_j=cast("float | None", energy.get("energy_dynamic_j")),
@@ -328,11 +331,11 @@ __all__ = [
     "array_iteration_joules",
     "array_iteration_parts",
     "chip_static_watts",
+    "cluster_iteration_energy",
     "device_array",
     "device_energies",
     "device_file_array",
     "device_fp8_energies",
-    "iteration_energy",
     "load_priced_device",
     "ops_energy_parts",
     "priced",

@@ -37,7 +37,7 @@ def energy_sources(cluster, counts) -> str:
 
 
 def _count_source(cluster, n: int) -> str:
-    """:func:`energy_sources` of one count of GPUs: as :func:`~archsim.training.energy.iteration_energy` words it."""
+    """:func:`energy_sources` of one count of GPUs: as :func:`~archsim.training.energy.cluster_iteration_energy` words it."""
     sources: dict[str, list[str]] = {}
     for device in array_devices(cluster, n):
         sources.setdefault(device_source(device), []).append(device.name)
@@ -70,7 +70,7 @@ def board_watts(cluster, gpus: int) -> float:
 
 def energy_basis(cluster, counts) -> str:
     """How ``energy_j`` is found for configurations of these GPU ``counts``, in a few words for an axis title:
-    the energy model's joules on array devices, board power × time on the other GPUs (:func:`~archsim.training.energy.iteration_energy`)."""
+    the energy model's joules on array devices, board power × time on the other GPUs (:func:`~archsim.training.energy.cluster_iteration_energy`)."""
     bases = {" + ".join([*sorted({_array_basis(device) for device in array_devices(cluster, n)}),
                          *(["GPUs at board power"] if _boards(cluster, n) else [])]) for n in counts}
     return "; ".join(sorted(bases)) or "GPUs at board power"
@@ -99,7 +99,7 @@ def unpriced_static_note(cluster, counts) -> str | None:
 
 def mixed_basis_note(cluster, counts) -> str | None:
     """The note ``archsim search --objective energy`` prints when its GPU ``counts`` find ``energy_j`` in more than one
-    way (:func:`~archsim.training.energy.iteration_energy`: the energy model's 45 nm joules on array devices, board power × time on GPUs, the
+    way (:func:`~archsim.training.energy.cluster_iteration_energy`: the energy model's 45 nm joules on array devices, board power × time on GPUs, the
     two summed on layouts spanning both): figures not comparable, so one ranking over them misleads. None otherwise."""
     bases: dict[str, list[int]] = {}
     for n in sorted(set(counts)):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import cast
 
 from archsim.errors import InputError
-from archsim.training.energy import iteration_energy
+from archsim.training.energy import cluster_iteration_energy
 from archsim.training.energy_sources import array_devices, board_watts
 from archsim.training.rates import dollars_per_hour, watts
 from archsim.training.search_space import Candidate, rank_memories
@@ -46,7 +46,7 @@ def objective_columns(cluster, gpus: int, seconds: float, strict: str | None = N
 def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, seconds: float,
                strict: str | None = None) -> dict[str, float]:
     """A configuration's cost (USD) and energy (J) per iteration. Where it uses array devices the energy is
-    ``archsim train``'s (:func:`~archsim.training.energy.iteration_energy`, one implementation for both: the energy
+    ``archsim train``'s (:func:`~archsim.training.energy.cluster_iteration_energy`, one implementation for both: the energy
     model's on those devices, plus board power × time on any other GPUs; NaN where one of those has no figure);
     elsewhere board power × time (:func:`objective_columns`, whose ``strict`` refuses a column with no figure
     known)."""
@@ -55,7 +55,7 @@ def objectives(c: TransformerConfig, k: Candidate, cluster, global_batch: int, s
         return objective_columns(cluster, gpus, seconds, strict)
     out = objective_columns(cluster, gpus, seconds, None if strict == "energy_j" else strict)
     par = k.parallelism(global_batch)
-    energy = iteration_energy(c, par, cluster, seconds, memory=rank_memories(c, par))["energy_j"]
+    energy = cluster_iteration_energy(c, par, cluster, seconds, memory=rank_memories(c, par))["energy_j"]
     out["energy_j"] = float("nan") if energy is None else cast(float, energy)
     return out
 

@@ -8,7 +8,7 @@ p3dn.24xlarge (8 × V100 32 GB) $31.212, p4d.24xlarge (8 × A100 40 GB) $32.7726
 ``price_per_gpu_hour`` and ``gpu_watts`` override them (the H200 has no default price: a cluster of them
 must set it for ``cost``). The search's objectives
 (:mod:`archsim.training.objectives`) and the board-power energy of an iteration
-(:func:`archsim.training.energy.iteration_energy`) both price here; this module imports neither, so
+(:func:`archsim.training.energy.cluster_iteration_energy`) both price here; this module imports neither, so
 neither imports the other through it.
 """
 

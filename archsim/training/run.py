@@ -22,7 +22,7 @@ from archsim.training.op_rows import op_row, piece_rows
 from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.piece_cost import PieceCost
 from archsim.training.pipeline_memory import memories
-from archsim.training.stages import compute_seconds, host_bound_seconds, piece_runs
+from archsim.training.stages import host_bound_seconds, piece_runs, rank_compute_seconds
 from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
@@ -250,7 +250,7 @@ def _breakdown(c, par, machine, pieces, rank_of, run, rank, post, hidden=0.0) ->
     # each piece as often as it runs on the rank (its layers, the first stage's embedding, the last's head: the head's
     # MTP modules, mtp.py, recompute and run all-to-alls as the layers do) — the multiplicities the host floor's and
     # the compute split's sums take too; compute and recompute by the sum the search's closed-form rows take
-    compute, recompute = compute_seconds(c, par, pieces, stages)
+    compute, recompute = rank_compute_seconds(c, par, pieces, stages)
     for name, runs in piece_runs(c, par, stages).items():
         piece = pieces[name]
         tp += runs * (piece.tp_forward + piece.tp_backward)

@@ -83,14 +83,14 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     (``compute_split_seconds``, train's meta's object: the same run's :func:`~archsim.training.run.compute_split`), its MFU, model and hardware TFLOP/s per GPU and tokens/s
     (:func:`~archsim.training.throughput.throughput`, as ``archsim train`` and its ``--sweep`` give them), peak memory per GPU and its fullest rank's GPU's memory (GiB,
     ``memory_capacity_gib`` as ``archsim train``'s meta), energy (J, and how it was found:
-    :func:`~archsim.training.energy.iteration_energy`, as ``archsim train`` prices it) and, where
+    :func:`~archsim.training.energy.cluster_iteration_energy`, as ``archsim train`` prices it) and, where
     measured, its error (predicted / measured − 1), in the rows' order; ``tick`` is called after each row (a progress bar).
     A row that cannot run on ``cluster`` raises an :class:`InputError` naming its line (and ``file``, the runs file)
     before any row runs (:func:`row_check`).
     ``warn(line, text)`` gets each line ``archsim train`` would warn with for a row alone (a TP group across
     servers, a rank over its GPU's memory): such a row still runs, as a what-if."""
     from archsim.fits import cp_span_warning, rank_memory_warning, tp_span_warning
-    from archsim.training.energy import iteration_energy
+    from archsim.training.energy import cluster_iteration_energy
     from archsim.training.run import train
     from archsim.training.throughput import mean_peak, throughput
 
@@ -143,7 +143,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                                       mean_peak(machines), p.attention)),  # train's MFU, TFLOP/s and tokens/s, as --sweep
                   "peak_memory_gib": result.peak_memory_gib,
                   "memory_capacity_gib": result.memory_capacity_gib,
-                  **iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),
+                  **cluster_iteration_energy(config, p, cluster, result.iteration_seconds, memory=result.memory),
                   "measured_seconds": row.measured_seconds,
                   "error": None if row.measured_seconds is None else result.iteration_seconds / row.measured_seconds - 1}
         out.append(record)

@@ -11,9 +11,9 @@ from archsim.training.moe_overlap import paired_hidden
 from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
 from archsim.training.search_space import V_SHAPED, Candidate, rank_chunks, rank_memories
 from archsim.training.stages import (
-    compute_seconds,
     host_bound_seconds,
     one_f_one_b_seconds,
+    rank_compute_seconds,
     rank_stage_times,
     stage_times,
 )
@@ -140,7 +140,7 @@ class Coster:
     def compute_split(self, k: Candidate) -> dict[str, float]:
         """``k``'s compute and recompute seconds by what they are (``compute_split_seconds``): an event-timed
         candidate's are train's; a closed form's, rank 0's (:meth:`host_seconds`' rank), by train's sums
-        (:func:`~archsim.training.stages.compute_seconds`, :func:`~archsim.training.run.compute_split`), an estimate
+        (:func:`~archsim.training.stages.rank_compute_seconds`, :func:`~archsim.training.run.compute_split`), an estimate
         as the closed form is. Read for a row only, not while the search costs."""
         from archsim.training.run import compute_split
 
@@ -148,7 +148,7 @@ class Coster:
         if k in self._event:
             return dict(self._event[k][1])
         par, pieces, stages = self._first_rank(k)
-        compute, recompute = compute_seconds(self.c, par, pieces, stages)
+        compute, recompute = rank_compute_seconds(self.c, par, pieces, stages)
         return compute_split(self.c, par, pieces, stages, compute + recompute,
                              host_bound_seconds(self.c, par, pieces, stages))
 

@@ -141,7 +141,7 @@ def host_bound_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[str,
     return host * par.microbatches
 
 
-def compute_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[str, PieceCost],
+def rank_compute_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[str, PieceCost],
                     stages: Sequence[int]) -> tuple[float, float]:
     """One pipeline rank's compute (its passes' F, I and W) and recompute seconds over the iteration: each of its
     (virtual) ``stages``' pieces as often as it runs (:func:`piece_runs`) × the micro-batches. One sum for ``archsim
@@ -155,5 +155,5 @@ def compute_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[str, Pi
     return compute * par.microbatches, recompute * par.microbatches
 
 
-__all__ = ["boundary_hops", "compute_seconds", "hop_bytes", "host_bound_seconds", "one_f_one_b_seconds", "piece_runs",
-           "rank_stage_times", "stage_times"]
+__all__ = ["boundary_hops", "hop_bytes", "host_bound_seconds", "one_f_one_b_seconds", "piece_runs",
+           "rank_compute_seconds", "rank_stage_times", "stage_times"]

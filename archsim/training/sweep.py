@@ -20,7 +20,7 @@ from archsim.choices.training import (
     RECOMPUTE,
 )
 from archsim.errors import InputError
-from archsim.training.energy import iteration_energy
+from archsim.training.energy import cluster_iteration_energy
 from archsim.training.moe_ops import with_load_imbalance
 from archsim.training.parallel import Parallelism, check_tp_split, schedule_name
 from archsim.training.throughput import Throughput, mean_peak, throughput
@@ -141,7 +141,7 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
     host issuing ops (``host_bound_seconds``, as ``archsim train``'s meta), its compute and recompute by what they are
     (``compute_split_seconds``, train's meta's object), MFU, TFLOP/s per GPU and tokens/s
     (:mod:`archsim.training.throughput`), peak memory and the fullest rank's GPU's memory (GiB) and whether it fits,
-    the iteration's energy (J, as ``archsim train`` prices it: :func:`~archsim.training.energy.iteration_energy`), or the
+    the iteration's energy (J, as ``archsim train`` prices it: :func:`~archsim.training.energy.cluster_iteration_energy`), or the
     reason it cannot run; ``energy_source``, ``tp_span``, ``cp_span`` and ``fit`` last, for the meta (how ``energy_j`` was
     found) and the warnings (a TP group, or an all-to-all CP group, across servers, a rank over its memory, as
     ``archsim train`` warns of them)."""
@@ -212,7 +212,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
         fits = all(m.total <= mc.capacity for m, mc in zip(result.memory, machines))
         rates = throughput(config, par.global_batch, par.recompute, result.iteration_seconds, par.gpus,
                            mean_peak(machines), par.attention)
-        energy = iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory)
+        energy = cluster_iteration_energy(config, par, cluster, result.iteration_seconds, memory=result.memory)
         row.update(iteration_seconds=result.iteration_seconds, host_bound_seconds=result.host_bound_seconds,
                    compute_split_seconds=dict(result.compute_split_seconds),  # train's meta's (run.compute_split)
                    **asdict(rates), peak_memory_gib=result.peak_memory_gib,

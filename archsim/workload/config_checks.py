@@ -23,7 +23,7 @@ def probability(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
 
 
-def check_capacity(c: TransformerConfig) -> None:
+def check_moe_capacity(c: TransformerConfig) -> None:
     """Megatron-Core's capacity settings: a factor above 0 on a mixture of experts, padding only with a factor
     (``TransformerConfig.__post_init__`` raises without one; a negative factor it reads as dropless: refused here);
     a load imbalance (training/moe_ops.py's routed_rows) at least 1, on a mixture of experts."""

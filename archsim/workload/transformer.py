@@ -26,7 +26,7 @@ from archsim.choices.training import MAX_SEQ
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import shown
-from archsim.workload.config_checks import MLA_FIELDS, check_capacity, check_deepseek, probability
+from archsim.workload.config_checks import MLA_FIELDS, check_deepseek, check_moe_capacity, probability
 from archsim.workload.layer import Network
 
 FAMILIES = ("gpt", "opt", "llama", "bert", "switch")
@@ -138,7 +138,7 @@ class TransformerConfig:
         if self.shared_expert_ffn and not self.moe:
             raise InputError("shared_expert_ffn is a llama mixture of experts' shared expert: set experts too",
                              field="shared_expert_ffn")
-        check_capacity(self)
+        check_moe_capacity(self)
         check_deepseek(self)
         if not isinstance(self.mtp_layers, int) or isinstance(self.mtp_layers, bool) or not 0 <= self.mtp_layers <= 64:
             raise InputError(f"must be an integer in 0…64, got {shown(self.mtp_layers)}", field="mtp-layers")
