@@ -161,5 +161,5 @@ def backward_orders(layers: int):
             yield list(candidate)
 
 
-__all__ = ["SyncModel", "backward_orders", "conventional_order", "dp_problem", "max_k_for_memory",
-           "fastest", "policy_order", "reverse_first_k_order", "search_k", "window_time"]
+__all__ = ["SyncModel", "backward_orders", "conventional_order", "dp_problem", "fastest", "max_k_for_memory",
+           "policy_order", "reverse_first_k_order", "search_k", "window_time"]
