@@ -29,25 +29,29 @@ def with_chip_seconds(done: GemmRun, config: str | Path | None, *, engine: str, 
                       shapes: bool) -> GemmRun:
     """``done`` with a ``chip_seconds`` column (last) and the chip's meta where ``config`` is a device file of several
     arrays that ``train`` reads (:func:`~archsim.chip_time.several_array_chip`, its arrays of the costed array's
-    shape, dataflow and clock); ``done`` itself otherwise. ``dtype``: the ``--dtype`` given (None: the width's own
+    clock and of each row's shape and dataflow); ``done`` itself otherwise. ``dtype``: the ``--dtype`` given (None: the width's own
     name, else SCALE-Sim's int8); ``shapes``: the rows came from a shapes file, each naming its own array, so the
     meta names no ``chip_array``."""
-    from archsim.chip_time import several_array_chip
-
-    chip = None if config is None else several_array_chip(config, done.array)
-    if chip is None:
+    if config is None:
         return done
     from dataclasses import replace
 
     from archsim.array.gemm_run import SHAPE_COLUMNS
     from archsim.array.options import dtype_meta
-    from archsim.chip_time import chip_meta, gemm_chip_seconds
+    from archsim.chip_time import chip_meta, gemm_chip_seconds, several_array_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.rows import Rows
 
     table = done.table
     rows = ([tuple(record[column] for column in SHAPE_COLUMNS) for record in table.records] if isinstance(table, Rows)
             else list(table[list(SHAPE_COLUMNS)].itertuples(index=False, name=None)))
+    array = done.array
+    if not shapes:  # one GEMM, on --array and --dataflow where given: the chip's arrays the meta names
+        [(_, _, _, height, width, dataflow)] = rows
+        array = replace(array, rows=int(height), cols=int(width), dataflow=str(dataflow))
+    chip = several_array_chip(config, array)
+    if chip is None:
+        return done
     seconds = gemm_chip_seconds(rows, chip, done.array, engine, dtype_meta(dtype, done.array) or SCALESIM_DTYPE,
                                 done.array.element_bytes)
     if isinstance(table, Rows):

@@ -35,3 +35,20 @@ def test_the_chip_column_is_added_to_rows_and_frames_alike(tmp_path):
         assert table["chip_seconds"].tolist() == [pytest.approx(549e-9, rel=1e-12)]
         assert timed.meta["chip_arrays"] == 2 and timed.meta["chip_clock_ghz"] == 1.0
     assert with_chip_seconds(frame, None, engine="analytic", dtype=None, shapes=False) is frame  # no file, no chip
+
+
+def test_the_meta_names_the_array_the_chip_was_timed_at(tmp_path, capsys):
+    """Failed before: ``gemm --config CHIP --array 8x8`` timed the chip's arrays at 8 × 8 but named them
+    ``chip_array: 16x16``, the file's. By hand at 8 × 8 ws: ⌈40/8⌉ · ⌈48/8⌉ = 30 folds of 2·8 + 8 + 64 − 2 = 86
+    cycles, 15 waves on 2 arrays, 15 · 86 − 1 = 1289 cycles at 1 GHz."""
+    import json
+
+    from archsim.cli import main
+
+    chip = tmp_path / "pair.toml"
+    chip.write_text(CHIP, encoding="utf-8")
+    assert main(["gemm", "--config", str(chip), "--m", "64", "--k", "40", "--n", "48", "--array", "8x8",
+                 "--format", "json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["meta"]["chip_array"] == "8x8"
+    assert document["rows"][0]["chip_seconds"] == pytest.approx(1289e-9, rel=1e-12)
