@@ -58,6 +58,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
     from archsim.array.options import element_width
     from archsim.choices.devices import ARRAY_DTYPES, ENGINES
     from archsim.device_toml import device_toml_dtype, device_toml_notes
+    from archsim.gemm_chip import with_chip_seconds
 
     m, k, n = (None if value is None else positive_int(value, name) for value, name in ((m, "m"), (k, "k"), (n, "n")))
     if array is not None and not isinstance(array, str):
@@ -89,6 +90,7 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
                     sram_kb=sram_kb, layout=layout, bank_rule=bank_rule, min_bandwidth=min_bandwidth,
                     clock_ghz=clock, dtype=dtype, element_bytes=element_bytes, toml_array=read, speak=_warn,
                     speak_after=_warn)
+    done = with_chip_seconds(done, config, engine=engine, dtype=dtype, shapes=bool(shapes))
     for note in (*(text for _, text in said), *([] if toml else unread_keys_notes(config))):  # array/ never reads a file's device keys
         library_note(note, stacklevel=3)
     from archsim.rows import Rows

@@ -17,16 +17,23 @@ show. Seconds."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
     from archsim.devices.device import Device
-    from archsim.lowering import LoweredLayer
+    from archsim.lowering import TrainingOp
 
 CHIP_COLUMNS = ("F_chip_seconds", "G_chip_seconds", "D_chip_seconds", "chip_seconds")
+
+
+class LayerOps(Protocol):
+    """What the chip columns read of a lowered layer (:class:`~archsim.lowering.LoweredLayer`): its ops."""
+
+    @property
+    def ops(self) -> tuple[TrainingOp, ...]: ...
 
 
 def several_array_chip(config: str | Path | None, array: ArrayConfig) -> Device | None:
@@ -83,7 +90,7 @@ def _read_chip(config: str | Path, array: ArrayConfig) -> Device | None:
     return replace(device, arrays=arrays)
 
 
-def layer_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, dtype: str,
+def layer_chip_seconds(lowered: Sequence[LayerOps], chip: Device, dtype: str,
                        element_bytes: int) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds on ``chip`` and their sum (:data:`CHIP_COLUMNS`), its elements
     ``element_bytes`` bytes (cost's width; ``dtype`` names it: fp32 runs on a chip's fp32 lanes where it has them)."""
@@ -109,7 +116,7 @@ def times_by_cycle_engine(chip: Device, engine: str) -> bool:
     return engine == "cycle"
 
 
-def priced_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, array: ArrayConfig, engine: str, dtype: str,
+def priced_chip_seconds(lowered: Sequence[LayerOps], chip: Device, array: ArrayConfig, engine: str, dtype: str,
                         element_bytes: int) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds on ``chip`` and their sum (:data:`CHIP_COLUMNS`), the time ``energy`` and
     ``cost --energy`` price the chip's static power over and name as its seconds. The one rule: train's op timing
@@ -125,7 +132,7 @@ def priced_chip_seconds(lowered: Sequence[LoweredLayer], chip: Device, array: Ar
     return layer_chip_seconds(lowered, chip, dtype, element_bytes)
 
 
-def engine_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, clock_hz: float) -> list[dict[str, float]]:
+def engine_chip_seconds(lowered: Sequence[LayerOps], array: ArrayConfig, clock_hz: float) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`): the cycle engine's cycles of its ops on ``array``
     (cost's ``F/G/D_cycles``: SCALE-Sim's count, stalls and the vector unit's cycles included) ÷ ``clock_hz``."""
     from archsim.array.costing import op_cycles
@@ -134,7 +141,7 @@ def engine_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, clo
     return _kind_seconds(lowered, op_cycles(ops, array, "cycle").tolist() if ops else [], clock_hz)
 
 
-def shared_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, chip: Device) -> list[dict[str, float]]:
+def shared_chip_seconds(lowered: Sequence[LayerOps], array: ArrayConfig, chip: Device) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`) on ``chip``'s several arrays under the cycle engine:
     its ops' cycles by :func:`archsim.chip_cycles.chip_op_cycles` (the busiest array's share of each GEMM's folds,
     dealt as train deals them, stepped at hbm_gbps ÷ the arrays running at once; a vector op's elements dealt to the arrays) ÷
@@ -145,7 +152,7 @@ def shared_chip_seconds(lowered: Sequence[LoweredLayer], array: ArrayConfig, chi
     return _kind_seconds(lowered, chip_op_cycles(ops, array, chip).tolist() if ops else [], chip.arrays.clock_hz)
 
 
-def _kind_seconds(lowered: Sequence[LoweredLayer], cycles: Sequence[int], clock_hz: float) -> list[dict[str, float]]:
+def _kind_seconds(lowered: Sequence[LayerOps], cycles: Sequence[int], clock_hz: float) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`): ``cycles``, one per op in order, summed by kind
     ÷ ``clock_hz``."""
     rows, position = [], 0
@@ -160,22 +167,31 @@ def _kind_seconds(lowered: Sequence[LoweredLayer], cycles: Sequence[int], clock_
     return rows
 
 
-def gemm_chip_seconds(shapes: Sequence[tuple[int, int, int, int, int, str]], chip: Device, dtype: str,
-                      element_bytes: int) -> list[float]:
+def gemm_chip_seconds(shapes: Sequence[tuple[int, int, int, int, int, str]], chip: Device, array: ArrayConfig,
+                      engine: str, dtype: str, element_bytes: int) -> list[float]:
     """Seconds of each GEMM ``(m, k, n, rows, cols, dataflow)`` on the whole ``chip`` (``archsim gemm``'s
-    ``chip_seconds``), its arrays of that row's shape and dataflow: the op timing of :func:`layer_chip_seconds`, so
-    a GEMM ``gemm`` prices here is the seconds ``cost`` and ``train`` give it on the chip (its folds in waves over the
-    arrays against its operands' and result's HBM bytes at ``hbm_gbps``)."""
-    from archsim.devices.kernel_ops import op_seconds
+    ``chip_seconds``), its arrays and ``array`` (the one ``gemm`` costed: SRAMs, width) of that row's shape and
+    dataflow: the GEMM as one op timed by :func:`priced_chip_seconds`, the rule ``cost`` and ``energy`` take (train's
+    op timing; under the ``cycle`` engine that engine's cycles, on several arrays the busiest array's share at
+    ``hbm_gbps`` ÷ the arrays running at once, :func:`archsim.chip_cycles.chip_op_cycles`)."""
     from archsim.lowering import Gemm, TrainingOp
 
-    assert chip.efficiency is not None  # a device file states its own (1.0 and no launch unstated)
     seconds = []
     for m, k, n, rows, cols, dataflow in shapes:
+        rows, cols, dataflow = int(rows), int(cols), str(dataflow)
         shaped = replace(chip, arrays=replace(chip.arrays, rows=rows, cols=cols, dataflow=dataflow))
-        op = TrainingOp(layer="gemm", kind="F", gemms=(Gemm(m, k, n),))
-        seconds.append(float(op_seconds([op], shaped, chip.efficiency, dtype, element_bytes)[0]))
+        op = TrainingOp(layer="gemm", kind="F", gemms=(Gemm(int(m), int(k), int(n)),))
+        [row] = priced_chip_seconds([_OneOp((op,))], shaped, replace(array, rows=rows, cols=cols, dataflow=dataflow),
+                                    engine, dtype, element_bytes)
+        seconds.append(row["chip_seconds"])
     return seconds
+
+
+@dataclass(frozen=True)
+class _OneOp:
+    """A layer of ``ops`` alone (``gemm``'s GEMM), all :func:`priced_chip_seconds` reads of a lowered layer."""
+
+    ops: tuple[TrainingOp, ...]
 
 
 def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
@@ -201,33 +217,6 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
                "ops × host_s)" if host else "")}
 
 
-STALL_MARGIN = 0.01
-"""How far one array's stalled cycles, dealt over the chip's arrays, must outrun ``chip_seconds`` for
-:func:`cycle_stall_note` to speak: stall-free, the chip's waves are never shorter than that share but by SCALE-Sim's
-count of one cycle less per GEMM run (~10⁻⁴ of ffnn8's 8 fc layers over 8 arrays), so 1% is stalls, not counting."""
-
-
-def cycle_stall_note(config: str | Path, cycles: float, chip: Device, chip_seconds: float,
-                     priced: str | None) -> str | None:
-    """What ``gemm`` says under ``--engine cycle`` where the chip's seconds (train's op timing,
-    :func:`layer_chip_seconds`; ``cost`` and ``energy`` time the chip by the engine itself there,
-    :func:`priced_chip_seconds`) are shorter than the cycle engine lets one array run: its ``cycles`` (the
-    iteration's, stalls included, on one array) at the clock, dealt over the chip's arrays, exceed
-    ``chip_seconds`` by more than :data:`STALL_MARGIN`. The two sit side by side in the output, and the chip's seconds
-    (and ``priced``, the figures priced over them, where any) never see the cycle engine's stalls, so the gap is
-    named; None where the chip's seconds are no shorter."""
-    arrays = chip.arrays
-    one_array = cycles / arrays.clock_hz
-    if one_array / arrays.count <= chip_seconds * (1 + STALL_MARGIN):
-        return None
-    dealt = f", {one_array / arrays.count:.4g} s dealt over its {arrays.count} arrays" if arrays.count > 1 else ""
-    return (f"{config}: the cycle engine's {cycles:,.0f} cycles, stalls included, are {one_array:.4g} s on one array "
-            f"at {arrays.clock_hz / 1e9:g} GHz{dealt}, longer than the chip's {chip_seconds:.4g} s of chip_seconds: "
-            f"those are train's op timing (each GEMM's folds in waves over the arrays against its HBM bytes at "
-            f"{chip.hbm_bytes_per_s / 1e9:g} GB/s), which the cycle engine's stalls do not change"
-            + (f"; nor what is priced over them, {priced}" if priced else ""))
-
-
-__all__ = ["CHIP_COLUMNS", "chip_meta", "cycle_stall_note", "engine_chip_seconds", "gemm_chip_seconds",
+__all__ = ["CHIP_COLUMNS", "chip_meta", "engine_chip_seconds", "gemm_chip_seconds",
            "layer_chip_seconds", "one_array_chip", "priced_chip_seconds", "several_array_chip", "shared_chip_seconds",
            "timed_chip", "times_by_cycle_engine"]

@@ -51,15 +51,19 @@ def test_cost_energy_prices_a_device_toml_as_energy_does(chip, capsys):
 
 
 def test_gemm_prices_a_device_toml_at_fp16_words(chip, capsys):
-    """``gemm`` without --dtype: 2-byte words, so its SRAM traffic in bytes is twice its word counts, and its rows
-    are the flags' by hand with --dtype fp16."""
+    """``gemm`` without --dtype: 2-byte words, so its SRAM traffic in bytes is twice its word counts, and its
+    one-array columns are the flags' by hand with --dtype fp16; the file's chip of 2 arrays adds ``chip_seconds``
+    (the flags by hand state no chip). Its rule, train's op timing, by hand: ⌈40/16⌉ · ⌈48/16⌉ = 9 folds of
+    2·16 + 16 + 64 − 2 = 110 cycles (SCALE-Sim's ws fold) in ⌈9/2⌉ = 5 waves, less SCALE-Sim's last-cycle index:
+    549 cycles, 549 ns at 1 GHz, beyond the (64·40 + 40·48 + 64·48) · 2 B = 15,104 B at 1000 GB/s (15 ns)."""
     read, err = _json(capsys, [*GEMM, "--config", chip])
     by_hand, _ = _json(capsys, [*GEMM, *BY_HAND[:4], "--dtype", "fp16", "--clock-ghz", "1"])
     assert (read["meta"]["dtype"], read["meta"]["element_bytes"]) == ("fp16", 2)
     row = read["rows"][0]
     assert row["sram_read_bytes"] == 2 * (row["ifmap_sram_reads"] + row["filter_sram_reads"])
     assert row["sram_write_bytes"] == 2 * row["ofmap_sram_writes"]
-    assert read["rows"] == by_hand["rows"]
+    assert [{k: v for k, v in one.items() if k != "chip_seconds"} for one in read["rows"]] == by_hand["rows"]
+    assert row["chip_seconds"] == pytest.approx(549e-9, rel=1e-12)
     assert "add --dtype fp16" not in err
 
 

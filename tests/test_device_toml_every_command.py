@@ -57,13 +57,30 @@ def test_cost_and_energy_say_the_same_notes_of_what_they_read(tmp_path, capsys):
     assert notes["cost"] == notes["energy"]  # both price train's fp16 unasked: no line asks for it
 
 
+# The chip's seconds of the 300 × 200 × 100 GEMM (ws) on the file's 8 arrays of 64 × 64, which the flags by hand do not
+# state: ⌈200/64⌉ · ⌈100/64⌉ = 8 folds, one wave, each array one fold of 2·64 + 64 + 300 − 2 = 490 cycles (SCALE-Sim's
+# ws fold), 489 in SCALE-Sim's last-cycle index, at 1.2 GHz; its (300·200 + 200·100 + 300·100) · 2 B = 220 kB take
+# 110 ns at 2000 GB/s, so the fold binds. Under --engine cycle the busiest array's fold, (300, 64, 64), is stepped at
+# 2000 GB/s ÷ 8 arrays in 2-byte words at 1.2 GHz, 104 words/cycle per buffer: the whole fold in its 1024 KiB
+# buffers, no stall, the same 489 cycles.
+CHIP_SECONDS = 489 / 1.2e9
+
+
+def _one_array(document: dict) -> dict:
+    """A gemm document without the chip's column and meta: what the flags by hand print."""
+    return {"meta": {k: v for k, v in document["meta"].items() if not k.startswith("chip_") and k != "per_array"},
+            "rows": [{k: v for k, v in row.items() if k != "chip_seconds"} for row in document["rows"]]}
+
+
 def test_gemm_on_a_device_toml_is_its_array_by_hand(tmp_path, capsys):
     chip = tmp_path / "chip.toml"
     chip.write_text(CHIP, encoding="utf-8")
     shape = ["gemm", "--m", "300", "--k", "200", "--n", "100", "--engine", "cycle", "--format", "json"]
     by_hand, _ = _json(capsys, [*shape, *BY_HAND, "--dtype", "fp16", "--bandwidth", str(HBM_WORDS)])
     read, err = _json(capsys, [*shape, "--config", str(chip)])
-    assert read == by_hand  # the TOML's default: train's fp16
+    assert _one_array(read) == by_hand  # the TOML's default: train's fp16
+    assert read["rows"][0]["chip_seconds"] == pytest.approx(CHIP_SECONDS, rel=1e-12)
+    assert read["meta"]["chip_arrays"] == 8
     assert "device of 8 arrays" in err
 
 
@@ -80,7 +97,8 @@ def test_the_library_reads_a_device_toml_as_the_commands_do(tmp_path):
     gemm_by_hand = archsim.gemm(m=300, k=200, n=100, array="64x64", dataflow="ws", clock_ghz=1.2, dtype="fp16")
     with pytest.warns(UserWarning, match="device of 8 arrays"):
         gemm_read = archsim.gemm(m=300, k=200, n=100, config=str(chip))
-    assert gemm_read.to_dict() == gemm_by_hand.to_dict()
+    assert _one_array(gemm_read.to_dict()) == gemm_by_hand.to_dict()
+    assert gemm_read.to_dict()["rows"][0]["chip_seconds"] == pytest.approx(CHIP_SECONDS, rel=1e-12)
 
 
 def test_sparse_refuses_a_device_toml_saying_why_in_one_line(tmp_path, capsys):

@@ -141,17 +141,31 @@ def test_gemm_on_a_plain_array_has_no_chip_column(capsys):
     assert "chip_seconds" not in document["rows"][0] and "chip_name" not in document["meta"]
 
 
-def test_gemm_names_the_chip_seconds_its_stalls_do_not_reach(tmp_path, capsys):
-    """gemm's chip_seconds (above) sit beside the cycle engine's stalled cycles as cost's do, and are named alike: an
-    8 × 2048 × 1000 GEMM (ResNet-50's fc at batch 8) streams 2,048,000 weights through a 1 MiB filter buffer at
-    60 GB/s, one array's cycles far past the chip's seconds."""
+def test_gemm_times_the_chip_by_the_cycle_engine_as_cost_and_energy_do(tmp_path, capsys):
+    """Failed before: under ``--engine cycle`` gemm's ``chip_seconds`` were train's op timing, 0.0691 ms, with a note
+    that the engine's stalled cycles outran them, where ``cost`` and ``energy`` time the chip by the engine itself
+    (docs/formats.md, ``chip_seconds_by``). The chip with 32 KiB operand buffers beside 60 GB/s, an 8 × 2048 × 1000
+    GEMM (ResNet-50's fc at batch 8), by that rule by hand: ws folds ⌈2048/64⌉ = 32 rows × ⌈1000/64⌉ = 16 columns,
+    512 ≥ 4 arrays, so no split and ⌈512/4⌉ = 128 folds on the busiest array: 128 ÷ 32 = 4 whole column folds,
+    the GEMM 8 × 2048 × 256; its share of the HBM 60 GB/s ÷ 4 arrays ÷ (2 B × 1 GHz) = 7.5, 8 words/cycle per
+    buffer. That share on one array by the flags (``--bandwidth 8``) is the chip's cycles at 1 GHz."""
+    import json
+
     from archsim.cli import main
 
-    chip = tmp_path / "slow.toml"
-    chip.write_text(CHIP.replace("hbm_gbps = 600", "hbm_gbps = 60"))
-    assert main(["gemm", "--config", str(chip), "--m", "8", "--k", "2048", "--n", "1000", "--engine", "cycle"]) == 0
-    err = capsys.readouterr().err
-    assert sum("stalls included" in line and "dealt over its 4 arrays" in line for line in err.splitlines()) == 1, err
+    chip = tmp_path / "small.toml"
+    chip.write_text(CHIP.replace("hbm_gbps = 600", "hbm_gbps = 60").replace("sram_kib_per_array = 6144",
+                                                                            "sram_kib_per_array = 96"))
+    shape = ["--engine", "cycle", "--format", "json"]
+    assert main(["gemm", "--config", str(chip), "--m", "8", "--k", "2048", "--n", "1000", *shape]) == 0
+    read, err = capsys.readouterr()
+    assert main(["gemm", "--m", "8", "--k", "2048", "--n", "256", "--array", "64x64", "--dataflow", "ws", "--dtype",
+                 "fp16", "--sram-kb", "32", "--bandwidth", "8", *shape]) == 0
+    [share] = json.loads(capsys.readouterr().out)["rows"]
+    [row] = json.loads(read)["rows"]
+    assert share["stall_cycles"] > 0  # the rule's cycles see the share's stalls
+    assert row["chip_seconds"] == pytest.approx(share["total_cycles"] / 1e9, rel=1e-12)
+    assert "stalls included" not in err  # nothing left to contradict
 
 
 # horowitz45 (configs/energy/horowitz45.toml): a bf16 PE is its 2-byte MAC, 5824 µm², and three 16-bit registers, two

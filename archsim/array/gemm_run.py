@@ -39,10 +39,13 @@ Speak = Callable[[str, str], None]  # (kind: note or warning, text)
 
 @dataclass(frozen=True)
 class GemmRun:
-    """One run's printed table (``Rows`` where one GEMM needs no pandas, else a DataFrame) and its meta."""
+    """One run's printed table (``Rows`` where one GEMM needs no pandas, else a DataFrame), its meta, and the
+    ``array`` it costed (its clock and width; under the cycle engine its SRAMs and DRAM rate too): what a device
+    file's chip is timed at one level up (:mod:`archsim.gemm_chip`; ``array/`` reads no device model)."""
 
     table: Rows | pd.DataFrame
     meta: dict
+    array: ArrayConfig
 
 
 def read_shapes(path: str | Path) -> pd.DataFrame:
@@ -145,7 +148,9 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     in the meta, as ``cost`` does; the cycle engine's SRAMs then hold KiB / width words. ``toml_array``: ``config`` is a device TOML and this its one array
     kind, as the caller read it with the reader ``cost`` and ``energy`` share (``array/`` reads no device file;
     that reader said its notes). ``speak(kind, text)``: a warning said as it arises (default:
-    stderr); ``speak_after``: a note or warning said once the run has succeeded (default: stderr after the run)."""
+    stderr); ``speak_after``: a note or warning said once the run has succeeded (default: stderr after the run).
+    A device file of several arrays' ``chip_seconds`` are added by the callers, the command and :func:`archsim.gemm`
+    (:func:`archsim.gemm_chip.with_chip_seconds`, at the run's ``array``)."""
     from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.options import (
         array_size_warning,
@@ -158,8 +163,6 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         with_device_bandwidth,
     )
     from archsim.array.sram_sizes import cfg_sram_warning
-    from archsim.chip_time import chip_meta, cycle_stall_note, gemm_chip_seconds, several_array_chip
-    from archsim.choices.devices import SCALESIM_DTYPE
 
     check_bandwidth_engine(dram_bandwidth, engine, bandwidth_flag)  # the analytic path never reads the memory flags
     width = element_width(dtype, element_bytes)
@@ -191,7 +194,6 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     if width is not None:
         base = replace(base, element_bytes=width)
     widths: dict[str, object] = {} if width is None else {"dtype": dtype_meta(dtype, base), "element_bytes": width}
-    chip = None if not config else several_array_chip(config, base)  # several arrays: the chip's seconds too
     if sram_kb is not None and engine != "cycle":
         with_memory(base, sram_kb=sram_kb)  # a malformed size is refused as under the cycle engine
         unused = sram_unused_warning(sram_kb, engine, "gemm's analytic cycles and SRAM reads")
@@ -216,8 +218,8 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         if huge:
             speak_after("warning", huge)
         shape = {"m": m, "k": k, "n": n, "rows": rows, "cols": cols, "dataflow": dataflow or base.dataflow}
-        if engine == "analytic" and base.clock_hz is None and chip is None:  # one row, no frame: pandas stays unloaded
-            return _one_gemm(shape, ofmap_count, engine, min_bandwidth, widths)
+        if engine == "analytic" and base.clock_hz is None:  # one row, no frame: pandas stays unloaded
+            return _one_gemm(shape, ofmap_count, engine, min_bandwidth, widths, base)
     import pandas as pd
 
     from archsim.seconds import add_seconds
@@ -228,8 +230,9 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         raise InputError(f"{setting('min-bandwidth')} needs {setting('engine', 'cycle')}", field="min-bandwidth")
     result = cost_shapes(frame, ofmap_count)
     meta: dict[str, object] = {"ofmap_count": ofmap_count, "engine": engine, **widths}
+    costed = base
     if engine == "cycle":
-        memory = with_memory(base, dram_bandwidth, sram_kb)
+        costed = memory = with_memory(base, dram_bandwidth, sram_kb)
         slip = sram_kb_warning(sram_kb)
         if slip:
             speak("warning", slip)
@@ -242,25 +245,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     if width is not None:
         for name, values in traffic_bytes(result, width).items():
             result[name] = values
-    timed = add_seconds(result, base.clock_hz)
-    if chip is not None:
-        shapes_of = frame[list(SHAPE_COLUMNS)].itertuples(index=False, name=None)
-        timed["chip_seconds"] = gemm_chip_seconds(list(shapes_of), chip, dtype_meta(dtype, base) or SCALESIM_DTYPE,
-                                                  base.element_bytes)
-        named = {name: value for name, value in chip_meta(chip).items() if not (shapes and name == "chip_array")}
-        meta.update(named, per_array=GEMM_ARRAY_OR_CHIP_FIGURES)  # a shapes file's rows name their own arrays
-        if engine == "cycle" and config:  # the chip's seconds beside stalled cycles they never see, as cost says it
-            stalls = cycle_stall_note(config, float(result["total_cycles"].sum()), chip,
-                                      float(timed["chip_seconds"].sum()), None)
-            if stalls:
-                speak_after("note", stalls)
-    return GemmRun(timed, meta)
-
-
-# the meta's per_array on a device file of several arrays: which of gemm's figures are one array's, which the chip's
-GEMM_ARRAY_OR_CHIP_FIGURES = (
-    "cycles, their seconds, folds and utilizations: one array's (SCALE-Sim's count); the SRAM and DRAM counts: the "
-    "GEMM's, the same on one array or all; chip_seconds: the chip's, train's op timing")
+    return GemmRun(add_seconds(result, base.clock_hz), meta, costed)
 
 
 def traffic_bytes(counts, width: int) -> dict[str, object]:
@@ -276,9 +261,9 @@ def traffic_bytes(counts, width: int) -> dict[str, object]:
 
 
 def _one_gemm(shape: dict, ofmap_count: OfmapCount, engine: str, min_bandwidth: bool,
-              widths: dict[str, object]) -> GemmRun:
+              widths: dict[str, object], array: ArrayConfig) -> GemmRun:
     """One GEMM on the analytic engine without a clock, as rows (pandas stays unloaded); ``widths``: the meta's
-    dtype and element_bytes where a width was given (the traffic in bytes added)."""
+    dtype and element_bytes where a width was given (the traffic in bytes added); ``array``: the one costed."""
     import numpy as np
 
     from archsim.array.analytic import dataflow_codes, gemm_cost
@@ -291,7 +276,7 @@ def _one_gemm(shape: dict, ofmap_count: OfmapCount, engine: str, min_bandwidth: 
     record = {**shape, **{column: getattr(cost, column)[0] for column in RESULT_COLUMNS}}
     if widths:
         record.update(traffic_bytes(record, int(str(widths["element_bytes"]))))
-    return GemmRun(Rows.of([record]), {"ofmap_count": ofmap_count, "engine": engine, **widths})
+    return GemmRun(Rows.of([record]), {"ofmap_count": ofmap_count, "engine": engine, **widths}, array)
 
 
 __all__ = ["BANK_RULES", "CYCLE_COLUMNS", "OFMAP_COUNTS", "RESULT_COLUMNS", "SHAPE_COLUMNS", "GemmRun", "cost_shapes",

@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.array.options import element_width
     from archsim.console import say_after_run
     from archsim.device_toml import device_toml_dtype, device_toml_notes
+    from archsim.gemm_chip import with_chip_seconds
     from archsim.outputs import render
 
     toml = is_device_toml(args.config) and args.layout is None  # a --layout reads a .cfg's [layout]: refused there
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
                     bank_rule=args.bank_rule, min_bandwidth=args.min_bandwidth, clock_ghz=args.clock_ghz,
                     bandwidth_flag=args.bandwidth_flag, dtype=args.dtype, element_bytes=args.element_bytes,
                     toml_array=read)
+    done = with_chip_seconds(done, args.config, engine=args.engine, dtype=args.dtype, shapes=bool(args.shapes))
     if args.config and not toml:  # array/ reads the file's arrays, never its device keys: said here, as cost says it
         note_unread_keys(args.config)
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
