@@ -120,12 +120,14 @@ def points(base: dict, axes: list[tuple[str, tuple]], gpus: int | None = None):
                          field="sweep")
     for combo in itertools.product(*(values for _, values in axes)):
         settings = {**base, **dict(zip(names, combo))}
-        if settings.get("dp") == FILL:
-            if gpus is None:
-                raise ValueError("dp=fill needs the cluster's GPU count")
-            settings = filled(settings, gpus)
-        if settings is not None:
+        if settings.get("dp") != FILL:
             yield settings
+            continue
+        if gpus is None:
+            raise ValueError("dp=fill needs the cluster's GPU count")
+        point = filled(settings, gpus)
+        if point is not None:
+            yield point
 
 
 def filled(settings: dict, gpus: int) -> dict | None:
