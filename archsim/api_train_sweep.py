@@ -67,7 +67,8 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
     """Every point of a grid of iterations predicted as ``archsim train MODEL --sweep KEY=V1,V2,… …`` predicts it.
     ``sweep``: the axes, a mapping of each KEY to its values (``{"tp": [1, 2], "micro_batch": "1,2,4"}``; a ``range``
     or a numpy array too, a whole float as its count) or the flag's texts (``["tp=1,2", "micro_batch=1,2,4"]``, or
-    one), read by the flag's one reader with its checks and messages; KEY one of :data:`archsim.training.sweep.AXES`. The other keywords are :func:`archsim.train`'s, the
+    one), read by the flag's one reader with its checks and messages; KEY one of :data:`archsim.training.sweep.AXES`
+    (``{"dp": "fill"}``: each point's DP fills the cluster, a point it does not divide skipped with a warning). The other keywords are :func:`archsim.train`'s, the
     point each axis starts from, with its names and defaults, except that ``stage_layers``, ``balance`` other than
     ``"even"``, ``placement="planned"`` and ``implementation="pytorch-eager"`` are refused as ``--sweep`` refuses
     their flags (each point runs Megatron's even split, in one server order). A point that cannot run is its row
@@ -151,13 +152,15 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
     config = with_load_imbalance(with_capacity(with_overlap(with_mtp_layers(transformer(model, n.seq), n.mtp),
                                                             overlap_moe_expert_parallel_comm, moe_shared_expert_overlap),
                                                n.capacity, moe_pad_expert_input_to_capacity), n.imbalance)
-    check_sweep_size(base, axes, limit)
-    grid = run_grid(config, gpu_cluster(cluster, dtype), base, axes, placement)
+    on = gpu_cluster(cluster, dtype)
+    check_sweep_size(base, axes, limit, on.gpus)  # dp=fill's points: the cluster's GPUs
+    grid = run_grid(config, on, base, axes, placement)
     defaults = {"global_batch": object(), **_DEFAULTS}  # global_batch is required: always given, as --global-batch
     swept = [setting(key) for key, _ in axes if given[key] != defaults[key]]
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, grid.cluster.dtype)
-    for note in (*grid.warnings, seq_note(model, config, noted_seq(axes, n.seq)), unread_note(model), dtype_note,
+    for note in (*grid.warnings, seq_note(model, config, noted_seq(axes, n.seq)), unread_note(model), grid.skipped,
+                 dtype_note,
                  padding_note(config), grid.short_pipelines, selective_flash_points_note(grid.rows),
                  *grid.cluster.warnings,
                  *cluster_notes(grid.cluster, "train", points=grid.rows), swept_note(swept)):

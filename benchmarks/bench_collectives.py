@@ -71,9 +71,28 @@ def rail_bus_bandwidth(path: str | Path, nbytes: float) -> float | None:
     return bus_gbytes_per_s("all-reduce", nbytes, par.dp, cluster.machine(par).links.dp)
 
 
+def server_sizes(cluster) -> tuple[int, ...]:
+    """Each server's GPU count, in the file's order."""
+    return tuple(b - a for a, b in zip(cluster.starts, cluster.starts[1:]))
+
+
+def mixed_sizes_problem(cluster) -> str | None:
+    """Why there is no :func:`rail_layout` on servers of different sizes: no one TP fills every server, so no
+    layout leaves DP one GPU per server (TP = the first server's GPUs asks for as many GPUs on every server, a
+    count the cluster does not have); None where every server has as many GPUs."""
+    sizes = server_sizes(cluster)
+    if len(set(sizes)) < 2:
+        return None
+    return (f"servers of different sizes ({' + '.join(map(str, sizes))} GPUs): no one TP fills every server, "
+            "so no layout's DP group is one GPU per server")
+
+
 def rail_problem(cluster) -> str | None:
-    """Why ``archsim train`` would refuse :func:`rail_layout` here (servers of different sizes or GPU types), in
-    its words; None where it runs it."""
+    """Why :func:`rail_layout` is not priced here: servers of different sizes (:func:`mixed_sizes_problem`), else
+    why ``archsim train`` would refuse it (servers of different GPU types), in its words; None where it runs it."""
+    mixed = mixed_sizes_problem(cluster)
+    if mixed:
+        return mixed
     try:
         cluster.laid_out(rail_layout(cluster))
     except InputError as refused:
@@ -112,9 +131,9 @@ def _user_cluster(path: str, nbytes: int) -> None:
     print(f"  {gpus(cluster.starts[1])} (1 server): {figure(server, cluster.starts[1])}")
     if servers > 1:  # one server: its line is the whole cluster's, and there is no group across servers
         rail = rail_bus_bandwidth(path, nbytes)
-        refused = f"TP {cluster.starts[1]} × DP {servers} here ({rail_problem(cluster)})"
-        shown = (f"{rail:6.1f}" if rail >= 1 else f"{rail:6.3g}") if rail is not None else \
-            f"   not priced: archsim train refuses {refused}"
+        mixed = mixed_sizes_problem(cluster)  # no such layout at all: not one train refuses for its GPU count
+        refused = mixed or f"archsim train refuses TP {cluster.starts[1]} × DP {servers} here ({rail_problem(cluster)})"
+        shown = (f"{rail:6.1f}" if rail >= 1 else f"{rail:6.3g}") if rail is not None else f"   not priced: {refused}"
         print(f"  {gpus(servers)} (1 per server, DP's group when TP fills a server): {shown}")
         print(f"  {gpus(cluster.gpus)} ({servers} servers): {figure(whole, cluster.gpus)}")
     for warning in cluster.warnings:  # a link's unit that slipped, as train and search warn of it

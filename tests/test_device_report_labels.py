@@ -19,8 +19,8 @@ def _rows(**extra: list) -> pd.DataFrame:
 
 def test_each_front_point_is_named_at_its_place_and_no_other():
     figure = device_pareto_figure(_rows())
-    named = {(a.x, a.y): a.text for a in figure.layout.annotations}
-    assert named == {(0.38, 23.644): "8x256x256, 4000 GB/s, 64 chips", (2.4, 22.05): "2x512x512, 4000 GB/s, 16 chips"}
+    named = {(a.x, a.y): a.text for a in figure.layout.annotations}  # at each marker: joules, as the axis (2026-12-05)
+    assert named == {(0.38, 23644.0): "8x256x256, 4000 GB/s, 64 chips", (2.4, 22050.0): "2x512x512, 4000 GB/s, 16 chips"}
 
 
 def test_a_swept_clock_sram_and_layout_are_named_too():

@@ -21,3 +21,19 @@ def test_the_figure_plots_joules_as_the_table_shows_them() -> None:
     assert points == {(0.5, 28.0), (0.7, 35.0)}
     assert [float(a.y) for a in fig.layout.annotations] == [28.0]  # the front point's name, at its marker
     assert all(" J<extra>" in trace.hovertemplate for trace in fig.data if trace.mode == "markers")
+
+
+def test_the_markdown_table_prints_joules_as_the_report_plots_them() -> None:
+    """bench_device_sweep's markdown table (``device_markdown``) printed kJ ("0.02800") beside the report's J:
+    its energy column must be headed J and hold each row's joules (28 J, 35 J, 4,216.3 J), to four figures at
+    least, a large one not in exponent notation."""
+    from archsim.sweep.device_report import device_markdown
+
+    rows = [{**row, "energy_j": joules} for row, joules in
+            zip(ROWS.to_dict("records") * 2, (28.0, 35.0, 4216.3, 66.1))]
+    lines = device_markdown(rows).splitlines()
+    head = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert "energy J" in head and not any("kJ" in cell for cell in head)
+    column = head.index("energy J")
+    printed = [line.strip("|").split("|")[column].strip() for line in lines[2:]]
+    assert printed == ["28.00", "35.00", "4216", "66.10"]

@@ -164,7 +164,7 @@ def test_extra_positionals_name_the_job_and_the_keywords_they_stand_for(call, ex
 # Failed before: its repr was the list's, every row's dict — 7,763 characters for an 18-row file, a screenful per
 # hundred rows of a vTrain file — where a TableResult or SearchResult is one line and print() shows the rows.
 
-def test_a_runs_result_repr_is_one_line_and_print_shows_every_row():
+def test_a_runs_result_repr_is_one_line():
     from api_parity_helpers import MODEL, NODE
 
     rows = archsim.train_runs(MODEL, runs=str(ROOT / "configs" / "runs" / "vtrain_h1024_l24.csv"), cluster=NODE,
@@ -173,7 +173,22 @@ def test_a_runs_result_repr_is_one_line_and_print_shows_every_row():
     mape = sum(abs(row["error"]) for row in measured) / len(measured)
     assert repr(rows) == (f"RunsResult({len(rows)} runs of gpt_1024h_24l on NVIDIA A100 SXM4 80GB, "
                           f"MAPE {mape:.1%} over {len(measured)} measured)")
-    assert str(rows) == repr(list(rows))  # print(rows): every row, as the list it always was
+    assert rows == list(rows)
+
+
+def test_print_of_a_runs_result_is_its_line_as_train_and_search_results_print():
+    """print(archsim.train_runs(...)) dumped every row's dict on one line (2,539 characters for 3 rows), where
+    print(archsim.train(...)) and print(archsim.search(...)) show their one-line summary: it shows the same line as
+    its repr, naming the file's 3 runs."""
+    import pandas as pd
+    from api_parity_helpers import MODEL, NODE
+
+    runs = ROOT / "configs" / "runs" / "vtrain_h1024_l24.csv"
+    rows = archsim.train_runs(MODEL, runs=pd.read_csv(runs, comment="#").head(3), cluster=NODE, attention="standard")
+    train = archsim.train(MODEL, cluster=NODE, tp=1, pp=1, dp=8, global_batch=8, attention="standard")
+    assert str(train) == repr(train)  # the convention the runs result follows: print shows the summary line
+    assert str(rows) == repr(rows) and "\n" not in str(rows) and "{" not in str(rows)
+    assert str(rows).startswith("RunsResult(3 runs of gpt_1024h_24l on ")
     assert rows == list(rows)
 
 

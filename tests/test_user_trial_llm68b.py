@@ -224,3 +224,25 @@ def test_bench_collectives_prints_the_dp_group_of_one_gpu_per_server(tmp_path, b
     assert bench.rail_bus_bandwidth(one, 2**30) is None
     assert bench.main(["--cluster", str(one)]) == 0
     assert "per server" not in capsys.readouterr().out
+
+
+def test_bench_collectives_says_servers_differ_in_size_for_the_rail_group(tmp_path, bench, capsys):
+    """On servers of 8, 4 and 4 GPUs no one TP fills every server, so there is no layout whose DP group is one GPU
+    per server; the benchmark's reason was train's refusal of TP 8 × DP 3 for its GPU count ("24 GPUs, the cluster
+    has 16"), which reads as if a smaller count would do. The sizes (the cluster file's two [[servers]] tables:
+    one of 8 GPUs, two of 4) are the reason it must give; equal-sized servers of different GPU types keep train's."""
+    path = tmp_path / "mixed.toml"
+    path.write_text('[cluster]\nname = "m"\ninter_server_gbps = 200\n\n[[servers]]\ncount = 1\ngpus = 8\n'
+                    'intra_server_gbps = 7200\ngpu = "h100-80gb-sxm"\n\n[[servers]]\ncount = 2\ngpus = 4\n'
+                    'intra_server_gbps = 4800\ngpu = "a100-40gb"\n')
+    assert bench.rail_bus_bandwidth(path, 2**30) is None
+    assert bench.main(["--cluster", str(path)]) == 0
+    rail = capsys.readouterr().out.splitlines()[2]
+    assert rail.startswith("  3 GPUs (1 per server")
+    assert "not priced: servers of different sizes (8 + 4 + 4 GPUs)" in rail
+    assert "24 GPUs" not in rail and "the cluster has" not in rail
+    types = path.read_text().replace("gpus = 8", "gpus = 4").replace("count = 2", "count = 1")  # 4 + 4: H100, A100
+    path.write_text(types)
+    assert bench.main(["--cluster", str(path)]) == 0
+    rail = capsys.readouterr().out.splitlines()[2]
+    assert "archsim train refuses TP 4 × DP 2" in rail and "different types" in rail

@@ -90,7 +90,33 @@ def test_energy_parts_show_every_front_design() -> None:
                           "leakage_pj": 1.2, "energy_pj": 5.2, "area_mm2": 2.0}])
     assert with_front(rows).pareto.all()
     leakage = next(t for t in energy_parts_figure(rows, "n").data if t.name == "leakage")
-    assert len(set(leakage.x)) == 2 and sorted(leakage.y * 1e9) == [1.0, 1.2]
+    assert len(set(leakage.x)) == 2 and sorted(leakage.y) == [1.0, 1.2]  # pJ, as the rows (since 2026-12-05)
+
+
+def test_pareto_figure_plots_the_front_tables_pj() -> None:
+    """A design sweep's Pareto figure drew energy in mJ (4.153) beside the front's table in pJ (``energy_pj``,
+    4.153e+09): one read 10⁹ × the other. The figure, its hover and its axis title are in the table's pJ, as are
+    the energy-by-part bars beside them."""
+    from archsim.report.pareto import energy_parts_figure, pareto_figure
+
+    base = {"network": "n", "batch": 1, "dataflow": "ws", "sram_kb": 8, "bandwidth_words_per_cycle": 10,
+            "element_bytes": 1, "microbatches": 1, "processors": 1, "method": "pipedream", "energy_table": "t",
+            "clock_ghz": 1.0, "mac_pj": 3e9, "register_pj": 0.0, "sram_pj": 1.153e9, "dram_pj": 0.0, "vector_pj": 0.0,
+            "leakage_pj": 0.0}
+    rows = pd.DataFrame([{**base, "rows": 16, "cols": 16, "iteration_cycles": 100.0, "iteration_seconds": 100e-9,
+                          "energy_pj": 4.153e9, "area_mm2": 1.0},
+                         {**base, "rows": 32, "cols": 32, "iteration_cycles": 50.0, "iteration_seconds": 50e-9,
+                          "energy_pj": 8.0e9, "area_mm2": 4.0}])
+    table = front_table(rows, "n")
+    figure = pareto_figure(rows, "n")
+    assert "pJ" in figure.layout.yaxis.title.text and "mJ" not in figure.layout.yaxis.title.text
+    plotted = sorted(float(y) for trace in figure.data for y in trace.y)
+    assert plotted == sorted(table["energy_pj"]) == [4.153e9, 8.0e9]
+    assert all("energy %{y:.4g} pJ" in trace.hovertemplate for trace in figure.data)
+    parts = energy_parts_figure(rows, "n")
+    assert parts.layout.yaxis.title.text == "pJ"
+    mac = next(trace for trace in parts.data if trace.name == "mac")
+    assert list(mac.y) == [3e9, 3e9]
 
 
 def test_per_layer_section_shows_the_fastest_design(tmp_path) -> None:

@@ -46,14 +46,15 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
                       fsdp=args.fsdp, fsdp_reshard=args.fsdp_reshard, fsdp_grad_sync=args.fsdp_grad_sync, cp=args.cp,
                       cp_comm=args.cp_comm, cp_hierarchy=cp_hierarchy(args), ep=args.ep, etp=args.etp, fp8=args.fp8,
                       fp8_param_gather=args.fp8_param_gather)
-    check_sweep_size(base, axes, args.max_ops)
-    grid = run_grid(config, load_gpu_cluster(args.cluster, args.dtype), base, axes, args.placement)
+    on = load_gpu_cluster(args.cluster, args.dtype)
+    check_sweep_size(base, axes, args.max_ops, on.gpus)  # dp=fill's points: the cluster's GPUs
+    grid = run_grid(config, on, base, axes, args.placement)
     rows, cluster = grid.rows, grid.cluster
     for line in grid.warnings:
         warn(line)
     note_default_seq(config, args.model, noted_seq(axes, args.seq))  # a seq axis sets every point's
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (dtype_note, padding_note(config), grid.short_pipelines,
+    for text in (grid.skipped, dtype_note, padding_note(config), grid.short_pipelines,
                  selective_flash_points_note(rows)):  # every point's: noted once
         if text:
             note(text)

@@ -37,6 +37,8 @@ WORKLOAD = ("network", "batch")
 
 
 TIME_UNITS = {"iteration_seconds": "s", "iteration_cycles": "cycles"}
+# an energy axis's ticks in pJ as powers of ten (10⁹), not Plotly's SI prefixes: "4G" pJ would read as a unit
+PJ_TICKS = "power"
 
 
 def with_front(results: pd.DataFrame) -> pd.DataFrame:
@@ -77,7 +79,8 @@ def _label(frame: pd.DataFrame) -> pd.Series:
 
 
 def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
-    """Time vs energy per iteration, colour = area on one scale over every design; the non-dominated designs
+    """Time vs energy per iteration (pJ, the unit of the front's table beside it, ``energy_pj``: until 2026-12-05 mJ,
+    4.153 beside the table's 4.153e+09), colour = area on one scale over every design; the non-dominated designs
     ringed and joined."""
     data = with_front(results[results.network == network])
     time = time_column(data)
@@ -85,17 +88,18 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
     fig = go.Figure()
     for on_front, part in data.groupby("pareto"):
         fig.add_trace(go.Scatter(
-            x=part[time], y=part["energy_pj"] * 1e-9, mode="markers", text=_label(part),
+            x=part[time], y=part["energy_pj"], mode="markers", text=_label(part),
             name="Pareto-optimal (time, energy, area)" if on_front else "dominated",
             marker={"color": part["area_mm2"], "colorscale": "Viridis", **scale, "size": 11 if on_front else 6,
                     "symbol": "diamond" if on_front else "circle", "line": {"width": 2 if on_front else 0,
                                                                             "color": "#d62728"},
                     "showscale": bool(on_front), "colorbar": {"title": "area mm²"}},
             hovertemplate=("%{text}<br>time %{x:.4g} " + TIME_UNITS[time]
-                           + "<br>energy %{y:.4g} mJ<br>area %{marker.color:.3g} mm²")))
+                           + "<br>energy %{y:.4g} pJ<br>area %{marker.color:.3g} mm²")))
     fig.update_layout(title=f"{network}: time vs energy per iteration (colour: area; ◆ ringed: not dominated in "
                             "time, energy and area by a design at its batch)", xaxis_title=time.replace("_", " "),
-                      yaxis_title="energy per iteration (mJ)", xaxis_type="log", yaxis_type="log")
+                      yaxis_title="energy per iteration (pJ)", xaxis_type="log", yaxis_type="log",
+                      yaxis_exponentformat=PJ_TICKS)
     return fig
 
 
@@ -142,7 +146,8 @@ def device_pareto_figure(results: pd.DataFrame) -> go.Figure:
 
 def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
     """Energy per iteration by part, one bar for each design on the front. Designs that differ only in
-    processors, method or clock are bars of their own: with leakage their energies differ."""
+    processors, method or clock are bars of their own: with leakage their energies differ. pJ, as the front's
+    table and :func:`pareto_figure` (until 2026-12-05 mJ)."""
     data = with_front(results[results.network == network])
     front = data[data["pareto"]].sort_values(time_column(data))
     clock = front["clock_ghz"].map(lambda c: "" if is_nan(c) else f" {c:g}GHz")
@@ -154,9 +159,10 @@ def energy_parts_figure(results: pd.DataFrame, network: str) -> go.Figure:
     fig = go.Figure()
     for part, color in (("mac_pj", "#4C78A8"), ("register_pj", "#72B7B2"), ("sram_pj", "#F58518"),
                         ("dram_pj", "#E45756"), ("vector_pj", "#54A24B"), ("leakage_pj", "#B279A2")):
-        fig.add_trace(go.Bar(x=labels, y=front[part] * 1e-9, name=part[:-3], marker_color=color))
+        fig.add_trace(go.Bar(x=labels, y=front[part], name=part[:-3], marker_color=color))
     fig.update_layout(barmode="stack", title=f"{network}: energy per iteration by part, Pareto-optimal designs "
-                                             "(fastest first)", yaxis_title="mJ")
+                                             "(fastest first)", yaxis_title="pJ",
+                      yaxis_exponentformat=PJ_TICKS)
     return fig
 
 

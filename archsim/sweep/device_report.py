@@ -112,21 +112,27 @@ def _empty_front(results) -> str:
 
 
 def device_markdown(rows: list[dict]) -> str:
-    """A device sweep's rows (:func:`archsim.sweep.device_points.sweep_rows`) as a markdown table
-    (energies to four significant figures: a small model's designs differ in the third); a clock column and
-    TP, PP and DP columns where the rows have them."""
+    """A device sweep's rows (:func:`archsim.sweep.device_points.sweep_rows`) as a markdown table, energies in
+    joules as the report plots them (until 2026-12-05 kJ) to four significant figures at least (a small model's
+    designs differ in the third: :func:`_joules`); a clock column and TP, PP and DP columns where the rows have them."""
     clock = any("clock_ghz" in r for r in rows)
     layout = any("tp" in r for r in rows)
     head = ["arrays", *(["GHz"] if clock else []), "HBM GB/s", "chips", *(["TP", "PP", "DP"] if layout else []),
-            "iteration s", "energy kJ", "peak GiB", "fits", "Pareto"]
+            "iteration s", "energy J", "peak GiB", "fits", "Pareto"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["arrays"], *([f"{r['clock_ghz']:g}"] if clock else []), f"{r['hbm_gbps']:g}", r["gpus"],
                  *([r["tp"], r["pp"], r["dp"]] if layout else []), f"{r['iteration_seconds']:.3f}",
-                 f"{r['energy_j'] / 1e3:#.4g}", f"{r['peak_memory_gib']:.1f}", "yes" if r["fits_memory"] else "no",
+                 _joules(r["energy_j"]), f"{r['peak_memory_gib']:.1f}", "yes" if r["fits_memory"] else "no",
                  "**front**" if r["pareto_optimal"] else ""]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
+
+
+def _joules(joules: float) -> str:
+    """An iteration's joules as the table prints them: four significant figures (``28.00``, ``66.10``), whole
+    joules from 1,000 (``4216``, not ``4.216e+03``)."""
+    return f"{joules:.0f}" if joules >= 1e3 else f"{joules:#.4g}".rstrip(".")  # 999.96: 1000, not 1000.
 
 
 __all__ = ["device_markdown", "is_device_folder", "write_device_report"]

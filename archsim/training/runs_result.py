@@ -54,7 +54,7 @@ class RunsResult(list):
 
     def __repr__(self) -> str:
         """One line, not every row (a notebook shows a cell's value by its repr, and a vTrain file is 1,008 rows);
-        ``print(result)``, ``list(result)`` and ``to_frame()`` show them all, as a table result's do."""
+        ``print(result)`` shows it too (:meth:`__str__`), ``to_frame()`` and ``list(result)`` show every row."""
         meta = self._document["meta"]
         mape = meta.get("mape")
         said = "" if not isinstance(mape, float) or math.isnan(mape) else \
@@ -63,7 +63,9 @@ class RunsResult(list):
                 f"{meta.get('gpu')}{said})")
 
     def __str__(self) -> str:
-        return list.__repr__(self)
+        """The repr's line, as ``print`` shows ``archsim.train``'s and ``archsim.search``'s results (until 2026-12-05
+        the list's repr: every row's dict on one line); ``print(result.to_frame())`` shows the rows as a table."""
+        return repr(self)
 
     @property
     def meta(self) -> dict:

@@ -56,6 +56,10 @@ def _fp8(text: str) -> str | None:
     return _one_of((*FP8_RECIPES, "none"))(text)
 
 
+# dp=fill: each point's DP is the cluster's GPUs ÷ (TP · CP · PP), so every point uses the whole cluster (a point where
+# that does not divide is skipped and counted: :func:`filled`, :func:`fill_skipped_note`)
+FILL = "fill"
+
 # Each axis's values are checked as the flag it sweeps checks them (a bad value is refused, never a row).
 AXES: dict[str, Callable[[str], object]] = {
     "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
@@ -91,6 +95,11 @@ def parse_axis(text: str) -> tuple[str, tuple]:
         items = comma_items(values, "sweep")
     except InputError as exc:
         raise InputError(f"{key}: {exc.message}", field="sweep") from None
+    if key == "dp" and FILL in items:  # each point's DP from its TP, CP and PP: no count beside it
+        if len(items) > 1:
+            raise InputError(f"dp: {FILL} stands alone, each point's DP filling the cluster: give dp={FILL}, or "
+                             "counts dp=1,2,…", field="sweep")
+        return key, (FILL,)
     try:
         parsed = tuple(AXES[key](v) for v in items)
     except ValueError as exc:
@@ -100,16 +109,48 @@ def parse_axis(text: str) -> tuple[str, tuple]:
     return key, parsed
 
 
-def points(base: dict, axes: list[tuple[str, tuple]]):
+def points(base: dict, axes: list[tuple[str, tuple]], gpus: int | None = None):
     """Every combination of the axes' values over ``base`` (Parallelism's keyword arguments, and
-    :data:`MODEL_AXES`); an axis given twice is refused (the later would overwrite the earlier in every point)."""
+    :data:`MODEL_AXES`); an axis given twice is refused (the later would overwrite the earlier in every point).
+    ``gpus``: the cluster's, for ``dp=fill`` (:func:`filled`: a point it does not divide is left out)."""
     names = [name for name, _ in axes]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise InputError(f"{', '.join(twice)} swept twice: give each axis once, with all its values (KEY=V1,V2,…)",
                          field="sweep")
     for combo in itertools.product(*(values for _, values in axes)):
-        yield {**base, **dict(zip(names, combo))}
+        settings = {**base, **dict(zip(names, combo))}
+        if settings.get("dp") != FILL:
+            yield settings
+            continue
+        if gpus is None:
+            raise ValueError("dp=fill needs the cluster's GPU count")
+        point = filled(settings, gpus)
+        if point is not None:
+            yield point
+
+
+def filled(settings: dict, gpus: int) -> dict | None:
+    """``settings`` (a ``dp=fill`` point) with DP = ``gpus`` ÷ (TP · CP · PP), its layout then using the whole
+    cluster; None where TP · CP · PP does not divide ``gpus`` (more GPUs than the cluster's among them)."""
+    group = settings["tp"] * settings.get("cp", 1) * settings["pp"]
+    return None if gpus % group else {**settings, "dp": gpus // group}
+
+
+def fill_skipped_note(base: dict, axes: list[tuple[str, tuple]], gpus: int) -> str:
+    """The line counting the points ``dp=fill`` leaves out (TP · CP · PP not dividing the cluster's ``gpus``) and
+    naming their layouts (three, then how many more); '' when none is, or no axis is ``dp=fill``."""
+    if ("dp", (FILL,)) not in axes:
+        return ""
+    everything = list(points({**base, "dp": 1}, [axis for axis in axes if axis[0] != "dp"]))
+    left = [(s["tp"], s.get("cp", 1), s["pp"]) for s in everything if filled(s, gpus) is None]
+    if not left:
+        return ""
+    cp = any(c > 1 for _, c, _ in left)
+    named = list(dict.fromkeys(f"tp {tp}{f' × cp {c}' if cp else ''} × pp {pp}" for tp, c, pp in left))
+    more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+    return (f"dp={FILL} skipped {len(left)} of the sweep's {len(everything)} points: TP × {'CP × ' if cp else ''}PP "
+            f"does not divide the cluster's {gpus} GPUs ({', '.join(named[:3])}{more})")
 
 
 RATES = tuple(field.name for field in fields(Throughput))  # mfu, TFLOP/s per GPU, tokens/s
@@ -118,17 +159,20 @@ RATES = tuple(field.name for field in fields(Throughput))  # mfu, TFLOP/s per GP
 MAX_POINTS = 500  # grid points one --sweep may have: each is a whole iteration (about 20 ms for a small one)
 
 
-def check_sweep_size(base: dict, axes: list[tuple[str, tuple]], max_ops: int) -> None:
+def check_sweep_size(base: dict, axes: list[tuple[str, tuple]], max_ops: int, gpus: int) -> None:
     """Refuse, before any point runs, a grid of more than :data:`MAX_POINTS` points or whose points'
-    schedules add up to more than ``max_ops`` actions (:attr:`Parallelism.schedule_actions`)."""
+    schedules add up to more than ``max_ops`` actions (:attr:`Parallelism.schedule_actions`); ``gpus``: the
+    cluster's, which ``dp=fill`` fills (a grid of which it leaves no point is refused)."""
     count = 1
     for _, values in axes:
         count *= len(values)
     if count > MAX_POINTS:
         raise InputError(f"this sweep has {count:,} points ({' × '.join(str(len(v)) for _, v in axes)}), above the "
                          f"limit of {MAX_POINTS:,}; sweep fewer values", field="sweep")
+    if not any(True for _ in points(base, axes, gpus)):
+        raise InputError(f"dp={FILL}: no point's TP × CP × PP divides the cluster's {gpus} GPUs", field="sweep")
     total = 0
-    for settings in points(base, axes):
+    for settings in points(base, axes, gpus):
         try:
             total += Parallelism(**_layout(settings)).schedule_actions
         except InputError:  # the point becomes a row with its reason, and simulates nothing
@@ -149,7 +193,7 @@ def sweep(config, cluster, base: dict, axes: list[tuple[str, tuple]]) -> list[di
     from archsim.training.run import train
 
     rows = []
-    grid = list(points(base, axes))
+    grid = list(points(base, axes, cluster.gpus))  # dp=fill's points: those whose DP fills the cluster
     with progress(len(grid), "train --sweep", "point", delay=2.0) as bar:  # drawn on a terminal after 2 s
         for settings in grid:
             rows.append(_point(config, cluster, settings, train))
@@ -227,4 +271,5 @@ def _point(config, cluster, settings: dict, train) -> dict:
     return row
 
 
-__all__ = ["AXES", "MAX_POINTS", "MODEL_AXES", "RATES", "check_sweep_size", "parse_axis", "points", "sweep"]
+__all__ = ["AXES", "FILL", "MAX_POINTS", "MODEL_AXES", "RATES", "check_sweep_size", "fill_skipped_note", "filled",
+           "parse_axis", "points", "sweep"]
