@@ -62,6 +62,8 @@ COMMANDS: dict[str, list[str]] = {
                               "--microbatches", "2", "--clock-ghz", "1"],
     "schedule (data parallel)": ["schedule", "layerpipe_sample", "--policy", "dp-reverse-k", "--processors", "2"],
     "schedule (multistream)": ["schedule", "layerpipe_sample", "--policy", "multistream", "--processors", "1"],
+    "schedule --unit-costs": ["schedule", "ffnn8", "--policy", "gpipe", "--processors", "2", "--microbatches", "2",
+                              "--unit-costs"],
     "schedule (per stage)": ["schedule", "--stages", "2", "--stage-times", "1,1,1", "--microbatches", "4",
                              "--policy", "zb-h1"],
     "plan (spp)": ["plan", PROFILE, "--cluster", CLUSTER, "--microbatches", "4"],

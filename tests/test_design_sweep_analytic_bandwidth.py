@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from archsim.report.pareto import _label, front_table
+from archsim.report.pareto import front_table, point_label
 from archsim.sweep.results import cached_rows
 from archsim.sweep.runner import run_sweep
 from archsim.sweep.spec import load_spec
@@ -37,7 +37,7 @@ def test_analytic_rows_state_no_bandwidth(tmp_path) -> None:
     assert [design["bandwidth"] for design in record["designs"]] == [None, None]
     table = front_table(rows, "fc")
     assert "bandwidth_words_per_cycle" not in table.columns and len(table) >= 1
-    assert not _label(rows).str.contains("DRAM|nan").any()
+    assert not point_label(rows).str.contains("DRAM|nan").any()
 
 
 def test_an_older_cache_entry_reads_as_todays_row(tmp_path) -> None:

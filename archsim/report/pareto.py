@@ -67,7 +67,8 @@ def _dram(frame: pd.DataFrame, words: str) -> pd.Series:
     return frame["bandwidth_words_per_cycle"].map(lambda bw: "" if is_nan(bw) else words.format(f"{bw:g}"))
 
 
-def _label(frame: pd.DataFrame) -> pd.Series:
+def point_label(frame: pd.DataFrame) -> pd.Series:
+    """Each design point's hover label: batch, array, SRAM, DRAM rate (where the engine read one) and clock."""
     return ("batch " + frame["batch"].astype(str) + ", "
             + frame["rows"].astype(str) + "x" + frame["cols"].astype(str) + " " + frame["dataflow"].astype(str)
             + ", SRAM " + frame["sram_kb"].astype(str) + " KiB"
@@ -88,7 +89,7 @@ def pareto_figure(results: pd.DataFrame, network: str) -> go.Figure:
     fig = go.Figure()
     for on_front, part in data.groupby("pareto"):
         fig.add_trace(go.Scatter(
-            x=part[time], y=part["energy_pj"], mode="markers", text=_label(part),
+            x=part[time], y=part["energy_pj"], mode="markers", text=point_label(part),
             name="Pareto-optimal (time, energy, area)" if on_front else "dominated",
             marker={"color": part["area_mm2"], "colorscale": "Viridis", **scale, "size": 11 if on_front else 6,
                     "symbol": "diamond" if on_front else "circle", "line": {"width": 2 if on_front else 0,
