@@ -84,7 +84,7 @@ def test_a_plain_typo_gets_no_home(tmp_path):
     from naming a wrong one)."""
     error = device_error(write_file(tmp_path, "chip.toml", CHIP_TOML.replace("hbm_gbps", "hbm_gbs")))
     assert str(error).endswith("[memory] takes sram_kib_per_array, l2_mib, l2_bytes_per_clock, hbm_gib, hbm_gbps, "
-                               "memory_efficiency, smem_bytes_per_clock"), str(error)
+                               "memory_efficiency, smem_bytes_per_clock, dram_traffic"), str(error)
 
 
 @pytest.mark.parametrize(("name", "text", "table", "line"), [

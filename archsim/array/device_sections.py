@@ -13,7 +13,7 @@ from typing import Any
 
 from archsim.array.device_values import fraction, gbps0, link_efficiency
 from archsim.array.sram_sizes import sram_figure
-from archsim.choices.devices import DTYPES, GEMM_MODELS
+from archsim.choices.devices import DRAM_TRAFFIC, DTYPES, GEMM_MODELS
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
 from archsim.validate import (
@@ -41,7 +41,8 @@ def is_device_toml(config: str | Path | None) -> bool:
 # integers: ifmap, filter, ofmap KiB, :func:`_sram`), fraction (0, 1], seconds [0, 1),
 # latency_us [0, MAX_STEP_LATENCY_US], watts0 [0, MAX_STATIC_WATTS) (:func:`static_watts`), gbps0 (0: none, else a
 # cluster file's Gbit/s figure, :func:`archsim.links.is_gbps`: it stands in for inter_server_gbps), link_efficiency (a
-# fraction, or the text NCCL_FIT, :func:`~archsim.array.device_values.link_efficiency`), str, bool
+# fraction, or the text NCCL_FIT, :func:`~archsim.array.device_values.link_efficiency`), dram_traffic (one of
+# DRAM_TRAFFIC, :func:`dram_traffic`), str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "device": {"name": ("str", True), "gemm": ("str", False), "split_k": ("bool", False),
                "board_watts": ("float", False), "static_watts": ("watts0", False)},
@@ -53,7 +54,8 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
                 "fused_gemm_fraction": ("fraction", False)},
     "memory": {"sram_kib_per_array": ("sram", False), "l2_mib": ("float0", False),
                "l2_bytes_per_clock": ("float0", False), "hbm_gib": ("float", True), "hbm_gbps": ("float", True),
-               "memory_efficiency": ("fraction", False), "smem_bytes_per_clock": ("float0", False)},
+               "memory_efficiency": ("fraction", False), "smem_bytes_per_clock": ("float0", False),
+               "dram_traffic": ("dram_traffic", False)},
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
               "inter_node_gbps": ("gbps0", False), "intra_latency_us": ("latency_us", False),
               "inter_node_latency_us": ("latency_us", False), "efficiency": ("link_efficiency", False),
@@ -101,6 +103,17 @@ def static_watts(value: object) -> float:
     if watts >= MAX_STATIC_WATTS:
         raise ValueError(f"expected watts per chip in [0, 10⁶), got {shown(value)}")
     return watts
+
+
+def dram_traffic(value: object) -> str:
+    """``[memory] dram_traffic``: how a ``gemm = "arrays"`` device counts each GEMM's HBM words, one of
+    :data:`~archsim.choices.devices.DRAM_TRAFFIC` (a TOML's string, a .cfg's text), else ValueError in one line."""
+    text = value.strip() if isinstance(value, str) else None
+    if text is None or text not in DRAM_TRAFFIC:
+        given = repr(value) if text is None else shown(value)
+        raise ValueError(f"expected one of {', '.join(repr(c) for c in DRAM_TRAFFIC)} (each GEMM's operands once, or "
+                         f"SCALE-Sim's count for the arrays' SRAMs), got {given}")
+    return text
 
 
 def _sram(value: object) -> int | tuple[int, int, int]:
@@ -155,6 +168,8 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
             return gbps0(value)
         if kind == "link_efficiency":
             return link_efficiency(value, typed)
+        if kind == "dram_traffic":
+            return dram_traffic(value)
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=f"{section}.{key}") from None
     if kind == "table":

@@ -22,6 +22,9 @@ ARRAY_ELEMENT_BYTES = {SCALESIM_DTYPE: 1, **{name: ELEMENT_BYTES[name] for name 
 DEVICE_SUFFIXES = (".toml", ".cfg")  # a device file: a TOML, or a SCALE-Sim .cfg with archsim's device sections
 NCCL_FIT = "nccl"  # a device file's [links] efficiency naming NVIDIA's NCCL fit (archsim.links.A100_NVLINK) for its fabric
 GEMM_MODELS = ("tiles", "arrays")  # a device's [device] gemm: a GPU library's output tiles, or SCALE-Sim's arrays
+# a device file's [memory] dram_traffic: each GEMM's HBM words on a gemm = "arrays" device, operands once each, or
+# SCALE-Sim's memory model's count for its SRAMs (archsim.array.dram_traffic); the first is the default
+DRAM_TRAFFIC = ("compulsory", "scalesim")
 ENGINES = ("analytic", "cycle")  # how an array is costed: closed form, or stepped cycle by cycle
 DELTA_OPTIONS = ("transposed", "dense")  # a sparse layer's δ: through the transposed sparse weights, or dense
 GRADIENT_OPTIONS = ("dense", "masked")  # a sparse layer's weight gradient: every weight's, or the kept ones'

@@ -21,7 +21,9 @@ A device is its compute units, its memories and its links:
   only) lets an os GEMM with fewer folds than arrays cut its reduction
   (:func:`archsim.devices.array_waves.array_gemm_cycles`).
 * **memories**: SRAM per array and a shared L2/scratchpad (bytes; the L2's read bandwidth in bytes
-  per array clock, 0 for unlimited), HBM capacity (bytes) and bandwidth (bytes/s).
+  per array clock, 0 for unlimited), HBM capacity (bytes) and bandwidth (bytes/s); ``dram_traffic``, how
+  an ``arrays`` device counts a GEMM's HBM words (``compulsory``: each operand once, the default;
+  ``scalesim``: SCALE-Sim's count for its operand SRAMs, :mod:`archsim.devices.array_dram`).
 * **overheads and efficiencies** (:class:`~archsim.devices.kernel_constants.KernelConstants`): seconds per kernel
   launch and per op the host issues, the fraction of peak a full wave of tiles reaches and of HBM
   bandwidth memory-bound kernels reach. A catalog GPU leaves them to :func:`archsim.training.fitted.kernels`
@@ -47,7 +49,7 @@ from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS
 from archsim.array.sram_sizes import operand_sram_kib
-from archsim.choices.devices import GEMM_MODELS
+from archsim.choices.devices import DRAM_TRAFFIC, GEMM_MODELS
 from archsim.errors import InputError
 
 if TYPE_CHECKING:  # kernels reads the catalog, which builds its devices from this module
@@ -168,6 +170,10 @@ class Device:
     # which dataclasses.replace keeps, so a catalog GPU with a figure changed is still that chip, the figure in effect
     # (archsim.devices.catalog.chip_of)
     catalog: str | None = None
+    # how a gemm = "arrays" device counts each GEMM's HBM words (a device file's [memory] dram_traffic, one of
+    # archsim.choices.devices.DRAM_TRAFFIC): "compulsory", each operand once; "scalesim", SCALE-Sim's memory model's
+    # count for the arrays' operand SRAMs (archsim.devices.array_dram), in op timing and the energy model alike
+    dram_traffic: str = "compulsory"
 
     def __post_init__(self) -> None:
         if self.sram_keys and sum(kib for _, kib in self.sram_keys) * 1024 != self.sram_bytes_per_array:
@@ -177,6 +183,9 @@ class Device:
                              field="gemm")
         if not self.peaks:
             raise InputError("a device needs at least one dtype's peak", field="peak_tflops")
+        if self.dram_traffic not in DRAM_TRAFFIC:
+            raise InputError(f"unknown DRAM traffic {self.dram_traffic!r}; choose one of {', '.join(DRAM_TRAFFIC)}",
+                             field="dram_traffic")
 
     @cached_property
     def _peaks(self) -> dict[str, float]:

@@ -150,7 +150,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                   link_efficiency=_link_efficiency(links), board_watts=dev.get("board_watts"),
                   split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0),
                   sram_keys=sram_keys, vector=vector, smem_bytes_per_clock=mem.get("smem_bytes_per_clock", 0.0),
-                  fused_gemm_fraction=comp.get("fused_gemm_fraction", 1.0), comm_sms=comm_sms(links, arrays.cores, file))
+                  fused_gemm_fraction=comp.get("fused_gemm_fraction", 1.0),
+                  comm_sms=comm_sms(links, arrays.cores, file), dram_traffic=mem.get("dram_traffic", "compulsory"))
 
 
 def _vector_unit(vec: dict[str, Any], file: str) -> VectorUnit | None:

@@ -185,15 +185,25 @@ def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, cou
     cycles (:func:`archsim.devices.array_waves.array_gemm_cycles`; split-K where the device has it on,
     ``Device.split_k``), counted as SCALE-Sim and the array model count them
     (:func:`~archsim.devices.array_waves.indexed_cycles`: on one array, ``archsim cost``'s cycles
-    exactly), vs its HBM traffic, plus one launch."""
+    exactly), vs its HBM traffic, plus one launch. The traffic: each operand once, (m·k + k·n + m·n) · count
+    elements, or with ``Device.dram_traffic`` ``"scalesim"`` the words SCALE-Sim's memory model moves for each
+    array's sub-GEMM (:func:`archsim.devices.array_dram.gemm_dram_words`, × count), at ``element_bytes`` each."""
     from archsim.devices.array_waves import array_gemm_cycles, indexed_cycles  # only devices built of arrays
 
     units = device.gemm_units(dtype)
     m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
     gemm = array_gemm_cycles(m, k, n, count, units, device.split_k)
-    cycles = indexed_cycles(gemm).reshape(np.broadcast(m, k, n, count).shape)
+    shape = np.broadcast(m, k, n, count).shape
+    cycles = indexed_cycles(gemm).reshape(shape)
     compute = cycles.astype(np.float64) / (units.clock_hz * constants.gemm)
-    traffic = ((m * k + k * n + m * n) * count).astype(np.float64) * element_bytes / (
+    if device.dram_traffic == "scalesim":
+        from archsim.devices.array_dram import gemm_dram_words
+
+        words = gemm_dram_words(m, k, n, count, device, dtype, element_bytes).sum(axis=1).reshape(shape)
+        elements = (words * np.broadcast_to(count, shape)).astype(np.float64)
+    else:
+        elements = ((m * k + k * n + m * n) * count).astype(np.float64)
+    traffic = elements * element_bytes / (
         device.hbm_bytes_per_s * constants.gemm_memory)  # GEMM traffic's own fraction, as on tiles
     return np.maximum(compute, traffic) + constants.launch_s
 

@@ -1,5 +1,5 @@
 """The note that a device file states keys its kind does not read (an array device's board power, a tile-timed
-device's SRAM, split-K or energy table), so a figure written to change a result is not silently dropped."""
+device's SRAM, split-K, DRAM count or energy table), so a figure written to change a result is not silently dropped."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ _UNREAD = {"arrays": (("[device] board_watts", "its energy is the energy model's
                       ("[memory] l2_bytes_per_clock", "only gemm = \"tiles\" caps its tiles by the L2's read rate")),
            "tiles": (("[memory] sram_kib_per_array", "its energy is board power × time, which no SRAM changes"),
                      ("[device] split_k", "only gemm = \"arrays\" splits a GEMM over its arrays"),
+                     ("[memory] dram_traffic", "only gemm = \"arrays\" counts SCALE-Sim's DRAM traffic for its SRAMs"),
                      ("[energy]", "its energy is board power × time, not the energy model's"))}
 _CFG_KEYS = {"[memory] sram_kib_per_array": "[architecture_presets] IfmapSramSzkB, FilterSramSzkB, OfmapSramSzkB"}
 
@@ -26,6 +27,7 @@ def unread_keys_note(device: Device, file: str) -> str | None:
     stated = {"[device] board_watts": device.board_watts is not None,
               "[memory] l2_bytes_per_clock": bool(device.l2_bytes_per_clock),
               "[memory] sram_kib_per_array": device.sram_bytes_per_array > 0, "[device] split_k": device.split_k,
+              "[memory] dram_traffic": device.dram_traffic != "compulsory",
               "[energy]": bool(device.energy_table or device.energy_figures)}
     cfg = Path(file).suffix.lower() == ".cfg"  # its SRAM is SCALE-Sim's three keys, which its format requires
     unread = [(_CFG_KEYS.get(key, key) if cfg else key, why) for key, why in _UNREAD[device.gemm] if stated[key]]

@@ -19,7 +19,9 @@ multiplies, so energy is linear in every count by construction. Per GEMM out[M×
   every word filled from DRAM.
 * DRAM words per operand. ``engine="cycle"``: what the cycle engine counts (SCALE-Sim's USER-mode
   DRAM traffic for the array's SRAMs and bandwidth). ``engine="analytic"``: compulsory traffic —
-  A and B read once, out written once — the floor any SRAM size reaches.
+  A and B read once, out written once — the floor any SRAM size reaches. A caller that times the GEMMs
+  with a count of its own passes it (``dram``, :data:`DramWords`: a device file's ``dram_traffic =
+  "scalesim"``, :func:`archsim.devices.array_dram.device_dram_words`), and those words replace either.
 * Vector-unit work: one add per element (pooling, element-wise and batch-norm layers).
 * A fused kernel's non-matmul work (FlashAttention's ``lane_ops``, ``exps``, ``int_ops`` of which ``int_mults``
   multiply): each instruction at the table's ``[fused]`` figure (:func:`nonmatmul_picojoules`; train prices it,
@@ -34,7 +36,7 @@ so a δ split into D1/D2 sub-GEMMs is costed as what it is, never as a share of 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,15 +73,22 @@ PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "vector_pj": ("vector_pj", ("vector_elements",)),
 }
 ENERGY_COLUMNS = (*PARTS, "leakage_pj", "energy_pj")
+DramWords = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""(m, k, n, count) of each GEMM → its (ifmap, filter, ofmap) DRAM words, shape (N, 3), one of ``count`` dealt
+together: a caller's own count (module docstring), replacing the engine's."""
 
 
 def gemm_counts(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig,
-                engine: str = "analytic") -> dict[str, np.ndarray]:
-    """Event counts (words of the array's element size) of each GEMM out[m×n] = A[m×k]·B[k×n]."""
+                engine: str = "analytic", dram_words: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Event counts (words of the array's element size) of each GEMM out[m×n] = A[m×k]·B[k×n]. ``dram_words``:
+    each GEMM's (ifmap, filter, ofmap) DRAM words, shape (N, 3), counted by the caller (:data:`DramWords`), in place
+    of ``engine``'s; the SRAM fills and drains follow them."""
     check_engine(engine)
     m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
     cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow, ofmap_count="true")
-    if engine == "cycle":
+    if dram_words is not None:
+        ifmap_dram, filter_dram, ofmap_dram = np.asarray(dram_words, dtype=np.int64).T
+    elif engine == "cycle":
         results, index = cycle_results(m, k, n, array)  # the cost's loop and bar: numba loads only for it
         traffic = np.array([[r.ifmap_dram_reads, r.filter_dram_reads, r.ofmap_dram_writes] for r in results],
                            dtype=np.int64).reshape(-1, 3)[index]
@@ -110,12 +119,15 @@ def op_counts(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "anal
     return pd.DataFrame(op_count_columns(ops, array, engine))
 
 
-def op_count_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic") -> dict[str, Any]:
-    """:func:`op_counts`' columns by name (lists of text, int64 arrays), without pandas."""
+def op_count_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "analytic",
+                     dram: DramWords | None = None) -> dict[str, Any]:
+    """:func:`op_counts`' columns by name (lists of text, int64 arrays), without pandas; ``dram``: the caller's
+    DRAM count (:data:`DramWords`), in place of ``engine``'s."""
     owner, m, k, n, count = flatten_gemms(ops)
     totals = {name: np.zeros(len(ops), dtype=np.int64) for name in COUNTS}
     if owner.size:
-        for name, values in gemm_counts(m, k, n, array, engine).items():
+        words = None if dram is None else dram(m, k, n, count)
+        for name, values in gemm_counts(m, k, n, array, engine, words).items():
             np.add.at(totals[name], owner, values * count)
     totals["vector_elements"] = np.asarray([op.vector_elements for op in ops], dtype=np.int64)
     return {"layer": [op.layer for op in ops], "op": [op.kind for op in ops], "cycles": op_cycles(ops, array, engine),
@@ -175,9 +187,10 @@ def op_energy(ops: Sequence[TrainingOp], array: ArrayConfig, energies: AccessEne
 
 
 def op_energy_columns(ops: Sequence[TrainingOp], array: ArrayConfig, energies: AccessEnergies | None = None,
-                      engine: str = "analytic") -> dict[str, Any]:
-    """:func:`op_energy`'s columns by name, without pandas."""
-    counts = op_count_columns(ops, array, engine)
+                      engine: str = "analytic", dram: DramWords | None = None) -> dict[str, Any]:
+    """:func:`op_energy`'s columns by name, without pandas; ``dram``: the caller's DRAM count (:data:`DramWords`: a
+    device file's ``dram_traffic = "scalesim"``), in place of ``engine``'s."""
+    counts = op_count_columns(ops, array, engine, dram)
     return {**counts, **energy_columns(counts, energies or access_energies(array), array)}
 
 

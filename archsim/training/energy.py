@@ -3,7 +3,8 @@
 * **Array devices** (a device file whose GEMMs run on its arrays, ``gemm = "arrays"``): archsim's
   energy model (:mod:`archsim.energy.model`; the default table, or a device file's ``[energy]`` table
   and figures: :func:`device_energies`) on the ops' accesses — each op's MACs,
-  register moves, SRAM and compulsory DRAM words and vector elements on one of the device's arrays
+  register moves, SRAM and DRAM words (compulsory, or with ``[memory] dram_traffic = "scalesim"`` the count op timing
+  charges, :mod:`archsim.devices.array_dram`) and vector elements on one of the device's arrays
   (its shape, dataflow and SRAM; ``train --fp8``'s fp8 GEMMs with 8-bit operand words and an fp8 MAC:
   :func:`device_fp8_energies`), and the HBM words its memory-bound part reads and writes (its
   ``vector_elements``, at the table's DRAM energy per word), and a fused kernel's exponentials, FP32 lane
@@ -152,20 +153,24 @@ def _grouped_columns() -> dict[str, tuple[str, ...]]:
 
 
 
-def ops_energy_parts(ops, array: ArrayConfig, energies, fp8_energies=None) -> tuple[float, ...]:
+def ops_energy_parts(ops, array: ArrayConfig, energies, fp8_energies=None, dram=None,
+                     fp8_dram=None) -> tuple[float, ...]:
     """Picojoules of ``ops`` by :data:`ENERGY_PARTS`: the energy model's per-op columns summed part by part (an op
     whose GEMMs take fp8 operands, ``gemm_dtype`` fp8, at ``fp8_energies``: :func:`device_fp8_energies`), the
     memory-bound ops' HBM words (their ``vector_elements``, at the DRAM read figure) under dram, their fused kernels'
-    non-matmul work under nonmatmul."""
+    non-matmul work under nonmatmul. ``dram``, ``fp8_dram``: the GEMMs' DRAM count op timing charges
+    (:func:`archsim.devices.array_dram.device_dram_words`, a device file's ``dram_traffic = "scalesim"``) in the
+    training dtype and in fp8; None: compulsory traffic."""
     from archsim.choices.devices import FP8
     from archsim.energy.model import nonmatmul_picojoules, op_energy_columns
 
     part = dict.fromkeys(_grouped_columns(), 0.0)
     fp8 = fp8_energies is not None
     low = [op for op in ops if fp8 and op.gemm_dtype == FP8]
-    for group, figures in (([op for op in ops if not (fp8 and op.gemm_dtype == FP8)], energies), (low, fp8_energies)):
+    for group, figures, words in (([op for op in ops if not (fp8 and op.gemm_dtype == FP8)], energies, dram),
+                                  (low, fp8_energies, fp8_dram)):
         if group:
-            columns = op_energy_columns(group, array, figures)
+            columns = op_energy_columns(group, array, figures, dram=words)
             for name, names in _grouped_columns().items():
                 part[name] += sum(float(columns[column].sum()) for column in names)
     part["dram"] += sum(op.vector_elements for op in ops) * energies.dram_read_pj
@@ -184,6 +189,8 @@ def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_paral
     under full recompute (``fp8``: the list's linear GEMMs and quantize kernels under it, the GEMMs' accesses
     priced with their operands at 8 bits and an fp8 MAC: :func:`device_fp8_energies`). Cached: a search prices many configurations that share
     these."""
+    from archsim.choices.devices import FP8
+    from archsim.devices.array_dram import device_dram_words
     from archsim.training.iteration import piece_works
 
     lists, _ = piece_works(c, micro_batch, tp, sequence_parallel, attention, implementation, dtype, cp, cp_comm,
@@ -193,12 +200,13 @@ def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_paral
     array = device_array(device, dtype)
     energies = device_energies(device, array)
     low = device_fp8_energies(device, array, energies) if fp8 else None
+    dram, low_dram = device_dram_words(device, dtype), device_dram_words(device, FP8)  # None: compulsory
     out = []
     for index, work in enumerate(pieces):
         ops = [*work.forward, *work.backward]
         if index in (0, 3) and recompute == "full":
             ops += list(work.forward)
-        out.append(ops_energy_parts(ops, array, energies, low))
+        out.append(ops_energy_parts(ops, array, energies, low, dram, low_dram))
     return tuple(out)
 
 
