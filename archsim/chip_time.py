@@ -3,7 +3,7 @@ arrays (with ``--energy``, or in ``archsim energy``, one of one array stating ``
 lowered ops timed on the whole chip by the op timing ``train`` uses for device files
 (:func:`archsim.devices.kernel_ops.op_seconds`: each GEMM's folds dealt to the arrays in ⌈folds · count / arrays⌉
 waves of one fold's cycles at the arrays' clock, against its operands' and result's HBM bytes at the file's
-bandwidth, whichever is longer — :mod:`archsim.devices.array_waves` — plus a memory-bound op's elements streamed at
+bandwidth (with ``[memory] dram_traffic = "scalesim"`` SCALE-Sim's counted DRAM words instead), whichever is longer — :mod:`archsim.devices.array_waves` — plus a memory-bound op's elements streamed at
 that bandwidth, the file's ``gemm_efficiency``, ``memory_efficiency`` and ``launch_s`` as train reads them).
 
 Cost's other columns price one array (SCALE-Sim's count); these price the chip the file states, its arrays of the
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
+    from archsim.devices.array_dram import DramWords
     from archsim.devices.device import Device
     from archsim.lowering import TrainingOp
 
@@ -88,6 +89,31 @@ def _read_chip(config: str | Path, array: ArrayConfig) -> Device | None:
     arrays = replace(device.arrays, rows=array.rows, cols=array.cols, dataflow=array.dataflow,
                      clock_hz=array.clock_hz or device.arrays.clock_hz)
     return replace(device, arrays=arrays)
+
+
+def file_dram_words(config: str | Path | None, array: ArrayConfig, engine: str, dtype: str) -> DramWords | None:
+    """The DRAM count ``energy`` and ``cost --energy`` price ``dtype`` GEMMs by where ``config`` is a device file
+    ``train`` reads stating ``[memory] dram_traffic = "scalesim"``, of any number of arrays: the words train's op
+    timing and energy charge (:func:`archsim.devices.array_dram.device_dram_words`), its arrays of ``array``'s
+    shape, dataflow and clock (the chip the columns are timed on), in words of ``array``'s element size. None under
+    the ``cycle`` engine (its own simulated counts), for no file, a plain SCALE-Sim ``.cfg``, a ``.cfg`` train
+    refuses and a file counting compulsory traffic (the energy model's default: each operand once)."""
+    from archsim.devices.array_dram import device_dram_words
+
+    if engine == "cycle" or config is None:
+        return None
+    chip = _read_chip(config, array)
+    return None if chip is None else device_dram_words(chip, dtype, array.element_bytes)
+
+
+def dram_counts(dram: DramWords | None, engine: str) -> str:
+    """The meta's ``dram_counts``: which DRAM words the energy was priced by (:func:`file_dram_words`)."""
+    if engine == "cycle":
+        return "cycle engine"
+    if dram is not None:
+        return ("SCALE-Sim's memory model's count for the device file's SRAMs and hbm_gbps ([memory] dram_traffic = "
+                "\"scalesim\"), each array's dealt sub-GEMM's: the words train's op timing and energy charge")
+    return "compulsory (each operand once per GEMM)"
 
 
 def layer_chip_seconds(lowered: Sequence[LayerOps], chip: Device, dtype: str,
@@ -209,7 +235,9 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
               "arrays as train deals them, its stalls at hbm_gbps ÷ the arrays running at once on each operand buffer "
               "(a vector op's elements dealt to the arrays, the busiest one's ÷ its columns), at the chip's clock")
     else:
-        by = "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes"
+        by = "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes" + (
+            " (SCALE-Sim's memory model's count of DRAM words for the file's SRAMs: [memory] dram_traffic = "
+            "\"scalesim\")" if chip.gemm == "arrays" and chip.dram_traffic == "scalesim" else " (compulsory: each operand and result once)")
     return {"chip_name": chip.name, "chip_arrays": arrays.count, "chip_array": f"{arrays.rows}x{arrays.cols}",
             "chip_clock_ghz": arrays.clock_hz / 1e9, "chip_hbm_gbps": chip.hbm_bytes_per_s / 1e9,
             "chip_seconds_by": by
@@ -217,6 +245,6 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
                "ops × host_s)" if host else "")}
 
 
-__all__ = ["CHIP_COLUMNS", "chip_meta", "engine_chip_seconds", "gemm_chip_seconds",
+__all__ = ["CHIP_COLUMNS", "chip_meta", "dram_counts", "engine_chip_seconds", "file_dram_words", "gemm_chip_seconds",
            "layer_chip_seconds", "one_array_chip", "priced_chip_seconds", "several_array_chip", "shared_chip_seconds",
            "timed_chip", "times_by_cycle_engine"]

@@ -40,7 +40,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     most (:func:`~archsim.array.costing.refetch_note`)."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
-    from archsim.chip_time import chip_meta, priced_chip_seconds, timed_chip
+    from archsim.chip_time import chip_meta, dram_counts, file_dram_words, priced_chip_seconds, timed_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta, table_for
@@ -50,7 +50,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
 
     lowered = lower_network(network, batch, mode, array.element_bytes)
     rows = layer_cost_rows(lowered, array, engine)
-    table = None
+    table, dram = None, None
     # a device file of several arrays: each layer's time on the whole chip; with --energy, one of one array stating
     # static_watts is timed too: its static power is priced over that time
     timed = timed_chip(config, array, static_power=energy)
@@ -62,10 +62,12 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         from archsim.energy_run import chip_layer_energy
 
         table, energies = energies_for(array, energy_table, config)
+        # a device file's dram_traffic = "scalesim": the words train's energy counts (None: the engine's own)
+        dram = file_dram_words(config, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE)
         if timed is not None and chip_seconds is not None:  # the chip's leakage over its seconds, as energy's
-            rows = chip_layer_energy(rows, lowered, array, energies, engine, chip_seconds, timed)
+            rows = chip_layer_energy(rows, lowered, array, energies, engine, chip_seconds, timed, dram)
         else:
-            rows = with_layer_energy(rows, lowered, array, energies, engine)
+            rows = with_layer_energy(rows, lowered, array, energies, engine, dram)
     if chip_seconds is not None:
         rows = [{**row, **seconds} for row, seconds in zip(rows, chip_seconds, strict=True)]
     meta: dict[str, object] = {
@@ -79,6 +81,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         meta.update(area.as_dict() if chip is None else area.chip_dict(chip.arrays.count), energy_table=table.name)
     if energy:  # the figures the file's [energy] states over that table, which priced the rows' pJ
         meta.update(figures_meta(config))
+        if dram is not None:  # the DRAM words F/G/D_energy_pj priced, named where not the engine's own
+            meta["dram_counts"] = dram_counts(dram, engine)
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
     if timed is not None:

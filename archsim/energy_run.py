@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
+    from archsim.devices.array_dram import DramWords
     from archsim.devices.device import Device
     from archsim.lowering import Mode
     from archsim.workload.layer import Network
@@ -26,19 +27,22 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     are train's op timing, under the ``cycle`` engine that engine's own cycles at the clock (one rule:
     :func:`~archsim.chip_time.priced_chip_seconds`)."""
     from archsim.array.options import dtype_meta
+    from archsim.chip_time import dram_counts, file_dram_words
+    from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta
     from archsim.energy.model import iteration_energy_rows, static_power_mw
 
     table, energies = energies_for(array, energy_table, None if config is None else str(config))
-    rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches)
+    dram = file_dram_words(config, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE)  # train's, or None
+    rows = iteration_energy_rows(network, array, batch, mode, engine, energies, microbatches, dram)
     area = array_area(array, table)
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow,
         "batch": batch, "microbatches": microbatches, "mode": mode, "engine": engine,
         "dtype": dtype_meta(dtype, array), "element_bytes": array.element_bytes, "energy_table": table.name,
         **figures_meta(config),
-        "dram_counts": "cycle engine" if engine == "cycle" else "compulsory (each operand once per GEMM)",
+        "dram_counts": dram_counts(dram, engine),
         **_memory_meta(array, engine), **area.as_dict(),
     }
     iteration = None
@@ -125,18 +129,19 @@ def chip_priced_pj(energy_pj: float, leakage_pj: float, chip_seconds: float, dev
 
 
 def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, engine: str,
-                      layer_seconds: list[dict[str, float]], device: Device) -> list[dict]:
+                      layer_seconds: list[dict[str, float]], device: Device, dram: DramWords | None = None
+                      ) -> list[dict]:
     """``rows`` (``cost``'s per-layer rows of ``lowered``) each with its layer's F/G/D energy and total (pJ) as
     :func:`~archsim.energy.model.with_layer_energy` gives them, each kind's leakage the chip's over that kind's
     seconds in ``layer_seconds`` (each layer's ``F/G/D_chip_seconds``, s:
     :func:`~archsim.chip_time.priced_chip_seconds`, on a chip of one array as of several; :func:`chip_priced_pj`):
     ``cost --energy`` on a device file of several arrays, or of one stating ``static_watts``, priced as ``energy``
-    prices it."""
+    prices it; ``dram``: the DRAM count the dynamic part is priced by (:func:`~archsim.chip_time.file_dram_words`)."""
     from archsim.energy.model import layer_kind_energy, static_power_mw
 
     leakage_mw = static_power_mw(energies, array)
     priced = []
-    for row, kinds, seconds in zip(rows, layer_kind_energy(lowered, array, energies, engine), layer_seconds,
+    for row, kinds, seconds in zip(rows, layer_kind_energy(lowered, array, energies, engine, dram), layer_seconds,
                                     strict=True):
         energy = {f"{kind}_energy_pj": chip_priced_pj(pj, leak, seconds[f"{kind}_chip_seconds"], device, leakage_mw)[1]
                   for kind, (pj, leak) in kinds.items()}

@@ -84,12 +84,14 @@ def gemm_dram_words(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count:
     return out * split[:, None]
 
 
-def device_dram_words(device: Device, dtype: str) -> DramWords | None:
+def device_dram_words(device: Device, dtype: str, element_bytes: int | None = None) -> DramWords | None:
     """The energy model's DRAM count for ``dtype`` GEMMs on ``device`` (:data:`DramWords`: :func:`gemm_dram_words`
-    at the operand's bytes, what op timing charges), or None where the device counts compulsory traffic."""
+    in words of ``element_bytes`` — default the operand's, train's; an array command's width, ``cost``'s and
+    ``energy``'s — what op timing charges at that width), or None where the device counts compulsory traffic. The
+    one rule ``train``, ``energy`` and ``cost --energy`` price a device file's DRAM words by."""
     if device.gemm != "arrays" or device.dram_traffic == "compulsory":
         return None
-    return partial(gemm_dram_words, device=device, dtype=dtype)
+    return partial(gemm_dram_words, device=device, dtype=dtype, element_bytes=element_bytes)
 
 
 __all__ = ["DramWords", "device_dram_words", "gemm_dram_words", "operand_rate", "operand_srams"]

@@ -206,20 +206,21 @@ def layer_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: 
 
 
 def layer_energy_rows(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: AccessEnergies | None = None,
-                      engine: str = "analytic") -> list[dict]:
-    """:func:`layer_energy`'s rows as plain records, without pandas."""
+                      engine: str = "analytic", dram: DramWords | None = None) -> list[dict]:
+    """:func:`layer_energy`'s rows as plain records, without pandas; ``dram``: the caller's DRAM count
+    (:data:`DramWords`), in place of ``engine``'s."""
     return [{"layer": item.layer.name, **{f"{kind}_energy_pj": energy for kind, (energy, _) in kinds.items()},
              "energy_pj": sum(energy for energy, _ in kinds.values())}
-            for item, kinds in zip(lowered, layer_kind_energy(lowered, array, energies, engine), strict=True)]
+            for item, kinds in zip(lowered, layer_kind_energy(lowered, array, energies, engine, dram), strict=True)]
 
 
 def layer_kind_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energies: AccessEnergies | None = None,
-                      engine: str = "analytic") -> list[dict[str, tuple[float, float]]]:
+                      engine: str = "analytic", dram: DramWords | None = None) -> list[dict[str, tuple[float, float]]]:
     """Per layer, per op kind (F, G, D: a split δ's D1 + D2 under D), (energy, its leakage) in pJ, the leakage one
     array's over the ops' cycles: what a caller pricing the chip's static power instead replaces
-    (:func:`archsim.energy_run.chip_priced_pj`)."""
+    (:func:`archsim.energy_run.chip_priced_pj`); ``dram``: the caller's DRAM count (:data:`DramWords`)."""
     ops = [op for item in lowered for op in item.ops]
-    columns = op_energy_columns(ops, array, energies, engine)
+    columns = op_energy_columns(ops, array, energies, engine, dram)
     per_op, leakage = columns["energy_pj"].tolist(), columns["leakage_pj"].tolist()
     layers = []
     position = 0
@@ -234,10 +235,12 @@ def layer_kind_energy(lowered: Sequence[LoweredLayer], array: ArrayConfig, energ
 
 
 def with_layer_energy(rows: Sequence[dict], lowered: Sequence[LoweredLayer], array: ArrayConfig,
-                      energies: AccessEnergies | None = None, engine: str = "analytic") -> list[dict]:
+                      energies: AccessEnergies | None = None, engine: str = "analytic",
+                      dram: DramWords | None = None) -> list[dict]:
     """``rows`` (``layer_cost_rows`` of ``lowered``) each with its layer's F/G/D energy and total (pJ) after
-    its own columns: the table of ``archsim cost --energy`` and ``archsim.cost(energy=True)``."""
-    energy = layer_energy_rows(lowered, array, energies, engine)
+    its own columns: the table of ``archsim cost --energy`` and ``archsim.cost(energy=True)``; ``dram``: the
+    caller's DRAM count (:data:`DramWords`: a device file's ``dram_traffic = "scalesim"``)."""
+    energy = layer_energy_rows(lowered, array, energies, engine, dram)
     return [{**row, **{name: value for name, value in e.items() if name != "layer"}} for row, e in zip(rows, energy)]
 
 
@@ -253,8 +256,10 @@ def iteration_energy(network: Network, array: ArrayConfig, batch: int, mode: Mod
 
 def iteration_energy_rows(network: Network, array: ArrayConfig, batch: int, mode: Mode = "exact",
                           engine: str = "analytic", energies: AccessEnergies | None = None,
-                          microbatches: int = 1) -> list[dict]:
-    """:func:`iteration_energy`'s rows (op, cycles, :data:`COUNTS`, :data:`ENERGY_COLUMNS`), without pandas.
+                          microbatches: int = 1, dram: DramWords | None = None) -> list[dict]:
+    """:func:`iteration_energy`'s rows (op, cycles, :data:`COUNTS`, :data:`ENERGY_COLUMNS`), without pandas;
+    ``dram``: the caller's DRAM count (:data:`DramWords`: ``energy`` on a device file's ``dram_traffic =
+    "scalesim"``), in place of ``engine``'s.
 
     With ``microbatches`` M the batch runs as M micro-batches of batch / M (which must divide), so
     every GEMM is M times a smaller one — fold and fill effects included. Each kind's floats are
@@ -263,7 +268,7 @@ def iteration_energy_rows(network: Network, array: ArrayConfig, batch: int, mode
     if batch % microbatches:
         raise InputError(f"micro-batches ({microbatches}) must divide the batch ({batch})", field="microbatches")
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
-    per_op = op_energy_columns([op for item in lowered for op in item.ops], array, energies, engine)
+    per_op = op_energy_columns([op for item in lowered for op in item.ops], array, energies, engine, dram)
     numeric = ["cycles", *COUNTS, *ENERGY_COLUMNS]
     values = {name: np.asarray(per_op[name]) * microbatches for name in numeric}
     kinds = [op[0] for op in per_op["op"]]
