@@ -75,8 +75,10 @@ def timed_chip(config: str | Path | None, array: ArrayConfig, *, static_power: b
 
 def _read_chip(config: str | Path, array: ArrayConfig) -> Device | None:
     """The device file ``config`` as ``train`` reads it, its arrays reshaped to ``array`` (its clock where it has
-    one); None for a ``.cfg`` device file ``train`` refuses."""
+    one) and its operand buffers ``array``'s (KiB; the file's unless ``--sram-kb`` replaced them: what a
+    ``dram_traffic = "scalesim"`` count reads); None for a ``.cfg`` device file ``train`` refuses."""
     from archsim.array.device_sections import is_device_toml
+    from archsim.array.sram_sizes import cfg_sram_keys
     from archsim.devices.device_file import load_device
     from archsim.errors import InputError
 
@@ -88,6 +90,9 @@ def _read_chip(config: str | Path, array: ArrayConfig) -> Device | None:
         return None
     arrays = replace(device.arrays, rows=array.rows, cols=array.cols, dataflow=array.dataflow,
                      clock_hz=array.clock_hz or device.arrays.clock_hz)
+    buffers = (array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb)
+    if buffers != device.operand_buffers_kib:  # --sram-kb: the chip's buffers the array's, as energy prices them
+        device = replace(device, sram_keys=cfg_sram_keys(array), sram_bytes_per_array=sum(buffers) * 1024.0)
     return replace(device, arrays=arrays)
 
 

@@ -111,6 +111,23 @@ def test_cost_energy_prices_what_energy_prices(tmp_path, capsys):
     assert totals["scalesim"] > totals["compulsory"]
 
 
+def test_sram_kb_sets_the_buffers_the_count_reads(tmp_path, capsys):
+    """--sram-kb 3072 prices three 3072 KiB buffers (1,572,864 two-byte words each): energy counts the words SCALE-Sim
+    moves through those, as its SRAM energy and area take them, and cost's chip columns time them (before: the file's
+    4 KiB buffers' count beside 3072 KiB SRAMs priced)."""
+    def words(m: int, k: int, n: int) -> tuple[int, int, int]:
+        t = gemm_dram_traffic(m, k, n, 32, 32, "ws", sram_words=(3072 * 512,) * 3, bandwidth=(5, 5, 5))
+        return t.ifmap_reads, t.filter_reads, t.ofmap_writes
+
+    rows = {row["op"]: row for row in _run(tmp_path, capsys, "energy", "scalesim", "--sram-kb", "3072")["rows"]}
+    for kind, gemm in (("F", F_GEMM), ("G", G_GEMM)):
+        got = [rows[kind][name] for name in ("ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes")]
+        assert got == list(words(*gemm)) != list(_words(*gemm))
+    row = _run(tmp_path, capsys, "cost", "scalesim", "--sram-kb", "3072")["rows"][0]
+    for kind, gemm in (("F", F_GEMM), ("G", G_GEMM)):
+        assert row[f"{kind}_chip_seconds"] == pytest.approx(2 * sum(words(*gemm)) / HBM, rel=1e-12)
+
+
 def test_the_cycle_engine_keeps_its_own_counts(tmp_path):
     """Under the cycle engine no count replaces the engine's simulated one; under the analytic engine a file counting
     compulsory traffic (or no device file) gives none either."""
