@@ -14,7 +14,8 @@ Layer-wise ops F_l, D_l (δ, absent for the first layer) and G_l of M micro-batc
 
 ``flush``: with it, no backward op starts before every forward of the mini-batch has finished
 (GPipe's synchronous flush); without it, backward ops interleave with later micro-batches'
-forwards, and δ is ranked above the next micro-batch's F. ``mp`` runs one micro-batch's forward
+forwards, and δ is ranked above the next micro-batch's F (``ooo-pipe1`` and ``ooo-pipe2`` alike; ``ooo-pipe1``
+ranked F first whatever the flag until 2026-12-05, so ``--no-flush`` changed nothing). ``mp`` runs one micro-batch's forward
 and backward before the next micro-batch starts, which a flush over two or more micro-batches
 contradicts: that combination is refused (with one micro-batch the flush changes nothing).
 """
@@ -110,7 +111,7 @@ def ooo_layout(n: int, devices: int, microbatches: int, policy: str, *, flush: b
         backward_layer = n - 1 - layer  # deeper layers first in the backward pass
         if policy in ("mp", "gpipe"):  # conventional: a layer's G then D, then the previous layer's
             return (0, mb, layer) if kind == "F" else (1, mb, backward_layer, kind == "D")
-        if policy == "ooo-pipe1" or flush:
+        if flush:
             return (0, mb, layer) if kind == "F" else ((1, mb, backward_layer) if kind == "D" else (2, mb, backward_layer))
         return {"D": (0, mb, backward_layer), "F": (1, mb, layer), "G": (2, mb, backward_layer)}[kind]
 
