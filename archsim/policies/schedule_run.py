@@ -228,7 +228,19 @@ def _ooo_allocation(args: SimpleNamespace, layers: int) -> dict[str, str]:
     where = [device_of(layer, layers, args.processors, allocation, args.group) for layer in range(layers)]
     rule = (f"modulo: layer l (from 0) on device ⌊l/{args.group}⌋ mod P" if allocation == "modulo" else
             "contiguous: ⌈L/P⌉ consecutive layers a device, by count, not cost (the paper's model parallelism)")
-    return _allocation_meta(rule, [where.count(device) for device in range(args.processors)])
+    counts = [where.count(device) for device in range(args.processors)]
+    return {**_allocation_meta(rule, counts), "schedule_variant": _ooo_variant(args.policy, counts)}
+
+
+def _ooo_variant(policy: str, counts: Sequence[int]) -> str:
+    """Meta ``schedule_variant`` of an out-of-order pipeline: layer-wise ops and their order, and the split, so its
+    ``gpipe`` is not mistaken for ``archsim pipeline --method gpipe``'s stage-wise fill-drain on balanced stages."""
+    order = {"mp": "one micro-batch at a time, each layer's G before its δ",
+             "gpipe": "every forward first, then each layer's G before its δ (out-of-order backprop's GPipe)",
+             "ooo-pipe1": "gradient fast-forwarding, a device's δ before its G", "ooo-pipe2":
+             "gradient fast-forwarding on modulo allocation"}[policy]
+    split = ",".join(str(count) for count in counts)
+    return f"{policy}: layer-wise, {order}, on {split} layers a device"
 
 
 def _ooo_problem(args: SimpleNamespace, costs: LayerProfile, flush: bool, first_delta: bool, block: str | None = None):
