@@ -22,7 +22,7 @@ contradicts: that combination is refused (with one micro-batch the flush changes
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -233,13 +233,60 @@ def lower_bound(costs: LayerProfile, devices: int, microbatches: int, policy: st
     return max(chain, max(work))
 
 
-def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
+def output_gradients(costs: LayerProfile) -> dict[str, int]:
+    """Each layer's output gradient in bytes (the size of its output activation, ``activation_bytes``), by
+    the layer name its ops' ``layer`` tags carry: what a weight gradient deferred past its δ keeps."""
+    return {name: int(size) for name, size in zip(costs.names, costs.activation_bytes)}
+
+
+def held_peaks(problem: Problem, timeline, output_bytes: Mapping[str, int]) -> dict[str, int]:
+    """Peak bytes per device of the stash (each op's alloc at its start, free at its end, as
+    :meth:`~archsim.sim.timeline.Timeline.peak_memory` counts it) plus the output gradients that wait between
+    their two readers: a layer's δ_l and G_l of one micro-batch both read its output gradient, and the first to
+    run cannot free it, so it is held from the end of the first until the start of the second, in the order
+    the schedule ran (gradient fast-forwarding: δ_l, then G_l later; the conventional G_l then δ_l back to back
+    hold nothing more). While an op runs its gradient is a working buffer, not counted (archsim.footprint's
+    rule). The input G_l reads is the stash, counted already. Events at one instant: frees, then allocs."""
+    ops = {op.id: op for op in problem.ops}
+    events: dict[str, list[tuple[float, int, int]]] = {p.name: [] for p in problem.processors}
+    readers: dict[tuple, list] = {}
+    for slot in timeline.slots:
+        op = ops[slot.op]
+        if op.alloc_bytes:
+            events[slot.processor].append((slot.start, 1, op.alloc_bytes))
+        if op.free_bytes:
+            events[slot.processor].append((slot.end, 2 if slot.end == slot.start else 0, -op.free_bytes))
+        if op.tag("kind") in ("D", "G"):
+            readers.setdefault((op.tag("layer"), op.tag("microbatch")), []).append(slot)
+    for (layer, _), pair in readers.items():
+        size = output_bytes.get(str(layer), 0)
+        if len(pair) == 2 and size:
+            first, second = sorted(pair, key=lambda s: (s.start, s.end))
+            if second.start > first.end:
+                events[first.processor] += [(first.end, 1, size), (second.start, 0, -size)]
+    peaks = {}
+    for name, items in events.items():
+        level = peak = 0
+        for _, _, delta in sorted(items):
+            level += delta
+            peak = max(peak, level)
+        peaks[name] = peak
+    return peaks
+
+
+def schedule_metrics(problem: Problem, timeline, output_bytes: Mapping[str, int] | None = None) -> dict[str, float]:
     """makespan, bubble fraction (:func:`archsim.sim.bubble.bubble`'s ``idle-share``: network resources,
-    whose ops are tagged ``comm``, do not count) and peak stash bytes; ``problem`` is the timeline's."""
-    peaks = timeline.peak_memory()
+    whose ops are tagged ``comm``, do not count) and peak held bytes on a device; ``problem`` is the timeline's.
+    ``output_bytes`` (:func:`output_gradients`): each layer's output gradient, counted while it waits between δ_l
+    and G_l (:func:`held_peaks`); None or all zero: the stash alone."""
+    if output_bytes and any(output_bytes.values()):
+        peaks = held_peaks(problem, timeline, output_bytes)
+    else:
+        peaks = timeline.peak_memory()
     return {"makespan": timeline.makespan, "bubble_fraction": bubble(timeline, "idle-share"),
             "peak_activation_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["ALLOCATION", "default_flush", "devices_used", "flush_phases", "layer_chain", "lower_bound", "ooo_problem",
-           "ooo_schedule", "op_count", "require_chain", "schedule_metrics", "unit_costs"]
+__all__ = ["ALLOCATION", "default_flush", "devices_used", "flush_phases", "held_peaks", "layer_chain", "lower_bound",
+           "ooo_problem", "ooo_schedule", "op_count", "output_gradients", "require_chain", "schedule_metrics",
+           "unit_costs"]
