@@ -120,3 +120,16 @@ def test_deferred_weight_gradients_hold_their_output_gradients_by_hand():
     rows = {p: archsim.schedule(costs, policy=p, processors=1, microbatches=2).row["peak_activation_bytes"]
             for p in ("gpipe", "ooo-pipe1")}
     assert rows == {"gpipe": 14, "ooo-pipe1": 174}
+    # per device, on a timeline of Slot records as on the engine's arrays: the one device holds it all
+    from dataclasses import replace
+
+    from archsim.policies.ooo import held_peaks
+
+    problem, timeline = ooo_schedule(costs, 1, 2, "ooo-pipe1", flush=True)
+    records = replace(timeline, slots=tuple(timeline.slots))
+    assert held_peaks(problem, records, output_gradients(costs)) == {"d1": 174}
+    # one layer a device (3 devices), flushed at 4: d3 D3:0 [4, 5), D3:1 [5, 6), G3:0 [6, 7), G3:1: l3's gradient
+    # waits [5, 6) for micro-batch 0 and [6, 7) for 1, 64 at a time beside 2 × 4 of stash: 72. d2 D2:0 [5, 6),
+    # D2:1 [6, 7) (δ over the ready G2:0), G2:0 [7, 8): 32 at a time beside 2 × 2: 36. d1 has no δ: its stash, 2.
+    problem, timeline = ooo_schedule(costs, 3, 2, "ooo-pipe1", flush=True)
+    assert held_peaks(problem, timeline, output_gradients(costs)) == {"d1": 2, "d2": 36, "d3": 72}

@@ -36,6 +36,7 @@ from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
 from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
+from archsim.sim.timeline import SlotTable
 
 if TYPE_CHECKING:
     from archsim.workload.layer import Network
@@ -247,30 +248,47 @@ def held_peaks(problem: Problem, timeline, output_bytes: Mapping[str, int]) -> d
     the schedule ran (gradient fast-forwarding: δ_l, then G_l later; the conventional G_l then δ_l back to back
     hold nothing more). While an op runs its gradient is a working buffer, not counted (archsim.footprint's
     rule). The input G_l reads is the stash, counted already. Events at one instant: frees, then allocs."""
-    ops = {op.id: op for op in problem.ops}
-    events: dict[str, list[tuple[float, int, int]]] = {p.name: [] for p in problem.processors}
-    readers: dict[tuple, list] = {}
-    for slot in timeline.slots:
-        op = ops[slot.op]
-        if op.alloc_bytes:
-            events[slot.processor].append((slot.start, 1, op.alloc_bytes))
-        if op.free_bytes:
-            events[slot.processor].append((slot.end, 2 if slot.end == slot.start else 0, -op.free_bytes))
-        if op.tag("kind") in ("D", "G"):
-            readers.setdefault((op.tag("layer"), op.tag("microbatch")), []).append(slot)
-    for (layer, _), pair in readers.items():
-        size = output_bytes.get(str(layer), 0)
-        if len(pair) == 2 and size:
-            first, second = sorted(pair, key=lambda s: (s.start, s.end))
-            if second.start > first.end:
-                events[first.processor] += [(first.end, 1, size), (second.start, 0, -size)]
+    arrays, names = problem.arrays, [p.name for p in problem.processors]
+    slots = timeline.slots
+    if isinstance(slots, SlotTable) and slots.problem is problem:
+        op, proc, start, end = slots.op, slots.processor, slots.start, slots.end
+    else:  # a timeline of Slot records
+        where = {name: i for i, name in enumerate(names)}
+        op = np.array([arrays.index[s.op] for s in slots], dtype=np.int64)
+        proc = np.array([where[s.processor] for s in slots], dtype=np.int64)
+        start, end = (np.array([getattr(s, key) for s in slots], dtype=np.float64) for key in ("start", "end"))
+    alloc, free = arrays.alloc[op], arrays.free[op]
+    a, f = alloc != 0, free != 0
+    parts = [(proc[a], start[a], np.ones(int(a.sum()), dtype=np.int64), alloc[a]),
+             (proc[f], end[f], np.where(end[f] == start[f], 2, 0), -free[f])]
+    kind = np.array(problem.tag_values("kind", ""), dtype=object)[op]
+    layer = [str(v) for v in np.array(problem.tag_values("layer", ""), dtype=object)[op].tolist()]
+    batch = np.array(problem.tag_values("microbatch", -1), dtype=np.int64)[op]
+    size = np.array([output_bytes.get(name, 0) for name in layer], dtype=np.int64)
+    _, layer_code = np.unique(np.array(layer, dtype=object).astype(str), return_inverse=True)
+    key = layer_code.astype(np.int64) * (int(batch.max(initial=0)) + 2) + batch + 1
+    d, g = np.flatnonzero((kind == "D") & (size > 0)), np.flatnonzero((kind == "G") & (size > 0))
+    by_key = np.argsort(key[g], kind="stable")
+    at = np.searchsorted(key[g][by_key], key[d])
+    found = at < len(g)
+    d, at = d[found], at[found]
+    matched = key[g][by_key][at] == key[d]
+    d, g = d[matched], g[by_key][at[matched]]
+    delta_first = start[d] <= start[g]
+    first_end = np.where(delta_first, end[d], end[g])
+    second_start = np.where(delta_first, start[g], start[d])
+    waits = second_start > first_end
+    d, first_end, second_start = d[waits], first_end[waits], second_start[waits]
+    parts += [(proc[d], first_end, np.ones(len(d), dtype=np.int64), size[d]),
+              (proc[d], second_start, np.zeros(len(d), dtype=np.int64), -size[d])]
+    who, time, code, change = (np.concatenate([part[i] for part in parts]) for i in range(4))
+    order = np.lexsort((change, code, time, who))
+    who, change = who[order], change[order]
+    bounds = np.searchsorted(who, np.arange(len(names) + 1))
     peaks = {}
-    for name, items in events.items():
-        level = peak = 0
-        for _, _, delta in sorted(items):
-            level += delta
-            peak = max(peak, level)
-        peaks[name] = peak
+    for p, name in enumerate(names):
+        level = np.cumsum(change[bounds[p]:bounds[p + 1]])
+        peaks[name] = max(int(level.max(initial=0)), 0)
     return peaks
 
 
