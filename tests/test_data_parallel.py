@@ -92,7 +92,7 @@ def test_k_search_finds_the_best_k_on_a_smooth_case():
     costs = [1.0] * 20
     evaluate = lambda k: window_time(costs, costs, costs, sync, reverse_first_k_order(20, k))
     found = search_k(evaluate, 20)
-    assert evaluate(found) == min(evaluate(k) for k in range(21))
+    assert evaluate(found) == min(evaluate(k) for k in range(20))  # the paper's k < L
 
 
 def test_every_timeline_is_valid():
@@ -127,3 +127,35 @@ def test_resnet50_search_reports_no_reversal_that_gains_nothing():
     found = run("auto")
     assert found.row["reversed_layers"] == 0
     assert found.makespan == pytest.approx(run(0).makespan, rel=1e-9)
+
+
+def test_k_search_visits_the_printed_order_and_skips_no_k_of_an_odd_step():
+    """§5.1's search, by hand, for L = 30 (Δk = 3): k = 0, 3, … 27 (k < L), then every k in (k − 3, k + 3) in
+    steps of 1. f falls by 3 a layer to k = 10, then rises by 1: f(9) = 3, f(12) = 2, f(15) = 5, so the first
+    pass keeps 12 and the second visits 10 … 14 and keeps 10 (f = 0). Failed before: the second pass visited
+    only 11, 12, 13 (Δk halved to 1 around 12) and kept 11; the first pass also timed nothing at k = L."""
+    visited: list[int] = []
+
+    def f(k: int) -> float:
+        visited.append(k)
+        return 3.0 * (10 - k) if k <= 10 else float(k - 10)
+
+    assert search_k(f, 30) == 10
+    assert visited == [*range(0, 30, 3), 10, 11, 12, 13, 14]
+
+
+def test_k_search_never_tries_k_equal_to_the_layer_count():
+    """Failed before: the first pass ran range(0, L + 1, Δk), timing k = L (20 here) and keeping it."""
+    visited: list[int] = []
+    assert search_k(lambda k: visited.append(k) or -float(k), 20) == 19
+    assert max(visited) == 19
+
+
+@pytest.mark.parametrize("sync", [[1.0] * 5, [2.0] * 5, [3.0, 0.5, 2.0, 1.0, 4.0]])
+def test_k_search_matches_brute_force_over_every_k_below_l(sync):
+    """A tiny network (5 layers, unequal F/δ/G): the search's k is the smallest k < L whose window is fastest,
+    found by timing every k."""
+    f, d, g = [1.0, 2.0, 1.0, 3.0, 1.0], [1.0, 1.0, 2.0, 1.0, 2.0], [2.0, 1.0, 1.0, 2.0, 1.0]
+    time = lambda k: window_time(f, d, g, sync, reverse_first_k_order(5, k))
+    times = [time(k) for k in range(5)]
+    assert search_k(time, 5) == times.index(min(times))

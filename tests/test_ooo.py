@@ -102,3 +102,20 @@ def test_the_schedule_command_refuses_a_branching_network(unit, capsys):
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1
     assert "layer 'add' reads 'fc_x'" in err and "field 'network'" in err
+
+
+def test_ooo_pipe1_without_flush_ranks_delta_above_the_next_forward():
+    """2 unit layers on 2 devices, 2 micro-batches, no flush (the module's rule: δ above the next micro-batch's
+    F, F above G). Device 2 runs F2:0 [1, 2); at 2 both F2:1 and D2:0 are ready and D2:0 runs [2, 3), F2:1
+    [3, 4). With the flush F2:1 runs [2, 3) and D2:0 waits for it. Failed before: ooo-pipe1 ranked F first
+    whatever the flag, so --no-flush ran exactly the flushed order (ffnn8 on 4 devices, 4 micro-batches: 34
+    both; now 30 without the flush, a valid timeline)."""
+    starts = {}
+    for flush in (True, False):
+        problem, timeline = ooo_schedule(unit_costs(2), 2, 2, "ooo-pipe1", flush=flush)
+        assert validate_timeline(problem, timeline) == []
+        starts[flush] = {s.op: s.start for s in timeline.slots}
+    assert (starts[True]["F2:1"], starts[True]["D2:0"]) == (2, 3)
+    assert (starts[False]["D2:0"], starts[False]["F2:1"]) == (2, 3)
+    flushed, free = (ooo_schedule(unit_costs(8), 4, 4, "ooo-pipe1", flush=f)[1].makespan for f in (True, False))
+    assert (flushed, free) == (34, 30)

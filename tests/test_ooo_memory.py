@@ -95,3 +95,41 @@ def test_bert_blocks_peak_alike_across_policies(bert_blocks, policy, flush):
     full = 4 * 6 * 512 * MIB
     assert timeline.peak_memory() == {"d1": full, "d2": full, "d3": full, "d4": full}
     assert schedule_metrics(problem, timeline)["peak_activation_bytes"] == 12 * 1024 * MIB
+
+
+def test_deferred_weight_gradients_hold_their_output_gradients_by_hand():
+    """3 layers on 1 device, 2 micro-batches, F = D = G = 1; inputs kept (stash) 1, 2, 4 bytes, outputs (so
+    output gradients) 16, 32, 64. The flush ends the 6 forwards at 6: stash 2 × 7 = 14, held to each G.
+    ooo-pipe1 (δ before G): D3:0 [6, 7), D2:0 [7, 8), D3:1 [8, 9), D2:1 [9, 10), then G3:0 [10, 11), G2:0,
+    G1:0, G3:1 [13, 14), G2:1 [14, 15), G1:1. Each δ'd layer's output gradient waits for its G: l3 of
+    micro-batch 0 over [7, 10), l2's [8, 11), l3 of 1 [9, 13), l2 of 1 [10, 14). Over [9, 10): 64 + 32 + 64
+    beside the 14: peak 174. gpipe runs each layer's G right before its δ: nothing waits, 14. Failed before:
+    the peak counted the stash alone, 14 for both (vgg16 conv, 4 devices, 8 micro-batches: 1477 MB both)."""
+    import archsim
+    from archsim.partition.profile import profile_from_costs
+    from archsim.policies.ooo import output_gradients
+
+    costs = profile_from_costs(["l1", "l2", "l3"], [1] * 3, [1] * 3, [1] * 3, activation_bytes=[16, 32, 64],
+                               stash_bytes=[1, 2, 4])
+    problem, timeline = ooo_schedule(costs, 1, 2, "ooo-pipe1", flush=True)
+    assert _order(timeline, "d1")[6:10] == ["D3:0", "D2:0", "D3:1", "D2:1"]
+    assert schedule_metrics(problem, timeline, output_gradients(costs))["peak_activation_bytes"] == 174
+    assert schedule_metrics(problem, timeline)["peak_activation_bytes"] == 14  # the stash alone
+    problem, timeline = ooo_schedule(costs, 1, 2, "gpipe", flush=True)
+    assert schedule_metrics(problem, timeline, output_gradients(costs))["peak_activation_bytes"] == 14
+    rows = {p: archsim.schedule(costs, policy=p, processors=1, microbatches=2).row["peak_activation_bytes"]
+            for p in ("gpipe", "ooo-pipe1")}
+    assert rows == {"gpipe": 14, "ooo-pipe1": 174}
+    # per device, on a timeline of Slot records as on the engine's arrays: the one device holds it all
+    from dataclasses import replace
+
+    from archsim.policies.ooo import held_peaks
+
+    problem, timeline = ooo_schedule(costs, 1, 2, "ooo-pipe1", flush=True)
+    records = replace(timeline, slots=tuple(timeline.slots))
+    assert held_peaks(problem, records, output_gradients(costs)) == {"d1": 174}
+    # one layer a device (3 devices), flushed at 4: d3 D3:0 [4, 5), D3:1 [5, 6), G3:0 [6, 7), G3:1: l3's gradient
+    # waits [5, 6) for micro-batch 0 and [6, 7) for 1, 64 at a time beside 2 × 4 of stash: 72. d2 D2:0 [5, 6),
+    # D2:1 [6, 7) (δ over the ready G2:0), G2:0 [7, 8): 32 at a time beside 2 × 2: 36. d1 has no δ: its stash, 2.
+    problem, timeline = ooo_schedule(costs, 3, 2, "ooo-pipe1", flush=True)
+    assert held_peaks(problem, timeline, output_gradients(costs)) == {"d1": 2, "d2": 36, "d3": 72}

@@ -188,6 +188,9 @@ def run(args: argparse.Namespace) -> int:
         meta["microbatches"] = args.microbatches
         if args.schedule is not None:  # a chosen schedule is stated; the method's own stays as it was printed
             meta["schedule"] = result.schedule
+        from archsim.policies.pipeline import schedule_variant
+
+        meta["schedule_variant"] = schedule_variant(result.schedule, plan)  # which gpipe: not schedule's layer-wise
         meta["makespan"] = makespan
         if link.bytes_per_cycle is not None:  # a link the flag or a device file stated: said, as schedule says it
             meta["link_bytes_per_cycle"] = link.bytes_per_cycle

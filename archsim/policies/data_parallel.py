@@ -137,12 +137,21 @@ def fastest(candidates, evaluate) -> int:
 
 
 def search_k(evaluate, layers: int) -> int:
-    """The paper's k search: step Δk = L/10 from 0, then halve Δk around the best until Δk < 1."""
+    """The paper's k search (§5.1, the text after Algorithm 2): k from 0 in steps of Δk = L/10 (an integer,
+    at least 1) "for all k < L"; then, around the best k, every k in the open range (k − Δk, k + Δk) in steps
+    of the halved Δk, repeated until Δk is 1. The open range is searched whole, so an odd Δk skips no
+    multiple of its half there (Δk 3 halves to 1: k − 2 … k + 2); k = L is never tried by the search
+    (``--reverse-k L`` still runs it)."""
+    if layers <= 0:
+        return 0
     step = max(1, layers // 10)
-    best = fastest(range(0, layers + 1, step), evaluate)
+    best = fastest(range(0, layers, step), evaluate)
     while step > 1:
-        step //= 2
-        best = fastest([k for k in (best - step, best, best + step) if 0 <= k <= layers], evaluate)
+        half = step // 2
+        reach = (step - 1) // half  # multiples of the half strictly inside (best − step, best + step)
+        best = fastest([best + j * half for j in range(-reach, reach + 1) if 0 <= best + j * half < layers],
+                       evaluate)
+        step = half
     return best
 
 

@@ -14,14 +14,15 @@ Layer-wise ops F_l, D_l (δ, absent for the first layer) and G_l of M micro-batc
 
 ``flush``: with it, no backward op starts before every forward of the mini-batch has finished
 (GPipe's synchronous flush); without it, backward ops interleave with later micro-batches'
-forwards, and δ is ranked above the next micro-batch's F. ``mp`` runs one micro-batch's forward
+forwards, and δ is ranked above the next micro-batch's F (``ooo-pipe1`` and ``ooo-pipe2`` alike; ``ooo-pipe1``
+ranked F first whatever the flag until 2026-12-05, so ``--no-flush`` changed nothing). ``mp`` runs one micro-batch's forward
 and backward before the next micro-batch starts, which a flush over two or more micro-batches
 contradicts: that combination is refused (with one micro-batch the flush changes nothing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ from archsim.sim import Problem, Processor, simulate
 from archsim.sim.bubble import bubble
 from archsim.sim.builder import build, repeat_flow
 from archsim.sim.columns import DepColumns, OpColumns
+from archsim.sim.timeline import SlotTable
 
 if TYPE_CHECKING:
     from archsim.workload.layer import Network
@@ -110,7 +112,7 @@ def ooo_layout(n: int, devices: int, microbatches: int, policy: str, *, flush: b
         backward_layer = n - 1 - layer  # deeper layers first in the backward pass
         if policy in ("mp", "gpipe"):  # conventional: a layer's G then D, then the previous layer's
             return (0, mb, layer) if kind == "F" else (1, mb, backward_layer, kind == "D")
-        if policy == "ooo-pipe1" or flush:
+        if flush:
             return (0, mb, layer) if kind == "F" else ((1, mb, backward_layer) if kind == "D" else (2, mb, backward_layer))
         return {"D": (0, mb, backward_layer), "F": (1, mb, layer), "G": (2, mb, backward_layer)}[kind]
 
@@ -232,13 +234,77 @@ def lower_bound(costs: LayerProfile, devices: int, microbatches: int, policy: st
     return max(chain, max(work))
 
 
-def schedule_metrics(problem: Problem, timeline) -> dict[str, float]:
+def output_gradients(costs: LayerProfile) -> dict[str, int]:
+    """Each layer's output gradient in bytes (the size of its output activation, ``activation_bytes``), by
+    the layer name its ops' ``layer`` tags carry: what a weight gradient deferred past its δ keeps."""
+    return {name: int(size) for name, size in zip(costs.names, costs.activation_bytes)}
+
+
+def held_peaks(problem: Problem, timeline, output_bytes: Mapping[str, int]) -> dict[str, int]:
+    """Peak bytes per device of the stash (each op's alloc at its start, free at its end, as
+    :meth:`~archsim.sim.timeline.Timeline.peak_memory` counts it) plus the output gradients that wait between
+    their two readers: a layer's δ_l and G_l of one micro-batch both read its output gradient, and the first to
+    run cannot free it, so it is held from the end of the first until the start of the second, in the order
+    the schedule ran (gradient fast-forwarding: δ_l, then G_l later; the conventional G_l then δ_l back to back
+    hold nothing more). While an op runs its gradient is a working buffer, not counted (archsim.footprint's
+    rule). The input G_l reads is the stash, counted already. Events at one instant: frees, then allocs."""
+    arrays, names = problem.arrays, [p.name for p in problem.processors]
+    slots = timeline.slots
+    if isinstance(slots, SlotTable) and slots.problem is problem:
+        op, proc, start, end = slots.op, slots.processor, slots.start, slots.end
+    else:  # a timeline of Slot records
+        where = {name: i for i, name in enumerate(names)}
+        op = np.array([arrays.index[s.op] for s in slots], dtype=np.int64)
+        proc = np.array([where[s.processor] for s in slots], dtype=np.int64)
+        start, end = (np.array([getattr(s, key) for s in slots], dtype=np.float64) for key in ("start", "end"))
+    alloc, free = arrays.alloc[op], arrays.free[op]
+    a, f = alloc != 0, free != 0
+    parts = [(proc[a], start[a], np.ones(int(a.sum()), dtype=np.int64), alloc[a]),
+             (proc[f], end[f], np.where(end[f] == start[f], 2, 0), -free[f])]
+    kind = np.array(problem.tag_values("kind", ""), dtype=object)[op]
+    layer = [str(v) for v in np.array(problem.tag_values("layer", ""), dtype=object)[op].tolist()]
+    batch = np.array(problem.tag_values("microbatch", -1), dtype=np.int64)[op]
+    size = np.array([output_bytes.get(name, 0) for name in layer], dtype=np.int64)
+    _, layer_code = np.unique(np.array(layer, dtype=object).astype(str), return_inverse=True)
+    key = layer_code.astype(np.int64) * (int(batch.max(initial=0)) + 2) + batch + 1
+    d, g = np.flatnonzero((kind == "D") & (size > 0)), np.flatnonzero((kind == "G") & (size > 0))
+    by_key = np.argsort(key[g], kind="stable")
+    at = np.searchsorted(key[g][by_key], key[d])
+    found = at < len(g)
+    d, at = d[found], at[found]
+    matched = key[g][by_key][at] == key[d]
+    d, g = d[matched], g[by_key][at[matched]]
+    delta_first = start[d] <= start[g]
+    first_end = np.where(delta_first, end[d], end[g])
+    second_start = np.where(delta_first, start[g], start[d])
+    waits = second_start > first_end
+    d, first_end, second_start = d[waits], first_end[waits], second_start[waits]
+    parts += [(proc[d], first_end, np.ones(len(d), dtype=np.int64), size[d]),
+              (proc[d], second_start, np.zeros(len(d), dtype=np.int64), -size[d])]
+    who, time, code, change = (np.concatenate([part[i] for part in parts]) for i in range(4))
+    order = np.lexsort((change, code, time, who))
+    who, change = who[order], change[order]
+    bounds = np.searchsorted(who, np.arange(len(names) + 1))
+    peaks = {}
+    for p, name in enumerate(names):
+        level = np.cumsum(change[bounds[p]:bounds[p + 1]])
+        peaks[name] = max(int(level.max(initial=0)), 0)
+    return peaks
+
+
+def schedule_metrics(problem: Problem, timeline, output_bytes: Mapping[str, int] | None = None) -> dict[str, float]:
     """makespan, bubble fraction (:func:`archsim.sim.bubble.bubble`'s ``idle-share``: network resources,
-    whose ops are tagged ``comm``, do not count) and peak stash bytes; ``problem`` is the timeline's."""
-    peaks = timeline.peak_memory()
+    whose ops are tagged ``comm``, do not count) and peak held bytes on a device; ``problem`` is the timeline's.
+    ``output_bytes`` (:func:`output_gradients`): each layer's output gradient, counted while it waits between δ_l
+    and G_l (:func:`held_peaks`); None or all zero: the stash alone."""
+    if output_bytes and any(output_bytes.values()):
+        peaks = held_peaks(problem, timeline, output_bytes)
+    else:
+        peaks = timeline.peak_memory()
     return {"makespan": timeline.makespan, "bubble_fraction": bubble(timeline, "idle-share"),
             "peak_activation_bytes": max(peaks.values(), default=0)}
 
 
-__all__ = ["ALLOCATION", "default_flush", "devices_used", "flush_phases", "layer_chain", "lower_bound", "ooo_problem",
-           "ooo_schedule", "op_count", "require_chain", "schedule_metrics", "unit_costs"]
+__all__ = ["ALLOCATION", "default_flush", "devices_used", "flush_phases", "held_peaks", "layer_chain", "lower_bound",
+           "ooo_problem", "ooo_schedule", "op_count", "output_gradients", "require_chain", "schedule_metrics",
+           "unit_costs"]

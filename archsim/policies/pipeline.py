@@ -358,3 +358,13 @@ def simulate_partition(plan: Partition, profile: LayerProfile, microbatches: int
         phase("simulate")
     timeline = replace(simulate(problem), unit=profile.unit)  # the profile's unit, for to_frame's attrs
     return PipelineRun(problem, timeline, schedule or default_schedule(plan.method), microbatches)
+
+
+def schedule_variant(schedule: str, plan) -> str:
+    """Meta ``schedule_variant`` of ``archsim pipeline``: the stage-wise schedule that ran and the plan's split
+    (layers per stage, stage 1 first), so its ``gpipe`` is not mistaken for ``schedule --policy gpipe``'s
+    layer-wise one (another allocation and op order, another makespan)."""
+    split = ",".join(str(len(stage.layers)) for stage in plan.stages)
+    what = ("stage-wise fill-drain, every micro-batch's forward action before the backward ones (torch's "
+            "ScheduleGPipe order)" if schedule == "gpipe" else "stage-wise micro-batch schedule")
+    return f"{schedule}: {what}, on the {plan.method} plan's stages of {split} layers"

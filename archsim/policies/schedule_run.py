@@ -158,6 +158,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                 costs = collapse_profile(costs, groups)
             unit = "cycles"
         extra: dict = {}
+        extra_bytes: LayerProfile | None = None  # an out-of-order pipeline's: its output gradients, held when deferred
         link = _link(args)
         split: dict[str, str] = {}  # how the layers were dealt to the devices (data parallel: every layer on each)
         if args.policy in DP_POLICIES:
@@ -175,7 +176,8 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
             # where the mode counts it (paper), so a block network always schedules it
             first_delta = (args.mode == "paper" or groups is not None) and not args.unit_costs
             problem = _ooo_problem(args, costs, flush, first_delta, block_network_of(network.name))
-        timeline, row = _simulated(args, problem, phase, flush, extra)
+            extra_bytes = costs
+        timeline, row = _simulated(args, problem, phase, flush, extra, extra_bytes)
     meta = {**costs_meta(args, name, unit, None if args.unit_costs else array), **split}
     if link.bytes_per_cycle is not None:  # a link the flag stated: said, as pipeline says it
         meta["link_bytes_per_cycle"] = link.bytes_per_cycle
@@ -204,7 +206,7 @@ def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
     with phases(f"schedule {args.policy}", ("build", "simulate", "validate")) as phase:
         phase("build")
         problem = _ooo_problem(args, costs, flush, first_delta)
-        timeline, row = _simulated(args, problem, phase, flush)
+        timeline, row = _simulated(args, problem, phase, flush, None, costs)
     unit = "units" if args.unit_costs else profile.unit
     meta = {"unit": unit, "costs": "unit", "unit_costs": unit_costs_scope(args.policy)} if args.unit_costs else \
         {"unit": unit, "costs": "profile"}
@@ -228,7 +230,19 @@ def _ooo_allocation(args: SimpleNamespace, layers: int) -> dict[str, str]:
     where = [device_of(layer, layers, args.processors, allocation, args.group) for layer in range(layers)]
     rule = (f"modulo: layer l (from 0) on device ⌊l/{args.group}⌋ mod P" if allocation == "modulo" else
             "contiguous: ⌈L/P⌉ consecutive layers a device, by count, not cost (the paper's model parallelism)")
-    return _allocation_meta(rule, [where.count(device) for device in range(args.processors)])
+    counts = [where.count(device) for device in range(args.processors)]
+    return {**_allocation_meta(rule, counts), "schedule_variant": _ooo_variant(args.policy, counts)}
+
+
+def _ooo_variant(policy: str, counts: Sequence[int]) -> str:
+    """Meta ``schedule_variant`` of an out-of-order pipeline: layer-wise ops and their order, and the split, so its
+    ``gpipe`` is not mistaken for ``archsim pipeline --method gpipe``'s stage-wise fill-drain on balanced stages."""
+    order = {"mp": "one micro-batch at a time, each layer's G before its δ",
+             "gpipe": "every forward first, then each layer's G before its δ (out-of-order backprop's GPipe)",
+             "ooo-pipe1": "gradient fast-forwarding, a device's δ before its G", "ooo-pipe2":
+             "gradient fast-forwarding on modulo allocation"}[policy]
+    split = ",".join(str(count) for count in counts)
+    return f"{policy}: layer-wise, {order}, on {split} layers a device"
 
 
 def _ooo_problem(args: SimpleNamespace, costs: LayerProfile, flush: bool, first_delta: bool, block: str | None = None):
@@ -241,9 +255,12 @@ def _ooo_problem(args: SimpleNamespace, costs: LayerProfile, flush: bool, first_
                        first_layer_delta=first_delta)
 
 
-def _simulated(args: SimpleNamespace, problem, phase, flush: bool, extra: dict | None = None) -> tuple[Timeline, dict]:
-    """``problem`` simulated and validated (a failure is a simulator bug, not a user's mistake), and the run's row."""
-    from archsim.policies.ooo import schedule_metrics
+def _simulated(args: SimpleNamespace, problem, phase, flush: bool, extra: dict | None = None,
+               chain: LayerProfile | None = None) -> tuple[Timeline, dict]:
+    """``problem`` simulated and validated (a failure is a simulator bug, not a user's mistake), and the run's row;
+    ``chain``: an out-of-order pipeline's layer costs, whose output gradients its peak counts where a weight gradient
+    waits past its δ (:func:`archsim.policies.ooo.held_peaks`)."""
+    from archsim.policies.ooo import output_gradients, schedule_metrics
     from archsim.sim import simulate
     from archsim.sim.validate import assert_valid
 
@@ -252,7 +269,7 @@ def _simulated(args: SimpleNamespace, problem, phase, flush: bool, extra: dict |
     phase("validate")
     assert_valid(timeline.problem, timeline)
     takes_flush = {"flush": flush} if args.policy in OOO_POLICIES else {}  # a blank cell would shift a table's row
-    metrics = schedule_metrics(problem, timeline)
+    metrics = schedule_metrics(problem, timeline, None if chain is None else output_gradients(chain))
     if args.policy in DP_POLICIES:  # its iteration window allocates no stash: a 0 would read as "holds none"
         del metrics["peak_activation_bytes"]
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
