@@ -154,6 +154,17 @@ def engine_seconds() -> float:
     return per_call(lambda: simulate_gemm(m, k, n, 32, 32, "ws", sram_words=(64 * 1024,) * 3, bandwidth=(10,) * 3))
 
 
+def dram_count_ratio(m: int, k: int, n: int, side: int, dataflow: str) -> float:
+    """The cycle engine's CPU seconds per call ÷ the analytic DRAM count's, 64 KiB SRAMs, 10 words/cycle
+    (benchmarks/bench_dram_traffic.py's timing); a count that differs from the engine's stops the run."""
+    from benchmarks.bench_dram_traffic import run_case
+
+    row = run_case(m, k, n, side, dataflow, 64 * 1024, 10, repeats=5)
+    if not (row["reads_equal"] and row["ofmap_within_slack"]):
+        raise SystemExit(f"the DRAM count differs from the engine's on {m}x{k}x{n} {dataflow}")
+    return float(row["engine_over_count"])  # type: ignore[arg-type]
+
+
 def sweep_cold(repeats: int = 3) -> float:
     """CPU seconds of ``run_sweep`` of the default spec into an empty folder, timed in a fresh process after its
     imports (the lazy ones inside ``run_sweep`` counted; the sweep loads no numba), best of ``repeats``."""
@@ -216,6 +227,10 @@ CLAIMS = (
           lambda: engine_seconds() * 1e3),
     Claim("docs/speed.md", "cycle engine vs SCALE-Sim on VGG16 conv1_1 ws", 350, "×",
           lambda: recorded("cycle_engine_speed.csv", "case", "vgg16/conv1_1", "scalesim_seconds") / engine_seconds()),
+    Claim("docs/speed.md", "DRAM words counted without simulating: cycle engine ÷ count, 1024³ GEMM (32×32 ws, "
+          "64 KiB)", 620, "×", lambda: dram_count_ratio(1024, 1024, 1024, 32, "ws")),
+    Claim("docs/speed.md", "DRAM words counted without simulating: cycle engine ÷ count, VGG16 conv1_1's G "
+          "(27×50176×64, 32×32 ws, 64 KiB)", 16, "×", lambda: dram_count_ratio(27, 50176, 64, 32, "ws")),
     Claim("docs/speed.md", "`archsim --help`, wall s (fresh process, median of 5)", 0.047, "s",
           lambda: command_wall(["--help"])),
     Claim("docs/speed.md", "`archsim search --help`, CPU s (goal ≤ 0.3)", 0.079, "s",

@@ -4,10 +4,13 @@ The cycle engine (archsim.array.cycle, itself checked against SCALE-Sim 3.0.0 in
 steps every cycle; the count here only reads the demand order. References: the engine's own DRAM counts
 over grids of shapes, dataflows, SRAM sizes from "holds the whole operand" to "a few words", element
 sizes 1 and 2 and several bandwidths; a plain word-by-word replay of SCALE-Sim's read window over the
-engine's demand matrices; and hand counts.
+engine's demand matrices; hand counts; and SCALE-Sim 3.0.0's own recorded runs (tests/data/scalesim_dram/,
+provenance in tests/data/README.md), compared directly with no engine in between.
 """
 
+import csv
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +21,9 @@ from archsim.array.dram_traffic import array_dram_traffic, gemm_dram_traffic, op
 from archsim.errors import InputError
 
 DATAFLOWS = ("ws", "os", "is")
+SCALESIM_DRAM = Path(__file__).parent / "data" / "scalesim_dram"
+RECORDED = [{key: value if key == "dataflow" else int(value) for key, value in row.items()} | {"file": path.stem}
+            for path in sorted(SCALESIM_DRAM.glob("*.csv")) for row in csv.DictReader(path.open())]
 
 
 def engine_reads(m, k, n, rows, cols, dataflow, words, bandwidth):
@@ -122,6 +128,30 @@ def test_refetch_whenever_the_sram_holds_less_than_the_streamed_operand():
     assert reads[3] == m * k
     assert min(reads[:3]) >= 4 * m * k
     assert reads[0] < reads[1]
+
+
+def test_the_recorded_runs_are_all_read():
+    """Both recordings, every row: 8 weight-gradient runs and 12 refetch runs (tests/data/README.md)."""
+    assert sorted({row["file"] for row in RECORDED}) == ["conv_weight_gradient", "sram_32k_32m"]
+    assert len(RECORDED) == 20
+
+
+@pytest.mark.parametrize("row", RECORDED, ids=lambda r: f"{r['m']}x{r['k']}x{r['n']}-{r['dataflow']}-{r['sram_kib']}KiB")
+def test_equals_scalesims_own_recorded_runs(row):
+    """SCALE-Sim 3.0.0's own DRAM words, unchanged, in USER mode (1-byte words, the three SRAMs at the row's KiB:
+    1,024 words a KiB, its bandwidth for every operand), against the count with no engine between: ifmap and
+    filter reads equal, ofmap writes the demand plus at most the module's proven slack (exact where that is 0).
+    Both as words (as test_cycle_weight_gradient gives the engine) and on an ArrayConfig of 1-byte words
+    (as test_energy_refetch does), which must agree."""
+    m, k, n, rows, cols, dataflow = (row[key] for key in ("m", "k", "n", "rows", "cols", "dataflow"))
+    got = gemm_dram_traffic(m, k, n, rows, cols, dataflow, sram_words=(1024 * row["sram_kib"],) * 3,
+                            bandwidth=(row["bandwidth"],) * 3)
+    array = ArrayConfig(rows, cols, dataflow, ifmap_sram_kb=row["sram_kib"], filter_sram_kb=row["sram_kib"],
+                        ofmap_sram_kb=row["sram_kib"], bandwidth=(row["bandwidth"],), user_bandwidth=True,
+                        element_bytes=1)
+    assert array_dram_traffic(m, k, n, array) == got
+    assert (got.ifmap_reads, got.filter_reads) == (row["ifmap_dram_reads"], row["filter_dram_reads"])
+    assert 0 <= row["ofmap_dram_writes"] - got.ofmap_writes <= got.ofmap_slack
 
 
 def test_bad_input_is_one_clear_line():
