@@ -13,10 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from archsim.array.cfg_lines import cfg_located, cfg_section_line
 from archsim.array.device_sections import (
     cfg_device_sections,
-    cfg_located,
-    cfg_section_line,
     check_bandwidth_once,
     is_device_toml,
     toml_sections,

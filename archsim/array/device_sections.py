@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import configparser
 import math
-import re
 from pathlib import Path
 from typing import Any
 
+from archsim.array.cfg_lines import cfg_located, cfg_unquoted
 from archsim.array.device_values import fraction, gbps0, link_efficiency
 from archsim.array.sram_sizes import sram_figure
 from archsim.choices.devices import DRAM_TRAFFIC, DTYPES, GEMM_MODELS
@@ -295,65 +295,15 @@ def toml_sections(text: str, file: str, sections: tuple[str, ...]) -> dict[str, 
         return checked_sections({s: document[s] for s in sections if s in document}, file, ())
 
 
-def cfg_line(text: str, field: str) -> int | None:
-    """The 1-based line of ``[section] key`` in a ``.cfg``'s ``text`` (``field``: ``section.key``, as this module's
-    errors name a key), found in that section only, the key's case ignored as configparser ignores it; None where it
-    is not written (a missing key)."""
-    section, _, key = field.partition(".")
-    current = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = re.match(r"\[(.+)\]", line)  # configparser's section header
-        if header:
-            current = header[1]
-        elif current == section and re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE):
-            return number
-    return None
-
-
-def cfg_section_line(text: str, section: str) -> int | None:
-    """The 1-based line of a ``.cfg``'s ``[section]`` header (configparser's header, its name as written); None
-    where it is not written."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = re.match(r"\[(.+)\]", line)
-        if header and header[1] == section:
-            return number
-    return None
-
-
-def cfg_located(exc: InputError, text: str) -> InputError:
-    """``exc`` with the line of the ``.cfg`` key its field names (:func:`cfg_line`), where it names none: the
-    file's device keys are then located as its SCALE-Sim keys are (``FILE, line N, field 'memory.hbm_gbps'``), the
-    key named as the file spells it (``memory.HBM_GIB``), which configparser handed on lowercased."""
-    field = exc.where.field
-    if exc.where.line is not None or not field or "." not in field:
-        return exc
-    line = cfg_line(text, field)
-    if line is None:
-        return exc
-    written = re.split(r"[:=]", text.splitlines()[line - 1], maxsplit=1)[0].strip()  # configparser lowercased it
-    return InputError(exc.message, file=exc.where.file, line=line, field=f"{field.partition('.')[0]}.{written}")
-
-
 def cfg_device_sections(text: str, file: str, required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     """A ``.cfg``'s device sections checked (``[device]`` may carry ``arrays`` and ``arrays_per_core``, positive
     integers), with those two counts; None when it has neither ``[device]`` nor ``[links]`` (a plain SCALE-Sim
     file, whose ``[memory]`` is its own). ``required``: a device file needs all three sections and their keys.
-    An error names the key's line (:func:`cfg_located`)."""
+    An error names the key's line (:func:`~archsim.array.cfg_lines.cfg_located`)."""
     try:
         return _cfg_device_sections(text, file, required)
     except InputError as exc:
         raise cfg_located(exc, text) from None
-
-
-def cfg_unquoted(value: str, file: str, field: str) -> None:
-    """A .cfg's value is its text as written, quotes included (configparser strips none): a TOML habit such as
-    ``name = "chip"`` would name the chip with its quotes, so a value in matching quotes is refused, saying what to
-    write."""
-    text = value.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        key = field.rpartition(".")[2]
-        raise InputError(f"a .cfg's values take no quotes (it reads the text as written): write {key} = {text[1:-1]}",
-                         file=file, field=field)
 
 
 def _cfg_device_sections(text: str, file: str,

@@ -157,12 +157,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of every distinct server order (with its split under --balance planned), or an order "
                              "of the file's servers numbered from 0 (count expanded), as archsim search prints")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
-                        help="sweep an axis (tp, pp, dp (dp=fill: each point's DP fills the cluster), global_batch, micro_batch, interleave, recompute, schedule, "
+                        help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
                              "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
                              "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, ep, etp, fp8: hybrid, e4m3 or none, "
-                             "fp8_param_gather, moe_load_imbalance, seq: each point's --seq); repeat "
-                             "for a grid: one row per point (Megatron's even split, no timeline) instead of one "
-                             "iteration's breakdown")
+                             "fp8_param_gather, moe_load_imbalance, seq: each point's --seq); dp=fill gives each "
+                             "point the DP that fills the cluster; repeat for a grid: one row per point (Megatron's "
+                             "even split, no timeline) instead of one iteration's breakdown")
     parser.add_argument("--runs", default=None, metavar="RUNS.csv",
                         help="predict every row of a runs file in one process (columns tp, pp, dp, micro_batch, "
                              "global_batch and optionally recompute, sequence_parallel, interleave, distributed_optimizer, "

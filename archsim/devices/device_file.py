@@ -18,12 +18,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from archsim.array.cfg_lines import cfg_located
 from archsim.array.config import read_scalesim_cfg
 from archsim.array.device_sections import (
     DEVICE_WORD_BYTES,
     STATIC_ON_TILES,
     cfg_device_sections,
-    cfg_located,
     checked_sections,
     is_device_toml,
     words_gbps,

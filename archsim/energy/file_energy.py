@@ -51,7 +51,7 @@ def read_cfg_energy(path: str | Path, *, leakage: bool = True) -> CfgEnergy:
                 return energy_section(section, path, typed=True, leakage=leakage)
             except InputError as exc:  # the key as the TOML nests it, for its line
                 raise exc.at(file=exc.where.file, field=f"energy.{exc.where.field}") if exc.where.field else exc from None
-    from archsim.array.device_sections import cfg_located, cfg_unquoted
+    from archsim.array.cfg_lines import cfg_located, cfg_unquoted
 
     parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     text = read_text(path, "config file", encoding="utf-8-sig")
@@ -78,7 +78,7 @@ def energy_key_error(message: str, path: str | Path, key: str) -> InputError:
     exc = InputError(message, file=file, field=f"energy.{key}")
     if is_device_toml(path):
         return locate(exc, parse_toml(read_text(path, "device file"), file), file)
-    from archsim.array.device_sections import cfg_located
+    from archsim.array.cfg_lines import cfg_located
 
     return cfg_located(exc, read_text(path, "config file", encoding="utf-8-sig"))
 

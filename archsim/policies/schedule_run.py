@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
+from archsim.policies.allocation_meta import allocation_meta, ooo_allocation
 from archsim.policies.hop_link import DEFAULT_SYNC_BYTES_PER_CYCLE, HopLink, hop_link, sync_bytes_per_cycle
 from archsim.policies.schedule_array import costs_meta, run_array, unit_costs_scope, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
@@ -170,7 +171,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
             phase("build")
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
-            split = _ooo_allocation(args, len(costs))
+            split = ooo_allocation(args, len(costs))
             phase("build")
             # a first block's δ holds its inner ops' (needed for their G); its first op's is in it only
             # where the mode counts it (paper), so a block network always schedules it
@@ -210,39 +211,9 @@ def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
     unit = "units" if args.unit_costs else profile.unit
     meta = {"unit": unit, "costs": "unit", "unit_costs": unit_costs_scope(args.policy)} if args.unit_costs else \
         {"unit": unit, "costs": "profile"}
-    meta.update(_ooo_allocation(args, len(costs)))
+    meta.update(ooo_allocation(args, len(costs)))
     return ScheduleRun(row, meta, timeline, None,
                        f"profile: {args.policy}, {args.processors} devices", unit, _used(args, len(costs)))
-
-
-def _allocation_meta(rule: str, counts: Sequence[int]) -> dict[str, str]:
-    """Meta saying how a run dealt a network's layers to its devices: the rule, and each device's layer count,
-    device 1 first (comma-separated), so two policies' rows are compared knowing whether their splits match."""
-    return {"allocation": rule, "layers_per_device": ",".join(str(count) for count in counts)}
-
-
-def _ooo_allocation(args: SimpleNamespace, layers: int) -> dict[str, str]:
-    """An out-of-order pipeline's allocation (:func:`archsim.partition.ooo_allocation.device_of`) as meta."""
-    from archsim.partition.ooo_allocation import device_of
-    from archsim.policies.ooo import ALLOCATION
-
-    allocation = ALLOCATION[args.policy]
-    where = [device_of(layer, layers, args.processors, allocation, args.group) for layer in range(layers)]
-    rule = (f"modulo: layer l (from 0) on device ⌊l/{args.group}⌋ mod P" if allocation == "modulo" else
-            "contiguous: ⌈L/P⌉ consecutive layers a device, by count, not cost (the paper's model parallelism)")
-    counts = [where.count(device) for device in range(args.processors)]
-    return {**_allocation_meta(rule, counts), "schedule_variant": _ooo_variant(args.policy, counts)}
-
-
-def _ooo_variant(policy: str, counts: Sequence[int]) -> str:
-    """Meta ``schedule_variant`` of an out-of-order pipeline: layer-wise ops and their order, and the split, so its
-    ``gpipe`` is not mistaken for ``archsim pipeline --method gpipe``'s stage-wise fill-drain on balanced stages."""
-    order = {"mp": "one micro-batch at a time, each layer's G before its δ",
-             "gpipe": "every forward first, then each layer's G before its δ (out-of-order backprop's GPipe)",
-             "ooo-pipe1": "gradient fast-forwarding, a device's δ before its G", "ooo-pipe2":
-             "gradient fast-forwarding on modulo allocation"}[policy]
-    split = ",".join(str(count) for count in counts)
-    return f"{policy}: layer-wise, {order}, on {split} layers a device"
 
 
 def _ooo_problem(args: SimpleNamespace, costs: LayerProfile, flush: bool, first_delta: bool, block: str | None = None):
@@ -348,7 +319,7 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | Non
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
     --comm, and in cycles a link of ``link`` bytes per cycle (None: hops take --comm's latency alone, as
     ``pipeline``'s are free without a link; unit costs: latency only); and the split's meta
-    (:func:`_allocation_meta`; none with unit costs, which price stages, not layers)."""
+    (:func:`~archsim.policies.allocation_meta.allocation_meta`; none with unit costs, which price stages, not layers)."""
     from archsim.partition import pipedream_partition, profile_from_costs
     from archsim.policies.stage_profile import StageProfile
 
@@ -373,7 +344,7 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | Non
     activation = [sum(stash[names.index(n)] for n in stage.layers) for stage in plan.stages]
     # a stage sends the next stage its first layer's input activation (and gets its gradient back)
     send = [stash[names.index(nxt.layers[0])] for nxt in plan.stages[1:]] + [0]
-    split = _allocation_meta("PipeDream's DP over the layer chain: whole layers a device, balancing F + I + W",
+    split = allocation_meta("PipeDream's DP over the layer chain: whole layers a device, balancing F + I + W",
                              [len(stage.layers) for stage in plan.stages])
     return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
                         send_bytes=tuple(send), bandwidth=link), split
