@@ -4,8 +4,12 @@ rate, as SCALE-Sim's ``Bandwidth`` is per buffer; ``--bandwidth`` wins; a SCALE-
 
 import json
 
+import pytest
+
 from archsim.array.cycle import simulate_gemm
+from archsim.array.options import device_dram_rate
 from archsim.cli import main
+from archsim.errors import InputError
 
 # One 8 × 8 ws array at 2 GHz, 3 KiB of SRAM (1 KiB per operand buffer: 512 bf16 words), 12 GB/s of HBM:
 # by hand 12 GB/s ÷ (2 B × 2 GHz) = 3 words/cycle per operand.
@@ -199,3 +203,16 @@ def test_sparse_on_a_device_cfg_is_compute_only_without_bandwidth(tmp_path, caps
     assert run.stall_cycles != simulate_gemm(64, 32, 64, 8, 8, "ws", sram_words=(1024,) * 3,
                                              bandwidth=(10, 10, 10)).stall_cycles
     assert user["rows"][0]["F_stall_cycles"] == run.stall_cycles and user["rows"][0]["F_total_cycles"] == run.cycles
+
+
+def test_the_rate_is_read_through_the_device_readers_checks(tmp_path):
+    """device_dram_rate reads a device TOML as every device-file reader does (its keys checked): the words by hand
+    (12 GB/s ÷ (2 B × 2 GHz) = 3), and a non-number ``hbm_gbps`` is the one-line error naming the key, not a
+    TypeError from dividing a string."""
+    good = tmp_path / "tiny.toml"
+    good.write_text(TINY_CHIP)
+    assert device_dram_rate(good, 2) == (3, 12.0, 2.0)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(TINY_CHIP.replace("hbm_gbps = 12", 'hbm_gbps = "fast"'))
+    with pytest.raises(InputError, match="hbm_gbps"):
+        device_dram_rate(bad, 2)

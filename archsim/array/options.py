@@ -233,15 +233,13 @@ def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float
     rate, the chip's total not divided among them (three buffers streaming at once draw up to 3 × hbm_gbps)."""
     import configparser
 
-    from archsim.array.device_sections import cfg_device_sections
+    from archsim.array.device_sections import cfg_device_sections, toml_sections
     from archsim.validate import read_text
 
     text = read_text(config, "config file", encoding="utf-8-sig")  # read once already: no error here
-    if is_device_toml(config):  # energy's device TOML, read by train's reader already
-        import tomllib
-
-        document = tomllib.loads(text)
-        hbm, mhz = document.get("memory", {}).get("hbm_gbps"), document.get("compute", {}).get("clock_mhz")
+    if is_device_toml(config):  # read as every device-file reader reads it: the shared TOML reader, its keys checked
+        values = toml_sections(text, str(config), ("compute", "memory")) or {}
+        hbm, mhz = values.get("memory", {}).get("hbm_gbps"), values.get("compute", {}).get("clock_mhz")
         ghz = None if mhz is None else mhz / 1e3
     else:
         checked = cfg_device_sections(text, str(config), required=False)
