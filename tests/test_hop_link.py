@@ -121,3 +121,16 @@ def test_the_library_prices_hops_as_the_commands_do():
     assert linked - free == 2 * BOUNDARY_ELEMENTS / 64 and scheduled == linked
     with pytest.raises(InputError, match="archsim.simulate"):
         archsim.pipeline(profile, processors=4, method="pipedream", link_bandwidth=64)
+
+
+@pytest.mark.parametrize("command", ["pipeline", "schedule"])
+def test_link_bandwidths_help_names_no_device_file_default(capsys, command):
+    """The flag's help says what the default is: free hops (schedule: and a 64 B/cycle sync), never a device file's
+    intra_gbps, which the commands do not read for a hop (the test above)."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("--link-bandwidth"))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("-"))
+    flag = " ".join(" ".join(lines[start:end]).split())
+    assert "free" in flag and "intra_gbps at its clock" not in flag

@@ -66,8 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: the method's own: layerpipe for layerpipe, gpipe for gpipe, 1f1b otherwise)")
     parser.add_argument("--link-bandwidth", type=positive_float_flag, default=None, metavar="BYTES",
                         help="with --microbatches: bytes per cycle of the link a stage-to-stage hop crosses, each "
-                             "activation and gradient taking bytes/BYTES cycles, as schedule's (default: a device "
-                             "file's [links] intra_gbps at its clock, else none: hops are free, LayerPipe's model)")
+                             "activation and gradient taking bytes/BYTES cycles, as schedule's (default: none, hops are free, "
+                             "LayerPipe's model; a device file's [links] intra_gbps joins chips, not its arrays)")
     parser.add_argument("--memory", action="store_true",
                         help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
                              "state, peak stashed activations of the simulated schedule)")

@@ -36,8 +36,8 @@ def add_stage_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--link-bandwidth", type=positive_float_flag, default=None, metavar="BYTES",
                        help="bytes per time unit of a link between ranks: a hop takes comm + send_bytes/BYTES "
                             "(per-stage mode: send_bytes from --stage-profile; on a network: bytes per cycle of "
-                            "the published schedules' hops, as pipeline's, and of data-parallel sync; default: a "
-                            "device file's [links] intra_gbps at its clock, else free hops and a 64 B/cycle sync)")
+                            "the published schedules' hops, as pipeline's, and of data-parallel sync; default: free "
+                            "hops and a 64 B/cycle sync, a device file's [links] intra_gbps unread)")
     group.add_argument("--torch-schedule", default=None, metavar="NAME",
                        help="simulate a torch.distributed.pipelining schedule class's order (e.g. Schedule1F1B)")
     group.add_argument("--schedule-csv-in", default=None, metavar="FILE.csv",

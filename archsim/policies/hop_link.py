@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# bytes per cycle of a data-parallel sync's link where neither the flag nor a device file states one
+# bytes per cycle of a data-parallel sync's link where the flag states none (a device file's link joins chips: unread)
 DEFAULT_SYNC_BYTES_PER_CYCLE = 64.0
 
 
