@@ -7,7 +7,7 @@ runs, called, not copied) gives the folds the busiest array runs, and that array
 engine through cost's path (:func:`archsim.array.costing.cycle_results`: SCALE-Sim's memory model, its SRAMs the
 costed array's) at its share of the chip's DRAM rate: the file's ``hbm_gbps`` ÷ the arrays running at once, on each
 of its three operand buffers, in words per cycle at the chip's clock rounded as
-:func:`archsim.array.options.device_dram_rate` rounds the whole rate (:func:`share_words`). A GEMM's chip cycles
+:func:`archsim.array.config.dram_words` rounds the whole rate (:func:`share_words`). A GEMM's chip cycles
 are that array's (plus a split reduction's adds, as the deal counts them); a vector op's elements are dealt evenly
 to the arrays, the busiest stepping ⌈⌈elements / arrays⌉ / cols⌉ cycles (on one array ⌈elements / cols⌉, as
 :func:`archsim.array.costing.op_cycles` counts it). Cycles, each simulated GEMM in SCALE-Sim's count.
@@ -28,7 +28,6 @@ runs about a tenth longer."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -45,8 +44,11 @@ Shape = tuple[int, int, int]
 def share_words(hbm_gbps: float, arrays: int, element_bytes: int, ghz: float) -> int:
     """DRAM words per cycle on each operand buffer of one of ``arrays`` arrays sharing ``hbm_gbps`` GB/s evenly,
     in ``element_bytes``-byte words at ``ghz``: hbm_gbps ÷ arrays ÷ (element_bytes × GHz) to the nearest whole
-    number (a half up), at least 1 — :func:`~archsim.array.options.device_dram_rate`'s rounding, of the share."""
-    return max(1, math.floor(hbm_gbps / arrays / (element_bytes * ghz) + 0.5))
+    number (a half up), at least 1 — the share's words by the whole rate's one rule,
+    :func:`~archsim.array.config.dram_words` (:func:`~archsim.array.options.device_dram_rate`'s)."""
+    from archsim.array.config import dram_words
+
+    return dram_words(hbm_gbps / arrays, ghz, element_bytes)
 
 
 def busiest_share(sub: Shape, folds: int, waves: int, rows: int, cols: int, dataflow: str) -> list[tuple[Shape, int]]:
