@@ -146,7 +146,8 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
         file = cfg_as_config(array, config)[1]
         if file is not None and engine == "cycle" and bandwidth is None:  # the file's hbm_gbps, as cost reads it
-            from archsim.array.options import element_width, with_device_bandwidth
+            from archsim.array.device_rate import with_device_bandwidth
+            from archsim.array.options import element_width
 
             width = element_width(dtype, None if element_bytes is None else positive_int(element_bytes, "element-bytes"))
             chosen, rate = with_device_bandwidth(chosen, file, width or 1)

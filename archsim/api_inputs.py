@@ -61,10 +61,11 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
     ``sram_kb`` sizes that look like bytes warn (UserWarning) as ``--sram-kb``'s do on stderr, and a device file's
     keys its kind does not read as the array commands note them (:func:`unread_keys_notes`). A device ``.cfg``
     stating ``[memory] hbm_gbps`` and no ``Bandwidth``, without ``bandwidth``, gives the array the DRAM words/cycle
-    that file's cycle engine runs at (:func:`archsim.array.options.with_device_bandwidth`, in words of the
+    that file's cycle engine runs at (:func:`archsim.array.device_rate.with_device_bandwidth`, in words of the
     ``dtype``/``element_bytes`` given here), so the config costs under ``engine="cycle"`` as ``config=`` does; the
     analytic engine reads no bandwidth."""
-    from archsim.array.options import element_width, with_device_bandwidth
+    from archsim.array.device_rate import with_device_bandwidth
+    from archsim.array.options import element_width
     from archsim.console import library_note
 
     built = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
@@ -152,7 +153,7 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
     """What an array command says on stderr of its ``--config`` .cfg: a device file of several arrays costs one; one
     priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes; then
     ``rate``, the cycle engine's note of the DRAM rate the file's ``[memory] hbm_gbps`` set
-    (:func:`archsim.array.options.with_device_bandwidth`), where one was."""
+    (:func:`archsim.array.device_rate.with_device_bandwidth`), where one was."""
     from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.sram_sizes import cfg_sram_warning
 
@@ -173,8 +174,9 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
     anything else as :func:`build_array` builds it, noted by :func:`config_notes`."""
     from dataclasses import replace
 
+    from archsim.array.device_rate import with_device_bandwidth
     from archsim.array.device_sections import is_device_toml
-    from archsim.array.options import element_width, sram_kb_warning, with_device_bandwidth, with_memory
+    from archsim.array.options import element_width, sram_kb_warning, with_memory
     from archsim.choices.devices import ARRAY_DTYPES
     from archsim.device_toml import device_toml_notes
 

@@ -45,7 +45,7 @@ def share_words(hbm_gbps: float, arrays: int, element_bytes: int, ghz: float) ->
     """DRAM words per cycle on each operand buffer of one of ``arrays`` arrays sharing ``hbm_gbps`` GB/s evenly,
     in ``element_bytes``-byte words at ``ghz``: hbm_gbps ÷ arrays ÷ (element_bytes × GHz) to the nearest whole
     number (a half up), at least 1 — the share's words by the whole rate's one rule,
-    :func:`~archsim.array.config.dram_words` (:func:`~archsim.array.options.device_dram_rate`'s)."""
+    :func:`~archsim.array.config.dram_words` (:func:`~archsim.array.device_rate.device_dram_rate`'s)."""
     from archsim.array.config import dram_words
 
     return dram_words(hbm_gbps / arrays, ghz, element_bytes)

@@ -60,9 +60,9 @@ def device_toml_notes(config: str | Path, array: str | None, dataflow: str | Non
     """(array, notes): a device TOML's array read by :func:`device_toml_array` and, as (kind, text) in the order
     said, its warnings and notes; under the ``cycle`` engine run without ``flag`` (``bandwidth`` None) the array is at
     the DRAM rate ``[memory] hbm_gbps`` states, with the note saying so
-    (:func:`~archsim.array.options.with_device_bandwidth`). The one
+    (:func:`~archsim.array.device_rate.with_device_bandwidth`). The one
     reading ``cost``, ``energy``, ``gemm``, ``pipeline`` and ``schedule`` take; each caller says the notes its way."""
-    from archsim.array.options import with_device_bandwidth
+    from archsim.array.device_rate import with_device_bandwidth
 
     notes: list[tuple[str, str]] = []
     shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: notes.append((kind, text)))

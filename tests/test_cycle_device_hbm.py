@@ -7,7 +7,7 @@ import json
 import pytest
 
 from archsim.array.cycle import simulate_gemm
-from archsim.array.options import device_dram_rate
+from archsim.array.device_rate import device_dram_rate
 from archsim.cli import main
 from archsim.errors import InputError
 

@@ -22,6 +22,9 @@ HOMES = {
     "several_array_chip": "archsim.chip_time",
     "one_array_chip": "archsim.chip_time",
     "timed_chip": "archsim.chip_time",
+    # a device file's hbm_gbps as the cycle engine's words/cycle: apart from the array flags (array/options.py)
+    "device_dram_rate": "archsim.array.device_rate",
+    "with_device_bandwidth": "archsim.array.device_rate",
 }
 
 

@@ -152,6 +152,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
     A device file of several arrays' ``chip_seconds`` are added by the callers, the command and :func:`archsim.gemm`
     (:func:`archsim.gemm_chip.with_chip_seconds`, at the run's ``array``)."""
     from archsim.array.device_notes import device_arrays_note, device_dtype_note
+    from archsim.array.device_rate import with_device_bandwidth
     from archsim.array.options import (
         array_size_warning,
         array_source,
@@ -160,7 +161,6 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         element_width,
         sram_kb_warning,
         sram_unused_warning,
-        with_device_bandwidth,
     )
     from archsim.array.sram_sizes import cfg_sram_warning
 

@@ -114,7 +114,7 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     :func:`~archsim.array.options.element_width`); ``note``: say on stderr when --config is a device file of
     several arrays, of which one is costed, and when the cycle engine runs a CALC-mode file. Under the cycle engine
     without the bandwidth flag, a device file's ``[memory] hbm_gbps`` is the DRAM rate
-    (:func:`archsim.array.options.with_device_bandwidth`), said in a note."""
+    (:func:`archsim.array.device_rate.with_device_bandwidth`), said in a note."""
     from archsim.array.options import array_from_flags, element_width
 
     width = element_width(args.dtype, args.element_bytes)
@@ -122,7 +122,7 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     warn_array_size(array.rows, array.cols, args.array, args.config)
     rate = None
     if args.config and getattr(args, "engine", None) == "cycle" and args.dram_bandwidth is None:
-        from archsim.array.options import with_device_bandwidth
+        from archsim.array.device_rate import with_device_bandwidth
 
         array, rate = with_device_bandwidth(array, args.config, width or 1, args.bandwidth_flag.lstrip("-"))  # the file's GB/s
     if note and args.config:

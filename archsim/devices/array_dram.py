@@ -12,7 +12,7 @@ ws and is) — with
   one figure split in three whole KiB) in words of the element size, :func:`archsim.array.cycle.sram_words`' rule,
   as ``cost --config`` gives the cycle engine the device's array;
 * DRAM words/cycle on each buffer: ``hbm_gbps`` at the arrays' clock in words of the element size,
-  :func:`archsim.array.config.dram_words` (:func:`archsim.array.options.device_dram_rate`'s rule), which only rounds
+  :func:`archsim.array.config.dram_words` (:func:`archsim.array.device_rate.device_dram_rate`'s rule), which only rounds
   each request to whole words of that many.
 
 A GEMM's words are the sub-GEMM's × s (each sub-GEMM re-reads the operand it shares: ws's weights, is's inputs).

@@ -62,7 +62,7 @@ def run_array(args: SimpleNamespace, speak=None):
         speak("warning", huge)
     unread = None  # the file's GB/s as the cycle engine's DRAM rate, as every array command reads it
     if args.config and getattr(args, "engine", None) == "cycle" and getattr(args, "dram_bandwidth", None) is None:
-        from archsim.array.options import with_device_bandwidth
+        from archsim.array.device_rate import with_device_bandwidth
 
         array, unread = with_device_bandwidth(array, args.config, width or 1, "dram-bandwidth")
     if speak is not None and args.config:  # as every array command says it (commands.common.note_device_arrays)

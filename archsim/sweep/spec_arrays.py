@@ -35,12 +35,12 @@ class ArrayFile:
 
 def at_device_rate(file: ArrayFile) -> ArrayFile:
     """``file`` with its array at the DRAM rate its ``[memory] hbm_gbps`` states (no SCALE-Sim ``Bandwidth``), as
-    ``archsim cost --config FILE --engine cycle`` reads it (:func:`archsim.array.options.with_device_bandwidth`): the
+    ``archsim cost --config FILE --engine cycle`` reads it (:func:`archsim.array.device_rate.with_device_bandwidth`): the
     words/cycle of the file's element size, carried as GB/s and clock so a design's element size re-derives them; as
     it is where the file states none. For a cycle-engine spec without ``bandwidths`` (which wins, as ``--bandwidth``)."""
     from dataclasses import replace
 
-    from archsim.array.options import with_device_bandwidth
+    from archsim.array.device_rate import with_device_bandwidth
 
     array = with_device_bandwidth(file.array, file.path, file.array.element_bytes)[0]
     return file if array is file.array else replace(file, array=array)
@@ -120,8 +120,8 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     (:func:`~archsim.array.device_notes.sweep_unused_device_note`, the sweep's numbers as they are); keys an array
     device does not read (:func:`archsim.devices.unread_keys.config_unread_keys_note`); and on the cycle engine without
     ``bandwidths``, the DRAM rate its ``[memory] hbm_gbps`` set in each of the spec's element sizes
-    (:func:`archsim.array.options.sweep_rate_note`), or, on an array that does not carry that rate (a spec built by
-    hand), that it ran at SCALE-Sim's default (:func:`archsim.array.options.hbm_unread_note`, in words of the spec's
+    (:func:`archsim.array.device_rate.sweep_rate_note`), or, on an array that does not carry that rate (a spec built by
+    hand), that it ran at SCALE-Sim's default (:func:`archsim.array.device_rate.hbm_unread_note`, in words of the spec's
     first element size). Each file is named as the spec names it (:func:`.spec_files.spec_named`)."""
     from archsim.array.device_notes import device_arrays_note, sweep_unused_device_note
     from archsim.devices.unread_keys import config_unread_keys_note
@@ -138,7 +138,7 @@ def _rate_note(spec: SweepSpec, path: str, array: ArrayConfig, name: str) -> str
     """The cycle engine's note of a ``.cfg`` array's DRAM rate in a spec without ``bandwidths``
     (:func:`array_file_notes`): the file's hbm_gbps in each design's words where the array carries it, else (a
     hand-built spec's array at SCALE-Sim's default words) that the file's GB/s was not read."""
-    from archsim.array.options import hbm_unread_note, sweep_rate_note
+    from archsim.array.device_rate import hbm_unread_note, sweep_rate_note
 
     widths = [design.element_bytes for design in spec.designs] or [array.element_bytes]
     if array.dram_rate is not None:

@@ -1,0 +1,106 @@
+"""The DRAM rate a ``--config`` device file states, as the cycle engine runs at it: ``[memory] hbm_gbps`` at the
+file's own clock in words/cycle on each operand buffer (:func:`device_dram_rate`, the one rule), an array set to it
+(:func:`with_device_bandwidth`) and the notes that say so (one file's, a sweep's, one run without it). Apart from
+:mod:`archsim.array.options`, the array flags, which it serves: one job each. GB/s, GHz, words per cycle."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from archsim.array.config import ArrayConfig, dram_words
+from archsim.array.device_sections import is_device_toml
+from archsim.console import setting
+
+
+def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float, float] | None:
+    """(words/cycle, GB/s, GHz): the DRAM rate a ``--config`` device file states as ``[memory] hbm_gbps`` at its own
+    clock (a TOML's ``[compute] clock_mhz``, a ``.cfg``'s ``[archsim] ClockGHz``), in words of ``element_bytes``:
+    hbm_gbps / (element_bytes × GHz) to the nearest whole
+    number (a half up), at least 1. None for a plain SCALE-Sim file, one stating
+    ``Bandwidth`` (checked against ``hbm_gbps`` on reading: that rate is the file's) or one without a clock.
+
+    The rule is per operand: SCALE-Sim's ``Bandwidth`` is each buffer's own DRAM port, not a share (USER mode
+    passes it as ``ifmap_backing_buf_bw``, ``filter_backing_buf_bw`` and ``ofmap_backing_buf_bw`` alike, in
+    ``scalesim/single_layer_sim.py`` to ``memory/double_buffered_scratchpad_mem.py``'s ``set_params``), and a
+    ``.cfg`` device file's ``Bandwidth`` already must equal its ``hbm_gbps`` (:func:`~archsim.array.device_sections.
+    check_bandwidth_once`): so each of the ifmap, filter and ofmap buffers reads (or writes) at the chip's whole
+    rate, the chip's total not divided among them (three buffers streaming at once draw up to 3 × hbm_gbps)."""
+    import configparser
+
+    from archsim.array.device_sections import cfg_device_sections, toml_sections
+    from archsim.validate import read_text
+
+    text = read_text(config, "config file", encoding="utf-8-sig")  # read once already: no error here
+    if is_device_toml(config):  # read as every device-file reader reads it: the shared TOML reader, its keys checked
+        values = toml_sections(text, str(config), ("compute", "memory")) or {}
+        hbm, mhz = values.get("memory", {}).get("hbm_gbps"), values.get("compute", {}).get("clock_mhz")
+        ghz = None if mhz is None else mhz / 1e3
+    else:
+        checked = cfg_device_sections(text, str(config), required=False)
+        hbm = None if checked is None else checked[0].get("memory", {}).get("hbm_gbps")
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(text, source=str(config))
+        clock = parser.get("archsim", "ClockGHz", fallback=None)
+        ghz = None if clock is None or parser.has_option("architecture_presets", "Bandwidth") else float(clock)
+    if not hbm or ghz is None:
+        return None
+    return dram_words(hbm, ghz, element_bytes), float(hbm), ghz  # a half up, not to even
+
+
+def with_device_bandwidth(array: ArrayConfig, config: str | Path | None, element_bytes: int, flag: str = "bandwidth",
+                          *, name: str | None = None) -> tuple[ArrayConfig, str | None]:
+    """(array, note): ``array`` in ``element_bytes``-byte words at the DRAM words/cycle its ``--config`` device file's
+    ``[memory] hbm_gbps`` states (:func:`device_dram_rate`, every operand), carried as the file's GB/s and clock
+    (:attr:`ArrayConfig.dram_rate`) so the words follow a later element size, and the note the cycle engine says of
+    it, naming ``flag`` (its DRAM words/cycle, as the caller spells it) that overrides it; ``array`` and None where the
+    file states no such rate. Callers run it only under the cycle engine with ``flag`` not given: the flag wins, the
+    analytic engine reads no bandwidth."""
+    rate = None if config is None else device_dram_rate(config, element_bytes)
+    if rate is None:
+        return array, None
+    words, hbm, ghz = rate
+    return replace(array, element_bytes=element_bytes, read_bandwidth=None, dram_rate=(hbm, ghz)), (
+        f"{config if name is None else name}: the cycle engine ran at {words} words/cycle per operand buffer, "
+        f"[memory] hbm_gbps = {hbm:g} GB/s in {element_bytes}-byte words at the file's {ghz:g} GHz "
+        f"({words * element_bytes * ghz:g} GB/s; {PER_BUFFER}); {setting(flag, placeholder='WORDS')} overrides it")
+
+
+# Why each operand buffer reads at the chip's whole GB/s (device_dram_rate's rule), as the notes say it.
+PER_BUFFER = "each of ifmap, filter and ofmap at the chip's whole rate, as SCALE-Sim's Bandwidth is per buffer"
+
+
+def sweep_rate_note(name: str, rate: tuple[float, float], widths: Sequence[int]) -> str:
+    """What a sweep's cycle engine says, run without a spec's ``bandwidths``, of the device ``.cfg`` ``name`` (as the
+    spec names it) whose ``[memory] hbm_gbps`` set its DRAM rate, ``rate`` (GB/s, GHz: :attr:`ArrayConfig.dram_rate`):
+    the words/cycle in each of the sweep's element sizes ``widths`` (bytes), as :func:`with_device_bandwidth` says it
+    for one."""
+    hbm, ghz = rate
+    said = [(width, dram_words(hbm, ghz, width)) for width in dict.fromkeys(widths)]
+    words = " and ".join(f"{count}{' words/cycle per operand buffer' if i == 0 else ''} in {width}-byte words "
+                         f"({count * width * ghz:g} GB/s)" for i, (width, count) in enumerate(said))
+    return (f"{name}: the cycle engine ran at {words}, [memory] hbm_gbps = {hbm:g} GB/s at the file's {ghz:g} GHz "
+            f"({PER_BUFFER}); a spec's bandwidths = [WORDS] overrides it")
+
+
+def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwidth", *,
+                    spec_key: bool = False, name: str | None = None) -> str | None:
+    """What a sweep's cycle engine says, run without ``flag`` (its DRAM words/cycle, named as the caller spells it),
+    of a device ``.cfg`` that states ``[memory] hbm_gbps`` but no SCALE-Sim ``Bandwidth`` on an array that does not
+    carry that rate (a :class:`~archsim.sweep.spec.SweepSpec` built by hand from the file's array: a spec file read
+    by :func:`~archsim.sweep.spec.load_spec` runs at the file's rate): it ran at the array's words/cycle, SCALE-Sim's
+    default; the flag's value nearest the file's GB/s (:func:`device_dram_rate`) is named. None where the file states
+    no such rate. ``spec_key``: ``flag`` is a sweep spec's list key, named as ``bandwidths = [N]``; ``name``: the file
+    as the user named it (default ``config``)."""
+    rate = device_dram_rate(config, element_bytes)
+    if rate is None:
+        return None
+    (words, hbm, ghz), default = rate, ArrayConfig().bandwidth[0]
+    named = f"{flag} = [{words}]" if spec_key else setting(flag, words)
+    return (f"{config if name is None else name} states [memory] hbm_gbps = {hbm:g} GB/s, which the spec's array does not "
+            f"carry (a spec read from its file does, as cost --config reads it): it ran at {default} words/cycle per operand, SCALE-Sim's default ({default * element_bytes * ghz:g} "
+            f"GB/s of {element_bytes}-byte words at {ghz:g} GHz); {named} is {words * element_bytes * ghz:g} GB/s")
+
+
+__all__ = ["PER_BUFFER", "device_dram_rate", "hbm_unread_note", "sweep_rate_note", "with_device_bandwidth"]
