@@ -226,6 +226,17 @@ def devices_used(layers: int, devices: int, policy: str, group: int = 1) -> int:
     return len({device_of(l, layers, devices, ALLOCATION[policy], group) for l in range(layers)})
 
 
+def used_devices_bubble(timeline, used: int) -> float:
+    """The idle share over the ``used`` devices the allocation gives layers (:func:`devices_used`): 1 − Σ op
+    durations / (used × makespan), a fraction. ``bubble_fraction`` divides by every device, so an allocation that
+    leaves devices without layers counts their whole span as bubble; this one leaves them out (0 for an empty or
+    zero-length timeline)."""
+    span = timeline.makespan
+    if not span or used <= 0:
+        return 0.0
+    return 1.0 - float(timeline.problem.arrays.duration.sum()) / (used * span)
+
+
 def lower_bound(costs: LayerProfile, devices: int, microbatches: int, policy: str, group: int = 1, *,
                 first_layer_delta: bool = False) -> float:
     """max(critical path of one micro-batch, busiest device's work): no schedule beats it."""
@@ -313,4 +324,4 @@ def schedule_metrics(problem: Problem, timeline, output_bytes: Mapping[str, int]
 
 __all__ = ["ALLOCATION", "default_flush", "devices_used", "flush_phases", "held_peaks", "layer_chain", "lower_bound",
            "ooo_problem", "ooo_schedule", "op_count", "output_gradients", "require_chain", "schedule_metrics",
-           "unit_costs"]
+           "unit_costs", "used_devices_bubble"]

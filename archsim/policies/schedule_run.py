@@ -231,7 +231,7 @@ def _simulated(args: SimpleNamespace, problem, phase, flush: bool, extra: dict |
     """``problem`` simulated and validated (a failure is a simulator bug, not a user's mistake), and the run's row;
     ``chain``: an out-of-order pipeline's layer costs, whose output gradients its peak counts where a weight gradient
     waits past its δ (:func:`archsim.policies.ooo.held_peaks`)."""
-    from archsim.policies.ooo import output_gradients, schedule_metrics
+    from archsim.policies.ooo import devices_used, output_gradients, schedule_metrics, used_devices_bubble
     from archsim.sim import simulate
     from archsim.sim.validate import assert_valid
 
@@ -243,6 +243,9 @@ def _simulated(args: SimpleNamespace, problem, phase, flush: bool, extra: dict |
     metrics = schedule_metrics(problem, timeline, None if chain is None else output_gradients(chain))
     if args.policy in DP_POLICIES:  # its iteration window allocates no stash: a 0 would read as "holds none"
         del metrics["peak_activation_bytes"]
+    if args.policy in OOO_POLICIES and chain is not None:  # an allocation can leave devices without layers
+        used = devices_used(len(chain.names), args.processors, args.policy, args.group)
+        metrics["bubble_fraction_used_devices"] = used_devices_bubble(timeline, used)
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            **takes_flush, **metrics, **(extra or {})}
     return timeline, row
