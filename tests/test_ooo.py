@@ -3,6 +3,7 @@ exact optima (time-indexed MILP)."""
 
 import pytest
 
+import archsim
 from archsim.cli import main
 from archsim.errors import InputError
 from archsim.partition import profile_from_costs
@@ -119,3 +120,22 @@ def test_ooo_pipe1_without_flush_ranks_delta_above_the_next_forward():
     assert (starts[False]["D2:0"], starts[False]["F2:1"]) == (2, 3)
     flushed, free = (ooo_schedule(unit_costs(8), 4, 4, "ooo-pipe1", flush=f)[1].makespan for f in (True, False))
     assert (flushed, free) == (34, 30)
+
+
+def test_bubble_over_the_devices_the_allocation_uses_beside_every_devices_bubble(capsys):
+    """ffnn8 under ooo-pipe2 on 16 processors, 1 micro-batch, unit costs: layer l on device l, so 8 devices hold a
+    layer and 8 none. By hand: F1–F8 end at 8, δ8 … δ2 run 8–15 (each device its δ before its G), G1 waits for δ2:
+    makespan 16; 8 F + 7 δ + 8 G = 23 units of work. bubble_fraction 1 − 23/(16 × 16); over the 8 used devices
+    1 − 23/(8 × 16). With every device holding a layer (4 processors) the two agree."""
+    with pytest.warns(UserWarning, match="uses 8 of the 16 processors"):
+        result = archsim.schedule("ffnn8", policy="ooo-pipe2", processors=16, microbatches=1, unit_costs=True)
+    assert result.makespan == 16
+    assert result.row["bubble_fraction"] == pytest.approx(1 - 23 / (16 * 16))
+    assert result.row["bubble_fraction_used_devices"] == pytest.approx(1 - 23 / (8 * 16))
+    full = archsim.schedule("ffnn8", policy="gpipe", processors=4, microbatches=1, unit_costs=True).row
+    assert full["bubble_fraction_used_devices"] == pytest.approx(full["bubble_fraction"])
+    assert main(["schedule", "ffnn8", "--policy", "ooo-pipe2", "--processors", "16", "--unit-costs",
+                 "--format", "csv"]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert float(dict(zip(header.split(","), row.split(",")))["bubble_fraction_used_devices"]) == \
+        pytest.approx(1 - 23 / (8 * 16))

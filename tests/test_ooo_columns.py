@@ -35,6 +35,10 @@ def test_columnar_problem_equals_the_object_built_one(policy, costs, first_delta
         with pytest.raises(InputError, match="cannot flush"):
             ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group, first_layer_delta=first_delta)
         return
+    if policy == "gpipe" and not flush and microbatches > 1:  # gpipe is the flush: refused without one
+        with pytest.raises(InputError, match="cannot run without one"):
+            ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group, first_layer_delta=first_delta)
+        return
     columnar = ooo_problem(costs, devices, microbatches, policy, flush=flush, group=group,
                            first_layer_delta=first_delta)
     # the frozen builder reads the record it was written for: the profile's F, δ, G and stash copied into it

@@ -37,6 +37,24 @@ def test_mp_with_several_microbatches_runs_them_one_by_one(microbatches, capsys)
     assert "cannot flush" in capsys.readouterr().err
 
 
+def test_gpipe_without_a_flush_is_refused_alike_from_command_and_library(capsys):
+    """gpipe is GPipe's flush (Oh et al., Fig. 12a); --no-flush ranked F first and gave the flushed 41 (ffnn8, 4
+    devices, 4 micro-batches), so it is refused in one line, the same from the command and the library; with one
+    micro-batch a flush changes nothing and the run goes on (one micro-batch on 4 devices: F 8 + δ 7 + G 8 = 23)."""
+    import archsim
+    from archsim.errors import InputError
+
+    argv = ["schedule", "ffnn8", "--policy", "gpipe", "--processors", "4", "--microbatches", "4", "--unit-costs"]
+    assert main([*argv, "--no-flush"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "gpipe is GPipe's flush" in err
+    with pytest.raises(InputError) as refused:
+        archsim.schedule("ffnn8", policy="gpipe", processors=4, microbatches=4, unit_costs=True, flush=False)
+    assert str(refused.value) in err
+    assert archsim.schedule("ffnn8", policy="gpipe", processors=4, microbatches=1, unit_costs=True,
+                            flush=False).makespan == 23
+
+
 @pytest.mark.parametrize("policy", [p for p in ALL if p not in ("looped-bfs", "multistream")])
 def test_every_table_row_has_a_value_under_each_header(policy, capsys):
     """A blank cell (flush on policies without one) shifted the row's values under the wrong headers."""

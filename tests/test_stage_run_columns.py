@@ -126,6 +126,10 @@ def test_job_size_counts_the_ops_of_a_layer_schedule(policy, flush, first_layer_
         with pytest.raises(InputError, match="cannot flush"):
             ooo_problem(costs, 2, m, policy, flush=flush, first_layer_delta=first_layer_delta)
         return
+    if policy == "gpipe" and not flush and m > 1:  # gpipe is the flush: refused without one
+        with pytest.raises(InputError, match="cannot run without one"):
+            ooo_problem(costs, 2, m, policy, flush=flush, first_layer_delta=first_layer_delta)
+        return
     problem = ooo_problem(costs, 2, m, policy, flush=flush, first_layer_delta=first_layer_delta)
     assert len(problem.ops) == ooo_op_count(5, m, first_layer_delta=first_layer_delta, flush=flush)
 

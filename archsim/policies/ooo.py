@@ -17,7 +17,9 @@ Layer-wise ops F_l, D_l (δ, absent for the first layer) and G_l of M micro-batc
 forwards, and δ is ranked above the next micro-batch's F (``ooo-pipe1`` and ``ooo-pipe2`` alike; ``ooo-pipe1``
 ranked F first whatever the flag until 2026-12-05, so ``--no-flush`` changed nothing). ``mp`` runs one micro-batch's forward
 and backward before the next micro-batch starts, which a flush over two or more micro-batches
-contradicts: that combination is refused (with one micro-batch the flush changes nothing).
+contradicts: that combination is refused (with one micro-batch the flush changes nothing). ``gpipe`` is the
+flush (the paper's GPipe, Fig. 12a: every forward, then every backward), so ``gpipe`` without one over two or more
+micro-batches is refused likewise (until 2026-12-05 it ran, ranked F first, and gave the flushed makespan).
 """
 
 from __future__ import annotations
@@ -106,6 +108,10 @@ def ooo_layout(n: int, devices: int, microbatches: int, policy: str, *, flush: b
     if policy == "mp" and flush and microbatches > 1:
         raise InputError("mp runs one micro-batch at a time, so it cannot flush (all forwards before any "
                          "backward) over several micro-batches; use it without a flush", field="flush")
+    if policy == "gpipe" and not flush and microbatches > 1:
+        raise InputError("gpipe is GPipe's flush (every forward, then every backward: Oh et al., Fig. 12a), so it "
+                         "cannot run without one over several micro-batches; for backward ops interleaved with later "
+                         "forwards use ooo-pipe1 without a flush, or 1f1b", field="flush")
     where = [device_of(l, n, devices, ALLOCATION[policy], group) for l in range(n)]
 
     def rank(kind: str, mb: int, layer: int) -> tuple:
@@ -220,6 +226,17 @@ def devices_used(layers: int, devices: int, policy: str, group: int = 1) -> int:
     return len({device_of(l, layers, devices, ALLOCATION[policy], group) for l in range(layers)})
 
 
+def used_devices_bubble(timeline, used: int) -> float:
+    """The idle share over the ``used`` devices the allocation gives layers (:func:`devices_used`): 1 − Σ op
+    durations / (used × makespan), a fraction. ``bubble_fraction`` divides by every device, so an allocation that
+    leaves devices without layers counts their whole span as bubble; this one leaves them out (0 for an empty or
+    zero-length timeline)."""
+    span = timeline.makespan
+    if not span or used <= 0:
+        return 0.0
+    return 1.0 - float(timeline.problem.arrays.duration.sum()) / (used * span)
+
+
 def lower_bound(costs: LayerProfile, devices: int, microbatches: int, policy: str, group: int = 1, *,
                 first_layer_delta: bool = False) -> float:
     """max(critical path of one micro-batch, busiest device's work): no schedule beats it."""
@@ -307,4 +324,4 @@ def schedule_metrics(problem: Problem, timeline, output_bytes: Mapping[str, int]
 
 __all__ = ["ALLOCATION", "default_flush", "devices_used", "flush_phases", "held_peaks", "layer_chain", "lower_bound",
            "ooo_problem", "ooo_schedule", "op_count", "output_gradients", "require_chain", "schedule_metrics",
-           "unit_costs"]
+           "unit_costs", "used_devices_bubble"]

@@ -74,10 +74,23 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
     speak = speak or say
     check_policy_flags(args, stage_mode(args))  # before anything is read or written
     if stage_mode(args):
-        return run_stages(args)
+        return _labelled(run_stages(args))
     if isinstance(network, LayerProfile):
-        return _profile_run(args, phases)
-    return _network_run(args, tuple(drawn), loader or _loader(speak), speak, phases)
+        return _labelled(_profile_run(args, phases))
+    return _labelled(_network_run(args, tuple(drawn), loader or _loader(speak), speak, phases))
+
+
+def _labelled(run: ScheduleRun, layers: Sequence[str | None] | None = None) -> ScheduleRun:
+    """``run`` with its timeline marked a schedule's (``processor_layers``: ``layers`` per processor, or those it
+    has, or none known), so its ``to_frame()`` adds the ``device`` and ``layers`` every schedule family shares."""
+    from dataclasses import replace
+
+    timeline = run.timeline
+    if timeline is None or timeline.problem is None:
+        return run
+    known = tuple(layers) if layers is not None else timeline.processor_layers
+    held = known if known is not None else (None,) * len(timeline.problem.processors)
+    return replace(run, timeline=replace(timeline, processor_layers=held))
 
 
 def _loader(speak: Callable[[str, str], None]) -> Callable[[str, SimpleNamespace], Network]:
@@ -159,6 +172,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                 costs = collapse_profile(costs, groups)
             unit = "cycles"
         extra: dict = {}
+        stage_layers: tuple[str, ...] | None = None  # a stage schedule's layers per device, where costs split them
         extra_bytes: LayerProfile | None = None  # an out-of-order pipeline's: its output gradients, held when deferred
         link = _link(args)
         split: dict[str, str] = {}  # how the layers were dealt to the devices (data parallel: every layer on each)
@@ -167,7 +181,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                                                    None if args.unit_costs else array.element_bytes,
                                                    sync_bytes_per_cycle(link))
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
-            stage_profile, split = _stage_profile(args, costs, link.bytes_per_cycle)
+            stage_profile, split, stage_layers = _stage_profile(args, costs, link.bytes_per_cycle)
             phase("build")
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
@@ -186,8 +200,8 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
         meta["makespan_seconds"] = float(row["makespan"]) / clock
-    return ScheduleRun(row, meta, timeline, None, f"{name}: {args.policy}, {args.processors} devices", unit,
-                       _used(args, len(costs)))
+    return _labelled(ScheduleRun(row, meta, timeline, None, f"{name}: {args.policy}, {args.processors} devices", unit,
+                                 _used(args, len(costs))), stage_layers)
 
 
 def _profile_run(args: SimpleNamespace, phases) -> ScheduleRun:
@@ -231,7 +245,7 @@ def _simulated(args: SimpleNamespace, problem, phase, flush: bool, extra: dict |
     """``problem`` simulated and validated (a failure is a simulator bug, not a user's mistake), and the run's row;
     ``chain``: an out-of-order pipeline's layer costs, whose output gradients its peak counts where a weight gradient
     waits past its δ (:func:`archsim.policies.ooo.held_peaks`)."""
-    from archsim.policies.ooo import output_gradients, schedule_metrics
+    from archsim.policies.ooo import devices_used, output_gradients, schedule_metrics, used_devices_bubble
     from archsim.sim import simulate
     from archsim.sim.validate import assert_valid
 
@@ -243,6 +257,9 @@ def _simulated(args: SimpleNamespace, problem, phase, flush: bool, extra: dict |
     metrics = schedule_metrics(problem, timeline, None if chain is None else output_gradients(chain))
     if args.policy in DP_POLICIES:  # its iteration window allocates no stash: a 0 would read as "holds none"
         del metrics["peak_activation_bytes"]
+    if args.policy in OOO_POLICIES and chain is not None:  # an allocation can leave devices without layers
+        used = devices_used(len(chain.names), args.processors, args.policy, args.group)
+        metrics["bubble_fraction_used_devices"] = used_devices_bubble(timeline, used)
     row = {"policy": args.policy, "processors": args.processors, "microbatches": args.microbatches,
            **takes_flush, **metrics, **(extra or {})}
     return timeline, row
@@ -314,18 +331,19 @@ def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
 
 
 def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | None = None
-                   ) -> tuple[StageProfile, dict[str, str]]:
+                   ) -> tuple[StageProfile, dict[str, str], tuple[str, ...] | None]:
     """Per-stage F, I (= δ) and W (= G): equal units, or layers split into stages by PipeDream's DP;
     activation M_B a stage's stashed layer inputs, send bytes its next stage's first input, comm
     --comm, and in cycles a link of ``link`` bytes per cycle (None: hops take --comm's latency alone, as
     ``pipeline``'s are free without a link; unit costs: latency only); and the split's meta
-    (:func:`~archsim.policies.allocation_meta.allocation_meta`; none with unit costs, which price stages, not layers)."""
+    (:func:`~archsim.policies.allocation_meta.allocation_meta`; none with unit costs, which price stages, not layers),
+    and each stage's layers by name, comma-joined (None with unit costs)."""
     from archsim.partition import pipedream_partition, profile_from_costs
     from archsim.policies.stage_profile import StageProfile
 
     if args.unit_costs:
         ones = (1.0,) * args.processors  # M_B = 1 (peaks count micro-batches) and no M_W: integer peaks
-        return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors), {}
+        return StageProfile(ones, ones, ones, args.comm, (1,) * args.processors), {}, None
     if args.processors > len(costs):  # said in schedule's terms: PipeDream's check speaks of pipeline's methods
         raise InputError(f"{setting('policy', args.policy)} runs one stage of whole layers on each processor "
                          f"(PipeDream's DP splits the chain): this network has {len(costs)} layer"
@@ -346,8 +364,9 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | Non
     send = [stash[names.index(nxt.layers[0])] for nxt in plan.stages[1:]] + [0]
     split = allocation_meta("PipeDream's DP over the layer chain: whole layers a device, balancing F + I + W",
                              [len(stage.layers) for stage in plan.stages])
+    layers = tuple(",".join(costs.names[names.index(n)] for n in stage.layers) for stage in plan.stages)
     return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
-                        send_bytes=tuple(send), bandwidth=link), split
+                        send_bytes=tuple(send), bandwidth=link), split, layers
 
 
 def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, element_bytes: int | None,

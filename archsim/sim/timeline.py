@@ -119,13 +119,17 @@ class TransferTable(_Table[Transfer]):
 @dataclass(frozen=True)
 class Timeline:
     """Slots in start order, transfers in start order, the problem they solve, the policy's name and the times'
-    unit where the caller knows it (``cycles``, ``seconds``, ``units``; "" where not: the engine is unit-agnostic)."""
+    unit where the caller knows it (``cycles``, ``seconds``, ``units``; "" where not: the engine is unit-agnostic);
+    ``processor_layers``: a schedule's (``archsim.schedule``) network layers each processor holds, comma-joined, in
+    the problem's processor order (None for one not known: unit-cost or per-stage stages, a network), which makes
+    :meth:`to_frame` add the columns every schedule family shares (None: not a schedule's timeline)."""
 
     slots: Sequence[Slot]  # a tuple, or the engine's SlotTable
     transfers: Sequence[Transfer]  # a tuple, or the engine's TransferTable
     problem: Problem | None = None
     policy: str = ""
     unit: str = ""
+    processor_layers: tuple[str | None, ...] | None = None
 
     def _tables(self) -> tuple[SlotTable, TransferTable, Problem] | None:
         """Slots, transfers and problem when slots and transfers are the engine's arrays, of this
@@ -211,10 +215,14 @@ class Timeline:
 
     def to_frame(self) -> pd.DataFrame:
         """One row per slot: op, processor, stream, start, end, then one column per tag key; ``attrs["unit"]``: the
-        times' unit where the timeline knows it (the columns keep their names, which callers index)."""
+        times' unit where the timeline knows it (the columns keep their names, which callers index). A schedule's
+        timeline (``processor_layers`` given) adds ``device`` and ``layers`` (:func:`schedule_labels`), so the
+        layer-wise and the stage schedules' frames share op, kind, microbatch, device, layers, start and end."""
         import pandas as pd
 
         ops = {op.id: op for op in self.problem.ops} if self.problem is not None else {}
+        labels = schedule_labels(self.problem, self.processor_layers) \
+            if self.processor_layers is not None and self.problem is not None else None
         rows = []
         for s in self.slots:
             row: dict[str, object] = {"op": s.op, "processor": s.processor, "stream": s.stream,
@@ -223,6 +231,11 @@ class Timeline:
             if op is not None:
                 for key, value in cast("Tags", op.tags):  # Op.__post_init__ made them pairs
                     row.setdefault(key, value)
+            if labels is not None:
+                device, layers = labels[s.processor]
+                row["device"] = device
+                row["layers"] = row["layer"] if row.get("layer") is not None else (
+                    layers if row.get("stage") is not None else None)
             rows.append(row)
         frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(SLOT_COLUMNS))
         if self.unit:
@@ -239,6 +252,28 @@ class Timeline:
         if self.unit:
             frame.attrs["unit"] = self.unit
         return frame
+
+
+def schedule_labels(problem: Problem, processor_layers: Sequence[str | None]) -> dict[str, tuple[int | None, str | None]]:
+    """Per processor name, its ``device`` (0-based, in the problem's order, counting devices only: a processor that
+    runs ops of kind ``S``, data parallel's network, is none, as :func:`archsim.sim.bubble.bubble` counts) and the
+    layers it holds (``processor_layers``, by processor index). Why: the layer-wise schedules name devices d1 …,
+    the published stage schedules ranks r0 …, their ``list-*`` versions stages s1 …; one 0-based index compares them.
+    An op's ``layers`` (:meth:`Timeline.to_frame`) is its own ``layer`` tag where it has one (a layer-wise op), else
+    its processor's layers where it is a stage's (a ``stage`` tag; a chunk of an interleaved or V schedule is an
+    equal share of its device's stage), else None (a flush barrier)."""
+    kinds = problem.tag_values("kind")
+    networks = {problem.processors[p].name for p, kind in zip(problem.arrays.proc.tolist(), kinds) if kind == "S"}
+    labels: dict[str, tuple[int | None, str | None]] = {}
+    device = 0
+    for index, processor in enumerate(problem.processors):
+        layers = processor_layers[index] if index < len(processor_layers) else None
+        if processor.name in networks:
+            labels[processor.name] = (None, layers)
+        else:
+            labels[processor.name] = (device, layers)
+            device += 1
+    return labels
 
 
 def _peak_memory(problem: Problem, slots: SlotTable) -> dict[str, int]:
