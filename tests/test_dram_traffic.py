@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archsim.array import dram_traffic
 from archsim.array.config import ArrayConfig
 from archsim.array.cycle import demand_matrices, prefetch_order, simulate_gemm, simulate_on
 from archsim.array.dram_traffic import array_dram_traffic, gemm_dram_traffic, operand_tilings
@@ -190,3 +191,43 @@ def test_chip_sized_arrays_equal_the_engine(dataflow):
         r, got = simulate_on(m, k, n, array), array_dram_traffic(m, k, n, array)
         assert (got.ifmap_reads, got.filter_reads) == (r.ifmap_dram_reads, r.filter_dram_reads), kib
         assert 0 <= r.ofmap_dram_writes - got.ofmap_writes <= got.ofmap_slack
+
+
+def line_replayed_slides(window, tile, rows):
+    """A preloaded operand's slides with no skipping: SCALE-Sim's window (read_buffer.service_reads) replayed
+    line by line over the demand order the module docstring gives (each tile fold by fold, a fold's rows from
+    the last to the first, each row's words rising), from the tiling's prefetch positions. The oracle for the
+    count that skips repeating folds."""
+    start = slides = 0
+    for block in range(tile.blocks):
+        width = tile.tile_width(block)
+        for bottom in range(0, tile.height, rows):
+            for row in range(min(tile.height, bottom + rows) - 1, bottom - 1, -1):
+                first = tile.position(block, row, 0)
+                for line in range(first // window.per_line, (first + width - 1) // window.per_line + 1):
+                    while (line - start) % window.lines >= window.active:
+                        start, slides = (start + window.step) % window.lines, slides + 1
+    return slides
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "is"])
+def test_deep_preloaded_operands_skip_repeating_folds_exactly(dataflow, monkeypatch):
+    """A preloaded operand (ws's B, is's A) hundreds of folds deep whose rows wrap the window many times (a weight
+    gradient's δ): the count that skips repeating folds equals the line-by-line replay, with part-empty last folds
+    and narrower last tiles, SRAMs from 40 words to about the operand, and takes far fewer fold steps than folds."""
+    steps = []
+    fold_slides = dram_traffic._fold_slides
+    monkeypatch.setattr(dram_traffic, "_fold_slides", lambda *args: steps.append(1) or fold_slides(*args))
+    operand = 1 if dataflow == "ws" else 0
+    for (m, k, n, rows, cols), words in itertools.product(
+            [(5, 2000, 6, 4, 4), (3, 1501, 7, 3, 4), (2, 997, 5, 4, 3), (4, 1203, 9, 5, 2)], [40, 77, 150, 300, 2900]):
+        tile = operand_tilings(m, k, n, rows, cols, dataflow)[operand]
+        window = dram_traffic.read_window(words, tile, 1)
+        steps.clear()
+        got = dram_traffic.window_slides(window, tile, operand, m, k, n, rows, cols, dataflow)
+        assert got == line_replayed_slides(window, tile, rows), (m, k, n, rows, cols, words)
+        if words <= 150:  # δ re-read 9–1,000 times: the folds repeat within some tens, so few fold steps
+            assert got > 5 * window.lines // window.step and 0 < len(steps) < tile.blocks * tile.height // rows / 4
+    got = gemm_dram_traffic(2, 997, 5, 4, 3, dataflow, sram_words=(77,) * 3, bandwidth=(1,) * 3)
+    assert (got.ifmap_prefetches, got.filter_prefetches)[operand] == replayed_slides(2, 997, 5, 4, 3, dataflow,
+                                                                                       operand, 77)

@@ -25,7 +25,8 @@ circular hit test agrees with the unwrapped one): rows are contiguous; a tile's 
 most 2·width − 1 words between two demanded ones, and where that could exceed ``lines − a`` lines (an SRAM
 that almost holds the operand) the tile is taken diagonal by diagonal, each contiguous. So the reads are
 exact, in O(runs) steps: ⌈K/R⌉·⌈N/C⌉ tiles (ws; os and is alike), or for a preloaded operand one step per
-fold plus one per row that misses.
+fold plus one per row that misses, until a tile's folds repeat (:func:`_preloaded_slides`): then the rest of
+the tile's full folds in one step.
 
 **Ofmap writes** are the ofmap demand words D (every fold's partial outputs: M·N·⌈K/R⌉ for ws and is,
 M·N for os), exactly when the ofmap SRAM never fills past half (D ≤ ⌊S/2⌋) or bw = 1. Otherwise SCALE-Sim
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from math import gcd
 
 from archsim.array.analytic import fold_geometry
 from archsim.array.config import ArrayConfig
@@ -162,25 +164,56 @@ def _diagonals(tile: Tiling, block: int) -> Iterator[tuple[int, int]]:
         yield tile.position(block, d - c0, c0), tile.position(block, d - c1, c1)
 
 
+def _fold_slides(window: ReadWindow, u: int, base: int, width: int, bottom: int, top: int) -> int:
+    """The window's unwrapped first line after one fold of a preloaded tile: rows ``top`` … ``bottom`` (row r's
+    words at base + r·width …, contiguous), the last first, each row a run; rows whose words all lie in the
+    window are skipped in one step."""
+    per_line, row = window.per_line, top
+    while row >= bottom:
+        u = _advance(window, u, base + row * width, base + row * width + width - 1)
+        start = u % window.lines  # the window's first line
+        if (base + row * width) // per_line < start:  # this row hit where the window wraps round
+            row -= 1
+            continue
+        # this row lies in lines start … start + active − 1: so do the rows below it down to the
+        # first one starting before line ``start`` (the highest such row: ``behind``)
+        behind = _ceil(start * per_line - base, width) - 1
+        row = min(row - 1, max(behind, bottom - 1))
+    return u
+
+
 def _preloaded_slides(window: ReadWindow, tile: Tiling, rows: int) -> int:
     """Slides serving a preloaded operand (ws's B, is's A): fold (fr, fc) reads tile fc's rows fr·R … fr·R + kr − 1,
-    the last first, each row a contiguous run; rows whose words all lie in the window are skipped in one step."""
+    the last first (:func:`_fold_slides`).
+
+    Why it can skip: what a fold does to the window depends only on where the fold starts within a line
+    (its first word mod ``per_line``: the same every ``period`` folds) and on the window's start relative
+    to the fold's first line, modulo ``lines`` (every hit test and slide is circular arithmetic on that
+    difference). So once a full fold of a tile meets a (place in the period, relative start) it met
+    before, the folds between repeat verbatim, each time moving the window by the same lines, up to the
+    tile's last full fold: counted in one step. Deep refetch (a weight gradient's δ, re-read at every
+    fold) repeats within some tens of folds."""
     u, per_line = 0, window.per_line
     for block in range(tile.blocks):
         width = tile.tile_width(block)
         base = tile.position(block, 0, 0)  # a tile's rows are contiguous runs of width words from here
-        for bottom in range(0, tile.height, rows):
-            row = min(tile.height, bottom + rows) - 1
-            while row >= bottom:
-                u = _advance(window, u, base + row * width, base + row * width + width - 1)
-                start = u % window.lines  # the window's first line
-                if (base + row * width) // per_line < start:  # this row hit where the window wraps round
-                    row -= 1
+        stride = rows * width  # words from one fold's first word to the next's
+        full, folds = tile.height // rows, _ceil(tile.height, rows)
+        period = per_line // gcd(stride, per_line)
+        seen: dict[tuple[int, int], tuple[int, int]] | None = {}
+        fold = 0
+        while fold < folds:
+            if seen is not None and fold < full:
+                key = (fold % period, (u - (base + fold * stride) // per_line) % window.lines)
+                if key in seen:
+                    before, u_before = seen[key]
+                    times = (full - fold) // (fold - before)
+                    fold, u, seen = fold + times * (fold - before), u + times * (u - u_before), None
                     continue
-                # this row lies in lines start … start + active − 1: so do the rows below it down to the
-                # first one starting before line ``start`` (the highest such row: ``behind``)
-                behind = _ceil(start * per_line - base, width) - 1
-                row = min(row - 1, max(behind, bottom - 1))
+                seen[key] = (fold, u)
+            bottom = fold * rows
+            u = _fold_slides(window, u, base, width, bottom, min(tile.height, bottom + rows) - 1)
+            fold += 1
     return u // window.step
 
 
