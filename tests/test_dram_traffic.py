@@ -63,6 +63,18 @@ def test_tile_positions_are_the_engines_prefetch_order():
                 assert tile.position(block, row, col) == place[i * nc + j], (m, k, n, rows, cols, dataflow, i, j)
 
 
+def test_tile_corners_at_numpy_speed_are_the_positions():
+    """Every tile's first and last word, as one array, equal Tiling.position word by word (itself the engine's
+    prefetch order above): row and anti-diagonal order, tiles taller or wider than the others, part-empty last tiles."""
+    for (m, k, n), (rows, cols), dataflow in itertools.product([(5, 7, 3), (9, 40, 11), (1, 6, 2), (33, 3, 17)],
+                                                               [(2, 3), (4, 4), (1, 5)], DATAFLOWS):
+        for tile in operand_tilings(m, k, n, rows, cols, dataflow):
+            firsts, lasts = dram_traffic.tile_corners(tile)
+            assert firsts.tolist() == [tile.position(b, 0, 0) for b in range(tile.blocks)]
+            assert lasts.tolist() == [tile.position(b, tile.height - 1, tile.tile_width(b) - 1)
+                                      for b in range(tile.blocks)]
+
+
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
 def test_reads_equal_the_cycle_engines_over_a_grid(dataflow):
     """Exact: ifmap and filter DRAM reads equal the engine's on every shape, SRAM size (words, from holding
@@ -217,7 +229,8 @@ def test_deep_preloaded_operands_skip_repeating_folds_exactly(dataflow, monkeypa
     and narrower last tiles, SRAMs from 40 words to about the operand, and takes far fewer fold steps than folds."""
     steps = []
     fold_slides = dram_traffic._fold_slides
-    monkeypatch.setattr(dram_traffic, "_fold_slides", lambda *args: steps.append(1) or fold_slides(*args))
+    monkeypatch.setattr(dram_traffic, "_fold_slides",  # folds stepped: its last two arguments, start and stop
+                        lambda *args: steps.append(args[-1] - args[-2]) or fold_slides(*args))
     operand = 1 if dataflow == "ws" else 0
     for (m, k, n, rows, cols), words in itertools.product(
             [(5, 2000, 6, 4, 4), (3, 1501, 7, 3, 4), (2, 997, 5, 4, 3), (4, 1203, 9, 5, 2)], [40, 77, 150, 300, 2900]):
@@ -227,7 +240,27 @@ def test_deep_preloaded_operands_skip_repeating_folds_exactly(dataflow, monkeypa
         got = dram_traffic.window_slides(window, tile, operand, m, k, n, rows, cols, dataflow)
         assert got == line_replayed_slides(window, tile, rows), (m, k, n, rows, cols, words)
         if words <= 150:  # δ re-read 9–1,000 times: the folds repeat within some tens, so few fold steps
-            assert got > 5 * window.lines // window.step and 0 < len(steps) < tile.blocks * tile.height // rows / 4
+            assert got > 5 * window.lines // window.step and 0 < sum(steps) < tile.blocks * tile.height // rows / 4
     got = gemm_dram_traffic(2, 997, 5, 4, 3, dataflow, sram_words=(77,) * 3, bandwidth=(1,) * 3)
     assert (got.ifmap_prefetches, got.filter_prefetches)[operand] == replayed_slides(2, 997, 5, 4, 3, dataflow,
                                                                                        operand, 77)
+
+
+@pytest.mark.parametrize(("shape", "operand"), [((5, 2000, 3, 4, 2, "ws"), 0), ((3, 2001, 7, 4, 3, "ws"), 0),
+                                                ((2000, 5, 3, 2, 4, "os"), 0), ((3, 7, 2000, 4, 2, "os"), 1),
+                                                ((3, 2000, 7, 4, 2, "is"), 1)])
+def test_long_streamed_operands_skip_repeating_tiles_exactly(shape, operand, monkeypatch):
+    """A streamed operand of 500–1,000 tiles (ws's and os's A, os's B, is's B) through windows it wraps tens to
+    hundreds of times: the count that skips tiles repeating earlier ones (and passes repeating earlier passes)
+    equals SCALE-Sim's window replayed word by word over the engine's demand, in far fewer run steps than tiles."""
+    m, k, n, rows, cols, dataflow = shape
+    tile = operand_tilings(m, k, n, rows, cols, dataflow)[operand]
+    steps = []
+    advance = dram_traffic._advance
+    monkeypatch.setattr(dram_traffic, "_advance", lambda *args: steps.append(1) or advance(*args))
+    for words in (77, 150):
+        window = dram_traffic.read_window(words, tile, 1)
+        steps.clear()
+        got = dram_traffic.window_slides(window, tile, operand, m, k, n, rows, cols, dataflow)
+        assert got == replayed_slides(m, k, n, rows, cols, dataflow, operand, words), words
+        assert tile.blocks >= 500 and len(steps) < tile.blocks / 3
