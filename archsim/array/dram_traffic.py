@@ -316,9 +316,9 @@ def window_slides(window: ReadWindow, tile: Tiling, operand: int, m: int, k: int
                     else list(_diagonals(tile, block)))
 
     def serve(u: int) -> int:  # one pass; u: the window's first line, unwrapped (it only moves forward)
-        for block in range(tile.blocks):
+        for tile_runs in runs:
             for _ in range(repeat_each):
-                for first, last in runs[block]:
+                for first, last in tile_runs:
                     u = _advance(window, u, first, last)
         return u
 
