@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archsim.array import dram_traffic
 from archsim.array.config import ArrayConfig
 from archsim.array.cycle import demand_matrices, prefetch_order, simulate_gemm, simulate_on
 from archsim.array.dram_traffic import array_dram_traffic, gemm_dram_traffic, operand_tilings
@@ -60,6 +61,18 @@ def test_tile_positions_are_the_engines_prefetch_order():
             for i, j in itertools.product(range(nr), range(nc)):
                 (block, col), row = divmod(i, tile.width) if transposed else divmod(j, tile.width), j if transposed else i
                 assert tile.position(block, row, col) == place[i * nc + j], (m, k, n, rows, cols, dataflow, i, j)
+
+
+def test_tile_corners_at_numpy_speed_are_the_positions():
+    """Every tile's first and last word, as one array, equal Tiling.position word by word (itself the engine's
+    prefetch order above): row and anti-diagonal order, tiles taller or wider than the others, part-empty last tiles."""
+    for (m, k, n), (rows, cols), dataflow in itertools.product([(5, 7, 3), (9, 40, 11), (1, 6, 2), (33, 3, 17)],
+                                                               [(2, 3), (4, 4), (1, 5)], DATAFLOWS):
+        for tile in operand_tilings(m, k, n, rows, cols, dataflow):
+            firsts, lasts = dram_traffic.tile_corners(tile)
+            assert firsts.tolist() == [tile.position(b, 0, 0) for b in range(tile.blocks)]
+            assert lasts.tolist() == [tile.position(b, tile.height - 1, tile.tile_width(b) - 1)
+                                      for b in range(tile.blocks)]
 
 
 @pytest.mark.parametrize("dataflow", DATAFLOWS)
@@ -190,3 +203,64 @@ def test_chip_sized_arrays_equal_the_engine(dataflow):
         r, got = simulate_on(m, k, n, array), array_dram_traffic(m, k, n, array)
         assert (got.ifmap_reads, got.filter_reads) == (r.ifmap_dram_reads, r.filter_dram_reads), kib
         assert 0 <= r.ofmap_dram_writes - got.ofmap_writes <= got.ofmap_slack
+
+
+def line_replayed_slides(window, tile, rows):
+    """A preloaded operand's slides with no skipping: SCALE-Sim's window (read_buffer.service_reads) replayed
+    line by line over the demand order the module docstring gives (each tile fold by fold, a fold's rows from
+    the last to the first, each row's words rising), from the tiling's prefetch positions. The oracle for the
+    count that skips repeating folds."""
+    start = slides = 0
+    for block in range(tile.blocks):
+        width = tile.tile_width(block)
+        for bottom in range(0, tile.height, rows):
+            for row in range(min(tile.height, bottom + rows) - 1, bottom - 1, -1):
+                first = tile.position(block, row, 0)
+                for line in range(first // window.per_line, (first + width - 1) // window.per_line + 1):
+                    while (line - start) % window.lines >= window.active:
+                        start, slides = (start + window.step) % window.lines, slides + 1
+    return slides
+
+
+@pytest.mark.parametrize("dataflow", ["ws", "is"])
+def test_deep_preloaded_operands_skip_repeating_folds_exactly(dataflow, monkeypatch):
+    """A preloaded operand (ws's B, is's A) hundreds of folds deep whose rows wrap the window many times (a weight
+    gradient's δ): the count that skips repeating folds equals the line-by-line replay, with part-empty last folds
+    and narrower last tiles, SRAMs from 40 words to about the operand, and takes far fewer fold steps than folds."""
+    steps = []
+    fold_slides = dram_traffic._fold_slides
+    monkeypatch.setattr(dram_traffic, "_fold_slides",  # folds stepped: its last two arguments, start and stop
+                        lambda *args: steps.append(args[-1] - args[-2]) or fold_slides(*args))
+    operand = 1 if dataflow == "ws" else 0
+    for (m, k, n, rows, cols), words in itertools.product(
+            [(5, 2000, 6, 4, 4), (3, 1501, 7, 3, 4), (2, 997, 5, 4, 3), (4, 1203, 9, 5, 2)], [40, 77, 150, 300, 2900]):
+        tile = operand_tilings(m, k, n, rows, cols, dataflow)[operand]
+        window = dram_traffic.read_window(words, tile, 1)
+        steps.clear()
+        got = dram_traffic.window_slides(window, tile, operand, m, k, n, rows, cols, dataflow)
+        assert got == line_replayed_slides(window, tile, rows), (m, k, n, rows, cols, words)
+        if words <= 150:  # δ re-read 9–1,000 times: the folds repeat within some tens, so few fold steps
+            assert got > 5 * window.lines // window.step and 0 < sum(steps) < tile.blocks * tile.height // rows / 4
+    got = gemm_dram_traffic(2, 997, 5, 4, 3, dataflow, sram_words=(77,) * 3, bandwidth=(1,) * 3)
+    assert (got.ifmap_prefetches, got.filter_prefetches)[operand] == replayed_slides(2, 997, 5, 4, 3, dataflow,
+                                                                                       operand, 77)
+
+
+@pytest.mark.parametrize(("shape", "operand"), [((5, 2000, 3, 4, 2, "ws"), 0), ((3, 2001, 7, 4, 3, "ws"), 0),
+                                                ((2000, 5, 3, 2, 4, "os"), 0), ((3, 7, 2000, 4, 2, "os"), 1),
+                                                ((3, 2000, 7, 4, 2, "is"), 1)])
+def test_long_streamed_operands_skip_repeating_tiles_exactly(shape, operand, monkeypatch):
+    """A streamed operand of 500–1,000 tiles (ws's and os's A, os's B, is's B) through windows it wraps tens to
+    hundreds of times: the count that skips tiles repeating earlier ones (and passes repeating earlier passes)
+    equals SCALE-Sim's window replayed word by word over the engine's demand, in far fewer run steps than tiles."""
+    m, k, n, rows, cols, dataflow = shape
+    tile = operand_tilings(m, k, n, rows, cols, dataflow)[operand]
+    steps = []
+    advance = dram_traffic._advance
+    monkeypatch.setattr(dram_traffic, "_advance", lambda *args: steps.append(1) or advance(*args))
+    for words in (77, 150):
+        window = dram_traffic.read_window(words, tile, 1)
+        steps.clear()
+        got = dram_traffic.window_slides(window, tile, operand, m, k, n, rows, cols, dataflow)
+        assert got == replayed_slides(m, k, n, rows, cols, dataflow, operand, words), words
+        assert tile.blocks >= 500 and len(steps) < tile.blocks / 3

@@ -25,7 +25,9 @@ circular hit test agrees with the unwrapped one): rows are contiguous; a tile's 
 most 2·width − 1 words between two demanded ones, and where that could exceed ``lines − a`` lines (an SRAM
 that almost holds the operand) the tile is taken diagonal by diagonal, each contiguous. So the reads are
 exact, in O(runs) steps: ⌈K/R⌉·⌈N/C⌉ tiles (ws; os and is alike), or for a preloaded operand one step per
-fold plus one per row that misses.
+fold plus one per row that misses. Fewer: a run's effect on the window depends only on its place in a line,
+its length and the window's start relative to it modulo ``lines``, so where runs repeat (a preloaded tile's
+folds, a long operand's tiles, passes) a state that recurs settles the rest of the repetition in one step.
 
 **Ofmap writes** are the ofmap demand words D (every fold's partial outputs: M·N·⌈K/R⌉ for ws and is,
 M·N for os), exactly when the ofmap SRAM never fills past half (D ≤ ⌊S/2⌋) or bw = 1. Otherwise SCALE-Sim
@@ -38,10 +40,13 @@ Everything is pure arithmetic on integers; words are of the array's element size
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from math import gcd
 
-from archsim.array.analytic import fold_geometry
+import numpy as np
+
+from archsim.array.analytic import Integers, fold_geometry
 from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 
@@ -88,15 +93,34 @@ class Tiling:
         return before - nulls - max(0, hi - lo + 1)
 
 
-def _triangle(x: int) -> int:
-    return x * (x + 1) // 2 if x > 0 else 0
+def _triangle(x: Integers) -> Integers:
+    x = x * (x > 0)  # an int, or every entry of an int64 array
+    return x * (x + 1) // 2
 
 
-def _below(d: int, height: int, width: int) -> int:
-    """Cells (r, c) of a height × width rectangle with r + c < d."""
+def _below(d: Integers, height: int, width: int) -> Integers:
+    """Cells (r, c) of a height × width rectangle with r + c < d (for each d of an array)."""
     if height <= 0 or width <= 0:
-        return 0
+        return d * 0
     return _triangle(d) - _triangle(d - height) - _triangle(d - width) + _triangle(d - height - width)
+
+
+def tile_corners(tile: Tiling) -> tuple[np.ndarray, np.ndarray]:
+    """Every tile's first and last word's prefetch positions (int64), as :meth:`Tiling.position` gives them one by
+    one for (0, 0) and (last row, last column), at numpy speed."""
+    w, lw, h, last = tile.width, tile.last_width, tile.height, tile.blocks - 1
+    blocks = np.arange(tile.blocks, dtype=np.int64)
+    corners = []
+    for r, col in ((blocks * h, blocks * 0), (blocks * h + h - 1, np.where(blocks == last, lw, w) - 1)):
+        if not tile.diagonal:
+            corners.append(r * w - np.maximum(0, r - last * h) * (w - lw) + col)
+            continue
+        d = r + col
+        before = _below(d, tile.blocks * h, w) + np.minimum(d, tile.blocks * h - 1) - r
+        nulls = _below(d - last * h - lw, h, w - lw)
+        lo, hi = np.maximum(np.maximum(r + 1, last * h), d - w + 1), np.minimum(tile.blocks * h - 1, d - lw)
+        corners.append(before - nulls - np.maximum(0, hi - lo + 1))
+    return corners[0], corners[1]
 
 
 def tiling(nr: int, nc: int, width: int, transposed: bool, diagonal: bool) -> Tiling:
@@ -162,26 +186,106 @@ def _diagonals(tile: Tiling, block: int) -> Iterator[tuple[int, int]]:
         yield tile.position(block, d - c0, c0), tile.position(block, d - c1, c1)
 
 
+def _fold_slides(window: ReadWindow, u: int, base: int, width: int, height: int, rows: int, start: int,
+                 stop: int) -> int:
+    """The window's unwrapped first line after folds ``start`` … ``stop`` − 1 of a preloaded tile of ``height`` rows
+    (row r: ``width`` words from prefetch position base + r·width): fold f reads rows f·R … f·R + R − 1 (R = ``rows``),
+    the last first, each row a run; rows whose words all lie in the window are skipped in one step."""
+    per_line = window.per_line
+    for bottom in range(start * rows, min(height, stop * rows), rows):
+        row = min(height, bottom + rows) - 1
+        while row >= bottom:
+            u = _advance(window, u, base + row * width, base + row * width + width - 1)
+            first_line = u % window.lines  # the window's first line
+            if (base + row * width) // per_line < first_line:  # this row hit where the window wraps round
+                row -= 1
+                continue
+            # this row lies in lines first_line … first_line + active − 1: so do the rows below it down to the
+            # first one starting before that line (the highest such row: ``behind``)
+            behind = _ceil(first_line * per_line - base, width) - 1
+            row = min(row - 1, max(behind, bottom - 1))
+    return u
+
+
 def _preloaded_slides(window: ReadWindow, tile: Tiling, rows: int) -> int:
     """Slides serving a preloaded operand (ws's B, is's A): fold (fr, fc) reads tile fc's rows fr·R … fr·R + kr − 1,
-    the last first, each row a contiguous run; rows whose words all lie in the window are skipped in one step."""
-    u, per_line = 0, window.per_line
+    the last first (:func:`_fold_slides`). Folds start at the same place in a line every ``period`` folds: once a
+    full fold meets a window start (relative to its first line, modulo ``lines``) that one ``period``s before met,
+    the folds between repeat up to the tile's last full one, counted in one step (a weight gradient's δ, re-read
+    at every fold, repeats within some tens of folds)."""
+    u, per_line, height = 0, window.per_line, tile.height
     for block in range(tile.blocks):
         width = tile.tile_width(block)
         base = tile.position(block, 0, 0)  # a tile's rows are contiguous runs of width words from here
-        for bottom in range(0, tile.height, rows):
-            row = min(tile.height, bottom + rows) - 1
-            while row >= bottom:
-                u = _advance(window, u, base + row * width, base + row * width + width - 1)
-                start = u % window.lines  # the window's first line
-                if (base + row * width) // per_line < start:  # this row hit where the window wraps round
-                    row -= 1
-                    continue
-                # this row lies in lines start … start + active − 1: so do the rows below it down to the
-                # first one starting before line ``start`` (the highest such row: ``behind``)
-                behind = _ceil(start * per_line - base, width) - 1
-                row = min(row - 1, max(behind, bottom - 1))
+        stride = rows * width  # words from one fold's first word to the next's
+        full, folds = height // rows, _ceil(height, rows)
+        period = per_line // gcd(stride, per_line)
+        fold = 0
+        seen: dict[tuple[int, int], tuple[int, int]] = {}
+        while fold < full and full > period:  # else no fold can repeat one of the same place in a line
+            key = (fold % period, (u - (base + fold * stride) // per_line) % window.lines)
+            if key in seen:
+                before, u_before = seen[key]
+                times = (full - fold) // (fold - before)
+                fold, u = fold + times * (fold - before), u + times * (u - u_before)
+                break
+            seen[key] = (fold, u)
+            u = _fold_slides(window, u, base, width, height, rows, fold, fold + 1)
+            fold += 1
+        u = _fold_slides(window, u, base, width, height, rows, fold, folds)
     return u // window.step
+
+
+def _repeated_passes(lines: int, passes: int, serve: Callable[[int], int]) -> int:
+    """The window's unwrapped first line after ``passes`` identical passes, ``serve`` taking it through one: a pass's
+    effect depends only on its start modulo ``lines``, so once a start recurs the rest is counted in one step."""
+    u, done = 0, 0
+    seen: dict[int, tuple[int, int]] | None = {}
+    while done < passes:
+        if seen is not None:
+            if u % lines in seen:
+                before, u_before = seen[u % lines]
+                times = (passes - done) // (done - before)
+                done, u, seen = done + times * (done - before), u + times * (u - u_before), None
+                continue
+            seen[u % lines] = (done, u)
+        u = serve(u)
+        done += 1
+    return u
+
+
+def _translated_until(firsts: np.ndarray, lasts: np.ndarray, start: int, span: int, shift: int) -> int:
+    """The first tile j ≥ ``start`` whose run is not tile j − ``span``'s moved by ``shift`` words, else the count."""
+    moved = (firsts[start:] - firsts[start - span:-span] == shift) & (lasts[start:] - lasts[start - span:-span] == shift)
+    broken = np.flatnonzero(~moved)
+    return start + int(broken[0]) if broken.size else len(firsts)
+
+
+def _streamed_pass(window: ReadWindow, firsts: np.ndarray, lasts: np.ndarray, repeat_each: int, u: int,
+                   period: int) -> int:
+    """The window's unwrapped first line after one pass over tiles whose runs rise from ``firsts`` to ``lasts``
+    (prefetch positions), each served ``repeat_each`` times. Once a tile's state recurs (module docstring), the tiles
+    after it repeat those between as far as each run is the run that many tiles before moved by the same words:
+    one step. ``period``: tiles from one starting at a place in a line to the next (none repeats in fewer)."""
+    per_line, lines = window.per_line, window.lines
+    ends, tile = list(zip(firsts.tolist(), lasts.tolist())), 0
+    seen: dict[tuple[int, int, int], tuple[int, int]] | None = {} if len(ends) > period else None
+    while tile < len(ends):
+        first, last = ends[tile]
+        if seen is not None:
+            key = (first % per_line, last - first, (u - first // per_line) % lines)
+            if key in seen:
+                before, u_before = seen[key]
+                span, seen = tile - before, None
+                reach = _translated_until(firsts, lasts, tile, span, first - ends[before][0])
+                times = (reach - tile) // span  # whole spans from here that repeat the one just served
+                tile, u = tile + times * span, u + times * (u - u_before)
+                continue
+            seen[key] = (tile, u)
+        for _ in range(repeat_each):
+            u = _advance(window, u, first, last)
+        tile += 1
+    return u
 
 
 def window_slides(window: ReadWindow, tile: Tiling, operand: int, m: int, k: int, n: int, rows: int, cols: int,
@@ -199,19 +303,26 @@ def window_slides(window: ReadWindow, tile: Tiling, operand: int, m: int, k: int
     repeated = (dataflow, operand) == ("os", 1)  # os's B: each tile once per row fold, in one pass
     repeat_each, passes = (row_folds, 1) if repeated else (1, col_folds)
     gap = 2 * tile.width - 1 if tile.blocks > 1 else 1
-    whole = _ceil(gap, window.per_line) <= window.lines - window.active
+    whole = _ceil(gap, window.per_line) <= window.lines - window.active  # every tile one run
+    period = window.per_line // gcd(tile.height * tile.width, window.per_line)  # tiles from a place in a line to it
+    if whole and tile.blocks > period:  # enough tiles for a repeat: their runs at numpy speed, repeats skipped
+        firsts, lasts = tile_corners(tile)
+        return _repeated_passes(window.lines, passes,
+                                lambda u: _streamed_pass(window, firsts, lasts, repeat_each, u, period)) // window.step
     runs = []
     for block in range(tile.blocks):
         ends = (tile.position(block, 0, 0), tile.position(block, tile.height - 1, tile.tile_width(block) - 1))
         runs.append([ends] if whole or ends[0] // window.per_line == ends[1] // window.per_line
                     else list(_diagonals(tile, block)))
-    u = 0  # the window's first line, unwrapped (it only moves forward)
-    for _ in range(passes):
-        for block in range(tile.blocks):
+
+    def serve(u: int) -> int:  # one pass; u: the window's first line, unwrapped (it only moves forward)
+        for tile_runs in runs:
             for _ in range(repeat_each):
-                for first, last in runs[block]:
+                for first, last in tile_runs:
                     u = _advance(window, u, first, last)
-    return u // window.step
+        return u
+
+    return _repeated_passes(window.lines, passes, serve) // window.step
 
 
 @dataclass(frozen=True)
