@@ -3,6 +3,8 @@ what to write, never a wrong figure printed."""
 
 import pytest
 
+from archsim.errors import InputError
+from archsim.training.sweep import parse_axis
 from tests.benchmark_scripts import load_benchmark
 
 CLUSTER = "configs/clusters/a100_node.toml"
@@ -35,3 +37,22 @@ def test_bench_collectives_refuses_what_archsims_number_flags_refuse(bench, caps
         bench.main(["--cluster", CLUSTER, "--bytes", given])
     assert stop.value.code == 2
     assert f"--bytes: expected a whole number of bytes above 0, got {given!r}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", ["dp=FILL", "dp=filll", "dp=1,fil"])
+def test_a_dp_axis_value_refused_names_fill(given):
+    # before: "dp: expected a positive integer, got 'FILL'", the word dp also takes unsaid
+    with pytest.raises(InputError, match=r"^field 'sweep': dp: expected a positive integer.*\(or dp=fill alone: ") as caught:
+        parse_axis(given)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("axis", ["tp", "pp", "micro_batch"])
+def test_fill_on_another_axis_says_it_is_dps(axis):
+    with pytest.raises(InputError, match=rf"^field 'sweep': {axis}: fill is dp's alone \(dp=fill\); expected a "):
+        parse_axis(f"{axis}=fill")
+
+
+def test_dp_fill_and_counts_still_parse():
+    assert parse_axis("dp=fill") == ("dp", ("fill",))
+    assert parse_axis("dp=1,2") == ("dp", (1, 2))
