@@ -82,8 +82,9 @@ def chip_op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, chip: Device) 
     from archsim.array.costing import cycle_results
     from archsim.array.options import with_memory
     from archsim.devices.array_waves import gemm_deal
+    from archsim.errors import InputError
     from archsim.lowering.gemm_arrays import flatten_gemms
-    from archsim.validate import check_exact
+    from archsim.validate import INT32_MAX, check_exact
 
     units = chip.arrays
     owner, m, k, n, count = flatten_gemms(ops)
@@ -95,6 +96,10 @@ def chip_op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, chip: Device) 
         by_rate: dict[int, list[tuple[int, Shape, int]]] = {}
         for i in range(owner.size):
             words = share_words(hbm_gbps, int(running[i]), array.element_bytes, ghz)
+            if words > INT32_MAX:  # the device's rate named, not the words/cycle the cycle engine would refuse
+                raise InputError(f"{hbm_gbps:g} GB/s shared by {int(running[i])} arrays at {ghz:g} GHz is {words:.3g} "
+                                 f"DRAM words/cycle of {array.element_bytes} bytes each, above the {INT32_MAX} the "
+                                 "cycle engine takes: give a lower hbm_gbps", field="memory.hbm_gbps")
             sub = (int(deal.sub[0][i]), int(deal.sub[1][i]), int(deal.sub[2][i]))
             for shape, times in busiest_share(sub, int(deal.folds[i]), int(deal.waves[i]), units.rows, units.cols,
                                               units.dataflow):

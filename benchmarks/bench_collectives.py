@@ -140,10 +140,15 @@ def _user_cluster(path: str, nbytes: int) -> None:
         print(f"bench_collectives: warning: {warning}", file=sys.stderr)
 
 
+MAX_BYTES = 2**63 - 1  # a signed 64-bit size: any buffer below it prices a finite time
+
+
 def _positive_bytes(text: str) -> int:
     """``--bytes``: a whole number of bytes above 0 (an all-reduce of none has no bandwidth), as an integer or in
     scientific notation (``1e9``, ``4.5e8``: nccl-tests' sizes are written so), never a fraction of a byte."""
     refused = argparse.ArgumentTypeError(f"expected a whole number of bytes above 0, got {text!r}")
+    if not text.isascii() or "_" in text:  # int() reads '１' and '1_000'; archsim's number flags refuse them
+        raise refused
     try:
         value = int(text)
     except ValueError:
@@ -156,6 +161,8 @@ def _positive_bytes(text: str) -> int:
         value = int(number)
     if value < 1:
         raise refused
+    if value > MAX_BYTES:  # 1e308 bytes priced an infinite time: a bus bandwidth of 0 GB/s, printed
+        raise argparse.ArgumentTypeError(f"expected at most 2**63 - 1 bytes (a signed 64-bit size), got {text!r}")
     return value
 
 

@@ -88,6 +88,11 @@ class ArrayConfig:
         if not (isinstance(rate, tuple) and len(rate) == 2 and all(
                 isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < float("inf") for x in rate)):
             raise InputError(f"expected (GB/s, GHz), two positive numbers, got {rate!r}", field="dram_rate")
+        words = rate[0] / (self.element_bytes * rate[1])  # inf where the quotient overflows: refused, not raised
+        if not words < INT32_MAX:
+            raise InputError(f"{rate[0]:g} GB/s at {rate[1]:g} GHz is {words:.3g} DRAM words/cycle of {self.element_bytes}"
+                             f" bytes, above the {INT32_MAX} an array's bandwidth takes: give a lower rate",
+                             field="dram_rate")
         if self.read_bandwidth is not None:
             raise InputError("a device's DRAM rate sets every operand's words/cycle: give no read_bandwidth beside it",
                              field="read_bandwidth")

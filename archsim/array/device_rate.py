@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from archsim.array.config import ArrayConfig, dram_words
+from archsim.array.config import INT32_MAX, ArrayConfig, dram_words
 from archsim.array.device_sections import is_device_toml
 from archsim.console import setting
+from archsim.errors import InputError
 
 
 def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float, float] | None:
@@ -61,6 +62,10 @@ def with_device_bandwidth(array: ArrayConfig, config: str | Path | None, element
     if rate is None:
         return array, None
     words, hbm, ghz = rate
+    if words > INT32_MAX:  # the file's rate in the file's terms, not ArrayConfig's dram_rate tuple
+        raise InputError(f"{hbm:g} GB/s at the file's {ghz:g} GHz is {words:.3g} DRAM words/cycle of {element_bytes} "
+                         f"bytes, above the {INT32_MAX} the cycle engine takes: give a lower hbm_gbps",
+                         file=str(config), field="memory.hbm_gbps")
     return replace(array, element_bytes=element_bytes, read_bandwidth=None, dram_rate=(hbm, ghz)), (
         f"{config if name is None else name}: the cycle engine ran at {words} words/cycle per operand buffer, "
         f"[memory] hbm_gbps = {hbm:g} GB/s in {element_bytes}-byte words at the file's {ghz:g} GHz "

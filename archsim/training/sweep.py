@@ -103,6 +103,11 @@ def parse_axis(text: str) -> tuple[str, tuple]:
     try:
         parsed = tuple(AXES[key](v) for v in items)
     except ValueError as exc:
+        if key == "dp":  # dp=FILL, dp=filll: the word dp takes beside its counts, named
+            raise InputError(f"dp: {exc} (or dp={FILL} alone: each point's DP filling the cluster)",
+                             field="sweep") from None
+        if FILL in items:  # tp=fill: only dp fills
+            raise InputError(f"{key}: {FILL} is dp's alone (dp={FILL}); {exc}", field="sweep") from None
         raise InputError(f"{key}: {exc}", field="sweep") from None
     if len(set(parsed)) != len(parsed):
         raise InputError(f"{key} repeats a value in {shown(values)}", field="sweep")
