@@ -228,8 +228,8 @@ def test_deep_preloaded_operands_skip_repeating_folds_exactly(dataflow, monkeypa
     gradient's δ): the count that skips repeating folds equals the line-by-line replay, with part-empty last folds
     and narrower last tiles, SRAMs from 40 words to about the operand, and takes far fewer fold steps than folds."""
     steps = []
-    fold_slides = dram_traffic._fold_slides
-    monkeypatch.setattr(dram_traffic, "_fold_slides",  # folds stepped: its last two arguments, start and stop
+    fold_slides = dram_traffic.fold_slides
+    monkeypatch.setattr(dram_traffic, "fold_slides",  # folds stepped: its last two arguments, start and stop
                         lambda *args: steps.append(args[-1] - args[-2]) or fold_slides(*args))
     operand = 1 if dataflow == "ws" else 0
     for (m, k, n, rows, cols), words in itertools.product(
@@ -256,8 +256,8 @@ def test_long_streamed_operands_skip_repeating_tiles_exactly(shape, operand, mon
     m, k, n, rows, cols, dataflow = shape
     tile = operand_tilings(m, k, n, rows, cols, dataflow)[operand]
     steps = []
-    advance = dram_traffic._advance
-    monkeypatch.setattr(dram_traffic, "_advance", lambda *args: steps.append(1) or advance(*args))
+    advance = dram_traffic.advance_window
+    monkeypatch.setattr(dram_traffic, "advance_window", lambda *args: steps.append(1) or advance(*args))
     for words in (77, 150):
         window = dram_traffic.read_window(words, tile, 1)
         steps.clear()

@@ -33,10 +33,8 @@ folds, a long operand's tiles, passes) a state that recurs settles the rest of t
 M·N for os), exactly when the ofmap SRAM never fills past half (D ≤ ⌊S/2⌋) or bw = 1. Otherwise SCALE-Sim
 flushes the open ofmap line part-full when a drain starts, at a moment that depends on stalls (so on
 bandwidth), and counts such a line as bw words unless it is the last of its drain: the engine's count is
-D plus at most bw − 1 words per drain started mid-run (:func:`ofmap_write_bound`).
-
-Everything is pure arithmetic on integers; words are of the array's element size.
-"""
+D plus at most bw − 1 words per drain started mid-run (:func:`ofmap_write_bound`). Pure integer arithmetic; words
+are of the array's element size."""
 
 from __future__ import annotations
 
@@ -168,7 +166,7 @@ def read_window(words: int, tile: Tiling, bandwidth: int) -> ReadWindow:
     return ReadWindow(per_line, lines, active, step, fill, _ceil(prefetch_words, bandwidth) * bandwidth)
 
 
-def _advance(window: ReadWindow, u: int, first: int, last: int) -> int:
+def advance_window(window: ReadWindow, u: int, first: int, last: int) -> int:
     """The window's unwrapped first line after serving a run of demanded words rising from prefetch position
     ``first`` to ``last``, consecutive demanded lines at most ``lines − active`` apart (module docstring)."""
     lo, hi = first // window.per_line, last // window.per_line
@@ -186,7 +184,7 @@ def _diagonals(tile: Tiling, block: int) -> Iterator[tuple[int, int]]:
         yield tile.position(block, d - c0, c0), tile.position(block, d - c1, c1)
 
 
-def _fold_slides(window: ReadWindow, u: int, base: int, width: int, height: int, rows: int, start: int,
+def fold_slides(window: ReadWindow, u: int, base: int, width: int, height: int, rows: int, start: int,
                  stop: int) -> int:
     """The window's unwrapped first line after folds ``start`` … ``stop`` − 1 of a preloaded tile of ``height`` rows
     (row r: ``width`` words from prefetch position base + r·width): fold f reads rows f·R … f·R + R − 1 (R = ``rows``),
@@ -195,7 +193,7 @@ def _fold_slides(window: ReadWindow, u: int, base: int, width: int, height: int,
     for bottom in range(start * rows, min(height, stop * rows), rows):
         row = min(height, bottom + rows) - 1
         while row >= bottom:
-            u = _advance(window, u, base + row * width, base + row * width + width - 1)
+            u = advance_window(window, u, base + row * width, base + row * width + width - 1)
             first_line = u % window.lines  # the window's first line
             if (base + row * width) // per_line < first_line:  # this row hit where the window wraps round
                 row -= 1
@@ -209,7 +207,7 @@ def _fold_slides(window: ReadWindow, u: int, base: int, width: int, height: int,
 
 def _preloaded_slides(window: ReadWindow, tile: Tiling, rows: int) -> int:
     """Slides serving a preloaded operand (ws's B, is's A): fold (fr, fc) reads tile fc's rows fr·R … fr·R + kr − 1,
-    the last first (:func:`_fold_slides`). Folds start at the same place in a line every ``period`` folds: once a
+    the last first (:func:`fold_slides`). Folds start at the same place in a line every ``period`` folds: once a
     full fold meets a window start (relative to its first line, modulo ``lines``) that one ``period``s before met,
     the folds between repeat up to the tile's last full one, counted in one step (a weight gradient's δ, re-read
     at every fold, repeats within some tens of folds)."""
@@ -230,9 +228,9 @@ def _preloaded_slides(window: ReadWindow, tile: Tiling, rows: int) -> int:
                 fold, u = fold + times * (fold - before), u + times * (u - u_before)
                 break
             seen[key] = (fold, u)
-            u = _fold_slides(window, u, base, width, height, rows, fold, fold + 1)
+            u = fold_slides(window, u, base, width, height, rows, fold, fold + 1)
             fold += 1
-        u = _fold_slides(window, u, base, width, height, rows, fold, folds)
+        u = fold_slides(window, u, base, width, height, rows, fold, folds)
     return u // window.step
 
 
@@ -283,7 +281,7 @@ def _streamed_pass(window: ReadWindow, firsts: np.ndarray, lasts: np.ndarray, re
                 continue
             seen[key] = (tile, u)
         for _ in range(repeat_each):
-            u = _advance(window, u, first, last)
+            u = advance_window(window, u, first, last)
         tile += 1
     return u
 
@@ -319,7 +317,7 @@ def window_slides(window: ReadWindow, tile: Tiling, operand: int, m: int, k: int
         for tile_runs in runs:
             for _ in range(repeat_each):
                 for first, last in tile_runs:
-                    u = _advance(window, u, first, last)
+                    u = advance_window(window, u, first, last)
         return u
 
     return _repeated_passes(window.lines, passes, serve) // window.step
@@ -396,5 +394,6 @@ def array_dram_traffic(m: int, k: int, n: int, array: ArrayConfig) -> DramTraffi
                              bandwidth=array.dram_bandwidths)
 
 
-__all__ = ["DramTraffic", "ReadWindow", "Tiling", "array_dram_traffic", "gemm_dram_traffic", "ofmap_demand",
-           "ofmap_write_bound", "operand_tilings", "read_window", "tiling", "window_slides"]
+__all__ = ["DramTraffic", "ReadWindow", "Tiling", "advance_window", "array_dram_traffic", "fold_slides",
+           "gemm_dram_traffic", "ofmap_demand", "ofmap_write_bound", "operand_tilings", "read_window", "tiling",
+           "window_slides"]

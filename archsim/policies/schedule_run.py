@@ -16,7 +16,8 @@ from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES,
 from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.allocation_meta import allocation_meta, ooo_allocation
-from archsim.policies.hop_link import DEFAULT_SYNC_BYTES_PER_CYCLE, HopLink, hop_link, sync_bytes_per_cycle
+from archsim.policies.dp_window import data_parallel_window
+from archsim.policies.hop_link import HopLink, hop_link, sync_bytes_per_cycle
 from archsim.policies.schedule_array import costs_meta, run_array, unit_costs_scope, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
 from archsim.value_parsers import comma_items
@@ -177,9 +178,9 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
         link = _link(args)
         split: dict[str, str] = {}  # how the layers were dealt to the devices (data parallel: every layer on each)
         if args.policy in DP_POLICIES:
-            problem, extra, split = _data_parallel(args, costs, network, phase,
-                                                   None if args.unit_costs else array.element_bytes,
-                                                   sync_bytes_per_cycle(link))
+            problem, extra, split = data_parallel_window(args, costs, network, phase,
+                                                         None if args.unit_costs else array.element_bytes,
+                                                         sync_bytes_per_cycle(link))
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
             stage_profile, split, stage_layers = _stage_profile(args, costs, link.bytes_per_cycle)
             phase("build")
@@ -367,44 +368,3 @@ def _stage_profile(args: SimpleNamespace, costs: LayerProfile, link: float | Non
     layers = tuple(",".join(costs.names[names.index(n)] for n in stage.layers) for stage in plan.stages)
     return StageProfile(tuple(sums["F"]), tuple(sums["D"]), tuple(sums["G"]), args.comm, tuple(activation),
                         send_bytes=tuple(send), bandwidth=link), split, layers
-
-
-def _data_parallel(args: SimpleNamespace, costs: LayerProfile, network, phase, element_bytes: int | None,
-                   link: float = DEFAULT_SYNC_BYTES_PER_CYCLE):
-    """One device's iteration window under data parallelism over ``--processors`` workers (the
-    search for k simulates candidate windows), the chosen k, and the meta of the search (``k_search``: each k
-    it timed and its makespan, so its path and the makespan's shape in k are seen); ``element_bytes`` (the array's
-    width, None with --unit-costs) sizes each layer's gradient sync in bytes, over a link of ``link`` bytes per cycle."""
-    from archsim.policies import data_parallel as dp
-
-    layers = len(costs)
-    if args.unit_costs:  # one worker has no peer to synchronize with, as SyncModel prices it below
-        sync = [args.comm_units if args.processors > 1 else 0.0] * layers
-    else:
-        model = dp.SyncModel(workers=args.processors, bandwidth=link, kind=args.sync)
-        sync = [model.time(layer.weight_elements * (element_bytes or 1)) for layer in network.layers]
-    f, d, g = list(costs.forward), list(costs.delta), list(costs.weight_grad)
-
-    tried: dict[int, float] = {}  # the search's windows, each k once
-
-    def evaluate(k: int) -> float:
-        if k not in tried:
-            tried[k] = dp.window_time(f, d, g, sync, dp.reverse_first_k_order(layers, k))
-        return tried[k]
-
-    k = 0
-    phase("build")
-    if args.policy == "dp-reverse-k":
-        if args.k == "auto":
-            k = dp.search_k(evaluate, layers)
-        else:
-            try:
-                k = int(args.k)
-            except ValueError:
-                raise InputError(f"expected an integer or 'auto', got {args.k!r}", field=field_name("reverse-k")) from None
-            if not 0 <= k <= layers:
-                raise InputError(f"layers to reverse must be within 0..{layers}, got {k}", field=field_name("reverse-k"))
-    order, prioritized = dp.policy_order(args.policy, layers, k)
-    searched = {"k_search": ", ".join(f"{k}:{tried[k]:.10g}" for k in sorted(tried))} if tried else {}
-    return (dp.dp_problem(f, d, g, sync, order, prioritized=prioritized, names=costs.names), {"reversed_layers": k},
-            searched)
