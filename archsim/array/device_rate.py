@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from archsim.array.config import INT32_MAX, ArrayConfig, dram_words
+from archsim.array.config import ArrayConfig, dram_words
 from archsim.array.device_sections import is_device_toml
 from archsim.console import setting
 from archsim.errors import InputError
+from archsim.validate import INT32_MAX
 
 
 def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float, float] | None:
