@@ -174,13 +174,12 @@ def run(args: argparse.Namespace) -> int:
         for record, versions in zip(records, stash):
             record["weight_versions"] = versions
     if args.microbatches:
-        from archsim.policies.hop_link import hop_link
         from archsim.policies.pipeline import simulate_partition
 
         check_job_size(args.microbatches * sum(len(stage.ops) for stage in plan.stages), args.max_ops)
-        link = hop_link(args.link_bandwidth)  # schedule's rule: the flag, or free hops
+        link = None if args.link_bandwidth is None else float(args.link_bandwidth)  # schedule's rule: the flag, or free hops
         with phases(f"pipeline {plan.method}", ("build", "simulate", "validate")) as phase:
-            result = simulate_partition(plan, profile, args.microbatches, args.schedule, link.bytes_per_cycle,
+            result = simulate_partition(plan, profile, args.microbatches, args.schedule, link,
                                         phase=phase)
             phase("validate")
             timeline = validated(result.timeline)
@@ -192,8 +191,8 @@ def run(args: argparse.Namespace) -> int:
 
         meta["schedule_variant"] = schedule_variant(result.schedule, plan)  # which gpipe: not schedule's layer-wise
         meta["makespan"] = makespan
-        if link.bytes_per_cycle is not None:  # a link the flag or a device file stated: said, as schedule says it
-            meta["link_bytes_per_cycle"] = link.bytes_per_cycle
+        if link is not None:  # a link the flag stated: said, as schedule says it
+            meta["link_bytes_per_cycle"] = link
         utilization = timeline.utilization()
         for i, record in enumerate(records):
             record["utilization"] = utilization.get(f"p{i + 1}", 0.0)

@@ -15,24 +15,11 @@ simulator times a transfer as latency + bytes / bandwidth in floats (:meth:`arch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 # bytes per cycle of a data-parallel sync's link where the flag states none (a device file's link joins chips: unread)
 DEFAULT_SYNC_BYTES_PER_CYCLE = 64.0
 
 
-@dataclass(frozen=True)
-class HopLink:
-    """The link's bytes per cycle (None: hops are free)."""
-
-    bytes_per_cycle: float | None
-
-
-def hop_link(link_bandwidth: float | None) -> HopLink:
-    """The link a hop runs on: ``link_bandwidth`` bytes per cycle where given, else none (free hops)."""
-    return HopLink(None if link_bandwidth is None else float(link_bandwidth))
-
-
-def sync_bytes_per_cycle(link: HopLink) -> float:
-    """A data-parallel sync's link: the hops' where one is stated, else :data:`DEFAULT_SYNC_BYTES_PER_CYCLE`."""
-    return DEFAULT_SYNC_BYTES_PER_CYCLE if link.bytes_per_cycle is None else link.bytes_per_cycle
+def sync_bytes_per_cycle(link: float | None) -> float:
+    """A data-parallel sync's link: the hops' bytes per cycle where ``--link-bandwidth`` states one (None: hops are
+    free), else :data:`DEFAULT_SYNC_BYTES_PER_CYCLE`."""
+    return DEFAULT_SYNC_BYTES_PER_CYCLE if link is None else float(link)

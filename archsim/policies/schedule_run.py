@@ -17,7 +17,7 @@ from archsim.console import field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.allocation_meta import allocation_meta, ooo_allocation
 from archsim.policies.dp_window import data_parallel_window
-from archsim.policies.hop_link import HopLink, hop_link, sync_bytes_per_cycle
+from archsim.policies.hop_link import sync_bytes_per_cycle
 from archsim.policies.schedule_array import costs_meta, run_array, unit_costs_scope, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
 from archsim.value_parsers import comma_items
@@ -182,7 +182,7 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
                                                          None if args.unit_costs else array.element_bytes,
                                                          sync_bytes_per_cycle(link))
         elif args.policy in ZB_SCHEDULES + LIST_SCHEDULES:
-            stage_profile, split, stage_layers = _stage_profile(args, costs, link.bytes_per_cycle)
+            stage_profile, split, stage_layers = _stage_profile(args, costs, link)
             phase("build")
             problem = zb.zb_build(stage_profile, args.microbatches, args.policy, args.chunks)
         else:
@@ -195,8 +195,8 @@ def _network_run(args: SimpleNamespace, drawn: tuple[str, ...], loader, speak, p
             extra_bytes = costs
         timeline, row = _simulated(args, problem, phase, flush, extra, extra_bytes)
     meta = {**costs_meta(args, name, unit, None if args.unit_costs else array), **split}
-    if link.bytes_per_cycle is not None:  # a link the flag stated: said, as pipeline says it
-        meta["link_bytes_per_cycle"] = link.bytes_per_cycle
+    if link is not None:  # a link the flag stated: said, as pipeline says it
+        meta["link_bytes_per_cycle"] = link
     clock = None if args.unit_costs else with_clock_flag(run_array(args), args).clock_hz
     if clock is not None:  # seconds beside cycles when a clock is known
         meta["clock_ghz"] = clock / 1e9
@@ -298,13 +298,13 @@ def _op_count(args: SimpleNamespace, layers: int, flush: bool, first_delta: bool
     return 5 * layers  # one iteration window of data parallelism (F, F', S per layer; G, D in the backward order)
 
 
-def _link(args: SimpleNamespace) -> HopLink:
-    """The link a network run's policy reads (:func:`~archsim.policies.hop_link.hop_link`, pipeline's rule): the
-    published schedules' hops and data-parallel sync. The ``list-…`` variants and the out-of-order pipelines model no
-    transfer, and unit costs none: no link."""
-    if args.unit_costs or args.policy not in DP_POLICIES + ZB_SCHEDULES:
-        return HopLink(None)
-    return hop_link(args.link_bandwidth)
+def _link(args: SimpleNamespace) -> float | None:
+    """Bytes per cycle of the link a network run's policy reads (:mod:`archsim.policies.hop_link`, pipeline's rule:
+    ``--link-bandwidth``, else None, free hops): the published schedules' hops and data-parallel sync. The ``list-…``
+    variants and the out-of-order pipelines model no transfer, and unit costs none: no link."""
+    if args.unit_costs or args.policy not in DP_POLICIES + ZB_SCHEDULES or args.link_bandwidth is None:
+        return None
+    return float(args.link_bandwidth)
 
 
 def _multistream(args: SimpleNamespace, network, speak) -> ScheduleRun:
