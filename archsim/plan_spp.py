@@ -8,7 +8,7 @@ from typing import Any
 
 from archsim.console import say, setting
 from archsim.errors import InputError
-from archsim.plan_flags import BASELINE_METHODS, MAKESPAN_METHODS, PAPER_BASELINES, micro_batch
+from archsim.plan_flags import BASELINE_CONFIGS, BASELINE_METHODS, MAKESPAN_METHODS, PAPER_BASELINES, micro_batch
 from archsim.plan_run import PlanRun, Speak
 
 
@@ -67,7 +67,9 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
         others = {}
         for method in methods:
             bar.set_postfix_str(f"baseline {method}")
-            baseline = plan_on_cluster(profile, topology, method, args.microbatches, config=args.baselines)
+            # --baselines none runs no baseline; LayerPipe beside it (not one of them) runs as under archsim's
+            config = args.baselines if args.baselines in BASELINE_CONFIGS else BASELINE_CONFIGS[0]
+            baseline = plan_on_cluster(profile, topology, method, args.microbatches, config=config)
             assert baseline.makespan is not None, "a plan on a cluster is scheduled"
             others[method] = float(baseline.makespan)
             if method == args.method and method in ("gpipe", "layerpipe"):  # one GPU a stage, no replicas: fewer

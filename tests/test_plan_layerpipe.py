@@ -155,3 +155,20 @@ def test_a_timeline_output_is_refused_beside_layerpipe(capsys, tmp_path):
     code = main(["plan", "layerpipe_sample", "--cluster", str(CLUSTERS / "spp_sim.toml"), "--microbatches", "2",
                  "--method", "layerpipe", "--gantt", str(out)])
     assert code == 2 and "layerpipe gives its makespan only" in capsys.readouterr().err and not out.exists()
+
+
+def test_baselines_none_beside_layerpipe_runs_it_as_under_archsims(capsys, tmp_path):
+    """--baselines none runs none of SPP's baselines; LayerPipe is not one of them (its plan then raised a
+    ValueError on config 'none')."""
+    import json
+
+    from archsim.cli import main
+
+    cluster = tmp_path / "four.toml"
+    cluster.write_text('[cluster]\nname = "four"\n[[servers]]\ncount = 1\ngpus = 4\nintra_server_gbps = 800\n')
+    rows = []
+    for extra in ([], ["--baselines", "none"]):
+        assert main(["plan", "layerpipe_sample", "--cluster", str(cluster), "--microbatches", "4", "--method",
+                     "layerpipe", "--format", "json", *extra]) == 0
+        rows.append(json.loads(capsys.readouterr().out)["rows"])
+    assert rows[0] == rows[1]
