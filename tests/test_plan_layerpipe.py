@@ -172,3 +172,16 @@ def test_baselines_none_beside_layerpipe_runs_it_as_under_archsims(capsys, tmp_p
                      "layerpipe", "--format", "json", *extra]) == 0
         rows.append(json.loads(capsys.readouterr().out)["rows"])
     assert rows[0] == rows[1]
+
+
+def test_gpus_left_without_a_stage_are_noted(sample, capsys):
+    """Algorithm 1 on spp_sim's 32 GPUs makes as many stages as on 32 processors of the array (pipeline's plan, at
+    plan's default 4 samples a micro-batch), and the rest stay idle, said as gpipe's are."""
+    from archsim.cli import main
+
+    network, array = sample
+    used = len(partition(build_profile(network, array, 4, "exact"), 32, "layerpipe").stages)
+    assert used < 32
+    assert main(["plan", "layerpipe_sample", "--cluster", str(CLUSTERS / "spp_sim.toml"), "--microbatches", "2",
+                 "--method", "layerpipe"]) == 0
+    assert f"layerpipe's plan uses {used} of the 32 GPUs; {32 - used} stay idle" in capsys.readouterr().err

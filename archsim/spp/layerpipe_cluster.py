@@ -9,7 +9,7 @@ What carries over from LayerPipe, and what does not (docs/cli.md, ``plan --metho
 * the plan is Algorithm 1's (:func:`~archsim.partition.layerpipe.layerpipe_partition`), which balances compute
   over identical processors and reads no link; a δ it borrows runs on the borrowing stage, in that stage's
   backward block, and the result it makes there (the gradient of its layer's input) crosses back to the stages
-  before it, besides the boundary's own gradient (:func:`boundary_bytes`);
+  before it, besides the boundary's own gradient (:func:`crossing_bytes`);
 * δ′/δ″ splits where the layers were priced on an array (``plan --array``/``--config``, or a cluster of no device):
   the split's sub-GEMMs are costed in the array's cycles at its clock, as the profile's costs were
   (:class:`SecondsCoster`), so the plan is ``archsim pipeline --method layerpipe``'s on as many processors; on a
@@ -74,7 +74,7 @@ def check_identical_devices(topology: Topology) -> None:
                          "own GPU", field="cluster")
 
 
-def boundary_bytes(profile: LayerProfile, plan: Partition) -> list[tuple[int, int]]:
+def crossing_bytes(profile: LayerProfile, plan: Partition) -> list[tuple[int, int]]:
     """Per boundary of ``plan``'s stages (stage n and n + 1, forward order), the bytes of one micro-batch that cross
     it forward and back, in SPP's chain model (:func:`archsim.spp.prm.boundary_bytes`: the profile in its node
     order). Forward: the activation of the last layer before the cut. Back: the gradient the layer after the cut
@@ -105,9 +105,9 @@ def boundary_bytes(profile: LayerProfile, plan: Partition) -> list[tuple[int, in
 def layerpipe_stage_plans(profile: LayerProfile, plan: Partition, devices, bandwidth, latency=0.0) -> list[StagePlan]:
     """PE's per-micro-batch blocks of ``plan`` on ``devices`` (one a stage, in order): a stage's forward is its F
     ops, its backward every other op it runs (G, its own δ, what it borrowed); the channel to the next stage carries
-    :func:`boundary_bytes` at the link between the two devices, each send whose bytes are not 0 paying its latency
+    :func:`crossing_bytes` at the link between the two devices, each send whose bytes are not 0 paying its latency
     (as :func:`archsim.spp.plan.stage_plans`)."""
-    crossing = boundary_bytes(profile, plan)
+    crossing = crossing_bytes(profile, plan)
     plans = []
     for n, stage in enumerate(plan.stages):
         forward = sum(op.cost for op in stage.ops if op.kind == "F")
@@ -138,4 +138,5 @@ def layerpipe_on_cluster(profile: LayerProfile, topology: Topology, microbatches
                    boundary_costs=tuple(p.comm_forward + p.comm_backward for p in plans[:-1]))
 
 
-__all__ = ["SecondsCoster", "boundary_bytes", "check_identical_devices", "layerpipe_on_cluster", "layerpipe_stage_plans", "seconds_coster"]
+__all__ = ["SecondsCoster", "check_identical_devices", "crossing_bytes", "layerpipe_on_cluster", "layerpipe_stage_plans",
+           "seconds_coster"]
