@@ -64,7 +64,8 @@ def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: in
     ``graph.txt`` of measured layers) over ``cluster`` (a cluster TOML) for ``microbatches`` micro-batches, as ``archsim plan`` does, with its
     flags' names and defaults: ``method`` spp (default), pipedream (PipeDream's optimizer, with
     ``activation_compression_ratio``, ``memory_constraint``, ``straight_pipeline`` and ``use_fewer_machines``) or a
-    baseline (dp, gpipe, pipedream-prm, hetpipe); ``baselines`` archsim, paper or none; ``links`` paper or exact;
+    baseline (dp, gpipe, pipedream-prm, hetpipe), or layerpipe (Algorithm 1 laid on the cluster, its makespan as a
+    baseline's); ``baselines`` archsim, paper or none; ``links`` paper or exact;
     ``replication`` paper or exact (how SPP's replicas of a stage share a micro-batch's samples);
     the layers priced on the servers' device where they name one, else on an array (the array keywords as
     :func:`array_config`, at ``clock_ghz``, default 1) at ``micro_batch`` samples (or ``batch`` split over

@@ -22,7 +22,10 @@ NO_BASELINES = "none"  # --baselines none: SPP alone, no baseline run (nor its s
 PAPER_BASELINES = ("dp", "gpipe", "pipedream", "hetpipe")  # spp.baselines.PAPER_BASELINES (a test checks)
 DEFAULT_MICRO_BATCH = 4
 DEFAULT_DTYPE = TRAIN_DTYPE  # on a cluster's device, as archsim train's --dtype
-METHODS = ("spp", "pipedream", *BASELINE_METHODS)  # planners of archsim.planners on a cluster; pipedream as its own
+# a method whose makespan alone plan prints, beside SPP's: SPP's baselines, and LayerPipe's Algorithm 1 laid on the
+# cluster (archsim.spp.layerpipe_cluster; not one of --baselines' set, which are the SPP paper's)
+MAKESPAN_METHODS = (*BASELINE_METHODS, "layerpipe")
+METHODS = ("spp", "pipedream", *MAKESPAN_METHODS)  # planners of archsim.planners on a cluster; pipedream as its own
 ARRAY_FLAGS = ("array", "config", "dataflow", "clock-ghz")  # the flags that price on an array, not a device
 
 
@@ -65,7 +68,7 @@ def check_flags(args: Any) -> None:
     asked = [flag for flag, value in (("--gantt", getattr(args, "gantt", None)),
                                       ("--chrome-trace", getattr(args, "trace", None)),
                                       ("--schedule-csv", getattr(args, "schedule_csv", None))) if value]
-    if asked and args.method in BASELINE_METHODS:
+    if asked and args.method in MAKESPAN_METHODS:
         raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
                          "makespan only", field="method")
     _check_method_options(args)
@@ -113,5 +116,5 @@ def _check_method_options(args: Any) -> None:
 
 
 __all__ = ["ARRAY_FLAGS", "BASELINE_CONFIGS", "BASELINE_METHODS", "DEFAULT_DTYPE", "DEFAULT_MICRO_BATCH", "LINK_MODELS",
-           "METHODS", "NO_BASELINES", "PAPER_BASELINES", "REPLICATION_MODELS", "array_flags", "check_flags",
+           "MAKESPAN_METHODS", "METHODS", "NO_BASELINES", "PAPER_BASELINES", "REPLICATION_MODELS", "array_flags", "check_flags",
            "micro_batch"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from archsim.console import say, setting
 from archsim.errors import InputError
-from archsim.plan_flags import BASELINE_METHODS, PAPER_BASELINES, micro_batch
+from archsim.plan_flags import BASELINE_CONFIGS, BASELINE_METHODS, MAKESPAN_METHODS, PAPER_BASELINES, micro_batch
 from archsim.plan_run import PlanRun, Speak
 
 
@@ -43,7 +43,7 @@ def _too_few_samples(devices: int, stages: int, samples: int) -> InputError:
 
 
 def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Speak = say) -> PlanRun:
-    """SPP's plan, or a baseline's makespan beside SPP's (``args.method``), with the baselines ``args.baselines``
+    """SPP's plan, or a baseline's (or LayerPipe's) makespan beside SPP's (``args.method``), with the baselines ``args.baselines``
     names run for the meta; a ``max_stages`` above what the layers and GPUs allow noted as capped."""
     from archsim.planners import idle_line, plan_on_cluster
     from archsim.progress import progress
@@ -54,7 +54,7 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
     if samples is not None and topology.devices > limit * samples:  # before the search: no plan would fill the GPUs
         raise _too_few_samples(topology.devices, limit, samples)
     methods = list({"archsim": BASELINE_METHODS, "paper": PAPER_BASELINES}.get(args.baselines, ()))
-    if args.method in BASELINE_METHODS and args.method not in methods:
+    if args.method in MAKESPAN_METHODS and args.method not in methods:
         methods.append(args.method)
     check_search_size(profile, topology, args.max_stages, args.max_search_steps, methods,  # pipedream-prm's too
                       droppable=args.method == "spp" and "pipedream-prm" in methods)
@@ -67,11 +67,14 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
         others = {}
         for method in methods:
             bar.set_postfix_str(f"baseline {method}")
-            baseline = plan_on_cluster(profile, topology, method, args.microbatches, config=args.baselines)
+            # --baselines none runs no baseline; LayerPipe beside it (not one of them) runs as under archsim's
+            config = args.baselines if args.baselines in BASELINE_CONFIGS else BASELINE_CONFIGS[0]
+            baseline = plan_on_cluster(profile, topology, method, args.microbatches, config=config)
             assert baseline.makespan is not None, "a plan on a cluster is scheduled"
             others[method] = float(baseline.makespan)
-            if method == args.method == "gpipe":  # one GPU a stage, no replicas: fewer stages than GPUs leave some
-                # idle, said as pipeline says it (the others replicate stages; HetPipe's plan shows one server's)
+            if method == args.method and method in ("gpipe", "layerpipe"):  # one GPU a stage, no replicas: fewer
+                # stages than GPUs leave some idle, said as pipeline says it (the others replicate stages; HetPipe's
+                # plan shows one server's)
                 idle = idle_line(f"{method}'s plan", len(baseline.stages), topology.devices)
                 if idle:
                     speak("note", idle.replace("processors", "GPUs"))

@@ -101,8 +101,10 @@ def _baseline(method: str) -> Callable[..., Partition]:
 
 
 PLANNERS: dict[str, Planner] = {planner.name: planner for planner in (
-    Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism",
-            partition=_layerpipe, options=("alpha", "axes", "borrow", "coster", "max_rounds", "search")),
+    Planner("layerpipe", "LayerPipe's Algorithm 1: balanced stages, δ borrowed and split by operational parallelism "
+                         "(on a cluster: its stages on consecutive devices, δ whole, SPP's synchronous PE schedule)",
+            partition=_layerpipe, options=("alpha", "axes", "borrow", "coster", "max_rounds", "search"),
+            on_cluster=_baseline("layerpipe")),
     Planner("pipedream", "PipeDream's optimizer over the cluster's levels (one server: one level; on a cluster: "
                          "its plan on consecutive GPUs, SPP's synchronous PE schedule)",
             partition=_pipedream, options=("options", "replication", "use_fewer_machines"),

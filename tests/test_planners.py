@@ -62,7 +62,7 @@ def test_the_registry_dispatches_to_the_partitioners():
     with pytest.raises(InputError, match="processors must be positive"):
         partition(profile, 0, "gpipe")
     with pytest.raises(InputError, match="choose one of"):
-        plan_on_cluster(profile, Topology.flat(2), "layerpipe", 4)
+        plan_on_cluster(profile, Topology.flat(2), "ooo", 4)
 
 
 @settings(max_examples=60, deadline=None)

@@ -40,7 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", default="spp", choices=METHODS,
                         help="spp (default); pipedream: PipeDream's optimizer as released (one server: its flat "
                              "setting; servers × GPUs: its two levels); pipedream-prm: the SPP paper's synchronous "
-                             "PipeDream (PRM over the cluster's real links); dp, gpipe, hetpipe: SPP's baselines")
+                             "PipeDream (PRM over the cluster's real links); dp, gpipe, hetpipe: SPP's baselines; "
+                             "layerpipe: LayerPipe's Algorithm 1 (pipeline's plan on as many processors; δ'/δ'' "
+                             "splits priced on an array only) on the first devices in order, one a stage, its borrowed "
+                             "δs' results over the links, scheduled by SPP's synchronous PE: no retiming or delayed "
+                             "updates; servers of different devices refused, as for every method; docs/cli.md")
     parser.add_argument("--baselines", default=None, choices=(*BASELINE_CONFIGS, NO_BASELINES),
                         help="how the baselines run: archsim (default: dp splits one mini-batch over the GPUs, gpipe "
                              "balances compute, the synchronous pipedream-prm), paper (as the SPP paper's §V-A "

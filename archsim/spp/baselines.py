@@ -118,12 +118,15 @@ def pipedream_optimizer(profile: LayerProfile, topology: Topology, microbatches:
 def baseline(method: str, profile: LayerProfile, topology: Topology, microbatches: int,
              config: str = "archsim") -> Partition:
     """The baseline's plan, its makespan (seconds, or the profile's unit) in ``.makespan``; ``config``
-    "paper": as the SPP paper configures it (:data:`PAPER_OPTIONS`; ``pipedream`` is its optimizer)."""
+    "paper": as the SPP paper configures it (:data:`PAPER_OPTIONS`; ``pipedream`` is its optimizer). ``layerpipe``
+    (not one of the paper's: :mod:`archsim.spp.layerpipe_cluster`) runs alike under either."""
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {CONFIGS}, got {config!r}")
     options = PAPER_OPTIONS.get(method, {}) if config == "paper" else {}
+    from archsim.spp.layerpipe_cluster import layerpipe_on_cluster
+
     run = {"dp": data_parallel, "gpipe": gpipe, "pipedream-prm": pipedream_prm, "hetpipe": hetpipe,
-           "pipedream": pipedream_optimizer}[method]
+           "pipedream": pipedream_optimizer, "layerpipe": layerpipe_on_cluster}[method]
     return run(profile, topology, microbatches, **options)
 
 
