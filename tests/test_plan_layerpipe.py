@@ -185,3 +185,14 @@ def test_gpus_left_without_a_stage_are_noted(sample, capsys):
     assert main(["plan", "layerpipe_sample", "--cluster", str(CLUSTERS / "spp_sim.toml"), "--microbatches", "2",
                  "--method", "layerpipe"]) == 0
     assert f"layerpipe's plan uses {used} of the 32 GPUs; {32 - used} stay idle" in capsys.readouterr().err
+
+
+def test_algorithm_1s_target_is_named_in_the_profiles_unit():
+    """The note states T_p = T_tot / N_p in the unit the profile's costs are in: (2 + 4 + 6) s over 2 processors is
+    6 seconds, not 6 cycles (a profile in seconds, as plan's cluster profiles are)."""
+    profile = profile_from_costs(["a", "b", "c"], [1.0, 2.0, 3.0], [0.5, 1.0, 1.5], [0.5, 1.0, 1.5], unit="seconds")
+    notes = partition(profile, 2, "layerpipe").notes
+    assert any(note.startswith("target T_p = 6 seconds after 0 relaxation") for note in notes), notes
+    cycles = profile_from_costs(["a", "b", "c"], [1, 2, 3], [1, 1, 1], [1, 1, 2])
+    assert any(note.startswith("target T_p = ") and " cycles after " in note  # relaxed past 13 / 2: whole layers
+               for note in partition(cycles, 2, "layerpipe").notes)

@@ -142,7 +142,7 @@ def layerpipe_partition(profile: LayerProfile, processors: int, *, coster: Delta
             low, high = (low, mid) if fits(mid) else (mid, high)
         rounds = high
     target = base * alpha**rounds
-    notes = (f"target T_p = {target:.6g} cycles after {rounds} relaxation(s) by alpha = {alpha}",)
+    notes = (f"target T_p = {target:.6g} {profile.unit} after {rounds} relaxation(s) by alpha = {alpha}",)
     placed = walk(profile, coster, target, axes)[0]
     plan = to_partition(profile, coster, placed, notes)
     if borrow == BORROW_PAPER:
