@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from archsim import links
+from archsim.cli import Parser
 from archsim.devices.gpu_lookup import gpu
 from archsim.errors import InputError
 from archsim.training import fitted
@@ -167,18 +168,19 @@ def _positive_bytes(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # archsim's own parser: a usage error (an unknown flag, --bytes 0) is one line, as archsim's, not usage and error
+    parser = Parser(prog="bench_collectives", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cluster", help="price this cluster file's all-reduces instead of the shipped tables")
     parser.add_argument("--bytes", type=_positive_bytes, default=2**30,
                         help="buffer size with --cluster, bytes: an integer or 1e9 (default 1 GiB)")
-    args = parser.parse_args(argv)
-    if args.cluster:
-        try:
+    try:
+        args = parser.parse_args(argv)
+        if args.cluster:
             _user_cluster(args.cluster, args.bytes)
-        except InputError as error:  # a cluster file archsim refuses: its one line, as train's, not a traceback
-            print(f"bench_collectives: error: {error}", file=sys.stderr)
-            return 2
-        return 0
+            return 0
+    except InputError as error:  # a usage error or a cluster file archsim refuses: its one line, as train's
+        print(f"bench_collectives: error: {error}", file=sys.stderr)
+        return 2
     print("nccl-tests all-reduce, one server (sizes ≥ 16 MB): GPUs, fitted?, mean |error|, max |error|")
     for name in ("a100", "v100"):
         device = gpu("a100-80gb" if name == "a100" else "v100-32gb")

@@ -25,6 +25,10 @@ HOMES = {
     # a device file's hbm_gbps as the cycle engine's words/cycle: apart from the array flags (array/options.py)
     "device_dram_rate": "archsim.array.device_rate",
     "with_device_bandwidth": "archsim.array.device_rate",
+    # a .cfg's text parsed by one rule (configparser's, as SCALE-Sim's), and its clock, Bandwidth and interface mode
+    # read as the main reader reads them, for the cycle engine's DRAM rate and notes and the sweep's checks
+    "cfg_parser": "archsim.array.cfg_lines",
+    "cfg_stated": "archsim.array.config",
 }
 
 
@@ -43,6 +47,8 @@ def test_each_shared_helper_is_defined_in_its_one_home():
 CALLED_IN = {
     # a chip of one array stating static_watts is timed where static power is priced: chip_time.timed_chip
     "one_array_chip": "archsim.chip_time",
+    # every .cfg is parsed by cfg_parser: no second reading of one file by other rules
+    "ConfigParser": "archsim.array.cfg_lines",
 }
 
 

@@ -1,11 +1,28 @@
-"""Where a key sits in a ``.cfg`` (its line, its section's line) so an error names it as the file spells it, and a
-``.cfg`` value taken as written (no TOML quotes): what the ``.cfg`` readers of archsim's device and array files share."""
+"""A ``.cfg``'s text read as configparser reads SCALE-Sim's (:func:`cfg_parser`, the one place one is parsed), where a
+key sits in it (its line, its section's line) so an error names it as the file spells it, and a ``.cfg`` value taken
+as written (no TOML quotes): what the ``.cfg`` readers of archsim's device and array files share."""
 
 from __future__ import annotations
 
+import configparser
 import re
 
 from archsim.errors import InputError
+from archsim.validate import cfg_syntax_error
+
+
+def cfg_parser(text: str, file: str) -> configparser.ConfigParser:
+    """``text`` (a ``.cfg``'s, read with ``encoding="utf-8-sig"`` so a BOM is no part of its first header) as
+    SCALE-Sim's configparser reads it: keys in any case and trimmed around ``:`` or ``=``, section names in their own
+    case, no interpolation (a '%' in a value is just a character). Every archsim reader of a ``.cfg`` parses it here,
+    so that no two read one file by different rules; a file configparser cannot read is refused in one line at its
+    line (:func:`~archsim.validate.cfg_syntax_error`), named as ``file``."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text, source=file)
+    except (configparser.Error, UnicodeDecodeError) as exc:
+        raise cfg_syntax_error(exc, file, text) from None
+    return parser
 
 
 def cfg_line(text: str, field: str) -> int | None:
@@ -58,4 +75,4 @@ def cfg_unquoted(value: str, file: str, field: str) -> None:
                          file=file, field=field)
 
 
-__all__ = ["cfg_line", "cfg_located", "cfg_section_line", "cfg_unquoted"]
+__all__ = ["cfg_line", "cfg_located", "cfg_parser", "cfg_section_line", "cfg_unquoted"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.cfg_lines import cfg_located, cfg_section_line
+from archsim.array.cfg_lines import cfg_located, cfg_parser, cfg_section_line
 from archsim.array.device_sections import (
     cfg_device_sections,
     check_bandwidth_once,
@@ -22,9 +22,9 @@ from archsim.array.device_sections import (
 )
 from archsim.array.sram_sizes import operand_sram_kib, short_sram
 from archsim.choices.devices import TRAIN_DTYPE
-from archsim.clock import clock_hz as checked_clock_hz
+from archsim.clock import UNIT_HZ, checked_clock
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, cfg_syntax_error, check_name, did_you_mean, read_text, shown
+from archsim.validate import INT32_MAX, check_name, did_you_mean, read_text, shown
 from archsim.value_parsers import not_a_choice, parse_int
 
 DATAFLOWS = ("ws", "os", "is")
@@ -236,6 +236,62 @@ def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
     return InputError(f"{refusal}{split}; its array as {word}: {sep.join(flags)}", file=file)
 
 
+def _key_line(text: str, key: str) -> int | None:
+    """The 1-based line of the first ``key`` (any case, as configparser reads keys) in a ``.cfg``'s ``text``; None
+    where it is not written."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE):
+            return number
+    return None
+
+
+def _interface_mode(parser: configparser.ConfigParser, text: str, file: str) -> str | None:
+    """``[run_presets] InterfaceBandwidth`` as SCALE-Sim reads it (trimmed, any case): "USER" or "CALC", else
+    refused at its line; None where the file does not write it (SCALE-Sim then runs CALC)."""
+    if not parser.has_option("run_presets", "InterfaceBandwidth"):
+        return None
+    mode = parser["run_presets"]["InterfaceBandwidth"].strip().upper()
+    if mode not in ("CALC", "USER"):
+        raise InputError(f"expected USER or CALC, got {mode!r}", file=file,
+                         line=_key_line(text, "InterfaceBandwidth"), field="InterfaceBandwidth")
+    return mode
+
+
+def _file_clock_ghz(parser: configparser.ConfigParser, text: str, file: str) -> float | None:
+    """``[archsim] ClockGHz`` in GHz, checked as every clock is (:func:`archsim.clock.checked_clock`), else refused
+    at its line; None where the file does not write it."""
+    if not parser.has_option("archsim", "ClockGHz"):
+        return None
+    try:
+        return checked_clock(parser["archsim"]["ClockGHz"].strip(), "GHz")
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, line=_key_line(text, "ClockGHz"), field="ClockGHz") from None
+
+
+@dataclass(frozen=True)
+class CfgStated:
+    """What a SCALE-Sim ``.cfg`` writes of its clock and DRAM interface, read as :func:`read_scalesim_cfg` reads it
+    (:func:`cfg_stated`). clock_ghz: ``[archsim] ClockGHz`` (GHz), None where not written; bandwidth: whether
+    ``[architecture_presets] Bandwidth`` is written (the reader's default 10 words/cycle is no statement);
+    interface: ``[run_presets] InterfaceBandwidth``, "USER" or "CALC", None where not written (SCALE-Sim then runs
+    CALC)."""
+
+    clock_ghz: float | None
+    bandwidth: bool
+    interface: str | None
+
+
+def cfg_stated(path: str | Path) -> CfgStated:
+    """The clock, ``Bandwidth`` and interface mode a ``.cfg`` writes (:class:`CfgStated`), parsed by the rules of
+    :func:`read_scalesim_cfg` (one configparser reading, a BOM dropped, the same checks and one-line refusals), so
+    that what the cycle engine's DRAM rate and notes read of a file is what the array was read from."""
+    text = read_text(path, "config file", encoding="utf-8-sig")
+    file = str(path)
+    parser = cfg_parser(text, file)
+    return CfgStated(_file_clock_ghz(parser, text, file), parser.has_option("architecture_presets", "Bandwidth"),
+                     _interface_mode(parser, text, file))
+
+
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
                      sparsity: bool = False, layouts: bool = False, dtype_flag: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
@@ -265,17 +321,10 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     file = str(path)
     if is_device_toml(path):
         raise _toml_refusal(text, file, dtype_flag)
-    parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
-    try:
-        parser.read_string(text, source=file)
-    except (configparser.Error, UnicodeDecodeError) as exc:
-        raise cfg_syntax_error(exc, file, text) from None
+    parser = cfg_parser(text, file)
 
     def line_of(key: str) -> int | None:
-        for number, line in enumerate(text.splitlines(), start=1):
-            if re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE):
-                return number
-        return None
+        return _key_line(text, key)
 
     for section in parser.sections():
         if section not in _SECTIONS | _DEVICE_SECTIONS:
@@ -315,12 +364,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line_of(key), field=key) from None
 
-    mode = "CALC"
-    if parser.has_section("run_presets") and parser.has_option("run_presets", "InterfaceBandwidth"):
-        mode = parser["run_presets"]["InterfaceBandwidth"].strip().upper()
-        if mode not in ("CALC", "USER"):
-            raise InputError(f"expected USER or CALC, got {mode!r}", file=file,
-                             line=line_of("InterfaceBandwidth"), field="InterfaceBandwidth")
+    mode = _interface_mode(parser, text, file) or "CALC"  # SCALE-Sim's default
     bandwidth: tuple[int, ...] = (10,)
     if arch.get("Bandwidth") is not None:
         raw = arch.get("Bandwidth", "")
@@ -356,12 +400,8 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
                 raise InputError(f"USER mode splits the {rate} words/cycle of {prefix}SRAMBankBandwidth evenly over "
                                  f"the banks; {raw!r} banks do not divide it", file=file, line=line_of(key), field=key)
 
-    if clock_hz is None and parser.has_option("archsim", "ClockGHz"):
-        raw = parser["archsim"]["ClockGHz"].strip()
-        try:
-            clock_hz = checked_clock_hz(raw, "GHz")
-        except ValueError as exc:
-            raise InputError(str(exc), file=file, line=line_of("ClockGHz"), field="ClockGHz") from None
+    if clock_hz is None and (ghz := _file_clock_ghz(parser, text, file)) is not None:
+        clock_hz = ghz * UNIT_HZ["GHz"]
 
     if device is not None and arch.get("Bandwidth") is not None:  # the default 10 is no statement
         try:

@@ -29,8 +29,7 @@ def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float
     ``.cfg`` device file's ``Bandwidth`` already must equal its ``hbm_gbps`` (:func:`~archsim.array.device_sections.
     check_bandwidth_once`): so each of the ifmap, filter and ofmap buffers reads (or writes) at the chip's whole
     rate, the chip's total not divided among them (three buffers streaming at once draw up to 3 × hbm_gbps)."""
-    import configparser
-
+    from archsim.array.config import cfg_stated
     from archsim.array.device_sections import cfg_device_sections, toml_sections
     from archsim.validate import read_text
 
@@ -42,10 +41,8 @@ def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float
     else:
         checked = cfg_device_sections(text, str(config), required=False)
         hbm = None if checked is None else checked[0].get("memory", {}).get("hbm_gbps")
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read_string(text, source=str(config))
-        clock = parser.get("archsim", "ClockGHz", fallback=None)
-        ghz = None if clock is None or parser.has_option("architecture_presets", "Bandwidth") else float(clock)
+        stated = cfg_stated(config)  # as the array was read from it
+        ghz = None if stated.bandwidth else stated.clock_ghz
     if not hbm or ghz is None:
         return None
     return dram_words(hbm, ghz, element_bytes), float(hbm), ghz  # a half up, not to even

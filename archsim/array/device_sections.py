@@ -5,12 +5,11 @@ bad value is the same one-line error everywhere. Units as the keys name them (Gi
 
 from __future__ import annotations
 
-import configparser
 import math
 from pathlib import Path
 from typing import Any
 
-from archsim.array.cfg_lines import cfg_located, cfg_unquoted
+from archsim.array.cfg_lines import cfg_located, cfg_parser, cfg_unquoted
 from archsim.array.device_values import fraction, gbps0, link_efficiency
 from archsim.array.sram_sizes import sram_figure
 from archsim.choices.devices import DRAM_TRAFFIC, DTYPES, GEMM_MODELS
@@ -19,7 +18,6 @@ from archsim.toml_errors import table_line
 from archsim.validate import (
     INT32_MAX,
     MAX_FIGURE,
-    cfg_syntax_error,
     did_you_mean,
     shown,
     shown_boolean,
@@ -310,11 +308,7 @@ def _cfg_device_sections(text: str, file: str,
                          required: bool) -> tuple[dict[str, dict[str, Any]], int, int] | None:
     # configparser's own rule for keys, as SCALE-Sim's sections and a .cfg's [energy] are read: case ignored, so
     # HBM_GIB is hbm_gib (and the two written in one section are one key twice); section names keep their case
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(text, source=file)
-    except (configparser.Error, UnicodeDecodeError) as exc:
-        raise cfg_syntax_error(exc, file, text) from None
+    parser = cfg_parser(text, file)
     if not required and not (parser.has_section("device") or parser.has_section("links")):
         return None
     own = {s: dict(parser[s]) for s in (*_CFG_SECTIONS, *_WHOLE_OPTIONAL) if parser.has_section(s)}

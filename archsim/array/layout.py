@@ -36,7 +36,7 @@ import numpy as np
 
 from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import INT32_MAX, cfg_syntax_error, read_text, shown
+from archsim.validate import INT32_MAX, read_text, shown
 from archsim.value_parsers import parse_int
 
 BANK_RULES = ("set", "line")
@@ -225,15 +225,11 @@ def layout_from_cfg(cfg_path: str | Path, layout_path: str | Path | None, rule: 
     """The custom layouts a SCALE-Sim ``.cfg`` switches on, with the layout file (SCALE-Sim's ``-l``):
     which operands, their banks and ports, the filter offset; None when both are off (then a layout
     file changes nothing, and giving one is refused so that it is not taken for having an effect)."""
-    import configparser
+    from archsim.array.cfg_lines import cfg_parser
 
     file = str(cfg_path)
-    parser = configparser.ConfigParser(interpolation=None)
     text = read_text(cfg_path, "config file", encoding="utf-8-sig")
-    try:
-        parser.read_string(text, source=file)
-    except (configparser.Error, UnicodeDecodeError) as exc:
-        raise cfg_syntax_error(exc, file, text) from None
+    parser = cfg_parser(text, file)
 
     def get(section: str, key: str, default: str) -> str:
         return parser.get(section, key, fallback=default).strip()

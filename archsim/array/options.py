@@ -204,13 +204,10 @@ def calc_mode_note(config: str | Path) -> str | None:
     stalls there, the engine simulates the DRAM at ``Bandwidth`` words/cycle all the same (SCALE-Sim's USER mode),
     so its stalls are not what SCALE-Sim would report for that file. None for a USER file or one naming no mode
     (which SCALE-Sim would not read)."""
-    import configparser
+    from archsim.array.config import cfg_stated
+    from archsim.array.device_sections import is_device_toml
 
-    from archsim.validate import read_text
-
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(read_text(config, "config file", encoding="utf-8-sig"), source=str(config))  # read once already: no error here
-    if parser.get("run_presets", "InterfaceBandwidth", fallback="").strip().upper() != "CALC":
+    if is_device_toml(config) or cfg_stated(config).interface != "CALC":  # read once already: no error here
         return None
     return (f"{config} names InterfaceBandwidth: CALC, where SCALE-Sim never stalls; the cycle engine simulates "
             "its DRAM at the Bandwidth words/cycle all the same (SCALE-Sim's USER mode): set InterfaceBandwidth: "

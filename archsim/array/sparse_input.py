@@ -12,15 +12,15 @@ then drops the weight at address 0 as if pruned). A topology's sparsity column (
 
 from __future__ import annotations
 
-import configparser
 import re
 from pathlib import Path
 from typing import Any
 
+from archsim.array.cfg_lines import cfg_parser
 from archsim.array.sparsity import SparsityConfig, check_ratio
 from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
-from archsim.validate import SEED_MAX, cfg_syntax_error, read_text, shown
+from archsim.validate import SEED_MAX, read_text, shown
 from archsim.value_parsers import parse_int
 
 
@@ -35,11 +35,7 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     """The ``[sparsity]`` section of a SCALE-Sim ``.cfg``, or None when sparsity is off."""
     file = str(path)
     text = read_text(path, "config file", encoding="utf-8-sig")
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(text, source=file)
-    except (configparser.Error, UnicodeDecodeError) as exc:
-        raise cfg_syntax_error(exc, file, text) from None
+    parser = cfg_parser(text, file)
     if not parser.has_option("sparsity", "SparsitySupport"):
         return None
     section = parser["sparsity"]

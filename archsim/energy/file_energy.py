@@ -3,7 +3,6 @@ per-event figures a command prices an array with from the flags and that file.""
 
 from __future__ import annotations
 
-import configparser
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from archsim.energy.table import (
 )
 from archsim.errors import InputError
 from archsim.toml_errors import locate, located, parse_toml
-from archsim.validate import cfg_syntax_error, did_you_mean, read_text, shown
+from archsim.validate import did_you_mean, read_text, shown
 
 
 @dataclass(frozen=True)
@@ -51,14 +50,10 @@ def read_cfg_energy(path: str | Path, *, leakage: bool = True) -> CfgEnergy:
                 return energy_section(section, path, typed=True, leakage=leakage)
             except InputError as exc:  # the key as the TOML nests it, for its line
                 raise exc.at(file=exc.where.file, field=f"energy.{exc.where.field}") if exc.where.field else exc from None
-    from archsim.array.cfg_lines import cfg_located, cfg_unquoted
+    from archsim.array.cfg_lines import cfg_located, cfg_parser, cfg_unquoted
 
-    parser = configparser.ConfigParser(interpolation=None)  # a '%' in a value is just a character
     text = read_text(path, "config file", encoding="utf-8-sig")
-    try:
-        parser.read_string(text, source=file)
-    except configparser.Error as exc:
-        raise cfg_syntax_error(exc, file, text) from None
+    parser = cfg_parser(text, file)
     section = dict(parser["energy"]) if parser.has_section("energy") else {}
     try:
         for key, value in section.items():  # a TOML habit, table = "name": the quotes would be read as the name's

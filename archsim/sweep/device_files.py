@@ -60,15 +60,11 @@ def file_sha256(path: str) -> str:
 
 def states_bandwidth(device_path: str) -> bool:
     """Whether a .cfg device file states SCALE-Sim's ``Bandwidth`` (SCALE-Sim's default is no statement)."""
-    import configparser
-
-    from archsim.validate import read_text
+    from archsim.array.config import cfg_stated
 
     if Path(device_path).suffix.lower() != ".cfg":
         return False
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(read_text(device_path, "device file", encoding="utf-8-sig"), source=device_path)  # load_device read it already
-    return parser.has_option("architecture_presets", "Bandwidth")
+    return cfg_stated(device_path).bandwidth  # load_device read it already: no error here
 
 
 def cfg_words(gbps: float, clock_hz: float) -> int:

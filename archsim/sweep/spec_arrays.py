@@ -90,12 +90,12 @@ def _axes_set(path: Path, array: ArrayConfig) -> tuple[str, ...]:
     them), its DRAM bandwidth where it writes ``Bandwidth`` (else the reader's default 10, no statement, as
     ``--bandwidth`` may set), its clock where it writes ``[archsim] ClockGHz``, its energy table where its
     ``[energy]`` names one."""
-    import configparser
+    from archsim.array.cfg_lines import cfg_parser
+    from archsim.array.config import cfg_stated
 
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string(read_text(path, "config file", encoding="utf-8-sig"), source=str(path))
-    stated = {"sram_kb": True, "bandwidths": parser.has_option("architecture_presets", "Bandwidth"),
-              "clocks_ghz": array.clock_hz is not None, "energy_tables": parser.has_option("energy", "table")}
+    text = read_text(path, "config file", encoding="utf-8-sig")
+    stated = {"sram_kb": True, "bandwidths": cfg_stated(path).bandwidth, "clocks_ghz": array.clock_hz is not None,
+              "energy_tables": cfg_parser(text, str(path)).has_option("energy", "table")}
     return tuple(key for key in CFG_AXES if stated[key])
 
 

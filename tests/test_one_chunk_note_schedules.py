@@ -1,0 +1,50 @@
+"""The note ``train`` prints for an interleaved schedule run with one model chunk per rank names what that schedule
+runs: it said interleaved-1f1b's "1F1B's bubble with a longer warm-up" of ``--schedule interleaved-zb --interleave 1``
+too, which runs ZB-H1's order (its figures zb-h1's), and of looped-bfs, which runs GPipe's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_docs import ROOT
+
+from archsim.cli import main
+from archsim.policies.stage_orders import interleaved_zb, looped_bfs, zb_handcrafted
+
+MODEL = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json")  # 24 layers, 16 heads
+NODE = str(ROOT / "configs" / "clusters" / "a100_node.toml")  # 8 GPUs
+LAYOUT = ("--tp", "2", "--pp", "4", "--global-batch", "8")  # all 8 GPUs, 8 micro-batches: no other note
+ONE_CHUNK = ("archsim train: note: --schedule {named} ran with one model chunk per pipeline rank (--interleave 1): it "
+             "interleaves nothing ({named}: {runs}); --interleave V gives each rank V chunks")
+
+
+def _train(capsys, *args: str) -> tuple[dict, str]:
+    assert main(["train", MODEL, "--cluster", NODE, *LAYOUT, *args, "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    return json.loads(out)["meta"], err
+
+
+@pytest.mark.parametrize(("named", "runs", "twin"), [
+    ("interleaved-zb", "ZB-H1's order, the figures of --schedule zb-h1", "zb-h1"),
+    ("looped-bfs", "GPipe's every forward before any backward, the figures of --schedule gpipe", "gpipe"),
+])
+def test_the_one_chunk_note_names_the_schedule_asked_for_and_what_it_runs(capsys, named, runs, twin):
+    """Before: both said "(interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory)"."""
+    one, err = _train(capsys, "--schedule", named, "--interleave", "1")
+    assert err.splitlines() == [ONE_CHUNK.format(named=named, runs=runs)]
+    assert "interleaved-1f1b" not in err
+    plain, err = _train(capsys, "--schedule", twin)
+    assert err == ""
+    assert one["iteration_seconds"] == plain["iteration_seconds"]  # what the note says: the twin's figures
+    assert one["memory_per_rank"] == plain["memory_per_rank"]
+
+
+@pytest.mark.parametrize(("p", "m"), [(2, 4), (4, 8), (4, 3), (3, 6)])
+def test_one_chunk_orders_are_what_the_note_says(p, m):
+    """interleaved-zb over one chunk is ZB-H1's order action for action; looped-bfs runs every forward of a rank
+    before any of its backwards, as GPipe does."""
+    assert interleaved_zb(p, m, 1).ranks == zb_handcrafted(p, m, 1).ranks
+    for actions in looped_bfs(p, m, 1).ranks:
+        kinds = [action.kind for action in actions]
+        assert kinds == ["F"] * m + ["B"] * m
