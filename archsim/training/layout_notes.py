@@ -68,7 +68,7 @@ def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
     defaults to 1, and ``interleaved-1f1b`` then runs Megatron's interleaved warm-up over single chunks (up to
     2·PP − 1 micro-batches in flight on rank 0 where 1F1B holds PP, for 1F1B's bubble), ``interleaved-zb``
     ZB-H1's order and ``looped-bfs`` GPipe's (every forward before any backward): none interleaves anything, which
-    a user naming the schedule rarely meant. The note says what the schedule named runs (:data:`_ONE_CHUNK_RUNS`). ``train`` prints it, ``archsim.train`` warns it, each naming the
+    a user naming the schedule rarely meant. The note says what the schedule named runs (:data:`ONE_CHUNK_RUNS`). ``train`` prints it, ``archsim.train`` warns it, each naming the
     settings as its caller spells them (:func:`archsim.console.setting`: ``--interleave 1``, ``interleave=1``);
     ``column``: a runs file's column that sets the chunks instead (:func:`archsim.training.runs.one_chunk_rows_note`)."""
     from archsim.console import setting
@@ -78,13 +78,13 @@ def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
     one, more = (f"{column} 1", f"{column} V") if column else (setting("interleave", 1),
                                                                setting("interleave", placeholder="V"))
     return (f"{setting('schedule', par.schedule)} ran with one model chunk per pipeline rank ({one}): it "
-            f"interleaves nothing ({par.schedule}: {_ONE_CHUNK_RUNS[par.schedule]()}); {more} gives each rank V chunks")
+            f"interleaves nothing ({par.schedule}: {ONE_CHUNK_RUNS[par.schedule]()}); {more} gives each rank V chunks")
 
 
-# What each interleaved schedule runs over one chunk a rank (archsim.policies.stage_orders at v = 1), as a note says
+# What each interleaved schedule runs over one chunk a rank (train's note, search's --chunks 1 refusal) (archsim.policies.stage_orders at v = 1), as a note says
 # it: interleaved-1f1b's warm-up of 2(PP − 1 − r) forwards, 1F1B's PP − 1 − r; interleaved-zb's order is ZB-H1's,
 # action for action, and looped-bfs' GPipe's fill and drain, so train's figures are those schedules'.
-_ONE_CHUNK_RUNS = {
+ONE_CHUNK_RUNS = {
     "interleaved-1f1b": lambda: "1F1B's bubble with a longer warm-up, more activation memory",
     "interleaved-zb": lambda: f"ZB-H1's order, the figures of {setting('schedule', 'zb-h1')}",
     "looped-bfs": lambda: f"GPipe's every forward before any backward, the figures of {setting('schedule', 'gpipe')}",

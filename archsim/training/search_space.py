@@ -164,9 +164,11 @@ def chunk_counts(schedules, chunks) -> tuple[int, ...]:
         raise InputError(f"{flag} is tried only by {', '.join(CHUNKED)}; {setting('schedule')} searches "
                          f"{' '.join(schedules)}: add one of them, or drop {flag}", field="chunks")
     if 1 in chunks:  # one chunk per rank interleaves nothing: another schedule's order, with more memory
-        raise InputError(f"{setting('chunks')} 1 interleaves nothing: {', '.join(CHUNKED)} with one model chunk per "
-                         "rank run 1F1B's, ZB-H1's and GPipe's orders with a longer warm-up; give 2 or more (the "
-                         "plain schedules are searched by their own names)", field="chunks")
+        from archsim.training.layout_notes import ONE_CHUNK_RUNS
+
+        runs = "; ".join(f"{name}: {ONE_CHUNK_RUNS[name]()}" for name in CHUNKED)
+        raise InputError(f"{setting('chunks')} 1 interleaves nothing: with one model chunk per rank {runs}; give 2 or "
+                         "more (the plain schedules are searched by their own names)", field="chunks")
     return tuple(chunks)
 
 
