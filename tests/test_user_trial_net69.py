@@ -54,3 +54,82 @@ def test_leaves_of_a_stated_non_blocking_fabric_are_not_noted(tmp_path):
     assert notes == ()
     for name in ("dgx_h100_superpod.toml", "dgx_a100_superpod.toml"):
         assert not any("servers_per_leaf" in note for note in load_gpu_cluster(f"configs/clusters/{name}").unread)
+
+
+RAILS = ('[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\n{network}\n'
+         '[[servers]]\ncount = 4\ngpus = 8\ngpu = "h100"\n')
+SHARED = '[cluster]\n[network]\nnics_per_server = 2\nnic_gbps = 200\n[[servers]]\ncount = 4\ngpus = 8\ngpu = "a100"\n'
+ETA = 0.96  # a NIC's efficiency, NCCL's channel speed for it (docs/training.md, "Beyond one server"): not fitted
+BIG = 8 * 2**30  # bytes: latencies (µs) are below 10⁻⁴ of the wire time (≥ 0.1 s) on these NICs
+
+
+def test_a_collective_of_a_size_across_servers_has_an_api(tmp_path):
+    """What an all-gather, reduce-scatter or all-to-all of S costs across one's servers had no answer: the
+    benchmark prints the all-reduce's bus bandwidth of three fixed groups, and the library nothing. By hand, at a
+    size where the wire is all: two servers of 8 A100s on 2 × 200 Gb/s NICs each (4 GPUs a NIC: 6.25 GB/s a GPU
+    when all send) — an all-to-all over the 16 sends half of each GPU's buffer out of its server on its own share,
+    S/2 / (η · 6.25 GB/s); an all-gather moves (n − 1)/n · S through the server's two NICs, 50 GB/s."""
+    import archsim
+
+    path = _write(tmp_path, SHARED)
+    a2a = archsim.collective("all-to-all", BIG, cluster=path, gpus=16)
+    assert a2a.servers == 2 and a2a.per_server == 8 and not a2a.crosses_leaves
+    assert a2a.seconds == pytest.approx(BIG / 2 / (ETA * 6.25e9), rel=1e-3)
+    gather = archsim.collective("all-gather", BIG, cluster=path, gpus=16)
+    assert gather.seconds == pytest.approx(15 / 16 * BIG / (ETA * 50e9), rel=1e-3)
+    assert gather.bus_gbytes_per_s == pytest.approx(15 / 16 * BIG / gather.seconds / 1e9)  # nccl-tests' busBw
+    reduce = archsim.collective("all-reduce", BIG, cluster=path, gpus=16)
+    assert reduce.bus_gbytes_per_s == pytest.approx(2 * 15 / 16 * BIG / reduce.seconds / 1e9)
+    assert reduce.algorithm_gbytes_per_s == pytest.approx(BIG / reduce.seconds / 1e9)
+
+
+def test_one_gpu_per_server_runs_on_its_rail_and_halves_across_an_oversubscribed_uplink(tmp_path):
+    """per_server = 1: DP's group when TP fills a server, every rail's group at once, each GPU on its own 400 Gb/s
+    NIC: a ring all-reduce over 4 servers moves 2 · 3/4 · S at η · 50 GB/s. Under two leaves of a 2:1 fabric its
+    share halves (docs/formats.md: a group spanning leaves gets its share over the oversubscription)."""
+    import archsim
+
+    flat = archsim.collective("all-reduce", BIG, cluster=_write(tmp_path, RAILS.format(network=""), "f.toml"),
+                              gpus=4, per_server=1)
+    assert (flat.servers, flat.per_server, flat.crosses_leaves) == (4, 1, False)
+    assert flat.seconds == pytest.approx(2 * 3 / 4 * BIG / (ETA * 50e9), rel=1e-3)
+    leaves = _write(tmp_path, RAILS.format(network="servers_per_leaf = 2\noversubscription = 2"), "l.toml")
+    crossing = archsim.collective("all-reduce", BIG, cluster=leaves, gpus=4, per_server=1)
+    assert crossing.crosses_leaves and crossing.seconds == pytest.approx(2 * flat.seconds, rel=1e-3)
+    inside = archsim.collective("all-reduce", BIG, cluster=leaves, gpus=16)  # servers 0 and 1: one leaf
+    assert not inside.crosses_leaves
+
+
+def test_the_api_prices_the_groups_the_benchmark_prints(tmp_path):
+    """The same groups as benchmarks/bench_collectives.py --cluster (a server's GPUs, one per server, all of them):
+    one price, whichever is asked."""
+    import archsim
+    from tests.benchmark_scripts import load_benchmark
+
+    bench = load_benchmark("bench_collectives")
+    path = _write(tmp_path, RAILS.format(network="servers_per_leaf = 2\noversubscription = 2\nnvls = true"))
+    server, whole = bench.cluster_bus_bandwidths(path, 2**30)
+    assert archsim.collective("all-reduce", 2**30, cluster=path, gpus=8).bus_gbytes_per_s == pytest.approx(server)
+    assert archsim.collective("all-reduce", 2**30, cluster=path, gpus=32).bus_gbytes_per_s == pytest.approx(whole)
+    rail = archsim.collective("all-reduce", 2**30, cluster=path, gpus=4, per_server=1).bus_gbytes_per_s
+    assert rail == pytest.approx(bench.rail_bus_bandwidth(path, 2**30))
+
+
+@pytest.mark.parametrize(("kwargs", "field", "words"), [
+    ({"kind": "allreduce"}, "kind", "did you mean 'all-reduce'?"),
+    ({"gpus": 12}, "gpus", "give a multiple of 8"),
+    ({"gpus": 64}, "gpus", "2…32"),
+    ({"gpus": 16, "per_server": 3}, "per_server", "must divide the server's 8 GPUs"),
+    ({"gpus": 6, "per_server": 4}, "per_server", "4 must divide 6"),
+    ({"gpus": 8, "per_server": 1}, "per_server", "spans 8 servers, the cluster has 4"),
+    ({"nbytes": 0}, "nbytes", "bytes"),
+])
+def test_a_group_that_cannot_be_is_refused_in_one_line(tmp_path, kwargs, field, words):
+    import archsim
+    from archsim.errors import InputError
+
+    given = {"kind": "all-reduce", "nbytes": 1e6, "gpus": 16} | kwargs
+    with pytest.raises(InputError) as refused:
+        archsim.collective(given.pop("kind"), given.pop("nbytes"), cluster=_write(tmp_path, SHARED), **given)
+    assert refused.value.where.field == field and words in refused.value.message
+    assert "\n" not in refused.value.message
