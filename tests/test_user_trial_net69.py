@@ -133,3 +133,27 @@ def test_a_group_that_cannot_be_is_refused_in_one_line(tmp_path, kwargs, field, 
         archsim.collective(given.pop("kind"), given.pop("nbytes"), cluster=_write(tmp_path, SHARED), **given)
     assert refused.value.where.field == field and words in refused.value.message
     assert "\n" not in refused.value.message
+
+
+def test_the_own_cluster_figures_docs_quote_are_the_benchmarks(tmp_path):
+    """docs/training.md ("Your own cluster") quoted 401.4 and 333.5 GB/s for 4 × 8 H100s with NVLS and 8 × 400 Gb/s
+    NICs a server; the benchmark printed 401.4 and 304.5 since the in-server term took every byte of the ring
+    (2026-12-04). The page's own claim is the reference: the whole cluster's figure is bound by the servers' NVLink
+    rings, so 800 Gb/s NICs give the same, and it takes no less time than one server's ring without NVLS."""
+    import re
+
+    import archsim
+    from tests.benchmark_scripts import load_benchmark
+
+    page = " ".join(Path("docs/training.md").read_text().split())  # its lines wrapped anywhere
+    quoted = re.search(r"4 × 8 H100s with NVLS and 8 × 400 Gb/s NICs a server, ([\d.]+) and ([\d.]+)", page)
+    assert quoted is not None
+    bench = load_benchmark("bench_collectives")
+    text = RAILS.format(network="nvls = true")
+    server, whole = bench.cluster_bus_bandwidths(_write(tmp_path, text), 2**30)
+    assert (f"{server:.1f}", f"{whole:.1f}") == quoted.groups()
+    faster = _write(tmp_path, text.replace("nic_gbps = 400", "nic_gbps = 800"), "fast.toml")
+    assert bench.cluster_bus_bandwidths(faster, 2**30)[1] == pytest.approx(whole)
+    ring = archsim.collective("all-reduce", 2**30, cluster=_write(tmp_path, RAILS.format(network=""), "ring.toml"),
+                              gpus=8)  # one server's ring, no NVLS: the same bytes a GPU can take no less time over 4
+    assert archsim.collective("all-reduce", 2**30, cluster=faster, gpus=32).seconds >= ring.seconds
