@@ -157,3 +157,32 @@ def test_the_own_cluster_figures_docs_quote_are_the_benchmarks(tmp_path):
     ring = archsim.collective("all-reduce", 2**30, cluster=_write(tmp_path, RAILS.format(network=""), "ring.toml"),
                               gpus=8)  # one server's ring, no NVLS: the same bytes a GPU can take no less time over 4
     assert archsim.collective("all-reduce", 2**30, cluster=faster, gpus=32).seconds >= ring.seconds
+
+
+def test_search_says_what_train_warns_of_a_tp_group_across_servers():
+    """TP 16 on two 8-GPU servers: archsim train warns "a TP group spans 2 servers: its all-reduces cross the
+    network"; archsim search kept such rows among those it showed (priced alike) with only a tp_spans_servers column
+    to say so. Its rows shown now get one note, naming the first such row; the reference is train's warning on the
+    same layout."""
+    import archsim
+    from archsim.console import notes_kept
+    from archsim.workload.transformer import TransformerConfig
+
+    model = TransformerConfig("m", "gpt", layers=2, hidden=1024, heads=16, vocab=50304, seq=512, ffn=4096,
+                              kv_heads=16, tied_embeddings=True, positions=512)
+    cluster = "configs/clusters/h100_2_servers.toml"
+    with notes_kept() as warned:
+        archsim.train(model, cluster=cluster, tp=16, global_batch=16, recompute="none")
+    assert "a TP group spans 2 servers: its all-reduces cross the network" in warned
+    with notes_kept() as kept:
+        found = archsim.search(model, cluster=cluster, global_batch=16, schedule="1f1b", recompute=["none"],
+                               max_micro_batch=1, sequence_parallel="off", top=100, refine=0)
+    rows = found.to_dict()["rows"]
+    spanning = [i for i, row in enumerate(rows, 1) if row["tp"] == 16]
+    assert spanning and all(rows[i - 1]["tp_spans_servers"] for i in spanning)
+    note = [line for line in kept if "spans servers" in line]
+    assert len(note) == 1 and f"in row {spanning[0]}, TP 16, its all-reduces cross the network" in note[0]
+    with notes_kept() as quiet:  # the best rows alone: inside a server, nothing to say
+        archsim.search(model, cluster=cluster, global_batch=16, schedule="1f1b", recompute=["none"],
+                       max_micro_batch=1, sequence_parallel="off", top=1, refine=0)
+    assert not any("spans servers" in line for line in quiet)
