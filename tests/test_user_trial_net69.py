@@ -186,3 +186,17 @@ def test_search_says_what_train_warns_of_a_tp_group_across_servers():
         archsim.search(model, cluster=cluster, global_batch=16, schedule="1f1b", recompute=["none"],
                        max_micro_batch=1, sequence_parallel="off", top=1, refine=0)
     assert not any("spans servers" in line for line in quiet)
+
+
+def test_a_group_in_one_nvlink_domain_crosses_no_leaf(tmp_path):
+    """Two servers of one NVLink domain (nvlink_domain = 16) under two leaves of a 2:1 fabric: the pair's
+    all-reduce runs on NVLink (docs/formats.md, nvlink_domain), no uplink carries it, so it crosses no leaf and
+    takes the NVLink's time, not the NICs'; a pair of two domains crosses both."""
+    import archsim
+
+    path = _write(tmp_path, RAILS.format(network="nvlink_domain = 16\nservers_per_leaf = 1\noversubscription = 2"))
+    inside = archsim.collective("all-reduce", BIG, cluster=path, gpus=2, per_server=1)
+    assert not inside.crosses_leaves and inside.servers == 2
+    assert inside.seconds < 2 * 1 / 2 * BIG / (ETA * 50e9) / 2  # well under the NIC's share, even non-blocking
+    across = archsim.collective("all-reduce", BIG, cluster=path, gpus=4, per_server=1)  # servers 0–3: two domains
+    assert across.crosses_leaves
