@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import bppsa_pruned_vgg11 as bppsa_pruned_vgg11
     from archsim.api import bppsa_rnn as bppsa_rnn
     from archsim.api import cluster_jobs as cluster_jobs
+    from archsim.api import collective as collective
     from archsim.api import cost as cost
     from archsim.api import gemm as gemm
     from archsim.api import iteration_energy as iteration_energy
@@ -64,6 +65,7 @@ _EXPORTS = {
     "array_config": "archsim.api:array_config",
     "cost": "archsim.api:cost",
     "cluster_jobs": "archsim.api:cluster_jobs",
+    "collective": "archsim.api:collective",
     "bppsa_rnn": "archsim.api:bppsa_rnn",
     "bppsa_pruned_vgg11": "archsim.api:bppsa_pruned_vgg11",
     "bppsa_network": "archsim.api:bppsa_network",

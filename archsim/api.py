@@ -5,7 +5,7 @@ Each function resolves its inputs (a shipped network name or CSV path, an array 
 the CLI uses too; nothing here computes a number of its own. Cycles are array clock cycles,
 sizes bytes. Re-exported by :mod:`archsim` (``archsim.cost(...)``). The training jobs (``train``,
 ``train_runs``, ``search``) live in :mod:`archsim.api_training` (``train_sweep`` in :mod:`archsim.api_train_sweep`), ``schedule`` in :mod:`archsim.api_schedule` and
-``gemm``, ``sparse`` and ``iteration_energy`` in :mod:`archsim.api_array`, ``plan`` in :mod:`archsim.api_plan`, ``validate_gpu`` in :mod:`archsim.api_validation`, ``cluster_jobs`` in :mod:`archsim.api_cluster`, ``bppsa_rnn``, ``bppsa_pruned_vgg11`` and ``bppsa_network`` in :mod:`archsim.api_bppsa` and the inputs
+``gemm``, ``sparse`` and ``iteration_energy`` in :mod:`archsim.api_array`, ``plan`` in :mod:`archsim.api_plan`, ``validate_gpu`` in :mod:`archsim.api_validation`, ``cluster_jobs`` in :mod:`archsim.api_cluster`, ``collective`` in :mod:`archsim.api_collectives`, ``bppsa_rnn``, ``bppsa_pruned_vgg11`` and ``bppsa_network`` in :mod:`archsim.api_bppsa` and the inputs
 (``load_network``, ``array_config``) in :mod:`archsim.api_inputs`, re-exported here; every job checks its keywords with :mod:`archsim.api_keywords`.
 """
 
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.api_array import gemm, iteration_energy, sparse
 from archsim.api_bppsa import bppsa_network, bppsa_pruned_vgg11, bppsa_rnn
 from archsim.api_cluster import cluster_jobs
+from archsim.api_collectives import CollectiveCost, collective
 from archsim.api_inputs import (
     array_and_notes,
     array_config,
@@ -352,6 +353,6 @@ def _check_plan_of(plan, profile) -> None:
 # the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py (train_sweep from
 # api_train_sweep.py), the sweeps' from api_sweep.py,
 # gemm, sparse and iteration_energy from api_array.py, plan from api_plan.py, the inputs from api_inputs.py
-__all__ = ["PlanResult", "ScheduleResult", "SweepResult", "array_config", "bppsa_network", "bppsa_pruned_vgg11", "bppsa_rnn", "cluster_jobs", "cost", "gemm", "iteration_energy", "load_network",
+__all__ = ["CollectiveCost", "PlanResult", "ScheduleResult", "SweepResult", "array_config", "bppsa_network", "bppsa_pruned_vgg11", "bppsa_rnn", "cluster_jobs", "collective", "cost", "gemm", "iteration_energy", "load_network",
            "pipeline", "pipeline_dfg", "pipeline_memory", "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse", "sweep_cache",
            "train", "train_runs", "train_sweep", "validate_gpu", "write_report"]

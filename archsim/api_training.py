@@ -304,7 +304,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         PLACEMENTS,
     )
     from archsim.errors import InputError
-    from archsim.fits import rows_headroom_note
+    from archsim.fits import rows_headroom_note, rows_tp_span_note
     from archsim.progress import shown
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -377,7 +377,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
-                 result.orders_note, rows_headroom_note(result.rows, on), *cluster_notes(on, "search")):
+                 result.orders_note, rows_headroom_note(result.rows, on), rows_tp_span_note(result.rows),
+                 *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
             library_note(note, stacklevel=3)

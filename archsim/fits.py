@@ -78,6 +78,23 @@ def rows_headroom_note(rows: Sequence[dict], cluster) -> str | None:
     return headroom_note(subject, full[0]["peak_memory_gib"] * 2**30, gpu.memory_bytes, holder)
 
 
+def rows_tp_span_note(rows: Sequence[dict]) -> str | None:
+    """:func:`tp_span_warning` for a search's shown ``rows``, once: how many have a TP group across servers
+    (``tp_spans_servers``: search keeps them, priced over the network) and the first's TP; None when none does.
+    ``archsim train`` warns of such a layout, and search said nothing of it beyond a column."""
+    spanning = [i for i, row in enumerate(rows, 1) if row.get("tp_spans_servers")]
+    if not spanning:
+        return None
+    first = rows[spanning[0] - 1]
+    kinds = "all-gathers and reduce-scatters" if first.get("sequence_parallel") else "all-reduces"
+    if len(spanning) > 1:
+        subject = f"{len(spanning)} of the {len(rows)} rows shown have"
+    else:
+        subject = f"row {spanning[0]} of the {len(rows)} shown has" if len(rows) > 1 else "the row shown has"
+    return (f"{subject} a TP group that spans servers (tp_spans_servers): in row {spanning[0]}, TP {first['tp']}, its "
+            f"{kinds} cross the network")
+
+
 def tp_span_warning(cluster, par) -> str | None:
     """One line when a TP group of ``par`` spans servers of ``cluster`` (a
     :class:`~archsim.training.cluster.GpuCluster`): it runs, but its all-reduces cross the NICs, which is

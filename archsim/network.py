@@ -241,7 +241,8 @@ def network_notes(table: dict, network: Network, servers: int, gpus: int = 0) ->
     """What a ``[network]`` table states that changes no figure on ``servers`` servers, one line each (train, search
     and plan print them on stderr): a ``switch_tiers`` other than the default 2 (switch hops' latency is not
     modelled, so a stated 1 or 3 prices as 2 does; the default itself assumes nothing unmodelled), an
-    ``oversubscription`` above leaves no group crosses (every server under one leaf), and an ``nvlink_domain``
+    ``oversubscription`` above leaves no group crosses (every server under one leaf), a ``servers_per_leaf`` without
+    an ``oversubscription`` (non-blocking uplinks: leaves change no figure), and an ``nvlink_domain``
     above the cluster's ``gpus`` (servers of one kind; 0: not judged): the cluster is part of a larger domain (an
     NVL72 rack's 72 GPUs), so NVLink joins all its GPUs and no transfer crosses the NICs."""
     notes = []
@@ -261,6 +262,11 @@ def network_notes(table: dict, network: Network, servers: int, gpus: int = 0) ->
         notes.append(f"oversubscription = {network.oversubscription:g} changes nothing: every server sits under "
                      f"one leaf ({leaf}), so no group crosses an uplink; give servers_per_leaf below {servers} to "
                      "split them")
+    if "servers_per_leaf" in table and "oversubscription" not in table and not 0 < gpus < network.nvlink_domain:
+        # leaves whose uplinks cost nothing (a domain over the cluster's GPUs already says the NICs carry nothing)
+        notes.append(f"servers_per_leaf = {network.servers_per_leaf} changes nothing: without oversubscription "
+                     "(default 1, non-blocking uplinks) a group across leaves runs as one under a leaf; give "
+                     "oversubscription above 1 (down- over up-link bandwidth) for a blocking fabric")
     return tuple(notes)
 
 

@@ -209,11 +209,14 @@ def run(args: argparse.Namespace) -> int:
         note(result.orders_note)
     if why is not None:
         note(why)
-    from archsim.fits import rows_headroom_note
+    from archsim.fits import rows_headroom_note, rows_tp_span_note
 
     headroom = rows_headroom_note(result.rows, cluster)  # rows shown that fit with little room for what is not modelled
     if headroom:
         note(headroom)
+    spanning = rows_tp_span_note(result.rows)  # train's TP-across-servers warning, for the rows shown
+    if spanning:
+        note(spanning)
     if args.objective == "energy":
         from archsim.training.energy_sources import mixed_basis_note, unpriced_static_note
 
