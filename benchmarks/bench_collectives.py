@@ -11,7 +11,8 @@ where it says so). ``--bytes`` takes scientific notation (``1e9``).
 
 Per table (tests/data/e2e/nccl_allreduce: all-reduce on 2–8 A100s and V100s of one server): the sizes
 from 16 MB, the mean and largest |error| of the modelled time and whether the GPU count was fitted
-(archsim/training/fitted.py: 2, 4 and 8 GPUs) or held out. Then each cited figure
+(archsim/training/fitted.py: 2, 4 and 8 GPUs) or held out; then the sizes below 16 MB, which no fit or check
+uses (NCCL's low-latency protocols there), their mean and largest |error| and signed mean error. Then each cited figure
 (tests/data/nccl_multinode.csv, with its source): measured and modelled bus bandwidth and the error.
 """
 
@@ -37,6 +38,7 @@ from archsim.training.nccl_fit import read_nccl_tables, relative_errors
 from archsim.training.parallel import Parallelism
 
 TABLES = ROOT / "tests" / "data" / "e2e" / "nccl_allreduce"
+SMALL_BYTES = 16 * 2**20  # below it NCCL runs its low-latency protocols: never fitted (archsim/training/nccl_fit.py)
 
 
 def cluster_bus_bandwidths(path: str | Path, nbytes: float) -> tuple[float | None, float | None]:
@@ -181,13 +183,19 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:  # a usage error or a cluster file archsim refuses: its one line, as train's
         print(f"bench_collectives: error: {error}", file=sys.stderr)
         return 2
-    print("nccl-tests all-reduce, one server (sizes ≥ 16 MB): GPUs, fitted?, mean |error|, max |error|")
+    print("nccl-tests all-reduce, one server: GPUs, fitted?, mean and max |error| from 16 MB (the fitted range), then "
+          "the same below 16 MB (never fitted: NCCL's low-latency protocols, which one α–β line does not follow) "
+          "and the signed mean there")
     for name in ("a100", "v100"):
         device = gpu("a100-80gb" if name == "a100" else "v100-32gb")
         for n, table in sorted(read_nccl_tables(TABLES, name).items()):
-            errors = np.abs(relative_errors(table, links.nvlink_group(device, tuple(range(n)))))
+            link = links.nvlink_group(device, tuple(range(n)))
+            errors = np.abs(relative_errors(table, link))
+            small = relative_errors(table, link, min_bytes=0)[table.sizes < SMALL_BYTES]
             role = "fit " if n in fitted.NCCL_FIT_GPUS else "held"
-            print(f"  {name} {n} GPUs {role}: {errors.mean():6.1%} {errors.max():6.1%}")
+            below = (f"{np.abs(small).mean():6.1%} {np.abs(small).max():6.1%} {small.mean():+6.1%}" if small.size
+                     else "  (no sizes below 16 MB)")
+            print(f"  {name} {n} GPUs {role}: {errors.mean():6.1%} {errors.max():6.1%}   below 16 MB: {below}")
     print("cited figures (tests/data/nccl_multinode.csv): measured vs modelled bus bandwidth, GB/s")
     for run in read_cited(ROOT / "tests" / "data" / "nccl_multinode.csv"):
         model = predicted_bus_gbytes_per_s(run)
