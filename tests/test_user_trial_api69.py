@@ -1,0 +1,40 @@
+"""User trial 69 (a training-systems engineer who drives archsim from a notebook, never the CLI): the defects it
+found in the Python API, each checked against an independent reference — the plan's own makespan in seconds, the
+command's words, a length bound a notebook cell can show."""
+
+from __future__ import annotations
+
+import pytest
+from test_docs import ROOT
+
+import archsim
+from archsim.errors import InputError
+
+TESTBED = str(ROOT / "configs" / "clusters" / "testbed_1080ti.toml")
+
+
+# --- plan: SPP's timeline is in seconds, and says so ------------------------------------------------------------------
+# Failed before: archsim.plan(...).timeline (and plan_on_cluster's) stated no unit, so gantt_figure labelled its axis
+# "cycles", its frame had no attrs["unit"] and chrome_trace wrote its seconds as microseconds (a 0.01 s iteration
+# drawn as 0.01 µs); `archsim plan --gantt` passed the unit itself and was right.
+
+@pytest.fixture(scope="module")
+def spp_plan():
+    return archsim.plan("layerpipe_sample", cluster=TESTBED, microbatches=4)
+
+
+def test_spp_timeline_states_seconds(spp_plan):
+    from archsim.report.gantt import gantt_figure
+
+    assert spp_plan.timeline.unit == "seconds"
+    assert spp_plan.timeline.to_frame().attrs["unit"] == "seconds"
+    assert gantt_figure(spp_plan.timeline, "spp").layout.xaxis.title.text == "seconds"
+
+
+def test_spp_chrome_trace_is_in_microseconds(spp_plan):
+    from archsim.report.export import chrome_trace
+
+    events = [e for e in chrome_trace(spp_plan.timeline)["traceEvents"] if e.get("ph") == "X"]
+    end_us = max(e["ts"] + e["dur"] for e in events)
+    assert end_us == pytest.approx(spp_plan.meta["makespan_seconds"] * 1e6, rel=1e-6)  # Chrome reads µs
+
