@@ -38,3 +38,17 @@ def test_spp_chrome_trace_is_in_microseconds(spp_plan):
     end_us = max(e["ts"] + e["dur"] for e in events)
     assert end_us == pytest.approx(spp_plan.meta["makespan_seconds"] * 1e6, rel=1e-6)  # Chrome reads µs
 
+
+
+# --- pipeline_dfg: a PlanDFG's repr is one line -----------------------------------------------------------------------
+# Failed before: the dataclass's repr listed every node, edge and retiming value: 15,941 characters for LayerPipe's
+# 4-layer sample, all printed by a notebook cell ending in `dfg`. The figures below are LayerPipe's worked example
+# (docs/papers/layerpipe.md): S − s + 1 weight versions, 24,247,652 cycles over a loop of 6 delays.
+
+def test_plan_dfg_repr_is_one_short_line():
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=32)
+    dfg = archsim.pipeline_dfg(archsim.pipeline(profile, processors=3, method="layerpipe"), profile)
+    shown = repr(dfg)
+    assert "\n" not in shown and len(shown) < 200
+    assert "4 layers on 3 stages" in shown and "(3, 2, 1)" in shown
+    assert f"{24_247_652 / 6:g} cycles" in shown and "6 delays" in shown
