@@ -52,3 +52,37 @@ def test_plan_dfg_repr_is_one_short_line():
     assert "\n" not in shown and len(shown) < 200
     assert "4 layers on 3 stages" in shown and "(3, 2, 1)" in shown
     assert f"{24_247_652 / 6:g} cycles" in shown and "6 delays" in shown
+
+
+# --- run_sweep and sweep_cache: the configuration cap is advised as the keyword ---------------------------------------
+# Failed before: archsim.run_sweep(spec, max_configs=3) said "more than --max-configs 3: …, or a larger --max-configs",
+# a flag the function has no way to take; every other job's advice names its keyword (docs/api.md).
+
+SPEC = """[sweep]
+name = "cap"
+networks = ["ffnn8"]
+arrays = ["32x32", "64x64"]
+batches = [16, 32]
+processors = [2]
+methods = ["layerpipe"]
+"""  # 2 arrays × 2 batches × 1 × 1 = 4 configurations
+
+
+@pytest.mark.parametrize("job", ["run_sweep", "sweep_cache"])
+def test_sweep_cap_is_advised_as_the_keyword(tmp_path, job):
+    spec = tmp_path / "cap.toml"
+    spec.write_text(SPEC, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        getattr(archsim, job)(spec, out=tmp_path / "out", max_configs=3)
+    said = str(caught.value)
+    assert "4 configurations" in said and "max_configs=3" in said and "a larger max_configs" in said
+    assert "--" not in said
+
+
+def test_sweep_command_keeps_its_flag(tmp_path, capsys):
+    from archsim.cli import main
+
+    spec = tmp_path / "cap.toml"
+    spec.write_text(SPEC, encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--max-configs", "3"]) == 2
+    assert "more than --max-configs 3: give fewer values, or a larger --max-configs" in capsys.readouterr().err
