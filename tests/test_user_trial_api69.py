@@ -86,3 +86,29 @@ def test_sweep_command_keeps_its_flag(tmp_path, capsys):
     spec.write_text(SPEC, encoding="utf-8")
     assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--max-configs", "3"]) == 2
     assert "more than --max-configs 3: give fewer values, or a larger --max-configs" in capsys.readouterr().err
+
+
+# --- run_sweep: archsim sweep's other flags say which function does their job -----------------------------------------
+# Failed before: run_sweep(report=True), quiet=True, cache_info=True and prune_cache=True were told "unknown keyword"
+# and the list of run_sweep's own, where train(gantt=…) and search(runs=…) name the function that does it.
+
+@pytest.mark.parametrize("flag, named", [("report", "archsim.write_report("), ("quiet", "progress=True"),
+                                         ("cache_info", "archsim.sweep_cache("), ("prune_cache", "prune=True")])
+def test_run_sweep_names_the_function_for_a_flag_it_lacks(tmp_path, flag, named):
+    with pytest.raises(InputError) as caught:
+        archsim.run_sweep(tmp_path / "cap.toml", **{flag: True})
+    assert caught.value.where.field == flag and named in str(caught.value)
+
+
+def test_every_sweep_flag_is_a_keyword_or_names_its_function():
+    """The parser read afresh (tests/test_api_parity.py's reading): a flag added to ``archsim sweep`` without a keyword
+    or a hint fails here; ``--workers 2`` is ``workers=2`` and so on."""
+    import inspect
+
+    from test_api_parity import keywords
+
+    from archsim.output_hints import command_outputs
+
+    taken = set(inspect.signature(archsim.run_sweep).parameters) | set(inspect.signature(archsim.sweep_cache).parameters)
+    hinted = set(command_outputs("archsim.run_sweep"))
+    assert [name for name in keywords("sweep") if name not in taken | hinted] == []
