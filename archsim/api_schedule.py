@@ -46,6 +46,15 @@ class ScheduleResult:
     timeline: Timeline | None = field(repr=False)
     order: StageOrder | None = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        """One line, the row's figures and what they were run on (a notebook shows a cell's value by its repr; the
+        dataclass's printed the meta's notes too, 450–600 characters): ``.row`` and ``.meta`` hold everything."""
+        shown = ", ".join(f"{k}={int(v) if isinstance(v, float) and v.is_integer() else f'{v:.6g}'}"
+                          if isinstance(v, float) else f"{k}={v}" for k, v in self.row.items())
+        network = f"{self.meta['network']}: " if self.meta.get("network") else ""
+        unit = f"; times in {self.meta['unit']}" if self.meta.get("unit") else ""
+        return f"ScheduleResult({network}{shown}{unit})"
+
     def to_dict(self) -> dict:
         """The JSON document ``archsim schedule --format json`` prints for the same keywords; a copy, NaN as NaN
         (the CLI writes null)."""

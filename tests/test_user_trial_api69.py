@@ -147,3 +147,24 @@ def test_train_keywords_refuses_a_row_the_search_has_not():
         with pytest.raises(InputError, match=f"expected a row of the search's {len(found.rows)}") as caught:
             found.train_keywords(index)  # type: ignore[arg-type]
         assert caught.value.where.field == "index"
+
+
+# --- repr: a schedule's and a one-row search's line --------------------------------------------------------------------
+# Failed before: a ScheduleResult's repr was the dataclass's, the meta's notes and all (450–600 characters, its
+# makespan 5.7474e+06 rounded away); a search of one row said "1 rows".
+
+def test_schedule_repr_is_its_row_in_one_line():
+    # the zero-bubble paper's setting: 3m + (p − 1)(F + B + W) = 33 for 1F1B, 27 for ZB-H1 (docs/api.md)
+    one = archsim.schedule(stages=4, stage_times="1,1,1", microbatches=8, policy="1f1b")
+    shown = repr(one)
+    assert "\n" not in shown and len(shown) < 200 and "policy=1f1b" in shown and "makespan=33," in shown
+    assert "zero-bubble paper" not in shown  # the meta's notes stay in .meta
+    layered = repr(archsim.schedule("ffnn8", policy="ooo-pipe2", processors=2, unit_costs=True))  # Fig. 5: 16 units
+    assert layered.startswith("ScheduleResult(ffnn8: policy=ooo-pipe2") and "makespan=16," in layered
+    assert layered.endswith("; times in units)")
+
+
+def test_a_one_row_search_says_row():
+    found = archsim.search("gpt_1024h_24l", cluster=A100, global_batch=16, top=1, schedule=["1f1b"],
+                           max_micro_batch=1, progress=False)
+    assert repr(found).startswith("SearchResult(1 row, best ")

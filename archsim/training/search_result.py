@@ -48,7 +48,7 @@ class SearchResult:
         said = "" if "iteration_seconds" not in best else (
             f", best tp {best.get('tp')} × pp {best.get('pp')} × dp {best.get('dp')} micro-batch "
             f"{best.get('micro_batch')} {best.get('schedule')}: {best['iteration_seconds']:.4g} s")
-        return (f"SearchResult({len(self.rows)} rows{said}; {len(self.pareto)} on the Pareto front; "
+        return (f"SearchResult({len(self.rows)} row{'s' * (len(self.rows) != 1)}{said}; {len(self.pareto)} on the Pareto front; "
                 f"{self.enumerated} enumerated, {self.costed} costed; rejected {self.rejected})")
 
     def to_dict(self) -> dict:
