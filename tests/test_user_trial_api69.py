@@ -168,3 +168,23 @@ def test_a_one_row_search_says_row():
     found = archsim.search("gpt_1024h_24l", cluster=A100, global_batch=16, top=1, schedule=["1f1b"],
                            max_micro_batch=1, progress=False)
     assert repr(found).startswith("SearchResult(1 row, best ")
+
+
+# --- the timeline writers take a result, as write_gantt does -----------------------------------------------------------
+# Failed before: write_gantt(result, PATH) drew train's TrainResult, but write_chrome_trace(result, PATH) and
+# write_pipeline_schedule_csv(result, PATH) raised AttributeError: 'TrainResult' object has no attribute 'problem'
+# (chrome_trace of a timeline's frame too).
+
+def test_chrome_trace_and_schedule_csv_take_a_train_result(tmp_path):
+    from archsim.report.export import chrome_trace, write_chrome_trace, write_pipeline_schedule_csv
+
+    # pp 2 × dp 4 at micro-batch 1: 16 / (1 × 4) = 4 micro-batches, so each rank runs 4 forwards and 4 backwards
+    result, _ = archsim.train("gpt_1024h_24l", cluster=A100, global_batch=16, pp=2, dp=4)
+    timeline = result.timeline
+    events = [e for e in chrome_trace(result)["traceEvents"] if e["ph"] == "X"]
+    assert len(events) == len(timeline.slots) + len(timeline.transfers)
+    assert len([e for e in chrome_trace(timeline.to_frame())["traceEvents"] if e["ph"] == "X"]) == len(timeline.slots)
+    write_chrome_trace(result, tmp_path / "trace.json")
+    ranks = write_pipeline_schedule_csv(result, tmp_path / "ranks.csv").read_text(encoding="utf-8").split()
+    assert [sorted(rank.split(",")) for rank in ranks] == [
+        sorted([f"{stage}F{m}" for m in range(4)] + [f"{stage}B{m}" for m in range(4)]) for stage in (0, 1)]
