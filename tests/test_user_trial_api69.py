@@ -188,3 +188,19 @@ def test_chrome_trace_and_schedule_csv_take_a_train_result(tmp_path):
     ranks = write_pipeline_schedule_csv(result, tmp_path / "ranks.csv").read_text(encoding="utf-8").split()
     assert [sorted(rank.split(",")) for rank in ranks] == [
         sorted([f"{stage}F{m}" for m in range(4)] + [f"{stage}B{m}" for m in range(4)]) for stage in (0, 1)]
+
+
+# --- a cluster's repr is one line ------------------------------------------------------------------------------------
+# Failed before: a GpuCluster (a train/search cluster loaded in a notebook, docs/api.md's "Training devices") printed
+# every server's Device: 140,347 characters for the 128 DGX H100 servers of dgx_h100_superpod.toml.
+
+@pytest.mark.parametrize("name, said", [
+    ("dgx_h100_superpod.toml", "GpuCluster(1024 GPUs on 128 servers: 1024 × NVIDIA H100 SXM5 80GB; fp16)"),
+    ("mixed_counts_h100_a100.toml", "on 3 servers: 8 × NVIDIA H100 SXM5 80GB, 8 × NVIDIA A100 SXM4 40GB; fp16)"),
+    ("h100_1gpu.toml", "GpuCluster(1 GPU on 1 server: 1 × NVIDIA H100 SXM5 80GB; fp16)")])
+def test_gpu_cluster_repr_counts_its_gpus_by_kind(name, said):
+    from archsim.training.cluster_file import load_gpu_cluster
+
+    cluster = load_gpu_cluster(str(ROOT / "configs" / "clusters" / name))
+    shown = repr(cluster)
+    assert said in shown and "\n" not in shown and len(shown) < 200
