@@ -204,3 +204,26 @@ def test_gpu_cluster_repr_counts_its_gpus_by_kind(name, said):
     cluster = load_gpu_cluster(str(ROOT / "configs" / "clusters" / name))
     shown = repr(cluster)
     assert said in shown and "\n" not in shown and len(shown) < 200
+
+
+# --- schedule on a LayerProfile: a policy that needs a network says so -------------------------------------------------
+# Failed before: archsim.schedule(profile, policy="1f1b", …) said "expected one of mp, gpipe, ooo-pipe1, ooo-pipe2,
+# got '1f1b'", as if 1f1b were no policy. What each runs on is the command's own refusal (per-stage costs or a network).
+
+@pytest.mark.parametrize("policy, runs_on", [
+    ("1f1b", "a network (its name, path or Network, costed by this call's array keywords) or per-stage costs"),
+    ("dp-wfbp", "a network (its name"), ("list-zb-h1", "a network (its name"), ("multistream", "a network (its name"),
+    ("zb-1p-exact", "per-stage costs (stages=, stage_times=)")])
+def test_schedule_on_a_profile_names_what_the_policy_runs_on(policy, runs_on):
+    profile = archsim.profile("ffnn8", array="8x8")
+    with pytest.raises(InputError) as caught:
+        archsim.schedule(profile, policy=policy, processors=2, microbatches=2)
+    said = str(caught.value)
+    assert caught.value.where.field == "policy" and f"{policy} runs on {runs_on}" in said
+    assert "mp, gpipe, ooo-pipe1, ooo-pipe2" in said
+    assert policy != "zb-1p-exact" or "network" not in said.split("runs on")[-1]
+
+
+def test_schedule_on_a_profile_still_names_an_unknown_policy_nearest():
+    with pytest.raises(InputError, match="expected one of mp, gpipe, ooo-pipe1, ooo-pipe2, got 'ooo-pipe3'"):
+        archsim.schedule(archsim.profile("ffnn8", array="8x8"), policy="ooo-pipe3", processors=2)
