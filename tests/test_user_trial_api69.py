@@ -227,3 +227,17 @@ def test_schedule_on_a_profile_names_what_the_policy_runs_on(policy, runs_on):
 def test_schedule_on_a_profile_still_names_an_unknown_policy_nearest():
     with pytest.raises(InputError, match="expected one of mp, gpipe, ooo-pipe1, ooo-pipe2, got 'ooo-pipe3'"):
         archsim.schedule(archsim.profile("ffnn8", array="8x8"), policy="ooo-pipe3", processors=2)
+
+
+# --- pipeline: archsim pipeline's costing flags name archsim.profile ---------------------------------------------------
+# Failed before: archsim.pipeline(profile, processors=3, array="32x32") was "unknown keyword" and the partitioner's
+# options, as the command's --array, --batch, --dtype … price the profile the library takes already made.
+
+@pytest.mark.parametrize("keyword, value", [("array", "32x32"), ("batch", 8), ("dtype", "fp16"), ("engine", "cycle")])
+def test_pipeline_names_profile_for_a_costing_flag(keyword, value):
+    import inspect
+
+    assert keyword in inspect.signature(archsim.profile).parameters  # the flag's keyword is profile's
+    with pytest.raises(InputError) as caught:
+        archsim.pipeline(archsim.profile("ffnn8", array="8x8"), processors=2, **{keyword: value})
+    assert caught.value.where.field == keyword and f"archsim.profile(network, {keyword}=…)" in str(caught.value)
