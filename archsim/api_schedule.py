@@ -46,6 +46,15 @@ class ScheduleResult:
     timeline: Timeline | None = field(repr=False)
     order: StageOrder | None = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        """One line, the row's figures and what they were run on (a notebook shows a cell's value by its repr; the
+        dataclass's printed the meta's notes too, 450–600 characters): ``.row`` and ``.meta`` hold everything."""
+        shown = ", ".join(f"{k}={int(v) if isinstance(v, float) and v.is_integer() else f'{v:.6g}'}"
+                          if isinstance(v, float) else f"{k}={v}" for k, v in self.row.items())
+        network = f"{self.meta['network']}: " if self.meta.get("network") else ""
+        unit = f"; times in {self.meta['unit']}" if self.meta.get("unit") else ""
+        return f"ScheduleResult({network}{shown}{unit})"
+
     def to_dict(self) -> dict:
         """The JSON document ``archsim schedule --format json`` prints for the same keywords; a copy, NaN as NaN
         (the CLI writes null)."""
@@ -222,10 +231,17 @@ def _on_profile(given: dict[str, Any]) -> dict[str, Any]:
     :func:`archsim.profile`'s), checked as the keywords of a network are (:func:`_checked`) for the run that takes
     one (:func:`~archsim.policies.schedule_run.run_schedule`, which checks ``max_ops`` as for a network): a keyword
     that would cost a network is refused (the profile carries its costs)."""
-    from archsim.choices.schedules import OOO_POLICIES
+    from archsim.choices.schedules import OOO_POLICIES, POLICIES, STAGE_ONLY_POLICIES, ZB_SCHEDULES
     from archsim.errors import InputError
 
     policy, group = given["policy"], given["group"]
+    if isinstance(policy, str) and policy in POLICIES and policy not in OOO_POLICIES:  # a policy, not for a profile
+        network = "a network (its name, path or Network, costed by this call's array keywords)"
+        stages = "per-stage costs (stages=, stage_times=)"
+        runs = stages if policy in STAGE_ONLY_POLICIES else f"{network} or {stages}" if policy in ZB_SCHEDULES \
+            else network
+        raise InputError(f"a LayerProfile runs the out-of-order pipelines ({', '.join(OOO_POLICIES)}) on its costs as "
+                         f"is; {policy} runs on {runs}", field="policy")
     check_choice(policy, OOO_POLICIES, "policy")
     processors = positive_int(given["processors"], "processors")
     microbatches = None if given["microbatches"] is None else positive_int(given["microbatches"], "microbatches")

@@ -22,6 +22,17 @@ def command_outputs(what: str) -> dict[str, str]:
             "schedule_csv": f"is the command's output: archsim.report.export.write_pipeline_schedule_csv(TIMELINE, "
                             f"PATH) writes it from {timeline}",
             "dfg": "is the command's output: archsim.pipeline_dfg(plan, profile, out=PATH) writes it",
+            **({} if what != "archsim.run_sweep" else {  # archsim sweep's flags that are other functions' jobs
+                "report": "is the command's output: archsim.write_report(RESULTS, spec=SPEC) draws it from the "
+                          "results folder run_sweep filled (its out, default results/<spec name>)",
+                "quiet": "is the command's: run_sweep draws no progress bar unless progress=True",
+                "cache_info": "is archsim.sweep_cache(spec, out=…)'s job: it runs nothing",
+                "prune_cache": "is archsim.sweep_cache(spec, out=…, prune=True)'s job: it runs nothing"}),
+            **({} if not what.startswith("pipeline") else {  # archsim pipeline's costing flags: the profile's
+                name: f"is archsim.profile's: the profile the plan partitions is priced there "
+                      f"(archsim.profile(network, {name}=…)), and archsim.pipeline takes it as it is"
+                for name in ("array", "config", "dataflow", "dtype", "element_bytes", "engine", "sram_kb", "clock_ghz",
+                             "batch", "mode", "geometry", "only", "shapes", "unsupported", "input_shape", "dim")}),
             **({} if not what.startswith("pipeline") else {
                 name: f"is archsim pipeline's run of the plan: archsim.{job}(plan, profile, microbatches=M{extra}) {does}"
                 for name, job, extra, does in (

@@ -45,6 +45,13 @@ class PlanDFG:
     borrowed_only: tuple[int, ...]  # processors running only borrowed δ parts: DFG stages holding no layer
     bound: IterationBound
 
+    def __repr__(self) -> str:
+        """One line, not every node and edge of the derivation (a notebook shows a cell's value by its repr, and the
+        dataclass's ran to 16,000 characters on a 4-layer network): ``.pipelined`` and ``.bound`` hold them."""
+        return (f"PlanDFG({len(self.pipelined.layers)} layers on {self.stages} stages, weight versions "
+                f"{self.stage_weight_versions_needed()}, iteration bound {self.bound.bound:g} {self.unit} per slot "
+                f"over a loop of {self.bound.delays} delays)")
+
     @property
     def stages(self) -> int:
         return len(self.processor_of_stage)

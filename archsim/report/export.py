@@ -71,8 +71,9 @@ def chrome_trace(timeline, unit: str | None = None) -> dict:
         events.append({"name": str(data["op"]), "cat": _category(data.get("kind")), "ph": "X",
                        "ts": float(data["start"]) * scale, "dur": float(data["end"] - data["start"]) * scale,
                        "pid": pid, "tid": int(data["stream"]), "args": args})
-    ends = {link.name: (link.src, link.dst) for link in getattr(timeline.problem, "links", ())}
-    for transfer in timeline.transfers:
+    held = getattr(timeline, "timeline", timeline)  # a result's, as ops_frame reads it (a frame: no transfers)
+    ends = {link.name: (link.src, link.dst) for link in getattr(getattr(held, "problem", None), "links", ())}
+    for transfer in getattr(held, "transfers", ()):
         pid = names.setdefault(_link_name(transfer.link, ends.get(transfer.link)), len(names) + 1)
         events.append({"name": f"{transfer.src}->{transfer.dst}", "cat": "comm", "ph": "X",
                        "ts": transfer.start * scale, "dur": (transfer.end - transfer.start) * scale, "pid": pid,
@@ -159,10 +160,14 @@ def schedule_actions(timeline) -> list[list[str]]:
 
 
 def pipeline_schedule_csv(timeline) -> str:
-    """The timeline's actions in torch's CSV layout (empty when no op has a micro-batch)."""
+    """The timeline's actions in torch's CSV layout (empty when no op has a micro-batch); ``timeline`` a Timeline or
+    a result that holds one in ``timeline`` (train's, a plan's, a schedule's), as :func:`ops_frame` reads it."""
     from archsim.policies.torch_csv import format_rows
 
-    return format_rows(schedule_actions(timeline))
+    held = getattr(timeline, "timeline", timeline)
+    if held is None:
+        ops_frame(timeline)  # its one line: this result has no timeline
+    return format_rows(schedule_actions(held))
 
 
 def write_pipeline_schedule_csv(timeline, path: str | Path) -> Path:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from archsim.sim import Problem, Processor, simulate
+from archsim.sim import Problem, Processor, Timeline, simulate
 from archsim.sim.builder import build, from_rows
 from archsim.spp.pe_order import (  # the ordering lives with the simulator-free makespan; exported here
     StagePlan,
@@ -36,7 +36,7 @@ def pe_problem(plans: list[StagePlan], microbatches: int, order: str = "pe") -> 
     return build(tuple(Processor(r) for r in resources), actions, deps, sequences=chains)
 
 
-def pe_makespan(plans: list[StagePlan], microbatches: int, order: str = "pe") -> tuple[float, object]:
+def pe_makespan(plans: list[StagePlan], microbatches: int, order: str = "pe") -> tuple[float, Timeline]:
     problem = pe_problem(plans, microbatches, order)
     timeline = simulate(problem)
     return timeline.makespan, timeline

@@ -4,7 +4,7 @@ replication and mapping, schedule it with PE, and keep the stage count with the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from archsim.collectives import ring_allreduce_on
@@ -107,6 +107,7 @@ def spp(profile: LayerProfile, topology: Topology, microbatches: int, *, max_sta
                          f"and {limit} stages", field="replication")
     _, timeline = pe_makespan(stage_plans(profile, best[0], topology.bandwidth, topology.latency, topology.links,
                                           samples), microbatches)
+    timeline = replace(timeline, unit=profile.unit)  # seconds: a Gantt's axis and a frame's attrs say so, not cycles
     partition = prm_partition(profile, best[0], topology.bandwidth, "spp", best[1], topology.links)
     return SPPResult(partition, best[0], best[1], order, tuple(table), timeline)
 

@@ -74,9 +74,12 @@ if TYPE_CHECKING:
 def check_size(configs: int, max_configs: int, file: str | None) -> None:
     """Refuse a sweep of more than ``max_configs`` configurations (counted from its axes, never listed) before
     anything is built: 10³ values on each of six axes would be 10¹⁸ rows, ground on for ever."""
-    if configs > max_configs:
+    from archsim.console import in_library, setting
+
+    if configs > max_configs:  # the cap as the caller gives it: --max-configs 1,000,000 or max_configs=1000000
+        cap = setting("max-configs", placeholder=f"{max_configs}" if in_library() else f"{max_configs:,}")
         raise InputError(f"the sweep has {configs:,} configurations (its axes' lengths multiplied), more than "
-                         f"--max-configs {max_configs:,}: give fewer values, or a larger --max-configs", file=file)
+                         f"{cap}: give fewer values, or a larger {setting('max-configs')}", file=file)
 
 DESIGN_KEYS = {"sram_kb", "bandwidths", "clocks_ghz", "element_bytes", "dtypes", "microbatches", "energy_tables"}
 KEYS = {"name", "networks", "only", "arrays", "dataflows", "batches", "processors", "methods", "mode", "alpha",

@@ -69,6 +69,18 @@ class GpuCluster:
     # domain (file_server), so a reordered cluster of identical servers is another cluster, and prices apart
     order: tuple[int, ...] = field(default=(), repr=False)
 
+    def __repr__(self) -> str:
+        """One line: its GPUs by kind over its servers, and the dtype it trains in (a notebook shows a cell's value by
+        its repr; the dataclass's printed every server's Device, 140,000 characters for a 1,024-GPU file)."""
+        sizes = self.sizes or (self.gpus,)
+        devices = self.servers if len(self.servers) == len(sizes) else (self.gpu,) * len(sizes)
+        kinds: dict[str, int] = {}
+        for device, size in zip(devices, sizes):
+            kinds[device.name] = kinds.get(device.name, 0) + size
+        said = ", ".join(f"{count} × {name}" for name, count in kinds.items())
+        return (f"GpuCluster({self.gpus} GPU{'s' * (self.gpus != 1)} on {len(sizes)} server{'s' * (len(sizes) != 1)}: "
+                f"{said}; {self.dtype})")
+
     @cached_property
     def file_topology(self) -> Topology | None:
         """The Topology the file was read into (servers in the file's order), its GPU pairs priced at the first
