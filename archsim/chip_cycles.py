@@ -21,10 +21,14 @@ each given an equal rate the whole GEMM long, a last partial wave's idle arrays 
 share is stepped alone (the others run as many folds or fewer, of the same shapes); a remainder's row folds of a
 ws or is reduction on two arrays add their partial sums for free, as the deal counts no adds for them; cost's
 ``--bandwidth`` sets the one array's columns, not the chip's rate (train reads ``hbm_gbps`` too); a device's fp32
-lanes are not used (the engine steps cost's array); a vector op's elements are not streamed at ``hbm_gbps`` as
-train streams them (its lanes' cycles alone, as the cycle engine counts one array's). Each distinct share is
-stepped once per rate, beside cost's own steps of the whole GEMMs: ResNet-50 at batch 8 on the TPU-v4-like file
-runs about a tenth longer."""
+lanes are not used (the engine steps cost's array); a vector op's elements are not streamed at ``hbm_gbps`` here
+(its lanes' cycles alone, as the cycle engine counts one array's). Each distinct share is stepped once per rate,
+beside cost's own steps of the whole GEMMs: ResNet-50 at batch 8 on the TPU-v4-like file runs about a tenth longer.
+
+These cycles can beat the chip's HBM: SCALE-Sim's memory model gives each of the share's three operand buffers the
+share's whole rate, so the arrays together may draw up to three times ``hbm_gbps``. The chip's seconds are
+therefore floored, op by op, at the op's HBM bytes as train's op timing counts them (a vector op's elements streamed
+too) ÷ ``hbm_gbps`` (:func:`archsim.chip_time.chip_seconds`); the cycles here stay the engine's."""
 
 from __future__ import annotations
 

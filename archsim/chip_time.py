@@ -12,7 +12,9 @@ file's for both). Under the ``cycle`` engine the chip is timed by that engine's 
 (:func:`priced_chip_seconds`, the one rule): a chip of one array (``--energy``) by its cycles of each op, one of
 several by the busiest array's share of each GEMM's folds, dealt as train deals them and stepped at the chip's
 ``hbm_gbps`` ÷ the arrays running at once (:mod:`archsim.chip_cycles`), so the stalls of arrays sharing one HBM
-show. Seconds."""
+show; each op's seconds floored at its HBM bytes (train's count) ÷ ``hbm_gbps``, as the engine, each operand
+buffer drawing the whole rate, could otherwise move them faster than the chip's HBM (:func:`chip_seconds`).
+Seconds."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from archsim.array.config import ArrayConfig
     from archsim.devices.array_dram import DramWords
     from archsim.devices.device import Device
@@ -147,75 +151,130 @@ def times_by_cycle_engine(chip: Device, engine: str) -> bool:
     return engine == "cycle"
 
 
+@dataclass(frozen=True)
+class ChipSeconds:
+    """A network's seconds on a chip (:func:`chip_seconds`): ``rows``, each layer's F, G and δ seconds and their sum
+    (:data:`CHIP_COLUMNS`); ``floored``, how many of its ``ops`` the HBM floor bound (under the ``cycle`` engine: the
+    op's HBM bytes ÷ the chip's ``hbm_gbps`` above the engine's cycles at the clock; 0 under the analytic engine,
+    whose op timing is its own roofline)."""
+
+    rows: list[dict[str, float]]
+    floored: int
+    ops: int
+    unfloored: float = 0.0  # s, the cycle engine's seconds of every op before the floor (0 under the analytic engine)
+
+
 def priced_chip_seconds(lowered: Sequence[LayerOps], chip: Device, array: ArrayConfig, engine: str, dtype: str,
                         element_bytes: int) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds on ``chip`` and their sum (:data:`CHIP_COLUMNS`), the time ``energy`` and
-    ``cost --energy`` price the chip's static power over and name as its seconds. The one rule: train's op timing
-    (:func:`layer_chip_seconds`) under the analytic engine; under the ``cycle`` engine the cycle engine's own cycles
-    at the chip's clock, so the leakage is spent over the time the engine's dynamic energy and DRAM counts took: on
-    a chip of one array each op's cycles (stalls at its DRAM rate included, ``array`` as that engine ran it:
-    :func:`engine_chip_seconds`), on several the busiest array's share of each GEMM's folds, dealt as train deals
-    them, stepped at its share of the chip's ``hbm_gbps`` (:func:`shared_chip_seconds`)."""
-    if times_by_cycle_engine(chip, engine):
-        if chip.arrays.count == 1:
-            return engine_chip_seconds(lowered, array, chip.arrays.clock_hz)
-        return shared_chip_seconds(lowered, array, chip)
-    return layer_chip_seconds(lowered, chip, dtype, element_bytes)
+    ``cost --energy`` price the chip's static power over and name as its seconds: :func:`chip_seconds`' rows."""
+    return chip_seconds(lowered, chip, array, engine, dtype, element_bytes).rows
+
+
+def chip_seconds(lowered: Sequence[LayerOps], chip: Device, array: ArrayConfig, engine: str, dtype: str,
+                 element_bytes: int) -> ChipSeconds:
+    """The one rule for a chip's seconds (:func:`priced_chip_seconds`): train's op timing (:func:`layer_chip_seconds`)
+    under the analytic engine; under the ``cycle`` engine the cycle engine's own cycles at the chip's clock, so the
+    leakage is spent over the time the engine's dynamic energy and DRAM counts took: on a chip of one array each op's
+    cycles (stalls at its DRAM rate included, ``array`` as that engine ran it: :func:`engine_cycles`), on several the
+    busiest array's share of each GEMM's folds, dealt as train deals them, stepped at its share of the chip's
+    ``hbm_gbps`` (:func:`archsim.chip_cycles.chip_op_cycles`). Each op's seconds are floored at its HBM bytes as
+    train's op timing counts them (:func:`archsim.devices.kernel_ops.array_op_hbm_bytes`, ``element_bytes`` each)
+    ÷ the chip's ``hbm_gbps``: the engine gives each of its three operand buffers the whole DRAM rate (SCALE-Sim's
+    memory model; on several arrays each array's share of it), so its cycles alone could move the bytes faster than
+    the chip's HBM can. An op the floor does not bind keeps the engine's seconds exactly."""
+    if not times_by_cycle_engine(chip, engine):
+        return ChipSeconds(layer_chip_seconds(lowered, chip, dtype, element_bytes), 0,
+                           sum(len(item.ops) for item in lowered))
+    from archsim.devices.kernel_ops import array_op_hbm_bytes
+
+    ops = [op for item in lowered for op in item.ops]
+    clock_hz = chip.arrays.clock_hz
+    if not ops:
+        return ChipSeconds(_kind_seconds(lowered, [], [], clock_hz), 0, 0)
+    cycles = (engine_cycles(ops, array) if chip.arrays.count == 1 else _shared_cycles(ops, array, chip)).tolist()
+    bound: list[float | None] = [None] * len(ops)
+    if chip.hbm_bytes_per_s > 0:  # a file that states its HBM rate (train's reader asks for one)
+        floor = (array_op_hbm_bytes(ops, chip, dtype, element_bytes) / chip.hbm_bytes_per_s).tolist()
+        bound = [seconds if seconds > count / clock_hz else None for count, seconds in zip(cycles, floor, strict=True)]
+    return ChipSeconds(_kind_seconds(lowered, cycles, bound, clock_hz), sum(seconds is not None for seconds in bound),
+                       len(ops), sum(cycles) / clock_hz)
+
+
+def engine_cycles(ops: Sequence[TrainingOp], array: ArrayConfig) -> np.ndarray:
+    """Each op's cycles by the cycle engine on ``array`` (int64; cost's ``F/G/D_cycles``: SCALE-Sim's count, stalls
+    and the vector unit's cycles included): a chip of one array's, before the HBM floor."""
+    from archsim.array.costing import op_cycles
+
+    return op_cycles(ops, array, "cycle")
 
 
 def engine_chip_seconds(lowered: Sequence[LayerOps], array: ArrayConfig, clock_hz: float) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`): the cycle engine's cycles of its ops on ``array``
-    (cost's ``F/G/D_cycles``: SCALE-Sim's count, stalls and the vector unit's cycles included) ÷ ``clock_hz``."""
-    from archsim.array.costing import op_cycles
-
+    (:func:`engine_cycles`) ÷ ``clock_hz``, without the HBM floor :func:`chip_seconds` sets on them."""
     ops = [op for item in lowered for op in item.ops]
-    return _kind_seconds(lowered, op_cycles(ops, array, "cycle").tolist() if ops else [], clock_hz)
+    cycles = engine_cycles(ops, array).tolist() if ops else []
+    return _kind_seconds(lowered, cycles, [None] * len(cycles), clock_hz)
 
 
 def shared_chip_seconds(lowered: Sequence[LayerOps], array: ArrayConfig, chip: Device) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`) on ``chip``'s several arrays under the cycle engine:
     its ops' cycles by :func:`archsim.chip_cycles.chip_op_cycles` (the busiest array's share of each GEMM's folds,
-    dealt as train deals them, stepped at hbm_gbps ÷ the arrays running at once; a vector op's elements dealt to the arrays) ÷
-    the chip's clock."""
+    dealt as train deals them, stepped at hbm_gbps ÷ the arrays running at once; a vector op's elements dealt to the
+    arrays) ÷ the chip's clock, without the HBM floor :func:`chip_seconds` sets on them."""
+    ops = [op for item in lowered for op in item.ops]
+    cycles = _shared_cycles(ops, array, chip).tolist() if ops else []
+    return _kind_seconds(lowered, cycles, [None] * len(cycles), chip.arrays.clock_hz)
+
+
+def _shared_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, chip: Device) -> np.ndarray:
+    """:func:`archsim.chip_cycles.chip_op_cycles` of ``ops`` on ``chip`` (int64)."""
     from archsim.chip_cycles import chip_op_cycles
 
-    ops = [op for item in lowered for op in item.ops]
-    return _kind_seconds(lowered, chip_op_cycles(ops, array, chip).tolist() if ops else [], chip.arrays.clock_hz)
+    return chip_op_cycles(ops, array, chip)
 
 
-def _kind_seconds(lowered: Sequence[LayerOps], cycles: Sequence[int], clock_hz: float) -> list[dict[str, float]]:
+def _kind_seconds(lowered: Sequence[LayerOps], cycles: Sequence[int], floored: Sequence[float | None],
+                  clock_hz: float) -> list[dict[str, float]]:
     """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`): ``cycles``, one per op in order, summed by kind
-    ÷ ``clock_hz``."""
+    ÷ ``clock_hz``, but an op whose ``floored`` seconds are given (the HBM floor bound it) those seconds instead."""
     rows, position = [], 0
     for item in lowered:
         kinds = {"F": 0, "G": 0, "D": 0}
+        floors = {"F": 0.0, "G": 0.0, "D": 0.0}
         for op in item.ops:
-            kinds[op.kind[0]] += int(cycles[position])
+            kind, floor = op.kind[0], floored[position]
+            if floor is None:
+                kinds[kind] += int(cycles[position])
+            else:
+                floors[kind] += floor
             position += 1
-        row = {f"{kind}_chip_seconds": count / clock_hz for kind, count in kinds.items()}
+        row = {f"{kind}_chip_seconds": count / clock_hz + floors[kind] for kind, count in kinds.items()}
         row["chip_seconds"] = row["F_chip_seconds"] + row["G_chip_seconds"] + row["D_chip_seconds"]
         rows.append(row)
     return rows
 
 
 def gemm_chip_seconds(shapes: Sequence[tuple[int, int, int, int, int, str]], chip: Device, array: ArrayConfig,
-                      engine: str, dtype: str, element_bytes: int) -> list[float]:
+                      engine: str, dtype: str, element_bytes: int) -> tuple[list[float], int]:
     """Seconds of each GEMM ``(m, k, n, rows, cols, dataflow)`` on the whole ``chip`` (``archsim gemm``'s
     ``chip_seconds``), its arrays and ``array`` (the one ``gemm`` costed: SRAMs, width) of that row's shape and
     dataflow: the GEMM as one op timed by :func:`priced_chip_seconds`, the rule ``cost`` and ``energy`` take (train's
     op timing; under the ``cycle`` engine that engine's cycles, on several arrays the busiest array's share at
-    ``hbm_gbps`` ÷ the arrays running at once, :func:`archsim.chip_cycles.chip_op_cycles`)."""
+    ``hbm_gbps`` ÷ the arrays running at once, :func:`archsim.chip_cycles.chip_op_cycles`, floored at the GEMM's HBM
+    bytes ÷ ``hbm_gbps``); and how many of them that floor bound."""
     from archsim.lowering import Gemm, TrainingOp
 
-    seconds = []
+    seconds, floored = [], 0
     for m, k, n, rows, cols, dataflow in shapes:
         rows, cols, dataflow = int(rows), int(cols), str(dataflow)
         shaped = replace(chip, arrays=replace(chip.arrays, rows=rows, cols=cols, dataflow=dataflow))
         op = TrainingOp(layer="gemm", kind="F", gemms=(Gemm(int(m), int(k), int(n)),))
-        [row] = priced_chip_seconds([_OneOp((op,))], shaped, replace(array, rows=rows, cols=cols, dataflow=dataflow),
-                                    engine, dtype, element_bytes)
-        seconds.append(row["chip_seconds"])
-    return seconds
+        timed = chip_seconds([_OneOp((op,))], shaped, replace(array, rows=rows, cols=cols, dataflow=dataflow), engine,
+                             dtype, element_bytes)
+        seconds.append(timed.rows[0]["chip_seconds"])
+        floored += timed.floored
+    return seconds, floored
 
 
 @dataclass(frozen=True)
@@ -234,11 +293,13 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
     assert chip.efficiency is not None  # a device file states its own (no host time unstated)
     host = chip.efficiency.host_s
     if times_by_cycle_engine(chip, engine) and arrays.count == 1:
-        by = "the cycle engine's cycles of each op (its stalls at its DRAM rate included) at the chip's clock"
+        by = ("the cycle engine's cycles of each op (its stalls at its DRAM rate included) at the chip's clock"
+              + HBM_FLOOR)
     elif times_by_cycle_engine(chip, engine):
         by = ("the cycle engine's cycles of the busiest array's share of each GEMM's folds, dealt in waves over the "
               "arrays as train deals them, its stalls at hbm_gbps ÷ the arrays running at once on each operand buffer "
-              "(a vector op's elements dealt to the arrays, the busiest one's ÷ its columns), at the chip's clock")
+              "(a vector op's elements dealt to the arrays, the busiest one's ÷ its columns), at the chip's clock"
+              + HBM_FLOOR)
     else:
         by = "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes" + (
             " (SCALE-Sim's memory model's count of DRAM words for the file's SRAMs: [memory] dram_traffic = "
@@ -250,6 +311,49 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
                "ops × host_s)" if host else "")}
 
 
-__all__ = ["CHIP_COLUMNS", "chip_meta", "dram_counts", "engine_chip_seconds", "file_dram_words", "gemm_chip_seconds",
-           "layer_chip_seconds", "one_array_chip", "priced_chip_seconds", "several_array_chip", "shared_chip_seconds",
-           "timed_chip", "times_by_cycle_engine"]
+HBM_FLOOR = ("; each op at least its HBM bytes (train's count: each GEMM's operands and result once, or SCALE-Sim's "
+             "DRAM words with [memory] dram_traffic = \"scalesim\"; a vector op's elements streamed) ÷ hbm_gbps, "
+             "the engine giving each operand buffer the whole rate (chip_hbm_floor_ops: the ops it bound)")
+"""What ``chip_seconds_by`` adds under the ``cycle`` engine: the HBM floor :func:`chip_seconds` sets."""
+
+
+def floor_meta(timed: ChipSeconds, engine: str) -> dict[str, object]:
+    """The meta's ``chip_hbm_floor_ops`` under the ``cycle`` engine: how many ops the HBM floor bound
+    (:func:`chip_seconds`); nothing under the analytic engine (train's op timing, its own roofline)."""
+    return {"chip_hbm_floor_ops": timed.floored} if engine == "cycle" else {}
+
+
+def floor_note(timed: ChipSeconds, chip: Device, of: str = "") -> str | None:
+    """The line ``cost`` and ``energy`` say after their table where the HBM floor bound an op under the ``cycle``
+    engine (:func:`chip_seconds`): how many of how many, at which rate, and the chip seconds it moved (ms) of
+    ``timed``'s ops (``of``: what they are, e.g. a micro-batch's); None where it bound none."""
+    if not timed.floored:
+        return None
+    total = sum(row["chip_seconds"] for row in timed.rows)
+    return (f"the HBM floor bound {timed.floored} of {timed.ops} ops{of}: their chip seconds are their HBM bytes "
+            f"(train's count) ÷ hbm_gbps = {chip.hbm_bytes_per_s / 1e9:g} GB/s, above the cycle engine's cycles, "
+            f"which give each operand buffer the whole DRAM rate; chip_seconds {timed.unfloored * 1e3:.4g} → "
+            f"{total * 1e3:.4g} ms")
+
+
+__all__ = [
+    "CHIP_COLUMNS",
+    "HBM_FLOOR",
+    "ChipSeconds",
+    "chip_meta",
+    "chip_seconds",
+    "dram_counts",
+    "engine_chip_seconds",
+    "engine_cycles",
+    "file_dram_words",
+    "floor_meta",
+    "floor_note",
+    "gemm_chip_seconds",
+    "layer_chip_seconds",
+    "one_array_chip",
+    "priced_chip_seconds",
+    "several_array_chip",
+    "shared_chip_seconds",
+    "timed_chip",
+    "times_by_cycle_engine",
+]

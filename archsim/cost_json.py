@@ -40,7 +40,15 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     most (:func:`~archsim.array.costing.refetch_note`)."""
     from archsim.array.costing import layer_cost_rows
     from archsim.array.options import dtype_meta, memory_meta
-    from archsim.chip_time import chip_meta, dram_counts, file_dram_words, priced_chip_seconds, timed_chip
+    from archsim.chip_time import (
+        chip_meta,
+        chip_seconds,
+        dram_counts,
+        file_dram_words,
+        floor_meta,
+        floor_note,
+        timed_chip,
+    )
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.energy import array_area
     from archsim.energy.file_energy import energies_for, figures_meta, table_for
@@ -55,8 +63,9 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     # static_watts is timed too: its static power is priced over that time
     timed = timed_chip(config, array, static_power=energy)
     chip = timed if timed is not None and timed.arrays.count > 1 else None  # of several arrays: the chip's areas
-    chip_seconds = None if timed is None else priced_chip_seconds(
+    timing = None if timed is None else chip_seconds(
         lowered, timed, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
+    layer_seconds = None if timing is None else timing.rows
     if energy:
         from archsim.energy.model import with_layer_energy
         from archsim.energy_run import chip_layer_energy
@@ -64,12 +73,12 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         table, energies = energies_for(array, energy_table, config)
         # a device file's dram_traffic = "scalesim": the words train's energy counts (None: the engine's own)
         dram = file_dram_words(config, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE)
-        if timed is not None and chip_seconds is not None:  # the chip's leakage over its seconds, as energy's
-            rows = chip_layer_energy(rows, lowered, array, energies, engine, chip_seconds, timed, dram)
+        if timed is not None and layer_seconds is not None:  # the chip's leakage over its seconds, as energy's
+            rows = chip_layer_energy(rows, lowered, array, energies, engine, layer_seconds, timed, dram)
         else:
             rows = with_layer_energy(rows, lowered, array, energies, engine, dram)
-    if chip_seconds is not None:
-        rows = [{**row, **seconds} for row, seconds in zip(rows, chip_seconds, strict=True)]
+    if layer_seconds is not None:
+        rows = [{**row, **seconds} for row, seconds in zip(rows, layer_seconds, strict=True)]
     meta: dict[str, object] = {
         "network": network.name, "array": f"{array.rows}x{array.cols}", "dataflow": array.dataflow, "batch": batch,
         "mode": mode, "engine": engine, "geometry": geometry, "dtype": dtype_meta(dtype, array),
@@ -85,8 +94,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
             meta["dram_counts"] = dram_counts(dram, engine)
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
-    if timed is not None:
-        meta.update(chip_meta(timed, engine),
+    if timed is not None and timing is not None:
+        meta.update(chip_meta(timed, engine), **floor_meta(timing, engine),
                     **({"per_array": COST_ARRAY_OR_CHIP_FIGURES} if chip is not None else {}),
                     **({"energy_leakage": energy_leakage(several=chip is not None)} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)
@@ -101,7 +110,8 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
         from archsim.array.costing import refetch_note
 
         refetch = refetch_note([op for item in lowered for op in item.ops], array)
-    return rows, {"meta": meta, "rows": records}, tuple(note for note in (static, refetch) if note)
+    floor = None if timed is None or timing is None else floor_note(timing, timed)  # the cycle engine's HBM floor
+    return rows, {"meta": meta, "rows": records}, tuple(note for note in (static, refetch, floor) if note)
 
 
 def energy_leakage(*, several: bool) -> str:

@@ -61,7 +61,8 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
         meta["iteration_seconds"] = seconds
         meta["average_power_w"] = float(rows[-1]["energy_pj"]) * 1e-12 / seconds
     static = device_static_note(str(config)) if config and iteration is None else None
-    return rows, meta, tuple(note for note in (static,) if note)
+    floor = None if iteration is None else iteration.note  # the cycle engine's HBM floor, where it bound
+    return rows, meta, tuple(note for note in (static, floor) if note)
 
 
 # the meta's per_array on a chip of several arrays: which of energy's figures are one array's and which the chip's
@@ -164,6 +165,7 @@ class ChipIteration:
     kind_seconds: dict[str, float]  # s by op kind ("F", "G", "D") on the whole chip, over the layers × micro-batches
     meta: dict[str, object]  # what it was timed on (chip_meta: name, arrays, clock GHz, HBM GB/s, the timing's rule)
     chip: Device  # the chip timed
+    note: str | None = None  # where the cycle engine's HBM floor bound an op (chip_time.floor_note), of a micro-batch
 
 
 def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microbatches: int, mode: Mode, engine: str,
@@ -175,7 +177,7 @@ def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microba
     (:func:`~archsim.chip_time.chip_meta`) and the chip; None otherwise (one array's cycles are then the chip's
     time). The dynamic energy is the same on one array or many: the chip runs the same accesses."""
     from archsim.array.options import dtype_meta
-    from archsim.chip_time import chip_meta, priced_chip_seconds, timed_chip
+    from archsim.chip_time import chip_meta, chip_seconds, floor_meta, floor_note, timed_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.lowering import lower_network
 
@@ -183,10 +185,10 @@ def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microba
     if chip is None:
         return None
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
-    timed = priced_chip_seconds(lowered, chip, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE,
-                                array.element_bytes)
-    kinds = {kind: sum(row[f"{kind}_chip_seconds"] for row in timed) * microbatches for kind in ("F", "G", "D")}
-    return ChipIteration(kinds, chip_meta(chip, engine), chip)
+    timing = chip_seconds(lowered, chip, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
+    kinds = {kind: sum(row[f"{kind}_chip_seconds"] for row in timing.rows) * microbatches for kind in ("F", "G", "D")}
+    return ChipIteration(kinds, {**chip_meta(chip, engine), **floor_meta(timing, engine)}, chip,
+                         floor_note(timing, chip, " of a micro-batch" if microbatches > 1 else ""))
 
 
 def _memory_meta(array: ArrayConfig, engine: str) -> dict[str, object]:

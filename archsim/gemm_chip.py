@@ -52,7 +52,7 @@ def with_chip_seconds(done: GemmRun, config: str | Path | None, *, engine: str, 
     chip = several_array_chip(config, array)
     if chip is None:
         return done
-    seconds = gemm_chip_seconds(rows, chip, done.array, engine, dtype_meta(dtype, done.array) or SCALESIM_DTYPE,
+    seconds, floored = gemm_chip_seconds(rows, chip, done.array, engine, dtype_meta(dtype, done.array) or SCALESIM_DTYPE,
                                 done.array.element_bytes)
     if isinstance(table, Rows):
         table = Rows.of([{**record, "chip_seconds": value} for record, value in zip(table.records, seconds, strict=True)],
@@ -60,7 +60,8 @@ def with_chip_seconds(done: GemmRun, config: str | Path | None, *, engine: str, 
     else:
         table = table.assign(chip_seconds=seconds)
     named = {name: value for name, value in chip_meta(chip, engine).items() if not (shapes and name == "chip_array")}
-    return replace(done, table=table, meta={**done.meta, **named, "per_array": per_array(engine)})
+    floor = {"chip_hbm_floor_ops": floored} if engine == "cycle" else {}  # the GEMMs the HBM floor bound (chip_time)
+    return replace(done, table=table, meta={**done.meta, **named, **floor, "per_array": per_array(engine)})
 
 
 __all__ = ["per_array", "with_chip_seconds"]

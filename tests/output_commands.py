@@ -55,6 +55,9 @@ COMMANDS: dict[str, list[str]] = {
                                       str(ROOT / "tests" / "data" / "energy_figures_32x32.cfg")],
     "gemm": ["gemm", "--m", "64", "--k", "64", "--n", "64"],
     "gemm --dtype": ["gemm", "--m", "64", "--k", "64", "--n", "64", "--dtype", "fp16"],
+    "gemm --engine cycle --config chip.toml": ["gemm", "--m", "64", "--k", "64", "--n", "64", "--engine", "cycle",
+                                               "--config",  # chip_hbm_floor_ops
+                                               str(ROOT / "configs" / "devices" / "tpu_v4_like.toml")],
     "pipeline": ["pipeline", "layerpipe_sample", "--processors", "2", "--clock-ghz", "1"],
     "pipeline --memory": ["pipeline", "layerpipe_sample", "--processors", "2", "--microbatches", "2", "--memory",
                           "--capacity-gb", "100"],

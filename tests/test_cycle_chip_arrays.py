@@ -105,13 +105,29 @@ def test_a_gemm_of_fewer_folds_than_arrays_is_split_as_train_splits_it(capsys, t
     """8 inputs → 8 outputs at batch 64 on four 8 × 8 arrays at 4 GB/s (1 word/cycle per buffer with all four
     running). The forward, out[64×8], is one fold: split along M into 4 sub-GEMMs of 16 rows (train's cheapest s),
     one per array: the share (16, 8, 8). The weight gradient, out[8×8] = δᵀ[8×64]·x[64×8], has 8 row folds of K:
-    2 per array, the share (8, 16, 8)."""
+    2 per array, the share (8, 16, 8). The engine's cycles are those shares'; the chip's seconds are floored at each
+    GEMM's 1,088 bytes (64·8 + 8·8 + 64·8, and 8·64 + 64·8 + 8·8) ÷ 4 GB/s = 272 ns, which the shares beat
+    (tests/test_cycle_hbm_floor.py; until 2026-12-05 the chip's seconds were the shares' cycles)."""
+    from archsim.api_inputs import array_and_notes
+    from archsim.chip_cycles import chip_op_cycles
+    from archsim.chip_time import several_array_chip
+    from archsim.lowering import Gemm, TrainingOp
+
     network = write_file(tmp_path, "fc8.csv", FC.replace("64, 64, 1, 0, fc", "8, 8, 1, 0, fc"))
-    assert main(["cost", str(network), "--batch", "64", "--config", _chip(tmp_path, 4, 4), "--engine", "cycle",
+    chip = _chip(tmp_path, 4, 4)
+    assert main(["cost", str(network), "--batch", "64", "--config", chip, "--engine", "cycle",
                  "--dtype", "int8", "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
-    assert row["F_chip_seconds"] * 1e9 == pytest.approx(_share_cycles((16, 8, 8), 1), rel=1e-12)
-    assert row["G_chip_seconds"] * 1e9 == pytest.approx(_share_cycles((8, 16, 8), 1), rel=1e-12)
+    array, _ = array_and_notes(None, chip, dataflow=None, dtype="int8", element_bytes=None, bandwidth=None,
+                               sram_kb=None, clock_ghz=None, engine="cycle")
+    device = several_array_chip(chip, array)
+    assert device is not None
+    ops = [TrainingOp(layer="fc1", kind=kind, gemms=(gemm,)) for kind, gemm in (("F", Gemm(64, 8, 8)),
+                                                                                ("G", Gemm(8, 64, 8)))]
+    shares = [_share_cycles((16, 8, 8), 1), _share_cycles((8, 16, 8), 1)]
+    assert chip_op_cycles(ops, array, device).tolist() == shares
+    assert row["F_chip_seconds"] * 1e9 == pytest.approx(max(shares[0], 272), rel=1e-12)
+    assert row["G_chip_seconds"] * 1e9 == pytest.approx(max(shares[1], 272), rel=1e-12)
 
 
 def test_the_deal_names_the_split_sub_gemm_and_the_busiest_arrays_folds():

@@ -196,6 +196,20 @@ def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, cou
     shape = np.broadcast(m, k, n, count).shape
     cycles = indexed_cycles(gemm).reshape(shape)
     compute = cycles.astype(np.float64) / (units.clock_hz * constants.gemm)
+    traffic = array_gemm_hbm_bytes(m, k, n, count, device, element_bytes, dtype) / (
+        device.hbm_bytes_per_s * constants.gemm_memory)  # GEMM traffic's own fraction, as on tiles
+    return np.maximum(compute, traffic) + constants.launch_s
+
+
+def array_gemm_hbm_bytes(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count: npt.ArrayLike, device: Device,
+                         element_bytes: int = 2, dtype: str = "fp16") -> np.ndarray:
+    """HBM bytes of each batched GEMM on a device's arrays (float64, of the broadcast shape), the traffic
+    :func:`array_gemm_seconds` sets its waves against: each operand and the result once, (m·k + k·n + m·n) · count
+    elements, or with ``Device.dram_traffic`` ``"scalesim"`` the words SCALE-Sim's memory model moves for each array's
+    dealt sub-GEMM (:func:`archsim.devices.array_dram.gemm_dram_words`, × count), at ``element_bytes`` each. The one
+    count: the cycle engine's chip seconds are floored at it too (:func:`archsim.chip_time.priced_chip_seconds`)."""
+    m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
+    shape = np.broadcast(m, k, n, count).shape
     if device.dram_traffic == "scalesim":
         from archsim.devices.array_dram import gemm_dram_words
 
@@ -203,9 +217,22 @@ def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, cou
         elements = (words * np.broadcast_to(count, shape)).astype(np.float64)
     else:
         elements = ((m * k + k * n + m * n) * count).astype(np.float64)
-    traffic = elements * element_bytes / (
-        device.hbm_bytes_per_s * constants.gemm_memory)  # GEMM traffic's own fraction, as on tiles
-    return np.maximum(compute, traffic) + constants.launch_s
+    return elements * element_bytes
+
+
+def array_op_hbm_bytes(ops: Sequence[TrainingOp], device: Device, dtype: str, element_bytes: int) -> np.ndarray:
+    """HBM bytes of each op on a device's arrays (float64), as train's op timing (:func:`op_seconds`) sets them
+    against the HBM: its GEMMs' traffic (:func:`array_gemm_hbm_bytes`) plus its memory-bound elements streamed
+    (``vector_elements``), ``element_bytes`` each; a fused op the larger of the two, which train overlaps. What a
+    chip's HBM must move for the op whoever times it: the cycle engine's chip seconds are floored at it over the
+    file's ``hbm_gbps`` (:func:`archsim.chip_time.priced_chip_seconds`)."""
+    owner, m, k, n, count = flatten_gemms(ops)
+    gemm = np.zeros(len(ops))
+    if owner.size:
+        np.add.at(gemm, owner, array_gemm_hbm_bytes(m, k, n, count, device, element_bytes, dtype))
+    vector = np.fromiter((op.vector_elements for op in ops), dtype=np.float64, count=len(ops)) * element_bytes
+    fused = np.fromiter((op.fused for op in ops), dtype=bool, count=len(ops))
+    return np.where(fused, np.maximum(gemm, vector), gemm + vector)
 
 
 def device_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count: npt.ArrayLike, device: Device,
@@ -355,7 +382,8 @@ def op_parts(ops: Sequence[TrainingOp], device: Device, constants: KernelConstan
     return OpParts(*_op_terms(ops, device, no_launch, dtype))
 
 
-__all__ = ["KERNEL_CLASSES", "KernelFamilies", "OpParts", "array_gemm_seconds", "device_gemm_seconds",
+__all__ = ["KERNEL_CLASSES", "KernelFamilies", "OpParts", "array_gemm_hbm_bytes", "array_gemm_seconds",
+           "array_op_hbm_bytes", "device_gemm_seconds",
            "fused_attention_refusal", "gemm_path",
            "kernel_families", "op_parts", "op_seconds", "path_op_seconds", "queued",
            "timed_alone"]
