@@ -120,3 +120,21 @@ def test_train_blocking_waits_only_where_hops_cost():
     one = {**kwargs, "pp": 1, "dp": 2}
     assert archsim.train("gpt3_1.3b", p2p="blocking", **one)[0].iteration_seconds == \
         archsim.train("gpt3_1.3b", **one)[0].iteration_seconds  # no hop: nothing to wait for
+
+
+def test_cli_p2p_times_one_iteration():
+    import io
+    from contextlib import redirect_stderr
+
+    from train_cli import train_json
+
+    from archsim.cli import main
+
+    args = ["gpt3_1.3b", "--cluster", "configs/clusters/h100_2_servers.toml", "--tp", "8", "--pp", "2",
+            "--global-batch", "4", "--seq", "512"]
+    free, held = train_json(args), train_json([*args, "--p2p", "blocking"])
+    assert held["meta"]["iteration_seconds"] > free["meta"]["iteration_seconds"]
+    err = io.StringIO()
+    with redirect_stderr(err):
+        code = main(["train", *args, "--p2p", "blocking", "--sweep", "dp=1"])
+    assert code != 0 and "--p2p blocking times one iteration: not with --runs or --sweep" in err.getvalue()
