@@ -4,6 +4,8 @@ the next pass run beside them."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from conftest import assert_same_as_reference
@@ -69,7 +71,7 @@ def test_slower_link_never_shortens_blocking_iteration(schedule, chunks):
         f, i, w = (tuple(float(x) for x in rng.uniform(0.5, 3.0, n)) for _ in range(3))
         spans = [run_order(order, StageProfile(f, i, w, hop), blocking=True).timeline.makespan
                  for hop in (0.0, 0.3, 1.0, 2.5, 6.0)]
-        assert all(b >= a - 1e-12 for a, b in zip(spans, spans[1:], strict=False)), spans
+        assert all(b >= a - 1e-12 for a, b in pairwise(spans)), spans
         free = run_order(order, StageProfile(f, i, w, 2.5)).timeline.makespan
         assert spans[3] >= free - 1e-12  # waiting for a send never makes the iteration shorter
 
@@ -112,8 +114,8 @@ def test_compiled_kernel_blocks_as_the_reference(monkeypatch):
 def test_train_blocking_waits_only_where_hops_cost():
     import archsim
 
-    kwargs = dict(cluster="configs/clusters/h100_2_servers.toml", tp=8, pp=2, dp=1, global_batch=4,
-                  micro_batch=1, seq=512)
+    kwargs = {"cluster": "configs/clusters/h100_2_servers.toml", "tp": 8, "pp": 2, "dp": 1, "global_batch": 4,
+              "micro_batch": 1, "seq": 512}
     free, _ = archsim.train("gpt3_1.3b", **kwargs)
     held, _ = archsim.train("gpt3_1.3b", p2p="blocking", **kwargs)
     assert held.iteration_seconds > free.iteration_seconds  # PP across the servers: each hop a NIC transfer
