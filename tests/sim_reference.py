@@ -7,6 +7,9 @@ The policy classes (what a rank is asked of, not how ops are scheduled) come fro
 Event-driven, non-delay list scheduling over an op DAG with processors, streams and links, by
 the rules stated once in ``archsim.sim.engine``'s docstring (DESIGN.md, "Simulator").
 
+One rule added since (2026-12-05): a :attr:`~archsim.sim.problem.Link.blocking` link's sender keeps its stream
+until every transfer it sent on such links has ended (``_held``).
+
 Deterministic: no dict or set order and no clocks matter. Cost: O((ops + deps) log ops), plus
 O(streams) per start for pinned ops.
 """
@@ -90,6 +93,13 @@ class _Run:
         self.transfers: list[tuple[int, int, float, float]] = []  # (dep position, link, start, end)
         self.dirty_procs: set[int] = set()
         self.dirty_links: set[int] = set()
+        blocking = [link.blocking for link in problem.links]
+        # op → [its transfers on blocking links not yet ended, the stream it keeps meanwhile]
+        self._held: dict[int, list[int]] = {}
+        for i, out in enumerate(self.out):
+            sends = sum(1 for _, _, link, _ in out if link >= 0 and blocking[link])
+            if sends:
+                self._held[i] = [sends, -1]
 
     def run(self, policy_name: str) -> Timeline:
         for i, count in enumerate(self.waiting):
@@ -114,6 +124,9 @@ class _Run:
                 else:
                     self.link_busy[b] = False
                     self.dirty_links.add(b)
+                    sender = self._sender[a]
+                    if sender in self._held:
+                        self._release(sender)
                     self._arrived(self.consumer[a])
         if len(self.slots) != len(self.problem.ops):  # pragma: no cover - Problem rejects cycles
             raise RuntimeError("simulation stalled: some ops never became ready")
@@ -130,12 +143,33 @@ class _Run:
         if self.waiting[consumer] == 0:
             self._make_ready(consumer)
 
-    def _op_ended(self, i: int, stream: int, now: float) -> None:
-        proc = self.proc_of[i]
+    @property
+    def _sender(self) -> list[int]:
+        """Dependency position → its source op."""
+        if not hasattr(self, "_senders"):
+            index = {op.id: i for i, op in enumerate(self.problem.ops)}
+            self._senders = [index[dep.src] for dep in self.problem.deps]
+        return self._senders
+
+    def _release(self, i: int) -> None:
+        """One of op i's blocking transfers ended: after the last, its stream is free."""
+        held = self._held[i]
+        held[0] -= 1
+        if held[0] == 0:
+            self._free_stream(self.proc_of[i], held[1])
+
+    def _free_stream(self, proc: int, stream: int) -> None:
         free = self.free[proc]
         free.append(stream)
         free.sort()
         self.dirty_procs.add(proc)
+
+    def _op_ended(self, i: int, stream: int, now: float) -> None:
+        proc = self.proc_of[i]
+        if i in self._held:
+            self._held[i][1] = stream  # kept until its blocking sends end
+        else:
+            self._free_stream(proc, stream)
         for d, consumer, link, seconds in self.out[i]:
             if link < 0:
                 self._arrived(consumer)

@@ -20,6 +20,10 @@ FSDP_RESHARDS = ("after-forward", "none")
 # once a step per pipeline stage after its last backward (PyTorch's pipeline runtime: set_requires_gradient_sync
 # False in each backward, its REDUCE_GRAD action after the last; training/fsdp.py)
 FSDP_GRAD_SYNCS = ("micro-batch", "step")
+# whether a pipeline rank's next pass waits for its p2p sends: overlapped (the transfers run beside it), blocking
+# (Megatron-LM's non-interleaved 1F1B, _communicate(wait_on_reqs=True); 2021's Megatron every schedule) or megatron
+# (blocking on 1f1b, overlapped elsewhere: today's interleaved schedule's overlap_p2p_comm) (Parallelism.p2p_blocking)
+P2P_MODES = ("overlapped", "blocking", "megatron")
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 # how context parallelism exchanges K/V: TransformerEngine's cp_comm_type p2p (a ring overlapped with attention,
 # Megatron-LM's default), all_gather (Llama 3's) (training/context_parallel.py) or a2a (DeepSpeed-Ulysses: Q, K, V

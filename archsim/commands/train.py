@@ -18,6 +18,7 @@ from archsim.choices.training import (
     IMPLEMENTATION_ATTENTION,
     IMPLEMENTATIONS,
     MAX_SEQ,
+    P2P_MODES,
     RECOMPUTE,
 )
 from archsim.commands import Command
@@ -115,6 +116,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="DP gradient all-reduce: after the backward (none: vTrain's runs) or in Megatron's "
                              "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce; megatron only, "
                              "refused with --implementation pytorch-eager, one GPU with no DP all-reduce)")
+    parser.add_argument("--p2p", default="overlapped", choices=P2P_MODES,
+                        help="pipeline hops: a rank's next pass runs while its send is in flight (overlapped), "
+                             "waits for it to end (blocking: Megatron-LM's non-interleaved 1F1B, wait_on_reqs), or "
+                             "as Megatron-LM runs the schedule (megatron: blocking on 1f1b, overlapped elsewhere); "
+                             "docs/training.md")
     parser.add_argument("--distributed-optimizer", action="store_true",
                         help="Megatron-LM's --use-distributed-optimizer (ZeRO-1): fp32 main weights, Adam's moments "
                              "and the fp32 gradient copy sharded over DP; gradients reduce-scattered and parameters "
@@ -226,6 +232,8 @@ def run(args: argparse.Namespace) -> int:
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")
+    if args.p2p != "overlapped" and (args.runs or args.sweep):  # their rows keep the closed forms' overlapped hops
+        raise InputError(f"--p2p {args.p2p} times one iteration: not with --runs or --sweep", field="p2p")
     if args.runs:  # each row its own capacity (its columns): the flags refused there
         return run_train_runs(args, config, dtype_given, given)
     config = with_load_imbalance(with_capacity(config, args.moe_expert_capacity_factor,
@@ -241,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
                       args.attention,
                       args.dp_overlap, args.grad_accumulation, args.distributed_optimizer, args.fsdp, args.cp,
                       args.cp_comm, args.fsdp_reshard, args.fsdp_grad_sync, cp_hierarchy(args), args.ep, args.etp, args.fp8,
-                      args.fp8_param_gather)
+                      args.fp8_param_gather, args.p2p)
     check_job_size(par.schedule_actions, args.max_ops)  # before the cluster's matrices are built
     with phases(f"train {par.schedule_name}", ("lay out the ranks", "build and simulate the order"),
                 enabled=par.schedule_actions >= LONG_JOB_OPS) as phase:

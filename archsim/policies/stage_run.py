@@ -51,10 +51,15 @@ class StageRun:
                 "peak_memory": ";".join(f"{peaks[p.name]:g}" for p in self.problem.processors)}
 
 
-def order_problem(order: StageOrder, profile: StageProfile, shortened: np.ndarray | None = None) -> Problem:
+def order_problem(order: StageOrder, profile: StageProfile, shortened: np.ndarray | None = None,
+                  blocking: bool = False) -> Problem:
     """The op DAG of ``order`` with ``profile``'s costs (one profile entry per virtual stage), each action's
     duration less ``shortened``'s entry for it where given (one per action of the order, in the order's columns:
-    what a merged step hides, :func:`archsim.training.moe_overlap.paired_seconds`).
+    what a merged step hides, :func:`archsim.training.moe_overlap.paired_seconds`). ``blocking``: every link
+    between ranks is :attr:`~archsim.sim.problem.Link.blocking` — a rank's next action waits until the
+    transfers its action sends have ended (Megatron-LM's non-interleaved 1F1B waits on its sends' requests,
+    ``_communicate(..., wait_on_reqs=True)``; a combined send and receive then waits for both, the receive being
+    the next action's own dependency); the links stay serial (FIFO) as without it.
 
     Op ids are torch's action strings ("0F0", "3I2", …). Built as columns (no per-op objects):
     op i is the i-th action, ranks one after another; each rank runs its actions in sequence (the
@@ -84,7 +89,7 @@ def order_problem(order: StageOrder, profile: StageProfile, shortened: np.ndarra
     to_stage = stage[dst[crossing]]
     grad = kind_bit[crossing]
     pair = (np.where(grad == 1, to_stage + 1, to_stage - 1) * (stages + 1) + to_stage) * 2 + grad  # (from, to, grad)
-    links, link, size = _links(profile, rank_array, len(src), crossing, pair)
+    links, link, size = _links(profile, rank_array, len(src), crossing, pair, blocking)
     processors = tuple(Processor(f"r{r}") for r in range(len(c.lengths)))
     sequences = [np.arange(x, y, dtype=np.int64) for x, y in pairwise(c.bounds.tolist())]
     return build(processors, columns, DepColumns(src, dst, size, link), links, sequences=sequences)
@@ -113,10 +118,11 @@ def _costs(profile: StageProfile, stages: int, cell: np.ndarray):
     return np.array(duration, dtype=np.float64)[cell], columns[0], columns[1]
 
 
-def _links(profile: StageProfile, rank_of: np.ndarray, deps: int, crossing: np.ndarray, pair: np.ndarray):
+def _links(profile: StageProfile, rank_of: np.ndarray, deps: int, crossing: np.ndarray, pair: np.ndarray,
+           blocking: bool = False):
     """The links the crossing dependencies (positions ``crossing`` among ``deps``) use — one per
     (source stage, destination stage, act or grad), ``pair`` = (source · stages + destination) · 2 +
-    grad, in order of first use — and each dependency's link (-1: none) and bytes."""
+    grad, in order of first use, each ``blocking`` as given — and each dependency's link (-1: none) and bytes."""
     bandwidth = profile.bandwidth if profile.bandwidth is not None else 1.0
     stages = len(rank_of)
     keys = 2 * stages * stages  # a few hundred: tables over every key, then one look-up per dependency
@@ -132,7 +138,7 @@ def _links(profile: StageProfile, rank_of: np.ndarray, deps: int, crossing: np.n
     for k in by_use.tolist():
         src, dst, kind = k // 2 // stages, k // 2 % stages, ("act", "grad")[k % 2]
         links.append(Link(f"{src}->{dst}:{kind}", f"r{rank_of[src]}", f"r{rank_of[dst]}", bandwidth,
-                          profile.latency(src, dst)))
+                          profile.latency(src, dst), blocking))
     sends = profile.send_bytes and profile.bandwidth is not None
     per_boundary = np.array([int(x) for x in profile.send_bytes] if sends else [0] * profile.stages, dtype=np.int64)
     size = np.zeros(deps, dtype=np.int64)
@@ -159,9 +165,11 @@ def _raise_missing(order, profile, columns, stage, kinds, microbatch, code, firs
     raise InputError(f"dependency {source!r} -> {target!r} names unknown op {source!r}", field="deps")
 
 
-def run_order(order: StageOrder, profile: StageProfile, shortened: np.ndarray | None = None) -> StageRun:
-    """``order`` simulated on ``profile``'s costs, each action less ``shortened``'s seconds (:func:`order_problem`)."""
-    problem = order_problem(order, profile, shortened)
+def run_order(order: StageOrder, profile: StageProfile, shortened: np.ndarray | None = None,
+              blocking: bool = False) -> StageRun:
+    """``order`` simulated on ``profile``'s costs, each action less ``shortened``'s seconds, its sends ``blocking``
+    or not (:func:`order_problem`)."""
+    problem = order_problem(order, profile, shortened, blocking)
     return StageRun(order, problem, simulate(problem))
 
 

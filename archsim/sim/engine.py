@@ -71,7 +71,8 @@ def simulate(problem: Problem, policy: Policy | None = None) -> Timeline:
     policy = policy if policy is not None else PriorityPolicy()
     with paused_gc():
         rank = ranks(problem, policy)
-        slots, transfers = run_arrays(problem.arrays, rank, len(problem.links))
+        blocking = np.array([link.blocking for link in problem.links], dtype=bool)
+        slots, transfers = run_arrays(problem.arrays, rank, len(problem.links), blocking if blocking.any() else None)
     return Timeline(SlotTable(problem, *slots), TransferTable(problem, *transfers), problem,
                     getattr(policy, "name", type(policy).__name__))
 

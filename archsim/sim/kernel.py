@@ -26,10 +26,17 @@ from archsim.sim.lists import on_lists
 _OP_END, _TRANSFER_END = 0, 1
 
 
-def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int):
+def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int, blocking: np.ndarray | None = None):
     """Slots (op, processor, stream, start, end) in start order and transfers (dep, link, start,
-    end) in start order, as arrays."""
+    end) in start order, as arrays. ``blocking`` (bool per link, None: none) marks the links whose
+    sender waits for its send: an op with a transfer on one keeps its stream until its last such
+    transfer ends (:attr:`archsim.sim.problem.Link.blocking`)."""
     n = len(arrays.proc)
+    holds = np.zeros(n, dtype=np.int64)  # per op: its transfers on blocking links, which hold its stream
+    if blocking is not None and n and len(arrays.dep_link):
+        flags = np.append(np.asarray(blocking, dtype=bool), False)  # index -1 (no link): not blocking
+        held = flags[arrays.dep_link]
+        holds = np.bincount(arrays.dep_src[held], minlength=n).astype(np.int64)
     ptr, order = arrays.out_edges()
     waiting = np.bincount(arrays.dep_dst, minlength=n).astype(np.int64) if n else np.zeros(0, np.int64)
     stream_base = np.zeros(len(arrays.streams) + 1, dtype=np.int64)
@@ -39,8 +46,8 @@ def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int):
     pin_base = _bases(stream_base[arrays.proc[pinned]] + arrays.pin[pinned], int(stream_base[-1]))
     linked = arrays.dep_link >= 0
     link_base = _bases(arrays.dep_link[linked], n_links)
-    inputs = (arrays.proc, arrays.pin, arrays.duration, rank, waiting, ptr, order, arrays.dep_dst, arrays.dep_link,
-              arrays.dep_time, stream_base, ready_base, pin_base, link_base)
+    inputs = (arrays.proc, arrays.pin, arrays.duration, rank, waiting, ptr, order, arrays.dep_src, arrays.dep_dst,
+              arrays.dep_link, arrays.dep_time, stream_base, ready_base, pin_base, link_base, holds)
     with small_in_python(_run, n + len(arrays.dep_dst), PYTHON_WORK) as python:
         announce_compile(_run, "the event simulator")
         result = _on_lists()(*(a.tolist() for a in inputs)) if python else _run(*inputs)
@@ -235,9 +242,10 @@ def _make_ready(c, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pi
 
 
 @njit(cache=True)
-def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link, dep_time, stream_base,
-         ready_base, pin_base, link_base):  # pragma: no cover - compiled
+def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_src, dep_dst, dep_link, dep_time, stream_base,
+         ready_base, pin_base, link_base, holds):  # pragma: no cover - compiled
     n = len(proc_of)
+    held_stream = np.zeros(max(n, 1), dtype=np.int64)  # the stream an op holding on (holds > 0) ran on
     n_procs = len(stream_base) - 1
     n_links = len(link_base) - 1
     ready = np.empty(max(ready_base[-1], 1), dtype=np.int64)
@@ -350,12 +358,15 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link,
             if b < 0:  # an op ended on stream -1 - b
                 i = a
                 p = proc_of[i]
-                free[stream_base[p] - 1 - b] = True
-                n_free[p] += 1
-                if not dirty_proc[p]:
-                    dirty_proc[p] = True
-                    dirty_procs[n_dirty_procs] = p
-                    n_dirty_procs += 1
+                if holds[i] > 0:  # a blocking send: the stream stays taken until its transfers end
+                    held_stream[i] = -1 - b
+                else:
+                    free[stream_base[p] - 1 - b] = True
+                    n_free[p] += 1
+                    if not dirty_proc[p]:
+                        dirty_proc[p] = True
+                        dirty_procs[n_dirty_procs] = p
+                        n_dirty_procs += 1
                 for e in range(ptr[i], ptr[i + 1]):
                     d = out_dep[e]
                     c = dep_dst[d]
@@ -379,6 +390,17 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_dst, dep_link,
                     dirty_link[b] = True
                     dirty_links[n_dirty_links] = b
                     n_dirty_links += 1
+                i = dep_src[a]
+                if holds[i] > 0:  # a blocking send's transfer: its sender's stream is free after its last one
+                    holds[i] -= 1
+                    if holds[i] == 0:
+                        p = proc_of[i]
+                        free[stream_base[p] + held_stream[i]] = True
+                        n_free[p] += 1
+                        if not dirty_proc[p]:
+                            dirty_proc[p] = True
+                            dirty_procs[n_dirty_procs] = p
+                            n_dirty_procs += 1
                 n_dirty_procs = _arrive(dep_dst[a], waiting, proc_of, pin, rank, ready, ready_base, ready_size, pinned,
                                         pin_base, pinned_size, stream_base, dirty_proc, dirty_procs, n_dirty_procs)
     return count, s_op, s_proc, s_stream, s_start, s_end, t_count, t_dep, t_link, t_start, t_end

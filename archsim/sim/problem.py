@@ -33,13 +33,17 @@ class Processor:
 
 @dataclass(frozen=True)
 class Link:
-    """A serial channel from processor ``src`` to ``dst``: b bytes hold it for latency + b / bandwidth."""
+    """A serial channel from processor ``src`` to ``dst``: b bytes hold it for latency + b / bandwidth. ``blocking``:
+    its sender waits for its send, the op that sends keeping its stream until the transfer ends (a rank whose next
+    pass waits on the send's request, as Megatron-LM's non-interleaved 1F1B does); False: the stream is free when the
+    op ends and the transfer runs beside what follows."""
 
     name: str
     src: str
     dst: str
     bandwidth: float
     latency: float = 0.0
+    blocking: bool = False
 
     def transfer_time(self, size: int) -> float:
         return self.latency + size / self.bandwidth

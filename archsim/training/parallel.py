@@ -13,6 +13,7 @@ from archsim.choices.training import (
     FSDP_GRAD_SYNCS,
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
+    P2P_MODES,
     RECOMPUTE,
 )
 from archsim.console import setting
@@ -120,7 +121,9 @@ class Parallelism:
     of experts' E/EP experts a rank, :mod:`archsim.training.moe_ops`): EP ranks carved out of the TP·CP·DP GPUs, the
     experts' gradients reduced over the ranks that hold the same experts (:attr:`expert_replicas`); fp8: Transformer
     Engine's recipe for the linear layers (``hybrid`` or ``e4m3``, :mod:`archsim.training.fp8_ops`), None: off;
-    fp8_param_gather: Megatron-LM's ``--fp8-param-gather`` (:mod:`archsim.training.fp8_memory`)."""
+    fp8_param_gather: Megatron-LM's ``--fp8-param-gather`` (:mod:`archsim.training.fp8_memory`); p2p: whether a
+    pipeline rank's next pass waits for its hop's send (``blocking``) or runs beside it (``overlapped``), or as
+    Megatron-LM runs the schedule (``megatron``, :attr:`p2p_blocking`)."""
 
     tp: int = 1
     pp: int = 1
@@ -146,6 +149,7 @@ class Parallelism:
     etp: int | None = None  # None: TP, Megatron-LM's default --expert-tensor-parallel-size
     fp8: str | None = None  # None: no fp8 (FP8_RECIPES)
     fp8_param_gather: bool = False  # fp8 weights, gathered in fp8 (fp8_memory.py; with fp8 and the distributed optimizer)
+    p2p: str = "overlapped"  # P2P_MODES: whether a rank's next pass waits for its pipeline sends (p2p_blocking)
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp", "ep", "etp"):
@@ -186,6 +190,8 @@ class Parallelism:
         problem = hierarchy_problem(self.cp, self.cp_comm, self.cp_hierarchy)
         if problem:
             raise InputError(problem, field="cp-comm" if self.cp_hierarchy is None else "cp-hierarchy")
+        if self.p2p not in P2P_MODES:
+            raise InputError(not_a_choice(self.p2p, P2P_MODES), field="p2p")
         if self.dp_overlap not in DP_OVERLAPS:
             raise InputError(not_a_choice(self.dp_overlap, DP_OVERLAPS), field="dp-overlap")
         if self.grad_accumulation is not None and self.grad_accumulation not in GRAD_ACCUMULATIONS:
@@ -220,6 +226,15 @@ class Parallelism:
                 else f"PP = {self.pp}"
             raise InputError(f"takes one layer count per model chunk in pipeline order, {need} counts, got "
                              f"{len(self.stage_layers)}", field="stage-layers")
+
+    @property
+    def p2p_blocking(self) -> bool:
+        """Whether a pipeline rank's next pass waits for its sends to end (:func:`archsim.policies.stage_run.
+        order_problem`): ``p2p`` ``blocking`` or ``overlapped``; ``megatron``: as Megatron-LM runs the schedule —
+        blocking on the non-interleaved 1F1B (``forward_backward_pipelining_without_interleaving``: every p2p call
+        ``_communicate(..., wait_on_reqs=True)``, ``overlap_p2p_comm`` refused), overlapped on the others (the
+        interleaved schedule's ``overlap_p2p_comm``; the schedules Megatron-LM lacks as ``overlapped``)."""
+        return self.p2p == "blocking" or (self.p2p == "megatron" and self.schedule_name == "1f1b")
 
     @cached_property  # kept in the instance: a planned search's rank sizing reads it millions of times
     def chunks(self) -> int:

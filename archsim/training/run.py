@@ -157,7 +157,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
     order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     shortened = paired_seconds(c, par, order, [own[id(m)] for m in machines])  # 1F1B's merged steps (moe_overlap)
-    run = run_order(order, times, shortened)
+    run = run_order(order, times, shortened, blocking=par.p2p_blocking)
     states, unit = held_state_bytes(machine.dtype, machine.implementation, par)
     hf = machine.implementation == "pytorch-eager" and machine.dtype == "fp32"  # Hugging Face's modules' own
     mem = memories(rank_config(c, par.cp), par, order, machine.scale, states, unit, hf=hf,  # a CP rank's s/CP tokens
