@@ -114,39 +114,7 @@ def test_every_sweep_flag_is_a_keyword_or_names_its_function():
     assert [name for name in keywords("sweep") if name not in taken | hinted] == []
 
 
-# --- search: a row run again through archsim.train -------------------------------------------------------------------
-# Failed before (no train_keywords): a notebook that wants the best row's timeline passes the row's settings to
-# archsim.train and is refused, as the row says "none" with empty texts (cp_comm '' at CP 1, stage_layers '' on an
-# even split) that train refuses as --cp-comm '' is; the row's command is a shell line. The reference: the search's
-# own row seconds, which its command reproduces (docs/api.md).
-
 A100 = str(ROOT / "configs" / "clusters" / "a100_node.toml")
-MIXED = str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml")
-
-
-@pytest.mark.parametrize("cluster, keywords", [
-    pytest.param(A100, {"top": 3, "schedule": ["1f1b", "interleaved-1f1b"], "max_micro_batch": 2}, id="even"),
-    pytest.param(MIXED, {"top": 2, "schedule": ["1f1b"], "max_micro_batch": 2, "balance": "planned",
-                         "placement": "planned"}, id="planned-split-and-order", marks=pytest.mark.long)])
-def test_train_keywords_run_each_row_again(cluster, keywords):
-    found = archsim.search("gpt_1024h_24l", cluster=cluster, global_batch=16, progress=False, **keywords)
-    assert found.rows
-    for index, row in enumerate(found.rows):
-        given = found.train_keywords(index)
-        assert {"model", "cluster"}.isdisjoint(given) and "" not in given.values()
-        result, _ = archsim.train("gpt_1024h_24l", cluster=cluster, **given)
-        assert result.iteration_seconds == row["iteration_seconds"]
-        assert (result.parallelism.tp, result.parallelism.pp, result.parallelism.dp) == (row["tp"], row["pp"], row["dp"])
-
-
-def test_train_keywords_refuses_a_row_the_search_has_not():
-    found = archsim.search("gpt_1024h_24l", cluster=A100, global_batch=16, top=2, schedule=["1f1b"],
-                           max_micro_batch=1, progress=False)
-    assert found.train_keywords(-1) == found.train_keywords(len(found.rows) - 1)
-    for index in (len(found.rows), "0", True):
-        with pytest.raises(InputError, match=f"expected a row of the search's {len(found.rows)}") as caught:
-            found.train_keywords(index)  # type: ignore[arg-type]
-        assert caught.value.where.field == "index"
 
 
 # --- repr: a schedule's and a one-row search's line --------------------------------------------------------------------

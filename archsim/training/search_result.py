@@ -71,28 +71,6 @@ class SearchResult:
         document = self.to_dict()
         return csv_frame(rows_frame(csv_rows(document["rows"])), text_meta(document["meta"]))
 
-    def train_keywords(self, index: int = 0) -> dict:
-        """The keywords of :func:`archsim.train` that run row ``index`` (0: the best) again, less ``model`` and
-        ``cluster``: ``archsim.train(model, cluster=…, **found.train_keywords(0))`` gives its iteration and timeline. They
-        are read off the row's ``command`` (the ``archsim train`` line that reproduces it) by train's own parser, each
-        flag it gives as its keyword; the row itself cannot be passed back, as it says "none" with an empty text
-        (``cp_comm`` at CP 1, ``stage_layers`` on an even split), which ``train`` refuses as it refuses ``--cp-comm ''``."""
-        import argparse
-        import shlex
-
-        from archsim.commands.train import add_arguments
-
-        rows = self.to_dict()["rows"]
-        if not isinstance(index, int) or isinstance(index, bool) or not -len(rows) <= index < len(rows):
-            raise InputError(f"expected a row of the search's {len(rows)} (0: the best), got {index!r}", field="index")
-        words = shlex.split(rows[index]["command"])[5:]  # after: archsim train MODEL --cluster CLUSTER
-        parser = argparse.ArgumentParser(prog="archsim train", add_help=False)
-        add_arguments(parser)
-        parsed = vars(parser.parse_args(["MODEL", "--cluster", "CLUSTER", *words]))
-        given = {word for word in words if word.startswith("--")}
-        return {next(flag for flag in action.option_strings if flag in given)[2:].replace("-", "_"): parsed[action.dest]
-                for action in parser._actions if given & set(action.option_strings)}
-
 
 def text_meta(meta: dict, digits: int | None = None) -> dict:
     """``archsim search``'s meta as its table and CSV print it: a count per reason (``rejected``) as one
