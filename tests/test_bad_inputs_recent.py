@@ -15,9 +15,10 @@ from strict_cli import refused
 import archsim
 from archsim.errors import InputError
 from archsim.sim.engine import check_makespan
+from archsim.training.runs import read_runs
 
 SLOW = ["--processors", "4", "--microbatches", "4", "--link-bandwidth", "1e-9"]
-
+HEADER = "tp,pp,dp,micro_batch,global_batch"
 
 def test_the_makespan_bound_is_2_to_the_53():
     # the documented exact range of archsim's counts (validate.EXACT_LIMIT): one below it passes, it does not
@@ -38,3 +39,23 @@ def test_a_link_too_slow_for_exact_times_is_one_line(capsys, command):
 def test_the_library_names_its_keyword():
     with pytest.raises(InputError, match=r"makespan would reach .*\(link_bandwidth\)"):
         archsim.schedule("layerpipe_sample", policy="1f1b", processors=4, microbatches=4, link_bandwidth=1e-9)
+
+
+@pytest.mark.parametrize(("cell", "column"), [("1_6", "global_batch"), ("１６", "global_batch"),
+                                              ("١٦", "global_batch"), ("1_0", "measured_seconds"),
+                                              ("٣", "measured_seconds")])
+def test_a_runs_cell_is_ascii_digits(tmp_path, cell, column):
+    path = tmp_path / "runs.csv"
+    row = {"global_batch": f"1,1,1,1,{cell},1", "measured_seconds": f"1,1,1,1,16,{cell}"}[column]
+    path.write_text(f"{HEADER},measured_seconds\n{row}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=rf"runs\.csv, line 2, field '{column}': expected a positive") as caught:
+        read_runs(str(path))
+    assert repr(cell) in str(caught.value)
+
+
+def test_runs_cells_written_plainly_still_read(tmp_path):
+    path = tmp_path / "runs.csv"
+    path.write_text(f"{HEADER},measured_seconds\n1,1,1,1,16.0,0.25\n1,1,1,1,+16,1e-1\n", encoding="utf-8")
+    first, second = read_runs(str(path))
+    assert (first.par.global_batch, first.measured_seconds) == (16, 0.25)  # pandas' 16.0 is 16
+    assert (second.par.global_batch, second.measured_seconds) == (16, 0.1)
