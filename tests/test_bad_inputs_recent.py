@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import pytest
-from strict_cli import refused
+from strict_cli import CLUSTER, MODEL, refused
 
 import archsim
 from archsim.errors import InputError
@@ -59,3 +59,23 @@ def test_runs_cells_written_plainly_still_read(tmp_path):
     first, second = read_runs(str(path))
     assert (first.par.global_batch, first.measured_seconds) == (16, 0.25)  # pandas' 16.0 is 16
     assert (second.par.global_batch, second.measured_seconds) == (16, 0.1)
+
+
+def test_schedule_flag_no_row_takes_is_refused(tmp_path, capsys):
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{HEADER},schedule\n1,2,1,1,8,zb-h1\n1,2,1,1,8,1f1b\n", encoding="utf-8")
+    err = refused(capsys, ["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs), "--schedule", "gpipe"])
+    assert "--schedule gpipe: every row of the runs file names its own schedule" in err
+
+
+def test_schedule_flag_sets_the_rows_that_name_none(tmp_path, capsys):
+    # one empty cell: the flag sets that row, as documented ("schedule (else --schedule)")
+    runs = tmp_path / "runs.csv"
+    runs.write_text(f"{HEADER},schedule\n1,2,1,1,8,zb-h1\n1,2,1,1,8,\n", encoding="utf-8")
+    from archsim.cli import main
+
+    assert main(["train", MODEL, "--cluster", CLUSTER, "--runs", str(runs), "--schedule", "gpipe",
+                 "--format", "csv"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    schedule = rows[0].split(",").index("schedule")
+    assert [row.split(",")[schedule] for row in rows[1:]] == ["zb-h1", "gpipe"]
