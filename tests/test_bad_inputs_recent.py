@@ -20,6 +20,7 @@ from archsim.training.runs import read_runs
 SLOW = ["--processors", "4", "--microbatches", "4", "--link-bandwidth", "1e-9"]
 HEADER = "tp,pp,dp,micro_batch,global_batch"
 
+
 def test_the_makespan_bound_is_2_to_the_53():
     # the documented exact range of archsim's counts (validate.EXACT_LIMIT): one below it passes, it does not
     check_makespan(2**53 - 1)
@@ -79,3 +80,12 @@ def test_schedule_flag_sets_the_rows_that_name_none(tmp_path, capsys):
     rows = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
     schedule = rows[0].split(",").index("schedule")
     assert [row.split(",")[schedule] for row in rows[1:]] == ["zb-h1", "gpipe"]
+
+
+def test_an_array_of_memory_tables_is_named(tmp_path, capsys):
+    device = tmp_path / "chip.toml"
+    device.write_text('[device]\nname = "x"\ngemm = "arrays"\n[compute]\narrays = 1\nrows = 8\ncols = 8\n'
+                      'clock_mhz = 1000\n[[memory]]\nhbm_gib = 1\nhbm_gbps = 100\n', encoding="utf-8")
+    err = refused(capsys, ["cost", "layerpipe_sample", "--config", str(device)])
+    assert "line 9, field 'memory': [memory] is a section: one table, its header written [memory], " \
+           "not [[memory]], an array of tables" in err
