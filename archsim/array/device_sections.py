@@ -242,8 +242,8 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
                          "(device = \"FILE\")", file=file, line=table_line(spec, cluster[0]))
     for section, value in spec.items():
         if not isinstance(value, dict) and typed and section in (*_KEYS, *apart):  # [[memory]], or memory = 3 on top
-            written = f"[[{section}]], an array of tables" if isinstance(value, list) else f"a key, {section} = …"
-            raise InputError(f"[{section}] is a section: one table, its header written [{section}], not {written}",
+            shape = f"[[{section}]], an array of tables" if isinstance(value, list) else f"a key, {section} = …"
+            raise InputError(f"[{section}] is a section: one table, its header written [{section}], not {shape}",
                              file=file, field=section, line=table_line(spec, section))
         if not isinstance(value, dict) and typed:  # a key above the first header, not a section
             home = _misplaced(section, read_apart or {}, cfg=False)
