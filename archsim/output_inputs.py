@@ -97,9 +97,36 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def _named_inputs(path: str) -> list[tuple[str, str]]:
+    """The files an input names that the run reads too, as (path, what): those an input TOML names
+    (:func:`_toml_named`), and the energy table a ``.cfg``'s or device TOML's ``[energy] table`` names as a path, the
+    input's own and those of the device and array files it names (:func:`_energy_table`).
+    Why: ``cost --config chip.cfg --energy --out mine.toml``, chip.cfg stating ``[energy] table = mine.toml``, replaced
+    the table the run had just priced with (so did ``train`` through a cluster's device file, and ``sweep --report``
+    through a spec's ``energy_tables`` or its array ``.cfg``), until 2026-12-05."""
+    named = _toml_named(path)
+    return [*_energy_table(path, "the energy table"), *named,
+            *(table for file, _ in named for table in _energy_table(file, "an energy table"))]
+
+
+def _energy_table(path: str, what: str) -> list[tuple[str, str]]:
+    """[(the table, ``what``)] where ``path`` is a ``.cfg`` or device TOML whose ``[energy] table`` is a ``.toml``
+    path (beside it, as :func:`~archsim.energy.file_energy.read_cfg_energy` resolves it); [] for a shipped table's
+    name, another file, or one that does not read (its command says why)."""
+    if not path.lower().endswith((".cfg", ".toml")):
+        return []
+    from archsim.energy.file_energy import read_cfg_energy
+
+    try:
+        table = read_cfg_energy(path).table
+    except (OSError, ValueError, InputError):
+        return []
+    return [(table, what)] if table and table.lower().endswith(".toml") else []
+
+
+def _toml_named(path: str) -> list[tuple[str, str]]:
     """The files an input TOML names that the run reads too, as (path, what): a cluster's ``[[servers]]``
-    device files (relative to the cluster file) and a sweep spec's ``model``, ``device``, network and ``.cfg``
-    array files.
+    device files (relative to the cluster file) and a sweep spec's ``model``, ``device``, network, ``.cfg``
+    array and ``.toml`` energy table files.
     Why: ``train --cluster c.toml --out chip.cfg`` would otherwise replace the device file the run just
     read. A file that is not such a TOML, or does not parse, names nothing here (its command says why)."""
     if not path.lower().endswith(".toml"):
@@ -145,6 +172,9 @@ def _named_inputs(path: str) -> list[tuple[str, str]]:
                     named.append((str(resolve_array_file(array, folder, path)), "an array file"))
                 except (InputError, OSError, ValueError):
                     continue
+        tables = sweep.get("energy_tables")  # a .toml one is the spec's neighbour; another, a shipped name
+        named += [(str(folder / table), "an energy table") for table in (tables if isinstance(tables, list) else [])
+                  if isinstance(table, str) and table.lower().endswith(".toml")]
     return named
 
 

@@ -176,3 +176,64 @@ def test_a_report_never_replaces_the_network_file_its_sweep_read(tmp_path, capsy
     assert main(["sweep", str(spec), "--out", str(results), "--quiet"]) == 0
     capsys.readouterr()
     _report_refused_and_kept(capsys, results, network, "a network file of the sweep spec")
+
+
+TABLE = (ROOT / "configs" / "energy" / "horowitz45.toml").read_bytes()
+
+
+def _chip_naming_a_table(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(energy table, .cfg device naming it in ``[energy] table``, cluster naming that device), side by side."""
+    table = tmp_path / "mine.toml"
+    table.write_bytes(TABLE)
+    chip, cluster = _chip_and_cluster(tmp_path)
+    chip.write_text(DEVICE + "\n[energy]\ntable = mine.toml\n", encoding="utf-8")
+    return table, chip, cluster
+
+
+@pytest.mark.parametrize("command", [["cost", "layerpipe_sample", "--energy"], ["energy", "layerpipe_sample"]])
+def test_the_energy_table_a_config_names_is_an_input(tmp_path, capsys, command):
+    """``cost --config mychip.cfg --energy --out mine.toml`` used to write the table over the energy table the
+    .cfg's ``[energy] table`` names, which the run had priced with (``wrote mine.toml``, exit 0)."""
+    table, chip, _ = _chip_naming_a_table(tmp_path)
+    _refused_and_kept(capsys, table, "--out", "the energy table --config names", *command, "--config", chip,
+                      "--out", table)
+
+
+def test_the_energy_table_a_device_toml_names_is_an_input(tmp_path, capsys):
+    table = tmp_path / "mine.toml"
+    table.write_bytes(TABLE)
+    chip = tmp_path / "chip.toml"
+    chip.write_text((ROOT / "configs" / "devices" / "tpu_v4_like.toml").read_text(encoding="utf-8")
+                    + '\n[energy]\ntable = "mine.toml"\n', encoding="utf-8")
+    _refused_and_kept(capsys, table, "--out", "the energy table --config names", "energy", "layerpipe_sample",
+                      "--batch", "1", "--config", chip, "--out", table)
+
+
+def test_the_energy_table_of_a_clusters_device_is_an_input(tmp_path, capsys):
+    table, _, cluster = _chip_naming_a_table(tmp_path)
+    _refused_and_kept(capsys, table, "--out", "an energy table --cluster names", "train", GPT2, "--cluster",
+                      cluster, "--global-batch", "2", "--seq", "128", "--out", table)
+
+
+@pytest.mark.parametrize("where", ["energy_tables", "array"])
+def test_a_sweep_specs_energy_table_is_kept_from_its_report(tmp_path, capsys, where):
+    """``sweep spec.toml --report mine.toml`` wrote the report over the spec's ``energy_tables`` entry, or over the
+    table its ``.cfg`` array names."""
+    table, chip, _ = _chip_naming_a_table(tmp_path)
+    spec = tmp_path / "s.toml"
+    arrays, tables = ('["32x32"]', 'energy_tables = ["mine.toml"]\n') if where == "energy_tables" else \
+        (f'["{chip.name}"]', "")
+    spec.write_text(f'[sweep]\nname = "s"\nnetworks = ["layerpipe_sample"]\narrays = {arrays}\nbatches = [4]\n'
+                    f'processors = [2]\nmethods = ["layerpipe"]\n{tables}', encoding="utf-8")
+    _refused_and_kept(capsys, table, "--report", "an energy table SPEC names", "sweep", spec, "--out",
+                      tmp_path / "r", "--quiet", "--report", table)
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_shipped_table_named_by_a_config_leaves_other_outputs_alone(tmp_path, capsys):
+    # [energy] table = horowitz45 is a shipped name: no file beside the .cfg is its input, so a new name is written
+    chip, _ = _chip_and_cluster(tmp_path)
+    chip.write_text(DEVICE + "\n[energy]\ntable = horowitz45\n", encoding="utf-8")
+    assert main(["cost", "layerpipe_sample", "--energy", "--config", str(chip), "--format", "csv",
+                 "--out", str(tmp_path / "horowitz45.toml")]) == 0
+    assert (tmp_path / "horowitz45.toml").is_file()

@@ -239,6 +239,10 @@ def checked_sections(spec: dict, file: str, required: tuple[str, ...],
         raise InputError("this is a cluster file, not a device file: give the device file its [[servers]] name "
                          "(device = \"FILE\")", file=file, line=table_line(spec, cluster[0]))
     for section, value in spec.items():
+        if not isinstance(value, dict) and typed and section in (*_KEYS, *apart):  # [[memory]], or memory = 3 on top
+            shape = f"[[{section}]], an array of tables" if isinstance(value, list) else f"a key, {section} = …"
+            raise InputError(f"[{section}] is a section: one table, its header written [{section}], not {shape}",
+                             file=file, field=section, line=table_line(spec, section))
         if not isinstance(value, dict) and typed:  # a key above the first header, not a section
             home = _misplaced(section, read_apart or {}, cfg=False)
             if not home:  # a near miss of a section's key: the same hint, for the key meant

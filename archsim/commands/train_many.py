@@ -106,6 +106,10 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
                        grad_accumulation=args.grad_accumulation, schedule=args.schedule, max_ops=args.max_ops,
                        seq_given=args.seq is not None, check=row_check(config, cluster, args.runs))
+    if given(args, (("--schedule", "schedule"),)) and all(row.schedule is not None for row in rows):
+        raise InputError(f"--schedule {args.schedule}: every row of the runs file names its own schedule (its "
+                         "schedule column), so the flag would set none and be ignored; drop it, or leave the "
+                         "schedule cell empty in the rows it should set", field="runs")
     warned: list[str] = []  # each row's train warnings, printed once the rows have run (a bad row: none)
     with progress(len(rows), "runs", "run", delay=0.5) as bar:
         out = predict_runs(config, cluster, rows, bar.update, file=args.runs,

@@ -73,8 +73,23 @@ def simulate(problem: Problem, policy: Policy | None = None) -> Timeline:
         rank = ranks(problem, policy)
         blocking = np.array([link.blocking for link in problem.links], dtype=bool)
         slots, transfers = run_arrays(problem.arrays, rank, len(problem.links), blocking if blocking.any() else None)
-    return Timeline(SlotTable(problem, *slots), TransferTable(problem, *transfers), problem,
-                    getattr(policy, "name", type(policy).__name__))
+    timeline = Timeline(SlotTable(problem, *slots), TransferTable(problem, *transfers), problem,
+                        getattr(policy, "name", type(policy).__name__))
+    check_makespan(timeline.makespan)
+    return timeline
+
+
+def check_makespan(makespan: float) -> None:
+    """Refuse a timeline ending at 2⁵³ time units or later (:func:`~archsim.validate.check_exact`): its float start
+    and end times no longer hold each op's duration (an op of 5,022,299 cycles lasted 5,022,300), so the validator
+    failed with a traceback. A slow link is the usual cause: ``--link-bandwidth 1e-9`` bytes/cycle makes a hop of
+    10⁶ bytes 10¹⁵ cycles."""
+    from archsim.console import setting
+    from archsim.validate import check_exact
+
+    check_exact(makespan, "the simulated makespan",
+                f"its ops and transfers (bytes ÷ a link's bytes per cycle) run past it: give a faster link "
+                f"({setting('link-bandwidth')}), fewer micro-batches or a smaller job")
 
 
 def ranks(problem: Problem, policy: Policy) -> np.ndarray:

@@ -143,14 +143,16 @@ def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
 
 def _int(cell: str, field: str, file: str, line: int) -> int:
     """A positive integer cell of at most 2³¹ − 1, as its flag takes; ``8.0`` (pandas' ``to_csv`` of a float column)
-    read as 8, as the keyword path reads 8.0 (:func:`~archsim.value_parsers.whole_number`); ``8.5`` refused."""
-    from archsim.value_parsers import whole_number
+    read as 8, as the keyword path reads 8.0 (:func:`~archsim.value_parsers.whole_number`); ``8.5`` refused. Written
+    as every number archsim reads (:mod:`archsim.value_parsers`): ASCII digits, so ``1_6``, ``１６`` and ``١٦``,
+    which Python's int() takes, are refused (until 2026-12-05 read as 16)."""
+    from archsim.value_parsers import MAX_INTEGER_DIGITS, parse_float, parse_int, whole_number
 
     try:
-        value = int(cell)
+        value = parse_int(cell, low=0, high=10**MAX_INTEGER_DIGITS)
     except ValueError:
         try:
-            number = whole_number(float(cell))
+            number = whole_number(parse_float(cell))
         except ValueError:
             number = 0
         value = number if isinstance(number, int) else 0
@@ -163,8 +165,12 @@ def _int(cell: str, field: str, file: str, line: int) -> int:
 
 
 def _seconds(cell: str, field: str, file: str, line: int, scale: float = 1.0) -> float:
+    """A positive time cell in seconds (× ``scale``), written as every real archsim reads
+    (:func:`~archsim.value_parsers.parse_float`: no ``1_0`` nor non-ASCII digits, which float() takes)."""
+    from archsim.value_parsers import parse_float
+
     try:
-        value = float(cell) * scale
+        value = parse_float(cell, low=0.0, low_open=True) * scale
     except ValueError:
         value = math.nan
     if not (value > 0 and math.isfinite(value)):
