@@ -1,5 +1,5 @@
 """A SCALE-Sim ``.cfg``'s clock, ``Bandwidth`` and interface mode are read in one place
-(:func:`archsim.array.config.cfg_stated`, by :func:`~archsim.array.config.read_scalesim_cfg`'s rules): what the cycle
+(:func:`archsim.array.cfg_lines.cfg_stated`, by :func:`~archsim.array.config.read_scalesim_cfg`'s rules): what the cycle
 engine's DRAM rate (:func:`~archsim.array.device_rate.device_dram_rate`) and its CALC note
 (:func:`~archsim.array.options.calc_mode_note`) read of a file is what the array was read from."""
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from archsim.array.config import CfgStated, cfg_stated, read_scalesim_cfg
+from archsim.array.cfg_lines import CfgStated, cfg_stated
+from archsim.array.config import read_scalesim_cfg
 from archsim.array.device_rate import device_dram_rate
 from archsim.array.options import calc_mode_note
 from archsim.errors import InputError

@@ -85,11 +85,12 @@ IMPORTED_ONLY_BY = {
     "archsim.api_plan": ("archsim.api",),
     "archsim.api_validation": ("archsim.api",),
     "archsim.api_cluster": ("archsim.api",),
+    "archsim.api_collectives": ("archsim.api",),
     "archsim.api_bppsa": ("archsim.api",),
     "archsim.api_inputs": ("archsim.api", "archsim.api_plan", "archsim.api_array", "archsim.api_bppsa"),
     "archsim.api_keywords": ("archsim.api", "archsim.api_training", "archsim.api_train_sweep", "archsim.api_schedule", "archsim.api_sweep",
                              "archsim.api_array", "archsim.api_plan", "archsim.api_inputs",
-                             "archsim.api_validation", "archsim.api_cluster", "archsim.api_bppsa"),
+                             "archsim.api_validation", "archsim.api_cluster", "archsim.api_collectives", "archsim.api_bppsa"),
     "archsim.report": ("archsim.commands", "archsim.sweep", "archsim.bppsa.report", "archsim.cluster.report",
                        "archsim.validation.gpu_report"),
 }

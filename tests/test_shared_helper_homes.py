@@ -28,7 +28,7 @@ HOMES = {
     # a .cfg's text parsed by one rule (configparser's, as SCALE-Sim's), and its clock, Bandwidth and interface mode
     # read as the main reader reads them, for the cycle engine's DRAM rate and notes and the sweep's checks
     "cfg_parser": "archsim.array.cfg_lines",
-    "cfg_stated": "archsim.array.config",
+    "cfg_stated": "archsim.array.cfg_lines",
 }
 
 

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import configparser
 import re
+from dataclasses import dataclass
+from pathlib import Path
 
+from archsim.clock import checked_clock
 from archsim.errors import InputError
-from archsim.validate import cfg_syntax_error
+from archsim.validate import cfg_syntax_error, read_text
 
 
 def cfg_parser(text: str, file: str) -> configparser.ConfigParser:
@@ -75,4 +78,52 @@ def cfg_unquoted(value: str, file: str, field: str) -> None:
                          file=file, field=field)
 
 
-__all__ = ["cfg_line", "cfg_located", "cfg_parser", "cfg_section_line", "cfg_unquoted"]
+def cfg_interface_mode(parser: configparser.ConfigParser, text: str, file: str) -> str | None:
+    """``[run_presets] InterfaceBandwidth`` as SCALE-Sim reads it (trimmed, any case): "USER" or "CALC", else
+    refused at its line; None where the file does not write it (SCALE-Sim then runs CALC)."""
+    if not parser.has_option("run_presets", "InterfaceBandwidth"):
+        return None
+    mode = parser["run_presets"]["InterfaceBandwidth"].strip().upper()
+    if mode not in ("CALC", "USER"):
+        raise InputError(f"expected USER or CALC, got {mode!r}", file=file,
+                         line=cfg_line(text, "run_presets.InterfaceBandwidth"), field="InterfaceBandwidth")
+    return mode
+
+
+def cfg_clock_ghz(parser: configparser.ConfigParser, text: str, file: str) -> float | None:
+    """``[archsim] ClockGHz`` in GHz, checked as every clock is (:func:`archsim.clock.checked_clock`), else refused
+    at its line; None where the file does not write it."""
+    if not parser.has_option("archsim", "ClockGHz"):
+        return None
+    try:
+        return checked_clock(parser["archsim"]["ClockGHz"].strip(), "GHz")
+    except ValueError as exc:
+        raise InputError(str(exc), file=file, line=cfg_line(text, "archsim.ClockGHz"), field="ClockGHz") from None
+
+
+@dataclass(frozen=True)
+class CfgStated:
+    """What a SCALE-Sim ``.cfg`` writes of its clock and DRAM interface, read as :func:`~archsim.array.config.read_scalesim_cfg` reads it
+    (:func:`cfg_stated`). clock_ghz: ``[archsim] ClockGHz`` (GHz), None where not written; bandwidth: whether
+    ``[architecture_presets] Bandwidth`` is written (the reader's default 10 words/cycle is no statement);
+    interface: ``[run_presets] InterfaceBandwidth``, "USER" or "CALC", None where not written (SCALE-Sim then runs
+    CALC)."""
+
+    clock_ghz: float | None
+    bandwidth: bool
+    interface: str | None
+
+
+def cfg_stated(path: str | Path) -> CfgStated:
+    """The clock, ``Bandwidth`` and interface mode a ``.cfg`` writes (:class:`CfgStated`), parsed by the rules of
+    :func:`~archsim.array.config.read_scalesim_cfg` (one configparser reading, a BOM dropped, the same checks and one-line refusals), so
+    that what the cycle engine's DRAM rate and notes read of a file is what the array was read from."""
+    text = read_text(path, "config file", encoding="utf-8-sig")
+    file = str(path)
+    parser = cfg_parser(text, file)
+    return CfgStated(cfg_clock_ghz(parser, text, file), parser.has_option("architecture_presets", "Bandwidth"),
+                     cfg_interface_mode(parser, text, file))
+
+
+__all__ = ["CfgStated", "cfg_clock_ghz", "cfg_interface_mode", "cfg_line", "cfg_located", "cfg_parser", "cfg_section_line",
+           "cfg_stated", "cfg_unquoted"]

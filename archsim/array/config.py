@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.cfg_lines import cfg_located, cfg_parser, cfg_section_line
+from archsim.array.cfg_lines import cfg_clock_ghz, cfg_interface_mode, cfg_located, cfg_parser, cfg_section_line
 from archsim.array.device_sections import (
     cfg_device_sections,
     check_bandwidth_once,
@@ -22,7 +22,7 @@ from archsim.array.device_sections import (
 )
 from archsim.array.sram_sizes import operand_sram_kib, short_sram
 from archsim.choices.devices import TRAIN_DTYPE
-from archsim.clock import UNIT_HZ, checked_clock
+from archsim.clock import UNIT_HZ
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_name, did_you_mean, read_text, shown
 from archsim.value_parsers import not_a_choice, parse_int
@@ -245,53 +245,6 @@ def _key_line(text: str, key: str) -> int | None:
     return None
 
 
-def _interface_mode(parser: configparser.ConfigParser, text: str, file: str) -> str | None:
-    """``[run_presets] InterfaceBandwidth`` as SCALE-Sim reads it (trimmed, any case): "USER" or "CALC", else
-    refused at its line; None where the file does not write it (SCALE-Sim then runs CALC)."""
-    if not parser.has_option("run_presets", "InterfaceBandwidth"):
-        return None
-    mode = parser["run_presets"]["InterfaceBandwidth"].strip().upper()
-    if mode not in ("CALC", "USER"):
-        raise InputError(f"expected USER or CALC, got {mode!r}", file=file,
-                         line=_key_line(text, "InterfaceBandwidth"), field="InterfaceBandwidth")
-    return mode
-
-
-def _file_clock_ghz(parser: configparser.ConfigParser, text: str, file: str) -> float | None:
-    """``[archsim] ClockGHz`` in GHz, checked as every clock is (:func:`archsim.clock.checked_clock`), else refused
-    at its line; None where the file does not write it."""
-    if not parser.has_option("archsim", "ClockGHz"):
-        return None
-    try:
-        return checked_clock(parser["archsim"]["ClockGHz"].strip(), "GHz")
-    except ValueError as exc:
-        raise InputError(str(exc), file=file, line=_key_line(text, "ClockGHz"), field="ClockGHz") from None
-
-
-@dataclass(frozen=True)
-class CfgStated:
-    """What a SCALE-Sim ``.cfg`` writes of its clock and DRAM interface, read as :func:`read_scalesim_cfg` reads it
-    (:func:`cfg_stated`). clock_ghz: ``[archsim] ClockGHz`` (GHz), None where not written; bandwidth: whether
-    ``[architecture_presets] Bandwidth`` is written (the reader's default 10 words/cycle is no statement);
-    interface: ``[run_presets] InterfaceBandwidth``, "USER" or "CALC", None where not written (SCALE-Sim then runs
-    CALC)."""
-
-    clock_ghz: float | None
-    bandwidth: bool
-    interface: str | None
-
-
-def cfg_stated(path: str | Path) -> CfgStated:
-    """The clock, ``Bandwidth`` and interface mode a ``.cfg`` writes (:class:`CfgStated`), parsed by the rules of
-    :func:`read_scalesim_cfg` (one configparser reading, a BOM dropped, the same checks and one-line refusals), so
-    that what the cycle engine's DRAM rate and notes read of a file is what the array was read from."""
-    text = read_text(path, "config file", encoding="utf-8-sig")
-    file = str(path)
-    parser = cfg_parser(text, file)
-    return CfgStated(_file_clock_ghz(parser, text, file), parser.has_option("architecture_presets", "Bandwidth"),
-                     _interface_mode(parser, text, file))
-
-
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
                      sparsity: bool = False, layouts: bool = False, dtype_flag: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
@@ -364,7 +317,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line_of(key), field=key) from None
 
-    mode = _interface_mode(parser, text, file) or "CALC"  # SCALE-Sim's default
+    mode = cfg_interface_mode(parser, text, file) or "CALC"  # SCALE-Sim's default
     bandwidth: tuple[int, ...] = (10,)
     if arch.get("Bandwidth") is not None:
         raw = arch.get("Bandwidth", "")
@@ -400,7 +353,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
                 raise InputError(f"USER mode splits the {rate} words/cycle of {prefix}SRAMBankBandwidth evenly over "
                                  f"the banks; {raw!r} banks do not divide it", file=file, line=line_of(key), field=key)
 
-    if clock_hz is None and (ghz := _file_clock_ghz(parser, text, file)) is not None:
+    if clock_hz is None and (ghz := cfg_clock_ghz(parser, text, file)) is not None:
         clock_hz = ghz * UNIT_HZ["GHz"]
 
     if device is not None and arch.get("Bandwidth") is not None:  # the default 10 is no statement

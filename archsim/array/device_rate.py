@@ -29,7 +29,7 @@ def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float
     ``.cfg`` device file's ``Bandwidth`` already must equal its ``hbm_gbps`` (:func:`~archsim.array.device_sections.
     check_bandwidth_once`): so each of the ifmap, filter and ofmap buffers reads (or writes) at the chip's whole
     rate, the chip's total not divided among them (three buffers streaming at once draw up to 3 × hbm_gbps)."""
-    from archsim.array.config import cfg_stated
+    from archsim.array.cfg_lines import cfg_stated
     from archsim.array.device_sections import cfg_device_sections, toml_sections
     from archsim.validate import read_text
 

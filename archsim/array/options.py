@@ -204,7 +204,7 @@ def calc_mode_note(config: str | Path) -> str | None:
     stalls there, the engine simulates the DRAM at ``Bandwidth`` words/cycle all the same (SCALE-Sim's USER mode),
     so its stalls are not what SCALE-Sim would report for that file. None for a USER file or one naming no mode
     (which SCALE-Sim would not read)."""
-    from archsim.array.config import cfg_stated
+    from archsim.array.cfg_lines import cfg_stated
     from archsim.array.device_sections import is_device_toml
 
     if is_device_toml(config) or cfg_stated(config).interface != "CALC":  # read once already: no error here

@@ -60,7 +60,7 @@ def file_sha256(path: str) -> str:
 
 def states_bandwidth(device_path: str) -> bool:
     """Whether a .cfg device file states SCALE-Sim's ``Bandwidth`` (SCALE-Sim's default is no statement)."""
-    from archsim.array.config import cfg_stated
+    from archsim.array.cfg_lines import cfg_stated
 
     if Path(device_path).suffix.lower() != ".cfg":
         return False

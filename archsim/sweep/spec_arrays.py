@@ -90,8 +90,7 @@ def _axes_set(path: Path, array: ArrayConfig) -> tuple[str, ...]:
     them), its DRAM bandwidth where it writes ``Bandwidth`` (else the reader's default 10, no statement, as
     ``--bandwidth`` may set), its clock where it writes ``[archsim] ClockGHz``, its energy table where its
     ``[energy]`` names one."""
-    from archsim.array.cfg_lines import cfg_parser
-    from archsim.array.config import cfg_stated
+    from archsim.array.cfg_lines import cfg_parser, cfg_stated
 
     text = read_text(path, "config file", encoding="utf-8-sig")
     stated = {"sram_kb": True, "bandwidths": cfg_stated(path).bandwidth, "clocks_ghz": array.clock_hz is not None,
