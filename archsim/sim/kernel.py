@@ -59,8 +59,8 @@ def run_arrays(arrays: ProblemArrays, rank: np.ndarray, n_links: int, blocking: 
             (ints(t_dep[:t_count]), ints(t_link[:t_count]), floats(t_start[:t_count]), floats(t_end[:t_count])))
 
 
-_KERNELS = ("_rank_push", "_rank_pop", "_less", "_key_push", "_key_pop", "_sort_head", "_arrive", "_make_ready",
-            "_run")
+_KERNELS = ("_rank_push", "_rank_pop", "_less", "_key_push", "_key_pop", "_sort_head", "_mark", "_arrive",
+            "_make_ready", "_run")
 
 
 @functools.cache
@@ -209,6 +209,16 @@ def _sort_head(a, n):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _mark(dirty, listed, n, x):  # pragma: no cover - compiled
+    """Processor or link ``x`` marked for a look once (``dirty``, listed in ``listed``); the new count of marked."""
+    if not dirty[x]:
+        dirty[x] = True
+        listed[n] = x
+        n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
 def _arrive(c, waiting, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pin_base, pinned_size, stream_base,
             dirty_proc, dirty_procs, n_dirty_procs):  # pragma: no cover - compiled
     """One dependency of op c is met: when it was the last, c becomes ready (:func:`_make_ready`).
@@ -234,10 +244,7 @@ def _make_ready(c, proc_of, pin, rank, ready, ready_base, ready_size, pinned, pi
         g = stream_base[cp] + pin[c]
         _rank_push(pinned, pin_base[g], pinned_size[g], c, rank)
         pinned_size[g] += 1
-    if not dirty_proc[cp]:
-        dirty_proc[cp] = True
-        dirty_procs[n_dirty_procs] = cp
-        n_dirty_procs += 1
+    n_dirty_procs = _mark(dirty_proc, dirty_procs, n_dirty_procs, cp)
     return n_dirty_procs
 
 
@@ -358,15 +365,11 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_src, dep_dst, 
             if b < 0:  # an op ended on stream -1 - b
                 i = a
                 p = proc_of[i]
-                if holds[i] > 0:  # a blocking send: the stream stays taken until its transfers end
-                    held_stream[i] = -1 - b
-                else:
+                held_stream[i] = -1 - b
+                if holds[i] == 0:  # else a blocking send: the stream stays taken until its transfers end
                     free[stream_base[p] - 1 - b] = True
                     n_free[p] += 1
-                    if not dirty_proc[p]:
-                        dirty_proc[p] = True
-                        dirty_procs[n_dirty_procs] = p
-                        n_dirty_procs += 1
+                    n_dirty_procs = _mark(dirty_proc, dirty_procs, n_dirty_procs, p)
                 for e in range(ptr[i], ptr[i + 1]):
                     d = out_dep[e]
                     c = dep_dst[d]
@@ -380,16 +383,10 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_src, dep_dst, 
                         _key_push(q_time, q_key, q_seq, q_dep, q_dep2, link_base[l], q_size[l], now, rank[c], seq,
                                   d, d)
                         q_size[l] += 1
-                        if not dirty_link[l]:
-                            dirty_link[l] = True
-                            dirty_links[n_dirty_links] = l
-                            n_dirty_links += 1
+                        n_dirty_links = _mark(dirty_link, dirty_links, n_dirty_links, l)
             else:  # a transfer of dependency a ended on link b
                 busy[b] = False
-                if not dirty_link[b]:
-                    dirty_link[b] = True
-                    dirty_links[n_dirty_links] = b
-                    n_dirty_links += 1
+                n_dirty_links = _mark(dirty_link, dirty_links, n_dirty_links, b)
                 i = dep_src[a]
                 if holds[i] > 0:  # a blocking send's transfer: its sender's stream is free after its last one
                     holds[i] -= 1
@@ -397,10 +394,7 @@ def _run(proc_of, pin, duration, rank, waiting, ptr, out_dep, dep_src, dep_dst, 
                         p = proc_of[i]
                         free[stream_base[p] + held_stream[i]] = True
                         n_free[p] += 1
-                        if not dirty_proc[p]:
-                            dirty_proc[p] = True
-                            dirty_procs[n_dirty_procs] = p
-                            n_dirty_procs += 1
+                        n_dirty_procs = _mark(dirty_proc, dirty_procs, n_dirty_procs, p)
                 n_dirty_procs = _arrive(dep_dst[a], waiting, proc_of, pin, rank, ready, ready_base, ready_size, pinned,
                                         pin_base, pinned_size, stream_base, dirty_proc, dirty_procs, n_dirty_procs)
     return count, s_op, s_proc, s_stream, s_start, s_end, t_count, t_dep, t_link, t_start, t_end
