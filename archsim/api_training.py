@@ -47,14 +47,13 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
           max_ops: int | str | None = None, distributed_optimizer: bool = False,
           fsdp: bool = False, cp: int | str = 1, cp_comm: str = "p2p",
-          fsdp_reshard: str = "after-forward",
-          fsdp_grad_sync: str = "micro-batch",
+          fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch",
           cp_hierarchy: str | Sequence[int | str] | None = None, ep: int | str = 1,
           etp: int | str | None = None, moe_expert_capacity_factor: float | str | None = None,
           moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: float | str | None = None,
           fp8: str | None = None, fp8_param_gather: bool = False, overlap_moe_expert_parallel_comm: bool = False,
-          moe_shared_expert_overlap: bool = False, mtp_layers: int | str | None = None,
-          p2p: str = "overlapped") -> tuple[TrainResult, Throughput]:
+          moe_shared_expert_overlap: bool = False, mtp_layers: int | str | None = None, p2p: str = "overlapped",
+          ) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
@@ -71,9 +70,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     ``moe_load_imbalance``: ``--moe-load-imbalance``, the busiest EP rank's rows over the mean (≥ 1), None uniform;
     ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off; ``fp8_param_gather``: True or False, ``--fp8-param-gather``;
     ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: True or False, their flags,
-    :mod:`archsim.training.moe_overlap`; ``mtp_layers``: ``--mtp-layers``, None the model's own,
-    :mod:`archsim.training.mtp`; ``p2p``: ``--p2p``, ``"overlapped"``, ``"blocking"`` or ``"megatron"``,
-    :attr:`archsim.training.parallel.Parallelism.p2p_blocking`).
+    :mod:`archsim.training.moe_overlap`; ``mtp_layers``: ``--mtp-layers``, None the model's own, :mod:`archsim.training.mtp`;
+    ``p2p``: ``--p2p``, ``"overlapped"``, ``"blocking"`` or ``"megatron"``, :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
