@@ -172,8 +172,11 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method: str = "layerpipe", **options) -> Partition:
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
-    to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`
-    and ``bandwidth``), an unknown one refused in one line naming the nearest valid one.
+    to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`),
+    an unknown one refused in one line naming the nearest valid one. ``bandwidth`` is refused: ``archsim pipeline
+    --bandwidth`` is the cycle engine's DRAM words per cycle, priced into the profile (:func:`profile`), and the
+    stages' link is ``link_bandwidth``, :func:`simulate`'s (a plan made for a link between the processors: ``processors``
+    a :meth:`Topology.flat(P, bytes_per_unit) <archsim.spp.topology.Topology.flat>`).
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints, and so does Algorithm 1's plan
     slower than its plan on fewer processors (:func:`~archsim.planners.fewer_processors_note`)."""
@@ -186,7 +189,7 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
     if planner is not None and planner.partition is not None:
         flags = ("split_axes",) if "axes" in planner.options else ()  # --split-axes, the partitioner's axes
-        check_keywords(options, ("bandwidth", *planner.options, *flags), f"pipeline with method={method!r}")
+        check_keywords(options, (*planner.options, *flags), f"pipeline with method={method!r}")
         options = _layerpipe_flags(options)
     if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too), 1 … 4096
         from archsim.validate import MAX_PROCESSORS

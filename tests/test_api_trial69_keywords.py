@@ -1,0 +1,39 @@
+"""User trial 69, second pass (archsim driven as a Python library): keywords that meant something else than the
+flag of the same name, settings that changed nothing without a word, names a notebook could not import — each
+checked against the command's own rule or words, not against the API's output."""
+
+from __future__ import annotations
+
+import pytest
+
+import archsim
+from archsim.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def sample_profile():
+    return archsim.profile("layerpipe_sample", array="32x32", batch=32)
+
+
+# --- pipeline: bandwidth is --bandwidth's DRAM words per cycle, never a link -------------------------------------------
+# Failed before: archsim.pipeline(profile, processors=3, bandwidth=4) planned over links of 4 bytes per cycle between
+# the processors, while `archsim pipeline --bandwidth 4` is the cycle engine's DRAM words per cycle (and the CLI's link
+# between stages is --link-bandwidth, the simulated hops'): one name, two meanings.
+
+@pytest.mark.parametrize("method", ["layerpipe", "pipedream", "gpipe", "ooo"])
+def test_pipeline_refuses_bandwidth_pointing_at_profile_and_link(sample_profile, method):
+    with pytest.raises(InputError) as caught:
+        archsim.pipeline(sample_profile, processors=3, method=method, bandwidth=4)
+    said = str(caught.value)
+    assert "\n" not in said and "DRAM words per cycle" in said
+    assert "archsim.profile(" in said and "link_bandwidth" in said and "Topology.flat" in said
+
+
+def test_pipeline_link_plan_stays_reachable_by_a_flat_topology(sample_profile):
+    """The plan made for a link between processors, what bandwidth= gave, is processors=Topology.flat(P, B)'s:
+    PipeDream's optimizer on one level at B bytes per cycle (archsim.partition.pipedream, called directly)."""
+    from archsim.partition.pipedream import pipedream_partition
+    from archsim.spp.topology import Topology
+
+    plan = archsim.pipeline(sample_profile, processors=Topology.flat(3, 2.0), method="pipedream")
+    assert plan == pipedream_partition(sample_profile, 3, bandwidth=2.0)
