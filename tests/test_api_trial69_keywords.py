@@ -37,3 +37,36 @@ def test_pipeline_link_plan_stays_reachable_by_a_flat_topology(sample_profile):
 
     plan = archsim.pipeline(sample_profile, processors=Topology.flat(3, 2.0), method="pipedream")
     assert plan == pipedream_partition(sample_profile, 3, bandwidth=2.0)
+
+
+# --- pipeline: an unknown keyword's line lists the keywords a user gives, not the partitioners' parts --------------------
+# Failed before: archsim.pipeline(profile, processors=3, alphaa=1) listed "alpha, axes, bandwidth, borrow, coster,
+# max_rounds, search, split_axes" — internal parameters (a DeltaCoster, the search's round cap) beside the flags.
+
+PIPELINE_LAYERPIPE_FLAGS = ("--alpha", "--borrow", "--split-axes")  # archsim pipeline's flags that tune Algorithm 1
+
+
+def test_pipeline_unknown_keyword_lists_the_flags_keywords(sample_profile):
+    from archsim.cli import build_parser
+
+    parser = build_parser()
+    pipeline_parser = next(action for action in parser._subparsers._group_actions).choices["pipeline"]
+    assert all(flag in pipeline_parser._option_string_actions for flag in PIPELINE_LAYERPIPE_FLAGS)
+    with pytest.raises(InputError) as caught:
+        archsim.pipeline(sample_profile, processors=3, method="layerpipe", alphaa=1.05)
+    said = str(caught.value)
+    listed = said.split(" takes ")[1].split(", ")
+    assert sorted(listed) == sorted(flag[2:].replace("-", "_") for flag in PIPELINE_LAYERPIPE_FLAGS)
+    assert "did you mean 'alpha'" in said
+
+
+@pytest.mark.parametrize("method", ["layerpipe", "pipedream", "gpipe"])
+def test_pipeline_listed_keywords_are_taken(sample_profile, method):
+    """Every keyword the line lists runs (at its partitioner's default), so the list offers nothing refused."""
+    from archsim.api import PIPELINE_KEYWORDS
+
+    defaults = {"alpha": 1.05, "borrow": "paper", "split_axes": "channels", "replication": False,
+                "use_fewer_machines": False, "balance": "layers"}
+    plan = archsim.pipeline(sample_profile, processors=2, method=method,
+                            **{name: defaults[name] for name in PIPELINE_KEYWORDS[method]})
+    assert plan.method == method
