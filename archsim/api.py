@@ -79,8 +79,9 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     them, unless ``element_bytes`` or an ``ArrayConfig`` says otherwise; ``fp16``, ``bf16``, ``fp32``); the
     array keywords as :func:`array_config`; a clock (``clock_ghz`` or the .cfg's)
     adds ``X_seconds`` after every ``X_cycles``; ``energy=True`` adds each layer's F/G/D energy (pJ)
-    priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45); the network
-    keywords as :func:`load_network`."""
+    priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45), which prices the meta's areas
+    (``pe_array_mm2``, ``sram_mm2``, ``area_mm2``) with or without ``energy``; the network keywords as
+    :func:`load_network`."""
     from archsim.array.costing import cost_frame
     from archsim.array.options import check_bandwidth_engine
     from archsim.console import library_note

@@ -70,3 +70,34 @@ def test_pipeline_listed_keywords_are_taken(sample_profile, method):
     plan = archsim.pipeline(sample_profile, processors=2, method=method,
                             **{name: defaults[name] for name in PIPELINE_KEYWORDS[method]})
     assert plan.method == method
+
+
+# --- cost: energy_table without energy prices the areas, so it is taken, and the help says so ---------------------------
+# The trial took archsim.cost(..., energy_table=T) without energy=True (and --energy-table without --energy) for a
+# setting that changes nothing; it prices the meta's areas, which cost states with or without --energy. Failed before:
+# --energy-table's help named no area, so nothing told a user why the flag is taken alone.
+
+def test_energy_table_alone_prices_the_areas(tmp_path):
+    """A table whose 1-byte MAC is 419 µm² larger: a 32 × 32 array's PE area grows by 1024 × 419 µm² (hand count),
+    with energy left off; nothing else in the meta's areas moves."""
+    from test_docs import ROOT
+
+    text = (ROOT / "configs" / "energy" / "horowitz45.toml").read_text(encoding="utf-8")
+    assert '"1" = { pj = 0.3, um2 = 419.0 }' in text
+    table = tmp_path / "bigmac.toml"
+    table.write_text(text.replace('"1" = { pj = 0.3, um2 = 419.0 }', '"1" = { pj = 0.3, um2 = 838.0 }'), encoding="utf-8")
+    shipped = archsim.cost("ffnn8", array="32x32").meta
+    bigger = archsim.cost("ffnn8", array="32x32", energy_table=table).meta
+    assert bigger["pe_array_mm2"] - shipped["pe_array_mm2"] == pytest.approx(1024 * 419e-6, rel=1e-9)
+    assert bigger["sram_mm2"] == shipped["sram_mm2"]
+
+
+def test_energy_table_help_says_it_prices_the_areas(capsys):
+    from archsim.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["cost", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    flag = help_text[help_text.index("--energy-table NAME|FILE.toml per-access"):]
+    flag = flag[:flag.index("--geometry")]
+    assert "area" in flag and "without --energy" in flag
