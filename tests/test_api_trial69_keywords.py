@@ -101,3 +101,46 @@ def test_energy_table_help_says_it_prices_the_areas(capsys):
     flag = help_text[help_text.index("--energy-table NAME|FILE.toml per-access"):]
     flag = flag[:flag.index("--geometry")]
     assert "area" in flag and "without --energy" in flag
+
+
+# --- archsim exports the types its jobs return --------------------------------------------------------------------------
+# Failed before: archsim.TrainResult, archsim.SearchResult, archsim.CostResult, archsim.ScheduleResult, … raised
+# AttributeError, so a notebook's `def report(run: archsim.TrainResult)` could not be written.
+
+def _returned_type_names(annotation: str) -> set[str]:
+    """The archsim class names a job's return annotation (a string: the modules use postponed annotations) spells,
+    less the standard ones (Path) and pandas' (pd.DataFrame)."""
+    import re
+
+    return {name for name in re.findall(r"(?<![.\w])([A-Z]\w*)", annotation) if name != "Path"}
+
+
+def test_every_jobs_return_type_is_exported():
+    import inspect
+
+    jobs = {name: getattr(archsim, name) for name in archsim.__all__ if name[0].islower() and name != "__version__"}
+    returned: set[str] = set()
+    for name, job in jobs.items():
+        if inspect.isfunction(job):
+            returned |= _returned_type_names(str(inspect.signature(job).return_annotation))
+    assert {"TrainResult", "Throughput", "SearchResult", "CostResult", "ScheduleResult", "TableResult"} <= returned
+    for name in sorted(returned):
+        assert name in archsim.__all__ and name in dir(archsim), name
+        assert inspect.isclass(getattr(archsim, name)) and getattr(archsim, name).__name__ == name
+
+
+def test_a_jobs_result_is_an_instance_of_the_exported_type(sample_profile):
+    plan = archsim.pipeline(sample_profile, processors=2)
+    assert isinstance(sample_profile, archsim.LayerProfile) and isinstance(plan, archsim.Partition)
+    assert isinstance(archsim.cost("ffnn8", array="32x32"), archsim.CostResult)
+    assert isinstance(archsim.cost("ffnn8", array="32x32"), archsim.TableResult)
+
+
+def test_import_archsim_loads_no_result_module():
+    """The result types load on first use, as the jobs do: `import archsim` (and `archsim --help`) stays small."""
+    import subprocess
+    import sys
+
+    code = ("import sys, archsim; print(sorted(m for m in sys.modules if m.startswith('archsim')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['archsim', 'archsim.lazy']"
