@@ -144,3 +144,44 @@ def test_import_archsim_loads_no_result_module():
     code = ("import sys, archsim; print(sorted(m for m in sys.modules if m.startswith('archsim')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "['archsim', 'archsim.lazy']"
+
+
+# --- a TransformerConfig built in Python keeps its learned position table's limit, as a config.json does ---------------
+# Failed before: TransformerConfig(..., positions=1024) (position_limit left 0) trained at seq=2048 without a word,
+# while `archsim train gpt2.json --seq 2048` refused: GPT-2's table has 1024 rows and no row past them.
+
+def _gpt(**extra):
+    from archsim.workload.transformer import TransformerConfig
+
+    return TransformerConfig("tiny-gpt", "gpt", 2, 64, 4, 256, 1024, 256, 4, positions=1024, **extra)
+
+
+def test_a_python_config_refuses_a_seq_past_its_positions_as_a_file_does():
+    from test_docs import ROOT
+
+    cluster = str(ROOT / "configs" / "clusters" / "a100_node.toml")
+    with pytest.raises(InputError) as built:
+        archsim.train(_gpt(), cluster=cluster, global_batch=8, seq=2048)
+    with pytest.raises(InputError) as read:  # GPT-2's config.json: n_positions 1024, the same rule
+        archsim.train(str(ROOT / "configs" / "transformers" / "gpt2.json"), cluster=cluster, global_batch=8, seq=2048)
+    for caught in (built, read):
+        assert caught.value.where.field == "seq" and "learns 1024 position embeddings" in str(caught.value)
+        assert "at most 1024" in str(caught.value)
+
+
+def test_a_stated_limit_and_a_toml_keep_their_rule():
+    """position_limit given wins over positions (0: none, as a [transformer] TOML's stand-in table, which takes any
+    seq); seq up to the table's rows runs."""
+    from dataclasses import replace
+
+    from test_docs import ROOT
+
+    from archsim.workload.model_files import load_transformer
+
+    assert _gpt().seq_limit == 1024 and replace(_gpt(), seq=1024).seq == 1024
+    assert replace(_gpt(position_limit=0), seq=4096).seq == 4096
+    with pytest.raises(InputError, match="learns 1024"):
+        replace(_gpt(position_limit=0), position_limit=1024, seq=2048)
+    toml = load_transformer(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
+    assert toml.positions == toml.seq and toml.seq_limit == 0
+    assert replace(toml, seq=4 * toml.seq).seq == 4 * toml.seq
