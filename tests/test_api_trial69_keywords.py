@@ -185,3 +185,36 @@ def test_a_stated_limit_and_a_toml_keep_their_rule():
     toml = load_transformer(ROOT / "configs" / "transformers" / "gpt3_1.3b.toml")
     assert toml.positions == toml.seq and toml.seq_limit == 0
     assert replace(toml, seq=4 * toml.seq).seq == 4 * toml.seq
+
+
+# --- run_sweep: a TOML document given as text is refused as text --------------------------------------------------------
+# Failed before: archsim.run_sweep(toml_text) printed the whole TOML as a file name, then ": sweep spec not found".
+
+SWEEP_TEXT = ('[sweep]\nname = "t"\nnetworks = ["ffnn8"]\narrays = ["32x32"]\nbatches = [16]\nprocessors = [2]\n'
+              'methods = ["layerpipe"]\n')
+
+
+@pytest.mark.parametrize("job", ["run_sweep", "sweep_cache"])
+def test_sweep_spec_text_is_refused_as_text(tmp_path, job):
+    with pytest.raises(InputError) as caught:
+        getattr(archsim, job)(SWEEP_TEXT, out=tmp_path / "out")
+    said = str(caught.value)
+    assert caught.value.where.field == "spec" and "\n" not in said
+    assert "expects a path to a sweep spec TOML, got text" in said and "not found" not in said
+    assert 'name = "t"' not in said  # the document is not echoed as a file name
+    assert not (tmp_path / "out").exists()
+
+
+def test_write_report_spec_text_is_refused_as_text(tmp_path):
+    with pytest.raises(InputError, match="expects a path to a sweep spec TOML, got text"):
+        archsim.write_report(tmp_path, spec=SWEEP_TEXT)
+
+
+def test_a_spec_path_still_runs(tmp_path):
+    """A real path (this one holds '=' in its folder name) is a path, read as before."""
+    folder = tmp_path / "a=b"
+    folder.mkdir()
+    spec = folder / "t.toml"
+    spec.write_text(SWEEP_TEXT, encoding="utf-8")
+    use = archsim.sweep_cache(str(spec), out=tmp_path / "out")
+    assert use is not None
