@@ -50,10 +50,26 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import train_sweep as train_sweep
     from archsim.api import validate_gpu as validate_gpu
     from archsim.api import write_report as write_report
+    from archsim.api_collectives import CollectiveCost as CollectiveCost
+    from archsim.api_plan import PlanResult as PlanResult
+    from archsim.api_schedule import ScheduleResult as ScheduleResult
+    from archsim.api_train_sweep import SweepResult as SweepResult
+    from archsim.array.analytic import GemmCost as GemmCost
     from archsim.array.analytic import gemm_cost as gemm_cost
     from archsim.array.config import ArrayConfig as ArrayConfig
     from archsim.array.config import read_scalesim_cfg as read_scalesim_cfg
+    from archsim.cost_json import CostResult as CostResult
+    from archsim.dfg.of_plan import PlanDFG as PlanDFG
     from archsim.errors import InputError as InputError
+    from archsim.partition.profile import LayerProfile as LayerProfile
+    from archsim.partition.result import Partition as Partition
+    from archsim.sim.timeline import Timeline as Timeline
+    from archsim.sweep.cache import CacheUse as CacheUse
+    from archsim.table_result import TableResult as TableResult
+    from archsim.training.run import TrainResult as TrainResult
+    from archsim.training.runs_result import RunsResult as RunsResult
+    from archsim.training.search_result import SearchResult as SearchResult
+    from archsim.training.throughput import Throughput as Throughput
     from archsim.workload.layer import Layer as Layer
     from archsim.workload.layer import Network as Network
 
@@ -93,6 +109,23 @@ _EXPORTS = {
     "Layer": "archsim.workload.layer:Layer",
     "Network": "archsim.workload.layer:Network",
     "InputError": "archsim.errors:InputError",
+    # the jobs' result types, for a user's type hints (def f(result: archsim.TrainResult)); loaded on first use too
+    "CacheUse": "archsim.sweep.cache:CacheUse",
+    "CollectiveCost": "archsim.api_collectives:CollectiveCost",
+    "CostResult": "archsim.cost_json:CostResult",
+    "GemmCost": "archsim.array.analytic:GemmCost",
+    "LayerProfile": "archsim.partition.profile:LayerProfile",
+    "Partition": "archsim.partition.result:Partition",
+    "PlanDFG": "archsim.dfg.of_plan:PlanDFG",
+    "PlanResult": "archsim.api_plan:PlanResult",
+    "RunsResult": "archsim.training.runs_result:RunsResult",
+    "ScheduleResult": "archsim.api_schedule:ScheduleResult",
+    "SearchResult": "archsim.training.search_result:SearchResult",
+    "SweepResult": "archsim.api_train_sweep:SweepResult",
+    "TableResult": "archsim.table_result:TableResult",
+    "Throughput": "archsim.training.throughput:Throughput",
+    "Timeline": "archsim.sim.timeline:Timeline",
+    "TrainResult": "archsim.training.run:TrainResult",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]  # noqa: PLE0604 (the lazy exports' names, strings)

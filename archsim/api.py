@@ -79,8 +79,9 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
     them, unless ``element_bytes`` or an ``ArrayConfig`` says otherwise; ``fp16``, ``bf16``, ``fp32``); the
     array keywords as :func:`array_config`; a clock (``clock_ghz`` or the .cfg's)
     adds ``X_seconds`` after every ``X_cycles``; ``energy=True`` adds each layer's F/G/D energy (pJ)
-    priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45); the network
-    keywords as :func:`load_network`."""
+    priced by ``energy_table`` (a name or TOML; default the .cfg's, else horowitz45), which prices the meta's areas
+    (``pe_array_mm2``, ``sram_mm2``, ``area_mm2``) with or without ``energy``; the network keywords as
+    :func:`load_network`."""
     from archsim.array.costing import cost_frame
     from archsim.array.options import check_bandwidth_engine
     from archsim.console import library_note
@@ -172,8 +173,13 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method: str = "layerpipe", **options) -> Partition:
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
-    to the partitioner (LayerPipe: ``alpha`` and ``split_axes`` (``--split-axes``; also ``axes``); each method's :attr:`~archsim.planners.Planner.options`
-    and ``bandwidth``), an unknown one refused in one line naming the nearest valid one.
+    to the partitioner (LayerPipe: ``alpha``, ``borrow`` and ``split_axes``, its flags; PipeDream: ``replication`` and
+    ``use_fewer_machines``; GPipe: ``balance``: :data:`PIPELINE_KEYWORDS`), an unknown one refused in one line naming
+    the nearest of those and listing them (the partitioners' internal parameters, :attr:`~archsim.planners.Planner.options`,
+    are taken but not listed). ``bandwidth`` is refused: ``archsim pipeline
+    --bandwidth`` is the cycle engine's DRAM words per cycle, priced into the profile (:func:`profile`), and the
+    stages' link is ``link_bandwidth``, :func:`simulate`'s (a plan made for a link between the processors: ``processors``
+    a :meth:`Topology.flat(P, bytes_per_unit) <archsim.spp.topology.Topology.flat>`).
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints, and so does Algorithm 1's plan
     slower than its plan on fewer processors (:func:`~archsim.planners.fewer_processors_note`)."""
@@ -186,7 +192,8 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     planner = PLANNERS.get(method)  # an unknown method is partition's to refuse, as --method's
     if planner is not None and planner.partition is not None:
         flags = ("split_axes",) if "axes" in planner.options else ()  # --split-axes, the partitioner's axes
-        check_keywords(options, ("bandwidth", *planner.options, *flags), f"pipeline with method={method!r}")
+        check_keywords(options, (*planner.options, *flags), f"pipeline with method={method!r}",
+                       shown=PIPELINE_KEYWORDS.get(method, ()))
         options = _layerpipe_flags(options)
     if not isinstance(processors, Topology):  # a count, read as --processors reads it ("3" too), 1 … 4096
         from archsim.validate import MAX_PROCESSORS
@@ -200,6 +207,16 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     if fewer:
         library_note(fewer, stacklevel=3)
     return plan
+
+
+# Each partitioner's keywords a user gives archsim.pipeline, those an unknown keyword's line lists: LayerPipe's are
+# archsim pipeline's --alpha, --borrow and --split-axes; PipeDream's optimizer switches (archsim plan's
+# --use-fewer-machines; replication False is its --straight-pipeline) and GPipe's balance have no pipeline flag but are
+# settings, not parts. The partitioners' other parameters (LayerPipe's axes, coster, search, max_rounds; PipeDream's
+# options object) are still taken, for code that calls them so, but are no flag's and not listed.
+PIPELINE_KEYWORDS: dict[str, tuple[str, ...]] = {"layerpipe": ("alpha", "borrow", "split_axes"),
+                                                 "pipedream": ("replication", "use_fewer_machines"),
+                                                 "gpipe": ("balance",)}
 
 
 def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:

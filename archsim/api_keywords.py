@@ -233,10 +233,12 @@ def check_blank(kwargs: dict, flags: set[str]) -> None:
             raise InputError(EMPTY_VALUE, field=name.replace("_", "-"))
 
 
-def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> None:
+def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str, *, shown: tuple[str, ...] | None = None) -> None:
     """Keywords a function gathers in ``**options``: one not in ``valid`` is refused in one line naming it and
     the nearest valid one, not a TypeError from the function it reached; another training job's layout keyword
-    (``archsim.search(tp=2)``) with what to give instead (:func:`~archsim.training.job_settings.elsewhere`), not a word it resembles (``top``)."""
+    (``archsim.search(tp=2)``) with what to give instead (:func:`~archsim.training.job_settings.elsewhere`), not a word it resembles (``top``).
+    ``shown``: the keywords the line lists and suggests (default ``valid``): the user-facing ones where ``valid`` also
+    holds a partitioner's internal parameters (``coster``, ``max_rounds``), taken but no flag's."""
     from archsim.console import as_keywords
     from archsim.errors import InputError
     from archsim.output_hints import command_outputs
@@ -245,11 +247,12 @@ def check_keywords(given: Iterable[str], valid: tuple[str, ...], what: str) -> N
 
     with as_keywords():  # called before the job speaks its keywords: the hint names them so
         hints = {**command_outputs(what), **elsewhere(what.removeprefix("archsim."))}
+    listed = valid if shown is None else shown
     for name in sorted(set(given) - set(valid)):  # a near one only: gpus is no misspelt max_ops
         value = given.get(name) if isinstance(given, dict) else None  # a layout the hint quotes back
         hint = f" ({name} {with_layout(hints[name], value if isinstance(value, str) else None)})" if name in hints \
-            else did_you_mean(name, valid)
-        raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(valid)) or 'none'}", field=name)
+            else did_you_mean(name, listed)
+        raise InputError(f"unknown keyword{hint}; {what} takes {', '.join(sorted(listed)) or 'none'}", field=name)
 
 
 def listed(value, field: str, *, single: bool = False) -> tuple:

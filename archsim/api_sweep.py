@@ -85,6 +85,21 @@ def sweep_cache(spec, *, out: str | Path | None = None, prune: bool = False, for
     return prune_cache(spec, folder, force=force) if prune else cache_use(spec, folder)
 
 
+def check_spec_path(spec: object) -> None:
+    """``spec`` as ``archsim sweep``'s SPEC: a path (str or Path). A TOML document given as the text itself (a
+    newline, ``=`` or ``[`` in a string that names no file) is refused as text, not looked up as a file name that
+    printed the whole document before ": sweep spec not found"; a spec's files are found beside it, so text, which
+    has no folder, is not read."""
+    from archsim.errors import InputError
+
+    if isinstance(spec, str) and any(mark in spec for mark in "\n=[") and not Path(spec).exists():
+        first = next((line.strip() for line in spec.splitlines() if line.strip()), "")
+        shown = first if len(first) <= 40 else first[:37] + "..."
+        raise InputError(f"expects a path to a sweep spec TOML, got text (starting {shown!r}): write it to a .toml "
+                         "file and give its path (a spec's network and device files are found beside it)", field="spec")
+    check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
+
+
 def _spec_and_folder(spec, out, max_configs) -> tuple[Any, Path, int]:
     """``spec`` read (a TOML path, or a spec as it is), its results folder (``out``, default ``results/<spec name>``)
     and the configuration cap, checked as ``archsim sweep`` checks SPEC, ``--out`` and ``--max-configs``: one reading
@@ -95,7 +110,7 @@ def _spec_and_folder(spec, out, max_configs) -> tuple[Any, Path, int]:
     if out is not None:
         check_path(out, "out", "a folder path or None")
     if not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
-        check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
+        check_spec_path(spec)
     max_configs = positive_int(max_configs, "max-configs", high=2**53, what="a configuration count")
     spec = spec if isinstance(spec, (SweepSpec, DeviceSweepSpec)) else load_spec(spec, max_configs=max_configs)
     return spec, Path(out) if out is not None else Path("results") / spec.name, max_configs
@@ -117,7 +132,7 @@ def write_report(results: str | Path, *, out: str | Path | None = None, spec=Non
         check_path(out, "out", "a report path (str or Path)")
     check_path(results, "results", "a sweep's results folder (str or Path)")
     if spec is not None and not isinstance(spec, (SweepSpec, DeviceSweepSpec)):
-        check_path(spec, "spec", "a sweep spec path, a SweepSpec or a DeviceSweepSpec")
+        check_spec_path(spec)
     folder = results_folder(results)  # archsim report's: a linked entry refused before anything is read
     out = Path("reports") / f"{folder.name}.html" if out is None else out  # archsim report's default
     report_apart(out, folder, "out")  # archsim report --out's check: not over the results it is drawn from

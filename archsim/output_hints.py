@@ -33,6 +33,11 @@ def command_outputs(what: str) -> dict[str, str]:
                       f"(archsim.profile(network, {name}=…)), and archsim.pipeline takes it as it is"
                 for name in ("array", "config", "dataflow", "dtype", "element_bytes", "engine", "sram_kb", "clock_ghz",
                              "batch", "mode", "geometry", "only", "shapes", "unsupported", "input_shape", "dim")}),
+            **({} if not what.startswith("pipeline") else {  # --bandwidth is DRAM words/cycle, not a link: said so
+                "bandwidth": "is archsim pipeline's --bandwidth, DRAM words per cycle priced into the profile "
+                             "(archsim.profile(network, engine='cycle', bandwidth=…)); the link between stages is "
+                             "link_bandwidth=… of archsim.simulate (a plan made for that link: processors=archsim.spp."
+                             "topology.Topology.flat(P, BYTES))"}),
             **({} if not what.startswith("pipeline") else {
                 name: f"is archsim pipeline's run of the plan: archsim.{job}(plan, profile, microbatches=M{extra}) {does}"
                 for name, job, extra, does in (

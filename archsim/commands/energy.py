@@ -23,8 +23,9 @@ from archsim.modes import MODES
 
 def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--energy-table", default=None, metavar="NAME|FILE.toml",
-                        help="per-access energy/area table (default: the .cfg's [energy] table, else horowitz45; "
-                             "configs/energy/)")
+                        help="per-access energy/area table: it prices the energy and the meta's areas (pe_array_mm2, "
+                             "sram_mm2, area_mm2; cost states those without --energy too) (default: the .cfg's "
+                             "[energy] table, else horowitz45; configs/energy/)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -256,7 +256,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     seq = integer("seq", LIMITS["seq"])(table["seq"]) if "seq" in table else None  # train's --seq range
     if seq is not None:  # train's --seq: a learned position table's limit named as this spec's key
         try:
-            check_positions(config.name, config.position_limit, seq, "seq = N", "seq")
+            check_positions(config.name, config.seq_limit, seq, "seq = N", "seq")
         except InputError as exc:
             raise exc.at(file=file, field="seq") from None
         config = replace(config, seq=seq)

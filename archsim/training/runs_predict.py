@@ -46,7 +46,7 @@ def row_config(base: TransformerConfig, row: RunRow) -> TransformerConfig:
     try:
         return replace(base, name=f"{base.name}-h{hidden}-l{layers}", hidden=hidden, heads=heads, layers=layers,
                        seq=seq, ffn=base.ffn * hidden // base.hidden, kv_heads=heads // group,
-                       positions=seq if base.positions else 0, position_limit=seq if base.position_limit else 0)
+                       positions=seq if base.positions else 0, position_limit=None if base.position_limit is None else seq if base.position_limit else 0)
     except InputError as exc:
         raise InputError(exc.message, field=exc.where.field) from None
 

@@ -110,7 +110,7 @@ def load_transformer(path: str | Path, *, seq: int | None = None, seq_dim: bool 
     try:
         config = _from_toml(document, path) if path.suffix.lower() == ".toml" else from_hf(document, path)
         if seq is not None and seq_dim:  # else the config's own check names --seq (seq=)
-            check_positions(config.name, config.position_limit, seq, keyed("dim", "seq", placeholder="N"), "dim")
+            check_positions(config.name, config.seq_limit, seq, keyed("dim", "seq", placeholder="N"), "dim")
         return config if seq is None else replace(config, seq=seq)
     except InputError as exc:
         raise locate(exc.at(file=file, field=exc.where.field), document, file) from None
@@ -198,7 +198,10 @@ def _from_toml(document: dict, path: Path) -> TransformerConfig:
         vocab=get_key(t, "vocab"), seq=get_key(t, "seq"),
         ffn=get_key(t, "ffn", None if family == "llama" else 4 * hidden),
         kv_heads=get_key(t, "kv_heads", heads), tied_embeddings=get_key(t, "tied_embeddings", family != "llama"),
-        positions=0 if family == "llama" else get_key(t, "seq"), type_vocab=get_key(t, "type_vocab", 0, required=False),
+        # a learned table sized to the file's seq, which states no table: any seq runs (position_limit 0; llama's
+        # rotary positions have no table, None as a config.json's)
+        positions=0 if family == "llama" else get_key(t, "seq"), position_limit=None if family == "llama" else 0,
+        type_vocab=get_key(t, "type_vocab", 0, required=False),
         sliding_window=get_key(t, "sliding_window", required=False),
         kv_channels=head_dim_channels(t, family, heads, hidden))
 

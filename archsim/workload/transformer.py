@@ -74,7 +74,10 @@ class TransformerConfig:
     sparse_step: int = 0  # switch: layers per block (one of them sparse)
     kv_channels: int = 0  # attention width heads × head_dim (switch: d_kv; llama: head_dim); 0: hidden
     position_buckets: int = 0  # switch: relative-position buckets of the attention bias
-    position_limit: int = 0  # longest sequence (tokens) the learned position table holds; 0: none stated
+    # longest sequence (tokens) the learned position table holds: None (a config built in Python) its ``positions``
+    # rows, as a config.json's n_positions / max_position_embeddings is both; 0: none stated (a [transformer] TOML's
+    # positions stand in for its seq, a table it never states). seq_limit is the one figure every check reads
+    position_limit: int | None = None
     sliding_window: int | None = None  # keys a query attends to (0 ≤ q − k < window, Mistral); None: all before it
     activation: str = ""  # the MLP's activation, one of ACTIVATIONS ("": the family's DEFAULT_ACTIVATION)
     attention_dropout: float | None = None  # dropout probability on the attention probabilities (None: the family's)
@@ -117,6 +120,8 @@ class TransformerConfig:
             raise InputError(f"unknown family {self.family!r}; choose {', '.join(FAMILIES)}", field="family")
         for key, high in LIMITS.items():
             value = getattr(self, key)
+            if key == "position_limit" and value is None:  # the positions' own rows, checked as positions
+                continue
             low = 0 if key in ("positions", "type_vocab", "position_limit", "experts_per_token", "expert_ffn",
                                "shared_expert_ffn", *SWITCH_FIELDS, *MLA_FIELDS, "q_lora_rank") else 1
             if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
@@ -177,7 +182,7 @@ class TransformerConfig:
                              "rotate pairs of dims, so the count must be even and at least 2", field="partial_rotary_factor")
         if self.activation and self.activation not in ACTIVATIONS:
             raise InputError(f"expected one of {', '.join(ACTIVATIONS)}, got {shown(self.activation)}", field="activation")
-        check_positions(self.name, self.position_limit, self.seq, setting("seq", placeholder="N"), "seq")
+        check_positions(self.name, self.seq_limit, self.seq, setting("seq", placeholder="N"), "seq")
 
     def __hash__(self) -> int:
         """The hash dataclass gives (its fields' tuple's), worked out once and kept: every memory and time figure
@@ -199,6 +204,13 @@ class TransformerConfig:
     def mlp_activation(self) -> str:
         """The MLP's activation by its Hugging Face name (the family's default unless one was read)."""
         return self.activation or DEFAULT_ACTIVATION[self.family]
+
+    @property
+    def seq_limit(self) -> int:
+        """The longest sequence (tokens) this config runs, 0 for any: its learned position table's rows where it
+        states them (``position_limit``, or ``positions`` where that is None: a config built in Python), else none
+        (rotary positions, a TOML). One rule for a config.json, a TOML and a :class:`TransformerConfig` built by hand."""
+        return self.positions if self.position_limit is None else self.position_limit
 
     @property
     def attention_width(self) -> int:
