@@ -20,7 +20,8 @@ class CollectiveCost:
     an all-gather's gathered output, a reduce-scatter's input) over ``gpus`` GPUs, ``per_server`` of them in each
     of ``servers`` servers; ``seconds``; ``algorithm_gbytes_per_s`` = nbytes / seconds and ``bus_gbytes_per_s``
     (nccl-tests' busBw: 2(n − 1)/n of it for an all-reduce, (n − 1)/n otherwise), GB/s = 10⁹ bytes/s;
-    ``crosses_leaves``: the group spans leaf switches of an oversubscribed fabric (its share over the uplinks)."""
+    ``crosses_leaves``: the group spans leaf switches of an oversubscribed fabric (its traffic out of a leaf through
+    their uplinks, :meth:`archsim.network.Network.uplinks`: whether that slows it depends on its kind)."""
 
     kind: str
     nbytes: float

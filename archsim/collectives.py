@@ -133,25 +133,55 @@ class LinkClass:
 
 
 @dataclass(frozen=True)
+class Uplinks:
+    """How many times slower than its share of the NICs a group over servers moves its bytes because its servers sit
+    under several leaves of an oversubscribed fabric, per traffic pattern (each ≥ 1; all 1: one leaf, or non-blocking
+    uplinks): ``ring`` (a ring's edges: all-reduce, all-gather, reduce-scatter), ``tree`` (NCCL's double binary
+    tree's edges), ``every_pair`` (all-to-all) and ``pair`` (a point-to-point hop). Derived in
+    :meth:`archsim.network.Network.uplinks`."""
+
+    ring: float = 1.0
+    tree: float = 1.0
+    every_pair: float = 1.0
+    pair: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not all(f >= 1 for f in (self.ring, self.tree, self.every_pair, self.pair)):
+            raise InputError(f"bad uplink slowdown {self}: each factor must be at least 1", field="link")
+
+
+NO_LEAVES = Uplinks()
+
+
+@dataclass(frozen=True)
 class Spanning:
     """A group spread over servers, ``per_server`` of its GPUs in each: inside a server they talk over
     ``intra``, between servers over ``inter``, whose bandwidth is the whole group's between two
     servers — NCCL runs a collective as channels, each over its own NIC rail, so a group of k GPUs per
     server moves data over the k GPUs' share of all the server's NICs at once, not over one NIC.
-    ``inter`` for a point-to-point hop: one GPU's share (every GPU of a stage sends its own slice)."""
+    ``inter`` for a point-to-point hop: one GPU's share (every GPU of a stage sends its own slice). ``uplinks``: how
+    much slower each traffic pattern runs through the leaves' uplinks (:class:`Uplinks`; ``inter`` is the NICs'
+    share before them)."""
 
     intra: LinkClass
     inter: LinkClass
     per_server: int
+    uplinks: Uplinks = NO_LEAVES
 
     @property
     def name(self) -> str:
         return self.inter.name
 
+    def network(self, pattern: str) -> LinkClass:
+        """``inter`` at what ``pattern`` (an :class:`Uplinks` field: ``ring``, ``tree``, ``every_pair``, ``pair``)
+        gets of it through the leaves' uplinks (its bandwidth over that factor)."""
+        factor = getattr(self.uplinks, pattern)
+        return self.inter if factor == 1 else replace(self.inter, bandwidth=self.inter.bandwidth / factor)
+
     @property
     def bus_bandwidth(self) -> float:
-        """The slower of the two: what a ring through both runs at (bytes/s)."""
-        return min(self.intra.bus_bandwidth, self.inter.bus_bandwidth)
+        """The slower of the two: what a ring through both runs at (bytes/s), the uplinks' ring factor included."""
+        return min(self.intra.bus_bandwidth, self.network("ring").bus_bandwidth)
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,26 +287,39 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     it sends on, and NCCL's own model (tuning.cc) gives a ring over servers one channel speed for all
     its edges and its 2(n − 1)/n over all n ranks. So a group over servers is never faster than the
     same ring in one server (until 2026-12-04 a DP 16 all-reduce over two H100 servers was 4.5%
-    faster than DP 8 in one, for the same bytes per GPU)."""
+    faster than DP 8 in one, for the same bytes per GPU). Under leaves of an oversubscribed fabric each
+    pattern's network term runs at ``link.network(pattern)`` (:class:`Uplinks`)."""
     intra, inter, k = link.intra, link.inter, link.per_server
     m = max(1, n // max(k, 1))
-    net = inter.bus_bandwidth
+    net = link.network("ring").bus_bandwidth  # each pattern through the leaves' uplinks (Network.uplinks)
     if kind == "p2p":
-        return inter.send_seconds(s)
+        return link.network("pair").send_seconds(s)
     if n <= 1:
         return np.zeros_like(s)
     launch = max(intra.launch_s, inter.launch_s)
     if kind == "all-to-all":  # (k − 1)/n of each GPU's buffer inside the server, (n − k)/n through its own
         # share of the NICs: point-to-point sends do not spread over other GPUs' rails
-        wire = np.maximum((k - 1) / n * s / intra.bus_bandwidth, (n - k) / n * s / (net / k))
+        wire = np.maximum((k - 1) / n * s / intra.bus_bandwidth,
+                          (n - k) / n * s / (link.network("every_pair").bus_bandwidth / k))
         return launch + (k - 1) * intra.alpha_s + (m - 1) * inter.alpha_s + wire
     if kind == "all-reduce":
         nvlink = intra.copy_s_per_byte * s + 2 * (n - 1) / n * s / intra.bus_bandwidth
-        ring = launch + 2 * (n - m) * intra.alpha_s + 2 * (m - 1) * inter.alpha_s + np.maximum(
-            nvlink, 2 * (n - 1) / n * s / net)
-        tree = launch + 2 * ((k - 1) * intra.alpha_s + math.ceil(math.log2(m)) * inter.alpha_s) + np.maximum(
-            intra.copy_s_per_byte * s + 2 * s / intra.bus_bandwidth, 2 * s / net)
-        return np.minimum(ring, tree)
+
+        def ring(wire: float):
+            return launch + 2 * (n - m) * intra.alpha_s + 2 * (m - 1) * inter.alpha_s + np.maximum(
+                nvlink, 2 * (n - 1) / n * s / wire)
+
+        def tree(wire: float):
+            return launch + 2 * ((k - 1) * intra.alpha_s + math.ceil(math.log2(m)) * inter.alpha_s) + np.maximum(
+                intra.copy_s_per_byte * s + 2 * s / intra.bus_bandwidth, 2 * s / wire)
+
+        if link.uplinks == NO_LEAVES:
+            return np.minimum(ring(net), tree(net))
+        # NCCL picks ring or tree by its own model, blind to the switches above the NICs (NVIDIA/nccl#1340,
+        # #1545): chosen at the NICs' share, each then run through the leaves' uplinks
+        nics = inter.bus_bandwidth
+        chosen = np.where(tree(nics) < ring(nics), tree(link.network("tree").bus_bandwidth), ring(net))
+        return chosen[()]  # a scalar's as np.minimum gives it
     nvlink = intra.copy_s_per_byte * s / 2 + (n - 1) / n * s / intra.bus_bandwidth
     return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
 
@@ -288,4 +331,4 @@ def message_mib(nbytes: float) -> str:
     return f"{mib:.3g} MiB" if mib < 1000 else f"{round(mib):d} MiB"
 
 
-__all__ = ["KINDS", "LinkClass", "PairLinks", "Spanning", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_class", "slowest_link"]
+__all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_class", "slowest_link"]

@@ -11,15 +11,19 @@ collective into channels and spreads them over every NIC its GPUs reach (NCCL's 
 channel one NIC), so a group with k GPUs in each server moves k GPUs' share of the server's NICs —
 all of them for a group that fills the server — while the other groups of the same kind (the DP
 groups of the other TP ranks, say) use the rest at the same time. Above a leaf group the uplinks may
-be oversubscribed: a group whose servers sit under different leaves gets that much less.
+be oversubscribed: a group whose servers sit under different leaves moves the bytes that leave a leaf at
+the leaf's uplink share, how much slower by its traffic pattern (:meth:`Network.uplinks`).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from archsim.cluster_keys import NETWORK_KEYS, key_hint
+from archsim.collectives import NO_LEAVES, Uplinks
 from archsim.errors import InputError
 from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps, nic_share
 from archsim.validate import shown, shown_boolean, shown_number
@@ -73,23 +77,67 @@ class Network:
         used = min(self.nics_per_server, math.ceil(gpus_per_server / self.gpus_per_nic))
         return nic_share(used * self.nic_gbps * 1e9 / 8, gpus_per_server, alone=False)
 
-    def group_bytes_per_s(self, per_server: int, gpus_per_server: int, servers: tuple[int, ...] = (),
-                          local: tuple[int, ...] = ()) -> float:
-        """What a group with ``per_server`` GPUs in each of its ``servers`` (the file's indices, which set their leaves,
-        whatever order a placement lays them out in) moves between servers
-        (bytes/s): those GPUs' share of the NICs, over the oversubscription when they sit under
-        different leaves. On NICs of unequal GPU counts each of the group's ``local`` GPUs (indices in a
-        server) gets its own NIC's share: a group filling the server moves all its NICs' bandwidth, one GPU
-        of a full NIC a third of it."""
+    def group_bytes_per_s(self, per_server: int, gpus_per_server: int, local: tuple[int, ...] = ()) -> float:
+        """What a group with ``per_server`` GPUs in each of its servers moves between servers through the NICs
+        (bytes/s): those GPUs' share of the NICs (the leaves' uplinks above them: :meth:`uplinks`). On NICs of
+        unequal GPU counts each of the group's ``local`` GPUs (indices in a server) gets its own NIC's share: a
+        group filling the server moves all its NICs' bandwidth, one GPU of a full NIC a third of it."""
         if local and self._uneven(gpus_per_server):
             nic = self.nic_gbps * 1e9 / 8
             bandwidth = sum(nic_share(nic, min(self.gpus_per_nic, gpus_per_server - g // self.gpus_per_nic *
                                                self.gpus_per_nic), alone=False) for g in local)
         else:
             bandwidth = per_server * self.gpu_bytes_per_s(gpus_per_server)
-        if len({self.leaf(s) for s in servers}) > 1:
-            bandwidth /= self.oversubscription
         return bandwidth
+
+    def uplinks(self, servers: tuple[int, ...], hop: bool = False) -> Uplinks:
+        """How much slower than its NIC share (:meth:`group_bytes_per_s`) a group over ``servers`` runs through the
+        leaves' uplinks, per traffic pattern (:class:`~archsim.collectives.Uplinks`; all 1 under one leaf).
+        ``servers``: the file's indices (they set the leaves) in the group's rank order, once each (a ring's
+        order); ``hop``: a point-to-point pair, all of whose bytes leave its leaf, so ``oversubscription``.
+
+        Why. Every group of the group's shape runs at once, each at its GPUs' share of the NICs, so together they
+        keep every NIC of a server busy: a server sends N bytes/s (all its NICs), and the fraction f of that which
+        leaves its leaf is the fraction of its groups' traffic whose next hop sits under another leaf — taken from
+        this group, as the other groups of its shape are laid out alike (the DP groups of the other TP ranks on
+        the same servers; those of other pipeline ranks shifted by whole stages). A leaf's uplinks carry, one
+        direction, its servers' NICs over the oversubscription o (down- over up-link, Al-Fares et al., SIGCOMM
+        2008): N / o per server. So the group runs max(1, f·o) times slower than on a non-blocking fabric, at its
+        worst leaf; o, the rule before 2026-12-05, whenever servers sat under two leaves, is the case f = 1.
+
+        * Ring (all-reduce's reduce-scatter and all-gather, all-gather, reduce-scatter): NCCL chains each
+          server's GPUs and joins the servers in the order of their ranks (it does not detect switches:
+          NVIDIA/nccl#1340, #1545), which a launcher and archsim's placement give leaf by leaf. Each ring edge
+          carries the ring's full rate b (2(n − 1)/n·S over 2(n − 1)/n·S / b), so a leaf holding h of the
+          group's servers, e of whose edges leave it (one per run of consecutive servers: 1 where the group's
+          servers under a leaf are consecutive), sends e·b against h·b of NIC traffic: f = e / h. Two servers a
+          leaf at 2:1 (f = 1/2): not slowed; at 4:1, 2×; one server a leaf: o.
+        * Tree (NCCL's double binary tree over the servers, src/graph/trees.cc; NVIDIA's "Massively Scale Your
+          Deep Learning Training with NCCL 2.4", 2019): each tree carries half the buffer, S/2 each way along each
+          edge (reduce up, broadcast down), while archsim prices the tree at 2S / b a server; a leaf with c edges
+          of the two trees leaving it sends c·S/2 in that time: f = c / (4h).
+        * Every pair (all-to-all): a GPU sends 1/n of its buffer to each GPU, (n − k)/n through the NICs, of
+          which (n − h·k)/n leaves its leaf (k GPUs a server): f = (m − h) / (m − 1) on m servers — o where each
+          leaf holds one of them, less where a leaf holds several.
+        """
+        leaves = [self.leaf(s) for s in servers]
+        if len(set(leaves)) < 2:
+            return NO_LEAVES
+        over = self.oversubscription
+        if hop:
+            return Uplinks(over, over, over, over)
+        m, held = len(leaves), Counter(leaves)
+        ring = Counter(a for a, b in zip(leaves, leaves[1:] + leaves[:1], strict=True) if a != b)
+        tree: Counter = Counter()
+        for a, b in double_tree_edges(m):
+            if leaves[a] != leaves[b]:
+                tree.update((leaves[a], leaves[b]))
+
+        def worst(fraction) -> float:
+            return max(1.0, over * max(fraction(leaf, h) for leaf, h in held.items()))
+
+        return Uplinks(ring=worst(lambda leaf, h: ring[leaf] / h), tree=worst(lambda leaf, h: tree[leaf] / (4 * h)),
+                       every_pair=worst(lambda leaf, h: (m - h) / (m - 1)), pair=over)
 
     def leaf(self, server: int) -> int | None:
         """The leaf group of the cluster file's server ``server`` (its index, ``count`` expanded: leaves hold the
@@ -99,6 +147,21 @@ class Network:
         if self.oversubscription == 1 or not self.servers_per_leaf:
             return None
         return server // self.servers_per_leaf
+
+
+@lru_cache(maxsize=64)
+def double_tree_edges(m: int) -> tuple[tuple[int, int], ...]:
+    """The edges (pairs of positions 0 … m − 1 in rank order) of NCCL's two binary trees over ``m`` servers
+    (src/graph/trees.cc): in the first, position r > 0 whose lowest set bit is ``low`` hangs under r with ``low``
+    cleared and ``2·low`` set, or, where that is past the end, under r with ``low`` cleared; the second is the first
+    mirrored (position r as m − 1 − r) for even m, shifted by one for odd m."""
+    first = []
+    for r in range(1, m):
+        low = r & -r
+        parent = (r - low) | (2 * low)
+        first.append((r, parent if parent < m else r - low))
+    second = [(m - 1 - a, m - 1 - b) if m % 2 == 0 else ((a + 1) % m, (b + 1) % m) for a, b in first]
+    return tuple(first + second)
 
 
 def _positive(table: dict, key: str, default, file: str, kind=int):
@@ -286,5 +349,5 @@ def network_lines(spec: dict, network: Network | None, servers: int) -> tuple[tu
     return network_warnings(spec, network), notes
 
 
-__all__ = ["DEFAULT_SWITCH_TIERS", "NIC_GBPS_SOLD", "Network", "network_lines", "network_notes",
+__all__ = ["DEFAULT_SWITCH_TIERS", "NIC_GBPS_SOLD", "Network", "double_tree_edges", "network_lines", "network_notes",
            "network_warnings", "nic_speed_warning", "read_network", "superseded_notes"]

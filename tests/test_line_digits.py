@@ -30,8 +30,8 @@ def test_each_line_writes_its_figures_to_the_unit_past_its_digits():
                              "crossed_by": ["dp"], "oversubscription": 2.0, "leaves_crossed_by": ["dp"]}}
     lines = network_lines(meta, 2)
     assert lines["intra_server"] == "438 GB/s per direction per GPU (nvlink), NVLS off"
-    assert lines["inter_server"] == ("8 NICs × 3200 Gb/s per server, 1 GPU per NIC: 50 GB/s per direction per GPU, 25 "
-                                     "across leaves (uplinks 2× oversubscribed); crossed by dp (across leaves: dp)")
+    assert lines["inter_server"] == ("8 NICs × 3200 Gb/s per server, 1 GPU per NIC: 50 GB/s per direction per GPU, down "
+                                     "to 25 across leaves (uplinks 2× oversubscribed); crossed by dp (across leaves: dp)")
     assert parameters_line(1_008_000_000_000, 2) == "1008 B (1,008,000,000,000)"
     assert parameters_line(1_315_723_264, 2) == "1.3 B (1,315,723,264)"  # under 10²: its 2 digits, as before
 

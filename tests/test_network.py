@@ -53,7 +53,11 @@ def test_shared_nics_and_oversubscription_cut_the_share(tmp_path):
     tp16 = cluster.machine(Parallelism(tp=16, global_batch=1)).links.tp  # servers 0 and 1: one leaf
     assert tp16.inter.bandwidth == 4 * 200e9 / 8
     dp = cluster.machine(Parallelism(tp=8, dp=4, global_batch=4)).links.dp  # servers 0…3: two leaves
-    assert dp.inter.bandwidth == 200e9 / 8 / 2 / 2  # a GPU's half NIC, halved above the leaf
+    assert dp.inter.bandwidth == 200e9 / 8 / 2  # a GPU's half NIC
+    # its ring leaves each leaf of 2 servers once, 1 server's worth against 2 × NIC / 2 of uplink: not slowed;
+    # its all-to-all sends (4 − 2)/(4 − 1) of its network bytes out of the leaf: 2 · 2/3 slower
+    assert dp.network("ring").bandwidth == 200e9 / 8 / 2
+    assert dp.network("every_pair").bandwidth == pytest.approx(200e9 / 8 / 2 / (2 * 2 / 3), rel=1e-12)
 
 
 def test_an_nvlink_domain_of_two_servers_keeps_tp16_on_nvlink(tmp_path):

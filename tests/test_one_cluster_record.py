@@ -122,8 +122,8 @@ def test_a_reordered_cluster_under_oversubscribed_leaves_keeps_each_server_under
     assert placed.servers == (0,) * 4 + (1,) * 4 + (2,) * 4 + (3,) * 4
     assert placed.bandwidth[0, 4] == 12.5e9 and placed.bandwidth[0, 8] == 25e9 and placed.bandwidth[0, 1] == 300e9
     trained = cluster.reordered((0, 2, 1, 3))
-    assert [group_link(trained, trained.gpu, range(0, b + 1, b), hop=True).inter.bandwidth for b in (4, 8)] == \
-        [12.5e9, 25e9]
+    assert [group_link(trained, trained.gpu, range(0, b + 1, b), hop=True).network("pair").bandwidth
+            for b in (4, 8)] == [12.5e9, 25e9]
 
 
 def test_a_pair_across_servers_of_one_nvlink_domain_plans_at_trains_nvlink(tmp_path):

@@ -72,7 +72,7 @@ def test_the_crossing_all_reduce_is_priced_at_the_oversubscribed_share(cluster):
     norms), its vocabulary's embedding (50257 padded to 51,200 at TP 8) / 8 and 2048 positions × h: 92,967,936
     parameters, 2 bytes each in fp16. Its DP group has one GPU in each of 4 servers, so NCCL's ring over them takes
     2·3 network steps and moves 2·(4 − 1)/4 of the bytes through the GPU's NIC: 50 GB/s, over 2 across leaves
-    (η, α and the launch are the fitted InfiniBand link's, read off the link). The breakdown's dp part is that
+    where the ring alternates them (η, α and the launch are the fitted InfiniBand link's, read off the link). The breakdown's dp part is that
     all-reduce, and it moves by the bytes' time at 25 GB/s less that at 50 GB/s."""
     h = 2048
     params = 12 * (12 * h * h // 8 + 7 * h // 8 + 6 * h) + 51_200 * h // 8 + 2048 * h
@@ -81,8 +81,10 @@ def test_the_crossing_all_reduce_is_priced_at_the_oversubscribed_share(cluster):
     par = Parallelism(tp=8, pp=2, dp=4, global_batch=64)
     loaded = load_gpu_cluster(cluster)
     flat, crossing = (c.rank_machines(par)[0].links.dp for c in (loaded, loaded.reordered((0, 4, 1, 5, 2, 6, 3, 7))))
-    assert flat.inter.bandwidth == NIC and crossing.inter.bandwidth == NIC / 2
-    net = crossing.inter
+    # NCCL's ring runs file servers 0 → 4 → 1 → 5 → 0: every edge leaves its leaf, each leaf's two servers send
+    # 2 servers' worth against 2 × NIC / 2 of uplink (Network.uplinks): the NIC's share over 2
+    assert flat.inter.bandwidth == crossing.inter.bandwidth == NIC and crossing.network("ring").bandwidth == NIC / 2
+    net = crossing.network("ring")
     by_hand = crossing.intra.launch_s + 2 * 3 * net.alpha_s + 2 * 3 / 4 * size / (net.efficiency * NIC / 2)
     file, spread = _meta(cluster, "file"), _meta(cluster, INTERLEAVED)
     assert spread["breakdown_seconds"]["dp_communication"] == pytest.approx(by_hand, rel=1e-12)

@@ -113,7 +113,7 @@ def test_train_states_the_oversubscribed_share_it_priced(tmp_path):
     from archsim.training.table_lines import network_lines
 
     line = network_lines(result.to_dict()["meta"])["inter_server"]
-    assert "50 GB/s per direction per GPU, 12.5 across leaves (uplinks 4× oversubscribed)" in line
+    assert "50 GB/s per direction per GPU, down to 12.5 across leaves (uplinks 4× oversubscribed)" in line
     assert line.endswith("crossed by dp (across leaves: dp)")
 
 

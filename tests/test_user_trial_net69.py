@@ -35,14 +35,15 @@ def test_leaves_without_an_oversubscription_are_noted(tmp_path):
     """servers_per_leaf = 2 alone (the engineer's two leaves, the oversubscription forgotten) priced the DP
     all-reduce across the two leaves exactly as one leaf, non-blocking, without a word: the key was read and
     changed nothing. Reference: the documented default oversubscription is 1, so the time is the one-leaf time;
-    with 2, the share across leaves halves (docs/formats.md), so it must be slower."""
+    with 4, the ring's one edge out of each leaf of 2 servers carries a server's NICs against 2 × NIC / 4 of
+    uplink (docs/training.md, "Beyond one server"), so it must be slower."""
     plain, none = _dp_seconds_and_notes(_write(tmp_path, LEAVES.format(network=""), "plain.toml"))
     leaves, notes = _dp_seconds_and_notes(_write(tmp_path, LEAVES.format(network="servers_per_leaf = 2"), "l.toml"))
     assert leaves == plain and none == ()
     assert len(notes) == 1 and notes[0].startswith("servers_per_leaf = 2 changes nothing: without oversubscription")
     assert "give oversubscription above 1" in notes[0]
     blocking, stated = _dp_seconds_and_notes(
-        _write(tmp_path, LEAVES.format(network="servers_per_leaf = 2\noversubscription = 2"), "b.toml"))
+        _write(tmp_path, LEAVES.format(network="servers_per_leaf = 2\noversubscription = 4"), "b.toml"))
     assert blocking > plain and stated == ()
 
 
@@ -83,10 +84,11 @@ def test_a_collective_of_a_size_across_servers_has_an_api(tmp_path):
     assert reduce.algorithm_gbytes_per_s == pytest.approx(BIG / reduce.seconds / 1e9)
 
 
-def test_one_gpu_per_server_runs_on_its_rail_and_halves_across_an_oversubscribed_uplink(tmp_path):
+def test_one_gpu_per_server_runs_on_its_rail_and_slows_only_where_its_ring_overfills_the_uplinks(tmp_path):
     """per_server = 1: DP's group when TP fills a server, every rail's group at once, each GPU on its own 400 Gb/s
-    NIC: a ring all-reduce over 4 servers moves 2 · 3/4 · S at η · 50 GB/s. Under two leaves of a 2:1 fabric its
-    share halves (docs/formats.md: a group spanning leaves gets its share over the oversubscription)."""
+    NIC: a ring all-reduce over 4 servers moves 2 · 3/4 · S at η · 50 GB/s. Under two leaves of 2 servers the ring
+    leaves each leaf by one edge, one server's NICs of traffic (8 rails at once) against 2 servers' NICs over the
+    oversubscription of uplink (docs/training.md, "Beyond one server"): at 2:1 not slowed, at 4:1 twice as slow."""
     import archsim
 
     flat = archsim.collective("all-reduce", BIG, cluster=_write(tmp_path, RAILS.format(network=""), "f.toml"),
@@ -95,7 +97,10 @@ def test_one_gpu_per_server_runs_on_its_rail_and_halves_across_an_oversubscribed
     assert flat.seconds == pytest.approx(2 * 3 / 4 * BIG / (ETA * 50e9), rel=1e-3)
     leaves = _write(tmp_path, RAILS.format(network="servers_per_leaf = 2\noversubscription = 2"), "l.toml")
     crossing = archsim.collective("all-reduce", BIG, cluster=leaves, gpus=4, per_server=1)
-    assert crossing.crosses_leaves and crossing.seconds == pytest.approx(2 * flat.seconds, rel=1e-3)
+    assert crossing.crosses_leaves and crossing.seconds == flat.seconds
+    four = _write(tmp_path, RAILS.format(network="servers_per_leaf = 2\noversubscription = 4"), "l4.toml")
+    slowed = archsim.collective("all-reduce", BIG, cluster=four, gpus=4, per_server=1)
+    assert slowed.crosses_leaves and slowed.seconds == pytest.approx(2 * flat.seconds, rel=1e-3)
     inside = archsim.collective("all-reduce", BIG, cluster=leaves, gpus=16)  # servers 0 and 1: one leaf
     assert not inside.crosses_leaves
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from archsim import links
-from archsim.collectives import Spanning, slowest_class
+from archsim.collectives import NO_LEAVES, Spanning, slowest_class
 from archsim.devices.device import Device
 from archsim.network import Network
 from archsim.training import fitted
@@ -78,11 +78,12 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
     if net is None:
         per_gpu = cluster.inter_server_bytes_per_s
         bandwidth = per_gpu if hop else per_gpu * len(local)
+        uplinks = NO_LEAVES  # no [network]: no leaves
     else:
-        # the group's servers as the file numbers them, whose leaves they sit under (a hop: one GPU's share)
-        servers = tuple(sorted({cluster.file_server(cluster.server_of(i)) for i in members}))
-        bandwidth = net.group_bytes_per_s(1 if hop else len(local), cluster.gpus_per_server, servers,
-                                          local[:1] if hop else local)
+        # the group's servers as the file numbers them (they set the leaves), in its ranks' order (its ring's)
+        bandwidth = net.group_bytes_per_s(1 if hop else len(local), cluster.gpus_per_server,
+                                          local[:1] if hop else local)  # a hop: one GPU's share
+        uplinks = net.uplinks(tuple(dict.fromkeys(cluster.file_server(cluster.server_of(i)) for i in members)), hop)
     # on a mixed cluster every spanned server's own GPUs and fabric: the slowest bounds the ring
     # (of equal bandwidths the one of longer steps); a step through the NICs waits for the slowest device's
     spanned = sorted({cluster.server_of(i) for i in members}) if cluster.heterogeneous else (server,)
@@ -91,7 +92,7 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
                  for d, s in zip(devices, spanned, strict=True)),
                 key=lambda link: (link.bus_bandwidth, -link.alpha_s))
     inter = slowest_class(links.device_nic(d, bandwidth) for d in devices)
-    return Spanning(intra, inter, len(local))
+    return Spanning(intra, inter, len(local), uplinks)
 
 
 def intra_server_link(cluster: Layout, device: Device, local: tuple[int, ...], server: int):
@@ -205,8 +206,9 @@ def _slowest(cluster: Layout, groups: Iterator[range]) -> range:
     and which the iteration waits for together, the first of the slowest kind: one that crosses servers
     over the network before one on NVLink (TP 2 · DP 3 on 8-GPU servers: rank 1 holds GPUs 6…11, so GPU
     0's hop to GPU 6 stays in server 0 while GPU 2's to GPU 8 crosses), and of those one whose servers sit
-    under different leaves of an oversubscribed fabric (its share divided by the oversubscription: with TP
-    across servers and DP > 1, the first TP group may sit under one leaf and the second cross two)."""
+    under different leaves of an oversubscribed fabric (its traffic through their uplinks,
+    :meth:`~archsim.network.Network.uplinks`: with TP across servers and DP > 1, the first TP group may sit under
+    one leaf and the second cross two; of several groups crossing leaves, the first is taken)."""
     first = next(groups)
     worst = (True, leaves_oversubscribed(cluster))  # the slowest kind there is: stop at the first of it
     slowest, kind = first, _crossing(cluster, first)

@@ -138,7 +138,7 @@ def network_lines(meta: dict, digits: int | None = None) -> dict[str, str]:
     if "oversubscription" in inter:  # servers under several leaves of an oversubscribed fabric
         over = inter["oversubscription"]
         across = figure(inter["gb_per_s_per_gpu"] / over, significant)
-        leaves = f", {across} across leaves (uplinks {over:g}× oversubscribed)"
+        leaves = f", down to {across} across leaves (uplinks {over:g}× oversubscribed)"  # all its bytes crossing
         crossed += f" (across leaves: {', '.join(inter['leaves_crossed_by']) or 'no group'})"
     inter_gb = figure(inter["gb_per_s_per_gpu"], significant)
     lines["inter_server"] = f"{nics}{inter_gb} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
