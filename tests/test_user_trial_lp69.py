@@ -136,3 +136,33 @@ def test_dram_bandwidth_sets_the_same_stalls_as_bandwidth(capsys) -> None:
     default, old, new = row(), row("--bandwidth", "1"), row("--dram-bandwidth", "1")
     assert default["stall_cycles"] < old["stall_cycles"]
     assert new == old
+
+
+def test_sweep_rows_above_their_processor_count_are_counted_in_one_line() -> None:
+    """Made-up rows: speedups 3.02 on 3 and 1.9 on 2 (LayerPipe), 2.5 on 3 (PipeDream): one row of three is above
+    its count; a frame without one says nothing."""
+    from archsim.partition.superlinear import superlinear_rows_line
+
+    frame = pd.DataFrame({"method": ["layerpipe", "layerpipe", "pipedream"], "processors": [3, 2, 3],
+                          "speedup": [3.02, 1.9, 2.5]})
+    line = superlinear_rows_line(frame)
+    assert line is not None and line.startswith("1 of 3 configurations has a speedup above their processor count "
+                                                 "(layerpipe; at most 3.02 on 3 processors): their split δ parts")
+    assert superlinear_rows_line(frame.iloc[1:]) is None
+
+
+@pytest.mark.long
+def test_sweep_says_when_split_parts_make_a_speedup_exceed_the_processors(tmp_path, capsys) -> None:
+    """The memory-aware sweep of the small net above: results.csv's one LayerPipe row has speedup > 3 (its
+    single_processor_cycles over iteration_cycles), and stderr counts it, as archsim pipeline notes it."""
+    from archsim.cli import main
+
+    (tmp_path / "small.csv").write_text(SMALL_NET, encoding="utf-8")
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nnetworks = ["small.csv"]\narrays = ["16x16"]\nbatches = [8]\nprocessors = [3]\n'
+                    'methods = ["layerpipe"]\nmode = "paper"\nengine = "cycle"\nbandwidths = [1]\nsram_kb = [1]\n',
+                    encoding="utf-8")
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "res"), "--quiet"]) == 0
+    row = pd.read_csv(tmp_path / "res" / "results.csv").iloc[0]
+    assert row.single_processor_cycles / row.iteration_cycles > 3
+    assert "1 of 1 configurations has a speedup above their processor count (layerpipe; at most" in capsys.readouterr().err
