@@ -141,7 +141,7 @@ def test_dram_bandwidth_sets_the_same_stalls_as_bandwidth(capsys) -> None:
 def test_sweep_rows_above_their_processor_count_are_counted_in_one_line() -> None:
     """Made-up rows: speedups 3.02 on 3 and 1.9 on 2 (LayerPipe), 2.5 on 3 (PipeDream): one row of three is above
     its count; a frame without one says nothing."""
-    from archsim.partition.superlinear import superlinear_rows_line
+    from archsim.sweep.superlinear_rows import superlinear_rows_line
 
     frame = pd.DataFrame({"method": ["layerpipe", "layerpipe", "pipedream"], "processors": [3, 2, 3],
                           "speedup": [3.02, 1.9, 2.5]})

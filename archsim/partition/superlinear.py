@@ -13,8 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from archsim.partition.profile import LayerProfile
     from archsim.partition.result import Partition
 
@@ -51,23 +49,4 @@ def superlinear_note(profile: LayerProfile, plan: Partition, processors: object)
     return f"{plan.method}'s speedup {speedup:.4g} is above its {processors} processors: {cause}"
 
 
-def superlinear_rows_line(results: pd.DataFrame) -> str | None:
-    """The line ``archsim sweep`` (stderr) and :func:`archsim.run_sweep` (a UserWarning) say when rows of a sweep's
-    ``results`` have a speedup above their processor count, with the largest; None where none has."""
-    if results.empty or not {"speedup", "processors", "method"} <= set(results.columns):
-        return None
-    above = results[results["speedup"] > results["processors"] * (1 + 1e-12)]
-    if above.empty:
-        return None
-    top = above.loc[above["speedup"].idxmax()]
-    methods = sorted(map(str, above["method"].unique()))
-    cause = ("their split δ parts cost less than the whole δs they replace, which one processor's cycles count, so "
-             "part of the speedup is the split's, not the pipeline's" if set(methods) == {"layerpipe"} else
-             "their plans' ops cost less than one processor's")
-    verb = "has" if len(above) == 1 else "have"
-    return (f"{len(above)} of {len(results)} configurations {verb} a speedup above their processor count "
-            f"({', '.join(methods)}; at most {float(top['speedup']):.4g} on {int(top['processors'])} processors): "
-            f"{cause} (archsim pipeline with a row's settings says how much)")
-
-
-__all__ = ["split_saving", "superlinear_note", "superlinear_rows_line"]
+__all__ = ["split_saving", "superlinear_note"]
