@@ -182,7 +182,8 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     a :meth:`Topology.flat(P, bytes_per_unit) <archsim.spp.topology.Topology.flat>`).
     The :class:`Partition`'s ``max_stage_cost`` is the steady-state time per iteration in its ``unit``;
     a plan of fewer stages than ``processors`` warns (UserWarning) the note the command prints, and so does Algorithm 1's plan
-    slower than its plan on fewer processors (:func:`~archsim.planners.fewer_processors_note`)."""
+    slower than its plan on fewer processors (:func:`~archsim.planners.fewer_processors_note`), and a speedup above
+    ``processors`` (:func:`~archsim.partition.superlinear.superlinear_note`)."""
     from archsim.console import library_note
     from archsim.planners import PLANNERS, fewer_processors_note, idle_processors_note, partition
     from archsim.spp.topology import Topology
@@ -206,6 +207,11 @@ def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method:
     fewer = fewer_processors_note(profile, plan, processors, **options)  # None on a Topology
     if fewer:
         library_note(fewer, stacklevel=3)
+    from archsim.partition.superlinear import superlinear_note
+
+    above = superlinear_note(profile, plan, processors)  # None on a Topology
+    if above:
+        library_note(above, stacklevel=3)
     return plan
 
 

@@ -61,7 +61,10 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
         from archsim.sweep.spec_arrays import array_file_notes, array_spec_warnings
 
         skipped = skipped_line(spec_record(folder))  # PipeDream's points a network is too short for
-        for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec), skipped):
+        from archsim.sweep.superlinear_rows import superlinear_rows_line
+
+        for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec), skipped,
+                     superlinear_rows_line(frame)):
             if note:
                 library_note(note, stacklevel=3)
     return frame

@@ -241,6 +241,11 @@ def run(args: argparse.Namespace) -> int:
     fewer = fewer_processors_note(profile, plan, args.processors, **options)
     if fewer:
         note(fewer)
+    from archsim.partition.superlinear import superlinear_note
+
+    above = superlinear_note(profile, plan, args.processors)
+    if above:
+        note(above)
     if slower and "weight_versions" not in records[0]:
         note(f"processors that run only borrowed δ parts and are slower than every processor holding layers "
              f"({', '.join(f'p{p}' for p in slower)}) pace their lenders (a lender's 1F1B window, or under an "

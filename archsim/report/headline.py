@@ -88,6 +88,7 @@ def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ())
                      "range (×)": f"{table_number(ratio.min(), 3)}–{table_number(ratio.max(), 3)}"
                      if method != lead else ""})
     others = [m for m in methods if m != lead]
+    twins = [m for m in others if bool((table[m] == table[lead]).all())]  # the lead's speedup in every configuration
     ties = f", {int(won['tie'])} tied" if "tie" in won else ""
     # per method: a configuration here is one the methods share, where the intro counts each method's run of it
     sentence = f"<b>{esc(lead)}</b> is fastest in {int(won.get(lead, 0))} of {total} configurations per method{ties}"
@@ -95,8 +96,12 @@ def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ())
     if others and int(won.get(lead, 0)) == 0:  # every configuration a tie: "x is fastest in 0 of N" named a winner
         sentence = f"no method is fastest in any configuration: all {total} per method are tied"
         subject = f"<b>{esc(lead)}</b>'s"
+        if twins and len(twins) < len(others):  # the same methods share the top everywhere, the rest below them
+            named = [f"<b>{esc(m)}</b>" for m in (lead, *twins)]
+            sentence = (f"{', '.join(named[:-1])} and {named[-1]} tie as fastest in all {total} configurations per "
+                        "method (the same speedup in each)")
     if others:
-        runner = others[0]
+        runner = next((m for m in others if m not in twins), others[0])  # a lead over its twin is 1× everywhere
         sentence += (f"; {subject} speedup is a median " + ", ".join(
             f"{table_number(ratios[m].median(), 3)}× {esc(m)}'s" for m in others) + _where(ratios[runner], runner))
     partial = [f"{esc(m)} ran {int(table[m].notna().sum())}" for m in methods if table[m].notna().sum() < total]
