@@ -24,6 +24,10 @@ from typing import TYPE_CHECKING
 from archsim.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) is a CostResult, not Any); "x as x" re-exports
+    from archsim.api import CollectiveCost as CollectiveCost
+    from archsim.api import PlanResult as PlanResult
+    from archsim.api import ScheduleResult as ScheduleResult
+    from archsim.api import SweepResult as SweepResult
     from archsim.api import array_config as array_config
     from archsim.api import bppsa_network as bppsa_network
     from archsim.api import bppsa_pruned_vgg11 as bppsa_pruned_vgg11
@@ -50,10 +54,6 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.api import train_sweep as train_sweep
     from archsim.api import validate_gpu as validate_gpu
     from archsim.api import write_report as write_report
-    from archsim.api_collectives import CollectiveCost as CollectiveCost
-    from archsim.api_plan import PlanResult as PlanResult
-    from archsim.api_schedule import ScheduleResult as ScheduleResult
-    from archsim.api_train_sweep import SweepResult as SweepResult
     from archsim.array.analytic import GemmCost as GemmCost
     from archsim.array.analytic import gemm_cost as gemm_cost
     from archsim.array.config import ArrayConfig as ArrayConfig
@@ -111,17 +111,17 @@ _EXPORTS = {
     "InputError": "archsim.errors:InputError",
     # the jobs' result types, for a user's type hints (def f(result: archsim.TrainResult)); loaded on first use too
     "CacheUse": "archsim.sweep.cache:CacheUse",
-    "CollectiveCost": "archsim.api_collectives:CollectiveCost",
+    "CollectiveCost": "archsim.api:CollectiveCost",
     "CostResult": "archsim.cost_json:CostResult",
     "GemmCost": "archsim.array.analytic:GemmCost",
     "LayerProfile": "archsim.partition.profile:LayerProfile",
     "Partition": "archsim.partition.result:Partition",
     "PlanDFG": "archsim.dfg.of_plan:PlanDFG",
-    "PlanResult": "archsim.api_plan:PlanResult",
+    "PlanResult": "archsim.api:PlanResult",
     "RunsResult": "archsim.training.runs_result:RunsResult",
-    "ScheduleResult": "archsim.api_schedule:ScheduleResult",
+    "ScheduleResult": "archsim.api:ScheduleResult",
     "SearchResult": "archsim.training.search_result:SearchResult",
-    "SweepResult": "archsim.api_train_sweep:SweepResult",
+    "SweepResult": "archsim.api:SweepResult",
     "TableResult": "archsim.table_result:TableResult",
     "Throughput": "archsim.training.throughput:Throughput",
     "Timeline": "archsim.sim.timeline:Timeline",

@@ -63,14 +63,14 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
                 moe_expert_capacity_factor: float | str | None = None, moe_pad_expert_input_to_capacity: bool = False,
                 moe_load_imbalance: float | str | None = None, fp8: str | None = None, fp8_param_gather: bool = False,
                 overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-                mtp_layers: int | str | None = None) -> SweepResult:
+                mtp_layers: int | str | None = None, p2p: str = "overlapped") -> SweepResult:
     """Every point of a grid of iterations predicted as ``archsim train MODEL --sweep KEY=V1,V2,… …`` predicts it.
     ``sweep``: the axes, a mapping of each KEY to its values (``{"tp": [1, 2], "micro_batch": "1,2,4"}``; a ``range``
     or a numpy array too, a whole float as its count) or the flag's texts (``["tp=1,2", "micro_batch=1,2,4"]``, or
     one), read by the flag's one reader with its checks and messages; KEY one of :data:`archsim.training.sweep.AXES`
     (``{"dp": "fill"}``: each point's DP fills the cluster, a point it does not divide skipped with a warning). The other keywords are :func:`archsim.train`'s, the
     point each axis starts from, with its names and defaults, except that ``stage_layers``, ``balance`` other than
-    ``"even"``, ``placement="planned"`` and ``implementation="pytorch-eager"`` are refused as ``--sweep`` refuses
+    ``"even"``, ``placement="planned"`` and ``implementation="pytorch-eager"`` and a ``p2p`` other than ``"overlapped"`` are refused as ``--sweep`` refuses
     their flags (each point runs Megatron's even split, in one server order). A point that cannot run is its row
     with the reason in ``error``; a grid none of whose points can run is an :class:`~archsim.errors.InputError`.
     A TP or an all-to-all CP group across servers (counted over the points), a rotary config's default sequence, a
@@ -88,6 +88,7 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
         GRAD_ACCUMULATIONS,
         IMPLEMENTATION_ATTENTION,
         IMPLEMENTATIONS,
+        P2P_MODES,
         RECOMPUTE,
     )
     from archsim.console import setting
@@ -141,6 +142,9 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
     if implementation != "megatron":
         raise InputError(f"{setting('implementation', implementation)} times one iteration: not with "
                          f"{setting('sweep')}", field="implementation")
+    check_choice(p2p, P2P_MODES, "p2p")
+    if p2p != "overlapped":  # the points keep the closed forms' overlapped hops, as train --sweep's do
+        raise InputError(f"{setting('p2p', p2p)} times one iteration: not with {setting('sweep')}", field="p2p")
     axes = sweep_axes(sweep)
     base = sweep_base(tp=n.tp, pp=n.pp, dp=n.dp, global_batch=n.global_batch, micro_batch=n.micro_batch,
                       recompute=recompute, sequence_parallel=sequence_parallel, interleave=n.interleave, schedule=schedule,

@@ -140,3 +140,20 @@ def test_cli_p2p_times_one_iteration():
     with redirect_stderr(err):
         code = main(["train", *args, "--p2p", "blocking", "--sweep", "dp=1"])
     assert code != 0 and "--p2p blocking times one iteration: not with --runs or --sweep" in err.getvalue()
+
+
+def test_train_sweep_refuses_a_blocking_p2p_as_the_flag_is_refused_beside_sweep():
+    """``train --p2p blocking --sweep …`` is refused (the points keep the closed forms' overlapped hops); the API's
+    ``train_sweep(p2p=…)`` says the same in one line, and a mode that is none of the three is named as such."""
+    from pathlib import Path
+
+    import archsim
+    from archsim.errors import InputError
+
+    node = str(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "a100_node.toml")
+    with pytest.raises(InputError, match=r"^field 'p2p': p2p='blocking' times one iteration: not with sweep"):
+        archsim.train_sweep("gpt_1024h_24l", sweep={"tp": [1, 2]}, cluster=node,
+                            global_batch=16, p2p="blocking")
+    with pytest.raises(InputError, match="p2p"):
+        archsim.train_sweep("gpt_1024h_24l", sweep={"tp": [1, 2]}, cluster=node,
+                            global_batch=16, p2p="blocked")
