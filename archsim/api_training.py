@@ -313,7 +313,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.search import search as _search
     from archsim.training.search_space import chunk_counts, cp_comm_rule
-    from archsim.training.train_json import search_document
+    from archsim.training.train_json import row_context, search_document
     from archsim.value_parsers import not_a_choice
     from archsim.workload.model_files import config_dtype_note
 
@@ -397,4 +397,5 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps, etps=etps, fp8=fp8,
         fp8_param_gather=fp8_param_gather, energy_source=energy_sources(on, counts or [on.gpus]))
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
-    return replace(result, rows=[dict(row) for row in document["rows"]], document=document)
+    return replace(result, rows=[dict(row) for row in document["rows"]], document=document,
+                   row_context=row_context(config, on, global_batch, seq))

@@ -11,6 +11,8 @@ from archsim.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from archsim.training.search_rows import RowContext, Setting
+
 # the columns archsim search's CSV heads an empty answer with (no configuration fits): its readers parse a header
 EMPTY_COLUMNS = ("tp", "pp", "dp", "micro_batch", "recompute", "schedule", "iteration_seconds")
 
@@ -41,6 +43,9 @@ class SearchResult:
     # archsim search --format json's document, set by archsim.search (train_json.search_document): what
     # to_dict returns; not compared, as it only restates the fields above
     document: dict | None = field(default=None, compare=False, repr=False)
+    # what each row's command says beside the row (global batch, dtype, seq, the model's flags), set with document:
+    # train_keywords' settings, the command's
+    row_context: RowContext | None = field(default=None, compare=False, repr=False)
 
     def __repr__(self) -> str:
         """One line, not every row and the whole front (a notebook shows a cell's value by its repr)."""
@@ -70,6 +75,29 @@ class SearchResult:
 
         document = self.to_dict()
         return csv_frame(rows_frame(csv_rows(document["rows"])), text_meta(document["meta"]))
+
+    def train_keywords(self, index: int = 0) -> dict[str, int | float | str | bool | tuple[int, ...]]:
+        """The keywords of :func:`archsim.train` that run row ``index`` (0: the best; −1: the last) again, less ``model``
+        and ``cluster``: ``archsim.train(model, cluster=…, **found.train_keywords(0))`` gives the row's iteration
+        (its seconds the row's) and timeline. They are the flags of the row's ``command``, each as its keyword
+        (``--cp-hierarchy`` → ``cp_hierarchy``), typed as ``train`` takes it, from the same settings the command is
+        written from (:func:`~archsim.training.search_rows.train_settings`); the row itself is no set of keywords, as
+        it says "none" as an empty text (``cp_comm`` at CP 1, ``stage_layers`` on an even split) ``train`` refuses."""
+        from archsim.training.search_rows import train_settings
+
+        if self.document is None or self.row_context is None:
+            raise InputError("only archsim.search's result knows the settings its rows' commands name; this one came "
+                             "from archsim.training.search.search", field="train_keywords")
+        rows = self.document["rows"]
+        if not isinstance(index, int) or isinstance(index, bool) or not -len(rows) <= index < len(rows):
+            raise InputError(f"expected a row of the search's {len(rows)} (0: the best), got {index!r}", field="index")
+        return dict(keyword(setting) for setting in train_settings(rows[index], self.row_context))
+
+
+def keyword(setting: Setting) -> tuple[str, int | float | str | bool | tuple[int, ...]]:
+    """A train line's setting as :func:`archsim.train`'s keyword: ``--x-y`` → ``x_y``, the value as it is."""
+    flag, value = setting
+    return flag.removeprefix("--").replace("-", "_"), value
 
 
 def text_meta(meta: dict, digits: int | None = None) -> dict:

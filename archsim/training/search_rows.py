@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from archsim.training.parallel import interleave_flag
 from archsim.training.search_space import Candidate
@@ -168,51 +169,89 @@ def overlap_flags(c: TransformerConfig) -> list[str]:
                                   ("--moe-shared-expert-overlap", c.moe_shared_expert_overlap)) if on]
 
 
-def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype: str = "fp16",
-                  seq: int | None = None, imbalance: float | None = None, overlaps: tuple[str, ...] = ()) -> str:
-    """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's), with
-    ``--moe-load-imbalance`` ``imbalance`` (None: uniform) and the ``overlaps`` flags (:func:`overlap_flags`); the paths shell-quoted, so the line runs as pasted (a path
-    with a space stays one word)."""
-    import shlex
+# one flag of a row's train line and its value as archsim.train's keyword of that name takes it: an int, a float, a
+# text, True for a switch (a store_true flag, written bare), a tuple for a flag of several values (--cp-hierarchy A P)
+Setting = tuple[str, "int | float | str | bool | tuple[int, ...]"]
 
-    line = (f"archsim train {shlex.quote(model)} --cluster {shlex.quote(cluster)} --tp {row['tp']} --pp {row['pp']} --dp {row['dp']} "
-            f"--global-batch {global_batch} --micro-batch {row['micro_batch']} --recompute {row['recompute']} "
-            f"--schedule {row['schedule']} --attention {row.get('attention', 'standard')}")
-    if seq is not None:
-        line += f" --seq {seq}"
-    if dtype != "fp16":
-        line += f" --dtype {dtype}"
+
+@dataclass(frozen=True)
+class RowContext:
+    """What a search's ``archsim train`` lines say beside each row's own settings: the search's global batch, its
+    dtype, ``seq`` as given (None: the config's), ``--moe-load-imbalance`` (None: uniform) and the model's
+    flags (``overlaps``: :func:`overlap_flags` as switches, ``--mtp-layers`` with its count)."""
+    global_batch: int
+    dtype: str = "fp16"
+    seq: int | None = None
+    imbalance: float | None = None
+    overlaps: tuple[Setting, ...] = ()
+
+
+def train_settings(row: dict, context: RowContext) -> tuple[Setting, ...]:
+    """The flags of the ``archsim train`` line that reproduces search row ``row`` (model and cluster aside), in the
+    line's order, each with its value typed as :func:`archsim.train`'s keyword of the same name takes it (a
+    default left out, as the line leaves it out): what :func:`train_command` writes and
+    :meth:`~archsim.training.search_result.SearchResult.train_keywords` passes, one list for both."""
+    settings: list[Setting] = [
+        ("--tp", row["tp"]), ("--pp", row["pp"]), ("--dp", row["dp"]), ("--global-batch", context.global_batch),
+        ("--micro-batch", row["micro_batch"]), ("--recompute", row["recompute"]), ("--schedule", row["schedule"]),
+        ("--attention", row.get("attention", "standard"))]
+    if context.seq is not None:
+        settings.append(("--seq", context.seq))
+    if context.dtype != "fp16":
+        settings.append(("--dtype", context.dtype))
     if row.get("fp8"):
-        line += f" --fp8 {row['fp8']}" + (" --fp8-param-gather" if row.get("fp8_param_gather") else "")
-    if row.get("dp_overlap", "none") != "none":
-        line += f" --dp-overlap {row['dp_overlap']}"
-    if row.get("grad_accumulation", "fused") != "fused":
-        line += f" --grad-accumulation {row['grad_accumulation']}"
-    if row.get("distributed_optimizer"):
-        line += " --distributed-optimizer"
-    if row.get("fsdp"):
-        line += " --fsdp"
-    if row.get("fsdp_reshard", "after-forward") != "after-forward":
-        line += f" --fsdp-reshard {row['fsdp_reshard']}"
-    if row.get("fsdp_grad_sync", "micro-batch") != "micro-batch":
-        line += f" --fsdp-grad-sync {row['fsdp_grad_sync']}"
+        settings += [("--fp8", row["fp8"]), *([("--fp8-param-gather", True)] if row.get("fp8_param_gather") else [])]
+    for flag, key, default in (("--dp-overlap", "dp_overlap", "none"), ("--grad-accumulation", "grad_accumulation", "fused")):
+        if row.get(key, default) != default:
+            settings.append((flag, row[key]))
+    settings += [(flag, True) for flag, key in (("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"))
+                 if row.get(key)]
+    for flag, key, default in (("--fsdp-reshard", "fsdp_reshard", "after-forward"),
+                               ("--fsdp-grad-sync", "fsdp_grad_sync", "micro-batch")):
+        if row.get(key, default) != default:
+            settings.append((flag, row[key]))
     if row.get("cp", 1) > 1:
-        line += f" --cp {row['cp']}" + (f" --cp-comm {row['cp_comm']}" if row.get("cp_comm", "p2p") != "p2p" else "")
-        line += f" --cp-hierarchy {row['cp_hierarchy']}" if row.get("cp_hierarchy") else ""
+        settings.append(("--cp", row["cp"]))
+        if row.get("cp_comm", "p2p") != "p2p":
+            settings.append(("--cp-comm", row["cp_comm"]))
+        levels = _cp_levels(row.get("cp_hierarchy"))
+        if levels:
+            settings.append(("--cp-hierarchy", levels))
     if row.get("ep", 1) > 1:
-        line += f" --ep {row['ep']}"
+        settings.append(("--ep", row["ep"]))
     if row.get("etp", row["tp"]) != row["tp"]:
-        line += f" --etp {row['etp']}"
-    if imbalance is not None:  # a router's statistic, no Megatron-LM flag: train's alone
-        line += f" --moe-load-imbalance {float(imbalance)!r}"
-    line += "".join(f" {flag}" for flag in overlaps)
+        settings.append(("--etp", row["etp"]))
+    if context.imbalance is not None:  # a router's statistic, no Megatron-LM flag: train's alone
+        settings.append(("--moe-load-imbalance", float(context.imbalance)))
+    settings += context.overlaps
     if interleave_flag(row["schedule"], row["interleave"]) > 1:  # a V schedule's 2 chunks are its name's
-        line += f" --interleave {row['interleave']}"
-    if row.get("stage_layers"):
-        line += f" --stage-layers {row['stage_layers']}"
-    if row.get("placement"):
-        line += f" --placement {row['placement']}"
-    return line + (" --sequence-parallel" if row["sequence_parallel"] else "")
+        settings.append(("--interleave", row["interleave"]))
+    for flag, key in (("--stage-layers", "stage_layers"), ("--placement", "placement")):
+        if row.get(key):  # "none" is the row's empty text
+            settings.append((flag, row[key]))
+    if row["sequence_parallel"]:
+        settings.append(("--sequence-parallel", True))
+    return tuple(settings)
+
+
+def setting_words(flag: str, value) -> str:
+    """One setting as the train line writes it: a switch bare, several values spaced, a float as Python's repr."""
+    if value is True:
+        return flag
+    if isinstance(value, tuple):
+        return " ".join([flag, *map(str, value)])
+    return f"{flag} {float(value)!r}" if isinstance(value, float) else f"{flag} {value}"
+
+
+def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype: str = "fp16",
+                  seq: int | None = None, imbalance: float | None = None, overlaps: tuple[Setting, ...] = ()) -> str:
+    """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's), with
+    ``--moe-load-imbalance`` ``imbalance`` (None: uniform) and the ``overlaps`` settings (:class:`RowContext`): its
+    flags :func:`train_settings`'; the paths shell-quoted, so the line runs as pasted (a path with a space stays
+    one word)."""
+    context = RowContext(global_batch, dtype, seq, imbalance, overlaps)
+    return " ".join([f"archsim train {shlex.quote(model)} --cluster {shlex.quote(cluster)}",
+                     *(setting_words(flag, value) for flag, value in train_settings(row, context))])
 
 
 def _cp_levels(cell: str | None) -> tuple[int, int] | None:
@@ -241,5 +280,5 @@ def row_layout(cluster, global_batch: int, r: dict):
     return par, cluster
 
 
-__all__ = ["megatron_args", "megatron_model_args", "moe_layer_pattern", "overlap_flags", "pareto_front",
-           "row_layout", "train_command"]
+__all__ = ["RowContext", "Setting", "megatron_args", "megatron_model_args", "moe_layer_pattern", "overlap_flags",
+           "pareto_front", "row_layout", "setting_words", "train_command", "train_settings"]

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from archsim.console import setting
+
+if TYPE_CHECKING:
+    from archsim.training.search_rows import RowContext
 
 # more timeline slots than this and the document leaves the timeline out (its size, not its content)
 MAX_TIMELINE_SLOTS = 20000
@@ -204,6 +209,18 @@ def _link_label(devices) -> str:
     return "nvlink" if all(chip_of(d) is not None for d in devices) else "fabric"
 
 
+def row_context(config, cluster, global_batch: int, seq: int | None) -> RowContext:
+    """What every row's ``archsim train`` line of a search of ``config`` on ``cluster`` says beside the row
+    (:class:`~archsim.training.search_rows.RowContext`): the search's global batch, the cluster's dtype, ``seq`` as
+    given, the config's load imbalance, its all-to-all overlaps and the MTP modules' count where the model trains some
+    or is a DeepSeek config, whose own count may differ."""
+    from archsim.training.search_rows import RowContext, overlap_flags
+
+    overlaps = (*((flag, True) for flag in overlap_flags(config)),
+                *([("--mtp-layers", config.mtp_layers)] if config.mtp_layers or config.mla else []))
+    return RowContext(global_batch, cluster.dtype, seq, config.moe_load_imbalance, overlaps)
+
+
 def search_document(result, config, cluster, *, model: str, cluster_file: str, global_batch: int,
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
                     distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",),
@@ -222,12 +239,11 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     beside them only when set (as train's meta and the search's rows carry it); ``config``'s ``moe_load_imbalance`` in
     the meta and each row's command, only when set, and its all-to-all overlaps likewise."""
     from archsim.training.search_experts import expert_degrees, expert_tp_degrees, expert_tp_text
-    from archsim.training.search_rows import overlap_flags, train_command
+    from archsim.training.search_rows import train_command
 
-    # and the MTP modules' count where the model trains some or is a DeepSeek config, whose own count may differ
-    overlaps = (*overlap_flags(config), *([f"--mtp-layers {config.mtp_layers}"] if config.mtp_layers or config.mla else []))
-    command = lambda row: train_command(model, cluster_file, global_batch, row, cluster.dtype, seq,
-                                        config.moe_load_imbalance, overlaps)
+    context = row_context(config, cluster, global_batch, seq)
+    command = lambda row: train_command(model, cluster_file, global_batch, row, context.dtype, seq,
+                                        context.imbalance, context.overlaps)
     rows = [{**row, "command": command(row)} for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
