@@ -138,7 +138,7 @@ def test_table_iv_labels_its_sizes_kib():
              "additional_comm_bytes": 3 * 1024, "only": "conv", "mode": "paper"} for method in ("layerpipe", "pipedream")]
     table = table_iv(pd.DataFrame(rows), "vgg16")
     assert not [c for c in table.columns if "KB" in c]
-    assert table["comm overhead KiB"].tolist() == [3.0] and table["paper comm KiB"].tolist() == [0.26]
+    assert table["comm overhead KiB per iteration"].tolist() == [3.0] and table["paper comm KiB"].tolist() == [0.26]
 
 
 @pytest.mark.long

@@ -263,7 +263,7 @@ def test_each_layerpipe_series_is_compared_with_pipedream(swept):
     assert list(table.columns[:3]) == ["processors", "LayerPipe (gainful)", "LayerPipe (gainful) (≤P)"]
     (row,) = table.to_dict("records")
     assert row["LayerPipe (gainful)"] == pytest.approx(single / CONV2_TO_4) == pytest.approx(row["PipeDream"])
-    assert row["improvement %"] == pytest.approx(0) and row["comm overhead KiB"] == 0
+    assert row["improvement %"] == pytest.approx(0) and row["comm overhead KiB per iteration"] == 0
     summary = summarize(frame)
     assert layerpipe_series(summary, ("pipedream", "layerpipe (gainful)", "layerpipe")) == \
         ["layerpipe (gainful)", "layerpipe"]

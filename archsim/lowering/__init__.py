@@ -7,6 +7,7 @@ from archsim.lowering.delta_split import (
     DeltaSplit,
     SplitAxis,
     delta_split_units,
+    piece_weight_bytes,
     split_axes,
     split_d1_bytes,
     split_d2_bytes,
@@ -14,6 +15,7 @@ from archsim.lowering.delta_split import (
     split_row_gemms,
     vector_delta_bytes,
     whole_delta_bytes,
+    whole_delta_weight_bytes,
 )
 from archsim.lowering.lower import delta_phases, lower_layer, lower_network
 from archsim.lowering.ops import Gemm, LayerTensors, LoweredLayer, OpKind, TrainingOp, check_mode
@@ -21,5 +23,5 @@ from archsim.modes import MODES, Mode
 
 __all__ = ["MODES", "SPLIT_AXES", "DeltaSplit", "Gemm", "LayerTensors", "LoweredLayer", "Mode", "OpKind", "SplitAxis",
            "TrainingOp", "check_mode", "delta_phases", "delta_split_units", "lower_layer", "lower_network",
-           "split_axes", "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms",
-           "vector_delta_bytes", "whole_delta_bytes"]
+           "piece_weight_bytes", "split_axes", "split_d1_bytes", "split_d2_bytes", "split_delta", "split_row_gemms",
+           "vector_delta_bytes", "whole_delta_bytes", "whole_delta_weight_bytes"]

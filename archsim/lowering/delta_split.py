@@ -155,14 +155,38 @@ def _piece_bytes(lowered: LoweredLayer, axis: str, units: int, total: int, eleme
     """(out_bytes, extra_bytes) of a split piece taking ``units`` of ``total``: a piece that runs
     away from the layer's weights (``moved``) receives the weight slice (all weights for rows)
     and, split along the reduction, sends partial sums of all of δ back."""
-    layer, out_bytes = lowered.layer, lowered.required_op("D").out_bytes
-    if axis == "rows":
-        return out_bytes * units // total, element_bytes * layer.weight_elements if moved else 0
-    w_per_unit = layer.filter_h * layer.filter_w * (layer.filters if axis == "channels" else layer.channels)
-    if axis == "channels":
-        return out_bytes * units // total, w_per_unit * units * element_bytes if moved else 0
+    out_bytes = lowered.required_op("D").out_bytes
+    weights = piece_weight_bytes(lowered, axis, units, element_bytes) if moved else 0
+    if axis == "rows" or axis == "channels":
+        return out_bytes * units // total, weights
     # each half yields partial sums of the whole δ
-    return out_bytes, (w_per_unit * units * element_bytes + out_bytes) if moved else 0
+    return out_bytes, weights + out_bytes if moved else 0
+
+
+def piece_weight_bytes(lowered: LoweredLayer, axis: str, units: int, element_bytes: int = 1) -> int:
+    """Bytes of the weight slice a split piece of ``units`` along ``axis`` receives where it runs away from the
+    layer's weights (all of them for a rows split): the part of its ``extra_bytes`` that does not depend on the
+    samples it runs, so a processor borrowing it over M micro-batches receives it once per iteration (the weights
+    change only at the iteration's update), while its partial sums and result go once per micro-batch."""
+    layer = lowered.layer
+    if axis == "rows":
+        return element_bytes * layer.weight_elements
+    w_per_unit = layer.filter_h * layer.filter_w * (layer.filters if axis == "channels" else layer.channels)
+    return w_per_unit * units * element_bytes
+
+
+def whole_delta_weight_bytes(lowered: LoweredLayer, element_bytes: int = 1, mode: str = "paper") -> int:
+    """The weights among :func:`whole_delta_bytes`' ``extra_bytes``: all of a GEMM layer's (a rows split moving
+    every row); in ``exact`` mode a batch-norm's γ (one per channel; its 1/σ is the micro-batch's statistic);
+    none for another layer or one without a δ op. Bytes, once per iteration however many micro-batches the δ
+    runs."""
+    layer = lowered.layer
+    if lowered.op("D") is None:
+        return 0
+    if delta_split_units(lowered, "rows") > 0:
+        return piece_weight_bytes(lowered, "rows", 0, element_bytes)
+    exact = check_mode(mode) == "exact"
+    return layer.channels * element_bytes if exact and layer.kind == "batchnorm" and not layer.is_gemm else 0
 
 
 def _resize(gemm: Gemm, layer: Layer, units: int, axis: str) -> Gemm:

@@ -259,7 +259,7 @@ def table_iv(summary: pd.DataFrame, network: str, results: pd.DataFrame | None =
                "PipeDream": pd_at, "PipeDream (≤P)": pd_upto,
                "improvement %": improvement_pct(lp.speedup[p], pd_at) if ran else float("nan"),
                "improvement (≤P) %": improvement_pct(lp.speedup_upto[p], pd_upto),
-               "comm overhead KiB": lp.additional_comm_bytes[p] / 1024}
+               "comm overhead KiB per iteration": lp.additional_comm_bytes[p] / 1024}
         if paper_setting and p in LAYERPIPE_TABLE_IV:
             paper = LAYERPIPE_TABLE_IV[p]
             row.update({"paper LayerPipe": paper[0], "paper PipeDream": paper[1],

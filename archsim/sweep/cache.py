@@ -25,6 +25,9 @@ from archsim.sweep.folder import check_owner, holding
 from archsim.sweep.spec import DEFAULT_BORROW, SweepSpec, Unit
 
 CACHE_FORMAT = 2  # bump when a unit's rows change meaning, so old cache files are not reused
+# A design unit of M > 1 micro-batches: its rows' byte columns per iteration since 2026-12-05 (one micro-batch's
+# before), so its entries take a key of their own; every other unit's rows mean what they meant and keep their names.
+ITERATION_BYTES = {"comm_bytes": "per iteration"}
 ENTRY = re.compile(r"[0-9a-f]{40}\.json")  # a cache entry's name (:func:`cache_file`): nothing else is pruned
 
 
@@ -49,7 +52,8 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
                 del fields[key]
         if fields["setup"]["seq"] is None:  # the model's own length: names as before the spec's seq key
             del fields["setup"]["seq"]
-    settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network}, sort_keys=True)
+    extra = ITERATION_BYTES if isinstance(unit, Unit) and unit.design is not None and unit.design.microbatches > 1 else {}
+    settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network, **extra}, sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"
 
 

@@ -7,6 +7,9 @@ DRAM bandwidth, element size, micro-batches, energy table; clocks only rescale t
 * ``iteration_cycles``: M × the partition's slowest stage at micro-batch size batch / M — the
   steady-state time of one iteration of M micro-batches (pipeline fill and drain excluded), and
   ``single_processor_cycles`` M × the one-processor cycles; ``iteration_seconds`` at the clock.
+* ``mandatory_comm_bytes`` and ``additional_comm_bytes``: the iteration's too, as its cycles — M × one
+  micro-batch's, but the weights a borrowed δ receives once (:func:`archsim.partition.comm.iteration_bytes`;
+  until 2026-12-05 one micro-batch's bytes beside the iteration's cycles).
 * ``energy_pj``: :func:`archsim.energy.iteration_energy` of the M micro-batches (dynamic energy
   does not depend on the partition: the same ops run somewhere), by part, plus leakage of all P
   arrays over ``iteration_seconds`` when the table has leakage.
@@ -26,6 +29,7 @@ from archsim.energy.file_energy import cfg_table
 from archsim.energy.model import static_power_mw
 from archsim.errors import InputError
 from archsim.partition import build_profile
+from archsim.partition.comm import iteration_bytes
 from archsim.partition.pipedream import layer_groups
 from archsim.planners import partition
 from archsim.sweep.spec_arrays import ArrayFile
@@ -70,11 +74,13 @@ def design_rows(unit, network: Network, base_row) -> list[dict[str, object]]:
                 continue
             plan = partition(profile, processors, method, **run_options(unit, method, borrow))
             cycles = m * plan.max_stage_cost
+            traffic = iteration_bytes(profile, plan, m)  # the plan's are one micro-batch's, as its cycles
             for clock in clocks:
                 seconds = cycles / (clock * 1e9) if clock else float("nan")
                 leakage = static_power_mw(energies, array) * plan.processors * seconds * 1e9 if clock else 0.0
                 rows.append({
                     **base_row(processors, method, plan, single, cycles, borrow),
+                    "mandatory_comm_bytes": traffic.mandatory_bytes, "additional_comm_bytes": traffic.additional_bytes,
                     "sram_kb": sram_kb, "bandwidth_words_per_cycle": bandwidth, "element_bytes": design.element_bytes,
                     "microbatches": m, "energy_table": Path(table_name).stem,
                     "clock_ghz": clock if clock else float("nan"), "iteration_seconds": seconds,
