@@ -57,11 +57,10 @@ def parser_of(command: str) -> argparse.ArgumentParser:
 
 def keyword(action: argparse.Action) -> str:
     """The keyword an option maps to: its ``dest``, which argparse derives from the flag; where a command
-    renames the dest (``--bandwidth``'s ``dram_bandwidth``, apart from ``schedule``'s own ``--dram-bandwidth``),
-    the first flag's name, dashes as underscores: a later name is the command line's alias (``--dram-bandwidth``
-    beside ``--bandwidth``), not the keyword."""
+    renames the dest (``--bandwidth``'s ``dram_bandwidth``, apart from ``schedule``'s own ``--bandwidth``),
+    the flag's name, dashes as underscores."""
     named = [flag[2:].replace("-", "_") for flag in action.option_strings if flag.startswith("--")]
-    return action.dest if not named or action.dest == named[0] else named[0]
+    return action.dest if not named or action.dest in named else named[0]
 
 
 def keywords(command: str) -> list[str]:

@@ -106,38 +106,6 @@ def test_pipeline_says_when_split_parts_make_the_speedup_exceed_the_processors(t
     assert float(match.group(2)) == pytest.approx(single - work, rel=1e-5)
 
 
-@pytest.mark.parametrize("command", [["pipeline", "layerpipe_sample", "--processors", "2"], ["cost", "layerpipe_sample"],
-                                     ["energy", "layerpipe_sample"]], ids=lambda argv: argv[0])
-def test_dram_bandwidth_is_one_name_on_every_array_command(command, capsys) -> None:
-    """schedule calls the cycle engine's DRAM words/cycle --dram-bandwidth; pipeline, cost, gemm and energy called it
-    --bandwidth only, so a flag copied from schedule to pipeline was refused ("did you mean '--bandwidth'?") and
-    schedule --bandwidth suggested --link-bandwidth, another quantity. Now --dram-bandwidth works on all, and a
-    refusal names the flag as typed."""
-    from archsim.cli import main
-
-    assert main([*command, "--dram-bandwidth", "4"]) == 2
-    assert "--dram-bandwidth is the cycle engine's DRAM words/cycle: add --engine cycle" in capsys.readouterr().err
-    assert main([*command, "--bandwidth", "4"]) == 2
-    assert "--bandwidth is the cycle engine's DRAM words/cycle: add --engine cycle" in capsys.readouterr().err
-
-
-def test_dram_bandwidth_sets_the_same_stalls_as_bandwidth(capsys) -> None:
-    """A 256×64×64 GEMM on an 8×8 array with 1 KiB SRAMs stalls more at 1 DRAM word/cycle than at the default 10
-    (SCALE-Sim's USER-bandwidth model); --dram-bandwidth 1 gives --bandwidth 1's row."""
-    import json
-
-    from archsim.cli import main
-
-    def row(*flags: str) -> dict:
-        assert main(["gemm", "--m", "256", "--k", "64", "--n", "64", "--array", "8x8", "--engine", "cycle",
-                     "--sram-kb", "1", "--format", "json", *flags]) == 0
-        return json.loads(capsys.readouterr().out)["rows"][0]
-
-    default, old, new = row(), row("--bandwidth", "1"), row("--dram-bandwidth", "1")
-    assert default["stall_cycles"] < old["stall_cycles"]
-    assert new == old
-
-
 def test_sweep_rows_above_their_processor_count_are_counted_in_one_line() -> None:
     """Made-up rows: speedups 3.02 on 3 and 1.9 on 2 (LayerPipe), 2.5 on 3 (PipeDream): one row of three is above
     its count; a frame without one says nothing."""

@@ -220,18 +220,6 @@ def note_unread_keys(config: str) -> None:
         say_after_run("note", text)
 
 
-DRAM_BANDWIDTH_FLAG = "--dram-bandwidth"
-
-
-class _BandwidthFlag(argparse.Action):
-    """Stores the DRAM bandwidth and the name it was given by, so that a refusal names the flag the user typed."""
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        setattr(namespace, self.dest, values)
-        if option_string:
-            namespace.bandwidth_flag = option_string
-
-
 def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
     """--engine and the memory the ``cycle`` engine models (the analytic one ignores memory).
 
@@ -241,14 +229,9 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
     parser.add_argument("--engine", default="analytic", choices=ENGINES,
                         help="analytic: compute cycles; cycle: memory-aware, with stall cycles and DRAM "
                              "traffic (SCALE-Sim USER-bandwidth model)")
-    # --dram-bandwidth is schedule's name, where --bandwidth once named the link's: accepted everywhere, so one
-    # name serves cost, gemm, energy, pipeline and schedule alike
-    names = (bandwidth_flag,) if bandwidth_flag == DRAM_BANDWIDTH_FLAG else (bandwidth_flag, DRAM_BANDWIDTH_FLAG)
-    parser.add_argument(*names, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
-                        action=_BandwidthFlag,
+    parser.add_argument(bandwidth_flag, dest="dram_bandwidth", type=positive_int, default=None, metavar="WORDS",
                         help="DRAM words/cycle per operand for --engine cycle (default: 10, or the config's: "
-                             "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)"
-                             + ("" if len(names) == 1 else f"; {DRAM_BANDWIDTH_FLAG} is schedule's name for it"))
+                             "a SCALE-Sim USER-mode .cfg reads ifmap/filter at its [layout] bank rates)")
     parser.set_defaults(bandwidth_flag=bandwidth_flag)  # what check_engine_flags calls it
     parser.add_argument("--sram-kb", default=None, metavar="KIB[,KIB,KIB]",
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
