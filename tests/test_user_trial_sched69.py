@@ -7,6 +7,7 @@ average)."""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -90,3 +91,34 @@ def test_plan_states_the_seed_its_bandwidth_ranges_were_drawn_with(tmp_path, cap
     assert own.meta["makespan_seconds"] != other.meta["makespan_seconds"]  # the seed moves the plan's numbers
     assert _meta(capsys, ["plan", *args, "--cluster", str(path), "--seed", "3"])["seed"] == 3
     assert "seed" not in _meta(capsys, ["plan", *args, "--cluster", TESTBED])
+
+
+def test_seeds_repeat_one_policy_as_separate_runs_averaged_by_hand(capsys):
+    """docs/papers/jigsaw.md took the jigsaw-nospb row's mean ± sample standard deviation by hand over
+    ``--seed S`` runs, as ``--seeds`` was refused beside one policy. Now ``--seeds 3`` prints those statistics:
+    checked against three single-seed runs and Python's statistics module."""
+    common = ["cluster", "--policy", "jigsaw-nospb", "--jobs", "12", "--gpus", "16"]
+    makespans, jcts = [], []
+    for seed in range(2, 5):
+        assert main([*common, "--seed", str(seed), "--format", "json"]) == 0
+        row = json.loads(capsys.readouterr().out)["rows"][0]
+        makespans.append(row["makespan_seconds"])
+        jcts.append(row["jct_mean_seconds"])
+    assert main([*common, "--seed", "2", "--seeds", "3", "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    (row,) = printed["rows"]
+    assert printed["meta"]["seeds"] == "2,3,4" and row["policy"] == "jigsaw-nospb" and row["runs"] == 3
+    assert row["makespan_seconds_mean"] == pytest.approx(statistics.mean(makespans), rel=1e-12)
+    assert row["makespan_seconds_std"] == pytest.approx(statistics.stdev(makespans), rel=1e-9)
+    assert row["jct_mean_seconds_mean"] == pytest.approx(statistics.mean(jcts), rel=1e-12)
+    assert not any(key.startswith("jigsaw_gain") for key in row)  # no other policy to gain over
+    library = archsim.cluster_jobs(policy="jigsaw-nospb", jobs=12, gpus=16, seed=2, seeds=3)
+    assert library.to_dict() == printed
+
+
+def test_seeds_stay_refused_on_a_trace_file(capsys):
+    """A trace file is one run: --seeds would draw nothing there."""
+    assert main(["cluster", "--trace", "configs/traces/sample_tiresias.csv", "--policy", "jigsaw",
+                 "--seeds", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--seeds" in err and "trace file" in err
