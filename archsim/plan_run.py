@@ -32,7 +32,7 @@ Phases = Callable[[str, Sequence[str]], AbstractContextManager]
 @dataclass(frozen=True)
 class PlanRun:
     """One plan run: the ``rows`` and ``meta`` the command prints; the ``timeline`` (SPP's, or PipeDream's plan
-    run when ``drawn``; None for a baseline), its ``title`` and ``caption`` and the Gantt's ``rows_title``; and the
+    run when ``drawn``; a gpipe, pipedream-prm or layerpipe plan's PE schedule; None for dp and hetpipe), its ``title`` and ``caption`` and the Gantt's ``rows_title``; and the
     cluster file's ``warnings`` and ``notes``, said once the run has succeeded."""
 
     rows: list[dict]

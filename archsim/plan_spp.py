@@ -4,11 +4,19 @@ simulated timeline. Seconds throughout (the profile's unit)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from archsim.console import say, setting
 from archsim.errors import InputError
-from archsim.plan_flags import BASELINE_CONFIGS, BASELINE_METHODS, MAKESPAN_METHODS, PAPER_BASELINES, micro_batch
+from archsim.plan_flags import (
+    BASELINE_CONFIGS,
+    BASELINE_METHODS,
+    MAKESPAN_METHODS,
+    PAPER_BASELINES,
+    TIMELINE_METHODS,
+    micro_batch,
+)
 from archsim.plan_run import PlanRun, Speak
 
 
@@ -35,6 +43,30 @@ def plan_stages(partition) -> str:
         what = ", ".join(x for x in (span, f"borrows {borrowed}" if borrowed else "") if x)
         parts.append(f"s{n + 1}: {what} on {' '.join(f'g{d}' for d in devices)}")
     return "; ".join(parts)
+
+
+def baseline_timeline(method: str, profile, topology, partition, microbatches: int):
+    """The PE timeline of a baseline's (or LayerPipe's) one pipeline, ``partition`` (:data:`TIMELINE_METHODS`), on
+    the stage and channel times its makespan was priced from (GPipe in its fill-drain order): the Gantt SPP's
+    plan has, checked to end at the makespan the baseline printed."""
+    from archsim.spp.layerpipe_cluster import layerpipe_stage_plans
+    from archsim.spp.pe import pe_makespan
+    from archsim.spp.plan import stage_plans
+    from archsim.spp.prm import PRMPlan
+
+    if method == "layerpipe":
+        plans = layerpipe_stage_plans(profile, partition, [d[0] for d in partition.devices], topology.bandwidth,
+                                      topology.latency)
+    else:
+        bounds, first = [], 0
+        for stage in partition.stages:
+            bounds.append((first, first + len(stage.layers)))
+            first += len(stage.layers)
+        plan = PRMPlan(0.0, tuple(bounds), tuple(len(d) for d in partition.devices), partition.devices)
+        plans = stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links)
+    makespan, timeline = pe_makespan(plans, microbatches, "gpipe" if method == "gpipe" else "pe")
+    assert abs(makespan - float(partition.makespan)) <= 1e-9 * makespan, (method, makespan, partition.makespan)
+    return replace(timeline, unit=profile.unit)
 
 
 def server_gpus(servers: tuple[int, ...]) -> str:
@@ -118,8 +150,15 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
         assert chosen is not None, args.method  # run above, as methods holds it
         stages = plan_stages(chosen) + (" (the slowest server's pipeline; each server runs its own, then an "
                                         "all-reduce across servers)" if args.method == "hetpipe" else "")
-        return PlanRun([row], {"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches,
-                               **config, "stage_plan": stages, **priced_on})
+        meta = {"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches, **config,
+                "stage_plan": stages, **priced_on}
+        if args.method not in TIMELINE_METHODS:  # dp, hetpipe: no one pipeline's schedule
+            return PlanRun([row], meta)
+        caption = (f"Rows: {stages}. A stage row's bars are its replicas' work together (each micro-batch split over "
+                   "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
+        return PlanRun([row], meta, baseline_timeline(args.method, profile, topology, chosen, args.microbatches),
+                       f"{args.method} on {topology.name}, {args.microbatches} micro-batches", caption,
+                       unit=profile.unit)
 
     meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
@@ -134,4 +173,4 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
                    stage_rows_caption(rows), unit=profile.unit)
 
 
-__all__ = ["plan_stages", "run_spp", "server_gpus", "stage_rows_caption"]
+__all__ = ["baseline_timeline", "plan_stages", "run_spp", "server_gpus", "stage_rows_caption"]

@@ -122,3 +122,38 @@ def test_seeds_stay_refused_on_a_trace_file(capsys):
                  "--seeds", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "--seeds" in err and "trace file" in err
+
+
+@pytest.mark.parametrize("method", ["gpipe", "pipedream-prm", "layerpipe"])
+def test_a_pipelines_timeline_ends_at_its_printed_makespan(tmp_path, capsys, method):
+    """--gantt, --chrome-trace and --schedule-csv were refused beside every --method but spp and pipedream, so a
+    baseline's or LayerPipe's makespan could not be looked at. Its Chrome trace (µs) now ends at the makespan
+    printed, and its stages are the stage_plan's."""
+    trace = tmp_path / "t.json"
+    assert main(["plan", *SMALL, "--method", method, "--chrome-trace", str(trace), "--format", "json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    makespan = printed["rows"][0]["makespan_seconds"]
+    events = json.loads(trace.read_text())["traceEvents"]
+    ends = [e["ts"] + e["dur"] for e in events if e.get("ph") == "X"]
+    assert max(ends) == pytest.approx(makespan * 1e6, rel=1e-9)
+    rows = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    stage_rows = {name for name in rows if name[0] == "s" and name[1:].isdigit()}
+    assert len(stage_rows) == len(printed["meta"]["stage_plan"].split("; "))
+
+
+def test_gpipes_schedule_csv_is_fill_drain(tmp_path, capsys):
+    """GPipe (docs/papers/spp.md): every stage runs every forward, then every backward, oldest micro-batch first;
+    4 stages (one layer a GPU) × 4 micro-batches, so each rank's row is F0–F3 then B0–B3."""
+    out = tmp_path / "s.csv"
+    assert main(["plan", *SMALL, "--method", "gpipe", "--schedule-csv", str(out)]) == 0
+    capsys.readouterr()
+    rows = out.read_text().split()
+    assert rows == [",".join([f"{r}F{m}" for m in range(4)] + [f"{r}B{m}" for m in range(4)]) for r in range(4)]
+
+
+@pytest.mark.parametrize("method", ["dp", "hetpipe"])
+def test_no_timeline_for_a_plan_that_is_no_one_pipeline(tmp_path, capsys, method):
+    out = tmp_path / "g.html"
+    assert main(["plan", *SMALL, "--method", method, "--gantt", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{method} gives its makespan only" in err and not out.exists()
