@@ -41,7 +41,8 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
     """SPB + Jigsaw against the gang schedulers on a job ``trace`` (a Tiresias CSV, or ``"synthetic"``: §4.2's
     workload of ``jobs`` jobs drawn from ``seed``) on ``gpus`` devices, ``gpus_per_machine`` to a machine, of
     ``device_memory_gb`` GiB, as ``archsim cluster`` runs it, its flags as keywords of the same names: ``policy``
-    jigsaw, gandiva, tiresias, … or ``all`` (``compare=True``), which compares the three over ``seeds`` seeds;
+    jigsaw, gandiva, tiresias, … or ``all`` (``compare=True``), which compares the three over ``seeds`` seeds
+    (one policy with ``seeds`` given: its statistics over them);
     ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` (Jigsaw's) and ``max_pack`` (Gandiva's) as their flags; ``report`` writes
     the HTML page, ``job_times`` each job's times as CSV (``--job-times``), both written once the run is done, or
     neither where one fails (the command's one set of outputs). Returns a :class:`~archsim.table_result.TableResult`: one row per run (``all``: the statistics

@@ -27,9 +27,9 @@ Speak = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class ClusterRun:
-    """One cluster run: ``rows``, each run's summary (one policy: a row per run; ``all``: the statistics over
-    seeds, :func:`archsim.cluster.metrics.aggregate`'s), ``meta`` as the command prints it, ``per_seed`` (``all``:
-    every run's row with its seed, else None) and the report ``wrote`` (its path, or None)."""
+    """One cluster run: ``rows``, each run's summary (one policy on one seed: its row; ``all``, or ``--seeds`` given:
+    the statistics over seeds, :func:`archsim.cluster.metrics.aggregate`'s), ``meta`` as the command prints it,
+    ``per_seed`` (statistics over seeds: every run's row with its seed, else None) and the report ``wrote`` (its path, or None)."""
 
     rows: Any  # a Rows of one policy's runs, or the DataFrame of statistics over seeds
     meta: dict
@@ -86,7 +86,8 @@ def _command_line(args: Any, policy: str) -> str:
     words = ["archsim", "cluster", "--trace", args.trace, "--gpus", str(args.gpus), "--gpus-per-machine",
              str(args.gpus_per_machine), "--policy", policy]
     if args.trace == "synthetic":  # the flags a trace file refuses
-        words += ["--seed", str(args.seed), "--jobs", str(args.jobs)] + (["--seeds", str(args.seeds)] if policy == "all" else [])
+        several = policy == "all" or args.seeds != 1  # one policy's default: one seed
+        words += ["--seed", str(args.seed), "--jobs", str(args.jobs)] + (["--seeds", str(args.seeds)] if several else [])
     defaults = {"device_memory_gb": 16.0, "interval": 60.0, "gamma_ns_per_byte": 0.8,
                 "unit_seconds": DEFAULT_UNIT_SECONDS, "max_pack": DEFAULT_MAX_PACK}
     for key, default in defaults.items():
@@ -100,18 +101,17 @@ def _command_line(args: Any, policy: str) -> str:
 def check_flags(args: Any) -> None:
     """Refuse, before reading anything, a flag the run would ignore (given even at its default), then put in
     the defaults: --seed and --jobs draw the synthetic trace, --seeds repeats a comparison over it, and
-    --unit-seconds and --max-pack are read by the policies :data:`READERS` names."""
+    --unit-seconds and --max-pack are read by the policies :data:`READERS` names. --seeds defaults to
+    :data:`DEFAULT_SEEDS` for a comparison and to one seed for one policy."""
     synthetic = args.trace == "synthetic"
     comparing = args.compare or args.policy == "all"
     for flag, value in (("seed", args.seed), ("jobs", args.jobs)):
         if value is not None and not synthetic:
             raise InputError(f"{setting(flag)} draws the synthetic trace; {args.trace} is a trace file with its own "
                              "jobs: drop it", field=flag)
-    if args.seeds is not None and not (synthetic and comparing):
-        raise InputError(f"{setting('seeds')} repeats a comparison ({setting('policy', 'all')}) over synthetic traces "
-                         "of seeds SEED … SEED+N−1; "
-                         + ("a trace file is one run" if comparing else f"{setting('policy', args.policy)} runs one seed")
-                         + ": drop it", field="seeds")
+    if args.seeds is not None and not synthetic:
+        raise InputError(f"{setting('seeds')} repeats a run over synthetic traces of seeds SEED … SEED+N−1; "
+                         "a trace file is one run: drop it", field="seeds")
     for name, readers in READERS.items():
         if getattr(args, name) is not None and not comparing and args.policy not in readers:
             flag = name.replace("_", "-")
@@ -121,7 +121,7 @@ def check_flags(args: Any) -> None:
     args.unit_seconds = DEFAULT_UNIT_SECONDS if args.unit_seconds is None else args.unit_seconds
     args.max_pack = DEFAULT_MAX_PACK if args.max_pack is None else args.max_pack
     args.seed = DEFAULT_SEED if args.seed is None else args.seed
-    args.seeds = DEFAULT_SEEDS if args.seeds is None else args.seeds
+    args.seeds = (DEFAULT_SEEDS if comparing else 1) if args.seeds is None else args.seeds
     args.jobs = DEFAULT_JOBS if args.jobs is None else args.jobs
 
 
@@ -152,8 +152,10 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
     from archsim.rows import Rows
 
+    over_seeds = getattr(args, "seeds", None) is not None  # one policy's statistics over seeds, as all's
     check_flags(args)
     policy = "all" if args.compare else args.policy
+    over_seeds = over_seeds or policy == "all"
     cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
     if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
         speak("note", f"{setting('gpus-per-machine', args.gpus_per_machine)} is more than "
@@ -164,7 +166,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     catalog = paper_catalog()
     synthetic = args.trace == "synthetic"
     policies = MAIN_POLICIES if policy == "all" else (policy,)
-    seeds = range(args.seed, args.seed + args.seeds) if policy == "all" and synthetic else [args.seed]
+    seeds = range(args.seed, args.seed + args.seeds) if over_seeds and synthetic else [args.seed]
     with notes_kept() as kept:  # the library's notes: this command's, after the run
         file_trace = None if synthetic else load_tiresias_csv(args.trace, catalog)
     for text in kept:
@@ -206,11 +208,11 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
             **({"seeds": ",".join(str(s) for s in seeds)} if synthetic else {}),
             "jobs": int(per_run[0]["jobs"]), "spb": "jigsaw only (baselines run full backprop, §4.2)"}
     per_seed = None
-    if policy == "all":  # statistics over seeds: pandas
+    if over_seeds:  # statistics over seeds: pandas (Jigsaw's gains only beside another policy)
         import pandas as pd
 
         per_seed = pd.DataFrame(per_run)
-        rows: Any = aggregate(per_run)
+        rows: Any = aggregate(per_run, reference="jigsaw" if policy == "all" else "")
     else:  # one run's summary: plain rows
         rows = Rows.of({key: value for key, value in row.items() if key != "seed"} for row in per_run)
     wrote = None

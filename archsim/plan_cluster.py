@@ -55,8 +55,21 @@ def server_machine(cluster: str, named: list[str | None], dtype: str = DEFAULT_D
 
 
 
+def drawn_seed(spec: dict, seed: int | None, drew: bool) -> int | None:
+    """The seed a cluster's ``[low, high]`` bandwidths were drawn with (``--seed``, else the file's ``[cluster] seed``,
+    default 0), or None where the file states figures alone and nothing was drawn: what makes two runs on one
+    file differ, so the output states it."""
+    if not drew:
+        return None
+    if seed is not None:
+        return seed
+    cluster = spec.get("cluster", {})
+    return int(cluster.get("seed", 0)) if isinstance(cluster, dict) else 0
+
+
 def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
-    """The cluster file as plan reads it, once: its topology, and what plan says of it on stderr after the run —
+    """The cluster file as plan reads it, once: its topology, the seed its ranges were drawn with
+    (:func:`drawn_seed`), and what plan says of it on stderr after the run —
     train's warnings and notes on the same file (:func:`archsim.training.cluster_file.cluster_file_lines`), the
     keys only train and search read first among the notes (docs/formats.md, "Cluster (TOML)"). Every device a
     ``[[servers]]`` table names is read (whatever prices the layers): its figures are judged as train judges
@@ -95,7 +108,7 @@ def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
                    if any(key in s for s in servers))
     if seed is not None and not topology.drew:  # --seed draws [low, high] ranges; a file of figures has none
         unread += (f"--seed {seed} is not read: {Path(cluster).name} states no bandwidth as a [low, high] range to draw",)
-    return topology, (warnings, unread + notes)
+    return topology, drawn_seed(spec, seed, topology.drew), (warnings, unread + notes)
 
 
-__all__ = ["read_plan_cluster", "server_devices", "server_machine"]
+__all__ = ["drawn_seed", "read_plan_cluster", "server_devices", "server_machine"]

@@ -25,6 +25,9 @@ DEFAULT_DTYPE = TRAIN_DTYPE  # on a cluster's device, as archsim train's --dtype
 # a method whose makespan alone plan prints, beside SPP's: SPP's baselines, and LayerPipe's Algorithm 1 laid on the
 # cluster (archsim.spp.layerpipe_cluster; not one of --baselines' set, which are the SPP paper's)
 MAKESPAN_METHODS = (*BASELINE_METHODS, "layerpipe")
+# the methods whose iteration is one PE schedule of one pipeline, so a timeline to draw: dp is compute plus an
+# all-reduce, hetpipe a pipeline per server plus one across them, neither one schedule
+TIMELINE_METHODS = ("gpipe", "pipedream-prm", "layerpipe")
 METHODS = ("spp", "pipedream", *MAKESPAN_METHODS)  # planners of archsim.planners on a cluster; pipedream as its own
 ARRAY_FLAGS = ("array", "config", "dataflow", "clock-ghz")  # the flags that price on an array, not a device
 
@@ -68,9 +71,9 @@ def check_flags(args: Any) -> None:
     asked = [flag for flag, value in (("--gantt", getattr(args, "gantt", None)),
                                       ("--chrome-trace", getattr(args, "trace", None)),
                                       ("--schedule-csv", getattr(args, "schedule_csv", None))) if value]
-    if asked and args.method in MAKESPAN_METHODS:
-        raise InputError(f"{asked[0]} writes the timeline of --method spp or pipedream; {args.method} gives its "
-                         "makespan only", field="method")
+    if asked and args.method in MAKESPAN_METHODS and args.method not in TIMELINE_METHODS:
+        raise InputError(f"{asked[0]} writes the timeline of one pipeline's schedule (--method spp, pipedream, "
+                         f"{', '.join(TIMELINE_METHODS)}); {args.method} gives its makespan only", field="method")
     _check_method_options(args)
     for name, default in (("baselines", BASELINE_CONFIGS[0]), ("max_search_steps", SEARCH_STEP_LIMIT)):  # None: not given
         setattr(args, name, default if getattr(args, name, None) is None else getattr(args, name))
@@ -116,5 +119,5 @@ def _check_method_options(args: Any) -> None:
 
 
 __all__ = ["ARRAY_FLAGS", "BASELINE_CONFIGS", "BASELINE_METHODS", "DEFAULT_DTYPE", "DEFAULT_MICRO_BATCH", "LINK_MODELS",
-           "MAKESPAN_METHODS", "METHODS", "NO_BASELINES", "PAPER_BASELINES", "REPLICATION_MODELS", "array_flags", "check_flags",
-           "micro_batch"]
+           "MAKESPAN_METHODS", "METHODS", "NO_BASELINES", "PAPER_BASELINES", "REPLICATION_MODELS", "TIMELINE_METHODS",
+           "array_flags", "check_flags", "micro_batch"]

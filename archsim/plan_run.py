@@ -32,7 +32,7 @@ Phases = Callable[[str, Sequence[str]], AbstractContextManager]
 @dataclass(frozen=True)
 class PlanRun:
     """One plan run: the ``rows`` and ``meta`` the command prints; the ``timeline`` (SPP's, or PipeDream's plan
-    run when ``drawn``; None for a baseline), its ``title`` and ``caption`` and the Gantt's ``rows_title``; and the
+    run when ``drawn``; a gpipe, pipedream-prm or layerpipe plan's PE schedule; None for dp and hetpipe), its ``title`` and ``caption`` and the Gantt's ``rows_title``; and the
     cluster file's ``warnings`` and ``notes``, said once the run has succeeded."""
 
     rows: list[dict]
@@ -53,7 +53,7 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
     the caller will write the timeline (PipeDream's plan is then simulated, not only timed); ``phases``: the
     progress phases of PipeDream's optimizer (default none)."""
     check_flags(args)
-    topology, (warnings, notes) = read_plan_cluster(args.cluster, args.seed, args.links)
+    topology, seed, (warnings, notes) = read_plan_cluster(args.cluster, args.seed, args.links)
     profile, priced_on, device_memory = layer_profile(args, loader=loader, array_of=array_of, speak=speak)
     from archsim.validate import check_job_size
 
@@ -66,7 +66,17 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
         from archsim.plan_spp import run_spp
 
         done = run_spp(args, topology, profile, priced_on, speak)
-    return replace(done, warnings=tuple(warnings), notes=tuple(notes))
+    return replace(done, meta=with_seed(done.meta, seed), warnings=tuple(warnings), notes=tuple(notes))
 
 
-__all__ = ["STAGE_ROWS", "Phases", "PlanRun", "Speak", "run_plan"]
+def with_seed(meta: dict, seed: int | None) -> dict:
+    """``meta`` with ``seed`` (the one the cluster's bandwidth ranges were drawn with) after ``cluster``; unchanged
+    where nothing was drawn (a file of figures: no seed changes its plan)."""
+    if seed is None:
+        return meta
+    keys = list(meta)
+    at = keys.index("cluster") + 1 if "cluster" in keys else len(keys)
+    return {**dict(list(meta.items())[:at]), "seed": seed, **dict(list(meta.items())[at:])}
+
+
+__all__ = ["STAGE_ROWS", "Phases", "PlanRun", "Speak", "run_plan", "with_seed"]

@@ -4,11 +4,19 @@ simulated timeline. Seconds throughout (the profile's unit)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from archsim.console import say, setting
 from archsim.errors import InputError
-from archsim.plan_flags import BASELINE_CONFIGS, BASELINE_METHODS, MAKESPAN_METHODS, PAPER_BASELINES, micro_batch
+from archsim.plan_flags import (
+    BASELINE_CONFIGS,
+    BASELINE_METHODS,
+    MAKESPAN_METHODS,
+    PAPER_BASELINES,
+    TIMELINE_METHODS,
+    micro_batch,
+)
 from archsim.plan_run import PlanRun, Speak
 
 
@@ -18,6 +26,47 @@ def stage_rows_caption(rows: list[dict]) -> str:
     stages = "; ".join(f"s{r['stage']}: {r['first_layer']}–{r['last_layer']} on {r['devices']}" for r in rows)
     return (f"Rows: {stages}. A stage row's bars are its replicas' work together (each micro-batch split over "
             "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
+
+
+def plan_stages(partition) -> str:
+    """A baseline's (or LayerPipe's) plan in one line, as the Gantt caption names SPP's stages: each stage's layers
+    (first–last, in forward order) and GPUs, ``s1: conv1_1–conv3_3 on g0 g1; s2: conv4_1 on g2``, and the δs (or
+    δ′/δ″ parts: D, D1, D2 as ``pipeline``'s ``split_ops``) it runs for layers of earlier stages, ``borrows
+    D1:conv2``; a stage of borrowed work alone names no layer. Only the makespan was printed before: which layers
+    ran where could not be read."""
+    parts = []
+    for n, stage in enumerate(partition.stages):
+        devices = partition.devices[n] if partition.devices else ()
+        layers = stage.layers
+        span = (layers[0] if len(layers) == 1 else f"{layers[0]}–{layers[-1]}") if layers else ""
+        borrowed = " ".join(f"{op.kind}:{op.layer}" for op in stage.ops if op.borrowed)
+        what = ", ".join(x for x in (span, f"borrows {borrowed}" if borrowed else "") if x)
+        parts.append(f"s{n + 1}: {what} on {' '.join(f'g{d}' for d in devices)}")
+    return "; ".join(parts)
+
+
+def baseline_timeline(method: str, profile, topology, partition, microbatches: int):
+    """The PE timeline of a baseline's (or LayerPipe's) one pipeline, ``partition`` (:data:`TIMELINE_METHODS`), on
+    the stage and channel times its makespan was priced from (GPipe in its fill-drain order): the Gantt SPP's
+    plan has, checked to end at the makespan the baseline printed."""
+    from archsim.spp.layerpipe_cluster import layerpipe_stage_plans
+    from archsim.spp.pe import pe_makespan
+    from archsim.spp.plan import stage_plans
+    from archsim.spp.prm import PRMPlan
+
+    if method == "layerpipe":
+        plans = layerpipe_stage_plans(profile, partition, [d[0] for d in partition.devices], topology.bandwidth,
+                                      topology.latency)
+    else:
+        bounds, first = [], 0
+        for stage in partition.stages:
+            bounds.append((first, first + len(stage.layers)))
+            first += len(stage.layers)
+        plan = PRMPlan(0.0, tuple(bounds), tuple(len(d) for d in partition.devices), partition.devices)
+        plans = stage_plans(profile, plan, topology.bandwidth, topology.latency, topology.links)
+    makespan, timeline = pe_makespan(plans, microbatches, "gpipe" if method == "gpipe" else "pe")
+    assert abs(makespan - float(partition.makespan)) <= 1e-9 * makespan, (method, makespan, partition.makespan)
+    return replace(timeline, unit=profile.unit)
 
 
 def server_gpus(servers: tuple[int, ...]) -> str:
@@ -64,7 +113,7 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
     with progress(max(limit - 1, 0) + limit + len(methods), "SPP", "step") as bar:
         result = spp(profile, topology, args.microbatches, max_stages=args.max_stages, samples=samples,
                      on_level=lambda _: bar.update(), on_stage_count=lambda _: bar.update())
-        others = {}
+        others, chosen = {}, None
         for method in methods:
             bar.set_postfix_str(f"baseline {method}")
             # --baselines none runs no baseline; LayerPipe beside it (not one of them) runs as under archsim's
@@ -72,6 +121,7 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
             baseline = plan_on_cluster(profile, topology, method, args.microbatches, config=config)
             assert baseline.makespan is not None, "a plan on a cluster is scheduled"
             others[method] = float(baseline.makespan)
+            chosen = baseline if method == args.method else chosen
             if method == args.method and method in ("gpipe", "layerpipe"):  # one GPU a stage, no replicas: fewer
                 # stages than GPUs leave some idle, said as pipeline says it (the others replicate stages; HetPipe's
                 # plan shows one server's)
@@ -97,8 +147,18 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
             for n, ((a, b), d, t) in enumerate(zip(result.plan.stages, result.plan.devices, times))]
     if args.method != "spp":
         row = {"method": args.method, "makespan_seconds": others[args.method], "spp_makespan_seconds": result.makespan}
-        return PlanRun([row], {"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches,
-                               **config, **priced_on})
+        assert chosen is not None, args.method  # run above, as methods holds it
+        stages = plan_stages(chosen) + (" (the slowest server's pipeline; each server runs its own, then an "
+                                        "all-reduce across servers)" if args.method == "hetpipe" else "")
+        meta = {"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches, **config,
+                "stage_plan": stages, **priced_on}
+        if args.method not in TIMELINE_METHODS:  # dp, hetpipe: no one pipeline's schedule
+            return PlanRun([row], meta)
+        caption = (f"Rows: {stages}. A stage row's bars are its replicas' work together (each micro-batch split over "
+                   "them); chN is the channel from sN to sN+1 (cf forward, cb backward); arN is sN's all-reduce.")
+        return PlanRun([row], meta, baseline_timeline(args.method, profile, topology, chosen, args.microbatches),
+                       f"{args.method} on {topology.name}, {args.microbatches} micro-batches", caption,
+                       unit=profile.unit)
 
     meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,
             "microbatches": args.microbatches, "makespan_seconds": result.makespan,
@@ -113,4 +173,4 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
                    stage_rows_caption(rows), unit=profile.unit)
 
 
-__all__ = ["run_spp", "server_gpus", "stage_rows_caption"]
+__all__ = ["baseline_timeline", "plan_stages", "run_spp", "server_gpus", "stage_rows_caption"]

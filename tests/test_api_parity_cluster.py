@@ -20,6 +20,8 @@ CASES = {  # name → (flags, keywords)
                               {"policy": "jigsaw", "jobs": "20", "gpus": 32, "unit_seconds": 0}),
     "all, two seeds": (["--policy", "all", "--seeds", "2", "--jobs", "12", "--gpus", "16", "--seed", "3"],
                        {"compare": True, "seeds": 2, "jobs": 12, "gpus": 16, "seed": 3}),
+    "one policy over seeds": (["--policy", "jigsaw-nospb", "--seeds", "2", "--jobs", "12", "--gpus", "16"],
+                              {"policy": "jigsaw-nospb", "seeds": 2, "jobs": 12, "gpus": 16}),
     "a trace file": (["--trace", TRACE, "--gpus", "16", "--policy", "tiresias", "--interval", "0"],
                      {"trace": TRACE, "gpus": "16", "policy": "tiresias", "interval": "0"}),
 }
@@ -35,7 +37,7 @@ def test_cluster_jobs_gives_the_commands_json(case, monkeypatch, capsys):
 
 REFUSED = {  # name → (flags, keywords)
     "seed with a trace file": (["--trace", TRACE, "--seed", "1"], {"trace": TRACE, "seed": 1}),
-    "seeds on one policy": (["--seeds", "3"], {"seeds": 3}),
+    "seeds with a trace file": (["--trace", TRACE, "--seeds", "3"], {"trace": TRACE, "seeds": 3}),
 }
 
 

@@ -148,13 +148,15 @@ def test_the_command_and_the_library_print_layerpipes_makespan_beside_spps(capsy
     assert result.to_dict()["rows"] == [row]
 
 
-def test_a_timeline_output_is_refused_beside_layerpipe(capsys, tmp_path):
+def test_a_timeline_output_is_refused_beside_hetpipe(capsys, tmp_path):
+    """layerpipe's timeline is written since 2026-12-05 (tests/test_user_trial_sched69.py); hetpipe's pipelines, one
+    per server, and the all-reduce across them are no one schedule."""
     from archsim.cli import main
 
     out = tmp_path / "g.html"
     code = main(["plan", "layerpipe_sample", "--cluster", str(CLUSTERS / "spp_sim.toml"), "--microbatches", "2",
-                 "--method", "layerpipe", "--gantt", str(out)])
-    assert code == 2 and "layerpipe gives its makespan only" in capsys.readouterr().err and not out.exists()
+                 "--method", "hetpipe", "--gantt", str(out)])
+    assert code == 2 and "hetpipe gives its makespan only" in capsys.readouterr().err and not out.exists()
 
 
 def test_baselines_none_beside_layerpipe_runs_it_as_under_archsims(capsys, tmp_path):

@@ -31,8 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed_flag, default=None,
                         help=f"synthetic trace seed (default {DEFAULT_SEED}; refused with a trace file)")
     parser.add_argument("--seeds", type=int_flag(1, 1000, "a seed count"), default=None,
-                        help=f"with --policy all on the synthetic trace: seeds SEED … SEED+N−1 (default {DEFAULT_SEEDS}; "
-                             "refused otherwise)")
+                        help="on the synthetic trace: run seeds SEED … SEED+N−1 and print each policy's statistics "
+                             f"over them (default {DEFAULT_SEEDS} with --policy all, else 1; refused with a trace file)")
     parser.add_argument("--jobs", type=int_flag(1, 100_000, "a job count"), default=None,
                         help=f"synthetic trace jobs (default {DEFAULT_JOBS}; refused with a trace file)")
     parser.add_argument("--interval", type=_non_negative, default=60.0, help="scheduling interval, s (default 60); a job waits for the first boundary at or after its "
