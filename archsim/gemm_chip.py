@@ -3,7 +3,7 @@ whole chip (``chip_seconds``) and the chip in the meta (``chip_*``, ``per_array`
 :func:`archsim.array.gemm_run.run_gemm` by its two callers, the command and :func:`archsim.gemm`. Here, one level
 above ``array/``, because the chip is read and timed by the device model (:mod:`archsim.chip_time`, ``devices/``),
 which the array package never imports. The rule is the one ``cost`` and ``energy`` take
-(:func:`archsim.chip_time.priced_chip_seconds`): train's op timing, under ``--engine cycle`` the cycle engine's cycles
+(:func:`archsim.chip_time.chip_seconds`): train's op timing, under ``--engine cycle`` the cycle engine's cycles
 of the busiest array's share of the GEMM at the chip's clock. Seconds."""
 
 from __future__ import annotations
