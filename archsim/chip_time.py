@@ -293,10 +293,11 @@ HBM_FLOOR = ("; each op at least its HBM bytes (train's count: each GEMM's opera
 """What ``chip_seconds_by`` adds under the ``cycle`` engine: the HBM floor :func:`chip_seconds` sets."""
 
 
-def floor_meta(timed: ChipSeconds, engine: str) -> dict[str, object]:
-    """The meta's ``chip_hbm_floor_ops`` under the ``cycle`` engine: how many ops the HBM floor bound
-    (:func:`chip_seconds`); nothing under the analytic engine (train's op timing, its own roofline)."""
-    return {"chip_hbm_floor_ops": timed.floored} if engine == "cycle" else {}
+def floor_meta(floored: int, engine: str) -> dict[str, object]:
+    """The meta's ``chip_hbm_floor_ops`` under the ``cycle`` engine: ``floored``, how many ops the HBM floor bound
+    (:attr:`ChipSeconds.floored`; ``gemm``'s GEMMs, :func:`gemm_chip_seconds`); nothing under the analytic engine
+    (train's op timing, its own roofline)."""
+    return {"chip_hbm_floor_ops": floored} if engine == "cycle" else {}
 
 
 def floor_note(timed: ChipSeconds, chip: Device, of: str = "") -> str | None:

@@ -95,7 +95,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
     if timed is not None and timing is not None:
-        meta.update(chip_meta(timed, engine), **floor_meta(timing, engine),
+        meta.update(chip_meta(timed, engine), **floor_meta(timing.floored, engine),
                     **({"per_array": COST_ARRAY_OR_CHIP_FIGURES} if chip is not None else {}),
                     **({"energy_leakage": energy_leakage(several=chip is not None)} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)

@@ -187,7 +187,7 @@ def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microba
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
     timing = chip_seconds(lowered, chip, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
     kinds = {kind: sum(row[f"{kind}_chip_seconds"] for row in timing.rows) * microbatches for kind in ("F", "G", "D")}
-    return ChipIteration(kinds, {**chip_meta(chip, engine), **floor_meta(timing, engine)}, chip,
+    return ChipIteration(kinds, {**chip_meta(chip, engine), **floor_meta(timing.floored, engine)}, chip,
                          floor_note(timing, chip, " of a micro-batch" if microbatches > 1 else ""))
 
 
