@@ -9,7 +9,7 @@ that bandwidth, the file's ``gemm_efficiency``, ``memory_efficiency`` and ``laun
 Cost's other columns price one array (SCALE-Sim's count); these price the chip the file states, its arrays of the
 shape, dataflow and clock that array was costed at (``--array``, ``--dataflow`` and ``--clock-ghz`` override the
 file's for both). Under the ``cycle`` engine the chip is timed by that engine's own cycles instead
-(:func:`priced_chip_seconds`, the one rule): a chip of one array (``--energy``) by its cycles of each op, one of
+(:func:`chip_seconds`, the one rule): a chip of one array (``--energy``) by its cycles of each op, one of
 several by the busiest array's share of each GEMM's folds, dealt as train deals them and stepped at the chip's
 ``hbm_gbps`` ÷ the arrays running at once (:mod:`archsim.chip_cycles`), so the stalls of arrays sharing one HBM
 show; each op's seconds floored at its HBM bytes (train's count) ÷ ``hbm_gbps``, as the engine, each operand
@@ -56,7 +56,7 @@ def several_array_chip(config: str | Path | None, array: ArrayConfig) -> Device 
 def one_array_chip(config: str | Path | None, array: ArrayConfig) -> Device | None:
     """The chip ``config`` states where it is a device file of one array that ``train`` reads stating ``[device]
     static_watts``, its array of ``array``'s shape, dataflow and clock as :func:`several_array_chip` gives a chip of
-    several: ``energy`` and ``cost --energy`` price its static power over its seconds (:func:`priced_chip_seconds`:
+    several: ``energy`` and ``cost --energy`` price its static power over its seconds (:func:`chip_seconds`:
     train's op timing, under the ``cycle`` engine that engine's cycles) as they price a chip of several arrays
     (:func:`archsim.energy_run.chip_priced_pj`). None for no file, a plain SCALE-Sim ``.cfg``, a device of several
     arrays (:func:`several_array_chip`), one stating no static power (its leakage the energy table's alone, over the
@@ -146,7 +146,7 @@ def layer_chip_seconds(lowered: Sequence[LayerOps], chip: Device, dtype: str,
 
 
 def times_by_cycle_engine(chip: Device, engine: str) -> bool:
-    """Whether ``chip``'s seconds are the cycle engine's own (:func:`priced_chip_seconds`): under the ``cycle``
+    """Whether ``chip``'s seconds are the cycle engine's own (:func:`chip_seconds`): under the ``cycle``
     engine, on a chip of one array or several."""
     return engine == "cycle"
 
@@ -164,17 +164,11 @@ class ChipSeconds:
     unfloored: float = 0.0  # s, the cycle engine's seconds of every op before the floor (0 under the analytic engine)
 
 
-def priced_chip_seconds(lowered: Sequence[LayerOps], chip: Device, array: ArrayConfig, engine: str, dtype: str,
-                        element_bytes: int) -> list[dict[str, float]]:
-    """Each layer's F, G and δ seconds on ``chip`` and their sum (:data:`CHIP_COLUMNS`), the time ``energy`` and
-    ``cost --energy`` price the chip's static power over and name as its seconds: :func:`chip_seconds`' rows."""
-    return chip_seconds(lowered, chip, array, engine, dtype, element_bytes).rows
-
-
 def chip_seconds(lowered: Sequence[LayerOps], chip: Device, array: ArrayConfig, engine: str, dtype: str,
                  element_bytes: int) -> ChipSeconds:
-    """The one rule for a chip's seconds (:func:`priced_chip_seconds`): train's op timing (:func:`layer_chip_seconds`)
-    under the analytic engine; under the ``cycle`` engine the cycle engine's own cycles at the chip's clock, so the
+    """The one rule for a chip's seconds (``rows``: each layer's F, G and δ and their sum), ``cost``'s and ``gemm``'s
+    chip columns and the time ``energy`` and ``cost --energy`` price the chip's static power over: train's op timing
+    (:func:`layer_chip_seconds`) under the analytic engine; under the ``cycle`` engine the cycle engine's own cycles at the chip's clock, so the
     leakage is spent over the time the engine's dynamic energy and DRAM counts took: on a chip of one array each op's
     cycles (stalls at its DRAM rate included, ``array`` as that engine ran it: :func:`engine_cycles`), on several the
     busiest array's share of each GEMM's folds, dealt as train deals them, stepped at its share of the chip's
@@ -209,24 +203,6 @@ def engine_cycles(ops: Sequence[TrainingOp], array: ArrayConfig) -> np.ndarray:
     return op_cycles(ops, array, "cycle")
 
 
-def engine_chip_seconds(lowered: Sequence[LayerOps], array: ArrayConfig, clock_hz: float) -> list[dict[str, float]]:
-    """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`): the cycle engine's cycles of its ops on ``array``
-    (:func:`engine_cycles`) ÷ ``clock_hz``, without the HBM floor :func:`chip_seconds` sets on them."""
-    ops = [op for item in lowered for op in item.ops]
-    cycles = engine_cycles(ops, array).tolist() if ops else []
-    return _kind_seconds(lowered, cycles, [None] * len(cycles), clock_hz)
-
-
-def shared_chip_seconds(lowered: Sequence[LayerOps], array: ArrayConfig, chip: Device) -> list[dict[str, float]]:
-    """Each layer's F, G and δ seconds (:data:`CHIP_COLUMNS`) on ``chip``'s several arrays under the cycle engine:
-    its ops' cycles by :func:`archsim.chip_cycles.chip_op_cycles` (the busiest array's share of each GEMM's folds,
-    dealt as train deals them, stepped at hbm_gbps ÷ the arrays running at once; a vector op's elements dealt to the
-    arrays) ÷ the chip's clock, without the HBM floor :func:`chip_seconds` sets on them."""
-    ops = [op for item in lowered for op in item.ops]
-    cycles = _shared_cycles(ops, array, chip).tolist() if ops else []
-    return _kind_seconds(lowered, cycles, [None] * len(cycles), chip.arrays.clock_hz)
-
-
 def _shared_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, chip: Device) -> np.ndarray:
     """:func:`archsim.chip_cycles.chip_op_cycles` of ``ops`` on ``chip`` (int64)."""
     from archsim.chip_cycles import chip_op_cycles
@@ -259,7 +235,7 @@ def gemm_chip_seconds(shapes: Sequence[tuple[int, int, int, int, int, str]], chi
                       engine: str, dtype: str, element_bytes: int) -> tuple[list[float], int]:
     """Seconds of each GEMM ``(m, k, n, rows, cols, dataflow)`` on the whole ``chip`` (``archsim gemm``'s
     ``chip_seconds``), its arrays and ``array`` (the one ``gemm`` costed: SRAMs, width) of that row's shape and
-    dataflow: the GEMM as one op timed by :func:`priced_chip_seconds`, the rule ``cost`` and ``energy`` take (train's
+    dataflow: the GEMM as one op timed by :func:`chip_seconds`, the rule ``cost`` and ``energy`` take (train's
     op timing; under the ``cycle`` engine that engine's cycles, on several arrays the busiest array's share at
     ``hbm_gbps`` ÷ the arrays running at once, :func:`archsim.chip_cycles.chip_op_cycles`, floored at the GEMM's HBM
     bytes ÷ ``hbm_gbps``); and how many of them that floor bound."""
@@ -279,14 +255,14 @@ def gemm_chip_seconds(shapes: Sequence[tuple[int, int, int, int, int, str]], chi
 
 @dataclass(frozen=True)
 class _OneOp:
-    """A layer of ``ops`` alone (``gemm``'s GEMM), all :func:`priced_chip_seconds` reads of a lowered layer."""
+    """A layer of ``ops`` alone (``gemm``'s GEMM), all :func:`chip_seconds` reads of a lowered layer."""
 
     ops: tuple[TrainingOp, ...]
 
 
 def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
     """What the chip columns were timed on: its name, arrays and their shape, clock (GHz) and HBM (GB/s), and how
-    (:func:`priced_chip_seconds`'s rule under ``engine``); a file's ``[compute] host_s`` named as left out: train
+    (:func:`chip_seconds`'s rule under ``engine``); a file's ``[compute] host_s`` named as left out: train
     floors a pass (a layer's forward, its backward) at the ops it issues × host_s, a floor over Megatron's op list
     that a layer's own columns have no pass to apply to."""
     arrays = chip.arrays
@@ -317,10 +293,11 @@ HBM_FLOOR = ("; each op at least its HBM bytes (train's count: each GEMM's opera
 """What ``chip_seconds_by`` adds under the ``cycle`` engine: the HBM floor :func:`chip_seconds` sets."""
 
 
-def floor_meta(timed: ChipSeconds, engine: str) -> dict[str, object]:
-    """The meta's ``chip_hbm_floor_ops`` under the ``cycle`` engine: how many ops the HBM floor bound
-    (:func:`chip_seconds`); nothing under the analytic engine (train's op timing, its own roofline)."""
-    return {"chip_hbm_floor_ops": timed.floored} if engine == "cycle" else {}
+def floor_meta(floored: int, engine: str) -> dict[str, object]:
+    """The meta's ``chip_hbm_floor_ops`` under the ``cycle`` engine: ``floored``, how many ops the HBM floor bound
+    (:attr:`ChipSeconds.floored`; ``gemm``'s GEMMs, :func:`gemm_chip_seconds`); nothing under the analytic engine
+    (train's op timing, its own roofline)."""
+    return {"chip_hbm_floor_ops": floored} if engine == "cycle" else {}
 
 
 def floor_note(timed: ChipSeconds, chip: Device, of: str = "") -> str | None:
@@ -343,7 +320,6 @@ __all__ = [
     "chip_meta",
     "chip_seconds",
     "dram_counts",
-    "engine_chip_seconds",
     "engine_cycles",
     "file_dram_words",
     "floor_meta",
@@ -351,9 +327,7 @@ __all__ = [
     "gemm_chip_seconds",
     "layer_chip_seconds",
     "one_array_chip",
-    "priced_chip_seconds",
     "several_array_chip",
-    "shared_chip_seconds",
     "timed_chip",
     "times_by_cycle_engine",
 ]

@@ -32,7 +32,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     (:meth:`~archsim.energy.area.Area.chip_dict`). ``dtype`` is the ``--dtype`` given (None: the meta names the
     width's own). With ``energy`` on a device file of one array stating ``static_watts`` that array is a chip too
     (:func:`~archsim.chip_time.timed_chip`): its F/G/D chip seconds by the same op timing, train's (under the
-    cycle engine that engine's cycles: :func:`~archsim.chip_time.priced_chip_seconds`), and each
+    cycle engine that engine's cycles: :func:`~archsim.chip_time.chip_seconds`), and each
     layer's F/G/D pJ its static power over them, as ``energy`` prices it, so the TOTAL stays energy's. The notes,
     what ``archsim cost`` says after its table and ``archsim.cost`` warns: with ``energy``, a device file's
     ``static_watts`` left unread where ``energy`` leaves it unread too (a ``.cfg`` train refuses:
@@ -95,7 +95,7 @@ def cost_document(network: Network, array: ArrayConfig, *, batch: int, mode: Mod
     if array.clock_hz is not None:
         meta["clock_ghz"] = array.clock_hz / 1e9
     if timed is not None and timing is not None:
-        meta.update(chip_meta(timed, engine), **floor_meta(timing, engine),
+        meta.update(chip_meta(timed, engine), **floor_meta(timing.floored, engine),
                     **({"per_array": COST_ARRAY_OR_CHIP_FIGURES} if chip is not None else {}),
                     **({"energy_leakage": energy_leakage(several=chip is not None)} if energy else {}))
     printed = add_seconds(Rows.of([*rows, total_row(rows)]), array.clock_hz)

@@ -25,7 +25,7 @@ def energy_document(network: Network, array: ArrayConfig, *, batch: int, microba
     (:func:`_chip_priced`): its seconds, its static energy and its area; ``cycles`` stay one array's. On one of one
     array stating ``static_watts`` that array is the chip, priced alike, its area the array's. The chip's seconds
     are train's op timing, under the ``cycle`` engine that engine's own cycles at the clock (one rule:
-    :func:`~archsim.chip_time.priced_chip_seconds`)."""
+    :func:`~archsim.chip_time.chip_seconds`)."""
     from archsim.array.options import dtype_meta
     from archsim.chip_time import dram_counts, file_dram_words
     from archsim.choices.devices import SCALESIM_DTYPE
@@ -118,7 +118,7 @@ def chip_priced_pj(energy_pj: float, leakage_pj: float, chip_seconds: float, dev
                    array_leakage_mw: float) -> tuple[float, float]:
     """(leakage, energy) in pJ of work the energy model priced on one array (``energy_pj``, of which ``leakage_pj``
     is one array's leakage over one array's cycles) priced on ``device``, a chip of several arrays or of one stating
-    ``static_watts`` (``chip_seconds`` its time by :func:`~archsim.chip_time.priced_chip_seconds`): its leakage the
+    ``static_watts`` (``chip_seconds`` its time by :func:`~archsim.chip_time.chip_seconds`): its leakage the
     chip's static power ×
     ``chip_seconds`` (:func:`~archsim.training.energy.static_joules`, train's formula: ``static_watts`` plus every
     array's ``array_leakage_mw``), its dynamic part as priced (the same accesses run on one array or all). The one
@@ -135,7 +135,7 @@ def chip_layer_energy(rows: list[dict], lowered, array: ArrayConfig, energies, e
     """``rows`` (``cost``'s per-layer rows of ``lowered``) each with its layer's F/G/D energy and total (pJ) as
     :func:`~archsim.energy.model.with_layer_energy` gives them, each kind's leakage the chip's over that kind's
     seconds in ``layer_seconds`` (each layer's ``F/G/D_chip_seconds``, s:
-    :func:`~archsim.chip_time.priced_chip_seconds`, on a chip of one array as of several; :func:`chip_priced_pj`):
+    :func:`~archsim.chip_time.chip_seconds`, on a chip of one array as of several; :func:`chip_priced_pj`):
     ``cost --energy`` on a device file of several arrays, or of one stating ``static_watts``, priced as ``energy``
     prices it; ``dram``: the DRAM count the dynamic part is priced by (:func:`~archsim.chip_time.file_dram_words`)."""
     from archsim.energy.model import layer_kind_energy, static_power_mw
@@ -172,7 +172,7 @@ def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microba
                     dtype: str | None, config: str | Path | None) -> ChipIteration | None:
     """The iteration on the chip where ``config`` is a device file train reads of several arrays or of one stating
     ``static_watts`` (:func:`~archsim.chip_time.timed_chip`): ``cost``'s ``F/G/D_chip_seconds`` of the batch / M
-    micro-batch (:func:`~archsim.chip_time.priced_chip_seconds`: the op timing train uses; on one array under the
+    micro-batch (:func:`~archsim.chip_time.chip_seconds`: the op timing train uses; on one array under the
     cycle engine that engine's own cycles at the clock) summed over the layers × M, what it was timed on
     (:func:`~archsim.chip_time.chip_meta`) and the chip; None otherwise (one array's cycles are then the chip's
     time). The dynamic energy is the same on one array or many: the chip runs the same accesses."""
@@ -187,7 +187,7 @@ def _chip_iteration(network: Network, array: ArrayConfig, *, batch: int, microba
     lowered = lower_network(network, batch // microbatches, mode, array.element_bytes)
     timing = chip_seconds(lowered, chip, array, engine, dtype_meta(dtype, array) or SCALESIM_DTYPE, array.element_bytes)
     kinds = {kind: sum(row[f"{kind}_chip_seconds"] for row in timing.rows) * microbatches for kind in ("F", "G", "D")}
-    return ChipIteration(kinds, {**chip_meta(chip, engine), **floor_meta(timing, engine)}, chip,
+    return ChipIteration(kinds, {**chip_meta(chip, engine), **floor_meta(timing.floored, engine)}, chip,
                          floor_note(timing, chip, " of a micro-batch" if microbatches > 1 else ""))
 
 

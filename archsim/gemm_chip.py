@@ -3,8 +3,9 @@ whole chip (``chip_seconds``) and the chip in the meta (``chip_*``, ``per_array`
 :func:`archsim.array.gemm_run.run_gemm` by its two callers, the command and :func:`archsim.gemm`. Here, one level
 above ``array/``, because the chip is read and timed by the device model (:mod:`archsim.chip_time`, ``devices/``),
 which the array package never imports. The rule is the one ``cost`` and ``energy`` take
-(:func:`archsim.chip_time.priced_chip_seconds`): train's op timing, under ``--engine cycle`` the cycle engine's cycles
-of the busiest array's share of the GEMM at the chip's clock. Seconds."""
+(:func:`archsim.chip_time.chip_seconds`): train's op timing, under ``--engine cycle`` the cycle engine's cycles
+of the busiest array's share of the GEMM at the chip's clock, floored at the GEMM's HBM bytes ÷ ``hbm_gbps`` (the
+meta's ``chip_hbm_floor_ops``: the GEMMs it bound). Seconds."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def with_chip_seconds(done: GemmRun, config: str | Path | None, *, engine: str, 
 
     from archsim.array.gemm_run import SHAPE_COLUMNS
     from archsim.array.options import dtype_meta
-    from archsim.chip_time import chip_meta, gemm_chip_seconds, several_array_chip
+    from archsim.chip_time import chip_meta, floor_meta, gemm_chip_seconds, several_array_chip
     from archsim.choices.devices import SCALESIM_DTYPE
     from archsim.rows import Rows
 
@@ -52,16 +53,16 @@ def with_chip_seconds(done: GemmRun, config: str | Path | None, *, engine: str, 
     chip = several_array_chip(config, array)
     if chip is None:
         return done
-    seconds, floored = gemm_chip_seconds(rows, chip, done.array, engine, dtype_meta(dtype, done.array) or SCALESIM_DTYPE,
-                                done.array.element_bytes)
+    seconds, floored = gemm_chip_seconds(rows, chip, done.array, engine,
+                                         dtype_meta(dtype, done.array) or SCALESIM_DTYPE, done.array.element_bytes)
     if isinstance(table, Rows):
         table = Rows.of([{**record, "chip_seconds": value} for record, value in zip(table.records, seconds, strict=True)],
                         table.counts)
     else:
         table = table.assign(chip_seconds=seconds)
     named = {name: value for name, value in chip_meta(chip, engine).items() if not (shapes and name == "chip_array")}
-    floor = {"chip_hbm_floor_ops": floored} if engine == "cycle" else {}  # the GEMMs the HBM floor bound (chip_time)
-    return replace(done, table=table, meta={**done.meta, **named, **floor, "per_array": per_array(engine)})
+    return replace(done, table=table, meta={**done.meta, **named, **floor_meta(floored, engine),
+                                            "per_array": per_array(engine)})
 
 
 __all__ = ["per_array", "with_chip_seconds"]

@@ -1,5 +1,5 @@
 """Under ``--engine cycle`` a chip of one array stating ``[device] static_watts`` has its static energy priced over
-the cycle engine's own time (archsim.chip_time.priced_chip_seconds): each op's seconds are the engine's cycles of
+the cycle engine's own time (archsim.chip_time.chip_seconds): each op's seconds are the engine's cycles of
 it at the clock, floored at its HBM bytes ÷ hbm_gbps (tests/test_cycle_hbm_floor.py), and leakage_pj is
 (static_watts + the array's leakage) × them, so a run that stalls on DRAM pays the leakage of the time it stalls. A
 chip of several arrays is timed by its busiest array's share of each GEMM (tests/test_cycle_chip_arrays.py).

@@ -29,6 +29,8 @@ HOMES = {
     # read as the main reader reads them, for the cycle engine's DRAM rate and notes and the sweep's checks
     "cfg_parser": "archsim.array.cfg_lines",
     "cfg_stated": "archsim.array.cfg_lines",
+    # where a key sits in a .cfg, for an error's line: one search, whichever reader refuses the key
+    "cfg_key_line": "archsim.array.cfg_lines",
 }
 
 

@@ -28,6 +28,21 @@ def cfg_parser(text: str, file: str) -> configparser.ConfigParser:
     return parser
 
 
+def _writes_key(line: str, key: str) -> bool:
+    """Whether a ``.cfg`` ``line`` sets ``key`` (its case ignored and space around ``:`` or ``=`` trimmed, as
+    configparser reads keys)."""
+    return re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE) is not None
+
+
+def cfg_key_line(text: str, key: str) -> int | None:
+    """The 1-based line of the first ``key`` in a ``.cfg``'s ``text``, in any section (SCALE-Sim's key names are
+    each in one section); None where it is not written. :func:`cfg_line` finds a key in its named section."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if _writes_key(line, key):
+            return number
+    return None
+
+
 def cfg_line(text: str, field: str) -> int | None:
     """The 1-based line of ``[section] key`` in a ``.cfg``'s ``text`` (``field``: ``section.key``, as this module's
     errors name a key), found in that section only, the key's case ignored as configparser ignores it; None where it
@@ -38,7 +53,7 @@ def cfg_line(text: str, field: str) -> int | None:
         header = re.match(r"\[(.+)\]", line)  # configparser's section header
         if header:
             current = header[1]
-        elif current == section and re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE):
+        elif current == section and _writes_key(line, key):
             return number
     return None
 
@@ -125,5 +140,5 @@ def cfg_stated(path: str | Path) -> CfgStated:
                      cfg_interface_mode(parser, text, file))
 
 
-__all__ = ["CfgStated", "cfg_clock_ghz", "cfg_interface_mode", "cfg_line", "cfg_located", "cfg_parser", "cfg_section_line",
+__all__ = ["CfgStated", "cfg_clock_ghz", "cfg_interface_mode", "cfg_key_line", "cfg_line", "cfg_located", "cfg_parser", "cfg_section_line",
            "cfg_stated", "cfg_unquoted"]

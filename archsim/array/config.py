@@ -13,7 +13,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from archsim.array.cfg_lines import cfg_clock_ghz, cfg_interface_mode, cfg_located, cfg_parser, cfg_section_line
+from archsim.array.cfg_lines import (
+    cfg_clock_ghz,
+    cfg_interface_mode,
+    cfg_key_line,
+    cfg_located,
+    cfg_parser,
+    cfg_section_line,
+)
 from archsim.array.device_sections import (
     cfg_device_sections,
     check_bandwidth_once,
@@ -236,15 +243,6 @@ def _toml_refusal(text: str, file: str, dtype_flag: bool) -> InputError:
     return InputError(f"{refusal}{split}; its array as {word}: {sep.join(flags)}", file=file)
 
 
-def _key_line(text: str, key: str) -> int | None:
-    """The 1-based line of the first ``key`` (any case, as configparser reads keys) in a ``.cfg``'s ``text``; None
-    where it is not written."""
-    for number, line in enumerate(text.splitlines(), start=1):
-        if re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE):
-            return number
-    return None
-
-
 def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: float | None = None,
                      sparsity: bool = False, layouts: bool = False, dtype_flag: bool = False) -> ArrayConfig:
     """Read a SCALE-Sim 3.0.0 ``.cfg`` file into an :class:`ArrayConfig`.
@@ -277,7 +275,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     parser = cfg_parser(text, file)
 
     def line_of(key: str) -> int | None:
-        return _key_line(text, key)
+        return cfg_key_line(text, key)
 
     for section in parser.sections():
         if section not in _SECTIONS | _DEVICE_SECTIONS:

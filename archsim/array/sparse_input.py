@@ -16,19 +16,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from archsim.array.cfg_lines import cfg_parser
+from archsim.array.cfg_lines import cfg_key_line, cfg_parser
 from archsim.array.sparsity import SparsityConfig, check_ratio
 from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
 from archsim.validate import SEED_MAX, read_text, shown
 from archsim.value_parsers import parse_int
-
-
-def _line_of(text: str, key: str) -> int | None:
-    for number, line in enumerate(text.splitlines(), start=1):
-        if re.match(rf"\s*{re.escape(key)}\s*[:=]", line, flags=re.IGNORECASE):
-            return number
-    return None
 
 
 def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
@@ -42,7 +35,7 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
     for switch in ("SparsitySupport", "OptimizedMapping"):  # SCALE-Sim tests == "true": else must be "false"
         if switch in section and section[switch].strip().lower() not in ("true", "false"):
             raise InputError(f"expected true or false, got {shown(section[switch].strip())}", file=file,
-                             line=_line_of(text, switch), field=switch)
+                             line=cfg_key_line(text, switch), field=switch)
     if section["SparsitySupport"].strip().lower() != "true":
         return None
 
@@ -56,13 +49,13 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
         try:
             return parse_int(value(key), low=low, high=high, what="an integer")
         except ValueError as exc:
-            raise InputError(str(exc), file=file, line=_line_of(text, key), field=key) from None
+            raise InputError(str(exc), file=file, line=cfg_key_line(text, key), field=key) from None
 
     offset = parser.get("architecture_presets", "FilterOffset", fallback="10000000").strip()
     if offset == "0":
         raise InputError("FilterOffset 0 with sparsity on: SCALE-Sim takes the weight stored at address 0 for a "
                          "pruned one (its pattern test is address != 0), which archsim does not copy; use an "
-                         "offset above 0", file=file, line=_line_of(text, "FilterOffset"), field="FilterOffset")
+                         "offset above 0", file=file, line=cfg_key_line(text, "FilterOffset"), field="FilterOffset")
     optimized = value("OptimizedMapping").lower() == "true"
     fields: dict[str, Any] = {"representation": value("SparseRep"), "optimized_mapping": optimized,
               "block_size": integer("BlockSize", 1, 2**31 - 1) if optimized else 4,
@@ -71,7 +64,7 @@ def read_sparsity_section(path: str | Path) -> SparsityConfig | None:
         return SparsityConfig(**fields)
     except InputError as exc:
         key = exc.where.field
-        raise InputError(exc.message, file=file, line=_line_of(text, key) if key else None, field=key) from None
+        raise InputError(exc.message, file=file, line=cfg_key_line(text, key) if key else None, field=key) from None
 
 
 def read_sparsity_column(path: str | Path) -> list[tuple[int, int]]:

@@ -207,7 +207,7 @@ def array_gemm_hbm_bytes(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, c
     :func:`array_gemm_seconds` sets its waves against: each operand and the result once, (m·k + k·n + m·n) · count
     elements, or with ``Device.dram_traffic`` ``"scalesim"`` the words SCALE-Sim's memory model moves for each array's
     dealt sub-GEMM (:func:`archsim.devices.array_dram.gemm_dram_words`, × count), at ``element_bytes`` each. The one
-    count: the cycle engine's chip seconds are floored at it too (:func:`archsim.chip_time.priced_chip_seconds`)."""
+    count: the cycle engine's chip seconds are floored at it too (:func:`archsim.chip_time.chip_seconds`)."""
     m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
     shape = np.broadcast(m, k, n, count).shape
     if device.dram_traffic == "scalesim":
@@ -225,7 +225,7 @@ def array_op_hbm_bytes(ops: Sequence[TrainingOp], device: Device, dtype: str, el
     against the HBM: its GEMMs' traffic (:func:`array_gemm_hbm_bytes`) plus its memory-bound elements streamed
     (``vector_elements``), ``element_bytes`` each; a fused op the larger of the two, which train overlaps. What a
     chip's HBM must move for the op whoever times it: the cycle engine's chip seconds are floored at it over the
-    file's ``hbm_gbps`` (:func:`archsim.chip_time.priced_chip_seconds`)."""
+    file's ``hbm_gbps`` (:func:`archsim.chip_time.chip_seconds`)."""
     owner, m, k, n, count = flatten_gemms(ops)
     gemm = np.zeros(len(ops))
     if owner.size:

@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from archsim.partition.result import Partition
 
 SPLIT_KINDS = ("D1", "D2")  # δ′ and δ″ of a split δ
+RELATIVE_SLACK = 1e-12  # float sums' last bits are no gain
+
+
+def above_processors(speedup, processors):
+    """Whether a ``speedup`` is above its ``processors`` count by more than float sums' last bits: the one test of
+    :func:`superlinear_note` (one plan) and :func:`archsim.sweep.superlinear_rows.superlinear_rows_line` (a sweep's
+    rows; ``speedup`` and ``processors`` columns, elementwise)."""
+    return speedup > processors * (1 + RELATIVE_SLACK)
 
 
 def split_saving(profile: LayerProfile, plan: Partition) -> float:
@@ -39,7 +47,7 @@ def superlinear_note(profile: LayerProfile, plan: Partition, processors: object)
         return None
     single = float(profile.total.sum())
     speedup = single / plan.max_stage_cost
-    if not speedup > processors * (1 + 1e-12):  # float sums' last bits are no gain
+    if not above_processors(speedup, processors):
         return None
     saved = split_saving(profile, plan)
     cause = (f"its split δ parts (D1 + D2) cost {saved:.6g} {plan.unit} less than the whole δs they replace "
@@ -49,4 +57,4 @@ def superlinear_note(profile: LayerProfile, plan: Partition, processors: object)
     return f"{plan.method}'s speedup {speedup:.4g} is above its {processors} processors: {cause}"
 
 
-__all__ = ["split_saving", "superlinear_note"]
+__all__ = ["above_processors", "split_saving", "superlinear_note"]

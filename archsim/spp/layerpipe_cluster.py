@@ -59,9 +59,9 @@ def seconds_coster(profile: LayerProfile) -> DeltaCoster | None:
     a device's or a measured profile has no sub-GEMM to cost (Algorithm 1 then moves whole δs)."""
     if profile.unit != "seconds" or profile.array is None or not profile.lowered:
         return DeltaCoster.of(profile)  # a profile in cycles: its own coster
-    from archsim.array.config import DEFAULT_CLOCK_HZ
+    from archsim.spp.profiles import cycle_seconds
 
-    return SecondsCoster(profile, 1.0 / (profile.array.clock_hz or DEFAULT_CLOCK_HZ))  # profile_from_network's
+    return SecondsCoster(profile, cycle_seconds(profile.array))  # the period profile_from_network priced it at
 
 
 def check_identical_devices(topology: Topology) -> None:

@@ -27,14 +27,21 @@ def equal_runs(keys: Sequence[Hashable]) -> list[list[int]]:
     return runs
 
 
+def cycle_seconds(array) -> float:
+    """Seconds of one cycle of ``array``, at its clock (default :data:`~archsim.array.config.DEFAULT_CLOCK_HZ`):
+    what an array profile's cycles are multiplied by to plan a cluster in seconds (:func:`profile_from_network`), and
+    what a δ split of such a profile is costed back through (:class:`~archsim.spp.layerpipe_cluster.SecondsCoster`)."""
+    from archsim.array.config import DEFAULT_CLOCK_HZ
+
+    return 1.0 / (array.clock_hz or DEFAULT_CLOCK_HZ)
+
+
 def profile_from_network(network, array, batch: int, mode: Mode = "exact", group=None) -> LayerProfile:
     """Array-model costs in seconds (cycles / clock). ``group`` maps a layer name to a block name;
     consecutive layers of one block merge into one node of a chain (e.g. a BERT encoder layer),
     whose boundary tensor is its last layer's output and whose δ back is the previous block's."""
     p = build_profile(network, array, batch, mode)
-    from archsim.array.config import DEFAULT_CLOCK_HZ
-
-    seconds = 1.0 / (array.clock_hz or DEFAULT_CLOCK_HZ)
+    seconds = cycle_seconds(array)
     if group is None:
         return replace(p, forward=p.forward * seconds, weight_grad=p.weight_grad * seconds,
                        delta=p.delta * seconds, unit="seconds")
@@ -68,4 +75,4 @@ def profile_on_machine(network, machine, batch: int, mode: Mode = "exact") -> La
     return profile_of_lowered(lowered, seconds, mode=mode, batch=batch, unit="seconds")
 
 
-__all__ = ["equal_runs", "profile_from_network", "profile_on_machine"]
+__all__ = ["cycle_seconds", "equal_runs", "profile_from_network", "profile_on_machine"]

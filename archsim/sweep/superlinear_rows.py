@@ -15,7 +15,9 @@ def superlinear_rows_line(results: pd.DataFrame) -> str | None:
     ``results`` have a speedup above their processor count, with the largest; None where none has."""
     if results.empty or not {"speedup", "processors", "method"} <= set(results.columns):
         return None
-    above = results[results["speedup"] > results["processors"] * (1 + 1e-12)]
+    from archsim.partition.superlinear import above_processors
+
+    above = results[above_processors(results["speedup"], results["processors"])]
     if above.empty:
         return None
     top = above.loc[above["speedup"].idxmax()]

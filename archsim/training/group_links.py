@@ -228,7 +228,7 @@ def _crossing(cluster: Layout, members: range) -> tuple[bool, bool]:
         not cluster.one_domain(members[0], members[-1], members.step)
     net = cluster.network
     leaves = over and net is not None and leaves_oversubscribed(cluster) and \
-        len({cluster.file_server(cluster.server_of(i)) // net.servers_per_leaf for i in members}) > 1
+        len({net.leaf(cluster.file_server(cluster.server_of(i))) for i in members}) > 1  # Network.leaf, the one rule
     return over, leaves
 
 
