@@ -41,7 +41,7 @@ from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
-from archsim.validate import INT32_MAX, did_you_mean, shown
+from archsim.validate import INT32_MAX, MAX_FIGURE, did_you_mean, shown
 from archsim.value_parsers import parse_boolean, parse_float, parse_ratio
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
@@ -166,7 +166,8 @@ def _int(cell: str, field: str, file: str, line: int) -> int:
 
 def _seconds(cell: str, field: str, file: str, line: int, scale: float = 1.0) -> float:
     """A positive time cell in seconds (× ``scale``), written as every real archsim reads
-    (:func:`~archsim.value_parsers.parse_float`: no ``1_0`` nor non-ASCII digits, which float() takes)."""
+    (:func:`~archsim.value_parsers.parse_float`: no ``1_0`` nor non-ASCII digits, which float() takes), of at most
+    :data:`~archsim.validate.MAX_FIGURE` seconds, so that its error and its ratio to the prediction stay finite."""
     from archsim.value_parsers import parse_float
 
     try:
@@ -175,6 +176,9 @@ def _seconds(cell: str, field: str, file: str, line: int, scale: float = 1.0) ->
         value = math.nan
     if not (value > 0 and math.isfinite(value)):
         raise InputError(f"expected a positive time, got {cell!r}", file=file, line=line, field=field)
+    if value > MAX_FIGURE:  # 1e308 s: predicted ÷ it is 0 (an error of -1.0), it ÷ predicted overflows to inf
+        raise InputError(f"a measured time out of range: at most {MAX_FIGURE:g} s (some 32 million years), got "
+                         f"{cell!r}", file=file, line=line, field=field)
     return value
 
 
