@@ -122,7 +122,8 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     (:func:`archsim.array.device_rate.sweep_rate_note`), or, on an array that does not carry that rate (a spec built by
     hand), that it ran at SCALE-Sim's default (:func:`archsim.array.device_rate.hbm_unread_note`, in words of the spec's
     first element size), or that a file stating no clock had its GB/s not applied
-    (:func:`archsim.array.device_rate.unclocked_hbm_note`). Each file is named as the spec names it (:func:`.spec_files.spec_named`)."""
+    (:func:`archsim.array.device_rate.unclocked_hbm_note`). Each file is named as the spec names it
+    (:func:`.spec_files.spec_named`)."""
     from archsim.array.device_notes import device_arrays_note, sweep_unused_device_note
     from archsim.devices.unread_keys import config_unread_keys_note
     from archsim.sweep.spec_files import spec_named

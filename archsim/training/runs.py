@@ -382,5 +382,5 @@ def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
     return selective_flash_count_note([(row.par.recompute, row.par.attention) for row in rows], "rows", "recompute")
 
 
-__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "cleared_rows_note", "column_for", "few_microbatches_rows_note", "frame_text", "model_note",
-           "one_chunk_rows_note", "read_runs", "runs_to_run", "selective_flash_rows_note"]
+__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "cleared_rows_note", "column_for", "few_microbatches_rows_note",
+           "frame_text", "model_note", "one_chunk_rows_note", "read_runs", "runs_to_run", "selective_flash_rows_note"]
