@@ -173,7 +173,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     row's, as ``archsim train --runs`` takes their flags; fp8 is each row's ``fp8`` column).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
-    a ``# model:`` line naming another model (:func:`archsim.training.runs.model_note`), an interleaved
+    rows of empty cells skipped (:func:`archsim.training.runs.cleared_rows_note`), a ``# model:`` line naming another
+    model (:func:`archsim.training.runs.model_note`), an interleaved
     ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs.one_chunk_rows_note`),
     a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`), each
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`) and :func:`train`'s notes on
@@ -191,6 +192,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.runs import (
+        cleared_rows_note,
         few_microbatches_rows_note,
         frame_text,
         model_note,
@@ -198,11 +200,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         runs_to_run,
         selective_flash_rows_note,
     )
-    from archsim.training.runs_predict import (
-        milliseconds_note,
-        predict_runs,
-        row_check,
-    )
+    from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import RunsResult, runs_document
     from archsim.validate import DEFAULT_MAX_OPS
     from archsim.workload.model_files import config_dtype_note
@@ -234,7 +232,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
-    for note in (*on.warnings, model_note(runs, config.name), one_chunk_rows_note(rows),
+    for note in (*on.warnings, cleared_rows_note(runs), model_note(runs, config.name), one_chunk_rows_note(rows),
                  few_microbatches_rows_note(rows), selective_flash_rows_note(rows),
                  *model_notes,
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order

@@ -66,7 +66,25 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
         from archsim.plan_spp import run_spp
 
         done = run_spp(args, topology, profile, priced_on, speak)
-    return replace(done, meta=with_seed(done.meta, seed), warnings=tuple(warnings), notes=tuple(notes))
+    return replace(done, rows=plain_numbers(done.rows), meta=plain_numbers(with_seed(done.meta, seed)),
+                   warnings=tuple(warnings), notes=tuple(notes))
+
+
+def plain_numbers(value: Any) -> Any:
+    """``value`` (a plan's rows or meta: dicts, lists and scalars) with every number a plain Python ``int`` or
+    ``float`` (numpy's float64 from the planners' arithmetic, int64 from their arrays), each the same value, so
+    that :func:`archsim.plan`'s ``.meta`` and rows hold one kind of number, as their JSON does; bools as they are."""
+    import numbers
+
+    if isinstance(value, dict):
+        return {key: plain_numbers(item) for key, item in value.items()}
+    if isinstance(value, list) or type(value) is tuple:
+        return type(value)(plain_numbers(item) for item in value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Number) or type(value) in (int, float):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    return float(value) if isinstance(value, numbers.Real) else value
 
 
 def with_seed(meta: dict, seed: int | None) -> dict:
@@ -79,4 +97,4 @@ def with_seed(meta: dict, seed: int | None) -> dict:
     return {**dict(list(meta.items())[:at]), "seed": seed, **dict(list(meta.items())[at:])}
 
 
-__all__ = ["STAGE_ROWS", "Phases", "PlanRun", "Speak", "run_plan", "with_seed"]
+__all__ = ["STAGE_ROWS", "Phases", "PlanRun", "Speak", "plain_numbers", "run_plan", "with_seed"]

@@ -150,8 +150,8 @@ def run_spp(args: Any, topology, profile, priced_on: dict[str, str], speak: Spea
         assert chosen is not None, args.method  # run above, as methods holds it
         stages = plan_stages(chosen) + (" (the slowest server's pipeline; each server runs its own, then an "
                                         "all-reduce across servers)" if args.method == "hetpipe" else "")
-        meta = {"cluster": topology.name, "gpus": topology.devices, "microbatches": args.microbatches, **config,
-                "stage_plan": stages, **priced_on}
+        meta = {"method": args.method, "cluster": topology.name, "gpus": topology.devices,  # as SPP's meta names it
+                "microbatches": args.microbatches, **config, "stage_plan": stages, **priced_on}
         if args.method not in TIMELINE_METHODS:  # dp, hetpipe: no one pipeline's schedule
             return PlanRun([row], meta)
         caption = (f"Rows: {stages}. A stage row's bars are its replicas' work together (each micro-batch split over "

@@ -197,3 +197,25 @@ def test_a_device_memory_that_is_not_positive_is_refused_as_the_flags_are_parsed
     assert out == "" and err.count("\n") == 1
     assert err.startswith("archsim cluster: error: argument --device-memory-gb: expected a "), err
     assert "positive number" in err and repr(memory) in err
+
+
+def test_device_memory_gb_is_gib_as_its_help_and_the_cli_page_say(tmp_path, capsys):
+    """--device-memory-gb is GiB (2³⁰ bytes), unlike a cluster file's gpu_memory_gb (10⁹ bytes). By hand: resnet152
+    needs 12.81 GB (the catalog's Table 2, 10⁹ bytes) = 11.93 GiB; 12 GiB is 12.88 × 10⁹ bytes and holds it, 11.9 GiB
+    (12.78 × 10⁹) does not (read as GB, 12 would not hold it either). Failed before: the help said GiB without the
+    bytes, the CLI page not at all, beside a cluster file's GB."""
+    from archsim.cli import main
+
+    trace = tmp_path / "one.csv"
+    trace.write_text(HEADER + "1,1,0,10,resnet152,0,0\n")
+    assert main(["cluster", "--trace", str(trace), "--gpus", "3", "--device-memory-gb", "12", "--format", "json"]) == 0
+    capsys.readouterr()
+    assert main(["cluster", "--trace", str(trace), "--gpus", "3", "--device-memory-gb", "11.9"]) == 2
+    assert "model resnet152 needs" in capsys.readouterr().err
+    parser = Parser(prog="archsim cluster")
+    COMMAND.add_arguments(parser)
+    flag = next(a for a in parser._actions if "--device-memory-gb" in a.option_strings)
+    assert "GiB, 2^30 bytes" in flag.help and "10^9" in flag.help
+    page = " ".join((ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    assert ("`cluster --device-memory-gb` (and `archsim.cluster_jobs`' `device_memory_gb`) is each device's memory "
+            "in GiB, 2³⁰ bytes") in page

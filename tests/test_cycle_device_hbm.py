@@ -216,3 +216,63 @@ def test_the_rate_is_read_through_the_device_readers_checks(tmp_path):
     bad.write_text(TINY_CHIP.replace("hbm_gbps = 12", 'hbm_gbps = "fast"'))
     with pytest.raises(InputError, match="hbm_gbps"):
         device_dram_rate(bad, 2)
+
+
+# TINY_CFG without its clock: 12 GB/s is no number of words/cycle until a clock says how many cycles a second.
+UNCLOCKED_CFG = TINY_CFG.replace("ClockGHz = 2.0\n", "")
+UNCLOCKED = "hbm_gbps = 12 GB/s was not applied"
+
+
+def test_a_device_cfg_without_a_clock_says_its_hbm_gbps_was_not_applied(tmp_path, capsys):
+    """Failed before: the cycle engine ran at SCALE-Sim's 10 words/cycle and said nothing of the file's 12 GB/s. Now
+    one note naming the file's rate, the 10 it ran at and how to state the clock (or the words) instead; the figures
+    are SCALE-Sim's default's, as before (64³ GEMM in fp16: 512-word SRAMs, 10 words per operand)."""
+    chip = tmp_path / "tiny.cfg"
+    chip.write_text(UNCLOCKED_CFG)
+    row, meta, err = _row(capsys, "--config", str(chip), "--dtype", "fp16")
+    assert row["stall_cycles"] == _stalls(10) and meta["bandwidth_words_per_cycle"] == 10
+    said = [line for line in err.splitlines() if UNCLOCKED in line]
+    assert len(said) == 1
+    assert "ran at 10 words/cycle" in said[0] and "ClockGHz = GHZ under [archsim]" in said[0]
+    assert said[0].endswith("--bandwidth WORDS")
+    _, _, err = _row(capsys, "--config", str(chip), "--dtype", "fp16", "--bandwidth", "3")  # the flag: nothing to say
+    assert "hbm_gbps" not in err
+    chip.write_text(TINY_CFG)  # its clock stated: the rate applies, said as before
+    _, meta, err = _row(capsys, "--config", str(chip), "--dtype", "fp16")
+    assert meta["bandwidth_words_per_cycle"] == 3 and UNCLOCKED not in err
+
+
+def test_the_library_warns_the_unapplied_hbm_gbps_once(tmp_path):
+    """archsim.cost on the unclocked file warns it as a UserWarning, once, naming the keyword; the analytic engine
+    (which reads no bandwidth) says nothing of it."""
+    import warnings
+
+    import archsim
+
+    chip = tmp_path / "tiny.cfg"
+    chip.write_text(UNCLOCKED_CFG)
+    net = tmp_path / "fc.csv"
+    net.write_text(FC64)
+    for engine, count in (("cycle", 1), ("analytic", 0)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            archsim.cost(str(net), config=str(chip), dtype="fp16", engine=engine, batch=64)
+        said = [str(w.message) for w in caught if UNCLOCKED in str(w.message)]
+        assert len(said) == count
+        assert all(w.category is UserWarning for w in caught if UNCLOCKED in str(w.message))
+        assert all(text.endswith("bandwidth=WORDS") for text in said)
+
+
+def test_a_sweep_of_the_unclocked_cfg_says_it_too(tmp_path):
+    """A cycle-engine sweep of the file without ``bandwidths`` ran at 10 words/cycle silently; its note names the
+    spec's key."""
+    from archsim.sweep.spec import load_spec
+    from archsim.sweep.spec_arrays import array_file_notes
+
+    (tmp_path / "tiny.cfg").write_text(UNCLOCKED_CFG)
+    (tmp_path / "fc.csv").write_text(FC64)
+    spec_file = tmp_path / "spec.toml"
+    spec_file.write_text('[sweep]\nnetworks = ["fc.csv"]\narrays = ["tiny.cfg"]\nbatches = [4]\nprocessors = [1]\n'
+                         'methods = ["gpipe"]\nengine = "cycle"\n')
+    said = [note for note in array_file_notes(load_spec(spec_file)) if UNCLOCKED in note]
+    assert len(said) == 1 and said[0].startswith("tiny.cfg: ") and said[0].endswith("bandwidths = [WORDS]")

@@ -51,3 +51,35 @@ def test_a_row_over_the_op_limit_is_named_with_its_line(tmp_path, capsys):
     line = clean_error(capsys, "train", model, "--cluster", write(tmp_path / "c.toml", CLUSTER), "--seq", "128",
                        "--runs", runs)
     assert f"{runs}, line 3, field 'max-ops': " in line and "give --max-ops " in line, line
+
+
+def test_a_measured_time_out_of_range_is_refused_at_its_line(tmp_path, capsys):
+    """Failed before: ``measured_seconds`` 1e308 ran, its error -1.0 (prediction ÷ 1e308 − 1) and the note on
+    milliseconds saying "(the least inf×)" (1e308 ÷ a prediction under 1 s overflows). Now a time above 10¹⁵ s
+    (archsim's largest file figure, MAX_FIGURE) is refused at its line and column, in either layout; 10¹⁵ itself
+    still runs, its note's ratio a finite figure."""
+    import math
+    import re
+
+    from archsim.errors import InputError
+    from archsim.training.measured import COLUMNS as VTRAIN
+    from archsim.training.runs import read_runs
+
+    model = write(tmp_path / "moe.json", json.dumps(MOE))
+    cluster = write(tmp_path / "c.toml", CLUSTER)
+    runs = write(tmp_path / "runs.csv", f"tp,pp,dp,micro_batch,global_batch,measured_seconds\n{GOOD},1\n{GOOD},1e308\n")
+    line = clean_error(capsys, "train", model, "--cluster", cluster, "--seq", "128", "--runs", runs)
+    assert f"{runs}, line 3, field 'measured_seconds': a measured time out of range" in line, line
+    edge = write(tmp_path / "edge.csv", f"tp,pp,dp,micro_batch,global_batch,measured_seconds\n{GOOD},1e15\n")
+    assert read_runs(edge)[0].measured_seconds == 1e15
+    from archsim.cli import main
+
+    assert main([str(a) for a in ("train", model, "--cluster", cluster, "--seq", "128", "--runs", edge, "--format",
+                                  "json")]) == 0
+    out, err = capsys.readouterr()
+    ratio = re.search(r"\(the least ([^×]+)×\)", err)
+    assert ratio is not None and math.isfinite(float(ratio[1])), err  # above 100×: the note is said
+    assert -1 < json.loads(out)["rows"][0]["error"] < 0  # prediction ÷ 1e15 − 1: above -1, not rounded to it
+    vtrain = write(tmp_path / "vtrain.csv", ",".join(VTRAIN) + "\n8,8,1,256,4,2,128,1,8,1,1e308\n")
+    with pytest.raises(InputError, match=r"line 2, field 'iteration time \(ms\)'.*<= 1e\+15"):
+        read_runs(vtrain)

@@ -189,3 +189,26 @@ def test_runs_say_a_rotary_configs_sequence_came_from_max_position_embeddings(tm
     said = [str(w.message) for w in caught]
     assert SEQ_NOTE.format("seq=N") in said and any("my_note" in text for text in said), said
     assert any("config.json says bfloat16" in text and "dtype='bf16'" in text for text in said), said
+
+
+def test_rows_of_empty_cells_are_counted_in_one_note(tmp_path, capsys):
+    """Failed before: the cleared rows were skipped without a word, so a run the user meant to keep went missing
+    silently. Now one note counts them and names their lines (3 and 5 here, by hand: the header is line 1, a blank
+    line 4 and a comment are no rows); the runs are the same; the library warns the same line once."""
+    import warnings
+
+    import archsim
+
+    spread = tmp_path / "spread.csv"
+    spread.write_text(HEADER + "2,2,2,1,16,full\n,,,,,\n\n, ,\t,,,\n# a comment, with a comma\n1,2,4,2,16,selective\n")
+    status, got, err = _runs_csv(capsys, spread)
+    assert status == 0 and len(got) == 3, err  # the header and two runs
+    said = [line for line in err.splitlines() if "empty cells" in line]
+    assert len(said) == 1 and "2 rows of empty cells (lines 3, 5:" in said[0] and "were skipped" in said[0]
+    plain = tmp_path / "plain.csv"
+    plain.write_text(HEADER + "2,2,2,1,16,full\n\n1,2,4,2,16,selective\n")
+    assert "empty cells" not in _runs_csv(capsys, plain)[2]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.train_runs(MODEL, runs=str(spread), cluster=CLUSTER, attention="standard")
+    assert [str(w.message) for w in caught if "empty cells" in str(w.message)] == [said[0].split("note: ", 1)[1]]

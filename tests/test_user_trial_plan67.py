@@ -121,3 +121,31 @@ def test_cluster_jobs_replaces_neither_output_when_the_second_fails(tmp_path, mo
     monkeypatch.undo()
     archsim.cluster_jobs(jobs=4, gpus=8, report=report, job_times=times)
     assert report.read_text().startswith("<!") and times.read_text().startswith("policy,seed,job_id,")
+
+
+def _numbers(value, where: str = "meta"):
+    """(place, type name) of every number in ``value`` (dicts, lists) that is not a plain int, float or bool."""
+    if isinstance(value, dict):
+        return [found for key, item in value.items() for found in _numbers(item, f"{where}.{key}")]
+    if isinstance(value, (list, tuple)):
+        return [found for i, item in enumerate(value) for found in _numbers(item, f"{where}[{i}]")]
+    import numbers
+
+    plain = type(value) in (int, float, bool)
+    return [] if plain or not isinstance(value, numbers.Number) else [(where, type(value).__name__)]
+
+
+@pytest.mark.parametrize("method", ["spp", "pipedream", "gpipe", "pipedream-prm", "layerpipe", "dp", "hetpipe"])
+def test_every_methods_meta_names_it_and_holds_plain_numbers(capsys, method):
+    """Failed before: a baseline's meta (``--method gpipe`` …) had no ``method`` key where SPP's and PipeDream's have
+    one, and ``.meta["makespan_seconds"]`` (SPP's; PipeDream's ``simulated_makespan_seconds``, a baseline row's
+    ``spp_makespan_seconds``) was a numpy float64 where the other figures are plain floats. Now every method's meta
+    and JSON name the method run, and its meta's and rows' numbers are plain Python ints and floats."""
+    bound = method != "pipedream"  # PipeDream's optimizer takes no --max-stages
+    keywords = {"cluster": str(CLUSTERS / "testbed_1080ti.toml"), "microbatches": 4,
+                **({"max_stages": 2} if bound else {})}
+    result = archsim.plan("layerpipe_sample", method=method, **keywords)
+    assert result.meta["method"] == method
+    assert _numbers(result.meta) == [] and _numbers(result.document["rows"], "rows") == []
+    document = json.loads(_out(capsys, [*(PLAN if bound else PLAN[:-2]), "--method", method, "--format", "json"]))
+    assert document["meta"]["method"] == method

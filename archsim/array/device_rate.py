@@ -29,6 +29,16 @@ def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float
     ``.cfg`` device file's ``Bandwidth`` already must equal its ``hbm_gbps`` (:func:`~archsim.array.device_sections.
     check_bandwidth_once`): so each of the ifmap, filter and ofmap buffers reads (or writes) at the chip's whole
     rate, the chip's total not divided among them (three buffers streaming at once draw up to 3 × hbm_gbps)."""
+    hbm, ghz, bandwidth = _stated_rate(config)
+    if not hbm or ghz is None or bandwidth:
+        return None
+    return dram_words(hbm, ghz, element_bytes), float(hbm), ghz  # a half up, not to even
+
+
+def _stated_rate(config: str | Path) -> tuple[float | None, float | None, bool]:
+    """(hbm_gbps in GB/s, clock in GHz, whether SCALE-Sim's ``Bandwidth`` is written) as a device file states them,
+    each None where not written (a device TOML writes no ``Bandwidth``): what :func:`device_dram_rate` and
+    :func:`unclocked_hbm_note` read, read as every device-file reader reads it (its keys checked)."""
     from archsim.array.cfg_lines import cfg_stated
     from archsim.array.device_sections import cfg_device_sections, toml_sections
     from archsim.validate import read_text
@@ -37,15 +47,28 @@ def device_dram_rate(config: str | Path, element_bytes: int) -> tuple[int, float
     if is_device_toml(config):  # read as every device-file reader reads it: the shared TOML reader, its keys checked
         values = toml_sections(text, str(config), ("compute", "memory")) or {}
         hbm, mhz = values.get("memory", {}).get("hbm_gbps"), values.get("compute", {}).get("clock_mhz")
-        ghz = None if mhz is None else mhz / 1e3
-    else:
-        checked = cfg_device_sections(text, str(config), required=False)
-        hbm = None if checked is None else checked[0].get("memory", {}).get("hbm_gbps")
-        stated = cfg_stated(config)  # as the array was read from it
-        ghz = None if stated.bandwidth else stated.clock_ghz
-    if not hbm or ghz is None:
+        return hbm, None if mhz is None else mhz / 1e3, False
+    checked = cfg_device_sections(text, str(config), required=False)
+    hbm = None if checked is None else checked[0].get("memory", {}).get("hbm_gbps")
+    stated = cfg_stated(config)  # as the array was read from it
+    return hbm, stated.clock_ghz, stated.bandwidth
+
+
+def unclocked_hbm_note(config: str | Path, flag: str = "bandwidth", *, spec_key: bool = False,
+                       name: str | None = None) -> str | None:
+    """What the cycle engine says of a device ``.cfg`` stating ``[memory] hbm_gbps`` but neither ``[archsim]
+    ClockGHz`` nor SCALE-Sim's ``Bandwidth``: GB/s become words/cycle only at a clock, so the file's rate was not
+    applied and the array ran at its ``Bandwidth`` default (SCALE-Sim's 10 words/cycle); how to state the clock, or
+    ``flag`` (its DRAM words/cycle, as the caller spells it; ``spec_key``: a sweep spec's list key) to give the rate.
+    None for any other file. ``name``: the file as the user named it (default ``config``)."""
+    hbm, ghz, bandwidth = _stated_rate(config)
+    if not hbm or ghz is not None or bandwidth:
         return None
-    return dram_words(hbm, ghz, element_bytes), float(hbm), ghz  # a half up, not to even
+    default = ArrayConfig().bandwidth[0]
+    named = f"{flag} = [WORDS]" if spec_key else setting(flag, placeholder="WORDS")
+    return (f"{config if name is None else name}: [memory] hbm_gbps = {hbm:g} GB/s was not applied: the file states "
+            f"no clock to turn GB/s into words/cycle, so the cycle engine ran at {default} words/cycle per operand "
+            f"buffer, SCALE-Sim's default; state the clock as ClockGHz = GHZ under [archsim] (in GHz), or give {named}")
 
 
 def with_device_bandwidth(array: ArrayConfig, config: str | Path | None, element_bytes: int, flag: str = "bandwidth",
@@ -54,11 +77,12 @@ def with_device_bandwidth(array: ArrayConfig, config: str | Path | None, element
     ``[memory] hbm_gbps`` states (:func:`device_dram_rate`, every operand), carried as the file's GB/s and clock
     (:attr:`ArrayConfig.dram_rate`) so the words follow a later element size, and the note the cycle engine says of
     it, naming ``flag`` (its DRAM words/cycle, as the caller spells it) that overrides it; ``array`` and None where the
-    file states no such rate. Callers run it only under the cycle engine with ``flag`` not given: the flag wins, the
-    analytic engine reads no bandwidth."""
+    file states no such rate, or ``array`` and :func:`unclocked_hbm_note` where its hbm_gbps has no clock. Callers
+    run it only under the cycle engine with ``flag`` not given: the flag wins, the analytic engine reads no
+    bandwidth."""
     rate = None if config is None else device_dram_rate(config, element_bytes)
-    if rate is None:
-        return array, None
+    if rate is None:  # a file whose hbm_gbps states no clock to be read at: said so, not passed over
+        return array, None if config is None else unclocked_hbm_note(config, flag, name=name)
     words, hbm, ghz = rate
     if words > INT32_MAX:  # the file's rate in the file's terms, not ArrayConfig's dram_rate tuple
         raise InputError(f"{hbm:g} GB/s at the file's {ghz:g} GHz is {words:.3g} DRAM words/cycle of {element_bytes} "
@@ -106,4 +130,5 @@ def hbm_unread_note(config: str | Path, element_bytes: int, flag: str = "bandwid
             f"GB/s of {element_bytes}-byte words at {ghz:g} GHz); {named} is {words * element_bytes * ghz:g} GB/s")
 
 
-__all__ = ["PER_BUFFER", "device_dram_rate", "hbm_unread_note", "sweep_rate_note", "with_device_bandwidth"]
+__all__ = ["PER_BUFFER", "device_dram_rate", "hbm_unread_note", "sweep_rate_note", "unclocked_hbm_note",
+           "with_device_bandwidth"]

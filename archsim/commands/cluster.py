@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", type=processors_flag, default=45, help="devices in the cluster (default 45)")
     parser.add_argument("--gpus-per-machine", type=positive_int, default=3, help="devices per machine (default 3)")
     parser.add_argument("--device-memory-gb", type=_positive, default=16.0,
-                        help="memory per device in GiB (default 16, a V100)")
+                        help="memory per device in GiB, 2^30 bytes, not GB (a cluster file's gpu_memory_gb is 10^9 "
+                             "bytes); default 16, a V100's 16 GiB")
     parser.add_argument("--policy", default="jigsaw", choices=(*POLICIES, "all"),
                         help="scheduler; 'all' compares jigsaw, gandiva and tiresias (default jigsaw)")
     parser.add_argument("--compare", action="store_true", help="same as --policy all")

@@ -79,6 +79,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.runs import (
+        cleared_rows_note,
         few_microbatches_rows_note,
         model_note,
         one_chunk_rows_note,
@@ -118,7 +119,8 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
                              dp_overlap=args.dp_overlap, schedule=args.schedule)
     for line in warned:
         warn(line)
-    for line in (model_note(args.runs, config.name), one_chunk_rows_note(rows), few_microbatches_rows_note(rows),
+    for line in (cleared_rows_note(args.runs), model_note(args.runs, config.name), one_chunk_rows_note(rows),
+                 few_microbatches_rows_note(rows),
                  selective_flash_rows_note(rows)):
         if line:
             note(line)

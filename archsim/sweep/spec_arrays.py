@@ -121,7 +121,9 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
     ``bandwidths``, the DRAM rate its ``[memory] hbm_gbps`` set in each of the spec's element sizes
     (:func:`archsim.array.device_rate.sweep_rate_note`), or, on an array that does not carry that rate (a spec built by
     hand), that it ran at SCALE-Sim's default (:func:`archsim.array.device_rate.hbm_unread_note`, in words of the spec's
-    first element size). Each file is named as the spec names it (:func:`.spec_files.spec_named`)."""
+    first element size), or that a file stating no clock had its GB/s not applied
+    (:func:`archsim.array.device_rate.unclocked_hbm_note`). Each file is named as the spec names it
+    (:func:`.spec_files.spec_named`)."""
     from archsim.array.device_notes import device_arrays_note, sweep_unused_device_note
     from archsim.devices.unread_keys import config_unread_keys_note
     from archsim.sweep.spec_files import spec_named
@@ -137,14 +139,15 @@ def _rate_note(spec: SweepSpec, path: str, array: ArrayConfig, name: str) -> str
     """The cycle engine's note of a ``.cfg`` array's DRAM rate in a spec without ``bandwidths``
     (:func:`array_file_notes`): the file's hbm_gbps in each design's words where the array carries it, else (a
     hand-built spec's array at SCALE-Sim's default words) that the file's GB/s was not read."""
-    from archsim.array.device_rate import hbm_unread_note, sweep_rate_note
+    from archsim.array.device_rate import hbm_unread_note, sweep_rate_note, unclocked_hbm_note
 
     widths = [design.element_bytes for design in spec.designs] or [array.element_bytes]
     if array.dram_rate is not None:
         return sweep_rate_note(name, array.dram_rate, widths)
     if array.user_bandwidth or array.read_bandwidth is not None or array.bandwidth != ArrayConfig().bandwidth:
         return None  # words of its own: no default to speak of
-    return hbm_unread_note(path, widths[0], "bandwidths", spec_key=True, name=name)
+    return (hbm_unread_note(path, widths[0], "bandwidths", spec_key=True, name=name)
+            or unclocked_hbm_note(path, "bandwidths", spec_key=True, name=name))  # GB/s with no clock to read it at
 
 
 def array_spec_warnings(spec: SweepSpec) -> tuple[str, ...]:

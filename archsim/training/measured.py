@@ -15,7 +15,7 @@ from archsim.choices.training import RECOMPUTE
 from archsim.csv_lines import check_row_length, choice_cell, comment_line
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
-from archsim.validate import check_name, check_unique_columns, read_text
+from archsim.validate import MAX_FIGURE, check_name, check_unique_columns, read_text
 from archsim.value_parsers import parse_float, parse_int
 from archsim.workload.transformer import TransformerConfig
 
@@ -151,7 +151,8 @@ def read_measured_table(path: str | Path | CsvText) -> MeasuredTable:
         for k, cell in enumerate(cells[:11]):  # each bad cell named by its column (until 2026-12-05: the line alone)
             try:
                 counts.append(parse_int(cell, what="a positive integer") if k < 10 else
-                              parse_float(cell, low=0.0, low_open=True, what="a positive iteration time (ms)"))
+                              parse_float(cell, low=0.0, low_open=True, high=MAX_FIGURE,  # its ratios finite
+                                          what="a positive iteration time (ms)"))
             except ValueError as exc:
                 raise InputError(str(exc), file=file, line=number, field=COLUMNS[k]) from None
         gpus, batch, micro, hidden, heads, layers, seq, tp, dp, pp = (int(n) for n in counts[:10])

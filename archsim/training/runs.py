@@ -41,7 +41,7 @@ from archsim.errors import InputError
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
-from archsim.validate import INT32_MAX, did_you_mean, shown
+from archsim.validate import INT32_MAX, MAX_FIGURE, did_you_mean, shown
 from archsim.value_parsers import parse_boolean, parse_float, parse_ratio
 
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
@@ -166,7 +166,8 @@ def _int(cell: str, field: str, file: str, line: int) -> int:
 
 def _seconds(cell: str, field: str, file: str, line: int, scale: float = 1.0) -> float:
     """A positive time cell in seconds (× ``scale``), written as every real archsim reads
-    (:func:`~archsim.value_parsers.parse_float`: no ``1_0`` nor non-ASCII digits, which float() takes)."""
+    (:func:`~archsim.value_parsers.parse_float`: no ``1_0`` nor non-ASCII digits, which float() takes), of at most
+    :data:`~archsim.validate.MAX_FIGURE` seconds, so that its error and its ratio to the prediction stay finite."""
     from archsim.value_parsers import parse_float
 
     try:
@@ -175,6 +176,9 @@ def _seconds(cell: str, field: str, file: str, line: int, scale: float = 1.0) ->
         value = math.nan
     if not (value > 0 and math.isfinite(value)):
         raise InputError(f"expected a positive time, got {cell!r}", file=file, line=line, field=field)
+    if value > MAX_FIGURE:  # 1e308 s: predicted ÷ it is 0 (an error of -1.0), it ÷ predicted overflows to inf
+        raise InputError(f"a measured time out of range: at most {MAX_FIGURE:g} s (some 32 million years), got "
+                         f"{cell!r}", file=file, line=line, field=field)
     return value
 
 
@@ -329,6 +333,23 @@ def model_note(path: str | Path | CsvText, model: str) -> str:
             f"every row was predicted for {model}")
 
 
+def cleared_rows_note(path: str | Path | CsvText) -> str:
+    """One line counting the runs file's rows of empty cells (``,,,,``: a spreadsheet's cleared row), which
+    :func:`read_runs` skips as blank lines (:func:`~archsim.training.measured.blank_row`), with their lines (the
+    first three): a run the user meant to keep is then missed aloud, not silently; '' when there are none. Blank and
+    ``#`` comment lines are no rows and are not counted."""
+    lines, _, first, _ = read_header(path, "runs file")
+    cleared = [n for n, line in enumerate(lines[first + 1:], start=first + 2)
+               if "," in line and not line.replace(",", "").strip()]
+    if not cleared:
+        return ""
+    named = ", ".join(str(n) for n in cleared[:3]) + (f" and {len(cleared) - 3} more" if len(cleared) > 3 else "")
+    many = len(cleared) > 1
+    return (f"{len(cleared)} row{'s' * many} of empty cells (line{'s' * many} {named}: a spreadsheet's cleared "
+            f"row{'s' * many}) {'were' if many else 'was'} skipped, as a blank line is: no run is read from "
+            f"{'them' if many else 'it'}")
+
+
 def one_chunk_rows_note(rows: tuple[RunRow, ...]) -> str:
     """:func:`~archsim.training.layout_notes.one_chunk_note` once for a runs file, with how many of its rows it
     applies to (those whose ``interleave`` is 1, as a row without the column has it); '' when none."""
@@ -361,5 +382,5 @@ def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
     return selective_flash_count_note([(row.par.recompute, row.par.attention) for row in rows], "rows", "recompute")
 
 
-__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "column_for", "few_microbatches_rows_note", "frame_text", "model_note",
-           "one_chunk_rows_note", "read_runs", "runs_to_run", "selective_flash_rows_note"]
+__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "cleared_rows_note", "column_for", "few_microbatches_rows_note",
+           "frame_text", "model_note", "one_chunk_rows_note", "read_runs", "runs_to_run", "selective_flash_rows_note"]
