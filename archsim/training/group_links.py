@@ -80,10 +80,9 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
         bandwidth = per_gpu if hop else per_gpu * len(local)
         uplinks = NO_LEAVES  # no [network]: no leaves
     else:
-        # the group's servers as the file numbers them (they set the leaves), in its ranks' order (its ring's)
         bandwidth = net.group_bytes_per_s(1 if hop else len(local), cluster.gpus_per_server,
                                           local[:1] if hop else local)  # a hop: one GPU's share
-        uplinks = net.uplinks(tuple(dict.fromkeys(cluster.file_server(cluster.server_of(i)) for i in members)), hop)
+        uplinks = group_uplinks(cluster, members, hop)
     # on a mixed cluster every spanned server's own GPUs and fabric: the slowest bounds the ring
     # (of equal bandwidths the one of longer steps); a step through the NICs waits for the slowest device's
     spanned = sorted({cluster.server_of(i) for i in members}) if cluster.heterogeneous else (server,)
@@ -93,6 +92,19 @@ def group_link(cluster: Layout, device: Device, members: range, hop: bool = Fals
                 key=lambda link: (link.bus_bandwidth, -link.alpha_s))
     inter = slowest_class(links.device_nic(d, bandwidth) for d in devices)
     return Spanning(intra, inter, len(local), uplinks)
+
+
+def file_servers(cluster: Layout, members: range) -> tuple[int, ...]:
+    """The servers a group's GPUs sit in, as the cluster file numbers them (they set the leaves,
+    :meth:`~archsim.network.Network.leaf`), in its ranks' order (its ring's), once each."""
+    return tuple(dict.fromkeys(cluster.file_server(cluster.server_of(i)) for i in members))
+
+
+def group_uplinks(cluster: Layout, members: range, hop: bool = False):
+    """How much slower a group over servers runs through the leaves' uplinks, per traffic pattern
+    (:meth:`~archsim.network.Network.uplinks` over :func:`file_servers`; all 1 without a ``[network]``)."""
+    net = cluster.network
+    return NO_LEAVES if net is None else net.uplinks(file_servers(cluster, members), hop)
 
 
 def intra_server_link(cluster: Layout, device: Device, local: tuple[int, ...], server: int):
@@ -149,7 +161,8 @@ def rank_machine(cluster: Layout, par: Parallelism, device: Device | None = None
                          cp=_slowest_link(cluster, device, iter(cp_groups), every=wired) if par.cp > 1 else None,
                          cp_hop=_slowest_link(cluster, device, iter(ring_groups), hop=True, every=wired)
                          if par.cp > 1 else None,
-                         ep=_slowest_link(cluster, device, ep_groups, every=wired) if par.ep > 1 else None,
+                         ep=_slowest_link(cluster, device, ep_groups, every=wired, pattern="every_pair")
+                         if par.ep > 1 else None,
                          expert_dp=_slowest_link(cluster, device, edp_groups, every=wired)
                          if par.experts_apart and par.expert_replicas > 1 else None,
                          etp=_slowest_link(cluster, device, etp_groups, every=wired)
@@ -171,18 +184,20 @@ def leaves_oversubscribed(cluster: Layout) -> bool:
     return net is not None and net.oversubscription != 1 and bool(net.servers_per_leaf) and not cluster.heterogeneous
 
 
-def _slowest_link(cluster: Layout, device: Device, groups: Iterator[range], hop: bool = False, every: bool = False):
+def _slowest_link(cluster: Layout, device: Device, groups: Iterator[range], hop: bool = False, every: bool = False,
+                  pattern: str = "ring"):
     """The link of a rank's slowest group of one kind (:func:`_slowest`): on a mixed cluster every group
     priced on its own servers (:func:`group_link`) and the one of least bus bandwidth taken, since servers of
     one GPU type may state different in-server links (a rank's TP group on a 2400 Gbit/s server waits
-    longer than its twin on a 4800 one); on a uniform one, the slowest kind's first group, unless
+    longer than its twin on a 4800 one); on a uniform one, the group slowest for ``pattern`` (the uplinks'
+    traffic pattern of its collective, :func:`_slowest`), unless
     ``every`` (groups inside servers wired without an NVSwitch, :func:`_wired_within`: a rank's TP groups,
     its DP groups or a hop's pairs there differ in their NVLinks) has every group priced — each place in
     a server once (:func:`_distinct`) — and the slowest taken as well."""
     if cluster.heterogeneous or every:
         return min((group_link(cluster, device, members, hop) for members in _distinct(cluster, groups)),
                    key=lambda link: link.bus_bandwidth)
-    return group_link(cluster, device, _slowest(cluster, groups), hop)
+    return group_link(cluster, device, _slowest(cluster, groups, hop, pattern), hop)
 
 
 def _distinct(cluster: Layout, groups: Iterator[range]) -> Iterator[range]:
@@ -201,35 +216,55 @@ def _distinct(cluster: Layout, groups: Iterator[range]) -> Iterator[range]:
         yield members
 
 
-def _slowest(cluster: Layout, groups: Iterator[range]) -> range:
+def _slowest(cluster: Layout, groups: Iterator[range], hop: bool = False, pattern: str = "ring") -> range:
     """Of a rank's groups of one kind (its TP groups, its DP groups, a hop's GPU pairs), which run at once
     and which the iteration waits for together, the first of the slowest kind: one that crosses servers
     over the network before one on NVLink (TP 2 · DP 3 on 8-GPU servers: rank 1 holds GPUs 6…11, so GPU
-    0's hop to GPU 6 stays in server 0 while GPU 2's to GPU 8 crosses), and of those one whose servers sit
-    under different leaves of an oversubscribed fabric (its traffic through their uplinks,
-    :meth:`~archsim.network.Network.uplinks`: with TP across servers and DP > 1, the first TP group may sit under
-    one leaf and the second cross two; of several groups crossing leaves, the first is taken)."""
+    0's hop to GPU 6 stays in server 0 while GPU 2's to GPU 8 crosses), and of those the one slowed most by
+    the uplinks of an oversubscribed fabric for its collective's ``pattern`` (an :class:`~archsim.collectives.Uplinks`
+    field; ``pair`` for a ``hop``), by :func:`group_uplinks` as :func:`group_link` prices it: each group's
+    factor max(1, o·f) depends on how its servers sit under leaves (TP 16 · DP 4 on 8 servers, 4 a leaf, placed
+    so that one DP group holds two servers a leaf and another alternates leaves: the second's ring is twice as
+    slow); of equal factors, one across leaves, then the first."""
+    net = cluster.network
+    leaves = leaves_oversubscribed(cluster)
+    top = max(1.0, net.oversubscription) if leaves and net is not None else 1.0
+    worst = (True, top, leaves)  # the slowest kind there is: stop at the first of it
+    pattern = "pair" if hop else pattern
     first = next(groups)
-    worst = (True, leaves_oversubscribed(cluster))  # the slowest kind there is: stop at the first of it
-    slowest, kind = first, _crossing(cluster, first)
+    slowest, kind = first, _crossing(cluster, first, hop, pattern)
     for members in groups:
         if kind == worst:
             break
-        crossing = _crossing(cluster, members)
+        crossing = _crossing(cluster, members, hop, pattern)
         if crossing > kind:
             slowest, kind = members, crossing
     return slowest
 
 
-def _crossing(cluster: Layout, members: range) -> tuple[bool, bool]:
-    """Whether a group's GPUs cross servers over the network, and whether they sit under different leaves
-    of an oversubscribed fabric (:func:`_slowest`'s order: False before True)."""
-    over = cluster.server_of(members[0]) != cluster.server_of(members[-1]) and \
+def _crossing(cluster: Layout, members: range, hop: bool, pattern: str) -> tuple[bool, float, bool]:
+    """Whether a group's GPUs cross servers over the network, its uplinks' factor for ``pattern``
+    (:func:`group_uplinks`) and whether they sit under different leaves of an oversubscribed fabric
+    (:func:`crosses_leaves`): :func:`_slowest`'s order, False before True, the smaller factor first."""
+    over = _over_network(cluster, members)
+    leaves = over and crosses_leaves(cluster, members)
+    return over, getattr(group_uplinks(cluster, members, hop), pattern) if leaves else 1.0, leaves
+
+
+def _over_network(cluster: Layout, members: range) -> bool:
+    """Whether a group's GPUs talk over the network: in several servers, not one NVLink domain."""
+    return cluster.server_of(members[0]) != cluster.server_of(members[-1]) and \
         not cluster.one_domain(members[0], members[-1], members.step)
+
+
+def crosses_leaves(cluster: Layout, members: range) -> bool:
+    """Whether a group's traffic crosses the uplinks of an oversubscribed fabric: over the network
+    (:func:`_over_network`) between servers under different leaves (:meth:`~archsim.network.Network.leaf`, the
+    one rule, of the file's servers). Train's rule for a rank's groups and ``archsim.collective``'s
+    ``crosses_leaves``."""
     net = cluster.network
-    leaves = over and net is not None and leaves_oversubscribed(cluster) and \
-        len({net.leaf(cluster.file_server(cluster.server_of(i))) for i in members}) > 1  # Network.leaf, the one rule
-    return over, leaves
+    return net is not None and _over_network(cluster, members) and \
+        len({net.leaf(s) for s in file_servers(cluster, members)}) > 1
 
 
 def pipeline_hops(cluster: Layout, par: Parallelism, device: Device) -> tuple:
