@@ -86,8 +86,9 @@ def collective(kind: str, nbytes: float | str, *, cluster, gpus: int | str,
     servers (1: one GPU per server, every rail at once, DP's group when TP fills a server). As in a training run,
     every group of that shape runs at once: GPUs that share a NIC share it. Notes and warnings on the cluster file
     are warned as ``archsim.train`` warns them. Returns a :class:`CollectiveCost` (seconds; GB/s = 10⁹ bytes/s)."""
-    from archsim.collectives import Spanning, collective_seconds
+    from archsim.collectives import collective_seconds
     from archsim.errors import InputError
+    from archsim.training.group_links import crosses_leaves, file_servers
 
     check_choice(kind, GROUP_KINDS, "kind")
     size = _bytes(nbytes)
@@ -107,10 +108,8 @@ def collective(kind: str, nbytes: float | str, *, cluster, gpus: int | str,
     link = machine.links.tp if role == "tp" else machine.links.dp
     seconds = float(collective_seconds(kind, size, n, link))
     members = range(n) if role == "tp" else range(0, par.tp * n, par.tp)  # the group of GPU 0
-    servers = {loaded.file_server(loaded.server_of(i)) for i in members}  # the file's, which set their leaves
-    net = loaded.network
-    # over the NICs (not one NVLink domain) between servers under different leaves of an oversubscribed fabric
-    leaves = isinstance(link, Spanning) and net is not None and len({net.leaf(s) for s in servers}) > 1
+    servers = file_servers(loaded, members)
+    leaves = crosses_leaves(loaded, members)  # train's rule for a rank's groups
     algorithm = size / seconds / 1e9
     factor = 2 * (n - 1) / n if kind == "all-reduce" else (n - 1) / n
     return CollectiveCost(kind, size, n, held, len(servers), seconds, algorithm, factor * algorithm, leaves)

@@ -143,8 +143,8 @@ class Network:
         """The leaf group of the cluster file's server ``server`` (its index, ``count`` expanded: leaves hold the
         file's servers, whatever order a placement lays them out in) where the uplinks above the leaves are
         oversubscribed, else None: only there do two servers' leaves change a group's links. The one rule of
-        :meth:`uplinks`, ``--placement planned``'s classes, train's ``leaves_crossed_by``, which of a rank's groups
-        crosses leaves (:mod:`archsim.training.group_links`) and ``archsim.collective``'s ``crosses_leaves``."""
+        :meth:`uplinks`, ``--placement planned``'s classes, train's ``leaves_crossed_by``, and whether a group
+        crosses leaves (:func:`archsim.training.group_links.crosses_leaves`: train's and ``archsim.collective``'s)."""
         if self.oversubscription == 1 or not self.servers_per_leaf:
             return None
         return server // self.servers_per_leaf
