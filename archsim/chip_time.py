@@ -145,12 +145,6 @@ def layer_chip_seconds(lowered: Sequence[LayerOps], chip: Device, dtype: str,
     return rows
 
 
-def times_by_cycle_engine(chip: Device, engine: str) -> bool:
-    """Whether ``chip``'s seconds are the cycle engine's own (:func:`chip_seconds`): under the ``cycle``
-    engine, on a chip of one array or several."""
-    return engine == "cycle"
-
-
 @dataclass(frozen=True)
 class ChipSeconds:
     """A network's seconds on a chip (:func:`chip_seconds`): ``rows``, each layer's F, G and δ seconds and their sum
@@ -177,7 +171,7 @@ def chip_seconds(lowered: Sequence[LayerOps], chip: Device, array: ArrayConfig, 
     ÷ the chip's ``hbm_gbps``: the engine gives each of its three operand buffers the whole DRAM rate (SCALE-Sim's
     memory model; on several arrays each array's share of it), so its cycles alone could move the bytes faster than
     the chip's HBM can. An op the floor does not bind keeps the engine's seconds exactly."""
-    if not times_by_cycle_engine(chip, engine):
+    if engine != "cycle":
         return ChipSeconds(layer_chip_seconds(lowered, chip, dtype, element_bytes), 0,
                            sum(len(item.ops) for item in lowered))
     from archsim.devices.kernel_ops import array_op_hbm_bytes
@@ -268,14 +262,14 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
     arrays = chip.arrays
     assert chip.efficiency is not None  # a device file states its own (no host time unstated)
     host = chip.efficiency.host_s
-    if times_by_cycle_engine(chip, engine) and arrays.count == 1:
+    if engine == "cycle" and arrays.count == 1:
         by = ("the cycle engine's cycles of each op (its stalls at its DRAM rate included) at the chip's clock"
-              + HBM_FLOOR)
-    elif times_by_cycle_engine(chip, engine):
+              + _HBM_FLOOR)
+    elif engine == "cycle":
         by = ("the cycle engine's cycles of the busiest array's share of each GEMM's folds, dealt in waves over the "
               "arrays as train deals them, its stalls at hbm_gbps ÷ the arrays running at once on each operand buffer "
               "(a vector op's elements dealt to the arrays, the busiest one's ÷ its columns), at the chip's clock"
-              + HBM_FLOOR)
+              + _HBM_FLOOR)
     else:
         by = "train's op timing: each GEMM's folds in waves over the arrays vs its HBM bytes" + (
             " (SCALE-Sim's memory model's count of DRAM words for the file's SRAMs: [memory] dram_traffic = "
@@ -287,7 +281,7 @@ def chip_meta(chip: Device, engine: str = "analytic") -> dict[str, object]:
                "ops × host_s)" if host else "")}
 
 
-HBM_FLOOR = ("; each op at least its HBM bytes (train's count: each GEMM's operands and result once, or SCALE-Sim's "
+_HBM_FLOOR = ("; each op at least its HBM bytes (train's count: each GEMM's operands and result once, or SCALE-Sim's "
              "DRAM words with [memory] dram_traffic = \"scalesim\"; a vector op's elements streamed) ÷ hbm_gbps, "
              "the engine giving each operand buffer the whole rate (chip_hbm_floor_ops: the ops it bound)")
 """What ``chip_seconds_by`` adds under the ``cycle`` engine: the HBM floor :func:`chip_seconds` sets."""
@@ -315,7 +309,6 @@ def floor_note(timed: ChipSeconds, chip: Device, of: str = "") -> str | None:
 
 __all__ = [
     "CHIP_COLUMNS",
-    "HBM_FLOOR",
     "ChipSeconds",
     "chip_meta",
     "chip_seconds",
@@ -329,5 +322,4 @@ __all__ = [
     "one_array_chip",
     "several_array_chip",
     "timed_chip",
-    "times_by_cycle_engine",
 ]
