@@ -91,7 +91,7 @@ def test_search_takes_the_overlap_and_its_rows_say_so():
     """search --dp-overlap bucketed: every row carries it (Megatron's --overlap-grad-reduce in its
     arguments, --dp-overlap in its command) and no configuration is slower than without it."""
     from archsim.api import search
-    from archsim.training.search_rows import train_command
+    from archsim.training.search_rows import RowContext, train_command
 
     cluster = load_gpu_cluster(ROOT / "configs" / "clusters" / "vtrain_a100.toml")
     kwargs = {"cluster": cluster, "global_batch": 16, "gpus": 32, "schedule": ["1f1b"], "recompute": ["full"],
@@ -102,7 +102,7 @@ def test_search_takes_the_overlap_and_its_rows_say_so():
     faster = 0
     for r in rows:
         assert r["dp_overlap"] == "bucketed" and "--overlap-grad-reduce" in r["megatron_args"]
-        assert "--dp-overlap bucketed" in train_command("m.toml", "c.toml", 16, r)
+        assert "--dp-overlap bucketed" in train_command("m.toml", "c.toml", r, RowContext(16))
         before = plain[(r["tp"], r["pp"], r["dp"])]["iteration_seconds"]
         assert r["iteration_seconds"] <= before
         faster += r["iteration_seconds"] < before

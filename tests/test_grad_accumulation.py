@@ -150,7 +150,7 @@ def test_train_sweeps_it(capsys):
 
 def test_search_command_and_api_take_it(tmp_path, capsys):
     from archsim import api
-    from archsim.training.search_rows import train_command
+    from archsim.training.search_rows import RowContext, train_command
 
     model = tmp_path / "tiny.toml"
     model.write_text('[transformer]\nname = "tiny"\nfamily = "gpt"\nlayers = 4\nhidden = 64\nheads = 4\n'
@@ -169,7 +169,7 @@ def test_search_command_and_api_take_it(tmp_path, capsys):
         k = tuple(r[f] for f in layout)
         assert r["iteration_seconds"] >= fused[k]["iteration_seconds"]
         assert "--no-gradient-accumulation-fusion" in r["megatron_args"] or not r["megatron_args"]
-        assert "--grad-accumulation unfused" in train_command("m.toml", "c.toml", 8, r)
+        assert "--grad-accumulation unfused" in train_command("m.toml", "c.toml", r, RowContext(8))
     with pytest.raises(InputError):
         api.search(model, grad_accumulation="never", **kwargs)
     assert main(["search", str(model), "--cluster", str(cluster), "--gpus", "2", "--global-batch", "8",

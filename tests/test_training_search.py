@@ -21,7 +21,7 @@ from archsim.training.pipeline_memory import memories
 from archsim.training.run import train
 from archsim.training.search import search
 from archsim.training.search_cost import Coster
-from archsim.training.search_rows import train_command
+from archsim.training.search_rows import RowContext, train_command
 from archsim.training.search_space import (
     CHUNKED,
     V_SHAPED,
@@ -178,7 +178,7 @@ def test_search_command_json(tmp_path, capsys):
         assert key in best
     assert f"--tensor-model-parallel-size {best['tp']}" in best["megatron_args"]
     assert "--global-batch-size 16" in best["megatron_args"]
-    assert best["command"] == train_command(str(model), cluster, 16, best)
+    assert best["command"] == train_command(str(model), cluster, best, RowContext(16))
     assert main(best["command"].split()[1:] + ["--format", "json"]) == 0
     again = json.loads(capsys.readouterr().out)["meta"]
     assert again["iteration_seconds"] == pytest.approx(best["iteration_seconds"])

@@ -243,13 +243,11 @@ def setting_words(flag: str, value) -> str:
     return f"{flag} {float(value)!r}" if isinstance(value, float) else f"{flag} {value}"
 
 
-def train_command(model: str, cluster: str, global_batch: int, row: dict, dtype: str = "fp16",
-                  seq: int | None = None, imbalance: float | None = None, overlaps: tuple[Setting, ...] = ()) -> str:
-    """The ``archsim train`` line that reproduces a row of a search in ``dtype`` at ``seq`` (None: the config's), with
-    ``--moe-load-imbalance`` ``imbalance`` (None: uniform) and the ``overlaps`` settings (:class:`RowContext`): its
-    flags :func:`train_settings`'; the paths shell-quoted, so the line runs as pasted (a path with a space stays
-    one word)."""
-    context = RowContext(global_batch, dtype, seq, imbalance, overlaps)
+def train_command(model: str, cluster: str, row: dict, context: RowContext) -> str:
+    """The ``archsim train`` line that reproduces a row of a search, with what ``context`` says beside every row (its
+    global batch, dtype, ``seq``, ``--moe-load-imbalance`` and overlaps: :class:`RowContext`): its flags
+    :func:`train_settings`'; the paths shell-quoted, so the line runs as pasted (a path with a space stays one
+    word)."""
     return " ".join([f"archsim train {shlex.quote(model)} --cluster {shlex.quote(cluster)}",
                      *(setting_words(flag, value) for flag, value in train_settings(row, context))])
 

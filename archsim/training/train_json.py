@@ -242,8 +242,7 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     from archsim.training.search_rows import train_command
 
     context = row_context(config, cluster, global_batch, seq)
-    command = lambda row: train_command(model, cluster_file, global_batch, row, context.dtype, seq,
-                                        context.imbalance, context.overlaps)
+    command = lambda row: train_command(model, cluster_file, row, context)
     rows = [{**row, "command": command(row)} for row in result.rows]
     gains = [row["uneven_gain"] for row in result.rows if row["uneven_gain"] == row["uneven_gain"]]
     none = float("nan")  # no split applies (or no row): NaN, as the rows' own gain columns have it
