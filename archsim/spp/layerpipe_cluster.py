@@ -90,15 +90,15 @@ def crossing_bytes(profile: LayerProfile, plan: Partition) -> list[tuple[int, in
             if op.kind in DELTA_KINDS:
                 k = position[op.layer]
                 last_delta[k] = max(last_delta.get(k, -1), stage.index)
-    activation, delta = profile.activation_bytes.tolist(), profile.delta_bytes.tolist()
+    from archsim.spp.prm import boundary_directions
+
+    forward, back = (side.tolist() for side in boundary_directions(profile))  # after layer l: d^f, d^b (0 at the end)
+    delta = profile.delta_bytes.tolist()
     crossing = []
     for cut in range(len(plan.stages) - 1):
         last = max((k for k, name in enumerate(names) if home[name] <= cut), default=-1)
-        after = last + 1 < len(names)
-        forward = int(activation[last]) if last >= 0 and after else 0
-        back = int(delta[last + 1]) if after else 0
-        back += sum(int(delta[k]) for k, stage in last_delta.items() if k <= last and stage > cut)
-        crossing.append((forward, back))
+        borrowed = sum(int(delta[k]) for k, stage in last_delta.items() if k <= last and stage > cut)
+        crossing.append((int(forward[last]), int(back[last]) + borrowed) if last >= 0 else (0, borrowed))
     return crossing
 
 

@@ -45,7 +45,7 @@ from archsim.partition.profile import LayerProfile
 PYTHON_WORK = 500_000
 
 
-def _boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]:
+def boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]:
     """Per layer l, the bytes crossing between layers l and l + 1 in one micro-batch forward (l's activation,
     d^f) and back (the δ layer l + 1 sends, d^b); both 0 after the last layer."""
     back = np.append(np.asarray(profile.delta_bytes[1:], dtype=float), 0.0)
@@ -57,14 +57,14 @@ def _boundary_directions(profile: LayerProfile) -> tuple[np.ndarray, np.ndarray]
 def boundary_bytes(profile: LayerProfile) -> np.ndarray:
     """Per layer l, the bytes crossing between layers l and l + 1 in one micro-batch, both ways (d^f + d^b);
     0 after the last layer. SPP plans chains: a branching profile is taken in its (topological) node order."""
-    forward, back = _boundary_directions(profile)
+    forward, back = boundary_directions(profile)
     return forward + back
 
 
 def boundary_sends(profile: LayerProfile) -> np.ndarray:
     """Per layer l, the sends crossing between layers l and l + 1 in one micro-batch: one for d^f and one for
     d^b where their bytes are not 0 (0 after the last layer); each pays a link's latency."""
-    forward, back = _boundary_directions(profile)
+    forward, back = boundary_directions(profile)
     return (forward > 0).astype(float) + (back > 0)
 
 
