@@ -19,7 +19,7 @@ class CollectiveCost:
     """One collective: ``kind`` of ``nbytes`` (nccl-tests' size: an all-reduce's or all-to-all's buffer on each GPU,
     an all-gather's gathered output, a reduce-scatter's input) over ``gpus`` GPUs, ``per_server`` of them in each
     of ``servers`` servers; ``seconds``; ``algorithm_gbytes_per_s`` = nbytes / seconds and ``bus_gbytes_per_s``
-    (nccl-tests' busBw: 2(n − 1)/n of it for an all-reduce, (n − 1)/n otherwise), GB/s = 10⁹ bytes/s;
+    (nccl-tests' busBw: :func:`~archsim.collectives.bus_bandwidth_factor` times it), GB/s = 10⁹ bytes/s;
     ``crosses_leaves``: the group spans leaf switches of an oversubscribed fabric (its traffic out of a leaf through
     their uplinks, :meth:`archsim.network.Network.uplinks`: whether that slows it depends on its kind)."""
 
@@ -86,7 +86,7 @@ def collective(kind: str, nbytes: float | str, *, cluster, gpus: int | str,
     servers (1: one GPU per server, every rail at once, DP's group when TP fills a server). As in a training run,
     every group of that shape runs at once: GPUs that share a NIC share it. Notes and warnings on the cluster file
     are warned as ``archsim.train`` warns them. Returns a :class:`CollectiveCost` (seconds; GB/s = 10⁹ bytes/s)."""
-    from archsim.collectives import collective_seconds
+    from archsim.collectives import bus_bandwidth_factor, collective_seconds
     from archsim.errors import InputError
     from archsim.training.group_links import crosses_leaves, file_servers
 
@@ -111,8 +111,8 @@ def collective(kind: str, nbytes: float | str, *, cluster, gpus: int | str,
     servers = file_servers(loaded, members)
     leaves = crosses_leaves(loaded, members)  # train's rule for a rank's groups
     algorithm = size / seconds / 1e9
-    factor = 2 * (n - 1) / n if kind == "all-reduce" else (n - 1) / n
-    return CollectiveCost(kind, size, n, held, len(servers), seconds, algorithm, factor * algorithm, leaves)
+    return CollectiveCost(kind, size, n, held, len(servers), seconds, algorithm,
+                          bus_bandwidth_factor(kind, n) * algorithm, leaves)
 
 
 __all__ = ["GROUP_KINDS", "CollectiveCost", "collective"]

@@ -31,6 +31,8 @@ HOMES = {
     "cfg_stated": "archsim.array.cfg_lines",
     # where a key sits in a .cfg, for an error's line: one search, whichever reader refuses the key
     "cfg_key_line": "archsim.array.cfg_lines",
+    # nccl-tests' bus bandwidth over algorithm bandwidth, read by archsim.collective and the cited runs' check
+    "bus_bandwidth_factor": "archsim.collectives",
 }
 
 

@@ -9,7 +9,7 @@ import csv
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archsim.collectives import LinkClass, Spanning, collective_seconds
+from archsim.collectives import LinkClass, Spanning, bus_bandwidth_factor, collective_seconds
 from archsim.devices.gpu_lookup import gpu
 from archsim.links import infiniband, nvlink
 from archsim.network import Network
@@ -60,11 +60,10 @@ def predicted_bus_gbytes_per_s(run: CitedRun) -> float:
 
 
 def bus_gbytes_per_s(collective: str, nbytes: float, n: int, link: LinkClass | Spanning) -> float:
-    """archsim's bus bandwidth of ``collective`` over ``n`` GPUs on ``link`` (nccl-tests' definition:
-    2(n − 1)/n · S / t for an all-reduce, (n − 1)/n · S / t otherwise; GB/s = 10⁹ bytes/s)."""
+    """archsim's bus bandwidth of ``collective`` over ``n`` GPUs on ``link`` (nccl-tests' definition,
+    :func:`~archsim.collectives.bus_bandwidth_factor` · S / t; GB/s = 10⁹ bytes/s)."""
     seconds = float(collective_seconds(collective, nbytes, n, link))
-    factor = 2 * (n - 1) / n if collective == "all-reduce" else (n - 1) / n
-    return factor * nbytes / seconds / 1e9
+    return bus_bandwidth_factor(collective, n) * nbytes / seconds / 1e9
 
 
 __all__ = ["CitedRun", "bus_gbytes_per_s", "predicted_bus_gbytes_per_s", "read_cited"]
