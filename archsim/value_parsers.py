@@ -59,6 +59,23 @@ def parse_int(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = 
     return value
 
 
+def stated_integer(text: object) -> int | None:
+    """The integer a file's cell states, or None where it states none: ASCII digits (:func:`parse_int`'s reading),
+    or a real written as exactly a whole number (``8.0``, what pandas writes for a float column; ``1e3``), read by
+    :func:`parse_float` and :func:`whole_number`; ``8.5``, ``1_6``, ``١٦`` and ``x`` state none. One reading for the
+    count cells of a runs file and of NeuSight's kernel tables; the caller states the range and its error line."""
+    bound = 10**MAX_INTEGER_DIGITS
+    try:
+        return parse_int(text, low=-bound, high=bound)
+    except ValueError:
+        pass
+    try:
+        number = whole_number(parse_float(text, low=-math.inf))
+    except ValueError:
+        return None
+    return number if isinstance(number, int) else None
+
+
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 

@@ -142,21 +142,15 @@ def frame_text(frame, name: str = "the runs DataFrame") -> CsvText:
 
 
 def _int(cell: str, field: str, file: str, line: int) -> int:
-    """A positive integer cell of at most 2³¹ − 1, as its flag takes; ``8.0`` (pandas' ``to_csv`` of a float column)
-    read as 8, as the keyword path reads 8.0 (:func:`~archsim.value_parsers.whole_number`); ``8.5`` refused. Written
+    """A positive integer cell of at most 2³¹ − 1, as its flag takes (:func:`~archsim.value_parsers.stated_integer`);
+    ``8.0`` (pandas' ``to_csv`` of a float column) read as 8, as the keyword path reads 8.0
+    (:func:`~archsim.value_parsers.whole_number`); ``8.5`` refused. Written
     as every number archsim reads (:mod:`archsim.value_parsers`): ASCII digits, so ``1_6``, ``１６`` and ``١٦``,
     which Python's int() takes, are refused (until 2026-12-05 read as 16)."""
-    from archsim.value_parsers import MAX_INTEGER_DIGITS, parse_float, parse_int, whole_number
+    from archsim.value_parsers import stated_integer
 
-    try:
-        value = parse_int(cell, low=0, high=10**MAX_INTEGER_DIGITS)
-    except ValueError:
-        try:
-            number = whole_number(parse_float(cell))
-        except ValueError:
-            number = 0
-        value = number if isinstance(number, int) else 0
-    if value <= 0:
+    value = stated_integer(cell)
+    if value is None or value <= 0:
         raise InputError(f"expected a positive integer, got {cell!r}", file=file, line=line, field=field)
     if value > INT32_MAX:  # every integer archsim reads: its flag's bound, not a job size refused as --max-ops
         raise InputError(f"expected a positive integer in 1…{INT32_MAX}, got {cell!r}", file=file, line=line,

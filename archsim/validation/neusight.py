@@ -28,6 +28,7 @@ from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, read_text
 from archsim.validation.gpu_seconds import TensorConstants, kernel_timer, ops_seconds
+from archsim.value_parsers import stated_integer
 
 REQUIRED = ("OPName", "Latency")
 SHAPES = ("B", "M", "N", "K", "H")
@@ -108,12 +109,8 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
                              file=source, line=rows[0][0], field=absent[0], missing=True)
         for dimension, name in needed.items():
             text_value = cell(name)
-            try:
-                value = int(float(text_value))
-            except (ValueError, OverflowError):  # OverflowError: '1e400', an infinite float
-                raise InputError(f"must be a positive integer up to {INT32_MAX}, got {text_value!r}", file=source,
-                                 line=line, field=name) from None
-            if value <= 0 or value != float(text_value) or value > INT32_MAX:  # beyond int64 the table broke
+            value = stated_integer(text_value)  # 64 or 64.0, as a runs file's cells; not 1_6 nor ١٦
+            if value is None or not 0 < value <= INT32_MAX:
                 raise InputError(f"must be a positive integer up to {INT32_MAX}, got {text_value!r}", file=source,
                                  line=line, field=name)
             record[dimension] = value
