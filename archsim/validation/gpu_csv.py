@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ import pandas as pd
 from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
-from archsim.value_parsers import parse_int
+from archsim.value_parsers import parse_float, parse_int
 from archsim.workload.layer import canonical_kind
 
 KERNEL_OPS = ("F", "D", "G")
@@ -88,7 +87,7 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
                 raise InputError("must not be empty", file=source, line=line, field=name)
         record["op"] = choice_cell(cells["op"], OPS, file=source, line=line, field="op")
         record["batch"] = _integer(cells["batch"], source, line, "batch", minimum=1)
-        record["measured_ms"] = _time(cells["measured_ms"], source, line)
+        record["measured_ms"] = measured_ms(cells["measured_ms"], source, line)
         for name in (*SHAPE_COLUMNS, "repeats", "inner"):
             if name in index and cells[name]:  # optional: an empty cell is "not recorded"
                 minimum = 0 if name == "padding" else 1
@@ -119,15 +118,15 @@ def _integer(raw: str, source: str, line: int, name: str, *, minimum: int) -> in
         raise InputError(str(exc), file=source, line=line, field=name) from None
 
 
-def _time(raw: str, source: str, line: int) -> float:
+def measured_ms(raw: str, source: str, line: int, name: str = "measured_ms") -> float:
+    """A measured kernel time cell in milliseconds, positive and finite, written as every real archsim reads
+    (:func:`~archsim.value_parsers.parse_float`: no ``1_0`` nor non-ASCII digits, which float() takes). One reading
+    for archsim's kernel CSV and NeuSight's ``Latency`` column."""
     try:
-        value = float(raw)
+        return parse_float(raw, low=0.0, low_open=True, what="a positive time in ms")
     except ValueError:
-        raise InputError(f"expected a time in ms, got {raw!r}", file=source, line=line, field="measured_ms") from None
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"must be a positive finite time in ms, got {raw!r}", file=source, line=line,
-                         field="measured_ms")
-    return value
+        raise InputError(f"expected a positive finite time in ms, got {raw!r}", file=source, line=line,
+                         field=name) from None
 
 
 def format_kernel_csv(meta: Mapping[str, object], rows: Sequence[Mapping[str, object]]) -> str:

@@ -27,6 +27,7 @@ from archsim.devices.kernel_constants import KernelConstants
 from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, read_text
+from archsim.validation.gpu_csv import measured_ms
 from archsim.validation.gpu_seconds import TensorConstants, kernel_timer, ops_seconds
 from archsim.value_parsers import stated_integer
 
@@ -114,14 +115,7 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
                 raise InputError(f"must be a positive integer up to {INT32_MAX}, got {text_value!r}", file=source,
                                  line=line, field=name)
             record[dimension] = value
-        try:
-            latency = float(cell("Latency"))
-        except ValueError:
-            latency = float("nan")
-        if not 0 < latency < np.inf:
-            raise InputError(f"must be a positive number of milliseconds, got {cell('Latency')!r}", file=source,
-                             line=line, field="Latency")
-        record["measured_seconds"] = latency / 1e3
+        record["measured_seconds"] = measured_ms(cell("Latency"), source, line, "Latency") / 1e3
         records.append(record)
     if not records:
         raise InputError("no measured rows", file=source)
