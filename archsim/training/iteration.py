@@ -71,7 +71,7 @@ from archsim.training.fp8_ops import check_fp8
 from archsim.training.fp8_scaling import rank_fp8_weights, weight_cast_seconds
 from archsim.training.layer_ops import block_work, embedding_work, head_work
 from archsim.training.machine import Links, Machine
-from archsim.training.memory import gradient_bytes
+from archsim.training.memory import ADAM_STATE_BYTES, FP32_STATE_BYTES, gradient_bytes
 from archsim.training.mla_ops import deepseek_problem
 from archsim.training.moe_ops import check_moe, expert_shards, rank_expert_parameters
 from archsim.training.moe_overlap import check_overlap, shared_overlap
@@ -82,7 +82,7 @@ from archsim.training.piece_cost import PieceCost
 from archsim.workload.layer_kinds import LAYER, kind_configs
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
-FP32_OPTIMIZER_BYTES_PER_PARAMETER = 28  # fp32 Adam: weight, gradient, momentum, variance read; three written
+FP32_OPTIMIZER_BYTES_PER_PARAMETER = FP32_STATE_BYTES + ADAM_STATE_BYTES  # fp32 Adam: its 16 read, 12 written: 28
 
 
 def optimizer_step_bytes(dtype: str) -> int:
@@ -97,7 +97,7 @@ def optimizer_step_bytes(dtype: str) -> int:
     if dtype == "fp32":
         return FP32_OPTIMIZER_BYTES_PER_PARAMETER
     gradient_reads = 3 if dtype == "fp16" else 2
-    return 24 + ELEMENT_BYTES[dtype] + gradient_reads * gradient_bytes(dtype)
+    return 2 * ADAM_STATE_BYTES + ELEMENT_BYTES[dtype] + gradient_reads * gradient_bytes(dtype)
 
 
 OPTIMIZER_BYTES_PER_PARAMETER = optimizer_step_bytes("fp16")  # 32

@@ -41,8 +41,9 @@ from archsim.workload.layer_kinds import dense_config
 from archsim.workload.layer_parameters import layer_parameters, outer_norm_parameters, replicated_parameters
 from archsim.workload.transformer import TransformerConfig
 
-FP32_STATE_BYTES = 16  # fp32 Adam's: weight, gradient, momentum, variance
+ADAM_STATE_BYTES = 12  # Adam's fp32 states per parameter: the main (fp32) weight, momentum and variance, 4 bytes each
 MAIN_GRAD_BYTES = 4  # the fp32 gradient every dtype's Adam steps on
+FP32_STATE_BYTES = ADAM_STATE_BYTES + MAIN_GRAD_BYTES  # fp32 Adam's: weight (the main one), gradient, momentum, variance: 16
 
 
 def gradient_bytes(dtype: str) -> int:
@@ -70,7 +71,7 @@ def main_grad_copy_bytes(dtype: str) -> int:
     return MAIN_GRAD_BYTES if gradient_bytes(dtype) < MAIN_GRAD_BYTES else 0
 
 
-FSDP_STATE_BYTES = 16  # FSDP FULL_SHARD under mixed precision: fp32 parameter, fp32 gradient, Adam's m and v
+FSDP_STATE_BYTES = ADAM_STATE_BYTES + MAIN_GRAD_BYTES  # FULL_SHARD, mixed precision: fp32 parameter, gradient, m, v: 16
 
 
 def fsdp_unit_bytes(dtype: str) -> int:
@@ -108,9 +109,9 @@ def state_bytes(dtype: str, implementation: str = "megatron", shards: int = 1, f
     if full:
         return FSDP_STATE_BYTES / shards
     if implementation == "pytorch-eager":
-        return FP32_STATE_BYTES if dtype == "fp32" else ELEMENT_BYTES[dtype] + MAIN_GRAD_BYTES + 12
+        return FP32_STATE_BYTES if dtype == "fp32" else ELEMENT_BYTES[dtype] + MAIN_GRAD_BYTES + ADAM_STATE_BYTES
     whole = FP32_STATE_BYTES if dtype == "fp32" else \
-        ELEMENT_BYTES[dtype] + gradient_bytes(dtype) + main_grad_copy_bytes(dtype) + 12
+        ELEMENT_BYTES[dtype] + gradient_bytes(dtype) + main_grad_copy_bytes(dtype) + ADAM_STATE_BYTES
     if shards == 1:
         return whole  # the table's first column, as an int: today's figures to the bit
     kept = unsharded_state_bytes(dtype)
@@ -282,7 +283,7 @@ def embedding_mask_bytes(c: TransformerConfig, micro_batch: int, tp: int, sequen
     return c.seq * micro_batch * c.hidden / (tp if sequence_parallel else 1) if c.drops_hidden else 0.0
 
 
-__all__ = ["FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory", "StageTerms",
-           "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes", "gradient_dtype", "layer_parameters_per_gpu", "logit_bytes",
+__all__ = ["ADAM_STATE_BYTES", "FP32_STATE_BYTES", "FSDP_STATE_BYTES", "STATE_BYTES_PER_PARAMETER", "StageMemory",
+           "StageTerms", "embedding_mask_bytes", "fsdp_unit_bytes", "gradient_bytes", "gradient_dtype", "layer_parameters_per_gpu", "logit_bytes",
            "main_grad_copy_bytes", "stage_activations", "stage_memory", "stage_parameters", "stage_terms",
            "state_bytes", "unsharded_state_bytes"]
