@@ -43,11 +43,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    from archsim.network import Network
 
 
 @overload
@@ -189,13 +192,15 @@ class PairLinks:
     """``plan --links exact``'s link classes (:func:`archsim.spp.link_classes.exact_links`): ``classes`` and the
     (V, V) ``index`` of each GPU pair's class (the pair's bandwidth matrix entry is η·B of it), each GPU's
     ``server`` and ``sharing``, the GPUs that share its NIC when all send at once (a shared server link: the
-    server's GPUs; one NIC per GPU: 1; a ``[network]`` table: its rail's GPUs)."""
+    server's GPUs; one NIC per GPU: 1; a ``[network]`` table: its rail's GPUs), and the ``network`` between the
+    servers (its leaves' uplinks slow a group over them as train's; None: drawn ranges, no leaves)."""
 
     classes: tuple[LinkClass, ...]
     index: np.ndarray
     server: np.ndarray
     sharing: np.ndarray
     domain: np.ndarray | None = None  # (V, V): pairs of two servers in one NVLink domain (None: no such domain)
+    network: Network | None = None
 
     def pair_class(self, u: int, v: int, bandwidth: np.ndarray) -> LinkClass:
         """The class of the pair (u, v) at the pair's own bandwidth (its matrix entry over η)."""
@@ -210,7 +215,10 @@ class PairLinks:
         its NIC's bandwidth toward the group's other servers over the GPUs sharing that NIC, summed per
         server, the least server's sum (its NICs carry every byte of the ring), each step at its slowest
         server's NIC latency. ``per_server``: the group's
-        GPUs in its least-held server (train's groups hold as many in each)."""
+        GPUs in its least-held server (train's groups hold as many in each). Under leaves of an oversubscribed
+        fabric the NICs' share is taken before the uplinks (a pair's entry across leaves is its NIC over the whole
+        oversubscription, a pipeline hop's price) and the uplinks slow each pattern as they slow train's group over
+        the same servers in the group's order (:meth:`archsim.network.Network.uplinks`)."""
         group = np.asarray(devices)
         where = self.server[group]
         same = where[:, None] == where[None, :]
@@ -230,10 +238,17 @@ class PairLinks:
         pairs = self.index[np.ix_(group, group)]
         nic = slowest_class(self.classes[i] for i in np.unique(pairs[~same]))
         stated = sub / np.array([c.efficiency for c in self.classes])[pairs]  # each pair's B, its entry over its η
+        uplinks = NO_LEAVES
+        if self.network is not None:
+            net = self.network
+            uplinks = net.uplinks(tuple(dict.fromkeys(int(s) for s in where)))  # the ring's servers, in its order
+            if uplinks != NO_LEAVES:  # a pair across leaves holds its NIC over o: the NIC's own, before the uplinks
+                leaf = np.array([net.leaf(int(s)) for s in where])
+                stated = np.where(leaf[:, None] != leaf[None, :], stated * net.oversubscription, stated)
         out = np.where(same, np.inf, stated).min(axis=1) / self.sharing[group]  # each GPU's share
         _, server, held = np.unique(where, return_inverse=True, return_counts=True)
         share = float(np.bincount(server, weights=out).min())
-        return Spanning(intra, replace(nic, bandwidth=share), int(held.min()))
+        return Spanning(intra, replace(nic, bandwidth=share), int(held.min()), uplinks)
 
 
 def slowest_class(classes: Iterable[LinkClass]) -> LinkClass:

@@ -16,7 +16,7 @@ from archsim.network import Network
 
 def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, devices: list, intra: list[float],
                 file: str, domain: np.ndarray | None = None,
-                nvls: bool = False) -> tuple[np.ndarray, np.ndarray, PairLinks]:
+                nvls: bool = False, network: Network | None = None) -> tuple[np.ndarray, np.ndarray, PairLinks]:
     """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
     prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
     :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers, each step
@@ -30,7 +30,8 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     (``domain``, :func:`domain_pairs`) takes its server's NVLink class, as train's group of the two runs on.
     ``nvls``: the ``[network]`` table's flag; an in-server pair's class and a domain pair's reduce in the switch
     where train's groups do (:func:`~archsim.links.switch_reduces`), the diagonal not (train's lone GPU of a group
-    over servers)."""
+    over servers). ``network``: the NICs between servers, whose leaves' uplinks slow a stage's all-reduce over
+    them as train's group (:meth:`~archsim.collectives.PairLinks.allreduce_link`; None: no leaves)."""
     if None in devices:
         raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
                          "every [[servers]] table, or plan with --links paper", file=file, field="servers")
@@ -83,7 +84,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
         latency[domain] = np.array([c.launch_s for c in classes])[index[domain]]
     np.fill_diagonal(latency, 0.0)
     return effective, latency, PairLinks(tuple(classes), index, where, np.asarray(sharing, dtype=float),
-                                         domain if domain is not None and domain.any() else None)
+                                         domain if domain is not None and domain.any() else None, network)
 
 
 def domain_fabric(network: Network | None, where: np.ndarray, intra: list[float], chips: list) -> float | None:

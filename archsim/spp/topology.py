@@ -331,7 +331,7 @@ def pair_topology(layout: ClusterLayout) -> Topology:
     if layout.links == "exact":
         bandwidth, latency, classes = exact_links(bandwidth, where, sharing, list(layout.server_devices), intra,
                                                   layout.file, domain_pairs(network, where, fabric),
-                                                  network is not None and network.nvls)
+                                                  network is not None and network.nvls, network)
     return Topology(layout.name, layout.servers, bandwidth, capacity, layout.memory_bytes, latency=latency,
                     links=classes, unit="seconds", fabrics=layout.fabrics, network=network, domain_fabric=fabric,
                     drew=layout.drew)
