@@ -88,6 +88,17 @@ def pair_latency(latency, devices: Sequence[int], others: Sequence[int]) -> floa
     return max(float(latency[u, v]) for u in devices for v in others)
 
 
+def channel_link(bandwidth: np.ndarray, devices: Sequence[int], others: Sequence[int],
+                 links: PairLinks | None = None) -> float:
+    """The bandwidth b (bytes per time unit) at which a channel's bytes d, split evenly over every pair of a device of
+    ``devices`` and one of ``others`` all sending at once, take d / (r′·r·b): SPP's least bandwidth between the two
+    (:func:`slowest_link`, each pair its own link, the paper's model) or, with ``links`` (``plan --links exact``),
+    what the pairs that share one GPU's link or one NIC leave each other (:meth:`PairLinks.channel_bandwidth`)."""
+    if links is None or links.sends_on is None:
+        return slowest_link(bandwidth, devices, others)
+    return links.channel_bandwidth(devices, others, bandwidth)
+
+
 def ring_allreduce_on(size, devices: Sequence[int], bandwidth: np.ndarray, links: PairLinks | None = None):
     """:func:`ring_allreduce_time` over ``devices`` of a cluster at its slowest link among them (SPP's model).
     ``links`` (``plan --links exact``, :attr:`archsim.spp.topology.Topology.links`): the group's all-reduce then
@@ -201,6 +212,34 @@ class PairLinks:
     sharing: np.ndarray
     domain: np.ndarray | None = None  # (V, V): pairs of two servers in one NVLink domain (None: no such domain)
     network: Network | None = None
+    # (V, V): the link each pair's send leaves on and the one it arrives on — its GPUs' NICs between servers, each
+    # GPU's own link out and in a server (a DGX-1 pair: its own NVLinks); None: each pair its own link
+    sends_on: np.ndarray | None = None
+    takes_on: np.ndarray | None = None
+
+    def channel_bandwidth(self, devices: Sequence[int], others: Sequence[int], bandwidth: np.ndarray) -> float:
+        """The bandwidth b at which a split channel from ``devices`` to ``others`` moves its bytes d in d / (r′·r·b)
+        (bytes/s): each of the r′·r pairs sends d / (r′·r) at once, and the pairs whose sends leave on one link (a
+        NIC, a GPU's link in its server) or arrive on one take turns on it, each at its own entry of ``bandwidth``,
+        so the busiest link sets the time: d / (r′·r) · max over links of Σ 1 / b_pair. Pairs on links of their own
+        give the slowest pair's bandwidth, SPP's; two GPUs behind one NIC sending to two behind another move d in
+        d / b, not d / (2·b)."""
+        return float(self.channel_bandwidths(tuple(devices)[::-1], others, bandwidth)[-1])
+
+    def channel_bandwidths(self, senders: Sequence[int], others: Sequence[int], bandwidth: np.ndarray) -> np.ndarray:
+        """[k]: :meth:`channel_bandwidth` from the first k + 1 of ``senders`` to ``others``, every k at once (PRM's
+        tables: each block of senders that ends where ``others`` begins, ``senders`` nearest first), bytes/s."""
+        assert self.sends_on is not None and self.takes_on is not None
+        block = np.ix_(np.asarray(senders), np.asarray(others))
+        seconds = 1.0 / bandwidth[block].astype(float)  # per byte, each pair
+        rows = np.repeat(np.arange(seconds.shape[0]), seconds.shape[1])
+        busiest = np.zeros(seconds.shape[0])
+        for on in (self.sends_on, self.takes_on):
+            _, link = np.unique(on[block], return_inverse=True)
+            load = np.zeros((seconds.shape[0], int(link.max()) + 1))  # [sender, link]: its pairs' seconds a byte
+            np.add.at(load, (rows, link.ravel()), seconds.ravel())
+            busiest = np.maximum(busiest, np.cumsum(load, axis=0).max(axis=1))
+        return 1.0 / busiest
 
     def pair_class(self, u: int, v: int, bandwidth: np.ndarray) -> LinkClass:
         """The class of the pair (u, v) at the pair's own bandwidth (its matrix entry over η)."""
@@ -346,4 +385,4 @@ def message_mib(nbytes: float) -> str:
     return f"{mib:.3g} MiB" if mib < 1000 else f"{round(mib):d} MiB"
 
 
-__all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_class", "slowest_link"]
+__all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks", "channel_link", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_class", "slowest_link"]
