@@ -43,11 +43,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
 from archsim.errors import InputError
+
+if TYPE_CHECKING:
+    from archsim.network import Network
 
 
 @overload
@@ -83,6 +86,17 @@ def pair_latency(latency, devices: Sequence[int], others: Sequence[int]) -> floa
     if np.ndim(latency) == 0:
         return float(latency)
     return max(float(latency[u, v]) for u in devices for v in others)
+
+
+def channel_link(bandwidth: np.ndarray, devices: Sequence[int], others: Sequence[int],
+                 links: PairLinks | None = None) -> float:
+    """The bandwidth b (bytes per time unit) at which a channel's bytes d, split evenly over every pair of a device of
+    ``devices`` and one of ``others`` all sending at once, take d / (r′·r·b): SPP's least bandwidth between the two
+    (:func:`slowest_link`, each pair its own link, the paper's model) or, with ``links`` (``plan --links exact``),
+    what the pairs that share one GPU's link or one NIC leave each other (:meth:`PairLinks.channel_bandwidth`)."""
+    if links is None or links.sends_on is None:
+        return slowest_link(bandwidth, devices, others)
+    return links.channel_bandwidth(devices, others, bandwidth)
 
 
 def ring_allreduce_on(size, devices: Sequence[int], bandwidth: np.ndarray, links: PairLinks | None = None):
@@ -189,13 +203,43 @@ class PairLinks:
     """``plan --links exact``'s link classes (:func:`archsim.spp.link_classes.exact_links`): ``classes`` and the
     (V, V) ``index`` of each GPU pair's class (the pair's bandwidth matrix entry is η·B of it), each GPU's
     ``server`` and ``sharing``, the GPUs that share its NIC when all send at once (a shared server link: the
-    server's GPUs; one NIC per GPU: 1; a ``[network]`` table: its rail's GPUs)."""
+    server's GPUs; one NIC per GPU: 1; a ``[network]`` table: its rail's GPUs), and the ``network`` between the
+    servers (its leaves' uplinks slow a group over them as train's; None: drawn ranges, no leaves)."""
 
     classes: tuple[LinkClass, ...]
     index: np.ndarray
     server: np.ndarray
     sharing: np.ndarray
     domain: np.ndarray | None = None  # (V, V): pairs of two servers in one NVLink domain (None: no such domain)
+    network: Network | None = None
+    # (V, V): the link each pair's send leaves on and the one it arrives on — its GPUs' NICs between servers, each
+    # GPU's own link out and in a server (a DGX-1 pair: its own NVLinks); None: each pair its own link
+    sends_on: np.ndarray | None = None
+    takes_on: np.ndarray | None = None
+
+    def channel_bandwidth(self, devices: Sequence[int], others: Sequence[int], bandwidth: np.ndarray) -> float:
+        """The bandwidth b at which a split channel from ``devices`` to ``others`` moves its bytes d in d / (r′·r·b)
+        (bytes/s): each of the r′·r pairs sends d / (r′·r) at once, and the pairs whose sends leave on one link (a
+        NIC, a GPU's link in its server) or arrive on one take turns on it, each at its own entry of ``bandwidth``,
+        so the busiest link sets the time: d / (r′·r) · max over links of Σ 1 / b_pair. Pairs on links of their own
+        give the slowest pair's bandwidth, SPP's; two GPUs behind one NIC sending to two behind another move d in
+        d / b, not d / (2·b)."""
+        return float(self.channel_bandwidths(tuple(devices)[::-1], others, bandwidth)[-1])
+
+    def channel_bandwidths(self, senders: Sequence[int], others: Sequence[int], bandwidth: np.ndarray) -> np.ndarray:
+        """[k]: :meth:`channel_bandwidth` from the first k + 1 of ``senders`` to ``others``, every k at once (PRM's
+        tables: each block of senders that ends where ``others`` begins, ``senders`` nearest first), bytes/s."""
+        assert self.sends_on is not None and self.takes_on is not None
+        block = np.ix_(np.asarray(senders), np.asarray(others))
+        seconds = 1.0 / bandwidth[block].astype(float)  # per byte, each pair
+        rows = np.repeat(np.arange(seconds.shape[0]), seconds.shape[1])
+        busiest = np.zeros(seconds.shape[0])
+        for on in (self.sends_on, self.takes_on):
+            _, link = np.unique(on[block], return_inverse=True)
+            load = np.zeros((seconds.shape[0], int(link.max()) + 1))  # [sender, link]: its pairs' seconds a byte
+            np.add.at(load, (rows, link.ravel()), seconds.ravel())
+            busiest = np.maximum(busiest, np.cumsum(load, axis=0).max(axis=1))
+        return 1.0 / busiest
 
     def pair_class(self, u: int, v: int, bandwidth: np.ndarray) -> LinkClass:
         """The class of the pair (u, v) at the pair's own bandwidth (its matrix entry over η)."""
@@ -210,7 +254,10 @@ class PairLinks:
         its NIC's bandwidth toward the group's other servers over the GPUs sharing that NIC, summed per
         server, the least server's sum (its NICs carry every byte of the ring), each step at its slowest
         server's NIC latency. ``per_server``: the group's
-        GPUs in its least-held server (train's groups hold as many in each)."""
+        GPUs in its least-held server (train's groups hold as many in each). Under leaves of an oversubscribed
+        fabric the NICs' share is taken before the uplinks (a pair's entry across leaves is its NIC over the whole
+        oversubscription, a pipeline hop's price) and the uplinks slow each pattern as they slow train's group over
+        the same servers in the group's order (:meth:`archsim.network.Network.uplinks`)."""
         group = np.asarray(devices)
         where = self.server[group]
         same = where[:, None] == where[None, :]
@@ -230,10 +277,17 @@ class PairLinks:
         pairs = self.index[np.ix_(group, group)]
         nic = slowest_class(self.classes[i] for i in np.unique(pairs[~same]))
         stated = sub / np.array([c.efficiency for c in self.classes])[pairs]  # each pair's B, its entry over its η
+        uplinks = NO_LEAVES
+        if self.network is not None:
+            net = self.network
+            uplinks = net.uplinks(tuple(dict.fromkeys(int(s) for s in where)))  # the ring's servers, in its order
+            if uplinks != NO_LEAVES:  # a pair across leaves holds its NIC over o: the NIC's own, before the uplinks
+                leaf = np.array([net.leaf(int(s)) for s in where])
+                stated = np.where(leaf[:, None] != leaf[None, :], stated * net.oversubscription, stated)
         out = np.where(same, np.inf, stated).min(axis=1) / self.sharing[group]  # each GPU's share
         _, server, held = np.unique(where, return_inverse=True, return_counts=True)
         share = float(np.bincount(server, weights=out).min())
-        return Spanning(intra, replace(nic, bandwidth=share), int(held.min()))
+        return Spanning(intra, replace(nic, bandwidth=share), int(held.min()), uplinks)
 
 
 def slowest_class(classes: Iterable[LinkClass]) -> LinkClass:
@@ -339,4 +393,5 @@ def message_mib(nbytes: float) -> str:
 
 
 __all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks", "bus_bandwidth_factor",
-           "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on", "ring_allreduce_time", "slowest_class", "slowest_link"]
+           "channel_link", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on",
+           "ring_allreduce_time", "slowest_class", "slowest_link"]

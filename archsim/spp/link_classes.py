@@ -16,7 +16,8 @@ from archsim.network import Network
 
 def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, devices: list, intra: list[float],
                 file: str, domain: np.ndarray | None = None,
-                nvls: bool = False) -> tuple[np.ndarray, np.ndarray, PairLinks]:
+                nvls: bool = False, network: Network | None = None,
+                on_nic: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, PairLinks]:
     """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
     prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
     :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers, each step
@@ -30,7 +31,10 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     (``domain``, :func:`domain_pairs`) takes its server's NVLink class, as train's group of the two runs on.
     ``nvls``: the ``[network]`` table's flag; an in-server pair's class and a domain pair's reduce in the switch
     where train's groups do (:func:`~archsim.links.switch_reduces`), the diagonal not (train's lone GPU of a group
-    over servers)."""
+    over servers). ``network``: the NICs between servers, whose leaves' uplinks slow a stage's all-reduce over
+    them as train's group (:meth:`~archsim.collectives.PairLinks.allreduce_link`; None: no leaves). ``on_nic``: each
+    GPU's NIC (:func:`gpu_nics`), which the sends of a split channel between servers share
+    (:func:`channel_links`; None: every GPU its own)."""
     if None in devices:
         raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
                          "every [[servers]] table, or plan with --links paper", file=file, field="servers")
@@ -51,8 +55,10 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     latency = np.array([c.launch_s for c in classes])[index]
     starts = np.searchsorted(where, np.arange(len(devices)))
     lone = np.zeros(len(devices), dtype=np.int32)  # each server's NVLink class (its GPUs' diagonal entry)
+    wired = np.zeros(len(where), dtype=bool)  # each GPU's server wires each pair its own NVLinks (a DGX-1)
     for server, device in enumerate(devices):
         first, gpus = int(starts[server]), int(np.count_nonzero(where == server))
+        wired[first:first + gpus] = not (device.nvswitch or not device.nvlink_bytes_per_s)
         inside = slice(first, first + gpus)
         if device.nvswitch or not device.nvlink_bytes_per_s:  # every pair of the server on one link class
             link = server_link(device, (0, 1), intra[server], nvls)
@@ -82,8 +88,39 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
         effective[domain] = bandwidth[domain] * np.array([c.efficiency for c in classes])[index[domain]]
         latency[domain] = np.array([c.launch_s for c in classes])[index[domain]]
     np.fill_diagonal(latency, 0.0)
+    sends_on, takes_on = channel_links(where, np.arange(len(where)) if on_nic is None else on_nic, domain, wired)
     return effective, latency, PairLinks(tuple(classes), index, where, np.asarray(sharing, dtype=float),
-                                         domain if domain is not None and domain.any() else None)
+                                         domain if domain is not None and domain.any() else None, network,
+                                         sends_on, takes_on)
+
+
+def gpu_nics(network: Network | None, where: np.ndarray, link: str) -> np.ndarray:
+    """Each GPU's NIC (an index over the cluster's NICs), the one its sends to other servers leave on: on
+    ``network`` its rail's (GPU g of a server on NIC g // gpus_per_nic, as :func:`network_pairs` reads it); on drawn
+    ``[low, high]`` ranges (``network`` None) its server's one link (``link`` ``"shared"``) or its own
+    (``"per_gpu_pair"``)."""
+    if network is None:
+        return where.copy() if link == "shared" else np.arange(len(where))
+    local = np.arange(len(where)) - np.searchsorted(where, where)
+    return where * network.nics_per_server + local // network.gpus_per_nic
+
+
+def channel_links(where: np.ndarray, nics: np.ndarray, domain: np.ndarray | None,
+                  wired: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(V, V) each: the link a pair's send leaves on and the one it arrives on, as numbers equal where two pairs
+    share that link (:meth:`~archsim.collectives.PairLinks.channel_bandwidth`): between servers the sender's NIC
+    and the receiver's (``nics``); in a server or an NVLink domain (``domain``) the sender's own link out and the
+    receiver's own link in (an NVSwitch or PCIe board's GPU reaches every peer through it), except where its
+    server wires the pair's NVLinks to the pair alone (``wired``: a DGX-1), the pair's own."""
+    count, gpus = int(nics.max()) + 1, len(where)
+    inside = where[:, None] == where[None, :]
+    if domain is not None:
+        inside = inside | domain
+    own = count + gpus + np.arange(gpus)[:, None] * gpus + np.arange(gpus)[None, :]  # a pair's own NVLinks
+    gpu = count + np.arange(gpus)
+    sends = np.where(inside, np.where(wired[:, None], own, gpu[:, None]), nics[:, None])
+    takes = np.where(inside, np.where(wired[:, None], own, gpu[None, :]), nics[None, :])
+    return sends.astype(np.int64), takes.astype(np.int64)
 
 
 def domain_fabric(network: Network | None, where: np.ndarray, intra: list[float], chips: list) -> float | None:

@@ -5,7 +5,7 @@ search nor the simulator to price its plan's makespan."""
 
 from __future__ import annotations
 
-from archsim.collectives import pair_latency, ring_allreduce_on, slowest_link
+from archsim.collectives import channel_link, pair_latency, ring_allreduce_on
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile
 from archsim.spp.pe_order import StagePlan
@@ -49,7 +49,7 @@ def partition_stage_plans(profile: LayerProfile, partition, bandwidth, latency=0
         channel = 0.0
         if s + 1 < len(groups):
             after = groups[s + 1]
-            channel = crossing[s] / (r * len(after) * slowest_link(bandwidth, devices, after))
+            channel = crossing[s] / (r * len(after) * channel_link(bandwidth, devices, after, links))
             if crossing[s] > 0:
                 channel += pair_latency(latency, devices, after)
         plans.append(StagePlan(forward, backward, allreduce, channel, channel))

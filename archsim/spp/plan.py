@@ -65,7 +65,7 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, li
         allreduce = ring_allreduce_on(float(sum(profile.weight_bytes[first:last])), devices, bandwidth, links)
         cf = cb = 0.0
         if n + 1 < len(plan.stages):
-            both = channel_time(profile, 1, last, devices, plan.devices[n + 1], bandwidth)  # the bytes alone
+            both = channel_time(profile, 1, last, devices, plan.devices[n + 1], bandwidth, 0.0, links)  # bytes alone
             size = boundary_bytes(profile)[last - 1]
             cf = both * float(profile.activation_bytes[last - 1]) / size if size else 0.0
             cb = both - cf

@@ -7,17 +7,20 @@
 over devices v_1..v_V in a given order: the first l layers in ξ stages on v_1..v_i, the last stage
 on the r devices v_{i−r+1}..v_i. A stage replicated on k devices pays a ring all-reduce
 A = 2(k − 1) Σα / (k · min bandwidth among its devices); the channel between consecutive stages is
-split across r′·r replica pairs at the least bandwidth between the two blocks. Times are in the
+split across r′·r replica pairs at the least bandwidth between the two blocks, each pair a link of its own (the
+paper's graph: an edge per GPU pair, §III-A). Times are in the
 profile's unit (seconds or cycles), sizes in bytes, bandwidth in bytes per time unit.
 
 ``latency`` (a (V, V) matrix or one figure, in the time unit; 0, the default, is the paper's model): what each
 send pays beside its bytes (``plan --links exact``, :func:`archsim.spp.topology.build_topology`). A channel's
 micro-batch is then its forward and its backward send (each whose bytes are not 0), each paying the
 largest latency between the two blocks, as the replica pairs send at once. ``links``
-(:class:`~archsim.collectives.PairLinks`, ``plan --links exact``; None, the default, is the paper's A): a stage's
-all-reduce is then :func:`~archsim.collectives.ring_allreduce_on` with them, train's collective price, in the
+(:class:`~archsim.collectives.PairLinks`, ``plan --links exact``; None, the default, is the paper's A and b_{r′r}): a
+stage's all-reduce is then :func:`~archsim.collectives.ring_allreduce_on` with them, train's collective price, in the
 search as in the plan it reports — the search's tables hold that price of every stage's parameter bytes on
-each distinct link a block of devices all-reduces over (:func:`_exact_allreduce`).
+each distinct link a block of devices all-reduces over (:func:`_exact_allreduce`); and a channel's b_{r′r} is what
+its replica pairs, sending at once, leave each other of the NICs and GPU links they share
+(:meth:`~archsim.collectives.PairLinks.channel_bandwidth`), where the paper gives every pair its link whole.
 
 ``samples`` (the m samples of a micro-batch; None, the default, is the paper's model, ``plan --replication paper``):
 each of a stage's r replicas takes whole samples (``plan --replication exact``, :func:`replica_seconds`), so a
@@ -34,7 +37,7 @@ from functools import cache
 
 import numpy as np
 
-from archsim.collectives import PairLinks, pair_latency, ring_allreduce_on, ring_allreduce_time, slowest_link
+from archsim.collectives import PairLinks, channel_link, pair_latency, ring_allreduce_on, ring_allreduce_time
 from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.numba_cache import njit, small_in_python
@@ -104,10 +107,11 @@ def stage_time(profile: LayerProfile, microbatches: int, first: int, last: int, 
 
 
 def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before: Sequence[int],
-                 after: Sequence[int], bandwidth: np.ndarray, latency=0.0) -> float:
+                 after: Sequence[int], bandwidth: np.ndarray, latency=0.0, links: PairLinks | None = None) -> float:
     """M (d^f + d^b) / (r′ r b_{r′r}) between the stage ending at layer ``boundary`` and the next, plus M times
-    each send's latency (module docstring)."""
-    slowest = slowest_link(bandwidth, before, after)
+    each send's latency (module docstring); ``links``: b_{r′r} is what the replica pairs sharing a NIC or a GPU's
+    link leave each other (:func:`~archsim.collectives.channel_link`), not the slowest pair's whole link."""
+    slowest = channel_link(bandwidth, before, after, links)
     size = boundary_bytes(profile)[boundary - 1]
     sends = boundary_sends(profile)[boundary - 1]
     return microbatches * size / (len(before) * len(after) * slowest) \
@@ -138,7 +142,8 @@ def prm(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarray, micr
                 head, plan = W(lp, xi - 1, rp, i - r)
                 if head >= best[0]:
                     continue
-                comm = channel_time(profile, microbatches, lp, order[i - r - rp:i - r], block, bandwidth, latency)
+                comm = channel_time(profile, microbatches, lp, order[i - r - rp:i - r], block, bandwidth, latency,
+                                    links)
                 value = max(head, comm, tail)
                 if value < best[0]:
                     best = (value, plan + (((lp, l), r),))
@@ -164,7 +169,7 @@ def plan_value(profile: LayerProfile, microbatches: int, stages: Sequence[tuple[
              for (a, b), d in zip(stages, devices)]
     for n in range(len(stages) - 1):
         terms.append(channel_time(profile, microbatches, stages[n][1], devices[n], devices[n + 1], bandwidth,
-                                  latency))
+                                  latency, links))
     return max(terms)
 
 
@@ -240,12 +245,14 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
                latency=0.0, links: PairLinks | None = None, samples: int | None = None):
     """What every level of :func:`prm_tables` reads, and its first level W[1][l, r, i] (one stage):
     (W1, compute[r], seg_work[l′, l], seg_par[l′, l], allreduce[r, i] per parameter byte (the paper's A; 0 with
-    ``links``), boundary bytes, between[r′, r, i] the slowest link between adjacent blocks, boundary sends,
+    ``links``), boundary bytes, between[r′, r, i] the slowest link between adjacent blocks (with ``links``: the bandwidth
+    a split channel between them gets, :meth:`~archsim.collectives.PairLinks.channel_bandwidth`), boundary sends,
     lag[r′, r, i] the largest latency between adjacent blocks, group[r, i] and exact[group, l′, l], the
     all-reduce with ``links`` (:func:`_exact_allreduce`)); times in the profile's unit, bandwidths in bytes
     per that unit."""
     L, V = len(profile), len(order)
     b = bandwidth[np.ix_(order, order)]
+    shared = links if links is not None and links.sends_on is not None else None  # a split channel's shared links
     lat = np.broadcast_to(np.asarray(latency, dtype=float), bandwidth.shape)[np.ix_(order, order)]
     inf = np.inf
     work = np.concatenate([[0.0], np.cumsum(np.add(profile.forward, profile.backward))])
@@ -265,6 +272,8 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
             for rp in range(1, i - r + 1):
                 between[rp, r, i] = b[i - r - rp:i - r, i - r:i].min()
                 lag[rp, r, i] = lat[i - r - rp:i - r, i - r:i].max()
+            if shared is not None:  # every block of senders ending at i − r at once
+                between[1:i - r + 1, r, i] = shared.channel_bandwidths(order[:i - r][::-1], order[i - r:i], bandwidth)
     r_idx = np.arange(V + 1)
     # tail[l', l, r, i]: M Σ p / r + A for layers l'..l−1 on the r devices ending at i.
     seg_work = work[None, :] - work[:, None]  # [l', l]

@@ -52,7 +52,7 @@ from archsim.links import check_nvls, fabric_bytes_per_s, is_gbps, nic_share
 from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.cluster_figures import Draws, check_figure, figure, gbps
-from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, network_pairs
+from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, gpu_nics, network_pairs
 from archsim.toml_errors import table_line
 from archsim.validate import SEED_MAX, check_name, did_you_mean, shown, shown_number
 
@@ -331,7 +331,8 @@ def pair_topology(layout: ClusterLayout) -> Topology:
     if layout.links == "exact":
         bandwidth, latency, classes = exact_links(bandwidth, where, sharing, list(layout.server_devices), intra,
                                                   layout.file, domain_pairs(network, where, fabric),
-                                                  network is not None and network.nvls)
+                                                  network is not None and network.nvls, network,
+                                                  gpu_nics(network, where, layout.link))
     return Topology(layout.name, layout.servers, bandwidth, capacity, layout.memory_bytes, latency=latency,
                     links=classes, unit="seconds", fabrics=layout.fabrics, network=network, domain_fabric=fabric,
                     drew=layout.drew)
