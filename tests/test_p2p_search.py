@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import archsim
-from archsim.policies.held_span import held_span
+from archsim.policies.held_span import held_span, one_f_one_b_held, one_f_one_b_held_equal
 from archsim.policies.stage_orders import published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import run_order
@@ -50,6 +50,36 @@ def test_recurrence_equals_the_blocking_simulator_on_random_instances(schedule, 
         assert held_span(order, profile) == pytest.approx(simulated, rel=1e-9, abs=1e-12), (order.name, profile)
 
 
+def test_one_f_one_b_recurrence_equals_the_blocking_simulator_on_random_instances():
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        order, profile = _random_case(rng, "1f1b")
+        simulated = run_order(order, profile, blocking=True).timeline.makespan
+        assert one_f_one_b_held(profile, order.microbatches) == pytest.approx(simulated, rel=1e-9, abs=1e-12)
+
+
+def test_equal_stages_closed_form_equals_the_blocking_simulator():
+    """Equal stages, one hop: the closed form against the simulator, hops from 0 to well over a pass."""
+    rng = np.random.default_rng(6)
+    for _ in range(60):
+        p, m = int(rng.integers(1, 7)), int(rng.integers(1, 13))
+        f, i, w = (float(x) for x in rng.uniform(0.1, 3.0, 3))
+        hop = float(rng.choice([0.0, rng.uniform(0, 0.5), rng.uniform(0, 10)]))
+        profile = StageProfile((f,) * p, (i,) * p, (w,) * p, hop)
+        simulated = run_order(published_order("1f1b", p, m, 1), profile, blocking=True).timeline.makespan
+        assert one_f_one_b_held_equal(f, i + w, hop, p, m) == pytest.approx(simulated, rel=1e-9, abs=1e-12)
+
+
+def test_equal_stages_closed_form_fails_with_per_boundary_hops():
+    """Why the search uses the recurrence: 3 equal stages (F 1, B 2), hops 0 and 5, 4 micro-batches — no one hop
+    the closed form could take gives the simulator's span (the slowest overshoots, the mean undershoots)."""
+    profile = StageProfile((1.0,) * 3, (2.0,) * 3, (0.0,) * 3, 5.0, boundary_comm=(0.0, 5.0))
+    simulated = run_order(published_order("1f1b", 3, 4, 1), profile, blocking=True).timeline.makespan
+    assert one_f_one_b_held(profile, 4) == pytest.approx(simulated, rel=1e-12)
+    assert {round(one_f_one_b_held_equal(1.0, 2.0, h, 3, 4), 9) for h in (0.0, 2.5, 5.0)}.isdisjoint(
+        {round(simulated, 9)})
+
+
 @pytest.mark.long
 def test_recurrence_equals_the_blocking_simulator_on_many_random_instances():
     rng = np.random.default_rng(11)
@@ -58,6 +88,8 @@ def test_recurrence_equals_the_blocking_simulator_on_many_random_instances():
             order, profile = _random_case(rng, schedule)
             simulated = run_order(order, profile, blocking=True).timeline.makespan
             assert held_span(order, profile) == pytest.approx(simulated, rel=1e-9, abs=1e-12)
+            if schedule == "1f1b":
+                assert one_f_one_b_held(profile, order.microbatches) == pytest.approx(simulated, rel=1e-9, abs=1e-12)
 
 
 def test_two_stage_1f1b_by_hand():
@@ -85,6 +117,7 @@ def test_recurrence_on_trains_own_profile_across_servers(monkeypatch):
     (order, times, blocking), = seen
     assert blocking and len(set(times.boundary_comm)) > 1 and len(set(times.forward)) > 1  # unequal hops, stages
     assert held_span(order, times) == pytest.approx(result.run.timeline.makespan, rel=1e-12)
+    assert one_f_one_b_held(times, order.microbatches) == pytest.approx(result.run.timeline.makespan, rel=1e-12)
 
 
 def _search(p2p: str, **keywords):

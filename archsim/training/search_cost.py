@@ -57,13 +57,15 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int, hidden: tuple
 
 def held_seconds(schedule: str, times, p: int, m: int, v: int, hidden: tuple[float, ...] = ()) -> float:
     """Pipeline span with blocking sends (``--p2p blocking``, or ``megatron`` on 1F1B): the published order's
-    recurrence (:func:`~archsim.policies.held_span.held_span`), exact where the closed forms of
+    recurrence (1F1B's :func:`~archsim.policies.held_span.one_f_one_b_held`, the others'
+    :func:`~archsim.policies.held_span.held_span`), exact where the closed forms of
     :func:`pipeline_seconds` ignore the wait (seconds: ``times``' unit); ``hidden`` taken off as they take it
     (the least-hiding rank's, an estimate)."""
-    from archsim.policies.held_span import held_span
+    from archsim.policies.held_span import held_span, one_f_one_b_held
     from archsim.policies.stage_orders import published_order
 
-    return held_span(published_order(schedule, p, m, v), times) - min(hidden, default=0.0)
+    span = one_f_one_b_held(times, m) if schedule == "1f1b" else held_span(published_order(schedule, p, m, v), times)
+    return span - min(hidden, default=0.0)
 
 
 class Coster:
