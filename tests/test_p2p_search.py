@@ -147,3 +147,21 @@ def test_refused_mode_is_named():
 
     with pytest.raises(InputError, match="p2p"):
         archsim.search("gpt_1024h_24l", cluster=H100, global_batch=16, p2p="blocked")
+
+
+def test_fit_fast_path_waits_as_train_on_a_vtrain_run():
+    """The kernel fit's closed form (calibrate.fast_seconds) with ``p2p`` megatron: a measured PP 4 run's
+    iteration as train's blocking run gives it, where the overlapped closed form ignores the wait."""
+    from archsim.training.calibrate import fast_seconds
+    from archsim.training.cluster_file import single_node
+    from archsim.training.measured import predict, read_measured
+
+    runs = read_measured(ROOT / "tests" / "data" / "e2e" / "vtrain_single_node_shown.csv")
+    run = next(r for r in runs if r.pp == 4)
+    cluster = single_node()
+    machine = cluster.machine(run.parallelism())
+    held = predict([run], cluster, p2p="megatron")[0].milliseconds / 1e3
+    free = predict([run], cluster)[0].milliseconds / 1e3
+    assert held > free
+    assert fast_seconds(run, machine, "megatron") == pytest.approx(held, rel=1e-12)
+    assert fast_seconds(run, machine) == pytest.approx(free, rel=1e-12)
