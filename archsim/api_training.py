@@ -257,7 +257,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
            fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None,
            overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-           mtp_layers: int | str | None = None) -> SearchResult:
+           mtp_layers: int | str | None = None, p2p: str = "overlapped") -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -271,7 +271,9 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone;
     ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``; ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: every configuration's, as their flags;
     ``moe_load_imbalance``: every configuration's busiest EP rank's rows over the mean, as ``--moe-load-imbalance``,
-    None uniform; ``mtp_layers``: as ``--mtp-layers``, None the model's own).
+    None uniform; ``mtp_layers``: as ``--mtp-layers``, None the model's own; ``p2p``: every configuration's pipeline
+    sends, as ``--p2p``: ``"overlapped"``, ``"blocking"`` or ``"megatron"``, the rows carrying ``p2p`` when not the
+    first).
     Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
@@ -298,6 +300,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         GRAD_ACCUMULATIONS,
         MAX_REFINE_ACTIONS,
         OBJECTIVES,
+        P2P_MODES,
         PLACEMENTS,
     )
     from archsim.errors import InputError
@@ -327,6 +330,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     check_choice(objective, OBJECTIVES, "objective")
     check_choice(balance, BALANCES, "balance")
     check_choice(placement, PLACEMENTS, "placement")
+    check_choice(p2p, P2P_MODES, "p2p")
     if fp8 is not None:
         check_choice(fp8, FP8_RECIPES, "fp8")
     top = positive_int(top, "top")
@@ -370,7 +374,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps,
                        cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps,
-                       etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather)
+                       etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,

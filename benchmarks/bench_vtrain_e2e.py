@@ -1,6 +1,7 @@
 """archsim train against the 1,008 measured single-node A100 iterations (vTrain's released runs).
 
     python benchmarks/bench_vtrain_e2e.py            # report with the stored constants
+    python benchmarks/bench_vtrain_e2e.py --p2p megatron  # the report with blocking 1F1B sends (--p2p)
     python benchmarks/bench_vtrain_e2e.py --refit    # refit the kernel constants (two steps: archsim/training/fitted.py) and
                                                      # the NVLink constants (2/4/8-GPU tables), print them
 
@@ -49,6 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from batch_doubling import doubling_markdown
 from host_share import host_bound, host_share, host_split, write_error_figure
 
+from archsim.choices.training import P2P_MODES
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.json_text import dumps
 from archsim.training import fitted
@@ -59,8 +61,8 @@ from archsim.training.measured import MeasuredRun, Prediction, predict, read_mea
 DATA = ROOT / "tests" / "data" / "e2e"
 
 
-def closed_form(run: MeasuredRun, machine) -> float:
-    return fast_seconds(run, machine)
+def closed_form(run: MeasuredRun, machine, p2p: str = "overlapped") -> float:
+    return fast_seconds(run, machine, p2p)
 
 
 def refit(runs: list[MeasuredRun]) -> KernelConstants:
@@ -93,6 +95,9 @@ def main(argv=None) -> int:
                         help="--measured: also predict with the constants fitted to this gpu_efficiency_probe.py CSV")
     parser.add_argument("--implementation", default="megatron", choices=("megatron", "pytorch-eager"),
                         help="--measured: whose op list archsim predicts with (default megatron)")
+    parser.add_argument("--p2p", default="overlapped", choices=P2P_MODES,
+                        help="the vTrain runs' pipeline sends, as archsim train's --p2p (default overlapped: "
+                             "the stored figures'; megatron: blocking on their 1F1B)")
     args = parser.parse_args(argv)
     if args.measured or args.cluster:
         if not (args.measured and args.cluster):
@@ -121,9 +126,9 @@ def main(argv=None) -> int:
         return 0
     cluster = single_node()
     rows = [{"run": p.run, "predicted_ms": p.milliseconds, "breakdown": p.breakdown, "peak_memory_gib": p.peak_memory_gib,
-             "closed_ms": closed_form(p.run, cluster.machine(p.run.parallelism())) * 1e3,
+             "closed_ms": closed_form(p.run, cluster.machine(p.run.parallelism()), args.p2p) * 1e3,
              "host_bound_ms": p.host_bound_seconds * 1e3, "error": p.error}
-            for p in predict(runs, cluster)]
+            for p in predict(runs, cluster, p2p=args.p2p)]
     measured = np.array([r["run"].milliseconds for r in rows])
     predicted = np.array([r["predicted_ms"] for r in rows])
     ape = np.abs(predicted / measured - 1)

@@ -64,6 +64,8 @@ CASES = {
     "deepseek-mtp-planned": ("deepseek-mtp", {**BF16, "seq": 256, "global_batch": 16, "top": 8, "balance": "planned",
                                               "schedule": ["1f1b", "zb-h1"], "recompute": ["none", "full"],
                                               "sequence_parallel": "on", "max_micro_batch": 2}),
+    "gpt-p2p-blocking": ("gpt", {"global_batch": 32, "top": 6, "schedule": ["1f1b", "gpipe", "interleaved-1f1b"],
+                                 "chunks": [2], "max_micro_batch": 2, "p2p": "blocking"}),
     "deepseek-mtp-off": ("deepseek-mtp", {**BF16, "seq": 256, "global_batch": 16, "top": 4, "mtp_layers": 0,
                                           "schedule": ["1f1b"], "max_micro_batch": 2}),
 }

@@ -21,6 +21,8 @@ from archsim.choices.training import (
     MAX_REFINE_ACTIONS,
     MAX_SEQ,
     OBJECTIVES,
+    P2P_HELP,
+    P2P_MODES,
     PLACEMENTS,
     RECOMPUTE,
 )
@@ -122,6 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --fsdp, every configuration's, as archsim train's --fsdp-reshard")
     parser.add_argument("--fsdp-grad-sync", default="micro-batch", choices=FSDP_GRAD_SYNCS,
                         help="with --fsdp, every configuration's, as archsim train's --fsdp-grad-sync")
+    parser.add_argument("--p2p", default="overlapped", choices=P2P_MODES, help=P2P_HELP)
     parser.add_argument("--grad-accumulation", default="fused", choices=GRAD_ACCUMULATIONS,
                         help="every configuration's gradient accumulation, as archsim train's --grad-accumulation "
                              "(fused: Megatron-LM's default since 2022; unfused: Megatron-LM of 2021)")
@@ -166,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
                         distributed_optimizer=args.distributed_optimizer, fsdp=args.fsdp, cp=args.cp,
                         cp_comm=args.cp_comm, fsdp_reshard=args.fsdp_reshard,
                         fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp, fp8=args.fp8,
-                        fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance,
+                        fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance, p2p=args.p2p,
                         overlap_moe_expert_parallel_comm=args.overlap_moe_expert_parallel_comm,
                         moe_shared_expert_overlap=args.moe_shared_expert_overlap, mtp_layers=args.mtp_layers)
     why = None

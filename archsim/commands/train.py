@@ -18,6 +18,7 @@ from archsim.choices.training import (
     IMPLEMENTATION_ATTENTION,
     IMPLEMENTATIONS,
     MAX_SEQ,
+    P2P_HELP,
     P2P_MODES,
     RECOMPUTE,
 )
@@ -116,11 +117,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="DP gradient all-reduce: after the backward (none: vTrain's runs) or in Megatron's "
                              "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce; megatron only, "
                              "refused with --implementation pytorch-eager, one GPU with no DP all-reduce)")
-    parser.add_argument("--p2p", default="overlapped", choices=P2P_MODES,
-                        help="pipeline hops: a rank's next pass runs while its send is in flight (overlapped), "
-                             "waits for it to end (blocking: Megatron-LM's non-interleaved 1F1B, wait_on_reqs), or "
-                             "as Megatron-LM runs the schedule (megatron: blocking on 1f1b, overlapped elsewhere); "
-                             "docs/training.md")
+    parser.add_argument("--p2p", default="overlapped", choices=P2P_MODES, help=P2P_HELP)
     parser.add_argument("--distributed-optimizer", action="store_true",
                         help="Megatron-LM's --use-distributed-optimizer (ZeRO-1): fp32 main weights, Adam's moments "
                              "and the fp32 gradient copy sharded over DP; gradients reduce-scattered and parameters "

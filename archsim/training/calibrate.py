@@ -34,16 +34,20 @@ from archsim.training.stages import one_f_one_b_seconds, stage_times
 from archsim.workload.transformer import TransformerConfig
 
 
-def fast_seconds(run: MeasuredRun, machine: Machine) -> float:
-    """A measured run's predicted iteration seconds by the closed form."""
-    return fast_iteration_seconds(run.config(), run.parallelism(), machine)
+def fast_seconds(run: MeasuredRun, machine: Machine, p2p: str = "overlapped") -> float:
+    """A measured run's predicted iteration seconds by the closed form (``p2p``: its pipeline sends, ``--p2p``)."""
+    return fast_iteration_seconds(run.config(), replace(run.parallelism(), p2p=p2p), machine)
 
 
 def fast_iteration_seconds(c: TransformerConfig, par: Parallelism, machine: Machine) -> float:
     """Iteration seconds of plain 1F1B (one chunk per rank) by its closed form, without building the
-    schedule: what a search over many configurations can afford per point."""
+    schedule: what a search over many configurations can afford per point; with blocking sends
+    (:attr:`~archsim.training.parallel.Parallelism.p2p_blocking`) 1F1B's exact recurrence instead
+    (:func:`~archsim.policies.held_span.one_f_one_b_held`)."""
+    from archsim.policies.held_span import one_f_one_b_held
+
     times = stage_times(c, par, machine, model_pieces(c, par, machine))
-    span = one_f_one_b_seconds(times, par.microbatches)
+    span = one_f_one_b_held(times, par.microbatches) if par.p2p_blocking else one_f_one_b_seconds(times, par.microbatches)
     per = c.layers // par.pp
     post = max(sum(after_backward(c, par, machine, r, stage_parameters(c, par, per, r == 0, r == par.pp - 1)).values())
                for r in range(par.pp))

@@ -211,16 +211,17 @@ class Prediction:
 
 def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuCluster,
             efficiency: KernelConstants | None = None, implementation: str = "megatron", dtype: str = "fp16",
-            attention: str = "standard") -> list[Prediction]:
+            attention: str = "standard", p2p: str = "overlapped") -> list[Prediction]:
     """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here;
     ``efficiency``: kernel constants instead of the catalog's (e.g. a probe's fit); ``implementation``:
     whose op list (:class:`~archsim.training.machine.Machine`); ``dtype`` and ``attention``: how the runs
-    trained (a measured file's ``# dtype:`` and ``# attention:`` lines; the A100 runs: fp16, standard)."""
+    trained (a measured file's ``# dtype:`` and ``# attention:`` lines; the A100 runs: fp16, standard); ``p2p``: the
+    pipeline sends, as ``archsim train --p2p`` (:attr:`~archsim.training.parallel.Parallelism.p2p_blocking`)."""
     from archsim.training.run import train
 
     out = []
     for run in runs:
-        par = run.parallelism(attention)
+        par = replace(run.parallelism(attention), p2p=p2p)
         machine = replace(cluster.machine(par), implementation=implementation, dtype=dtype)
         if efficiency is not None:
             machine = replace(machine, efficiency=efficiency)

@@ -92,7 +92,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
            fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", eps=None, etps=None, fp8: str | None = None,
-           fp8_param_gather: bool = False) -> SearchResult:
+           fp8_param_gather: bool = False, p2p: str = "overlapped") -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -120,11 +120,13 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     ``fp8``: every candidate's Transformer Engine recipe (:mod:`archsim.training.fp8_ops`; each of the cluster's GPUs
     needs an fp8 peak, refused once here), the rows carrying ``fp8`` when given; ``fp8_param_gather``: its fp8
     weights (:mod:`archsim.training.fp8_memory`; with ``fp8`` and ``distributed_optimizer``), the rows carrying
-    ``fp8_param_gather`` when set."""
+    ``fp8_param_gather`` when set; ``p2p``: every candidate's pipeline sends (``--p2p``,
+    :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`; blocking ones costed by
+    :func:`~archsim.policies.held_span.held_span`), the rows carrying ``p2p`` when not ``overlapped``."""
     refuse_switch(c, "search (Megatron's configurations)")
     eps, etps = expert_degrees(c, eps), expert_tp_degrees(c, etps)
     Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
-                fsdp_grad_sync=fsdp_grad_sync)
+                fsdp_grad_sync=fsdp_grad_sync, p2p=p2p)
     check_config(c, cluster.dtype)  # the all-to-all overlaps' refusals whatever the layout (moe_overlap.py), once
     for device in {*cluster.servers, cluster.gpu}:  # as train refuses it, once for the search
         check_fp8(fp8, device, cluster.dtype, fsdp=fsdp, param_gather=fp8_param_gather,
@@ -145,7 +147,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
                                 dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms, fsdp_reshard,
-                                fsdp_grad_sync, eps, etps, fp8, fp8_param_gather)]
+                                fsdp_grad_sync, eps, etps, fp8, fp8_param_gather, p2p)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid,

@@ -42,9 +42,9 @@ def _key(tp, pp, dp, mb) -> tuple[int, int, int, int]:
     return tp, pp, dp, mb
 
 
-def group_outcomes(runs: list[MeasuredRun], cluster=None) -> list[GroupOutcome]:
+def group_outcomes(runs: list[MeasuredRun], cluster=None, p2p: str = "overlapped") -> list[GroupOutcome]:
     """One outcome per group with at least two measured configurations. A configuration measured
-    more than once counts with its mean time."""
+    more than once counts with its mean time. ``p2p``: the search's pipeline sends (``search --p2p``)."""
     cluster = cluster or single_node()
     groups: dict[tuple, dict[tuple, list[float]]] = defaultdict(lambda: defaultdict(list))
     sample: dict[tuple, MeasuredRun] = {}
@@ -61,7 +61,7 @@ def group_outcomes(runs: list[MeasuredRun], cluster=None) -> list[GroupOutcome]:
         result = search(run.config(), cluster, run.global_batch, run.gpus,
                         micro_batches=sorted({k[3] for k in measured}), recomputes=("full",), schedules=("1f1b",),
                         sequence_parallel=(False,), top=len(measured),
-                        grad_accumulation=run.grad_accumulation or "fused",
+                        grad_accumulation=run.grad_accumulation or "fused", p2p=p2p,
                         only=lambda k, allowed=frozenset(measured): _key(k.tp, k.pp, k.dp, k.micro_batch) in allowed)
         ranked = tuple(_key(row["tp"], row["pp"], row["dp"], row["micro_batch"]) for row in result.rows)
         best = min(measured, key=lambda k: measured[k])

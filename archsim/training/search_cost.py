@@ -55,12 +55,27 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int, hidden: tuple
     return float(per_rank.max() + (p - 1) * max(step, 0.0) + 2 * times.path(p))
 
 
+def held_seconds(schedule: str, times, p: int, m: int, v: int, hidden: tuple[float, ...] = ()) -> float:
+    """Pipeline span with blocking sends (``--p2p blocking``, or ``megatron`` on 1F1B): the published order's
+    recurrence (1F1B's :func:`~archsim.policies.held_span.one_f_one_b_held`, the others'
+    :func:`~archsim.policies.held_span.held_span`), exact where the closed forms of
+    :func:`pipeline_seconds` ignore the wait (seconds: ``times``' unit); ``hidden`` taken off as they take it
+    (the least-hiding rank's, an estimate)."""
+    from archsim.policies.held_span import held_span, one_f_one_b_held
+    from archsim.policies.stage_orders import published_order
+
+    span = one_f_one_b_held(times, m) if schedule == "1f1b" else held_span(published_order(schedule, p, m, v), times)
+    return span - min(hidden, default=0.0)
+
+
 class Coster:
     """Iteration seconds of a candidate and which model gave them: 1F1B's and GPipe's closed form at any m
     (:data:`SKIP_EVENT_TIMING_SHORT_OF_2P`; equal to the event simulator on equal stages, an estimate elsewhere: the
     search re-times its listed rows); for the other schedules the event simulator itself
     (:func:`archsim.training.run.train`) while the pipeline is short of a steady state (m < 2p
-    micro-batches), where their closed forms are poor, else their closed forms. A closed form takes the 1F1B
+    micro-batches), where their closed forms are poor, else their closed forms; with blocking pipeline sends
+    (:attr:`~archsim.training.parallel.Parallelism.p2p_blocking`) the span is :func:`held_seconds`' recurrence
+    instead (exact; up to :data:`EVENT_ACTION_LIMIT` actions, the closed forms beyond). A closed form takes the 1F1B
     all-to-all overlap's hidden seconds off as an estimate (:func:`overlap_hidden`). Layer pieces are
     cached per what they depend on. On a cluster of mixed GPUs each rank is costed on its own GPU. One coster
     serves the search and its rows (:class:`~archsim.training.search_row_maker.RowMaker`), so a row's gains
@@ -113,8 +128,11 @@ class Coster:
             times = rank_stage_times(self.c, par, machines, [self.pieces_of(par, mc) for mc in machines])
         else:
             times = stage_times(self.c, par, machine, self.pieces_of(par, machine))
-        span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks,
-                                overlap_hidden(self.c, par, self, machines, machine))
+        hidden = overlap_hidden(self.c, par, self, machines, machine)
+        if par.p2p_blocking and k.pp > 1 and k.pp * m * par.chunks <= EVENT_ACTION_LIMIT:
+            span = held_seconds(k.schedule, times, k.pp, m, par.chunks, hidden)
+        else:
+            span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks, hidden)
         # even split, one GPU type: the largest parameters are on the first or the last rank
         ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
         tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
@@ -187,5 +205,5 @@ def objective_value(coster: Coster, objective: str, c: TransformerConfig, global
     return lambda t: objectives(c, t[3], coster.placed(t[3]), global_batch, t[0], column)[column]
 
 
-__all__ = ["EVENT_ACTION_LIMIT", "SKIP_EVENT_TIMING_SHORT_OF_2P", "Coster", "objective_value", "overlap_hidden",
-           "pipeline_seconds"]
+__all__ = ["EVENT_ACTION_LIMIT", "SKIP_EVENT_TIMING_SHORT_OF_2P", "Coster", "held_seconds", "objective_value",
+           "overlap_hidden", "pipeline_seconds"]

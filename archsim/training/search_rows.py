@@ -201,7 +201,8 @@ def train_settings(row: dict, context: RowContext) -> tuple[Setting, ...]:
         settings.append(("--dtype", context.dtype))
     if row.get("fp8"):
         settings += [("--fp8", row["fp8"]), *([("--fp8-param-gather", True)] if row.get("fp8_param_gather") else [])]
-    for flag, key, default in (("--dp-overlap", "dp_overlap", "none"), ("--grad-accumulation", "grad_accumulation", "fused")):
+    for flag, key, default in (("--dp-overlap", "dp_overlap", "none"), ("--grad-accumulation", "grad_accumulation", "fused"),
+                               ("--p2p", "p2p", "overlapped")):
         if row.get(key, default) != default:
             settings.append((flag, row[key]))
     settings += [(flag, True) for flag, key in (("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"))
@@ -272,7 +273,7 @@ def row_layout(cluster, global_batch: int, r: dict):
                       r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
                       r.get("fsdp_grad_sync") or "micro-batch", _cp_levels(r.get("cp_hierarchy")), ep=r.get("ep", 1),
                       etp=None if r.get("etp", r["tp"]) == r["tp"] else r["etp"], fp8=r.get("fp8"),
-                      fp8_param_gather=r.get("fp8_param_gather", False))
+                      fp8_param_gather=r.get("fp8_param_gather", False), p2p=r.get("p2p") or "overlapped")
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     return par, cluster

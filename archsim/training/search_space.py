@@ -87,13 +87,14 @@ class Candidate:
     etp: int | None = None  # Parallelism.etp: the experts' tensor-parallel degree, None: TP (:func:`etp_options`)
     fp8: str | None = None  # Parallelism.fp8: Transformer Engine's recipe, one for the search (None: off)
     fp8_param_gather: bool = False  # Parallelism.fp8_param_gather: fp8 weights, one for the search
+    p2p: str = "overlapped"  # Parallelism.p2p: whether a rank's next pass waits for its pipeline sends, one for the search
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
                            self.sequence_parallel, self.interleave, self.schedule, self.stage_layers, self.attention,
                            self.dp_overlap, self.grad_accumulation, self.distributed_optimizer, self.fsdp, self.cp,
                            self.cp_comm, self.fsdp_reshard, self.fsdp_grad_sync, self.cp_hierarchy, ep=self.ep,
-                           etp=self.etp, fp8=self.fp8, fp8_param_gather=self.fp8_param_gather)
+                           etp=self.etp, fp8=self.fp8, fp8_param_gather=self.fp8_param_gather, p2p=self.p2p)
 
     @property
     def gpus(self) -> int:
@@ -205,11 +206,12 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                grad_accumulation: str = "fused", distributed_optimizer: bool = False,
                fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
                fsdp_grad_sync: str = "micro-batch", eps=(1,), etps=(None,),
-               fp8: str | None = None, fp8_param_gather: bool = False) -> Iterator[Candidate]:
+               fp8: str | None = None, fp8_param_gather: bool = False,
+               p2p: str = "overlapped") -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``, ``fp8``,
-    ``fp8_param_gather``: every
+    ``fp8_param_gather``, ``p2p``: every
     candidate's
     (``fsdp`` at every PP, each pipeline rank sharding its own stages, ``fsdp_reshard`` and ``fsdp_grad_sync`` beside it); ``cps``: the CP degrees, each
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
@@ -229,7 +231,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                                             distributed_optimizer=distributed_optimizer, fsdp=fsdp, cp=cp,
                                             cp_comm=comm, fsdp_reshard=fsdp_reshard,
                                             fsdp_grad_sync=fsdp_grad_sync, cp_hierarchy=levels, ep=ep, etp=etp,
-                                            fp8=fp8, fp8_param_gather=fp8_param_gather)
+                                            fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p)
 
 
 def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_server: int,
