@@ -140,6 +140,7 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
         GEMM_COLUMNS,
         SHAPES,
         check_devices,
+        check_stated_dtypes,
         latency_unit_note,
         mape_by_class,
         measured_on,
@@ -159,6 +160,8 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
     with phases("validate-gpu", ("read", "predict")) as phase:
         phase("read")
         files = [read_neusight_csv(path) for path in args.csv]
+        for kernels in files:  # a dtype column the user added: held against the one dtype priced, never ignored
+            check_stated_dtypes(kernels, args.dtype or "fp32")
         if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
             for kernels in files:
                 check_devices(kernels)

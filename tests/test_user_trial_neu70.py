@@ -53,3 +53,43 @@ def test_megatron_training_keeps_its_default_recompute_without_a_note(capsys):
     meta, said = _meta(capsys, argv)
     assert meta["recompute"] == "full"
     assert "recompute" not in said, said
+
+
+def _csv(tmp_path: Path, dtype_header: str, cells: list[str]) -> str:
+    path = tmp_path / "mine.csv"
+    rows = [f"add,0.1,Tesla T4,32,1024,{cell}" for cell in cells]
+    path.write_text("\n".join([f"OPName,Latency,Device,B,H,{dtype_header}", *rows]) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize(("header", "cell", "flags", "wanted"), [
+    ("dtype", "fp16", [], "--dtype fp16"),  # an fp16 file, the default fp32 priced
+    ("DType", "torch.bfloat16", [], "--dtype bf16"),  # PyTorch's name, any case of the column's
+    ("dtype", "float32", ["--dtype", "fp16"], "--dtype fp32"),
+    ("dtype", "tf32", [], "not a dtype"),  # a type archsim has no kernels for
+])
+def test_a_dtype_column_that_disagrees_with_the_priced_dtype_is_refused(tmp_path, capsys, header, cell, flags, wanted):
+    """Failed before: a NeuSight-format CSV of the user's own with a ``dtype`` column saying ``fp16`` was priced
+    in fp32 (the format has no dtype column, so ``--dtype`` decides) without a word: the column was ignored like the
+    observed kernel-name columns, and each fp16 kernel compared with an fp32 kernel's time. Now the row is named,
+    with the flag that prices it as stated."""
+    path = _csv(tmp_path, header, ["", cell])
+    assert main(["validate-gpu", "--csv", path, *flags]) == 2
+    err = capsys.readouterr().err
+    assert "line 3" in err and f"'{header}'" in err and wanted in err, err
+
+
+def test_a_dtype_column_that_agrees_is_read_and_the_rows_priced_as_stated(tmp_path, capsys):
+    """The same file with the flag its column names runs, each row priced once in that dtype: an fp16 ``add``
+    of 32 × 1,024 elements moves 3 tensors of 2 bytes, half the fp32 kernel's bytes (the launch apart)."""
+    path = _csv(tmp_path, "dtype", ["half", "fp16"])
+    argv = ["validate-gpu", "--csv", path, "--show", "kernels", "--format", "json"]
+    assert main([*argv, "--dtype", "fp16"]) == 0
+    fp16 = json.loads(capsys.readouterr().out)["rows"]
+    plain = _csv(tmp_path, "note", ["x", "y"])  # another column of the user's: read as before, not a dtype
+    assert main(["validate-gpu", "--csv", plain, "--show", "kernels", "--format", "json"]) == 0
+    fp32 = json.loads(capsys.readouterr().out)["rows"]
+    launch = 16.0e-6  # kernels.FITTED's launch, the same on both
+    assert [r["line"] for r in fp16] == [2, 3]
+    assert fp16[0]["predicted_seconds"] - launch == pytest.approx((fp32[0]["predicted_seconds"] - launch) / 2,
+                                                                  rel=1e-3)
