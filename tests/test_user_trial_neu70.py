@@ -47,6 +47,28 @@ def test_eager_training_says_when_it_prices_the_default_full_recompute(capsys):
     assert "recompute" not in none_said
 
 
+def test_the_python_api_warns_the_same_default_recompute_under_pytorch_eager():
+    """Failed before: ``archsim.train(..., implementation="pytorch-eager", dtype="fp32")`` priced full recompute
+    silently, as the command did; it now warns the command's note in the keywords' spelling, and an explicit
+    ``recompute`` warns nothing and gives the same seconds as the default."""
+    import warnings
+
+    import archsim
+
+    def run(**settings: str) -> tuple[float, list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result, _ = archsim.train(GPT2, cluster=H100, global_batch=1, seq=128, implementation="pytorch-eager",
+                                      dtype="fp32", **settings)
+        return result.iteration_seconds, [str(w.message) for w in caught]
+
+    implicit, said = run()
+    explicit, quiet = run(recompute="full")
+    assert any("recompute='full', the default" in line and "recompute='none'" in line for line in said), said
+    assert not any("recompute" in line for line in quiet), quiet
+    assert implicit == explicit
+
+
 def test_megatron_training_keeps_its_default_recompute_without_a_note(capsys):
     """The note is the eager list's alone: Megatron-LM's own default is full recompute, which ``train`` models."""
     argv = ["train", GPT2, "--cluster", H100, "--seq", "128", "--global-batch", "1", "--format", "json"]
