@@ -193,6 +193,10 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
     if show == "stats":
         table = mape_by_class(rows, ("gpu", "op_class"))
         table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
+        # the MAPE has no sign: the median predicted / measured says which way a class is off (as measured CSVs')
+        ratios = rows.assign(median_ratio=rows["error"] + 1).groupby(["gpu", "op_class"], sort=False)["median_ratio"]
+        table = table.merge(ratios.median().reset_index(), on=["gpu", "op_class"], how="left", validate="one_to_one")
+        table = table[["gpu", "op_class", "mape", "median_ratio", "kernel_count"]]
     else:
         shapes = [c for c in SHAPES if rows[c].notna().any()]
         table = rows[["file", "line", "op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",

@@ -115,3 +115,25 @@ def test_a_dtype_column_that_agrees_is_read_and_the_rows_priced_as_stated(tmp_pa
     assert [r["line"] for r in fp16] == [2, 3]
     assert fp16[0]["predicted_seconds"] - launch == pytest.approx((fp32[0]["predicted_seconds"] - launch) / 2,
                                                                   rel=1e-3)
+
+
+def test_the_stats_say_which_way_each_class_is_off(tmp_path, capsys):
+    """Failed before: ``validate-gpu --show stats`` on NeuSight-format CSVs gave each GPU and op class a MAPE
+    alone, which has no sign: a modeller could not tell a class predicted 30% slow from one 30% fast without the
+    per-kernel rows. Each row now has ``median_ratio``, the median of predicted / measured, as the measured CSVs'
+    statistics name it. Reference by construction: measured times set to the prediction ÷ 2, ÷ 0.8 and ÷ 0.25
+    make the ratios 2, 0.8 and 0.25 — median 0.8, a class predicted 20% fast — and the MAPE (1 + 0.2 + 0.75) / 3."""
+    shapes = ["add,1,Tesla T4,32,1024", "relu,1,Tesla T4,4096,4096", "gelu,1,Tesla T4,64,100000"]
+    path = tmp_path / "mine.csv"
+    path.write_text("\n".join(["OPName,Latency,Device,B,H", *shapes]) + "\n")
+    assert main(["validate-gpu", "--csv", str(path), "--show", "kernels", "--format", "json"]) == 0
+    predicted = [row["predicted_seconds"] for row in json.loads(capsys.readouterr().out)["rows"]]
+    ratios = (2.0, 0.8, 0.25)
+    rows = [f"{shape.split(',', 1)[0]},{seconds * 1e3 / ratio!r},{shape.split(',', 2)[2]}"
+            for shape, seconds, ratio in zip(shapes, predicted, ratios, strict=True)]
+    path.write_text("\n".join(["OPName,Latency,Device,B,H", *rows]) + "\n")
+    assert main(["validate-gpu", "--csv", str(path), "--show", "stats", "--format", "json"]) == 0
+    (stats,) = json.loads(capsys.readouterr().out)["rows"]
+    assert stats["op_class"] == "elementwise" and stats["kernel_count"] == 3
+    assert stats["median_ratio"] == pytest.approx(0.8)
+    assert stats["mape"] == pytest.approx((1.0 + 0.2 + 0.75) / 3)
