@@ -137,3 +137,24 @@ def test_the_stats_say_which_way_each_class_is_off(tmp_path, capsys):
     assert stats["op_class"] == "elementwise" and stats["kernel_count"] == 3
     assert stats["median_ratio"] == pytest.approx(0.8)
     assert stats["mape"] == pytest.approx((1.0 + 0.2 + 0.75) / 3)
+
+
+@pytest.mark.parametrize("flags", [[], ["--dtype", "fp16"]])
+def test_a_linear_on_a_batched_input_is_one_gemm_of_all_its_rows(tmp_path, capsys, flags):
+    """Failed before: a ``linear`` row with B > 1 (NeuSight's own rows all have B = 1; a user's ``nn.Linear`` on a
+    B × M × K input) was priced as B GEMMs in one launch, each reading the weight again: B = 512 one-token rows
+    of a 4,096² layer on a T4 took 0.14 s, 31× the same 512 rows as one GEMM (4.5 ms), the weight's 64 MiB read
+    512 times. PyTorch folds a linear's leading dimensions into the rows — one GEMM of B·M rows against the one
+    weight (``F.linear`` on a contiguous 3-d input runs one addmm) — so B × M prices as 1 × B·M. A ``bmm`` keeps its B
+    GEMMs, each with its own second operand: 512 one-row products of 4,096² read 512 weights."""
+    rows = ["linear,1,Tesla T4,512,1,4096,4096", "linear,1,Tesla T4,1,512,4096,4096",
+            "linear,1,Tesla T4,8,128,1024,1024", "linear,1,Tesla T4,1,1024,1024,1024", "bmm,1,Tesla T4,512,1,4096,4096"]
+    path = tmp_path / "mine.csv"
+    path.write_text("\n".join(["OPName,Latency,Device,B,M,N,K", *rows]) + "\n")
+    assert main(["validate-gpu", "--csv", str(path), "--show", "kernels", "--format", "json", *flags]) == 0
+    out = json.loads(capsys.readouterr().out)["rows"]
+    seconds = [row["predicted_seconds"] for row in out]
+    assert [(row["B"], row["M"]) for row in out] == [(512, 1), (1, 512), (8, 128), (1, 1024), (512, 1)]  # as given
+    assert seconds[0] == seconds[1] and seconds[2] == seconds[3]
+    weights = 512 * 4096 * 4096 * (2 if flags else 4) / 320e9  # the bmm's 512 weights once at the T4's 320 GB/s
+    assert seconds[4] >= weights and seconds[0] < weights / 10  # the linear reads its one weight

@@ -24,7 +24,7 @@ from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
 from archsim.devices.gpu_lookup import GPU_NAMES, find_whole_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
-from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
+from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds, linear_rows
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, read_text
 from archsim.validation.gpu_seconds import TensorConstants, kernel_timer, ops_seconds
@@ -268,8 +268,9 @@ def gemm_rows_seconds(rows: pd.DataFrame, gpu: str, dtype: str, tensor_constants
     timer = kernel_timer(device_spec(gpu), slug, dtype, tensor_constants)
     if timer is None:
         raise InputError(f"--dtype {dtype}: archsim has no {dtype} GEMM time for {gpu}", field="dtype")
+    batches, heights = linear_rows(rows["op"].to_numpy(), rows["B"].to_numpy(), rows["M"].to_numpy())
     ops = [TrainingOp(f"line {line}", "F", (Gemm(int(m), int(k), int(n), int(b)),))
-           for line, b, m, k, n in zip(rows["line"], rows["B"], rows["M"], rows["K"], rows["N"], strict=True)]
+           for line, b, m, k, n in zip(rows["line"], batches, heights, rows["K"], rows["N"], strict=True)]
     return ops_seconds(ops, timer, [], ELEMENT_BYTES[dtype])
 
 
