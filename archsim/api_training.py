@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # the result types load with the jobs that return them
 
 @speaks_keywords
 def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int | str = 1, dp: int | str = 1, micro_batch: int | str = 1,
-          seq: int | str | None = None, recompute: str = "full", sequence_parallel: bool = False, interleave: int | str = 1,
+          seq: int | str | None = None, recompute: str | None = None, sequence_parallel: bool = False, interleave: int | str = 1,
           schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str | None = None,
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
@@ -93,7 +93,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import layout_notes
+    from archsim.training.layout_notes import eager_recompute_note, layout_notes
     from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -108,6 +108,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
 
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     attention = IMPLEMENTATION_ATTENTION[implementation] if attention is None else attention
+    eager_note = eager_recompute_note(implementation, recompute is not None)
+    recompute = "full" if recompute is None else recompute  # --recompute's default, Megatron-LM's
     check_choice(balance, BALANCES, "balance")
     check_text(schedule, "schedule", "a schedule name (str)")  # a list is no name: one line, not a TypeError
     check_switch(distributed_optimizer, "distributed_optimizer")
@@ -146,7 +148,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), rank_headroom_note(result, machines),
-                    seq_note(model, config, n.seq), unread_note(model), dtype_note,
+                    seq_note(model, config, n.seq), unread_note(model), dtype_note, eager_note,
                     *layout_notes(laid.par, config, laid.cluster, placement),
                     *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr

@@ -140,6 +140,7 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
         GEMM_COLUMNS,
         SHAPES,
         check_devices,
+        check_stated_dtypes,
         latency_unit_note,
         mape_by_class,
         measured_on,
@@ -159,6 +160,8 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
     with phases("validate-gpu", ("read", "predict")) as phase:
         phase("read")
         files = [read_neusight_csv(path) for path in args.csv]
+        for kernels in files:  # a dtype column the user added: held against the one dtype priced, never ignored
+            check_stated_dtypes(kernels, args.dtype or "fp32")
         if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
             for kernels in files:
                 check_devices(kernels)
@@ -190,6 +193,10 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
     if show == "stats":
         table = mape_by_class(rows, ("gpu", "op_class"))
         table = table.assign(mape=table["mape"] / 100).rename(columns={"rows": "kernel_count"})
+        # the MAPE has no sign: the median predicted / measured says which way a class is off (as measured CSVs')
+        ratios = rows.assign(median_ratio=rows["error"] + 1).groupby(["gpu", "op_class"], sort=False)["median_ratio"]
+        table = table.merge(ratios.median().reset_index(), on=["gpu", "op_class"], how="left", validate="one_to_one")
+        table = table[["gpu", "op_class", "mape", "median_ratio", "kernel_count"]]
     else:
         shapes = [c for c in SHAPES if rows[c].notna().any()]
         table = rows[["file", "line", "op", *shapes, "measured_seconds", "predicted_seconds", "error", "gpu",

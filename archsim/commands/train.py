@@ -43,6 +43,7 @@ from archsim.validate import SECONDS_PER_OP
 from archsim.value_parsers import seq_flag
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
+DEFAULT_RECOMPUTE = "full"  # --recompute when not given: Megatron-LM's; under pytorch-eager a note says so
 # schedule actions (Parallelism.schedule_actions, the count --max-ops bounds) from which one iteration may run past
 # 2 s at the measured cost per simulated op: a bar on a terminal (issue #40), none for shorter jobs
 LONG_JOB_OPS = round(2.0 / SECONDS_PER_OP)
@@ -103,9 +104,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro-batch", type=positive_int, default=1, help="samples per micro-batch")
     parser.add_argument("--seq", type=seq_flag, default=None,
                         help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
-    parser.add_argument("--recompute", default="full", choices=RECOMPUTE, help="activation recomputation: none (keep every activation), selective (recompute the attention "
+    parser.add_argument("--recompute", default=None, choices=RECOMPUTE, help="activation recomputation: none (keep every activation), selective (recompute the attention "
                              "core's s² part: with --attention flash nothing, as none, a note says) or full (keep "
-                             "each layer's input, recompute the layer)")
+                             "each layer's input, recompute the layer) (default: full, Megatron-LM's; with "
+                             "--implementation pytorch-eager too, which a note then says: plain PyTorch checkpoints "
+                             "nothing unless asked)")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
     parser.add_argument("--attention", default=None, choices=ATTENTIONS,
                         help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "
@@ -188,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import layout_notes
+    from archsim.training.layout_notes import eager_recompute_note, layout_notes
     from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -216,7 +219,8 @@ def run(args: argparse.Namespace) -> int:
         return _given(typed, flags)
 
     args = argparse.Namespace(**{**vars(args), "dtype": args.dtype or DEFAULT_DTYPE,
-                                 "attention": args.attention or IMPLEMENTATION_ATTENTION[args.implementation]})
+                                 "attention": args.attention or IMPLEMENTATION_ATTENTION[args.implementation],
+                                 "recompute": args.recompute or DEFAULT_RECOMPUTE})
     if args.stage_layers and args.balance == "planned":  # flag combinations: checked before the model is read
         raise InputError("--stage-layers gives the split --balance planned would plan: give one of them",
                          field="balance")
@@ -284,7 +288,8 @@ def run(args: argparse.Namespace) -> int:
     note_default_seq(config, args.model, args.seq)
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
-    for text in (dtype_note, *layout_notes(par, config, cluster, args.placement), left_out):
+    eager_note = eager_recompute_note(args.implementation, typed.recompute is not None)
+    for text in (dtype_note, eager_note, *layout_notes(par, config, cluster, args.placement), left_out):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line

@@ -269,6 +269,15 @@ def stream_seconds(nbytes: npt.ArrayLike, hbm_bytes_per_s: float, constants: Ker
         + np.asarray(kernels) * constants.launch_s
 
 
+def linear_rows(ops: npt.ArrayLike, batch: npt.ArrayLike, m: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """(GEMMs, rows each) of GEMM kernels given as B × M: a ``linear`` on a B × M × K input is one GEMM of B·M rows
+    against the one weight (PyTorch folds the leading dimensions into the rows: ``F.linear`` on a contiguous
+    3-d input runs one addmm), so (1, B·M); a ``bmm`` is B GEMMs of M rows, each with its own B operand."""
+    linear = np.asarray(ops, dtype=object) == "linear"
+    b, rows = _arrays(batch, m)
+    return np.where(linear, 1.0, b), np.where(linear, b * rows, rows)
+
+
 def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: KernelConstants = FITTED,
                    dtype: str = "fp32") -> np.ndarray:
     """Seconds of each kernel in ``rows`` (columns ``op`` and B, M, N, K for linear/bmm or B, H
@@ -282,6 +291,7 @@ def kernel_seconds(rows: Mapping[str, npt.ArrayLike], spec: GpuSpec, constants: 
     gemm = np.isin(ops, GEMM_OPS)
     if gemm.any():
         b, m, n, k = (np.asarray(rows[c], dtype=np.float64)[gemm] for c in ("B", "M", "N", "K"))
+        b, m = linear_rows(ops[gemm], b, m)
         seconds[gemm] = gemm_seconds(b, m, n, k, spec, constants, dtype)
     if (~gemm).any():
         b, h = (np.asarray(rows[c], dtype=np.float64)[~gemm] for c in ("B", "H"))
@@ -301,6 +311,7 @@ __all__ = ["ELEMENTWISE_TENSORS",
     "compute_seconds",
     "gemm_seconds",
     "kernel_seconds",
+    "linear_rows",
     "memory_bound_seconds",
     "path_gemm_seconds",
     "simt_path",

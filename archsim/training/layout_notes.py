@@ -39,6 +39,20 @@ def cp_comm_note(par: Parallelism) -> str:
             f"without it; give {setting('cp', placeholder='N')} (N ≥ 2) to split the sequence")
 
 
+def eager_recompute_note(implementation: str, recompute_given: bool) -> str:
+    """The note that ``--implementation pytorch-eager`` priced full recompute only because ``--recompute`` was left
+    at its default ('' otherwise): the default is Megatron-LM's full recompute, but plain PyTorch (and Hugging Face's
+    modules, which NeuSight's fp32 iterations ran) keeps every activation unless the model is told to checkpoint its
+    layers (``torch.utils.checkpoint``, ``gradient_checkpointing_enable()``), and a full recompute reruns each
+    layer's forward in the backward: BERT-large at batch 2 on a V100's backward 160 ms without, 238 with."""
+    if implementation != "pytorch-eager" or recompute_given:
+        return ""
+    return (f"{setting('implementation', 'pytorch-eager')} priced {setting('recompute', 'full')}, the default: every "
+            "layer's forward runs again in the backward, which plain PyTorch does only when the model checkpoints its "
+            f"layers (torch.utils.checkpoint); give {setting('recompute', 'none')} for a run without it (NeuSight's "
+            f"measured iterations), or {setting('recompute', 'full')} to keep it")
+
+
 def selective_flash_note(recompute: str, attention: str, count: str = "", column: str | None = None) -> str:
     """The note that selective recompute ran beside FlashAttention ('' otherwise): selective reruns only the
     attention core's s² part (scores, softmax, dropout), which FlashAttention never stores — its backward recomputes

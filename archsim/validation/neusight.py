@@ -24,7 +24,7 @@ from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.devices.catalog import KNOWN_GPUS, GpuSpec
 from archsim.devices.gpu_lookup import GPU_NAMES, find_whole_gpu, gpu_name
 from archsim.devices.kernel_constants import KernelConstants
-from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds
+from archsim.devices.kernels import GEMM_OPS, OP_CLASSES, kernel_seconds, linear_rows
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, read_text
 from archsim.validation.gpu_csv import measured_ms
@@ -72,10 +72,37 @@ def is_neusight_header(header: Sequence[str]) -> bool:
 
 @dataclass(frozen=True)
 class KernelRows:
-    """Measured kernels: ``frame`` has op, op_class, measured_seconds, device and the shape columns."""
+    """Measured kernels: ``frame`` has op, op_class, measured_seconds, device and the shape columns;
+    ``stated_dtypes`` the (line, cell) of each row whose ``dtype`` column (a column of the user's, not NeuSight's,
+    named so in any case) is not empty, which :func:`check_stated_dtypes` holds against the dtype priced."""
 
     frame: pd.DataFrame
     source: str = "<memory>"
+    stated_dtypes: tuple[tuple[int, str], ...] = ()
+    dtype_column: str = ""
+
+
+DTYPE_COLUMN = "dtype"  # a column of this name (any case) states each row's element type
+DTYPE_ALIASES = {"fp32": "fp32", "float32": "fp32", "float": "fp32", "torch.float32": "fp32", "f32": "fp32",
+                 "fp16": "fp16", "float16": "fp16", "half": "fp16", "torch.float16": "fp16", "f16": "fp16",
+                 "bf16": "bf16", "bfloat16": "bf16", "torch.bfloat16": "bf16"}
+"""A dtype cell's spellings (PyTorch's and train's names, any case) → the ``--dtype`` name that prices it."""
+
+
+def check_stated_dtypes(kernels: KernelRows, dtype: str) -> None:
+    """Refuse a file whose ``dtype`` column names another element type than ``dtype``, the one every row is priced
+    in (``--dtype``; the format has no dtype of its own): read as given, an fp16 file's rows were priced as fp32
+    kernels without a word. The error names the file, the row's line and the column, and the flag to pass."""
+    for line, cell in kernels.stated_dtypes:
+        stated = DTYPE_ALIASES.get(cell.strip().lower())
+        if stated == dtype:
+            continue
+        if stated is None:
+            raise InputError(f"{cell!r} is not a dtype validate-gpu prices (fp32, fp16, bf16; PyTorch's names "
+                             f"too); every row is priced in --dtype, {dtype}", file=kernels.source, line=line,
+                             field=kernels.dtype_column)
+        raise InputError(f"{cell!r}, but every row is priced in --dtype {dtype}: give --dtype {stated} (one dtype a "
+                         "run; split a file of several)", file=kernels.source, line=line, field=kernels.dtype_column)
 
 
 def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
@@ -90,6 +117,8 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
         raise InputError(f"missing column {absent_required[0]}: NeuSight kernel CSVs need {', '.join(REQUIRED)}",
                          file=source, line=rows[0][0], field=absent_required[0], missing=True)
     index = {name: position for position, name in enumerate(header)}
+    dtype_column = next((name for name in header if name.lower() == DTYPE_COLUMN), "")
+    stated_dtypes: list[tuple[int, str]] = []
     records = []
     for line, row in rows[1:]:
         if any(extra.strip() for extra in row[len(header):]):  # read by position, the extra cells shift or vanish
@@ -117,13 +146,16 @@ def parse_neusight_csv(text: str, source: str = "<memory>") -> KernelRows:
             record[dimension] = value
         record["measured_seconds"] = measured_ms(cell("Latency"), source, line, "Latency") / 1e3
         records.append(record)
+        if dtype_column and cell(dtype_column):
+            stated_dtypes.append((line, cell(dtype_column)))
     if not records:
         raise InputError("no measured rows", file=source)
     frame = pd.DataFrame.from_records(records)
     for name in SHAPES:
         if name not in frame:
             frame[name] = np.nan
-    return KernelRows(frame[["line", "op", "op_class", "device", *SHAPES, "measured_seconds"]], source)
+    return KernelRows(frame[["line", "op", "op_class", "device", *SHAPES, "measured_seconds"]], source,
+                      tuple(stated_dtypes), dtype_column)
 
 
 def is_neusight_file(path: str | Path) -> bool:
@@ -227,8 +259,9 @@ def gemm_rows_seconds(rows: pd.DataFrame, gpu: str, dtype: str, tensor_constants
     timer = kernel_timer(device_spec(gpu), slug, dtype, tensor_constants)
     if timer is None:
         raise InputError(f"--dtype {dtype}: archsim has no {dtype} GEMM time for {gpu}", field="dtype")
+    batches, heights = linear_rows(rows["op"].to_numpy(), rows["B"].to_numpy(), rows["M"].to_numpy())
     ops = [TrainingOp(f"line {line}", "F", (Gemm(int(m), int(k), int(n), int(b)),))
-           for line, b, m, k, n in zip(rows["line"], rows["B"], rows["M"], rows["K"], rows["N"], strict=True)]
+           for line, b, m, k, n in zip(rows["line"], batches, heights, rows["K"], rows["N"], strict=True)]
     return ops_seconds(ops, timer, [], ELEMENT_BYTES[dtype])
 
 
@@ -316,6 +349,8 @@ def leave_one_gpu_out(fit_rows: pd.DataFrame, check_rows: pd.DataFrame, start: K
 
 __all__ = [
     "CLASS_ORDER",
+    "DTYPE_ALIASES",
+    "DTYPE_COLUMN",
     "ENERGY_START_PJ",
     "ENERGY_TOLERANCE",
     "FIT_FIELDS",
@@ -323,6 +358,7 @@ __all__ = [
     "GEMM_COLUMNS",
     "KernelRows",
     "check_devices",
+    "check_stated_dtypes",
     "device_spec",
     "fit_constants",
     "gemm_rows_seconds",
