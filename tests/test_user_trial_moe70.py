@@ -67,3 +67,16 @@ def test_a_null_n_routed_experts_is_a_dense_model_needing_no_expert_keys(tmp_pat
     h, heads, dq, dc, n, r, v, f, vocab = 64, 4, 32, 16, 8, 4, 8, 96, 256
     mla = h * dq + dq + dq * heads * (n + r) + h * (dc + r) + dc + dc * heads * (n + v) + heads * v * h
     assert not c.moe and c.parameter_count == 2 * vocab * h + h + 4 * (mla + 2 * h + 3 * h * f)
+
+
+def test_search_help_states_train_s_ep_rule_under_context_parallelism(capsys):
+    """`search --help` said a row's EP divides the experts and DP, but search keeps train's rule (docs/training.md,
+    "Context parallelism beside EP": at ETP = TP, EP divides CP × DP): `--cp 2 --ep 8` on 32 GPUs lists TP 1, CP 2,
+    PP 4, DP 4, an EP that divides no DP of 4."""
+    from archsim.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["search", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    ep = text[text.index("--ep EP [EP ...]"):text.index("--etp N|tp [N|tp ...] the")]
+    assert "CP × DP" in ep and "divides the experts and DP" not in ep, ep
