@@ -80,3 +80,29 @@ def test_search_help_states_train_s_ep_rule_under_context_parallelism(capsys):
     text = " ".join(capsys.readouterr().out.split())
     ep = text[text.index("--ep EP [EP ...]"):text.index("--etp N|tp [N|tp ...] the")]
     assert "CP × DP" in ep and "divides the experts and DP" not in ep, ep
+
+
+@pytest.mark.long
+def test_the_mixtral_modelzoo_figures_docs_quote_are_what_the_quoted_command_prints(tmp_path):
+    """docs/training.md's Mixtral-8x7B check quoted 2.40 s and 566 TFLOP/s per GPU for its command, which printed
+    2.408 s (2.41) and 564: the command is read from the page and run, and the sentence after it must state its
+    figures at the precision it writes them (s to 0.01, TFLOP/s to 1, MFU to 0.01, GiB to 0.1)."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    from archsim.cli import main
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "training.md").read_text()
+    start = page.index("    archsim train tests/data/hf_configs/mixtral_8x7b.json")
+    block, rest = page[start:].split("\n\n", 1)
+    words = shlex.split(block.replace("\\\n", " "))
+    found = re.match(r"predicts ([\d.]+) s an iteration, \*\*(\d+) TFLOP/s per GPU\*\* \(MFU ([\d.]+)\), peak memory "
+                     r"([\d.]+) GiB", rest)
+    assert found, rest[:200]
+    out = tmp_path / "run.json"
+    assert main([*words[1:], "--format", "json", "--out", str(out)]) == 0
+    meta = json.loads(out.read_text())["meta"]
+    stated = tuple(float(x) for x in found.groups())
+    assert stated == (round(meta["iteration_seconds"], 2), round(meta["tflops_per_gpu"]), round(meta["mfu"], 2),
+                      round(meta["peak_memory_gib"], 1))
