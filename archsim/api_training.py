@@ -93,7 +93,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import layout_notes
+    from archsim.training.layout_notes import breakdown_rank_note, layout_notes
     from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -148,6 +148,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
                     rank_memory_warning(result, machines), rank_headroom_note(result, machines),
                     seq_note(model, config, n.seq), unread_note(model), dtype_note,
                     *layout_notes(laid.par, config, laid.cluster, placement),
+                    breakdown_rank_note(laid.par, config, result.finishing_rank),
                     *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             library_note(warning, stacklevel=3)

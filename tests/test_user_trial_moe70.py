@@ -106,3 +106,43 @@ def test_the_mixtral_modelzoo_figures_docs_quote_are_what_the_quoted_command_pri
     stated = tuple(float(x) for x in found.groups())
     assert stated == (round(meta["iteration_seconds"], 2), round(meta["tflops_per_gpu"]), round(meta["mfu"], 2),
                       round(meta["peak_memory_gib"], 1))
+
+
+def _tiny_mixed(tmp_path, **change):
+    """TINY with its first two of four layers dense: PP 2's even split puts them alone on pipeline rank 0."""
+    return load_transformer(_write(tmp_path, TINY | {"first_k_dense_replace": 2} | change))
+
+
+@pytest.mark.parametrize("keys, rank, said", [
+    ({"pp": 2, "ep": 2}, 0, "(1)"),  # rank 0: layers 0, 1 (dense); rank 1: 2, 3 (MoE)
+    ({"pp": 2, "ep": 2}, 1, None),  # rank 1 runs the all-to-alls itself
+    ({"pp": 2, "ep": 1}, 0, None),  # no all-to-all at EP 1
+    ({"pp": 1, "ep": 2}, 0, None),  # one rank holds every layer
+])
+def test_a_breakdown_of_a_rank_holding_only_dense_layers_is_named(tmp_path, keys, rank, said):
+    """DeepSeek-V3 on PP 16, EP 64 printed `ep_communication: 0`: the breakdown is the rank that ends the iteration,
+    pipeline rank 0, whose three layers are dense, and nothing said the other ranks' all-to-alls are in its bubble."""
+    from archsim.training.layout_notes import breakdown_rank_note
+    from archsim.training.parallel import Parallelism
+
+    par = Parallelism(tp=1, dp=2, global_batch=8, micro_batch=1, **keys)
+    text = breakdown_rank_note(par, _tiny_mixed(tmp_path), rank)
+    if said is None:
+        assert text == ""
+    else:
+        assert f"pipeline rank {rank}'s" in text and "ep_communication is 0" in text and said in text, text
+
+
+def test_train_warns_it_where_the_breakdown_runs_no_all_to_all(tmp_path):
+    """The note's claim checked on the run: the rank that ends a 1F1B iteration is the first (its last backward ends
+    last), and its breakdown has no EP seconds though EP 2 runs."""
+    from pathlib import Path
+
+    import archsim
+
+    path = _write(tmp_path, TINY | {"first_k_dense_replace": 2})
+    cluster = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "h100_2_servers.toml"
+    with pytest.warns(UserWarning, match="breakdown is pipeline rank 0's") as caught:
+        result, _ = archsim.train(str(path), cluster=cluster, pp=2, dp=2, ep=2, global_batch=8, seq=64)
+    assert result.finishing_rank == 0 and result.breakdown["ep_communication"] == 0
+    assert sum("breakdown is pipeline rank" in str(w.message) for w in caught) == 1
