@@ -83,7 +83,8 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     interleaved ``schedule`` ran with one model chunk per rank (``interleave`` 1:
     :func:`archsim.training.layout_notes.one_chunk_note`), its note that ``cp_comm`` was named at ``cp`` 1
     (:func:`archsim.training.layout_notes.cp_comm_note`), its note that padding to a capacity factor above E/k pads each
-    expert beyond the tokens routed (:func:`archsim.training.moe_ops.padding_note`), and each of the
+    expert beyond the tokens routed (:func:`archsim.training.moe_ops.padding_note`), its note that the breakdown's
+    rank holds only dense layers at ``ep`` > 1 (:func:`archsim.training.layout_notes.breakdown_rank_note`), and each of the
     cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
     :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
