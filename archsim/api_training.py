@@ -75,17 +75,12 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
     (MFU, TFLOP/s per GPU, tokens/s); ``result.to_dict()`` is the document ``archsim train --format json``
-    prints. A TP group across servers and a rank whose memory does not fit its GPU (``result.fits``) are
-    each a :class:`UserWarning`, the line ``archsim train`` prints on stderr, as are its note on a layout that fits
-    above 90% of a GPU's whole memory (:func:`archsim.fits.rank_headroom_note`) and a NIC speed outside
-    every NIC sold (a unit slipped: :func:`archsim.network.nic_speed_warning`); so is its note when ``dtype``
-    is None, ``cluster`` a path (fp16) and the config's ``torch_dtype`` names another dtype, its note that an
-    interleaved ``schedule`` ran with one model chunk per rank (``interleave`` 1:
-    :func:`archsim.training.layout_notes.one_chunk_note`), its note that ``cp_comm`` was named at ``cp`` 1
-    (:func:`archsim.training.layout_notes.cp_comm_note`), its note that padding to a capacity factor above E/k pads each
-    expert beyond the tokens routed (:func:`archsim.training.moe_ops.padding_note`), and each of the
-    cluster file's notes (a key train does not read, or GPUs the layout leaves idle:
-    :func:`archsim.training.cluster_file.cluster_notes`)."""
+    prints. Each line ``archsim train`` prints on stderr is a :class:`UserWarning`: a TP group across servers, a
+    rank whose memory does not fit its GPU (``result.fits``) or fits above 90% of it, a NIC speed outside every NIC
+    sold, a config ``torch_dtype`` other than the cluster's, an interleaved schedule of one chunk, ``cp_comm`` at
+    ``cp`` 1, capacity padding beyond the routed tokens, a breakdown rank of dense layers only at ``ep`` > 1, the
+    eager default's full recompute, and the cluster file's notes (:mod:`archsim.fits`,
+    :mod:`archsim.training.layout_notes`, :func:`archsim.training.cluster_file.cluster_notes`)."""
     from dataclasses import replace
 
     from archsim.choices.training import BALANCES, CP_COMMS, IMPLEMENTATION_ATTENTION, IMPLEMENTATIONS
@@ -93,7 +88,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import eager_recompute_note, layout_notes
+    from archsim.training.layout_notes import breakdown_rank_note, eager_recompute_note, layout_notes
     from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -150,6 +145,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
                     rank_memory_warning(result, machines), rank_headroom_note(result, machines),
                     seq_note(model, config, n.seq), unread_note(model), dtype_note, eager_note,
                     *layout_notes(laid.par, config, laid.cluster, placement),
+                    breakdown_rank_note(laid.par, config, result.finishing_rank),
                     *cluster_notes(laid.cluster, "train", laid.par)):
         if warning:  # the lines archsim train prints on stderr
             library_note(warning, stacklevel=3)

@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ep", action=ListFlag, item=positive_int, default=None,
                         help="expert-parallel degrees to try for a mixture of experts, one or several, as archsim "
                              "train's --ep (default: every divisor of its expert count; a dense model: 1); a row's EP "
-                             "divides the experts and DP")
+                             "divides the experts and, at ETP = TP, CP × DP (Megatron-Core's expert groups take the "
+                             "CP ranks as DP ranks)")
     parser.add_argument("--etp", action=ListFlag, item=int_or_word_flag(ETP_TP), default=None, metavar="N|tp",
                         help="the experts' tensor-parallel degrees to try for a mixture of experts, as archsim train's "
                              "--etp: integers, and tp for each configuration's own TP (--etp 1 tp) (default: tp "

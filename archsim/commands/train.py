@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import eager_recompute_note, layout_notes
+    from archsim.training.layout_notes import breakdown_rank_note, eager_recompute_note, layout_notes
     from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -289,7 +289,8 @@ def run(args: argparse.Namespace) -> int:
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
     eager_note = eager_recompute_note(args.implementation, typed.recompute is not None)
-    for text in (dtype_note, eager_note, *layout_notes(par, config, cluster, args.placement), left_out):
+    for text in (dtype_note, eager_note, *layout_notes(par, config, cluster, args.placement),
+                 breakdown_rank_note(par, config, result.finishing_rank), left_out):
         if text:
             note(text)
     note_unread_cluster_keys(cluster, "train", par)  # the run done: notes never precede an error line

@@ -124,6 +124,32 @@ def few_microbatches_note(par: Parallelism, columns: tuple[str, str, str] | None
             f"{batch} or a smaller {micro} fills it")
 
 
+def breakdown_rank_note(par: Parallelism, config: TransformerConfig, rank: int) -> str:
+    """The note that the breakdown's pipeline ``rank`` (the one that ends the iteration) holds none of a mixture's
+    MoE layers ('' otherwise): with dense first layers (DeepSeek's) and EP > 1 its ``ep_communication`` is 0 though
+    the other ranks' all-to-alls pace the pipeline, which that rank sees as waiting (``pipeline_bubble_and_p2p``)."""
+    from archsim.training.parallel import layers_per_stage, rank_of_stages
+    from archsim.workload.layer_kinds import LAYER, stage_kinds
+
+    if par.ep == 1 or par.pp == 1 or not config.dense_layers:
+        return ""
+    kinds = stage_kinds(config, layers_per_stage(config.layers, par.pp * par.chunks, par.stage_layers))
+    owners = rank_of_stages(par)
+    if any(dict(kinds[j]).get(LAYER, 0) for j in range(len(kinds)) if owners[j] == rank):
+        return ""
+    holders = sorted({owners[j] for j in range(len(kinds)) if dict(kinds[j]).get(LAYER, 0)})
+    return (f"the breakdown is pipeline rank {rank}'s, the rank that ends the iteration, which holds only dense "
+            f"layers: its ep_communication is 0, and the EP {par.ep} all-to-alls of the ranks holding the MoE layers "
+            f"({_ranks(holders)}) show in its pipeline_bubble_and_p2p, as its wait for them")
+
+
+def _ranks(ranks: list[int]) -> str:
+    """``ranks`` as ``1–15`` where consecutive, else ``1, 3, 4``."""
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}–{ranks[-1]}"
+    return ", ".join(map(str, ranks))
+
+
 def layout_notes(par: Parallelism, config: TransformerConfig, cluster: GpuCluster, placement: str) -> list[str]:
     """Every note above that applies to one laid-out iteration, with MoE's padding note and a planned placement's
     orders note, in the order ``train`` prints them and ``archsim.train`` warns them (one list for both)."""
@@ -136,5 +162,5 @@ def layout_notes(par: Parallelism, config: TransformerConfig, cluster: GpuCluste
     return [line for line in lines if line]
 
 
-__all__ = ["cp_comm_note", "few_microbatches_note", "layout_notes", "one_chunk_note", "selective_flash_count_note",
+__all__ = ["breakdown_rank_note", "cp_comm_note", "few_microbatches_note", "layout_notes", "one_chunk_note", "selective_flash_count_note",
            "selective_flash_note", "unsharded_note"]

@@ -11,15 +11,19 @@ from archsim.validate import did_you_mean, shown_boolean, shown_number
 from archsim.workload.transformer import LIMITS
 
 
+def _misspelt(table: dict, key: str) -> str:
+    """`` (the file has X, misspelt?)`` naming a key of ``table`` one slip from the absent ``key``, or ""."""
+    slip = did_you_mean(key, [name for name in table if name != key], cutoff=0.9)
+    return f" (the file has {slip[15:-2]}, misspelt?)" if slip else ""
+
+
 def get_key(table: dict, key: str, default=None, *, required: bool = True):
     """``table[key]``: a positive integer, or a boolean for a ``tie…`` key or a boolean default; ``default`` when
     absent or null (refused as missing where there is none and ``required``, naming a key of the table one slip
     from it: ``num_attention_head`` for ``num_attention_heads``)."""
     if key not in table or table[key] is None:
         if default is None and required:
-            slip = did_you_mean(key, [name for name in table if name != key], cutoff=0.9)
-            written = f" (the file has {slip[15:-2]}, misspelt?)" if slip else ""
-            raise InputError(f"missing key{written}", field=key, missing=True)
+            raise InputError(f"missing key{_misspelt(table, key)}", field=key, missing=True)
         return default
     value = table[key]
     if isinstance(default, bool) or key.startswith("tie"):
@@ -46,15 +50,27 @@ ABSENT_DEFAULTS = {("mistral", "num_key_value_heads"): ("MistralConfig", "8 (a n
                    ("qwen3_moe", "num_key_value_heads"): ("Qwen3MoeConfig", "4"),
                    # archsim asks for Qwen3's head_dim (their configs state it); the reading it would otherwise be
                    ("qwen3", "head_dim"): ("Qwen3Config", "128"),
-                   ("qwen3_moe", "head_dim"): ("Qwen3MoeConfig", "hidden_size / num_attention_heads")}
+                   ("qwen3_moe", "head_dim"): ("Qwen3MoeConfig", "hidden_size / num_attention_heads"),
+                   # DeepSeek: archsim reads these absent as none (a dense MLA model, no query latent, no shared
+                   # expert, no dense first layers); DeepseekV2Config and DeepseekV3Config build their defaults
+                   ("deepseek_v2", "n_routed_experts"): ("DeepseekV2Config", "64 (a null: no experts, a dense model)"),
+                   ("deepseek_v2", "q_lora_rank"): ("DeepseekV2Config", "1536 (a null: no query latent)"),
+                   ("deepseek_v2", "n_shared_experts"): ("DeepseekV2Config", "2 (a null or 0: none)"),
+                   ("deepseek_v3", "n_routed_experts"): ("DeepseekV3Config", "256 (a null: no experts, a dense model)"),
+                   ("deepseek_v3", "q_lora_rank"): ("DeepseekV3Config", "1536 (a null: no query latent)"),
+                   ("deepseek_v3", "n_shared_experts"): ("DeepseekV3Config", "1 (a null or 0: none)"),
+                   ("deepseek_v3", "first_k_dense_replace"): ("DeepseekV3Config", "3 (a null or 0: none)")}
+# Of those, the keys that size experts only: not asked of a DeepSeek config whose n_routed_experts is null (dense)
+EXPERT_ONLY = frozenset({"n_shared_experts", "first_k_dense_replace"})
 
 
-def check_absent_defaults(table: dict, model_type: object) -> None:
-    """Refuse a key of :data:`ABSENT_DEFAULTS` that ``table`` (a ``config.json`` of ``model_type``) leaves out."""
+def check_absent_defaults(table: dict, model_type: object, skip: frozenset[str] = frozenset()) -> None:
+    """Refuse a key of :data:`ABSENT_DEFAULTS` that ``table`` (a ``config.json`` of ``model_type``) leaves out,
+    but those in ``skip`` (keys that size nothing in this config)."""
     for (kind, key), (reader, default) in ABSENT_DEFAULTS.items():
-        if kind == model_type and key not in table:
-            raise InputError(f"missing key: transformers' {reader} reads it absent as {default}; write the "
-                             "model's", field=key, missing=True)
+        if kind == model_type and key not in table and key not in skip:
+            raise InputError(f"missing key{_misspelt(table, key)}: transformers' {reader} reads it absent as "
+                             f"{default}; write the model's", field=key, missing=True)
 
 
 def head_dim_channels(table: dict, family: str, heads: int, hidden: int, default: int | None = 0) -> int:

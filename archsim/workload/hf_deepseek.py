@@ -13,7 +13,7 @@ from __future__ import annotations
 from archsim.errors import InputError
 from archsim.validate import shown
 from archsim.workload.config_checks import ROUTER_SCORES
-from archsim.workload.config_fields import get_key
+from archsim.workload.config_fields import EXPERT_ONLY, check_absent_defaults, get_key
 from archsim.workload.transformer import TransformerConfig
 
 NAMES = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads",
@@ -46,6 +46,10 @@ def deepseek_from_hf(config: dict, name: str) -> TransformerConfig:
     """DeepSeek-V2/V3's shapes (module docstring); the llama reader's activation, dropout and tie rules."""
     from archsim.workload.hf_config import field_activation, field_number  # the llama reader's field rules
 
+    # an absent n_routed_experts, q_lora_rank, … is DeepseekV2/V3Config's default, not none: refused, as Mistral's
+    dense_model = "n_routed_experts" in config and config["n_routed_experts"] is None
+    kind = str(config.get("model_type", "")).lower()
+    check_absent_defaults(config, kind, EXPERT_ONLY if dense_model else frozenset())
     layers, heads = get_key(config, "num_hidden_layers"), get_key(config, "num_attention_heads")
     first, freq = _count(config, "first_k_dense_replace", 0), get_key(config, "moe_layer_freq", 1)
     expert_ffn = get_key(config, "moe_intermediate_size")
