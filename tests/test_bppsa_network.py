@@ -249,3 +249,19 @@ def test_each_operator_s_jacobian_density_is_table_1_s(tmp_path, capsys):
     assert density == {"conv": 200 / 512, "relu": 1 / 32, "pool": 4 / 32, "fc": 1.0}
     assert main(["bppsa", "network", str(path)]) == 0
     assert "# jacobian_density: conv:0.3906; relu:0.03125; pool:0.125; fc:1" in capsys.readouterr().out.splitlines()
+
+
+def test_the_docs_chain_s_steps_and_densities_counted_by_hand(capsys):
+    """docs/papers/bppsa.md's figures for docs/examples/bppsa_chain.csv, by hand. Steps: n = 7 operators make an
+    array of n + 1 = 8 elements, K = ⌈log₂ 8⌉ = 3, Algorithm 1's 2K − 1 = 5 steps against BP's 7 (one per
+    operator); with one up-sweep level, 1 up, a linear scan over the 8/2 = 4 block roots (3 steps), 1 down: 5 again.
+    Densities (§3.3, stored entries of each Jᵀ over its size): a 3×3 padding-1 conv keeps V = 3·h − 2 taps in bounds
+    per axis, so conv1 (3→4 channels on 8×8, Jᵀ 192 × 256) stores 3·4·22² and conv2 (4→8 on 4×4, Jᵀ 64 × 128)
+    4·8·10²; a ReLU's Jᵀ is its diagonal (1/256, 1/128); a 2×2 stride-2 pooling stores each input once
+    (256 of 256 × 64, 128 of 128 × 32); the fc is dense."""
+    full = _json(capsys, CHAIN)["meta"]
+    one = _json(capsys, CHAIN, "--up-levels", "1")["meta"]
+    assert (full["scan_steps"], full["bp_steps"], one["scan_steps"]) == (5, 7, 5)
+    assert full["jacobian_density"] == pytest.approx({
+        "conv1": 3 * 4 * 22**2 / (192 * 256), "relu1": 1 / 256, "pool1": 1 / 64,
+        "conv2": 4 * 8 * 10**2 / (64 * 128), "relu2": 1 / 128, "pool2": 1 / 32, "fc": 1.0}, rel=1e-12)
