@@ -114,7 +114,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     configuration out of memory (and ``fsdp`` off: it shards every state already), the result's ``sharded_fits``
     says how many it would fit (each laid out as the search lays it out); ``fsdp`` whether PyTorch FSDP shards every state (each pipeline rank its own stages',
     :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters, ``fsdp_grad_sync`` when it reduce-scatters the gradients; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges; ``eps``: the EP degrees tried (default: a mixture of experts' every
-    divisor of its expert count, a dense model's 1; each row's EP divides the experts and DP, :func:`expert_degrees`);
+    divisor of its expert count, a dense model's 1; each row's EP divides the experts and, at ETP = TP, CP × DP, train's rule: Megatron-Core's expert groups
+    take the CP ranks as DP ranks, :func:`expert_degrees`; rejected as ``ep-divides-dp``, a name kept from before CP);
     ``etps``: the experts' tensor-parallel degrees tried, integers and ``"tp"`` (each candidate's TP; default: TP
     alone; :func:`expert_tp_degrees`), a row's ETP × EP dividing TP × CP × DP; the rows carry ``etp`` when given;
     ``fp8``: every candidate's Transformer Engine recipe (:mod:`archsim.training.fp8_ops`; each of the cluster's GPUs
