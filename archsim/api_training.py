@@ -255,7 +255,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
            fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None,
            overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-           mtp_layers: int | str | None = None, p2p: str = "overlapped") -> SearchResult:
+           mtp_layers: int | str | None = None, p2p: str = "overlapped",
+           tp: int | str | Sequence[int | str] | None = None, pp: int | str | Sequence[int | str] | None = None) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -271,7 +272,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     ``moe_load_imbalance``: every configuration's busiest EP rank's rows over the mean, as ``--moe-load-imbalance``,
     None uniform; ``mtp_layers``: as ``--mtp-layers``, None the model's own; ``p2p``: every configuration's pipeline
     sends, as ``--p2p``: ``"overlapped"``, ``"blocking"`` or ``"megatron"``, the rows carrying ``p2p`` when not the
-    first).
+    first); ``tp``, ``pp``: the TP and PP degrees tried, as ``--tp``, ``--pp`` (``tp=8``, ``tp=[4, 8]`` or ``"4,8"``),
+    None: every divisor of the GPUs).
     Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
@@ -322,6 +324,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     cp_comms = tuple(listed(cp_comm, "cp-comm"))
     eps = None if ep is None else tuple(positive_int(n, "ep") for n in listed(ep, "ep"))
     etps = None if etp is None else tuple(int_or_word(n, ETP_TP, "etp") for n in listed(etp, "etp"))
+    tps = None if tp is None else tuple(positive_int(n, "tp") for n in listed(tp, "tp"))
+    pps = None if pp is None else tuple(positive_int(n, "pp") for n in listed(pp, "pp"))
     for name in cp_comms:
         check_choice(name, CP_COMMS, "cp-comm")
     cp_comm_rule(cps, cp_comms)
@@ -372,7 +376,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps,
                        cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps,
-                       etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p)
+                       etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p, tps=tps, pps=pps)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
     for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
@@ -394,7 +398,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         seq=seq, objective=objective, balance=balance, placement=placement,
         distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps, cp_comms=cp_comms,
         fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps, etps=etps, fp8=fp8,
-        fp8_param_gather=fp8_param_gather, energy_source=energy_sources(on, counts or [on.gpus]))
+        fp8_param_gather=fp8_param_gather, energy_source=energy_sources(on, counts or [on.gpus]), tps=tps, pps=pps)
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document,
                    row_context=row_context(config, on, global_batch, seq))

@@ -1,5 +1,5 @@
 """A user trial's findings in ``archsim search`` and ``train`` (an LLM trainer with MoE and long-context models):
-the text of the EP rule search rejects by."""
+the text of the EP rule search rejects by, and search --tp / --pp pinning the TPs and PPs tried."""
 
 from __future__ import annotations
 
@@ -26,3 +26,56 @@ def test_ep_divides_dp_is_stated_as_trains_rule_over_cp_times_dp():
     assert "CP × DP" in said and "experts and DP" not in said
     training = " ".join((ROOT / "docs" / "training.md").read_text().split())
     assert "`ep-divides-dp` where EP does not divide CP × DP" in training
+
+
+# --- search --tp / --pp: the TPs and PPs tried, as --cp and --ep name theirs
+
+def _rows(rows: list[dict]) -> str:
+    """The rows as JSON (NaN as null: NaN equals nothing) without their Pareto flag (the front is of the rows
+    searched, so a pinned search's differs)."""
+    from archsim.json_text import dumps
+
+    return dumps([{k: v for k, v in row.items() if k != "pareto_optimal"} for row in rows])
+
+
+def test_pinned_tp_and_pp_are_the_whole_searchs_rows_of_those_degrees(tmp_path, capsys):
+    """``search --tp 2 4 --pp 1 2`` on 8 GPUs: every row's TP and PP among those, and the rows those of the unpinned
+    search (every row kept: a large top, closed forms alone) whose TP and PP are, in the same order: the filter
+    applied afterwards, another path to the same rows."""
+    import json
+
+    import archsim
+    from archsim.cli import main
+
+    model, cluster = str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"), \
+        str(ROOT / "configs" / "clusters" / "a100_node.toml")
+    keys = {"global_batch": 16, "max_micro_batch": 2, "schedule": ["1f1b"], "recompute": ["none"], "refine": 0,
+            "top": 500}
+    every = archsim.search(model, cluster=cluster, **keys)
+    assert {r["tp"] for r in every.rows} > {2, 4} and {r["pp"] for r in every.rows} > {1, 2}  # the filter removes some
+    expected = [r for r in every.rows if r["tp"] in (2, 4) and r["pp"] in (1, 2)]
+    pinned = archsim.search(model, cluster=cluster, tp=[2, 4], pp="1,2", **keys)
+    assert expected and _rows(pinned.rows) == _rows(expected)
+    assert pinned.to_dict()["meta"]["tp"] == "2,4" and pinned.to_dict()["meta"]["pp"] == "1,2"
+    assert "tp" not in every.to_dict()["meta"]  # a default search's meta as before
+    capsys.readouterr()
+    assert main(["search", model, "--cluster", cluster, "--global-batch", "16", "--max-micro-batch", "2",
+                 "--schedule", "1f1b", "--recompute", "none", "--refine", "0", "--top", "500", "--tp", "8",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and _rows(rows) == _rows([r for r in every.to_dict()["rows"] if r["tp"] == 8])
+
+
+def test_a_tp_or_pp_with_no_layout_is_refused_in_one_line(capsys):
+    """TP 3 divides none of 8 GPUs; TP 8 with PP 8 leaves no layout of 8 GPUs: one line each, naming the flag."""
+    from archsim.cli import main
+
+    base = ["search", str(ROOT / "configs" / "transformers" / "gpt_1024h_24l.json"), "--cluster",
+            str(ROOT / "configs" / "clusters" / "a100_node.toml"), "--global-batch", "16"]
+    for extra, said in ((["--tp", "3"], "field 'tp': TP 3 divides none of the 8 GPUs searched"),
+                        (["--pp", "8", "--tp", "8"], "field 'tp': no TP × CP × PP of --tp 8 and --pp 8 (CP 1)"),
+                        (["--pp", "16"], "field 'pp': PP 16 divides none")):
+        capsys.readouterr()
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and len(err.splitlines()) == 1, err

@@ -58,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "GPUs of the cluster file)")
     parser.add_argument("--seq", type=seq_flag, default=None,
                         help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
+    parser.add_argument("--tp", action=ListFlag, item=positive_int, default=None,
+                        help="tensor-parallel degrees to try, one or several (--tp 8, --tp 4 8), as archsim train's "
+                             "--tp (default: every divisor of the GPUs); each divides the GPUs")
+    parser.add_argument("--pp", action=ListFlag, item=positive_int, default=None,
+                        help="pipeline-parallel degrees to try, one or several, as archsim train's --pp (default: "
+                             "every divisor of the GPUs); each divides the GPUs")
     parser.add_argument("--cp", action=ListFlag, item=positive_int, default=[1],
                         help="context-parallel degrees to try, one or several (default 1), as archsim train's --cp: "
                              "each divides the GPUs, TP × PP × DP over GPUs / CP")
@@ -172,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
                         fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp, fp8=args.fp8,
                         fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance, p2p=args.p2p,
                         overlap_moe_expert_parallel_comm=args.overlap_moe_expert_parallel_comm,
-                        moe_shared_expert_overlap=args.moe_shared_expert_overlap, mtp_layers=args.mtp_layers)
+                        moe_shared_expert_overlap=args.moe_shared_expert_overlap, mtp_layers=args.mtp_layers,
+                        tp=args.tp, pp=args.pp)
     why = None
     if not result.costed:  # an empty answer, not an error (exit 0): the meta's rejected counts say why
         from archsim.training.search_note import empty_search_note
