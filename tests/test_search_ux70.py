@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from archsim.training import search as search_module
 from archsim.training.search_space import Candidate, rejection
 from archsim.workload.model_files import load_transformer
@@ -79,3 +81,26 @@ def test_a_tp_or_pp_with_no_layout_is_refused_in_one_line(capsys):
         assert main([*base, *extra]) == 2
         err = capsys.readouterr().err.strip()
         assert said in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.long  # a 64-GPU Mixtral search, about 5 to 15 s
+def test_trainings_etp_paragraph_quotes_what_its_command_prints():
+    """docs/training.md's ``--ep 8 --etp 1 tp`` paragraph: its best row and the front's first TP 2 line as the
+    command prints them now (it quoted 2.34 s, 61.5 GiB at PP 2 × DP 32 from before the SMs NCCL takes were counted)."""
+    import warnings
+
+    import archsim
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = archsim.search(str(MIXTRAL), cluster=str(ROOT / "configs" / "clusters" / "dgx_h100_superpod.toml"),
+                               gpus=64, global_batch=256, seq=4096, dtype="bf16", distributed_optimizer=True,
+                               dp_overlap="bucketed", ep=8, etp=[1, "tp"])
+    best = found.rows[0]
+    assert (best["tp"], best["pp"], best["dp"], best["schedule"]) == (1, 4, 16, "zb-v")
+    said = f"PP 4, DP 16, ZB-V: {best['iteration_seconds']:.2f} s, {best['peak_memory_gib']:.1f} GiB a GPU"
+    first_tp2 = next(r for r in found.pareto if r["tp"] == 2)
+    assert (first_tp2["pp"], first_tp2["dp"], first_tp2["micro_batch"]) == (8, 4, 2)
+    front = f"{first_tp2['iteration_seconds']:.2f} s in {first_tp2['peak_memory_gib']:.1f}"
+    paragraph = " ".join((ROOT / "docs" / "training.md").read_text().split())
+    assert said in paragraph and f"ETP 1, {front} GiB" in paragraph, (said, front)
