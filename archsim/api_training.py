@@ -88,7 +88,12 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import breakdown_rank_note, eager_recompute_note, layout_notes
+    from archsim.training.layout_notes import (
+        breakdown_rank_note,
+        eager_recompute_note,
+        layout_notes,
+        sequence_parallel_run,
+    )
     from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -126,6 +131,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
                                mtp=config.mtp_layers) \
         if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(k, "stage-layers") for k in listed(stage_layers, "stage-layers", single=True)]
+    sequence_parallel, sp_note = sequence_parallel_run(n.tp, sequence_parallel)  # TP 1: off, as Megatron-LM turns it
     par = Parallelism(n.tp, n.pp, n.dp, n.global_batch, n.micro_batch, recompute, sequence_parallel, n.interleave,
                       schedule, tuple(split) if split else None, attention, dp_overlap, grad_accumulation,
                       distributed_optimizer, fsdp, n.cp, cp_comm, fsdp_reshard, fsdp_grad_sync, n.cp_hierarchy, n.ep,
@@ -143,7 +149,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), rank_headroom_note(result, machines),
-                    seq_note(model, config, n.seq), unread_note(model), dtype_note, eager_note,
+                    seq_note(model, config, n.seq), unread_note(model), sp_note, dtype_note, eager_note,
                     *layout_notes(laid.par, config, laid.cluster, placement),
                     breakdown_rank_note(laid.par, config, result.finishing_rank),
                     *cluster_notes(laid.cluster, "train", laid.par)):

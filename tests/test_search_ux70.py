@@ -104,3 +104,44 @@ def test_trainings_etp_paragraph_quotes_what_its_command_prints():
     front = f"{first_tp2['iteration_seconds']:.2f} s in {first_tp2['peak_memory_gib']:.1f}"
     paragraph = " ".join((ROOT / "docs" / "training.md").read_text().split())
     assert said in paragraph and f"ETP 1, {front} GiB" in paragraph, (said, front)
+
+
+# --- train --sequence-parallel at TP 1: off with a note, as Megatron-LM's validate_args turns it off
+
+def test_sequence_parallel_at_tp_1_runs_without_it_and_says_so(tmp_path, capsys):
+    """Megatron-LM's validate_args at TP 1: warns "Disabling sequence parallelism because tensor model parallelism is
+    disabled" and runs without it. train refused the flag; now one note, and the document the run without it prints
+    (the reference: the same command without the flag). TP 2 keeps it, with no note."""
+    import json
+    import warnings
+
+    from tiny_search import tiny_files
+
+    import archsim
+    from archsim.cli import main
+
+    model, cluster = tiny_files(tmp_path)
+    base = ["train", model, "--cluster", cluster, "--pp", "2", "--dp", "1", "--global-batch", "8", "--micro-batch", "2",
+            "--format", "json"]
+
+    def run(*extra: str) -> tuple[dict, list[str]]:
+        capsys.readouterr()
+        assert main([*base, *extra]) == 0
+        out = capsys.readouterr()
+        return json.loads(out.out), [line for line in out.err.splitlines() if "sequence-parallel" in line]
+
+    on, notes = run("--tp", "1", "--sequence-parallel")
+    off, none = run("--tp", "1")
+    assert on == off and not none
+    assert len(notes) == 1 and "turned off" in notes[0] and "Disabling sequence parallelism" in notes[0], notes
+    kept, quiet = run("--tp", "2", "--sequence-parallel")
+    assert kept["meta"]["sequence_parallel"] is True and not quiet
+    keys = {"cluster": cluster, "tp": 1, "pp": 2, "dp": 1, "global_batch": 8, "micro_batch": 2}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found, _rates = archsim.train(model, sequence_parallel=True, **keys)
+    said = [str(w.message) for w in caught if "sequence_parallel=True with tp=1 is turned off" in str(w.message)]
+    assert len(said) == 1 and all(issubclass(w.category, UserWarning) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert found.to_dict() == archsim.train(model, **keys)[0].to_dict()
