@@ -255,7 +255,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            max_ops: int | str | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
-           fsdp: bool = False, cp: int | str | Sequence[int | str] = 1,
+           fsdp: bool = False, cp: int | str | Sequence[int | str] | None = None,
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
@@ -271,7 +271,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
     ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``, ``fsdp_reshard`` as ``--fsdp-reshard``, ``fsdp_grad_sync`` as ``--fsdp-grad-sync``; ``cp``: the context-parallel
-    degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
+    degrees tried, as ``--cp`` (None: 1 alone, with a note at 32,768 tokens or more); ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
     mixture of experts' every divisor of its expert count, a dense model's 1; ``etp``: the experts' tensor-parallel degrees
     tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone;
     ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``; ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: every configuration's, as their flags;
@@ -318,6 +318,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.search import search as _search
+    from archsim.training.search_note import cp_not_searched_note
     from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.training.train_json import row_context, search_document
     from archsim.value_parsers import not_a_choice
@@ -326,7 +327,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
     counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus, "gpus")]
-    cps = tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
+    cps = (1,) if cp is None else tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
     cp_comms = tuple(listed(cp_comm, "cp-comm"))
     eps = None if ep is None else tuple(positive_int(n, "ep") for n in listed(ep, "ep"))
     etps = None if etp is None else tuple(int_or_word(n, ETP_TP, "etp") for n in listed(etp, "etp"))
@@ -385,8 +386,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p, tps=tps, pps=pps)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
-    for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
-                 result.orders_note, rows_headroom_note(result.rows, on), rows_tp_span_note(result.rows),
+    for note in (*on.warnings, seq_note(model, config, seq), cp_not_searched_note(config, cp is not None, attention),
+                 unread_note(model), dtype_note, result.orders_note, rows_headroom_note(result.rows, on), rows_tp_span_note(result.rows),
                  *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read

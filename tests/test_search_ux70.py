@@ -145,3 +145,46 @@ def test_sequence_parallel_at_tp_1_runs_without_it_and_says_so(tmp_path, capsys)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert found.to_dict() == archsim.train(model, **keys)[0].to_dict()
+
+
+# --- search at a long sequence without --cp: one note that CP was not searched
+
+LONG_LLAMA = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4,
+              "num_key_value_heads": 4, "intermediate_size": 512, "vocab_size": 1024,
+              "max_position_embeddings": 32768, "tie_word_embeddings": False}
+
+
+def test_a_long_sequence_searched_without_cp_says_so_once(tmp_path, capsys):
+    """The documented rule: no ``--cp`` and a sequence of 32,768 tokens or more (CP 2 able to run it) → one note
+    naming ``--cp``; at 16,384 tokens, with ``--cp`` given (1 alone too) or under standard attention (CP runs in flash
+    only) none. From Python a UserWarning naming ``cp=``."""
+    import json
+    import warnings
+
+    import archsim
+    from archsim.cli import main
+    from archsim.training.search_note import LONG_SEQ
+
+    assert LONG_SEQ == 32_768
+    model = tmp_path / "llama.json"
+    model.write_text(json.dumps(LONG_LLAMA))
+    cluster = str(ROOT / "configs" / "clusters" / "a100_node.toml")
+    keys = ["--gpus", "2", "--global-batch", "2", "--schedule", "1f1b", "--recompute", "full", "--max-micro-batch", "1",
+            "--refine", "0", "--top", "1", "--format", "json"]
+
+    def notes(*extra: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["search", str(model), "--cluster", cluster, *keys, *extra]) == 0
+        return [line for line in capsys.readouterr().err.splitlines() if "context parallelism was not searched" in line]
+
+    said = notes("--seq", "32768")
+    assert len(said) == 1 and "32,768 tokens" in said[0] and "--cp 1 2 4" in said[0], said
+    assert notes("--seq", "16384") == []
+    assert notes("--seq", "32768", "--cp", "1") == [] and notes("--seq", "32768", "--cp", "1", "2") == []
+    assert notes("--seq", "32768", "--attention", "standard") == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        archsim.search(str(model), cluster=cluster, gpus=2, global_batch=2, seq=32768, schedule="1f1b",
+                       recompute="full", max_micro_batch=1, refine=0, top=1)
+    texts = [str(w.message) for w in caught if "context parallelism was not searched" in str(w.message)]
+    assert len(texts) == 1 and "cp=[1, 2, 4]" in texts[0] and "--" not in texts[0], texts
