@@ -39,11 +39,12 @@ def cp_comm_note(par: Parallelism) -> str:
             f"without it; give {setting('cp', placeholder='N')} (N ≥ 2) to split the sequence")
 
 
-def sequence_parallel_run(tp: int, sequence_parallel: object) -> tuple[object, str]:
+def sequence_parallel_run(tp: int, sequence_parallel: bool) -> tuple[bool, str]:
     """Sequence parallelism as ``train`` runs it at TP ``tp``, and the note saying so ('' when unchanged): at TP 1 it
     is turned off, as Megatron-LM's ``validate_args`` does ("Disabling sequence parallelism because tensor model
     parallelism is disabled"): it splits the activations over the TP group, and TP 1 has none to split them over, so
-    the figures are those without it. Anything but ``True`` is returned as given (a non-bool is refused later)."""
+    the figures are those without it. Anything but ``True`` is returned as given (a library caller's non-bool is
+    refused by :class:`~archsim.training.parallel.Parallelism`)."""
     if sequence_parallel is not True or tp != 1:
         return sequence_parallel, ""
     from archsim.console import switch_on
@@ -176,5 +177,5 @@ def layout_notes(par: Parallelism, config: TransformerConfig, cluster: GpuCluste
     return [line for line in lines if line]
 
 
-__all__ = ["breakdown_rank_note", "cp_comm_note", "sequence_parallel_run", "few_microbatches_note", "layout_notes", "one_chunk_note", "selective_flash_count_note",
-           "selective_flash_note", "unsharded_note"]
+__all__ = ["breakdown_rank_note", "cp_comm_note", "few_microbatches_note", "layout_notes", "one_chunk_note", "selective_flash_count_note",
+           "selective_flash_note", "sequence_parallel_run", "unsharded_note"]
