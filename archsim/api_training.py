@@ -88,7 +88,12 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.energy import priced
-    from archsim.training.layout_notes import breakdown_rank_note, eager_recompute_note, layout_notes
+    from archsim.training.layout_notes import (
+        breakdown_rank_note,
+        eager_recompute_note,
+        layout_notes,
+        sequence_parallel_run,
+    )
     from archsim.training.moe_ops import with_capacity, with_load_imbalance
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
@@ -126,6 +131,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
                                mtp=config.mtp_layers) \
         if isinstance(stage_layers, str) else \
         None if stage_layers is None else [positive_int(k, "stage-layers") for k in listed(stage_layers, "stage-layers", single=True)]
+    sequence_parallel, sp_note = sequence_parallel_run(n.tp, sequence_parallel)  # TP 1: off, as Megatron-LM turns it
     par = Parallelism(n.tp, n.pp, n.dp, n.global_batch, n.micro_batch, recompute, sequence_parallel, n.interleave,
                       schedule, tuple(split) if split else None, attention, dp_overlap, grad_accumulation,
                       distributed_optimizer, fsdp, n.cp, cp_comm, fsdp_reshard, fsdp_grad_sync, n.cp_hierarchy, n.ep,
@@ -143,7 +149,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
     for warning in (*laid.cluster.warnings,
                     tp_span_warning(laid.cluster, laid.par), cp_span_warning(laid.cluster, laid.par),
                     rank_memory_warning(result, machines), rank_headroom_note(result, machines),
-                    seq_note(model, config, n.seq), unread_note(model), dtype_note, eager_note,
+                    seq_note(model, config, n.seq), unread_note(model), sp_note, dtype_note, eager_note,
                     *layout_notes(laid.par, config, laid.cluster, placement),
                     breakdown_rank_note(laid.par, config, result.finishing_rank),
                     *cluster_notes(laid.cluster, "train", laid.par)):
@@ -249,13 +255,14 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            max_ops: int | str | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
-           fsdp: bool = False, cp: int | str | Sequence[int | str] = 1,
+           fsdp: bool = False, cp: int | str | Sequence[int | str] | None = None,
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
            fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None,
            overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-           mtp_layers: int | str | None = None, p2p: str = "overlapped") -> SearchResult:
+           mtp_layers: int | str | None = None, p2p: str = "overlapped",
+           tp: int | str | Sequence[int | str] | None = None, pp: int | str | Sequence[int | str] | None = None) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
@@ -264,14 +271,15 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
     ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``, ``fsdp_reshard`` as ``--fsdp-reshard``, ``fsdp_grad_sync`` as ``--fsdp-grad-sync``; ``cp``: the context-parallel
-    degrees tried, as ``--cp``; ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
+    degrees tried, as ``--cp`` (None: 1 alone, with a note at 32,768 tokens or more); ``cp_comm``: the K/V exchanges each CP above 1 tries, as ``--cp-comm``; ``ep``: the expert-parallel degrees tried, as ``--ep``, None: a
     mixture of experts' every divisor of its expert count, a dense model's 1; ``etp``: the experts' tensor-parallel degrees
     tried, as ``--etp``: integers and ``"tp"`` (each candidate's TP), ``etp=[1, "tp"]`` or ``"1,tp"``, None: TP alone;
     ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``; ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: every configuration's, as their flags;
     ``moe_load_imbalance``: every configuration's busiest EP rank's rows over the mean, as ``--moe-load-imbalance``,
     None uniform; ``mtp_layers``: as ``--mtp-layers``, None the model's own; ``p2p``: every configuration's pipeline
     sends, as ``--p2p``: ``"overlapped"``, ``"blocking"`` or ``"megatron"``, the rows carrying ``p2p`` when not the
-    first).
+    first); ``tp``, ``pp``: the TP and PP degrees tried, as ``--tp``, ``--pp`` (``tp=8``, ``tp=[4, 8]`` or ``"4,8"``),
+    None: every divisor of the GPUs).
     Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
     (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
@@ -310,6 +318,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
     from archsim.training.search import search as _search
+    from archsim.training.search_note import cp_not_searched_note
     from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.training.train_json import row_context, search_document
     from archsim.value_parsers import not_a_choice
@@ -318,10 +327,12 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     # the checks archsim search's parser makes, in its flags' order, before any file is read
     global_batch = positive_int(global_batch, "global-batch")  # a str or float was a TypeError deep in search
     counts = [] if gpus is None else [positive_int(n, "gpus") for n in listed(gpus, "gpus")]
-    cps = tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
+    cps = (1,) if cp is None else tuple(positive_int(n, "cp") for n in listed(cp, "cp"))
     cp_comms = tuple(listed(cp_comm, "cp-comm"))
     eps = None if ep is None else tuple(positive_int(n, "ep") for n in listed(ep, "ep"))
     etps = None if etp is None else tuple(int_or_word(n, ETP_TP, "etp") for n in listed(etp, "etp"))
+    tps = None if tp is None else tuple(positive_int(n, "tp") for n in listed(tp, "tp"))
+    pps = None if pp is None else tuple(positive_int(n, "pp") for n in listed(pp, "pp"))
     for name in cp_comms:
         check_choice(name, CP_COMMS, "cp-comm")
     cp_comm_rule(cps, cp_comms)
@@ -372,11 +383,11 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
                        attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        max_actions=max_ops, distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps,
                        cp_comms=cp_comms, fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps,
-                       etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p)
+                       etps=etps, fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p, tps=tps, pps=pps)
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, on.dtype, "search")  # as train's
-    for note in (*on.warnings, seq_note(model, config, seq), unread_note(model), dtype_note,
-                 result.orders_note, rows_headroom_note(result.rows, on), rows_tp_span_note(result.rows),
+    for note in (*on.warnings, seq_note(model, config, seq), cp_not_searched_note(config, cp is not None, attention),
+                 unread_note(model), dtype_note, result.orders_note, rows_headroom_note(result.rows, on), rows_tp_span_note(result.rows),
                  *cluster_notes(on, "search")):
         if note:  # the lines archsim search prints on stderr: a link's unit that slipped, the sequence's default,
             # what the cluster file states that search does not read
@@ -394,7 +405,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         seq=seq, objective=objective, balance=balance, placement=placement,
         distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps, cp_comms=cp_comms,
         fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps, etps=etps, fp8=fp8,
-        fp8_param_gather=fp8_param_gather, energy_source=energy_sources(on, counts or [on.gpus]))
+        fp8_param_gather=fp8_param_gather, energy_source=energy_sources(on, counts or [on.gpus]), tps=tps, pps=pps)
     # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document,
                    row_context=row_context(config, on, global_batch, seq))

@@ -20,7 +20,7 @@ MODEL = str(ROOT / "configs" / "transformers" / "llama3_8b.toml")
 CLUSTER = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")
 
 
-@pytest.mark.parametrize("name", ["tp", "pp", "dp"])
+@pytest.mark.parametrize("name", ["dp"])  # tp and pp: the TPs and PPs search tries (tests/test_search_ux70.py)
 def test_search_given_a_train_layout_keyword_says_search_tries_it(name):
     with pytest.raises(InputError) as caught:
         archsim.search(MODEL, cluster=CLUSTER, global_batch=16, **{name: 2})
@@ -45,8 +45,8 @@ def test_a_misspelt_keyword_still_names_the_nearest():
 def test_the_commands_keep_their_flags_line(tmp_path, capsys):
     """docs/cli.md's lines, word for word."""
     model, cluster = write(tmp_path / "gpt.toml", GPT), write(tmp_path / "c.toml", A100_NODE)
-    line = clean_error(capsys, "search", model, "--cluster", cluster, "--global-batch", "8", "--tp", "2")
-    assert line.endswith("unrecognized arguments: --tp 2 (--tp is archsim train's: search tries every TP itself, on "
+    line = clean_error(capsys, "search", model, "--cluster", cluster, "--global-batch", "8", "--dp", "2")
+    assert line.endswith("unrecognized arguments: --dp 2 (--dp is archsim train's: search tries every DP itself, on "
                          "--gpus N or the cluster's GPUs)"), line
     line = clean_error(capsys, "train", model, "--cluster", cluster, "--global-batch", "8", "--gpus", "16")
     assert line.endswith("unrecognized arguments: --gpus 16 (--gpus is archsim search's: train takes its layout as "

@@ -2,7 +2,7 @@
 (``search_rows.megatron_args``, archsim → Megatron) and the hints ``train`` and ``search`` give a user who brings
 Megatron's flags (``job_settings.MEGATRON_FLAGS``, Megatron → archsim). Every layout or precision flag a row writes
 must be one a user can bring back: a hint names archsim's setting for it, or archsim's own command takes it under
-the same name. Each hint must name a flag the job's own parser has (search's TP and PP excepted: it tries every one). The only flags written without an archsim
+the same name. Each hint must name a flag the job's own parser has. The only flags written without an archsim
 setting are Megatron's way of stating full recompute (``--recompute-method uniform --recompute-num-layers 1``:
 archsim's ``full`` is that one layer at a time, docs/training.md)."""
 
@@ -56,5 +56,4 @@ def test_every_hint_names_a_flag_its_job_has():
     train, search = _options("train"), _options("search")
     for megatron, (flag, _value, _placeholder) in MEGATRON_FLAGS.items():
         assert flag in train, (megatron, flag)
-        if flag not in ("tp", "pp"):  # search tries every TP and PP itself and says so (job_settings.elsewhere)
-            assert SEARCH_FLAGS.get(flag, (flag,))[0] in search, (megatron, flag)
+        assert SEARCH_FLAGS.get(flag, (flag,))[0] in search, (megatron, flag)  # --tp, --pp: the TPs, PPs it tries

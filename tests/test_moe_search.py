@@ -1,5 +1,5 @@
 """``archsim search`` plans expert parallelism for a mixture of experts: an EP axis over the divisors of the expert
-count, each row's EP dividing the experts and DP (Megatron-Core's rules, the ones train refuses by), MoE at TP > 1
+count, each row's EP dividing the experts and CP × DP (CP 1 here) (Megatron-Core's rules, the ones train refuses by), MoE at TP > 1
 only with sequence parallelism, the row's Megatron arguments naming ``--expert-model-parallel-size``, and the best
 row's ``archsim train`` command timing the same seconds."""
 

@@ -126,7 +126,7 @@ MEGATRON = [
     ("train", ["--virtual-pipeline-model-parallel-size", "2"], "--interleave"),
     ("search", ["--bf16"], "--dtype bf16"),
     ("search", ["--micro-batch-size", "2"], "--max-micro-batch"),
-    ("search", ["--tensor-model-parallel-size", "2"], "tries every TP itself"),
+    ("search", ["--tensor-model-parallel-size", "2"], "archsim search takes --tp"),  # --tp: the TPs it tries
 ]
 
 

@@ -152,10 +152,11 @@ def test_a_flag_like_none_gets_no_hint(tmp_path, capsys):
 
 
 def test_another_commands_short_flag_is_not_corrected(tmp_path, capsys):
-    """search has no --tp (it searches TP): a hint of --top, two letters off, would mislead; it says whose flag it is."""
-    assert main(["search", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", "--tp", "8"]) == 2
-    assert capsys.readouterr().err.strip() == ("archsim search: error: unrecognized arguments: --tp 8 (--tp is archsim "
-                                               "train's: search tries every TP itself, on --gpus N or the cluster's GPUs)")
+    """search has no --dp (it searches DP): a hint of --dtype or --top would mislead; it says whose flag it is (--tp
+    and --pp: the TPs and PPs search tries)."""
+    assert main(["search", LLAMA8B, "--cluster", _cluster(tmp_path), "--global-batch", "16", "--dp", "8"]) == 2
+    assert capsys.readouterr().err.strip() == ("archsim search: error: unrecognized arguments: --dp 8 (--dp is archsim "
+                                               "train's: search tries every DP itself, on --gpus N or the cluster's GPUs)")
 
 
 @pytest.mark.parametrize("words", [["--gpus", "16"], ["--gpus=16"]])

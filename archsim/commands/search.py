@@ -58,9 +58,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "GPUs of the cluster file)")
     parser.add_argument("--seq", type=seq_flag, default=None,
                         help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
-    parser.add_argument("--cp", action=ListFlag, item=positive_int, default=[1],
-                        help="context-parallel degrees to try, one or several (default 1), as archsim train's --cp: "
-                             "each divides the GPUs, TP × PP × DP over GPUs / CP")
+    parser.add_argument("--tp", action=ListFlag, item=positive_int, default=None,
+                        help="tensor-parallel degrees to try, one or several (--tp 8, --tp 4 8), as archsim train's "
+                             "--tp (default: every divisor of the GPUs); each divides the GPUs")
+    parser.add_argument("--pp", action=ListFlag, item=positive_int, default=None,
+                        help="pipeline-parallel degrees to try, one or several, as archsim train's --pp (default: "
+                             "every divisor of the GPUs); each divides the GPUs")
+    parser.add_argument("--cp", action=ListFlag, item=positive_int, default=None,
+                        help="context-parallel degrees to try, one or several (default 1; at 32,768 tokens or more a "
+                             "note says CP was not searched), as archsim train's --cp: each divides the GPUs, "
+                             "TP × PP × DP over GPUs / CP")
     parser.add_argument("--ep", action=ListFlag, item=positive_int, default=None,
                         help="expert-parallel degrees to try for a mixture of experts, one or several, as archsim "
                              "train's --ep (default: every divisor of its expert count; a dense model: 1); a row's EP "
@@ -155,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from archsim.workload.model_files import config_dtype_note, load_transformer
 
     chunk_counts(args.schedule, args.chunks)  # a flag combination: refused before the model is read
-    cp_comm_rule(args.cp, args.cp_comm)
+    cp_comm_rule(args.cp or [1], args.cp_comm)
     config = with_mtp_layers(with_load_imbalance(load_transformer(args.model, seq=args.seq), args.moe_load_imbalance),
                              args.mtp_layers)
     cluster = load_gpu_cluster(args.cluster, args.dtype or TRAIN_DTYPE)
@@ -172,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
                         fsdp_grad_sync=args.fsdp_grad_sync, ep=args.ep, etp=args.etp, fp8=args.fp8,
                         fp8_param_gather=args.fp8_param_gather, moe_load_imbalance=args.moe_load_imbalance, p2p=args.p2p,
                         overlap_moe_expert_parallel_comm=args.overlap_moe_expert_parallel_comm,
-                        moe_shared_expert_overlap=args.moe_shared_expert_overlap, mtp_layers=args.mtp_layers)
+                        moe_shared_expert_overlap=args.moe_shared_expert_overlap, mtp_layers=args.mtp_layers,
+                        tp=args.tp, pp=args.pp)
     why = None
     if not result.costed:  # an empty answer, not an error (exit 0): the meta's rejected counts say why
         from archsim.training.search_note import empty_search_note
@@ -205,6 +213,11 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "table":
         text += _front_block(result.pareto, args.objective)
     note_default_seq(config, args.model, args.seq)
+    from archsim.training.search_note import cp_not_searched_note
+
+    cp_note = cp_not_searched_note(config, args.cp is not None, args.attention)  # a long sequence searched at CP 1
+    if cp_note:
+        note(cp_note)
     dtype_note = "" if args.dtype is not None else config_dtype_note(config, TRAIN_DTYPE, "search")
     if dtype_note:  # as train's: the checkpoint's precision is not the one priced
         note(dtype_note)

@@ -109,7 +109,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "each layer's input, recompute the layer) (default: full, Megatron-LM's; with "
                              "--implementation pytorch-eager too, which a note then says: plain PyTorch checkpoints "
                              "nothing unless asked)")
-    parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1)")
+    parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1; at TP 1 turned off with a note, as "
+                             "Megatron-LM turns it off)")
     parser.add_argument("--attention", default=None, choices=ATTENTIONS,
                         help="attention kernels: FlashAttention-2 (what Megatron-LM runs today) or Megatron's standard "
                              "core (the s² scores in HBM, as the measured Megatron-DeepSpeed runs); default flash for "
@@ -243,8 +244,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--global-batch is required (unless --runs)", field="global-batch")
     if args.sweep:
         return run_train_sweep(args, config, dtype_given, given)
+    from archsim.training.layout_notes import sequence_parallel_run
+
+    sequence_parallel, sp_note = sequence_parallel_run(args.tp, args.sequence_parallel)  # TP 1: off, as Megatron-LM
     par = Parallelism(args.tp, args.pp, args.dp, args.global_batch, args.micro_batch, args.recompute,
-                      args.sequence_parallel, args.interleave, args.schedule,
+                      sequence_parallel, args.interleave, args.schedule,
                       parse_stage_layers(args.stage_layers, layers=config.layers, pp=args.pp, interleave=args.interleave,
                                          schedule=args.schedule, mtp=config.mtp_layers) if args.stage_layers else None,
                       args.attention,
@@ -289,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
     left_out = timeline_note(len(result.timeline.slots)) if args.format == "json" else None  # not a timeless run
     eager_note = eager_recompute_note(args.implementation, typed.recompute is not None)
-    for text in (dtype_note, eager_note, *layout_notes(par, config, cluster, args.placement),
+    for text in (sp_note, dtype_note, eager_note, *layout_notes(par, config, cluster, args.placement),
                  breakdown_rank_note(par, config, result.finishing_rank), left_out):
         if text:
             note(text)

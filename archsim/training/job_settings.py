@@ -1,5 +1,5 @@
 """Which layout settings belong to which training job: ``train`` takes its layout (TP, PP, DP, CP), ``search``
-tries every TP, PP and DP itself on a GPU count. Given to the other job, a setting is refused with what to give
+tries every TP, PP and DP itself on a GPU count (or the TPs and PPs its ``--tp``, ``--pp`` name). Given to the other job, a setting is refused with what to give
 instead, in one text for the command's flags and the library's keywords (:func:`elsewhere`); so is a Megatron-LM
 flag a user brings from ``pretrain_gpt.py`` (``--tensor-model-parallel-size``, ``--bf16``), with archsim's name for
 it. Imports nothing but the console, so a command's ``--help`` loads no model."""
@@ -104,8 +104,9 @@ def elsewhere(job: str) -> dict[str, str]:
     :func:`archsim.api_keywords.check_keywords`, written once."""
 
     if job == "search":
+        # TP and PP: search tries every one, or those --tp, --pp name; DP is what the GPUs leave
         layout = {name: f"is {named('train')}'s: {route('search', named('search'))} tries every {name.upper()} itself, "
-                        f"on {setting('gpus', placeholder='N')} or the cluster's GPUs" for name in ("tp", "pp", "dp")}
+                        f"on {setting('gpus', placeholder='N')} or the cluster's GPUs" for name in ("dp",)}
         own = {setting(flag).lstrip("-"): f"is {named('train')}'s: {named('search')} takes "  # --interleave: --chunks V
                                           f"{setting(theirs, value, placeholder=placeholder)}"
                for flag, (theirs, value, placeholder) in SEARCH_FLAGS.items()}

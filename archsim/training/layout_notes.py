@@ -39,6 +39,21 @@ def cp_comm_note(par: Parallelism) -> str:
             f"without it; give {setting('cp', placeholder='N')} (N ≥ 2) to split the sequence")
 
 
+def sequence_parallel_run(tp: int, sequence_parallel: bool) -> tuple[bool, str]:
+    """Sequence parallelism as ``train`` runs it at TP ``tp``, and the note saying so ('' when unchanged): at TP 1 it
+    is turned off, as Megatron-LM's ``validate_args`` does ("Disabling sequence parallelism because tensor model
+    parallelism is disabled"): it splits the activations over the TP group, and TP 1 has none to split them over, so
+    the figures are those without it. Anything but ``True`` is returned as given (a library caller's non-bool is
+    refused by :class:`~archsim.training.parallel.Parallelism`)."""
+    if sequence_parallel is not True or tp != 1:
+        return sequence_parallel, ""
+    from archsim.console import switch_on
+
+    return False, (f"{switch_on('sequence-parallel')} with {setting('tp', 1)} is turned off, as Megatron-LM turns it "
+                   "off (\"Disabling sequence parallelism because tensor model parallelism is disabled\"): it splits "
+                   "activations over the TP group, and TP 1 has none; the figures are those without it")
+
+
 def eager_recompute_note(implementation: str, recompute_given: bool) -> str:
     """The note that ``--implementation pytorch-eager`` priced full recompute only because ``--recompute`` was left
     at its default ('' otherwise): the default is Megatron-LM's full recompute, but plain PyTorch (and Hugging Face's
@@ -163,4 +178,4 @@ def layout_notes(par: Parallelism, config: TransformerConfig, cluster: GpuCluste
 
 
 __all__ = ["breakdown_rank_note", "cp_comm_note", "few_microbatches_note", "layout_notes", "one_chunk_note", "selective_flash_count_note",
-           "selective_flash_note", "unsharded_note"]
+           "selective_flash_note", "sequence_parallel_run", "unsharded_note"]

@@ -44,7 +44,14 @@ from archsim.training.search_front import distinct_rows, identical_rows_dropped,
 from archsim.training.search_limits import check_planning_work, check_search_size
 from archsim.training.search_result import SearchResult, ShardedFits
 from archsim.training.search_row_maker import RowMaker
-from archsim.training.search_space import REASONS, Candidate, candidates, cp_divides_rule, rejection
+from archsim.training.search_space import (
+    REASONS,
+    Candidate,
+    candidates,
+    cp_divides_rule,
+    layout_divides_rule,
+    rejection,
+)
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 
@@ -92,7 +99,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
            fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", eps=None, etps=None, fp8: str | None = None,
-           fp8_param_gather: bool = False, p2p: str = "overlapped") -> SearchResult:
+           fp8_param_gather: bool = False, p2p: str = "overlapped", tps=None, pps=None) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped
@@ -114,7 +121,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     configuration out of memory (and ``fsdp`` off: it shards every state already), the result's ``sharded_fits``
     says how many it would fit (each laid out as the search lays it out); ``fsdp`` whether PyTorch FSDP shards every state (each pipeline rank its own stages',
     :mod:`archsim.training.fsdp`), ``fsdp_reshard`` when it frees the gathered parameters, ``fsdp_grad_sync`` when it reduce-scatters the gradients; ``cps``: the context-parallel degrees tried (each dividing a GPU count), ``cp_comms`` their K/V exchanges; ``eps``: the EP degrees tried (default: a mixture of experts' every
-    divisor of its expert count, a dense model's 1; each row's EP divides the experts and DP, :func:`expert_degrees`);
+    divisor of its expert count, a dense model's 1; each row's EP divides the experts and, at ETP = TP, CP × DP, train's rule: Megatron-Core's expert groups
+    take the CP ranks as DP ranks, :func:`expert_degrees`; rejected as ``ep-divides-dp``, a name kept from before CP);
     ``etps``: the experts' tensor-parallel degrees tried, integers and ``"tp"`` (each candidate's TP; default: TP
     alone; :func:`expert_tp_degrees`), a row's ETP × EP dividing TP × CP × DP; the rows carry ``etp`` when given;
     ``fp8``: every candidate's Transformer Engine recipe (:mod:`archsim.training.fp8_ops`; each of the cluster's GPUs
@@ -122,7 +130,8 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     weights (:mod:`archsim.training.fp8_memory`; with ``fp8`` and ``distributed_optimizer``), the rows carrying
     ``fp8_param_gather`` when set; ``p2p``: every candidate's pipeline sends (``--p2p``,
     :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`; blocking ones costed by
-    :func:`~archsim.policies.held_span.held_span`), the rows carrying ``p2p`` when not ``overlapped``."""
+    :func:`~archsim.policies.held_span.held_span`), the rows carrying ``p2p`` when not ``overlapped``; ``tps``, ``pps``:
+    the TP and PP degrees tried (``--tp``, ``--pp``; None: every divisor of the GPUs), each dividing a GPU count."""
     refuse_switch(c, "search (Megatron's configurations)")
     eps, etps = expert_degrees(c, eps), expert_tp_degrees(c, etps)
     Parallelism(fsdp=fsdp, fsdp_reshard=fsdp_reshard,  # a mode without --fsdp, or a misspelt one: refused once, here
@@ -140,14 +149,18 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
 
     counts = (gpus,) if isinstance(gpus, int) else tuple(gpus or (cluster.gpus,))
     cp_divides_rule(cps, counts)
+    for flag, given in (("tp", tps), ("pp", pps)):
+        if given is not None:
+            cp_divides_rule(given, counts, flag)
+    layout_divides_rule(counts, cps, tps, pps)
     planned = check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
-                                placement, cps, cp_comms, eps, etps)
+                                placement, cps, cp_comms, eps, etps, tps, pps)
     for n in counts:
         check_objective_figures(cluster, n, objective)
     grid = [k for n in counts
             for k in candidates(n, micro_batches, recomputes, schedules, chunks, sequence_parallel, attention,
                                 dp_overlap, grad_accumulation, distributed_optimizer, fsdp, cps, cp_comms, fsdp_reshard,
-                                fsdp_grad_sync, eps, etps, fp8, fp8_param_gather, p2p)]
+                                fsdp_grad_sync, eps, etps, fp8, fp8_param_gather, p2p, tps, pps)]
     if balance == "planned":
         refuse_planned_fp32(cluster.dtype)
         check_planning_work(c, cluster, global_batch, grid,

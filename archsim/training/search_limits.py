@@ -25,19 +25,21 @@ class PlannedOrders:
 
 
 def _sizes(counts, micro_batches, schedules, chunks, cps, cp_comms, eps, etps) -> dict[str, int]:
-    """How much each flag grows a grid (the values it takes), in the order a refusal names them."""
+    """How much each flag grows a grid (the values it takes), in the order a refusal names them (a TP or PP pinned
+    only shrinks it)."""
     return {"max-micro-batch": len(micro_batches), "gpus": len(counts), "chunks": len(chunks),
             "schedule": len(schedules), "cp": len(cps) * len(cp_comms), "ep": len(eps), "etp": len(etps)}
 
 
 def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chunks, sequence_parallel,
-                      placement: str = "file", cps=(1,), cp_comms=("p2p",), eps=(1,), etps=(None,)) -> PlannedOrders:
+                      placement: str = "file", cps=(1,), cp_comms=("p2p",), eps=(1,), etps=(None,), tps=None,
+                      pps=None) -> PlannedOrders:
     """Refuse, before any candidate is built, a grid above :data:`MAX_CANDIDATES` (× the server orders a
     planned placement tries), naming the flags that size it. Where telling apart the leaves of an oversubscribed fabric
     would pass it and the kinds' orders would not, those are tried (as before the leaves were told apart, so a search
     that ran still runs), said by the result's note."""
     base = candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps, cp_comms, eps,
-                           etps)
+                           etps, tps, pps)
     sizes = _sizes(counts, micro_batches, schedules, chunks, cps, cp_comms, eps, etps)
     planned = PlannedOrders()
     if placement == "planned":
@@ -58,7 +60,7 @@ def check_search_size(cluster, counts, micro_batches, recomputes, schedules, chu
                          + (f", or one server order ({setting('placement', 'file')} or I,J,…) where "
                             f"{setting('placement', 'planned')} tries {orders:,}" if orders > 1 else ""), field=field)
     check_distinct(gpus=counts, recompute=recomputes, schedule=schedules, chunks=chunks, cp=cps, ep=eps,
-                   **{"cp-comm": cp_comms})
+                   tp=tps or (), pp=pps or (), **{"cp-comm": cp_comms})
     return planned
 
 

@@ -3,7 +3,7 @@ on stderr in place of a table."""
 
 from __future__ import annotations
 
-from archsim.console import setting, switch_on
+from archsim.console import in_library, setting, switch_on
 from archsim.training.layout_problems import or_list
 from archsim.training.search_result import ShardedFits
 from archsim.training.search_space import Candidate, divisors, factorizations, rejection
@@ -69,6 +69,26 @@ def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, 
             f"{flags} or {setting('max-micro-batch')} values{divides}{planned}")
 
 
+# tokens a sample from which a search not told --cp says it searched CP 1 alone: Llama 3 trains its 128k stage with CP,
+# and at 32k a 70B model's activations already fill most of a GPU (cp_not_searched_note's Llama 3 70B: CP 2 faster)
+LONG_SEQ = 32_768
+
+
+def cp_not_searched_note(c: TransformerConfig, cp_given: bool, attention: str) -> str:
+    """The note that a long-sequence search tried CP 1 alone ('' otherwise): ``cp_given`` False (no ``--cp``), the
+    sequence :data:`LONG_SEQ` tokens or more, and CP 2 able to run the model (:func:`cp_problem`: the sequence in four
+    equal chunks, flash attention, a causal decoder). Why: CP is searched only when asked, and at long sequences it
+    can be the fastest layout or the only one that fits (``llama3_70b --gpus 32 --global-batch 8 --seq 131072 --dtype bf16 --distributed-optimizer``
+    on the H100 SuperPOD: TP 8 CP 2 PP 2 at 103.7 s with ``--cp 1 2 4``, CP 1's best 109.6 s), with nothing else to hint at it."""
+    from archsim.training.layout_problems import cp_problem
+
+    if cp_given or c.seq < LONG_SEQ or cp_problem(c, 2, attention):
+        return ""
+    return (f"the sequence is {c.seq:,} tokens and context parallelism was not searched (CP 1 alone, "
+            f"{setting('cp')} not given): at {LONG_SEQ:,} tokens or more CP can be faster or the only layout that "
+            f"fits; give {setting('cp', placeholder='1 2 4') if not in_library() else 'cp=[1, 2, 4]'} to search it too")
+
+
 def reserved_memory(cluster) -> str:
     """The out-of-memory note's words on the cluster file's own ``usable_memory_gib`` (GiB a job may allocate on a
     GPU), where it holds a GPU below its board's memory: the file, not the GPUs, may be what leaves no room."""
@@ -92,4 +112,4 @@ def nearest_passing(counts, most: int, passes) -> list[int]:
     return [1]
 
 
-__all__ = ["EP_REASONS", "REASON_FLAGS", "empty_search_note", "nearest_passing", "reserved_memory"]
+__all__ = ["EP_REASONS", "LONG_SEQ", "REASON_FLAGS", "cp_not_searched_note", "empty_search_note", "nearest_passing", "reserved_memory"]

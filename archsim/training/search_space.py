@@ -54,7 +54,7 @@ REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-str
            "a2a-overlap-beside-full-recompute", "mla-beside-cp", "deepseek-beside-fp8", "mtp-beside-cp", "mtp-beside-fp8",
            "layer-kinds-beside-fsdp", "layer-kinds-beside-split-backward", "schedule-needs-pp",
            "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
-           "out-of-memory")  # in the order checked
+           "out-of-memory")  # in the order checked; ep-divides-dp: EP ∤ CP × DP at ETP = TP (a name older than CP beside EP)
 # Configurations one search may enumerate (× server orders under a planned placement): refused above it
 # before any is built. Measured: 496,800 (gpt_1024h_24l on 8 A100s, --max-micro-batch 690, --refine 0)
 # took 5.5 s and peaked at 233 MB; the 1T GPT on 3,072 GPUs enumerates 114,048 (docs/search.md).
@@ -115,10 +115,13 @@ def divisors(n: int) -> list[int]:
 
 
 @lru_cache(maxsize=4096)
-def factorization_count(gpus: int, etps: tuple[int | None, ...] = (None,)) -> int:
-    """How many (tp, pp, dp) :func:`factorizations` yields, each once per ETP it tries of ``etps``
-    (:func:`etp_options`): the sum of d(gpus / tp) × those ETPs over the divisors tp."""
-    return sum(len(divisors(gpus // tp)) * len(etp_options(tp, etps)) for tp in divisors(gpus))
+def factorization_count(gpus: int, etps: tuple[int | None, ...] = (None,), tps: tuple[int, ...] | None = None,
+                        pps: tuple[int, ...] | None = None) -> int:
+    """How many (tp, pp, dp) :func:`factorizations` yields with TP in ``tps`` and PP in ``pps`` (None: any), each once
+    per ETP it tries of ``etps`` (:func:`etp_options`): the sum of those PPs dividing gpus / tp × those ETPs over the
+    divisors tp."""
+    return sum(sum(1 for pp in divisors(gpus // tp) if pps is None or pp in pps) * len(etp_options(tp, etps))
+               for tp in divisors(gpus) if tps is None or tp in tps)
 
 
 def etp_options(tp: int, etps=(None,)) -> tuple[int | None, ...]:
@@ -128,12 +131,13 @@ def etp_options(tp: int, etps=(None,)) -> tuple[int | None, ...]:
 
 
 def candidate_count(counts, micro_batches, recomputes, schedules, chunks, sequence_parallel, cps=(1,),
-                    cp_comms=("p2p",), eps=(1,), etps=(None,)) -> int:
+                    cp_comms=("p2p",), eps=(1,), etps=(None,), tps=None, pps=None) -> int:
     """How many candidates :func:`candidates` yields over the GPU ``counts``, without building one:
     the size a search checks against :data:`MAX_CANDIDATES` before it starts."""
     per_factorization = len(micro_batches) * len(recomputes) * len(sequence_parallel) * len(eps) * \
         sum(len(chunks) if s in CHUNKED else 1 for s in schedules)
-    return sum(factorization_count(n // cp, tuple(etps)) * (sum(len(cp_levels(cp, comm)) for comm in cp_comms) if cp > 1 else 1)
+    tps, pps = (None if given is None else tuple(given) for given in (tps, pps))
+    return sum(factorization_count(n // cp, tuple(etps), tps, pps) * (sum(len(cp_levels(cp, comm)) for comm in cp_comms) if cp > 1 else 1)
                for n in counts for cp in cps if n % cp == 0) * per_factorization
 
 
@@ -182,23 +186,42 @@ def cp_comm_rule(cps, cp_comms) -> None:
                          field="cp-comm")
 
 
-def cp_divides_rule(cps, counts) -> None:
-    """Refuse a CP to try that divides none of the GPU counts searched: a configuration's TP × CP × PP × DP is its
-    GPUs, so such a CP has no layout, and a search of it alone enumerated nothing (its note named no reason)."""
+def cp_divides_rule(cps, counts, flag: str = "cp") -> None:
+    """Refuse a CP (``flag`` "tp", "pp": a TP, a PP) to try that divides none of the GPU counts searched: a
+    configuration's TP × CP × PP × DP is its GPUs, so such a degree has no layout, and a search of it alone enumerated
+    nothing (its note named no reason)."""
     idle = [cp for cp in dict.fromkeys(cps) if all(n % cp for n in counts)]
     if idle:
         named = ", ".join(f"{n:,}" for n in counts) + (" GPU" if list(counts) == [1] else " GPUs")
         fitting = sorted({d for n in counts for d in divisors(n)})
-        raise InputError(f"CP {or_list(idle, 'and')} divide{'s' if len(idle) == 1 else ''} none of the {named} "
-                         f"searched (TP × CP × PP × DP is a configuration's GPUs): CP {or_list(fitting)} "
-                         f"divides {'it' if len(counts) == 1 else 'one of them'}", field="cp")
+        name = flag.upper()
+        raise InputError(f"{name} {or_list(idle, 'and')} divide{'s' if len(idle) == 1 else ''} none of the {named} "
+                         f"searched (TP × CP × PP × DP is a configuration's GPUs): {name} {or_list(fitting)} "
+                         f"divides {'it' if len(counts) == 1 else 'one of them'}", field=flag)
 
 
-def factorizations(gpus: int) -> Iterator[tuple[int, int, int]]:
-    """Every (tp, pp, dp) with tp·pp·dp = gpus."""
+def layout_divides_rule(counts, cps, tps, pps) -> None:
+    """Refuse TPs and PPs to try (``--tp``, ``--pp``; None: every one) of which no TP × CP × PP divides a GPU count
+    searched (each alone may: TP 8 and PP 8 on 32 GPUs): the grid would hold no configuration."""
+    if tps is None and pps is None:
+        return
+    if not any(n % (cp * tp * pp) == 0 for n in counts for cp in cps if n % cp == 0
+               for tp in (tps or divisors(n // cp)) for pp in (pps or divisors(n // cp))):
+        named = ", ".join(f"{n:,}" for n in counts) + (" GPU" if list(counts) == [1] else " GPUs")
+        given = " and ".join(f"{setting(flag)} {' '.join(map(str, values))}"
+                             for flag, values in (("tp", tps), ("pp", pps)) if values is not None)
+        raise InputError(f"no TP × CP × PP of {given} (CP {or_list(list(dict.fromkeys(cps)))}) divides the {named} "
+                         "searched: give smaller degrees or more GPUs", field="tp" if tps is not None else "pp")
+
+
+def factorizations(gpus: int, tps=None, pps=None) -> Iterator[tuple[int, int, int]]:
+    """Every (tp, pp, dp) with tp·pp·dp = gpus, TP in ``tps`` and PP in ``pps`` (None: any)."""
     for tp in divisors(gpus):
+        if tps is not None and tp not in tps:
+            continue
         for pp in divisors(gpus // tp):
-            yield tp, pp, gpus // (tp * pp)
+            if pps is None or pp in pps:
+                yield tp, pp, gpus // (tp * pp)
 
 
 def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence_parallel,
@@ -207,7 +230,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
                fsdp_grad_sync: str = "micro-batch", eps=(1,), etps=(None,),
                fp8: str | None = None, fp8_param_gather: bool = False,
-               p2p: str = "overlapped") -> Iterator[Candidate]:
+               p2p: str = "overlapped", tps=None, pps=None) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``, ``fp8``,
@@ -217,8 +240,8 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
     dividing ``gpus`` taking the factorizations of gpus / CP; ``cp_comms``: the K/V exchanges each CP above 1
     tries (CP 1 exchanges nothing: one candidate, p2p); ``eps``: the EP degrees, each tried at every layout
     (:func:`rejection` drops those Megatron-Core or archsim refuse), each at the ETPs of ``etps`` (None: TP) that
-    :func:`etp_options` keeps."""
-    for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n)):
+    :func:`etp_options` keeps; ``tps``, ``pps``: the TPs and PPs tried (None: every divisor)."""
+    for cp, (tp, pp, dp) in ((n, f) for n in cps if gpus % n == 0 for f in factorizations(gpus // n, tps, pps)):
         for b, comm, levels in ((b, kind, levels) for b in micro_batches for kind in (cp_comms if cp > 1 else ("p2p",))
                                 for levels in cp_levels(cp, kind)):
             for r in recomputes:
@@ -387,5 +410,5 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16
 
 __all__ = ["CHUNKED", "DEFAULT_CHUNKS", "MAX_CANDIDATES", "REASONS", "V_SHAPED", "Candidate", "RankSizer",
            "candidate_count", "candidates", "chunk_counts", "counted_rank_memories", "cp_divides_rule", "divisors",
-           "etp_options", "factorization_count", "factorizations", "peak_memory_bytes", "rank_chunks",
+           "etp_options", "factorization_count", "factorizations", "layout_divides_rule", "peak_memory_bytes", "rank_chunks",
            "rank_memories", "rank_sizer", "rejection"]

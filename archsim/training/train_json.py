@@ -225,7 +225,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
                     gpus: list[int] | None, seq: int | None, objective: str, balance: str, placement: str,
                     distributed_optimizer: bool = False, fsdp: bool = False, cps=(1,), cp_comms=("p2p",),
                     fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch", eps=None,
-                    etps=None, fp8: str | None = None, fp8_param_gather: bool = False, energy_source: str = "") -> dict:
+                    etps=None, fp8: str | None = None, fp8_param_gather: bool = False, energy_source: str = "",
+                    tps=None, pps=None) -> dict:
     """``{"meta": …, "rows": […]}`` as ``archsim search --format json`` prints it (before NaN becomes
     null): ``result`` (:class:`~archsim.training.search_result.SearchResult`) of ``config`` on ``cluster``; each
     row's ``command`` is the ``archsim train`` line naming ``model`` and ``cluster_file``; ``gpus`` and
@@ -237,7 +238,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
     ``etps``: the ETPs as given (``1,tp``), in the meta only when given and other than TP alone; ``fp8``: the recipe and
     the peak the rows' MFU divides by (the dtype's, as train's :func:`fp8_meta`), only when given; ``fp8_param_gather``
     beside them only when set (as train's meta and the search's rows carry it); ``config``'s ``moe_load_imbalance`` in
-    the meta and each row's command, only when set, and its all-to-all overlaps likewise."""
+    the meta and each row's command, only when set, and its all-to-all overlaps likewise; ``tps``, ``pps``: the TPs and
+    PPs searched, in the meta only when given (``--tp``, ``--pp``; None: every one), listed as ``cps``."""
     from archsim.training.search_experts import expert_degrees, expert_tp_degrees, expert_tp_text
     from archsim.training.search_rows import train_command
 
@@ -255,6 +257,8 @@ def search_document(result, config, cluster, *, model: str, cluster_file: str, g
             "gpus": ",".join(map(str, gpus)) if gpus and len(gpus) > 1 else gpus[0] if gpus else cluster.gpus,
             "global_batch": global_batch, "objective": objective, "balance": balance,
             "energy_source": energy_source,  # what the rows' energy_j holds (training.energy_sources.energy_sources)
+            **{name: ",".join(map(str, given)) if len(given) > 1 else given[0]
+               for name, given in (("tp", tps), ("pp", pps)) if given is not None},  # only when given: as before
             "cp": ",".join(map(str, cps)) if len(cps) > 1 else cps[0],
             "cp_comm": ",".join(cp_comms),
             **({"ep": ",".join(map(str, expert_degrees(config, eps)))} if config.moe else {}),
