@@ -33,6 +33,9 @@ HOMES = {
     "cfg_key_line": "archsim.array.cfg_lines",
     # nccl-tests' bus bandwidth over algorithm bandwidth, read by archsim.collective and the cited runs' check
     "bus_bandwidth_factor": "archsim.collectives",
+    # PipeDream's replica all-reduce 4(r − 1)·P / (B·r): the tables, the dense search and a plan's stages (the
+    # compiled search keeps its own copy, held equal by tests/test_pipedream_kernel.py)
+    "replica_allreduce": "archsim.partition.pipedream_allreduce",
 }
 
 
