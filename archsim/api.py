@@ -306,9 +306,10 @@ def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int
     the peak of stashed activations, ``peak_memory_bytes``), from :func:`archsim.footprint.partition_footprint`.
     ``schedule``, ``max_ops`` and ``link_bandwidth`` as :func:`simulate`'s; ``capacity_gb`` (GB = 10⁹ bytes, ``--capacity-gb``): a
     processor over it warns (UserWarning) the line the command prints, and the frame still comes back."""
+    from archsim.choices.partitions import OPTIMIZER_STATES
     from archsim.console import library_note, setting
     from archsim.fits import memory_warning
-    from archsim.footprint import OPTIMIZER_STATES, footprint_frame, partition_footprint
+    from archsim.footprint import footprint_frame, partition_footprint
     from archsim.policies.pipeline import simulate_partition
     from archsim.sim.validate import assert_valid
     from archsim.validate import DEFAULT_MAX_OPS, check_job_size

@@ -16,6 +16,7 @@ from archsim.choices.cluster import MAIN_POLICIES
 from archsim.console import notes_kept, say_after_run, setting
 from archsim.errors import InputError
 from archsim.progress import polled, progress
+from archsim.units import GIB
 
 DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_JOBS = 0, 5, 500  # the synthetic trace's (§4.2: 500 jobs)
 DEFAULT_UNIT_SECONDS, DEFAULT_MAX_PACK = 10.0, 2  # Jigsaw's planning block (s), Gandiva's jobs per device
@@ -156,7 +157,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     check_flags(args)
     policy = "all" if args.compare else args.policy
     over_seeds = over_seeds or policy == "all"
-    cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * 2**30)
+    cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * GIB)
     if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
         speak("note", f"{setting('gpus-per-machine', args.gpus_per_machine)} is more than "
                       f"{setting('gpus', args.gpus)}: the cluster is one machine of {args.gpus} GPUs "

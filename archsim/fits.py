@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from archsim.units import GIB
+
 
 def memory_warning(needs: Sequence[tuple[str, str, float, float]], plural: str, per: str = "") -> str | None:
     """One line naming the unit furthest over its memory, or None when every one fits: a what-if still prints its
@@ -33,7 +35,7 @@ def headroom_note(subject: str, needed: float, capacity: float, holder: str) -> 
     "What the model assumes"), so it may not fit;
     the cluster file's ``usable_memory_gib`` states the memory a job can allocate, and the checks then use it.
     Said, never refused: ``fits_memory`` and the rankings are unchanged."""
-    return (f"{subject} {needed / 2**30:.2f} of the {capacity / 2**30:.2f} GiB of {holder} "
+    return (f"{subject} {needed / GIB:.2f} of the {capacity / GIB:.2f} GiB of {holder} "
             f"({100 * needed / capacity:.1f}%, above {100 * HEADROOM_SHARE:.0f}%): it fits states and activations, "
             "but a real run also needs the CUDA context, NCCL's buffers and the allocator's fragmentation, which "
             "archsim does not model; state the memory a job can allocate as the cluster file's [[servers]] "
@@ -65,7 +67,7 @@ def rows_headroom_note(rows: Sequence[dict], cluster) -> str | None:
     if cluster.usable:
         return None
     gpu = max({*cluster.servers, cluster.gpu}, key=lambda device: device.memory_bytes)
-    full = [row for row in rows if row["peak_memory_gib"] * 2**30 > HEADROOM_SHARE * gpu.memory_bytes]
+    full = [row for row in rows if row["peak_memory_gib"] * GIB > HEADROOM_SHARE * gpu.memory_bytes]
     if not full:
         return None
     first = next(i for i, row in enumerate(rows, 1) if row is full[0])
@@ -75,7 +77,7 @@ def rows_headroom_note(rows: Sequence[dict], cluster) -> str | None:
     else:
         subject = f"row {first} of the {len(rows)} shown uses" if len(rows) > 1 else "the row shown uses"
     holder = f"the cluster's largest GPU, the {gpu.name}" if cluster.heterogeneous else f"its {gpu.name}"
-    return headroom_note(subject, full[0]["peak_memory_gib"] * 2**30, gpu.memory_bytes, holder)
+    return headroom_note(subject, full[0]["peak_memory_gib"] * GIB, gpu.memory_bytes, holder)
 
 
 def rows_tp_span_note(rows: Sequence[dict]) -> str | None:
@@ -185,7 +187,7 @@ def _layout_words(tp: int, pp: int, dp: int, cp: int = 1) -> str:
 
 def _gib(size: float) -> str:
     """Bytes as GiB (2³⁰ bytes): one decimal, or three significant digits under 1 GiB (a test's tiny limits)."""
-    gib = size / 2**30
+    gib = size / GIB
     return f"{gib:.1f}" if gib >= 1 else f"{gib:.3g}"
 
 

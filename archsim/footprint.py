@@ -45,14 +45,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from archsim.choices.partitions import FLUSHED_SCHEDULES
+from archsim.choices.partitions import FLUSHED_SCHEDULES, OPTIMIZER_STATES
 from archsim.errors import InputError
 from archsim.partition.profile import LayerProfile, unstashed_layers
 from archsim.partition.result import Partition, PlacedOp, borrowed_delta_bytes
 from archsim.sim.problem import Problem
 from archsim.sim.timeline import Timeline
-
-OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2}
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,15 @@ def test_a_choice_flags_help_says_what_each_choice_is(command, flag):
     assert all(str(choice) in action.help for choice in action.choices), (command, flag, action.help)
 
 
+
+def test_plan_links_help_names_all_that_exact_prices():
+    """--links exact prices more than single sends (docs/papers/spp.md): a split boundary's replica pairs share
+    their links, and a stage's all-reduce is train's, slowed through the leaves' uplinks; the help says all three."""
+    text = " ".join(_option("plan", "--links").help.split())
+    assert "launch latency" in text and "η·bandwidth" in text
+    assert "replica pairs share" in text
+    assert "all-reduce" in text and "uplink" in text
+
 def test_pipeline_summary_names_every_method():
     """`archsim --help` listed pipeline's methods as (layerpipe, pipedream, gpipe) though --method takes
     ooo too; the parser's own choices are the reference (fails on that summary)."""

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from archsim.devices.catalog import GIB, GPUS
+from archsim.devices.catalog import GPUS
 from archsim.devices.device import catalog_device
 from archsim.devices.gpu_lookup import gpu
 from archsim.devices.kernel_constants import one_fraction
@@ -12,6 +12,7 @@ from archsim.devices.kernel_ops import device_gemm_seconds, op_seconds
 from archsim.devices.kernels import stream_seconds
 from archsim.errors import InputError
 from archsim.lowering import Gemm, TrainingOp
+from archsim.units import GIB
 
 # name: (dense FP16 tensor TFLOP/s, SMs, tensor cores, HBM GiB, HBM GB/s, NVLink GB/s per direction)
 # H100 PCIe (H100 datasheet: 1,513 TFLOP/s FP16 tensor with sparsity, "1/2 lower without"; 114 SMs × 4

@@ -114,3 +114,21 @@ def test_a_plan_over_capacity_prints_its_table_and_warns_as_train_does(capsys) -
     assert json.loads(out)["meta"]["fits_memory"] and err == ""
     assert main([*argv, "--capacity-gb", str((min(peaks) + max(peaks)) / 2e9)]) == 0  # only the larger one is over
     assert "does not fit" in capsys.readouterr().err and peaks[0] != peaks[1]
+
+
+def optimizer_choices() -> tuple[str, ...]:
+    from archsim import cli
+
+    sub = next(a for a in cli.build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    return tuple(next(a for a in sub.choices["pipeline"]._actions if a.dest == "optimizer").choices)
+
+
+def test_the_optimizer_flag_offers_the_one_list(monkeypatch):
+    """pipeline --optimizer's choices are the keys of the one table footprint prices, an optimizer added there is
+    offered; the states are the documented ones (sgd none, momentum 1×, adam 2× the weights)."""
+    from archsim.choices import partitions
+
+    assert partitions.OPTIMIZER_STATES == {"sgd": 0, "momentum": 1, "adam": 2}
+    assert optimizer_choices() == ("sgd", "momentum", "adam")
+    monkeypatch.setitem(partitions.OPTIMIZER_STATES, "lion", 1)
+    assert optimizer_choices() == ("sgd", "momentum", "adam", "lion")

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from archsim.devices.catalog import GIB, GPUS, KNOWN_GPUS
+from archsim.devices.catalog import GPUS, KNOWN_GPUS
 from archsim.devices.gpu_lookup import SHORT_NAMES, gpu
 from archsim.errors import InputError
+from archsim.units import GIB
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from archsim.devices.catalog import GIB, GPUS, TABLE
+from archsim.devices.catalog import GPUS, TABLE
 from archsim.devices.device import catalog_device
 from archsim.devices.gpu_lookup import find_gpu, gpu
+from archsim.units import GIB
 
 ROOT = Path(__file__).resolve().parents[1] / "archsim"
 TABLE_MODULE = ROOT / "devices" / "catalog.py"

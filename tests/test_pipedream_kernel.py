@@ -148,3 +148,26 @@ def test_released_profiles_give_the_reference_tables(model, settings, search):
     profile = load_graph_txt(SHARED / f"{model}.txt")
     for machines, bandwidths, flags in settings:
         assert_same(profile, [Level(n, b) for n, b in zip(machines, bandwidths)], PipeDreamOptions(**flags))
+
+
+def test_the_replica_allreduce_is_pipedreams_formula():
+    """4(r − 1)·P / (B·r), by hand: one replica sends nothing; 4 replicas of 1e6 bytes at 1e3 bytes per unit:
+    4 · 3 · 1e6 / 4e3 = 3000; an array of parameter counts is priced elementwise."""
+    from archsim.partition.pipedream_allreduce import replica_allreduce
+
+    assert replica_allreduce(1, 5e6, 1e3) == 0.0
+    assert replica_allreduce(4, 1e6, 1e3) == 3000.0
+    assert replica_allreduce(2, np.array([0.0, 1e3, 8e3]), 2.0).tolist() == [0.0, 1e3, 8e3]
+
+
+def test_the_compiled_stage_time_uses_the_same_allreduce():
+    """The compiled split search keeps its own copy of the all-reduce: on a grid of r, P and B its stage time is
+    (compute + replica_allreduce) / r, bit for bit."""
+    from archsim.partition.pipedream_allreduce import replica_allreduce
+    from archsim.partition.pipedream_kernel import stage_time
+
+    for r in (1, 2, 3, 7, 16, 1000):
+        for parameters in (0.0, 1.0, 3.3e5, 1.7e9, 6.02e23):
+            for bandwidth in (1e-3, 0.7, 12.5e9, 3e11):
+                expected = (2.5 + replica_allreduce(r, parameters, bandwidth)) / r
+                assert stage_time(2.5, parameters, r, bandwidth) == expected, (r, parameters, bandwidth)

@@ -33,6 +33,9 @@ HOMES = {
     "cfg_key_line": "archsim.array.cfg_lines",
     # nccl-tests' bus bandwidth over algorithm bandwidth, read by archsim.collective and the cited runs' check
     "bus_bandwidth_factor": "archsim.collectives",
+    # PipeDream's replica all-reduce 4(r − 1)·P / (B·r): the tables, the dense search and a plan's stages (the
+    # compiled search keeps its own copy, held equal by tests/test_pipedream_kernel.py)
+    "replica_allreduce": "archsim.partition.pipedream_allreduce",
 }
 
 
@@ -75,3 +78,34 @@ def test_a_second_definition_is_found():
 
 def test_a_call_is_found_by_name_or_attribute():
     assert called(ast.parse("x = a(b) or chip_time.one_array_chip(c, d)\n")) == {"a", "one_array_chip"}
+
+
+# A GiB is written once: archsim.units.GIB, read by every module that turns bytes into GiB or back.
+GIB_HOME = "archsim.units"
+# modules that still write 2**30 themselves: a count of words, not bytes; the search rows, not yet switched to GIB
+WRITES_2_POW_30 = {"archsim.array.layout", "archsim.training.search_front", "archsim.training.search_note",
+                   "archsim.training.search_row_maker"}
+
+
+def is_two_pow_30(node: ast.AST) -> bool:
+    """``2**30`` or ``1 << 30`` written as numbers."""
+    pairs = {(ast.Pow, 2, 30), (ast.LShift, 1, 30)}
+    return (isinstance(node, ast.BinOp) and isinstance(node.left, ast.Constant) and isinstance(node.right, ast.Constant)
+            and (type(node.op), node.left.value, node.right.value) in pairs)
+
+
+def assigned_names(tree: ast.Module) -> set[str]:
+    return {target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(target, ast.Name)}
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_the_gib_constant_has_one_home():
+    assert [module for module, path in library() if "GIB" in assigned_names(parsed(path))] == [GIB_HOME]
+    writers = {module for module, path in library() if any(is_two_pow_30(node) for node in ast.walk(parsed(path)))}
+    assert writers == {GIB_HOME} | WRITES_2_POW_30
+
+
+def test_two_pow_30_is_found_however_written():
+    found = [is_two_pow_30(node) for node in ast.walk(ast.parse("a = 2**30\nb = 1 << 30\nc = 2**20\n"))]
+    assert found.count(True) == 2

@@ -47,3 +47,34 @@ def _neusight_m(cell: str) -> int | None:
 @pytest.mark.parametrize("cell", ["64", "64.0", "+64", "6.4e1", "64.5", "1_6", "١٦", "0", "-64", "2147483648"])
 def test_the_runs_file_and_neusight_read_a_count_cell_alike(tmp_path, cell):
     assert _runs_global_batch(tmp_path, cell) == _neusight_m(cell)
+
+
+TRACE = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\nj1,{n},0,10,vgg16,0,0\n"
+TOPOLOGY = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n" \
+           "c1, {n}, 8, 3, 3, 3, 4, 1,\n"
+KERNEL_CSV = "network,layer,kind,batch,op,measured_ms\nVGG16,Conv1,fc,{n},F,1.5\n"
+
+
+def _read(reader: str, cell: str) -> int | None:
+    """The count a reader takes from ``cell`` (None: refused), each as docs/security.md says it reads one."""
+    from archsim.cluster.trace import parse_tiresias_csv
+    from archsim.validation.gpu_csv import parse_kernel_csv
+    from archsim.workload.csv_loader import parse_topology
+
+    try:
+        if reader == "trace":
+            return parse_tiresias_csv(TRACE.format(n=cell))[0].workers
+        if reader == "topology":
+            return parse_topology(TOPOLOGY.format(n=cell)).layers[0].ifmap_h
+        return int(parse_kernel_csv(KERNEL_CSV.format(n=cell)).frame["batch"].iloc[0])
+    except InputError:
+        return None
+
+
+@pytest.mark.parametrize(("reader", "whole_reals"), [("trace", True), ("topology", False), ("kernel_csv", False)])
+def test_which_readers_take_a_whole_number_written_as_a_real(reader, whole_reals):
+    """docs/security.md: a job trace's counts take 16.0 and 1.6e1 as a runs file's do; a topology's dimensions and
+    validate-gpu's own kernel CSVs take ASCII digits only. None takes 16.5, 1_6 or ١٦."""
+    assert _read(reader, "16") == 16
+    assert [_read(reader, cell) for cell in ("16.0", "1.6e1")] == ([16, 16] if whole_reals else [None, None])
+    assert [_read(reader, cell) for cell in ("16.5", "1_6", "١٦")] == [None, None, None]

@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 
 from archsim.cli import main
-from archsim.devices.catalog import GIB, GPUS
+from archsim.devices.catalog import GPUS
 from archsim.devices.gpu_lookup import find_gpu, gpu
+from archsim.units import GIB
 
 ROOT = Path(__file__).resolve().parents[1]
 GPT2 = str(ROOT / "configs" / "transformers" / "gpt2.json")

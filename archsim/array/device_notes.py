@@ -9,6 +9,7 @@ from typing import Any
 
 from archsim.array.device_sections import cfg_device_sections, is_device_toml, toml_sections
 from archsim.console import setting
+from archsim.units import GIB
 
 
 def _device_file(config: str | Path) -> tuple[dict[str, dict[str, Any]], int] | None:
@@ -98,6 +99,6 @@ def device_capacity_note(config: str | Path) -> str | None:
     if not gib:
         return None
     return (f"{config} states [memory] hbm_gib = {gib:g}: pipeline checks memory against --capacity-gb alone (GB, "
-            f"10⁹ bytes), so no processor was checked against it: add --capacity-gb {gib * 2**30 / 1e9:.12g} to check "
+            f"10⁹ bytes), so no processor was checked against it: add --capacity-gb {gib * GIB / 1e9:.12g} to check "
             f"each processor against {gib:g} GiB")
 

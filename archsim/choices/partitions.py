@@ -16,3 +16,6 @@ FLUSHED_SCHEDULES = ("gpipe", "gpipe-newest-first")
 WINDOWED_SCHEDULES = ("1f1b-window", "layerpipe")
 # The schedule each partitioner's plan runs when none is chosen.
 METHOD_SCHEDULES = {"layerpipe": "layerpipe", "pipedream": "1f1b", "gpipe": "gpipe"}
+# --optimizer's names (pipeline --memory, archsim.footprint) → its state per parameter, in weights' bytes: sgd none,
+# momentum one velocity, adam two moments (the one list: the flag's choices are its keys)
+OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2}

@@ -20,11 +20,12 @@ import numpy as np
 from archsim.cluster.catalog import ModelProfile, lookup
 from archsim.cluster.trace import TraceJob
 from archsim.errors import InputError
+from archsim.units import GIB
 
 if TYPE_CHECKING:
     import pandas as pd  # the per-job frame is built on first use (``archsim cluster`` prints without it)
 
-V100_MEMORY_BYTES = 16 * 2**30
+V100_MEMORY_BYTES = 16 * GIB
 TEN_GBE_S_PER_BYTE = 8 / 10e9
 
 
@@ -186,8 +187,8 @@ def build_jobs(trace: Sequence[TraceJob], catalog: dict[str, ModelProfile], clus
         tasks = profile.worker_tasks(row.workers, shares if shares is not None and len(shares) == row.workers
                                      else None)
         if max(profile.full_memory_bytes, *(m for _, m in tasks)) > cluster.device_memory_bytes:
-            raise InputError(f"model {row.model} needs {profile.full_memory_bytes / 2**30:.3g} GiB; a device has "
-                             f"{cluster.device_memory_bytes / 2**30:.3g} GiB", field=f"job {row.job_id} model_name")
+            raise InputError(f"model {row.model} needs {profile.full_memory_bytes / GIB:.3g} GiB; a device has "
+                             f"{cluster.device_memory_bytes / GIB:.3g} GiB", field=f"job {row.job_id} model_name")
         jobs.append(JobSpec(row.job_id, row.submit_s, row.workers, iterations, row.model, profile.full_s * scale,
                             profile.full_memory_bytes, tuple(t * scale for t, _ in tasks),
                             tuple(m for _, m in tasks), profile.model_bytes))

@@ -12,6 +12,7 @@ from archsim.choices.partitions import (
     LAYERPIPE_BORROW,
     MAX_ALPHA,
     METHOD_SCHEDULES,
+    OPTIMIZER_STATES,
 )
 from archsim.choices.schedules import PARTITION_SCHEDULES
 from archsim.commands import Command
@@ -71,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", action="store_true",
                         help="with --microbatches: bytes per processor (weights × versions, gradients, optimizer "
                              "state, peak stashed activations of the simulated schedule)")
-    parser.add_argument("--optimizer", default=None, choices=("sgd", "momentum", "adam"),
+    parser.add_argument("--optimizer", default=None, choices=tuple(OPTIMIZER_STATES),
                         help="optimizer state for --memory (or --capacity-gb): sgd none, momentum 1×, adam 2× the "
                              "weights (default: sgd)")
     parser.add_argument("--capacity-gb", type=float_flag(0.0, 1e9, low_open=True, what="a positive number of GB"),

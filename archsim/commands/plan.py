@@ -53,9 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "SPP alone, its search alone counted by --max-search-steps)")
     parser.add_argument("--seed", type=seed_flag, default=None, help="redraw the cluster's bandwidth ranges")
     parser.add_argument("--links", default="paper", choices=LINK_MODELS,
-                        help="how a transfer between two GPUs is priced: paper (default: the SPP paper's bytes / "
-                             "bandwidth) or exact (as train's pipeline hop on that pair: its link's launch latency "
-                             "plus the bytes at η·bandwidth; needs every server to name a gpu or device; "
+                        help="how transfers and all-reduces between GPUs are priced: paper (default: the SPP paper's "
+                             "bytes / bandwidth, each replica pair of a split boundary on a link of its own) or exact "
+                             "(as train prices them: a send is its link's launch latency plus the bytes at "
+                             "η·bandwidth, a boundary's replica pairs share the GPU links and NICs they leave or "
+                             "arrive on, and a stage's all-reduce is train's collective over its GPUs, slowed across "
+                             "leaves by train's uplink factor; needs every server to name a gpu or device; "
                              "docs/papers/spp.md)")
     parser.add_argument("--replication", default="paper", choices=REPLICATION_MODELS,
                         help="how SPP's replicas of a stage share a micro-batch: paper (default: each runs 1/r of it, "

@@ -74,9 +74,8 @@ from typing import Any
 from archsim.devices.device import Arrays, Device
 from archsim.devices.nonmatmul import chip_kernel_figures
 from archsim.errors import InputError
+from archsim.units import GIB
 from archsim.validate import MIN_MAGNITUDE, shown
-
-GIB = 2**30
 
 MAX_GPU_UNITS = 2**20  # SMs, tensor cores per SM, MMA rows or columns: far above any GPU, far below overflow
 
@@ -334,5 +333,5 @@ def _chip_as_stated(device: Device) -> GpuSpec | None:
                    l2_bytes_per_clock=device.l2_bytes_per_clock, tdp_w=device.board_watts or 0.0)
 
 
-__all__ = ["FP32_PARTITION", "GIB", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "NCCL_SMS", "TABLE", "Board",
+__all__ = ["FP32_PARTITION", "GPUS", "KNOWN_GPUS", "MAX_GPU_UNITS", "MB", "NCCL_SMS", "TABLE", "Board",
            "GpuSpec", "Row", "chip_of", "device"]

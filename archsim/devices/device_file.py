@@ -45,9 +45,9 @@ from archsim.devices.device_figures import check_static_below_board, hbm_per_flo
 from archsim.devices.kernel_constants import one_fraction
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
+from archsim.units import GIB
 from archsim.validate import check_file_ending, check_name, read_text
 
-GIB = 2**30
 PEAK_TOLERANCE = 0.01  # a stated arrays peak may differ from 2 · PEs · clock by a datasheet's rounding
 # GB/s of the memories chips train from: one LPDDR4 channel (12.8) … B200's HBM3e (8,000), with headroom. A figure
 # outside is possible, only implausible: a GB/s figure typed in TB/s (1.6) or MB/s (1,600,000) is 1000× off.

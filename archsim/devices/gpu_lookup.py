@@ -14,10 +14,11 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from archsim.devices.catalog import GIB, GPUS, KNOWN_GPUS, TABLE, GpuSpec
+from archsim.devices.catalog import GPUS, KNOWN_GPUS, TABLE, GpuSpec
 from archsim.devices.device import Device
 from archsim.devices.gpu_names import CUDA_WORDS, fits_form, form_factor_of, form_factors, name_words, strange_reason
 from archsim.errors import InputError
+from archsim.units import GIB
 
 BOARD_OF_CHIP = {row.slug: row.board.key for row in TABLE if row.board is not None}
 CHIP_OF_BOARD = {board: slug for slug, board in BOARD_OF_CHIP.items()}

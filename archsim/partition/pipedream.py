@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from archsim.errors import InputError
 from archsim.partition.antichain import AntichainStates, antichain_states
+from archsim.partition.pipedream_allreduce import replica_allreduce
 from archsim.partition.pipedream_tables import (  # the tables' inputs and blocks: exported here
     Block,
     Level,
@@ -226,7 +227,7 @@ def plan_partition(profile: LayerProfile, plan: PipeDreamPlan) -> Partition:
             parameters = plan.states.parameters[block.end - 1] - (
                 plan.states.parameters[block.start - 1] if block.start else 0.0)
             # The released code divides the all-reduce by `within` only in its one-stage base case.
-            allreduce = 4 * (r - 1) * parameters / (spec.bandwidth * r) / (within if position == 0 else 1)
+            allreduce = replica_allreduce(r, parameters, spec.bandwidth) / (within if position == 0 else 1)
             if position and ratio is not None:
                 incoming = 2.0 * plan.states.crossing[block.start - 1] / (spec.bandwidth * r) / ratio
                 outgoing = 2.0 * plan.states.crossing[block.end - 1] / (spec.bandwidth * r) / ratio \

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from archsim.partition.pipedream_allreduce import replica_allreduce
+
 WORK_LIMIT = 4_000_000  # n² · machines · replica counts tried: above this the compiled walk wins
 
 
@@ -62,7 +64,7 @@ def solve_row(value, split, rest, replicas, runs, starts, ends, cumulative, matr
             best, best_k, best_m = np.full(n, np.inf), np.full(n, n), np.zeros(n, dtype=np.int64)
             for m_prime in range(1, (1 if straight else m) + 1):
                 before = value[0, :, m - m_prime][None, :]
-                stage = (last_compute + (4 * (m_prime - 1) * last_parameters) / (bandwidth * m_prime)) / m_prime
+                stage = (last_compute + replica_allreduce(m_prime, last_parameters, bandwidth)) / m_prime
                 time = np.maximum(before, stage)
                 ok = allowed & ~np.isinf(before)
                 if memory_bytes >= 0:

@@ -46,7 +46,9 @@ def _is_ancestor(runs, starts, ends, state, k):
 
 
 @njit(cache=True)
-def _stage_time(last_compute, last_parameters, m_prime, bandwidth):
+def stage_time(last_compute, last_parameters, m_prime, bandwidth):
+    """A stage's time on m′ replicas: (compute + 4(m′ − 1)·P / (B·m′)) / m′, the all-reduce compiled here as
+    :func:`~archsim.partition.pipedream_allreduce.replica_allreduce` writes it (tests/test_pipedream_kernel.py)."""
     return (last_compute + (4 * (m_prime - 1) * last_parameters) / (bandwidth * m_prime)) / m_prime
 
 
@@ -59,7 +61,7 @@ def _candidate(before, last_compute, last_parameters, last_activation, memory_fa
         return np.inf
     if memory_bytes >= 0 and (last_activation + last_parameters) * memory_factor > memory_bytes:
         return np.inf
-    time = max(before, _stage_time(last_compute, last_parameters, m_prime, bandwidth))
+    time = max(before, stage_time(last_compute, last_parameters, m_prime, bandwidth))
     if ratio > 0:
         time = max(time, (2.0 * crossing_in) / (bandwidth * m_prime) / ratio)
         if crossing_out >= 0:
@@ -110,7 +112,7 @@ def solve_splits(value, split, rest, replicas, runs, starts, ends, cumulative, m
                     while low < high:
                         mid = (low + high) // 2
                         guess = matrix[mid + 1, j] if use_matrix else cumulative[j] - cumulative[mid]
-                        if value[i, mid, c] >= _stage_time(guess, parameters[j] - parameters[mid], m_prime, bandwidth):
+                        if value[i, mid, c] >= stage_time(guess, parameters[j] - parameters[mid], m_prime, bandwidth):
                             high = mid
                         else:
                             low = mid + 1
@@ -120,7 +122,7 @@ def solve_splits(value, split, rest, replicas, runs, starts, ends, cumulative, m
                             bound = min(best, current)
                             if direction == 0:  # every k′ ≤ k: its last stage's time at least this
                                 least_compute = lowest[k + 1, j] if use_matrix else cumulative[j] - most_compute[k]
-                                if _stage_time(least_compute, parameters[j] - most_parameters[k], m_prime,
+                                if stage_time(least_compute, parameters[j] - most_parameters[k], m_prime,
                                                bandwidth) > bound:
                                     break
                             elif suffix[k, c] > bound:  # every k′ ≥ k: the part before at least this

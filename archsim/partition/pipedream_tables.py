@@ -13,6 +13,7 @@ import numpy as np
 
 from archsim.partition import pipedream_dense
 from archsim.partition.antichain import AntichainStates
+from archsim.partition.pipedream_allreduce import replica_allreduce
 
 DEFAULT_MEMORY_BYTES = 16e9  # the optimizer's --memory_size default
 
@@ -128,7 +129,7 @@ def one_stage(states: AntichainStates, compute, level: Level, within: int, final
         allowed = upper & ~np.isnan(whole)
         if options.memory_constraint:
             allowed &= ~(stashed > options.memory_bytes)
-        allreduce = (4 * m * parameters) / (bandwidth * (m + 1)) / within
+        allreduce = replica_allreduce(m + 1, parameters, bandwidth) / within
         value[:, :, m] = np.where(allowed, (whole + allreduce) / (m + 1), np.inf)
         replicas[:, :, m] = np.where(allowed, m + 1, 0)
     return LevelTable(value, split, rest, replicas)

@@ -25,6 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archsim.units import GIB
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -203,7 +205,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
              "dtype": setup.dtype, "attention": setup.attention, "static_watts": setup.static_watts,
              "iteration_seconds": result.iteration_seconds,
              "energy_j": result.energy_j if result.energy_j is not None else math.nan,
-             "peak_memory_gib": result.peak_memory_gib, "memory_capacity_gib": device.memory_bytes / 2**30,
+             "peak_memory_gib": result.peak_memory_gib, "memory_capacity_gib": device.memory_bytes / GIB,
              "fits_memory": all(result.fits), "model_sha256": setup.model_sha256,
              "device_sha256": setup.device_sha256}]
 

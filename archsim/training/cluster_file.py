@@ -25,6 +25,7 @@ from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
 from archsim.training.cluster import GpuCluster
 from archsim.training.parallel import Parallelism
+from archsim.units import GIB
 from archsim.validate import folder_ending, shown_number, suffixed_files
 from archsim.value_parsers import not_a_choice, parse_float
 
@@ -226,11 +227,11 @@ def _usable_memory(device: Device, gib: object, usable: dict[str, float], file: 
         value = parse_float(gib, low=0.0, high=MAX_PRICE_OR_WATTS, low_open=True, what="a positive number of GiB")
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=field) from None
-    if value * 2**30 > device.memory_bytes:
-        raise InputError(f"{value:g} GiB is above the {device.name}'s {device.memory_bytes / 2**30:.4g} GiB: a job "
+    if value * GIB > device.memory_bytes:
+        raise InputError(f"{value:g} GiB is above the {device.name}'s {device.memory_bytes / GIB:.4g} GiB: a job "
                          "allocates at most the board's memory", file=file, field=field)
-    if usable.setdefault(device.name, value * 2**30) != value * 2**30:
-        raise InputError(f"another [[servers]] table gives the {device.name} {usable[device.name] / 2**30:g} GiB: "
+    if usable.setdefault(device.name, value * GIB) != value * GIB:
+        raise InputError(f"another [[servers]] table gives the {device.name} {usable[device.name] / GIB:g} GiB: "
                          "state one figure per GPU type", file=file, field=field)
 
 

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.devices.catalog import GIB
 from archsim.training.compute_classes import SPLIT_PARTS, ClassSeconds
 from archsim.training.context_parallel import rank_config, received_bytes
 from archsim.training.eager_ops import eager_flash_output_bytes
@@ -23,6 +22,7 @@ from archsim.training.parallel import Parallelism, check_fits, layers_per_stage
 from archsim.training.piece_cost import PieceCost
 from archsim.training.pipeline_memory import memories
 from archsim.training.stages import host_bound_seconds, piece_runs, rank_compute_seconds
+from archsim.units import GIB
 from archsim.workload.layer_kinds import DENSE, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 

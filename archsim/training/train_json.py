@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archsim.console import setting
+from archsim.units import GIB
 
 if TYPE_CHECKING:
     from archsim.training.search_rows import RowContext
@@ -39,9 +40,9 @@ def train_document(result, config, laid, implementation: str) -> dict:
     from archsim.training.throughput import mean_peak, throughput
 
     par, placement, machines = laid.par, laid.placement, laid.machines
-    memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / 2**30,
-               "activations_gib": m.activations / 2**30, "total_gib": m.total / 2**30,
-               "capacity_gib": capacity / 2**30, "fits": fits}
+    memory = [{"rank": r, "gpu": machines[r].gpu.name, "parameters": m.parameters, "states_gib": m.states / GIB,
+               "activations_gib": m.activations / GIB, "total_gib": m.total / GIB,
+               "capacity_gib": capacity / GIB, "fits": fits}
               for r, (m, capacity, fits) in enumerate(zip(result.memory, result.capacities, result.fits, strict=True))]
     slots = result.timeline.slots  # the engine's arrays: no DataFrame (pandas' import costs more than the run)
     timeline = [{"rank": str(s.processor), "action": str(s.op), "start_s": float(s.start), "end_s": float(s.end)}
