@@ -4,7 +4,7 @@ Each function resolves its inputs (a shipped network name or CSV path, an array 
 ``"32x32"`` or a SCALE-Sim ``.cfg`` path, a sweep spec path) and calls the one implementation
 the CLI uses too; nothing here computes a number of its own. Cycles are array clock cycles,
 sizes bytes. Re-exported by :mod:`archsim` (``archsim.cost(...)``). The training jobs (``train``,
-``train_runs``, ``search``) live in :mod:`archsim.api_training` (``train_sweep`` in :mod:`archsim.api_train_sweep`), ``schedule`` in :mod:`archsim.api_schedule` and
+``train_runs``) live in :mod:`archsim.api_training` (``search`` in :mod:`archsim.api_search`, ``train_sweep`` in :mod:`archsim.api_train_sweep`), ``schedule`` in :mod:`archsim.api_schedule` and
 ``gemm``, ``sparse`` and ``iteration_energy`` in :mod:`archsim.api_array`, ``plan`` in :mod:`archsim.api_plan`, ``validate_gpu`` in :mod:`archsim.api_validation`, ``cluster_jobs`` in :mod:`archsim.api_cluster`, ``collective`` in :mod:`archsim.api_collectives`, ``bppsa_rnn``, ``bppsa_pruned_vgg11`` and ``bppsa_network`` in :mod:`archsim.api_bppsa` and the inputs
 (``load_network``, ``array_config``) in :mod:`archsim.api_inputs`, re-exported here; every job checks its keywords with :mod:`archsim.api_keywords`.
 """
@@ -43,7 +43,8 @@ from archsim.api_plan import PlanResult, plan
 from archsim.api_schedule import ScheduleResult, schedule
 from archsim.api_sweep import run_sweep, sweep_cache, write_report
 from archsim.api_train_sweep import SweepResult, train_sweep
-from archsim.api_training import search, train, train_runs
+from archsim.api_search import search
+from archsim.api_training import train, train_runs
 from archsim.api_validation import validate_gpu
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
@@ -374,8 +375,8 @@ def _check_plan_of(plan, profile) -> None:
     raise InputError(f"plan and profile disagree: {why}; pass the profile the plan was made from", field="plan")
 
 
-# the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py (train_sweep from
-# api_train_sweep.py), the sweeps' from api_sweep.py,
+# the jobs archsim re-exports (archsim/__init__.py), the training ones from api_training.py (search from
+# api_search.py, train_sweep from api_train_sweep.py), the sweeps' from api_sweep.py,
 # gemm, sparse and iteration_energy from api_array.py, plan from api_plan.py, the inputs from api_inputs.py
 __all__ = ["CollectiveCost", "PlanResult", "ScheduleResult", "SweepResult", "array_config", "bppsa_network", "bppsa_pruned_vgg11", "bppsa_rnn", "cluster_jobs", "collective", "cost", "gemm", "iteration_energy", "load_network",
            "pipeline", "pipeline_dfg", "pipeline_memory", "plan", "profile", "run_sweep", "schedule", "search", "simulate", "sparse", "sweep_cache",

@@ -1,6 +1,6 @@
 """The API's keyword checks: each keyword refused in one line as its flag refuses it (an
 :class:`~archsim.errors.InputError` naming the keyword), or turned into the object its flag builds
-(a transformer config, a GPU cluster). Shared by :mod:`archsim.api` and :mod:`archsim.api_training`, so a
+(a transformer config, a GPU cluster). Shared by :mod:`archsim.api`, :mod:`archsim.api_training`, :mod:`archsim.api_search`, so a
 keyword means the same to every job.
 """
 

@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> int:
     from archsim.training.cluster_file import load_gpu_cluster
     from archsim.training.moe_ops import with_load_imbalance
     from archsim.training.mtp import with_mtp_layers
+    from archsim.training.search_flags import chunk_counts, cp_comm_rule
     from archsim.training.search_result import rows_frame, text_meta
-    from archsim.training.search_space import chunk_counts, cp_comm_rule
     from archsim.training.table_lines import csv_rows, table_rows
     from archsim.workload.model_files import config_dtype_note, load_transformer
 

@@ -40,18 +40,12 @@ from archsim.training.placement import capped_order_count, layouts, orders_note,
 from archsim.training.search_cost import Coster, objective_value
 from archsim.training.search_experts import expert_degrees, expert_tp_degrees
 from archsim.training.search_fit import fit_candidate
+from archsim.training.search_flags import cp_divides_rule, layout_divides_rule
 from archsim.training.search_front import distinct_rows, identical_rows_dropped, pareto_front_rows
 from archsim.training.search_limits import check_planning_work, check_search_size
 from archsim.training.search_result import SearchResult, ShardedFits
 from archsim.training.search_row_maker import RowMaker
-from archsim.training.search_space import (
-    REASONS,
-    Candidate,
-    candidates,
-    cp_divides_rule,
-    layout_divides_rule,
-    rejection,
-)
+from archsim.training.search_space import REASONS, Candidate, candidates, rejection
 from archsim.training.stage_split import refuse_planned_fp32
 from archsim.workload.transformer import TransformerConfig, refuse_switch
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from archsim.choices.training import ETP_TP
 from archsim.errors import InputError
 from archsim.training.moe_ops import dense_refusal, moe_rule
-from archsim.training.search_space import check_distinct, divisors
+from archsim.training.search_flags import check_distinct
+from archsim.training.search_space import divisors
 from archsim.workload.transformer import TransformerConfig
 
 

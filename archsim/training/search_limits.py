@@ -10,7 +10,8 @@ from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.placement import MAX_ORDERS, capped_order_count, kinds_kept_note, leaf_order_counts
 from archsim.training.search_fit import planner_refuses
-from archsim.training.search_space import MAX_CANDIDATES, Candidate, candidate_count, check_distinct, rejection
+from archsim.training.search_flags import check_distinct
+from archsim.training.search_space import MAX_CANDIDATES, Candidate, candidate_count, rejection
 from archsim.workload.transformer import TransformerConfig
 
 
