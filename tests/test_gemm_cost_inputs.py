@@ -70,3 +70,20 @@ def test_a_single_gemm_refuses_a_dimension_below_one_naming_it(dims, field):
 def test_a_dimension_past_int64_is_refused_in_one_line():
     with pytest.raises(InputError, match="exceeds 2\\^63"):
         gemm_cost(2**63, 1, 1, 1, 1, "ws")
+
+
+def test_a_single_gemm_repr_shows_plain_numbers():
+    """A single GEMM's cost prints each field as the number it is (``cycles=100539``), not numpy 2's
+    ``np.int64(100539)``; the hand counts above, and the fields keep their numpy types (values unchanged)."""
+    cost = gemm_cost(50176, 27, 64, 32, 32, "ws")
+    text = repr(cost)
+    assert "np." not in text and text.startswith("GemmCost(cycles=100539, folds=2, row_folds=1, col_folds=2, ")
+    for name, value in HAND.items():
+        assert f"{name}={value}," in text or text.endswith(f"{name}={value})")
+    assert "mapping_efficiency=0.84375," in text
+    assert isinstance(cost.cycles, np.integer) and cost.cycles == 100539
+
+
+def test_an_array_cost_repr_keeps_numpy_arrays():
+    """Array inputs give arrays, shown as numpy shows them."""
+    assert repr(gemm_cost([50176, 50176], 27, 64, 32, 32)).startswith("GemmCost(cycles=array([100539, 100539]), ")

@@ -23,7 +23,7 @@ skew (R − 1 + C − 1) and T streaming cycles; folds do not overlap in SCALE-S
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, TypeVar
 
 import numpy as np
@@ -41,7 +41,7 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class GemmCost:
     """Cost of GEMMs on arrays; every field is an array of the broadcast input shape.
 
@@ -67,12 +67,25 @@ class GemmCost:
     ofmap_sram_writes: IntArray
     macs: IntArray
 
+    def __repr__(self) -> str:
+        """Each field as a plain number (``cycles=631``) where it holds one, not numpy's ``np.int64(631)``
+        (numpy 2's scalar repr); an array field as numpy prints it. The values are the fields' own."""
+        shown = (f"{f.name}={_plain_repr(getattr(self, f.name))}" for f in fields(self))
+        return f"{type(self).__name__}({', '.join(shown)})"
+
     def scalar(self, name: str) -> float:
         """One field of a single-GEMM cost as a Python number."""
         value = np.asarray(getattr(self, name))
         if value.size != 1:
             raise ValueError(f"{name} holds {value.size} values, not one")
         return value.item()
+
+
+def _plain_repr(value: object) -> str:
+    """``repr`` of a numpy scalar (or 0-d array) as the Python number it holds; anything else as is."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return repr(np.asarray(value).item())
+    return repr(value)
 
 
 def dataflow_codes(dataflow: str | npt.ArrayLike) -> IntArray:

@@ -241,9 +241,9 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
                          field="banks")
     active = _ceil(words[2], 2)
     write = np.array([words[2], active, _ceil(words[2] - active, bws[2]), bws[2]], dtype=np.int64)
-    announce_compile(kernel.simulate, "the cycle-level engine")
-    out = kernel.simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read, write, banked,
-                          lookup, windows, taps, nulls)
+    announce_compile(kernel.advance, "the cycle-level engine")
+    out = _run_kernel(LINES_PER_RUN, (m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read, write,
+                                      banked, lookup, windows, taps, nulls))
     if out[kernel.OUT_ERROR] != kernel.ERROR_NONE:  # a drain starts only with > S/2 words stored
         raise RuntimeError("internal: ofmap drain of an empty trace (SCALE-Sim would raise IndexError)")
     first_read = min(int(out[kernel.OUT_IFMAP_FIRST]), int(out[kernel.OUT_FILTER_FIRST]))
@@ -257,6 +257,23 @@ def simulate_gemm(m: int, k: int, n: int, rows: int, cols: int, dataflow: str = 
         filter_dram_reads=int(out[kernel.OUT_FILTER_READS]),
         ofmap_dram_writes=int(out[kernel.OUT_OFMAP_WRITES]),
     )
+
+
+LINES_PER_RUN = 2**19  # demand lines one kernel call steps: about 0.4 s at ~1.3·10⁶ lines/s
+
+
+def _run_kernel(lines: int, arguments: tuple) -> np.ndarray:
+    """The kernel's OUT_* vector for ``arguments`` (its inputs, as :func:`simulate_gemm` builds them), stepped
+    ``lines`` demand lines a call. Why in runs: Python hears Ctrl-C (and SIGTERM, which the CLI makes one) only
+    between calls, so a 10⁹-cycle GEMM in one call could not be stopped; between runs it ends with
+    KeyboardInterrupt, nothing kept. A call costs microseconds, a run about 0.4 s: no measurable cost."""
+    rows, cols, read, write, banked = arguments[3], arguments[4], arguments[10], arguments[11], arguments[12]
+    states, wstate, partial, seen, cursor = kernel.start(rows, cols, read, write, banked)
+    out = np.zeros(kernel.OUT_SIZE, dtype=np.int64)
+    while not cursor[kernel.CUR_DONE]:
+        partial = kernel.grown(partial, wstate, rows, cols)
+        kernel.advance(lines, *arguments, states, wstate, partial, seen, cursor, out)
+    return out
 
 
 def _banked(tables, layout: GemmLayout | None) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ import numpy as np
 from archsim.array.cycle_order import C_ON, copy_active, line_of, position
 from archsim.numba_cache import njit
 
-# Layout of the int64 vector simulate() returns.
+# Layout of the int64 vector advance() fills when it is done.
 OUT_LINES, OUT_TOTAL, OUT_STALLS, OUT_IFMAP_READS, OUT_FILTER_READS, OUT_OFMAP_WRITES = 0, 1, 2, 3, 4, 5
 OUT_IFMAP_FIRST, OUT_FILTER_FIRST, OUT_OFMAP_LAST, OUT_ERROR = 6, 7, 8, 9
 OUT_SIZE = 10
@@ -184,24 +184,50 @@ def _drain(wstate, partial, start_cycle):
 
 @njit(cache=True)
 def _flush_open_line(wstate, partial):
-    """append_to_trace_mat(force=True): the open line joins the trace, nulls and all."""
+    """append_to_trace_mat(force=True): the open line joins the trace, nulls and all. ``partial`` has room: :func:`advance`
+    steps a line only with room for one flush per word it writes (and the final one)."""
     if wstate[2] > 0:
-        if wstate[9] == partial.shape[0]:
-            grown = np.empty((2 * partial.shape[0], 2), dtype=np.int64)
-            grown[: partial.shape[0]] = partial
-            partial = grown
         partial[wstate[9], 0] = wstate[3]
         partial[wstate[9], 1] = wstate[2]
         wstate[9] += 1
         wstate[3] += 1
         wstate[2] = 0
-    return partial
+
+
+# Layout of the cursor a run of :func:`advance` resumes from: the next line's fold column, fold row and fold cycle,
+# the sums so far, and whether every line and the final drain are done.
+CUR_FC, CUR_FR, CUR_T, CUR_STALLS, CUR_LINES, CUR_TOTAL, CUR_SERVICED, CUR_DONE = 0, 1, 2, 3, 4, 5, 6, 7
+CUR_SIZE = 8
+
+
+def start(rows, cols, read_consts, write_consts, banked):
+    """The state :func:`advance` steps from (plain numpy, no compile): the read buffers', the write buffer's,
+    the partial lines', the banks' and the cursor's arrays, before the first demand line."""
+    states = np.zeros((2, 7), dtype=np.int64)
+    for op in range(2):
+        states[op, 1] = -1  # the first fill is served before cycle 0
+        states[op, 3:7] = read_consts[op, 1:5]
+    wstate = np.zeros(13, dtype=np.int64)
+    wstate[0] = write_consts[0]
+    wstate[6] = write_consts[2]
+    wstate[7] = write_consts[3]
+    wstate[10] = -1
+    wstate[11] = -(2 ** 62)
+    partial = np.empty((2 * (max(rows, cols) + 1), 2), dtype=np.int64)  # room for a line's flushes (advance)
+    seen = np.zeros((max(1, int(banked[0, 1]), int(banked[1, 1])), max(rows, cols) + 1), dtype=np.int64)
+    return states, wstate, partial, seen, np.zeros(CUR_SIZE, dtype=np.int64)
 
 
 @njit(cache=True)
-def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read_consts, write_consts,
-             banked, lookup, conv, taps, table):
-    """Step every demand line of every fold through SCALE-Sim's double-buffered memory model.
+def advance(limit, m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, read_consts, write_consts,
+            banked, lookup, conv, taps, table, states, wstate, partial, seen, cursor, out):
+    """Step at most ``limit`` demand lines of every fold through SCALE-Sim's double-buffered memory model, from
+    ``cursor`` on (:func:`start`'s state, which it updates); after the last line, the final drain, and ``out``
+    filled (the OUT_* vector) with ``cursor[CUR_DONE]`` set. It stops early, at a line's end, when ``partial`` has
+    room for no more than ``max(rows, cols)`` flushes (one per ofmap word a line writes): the caller grows it
+    (:func:`grown`) and calls again. Why in runs of lines: the caller gets control back between them (Ctrl-C),
+    where one call would step 10⁹ cycles unbroken; why it returns nothing: numba boxes a returned array through a
+    Python call, where a Ctrl-C that came meanwhile would be raised inside numba (a SystemError), not to the caller.
 
     geometry: 2×8 prefetch_geometry of A and B. read_consts: 2×7 [words per set, lines, active lines, prefetch lines, cycles per prefetch,
     first-fill lines, bandwidth] for ifmap and filter. write_consts: [words, active words,
@@ -209,73 +235,67 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
     lookup] for ifmap and filter; lookup: 2×(words) line and bank of each word of the operands in a
     custom layout, A's then B's. conv, taps, table: A's conv descriptor, tap table and null line table (cycle_order; C_ON 0: a GEMM,
     no repeated words; table empty: no nulls).
-    Returns the OUT_* vector.
     """
-    out = np.zeros(OUT_SIZE, dtype=np.int64)
-    states = np.zeros((2, 7), dtype=np.int64)
-    for op in range(2):
-        states[op, 1] = -1  # the first fill is served before cycle 0
-        states[op, 3] = read_consts[op, 1]
-        states[op, 4] = read_consts[op, 2]
-        states[op, 5] = read_consts[op, 3]
-        states[op, 6] = read_consts[op, 4]
-    total_words, active_words = write_consts[0], write_consts[1]
-    wstate = np.zeros(13, dtype=np.int64)
-    wstate[0] = total_words
-    wstate[6] = write_consts[2]
-    wstate[7] = write_consts[3]
-    wstate[10] = -1
-    wstate[11] = -(2 ** 62)
-    partial = np.empty((16, 2), dtype=np.int64)
+    active_words = write_consts[1]
     bw_out = write_consts[3]
     desc = np.zeros((3, 7), dtype=np.int64)
-    seen = np.zeros((max(1, banked[0, 1], banked[1, 1]), max(rows, cols) + 1), dtype=np.int64)
-    stalls = 0
-    line_index = 0
-    total = 0
-    serviced = 0
-    for fc in range(col_folds):
-        for fr in range(row_folds):
-            for op in range(3):
-                _describe(df, op, fr, fc, m, k, n, rows, cols, desc[op])
-            for t in range(per_fold):
-                cycle = line_index + stalls
-                worst = 0
-                for op in range(2):
-                    first, last = _lanes(desc[op], t)
-                    if first < last and banked[op, 0] == 1:
-                        done = _read_line_banked(states[op], lookup, banked[op, 3], banked[op, 1], banked[op, 2],
-                                                 desc[op], t, first, last, cycle + 1, seen)
-                        worst = max(worst, done - cycle - 1)
-                    elif first < last and op == 0 and conv[C_ON] == 1:
-                        done = _read_line_conv(states[op], geometry[op], read_consts[op, 0], desc[op], t, first,
-                                               last, cycle + 1, conv, taps, table)
-                        worst = max(worst, done - cycle - 1)
-                    elif first < last:
-                        done = _read_line(states[op], geometry[op], read_consts[op, 0], desc[op], t, first, last,
-                                          cycle + 1)
-                        worst = max(worst, done - cycle - 1)
-                first, last = _lanes(desc[2], t)
-                now = cycle
-                for _ in range(first, last):
-                    wstate[2] += 1
-                    wstate[0] -= 1
-                    if wstate[2] == bw_out:
-                        wstate[3] += 1
-                        wstate[2] = 0
-                    if now < wstate[1]:
-                        if wstate[0] <= 0:
-                            now = wstate[1]
-                    elif wstate[0] < active_words:
-                        partial = _flush_open_line(wstate, partial)
-                        wstate[1] = _drain(wstate, partial, now)
-                worst = max(worst, now - cycle)
-                serviced = now
-                total = max(total, now)
-                stalls += worst
-                line_index += 1
+    fc, fr, t = cursor[CUR_FC], cursor[CUR_FR], cursor[CUR_T]
+    stalls, line_index, total, serviced = cursor[CUR_STALLS], cursor[CUR_LINES], cursor[CUR_TOTAL], cursor[CUR_SERVICED]
+    steps = 0
+    room = max(rows, cols)  # the most ofmap words a line writes (an array edge's lanes): the most lines it flushes
+    while fc < col_folds and steps < limit and partial.shape[0] - wstate[9] > room:
+        for op in range(3):
+            _describe(df, op, fr, fc, m, k, n, rows, cols, desc[op])
+        while t < per_fold and steps < limit and partial.shape[0] - wstate[9] > room:
+            cycle = line_index + stalls
+            worst = 0
+            for op in range(2):
+                first, last = _lanes(desc[op], t)
+                if first < last and banked[op, 0] == 1:
+                    done = _read_line_banked(states[op], lookup, banked[op, 3], banked[op, 1], banked[op, 2],
+                                             desc[op], t, first, last, cycle + 1, seen)
+                    worst = max(worst, done - cycle - 1)
+                elif first < last and op == 0 and conv[C_ON] == 1:
+                    done = _read_line_conv(states[op], geometry[op], read_consts[op, 0], desc[op], t, first,
+                                           last, cycle + 1, conv, taps, table)
+                    worst = max(worst, done - cycle - 1)
+                elif first < last:
+                    done = _read_line(states[op], geometry[op], read_consts[op, 0], desc[op], t, first, last,
+                                      cycle + 1)
+                    worst = max(worst, done - cycle - 1)
+            first, last = _lanes(desc[2], t)
+            now = cycle
+            for _ in range(first, last):
+                wstate[2] += 1
+                wstate[0] -= 1
+                if wstate[2] == bw_out:
+                    wstate[3] += 1
+                    wstate[2] = 0
+                if now < wstate[1]:
+                    if wstate[0] <= 0:
+                        now = wstate[1]
+                elif wstate[0] < active_words:
+                    _flush_open_line(wstate, partial)
+                    wstate[1] = _drain(wstate, partial, now)
+            worst = max(worst, now - cycle)
+            serviced = now
+            total = max(total, now)
+            stalls += worst
+            line_index += 1
+            t += 1
+            steps += 1
+        if t == per_fold:  # the fold is done: the next one (row folds within a column fold)
+            t = 0
+            fr += 1
+            if fr == row_folds:
+                fr = 0
+                fc += 1
+    cursor[CUR_FC], cursor[CUR_FR], cursor[CUR_T] = fc, fr, t
+    cursor[CUR_STALLS], cursor[CUR_LINES], cursor[CUR_TOTAL], cursor[CUR_SERVICED] = stalls, line_index, total, serviced
+    if fc < col_folds or partial.shape[0] - wstate[9] <= room:
+        return
     # empty_all_buffers: drain what is left, starting at the last line's cycle, back to back
-    partial = _flush_open_line(wstate, partial)
+    _flush_open_line(wstate, partial)
     cycle = serviced
     while wstate[4] < wstate[3]:
         cycle = _drain(wstate, partial, cycle) + 1
@@ -288,7 +308,16 @@ def simulate(m, k, n, rows, cols, df, per_fold, row_folds, col_folds, geometry, 
     out[OUT_OFMAP_WRITES] = wstate[5]
     out[OUT_OFMAP_LAST] = wstate[11]
     out[OUT_ERROR] = wstate[12]
-    return out
+    cursor[CUR_DONE] = 1
+
+
+def grown(partial, wstate, rows, cols):
+    """``partial`` with room for :func:`advance` to step a line (twice its rows when it had too little)."""
+    if partial.shape[0] - wstate[9] > max(rows, cols):
+        return partial
+    bigger = np.empty((2 * partial.shape[0], 2), dtype=np.int64)
+    bigger[: partial.shape[0]] = partial
+    return bigger
 
 
 @njit(cache=True)
