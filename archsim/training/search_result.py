@@ -56,6 +56,10 @@ class SearchResult:
         return (f"SearchResult({len(self.rows)} row{'s' * (len(self.rows) != 1)}{said}; {len(self.pareto)} on the Pareto front; "
                 f"{self.enumerated} enumerated, {self.costed} costed; rejected {self.rejected})")
 
+    def __len__(self) -> int:
+        """The rows ranked (``len(result.rows)``), as the table results count theirs."""
+        return len(self.rows)
+
     def to_dict(self) -> dict:
         """The JSON document ``archsim search --format json`` prints for this search (``meta`` and the
         ranked ``rows``; NaN where the CLI prints null): a copy, JSON-safe, of a result of ``archsim.search``."""
