@@ -41,9 +41,9 @@ from archsim.api_keywords import (
 )
 from archsim.api_plan import PlanResult, plan
 from archsim.api_schedule import ScheduleResult, schedule
+from archsim.api_search import search
 from archsim.api_sweep import run_sweep, sweep_cache, write_report
 from archsim.api_train_sweep import SweepResult, train_sweep
-from archsim.api_search import search
 from archsim.api_training import train, train_runs
 from archsim.api_validation import validate_gpu
 from archsim.array.config import ArrayConfig

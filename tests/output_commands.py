@@ -112,6 +112,8 @@ COMMANDS: dict[str, list[str]] = {
                "--max-micro-batch", "2"],
     "search --fsdp": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule",
                       "1f1b", "--max-micro-batch", "2", "--fsdp", "--fsdp-reshard", "none"],  # fsdp_reshard printed
+    "search --p2p": ["search", MODEL, "--cluster", GPU_CLUSTER, "--global-batch", "16", "--top", "3", "--schedule",
+                     "1f1b", "--max-micro-batch", "2", "--p2p", "megatron"],  # p2p printed
     "search --placement": ["search", MODEL, "--cluster", str(ROOT / "configs" / "clusters" / "mixed_counts_h100_a100.toml"),
                            "--global-batch", "16", "--top", "3", "--schedule", "1f1b", "--max-micro-batch", "2",
                            "--placement", "planned"],

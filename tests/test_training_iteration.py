@@ -117,7 +117,7 @@ def test_cli_json(capsys):
 
 
 @pytest.mark.parametrize("argv, field", [
-    (["--tp", "3"], "tp"), (["--global-batch", "7", "--micro-batch", "2"], "global batch"), (["--sequence-parallel"], "sequence"),
+    (["--tp", "3"], "tp"), (["--global-batch", "7", "--micro-batch", "2"], "global batch"), (["--seq", "4096"], "sequence"),
     (["--tp", "8", "--dp", "2"], "GPUs"),
 ])
 def test_cli_bad_input_is_one_line(capsys, argv, field):
