@@ -44,13 +44,18 @@ def test_a_gemm_of_one_tile_per_sm_takes_two_waves_with_one_sm_taken():
     assert float(path_gemm_seconds(1, 128, 384, k, fewer_cores(FOUR_SMS, 1), HAND, 2)) == pytest.approx(wave, rel=1e-12)
 
 
-def test_the_board_power_cap_stays_per_sm():
-    """A cap of 2·10¹² FLOP/s on 4 SMs is ½·10¹² each; with 3 SMs left each still runs at ½·10¹² (3 × ½ of it
-    on the GPU), so one tile's wave takes twice its uncapped time before and after."""
+def test_the_board_power_cap_bounds_the_kernels_average_power_on_the_sms_left():
+    """A cap of 2·10¹² FLOP/s on 4 SMs of 10¹² each bounds the kernel's average power, not each SM's share: one
+    tile (one busy SM) runs at its peak, one wave, before and after a collective takes an SM (the 3 SMs left
+    keep 3/4 of the cap, 1.5·10¹²). Four tiles are capped: 4 tiles' FLOPs at 2·10¹² take 2 waves' time on 4 SMs; on
+    the 3 SMs left 4 tiles' FLOPs at 1.5·10¹² take 8/3 waves' time, longer than their 2 waves at peak."""
     capped = replace(FOUR_SMS, sustained_flops=2 * FLOPS)
     wave = 2 * 128 * 128 * 64 / FLOPS
-    assert float(path_gemm_seconds(1, 128, 128, 64, capped, HAND, 2)) == pytest.approx(2 * wave, rel=1e-12)
-    assert float(path_gemm_seconds(1, 128, 128, 64, fewer_cores(capped, 1), HAND, 2)) == pytest.approx(2 * wave,
+    assert float(path_gemm_seconds(1, 128, 128, 64, capped, HAND, 2)) == pytest.approx(wave, rel=1e-12)
+    assert float(path_gemm_seconds(1, 128, 128, 64, fewer_cores(capped, 1), HAND, 2)) == pytest.approx(wave,
+                                                                                                      rel=1e-12)
+    assert float(path_gemm_seconds(1, 256, 256, 64, capped, HAND, 2)) == pytest.approx(2 * wave, rel=1e-12)
+    assert float(path_gemm_seconds(1, 256, 256, 64, fewer_cores(capped, 1), HAND, 2)) == pytest.approx(8 / 3 * wave,
                                                                                                       rel=1e-12)
 
 

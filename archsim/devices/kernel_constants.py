@@ -7,8 +7,17 @@ FLOP is one fitted constant per path — ``energy_pj`` on the FP32 lanes, ``tens
 tensor cores (:func:`on_tensor_cores`) — scaled by the GPU's process node and rated boost clock
 (:func:`energy_per_flop`). A 70 W T4 cannot hold its boost clock in an sgemm nor in a tensor-core
 GEMM (40 of its 65 TFLOP/s); a 250 W V100 can in both. A GPU without a TDP or process node in the
-catalog, and a device file (it states board watts, no process node), is not capped. The cap is
-split evenly over the SMs, so a GEMM of few tiles is capped too (no boost for a partly idle GPU).
+catalog, and a device file (it states board watts, no process node), is not capped. The cap bounds a
+kernel's *average* power, not each SM's: a board's limiter acts over milliseconds, longer than a wave,
+so a GEMM's main loop is the longer of its waves at the SMs' fed rate and all its FLOPs at the sustained
+rate — with full waves only the even split over the SMs, one wave on k SMs at min(fed rate, sustained / k)
+each, never slower with more SMs. Until 2026-12-05 the cap was split evenly over all the SMs (a GEMM of
+few tiles capped as if every SM were busy). The constants below stay those fitted under that rule: on
+them the new rule moves only the T4 (2026-12-05, no refit): NeuSight's five-GPU per-class MAPE sum
+67.4267 → 67.4282 (T4 linear 8.61 → 8.73, bmm 22.25 → 22.13), DeepBench's fp16 GEMMs loss 0.4905 → 0.4727
+(T4 seconds MAPE 0.173 → 0.155), the refitted ``tensor_energy_pj`` still 1.122 pJ, vTrain's runs and the
+published throughputs unchanged. A refit of the fp32 constants under the new rule moved the simplex far
+and was not adopted.
 
 The constants (:class:`KernelConstants`, one type for every dtype) are architecture-independent
 fractions of datasheet peaks, one launch time, one host time per op and one energy per FLOP per path.

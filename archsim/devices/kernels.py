@@ -28,8 +28,15 @@ The mechanisms (every figure of the GPU comes from :data:`archsim.devices.catalo
     These choices are the ones the tensor-core constants were fitted with on vTrain's A100 runs; the
     SIMT path's split-K, epilogue and several tiles per SM, refitted there, do not lower the held-out
     error (docs/accuracy.md, "One GEMM model for every dtype").
-* **Power cap** (every GEMM path): the SMs together run at most ``TDP / energy per FLOP`` FLOP/s
-  (:func:`sustained_flops`, split evenly over the SMs); the energies per FLOP and why they scale with
+* **Power cap** (every GEMM path): the board's power bounds the kernel's *average* rate at
+  ``TDP / energy per FLOP`` FLOP/s (:func:`sustained_flops`): the main loop is the longer of its waves at
+  the SMs' fed rate and all its tiles' FLOPs at that sustained rate. A board's power limiter acts over
+  milliseconds, longer than a wave, so the SMs a kernel leaves idle lend their share to the busy ones:
+  with full waves only this is an even split over the SMs, one wave on k SMs runs each at
+  min(fed rate, sustained / k), and more SMs at one board power never make a GEMM slower. Until
+  2026-12-05 the cap was split evenly over all the SMs, so a GEMM of few tiles slowed as SMs were added
+  (64×64×4096 fp32 on a T4-like chip: 75.6 / 76.7 / 118.3 µs at 40 / 41 / 80 SMs, now 56.8 µs at each);
+  the constants stay the ones fitted under that rule. The energies per FLOP and why they scale with
   process node and clock are :mod:`archsim.devices.kernel_constants`'s.
 * **Elementwise** (add, mul, div, pow and their ``u`` scalar forms, relu, gelu, tanh): bytes read
   and written (3 tensors for tensor ⊕ tensor, 2 with a scalar or one input) at ``constants.memory`` ×
@@ -169,13 +176,13 @@ def spec_path(spec: GpuSpec | None, constants: KernelConstants = FITTED, dtype: 
 def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k: npt.ArrayLike, path: GemmPath,
                     constants: KernelConstants = FITTED, size: int = 4) -> np.ndarray:
     """Seconds of the main loop alone of ``batch`` GEMMs (arrays broadcast), the best tile and split:
-    waves of tiles over the cores at the fed rate (a split's reduction kernel included); no HBM
+    waves of tiles over the cores at the fed rate, or all the tiles' FLOPs at the board's sustained rate
+    if longer (the power cap bounds the kernel's average), a split's reduction kernel included; no HBM
     roofline, no launch — the part a fused kernel overlaps with its own traffic."""
     b, m, n, k = _arrays(batch, m, n, k)
     hbm = path.hbm_bytes_per_s * constants.gemm_memory
     rate = path.core_flops * constants.gemm
     sms = path.cores
-    capped = path.sustained_flops / sms  # one SM's share of the board power
     needed = constants.feed if path.needed_reuse is None else path.needed_reuse
     best = np.full(np.broadcast(b, m, n, k).shape, np.inf)
     for tm, tn in path.tiles:
@@ -187,7 +194,9 @@ def compute_seconds(batch: npt.ArrayLike, m: npt.ArrayLike, n: npt.ArrayLike, k:
             if not np.any(usable):
                 break
             waves = np.ceil(tiles * s / (sms * per_sm))
-            compute = waves * 2.0 * per_sm * tm * tn * np.ceil(k / s) / min(rate * fed, capped)
+            # the waves at the SMs' fed rate, or the kernel's FLOPs at the board power, whichever is longer
+            compute = np.maximum(waves * (per_sm / (rate * fed)), tiles * (s / path.sustained_flops)) \
+                * (2.0 * tm * tn) * np.ceil(k / s)
             if s > 1:
                 compute = compute + (s + 1) * b * m * n * size / hbm + constants.launch_s
             best = np.minimum(best, np.where(usable, compute, np.inf))

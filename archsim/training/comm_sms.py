@@ -45,7 +45,8 @@ from archsim.lowering import TrainingOp
 
 def fewer_cores(path: GemmPath, taken: int) -> GemmPath:
     """``path`` with ``taken`` of its SMs held by a collective: k fewer cores, the board-power cap scaled with them
-    (the cap is per SM: :func:`~archsim.devices.kernels.compute_seconds` divides it over the cores)."""
+    (the SMs a collective holds keep their share of the board's power; :func:`~archsim.devices.kernels.compute_seconds`
+    bounds the kernel's average power by what is left)."""
     if not 0 <= taken < path.cores:
         raise InputError(f"a collective cannot take {taken} of a GPU's {path.cores} SMs: at least one must compute",
                          field="comm-sms")
