@@ -164,6 +164,7 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else \
         config_dtype_note(config, grid.cluster.dtype)
     for note in (*grid.warnings, seq_note(model, config, noted_seq(axes, n.seq)), unread_note(model), grid.skipped,
+                 grid.sequence_parallel_off,
                  dtype_note,
                  padding_note(config), grid.short_pipelines, selective_flash_points_note(grid.rows),
                  *grid.cluster.warnings,

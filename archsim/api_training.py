@@ -175,7 +175,9 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
     rows of empty cells skipped (:func:`archsim.training.runs.cleared_rows_note`), a ``# model:`` line naming another
     model (:func:`archsim.training.runs.model_note`), an interleaved
-    ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs.one_chunk_rows_note`),
+    ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs.one_chunk_rows_note`), rows of
+    ``sequence_parallel`` true at ``tp`` 1, run without it as :func:`train` runs them
+    (:func:`archsim.training.runs.sequence_parallel_rows_note`),
     a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`), each
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`) and :func:`train`'s notes on
     the model (a rotary config's sequence from ``max_position_embeddings``, a config.json's unread fields, its
@@ -199,6 +201,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         one_chunk_rows_note,
         runs_to_run,
         selective_flash_rows_note,
+        sequence_parallel_rows_note,
     )
     from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import RunsResult, runs_document
@@ -233,7 +236,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     model_notes = (seq_note(model, config, seq) if rows[0].shape is None else "",  # vTrain's rows: their own seq
                    unread_note(model), dtype_note)
     for note in (*on.warnings, cleared_rows_note(runs), model_note(runs, config.name), one_chunk_rows_note(rows),
-                 few_microbatches_rows_note(rows), selective_flash_rows_note(rows),
+                 few_microbatches_rows_note(rows), sequence_parallel_rows_note(rows), selective_flash_rows_note(rows),
                  *model_notes,
                  *cluster_notes(on, "train"), milliseconds_note(out)):  # as the command's, in order
         if note:

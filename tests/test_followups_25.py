@@ -65,7 +65,7 @@ def test_a_search_over_max_ops_is_refused_in_keywords_from_python(capsys):
     # (--sequence-parallel at --tp 1 was refused here; it now runs without it, as Megatron-LM does, with a note)
     (["--pp", "2", "--fsdp-reshard", "none"], {"pp": 2, "fsdp_reshard": "none"},
      "--fsdp-reshard none says when FSDP frees its gathered parameters: give --fsdp too",
-     "fsdp_reshard='none' says when FSDP frees its gathered parameters: give fsdp"),
+     "fsdp_reshard='none' says when FSDP frees its gathered parameters: give fsdp=True too"),
     (["--tp", "8", "--schedule", "gpipe"], {"tp": 8, "schedule": "gpipe"},
      "gpipe needs --pp > 1", "gpipe needs pp > 1"),
     (["--pp", "2", "--schedule", "gpipe", "--interleave", "2"], {"pp": 2, "schedule": "gpipe", "interleave": 2},

@@ -118,7 +118,7 @@ def test_a_filled_cell_past_the_header_is_still_refused(tmp_path):
 
 
 @pytest.mark.parametrize(("row", "column", "said", "flag"), [
-    ("1,2,16,1,256,selective,true,1,32,10", "sequence_parallel", "needs tp > 1", "--tp"),
+    # (sequence_parallel true at tp 1 was refused here; it now runs without it, as train does, with one note)
     ("2,1,16,1,256,selective,true,2,32,10", "interleave", "interleave=2 runs 1f1b as interleaved-1f1b", "--pp"),
 ])
 def test_a_bad_row_names_its_columns_not_flags(tmp_path, capsys, row, column, said, flag):

@@ -153,3 +153,13 @@ def test_a_gpu_name_is_read_as_a_name_beside_a_file_of_that_name(tmp_path, capsy
     device = tmp_path / "board"
     device.write_text(DEVICE_FILE.read_text())
     _refused(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", str(device)], capsys, "device file")
+
+
+def test_csv_help_says_which_neusight_dimension_is_the_reduction(capsys):
+    """Failed before: ``--csv``'s help named only archsim's measured CSVs, so a NeuSight-format CSV written by hand
+    from NeuSight's README (linear as x[M×K]·W[K×N], K the reduction) had N and K silently swapped; the reader takes
+    N as the reduction (docs/formats.md's ``N`` and ``K`` rows), and the help now says so."""
+    with pytest.raises(SystemExit):
+        main(["validate-gpu", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the help: one line of words
+    assert "A[MxN]·B[NxK] with N the reduction" in text and "x[MxK]·W[KxN]" in text, text

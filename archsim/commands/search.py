@@ -112,7 +112,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: 2 4; refused without one of them in --schedule)")
     parser.add_argument("--max-micro-batch", type=positive_int, default=8, help="micro-batches 1 … this")
     parser.add_argument("--sequence-parallel", default="both", choices=("both", "on", "off"),
-                        help="Megatron sequence parallelism: try both, or only on / off")
+                        help="Megatron sequence parallelism: try both, or only on / off (on: TP > 1 layouts only, "
+                             "as train runs it off at TP 1; both tries TP 1 once, without it)")
     parser.add_argument("--attention", default=DEFAULT_ATTENTION, choices=ATTENTIONS,
                         help="attention kernels of every configuration, as archsim train's --attention")
     parser.add_argument("--dp-overlap", default="none", choices=DP_OVERLAPS,

@@ -54,7 +54,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
         warn(line)
     note_default_seq(config, args.model, noted_seq(axes, args.seq))  # a seq axis sets every point's
     dtype_note = "" if dtype_given else config_dtype_note(config, args.dtype)
-    for text in (grid.skipped, dtype_note, padding_note(config), grid.short_pipelines,
+    for text in (grid.skipped, grid.sequence_parallel_off, dtype_note, padding_note(config), grid.short_pipelines,
                  selective_flash_points_note(rows)):  # every point's: noted once
         if text:
             note(text)
@@ -85,6 +85,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
         one_chunk_rows_note,
         runs_to_run,
         selective_flash_rows_note,
+        sequence_parallel_rows_note,
     )
     from archsim.training.runs_predict import milliseconds_note, predict_runs, row_check
     from archsim.training.runs_result import runs_document
@@ -120,7 +121,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     for line in warned:
         warn(line)
     for line in (cleared_rows_note(args.runs), model_note(args.runs, config.name), one_chunk_rows_note(rows),
-                 few_microbatches_rows_note(rows),
+                 few_microbatches_rows_note(rows), sequence_parallel_rows_note(rows),
                  selective_flash_rows_note(rows)):
         if line:
             note(line)

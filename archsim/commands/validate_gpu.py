@@ -30,7 +30,10 @@ positive_float = positive_float_flag
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", action=ListFlag, required=True, metavar="FILE.csv",
-                        help="measured CSV(s) from benchmarks/gpu_validate.py (benchmarks/results/gpu_kernels_*.csv)")
+                        help="measured CSV(s) from benchmarks/gpu_validate.py (benchmarks/results/gpu_kernels_*.csv), or "
+                             "NeuSight's kernel CSVs, whose linear and bmm rows are read as NeuSight's files write "
+                             "them, A[MxN]·B[NxK] with N the reduction (not its README's x[MxK]·W[KxN]: a hand-made "
+                             "row written that way swaps N and K)")
     parser.add_argument("--gpu", default=None,
                         help="GPU: a catalog name or a CUDA device string such as 'Tesla T4'; a NeuSight "
                              "CSV keeps the rows measured on it, and a measured CSV whose '# gpu:' line names "

@@ -16,7 +16,7 @@ from archsim.choices.training import (
     P2P_MODES,
     RECOMPUTE,
 )
-from archsim.console import setting
+from archsim.console import setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.stage_orders import TORCH_SCHEDULES, check_schedule
 from archsim.training.context_parallel_hierarchy import effective_comm, hierarchy_problem
@@ -170,7 +170,7 @@ class Parallelism:
             if value not in choices:
                 raise InputError(not_a_choice(value, choices), field=flag)
             if value != choices[0] and not self.fsdp:
-                raise InputError(f"{setting(flag, value)} says when FSDP {what}: give {setting('fsdp')} too", field=flag)
+                raise InputError(f"{setting(flag, value)} says when FSDP {what}: give {switch_on('fsdp')} too", field=flag)
         if self.fsdp_grad_sync == "step" and self.fsdp_reshard != "none":  # torchtitan's with PP: never resharded
             raise InputError(f"{setting('fsdp-grad-sync', 'step')} keeps the gathered parameters for the whole step: "
                              f"give {setting('fsdp-reshard', 'none')}", field="fsdp-grad-sync")

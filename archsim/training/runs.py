@@ -38,6 +38,7 @@ from archsim.choices.training import CP_COMMS, FP8_RECIPES, FSDP_GRAD_SYNCS, FSD
 from archsim.console import as_keywords, setting
 from archsim.csv_lines import check_row_length, choice_cell
 from archsim.errors import InputError
+from archsim.training.layout_notes import sequence_parallel_run
 from archsim.training.measured import COLUMNS as VTRAIN_COLUMNS
 from archsim.training.measured import CsvText, blank_row, read_header, recompute_cell
 from archsim.training.parallel import Parallelism
@@ -55,7 +56,9 @@ class RunRow:
     """One row: its line in the file, its parallelism, and where given the measured iteration (seconds),
     the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout), the experts' capacity
     factor and padding (Megatron-Core's; None and False: dropless, MODEL's own), the load imbalance (None:
-    uniform, MODEL's own) and the row's own pipeline schedule (its ``schedule`` column; None: the command's)."""
+    uniform, MODEL's own), the row's own pipeline schedule (its ``schedule`` column; None: the command's) and whether
+    its ``sequence_parallel`` true at TP 1 was turned off, as ``archsim train`` turns it off
+    (:func:`~archsim.training.layout_notes.sequence_parallel_run`)."""
 
     line: int
     par: Parallelism
@@ -65,6 +68,7 @@ class RunRow:
     moe_pad_expert_input_to_capacity: bool = False
     moe_load_imbalance: float | None = None
     schedule: str | None = None
+    sequence_parallel_off: bool = False
 
 
 def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
@@ -212,6 +216,8 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
         except ValueError as exc:
             raise InputError(str(exc), file=file, line=line, field=switch) from None
     pad = switches.pop("moe_pad_expert_input_to_capacity")
+    asked = switches["sequence_parallel"]
+    switches["sequence_parallel"], _ = sequence_parallel_run(fields["tp"], asked)  # TP 1: off, as train runs it
     fields.update(switches)
     factor = _capacity_factor(cells.get("moe_expert_capacity_factor", ""), file, line)
     imbalance = _imbalance(cells.get("moe_load_imbalance", ""), file, line)
@@ -241,7 +247,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     measured = cells.get("measured_seconds")
     return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None,
                   moe_expert_capacity_factor=factor, moe_pad_expert_input_to_capacity=pad, moe_load_imbalance=imbalance,
-                  schedule=schedule)
+                  schedule=schedule, sequence_parallel_off=asked and not par.sequence_parallel)
 
 
 def _capacity_factor(cell: str, file: str, line: int) -> float | None:
@@ -368,6 +374,19 @@ def few_microbatches_rows_note(rows: tuple[RunRow, ...]) -> str:
     return f"{len(short)} of the {len(rows)} rows (line{'s' * (len(short) > 1)} {lines}): {short[0][1]}"
 
 
+def sequence_parallel_rows_note(rows: tuple[RunRow, ...]) -> str:
+    """:func:`~archsim.training.layout_notes.sequence_parallel_run`'s note once for a runs file, its settings named
+    as the file's columns: how many of its rows set ``sequence_parallel`` true at ``tp`` 1 (run without it) and
+    their lines (the first three); '' when none."""
+    off = [row.line for row in rows if row.sequence_parallel_off]
+    if not off:
+        return ""
+    with as_keywords():  # the row's columns (sequence_parallel, tp), not train's flags
+        text = sequence_parallel_run(1, True)[1]
+    lines = ", ".join(str(line) for line in off[:3]) + (f" and {len(off) - 3} more" if len(off) > 3 else "")
+    return f"{len(off)} of the {len(rows)} rows (line{'s' * (len(off) > 1)} {lines}): {text}"
+
+
 def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
     """:func:`~archsim.training.layout_notes.selective_flash_note` once for a runs file, with how many of its rows it
     holds for (``recompute`` selective beside the command's FlashAttention); '' when none."""
@@ -377,4 +396,5 @@ def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
 
 
 __all__ = ["OPTIONAL", "REQUIRED", "RunRow", "cleared_rows_note", "column_for", "few_microbatches_rows_note",
-           "frame_text", "model_note", "one_chunk_rows_note", "read_runs", "runs_to_run", "selective_flash_rows_note"]
+           "frame_text", "model_note", "one_chunk_rows_note", "read_runs", "runs_to_run", "selective_flash_rows_note",
+           "sequence_parallel_rows_note"]

@@ -76,8 +76,30 @@ MODEL_AXES = ("moe_load_imbalance", "seq")
 
 
 def _layout(settings: dict) -> dict:
-    """A point's settings Parallelism takes: :data:`MODEL_AXES` left out."""
-    return {key: value for key, value in settings.items() if key not in MODEL_AXES}
+    """A point's settings Parallelism takes: :data:`MODEL_AXES` left out, and sequence parallelism at TP 1 off, as
+    ``archsim train`` runs it (:func:`~archsim.training.layout_notes.sequence_parallel_run`)."""
+    from archsim.training.layout_notes import sequence_parallel_run
+
+    layout = {key: value for key, value in settings.items() if key not in MODEL_AXES}
+    if "sequence_parallel" in layout:
+        layout["sequence_parallel"], _ = sequence_parallel_run(layout["tp"], layout["sequence_parallel"])
+    return layout
+
+
+def sequence_parallel_points_note(base: dict, axes: list[tuple[str, tuple]], gpus: int) -> str:
+    """:func:`~archsim.training.layout_notes.sequence_parallel_run`'s note once for a sweep, with how many of its
+    points ask for sequence parallelism at TP 1 (run without it) and their layouts (three, then how many more);
+    '' when none does."""
+    from archsim.training.layout_notes import sequence_parallel_run
+
+    everything = list(points(base, axes, gpus))
+    off = [s for s in everything if s.get("sequence_parallel") is True and s.get("tp") == 1]
+    if not off:
+        return ""
+    named = list(dict.fromkeys(f"tp 1 × pp {s['pp']} × dp {s['dp']}" for s in off))
+    more = f" and {len(named) - 3} more" if len(named) > 3 else ""
+    return (f"{len(off)} of the sweep's {len(everything)} points ({', '.join(named[:3])}{more}): "
+            f"{sequence_parallel_run(1, True)[1]}")
 
 
 def parse_axis(text: str) -> tuple[str, tuple]:
@@ -254,6 +276,7 @@ def _point(config, cluster, settings: dict, train) -> dict:
         row["schedule"] = par.schedule_name  # what ran: a torch class name's order, a V schedule's two chunks
         if "interleave" in row:
             row["interleave"] = par.chunks
+        row["sequence_parallel"] = par.sequence_parallel  # what ran: off at TP 1, as train runs it
         if par.gpus <= cluster.gpus:  # the model's refusal before the cluster's (a TP group across servers), as
             check_tp_split(config, par.tp)  # train's lay_out orders them: TP 3 of 40 heads is the heads' to refuse
         machines = cluster.laid_out(par)  # each pipeline rank's GPU (mixed clusters); refused as train does
@@ -277,4 +300,4 @@ def _point(config, cluster, settings: dict, train) -> dict:
 
 
 __all__ = ["AXES", "FILL", "MAX_POINTS", "MODEL_AXES", "RATES", "check_sweep_size", "fill_skipped_note", "filled",
-           "parse_axis", "points", "sweep"]
+           "parse_axis", "points", "sequence_parallel_points_note", "sweep"]

@@ -93,7 +93,9 @@ class Grid:
     across servers, one line per distinct line over the points, and of points over their memory, one line;
     ``short_pipelines``: the note on points whose pipeline gets fewer micro-batches than stages, one line counted as
     the points over their memory are ('' for none: :func:`~archsim.fits.points_note`); ``skipped``: the note counting
-    the points ``dp=fill`` leaves out ('' for none: :func:`~archsim.training.sweep.fill_skipped_note`)."""
+    the points ``dp=fill`` leaves out ('' for none: :func:`~archsim.training.sweep.fill_skipped_note`);
+    ``sequence_parallel_off``: the note on points asking for sequence parallelism at TP 1, run without it ('' for
+    none: :func:`~archsim.training.sweep.sequence_parallel_points_note`)."""
 
     rows: list[dict]
     meta: dict
@@ -101,6 +103,7 @@ class Grid:
     warnings: tuple[str, ...]
     short_pipelines: str = ""
     skipped: str = ""
+    sequence_parallel_off: str = ""
 
 
 def run_grid(config, cluster: GpuCluster, base: dict, axes: list[tuple[str, tuple]], placement: str) -> Grid:
@@ -109,7 +112,7 @@ def run_grid(config, cluster: GpuCluster, base: dict, axes: list[tuple[str, tupl
     beside FlashAttention) is refused with the first point's reason, as ``archsim train`` refuses that one point."""
     from archsim.fits import points_note, tp_span_points_warnings, unfit_points_warning
     from archsim.training.placement import parse_placement
-    from archsim.training.sweep import fill_skipped_note, sweep
+    from archsim.training.sweep import fill_skipped_note, sequence_parallel_points_note, sweep
 
     order = parse_placement(placement, cluster)
     if order == "planned":
@@ -133,7 +136,8 @@ def run_grid(config, cluster: GpuCluster, base: dict, axes: list[tuple[str, tupl
             "dtype": cluster.dtype,
             "points": len(rows), "axes": ",".join(name for name, _ in axes),
             "energy_source": "; ".join(source for source in sources if source) or "none"}
-    return Grid(rows, meta, cluster, tuple(warnings), short or "", fill_skipped_note(base, axes, cluster.gpus))
+    return Grid(rows, meta, cluster, tuple(warnings), short or "", fill_skipped_note(base, axes, cluster.gpus),
+                sequence_parallel_points_note(base, axes, cluster.gpus))
 
 
 def swept_note(swept: Sequence[str]) -> str:
