@@ -167,9 +167,9 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
     from archsim.validation.neusight import (
         GEMM_COLUMNS,
         SHAPES,
-        device_rows_seconds,
         check_devices,
         check_stated_dtypes,
+        device_rows_seconds,
         latency_unit_note,
         mape_by_class,
         measured_on,

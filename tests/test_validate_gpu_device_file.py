@@ -84,3 +84,28 @@ def test_a_gpu_figure_beside_a_device_file_is_refused(tmp_path, capsys, flag):
     assert main(["validate-gpu", "--csv", csv, "--gpu", str(DEVICE_FILE), *flag]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1 and flag[0] in err and "device file" in err
+
+
+TWO_FC = """Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, Padding, Type,
+fc1, 1, 1, 1, 1, 8, 4, 1, 0, fc,
+"""
+
+
+def _lanes_chip() -> str:
+    from tests.chip_pair import chip_toml
+
+    return chip_toml(static_watts=3).format(lanes="lanes = 16\nlane_rows = 8\nlane_cols = 8\n", energy="")
+
+
+@pytest.mark.parametrize("name, text", [("tiles.toml", DEVICE_FILE.read_text()), ("lanes.toml", _lanes_chip())])
+def test_cost_refuses_such_a_file_naming_the_commands_that_take_it(tmp_path, capsys, name, text):
+    """cost counts one array's cycles: a tile-timed file has none, a file of two kinds two. Its one line names the
+    commands that take the file, and validate-gpu, one of them, does (before: the line named none of them)."""
+    (tmp_path / name).write_text(text)
+    (tmp_path / "fc.csv").write_text(TWO_FC)
+    assert main(["cost", str(tmp_path / "fc.csv"), "--config", str(tmp_path / name)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "train and search" in err and "validate-gpu --gpu" in err, err
+    csv = _csv(tmp_path, "OPName,Latency,Device,B,M,N,K\nlinear,1.0,Tesla T4,1,256,256,256\n")
+    assert len(_rows(capsys, "--csv", csv, "--gpu", str(tmp_path / name))) == 1
