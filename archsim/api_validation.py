@@ -29,7 +29,7 @@ def _warn(kind: str, text: str) -> None:
 
 
 @speaks_keywords
-def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = None, like: str | None = None,
+def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | Path | None = None, like: str | None = None,
                  sm_count: int | str | None = None, tensor_cores_per_sm: int | str | None = None,
                  mma: str | None = None, clock_mhz: float | str | None = None,
                  memory_gbps: float | str | None = None, dataflow: str | None = None, no_split_k: bool = False,
@@ -40,7 +40,8 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
     keyword), archsim's measured CSVs (costed on ``gpu``'s tensor cores as arrays; ``like``, ``sm_count``,
     ``tensor_cores_per_sm``, ``mma``, ``clock_mhz`` (MHz), ``memory_gbps`` (GB/s), ``dataflow``, ``no_split_k``,
     ``mode`` override the GPU table's) or NeuSight's kernel CSVs (each row timed by the kernel time model in
-    ``dtype``, default fp32); ``show`` the table (default as ``--format json``'s: stats, NeuSight's kernels);
+    ``dtype``, default fp32; ``gpu`` a device file's path: every row timed on it as train times it); ``show`` the
+    table (default as ``--format json``'s: stats, NeuSight's kernels);
     ``report`` and ``markdown`` write the HTML report and the Markdown summary, both once the study is done, or
     neither where one fails (the command's one set of outputs). Returns a
     :class:`~archsim.table_result.TableResult` (``.table``, ``.meta``, ``to_dict()``: the command's JSON). The
@@ -72,6 +73,8 @@ def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | None = No
                                  (show, SHOW, "show")):
         if value is not None:
             check_choice(value, choices, name)
+    if isinstance(gpu, Path):  # a device file (a GPU name is text)
+        gpu = str(gpu)
     for value, name in ((gpu, "gpu"), (like, "like"), (mma, "mma")):  # names, read as text (a path is refused by name)
         if value is not None:
             check_text(value, name, f"a {'MMA shape' if name == 'mma' else 'GPU name'} (str)")

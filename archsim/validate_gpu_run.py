@@ -23,6 +23,8 @@ SHOW = ("stats", "kernels", "streams", "streams-summary", "sensitivity", "assump
 NEUSIGHT_REFUSED = ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps", "dataflow", "mode",
                     "report", "markdown")  # the arrays view's flags: the kernel time model reads none of them
 
+DEVICE_FIGURES = ("like", "sm_count", "tensor_cores_per_sm", "mma", "clock_mhz", "memory_gbps")  # a device file's own
+
 Speak = Callable[[str, str], None]
 Phases = Callable[[str, Sequence[str]], AbstractContextManager]
 
@@ -73,16 +75,37 @@ def command_line(args: Any) -> str:
     return shlex.join(words)
 
 
-def refuse_device_file(gpu: str | None) -> None:
-    """A device file given as ``--gpu`` is refused: GPUs are matched by name, so its path would be read
-    as one (``my-t4.toml`` as the catalog T4) and the file's figures silently ignored."""
+def is_device_file(gpu: str | None) -> bool:
+    """Whether ``--gpu`` names a device file (a path ending ``.toml`` or ``.cfg``, or one with a ``/`` naming an
+    existing file) rather than a GPU: a bare word is a GPU's name even where a file of that name exists in the
+    working directory, so ``t4`` stays the catalog T4."""
     from pathlib import Path
 
-    # a bare word is a GPU's name even where a file of that name exists in the working directory
-    if gpu and (Path(gpu).suffix.lower() in (".toml", ".cfg") or ("/" in gpu and Path(gpu).is_file())):
-        raise InputError(f"{setting('gpu')} {gpu!r} is a device file; validate-gpu times catalog GPUs only (a catalog name or "
-                         "a CUDA device string such as 'Tesla T4'; --like and the GPU flags describe another "
-                         "on archsim's measured CSVs)", field="gpu")
+    return bool(gpu) and (Path(str(gpu)).suffix.lower() in (".toml", ".cfg") or
+                          ("/" in str(gpu) and Path(str(gpu)).is_file()))
+
+
+def refuse_device_file(gpu: str | None) -> None:
+    """A device file given as ``--gpu`` on archsim's measured CSVs is refused: their arrays view describes a GPU
+    by the catalog's figures and the GPU flags, never read from a file (NeuSight's kernel CSVs take one)."""
+    if is_device_file(gpu):
+        raise InputError(f"{setting('gpu')} {gpu!r} is a device file; it times NeuSight kernel CSVs only (archsim's "
+                         "measured CSVs take a catalog name or a CUDA device string such as 'Tesla T4'; --like and "
+                         "the GPU flags describe another)", field="gpu")
+
+
+def refuse_mixed_devices(files: Sequence[Any]) -> None:
+    """NeuSight rows measured on more than one GPU (their Device column) are refused for a device file's stats: every
+    row is predicted on the file's device, so one MAPE would hold it against several GPUs' times at once."""
+    from archsim.devices.gpu_lookup import find_whole_gpu
+
+    names = {str(name): find_whole_gpu(str(name)) or str(name) for kernels in files
+             for name in kernels.frame["device"] if str(name)}
+    if len(set(names.values())) > 1:
+        shown = ", ".join(sorted(names)[:4])
+        raise InputError(f"the CSVs' rows were measured on {len(set(names.values()))} GPUs ({shown}): a device file's "
+                         f"MAPE would compare it with all of them; give one GPU's rows, or {setting('show', 'kernels')} "
+                         "for every row's prediction beside its measured_device", field="gpu")
 
 
 def run_validate_gpu(args: Any, *, tabular: bool = False, speak: Speak = say,
@@ -91,12 +114,17 @@ def run_validate_gpu(args: Any, *, tabular: bool = False, speak: Speak = say,
     CSVs kernels where ``tabular`` is False, the csv/json default), the reports written first."""
     from archsim.validation.neusight import is_neusight_file
 
-    refuse_device_file(args.gpu)
+    if is_device_file(args.gpu):  # the file states the GPU's figures: a flag beside it would contradict it
+        for flag in DEVICE_FIGURES:
+            if getattr(args, flag) is not None:
+                raise InputError(f"{setting(flag)} beside a device file {setting('gpu')}: the file states the GPU's "
+                                 "figures; edit it instead", field=flag)
     kinds = {is_neusight_file(path) for path in args.csv}
     if kinds == {True}:
         return run_neusight(args, tabular=tabular, speak=speak, phases=phases or _quiet)
     if len(kinds) > 1:
         raise InputError("mixes NeuSight kernel CSVs with archsim's measured CSVs; give one kind", field="csv")
+    refuse_device_file(args.gpu)
     if args.dtype is not None:  # a measured CSV's '# dtype:' line says it; a flag would silently disagree
         raise InputError(f"{setting('dtype')} is for NeuSight kernel CSVs; archsim's measured CSVs give theirs in the "
                          "'# dtype:' line", field="dtype")
@@ -141,6 +169,7 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
         SHAPES,
         check_devices,
         check_stated_dtypes,
+        device_rows_seconds,
         latency_unit_note,
         mape_by_class,
         measured_on,
@@ -162,12 +191,23 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
         files = [read_neusight_csv(path) for path in args.csv]
         for kernels in files:  # a dtype column the user added: held against the one dtype priced, never ignored
             check_stated_dtypes(kernels, args.dtype or "fp32")
-        if not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
+        device = None
+        if is_device_file(args.gpu):  # every row, on the file's device; a MAPE only over one GPU's rows
+            from pathlib import Path
+
+            from archsim.devices.device_file import load_device
+
+            if not Path(args.gpu).is_file():
+                raise InputError(f"{setting('gpu')} {args.gpu!r}: no such device file", field="gpu")
+            device = load_device(args.gpu)
+            if show == "stats":
+                refuse_mixed_devices(files)
+        elif not args.gpu:  # each row's Device is read: an unknown one is named by its file and line
             for kernels in files:
                 check_devices(kernels)
         # each row's file beside its line: with several CSVs a line alone names two rows
         frame = pd.concat([kernels.frame.assign(file=kernels.source) for kernels in files], ignore_index=True)
-        if args.gpu:  # the rows measured on that GPU; none: its predictions beside another GPU's times
+        if args.gpu and device is None:  # the rows measured on that GPU; none: its predictions beside another GPU's times
             mine = measured_on(frame, args.gpu)
             if len(mine):
                 frame = mine.reset_index(drop=True)
@@ -180,12 +220,21 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
         # the tensor cores' fit, as train takes it (validation may not import training)
         from archsim.training.fitted import kernels as tensor_constants
 
-        rows = predict(frame, FITTED, args.gpu, dtype, tensor_constants).rename(columns={"device": "measured_device"})
+        if device is not None:
+            rows = frame.assign(gpu=device.name, predicted_seconds=device_rows_seconds(frame, device, dtype))
+            rows = rows.assign(error=rows["predicted_seconds"] / rows["measured_seconds"] - 1)
+        else:
+            rows = predict(frame, FITTED, args.gpu, dtype, tensor_constants)
+        rows = rows.rename(columns={"device": "measured_device"})
     unit_note = latency_unit_note(rows)
     if unit_note:
         speak("note", unit_note)
     meta = {"csv": " ".join(args.csv), "kernel_model": "archsim.devices.kernels, fp32, kernels.FITTED"}
-    if dtype != "fp32":  # fp32's meta as it was: its output stays byte-identical
+    if device is not None:
+        meta = {"csv": meta["csv"], "dtype": dtype, "device_file": args.gpu,
+                "kernel_model": "kernel_ops.op_seconds on the device file as train prices it (its own gemm/memory "
+                                "efficiencies and launch; each kernel timed alone)"}
+    elif dtype != "fp32":  # fp32's meta as it was: its output stays byte-identical
         meta = {"csv": meta["csv"], "dtype": dtype,
                 "kernel_model": f"GEMMs: kernel_ops.op_seconds at {dtype} as train prices them (tensor-core tiles, "
                                 "the vTrain fit; each kernel timed alone); memory-bound rows: archsim.devices.kernels "
@@ -211,4 +260,4 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
     return ValidateGpuRun(table, meta)
 
 
-__all__ = ["SHOW", "ValidateGpuRun", "command_line", "overrides_from_args", "refuse_device_file", "run_validate_gpu"]
+__all__ = ["SHOW", "ValidateGpuRun", "command_line", "is_device_file", "overrides_from_args", "refuse_device_file", "run_validate_gpu"]

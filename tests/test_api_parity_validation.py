@@ -15,12 +15,15 @@ from archsim.errors import InputError
 LINEAR = "tests/data/neusight_kernels/linear.csv"
 BMM = "tests/data/neusight_kernels/bmm.csv"
 MEASURED = "benchmarks/results/gpu_kernels_h200.csv"
+DEVICE_FILE = "configs/devices/a100_80gb_as_arrays.toml"
 
 CASES = {  # name → (flags, keywords)
     "kernels": (["--csv", LINEAR], {"csv": LINEAR}),
     "stats, two files, fp16": (["--csv", LINEAR, BMM, "--show", "stats", "--dtype", "fp16"],
                                {"csv": [LINEAR, BMM], "show": "stats", "dtype": "fp16"}),
     "one GPU's rows": (["--csv", BMM, "--gpu", "a100-40gb-pcie"], {"csv": BMM, "gpu": "a100-40gb-pcie"}),
+    "a device file, fp16": (["--csv", BMM, "--gpu", DEVICE_FILE, "--show", "kernels", "--dtype", "fp16"],
+                            {"csv": BMM, "gpu": DEVICE_FILE, "show": "kernels", "dtype": "fp16"}),
     "measured, arrays view": (["--csv", MEASURED, "--show", "kernels", "--mode", "paper", "--no-split-k",
                                "--clock-mhz", "1500"],
                               {"csv": MEASURED, "show": "kernels", "mode": "paper", "no_split_k": True,
@@ -48,6 +51,9 @@ REFUSED = {  # name → (flags, keywords)
     "an arrays flag on NeuSight's CSV": (["--csv", LINEAR, "--mode", "exact"], {"csv": LINEAR, "mode": "exact"}),
     "a table NeuSight's CSVs lack": (["--csv", LINEAR, "--show", "streams"], {"csv": LINEAR, "show": "streams"}),
     "a device file as the GPU": (["--csv", LINEAR, "--gpu", "my-t4.toml"], {"csv": LINEAR, "gpu": "my-t4.toml"}),
+    "a device file on a measured CSV": (["--csv", MEASURED, "--gpu", DEVICE_FILE], {"csv": MEASURED, "gpu": DEVICE_FILE}),
+    "a device file beside a GPU flag": (["--csv", LINEAR, "--gpu", DEVICE_FILE, "--sm-count", "80"],
+                                        {"csv": LINEAR, "gpu": DEVICE_FILE, "sm_count": 80}),
     "dtype on a measured CSV": (["--csv", MEASURED, "--dtype", "fp16"], {"csv": MEASURED, "dtype": "fp16"}),
 }
 

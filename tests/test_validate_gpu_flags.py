@@ -8,6 +8,7 @@ References: the CLI's exit status and its one-line error; the CSVs are written h
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -35,12 +36,22 @@ def _refused(argv: list[str], capsys, *words: str) -> str:
     return err
 
 
-@pytest.mark.parametrize("name", ["my-t4.toml", "a100_80gb_as_arrays.toml", "lab.cfg"])
-def test_a_device_file_as_gpu_is_refused_not_matched_by_its_name(tmp_path, capsys, name):
+@pytest.mark.parametrize("name", ["my-t4.toml", "a100_80gb_as_arrays.toml"])
+def test_a_device_file_as_gpu_is_read_not_matched_by_its_name(tmp_path, capsys, name):
+    """A NeuSight CSV is timed on the file's device (the A100 it states), never on the GPU its name suggests."""
     device = tmp_path / name
     device.write_text(DEVICE_FILE.read_text())
+    assert main(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", str(device), "--show", "kernels",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [(r["gpu"], r["measured_device"]) for r in rows] == [("NVIDIA A100 SXM4 80GB", "Tesla T4")]
+
+
+def test_a_toml_written_as_a_cfg_is_refused_in_one_line(tmp_path, capsys):
+    device = tmp_path / "lab.cfg"
+    device.write_text(DEVICE_FILE.read_text())
     _refused(["validate-gpu", "--csv", _neusight(tmp_path), "--gpu", str(device), "--show", "kernels"],
-             capsys, "--gpu", "device file")
+             capsys, "lab.cfg")
 
 
 def test_a_device_file_as_gpu_is_refused_on_a_measured_csv_too(tmp_path, capsys):

@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="GPU: a catalog name or a CUDA device string such as 'Tesla T4'; a NeuSight "
                              "CSV keeps the rows measured on it, and a measured CSV whose '# gpu:' line names "
                              "another GPU is refused (default: the CSV's '# gpu:' line, or a NeuSight CSV's "
-                             "Device column)")
+                             "Device column); on NeuSight CSVs also a device file (PATH.toml), every row timed "
+                             "on it as train times it")
     parser.add_argument("--like", default=None, help="a known GPU to start from when the name is not in the table")
     parser.add_argument("--sm-count", type=positive_int, default=None, help="SMs (default: the CSV's, else the table's)")
     parser.add_argument("--tensor-cores-per-sm", type=positive_int, default=None,

@@ -70,16 +70,20 @@ def device_file_array(path: str | Path, element_bytes: int = 1) -> tuple[Device,
 
     device, file = load_device(path), str(path)
     if device.gemm != "arrays":
-        raise InputError(f'its GEMMs are timed as tiles (gemm = "{device.gemm}"): no array the energy model prices '
-                         "(train prices such a chip at board power × time); the array commands (cost, energy, gemm, "
-                         "pipeline, schedule) cost and price a gemm = \"arrays\" device's array",
-                         file=file, field="device.gemm")
+        raise InputError(f'its GEMMs are timed as a GPU library\'s tiles (gemm = "{device.gemm}"), on no array: the '
+                         "array commands (cost, energy, gemm, pipeline, schedule) count and price one array's cycles "
+                         "and its SRAM traffic, which such a chip has none of, so they take a gemm = \"arrays\" device; "
+                         "train and search (a cluster file's [[servers]] device) and validate-gpu --gpu on NeuSight "
+                         "kernel CSVs take it, timing its ops by the one op timer (kernel_ops.op_seconds; train's "
+                         "energy: board power × time)", file=file, field="device.gemm")
     if device.lanes is not None:
         arrays, lanes = device.arrays, device.lanes
         raise InputError(f"two array kinds ({arrays.count} {arrays.rows} × {arrays.cols} arrays and {lanes.count} "
                          f"{lanes.rows} × {lanes.cols} fp32 lanes): the array commands (cost, energy, gemm, pipeline, "
-                         "schedule) cost and price one array kind, so give them a file of one kind (train prices fp32 "
-                         "GEMMs on the lanes, the rest on the arrays)", file=file,
+                         "schedule) cost and price one array kind, so give them a file of one kind; train and search "
+                         "(a cluster file's [[servers]] device) and validate-gpu --gpu on NeuSight kernel CSVs take "
+                         "it, timing fp32 GEMMs on the lanes and the rest on the arrays (kernel_ops.op_seconds)",
+                         file=file,
                          field="compute.lanes")
     return device, _units_array(device, device.arrays, element_bytes)
 
