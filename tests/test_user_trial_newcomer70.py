@@ -12,6 +12,7 @@ import json
 import pytest
 
 from archsim.cli import main
+from archsim.errors import InputError
 
 CFG = """[general]
 run_name = mine
@@ -61,4 +62,33 @@ def test_pipeline_batch_help_says_per_micro_batch_as_it_runs(capsys):
     meta = _json(capsys, ["pipeline", "layerpipe_sample", "--batch", "4", "--processors", "1", "--method",
                           "pipedream", "--microbatches", "2"])["meta"]
     assert meta["makespan"] == 2 * total
+
+
+
+@pytest.mark.parametrize("line, home", [("ClockGHz: 1.0", "ClockGHz is an [archsim] key"),
+                                        ("hbm_gbps = 800", "hbm_gbps is a [memory] key"),
+                                        ("arrays = 4", "arrays is a [device] key"),
+                                        ("intra_gbps = 100", "intra_gbps is a [links] key"),
+                                        ("clock_mhz = 1000", "a .cfg states clock_mhz as [archsim] ClockGHz, in GHz")])
+def test_a_device_key_under_architecture_presets_names_its_section(tmp_path, line, home):
+    from archsim.array.config import read_scalesim_cfg
+
+    path = tmp_path / "mine.cfg"
+    path.write_text(CFG.format(extra=line))
+    with pytest.raises(InputError) as caught:
+        read_scalesim_cfg(path)
+    assert str(caught.value).endswith(f"unknown key in [architecture_presets] (no SCALE-Sim version reads it: {home})")
+
+
+def test_the_named_section_reads_it_and_a_plain_typo_keeps_its_hint(tmp_path):
+    """Moved where the refusal says, ClockGHz is read (the clock SCALE-Sim's sections do not have); a misspelt
+    SCALE-Sim key still gets the nearest SCALE-Sim key."""
+    from archsim.array.config import read_scalesim_cfg
+
+    path = tmp_path / "mine.cfg"
+    path.write_text(CFG.format(extra="\n[archsim]\nClockGHz = 2.0"))
+    assert read_scalesim_cfg(path).clock_hz == 2.0e9
+    path.write_text(CFG.format(extra="Bandwith : 10"))
+    with pytest.raises(InputError, match=r"reads it: did you mean 'Bandwidth'\?\)$"):
+        read_scalesim_cfg(path)
 
