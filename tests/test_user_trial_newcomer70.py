@@ -7,7 +7,9 @@ batch under a title that read as the batch split in 8."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 
@@ -64,7 +66,6 @@ def test_pipeline_batch_help_says_per_micro_batch_as_it_runs(capsys):
     assert meta["makespan"] == 2 * total
 
 
-
 @pytest.mark.parametrize("line, home", [("ClockGHz: 1.0", "ClockGHz is an [archsim] key"),
                                         ("hbm_gbps = 800", "hbm_gbps is a [memory] key"),
                                         ("arrays = 4", "arrays is a [device] key"),
@@ -92,3 +93,18 @@ def test_the_named_section_reads_it_and_a_plain_typo_keeps_its_hint(tmp_path):
     with pytest.raises(InputError, match=r"reads it: did you mean 'Bandwidth'\?\)$"):
         read_scalesim_cfg(path)
 
+
+@pytest.mark.long  # a sweep and its report: about 1 s
+def test_a_plain_sweeps_gantt_title_says_it_runs_the_whole_batch_each(tmp_path, capsys):
+    """A plain sweep's row is one iteration of batch 2; its Gantt runs 8 micro-batches of 2 samples each, 16 samples
+    (the Regenerate command's --batch × --microbatches), which the title now says."""
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nname = "s"\nnetworks = ["layerpipe_sample"]\narrays = ["32x32"]\nbatches = [2]\n'
+                    'processors = [2]\nmethods = ["layerpipe"]\n')
+    report = tmp_path / "r.html"
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "out"), "--quiet", "--report", str(report)]) == 0
+    page = html.unescape(report.read_text(encoding="utf-8"))
+    command = re.search(r"Regenerate: <code>archsim (pipeline [^<]*) --gantt gantt\.html</code>", page).group(1).split()
+    samples = int(command[command.index("--batch") + 1]) * int(command[command.index("--microbatches") + 1])
+    assert samples == 16
+    assert "8 micro-batches (32x32 ws, batch 2 each, 16 samples: 8× the sweep row's); makespan" in page
