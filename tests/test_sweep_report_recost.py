@@ -89,4 +89,4 @@ def test_a_dtypes_row_is_named_by_its_dtype_and_one_micro_batch_keeps_eight_in_t
     assert rows[rows.processors == 1].iloc[0].single_processor_cycles == total["total_cycles"]
     pipeline = _run(gantt_command, tmp_path, capsys)["meta"]
     assert rows[rows.processors == 2].iloc[0].iteration_cycles == pipeline["iteration_cycles"]
-    assert pipeline["microbatches"] == 8 and "8 micro-batches (16x16 ws, 2-byte elements, batch 4)" in gantt_title
+    assert pipeline["microbatches"] == 8 and "8 micro-batches (16x16 ws, 2-byte elements, batch 4 each, 32 samples: 8× the sweep row's)" in gantt_title

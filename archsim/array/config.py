@@ -23,6 +23,7 @@ from archsim.array.cfg_lines import (
 )
 from archsim.array.device_sections import (
     cfg_device_sections,
+    cfg_home,
     check_bandwidth_once,
     is_device_toml,
     toml_sections,
@@ -292,8 +293,9 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
                 line = line_of(key)
                 written = text.splitlines()[line - 1].split(":")[0].split("=")[0].strip() if line else key
                 hint = did_you_mean(key, keys)
+                home = cfg_home(key)  # an archsim key (ClockGHz, hbm_gbps) under SCALE-Sim's section: say where it goes
                 raise InputError(f"unknown key in [{section}] (no SCALE-Sim version reads it: "
-                                 f"{hint[2:-1] if hint else 'a typo?'})", file=file, line=line, field=written)
+                                 f"{home or (hint[2:-1] if hint else 'a typo?')})", file=file, line=line, field=written)
     device = cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":

@@ -90,6 +90,22 @@ def _needs(section: str, key: str | None = None) -> str:
 _CFG_DEVICE_COUNTS = ("arrays", "arrays_per_core")  # a .cfg's [device] keys for what a TOML's [compute] says
 
 
+def cfg_home(key: str) -> str:
+    """Where a .cfg states ``key`` when it is written under one of SCALE-Sim's sections ("hbm_gbps is a [memory]
+    key", "ClockGHz is an [archsim] key"), "" for a key no section of a .cfg device file reads: a designer adding
+    the device sections puts ``ClockGHz`` or ``hbm_gbps`` beside ``ArrayHeight``, and the refusal should name
+    the section that reads it, not call it a typo. Case is ignored, as configparser ignores it."""
+    low = key.lower()
+    if low == "clockghz":
+        return "ClockGHz is an [archsim] key"
+    if low in _CFG_ARRAY_KEYS:
+        return f"a .cfg states {low} as {_CFG_ARRAY_KEYS[low]}"
+    for section in _CFG_SECTIONS + ("vector",):
+        if low in _KEYS[section] or (section == "device" and low in _CFG_DEVICE_COUNTS):
+            return f"{low} is a [{section}] key"
+    return ""
+
+
 def static_watts(value: object) -> float:
     """A chip's static power, W, as a device file's ``[device] static_watts`` or a device sweep's spec states it
     (a .cfg's text too): in [0, :data:`MAX_STATIC_WATTS`), else ValueError in one line. The one check of it, on

@@ -237,6 +237,13 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
 
 
+# pipeline's and schedule's --batch is each micro-batch's size: M micro-batches of it are M × BATCH samples an
+# iteration, unlike energy's and a sweep's microbatches (batch / M each) and plan's --batch (the whole mini-batch).
+LAYER_COST_BATCH_HELP = ("samples per micro-batch: with --microbatches M an iteration runs M × BATCH samples (energy's "
+                         "--microbatches and a sweep's microbatches split BATCH instead; plan's --batch is the "
+                         "whole mini-batch) (default: 32)")
+
+
 def add_layer_cost_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:
     """How pipeline and schedule cost a network's layers: the array, engine and clock flags, then
     --batch (32) and --mode (exact), in that order (their --help lists them so). Their ``--config`` takes a device
@@ -244,7 +251,7 @@ def add_layer_cost_arguments(parser: argparse.ArgumentParser, bandwidth_flag: st
     add_array_arguments(parser, device_toml=True)
     add_engine_arguments(parser, bandwidth_flag=bandwidth_flag)
     add_clock_argument(parser)
-    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size")
+    parser.add_argument("--batch", type=positive_int, default=32, help=LAYER_COST_BATCH_HELP)
     parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
 
 

@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_array_arguments(parser, device_toml=True)
     parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
     parser.add_argument("--microbatches", type=positive_int, default=1,
-                        help="run the batch as M micro-batches of batch/M (default 1)")
+                        help="run the batch as M micro-batches of batch/M (pipeline's and schedule's "
+                             "--microbatches run M of --batch each instead) (default 1)")
     parser.add_argument("--mode", default="exact", choices=MODES, help=MODE_HELP)
     add_engine_arguments(parser)
     add_clock_argument(parser)

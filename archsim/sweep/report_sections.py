@@ -141,6 +141,13 @@ def _design_sections(results: pd.DataFrame, network: str, command: str) -> list[
             (f"{network}: the {len(table)} Pareto-optimal designs", html_table(table, lambda x: f"{x:.4g}"), command)]
 
 
+def _whole_batches(microbatches: int, batch: int) -> str:
+    """What a plain sweep's Gantt runs, said in its title: ``microbatches`` micro-batches of the row's whole batch
+    each (a steady state), ``microbatches`` times the samples of the row's iteration, which "8 micro-batches
+    (…, batch 8)" alone read as batch 8 split in 8."""
+    return f" each, {microbatches * batch:,} samples: {microbatches}× the sweep row's" if microbatches > 1 else ""
+
+
 def gantt_section(network, array, first, processors: int, engine: str = "analytic", memory: str = "",
                    alpha: float = LAYERPIPE_ALPHA, microbatches: int | None = None, *, median: bool = False,
                    axes: tuple[str, ...] = SPLIT_AXES, borrow: str = BORROW_PAPER) -> Section:
@@ -171,7 +178,8 @@ def gantt_section(network, array, first, processors: int, engine: str = "analyti
     title = (f"{network.name}: LayerPipe{f' (borrow {borrow})' if gainful else ''} schedule on {processors} {'processor' if processors == 1 else 'processors'}{which}, {len(plan.stages)} "
              f"{'stage' if len(plan.stages) == 1 else 'stages'} used, {microbatches} micro-batches "
              f"({first.rows}x{first.cols} {first.dataflow}{_width(array)}, batch {_micro_batch(first)}"
-             f"{f' each, the design splitting batch {first.batch} in {split}' if split > 1 else ''}); makespan "
+             f"{f' each, the design splitting batch {first.batch} in {split}' if split > 1 else _whole_batches(microbatches, _micro_batch(first))}"
+             f"); makespan "
              f"{table_number(timeline.makespan)} cycles")
     command = (f"archsim pipeline {shell_word(first.network)} --processors {processors} --method layerpipe {_array_flags(first)}"
                f" --dataflow {first.dataflow} --batch {_micro_batch(first)} --mode {first['mode']}"
