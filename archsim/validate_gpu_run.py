@@ -164,12 +164,12 @@ def run_neusight(args: Any, *, tabular: bool, speak: Speak, phases: Phases) -> V
     import pandas as pd
 
     from archsim.devices.kernel_constants import FITTED
+    from archsim.validation.device_rows import device_rows_seconds
     from archsim.validation.neusight import (
         GEMM_COLUMNS,
         SHAPES,
         check_devices,
         check_stated_dtypes,
-        device_rows_seconds,
         latency_unit_note,
         mape_by_class,
         measured_on,
