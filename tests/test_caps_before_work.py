@@ -56,7 +56,7 @@ def test_train_sweep_refuses_too_many_points_and_too_much_work(capsys):
 @pytest.mark.parametrize("axis", [
     "tp=0", "tp=-1", "tp=x", "tp=1.5", "tp=99999999999999999999", "tp=" + "9" * 5000, "tp=1_000", "tp=²",
     "tp=1,,2", "tp=1,1", "recompute=bogus", "schedule=bogus", "sequence_parallel=maybe",
-    "sequence_parallel=1", "sequence_parallel=yes", "bogus=1", "tp", "tp=",
+    "bogus=1", "tp", "tp=",
 ])
 def test_an_invalid_sweep_value_is_exit_2_not_an_error_column(capsys, axis):
     err = refused(capsys, [*TRAIN, "--global-batch", "8", "--sweep", axis])
