@@ -117,7 +117,7 @@ def command_line(draw) -> tuple[list[str], str | None]:
         software_flags(maybe)
         maybe("--implementation", st.sampled_from(["megatron", "pytorch-eager"]))
         maybe("--balance", st.sampled_from(["even", "planned"]))
-        if draw(st.integers(0, 3)) == 0:  # a quarter of the time: it needs --tp > 1
+        if draw(st.integers(0, 3)) == 0:  # a quarter of the time: at --tp 1 it is turned off with a note
             flags.append("--sequence-parallel")
     elif command == "search":
         argv = ["search", TRANSFORMER, "--cluster", GPU_CLUSTER, "--global-batch", draw(INTS),
