@@ -25,6 +25,7 @@ from archsim.api_keywords import (
     transformer,
     unread_note,
 )
+from archsim.choices.training import DEFAULT_P2P
 from archsim.console import library_note
 
 if TYPE_CHECKING:  # the result type loads with the job that returns it
@@ -46,7 +47,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
            etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
            fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None,
            overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-           mtp_layers: int | str | None = None, p2p: str = "overlapped",
+           mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P,
            tp: int | str | Sequence[int | str] | None = None, pp: int | str | Sequence[int | str] | None = None) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;

@@ -20,6 +20,7 @@ from archsim.api_keywords import (
     transformer,
     unread_note,
 )
+from archsim.choices.training import DEFAULT_P2P
 from archsim.console import library_note
 from archsim.table_result import TableResult
 
@@ -63,7 +64,7 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
                 moe_expert_capacity_factor: float | str | None = None, moe_pad_expert_input_to_capacity: bool = False,
                 moe_load_imbalance: float | str | None = None, fp8: str | None = None, fp8_param_gather: bool = False,
                 overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-                mtp_layers: int | str | None = None, p2p: str = "overlapped") -> SweepResult:
+                mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P) -> SweepResult:
     """Every point of a grid of iterations predicted as ``archsim train MODEL --sweep KEY=V1,V2,… …`` predicts it.
     ``sweep``: the axes, a mapping of each KEY to its values (``{"tp": [1, 2], "micro_batch": "1,2,4"}``; a ``range``
     or a numpy array too, a whole float as its count) or the flag's texts (``["tp=1,2", "micro_batch=1,2,4"]``, or
@@ -143,7 +144,7 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
         raise InputError(f"{setting('implementation', implementation)} times one iteration: not with "
                          f"{setting('sweep')}", field="implementation")
     check_choice(p2p, P2P_MODES, "p2p")
-    if p2p != "overlapped":  # the points keep the closed forms' overlapped hops, as train --sweep's do
+    if p2p != DEFAULT_P2P:  # the points keep the closed forms' overlapped hops, as train --sweep's do
         raise InputError(f"{setting('p2p', p2p)} times one iteration: not with {setting('sweep')}", field="p2p")
     axes = sweep_axes(sweep)
     base = sweep_base(tp=n.tp, pp=n.pp, dp=n.dp, global_batch=n.global_batch, micro_batch=n.micro_batch,

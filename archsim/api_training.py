@@ -25,6 +25,7 @@ from archsim.api_keywords import (
     transformer,
     unread_note,
 )
+from archsim.choices.training import DEFAULT_P2P
 from archsim.console import library_note
 
 if TYPE_CHECKING:  # the result types load with the jobs that return them
@@ -47,7 +48,7 @@ def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int
           etp: int | str | None = None, moe_expert_capacity_factor: float | str | None = None,
           moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: float | str | None = None,
           fp8: str | None = None, fp8_param_gather: bool = False, overlap_moe_expert_parallel_comm: bool = False,
-          moe_shared_expert_overlap: bool = False, mtp_layers: int | str | None = None, p2p: str = "overlapped",
+          moe_shared_expert_overlap: bool = False, mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P,
           ) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)

@@ -12,6 +12,7 @@ from archsim.choices.training import (
     BALANCES,
     CP_COMMS,
     DEFAULT_ATTENTION,
+    DEFAULT_P2P,
     DP_OVERLAPS,
     ETP_TP,
     FP8_RECIPES,
@@ -133,7 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --fsdp, every configuration's, as archsim train's --fsdp-reshard")
     parser.add_argument("--fsdp-grad-sync", default="micro-batch", choices=FSDP_GRAD_SYNCS,
                         help="with --fsdp, every configuration's, as archsim train's --fsdp-grad-sync")
-    parser.add_argument("--p2p", default="overlapped", choices=P2P_MODES, help=P2P_HELP)
+    parser.add_argument("--p2p", default=DEFAULT_P2P, choices=P2P_MODES, help=P2P_HELP)
     parser.add_argument("--grad-accumulation", default="fused", choices=GRAD_ACCUMULATIONS,
                         help="every configuration's gradient accumulation, as archsim train's --grad-accumulation "
                              "(fused: Megatron-LM's default since 2022; unfused: Megatron-LM of 2021)")

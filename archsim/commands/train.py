@@ -10,6 +10,7 @@ from archsim.choices.training import (
     ATTENTIONS,
     BALANCES,
     CP_COMMS,
+    DEFAULT_P2P,
     DP_OVERLAPS,
     FP8_RECIPES,
     FSDP_GRAD_SYNCS,
@@ -121,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="DP gradient all-reduce: after the backward (none: vTrain's runs) or in Megatron's "
                              "buckets under the last micro-batch's backward (bucketed: --overlap-grad-reduce; megatron only, "
                              "refused with --implementation pytorch-eager, one GPU with no DP all-reduce)")
-    parser.add_argument("--p2p", default="overlapped", choices=P2P_MODES, help=P2P_HELP)
+    parser.add_argument("--p2p", default=DEFAULT_P2P, choices=P2P_MODES, help=P2P_HELP)
     parser.add_argument("--distributed-optimizer", action="store_true",
                         help="Megatron-LM's --use-distributed-optimizer (ZeRO-1): fp32 main weights, Adam's moments "
                              "and the fp32 gradient copy sharded over DP; gradients reduce-scattered and parameters "
@@ -234,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")
-    if args.p2p != "overlapped" and (args.runs or args.sweep):  # their rows keep the closed forms' overlapped hops
+    if args.p2p != DEFAULT_P2P and (args.runs or args.sweep):  # their rows keep the closed forms' overlapped hops
         raise InputError(f"--p2p {args.p2p} times one iteration: not with --runs or --sweep", field="p2p")
     if args.runs:  # each row its own capacity (its columns): the flags refused there
         return run_train_runs(args, config, dtype_given, given)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from archsim.choices.training import DEFAULT_P2P
 from archsim.devices.device import Device
 from archsim.devices.kernel_constants import KernelConstants, one_fraction
 from archsim.devices.kernel_ops import device_gemm_seconds
@@ -34,7 +35,7 @@ from archsim.training.stages import one_f_one_b_seconds, stage_times
 from archsim.workload.transformer import TransformerConfig
 
 
-def fast_seconds(run: MeasuredRun, machine: Machine, p2p: str = "overlapped") -> float:
+def fast_seconds(run: MeasuredRun, machine: Machine, p2p: str = DEFAULT_P2P) -> float:
     """A measured run's predicted iteration seconds by the closed form (``p2p``: its pipeline sends, ``--p2p``)."""
     return fast_iteration_seconds(run.config(), replace(run.parallelism(), p2p=p2p), machine)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.choices.training import RECOMPUTE
+from archsim.choices.training import DEFAULT_P2P, RECOMPUTE
 from archsim.csv_lines import check_row_length, choice_cell, comment_line
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
@@ -211,7 +211,7 @@ class Prediction:
 
 def predict(runs: list[MeasuredRun] | tuple[MeasuredRun, ...], cluster: GpuCluster,
             efficiency: KernelConstants | None = None, implementation: str = "megatron", dtype: str = "fp16",
-            attention: str = "standard", p2p: str = "overlapped") -> list[Prediction]:
+            attention: str = "standard", p2p: str = DEFAULT_P2P) -> list[Prediction]:
     """``archsim train`` on ``cluster`` (its first GPU type) for every run — nothing fitted here;
     ``efficiency``: kernel constants instead of the catalog's (e.g. a probe's fit); ``implementation``:
     whose op list (:class:`~archsim.training.machine.Machine`); ``dtype`` and ``attention``: how the runs

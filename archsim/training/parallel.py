@@ -8,6 +8,7 @@ from functools import cached_property
 from archsim.choices.training import (
     ATTENTIONS,
     CP_COMMS,
+    DEFAULT_P2P,
     DP_OVERLAPS,
     FP8_RECIPES,
     FSDP_GRAD_SYNCS,
@@ -149,7 +150,7 @@ class Parallelism:
     etp: int | None = None  # None: TP, Megatron-LM's default --expert-tensor-parallel-size
     fp8: str | None = None  # None: no fp8 (FP8_RECIPES)
     fp8_param_gather: bool = False  # fp8 weights, gathered in fp8 (fp8_memory.py; with fp8 and the distributed optimizer)
-    p2p: str = "overlapped"  # P2P_MODES: whether a rank's next pass waits for its pipeline sends (p2p_blocking)
+    p2p: str = DEFAULT_P2P  # P2P_MODES: whether a rank's next pass waits for its pipeline sends (p2p_blocking)
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "global_batch", "micro_batch", "interleave", "cp", "ep", "etp"):

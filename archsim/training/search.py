@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from dataclasses import replace
 
+from archsim.choices.training import DEFAULT_P2P
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.training.fp8_ops import check_fp8
@@ -93,7 +94,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
            grad_accumulation: str = "fused", distributed_optimizer: bool = False,
            fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
            fsdp_grad_sync: str = "micro-batch", eps=None, etps=None, fp8: str | None = None,
-           fp8_param_gather: bool = False, p2p: str = "overlapped", tps=None, pps=None) -> SearchResult:
+           fp8_param_gather: bool = False, p2p: str = DEFAULT_P2P, tps=None, pps=None) -> SearchResult:
     """Rank every candidate on ``gpus`` GPUs (an int or several; default all the cluster's) by
     ``objective`` (:mod:`archsim.training.objectives`); ``balance``: ``even`` (Megatron's split) or
     ``planned`` (:mod:`archsim.training.stage_split`, per model chunk for interleaved and V-shaped

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from archsim.choices.training import DEFAULT_P2P
 from archsim.training import fitted
 from archsim.training.cluster_file import single_node
 from archsim.training.measured import MeasuredRun
@@ -42,7 +43,7 @@ def _key(tp, pp, dp, mb) -> tuple[int, int, int, int]:
     return tp, pp, dp, mb
 
 
-def group_outcomes(runs: list[MeasuredRun], cluster=None, p2p: str = "overlapped") -> list[GroupOutcome]:
+def group_outcomes(runs: list[MeasuredRun], cluster=None, p2p: str = DEFAULT_P2P) -> list[GroupOutcome]:
     """One outcome per group with at least two measured configurations. A configuration measured
     more than once counts with its mean time. ``p2p``: the search's pipeline sends (``search --p2p``)."""
     cluster = cluster or single_node()

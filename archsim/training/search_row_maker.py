@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from archsim.choices.training import DEFAULT_P2P
 from archsim.training.objectives import objectives
 from archsim.training.parallel import chunks_run
 from archsim.training.placement import layouts, order_text
@@ -52,7 +53,7 @@ class RowMaker:
                "schedule": k.schedule, "interleave": chunks_run(k.schedule, k.interleave), "sequence_parallel": k.sequence_parallel,
                "attention": k.attention, "dp_overlap": k.dp_overlap, **({"fp8": k.fp8} if k.fp8 else {}),
                **({"fp8_param_gather": True} if k.fp8_param_gather else {}),
-               **({"p2p": k.p2p} if k.p2p != "overlapped" else {}),  # only when set: as before
+               **({"p2p": k.p2p} if k.p2p != DEFAULT_P2P else {}),  # only when set: as before
                **({"distributed_optimizer": True} if k.distributed_optimizer else {}),  # only when set: as before
                **({"fsdp": True} if k.fsdp else {}),
                **({"fsdp_reshard": k.fsdp_reshard} if k.fsdp_reshard != "after-forward" else {}),

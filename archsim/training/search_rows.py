@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from archsim.choices.training import DEFAULT_P2P
 from archsim.training.parallel import interleave_flag
 from archsim.training.search_space import Candidate
 from archsim.training.stage_layout import megatron_layout
@@ -202,7 +203,7 @@ def train_settings(row: dict, context: RowContext) -> tuple[Setting, ...]:
     if row.get("fp8"):
         settings += [("--fp8", row["fp8"]), *([("--fp8-param-gather", True)] if row.get("fp8_param_gather") else [])]
     for flag, key, default in (("--dp-overlap", "dp_overlap", "none"), ("--grad-accumulation", "grad_accumulation", "fused"),
-                               ("--p2p", "p2p", "overlapped")):
+                               ("--p2p", "p2p", DEFAULT_P2P)):
         if row.get(key, default) != default:
             settings.append((flag, row[key]))
     settings += [(flag, True) for flag, key in (("--distributed-optimizer", "distributed_optimizer"), ("--fsdp", "fsdp"))
@@ -273,7 +274,7 @@ def row_layout(cluster, global_batch: int, r: dict):
                       r.get("cp", 1), r.get("cp_comm") or "p2p", r.get("fsdp_reshard") or "after-forward",
                       r.get("fsdp_grad_sync") or "micro-batch", _cp_levels(r.get("cp_hierarchy")), ep=r.get("ep", 1),
                       etp=None if r.get("etp", r["tp"]) == r["tp"] else r["etp"], fp8=r.get("fp8"),
-                      fp8_param_gather=r.get("fp8_param_gather", False), p2p=r.get("p2p") or "overlapped")
+                      fp8_param_gather=r.get("fp8_param_gather", False), p2p=r.get("p2p") or DEFAULT_P2P)
     if r.get("placement"):
         cluster = cluster.reordered(tuple(int(n) for n in r["placement"].split(",")))
     return par, cluster

@@ -16,6 +16,7 @@ from functools import lru_cache
 from math import isqrt
 
 from archsim.choices.devices import ELEMENT_BYTES
+from archsim.choices.training import DEFAULT_P2P
 from archsim.training.context_parallel import rank_config, received_bytes
 from archsim.training.fsdp import expert_state_bytes, held_state_bytes
 from archsim.training.held_memory import (
@@ -85,7 +86,7 @@ class Candidate:
     etp: int | None = None  # Parallelism.etp: the experts' tensor-parallel degree, None: TP (:func:`etp_options`)
     fp8: str | None = None  # Parallelism.fp8: Transformer Engine's recipe, one for the search (None: off)
     fp8_param_gather: bool = False  # Parallelism.fp8_param_gather: fp8 weights, one for the search
-    p2p: str = "overlapped"  # Parallelism.p2p: whether a rank's next pass waits for its pipeline sends, one for the search
+    p2p: str = DEFAULT_P2P  # Parallelism.p2p: whether a rank's next pass waits for its pipeline sends, one for the search
 
     def parallelism(self, global_batch: int) -> Parallelism:
         return Parallelism(self.tp, self.pp, self.dp, global_batch, self.micro_batch, self.recompute,
@@ -161,7 +162,7 @@ def candidates(gpus: int, micro_batches, recomputes, schedules, chunks, sequence
                fsdp: bool = False, cps=(1,), cp_comms=("p2p",), fsdp_reshard: str = "after-forward",
                fsdp_grad_sync: str = "micro-batch", eps=(1,), etps=(None,),
                fp8: str | None = None, fp8_param_gather: bool = False,
-               p2p: str = "overlapped", tps=None, pps=None) -> Iterator[Candidate]:
+               p2p: str = DEFAULT_P2P, tps=None, pps=None) -> Iterator[Candidate]:
     """The whole grid, before any rule: ``schedules`` names from :data:`SCHEDULES`; interleaved ones take
     each of ``chunks`` (v) per rank, the others v = 1; ``sequence_parallel``: the values to try;
     ``attention``, ``dp_overlap``, ``grad_accumulation``, ``distributed_optimizer``, ``fsdp``, ``fp8``,

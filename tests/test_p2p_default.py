@@ -1,0 +1,32 @@
+"""The pipeline sends' default mode is stated once (choices.training.DEFAULT_P2P): the commands' --p2p, the library's
+p2p= and Parallelism read it, and no module writes the mode's name as code again, so changing the default is one
+line (the blocking mode Megatron-LM runs is a candidate: docs/training.md)."""
+
+import inspect
+import re
+from pathlib import Path
+
+import archsim
+from archsim import cli
+from archsim.choices.training import DEFAULT_P2P, P2P_MODES
+from archsim.training.parallel import Parallelism
+
+ARCHSIM = Path(archsim.__file__).parent
+
+
+def test_every_default_reads_the_one_constant():
+    assert DEFAULT_P2P in P2P_MODES
+    for job in (archsim.train, archsim.search, archsim.train_sweep):
+        assert inspect.signature(job).parameters["p2p"].default == DEFAULT_P2P, job.__name__
+    assert Parallelism(1, 1, 1, 1, 1, "none").p2p == DEFAULT_P2P
+    for command in ("train", "search"):
+        parsed = cli.build_parser([command]).parse_args([command, "MODEL", "--cluster", "C.toml", "--global-batch", "8"])
+        assert parsed.p2p == DEFAULT_P2P, command
+
+
+def test_no_module_restates_the_default_as_code():
+    code = re.compile(r"""(=|!=|==|default=|or)\s*["']overlapped["']""")
+    found = [f"{path.relative_to(ARCHSIM)}:{n}" for path in ARCHSIM.rglob("*.py") if path.name != "training.py"
+             or path.parent.name != "choices"
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if code.search(line)]
+    assert not found, found
