@@ -24,6 +24,7 @@ _LIVE: dict[int, object] = {}  # id(stream) → a stream a status line (:func:`s
 _WRITING = threading.Lock()  # a ticker's thread and the command's lines write one stream
 ERASE = "\r\x1b[K"  # back to the line's start, then clear it
 Run = TypeVar("Run")  # what a run returns (said_after)
+Speak = Callable[[str, str], None]  # how a run says a line: (kind, text), kind "note" or "warning", as say takes them
 
 
 def prefix() -> str:
@@ -193,7 +194,7 @@ def after_the_run() -> Iterator[None]:
         say(kind, text)
 
 
-def said_after(run: Callable[[Callable[[str, str], None]], Run], speak: Callable[[str, str], None]) -> Run:
+def said_after(run: Callable[[Speak], Run], speak: Speak) -> Run:
     """``run(hold)``'s result, what it said through ``hold`` (kind, text) passed to ``speak`` once it returned: a run
     that raises is its error alone, as :func:`after_the_run` keeps a command's (for a library job, whose ``speak``
     warns)."""

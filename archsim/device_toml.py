@@ -6,11 +6,10 @@ its notes as values for each caller to say its way (:func:`device_toml_notes`). 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from archsim.console import say_after_run
+from archsim.console import Speak, say_after_run
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
@@ -29,7 +28,7 @@ def device_toml_dtype(config: str | Path | None, dtype: str | None, element_byte
 
 
 def device_toml_array(config: str | Path, array: str | None, dataflow: str | None, width: int | None,
-                      speak_after: Callable[[str, str], None] = say_after_run) -> ArrayConfig:
+                      speak_after: Speak = say_after_run) -> ArrayConfig:
     """A device TOML's one array kind as train's energy model reads it
     (:func:`~archsim.training.energy.device_file_array`) at ``width`` bytes (None: 1, with the note that train
     prices the chip's dtype), reshaped by ``array`` and ``dataflow``, with the notes a ``.cfg`` device file gets

@@ -4,21 +4,15 @@ PE schedule. Seconds throughout."""
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.plan_run import Phases, PlanRun
+from archsim.plan_run import PlanRun
+from archsim.progress import Phases, quiet_phases
 
 if TYPE_CHECKING:
     from archsim.sim.timeline import Timeline
-
-
-@contextmanager
-def _quiet(desc, names):
-    """No progress bar: each phase's step does nothing (the library's default)."""
-    yield lambda name: None
 
 
 def run_pipedream(args: Any, profile, topology, priced_on: dict[str, str], device_memory: float | None, *,
@@ -30,7 +24,7 @@ def run_pipedream(args: Any, profile, topology, priced_on: dict[str, str], devic
     from archsim.partition.pipedream_tables import DEFAULT_MEMORY_BYTES, PipeDreamOptions
     from archsim.spp.placement import pipedream_on_cluster  # not spp.baselines: it loads SPP's search
 
-    phases = phases or _quiet
+    phases = phases or quiet_phases
     options = PipeDreamOptions(
         activation_compression_ratio=args.activation_compression_ratio, memory_constraint=args.memory_constraint,
         memory_bytes=device_memory or topology.gpu_memory_bytes or DEFAULT_MEMORY_BYTES,

@@ -11,14 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.choices.devices import DTYPES
-from archsim.console import say, setting
+from archsim.console import Speak, say, setting
 from archsim.errors import InputError
 from archsim.plan_cluster import server_devices, server_machine
 from archsim.plan_flags import ARRAY_FLAGS, DEFAULT_DTYPE, array_flags, micro_batch
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
-    from archsim.plan_run import Speak
     from archsim.workload.layer import Network
 
 

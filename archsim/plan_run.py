@@ -8,15 +8,15 @@ Seconds throughout (layer costs priced at a clock, or measured)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from archsim.console import say
+from archsim.console import Speak, say
 from archsim.plan_cluster import read_plan_cluster
 from archsim.plan_flags import check_flags
 from archsim.plan_profile import layer_profile
+from archsim.progress import Phases
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
 
 STAGE_ROWS = "stage / channel"  # a plan's Gantt rows: PE's resources, not GPUs
 
-Speak = Callable[[str, str], None]
-Phases = Callable[[str, Sequence[str]], AbstractContextManager]
 
 
 @dataclass(frozen=True)
@@ -97,4 +95,4 @@ def with_seed(meta: dict, seed: int | None) -> dict:
     return {**dict(list(meta.items())[:at]), "seed": seed, **dict(list(meta.items())[at:])}
 
 
-__all__ = ["STAGE_ROWS", "Phases", "PlanRun", "Speak", "plain_numbers", "run_plan", "with_seed"]
+__all__ = ["STAGE_ROWS", "PlanRun", "plain_numbers", "run_plan", "with_seed"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from archsim.console import say, setting
+from archsim.console import Speak, say, setting
 from archsim.errors import InputError
 from archsim.plan_flags import (
     BASELINE_CONFIGS,
@@ -17,7 +17,7 @@ from archsim.plan_flags import (
     TIMELINE_METHODS,
     micro_batch,
 )
-from archsim.plan_run import PlanRun, Speak
+from archsim.plan_run import PlanRun
 
 
 def stage_rows_caption(rows: list[dict]) -> str:

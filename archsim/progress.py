@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar, copy_context
 from typing import Any, Self, TypeVar
 
 T = TypeVar("T")
+# a run's phases: ``phases(desc, names)`` is entered once and yields ``step(name)``, called as each phase starts
+Phases = Callable[[str, Sequence[str]], AbstractContextManager]
 
 # Context variables, not module globals: a notebook's threads (a ThreadPoolExecutor of archsim.search calls, one
 # with progress=True) each keep their own, so one's shown(True) draws no bars in another, nor outlives both
@@ -119,6 +121,12 @@ def polled(work: Callable[[], T], counter: Any, bar: Any, every_s: float = 0.2) 
     if "error" in outcome:
         raise outcome["error"]
     return outcome["result"]
+
+
+@contextmanager
+def quiet_phases(desc: str, names: Sequence[str]):
+    """No progress bar: each phase's step does nothing (a library run's default :data:`Phases`)."""
+    yield lambda name: None
 
 
 @contextmanager

@@ -6,14 +6,14 @@ Cycles are array clock cycles, SRAM and DRAM counts words, seconds beside cycles
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archsim.array.config import DATAFLOWS, ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.options import memory_meta, with_memory
-from archsim.console import say, say_after_run, setting
+from archsim.console import Speak, say, say_after_run, setting
 from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import read_text
@@ -34,7 +34,6 @@ CYCLE_COLUMNS = ("stall_cycles", "total_cycles", "ifmap_dram_reads", "filter_dra
 OFMAP_COUNTS = ("scalesim", "true")
 BANK_RULES = ("set", "line")
 
-Speak = Callable[[str, str], None]  # (kind: note or warning, text)
 
 
 @dataclass(frozen=True)

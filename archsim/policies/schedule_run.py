@@ -8,18 +8,18 @@ names, refuses what the command refuses with the same lines, and returns the row
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, contextmanager
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from archsim.choices.schedules import DP_POLICIES, LIST_SCHEDULES, OOO_POLICIES, ZB_SCHEDULES
-from archsim.console import field_name, route, setting, switch_on
+from archsim.console import Speak, field_name, route, setting, switch_on
 from archsim.errors import InputError
 from archsim.policies.allocation_meta import allocation_meta, ooo_allocation
 from archsim.policies.dp_window import data_parallel_window
 from archsim.policies.hop_link import sync_bytes_per_cycle
 from archsim.policies.schedule_array import costs_meta, run_array, unit_costs_scope, with_clock_flag, with_memory_flags
 from archsim.policies.stage_schedule import STAGE_ONLY, ScheduleRun
+from archsim.progress import Phases, quiet_phases
 from archsim.value_parsers import comma_items
 
 if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule runs
@@ -31,12 +31,6 @@ if TYPE_CHECKING:  # the profiles, policies and simulator load when a schedule r
 TIMELINE_OUTPUTS = ("--gantt", "--chrome-trace", "--schedule-csv")  # what multistream, a row of totals, cannot draw
 
 
-@contextmanager
-def quiet_phases(desc: str, names: Sequence[str]):
-    """No progress bar: each phase's step does nothing (the library's default)."""
-    yield lambda name: None
-
-
 def run_schedule(network=None, *, policy=None, processors=None, microbatches=None, unit_costs=None, flush=None,
                  group=None, streams=None, region_size=None, chunks=None, reverse_k=None, sync=None, comm_units=None,
                  array=None, dataflow=None, config=None, dtype=None, element_bytes=None, engine=None,
@@ -45,8 +39,8 @@ def run_schedule(network=None, *, policy=None, processors=None, microbatches=Non
                  comm=None, stage_memory=None, stage_profile=None, link_bandwidth=None, torch_schedule=None,
                  schedule_csv_in=None, max_orders=None, torch_steps=False, drawn: Sequence[str] = (),
                  read_device: Callable[..., object] | None = None,
-                 loader: Callable[[str, SimpleNamespace], Network] | None = None, speak: Callable[[str, str], None] | None = None,
-                 phases: Callable[[str, Sequence[str]], AbstractContextManager] = quiet_phases) -> ScheduleRun:
+                 loader: Callable[[str, SimpleNamespace], Network] | None = None, speak: Speak | None = None,
+                 phases: Phases = quiet_phases) -> ScheduleRun:
     """One ``archsim schedule`` run: each keyword the value of its flag (``reverse_k`` ``--reverse-k``; None where not
     given, its default filled in where the run reads it, refused where it does not), already of the flag's type.
     ``drawn``: the timeline outputs the caller will write (``--gantt``, …; multistream has none); ``loader``: a
@@ -94,7 +88,7 @@ def _labelled(run: ScheduleRun, layers: Sequence[str | None] | None = None) -> S
     return replace(run, timeline=replace(timeline, processor_layers=held))
 
 
-def _loader(speak: Callable[[str, str], None]) -> Callable[[str, SimpleNamespace], Network]:
+def _loader(speak: Speak) -> Callable[[str, SimpleNamespace], Network]:
     """The network keywords' loader: ``load_network`` as NETWORK and ``--only``, ``--shapes``, ``--unsupported``,
     ``--input-shape``, ``--dim`` load it, its notes spoken (a batch its file fixes among them, as the command's)."""
     def load(source, args: SimpleNamespace) -> Network:
