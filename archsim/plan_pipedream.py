@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from archsim.console import setting
 from archsim.errors import InputError
-from archsim.plan_run import PlanRun
+from archsim.plan_result import PlanRun
 from archsim.progress import Phases, quiet_phases
 
 if TYPE_CHECKING:

@@ -9,39 +9,19 @@ Seconds throughout (layer costs priced at a clock, or measured)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from archsim.console import Speak, say
 from archsim.plan_cluster import read_plan_cluster
 from archsim.plan_flags import check_flags
 from archsim.plan_profile import layer_profile
+from archsim.plan_result import PlanRun
 from archsim.progress import Phases
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
-    from archsim.sim.timeline import Timeline
     from archsim.workload.layer import Network
-
-STAGE_ROWS = "stage / channel"  # a plan's Gantt rows: PE's resources, not GPUs
-
-
-
-@dataclass(frozen=True)
-class PlanRun:
-    """One plan run: the ``rows`` and ``meta`` the command prints; the ``timeline`` (SPP's, or PipeDream's plan
-    run when ``drawn``; a gpipe, pipedream-prm or layerpipe plan's PE schedule; None for dp and hetpipe), its ``title`` and ``caption`` and the Gantt's ``rows_title``; and the
-    cluster file's ``warnings`` and ``notes``, said once the run has succeeded."""
-
-    rows: list[dict]
-    meta: dict
-    timeline: Timeline | None = field(default=None, repr=False)
-    title: str = ""
-    caption: str = ""
-    rows_title: str = STAGE_ROWS
-    unit: str = "seconds"
-    warnings: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
 
 
 def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[[Any], ArrayConfig],
@@ -95,4 +75,4 @@ def with_seed(meta: dict, seed: int | None) -> dict:
     return {**dict(list(meta.items())[:at]), "seed": seed, **dict(list(meta.items())[at:])}
 
 
-__all__ = ["STAGE_ROWS", "PlanRun", "plain_numbers", "run_plan", "with_seed"]
+__all__ = ["plain_numbers", "run_plan", "with_seed"]

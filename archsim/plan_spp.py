@@ -17,7 +17,7 @@ from archsim.plan_flags import (
     TIMELINE_METHODS,
     micro_batch,
 )
-from archsim.plan_run import PlanRun
+from archsim.plan_result import PlanRun
 
 
 def stage_rows_caption(rows: list[dict]) -> str:
