@@ -13,7 +13,7 @@ from archsim.choices.outputs import FORMATS
 from archsim.errors import InputError
 from archsim.json_text import dumps
 from archsim.output_files import write_output
-from archsim.rows import Rows, columns, table, to_csv, to_json
+from archsim.rows import Rows, columns, python_scalar, table, to_csv, to_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,14 +43,6 @@ PAIRS = {"stage_counts": PairLine(unit="s"), "baselines_seconds": PairLine(), "s
          "energy_figures": PairLine(link="=", sep=", "), "jacobian_density": PairLine()}
 
 
-def _plain(value: object) -> object:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value
-
-
 def format_number(value: object, float_format: str = "{:.4g}") -> str:
     """How a table shows one value: integers (and integral floats, e.g. cycle sums) in full, other floats with
     ``float_format`` (4 significant digits by default) — but never with a positive exponent below 10¹⁵: a float
@@ -58,7 +50,7 @@ def format_number(value: object, float_format: str = "{:.4g}") -> str:
     of cycles reads alike whether or not a value is whole (as the HTML pages' tables show numbers:
     :func:`archsim.report.style.table_number`); no value (None: JSON's null) as ``nan``, as a NaN shows,
     everything else as is."""
-    value = _plain(value)
+    value = python_scalar(value)
     if value is None:
         return "nan"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -75,7 +67,7 @@ def format_number(value: object, float_format: str = "{:.4g}") -> str:
 def csv_number(value: object) -> str:
     """A number as csv writes it in a line of text: a float at full precision (``repr``, so a reader gets JSON's
     float back), anything else as ``str``."""
-    value = _plain(value)
+    value = python_scalar(value)
     return repr(value) if isinstance(value, float) else str(value)
 
 
@@ -100,7 +92,7 @@ def meta_columns(meta: Mapping[str, object] | None, columns) -> dict[str, object
     """The meta entries a CSV carries as columns: every single value (numbers, text, flags) whose name
     is not already a column, :data:`PAIRS` as one line of text each (:func:`flat_meta`); other lists and tables
     (JSON's nested entries) have no cell to go in."""
-    return {key: _plain(value) for key, value in flat_meta(meta).items()
+    return {key: python_scalar(value) for key, value in flat_meta(meta).items()
             if key not in columns and (value is None or isinstance(value, (str, int, float, bool, np.generic)))}
 
 

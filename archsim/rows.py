@@ -48,7 +48,9 @@ class Rows:
         return pd.DataFrame(list(self.records))
 
 
-def _plain(value: Any) -> Any:  # numpy scalars become Python's; anything else passes
+def python_scalar(value: Any) -> Any:
+    """``value`` as Python's own scalar where it is numpy's (``np.bool_`` → ``bool``, an integer → ``int``, a
+    float → ``float``, each the same value), so a cell prints and compares as Python's; anything else as is."""
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, np.integer):
@@ -87,7 +89,7 @@ def columns(rows: Rows) -> tuple[list[str], list[list], list[str]] | None:
         return None
     values, kinds = [], []
     for name in names:
-        column = [_plain(r[name]) for r in rows.records]
+        column = [python_scalar(r[name]) for r in rows.records]
         kind = "count" if name in rows.counts and _count(column) else _kind(column)
         if kind is None:
             return None
