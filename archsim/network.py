@@ -57,11 +57,6 @@ class Network:
         servers = self.nvlink_domain // gpus_per_server  # a domain's servers (a multiple: read_network)
         return (self.nvlink_domain > gpus_per_server) & (first // max(servers, 1) == last // max(servers, 1))
 
-    @property
-    def server_bytes_per_s(self) -> float:
-        """All of a server's NICs, one direction, bytes/s."""
-        return self.nics_per_server * self.nic_gbps * 1e9 / 8
-
     def _uneven(self, gpus_per_server: int) -> bool:
         """Whether every GPU reaches a NIC but the NICs carry unequal GPU counts (8 GPUs on 3 NICs: 3, 3, 2)."""
         return gpus_per_server % self.gpus_per_nic != 0 and \

@@ -36,12 +36,6 @@ from archsim.workload.shipped import shipped_networks
 if TYPE_CHECKING:
     from archsim.array.cycle import ConvWindows
 
-SUMMED = ("F_cycles", "F_dense_cycles", "folds", "ifmap_sram_reads", "filter_sram_reads", "ofmap_sram_writes",
-          "original_storage", "new_storage", "metadata_storage", "D_cycles", "D_dense_cycles", "G_cycles",
-          "G_dense_cycles", "F_stall_cycles", "F_total_cycles", "ifmap_dram_reads", "filter_dram_reads",
-          "ofmap_dram_writes")
-
-
 def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConfig, SparsityConfig, Network,
                                                                        list[tuple[int, int]]]:
     """The array, its ``[sparsity]`` section, the network and each layer's N:M, as SCALE-Sim reads them. A device
@@ -63,9 +57,6 @@ def read_sparse_run(config: str | Path, topology: str | Path) -> tuple[ArrayConf
     if len(ratios) != len(network.layers):
         raise InputError(f"{len(ratios)} sparsity rows for {len(network.layers)} layers", file=str(topology))
     return array, sparsity, network, ratios
-
-
-MEMORY_COLUMNS = ("F_stall_cycles", "F_total_cycles", "ifmap_dram_reads", "filter_dram_reads", "ofmap_dram_writes")
 
 
 def memory_modelled(array: ArrayConfig, sparsity: SparsityConfig) -> bool:

@@ -74,9 +74,6 @@ class TrainingDFG:
     def cost(self, node: Node) -> float:
         return self._cost.get(node, 0.0)
 
-    def inputs_of(self, layer: str) -> tuple[str, ...]:
-        return self.inputs[self.layers.index(layer)]
-
     def has(self, node: Node) -> bool:
         return node in self._node_set
 

@@ -40,7 +40,6 @@ NORM_STATS_BYTES = 8  # a LayerNorm's mean and rstd, fp32, per row (token)
 # ffn-wide tensors the MLP keeps beyond fc1's input, by activation: gelu_new written out (x for pow,
 # tanh's result, 0.5·x, 1 + tanh, the output); one-kernel ones their saved input or result and the output
 ACTIVATION_KEPT = {"gelu_new": 5, "relu": 1, "tanh": 1, "sigmoid": 1}
-LOGIT_BYTES = 8  # the fp32 logits (held by the model's output) and the log-softmax's fp32 result
 
 
 def activation_kept(c: TransformerConfig) -> int:

@@ -186,10 +186,6 @@ class Layer:
         return self.kind in ("conv", "fc", "matmul", "deconv")
 
     @property
-    def has_weights(self) -> bool:
-        return self.kind in ("conv", "fc", "batchnorm", "deconv")
-
-    @property
     def takes_network_input(self) -> bool:
         return all(name == NETWORK_INPUT for name in self.inputs)
 
