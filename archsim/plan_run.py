@@ -18,6 +18,7 @@ from archsim.plan_flags import check_flags
 from archsim.plan_profile import layer_profile
 from archsim.plan_result import PlanRun
 from archsim.progress import Phases
+from archsim.rows import python_scalar
 
 if TYPE_CHECKING:
     from archsim.array.config import ArrayConfig
@@ -49,20 +50,15 @@ def run_plan(args: Any, *, loader: Callable[[Any], Network], array_of: Callable[
 
 
 def plain_numbers(value: Any) -> Any:
-    """``value`` (a plan's rows or meta: dicts, lists and scalars) with every number a plain Python ``int`` or
-    ``float`` (numpy's float64 from the planners' arithmetic, int64 from their arrays), each the same value, so
-    that :func:`archsim.plan`'s ``.meta`` and rows hold one kind of number, as their JSON does; bools as they are."""
-    import numbers
-
+    """``value`` (a plan's rows or meta: dicts, lists, tuples and scalars) with every numpy scalar Python's own, each
+    the same value (numpy's float64 from the planners' arithmetic, int64 from their arrays, a bool from a
+    comparison: :func:`~archsim.rows.python_scalar`, the one rule), so that :func:`archsim.plan`'s ``.meta`` and rows
+    hold one kind of number, as their JSON does."""
     if isinstance(value, dict):
         return {key: plain_numbers(item) for key, item in value.items()}
     if isinstance(value, list) or type(value) is tuple:
         return type(value)(plain_numbers(item) for item in value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Number) or type(value) in (int, float):
-        return value
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    return float(value) if isinstance(value, numbers.Real) else value
+    return python_scalar(value)
 
 
 def with_seed(meta: dict, seed: int | None) -> dict:

@@ -1,11 +1,12 @@
-"""numpy's scalars are written as Python's by one rule (``rows.python_scalar``), whether a row's cell or a meta
-entry carried as a CSV column (``outputs.meta_columns``): an ``np.bool_`` flag is Python's ``True``, as a cell is,
-and the numbers keep their values."""
+"""numpy's scalars are written as Python's by one rule (``rows.python_scalar``), whether a row's cell, a meta
+entry carried as a CSV column (``outputs.meta_columns``) or a plan's meta and rows (``plan_run.plain_numbers``):
+an ``np.bool_`` flag is Python's ``True``, as a cell is, and the numbers keep their values."""
 
 import numpy as np
 import pytest
 
 from archsim.outputs import csv_number, format_number, meta_columns
+from archsim.plan_run import plain_numbers
 from archsim.rows import python_scalar
 
 
@@ -26,3 +27,10 @@ def test_a_meta_flag_from_numpy_is_a_python_bool_in_the_csv_columns():
                                                      (np.float64(0.1), "0.1", "0.1")])
 def test_a_numpy_scalar_prints_as_python_s(value, table, csv):
     assert (format_number(value), csv_number(value)) == (table, csv)
+
+
+def test_a_plan_s_meta_holds_python_s_scalars_at_every_depth():
+    meta = plain_numbers({"fits": np.True_, "stages": [np.int64(2), (np.float64(0.5), "x")], "seed": None})
+    assert meta == {"fits": True, "stages": [2, (0.5, "x")], "seed": None}
+    assert [type(v) for v in (meta["fits"], meta["stages"][0], meta["stages"][1][0])] == [bool, int, float]
+    assert type(meta["stages"][1]) is tuple
