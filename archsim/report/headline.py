@@ -14,6 +14,7 @@ import pandas as pd
 from archsim.report.html_page import esc
 from archsim.report.html_page import table as html_table
 from archsim.report.style import DESIGN_AXIS_WORDS, table_number
+from archsim.report.sweep_order import array_key, network_order
 
 # Where a lead is reported: the sweep axis, its words, how a value is written.
 WHERE = (("array", "on {} arrays"), ("dataflow", "with the {} dataflow"), ("batch", "at batch {}"),
@@ -29,8 +30,6 @@ def configuration_key(results: pd.DataFrame) -> list[str]:
 def speedups(results: pd.DataFrame) -> pd.DataFrame | None:
     """One row per configuration, one column per method: its speedup (NaN where the method did not run it);
     None where two rows share a configuration and method (an axis this key lacks: no headline beats a wrong one)."""
-    from archsim.report.sweep_report import array_key
-
     frame = results.assign(array=array_key(results).str.strip())
     indexed = frame.set_index([*configuration_key(frame), "method"])["speedup"]
     if indexed.index.has_duplicates:
@@ -69,7 +68,7 @@ def _best_at(table: pd.DataFrame, best: tuple) -> str:
 def setting_headline(table: pd.DataFrame, title: str, order: Sequence[str] = ()) -> str:
     """One setting's sentence and table: wins per method, median speedup, and the leader's ratio to each other.
     The methods are ranked (most wins, then highest median: the leader first, as its ratio column reads); a tie
-    keeps ``order``'s (the page's, :func:`archsim.report.sweep_report.method_order`), else alphabetical."""
+    keeps ``order``'s (the page's, :func:`archsim.report.sweep_order.method_order`), else alphabetical."""
     table = table.dropna(axis=1, how="all")
     won = winners(table).value_counts()
     place = {method: i for i, method in enumerate(order)}
@@ -116,8 +115,6 @@ def headline(results: pd.DataFrame, networks: Sequence[str] = (), methods: Seque
     """The "at a glance" markup of a sweep of two or more methods, one block per network and setting; "" else.
     ``networks``: their order (the spec's; any other after them, alphabetically); a network's settings in
     alphabetical order; ``methods``: the page's order, which breaks a tie in a block's ranking."""
-    from archsim.report.sweep_report import network_order
-
     if results.empty or results["method"].nunique() < 2:
         return ""
     table = speedups(results)

@@ -19,6 +19,10 @@ KIND_LABELS = {"F": "F (forward)", "G": "G (weight gradient)", "D": "D (δ, inpu
                "W": "W (backward: weight gradient)", "B": "B (backward: input and weight gradients)",
                "FB": "FB (a stage's forward then backward)", "A": "A (gradient all-reduce)"}
 
+# a sweep's methods, in LayerPipe's paper's order (the page's order after the spec's: sweep_order.method_order)
+METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2",
+                 "layerpipe (gainful)": "#F58518"}  # LayerPipe's --borrow gainful rows (archsim.sweep.report)
+
 # A design sweep's axes (archsim.sweep.design's columns that set a design, not its results), in the words a
 # figure's title names them: the summary's means average over them (archsim.sweep.summary keys on these too
 # for its "best with at most P processors", so the list lives here, where both read it).

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from archsim.console import shell_word
 from archsim.output_files import write_output
+from archsim.report.headline import headline
 from archsim.report.html_page import TABLE_STYLE, Figures, document, esc, section
 from archsim.report.html_page import table as html_table
 from archsim.report.paper_tables import (
@@ -24,12 +25,11 @@ from archsim.report.paper_tables import (
     LAYERPIPE_TABLE_IV_IMPROVEMENT_PCT,
     improvement_pct,
 )
-from archsim.report.style import DESIGN_AXIS_WORDS, KIND_COLORS, KIND_LABELS, table_number
+from archsim.report.style import DESIGN_AXIS_WORDS, KIND_COLORS, KIND_LABELS, METHOD_COLORS, table_number
+from archsim.report.sweep_order import array_key, method_order, network_order
 from archsim.report.table_iv_notes import CYCLE_NOTE, TABLE_IV_NOTES, UPTO_NOTE, layerpipe_note
 
 _Style = TypeVar("_Style")  # a line's dash or a box's fill
-METHOD_COLORS = {"layerpipe": "#E45756", "pipedream": "#4C78A8", "gpipe": "#72B7B2",
-                 "layerpipe (gainful)": "#F58518"}  # LayerPipe's --borrow gainful rows (archsim.sweep.report)
 # Axis titles with their units: speedup is single-processor cycles / iteration cycles.
 SPEEDUP_AXIS = "speedup (× one processor)"
 # Every speedup axis starts at 0 (plotly's "tozero"), whatever the data's least value: speedup is a ratio, so on a
@@ -41,25 +41,6 @@ LAYERPIPE_TABLE_NETWORKS = ("vgg16",)  # the shipped networks LayerPipe's Table 
 # Grouped markers (speedup_figure): the methods' points at one processor count span 1 − SCATTER_GAP of the gap
 # between counts, so their error bars sit apart without reading as another count.
 SCATTER_GAP = 0.7
-
-
-def _in_order(present: set[str], first: Sequence[str]) -> list[str]:
-    """``present``'s names in ``first``'s order, then any other alphabetically."""
-    ordered = list(dict.fromkeys(name for name in first if name in present))
-    return ordered + sorted(present - set(ordered))
-
-
-def network_order(results: pd.DataFrame, first: Sequence[str] = ()) -> list[str]:
-    """The order the page shows the networks in: ``first`` (the spec's order, as the results folder's spec.json
-    records it) for those the rows hold, then any other alphabetically (a folder without spec.json: all of them)."""
-    return _in_order(set(results["network"].astype(str)), first)
-
-
-def method_order(results: pd.DataFrame, first: Sequence[str] = ()) -> list[str]:
-    """The order the page lists, draws and stacks the methods in: ``first`` (the spec's ``methods``, as spec.json
-    records them), then any other in LayerPipe's paper's order (layerpipe, pipedream, gpipe: :data:`METHOD_COLORS`'),
-    then alphabetically. A method keeps its colour whatever its place."""
-    return _in_order(set(results["method"].astype(str)), (*first, *METHOD_COLORS))
 
 
 def is_table_iv_setting(data: pd.DataFrame, network: str, results: pd.DataFrame | None = None,
@@ -87,16 +68,8 @@ LINE_SETTINGS = ("mode", "only")
 LINE_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 BOX_FILLS = (0.5, 0.1, 0.85, 0.3, 0.7, 0.2)  # a box's fill opacity per setting, as LINE_DASHES a line's dash
 # The axes a summary's mean speedup averages over, in the words a title names them ("array": a shape and its
-# .cfg file, :func:`array_key`).
+# .cfg file, :func:`~archsim.report.sweep_order.array_key`).
 AVERAGED_AXES = {"array": "arrays", "batch": "batches", "dataflow": "dataflows", **DESIGN_AXIS_WORDS}
-
-
-def array_key(data: pd.DataFrame) -> pd.Series:
-    """One value per array a sweep ran: its shape, and its .cfg file where one was read."""
-    key = data["rows"].astype(str) + "x" + data["cols"].astype(str)
-    if "array_path" in data.columns:
-        key = key + " " + data["array_path"].fillna("").astype(str)
-    return key
 
 
 def averaged_axes(results: pd.DataFrame) -> list[str]:
@@ -300,7 +273,7 @@ ENGINE_WORDS = {"analytic": "the analytic array engine (closed-form compute cycl
 def model_intro(results: pd.DataFrame, results_path: str, engine: str | None, order: Sequence[str] = (),
                 methods: Sequence[str] = (), skipped: str | None = None) -> str:
     """The page's first paragraph: what was swept and which model produced the numbers, with the docs to read;
-    ``order``: the networks' (:func:`network_order`), ``methods`` the methods' (:func:`method_order`); ``skipped``:
+    ``order``: the networks' (:func:`~archsim.report.sweep_order.network_order`), ``methods`` the methods' (:func:`~archsim.report.sweep_order.method_order`); ``skipped``:
     the line counting the points the sweep skipped (none: None)."""
     modes = sorted(results["mode"].unique())
     model = "; ".join(esc(MODE_WORDS.get(m, f"{m} mode")) for m in modes)
@@ -327,10 +300,8 @@ def build_report(results: pd.DataFrame, summary: pd.DataFrame, *, results_path: 
     """Assemble and atomically write the report HTML; returns its path. ``engine``: the sweep's array engine,
     which the page names and Table IV's columns need (None: not stated); ``skipped``: the line counting the points
     the sweep skipped; ``networks``: their order on the page (the spec's;
-    :func:`network_order`), ``methods`` the methods' (the spec's; :func:`method_order`); ``network_sections``: per network, sections that follow its own (its per-layer
+    :func:`~archsim.report.sweep_order.network_order`), ``methods`` the methods' (the spec's; :func:`~archsim.report.sweep_order.method_order`); ``network_sections``: per network, sections that follow its own (its per-layer
     costs, its Gantt); ``extra_sections`` close the page."""
-    from archsim.report.headline import headline
-
     parts: list[str] = []
     figure = Figures()
 

@@ -179,7 +179,8 @@ def write_report(folder: Path, target: str | Path, *, spec_command: str,
     results = read_results(folder)
     record = spec_record(folder)
     check_spec_rows(results, record, folder / "results.csv", spec_command)
-    from archsim.report.sweep_report import build_report, network_order  # plotly loads only for a report
+    from archsim.report.sweep_order import network_order
+    from archsim.report.sweep_report import build_report  # plotly loads only for a report
     from archsim.sweep import summarize
     from archsim.sweep.pipedream_points import skipped_line
     from archsim.sweep.report_sections import network_sections, spec_methods, spec_networks

@@ -1,6 +1,6 @@
 """An array sweep's report, per network: its per-layer costs and a LayerPipe Gantt of one of its configurations,
 and in a design sweep its Pareto front; each network's sections follow its speedup sections, in the spec's order
-of networks (:func:`archsim.report.sweep_report.network_order`). Cycles are array clock cycles."""
+of networks (:func:`archsim.report.sweep_order.network_order`). Cycles are array clock cycles."""
 
 from __future__ import annotations
 
