@@ -7,8 +7,8 @@ exactly as SCALE-Sim reads them::
 
 (a trailing comma is tolerated, as in SCALE-Sim's files; a header naming another column in one of these
 slots is refused, as it would shift every value after it). Optional named columns may follow, in
-any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise,
-batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
+any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise, batchnorm,
+layernorm, deconv; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
 or the network input for the first row; ``input`` names the network input; ``NAME#K/N`` names the K-th of N
 equal parts of NAME's output channels, as q of a fused QKV projection is ``qkv#1/3``: :func:`_inputs`), ``Bias`` (0/1),
 ``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
