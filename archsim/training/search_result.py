@@ -3,7 +3,7 @@ and the twins left out; apart from the search (:mod:`archsim.training.search`) t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -38,7 +38,7 @@ class ReadOnlyDict(dict):
     def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("a search result is read-only; dict(row) is an editable copy of a row, to_dict() of all")
 
-    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
 
     def __reduce__(self) -> tuple[type[ReadOnlyDict], tuple[dict]]:
         """Copied and pickled from a plain dict of its items (unpickling a dict subclass would set them one by one)."""
@@ -60,12 +60,12 @@ def read_only_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[ReadOnlyDict, ...
 
 @dataclass(frozen=True)
 class SearchResult:
-    rows: tuple[ReadOnlyDict, ...]  # best first; read-only (a list of dicts given is frozen: __post_init__)
-    rejected: ReadOnlyDict  # reason → candidates; read-only as rows
+    rows: Sequence[dict]  # best first; held as a tuple of ReadOnlyDict (__post_init__ copies and freezes what is given)
+    rejected: Mapping[str, int]  # reason → candidates; held as a ReadOnlyDict
     enumerated: int
     costed: int
-    pareto: tuple[ReadOnlyDict, ...]  # time vs memory per GPU (or vs the objective), at the rows' times: none
-    #                                   other is faster and smaller; read-only as rows
+    pareto: Sequence[dict]  # time vs memory per GPU (or vs the objective), at the rows' times: none other is faster
+    #                         and smaller; held read-only as rows
     identical_rows_dropped: int = 0  # configurations left out as alike but for recompute to a row listed
     #                                  (flash: selective prices as none)
     # where every configuration was out of memory without the distributed optimizer and it fits some: how many
