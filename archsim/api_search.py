@@ -66,8 +66,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     sends, as ``--p2p``: ``"overlapped"``, ``"blocking"`` or ``"megatron"``, the rows carrying ``p2p`` when not the
     first); ``tp``, ``pp``: the TP and PP degrees tried, as ``--tp``, ``--pp`` (``tp=8``, ``tp=[4, 8]`` or ``"4,8"``),
     None: every divisor of the GPUs).
-    Returns the :class:`~archsim.training.search_result.SearchResult`: ``rows``
-    (best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
+    Returns the :class:`~archsim.training.search_result.SearchResult`, read-only: ``rows``
+    (a tuple of read-only dicts, best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the
     rows of ``to_dict()``, key for key),
     ``rejected`` (reason → count), the Pareto front and ``sharded_fits`` (every configuration out of memory
     without ``distributed_optimizer``: how many it would fit and the smallest's bytes per GPU, else None);
@@ -192,6 +192,7 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
         distributed_optimizer=distributed_optimizer, fsdp=fsdp, cps=cps, cp_comms=cp_comms,
         fsdp_reshard=fsdp_reshard, fsdp_grad_sync=fsdp_grad_sync, eps=eps, etps=etps, fp8=fp8,
         fp8_param_gather=fp8_param_gather, energy_source=energy_sources(on, counts or [on.gpus]), tps=tps, pps=pps)
-    # the rows are the document's (each with its command), copied so that editing one leaves to_dict's as printed
+    # the rows are the document's (each with its command), copied and read-only (SearchResult.__post_init__): to_dict
+    # gives what was printed
     return replace(result, rows=[dict(row) for row in document["rows"]], document=document,
                    row_context=row_context(config, on, global_batch, seq))

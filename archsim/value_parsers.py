@@ -76,6 +76,17 @@ def stated_integer(text: object) -> int | None:
     return number if isinstance(number, int) else None
 
 
+def parse_integer_cell(text: object, *, low: int = 1, high: int = INT32_MAX, what: str = "an integer") -> int:
+    """A file's integer cell in [low, high], read as :func:`stated_integer` reads it (``64`` and ``64.0`` are 64;
+    ``64.5``, ``1_6``, ``١٦`` and ``x`` refused), or ValueError with :func:`parse_int`'s reason, which the caller
+    raises naming its file, row (line) and column. The one reading of the integer cells of every CSV archsim reads:
+    topology files, validate-gpu's kernel CSVs, job traces, GEMM shape and kernel files, runs files, NeuSight's."""
+    value = stated_integer(text)
+    if value is None:
+        raise ValueError(f"expected {what}, got {shown(text)}")
+    return parse_int(value, low=low, high=high, what=what)
+
+
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 

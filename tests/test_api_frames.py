@@ -162,7 +162,7 @@ def test_an_empty_search_frame_is_the_commands_header(capsys, monkeypatch):
         warnings.simplefilter("ignore")
         found = archsim.search(MODEL, cluster=NODE, global_batch=16, gpus=7, schedule="1f1b")
     frame = found.to_frame()
-    assert found.rows == [] and frame.empty and printed.empty
+    assert found.rows == () and frame.empty and printed.empty
     assert list(frame.columns) == list(printed.columns) == ["tp", "pp", "dp", "micro_batch", "recompute", "schedule",
                                                             "iteration_seconds"]
 

@@ -61,8 +61,9 @@ def test_search_rows_are_to_dicts_rows_with_their_command():
         assert list(row) == list(twin)
         assert row["command"] == twin["command"]
         assert row["command"].startswith(f"archsim train {MODEL} --cluster {NODE} --tp {row['tp']} ")
-    found.rows[0]["command"] = "edited"  # the rows are the caller's: to_dict still gives what the CLI prints
-    assert found.to_dict()["rows"][0]["command"] == printed[0]["command"]
+    with pytest.raises(TypeError, match="read-only"):  # the rows are read-only: to_dict still gives what was printed
+        found.rows[0]["command"] = "edited"
+    assert found.to_dict()["rows"][0]["command"] == printed[0]["command"] == found.rows[0]["command"]
 
 
 def test_sweep_points_on_fewer_gpus_are_noted_once_per_gpu_count(capsys):

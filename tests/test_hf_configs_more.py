@@ -95,8 +95,8 @@ def test_qwen3_network_has_the_two_norms_before_the_scores():
     c = replace(load_transformer(DATA / "qwen3_8b.json"), layers=1, seq=64)
     layers = {layer.name: layer for layer in c.network().layers}
     q, k = layers["l1_q_norm"], layers["l1_k_norm"]
-    assert (q.kind, q.input_elements, q.parameter_count) == ("batchnorm", 64 * 32 * 128, 2 * 128)
-    assert (k.kind, k.input_elements, k.parameter_count) == ("batchnorm", 64 * 8 * 128, 2 * 128)
+    assert (q.kind, q.input_elements, q.parameter_count) == ("layernorm", 64 * 32 * 128, 2 * 128)
+    assert (k.kind, k.input_elements, k.parameter_count) == ("layernorm", 64 * 8 * 128, 2 * 128)
     assert q.inputs == k.inputs == ("l1_qkv",) and layers["l1_scores"].inputs == ("l1_q_norm", "l1_k_norm")
 
 

@@ -268,7 +268,7 @@ def test_bert_large_encoder_layers():
         assert set(bert.layer(f"{p}_add1").inputs) == {f"{p}_out", entry}
         assert set(bert.layer(f"{p}_add2").inputs) == {f"{p}_ffn2", f"{p}_ln1"}
     assert sum(1 for layer in bert if layer.kind == "matmul") == 2 * BERT_LAYERS
-    assert sum(1 for layer in bert if layer.kind == "batchnorm") == 2 * BERT_LAYERS
+    assert sum(1 for layer in bert if layer.kind == "layernorm") == 2 * BERT_LAYERS
     assert _shape(bert.layers[-1]) == (SEQ, 1, HIDDEN)
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import archsim
-from archsim.policies.held_span import held_span, one_f_one_b_held, one_f_one_b_held_equal
+import archsim.policies.held_span as held_span_module
+from archsim.policies.held_span import held_span, one_f_one_b_held
 from archsim.policies.stage_orders import published_order
 from archsim.policies.stage_profile import StageProfile
 from archsim.policies.stage_run import run_order
@@ -56,6 +57,25 @@ def test_one_f_one_b_recurrence_equals_the_blocking_simulator_on_random_instance
         order, profile = _random_case(rng, "1f1b")
         simulated = run_order(order, profile, blocking=True).timeline.makespan
         assert one_f_one_b_held(profile, order.microbatches) == pytest.approx(simulated, rel=1e-9, abs=1e-12)
+
+
+def one_f_one_b_held_equal(forward: float, backward: float, hop: float, stages: int, microbatches: int) -> float:
+    """A conjecture, not a library function: 1F1B's span with blocking sends on ``stages`` equal stages (``forward``,
+    ``backward`` = I + W each) and one ``hop`` on every boundary, (m + p − 1)(F + B) + 2(p − 1)h
+    + (m − 1)·min(2, p − 1)·h, less h when p ≥ 3 and m ≥ 2 (docs/search.md: found and checked against the simulator,
+    not proven). The search uses the exact recurrence (:func:`one_f_one_b_held`) instead; the tests below check this
+    form against the simulator and show where it fails (seconds: the arguments' unit)."""
+    p, m = stages, microbatches
+    if p == 1 or m <= 0:
+        return m * (forward + backward)
+    wait = (m - 1) * min(2, p - 1) * hop - (hop if p >= 3 and m >= 2 else 0.0)
+    return (m + p - 1) * (forward + backward) + 2 * (p - 1) * hop + wait
+
+
+def test_the_library_keeps_only_what_the_search_runs():
+    """The unproven equal-stage closed form is the test's conjecture above, not library code no path calls."""
+    assert held_span_module.__all__ == ["held_span", "one_f_one_b_held"]
+    assert not hasattr(held_span_module, "one_f_one_b_held_equal")
 
 
 def test_equal_stages_closed_form_equals_the_blocking_simulator():

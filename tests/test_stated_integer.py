@@ -71,10 +71,73 @@ def _read(reader: str, cell: str) -> int | None:
         return None
 
 
-@pytest.mark.parametrize(("reader", "whole_reals"), [("trace", True), ("topology", False), ("kernel_csv", False)])
-def test_which_readers_take_a_whole_number_written_as_a_real(reader, whole_reals):
-    """docs/security.md: a job trace's counts take 16.0 and 1.6e1 as a runs file's do; a topology's dimensions and
-    validate-gpu's own kernel CSVs take ASCII digits only. None takes 16.5, 1_6 or ١٦."""
-    assert _read(reader, "16") == 16
-    assert [_read(reader, cell) for cell in ("16.0", "1.6e1")] == ([16, 16] if whole_reals else [None, None])
-    assert [_read(reader, cell) for cell in ("16.5", "1_6", "١٦")] == [None, None, None]
+READERS = ("trace", "topology", "kernel_csv", "gemm_shapes", "layout", "probe", "measured_runs")
+
+
+SHAPES = "m,k,n,rows,cols,dataflow\n{n},8,8,4,4,ws\n"
+PROBE = "section,name,m,k,n,count,bytes,ops,seconds\ngemm,g,{n},8,8,1,0,0,0.001\n"
+MEASURED = ("# gpus,global batch,micro batch,hidden size,attention heads,# layers,sequence length,tensor parallelism,"
+            "data parallelism,pipeline parallelism,iteration time (ms)\n1,{n},1,1024,16,24,512,1,1,1,500\n")
+
+
+def _read_more(reader: str, cell: str, tmp_path) -> int | None:
+    """:func:`_read` for the readers beside it: gemm's shape CSV, a SCALE-Sim layout row, a GPU probe CSV, a
+    measured-run CSV (None: refused)."""
+    from archsim.array.gemm_run import read_shapes
+    from archsim.array.layout import parse_row
+    from archsim.training.calibrate import read_probe
+    from archsim.training.measured import read_measured_table
+
+    if reader in ("trace", "topology", "kernel_csv"):
+        return _read(reader, cell)
+    path = tmp_path / f"{reader}.csv"
+    try:
+        if reader == "gemm_shapes":
+            path.write_text(SHAPES.format(n=cell), encoding="utf-8")
+            return int(read_shapes(path)["m"].iloc[0])
+        if reader == "layout":
+            return parse_row(["c1", cell, *"11111012012"]).ifmap_factors[0]
+        if reader == "probe":
+            path.write_text(PROBE.format(n=cell), encoding="utf-8")
+            return read_probe(path)[1][0].m
+        path.write_text(MEASURED.format(n=cell), encoding="utf-8")
+        return read_measured_table(path).runs[0].global_batch
+    except InputError:
+        return None
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_every_csv_reader_takes_a_whole_number_written_as_a_real(reader, tmp_path):
+    """One rule for every CSV's integer cells (value_parsers.stated_integer): 16, 16.0 and 1.6e1 are 16; 16.5, 1_6
+    and ١٦ are refused. Failed before for the topology, validate-gpu's kernel CSVs and the other readers here,
+    which refused 16.0 where a runs file, NeuSight's shape cells and a job trace took it."""
+    assert [_read_more(reader, cell, tmp_path) for cell in ("16", "16.0", "1.6e1")] == [16, 16, 16]
+    assert [_read_more(reader, cell, tmp_path) for cell in ("16.5", "1_6", "١٦")] == [None, None, None]
+
+
+@pytest.mark.parametrize(("reader", "field"), [("trace", "num_gpu"), ("topology", "IFMAP Height"),
+                                                ("kernel_csv", "batch")])
+def test_a_refused_cell_names_its_row_and_column(reader, field):
+    from archsim.cluster.trace import parse_tiresias_csv
+    from archsim.validation.gpu_csv import parse_kernel_csv
+    from archsim.workload.csv_loader import parse_topology
+
+    parse = {"trace": lambda t: parse_tiresias_csv(TRACE.format(n=t)),
+             "topology": lambda t: parse_topology(TOPOLOGY.format(n=t)),
+             "kernel_csv": lambda t: parse_kernel_csv(KERNEL_CSV.format(n=t))}[reader]
+    with pytest.raises(InputError) as error:
+        parse("64.5")
+    assert (error.value.where.line, error.value.where.field) == (2, field)  # the one data row, under the header
+    assert "64.5" in error.value.message
+
+
+@pytest.mark.parametrize(("text", "value"), [("64", 64), ("64.0", 64), ("6.4e1", 64), (0, None), ("64.5", None),
+                                             ("1_6", None), ("2147483648", None)])
+def test_parse_integer_cell(text, value):
+    from archsim.value_parsers import parse_integer_cell
+
+    if value is None:
+        with pytest.raises(ValueError, match="expected a count"):
+            parse_integer_cell(text, what="a count")
+    else:
+        assert parse_integer_cell(text, what="a count") == value

@@ -45,7 +45,7 @@ def _encoder_layer(p: str, source: str) -> list[tuple]:
         (f"{a}/MatMul_2", "matmul", S, S, 1, S, 1, HD, 1, 0, (f"{a}/Softmax", f"{a}/MatMul")),  # P·v per head
         (f"{a}/Gemm", "fc", S, 1, 1, 1, D, D, 1, 0, (f"{a}/MatMul_2",)),
         (f"{p}/Add", "elementwise", S, 1, 1, 1, D, D, 1, 0, (source, f"{a}/Gemm")),
-        (f"{p}/norm1/LayerNormalization", "batchnorm", S, 1, 1, 1, D, D, 1, 0, (f"{p}/Add",)),
+        (f"{p}/norm1/LayerNormalization", "layernorm", S, 1, 1, 1, D, D, 1, 0, (f"{p}/Add",)),
         (f"{p}/linear1/MatMul", "fc", S, 1, 1, 1, D, FF, 1, 0, (f"{p}/norm1/LayerNormalization",)),
         (f"{p}/Div", "elementwise", S, 1, 1, 1, FF, FF, 1, 0, (f"{p}/linear1/MatMul",)),
         (f"{p}/Erf", "elementwise", S, 1, 1, 1, FF, FF, 1, 0, (f"{p}/Div",)),
@@ -54,7 +54,7 @@ def _encoder_layer(p: str, source: str) -> list[tuple]:
         (f"{p}/Mul_1", "elementwise", S, 1, 1, 1, FF, FF, 1, 0, (f"{p}/Mul",)),
         (f"{p}/linear2/MatMul", "fc", S, 1, 1, 1, FF, D, 1, 0, (f"{p}/Mul_1",)),
         (f"{p}/Add_2", "elementwise", S, 1, 1, 1, D, D, 1, 0, (f"{p}/norm1/LayerNormalization", f"{p}/linear2/MatMul")),
-        (f"{p}/norm2/LayerNormalization", "batchnorm", S, 1, 1, 1, D, D, 1, 0, (f"{p}/Add_2",)),
+        (f"{p}/norm2/LayerNormalization", "layernorm", S, 1, 1, 1, D, D, 1, 0, (f"{p}/Add_2",)),
     ]
 
 

@@ -118,7 +118,7 @@ def test_an_empty_search_says_why_from_python_too(tmp_path, capsys) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         found = archsim.search(model, cluster=str(path), global_batch=256, gpus=24, schedule="1f1b")
-    assert found.costed == 0 and found.rows == []
+    assert found.costed == 0 and found.rows == ()
     assert [str(w.message) for w in caught] == [note.replace("--gpus ", "gpus=").replace("--balance planned",
                                                                                          "balance='planned'")
                                                 for note in notes]  # as keywords

@@ -248,7 +248,7 @@ def test_a_sweeps_network_with_a_typo_is_named_once(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == (f"archsim sweep: error: {tmp_path / 's.toml'}, line 3, field 'networks': network nets/net.csv, "
                    "line 3, field 'Type': unknown layer type 'cnov'; choose one of conv, fc, matmul, pool, "
-                   "elementwise, batchnorm, deconv"), err
+                   "elementwise, batchnorm, layernorm, deconv"), err
     assert not (tmp_path / "out").exists()
 
 

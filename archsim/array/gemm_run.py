@@ -17,7 +17,7 @@ from archsim.console import Speak, say, say_after_run, setting
 from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import read_text
-from archsim.value_parsers import parse_int
+from archsim.value_parsers import parse_integer_cell
 
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
@@ -72,7 +72,7 @@ def read_shapes(path: str | Path) -> pd.DataFrame:
                 record[column] = choice_cell(raw, DATAFLOWS, file=path, line=line, field=column)
                 continue
             try:
-                record[column] = parse_int(raw, what="a positive integer")
+                record[column] = parse_integer_cell(raw, what="a positive integer")
             except ValueError as exc:
                 raise InputError(str(exc), file=path, line=line, field=column) from None
         records.append(record)

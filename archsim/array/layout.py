@@ -37,7 +37,7 @@ import numpy as np
 from archsim.csv_lines import csv_rows
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, read_text, shown
-from archsim.value_parsers import parse_int
+from archsim.value_parsers import parse_int, parse_integer_cell
 
 BANK_RULES = ("set", "line")
 MAX_PADDED_WORDS = 2**30  # an operand padded to its intraline factors, in words
@@ -65,7 +65,7 @@ def parse_row(fields: list[str], *, file: str | None = None, line: int | None = 
     values = []
     for number, raw in enumerate(fields[1:], start=2):
         try:
-            values.append(parse_int(raw, low=-INT32_MAX, what="an integer"))
+            values.append(parse_integer_cell(raw, low=-INT32_MAX, what="an integer"))
         except ValueError:
             raise InputError(f"column {number} must be an integer, got {shown(raw.strip())}", file=file,
                              line=line) from None
@@ -90,7 +90,7 @@ def read_layout_file(path: str | Path) -> LayoutRow:
         fields = row[:-1]  # SCALE-Sim drops the field after the last comma
         if fields and "DP" in fields[0]:
             try:
-                channels = parse_int(fields[5] if len(fields) >= 6 else "", low=0, what="a count")
+                channels = parse_integer_cell(fields[5] if len(fields) >= 6 else "", low=0, what="a count")
             except ValueError:
                 raise InputError("a DP row needs its channel count in column 6", file=file, line=number) from None
             if channels == 0:

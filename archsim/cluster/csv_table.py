@@ -9,7 +9,7 @@ import math
 from archsim.csv_lines import check_comma_separated, csv_rows
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_unique_columns, shown
-from archsim.value_parsers import parse_float
+from archsim.value_parsers import parse_float, stated_integer
 
 MAX_REAL = 1e15  # seconds or bytes in one cell: ~3·10⁷ years, a petabyte
 
@@ -49,9 +49,12 @@ def non_negative(text: str, *, file: str, line: int, field: str, integer: bool =
                             what="a non-negative whole number" if integer else "a non-negative number")
     except ValueError as exc:
         raise InputError(str(exc), file=file, line=line, field=field) from None
-    if integer and value != int(value):
+    if not integer:
+        return value
+    whole = stated_integer(text)  # every CSV's integer cells' reading: 64 and 64.0, not 64.5
+    if whole is None and not value.is_integer():
         raise InputError(f"expected a whole number, got {shown(text)}", file=file, line=line, field=field)
-    if integer and value > INT32_MAX:
+    if whole is None or whole > INT32_MAX:
         raise InputError(f"expected a non-negative whole number <= {INT32_MAX}, got {shown(text)}", file=file,
                          line=line, field=field)
-    return value
+    return whole

@@ -237,11 +237,15 @@ def add_engine_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = 
                         help="ifmap,filter,ofmap SRAM KiB for --engine cycle (one value: all three; default: 64)")
 
 
-# pipeline's and schedule's --batch is each micro-batch's size: M micro-batches of it are M × BATCH samples an
-# iteration, unlike energy's and a sweep's microbatches (batch / M each) and plan's --batch (the whole mini-batch).
-LAYER_COST_BATCH_HELP = ("samples per micro-batch: with --microbatches M an iteration runs M × BATCH samples (energy's "
-                         "--microbatches and a sweep's microbatches split BATCH instead; plan's --batch is the "
-                         "whole mini-batch) (default: 32)")
+# What --batch means, one phrase per command (docs/cli.md's table states the same): pipeline's and schedule's is
+# each micro-batch's size, M micro-batches of it M × BATCH samples an iteration; cost's, energy's and plan's the
+# iteration's whole mini-batch, which energy and plan split into M micro-batches of BATCH / M (a sweep spec's
+# batches alike, split by its microbatches axis).
+PER_MICROBATCH = "samples per micro-batch: with --microbatches M an iteration runs M × BATCH samples"
+WHOLE_SPLIT = "samples per iteration, the whole mini-batch: with --microbatches M, M micro-batches of BATCH / M"
+BATCH_HELP = {"cost": "samples per iteration, the whole mini-batch, costed as one batch", "energy": WHOLE_SPLIT,
+              "plan": WHOLE_SPLIT, "pipeline": PER_MICROBATCH, "schedule": PER_MICROBATCH}
+LAYER_COST_BATCH_HELP = f"{PER_MICROBATCH} (default: 32)"
 
 
 def add_layer_cost_arguments(parser: argparse.ArgumentParser, bandwidth_flag: str = "--bandwidth") -> None:

@@ -8,6 +8,7 @@ import argparse
 from archsim.choices.networks import GEOMETRIES
 from archsim.commands import Command
 from archsim.commands.common import (
+    BATCH_HELP,
     MODE_HELP,
     add_array_arguments,
     add_clock_argument,
@@ -25,7 +26,7 @@ from archsim.modes import MODES
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     add_array_arguments(parser, device_toml=True)
-    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
+    parser.add_argument("--batch", type=positive_int, default=32, help=f"{BATCH_HELP['cost']} (default 32)")
     parser.add_argument("--mode", default="exact", choices=MODES, help=f"{MODE_HELP} (default: exact)")
     add_engine_arguments(parser)
     add_clock_argument(parser)

@@ -7,6 +7,7 @@ import argparse
 
 from archsim.commands import Command
 from archsim.commands.common import (
+    BATCH_HELP,
     MODE_HELP,
     add_array_arguments,
     add_clock_argument,
@@ -31,7 +32,7 @@ def add_energy_table_argument(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_network_arguments(parser)
     add_array_arguments(parser, device_toml=True)
-    parser.add_argument("--batch", type=positive_int, default=32, help="mini-batch size (default 32)")
+    parser.add_argument("--batch", type=positive_int, default=32, help=f"{BATCH_HELP['energy']} (default 32)")
     parser.add_argument("--microbatches", type=positive_int, default=1,
                         help="run the batch as M micro-batches of batch/M (pipeline's and schedule's "
                              "--microbatches run M of --batch each instead) (default 1)")

@@ -18,7 +18,7 @@ def add_network_arguments(parser: argparse.ArgumentParser, optional: bool = Fals
                         help="topology CSV, ONNX file, transformer config (.json/.toml), PyTorch model "
                              "(FILE.py:ClassName with --input-shape) or shipped network name")
     parser.add_argument("--only", default=None, metavar="KIND[,KIND]",
-                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm, deconv)")
+                        help="keep only these layer kinds (conv, fc, matmul, pool, elementwise, batchnorm, layernorm, deconv)")
     parser.add_argument("--shapes", default="auto", choices=SHAPE_CHECKS,
                         help="check each layer's input against its producers' outputs: auto (files that declare "
                              "Inputs; default), check (also a raw SCALE-Sim chain), off")

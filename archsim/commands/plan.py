@@ -6,6 +6,7 @@ import argparse
 
 from archsim.commands import Command
 from archsim.commands.common import (
+    BATCH_HELP,
     MODE_HELP,
     add_array_arguments,
     add_job_limit_argument,
@@ -79,8 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--micro-batch", type=positive_int, default=None,
                         help=f"samples per micro-batch (layer costs; default {DEFAULT_MICRO_BATCH})")
     parser.add_argument("--batch", type=positive_int, default=None,
-                        help="mini-batch size: the micro-batch is BATCH / --microbatches (pipeline and schedule "
-                             "run --microbatches micro-batches of --batch samples each)")
+                        help=f"{BATCH_HELP['plan']} (default: none, --micro-batch gives the micro-batch)")
     parser.add_argument("--mode", default=None, choices=MODES,  # None: not given (check_flags)
                         help=f"{MODE_HELP} (default: exact; refused with a graph.txt, whose layers are measured)")
     parser.add_argument("--clock-ghz", type=clock_ghz_flag, default=None, metavar="GHZ",

@@ -4,6 +4,7 @@ parallelism for a transformer on a GPU cluster (:mod:`archsim.training.search`).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from archsim.choices.devices import DTYPES, TRAIN_DTYPE
 from archsim.choices.schedules import TRAINING_SCHEDULES
@@ -271,7 +272,7 @@ def _front_line(r: dict) -> str:
             f"{r['peak_memory_gib']:.3g} GiB")
 
 
-def _front_block(front: list[dict], objective: str) -> str:
+def _front_block(front: Sequence[dict], objective: str) -> str:
     """The table's closing block: the Pareto front, one indented line per configuration, fastest first
     (no ``# name:`` lines: those are the meta's)."""
     against = {"time": "memory per GPU", "cost": "cost per iteration", "energy": "energy per iteration"}[objective]
@@ -283,7 +284,7 @@ def _front_block(front: list[dict], objective: str) -> str:
     return "\n" + "\n".join(lines) + "\n"
 
 
-def _host_times(args: argparse.Namespace, cluster, rows: list[dict]) -> tuple[tuple[float, str], ...]:
+def _host_times(args: argparse.Namespace, cluster, rows: Sequence[dict]) -> tuple[tuple[float, str], ...]:
     """(host seconds per op, where they came from) of each pipeline rank's machine of the first row (its own GPUs,
     not every GPU type of the cluster), what its ``host_bound_seconds`` rest on; none without rows."""
     if not rows:
@@ -294,7 +295,7 @@ def _host_times(args: argparse.Namespace, cluster, rows: list[dict]) -> tuple[tu
     return tuple((m.efficiency.host_s, m.host_source) for m in placed.laid_out(par))
 
 
-def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: list[dict]) -> None:
+def _write_best_timeline(args: argparse.Namespace, config, cluster, rows: Sequence[dict]) -> None:
     """The first row's iteration timed by archsim train, written as its Gantt chart, Chrome trace and
     torch.distributed.pipelining schedule CSV."""
     from archsim.commands.timeline_outputs import RANK_ROWS, iteration_caption, iteration_title, write_timeline_outputs

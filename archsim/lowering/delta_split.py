@@ -11,7 +11,7 @@ from typing import Literal
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp, check_mode
 from archsim.value_parsers import NO_VALUE, comma_items
-from archsim.workload.layer import Layer
+from archsim.workload.layer import NORM_KINDS, Layer
 
 SplitAxis = Literal["channels", "reduction", "rows"]
 SPLIT_AXES: tuple[str, ...] = ("channels", "reduction", "rows")
@@ -129,7 +129,7 @@ def vector_delta_bytes(lowered: LoweredLayer, element_bytes: int = 1) -> tuple[i
       several inputs of another operator or none stated (add, sub, a CSV row without ``Operator``) nothing: δ
       passes through (div, max, where … are read so too, not yet modelled);
     * pool: the window position each output took (max pooling's argmax), one per output element;
-    * batchnorm: x̂, one per input element, and γ and 1/σ, one per channel each; the two reductions
+    * batchnorm and layernorm (costed alike): x̂, one per input element, and γ and 1/σ, one per channel each; the two reductions
       Σδ and Σδ·x̂ are the δ's own passes (its lowering's three), so nothing more.
 
     (0, 0) for a GEMM layer (its bytes are :func:`whole_delta_bytes`') or one without a δ op."""
@@ -139,7 +139,7 @@ def vector_delta_bytes(lowered: LoweredLayer, element_bytes: int = 1) -> tuple[i
     tensors = lowered.tensors
     if layer.kind == "pool":
         saved = tensors.activation_bytes
-    elif layer.kind == "batchnorm":
+    elif layer.kind in NORM_KINDS:
         saved = tensors.delta_bytes + 2 * layer.channels * element_bytes
     elif layer.kind == "elementwise" and len(layer.inputs) == 1:
         saved = tensors.delta_bytes
@@ -186,7 +186,7 @@ def whole_delta_weight_bytes(lowered: LoweredLayer, element_bytes: int = 1, mode
     if delta_split_units(lowered, "rows") > 0:
         return piece_weight_bytes(lowered, "rows", 0, element_bytes)
     exact = check_mode(mode) == "exact"
-    return layer.channels * element_bytes if exact and layer.kind == "batchnorm" and not layer.is_gemm else 0
+    return layer.channels * element_bytes if exact and layer.kind in NORM_KINDS and not layer.is_gemm else 0
 
 
 def _resize(gemm: Gemm, layer: Layer, units: int, axis: str) -> Gemm:

@@ -32,7 +32,7 @@ from dataclasses import replace
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LayerTensors, LoweredLayer, TrainingOp, check_mode
 from archsim.modes import Mode
-from archsim.workload.layer import Layer, Network
+from archsim.workload.layer import NORM_KINDS, Layer, Network
 
 
 def lower_layer(layer: Layer, batch: int, mode: Mode = "exact", element_bytes: int = 1) -> LoweredLayer:
@@ -134,7 +134,7 @@ def _vector_work(layer: Layer, batch: int) -> tuple[int, int, int]:
     pool: every output reads its R×S window (F), over every channel where it reduces them to one (a
     reduction over features: Num Filter 1); D routes each output gradient back over the window (the
     same count). elementwise (add, activation): one op per input element per input
-    in F and in D. batchnorm: F = 2 passes (statistics, normalise), G = 2 passes (∂γ, ∂β), D = 3
+    in F and in D. batchnorm and layernorm: F = 2 passes (statistics, normalise), G = 2 passes (∂γ, ∂β), D = 3
     passes (the two reductions and the final scale), per element.
     """
     out = batch * layer.output_elements
@@ -144,7 +144,7 @@ def _vector_work(layer: Layer, batch: int) -> tuple[int, int, int]:
     if layer.kind == "elementwise":
         work = batch * layer.input_elements * len(layer.inputs)
         return work, 0, work
-    if layer.kind == "batchnorm":
+    if layer.kind in NORM_KINDS:
         elements = batch * layer.input_elements
         return 2 * elements, 2 * elements, 3 * elements
     raise InputError(f"layer kind {layer.kind!r} has no vector-unit rule", field="Type")

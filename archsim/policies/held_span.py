@@ -8,10 +8,11 @@ action ends and lasts its hop. The receiver's data arrive when the sender is fre
 across ranks. One pass over the actions in an order that respects both the ranks' sequences and the data
 dependencies (:func:`~archsim.sim.builder.stage_flow`'s) gives every end: O(actions), no event queue.
 
-1F1B on equal stages (F, B = I + W) with one hop h everywhere has a closed form
-(:func:`one_f_one_b_held_equal`): m(F + B) + (p − 1)(F + B) + 2(p − 1)h + (m − 1)·min(2, p − 1)·h, less one h
-when p ≥ 3 and m ≥ 2 — 1F1B's overlapped form with every interior pass lengthened by its held send, the fill and
-drain overlapping one hop (found and checked by brute force against the event simulator, not proven). With
+1F1B on equal stages (F, B = I + W) with one hop h everywhere appears to have a closed form,
+m(F + B) + (p − 1)(F + B) + 2(p − 1)h + (m − 1)·min(2, p − 1)·h, less one h when p ≥ 3 and m ≥ 2 — 1F1B's
+overlapped form with every interior pass lengthened by its held send, the fill and drain overlapping one hop (found
+and checked by brute force against the event simulator, not proven; no code path uses it, so it lives as a
+conjecture in ``tests/test_p2p_search.py``, checked there against the simulator). With
 per-boundary hops or unequal stages (the embedding and the head make train's stages unequal) it does not hold,
 nor does lengthening each pass by its hop in 1F1B's overlapped form (it errs either way), and no closed form was
 found there, so the search uses :func:`one_f_one_b_held`, 1F1B's exact
@@ -125,14 +126,4 @@ def one_f_one_b_held(profile: StageProfile, microbatches: int) -> float:
     return ends_b[0][m - 1]
 
 
-def one_f_one_b_held_equal(forward: float, backward: float, hop: float, stages: int, microbatches: int) -> float:
-    """1F1B's span with blocking sends on ``stages`` equal stages (``forward``, ``backward`` = I + W each) and one
-    ``hop`` on every boundary, by the closed form of the module docstring (seconds: the arguments' unit)."""
-    p, m = stages, microbatches
-    if p == 1 or m <= 0:
-        return m * (forward + backward)
-    wait = (m - 1) * min(2, p - 1) * hop - (hop if p >= 3 and m >= 2 else 0.0)
-    return (m + p - 1) * (forward + backward) + 2 * (p - 1) * hop + wait
-
-
-__all__ = ["held_span", "one_f_one_b_held", "one_f_one_b_held_equal"]
+__all__ = ["held_span", "one_f_one_b_held"]

@@ -4,6 +4,7 @@ rows beside them, colour = GPUs used; built by the one page builder (:mod:`archs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -45,7 +46,7 @@ def _axis(objective: str, energy_basis: str) -> tuple[str, str]:
     return column, title.format(basis=energy_basis)
 
 
-def front_figure(front: list[dict], rows: list[dict], objective: str, energy_basis: str = BOARD_POWER) -> go.Figure:
+def front_figure(front: Sequence[dict], rows: Sequence[dict], objective: str, energy_basis: str = BOARD_POWER) -> go.Figure:
     """Time (x) against the objective's second axis (y); the front as a line, the ranked rows as points, each
     point's hover with its GPUs, model and hardware TFLOP/s per GPU and tokens/s (:data:`RATES`). Colour is GPUs
     on one scale over both traces, the bar's ticks the whole GPU counts the rows run."""
@@ -71,7 +72,7 @@ def front_figure(front: list[dict], rows: list[dict], objective: str, energy_bas
     return fig
 
 
-def _columns(rows: list[dict]) -> list[str]:
+def _columns(rows: Sequence[dict]) -> list[str]:
     """:data:`COLUMNS`, with a mixture of experts' ``ep`` (and ``etp``, where a search tried ETPs) after CP's where
     the rows carry them (a dense model's do not), so two rows that differ in EP or ETP alone read apart."""
     experts = [name for name in ("ep", "etp") if any(name in r for r in rows)]
@@ -79,7 +80,7 @@ def _columns(rows: list[dict]) -> list[str]:
     return [*COLUMNS[:at], *experts, *COLUMNS[at:]]
 
 
-def write_front_page(path: str | Path, title: str, front: list[dict], rows: list[dict], objective: str,
+def write_front_page(path: str | Path, title: str, front: Sequence[dict], rows: Sequence[dict], objective: str,
                      energy_basis: str = BOARD_POWER) -> Path:
     """The page: the figure, then the front's and the ranked rows' tables, each with its units (:data:`UNITS`)."""
     figures = Figures()

@@ -127,7 +127,7 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
     """A probe CSV's ``# key: value`` metadata and rows; errors name the file and line."""
     from archsim.csv_lines import choice_cell
     from archsim.validate import check_name, read_text
-    from archsim.value_parsers import parse_float, parse_int
+    from archsim.value_parsers import parse_float, parse_integer_cell
 
     file = str(path)
     lines = read_text(path, "probe", encoding="utf-8-sig").splitlines()
@@ -144,7 +144,7 @@ def read_probe(path: str | Path) -> tuple[dict[str, str], list[ProbeRow]]:
         if len(cells) < len(names):
             raise InputError(f"expected {len(names)} cells, got {len(cells)}", file=file, line=number)
         try:  # counts: integers ≥ 0 (blank: 0); bytes ≥ 0 and seconds > 0: finite, no subnormal
-            ints = [parse_int(cells[where[c]] or 0, low=0, what=f"an integer ≥ 0 in {c}")
+            ints = [parse_integer_cell(cells[where[c]] or 0, low=0, what=f"an integer ≥ 0 in {c}")
                     for c in ("m", "k", "n", "count", "ops")]
             moved = parse_float(cells[where["bytes"]] or 0, what="a byte count ≥ 0")
             seconds = parse_float(cells[where["seconds"]], low=0.0, low_open=True, what="a positive number of seconds")

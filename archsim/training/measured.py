@@ -16,7 +16,7 @@ from archsim.csv_lines import check_row_length, choice_cell, comment_line
 from archsim.errors import InputError
 from archsim.training.parallel import Parallelism
 from archsim.validate import MAX_FIGURE, check_name, check_unique_columns, read_text
-from archsim.value_parsers import parse_float, parse_int
+from archsim.value_parsers import parse_float, parse_integer_cell
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ def read_measured_table(path: str | Path | CsvText) -> MeasuredTable:
         counts = []  # the counts positive integers of at most 31 bits, the time a finite positive number (no subnormal)
         for k, cell in enumerate(cells[:11]):  # each bad cell named by its column (until 2026-12-05: the line alone)
             try:
-                counts.append(parse_int(cell, what="a positive integer") if k < 10 else
+                counts.append(parse_integer_cell(cell, what="a positive integer") if k < 10 else
                               parse_float(cell, low=0.0, low_open=True, high=MAX_FIGURE,  # its ratios finite
                                           what="a positive iteration time (ms)"))
             except ValueError as exc:

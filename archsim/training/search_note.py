@@ -3,6 +3,8 @@ on stderr in place of a table."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from archsim.console import in_library, setting, switch_on
 from archsim.training.layout_problems import or_list
 from archsim.training.search_result import ShardedFits
@@ -18,7 +20,7 @@ REASON_FLAGS = {**{reason: ("ep",) for reason in EP_REASONS}, "etp-ep-divides-tp
                 "mla-beside-cp": ("cp",)}
 
 
-def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: dict[str, int],
+def empty_search_note(c: TransformerConfig, cluster, global_batch: int, counts, rejected: Mapping[str, int],
                       balance: str = "even", sharded: ShardedFits | None = None) -> str:
     """Why a search costed no configuration, and what to give instead, in one line (``archsim search`` prints
     it on stderr). Either no TP × PP × DP of the GPU ``counts`` passes :func:`rejection`'s rules for any

@@ -3,8 +3,9 @@ and the twins left out; apart from the search (:mod:`archsim.training.search`) t
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from archsim.errors import InputError
 
@@ -26,14 +27,45 @@ class ShardedFits:
     smallest_bytes: float
 
 
+class ReadOnlyDict(dict):
+    """A row of a :class:`SearchResult` (one configuration), or its rejected counts: a dict that refuses edits
+    (``row["tp"] = 2``, ``update``, ``pop`` … raise ``TypeError``), so a result stays what the search found;
+    ``dict(row)`` is an editable copy. Reads, ``==`` with a dict, JSON, pandas, copy and pickle take it as the dict
+    it is."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a search result is read-only; dict(row) is an editable copy of a row, to_dict() of all")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
+
+    def __reduce__(self) -> tuple[type[ReadOnlyDict], tuple[dict]]:
+        """Copied and pickled from a plain dict of its items (unpickling a dict subclass would set them one by one)."""
+        return ReadOnlyDict, (dict(self),)
+
+    def __copy__(self) -> ReadOnlyDict:
+        return self  # immutable: its own copy
+
+    def __deepcopy__(self, memo: dict) -> ReadOnlyDict:
+        import copy
+
+        return ReadOnlyDict(copy.deepcopy(dict(self), memo))
+
+
+def read_only_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[ReadOnlyDict, ...]:
+    """``rows`` as a tuple of :class:`ReadOnlyDict`, each a copy of its row's items (a row already frozen as it is)."""
+    return tuple(row if isinstance(row, ReadOnlyDict) else ReadOnlyDict(row) for row in rows)
+
+
 @dataclass(frozen=True)
 class SearchResult:
-    rows: list[dict]          # best first
-    rejected: dict[str, int]  # reason → candidates
+    rows: Sequence[dict]  # best first; held as a tuple of ReadOnlyDict (__post_init__ copies and freezes what is given)
+    rejected: Mapping[str, int]  # reason → candidates; held as a ReadOnlyDict
     enumerated: int
     costed: int
-    pareto: list[dict]        # time vs memory per GPU (or vs the objective), at the rows' times: none other is
-    #                           faster and smaller
+    pareto: Sequence[dict]  # time vs memory per GPU (or vs the objective), at the rows' times: none other is faster
+    #                         and smaller; held read-only as rows
     identical_rows_dropped: int = 0  # configurations left out as alike but for recompute to a row listed
     #                                  (flash: selective prices as none)
     # where every configuration was out of memory without the distributed optimizer and it fits some: how many
@@ -46,6 +78,13 @@ class SearchResult:
     # what each row's command says beside the row (global batch, dtype, seq, the model's flags), set with document:
     # train_keywords' settings, the command's
     row_context: RowContext | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        """The rows, the front and the rejected counts frozen, so that editing what a search returned is an error,
+        not a result that no longer says what was found (``to_dict()`` is an editable copy)."""
+        object.__setattr__(self, "rows", read_only_rows(self.rows))
+        object.__setattr__(self, "pareto", read_only_rows(self.pareto))
+        object.__setattr__(self, "rejected", ReadOnlyDict(self.rejected))
 
     def __repr__(self) -> str:
         """One line, not every row and the whole front (a notebook shows a cell's value by its repr)."""
@@ -123,4 +162,4 @@ def rows_frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=None if rows else list(EMPTY_COLUMNS))
 
 
-__all__ = ["EMPTY_COLUMNS", "SearchResult", "ShardedFits", "rows_frame", "text_meta"]
+__all__ = ["EMPTY_COLUMNS", "ReadOnlyDict", "SearchResult", "ShardedFits", "read_only_rows", "rows_frame", "text_meta"]

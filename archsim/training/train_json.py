@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from archsim.console import setting
@@ -188,7 +189,7 @@ def _leaves_meta(cluster, par, crossed: list[str]) -> dict:
     return {"oversubscription": net.oversubscription, "leaves_crossed_by": leaves}
 
 
-def first_row_network(cluster, global_batch: int, rows: list[dict], tied: bool = False) -> dict:
+def first_row_network(cluster, global_batch: int, rows: Sequence[dict], tied: bool = False) -> dict:
     """A search's meta's ``intra_server`` and ``inter_server``: :func:`network_meta` of its first row laid out as
     ``archsim train`` runs that row's ``command`` (its GPUs, server order and groups), so the same two entries as
     train's meta, figures and all; nothing without rows (no layout to price)."""

@@ -21,7 +21,7 @@ import pandas as pd
 from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
-from archsim.value_parsers import parse_float, parse_int
+from archsim.value_parsers import parse_float, parse_integer_cell
 from archsim.workload.layer import canonical_kind
 
 KERNEL_OPS = ("F", "D", "G")
@@ -113,7 +113,7 @@ def parse_kernel_csv(text: str, source: str = "<memory>") -> KernelTable:
 
 def _integer(raw: str, source: str, line: int, name: str, *, minimum: int) -> int:
     try:
-        return parse_int(raw, low=minimum)
+        return parse_integer_cell(raw, low=minimum)  # 64 and 64.0, as every CSV's integer cells; not 64.5
     except ValueError as exc:
         raise InputError(str(exc), file=source, line=line, field=name) from None
 

@@ -127,12 +127,12 @@ def bert_large(layers: int = 24, seq: int = 512, hidden: int = 1024, heads: int 
         b.add(f"{p}_context", "matmul", head, repeat=heads, inputs=(scores[0], qkv[0]), shape=(seq, seq, 1))
         b.add(f"{p}_out", "fc", hidden, bias=True, shape=(seq, 1, hidden))
         attn = b.add(f"{p}_add1", "elementwise", inputs=(f"{p}_out", entry[0]))
-        b.add(f"{p}_ln1", "batchnorm")
+        b.add(f"{p}_ln1", "layernorm")
         b.add(f"{p}_ffn1", "fc", ffn, bias=True)
         b.add(f"{p}_gelu", "elementwise")
         b.add(f"{p}_ffn2", "fc", hidden, bias=True)
         b.add(f"{p}_add2", "elementwise", inputs=(f"{p}_ffn2", f"{p}_ln1"))
-        b.add(f"{p}_ln2", "batchnorm")
+        b.add(f"{p}_ln2", "layernorm")
         del attn
     return b.network()
 

@@ -7,8 +7,8 @@ exactly as SCALE-Sim reads them::
 
 (a trailing comma is tolerated, as in SCALE-Sim's files; a header naming another column in one of these
 slots is refused, as it would shift every value after it). Optional named columns may follow, in
-any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise,
-batchnorm; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
+any order: ``Padding`` (default 0), ``Type`` (conv, fc/linear, matmul, pool, elementwise, batchnorm,
+layernorm, deconv; default conv), ``Inputs`` (producer names separated by ``;``; default: the row above,
 or the network input for the first row; ``input`` names the network input; ``NAME#K/N`` names the K-th of N
 equal parts of NAME's output channels, as q of a fused QKV projection is ``qkv#1/3``: :func:`_inputs`), ``Bias`` (0/1),
 ``Repeat`` (independent instances per sample, e.g. attention heads), ``Groups`` (grouped or
@@ -47,6 +47,7 @@ from archsim.console import setting
 from archsim.csv_lines import check_comma_separated, check_row_comma_separated, csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
+from archsim.value_parsers import stated_integer
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, canonical_kind, flattening_conv_note
 from archsim.workload.shapes import check_shapes
 
@@ -292,7 +293,6 @@ def load_topology(path: str | Path, *, geometry: str = "archsim", name: str | No
     return parse_topology(text, source=str(path), name=name or path.stem, geometry=geometry, shapes=shapes)
 
 
-_DECIMAL = re.compile(r"[-+]?[0-9]+")
 MAX_DIMENSION = 2**31 - 1  # dimensions beyond int32 are typos, and overflow int64 products downstream
 
 
@@ -311,10 +311,14 @@ def _short_row(fields: int, columns: int) -> Iterator[None]:
 
 
 def _integer(text: str, source: str, line: int, field: str, minimum: int = 1) -> int:
+    """An integer cell (:func:`~archsim.value_parsers.stated_integer`, every CSV's reading: ``64`` and ``64.0``;
+    not ``64.5``, nor ``1_6`` and non-ASCII digits, which int() takes) in ``minimum`` … 2³¹ − 1."""
     raw = text.strip()
-    if not _DECIMAL.fullmatch(raw):  # int() also takes "1_6" and non-ASCII digits; a topology file may not
+    value = stated_integer(raw)
+    if value is None and re.fullmatch(r"[-+]?[0-9]+", raw, re.ASCII):  # digits too many to read: above the bound
+        value = MAX_DIMENSION + 1
+    if value is None:
         raise InputError(f"expected an integer, got {raw!r}", file=source, line=line, field=field)
-    value = int(raw) if len(raw.lstrip("+-").lstrip("0")) <= 10 else MAX_DIMENSION + 1  # no 4,300-digit int()
     if value > MAX_DIMENSION:
         shown = raw if len(raw) <= 20 else f"{raw[:8]}…({len(raw)} digits)"
         raise InputError(f"must be at most {MAX_DIMENSION}, got {shown}", file=source, line=line, field=field)

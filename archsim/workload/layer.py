@@ -13,13 +13,18 @@ from typing import Literal
 
 from archsim.errors import InputError, one_line
 
-LayerKind = Literal["conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "deconv"]
-LAYER_KINDS: tuple[str, ...] = ("conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "deconv")
+LayerKind = Literal["conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "layernorm", "deconv"]
+LAYER_KINDS: tuple[str, ...] = ("conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "layernorm", "deconv")
+NORM_KINDS: tuple[str, ...] = ("batchnorm", "layernorm")
+"""The normalisations: a batch norm (ONNX BatchNormalization, Instance-, GroupNormalization) and a layer norm
+(LayerNormalization, a transformer's LayerNorm or RMSNorm over its features). One cost rule serves both (γ and β
+per normalised channel, the same vector-unit passes); the kind keeps the two apart in what is printed."""
 Geometry = Literal["archsim", "scalesim"]
 NETWORK_INPUT = "input"
 """The name that, in a layer's ``inputs``, stands for the network's input tensor."""
 
 _KIND_ALIASES = {"linear": "fc", "fullyconnected": "fc", "gemm": "matmul", "bn": "batchnorm",
+                 "batchnormalization": "batchnorm", "ln": "layernorm", "layernormalization": "layernorm",
                  "add": "elementwise", "relu": "elementwise", "maxpool": "pool", "avgpool": "pool",
                  "convtranspose": "deconv", "transposedconv": "deconv", "convtranspose2d": "deconv"}
 KIND_SPELLINGS: frozenset[str] = frozenset(LAYER_KINDS) | frozenset(_KIND_ALIASES)
@@ -58,7 +63,8 @@ class Layer:
 
     ifmap_h/ifmap_w/channels: input feature map (unpadded). filter_h/filter_w/filters: kernel and
     output channels. stride, padding: the same in both spatial directions.
-    kind: conv | fc | matmul | pool | elementwise | batchnorm | deconv.
+    kind: conv | fc | matmul | pool | elementwise | batchnorm | layernorm | deconv (:data:`NORM_KINDS`: the two
+    normalisations, costed alike).
     ``deconv`` is a transposed convolution (ONNX ConvTranspose, output padding 0): the input
     H×W×C spreads to (H − 1)·stride − 2·padding + dilation·(R − 1) + 1 rows (and columns) of
     Num Filter channels; it is the input gradient of the convolution it inverts.
@@ -145,7 +151,7 @@ class Layer:
         if self.kind == "pool" and self.filters not in (self.channels, 1):
             raise InputError("pool keeps the channel count (Num Filter equal to Channels) or reduces it to one "
                              "(Num Filter 1: each output reads its window over every channel)", field="Num Filter")
-        if self.kind in ("elementwise", "batchnorm") and self.filters != self.channels:
+        if (self.kind == "elementwise" or self.kind in NORM_KINDS) and self.filters != self.channels:
             raise InputError(f"{self.kind} keeps the channel count: Num Filter must equal Channels",
                              field="Num Filter")
         if not self.inputs:
@@ -206,7 +212,7 @@ class Layer:
         """Trainable weights excluding bias (filters, FC matrix, or BN's γ and β)."""
         if self.kind in ("conv", "fc", "deconv"):
             return self.filter_h * self.filter_w * (self.channels // self.groups) * self.filters
-        if self.kind == "batchnorm":
+        if self.kind in NORM_KINDS:
             return 2 * self.channels
         return 0
 

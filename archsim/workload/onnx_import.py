@@ -287,7 +287,7 @@ class _Importer:
                 axis = attrs.get("axis", -1) % max(len(x), 1) if x else 0
                 c = prod(x[axis:]) if x else 1
                 h, w = prod(x) // c, 1
-            return Layer(kind="batchnorm", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
+            return Layer(kind="layernorm" if op == "LayerNormalization" else "batchnorm", ifmap_h=h, ifmap_w=w, filter_h=1, filter_w=1, channels=c, filters=c,
                          **common)
         if op in ops.REDUCTIONS:
             x, rank = self._shape(node, name, node.input[0]), len(self.shapes[node.input[0]])

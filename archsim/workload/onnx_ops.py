@@ -20,9 +20,9 @@ Mapping (``KIND_OF``; documented costs, nothing is free by accident):
   constant folded in; with two activation operands → matmul (``Repeat`` = the per-sample batch of
   instances, e.g. attention heads).
 * ``MaxPool``/``AveragePool``/``GlobalAveragePool``/``GlobalMaxPool`` → pool.
-* ``BatchNormalization``, ``LayerNormalization``, ``InstanceNormalization``,
-  ``GroupNormalization`` → batchnorm (γ, β per normalised channel; LayerNorm's channel is the
-  normalised extent).
+* ``BatchNormalization``, ``InstanceNormalization``, ``GroupNormalization`` → batchnorm,
+  ``LayerNormalization`` → layernorm (both γ, β per normalised channel, costed alike; LayerNorm's channel is
+  the normalised extent).
 * Activations, arithmetic, ``Softmax`` and ``Resize`` → elementwise (one op per element of the
   output per activation operand), the node's op type in lower case its ``operator`` (``Sigmoid`` →
   ``sigmoid``: what BPPSA's chain and LayerPipe's exact δ bytes read; no cost of its own ops does).

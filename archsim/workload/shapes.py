@@ -3,7 +3,7 @@
 Rules, for a consumer reading producers P₁…Pₙ (the network input is not checked: its shape is
 whatever the first layers declare):
 
-* conv and pool read a feature map: one spatial producer (conv, pool, batchnorm, elementwise)
+* conv and pool read a feature map: one spatial producer (conv, pool, batchnorm, layernorm, elementwise)
   must give exactly the consumer's H×W×C; several are concatenated along channels — each gives
   H×W and their channels add up to C. In SCALE-Sim geometry the declared input includes the
   padding, so it may exceed the producer's H×W. A conv or pool may also declare rows (columns) beyond
@@ -11,7 +11,7 @@ whatever the first layers declare):
   symmetric Padding cannot state is folded into the input, so the extra rows plus twice Padding
   stay within the filter's span less one — padding a whole window would read no input at all.
   Other producers (fc, matmul) must give H·W·C elements.
-* fc and batchnorm read a tensor of H·W·C elements (a flattening fc reads a whole map): the
+* fc, batchnorm and layernorm read a tensor of H·W·C elements (a flattening fc reads a whole map): the
   producers' elements add up to it.
 * elementwise: every producer gives the consumer's element count, or a divisor of it
   (broadcast, e.g. a per-channel scale).
@@ -29,7 +29,7 @@ from __future__ import annotations
 from archsim.errors import InputError
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
 
-_SPATIAL = ("conv", "pool", "batchnorm", "elementwise", "deconv")
+_SPATIAL = ("conv", "pool", "batchnorm", "layernorm", "elementwise", "deconv")
 
 
 def output_shape(layer: Layer) -> tuple[int, int, int]:

@@ -18,24 +18,24 @@ def array_network(c: TransformerConfig) -> Network:
     w = layer_widths(c)
     b = NetworkBuilder(c.name).start(s, 1, d)
     if c.family == "bert":
-        b.add("emb_ln", "batchnorm")
+        b.add("emb_ln", "layernorm")
     for i in range(1, c.layers + 1):
         p = f"l{i}"
         entry = b.current
         bias = c.family != "llama"
-        normed = entry if c.family == "bert" else b.add(f"{p}_ln1", "batchnorm")
+        normed = entry if c.family == "bert" else b.add(f"{p}_ln1", "layernorm")
         qkv = b.add(f"{p}_qkv", "fc", w.qkv, bias=bias or c.qkv_bias, source=normed)
         scores_inputs = None
         if c.qk_norm:  # Qwen3: a norm over each query and key head's head_dim, as the block's other norms
-            q = b.add(f"{p}_q_norm", "batchnorm", source=qkv, shape=(s, c.heads, hd))
-            k = b.add(f"{p}_k_norm", "batchnorm", source=qkv, shape=(s, c.kv_heads, hd))
+            q = b.add(f"{p}_q_norm", "layernorm", source=qkv, shape=(s, c.heads, hd))
+            k = b.add(f"{p}_k_norm", "layernorm", source=qkv, shape=(s, c.kv_heads, hd))
             scores_inputs = (q[0], k[0])
         b.add(f"{p}_scores", "matmul", s, repeat=c.heads, inputs=scores_inputs, source=qkv, shape=(s, hd, 1))
         probs = b.add(f"{p}_softmax", "elementwise", shape=(s, s, c.heads))
         b.add(f"{p}_context", "matmul", hd, repeat=c.heads, inputs=(probs[0], qkv[0]), shape=(s, s, 1))
         b.add(f"{p}_out", "fc", w.hidden, bias=bias, shape=(s, 1, w.attention))
         attn = b.add(f"{p}_add1", "elementwise", inputs=(f"{p}_out", entry[0]))
-        normed = b.add(f"{p}_ln1", "batchnorm") if c.family == "bert" else b.add(f"{p}_ln2", "batchnorm")
+        normed = b.add(f"{p}_ln1", "layernorm") if c.family == "bert" else b.add(f"{p}_ln2", "layernorm")
         if w.gated:
             gate = b.add(f"{p}_gate", "fc", w.ffn, source=normed)
             up = b.add(f"{p}_up", "fc", w.ffn, source=normed)
@@ -49,9 +49,9 @@ def array_network(c: TransformerConfig) -> Network:
         residual = attn if c.family != "bert" else normed
         b.add(f"{p}_add2", "elementwise", inputs=(b.current[0], residual[0]))
         if c.family == "bert":
-            b.add(f"{p}_ln2", "batchnorm")
+            b.add(f"{p}_ln2", "layernorm")
     if c.family != "bert":
-        b.add("ln_f", "batchnorm")
+        b.add("ln_f", "layernorm")
         b.add("lm_head", "fc", c.vocab)
     return b.network()
 

@@ -1,0 +1,77 @@
+"""A search result cannot be edited: its rows, its Pareto front and its rejected counts refuse assignment, so a
+result keeps saying what the search found (a review found ``found.rows[0]["tp"] = 99`` accepted, and the list
+open to ``append``). What the documented API reads of them still works: ``len``, iteration, indexing, ``==``
+with plain dicts, JSON, pandas, copy and pickle, and ``dict(row)`` as an editable copy."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+
+import pytest
+
+from archsim.training.search_result import SearchResult
+
+ROWS = [{"tp": 1, "pp": 2, "iteration_seconds": 1.5, "stages": [3, 3]},
+        {"tp": 2, "pp": 1, "iteration_seconds": 2.5, "stages": [6]}]
+
+
+def _result() -> SearchResult:
+    given = [dict(row) for row in ROWS]
+    result = SearchResult(given, {"out-of-memory": 3}, 6, 2, [given[0]])
+    given[0]["tp"] = 99  # the caller's list, edited after: the result kept its own copy
+    given.append({"tp": 4})
+    return result
+
+
+@pytest.mark.parametrize("edit", [
+    lambda r: r.rows[0].__setitem__("tp", 99),
+    lambda r: r.rows[0].__delitem__("tp"),
+    lambda r: r.rows[0].update(tp=99),
+    lambda r: r.rows[0].pop("tp"),
+    lambda r: r.rows[0].popitem(),
+    lambda r: r.rows[0].clear(),
+    lambda r: r.rows[0].setdefault("new", 1),
+    lambda r: r.pareto[0].__setitem__("tp", 99),
+    lambda r: r.rejected.__setitem__("out-of-memory", 0),
+])
+def test_rows_front_and_counts_refuse_edits(edit):
+    result = _result()
+    with pytest.raises(TypeError, match="read-only"):
+        edit(result)
+    assert [dict(row) for row in result.rows] == ROWS and result.rejected == {"out-of-memory": 3}
+
+
+def test_the_row_list_takes_no_new_row():
+    result = _result()
+    with pytest.raises(AttributeError):
+        result.rows.append({"tp": 4})  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        result.rows[0] = {"tp": 4}  # type: ignore[index]
+    assert len(result) == len(result.rows) == 2
+
+
+def test_what_the_documented_api_reads_still_works():
+    result = _result()
+    assert len(result) == 2 and [row["tp"] for row in result.rows] == [1, 2]  # docs/api.md's loop and len
+    assert result.rows[0]["iteration_seconds"] == 1.5 and result.rows[0] == ROWS[0] and result.pareto[0] == ROWS[0]
+    assert json.loads(json.dumps(list(result.rows))) == ROWS
+    mine = dict(result.rows[0])
+    mine["tp"] = 8  # an editable copy
+    assert (mine["tp"], result.rows[0]["tp"]) == (8, 1)
+    assert "{'out-of-memory': 3}" in repr(result)  # the one line names the counts as a dict's repr does
+
+
+def test_copied_and_pickled_as_the_same_result():
+    result = _result()
+    for again in (copy.copy(result), copy.deepcopy(result), pickle.loads(pickle.dumps(result))):
+        assert again == result and [dict(row) for row in again.rows] == ROWS
+        with pytest.raises(TypeError):
+            again.rows[0]["tp"] = 99
+
+
+def test_pandas_reads_the_rows():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(list(_result().rows))
+    assert frame["tp"].tolist() == [1, 2] and frame["iteration_seconds"].tolist() == [1.5, 2.5]
