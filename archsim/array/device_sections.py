@@ -341,9 +341,6 @@ def _cfg_device_sections(text: str, file: str,
             counts.append(parse_int(own.get("device", {}).pop(key, "1"), what="a positive integer"))
         except ValueError as exc:
             raise InputError(str(exc), file=file, field=f"device.{key}") from None
-    if counts[0] % counts[1]:  # as Arrays refuses it, so that cost --config refuses what train does
-        raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
-                         field="device.arrays_per_core")
     if required and ("memory" not in own or "links" not in own or "device" not in own):
         missing = " and ".join(f"[{s}] ({_needs(s)})" for s in _CFG_SECTIONS if s not in own)
         raise InputError(f"a .cfg device file needs {missing} (docs/formats.md, Device files)", file=file)
@@ -351,8 +348,13 @@ def _cfg_device_sections(text: str, file: str,
         raise InputError("a .cfg's SRAM per array is its IfmapSramSzkB + FilterSramSzkB + OfmapSramSzkB "
                          "([architecture_presets]): drop sram_kib_per_array", file=file,
                          field="memory.sram_kib_per_array")
-    return (checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}, typed=False),
-            counts[0], counts[1])
+    # every key checked before the two counts are compared: a misspelt `arrays` (`array = 8`) is named as the typo,
+    # not as "2 arrays per core do not divide 1 arrays" from the count it left at its default
+    sections = checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}, typed=False)
+    if counts[0] % counts[1]:  # as Arrays refuses it, so that cost --config refuses what train does
+        raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
+                         field="device.arrays_per_core")
+    return sections, counts[0], counts[1]
 
 
 def words_gbps(words: float, clock_hz: float) -> float:
