@@ -4,7 +4,7 @@ arrays per core do not divide 1 arrays" (the count it left at its default), neve
 named ``clockmhz``, with no hint."""
 
 import pytest
-from device_files import device_error, scalesim_chip_cfg, write_file
+from device_files import device_error, device_toml, scalesim_chip_cfg, write_file
 
 CFG = scalesim_chip_cfg(8, 1.0, 1600, "myacc", "MyAcc", size=128, sram_kb=(5461, 5461, 5462), hbm_gib=24,
                         intra_gbps=400, links=4, arrays_per_core=2)
@@ -34,3 +34,23 @@ def test_an_unknown_archsim_key_is_named_as_written_with_the_key_meant(tmp_path,
     assert message.endswith(fix) and "\n" not in message, message
     if written == "ClockMHz" and value == "1":
         assert "write" not in message, message
+
+
+TOML = device_toml(name="MyAcc", arrays=8, arrays_per_core=2, rows=128, cols=128, clock_mhz=1000, sram_kib=16384,
+                   hbm_gib=24, hbm_gbps=1600, intra_gbps=400, links=4)
+
+
+@pytest.mark.parametrize(("old", "new", "meant"), [
+    ("rows = 128", "ArrayHeight = 128", "a device TOML states it as [compute] rows"),
+    ("cols = 128", "arraywidth = 128", "a device TOML states it as [compute] cols"),   # any case, as a .cfg's
+    ("clock_mhz = 1000", "ClockGHz = 1.0", "[compute] clock_mhz, in MHz (GHz × 1000)"),
+    ("sram_kib_per_array = 16384", "IfmapSramSzkB = 5461", "[memory] sram_kib_per_array, KiB beside each array"),
+    ("hbm_gbps = 1600", "Bandwidth = 800", "[memory] hbm_gbps, GB/s (SCALE-Sim's Bandwidth is words per cycle)"),
+    ("[device]", "ArrayHeight = 128\n[device]", "a device TOML states it as [compute] rows"),  # above the first header
+])
+def test_a_scalesim_key_in_a_device_toml_is_told_the_tomls_key(tmp_path, old, new, meant):
+    """A designer writing a .cfg's array into a TOML: the refusal names the TOML's key and its unit (failed before:
+    ArrayHeight got no hint at all; ClockGHz was pointed at clock_mhz with no word of the unit)."""
+    written = new.split(" = ")[0]
+    message = str(device_error(write_file(tmp_path, "chip.toml", TOML.replace(old, new, 1))))
+    assert f"{written} is a SCALE-Sim .cfg key" in message and meant in message and "\n" not in message, message
