@@ -24,7 +24,6 @@ from archsim.api_inputs import (
     array_config,
     build_array,
     cfg_as_config,
-    check_config,
     load_network,
     unread_keys_notes,
     warn_file_batch,
@@ -138,7 +137,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
     check_choice(engine, ENGINES, "engine")
     batch = positive_int(batch, "batch")  # "32" as --batch reads it; 2.5 or True refused as cost refuses them
-    check_config(config)
+    array, config = cfg_as_config(array, config)  # a .cfg or device TOML given as array is config, as cost's
     toml_notes: list[str] = []  # a device TOML's, read as cost reads it (array_and_notes: its notes its own)
     dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as cost's
     if is_device_toml(config):

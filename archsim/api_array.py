@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, cast
 
 from archsim.api_inputs import (
     array_and_notes,
-    check_config,
+    cfg_as_config,
     load_network,
     unread_keys_notes,
     warn_file_batch,
@@ -169,7 +169,7 @@ def iteration_energy(network: str | Path | Network, *, array: str | Path | Array
     microbatches = positive_int(microbatches, "microbatches")
     if energy_table is not None:
         check_path(energy_table, "energy-table", "an energy table's name or TOML path")
-    check_config(config)  # before its suffix is read: one line, not Path's TypeError
+    array, config = cfg_as_config(array, config)  # checked first (one line); a .cfg or TOML given as array is config
     dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
     chosen, notes = array_and_notes(array, config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
                                     bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)

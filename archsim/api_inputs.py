@@ -132,13 +132,26 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
 
 
 def cfg_as_config(array, config):
-    """(array, config) with a ``.cfg`` path given as ``array`` moved to ``config``, where ``--config`` takes it
+    """(array, config) with a ``.cfg`` path, or a device TOML's (``chip.toml``, any case of the suffix), given as
+    ``array`` moved to ``config``, where ``--config`` takes it
     (the array it describes, and the ``[energy]`` table it names); a ``config`` that is no path is refused in one
     line naming it, before any file is opened."""
     check_config(config)
-    if array is not None and not isinstance(array, ArrayConfig) and str(array).endswith(".cfg") and config is None:
+    if config is None and is_config_path(array):
         return None, array
     return array, config
+
+
+def is_config_path(array: object) -> bool:
+    """Whether an ``array`` keyword names a file ``config`` reads, not a ``"ROWSxCOLS"`` shape: a SCALE-Sim ``.cfg``
+    or a device TOML (``chip.toml``, the suffix in any case: :func:`~archsim.array.device_sections.is_device_toml`),
+    so ``array="chip.toml"`` is read as ``config="chip.toml"`` as ``array="chip.cfg"`` is (until 2026-12-05 the TOML
+    was refused as no ``ROWSxCOLS``)."""
+    from archsim.array.device_sections import is_device_toml
+
+    if array is None or isinstance(array, ArrayConfig):
+        return False
+    return str(array).endswith(".cfg") or is_device_toml(str(array))
 
 
 def check_config(config: object) -> None:
@@ -233,6 +246,7 @@ __all__ = [
     "cfg_as_config",
     "check_config",
     "config_notes",
+    "is_config_path",
     "load_network",
     "unread_keys_notes",
     "warn_file_batch",

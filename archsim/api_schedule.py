@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from archsim.api_inputs import is_config_path
 from archsim.api_keywords import (
     check_choice,
     check_path,
@@ -189,8 +190,8 @@ def _checked(given: dict[str, Any]) -> dict[str, Any]:
         if settings[name] is not None:
             check_path(settings[name], name.replace("_", "-"), "a file path")
     array = settings["array"]
-    if array is not None and not _is_array_config(array) and str(array).endswith(".cfg") and settings["config"] is None:
-        settings["array"], settings["config"] = None, str(array)  # a .cfg given as array is --config
+    if settings["config"] is None and not _is_array_config(array) and is_config_path(array):
+        settings["array"], settings["config"] = None, str(array)  # a .cfg or device TOML given as array is --config
     if settings["dim"] is not None:
         settings["dim"] = list(settings["dim"].items()) if isinstance(settings["dim"], Mapping) else settings["dim"]
     return settings

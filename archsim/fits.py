@@ -28,16 +28,19 @@ def memory_warning(needs: Sequence[tuple[str, str, float, float]], plural: str, 
 HEADROOM_SHARE = 0.9
 
 
-def headroom_note(subject: str, needed: float, capacity: float, holder: str) -> str:
+def headroom_note(subject: str, needed: float, capacity: float, holder: str, gpu: bool = True) -> str:
     """The note that ``subject`` fits but uses more than :data:`HEADROOM_SHARE` of a GPU's whole memory (bytes
     ``needed`` of ``capacity``, the memory of ``holder``: "its NVIDIA H100 SXM5 80GB"): a real run also holds the
     CUDA context, NCCL's buffers and the allocator's fragmentation, which archsim does not model (docs/training.md,
     "What the model assumes"), so it may not fit;
     the cluster file's ``usable_memory_gib`` states the memory a job can allocate, and the checks then use it.
-    Said, never refused: ``fits_memory`` and the rankings are unchanged."""
+    Said, never refused: ``fits_memory`` and the rankings are unchanged. ``gpu`` False: ``holder`` is a device
+    file's chip (no catalog GPU), which holds no CUDA context: its runtime's own memory is named instead."""
+    held = ("the CUDA context, NCCL's buffers" if gpu else
+            "its runtime's own memory (on a GPU the CUDA context and NCCL's buffers)")
     return (f"{subject} {needed / GIB:.2f} of the {capacity / GIB:.2f} GiB of {holder} "
             f"({100 * needed / capacity:.1f}%, above {100 * HEADROOM_SHARE:.0f}%): it fits states and activations, "
-            "but a real run also needs the CUDA context, NCCL's buffers and the allocator's fragmentation, which "
+            f"but a real run also needs {held} and the allocator's fragmentation, which "
             "archsim does not model; state the memory a job can allocate as the cluster file's [[servers]] "
             "usable_memory_gib (e.g. 72 of an H100's 79.2) to check against it")
 
@@ -55,7 +58,7 @@ def rank_headroom_note(result, machines) -> str | None:
         return None
     _, r = max(full)
     return headroom_note(f"pipeline rank {r} uses", result.memory[r].total, result.capacities[r],
-                         f"its {machines[r].gpu.name}")
+                         f"its {machines[r].gpu.name}", gpu=machines[r].gpu.catalog is not None)
 
 
 def rows_headroom_note(rows: Sequence[dict], cluster) -> str | None:
@@ -71,13 +74,14 @@ def rows_headroom_note(rows: Sequence[dict], cluster) -> str | None:
     if not full:
         return None
     first = next(i for i, row in enumerate(rows, 1) if row is full[0])
+    gpus = all(device.catalog is not None for device in {*cluster.servers, cluster.gpu})  # no device file's chip
     if len(full) > 1:
-        subject = (f"{len(full)} of the {len(rows)} rows shown use more than {100 * HEADROOM_SHARE:.0f}% of a GPU's "
-                   f"memory; the first, row {first}, uses")
+        subject = (f"{len(full)} of the {len(rows)} rows shown use more than {100 * HEADROOM_SHARE:.0f}% of "
+                   f"{'a GPU' if gpus else 'a device'}'s memory; the first, row {first}, uses")
     else:
         subject = f"row {first} of the {len(rows)} shown uses" if len(rows) > 1 else "the row shown uses"
     holder = f"the cluster's largest GPU, the {gpu.name}" if cluster.heterogeneous else f"its {gpu.name}"
-    return headroom_note(subject, full[0]["peak_memory_gib"] * GIB, gpu.memory_bytes, holder)
+    return headroom_note(subject, full[0]["peak_memory_gib"] * GIB, gpu.memory_bytes, holder, gpu=gpus)
 
 
 def rows_tp_span_note(rows: Sequence[dict]) -> str | None:

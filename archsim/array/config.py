@@ -190,6 +190,28 @@ _UNMODELLED = (
 )
 
 
+def _archsim_key_error(key: str, value: str, text: str, file: str) -> InputError:
+    """The one-line refusal of an unknown ``[archsim]`` key, named as the file spells it (configparser lowers it:
+    ``ClockMHz`` read as ``clockmhz``) with the nearest valid key; a clock written in MHz (``ClockMHz = 1000``)
+    is told the GHz figure to write, as every clock archsim reads is taken in GHz there."""
+    from archsim.array.cfg_lines import cfg_line
+    from archsim.validate import did_you_mean
+
+    line = cfg_line(text, f"archsim.{key}")
+    written = text.splitlines()[line - 1].split(":")[0].split("=")[0].strip() if line else key
+    fix = ""
+    if key == "clockmhz":
+        from archsim.clock import MAX_CLOCK_HZ, MIN_CLOCK_HZ
+
+        try:
+            hz = float(value) * 1e6
+        except ValueError:
+            hz = 0.0
+        fix = ": ClockGHz takes GHz" + (f", write ClockGHz = {hz / 1e9:g}" if MIN_CLOCK_HZ <= hz <= MAX_CLOCK_HZ else "")
+    return InputError(f"unknown key in [archsim]{did_you_mean(written, ['ClockGHz'])}; expected ClockGHz{fix}",
+                      file=file, line=line, field=written)
+
+
 def _refuse_unmodelled(parser: configparser.ConfigParser, file: str, line_of, sparsity: bool = False,
                        layouts: bool = False) -> None:
     """One line for the first switched-on SCALE-Sim feature archsim does not model (tested as
@@ -299,7 +321,7 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
     device = cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":
-            raise InputError("unknown key in [archsim]; expected ClockGHz", file=file, line=line_of(key), field=key)
+            raise _archsim_key_error(key, parser["archsim"][key], text, file)
     for section, keys in _REQUIRED.items():
         if not parser.has_section(section):
             raise InputError(f"missing section [{section}]", file=file, missing=True)

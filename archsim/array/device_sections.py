@@ -214,11 +214,23 @@ _CFG_ARRAY_KEYS = {"rows": "[architecture_presets] ArrayHeight", "cols": "[archi
                    "dataflow": "[architecture_presets] Dataflow", "clock_mhz": "[archsim] ClockGHz, in GHz"}
 
 
+# SCALE-Sim's .cfg keys as a device TOML states them (case ignored, as configparser reads them): a designer who
+# writes a .cfg's array into a TOML is told the TOML's key and its unit, not "a typo?"
+_TOML_OF_CFG_KEYS = {"arrayheight": "[compute] rows", "arraywidth": "[compute] cols",
+                     "clockghz": "[compute] clock_mhz, in MHz (GHz × 1000)",
+                     **{f"{buffer}sramszkb": "[memory] sram_kib_per_array, KiB beside each array (one figure, or "
+                        "[ifmap, filter, ofmap])" for buffer in ("ifmap", "filter", "ofmap")},
+                     "bandwidth": "[memory] hbm_gbps, GB/s (SCALE-Sim's Bandwidth is words per cycle)"}
+
+
 def _misplaced(key: str, read_apart: dict[str, tuple[str, ...]], cfg: bool) -> str:
     """Where an unknown key belongs when it is another section's (``[device] arrays`` in a TOML is ``[compute]``'s,
-    ``[device] rows`` in a .cfg is its ``ArrayHeight``), as "; …" to end the error; "" for a plain typo."""
+    ``[device] rows`` in a .cfg is its ``ArrayHeight``, ``ArrayHeight`` in a TOML is its ``[compute] rows``), as
+    "; …" to end the error; "" for a plain typo."""
     if cfg and key in _CFG_ARRAY_KEYS:
         return f"; a .cfg states {key} as {_CFG_ARRAY_KEYS[key]}"
+    if not cfg and key.lower() in _TOML_OF_CFG_KEYS:
+        return f"; {key} is a SCALE-Sim .cfg key: a device TOML states it as {_TOML_OF_CFG_KEYS[key.lower()]}"
     homes = [s for s, keys in _KEYS.items() if key in keys and not (cfg and s == "compute")]
     homes += [s for s, keys in read_apart.items() if key in keys]
     if homes:
@@ -341,9 +353,6 @@ def _cfg_device_sections(text: str, file: str,
             counts.append(parse_int(own.get("device", {}).pop(key, "1"), what="a positive integer"))
         except ValueError as exc:
             raise InputError(str(exc), file=file, field=f"device.{key}") from None
-    if counts[0] % counts[1]:  # as Arrays refuses it, so that cost --config refuses what train does
-        raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
-                         field="device.arrays_per_core")
     if required and ("memory" not in own or "links" not in own or "device" not in own):
         missing = " and ".join(f"[{s}] ({_needs(s)})" for s in _CFG_SECTIONS if s not in own)
         raise InputError(f"a .cfg device file needs {missing} (docs/formats.md, Device files)", file=file)
@@ -351,8 +360,13 @@ def _cfg_device_sections(text: str, file: str,
         raise InputError("a .cfg's SRAM per array is its IfmapSramSzkB + FilterSramSzkB + OfmapSramSzkB "
                          "([architecture_presets]): drop sram_kib_per_array", file=file,
                          field="memory.sram_kib_per_array")
-    return (checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}, typed=False),
-            counts[0], counts[1])
+    # every key checked before the two counts are compared: a misspelt `arrays` (`array = 8`) is named as the typo,
+    # not as "2 arrays per core do not divide 1 arrays" from the count it left at its default
+    sections = checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}, typed=False)
+    if counts[0] % counts[1]:  # as Arrays refuses it, so that cost --config refuses what train does
+        raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
+                         field="device.arrays_per_core")
+    return sections, counts[0], counts[1]
 
 
 def words_gbps(words: float, clock_hz: float) -> float:

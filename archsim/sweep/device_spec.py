@@ -60,6 +60,13 @@ MAX_CHIPS = MAX_GPUS
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "clocks_ghz", "hbm_gbps",
         "chips", "tp", "pp", "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts", "seq"}
 REQUIRED = {"model", "device", "chips", "global_batch"}
+# keys a designer writes for a device sweep's own, unlike it in spelling (difflib names none): the key meant, and why
+MEANT = {
+    "gpus": ("chips", "chips the model trains on, one server of them"),
+    "processors": ("chips", "an array sweep's processors; a device sweep's chips are whole devices"),
+    "bandwidths": ("hbm_gbps", "an array sweep's DRAM words/cycle; a device sweep's HBM bandwidth, GB/s"),
+    "sram_kb": ("sram_kib_per_array", "an array sweep's KiB per buffer; a device sweep's per array, the three together"),
+}
 
 
 @dataclass(frozen=True)
@@ -210,7 +217,9 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     file = str(path)
     unknown = sorted(set(table) - KEYS)
     if unknown:
-        raise InputError(f"not a key of a device sweep{did_you_mean(unknown[0], KEYS)} (model = and device = make one); "
+        meant = MEANT.get(unknown[0])
+        hint = f" (did you mean {meant[0]!r}? {meant[1]})" if meant else did_you_mean(unknown[0], KEYS)
+        raise InputError(f"not a key of a device sweep{hint} (model = and device = make one); "
                          "allowed: "
                          f"{', '.join(sorted(KEYS))}", file=file, field=unknown[0])
     missing = sorted(REQUIRED - set(table))
