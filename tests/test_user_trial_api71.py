@@ -6,6 +6,11 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+import pytest
+
+import archsim
+from archsim.errors import InputError
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -19,3 +24,28 @@ def test_the_py_typed_marker_is_in_the_package_and_in_its_data():
     assert (ROOT / "archsim" / "py.typed").is_file()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]
     assert "py.typed" in data.get("archsim", []), "a wheel ships only the package data pyproject.toml lists"
+
+
+# --- the model train takes, built in Python, is exported as the networks cost takes are ------------------------------
+# Failed before: archsim.TransformerConfig was an AttributeError; a notebook building its own model for
+# archsim.train had to find archsim.workload.transformer, where archsim.Network and archsim.Layer are exported.
+
+
+def test_transformer_config_is_exported_and_trains():
+    from archsim.workload.transformer import TransformerConfig
+
+    assert archsim.TransformerConfig is TransformerConfig
+    assert "TransformerConfig" in archsim.__all__ and "TransformerConfig" in dir(archsim)
+    tiny = archsim.TransformerConfig("tiny", "gpt", layers=2, hidden=64, heads=4, vocab=256, seq=128, ffn=256,
+                                     kv_heads=4)
+    result, _ = archsim.train(tiny, cluster=ROOT / "configs" / "clusters" / "h100_1gpu.toml", global_batch=2)
+    # 2 layers on one rank, no position table (positions=0: rotary): the tied embedding 256 × 64, per layer QKV
+    # 64 × 192 + 192, projection 64 × 64 + 64, the FFN 64 × 256 + 256 and 256 × 64 + 64, two layer norms 2 × 128,
+    # and the final norm 128. StageMemory.parameters is that count (its states and activations are bytes)
+    per_layer = 64 * 192 + 192 + 64 * 64 + 64 + 64 * 256 + 256 + 256 * 64 + 64 + 2 * 128
+    assert result.memory[0].parameters == 256 * 64 + 2 * per_layer + 128
+
+
+def test_transformer_config_refuses_a_bad_field_by_name():
+    with pytest.raises(InputError, match="field 'kv_heads'"):
+        archsim.TransformerConfig("bad", "gpt", layers=2, hidden=64, heads=4, vocab=256, seq=128, ffn=256, kv_heads=3)
