@@ -49,3 +49,23 @@ def test_transformer_config_is_exported_and_trains():
 def test_transformer_config_refuses_a_bad_field_by_name():
     with pytest.raises(InputError, match="field 'kv_heads'"):
         archsim.TransformerConfig("bad", "gpt", layers=2, hidden=64, heads=4, vocab=256, seq=128, ffn=256, kv_heads=3)
+
+
+# --- a schedule's row and meta are copies, as a table result's meta is -----------------------------------------------
+# Failed before: ScheduleResult is frozen, yet result.row["makespan"] = 0 changed what to_dict(), to_frame() and the
+# repr said, where a TableResult's meta (cost, plan, sweeps) is a copy and its document stays what the run printed.
+
+
+def test_a_schedules_row_and_meta_are_copies_its_document_keeps():
+    import copy
+    import pickle
+
+    result = archsim.schedule(stages=4, stage_times="1,1,1", microbatches=8, policy="1f1b")
+    result.row["makespan"] = 0
+    result.meta["comm"] = "99"
+    # the zero-bubble paper's 1F1B on p = 4 stages of F = B = W = 1, m = 8: 3m + (p - 1)(F + B + W) = 24 + 9 = 33
+    assert result.row["makespan"] == 33 == result.to_dict()["rows"][0]["makespan"] == result.to_frame()["makespan"][0]
+    assert result.meta["comm"] == "0.0" == result.to_dict()["meta"]["comm"]  # no comm= given: hops take no time
+    assert "makespan=33" in repr(result) and result.makespan == 33  # the timeline's, answered on the result
+    for again in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
+        assert again.row == result.row and again.meta == result.meta
