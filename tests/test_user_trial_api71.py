@@ -69,3 +69,35 @@ def test_a_schedules_row_and_meta_are_copies_its_document_keeps():
     assert "makespan=33" in repr(result) and result.makespan == 33  # the timeline's, answered on the result
     for again in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
         assert again.row == result.row and again.meta == result.meta
+
+
+# --- a profile's arrays are read-only, as the frozen profile they belong to ------------------------------------------
+# Failed before: profile.forward[0] *= 50 was allowed, and the planners, which keep what they derive from a profile by
+# its identity (archsim.partition.memo), planned on the stale costs: PipeDream's plan of the changed profile was the
+# unchanged one's, LayerPipe's a mixture of both, with no word.
+
+ARRAYS = ("forward", "weight_grad", "delta", "activation_bytes", "delta_bytes", "weight_bytes", "stash_bytes")
+
+
+def test_a_profiles_arrays_cannot_be_changed_in_place():
+    import copy
+    import pickle
+
+    profile = archsim.profile("layerpipe_sample", array="32x32", batch=8)
+    archsim.pipeline(profile, processors=2, method="pipedream")  # what it derives is kept by the profile's identity
+    for one in (profile, copy.deepcopy(profile), pickle.loads(pickle.dumps(profile))):
+        for name in ARRAYS:
+            with pytest.raises(ValueError, match="read-only"):
+                getattr(one, name)[0] += 1
+
+
+def test_a_profile_from_given_costs_leaves_the_callers_arrays_writeable():
+    import numpy as np
+
+    from archsim.partition.profile import profile_from_costs
+
+    forward = np.array([4.0, 2.0, 3.0])
+    profile = profile_from_costs(["a", "b", "c"], forward, forward, forward)
+    forward[0] = 1.0  # the caller's own array: still theirs to change, and no longer the profile's costs
+    assert not profile.forward.flags.writeable and forward.flags.writeable
+    assert profile.forward.tolist() == [4.0, 2.0, 3.0] and profile.total.tolist() == [12.0, 6.0, 9.0]
