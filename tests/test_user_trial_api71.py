@@ -101,3 +101,17 @@ def test_a_profile_from_given_costs_leaves_the_callers_arrays_writeable():
     forward[0] = 1.0  # the caller's own array: still theirs to change, and no longer the profile's costs
     assert not profile.forward.flags.writeable and forward.flags.writeable
     assert profile.forward.tolist() == [4.0, 2.0, 3.0] and profile.total.tolist() == [12.0, 6.0, 9.0]
+
+
+# --- only= (--only) takes layer kinds and says so ---------------------------------------------------------------------
+# Failed before: only="conv,conv2" (a layer's name beside a kind) dropped conv2 without a word and costed the convs;
+# only="linear", the fc type's spelling a topology CSV takes, was "no layers of kind linear"; neither named only.
+
+
+def test_only_refuses_a_word_that_is_no_layer_kind_and_reads_a_kinds_spelling():
+    with pytest.raises(InputError, match=r"'conv2': not a layer kind; kinds are conv, fc, .*not by name") as refused:
+        archsim.cost("vgg16", only="conv,conv2")
+    assert refused.value.where.field == "only"
+    assert archsim.cost("vgg16", only="linear")["layer"].tolist() == ["fc6", "fc7", "fc8"]  # layers/vgg16.csv's fc
+    with pytest.raises(InputError, match="no layers of kind deconv; its kinds: conv, elementwise, pool, fc"):
+        archsim.cost("vgg16", only="deconv")
