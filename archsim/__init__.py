@@ -72,6 +72,7 @@ if TYPE_CHECKING:  # the lazy names below for a type checker (archsim.cost(...) 
     from archsim.training.throughput import Throughput as Throughput
     from archsim.workload.layer import Layer as Layer
     from archsim.workload.layer import Network as Network
+    from archsim.workload.transformer import TransformerConfig as TransformerConfig
 
 __version__ = "0.1.0"
 
@@ -109,6 +110,8 @@ _EXPORTS = {
     "Layer": "archsim.workload.layer:Layer",
     "Network": "archsim.workload.layer:Network",
     "InputError": "archsim.errors:InputError",
+    # the model train, search, train_runs and train_sweep take built in Python, as Layer and Network are cost's
+    "TransformerConfig": "archsim.workload.transformer:TransformerConfig",
     # the jobs' result types, for a user's type hints (def f(result: archsim.TrainResult)); loaded on first use too
     "CacheUse": "archsim.sweep.cache:CacheUse",
     "CollectiveCost": "archsim.api:CollectiveCost",

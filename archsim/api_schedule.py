@@ -40,26 +40,37 @@ class ScheduleResult:
     a per-stage run's action order (:func:`archsim.policies.torch_csv.order_csv` writes torch's CSV of it);
     :meth:`to_frame`, the command's ``--format csv`` rows, as every result's. The timeline's other attributes answer
     on the result too (``result.makespan``, ``result.utilization()``), so code written for the Timeline ``schedule``
-    used to return keeps working; its ops are ``result.timeline.to_frame()``; times in ``meta["unit"]``."""
+    used to return keeps working; its ops are ``result.timeline.to_frame()``; times in ``meta["unit"]``. ``row`` and
+    ``meta`` are copies, as a table result's ``meta`` is: changing one changes no later read, ``to_dict()`` included."""
 
-    row: dict
-    meta: dict
+    _row: dict
+    _meta: dict
     timeline: Timeline | None = field(repr=False)
     order: StageOrder | None = field(default=None, repr=False)
+
+    @property
+    def row(self) -> dict:
+        """The one row ``archsim schedule`` prints (a copy)."""
+        return copy.deepcopy(self._row)
+
+    @property
+    def meta(self) -> dict:
+        """What the row was computed on, the meta ``archsim schedule`` prints above it (a copy)."""
+        return copy.deepcopy(self._meta)
 
     def __repr__(self) -> str:
         """One line, the row's figures and what they were run on (a notebook shows a cell's value by its repr; the
         dataclass's printed the meta's notes too, 450–600 characters): ``.row`` and ``.meta`` hold everything."""
         shown = ", ".join(f"{k}={int(v) if isinstance(v, float) and v.is_integer() else f'{v:.6g}'}"
-                          if isinstance(v, float) else f"{k}={v}" for k, v in self.row.items())
-        network = f"{self.meta['network']}: " if self.meta.get("network") else ""
-        unit = f"; times in {self.meta['unit']}" if self.meta.get("unit") else ""
+                          if isinstance(v, float) else f"{k}={v}" for k, v in self._row.items())
+        network = f"{self._meta['network']}: " if self._meta.get("network") else ""
+        unit = f"; times in {self._meta['unit']}" if self._meta.get("unit") else ""
         return f"ScheduleResult({network}{shown}{unit})"
 
     def to_dict(self) -> dict:
         """The JSON document ``archsim schedule --format json`` prints for the same keywords; a copy, NaN as NaN
         (the CLI writes null)."""
-        return copy.deepcopy({"meta": self.meta, "rows": [self.row]})
+        return copy.deepcopy({"meta": self._meta, "rows": [self._row]})
 
     def to_frame(self) -> pd.DataFrame:
         """The rows ``archsim schedule --format csv`` prints for the same keywords, as a DataFrame: its one row, then
@@ -69,13 +80,13 @@ class ScheduleResult:
         from archsim.outputs import csv_frame
         from archsim.rows import Rows
 
-        return csv_frame(Rows.of([self.row]), self.meta)
+        return csv_frame(Rows.of([self._row]), self._meta)
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("row", "meta", "timeline", "order"):  # unpickling asks before fields
+        if name.startswith("__") or name in ("_row", "_meta", "timeline", "order"):  # unpickling asks before fields
             raise AttributeError(name)
         if self.timeline is None:
-            raise AttributeError(f"{name!r}: this run ({self.row.get('policy') or 'torch_steps'}) has no timeline; "
+            raise AttributeError(f"{name!r}: this run ({self._row.get('policy') or 'torch_steps'}) has no timeline; "
                                  f"its figures are in .row")
         return getattr(self.timeline, name)
 

@@ -23,6 +23,10 @@ if TYPE_CHECKING:  # a profile read from a file (PipeDream's graph.txt) needs no
     from archsim.workload.layer import Network
 
 
+# a profile's per-layer arrays: costs in its unit, then bytes
+_ARRAYS = ("forward", "weight_grad", "delta", "activation_bytes", "delta_bytes", "weight_bytes", "stash_bytes")
+
+
 @dataclass(frozen=True, eq=False)
 class LayerProfile:
     """Per-layer costs in network order, in ``unit`` (cycles or seconds); fixed = F + G, flexible =
@@ -48,6 +52,21 @@ class LayerProfile:
     engine: str = "analytic"  # the cost engine (archsim.choices.devices.ENGINES) the costs came from
     edges: tuple[tuple[int, int], ...] | None = None  # (producer, consumer), producer earlier; None: a chain
     unit: str = "cycles"  # of forward/weight_grad/delta: "cycles" (array model) or "seconds" (profiles)
+
+    def __post_init__(self) -> None:
+        """Each cost and size array the profile's own read-only copy (the caller's array stays theirs, writeable):
+        planners keep what they derive from a profile by its identity (:mod:`archsim.partition.memo`), so an array
+        changed in place planned on stale values, silently; a changed profile is
+        ``dataclasses.replace(profile, forward=…)``."""
+        for name in _ARRAYS:
+            own = np.array(getattr(self, name))  # a copy (a few numbers per layer)
+            own.flags.writeable = False
+            object.__setattr__(self, name, own)
+
+    def __setstate__(self, state: dict) -> None:
+        """A pickled or deep-copied profile's arrays read-only again (numpy restores them writeable)."""
+        self.__dict__.update(state)
+        self.__post_init__()
 
     def __repr__(self) -> str:
         """One line, not every layer's costs (a notebook shows a cell's value by its repr): the arrays have them."""

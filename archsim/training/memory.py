@@ -140,7 +140,8 @@ def layer_parameters_per_gpu(c: TransformerConfig, tp: int, ep: int = 1, etp: in
 
 @dataclass(frozen=True)
 class StageMemory:
-    """Bytes one GPU of a pipeline stage needs: parameters held, model states, activations, total."""
+    """What one GPU of a pipeline stage holds: ``parameters``, how many (a count, not bytes), and the bytes it needs,
+    its model ``states`` (parameters, gradients, optimizer states), ``activations`` and their ``total``."""
 
     parameters: float
     states: float

@@ -47,6 +47,13 @@ def flattening_conv_note(layer: Layer) -> str | None:
             "R·S times the forward's MACs; Type fc costs the dense product δY·W")
 
 
+def _kind_of(text: str) -> str | None:
+    """The layer kind ``text`` spells (as :func:`canonical_kind`), None where it spells none."""
+    key = text.strip().lower().replace("_", "").replace("-", "")
+    key = _KIND_ALIASES.get(key, key)
+    return key if key in LAYER_KINDS else None
+
+
 def canonical_kind(text: str) -> str:
     """Normalise a layer-type spelling (``linear`` → ``fc``, ``add`` → ``elementwise`` …)."""
     key = text.strip().lower().replace("_", "").replace("-", "")
@@ -361,11 +368,20 @@ class Network:
         """The sub-network of the given kinds (e.g. the conv layers LayerPipe evaluates).
 
         Inputs that point at dropped layers are re-pointed to the nearest kept producer, so the
-        result is again a valid chain/DAG over the kept layers.
+        result is again a valid chain/DAG over the kept layers. A kind is spelled as a layer's type is (``linear`` is
+        ``fc``); a word no type is spelled so (a layer's name, ``conv2``) is refused naming the kinds, where it was
+        dropped unsaid beside a kind the network has, and refused as a kind it lacked when alone.
         """
-        kept = {layer.name for layer in self.layers if layer.kind in kinds}
+        unknown = [kind for kind in kinds if _kind_of(kind) is None]
+        if unknown:
+            raise InputError(f"{', '.join(map(repr, unknown))}: not a layer kind; kinds are {', '.join(LAYER_KINDS)} "
+                             "(layers are chosen by kind, not by name)", field="only")
+        wanted = {_kind_of(kind) for kind in kinds}
+        kept = {layer.name for layer in self.layers if layer.kind in wanted}
         if not kept:
-            raise InputError(f"network {self.name!r} has no layers of kind {', '.join(kinds)}")
+            has = ", ".join(dict.fromkeys(layer.kind for layer in self.layers))
+            raise InputError(f"network {self.name!r} has no layers of kind {', '.join(kinds)}; its kinds: {has}",
+                             field="only")
         by_name = {layer.name: layer for layer in self.layers}
 
         def resolve(name: str) -> tuple[str, ...]:
