@@ -128,7 +128,8 @@ class LinkClass:
     copy_s_per_byte: float = 0.0
     nvls: bool = False  # NVSwitch reduces in the switch (NVLink SHARP, third-generation NVSwitch): all-reduce
     # a group on a torus of point-to-point links (``[[servers]] torus``): the size of each bidirectional ring it runs,
-    # in order (:func:`torus_rings`); ``bandwidth`` is then one ring's, two links of one chip (empty: switched)
+    # in order (:func:`torus_rings`); ``bandwidth`` is then one link's, what a send between two chips gets, and each
+    # ring runs over two (empty: switched)
     torus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
@@ -219,6 +220,7 @@ class PairLinks:
     # GPU's own link out and in a server (a DGX-1 pair: its own NVLinks); None: each pair its own link
     sends_on: np.ndarray | None = None
     takes_on: np.ndarray | None = None
+    tori: tuple[tuple[int, ...], ...] = ()  # each server's torus ([[servers]] torus; empty: none), chips per dimension
 
     def channel_bandwidth(self, devices: Sequence[int], others: Sequence[int], bandwidth: np.ndarray) -> float:
         """The bandwidth b at which a split channel from ``devices`` to ``others`` moves its bytes d in d / (r′·r·b)
@@ -252,7 +254,8 @@ class PairLinks:
     def allreduce_link(self, devices: Sequence[int], bandwidth: np.ndarray) -> LinkClass | Spanning:
         """The link a group's all-reduce runs on, as train places it (:class:`Spanning`,
         :meth:`archsim.training.cluster.GpuCluster._link`): in one server or one NVLink domain over servers, its
-        slowest pair's class; over servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
+        slowest pair's class (in one server wired as a torus, ``tori``, that class on the torus rings the group
+        spans, :func:`torus_rings`, as :func:`archsim.links.torus_link`); over servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
         server, its first GPU's server's own class) and between them the group's share of its GPUs' NICs — each GPU
         its NIC's bandwidth toward the group's other servers over the GPUs sharing that NIC, summed per
         server, the least server's sum (its NICs carry every byte of the ring), each step at its slowest
@@ -272,6 +275,10 @@ class PairLinks:
         u, v = np.unravel_index(np.argmin(inside), inside.shape)
         if np.isfinite(inside[u, v]):
             intra = self.pair_class(int(group[u]), int(group[v]), bandwidth)
+            home = int(where[0])
+            if same.all() and (where == home).all() and self.tori and self.tori[home]:  # train's torus_link
+                first = int(np.flatnonzero(self.server == home)[0])
+                return replace(intra, name="torus", torus=torus_rings(self.tori[home], group - first) or (1,))
             if same.all():
                 return intra
         else:  # one GPU in each server: its server's own class (its diagonal entry), at that class's bandwidth
@@ -408,7 +415,7 @@ def torus_rings(dims: Sequence[int], members: Iterable[int]) -> tuple[int, ...]:
 
 def _torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
     """A collective over ``n`` chips on bidirectional rings of a torus (``link.torus``, :func:`torus_rings`), each ring
-    at ``link.bus_bandwidth`` (two links of a chip: half its bytes each way), bytes/s. The dimension-ordered algorithm
+    at B = 2 · ``link.bus_bandwidth`` (two links of a chip, one each way: half its bytes on each), bytes/s. The dimension-ordered algorithm
     (Patarasuk & Yuan 2009's ring per dimension; the multi-dimensional rings of Jouppi et al., ISCA 2023, TPU v4's
     torus): an all-reduce is a reduce-scatter along each ring in turn, the buffer shrinking by each ring's size,
     then the all-gathers in reverse: ring i of size kᵢ on Sᵢ = S / (k₀ ⋯ kᵢ₋₁) bytes costs 2(kᵢ − 1)·α +
@@ -416,11 +423,11 @@ def _torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
     in Σ 2(kᵢ − 1) steps, not 2(n − 1); an all-gather or reduce-scatter half of that. An all-to-all reshuffles the
     whole buffer along each ring in turn, each chip's S/kᵢ for each peer on shortest paths: a link carries
     S/kᵢ · ⌊kᵢ²/4⌋/2 each way, so ring i costs (kᵢ − 1)·α + S·⌊kᵢ²/4⌋ / (kᵢ·B). A point-to-point send runs on one
-    link, B/2. The launch α₀ and copy cost γ as the switched ring's; no tree and no switch reduction (the torus has no
+    link, :meth:`LinkClass.send_seconds`. The launch α₀ and copy cost γ as the switched ring's; no tree and no switch reduction (the torus has no
     switch). A group whose ``n`` is not the rings' (a caller's sub-group) runs one embedded ring of ``n``."""
-    bw = link.bus_bandwidth
+    bw = 2 * link.bus_bandwidth
     if kind == "p2p":
-        return link.launch_s + s / (bw / 2)
+        return link.send_seconds(s)
     if n <= 1:
         return np.zeros_like(s)
     rings = link.torus if math.prod(link.torus) == n else (n,)

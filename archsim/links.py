@@ -106,12 +106,12 @@ def server_link(device: Device, members: tuple[int, ...], bandwidth: float | Non
 def torus_link(device: Device, dims: Sequence[int], members: Sequence[int], bandwidth: float | None = None) -> LinkClass:
     """The link class of a group of ``members`` (chip indices within one server) on a torus of ``dims`` (chips per
     dimension, ``[[servers]] torus``): the rings it spans (:func:`~archsim.collectives.torus_rings`), each over two
-    of a chip's links — one link is the chip's fabric over its link count (``bandwidth``, bytes/s per chip per
+    of a chip's links, its ``bandwidth`` one link's — the chip's fabric over its link count (``bandwidth``, bytes/s per chip per
     direction, else the device's own; a device file's ``[links] intra_gbps`` over ``links``: 300 / 6 = 50 GB/s on
     ``tpu_v4_like.toml``) — at the device's step latency and efficiency as its switched fabric (:func:`nvlink`)."""
     fabric = device.fabric_bytes_per_s if bandwidth is None else bandwidth
     base = nvlink(fabric, device.intra_latency_s, device.link_efficiency)
-    return replace(base, name="torus", bandwidth=2 * fabric / device.nvlinks, torus=torus_rings(dims, members) or (1,))
+    return replace(base, name="torus", bandwidth=fabric / device.nvlinks, torus=torus_rings(dims, members) or (1,))
 
 
 def switch_reduces(device: Device, nvls: bool) -> bool:

@@ -103,9 +103,7 @@ def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
     servers = [s for s in spec["servers"] if isinstance(s, dict)]
     readers = {"price_per_gpu_hour": "search reads it (its cost objective)",
                "gpu_watts": "train and search read it (energy)",
-               "usable_memory_gib": "train and search read it (the memory a job may allocate)",
-               "torus": "train and search read it (collectives on the chips' torus); plan prices every pair of a "
-                        "server at its in-server link"}
+               "usable_memory_gib": "train and search read it (the memory a job may allocate)"}
     unread = tuple(f"[[servers]] {key} is not read by plan: {who}" for key, who in readers.items()
                    if any(key in s for s in servers))
     if seed is not None and not topology.drew:  # --seed draws [low, high] ranges; a file of figures has none

@@ -22,7 +22,7 @@ ALPHA = 1e-6  # one ring step, s
 
 def _torus(rings: tuple[int, ...], alpha: float = ALPHA) -> LinkClass:
     """A group on ``rings``, each over two links of L (ideal: no launch or copy cost)."""
-    return LinkClass("torus", 2 * L, 1.0, alpha, 0.0, torus=rings)
+    return LinkClass("torus", L, 1.0, alpha, 0.0, torus=rings)
 
 
 @pytest.mark.parametrize(("dims", "members", "rings"), [
@@ -142,14 +142,26 @@ def test_a_bad_torus_is_refused_in_one_line(tmp_path, gpus, torus, says):
     assert says in str(refused.value) and "\n" not in str(refused.value)
 
 
-def test_plan_says_it_does_not_read_the_torus(tmp_path):
-    """plan prices a server's pairs at its in-server link, torus or not: it says so once, naming the key."""
+def test_plan_reads_the_torus_as_train_does(tmp_path):
+    """One cluster model: plan's pair of two chips of a 2 × 2 torus sends on one link (300 GB/s over six, L), as
+    train's hop; under --links exact a 4-chip group's all-reduce runs on the class train gives its TP group, the
+    2 × 2 closed form. The switched file's pair keeps the whole 300 GB/s."""
+    from archsim.links import A100_NVLINK
     from archsim.plan_cluster import read_plan_cluster
+    from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.parallel import Parallelism
 
-    _, _, (_, notes) = read_plan_cluster(_cluster(tmp_path, 4, "[2, 2]"), None)
-    assert sum("torus is not read by plan" in line for line in notes) == 1
-    _, _, (_, plain) = read_plan_cluster(_cluster(tmp_path, 4, None), None)
-    assert not any("torus" in line for line in plain)
+    path = _cluster(tmp_path, 4, "[2, 2]")
+    paper, _, (_, notes) = read_plan_cluster(path, None)
+    assert paper.bandwidth[0, 1] == paper.bandwidth[0, 3] == pytest.approx(L, rel=1e-12)
+    assert not any("torus" in line for line in notes)
+    exact = read_plan_cluster(path, None, links="exact")[0]
+    planned = exact.links.allreduce_link(range(4), exact.bandwidth)
+    trained = load_gpu_cluster(path).machine(Parallelism(tp=4)).links.tp
+    assert planned == trained and planned.torus == (2, 2)
+    assert float(collective_seconds("all-reduce", S, 4, planned)) == pytest.approx(
+        3 * S / (4 * L) + 4 * A100_NVLINK["alpha_s"], rel=1e-9)
+    assert read_plan_cluster(_cluster(tmp_path, 4, None), None)[0].bandwidth[0, 1] == pytest.approx(300e9)
 
 
 def test_the_shipped_torus_slices_dp_allreduce(tmp_path):
@@ -163,3 +175,29 @@ def test_the_shipped_torus_slices_dp_allreduce(tmp_path):
     assert cost.seconds == pytest.approx(2 * 63 / 64 * S / (2 * L) + 18 * A100_NVLINK["alpha_s"], rel=1e-9)
     switched = archsim.collective("all-reduce", S, cluster=_cluster(tmp_path, 64, None), gpus=64)
     assert switched.seconds == pytest.approx(2 * S / 300e9 + 12 * A100_NVLINK["alpha_s"], rel=1e-9)
+
+
+def test_a_torus_of_unnamed_chips_is_refused(tmp_path):
+    """A torus's link is its chip's fabric over the chip's links: a table naming no chip has none to divide."""
+    from archsim.plan_cluster import read_plan_cluster
+
+    path = tmp_path / "bare.toml"
+    path.write_text("[cluster]\n[[servers]]\ngpus = 4\nintra_server_gbps = 128\ntorus = [2, 2]\n")
+    with pytest.raises(InputError, match="name a gpu or device"):
+        read_plan_cluster(str(path), None)
+
+
+def test_trains_meta_names_the_torus(tmp_path):
+    """train's intra_server says the torus and its link (300 GB/s over six: 50), and says nothing of one elsewhere."""
+    from archsim.training.cluster_file import load_gpu_cluster
+    from archsim.training.parallel import Parallelism
+    from archsim.training.table_lines import network_lines
+    from archsim.training.train_json import network_meta
+
+    par = Parallelism(tp=4)
+    cluster = load_gpu_cluster(_cluster(tmp_path, 4, "[2, 2]"))
+    meta = network_meta(cluster, par, cluster.laid_out(par))
+    assert meta["intra_server"]["torus"] == [2, 2] and meta["intra_server"]["link_gb_per_s"] == pytest.approx(50)
+    assert network_lines(meta)["intra_server"].endswith("torus 2 × 2 of 50 GB/s links")
+    plain = load_gpu_cluster(_cluster(tmp_path, 4, None))
+    assert "torus" not in network_meta(plain, par, plain.laid_out(par))["intra_server"]

@@ -142,7 +142,6 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     watts: list[float | None] = []
     tables: list[Device] = []  # each [[servers]] table's device
     usable: dict[str, float] = {}  # each GPU name's bytes a job may allocate, where a table states usable_memory_gib
-    tori: list[tuple[int, ...]] = []  # each server's torus ([[servers]] torus; (): switched)
     for n, group in enumerate(servers):
         with within(file, f"servers[{n + 1}]"):  # which [[servers]] table, and so its line
             device = _server_device(group, folder, file, loaded)
@@ -164,7 +163,6 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                     raise InputError(str(exc), file=file, field=f"servers[{n + 1}].{key}") from None
             out.extend([value] * group.get("count", 1))
         _usable_memory(device, group.get("usable_memory_gib"), usable, file, n)
-        tori.extend([_torus(group, device, file, n)] * group.get("count", 1))
         kinds.extend([device] * group.get("count", 1))
     per_server = max(group["gpus"] for group in servers)  # a shared NIC: the most GPUs share one (the slowest per GPU)
     nic = device_inter_node_gbps(kinds)  # the device files' own NIC: used where the file gives none
@@ -178,29 +176,8 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
     return GpuCluster(len(layout.servers), kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
                       layout.fabrics, unread, warnings, tuple(sorted(usable.items())),
                       _comm_sms(spec["cluster"].get("comm_sms"), kinds, file),
-                      tori=tuple(tori) if any(tori) else (), file_layout=layout)
+                      tori=layout.tori if any(layout.tori) else (), file_layout=layout)
 
-
-def _torus(group: dict, device: Device, file: str, table: int) -> tuple[int, ...]:
-    """A table's ``torus``: its servers' chips on a torus of point-to-point links, chips per dimension (a list of
-    whole numbers ≥ 1 whose product is the table's ``gpus``, two of the chip's links per dimension of more than one
-    chip); (): none stated, a switched server. Anything else is refused in one line naming the key."""
-    dims = group.get("torus")
-    if dims is None:
-        return ()
-    field = f"servers[{table + 1}].torus"
-    if not (isinstance(dims, list) and dims and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1
-                                                     for d in dims)):
-        raise InputError(f"torus must be a list of chips per dimension, whole numbers of at least 1 "
-                         f"(torus = [4, 4, 4]), got {dims!r}", file=file, field=field)
-    if math.prod(dims) != group["gpus"]:
-        raise InputError(f"torus = {dims} holds {math.prod(dims)} chips, the table's gpus = {group['gpus']}: "
-                         "the product of its dimensions must be the server's chips", file=file, field=field)
-    rings = sum(d > 1 for d in dims)
-    if 2 * rings > device.nvlinks:
-        raise InputError(f"torus = {dims} has {rings} dimensions of more than one chip, two links each, and "
-                         f"{device.name} has {device.nvlinks} links ([links] links)", file=file, field=field)
-    return tuple(dims)
 
 
 WATTS_RATIO = 10  # a stated gpu_watts this many times above or below the board's power is no GPU's draw
