@@ -415,9 +415,10 @@ def torus_rings(dims: Sequence[int], members: Iterable[int]) -> tuple[int, ...]:
 
 def _torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
     """A collective over ``n`` chips on bidirectional rings of a torus (``link.torus``, :func:`torus_rings`), each ring
-    at B = 2 · ``link.bus_bandwidth`` (two links of a chip, one each way: half its bytes on each), bytes/s. The dimension-ordered algorithm
-    (Patarasuk & Yuan 2009's ring per dimension; the multi-dimensional rings of Jouppi et al., ISCA 2023, TPU v4's
-    torus): an all-reduce is a reduce-scatter along each ring in turn, the buffer shrinking by each ring's size,
+    at B = 2 · ``link.bus_bandwidth`` (two links of a chip, one each way: half its bytes on each), bytes/s. The
+    dimension-ordered algorithm (Ying et al. 2018's 2-D torus all-reduce on a TPU pod, one dimension's rings after
+    another's, on any number of dimensions: TPU v4's 3D torus, Jouppi et al., ISCA 2023; each ring Patarasuk &
+    Yuan 2009's): an all-reduce is a reduce-scatter along each ring in turn, the buffer shrinking by each ring's size,
     then the all-gathers in reverse: ring i of size kᵢ on Sᵢ = S / (k₀ ⋯ kᵢ₋₁) bytes costs 2(kᵢ − 1)·α +
     2(kᵢ − 1)/kᵢ · Sᵢ / B, summing to 2(n − 1)/n · S / B on the wire whatever the rings (one ring of B's bandwidth),
     in Σ 2(kᵢ − 1) steps, not 2(n − 1); an all-gather or reduce-scatter half of that. An all-to-all reshuffles the
