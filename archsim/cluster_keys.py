@@ -10,7 +10,8 @@ CLUSTER_KEYS = {"name", "seed", "inter_server_gbps", "inter_server_link", "gpu_m
                 "comm_sms"}  # the SMs an overlapped collective holds: train and search (training/comm_sms.py)
 SERVER_KEYS = {"count", "gpus", "intra_server_gbps", "gpu", "device",  # a catalog name / a device file: archsim train
                "price_per_gpu_hour", "gpu_watts",  # the search's cost and energy objectives
-               "usable_memory_gib"}  # the memory train and search let a job allocate (training/cluster_file.py)
+               "usable_memory_gib",  # the memory train and search let a job allocate (training/cluster_file.py)
+               "torus"}  # the chips' torus of point-to-point links: train and search (training/cluster_file.py)
 NETWORK_KEYS = {"nics_per_server", "nic_gbps", "gpus_per_nic", "nvlink_domain", "switch_tiers", "servers_per_leaf",
                 "oversubscription", "nvls"}
 

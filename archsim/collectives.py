@@ -127,6 +127,10 @@ class LinkClass:
     launch_s: float
     copy_s_per_byte: float = 0.0
     nvls: bool = False  # NVSwitch reduces in the switch (NVLink SHARP, third-generation NVSwitch): all-reduce
+    # a group on a torus of point-to-point links (``[[servers]] torus``): the size of each bidirectional ring it runs,
+    # in order (:func:`torus_rings`); ``bandwidth`` is then one link's, what a send between two chips gets, and each
+    # ring runs over two (empty: switched)
+    torus: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not (self.bandwidth > 0 and 0 < self.efficiency <= 1 and self.alpha_s >= 0 and self.launch_s >= 0
@@ -216,6 +220,7 @@ class PairLinks:
     # GPU's own link out and in a server (a DGX-1 pair: its own NVLinks); None: each pair its own link
     sends_on: np.ndarray | None = None
     takes_on: np.ndarray | None = None
+    tori: tuple[tuple[int, ...], ...] = ()  # each server's torus ([[servers]] torus; empty: none), chips per dimension
 
     def channel_bandwidth(self, devices: Sequence[int], others: Sequence[int], bandwidth: np.ndarray) -> float:
         """The bandwidth b at which a split channel from ``devices`` to ``others`` moves its bytes d in d / (r′·r·b)
@@ -249,7 +254,8 @@ class PairLinks:
     def allreduce_link(self, devices: Sequence[int], bandwidth: np.ndarray) -> LinkClass | Spanning:
         """The link a group's all-reduce runs on, as train places it (:class:`Spanning`,
         :meth:`archsim.training.cluster.GpuCluster._link`): in one server or one NVLink domain over servers, its
-        slowest pair's class; over servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
+        slowest pair's class (in one server wired as a torus, ``tori``, that class on the torus rings the group
+        spans, :func:`torus_rings`, as :func:`archsim.links.torus_link`); over servers, NVLink inside each (its slowest in-server pair's class; where no two of its GPUs share a
         server, its first GPU's server's own class) and between them the group's share of its GPUs' NICs — each GPU
         its NIC's bandwidth toward the group's other servers over the GPUs sharing that NIC, summed per
         server, the least server's sum (its NICs carry every byte of the ring), each step at its slowest
@@ -269,6 +275,10 @@ class PairLinks:
         u, v = np.unravel_index(np.argmin(inside), inside.shape)
         if np.isfinite(inside[u, v]):
             intra = self.pair_class(int(group[u]), int(group[v]), bandwidth)
+            home = int(where[0])
+            if same.all() and (where == home).all() and self.tori and self.tori[home]:  # train's torus_link
+                first = int(np.flatnonzero(self.server == home)[0])
+                return replace(intra, name="torus", torus=torus_rings(self.tori[home], group - first) or (1,))
             if same.all():
                 return intra
         else:  # one GPU in each server: its server's own class (its diagonal entry), at that class's bandwidth
@@ -309,6 +319,8 @@ def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
     s = np.asarray(nbytes, dtype=np.float64)
     if isinstance(link, Spanning):
         return _spanning_seconds(kind, s, n, link)
+    if link.torus:
+        return _torus_seconds(kind, s, n, link)
     bw = link.bus_bandwidth
     if kind == "p2p":
         return link.send_seconds(s)
@@ -378,6 +390,62 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
 
 
+def torus_rings(dims: Sequence[int], members: Iterable[int]) -> tuple[int, ...]:
+    """The bidirectional rings a group of chips runs its collectives on in a torus of ``dims`` (chips per dimension;
+    chip g at (g mod d₀, ⌊g / d₀⌋ mod d₁, …), the first dimension fastest, so consecutive chips fill it first):
+    where the group is a whole set of dimensions — every chip whose coordinates outside the dimensions it spans are
+    one fixed point, each spanned dimension whole — one ring per spanned dimension, its size, in the dimensions'
+    order (the dimension-ordered algorithm); any other group of n > 1 chips (6 of a 4 × 4 × 4, 2 of a 4-chip
+    dimension) one ring of n embedded in the torus, ``(n,)``; a lone chip ``()``. Each ring runs over two of a
+    chip's links, one each way: a whole dimension's wrap-around ring (a dimension of 2: both links join the pair),
+    an embedded ring's edges routed through other chips where its chips are not neighbours, assumed uncontended."""
+    group = sorted(set(members))
+    dims = tuple(int(d) for d in dims)
+    volume = math.prod(dims)
+    if any(not 0 <= g < volume for g in group):
+        raise InputError(f"chips {group} are not all in a torus of {' x '.join(map(str, dims))}", field="torus")
+    if len(group) < 2:
+        return ()
+    coords = [tuple(g // math.prod(dims[:i]) % d for i, d in enumerate(dims)) for g in group]
+    spanned = tuple(i for i in range(len(dims)) if len({c[i] for c in coords}) > 1)
+    whole = math.prod(dims[i] for i in spanned) == len(group) and all(
+        len({c[i] for c in coords}) == dims[i] for i in spanned)
+    return tuple(dims[i] for i in spanned) if whole else (len(group),)
+
+
+def _torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
+    """A collective over ``n`` chips on bidirectional rings of a torus (``link.torus``, :func:`torus_rings`), each ring
+    at B = 2 · ``link.bus_bandwidth`` (two links of a chip, one each way: half its bytes on each), bytes/s. The
+    dimension-ordered algorithm (Ying et al. 2018's 2-D torus all-reduce on a TPU pod, one dimension's rings after
+    another's, on any number of dimensions: TPU v4's 3D torus, Jouppi et al., ISCA 2023; each ring Patarasuk &
+    Yuan 2009's): an all-reduce is a reduce-scatter along each ring in turn, the buffer shrinking by each ring's size,
+    then the all-gathers in reverse: ring i of size kᵢ on Sᵢ = S / (k₀ ⋯ kᵢ₋₁) bytes costs 2(kᵢ − 1)·α +
+    2(kᵢ − 1)/kᵢ · Sᵢ / B, summing to 2(n − 1)/n · S / B on the wire whatever the rings (one ring of B's bandwidth),
+    in Σ 2(kᵢ − 1) steps, not 2(n − 1); an all-gather or reduce-scatter half of that. An all-to-all reshuffles the
+    whole buffer along each ring in turn, each chip's S/kᵢ for each peer on shortest paths: a link carries
+    S/kᵢ · ⌊kᵢ²/4⌋/2 each way, so ring i costs (kᵢ − 1)·α + S·⌊kᵢ²/4⌋ / (kᵢ·B). A point-to-point send runs on one
+    link, :meth:`LinkClass.send_seconds`. The launch α₀ and copy cost γ as the switched ring's; no tree and no switch reduction (the torus has no
+    switch). A group whose ``n`` is not the rings' (a caller's sub-group) runs one embedded ring of ``n``."""
+    bw = 2 * link.bus_bandwidth
+    if kind == "p2p":
+        return link.send_seconds(s)
+    if n <= 1:
+        return np.zeros_like(s)
+    rings = link.torus if math.prod(link.torus) == n else (n,)
+    alpha, total = link.alpha_s, np.zeros_like(s)
+    if kind == "all-to-all":
+        for k in rings:
+            total = total + (k - 1) * alpha + s * (k * k // 4) / (k * bw)
+        return link.launch_s + total
+    held = 1  # the chips the buffer has been split over so far
+    for k in rings:
+        total = total + (k - 1) * alpha + (k - 1) / k * s / held / bw
+        held *= k
+    if kind == "all-reduce":
+        return link.launch_s + link.copy_s_per_byte * s + 2 * total
+    return link.launch_s + link.copy_s_per_byte * s / 2 + total
+
+
 def bus_bandwidth_factor(kind: str, n: int) -> float:
     """nccl-tests' bus bandwidth over its algorithm bandwidth (bytes / seconds) for ``kind`` over ``n`` GPUs:
     2(n − 1)/n for an all-reduce (each GPU sends and receives its buffer's (n − 1)/n twice), (n − 1)/n for an
@@ -394,4 +462,4 @@ def message_mib(nbytes: float) -> str:
 
 __all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks", "bus_bandwidth_factor",
            "channel_link", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on",
-           "ring_allreduce_time", "slowest_class", "slowest_link"]
+           "ring_allreduce_time", "slowest_class", "slowest_link", "torus_rings"]

@@ -8,11 +8,11 @@ Below ``spp/`` and ``training/`` alike (docs/architecture.md, "Packages and laye
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from archsim.collectives import LinkClass
+from archsim.collectives import LinkClass, torus_rings
 from archsim.errors import InputError
 from archsim.nvlink_rings import ring_count
 
@@ -103,6 +103,17 @@ def server_link(device: Device, members: tuple[int, ...], bandwidth: float | Non
     return replace(link, nvls=True) if switch_reduces(device, nvls) else link
 
 
+def torus_link(device: Device, dims: Sequence[int], members: Sequence[int], bandwidth: float | None = None) -> LinkClass:
+    """The link class of a group of ``members`` (chip indices within one server) on a torus of ``dims`` (chips per
+    dimension, ``[[servers]] torus``): the rings it spans (:func:`~archsim.collectives.torus_rings`), each over two
+    of a chip's links, its ``bandwidth`` one link's — the chip's fabric over its link count (``bandwidth``, bytes/s per chip per
+    direction, else the device's own; a device file's ``[links] intra_gbps`` over ``links``: 300 / 6 = 50 GB/s on
+    ``tpu_v4_like.toml``) — at the device's step latency and efficiency as its switched fabric (:func:`nvlink`)."""
+    fabric = device.fabric_bytes_per_s if bandwidth is None else bandwidth
+    base = nvlink(fabric, device.intra_latency_s, device.link_efficiency)
+    return replace(base, name="torus", bandwidth=fabric / device.nvlinks, torus=torus_rings(dims, members) or (1,))
+
+
 def switch_reduces(device: Device, nvls: bool) -> bool:
     """Whether a group's all-reduce on ``device``'s NVLink runs NVLS (NVLink SHARP, the NVSwitch reducing): the
     cluster's ``[network] nvls`` flag on a board whose switch can (the catalog's Hopper boards, ``Device.nvls``).
@@ -156,4 +167,4 @@ def device_nic(device: Device, bandwidth: float) -> LinkClass:
 
 
 __all__ = ["A100_NVLINK", "MAX_GBPS", "MIN_GBPS", "NIC_EFFICIENCY", "V100_NVLINK", "check_nvls", "device_nic", "fabric_bytes_per_s", "infiniband", "is_gbps", "nic_share", "nvlink",
-           "nvlink_group"]
+           "nvlink_group", "torus_link"]

@@ -34,14 +34,17 @@ def _gpus(name: str) -> int:
 
 
 def _by_hand(name: str):
-    """Each server's GPUs, its in-server link (bytes/s one direction: intra_server_gbps is both directions), the NIC
-    one GPU sends on between servers (bytes/s) and the GPUs sharing it, as the file states them."""
+    """Each server's GPUs, its in-server link (bytes/s one direction: intra_server_gbps is both directions), the link
+    a pair of its GPUs sends on (that, or on a torus one of the chip's [links] links of it), the NIC one GPU sends on
+    between servers (bytes/s) and the GPUs sharing it, as the file states them."""
     doc = tomllib.loads((CLUSTERS / name).read_text())
-    sizes, fabrics, boards = [], [], []
+    sizes, fabrics, pairs, boards = [], [], [], []
     for table in doc["servers"]:
         for _ in range(table.get("count", 1)):
             sizes.append(table["gpus"])
             fabrics.append(table["intra_server_gbps"] * 1e9 / 8 / 2)
+            links = tomllib.loads((CLUSTERS / table["device"]).read_text())["links"]["links"] if "torus" in table else 1
+            pairs.append(fabrics[-1] / links)
             boards.append(table.get("gpu"))
     network = doc.get("network")
     if network is not None:
@@ -49,13 +52,13 @@ def _by_hand(name: str):
     else:
         nic_gbps = doc["cluster"].get("inter_server_gbps", 0)
         per_nic = 1 if doc["cluster"].get("inter_server_link") == "per_gpu_pair" else max(sizes)
-    return sizes, fabrics, boards, nic_gbps * 1e9 / 8, per_nic
+    return sizes, fabrics, pairs, boards, nic_gbps * 1e9 / 8, per_nic
 
 
 def test_the_shipped_clusters_train_reads_are_found():
-    """The parametrization below is not empty: 17 of the 20 shipped clusters name a chip on every server and one
+    """The parametrization below is not empty: 18 of the 21 shipped clusters name a chip on every server and one
     inter-server figure; all but Llama 3's 16,384 GPUs have their pairs priced."""
-    assert len(TRAINED) == 17 and "dgx_h100_superpod.toml" in TRAINED and "spp_sim.toml" not in TRAINED
+    assert len(TRAINED) == 18 and "tpu_v4_like_torus.toml" in TRAINED and "dgx_h100_superpod.toml" in TRAINED and "spp_sim.toml" not in TRAINED
     assert [n for n in TRAINED if _gpus(n) > PAIRS_PRICED] == ["llama3_h100_2048_servers.toml"]
 
 
@@ -63,11 +66,11 @@ def test_the_shipped_clusters_train_reads_are_found():
 
 def test_plans_pair_bandwidth_is_the_link_train_prices_a_two_gpu_group_on(name):
     """For every shipped cluster train reads: GPUs 0 and 1 of each server get its fabric (intra_server_gbps / 16
-    bytes/s; a DGX-1's pair its one NVLink ring, 1/6 of it) in plan's matrix, in the matrix train holds and in train's
+    bytes/s; a DGX-1's pair its one NVLink ring, 1/6 of it; a torus's pair one of its chip's links) in plan's matrix, in the matrix train holds and in train's
     two-GPU group; GPU 0 of server 0 and of server 1 get one whole NIC in plan's matrix (a send alone) and the
     network's per-GPU share (NIC / GPUs on it) in train's group — equal on rails of one GPU each. Train's network,
     fabrics and GPU count are its topology's, and plan reads the same matrix (clusters of at most 1,024 GPUs)."""
-    sizes, fabrics, boards, nic, per_nic = _by_hand(name)
+    sizes, fabrics, pairs, boards, nic, per_nic = _by_hand(name)
     cluster = load_gpu_cluster(CLUSTERS / name)
     held = cluster.topology
     assert held is cluster.file_topology and cluster.network is held.network and cluster.fabrics == held.fabrics
@@ -79,7 +82,7 @@ def test_plans_pair_bandwidth_is_the_link_train_prices_a_two_gpu_group_on(name):
     for server, (first, gpus) in enumerate(zip(starts, sizes)):
         if gpus < 2:
             continue
-        expected = fabrics[server] * RING_SHARE.get(boards[server], 1.0)
+        expected = pairs[server] * RING_SHARE.get(boards[server], 1.0)
         trained = group_link(cluster, cluster.servers[server], range(first, first + 2), hop=True)
         assert held.bandwidth[first, first + 1] == trained.bandwidth == pytest.approx(expected, rel=1e-12)
     if len(sizes) > 1:
@@ -142,7 +145,7 @@ def test_a_pair_across_servers_of_one_nvlink_domain_plans_at_trains_nvlink(tmp_p
 def test_train_reads_a_3072_gpu_file_without_pricing_its_pairs():
     """Train and search read a cluster's servers, fabrics and network, never a GPU pair: the 3,072² pairs (≈ 0.4 CPU s,
     0.4 GB) are priced when first asked for, and then are the file's (a send between servers gets one whole NIC)."""
-    sizes, fabrics, _, nic, _ = _by_hand("a100_384_servers.toml")
+    sizes, fabrics, _, _, nic, _ = _by_hand("a100_384_servers.toml")
     cluster = load_gpu_cluster(CLUSTERS / "a100_384_servers.toml")
     assert cluster.sizes == tuple(sizes) and cluster.gpus == sum(sizes) == 3072 and cluster.fabrics == tuple(fabrics)
     assert "file_topology" not in vars(cluster)  # not priced by reading the file

@@ -17,7 +17,8 @@ from archsim.network import Network
 def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, devices: list, intra: list[float],
                 file: str, domain: np.ndarray | None = None,
                 nvls: bool = False, network: Network | None = None,
-                on_nic: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, PairLinks]:
+                on_nic: np.ndarray | None = None,
+                tori: tuple[tuple[int, ...], ...] = ()) -> tuple[np.ndarray, np.ndarray, PairLinks]:
     """Each pair's bandwidth (bytes/s) and latency (s) for ``plan --links exact``: the pair's link class as train
     prices its pipeline hop on it (:mod:`archsim.links`: the server's NVLink, its rings or PCIe,
     :func:`~archsim.links.nvlink_group`, in a server; :func:`~archsim.links.infiniband` between servers, each step
@@ -34,7 +35,8 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     over servers). ``network``: the NICs between servers, whose leaves' uplinks slow a stage's all-reduce over
     them as train's group (:meth:`~archsim.collectives.PairLinks.allreduce_link`; None: no leaves). ``on_nic``: each
     GPU's NIC (:func:`gpu_nics`), which the sends of a split channel between servers share
-    (:func:`channel_links`; None: every GPU its own)."""
+    (:func:`channel_links`; None: every GPU its own). ``tori``: each server's torus (``[[servers]] torus``; empty:
+    none), whose groups' all-reduces run on its rings as train's (:meth:`~archsim.collectives.PairLinks.allreduce_link`)."""
     if None in devices:
         raise InputError("--links exact prices each GPU pair on its device's link class: name a gpu or device in "
                          "every [[servers]] table, or plan with --links paper", file=file, field="servers")
@@ -91,7 +93,7 @@ def exact_links(bandwidth: np.ndarray, where: np.ndarray, sharing: np.ndarray, d
     sends_on, takes_on = channel_links(where, np.arange(len(where)) if on_nic is None else on_nic, domain, wired)
     return effective, latency, PairLinks(tuple(classes), index, where, np.asarray(sharing, dtype=float),
                                          domain if domain is not None and domain.any() else None, network,
-                                         sends_on, takes_on)
+                                         sends_on, takes_on, tuple(tori))
 
 
 def gpu_nics(network: Network | None, where: np.ndarray, link: str) -> np.ndarray:
@@ -174,6 +176,18 @@ def board_pairs(bandwidth: np.ndarray, where: np.ndarray, boards: list[str | Non
             for b in range(a + 1, gpus):
                 pair = nvlink_group(device, (a, b), intra[server]).bandwidth
                 bandwidth[first + a, first + b] = bandwidth[first + b, first + a] = pair
+
+
+def torus_pairs(bandwidth: np.ndarray, where: np.ndarray, tori: tuple[tuple[int, ...], ...], devices: list,
+                intra: list[float]) -> None:
+    """Each in-server pair of a server wired as a torus (``[[servers]] torus``) at one link, in place: the server's
+    fabric over its chip's links (:func:`archsim.links.torus_link`: a send between two chips runs on one, as train's
+    pipeline hop on the torus), bytes/s per direction. Other servers' pairs keep theirs."""
+    for server, dims in enumerate(tori):
+        if dims:
+            inside = np.flatnonzero(where == server)
+            block = np.ix_(inside, inside)
+            bandwidth[block] = np.where(bandwidth[block] > 0, intra[server] / devices[server].nvlinks, 0.0)
 
 
 def network_pairs(network: Network, where: np.ndarray, inside: np.ndarray, fabric: float | None = None,

@@ -15,6 +15,7 @@ A TOML file (``configs/clusters/*.toml``), keys checked exactly::
                                    # optional beside gpu or device (the chip's own link: server_fabric)
     gpu = "a100-80gb"             # optional: the GPU by catalog name (archsim train; archsim.devices)
     # device = "tpu.toml"         # or a device file, relative to this file (archsim train, instead of gpu)
+    # torus = [2, 2, 1]           # optional: the chips on a torus of point-to-point links, chips per dimension
 
 Bandwidths are stored in bytes per second (Gbps · 10⁹ / 8), one direction: ``inter_server_gbps`` is per
 direction, ``intra_server_gbps`` both directions together (docs/formats.md), so a transfer in a server gets
@@ -35,11 +36,16 @@ object :class:`~archsim.training.cluster.GpuCluster` holds, :attr:`Topology.netw
 ``per_gpu_pair`` one NIC per GPU, and a ``[network]`` table (NICs per server, their speed, GPUs per NIC, leaves;
 docs/formats.md) replaces both keys (:func:`~archsim.spp.link_classes.network_pairs`). Only ``[low, high]`` ranges
 between server pairs, drawn per pair, state no one network (``network`` None): train refuses them.
+
+A server wired as a torus (``torus``, :func:`server_torus`) sends between two of its chips on one link, its fabric
+over the chip's links (:func:`~archsim.spp.link_classes.torus_pairs`), and train's groups run on its rings
+(:func:`archsim.links.torus_link`).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,7 +58,15 @@ from archsim.links import check_nvls, fabric_bytes_per_s, is_gbps, nic_share
 from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.cluster_figures import Draws, check_figure, figure, gbps
-from archsim.spp.link_classes import board_pairs, domain_fabric, domain_pairs, exact_links, gpu_nics, network_pairs
+from archsim.spp.link_classes import (
+    board_pairs,
+    domain_fabric,
+    domain_pairs,
+    exact_links,
+    gpu_nics,
+    network_pairs,
+    torus_pairs,
+)
 from archsim.toml_errors import table_line
 from archsim.validate import SEED_MAX, check_name, did_you_mean, shown, shown_number
 
@@ -194,6 +208,7 @@ class ClusterLayout:
     memory_bytes: float | None
     links: str  # how plan prices a transfer, one of LINK_MODELS
     drew: bool = False  # some bandwidth was drawn from a [low, high] range (the seed was read)
+    tori: tuple[tuple[int, ...], ...] = ()  # each server's torus, chips per dimension ([[servers]] torus; (): switched)
 
 
 def build_topology(spec: dict, *, file: str = "<cluster>", seed: int | None = None,
@@ -247,6 +262,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     intra: list[float] = []
     boards: list[str | None] = []  # each server's catalog GPU, where it names one (its in-server pairs' links)
     server_devices: list = []  # each server's device from ``devices`` (None: its table names none)
+    tori: list[tuple[int, ...]] = []  # each server's torus ([[servers]] torus; (): switched)
     for table, group in enumerate(spec["servers"]):
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
@@ -263,6 +279,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                                  field=f"servers[{table + 1}].{key}")
         if len(servers) + count * gpus > max_devices:
             raise InputError(f"more than {max_devices} GPUs in all", file=file, field=f"servers[{table + 1}].count")
+        tori.extend([server_torus(group, devices[table] if table < len(devices) else None, file, table)] * count)
         for _ in range(count):
             intra.append(fabric_bytes_per_s(figure(group["intra_server_gbps"], f"servers[{table + 1}].intra_server_gbps",
                                                     file, rng))
@@ -305,7 +322,32 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
                          field="gpu_memory_gb")
     name = check_name(cluster.get("name", Path(file).stem), "name", file=file)
     return ClusterLayout(name, file, tuple(servers), tuple(intra), tuple(boards), tuple(server_devices), network, fabric,
-                         pairs, link, None if memory is None else float(memory) * 1e9, links, rng.drew)
+                         pairs, link, None if memory is None else float(memory) * 1e9, links, rng.drew, tuple(tori))
+
+
+def server_torus(group: dict, device, file: str, table: int) -> tuple[int, ...]:
+    """A ``[[servers]]`` table's ``torus``: its servers' chips on a torus of point-to-point links, chips per dimension
+    (whole numbers ≥ 1 whose product is the table's ``gpus``, two of the chip's links per dimension of more than one
+    chip: ``device``'s ``nvlinks``, the table's chip); (): none stated, a switched server. Anything else is refused in
+    one line naming the key."""
+    dims = group.get("torus")
+    if dims is None:
+        return ()
+    field = f"servers[{table + 1}].torus"
+    if not (isinstance(dims, list) and dims and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1
+                                                     for d in dims)):
+        raise InputError(f"torus must be a list of chips per dimension, whole numbers of at least 1 "
+                         f"(torus = [4, 4, 4]), got {shown(dims)}", file=file, field=field)
+    if math.prod(dims) != group["gpus"]:
+        raise InputError(f"torus = {dims} holds {math.prod(dims)} chips, the table's gpus = {group['gpus']}: "
+                         "the product of its dimensions must be the server's chips", file=file, field=field)
+    if device is None:
+        raise InputError("a torus's links are its chip's: name a gpu or device in this table", file=file, field=field)
+    rings = sum(d > 1 for d in dims)
+    if 2 * rings > device.nvlinks:
+        raise InputError(f"torus = {dims} has {rings} dimensions of more than one chip, two links each, and "
+                         f"{device.name} has {device.nvlinks} links ([links] links)", file=file, field=field)
+    return tuple(dims)
 
 
 def pair_topology(layout: ClusterLayout) -> Topology:
@@ -319,6 +361,7 @@ def pair_topology(layout: ClusterLayout) -> Topology:
     bandwidth = np.where(same, np.array(intra)[where][:, None], inter)
     np.fill_diagonal(bandwidth, 0.0)
     board_pairs(bandwidth, where, list(layout.boards), intra)
+    torus_pairs(bandwidth, where, layout.tori, list(layout.server_devices), intra)
     if network is not None:  # the NICs train prices its groups on: a send alone gets one whole
         bandwidth, capacity, sharing = network_pairs(network, where, bandwidth, fabric)
     elif layout.link == "shared":  # a server pair's g_a·g_b GPU pairs share its link
@@ -332,7 +375,7 @@ def pair_topology(layout: ClusterLayout) -> Topology:
         bandwidth, latency, classes = exact_links(bandwidth, where, sharing, list(layout.server_devices), intra,
                                                   layout.file, domain_pairs(network, where, fabric),
                                                   network is not None and network.nvls, network,
-                                                  gpu_nics(network, where, layout.link))
+                                                  gpu_nics(network, where, layout.link), layout.tori)
     return Topology(layout.name, layout.servers, bandwidth, capacity, layout.memory_bytes, latency=latency,
                     links=classes, unit="seconds", fabrics=layout.fabrics, network=network, domain_fabric=fabric,
                     drew=layout.drew)

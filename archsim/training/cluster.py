@@ -63,6 +63,8 @@ class GpuCluster:
     warnings: tuple[str, ...] = ()  # what the file states that is implausible (a link's unit slipped), one line each
     usable: tuple[tuple[str, float], ...] = ()  # (GPU name, bytes a job may allocate): [[servers]] usable_memory_gib
     comm_sms: int | None = None  # SMs an overlapped collective holds on each GPU: [cluster] comm_sms (None: each GPU's own)
+    # each server's torus, chips per dimension ([[servers]] torus; () a switched server, as every one where empty)
+    tori: tuple[tuple[int, ...], ...] = ()
     # the file as read, its GPU pairs not priced (servers in the file's order; None: a cluster made here, single_node)
     file_layout: ClusterLayout | None = field(default=None, compare=False, repr=False)
     # the file's servers in this order (reordered; empty: the file's). Compared: it sets each server's leaf and NVLink
@@ -127,7 +129,7 @@ class GpuCluster:
         """Servers of several GPU types, GPU counts or in-server links: each rank is then laid out and costed
         on its own."""
         return len({device.name for device in self.servers}) > 1 or len(set(self.sizes)) > 1 or \
-            len(set(self.fabrics)) > 1
+            len(set(self.fabrics)) > 1 or len(set(self.tori)) > 1
 
     @cached_property
     def gpu_names(self) -> str:
@@ -160,12 +162,17 @@ class GpuCluster:
 
         servers = pick(self.servers)
         return replace(self, gpu=servers[0] if servers else self.gpu, servers=servers, prices=pick(self.prices),
-                       watts=pick(self.watts), fabrics=pick(self.fabrics), order=pick(self.order) or tuple(order))
+                       watts=pick(self.watts), fabrics=pick(self.fabrics), tori=pick(self.tori),
+                       order=pick(self.order) or tuple(order))
 
     def fabric(self, server: int) -> float | None:
         """Server ``server``'s in-server link as its cluster file states it (``intra_server_gbps``), bytes/s
         per GPU per direction; None: its device's own NVLink figure."""
         return self.fabrics[server] if self.fabrics else None
+
+    def torus(self, server: int) -> tuple[int, ...]:
+        """Server ``server``'s torus of point-to-point links, chips per dimension (``[[servers]] torus``); (): switched."""
+        return self.tori[server] if self.tori else ()
 
     def check_gpus(self, par: Parallelism) -> None:
         """Refuses ``par`` in one line when TP × PP × DP asks for more GPUs than the cluster has (before any

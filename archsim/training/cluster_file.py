@@ -175,7 +175,9 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
                                     if (line := watts_warning(group.get("gpu_watts"), device))))
     return GpuCluster(len(layout.servers), kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
                       layout.fabrics, unread, warnings, tuple(sorted(usable.items())),
-                      _comm_sms(spec["cluster"].get("comm_sms"), kinds, file), file_layout=layout)
+                      _comm_sms(spec["cluster"].get("comm_sms"), kinds, file),
+                      tori=layout.tori if any(layout.tori) else (), file_layout=layout)
+
 
 
 WATTS_RATIO = 10  # a stated gpu_watts this many times above or below the board's power is no GPU's draw

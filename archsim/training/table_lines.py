@@ -125,6 +125,9 @@ def network_lines(meta: dict, digits: int | None = None) -> dict[str, str]:
     intra_gb = figure(intra["gb_per_s_per_gpu"], significant)
     lines = {"intra_server": f"{intra_gb} GB/s per direction per {unit} ({intra['link']}), "
                              f"NVLS {'on' if intra['nvls'] else 'off'}"}
+    if "torus" in intra:  # chips on a torus: each ring two of its links
+        lines["intra_server"] += (f", torus {' × '.join(map(str, intra['torus']))} of "
+                                  f"{figure(intra['link_gb_per_s'], significant)} GB/s links")
     if inter["gb_per_s_per_gpu"] is None:
         lines["inter_server"] = "none (one server)"
         return lines

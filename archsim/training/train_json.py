@@ -152,6 +152,11 @@ def network_meta(cluster, par, machines, tied: bool = False) -> dict:
     intra = {"link": _link_label(devices),
              "gb_per_s_per_gpu": fabric / 1e9,
              "nvls": net is not None and all(switch_reduces(d, net.nvls) for d in devices)}
+    tori = [(cluster.torus(s), d, s) for s, d in zip(used, devices, strict=True) if cluster.torus(s)]
+    if tori:  # chips on a torus ([[servers]] torus): its dimensions and one link, the first such server's
+        dims, device, server = tori[0]
+        link = device.fabric_bytes_per_s if cluster.fabric(server) is None else cluster.fabric(server)
+        intra |= {"torus": list(dims), "link_gb_per_s": link / device.nvlinks / 1e9}
     if len(cluster.starts) <= 2:  # one server: nothing crosses a network (its figure may be a placeholder)
         return {"intra_server": intra, "inter_server": dict.fromkeys(
             ("nics_per_server", "nic_gbps", "gpus_per_nic", "gb_per_s_per_gpu")) | {"crossed_by": []}}
