@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, overload
 import numpy as np
 
 from archsim.errors import InputError
+from archsim.torus import torus_rings, torus_seconds
 
 if TYPE_CHECKING:
     from archsim.network import Network
@@ -70,46 +71,6 @@ def ring_allreduce_time(size, workers, bandwidth, latency=0.0):
     if np.ndim(workers) == 0:
         return 2 * (workers - 1) * size / (workers * bandwidth) + 2 * (workers - 1) * latency
     return 2 * (workers - 1) * size / workers / bandwidth + 2 * (workers - 1) * latency  # SPP's rounding
-
-
-def slowest_link(bandwidth: np.ndarray, devices: Sequence[int], others: Sequence[int] | None = None) -> float:
-    """The least bandwidth between two distinct devices of ``devices`` (or between ``devices`` and
-    ``others``): what a ring or a split channel over them runs at."""
-    if others is None:
-        return min(bandwidth[u, v] for u in devices for v in devices if u != v)
-    return min(bandwidth[u, v] for u in devices for v in others)
-
-
-def pair_latency(latency, devices: Sequence[int], others: Sequence[int]) -> float:
-    """The largest latency between a device of ``devices`` and one of ``others`` (``latency``: a (V, V) matrix, or
-    one figure for every pair; 0: none modelled): what a split channel's sends, all at once, wait for."""
-    if np.ndim(latency) == 0:
-        return float(latency)
-    return max(float(latency[u, v]) for u in devices for v in others)
-
-
-def channel_link(bandwidth: np.ndarray, devices: Sequence[int], others: Sequence[int],
-                 links: PairLinks | None = None) -> float:
-    """The bandwidth b (bytes per time unit) at which a channel's bytes d, split evenly over every pair of a device of
-    ``devices`` and one of ``others`` all sending at once, take d / (r′·r·b): SPP's least bandwidth between the two
-    (:func:`slowest_link`, each pair its own link, the paper's model) or, with ``links`` (``plan --links exact``),
-    what the pairs that share one GPU's link or one NIC leave each other (:meth:`PairLinks.channel_bandwidth`)."""
-    if links is None or links.sends_on is None:
-        return slowest_link(bandwidth, devices, others)
-    return links.channel_bandwidth(devices, others, bandwidth)
-
-
-def ring_allreduce_on(size, devices: Sequence[int], bandwidth: np.ndarray, links: PairLinks | None = None):
-    """:func:`ring_allreduce_time` over ``devices`` of a cluster at its slowest link among them (SPP's model).
-    ``links`` (``plan --links exact``, :attr:`archsim.spp.topology.Topology.links`): the group's all-reduce then
-    costs what train's :func:`collective_seconds` gives on the link :meth:`PairLinks.allreduce_link` names
-    (launch, per-step latency, ring or tree), seconds. ``size`` may be an array (PRM's tables: every
-    stage's parameter bytes at once)."""
-    if len(devices) <= 1:
-        return 0.0
-    if links is None:
-        return ring_allreduce_time(size, len(devices), slowest_link(bandwidth, devices))
-    return collective_seconds("all-reduce", size, len(devices), links.allreduce_link(devices, bandwidth))
 
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p")
@@ -320,7 +281,7 @@ def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
     if isinstance(link, Spanning):
         return _spanning_seconds(kind, s, n, link)
     if link.torus:
-        return _torus_seconds(kind, s, n, link)
+        return torus_seconds(kind, s, n, link)
     bw = link.bus_bandwidth
     if kind == "p2p":
         return link.send_seconds(s)
@@ -390,62 +351,6 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
 
 
-def torus_rings(dims: Sequence[int], members: Iterable[int]) -> tuple[int, ...]:
-    """The bidirectional rings a group of chips runs its collectives on in a torus of ``dims`` (chips per dimension;
-    chip g at (g mod d₀, ⌊g / d₀⌋ mod d₁, …), the first dimension fastest, so consecutive chips fill it first):
-    where the group is a whole set of dimensions — every chip whose coordinates outside the dimensions it spans are
-    one fixed point, each spanned dimension whole — one ring per spanned dimension, its size, in the dimensions'
-    order (the dimension-ordered algorithm); any other group of n > 1 chips (6 of a 4 × 4 × 4, 2 of a 4-chip
-    dimension) one ring of n embedded in the torus, ``(n,)``; a lone chip ``()``. Each ring runs over two of a
-    chip's links, one each way: a whole dimension's wrap-around ring (a dimension of 2: both links join the pair),
-    an embedded ring's edges routed through other chips where its chips are not neighbours, assumed uncontended."""
-    group = sorted(set(members))
-    dims = tuple(int(d) for d in dims)
-    volume = math.prod(dims)
-    if any(not 0 <= g < volume for g in group):
-        raise InputError(f"chips {group} are not all in a torus of {' x '.join(map(str, dims))}", field="torus")
-    if len(group) < 2:
-        return ()
-    coords = [tuple(g // math.prod(dims[:i]) % d for i, d in enumerate(dims)) for g in group]
-    spanned = tuple(i for i in range(len(dims)) if len({c[i] for c in coords}) > 1)
-    whole = math.prod(dims[i] for i in spanned) == len(group) and all(
-        len({c[i] for c in coords}) == dims[i] for i in spanned)
-    return tuple(dims[i] for i in spanned) if whole else (len(group),)
-
-
-def _torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
-    """A collective over ``n`` chips on bidirectional rings of a torus (``link.torus``, :func:`torus_rings`), each ring
-    at B = 2 · ``link.bus_bandwidth`` (two links of a chip, one each way: half its bytes on each), bytes/s. The
-    dimension-ordered algorithm (Ying et al. 2018's 2-D torus all-reduce on a TPU pod, one dimension's rings after
-    another's, on any number of dimensions: TPU v4's 3D torus, Jouppi et al., ISCA 2023; each ring Patarasuk &
-    Yuan 2009's): an all-reduce is a reduce-scatter along each ring in turn, the buffer shrinking by each ring's size,
-    then the all-gathers in reverse: ring i of size kᵢ on Sᵢ = S / (k₀ ⋯ kᵢ₋₁) bytes costs 2(kᵢ − 1)·α +
-    2(kᵢ − 1)/kᵢ · Sᵢ / B, summing to 2(n − 1)/n · S / B on the wire whatever the rings (one ring of B's bandwidth),
-    in Σ 2(kᵢ − 1) steps, not 2(n − 1); an all-gather or reduce-scatter half of that. An all-to-all reshuffles the
-    whole buffer along each ring in turn, each chip's S/kᵢ for each peer on shortest paths: a link carries
-    S/kᵢ · ⌊kᵢ²/4⌋/2 each way, so ring i costs (kᵢ − 1)·α + S·⌊kᵢ²/4⌋ / (kᵢ·B). A point-to-point send runs on one
-    link, :meth:`LinkClass.send_seconds`. The launch α₀ and copy cost γ as the switched ring's; no tree and no switch reduction (the torus has no
-    switch). A group whose ``n`` is not the rings' (a caller's sub-group) runs one embedded ring of ``n``."""
-    bw = 2 * link.bus_bandwidth
-    if kind == "p2p":
-        return link.send_seconds(s)
-    if n <= 1:
-        return np.zeros_like(s)
-    rings = link.torus if math.prod(link.torus) == n else (n,)
-    alpha, total = link.alpha_s, np.zeros_like(s)
-    if kind == "all-to-all":
-        for k in rings:
-            total = total + (k - 1) * alpha + s * (k * k // 4) / (k * bw)
-        return link.launch_s + total
-    held = 1  # the chips the buffer has been split over so far
-    for k in rings:
-        total = total + (k - 1) * alpha + (k - 1) / k * s / held / bw
-        held *= k
-    if kind == "all-reduce":
-        return link.launch_s + link.copy_s_per_byte * s + 2 * total
-    return link.launch_s + link.copy_s_per_byte * s / 2 + total
-
-
 def bus_bandwidth_factor(kind: str, n: int) -> float:
     """nccl-tests' bus bandwidth over its algorithm bandwidth (bytes / seconds) for ``kind`` over ``n`` GPUs:
     2(n − 1)/n for an all-reduce (each GPU sends and receives its buffer's (n − 1)/n twice), (n − 1)/n for an
@@ -461,5 +366,4 @@ def message_mib(nbytes: float) -> str:
 
 
 __all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks", "bus_bandwidth_factor",
-           "channel_link", "collective_seconds", "message_mib", "pair_latency", "ring_allreduce_on",
-           "ring_allreduce_time", "slowest_class", "slowest_link", "torus_rings"]
+           "collective_seconds", "message_mib", "ring_allreduce_time", "slowest_class"]

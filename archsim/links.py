@@ -12,9 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from archsim.collectives import LinkClass, torus_rings
+from archsim.collectives import LinkClass
 from archsim.errors import InputError
 from archsim.nvlink_rings import ring_count
+from archsim.torus import torus_rings
 
 if TYPE_CHECKING:
     from archsim.devices.device import Device
@@ -105,7 +106,7 @@ def server_link(device: Device, members: tuple[int, ...], bandwidth: float | Non
 
 def torus_link(device: Device, dims: Sequence[int], members: Sequence[int], bandwidth: float | None = None) -> LinkClass:
     """The link class of a group of ``members`` (chip indices within one server) on a torus of ``dims`` (chips per
-    dimension, ``[[servers]] torus``): the rings it spans (:func:`~archsim.collectives.torus_rings`), each over two
+    dimension, ``[[servers]] torus``): the rings it spans (:func:`~archsim.torus.torus_rings`), each over two
     of a chip's links, its ``bandwidth`` one link's — the chip's fabric over its link count (``bandwidth``, bytes/s per chip per
     direction, else the device's own; a device file's ``[links] intra_gbps`` over ``links``: 300 / 6 = 50 GB/s on
     ``tpu_v4_like.toml``) — at the device's step latency and efficiency as its switched fabric (:func:`nvlink`)."""

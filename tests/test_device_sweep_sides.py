@@ -13,7 +13,7 @@ from test_robustness import write
 from archsim.cli import main
 from archsim.devices.device_file import load_device
 from archsim.sweep import load_spec
-from archsim.sweep.device_spec import unused_pe_lines
+from archsim.sweep.device_arrays import unused_pe_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = '[sweep]\nmodel = "gpt2"\ndevice = "tpu_v4_like"\narray_sides = [128, 300, 100]\nchips = [4]\nglobal_batch = 16\n'

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archsim.collectives import Spanning, collective_seconds, ring_allreduce_on
+from archsim.collectives import Spanning, collective_seconds
+from archsim.matrix_collectives import ring_allreduce_on
 from archsim.plan_cluster import read_plan_cluster
 from archsim.training.cluster_file import load_gpu_cluster
 from archsim.training.group_links import group_link

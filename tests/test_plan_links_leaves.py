@@ -28,7 +28,7 @@ def _plan_allreduce(path: Path, devices: tuple[int, ...]) -> tuple[float, Spanni
     topology = build_topology(spec, links="exact", devices=named_devices(spec, path.parent, str(path)))
     link = topology.links.allreduce_link(devices, topology.bandwidth)
     assert isinstance(link, Spanning)
-    return float(archsim.collectives.ring_allreduce_on(BYTES, devices, topology.bandwidth, topology.links)), link
+    return float(archsim.matrix_collectives.ring_allreduce_on(BYTES, devices, topology.bandwidth, topology.links)), link
 
 
 @pytest.mark.parametrize("over", [2, 4])

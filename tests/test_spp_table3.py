@@ -18,8 +18,8 @@ import pytest
 
 from archsim import plan_flags
 from archsim.cli import build_parser, main
-from archsim.collectives import ring_allreduce_on
 from archsim.commands import plan
+from archsim.matrix_collectives import ring_allreduce_on
 from archsim.partition.profile import LayerProfile, profile_from_costs
 from archsim.spp.baselines import baseline
 from archsim.spp.topology import Topology, load_topology_file

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import archsim
-from archsim.collectives import KINDS, LinkClass, collective_seconds, torus_rings
+from archsim.collectives import KINDS, LinkClass, collective_seconds
 from archsim.errors import InputError
+from archsim.torus import torus_rings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVICE = ROOT / "configs" / "devices" / "tpu_v4_like.toml"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archsim.collectives import ring_allreduce_on
+from archsim.matrix_collectives import ring_allreduce_on
 from archsim.partition.gpipe import gpipe_partition
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archsim.collectives import pair_latency, slowest_link
 from archsim.errors import InputError
 from archsim.lowering import SplitAxis
+from archsim.matrix_collectives import pair_latency, slowest_link
 from archsim.partition.coster import DeltaCoster
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition

@@ -5,8 +5,8 @@ search nor the simulator to price its plan's makespan."""
 
 from __future__ import annotations
 
-from archsim.collectives import channel_link, pair_latency, ring_allreduce_on
 from archsim.errors import InputError
+from archsim.matrix_collectives import channel_link, pair_latency, ring_allreduce_on
 from archsim.partition.profile import LayerProfile
 from archsim.spp.pe_order import StagePlan
 from archsim.spp.topology import Topology

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from archsim.collectives import ring_allreduce_on
 from archsim.errors import InputError
+from archsim.matrix_collectives import ring_allreduce_on
 from archsim.partition.profile import LayerProfile
 from archsim.partition.result import Partition, Stage, mandatory_bytes, placed_ops
 from archsim.spp import SEARCH_BYTES_LIMIT
@@ -53,8 +53,8 @@ def stage_plans(profile: LayerProfile, plan: PRMPlan, bandwidth, latency=0.0, li
     """Per-micro-batch stage and channel times of a PRM plan (replicas share a micro-batch: each runs
     :func:`~archsim.spp.prm.replica_seconds` of it, 1/r or with m ``samples`` ⌈m/r⌉/m); each send whose
     bytes are not 0 pays the largest ``latency`` between the two stages' devices (:mod:`archsim.spp.prm`); a
-    replicated stage's all-reduce is :func:`~archsim.collectives.ring_allreduce_on` (``links``: train's price)."""
-    from archsim.collectives import pair_latency
+    replicated stage's all-reduce is :func:`~archsim.matrix_collectives.ring_allreduce_on` (``links``: train's price)."""
+    from archsim.matrix_collectives import pair_latency
     from archsim.spp.prm import boundary_bytes, channel_time, replica_seconds
 
     plans = []

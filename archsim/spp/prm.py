@@ -16,7 +16,7 @@ send pays beside its bytes (``plan --links exact``, :func:`archsim.spp.topology.
 micro-batch is then its forward and its backward send (each whose bytes are not 0), each paying the
 largest latency between the two blocks, as the replica pairs send at once. ``links``
 (:class:`~archsim.collectives.PairLinks`, ``plan --links exact``; None, the default, is the paper's A and b_{r′r}): a
-stage's all-reduce is then :func:`~archsim.collectives.ring_allreduce_on` with them, train's collective price, in the
+stage's all-reduce is then :func:`~archsim.matrix_collectives.ring_allreduce_on` with them, train's collective price, in the
 search as in the plan it reports — the search's tables hold that price of every stage's parameter bytes on
 each distinct link a block of devices all-reduces over (:func:`_exact_allreduce`); and a channel's b_{r′r} is what
 its replica pairs, sending at once, leave each other of the NICs and GPU links they share
@@ -37,9 +37,10 @@ from functools import cache
 
 import numpy as np
 
-from archsim.collectives import PairLinks, channel_link, pair_latency, ring_allreduce_on, ring_allreduce_time
+from archsim.collectives import PairLinks, ring_allreduce_time
 from archsim.errors import InputError
 from archsim.jit import announce_compile
+from archsim.matrix_collectives import channel_link, pair_latency, ring_allreduce_on
 from archsim.numba_cache import njit, small_in_python
 from archsim.partition.profile import LayerProfile
 
@@ -110,7 +111,7 @@ def channel_time(profile: LayerProfile, microbatches: int, boundary: int, before
                  after: Sequence[int], bandwidth: np.ndarray, latency=0.0, links: PairLinks | None = None) -> float:
     """M (d^f + d^b) / (r′ r b_{r′r}) between the stage ending at layer ``boundary`` and the next, plus M times
     each send's latency (module docstring); ``links``: b_{r′r} is what the replica pairs sharing a NIC or a GPU's
-    link leave each other (:func:`~archsim.collectives.channel_link`), not the slowest pair's whole link."""
+    link leave each other (:func:`~archsim.matrix_collectives.channel_link`), not the slowest pair's whole link."""
     slowest = channel_link(bandwidth, before, after, links)
     size = boundary_bytes(profile)[boundary - 1]
     sends = boundary_sends(profile)[boundary - 1]
@@ -295,7 +296,7 @@ def prm_inputs(profile: LayerProfile, order: Sequence[int], bandwidth: np.ndarra
 def _exact_allreduce(order: Sequence[int], bandwidth: np.ndarray, seg_par: np.ndarray,
                      links: PairLinks | None) -> tuple[np.ndarray, np.ndarray]:
     """group[r, i]: which all-reduce the block of r devices ending at position i pays, and exact[group, l′, l]
-    its price of layers l′..l−1's parameter bytes: :func:`~archsim.collectives.ring_allreduce_on` with ``links``,
+    its price of layers l′..l−1's parameter bytes: :func:`~archsim.matrix_collectives.ring_allreduce_on` with ``links``,
     the one price the plan reports, evaluated once per distinct (GPU count, link) of the blocks (a cluster has
     few); group 0 costs nothing (one device, or the paper's model, whose A stays allreduce[r, i] per byte)."""
     V = len(order)

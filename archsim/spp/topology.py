@@ -104,7 +104,7 @@ class Topology:
     latency: np.ndarray | float = 0.0  # per transfer (V, V) or one figure, in the bandwidth's time unit (0: the
     # paper's model, bytes / bandwidth alone; ``plan --links exact``: each pair's launch latency, build_topology)
     links: PairLinks | None = None  # ``plan --links exact``: each pair's link class, what a stage's all-reduce is
-    # priced on (archsim.collectives.ring_allreduce_on, PRM's search and the plan it reports); None: the paper's model
+    # priced on (archsim.matrix_collectives.ring_allreduce_on, PRM's search and the plan it reports); None: the paper's model
     unit: str | None = None  # bandwidth's time unit: "seconds" from a cluster file (planners.check_units)
     fabrics: tuple[float, ...] = ()  # each server's in-server link, bytes/s per GPU per direction (from a file)
     network: Network | None = None  # the links between servers its pairs are priced on (None: drawn ranges, flat)

@@ -102,7 +102,7 @@ def spec_warnings(spec: DeviceSweepSpec) -> tuple[str, ...]:
     not read (:func:`archsim.devices.unread_keys.unread_keys_note`, train's note)."""
     from archsim.devices.device_file import load_device
     from archsim.devices.unread_keys import unread_keys_note
-    from archsim.sweep.device_spec import unused_pe_lines
+    from archsim.sweep.device_arrays import unused_pe_lines
 
     device = load_device(spec.setup.device_path)
     unread = unread_keys_note(device, str(spec.setup.device_path))  # board_watts, the L2's rate on an array device

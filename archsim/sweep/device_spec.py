@@ -36,6 +36,7 @@ from archsim.array.sram_sizes import MAX_SRAM_KIB, MIN_SRAM_KIB, sram_figure
 from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
 from archsim.errors import InputError
+from archsim.sweep.device_arrays import square_arrays
 from archsim.sweep.device_files import check_cfg_bandwidths, file_sha256, spec_file
 from archsim.sweep.device_layouts import checked_layouts
 from archsim.training.cluster_file import MAX_GPUS
@@ -157,31 +158,6 @@ class DeviceSweepSpec:
     def networks(self) -> tuple[str, ...]:
         """A device sweep costs no network (``archsim sweep --report``'s own networks: none)."""
         return ()
-
-
-def square_arrays(device: Device, sides: tuple[int, ...]) -> tuple[tuple[int, int, int], ...]:
-    """(count, side, side) for each side: as many side² arrays as the device's PEs make (its arrays'
-    count × rows × cols, rounded down), so every shape spends the same silicon on PEs."""
-    pes = device.arrays.count * device.arrays.rows * device.arrays.cols
-    large = [s for s in sides if s * s > pes]
-    if large:
-        raise InputError(f"one {large[0]}² array has more PEs than the device's {pes}", field="array_sides")
-    return tuple((pes // (s * s), s, s) for s in sides)
-
-
-def unused_pe_lines(device: Device, sides: tuple[int, ...]) -> tuple[str, ...]:
-    """One line per side whose square does not divide the device's PEs (:func:`square_arrays` rounds the count
-    down): the fraction of the PE budget its arrays use, since its points then spend less silicon on PEs than
-    the file's chip, and a front across sides compares chips of different sizes."""
-    pes = device.arrays.count * device.arrays.rows * device.arrays.cols
-    lines = []
-    for count, side, _ in square_arrays(device, sides):
-        used = count * side * side
-        if used < pes:
-            lines.append(f"array_sides {side}: {used:,} of the device's {pes:,} PEs used ({used / pes:.1%}: "
-                         f"{count} array{'s' * (count > 1)} of {side} × {side}, the count rounded down); a side "
-                         f"whose square divides {pes:,} uses them all")
-    return tuple(lines)
 
 
 def spec_document(path: Path, document: D | None) -> D:
@@ -402,4 +378,4 @@ def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:
     return count, rows, cols
 
 
-__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "load_device_spec", "square_arrays", "unused_pe_lines"]
+__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "load_device_spec", "square_arrays"]
