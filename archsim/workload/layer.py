@@ -9,20 +9,28 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from archsim.errors import InputError, one_line
 
 LayerKind = Literal["conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "deconv"]
-LAYER_KINDS: tuple[str, ...] = ("conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "deconv")
+LAYER_KINDS: tuple[LayerKind, ...] = get_args(LayerKind)
+# The kind sets a layer's kind is tested against, each written once, here:
+GEMM_KINDS: frozenset[LayerKind] = frozenset({"conv", "fc", "matmul", "deconv"})  # on the array (Layer.is_gemm)
+FILTER_KINDS: frozenset[LayerKind] = frozenset({"conv", "fc", "deconv"})  # a filter of weights (matmul: activations)
+CONV_FC_KINDS: frozenset[LayerKind] = frozenset({"conv", "fc"})  # a filter slid forward (SCALE-Sim's sparse, GPU)
+CONV_KINDS: frozenset[LayerKind] = frozenset({"conv", "deconv"})  # the convolutions: groups and dilation apply
 Geometry = Literal["archsim", "scalesim"]
+GEOMETRIES: tuple[Geometry, ...] = get_args(Geometry)
 NETWORK_INPUT = "input"
 """The name that, in a layer's ``inputs``, stands for the network's input tensor."""
 
-_KIND_ALIASES = {"linear": "fc", "fullyconnected": "fc", "gemm": "matmul", "bn": "batchnorm",
-                 "add": "elementwise", "relu": "elementwise", "maxpool": "pool", "avgpool": "pool",
-                 "convtranspose": "deconv", "transposedconv": "deconv", "convtranspose2d": "deconv"}
-KIND_SPELLINGS: frozenset[str] = frozenset(LAYER_KINDS) | frozenset(_KIND_ALIASES)
+_KIND_ALIASES: dict[str, LayerKind] = {
+    "linear": "fc", "fullyconnected": "fc", "gemm": "matmul", "bn": "batchnorm", "add": "elementwise",
+    "relu": "elementwise", "maxpool": "pool", "avgpool": "pool", "convtranspose": "deconv", "transposedconv": "deconv",
+    "convtranspose2d": "deconv"}
+_SPELLINGS: dict[str, LayerKind] = {kind: kind for kind in LAYER_KINDS} | _KIND_ALIASES
+KIND_SPELLINGS: frozenset[str] = frozenset(_SPELLINGS)
 """Every layer-type spelling the loaders accept, normalised as :func:`canonical_kind` normalises."""
 
 
@@ -42,14 +50,14 @@ def flattening_conv_note(layer: Layer) -> str | None:
             "R·S times the forward's MACs; Type fc costs the dense product δY·W")
 
 
-def canonical_kind(text: str) -> str:
+def canonical_kind(text: str) -> LayerKind:
     """Normalise a layer-type spelling (``linear`` → ``fc``, ``add`` → ``elementwise`` …)."""
     key = text.strip().lower().replace("_", "").replace("-", "")
-    key = _KIND_ALIASES.get(key, key)
-    if key not in LAYER_KINDS:
+    kind = _SPELLINGS.get(key)
+    if kind is None:
         raise InputError(f"unknown layer type {text!r}; choose one of {', '.join(LAYER_KINDS)}",
                          field="Type")
-    return key
+    return kind
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,7 @@ class Layer:
     """
 
     name: str
-    kind: str
+    kind: LayerKind
     ifmap_h: int
     ifmap_w: int
     filter_h: int
@@ -92,7 +100,7 @@ class Layer:
     bias: bool = False
     repeat: int = 1
     inputs: tuple[str, ...] = (NETWORK_INPUT,)
-    geometry: str = field(default="archsim", compare=False)
+    geometry: Geometry = field(default="archsim", compare=False)
     groups: int = 1
     dilation: int = 1
     operator: str | None = None
@@ -110,11 +118,11 @@ class Layer:
             raise InputError(f"must be a non-negative integer, got {self.padding!r}", field="padding")
         if self.kind not in LAYER_KINDS:
             raise InputError(f"unknown layer type {self.kind!r}", field="Type")
-        if self.geometry not in ("archsim", "scalesim"):
+        if self.geometry not in GEOMETRIES:
             raise InputError(f"unknown geometry {self.geometry!r}", field="geometry")
         if self.geometry == "scalesim" and self.padding:
             raise InputError("SCALE-Sim geometry has no padding; set Padding to 0", field="Padding")
-        if (self.groups > 1 or self.dilation > 1) and self.kind not in ("conv", "deconv"):
+        if (self.groups > 1 or self.dilation > 1) and self.kind not in CONV_KINDS:
             raise InputError(f"groups and dilation apply to conv layers only, not {self.kind}", field="groups")
         if self.channels % self.groups or self.filters % self.groups:
             raise InputError(f"groups ({self.groups}) must divide Channels ({self.channels}) and Num Filter "
@@ -183,7 +191,7 @@ class Layer:
     @property
     def is_gemm(self) -> bool:
         """Runs on the systolic array (conv, fc, matmul); the rest run on the vector unit."""
-        return self.kind in ("conv", "fc", "matmul", "deconv")
+        return self.kind in GEMM_KINDS
 
     @property
     def takes_network_input(self) -> bool:
@@ -204,7 +212,7 @@ class Layer:
     @property
     def weight_elements(self) -> int:
         """Trainable weights excluding bias (filters, FC matrix, or BN's γ and β)."""
-        if self.kind in ("conv", "fc", "deconv"):
+        if self.kind in FILTER_KINDS:
             return self.filter_h * self.filter_w * (self.channels // self.groups) * self.filters
         if self.kind == "batchnorm":
             return 2 * self.channels
@@ -213,14 +221,14 @@ class Layer:
     @property
     def parameter_count(self) -> int:
         """Trainable parameters: weights plus bias (what model summaries count)."""
-        return self.weight_elements + (self.filters if self.bias and self.kind in ("conv", "fc", "deconv") else 0)
+        return self.weight_elements + (self.filters if self.bias and self.kind in FILTER_KINDS else 0)
 
     @property
     def macs(self) -> int:
         """Forward multiply-accumulates per sample (GEMM layers; 0 for vector-unit layers)."""
         if self.kind == "matmul":
             return self.ifmap_h * self.ifmap_w * self.filters * self.repeat
-        if self.kind in ("conv", "fc"):
+        if self.kind in CONV_FC_KINDS:
             return (self.ofmap_h * self.ofmap_w * self.filter_h * self.filter_w * (self.channels // self.groups)
                     * self.filters)
         if self.kind == "deconv":  # every input pixel meets every tap, as profilers count (the F op skips
