@@ -151,6 +151,16 @@ def library_note(text: str, stacklevel: int = 1) -> None:
     warnings.warn(text, UserWarning, stacklevel=stacklevel + 1)
 
 
+def tell(text: str, stacklevel: int = 1) -> None:
+    """A note to whoever runs archsim: a command's note line (:func:`note`), a library call's :func:`library_note`
+    (no command speaking, :func:`speaking_as`: Python's warnings, not stderr lines), at ``stacklevel`` as
+    :func:`library_note` counts it from the caller of this function."""
+    if prefix() == PROGRAM:
+        library_note(text, stacklevel=stacklevel + 1)
+    else:
+        note(text)
+
+
 def say(kind: str, text: str) -> None:
     """One line on stderr: ``PREFIX: KIND: TEXT`` (``kind``: note, warning or error)."""
     line(f"{prefix()}: {kind}: {text}")

@@ -40,10 +40,7 @@ def announce_compile(dispatcher, what: str) -> None:
         return
     _ANNOUNCED.add(what)
     text = f"compiling {what} with numba (once per install; later runs load it from the cache)…"
-    if console.prefix() == console.PROGRAM:  # no command speaking (console.speaking_as): a library call
-        console.library_note(text, stacklevel=3)
-    else:
-        console.note(text)
+    console.tell(text, stacklevel=3)
     from archsim.numba_cache import LazyKernel
     from archsim.progress import on_terminal
 

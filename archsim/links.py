@@ -21,16 +21,6 @@ if TYPE_CHECKING:
     from archsim.devices.device import Device
 
 
-# Every link figure of a cluster file, Gbit/s (intra_server_gbps, inter_server_gbps, [network] nic_gbps): 1 kbit/s …
-# 10⁶ Gbit/s = 125 TB/s (no subnormals, no inf); outside it a figure is refused, naming file, line and key.
-MIN_GBPS, MAX_GBPS = 1e-6, 1e6
-
-
-def is_gbps(value: object) -> bool:
-    """Whether ``value`` is a cluster file's Gbit/s figure: a TOML number in [:data:`MIN_GBPS`, :data:`MAX_GBPS`]."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and MIN_GBPS <= value <= MAX_GBPS
-
-
 def fabric_bytes_per_s(intra_server_gbps: float) -> float:
     """A cluster file's ``intra_server_gbps`` (Gbit/s per GPU, both directions together: an A100's NVLink 3
     is 4800 = 600 GB/s) as the per-direction bytes/s one transfer and the link classes take (the catalog's
@@ -167,5 +157,5 @@ def device_nic(device: Device, bandwidth: float) -> LinkClass:
     return infiniband(bandwidth, device.inter_node_latency_s, device.link_efficiency)
 
 
-__all__ = ["A100_NVLINK", "MAX_GBPS", "MIN_GBPS", "NIC_EFFICIENCY", "V100_NVLINK", "check_nvls", "device_nic", "fabric_bytes_per_s", "infiniband", "is_gbps", "nic_share", "nvlink",
+__all__ = ["A100_NVLINK", "NIC_EFFICIENCY", "V100_NVLINK", "check_nvls", "device_nic", "fabric_bytes_per_s", "infiniband", "nic_share", "nvlink",
            "nvlink_group", "torus_link"]

@@ -22,10 +22,10 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from archsim.cluster_keys import NETWORK_KEYS, key_hint
+from archsim.cluster_keys import MAX_GBPS, MIN_GBPS, NETWORK_KEYS, is_gbps, key_hint
 from archsim.collectives import NO_LEAVES, Uplinks
 from archsim.errors import InputError
-from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps, nic_share
+from archsim.links import nic_share
 from archsim.validate import shown, shown_boolean, shown_number
 
 DEFAULT_SWITCH_TIERS = 2  # leaf–spine: what a [network] table that states none has
@@ -217,7 +217,7 @@ def read_network(spec: dict, gpus_per_server: int, file: str = "<cluster>", defa
                          f"{', '.join(sorted(NETWORK_KEYS))}", file=file, field=unknown[0])
     nics = _positive(table, "nics_per_server", None, file)
     gbps = _positive(table, "nic_gbps", None, file, float)
-    if not is_gbps(gbps):  # every link figure's bound (archsim.links.MAX_GBPS), as inter_server_gbps's
+    if not is_gbps(gbps):  # every link figure's bound (archsim.cluster_keys.MAX_GBPS), as inter_server_gbps's
         raise InputError(f"expected a number in [{MIN_GBPS:g}, {MAX_GBPS:g}], got {shown_number(table['nic_gbps'])}",
                          file=file, field="nic_gbps")
     per_nic = _positive(table, "gpus_per_nic", math.ceil(gpus_per_server / nics), file)

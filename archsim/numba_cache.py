@@ -10,7 +10,8 @@ available"). archsim picks the folder itself, in this order:
 
 the first that can be created and written, chosen when the first kernel compiles (not at import:
 a run that compiles nothing touches no folder). If none can, kernels are compiled on every run
-(correct, a second or two slower) and :data:`CACHE_NOTE` says why.
+(correct, a second or two slower) and :data:`CACHE_NOTE` says why, once a process, when the cache is set up: a
+command's note on stderr, a library call's UserWarning (:func:`archsim.console.tell`).
 
 Importing numba and loading a cached kernel costs about half a second of CPU, more than a small
 problem's whole answer. So :func:`njit` returns a :class:`LazyKernel`: numba is imported and the
@@ -58,7 +59,11 @@ def _configure() -> bool:
     global CACHE_NOTE
     folder = cache_dir()
     if folder is None:
-        CACHE_NOTE = "no writable cache folder (NUMBA_CACHE_DIR, ~/.cache, temp): kernels compile on each run"
+        CACHE_NOTE = ("no writable folder for numba's cache (NUMBA_CACHE_DIR, ~/.cache, temp): kernels compile on "
+                      "each run; set NUMBA_CACHE_DIR to a writable folder to keep them")
+        from archsim import console
+
+        console.tell(CACHE_NOTE)
         return False
     os.environ["NUMBA_CACHE_DIR"] = str(folder)  # numba reads it when it is imported
     config: Any = sys.modules.get("numba.core.config")  # numba's settings module (untyped)

@@ -39,9 +39,10 @@ def sweep(device_path: str, model_path: str, global_batch: int, static_watts: fl
     ``static_watts`` None: the device file's ``[device] static_watts`` (0 where it states none), as a spec
     that states none."""
     from archsim.devices.device_file import load_device
+    from archsim.sweep.device_arrays import square_arrays
     from archsim.sweep.device_files import file_sha256
     from archsim.sweep.device_points import sweep_rows
-    from archsim.sweep.device_spec import DeviceSetup, DeviceSweepSpec, square_arrays
+    from archsim.sweep.device_spec import DeviceSetup, DeviceSweepSpec
 
     device = load_device(device_path)
     setup = DeviceSetup(model=Path(model_path).stem, model_path=model_path, model_sha256=file_sha256(model_path),

@@ -98,3 +98,24 @@ def private_imports(path: Path) -> list[str]:
                            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                            and node.value.id in aliases and is_private(node.attr))
     return found
+
+
+def imported_modules(path: Path, modules: set[str]) -> set[str]:
+    """The archsim modules ``path``'s imports name (every ``import``, at module level, in a function or under
+    ``TYPE_CHECKING``), each resolved to a module of ``modules``: ``from P import m`` names ``P.m`` where that is a
+    module, ``P`` where it imports a name defined in ``P``."""
+    found = set()
+    for node in ast.walk(parsed(path)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            subs = {f"{node.module}.{alias.name}" for alias in node.names}
+            found |= (subs & modules) | ({node.module} if subs - modules else set())
+    return found & modules
+
+
+@functools.cache
+def module_graph() -> dict[str, frozenset[str]]:
+    """Each archsim module → the archsim modules it imports (:func:`imported_modules`), itself left out."""
+    modules = dict(library())
+    return {name: frozenset(imported_modules(path, set(modules)) - {name}) for name, path in modules.items()}

@@ -1,4 +1,4 @@
-"""One bound for every Gbit/s figure of a cluster file, [1e-06, 1e+06] (:data:`archsim.links.MAX_GBPS`, 125 TB/s: far
+"""One bound for every Gbit/s figure of a cluster file, [1e-06, 1e+06] (:data:`archsim.cluster_keys.MAX_GBPS`, 125 TB/s: far
 above any link), refused in one line naming file, line and key, by plan, train and search alike.
 
 Before the fix ``inter_server_gbps = 1e9`` was refused only where plan drew it (2 or more servers, no ``[network]``):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from archsim.errors import InputError
 from archsim.workload import Network, load_topology, parse_topology
-from archsim.workload.layer import KIND_SPELLINGS
+from archsim.workload.layer_types import KIND_SPELLINGS
 
 FIELDS = ["Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width", "Channels", "Num Filter",
           "Strides", "Padding", "Type", "Inputs", "Bias", "Repeat"]

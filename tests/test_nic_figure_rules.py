@@ -3,7 +3,7 @@
 * A device file's ``[links] inter_node_gbps`` stands in for a cluster file's ``inter_server_gbps`` where the cluster
   states none, but had no upper bound of its own: 10⁷ Gb/s was refused as the *cluster file's*
   ``inter_server_gbps`` (a key the user never wrote), and read silently where it stood in for nothing. Now the
-  device file's own line and key refuse it, by the cluster reader's bound (:data:`archsim.links.MAX_GBPS`).
+  device file's own line and key refuse it, by the cluster reader's bound (:data:`archsim.cluster_keys.MAX_GBPS`).
 * ``inter_server_gbps`` with ``inter_server_link = "shared"`` is one NIC for the whole server
   (:func:`archsim.network.read_network` builds ``Network(1, gbps, …)``, docs/formats.md: "with `shared` one NIC for
   the server"), but the NIC-speed warning judged it only with ``per_gpu_pair``. Now it is judged as the one NIC it is.

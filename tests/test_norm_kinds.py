@@ -16,7 +16,8 @@ from archsim.lowering import lower_layer
 from archsim.workload import load_onnx
 from archsim.workload.builders import to_csv
 from archsim.workload.csv_loader import parse_topology
-from archsim.workload.layer import LAYER_KINDS, Layer, canonical_kind
+from archsim.workload.layer import Layer
+from archsim.workload.layer_types import LAYER_KINDS, canonical_kind
 from tests.onnx_models import model, value, weight
 
 

@@ -106,6 +106,30 @@ def test_numba_cache_dir_none_when_nothing_is_writable(monkeypatch, tmp_path):
     assert numba_cache.cache_dir() is None
 
 
+def test_no_writable_cache_folder_is_said_once(monkeypatch, tmp_path, capsys):
+    """With no folder writable (as above), the first kernel's setup says so once on stderr, as the command's note:
+    otherwise every run recompiles its kernels with no word why."""
+    from archsim import console, numba_cache
+
+    blocker = write(tmp_path / "a_file", "")
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "x"))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(blocker / "tmp"))
+    monkeypatch.setattr(numba_cache, "CACHING", None)  # this process's choice, made again here
+    monkeypatch.setattr(numba_cache, "CACHE_NOTE", "")
+    with console.speaking_as("archsim plan"):
+        assert numba_cache.caching() is False
+        assert numba_cache.caching() is False  # decided once: said once
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("archsim plan: note: no writable folder for numba's cache")
+    assert "NUMBA_CACHE_DIR" in lines[0] and "compile on each run" in lines[0]
+    monkeypatch.setattr(numba_cache, "CACHING", None)
+    with pytest.warns(UserWarning, match="no writable folder for numba's cache"):  # a library call: a warning
+        numba_cache.caching()
+
+
 @pytest.mark.long
 def test_a_cached_kernel_lands_in_the_user_folder_not_beside_its_source(tmp_path):
     """A fresh interpreter compiles a kernel declared with archsim's njit(cache=True): the cache files

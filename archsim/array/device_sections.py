@@ -38,7 +38,7 @@ def is_device_toml(config: str | Path | None) -> bool:
 # section → key → (kind, required); kinds: int, float (positive), float0 (≥ 0), sram (float0, or three positive
 # integers: ifmap, filter, ofmap KiB, :func:`_sram`), fraction (0, 1], seconds [0, 1),
 # latency_us [0, MAX_STEP_LATENCY_US], watts0 [0, MAX_STATIC_WATTS) (:func:`static_watts`), gbps0 (0: none, else a
-# cluster file's Gbit/s figure, :func:`archsim.links.is_gbps`: it stands in for inter_server_gbps), link_efficiency (a
+# cluster file's Gbit/s figure, :func:`archsim.cluster_keys.is_gbps`: it stands in for inter_server_gbps), link_efficiency (a
 # fraction, or the text NCCL_FIT, :func:`~archsim.array.device_values.link_efficiency`), dram_traffic (one of
 # DRAM_TRAFFIC, :func:`dram_traffic`), str, bool
 _KEYS: dict[str, dict[str, tuple[str, bool]]] = {

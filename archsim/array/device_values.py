@@ -8,16 +8,15 @@ from __future__ import annotations
 import math
 
 from archsim.choices.devices import NCCL_FIT
+from archsim.cluster_keys import MAX_GBPS, MIN_GBPS, is_gbps
 from archsim.validate import MIN_MAGNITUDE, did_you_mean, shown, shown_number
 from archsim.value_parsers import below_floor, parse_float
 
 
 def gbps0(value: object) -> float:
     """A device file's NIC, Gbit/s (``[links] inter_node_gbps``): 0 (none stated) or a figure within the one bound of
-    a cluster file's link figures (:func:`archsim.links.is_gbps`), since it stands in for ``inter_server_gbps``;
+    a cluster file's link figures (:func:`archsim.cluster_keys.is_gbps`), since it stands in for ``inter_server_gbps``;
     else ValueError in one line, so the device file's own key is named, not the cluster file's."""
-    from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps  # numpy's import, only where a device states a NIC
-
     gbps = parse_float(value, what="a non-negative number")
     if gbps and not is_gbps(gbps):
         raise ValueError(f"expected 0 (none) or a number in [{MIN_GBPS:g}, {MAX_GBPS:g}], got {shown(value)}")

@@ -31,6 +31,7 @@ from archsim.errors import InputError
 from archsim.lowering import Mode, lower_layer
 from archsim.workload import load_topology
 from archsim.workload.layer import Layer, Network
+from archsim.workload.layer_types import CONV_FC_KINDS
 from archsim.workload.shipped import shipped_networks
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def sparse_table(array: ArrayConfig, sparsity: SparsityConfig, network: Network,
     for layer, ratio in zip(network.layers, ratios):
         lowered = lower_layer(layer, batch=batch, mode=mode, element_bytes=array.element_bytes)
         forward = lowered.required_op("F").gemms
-        if len(forward) != 1 or layer.kind not in ("conv", "fc"):
+        if len(forward) != 1 or layer.kind not in CONV_FC_KINDS:
             raise InputError(f"{layer.kind} layers have no SCALE-Sim sparse mapping", field=layer.name)
         (gemm,) = forward
         cost = sparse_layer_cost(gemm.m, gemm.k, gemm.n, rows, cols, dataflow, ratio, sparsity)

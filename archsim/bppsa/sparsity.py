@@ -18,7 +18,6 @@ land inside the input; V_w likewise):
   V_h·V_w = h_i·w_i, so sparsity = ``1 − c h_i w_i/(c h_i w_i · c h_o w_o) = 1 − h_f w_f/(c_i h_i w_i)``,
   Table 1's entry exactly.
 * **Linear** out × in: every weight links one input to one output, ``nnz = #nonzero weights`` (in·out dense).
-* **tanh RNN cell** (hidden H): Wₕᵀ·diag(1 − h_t²) is dense, ``nnz = H²`` (not in Table 1).
 """
 
 from __future__ import annotations
@@ -51,11 +50,6 @@ def maxpool_nnz(c: int, in_hw: tuple[int, int], out_hw: tuple[int, int], kernel:
 def linear_nnz(n_in: int, n_out: int) -> int:
     """nnz of a dense linear layer's Jᵀ = Wᵀ."""
     return n_in * n_out
-
-
-def rnn_nnz(hidden: int) -> int:
-    """nnz of the tanh RNN cell's Jᵀ: H²."""
-    return hidden * hidden
 
 
 def sparsity(nnz: int, rows: int, cols: int) -> float:

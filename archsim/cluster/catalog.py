@@ -13,7 +13,6 @@ the network a worker back-propagates. Two sources:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -125,8 +124,3 @@ def lookup(catalog: dict[str, ModelProfile], name: str, *, file: str | None = No
         raise InputError(f"unknown model {name!r}{did_you_mean(key, catalog)}; known: {', '.join(sorted(catalog))}",
                          file=file, line=line, field="model_name")
     return table[key]
-
-
-def mean_share(workers: int) -> float:
-    """Mean back-propagated share over k SPB workers, (k+1)/(2k): the work SPB keeps (§2)."""
-    return (workers + 1) / (2 * workers) if workers > 0 else math.nan

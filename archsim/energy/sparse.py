@@ -73,14 +73,6 @@ def dense_layer_counts(lowered: LoweredLayer, array: ArrayConfig) -> pd.DataFram
     return _frame([_gemm_rows(op.kind, op.gemms, array) for op in lowered.ops])
 
 
-def sparse_layer_energy(lowered: LoweredLayer, array: ArrayConfig, ratio: tuple[int, int],
-                        sparsity: SparsityConfig, options: SparseTraining = SparseTraining(),
-                        energies: AccessEnergies | None = None) -> pd.DataFrame:
-    """Per op: the counts of :func:`sparse_layer_counts` and their energy by part (pJ)."""
-    counts = sparse_layer_counts(lowered, array, ratio, sparsity, options)
-    return pd.concat([counts, energy_of(counts, energies or access_energies(array), array)], axis=1)
-
-
 def with_energy(counts: pd.DataFrame, array: ArrayConfig, energies: AccessEnergies | None = None) -> float:
     """Total energy (pJ) of the ops in ``counts`` on ``array`` (default energy table)."""
     return float(energy_of(counts, energies or access_energies(array), array)["energy_pj"].sum())

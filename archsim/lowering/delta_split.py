@@ -11,7 +11,8 @@ from typing import Literal
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LoweredLayer, TrainingOp, check_mode
 from archsim.value_parsers import NO_VALUE, comma_items
-from archsim.workload.layer import NORM_KINDS, Layer
+from archsim.workload.layer import Layer
+from archsim.workload.layer_types import FILTER_KINDS, NORM_KINDS
 
 SplitAxis = Literal["channels", "reduction", "rows"]
 SPLIT_AXES: tuple[str, ...] = ("channels", "reduction", "rows")
@@ -65,7 +66,7 @@ def split_delta(lowered: LoweredLayer, part: int, axis: SplitAxis = "channels", 
     delta = lowered.op("D")
     if delta is None:
         raise InputError(f"layer {layer.name!r} has no δ op to split")
-    if not layer.is_gemm or layer.kind == "matmul":
+    if layer.kind not in FILTER_KINDS:  # a δ splits along a filter's channels, rows or columns
         raise InputError(f"δ of {layer.kind} layer {layer.name!r} is not split (only conv/fc δ is)")
     _check_axis(axis, "axis")
     if layer.groups > 1 and axis != "rows":

@@ -32,7 +32,8 @@ from dataclasses import replace
 from archsim.errors import InputError
 from archsim.lowering.ops import Gemm, LayerTensors, LoweredLayer, TrainingOp, check_mode
 from archsim.modes import Mode
-from archsim.workload.layer import NORM_KINDS, Layer, Network
+from archsim.workload.layer import Layer, Network
+from archsim.workload.layer_types import NORM_KINDS
 
 
 def lower_layer(layer: Layer, batch: int, mode: Mode = "exact", element_bytes: int = 1) -> LoweredLayer:

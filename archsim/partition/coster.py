@@ -28,6 +28,7 @@ from archsim.lowering import (
 )
 from archsim.partition.memo import per_profile
 from archsim.partition.split_search import AxisSplits, BinarySplits, RowSplits, one_gemm, split_gemm, table_splits
+from archsim.workload.layer_types import FILTER_KINDS
 
 
 class DeltaCoster:
@@ -163,7 +164,7 @@ class DeltaCoster:
     def split_units(self, index: int, axis: SplitAxis) -> int:
         """How many units layer ``index``'s δ splits into along ``axis`` (0: it cannot split so)."""
         layer = self.lowered[index].layer
-        if axis != "rows" and (not layer.is_gemm or layer.kind == "matmul"):
+        if axis != "rows" and layer.kind not in FILTER_KINDS:
             return 0
         return delta_split_units(self.lowered[index], axis)
 

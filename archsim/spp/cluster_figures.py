@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from archsim.cluster_keys import MAX_GBPS, MIN_GBPS, is_gbps
 from archsim.errors import InputError
-from archsim.links import MAX_GBPS, MIN_GBPS, is_gbps
 from archsim.validate import shown_number
 
 
@@ -35,7 +35,7 @@ def figure(value, field: str, file: str, rng: Draws) -> float:
 
 
 def check_figure(value, field: str, file: str) -> None:
-    """Refuse a Gbit/s figure that is neither a number in [MIN_GBPS, MAX_GBPS] (:func:`archsim.links.is_gbps`) nor a
+    """Refuse a Gbit/s figure that is neither a number in [MIN_GBPS, MAX_GBPS] (:func:`archsim.cluster_keys.is_gbps`) nor a
     [low, high] range of them, low first: the one rule of a cluster file's link figures, drawn or not."""
     if is_gbps(value) or (isinstance(value, list) and len(value) == 2 and all(map(is_gbps, value))
                           and value[0] <= value[1]):

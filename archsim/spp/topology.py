@@ -52,9 +52,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from archsim.cluster_keys import CLUSTER_KEYS, SERVER_KEYS, key_hint
+from archsim.cluster_keys import CLUSTER_KEYS, SERVER_KEYS, is_gbps, key_hint
 from archsim.errors import InputError
-from archsim.links import check_nvls, fabric_bytes_per_s, is_gbps, nic_share
+from archsim.links import check_nvls, fabric_bytes_per_s, nic_share
 from archsim.network import Network, read_network
 from archsim.spp.cluster_document import DEVICE_NOT_CLUSTER, read_cluster_document, server_fabric
 from archsim.spp.cluster_figures import Draws, check_figure, figure, gbps

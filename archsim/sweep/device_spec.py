@@ -378,4 +378,4 @@ def _shape(text: object, file: str, key: str) -> tuple[int, int, int]:
     return count, rows, cols
 
 
-__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "load_device_spec", "square_arrays"]
+__all__ = ["DevicePoint", "DeviceSetup", "DeviceSweepSpec", "load_device_spec"]

@@ -65,7 +65,7 @@ from archsim.validate import (
     resolve_name,
     shown,
 )
-from archsim.workload.layer import LAYER_KINDS
+from archsim.workload.layer_types import LAYER_KINDS
 
 if TYPE_CHECKING:
 

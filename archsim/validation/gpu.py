@@ -59,6 +59,7 @@ from archsim.validation.gpu_csv import KernelTable
 from archsim.validation.gpu_seconds import KernelTimer, ops_seconds
 from archsim.workload import load_network
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
+from archsim.workload.layer_types import CONV_FC_KINDS
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def model_kernels(table: KernelTable, arrays: GpuArrays, mode: str = "exact",
         except KeyError:
             raise InputError(f"network {row.network!r} has no layer {row.layer!r}", file=table.source,
                              line=row.line, field="layer") from None
-        if layer.kind not in ("conv", "fc"):
+        if layer.kind not in CONV_FC_KINDS:
             raise InputError(f"{row.network}/{row.layer} is a {layer.kind} layer; only conv and fc kernels are "
                              "compared", file=table.source, line=row.line, field="layer")
         _check_shape(row._asdict(), layer, table.source)

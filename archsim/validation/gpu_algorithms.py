@@ -49,6 +49,7 @@ from archsim.devices.kernels import TILES
 from archsim.errors import InputError
 from archsim.lowering import Gemm, Mode, TrainingOp, delta_phases, lower_layer
 from archsim.workload.layer import Layer
+from archsim.workload.layer_types import CONV_KINDS
 
 if TYPE_CHECKING:
     from archsim.validation.gpu import GpuArrays
@@ -144,7 +145,7 @@ def _split_wgrad(op: TrainingOp, layer: Layer) -> TrainingOp:
     that reduction over CTAs. Why here, not on the tensor path for every GEMM: split-K for all
     tensor-core GEMMs leaves vTrain's held-out error where it is (6.38% → 6.40% refitted), so the
     training path keeps the GEMMs it was fitted with (docs/gpu-validation.md)."""
-    return replace(op, split_k=True) if op.kind == "G" and layer.kind in ("conv", "deconv") and op.gemms else op
+    return replace(op, split_k=True) if op.kind == "G" and layer.kind in CONV_KINDS and op.gemms else op
 
 
 WINOGRAD_TILE = 2

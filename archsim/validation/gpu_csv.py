@@ -22,7 +22,7 @@ from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.value_parsers import parse_float, parse_integer_cell
-from archsim.workload.layer import canonical_kind
+from archsim.workload.layer_types import canonical_kind
 
 KERNEL_OPS = ("F", "D", "G")
 STREAM_OPS = ("DG_serial", "DG_concurrent")

@@ -12,7 +12,8 @@ from archsim.lazy import lazy_exports
 
 if TYPE_CHECKING:  # the names, for type checkers and the API docs
     from archsim.workload.csv_loader import load_topology, parse_topology
-    from archsim.workload.layer import LAYER_KINDS, NETWORK_INPUT, Layer, Network
+    from archsim.workload.layer import NETWORK_INPUT, Layer, Network
+    from archsim.workload.layer_types import LAYER_KINDS
     from archsim.workload.shipped import load_network, shipped_networks
 
 

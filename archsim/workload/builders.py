@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from archsim.workload.layer import NETWORK_INPUT, Layer, Network
+from archsim.workload.layer_types import LayerKind
 
 HEADER = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides, "
           "Padding, Type, Inputs, Bias, Repeat,")
@@ -35,7 +36,7 @@ class NetworkBuilder:
         self.current = (NETWORK_INPUT, h, w, c)
         return self
 
-    def add(self, name: str, kind: str, filters: int | None = None, k: int = 1, stride: int = 1, pad: int = 0,
+    def add(self, name: str, kind: LayerKind, filters: int | None = None, k: int = 1, stride: int = 1, pad: int = 0,
             bias: bool = False, inputs: tuple[str, ...] | None = None, source=None, repeat: int = 1,
             shape: tuple[int, int, int] | None = None) -> tuple[str, int, int, int]:
         src = source or self.current

@@ -40,7 +40,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from archsim.choices.networks import SHAPE_CHECKS
 from archsim.console import setting
@@ -48,7 +48,8 @@ from archsim.csv_lines import check_comma_separated, check_row_comma_separated, 
 from archsim.errors import InputError
 from archsim.validate import check_unique_columns, read_text
 from archsim.value_parsers import stated_integer
-from archsim.workload.layer import NETWORK_INPUT, Layer, Network, PartRead, canonical_kind, flattening_conv_note
+from archsim.workload.layer import GEOMETRIES, NETWORK_INPUT, Geometry, Layer, Network, PartRead, flattening_conv_note
+from archsim.workload.layer_types import canonical_kind
 from archsim.workload.shapes import check_shapes
 
 POSITIONAL = ("Layer name", "IFMAP Height", "IFMAP Width", "Filter Height", "Filter Width",
@@ -65,6 +66,11 @@ def _norm(name: str) -> str:
     return " ".join(name.strip().lower().split())
 
 
+def is_geometry(text: str) -> TypeGuard[Geometry]:
+    """Whether ``text`` is one of :data:`~archsim.workload.layer.GEOMETRIES` (a loader's ``geometry=``)."""
+    return text in GEOMETRIES
+
+
 def parse_topology(text: str, *, source: str = "<string>", name: str = "network",
                    geometry: str = "archsim", shapes: str = "auto") -> Network:
     """Parse topology CSV text. Raises :class:`InputError` (with file, line, field) on bad input.
@@ -73,7 +79,7 @@ def parse_topology(text: str, *, source: str = "<string>", name: str = "network"
     when the file declares ``Inputs`` — raw SCALE-Sim topologies are often unrelated layers, read
     as a chain for ordering only; ``check`` checks the implicit chain too; ``off`` checks nothing.
     """
-    if geometry not in ("archsim", "scalesim"):
+    if not is_geometry(geometry):
         raise InputError(f"unknown geometry {geometry!r}; choose archsim or scalesim", field="geometry")
     if shapes not in SHAPE_CHECKS:
         raise InputError(f"unknown shape check {shapes!r}; choose {', '.join(SHAPE_CHECKS)}", field="shapes")
@@ -250,7 +256,7 @@ def is_gemm_header(header: list[str]) -> bool:
             and tuple(_norm(x) for x in header[1:4]) == _GEMM_COLUMNS)
 
 
-def _parse_gemm(numbered, source: str, name: str, geometry: str) -> Network:
+def _parse_gemm(numbered, source: str, name: str, geometry: Geometry) -> Network:
     """SCALE-Sim's GEMM-mode topology: ``Layer, M, N, K[, Sparsity]`` rows → fc layers on M rows."""
     header_line, header = numbered[0]
     header = _strip_trailing_empty(header)

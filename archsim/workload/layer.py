@@ -9,27 +9,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from archsim.errors import InputError, one_line
+from archsim.workload.layer_types import (
+    CONV_FC_KINDS,
+    CONV_KINDS,
+    FILTER_KINDS,
+    GEMM_KINDS,
+    LAYER_KINDS,
+    NORM_KINDS,
+    LayerKind,
+    spelled_kind,
+)
 
-LayerKind = Literal["conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "layernorm", "deconv"]
-LAYER_KINDS: tuple[str, ...] = ("conv", "fc", "matmul", "pool", "elementwise", "batchnorm", "layernorm", "deconv")
-NORM_KINDS: tuple[str, ...] = ("batchnorm", "layernorm")
-"""The normalisations: a batch norm (ONNX BatchNormalization, Instance-, GroupNormalization) and a layer norm
-(LayerNormalization, a transformer's LayerNorm or RMSNorm over its features). One cost rule serves both (γ and β
-per normalised channel, the same vector-unit passes); the kind keeps the two apart in what is printed."""
 Geometry = Literal["archsim", "scalesim"]
+GEOMETRIES: tuple[Geometry, ...] = get_args(Geometry)
 NETWORK_INPUT = "input"
 """The name that, in a layer's ``inputs``, stands for the network's input tensor."""
-
-_KIND_ALIASES = {"linear": "fc", "fullyconnected": "fc", "gemm": "matmul", "bn": "batchnorm",
-                 "batchnormalization": "batchnorm", "ln": "layernorm", "layernormalization": "layernorm",
-                 "add": "elementwise", "relu": "elementwise", "maxpool": "pool", "avgpool": "pool",
-                 "convtranspose": "deconv", "transposedconv": "deconv", "convtranspose2d": "deconv"}
-KIND_SPELLINGS: frozenset[str] = frozenset(LAYER_KINDS) | frozenset(_KIND_ALIASES)
-"""Every layer-type spelling the loaders accept, normalised as :func:`canonical_kind` normalises."""
-
 
 _OPERATOR = re.compile(r"[a-z][a-z0-9_]{0,63}")
 """An elementwise operator's spelling: a lowercase ONNX op type (``leakyrelu``), safe in a CSV field."""
@@ -45,23 +42,6 @@ def flattening_conv_note(layer: Layer) -> str | None:
     return (f"{layer.name!r} is a conv whose {layer.filter_h}x{layer.filter_w} filter covers its whole unpadded input "
             "(a flattening fc): its δ is costed as a transposed convolution over the zero-padded 1x1 output, up to "
             "R·S times the forward's MACs; Type fc costs the dense product δY·W")
-
-
-def _kind_of(text: str) -> str | None:
-    """The layer kind ``text`` spells (as :func:`canonical_kind`), None where it spells none."""
-    key = text.strip().lower().replace("_", "").replace("-", "")
-    key = _KIND_ALIASES.get(key, key)
-    return key if key in LAYER_KINDS else None
-
-
-def canonical_kind(text: str) -> str:
-    """Normalise a layer-type spelling (``linear`` → ``fc``, ``add`` → ``elementwise`` …)."""
-    key = text.strip().lower().replace("_", "").replace("-", "")
-    key = _KIND_ALIASES.get(key, key)
-    if key not in LAYER_KINDS:
-        raise InputError(f"unknown layer type {text!r}; choose one of {', '.join(LAYER_KINDS)}",
-                         field="Type")
-    return key
 
 
 @dataclass(frozen=True)
@@ -93,7 +73,7 @@ class Layer:
     """
 
     name: str
-    kind: str
+    kind: LayerKind
     ifmap_h: int
     ifmap_w: int
     filter_h: int
@@ -105,7 +85,7 @@ class Layer:
     bias: bool = False
     repeat: int = 1
     inputs: tuple[str, ...] = (NETWORK_INPUT,)
-    geometry: str = field(default="archsim", compare=False)
+    geometry: Geometry = field(default="archsim", compare=False)
     groups: int = 1
     dilation: int = 1
     operator: str | None = None
@@ -123,11 +103,11 @@ class Layer:
             raise InputError(f"must be a non-negative integer, got {self.padding!r}", field="padding")
         if self.kind not in LAYER_KINDS:
             raise InputError(f"unknown layer type {self.kind!r}", field="Type")
-        if self.geometry not in ("archsim", "scalesim"):
+        if self.geometry not in GEOMETRIES:
             raise InputError(f"unknown geometry {self.geometry!r}", field="geometry")
         if self.geometry == "scalesim" and self.padding:
             raise InputError("SCALE-Sim geometry has no padding; set Padding to 0", field="Padding")
-        if (self.groups > 1 or self.dilation > 1) and self.kind not in ("conv", "deconv"):
+        if (self.groups > 1 or self.dilation > 1) and self.kind not in CONV_KINDS:
             raise InputError(f"groups and dilation apply to conv layers only, not {self.kind}", field="groups")
         if self.channels % self.groups or self.filters % self.groups:
             raise InputError(f"groups ({self.groups}) must divide Channels ({self.channels}) and Num Filter "
@@ -196,7 +176,7 @@ class Layer:
     @property
     def is_gemm(self) -> bool:
         """Runs on the systolic array (conv, fc, matmul); the rest run on the vector unit."""
-        return self.kind in ("conv", "fc", "matmul", "deconv")
+        return self.kind in GEMM_KINDS
 
     @property
     def takes_network_input(self) -> bool:
@@ -217,7 +197,7 @@ class Layer:
     @property
     def weight_elements(self) -> int:
         """Trainable weights excluding bias (filters, FC matrix, or BN's γ and β)."""
-        if self.kind in ("conv", "fc", "deconv"):
+        if self.kind in FILTER_KINDS:
             return self.filter_h * self.filter_w * (self.channels // self.groups) * self.filters
         if self.kind in NORM_KINDS:
             return 2 * self.channels
@@ -226,14 +206,14 @@ class Layer:
     @property
     def parameter_count(self) -> int:
         """Trainable parameters: weights plus bias (what model summaries count)."""
-        return self.weight_elements + (self.filters if self.bias and self.kind in ("conv", "fc", "deconv") else 0)
+        return self.weight_elements + (self.filters if self.bias and self.kind in FILTER_KINDS else 0)
 
     @property
     def macs(self) -> int:
         """Forward multiply-accumulates per sample (GEMM layers; 0 for vector-unit layers)."""
         if self.kind == "matmul":
             return self.ifmap_h * self.ifmap_w * self.filters * self.repeat
-        if self.kind in ("conv", "fc"):
+        if self.kind in CONV_FC_KINDS:
             return (self.ofmap_h * self.ofmap_w * self.filter_h * self.filter_w * (self.channels // self.groups)
                     * self.filters)
         if self.kind == "deconv":  # every input pixel meets every tap, as profilers count (the F op skips
@@ -372,11 +352,11 @@ class Network:
         ``fc``); a word no type is spelled so (a layer's name, ``conv2``) is refused naming the kinds, where it was
         dropped unsaid beside a kind the network has, and refused as a kind it lacked when alone.
         """
-        unknown = [kind for kind in kinds if _kind_of(kind) is None]
+        unknown = [kind for kind in kinds if spelled_kind(kind) is None]
         if unknown:
             raise InputError(f"{', '.join(map(repr, unknown))}: not a layer kind; kinds are {', '.join(LAYER_KINDS)} "
                              "(layers are chosen by kind, not by name)", field="only")
-        wanted = {_kind_of(kind) for kind in kinds}
+        wanted = {spelled_kind(kind) for kind in kinds}
         kept = {layer.name for layer in self.layers if layer.kind in wanted}
         if not kept:
             has = ", ".join(dict.fromkeys(layer.kind for layer in self.layers))
