@@ -21,7 +21,10 @@ class CollectiveCost:
     of ``servers`` servers; ``seconds``; ``algorithm_gbytes_per_s`` = nbytes / seconds and ``bus_gbytes_per_s``
     (nccl-tests' busBw: :func:`~archsim.collectives.bus_bandwidth_factor` times it), GB/s = 10⁹ bytes/s;
     ``crosses_leaves``: the group spans leaf switches of an oversubscribed fabric (its traffic out of a leaf through
-    their uplinks, :meth:`archsim.network.Network.uplinks`: whether that slows it depends on its kind)."""
+    their uplinks, :meth:`archsim.network.Network.uplinks`: whether that slows it depends on its kind);
+    ``nccl_algorithm``: the algorithm ``seconds`` is priced on, NCCL's choice by size
+    (:func:`~archsim.collectives.collective_algorithm`: an all-reduce's ``ring``, ``tree`` or ``nvls``, ``ring`` for
+    an all-gather or a reduce-scatter, ``pairwise`` for an all-to-all)."""
 
     kind: str
     nbytes: float
@@ -32,6 +35,7 @@ class CollectiveCost:
     algorithm_gbytes_per_s: float
     bus_gbytes_per_s: float
     crosses_leaves: bool
+    nccl_algorithm: str
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,7 +90,7 @@ def collective(kind: str, nbytes: float | str, *, cluster, gpus: int | str,
     servers (1: one GPU per server, every rail at once, DP's group when TP fills a server). As in a training run,
     every group of that shape runs at once: GPUs that share a NIC share it. Notes and warnings on the cluster file
     are warned as ``archsim.train`` warns them. Returns a :class:`CollectiveCost` (seconds; GB/s = 10⁹ bytes/s)."""
-    from archsim.collectives import bus_bandwidth_factor, collective_seconds
+    from archsim.collectives import bus_bandwidth_factor, collective_algorithm, collective_seconds
     from archsim.errors import InputError
     from archsim.training.group_links import crosses_leaves, file_servers
 
@@ -112,7 +116,7 @@ def collective(kind: str, nbytes: float | str, *, cluster, gpus: int | str,
     leaves = crosses_leaves(loaded, members)  # train's rule for a rank's groups
     algorithm = size / seconds / 1e9
     return CollectiveCost(kind, size, n, held, len(servers), seconds, algorithm,
-                          bus_bandwidth_factor(kind, n) * algorithm, leaves)
+                          bus_bandwidth_factor(kind, n) * algorithm, leaves, collective_algorithm(kind, size, n, link))
 
 
 __all__ = ["GROUP_KINDS", "CollectiveCost", "collective"]
