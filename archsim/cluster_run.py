@@ -241,7 +241,8 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                 bar.update(len(jobs) - int(finished[0]))  # what the last poll missed
     # a policy's own setting only where a policy run reads it (READERS): tiresias' run showed a max_pack it never read
     read = {name: getattr(args, name) for name, readers in READERS.items() if set(readers) & set(policies)}
-    meta = {"trace": args.trace, **({"cluster": args.cluster} if getattr(args, "cluster", None) else {}), "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
+    from_file = {"cluster_file": args.cluster} if getattr(args, "cluster", None) else {}  # --cluster's path
+    meta = {"trace": args.trace, **from_file, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
             "device_memory_gb": args.device_memory_gb, **({"max_pack": read["max_pack"]} if "max_pack" in read else {}),
             "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
             **({"unit_seconds": read["unit_seconds"]} if "unit_seconds" in read else {}),

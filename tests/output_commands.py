@@ -119,6 +119,8 @@ COMMANDS: dict[str, list[str]] = {
                            "--placement", "planned"],
     "cluster": ["cluster", "--trace", "synthetic", "--jobs", "8"],
     "cluster --compare": ["cluster", "--trace", "synthetic", "--jobs", "8", "--compare", "--seeds", "2"],
+    "cluster --cluster": ["cluster", "--trace", "synthetic", "--jobs", "8", "--cluster",
+                          str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")],
     **{f"validate-gpu {show}": ["validate-gpu", "--csv", GPU_CSV, "--show", show]
        for show in ("stats", "kernels", "sensitivity", "assumptions")},
     **{f"validate-gpu {name}": ["validate-gpu", "--csv", str(ROOT / "tests" / "data" / "neusight_kernels" / name),

@@ -80,7 +80,7 @@ def test_the_file_runs_as_the_flags_it_replaces(tmp_path, capsys):
         assert main(["cluster", "--trace", trace, "--policy", "all", *machines, "--format", "json"]) == 0
         outs.append(json.loads(capsys.readouterr().out))
     assert outs[0]["rows"] == outs[1]["rows"]
-    assert outs[0]["meta"].pop("cluster") == cluster
+    assert outs[0]["meta"].pop("cluster_file") == cluster
     assert outs[0]["meta"] == pytest.approx(outs[1]["meta"])
 
 
