@@ -79,9 +79,13 @@ def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None 
     for name, value in outputs:
         check_path(value, name, "an output path")
         check_target(str(value))
-    outputs_apart(outputs, [("trace", str(trace))] + ([("cluster", str(cluster))] if cluster is not None else []))
+    inputs: list[tuple[str, object]] = [("trace", str(trace))]
+    if cluster is not None:
+        inputs.append(("cluster", str(cluster)))
+    outputs_apart(outputs, inputs)  # cluster's check: not over the trace or the cluster file
     distinct_outputs(outputs)  # nor one file for both
-    settings = SimpleNamespace(trace=str(trace), cluster=None if cluster is None else str(cluster), gpus=gpus, gpus_per_machine=gpus_per_machine,
+    settings = SimpleNamespace(trace=str(trace), cluster=None if cluster is None else str(cluster), gpus=gpus,
+                               gpus_per_machine=gpus_per_machine,
                                device_memory_gb=device_memory_gb, policy=policy, compare=compare, seed=seed,
                                seeds=seeds, jobs=jobs, interval=interval, gamma_ns_per_byte=gamma_ns_per_byte,
                                unit_seconds=unit_seconds, max_pack=max_pack,

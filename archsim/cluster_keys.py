@@ -48,6 +48,7 @@ def _gbytes_hint(key: str, value: object, here: str) -> str:
         return ""
     where = "" if table == here else f" of {table}"
     number = isinstance(value, int | float) and not isinstance(value, bool)
+    value = float(value) if number else 0.0  # type: ignore[arg-type]  # a TOML number, checked above
     if meant == "intra_server_gbps":
         figure = (f": {value:g} GB/s both ways is {meant} = {8 * value:g}, {value:g} GB/s a direction "
                   f"{16 * value:g}") if number else ": 8 × GB/s both ways, 16 × one direction's"

@@ -27,8 +27,8 @@ def _refusal(tmp_path, text):
     ("tiers = 2", "(did you mean 'switch_tiers'?)"),
     ("blocking_factor = 2", "(did you mean 'oversubscription'?)"),
     ("gpus_per_server = 8", "(did you mean 'gpus' of [[servers]]?)"),  # was told 'nics_per_server'
-    ("inter_server_gbs = 50", "(did you mean 'inter_server_gbps' of [cluster]? it takes Gbit/s: 50 GB/s is "
-                              "inter_server_gbps = 400)"),
+    ("inter_server_gbs = 50", ("(did you mean 'inter_server_gbps' of [cluster]? it takes Gbit/s: 50 GB/s is "
+                               "inter_server_gbps = 400)")),
 ])
 def test_network_keys(tmp_path, line, told):
     err = _refusal(tmp_path, f"[cluster]\n[network]\nnics_per_server = 8\nnic_gbps = 400\n{line}\n{SERVERS}")
