@@ -150,8 +150,8 @@ def machines(args: Any, speak: Speak) -> Any:
     """The :class:`~archsim.cluster.jobs.JobCluster` the run places jobs on: ``--cluster``'s file (its figures put into
     ``args`` for the meta and the report, its warnings said), else ``--gpus`` devices, ``--gpus-per-machine`` to a
     machine, of ``--device-memory-gb`` GiB."""
-    from archsim.cluster.cluster_file import read_machines
     from archsim.cluster.jobs import JobCluster
+    from archsim.cluster_machines import read_machines
 
     if getattr(args, "cluster", None) is None:
         return JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * GIB)

@@ -8,7 +8,7 @@ import pytest
 
 import archsim
 from archsim.cli import main
-from archsim.cluster.cluster_file import gamma_ns_per_byte, read_machines
+from archsim.cluster_machines import gamma_ns_per_byte, read_machines
 from archsim.errors import InputError
 
 TRACE = "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n" + "".join(
