@@ -32,15 +32,18 @@ def _bounded(value: object, field: str, *, positive: bool = False) -> float:
 
 
 @speaks_keywords
-def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_per_machine: int | str = 3,
-                 device_memory_gb: float | str = 16.0, policy: str = "jigsaw", compare: bool = False,
+def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None = None, gpus: int | str | None = None,
+                 gpus_per_machine: int | str | None = None, device_memory_gb: float | str | None = None,
+                 policy: str = "jigsaw", compare: bool = False,
                  seed: int | str | None = None, seeds: int | str | None = None, jobs: int | str | None = None,
-                 interval: float | str = 60.0, gamma_ns_per_byte: float | str = 0.8,
+                 interval: float | str = 60.0, gamma_ns_per_byte: float | str | None = None,
                  unit_seconds: float | str | None = None, max_pack: int | str | None = None,
                  report: str | Path | None = None, job_times: str | Path | None = None) -> TableResult:
     """SPB + Jigsaw against the gang schedulers on a job ``trace`` (a Tiresias CSV, or ``"synthetic"``: §4.2's
-    workload of ``jobs`` jobs drawn from ``seed``) on ``gpus`` devices, ``gpus_per_machine`` to a machine, of
-    ``device_memory_gb`` GiB (2³⁰ bytes), as ``archsim cluster`` runs it, its flags as keywords of the same names: ``policy``
+    workload of ``jobs`` jobs drawn from ``seed``) on ``gpus`` devices (default 45), ``gpus_per_machine`` to a machine
+    (default 3), of ``device_memory_gb`` GiB (2³⁰ bytes; default 16), migrating at ``gamma_ns_per_byte`` (default 0.8),
+    or on the machines of a ``cluster`` TOML, which states those four (``--cluster``; given beside it they are
+    refused), as ``archsim cluster`` runs it, its flags as keywords of the same names: ``policy``
     jigsaw, gandiva, tiresias, … or ``all`` (``compare=True``), which compares the three over ``seeds`` seeds
     (one policy with ``seeds`` given: its statistics over them);
     ``interval`` (s), ``gamma_ns_per_byte``, ``unit_seconds`` (Jigsaw's) and ``max_pack`` (Gandiva's) as their flags; ``report`` writes
@@ -56,16 +59,19 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
     from archsim.validate import MAX_PROCESSORS, SEED_MAX
 
     check_path(trace, "trace", "a Tiresias trace CSV path or 'synthetic'")
-    gpus = positive_int(gpus, "gpus", high=MAX_PROCESSORS, what="a processor count")
-    gpus_per_machine = positive_int(gpus_per_machine, "gpus-per-machine")
-    device_memory_gb = _bounded(device_memory_gb, "device-memory-gb", positive=True)
+    if cluster is not None:
+        check_path(cluster, "cluster", "a cluster TOML path")
+    gpus = None if gpus is None else positive_int(gpus, "gpus", high=MAX_PROCESSORS, what="a processor count")
+    gpus_per_machine = None if gpus_per_machine is None else positive_int(gpus_per_machine, "gpus-per-machine")
+    device_memory_gb = None if device_memory_gb is None else _bounded(device_memory_gb, "device-memory-gb",
+                                                                      positive=True)
     check_choice(policy, (*POLICIES, "all"), "policy")
     check_switch(compare, "compare")
     seed = None if seed is None else positive_int(seed, "seed", low=0, high=SEED_MAX, what="a seed")
     seeds = None if seeds is None else positive_int(seeds, "seeds", high=1000, what="a seed count")
     jobs = None if jobs is None else positive_int(jobs, "jobs", high=100_000, what="a job count")
-    interval, gamma_ns_per_byte = (_bounded(value, name) for value, name in (
-        (interval, "interval"), (gamma_ns_per_byte, "gamma-ns-per-byte")))
+    interval = _bounded(interval, "interval")
+    gamma_ns_per_byte = None if gamma_ns_per_byte is None else _bounded(gamma_ns_per_byte, "gamma-ns-per-byte")
     unit_seconds = None if unit_seconds is None else _bounded(unit_seconds, "unit-seconds")  # None: the policy's default
     max_pack = None if max_pack is None else positive_int(max_pack, "max-pack")
     outputs: list[tuple[str, str | None]] = [(name, str(value)) for name, value in (("report", report), ("job_times", job_times))
@@ -73,9 +79,13 @@ def cluster_jobs(*, trace: str | Path = "synthetic", gpus: int | str = 45, gpus_
     for name, value in outputs:
         check_path(value, name, "an output path")
         check_target(str(value))
-    outputs_apart(outputs, [("trace", str(trace))])  # cluster's check: not over the trace
+    inputs: list[tuple[str, object]] = [("trace", str(trace))]
+    if cluster is not None:
+        inputs.append(("cluster", str(cluster)))
+    outputs_apart(outputs, inputs)  # cluster's check: not over the trace or the cluster file
     distinct_outputs(outputs)  # nor one file for both
-    settings = SimpleNamespace(trace=str(trace), gpus=gpus, gpus_per_machine=gpus_per_machine,
+    settings = SimpleNamespace(trace=str(trace), cluster=None if cluster is None else str(cluster), gpus=gpus,
+                               gpus_per_machine=gpus_per_machine,
                                device_memory_gb=device_memory_gb, policy=policy, compare=compare, seed=seed,
                                seeds=seeds, jobs=jobs, interval=interval, gamma_ns_per_byte=gamma_ns_per_byte,
                                unit_seconds=unit_seconds, max_pack=max_pack,

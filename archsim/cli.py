@@ -48,6 +48,8 @@ REGISTRY: tuple[tuple[str, str, str], ...] = (
      "back-propagation as a parallel scan: RNN speedup, pruned VGG-11 and your network's FLOPs"),
     ("cluster", "archsim.commands.cluster:COMMAND",
      "SPB + Jigsaw vs Gandiva and Tiresias on a job trace: makespan, JCT, utilization"),
+    ("collective", "archsim.commands.collective:COMMAND",
+     "one NCCL collective per size over a group of a cluster's GPUs: time, bus bandwidth, algorithm"),
     ("sweep", "archsim.commands.sweep:SWEEP", "run a sweep spec (array × batch × processors × method, or a device file's fields) with caching"),
     ("report", "archsim.commands.sweep:REPORT", "write the HTML report of a sweep's results"),
     ("validate-gpu", "archsim.commands.validate_gpu:COMMAND",

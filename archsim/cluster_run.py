@@ -20,6 +20,10 @@ from archsim.units import GIB
 
 DEFAULT_SEED, DEFAULT_SEEDS, DEFAULT_JOBS = 0, 5, 500  # the synthetic trace's (§4.2: 500 jobs)
 DEFAULT_UNIT_SECONDS, DEFAULT_MAX_PACK = 10.0, 2  # Jigsaw's planning block (s), Gandiva's jobs per device
+# the machines without --cluster: §4.2's 45 V100s (16 GiB), 3 a machine, migrating over 10 GbE (0.8 ns per byte)
+DEFAULT_GPUS, DEFAULT_GPUS_PER_MACHINE, DEFAULT_DEVICE_MEMORY_GIB, DEFAULT_GAMMA_NS_PER_BYTE = 45, 3, 16.0, 0.8
+# the flags a cluster file (--cluster) replaces, in --help's order: given beside it, refused in one line
+REPLACED_FLAGS = ("gpus", "gpus-per-machine", "device-memory-gb", "gamma-ns-per-byte")
 # The policies that read a policy's own flag: given to a run of none of them, it would be echoed and ignored.
 READERS = {"unit_seconds": ("jigsaw", "jigsaw-nospb"), "max_pack": ("gandiva",)}
 
@@ -84,13 +88,17 @@ def granularity_note(args: Any, stats: Any) -> str:
 
 
 def _command_line(args: Any, policy: str) -> str:
-    words = ["archsim", "cluster", "--trace", args.trace, "--gpus", str(args.gpus), "--gpus-per-machine",
-             str(args.gpus_per_machine), "--policy", policy]
+    machines = (["--cluster", args.cluster] if getattr(args, "cluster", None) else
+                ["--gpus", str(args.gpus), "--gpus-per-machine", str(args.gpus_per_machine)])
+    words = ["archsim", "cluster", "--trace", args.trace, *machines, "--policy", policy]
     if args.trace == "synthetic":  # the flags a trace file refuses
         several = policy == "all" or args.seeds != 1  # one policy's default: one seed
         words += ["--seed", str(args.seed), "--jobs", str(args.jobs)] + (["--seeds", str(args.seeds)] if several else [])
-    defaults = {"device_memory_gb": 16.0, "interval": 60.0, "gamma_ns_per_byte": 0.8,
-                "unit_seconds": DEFAULT_UNIT_SECONDS, "max_pack": DEFAULT_MAX_PACK}
+    defaults = {"device_memory_gb": DEFAULT_DEVICE_MEMORY_GIB, "interval": 60.0,
+                "gamma_ns_per_byte": DEFAULT_GAMMA_NS_PER_BYTE, "unit_seconds": DEFAULT_UNIT_SECONDS,
+                "max_pack": DEFAULT_MAX_PACK}
+    if getattr(args, "cluster", None):  # the file's figures: --cluster names them
+        defaults = {key: value for key, value in defaults.items() if key not in ("device_memory_gb", "gamma_ns_per_byte")}
     for key, default in defaults.items():
         if getattr(args, key) != default:
             words += [f"--{key.replace('_', '-')}", f"{getattr(args, key):g}"]
@@ -106,6 +114,12 @@ def check_flags(args: Any) -> None:
     :data:`DEFAULT_SEEDS` for a comparison and to one seed for one policy."""
     synthetic = args.trace == "synthetic"
     comparing = args.compare or args.policy == "all"
+    cluster_file = getattr(args, "cluster", None)
+    if cluster_file is not None:  # the file states the machines: a flag beside it would be overridden or ignored
+        given = [flag for flag in REPLACED_FLAGS if getattr(args, flag.replace("-", "_")) is not None]
+        if given:
+            raise InputError(f"{setting('cluster')} reads {', '.join(setting(flag) for flag in REPLACED_FLAGS)} from "
+                             f"{cluster_file}: drop {' and '.join(setting(flag) for flag in given)}", field=given[0])
     for flag, value in (("seed", args.seed), ("jobs", args.jobs)):
         if value is not None and not synthetic:
             raise InputError(f"{setting(flag)} draws the synthetic trace; {args.trace} is a trace file with its own "
@@ -124,6 +138,29 @@ def check_flags(args: Any) -> None:
     args.seed = DEFAULT_SEED if args.seed is None else args.seed
     args.seeds = (DEFAULT_SEEDS if comparing else 1) if args.seeds is None else args.seeds
     args.jobs = DEFAULT_JOBS if args.jobs is None else args.jobs
+    if cluster_file is None:
+        for name, default in (("gpus", DEFAULT_GPUS), ("gpus_per_machine", DEFAULT_GPUS_PER_MACHINE),
+                              ("device_memory_gb", DEFAULT_DEVICE_MEMORY_GIB),
+                              ("gamma_ns_per_byte", DEFAULT_GAMMA_NS_PER_BYTE)):
+            if getattr(args, name) is None:
+                setattr(args, name, default)
+
+
+def machines(args: Any, speak: Speak) -> Any:
+    """The :class:`~archsim.cluster.jobs.JobCluster` the run places jobs on: ``--cluster``'s file (its figures put into
+    ``args`` for the meta and the report, its warnings said), else ``--gpus`` devices, ``--gpus-per-machine`` to a
+    machine, of ``--device-memory-gb`` GiB."""
+    from archsim.cluster.jobs import JobCluster
+    from archsim.cluster_machines import read_machines
+
+    if getattr(args, "cluster", None) is None:
+        return JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * GIB)
+    read = read_machines(args.cluster)
+    for line in read.warnings:
+        speak("warning", line)
+    args.gpus, args.gpus_per_machine = read.gpus, max(read.machine_sizes)
+    args.device_memory_gb, args.gamma_ns_per_byte = read.device_memory_gib, read.gamma_ns_per_byte
+    return JobCluster(read.machine_sizes, read.device_memory_gib * GIB)
 
 
 MAX_ROUNDS = 10**6  # scheduling intervals one simulation may step through (≈ a minute of CPU)
@@ -147,7 +184,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     import numpy as np  # the finished-job counter the simulation and the bar share
 
     from archsim.cluster.catalog import paper_catalog
-    from archsim.cluster.jobs import JobCluster, SimConfig, build_jobs
+    from archsim.cluster.jobs import SimConfig, build_jobs
     from archsim.cluster.metrics import aggregate, summarize
     from archsim.cluster.simulate import simulate
     from archsim.cluster.trace import load_tiresias_csv, synthetic_trace
@@ -157,7 +194,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     check_flags(args)
     policy = "all" if args.compare else args.policy
     over_seeds = over_seeds or policy == "all"
-    cluster = JobCluster.uniform(args.gpus, args.gpus_per_machine, args.device_memory_gb * GIB)
+    cluster = machines(args, speak)
     if args.gpus_per_machine > args.gpus:  # docs/formats.md: the run builds one machine of --gpus
         speak("note", f"{setting('gpus-per-machine', args.gpus_per_machine)} is more than "
                       f"{setting('gpus', args.gpus)}: the cluster is one machine of {args.gpus} GPUs "
@@ -184,11 +221,13 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
             except InputError as exc:  # name the trace file: the row's job id is in the field
                 widest = max(job.workers for job in trace)
                 too_wide = str(exc.where.field).endswith("num_gpu") and widest > cluster.devices
+                more = (f"a cluster file of {widest} GPUs or more" if getattr(args, "cluster", None) else
+                        f"{setting('gpus', widest)} or more")
                 if synthetic and too_wide:  # a trace the user never wrote: say which flag to change
                     raise InputError(f"the synthetic trace (seed {seed}) draws a job of {widest} workers (§4.2's mix: "
                                      f"1 to 16 workers) and the cluster has {cluster.devices} devices: give "
-                                     f"{setting('gpus', widest)} or more", field="gpus") from None
-                hint = f": give {setting('gpus', widest)} or more" if too_wide else ""  # the trace's widest job, not just this one
+                                     f"{more}", field="cluster" if getattr(args, "cluster", None) else "gpus") from None
+                hint = f": give {more}" if too_wide else ""  # the trace's widest job, not just this one
                 raise InputError(exc.message + hint, file=None if synthetic else args.trace, field=exc.where.field) from None
             _check_rounds(jobs, config.interval_s)
             for name in policies:
@@ -202,7 +241,8 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
                 bar.update(len(jobs) - int(finished[0]))  # what the last poll missed
     # a policy's own setting only where a policy run reads it (READERS): tiresias' run showed a max_pack it never read
     read = {name: getattr(args, name) for name, readers in READERS.items() if set(readers) & set(policies)}
-    meta = {"trace": args.trace, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
+    from_file = {"cluster_file": args.cluster} if getattr(args, "cluster", None) else {}  # --cluster's path
+    meta = {"trace": args.trace, **from_file, "gpus": args.gpus, "gpus_per_machine": max(cluster.machine_sizes),  # as ran
             "device_memory_gb": args.device_memory_gb, **({"max_pack": read["max_pack"]} if "max_pack" in read else {}),
             "interval_seconds": args.interval, "gamma_ns_per_byte": args.gamma_ns_per_byte,
             **({"unit_seconds": read["unit_seconds"]} if "unit_seconds" in read else {}),
@@ -236,5 +276,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
     return ClusterRun(rows, meta, per_seed, wrote, wrote_job_times)
 
 
-__all__ = ["DEFAULT_JOBS", "DEFAULT_SEED", "DEFAULT_SEEDS", "JOB_TIME_COLUMNS", "MAX_ROUNDS", "ClusterRun",
-           "check_flags", "granularity_note", "job_time_rows", "run_cluster"]
+__all__ = ["DEFAULT_DEVICE_MEMORY_GIB", "DEFAULT_GAMMA_NS_PER_BYTE", "DEFAULT_GPUS", "DEFAULT_GPUS_PER_MACHINE",
+           "DEFAULT_JOBS", "DEFAULT_SEED", "DEFAULT_SEEDS", "JOB_TIME_COLUMNS", "MAX_ROUNDS", "REPLACED_FLAGS", "ClusterRun",
+           "check_flags",
+           "granularity_note", "job_time_rows", "machines", "run_cluster"]

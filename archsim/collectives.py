@@ -290,15 +290,76 @@ def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
     share = (n - 1) / n * s / bw
     copy = link.copy_s_per_byte * s
     if kind == "all-reduce":
-        ring = link.launch_s + copy + ring_allreduce_time(s, n, bw, link.alpha_s)
-        tree = link.launch_s + 2 * math.ceil(math.log2(n)) * link.alpha_s + copy + 2 * s / bw
-        best = np.minimum(ring, tree)
-        if link.nvls:  # the switch reduces: each GPU sends its buffer and its reduced shard, reads both back
-            best = np.minimum(best, link.launch_s + 2 * link.alpha_s + copy + (n + 1) / n * s / bw)
+        options = _allreduce_options(s, n, link)
+        best = np.minimum(options["ring"], options["tree"])
+        if "nvls" in options:
+            best = np.minimum(best, options["nvls"])
         return best
     if kind == "all-to-all":  # every GPU sends (n − 1)/n of its buffer, one peer at a time
         return link.launch_s + (n - 1) * link.alpha_s + share
     return link.launch_s + (n - 1) * link.alpha_s + copy / 2 + share
+
+
+def _allreduce_options(s: np.ndarray, n: int, link: LinkClass) -> dict[str, np.ndarray]:
+    """The all-reduce's seconds on one link class by each algorithm NCCL may run it with (n ≥ 2): ``ring``, ``tree``
+    and, where the switch reduces (``link.nvls``), ``nvls``; NCCL runs the fastest (:func:`collective_seconds`)."""
+    bw = link.bus_bandwidth
+    copy = link.copy_s_per_byte * s
+    options = {"ring": link.launch_s + copy + ring_allreduce_time(s, n, bw, link.alpha_s),
+               "tree": link.launch_s + 2 * math.ceil(math.log2(n)) * link.alpha_s + copy + 2 * s / bw}
+    if link.nvls:  # the switch reduces: each GPU sends its buffer and its reduced shard, reads both back
+        options["nvls"] = link.launch_s + 2 * link.alpha_s + copy + (n + 1) / n * s / bw
+    return options
+
+
+def _spanning_allreduce(s: np.ndarray, n: int, link: Spanning):
+    """A :class:`Spanning` all-reduce (n ≥ 2): its seconds, and where NCCL runs it as the tree rather than the ring (a
+    boolean array of ``s``'s shape); the terms are :func:`_spanning_seconds`'s."""
+    intra, inter, k = link.intra, link.inter, link.per_server
+    m = max(1, n // max(k, 1))
+    net = link.network("ring").bus_bandwidth
+    launch = max(intra.launch_s, inter.launch_s)
+    nvlink = intra.copy_s_per_byte * s + 2 * (n - 1) / n * s / intra.bus_bandwidth
+
+    def ring(wire: float):
+        return launch + 2 * (n - m) * intra.alpha_s + 2 * (m - 1) * inter.alpha_s + np.maximum(
+            nvlink, 2 * (n - 1) / n * s / wire)
+
+    def tree(wire: float):
+        return launch + 2 * ((k - 1) * intra.alpha_s + math.ceil(math.log2(m)) * inter.alpha_s) + np.maximum(
+            intra.copy_s_per_byte * s + 2 * s / intra.bus_bandwidth, 2 * s / wire)
+
+    if link.uplinks == NO_LEAVES:
+        rings, trees = ring(net), tree(net)
+        return np.minimum(rings, trees), trees < rings
+    # NCCL picks ring or tree by its own model, blind to the switches above the NICs (NVIDIA/nccl#1340,
+    # #1545): chosen at the NICs' share, each then run through the leaves' uplinks
+    nics = inter.bus_bandwidth
+    picked = tree(nics) < ring(nics)
+    chosen = np.where(picked, tree(link.network("tree").bus_bandwidth), ring(net))
+    return chosen[()], picked  # a scalar's as np.minimum gives it
+
+
+def collective_algorithm(kind: str, nbytes: float, n: int, link: LinkClass | Spanning) -> str:
+    """The algorithm :func:`collective_seconds` prices one ``kind`` collective of ``nbytes`` over ``n`` GPUs on ``link``
+    with, NCCL's choice by size: an all-reduce's ``ring``, ``tree`` or ``nvls`` (the fastest; on a tie the ring),
+    ``ring`` for an all-gather or a reduce-scatter, ``pairwise`` for an all-to-all (each GPU sends each peer its
+    part), ``p2p`` for a send; ``none`` where n = 1 leaves nothing to do."""
+    if kind not in KINDS:
+        raise InputError(f"unknown collective {kind!r}; choose {', '.join(KINDS)}", field="collective")
+    if kind == "p2p":
+        return "p2p"
+    if n <= 1:
+        return "none"
+    if kind == "all-to-all":
+        return "pairwise"
+    if kind != "all-reduce":
+        return "ring"
+    s = np.asarray(nbytes, dtype=np.float64)
+    if isinstance(link, Spanning):
+        return "tree" if bool(_spanning_allreduce(s, n, link)[1]) else "ring"
+    options = _allreduce_options(s, n, link)
+    return min(options, key=lambda name: float(options[name]))  # the first of the fastest: ring on a tie
 
 
 def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
@@ -330,23 +391,7 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
                           (n - k) / n * s / (link.network("every_pair").bus_bandwidth / k))
         return launch + (k - 1) * intra.alpha_s + (m - 1) * inter.alpha_s + wire
     if kind == "all-reduce":
-        nvlink = intra.copy_s_per_byte * s + 2 * (n - 1) / n * s / intra.bus_bandwidth
-
-        def ring(wire: float):
-            return launch + 2 * (n - m) * intra.alpha_s + 2 * (m - 1) * inter.alpha_s + np.maximum(
-                nvlink, 2 * (n - 1) / n * s / wire)
-
-        def tree(wire: float):
-            return launch + 2 * ((k - 1) * intra.alpha_s + math.ceil(math.log2(m)) * inter.alpha_s) + np.maximum(
-                intra.copy_s_per_byte * s + 2 * s / intra.bus_bandwidth, 2 * s / wire)
-
-        if link.uplinks == NO_LEAVES:
-            return np.minimum(ring(net), tree(net))
-        # NCCL picks ring or tree by its own model, blind to the switches above the NICs (NVIDIA/nccl#1340,
-        # #1545): chosen at the NICs' share, each then run through the leaves' uplinks
-        nics = inter.bus_bandwidth
-        chosen = np.where(tree(nics) < ring(nics), tree(link.network("tree").bus_bandwidth), ring(net))
-        return chosen[()]  # a scalar's as np.minimum gives it
+        return _spanning_allreduce(s, n, link)[0]
     nvlink = intra.copy_s_per_byte * s / 2 + (n - 1) / n * s / intra.bus_bandwidth
     return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
 
@@ -366,4 +411,4 @@ def message_mib(nbytes: float) -> str:
 
 
 __all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks", "bus_bandwidth_factor",
-           "collective_seconds", "message_mib", "ring_allreduce_time", "slowest_class"]
+           "collective_algorithm", "collective_seconds", "message_mib", "ring_allreduce_time", "slowest_class"]

@@ -119,6 +119,10 @@ COMMANDS: dict[str, list[str]] = {
                            "--placement", "planned"],
     "cluster": ["cluster", "--trace", "synthetic", "--jobs", "8"],
     "cluster --compare": ["cluster", "--trace", "synthetic", "--jobs", "8", "--compare", "--seeds", "2"],
+    "cluster --cluster": ["cluster", "--trace", "synthetic", "--jobs", "8", "--cluster",
+                          str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")],
+    "collective": ["collective", "all-reduce", "--cluster", str(ROOT / "configs" / "clusters" / "h100_2_servers.toml"),
+                   "--gpus", "16", "--nbytes", "1e6,1e9"],
     **{f"validate-gpu {show}": ["validate-gpu", "--csv", GPU_CSV, "--show", show]
        for show in ("stats", "kernels", "sensitivity", "assumptions")},
     **{f"validate-gpu {name}": ["validate-gpu", "--csv", str(ROOT / "tests" / "data" / "neusight_kernels" / name),

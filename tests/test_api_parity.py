@@ -21,7 +21,7 @@ from archsim import cli
 
 API = {"cost": archsim.cost, "train": archsim.train, "search": archsim.search, "gemm": archsim.gemm,
        "sparse": archsim.sparse, "plan": archsim.plan, "energy": archsim.iteration_energy,
-       "validate-gpu": archsim.validate_gpu, "cluster": archsim.cluster_jobs}
+       "validate-gpu": archsim.validate_gpu, "cluster": archsim.cluster_jobs, "collective": archsim.collective}
 
 # Options that change what the command prints or writes, never a number the function returns: the
 # function hands back the object itself (a DataFrame, a TrainResult with its .timeline, a SearchResult).
@@ -43,7 +43,7 @@ OTHER_JOBS = {
 EXCLUDED = {"cost": CLI_ONLY, "train": {**CLI_ONLY, **OTHER_JOBS}, "search": CLI_ONLY, "gemm": CLI_ONLY,
             "sparse": CLI_ONLY, "plan": CLI_ONLY, "energy": CLI_ONLY, "validate-gpu": CLI_ONLY,
             # cluster's --trace is its job trace, a keyword, not train's hidden --chrome-trace
-            "cluster": {flag: why for flag, why in CLI_ONLY.items() if flag != "trace"}}
+            "cluster": {flag: why for flag, why in CLI_ONLY.items() if flag != "trace"}, "collective": CLI_ONLY}
 
 
 def parser_of(command: str) -> argparse.ArgumentParser:

@@ -114,7 +114,7 @@ def test_train_states_the_oversubscribed_share_it_priced(tmp_path):
 
     line = network_lines(result.to_dict()["meta"])["inter_server"]
     assert "50 GB/s per direction per GPU, down to 12.5 across leaves (uplinks 4× oversubscribed)" in line
-    assert line.endswith("crossed by dp (across leaves: dp)")
+    assert line.endswith("crossed by dp (across leaves: dp 4× slower)")  # its 1 GiB all-reduce: o · 1 server of 1 out
 
 
 def test_train_names_only_the_groups_that_cross_leaves(tmp_path):

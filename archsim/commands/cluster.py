@@ -20,9 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", default="synthetic", metavar="FILE|synthetic",
                         help="Tiresias-format CSV (job_id,num_gpu,submit_time,iterations,model_name,duration,"
                              "interval) or 'synthetic' for the §4.2 workload (default)")
-    parser.add_argument("--gpus", type=processors_flag, default=45, help="devices in the cluster (default 45)")
-    parser.add_argument("--gpus-per-machine", type=positive_int, default=3, help="devices per machine (default 3)")
-    parser.add_argument("--device-memory-gb", type=_positive, default=16.0,
+    parser.add_argument("--cluster", default=None, metavar="CLUSTER.toml",
+                        help="read the machines from a cluster TOML, as train reads it: each server's GPUs, the GPU's "
+                             "memory in GiB (usable_memory_gib, else the board's) and γ = 10^9 / one GPU's share of "
+                             "its server's NICs in bytes/s; replaces --gpus, --gpus-per-machine, --device-memory-gb "
+                             "and --gamma-ns-per-byte")
+    # None: not given (--cluster refuses them; check_flags puts in the defaults)
+    parser.add_argument("--gpus", type=processors_flag, default=None, help="devices in the cluster (default 45)")
+    parser.add_argument("--gpus-per-machine", type=positive_int, default=None, help="devices per machine (default 3)")
+    parser.add_argument("--device-memory-gb", type=_positive, default=None,
                         help="memory per device in GiB, 2^30 bytes, not GB (a cluster file's gpu_memory_gb is 10^9 "
                              "bytes); default 16, a V100's 16 GiB")
     parser.add_argument("--policy", default="jigsaw", choices=(*POLICIES, "all"),
@@ -38,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"synthetic trace jobs (default {DEFAULT_JOBS}; refused with a trace file)")
     parser.add_argument("--interval", type=_non_negative, default=60.0, help="scheduling interval, s (default 60); a job waits for the first boundary at or after its "
                              "submit_time (0: admitted on arrival)")
-    parser.add_argument("--gamma-ns-per-byte", type=_non_negative, default=0.8,
+    parser.add_argument("--gamma-ns-per-byte", type=_non_negative, default=None,
                         help="migration cost γ in ns per model byte (default 0.8: 10 Gb/s)")
     parser.add_argument("--unit-seconds", type=_non_negative, default=None,
                         help="Jigsaw plans ≈ this many seconds of a job's iterations as one (0: every "

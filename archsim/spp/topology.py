@@ -79,10 +79,6 @@ CLUSTER_TABLES = ("a cluster file has one [cluster] table, one or more [[servers
                   "table (the NICs between servers)")
 INTER_SERVER_LINKS = ("shared", "per_gpu_pair")
 LINK_MODELS = ("paper", "exact")  # how plan prices a transfer (build_topology's ``links``; plan --links)
-# other tools' names for a server's GPU count and the server count, which difflib matches to the wrong key
-# (gpu_count is nearer count, the servers, than gpus): the hint names the key meant
-SERVER_KEY_ALIASES = {**dict.fromkeys(("gpu_count", "num_gpus", "n_gpus", "gpus_per_server", "gpus_per_node"), "gpus"),
-                      **dict.fromkeys(("servers", "nodes", "num_servers", "num_nodes", "server_count"), "count")}
 MAX_DEVICES = 1024  # GPUs in one cluster file (the planner's min-cut works on the complete GPU graph)
 MIN_MEMORY_GB, MAX_MEMORY_GB = 1e-6, 1e6  # a GPU's memory: 1 kB … 1 PB
 
@@ -251,7 +247,8 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
         raise InputError("expected [[servers]] tables", file=file, field="servers")
     unknown = sorted(set(cluster) - CLUSTER_KEYS)
     if unknown:
-        raise InputError(f"unknown key in [cluster]{key_hint(unknown[0], '[cluster]', CLUSTER_KEYS)}; keys are "
+        raise InputError(f"unknown key in [cluster]{key_hint(unknown[0], '[cluster]', CLUSTER_KEYS, cluster[unknown[0]])}; "
+                         "keys are "
                          f"{', '.join(sorted(CLUSTER_KEYS))}", file=file, field=unknown[0])
     if seed is None:
         seed = cluster.get("seed", 0)
@@ -266,8 +263,7 @@ def cluster_layout(spec: dict, *, file: str = "<cluster>", seed: int | None = No
     for table, group in enumerate(spec["servers"]):
         unknown = sorted(set(group) - SERVER_KEYS)
         if unknown:
-            meant = SERVER_KEY_ALIASES.get(unknown[0].lower())
-            hint = f" (did you mean {meant!r}?)" if meant else key_hint(unknown[0], '[[servers]]', SERVER_KEYS)
+            hint = key_hint(unknown[0], "[[servers]]", SERVER_KEYS, group[unknown[0]])
             raise InputError(f"unknown key in [[servers]]{hint}; keys are "
                              f"{', '.join(sorted(SERVER_KEYS))}", file=file, field=f"servers[{table + 1}].{unknown[0]}")
         count, gpus = group.get("count", 1), group.get("gpus")

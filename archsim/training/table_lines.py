@@ -142,7 +142,10 @@ def network_lines(meta: dict, digits: int | None = None) -> dict[str, str]:
         over = inter["oversubscription"]
         across = figure(inter["gb_per_s_per_gpu"] / over, significant)
         leaves = f", down to {across} across leaves (uplinks {over:g}× oversubscribed)"  # all its bytes crossing
-        crossed += f" (across leaves: {', '.join(inter['leaves_crossed_by']) or 'no group'})"
+        slowed = inter.get("leaves_slowdown", {})  # each group's 1 GiB collectives' time over the non-blocking one's
+        named = [name if name not in slowed else f"{name} not slowed" if slowed[name] <= 1 else
+                 f"{name} {figure(slowed[name], 2)}× slower" for name in inter["leaves_crossed_by"]]
+        crossed += f" (across leaves: {', '.join(named) or 'no group'})"
     inter_gb = figure(inter["gb_per_s_per_gpu"], significant)
     lines["inter_server"] = f"{nics}{inter_gb} GB/s per direction per {unit}{leaves}; crossed by {crossed}"
     return lines

@@ -191,7 +191,34 @@ def _leaves_meta(cluster, par, crossed: list[str]) -> dict:
         return (getattr(machine.links, name), *(machine.links.pp_hops if name == "pp" else ()))
 
     leaves = [name for name in crossed if any(links(a, name) != links(b, name) for a, b in zip(over, flat, strict=True))]
-    return {"oversubscription": net.oversubscription, "leaves_crossed_by": leaves}
+    slowdown = {name: max(leaf_slowdown(name, x, y, par) for a, b in zip(over, flat, strict=True)
+                          for x, y in zip(links(a, name), links(b, name), strict=True)) for name in leaves}
+    return {"oversubscription": net.oversubscription, "leaves_crossed_by": leaves, "leaves_slowdown": slowdown}
+
+
+# the collectives each group's link carries (train's): rings or trees for the reductions, an all-to-all for EP's tokens,
+# a send for a pipeline hop; CP's by its K/V exchange, all three here (its largest)
+GROUP_COLLECTIVES = {"tp": ("all-reduce", "all-gather", "reduce-scatter"), "dp": ("all-reduce", "reduce-scatter", "all-gather"),
+                     "expert_dp": ("all-reduce", "reduce-scatter", "all-gather"), "etp": ("all-reduce", "all-gather", "reduce-scatter"),
+                     "embedding": ("all-reduce",), "ep": ("all-to-all",), "pp": ("p2p",),
+                     "cp": ("all-gather", "all-to-all", "p2p")}
+SLOWDOWN_BYTES = GIB  # a buffer whose time is its bytes over the links' bandwidth, latency a rounding error
+
+
+def leaf_slowdown(name: str, over, flat, par) -> float:
+    """How many times longer group ``name``'s collectives (:data:`GROUP_COLLECTIVES`, the largest) take on its link
+    ``over`` (through the oversubscribed uplinks) than on ``flat`` (the same fabric non-blocking), for a buffer of
+    :data:`SLOWDOWN_BYTES` over the group's GPUs: 1 where its pattern sends little out of a leaf (a ring over servers
+    laid out leaf by leaf sends one server's worth), up to the oversubscription (a pipeline hop across leaves)."""
+    from archsim.collectives import collective_seconds
+
+    if over is None or flat is None or over == flat:
+        return 1.0
+    size = {"tp": par.tp, "dp": par.dp * par.cp, "cp": par.cp, "ep": par.ep, "etp": par.etp or par.tp,
+            "expert_dp": max(1, par.tp * par.dp // ((par.etp or par.tp) * par.ep)), "embedding": 2}.get(name, 2)
+    return max(float(collective_seconds(kind, SLOWDOWN_BYTES, max(size, 2), over))
+               / float(collective_seconds(kind, SLOWDOWN_BYTES, max(size, 2), flat))
+               for kind in GROUP_COLLECTIVES.get(name, ("all-reduce",)))
 
 
 def first_row_network(cluster, global_batch: int, rows: Sequence[dict], tied: bool = False) -> dict:
