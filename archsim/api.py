@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from archsim.api_array import gemm, iteration_energy, sparse
 from archsim.api_bppsa import bppsa_network, bppsa_pruned_vgg11, bppsa_rnn
 from archsim.api_cluster import cluster_jobs
-from archsim.api_collectives import CollectiveCost, collective
+from archsim.api_collectives import collective
 from archsim.api_inputs import (
     array_and_notes,
     array_config,
@@ -47,6 +47,7 @@ from archsim.api_training import train, train_runs
 from archsim.api_validation import validate_gpu
 from archsim.array.config import ArrayConfig
 from archsim.choices.devices import ENGINES
+from archsim.collective_run import CollectiveCost
 from archsim.errors import InputError
 from archsim.workload.layer import Network
 

@@ -50,4 +50,4 @@ def collective(kind: str, nbytes: float | str, *, cluster, gpus: int | str,
     return cost
 
 
-__all__ = ["GROUP_KINDS", "CollectiveCost", "collective"]
+__all__ = ["collective"]

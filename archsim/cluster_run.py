@@ -87,7 +87,7 @@ def granularity_note(args: Any, stats: Any) -> str:
             "figures.")
 
 
-def _command_line(args: Any, policy: str) -> str:
+def report_command_line(args: Any, policy: str) -> str:
     machines = (["--cluster", args.cluster] if getattr(args, "cluster", None) else
                 ["--gpus", str(args.gpus), "--gpus-per-machine", str(args.gpus_per_machine)])
     words = ["archsim", "cluster", "--trace", args.trace, *machines, "--policy", policy]
@@ -264,7 +264,7 @@ def run_cluster(args: Any, *, speak: Speak = say_after_run) -> ClusterRun:
         notes = ((f"Figures other than the spread show seed {seeds[0]}. " if synthetic else "")
                  + "Baselines run without SPB; Jigsaw with SPB (§4.2)."
                  + (" " + granularity_note(args, stats) if "unit_seconds" in read else ""))  # Jigsaw's unit alone
-        wrote = str(write_cluster_report(args.report, shown, _command_line(args, policy), bin_s=config.util_bin_s,
+        wrote = str(write_cluster_report(args.report, shown, report_command_line(args, policy), bin_s=config.util_bin_s,
                                          summary=rows.frame() if isinstance(rows, Rows) else rows, per_seed=per_seed,
                                          notes=notes))
     wrote_job_times = None

@@ -14,7 +14,7 @@ class CollectiveCost:
     """One collective: ``kind`` of ``nbytes`` (nccl-tests' size: an all-reduce's or all-to-all's buffer on each GPU,
     an all-gather's gathered output, a reduce-scatter's input) over ``gpus`` GPUs, ``per_server`` of them in each
     of ``servers`` servers; ``seconds``; ``algorithm_gbytes_per_s`` = nbytes / seconds and ``bus_gbytes_per_s``
-    (nccl-tests' busBw: :func:`~archsim.collectives.bus_bandwidth_factor` times it), GB/s = 10⁹ bytes/s;
+    (nccl-tests' busBw: :func:`~archsim.collective_units.bus_bandwidth_factor` times it), GB/s = 10⁹ bytes/s;
     ``crosses_leaves``: the group spans leaf switches of an oversubscribed fabric (its traffic out of a leaf through
     their uplinks, :meth:`archsim.network.Network.uplinks`: whether that slows it depends on its kind);
     ``nccl_algorithm``: the algorithm ``seconds`` is priced on, NCCL's choice by size
@@ -68,7 +68,8 @@ def price_collective(kind: str, size: float, loaded, n: int, wanted: int | None)
     """One ``kind`` collective of ``size`` bytes over ``n`` GPUs of the cluster ``loaded`` (a
     :class:`~archsim.training.cluster.GpuCluster`), ``wanted`` of them in each server (None: in a row, as a TP
     group lies): :func:`archsim.collective`'s figures, the settings already read (``kind`` one of the four)."""
-    from archsim.collectives import bus_bandwidth_factor, collective_algorithm, collective_seconds
+    from archsim.collective_units import bus_bandwidth_factor
+    from archsim.collectives import collective_algorithm, collective_seconds
     from archsim.errors import InputError
     from archsim.training.group_links import crosses_leaves, file_servers
 

@@ -1,4 +1,4 @@
-"""nccl-tests' bus bandwidth factor has one home (archsim.collectives.bus_bandwidth_factor): ``archsim.collective``'s
+"""nccl-tests' bus bandwidth factor has one home (archsim.collective_units.bus_bandwidth_factor): ``archsim.collective``'s
 ``bus_gbytes_per_s`` and the cited runs' check (archsim.training.nccl_cited) both read it, so the two agree."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from archsim.collectives import bus_bandwidth_factor
+from archsim.collective_units import bus_bandwidth_factor
 
 NODE = Path(__file__).resolve().parents[1] / "configs" / "clusters" / "a100_node.toml"
 

@@ -116,8 +116,8 @@ def test_a_file_too_small_for_the_synthetic_trace_names_the_file(tmp_path, capsy
 def test_the_report_command_line_names_the_file_not_its_figures():
     from types import SimpleNamespace
 
-    from archsim.cluster_run import _command_line
+    from archsim.cluster_run import report_command_line
 
     args = SimpleNamespace(trace="t.csv", cluster="c.toml", gpus=16, gpus_per_machine=8, device_memory_gb=79.2,
                            interval=60.0, gamma_ns_per_byte=0.02, unit_seconds=10.0, max_pack=2, report=None)
-    assert _command_line(args, "jigsaw") == "archsim cluster --trace t.csv --cluster c.toml --policy jigsaw"
+    assert report_command_line(args, "jigsaw") == "archsim cluster --trace t.csv --cluster c.toml --policy jigsaw"

@@ -24,6 +24,7 @@ FORBIDDEN = {
     "archsim.partition": ("archsim.spp", "archsim.cluster", *GPU, *LATER),
     "archsim.collectives": ("archsim.partition", "archsim.spp", *LATER),
     "archsim.torus": ("archsim.partition", "archsim.spp", *LATER),
+    "archsim.collective_units": ("archsim.partition", "archsim.spp", *LATER),
     "archsim.matrix_collectives": ("archsim.partition", "archsim.spp", *LATER),
     "archsim.network": ("archsim.partition", "archsim.spp", *GPU, *LATER),
     "archsim.spp": ("archsim.cluster", "archsim.energy", "archsim.training", "archsim.validation", "archsim.planners",

@@ -32,7 +32,7 @@ HOMES = {
     # where a key sits in a .cfg, for an error's line: one search, whichever reader refuses the key
     "cfg_key_line": "archsim.array.cfg_lines",
     # nccl-tests' bus bandwidth over algorithm bandwidth, read by archsim.collective and the cited runs' check
-    "bus_bandwidth_factor": "archsim.collectives",
+    "bus_bandwidth_factor": "archsim.collective_units",
     # PipeDream's replica all-reduce 4(r − 1)·P / (B·r): the tables, the dense search and a plan's stages (the
     # compiled search keeps its own copy, held equal by tests/test_pipedream_kernel.py)
     "replica_allreduce": "archsim.partition.pipedream_allreduce",

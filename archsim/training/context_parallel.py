@@ -41,7 +41,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from archsim.collectives import collective_seconds, message_mib
+from archsim.collective_units import message_mib
+from archsim.collectives import collective_seconds
 from archsim.training.comm_sms import hidden_seconds, share_of
 from archsim.training.context_parallel_a2a import a2a_buffer_bytes, a2a_exchange, a2a_flash_step, a2a_messages
 from archsim.training.context_parallel_hierarchy import effective_comm

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from archsim.collectives import collective_seconds, message_mib
+from archsim.collective_units import message_mib
+from archsim.collectives import collective_seconds
 from archsim.workload.transformer import TransformerConfig, layer_widths
 
 if TYPE_CHECKING:

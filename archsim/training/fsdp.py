@@ -63,7 +63,8 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from archsim.choices.devices import ELEMENT_BYTES
-from archsim.collectives import LinkClass, Spanning, collective_seconds, message_mib
+from archsim.collective_units import message_mib
+from archsim.collectives import LinkClass, Spanning, collective_seconds
 from archsim.training.comm_sms import hidden_seconds
 from archsim.training.memory import fsdp_unit_bytes, gradient_bytes, layer_parameters_per_gpu, state_bytes
 from archsim.training.moe_ops import expert_shards

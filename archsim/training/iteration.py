@@ -47,7 +47,8 @@ from functools import lru_cache
 import numpy as np
 
 from archsim.choices.devices import ELEMENT_BYTES
-from archsim.collectives import collective_seconds, message_mib
+from archsim.collective_units import message_mib
+from archsim.collectives import collective_seconds
 from archsim.console import setting
 from archsim.devices.kernel_ops import op_seconds
 from archsim.devices.kernels import stream_seconds

@@ -9,7 +9,8 @@ import csv
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from archsim.collectives import LinkClass, Spanning, bus_bandwidth_factor, collective_seconds
+from archsim.collective_units import bus_bandwidth_factor
+from archsim.collectives import LinkClass, Spanning, collective_seconds
 from archsim.devices.gpu_lookup import gpu
 from archsim.links import infiniband, nvlink
 from archsim.network import Network
@@ -61,7 +62,7 @@ def predicted_bus_gbytes_per_s(run: CitedRun) -> float:
 
 def bus_gbytes_per_s(collective: str, nbytes: float, n: int, link: LinkClass | Spanning) -> float:
     """archsim's bus bandwidth of ``collective`` over ``n`` GPUs on ``link`` (nccl-tests' definition,
-    :func:`~archsim.collectives.bus_bandwidth_factor` · S / t; GB/s = 10⁹ bytes/s)."""
+    :func:`~archsim.collective_units.bus_bandwidth_factor` · S / t; GB/s = 10⁹ bytes/s)."""
     seconds = float(collective_seconds(collective, nbytes, n, link))
     return bus_bandwidth_factor(collective, n) * nbytes / seconds / 1e9
 
