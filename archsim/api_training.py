@@ -161,7 +161,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
                dtype: str | None = None, max_ops: int | str | None = None,
                overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-               mtp_layers: int | str | None = None) -> RunsResult:
+               mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P) -> RunsResult:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: a
     :class:`~archsim.training.runs_result.RunsResult`, the list of one dict a row it always was (``to_dict()``: the
     command's ``--format json``; ``to_frame()``: its ``--format csv`` rows), in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
@@ -171,7 +171,8 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     kept here as keywords of the same names and defaults (``attention`` None: megatron's flash, the runs'
     implementation, as :func:`train`'s; vTrain's measured runs need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq``, ``max_ops``,
     ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap`` and ``mtp_layers`` as :func:`train`'s, every
-    row's, as ``archsim train --runs`` takes their flags; fp8 is each row's ``fp8`` column).
+    row's, as ``archsim train --runs`` takes their flags; fp8 is each row's ``fp8`` column; ``p2p``: ``--p2p``, the
+    pipeline sends of every row whose ``p2p`` cell is empty or absent).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
     rows of empty cells skipped (:func:`archsim.training.runs.cleared_rows_note`), a ``# model:`` line naming another
@@ -189,6 +190,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         DP_OVERLAPS,
         GRAD_ACCUMULATIONS,
         IMPLEMENTATION_ATTENTION,
+        P2P_MODES,
     )
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
@@ -215,6 +217,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     if grad_accumulation is not None:
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
+    check_choice(p2p, P2P_MODES, "p2p")
     check_switch(overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm")
     check_switch(moe_shared_expert_overlap, "moe_shared_expert_overlap")
     mtp = None if mtp_layers is None else positive_int(mtp_layers, "mtp-layers", low=0)
@@ -230,7 +233,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     on = gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
-                       seq_given=seq is not None, check=row_check(config, on, runs))
+                       seq_given=seq is not None, check=row_check(config, on, runs), p2p=p2p)
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: library_note(f"line {line}: {text}", stacklevel=5))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
@@ -243,4 +246,4 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         if note:
             library_note(note, stacklevel=3)
     return RunsResult(out, runs_document(out, rows, model=config.name, cluster=on, attention=attention,
-                                         dp_overlap=dp_overlap, schedule=schedule))
+                                         dp_overlap=dp_overlap, schedule=schedule, p2p=p2p))

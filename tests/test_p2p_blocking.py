@@ -138,22 +138,19 @@ def test_cli_p2p_times_one_iteration():
     assert held["meta"]["iteration_seconds"] > free["meta"]["iteration_seconds"]
     err = io.StringIO()
     with redirect_stderr(err):
-        code = main(["train", *args, "--p2p", "blocking", "--sweep", "dp=1"])
-    assert code != 0 and "--p2p blocking times one iteration: not with --runs or --sweep" in err.getvalue()
+        code = main(["train", *args, "--p2p", "blocked"])
+    assert code == 2 and "expected one of overlapped, blocking, megatron, got 'blocked'" in err.getvalue()
 
 
-def test_train_sweep_refuses_a_blocking_p2p_as_the_flag_is_refused_beside_sweep():
-    """``train --p2p blocking --sweep …`` is refused (the points keep the closed forms' overlapped hops); the API's
-    ``train_sweep(p2p=…)`` says the same in one line, and a mode that is none of the three is named as such."""
+def test_train_sweep_refuses_a_mode_that_is_none_of_the_three():
+    """``train_sweep(p2p=…)`` takes the three modes (tests/test_p2p_runs_sweep.py; until 2026-12-05 all but the
+    default were refused); another is named as such."""
     from pathlib import Path
 
     import archsim
     from archsim.errors import InputError
 
     node = str(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "a100_node.toml")
-    with pytest.raises(InputError, match=r"^field 'p2p': p2p='blocking' times one iteration: not with sweep"):
-        archsim.train_sweep("gpt_1024h_24l", sweep={"tp": [1, 2]}, cluster=node,
-                            global_batch=16, p2p="blocking")
     with pytest.raises(InputError, match="p2p"):
         archsim.train_sweep("gpt_1024h_24l", sweep={"tp": [1, 2]}, cluster=node,
                             global_batch=16, p2p="blocked")

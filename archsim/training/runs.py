@@ -15,13 +15,14 @@ Two layouts are read (docs/formats.md, "Runs files"):
   ``moe_expert_capacity_factor`` (a number above 0, empty: dropless) and ``moe_pad_expert_input_to_capacity``
   (true/false, default false: Megatron-Core's flags of those names), ``moe_load_imbalance`` (a ratio ≥ 1, empty:
   uniform; ``--moe-load-imbalance``), ``fp8`` (hybrid | e4m3, empty or none: off;
-  ``--fp8``) and ``fp8_param_gather`` (true/false, default false: ``--fp8-param-gather``), ``gpus`` (checked against
+  ``--fp8``) and ``fp8_param_gather`` (true/false, default false: ``--fp8-param-gather``), ``p2p`` (overlapped |
+  blocking | megatron, any case; empty or absent: the command's ``--p2p``), ``gpus`` (checked against
   TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
   and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
   (or its optional ``recompute`` column, as :mod:`archsim.training.measured` reads it), no sequence
-  parallelism, no interleaving (how vTrain measured); the time in ms is the measured one.
+  parallelism, no interleaving (how vTrain measured), the command's ``--p2p``; the time in ms is the measured one.
 
 """
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from archsim.choices.schedules import TRAINING_SCHEDULES
-from archsim.choices.training import CP_COMMS, FP8_RECIPES, FSDP_GRAD_SYNCS, FSDP_RESHARDS
+from archsim.choices.training import CP_COMMS, DEFAULT_P2P, FP8_RECIPES, FSDP_GRAD_SYNCS, FSDP_RESHARDS, P2P_MODES
 from archsim.console import as_keywords, setting
 from archsim.csv_lines import check_row_length, choice_cell
 from archsim.errors import InputError
@@ -48,7 +49,7 @@ from archsim.value_parsers import parse_boolean, parse_float, parse_ratio
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
 OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync",
             "cp", "cp_comm", "cp_hierarchy", "ep", "etp", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
-            "moe_load_imbalance", "fp8", "fp8_param_gather", "schedule", "gpus", "measured_seconds")
+            "moe_load_imbalance", "fp8", "fp8_param_gather", "schedule", "p2p", "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,9 @@ class RunRow:
     """One row: its line in the file, its parallelism, and where given the measured iteration (seconds),
     the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout), the experts' capacity
     factor and padding (Megatron-Core's; None and False: dropless, MODEL's own), the load imbalance (None:
-    uniform, MODEL's own), the row's own pipeline schedule (its ``schedule`` column; None: the command's) and whether
+    uniform, MODEL's own), the row's own pipeline schedule (its ``schedule`` column; None: the command's), its own
+    pipeline sends (its ``p2p`` column, :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`; None: the
+    command's ``--p2p``) and whether
     its ``sequence_parallel`` true at TP 1 was turned off, as ``archsim train`` turns it off
     (:func:`~archsim.training.layout_notes.sequence_parallel_run`)."""
 
@@ -69,6 +72,7 @@ class RunRow:
     moe_load_imbalance: float | None = None
     schedule: str | None = None
     sequence_parallel_off: bool = False
+    p2p: str | None = None
 
 
 def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
@@ -240,6 +244,9 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
         if cells.get("schedule") else None  # a search row's order, as its command's --schedule; empty: the command's
     if schedule is not None:
         fields["schedule"] = schedule  # checked with the row's layout (zb-v's two chunks, interleaved's micro-batches)
+    p2p = choice_cell(cells["p2p"], P2P_MODES, file=file, line=line, field="p2p") if cells.get("p2p") else None
+    if p2p is not None:  # the row's sends; empty: the command's --p2p (runs_to_run)
+        fields["p2p"] = p2p
     par = _parallelism(fields, file, line)
     if cells.get("gpus") and _int(cells["gpus"], "gpus", file, line) != par.gpus:
         product = "TP × CP × PP × DP" if par.cp > 1 else "TP × PP × DP"
@@ -247,7 +254,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     measured = cells.get("measured_seconds")
     return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None,
                   moe_expert_capacity_factor=factor, moe_pad_expert_input_to_capacity=pad, moe_load_imbalance=imbalance,
-                  schedule=schedule, sequence_parallel_off=asked and not par.sequence_parallel)
+                  schedule=schedule, sequence_parallel_off=asked and not par.sequence_parallel, p2p=p2p)
 
 
 def _capacity_factor(cell: str, file: str, line: int) -> float | None:
@@ -279,10 +286,10 @@ def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow
 
 def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, grad_accumulation: str | None, schedule: str,
                 max_ops: int, seq_given: bool = False,
-                check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
+                check: Callable[[RunRow], None] | None = None, p2p: str = DEFAULT_P2P) -> tuple[RunRow, ...]:
     """The rows of a runs file as ``archsim train --runs`` runs them: each with the command's ``attention``,
-    ``dp_overlap``, ``grad_accumulation`` and ``schedule`` (its fp8 the row's own column, and its schedule where its
-    ``schedule`` column names one; a row's :class:`Parallelism` has the
+    ``dp_overlap``, ``grad_accumulation``, ``schedule`` and ``p2p`` (its fp8 the row's own column, and its schedule
+    and pipeline sends where its ``schedule`` and ``p2p`` columns name them; a row's :class:`Parallelism` has the
     library's defaults, not the command's), each row's schedule within ``max_ops`` actions. Refused
     (file, line, field) before any row runs, the first bad row in the file's order (``check``, with the command's
     settings: :func:`~archsim.training.runs_predict.row_check`); ``seq_given``: a sequence length was given, which
@@ -295,7 +302,7 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
             with as_keywords():  # the row's settings named as its columns (interleave 2, pp), not flags
                 return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
                                                 grad_accumulation=grad_accumulation,
-                                                schedule=row.schedule or schedule))
+                                                schedule=row.schedule or schedule, p2p=row.p2p or p2p))
         except InputError as exc:
             raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
 
