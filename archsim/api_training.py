@@ -175,11 +175,11 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     pipeline sends of every row whose ``p2p`` cell is empty or absent).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
-    rows of empty cells skipped (:func:`archsim.training.runs.cleared_rows_note`), a ``# model:`` line naming another
-    model (:func:`archsim.training.runs.model_note`), an interleaved
-    ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs.one_chunk_rows_note`), rows of
+    rows of empty cells skipped (:func:`archsim.training.runs_notes.cleared_rows_note`), a ``# model:`` line naming another
+    model (:func:`archsim.training.runs_notes.model_note`), an interleaved
+    ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs_notes.one_chunk_rows_note`), rows of
     ``sequence_parallel`` true at ``tp`` 1, run without it as :func:`train` runs them
-    (:func:`archsim.training.runs.sequence_parallel_rows_note`),
+    (:func:`archsim.training.runs_notes.sequence_parallel_rows_note`),
     a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`), each
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`) and :func:`train`'s notes on
     the model (a rotary config's sequence from ``max_position_embeddings``, a config.json's unread fields, its
@@ -196,13 +196,12 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
-    from archsim.training.runs import (
+    from archsim.training.runs import frame_text, runs_to_run
+    from archsim.training.runs_notes import (
         cleared_rows_note,
         few_microbatches_rows_note,
-        frame_text,
         model_note,
         one_chunk_rows_note,
-        runs_to_run,
         selective_flash_rows_note,
         sequence_parallel_rows_note,
     )

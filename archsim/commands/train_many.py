@@ -78,12 +78,12 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     from archsim.progress import progress
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.runs import (
+    from archsim.training.runs import runs_to_run
+    from archsim.training.runs_notes import (
         cleared_rows_note,
         few_microbatches_rows_note,
         model_note,
         one_chunk_rows_note,
-        runs_to_run,
         selective_flash_rows_note,
         sequence_parallel_rows_note,
     )
