@@ -11,7 +11,7 @@ import pytest
 from test_robustness import clean_error, json_rows
 
 import archsim
-from archsim.choices.training import P2P_MODES
+from archsim.choices.training import DEFAULT_P2P, P2P_MODES
 
 ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = str(ROOT / "configs" / "clusters" / "a100_node.toml")
@@ -87,10 +87,11 @@ def test_a_bad_p2p_cell_is_refused_naming_its_line(tmp_path, capsys):
 
 
 def test_the_flag_beside_a_p2p_on_every_row_is_refused(tmp_path, capsys):
-    """It would set no row, as ``--schedule`` beside a schedule on every row."""
+    """It would set no row, as ``--schedule`` beside a schedule on every row (a flag told from its default)."""
+    flag = next(mode for mode in P2P_MODES if mode not in (DEFAULT_P2P, "blocking"))
     line = clean_error(capsys, "train", MODEL, "--cluster", CLUSTER, "--seq", SEQ, "--runs",
-                       _runs(tmp_path, ("blocking",) * len(LAYOUTS)), "--p2p", "megatron")
-    assert "--p2p megatron: every row of the runs file names its own pipeline sends" in line
+                       _runs(tmp_path, ("blocking",) * len(LAYOUTS)), "--p2p", flag)
+    assert f"--p2p {flag}: every row of the runs file names its own pipeline sends" in line
 
 
 def test_sweep_costs_every_point_with_the_flag_as_train_alone(capsys, alone):
