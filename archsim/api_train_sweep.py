@@ -71,8 +71,9 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
     one), read by the flag's one reader with its checks and messages; KEY one of :data:`archsim.training.sweep.AXES`
     (``{"dp": "fill"}``: each point's DP fills the cluster, a point it does not divide skipped with a warning). The other keywords are :func:`archsim.train`'s, the
     point each axis starts from, with its names and defaults, except that ``stage_layers``, ``balance`` other than
-    ``"even"``, ``placement="planned"`` and ``implementation="pytorch-eager"`` and a ``p2p`` other than ``"overlapped"`` are refused as ``--sweep`` refuses
-    their flags (each point runs Megatron's even split, in one server order). A point that cannot run is its row
+    ``"even"``, ``placement="planned"`` and ``implementation="pytorch-eager"`` are refused as ``--sweep`` refuses
+    their flags (each point runs Megatron's even split, in one server order); ``p2p`` prices every point's pipeline
+    sends, as ``--p2p`` does (each row's ``p2p`` column; ``{"p2p": [...]}`` sweeps it). A point that cannot run is its row
     with the reason in ``error``; a grid none of whose points can run is an :class:`~archsim.errors.InputError`.
     A TP or an all-to-all CP group across servers (counted over the points), a rotary config's default sequence, a
     config.json's unread fields, its ``torch_dtype`` without ``dtype``, the capacity's padding note, the cluster
@@ -144,8 +145,6 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
         raise InputError(f"{setting('implementation', implementation)} times one iteration: not with "
                          f"{setting('sweep')}", field="implementation")
     check_choice(p2p, P2P_MODES, "p2p")
-    if p2p != DEFAULT_P2P:  # the points keep the closed forms' overlapped hops, as train --sweep's do
-        raise InputError(f"{setting('p2p', p2p)} times one iteration: not with {setting('sweep')}", field="p2p")
     axes = sweep_axes(sweep)
     base = sweep_base(tp=n.tp, pp=n.pp, dp=n.dp, global_batch=n.global_batch, micro_batch=n.micro_batch,
                       recompute=recompute, sequence_parallel=sequence_parallel, interleave=n.interleave, schedule=schedule,
@@ -153,7 +152,7 @@ def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], clu
                       dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                       distributed_optimizer=distributed_optimizer, fsdp=fsdp, fsdp_reshard=fsdp_reshard,
                       fsdp_grad_sync=fsdp_grad_sync, cp=n.cp, cp_comm=cp_comm, cp_hierarchy=n.cp_hierarchy, ep=n.ep,
-                      etp=n.etp, fp8=fp8, fp8_param_gather=fp8_param_gather)
+                      etp=n.etp, fp8=fp8, fp8_param_gather=fp8_param_gather, p2p=p2p)
     config = with_load_imbalance(with_capacity(with_overlap(with_mtp_layers(transformer(model, n.seq), n.mtp),
                                                             overlap_moe_expert_parallel_comm, moe_shared_expert_overlap),
                                                n.capacity, moe_pad_expert_input_to_capacity), n.imbalance)

@@ -161,7 +161,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
                dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
                dtype: str | None = None, max_ops: int | str | None = None,
                overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-               mtp_layers: int | str | None = None) -> RunsResult:
+               mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P) -> RunsResult:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: a
     :class:`~archsim.training.runs_result.RunsResult`, the list of one dict a row it always was (``to_dict()``: the
     command's ``--format json``; ``to_frame()``: its ``--format csv`` rows), in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
@@ -171,14 +171,15 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     kept here as keywords of the same names and defaults (``attention`` None: megatron's flash, the runs'
     implementation, as :func:`train`'s; vTrain's measured runs need ``"standard"``; ``model``, ``cluster``, ``dtype``, ``seq``, ``max_ops``,
     ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap`` and ``mtp_layers`` as :func:`train`'s, every
-    row's, as ``archsim train --runs`` takes their flags; fp8 is each row's ``fp8`` column).
+    row's, as ``archsim train --runs`` takes their flags; fp8 is each row's ``fp8`` column; ``p2p``: ``--p2p``, the
+    pipeline sends of every row whose ``p2p`` cell is empty or absent).
     A bad row raises :class:`~archsim.errors.InputError` naming its line and field before any row runs;
     measured times that look like milliseconds are a :class:`UserWarning`, the note the command prints, as are
-    rows of empty cells skipped (:func:`archsim.training.runs.cleared_rows_note`), a ``# model:`` line naming another
-    model (:func:`archsim.training.runs.model_note`), an interleaved
-    ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs.one_chunk_rows_note`), rows of
+    rows of empty cells skipped (:func:`archsim.training.runs_notes.cleared_rows_note`), a ``# model:`` line naming another
+    model (:func:`archsim.training.runs_notes.model_note`), an interleaved
+    ``schedule`` on rows of one chunk per rank (:func:`archsim.training.runs_notes.one_chunk_rows_note`), rows of
     ``sequence_parallel`` true at ``tp`` 1, run without it as :func:`train` runs them
-    (:func:`archsim.training.runs.sequence_parallel_rows_note`),
+    (:func:`archsim.training.runs_notes.sequence_parallel_rows_note`),
     a link speed whose unit slipped (:attr:`GpuCluster.warnings <archsim.training.cluster.GpuCluster>`), each
     of the cluster file's notes (:func:`archsim.training.cluster_file.cluster_notes`) and :func:`train`'s notes on
     the model (a rotary config's sequence from ``max_position_embeddings``, a config.json's unread fields, its
@@ -189,18 +190,18 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         DP_OVERLAPS,
         GRAD_ACCUMULATIONS,
         IMPLEMENTATION_ATTENTION,
+        P2P_MODES,
     )
     from archsim.training.cluster import GpuCluster
     from archsim.training.cluster_file import cluster_notes
     from archsim.training.moe_overlap import with_overlap
     from archsim.training.mtp import with_mtp_layers
-    from archsim.training.runs import (
+    from archsim.training.runs import frame_text, runs_to_run
+    from archsim.training.runs_notes import (
         cleared_rows_note,
         few_microbatches_rows_note,
-        frame_text,
         model_note,
         one_chunk_rows_note,
-        runs_to_run,
         selective_flash_rows_note,
         sequence_parallel_rows_note,
     )
@@ -215,6 +216,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     if grad_accumulation is not None:
         check_choice(grad_accumulation, GRAD_ACCUMULATIONS, "grad-accumulation")
     check_choice(schedule, SCHEDULES, "schedule")
+    check_choice(p2p, P2P_MODES, "p2p")
     check_switch(overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm")
     check_switch(moe_shared_expert_overlap, "moe_shared_expert_overlap")
     mtp = None if mtp_layers is None else positive_int(mtp_layers, "mtp-layers", low=0)
@@ -230,7 +232,7 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
     on = gpu_cluster(cluster, dtype)
     rows = runs_to_run(runs, attention=attention, dp_overlap=dp_overlap, grad_accumulation=grad_accumulation,
                        schedule=schedule, max_ops=DEFAULT_MAX_OPS if max_ops is None else positive_int(max_ops, "max-ops"),
-                       seq_given=seq is not None, check=row_check(config, on, runs))
+                       seq_given=seq is not None, check=row_check(config, on, runs), p2p=p2p)
     out = predict_runs(config, on, rows, file=runs,  # the lines archsim train --runs prints on stderr
                        warn=lambda line, text: library_note(f"line {line}: {text}", stacklevel=5))
     dtype_note = "" if dtype is not None or isinstance(cluster, GpuCluster) else config_dtype_note(config, on.dtype)
@@ -243,4 +245,4 @@ def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int 
         if note:
             library_note(note, stacklevel=3)
     return RunsResult(out, runs_document(out, rows, model=config.name, cluster=on, attention=attention,
-                                         dp_overlap=dp_overlap, schedule=schedule))
+                                         dp_overlap=dp_overlap, schedule=schedule, p2p=p2p))

@@ -1,7 +1,7 @@
 """archsim train against the 1,008 measured single-node A100 iterations (vTrain's released runs).
 
     python benchmarks/bench_vtrain_e2e.py            # report with the stored constants
-    python benchmarks/bench_vtrain_e2e.py --p2p megatron  # the report with blocking 1F1B sends (--p2p)
+    python benchmarks/bench_vtrain_e2e.py --p2p overlapped  # the report with overlapped sends (the default until 2026-12-05)
     python benchmarks/bench_vtrain_e2e.py --refit    # refit the kernel constants (two steps: archsim/training/fitted.py) and
                                                      # the NVLink constants (2/4/8-GPU tables), print them
 
@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from batch_doubling import doubling_markdown
 from host_share import host_bound, host_share, host_split, write_error_figure
 
-from archsim.choices.training import P2P_MODES
+from archsim.choices.training import DEFAULT_P2P, P2P_MODES
 from archsim.devices.kernel_constants import KernelConstants
 from archsim.json_text import dumps
 from archsim.training import fitted
@@ -61,7 +61,7 @@ from archsim.training.measured import MeasuredRun, Prediction, predict, read_mea
 DATA = ROOT / "tests" / "data" / "e2e"
 
 
-def closed_form(run: MeasuredRun, machine, p2p: str = "overlapped") -> float:
+def closed_form(run: MeasuredRun, machine, p2p: str = DEFAULT_P2P) -> float:
     return fast_seconds(run, machine, p2p)
 
 
@@ -95,9 +95,9 @@ def main(argv=None) -> int:
                         help="--measured: also predict with the constants fitted to this gpu_efficiency_probe.py CSV")
     parser.add_argument("--implementation", default="megatron", choices=("megatron", "pytorch-eager"),
                         help="--measured: whose op list archsim predicts with (default megatron)")
-    parser.add_argument("--p2p", default="overlapped", choices=P2P_MODES,
-                        help="the vTrain runs' pipeline sends, as archsim train's --p2p (default overlapped: "
-                             "the stored figures'; megatron: blocking on their 1F1B)")
+    parser.add_argument("--p2p", default=DEFAULT_P2P, choices=P2P_MODES,
+                        help=f"the vTrain runs' pipeline sends, as archsim train's --p2p (default {DEFAULT_P2P}, "
+                             "train's; megatron: blocking on their 1F1B; overlapped: the default until 2026-12-05)")
     args = parser.parse_args(argv)
     if args.measured or args.cluster:
         if not (args.measured and args.cluster):

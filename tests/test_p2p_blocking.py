@@ -77,7 +77,7 @@ def test_slower_link_never_shortens_blocking_iteration(schedule, chunks):
 
 
 def test_parallelism_p2p_modes():
-    assert not Parallelism(pp=2, global_batch=4).p2p_blocking  # overlapped unless told
+    assert not Parallelism(pp=2, global_batch=4, p2p="overlapped").p2p_blocking
     assert Parallelism(pp=2, global_batch=4, p2p="blocking").p2p_blocking
     assert Parallelism(pp=2, global_batch=4, p2p="megatron").p2p_blocking  # non-interleaved 1F1B: wait_on_reqs
     assert not Parallelism(pp=2, global_batch=4, interleave=2, p2p="megatron").p2p_blocking  # overlap_p2p_comm
@@ -116,12 +116,12 @@ def test_train_blocking_waits_only_where_hops_cost():
 
     kwargs = {"cluster": "configs/clusters/h100_2_servers.toml", "tp": 8, "pp": 2, "dp": 1, "global_batch": 4,
               "micro_batch": 1, "seq": 512}
-    free, _ = archsim.train("gpt3_1.3b", **kwargs)
+    free, _ = archsim.train("gpt3_1.3b", p2p="overlapped", **kwargs)
     held, _ = archsim.train("gpt3_1.3b", p2p="blocking", **kwargs)
     assert held.iteration_seconds > free.iteration_seconds  # PP across the servers: each hop a NIC transfer
     one = {**kwargs, "pp": 1, "dp": 2}
     assert archsim.train("gpt3_1.3b", p2p="blocking", **one)[0].iteration_seconds == \
-        archsim.train("gpt3_1.3b", **one)[0].iteration_seconds  # no hop: nothing to wait for
+        archsim.train("gpt3_1.3b", p2p="overlapped", **one)[0].iteration_seconds  # no hop: nothing to wait for
 
 
 def test_cli_p2p_times_one_iteration():
@@ -134,26 +134,23 @@ def test_cli_p2p_times_one_iteration():
 
     args = ["gpt3_1.3b", "--cluster", "configs/clusters/h100_2_servers.toml", "--tp", "8", "--pp", "2",
             "--global-batch", "4", "--seq", "512"]
-    free, held = train_json(args), train_json([*args, "--p2p", "blocking"])
+    free, held = train_json([*args, "--p2p", "overlapped"]), train_json([*args, "--p2p", "blocking"])
     assert held["meta"]["iteration_seconds"] > free["meta"]["iteration_seconds"]
     err = io.StringIO()
     with redirect_stderr(err):
-        code = main(["train", *args, "--p2p", "blocking", "--sweep", "dp=1"])
-    assert code != 0 and "--p2p blocking times one iteration: not with --runs or --sweep" in err.getvalue()
+        code = main(["train", *args, "--p2p", "blocked"])
+    assert code == 2 and "expected one of overlapped, blocking, megatron, got 'blocked'" in err.getvalue()
 
 
-def test_train_sweep_refuses_a_blocking_p2p_as_the_flag_is_refused_beside_sweep():
-    """``train --p2p blocking --sweep …`` is refused (the points keep the closed forms' overlapped hops); the API's
-    ``train_sweep(p2p=…)`` says the same in one line, and a mode that is none of the three is named as such."""
+def test_train_sweep_refuses_a_mode_that_is_none_of_the_three():
+    """``train_sweep(p2p=…)`` takes the three modes (tests/test_p2p_runs_sweep.py; until 2026-12-05 all but the
+    default were refused); another is named as such."""
     from pathlib import Path
 
     import archsim
     from archsim.errors import InputError
 
     node = str(Path(__file__).resolve().parents[1] / "configs" / "clusters" / "a100_node.toml")
-    with pytest.raises(InputError, match=r"^field 'p2p': p2p='blocking' times one iteration: not with sweep"):
-        archsim.train_sweep("gpt_1024h_24l", sweep={"tp": [1, 2]}, cluster=node,
-                            global_batch=16, p2p="blocking")
     with pytest.raises(InputError, match="p2p"):
         archsim.train_sweep("gpt_1024h_24l", sweep={"tp": [1, 2]}, cluster=node,
                             global_batch=16, p2p="blocked")

@@ -1,6 +1,6 @@
 """The pipeline sends' default mode is stated once (choices.training.DEFAULT_P2P): the commands' --p2p, the library's
 p2p= and Parallelism read it, and no module writes the mode's name as code again, so changing the default is one
-line (the blocking mode Megatron-LM runs is a candidate: docs/training.md)."""
+line (it became megatron, as Megatron-LM runs the schedule, on 2026-12-05: docs/training.md)."""
 
 import inspect
 import re

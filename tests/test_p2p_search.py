@@ -12,6 +12,7 @@ import pytest
 
 import archsim
 import archsim.policies.held_span as held_span_module
+from archsim.choices.training import DEFAULT_P2P
 from archsim.policies.held_span import held_span, one_f_one_b_held
 from archsim.policies.stage_orders import published_order
 from archsim.policies.stage_profile import StageProfile
@@ -158,8 +159,11 @@ def test_a_closed_form_row_waits_as_train_does():
     waited = [k for k in held if k[1] > 1 and k[3] == "1f1b"]
     assert waited and all(held[k]["iteration_seconds"] > free[k]["iteration_seconds"] for k in waited)
     assert all(held[k]["iteration_seconds"] == free[k]["iteration_seconds"] for k in held if k not in waited)
-    assert all(r["p2p"] == "megatron" and "--p2p megatron" in r["command"] for r in held.values())
-    assert all("p2p" not in r and "--p2p" not in r["command"] for r in free.values())
+    for mode, rows in (("megatron", held), ("overlapped", free)):  # said where not the default (DEFAULT_P2P)
+        if mode == DEFAULT_P2P:
+            assert all("p2p" not in r and "--p2p" not in r["command"] for r in rows.values())
+        else:
+            assert all(r["p2p"] == mode and f"--p2p {mode}" in r["command"] for r in rows.values())
 
 
 def test_refused_mode_is_named():
@@ -181,7 +185,7 @@ def test_fit_fast_path_waits_as_train_on_a_vtrain_run():
     cluster = single_node()
     machine = cluster.machine(run.parallelism())
     held = predict([run], cluster, p2p="megatron")[0].milliseconds / 1e3
-    free = predict([run], cluster)[0].milliseconds / 1e3
+    free = predict([run], cluster, p2p="overlapped")[0].milliseconds / 1e3
     assert held > free
     assert fast_seconds(run, machine, "megatron") == pytest.approx(held, rel=1e-12)
-    assert fast_seconds(run, machine) == pytest.approx(free, rel=1e-12)
+    assert fast_seconds(run, machine, "overlapped") == pytest.approx(free, rel=1e-12)

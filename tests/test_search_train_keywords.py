@@ -43,7 +43,7 @@ CASES = [
     pytest.param(MOE, A100, {**SMALL, "dtype": "bf16", "seq": 256, "ep": [4], "etp": [1], "moe_load_imbalance": 1.5,
                              "overlap_moe_expert_parallel_comm": True, "sequence_parallel": "on"},
                  {"ep", "etp", "moe_load_imbalance", "overlap_moe_expert_parallel_comm", "sequence_parallel"}, id="moe"),
-    pytest.param(GPT, H100, {**SMALL, "gpus": 8, "top": 4, "p2p": "megatron"}, {"p2p"}, id="p2p"),
+    pytest.param(GPT, H100, {**SMALL, "gpus": 8, "top": 4, "p2p": "blocking"}, {"p2p"}, id="p2p"),  # not the default
     pytest.param(GPT, MIXED, {**SMALL, "balance": "planned", "placement": "planned"}, {"stage_layers", "placement"},
                  id="planned-split-and-order", marks=pytest.mark.long),
 ]

@@ -40,7 +40,8 @@ def hop_bytes_by_hand(dtype: str) -> int:
 # bytes changing nothing then or now; tests/test_fp32_traffic.py), and since fp32 runs Megatron's unfused
 # softmax on every shape (2026-12-01: 0.24651748699639495 before, the fused kernel at 6 heads × micro-batch 2); the
 # flash ones since FlashAttention-2's backward runs its D and dQ-conversion kernels beside its main one
-# (2026-12-03: 0.0950287231592462 and 0.0918263424173143 before)
+# (2026-12-03: 0.0950287231592462 and 0.0918263424173143 before); all with overlapped pipeline sends (`--p2p
+# overlapped`, the default when recorded), stated below
 BEFORE = {("fp16", "flash", "1f1b"): 0.09919272315924618,
           ("fp16", "flash", "zb-h1"): 0.0959903424173143,
           ("fp32", "standard", "1f1b"): 0.25879552644942755}
@@ -51,7 +52,7 @@ def test_chrome_trace_transfers_carry_the_hop_bytes(tmp_path, capsys, dtype, att
     trace = tmp_path / "t.json"
     assert main(["train", "gpt2", "--cluster", CLUSTER, "--tp", "2", "--pp", "2", "--dp", "2",
                  "--global-batch", "16", "--micro-batch", "2", "--schedule", schedule, "--dtype", dtype,
-                 "--attention", attention, "--format", "json", "--chrome-trace", str(trace)]) == 0
+                 "--attention", attention, "--p2p", "overlapped", "--format", "json", "--chrome-trace", str(trace)]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["meta"]["iteration_seconds"] == BEFORE[(dtype, attention, schedule)]
     hops = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "comm"]
@@ -61,7 +62,7 @@ def test_chrome_trace_transfers_carry_the_hop_bytes(tmp_path, capsys, dtype, att
 
 
 def test_the_timeline_transfer_table_carries_the_same_bytes():
-    result, _ = train("gpt2", cluster=CLUSTER, global_batch=16, tp=2, pp=2, dp=2, micro_batch=2)
+    result, _ = train("gpt2", cluster=CLUSTER, global_batch=16, tp=2, pp=2, dp=2, micro_batch=2, p2p="overlapped")
     assert result.iteration_seconds == BEFORE[("fp16", "flash", "1f1b")]
     frame = result.timeline.transfers_frame()
     assert len(frame) == 2 * 4  # 4 micro-batches per DP rank, each hop down and back

@@ -71,7 +71,7 @@ def test_every_flag_train_runs_reads_beside_runs_is_a_keyword_of_train_runs():
     import inspect
 
     elsewhere = {dest for _, dest in (*RUNS_SET_PER_ROW, *RUNS_APART)} | set(CLI_ONLY) | {
-        "runs", "implementation", "p2p"}  # --implementation pytorch-eager and --p2p blocking are refused beside --runs
+        "runs", "implementation"}  # --implementation pytorch-eager is refused beside --runs
     read = [name for name in keywords("train") if name not in elsewhere]
     accepted = set(inspect.signature(archsim.train_runs).parameters)
     assert "mtp_layers" in read and [name for name in read if name not in accepted] == []

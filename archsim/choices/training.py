@@ -24,7 +24,9 @@ FSDP_GRAD_SYNCS = ("micro-batch", "step")
 # (Megatron-LM's non-interleaved 1F1B, _communicate(wait_on_reqs=True); 2021's Megatron every schedule) or megatron
 # (blocking on 1f1b, overlapped elsewhere: today's interleaved schedule's overlap_p2p_comm) (Parallelism.p2p_blocking)
 P2P_MODES = ("overlapped", "blocking", "megatron")
-DEFAULT_P2P = "overlapped"  # train's and search's --p2p default, every signature's p2p= and a row's unsaid p2p
+# train's and search's --p2p default, every signature's p2p= and a row's unsaid p2p: as Megatron-LM runs the schedule
+# (issue #40), since 2026-12-05; overlapped until then
+DEFAULT_P2P = "megatron"
 P2P_HELP = ("pipeline hops: a rank's next pass runs while its send is in flight (overlapped), "
             "waits for it to end (blocking: Megatron-LM's non-interleaved 1F1B, wait_on_reqs), or "
             "as Megatron-LM runs the schedule (megatron: blocking on 1f1b, overlapped elsewhere); "

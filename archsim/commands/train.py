@@ -166,7 +166,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "of the file's servers numbered from 0 (count expanded), as archsim search prints")
     parser.add_argument("--sweep", action="append", default=[], metavar="KEY=V1,V2,…",
                         help="sweep an axis (tp, pp, dp, global_batch, micro_batch, interleave, recompute, schedule, "
-                             "sequence_parallel, attention, dp_overlap, grad_accumulation, distributed_optimizer, "
+                             "sequence_parallel, attention, dp_overlap, grad_accumulation, p2p, distributed_optimizer, "
                              "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, ep, etp, fp8: hybrid, e4m3 or none, "
                              "fp8_param_gather, moe_load_imbalance, seq: each point's --seq); dp=fill gives each "
                              "point the DP that fills the cluster; repeat for a grid: one row per point (Megatron's "
@@ -176,7 +176,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "global_batch and optionally recompute, sequence_parallel, interleave, distributed_optimizer, "
                              "fsdp, fsdp_reshard, fsdp_grad_sync, cp, cp_comm, cp_hierarchy, ep, etp, fp8, "
                              "fp8_param_gather, moe_expert_capacity_factor, moe_pad_expert_input_to_capacity, "
-                             "moe_load_imbalance, schedule (else --schedule), gpus, measured_seconds; or vTrain's "
+                             "moe_load_imbalance, schedule (else --schedule), p2p (else --p2p), gpus, measured_seconds; or vTrain's "
                              "released CSV as it is): one row "
                              "each, in input order, with the error where measured")
     add_job_limit_argument(parser)
@@ -235,8 +235,6 @@ def run(args: argparse.Namespace) -> int:
     if args.implementation != "megatron" and (args.runs or args.sweep):
         raise InputError("--implementation pytorch-eager times one iteration: not with --runs or --sweep",
                          field="implementation")
-    if args.p2p != DEFAULT_P2P and (args.runs or args.sweep):  # their rows keep the closed forms' overlapped hops
-        raise InputError(f"--p2p {args.p2p} times one iteration: not with --runs or --sweep", field="p2p")
     if args.runs:  # each row its own capacity (its columns): the flags refused there
         return run_train_runs(args, config, dtype_given, given)
     config = with_load_imbalance(with_capacity(config, args.moe_expert_capacity_factor,

@@ -45,7 +45,7 @@ def run_train_sweep(args: argparse.Namespace, config, dtype_given: bool, given: 
                       grad_accumulation=args.grad_accumulation, distributed_optimizer=args.distributed_optimizer,
                       fsdp=args.fsdp, fsdp_reshard=args.fsdp_reshard, fsdp_grad_sync=args.fsdp_grad_sync, cp=args.cp,
                       cp_comm=args.cp_comm, cp_hierarchy=cp_hierarchy(args), ep=args.ep, etp=args.etp, fp8=args.fp8,
-                      fp8_param_gather=args.fp8_param_gather)
+                      fp8_param_gather=args.fp8_param_gather, p2p=args.p2p)
     on = load_gpu_cluster(args.cluster, args.dtype)
     check_sweep_size(base, axes, args.max_ops, on.gpus)  # dp=fill's points: the cluster's GPUs
     grid = run_grid(config, on, base, axes, args.placement)
@@ -78,12 +78,12 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     from archsim.progress import progress
     from archsim.rows import Rows
     from archsim.training.cluster_file import load_gpu_cluster
-    from archsim.training.runs import (
+    from archsim.training.runs import runs_to_run
+    from archsim.training.runs_notes import (
         cleared_rows_note,
         few_microbatches_rows_note,
         model_note,
         one_chunk_rows_note,
-        runs_to_run,
         selective_flash_rows_note,
         sequence_parallel_rows_note,
     )
@@ -93,7 +93,7 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     from archsim.workload.model_files import config_dtype_note
 
     # every row runs with --attention (vTrain's measured runs: --attention standard), --dp-overlap, --grad-accumulation,
-    # --schedule and --dtype; a flag the rows set themselves (fp8 too, a column) is refused, not ignored
+    # --schedule, --p2p and --dtype; a flag the rows set themselves (fp8 too, a column) is refused, not ignored
     apart = given(args, RUNS_APART)  # another job's flag, or one iteration's timeline: no column could say it
     if apart:
         raise InputError(f"{', '.join(apart)}: --runs predicts each row of the runs file as one line of its table and "
@@ -107,17 +107,21 @@ def run_train_runs(args: argparse.Namespace, config, dtype_given: bool, given: G
     cluster = load_gpu_cluster(args.cluster, args.dtype)
     rows = runs_to_run(args.runs, attention=args.attention, dp_overlap=args.dp_overlap,
                        grad_accumulation=args.grad_accumulation, schedule=args.schedule, max_ops=args.max_ops,
-                       seq_given=args.seq is not None, check=row_check(config, cluster, args.runs))
+                       seq_given=args.seq is not None, check=row_check(config, cluster, args.runs), p2p=args.p2p)
     if given(args, (("--schedule", "schedule"),)) and all(row.schedule is not None for row in rows):
         raise InputError(f"--schedule {args.schedule}: every row of the runs file names its own schedule (its "
                          "schedule column), so the flag would set none and be ignored; drop it, or leave the "
                          "schedule cell empty in the rows it should set", field="runs")
+    if given(args, (("--p2p", "p2p"),)) and all(row.p2p is not None for row in rows):
+        raise InputError(f"--p2p {args.p2p}: every row of the runs file names its own pipeline sends (its p2p "
+                         "column), so the flag would set none and be ignored; drop it, or leave the p2p cell empty "
+                         "in the rows it should set", field="runs")
     warned: list[str] = []  # each row's train warnings, printed once the rows have run (a bad row: none)
     with progress(len(rows), "runs", "run", delay=0.5) as bar:
         out = predict_runs(config, cluster, rows, bar.update, file=args.runs,
                            warn=lambda line, text: warned.append(f"line {line}: {text}"))
     document = runs_document(out, rows, model=config.name, cluster=cluster, attention=args.attention,
-                             dp_overlap=args.dp_overlap, schedule=args.schedule)
+                             dp_overlap=args.dp_overlap, schedule=args.schedule, p2p=args.p2p)
     for line in warned:
         warn(line)
     for line in (cleared_rows_note(args.runs), model_note(args.runs, config.name), one_chunk_rows_note(rows),

@@ -99,7 +99,7 @@ def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
     ZB-H1's order and ``looped-bfs`` GPipe's (every forward before any backward): none interleaves anything, which
     a user naming the schedule rarely meant. The note says what the schedule named runs (:data:`ONE_CHUNK_RUNS`). ``train`` prints it, ``archsim.train`` warns it, each naming the
     settings as its caller spells them (:func:`archsim.console.setting`: ``--interleave 1``, ``interleave=1``);
-    ``column``: a runs file's column that sets the chunks instead (:func:`archsim.training.runs.one_chunk_rows_note`)."""
+    ``column``: a runs file's column that sets the chunks instead (:func:`archsim.training.runs_notes.one_chunk_rows_note`)."""
     from archsim.console import setting
 
     if par.interleave > 1 or par.schedule not in CHUNKED_SCHEDULES or par.schedule == "1f1b":
@@ -127,7 +127,7 @@ def few_microbatches_note(par: Parallelism, columns: tuple[str, str, str] | None
     ``--global-batch`` for its DP does it with nothing in the output but a low MFU. Accepted, as Megatron-LM's
     1F1B runs it; ``train`` prints it, ``archsim.train`` warns it, naming the settings as its caller does;
     ``columns``: a runs file's columns of PP, the global batch and the micro-batch, named instead of the flags
-    (``pp 4``, ``global_batch``: :func:`archsim.training.runs.few_microbatches_rows_note`)."""
+    (``pp 4``, ``global_batch``: :func:`archsim.training.runs_notes.few_microbatches_rows_note`)."""
     if par.pp == 1 or par.microbatches >= par.pp:
         return ""
     split = f"{par.global_batch} ÷ ({par.micro_batch} × {par.dp})"

@@ -15,13 +15,14 @@ Two layouts are read (docs/formats.md, "Runs files"):
   ``moe_expert_capacity_factor`` (a number above 0, empty: dropless) and ``moe_pad_expert_input_to_capacity``
   (true/false, default false: Megatron-Core's flags of those names), ``moe_load_imbalance`` (a ratio ≥ 1, empty:
   uniform; ``--moe-load-imbalance``), ``fp8`` (hybrid | e4m3, empty or none: off;
-  ``--fp8``) and ``fp8_param_gather`` (true/false, default false: ``--fp8-param-gather``), ``gpus`` (checked against
+  ``--fp8``) and ``fp8_param_gather`` (true/false, default false: ``--fp8-param-gather``), ``p2p`` (overlapped |
+  blocking | megatron, any case; empty or absent: the command's ``--p2p``), ``gpus`` (checked against
   TP × CP × PP × DP) and ``measured_seconds``;
 * vTrain's released CSV as it is (``# GPUs,global batch,…,iteration time (ms)``,
   :data:`archsim.training.measured.COLUMNS`): each row also names its GPT's hidden size, heads, layers
   and sequence length, which replace MODEL's (FFN kept at MODEL's multiple of hidden); recompute full
   (or its optional ``recompute`` column, as :mod:`archsim.training.measured` reads it), no sequence
-  parallelism, no interleaving (how vTrain measured); the time in ms is the measured one.
+  parallelism, no interleaving (how vTrain measured), the command's ``--p2p``; the time in ms is the measured one.
 
 """
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from archsim.choices.schedules import TRAINING_SCHEDULES
-from archsim.choices.training import CP_COMMS, FP8_RECIPES, FSDP_GRAD_SYNCS, FSDP_RESHARDS
+from archsim.choices.training import CP_COMMS, DEFAULT_P2P, FP8_RECIPES, FSDP_GRAD_SYNCS, FSDP_RESHARDS, P2P_MODES
 from archsim.console import as_keywords, setting
 from archsim.csv_lines import check_row_length, choice_cell
 from archsim.errors import InputError
@@ -48,7 +49,7 @@ from archsim.value_parsers import parse_boolean, parse_float, parse_ratio
 REQUIRED = ("tp", "pp", "dp", "micro_batch", "global_batch")
 OPTIONAL = ("recompute", "sequence_parallel", "interleave", "distributed_optimizer", "fsdp", "fsdp_reshard", "fsdp_grad_sync",
             "cp", "cp_comm", "cp_hierarchy", "ep", "etp", "moe_expert_capacity_factor", "moe_pad_expert_input_to_capacity",
-            "moe_load_imbalance", "fp8", "fp8_param_gather", "schedule", "gpus", "measured_seconds")
+            "moe_load_imbalance", "fp8", "fp8_param_gather", "schedule", "p2p", "gpus", "measured_seconds")
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,9 @@ class RunRow:
     """One row: its line in the file, its parallelism, and where given the measured iteration (seconds),
     the model shape that replaces MODEL's (hidden, heads, layers, seq: vTrain's layout), the experts' capacity
     factor and padding (Megatron-Core's; None and False: dropless, MODEL's own), the load imbalance (None:
-    uniform, MODEL's own), the row's own pipeline schedule (its ``schedule`` column; None: the command's) and whether
+    uniform, MODEL's own), the row's own pipeline schedule (its ``schedule`` column; None: the command's), its own
+    pipeline sends (its ``p2p`` column, :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`; None: the
+    command's ``--p2p``) and whether
     its ``sequence_parallel`` true at TP 1 was turned off, as ``archsim train`` turns it off
     (:func:`~archsim.training.layout_notes.sequence_parallel_run`)."""
 
@@ -69,6 +72,7 @@ class RunRow:
     moe_load_imbalance: float | None = None
     schedule: str | None = None
     sequence_parallel_off: bool = False
+    p2p: str | None = None
 
 
 def read_runs(path: str | Path | CsvText, check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
@@ -240,6 +244,9 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
         if cells.get("schedule") else None  # a search row's order, as its command's --schedule; empty: the command's
     if schedule is not None:
         fields["schedule"] = schedule  # checked with the row's layout (zb-v's two chunks, interleaved's micro-batches)
+    p2p = choice_cell(cells["p2p"], P2P_MODES, file=file, line=line, field="p2p") if cells.get("p2p") else None
+    if p2p is not None:  # the row's sends; empty: the command's --p2p (runs_to_run)
+        fields["p2p"] = p2p
     par = _parallelism(fields, file, line)
     if cells.get("gpus") and _int(cells["gpus"], "gpus", file, line) != par.gpus:
         product = "TP × CP × PP × DP" if par.cp > 1 else "TP × PP × DP"
@@ -247,7 +254,7 @@ def _archsim_row(raw: list[str], index: dict[str, int], line: int, file: str) ->
     measured = cells.get("measured_seconds")
     return RunRow(line, par, _seconds(measured, "measured_seconds", file, line) if measured else None,
                   moe_expert_capacity_factor=factor, moe_pad_expert_input_to_capacity=pad, moe_load_imbalance=imbalance,
-                  schedule=schedule, sequence_parallel_off=asked and not par.sequence_parallel)
+                  schedule=schedule, sequence_parallel_off=asked and not par.sequence_parallel, p2p=p2p)
 
 
 def _capacity_factor(cell: str, file: str, line: int) -> float | None:
@@ -279,10 +286,10 @@ def _measured_rows(path: str | Path | CsvText, lines: list[int]) -> tuple[RunRow
 
 def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, grad_accumulation: str | None, schedule: str,
                 max_ops: int, seq_given: bool = False,
-                check: Callable[[RunRow], None] | None = None) -> tuple[RunRow, ...]:
+                check: Callable[[RunRow], None] | None = None, p2p: str = DEFAULT_P2P) -> tuple[RunRow, ...]:
     """The rows of a runs file as ``archsim train --runs`` runs them: each with the command's ``attention``,
-    ``dp_overlap``, ``grad_accumulation`` and ``schedule`` (its fp8 the row's own column, and its schedule where its
-    ``schedule`` column names one; a row's :class:`Parallelism` has the
+    ``dp_overlap``, ``grad_accumulation``, ``schedule`` and ``p2p`` (its fp8 the row's own column, and its schedule
+    and pipeline sends where its ``schedule`` and ``p2p`` columns name them; a row's :class:`Parallelism` has the
     library's defaults, not the command's), each row's schedule within ``max_ops`` actions. Refused
     (file, line, field) before any row runs, the first bad row in the file's order (``check``, with the command's
     settings: :func:`~archsim.training.runs_predict.row_check`); ``seq_given``: a sequence length was given, which
@@ -295,7 +302,7 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
             with as_keywords():  # the row's settings named as its columns (interleave 2, pp), not flags
                 return replace(row, par=replace(row.par, attention=attention, dp_overlap=dp_overlap,
                                                 grad_accumulation=grad_accumulation,
-                                                schedule=row.schedule or schedule))
+                                                schedule=row.schedule or schedule, p2p=row.p2p or p2p))
         except InputError as exc:
             raise InputError(exc.message, file=str(path), line=row.line, field=exc.where.field) from None
 
@@ -313,88 +320,4 @@ def runs_to_run(path: str | Path | CsvText, *, attention: str, dp_overlap: str, 
     return rows
 
 
-def model_note(path: str | Path | CsvText, model: str) -> str:
-    """One line when the runs file's optional ``# model: NAME`` line names another model than MODEL's name
-    ``model`` ('' when it names the same or is absent). NAME is the model's name as archsim gives it (the
-    ``model`` of ``train``'s meta); a config's path there stands for its name
-    (:func:`~archsim.workload.config_fields.file_model_name`). A note, not a refusal: the user may mean to
-    predict one model's layouts on another."""
-    from archsim.workload.config_fields import file_model_name
-    from archsim.workload.model_files import MODEL_SUFFIXES
-
-    named = read_header(path, "runs file")[1].get("model", "")
-    if "/" in named or "\\" in named or named.lower().endswith(MODEL_SUFFIXES):
-        named = file_model_name(named.replace("\\", "/"))
-    if not named or named == model:
-        return ""
-    if not named.isprintable():  # a file's text on a terminal: escaped, as an error line shows it
-        named = shown(named)
-    return (f"the runs file was made for model {named} (its '# model:' line), MODEL is {model}: "
-            f"every row was predicted for {model}")
-
-
-def cleared_rows_note(path: str | Path | CsvText) -> str:
-    """One line counting the runs file's rows of empty cells (``,,,,``: a spreadsheet's cleared row), which
-    :func:`read_runs` skips as blank lines (:func:`~archsim.training.measured.blank_row`), with their lines (the
-    first three): a run the user meant to keep is then missed aloud, not silently; '' when there are none. Blank and
-    ``#`` comment lines are no rows and are not counted."""
-    lines, _, first, _ = read_header(path, "runs file")
-    cleared = [n for n, line in enumerate(lines[first + 1:], start=first + 2)
-               if "," in line and not line.replace(",", "").strip()]
-    if not cleared:
-        return ""
-    named = ", ".join(str(n) for n in cleared[:3]) + (f" and {len(cleared) - 3} more" if len(cleared) > 3 else "")
-    many = len(cleared) > 1
-    return (f"{len(cleared)} row{'s' * many} of empty cells (line{'s' * many} {named}: a spreadsheet's cleared "
-            f"row{'s' * many}) {'were' if many else 'was'} skipped, as a blank line is: no run is read from "
-            f"{'them' if many else 'it'}")
-
-
-def one_chunk_rows_note(rows: tuple[RunRow, ...]) -> str:
-    """:func:`~archsim.training.layout_notes.one_chunk_note` once for a runs file, with how many of its rows it
-    applies to (those whose ``interleave`` is 1, as a row without the column has it); '' when none."""
-    from archsim.training.layout_notes import one_chunk_note
-
-    notes = [note for note in (one_chunk_note(row.par, "interleave") for row in rows) if note]
-    return f"{len(notes)} of the {len(rows)} rows: {notes[0]}" if notes else ""
-
-
-def few_microbatches_rows_note(rows: tuple[RunRow, ...]) -> str:
-    """:func:`~archsim.training.layout_notes.few_microbatches_note` once for a runs file, naming its columns: how many
-    of its rows run a pipeline of fewer micro-batches than stages, their lines (the first three) and the first's
-    figures; '' when none. vTrain's released CSV (rows of a model shape) names its own columns."""
-    from archsim.training.layout_notes import few_microbatches_note
-
-    columns = ("pipeline parallelism", "global batch", "micro batch") if rows and rows[0].shape is not None else \
-        ("pp", "global_batch", "micro_batch")
-    short = [(row.line, note) for row in rows if (note := few_microbatches_note(row.par, columns))]
-    if not short:
-        return ""
-    lines = ", ".join(str(line) for line, _ in short[:3]) + (f" and {len(short) - 3} more" if len(short) > 3 else "")
-    return f"{len(short)} of the {len(rows)} rows (line{'s' * (len(short) > 1)} {lines}): {short[0][1]}"
-
-
-def sequence_parallel_rows_note(rows: tuple[RunRow, ...]) -> str:
-    """:func:`~archsim.training.layout_notes.sequence_parallel_run`'s note once for a runs file, its settings named
-    as the file's columns: how many of its rows set ``sequence_parallel`` true at ``tp`` 1 (run without it) and
-    their lines (the first three); '' when none."""
-    off = [row.line for row in rows if row.sequence_parallel_off]
-    if not off:
-        return ""
-    with as_keywords():  # the row's columns (sequence_parallel, tp), not train's flags
-        text = sequence_parallel_run(1, True)[1]
-    lines = ", ".join(str(line) for line in off[:3]) + (f" and {len(off) - 3} more" if len(off) > 3 else "")
-    return f"{len(off)} of the {len(rows)} rows (line{'s' * (len(off) > 1)} {lines}): {text}"
-
-
-def selective_flash_rows_note(rows: tuple[RunRow, ...]) -> str:
-    """:func:`~archsim.training.layout_notes.selective_flash_note` once for a runs file, with how many of its rows it
-    holds for (``recompute`` selective beside the command's FlashAttention); '' when none."""
-    from archsim.training.layout_notes import selective_flash_count_note
-
-    return selective_flash_count_note([(row.par.recompute, row.par.attention) for row in rows], "rows", "recompute")
-
-
-__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "cleared_rows_note", "column_for", "few_microbatches_rows_note",
-           "frame_text", "model_note", "one_chunk_rows_note", "read_runs", "runs_to_run", "selective_flash_rows_note",
-           "sequence_parallel_rows_note"]
+__all__ = ["OPTIONAL", "REQUIRED", "RunRow", "column_for", "frame_text", "read_runs", "runs_to_run"]

@@ -103,6 +103,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
     # Megatron's interleaved 1F1B, as train's meta names it) or where a row names its own (its schedule column):
     # the column only then, as the meta's alone misleads
     renamed = any(row.par.schedule_name != row.par.schedule or row.schedule is not None for row in rows)
+    own_sends = any(row.p2p is not None for row in rows)  # a p2p column naming a row's sends: each row's, said
     check = row_check(base, cluster, file)
     for row in rows:  # every row checked before any runs (a bad last row is named at once)
         check(row)
@@ -126,6 +127,7 @@ def predict_runs(base: TransformerConfig, cluster: GpuCluster, rows: tuple[RunRo
                   **({"cp_hierarchy": " ".join(map(str, p.cp_hierarchy or ()))} if any(r.par.cp_hierarchy for r in rows) else {}), **({"ep": p.ep} if any(r.par.ep > 1 for r in rows) else {}), **({"etp": p.expert_tp} if any(r.par.etp is not None for r in rows) else {}), "pp": p.pp, "dp": p.dp, "micro_batch": p.micro_batch, "global_batch": p.global_batch, "recompute": p.recompute,
                   "sequence_parallel": p.sequence_parallel, "interleave": p.chunks,
                   **({"schedule": p.schedule_name} if renamed else {}),
+                  **({"p2p": p.p2p} if own_sends else {}),  # else the meta's, the command's --p2p
                   **({"distributed_optimizer": p.distributed_optimizer} if sharded else {}),
                   **({"fsdp": p.fsdp} if full else {}),
                   **({"fp8": p.fp8 or "none"} if any(r.par.fp8 for r in rows) else {}),  # as --sweep names it

@@ -17,11 +17,12 @@ if TYPE_CHECKING:
 
 
 def runs_document(out: list[dict], rows: tuple[RunRow, ...], *, model: str, cluster: GpuCluster, attention: str,
-                  dp_overlap: str, schedule: str) -> dict:
+                  dp_overlap: str, schedule: str, p2p: str) -> dict:
     """``{"meta": …, "rows": […]}`` of the predicted ``out`` (:func:`archsim.training.runs_predict.predict_runs`' rows) of the
     runs file's ``rows``: each row less its ``energy_source``, said once in the meta (one per cluster), and less its
     ``seq`` where every row has the same (the meta's ``seq``, as ``--sweep``'s: until 2026-12-05 no output said it); the meta
-    names the flags every row ran with (``dtype``: the cluster's, the precision priced; fp8 is each row's) and
+    names the flags every row ran with (``dtype``: the cluster's, the precision priced; ``p2p``: ``--p2p``, that of each
+    row whose ``p2p`` cell is empty; fp8 is each row's) and
     the MAPE of the measured rows (a fraction, None where no row is measured). ``rows`` holds one row at least (:func:`~archsim.training.runs.read_runs`)."""
     import numpy as np
 
@@ -32,7 +33,7 @@ def runs_document(out: list[dict], rows: tuple[RunRow, ...], *, model: str, clus
     seqs = {r["seq"] for r in out}  # one (MODEL's or --seq): said once in the meta; a vTrain file's rows: each its own
     one_seq = {"seq": next(iter(seqs))} if len(seqs) == 1 else {}
     meta = {"model": model, **one_seq, "gpu": cluster.gpu_names, "attention": attention, "dp_overlap": dp_overlap,
-            "dtype": cluster.dtype, "schedule": schedule,
+            "dtype": cluster.dtype, "schedule": schedule, "p2p": p2p,
             "grad_accumulation": accumulation(rows[0].par, cluster.machine(rows[0].par)),
             "runs": len(out), "measured": len(errors),
             "mape": float(np.mean(errors)) if errors else None, "energy_source": "; ".join(sources)}

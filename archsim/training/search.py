@@ -125,7 +125,7 @@ def search(c: TransformerConfig, cluster, global_batch: int, gpus=None, *,
     weights (:mod:`archsim.training.fp8_memory`; with ``fp8`` and ``distributed_optimizer``), the rows carrying
     ``fp8_param_gather`` when set; ``p2p``: every candidate's pipeline sends (``--p2p``,
     :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`; blocking ones costed by
-    :func:`~archsim.policies.held_span.held_span`), the rows carrying ``p2p`` when not ``overlapped``; ``tps``, ``pps``:
+    :func:`~archsim.policies.held_span.held_span`), the rows carrying ``p2p`` when not the default; ``tps``, ``pps``:
     the TP and PP degrees tried (``--tp``, ``--pp``; None: every divisor of the GPUs), each dividing a GPU count."""
     refuse_switch(c, "search (Megatron's configurations)")
     eps, etps = expert_degrees(c, eps), expert_tp_degrees(c, etps)

@@ -17,6 +17,7 @@ from archsim.choices.training import (
     FSDP_GRAD_SYNCS,
     FSDP_RESHARDS,
     GRAD_ACCUMULATIONS,
+    P2P_MODES,
     RECOMPUTE,
 )
 from archsim.errors import InputError
@@ -65,7 +66,7 @@ AXES: dict[str, Callable[[str], object]] = {
     "tp": _count, "pp": _count, "dp": _count, "global_batch": _count, "micro_batch": _count, "interleave": _count,
     "recompute": _one_of(RECOMPUTE), "schedule": _schedule, "sequence_parallel": parse_boolean,
     "attention": _one_of(ATTENTIONS), "dp_overlap": _one_of(DP_OVERLAPS),
-    "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "distributed_optimizer": parse_boolean,
+    "grad_accumulation": _one_of(GRAD_ACCUMULATIONS), "p2p": _one_of(P2P_MODES), "distributed_optimizer": parse_boolean,
     "fsdp": parse_boolean, "fsdp_reshard": _one_of(FSDP_RESHARDS), "fsdp_grad_sync": _one_of(FSDP_GRAD_SYNCS),
     "cp": _count, "cp_comm": _one_of(CP_COMMS), "ep": _count, "etp": _count, "fp8": _fp8, "fp8_param_gather": parse_boolean, "moe_load_imbalance": parse_ratio,
     "seq": parse_seq}

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from archsim.choices.training import DEFAULT_P2P
 from archsim.console import setting
 from archsim.errors import InputError
 
@@ -67,12 +68,13 @@ def sweep_base(*, tp: int, pp: int, dp: int, global_batch: int, micro_batch: int
                sequence_parallel: bool, interleave: int, schedule: str, attention: str, dp_overlap: str,
                grad_accumulation: str | None, distributed_optimizer: bool, fsdp: bool, fsdp_reshard: str,
                fsdp_grad_sync: str, cp: int, cp_comm: str, cp_hierarchy: tuple[int, int] | None, ep: int,
-               etp: int | None, fp8: str | None, fp8_param_gather: bool) -> dict:
+               etp: int | None, fp8: str | None, fp8_param_gather: bool, p2p: str = DEFAULT_P2P) -> dict:
     """Each point's settings before its axes replace some (Parallelism's keyword arguments), from train's flags or
-    keywords; a setting left at its default is left out, so a row's columns are the layout's and what was given."""
+    keywords; a setting left at its default is left out, so a row's columns are the layout's and what was given
+    (the attention, DP overlap and pipeline sends, ``p2p``, always: they price every point)."""
     return {"tp": tp, "pp": pp, "dp": dp, "global_batch": global_batch, "micro_batch": micro_batch,
             "recompute": recompute, "sequence_parallel": sequence_parallel, "interleave": interleave,
-            "schedule": schedule, "attention": attention, "dp_overlap": dp_overlap,
+            "schedule": schedule, "attention": attention, "dp_overlap": dp_overlap, "p2p": p2p,
             **({"grad_accumulation": grad_accumulation} if grad_accumulation else {}),
             **({"distributed_optimizer": True} if distributed_optimizer else {}),
             **({"fsdp": True} if fsdp else {}),
