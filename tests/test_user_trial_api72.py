@@ -1,0 +1,80 @@
+"""A notebook user's trial of the library, follow-ups (2026-12-05): each test failed before its fix. References:
+the closed form of docs (a GEMM's cycles), a hand-built timeline, a hand-built search result."""
+
+from __future__ import annotations
+
+import pytest
+
+import archsim
+from archsim.errors import InputError
+
+# --- a search result is the sequence of its rows ---------------------------------------------------------------------
+# Failed before: len(found) was its rows' count, but found[0] and `for row in found` were TypeErrors.
+
+
+def _result() -> archsim.SearchResult:
+    rows = [{"tp": 1, "iteration_seconds": 1.0}, {"tp": 2, "iteration_seconds": 2.0}, {"tp": 4, "iteration_seconds": 3.0}]
+    return archsim.SearchResult(rows=rows, rejected={}, enumerated=3, costed=3, pareto=rows[:1])
+
+
+def test_a_search_result_is_indexed_and_iterated_as_its_rows():
+    found = _result()
+    assert found[0] == {"tp": 1, "iteration_seconds": 1.0} and found[-1]["tp"] == 4
+    assert found[1:] == (found.rows[1], found.rows[2]) and isinstance(found[1:], tuple)
+    assert [row["tp"] for row in found] == [1, 2, 4] and list(found) == list(found.rows)
+    with pytest.raises(IndexError):
+        found[3]
+
+
+def test_a_row_read_by_index_is_read_only():
+    found = _result()
+    with pytest.raises(TypeError, match="read-only"):
+        found[0]["tp"] = 8
+    for row in found:
+        with pytest.raises(TypeError, match="read-only"):
+            row.update(tp=8)
+    assert found.rows[0]["tp"] == 1
+
+
+# --- gemm_cost takes an ArrayConfig ----------------------------------------------------------------------------------
+# Failed before: gemm_cost(m, k, n, ArrayConfig(...)) was "missing 1 required positional argument: 'cols'", and
+# array= an unexpected keyword.
+
+
+def test_gemm_cost_takes_an_array_config():
+    array = archsim.ArrayConfig(rows=16, cols=8, dataflow="os")
+    # os on 16 × 8: Sr = M = 64, Sc = N = 64, T = K = 64; folds ⌈64/16⌉·⌈64/8⌉ = 32, each R + C + T − 2 = 86
+    # cycles; SCALE-Sim counts the last cycle's index: 32 · 86 − 1 (the closed form in archsim.array.analytic)
+    hand = 32 * 86 - 1
+    assert archsim.gemm_cost(64, 64, 64, array=array).scalar("cycles") == hand
+    assert archsim.gemm_cost(64, 64, 64, array).scalar("cycles") == hand
+    # a dataflow given beside it takes the place of its own: ws streams T = M over Sr = K, Sc = N, 2R + C + T − 2
+    assert archsim.gemm_cost(64, 64, 64, array=array, dataflow="ws").scalar("cycles") == 32 * (32 + 8 + 64 - 2) - 1
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda a: archsim.gemm_cost(64, 64, 64, 16), "cols"),
+    (lambda a: archsim.gemm_cost(64, 64, 64, a, 8), "array"),
+    (lambda a: archsim.gemm_cost(64, 64, 64, a, array=a), "array"),
+    (lambda a: archsim.gemm_cost(64, 64, 64, array="16x8"), "array"),
+])
+def test_gemm_cost_refuses_an_array_given_twice_or_half_in_one_line(call, field):
+    with pytest.raises(InputError) as refused:
+        call(archsim.ArrayConfig(rows=16, cols=8))
+    assert refused.value.where.field == field
+
+
+# --- a timeline's repr says its makespan -----------------------------------------------------------------------------
+# Failed before: repr(timeline) was the dataclass's fields (slots, transfers, problem, …), no makespan, no unit.
+
+
+def test_a_timelines_repr_shows_its_makespan_and_unit():
+    from archsim.sim.timeline import Slot, Timeline
+
+    slots = (Slot("f0", "p0", 0, 0.0, 3.0), Slot("f1", "p1", 0, 3.0, 7.5))
+    said = repr(Timeline(slots, (), policy="gpipe", unit="seconds"))
+    assert "makespan 7.5 seconds" in said and "2 slots" in said and "gpipe" in said
+    cycles = repr(Timeline((Slot("f0", "p0", 0, 0.0, 1971120.0),), (), unit="cycles"))
+    assert "makespan 1,971,120 cycles" in cycles
+    assert "unit not stated" in repr(Timeline(slots, ()))
+
