@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # the result type loads with the job that returns it
 def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequence[int | str] | None = None, seq: int | str | None = None,
            objective: str = "time", balance: str = "even", placement: str = "file", top: int | str = 10,
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
-           chunks: int | str | Sequence[int | str] | None = None, max_micro_batch: int | str = 8, sequence_parallel: str = "both",
+           chunks: int | str | Sequence[int | str] | None = None, max_micro_batch: int | str = 8, sequence_parallel: bool | str = "both",
            refine: int | str | None = None, attention: str = "flash", dp_overlap: str = "none",
            max_ops: int | str | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
@@ -52,8 +52,9 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
     ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
-    ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
-    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
+    ``max_ops``: ``--max-ops``, None: its default; ``sequence_parallel``: ``--sequence-parallel``'s ``"both"``,
+    ``"on"`` or ``"off"``, or :func:`archsim.train`'s switch, True (``"on"``) or False (``"off"``); one value where
+    the flag takes several, ``schedule="1f1b"``, is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
     ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``, ``fsdp_reshard`` as ``--fsdp-reshard``, ``fsdp_grad_sync`` as ``--fsdp-grad-sync``; ``cp``: the context-parallel
@@ -153,6 +154,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
+    if isinstance(sequence_parallel, bool):  # train's switch: True is "on", False "off"
+        sequence_parallel = "on" if sequence_parallel else "off"
     check_choice(sequence_parallel, tuple(modes), "sequence-parallel")
     check_switch(progress, "progress", none=True)
     check_switch(distributed_optimizer, "distributed_optimizer")

@@ -1,12 +1,39 @@
 """A notebook user's trial of the library, follow-ups (2026-12-05): each test failed before its fix. References:
-the closed form of docs (a GEMM's cycles), a hand-built timeline, a hand-built search result."""
+the documented rule (``True`` is ``"on"``), the closed form of docs (a GEMM's cycles), a hand-built timeline, a hand-built
+search result."""
 
 from __future__ import annotations
 
 import pytest
+from api_parity_helpers import MODEL, NODE
+from test_docs import ROOT
 
 import archsim
 from archsim.errors import InputError
+
+# --- search takes train's switch for sequence_parallel ---------------------------------------------------------------
+# Failed before: archsim.search(sequence_parallel=True) was refused ("expected one of both, on, off") though
+# archsim.train takes True under the same keyword and a search's row says sequence_parallel as a bool.
+
+SMALL_SEARCH = {"global_batch": 8, "gpus": 2, "top": 4, "schedule": "1f1b", "max_micro_batch": 1, "refine": 0,
+                "recompute": "full", "progress": False}
+
+
+@pytest.mark.parametrize(("switch", "mode"), [(True, "on"), (False, "off")])
+def test_search_takes_trains_switch_for_sequence_parallel(switch, mode, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    given = archsim.search(MODEL, cluster=NODE, sequence_parallel=switch, **SMALL_SEARCH)
+    said = archsim.search(MODEL, cluster=NODE, sequence_parallel=mode, **SMALL_SEARCH)
+    assert len(given) and given.to_frame().equals(said.to_frame())  # NaN (uneven_gain) equal to NaN
+    assert {row["sequence_parallel"] for row in given} == {mode == "on"}
+
+
+def test_search_still_refuses_a_sequence_parallel_no_flag_gives(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(InputError) as refused:
+        archsim.search(MODEL, cluster=NODE, sequence_parallel="yes", **SMALL_SEARCH)
+    assert refused.value.where.field == "sequence-parallel" and "'yes'" in str(refused.value)
+
 
 # --- a search result is the sequence of its rows ---------------------------------------------------------------------
 # Failed before: len(found) was its rows' count, but found[0] and `for row in found` were TypeErrors.
