@@ -1,9 +1,14 @@
 """A notebook user's trial of the library, follow-ups (2026-12-05): each test failed before its fix. References:
-the documented rule (``True`` is ``"on"``), the closed form of docs (a GEMM's cycles), a hand-built timeline, a hand-built
-search result."""
+the documented rule (``True`` is ``"on"``), the closed form of docs (a GEMM's cycles), a hand-built timeline, and
+what mypy says of a file of notebook calls (tests/data/typing/api_calls.py)."""
 
 from __future__ import annotations
 
+import inspect
+import re
+import typing
+
+import numpy as np
 import pytest
 from api_parity_helpers import MODEL, NODE
 from test_docs import ROOT
@@ -61,6 +66,70 @@ def test_a_row_read_by_index_is_read_only():
         with pytest.raises(TypeError, match="read-only"):
             row.update(tp=8)
     assert found.rows[0]["tp"] == 1
+
+
+# --- the annotations say what the run takes --------------------------------------------------------------------------
+# Failed before: counts were hinted `int | str`, so mypy refused np.int64(8) and 8.0, which the run reads as 8;
+# model, cluster, network, array and spec were unannotated, so mypy took cluster=8; gemm_cost took no ArrayConfig
+# and a SearchResult could not be indexed (tests/data/typing/api_calls.py: `# refused` marks what mypy must refuse).
+
+
+@pytest.mark.long
+def test_mypy_takes_the_calls_the_run_takes_and_refuses_the_rest(tmp_path):
+    from mypy import api
+
+    script = ROOT / "tests" / "data" / "typing" / "api_calls.py"
+    out, err, _ = api.run([str(script), "--no-error-summary", "--cache-dir", str(tmp_path / "cache"),
+                           "--follow-imports", "silent", "--ignore-missing-imports", "--python-version", "3.11"])
+    lines = script.read_text(encoding="utf-8").splitlines()
+    refused = {number for number, line in enumerate(lines, 1) if line.endswith("# refused")}
+    flagged = {int(found) for found in re.findall(r"api_calls\.py:(\d+): error", out)}
+    assert refused and flagged == refused, out + err
+
+
+def test_a_count_is_one_alias_that_takes_numpy_and_whole_floats():
+    from archsim import api_types
+
+    taken = typing.get_args(api_types.Count)
+    assert {int, float, str, np.integer, np.floating} == set(taken)
+    # the run's one reader takes each: a numpy integer, a numpy float and a float that are whole, the flag's text
+    from archsim.api_keywords import positive_int
+
+    assert [positive_int(v, "tp") for v in (np.int64(8), np.float32(8.0), 8.0, "8", np.uint8(8))] == [8] * 5
+
+
+PUBLIC_INPUTS = {  # job → parameters that take an input, not a count (model, cluster, network, array, spec)
+    "train": ("model", "cluster"), "search": ("model", "cluster"), "collective": ("cluster",),
+    "schedule": ("network", "array"), "run_sweep": ("spec",), "sweep_cache": ("spec",), "write_report": ("spec",),
+}
+
+
+@pytest.mark.parametrize("job", sorted(PUBLIC_INPUTS))
+def test_the_inputs_of_each_job_are_annotated(job):
+    parameters = inspect.signature(getattr(archsim, job)).parameters
+    bare = [name for name in PUBLIC_INPUTS[job] if parameters[name].annotation is inspect.Parameter.empty]
+    assert not bare, f"archsim.{job}: {bare} unannotated: a type checker takes any value there"
+
+
+@pytest.mark.parametrize("kb", [[64.0, 32.0, 16.0], np.array([64.0, 32.0, 16.0]), [np.int64(64), 32, "16"]])
+def test_sram_kb_reads_whole_floats_and_numpy_counts_as_every_count_does(kb):
+    """Failed before: ``sram_kb=[64.0, 32.0, 16.0]`` (a pandas float column's) was refused, where every other count
+    keyword reads a whole float as its integer (docs/api.md)."""
+    array = archsim.array_config(sram_kb=kb)
+    assert (array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb) == (64, 32, 16)
+    with pytest.raises(InputError, match="sram_kb"):
+        archsim.array_config(sram_kb=[64.5, 32, 16])
+
+
+# --- help(archsim.train) states the units of its counts --------------------------------------------------------------
+# Failed before: the docstring named global_batch as a flag without saying it counts sequences.
+
+
+@pytest.mark.parametrize("job", ["train", "search"])
+def test_help_says_global_batch_is_in_sequences(job):
+    doc = " ".join(inspect.getdoc(getattr(archsim, job)).split())
+    assert "``global_batch`` in sequences per iteration" in doc or "``global_batch`` is in sequences per iteration" in doc
+    assert "``seq`` in tokens per sequence" in doc
 
 
 # --- gemm_cost takes an ArrayConfig ----------------------------------------------------------------------------------
