@@ -54,6 +54,7 @@ from archsim.workload.layer import Network
 if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
     import pandas as pd
 
+    from archsim.api_types import Count, Counts, Number
     from archsim.cost_json import CostResult
     from archsim.dfg.of_plan import PlanDFG
     from archsim.partition import LayerProfile, Partition
@@ -62,10 +63,10 @@ if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
 
 
 @speaks_keywords
-def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int | str = 32,
+def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: Count = 32,
          mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-         element_bytes: int | str | None = None, config: str | Path | None = None, bandwidth: int | str | None = None,
-         sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None, energy: bool = False,
+         element_bytes: Count | None = None, config: str | Path | None = None, bandwidth: Count | None = None,
+         sram_kb: Counts | None = None, clock_ghz: Number | None = None, energy: bool = False,
          energy_table: str | Path | None = None, geometry: str = "archsim", only: str | Sequence[str] | None = None,
          shapes: str = "auto", unsupported: str = "error", input_shape: str | None = None,
          dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> CostResult:
@@ -113,10 +114,10 @@ def cost(network: str | Path | Network, *, array: str | Path | ArrayConfig | Non
 
 
 @speaks_keywords
-def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: int | str = 32,
+def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None, batch: Count = 32,
             mode: str = "exact", engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-            element_bytes: int | str | None = None, config: str | Path | None = None, bandwidth: int | str | None = None,
-            sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None, geometry: str = "archsim",
+            element_bytes: Count | None = None, config: str | Path | None = None, bandwidth: Count | None = None,
+            sram_kb: Counts | None = None, clock_ghz: Number | None = None, geometry: str = "archsim",
             only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
             input_shape: str | None = None,
             dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> LayerProfile:
@@ -171,7 +172,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
 
 @speaks_keywords
-def pipeline(profile: LayerProfile, *, processors: int | str | Topology, method: str = "layerpipe", **options) -> Partition:
+def pipeline(profile: LayerProfile, *, processors: Count | Topology, method: str = "layerpipe", **options) -> Partition:
     """Partition a profile over ``processors`` (a count, or a :class:`~archsim.spp.topology.Topology`) with
     ``method`` (``layerpipe``, ``pipedream``, ``gpipe`` or ``ooo``), as ``archsim pipeline`` does; ``options`` go
     to the partitioner (LayerPipe: ``alpha``, ``borrow`` and ``split_axes``, its flags; PipeDream: ``replication`` and
@@ -247,8 +248,8 @@ def _layerpipe_flags(options: dict[str, Any]) -> dict[str, Any]:
 
 
 @speaks_keywords
-def simulate(plan: Partition, profile: LayerProfile, *, microbatches: int | str, schedule: str | None = None,
-             max_ops: int | str | None = None, link_bandwidth: float | str | None = None) -> Timeline:
+def simulate(plan: Partition, profile: LayerProfile, *, microbatches: Count, schedule: str | None = None,
+             max_ops: Count | None = None, link_bandwidth: Number | None = None) -> Timeline:
     """Run ``plan`` for ``microbatches`` micro-batches in the event simulator; returns the validated
     :class:`Timeline` (``.makespan`` in the plan's unit, cycles or seconds; ``.utilization()``, ``.to_frame()``).
     ``schedule``: ``gpipe``, ``1f1b`` or ``layerpipe`` (default: the plan's method's own), archsim's earlier
@@ -298,9 +299,9 @@ def pipeline_dfg(plan: Partition, profile: LayerProfile, *, out: str | Path | No
 
 
 @speaks_keywords
-def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: int | str, schedule: str | None = None,
-                    optimizer: str = "sgd", capacity_gb: float | str | None = None,
-                    max_ops: int | str | None = None, link_bandwidth: float | str | None = None) -> pd.DataFrame:
+def pipeline_memory(plan: Partition, profile: LayerProfile, *, microbatches: Count, schedule: str | None = None,
+                    optimizer: str = "sgd", capacity_gb: Number | None = None,
+                    max_ops: Count | None = None, link_bandwidth: Number | None = None) -> pd.DataFrame:
     """The bytes each processor holds while ``plan`` trains ``microbatches`` micro-batches, as ``archsim pipeline
     --microbatches M --memory`` states them: one row per processor (weights × the versions the simulated
     ``schedule`` keeps, gradients, ``optimizer`` state: ``sgd`` none, ``momentum`` 1×, ``adam`` 2× the weights,

@@ -23,6 +23,7 @@ from archsim.console import library_note
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
+    from archsim.api_types import Count, Counts, Number
     from archsim.array.analytic import OfmapCount
     from archsim.array.config import ArrayConfig
     from archsim.workload.layer import Network
@@ -34,13 +35,13 @@ def _warn(kind: str, text: str) -> None:
 
 
 @speaks_keywords
-def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str | None = None,
+def gemm(*, m: Count | None = None, k: Count | None = None, n: Count | None = None,
          array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
          shapes: str | Path | None = None, ofmap_count: str = "scalesim", engine: str = "analytic",
-         bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
+         bandwidth: Count | None = None, sram_kb: Counts | None = None,
          layout: str | Path | None = None, bank_rule: str = "set", min_bandwidth: bool = False,
-         clock_ghz: float | str | None = None, dtype: str | None = None,
-         element_bytes: int | str | None = None) -> TableResult:
+         clock_ghz: Number | None = None, dtype: str | None = None,
+         element_bytes: Count | None = None) -> TableResult:
     """SCALE-Sim-exact cost of one GEMM out[M×N] = A[M×K]·B[K×N] (``m``, ``k``, ``n``) on ``array``
     (``"ROWSxCOLS"``, default 32x32 or ``config``'s: a SCALE-Sim ``.cfg``, or a device TOML read as
     :func:`iteration_energy` reads it) in ``dataflow`` (ws, os, is), or of every row of a ``shapes``
@@ -101,8 +102,8 @@ def gemm(*, m: int | str | None = None, k: int | str | None = None, n: int | str
 
 @speaks_keywords
 def sparse(network: str | Path | None = None, *, config: str | Path, topology: str | Path | None = None,
-           delta: str = "transposed", gradient: str = "dense", batch: int | str = 1, energy: bool = False,
-           processors: int | str | None = None, method: str | None = None) -> TableResult:
+           delta: str = "transposed", gradient: str = "dense", batch: Count = 1, energy: bool = False,
+           processors: Count | None = None, method: str | None = None) -> TableResult:
     """A SCALE-Sim sparsity run as ``archsim sparse`` runs it: ``network`` (or ``topology``, its older name), a
     SCALE-Sim topology CSV with a ``Sparsity`` N:M column, on ``config``, a ``.cfg`` with ``[sparsity]
     SparsitySupport : true``; per layer SCALE-Sim's compute cycles, SRAM counts and sparse report, and the δ/G cycles
@@ -140,11 +141,11 @@ def sparse(network: str | Path | None = None, *, config: str | Path, topology: s
 
 @speaks_keywords
 def iteration_energy(network: str | Path | Network, *, array: str | Path | ArrayConfig | None = None,
-                     batch: int | str = 32, microbatches: int | str = 1, mode: str = "exact",
+                     batch: Count = 32, microbatches: Count = 1, mode: str = "exact",
                      engine: str = "analytic", dataflow: str | None = None, dtype: str | None = None,
-                     element_bytes: int | str | None = None, config: str | Path | None = None,
-                     bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
-                     clock_ghz: float | str | None = None, energy_table: str | Path | None = None,
+                     element_bytes: Count | None = None, config: str | Path | None = None,
+                     bandwidth: Count | None = None, sram_kb: Counts | None = None,
+                     clock_ghz: Number | None = None, energy_table: str | Path | None = None,
                      only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
                      input_shape: str | None = None,
                      dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> TableResult:

@@ -19,6 +19,7 @@ from archsim.console import library_note
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
+    from archsim.api_types import Count, Counts, Number
     from archsim.workload.layer import Network
 
 
@@ -28,10 +29,10 @@ def _warn(text: str) -> None:
 
 
 @speaks_keywords
-def bppsa_rnn(*, seq_len: str | int | Sequence[int | str] = PAPER_SEQ_LENS, hidden: int | str = 20,
-              batch: int | str = 16, processors: str | int | Sequence[int | str] = "64,256,1024",
+def bppsa_rnn(*, seq_len: Counts = PAPER_SEQ_LENS, hidden: Count = 20,
+              batch: Count = 16, processors: Counts = "64,256,1024",
               array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
-              dtype: str | None = None, element_bytes: int | str | None = None,
+              dtype: str | None = None, element_bytes: Count | None = None,
               report: str | Path | None = None) -> TableResult:
     """BPPSA's Fig. 8 as ``archsim bppsa rnn`` models it: a tanh RNN's backward pass (hidden size ``hidden``,
     ``batch`` samples) over each sequence length in ``seq_len`` (T ≥ 2) on each processor count in ``processors``,
@@ -69,9 +70,9 @@ def _page_path(report: str | Path | None) -> str | None:
 
 
 @speaks_keywords
-def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_levels: int | str = "2",
-                       compare_levels: str | int | Sequence[int | str] = "0,1,2", width_divisor: int | str = 1,
-                       zeros: str = "pattern", max_mflops: int | str | None = None,
+def bppsa_pruned_vgg11(*, sparsity: Number = 0.97, seed: Count = 0, up_levels: Count = "2",
+                       compare_levels: Counts = "0,1,2", width_divisor: Count = 1,
+                       zeros: str = "pattern", max_mflops: Count | None = None,
                        report: str | Path | None = None) -> TableResult:
     """BPPSA's Fig. 10 as ``archsim bppsa pruned-vgg11`` counts it: the FLOPs of every scan step of a VGG-11
     pruned to ``sparsity`` (``seed``: the pruning's and the input's), up-swept ``up_levels`` deep (``"full"``:
@@ -109,8 +110,8 @@ def bppsa_pruned_vgg11(*, sparsity: float | str = 0.97, seed: int | str = 0, up_
 
 
 @speaks_keywords
-def bppsa_network(network: str | Path | Network, *, batch: int | str = 1, up_levels: int | str = "full",
-                  seed: int | str = 0, max_mflops: int | str | None = None, report: str | Path | None = None,
+def bppsa_network(network: str | Path | Network, *, batch: Count = 1, up_levels: Count = "full",
+                  seed: Count = 0, max_mflops: Count | None = None, report: str | Path | None = None,
                   only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
                   input_shape: str | None = None,
                   dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None) -> TableResult:

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from archsim.api_keywords import check_choice, check_path, check_switch, positive_int, speaks_keywords
 from archsim.console import library_note
 from archsim.table_result import TableResult
+
+if TYPE_CHECKING:
+    from archsim.api_types import Count, Number
 
 
 def _warn(kind: str, text: str) -> None:
@@ -32,12 +36,12 @@ def _bounded(value: object, field: str, *, positive: bool = False) -> float:
 
 
 @speaks_keywords
-def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None = None, gpus: int | str | None = None,
-                 gpus_per_machine: int | str | None = None, device_memory_gb: float | str | None = None,
+def cluster_jobs(*, trace: str | Path = "synthetic", cluster: str | Path | None = None, gpus: Count | None = None,
+                 gpus_per_machine: Count | None = None, device_memory_gb: Number | None = None,
                  policy: str = "jigsaw", compare: bool = False,
-                 seed: int | str | None = None, seeds: int | str | None = None, jobs: int | str | None = None,
-                 interval: float | str = 60.0, gamma_ns_per_byte: float | str | None = None,
-                 unit_seconds: float | str | None = None, max_pack: int | str | None = None,
+                 seed: Count | None = None, seeds: Count | None = None, jobs: Count | None = None,
+                 interval: Number = 60.0, gamma_ns_per_byte: Number | None = None,
+                 unit_seconds: Number | None = None, max_pack: Count | None = None,
                  report: str | Path | None = None, job_times: str | Path | None = None) -> TableResult:
     """SPB + Jigsaw against the gang schedulers on a job ``trace`` (a Tiresias CSV, or ``"synthetic"``: §4.2's
     workload of ``jobs`` jobs drawn from ``seed``) on ``gpus`` devices (default 45), ``gpus_per_machine`` to a machine

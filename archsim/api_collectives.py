@@ -6,10 +6,15 @@ Re-exported by :mod:`archsim.api`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from archsim.api_keywords import check_choice, gpu_cluster, positive_int, speaks_keywords
 from archsim.choices.collectives import GROUP_KINDS  # the kinds' one home, the command's choices
 from archsim.collective_run import CollectiveCost, price_collective
 from archsim.console import library_note
+
+if TYPE_CHECKING:
+    from archsim.api_types import Cluster, Count, Number
 
 
 def _bytes(value: object) -> float:
@@ -24,8 +29,8 @@ def _bytes(value: object) -> float:
 
 
 @speaks_keywords
-def collective(kind: str, nbytes: float | str, *, cluster, gpus: int | str,
-               per_server: int | str | None = None) -> CollectiveCost:
+def collective(kind: str, nbytes: Number, *, cluster: Cluster, gpus: Count,
+               per_server: Count | None = None) -> CollectiveCost:
     """What one ``kind`` collective (``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``) of
     ``nbytes`` costs over ``gpus`` GPUs of ``cluster`` (a cluster TOML's path or a loaded
     :class:`~archsim.training.cluster.GpuCluster`), priced on the links ``archsim train`` gives such a group:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archsim.api_keywords import check_choice, check_path, listed, positive_int, speaks_keywords, user_stacklevel
 from archsim.api_keywords import clock_ghz as checked_clock_ghz
@@ -16,6 +16,9 @@ from archsim.choices.networks import GEOMETRIES, SHAPE_CHECKS, UNSUPPORTED
 from archsim.errors import InputError
 from archsim.value_parsers import comma_items
 from archsim.workload.layer import Network
+
+if TYPE_CHECKING:
+    from archsim.api_types import Count, Counts, Number
 
 
 @speaks_keywords
@@ -49,9 +52,9 @@ def load_network(source: str | Path | Network, *, only: str | Sequence[str] | No
 
 @speaks_keywords
 def array_config(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
-                 dataflow: str | None = None, dtype: str | None = None, element_bytes: int | str | None = None,
-                 bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
-                 clock_ghz: float | str | None = None) -> ArrayConfig:
+                 dataflow: str | None = None, dtype: str | None = None, element_bytes: Count | None = None,
+                 bandwidth: Count | None = None, sram_kb: Counts | None = None,
+                 clock_ghz: Number | None = None) -> ArrayConfig:
     """An :class:`ArrayConfig` as the array flags build it (:func:`archsim.array.options.array_from_options`):
     ``array`` ``"ROWSxCOLS"`` (default 32x32, or ``config``'s shape), a SCALE-Sim ``.cfg`` path (as
     ``config``) or a config as is; ``config``, ``dataflow`` (ws, os, is), ``dtype`` (int8, fp16, bf16, fp32)
@@ -80,9 +83,9 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
 
 
 def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
-                dataflow: str | None = None, dtype: str | None = None, element_bytes: int | str | None = None,
-                bandwidth: int | str | None = None, sram_kb: str | int | Sequence[int] | None = None,
-                clock_ghz: float | str | None = None) -> ArrayConfig:
+                dataflow: str | None = None, dtype: str | None = None, element_bytes: Count | None = None,
+                bandwidth: Count | None = None, sram_kb: Counts | None = None,
+                clock_ghz: Number | None = None) -> ArrayConfig:
     """:func:`array_config` less its unread-keys warning: what the jobs that say their ``config``'s notes themselves
     (``cost``, ``profile``, ``plan``, ``bppsa_rnn``, ``iteration_energy``) build their array with, so each note is
     said once."""
@@ -178,8 +181,8 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
 
 
 def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path | None, *, dataflow: str | None,
-                    dtype: str | None, element_bytes: int | str | None, bandwidth: int | str | None,
-                    sram_kb: str | int | Sequence[int] | None, clock_ghz: float | str | None,
+                    dtype: str | None, element_bytes: Count | None, bandwidth: Count | None,
+                    sram_kb: Counts | None, clock_ghz: Number | None,
                     engine: str) -> tuple[ArrayConfig, list[str]]:
     """(array, notes): the array ``archsim cost`` and ``energy`` cost on and the notes and warnings they print on
     stderr of their ``--config`` (the caller warns them). A device TOML's one array kind is read by the reader the

@@ -11,7 +11,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
+
+if TYPE_CHECKING:
+    from archsim.api_types import Count
 
 F = TypeVar("F", bound=Callable)
 
@@ -343,7 +346,7 @@ def train_numbers(*, tp, pp, dp, global_batch, micro_batch, interleave, cp, ep, 
                         imbalance, mtp)
 
 
-def transformer(model, seq: int | str | None):
+def transformer(model, seq: Count | None):
     """A config path or shipped name loaded, or a config as is; ``seq`` overrides its sequence length (``--seq``)."""
     from dataclasses import replace
 

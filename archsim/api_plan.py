@@ -19,6 +19,7 @@ from archsim.table_result import TableResult
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
+    from archsim.api_types import Count, Number
     from archsim.array.config import ArrayConfig
     from archsim.sim.timeline import Timeline
 
@@ -50,16 +51,16 @@ def _warn(kind: str, text: str) -> None:
 
 
 @speaks_keywords
-def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: int | str, method: str = "spp",
-         baselines: str | None = None, seed: int | str | None = None, links: str = "paper", replication: str = "paper",
-         max_stages: int | str | None = None, activation_compression_ratio: float | str | None = None,
+def plan(network: str | Path | Network, *, cluster: str | Path, microbatches: Count, method: str = "spp",
+         baselines: str | None = None, seed: Count | None = None, links: str = "paper", replication: str = "paper",
+         max_stages: Count | None = None, activation_compression_ratio: Number | None = None,
          memory_constraint: bool = False, straight_pipeline: bool = False, use_fewer_machines: bool = False,
          array: str | None = None, dataflow: str | None = None, config: str | Path | None = None,
-         dtype: str | None = None, element_bytes: int | str | None = None, micro_batch: int | str | None = None,
-         batch: int | str | None = None, mode: str | None = None, clock_ghz: float | str | None = None,
+         dtype: str | None = None, element_bytes: Count | None = None, micro_batch: Count | None = None,
+         batch: Count | None = None, mode: str | None = None, clock_ghz: Number | None = None,
          only: str | Sequence[str] | None = None, shapes: str = "auto", unsupported: str = "error",
          input_shape: str | None = None, dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None,
-         max_ops: int | str | None = None, max_search_steps: int | str | None = None) -> PlanResult:
+         max_ops: Count | None = None, max_search_steps: Count | None = None) -> PlanResult:
     """Plan ``network`` (a network name or path, or a :class:`Network`, as :func:`load_network`, or a PipeDream
     ``graph.txt`` of measured layers) over ``cluster`` (a cluster TOML) for ``microbatches`` micro-batches, as ``archsim plan`` does, with its
     flags' names and defaults: ``method`` spp (default), pipedream (PipeDream's optimizer, with

@@ -28,8 +28,12 @@ from archsim.validate import flag_text
 if TYPE_CHECKING:
     import pandas as pd
 
+    from archsim.api_types import Count, Counts, Number
+    from archsim.array.config import ArrayConfig
+    from archsim.partition.profile import LayerProfile
     from archsim.policies.actions import StageOrder
     from archsim.sim.timeline import Timeline
+    from archsim.workload.layer import Network
 
 
 @dataclass(frozen=True)
@@ -92,21 +96,21 @@ class ScheduleResult:
 
 
 @speaks_keywords
-def schedule(network=None, *, policy: str | None = None, processors: int | str | None = None,
-             microbatches: int | str | None = None, unit_costs: bool = False, flush: bool | None = None,
-             group: int | str | None = None, streams: str | None = None, region_size: int | str | None = None,
-             chunks: int | str | None = None, reverse_k: int | str | None = None, sync: str | None = None,
-             comm_units: float | str | None = None, array=None, config: str | Path | None = None,
-             dataflow: str | None = None, dtype: str | None = None, element_bytes: int | str | None = None,
-             engine: str | None = None, dram_bandwidth: int | str | None = None,
-             sram_kb: str | int | Sequence[int] | None = None, clock_ghz: float | str | None = None,
-             batch: int | str | None = None, mode: str | None = None, only: str | Sequence[str] | None = None,
+def schedule(network: str | Path | Network | LayerProfile | None = None, *, policy: str | None = None, processors: Count | None = None,
+             microbatches: Count | None = None, unit_costs: bool = False, flush: bool | None = None,
+             group: Count | None = None, streams: str | None = None, region_size: Count | None = None,
+             chunks: Count | None = None, reverse_k: Count | None = None, sync: str | None = None,
+             comm_units: Number | None = None, array: str | Path | ArrayConfig | None = None, config: str | Path | None = None,
+             dataflow: str | None = None, dtype: str | None = None, element_bytes: Count | None = None,
+             engine: str | None = None, dram_bandwidth: Count | None = None,
+             sram_kb: Counts | None = None, clock_ghz: Number | None = None,
+             batch: Count | None = None, mode: str | None = None, only: str | Sequence[str] | None = None,
              shapes: str | None = None, unsupported: str | None = None, input_shape: str | None = None,
-             dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None, max_ops: int | str | None = None,
-             stages: int | str | None = None, stage_times: str | Sequence[float] | None = None, comm: float | str | None = None,
-             stage_memory: str | Sequence[float] | None = None, stage_profile: str | Path | None = None,
-             link_bandwidth: float | str | None = None, torch_schedule: str | None = None,
-             schedule_csv_in: str | Path | None = None, max_orders: int | str | None = None,
+             dim: Mapping[str, int] | Sequence[tuple[str, int] | str] | str | None = None, max_ops: Count | None = None,
+             stages: Count | None = None, stage_times: str | Sequence[Number] | None = None, comm: Number | None = None,
+             stage_memory: str | Sequence[Number] | None = None, stage_profile: str | Path | None = None,
+             link_bandwidth: Number | None = None, torch_schedule: str | None = None,
+             schedule_csv_in: str | Path | None = None, max_orders: Count | None = None,
              torch_steps: bool = False) -> ScheduleResult:
     """``archsim schedule`` as a function: every policy (the out-of-order backprop pipelines ``mp``, ``gpipe``,
     ``ooo-pipe1``, ``ooo-pipe2``; data parallel ``dp-*``; the published zero-bubble orders ``1f1b``, ``zb-h1``, …,

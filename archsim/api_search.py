@@ -29,31 +29,36 @@ from archsim.choices.training import DEFAULT_P2P
 from archsim.console import library_note
 
 if TYPE_CHECKING:  # the result type loads with the job that returns it
+    from archsim.api_types import Cluster, Count, Counts, Model, Number
     from archsim.training.search_result import SearchResult
 
 
 @speaks_keywords
-def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequence[int | str] | None = None, seq: int | str | None = None,
-           objective: str = "time", balance: str = "even", placement: str = "file", top: int | str = 10,
+def search(model: Model, *, cluster: Cluster, global_batch: Count, gpus: Counts | None = None, seq: Count | None = None,
+           objective: str = "time", balance: str = "even", placement: str = "file", top: Count = 10,
            recompute: str | Sequence[str] = ("none", "selective", "full"), schedule: str | Sequence[str] | None = None,
-           chunks: int | str | Sequence[int | str] | None = None, max_micro_batch: int | str = 8, sequence_parallel: str = "both",
-           refine: int | str | None = None, attention: str = "flash", dp_overlap: str = "none",
-           max_ops: int | str | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
+           chunks: Counts | None = None, max_micro_batch: Count = 8, sequence_parallel: bool | str = "both",
+           refine: Count | None = None, attention: str = "flash", dp_overlap: str = "none",
+           max_ops: Count | None = None, grad_accumulation: str = "fused", dtype: str | None = None,
            progress: bool | None = None, model_file: str | Path | None = None,
            cluster_file: str | Path | None = None, distributed_optimizer: bool = False,
-           fsdp: bool = False, cp: int | str | Sequence[int | str] | None = None,
+           fsdp: bool = False, cp: Counts | None = None,
            cp_comm: str | Sequence[str] = "p2p", fsdp_reshard: str = "after-forward",
-           fsdp_grad_sync: str = "micro-batch", ep: int | str | Sequence[int | str] | None = None,
-           etp: int | str | Sequence[int | str] | None = None, fp8: str | None = None,
-           fp8_param_gather: bool = False, moe_load_imbalance: float | str | None = None,
+           fsdp_grad_sync: str = "micro-batch", ep: Counts | None = None,
+           etp: Counts | None = None, fp8: str | None = None,
+           fp8_param_gather: bool = False, moe_load_imbalance: Number | None = None,
            overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-           mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P,
-           tp: int | str | Sequence[int | str] | None = None, pp: int | str | Sequence[int | str] | None = None) -> SearchResult:
+           mtp_layers: Count | None = None, p2p: str = DEFAULT_P2P,
+           tp: Counts | None = None, pp: Counts | None = None) -> SearchResult:
     """Rank TP × PP × DP × micro-batch × recompute × schedule for ``model`` on ``cluster`` as
-    ``archsim search`` does, with its flags' names and defaults (``schedule`` None: every schedule;
+    ``archsim search`` does, with its flags' names and defaults. Units: ``global_batch`` in sequences per iteration,
+    over every data-parallel rank; ``max_micro_batch`` the largest micro-batch tried, in sequences; ``seq`` in tokens
+    per sequence; ``gpus``, ``tp``, ``pp``, ``cp``, ``ep``, ``etp`` in GPUs; a count takes an int, a whole float, a numpy
+    integer or its flag's text (:data:`archsim.api_types.Count`). (``schedule`` None: every schedule;
     ``refine`` None: 2 × ``top``, at least 20; ``chunks`` None: 2 and 4, refused given without a schedule that takes it;
-    ``max_ops``: ``--max-ops``, None: its default; one value where the flag takes several, ``schedule="1f1b"``,
-    is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
+    ``max_ops``: ``--max-ops``, None: its default; ``sequence_parallel``: ``--sequence-parallel``'s ``"both"``,
+    ``"on"`` or ``"off"``, or :func:`archsim.train`'s switch, True (``"on"``) or False (``"off"``); one value where
+    the flag takes several, ``schedule="1f1b"``, is a list of one; ``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own;
     ``progress``: ``archsim search``'s progress bars on stderr, True always, False never, None only when
     stderr is a terminal, as the CLI draws them; ``distributed_optimizer``: every configuration's, True or False, as
     ``--distributed-optimizer``; ``fsdp``: every configuration's, as ``--fsdp``, ``fsdp_reshard`` as ``--fsdp-reshard``, ``fsdp_grad_sync`` as ``--fsdp-grad-sync``; ``cp``: the context-parallel
@@ -153,6 +158,8 @@ def search(model, *, cluster, global_batch: int | str, gpus: int | str | Sequenc
     if counts and max(counts) > on.gpus:
         raise InputError(f"{max(counts)} GPUs asked for, the cluster has {on.gpus}", field="gpus")
     modes = {"both": (False, True), "on": (True,), "off": (False,)}
+    if isinstance(sequence_parallel, bool):  # train's switch: True is "on", False "off"
+        sequence_parallel = "on" if sequence_parallel else "off"
     check_choice(sequence_parallel, tuple(modes), "sequence-parallel")
     check_switch(progress, "progress", none=True)
     check_switch(distributed_optimizer, "distributed_optimizer")

@@ -12,12 +12,13 @@ from archsim.api_keywords import check_path, check_switch, check_text, positive_
 from archsim.validate import MAX_CONFIGS
 
 if TYPE_CHECKING:
+    from archsim.api_types import Count, SweepSpecs
     from archsim.sweep.cache import CacheUse
 
 
 @speaks_keywords
-def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, dask: str | None = None,
-              progress: bool = False, max_configs: int | str = MAX_CONFIGS, force: bool = False) -> pd.DataFrame:
+def run_sweep(spec: SweepSpecs, *, out: str | Path | None = None, workers: Count = 1, dask: str | None = None,
+              progress: bool = False, max_configs: Count = MAX_CONFIGS, force: bool = False) -> pd.DataFrame:
     """Run a sweep spec (a TOML path, a :class:`SweepSpec` or a device sweep's
     :class:`~archsim.sweep.device_spec.DeviceSweepSpec`) into ``out`` (default ``results/<spec name>``),
     computing only configurations not cached there; returns the results. ``workers``: local processes,
@@ -40,17 +41,17 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
     check_switch(force, "force")
     if dask is not None:
         check_text(dask, "dask", "'local', a scheduler address (str) or None")
-    spec, folder, max_configs = _spec_and_folder(spec, out, max_configs)
+    loaded, folder, max_configs = _spec_and_folder(spec, out, max_configs)
     check_folder(folder)  # archsim sweep's check of its --out, so a file in the way is said alike
     from archsim.progress import shown
 
     with shown(progress):  # True draws the bar off a terminal too, as search(progress=True) does: a notebook's stderr
-        frame = _run(spec, folder, workers=workers, dask=dask, progress=progress, force=force, max_configs=max_configs)
-    if isinstance(spec, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
+        frame = _run(loaded, folder, workers=workers, dask=dask, progress=progress, force=force, max_configs=max_configs)
+    if isinstance(loaded, DeviceSweepSpec):  # the lines archsim sweep prints on stderr: points over memory, unused
         from archsim.console import library_note  # PEs, a slipped unit
         from archsim.sweep.device_points import spec_notes, spec_warnings, unfit_points_line
 
-        for line in (unfit_points_line(frame), *spec_warnings(spec), *spec_notes(spec)):
+        for line in (unfit_points_line(frame), *spec_warnings(loaded), *spec_notes(loaded)):
             if line:
                 library_note(line, stacklevel=3)
     else:  # what archsim sweep notes on stderr: a .cfg device of several arrays is swept as one of them
@@ -63,7 +64,7 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
         skipped = skipped_line(spec_record(folder))  # PipeDream's points a network is too short for
         from archsim.sweep.superlinear_rows import superlinear_rows_line
 
-        for note in (*array_spec_warnings(spec), *array_file_notes(spec), *network_notes(spec), skipped,
+        for note in (*array_spec_warnings(loaded), *array_file_notes(loaded), *network_notes(loaded), skipped,
                      superlinear_rows_line(frame)):
             if note:
                 library_note(note, stacklevel=3)
@@ -71,8 +72,8 @@ def run_sweep(spec, *, out: str | Path | None = None, workers: int | str = 1, da
 
 
 @speaks_keywords
-def sweep_cache(spec, *, out: str | Path | None = None, prune: bool = False, force: bool = False,
-                max_configs: int | str = MAX_CONFIGS) -> CacheUse:
+def sweep_cache(spec: SweepSpecs, *, out: str | Path | None = None, prune: bool = False, force: bool = False,
+                max_configs: Count = MAX_CONFIGS) -> CacheUse:
     """``archsim sweep SPEC --cache-info`` (``prune=False``) or ``--prune-cache`` (``prune=True``): what ``spec`` (a
     TOML path or the spec :func:`~archsim.sweep.spec.load_spec` returns) uses of the cache in ``out`` (default
     ``results/<spec name>``), or that cache with the entries no configuration of ``spec`` uses deleted (``force``:
@@ -84,8 +85,8 @@ def sweep_cache(spec, *, out: str | Path | None = None, prune: bool = False, for
 
     check_switch(prune, "prune")
     check_switch(force, "force")
-    spec, folder, _ = _spec_and_folder(spec, out, max_configs)
-    return prune_cache(spec, folder, force=force) if prune else cache_use(spec, folder)
+    loaded, folder, _ = _spec_and_folder(spec, out, max_configs)
+    return prune_cache(loaded, folder, force=force) if prune else cache_use(loaded, folder)
 
 
 def check_spec_path(spec: object) -> None:
@@ -120,7 +121,7 @@ def _spec_and_folder(spec, out, max_configs) -> tuple[Any, Path, int]:
 
 
 @speaks_keywords
-def write_report(results: str | Path, *, out: str | Path | None = None, spec=None) -> Path:
+def write_report(results: str | Path, *, out: str | Path | None = None, spec: SweepSpecs | None = None) -> Path:
     """Write the self-contained HTML report of a sweep's results folder to ``out`` (default, as ``archsim report``'s:
     ``reports/<results folder's name>.html``); returns its path.
     Network files are read only inside the folder, or those of ``spec`` (a TOML path or a

@@ -31,30 +31,35 @@ from archsim.console import library_note
 if TYPE_CHECKING:  # the result types load with the jobs that return them
     import pandas
 
+    from archsim.api_types import Cluster, Count, Model, Number
     from archsim.training.run import TrainResult
     from archsim.training.runs_result import RunsResult
     from archsim.training.throughput import Throughput
 
 
 @speaks_keywords
-def train(model, *, cluster, global_batch: int | str, tp: int | str = 1, pp: int | str = 1, dp: int | str = 1, micro_batch: int | str = 1,
-          seq: int | str | None = None, recompute: str | None = None, sequence_parallel: bool = False, interleave: int | str = 1,
-          schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None, attention: str | None = None,
+def train(model: Model, *, cluster: Cluster, global_batch: Count, tp: Count = 1, pp: Count = 1, dp: Count = 1, micro_batch: Count = 1,
+          seq: Count | None = None, recompute: str | None = None, sequence_parallel: bool = False, interleave: Count = 1,
+          schedule: str = "1f1b", stage_layers: str | Sequence[Count] | None = None, attention: str | None = None,
           dp_overlap: str = "none", dtype: str | None = None, implementation: str = "megatron",
           grad_accumulation: str | None = None, balance: str = "even", placement: str = "file",
-          max_ops: int | str | None = None, distributed_optimizer: bool = False, fsdp: bool = False, cp: int | str = 1,
+          max_ops: Count | None = None, distributed_optimizer: bool = False, fsdp: bool = False, cp: Count = 1,
           cp_comm: str = "p2p", fsdp_reshard: str = "after-forward", fsdp_grad_sync: str = "micro-batch",
-          cp_hierarchy: str | Sequence[int | str] | None = None, ep: int | str = 1,
-          etp: int | str | None = None, moe_expert_capacity_factor: float | str | None = None,
-          moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: float | str | None = None,
+          cp_hierarchy: str | Sequence[Count] | None = None, ep: Count = 1,
+          etp: Count | None = None, moe_expert_capacity_factor: Number | None = None,
+          moe_pad_expert_input_to_capacity: bool = False, moe_load_imbalance: Number | None = None,
           fp8: str | None = None, fp8_param_gather: bool = False, overlap_moe_expert_parallel_comm: bool = False,
-          moe_shared_expert_overlap: bool = False, mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P,
+          moe_shared_expert_overlap: bool = False, mtp_layers: Count | None = None, p2p: str = DEFAULT_P2P,
           ) -> tuple[TrainResult, Throughput]:
     """One training iteration of a transformer on a GPU cluster, as ``archsim train`` runs it. ``model``:
     a config path, a shipped config's name (``"gpt3_1.3b"``: :func:`~archsim.workload.model_files.transformer_path`)
     or a :class:`~archsim.workload.transformer.TransformerConfig`; ``cluster``: a cluster TOML path or a
-    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags
-    (``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation``
+    :class:`~archsim.training.cluster.GpuCluster`; the other names are ``train``'s flags. Units: ``global_batch``
+    is in sequences per iteration, over every data-parallel rank (``--global-batch``), ``micro_batch`` in sequences per
+    micro-batch of one pipeline, ``seq`` in tokens per sequence (None: the model's own); ``tp``, ``pp``, ``dp``, ``cp``,
+    ``ep``, ``etp`` are group sizes in GPUs, ``interleave`` model chunks per pipeline rank, ``max_ops`` the most schedule ops the run
+    may simulate (a job-size limit); a count takes an int, a whole float, a numpy integer or its flag's text
+    (:data:`archsim.api_types.Count`). (``dtype`` None: ``--dtype``'s default fp16 for a path, a cluster object's own; ``grad_accumulation``
     None: the implementation's own, fused for megatron, unfused for pytorch-eager; ``attention`` None likewise,
     flash for megatron, standard for pytorch-eager (which takes ``"flash"`` too in fp16/bf16: PyTorch's
     ``scaled_dot_product_attention`` on its FlashAttention-2 backend); ``stage_layers`` as

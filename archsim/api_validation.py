@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from archsim.api_keywords import (
     check_choice,
@@ -22,6 +23,9 @@ from archsim.api_keywords import (
 from archsim.console import library_note
 from archsim.table_result import TableResult
 
+if TYPE_CHECKING:
+    from archsim.api_types import Count, Number
+
 
 def _warn(kind: str, text: str) -> None:
     """A note the command prints on stderr, as a UserWarning at the caller's line."""
@@ -30,9 +34,9 @@ def _warn(kind: str, text: str) -> None:
 
 @speaks_keywords
 def validate_gpu(*, csv: str | Path | Sequence[str | Path], gpu: str | Path | None = None, like: str | None = None,
-                 sm_count: int | str | None = None, tensor_cores_per_sm: int | str | None = None,
-                 mma: str | None = None, clock_mhz: float | str | None = None,
-                 memory_gbps: float | str | None = None, dataflow: str | None = None, no_split_k: bool = False,
+                 sm_count: Count | None = None, tensor_cores_per_sm: Count | None = None,
+                 mma: str | None = None, clock_mhz: Number | None = None,
+                 memory_gbps: Number | None = None, dataflow: str | None = None, no_split_k: bool = False,
                  mode: str | None = None, dtype: str | None = None, show: str | None = None,
                  report: str | Path | None = None, markdown: str | Path | None = None) -> TableResult:
     """archsim's costs against kernels measured on a GPU, as ``archsim validate-gpu`` compares them, its flags as

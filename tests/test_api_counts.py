@@ -13,7 +13,7 @@ import json
 import warnings
 
 import pytest
-from api_parity_helpers import MODEL, NODE
+from api_parity_helpers import MODEL, NODE, annotation_text
 from test_docs import ROOT
 
 import archsim
@@ -54,7 +54,7 @@ LLAMA = {"model_type": "llama", "hidden_size": 1024, "intermediate_size": 3584, 
 @pytest.mark.parametrize("job", sorted(COUNTS))
 def test_a_count_keyword_is_annotated_as_its_flags_text_too(job):
     parameters = inspect.signature(getattr(archsim, job)).parameters
-    narrow = [name for name in COUNTS[job] if "str" not in str(parameters[name].annotation)]
+    narrow = [name for name in COUNTS[job] if "str" not in annotation_text(parameters[name].annotation)]
     assert not narrow, f"archsim.{job}: {narrow} refuse text for a type checker, which the run reads"
 
 

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from api_parity_helpers import MODEL, NODE
+from api_parity_helpers import MODEL, NODE, annotation_text
 from test_docs import FENCE, ROOT
 
 import archsim
@@ -215,5 +215,5 @@ def test_a_count_keyword_is_annotated_as_its_flags_text_too(job, counts):
     annotations said ``int``, so a type checker refused what the run takes (docs/api.md: the annotations say
     ``int | str``; tests/test_api_counts.py checks the other jobs)."""
     parameters = inspect.signature(getattr(archsim, job)).parameters
-    narrow = [name for name in counts if "str" not in str(parameters[name].annotation)]
+    narrow = [name for name in counts if "str" not in annotation_text(parameters[name].annotation)]
     assert not narrow, f"archsim.{job}: {narrow} refuse text for a type checker, which the run reads"

@@ -29,6 +29,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from archsim.array.config import ArrayConfig
 from archsim.errors import InputError
 from archsim.validate import EXACT_LIMIT, check_exact
 
@@ -141,17 +142,45 @@ def _ceil_div(a: IntArray, b: IntArray) -> IntArray:
     return -(-a // b)
 
 
+def _array_shape(rows: npt.ArrayLike | ArrayConfig | None, cols: npt.ArrayLike | None,
+                 dataflow: str | npt.ArrayLike | None, array: ArrayConfig | None,
+                 ) -> tuple[npt.ArrayLike, npt.ArrayLike, str | npt.ArrayLike]:
+    """gemm_cost's rows, cols and dataflow: given, or an ArrayConfig's (as ``array=`` or in ``rows``'s place);
+    refused in one line naming what is missing or given twice (not Python's "missing 'cols'")."""
+    if isinstance(rows, ArrayConfig):
+        if array is not None:
+            raise InputError("an ArrayConfig given both as rows and as array=; give it once", field="array")
+        rows, array = None, rows
+    if array is not None:
+        if not isinstance(array, ArrayConfig):
+            raise InputError(f"expected an ArrayConfig, got {type(array).__name__}", field="array")
+        if rows is not None or cols is not None:
+            raise InputError("rows and cols are the ArrayConfig's; give either them or the array", field="array")
+        return array.rows, array.cols, array.dataflow if dataflow is None else dataflow
+    for name, value in (("rows", rows), ("cols", cols)):
+        if value is None:
+            raise InputError("expected the array's rows and cols, or an ArrayConfig as array=", field=name)
+    assert rows is not None and cols is not None  # for the type checker: refused above
+    return rows, cols, "ws" if dataflow is None else dataflow
+
+
 def gemm_cost(
     m: npt.ArrayLike,
     k: npt.ArrayLike,
     n: npt.ArrayLike,
-    rows: npt.ArrayLike,
-    cols: npt.ArrayLike,
-    dataflow: str | npt.ArrayLike = "ws",
+    rows: npt.ArrayLike | ArrayConfig | None = None,
+    cols: npt.ArrayLike | None = None,
+    dataflow: str | npt.ArrayLike | None = None,
     *,
+    array: ArrayConfig | None = None,
     ofmap_count: OfmapCount = "scalesim",
 ) -> GemmCost:
     """Cost out[M×N] = A[M×K]·B[K×N] on R×C arrays; all arguments broadcast together.
+
+    The array is ``rows`` × ``cols`` PEs running ``dataflow`` (None: ``"ws"``), or an
+    :class:`~archsim.array.config.ArrayConfig`'s, given as ``array=`` or in ``rows``'s place
+    (``gemm_cost(m, k, n, archsim.array_config("32x32"))``): its rows, cols and dataflow, a
+    ``dataflow`` given beside it taking the place of its own.
 
     ``ofmap_count="scalesim"`` reproduces SCALE-Sim 3.0.0's os ofmap-write count, which adds
     R + C phantom writes per fold (``systolic_compute_os.create_ofmap_demand_mat`` adds the
@@ -161,6 +190,7 @@ def gemm_cost(
     """
     if ofmap_count not in ("scalesim", "true"):
         raise InputError(f"unknown ofmap_count {ofmap_count!r}", field="ofmap_count")
+    rows, cols, dataflow = _array_shape(rows, cols, dataflow, array)
     # One dataflow name is one Python int: _counts then picks each formula in Python, not per element.
     code = DATAFLOW_CODES.get(dataflow.strip().lower()) if isinstance(dataflow, str) else None
     dims = (m, k, n, rows, cols)

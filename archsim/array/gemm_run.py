@@ -6,7 +6,6 @@ Cycles are array clock cycles, SRAM and DRAM counts words, seconds beside cycles
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +21,7 @@ from archsim.value_parsers import parse_integer_cell
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
+    from archsim.api_types import Counts
     from archsim.array.analytic import OfmapCount
     from archsim.array.layout import GemmLayout
     from archsim.rows import Rows
@@ -137,7 +137,7 @@ def _cycle_row(out: dict[str, list[object]], m: int, k: int, n: int, array: Arra
 def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None, array: str | None = None,
              dataflow: str | None = None, config: str | Path | None = None, shapes: str | Path | None = None,
              ofmap_count: OfmapCount = "scalesim", engine: str = "analytic", dram_bandwidth: int | None = None,
-             sram_kb: str | int | Sequence[int] | None = None, layout: str | Path | None = None, bank_rule: str = "set",
+             sram_kb: Counts | None = None, layout: str | Path | None = None, bank_rule: str = "set",
              min_bandwidth: bool = False, clock_ghz: float | None = None, bandwidth_flag: str = "--bandwidth",
              dtype: str | None = None, element_bytes: int | None = None, toml_array: ArrayConfig | None = None,
              speak: Speak = say, speak_after: Speak = say_after_run) -> GemmRun:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from archsim.array.config import ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.sram_sizes import sram_in_bytes
@@ -21,7 +21,10 @@ from archsim.clock import checked_clock, clock_hz
 from archsim.console import setting
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, flag_text, shown
-from archsim.value_parsers import comma_items, parse_int
+from archsim.value_parsers import comma_items, parse_int, whole_number
+
+if TYPE_CHECKING:
+    from archsim.api_types import Counts
 
 
 def array_from_flags(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
@@ -125,7 +128,7 @@ def memory_meta(array: ArrayConfig) -> dict[str, object]:
 
 
 def with_memory(array: ArrayConfig, bandwidth: int | None = None,
-                sram_kb: str | int | Sequence[int] | None = None) -> ArrayConfig:
+                sram_kb: Counts | None = None) -> ArrayConfig:
     """``array`` with ``--bandwidth`` (DRAM words/cycle, every operand) and ``--sram-kb`` (one KiB size
     for all three SRAMs, or ifmap,filter,ofmap as ``"64,64,32"`` or a sequence of three) where given."""
     changes: dict[str, Any] = {}  # ArrayConfig's fields, checked by it
@@ -142,7 +145,7 @@ def with_memory(array: ArrayConfig, bandwidth: int | None = None,
     return replace(array, **changes) if changes else array
 
 
-def sram_kb_warning(sram_kb: str | int | Sequence[int] | None) -> str | None:
+def sram_kb_warning(sram_kb: Counts | None) -> str | None:
     """The warning ``--sram-kb`` gets when its sizes look like bytes, the rule a device file's SRAM is judged by
     (:func:`~archsim.array.sram_sizes.sram_in_bytes`: the three buffers together above 256 MiB), with the sizes
     to write in whole KiB; None otherwise. The run proceeds at the sizes given."""
@@ -157,17 +160,23 @@ def sram_kb_warning(sram_kb: str | int | Sequence[int] | None) -> str | None:
                          setting("sram-kb", fix if "," in fix else int(fix)))
 
 
-def _sram_text(sram_kb: str | int | Sequence[int]) -> str:
+def _sram_text(sram_kb: Counts) -> str:
     """``--sram-kb``'s value as typed (a sequence written with commas)."""
     return flag_text(sram_kb)
 
 
-def _sram_sizes(sram_kb: str | int | Sequence[int]) -> list[int]:
-    """The (ifmap, filter, ofmap) KiB ``--sram-kb`` names (InputError naming the flag)."""
-    parts = comma_items(sram_kb, "sram-kb")
+def _sram_sizes(sram_kb: Counts) -> list[int]:
+    """The (ifmap, filter, ofmap) KiB ``--sram-kb`` names (InputError naming the flag); a whole float (``64.0``, a
+    pandas float column's) is its count, as every count keyword reads one (:func:`~archsim.value_parsers.whole_number`)."""
+    given: object = sram_kb
+    if isinstance(sram_kb, (list, tuple)) or type(sram_kb).__name__ == "ndarray":  # flag_text's lists
+        given = [whole_number(v) for v in cast("Sequence[object]", sram_kb)]
+    elif not isinstance(sram_kb, str):
+        given = whole_number(sram_kb)
+    parts = comma_items(given, "sram-kb")
     try:
-        if isinstance(sram_kb, bool) or len(parts) not in (1, 3) or not all(p.isdigit() for p in parts):
-            raise ValueError(f"expected one or three positive integers, got {shown(sram_kb)}")
+        if isinstance(given, bool) or len(parts) not in (1, 3) or not all(p.isdigit() for p in parts):
+            raise ValueError(f"expected one or three positive integers, got {shown(given)}")
         return [parse_int(p, what="SRAM KiB") for p in parts] * (3 if len(parts) == 1 else 1)
     except ValueError as exc:
         raise InputError(str(exc), field="sram-kb") from None
@@ -191,7 +200,7 @@ def with_clock(array: ArrayConfig, ghz: float | None = None) -> ArrayConfig:
 
 def array_from_options(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
                        element_bytes: int = 1, bandwidth: int | None = None,
-                       sram_kb: str | int | Sequence[int] | None = None,
+                       sram_kb: Counts | None = None,
                        clock: float | None = None) -> ArrayConfig:
     """:func:`array_from_flags`, then :func:`with_memory`, then :func:`with_clock` (``clock`` in GHz):
     the array every array command costs on."""

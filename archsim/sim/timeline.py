@@ -140,9 +140,19 @@ class Timeline:
             return slots, transfers, problem
         return None
 
+    def __repr__(self) -> str:
+        """One line: the policy, the slots, transfers and processors counted and the makespan in the timeline's
+        unit (the dataclass's repr named neither the makespan nor, on tuples of slots, stayed short)."""
+        processors = "" if self.problem is None else f" on {len(self.problem.processors)} processors"
+        unit = f" {self.unit}" if self.unit else " (unit not stated)"
+        end = self.makespan
+        shown = f"{end:,.0f}" if float(end).is_integer() and abs(end) < 1e15 else f"{end:.6g}"  # cycles: whole
+        return (f"Timeline({self.policy or 'unnamed'}: {len(self.slots)} slots, {len(self.transfers)} transfers"
+                f"{processors}; makespan {shown}{unit})")
+
     @property
     def makespan(self) -> float:
-        """The time the last op or transfer ends (0 for an empty timeline)."""
+        """The time the last op or transfer ends (0 for an empty timeline), in the timeline's ``unit``."""
         tables = self._tables()
         if tables is not None:
             ends = [float(t.end.max()) for t in tables[:2] if len(t)]

@@ -3,9 +3,9 @@ and the twins left out; apart from the search (:mod:`archsim.training.search`) t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, SupportsIndex, cast, overload
 
 from archsim.errors import InputError
 
@@ -98,6 +98,21 @@ class SearchResult:
     def __len__(self) -> int:
         """The rows ranked (``len(result.rows)``), as the table results count theirs."""
         return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> ReadOnlyDict: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[ReadOnlyDict, ...]: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> ReadOnlyDict | tuple[ReadOnlyDict, ...]:
+        """Row ``index`` (0: the best; a slice: a tuple of rows), read-only, as ``result.rows[index]``: a result
+        that has a length is indexed as the sequence of its rows."""
+        return cast("tuple[ReadOnlyDict, ...]", self.rows)[index]
+
+    def __iter__(self) -> Iterator[ReadOnlyDict]:
+        """The rows, best first, read-only (``for row in result``, ``list(result)``), as ``iter(result.rows)``."""
+        return iter(cast("tuple[ReadOnlyDict, ...]", self.rows))
 
     def to_dict(self) -> dict:
         """The JSON document ``archsim search --format json`` prints for this search (``meta`` and the
