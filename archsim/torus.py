@@ -39,6 +39,12 @@ def torus_rings(dims: Sequence[int], members: Iterable[int]) -> tuple[int, ...]:
     return tuple(dims[i] for i in spanned) if whole else (len(group),)
 
 
+def group_rings(n: int, link: LinkClass) -> tuple[int, ...]:
+    """The rings a collective over ``n`` chips of ``link``'s torus runs on, one after another: the torus's own where
+    the group is all of it, else one embedded ring of ``n`` (a caller's sub-group)."""
+    return link.torus if math.prod(link.torus) == n else (n,)
+
+
 def torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
     """A collective over ``n`` chips on bidirectional rings of a torus (``link.torus``, :func:`torus_rings`), each ring
     at B = 2 · ``link.bus_bandwidth`` (two links of a chip, one each way: half its bytes on each), bytes/s. The
@@ -57,7 +63,7 @@ def torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
         return link.send_seconds(s)
     if n <= 1:
         return np.zeros_like(s)
-    rings = link.torus if math.prod(link.torus) == n else (n,)
+    rings = group_rings(n, link)
     alpha, total = link.alpha_s, np.zeros_like(s)
     if kind == "all-to-all":
         for k in rings:
@@ -72,4 +78,4 @@ def torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
     return link.launch_s + link.copy_s_per_byte * s / 2 + total
 
 
-__all__ = ["torus_rings", "torus_seconds"]
+__all__ = ["group_rings", "torus_rings", "torus_seconds"]

@@ -57,7 +57,7 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
     "links": {"intra_gbps": ("float", True), "links": ("int", False), "host_gbps": ("float", False),
               "inter_node_gbps": ("gbps0", False), "intra_latency_us": ("latency_us", False),
               "inter_node_latency_us": ("latency_us", False), "efficiency": ("link_efficiency", False),
-              "comm_sms": ("int0", False)},
+              "comm_sms": ("int0", False), "pj_per_bit": ("float0", False)},
     # the vector unit (a TPU's VPU), optional as a whole; lanes required once it is written (_WHOLE_OPTIONAL)
     "vector": {"lanes": ("int", True), "sublanes": ("int", False), "cores": ("int", False),
                "clock_mhz": ("float", False), "fp32_per_clock": ("float", False), "exp_per_clock": ("float", False)},
@@ -72,6 +72,9 @@ MAX_STATIC_WATTS = 1e6
 # why a tile-timed device takes no static power (a device file's [device] and a device sweep's spec refuse it alike)
 STATIC_ON_TILES = ("a device with gemm = {gemm!r} is priced at its board power × time, which already counts static "
                    "power: static_watts is for array devices (the energy model's dynamic joules)")
+# and why it takes no link energy: the board's power already draws its links' (archsim.training.link_energy)
+LINKS_ON_TILES = ("a device with gemm = {gemm!r} is priced at its board power × time, which already counts its links' "
+                  "power: pj_per_bit is for array devices (the energy model's dynamic joules)")
 DEVICE_WORD_BYTES = 2  # a .cfg device file's word: fp16/bf16, what train and search read its arrays at
 BANDWIDTH_TOLERANCE = 0.01  # words/cycle × bytes × clock may differ from hbm_gbps by a rounding
 _CFG_SECTIONS = ("device", "memory", "links")  # what a .cfg device file adds to SCALE-Sim's sections

@@ -166,6 +166,9 @@ class Device:
     # NCCL's CTAs on a catalog GPU (NCCL_SMS); 0 on a device file's chip unless its [links] comm_sms states it (its
     # collectives may run on link engines of their own; the A100 file states NCCL's 16)
     comm_sms: int = 0
+    # energy a byte costs on the chip's links, pJ per bit (a device file's [links] pj_per_bit; 0: links unpriced): train's
+    # energy adds it on the bytes the iteration's collectives and pipeline hops send (archsim.training.link_energy)
+    link_pj_per_bit: float = 0.0
     # the catalog board it was built from (archsim.devices.catalog.device; None: a device file's chip): its identity,
     # which dataclasses.replace keeps, so a catalog GPU with a figure changed is still that chip, the figure in effect
     # (archsim.devices.catalog.chip_of)

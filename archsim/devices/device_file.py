@@ -22,6 +22,7 @@ from archsim.array.cfg_lines import cfg_located
 from archsim.array.config import read_scalesim_cfg
 from archsim.array.device_sections import (
     DEVICE_WORD_BYTES,
+    LINKS_ON_TILES,
     STATIC_ON_TILES,
     cfg_device_sections,
     checked_sections,
@@ -112,6 +113,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                          file=file, field="device.split_k")
     if dev.get("static_watts") and gemm != "arrays":  # as a device sweep's spec refuses it
         raise InputError(STATIC_ON_TILES.format(gemm=gemm), file=file, field="device.static_watts")
+    if links.get("pj_per_bit") and gemm != "arrays":  # as static power: board power × time counts it
+        raise InputError(LINKS_ON_TILES.format(gemm=gemm), file=file, field="links.pj_per_bit")
     check_static_below_board(dev.get("static_watts", 0.0), dev.get("board_watts"), file)  # a part above its whole
     lanes = None
     if "lanes" in comp:
@@ -151,7 +154,8 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                   split_k=dev.get("split_k", False), static_watts=dev.get("static_watts", 0.0),
                   sram_keys=sram_keys, vector=vector, smem_bytes_per_clock=mem.get("smem_bytes_per_clock", 0.0),
                   fused_gemm_fraction=comp.get("fused_gemm_fraction", 1.0),
-                  comm_sms=comm_sms(links, arrays.cores, file), dram_traffic=mem.get("dram_traffic", "compulsory"))
+                  comm_sms=comm_sms(links, arrays.cores, file), dram_traffic=mem.get("dram_traffic", "compulsory"),
+                  link_pj_per_bit=links.get("pj_per_bit", 0.0))
 
 
 def _vector_unit(vec: dict[str, Any], file: str) -> VectorUnit | None:

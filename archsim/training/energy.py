@@ -16,7 +16,9 @@
   (:mod:`archsim.training.iteration`) at the DRAM energy. The default table has no leakage: a device file's
   ``[device] static_watts`` (W per chip, default 0) adds static_watts × chips × iteration seconds
   (:func:`static_joules`, the one formula: ``archsim sweep``'s device points are priced here too), so idle pipeline
-  time costs energy. Not counted: the collectives' links, the host.
+  time costs energy. A device file's ``[links] pj_per_bit`` adds the bytes each chip sends on its links (collectives
+  and pipeline hops, :mod:`archsim.training.link_energy`) at that figure, the ``links`` part (without it, the links
+  are not counted). Not counted: the host.
 * **Catalog GPUs** (and device files timed by tiles): board power × time, every GPU at its board
   power for the whole iteration (:func:`archsim.training.rates.watts`; an upper bound).
 
@@ -214,7 +216,7 @@ def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_paral
     return tuple(out)
 
 
-def _rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[tuple[int, ...], int, int]:
+def rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[tuple[int, ...], int, int]:
     """How many layers of each kind (:func:`~archsim.workload.layer_kinds.kind_configs`' order), embeddings and heads
     pipeline ``ranks`` (None: every rank) run per micro-batch (each rank its stages' layers,
     :func:`~archsim.training.parallel.layers_per_stage`; the embedding with stage 0, the head with the last)."""
@@ -231,7 +233,7 @@ def array_iteration_parts(c: TransformerConfig, par: Parallelism, device: Device
     kind's (:mod:`~archsim.workload.layer_kinds`)."""
     from archsim.training.iteration import optimizer_step_bytes
 
-    layers, embeddings, heads = _rank_pieces(c, par, ranks)
+    layers, embeddings, heads = rank_pieces(c, par, ranks)
 
     def parts(config: TransformerConfig) -> tuple[tuple[float, ...], ...]:
         return _piece_parts(config, par.micro_batch, par.tp, par.sequence_parallel, par.attention, par.recompute,
@@ -271,6 +273,23 @@ def static_joules(device: Device, gpus: int, seconds: float, array_leakage_mw: f
     return chip_static_watts(device, array_leakage_mw) * gpus * seconds
 
 
+LINKS_PART = "links"  # energy_breakdown_j's part of a device file's [links] pj_per_bit, only where one states it
+
+
+def _device_link_joules(c: TransformerConfig, par: Parallelism, cluster, device: Device, ranks: list[int],
+                        memory) -> float:
+    """Joules ``device``'s chips (pipeline ranks ``ranks``, TP × DP × CP chips each) spend on their links in one
+    iteration: each rank's bytes per chip (:func:`~archsim.training.link_energy.rank_link_bytes`, on the rank's own
+    machine and its parameters) at the device's ``[links] pj_per_bit``."""
+    from archsim.training.link_energy import check_links, link_joules, rank_link_bytes
+
+    check_links(c, par)
+    machines = cluster.laid_out(par)
+    sent = sum(rank_link_bytes(c, par, machines[r], r, memory[r].parameters if r < len(memory) else 0.0)
+               for r in ranks)
+    return link_joules(sent * par.tp * par.replicas, device.link_pj_per_bit)
+
+
 def cluster_iteration_energy(c: TransformerConfig, par: Parallelism, cluster, seconds: float,
                              implementation: str = "megatron",
                              memory=()) -> dict[str, float | str | dict[str, float] | None]:
@@ -283,14 +302,16 @@ def cluster_iteration_energy(c: TransformerConfig, par: Parallelism, cluster, se
     ``energy_source``: the one source, or each device's (``NAME: source``, joined by ``;``) where they differ. On
     array devices alone, one stating static power, ``energy_dynamic_j`` and ``energy_static_j`` are the two parts
     of ``energy_j`` (J); elsewhere absent. On array devices alone, ``energy_breakdown_j``: ``energy_j`` by
-    :data:`ENERGY_PARTS` (J; their sum); absent where a GPU is priced at board power (no parts of it are known)."""
+    :data:`ENERGY_PARTS` (J; their sum), and :data:`LINKS_PART` where a device states ``[links] pj_per_bit`` (its
+    chips' link joules, in ``energy_j`` and its dynamic part); absent where a GPU is priced at board power (no parts
+    of it are known)."""
     kinds = cluster.rank_gpus(par)
     if kinds is None:
         raise InputError(LAYOUT_ERRORS["stage-mixes-gpu-types"], field="tp")
     ranks: dict[Device, list[int]] = {}
     for rank, device in enumerate(kinds):
         ranks.setdefault(device, []).append(rank)
-    dynamic = static = 0.0
+    dynamic = static = links = 0.0
     parts = [0.0] * len(ENERGY_PARTS)
     sources: dict[str, list[str]] = {}  # source → the devices priced by it
     for device, own in ranks.items():
@@ -302,6 +323,11 @@ def cluster_iteration_energy(c: TransformerConfig, par: Parallelism, cluster, se
                                        None if len(own) == par.pp else own)
         parts = [total + part for total, part in zip(parts, joules, strict=True)]
         dynamic += sum(joules)
+        if device.link_pj_per_bit:
+            try:  # a layout whose link bytes are not all counted: its energy unknown, as a GPU's without a power
+                links += _device_link_joules(c, par, cluster, device, own, memory)
+            except InputError as exc:
+                return {"energy_j": None, "energy_source": f"none: {exc.message}"}
         static += static_joules(device, len(own) * par.tp * par.replicas, seconds)
         sources.setdefault(device_source(device), []).append(device.name)
     boards = [device.name for device in ranks if device.gemm != "arrays"]
@@ -313,10 +339,13 @@ def cluster_iteration_energy(c: TransformerConfig, par: Parallelism, cluster, se
             return {"energy_j": None, "energy_source": f"none: {exc.message}"}
         sources[BOARD_SOURCE] = boards
     source = sources_text(sources)
+    dynamic += links  # the links' bytes are dynamic energy too
     if boards:
         return {"energy_j": dynamic + static + board, "energy_source": source}
     breakdown = dict(zip(ENERGY_PARTS, parts, strict=True))
     breakdown["leakage"] += static  # the stated static power, beside the energy model's own leakage
+    if any(device.link_pj_per_bit for device in ranks):
+        breakdown[LINKS_PART] = links
     if not any(device.static_watts for device in ranks):
         return {"energy_j": dynamic + static, "energy_source": source, "energy_breakdown_j": breakdown}
     return {"energy_j": dynamic + static, "energy_source": source, "energy_dynamic_j": dynamic,
@@ -340,6 +369,7 @@ def priced(result: TrainResult, c: TransformerConfig, par: Parallelism, cluster,
 __all__ = [
     "ENERGY_PARTS",
     "LEAKAGE_ON_DEVICE",
+    "LINKS_PART",
     "array_iteration_joules",
     "array_iteration_parts",
     "chip_static_watts",
@@ -351,5 +381,6 @@ __all__ = [
     "load_priced_device",
     "ops_energy_parts",
     "priced",
+    "rank_pieces",
     "static_joules",
 ]

@@ -48,7 +48,7 @@ import numpy as np
 
 from archsim.choices.devices import ELEMENT_BYTES
 from archsim.collective_units import message_mib
-from archsim.collectives import collective_seconds
+from archsim.collectives import LinkClass, Spanning, collective_seconds
 from archsim.console import setting
 from archsim.devices.kernel_ops import op_seconds
 from archsim.devices.kernels import stream_seconds
@@ -108,6 +108,14 @@ ATTENTION_CORE = ("scores", "softmax", "attn_dropout", "context", "softmax.to_fp
                   "softmax.to_fp16", "mask_fill")
 
 
+def collective_group(c: Collective, par: Parallelism, links: Links) -> tuple[int, LinkClass | Spanning]:
+    """(GPUs, link) of the group a piece's collective ``c`` runs over: a TP collective's, or a mixture of experts'
+    over its EP or expert-TP group. The one rule its seconds and its bytes on the links (link_energy.py) read."""
+    ranks, link = {"ep": (par.ep, links.ep), "etp": (par.expert_tp, links.etp)}.get(c.group, (par.tp, links.tp))
+    assert link is not None  # a rank machine of an EP group has its link
+    return ranks, link
+
+
 def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, links: Links, scale: float,
                                delta_seconds: dict[str, float],
                                slowed_deltas: dict[str, float] | None = None) -> np.ndarray:
@@ -119,9 +127,8 @@ def exposed_collective_seconds(colls: tuple[Collective, ...], par: Parallelism, 
     NCCL's share of HBM bandwidth is not modelled."""
     slowed = delta_seconds if slowed_deltas is None else slowed_deltas
     out = np.empty(len(colls))
-    for i, c in enumerate(colls):  # a TP collective, or a mixture of experts' over its EP or expert-TP group
-        ranks, link = {"ep": (par.ep, links.ep), "etp": (par.expert_tp, links.etp)}.get(c.group, (par.tp, links.tp))
-        assert link is not None  # a rank machine of an EP group has its link
+    for i, c in enumerate(colls):
+        ranks, link = collective_group(c, par, links)
         seconds = float(collective_seconds(c.kind, c.bytes * scale, ranks, link))
         if c.under:
             delta = sum(delta_seconds[name] for name in c.under)
@@ -378,6 +385,7 @@ __all__ = [
     "OPTIMIZER_BYTES_PER_PARAMETER",
     "after_backward",
     "clear_model_cache",
+    "collective_group",
     "exposed_collective_seconds",
     "host_issues",
     "machine_op_seconds",
