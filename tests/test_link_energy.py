@@ -58,6 +58,18 @@ def test_pipeline_hops_and_tied_embedding_by_hand(tmp_path):
     assert result.energy_breakdown_j["links"] == pytest.approx(2 * per_chip * 8 * PJ * 1e-12, rel=1e-12)
 
 
+def test_tensor_parallel_collectives_by_hand(tmp_path):
+    """2 chips, TP 2 without sequence parallelism, one micro-batch of 2 × 1024 tokens: each of 12 layers all-reduces
+    A = 2048 · 768 · 2 bytes twice each way, the embedding once forward, the head its logits' gradient once back and
+    the cross-entropy's max, sum and target (2048 · 4 bytes each) forward; a ring of 2 sends S per chip. Under full
+    recompute (the default) each layer's two forward all-reduces run again."""
+    activation = 2048 * 768 * 2
+    per_chip = 12 * 4 * activation + activation + activation + 3 * 2048 * 4
+    for recompute, again in (("none", 0), ("full", 12 * 2 * activation)):
+        result = run(tmp_path, PJ, recompute, tp=2, dp=1, global_batch=2, sequence_parallel=False, recompute=recompute)
+        assert result.energy_breakdown_j["links"] == pytest.approx(2 * (per_chip + again) * 8 * PJ * 1e-12, rel=1e-12)
+
+
 def test_parts_add_to_the_total_and_nothing_else_moves(tmp_path):
     """With the key the parts still sum to energy_j, which grows by the links part alone; without it (or at 0)
     no ``links`` part and every figure as before."""
