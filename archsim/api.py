@@ -54,8 +54,8 @@ from archsim.workload.layer import Network
 if TYPE_CHECKING:  # the result types are loaded with the jobs that return them
     import pandas as pd
 
-    from archsim.api_types import Count, Counts, Number
     from archsim.cost_json import CostResult
+    from archsim.count_types import Count, Counts, Number
     from archsim.dfg.of_plan import PlanDFG
     from archsim.partition import LayerProfile, Partition
     from archsim.sim.timeline import Timeline

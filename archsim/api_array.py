@@ -23,9 +23,9 @@ from archsim.console import library_note
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
-    from archsim.api_types import Count, Counts, Number
     from archsim.array.analytic import OfmapCount
     from archsim.array.config import ArrayConfig
+    from archsim.count_types import Count, Counts, Number
     from archsim.workload.layer import Network
 
 

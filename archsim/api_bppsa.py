@@ -19,7 +19,7 @@ from archsim.console import library_note
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
-    from archsim.api_types import Count, Counts, Number
+    from archsim.count_types import Count, Counts, Number
     from archsim.workload.layer import Network
 
 

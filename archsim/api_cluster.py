@@ -15,7 +15,7 @@ from archsim.console import library_note
 from archsim.table_result import TableResult
 
 if TYPE_CHECKING:
-    from archsim.api_types import Count, Number
+    from archsim.count_types import Count, Number
 
 
 def _warn(kind: str, text: str) -> None:

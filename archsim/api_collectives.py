@@ -14,7 +14,8 @@ from archsim.collective_run import CollectiveCost, price_collective
 from archsim.console import library_note
 
 if TYPE_CHECKING:
-    from archsim.api_types import Cluster, Count, Number
+    from archsim.api_types import Cluster
+    from archsim.count_types import Count, Number
 
 
 def _bytes(value: object) -> float:

@@ -18,7 +18,7 @@ from archsim.value_parsers import comma_items
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
-    from archsim.api_types import Count, Counts, Number
+    from archsim.count_types import Count, Counts, Number
 
 
 @speaks_keywords

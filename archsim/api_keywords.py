@@ -14,7 +14,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, TypeVar, cast
 
 if TYPE_CHECKING:
-    from archsim.api_types import Count
+    from archsim.count_types import Count
 
 F = TypeVar("F", bound=Callable)
 

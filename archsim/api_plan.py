@@ -19,8 +19,8 @@ from archsim.table_result import TableResult
 from archsim.workload.layer import Network
 
 if TYPE_CHECKING:
-    from archsim.api_types import Count, Number
     from archsim.array.config import ArrayConfig
+    from archsim.count_types import Count, Number
     from archsim.sim.timeline import Timeline
 
 

@@ -28,8 +28,8 @@ from archsim.validate import flag_text
 if TYPE_CHECKING:
     import pandas as pd
 
-    from archsim.api_types import Count, Counts, Number
     from archsim.array.config import ArrayConfig
+    from archsim.count_types import Count, Counts, Number
     from archsim.partition.profile import LayerProfile
     from archsim.policies.actions import StageOrder
     from archsim.sim.timeline import Timeline

@@ -29,7 +29,8 @@ from archsim.choices.training import DEFAULT_P2P
 from archsim.console import library_note
 
 if TYPE_CHECKING:  # the result type loads with the job that returns it
-    from archsim.api_types import Cluster, Count, Counts, Model, Number
+    from archsim.api_types import Cluster, Model
+    from archsim.count_types import Count, Counts, Number
     from archsim.training.search_result import SearchResult
 
 

@@ -12,7 +12,8 @@ from archsim.api_keywords import check_path, check_switch, check_text, positive_
 from archsim.validate import MAX_CONFIGS
 
 if TYPE_CHECKING:
-    from archsim.api_types import Count, SweepSpecs
+    from archsim.api_types import SweepSpecs
+    from archsim.count_types import Count
     from archsim.sweep.cache import CacheUse
 
 

@@ -31,7 +31,8 @@ from archsim.console import library_note
 if TYPE_CHECKING:  # the result types load with the jobs that return them
     import pandas
 
-    from archsim.api_types import Cluster, Count, Model, Number
+    from archsim.api_types import Cluster, Model
+    from archsim.count_types import Count, Number
     from archsim.training.run import TrainResult
     from archsim.training.runs_result import RunsResult
     from archsim.training.throughput import Throughput

@@ -70,13 +70,14 @@ def same_json(argv: list[str], function: Callable, keywords: dict, capsys) -> tu
 
 def annotation_text(annotation: object) -> str:
     """A parameter's annotation as the types it names: the string ``from __future__ import annotations`` leaves, each
-    alias of :mod:`archsim.api_types` (``Count``) spelt out as the union it stands for, so a test reads what a type
+    alias of :mod:`archsim.count_types` and :mod:`archsim.api_types` (``Count``) spelt out as the union it stands for, so a test reads what a type
     checker accepts (``"str" in annotation_text(...)``: text is taken)."""
     import re
 
-    from archsim import api_types
+    from archsim import api_types, count_types
 
     text = str(annotation)
-    for name in ("Counts", "Count", "Number", "Model", "Cluster", "SweepSpecs"):  # Counts first: it names Count
-        text = re.sub(rf"\b{name}\b", f"({getattr(api_types, name)})", text)
+    for home, name in ((count_types, "Counts"), (count_types, "Count"), (count_types, "Number"),  # Counts first
+                       (api_types, "Model"), (api_types, "Cluster"), (api_types, "SweepSpecs")):  # it names Count
+        text = re.sub(rf"\b{name}\b", f"({getattr(home, name)})", text)
     return text

@@ -24,7 +24,7 @@ def test_derived_figures_are_the_files(name):
     """Each server's GPUs as the [[servers]] tables state them, the largest as gpus_per_server, and between
     servers one GPU's share of its NIC: nic_gbps / 8 / (GPUs on that NIC) bytes/s (every shipped file's rails
     carry equal GPU counts; a file stating no figure between servers: 1, never used)."""
-    sizes, _, _, nic, per_nic = _by_hand(name)
+    sizes, _, _, _, nic, per_nic = _by_hand(name)
     cluster = load_gpu_cluster(CLUSTERS / name)
     assert cluster.sizes == tuple(sizes) and cluster.gpus_per_server == max(sizes)
     assert cluster.inter_server_bytes_per_s == (pytest.approx(nic / per_nic) if nic else 1.0)

@@ -88,9 +88,9 @@ def test_mypy_takes_the_calls_the_run_takes_and_refuses_the_rest(tmp_path):
 
 
 def test_a_count_is_one_alias_that_takes_numpy_and_whole_floats():
-    from archsim import api_types
+    from archsim import count_types
 
-    taken = typing.get_args(api_types.Count)
+    taken = typing.get_args(count_types.Count)
     assert {int, float, str, np.integer, np.floating} == set(taken)
     # the run's one reader takes each: a numpy integer, a numpy float and a float that are whole, the flag's text
     from archsim.api_keywords import positive_int

@@ -21,9 +21,9 @@ from archsim.value_parsers import parse_integer_cell
 if TYPE_CHECKING:
     import pandas as pd  # annotations only: loaded where used
 
-    from archsim.api_types import Counts
     from archsim.array.analytic import OfmapCount
     from archsim.array.layout import GemmLayout
+    from archsim.count_types import Counts
     from archsim.rows import Rows
 
 SHAPE_COLUMNS = ("m", "k", "n", "rows", "cols", "dataflow")

@@ -24,7 +24,7 @@ from archsim.validate import INT32_MAX, flag_text, shown
 from archsim.value_parsers import comma_items, parse_int, whole_number
 
 if TYPE_CHECKING:
-    from archsim.api_types import Counts
+    from archsim.count_types import Counts
 
 
 def array_from_flags(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,

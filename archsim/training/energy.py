@@ -41,8 +41,8 @@ from archsim.errors import InputError
 from archsim.training.cluster import LAYOUT_ERRORS
 from archsim.training.energy_sources import BOARD_SOURCE, board_watts, device_source, sources_text
 from archsim.training.mtp import mtp_config, projection_work
-from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
-from archsim.workload.layer_kinds import held_kinds, kind_configs
+from archsim.training.parallel import Parallelism
+from archsim.workload.layer_kinds import kind_configs
 from archsim.workload.transformer import TransformerConfig
 
 if TYPE_CHECKING:
@@ -216,15 +216,6 @@ def _piece_parts(c: TransformerConfig, micro_batch: int, tp: int, sequence_paral
     return tuple(out)
 
 
-def rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[tuple[int, ...], int, int]:
-    """How many layers of each kind (:func:`~archsim.workload.layer_kinds.kind_configs`' order), embeddings and heads
-    pipeline ``ranks`` (None: every rank) run per micro-batch (each rank its stages' layers,
-    :func:`~archsim.training.parallel.layers_per_stage`; the embedding with stage 0, the head with the last)."""
-    rank_of = rank_of_stages(par)
-    layers = held_kinds(c, layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers), rank_of, ranks)
-    return layers, int(ranks is None or rank_of[0] in ranks), int(ranks is None or rank_of[-1] in ranks)
-
-
 def array_iteration_parts(c: TransformerConfig, par: Parallelism, device: Device, dtype: str,
                           implementation: str = "megatron", parameters: float = 0.0, ranks=None) -> tuple[float, ...]:
     """Joules of one iteration on array devices by :data:`ENERGY_PARTS` (module docstring; the optimizer step under
@@ -232,6 +223,7 @@ def array_iteration_parts(c: TransformerConfig, par: Parallelism, device: Device
     its own); ``ranks``: the pipeline ranks on ``device`` (default every rank: the whole model). Each layer is its
     kind's (:mod:`~archsim.workload.layer_kinds`)."""
     from archsim.training.iteration import optimizer_step_bytes
+    from archsim.training.stages import rank_pieces
 
     layers, embeddings, heads = rank_pieces(c, par, ranks)
 
@@ -381,6 +373,5 @@ __all__ = [
     "load_priced_device",
     "ops_energy_parts",
     "priced",
-    "rank_pieces",
     "static_joules",
 ]

@@ -77,8 +77,8 @@ def work_bytes(work: Work, par: Parallelism, machine: Machine, recompute: str = 
 def microbatch_bytes(c: TransformerConfig, par: Parallelism, machine: Machine, rank: int) -> float:
     """Bytes one GPU of pipeline rank ``rank`` sends per micro-batch: its pieces' collectives (its layers of each
     kind, the embedding on the first stage's rank, the head on the last's) and its pipeline hops."""
-    from archsim.training.energy import rank_pieces
     from archsim.training.iteration import piece_works
+    from archsim.training.stages import rank_pieces
 
     def lists(config: TransformerConfig) -> tuple[Work, Work, Work]:
         return piece_works(config, par.micro_batch, par.tp, par.sequence_parallel, par.attention,

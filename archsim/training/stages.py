@@ -19,7 +19,7 @@ from archsim.training.iteration import model_pieces
 from archsim.training.machine import Links, Machine
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.training.piece_cost import PieceCost
-from archsim.workload.layer_kinds import DENSE, stage_kinds
+from archsim.workload.layer_kinds import DENSE, held_kinds, stage_kinds
 from archsim.workload.transformer import TransformerConfig
 
 
@@ -155,5 +155,23 @@ def rank_compute_seconds(c: TransformerConfig, par: Parallelism, pieces: dict[st
     return compute * par.microbatches, recompute * par.microbatches
 
 
-__all__ = ["boundary_hops", "hop_bytes", "host_bound_seconds", "one_f_one_b_seconds", "piece_runs",
-           "rank_compute_seconds", "rank_stage_times", "stage_times"]
+def rank_pieces(c: TransformerConfig, par: Parallelism, ranks) -> tuple[tuple[int, ...], int, int]:
+    """How many layers of each kind (:func:`~archsim.workload.layer_kinds.kind_configs`' order), embeddings and heads
+    pipeline ``ranks`` (None: every rank) run per micro-batch (each rank its stages' layers,
+    :func:`~archsim.training.parallel.layers_per_stage`; the embedding with stage 0, the head with the last)."""
+    rank_of = rank_of_stages(par)
+    layers = held_kinds(c, layers_per_stage(c.layers, par.pp * par.chunks, par.stage_layers), rank_of, ranks)
+    return layers, int(ranks is None or rank_of[0] in ranks), int(ranks is None or rank_of[-1] in ranks)
+
+
+__all__ = [
+    "boundary_hops",
+    "hop_bytes",
+    "host_bound_seconds",
+    "one_f_one_b_seconds",
+    "piece_runs",
+    "rank_compute_seconds",
+    "rank_pieces",
+    "rank_stage_times",
+    "stage_times",
+]
