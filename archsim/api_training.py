@@ -162,11 +162,11 @@ def train(model: Model, *, cluster: Cluster, global_batch: Count, tp: Count = 1,
 
 
 @speaks_keywords
-def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str | None = None,
-               dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
-               dtype: str | None = None, max_ops: int | str | None = None,
+def train_runs(model: Model, *, runs: str | Path | pandas.DataFrame, cluster: Cluster, seq: Count | None = None,
+               attention: str | None = None, dp_overlap: str = "none", grad_accumulation: str | None = None,
+               schedule: str = "1f1b", dtype: str | None = None, max_ops: Count | None = None,
                overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-               mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P) -> RunsResult:
+               mtp_layers: Count | None = None, p2p: str = DEFAULT_P2P) -> RunsResult:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: a
     :class:`~archsim.training.runs_result.RunsResult`, the list of one dict a row it always was (``to_dict()``: the
     command's ``--format json``; ``to_frame()``: its ``--format csv`` rows), in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV
