@@ -72,7 +72,7 @@ def train(model: Model, *, cluster: Cluster, global_batch: Count, tp: Count = 1,
     ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off; ``fp8_param_gather``: True or False, ``--fp8-param-gather``;
     ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: True or False, their flags,
     :mod:`archsim.training.moe_overlap`; ``mtp_layers``: ``--mtp-layers``, None the model's own, :mod:`archsim.training.mtp`;
-    ``p2p``: ``--p2p``, ``"overlapped"``, ``"blocking"`` or ``"megatron"``, :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`).
+    ``p2p``: ``--p2p``, ``"overlapped"``, ``"blocking"`` or ``"megatron"`` (the default), :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`

@@ -30,7 +30,7 @@ DEFAULT_P2P = "megatron"
 P2P_HELP = ("pipeline hops: a rank's next pass runs while its send is in flight (overlapped), "
             "waits for it to end (blocking: Megatron-LM's non-interleaved 1F1B, wait_on_reqs), or "
             "as Megatron-LM runs the schedule (megatron: blocking on 1f1b, overlapped elsewhere); "
-            "docs/training.md")  # train's and search's --p2p help, one text
+            f"default {DEFAULT_P2P}; docs/training.md")  # train's and search's --p2p help, one text
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 # how context parallelism exchanges K/V: TransformerEngine's cp_comm_type p2p (a ring overlapped with attention,
 # Megatron-LM's default), all_gather (Llama 3's) (training/context_parallel.py) or a2a (DeepSpeed-Ulysses: Q, K, V
