@@ -69,8 +69,8 @@ def search(model: Model, *, cluster: Cluster, global_batch: Count, gpus: Counts 
     ``fp8``: every configuration's, as ``--fp8``, None off; ``fp8_param_gather``: as ``--fp8-param-gather``; ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: every configuration's, as their flags;
     ``moe_load_imbalance``: every configuration's busiest EP rank's rows over the mean, as ``--moe-load-imbalance``,
     None uniform; ``mtp_layers``: as ``--mtp-layers``, None the model's own; ``p2p``: every configuration's pipeline
-    sends, as ``--p2p``: ``"overlapped"``, ``"blocking"`` or ``"megatron"``, the rows carrying ``p2p`` when not the
-    first); ``tp``, ``pp``: the TP and PP degrees tried, as ``--tp``, ``--pp`` (``tp=8``, ``tp=[4, 8]`` or ``"4,8"``),
+    sends, as ``--p2p``: ``"overlapped"``, ``"blocking"`` or ``"megatron"`` (the default), the rows carrying ``p2p``
+    when not the default); ``tp``, ``pp``: the TP and PP degrees tried, as ``--tp``, ``--pp`` (``tp=8``, ``tp=[4, 8]`` or ``"4,8"``),
     None: every divisor of the GPUs).
     Returns the :class:`~archsim.training.search_result.SearchResult`, read-only: ``rows``
     (a tuple of read-only dicts, best first: the configuration, ``iteration_seconds``, ``peak_memory_gib``, ``mfu``, …, ``command``: the

@@ -27,6 +27,8 @@ from archsim.table_result import TableResult
 if TYPE_CHECKING:
     import pandas as pd
 
+    from archsim.api_types import Cluster, Count, Model, Number
+
 
 class SweepResult(TableResult):
     """What :func:`train_sweep` returns: ``table``, one row per point of the grid (its GPUs, its settings, its
@@ -51,20 +53,20 @@ class SweepResult(TableResult):
 
 
 @speaks_keywords
-def train_sweep(model, *, sweep: str | Sequence[str] | Mapping[str, object], cluster, global_batch: int | str,
-                tp: int | str = 1, pp: int | str = 1, dp: int | str = 1, micro_batch: int | str = 1,
-                seq: int | str | None = None, recompute: str = "full", sequence_parallel: bool = False,
-                interleave: int | str = 1, schedule: str = "1f1b", stage_layers: str | Sequence[int] | None = None,
+def train_sweep(model: Model, *, sweep: str | Sequence[str] | Mapping[str, object], cluster: Cluster,
+                global_batch: Count, tp: Count = 1, pp: Count = 1, dp: Count = 1, micro_batch: Count = 1,
+                seq: Count | None = None, recompute: str = "full", sequence_parallel: bool = False,
+                interleave: Count = 1, schedule: str = "1f1b", stage_layers: str | Sequence[Count] | None = None,
                 attention: str | None = None, dp_overlap: str = "none", dtype: str | None = None,
                 implementation: str = "megatron", grad_accumulation: str | None = None, balance: str = "even",
-                placement: str = "file", max_ops: int | str | None = None, distributed_optimizer: bool = False,
-                fsdp: bool = False, cp: int | str = 1, cp_comm: str = "p2p", fsdp_reshard: str = "after-forward",
-                fsdp_grad_sync: str = "micro-batch", cp_hierarchy: str | Sequence[int | str] | None = None,
-                ep: int | str = 1, etp: int | str | None = None,
-                moe_expert_capacity_factor: float | str | None = None, moe_pad_expert_input_to_capacity: bool = False,
-                moe_load_imbalance: float | str | None = None, fp8: str | None = None, fp8_param_gather: bool = False,
+                placement: str = "file", max_ops: Count | None = None, distributed_optimizer: bool = False,
+                fsdp: bool = False, cp: Count = 1, cp_comm: str = "p2p", fsdp_reshard: str = "after-forward",
+                fsdp_grad_sync: str = "micro-batch", cp_hierarchy: str | Sequence[Count] | None = None,
+                ep: Count = 1, etp: Count | None = None,
+                moe_expert_capacity_factor: Number | None = None, moe_pad_expert_input_to_capacity: bool = False,
+                moe_load_imbalance: Number | None = None, fp8: str | None = None, fp8_param_gather: bool = False,
                 overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-                mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P) -> SweepResult:
+                mtp_layers: Count | None = None, p2p: str = DEFAULT_P2P) -> SweepResult:
     """Every point of a grid of iterations predicted as ``archsim train MODEL --sweep KEY=V1,V2,… …`` predicts it.
     ``sweep``: the axes, a mapping of each KEY to its values (``{"tp": [1, 2], "micro_batch": "1,2,4"}``; a ``range``
     or a numpy array too, a whole float as its count) or the flag's texts (``["tp=1,2", "micro_batch=1,2,4"]``, or

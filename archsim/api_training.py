@@ -73,7 +73,7 @@ def train(model: Model, *, cluster: Cluster, global_batch: Count, tp: Count = 1,
     ``fp8``: ``--fp8``, ``"hybrid"`` or ``"e4m3"``, None off; ``fp8_param_gather``: True or False, ``--fp8-param-gather``;
     ``overlap_moe_expert_parallel_comm``, ``moe_shared_expert_overlap``: True or False, their flags,
     :mod:`archsim.training.moe_overlap`; ``mtp_layers``: ``--mtp-layers``, None the model's own, :mod:`archsim.training.mtp`;
-    ``p2p``: ``--p2p``, ``"overlapped"``, ``"blocking"`` or ``"megatron"``, :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`).
+    ``p2p``: ``--p2p``, ``"overlapped"``, ``"blocking"`` or ``"megatron"`` (the default), :attr:`~archsim.training.parallel.Parallelism.p2p_blocking`).
     Returns the :class:`~archsim.training.run.TrainResult` (``iteration_seconds``, ``memory`` per pipeline rank in
     bytes, ``peak_memory_gib`` in GiB, ``breakdown`` in seconds; ``energy_j`` and ``energy_source``, priced as ``archsim train`` prices them:
     :func:`archsim.training.energy.priced`) and its :class:`~archsim.training.throughput.Throughput`
@@ -163,11 +163,11 @@ def train(model: Model, *, cluster: Cluster, global_batch: Count, tp: Count = 1,
 
 
 @speaks_keywords
-def train_runs(model, *, runs: str | Path | pandas.DataFrame, cluster, seq: int | str | None = None, attention: str | None = None,
-               dp_overlap: str = "none", grad_accumulation: str | None = None, schedule: str = "1f1b",
-               dtype: str | None = None, max_ops: int | str | None = None,
+def train_runs(model: Model, *, runs: str | Path | pandas.DataFrame, cluster: Cluster, seq: Count | None = None,
+               attention: str | None = None, dp_overlap: str = "none", grad_accumulation: str | None = None,
+               schedule: str = "1f1b", dtype: str | None = None, max_ops: Count | None = None,
                overlap_moe_expert_parallel_comm: bool = False, moe_shared_expert_overlap: bool = False,
-               mtp_layers: int | str | None = None, p2p: str = DEFAULT_P2P) -> RunsResult:
+               mtp_layers: Count | None = None, p2p: str = DEFAULT_P2P) -> RunsResult:
     """Every row of a runs file predicted as ``archsim train MODEL --runs RUNS.csv`` predicts it: a
     :class:`~archsim.training.runs_result.RunsResult`, the list of one dict a row it always was (``to_dict()``: the
     command's ``--format json``; ``to_frame()``: its ``--format csv`` rows), in the file's order (``runs``: the file's path, or a pandas DataFrame of its columns, checked as the CSV

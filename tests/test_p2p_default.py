@@ -6,6 +6,8 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 import archsim
 from archsim import cli
 from archsim.choices.training import DEFAULT_P2P, P2P_MODES
@@ -30,3 +32,17 @@ def test_no_module_restates_the_default_as_code():
              or path.parent.name != "choices"
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if code.search(line)]
     assert not found, found
+
+
+def test_the_help_and_docstrings_name_the_default_the_code_runs(capsys):
+    """Failed before: --p2p's help named no default and archsim.search's docstring said rows carry ``p2p`` "when not
+    the first" mode (overlapped, the default before 2026-12-05), where its rows carry it when not DEFAULT_P2P."""
+    for command in ("train", "search"):
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        helps = " ".join(capsys.readouterr().out.split())
+        assert f"default {DEFAULT_P2P}; docs/training.md" in helps, command
+    said = " ".join(inspect.getdoc(archsim.search).split())
+    assert "when not the first" not in said and "carrying ``p2p`` when not the default" in said
+    for job in (archsim.train, archsim.search):
+        assert f'``"{DEFAULT_P2P}"`` (the default)' in " ".join(inspect.getdoc(job).split()), job.__name__

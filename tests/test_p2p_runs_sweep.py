@@ -112,3 +112,14 @@ def test_train_sweep_keyword_and_axis(alone):
     frame = archsim.train_sweep(MODEL, sweep={"p2p": list(P2P_MODES)}, **kwargs)
     assert frame["p2p"].tolist() == list(P2P_MODES)
     assert frame["iteration_seconds"].tolist() == pytest.approx([alone[mode][3] for mode in P2P_MODES], rel=1e-12)
+
+
+@pytest.mark.parametrize("given", [None, *P2P_MODES])
+def test_a_single_trains_meta_names_its_p2p_as_runs_and_sweeps_do(capsys, given):
+    """Failed before: ``archsim train --format json``'s meta had no ``p2p`` (its ``--runs`` and ``--sweep`` meta and
+    points did), so a saved document did not say how its pipeline sends were priced. The reference: the flag given,
+    else the documented default (docs/training.md: megatron since 2026-12-05)."""
+    flag = [] if given is None else ["--p2p", given]
+    meta, _ = json_rows(capsys, "train", MODEL, "--cluster", CLUSTER, "--seq", SEQ, "--pp", 2, "--dp", 4,
+                        "--global-batch", BATCH, *flag)
+    assert meta["p2p"] == (given or "megatron")

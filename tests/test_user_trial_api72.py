@@ -100,6 +100,7 @@ def test_a_count_is_one_alias_that_takes_numpy_and_whole_floats():
 
 PUBLIC_INPUTS = {  # job → parameters that take an input, not a count (model, cluster, network, array, spec)
     "train": ("model", "cluster"), "search": ("model", "cluster"), "collective": ("cluster",),
+    "train_runs": ("model", "cluster"), "train_sweep": ("model", "cluster"),
     "schedule": ("network", "array"), "run_sweep": ("spec",), "sweep_cache": ("spec",), "write_report": ("spec",),
 }
 
@@ -109,6 +110,15 @@ def test_the_inputs_of_each_job_are_annotated(job):
     parameters = inspect.signature(getattr(archsim, job)).parameters
     bare = [name for name in PUBLIC_INPUTS[job] if parameters[name].annotation is inspect.Parameter.empty]
     assert not bare, f"archsim.{job}: {bare} unannotated: a type checker takes any value there"
+
+
+@pytest.mark.parametrize("job", ["train", "search", "train_runs", "train_sweep"])
+def test_no_training_job_hints_a_count_narrower_than_the_run_reads(job):
+    """Failed before for train_runs and train_sweep: their counts (``global_batch``, ``tp``, ``seq``, ``max_ops``)
+    were hinted ``int | str``, so mypy refused ``np.int64(8)`` and ``8.0``, which positive_int reads as 8."""
+    parameters = inspect.signature(getattr(archsim, job)).parameters
+    narrow = [name for name, p in parameters.items() if re.search(r"\bint \| str\b|\bfloat \| str\b", str(p.annotation))]
+    assert not narrow, f"archsim.{job}: {narrow} hinted narrower than archsim.api_types.Count / Number"
 
 
 @pytest.mark.parametrize("kb", [[64.0, 32.0, 16.0], np.array([64.0, 32.0, 16.0]), [np.int64(64), 32, "16"]])

@@ -22,15 +22,17 @@ FSDP_RESHARDS = ("after-forward", "none")
 FSDP_GRAD_SYNCS = ("micro-batch", "step")
 # whether a pipeline rank's next pass waits for its p2p sends: overlapped (the transfers run beside it), blocking
 # (Megatron-LM's non-interleaved 1F1B, _communicate(wait_on_reqs=True); 2021's Megatron every schedule) or megatron
-# (blocking on 1f1b, overlapped elsewhere: today's interleaved schedule's overlap_p2p_comm) (Parallelism.p2p_blocking)
+# (blocking on 1f1b and on interleaved-1f1b of one chunk, which Megatron-LM runs as 1f1b; overlapped elsewhere: today's
+# interleaved schedule's overlap_p2p_comm) (Parallelism.p2p_blocking)
 P2P_MODES = ("overlapped", "blocking", "megatron")
 # train's and search's --p2p default, every signature's p2p= and a row's unsaid p2p: as Megatron-LM runs the schedule
 # (issue #40), since 2026-12-05; overlapped until then
 DEFAULT_P2P = "megatron"
 P2P_HELP = ("pipeline hops: a rank's next pass runs while its send is in flight (overlapped), "
             "waits for it to end (blocking: Megatron-LM's non-interleaved 1F1B, wait_on_reqs), or "
-            "as Megatron-LM runs the schedule (megatron: blocking on 1f1b, overlapped elsewhere); "
-            "docs/training.md")  # train's and search's --p2p help, one text
+            "as Megatron-LM runs the schedule (megatron: blocking on 1f1b and on interleaved-1f1b of one chunk, "
+            "overlapped elsewhere); "
+            f"default {DEFAULT_P2P}; docs/training.md")  # train's and search's --p2p help, one text
 DP_OVERLAPS = ("none", "bucketed")  # the DP all-reduce after the backward, or bucketed under it (dp_overlap.py)
 # how context parallelism exchanges K/V: TransformerEngine's cp_comm_type p2p (a ring overlapped with attention,
 # Megatron-LM's default), all_gather (Llama 3's) (training/context_parallel.py) or a2a (DeepSpeed-Ulysses: Q, K, V

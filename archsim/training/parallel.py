@@ -234,8 +234,13 @@ class Parallelism:
         order_problem`): ``p2p`` ``blocking`` or ``overlapped``; ``megatron``: as Megatron-LM runs the schedule —
         blocking on the non-interleaved 1F1B (``forward_backward_pipelining_without_interleaving``: every p2p call
         ``_communicate(..., wait_on_reqs=True)``, ``overlap_p2p_comm`` refused), overlapped on the others (the
-        interleaved schedule's ``overlap_p2p_comm``; the schedules Megatron-LM lacks as ``overlapped``)."""
-        return self.p2p == "blocking" or (self.p2p == "megatron" and self.schedule_name == "1f1b")
+        interleaved schedule's ``overlap_p2p_comm``; the schedules Megatron-LM lacks as ``overlapped``). Interleaved
+        1F1B of one chunk a rank blocks too: Megatron-LM sets a virtual pipeline size of 1 to None
+        (``megatron/training/arguments.py`` ``validate_args``, NVIDIA/Megatron-LM 000c4ac2, which then sets
+        ``overlap_p2p_comm`` False), and ``get_forward_backward_func`` runs the non-interleaved schedule when it is None
+        (``megatron/core/pipeline_parallel/schedules.py``, 00611e6e)."""
+        megatron_blocks = self.schedule_name == "1f1b" or (self.schedule_name == "interleaved-1f1b" and self.chunks == 1)
+        return self.p2p == "blocking" or (self.p2p == "megatron" and megatron_blocks)
 
     @cached_property  # kept in the instance: a planned search's rank sizing reads it millions of times
     def chunks(self) -> int:

@@ -66,7 +66,7 @@ def train_document(result, config, laid, implementation: str) -> dict:
             "global_batch": par.global_batch, "micro_batch": par.micro_batch,
             "microbatches": par.microbatches, "recompute": par.recompute,
             "sequence_parallel": par.sequence_parallel, "interleave": par.chunks, "schedule": par.schedule_name,
-            "attention": par.attention, "dp_overlap": par.dp_overlap,
+            "attention": par.attention, "dp_overlap": par.dp_overlap, "p2p": par.p2p,  # as runs' and sweeps' meta
             **({"distributed_optimizer": True} if par.distributed_optimizer else {}),  # only when set: as before
             **({"fsdp": True} if par.fsdp else {}),
             **({"fsdp_reshard": par.fsdp_reshard} if par.fsdp_reshard != "after-forward" else {}),

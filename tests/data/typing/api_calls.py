@@ -21,6 +21,9 @@ archsim.gemm(m=np.int64(64), k=64.0, n="64", bandwidth=np.uint8(10))
 archsim.schedule("ffnn8", policy="1f1b", processors=np.int64(2), microbatches=4.0, array=ArrayConfig())
 archsim.collective("all-reduce", np.float64(1e9), cluster="c.toml", gpus=np.int64(8), per_server=np.int16(4))
 archsim.plan("vgg16", cluster="c.toml", microbatches=np.int64(4), seed=np.int64(0))
+archsim.train_runs("gpt2", runs="runs.csv", cluster=Path("c.toml"), seq=np.int64(2048), max_ops=1e6)
+archsim.train_sweep("gpt2", sweep={"tp": [1, 2]}, cluster="c.toml", global_batch=np.int64(8), tp=tp, micro_batch=2.0,
+                    moe_load_imbalance=np.float32(1.2))
 archsim.run_sweep("spec.toml", workers=np.int64(2))
 archsim.write_report("results", spec=Path("spec.toml"))
 
@@ -40,3 +43,5 @@ archsim.search(["gpt2"], cluster="c.toml", global_batch=8)  # refused
 archsim.collective("all-reduce", 1e9, cluster=3.0, gpus=8)  # refused
 archsim.schedule("ffnn8", policy="1f1b", processors=2, array=16)  # refused
 archsim.sweep_cache(3)  # refused
+archsim.train_runs("gpt2", runs="runs.csv", cluster=8)  # refused
+archsim.train_sweep(["gpt2"], sweep="tp=1,2", cluster="c.toml", global_batch=8)  # refused
