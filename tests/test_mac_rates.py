@@ -54,6 +54,14 @@ def test_a_gemm_at_a_rate_takes_the_hand_counted_cycles(dataflow, mnk, dtype, ra
     assert got == pytest.approx(cycles, rel=1e-12)
 
 
+@pytest.mark.parametrize(("rates", "cycles"), [({"fp8": 2}, 1 * 42 - 1), ({}, 2 * 42 - 1)])
+def test_two_arrays_deal_the_packed_folds(rates, cycles):
+    """Two 8 × 8 ws arrays, (20, 32, 8) at fp8: at 2 MACs a PE its 2 row folds (above) are one wave of 42 cycles, one
+    run on each array (SCALE-Sim's count: − 1); at 1 its 4 folds are two waves."""
+    device = replace(_one_array("ws", **rates), arrays=Arrays(2, 8, 8, "ws", 1e9))
+    assert array_gemm_seconds(20, 32, 8, 1, device, IDEAL, 1, "fp8") * 1e9 == pytest.approx(cycles, rel=1e-12)
+
+
 def test_the_packed_reduction_rounds_up_and_a_fraction_multiplies():
     assert packed_k([1, 2, 3, 17], 2).tolist() == [1, 1, 2, 9]
     assert packed_k([5], 0.5).tolist() == [10]
@@ -154,4 +162,5 @@ def test_fp8_without_its_rate_or_peak_is_still_refused(tmp_path, capsys, monkeyp
     monkeypatch.chdir(ROOT)
     argv = _cluster(tmp_path)
     _chip(tmp_path, "macs_per_pe = { bf16 = 1 }\n")
-    assert "needs a device with an fp8 peak" in cli_error([*argv, "--fp8", "hybrid"], capsys)
+    said = cli_error([*argv, "--fp8", "hybrid"], capsys)
+    assert "needs a device with an fp8 peak" in said and "on arrays [compute] macs_per_pe = { fp8 = N }" in said
