@@ -22,6 +22,7 @@ from archsim.devices.kernel_ops import array_gemm_seconds
 from archsim.devices.mac_rates import packed_k
 from archsim.devices.unread_keys import config_unread_keys_note
 from archsim.errors import InputError
+from archsim.training.cluster_file import fp32_on_arrays_note
 
 IDEAL = one_fraction(gemm=1.0, memory=1e30, launch_s=0.0)  # no loss, traffic or launch: the arrays' cycles alone
 TPU = (ROOT / "configs" / "devices" / "tpu_v4_like.toml").read_text()
@@ -164,3 +165,9 @@ def test_fp8_without_its_rate_or_peak_is_still_refused(tmp_path, capsys, monkeyp
     _chip(tmp_path, "macs_per_pe = { bf16 = 1 }\n")
     said = cli_error([*argv, "--fp8", "hybrid"], capsys)
     assert "needs a device with an fp8 peak" in said and "on arrays [compute] macs_per_pe = { fp8 = N }" in said
+
+
+def test_a_stated_fp32_rate_silences_the_fp16_rate_note(tmp_path):
+    plain = load_device(_chip(tmp_path))
+    assert "at their fp16 rate" in (fp32_on_arrays_note(plain) or "")
+    assert fp32_on_arrays_note(load_device(_chip(tmp_path, "macs_per_pe = { fp32 = 0.25 }\n"))) is None
