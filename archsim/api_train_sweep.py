@@ -27,7 +27,8 @@ from archsim.table_result import TableResult
 if TYPE_CHECKING:
     import pandas as pd
 
-    from archsim.api_types import Cluster, Count, Model, Number
+    from archsim.api_types import Cluster, Model
+    from archsim.count_types import Count, Number
 
 
 class SweepResult(TableResult):

@@ -37,7 +37,7 @@ def device_toml_array(config: str | Path, array: str | None, dataflow: str | Non
     from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.options import array_size_warning, array_source, reshaped
     from archsim.devices.device_file import implausible_figures
-    from archsim.devices.unread_keys import unread_keys_note
+    from archsim.devices.unread_keys import mac_rates_note, unread_keys_note
     from archsim.training.energy import device_file_array
 
     device, found = device_file_array(str(config), 1 if width is None else width)
@@ -46,7 +46,7 @@ def device_toml_array(config: str | Path, array: str | None, dataflow: str | Non
     if huge:
         speak_after("warning", huge)
     for text in (device_arrays_note(str(config)), None if width is not None else device_dtype_note(str(config)),
-                 unread_keys_note(device, str(config))):
+                 unread_keys_note(device, str(config)), mac_rates_note(device, str(config))):
         if text:
             speak_after("note", text)
     for line in implausible_figures(device):

@@ -49,7 +49,7 @@ _KEYS: dict[str, dict[str, tuple[str, bool]]] = {
                 "lanes": ("int", False), "lane_rows": ("int", False), "lane_cols": ("int", False),
                 "gemm_efficiency": ("fraction", False), "launch_s": ("seconds", False),
                 "host_s": ("seconds", False), "peak_tflops": ("table", False),
-                "fused_gemm_fraction": ("fraction", False)},
+                "fused_gemm_fraction": ("fraction", False), "macs_per_pe": ("rates", False)},
     "memory": {"sram_kib_per_array": ("sram", False), "l2_mib": ("float0", False),
                "l2_bytes_per_clock": ("float0", False), "hbm_gib": ("float", True), "hbm_gbps": ("float", True),
                "memory_efficiency": ("fraction", False), "smem_bytes_per_clock": ("float0", False),
@@ -189,6 +189,10 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
             return dram_traffic(value)
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=f"{section}.{key}") from None
+    if kind == "rates":  # [compute] macs_per_pe
+        from archsim.devices.mac_rates import rates_table
+
+        return rates_table(value, file, f"{section}.{key}")
     if kind == "table":
         if not isinstance(value, dict):
             raise InputError("expected a table of dtype = TFLOP/s", file=file, field=f"{section}.{key}")

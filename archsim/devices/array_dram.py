@@ -17,7 +17,9 @@ ws and is) — with
 
 A GEMM's words are the sub-GEMM's × s (each sub-GEMM re-reads the operand it shares: ws's weights, is's inputs).
 Not modelled: the os split-K adds' partial outputs (their cycles are counted, their words are not), any sharing of
-fetched words between arrays, and an L2. Pure functions of shapes; words, not bytes. Each distinct sub-GEMM is
+fetched words between arrays, and an L2; at a dtype's MACs per PE per cycle other than 1 (``[compute] macs_per_pe``,
+:mod:`archsim.devices.mac_rates`) the split s is op timing's at that rate, each sub-GEMM's words counted for its real
+elements as on a one-MAC array (a packed PE's fetch pattern is not modelled). Pure functions of shapes; words, not bytes. Each distinct sub-GEMM is
 counted once (:func:`_sub_gemm_words`, cached)."""
 
 from __future__ import annotations
@@ -69,17 +71,23 @@ def gemm_dram_words(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count:
     flattened, for one of ``count`` GEMMs of a shape dealt together on ``device``'s ``dtype`` arrays (module
     docstring: the dealt sub-GEMM's words × its split s). ``element_bytes``: the word's bytes (default ``dtype``'s
     operand's). Multiply by ``count`` for the batch's."""
-    from archsim.devices.array_waves import array_gemm_cycles, gemm_deal  # only devices built of arrays
+    from archsim.devices.array_waves import SPLIT_AXIS, array_gemm_cycles  # only devices built of arrays
+    from archsim.devices.mac_rates import packed_k
 
     units = device.gemm_units(dtype)
     size = element_bytes or GEMM_OPERAND_BYTES[dtype]
     srams, rate = operand_srams(device, units, size), operand_rate(device, units, size)
     shapes = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (m, k, n, count)))
     m, k, n, count = (np.atleast_1d(x).ravel() for x in shapes)
-    deal = gemm_deal(m, k, n, count, units, device.split_k)
-    split = array_gemm_cycles(m, k, n, count, units, device.split_k).split
+    # the split op timing deals (its reduction at the dtype's MACs per PE per cycle: array_gemm_seconds), each
+    # sub-GEMM's words those of its real elements (at rate 1 the deal's own sub-GEMMs, gemm_deal's)
+    macs = device.mac_rate(dtype) if units is device.arrays else 1.0
+    split = array_gemm_cycles(m, packed_k(k, macs), n, count, units, device.split_k).split
+    sub = [m, k, n]
+    axis = SPLIT_AXIS[units.dataflow]
+    sub[axis] = -(-sub[axis] // split)
     out = np.zeros((m.size, 3), dtype=np.int64)
-    for i, (a, b, c) in enumerate(zip(*(x.tolist() for x in deal.sub), strict=True)):
+    for i, (a, b, c) in enumerate(zip(*(x.tolist() for x in sub), strict=True)):
         out[i] = _sub_gemm_words(a, b, c, units.rows, units.cols, units.dataflow, srams, rate)
     return out * split[:, None]
 

@@ -177,6 +177,9 @@ class Device:
     # archsim.choices.devices.DRAM_TRAFFIC): "compulsory", each operand once; "scalesim", SCALE-Sim's memory model's
     # count for the arrays' operand SRAMs (archsim.devices.array_dram), in op timing and the energy model alike
     dram_traffic: str = "compulsory"
+    # MACs per PE per cycle by dtype on its arrays (a device file's [compute] macs_per_pe, archsim.devices.mac_rates):
+    # a GEMM of such a dtype runs its reduction that many times deeper a step; empty (and any dtype not named): 1
+    macs_per_pe: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.sram_keys and sum(kib for _, kib in self.sram_keys) * 1024 != self.sram_bytes_per_array:
@@ -231,6 +234,10 @@ class Device:
             return ifmap, filt, ofmap
         kib = operand_sram_kib(self.sram_bytes_per_array / 1024)
         return kib, kib, kib
+
+    def mac_rate(self, dtype: str) -> float:
+        """MACs per PE per cycle of a ``dtype`` GEMM on the arrays (:attr:`macs_per_pe`; 1 where not stated)."""
+        return dict(self.macs_per_pe).get(dtype, 1.0)
 
     def gemm_units(self, dtype: str) -> Arrays:
         """The arrays a GEMM of ``dtype`` runs on: the lanes for fp32 where the device has them."""

@@ -44,6 +44,7 @@ from archsim.clock import clock_hz
 from archsim.devices.device import Arrays, Device, VectorUnit
 from archsim.devices.device_figures import check_static_below_board, hbm_per_flop_line, static_watts_line
 from archsim.devices.kernel_constants import one_fraction
+from archsim.devices.mac_rates import array_rates, rate_hint, rate_words
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
 from archsim.units import GIB
@@ -69,23 +70,31 @@ def _key_of(field: str | None) -> str:
     return {"count": "arrays", "per_core": "arrays_per_core", "clock_hz": "clock_mhz"}.get(field or "", field or "")
 
 
-def _check_array_peaks(given: dict[str, float], arrays: Arrays, lanes: Arrays | None, file: str) -> None:
-    """With ``gemm = "arrays"`` a GEMM runs at the arrays' own rate (the lanes' for fp32 where given), so a
-    stated peak of a dtype archsim's GEMMs run in is only MFU's denominator: one that is not that rate
-    (within 1%, a datasheet's rounding) would put MFU off by its ratio, above 1 when it is lower. An fp8 peak (what
-    train's ``--fp8`` needs) is held to the arrays' rate too: their fp8 GEMMs run there, at 1 byte an operand."""
+def _check_array_peaks(given: dict[str, float], arrays: Arrays, lanes: Arrays | None, rates: dict[str, float],
+                       file: str) -> None:
+    """With ``gemm = "arrays"`` a GEMM runs at the arrays' own rate (the lanes' for fp32 where given) × the dtype's
+    MACs per PE per cycle (``rates``, ``[compute] macs_per_pe``; 1 unstated), so a stated peak of a dtype archsim's
+    GEMMs run in is only MFU's denominator: one that is not that rate (within 1%, a datasheet's rounding) would put
+    MFU off by its ratio, above 1 when it is lower. An fp8 peak (what train's ``--fp8`` needs) is held to the arrays'
+    rate too: their fp8 GEMMs run there, at 1 byte an operand. A peak at a whole multiple (or unit fraction) of the
+    one-MAC rate, the key unstated, is told the ``macs_per_pe`` that states it."""
     for dtype, tflops in given.items():
         if dtype not in DTYPES and dtype != FP8:  # fp8: train's --fp8 GEMMs, on the arrays too
             continue  # tf32, fp64: datasheet figures no GEMM of archsim runs in
         units = lanes if dtype == "fp32" and lanes is not None else arrays
-        own = units.peak_flops / 1e12
-        if abs(tflops - own) > PEAK_TOLERANCE * own:
-            raise InputError(f"{tflops:g} TFLOP/s is not what the arrays compute: with gemm = \"arrays\" a GEMM runs "
-                             f"at 2 · {units.count} · {units.rows} · {units.cols} · {units.clock_hz / 1e9:g} GHz = "
-                             f"{own:.4g} TFLOP/s; " + (f"drop the {dtype} peak (it defaults to that)" if dtype in DTYPES
-                                                        else f"state the {dtype} peak as that")
-                             + " or use gemm = \"tiles\"",
-                             file=file, field=f"compute.peak_tflops.{dtype}")
+        rate = rates.get(dtype, 1.0)
+        own = units.peak_flops * rate / 1e12
+        if abs(tflops - own) <= PEAK_TOLERANCE * own:
+            continue
+        hint = ("" if units is not arrays or dtype in rates else
+                rate_hint(dtype, tflops / (units.peak_flops / 1e12), PEAK_TOLERANCE))
+        at = f" × {rate_words(dtype, rate)}" if rate != 1 else ""
+        raise InputError(f"{tflops:g} TFLOP/s is not what the arrays compute: with gemm = \"arrays\" a GEMM runs "
+                         f"at 2 · {units.count} · {units.rows} · {units.cols} · {units.clock_hz / 1e9:g} GHz{at} = "
+                         f"{own:.4g} TFLOP/s; " + (f"drop the {dtype} peak (it defaults to that)" if dtype in DTYPES
+                                                    or dtype in rates else f"state the {dtype} peak as that")
+                         + f"{hint} or use gemm = \"tiles\"",
+                         file=file, field=f"compute.peak_tflops.{dtype}")
 
 
 # a TOML's three SRAMs (sram_kib_per_array = [ifmap, filter, ofmap]), named as its warnings name them
@@ -128,12 +137,15 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                          field=f"compute.{'lane_rows' if 'lane_rows' in comp else 'lane_cols'}")
     vector = _vector_unit(values.get("vector", {}), file)
     given = comp.get("peak_tflops")
+    rates = array_rates(comp.get("macs_per_pe", {}), gemm, lanes is not None, file)
     # every dtype on the arrays, fp32 on the lanes where the device has them: an array device's own rates, which a
-    # stated table of other dtypes (fp8 = 65.5) keeps, as a stated one of these must equal them (_check_array_peaks)
-    own = {dtype: (lanes if dtype == "fp32" and lanes is not None else arrays).peak_flops for dtype in DTYPES}
+    # stated table of other dtypes (fp8 = 65.5) keeps, as a stated one of these must equal them (_check_array_peaks);
+    # each × its MACs per PE per cycle, fp8's own peak where macs_per_pe states its rate
+    own = {dtype: (lanes if dtype == "fp32" and lanes is not None else arrays).peak_flops * rates.get(dtype, 1.0)
+           for dtype in (*DTYPES, *((FP8,) if FP8 in rates else ()))}
     if given is not None:
         if gemm == "arrays":
-            _check_array_peaks(given, arrays, lanes, file)
+            _check_array_peaks(given, arrays, lanes, rates, file)
         stated = {dtype: tflops * 1e12 for dtype, tflops in given.items()}
         peaks = tuple((own | stated).items()) if gemm == "arrays" else tuple(stated.items())
     else:
@@ -155,7 +167,7 @@ def _device(values: dict[str, dict[str, Any]], arrays: Arrays, file: str,
                   sram_keys=sram_keys, vector=vector, smem_bytes_per_clock=mem.get("smem_bytes_per_clock", 0.0),
                   fused_gemm_fraction=comp.get("fused_gemm_fraction", 1.0),
                   comm_sms=comm_sms(links, arrays.cores, file), dram_traffic=mem.get("dram_traffic", "compulsory"),
-                  link_pj_per_bit=links.get("pj_per_bit", 0.0))
+                  link_pj_per_bit=links.get("pj_per_bit", 0.0), macs_per_pe=tuple(rates.items()))
 
 
 def _vector_unit(vec: dict[str, Any], file: str) -> VectorUnit | None:

@@ -46,7 +46,19 @@ def config_unread_keys_note(config: str | Path, *, name: str | None = None) -> s
         device = load_device(config)
     except InputError:
         return None
-    return unread_keys_note(device, str(config) if name is None else name)
+    named = str(config) if name is None else name
+    notes = [note for note in (unread_keys_note(device, named), mac_rates_note(device, named)) if note]
+    return "; ".join(notes) if notes else None
 
 
-__all__ = ["config_unread_keys_note", "unread_keys_note"]
+def mac_rates_note(device: Device, file: str) -> str | None:
+    """The note that an array command (``cost``, ``energy``, …) does not read ``[compute] macs_per_pe``: it prices
+    SCALE-Sim's array, one MAC per PE per cycle (its chip columns too, so they agree with its cycles); ``train`` and
+    ``search`` run GEMMs at it. None where the file states no rate other than 1."""
+    if all(rate == 1 for _, rate in device.macs_per_pe):
+        return None
+    return (f"{file}: [compute] macs_per_pe is not read here: the array commands price SCALE-Sim's array at one MAC "
+            "per PE per cycle in every dtype (train and search run GEMMs at it)")
+
+
+__all__ = ["config_unread_keys_note", "mac_rates_note", "unread_keys_note"]

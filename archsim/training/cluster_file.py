@@ -384,8 +384,8 @@ def fp32_on_arrays_notes(cluster: GpuCluster) -> tuple[str, ...]:
 
 def fp32_on_arrays_note(device: Device) -> str | None:
     """:func:`fp32_on_arrays_notes`' line for one device trained in fp32 (a device sweep's too), or None."""
-    if device.gemm != "arrays" or device.lanes is not None:
-        return None
+    if device.gemm != "arrays" or device.lanes is not None or "fp32" in dict(device.macs_per_pe):
+        return None  # lanes, or the arrays' fp32 rate stated ([compute] macs_per_pe): the file says how fp32 runs
     return f"{device.name} states no fp32 lanes ([compute] lanes): its fp32 GEMMs run on its arrays at their fp16 rate"
 
 
