@@ -1,4 +1,4 @@
-"""A device file's arrays at each dtype's own MAC rate (``[compute] macs_per_pe``, archsim/devices/mac_rates.py).
+"""A device file's arrays at each dtype's own MAC rate (``[compute] macs_per_pe``, archsim/array/mac_rates.py).
 
 Before it an array device ran fp8 at its 16-bit rate: a stated fp8 peak of twice that was refused with no way to
 state it, and ``train --fp8 hybrid`` was slower than bf16 (quantize kernels, no faster GEMMs). References: SCALE-Sim's
@@ -14,12 +14,12 @@ import pytest
 from api_parity_helpers import cli_error, cli_json
 from test_docs import ROOT
 
+from archsim.array.mac_rates import packed_k
 from archsim.cli import main
 from archsim.devices.device import Arrays, catalog_device
 from archsim.devices.device_file import load_device
 from archsim.devices.kernel_constants import one_fraction
 from archsim.devices.kernel_ops import array_gemm_seconds
-from archsim.devices.mac_rates import packed_k
 from archsim.devices.unread_keys import config_unread_keys_note
 from archsim.errors import InputError
 from archsim.training.cluster_file import fp32_on_arrays_note

@@ -190,7 +190,7 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
     except ValueError as exc:
         raise InputError(str(exc), file=file, field=f"{section}.{key}") from None
     if kind == "rates":  # [compute] macs_per_pe
-        from archsim.devices.mac_rates import rates_table
+        from archsim.array.mac_rates import rates_table
 
         return rates_table(value, file, f"{section}.{key}")
     if kind == "table":

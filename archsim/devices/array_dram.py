@@ -18,7 +18,7 @@ ws and is) — with
 A GEMM's words are the sub-GEMM's × s (each sub-GEMM re-reads the operand it shares: ws's weights, is's inputs).
 Not modelled: the os split-K adds' partial outputs (their cycles are counted, their words are not), any sharing of
 fetched words between arrays, and an L2; at a dtype's MACs per PE per cycle other than 1 (``[compute] macs_per_pe``,
-:mod:`archsim.devices.mac_rates`) the split s is op timing's at that rate, each sub-GEMM's words counted for its real
+:mod:`archsim.array.mac_rates`) the split s is op timing's at that rate, each sub-GEMM's words counted for its real
 elements as on a one-MAC array (a packed PE's fetch pattern is not modelled). Pure functions of shapes; words, not bytes. Each distinct sub-GEMM is
 counted once (:func:`_sub_gemm_words`, cached)."""
 
@@ -71,8 +71,8 @@ def gemm_dram_words(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, count:
     flattened, for one of ``count`` GEMMs of a shape dealt together on ``device``'s ``dtype`` arrays (module
     docstring: the dealt sub-GEMM's words × its split s). ``element_bytes``: the word's bytes (default ``dtype``'s
     operand's). Multiply by ``count`` for the batch's."""
+    from archsim.array.mac_rates import packed_k
     from archsim.devices.array_waves import SPLIT_AXIS, array_gemm_cycles  # only devices built of arrays
-    from archsim.devices.mac_rates import packed_k
 
     units = device.gemm_units(dtype)
     size = element_bytes or GEMM_OPERAND_BYTES[dtype]

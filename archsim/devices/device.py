@@ -177,7 +177,7 @@ class Device:
     # archsim.choices.devices.DRAM_TRAFFIC): "compulsory", each operand once; "scalesim", SCALE-Sim's memory model's
     # count for the arrays' operand SRAMs (archsim.devices.array_dram), in op timing and the energy model alike
     dram_traffic: str = "compulsory"
-    # MACs per PE per cycle by dtype on its arrays (a device file's [compute] macs_per_pe, archsim.devices.mac_rates):
+    # MACs per PE per cycle by dtype on its arrays (a device file's [compute] macs_per_pe, archsim.array.mac_rates):
     # a GEMM of such a dtype runs its reduction that many times deeper a step; empty (and any dtype not named): 1
     macs_per_pe: tuple[tuple[str, float], ...] = ()
 

@@ -30,6 +30,7 @@ from archsim.array.device_sections import (
     words_gbps,
 )
 from archsim.array.device_values import comm_sms, link_seconds
+from archsim.array.mac_rates import array_rates, rate_hint, rate_words
 from archsim.array.sram_sizes import (
     MAX_PLAUSIBLE_SRAM_KIB,
     MIN_SRAM_KIB,
@@ -44,7 +45,6 @@ from archsim.clock import clock_hz
 from archsim.devices.device import Arrays, Device, VectorUnit
 from archsim.devices.device_figures import check_static_below_board, hbm_per_flop_line, static_watts_line
 from archsim.devices.kernel_constants import one_fraction
-from archsim.devices.mac_rates import array_rates, rate_hint, rate_words
 from archsim.errors import InputError
 from archsim.toml_errors import located, parse_toml
 from archsim.units import GIB

@@ -186,11 +186,11 @@ def array_gemm_seconds(m: npt.ArrayLike, k: npt.ArrayLike, n: npt.ArrayLike, cou
     ``Device.split_k``), counted as SCALE-Sim and the array model count them
     (:func:`~archsim.devices.array_waves.indexed_cycles`: on one array, ``archsim cost``'s cycles
     exactly), its reduction run at the dtype's MACs per PE per cycle (``Device.macs_per_pe``: (m, ⌈k / r⌉, n),
-    :func:`archsim.devices.mac_rates.packed_k`; the GEMM itself at 1), vs its HBM traffic, plus one launch. The
+    :func:`archsim.array.mac_rates.packed_k`; the GEMM itself at 1), vs its HBM traffic, plus one launch. The
     traffic: each operand once, (m·k + k·n + m·n) · count elements, or with ``Device.dram_traffic`` ``"scalesim"`` the words SCALE-Sim's memory model moves for each
     array's sub-GEMM (:func:`archsim.devices.array_dram.gemm_dram_words`, × count), at ``element_bytes`` each."""
+    from archsim.array.mac_rates import packed_k
     from archsim.devices.array_waves import array_gemm_cycles, indexed_cycles  # only devices built of arrays
-    from archsim.devices.mac_rates import packed_k
 
     units = device.gemm_units(dtype)
     m, k, n, count = (np.asarray(x, dtype=np.int64) for x in (m, k, n, count))
