@@ -34,4 +34,4 @@ def test_a_near_miss_in_the_wrong_section_names_the_key_and_its_section(tmp_path
 def test_a_key_near_none_still_gets_no_hint(tmp_path):
     """``bogus`` is near no section's key: the plain refusal, no section named (guards the hint from guessing)."""
     message = str(device_error(write_file(tmp_path, "chip.toml", TOML.replace("links = 4", "links = 4\nbogus = 1"))))
-    assert "did you mean" not in message and message.endswith("efficiency, comm_sms"), message
+    assert "did you mean" not in message and message.endswith("efficiency, comm_sms, pj_per_bit"), message
