@@ -84,7 +84,8 @@ def gemm(*, m: Count | None = None, k: Count | None = None, n: Count | None = No
     dtype = device_toml_dtype(config, dtype, element_bytes)  # a device TOML's default: train's, as the command's
     width = element_width(dtype, element_bytes)
     toml = is_device_toml(config) and layout is None  # a layout reads a .cfg's [layout]: refused there
-    read, said = device_toml_notes(config, None, None, width, engine=engine, bandwidth=bandwidth, flag="bandwidth") if (
+    read, said = device_toml_notes(config, None, None, width, engine=engine, bandwidth=bandwidth, flag="bandwidth",
+                                   dtype=dtype) if (
         toml and config is not None) else (None, [])  # the one reader's notes, said after the run as cost's
     done = run_gemm(m=m, k=k, n=n, array=array, dataflow=dataflow, config=config, shapes=shapes,
                     ofmap_count=cast("OfmapCount", ofmap_count), engine=engine, dram_bandwidth=bandwidth,

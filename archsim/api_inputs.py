@@ -213,7 +213,7 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
         raise InputError(f"expected ROWSxCOLS such as '32x32' with a device TOML, got {type(array).__name__}",
                          field="array")
     shaped, said = device_toml_notes(config, array, dataflow, width, engine=engine, bandwidth=bandwidth,
-                                     flag="bandwidth")
+                                     flag="bandwidth", dtype=dtype)
     chosen = with_memory(shaped, None if bandwidth is None else positive_int(bandwidth, "bandwidth"), sram_kb)
     slip = sram_kb_warning(sram_kb)
     if clock_ghz is not None:

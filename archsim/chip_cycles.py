@@ -83,7 +83,7 @@ def chip_op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, chip: Device) 
     ``count`` parts dealt together as train deals them, the busiest array's share stepped by the cycle engine on
     ``array`` (its shape, dataflow and SRAMs; the chip's arrays have its shape) at :func:`share_words`; plus its
     vector elements dealt to the arrays, the busiest one's ÷ the array's columns."""
-    from archsim.array.costing import cycle_results
+    from archsim.array.costing import cycle_results, rated_k
     from archsim.array.options import with_memory
     from archsim.devices.array_waves import gemm_deal
     from archsim.errors import InputError
@@ -92,6 +92,7 @@ def chip_op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, chip: Device) 
 
     units = chip.arrays
     owner, m, k, n, count = flatten_gemms(ops)
+    k = rated_k(k, array)  # the reduction packed at the arrays' MACs per PE per cycle, as train deals it
     per_gemm = np.zeros(owner.size, dtype=np.int64)
     if owner.size:
         deal = gemm_deal(m, k, n, count, units, chip.split_k)

@@ -97,7 +97,7 @@ def _read_chip(config: str | Path, array: ArrayConfig) -> Device | None:
     buffers = (array.ifmap_sram_kb, array.filter_sram_kb, array.ofmap_sram_kb)
     if buffers != device.operand_buffers_kib:  # --sram-kb: the chip's buffers the array's, as energy prices them
         device = replace(device, sram_keys=cfg_sram_keys(array), sram_bytes_per_array=sum(buffers) * 1024.0)
-    return replace(device, arrays=arrays, macs_per_pe=())  # one MAC per PE per cycle, as cost's cycles count
+    return replace(device, arrays=arrays)  # its MACs per PE per cycle train's: cost's cycles are packed alike
 
 
 def file_dram_words(config: str | Path | None, array: ArrayConfig, engine: str, dtype: str) -> DramWords | None:

@@ -6,6 +6,7 @@ its notes as values for each caller to say its way (:func:`device_toml_notes`). 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,25 +29,28 @@ def device_toml_dtype(config: str | Path | None, dtype: str | None, element_byte
 
 
 def device_toml_array(config: str | Path, array: str | None, dataflow: str | None, width: int | None,
-                      speak_after: Speak = say_after_run) -> ArrayConfig:
+                      speak_after: Speak = say_after_run, *, dtype: str | None = None) -> ArrayConfig:
     """A device TOML's one array kind as train's energy model reads it
     (:func:`~archsim.training.energy.device_file_array`) at ``width`` bytes (None: 1, with the note that train
-    prices the chip's dtype), reshaped by ``array`` and ``dataflow``, with the notes a ``.cfg`` device file gets
-    and the warnings train gives the file, said through ``speak_after`` (default: after the run). Its memory and
-    clock are the caller's to set."""
+    prices the chip's dtype), reshaped by ``array`` and ``dataflow``, its GEMMs at ``dtype``'s MACs per PE per cycle
+    (``[compute] macs_per_pe``, train's rate: :attr:`~archsim.array.config.ArrayConfig.mac_rate`; 1 where unstated
+    or ``dtype`` is None), with the notes a ``.cfg`` device file gets and the warnings train gives the file, said
+    through ``speak_after`` (default: after the run). Its memory and clock are the caller's to set."""
     from archsim.array.device_notes import device_arrays_note, device_dtype_note
     from archsim.array.options import array_size_warning, array_source, reshaped
     from archsim.devices.device_file import implausible_figures
-    from archsim.devices.unread_keys import mac_rates_note, unread_keys_note
+    from archsim.devices.unread_keys import unread_keys_note
     from archsim.training.energy import device_file_array
 
     device, found = device_file_array(str(config), 1 if width is None else width)
     shaped = reshaped(found, array, dataflow)
+    rate = 1.0 if dtype is None else device.mac_rate(dtype)
+    shaped = shaped if rate == 1 else replace(shaped, mac_rate=rate)
     huge = array_size_warning(shaped.rows, shaped.cols, array_source(array, str(config)))
     if huge:
         speak_after("warning", huge)
     for text in (device_arrays_note(str(config)), None if width is not None else device_dtype_note(str(config)),
-                 unread_keys_note(device, str(config)), mac_rates_note(device, str(config))):
+                 unread_keys_note(device, str(config))):
         if text:
             speak_after("note", text)
     for line in implausible_figures(device):
@@ -55,8 +59,10 @@ def device_toml_array(config: str | Path, array: str | None, dataflow: str | Non
 
 
 def device_toml_notes(config: str | Path, array: str | None, dataflow: str | None, width: int | None, *,
-                      engine: str | None, bandwidth: object, flag: str) -> tuple[ArrayConfig, list[tuple[str, str]]]:
-    """(array, notes): a device TOML's array read by :func:`device_toml_array` and, as (kind, text) in the order
+                      engine: str | None, bandwidth: object, flag: str,
+                      dtype: str | None = None) -> tuple[ArrayConfig, list[tuple[str, str]]]:
+    """(array, notes): a device TOML's array read by :func:`device_toml_array` (at ``dtype``'s MACs per PE per
+    cycle) and, as (kind, text) in the order
     said, its warnings and notes; under the ``cycle`` engine run without ``flag`` (``bandwidth`` None) the array is at
     the DRAM rate ``[memory] hbm_gbps`` states, with the note saying so
     (:func:`~archsim.array.device_rate.with_device_bandwidth`). The one
@@ -64,7 +70,8 @@ def device_toml_notes(config: str | Path, array: str | None, dataflow: str | Non
     from archsim.array.device_rate import with_device_bandwidth
 
     notes: list[tuple[str, str]] = []
-    shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: notes.append((kind, text)))
+    shaped = device_toml_array(config, array, dataflow, width, speak_after=lambda kind, text: notes.append((kind, text)),
+                               dtype=dtype)
     rate = None
     if engine == "cycle" and bandwidth is None:  # the flag wins; the analytic engine reads no bandwidth
         shaped, rate = with_device_bandwidth(shaped, config, width or 1, flag)

@@ -7,7 +7,6 @@ per fold − 1), the packed reduction ⌈k / r⌉ the module states, the rate's 
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import pytest
@@ -15,7 +14,6 @@ from api_parity_helpers import cli_error, cli_json
 from test_docs import ROOT
 
 from archsim.array.mac_rates import packed_k
-from archsim.cli import main
 from archsim.devices.device import Arrays, catalog_device
 from archsim.devices.device_file import load_device
 from archsim.devices.kernel_constants import one_fraction
@@ -121,20 +119,116 @@ def test_a_tile_timed_device_refuses_the_rate(tmp_path):
         load_device(_chip(tmp_path, "macs_per_pe = { fp8 = 2 }\n", "[compute.peak_tflops]\nbf16 = 275\n\n", text))
 
 
-def test_the_array_commands_say_they_price_one_mac_per_pe(tmp_path, capsys):
-    assert config_unread_keys_note(_chip(tmp_path, "macs_per_pe = { fp8 = 1, bf16 = 1 }\n")) is None
-    note = config_unread_keys_note(_chip(tmp_path, "macs_per_pe = { fp8 = 2 }\n"))
+ONE = """[device]
+name = "one"
+gemm = "arrays"
+
+[compute]
+arrays = 1
+rows = 8
+cols = 8
+dataflow = "ws"
+clock_mhz = 1000
+{rates}
+[memory]
+sram_kib_per_array = 64
+hbm_gib = 1
+hbm_gbps = 1000
+
+[links]
+intra_gbps = 100
+"""
+
+
+def _one_array_file(tmp_path, rates: str = "") -> str:
+    """A device file of one 8 × 8 ws array at 1 GHz (seconds × 1e9 are its cycles), ``rates`` its macs_per_pe line."""
+    path = tmp_path / "one.toml"
+    path.write_text(ONE.format(rates=rates))
+    return str(path)
+
+
+def _ws_hand_cycles(m: int, k: int, n: int, rate: int) -> int:
+    """SCALE-Sim's ws count on 8 × 8 of (m, ⌈k / rate⌉, n), by hand: ⌈k' / 8⌉ · ⌈n / 8⌉ folds of 8 + 8 + 8 + m − 2."""
+    packed = -(-k // rate)
+    return -(-packed // 8) * -(-n // 8) * (8 + 8 + 8 + m - 2) - 1
+
+
+@pytest.mark.parametrize("engine", ["analytic", "cycle"])
+@pytest.mark.parametrize(("rates", "rate"), [("macs_per_pe = { fp16 = 2 }\n", 2), ("", 1), ("macs_per_pe = { fp8 = 2 }\n", 1)])
+def test_gemm_on_a_file_runs_the_dtype_s_rate_as_train_times_it(tmp_path, capsys, engine, rates, rate):
+    """Since 2026-12-05 the array commands read the rate: (20, 32, 8) at fp16 = 2 is 2 row folds of 42 (− 1), as
+    train's op timing gives the same GEMM on the same file; another dtype's rate is not fp16's."""
+    config = _one_array_file(tmp_path, rates)
+    got = cli_json(["gemm", "--m", "20", "--k", "32", "--n", "8", "--config", config, "--dtype", "fp16",
+                    "--engine", engine, "--format", "json"], capsys)["rows"][0]
+    hand = _ws_hand_cycles(20, 32, 8, rate)
+    assert got["cycles"] == hand
+    if engine == "cycle":
+        assert got["total_cycles"] == hand and got["stall_cycles"] == 0  # 500 words a cycle: no stall
+    train = array_gemm_seconds(20, 32, 8, 1, load_device(config), IDEAL, 2, "fp16") * 1e9
+    assert train == pytest.approx(hand, rel=1e-12)
+    assert got["ifmap_sram_reads"] == 20 * 32  # the real GEMM's words: (m · k) read once (one column fold)
+    assert "macs_per_pe" not in capsys.readouterr().err  # no note that the rate goes unread
+
+
+def test_readers_that_still_price_one_mac_say_so(tmp_path):
+    """config_unread_keys_note (an array sweep's, bppsa rnn's reading) still says the rate goes unread there."""
+    assert config_unread_keys_note(_one_array_file(tmp_path, "macs_per_pe = { fp16 = 1 }\n")) is None
+    note = config_unread_keys_note(_one_array_file(tmp_path, "macs_per_pe = { fp16 = 2 }\n"))
     assert note is not None and "[compute] macs_per_pe is not read here" in note
-    argv = ["cost", "layerpipe_sample", "--config", str(tmp_path / "chip.toml"), "--dtype", "bf16", "--format", "json"]
-    _chip(tmp_path, "macs_per_pe = { bf16 = 2 }\n")
-    capsys.readouterr()
-    assert main(argv) == 0
-    rated, said = capsys.readouterr()
-    _chip(tmp_path)
-    assert main(argv) == 0
-    plain, _ = capsys.readouterr()
-    assert "[compute] macs_per_pe is not read here" in said
-    assert json.loads(rated)["rows"] == json.loads(plain)["rows"]  # cycles and chip seconds alike: one MAC a PE
+
+
+def test_cost_and_energy_time_the_packed_gemms_and_count_the_same_macs(tmp_path, capsys):
+    """cost's F cycles on a rate-2 file: each lowered GEMM's hand count at ⌈k / 2⌉ plus the vector unit's
+    ⌈elements / cols⌉; energy's MACs are the real GEMMs' (the same at every rate), its cycles cost's."""
+    hand = _sample_hand_cycles(2)
+    rated, plain = _one_array_file(tmp_path, "macs_per_pe = { fp16 = 2 }\n"), str(tmp_path / "plain.toml")
+    (tmp_path / "plain.toml").write_text(ONE.format(rates=""))
+    cost = cli_json(["cost", "layerpipe_sample", "--config", rated, "--dtype", "fp16", "--format", "json"], capsys)
+    total = next(row for row in cost["rows"] if row["layer"] == "TOTAL")
+    assert {kind: total[f"{kind}_cycles"] for kind in ("F", "G", "D")} == hand
+    energy = {}
+    for name, config in (("rated", rated), ("plain", plain)):
+        rows = cli_json(["energy", "layerpipe_sample", "--config", config, "--dtype", "fp16", "--format", "json"],
+                        capsys)["rows"]
+        energy[name] = {row["op"]: row for row in rows}
+    for kind in ("F", "G", "D"):
+        assert energy["rated"][kind]["macs"] == energy["plain"][kind]["macs"]
+        assert energy["rated"][kind]["cycles"] == hand[kind] < energy["plain"][kind]["cycles"]
+
+
+def _sample_hand_cycles(rate: int) -> dict[str, int]:
+    """layerpipe_sample's F, G and δ cycles on the 8 × 8 ws array at fp16 (batch 32) by hand at ``rate``: each lowered
+    GEMM's count at ⌈k / rate⌉ plus the vector unit's ⌈elements / 8⌉."""
+    from archsim.lowering import lower_network
+    from archsim.workload.shipped import load_network
+
+    ops = [op for layer in lower_network(load_network("layerpipe_sample"), 32, "exact", 2) for op in layer.ops]
+    return {kind: sum(g.count * _ws_hand_cycles(g.m, g.k, g.n, rate) for op in ops if op.kind == kind for g in op.gemms)
+            + sum(-(-op.vector_elements // 8) for op in ops if op.kind == kind) for kind in ("F", "G", "D")}
+
+
+def test_schedule_and_pipeline_run_the_packed_costs(tmp_path, capsys):
+    """schedule's gpipe on one microbatch runs every op once in turn: its makespan is the hand count at rate 2; pipeline
+    splits δ at the rate (its split search bisects the packed cycles) and one processor's cycles are the same sum."""
+    from archsim.array.config import ArrayConfig
+    from archsim.lowering import lower_network
+    from archsim.partition.coster import DeltaCoster
+    from archsim.workload.shipped import load_network
+
+    config = _one_array_file(tmp_path, "macs_per_pe = { fp16 = 2 }\n")
+    total = sum(_sample_hand_cycles(2).values())
+    run = ["layerpipe_sample", "--config", config, "--dtype", "fp16", "--format", "json"]
+    done = cli_json(["schedule", *run, "--policy", "gpipe", "--processors", "2"], capsys)
+    assert done["rows"][0]["makespan"] == total
+    one = cli_json(["pipeline", *run, "--processors", "1"], capsys)
+    assert one["meta"]["single_processor_seconds"] == pytest.approx(total / 1e9, rel=1e-12)
+    lowered = lower_network(load_network("layerpipe_sample"), 32, "exact", 2)
+    coster = DeltaCoster(lowered, ArrayConfig(rows=8, cols=8, element_bytes=2, mac_rate=2))
+    for axis in ("channels", "reduction", "rows"):
+        units = coster.split_units(1, axis)
+        for part in (1, units // 2, units - 1):
+            assert coster.split_cycles(1, axis, part) == coster.split_cost(1, axis, part)[1:]
 
 
 def _cluster(tmp_path):

@@ -55,6 +55,9 @@ class ArrayConfig:
     operand's (:func:`dram_words` at ``element_bytes``), so an array re-made at another element size reads the
     chip's GB/s in its new words, not the old width's. A bandwidth given in words
     (:func:`archsim.array.options.with_memory`) clears it.
+    mac_rate: MACs per PE per cycle of the GEMMs costed on it (a device file's ``[compute] macs_per_pe`` for the
+    run's dtype, :mod:`archsim.array.mac_rates`): their cycles are those of the reduction packed to
+    :func:`~archsim.array.mac_rates.packed_k`, their MACs and SRAM words the real GEMM's; 1 is SCALE-Sim's array.
     """
 
     rows: int = 32
@@ -70,12 +73,20 @@ class ArrayConfig:
     clock_hz: float | None = None
     name: str = field(default="array", compare=False)
     dram_rate: tuple[float, float] | None = None
+    mac_rate: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("rows", "cols", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb", "element_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= INT32_MAX:
                 raise InputError(f"must be an integer in 1…{INT32_MAX}, got {value!r}", field=name)
+        if self.mac_rate != 1.0:
+            from archsim.array.mac_rates import mac_rate  # the one reading of a rate
+
+            try:
+                object.__setattr__(self, "mac_rate", mac_rate(self.mac_rate))
+            except ValueError as exc:
+                raise InputError(str(exc), field="mac_rate") from None
         if self.dram_rate is not None:  # the words follow the element size (a width changed by replace() too)
             self._derive_bandwidth(self.dram_rate)
         if self.dataflow not in DATAFLOWS:

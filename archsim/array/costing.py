@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from archsim.array.analytic import gemm_cost
 from archsim.array.config import ArrayConfig
@@ -45,6 +46,15 @@ def check_engine(engine: str) -> None:
     counts (:mod:`archsim.energy.model`) take the same engines and refuse alike."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}", field="engine")
+
+
+def rated_k(k: npt.ArrayLike, array: ArrayConfig) -> np.ndarray:
+    """The reduction depth each GEMM of depth ``k`` is timed at on ``array``: train's packing at the array's MACs per
+    PE per cycle (:func:`archsim.array.mac_rates.packed_k`, ``array.mac_rate``); ``k`` itself at 1. Its MACs and
+    SRAM words stay the real GEMM's."""
+    from archsim.array.mac_rates import packed_k
+
+    return np.asarray(k) if array.mac_rate == 1 else packed_k(k, array.mac_rate)
 
 
 def cycle_results(m: np.ndarray, k: np.ndarray, n: np.ndarray, array: ArrayConfig) -> tuple[list, np.ndarray]:
@@ -79,7 +89,7 @@ def refetch_note(ops: Sequence[TrainingOp], array: ArrayConfig) -> str | None:
 
     worst: tuple[float, str] | None = None
     for op in ops:
-        results = [(g, simulate_cached(g.m, g.k, g.n, array)) for g in op.gemms]
+        results = [(g, simulate_cached(g.m, int(rated_k(np.int64(g.k), array)), g.n, array)) for g in op.gemms]
         cycles = sum(r.cycles * g.count for g, r in results)
         stalls = sum(r.stall_cycles * g.count for g, r in results)
         if not results or 2 * stalls < cycles:
@@ -129,17 +139,20 @@ def op_cost_columns(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str =
     if owner.size:
         cost = gemm_cost(m, k, n, array.rows, array.cols, array.dataflow)
         np.add.at(macs, owner, cost.macs * count)
+        timed = cost if array.mac_rate == 1 else gemm_cost(m, rated_k(k, array), n, array.rows, array.cols,
+                                                           array.dataflow)  # the packed GEMM's cycles
         if engine == "cycle":
-            figures = _cycle_figures(m, k, n, array)
+            figures = _cycle_figures(m, rated_k(k, array), n, array)  # the packed GEMM stepped: its cycles, stalls
+            words = figures if array.mac_rate == 1 else _cycle_figures(m, k, n, array)  # the real GEMM's DRAM words
             np.add.at(cycles, owner, figures[:, 0] * count)
             np.add.at(extra["stall_cycles"], owner, figures[:, 1] * count)
-            np.add.at(extra["dram_read_bytes"], owner, figures[:, 2] * count * array.element_bytes)
-            np.add.at(extra["dram_write_bytes"], owner, figures[:, 3] * count * array.element_bytes)
+            np.add.at(extra["dram_read_bytes"], owner, words[:, 2] * count * array.element_bytes)
+            np.add.at(extra["dram_write_bytes"], owner, words[:, 3] * count * array.element_bytes)
         else:
-            np.add.at(cycles, owner, cost.cycles * count)
+            np.add.at(cycles, owner, timed.cycles * count)
     vector = np.asarray([op.vector_elements for op in ops], dtype=np.int64)
     if owner.size:
-        _check_total(cost.cycles if engine != "cycle" else figures[:, 0], count, vector, "cycles")
+        _check_total(timed.cycles if engine != "cycle" else figures[:, 0], count, vector, "cycles")
         _check_total(cost.macs, count, np.zeros(0), "MACs")
     cycles += -(-vector // array.cols)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -166,6 +179,7 @@ def op_cycles(ops: Sequence[TrainingOp], array: ArrayConfig, engine: str = "anal
     owner, m, k, n, count = flatten_gemms(ops)
     cycles = np.zeros(len(ops), dtype=np.int64)
     if owner.size:
+        k = rated_k(k, array)  # the reduction packed at the array's MACs per PE per cycle
         gemm = (_cycle_figures(m, k, n, array)[:, 0] if engine == "cycle"
                 else gemm_cost(m, k, n, array.rows, array.cols, array.dataflow).cycles)
         np.add.at(cycles, owner, gemm * count)

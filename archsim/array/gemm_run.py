@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archsim.array.config import DATAFLOWS, ArrayConfig, parse_array_shape, read_scalesim_cfg
 from archsim.array.options import memory_meta, with_memory
@@ -81,18 +81,38 @@ def read_shapes(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=list(SHAPE_COLUMNS))
 
 
-def cost_shapes(shapes: pd.DataFrame, ofmap_count: OfmapCount = "scalesim") -> pd.DataFrame:
-    """The shapes frame plus one column per cost figure, all in one vectorized call."""
+def cost_shapes(shapes: pd.DataFrame, ofmap_count: OfmapCount = "scalesim", mac_rate: float = 1.0) -> pd.DataFrame:
+    """The shapes frame plus one column per cost figure, all in one vectorized call (:func:`rated_columns` at
+    ``mac_rate`` MACs per PE per cycle)."""
     import numpy as np
 
-    from archsim.array.analytic import dataflow_codes, gemm_cost
+    from archsim.array.analytic import dataflow_codes
 
     m, k, n, rows, cols = (shapes[c].to_numpy(dtype=np.int64) for c in ("m", "k", "n", "rows", "cols"))
-    cost = gemm_cost(m, k, n, rows, cols, dataflow_codes(shapes["dataflow"].to_numpy()), ofmap_count=ofmap_count)
+    figures = rated_columns(m, k, n, rows, cols, dataflow_codes(shapes["dataflow"].to_numpy()), ofmap_count, mac_rate)
     out = shapes.copy()
     for column in RESULT_COLUMNS:
-        out[column] = getattr(cost, column)
+        out[column] = figures[column]
     return out
+
+
+def rated_columns(m, k, n, rows, cols, dataflow, ofmap_count: OfmapCount, mac_rate: float) -> dict[str, Any]:
+    """:data:`RESULT_COLUMNS` of GEMMs (int64 arrays) at ``mac_rate`` MACs per PE per cycle: cycles, folds and the
+    mapping and compute utilizations the packed GEMM's (:func:`archsim.array.costing.rated_k`, train's packing),
+    the SRAM words the real GEMM's, utilization its MACs ÷ (cycles · PEs); SCALE-Sim's GEMM itself at 1."""
+    import numpy as np
+
+    from archsim.array.analytic import gemm_cost
+    from archsim.array.mac_rates import packed_k
+
+    real = gemm_cost(m, k, n, rows, cols, dataflow, ofmap_count=ofmap_count)
+    if mac_rate == 1:
+        return {column: getattr(real, column) for column in RESULT_COLUMNS}
+    timed = gemm_cost(m, packed_k(k, mac_rate), n, rows, cols, dataflow, ofmap_count=ofmap_count)
+    figures = {column: getattr(timed if column in ("cycles", "folds", "mapping_efficiency", "compute_utilization")
+                               else real, column) for column in RESULT_COLUMNS}
+    figures["utilization"] = real.macs / (np.maximum(timed.cycles, 1) * (rows * cols).astype(np.float64))
+    return figures
 
 
 def cycle_columns(shapes: pd.DataFrame, memory: ArrayConfig, min_bandwidth: bool = False,
@@ -121,16 +141,21 @@ def _cycle_row(out: dict[str, list[object]], m: int, k: int, n: int, array: Arra
         simulate_gemm,
         sram_words,
     )
+    from archsim.array.mac_rates import packed_k
 
-    if layout is None:
-        result = simulate_cached(m, k, n, array)
-    else:
-        result = simulate_gemm(m, k, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array),
-                               bandwidth=array.dram_bandwidths, layout=layout)
+    def stepped(depth: int):
+        if layout is None:
+            return simulate_cached(m, depth, n, array)
+        return simulate_gemm(m, depth, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array),
+                             bandwidth=array.dram_bandwidths, layout=layout)
+
+    packed = int(packed_k(k, array.mac_rate))  # the reduction at the array's MACs per PE per cycle, as cost steps it
+    result, words = stepped(packed), stepped(k) if packed != k else None  # words: the real GEMM's DRAM counts
     for column in CYCLE_COLUMNS:
-        out[column].append(result.cycles if column == "total_cycles" else getattr(result, column))
+        source = result if words is None or column in ("stall_cycles", "total_cycles") else words
+        out[column].append(source.cycles if column == "total_cycles" else getattr(source, column))
     if min_bandwidth:
-        found = minimum_bandwidth(m, k, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array))
+        found = minimum_bandwidth(m, packed, n, array.rows, array.cols, array.dataflow, sram_words=sram_words(array))
         out["min_bandwidth"].append("none" if found is None else found)
 
 
@@ -227,7 +252,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         frame = pd.DataFrame([shape], columns=list(SHAPE_COLUMNS))
     if min_bandwidth and engine != "cycle":
         raise InputError(f"{setting('min-bandwidth')} needs {setting('engine', 'cycle')}", field="min-bandwidth")
-    result = cost_shapes(frame, ofmap_count)
+    result = cost_shapes(frame, ofmap_count, base.mac_rate)
     meta: dict[str, object] = {"ofmap_count": ofmap_count, "engine": engine, **widths}
     costed = base
     if engine == "cycle":
@@ -265,14 +290,15 @@ def _one_gemm(shape: dict, ofmap_count: OfmapCount, engine: str, min_bandwidth: 
     dtype and element_bytes where a width was given (the traffic in bytes added); ``array``: the one costed."""
     import numpy as np
 
-    from archsim.array.analytic import dataflow_codes, gemm_cost
+    from archsim.array.analytic import dataflow_codes
     from archsim.rows import Rows
 
     if min_bandwidth:
         raise InputError(f"{setting('min-bandwidth')} needs {setting('engine', 'cycle')}", field="min-bandwidth")
     one = [np.array([shape[c]], dtype=np.int64) for c in SHAPE_COLUMNS[:5]]
-    cost = gemm_cost(one[0], one[1], one[2], one[3], one[4], dataflow_codes(shape["dataflow"]), ofmap_count=ofmap_count)
-    record = {**shape, **{column: getattr(cost, column)[0] for column in RESULT_COLUMNS}}
+    cost = rated_columns(one[0], one[1], one[2], one[3], one[4], dataflow_codes(shape["dataflow"]), ofmap_count,
+                         array.mac_rate)
+    record = {**shape, **{column: cost[column][0] for column in RESULT_COLUMNS}}
     if widths:
         record.update(traffic_bytes(record, int(str(widths["element_bytes"]))))
     return GemmRun(Rows.of([record]), {"ofmap_count": ofmap_count, "engine": engine, **widths}, array)

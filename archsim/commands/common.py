@@ -309,7 +309,8 @@ def config_array(args: argparse.Namespace) -> ArrayConfig:
         return costed_array(args)
     width = element_width(args.dtype, args.element_bytes)
     array, notes = device_toml_notes(args.config, args.array, args.dataflow, width, engine=args.engine,
-                                     bandwidth=args.dram_bandwidth, flag=args.bandwidth_flag.lstrip("-"))
+                                     bandwidth=args.dram_bandwidth, flag=args.bandwidth_flag.lstrip("-"),
+                                     dtype=args.dtype)
     for kind, text in notes:
         say_after_run(kind, text)
     return with_clock(with_memory_args(array, args), args)

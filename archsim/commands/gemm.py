@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     args.dtype = device_toml_dtype(args.config, args.dtype, args.element_bytes)  # a device TOML's: train's
     width = element_width(args.dtype, args.element_bytes)
     read, notes = device_toml_notes(args.config, None, None, width, engine=args.engine, bandwidth=args.dram_bandwidth,
-                                    flag=args.bandwidth_flag.lstrip("-")) if toml else (None, [])
+                                    flag=args.bandwidth_flag.lstrip("-"), dtype=args.dtype) if toml else (None, [])
     for kind, text in notes:  # the lines cost says of the file, word for word (the one reader's), after the run
         say_after_run(kind, text)
     done = run_gemm(m=args.m, k=args.k, n=args.n, array=args.array, dataflow=args.dataflow, config=args.config,

@@ -52,13 +52,15 @@ def config_unread_keys_note(config: str | Path, *, name: str | None = None) -> s
 
 
 def mac_rates_note(device: Device, file: str) -> str | None:
-    """The note that an array command (``cost``, ``energy``, …) does not read ``[compute] macs_per_pe``: it prices
-    SCALE-Sim's array, one MAC per PE per cycle (its chip columns too, so they agree with its cycles); ``train`` and
-    ``search`` run GEMMs at it. None where the file states no rate other than 1."""
+    """The note that a reader of a device file other than the array commands' (an array sweep's, ``bppsa rnn``'s:
+    :func:`config_unread_keys_note`) does not read ``[compute] macs_per_pe``: it prices SCALE-Sim's array, one MAC per
+    PE per cycle; ``train`` and ``search``, and since 2026-12-05 ``cost``, ``energy``, ``gemm``, ``pipeline`` and
+    ``schedule`` (:func:`archsim.device_toml.device_toml_array`), run GEMMs at it. None where the file states no rate
+    other than 1."""
     if all(rate == 1 for _, rate in device.macs_per_pe):
         return None
-    return (f"{file}: [compute] macs_per_pe is not read here: the array commands price SCALE-Sim's array at one MAC "
-            "per PE per cycle in every dtype (train and search run GEMMs at it)")
+    return (f"{file}: [compute] macs_per_pe is not read here: this prices SCALE-Sim's array at one MAC per PE per "
+            "cycle in every dtype (train and search, and the array commands given a device TOML, run GEMMs at it)")
 
 
 __all__ = ["config_unread_keys_note", "mac_rates_note", "unread_keys_note"]

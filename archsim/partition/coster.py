@@ -15,7 +15,7 @@ import numpy as np
 
 from archsim.array.analytic import gemm_cycles
 from archsim.array.config import ArrayConfig
-from archsim.array.costing import op_cycles
+from archsim.array.costing import op_cycles, rated_k
 from archsim.lowering import (
     DeltaSplit,
     LoweredLayer,
@@ -39,6 +39,9 @@ class DeltaCoster:
         self.lowered = lowered
         self.array = array
         self.engine = engine
+        # The split searches invert SCALE-Sim's closed form in a cut dimension: the analytic engine at one MAC per PE
+        # per cycle; a packed reduction (array.mac_rate) and the cycle engine bisect split_cycles instead.
+        self._closed_form = engine == "analytic" and array.mac_rate == 1
         self._cache: dict = {}
 
     @staticmethod
@@ -85,7 +88,7 @@ class DeltaCoster:
         """(D1, D2) cycles of a split, from integer arithmetic alone: the hot path of Algorithm 1's
         split search. Equal to :meth:`split_cost`'s cycles (tested) without building any op."""
         array = self.array
-        if self.engine == "analytic" and axis != "rows":  # both halves from the axis's search
+        if self._closed_form and axis != "rows":  # both halves from the axis's search
             search = self._fit_search(index, axis)
             if search.units > 1:
                 return search.cycles(search.units - part), search.cycles(part)
@@ -96,6 +99,7 @@ class DeltaCoster:
         def cyc(m: int, k: int, n: int) -> int:
             if m <= 0 or k <= 0 or n <= 0:
                 return 0
+            k = int(rated_k(np.int64(k), array))  # packed at the array's MACs per PE per cycle, as op_cycles times it
             if self.engine == "cycle":
                 from archsim.array.cycle import simulate_cached  # numba loads only for the cycle engine
 
@@ -148,7 +152,7 @@ class DeltaCoster:
         if search is not None:
             return search
         units = self.split_units(index, axis)
-        if self.engine != "analytic":
+        if not self._closed_form:
             search = BinarySplits(self, index, axis, units)
         elif axis == "rows":
             search = RowSplits.of(self.lowered[index], units, self.array)

@@ -52,7 +52,8 @@ def run_array(args: SimpleNamespace, speak=None):
     read_device = getattr(args, "read_device", None)
     if args.config is not None and read_device is not None and is_device_toml(args.config):
         array, notes = read_device(args.config, args.array, args.dataflow, width, engine=getattr(args, "engine", None),
-                                   bandwidth=args.dram_bandwidth, flag="dram-bandwidth")
+                                   bandwidth=args.dram_bandwidth, flag="dram-bandwidth",
+                                   dtype=getattr(args, "dtype", None))
         for kind, text in notes if speak is not None else ():
             speak(kind, text)
         return array
