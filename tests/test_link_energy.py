@@ -109,13 +109,12 @@ def test_refused_on_a_tiles_device_and_below_zero(tmp_path):
         load_device(negative)
 
 
-def test_uncounted_layout_has_no_energy_and_says_why(tmp_path):
-    """A layout whose link bytes are not all counted (CP's K/V exchange): its energy unknown (None), the source
-    naming the key and what is missing, as a GPU's with no power figure; the time as without the key."""
+def test_cp_layout_priced_with_its_exchange_and_the_time_unchanged(tmp_path):
+    """CP's K/V exchange is counted (tests/test_link_energy_cp_fsdp_mtp.py; until 2026-12-05 its energy was None):
+    the key adds the links part alone, the time as without it."""
     priced, bare = (run(tmp_path, pj, name, dp=1, cp=2, global_batch=2, micro_batch=1, attention="flash")
                     for pj, name in ((PJ, "priced"), (None, "bare")))
-    assert priced.energy_j is None and bare.energy_j is not None
-    assert "pj_per_bit" in priced.energy_source and "context parallelism" in priced.energy_source
+    assert priced.energy_j == pytest.approx(bare.energy_j + priced.energy_breakdown_j["links"], rel=1e-12)
     assert priced.iteration_seconds == bare.iteration_seconds
 
 

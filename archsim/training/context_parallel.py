@@ -111,6 +111,39 @@ def ring_exposed(sends: list[float], steps: list[float], slowed: list[float] | N
     return sum(t - hidden_seconds(t, s, share_of(s, s_slow)) for t, s, s_slow in zip(sends, steps, slow, strict=True))
 
 
+def gathered_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -> float:
+    """all_gather's buffer: K or V of the whole sequence on one GPU (bytes, per micro-batch), each of its forward's
+    two all-gathers, its backward's two all-gathers and two reduce-scatters (of dK, dV)."""
+    return kv_bytes(c, par.micro_batch, par.tp, c.seq, scale) / 2
+
+
+def exchange_sent_bytes(c: TransformerConfig, par: Parallelism, machine: Machine) -> tuple[float, float]:
+    """(forward, backward) bytes one GPU sends on its links for one layer's K/V exchange of one micro-batch (link
+    energy, :mod:`archsim.training.link_energy`): the same sends :func:`exchange` times, each by
+    :func:`~archsim.collective_bytes.sent_bytes` on its group — p2p's ring (:func:`ring_sends`, GPU to GPU), a2a's
+    all-to-alls (:func:`~archsim.training.context_parallel_a2a.a2a_messages`, over ``cp_a2a`` ranks), a2a+p2p's
+    both, all_gather's all-gathers and reduce-scatters (:func:`gathered_bytes`, over CP)."""
+    from archsim.collective_bytes import sent_bytes
+
+    links, comm, scale = machine.links, par.cp_exchange, machine.scale
+    forward = backward = 0.0
+    if comm in ("a2a", "a2a+p2p"):
+        assert links.cp is not None  # a rank machine of a CP group has its links
+        sent = [sent_bytes("all-to-all", nbytes, par.cp_a2a, links.cp) for _, nbytes in a2a_messages(c, par, scale)]
+        forward, backward = sum(sent[:4]), sum(sent[4:])
+    if comm in ("p2p", "a2a+p2p"):
+        assert links.cp_hop is not None
+        sends_f, sends_b = ring_sends(c, par, scale)
+        forward += sum(sent_bytes("p2p", b, 2, links.cp_hop) for b in sends_f)
+        backward += sum(sent_bytes("p2p", b, 2, links.cp_hop) for b in sends_b)
+    if comm == "all_gather":
+        assert links.cp is not None
+        whole = gathered_bytes(c, par, scale)
+        gather = sent_bytes("all-gather", whole, par.cp, links.cp)
+        forward, backward = 2 * gather, 2 * (gather + sent_bytes("reduce-scatter", whole, par.cp, links.cp))
+    return forward, backward
+
+
 def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: list[float], steps_b: list[float],
              slowed_f: list[float] | None = None,
              slowed_b: list[float] | None = None) -> tuple[float, float, list[tuple[str, str, float]]]:
@@ -132,7 +165,7 @@ def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: 
             return f, b, ring
         a2a_f, a2a_b, rows = a2a_exchange(c, par, machine)  # the inner group's, before and after the ring
         return a2a_f + f, a2a_b + b, [*rows, *ring]
-    whole = kv_bytes(c, par.micro_batch, par.tp, c.seq, scale) / 2  # K or V of the whole sequence
+    whole = gathered_bytes(c, par, scale)
     gather = float(collective_seconds("all-gather", whole, cp, link))
     scatter = float(collective_seconds("reduce-scatter", whole, cp, link))
     return 2 * gather, 2 * (gather + scatter), [
@@ -180,5 +213,5 @@ def received_bytes(c: TransformerConfig, par: Parallelism, scale: float = 1.0) -
     return 4 * own if comm == "p2p" else (par.cp - 1) * own
 
 
-__all__ = ["exchange", "flash_steps", "kv_bytes", "rank_causal_pairs", "rank_chunks", "rank_config",
+__all__ = ["exchange", "exchange_sent_bytes", "flash_steps", "gathered_bytes", "kv_bytes", "rank_causal_pairs", "rank_chunks", "rank_config",
            "received_bytes", "ring_exposed", "ring_sends", "with_exchange"]

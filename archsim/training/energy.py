@@ -273,9 +273,8 @@ def _device_link_joules(c: TransformerConfig, par: Parallelism, cluster, device:
     """Joules ``device``'s chips (pipeline ranks ``ranks``, TP × DP × CP chips each) spend on their links in one
     iteration: each rank's bytes per chip (:func:`~archsim.training.link_energy.rank_link_bytes`, on the rank's own
     machine and its parameters) at the device's ``[links] pj_per_bit``."""
-    from archsim.training.link_energy import check_links, link_joules, rank_link_bytes
+    from archsim.training.link_energy import link_joules, rank_link_bytes
 
-    check_links(c, par)
     machines = cluster.laid_out(par)
     sent = sum(rank_link_bytes(c, par, machines[r], r, memory[r].parameters if r < len(memory) else 0.0)
                for r in ranks)
@@ -316,10 +315,7 @@ def cluster_iteration_energy(c: TransformerConfig, par: Parallelism, cluster, se
         parts = [total + part for total, part in zip(parts, joules, strict=True)]
         dynamic += sum(joules)
         if device.link_pj_per_bit:
-            try:  # a layout whose link bytes are not all counted: its energy unknown, as a GPU's without a power
-                links += _device_link_joules(c, par, cluster, device, own, memory)
-            except InputError as exc:
-                return {"energy_j": None, "energy_source": f"none: {exc.message}"}
+            links += _device_link_joules(c, par, cluster, device, own, memory)
         static += static_joules(device, len(own) * par.tp * par.replicas, seconds)
         sources.setdefault(device_source(device), []).append(device.name)
     boards = [device.name for device in ranks if device.gemm != "arrays"]

@@ -80,13 +80,17 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Unit:
     """One FSDP unit for one micro-batch, in seconds: its all-gather, reduce-scatter, forward and backward
-    compute; ``gathers_backward``: whether it is all-gathered again before its backward (False: the root)."""
+    compute; ``gathers_backward``: whether it is all-gathered again before its backward (False: the root);
+    ``gathered`` and ``scattered``: the bytes of its all-gather's and its reduce-scatter's buffer (the whole unit's,
+    on one GPU), what those seconds are priced on and link energy counts (:func:`sent_unit_bytes`)."""
 
     all_gather: float
     reduce_scatter: float
     forward: float
     backward: float
     gathers_backward: bool = True
+    gathered: float = 0.0
+    scattered: float = 0.0
 
 
 def exposed_seconds(units: Sequence[Unit], forward_share: float = 1.0,
@@ -116,9 +120,10 @@ def rank_units(layers: int, layer_parameters: float, root_parameters: float, for
     ``reshard``: ``Parallelism.fsdp_reshard`` (``none``: no layer gathered again for its backward)."""
 
     def unit(parameters: float, forward: float, backward: float, again: bool) -> Unit:
-        return Unit(float(collective_seconds("all-gather", parameters * parameter_bytes, dp, link)),
-                    float(collective_seconds("reduce-scatter", parameters * gradient_bytes, dp, link)),
-                    forward, backward, again)
+        gathered, scattered = parameters * parameter_bytes, parameters * gradient_bytes
+        return Unit(float(collective_seconds("all-gather", gathered, dp, link)),
+                    float(collective_seconds("reduce-scatter", scattered, dp, link)),
+                    forward, backward, again, gathered, scattered)
 
     root = [unit(root_parameters, 0.0, 0.0, False)] if root_parameters > 0 else []
     each = unit(layer_parameters, forward_s / layers, backward_s / layers, reshard == "after-forward") \
@@ -147,6 +152,23 @@ def machine_units(c: TransformerConfig, par: Parallelism, machine: Machine, para
                        backward_s * n / layers if layers else 0.0, ELEMENT_BYTES[machine.dtype],
                        gradient_bytes(machine.dtype), par.replicas, machine.links.dp, par.fsdp_reshard)
             for k, n in enumerate(chunks)]
+
+
+def sent_unit_bytes(chunks: Sequence[Sequence[Unit]], par: Parallelism, link: LinkClass | Spanning) -> float:
+    """Bytes one GPU sends on ``link`` for one iteration of FSDP's collectives over ``par.replicas`` GPUs, the
+    units' ``chunks`` (:func:`machine_units`) as timed (:func:`fsdp_sync`): per micro-batch each unit's all-gather,
+    again before its backward where it ``gathers_backward``, and its reduce-scatter; ``step`` grad sync: each once a
+    step (:func:`~archsim.collective_bytes.sent_bytes` each)."""
+    from archsim.collective_bytes import sent_bytes
+
+    n = par.replicas
+    units = [u for chunk in chunks for u in chunk]
+    gather = [sent_bytes("all-gather", u.gathered, n, link) for u in units]
+    scatter = sum(sent_bytes("reduce-scatter", u.scattered, n, link) for u in units)
+    if par.fsdp_grad_sync == "step":
+        return sum(gather) + scatter
+    again = sum(g for g, u in zip(gather, units, strict=True) if u.gathers_backward)
+    return par.microbatches * (sum(gather) + again + scatter)
 
 
 def step_exposed_seconds(chunks: Sequence[Sequence[Unit]], drains: Sequence[float] = (),
@@ -233,4 +255,4 @@ def unit_rows(c: TransformerConfig, par: Parallelism, machine: Machine, paramete
 
 
 __all__ = ["Unit", "chunk_layers", "expert_state_bytes", "exposed_seconds", "fsdp_sync", "held_state_bytes", "machine_units", "rank_units",
-           "step_exposed_seconds", "unit_rows"]
+           "sent_unit_bytes", "step_exposed_seconds", "unit_rows"]

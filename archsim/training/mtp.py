@@ -109,16 +109,26 @@ def summed(parts: list[PieceCost]) -> PieceCost:
                    classes=sum((p.classes for p in parts), ClassSeconds()))
 
 
+PROJECTION = "projection"  # a module's own ops beside its layer, embedding and head (projection_work)
+
+
+def module_parts(c: TransformerConfig) -> tuple[str, ...]:
+    """The pieces one MTP module runs, in order, by name: the embedding's lookup, the projection
+    (:data:`PROJECTION`), :func:`mtp_kind`'s layer and the head; what :func:`with_mtp` times and link energy counts
+    the collectives of (:mod:`archsim.training.link_energy`)."""
+    return "embedding", PROJECTION, mtp_kind(c), "head"
+
+
 def with_mtp(c: TransformerConfig, pieces: dict[str, PieceCost], projection: PieceCost) -> dict[str, PieceCost]:
     """``pieces`` with the head running ``c.mtp_layers`` MTP modules after it, each the last layer's kind's piece
     (its recompute as the layers'), the embedding's lookup, ``projection`` and the head again; rows named
     ``mtp<k>.<row>``. Unchanged without MTP."""
     if not c.mtp_layers:
         return pieces
-    head, layer = pieces["head"], pieces[mtp_kind(c)]
+    head, parts = pieces["head"], {**pieces, PROJECTION: projection}
     modules = []
     for k in range(1, c.mtp_layers + 1):
-        for piece in (pieces["embedding"], projection, layer, head):
+        for piece in (parts[name] for name in module_parts(c)):
             modules.append(replace(piece, ops=tuple((f"mtp{k}.{name}", kind, t) for name, kind, t in piece.ops)))
     return {**pieces, "head": summed([head, *modules])}
 
@@ -156,5 +166,5 @@ def flops_parameters(c: TransformerConfig) -> float:
     return c.mtp_layers * (NORMS * c.hidden + 2 * c.hidden * c.hidden)
 
 
-__all__ = ["NORMS", "check_mtp", "flops_parameters", "mtp_config", "mtp_kept", "mtp_kind", "mtp_parameters", "mtp_rule",
-           "projection_work", "summed", "with_mtp", "with_mtp_layers"]
+__all__ = ["NORMS", "PROJECTION", "check_mtp", "flops_parameters", "module_parts", "mtp_config", "mtp_kept", "mtp_kind",
+           "mtp_parameters", "mtp_rule", "projection_work", "summed", "with_mtp", "with_mtp_layers"]
