@@ -12,8 +12,8 @@ iteration is timed on (:mod:`archsim.training.iteration`), each on its own group
   last layer's kind, the head);
 * per micro-batch, each layer's K/V exchange under context parallelism
   (:func:`~archsim.training.context_parallel.exchange_sent_bytes`: p2p's ring, the all-to-alls, all_gather's
-  all-gathers and reduce-scatters; the forward's again under full recompute), on the layers the exchange is timed
-  on (:func:`~archsim.training.iteration.model_pieces`' ``layer`` piece);
+  all-gathers and reduce-scatters; the forward's again under full recompute), on every layer of every kind (each
+  kind's config: :func:`~archsim.training.iteration.model_pieces` times the exchange on each layer piece);
 * per micro-batch, each pipeline hop the rank sends (the activation forward, its gradient back:
   :func:`~archsim.training.stages.hop_bytes` each, p2p), where a stage's neighbour sits on another rank;
 * once, the DP group's gradient collectives (:func:`~archsim.training.dp_sharding.dp_sync`'s: the all-reduce in
@@ -44,7 +44,7 @@ from archsim.training.mtp import PROJECTION, module_parts, projection_work
 from archsim.training.op_work import Work
 from archsim.training.parallel import Parallelism, padded_vocab, rank_of_stages
 from archsim.training.stages import hop_bytes
-from archsim.workload.layer_kinds import LAYER, kind_configs
+from archsim.workload.layer_kinds import kind_configs
 from archsim.workload.transformer import TransformerConfig
 
 BITS_PER_BYTE = 8
@@ -81,10 +81,10 @@ def microbatch_bytes(c: TransformerConfig, par: Parallelism, machine: Machine, r
     out = sum(count * work_bytes(works[kind], par, machine, par.recompute)
               for kind, count in zip(works, layers, strict=True))
     out += embeddings * work_bytes(own[1], par, machine) + heads * work_bytes(own[2], par, machine)
-    if par.cp > 1:  # the exchange rides on the model's own layer piece only (iteration.model_pieces)
-        forward, backward = exchange_sent_bytes(c, par, machine)
-        out += dict(zip(works, layers, strict=True))[LAYER] * (forward * (2 if par.recompute == "full" else 1)
-                                                               + backward)
+    if par.cp > 1:  # every layer kind's exchange, on its own config (iteration.model_pieces times each)
+        for config, count in zip(kind_configs(c).values(), layers, strict=True):
+            forward, backward = exchange_sent_bytes(config, par, machine)
+            out += count * (forward * (2 if par.recompute == "full" else 1) + backward)
     if heads and c.mtp_layers:  # each module's pieces, recomputed as model_pieces times them
         parts = {**works, "embedding": own[1], "head": own[2],
                  PROJECTION: projection_work(c, par.micro_batch, par.tp, par.sequence_parallel)}
