@@ -48,3 +48,34 @@ def test_one_chunk_orders_are_what_the_note_says(p, m):
     for actions in looped_bfs(p, m, 1).ranks:
         kinds = [action.kind for action in actions]
         assert kinds == ["F"] * m + ["B"] * m
+
+
+@pytest.mark.parametrize("p2p", ["overlapped", "blocking", "megatron"])
+def test_interleaved_1f1b_of_one_chunk_is_plain_1f1b_in_time_and_memory(capsys, p2p):
+    """Megatron-LM sets a virtual pipeline size of 1 to None (``validate_args``) and then runs
+    ``forward_backward_pipelining_without_interleaving``, whatever the overlap setting: one chunk a rank is plain 1F1B.
+    Failed before (every mode): rank 0 held the interleaved warm-up's 2·PP − 1 = 7 micro-batches' activations, 1F1B's
+    PP = 4, so its activations were 7/4 of 1F1B's less the fixed part; the meta named interleaved-1f1b."""
+    runs = "Megatron-LM's plain 1F1B, the figures of --schedule 1f1b"
+    one, err = _train(capsys, "--schedule", "interleaved-1f1b", "--interleave", "1", "--p2p", p2p)
+    assert err.splitlines() == [ONE_CHUNK.format(named="interleaved-1f1b", runs=runs)]
+    plain, err = _train(capsys, "--schedule", "1f1b", "--p2p", p2p)
+    assert err == ""
+    assert one["iteration_seconds"] == plain["iteration_seconds"]
+    assert one["memory_per_rank"] == plain["memory_per_rank"]
+    assert one["schedule"] == plain["schedule"] == "1f1b"  # the order that ran, as for torch's class names
+
+
+def test_one_chunk_interleaved_parallelism_runs_1f1b_and_keeps_its_rules():
+    """The one rule: the order built (and its p2p waits) is 1F1B's; the refusals stay those of the schedule named
+    (m a multiple of PP), and two chunks still run interleaved."""
+    from archsim.errors import InputError
+    from archsim.training.parallel import Parallelism
+
+    for p2p in ("overlapped", "blocking", "megatron"):
+        one = Parallelism(pp=4, global_batch=8, schedule="interleaved-1f1b", interleave=1, p2p=p2p)
+        plain = Parallelism(pp=4, global_batch=8, p2p=p2p)
+        assert (one.schedule_name, one.p2p_blocking) == ("1f1b", plain.p2p_blocking)
+    assert Parallelism(pp=4, global_batch=8, schedule="interleaved-1f1b", interleave=2).schedule_name == "interleaved-1f1b"
+    with pytest.raises(InputError, match="interleave-needs-microbatches-multiple-of-pp"):
+        Parallelism(pp=4, global_batch=6, schedule="interleaved-1f1b", interleave=1)

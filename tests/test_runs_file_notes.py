@@ -105,7 +105,7 @@ def test_the_library_warns_the_same_model_note(tmp_path):
 
 
 ONE_CHUNK = ("--schedule interleaved-1f1b ran with one model chunk per pipeline rank (interleave 1): it interleaves "
-             "nothing (interleaved-1f1b: 1F1B's bubble with a longer warm-up, more activation memory); "
+             "nothing (interleaved-1f1b: Megatron-LM's plain 1F1B, the figures of --schedule 1f1b); "
              "interleave V gives each rank V chunks")
 # TP2 PP2 DP2 and TP1 PP4 DP2 on the node's 8 GPUs, 4 micro-batches per pipeline: interleaving may run on each
 CHUNKED = "tp,pp,dp,micro_batch,global_batch,interleave\n2,2,2,1,8,2\n2,2,2,1,8,\n1,4,2,1,8,1\n"
@@ -134,5 +134,6 @@ def test_the_library_warns_the_same_one_chunk_note(tmp_path):
     chunked.write_text(CHUNKED)
     with pytest.warns(UserWarning) as caught:
         archsim.train_runs(GPT, runs=chunked, cluster=NODE, schedule="interleaved-1f1b")
-    keyword = ONE_CHUNK.replace("--schedule interleaved-1f1b", "schedule='interleaved-1f1b'")  # as typed in Python
+    keyword = ONE_CHUNK.replace("--schedule interleaved-1f1b", "schedule='interleaved-1f1b'").replace(
+        "--schedule 1f1b", "schedule='1f1b'")  # as typed in Python
     assert [str(w.message) for w in caught] == [f"2 of the 3 rows: {keyword}"]

@@ -94,8 +94,8 @@ def selective_flash_count_note(settings: list[tuple[str, str]], what: str, colum
 
 def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
     """The note that an interleaved schedule ran with one model chunk per rank ('' otherwise): ``--interleave``
-    defaults to 1, and ``interleaved-1f1b`` then runs Megatron's interleaved warm-up over single chunks (up to
-    2·PP − 1 micro-batches in flight on rank 0 where 1F1B holds PP, for 1F1B's bubble), ``interleaved-zb``
+    defaults to 1, and ``interleaved-1f1b`` then runs plain 1F1B, as Megatron-LM does (a virtual pipeline size of 1
+    is none: :attr:`~archsim.training.parallel.Parallelism.schedule_name`), ``interleaved-zb``
     ZB-H1's order and ``looped-bfs`` GPipe's (every forward before any backward): none interleaves anything, which
     a user naming the schedule rarely meant. The note says what the schedule named runs (:data:`ONE_CHUNK_RUNS`). ``train`` prints it, ``archsim.train`` warns it, each naming the
     settings as its caller spells them (:func:`archsim.console.setting`: ``--interleave 1``, ``interleave=1``);
@@ -111,10 +111,11 @@ def one_chunk_note(par: Parallelism, column: str | None = None) -> str:
 
 
 # What each interleaved schedule runs over one chunk a rank (train's note, search's --chunks 1 refusal) (archsim.policies.stage_orders at v = 1), as a note says
-# it: interleaved-1f1b's warm-up of 2(PP − 1 − r) forwards, 1F1B's PP − 1 − r; interleaved-zb's order is ZB-H1's,
-# action for action, and looped-bfs' GPipe's fill and drain, so train's figures are those schedules'.
+# it: interleaved-1f1b runs as 1f1b (Megatron-LM's; until 2026-12-05 its warm-up of 2(PP − 1 − r) forwards, more
+# activation memory); interleaved-zb's order is ZB-H1's, action for action, and looped-bfs' GPipe's fill and drain,
+# so train's figures are those schedules'.
 ONE_CHUNK_RUNS = {
-    "interleaved-1f1b": lambda: "1F1B's bubble with a longer warm-up, more activation memory",
+    "interleaved-1f1b": lambda: f"Megatron-LM's plain 1F1B, the figures of {setting('schedule', '1f1b')}",
     "interleaved-zb": lambda: f"ZB-H1's order, the figures of {setting('schedule', 'zb-h1')}",
     "looped-bfs": lambda: f"GPipe's every forward before any backward, the figures of {setting('schedule', 'gpipe')}",
 }

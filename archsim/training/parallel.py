@@ -214,13 +214,14 @@ class Parallelism:
         ep_problem = ep_layout_problem(self.dp, self.ep, self.cp, self.fsdp, self.tp, self.etp)
         if ep_problem:  # at EP 1 only an ETP other than TP can break it: the flag to change is --etp
             raise InputError(ep_problem, field="ep" if self.ep > 1 else "etp")
-        reason = schedule_rejection(self.schedule_name, self.pp, self.microbatches)
+        named = schedule_name(self.schedule, self.interleave)  # the rules of the schedule named, one chunk or not
+        reason = schedule_rejection(named, self.pp, self.microbatches)
         if reason is not None:
-            rule = SCHEDULE_RULES[reason].format(schedule=self.schedule_name, pp=self.pp, m=self.microbatches,
+            rule = SCHEDULE_RULES[reason].format(schedule=named, pp=self.pp, m=self.microbatches,
                                                  pp_flag=setting("pp"))
-            if self.schedule_name != self.schedule:  # 1F1B made interleaved by --interleave alone: name that flag
+            if named != self.schedule:  # 1F1B made interleaved by --interleave alone: name that flag
                 raise InputError(f"{setting('interleave', self.interleave)} runs {self.schedule} as "
-                                 f"{self.schedule_name}: {rule} ({reason})", field="interleave")
+                                 f"{named}: {rule} ({reason})", field="interleave")
             raise InputError(f"{rule} ({reason})", field="schedule")
         if self.stage_layers is not None and len(self.stage_layers) != self.pp * self.chunks:
             need = f"PP × chunks = {self.pp} × {self.chunks} = {self.pp * self.chunks}" if self.chunks > 1 \
@@ -235,12 +236,8 @@ class Parallelism:
         blocking on the non-interleaved 1F1B (``forward_backward_pipelining_without_interleaving``: every p2p call
         ``_communicate(..., wait_on_reqs=True)``, ``overlap_p2p_comm`` refused), overlapped on the others (the
         interleaved schedule's ``overlap_p2p_comm``; the schedules Megatron-LM lacks as ``overlapped``). Interleaved
-        1F1B of one chunk a rank blocks too: Megatron-LM sets a virtual pipeline size of 1 to None
-        (``megatron/training/arguments.py`` ``validate_args``, NVIDIA/Megatron-LM 000c4ac2, which then sets
-        ``overlap_p2p_comm`` False), and ``get_forward_backward_func`` runs the non-interleaved schedule when it is None
-        (``megatron/core/pipeline_parallel/schedules.py``, 00611e6e)."""
-        megatron_blocks = self.schedule_name == "1f1b" or (self.schedule_name == "interleaved-1f1b" and self.chunks == 1)
-        return self.p2p == "blocking" or (self.p2p == "megatron" and megatron_blocks)
+        1F1B of one chunk a rank blocks too: it runs as ``1f1b`` (:attr:`schedule_name`)."""
+        return self.p2p == "blocking" or (self.p2p == "megatron" and self.schedule_name == "1f1b")
 
     @cached_property  # kept in the instance: a planned search's rank sizing reads it millions of times
     def chunks(self) -> int:
@@ -249,8 +246,16 @@ class Parallelism:
 
     @cached_property  # as chunks (the fields it reads are frozen; __post_init__ sets schedule before reading it)
     def schedule_name(self) -> str:
-        """The published order to build: plain 1F1B with ``interleave`` > 1 is Megatron's interleaved 1F1B."""
-        return schedule_name(self.schedule, self.interleave)
+        """The published order to build: plain 1F1B with ``interleave`` > 1 is Megatron's interleaved 1F1B, and
+        interleaved 1F1B of one chunk a rank is plain 1F1B, in time, memory and p2p waits, as Megatron-LM runs it:
+        ``validate_args`` (``megatron/training/arguments.py``, NVIDIA/Megatron-LM 000c4ac2) sets a virtual pipeline
+        size of 1 to None (and ``overlap_p2p_comm`` False), and ``get_forward_backward_func``
+        (``megatron/core/pipeline_parallel/schedules.py``, 00611e6e) then runs
+        ``forward_backward_pipelining_without_interleaving`` (until 2026-12-05 the interleaved warm-up, up to
+        2·PP − 1 micro-batches in flight on rank 0). The schedule's rules (:func:`schedule_rejection`) and
+        ``train``'s one-chunk note stay those of the schedule named."""
+        named = schedule_name(self.schedule, self.interleave)
+        return "1f1b" if named == "interleaved-1f1b" and self.chunks == 1 else named
 
     @property
     def optimizer_shards(self) -> int:

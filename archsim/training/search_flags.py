@@ -24,14 +24,14 @@ def check_distinct(**values) -> None:
 def chunk_counts(schedules, chunks) -> tuple[int, ...]:
     """The model chunks per rank that the schedules taking them (:data:`CHUNKED`) try: ``chunks``, or
     :data:`DEFAULT_CHUNKS` when None. Given with none of those schedules it would change nothing, and a count of 1
-    interleaves nothing (a plain schedule's order under another name, more memory): both refused."""
+    interleaves nothing (a plain schedule's order under another name): both refused."""
     if chunks is None:
         return DEFAULT_CHUNKS
     if not any(s in CHUNKED for s in schedules):
         flag = setting("chunks")  # --chunks from the command, chunks from the library
         raise InputError(f"{flag} is tried only by {', '.join(CHUNKED)}; {setting('schedule')} searches "
                          f"{' '.join(schedules)}: add one of them, or drop {flag}", field="chunks")
-    if 1 in chunks:  # one chunk per rank interleaves nothing: another schedule's order, with more memory
+    if 1 in chunks:  # one chunk per rank interleaves nothing: another schedule's order, searched by its name
         from archsim.training.layout_notes import ONE_CHUNK_RUNS
 
         runs = "; ".join(f"{name}: {ONE_CHUNK_RUNS[name]()}" for name in CHUNKED)
