@@ -176,7 +176,10 @@ def exchange(c: TransformerConfig, par: Parallelism, machine: Machine, steps_f: 
 def with_exchange(layer: PieceCost, c: TransformerConfig, par: Parallelism, machine: Machine) -> PieceCost:
     """``layer`` with CP's exchange (:func:`exchange`) on its attention steps (its ``flash_attention`` rows, in step
     order; their re-timing beside a collective, ``layer.slowed``, where known); a full recompute reruns the
-    forward's exchange too."""
+    forward's exchange too. Every layer kind runs attention over the CP-split sequence, so each exchanges K/V alike (a
+    mixture's dense layers as its MoE ones); at CP 1, ``layer`` itself."""
+    if par.cp <= 1:
+        return layer
     own = [t for *_, t in layer.ops]
     slow = list(layer.slowed) or own
 

@@ -293,12 +293,6 @@ def piece_works(c: TransformerConfig, micro_batch: int, tp: int, sequence_parall
     return own, own
 
 
-def _with_cp(layer: PieceCost, c: TransformerConfig, par: Parallelism, machine: Machine) -> PieceCost:
-    """``layer`` (one of any kind, its config ``c``) with CP's K/V exchange where CP > 1: every layer kind runs
-    attention over the CP-split sequence, so each exchanges K/V alike (a mixture's dense layers as its MoE ones)."""
-    return with_exchange(layer, c, par, machine) if par.cp > 1 else layer
-
-
 @lru_cache(maxsize=4096)
 def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> dict[str, PieceCost]:
     lists, megatron = piece_works(c, par.micro_batch, par.tp, par.sequence_parallel, par.attention,
@@ -309,7 +303,7 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
                          f"{setting('recompute', 'none')} only", field="recompute")
     layer, embedding, head = (piece_cost(work, par, machine, recompute, None if counted is work else counted)
                               for work, counted, recompute in zip(lists, megatron, (par.recompute, "none", "none")))
-    layer = _with_cp(layer, c, par, machine)
+    layer = with_exchange(layer, c, par, machine)
     if c.moe_shared_expert_overlap:  # the forward's all-to-alls under the shared expert (moe_overlap.py)
         layer = shared_overlap(layer)
     pieces = {LAYER: layer, "embedding": embedding, "head": head}
@@ -319,7 +313,7 @@ def _model_pieces(c: TransformerConfig, par: Parallelism, machine: Machine) -> d
                                                        par.attention, machine.implementation, machine.dtype, par.cp,
                                                        par.cp_comm, par.cp_hierarchy, par.ep, par.etp, par.fp8)
             piece = piece_cost(own, par, machine, par.recompute, None if counted is own else counted)
-            pieces[kind] = _with_cp(piece, config, par, machine)
+            pieces[kind] = with_exchange(piece, config, par, machine)
     if c.mtp_layers:  # the MTP modules run in the head's place on the last stage (mtp.py)
         projection = projection_work(c, par.micro_batch, par.tp, par.sequence_parallel)
         pieces = with_mtp(c, pieces, piece_cost(projection, par, machine, par.recompute))
