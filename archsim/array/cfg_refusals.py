@@ -3,25 +3,23 @@ written, and a TOML given where a SCALE-Sim ``.cfg`` goes (a device TOML told th
 
 from __future__ import annotations
 
+from archsim.array.cfg_lines import cfg_line
 from archsim.array.device_sections import toml_sections
 from archsim.array.sram_sizes import operand_sram_kib, short_sram
 from archsim.choices.devices import TRAIN_DTYPE
+from archsim.clock import MAX_CLOCK_HZ, MIN_CLOCK_HZ
 from archsim.errors import InputError
+from archsim.validate import did_you_mean
 
 
 def archsim_key_error(key: str, value: str, text: str, file: str) -> InputError:
     """The one-line refusal of an unknown ``[archsim]`` key, named as the file spells it (configparser lowers it:
     ``ClockMHz`` read as ``clockmhz``) with the nearest valid key; a clock written in MHz (``ClockMHz = 1000``)
     is told the GHz figure to write, as every clock archsim reads is taken in GHz there."""
-    from archsim.array.cfg_lines import cfg_line
-    from archsim.validate import did_you_mean
-
     line = cfg_line(text, f"archsim.{key}")
     written = text.splitlines()[line - 1].split(":")[0].split("=")[0].strip() if line else key
     fix = ""
     if key == "clockmhz":
-        from archsim.clock import MAX_CLOCK_HZ, MIN_CLOCK_HZ
-
         try:
             hz = float(value) * 1e6
         except ValueError:

@@ -36,8 +36,7 @@ def spelled_kind(text: str) -> LayerKind | None:
 
 def canonical_kind(text: str) -> LayerKind:
     """Normalise a layer-type spelling (``linear`` → ``fc``, ``add`` → ``elementwise`` …)."""
-    key = text.strip().lower().replace("_", "").replace("-", "")
-    kind = _SPELLINGS.get(key)
+    kind = spelled_kind(text)
     if kind is None:
         raise InputError(f"unknown layer type {text!r}; choose one of {', '.join(LAYER_KINDS)}",
                          field="Type")
