@@ -28,6 +28,9 @@ bandwidth B and the fraction η of it NCCL's ring reaches (protocol, copy engine
   ring's (n − 1)/n · S a direction, so they stay on the ring; docs/training.md, "NVLS and sequence
   parallelism")
 
+Each wire term is the algorithm's bytes on the wire (:func:`archsim.collective_wire.wire_bytes`, the one rule link
+energy reads too) over η·B.
+
 A group spread over servers (:class:`Spanning`) runs NVLink inside each server and the network between,
 channels over every NIC rail of its GPUs (docs/training.md, "Beyond one server").
 
@@ -47,6 +50,7 @@ from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from archsim.collective_wire import to_peers, wire_bytes
 from archsim.errors import InputError
 from archsim.torus import torus_rings, torus_seconds
 
@@ -287,8 +291,6 @@ def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
         return link.send_seconds(s)
     if n <= 1:
         return np.zeros_like(s)
-    share = (n - 1) / n * s / bw
-    copy = link.copy_s_per_byte * s
     if kind == "all-reduce":
         options = _allreduce_options(s, n, link)
         best = np.minimum(options["ring"], options["tree"])
@@ -296,8 +298,8 @@ def collective_seconds(kind: str, nbytes, n: int, link: LinkClass | Spanning):
             best = np.minimum(best, options["nvls"])
         return best
     if kind == "all-to-all":  # every GPU sends (n − 1)/n of its buffer, one peer at a time
-        return link.launch_s + (n - 1) * link.alpha_s + share
-    return link.launch_s + (n - 1) * link.alpha_s + copy / 2 + share
+        return link.launch_s + (n - 1) * link.alpha_s + wire_bytes(kind, "pairwise", s, n) / bw
+    return link.launch_s + (n - 1) * link.alpha_s + link.copy_s_per_byte * s / 2 + wire_bytes(kind, "ring", s, n) / bw
 
 
 def _allreduce_options(s: np.ndarray, n: int, link: LinkClass) -> dict[str, np.ndarray]:
@@ -305,10 +307,14 @@ def _allreduce_options(s: np.ndarray, n: int, link: LinkClass) -> dict[str, np.n
     and, where the switch reduces (``link.nvls``), ``nvls``; NCCL runs the fastest (:func:`collective_seconds`)."""
     bw = link.bus_bandwidth
     copy = link.copy_s_per_byte * s
-    options = {"ring": link.launch_s + copy + ring_allreduce_time(s, n, bw, link.alpha_s),
-               "tree": link.launch_s + 2 * math.ceil(math.log2(n)) * link.alpha_s + copy + 2 * s / bw}
+
+    def wire(algorithm: str):
+        return wire_bytes("all-reduce", algorithm, s, n) / bw
+
+    options = {"ring": link.launch_s + copy + (wire("ring") + 2 * (n - 1) * link.alpha_s),
+               "tree": link.launch_s + 2 * math.ceil(math.log2(n)) * link.alpha_s + copy + wire("tree")}
     if link.nvls:  # the switch reduces: each GPU sends its buffer and its reduced shard, reads both back
-        options["nvls"] = link.launch_s + 2 * link.alpha_s + copy + (n + 1) / n * s / bw
+        options["nvls"] = link.launch_s + 2 * link.alpha_s + copy + wire("nvls")
     return options
 
 
@@ -319,19 +325,19 @@ def _spanning_allreduce(s: np.ndarray, n: int, link: Spanning):
     m = max(1, n // max(k, 1))
     net = link.network("ring").bus_bandwidth
     launch = max(intra.launch_s, inter.launch_s)
-    nvlink = intra.copy_s_per_byte * s + 2 * (n - 1) / n * s / intra.bus_bandwidth
+    rings, trees = wire_bytes("all-reduce", "ring", s, n), wire_bytes("all-reduce", "tree", s, n)
+    nvlink = intra.copy_s_per_byte * s + rings / intra.bus_bandwidth
 
     def ring(wire: float):
-        return launch + 2 * (n - m) * intra.alpha_s + 2 * (m - 1) * inter.alpha_s + np.maximum(
-            nvlink, 2 * (n - 1) / n * s / wire)
+        return launch + 2 * (n - m) * intra.alpha_s + 2 * (m - 1) * inter.alpha_s + np.maximum(nvlink, rings / wire)
 
     def tree(wire: float):
         return launch + 2 * ((k - 1) * intra.alpha_s + math.ceil(math.log2(m)) * inter.alpha_s) + np.maximum(
-            intra.copy_s_per_byte * s + 2 * s / intra.bus_bandwidth, 2 * s / wire)
+            intra.copy_s_per_byte * s + trees / intra.bus_bandwidth, trees / wire)
 
     if link.uplinks == NO_LEAVES:
-        rings, trees = ring(net), tree(net)
-        return np.minimum(rings, trees), trees < rings
+        by_ring, by_tree = ring(net), tree(net)
+        return np.minimum(by_ring, by_tree), by_tree < by_ring
     # NCCL picks ring or tree by its own model, blind to the switches above the NICs (NVIDIA/nccl#1340,
     # #1545): chosen at the NICs' share, each then run through the leaves' uplinks
     nics = inter.bus_bandwidth
@@ -387,13 +393,14 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
     launch = max(intra.launch_s, inter.launch_s)
     if kind == "all-to-all":  # (k − 1)/n of each GPU's buffer inside the server, (n − k)/n through its own
         # share of the NICs: point-to-point sends do not spread over other GPUs' rails
-        wire = np.maximum((k - 1) / n * s / intra.bus_bandwidth,
-                          (n - k) / n * s / (link.network("every_pair").bus_bandwidth / k))
+        wire = np.maximum(to_peers(s, n, k - 1) / intra.bus_bandwidth,
+                          to_peers(s, n, n - k) / (link.network("every_pair").bus_bandwidth / k))
         return launch + (k - 1) * intra.alpha_s + (m - 1) * inter.alpha_s + wire
     if kind == "all-reduce":
         return _spanning_allreduce(s, n, link)[0]
-    nvlink = intra.copy_s_per_byte * s / 2 + (n - 1) / n * s / intra.bus_bandwidth
-    return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, (n - 1) / n * s / net)
+    sent = wire_bytes(kind, "ring", s, n)
+    nvlink = intra.copy_s_per_byte * s / 2 + sent / intra.bus_bandwidth
+    return launch + (n - m) * intra.alpha_s + (m - 1) * inter.alpha_s + np.maximum(nvlink, sent / net)
 
 
 __all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks",

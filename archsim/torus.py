@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from archsim.collective_wire import wire_bytes
 from archsim.errors import InputError
 
 if TYPE_CHECKING:
@@ -67,11 +68,11 @@ def torus_seconds(kind: str, s: np.ndarray, n: int, link: LinkClass):
     alpha, total = link.alpha_s, np.zeros_like(s)
     if kind == "all-to-all":
         for k in rings:
-            total = total + (k - 1) * alpha + s * (k * k // 4) / (k * bw)
+            total = total + (k - 1) * alpha + wire_bytes(kind, "torus-ring", s, k) / bw
         return link.launch_s + total
     held = 1  # the chips the buffer has been split over so far
     for k in rings:
-        total = total + (k - 1) * alpha + (k - 1) / k * s / held / bw
+        total = total + (k - 1) * alpha + wire_bytes("reduce-scatter", "torus-ring", s, k) / held / bw
         held *= k
     if kind == "all-reduce":
         return link.launch_s + link.copy_s_per_byte * s + 2 * total

@@ -25,6 +25,9 @@ FORBIDDEN = {
     "archsim.collectives": ("archsim.partition", "archsim.spp", *LATER),
     "archsim.torus": ("archsim.partition", "archsim.spp", *LATER),
     "archsim.collective_units": ("archsim.partition", "archsim.spp", *LATER),
+    # each algorithm's bytes on the wire sit below the time formulas and the link energy that read them
+    "archsim.collective_wire": ("archsim.collectives", "archsim.torus", "archsim.collective_bytes", "archsim.network",
+                                "archsim.links", *MODELS, *LATER),
     "archsim.matrix_collectives": ("archsim.partition", "archsim.spp", *LATER),
     "archsim.network": ("archsim.partition", "archsim.spp", *GPU, *LATER),
     "archsim.spp": ("archsim.cluster", "archsim.energy", "archsim.training", "archsim.validation", "archsim.planners",
