@@ -24,11 +24,11 @@ def sent_bytes(kind: str, nbytes: float, n: int, link: LinkClass | Spanning) -> 
     if kind not in KINDS:
         raise InputError(f"unknown collective {kind!r}; choose {', '.join(KINDS)}", field="collective")
     s = float(nbytes)
-    if isinstance(link, LinkClass) and link.torus and kind != "p2p" and n > 1:
-        if kind == "all-to-all":
-            return sum(wire_bytes(kind, "torus-ring", s, k) for k in group_rings(n, link))
-        return wire_bytes(kind, "torus-ring", s, n)
-    return wire_bytes(kind, collective_algorithm(kind, s, n, link), s, n)
+    algorithm = collective_algorithm(kind, s, n, link)
+    if algorithm == "torus-ring" and kind == "all-to-all":
+        assert isinstance(link, LinkClass)  # only a LinkClass is ever a torus
+        return sum(wire_bytes(kind, algorithm, s, k) for k in group_rings(n, link))
+    return wire_bytes(kind, algorithm, s, n)
 
 
 __all__ = ["sent_bytes"]

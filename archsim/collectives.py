@@ -350,13 +350,16 @@ def collective_algorithm(kind: str, nbytes: float, n: int, link: LinkClass | Spa
     """The algorithm :func:`collective_seconds` prices one ``kind`` collective of ``nbytes`` over ``n`` GPUs on ``link``
     with, NCCL's choice by size: an all-reduce's ``ring``, ``tree`` or ``nvls`` (the fastest; on a tie the ring),
     ``ring`` for an all-gather or a reduce-scatter, ``pairwise`` for an all-to-all (each GPU sends each peer its
-    part), ``p2p`` for a send; ``none`` where n = 1 leaves nothing to do."""
+    part), ``p2p`` for a send; ``torus-ring`` for any other on a torus link (:func:`archsim.torus.torus_seconds`'s rings);
+    ``none`` where n = 1 leaves nothing to do."""
     if kind not in KINDS:
         raise InputError(f"unknown collective {kind!r}; choose {', '.join(KINDS)}", field="collective")
     if kind == "p2p":
         return "p2p"
     if n <= 1:
         return "none"
+    if isinstance(link, LinkClass) and link.torus:  # torus_seconds: rings of the torus's dimensions, whatever the kind
+        return "torus-ring"
     if kind == "all-to-all":
         return "pairwise"
     if kind != "all-reduce":

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import archsim
-from archsim.collectives import KINDS, LinkClass, collective_seconds
+from archsim.collectives import KINDS, LinkClass, collective_algorithm, collective_seconds
 from archsim.errors import InputError
 from archsim.torus import torus_rings
 
@@ -202,3 +202,14 @@ def test_trains_meta_names_the_torus(tmp_path):
     assert network_lines(meta)["intra_server"].endswith("torus 2 × 2 of 50 GB/s links")
     plain = load_gpu_cluster(_cluster(tmp_path, 4, None))
     assert "torus" not in network_meta(plain, par, plain.laid_out(par))["intra_server"]
+
+
+@pytest.mark.parametrize("kind", ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"])
+@pytest.mark.parametrize("nbytes", [1e3, 1e9])
+def test_the_algorithm_named_on_a_torus_is_its_rings(kind, nbytes):
+    """torus_seconds prices only rings on a torus, so the named algorithm is ``torus-ring`` at every size (a 1 kB
+    all-reduce was once named ``tree``, the switched model's choice, which the torus never runs); a send stays ``p2p``."""
+    link = _torus((4, 4))
+    assert collective_algorithm(kind, nbytes, 16, link) == "torus-ring"
+    assert collective_algorithm("p2p", nbytes, 16, link) == "p2p"
+    assert collective_algorithm(kind, nbytes, 1, link) == "none"
