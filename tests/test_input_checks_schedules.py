@@ -1,6 +1,6 @@
 """``train`` and ``search`` agree on which schedule a layout runs (issue #40, "train and search agree"): train
-refuses, by search's reason, what search prunes — a pipeline schedule on one stage, interleaving unless the
-micro-batches are a multiple of PP, TP groups that straddle servers, DualPipeV below 2·PP micro-batches."""
+refuses, by search's reason, what search prunes — a pipeline schedule on one stage, interleaving below PP
+micro-batches (interleaved ZB: unless a multiple of PP), TP groups that straddle servers, DualPipeV below 2·PP micro-batches."""
 
 from __future__ import annotations
 
@@ -70,37 +70,42 @@ def test_a_sweep_point_at_pp_1_under_a_pipeline_schedule_is_a_row_with_the_reaso
     assert rows[1]["error"] == "" and rows[1]["iteration_seconds"] > 0
 
 
-# Megatron-LM's interleaved schedule with its default group of N = PP micro-batches per model chunk
-# (schedules.py, forward_backward_pipelining_with_interleaving, commit d98e8a64): N ≤ m, and m mod N is 0 or
-# ≥ PP — so m a multiple of PP. By hand: PP 2, m = 3 breaks it, m = 4 keeps it; PP 4, m = 2 (< PP) breaks it.
-@pytest.mark.parametrize(("pp", "global_batch", "schedule"), [(2, 3, ("--interleave", "2")),
-                                                              (4, 2, ("--interleave", "2")),
-                                                              (2, 6, ("--schedule", "interleaved-zb", "--interleave",
-                                                                      "2"))])
-def test_train_refuses_interleaving_unless_the_micro_batches_are_a_multiple_of_pp(tmp_path, capsys, pp, global_batch,
-                                                                                   schedule):
+# Megatron-LM's interleaved schedule (schedules.py, forward_backward_pipelining_with_interleaving, commit d98e8a64)
+# runs groups of N micro-batches per model chunk, N in [PP, m] and m mod N 0 or ≥ PP — some N exists iff m ≥ PP
+# (N = m). By hand: PP 2, m = 3 runs (N = 3), PP 4, m = 2 (< PP) breaks it. Interleaved ZB keeps its rounds of PP
+# micro-batches: PP 2, m = 3 breaks it, m = 6 keeps it.
+@pytest.mark.parametrize(("pp", "global_batch", "schedule", "reason"), [
+    (2, 3, ("--interleave", "2"), None),
+    (4, 2, ("--interleave", "2"), "interleave-needs-pp-microbatches"),
+    (2, 3, ("--schedule", "interleaved-zb", "--interleave", "2"), "interleave-needs-microbatches-multiple-of-pp"),
+    (2, 6, ("--schedule", "interleaved-zb", "--interleave", "2"), None)])
+def test_train_refuses_interleaving_below_pp_micro_batches_and_zb_off_a_multiple(tmp_path, capsys, pp, global_batch,
+                                                                                 schedule, reason):
     out = tmp_path / "out.csv"
     argv = ["train", str(GPT2), "--cluster", str(NODE), "--pp", str(pp), "--global-batch", str(global_batch),
             *schedule, "--out", str(out)]
-    if pp == 2 and global_batch == 6:  # m = 6, a multiple of 2: runs
+    if reason is None:
         assert main(argv) == 0 and out.exists()
         return
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and "interleave-needs-microbatches-multiple-of-pp" in err
+    assert len(err.splitlines()) == 1 and reason in err
     assert not out.exists()
 
 
 def test_search_prunes_the_same_interleaved_layouts_train_refuses():
-    """Two GPUs, micro-batch 1: (TP, PP, DP) = (1, 2, 1) is the one interleavable layout; m = 3 prunes it, m = 4
-    keeps it (the 2-GPU TP and DP layouts fall to other rules or run at PP 1)."""
+    """Two GPUs, micro-batch 1: (TP, PP, DP) = (1, 2, 1) is the one interleavable layout; interleaved 1F1B keeps it
+    at m = 3 (Megatron-LM's group N = 3) and prunes it at m = 1 (< PP); interleaved ZB prunes it at m = 3 (the 2-GPU
+    TP and DP layouts fall to other rules or run at PP 1)."""
     odd = _search_reasons("interleaved-1f1b", 2, 3, chunks=2)
-    even = _search_reasons("interleaved-1f1b", 2, 4, chunks=2)
-    assert odd.get("interleave-needs-microbatches-multiple-of-pp") == 1
-    assert "interleave-needs-microbatches-multiple-of-pp" not in even
-    with pytest.raises(InputError, match="multiple of PP = 2"):
-        archsim.train(GPT2, cluster=NODE, global_batch=3, pp=2, interleave=2)
-    result, _ = archsim.train(GPT2, cluster=NODE, global_batch=4, pp=2, interleave=2)
+    one = _search_reasons("interleaved-1f1b", 2, 1, chunks=2)
+    zb = _search_reasons("interleaved-zb", 2, 3, chunks=2)
+    assert not any(r.startswith("interleave-needs") for r in odd)
+    assert one.get("interleave-needs-pp-microbatches") == 1
+    assert zb.get("interleave-needs-microbatches-multiple-of-pp") == 1
+    with pytest.raises(InputError, match="at least PP = 2 micro-batches"):
+        archsim.train(GPT2, cluster=NODE, global_batch=1, pp=2, interleave=2)
+    result, _ = archsim.train(GPT2, cluster=NODE, global_batch=3, pp=2, interleave=2)
     assert result.iteration_seconds > 0
 
 

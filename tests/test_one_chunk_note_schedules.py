@@ -68,7 +68,7 @@ def test_interleaved_1f1b_of_one_chunk_is_plain_1f1b_in_time_and_memory(capsys, 
 
 def test_one_chunk_interleaved_parallelism_runs_1f1b_and_keeps_its_rules():
     """The one rule: the order built (and its p2p waits) is 1F1B's; the refusals stay those of the schedule named
-    (m a multiple of PP), and two chunks still run interleaved."""
+    (at least PP micro-batches), and two chunks still run interleaved."""
     from archsim.errors import InputError
     from archsim.training.parallel import Parallelism
 
@@ -77,5 +77,5 @@ def test_one_chunk_interleaved_parallelism_runs_1f1b_and_keeps_its_rules():
         plain = Parallelism(pp=4, global_batch=8, p2p=p2p)
         assert (one.schedule_name, one.p2p_blocking) == ("1f1b", plain.p2p_blocking)
     assert Parallelism(pp=4, global_batch=8, schedule="interleaved-1f1b", interleave=2).schedule_name == "interleaved-1f1b"
-    with pytest.raises(InputError, match="interleave-needs-microbatches-multiple-of-pp"):
-        Parallelism(pp=4, global_batch=6, schedule="interleaved-1f1b", interleave=1)
+    with pytest.raises(InputError, match="interleave-needs-pp-microbatches"):
+        Parallelism(pp=4, global_batch=3, schedule="interleaved-1f1b", interleave=1)

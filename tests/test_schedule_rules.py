@@ -112,12 +112,24 @@ def test_schedule_rounds_follow_torchs_interleaved_rule(policy, m, torch_accepts
         assert "multiple of the rounds" in refused(capsys, [*argv, "--format", "json"])
 
 
-@pytest.mark.parametrize("m, megatron_accepts", [(10, False), (3, False), (6, False), (8, True), (12, True)])
+# Megatron-LM (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving, commit
+# d98e8a64): a group of N micro-batches per model chunk, N in [PP, m] (ValueError otherwise) and m mod N 0 or ≥ PP
+# (RuntimeError otherwise), N set by --microbatch-group-size-per-virtual-pipeline-stage. By hand on PP 4: m = 10
+# runs at N = 5, m = 6 at N = 6, m = 9 at N = 5 (9 mod 5 = 4), m = 8 and 12 at the default N = 4; m = 3 and 2
+# have no N in [4, m].
+@pytest.mark.parametrize("m, megatron_accepts", [(10, True), (3, False), (6, True), (8, True), (12, True), (9, True),
+                                                 (2, False)])
 def test_train_and_search_follow_megatrons_rule(m, megatron_accepts):
-    """Megatron-LM's interleaved schedule with its default group of PP micro-batches: m a multiple of PP."""
+    """Interleaved 1F1B runs wherever some group size N Megatron-LM accepts exists: m ≥ PP; interleaved ZB keeps
+    its rounds of PP micro-batches (m a multiple of PP)."""
+    some_n = any(m % n == 0 or m % n >= 4 for n in range(4, m + 1))
+    assert some_n == megatron_accepts
     reason = schedule_rejection("interleaved-1f1b", 4, m)
     assert (reason is None) == megatron_accepts
-    assert megatron_accepts or reason == "interleave-needs-microbatches-multiple-of-pp"
+    assert megatron_accepts or reason == "interleave-needs-pp-microbatches"
+    zb = schedule_rejection("interleaved-zb", 4, m)
+    assert (zb is None) == (m % 4 == 0)
+    assert zb in (None, "interleave-needs-microbatches-multiple-of-pp")
 
 
 # Which runs read each flag, as read in archsim/policies/schedule_run.py and stage_schedule.py: --streams and

@@ -77,11 +77,12 @@ def test_every_catalog_name_alias_and_printed_name_reads_back():
         assert gpu(alias) is GPUS[key]
 
 
-@pytest.mark.parametrize(("pp", "global_batch"), [(1, 8), (2, 6)])
+@pytest.mark.parametrize(("pp", "global_batch"), [(1, 8), (2, 2)])
 def test_interleave_given_alone_is_named_in_its_refusal(pp, global_batch, tmp_path, capsys):
     """Failed before: ``--interleave 2`` on plain 1F1B (the default schedule) with one pipeline stage, or with
-    micro-batches no multiple of PP, was refused as ``field 'schedule'`` about ``interleaved-1f1b``, a schedule
-    the user never named, and the flag they gave went unmentioned. Now the refusal names --interleave 2."""
+    fewer micro-batches than PP (until 2026-12-05: no multiple of PP), was refused as ``field 'schedule'`` about
+    ``interleaved-1f1b``, a schedule the user never named, and the flag they gave went unmentioned. Now the refusal
+    names --interleave 2."""
     (tmp_path / "cluster.toml").write_text(CLUSTER.format(gpu="h100"), encoding="utf-8")
     (tmp_path / "config.json").write_text(json.dumps(LLAMA), encoding="utf-8")
     code = main(["train", str(tmp_path / "config.json"), "--cluster", str(tmp_path / "cluster.toml"), "--tp", "2",

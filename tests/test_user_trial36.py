@@ -114,17 +114,17 @@ def test_torch_class_names_run_as_the_orders_they_name(torch_class, name, interl
 
 
 @pytest.mark.parametrize("torch_class,reason", [("ScheduleDualPipeV", "dualpipev-needs-2p-microbatches"),
-                                                ("ScheduleInterleaved1F1B",
-                                                 "interleave-needs-microbatches-multiple-of-pp")])
+                                                ("ScheduleInterleaved1F1B", "interleave-needs-pp-microbatches")])
 def test_torch_class_names_keep_their_orders_rules(torch_class, reason):
     """The rules a schedule runs under hold under its torch name: DualPipeV needs 2 × PP micro-batches, interleaved
-    1F1B a multiple of PP. Failed before: ScheduleDualPipeV at 4 micro-batches on PP 4 stopped on the stage count,
-    and ScheduleInterleaved1F1B at 6 micro-batches could not be given its --interleave."""
+    1F1B at least PP (Megatron-LM's rule; until 2026-12-05 a multiple of PP). Failed before: ScheduleDualPipeV at 4
+    micro-batches on PP 4 stopped on the stage count, and ScheduleInterleaved1F1B could not be given its
+    --interleave."""
     from archsim.errors import InputError
 
     with pytest.raises(InputError, match=reason), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        archsim.train(GPT, cluster=NODE, tp=1, pp=4, dp=1, global_batch=4 if "Dual" in torch_class else 6,
+        archsim.train(GPT, cluster=NODE, tp=1, pp=4, dp=1, global_batch=4 if "Dual" in torch_class else 3,
                       micro_batch=1, seq=S, attention="standard", schedule=torch_class,
                       interleave=1 if "Dual" in torch_class else 2)
 

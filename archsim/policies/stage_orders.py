@@ -30,7 +30,9 @@ Orders, each as its authors build it:
   warms up with (v − 1)·round + 2(p − 1 − r) chunk-forwards, depth-first over its v chunks. (The
   zero-bubble authors timed the same order for Table 5's 1F1B-I, but their evaluator waits for the
   previous chunk on the ring only for the first micro-batch of each group of p, so their rates are
-  up to 0.0035 lower than archsim's, which waits for every input.)
+  up to 0.0035 lower than archsim's, which waits for every input.) ``train`` and ``search`` run
+  Megatron-LM's grouping instead (:func:`megatron_interleaved_1f1b`, :func:`training_order`): the same order
+  where p divides m, groups of N ≥ p micro-batches (the last holding the rest) where it does not.
 * ``interleaved-zb``: torch's ``ScheduleInterleavedZeroBubble``: the interleaved order with one
   warm-up step per hop, I/W split and rank r deferring r weight gradients (ZB-H1 when v = 1).
 * ``looped-bfs``: torch's ``ScheduleLoopedBFS``: every micro-batch of a chunk before the next chunk.
@@ -92,10 +94,9 @@ def _rounds(p: int, m: int) -> int:
     (``ScheduleInterleaved1F1B`` and ``ScheduleInterleavedZeroBubble``, torch 2.13: rounds = max(1, m // p),
     m a multiple of rounds; "relaxing the requirement of num_microbatch % pp_size == 0"). This is the order
     ``archsim schedule`` builds, so it runs m = 3 or 10 on 4 ranks as torch does. ``train`` and ``search``
-    model Megatron-LM's interleaved schedule instead, whose groups of PP micro-batches need m a multiple
-    of PP (:func:`archsim.training.parallel.schedule_rejection`): where PP divides m both run rounds of
-    PP micro-batches (Megatron-LM's default group size); elsewhere torch's order is one Megatron-LM's
-    default does not run. Two schedules, two rules."""
+    model Megatron-LM's interleaved 1F1B instead (:func:`megatron_interleaved_1f1b`: groups of N ≥ p
+    micro-batches, any m ≥ p): where PP divides m both run rounds of PP micro-batches (Megatron-LM's
+    default group size). Two schedules, two rules."""
     rounds = max(1, m // p)
     if m % rounds:
         raise InputError(f"interleaved schedules need micro-batches ({m}) to be a multiple of the rounds "
@@ -109,19 +110,21 @@ def _take(counter: dict[int, int], stage: int, kind: str) -> Action:
     return Action(stage, kind, counter[stage] - 1)
 
 
-def _interleaved_rank(p: int, v: int, per_round: int, total: int, warm: int, r: int, split: bool) -> list[Action]:
-    """Rank r's actions in the interleaved family (torch's ``_get_1f1b_rank_ops``)."""
+def _interleaved_rank(p: int, v: int, chunk_of: list[int], warm: int, r: int, split: bool) -> list[Action]:
+    """Rank r's actions in the interleaved family (torch's ``_get_1f1b_rank_ops``, Megatron-LM's schedule table):
+    forward k runs chunk ``chunk_of[k]``, backward k chunk v − 1 − ``chunk_of[k]``, each chunk's micro-batches
+    in order; ``warm`` forwards before the first backward, then one forward and one backward a step."""
+    total = len(chunk_of)
     f_next: dict[int, int] = defaultdict(int)
     b_next: dict[int, int] = defaultdict(int)
     w_next: dict[int, int] = defaultdict(int)
     pending: list[int] = []  # stages of backward-input actions whose W is still to run
-    forward_stage = [(k // per_round) % v * p + r for k in range(total)]
-    actions = [_take(f_next, forward_stage[k], "F") for k in range(warm)]
+    actions = [_take(f_next, chunk_of[k] * p + r, "F") for k in range(warm)]
     weights = 0
     for step in range(warm, warm + total):
         if step < total:
-            actions.append(_take(f_next, forward_stage[step], "F"))
-        stage = (v - 1 - ((step - warm) // per_round) % v) * p + r
+            actions.append(_take(f_next, chunk_of[step] * p + r, "F"))
+        stage = (v - 1 - chunk_of[step - warm]) * p + r
         actions.append(_take(b_next, stage, "I" if split else "B"))
         pending.append(stage)
         if split and step - warm >= r:  # defer r weight gradients (num_1f1b_microbatches = rank)
@@ -132,13 +135,53 @@ def _interleaved_rank(p: int, v: int, per_round: int, total: int, warm: int, r: 
     return actions
 
 
-def _interleaved(p: int, m: int, v: int, hop_warmup: int, split: bool, name: str) -> StageOrder:
-    """Interleaved 1F1B family on p ranks with v chunks each; hop_warmup warm-up steps per hop."""
-    per_round = _rounds(p, m)
+def _group_chunks(groups: list[int], v: int) -> list[int]:
+    """The chunk of each forward when groups of micro-batches (sizes ``groups``, in order) each run through
+    chunks 0 … v − 1 in turn: a group of g gives g forwards of chunk 0, then g of chunk 1, …"""
+    return [c for g in groups for c in range(v) for _ in range(g)]
+
+
+def _interleaved(p: int, m: int, v: int, hop_warmup: int, split: bool, name: str,
+                 groups: list[int] | None = None) -> StageOrder:
+    """Interleaved 1F1B family on p ranks with v chunks each; hop_warmup warm-up steps per hop; ``groups``:
+    the micro-batch groups (None: torch's equal rounds, :func:`_rounds`). Rank r warms up with
+    (v − 1)·(the first group) + hop_warmup·(p − 1 − r) forwards, capped at m·v."""
+    if groups is None:
+        per_round = _rounds(p, m)
+        groups = [per_round] * (m // per_round)
+    chunk_of = _group_chunks(groups, v)
     total = m * v
-    ranks = [_interleaved_rank(p, v, per_round, total, min((v - 1) * per_round + hop_warmup * (p - 1 - r), total),
-                               r, split) for r in range(p)]
+    ranks = [_interleaved_rank(p, v, chunk_of, min((v - 1) * groups[0] + hop_warmup * (p - 1 - r), total), r, split)
+             for r in range(p)]
     return _order(name, ranks, p * v, m)
+
+
+def megatron_group(p: int, m: int) -> int:
+    """Micro-batches per model chunk in one group of Megatron-LM's interleaved 1F1B
+    (``microbatch_group_size_per_vp_stage``, N) as archsim runs it: the smallest N Megatron-LM accepts — N in
+    [p, m] and m mod N either 0 or ≥ p (``forward_backward_pipelining_with_interleaving``,
+    ``megatron/core/pipeline_parallel/schedules.py``, since 4295be1a, 2024-11-01; as at d98e8a64). That is p,
+    Megatron-LM's default, wherever p divides m, and never above m once m ≥ p (N = m qualifies); p where m < p,
+    which no N serves (:func:`archsim.training.parallel.schedule_rejection` refuses it)."""
+    return next((n for n in range(p, m + 1) if m % n == 0 or m % n >= p), p)
+
+
+def megatron_groups(p: int, m: int) -> list[int]:
+    """The sizes of Megatron-LM's micro-batch groups, in order: m // N groups of N (:func:`megatron_group`), and
+    the remainder m mod N (≥ p) as one last group where N does not divide m."""
+    n = megatron_group(p, m)
+    return [n] * (m // n) + ([m % n] if m % n else [])
+
+
+def megatron_interleaved_1f1b(p: int, m: int, v: int = 2) -> StageOrder:
+    """Megatron-LM's interleaved 1F1B on p ranks, v chunks each, at any m ≥ p: the micro-batches in
+    :func:`megatron_groups`, each group run through chunks 0 … v − 1 (its schedule table), rank r warming up
+    with (v − 1)·N + 2(p − 1 − r) forwards (``get_pp_rank_microbatches``). Where p divides m it is
+    :func:`interleaved_1f1b` (both run groups of p); ``train`` and ``search`` run this one."""
+    if m < p:
+        raise InputError(f"Megatron-LM's interleaved 1F1B needs at least {p} micro-batches (one a rank), got {m}",
+                         field="microbatches")
+    return _interleaved(p, m, v, 2, False, "interleaved-1f1b", megatron_groups(p, m))
 
 
 def interleaved_1f1b(p: int, m: int, v: int = 2) -> StageOrder:
@@ -208,6 +251,16 @@ def published_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
     return builders[name]()
 
 
+def training_order(name: str, p: int, m: int, chunks: int = 2) -> StageOrder:
+    """The order ``train`` and ``search`` run for ``name`` (a :attr:`~archsim.training.parallel.Parallelism.
+    schedule_name`): Megatron-LM's interleaved 1F1B (:func:`megatron_interleaved_1f1b`, the software of the runs
+    they model) for ``interleaved-1f1b``, else :func:`published_order`. The two differ only where p does not
+    divide m, where ``archsim schedule`` keeps torch's rounds."""
+    if name == "interleaved-1f1b" and p > 0 and m > 0 and chunks > 0:
+        return megatron_interleaved_1f1b(p, m, chunks)
+    return published_order(name, p, m, chunks)
+
+
 ORDERS = TRAINING_SCHEDULES  # the published orders by archsim name (archsim/choices/schedules.py, train's)
 
 __all__ = ["ORDERS",
@@ -217,8 +270,12 @@ __all__ = ["ORDERS",
     "interleaved_1f1b",
     "interleaved_zb",
     "looped_bfs",
+    "megatron_group",
+    "megatron_groups",
+    "megatron_interleaved_1f1b",
     "one_f_one_b",
     "published_order",
     "torch_schedule_name",
+    "training_order",
     "zb_handcrafted",
 ]

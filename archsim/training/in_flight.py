@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from archsim.policies.stage_orders import published_order
+from archsim.policies.stage_orders import megatron_group, published_order
 from archsim.training.held_memory import SPLIT_SCHEDULES, in_flight, published_held_peaks
 from archsim.training.parallel import V_SCHEDULES
 
 
 def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float | Sequence[float] = 0.0) -> list[float]:
     """Per rank r: the most micro-batch chunks forward and not yet backward at once — the published
-    orders' warm-ups (1F1B: p − r; GPipe: all m; ZB-H1/H2: k(p − 1 − r) + 1; interleaved 1F1B with
-    m a multiple of p: (v − 1)p + 2(p − 1 − r) + 1; interleaved ZB: vp − r; looped BFS: all m·v),
+    orders' warm-ups (1F1B: p − r; GPipe: all m; ZB-H1/H2: k(p − 1 − r) + 1; interleaved 1F1B
+    (Megatron-LM's, groups of N micro-batches: :func:`~archsim.policies.stage_orders.megatron_group`, p where p
+    divides m): (v − 1)N + 2(p − 1 − r) + 1; interleaved ZB: vp − r; looped BFS: all m·v),
     capped by the chunks there are. ``held``: M_W / M_B (:func:`~archsim.training.pipeline_memory.held_fraction`; one per
     rank: :func:`~archsim.training.pipeline_memory.rank_held_fractions`);
     above 0 a split schedule's peak is its order's walk in units of M_B, W's inputs held from I to W
@@ -32,7 +33,8 @@ def in_flight_peaks(schedule: str, p: int, m: int, v: int = 1, held: float | Seq
         k = int(schedule[-1])
         return [min(k * (p - 1 - r), m) + 1 if k * (p - 1 - r) < m else m for r in range(p)]
     if schedule == "interleaved-1f1b":
-        return [min((v - 1) * p + 2 * (p - 1 - r) + 1, m * v) for r in range(p)]
+        n = megatron_group(p, m)
+        return [min((v - 1) * n + 2 * (p - 1 - r) + 1, m * v) for r in range(p)]
     if schedule == "interleaved-zb":  # one warm-up step per hop instead of two
         return [min(v * p - r, m * v) for r in range(p)]
     if schedule == "looped-bfs":  # every chunk's forwards before any backward

@@ -12,7 +12,7 @@ and optimizer step.
    was fitted per (:func:`host_issues`).
    Recomputation adds the forward again to I: all of a layer's forward (``full``) or
    its attention core (``selective``).
-2. The stages' action order is the published schedule's (:func:`archsim.policies.stage_orders.published_order`:
+2. The stages' action order is the published schedule's (:func:`archsim.policies.stage_orders.training_order`:
    1F1B, interleaved with v chunks, zero-bubble…), timed in archsim's event simulator
    (:func:`archsim.policies.stage_run.run_order`) with a pipeline hop of s·b·h·2/t bytes (Megatron
    scatters the activation over the TP ranks) on the pipeline link.

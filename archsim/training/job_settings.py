@@ -15,6 +15,8 @@ from archsim.console import job as named
 _LAYOUT = (None, "N1,N2,…")
 LAYOUT = "'LAYOUT'"  # a layout string: stage_layout.py reads Megatron's own, which a hint quotes as given (with_layout)
 _CHUNKS = "V (chunks per rank: the layers ÷ (PP × Megatron's layers per virtual stage))"
+_GROUP = ("V (model chunks per rank; archsim picks the micro-batch group itself, the smallest Megatron-LM accepts: PP "
+          "where PP divides the micro-batches)")
 MEGATRON_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
     "tensor-model-parallel-size": ("tp", None, None), "pipeline-model-parallel-size": ("pp", None, None),
     "context-parallel-size": ("cp", None, None), "cp-comm-type": ("cp-comm", None, None),
@@ -26,6 +28,7 @@ MEGATRON_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
     "recompute-granularity": ("recompute", None, None), "recompute-activations": ("recompute", "selective", None),
     "virtual-pipeline-model-parallel-size": ("interleave", None, None),
     "num-layers-per-virtual-pipeline-stage": ("interleave", None, _CHUNKS),
+    "microbatch-group-size-per-virtual-pipeline-stage": ("interleave", None, _GROUP),
     "overlap-grad-reduce": ("dp-overlap", "bucketed", None),
     "no-gradient-accumulation-fusion": ("grad-accumulation", "unfused", None),
     "use-flash-attn": ("attention", "flash", None), "decoder-first-pipeline-num-layers": ("stage-layers", *_LAYOUT),

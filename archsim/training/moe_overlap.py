@@ -47,6 +47,7 @@ import numpy as np
 
 from archsim.console import setting, switch_on
 from archsim.errors import InputError
+from archsim.policies.stage_orders import megatron_group
 from archsim.training.comm_sms import hidden_seconds
 from archsim.training.parallel import Parallelism, layers_per_stage, rank_of_stages
 from archsim.workload.layer_kinds import layer_kinds
@@ -157,10 +158,11 @@ def pair_hidden(forward: PieceCost, backward: PieceCost) -> float:
 
 def warmup_forwards(par: Parallelism, rank: int) -> int:
     """The forwards rank ``rank`` runs alone before its first paired step: 1 without a pipeline, else Megatron's
-    interleaved warm-up, (PP − r − 1)·2 + (v − 1)·PP, plus the overlap's one."""
+    interleaved warm-up, (PP − r − 1)·2 + (v − 1)·N, plus the overlap's one (N: its group of micro-batches,
+    :func:`~archsim.policies.stage_orders.megatron_group`, PP where PP divides m)."""
     if par.pp == 1:
         return 1
-    return (par.pp - rank - 1) * 2 + (par.chunks - 1) * par.pp + 1
+    return (par.pp - rank - 1) * 2 + (par.chunks - 1) * megatron_group(par.pp, par.microbatches) + 1
 
 
 def paired_seconds(c: TransformerConfig, par: Parallelism, order: StageOrder,

@@ -31,8 +31,11 @@ CHUNKED_SCHEDULES = ("1f1b", "interleaved-1f1b", "interleaved-zb", "looped-bfs")
 # ``train`` (one run, --runs, --sweep, archsim.train) refuses with the same words (issue #40).
 SCHEDULE_RULES = {
     "schedule-needs-pp": "with one pipeline stage every schedule runs as 1F1B: {schedule} needs {pp_flag} > 1",
+    "interleave-needs-pp-microbatches": "{schedule} needs at least PP = {pp} micro-batches per pipeline (global "
+    "batch / (micro-batch × DP) = {m}), as Megatron-LM's interleaved schedule does (its groups of micro-batches per "
+    "model chunk hold PP to m)",
     "interleave-needs-microbatches-multiple-of-pp": "{schedule} needs the micro-batches per pipeline (global batch "
-    "/ (micro-batch × DP) = {m}) to be a multiple of PP = {pp}, as Megatron-LM's interleaved schedule does",
+    "/ (micro-batch × DP) = {m}) to be a multiple of PP = {pp} (rounds of PP micro-batches)",
     "dualpipev-needs-2p-microbatches": "{schedule} needs at least 2 × PP micro-batches per pipeline (PP = {pp}), "
     "got {m}",
 }
@@ -58,19 +61,24 @@ def interleave_flag(schedule: str, chunks: int) -> int:
 def schedule_rejection(schedule: str, pp: int, microbatches: int) -> str | None:
     """The first :data:`SCHEDULE_RULES` reason the order ``schedule`` (a :func:`schedule_name`) breaks on
     ``pp`` pipeline ranks with ``microbatches`` micro-batches per pipeline, or None: the one rule
-    ``train`` and ``search`` both apply. Interleaving follows Megatron-LM (m a multiple of PP), the
-    software of the runs they model; ``archsim schedule`` builds torch's interleaved order, whose looser
+    ``train`` and ``search`` both apply. Interleaved 1F1B follows Megatron-LM, the software of the runs they
+    model: any m ≥ PP (:func:`archsim.policies.stage_orders.megatron_interleaved_1f1b`); interleaved ZB keeps
+    rounds of PP micro-batches (m a multiple of PP). ``archsim schedule`` builds torch's interleaved order, whose
     round rule (m a multiple of max(1, m // PP) rounds) is another schedule where PP does not divide m
-    (``archsim.policies.stage_orders._rounds``); where it does, both run rounds of PP micro-batches."""
+    (``archsim.policies.stage_orders._rounds``); where it does, all run rounds of PP micro-batches."""
     if schedule != "1f1b" and pp == 1:
         return "schedule-needs-pp"
     # Megatron-LM, megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving
     # (commit d98e8a64ddf34856e74b24714e3bedb2f5a39553, Megatron-Core 0.20.0): micro-batches run in groups of
     # microbatch_group_size_per_vp_stage = N per model chunk; N must lie in [PP, m] (ValueError) and m mod N must
-    # be 0 or ≥ PP (RuntimeError). N defaults to PP (ModelParallelConfig.__post_init__), where m mod PP < PP
-    # leaves only m a multiple of PP: the rule of Megatron-LM before N existed (tag core_v0.7.0 raised "number of
-    # microbatches (m) is not divisible by pipeline-model-parallel-size"). archsim models the default N = PP.
-    if schedule.startswith("interleaved") and microbatches % pp:
+    # be 0 or ≥ PP (RuntimeError). N defaults to PP (ModelParallelConfig.__post_init__), which leaves m a multiple
+    # of PP, the rule before N existed (tag core_v0.7.0 raised "number of microbatches (m) is not divisible by
+    # pipeline-model-parallel-size"); --microbatch-group-size-per-virtual-pipeline-stage (since 4295be1a,
+    # 2024-11-01) sets another, and N = m always qualifies, so any m ≥ PP runs. archsim runs the smallest N
+    # accepted (stage_orders.megatron_group): PP, the default, wherever PP divides m.
+    if schedule == "interleaved-1f1b" and microbatches < pp:
+        return "interleave-needs-pp-microbatches"
+    if schedule == "interleaved-zb" and microbatches % pp:
         return "interleave-needs-microbatches-multiple-of-pp"
     if schedule == "dualpipev" and microbatches < 2 * pp:  # its eight phases (archsim.policies.stage_orders_v)
         return "dualpipev-needs-2p-microbatches"

@@ -146,7 +146,7 @@ class TrainResult:
 def train(c: TransformerConfig, par: Parallelism, machine: Machine,
           machines: tuple[Machine, ...] | None = None) -> TrainResult:
     """One iteration on ``machine``, or with each pipeline rank on its own of ``machines`` (mixed GPUs)."""
-    from archsim.policies.stage_orders import published_order
+    from archsim.policies.stage_orders import training_order
     from archsim.policies.stage_run import run_order
     from archsim.sim.timeline import SlotTable, Timeline
     from archsim.training.stages import rank_stage_times
@@ -155,7 +155,7 @@ def train(c: TransformerConfig, par: Parallelism, machine: Machine,
     machines = machines or (machine,) * par.pp
     own = {id(m): model_pieces(c, par, m) for m in {id(m): m for m in machines}.values()}
     times = rank_stage_times(c, par, machines, [own[id(m)] for m in machines])
-    order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
+    order = training_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     shortened = paired_seconds(c, par, order, [own[id(m)] for m in machines])  # 1F1B's merged steps (moe_overlap)
     run = run_order(order, times, shortened, blocking=par.p2p_blocking)
     states, unit = held_state_bytes(machine.dtype, machine.implementation, par)

@@ -62,9 +62,9 @@ def held_seconds(schedule: str, times, p: int, m: int, v: int, hidden: tuple[flo
     :func:`pipeline_seconds` ignore the wait (seconds: ``times``' unit); ``hidden`` taken off as they take it
     (the least-hiding rank's, an estimate)."""
     from archsim.policies.held_span import held_span, one_f_one_b_held
-    from archsim.policies.stage_orders import published_order
+    from archsim.policies.stage_orders import training_order
 
-    span = one_f_one_b_held(times, m) if schedule == "1f1b" else held_span(published_order(schedule, p, m, v), times)
+    span = one_f_one_b_held(times, m) if schedule == "1f1b" else held_span(training_order(schedule, p, m, v), times)
     return span - min(hidden, default=0.0)
 
 
@@ -189,9 +189,9 @@ def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine)
     forward is shortened before the pipeline is simulated (:func:`~archsim.training.moe_overlap.paired_seconds`)."""
     if not c.overlap_moe_expert_parallel_comm:
         return ()
-    from archsim.policies.stage_orders import published_order
+    from archsim.policies.stage_orders import training_order
 
-    order = published_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
+    order = training_order(par.schedule_name, par.pp, par.microbatches, par.chunks)
     pieces = [coster.pieces_of(par, mc) for mc in machines] if machines else [coster.pieces_of(par, machine)] * par.pp
     return paired_hidden(c, par, order, pieces)
 

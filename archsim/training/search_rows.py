@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass
 
 from archsim.choices.training import DEFAULT_P2P
+from archsim.policies.stage_orders import megatron_group
 from archsim.training.parallel import interleave_flag
 from archsim.training.search_space import Candidate
 from archsim.training.stage_layout import megatron_layout
@@ -38,7 +39,9 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
     (``--decoder-first-pipeline-num-layers``, ``--decoder-last-pipeline-num-layers``; Megatron splits the rest
     evenly) where those state it (one chunk per rank, the middle stages equal), else the whole split as
     ``--pipeline-model-parallel-layout`` (:func:`~archsim.training.stage_layout.megatron_layout`, which ``--stage-layers`` reads back). With ``k.distributed_optimizer``
-    ``--use-distributed-optimizer``; with ``k.fp8`` ``--fp8-format`` (and ``--fp8-param-gather``); with ``k.fsdp`` the layout's flags only, no
+    ``--use-distributed-optimizer``; with ``k.fp8`` ``--fp8-format`` (and ``--fp8-param-gather``); interleaved
+    where PP does not divide the micro-batches, ``--microbatch-group-size-per-virtual-pipeline-stage`` N, the group
+    archsim runs (:func:`~archsim.policies.stage_orders.megatron_group`: Megatron-LM's default PP refuses them); with ``k.fsdp`` the layout's flags only, no
     command that runs it: FSDP is PyTorch's (its row's ``fsdp`` is true)."""
     split = k.stage_layers or ()
     model = megatron_model_args(c)
@@ -77,6 +80,9 @@ def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: 
         args.append("--no-gradient-accumulation-fusion")
     if k.interleave > 1 and not uneven:  # the layout states the chunks itself (Megatron takes one of the two)
         args.append(f"--num-layers-per-virtual-pipeline-stage {c.layers // (k.pp * k.interleave)}")
+    group = megatron_group(k.pp, global_batch // (k.dp * k.micro_batch))
+    if k.interleave > 1 and group != k.pp:  # Megatron-LM's default group (PP) refuses m off a multiple of PP
+        args.append(f"--microbatch-group-size-per-virtual-pipeline-stage {group}")
     if first_last:
         args.append(f"--decoder-first-pipeline-num-layers {split[0]} --decoder-last-pipeline-num-layers {split[-1]}")
     elif uneven:

@@ -52,7 +52,8 @@ REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-str
            "ep-divides-dp", "etp-ep-divides-tp-cp-dp", "ep-beside-fsdp", "a2a-overlap-needs-ep", "a2a-overlap-needs-interleaving",
            "a2a-overlap-beside-full-recompute", "mla-beside-cp", "deepseek-beside-fp8", "mtp-beside-cp", "mtp-beside-fp8",
            "layer-kinds-beside-fsdp", "layer-kinds-beside-split-backward", "schedule-needs-pp",
-           "interleave-needs-microbatches-multiple-of-pp", "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
+           "interleave-needs-pp-microbatches", "interleave-needs-microbatches-multiple-of-pp",
+           "dualpipev-needs-2p-microbatches", "stage-mixes-gpu-types",
            "out-of-memory")  # in the order checked; ep-divides-dp: EP ∤ CP × DP at ETP = TP (a name older than CP beside EP)
 # Configurations one search may enumerate (× server orders under a planned placement): refused above it
 # before any is built. Measured: 496,800 (gpt_1024h_24l on 8 A100s, --max-micro-batch 690, --refine 0)
