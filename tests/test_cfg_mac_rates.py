@@ -135,9 +135,9 @@ def test_train_fp8_on_a_cfg_equals_its_toml(tmp_path):
     ("[macs_per_pe]\nfp9 = 2\n", "", "line 29, field 'macs_per_pe.fp9': unknown dtype 'fp9'"),
     ("[macs_per_pe]\nfp8 = \"2\"\n", "", "field 'macs_per_pe.fp8': a .cfg's values take no quotes"),
     ("[macs_per_pe]\nfp8 = 2\n", "gemm = tiles", "line 28, field 'macs_per_pe': macs_per_pe is a rate of gemm = "),
-    ("", "macs_per_pe = 2", "field 'device.macs_per_pe': unknown key; [device] takes name, gemm, split_k, "
-                            "board_watts, static_watts, arrays, arrays_per_core; a .cfg states macs_per_pe as its own "
-                            "section, [macs_per_pe]"),
+    ("", "macs_per_pe = 2", ("field 'device.macs_per_pe': unknown key; [device] takes name, gemm, split_k, "
+                             "board_watts, static_watts, arrays, arrays_per_core; a .cfg states macs_per_pe as its own "
+                             "section, [macs_per_pe]")),
 ])
 def test_bad_rates_are_refused_at_their_line(tmp_path, capsys, rates, device, message):
     """The TOML's refusals, each one line naming the .cfg's key (a tile-timed device: the section's header)."""
