@@ -153,3 +153,14 @@ def test_readers_that_price_one_mac_name_the_cfg_s_section(tmp_path):
     note = config_unread_keys_note(config)
     assert note is not None and "[macs_per_pe] is not read here" in note
     assert config_unread_keys_note(config, rates_read=True) is None
+
+
+def test_train_fp8_on_a_cfg_without_a_rate_names_the_cfg_s_section(tmp_path, capsys):
+    """train --fp8 hybrid on a .cfg that states no fp8 rate: one line naming the way a .cfg states it (until
+    2026-12-05 only the TOML's keys, neither of which a .cfg can write, in a sentence ending "and so it")."""
+    _cfg(tmp_path)
+    cluster = tmp_path / "c.toml"
+    cluster.write_text('[cluster]\nname = "c"\n\n[[servers]]\ncount = 1\ngpus = 4\ndevice = "chip.cfg"\n')
+    err = cli_error(["train", "gpt2", "--cluster", str(cluster), "--global-batch", "4", "--dp", "4", "--fp8",
+                     "hybrid"], capsys)
+    assert "(a .cfg: its [macs_per_pe] section, fp8 = N)" in err and err.endswith("and so that peak")
