@@ -147,7 +147,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
                                              bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, engine=engine)
     else:
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True)
         file = cfg_as_config(array, config)[1]
         if file is not None and engine == "cycle" and bandwidth is None:  # the file's hbm_gbps, as cost reads it
             from archsim.array.device_rate import with_device_bandwidth
@@ -155,7 +155,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
 
             width = element_width(dtype, None if element_bytes is None else positive_int(element_bytes, "element-bytes"))
             chosen, rate = with_device_bandwidth(chosen, file, width or 1)
-            toml_notes = [*unread_keys_notes(file), *([rate] if rate else [])]
+            toml_notes = [*unread_keys_notes(file, rates_read=True), *([rate] if rate else [])]
     check_bandwidth_engine(bandwidth, engine)  # after the value's own check, as argparse's comes first
     unused = sram_unused_warning(sram_kb, engine, "a profile's analytic layer cycles")
     if unused:
@@ -163,7 +163,7 @@ def profile(network: str | Path | Network, *, array: str | Path | ArrayConfig | 
     layers = load_network(network, only=only, geometry=geometry, shapes=shapes, unsupported=unsupported,
                           input_shape=input_shape, dim=dim)
     warn_file_batch(layers, batch)
-    for note in toml_notes or unread_keys_notes(cfg_as_config(array, config)[1]):  # as archsim pipeline says them
+    for note in toml_notes or unread_keys_notes(cfg_as_config(array, config)[1], rates_read=True):  # as archsim pipeline says them
         library_note(note, stacklevel=3)
     if clock_ghz is not None:
         check_choice(engine, ("analytic",), "engine")  # archsim plan prices the analytic cycles

@@ -93,7 +93,7 @@ def gemm(*, m: Count | None = None, k: Count | None = None, n: Count | None = No
                     clock_ghz=clock, dtype=dtype, element_bytes=element_bytes, toml_array=read, speak=_warn,
                     speak_after=_warn)
     done = with_chip_seconds(done, config, engine=engine, dtype=dtype, shapes=bool(shapes))
-    for note in (*(text for _, text in said), *([] if toml else unread_keys_notes(config))):  # array/ never reads a file's device keys
+    for note in (*(text for _, text in said), *([] if toml else unread_keys_notes(config, rates_read=True))):  # array/ never reads a file's device keys
         library_note(note, stacklevel=3)
     from archsim.rows import Rows
 

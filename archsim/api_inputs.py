@@ -85,10 +85,11 @@ def array_config(array: str | Path | ArrayConfig | None = None, *, config: str |
 def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | Path | None = None,
                 dataflow: str | None = None, dtype: str | None = None, element_bytes: Count | None = None,
                 bandwidth: Count | None = None, sram_kb: Counts | None = None,
-                clock_ghz: Number | None = None) -> ArrayConfig:
+                clock_ghz: Number | None = None, rated: bool = False) -> ArrayConfig:
     """:func:`array_config` less its unread-keys warning: what the jobs that say their ``config``'s notes themselves
     (``cost``, ``profile``, ``plan``, ``bppsa_rnn``, ``iteration_energy``) build their array with, so each note is
-    said once."""
+    said once. ``rated``: a ``.cfg``'s GEMMs at its ``[macs_per_pe]`` rate of ``dtype`` (``cost``, ``energy``,
+    ``profile``: the jobs that read a device TOML's ``[compute] macs_per_pe``)."""
     from dataclasses import replace
 
     from archsim.array.options import (
@@ -127,7 +128,8 @@ def build_array(array: str | Path | ArrayConfig | None = None, *, config: str | 
         return with_clock(with_memory(replace(array, **changes), bandwidth, sram_kb), clock_ghz)
     array, config = cfg_as_config(array, config)
     built = array_from_options(None if array is None else str(array), config, dataflow,
-                               1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz)
+                               1 if element_bytes is None else element_bytes, bandwidth, sram_kb, clock_ghz,
+                               dtype if rated else None)
     huge = array_size_warning(built.rows, built.cols, array_source(None if array is None else str(array), config))
     if huge:  # the line the array commands warn on stderr
         library_note(huge, stacklevel=user_stacklevel())
@@ -165,7 +167,7 @@ def check_config(config: object) -> None:
 
 
 def config_notes(config: str | Path | None, dtype: str | None, element_bytes: object,
-                 rate: str | None = None) -> list[str]:
+                 rate: str | None = None, rates_read: bool = True) -> list[str]:
     """What an array command says on stderr of its ``--config`` .cfg: a device file of several arrays costs one; one
     priced at int8 (no ``dtype`` or ``element_bytes``) where train prices fp16; SRAM sizes that look like bytes; then
     ``rate``, the cycle engine's note of the DRAM rate the file's ``[memory] hbm_gbps`` set
@@ -176,7 +178,7 @@ def config_notes(config: str | Path | None, dtype: str | None, element_bytes: ob
     if config is None:
         return []
     notes = [device_arrays_note(config), None if dtype or element_bytes else device_dtype_note(config),
-             *unread_keys_notes(config), cfg_sram_warning(config), rate]
+             *unread_keys_notes(config, rates_read=rates_read), cfg_sram_warning(config), rate]
     return [note for note in notes if note]
 
 
@@ -199,7 +201,7 @@ def array_and_notes(array: str | Path | ArrayConfig | None, config: str | Path |
     if not is_device_toml(config):
         array, config = cfg_as_config(array, config)  # a .cfg's [energy] table prices as --config's does
         chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes,
-                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz)
+                             bandwidth=bandwidth, sram_kb=sram_kb, clock_ghz=clock_ghz, rated=True)
         rate = None
         if config is not None and engine == "cycle" and bandwidth is None:  # the file's GB/s, its own clock's words
             width = element_width(dtype, None if element_bytes is None else int(str(element_bytes)))  # checked above
@@ -232,13 +234,14 @@ def warn_file_batch(network: Network, batch: int) -> None:
         library_note(line, stacklevel=4)
 
 
-def unread_keys_notes(config: str | Path | None) -> list[str]:
+def unread_keys_notes(config: str | Path | None, *, rates_read: bool = False) -> list[str]:
     """The note an array command says on stderr of a ``config`` device file stating keys its kind does not read
     (:func:`archsim.devices.unread_keys.config_unread_keys_note`), for the jobs whose other notes are their own
-    (``gemm``, ``profile``, ``plan``, ``bppsa_rnn``); empty without one."""
+    (``gemm``, ``profile``, ``plan``, ``bppsa_rnn``); empty without one. ``rates_read``: the job runs a ``.cfg``'s
+    GEMMs at its ``[macs_per_pe]`` rate (``gemm``, ``profile``), so that key is not named unread."""
     from archsim.devices.unread_keys import config_unread_keys_note
 
-    text = None if config is None else config_unread_keys_note(config)
+    text = None if config is None else config_unread_keys_note(config, rates_read=rates_read)
     return [text] if text else []
 
 

@@ -171,6 +171,7 @@ def test_a_sweep_without_the_new_axes_keeps_its_columns_and_cache_names(tmp_path
     [point] = spec.units()
     fields = {k: v for k, v in asdict(point).items() if k not in ("clock_ghz", "tp", "pp")}
     del fields["setup"]["seq"]  # the spec's seq key came later still (None: the model's length, named as before)
+    del fields["setup"]["fp8"]  # and its fp8 key later again (None: off, named as before)
     settings_text = dumps({"format": CACHE_FORMAT, "unit": fields, "network": None}, sort_keys=True)
     assert cache_file(tmp_path, point, {}).name == hashlib.sha256(settings_text.encode()).hexdigest()[:40] + ".json"
     row = _point_rows(1.05, 1200.0, 4, 1, 1, 0.0)

@@ -28,6 +28,7 @@ from archsim.array.device_sections import (
     check_bandwidth_once,
     is_device_toml,
 )
+from archsim.array.mac_rates import CFG_SECTION, cfg_rates
 from archsim.clock import UNIT_HZ
 from archsim.errors import InputError
 from archsim.validate import INT32_MAX, check_name, did_you_mean, read_text, shown
@@ -162,7 +163,7 @@ _SECTIONS = {"general", "architecture_presets", "network_presets", "layout", "sp
              "archsim", "energy"}
 # A device file's own three (docs/formats.md, Device files): checked by archsim.array.device_sections;
 # the array commands cost one of its arrays (SCALE-Sim's reader, too, skips sections it does not read).
-_DEVICE_SECTIONS = {"device", "links", "vector"}
+_DEVICE_SECTIONS = {"device", "links", "vector", "macs_per_pe"}  # macs_per_pe: a TOML's [compute] macs_per_pe
 
 # Every key a SCALE-Sim version's reader reads in its own sections (docs/scalesim.md), as SCALE-Sim spells them
 # (configparser reads them in any case), with the ones its shipped configs carry unread (``MemoryBanks``) and the
@@ -270,6 +271,11 @@ def read_scalesim_cfg(path: str | Path, *, element_bytes: int = 1, clock_hz: flo
                 raise InputError(f"unknown key in [{section}] (no SCALE-Sim version reads it: "
                                  f"{home or (hint[2:-1] if hint else 'a typo?')})", file=file, line=line, field=written)
     device = cfg_device_sections(text, file, required=False)  # a device file's [device]/[links]: checked as train checks them
+    if device is None and parser.has_section(CFG_SECTION):  # a plain .cfg's MAC rates: checked as a device file's
+        try:
+            cfg_rates(dict(parser[CFG_SECTION]), file)
+        except InputError as exc:
+            raise cfg_located(exc, text) from None
     for key in parser.options("archsim") if parser.has_section("archsim") else ():
         if key != "clockghz":
             raise archsim_key_error(key, parser["archsim"][key], text, file)

@@ -9,8 +9,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from archsim.array.cfg_lines import cfg_located, cfg_parser, cfg_unquoted
+from archsim.array.cfg_lines import cfg_located, cfg_parser, cfg_section_line, cfg_unquoted
 from archsim.array.device_values import fraction, gbps0, link_efficiency
+from archsim.array.mac_rates import CFG_SECTION, array_rates, cfg_rates
 from archsim.array.sram_sizes import sram_figure
 from archsim.choices.devices import DRAM_TRAFFIC, DTYPES, GEMM_MODELS
 from archsim.errors import InputError
@@ -103,6 +104,8 @@ def cfg_home(key: str) -> str:
         return "ClockGHz is an [archsim] key"
     if low in _CFG_ARRAY_KEYS:
         return f"a .cfg states {low} as {_CFG_ARRAY_KEYS[low]}"
+    if low == CFG_SECTION:
+        return CFG_RATES_HOME
     for section in _CFG_SECTIONS + ("vector",):
         if low in _KEYS[section] or (section == "device" and low in _CFG_DEVICE_COUNTS):
             return f"{low} is a [{section}] key"
@@ -216,6 +219,8 @@ def _check(section: str, key: str, value: object, file: str, typed: bool = True)
     return value.strip()
 
 
+# where a .cfg states a TOML's [compute] macs_per_pe (a key of that name written in another section is told it)
+CFG_RATES_HOME = f"a .cfg states macs_per_pe as its own section, [{CFG_SECTION}], one dtype a line (fp8 = 2)"
 # a device TOML's [compute] keys as a .cfg states them (it has no [compute]: its array is SCALE-Sim's)
 _CFG_ARRAY_KEYS = {"rows": "[architecture_presets] ArrayHeight", "cols": "[architecture_presets] ArrayWidth",
                    "dataflow": "[architecture_presets] Dataflow", "clock_mhz": "[archsim] ClockGHz, in GHz"}
@@ -236,6 +241,8 @@ def _misplaced(key: str, read_apart: dict[str, tuple[str, ...]], cfg: bool) -> s
     "; …" to end the error; "" for a plain typo."""
     if cfg and key in _CFG_ARRAY_KEYS:
         return f"; a .cfg states {key} as {_CFG_ARRAY_KEYS[key]}"
+    if cfg and key == CFG_SECTION:
+        return f"; {CFG_RATES_HOME}"
     if not cfg and key.lower() in _TOML_OF_CFG_KEYS:
         return f"; {key} is a SCALE-Sim .cfg key: a device TOML states it as {_TOML_OF_CFG_KEYS[key.lower()]}"
     homes = [s for s, keys in _KEYS.items() if key in keys and not (cfg and s == "compute")]
@@ -370,6 +377,12 @@ def _cfg_device_sections(text: str, file: str,
     # every key checked before the two counts are compared: a misspelt `arrays` (`array = 8`) is named as the typo,
     # not as "2 arrays per core do not divide 1 arrays" from the count it left at its default
     sections = checked_sections(own, file, _CFG_SECTIONS if required else (), {"device": _CFG_DEVICE_COUNTS}, typed=False)
+    rates = cfg_rates(dict(parser[CFG_SECTION]) if parser.has_section(CFG_SECTION) else None, file)
+    try:  # a TOML's [compute] macs_per_pe, by its rule and refusals (a tile-timed device runs at its stated peaks)
+        sections["compute"] = {"macs_per_pe": array_rates(rates, sections["device"].get("gemm", "arrays"), False,
+                                                          file, CFG_SECTION)} if rates else {}
+    except InputError as exc:  # the section's own line
+        raise InputError(exc.message, file=file, line=cfg_section_line(text, CFG_SECTION), field=CFG_SECTION) from None
     if counts[0] % counts[1]:  # as Arrays refuses it, so that cost --config refuses what train does
         raise InputError(f"{counts[1]} arrays per core do not divide {counts[0]} arrays", file=file,
                          field="device.arrays_per_core")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archsim.array.config import DATAFLOWS, ArrayConfig, parse_array_shape, read_scalesim_cfg
-from archsim.array.options import memory_meta, with_memory
+from archsim.array.options import array_from_flags, memory_meta, with_memory
 from archsim.console import Speak, say, say_after_run, setting
 from archsim.csv_lines import check_row_length, choice_cell, csv_rows
 from archsim.errors import InputError
@@ -202,7 +202,7 @@ def run_gemm(*, m: int | None = None, k: int | None = None, n: int | None = None
         base = read_scalesim_cfg(config, layouts=True)
         chosen = layout_from_cfg(config, layout, bank_rule)
     else:
-        base = toml_array or (read_scalesim_cfg(config) if config else ArrayConfig())
+        base = toml_array or (array_from_flags(config=config, dtype=dtype) if config else ArrayConfig())
     if config:  # a device file's arrays, its unread GB/s, and SRAMs that look like bytes, said once the run has succeeded
         unread = None  # the file's GB/s as the DRAM rate, said (a device TOML's: its reader's)
         if engine == "cycle" and dram_bandwidth is None and layout is None and not toml_array:

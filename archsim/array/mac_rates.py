@@ -56,17 +56,44 @@ def rates_table(value: object, file: str, field: str) -> dict[str, float]:
     return rates
 
 
-def array_rates(rates: dict[str, float], gemm: str, lanes: bool, file: str) -> dict[str, float]:
+def array_rates(rates: dict[str, float], gemm: str, lanes: bool, file: str,
+                field: str = "compute.macs_per_pe") -> dict[str, float]:
     """A device file's read ``[compute] macs_per_pe`` (:func:`rates_table`), refused in one line where nothing runs
     at it: on ``gemm = "tiles"`` (its GEMMs run at the stated peaks) and for fp32 beside ``lanes`` (fp32 runs on the
-    lanes, one FMA a lane and cycle)."""
+    lanes, one FMA a lane and cycle). ``field``: where the file states it (a ``.cfg``'s :data:`CFG_SECTION`)."""
     if rates and gemm != "arrays":
         raise InputError(f"macs_per_pe is a rate of gemm = \"arrays\" (a gemm = {gemm!r} device runs its GEMMs at its "
-                         "stated peak_tflops)", file=file, field="compute.macs_per_pe")
+                         "stated peak_tflops)", file=file, field=field)
     if "fp32" in rates and lanes:
         raise InputError("fp32 GEMMs run on the lanes this device states, not its arrays: drop macs_per_pe.fp32 "
-                         "(or lanes)", file=file, field="compute.macs_per_pe.fp32")
+                         "(or lanes)", file=file, field=f"{field}.fp32")
     return rates
+
+
+# A SCALE-Sim .cfg has no [compute] (its array is [architecture_presets]'): it states the rates as a section of
+# their own, one dtype = rate a line (``[macs_per_pe]`` / ``fp8 = 2``), read by the TOML's rule (:func:`rates_table`)
+CFG_SECTION = "macs_per_pe"
+
+
+def cfg_rates(section: dict[str, str] | None, file: str) -> dict[str, float]:
+    """A ``.cfg``'s ``[macs_per_pe]`` (configparser's text values, keys lowercased) read by the TOML's rule and
+    refusals (:func:`rates_table`, a bad figure named ``macs_per_pe.DTYPE``); {} where the file has no such section.
+    A value is text: a number is read as one, anything else refused as a TOML's string is."""
+    if not section:
+        return {}
+    from archsim.array.cfg_lines import cfg_unquoted
+
+    values: dict[str, object] = {}
+    for dtype, text in section.items():
+        cfg_unquoted(text, file, f"{CFG_SECTION}.{dtype}")  # fp8 = "2": a TOML habit, told what to write
+        try:
+            values[dtype] = float(text.strip())
+        except ValueError:
+            values[dtype] = text.strip()  # refused by mac_rate, named as written
+        if dtype not in MAC_DTYPES:  # the dtype's own line, not the section's
+            raise InputError(f"unknown dtype {dtype!r}; expected {', '.join(MAC_DTYPES)}", file=file,
+                             field=f"{CFG_SECTION}.{dtype}")
+    return rates_table(values, file, CFG_SECTION)
 
 
 def rate_hint(dtype: str, ratio: float, tolerance: float) -> str:
@@ -99,5 +126,5 @@ def rate_words(dtype: str, rate: float) -> str:
     return f"{shown_rate} MACs per PE per cycle (macs_per_pe.{dtype})"
 
 
-__all__ = ["MAC_DTYPES", "MAX_MAC_RATE", "array_rates", "mac_rate", "packed_k", "rate_hint", "rate_words",
-           "rates_table"]
+__all__ = ["CFG_SECTION", "MAC_DTYPES", "MAX_MAC_RATE", "array_rates", "cfg_rates", "mac_rate", "packed_k",
+           "rate_hint", "rate_words", "rates_table"]

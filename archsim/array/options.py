@@ -28,13 +28,36 @@ if TYPE_CHECKING:
 
 
 def array_from_flags(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
-                     element_bytes: int = 1) -> ArrayConfig:
+                     element_bytes: int = 1, dtype: str | None = None) -> ArrayConfig:
     """``--config`` (a SCALE-Sim ``.cfg``) reshaped by ``--array`` when both are given, else
-    ``--array`` (``"ROWSxCOLS"``, default 32x32); ``--dataflow`` overrides the file's or the default ws."""
+    ``--array`` (``"ROWSxCOLS"``, default 32x32); ``--dataflow`` overrides the file's or the default ws. ``dtype``
+    (``--dtype``, where the caller reads the rate): the ``.cfg``'s GEMMs at its ``[macs_per_pe]`` rate of that dtype
+    (:func:`cfg_mac_rate`), as a device TOML's ``[compute] macs_per_pe`` (:func:`archsim.device_toml.device_toml_array`)."""
     if config:
-        return reshaped(read_scalesim_cfg(config, element_bytes=element_bytes, dtype_flag=True), array, dataflow)
+        found = reshaped(read_scalesim_cfg(config, element_bytes=element_bytes, dtype_flag=True), array, dataflow)
+        rate = cfg_mac_rate(config, dtype)
+        return found if rate == 1 else replace(found, mac_rate=rate)
     rows, cols = parse_array_shape(array or "32x32")
     return ArrayConfig(rows=rows, cols=cols, dataflow=dataflow or "ws", element_bytes=element_bytes)
+
+
+def cfg_mac_rate(config: str | Path, dtype: str | None) -> float:
+    """MACs per PE per cycle of a ``dtype`` GEMM on a ``.cfg``'s array: its ``[macs_per_pe]`` figure
+    (:func:`archsim.array.mac_rates.cfg_rates`, checked as :func:`read_scalesim_cfg` checked it), 1 where the file
+    states none for ``dtype`` or ``dtype`` is None (SCALE-Sim's int8 word: no rate names it)."""
+    from archsim.array.cfg_lines import cfg_located, cfg_parser
+    from archsim.array.mac_rates import CFG_SECTION, MAC_DTYPES, cfg_rates
+    from archsim.validate import read_text
+
+    if dtype not in MAC_DTYPES:
+        return 1.0
+    text = read_text(config, "config file", encoding="utf-8-sig")
+    parser = cfg_parser(text, str(config))
+    try:
+        rates = cfg_rates(dict(parser[CFG_SECTION]) if parser.has_section(CFG_SECTION) else None, str(config))
+    except InputError as exc:
+        raise cfg_located(exc, text) from None
+    return rates.get(str(dtype), 1.0)
 
 
 def reshaped(found: ArrayConfig, array: str | None = None, dataflow: str | None = None) -> ArrayConfig:
@@ -201,10 +224,10 @@ def with_clock(array: ArrayConfig, ghz: float | None = None) -> ArrayConfig:
 def array_from_options(array: str | None = None, config: str | Path | None = None, dataflow: str | None = None,
                        element_bytes: int = 1, bandwidth: int | None = None,
                        sram_kb: Counts | None = None,
-                       clock: float | None = None) -> ArrayConfig:
-    """:func:`array_from_flags`, then :func:`with_memory`, then :func:`with_clock` (``clock`` in GHz):
-    the array every array command costs on."""
-    return with_clock(with_memory(array_from_flags(array, config, dataflow, element_bytes), bandwidth, sram_kb),
+                       clock: float | None = None, dtype: str | None = None) -> ArrayConfig:
+    """:func:`array_from_flags` (``dtype``: its GEMMs at a ``.cfg``'s rate of it), then :func:`with_memory`, then
+    :func:`with_clock` (``clock`` in GHz): the array every array command costs on."""
+    return with_clock(with_memory(array_from_flags(array, config, dataflow, element_bytes, dtype), bandwidth, sram_kb),
                       clock)
 
 

@@ -109,7 +109,7 @@ def add_width_arguments(parser: argparse.ArgumentParser, device_dtype: str | Non
                         help="bytes per tensor element, for a width --dtype does not name (default: --dtype's)")
 
 
-def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
+def array_from_args(args: argparse.Namespace, note: bool = True, rated: bool = False) -> ArrayConfig:
     """--config, --array, --dataflow and --element-bytes or --dtype (:func:`archsim.array.options.array_from_flags`,
     :func:`~archsim.array.options.element_width`); ``note``: say on stderr when --config is a device file of
     several arrays, of which one is costed, and when the cycle engine runs a CALC-mode file. Under the cycle engine
@@ -118,7 +118,8 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
     from archsim.array.options import array_from_flags, element_width
 
     width = element_width(args.dtype, args.element_bytes)
-    array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
+    array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width,
+                             getattr(args, "dtype", None) if rated else None)
     warn_array_size(array.rows, array.cols, args.array, args.config)
     rate = None
     if args.config and getattr(args, "engine", None) == "cycle" and args.dram_bandwidth is None:
@@ -126,7 +127,7 @@ def array_from_args(args: argparse.Namespace, note: bool = True) -> ArrayConfig:
 
         array, rate = with_device_bandwidth(array, args.config, width or 1, args.bandwidth_flag.lstrip("-"))  # the file's GB/s
     if note and args.config:
-        note_device_arrays(args.config, dtype_given=width is not None)
+        note_device_arrays(args.config, dtype_given=width is not None, rates_read=rated)
         if getattr(args, "engine", None) == "cycle":
             from archsim.array.options import calc_mode_note
 
@@ -192,7 +193,7 @@ def note_default_seq(config, model: str, seq: int | None) -> None:
             note(text)
 
 
-def note_device_arrays(config: str, dtype_given: bool = True) -> None:
+def note_device_arrays(config: str, dtype_given: bool = True, rates_read: bool = False) -> None:
     """Say on stderr when ``--config`` is a device file of several arrays: an array command costs one; and,
     without ``dtype_given`` (no --dtype or --element-bytes), that it prices int8 where train prices fp16; and warn
     when its SRAM sizes look like bytes (:func:`archsim.array.sram_sizes.cfg_sram_warning`). Said after the run
@@ -203,19 +204,19 @@ def note_device_arrays(config: str, dtype_given: bool = True) -> None:
     for text in (device_arrays_note(config), None if dtype_given else device_dtype_note(config)):
         if text:
             say_after_run("note", text)
-    note_unread_keys(config)
+    note_unread_keys(config, rates_read=rates_read)
     slip = cfg_sram_warning(config)  # its SRAMs in bytes, judged as --sram-kb is
     if slip:
         say_after_run("warning", slip)
 
 
-def note_unread_keys(config: str) -> None:
+def note_unread_keys(config: str, rates_read: bool = False) -> None:
     """Say on stderr, after the run, which keys ``--config`` (an array device file) states that its kind does not
     read (:func:`archsim.devices.unread_keys.config_unread_keys_note`): every command reading such a file says it
     once, here, as ``array/`` and ``policies/`` may not read devices."""
     from archsim.devices.unread_keys import config_unread_keys_note
 
-    text = config_unread_keys_note(config)
+    text = config_unread_keys_note(config, rates_read=rates_read)  # rates_read: the caller runs the file's MAC rate
     if text:
         say_after_run("note", text)
 
@@ -293,7 +294,7 @@ def warn_sram_unused(args: argparse.Namespace, figures: str) -> None:
 def costed_array(args: argparse.Namespace) -> ArrayConfig:
     """The array an array command costs on: :func:`array_from_args` with the memory flags
     (:func:`with_memory_args`) and the clock (:func:`with_clock`) the user gave, in that order."""
-    return with_clock(with_memory_args(array_from_args(args), args), args)
+    return with_clock(with_memory_args(array_from_args(args, rated=True), args), args)
 
 
 def config_array(args: argparse.Namespace) -> ArrayConfig:

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                     toml_array=read)
     done = with_chip_seconds(done, args.config, engine=args.engine, dtype=args.dtype, shapes=bool(args.shapes))
     if args.config and not toml:  # array/ reads the file's arrays, never its device keys: said here, as cost says it
-        note_unread_keys(args.config)
+        note_unread_keys(args.config, rates_read=True)  # gemm runs a .cfg's GEMMs at its [macs_per_pe]
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     return 0
 

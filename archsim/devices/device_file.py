@@ -236,7 +236,7 @@ def _cfg_device(path: Path) -> Device:
         arrays = Arrays(count, array.rows, array.cols, array.dataflow, float(array.clock_hz), per_core)
     except InputError as exc:
         raise exc.at(file=file, field=f"device.{_key_of(exc.where.field)}") from None
-    values["compute"] = {}
+    values.setdefault("compute", {})  # a .cfg's [compute] is its [macs_per_pe] alone (cfg_device_sections)
     try:
         return _device(values, arrays, file, sram_keys=cfg_sram_keys(array))
     except InputError as exc:  # a key's error at its line, as the sections' own checks name it

@@ -38,29 +38,34 @@ def unread_keys_note(device: Device, file: str) -> str | None:
             + "; ".join(f"{key} ({why})" for key, why in unread))
 
 
-def config_unread_keys_note(config: str | Path, *, name: str | None = None) -> str | None:
+def config_unread_keys_note(config: str | Path, *, name: str | None = None, rates_read: bool = False) -> str | None:
     """:func:`unread_keys_note` of an array command's ``--config`` (``cost``, ``energy``, an array sweep's ``.cfg``), so
     every reader of a device file says it; None for a plain ``.cfg`` and for a device ``.cfg`` train refuses (only
-    train's reading gives a device to judge). ``name``: the file as the user named it (default ``config``)."""
+    train's reading gives a device to judge). ``name``: the file as the user named it (default ``config``);
+    ``rates_read``: the caller runs the file's GEMMs at its MACs per PE per cycle (``cost``, ``energy``, ``gemm``,
+    ``pipeline``), so :func:`mac_rates_note` is not said."""
     try:
         device = load_device(config)
     except InputError:
         return None
     named = str(config) if name is None else name
-    notes = [note for note in (unread_keys_note(device, named), mac_rates_note(device, named)) if note]
+    notes = [note for note in (unread_keys_note(device, named), None if rates_read else mac_rates_note(device, named))
+             if note]
     return "; ".join(notes) if notes else None
 
 
 def mac_rates_note(device: Device, file: str) -> str | None:
-    """The note that a reader of a device file other than the array commands' (an array sweep's, ``bppsa rnn``'s:
-    :func:`config_unread_keys_note`) does not read ``[compute] macs_per_pe``: it prices SCALE-Sim's array, one MAC per
-    PE per cycle; ``train`` and ``search``, and since 2026-12-05 ``cost``, ``energy``, ``gemm``, ``pipeline`` and
-    ``schedule`` (:func:`archsim.device_toml.device_toml_array`), run GEMMs at it. None where the file states no rate
-    other than 1."""
+    """The note that a reader of a device file that does not read its MACs per PE per cycle (an array sweep's, ``bppsa
+    rnn``'s, ``plan``'s, and ``schedule``'s of a ``.cfg``: :func:`config_unread_keys_note`) prices SCALE-Sim's array,
+    one MAC per PE per cycle; ``train`` and ``search``, and since 2026-12-05 ``cost``, ``energy``, ``gemm``,
+    ``pipeline`` (and ``schedule`` of a device TOML: :func:`archsim.device_toml.device_toml_array`), run GEMMs at it,
+    a TOML's ``[compute] macs_per_pe`` or a ``.cfg``'s ``[macs_per_pe]``. None where the file states no rate other
+    than 1."""
     if all(rate == 1 for _, rate in device.macs_per_pe):
         return None
-    return (f"{file}: [compute] macs_per_pe is not read here: this prices SCALE-Sim's array at one MAC per PE per "
-            "cycle in every dtype (train and search, and the array commands given a device TOML, run GEMMs at it)")
+    key = "[macs_per_pe]" if Path(file).suffix.lower() == ".cfg" else "[compute] macs_per_pe"
+    return (f"{file}: {key} is not read here: this prices SCALE-Sim's array at one MAC per PE per cycle in every "
+            "dtype (train and search, and cost, energy, gemm and pipeline, run GEMMs at it)")
 
 
 __all__ = ["config_unread_keys_note", "mac_rates_note", "unread_keys_note"]

@@ -50,8 +50,9 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
         for key in ("clock_ghz", "tp", "pp"):
             if fields[key] is None:
                 del fields[key]
-        if fields["setup"]["seq"] is None:  # the model's own length: names as before the spec's seq key
-            del fields["setup"]["seq"]
+        for key in ("seq", "fp8"):  # the model's own length, fp8 off: names as before the spec's seq and fp8 keys
+            if fields["setup"][key] is None:
+                del fields["setup"][key]
     extra = ITERATION_BYTES if isinstance(unit, Unit) and unit.design is not None and unit.design.microbatches > 1 else {}
     settings = dumps({"format": CACHE_FORMAT, "unit": fields, "network": network, **extra}, sort_keys=True)
     return out / "cache" / f"{hashlib.sha256(settings.encode()).hexdigest()[:40]}.json"

@@ -41,6 +41,7 @@ COLUMNS = ["model", "gpu", "arrays", "rows", "cols", "hbm_gbps", "gpus", "global
 SRAM_COLUMN = "sram_kib_per_array"  # after cols, only in a sweep of it: other sweeps' results.csv as before
 CLOCK_COLUMN = "clock_ghz"  # after SRAM, only in a sweep of clocks_ghz (the array sweep's name for a clock column)
 LAYOUT_COLUMNS = ["tp", "pp", "dp"]  # after gpus, only in a sweep of tp or pp (train's flags)
+FP8_COLUMN = "fp8"  # after dtype, only in a sweep stating fp8 (train's --fp8 recipe): other sweeps' results.csv as before
 AREA_COLUMN = "area_mm2"  # after energy_j, on a gemm = "arrays" device: the chip's arrays and SRAMs (not cached)
 
 
@@ -191,7 +192,7 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
             check_unchanged(os.path.abspath(path), sha256, "after the sweep started", what)
         result, _ = train(config, cluster=cluster, global_batch=setup.global_batch, tp=point.tp or 1,
                           pp=point.pp or 1, dp=point.dp, micro_batch=setup.micro_batch, recompute=setup.recompute,
-                          attention=setup.attention)
+                          attention=setup.attention, fp8=setup.fp8)
     arrays = device.arrays
     # whole KiB, as the spec states them (KiB of a float, 512.0, until 2026-12-05)
     sram = {} if point.sram_kib_per_array is None else {SRAM_COLUMN: int(point.sram_kib_per_array)}
@@ -202,7 +203,8 @@ def point_rows(point: DevicePoint) -> list[dict[str, object]]:
              "rows": arrays.rows, "cols": arrays.cols, **sram, **clock, "hbm_gbps": device.hbm_bytes_per_s / 1e9,
              "gpus": point.chips, **layout,
              "global_batch": setup.global_batch, "micro_batch": setup.micro_batch, "recompute": setup.recompute,
-             "dtype": setup.dtype, "attention": setup.attention, "static_watts": setup.static_watts,
+             "dtype": setup.dtype, **({} if setup.fp8 is None else {FP8_COLUMN: setup.fp8}),
+             "attention": setup.attention, "static_watts": setup.static_watts,
              "iteration_seconds": result.iteration_seconds,
              "energy_j": result.energy_j if result.energy_j is not None else math.nan,
              "peak_memory_gib": result.peak_memory_gib, "memory_capacity_gib": device.memory_bytes / GIB,
@@ -273,8 +275,10 @@ def frame(rows: list[dict]) -> pd.DataFrame:
         return names if any(names[0] in r for r in rows) else []
 
     at, gpus, energy = COLUMNS.index("cols") + 1, COLUMNS.index("gpus") + 1, COLUMNS.index("energy_j") + 1
+    dtype = COLUMNS.index("dtype") + 1
     columns = [*COLUMNS[:at], *present([SRAM_COLUMN]), *present([CLOCK_COLUMN]), *COLUMNS[at:gpus],
-               *present(LAYOUT_COLUMNS), *COLUMNS[gpus:energy], *present([AREA_COLUMN]), *COLUMNS[energy:]]
+               *present(LAYOUT_COLUMNS), *COLUMNS[gpus:dtype], *present([FP8_COLUMN]), *COLUMNS[dtype:energy],
+               *present([AREA_COLUMN]), *COLUMNS[energy:]]
     return pd.DataFrame(with_front(rows), columns=columns)
 
 

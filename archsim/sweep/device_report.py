@@ -69,7 +69,9 @@ def write_device_report(folder: Path, target: str | Path, *, spec_command: str) 
     first = results.iloc[0]
     parallel = "TP × PP × DP over the chips" if layout else "data parallel over the chips"
     setting = esc(f"{first['model']} on {first['gpu']}: global batch {first['global_batch']}, micro-batch "
-                  f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}, {first['attention']} "
+                  f"{first['micro_batch']}, recompute {first['recompute']}, {first['dtype']}"
+                  f"{'' if 'fp8' not in results.columns else ' with fp8 ' + str(first['fp8'])}, "
+                  f"{first['attention']} "
                   f"attention, {parallel}, {_energy_words(first)}{_skipped(record)}{_empty_front(results)}")
     sections = [(device_pareto_figure(results), f"{setting}. Reproduce: <code>{command}</code>"),
                 (rows, (f"All {len(results)} designs (seconds and joules per iteration"

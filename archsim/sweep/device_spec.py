@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, TypeVar
 from archsim.array.device_sections import STATIC_ON_TILES, static_watts
 from archsim.array.sram_sizes import MAX_SRAM_KIB, MIN_SRAM_KIB, sram_figure
 from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
-from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, RECOMPUTE
+from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, FP8_RECIPES, RECOMPUTE
 from archsim.errors import InputError
 from archsim.sweep.device_arrays import square_arrays
 from archsim.sweep.device_files import check_cfg_bandwidths, file_sha256, spec_file
@@ -59,7 +59,8 @@ MAX_AXIS = 1000  # values per axis: a sweep is their product
 # here and refused by the point's cluster, naming the device file and a servers[1].count no one wrote)
 MAX_CHIPS = MAX_GPUS
 KEYS = {"name", "model", "device", "array_sides", "array_shapes", "sram_kib_per_array", "clocks_ghz", "hbm_gbps",
-        "chips", "tp", "pp", "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts", "seq"}
+        "chips", "tp", "pp", "global_batch", "micro_batch", "recompute", "dtype", "attention", "static_watts", "seq",
+        "fp8"}
 REQUIRED = {"model", "device", "chips", "global_batch"}
 # keys a designer writes for a device sweep's own, unlike it in spelling (difflib names none): the key meant, and why
 MEANT = {
@@ -88,6 +89,7 @@ class DeviceSetup:
     attention: str = DEFAULT_ATTENTION
     static_watts: float = 0.0
     seq: int | None = None  # train's --seq, tokens per sample; None: the model file's
+    fp8: str | None = None  # train's --fp8 recipe (FP8_RECIPES) for every point; None: off
 
 
 @dataclass(frozen=True)
@@ -320,6 +322,13 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
         device.peak(dtype)
     except InputError as exc:
         raise exc.at(file=file, field="dtype") from None
+    from archsim.training.fp8_ops import check_fp8
+
+    fp8 = choice("fp8", FP8_RECIPES, FP8_RECIPES[0]) if "fp8" in table else None
+    try:  # train's --fp8 refusals (a 16-bit dtype beside it, an fp8 peak: the file's macs_per_pe.fp8), at the key
+        check_fp8(fp8, device, dtype)
+    except InputError as exc:
+        raise InputError(exc.message, file=file, field="fp8") from None
     from archsim.devices.kernel_ops import fused_attention_refusal
 
     if attention == "flash" and (why := fused_attention_refusal(device, dtype)):  # train's refusal, as the spec's key
@@ -328,7 +337,7 @@ def load_device_spec(table: dict, path: Path) -> DeviceSweepSpec:
     setup = DeviceSetup(model=table["model"], model_path=model_path, model_sha256=file_sha256(model_path),
                         device=table["device"], device_path=device_path, device_sha256=file_sha256(device_path),
                         global_batch=global_batch, micro_batch=micro_batch, recompute=recompute, dtype=dtype,
-                        attention=attention, static_watts=float(watts), seq=seq)
+                        attention=attention, static_watts=float(watts), seq=seq, fp8=fp8)
     return DeviceSweepSpec(name=check_name(table.get("name", path.stem), "name", file=file), setup=setup,
                            arrays=arrays, hbm_gbps=hbm, chips=chips, source=file, sram_kib_per_array=sram,
                            array_sides=sides, clocks_ghz=clocks, tp=tps, pp=pps, skipped=skipped)

@@ -98,7 +98,8 @@ def check_fp8(fp8: str | None, device: Device, dtype: str, implementation: str =
     if FP8 not in dict(device.peaks):
         stated = "" if device.catalog else " (a device TOML states one as [compute.peak_tflops] fp8, in TFLOP/s)"
         if not device.catalog and device.gemm == "arrays":  # or the arrays' fp8 rate, which sets that peak
-            stated += "; on arrays [compute] macs_per_pe = { fp8 = N } states their fp8 MACs per PE per cycle and so it"
+            stated += ("; on arrays [compute] macs_per_pe = { fp8 = N } (a .cfg: its [macs_per_pe] section, fp8 = N) "
+                       "states their fp8 MACs per PE per cycle and so that peak")
         raise InputError(f"{flag} needs a device with an fp8 peak (Hopper: H100, H200); {device.name} has "
                          f"{', '.join(name for name, _ in device.peaks)}{stated}", field="fp8")
     if implementation != "megatron":
