@@ -21,3 +21,14 @@ def test_the_cluster_files_warnings_and_notes_are_named_for_them() -> None:
     warnings, notes = archsim.network.network_warnings_and_notes(spec, network, 2)
     # docs/formats.md: switch_tiers other than 2 is said and not read (switch hops' latency is not modelled)
     assert warnings == () and len(notes) == 1 and notes[0].startswith("switch_tiers = 3 is not read")
+
+
+def test_the_searchs_pareto_front_lives_with_its_rows() -> None:
+    """``pareto_front`` sat in ``search_rows.py`` (a row's Megatron arguments and train line), used only by
+    ``search_front.py``, which picks the front's rows: it is that module's now. The front by hand: of
+    (seconds, bytes) (1, 9), (2, 5), (2, 7), (3, 5), (4, 1), the kept ones are those no faster entry is as small as."""
+    from archsim.training import search_front, search_rows
+
+    assert not hasattr(search_rows, "pareto_front")
+    costed = [(3, None, 5, "c"), (1, None, 9, "a"), (2, None, 7, "x"), (2, None, 5, "b"), (4, None, 1, "d")]
+    assert [t[3] for t in search_front.pareto_front(costed)] == ["a", "b", "d"]
