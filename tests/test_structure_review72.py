@@ -32,3 +32,17 @@ def test_the_searchs_pareto_front_lives_with_its_rows() -> None:
     assert not hasattr(search_rows, "pareto_front")
     costed = [(3, None, 5, "c"), (1, None, 9, "a"), (2, None, 7, "x"), (2, None, 5, "b"), (4, None, 1, "d")]
     assert [t[3] for t in search_front.pareto_front(costed)] == ["a", "b", "d"]
+
+
+def test_the_library_holds_no_code_only_its_tests_call() -> None:
+    """Three names only tests reached: ``Layer.out_channels`` (a second name of ``filters``),
+    ``DeltaCoster.largest_fitting_part`` (``fitting_split``'s first entry) and ``archsim.sim.optimal`` (the MILP
+    that decides whether a greedy schedule is optimal: the tests' oracle, now ``tests/optimum_reference.py``)."""
+    import importlib.util
+
+    from archsim.partition.coster import DeltaCoster
+    from archsim.workload.layer import Layer
+
+    assert not hasattr(Layer, "out_channels") and not hasattr(DeltaCoster, "largest_fitting_part")
+    assert importlib.util.find_spec("archsim.sim.optimal") is None
+
