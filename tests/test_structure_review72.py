@@ -46,3 +46,21 @@ def test_the_library_holds_no_code_only_its_tests_call() -> None:
     assert not hasattr(Layer, "out_channels") and not hasattr(DeltaCoster, "largest_fitting_part")
     assert importlib.util.find_spec("archsim.sim.optimal") is None
 
+
+def test_trains_frame_reads_its_breakdown_from_the_document_alone() -> None:
+    """``to_frame()`` took its rows and meta from ``to_dict()``'s copy but the breakdown from the result's own
+    ``breakdown``, a dict docs/api.md leaves editable: an edited field changed the frame's ``breakdown_seconds`` and
+    not the JSON's. One source now; the frame's cell names each part of the JSON's breakdown."""
+    import warnings
+
+    import archsim
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result, _ = archsim.train("configs/transformers/gpt_1024h_24l.json", cluster="configs/clusters/a100_node.toml",
+                                  global_batch=16, tp=2, pp=2, dp=2)
+    result.breakdown["compute"] = 1234.5
+    cell = result.to_frame()["breakdown_seconds"].iloc[0]
+    document = result.to_dict()["meta"]["breakdown_seconds"]
+    assert "1234.5" not in cell and document["compute"] != 1234.5
+    assert cell == ", ".join(f"{part}: {seconds!r}" for part, seconds in document.items())
