@@ -64,3 +64,26 @@ def test_trains_frame_reads_its_breakdown_from_the_document_alone() -> None:
     document = result.to_dict()["meta"]["breakdown_seconds"]
     assert "1234.5" not in cell and document["compute"] != 1234.5
     assert cell == ", ".join(f"{part}: {seconds!r}" for part, seconds in document.items())
+
+
+def test_which_chunks_a_pipeline_rank_runs_is_written_once() -> None:
+    """The search had its own copy of the V-shaped schedules (``V_SHAPED``, train's ``V_SCHEDULES``), of a rank's
+    chunks (``rank_chunks``, the inverse of train's ``rank_of_stages``) and of the chunks a schedule runs (train's
+    ``chunks_run``): one rule now, in ``training/parallel.py``. By hand (Narayanan et al.'s interleaving, chunk j on
+    rank j mod p; ZB-V's V, chunks r and 2p − 1 − r on rank r) and read back over every small layout."""
+    import itertools
+
+    from archsim.training import search_space
+    from archsim.training.parallel import Parallelism, rank_of_stages, rank_stages
+
+    assert not hasattr(search_space, "V_SHAPED") and not hasattr(search_space, "rank_chunks")
+    assert rank_stages("interleaved-1f1b", 4, 2, 1) == [1, 5] and rank_stages("1f1b", 4, 1, 3) == [3]
+    assert rank_stages("zb-v", 4, 2, 1) == [1, 6] and rank_stages("dualpipev", 2, 2, 0) == [0, 3]
+    for schedule, pp, interleave in itertools.product(("1f1b", "interleaved-1f1b", "zb-v", "dualpipev"), (2, 4),
+                                                      (1, 2, 3)):
+        if interleave > 1 and schedule != "interleaved-1f1b":
+            continue
+        par = Parallelism(pp=pp, interleave=interleave, schedule=schedule, global_batch=4 * pp)
+        owner = rank_of_stages(par)
+        assert sorted(s for r in range(pp) for s in rank_stages(schedule, pp, par.chunks, r)) == list(range(len(owner)))
+        assert all(owner[s] == r for r in range(pp) for s in rank_stages(schedule, pp, par.chunks, r))
