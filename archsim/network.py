@@ -329,12 +329,13 @@ def network_notes(table: dict, network: Network, servers: int, gpus: int = 0) ->
     return tuple(notes)
 
 
-def network_lines(spec: dict, network: Network | None, servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def network_warnings_and_notes(spec: dict, network: Network | None,
+                               servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The cluster document's network as train, search and plan judge it on stderr, one line each: (warnings —
     :func:`network_warnings` —, notes — :func:`superseded_notes` and :func:`network_notes` where a ``[network]``
     table is given); ``network``: as read (None: plan's drawn ``[low, high]`` range, no one NIC figure to judge);
     ``servers``: the server count. A cluster whose servers name devices adds theirs
-    (:func:`archsim.training.cluster_file.cluster_file_lines`)."""
+    (:func:`archsim.training.cluster_file.cluster_file_warnings_and_notes`)."""
     if network is None:
         return (), ()
     groups = [group for group in spec["servers"] if isinstance(group, dict)]
@@ -345,5 +346,5 @@ def network_lines(spec: dict, network: Network | None, servers: int) -> tuple[tu
     return network_warnings(spec, network), notes
 
 
-__all__ = ["DEFAULT_SWITCH_TIERS", "NIC_GBPS_SOLD", "Network", "double_tree_edges", "network_lines", "network_notes",
-           "network_warnings", "nic_speed_warning", "read_network", "superseded_notes"]
+__all__ = ["DEFAULT_SWITCH_TIERS", "NIC_GBPS_SOLD", "Network", "double_tree_edges", "network_notes", "network_warnings",
+           "network_warnings_and_notes", "nic_speed_warning", "read_network", "superseded_notes"]

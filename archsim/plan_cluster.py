@@ -70,14 +70,15 @@ def drawn_seed(spec: dict, seed: int | None, drew: bool) -> int | None:
 def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
     """The cluster file as plan reads it, once: its topology, the seed its ranges were drawn with
     (:func:`drawn_seed`), and what plan says of it on stderr after the run —
-    train's warnings and notes on the same file (:func:`archsim.training.cluster_file.cluster_file_lines`), the
+    train's warnings and notes on the same file
+    (:func:`archsim.training.cluster_file.cluster_file_warnings_and_notes`), the
     keys only train and search read first among the notes (docs/formats.md, "Cluster (TOML)"). Every device a
     ``[[servers]]`` table names is read (whatever prices the layers): its figures are judged as train judges
     them, and where the file states no bandwidth between servers the devices' one ``[links] inter_node_gbps``
     is taken, as train takes it. ``links``: how a transfer is priced (:func:`archsim.spp.topology.build_topology`)."""
     from collections import Counter
 
-    from archsim.network import network_lines
+    from archsim.network import network_warnings_and_notes
     from archsim.spp.cluster_document import read_cluster_document
     from archsim.spp.topology import build_topology
     from archsim.toml_errors import located
@@ -95,11 +96,11 @@ def read_plan_cluster(cluster: str, seed: int | None, links: str = "paper"):
     per_server = Counter(topology.servers)
     network = topology.network  # train's, read once (None: a drawn [low, high] range, no one NIC figure)
     if devices:
-        from archsim.training.cluster_file import cluster_file_lines
+        from archsim.training.cluster_file import cluster_file_warnings_and_notes
 
-        warnings, notes = cluster_file_lines(spec, devices, network, len(per_server))
+        warnings, notes = cluster_file_warnings_and_notes(spec, devices, network, len(per_server))
     else:
-        warnings, notes = network_lines(spec, network, len(per_server))
+        warnings, notes = network_warnings_and_notes(spec, network, len(per_server))
     servers = [s for s in spec["servers"] if isinstance(s, dict)]
     readers = {"price_per_gpu_hour": "search reads it (its cost objective)",
                "gpu_watts": "train and search read it (energy)",

@@ -51,7 +51,7 @@ ALL = sorted(PUBLISHED_PARAMETERS)
 
 
 def _shape(layer):
-    return (layer.ofmap_h, layer.ofmap_w, layer.out_channels)
+    return (layer.ofmap_h, layer.ofmap_w, layer.filters)
 
 
 # -- the set of shipped networks -------------------------------------------------------------------

@@ -2,6 +2,7 @@
 exact optima (time-indexed MILP)."""
 
 import pytest
+from optimum_reference import optimal_makespan
 
 import archsim
 from archsim.cli import main
@@ -9,7 +10,6 @@ from archsim.errors import InputError
 from archsim.partition import profile_from_costs
 from archsim.policies.ooo import flush_phases, layer_chain, lower_bound, ooo_schedule, schedule_metrics, unit_costs
 from archsim.sim import validate_timeline
-from archsim.sim.optimal import optimal_makespan
 
 
 @pytest.mark.parametrize("policy, expected", [("mp", 23), ("ooo-pipe1", 19), ("ooo-pipe2", 16)])

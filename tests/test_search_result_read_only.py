@@ -75,3 +75,40 @@ def test_pandas_reads_the_rows():
     pd = pytest.importorskip("pandas")
     frame = pd.DataFrame(list(_result().rows))
     assert frame["tp"].tolist() == [1, 2] and frame["iteration_seconds"].tolist() == [1.5, 2.5]
+
+
+NESTED = [{"tp": 1, "iteration_seconds": 1.5, "stages": [3, 3], "split": {"gemm": 1.0, "other": [0.5]}}]
+
+
+@pytest.mark.parametrize("edit", [
+    lambda r: r.rows[0]["stages"].append(4),
+    lambda r: r.rows[0]["stages"].__setitem__(0, 9),
+    lambda r: r.rows[0]["stages"].extend([4]),
+    lambda r: r.rows[0]["stages"].sort(reverse=True),
+    lambda r: r.rows[0]["stages"].__iadd__([4]),
+    lambda r: r.rows[0]["split"].__setitem__("gemm", 0.0),
+    lambda r: r.rows[0]["split"]["other"].append(1.0),
+    lambda r: r.pareto[0]["split"].pop("gemm"),
+])
+def test_a_rows_nested_lists_and_dicts_refuse_edits_too(edit):
+    """The rows were frozen one level deep: ``found[0]["compute_split_seconds"]["gemm"] = 0`` was accepted, and the
+    nested dict was the document's own, so ``to_dict()`` and ``to_frame()`` changed with it."""
+    given = [{**row, "stages": list(row["stages"]), "split": {**row["split"], "other": [0.5]}} for row in NESTED]
+    result = SearchResult(given, {}, 1, 1, [given[0]], document={"meta": {}, "rows": given})
+    with pytest.raises(TypeError, match="read-only"):
+        edit(result)
+    assert result.rows == tuple(NESTED) and result.to_dict()["rows"] == NESTED
+
+
+def test_nested_values_read_copy_and_pickle_as_plain_ones():
+    result = SearchResult([dict(row) for row in NESTED], {}, 1, 1, [])
+    row = result.rows[0]
+    assert row["stages"] == [3, 3] and row["split"] == {"gemm": 1.0, "other": [0.5]}
+    assert json.loads(json.dumps(row)) == NESTED[0]
+    for again in (copy.copy(row), copy.deepcopy(row), pickle.loads(pickle.dumps(row))):
+        assert again == NESTED[0]
+        with pytest.raises(TypeError):
+            again["stages"].append(4)
+    mine = list(row["stages"])
+    mine.append(4)  # an editable copy
+    assert (mine, row["stages"]) == ([3, 3, 4], [3, 3])

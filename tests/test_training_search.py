@@ -16,7 +16,7 @@ from archsim.training.calibrate import fast_iteration_seconds
 from archsim.training.cluster_file import load_gpu_cluster, single_node
 from archsim.training.held_memory import in_flight
 from archsim.training.in_flight import in_flight_peaks
-from archsim.training.parallel import Parallelism
+from archsim.training.parallel import V_SCHEDULES, Parallelism
 from archsim.training.pipeline_memory import memories
 from archsim.training.run import train
 from archsim.training.search import search
@@ -24,7 +24,6 @@ from archsim.training.search_cost import Coster
 from archsim.training.search_rows import RowContext, train_command
 from archsim.training.search_space import (
     CHUNKED,
-    V_SHAPED,
     Candidate,
     peak_memory_bytes,
     rank_memories,
@@ -57,7 +56,7 @@ def test_chunked_in_flight_closed_forms_equal_the_orders(schedule):
 
 
 def test_v_in_flight_equals_the_orders():
-    for schedule, p in itertools.product(V_SHAPED, range(1, 6)):
+    for schedule, p in itertools.product(V_SCHEDULES, range(1, 6)):
         for m in range(2 * p if schedule == "dualpipev" else 1, 9 * p + 1):
             assert in_flight_peaks(schedule, p, m, 2) == in_flight(published_order(schedule, p, m)), (p, m)
 
@@ -114,7 +113,7 @@ def _naive_survivors(c, gpus, per_server, global_batch):
             SCHEDULES, (1, 2, 3), (False, True)):
         if tp * pp * dp != gpus or (v > 1) != (sched in CHUNKED):
             continue
-        if c.heads % tp or c.ffn % tp or (per_server % tp and tp % per_server) or c.layers % (pp * (2 if sched in V_SHAPED else v)):
+        if c.heads % tp or c.ffn % tp or (per_server % tp and tp % per_server) or c.layers % (pp * (2 if sched in V_SCHEDULES else v)):
             continue
         if global_batch % (dp * mb):
             continue
@@ -124,7 +123,7 @@ def _naive_survivors(c, gpus, per_server, global_batch):
         if (sched.startswith("interleaved") and m % pp) or (sched == "dualpipev" and m < 2 * pp):
             continue
         par = Parallelism(tp, pp, dp, global_batch, mb, rc, sp, v, sched)
-        shown = 2 if sched in V_SHAPED else v  # a row shows the chunks per rank the schedule runs: two for V shapes
+        shown = 2 if sched in V_SCHEDULES else v  # a row shows the chunks per rank the schedule runs: two for V shapes
         out[(tp, pp, dp, mb, rc, sched, shown, sp)] = max(_order_memories(c, par))
     return out
 

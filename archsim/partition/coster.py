@@ -137,10 +137,6 @@ class DeltaCoster:
             return (part, *self.split_cycles(index, axis, part))
         return found
 
-    def largest_fitting_part(self, index: int, axis: SplitAxis, budget: float) -> int:
-        """The largest part in 0..units − 1 whose D2 cycles are ≤ ``budget`` (0 when none is)."""
-        return self.fitting_split(index, axis, budget)[0]
-
     def has_search(self, index: int, axis: SplitAxis) -> bool:
         """Whether the budget search of this layer and axis is built (:func:`table_splits` skips it)."""
         return ("fit", index, axis) in self._cache

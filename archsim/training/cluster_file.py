@@ -19,7 +19,7 @@ from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.devices.device import Device, catalog_device
 from archsim.errors import InputError
 from archsim.links import fabric_bytes_per_s
-from archsim.network import Network, network_lines, nic_speed_warning, read_network
+from archsim.network import Network, network_warnings_and_notes, nic_speed_warning, read_network
 from archsim.spp.cluster_document import gpu_not_a_count, read_cluster_document, server_gpu
 from archsim.spp.topology import cluster_layout, missing_inter_server
 from archsim.toml_errors import located, within
@@ -170,7 +170,7 @@ def gpu_cluster(spec: dict, folder: Path, file: str, dtype: str = "fp16",
         raise missing_inter_server(file)  # no figure, or device files that state different ones
     # the topology's network (a drawn inter_server_gbps range has none: read_network refuses it)
     network = layout.network or read_network(spec, per_server, file, default_gbps=nic)
-    warnings, unread = cluster_file_lines(spec, tables, network, len(kinds))
+    warnings, unread = cluster_file_warnings_and_notes(spec, tables, network, len(kinds))
     warnings += tuple(dict.fromkeys(line for group, device in zip(servers, tables, strict=True)
                                     if (line := watts_warning(group.get("gpu_watts"), device))))
     return GpuCluster(len(layout.servers), kinds[0], tuple(kinds), tuple(prices), tuple(watts), network, dtype,
@@ -262,12 +262,12 @@ def device_inter_node_gbps(devices: Sequence[Device | None]) -> float:
     return nic.pop() if len(nic) == 1 else 0.0
 
 
-def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Network | None,
-                       servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def cluster_file_warnings_and_notes(spec: dict, tables: Sequence[Device | None], network: Network | None,
+                                    servers: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What a cluster document states that train, search and plan say on stderr, one line each, once: warnings
     (a figure that is plausible only in another unit: an in-server link that is the GPU's own NVLink in GB/s, a
     NIC speed no NIC has, a device file's HBM or SRAM figure no chip has) and notes (a figure another one replaces: a device file's in-server link, and the
-    network's, :func:`archsim.network.network_lines`). ``tables``:
+    network's, :func:`archsim.network.network_warnings_and_notes`). ``tables``:
     each ``[[servers]]`` table's device (None: it names none, nothing to judge its figures by); ``network``: the
     network as read (None: plan's drawn ``[low, high]`` range, no one NIC figure); ``servers``: the server count.
     A drawn in-server range is not judged either."""
@@ -298,7 +298,7 @@ def cluster_file_lines(spec: dict, tables: Sequence[Device | None], network: Net
             nic_unit = nic_speed_warning("inter_node_gbps", device.inter_node_gbps)
             if nic_unit:
                 slipped.append(f"{group['device']} [links]: {nic_unit}")
-    warnings, notes = network_lines(spec, network, servers)
+    warnings, notes = network_warnings_and_notes(spec, network, servers)
     return tuple(dict.fromkeys(slipped)) + warnings, notes + tuple(dict.fromkeys(overridden))
 
 
@@ -395,5 +395,5 @@ def single_node(name: str = "a100-80gb", gpus: int = 8) -> GpuCluster:
 
 
 
-__all__ = ["cluster_file_lines", "cluster_notes", "device_inter_node_gbps", "fp32_on_arrays_note", "fp32_on_arrays_notes", "gpu_cluster",
-           "load_gpu_cluster", "named_devices", "single_node"]
+__all__ = ["cluster_file_warnings_and_notes", "cluster_notes", "device_inter_node_gbps", "fp32_on_arrays_note",
+           "fp32_on_arrays_notes", "gpu_cluster", "load_gpu_cluster", "named_devices", "single_node"]

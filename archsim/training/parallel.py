@@ -346,11 +346,20 @@ def layers_per_stage(layers: int, stages: int, split: tuple[int, ...] | None = N
     return (layers // stages,) * stages
 
 
+def rank_stages(schedule: str, pp: int, chunks: int, rank: int) -> list[int]:
+    """The virtual stages (model chunks) pipeline rank ``rank`` of ``pp`` runs, in pipeline order: r, r + PP, … over
+    ``chunks`` chunks a rank (one chunk per rank, interleaved), or the V-shaped schedules' r and 2·PP − 1 − r
+    (:data:`V_SCHEDULES`, whatever ``chunks`` says). The one rule; :func:`rank_of_stages` is its inverse."""
+    return [rank, 2 * pp - 1 - rank] if schedule in V_SCHEDULES else list(range(rank, pp * chunks, pp))
+
+
 def rank_of_stages(par: Parallelism) -> list[int]:
-    """The pipeline rank of each virtual stage (model chunk), in pipeline order: stage s on rank s mod PP
-    (one chunk per rank, interleaved), or the V-shaped schedules' stages r and 2·PP − 1 − r on rank r."""
-    p = par.pp
-    return [(s if s < p else 2 * p - 1 - s) if par.schedule in V_SCHEDULES else s % p for s in range(p * par.chunks)]
+    """The pipeline rank of each virtual stage (model chunk), in pipeline order (:func:`rank_stages` read back)."""
+    ranks = [0] * (par.pp * par.chunks)
+    for rank in range(par.pp):
+        for stage in rank_stages(par.schedule, par.pp, par.chunks, rank):
+            ranks[stage] = rank
+    return ranks
 
 
 def check_tp_split(c: TransformerConfig, tp: int) -> None:
@@ -386,4 +395,4 @@ def check_fits(c: TransformerConfig, par: Parallelism, uneven: bool = True) -> N
 
 
 __all__ = ["SCHEDULE_RULES", "Parallelism", "check_fits", "check_tp_split", "layers_per_stage", "padded_vocab",
-           "rank_of_stages", "schedule_name", "schedule_rejection", "tp_straddles"]
+           "rank_of_stages", "rank_stages", "schedule_name", "schedule_rejection", "tp_straddles"]

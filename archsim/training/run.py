@@ -114,8 +114,9 @@ class TrainResult:
         from archsim.rows import Rows
         from archsim.training.table_lines import text_meta
 
-        document = self.to_dict()
-        return csv_frame(Rows.of(document["rows"]), text_meta(document["meta"], self.breakdown, repr))
+        document = self.to_dict()  # the one source: the meta's breakdown, not the field a caller may have edited
+        meta = document["meta"]
+        return csv_frame(Rows.of(document["rows"]), text_meta(meta, meta["breakdown_seconds"], repr))
 
     @property
     def timeline(self) -> Timeline:

@@ -9,7 +9,8 @@ import numpy as np
 from archsim.training.iteration import after_backward, model_pieces
 from archsim.training.moe_overlap import paired_hidden
 from archsim.training.objectives import OBJECTIVE_COLUMN, objectives
-from archsim.training.search_space import V_SHAPED, Candidate, rank_chunks, rank_memories
+from archsim.training.parallel import V_SCHEDULES, rank_stages
+from archsim.training.search_space import Candidate, rank_memories
 from archsim.training.stages import (
     host_bound_seconds,
     one_f_one_b_seconds,
@@ -47,8 +48,8 @@ def pipeline_seconds(schedule: str, times, p: int, m: int, v: int, hidden: tuple
         bubble = (p - 1) * max(float((f + i).max()) - (k - 1) * float(w.min()) - float(w.min()), 0.0)
         # never above 1F1B's (the formula assumes a steady state, which m < p micro-batches lack)
         return min(m * step + bubble + 2 * times.path(p), one_f_one_b_seconds(times, m)) - least
-    if schedule in V_SHAPED:  # zero bubble, as ZB-V and DualPipe aim for
-        per_rank = np.array([(f + i + w)[rank_chunks(schedule, p, v, r)].sum() for r in range(p)])
+    if schedule in V_SCHEDULES:  # zero bubble, as ZB-V and DualPipe aim for
+        per_rank = np.array([(f + i + w)[rank_stages(schedule, p, v, r)].sum() for r in range(p)])
         return float(m * per_rank.max() + 2 * times.path(p)) - least
     per_rank = m * (f + i + w).reshape(v, p).sum(axis=0) - np.asarray(hidden or (0.0,) * p)
     step = (f + i - w).max() if schedule == "interleaved-zb" else (f + i + w).max()
@@ -135,10 +136,10 @@ class Coster:
             span = pipeline_seconds(k.schedule, times, k.pp, m, par.chunks, hidden)
         # even split, one GPU type: the largest parameters are on the first or the last rank
         ranks = sorted({0, k.pp - 1}) if machines is None and k.stage_layers is None else list(range(k.pp))
-        tied = (0, 0) if k.schedule in V_SHAPED else (0, k.pp - 1)  # ranks of the embedding and the LM head
+        tied = (0, 0) if k.schedule in V_SCHEDULES else (0, k.pp - 1)  # ranks of the embedding and the LM head
         backward = [sum(times.backward_input[j] + times.backward_weight[j]
-                        for j in rank_chunks(k.schedule, k.pp, par.chunks, r)) for r in ranks]
-        forward = [sum(times.forward[j] for j in rank_chunks(k.schedule, k.pp, par.chunks, r)) for r in ranks]
+                        for j in rank_stages(k.schedule, k.pp, par.chunks, r)) for r in ranks]
+        forward = [sum(times.forward[j] for j in rank_stages(k.schedule, k.pp, par.chunks, r)) for r in ranks]
         post = max(sum(after_backward(self.c, par, machines[r] if machines else machine, r, mem.parameters,
                                       tied, window, ahead).values())
                    for r, mem, window, ahead in zip(ranks, rank_memories(self.c, par, ranks), backward, forward))
@@ -178,7 +179,7 @@ class Coster:
         cluster = self.placed(k)
         machines = cluster.rank_wise(par)
         pieces = self.pieces_of(par, machines[0] if machines else cluster.machine(par))
-        return par, pieces, rank_chunks(k.schedule, k.pp, par.chunks, 0)
+        return par, pieces, rank_stages(k.schedule, k.pp, par.chunks, 0)
 
 
 def overlap_hidden(c: TransformerConfig, par, coster: Coster, machines, machine) -> tuple[float, ...]:

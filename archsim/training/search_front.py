@@ -1,13 +1,23 @@
-"""A search's Pareto front (:func:`pareto_front_rows`) and its identical-row twins (:func:`distinct_rows`,
-:func:`identical_rows_dropped`): configurations alike in every column but recompute, listed once, and how
+"""A search's Pareto front (:func:`pareto_front`; its rows, :func:`pareto_front_rows`) and its identical-row twins
+(:func:`distinct_rows`, :func:`identical_rows_dropped`): configurations alike in every column but recompute, listed once, and how
 many of the rows listed stand for such twins (``SearchResult.identical_rows_dropped``)."""
 
 from __future__ import annotations
 
 from archsim.progress import progress
 from archsim.training.search_row_maker import RowMaker
-from archsim.training.search_rows import pareto_front
 from archsim.training.search_space import Candidate
+
+
+def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
+    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second``
+    (default the bytes; ties: the first kept), fastest first: sorted by time, each kept if smaller
+    than everything faster."""
+    front: list[tuple] = []
+    for item in sorted(costed, key=lambda t: (t[0], second(t))):
+        if not front or second(item) < second(front[-1]):
+            front.append(item)
+    return front
 
 
 def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
@@ -79,4 +89,4 @@ def identical_rows_dropped(first: list[tuple[int, dict]], retimed: dict[int, dic
     return sum(index in listed for index in twins.values())
 
 
-__all__ = ["distinct_rows", "identical_rows_dropped", "pareto_front_rows"]
+__all__ = ["distinct_rows", "identical_rows_dropped", "pareto_front", "pareto_front_rows"]

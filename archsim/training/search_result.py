@@ -27,6 +27,10 @@ class ShardedFits:
     smallest_bytes: float
 
 
+def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise TypeError("a search result is read-only; dict(row) is an editable copy of a row, to_dict() of all")
+
+
 class ReadOnlyDict(dict):
     """A row of a :class:`SearchResult` (one configuration), or its rejected counts: a dict that refuses edits
     (``row["tp"] = 2``, ``update``, ``pop`` … raise ``TypeError``), so a result stays what the search found;
@@ -34,9 +38,6 @@ class ReadOnlyDict(dict):
     it is."""
 
     __slots__ = ()
-
-    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
-        raise TypeError("a search result is read-only; dict(row) is an editable copy of a row, to_dict() of all")
 
     __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
 
@@ -53,9 +54,45 @@ class ReadOnlyDict(dict):
         return ReadOnlyDict(copy.deepcopy(dict(self), memo))
 
 
+class ReadOnlyList(list):
+    """A list inside a row of a :class:`SearchResult` (a per-stage figure, say): refuses edits (``append``,
+    ``row["stages"][0] = 2`` … raise ``TypeError``) as its row does; ``==`` with a list, JSON, pandas, copy and
+    pickle take it as the list it is, and ``list(value)`` is an editable copy."""
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+    __iadd__ = __imul__ = _refuse
+
+    def __reduce__(self) -> tuple[type[ReadOnlyList], tuple[list]]:
+        """Copied and pickled from a plain list of its items (unpickling a list subclass would append them)."""
+        return ReadOnlyList, (list(self),)
+
+    def __copy__(self) -> ReadOnlyList:
+        return self  # immutable: its own copy
+
+    def __deepcopy__(self, memo: dict) -> ReadOnlyList:
+        import copy
+
+        return ReadOnlyList(copy.deepcopy(list(self), memo))
+
+
+def read_only(value: Any) -> Any:
+    """``value`` with every dict and list in it, at any depth, a read-only copy (:class:`ReadOnlyDict`,
+    :class:`ReadOnlyList`); anything else (numbers, text, tuples of them) as it is. Nested containers are frozen too:
+    a row's ``compute_split_seconds`` left a plain dict was shared with the result's document, so editing it changed
+    ``to_dict()``, ``to_frame()`` and the command's output."""
+    if isinstance(value, dict):
+        return ReadOnlyDict({key: read_only(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return ReadOnlyList(read_only(item) for item in value)
+    return value
+
+
 def read_only_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[ReadOnlyDict, ...]:
-    """``rows`` as a tuple of :class:`ReadOnlyDict`, each a copy of its row's items (a row already frozen as it is)."""
-    return tuple(row if isinstance(row, ReadOnlyDict) else ReadOnlyDict(row) for row in rows)
+    """``rows`` as a tuple of :class:`ReadOnlyDict`, each a copy of its row's items, nested dicts and lists read-only
+    copies too (:func:`read_only`)."""
+    return tuple(read_only(dict(row)) for row in rows)
 
 
 @dataclass(frozen=True)
@@ -177,4 +214,5 @@ def rows_frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=None if rows else list(EMPTY_COLUMNS))
 
 
-__all__ = ["EMPTY_COLUMNS", "ReadOnlyDict", "SearchResult", "ShardedFits", "read_only_rows", "rows_frame", "text_meta"]
+__all__ = ["EMPTY_COLUMNS", "ReadOnlyDict", "ReadOnlyList", "SearchResult", "ShardedFits", "read_only", "read_only_rows",
+           "rows_frame", "text_meta"]

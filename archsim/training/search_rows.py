@@ -1,5 +1,5 @@
-"""What a search row carries besides its time: the model FLOPs of its MFU, Megatron-LM's arguments, the
-``archsim train`` line that reproduces it, and the Pareto front of the rows."""
+"""What a search row carries besides its time: the model FLOPs of its MFU, Megatron-LM's arguments and the
+``archsim train`` line that reproduces it (the front of the rows is :mod:`archsim.training.search_front`'s)."""
 
 from __future__ import annotations
 
@@ -16,17 +16,6 @@ from archsim.workload.transformer import TransformerConfig
 MEGATRON_GELUS = ("gelu", "gelu_new", "gelu_pytorch_tanh")  # GPT activations Megatron-LM's default MLP runs (its
 # fused bias-GeLU is the tanh form, gelu_new's; unfused it is erf's): no flag. Any other GPT activation has none.
 MEGATRON_DROPOUT = 0.1  # Megatron-LM's default --attention-dropout and --hidden-dropout
-
-
-def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
-    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second``
-    (default the bytes; ties: the first kept), fastest first: sorted by time, each kept if smaller
-    than everything faster."""
-    front: list[tuple] = []
-    for item in sorted(costed, key=lambda t: (t[0], second(t))):
-        if not front or second(item) < second(front[-1]):
-            front.append(item)
-    return front
 
 
 def megatron_args(k: Candidate, global_batch: int, c: TransformerConfig, dtype: str) -> str:
@@ -287,4 +276,4 @@ def row_layout(cluster, global_batch: int, r: dict):
 
 
 __all__ = ["RowContext", "Setting", "megatron_args", "megatron_model_args", "moe_layer_pattern", "overlap_flags",
-           "pareto_front", "row_layout", "setting_words", "train_command", "train_settings"]
+           "row_layout", "setting_words", "train_command", "train_settings"]

@@ -34,8 +34,11 @@ from archsim.training.moe_ops import moe_rule
 from archsim.training.moe_overlap import overlap_rule
 from archsim.training.mtp import mtp_rule
 from archsim.training.parallel import (
+    V_SCHEDULES,
     Parallelism,
+    chunks_run,
     layers_per_stage,
+    rank_stages,
     schedule_name,
     schedule_rejection,
     tp_straddles,
@@ -44,7 +47,6 @@ from archsim.training.pipeline_memory import RankTerms, layer_held_figures, rank
 from archsim.workload.layer_kinds import part_counts
 from archsim.workload.transformer import TransformerConfig
 
-V_SHAPED = ("zb-v", "dualpipev")  # two chunks per rank, chunks j and 2p − 1 − j on rank j
 CHUNKED = ("interleaved-1f1b", "interleaved-zb", "looped-bfs")  # v > 1 chunks per rank, chunk j on rank j mod p
 DEFAULT_CHUNKS = (2, 4)  # what search tries for them when --chunks is not given
 REASONS = ("tp-divides-heads", "cp-splits-sequence", "cp-divides-heads", "tp-straddles-servers", "pp-divides-layers", "dp-divides-batch",
@@ -204,7 +206,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
         return "cp-divides-heads"
     if tp_straddles(k.tp, k.gpus, gpus_per_server):  # part of one server or whole servers, as train
         return "tp-straddles-servers"
-    stages = k.pp * (2 if k.schedule in V_SHAPED else k.interleave)
+    stages = k.pp * chunks_run(k.schedule, k.interleave)
     if (c.layers < stages) if uneven and k.plannable else c.layers % stages:
         return "pp-divides-layers"
     if global_batch % k.dp:
@@ -224,7 +226,7 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
     # train's (mla_ops), but its refusal of --balance planned over several chunks of several layer kinds: there the
     # search writes out Megatron's split nearest to even, which train runs as --stage-layers (search_fit.plan_candidate)
     model_rule = deepseek_rule(c, k.cp, k.fp8, k.fsdp, schedule_name(k.schedule, k.interleave),
-                               2 if k.schedule in V_SHAPED else k.interleave)
+                               chunks_run(k.schedule, k.interleave))
     if model_rule is not None:
         return model_rule[0]
     mtp = mtp_rule(c, k.cp, k.fp8)  # train's (mtp.py)
@@ -238,11 +240,6 @@ def rejection(c: TransformerConfig, k: Candidate, global_batch: int, gpus_per_se
 def _in_flight_counts(schedule: str, p: int, m: int, v: int) -> tuple[float, ...]:
     """:func:`in_flight_peaks` of every rank, kept: a planner sizing ranks reads them once a probe."""
     return tuple(in_flight_peaks(schedule, p, m, v))
-
-
-def rank_chunks(schedule: str, p: int, v: int, rank: int) -> list[int]:
-    """The model chunks (virtual stages) a pipeline rank runs."""
-    return [rank, 2 * p - 1 - rank] if schedule in V_SHAPED else list(range(rank, p * v, p))
 
 
 def rank_memories(c: TransformerConfig, par: Parallelism, ranks=None, dtype: str = "fp16") -> list[StageMemory]:
@@ -326,9 +323,9 @@ class RankSizer:
 def rank_sizer(c: TransformerConfig, par: Parallelism, rank: int, states: float, unit: float = 0.0,
                scale: float = 1.0, expert_states: float | None = None) -> RankSizer:
     """:class:`RankSizer` of pipeline ``rank`` (the other arguments as :func:`counted_rank_memories`')."""
-    chunks = tuple(rank_chunks(par.schedule, par.pp, par.chunks, rank))
+    chunks = tuple(rank_stages(par.schedule, par.pp, par.chunks, rank))
     held = layer_held_figures(c, par) if par.schedule_name in SPLIT_SCHEDULES else None
-    apart = par.schedule not in V_SHAPED and par.pp > 1  # first and last chunk on different ranks
+    apart = par.schedule not in V_SCHEDULES and par.pp > 1  # first and last chunk on different ranks
     return RankSizer(rank, chunks, held, held[3] if held is not None and 0 in chunks else 0.0, par.schedule_name,
                      par.pp, par.microbatches, par.chunks, rank_terms(c, par, chunks, apart, states, unit, scale, expert_states=expert_states), c)
 
@@ -341,7 +338,7 @@ def peak_memory_bytes(c: TransformerConfig, par: Parallelism, dtype: str = "fp16
     return max(m.total for m in rank_memories(c, par, ranks, dtype))
 
 
-__all__ = ["CHUNKED", "DEFAULT_CHUNKS", "MAX_CANDIDATES", "REASONS", "V_SHAPED", "Candidate", "RankSizer",
+__all__ = ["CHUNKED", "DEFAULT_CHUNKS", "MAX_CANDIDATES", "REASONS", "Candidate", "RankSizer",
            "candidate_count", "candidates", "counted_rank_memories", "divisors",
-           "etp_options", "factorization_count", "factorizations", "peak_memory_bytes", "rank_chunks",
+           "etp_options", "factorization_count", "factorizations", "peak_memory_bytes",
            "rank_memories", "rank_sizer", "rejection"]

@@ -170,10 +170,6 @@ class Layer:
         return _out_size(self.ifmap_w, self.span_w, self.stride, self.padding, self.geometry, self.kind)
 
     @property
-    def out_channels(self) -> int:
-        return self.filters
-
-    @property
     def is_gemm(self) -> bool:
         """Runs on the systolic array (conv, fc, matmul); the rest run on the vector unit."""
         return self.kind in GEMM_KINDS
