@@ -1,0 +1,69 @@
+"""An LLM-training engineer's trial (Llama-3-8B, Qwen2-7B, Mixtral-8x7B on 4 servers of 8 H100s): what it found.
+
+* ``--moe-shared-expert-overlap`` hides a mixture's all-to-alls under its *shared* expert's compute; on a dense model
+  or on a mixture whose experts are all routed (Mixtral) there is none, and the flag ran unchanged and unsaid, where
+  every other expert flag (``--ep``, ``--etp``, ``--moe-load-imbalance``, the capacity flags) is refused on a dense
+  model. Now refused in one line, by ``train``, ``--runs``, ``--sweep``, ``search`` and the library alike."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+import archsim
+from archsim.cli import main
+from archsim.errors import InputError
+from archsim.workload.transformer import TransformerConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+CLUSTER = str(ROOT / "configs" / "clusters" / "h100_2_servers.toml")  # 2 servers of 8 H100s
+DENSE = TransformerConfig("tiny", "llama", 4, 1024, 8, 1024, 1024, 2048, 8, False)
+ROUTED = TransformerConfig("tiny", "llama", 4, 1024, 8, 1024, 1024, 2048, 8, False, experts=16, experts_per_token=4,
+                           expert_ffn=1024)  # Mixtral's kind: every expert routed, no shared one
+SHARED = TransformerConfig("tiny", "llama", 4, 1024, 8, 1024, 1024, 2048, 8, False, experts=16, experts_per_token=4,
+                           expert_ffn=1024, shared_expert_ffn=2048)
+
+
+def _dense_json(tmp_path: Path) -> str:
+    path = tmp_path / "dense.json"
+    path.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 4, "hidden_size": 1024,
+                                "num_attention_heads": 8, "num_key_value_heads": 8, "intermediate_size": 2048,
+                                "vocab_size": 1024, "max_position_embeddings": 1024}))
+    return str(path)
+
+
+@pytest.mark.parametrize("config,said", [(DENSE, "is dense"), (ROUTED, "has no shared expert")])
+def test_shared_expert_overlap_without_a_shared_expert_is_refused_in_one_line(config, said):
+    with pytest.raises(InputError) as caught:
+        archsim.train(config, cluster=CLUSTER, dtype="bf16", dp=8, global_batch=16, seq=1024,
+                      moe_shared_expert_overlap=True)
+    message = str(caught.value)
+    assert said in message and "field 'moe_shared_expert_overlap'" in message and "\n" not in message
+    with pytest.raises(InputError, match=said):
+        archsim.search(config, cluster=CLUSTER, dtype="bf16", global_batch=16, seq=1024, gpus=8,
+                       moe_shared_expert_overlap=True)
+
+
+def test_shared_expert_overlap_still_runs_on_a_model_with_a_shared_expert():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result, _ = archsim.train(SHARED, cluster=CLUSTER, dtype="bf16", dp=8, ep=8, global_batch=16, seq=1024,
+                                  recompute="none", moe_shared_expert_overlap=True)
+    assert result.iteration_seconds > 0
+
+
+@pytest.mark.parametrize("extra", [["--tp", "2", "--global-batch", "8"],
+                                   ["--global-batch", "8", "--sweep", "tp=1,2"],
+                                   ["--runs", "RUNS"]])
+def test_the_commands_refuse_it_once_before_any_row_or_point(tmp_path, capsys, extra):
+    runs = tmp_path / "runs.csv"
+    runs.write_text("tp,pp,dp,micro_batch,global_batch\n2,1,1,1,8\n")
+    argv = ["train", _dense_json(tmp_path), "--cluster", CLUSTER, "--seq", "1024",
+            *[str(runs) if word == "RUNS" else word for word in extra], "--moe-shared-expert-overlap"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'moe-shared-expert-overlap'" in err and "is dense" in err
+    assert "line" not in err  # the command's flag, not a row of the runs file
