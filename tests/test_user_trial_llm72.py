@@ -103,3 +103,55 @@ def test_moe_on_the_eager_op_list_names_implementation(tmp_path, capsys):
                  "--implementation", "pytorch-eager", "--dtype", "bf16"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "field 'implementation'" in err
+
+
+# * A search row's `megatron_args` carry Megatron-LM's model flags (`--num-layers 32 --hidden-size 4096 …`) and its
+#   full-recompute method; brought back to `archsim train` or `search`, they were told a flag they resemble and is
+#   another thing (`--num-layers`: "did you mean '--mtp-layers'?", `--num-attention-heads`: "'--attention'?"), and
+#   Megatron's unmodelled overlaps were too (`--overlap-param-gather`: "'--fp8-param-gather'?", `--tp-comm-overlap`:
+#   "'--dp-overlap'?"). Each now names what archsim does instead.
+
+
+def _megatron_flags(text: str) -> list[str]:
+    import re
+
+    return sorted(set(re.findall(r"(?<!\S)--([a-z0-9-]+)", text)))
+
+
+@pytest.mark.parametrize("command", ["train", "search"])
+def test_every_megatron_flag_a_search_row_writes_is_answered_with_archsims_setting(tmp_path, capsys, command):
+    from archsim.training.search_rows import megatron_args
+    from archsim.training.search_space import Candidate
+
+    from archsim.workload.model_files import load_transformer
+
+    models = [load_transformer(_dense_json(tmp_path)), load_transformer(_mixtral_json(tmp_path))]
+    written = set()
+    for c in models:
+        k = Candidate(2, 2, 2, 1, "full", "1f1b", 1, True, ep=2 if c.moe else 1)
+        text = megatron_args(k, 16, c, "bf16")
+        assert "--num-layers" in text  # a row Megatron-LM runs: its model's flags written
+        written |= set(_megatron_flags(text))
+    own = {"sequence-parallel", "moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity"}  # archsim's names
+    for flag in sorted(written - own):
+        argv = [command, "m.json", "--cluster", CLUSTER, "--global-batch", "8", f"--{flag}"]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"--{flag} is Megatron-LM's: " in err and "did you mean" not in err, (flag, err)
+
+
+@pytest.mark.parametrize("flag,said", [("--num-layers", "reads the model from MODEL"),
+                                       ("--num-attention-heads", "reads the model from MODEL"),
+                                       ("--overlap-param-gather", "not modelled"),
+                                       ("--tp-comm-overlap", "not modelled"),
+                                       ("--use-torch-fsdp2", "archsim train takes --fsdp")])
+def test_megatron_flags_are_not_told_a_flag_they_resemble(capsys, flag, said):
+    assert main(["train", "m.json", "--cluster", CLUSTER, "--global-batch", "8", flag]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and "did you mean" not in err
+
+
+def test_the_library_says_model_for_a_megatron_model_keyword():
+    with pytest.raises(InputError) as caught:
+        archsim.train(DENSE, cluster=CLUSTER, global_batch=8, num_layers=4)
+    assert "reads the model from model=" in str(caught.value) and "\n" not in str(caught.value)
