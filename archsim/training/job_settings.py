@@ -102,6 +102,10 @@ def _other_jobs(job: str) -> dict[str, str]:
                   "is archsim train --sweep's: archsim.train_sweep(model, sweep={KEY: [V1, V2, …]}, cluster=…, "
                   "global_batch=…) runs each point of a grid")
     said = {"runs": runs, "sweep": sweep} if job == "search" or in_library() else {}  # archsim train has both flags
+    if job == "search":  # train's expert capacity: search ranks dropless layouts (the flag was told nothing)
+        said |= {setting(flag).lstrip("-"): f"is {named('train')}'s: {named('search')} ranks dropless layouts (no "
+                                            f"expert capacity); {named('train')} prices a row with it"
+                 for flag in ("moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity")}
     if job == "search":  # train's op list: search ranks Megatron-LM's (--implementation was "did you mean '--placement'?")
         said[setting("implementation").lstrip("-")] = (
             f"is {named('train')}'s: {named('search')} ranks Megatron-LM's layouts only (its op list); "
