@@ -168,3 +168,21 @@ def test_search_names_train_for_the_expert_capacity(capsys, flag):
     assert err.count("\n") == 1 and "is archsim train's: archsim search ranks dropless layouts" in err
     with pytest.raises(InputError, match="is archsim.train's: archsim.search ranks dropless"):
         archsim.search(ROUTED, cluster=CLUSTER, global_batch=8, **{flag[0][2:].replace("-", "_"): True})
+
+
+# * `train --help` said the default `--recompute full` was "Megatron-LM's": Megatron-LM's `--recompute-granularity`
+#   defaults to None (no recomputation; megatron/training/arguments.py), so a Megatron user reading it would take
+#   `train`'s figures for their default run. The default stays (the figures documented rest on it); the help says whose
+#   it is and how to get Megatron-LM's.
+
+
+def test_recompute_help_does_not_call_full_megatrons_default():
+    import argparse
+
+    from archsim.cli import build_parser
+
+    parser = build_parser(["train", "x"])
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    help_text = next(a.help for a in sub.choices["train"]._actions if "--recompute" in a.option_strings)
+    assert "default: full, Megatron-LM's" not in help_text
+    assert "Megatron-LM's own default, --recompute-granularity unset, is none" in help_text
