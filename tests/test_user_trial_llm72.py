@@ -122,7 +122,6 @@ def _megatron_flags(text: str) -> list[str]:
 def test_every_megatron_flag_a_search_row_writes_is_answered_with_archsims_setting(tmp_path, capsys, command):
     from archsim.training.search_rows import megatron_args
     from archsim.training.search_space import Candidate
-
     from archsim.workload.model_files import load_transformer
 
     models = [load_transformer(_dense_json(tmp_path)), load_transformer(_mixtral_json(tmp_path))]

@@ -231,4 +231,5 @@ def paired_hidden(c: TransformerConfig, par: Parallelism, order: StageOrder,
 
 
 __all__ = ["A2A_FLAG", "SHARED_FLAG", "check_config", "check_overlap", "config_problem", "overlap_problem", "overlap_rule",
-           "shared_problem", "pair_hidden", "paired_hidden", "paired_seconds", "rank_hidden", "shared_overlap", "warmup_forwards", "with_overlap"]
+           "pair_hidden", "paired_hidden", "paired_seconds", "rank_hidden", "shared_overlap", "shared_problem",
+           "warmup_forwards", "with_overlap"]
