@@ -112,7 +112,7 @@ def train(model: Model, *, cluster: Cluster, global_batch: Count, tp: Count = 1,
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     attention = IMPLEMENTATION_ATTENTION[implementation] if attention is None else attention
     eager_note = eager_recompute_note(implementation, recompute is not None)
-    recompute = "full" if recompute is None else recompute  # --recompute's default, Megatron-LM's
+    recompute = "full" if recompute is None else recompute  # --recompute's default (the measured runs')
     check_choice(balance, BALANCES, "balance")
     check_text(schedule, "schedule", "a schedule name (str)")  # a list is no name: one line, not a TypeError
     check_switch(distributed_optimizer, "distributed_optimizer")

@@ -104,18 +104,19 @@ def test_layouts_expert_parallelism_refuses(kwargs, match):
     assert "field 'ep'" in str(caught.value) and "\n" not in str(caught.value)
 
 
-@pytest.mark.parametrize("config,kwargs,implementation,match", [
+@pytest.mark.parametrize("config,kwargs,implementation,match,field", [
     ({"experts": 4, "experts_per_token": 2, "expert_ffn": F}, {"dp": 3, "ep": 3, "global_batch": 3}, "megatron",
-     "does not divide the 4 experts"),
+     "does not divide the 4 experts", "ep"),
     ({"experts": 4, "experts_per_token": 2, "expert_ffn": F}, {"tp": 2, "dp": 2, "ep": 2, "global_batch": 2},
-     "megatron", "sequence parallelism"),
-    ({}, {"dp": 2, "ep": 2, "global_batch": 2}, "megatron", "is dense"),
-    ({"experts": 4, "experts_per_token": 2, "expert_ffn": F}, {}, "pytorch-eager", "Megatron-Core's op list only"),
+     "megatron", "sequence parallelism", "sequence-parallel"),
+    ({}, {"dp": 2, "ep": 2, "global_batch": 2}, "megatron", "is dense", "ep"),
+    ({"experts": 4, "experts_per_token": 2, "expert_ffn": F}, {}, "pytorch-eager", "Megatron-Core's op list only",
+     "implementation"),
 ])
-def test_moe_layouts_refused_in_one_line(config, kwargs, implementation, match):
+def test_moe_layouts_refused_in_one_line(config, kwargs, implementation, match, field):
     with pytest.raises(InputError, match=match) as caught:
         check_moe(_llama(**config), Parallelism(**kwargs), implementation)
-    assert "field 'ep'" in str(caught.value) and "\n" not in str(caught.value)
+    assert f"field '{field}'" in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_a_moe_config_needs_all_three_fields():

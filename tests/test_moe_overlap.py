@@ -125,8 +125,8 @@ def test_the_shared_expert_hides_the_forwards_dispatch_and_combine():
     assert hidden > 0
     assert on.ep_forward == pytest.approx(off.ep_forward - hidden, rel=1e-12)
     assert on.ep_backward == off.ep_backward and on.forward == off.forward
-    plain = _layer(with_overlap(TINY, False, True), par)  # no shared expert: nothing to hide under
-    assert plain == _layer(TINY, par)
+    with pytest.raises(InputError, match="no shared expert"):  # nothing to hide under: refused, not run unsaid
+        with_overlap(TINY, False, True)
 
 
 def test_off_changes_nothing():

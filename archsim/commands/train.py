@@ -44,7 +44,7 @@ from archsim.validate import SECONDS_PER_OP
 from archsim.value_parsers import seq_flag
 
 DEFAULT_DTYPE = TRAIN_DTYPE  # --dtype when not given (a config's torch_dtype does not set it: config_dtype_note)
-DEFAULT_RECOMPUTE = "full"  # --recompute when not given: Megatron-LM's; under pytorch-eager a note says so
+DEFAULT_RECOMPUTE = "full"  # --recompute when not given: the measured runs' (Megatron-LM's own is none); eager: a note
 # schedule actions (Parallelism.schedule_actions, the count --max-ops bounds) from which one iteration may run past
 # 2 s at the measured cost per simulated op: a bar on a terminal (issue #40), none for shorter jobs
 LONG_JOB_OPS = round(2.0 / SECONDS_PER_OP)
@@ -107,9 +107,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"sequence length, tokens per sample, at most {MAX_SEQ:,} (default: the config's)")
     parser.add_argument("--recompute", default=None, choices=RECOMPUTE, help="activation recomputation: none (keep every activation), selective (recompute the attention "
                              "core's s² part: with --attention flash nothing, as none, a note says) or full (keep "
-                             "each layer's input, recompute the layer) (default: full, Megatron-LM's; with "
-                             "--implementation pytorch-eager too, which a note then says: plain PyTorch checkpoints "
-                             "nothing unless asked)")
+                             "each layer's input, recompute the layer) (default: full, as the measured Megatron-LM "
+                             "runs archsim is checked on trained (vTrain's, Narayanan et al. 2021's); Megatron-LM's "
+                             "own default, --recompute-granularity unset, is none: give --recompute none for it; "
+                             "with --implementation pytorch-eager full too, which a note then says: plain PyTorch "
+                             "checkpoints nothing unless asked)")
     parser.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (TP > 1; at TP 1 turned off with a note, as "
                              "Megatron-LM turns it off)")
     parser.add_argument("--attention", default=None, choices=ATTENTIONS,

@@ -34,7 +34,29 @@ MEGATRON_FLAGS: dict[str, tuple[str, str | None, str | None]] = {
     "use-flash-attn": ("attention", "flash", None), "decoder-first-pipeline-num-layers": ("stage-layers", *_LAYOUT),
     "decoder-last-pipeline-num-layers": ("stage-layers", *_LAYOUT),
     "pipeline-model-parallel-layout": ("stage-layers", None, f"{LAYOUT} (the layout string itself)"),
-    "mtp-num-layers": ("mtp-layers", None, None),
+    "mtp-num-layers": ("mtp-layers", None, None), "use-torch-fsdp2": ("fsdp", None, None),
+}
+# Megatron-LM's flags for the model itself (search_rows.megatron_model_args writes them into a row's megatron_args):
+# archsim reads the model from MODEL, so these name MODEL rather than a flag they resemble (--num-layers was told
+# "did you mean '--mtp-layers'?", --num-attention-heads "'--attention'?")
+MEGATRON_MODEL_FLAGS = (
+    "num-layers", "hidden-size", "ffn-hidden-size", "num-attention-heads", "num-query-groups", "group-query-attention",
+    "kv-channels", "max-position-embeddings", "vocab-size", "swiglu", "normalization", "position-embedding-type",
+    "rotary-percent", "untie-embeddings-and-output-weights", "disable-bias-linear", "add-qkv-bias", "qk-layernorm",
+    "window-size", "attention-dropout", "hidden-dropout", "num-experts", "moe-ffn-hidden-size", "moe-router-topk",
+    "moe-layer-freq", "moe-router-score-function", "moe-router-topk-scaling-factor",
+    "moe-shared-expert-intermediate-size", "moe-shared-expert-gate", "multi-latent-attention", "kv-lora-rank",
+    "q-lora-rank", "qk-head-dim", "qk-pos-emb-head-dim", "v-head-dim")
+# Megatron-LM's flags for what archsim does one way only (recompute's method, the experts' kernels) or not at all
+MEGATRON_FIXED = {
+    "recompute-method": "archsim's full recompute is Megatron's uniform method, one layer a checkpoint",
+    "recompute-num-layers": "archsim's full recompute is Megatron's uniform method, one layer a checkpoint",
+    "moe-grouped-gemm": "archsim prices the experts as grouped GEMMs always",
+    "moe-token-dispatcher-type": "archsim prices the alltoall dispatcher always",
+    "tp-comm-overlap": "not modelled: TP's collectives run exposed, but for sequence parallelism's backward "
+                       "re-gather under its GEMM (docs/training.md)",
+    "overlap-param-gather": "not modelled: the distributed optimizer's all-gathers run after the step "
+                            "(docs/training.md)",
 }
 # search's own flag where it differs from train's: it tries micro-batches up to a bound, chunks, planned splits and
 # a2a+p2p's levels
@@ -54,6 +76,12 @@ def _megatron(job: str, layout: dict[str, str]) -> dict[str, str]:
         takes = layout[flag].partition(": ")[2] if flag in layout else \
             f"{named(job)} takes {setting(flag, value, placeholder=placeholder)}"
         said[setting(megatron).lstrip("-")] = f"is Megatron-LM's: {takes}"
+    model = route("MODEL (a config.json or [transformer] TOML), not from flags",
+                  "model= (a config.json or [transformer] TOML), not from keywords")
+    for megatron in MEGATRON_MODEL_FLAGS:
+        said[setting(megatron).lstrip("-")] = f"is Megatron-LM's: {named(job)} reads the model from {model}"
+    for megatron, why in MEGATRON_FIXED.items():
+        said[setting(megatron).lstrip("-")] = f"is Megatron-LM's: {why}"
     return said
 
 
@@ -77,6 +105,10 @@ def _other_jobs(job: str) -> dict[str, str]:
                   "is archsim train --sweep's: archsim.train_sweep(model, sweep={KEY: [V1, V2, …]}, cluster=…, "
                   "global_batch=…) runs each point of a grid")
     said = {"runs": runs, "sweep": sweep} if job == "search" or in_library() else {}  # archsim train has both flags
+    if job == "search":  # train's expert capacity: search ranks dropless layouts (the flag was told nothing)
+        said |= {setting(flag).lstrip("-"): f"is {named('train')}'s: {named('search')} ranks dropless layouts (no "
+                                            f"expert capacity); {named('train')} prices a row with it"
+                 for flag in ("moe-expert-capacity-factor", "moe-pad-expert-input-to-capacity")}
     if job == "search":  # train's op list: search ranks Megatron-LM's (--implementation was "did you mean '--placement'?")
         said[setting("implementation").lstrip("-")] = (
             f"is {named('train')}'s: {named('search')} ranks Megatron-LM's layouts only (its op list); "
@@ -126,4 +158,5 @@ def elsewhere(job: str) -> dict[str, str]:
     return {}
 
 
-__all__ = ["LAYOUT", "MEGATRON_FLAGS", "elsewhere", "with_layout"]
+__all__ = ["LAYOUT", "MEGATRON_FIXED", "MEGATRON_FLAGS", "MEGATRON_MODEL_FLAGS", "elsewhere",
+           "with_layout"]

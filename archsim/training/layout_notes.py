@@ -56,9 +56,9 @@ def sequence_parallel_run(tp: int, sequence_parallel: bool) -> tuple[bool, str]:
 
 def eager_recompute_note(implementation: str, recompute_given: bool) -> str:
     """The note that ``--implementation pytorch-eager`` priced full recompute only because ``--recompute`` was left
-    at its default ('' otherwise): the default is Megatron-LM's full recompute, but plain PyTorch (and Hugging Face's
-    modules, which NeuSight's fp32 iterations ran) keeps every activation unless the model is told to checkpoint its
-    layers (``torch.utils.checkpoint``, ``gradient_checkpointing_enable()``), and a full recompute reruns each
+    at its default ('' otherwise): the default is full recompute, as the measured Megatron-LM runs trained (not
+    Megatron-LM's own default, none), but plain PyTorch (and Hugging Face's modules, which NeuSight's fp32
+    iterations ran) keeps every activation unless the model is told to checkpoint its layers (``torch.utils.checkpoint``, ``gradient_checkpointing_enable()``), and a full recompute reruns each
     layer's forward in the backward: BERT-large at batch 2 on a V100's backward 160 ms without, 238 with."""
     if implementation != "pytorch-eager" or recompute_given:
         return ""

@@ -264,7 +264,7 @@ def moe_rule(c: TransformerConfig, tp: int, ep: int, sequence_parallel: bool,
         return "etp-divides-expert-ffn", f"{widths} must divide (Megatron-Core splits each expert's fc1 and fc2 there)"
     if tp > 1 and not sequence_parallel:
         return "moe-needs-sequence-parallel", ("Megatron-Core trains a mixture of experts at TP > 1 only with "
-                                               "sequence parallelism: add --sequence-parallel")
+                                               f"sequence parallelism: add {switch_on('sequence-parallel')}")
     if implementation != "megatron":
         return ("moe-needs-megatron",
                 f"a mixture of experts is modelled on Megatron-Core's op list only, not {implementation}'s")
@@ -287,10 +287,19 @@ def moe_problem(c: TransformerConfig, par: Parallelism, implementation: str = "m
 
 
 def check_moe(c: TransformerConfig, par: Parallelism, implementation: str = "megatron") -> None:
-    """:func:`moe_problem` as an :class:`~archsim.errors.InputError` on ``--ep``."""
+    """:func:`moe_problem` as an :class:`~archsim.errors.InputError` on the setting to change (:func:`moe_field`)."""
     rule = moe_rule(c, par.tp, par.ep, par.sequence_parallel, implementation, par.etp)
     if rule:
-        raise InputError(rule[1], field="etp" if rule[0] == "etp-needs-experts" else "ep")
+        raise InputError(rule[1], field=moe_field(rule[0], par.etp))
+
+
+def moe_field(code: str, etp: int | None) -> str:
+    """The flag a :func:`moe_rule` refusal (its ``code``) names: the setting the user gave or must give, so a
+    runs file's row names its column — not ``ep``, which a Mixtral run at TP 2 without sequence parallelism or on
+    the eager op list never set (until 2026-12-05 every refusal but an ETP on a dense model named ``ep``)."""
+    return {"etp-needs-experts": "etp", "moe-needs-sequence-parallel": "sequence-parallel",
+            "moe-needs-megatron": "implementation",
+            "etp-divides-expert-ffn": "tp" if etp is None else "etp"}.get(code, "ep")
 
 
 def mlp_activation_bytes(c: TransformerConfig, tp: int, local: int, etp: int | None = None,
@@ -380,6 +389,7 @@ __all__ = [
     "expert_shards",
     "expert_weight_gradient_bytes",
     "mlp_activation_bytes",
+    "moe_field",
     "moe_problem",
     "moe_rule",
     "moe_work",

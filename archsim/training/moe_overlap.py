@@ -34,8 +34,9 @@ commit d98e8a6; read, not copied):
   ``SharedExpertMLP``: its fc1 and activation on a side stream while the dispatch all-to-all runs, its fc2 while the
   combine runs): the forward's dispatch hidden under the shared expert's fc1 + SwiGLU, its combine under fc2, each up
   to that compute's length, slowed on the SMs NCCL leaves (:func:`shared_overlap`). Megatron refuses it with a dispatcher other than alltoall/flex
-  (never here) and beside the 1F1B overlap; without a shared expert it does nothing. The backward's all-to-alls stay
-  exposed (the shared expert's backward is not scheduled against them).
+  (never here) and beside the 1F1B overlap; without a shared expert it does nothing, so archsim refuses it
+  there (:func:`shared_problem`; until 2026-12-05 it ran unchanged, unsaid, on dense and Mixtral-like models). The
+  backward's all-to-alls stay exposed (the shared expert's backward is not scheduled against them).
 """
 
 from __future__ import annotations
@@ -68,7 +69,21 @@ def with_overlap(c: TransformerConfig, a2a: bool, shared: bool) -> TransformerCo
     (``shared``); both off: ``c`` itself."""
     if not a2a and not shared:
         return c
-    return replace(c, overlap_moe_expert_parallel_comm=a2a, moe_shared_expert_overlap=shared)
+    out = replace(c, overlap_moe_expert_parallel_comm=a2a, moe_shared_expert_overlap=shared)
+    problem = shared_problem(out)
+    if problem:  # said once, before any layout, run or sweep point is read (not at a runs file's first row)
+        raise InputError(problem, field=SHARED_FLAG)
+    return out
+
+
+def shared_problem(c: TransformerConfig) -> str | None:
+    """Why ``c``'s ``--moe-shared-expert-overlap`` would change no figure, or None: there is no shared expert to hide
+    the all-to-alls under (a dense model, or a mixture whose experts are all routed, Mixtral's)."""
+    if not c.moe_shared_expert_overlap or c.shared_expert_ffn:
+        return None
+    kind = "is dense" if not c.moe else "has no shared expert (its experts are all routed)"
+    return (f"{switch_on(SHARED_FLAG)} hides the all-to-alls under a shared expert's compute; {c.name} {kind}, so it "
+            "would change nothing: drop it")
 
 
 def overlap_rule(c: TransformerConfig, ep: int, pp: int, schedule: str, recompute: str) -> tuple[str, str] | None:
@@ -93,7 +108,12 @@ def overlap_rule(c: TransformerConfig, ep: int, pp: int, schedule: str, recomput
 
 def config_problem(c: TransformerConfig, dtype: str) -> tuple[str, str] | None:
     """(the flag, the one-line reason) Megatron-Core refuses ``c``'s switches in ``dtype`` whatever the layout: both
-    together, or the 1F1B overlap outside bf16 and fp16; or None."""
+    together, or the 1F1B overlap outside bf16 and fp16; or None. The shared-expert overlap on a model without a
+    shared expert (a dense one, or a mixture whose experts are all routed, Mixtral's) would change no figure: refused
+    too, as the other expert flags are on a dense model, rather than run as if it were not given."""
+    shared = shared_problem(c)
+    if shared:
+        return SHARED_FLAG, shared
     if not c.overlap_moe_expert_parallel_comm:
         return None
     flag = switch_on(A2A_FLAG)
@@ -213,4 +233,5 @@ def paired_hidden(c: TransformerConfig, par: Parallelism, order: StageOrder,
 
 
 __all__ = ["A2A_FLAG", "SHARED_FLAG", "check_config", "check_overlap", "config_problem", "overlap_problem", "overlap_rule",
-           "pair_hidden", "paired_hidden", "paired_seconds", "rank_hidden", "shared_overlap", "warmup_forwards", "with_overlap"]
+           "pair_hidden", "paired_hidden", "paired_seconds", "rank_hidden", "shared_overlap", "shared_problem",
+           "warmup_forwards", "with_overlap"]
