@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -56,25 +56,6 @@ from archsim.torus import torus_rings, torus_seconds
 
 if TYPE_CHECKING:
     from archsim.network import Network
-
-
-@overload
-def ring_allreduce_time(size: float, workers: int, bandwidth: float, latency: float = 0.0) -> float: ...
-@overload
-def ring_allreduce_time(size: np.ndarray, workers: int, bandwidth: float, latency: float = 0.0) -> np.ndarray: ...
-@overload
-def ring_allreduce_time(size: float, workers: np.ndarray, bandwidth: np.ndarray, latency: float = 0.0) -> np.ndarray: ...
-def ring_allreduce_time(size, workers, bandwidth, latency=0.0):
-    """A ring all-reduce of ``size`` bytes over ``workers`` devices: 2(k − 1) steps, each moving
-    size/k bytes over one link of ``bandwidth`` and paying ``latency`` (reduce-scatter, then
-    all-gather; Patarasuk & Yuan 2009). One worker: nothing to reduce. ``workers`` and ``bandwidth``
-    may be arrays (SPP's PRM tables: every block size at once; entries of fewer than one worker are
-    the caller's to mask)."""
-    if np.ndim(workers) == 0 and workers <= 1:
-        return 0.0
-    if np.ndim(workers) == 0:
-        return 2 * (workers - 1) * size / (workers * bandwidth) + 2 * (workers - 1) * latency
-    return 2 * (workers - 1) * size / workers / bandwidth + 2 * (workers - 1) * latency  # SPP's rounding
 
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "p2p")
@@ -407,4 +388,4 @@ def _spanning_seconds(kind: str, s: np.ndarray, n: int, link: Spanning):
 
 
 __all__ = ["KINDS", "NO_LEAVES", "LinkClass", "PairLinks", "Spanning", "Uplinks",
-           "collective_algorithm", "collective_seconds", "ring_allreduce_time", "slowest_class"]
+           "collective_algorithm", "collective_seconds", "slowest_class"]

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from archsim.collectives import PairLinks, collective_seconds, ring_allreduce_time
+from archsim.collectives import PairLinks, collective_seconds
+from archsim.ring_allreduce import ring_allreduce_time
 
 
 def slowest_link(bandwidth: np.ndarray, devices: Sequence[int], others: Sequence[int] | None = None) -> float:

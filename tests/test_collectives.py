@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from archsim.collectives import ring_allreduce_time
 from archsim.matrix_collectives import ring_allreduce_on, slowest_link
+from archsim.ring_allreduce import ring_allreduce_time
 
 
 def test_ring_allreduce_is_reduce_scatter_then_all_gather():

@@ -23,6 +23,7 @@ FORBIDDEN = {
     "archsim.array": ("archsim.partition", "archsim.spp", "archsim.cluster", *GPU, *LATER),
     "archsim.partition": ("archsim.spp", "archsim.cluster", *GPU, *LATER),
     "archsim.collectives": ("archsim.partition", "archsim.spp", *LATER),
+    "archsim.ring_allreduce": ("archsim.collectives", "archsim.partition", "archsim.spp", *LATER),
     "archsim.torus": ("archsim.partition", "archsim.spp", *LATER),
     "archsim.collective_units": ("archsim.partition", "archsim.spp", *LATER),
     # each algorithm's bytes on the wire sit below the time formulas and the link energy that read them

@@ -10,17 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from archsim.array.cfg_lines import cfg_located, cfg_parser, cfg_section_line, cfg_unquoted
-from archsim.array.device_values import fraction, gbps0, link_efficiency
+from archsim.array.device_values import dram_traffic, fraction, gbps0, link_efficiency, static_watts
 from archsim.array.mac_rates import CFG_SECTION, array_rates, cfg_rates
 from archsim.array.sram_sizes import sram_figure
-from archsim.choices.devices import DRAM_TRAFFIC, DTYPES, GEMM_MODELS
+from archsim.choices.devices import DTYPES, GEMM_MODELS
 from archsim.errors import InputError
 from archsim.toml_errors import table_line
 from archsim.validate import (
     INT32_MAX,
     MAX_FIGURE,
     did_you_mean,
-    shown,
     shown_boolean,
     shown_number,
 )
@@ -69,7 +68,6 @@ _WHOLE_OPTIONAL = ("vector",)  # sections a device file may leave out, whose req
 MAX_STEP_LATENCY_US = 1000.0
 _NUMBERS = ("int", "int0", "float", "float0", "sram", "fraction", "seconds", "latency_us", "watts0", "gbps0")
 # W per chip: no chip leaks a megawatt; a figure at or above it is a unit slipped (mW written as W)
-MAX_STATIC_WATTS = 1e6
 # why a tile-timed device takes no static power (a device file's [device] and a device sweep's spec refuse it alike)
 STATIC_ON_TILES = ("a device with gemm = {gemm!r} is priced at its board power × time, which already counts static "
                    "power: static_watts is for array devices (the energy model's dynamic joules)")
@@ -110,30 +108,6 @@ def cfg_home(key: str) -> str:
         if low in _KEYS[section] or (section == "device" and low in _CFG_DEVICE_COUNTS):
             return f"{low} is a [{section}] key"
     return ""
-
-
-def static_watts(value: object) -> float:
-    """A chip's static power, W, as a device file's ``[device] static_watts`` or a device sweep's spec states it
-    (a .cfg's text too): in [0, :data:`MAX_STATIC_WATTS`), else ValueError in one line. The one check of it, on
-    :func:`~archsim.value_parsers.parse_float`'s reading of a number."""
-    try:
-        watts = parse_float(value)
-    except ValueError:
-        watts = math.inf
-    if watts >= MAX_STATIC_WATTS:
-        raise ValueError(f"expected watts per chip in [0, 10⁶), got {shown(value)}")
-    return watts
-
-
-def dram_traffic(value: object) -> str:
-    """``[memory] dram_traffic``: how a ``gemm = "arrays"`` device counts each GEMM's HBM words, one of
-    :data:`~archsim.choices.devices.DRAM_TRAFFIC` (a TOML's string, a .cfg's text), else ValueError in one line."""
-    text = value.strip() if isinstance(value, str) else None
-    if text is None or text not in DRAM_TRAFFIC:
-        given = repr(value) if text is None else shown(value)
-        raise ValueError(f"expected one of {', '.join(repr(c) for c in DRAM_TRAFFIC)} (each GEMM's operands once, or "
-                         f"SCALE-Sim's count for the arrays' SRAMs), got {given}")
-    return text
 
 
 def _sram(value: object) -> int | tuple[int, int, int]:

@@ -1,4 +1,4 @@
-"""A device file's shares and link figures read from their text, one check each: a fraction of a peak
+"""A device file's shares, link figures, static power and DRAM-traffic rule read from their text, one check each: a fraction of a peak
 (``gemm_efficiency``, ``memory_efficiency``, ``fused_gemm_fraction``), ``[links] efficiency`` (a fraction or NCCL's
 fit) and the NIC's Gbit/s (``[links] inter_node_gbps``); each a ValueError in one line, which
 :mod:`archsim.array.device_sections` names with the file and key."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from archsim.choices.devices import NCCL_FIT
+from archsim.choices.devices import DRAM_TRAFFIC, NCCL_FIT
 from archsim.cluster_keys import MAX_GBPS, MIN_GBPS, is_gbps
 from archsim.validate import MIN_MAGNITUDE, did_you_mean, shown, shown_number
 from archsim.value_parsers import below_floor, parse_float
@@ -73,3 +73,30 @@ def comm_sms(links: dict, cores: int, file: str) -> int:
 def link_seconds(links: dict, key: str) -> float | None:
     """A ``[links]`` latency key (µs) in seconds; None when unstated (the fitted link class's α prices it)."""
     return None if key not in links else links[key] / 1e6
+
+
+MAX_STATIC_WATTS = 1e6
+
+
+def static_watts(value: object) -> float:
+    """A chip's static power, W, as a device file's ``[device] static_watts`` or a device sweep's spec states it
+    (a .cfg's text too): in [0, :data:`MAX_STATIC_WATTS`), else ValueError in one line. The one check of it, on
+    :func:`~archsim.value_parsers.parse_float`'s reading of a number."""
+    try:
+        watts = parse_float(value)
+    except ValueError:
+        watts = math.inf
+    if watts >= MAX_STATIC_WATTS:
+        raise ValueError(f"expected watts per chip in [0, 10⁶), got {shown(value)}")
+    return watts
+
+
+def dram_traffic(value: object) -> str:
+    """``[memory] dram_traffic``: how a ``gemm = "arrays"`` device counts each GEMM's HBM words, one of
+    :data:`~archsim.choices.devices.DRAM_TRAFFIC` (a TOML's string, a .cfg's text), else ValueError in one line."""
+    text = value.strip() if isinstance(value, str) else None
+    if text is None or text not in DRAM_TRAFFIC:
+        given = repr(value) if text is None else shown(value)
+        raise ValueError(f"expected one of {', '.join(repr(c) for c in DRAM_TRAFFIC)} (each GEMM's operands once, or "
+                         f"SCALE-Sim's count for the arrays' SRAMs), got {given}")
+    return text

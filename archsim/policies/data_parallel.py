@@ -22,8 +22,8 @@ from itertools import permutations
 import numpy as np
 
 from archsim.choices.schedules import DP_POLICIES as POLICIES
-from archsim.collectives import ring_allreduce_time
 from archsim.errors import InputError
+from archsim.ring_allreduce import ring_allreduce_time
 from archsim.sim import Problem, Processor, simulate
 from archsim.sim.builder import build, from_rows
 

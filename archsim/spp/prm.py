@@ -37,12 +37,13 @@ from functools import cache
 
 import numpy as np
 
-from archsim.collectives import PairLinks, ring_allreduce_time
+from archsim.collectives import PairLinks
 from archsim.errors import InputError
 from archsim.jit import announce_compile
 from archsim.matrix_collectives import channel_link, pair_latency, ring_allreduce_on
 from archsim.numba_cache import njit, small_in_python
 from archsim.partition.profile import LayerProfile
+from archsim.ring_allreduce import ring_allreduce_time
 
 # Inner steps of all levels up to which a process that has not loaded the kernel runs it as plain
 # Python (numpy scalars; IEEE division as the kernel's error_model="numpy"): about as long as loading numba.

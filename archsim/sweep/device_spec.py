@@ -31,7 +31,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from archsim.array.device_sections import STATIC_ON_TILES, static_watts
+from archsim.array.device_sections import STATIC_ON_TILES
+from archsim.array.device_values import static_watts
 from archsim.array.sram_sizes import MAX_SRAM_KIB, MIN_SRAM_KIB, sram_figure
 from archsim.choices.devices import DEVICE_SUFFIXES, DTYPES
 from archsim.choices.training import ATTENTIONS, DEFAULT_ATTENTION, FP8_RECIPES, RECOMPUTE

@@ -294,12 +294,10 @@ def check_moe(c: TransformerConfig, par: Parallelism, implementation: str = "meg
 
 
 def moe_field(code: str, etp: int | None) -> str:
-    """The flag a :func:`moe_rule` refusal (its ``code``) names: the setting the user gave or must give, so a
-    runs file's row names its column — not ``ep``, which a Mixtral run at TP 2 without sequence parallelism or on
-    the eager op list never set (until 2026-12-05 every refusal but an ETP on a dense model named ``ep``)."""
-    return {"etp-needs-experts": "etp", "moe-needs-sequence-parallel": "sequence-parallel",
-            "moe-needs-megatron": "implementation",
-            "etp-divides-expert-ffn": "tp" if etp is None else "etp"}.get(code, "ep")
+    """The flag a :func:`moe_rule` refusal (its ``code``) names: the setting given or to give, so a runs file's row
+    names its column (until 2026-12-05 every refusal but an ETP on a dense model named ``ep``)."""
+    return {"etp-needs-experts": "etp", "moe-needs-sequence-parallel": "sequence-parallel", "moe-needs-megatron":
+            "implementation", "etp-divides-expert-ffn": "tp" if etp is None else "etp"}.get(code, "ep")
 
 
 def mlp_activation_bytes(c: TransformerConfig, tp: int, local: int, etp: int | None = None,
