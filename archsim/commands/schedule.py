@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                         read_device=device_toml_notes,  # a device TOML read as cost reads it, its notes said there
                         loader=lambda name, filled: network_from_args(argparse.Namespace(**{**vars(filled), "network": name})))
     if args.config and not is_device_toml(args.config):  # read only with the array's costs; policies/ reads no device
-        note_unread_keys(args.config)
+        note_unread_keys(args.config, rates_read=True)  # its [macs_per_pe] priced the costs (--dtype's rate)
     if done.order is not None:  # per-stage: torch's CSV of the order run, then the timeline's drawings
         if args.schedule_csv:
             from archsim.output_files import note_written, write_output
