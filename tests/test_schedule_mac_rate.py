@@ -85,3 +85,15 @@ def test_a_cfg_without_the_section_costs_as_before(tmp_path, capsys):
     assert plain["rows"][0]["makespan"] == _hand_makespan(1)
     stated, _ = _schedule(tmp_path, capsys, "[macs_per_pe]\nbf16 = 1\n", "--dtype", "bf16")
     assert stated == plain
+
+
+def test_the_makespan_s_unit_is_said_where_its_name_says_none(tmp_path, capsys):
+    """The column keeps its documented name (tests/test_output_columns.py forbids makespan_cycles); --help says its
+    unit, and the meta's unit says cycles on an array."""
+    from archsim import cli
+
+    with pytest.raises(SystemExit):
+        cli.main(["schedule", "--help"])
+    assert "makespan is in the array's clock cycles" in " ".join(capsys.readouterr().out.split())
+    got, _ = _schedule(tmp_path, capsys, "", "--dtype", "bf16")
+    assert "makespan" in got["rows"][0] and got["meta"]["unit"] == "cycles"

@@ -29,6 +29,7 @@ methods = ["layerpipe"]
 
 
 def _folder(tmp_path, rates: str, extra: str) -> str:
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "net.csv").write_text(NETWORK)
     (tmp_path / "chip.cfg").write_text(CFG.format(rates=rates, device=""))
     (tmp_path / "spec.toml").write_text(SPEC.format(extra=extra))
@@ -52,6 +53,16 @@ def test_a_dtypes_sweep_runs_each_row_at_its_dtype_s_rate(tmp_path, capsys):
     seconds = {row["dtype"]: float(row["iteration_seconds"]) for row in rows}
     assert seconds["bf16"] == _hand_makespan(2) * 1e-9
     assert "not read here" not in err
+
+
+def test_a_rate_changes_cycles_not_dynamic_energy(tmp_path, capsys):
+    """The bf16 row of the rate-2 file against the same file without the section: its MAC, register, SRAM and DRAM
+    energy the real GEMMs' (equal), its cycles the packed ones."""
+    rated, _ = _sweep(tmp_path / "rated", capsys, "[macs_per_pe]\nbf16 = 2\n", 'dtypes = ["bf16"]')
+    plain, _ = _sweep(tmp_path / "plain", capsys, "", 'dtypes = ["bf16"]')
+    for column in ("mac_pj", "register_pj", "sram_pj", "dram_pj"):
+        assert rated[0][column] == plain[0][column]
+    assert float(rated[0]["iteration_cycles"]) < float(plain[0]["iteration_cycles"])
 
 
 def test_the_report_recosts_a_dtypes_row_at_its_rate(tmp_path, capsys):

@@ -77,6 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_job_limit_argument(parser)
     add_stage_arguments(parser)
     defer_defaults(parser)  # a flag given at its default is seen, and refused where its run would ignore it
+    parser.epilog = MAKESPAN_UNIT
+
+
+# The output's makespan column carries no unit in its name (a documented column, shared with pipeline): said here,
+# in lines of --help's width (the formatter keeps a description's and an epilog's line breaks)
+MAKESPAN_UNIT = """makespan is in the array's clock cycles (the meta line `unit` says which: units
+with --unit-costs, the stage times' unit on per-stage costs); makespan_seconds
+gives it in seconds where a clock is known. GEMMs run at --dtype's MACs per PE
+per cycle where --config states them ([compute] macs_per_pe, a .cfg's
+[macs_per_pe] section), else at one."""
 
 
 def run(args: argparse.Namespace) -> int:
