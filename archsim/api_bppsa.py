@@ -45,14 +45,15 @@ def bppsa_rnn(*, seq_len: Counts = PAPER_SEQ_LENS, hidden: Count = 20,
     lengths = [check_seq_len(value, "seq-len") for value in listed(seq_len, "seq-len")]
     counts = [positive_int(value, "processors") for value in listed(processors, "processors")]
     hidden, batch = positive_int(hidden, "hidden"), positive_int(batch, "batch")
-    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes)
+    chosen = build_array(array, config=config, dataflow=dataflow, dtype=dtype, element_bytes=element_bytes, rated=True)
     page = _page_path(report)
     lengths, counts = without_repeats(lengths, "seq-len", _warn), without_repeats(counts, "processors", _warn)
     done = rnn_study(lengths, counts, hidden=hidden, batch=batch, array=chosen, dtype=dtype)
-    for note in unread_keys_notes(config):  # as archsim bppsa rnn says it of its --config
+    for note in unread_keys_notes(config, rates_read=True):  # as archsim bppsa rnn says it of its --config
         library_note(note, stacklevel=3)
     if page is not None:
-        rnn_page(page, done, seq_lens=lengths, processors=counts, hidden=hidden, batch=batch, array=chosen, dtype=dtype)
+        rnn_page(page, done, seq_lens=lengths, processors=counts, hidden=hidden, batch=batch, array=chosen, dtype=dtype,
+                 config=None if config is None else str(config))
     return TableResult.of(done.table.frame(), done.meta)
 
 

@@ -139,7 +139,7 @@ def schedule(network: str | Path | Network | LayerProfile | None = None, *, poli
     if settings.get("config") and not is_device_toml(settings["config"]):  # the reader said a TOML's notes
         from archsim.devices.unread_keys import config_unread_keys_note
 
-        _warn("note", config_unread_keys_note(settings["config"]))
+        _warn("note", config_unread_keys_note(settings["config"], rates_read=True))  # [macs_per_pe] read
     if done.used is not None:
         _warn("note", idle_line(f"{policy}'s allocation", done.used, done.row["processors"]))
     timeline = None if done.timeline is None else replace(done.timeline, unit=done.unit)  # for to_frame's attrs

@@ -147,8 +147,9 @@ def test_bad_rates_are_refused_at_their_line(tmp_path, capsys, rates, device, me
 
 
 def test_readers_that_price_one_mac_name_the_cfg_s_section(tmp_path):
-    """An array sweep's and bppsa rnn's reading (config_unread_keys_note) still say the rate goes unread, naming the
-    .cfg's own section; the readers that run it (rates_read) say nothing."""
+    """A reader that prices one MAC per PE per cycle (config_unread_keys_note: plan's, an array sweep's naming no
+    dtype) says the rate goes unread, naming the .cfg's own section; the readers that run it (rates_read) say
+    nothing."""
     config = _cfg(tmp_path, "[macs_per_pe]\nfp8 = 2\n")
     note = config_unread_keys_note(config)
     assert note is not None and "[macs_per_pe] is not read here" in note

@@ -97,7 +97,11 @@ def check_positive(**values: int) -> None:
 
 
 def _cycles(m: int, k: int, n: int, array: ArrayConfig) -> int:
-    return int(gemm_cost(m, k, n, array.rows, array.cols, array.dataflow).scalar("cycles"))
+    """SCALE-Sim's cycles of (m, k, n) at the array's MACs per PE per cycle (``array.mac_rate``: a ``.cfg``'s
+    ``[macs_per_pe]`` rate of ``--dtype``, the reduction packed as :func:`archsim.array.costing.rated_k` packs it)."""
+    from archsim.array.costing import rated_k
+
+    return int(gemm_cost(m, int(rated_k(k, array)), n, array.rows, array.cols, array.dataflow).scalar("cycles"))
 
 
 def product_cycles(hidden: int, batch: int, processors: int, array: ArrayConfig) -> ProductCycles:

@@ -69,14 +69,14 @@ def run_rnn(args: argparse.Namespace) -> int:
     from archsim.outputs import render
 
     hidden, batch = args.hidden, args.batch
-    array = array_from_args(args)
+    array = array_from_args(args, rated=True)  # a .cfg's GEMMs at its [macs_per_pe] rate of --dtype, as cost's
     seq_lens = without_repeats(args.seq_len, "seq-len", warn)
     processors = without_repeats(args.processors, "processors", warn)
     done = rnn_study(seq_lens, processors, hidden=hidden, batch=batch, array=array, dtype=args.dtype)
     emit(render(done.table, args.format, precision=args.precision, meta=done.meta), args)
     if args.report:
         path = rnn_page(args.report, done, seq_lens=seq_lens, processors=processors, hidden=hidden, batch=batch,
-                        array=array, dtype=args.dtype)
+                        array=array, dtype=args.dtype, config=args.config)
         note_written(f"wrote {path}")
     return 0
 

@@ -77,6 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_job_limit_argument(parser)
     add_stage_arguments(parser)
     defer_defaults(parser)  # a flag given at its default is seen, and refused where its run would ignore it
+    parser.epilog = MAKESPAN_UNIT
+
+
+# The output's makespan column carries no unit in its name (a documented column, shared with pipeline): said here,
+# in lines of --help's width (the formatter keeps a description's and an epilog's line breaks)
+MAKESPAN_UNIT = """makespan is in the array's clock cycles (the meta line `unit` says which: units
+with --unit-costs, the stage times' unit on per-stage costs); makespan_seconds
+gives it in seconds where a clock is known. GEMMs run at --dtype's MACs per PE
+per cycle where --config states them ([compute] macs_per_pe, a .cfg's
+[macs_per_pe] section), else at one."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                         read_device=device_toml_notes,  # a device TOML read as cost reads it, its notes said there
                         loader=lambda name, filled: network_from_args(argparse.Namespace(**{**vars(filled), "network": name})))
     if args.config and not is_device_toml(args.config):  # read only with the array's costs; policies/ reads no device
-        note_unread_keys(args.config)
+        note_unread_keys(args.config, rates_read=True)  # its [macs_per_pe] priced the costs (--dtype's rate)
     if done.order is not None:  # per-stage: torch's CSV of the order run, then the timeline's drawings
         if args.schedule_csv:
             from archsim.output_files import note_written, write_output

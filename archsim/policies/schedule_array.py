@@ -33,7 +33,8 @@ def unit_costs_scope(policy: str) -> str:
 
 def run_array(args: SimpleNamespace, speak=None):
     """The array ``--config``, ``--array``, ``--dataflow`` and ``--dtype`` or ``--element-bytes`` describe
-    (:func:`archsim.array.options.array_from_flags`), or an :class:`ArrayConfig` given as ``array`` with the
+    (:func:`archsim.array.options.array_from_flags`; a ``.cfg``'s GEMMs at its ``[macs_per_pe]`` rate of ``--dtype``,
+    as ``cost`` runs them), or an :class:`ArrayConfig` given as ``array`` with the
     dataflow and width given beside it; ``speak``: say when ``--config`` is a device file of several arrays. A
     device TOML is read by ``args.read_device`` (the caller's: ``cost``'s reading,
     :func:`archsim.device_toml.device_toml_notes`, its notes said through ``speak``; policies/ reads no device);
@@ -57,7 +58,9 @@ def run_array(args: SimpleNamespace, speak=None):
         for kind, text in notes if speak is not None else ():
             speak(kind, text)
         return array
-    array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width)
+    # a .cfg's [macs_per_pe] rate of --dtype, by the rule cost and train read it (None, int8: 1 MAC per PE per cycle)
+    array = array_from_flags(args.array, args.config, args.dataflow, 1 if width is None else width,
+                             getattr(args, "dtype", None))
     huge = array_size_warning(array.rows, array.cols, array_source(args.array, args.config))
     if speak is not None and huge:  # as every array command warns it (commands.common.warn_array_size)
         speak("warning", huge)

@@ -40,6 +40,8 @@ def cache_file(out: Path, unit: Unit | DevicePoint, digests: dict[str, str]) -> 
         del fields["array_file"]
     elif fields.get("array_file") and not fields["array_file"]["energy_table"] and not fields["array_file"]["energy_figures"]:
         del fields["array_file"]["energy_table"], fields["array_file"]["energy_figures"]  # no [energy]: names as before
+    if fields.get("array_file") and not fields["array_file"].get("rates", True):
+        del fields["array_file"]["rates"]  # no [macs_per_pe]: names as before the field
     if fields.get("array_file") and fields["array_file"]["array"].get("dram_rate", False) is None:
         del fields["array_file"]["array"]["dram_rate"]  # no device rate carried: names as before the field
     if fields.get("split_axes") == SPLIT_AXES:  # every δ split axis, the default: names as before the key

@@ -32,7 +32,7 @@ from archsim.partition import build_profile
 from archsim.partition.comm import iteration_bytes
 from archsim.partition.pipedream import layer_groups
 from archsim.planners import partition
-from archsim.sweep.spec_arrays import ArrayFile
+from archsim.sweep.spec_arrays import ArrayFile, rated
 from archsim.workload.layer import Network
 
 DESIGN_COLUMNS = ["sram_kb", "bandwidth_words_per_cycle", "element_bytes", "microbatches", "energy_table", "clock_ghz",
@@ -120,6 +120,7 @@ def _array_at(design, entry: tuple[int, int] | ArrayFile, dataflow: str) -> Arra
                            filter_sram_kb=design.sram_kb, ofmap_sram_kb=design.sram_kb, bandwidth=(design.bandwidth,),
                            user_bandwidth=True, element_bytes=design.element_bytes)
     array = replace(entry.array, dataflow=dataflow, element_bytes=design.element_bytes)  # a rate's words follow it
+    array = rated(array, entry, design.dtype)  # a dtypes row at the file's [macs_per_pe] rate of its dtype
     if "bandwidths" in entry.sets or array.dram_rate is not None or array.bandwidth == (design.bandwidth,):
         return array  # the file's bandwidth or hbm_gbps rate, or the reader's default 10 that no axis changed
     return with_memory(array, bandwidth=design.bandwidth)

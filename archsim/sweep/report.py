@@ -247,8 +247,25 @@ def sweep_array(record: dict, first) -> tuple[ArrayConfig, str, str]:
     element size (:func:`row_width`; its flag after the memory flags), so a 2-byte row is re-costed, and its
     command reproduces it, in 2-byte words rather than ``cost``'s default 1-byte ones."""
     array, engine, flags = _memory_array(record, first)
+    array = _row_rate(array, record, first)
     width, flag = row_width(first)
     return (replace(array, element_bytes=width), engine, flags + flag) if flag else (array, engine, flags)
+
+
+def _row_rate(array: ArrayConfig, record: dict, first) -> ArrayConfig:
+    """``array`` at the MACs per PE per cycle ``first``'s row ran at: a ``dtypes`` row on a .cfg at the file's
+    ``[macs_per_pe]`` rate of its dtype, as spec.json recorded the rates (``rates``, absent where none) and as the
+    report's ``cost --config FILE --dtype D`` reads them; every other row at one MAC per PE per cycle."""
+    path, dtype = array_path(first), first.get("dtype")
+    entries = record.get("arrays")
+    if path is None or not isinstance(dtype, str) or not isinstance(entries, list):
+        return array
+    rates = next((entry.get("rates") for entry in entries if isinstance(entry, dict) and entry.get("path") == path),
+                 None)
+    found = {pair[0]: pair[1] for pair in rates if isinstance(pair, list) and len(pair) == 2} \
+        if isinstance(rates, list) else {}
+    rate = found.get(dtype, 1)
+    return array if rate == 1 else replace(array, mac_rate=float(rate))
 
 
 def row_width(first) -> tuple[int, str]:

@@ -96,6 +96,9 @@ def _recorded(spec: SweepSpec | DeviceSweepSpec) -> dict[str, object]:
     fields = asdict(spec)
     if fields.get("borrow") == DEFAULT_BORROW:
         del fields["borrow"]
+    for entry in fields.get("arrays", ()):  # a .cfg without [macs_per_pe]: its entry as recorded before the field
+        if isinstance(entry, dict) and not entry.get("rates", True):
+            del entry["rates"]
     if isinstance(spec, SweepSpec) and spec.designs:  # the words that ran: a .cfg's own, not the unused default 10
         from archsim.sweep.design import design_words
 

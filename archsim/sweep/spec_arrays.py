@@ -30,7 +30,20 @@ class ArrayFile:
     # its per-event figures (name, pJ), which price the file's rows
     energy_table: str | None = None
     energy_figures: tuple[tuple[str, float], ...] = ()
+    # its [macs_per_pe] (dtype, MACs per PE per cycle), read by the TOML's rule: a dtypes axis's rows run at their
+    # dtype's rate (:func:`rated`), as ``archsim cost --config FILE --dtype D`` does; empty where it states none
+    rates: tuple[tuple[str, float], ...] = ()
 
+
+
+def rated(array: ArrayConfig, file: ArrayFile, dtype: str | None) -> ArrayConfig:
+    """``array`` (``file``'s, at a design's width) timed at ``dtype``'s MACs per PE per cycle where ``file`` states
+    one (:attr:`ArrayConfig.mac_rate`, the rule of :mod:`archsim.array.mac_rates`); as it is without a dtype (an
+    ``element_bytes`` or plain sweep: SCALE-Sim's one MAC per PE per cycle) or a rate for it."""
+    from dataclasses import replace
+
+    rate = dict(file.rates).get(dtype, 1.0) if dtype is not None else 1.0
+    return array if rate == 1 else replace(array, mac_rate=rate)
 
 
 def at_device_rate(file: ArrayFile) -> ArrayFile:
@@ -76,7 +89,17 @@ def read_array(text: str, spec_dir: Path, file: str) -> tuple[int, int] | ArrayF
         from archsim.energy.file_energy import cfg_table
 
         cfg_table(energy.table)
-    return ArrayFile(str(path), array, _axes_set(path, array), energy.table, tuple(sorted(energy.overrides.items())))
+    return ArrayFile(str(path), array, _axes_set(path, array), energy.table, tuple(sorted(energy.overrides.items())),
+                     _cfg_rates(path))
+
+
+def _cfg_rates(path: Path) -> tuple[tuple[str, float], ...]:
+    """A (read and checked) .cfg's ``[macs_per_pe]`` as (dtype, rate) pairs in its order; () where it has none."""
+    from archsim.array.cfg_lines import cfg_parser
+    from archsim.array.mac_rates import CFG_SECTION, cfg_rates
+
+    parser = cfg_parser(read_text(path, "config file", encoding="utf-8-sig"), str(path))
+    return tuple(cfg_rates(dict(parser[CFG_SECTION]) if parser.has_section(CFG_SECTION) else None, str(path)).items())
 
 
 # A design axis that would override what a .cfg states: (what it sweeps, the .cfg keys it would override).
@@ -130,9 +153,11 @@ def array_file_notes(spec: SweepSpec) -> tuple[str, ...]:
 
     files = {array.path: array.array for array in spec.arrays if isinstance(array, ArrayFile)}
     unread = spec.engine == "cycle" and not spec.bandwidths_given
+    rates_read = any(design.dtype for design in spec.designs)  # a dtypes axis: its rows at the file's rates (rated)
     return tuple(note for path, array in files.items() for name in (spec_named(spec.source, path),) for note in (
         device_arrays_note(path, name=name), sweep_unused_device_note(path, name=name) if spec.designs else None,
-        config_unread_keys_note(path, name=name), _rate_note(spec, path, array, name) if unread else None) if note)
+        config_unread_keys_note(path, name=name, rates_read=rates_read),
+        _rate_note(spec, path, array, name) if unread else None) if note)
 
 
 def _rate_note(spec: SweepSpec, path: str, array: ArrayConfig, name: str) -> str | None:
