@@ -312,3 +312,23 @@ def test_every_benchmark_has_a_row_in_the_index():
     missing = sorted(path.name for path in (ROOT / "benchmarks").glob("bench_*.py") if path.name not in named)
     assert not missing, f"benchmarks/README.md's table has no row for {missing}"
     assert not [name for name in named if not (ROOT / "benchmarks" / name).is_file()], "a row names no script"
+
+
+def test_pages_state_the_pipeline_sends_default():
+    """`--p2p`'s default is `megatron` (since 2026-12-05: a 1F1B rank waits for its send to end, as Megatron-LM's
+    non-interleaved 1F1B does): where a page gives the flag's default it is that one, no page still says a hop
+    delays only its receiver, and search's timing of 1F1B by the closed form names the held sends beside it."""
+    from archsim.choices.training import DEFAULT_P2P
+
+    assert DEFAULT_P2P == "megatron"
+    stated = 0
+    for page in PAGES:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for said in re.findall(r"`(?:archsim (?:train|search) )?--p2p [\w|]+`.{0,80}?default `(\w+)`", text):
+            assert said == DEFAULT_P2P, f"{page.name} gives --p2p's default as {said!r}"
+            stated += 1
+        assert "hop delays only the receiver" not in text, page.name
+    assert stated >= 2  # training.md's and search.md's statements of the flag
+    search = " ".join((ROOT / "docs" / "search.md").read_text(encoding="utf-8").split())
+    timing = search.split("* **1F1B and GPipe**: the closed form `one_f_one_b_seconds`", 1)[1].split("* **", 1)[0]
+    assert "#blocking-pipeline-sends" in timing and "`megatron`" in timing
