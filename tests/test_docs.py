@@ -332,3 +332,37 @@ def test_pages_state_the_pipeline_sends_default():
     search = " ".join((ROOT / "docs" / "search.md").read_text(encoding="utf-8").split())
     timing = search.split("* **1F1B and GPipe**: the closed form `one_f_one_b_seconds`", 1)[1].split("* **", 1)[0]
     assert "#blocking-pipeline-sends" in timing and "`megatron`" in timing
+
+
+def test_accuracy_gpt3_figures_are_the_benchmark_results():
+    """docs/accuracy.md's GPT-3 175B figures under today's defaults (1F1B's sends blocking since 2026-12-05) are those
+    of benchmarks/results/published_throughput.csv, which `benchmarks/bench_published_throughput.py` writes: the
+    published-runs table, the fit table's cells for the blocking sends and the per-layer misses' ranges."""
+    import csv
+
+    with open(ROOT / "benchmarks" / "results" / "published_throughput.csv", encoding="utf-8") as file:
+        rows = [row for row in csv.DictReader(file)
+                if row["model"] == "gpt3-175b" and row["grad_accumulation"] == "fused"]
+    tflops = {(int(r["gpus"]), int(r["pp"]), int(r["interleave"])): f"{float(r['hardware_tflops_per_gpu']):.1f}"
+              for r in rows}
+    gaps = {(int(r["gpus"]), int(r["interleave"])): [] for r in rows}
+    for r in rows:
+        gaps[int(r["gpus"]), int(r["interleave"])].append(float(r["gap_ms_per_layer_microbatch"]))
+    page = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    header = "| run (hardware TFLOP/s per GPU) | published | 1F1B | 2 chunks | 3 chunks |\n"
+    table = page.split(header, 1)[1].split("\n\n")[0]
+    checked = 0
+    for line in table.splitlines()[1:]:
+        gpus, pp = re.match(r"\| ([\d,]+) GPUs, TP 8 × PP (\d+)", line).groups()
+        for chunks, cell in enumerate(line.strip("|").split("|")[2:], start=1):
+            if cell.strip():
+                assert cell.split()[0] == tflops[int(gpus.replace(",", "")), int(pp), chunks], line
+                checked += 1
+    assert checked == 12
+    text = " ".join(page.split())
+    assert f"156.6 / 161.8 / 163.6 (+11.8…+16.9%; {tflops[1024, 8, 1]}, +11.7%, at 1 chunk with 1F1B's sends" in text
+    assert " / ".join(tflops[g, 12, 1] for g in (384, 768, 1536)) + ", +5.9…+7.0%, with 1F1B's sends blocking" in text
+    table2 = [gap for g in (384, 768, 1536) for gap in gaps[g, 1]]
+    assert f"1.55–1.67 ms ({min(table2):.2f}–{max(table2):.2f} ms with 1F1B's sends blocking" in text
+    whole = [gap for (g, _), found in gaps.items() if g == 1024 for gap in found]
+    assert f"1,024-GPU figure sits {min(whole):.1f}–{max(whole):.1f} ms per layer and micro-batch" in text
