@@ -366,3 +366,16 @@ def test_accuracy_gpt3_figures_are_the_benchmark_results():
     assert f"1.55–1.67 ms ({min(table2):.2f}–{max(table2):.2f} ms with 1F1B's sends blocking" in text
     whole = [gap for (g, _), found in gaps.items() if g == 1024 for gap in found]
     assert f"1,024-GPU figure sits {min(whole):.1f}–{max(whole):.1f} ms per layer and micro-batch" in text
+
+
+def test_api_page_names_every_setting_train_runs_takes():
+    """docs/api.md's `train_runs` paragraph lists the command's settings each row runs with: every keyword of
+    `archsim.train_runs` but the inputs (model, runs file, cluster) and the sequence and op limit said elsewhere."""
+    import inspect
+
+    import archsim
+
+    keywords = set(inspect.signature(archsim.train_runs).parameters) - {"model", "runs", "cluster", "seq", "max_ops"}
+    page = " ".join((ROOT / "docs" / "api.md").read_text(encoding="utf-8").split())
+    sentence = page.split("each row run with the command's ", 1)[1].split(" (same names, same defaults", 1)[0]
+    assert keywords <= set(re.findall(r"`(\w+)`", sentence)), keywords - set(re.findall(r"`(\w+)`", sentence))
