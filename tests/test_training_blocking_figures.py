@@ -1,0 +1,55 @@
+"""docs/training.md's prose figures of pipelined runs (PP 2 and 8, plain 1F1B), which 1F1B's blocking sends, the
+default `--p2p megatron` since 2026-12-05, moved: each is today's output of the command the page names, at the digits
+it shows. The runs take a few seconds together, so the checks are in the long tier."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_docs import ROOT
+
+from archsim.cli import main
+
+pytestmark = pytest.mark.long
+
+
+def page() -> str:
+    return " ".join((ROOT / "docs" / "training.md").read_text(encoding="utf-8").split())
+
+
+def seconds(command: str, capsys) -> float:
+    capsys.readouterr()
+    assert main(command.split() + ["--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)["meta"]["iteration_seconds"]
+
+
+def test_grouped_query_sums_runs(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    run = "train tests/data/hf_configs/{}.json --cluster configs/clusters/h100_2_servers.toml --tp 8 --pp 2 " \
+          "--global-batch 16 --seq 4096 --dtype bf16"
+    names = ("llama3_8b", "mistral_7b_v0_1", "llama3_1_70b")
+    llama, mistral, big = (seconds(run.format(name), capsys) for name in names)
+    text = page()
+    assert f"takes {llama:.3f} s per iteration" in text
+    assert f"`mistral_7b_v0_1.json` in its place {mistral:.3f} s" in text
+    assert f"`llama3_1_70b.json` {big:.3f} s" in text
+
+
+def test_gpt3_175b_with_and_without_the_distributed_optimizer(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    run = ("train configs/transformers/gpt3_175b.toml --cluster configs/clusters/a100_384_servers.toml --tp 8 --pp 8 "
+           "--dp 16 --global-batch 1536")
+    plain, sharded = seconds(run, capsys), seconds(run + " --distributed-optimizer", capsys)
+    text = page()
+    assert f"and {plain:.3f} s an iteration; with it 18.1 GiB" in text
+    assert f"(4 + 16/16)/20) and {sharded:.3f} s (" in text
+
+
+def test_device_file_a100_node(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    run = ("train configs/transformers/gpt3_1.3b.toml --cluster configs/clusters/{} --tp 2 --pp 2 --dp 2 "
+           "--global-batch 64")
+    device, catalog = (seconds(run.format(name), capsys) for name in ("a100_node_device_file.toml", "a100_node.toml"))
+    assert device == pytest.approx(catalog, rel=1e-9)  # the page: "both … since"
+    assert f"and {device:.3f} s since 1F1B's sends block, the default since 2026-12-05" in page()
