@@ -1,4 +1,4 @@
-"""docs/training.md's prose figures of pipelined runs (PP 2 and 8, plain 1F1B), which 1F1B's blocking sends, the
+"""docs/training.md's prose figures of pipelined runs (PP 2 to 16, plain 1F1B), which 1F1B's blocking sends, the
 default `--p2p megatron` since 2026-12-05, moved: each is today's output of the command the page names, at the digits
 it shows. The runs take a few seconds together, so the checks are in the long tier."""
 
@@ -53,3 +53,30 @@ def test_device_file_a100_node(capsys, monkeypatch):
     device, catalog = (seconds(run.format(name), capsys) for name in ("a100_node_device_file.toml", "a100_node.toml"))
     assert device == pytest.approx(catalog, rel=1e-9)  # the page: "both … since"
     assert f"and {device:.3f} s since 1F1B's sends block, the default since 2026-12-05" in page()
+
+
+DEEPSEEK = ("train deepseek_v3 --cluster configs/clusters/dgx_h100_superpod.toml --tp 2 --pp 16 --dp 32 --ep 8 "
+            "--global-batch 4096 --micro-batch 1 --seq 4096 --dtype bf16 --recompute none --sequence-parallel "
+            "--distributed-optimizer --dp-overlap bucketed --balance planned")
+
+
+def test_deepseek_v3_plain_1f1b_rows(capsys, monkeypatch):
+    """training.md's DeepSeek-V3 row at PP 16 (without MTP, with it, with the shared expert's overlap) and
+    search.md's first row of the 1F1B search, the same layout."""
+    monkeypatch.chdir(ROOT)
+
+    def meta(extra: str) -> dict:
+        capsys.readouterr()
+        assert main(f"{DEEPSEEK} {extra} --format json".split()) == 0
+        return json.loads(capsys.readouterr().out)["meta"]
+
+    plain, mtp = meta("--mtp-layers 0"), meta("")
+    shared = meta("--mtp-layers 0 --moe-shared-expert-overlap")
+    text = page()
+    assert f"It takes {plain['iteration_seconds']:.2f} s at MFU {plain['mfu']:.3f} (79.1 GiB a GPU;" in text
+    assert f"it takes {mtp['iteration_seconds']:.2f} s at MFU {mtp['mfu']:.3f} (" in text
+    assert f"(1F1B is no bar to it): {shared['iteration_seconds']:.2f} s, MFU {shared['mfu']:.3f}, 79.2 GiB" in text
+    assert f"EP 8 on plain 1F1B, {plain['iteration_seconds']:.2f} s (" in text
+    search = " ".join((ROOT / "docs" / "search.md").read_text(encoding="utf-8").split())
+    assert (f"hold more within 80 GB): {plain['iteration_seconds']:.2f} s an iteration, 79.1 GiB a GPU, MFU "
+            f"{plain['mfu']:.3f} ({plain['tflops_per_gpu']:.0f} TFLOP/s a GPU, 2026-12-05;") in search
