@@ -80,3 +80,25 @@ def test_deepseek_v3_plain_1f1b_rows(capsys, monkeypatch):
     search = " ".join((ROOT / "docs" / "search.md").read_text(encoding="utf-8").split())
     assert (f"hold more within 80 GB): {plain['iteration_seconds']:.2f} s an iteration, 79.1 GiB a GPU, MFU "
             f"{plain['mfu']:.3f} ({plain['tflops_per_gpu']:.0f} TFLOP/s a GPU, 2026-12-05;") in search
+
+
+def test_qwen3_235b_nearest_layouts(capsys, monkeypatch):
+    """The Qwen3-235B-A22B layouts nearest the published one (PP 32, plain 1F1B) against its 200 TFLOP/s a GPU."""
+    monkeypatch.chdir(ROOT)
+    run = ("train tests/data/hf_configs/qwen3_235b_a22b.json --cluster configs/clusters/dgx_h100_superpod.toml --tp 2 "
+           "--etp 1 --ep 8 --pp 32 --dp 4 --global-batch 2048 --micro-batch 1 --seq 4096 --dtype bf16 --recompute none "
+           "--sequence-parallel --distributed-optimizer --dp-overlap bucketed")
+
+    def meta(extra: str) -> dict:
+        capsys.readouterr()
+        assert main(f"{run} {extra} --format json".split()) == 0
+        return json.loads(capsys.readouterr().out)["meta"]
+
+    planned = meta("--balance planned")
+    ends = meta("--stage-layers " + ",".join(["2"] + ["3"] * 30 + ["2"]))
+    text = page()
+    assert (f"{planned['iteration_seconds']:.2f} s an iteration, {planned['tflops_per_gpu']:.0f} TFLOP/s per GPU "
+            f"(MFU {planned['mfu']:.2f}), peak memory {planned['peak_memory_gib']:.1f} GiB (2026-12-05;") in text
+    assert f"each) {ends['iteration_seconds']:.2f} s, {ends['tflops_per_gpu']:.0f} TFLOP/s (" in text
+    ratios = f"{ends['tflops_per_gpu'] / 200:.2f}–{planned['tflops_per_gpu'] / 200:.2f}×"
+    assert f"above the published 200 ({ratios}," in text
