@@ -102,3 +102,18 @@ def test_qwen3_235b_nearest_layouts(capsys, monkeypatch):
     assert f"each) {ends['iteration_seconds']:.2f} s, {ends['tflops_per_gpu']:.0f} TFLOP/s (" in text
     ratios = f"{ends['tflops_per_gpu'] / 200:.2f}–{planned['tflops_per_gpu'] / 200:.2f}×"
     assert f"above the published 200 ({ratios}," in text
+
+
+def test_deepseek_v3_searches_plain_1f1b_rows(capsys, monkeypatch):
+    """The rows the DeepSeek-V3 searches rank beside interleaved ones (their `train` lines: the search's row equals
+    it, tests/test_search_train_parity.py): TP 4 · PP 32 with ETP 1 without MTP, TP 2 · PP 8 · EP 32 with it."""
+    monkeypatch.chdir(ROOT)
+    common = ("--global-batch 4096 --micro-batch 1 --seq 4096 --dtype bf16 --recompute none --sequence-parallel "
+              "--distributed-optimizer --dp-overlap bucketed --balance planned")
+    etp = seconds(f"train deepseek_v3 --cluster configs/clusters/dgx_h100_superpod.toml --tp 4 --pp 32 --dp 8 --ep 8 "
+                  f"--etp 1 {common} --mtp-layers 0", capsys)
+    second = seconds(f"train deepseek_v3 --cluster configs/clusters/dgx_h100_superpod.toml --tp 2 --pp 8 --dp 64 "
+                     f"--ep 32 {common}", capsys)
+    text = page()
+    assert f"ETP 1 a hair behind ({etp:.2f} s;" in text
+    assert f"EP 32 is second ({second:.2f} s;" in text
