@@ -312,3 +312,70 @@ def test_every_benchmark_has_a_row_in_the_index():
     missing = sorted(path.name for path in (ROOT / "benchmarks").glob("bench_*.py") if path.name not in named)
     assert not missing, f"benchmarks/README.md's table has no row for {missing}"
     assert not [name for name in named if not (ROOT / "benchmarks" / name).is_file()], "a row names no script"
+
+
+def test_pages_state_the_pipeline_sends_default():
+    """`--p2p`'s default is `megatron` (since 2026-12-05: a 1F1B rank waits for its send to end, as Megatron-LM's
+    non-interleaved 1F1B does): where a page gives the flag's default it is that one, no page still says a hop
+    delays only its receiver, and search's timing of 1F1B by the closed form names the held sends beside it."""
+    from archsim.choices.training import DEFAULT_P2P
+
+    assert DEFAULT_P2P == "megatron"
+    stated = 0
+    for page in PAGES:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for said in re.findall(r"`(?:archsim (?:train|search) )?--p2p [\w|]+`.{0,80}?default `(\w+)`", text):
+            assert said == DEFAULT_P2P, f"{page.name} gives --p2p's default as {said!r}"
+            stated += 1
+        assert "hop delays only the receiver" not in text, page.name
+    assert stated >= 2  # training.md's and search.md's statements of the flag
+    search = " ".join((ROOT / "docs" / "search.md").read_text(encoding="utf-8").split())
+    timing = search.split("* **1F1B and GPipe**: the closed form `one_f_one_b_seconds`", 1)[1].split("* **", 1)[0]
+    assert "#blocking-pipeline-sends" in timing and "`megatron`" in timing
+
+
+def test_accuracy_gpt3_figures_are_the_benchmark_results():
+    """docs/accuracy.md's GPT-3 175B figures under today's defaults (1F1B's sends blocking since 2026-12-05) are those
+    of benchmarks/results/published_throughput.csv, which `benchmarks/bench_published_throughput.py` writes: the
+    published-runs table, the fit table's cells for the blocking sends and the per-layer misses' ranges."""
+    import csv
+
+    with open(ROOT / "benchmarks" / "results" / "published_throughput.csv", encoding="utf-8") as file:
+        rows = [row for row in csv.DictReader(file)
+                if row["model"] == "gpt3-175b" and row["grad_accumulation"] == "fused"]
+    tflops = {(int(r["gpus"]), int(r["pp"]), int(r["interleave"])): f"{float(r['hardware_tflops_per_gpu']):.1f}"
+              for r in rows}
+    gaps = {(int(r["gpus"]), int(r["interleave"])): [] for r in rows}
+    for r in rows:
+        gaps[int(r["gpus"]), int(r["interleave"])].append(float(r["gap_ms_per_layer_microbatch"]))
+    page = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    header = "| run (hardware TFLOP/s per GPU) | published | 1F1B | 2 chunks | 3 chunks |\n"
+    table = page.split(header, 1)[1].split("\n\n")[0]
+    checked = 0
+    for line in table.splitlines()[1:]:
+        gpus, pp = re.match(r"\| ([\d,]+) GPUs, TP 8 × PP (\d+)", line).groups()
+        for chunks, cell in enumerate(line.strip("|").split("|")[2:], start=1):
+            if cell.strip():
+                assert cell.split()[0] == tflops[int(gpus.replace(",", "")), int(pp), chunks], line
+                checked += 1
+    assert checked == 12
+    text = " ".join(page.split())
+    assert f"156.6 / 161.8 / 163.6 (+11.8…+16.9%; {tflops[1024, 8, 1]}, +11.7%, at 1 chunk with 1F1B's sends" in text
+    assert " / ".join(tflops[g, 12, 1] for g in (384, 768, 1536)) + ", +5.9…+7.0%, with 1F1B's sends blocking" in text
+    table2 = [gap for g in (384, 768, 1536) for gap in gaps[g, 1]]
+    assert f"1.55–1.67 ms ({min(table2):.2f}–{max(table2):.2f} ms with 1F1B's sends blocking" in text
+    whole = [gap for (g, _), found in gaps.items() if g == 1024 for gap in found]
+    assert f"1,024-GPU figure sits {min(whole):.1f}–{max(whole):.1f} ms per layer and micro-batch" in text
+
+
+def test_api_page_names_every_setting_train_runs_takes():
+    """docs/api.md's `train_runs` paragraph lists the command's settings each row runs with: every keyword of
+    `archsim.train_runs` but the inputs (model, runs file, cluster) and the sequence and op limit said elsewhere."""
+    import inspect
+
+    import archsim
+
+    keywords = set(inspect.signature(archsim.train_runs).parameters) - {"model", "runs", "cluster", "seq", "max_ops"}
+    page = " ".join((ROOT / "docs" / "api.md").read_text(encoding="utf-8").split())
+    sentence = page.split("each row run with the command's ", 1)[1].split(" (same names, same defaults", 1)[0]
+    assert keywords <= set(re.findall(r"`(\w+)`", sentence)), keywords - set(re.findall(r"`(\w+)`", sentence))

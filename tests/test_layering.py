@@ -250,3 +250,46 @@ def test_the_map_names_every_package_and_module():
     missing = [p.name for p in ROOT.iterdir() if (p.suffix == ".py" or (p / "__init__.py").exists())
                and p.name != "__init__.py" and f"`{p.name}{'/' if p.is_dir() else ''}`" not in section]
     assert not missing, missing
+
+
+def map_section() -> str:
+    text = PAGE.read_text(encoding="utf-8")
+    return text[text.index("## Packages and layering"):text.index("**The rules**")]
+
+
+def test_every_module_the_map_names_exists():
+    """The other direction of the test above: each module or package a row's first cell names, each module a
+    package's row names in its job (by its path in the package or in archsim/), and each utility module is in
+    archsim/ (a module moved or removed leaves no row behind)."""
+    gone = []
+    for line in map_section().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3:
+            continue
+        named = re.findall(r"`([\w./]+)`", cells[0])
+        gone += [name for name in named if not (ROOT / name.rstrip("/")).exists()]
+        if cells[0] == "utilities" or (len(named) == 1 and named[0].endswith("/")):
+            package = ROOT / (named[0] if named else "")
+            gone += [f"{cells[0]}: {module}" for module in re.findall(r"`([\w/]+\.py)`", cells[1])
+                     if not (package / module).exists() and not (ROOT / module).exists()]
+    assert not gone, gone
+
+
+NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def test_the_page_counts_the_exceptions_it_lists():
+    """The map's † line and the exceptions' heading both say how many exceptions there are: as many as the page's
+    bullets under that heading and as EXCEPTIONS holds."""
+    text = PAGE.read_text(encoding="utf-8")
+    heading = re.search(r"^\*\*The (\w+) exceptions\*\*", text, re.MULTILINE)
+    bullets = re.findall(r"^\* `", text[heading.end():].split("\n## ", 1)[0], re.MULTILINE)
+    assert len(bullets) == len(EXCEPTIONS)
+    said = re.findall(r"† marks one of the (\w+) exceptions below", text) + [heading.group(1)]
+    assert said == [NUMBERS[len(EXCEPTIONS)]] * 2, said
+
+
+def test_the_page_names_the_utilities_the_map_leaves_out():
+    """The map's preamble lists the utilities its import columns leave out: the ones this test leaves out."""
+    preamble = map_section().split("the utilities every layer may use — ", 1)[1].split(" — left out", 1)[0]
+    assert set(re.findall(r"`(\w+)`", preamble)) == UTILITIES - {"__version__"}
