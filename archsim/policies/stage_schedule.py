@@ -149,10 +149,11 @@ def run_stages(args: SimpleNamespace) -> ScheduleRun:
         return _torch_steps(args)
     profile = profile_from_args(args)
     p, m = profile.stages, args.microbatches
-    if m is not None and not args.schedule_csv_in:  # F, B (or I and W) per stage, chunk and micro-batch
+    if m is not None and not args.schedule_csv_in:  # the stage count a profile file gives, by check_stage_job's count
         from archsim.validate import check_job_size
 
-        check_job_size(3 * p * max(1, args.chunks or 1) * m, args.max_ops)
+        counted = "looped-bfs" if args.torch_schedule else (args.policy or "1f1b")
+        check_job_size(stage_job_ops(counted, p, m, args.chunks), args.max_ops)
     if args.schedule_csv_in or args.torch_schedule:
         if args.schedule_csv_in and args.torch_schedule:
             raise InputError(f"give {setting('torch-schedule')} or {setting('schedule-csv-in')}, not both",
