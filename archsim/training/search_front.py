@@ -7,6 +7,7 @@ from __future__ import annotations
 from archsim.progress import progress
 from archsim.training.search_row_maker import RowMaker
 from archsim.training.search_space import Candidate
+from archsim.units import GIB
 
 
 def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
@@ -35,7 +36,7 @@ def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], reti
             continue
         row = retimed.get(index)
         if row is not None:
-            item = (row["iteration_seconds"], row["timing"], row["peak_memory_gib"] * 2**30, make.keep[id(row)])
+            item = (row["iteration_seconds"], row["timing"], row["peak_memory_gib"] * GIB, make.keep[id(row)])
             rows_of[id(item)] = row
         known.append(item)
     chosen = pareto_front(known, second)
