@@ -36,6 +36,10 @@ HOMES = {
     # PipeDream's replica all-reduce 4(r − 1)·P / (B·r): the tables, the dense search and a plan's stages (the
     # compiled search keeps its own copy, held equal by tests/test_pipedream_kernel.py)
     "replica_allreduce": "archsim.partition.pipedream_allreduce",
+    # the Pareto rule of the search's front and the sweeps' (the tie rule each caller's argument; until 2026-12-05 a
+    # 2-D sweep in training/search_front.py and an n-D mask in report/pareto.py, each with its own ties)
+    "front_indices": "archsim.pareto_rule",
+    "pareto_mask": "archsim.pareto_rule",
 }
 
 

@@ -4,6 +4,7 @@ many of the rows listed stand for such twins (``SearchResult.identical_rows_drop
 
 from __future__ import annotations
 
+from archsim.pareto_rule import front_indices
 from archsim.progress import progress
 from archsim.training.search_row_maker import RowMaker
 from archsim.training.search_space import Candidate
@@ -11,14 +12,10 @@ from archsim.units import GIB
 
 
 def pareto_front(costed: list[tuple], second=lambda t: t[2]) -> list[tuple]:
-    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second``
-    (default the bytes; ties: the first kept), fastest first: sorted by time, each kept if smaller
-    than everything faster."""
-    front: list[tuple] = []
-    for item in sorted(costed, key=lambda t: (t[0], second(t))):
-        if not front or second(item) < second(front[-1]):
-            front.append(item)
-    return front
+    """(seconds, timing, bytes, candidate) none of the others beats on both seconds and ``second`` (default the
+    bytes), fastest first: :mod:`archsim.pareto_rule`'s front with ``ties="first"``, so of configurations equal
+    in both only the first in ``costed``'s order stays (the sweeps keep every copy)."""
+    return [costed[i] for i in front_indices([(t[0], second(t)) for t in costed], ties="first")]
 
 
 def pareto_front_rows(make: RowMaker, costed: list[tuple], twins: set[int], retimed: dict[int, dict],
