@@ -14,16 +14,16 @@ A point with a NaN value is beaten by none and beats none (a comparison with NaN
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
+import numpy.typing as npt
 
 TIES = ("all", "first")
 
 
-def front_indices(points: Sequence[Sequence[float]], *, ties: Literal["all", "first"]) -> list[int]:
-    """Indices of the ``points`` on the front (module docstring), in lexicographic order of their values (the
+def front_indices(points: npt.ArrayLike, *, ties: Literal["all", "first"]) -> list[int]:
+    """Indices of the ``points`` (n × d: rows of numbers, or an array) on the front (module docstring), in lexicographic order of their values (the
     first column's smallest first: the fastest, for the search), ties in their order given. One sweep in that
     order: a point that beats another precedes it, so each point is checked against the front kept so far.
     O(n log n + n·f) for f points on the front."""
@@ -46,9 +46,9 @@ def front_indices(points: Sequence[Sequence[float]], *, ties: Literal["all", "fi
     return kept
 
 
-def pareto_mask(values: Sequence[Sequence[float]], *, ties: Literal["all", "first"]) -> np.ndarray:
+def pareto_mask(values: npt.ArrayLike, *, ties: Literal["all", "first"]) -> np.ndarray:
     """True for the rows of ``values`` (n × d) on the front (:func:`front_indices`), in the rows' order."""
-    mask = np.zeros(len(values), dtype=bool)
+    mask = np.zeros(np.shape(values)[0], dtype=bool)
     mask[front_indices(values, ties=ties)] = True
     return mask
 
