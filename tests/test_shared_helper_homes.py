@@ -54,6 +54,19 @@ def test_each_shared_helper_is_defined_in_its_one_home():
     assert homes == {name: [home] for name, home in HOMES.items()}
 
 
+# class name → the one module that defines it: ``archsim.Network`` is the DNN (its layers); the links between servers
+# are ``archsim.network.ServerNetwork`` (until 2026-12-05 a second class named ``Network``, in ``archsim.network``)
+CLASS_HOMES = {"Network": "archsim.workload.layer", "ServerNetwork": "archsim.network"}
+
+
+@pytest.mark.long  # reads every module (a few seconds)
+def test_each_class_name_has_its_one_home():
+    homes = {name: [module for module, path in library()
+                    if any(isinstance(node, ast.ClassDef) and node.name == name for node in parsed(path).body)]
+             for name in CLASS_HOMES}
+    assert homes == {name: [home] for name, home in CLASS_HOMES.items()}
+
+
 # name → the one module that calls it: a rule written once, its callers asking the function that applies it
 CALLED_IN = {
     # a chip of one array stating static_watts is timed where static power is priced: chip_time.timed_chip
